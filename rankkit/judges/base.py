@@ -1,0 +1,175 @@
+"""The judge protocol every backend implements, and the judgments it returns.
+
+A judge answers two questions about a task:
+
+* ``score(task, candidate)`` — a pointwise grade on the task's scale (:class:`PointJudgment`);
+* ``compare(task, first, second)`` — a pairwise verdict on two candidates *as presented*, first
+  then second, with a score for each (:class:`PairJudgment`).
+
+The batched forms ``score_many`` / ``compare_many`` take many requests at once and *yield*
+``(index, judgment)`` pairs as each judgment is ready, in any order. Yielding (rather than
+returning a list) is what lets the caller commit every judgment to the cache the moment it exists,
+so a judge that fails half-way through a batch loses nothing already paid for. Backends that can
+batch (transformers) or run requests concurrently (HTTP) override them; the defaults loop.
+
+Every judge has a ``fingerprint``: a string naming backend, model, template, decoding parameters
+and version. Two judges with the same fingerprint must give interchangeable judgments, because the
+fingerprint is the cache key.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterator, Sequence
+
+from rankkit.tasks import Candidate, Task
+
+
+class Winner(str, enum.Enum):
+    """Which presented candidate won a comparison."""
+
+    FIRST = "first"
+    SECOND = "second"
+    TIE = "tie"
+
+
+class ParseStatus(str, enum.Enum):
+    """How a judge's raw output was read: cleanly, after a retry, or not at all."""
+
+    OK = "ok"
+    RETRIED = "retried"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class PointJudgment:
+    """A pointwise grade. ``score`` is on the task's scale (None only when parsing failed)."""
+
+    score: float | None
+    raw: str = ""
+    status: ParseStatus = ParseStatus.OK
+    usage: dict[str, int] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "raw": self.raw, "status": self.status.value,
+                "usage": dict(self.usage), "extras": dict(self.extras)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PointJudgment":
+        return cls(score=data["score"], raw=data.get("raw", ""), status=ParseStatus(data.get("status", "ok")),
+                   usage=data.get("usage") or {}, extras=data.get("extras") or {})
+
+
+@dataclass(frozen=True)
+class PairJudgment:
+    """A pairwise verdict on (first, second) in the order they were presented.
+
+    ``first_score`` / ``second_score`` are the grades the judge gave each; ``winner`` is its
+    verdict (it may disagree with the scores only when the backend decides by another signal,
+    e.g. choice-token probabilities). ``probability`` is P(first wins) when the backend knows it.
+    """
+
+    first_score: float
+    second_score: float
+    winner: Winner
+    raw: str = ""
+    status: ParseStatus = ParseStatus.OK
+    probability: float | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def swapped(self) -> "PairJudgment":
+        """The same judgment seen from the other side (second becomes first)."""
+        flip = {Winner.FIRST: Winner.SECOND, Winner.SECOND: Winner.FIRST, Winner.TIE: Winner.TIE}
+        return PairJudgment(
+            first_score=self.second_score, second_score=self.first_score, winner=flip[self.winner],
+            raw=self.raw, status=self.status,
+            probability=None if self.probability is None else 1.0 - self.probability,
+            usage=self.usage, extras=self.extras,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first_score": self.first_score, "second_score": self.second_score,
+                "winner": self.winner.value, "raw": self.raw, "status": self.status.value,
+                "probability": self.probability, "usage": dict(self.usage), "extras": dict(self.extras)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PairJudgment":
+        return cls(first_score=data["first_score"], second_score=data["second_score"],
+                   winner=Winner(data["winner"]), raw=data.get("raw", ""),
+                   status=ParseStatus(data.get("status", "ok")), probability=data.get("probability"),
+                   usage=data.get("usage") or {}, extras=data.get("extras") or {})
+
+
+PointRequest = tuple[Task, Candidate]
+PairRequest = tuple[Task, Candidate, Candidate]
+
+
+class JudgeError(RuntimeError):
+    """A judge could not produce a judgment (the backend failed, not the parse)."""
+
+
+class Judge:
+    """Base class of all judges; subclasses implement ``score`` and/or ``compare``.
+
+    Subclasses set ``backend`` and describe their identity in :meth:`fingerprint_fields`; the
+    fingerprint is derived from it. ``simulated`` marks judges whose output is not a real LLM's,
+    so reports can say so.
+    """
+
+    backend: ClassVar[str] = "base"
+    version: ClassVar[str] = "1"
+    simulated: ClassVar[bool] = False
+    supports_pointwise: ClassVar[bool] = True
+    supports_pairwise: ClassVar[bool] = True
+
+    def fingerprint_fields(self) -> dict[str, Any]:
+        """Everything that changes a judgment: model, template, decoding parameters..."""
+        return {}
+
+    @property
+    def fingerprint(self) -> str:
+        fields = {"backend": self.backend, "version": self.version, **self.fingerprint_fields()}
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+
+    @property
+    def description(self) -> str:
+        """A short human-readable name for tables and reports."""
+        return self.backend
+
+    # -- single judgments ---------------------------------------------------------------------
+    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+        raise NotImplementedError(f"judge {self.backend!r} does not grade single answers")
+
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+        raise NotImplementedError(f"judge {self.backend!r} does not compare pairs")
+
+    # -- batched judgments --------------------------------------------------------------------
+    def score_many(self, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""
+        for index, (task, candidate) in enumerate(requests):
+            yield index, self.score(task, candidate)
+
+    def compare_many(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""
+        for index, (task, first, second) in enumerate(requests):
+            yield index, self.compare(task, first, second)
+
+    def bind_cache(self, cache: Any) -> None:
+        """Called by the runner with the run's :class:`~rankkit.cache.JudgmentCache`.
+
+        Judges that cache intermediate products of their own (a panel's per-member votes,
+        PREPAIR's per-answer analyses) override this to keep a reference; the default ignores it.
+        """
+
+    def close(self) -> None:
+        """Release resources (connections, models). Judges are usable as context managers."""
+
+    def __enter__(self) -> "Judge":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

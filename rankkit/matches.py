@@ -1,0 +1,277 @@
+"""The shared match graph, and the match source strategies ask for judgments through.
+
+**MatchGraph.** One networkx ``MultiDiGraph`` per task. Nodes are candidate ids; a node's
+``points`` attribute maps judge fingerprint -> :class:`PointJudgment`. Each judged comparison is one
+edge ``first -> second`` keyed by judge fingerprint, carrying the judgment (both scores, winner,
+raw output), the strategy that paid for it, its round, and every strategy that used it since.
+All strategies of a run share one graph per task, so a comparison is paid for once per run.
+
+**MatchSource.** What a strategy calls. For every comparison or grade it looks in the graph, then
+in the persistent cache, and only then asks the judge — in one batch for everything missing, so
+batching and concurrent judges stay busy. Each judgment is written to the cache as it arrives.
+It counts what the strategy used (``comparisons``, ``scores``) and what was new (``judge_calls``)
+in a :class:`Cost`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Sequence
+
+import networkx as nx
+
+from rankkit.judges.base import Judge, PairJudgment, ParseStatus, PointJudgment, Winner
+from rankkit.tasks import Task
+
+
+class MatchGraph:
+    """All judgments made on one task: comparisons as edges, grades on nodes."""
+
+    def __init__(self, task: Task):
+        self.task = task
+        self.graph = nx.MultiDiGraph(task_id=task.task_id)
+        for cand in task.candidates:
+            self.graph.add_node(cand.id, points={})
+
+    # -- comparisons --------------------------------------------------------------------------
+    def find_pair(self, fingerprint: str, first: str, second: str) -> PairJudgment | None:
+        data = self.graph.get_edge_data(first, second, key=fingerprint)
+        return None if data is None else data["judgment"]
+
+    def add_pair(self, fingerprint: str, first: str, second: str, judgment: PairJudgment,
+                 strategy: str | None = None, round: int | None = None) -> None:
+        self.graph.add_edge(first, second, key=fingerprint, judgment=judgment, fingerprint=fingerprint,
+                            strategy=strategy, round=round, used_by=[])
+
+    def mark_used(self, fingerprint: str, first: str, second: str, strategy: str | None, round: int | None) -> None:
+        self.graph.edges[first, second, fingerprint]["used_by"].append({"strategy": strategy, "round": round})
+
+    def comparisons(self, fingerprint: str | None = None) -> Iterator[tuple[str, str, PairJudgment]]:
+        """Every judged comparison (first, second, judgment), optionally of one judge only."""
+        for first, second, key, data in self.graph.edges(keys=True, data=True):
+            if fingerprint is None or key == fingerprint:
+                yield first, second, data["judgment"]
+
+    # -- grades -------------------------------------------------------------------------------
+    def find_point(self, fingerprint: str, candidate: str) -> PointJudgment | None:
+        return self.graph.nodes[candidate]["points"].get(fingerprint)
+
+    def add_point(self, fingerprint: str, candidate: str, judgment: PointJudgment) -> None:
+        self.graph.nodes[candidate]["points"][fingerprint] = judgment
+
+
+@dataclass
+class Cost:
+    """What a strategy spent. ``comparisons``/``scores`` are distinct judgments it used;
+    ``judge_calls`` those that were new (not in the graph or the cache) and so were paid for."""
+
+    comparisons: int = 0
+    scores: int = 0
+    judge_calls: int = 0
+    cache_hits: int = 0
+    graph_hits: int = 0
+    parse_failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, other: "Cost") -> None:
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Match:
+    """One comparison as a strategy used it: who was shown first, the round, and the verdict."""
+
+    first: str
+    second: str
+    judgment: PairJudgment
+    round: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first": self.first, "second": self.second, "round": self.round,
+                "first_score": self.judgment.first_score, "second_score": self.judgment.second_score,
+                "winner": self.judgment.winner.value, "probability": self.judgment.probability,
+                "status": self.judgment.status.value, "raw": self.judgment.raw}
+
+
+@dataclass(frozen=True)
+class Duel:
+    """The outcome of playing a against b, in one order or (debiased) both.
+
+    ``score_a``/``score_b`` are the grades averaged over the orders played; ``outcome`` is 1.0 when
+    a won, 0.0 when b won and 0.5 for a tie. It comes from the averaged scores; when they are equal
+    the judges' own verdicts decide (they may carry information the scores lack, e.g. choice-token
+    probabilities), and only when those balance too is it a tie.
+    """
+
+    a: str
+    b: str
+    score_a: float
+    score_b: float
+    outcome: float
+    matches: tuple[Match, ...] = field(default=())
+
+
+def _verdict_for_a(match: Match, a: str) -> float:
+    if match.judgment.winner is Winner.TIE:
+        return 0.5
+    first_won = match.judgment.winner is Winner.FIRST
+    return 1.0 if first_won == (match.first == a) else 0.0
+
+
+def make_duel(a: str, b: str, matches: Sequence[Match]) -> Duel:
+    """Combine the matches between a and b (either order) into a :class:`Duel`."""
+    score_a = score_b = 0.0
+    for match in matches:
+        sa, sb = (match.judgment.first_score, match.judgment.second_score) if match.first == a else (
+            match.judgment.second_score, match.judgment.first_score)
+        score_a += sa
+        score_b += sb
+    score_a /= len(matches)
+    score_b /= len(matches)
+    if score_a != score_b:
+        outcome = 1.0 if score_a > score_b else 0.0
+    else:
+        votes = sum(_verdict_for_a(m, a) for m in matches) / len(matches)
+        outcome = 1.0 if votes > 0.5 else 0.0 if votes < 0.5 else 0.5
+    return Duel(a=a, b=b, score_a=score_a, score_b=score_b, outcome=outcome, matches=tuple(matches))
+
+
+class MatchSource:
+    """Graph -> cache -> judge lookup of judgments for one task and one strategy."""
+
+    def __init__(self, task: Task, graph: MatchGraph, judge: Judge, cache: Any, cost: Cost,
+                 strategy: str | None = None):
+        self.task = task
+        self.graph = graph
+        self.judge = judge
+        self.cache = cache
+        self.cost = cost
+        self.strategy = strategy
+        self.fingerprint = judge.fingerprint
+        self.matches: list[Match] = []
+        self._used_pairs: set[tuple[str, str]] = set()
+        self._used_points: set[str] = set()
+
+    # -- cache keys ---------------------------------------------------------------------------
+    def _pair_parts(self, first: str, second: str) -> list[str | None]:
+        task = self.task
+        return [task.prompt, task.reference, task.candidate(first).text, task.candidate(second).text]
+
+    def _point_parts(self, candidate: str) -> list[str | None]:
+        return [self.task.prompt, self.task.reference, self.task.candidate(candidate).text]
+
+    def _charge(self, judgment: PairJudgment | PointJudgment) -> None:
+        self.cost.judge_calls += 1
+        self.cost.prompt_tokens += int(judgment.usage.get("prompt_tokens", 0))
+        self.cost.completion_tokens += int(judgment.usage.get("completion_tokens", 0))
+        if judgment.status is ParseStatus.FAILED:
+            self.cost.parse_failures += 1
+
+    # -- comparisons --------------------------------------------------------------------------
+    def known(self, first: str, second: str) -> PairJudgment | None:
+        """The judgment of (first, second) if the graph already holds it; never calls the judge."""
+        return self.graph.find_pair(self.fingerprint, first, second)
+
+    def compare_many(self, pairs: Sequence[tuple[str, str]], round: int | None = None) -> list[PairJudgment]:
+        """Judge each (first, second) pair, reusing the graph and the cache; returns in order."""
+        results: dict[tuple[str, str], PairJudgment] = {}
+        missing: list[tuple[str, str]] = []
+        for first, second in pairs:
+            if first == second:
+                raise ValueError(f"cannot compare candidate {first!r} with itself")
+            if (first, second) in results or (first, second) in missing:
+                continue
+            judgment = self.graph.find_pair(self.fingerprint, first, second)
+            if judgment is not None:
+                self.cost.graph_hits += 1
+                results[(first, second)] = judgment
+                continue
+            stored = self.cache.get(self.fingerprint, "pair", self._pair_parts(first, second))
+            if stored is not None:
+                judgment = PairJudgment.from_dict(stored)
+                self.cost.cache_hits += 1
+                self.graph.add_pair(self.fingerprint, first, second, judgment, self.strategy, round)
+                results[(first, second)] = judgment
+                continue
+            missing.append((first, second))
+        if missing:
+            task = self.task
+            requests = [(task, task.candidate(a), task.candidate(b)) for a, b in missing]
+            for index, judgment in self.judge.compare_many(requests):
+                first, second = missing[index]
+                self.cache.put(self.fingerprint, "pair", self._pair_parts(first, second), judgment.to_dict())
+                self.graph.add_pair(self.fingerprint, first, second, judgment, self.strategy, round)
+                self._charge(judgment)
+                results[(first, second)] = judgment
+        out = []
+        for first, second in pairs:
+            judgment = results[(first, second)]
+            if (first, second) not in self._used_pairs:
+                self._used_pairs.add((first, second))
+                self.cost.comparisons += 1
+                self.graph.mark_used(self.fingerprint, first, second, self.strategy, round)
+                self.matches.append(Match(first, second, judgment, round))
+            out.append(judgment)
+        return out
+
+    def compare(self, first: str, second: str, round: int | None = None) -> PairJudgment:
+        return self.compare_many([(first, second)], round)[0]
+
+    def duel_many(self, pairs: Sequence[tuple[str, str]], debias: bool = False,
+                  round: int | None = None) -> list[Duel]:
+        """Play each (a, b): a shown first, and with ``debias`` also b shown first, averaged."""
+        ordered = list(pairs) + ([(b, a) for a, b in pairs] if debias else [])
+        judgments = dict(zip(ordered, self.compare_many(ordered, round)))
+        duels = []
+        for a, b in pairs:
+            played = [Match(a, b, judgments[(a, b)], round)]
+            if debias:
+                played.append(Match(b, a, judgments[(b, a)], round))
+            duels.append(make_duel(a, b, played))
+        return duels
+
+    def duel(self, a: str, b: str, debias: bool = False, round: int | None = None) -> Duel:
+        return self.duel_many([(a, b)], debias, round)[0]
+
+    # -- grades -------------------------------------------------------------------------------
+    def score_many(self, candidates: Sequence[str]) -> list[PointJudgment]:
+        """Grade each candidate, reusing the graph and the cache; returns in order."""
+        results: dict[str, PointJudgment] = {}
+        missing: list[str] = []
+        for cand in candidates:
+            if cand in results or cand in missing:
+                continue
+            judgment = self.graph.find_point(self.fingerprint, cand)
+            if judgment is not None:
+                self.cost.graph_hits += 1
+                results[cand] = judgment
+                continue
+            stored = self.cache.get(self.fingerprint, "point", self._point_parts(cand))
+            if stored is not None:
+                judgment = PointJudgment.from_dict(stored)
+                self.cost.cache_hits += 1
+                self.graph.add_point(self.fingerprint, cand, judgment)
+                results[cand] = judgment
+                continue
+            missing.append(cand)
+        if missing:
+            requests = [(self.task, self.task.candidate(c)) for c in missing]
+            for index, judgment in self.judge.score_many(requests):
+                cand = missing[index]
+                self.cache.put(self.fingerprint, "point", self._point_parts(cand), judgment.to_dict())
+                self.graph.add_point(self.fingerprint, cand, judgment)
+                self._charge(judgment)
+                results[cand] = judgment
+        for cand in candidates:
+            if cand not in self._used_points:
+                self._used_points.add(cand)
+                self.cost.scores += 1
+        return [results[c] for c in candidates]
+
+    def score(self, candidate: str) -> PointJudgment:
+        return self.score_many([candidate])[0]

@@ -1,0 +1,123 @@
+"""Spec strings: how judges and strategies are named on the command line.
+
+A spec is ``NAME[:ITEM[,ITEM...]]`` where each ITEM is either ``key=value`` (an option) or a bare
+value (a positional argument, e.g. a model id or a file). Examples::
+
+    sim:accuracy=0.8,position_bias=0.1,seed=0
+    hf:HuggingFaceTB/SmolLM2-135M-Instruct,dtype=bfloat16
+    knockout:debias=true
+
+Values stay strings here; the judge or strategy that owns them converts them with
+:func:`convert_value` against the type it declares, so a typo in a value is reported by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+
+
+class SpecError(ValueError):
+    """A spec string that cannot be understood; the message names the spec and the item."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A parsed spec string: ``name``, bare ``positional`` values and ``options``."""
+
+    name: str
+    positional: tuple[str, ...] = ()
+    options: dict[str, str] = field(default_factory=dict)
+    text: str = ""
+
+
+def parse_spec(text: str) -> Spec:
+    """Parse ``NAME[:ITEM,...]`` into a :class:`Spec` (see the module docstring)."""
+    text = text.strip()
+    if not text:
+        raise SpecError("empty spec")
+    name, _, rest = text.partition(":")
+    name = name.strip()
+    if not name:
+        raise SpecError(f"spec {text!r} has no name before ':'")
+    positional: list[str] = []
+    options: dict[str, str] = {}
+    for item in (part.strip() for part in rest.split(",")) if rest else ():
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        if eq:
+            key = key.strip()
+            if key in options:
+                raise SpecError(f"spec {text!r} sets {key!r} twice")
+            options[key] = value.strip()
+        else:
+            positional.append(item)
+    return Spec(name=name, positional=tuple(positional), options=options, text=text)
+
+
+def split_list(text: str) -> list[str]:
+    """Split a comma-separated list of specs (``knockout:debias=true,individual``).
+
+    A comma starts a new spec only when what follows does not look like ``key=value``, so
+    ``knockout:debias=true,tie=first,individual`` is two specs, not three.
+    """
+    specs: list[str] = []
+    for piece in text.split(","):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if specs and "=" in piece and ":" not in piece.split("=", 1)[0]:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def convert_value(value: str, annotation: object, *, where: str) -> object:
+    """Convert a spec value to ``annotation`` (bool, int, float, str or ``X | None``)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if value.lower() in {"none", "null", ""}:
+            return None
+        annotation = args[0] if args else str
+    if annotation is bool or annotation == "bool":
+        low = value.lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise SpecError(f"{where}: expected true or false, got {value!r}")
+    if annotation is int or annotation == "int":
+        try:
+            return int(value)
+        except ValueError:
+            raise SpecError(f"{where}: expected an integer, got {value!r}") from None
+    if annotation is float or annotation == "float":
+        try:
+            return float(value)
+        except ValueError:
+            raise SpecError(f"{where}: expected a number, got {value!r}") from None
+    return value
+
+
+def build_dataclass(cls: type, options: dict[str, str], *, where: str) -> object:
+    """Construct dataclass ``cls`` from string options, converting each to its field's type.
+
+    Unknown keys are an error that lists the known ones, so ``knockout:debais=true`` fails loudly.
+    """
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    kwargs = {}
+    for key, value in options.items():
+        if key not in fields:
+            known = ", ".join(sorted(fields)) or "none"
+            raise SpecError(f"{where}: unknown parameter {key!r} (known: {known})")
+        kwargs[key] = convert_value(value, hints.get(key, str), where=f"{where}: {key}")
+    return cls(**kwargs)

@@ -1,0 +1,151 @@
+"""What a ranking strategy is, and the registry that finds strategies by name.
+
+A strategy is a frozen dataclass whose fields are its parameters (scikit-learn style: the
+constructor only stores them). ``rank(task, source, rng)`` ranks one task, asking for every
+judgment through the :class:`~rankkit.matches.MatchSource` and drawing every random choice from
+``rng``, and returns a :class:`Ranking`. Everything else (the shared graph, the cache, counting the
+cost, metrics) is the runner's job, so a strategy is only its algorithm.
+
+Strategies register with ``@register("name")``. Other packages add strategies without editing
+rankkit through the ``rankkit.strategies`` entry-point group::
+
+    [project.entry-points."rankkit.strategies"]
+    mystrategy = "mypackage.module:MyStrategy"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import random
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable, ClassVar, Mapping
+
+from rankkit.matches import MatchSource
+from rankkit.specs import Spec, SpecError, build_dataclass, parse_spec
+from rankkit.tasks import Task
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A strategy's answer for one task.
+
+    scores: a score per candidate, higher is better (its scale is the strategy's own: grades for
+        ``individual`` and ``knockout``, ratings for ``elo``, rank-derived for sorting strategies).
+    ranking: candidate ids best first; derived from ``scores`` when not given.
+    champion: the winner, for strategies that crown one (a tournament's last survivor).
+    extras: per-candidate details, e.g. ``{"c01": {"eliminated_round": 1, "played": 1}}``.
+    """
+
+    scores: Mapping[str, float]
+    ranking: list[str] | None = None
+    champion: str | None = None
+    extras: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def ordered(self, candidate_order: list[str]) -> list[str]:
+        """The ranking, or the candidates sorted by score (ties keep the data's order)."""
+        if self.ranking is not None:
+            return list(self.ranking)
+        position = {cid: i for i, cid in enumerate(candidate_order)}
+        return sorted(self.scores, key=lambda cid: (-self.scores[cid], position.get(cid, 0)))
+
+
+class Strategy:
+    """Base class: subclasses are frozen dataclasses decorated with :func:`register`.
+
+    ``kind`` says which judgments the strategy needs: ``"pairwise"`` or ``"pointwise"``.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    kind: ClassVar[str] = "pairwise"
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        raise NotImplementedError
+
+    def params(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+
+    @property
+    def label(self) -> str:
+        """Name plus the parameters that differ from the defaults, e.g. ``knockout:debias=true``."""
+        changed = []
+        for f in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
+            value = getattr(self, f.name)
+            default = f.default if f.default is not dataclasses.MISSING else None
+            if value != default:
+                text = str(value).lower() if isinstance(value, bool) else str(value)
+                changed.append(f"{f.name}={text}")
+        return self.name + (":" + ",".join(changed) if changed else "")
+
+
+# -------------------------------------------------------------------------------------------
+# Registry
+
+_REGISTRY: dict[str, type[Strategy]] = {}
+_BUILTIN_MODULES = (
+    "rankkit.strategies.individual",
+    "rankkit.strategies.pairwise",
+    "rankkit.strategies.knockout",
+)
+_loaded = False
+
+
+def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
+    """Class decorator: make a strategy available under ``name``."""
+
+    def decorate(cls: type[Strategy]) -> type[Strategy]:
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"strategy name {name!r} is already registered by {_REGISTRY[name].__module__}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def _load_all() -> None:
+    """Import the built-in strategy modules and the entry-point plug-ins (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+    for ep in entry_points(group="rankkit.strategies"):
+        obj = ep.load()
+        if isinstance(obj, type) and issubclass(obj, Strategy) and ep.name not in _REGISTRY:
+            register(ep.name)(obj)
+
+
+def strategy_classes() -> dict[str, type[Strategy]]:
+    """All registered strategies by name (built-ins and plug-ins)."""
+    _load_all()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def make_strategy(spec: str | Spec) -> Strategy:
+    """Build a strategy from a spec such as ``knockout:debias=true``."""
+    parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    classes = strategy_classes()
+    if parsed.name not in classes:
+        raise SpecError(f"unknown strategy {parsed.name!r} (known: {', '.join(classes)})")
+    if parsed.positional:
+        raise SpecError(f"strategy {parsed.name}: unexpected value(s) {', '.join(parsed.positional)}; use key=value")
+    return build_dataclass(classes[parsed.name], parsed.options, where=f"strategy {parsed.name}")
+
+
+def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
+    """(name, type, default) of each parameter, for ``rankkit strategies``."""
+    rows = []
+    for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
+        default = f.default if f.default is not dataclasses.MISSING else None
+        type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        rows.append((f.name, type_name, default))
+    return rows
+
+
+def rank_by_score(scores: Mapping[str, float]) -> list[str]:
+    """Candidate ids sorted best first (ties keep insertion order)."""
+    return sorted(scores, key=lambda cid: -scores[cid])

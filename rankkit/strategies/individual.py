@@ -1,0 +1,35 @@
+"""``individual``: the paper's pointwise baseline — every answer graded once, on its own."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from rankkit.judges.base import ParseStatus
+from rankkit.matches import MatchSource
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.tasks import Task
+
+
+@register("individual")
+@dataclass(frozen=True)
+class IndividualStrategy(Strategy):
+    """Grade each candidate once with a pointwise prompt; the grade is its score.
+
+    A grade the judge's output could not be parsed into scores the middle of the task's scale
+    (the least informative guess), and is flagged in ``extras`` as ``parse_failed``.
+    """
+
+    description = "pointwise baseline: one grade per candidate (N grades)"
+    kind = "pointwise"
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        ids = task.candidate_ids
+        judgments = source.score_many(ids)
+        midpoint = (task.scale[0] + task.scale[1]) / 2
+        scores, extras = {}, {}
+        for cid, judgment in zip(ids, judgments):
+            failed = judgment.score is None or judgment.status is ParseStatus.FAILED
+            scores[cid] = midpoint if judgment.score is None else float(judgment.score)
+            extras[cid] = {"parse_failed": failed, "played": 0}
+        return Ranking(scores=scores, extras=extras)

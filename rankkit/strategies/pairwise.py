@@ -1,0 +1,45 @@
+"""``pairwise``: the paper's naive pairwise baseline — one random pairing, one match each."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from rankkit.matches import MatchSource
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.tasks import Task
+
+
+@register("pairwise")
+@dataclass(frozen=True)
+class PairwiseStrategy(Strategy):
+    """Shuffle the candidates, pair them up, play each pair once; a candidate's score is the
+    grade it got in its match (averaged over both orders with ``debias``).
+
+    Odd one out: the unpaired candidate plays one extra match against an opponent drawn at random
+    from the others. Only the odd one's grade is taken from that match; the opponent keeps the
+    grade of its own match, so every candidate is scored from exactly one match.
+
+    debias: judge every match in both orders and average the two grades (thesis §3.2.1).
+    """
+
+    debias: bool = False
+
+    description = "naive pairwise baseline: random pairs, one match each (ceil(N/2) matches)"
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        ids = task.candidate_ids
+        rng.shuffle(ids)
+        pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
+        odd = ids[-1] if len(ids) % 2 else None
+        if odd is not None:
+            pairs.append((odd, rng.choice(ids[:-1])))
+        duels = source.duel_many(pairs, debias=self.debias, round=1)
+        scores, extras = {}, {}
+        for duel in duels:
+            for cid, score, other in ((duel.a, duel.score_a, duel.b), (duel.b, duel.score_b, duel.a)):
+                if cid not in scores:
+                    scores[cid] = score
+                    extras[cid] = {"opponent": other, "played": 1}
+        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids},
+                       extras={cid: extras[cid] for cid in task.candidate_ids})
