@@ -30,7 +30,12 @@ __all__ = [
 
 #: Built-in backends: spec name -> "module:factory". Imported lazily by :func:`make_judge`.
 BACKENDS: dict[str, str] = {
-    "sim": "rankkit.judges.sim:from_spec",
+    "sim": "rankkit.judges.sim:from_spec",                 # simulated judge (research)
+    "hf": "rankkit.judges.hf:from_spec",                   # Hugging Face transformers model
+    "smollm2": "rankkit.judges.hf:smollm2_from_spec",      # the embedded SmolLM2-135M-Instruct
+    "openai": "rankkit.judges.openai_compat:from_spec",    # any OpenAI-compatible HTTP server
+    "replay": "rankkit.judges.replay:from_spec",           # recorded judgments
+    "panel": "rankkit.judges.panel:from_spec",             # several judges with an agreement threshold
 }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import pkgutil
 import random
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -84,11 +85,6 @@ class Strategy:
 # Registry
 
 _REGISTRY: dict[str, type[Strategy]] = {}
-_BUILTIN_MODULES = (
-    "rankkit.strategies.individual",
-    "rankkit.strategies.pairwise",
-    "rankkit.strategies.knockout",
-)
 _loaded = False
 
 
@@ -111,8 +107,12 @@ def _load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
+    # Every module of this package except `base` holds built-in strategies: adding a strategy is
+    # adding a module, with no list to keep in step.
+    package = importlib.import_module("rankkit.strategies")
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name != "base" and not info.name.startswith("_"):
+            importlib.import_module(f"rankkit.strategies.{info.name}")
     for ep in entry_points(group="rankkit.strategies"):
         obj = ep.load()
         if isinstance(obj, type) and issubclass(obj, Strategy) and ep.name not in _REGISTRY:
