@@ -74,6 +74,9 @@ class JudgmentCache:
                 (key, fingerprint, kind, data, time.time()),
             )
 
+    def __bool__(self) -> bool:  # an empty cache is still a cache (`cache or default` must keep it)
+        return True
+
     def __len__(self) -> int:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]

@@ -110,7 +110,7 @@ def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | N
 
 
 def announce_judge(judge: Any, spec: str) -> None:
-    note = " — simulated: no LLM is called; scores derive from the human labels" if judge.simulated else ""
+    note = " — no LLM is called; verdicts derive from the human labels" if judge.simulated else ""
     click.echo(f"judge: {judge.description}{note}", err=True)
 
 

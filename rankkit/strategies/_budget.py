@@ -1,0 +1,57 @@
+"""What the budgeted, adaptive strategies (``swiss``, ``active``) share: how a budget becomes a
+number of duels, how a pair is presented, and how played duels become rating records.
+
+**Budgets count judgments**, exactly as :class:`~rankkit.matches.Cost` counts ``comparisons``: a
+duel played in one order costs 1, a debiased duel (both orders) costs 2. A strategy given a
+budget of B comparisons therefore plays ``B`` duels, or ``B // 2`` when debiased (an odd budget
+leaves one judgment unspent, since half a debiased duel is not a duel), and never more than one
+duel per pair of candidates — so at most the all-pairs cost ``N(N − 1)/2`` duels.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Sequence
+
+from rankkit.matches import Duel
+from rankkit.ratings import MatchRecord
+from rankkit.specs import SpecError
+
+
+def check_budget(name: str, budget: float, comparisons: int | None) -> None:
+    """Reject budgets that cannot be spent (negative ones); ``name`` is the strategy's, for the message."""
+    if budget < 0:
+        raise SpecError(f"strategy {name}: budget must be >= 0 comparisons per candidate, got {budget}")
+    if comparisons is not None and comparisons < 0:
+        raise SpecError(f"strategy {name}: comparisons must be >= 0, got {comparisons}")
+
+
+def comparison_budget(n_candidates: int, budget: float, comparisons: int | None) -> int:
+    """The comparisons (judgments) a task may use.
+
+    budget: comparisons per candidate — the task gets ``floor(budget · N)``.
+    comparisons: an absolute number per task; when given it replaces ``budget``.
+    """
+    if comparisons is not None:
+        return comparisons
+    # The epsilon keeps e.g. 0.1 · 30 = 3.0000000000000004 -> 3 and 2.9999999999999996 -> 3.
+    return math.floor(budget * n_candidates + 1e-9)
+
+
+def duels_in_budget(n_candidates: int, judgments: int, debias: bool) -> int:
+    """How many duels ``judgments`` comparisons buy: one each, two each when debiased, and at
+    most one duel per pair of candidates."""
+    all_pairs = n_candidates * (n_candidates - 1) // 2
+    return min(all_pairs, judgments // 2 if debias else judgments)
+
+
+def presented(a: str, b: str, rng: random.Random) -> tuple[str, str]:
+    """The pair in a seeded random presentation order, so that a judge's preference for the
+    first slot falls on either candidate alike instead of on whoever is listed first."""
+    return (a, b) if rng.random() < 0.5 else (b, a)
+
+
+def duel_records(duels: Sequence[Duel]) -> list[MatchRecord]:
+    """Duels as :mod:`rankkit.ratings` match records ``(a, b, outcome for a)``."""
+    return [(duel.a, duel.b, duel.outcome) for duel in duels]

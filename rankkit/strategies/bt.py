@@ -1,0 +1,61 @@
+"""``bt``: every pair of candidates judged, rated by a Bradley–Terry fit (choix) on the Elo scale.
+
+The same matches as ``elo`` (all N(N−1)/2 pairs, both orders with ``debias``; one rating match per
+judgment), but fitted by maximum likelihood instead of online updates, so the result does not
+depend on any match order — Chatbot Arena's later choice. choix has no ties: a tie counts as half a
+win each way (:func:`rankkit.ratings.win_matrix`). Ratings are on the Elo scale (initial 1000,
+400 points = 10:1 odds). When run after ``elo`` (or ``knockout``) in the same ``compare``, every
+judgment already made is reused from the shared match graph.
+
+``bootstrap=B`` resamples the task's matches B times and adds each candidate's 95% percentile
+interval to ``extras`` as ``ci_low``/``ci_high``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from rankkit.matches import MatchSource
+from rankkit.ratings import bootstrap, bradley_terry
+from rankkit.specs import SpecError
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.elo import play_all_pairs, points_and_games
+from rankkit.tasks import Task
+
+
+@register("bt")
+@dataclass(frozen=True)
+class BradleyTerryStrategy(Strategy):
+    """All pairs judged, Bradley–Terry ratings (Elo scale); score = rating.
+
+    debias: judge every pair in both orders; each order is a match of its own.
+    alpha: choix's regularisation, keeping ratings finite when a candidate won (or lost) every
+        match — a perfect judge makes that the rule, not the exception.
+    bootstrap: number of bootstrap resamples of the matches for 95% intervals (0 = none).
+    """
+
+    debias: bool = True
+    alpha: float = 0.01
+    bootstrap: int = 0
+
+    description = "all pairs judged, Bradley-Terry fit on the Elo scale (N(N-1)/2 matches; x2 debiased)"
+
+    def __post_init__(self) -> None:
+        if self.alpha <= 0:
+            raise SpecError(f"strategy bt: alpha must be > 0, got {self.alpha}")
+        if self.bootstrap < 0:
+            raise SpecError(f"strategy bt: bootstrap must be >= 0, got {self.bootstrap}")
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        records = play_all_pairs(task, source, self.debias)
+        ids = task.candidate_ids
+        extras = points_and_games(records, ids)
+        if self.bootstrap:
+            intervals = bootstrap(bradley_terry, records, ids, rounds=self.bootstrap, seed=rng, alpha=self.alpha)
+            ratings = {cid: intervals[cid].rating for cid in ids}
+            for cid in ids:
+                extras[cid].update(ci_low=intervals[cid].low, ci_high=intervals[cid].high)
+        else:
+            ratings = bradley_terry(records, ids, alpha=self.alpha)
+        return Ranking(scores=ratings, extras=extras)

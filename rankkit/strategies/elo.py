@@ -1,0 +1,94 @@
+"""``elo``: every pair of candidates judged, rated by online Elo averaged over match orders.
+
+The all-pairs comparative assessment behind Chatbot Arena's first leaderboard (Zheng et al. 2023),
+applied within one task: all N(N−1)/2 pairs are judged — both orders with ``debias`` (the default),
+so N(N−1) judgments — and each judgment is one Elo match. Because online Elo depends on the order
+the matches are played in, the ratings are averaged over ``permutations`` seeded shuffles of them
+(:func:`rankkit.ratings.elo_over_permutations`). A candidate's score is its rating.
+
+The helpers :func:`all_pairs` and :func:`judgment_records` are shared with ``bt``, which fits the
+very same matches by Bradley–Terry instead.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Sequence
+
+from rankkit.matches import Match, MatchSource, make_duel
+from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, MatchRecord, elo_over_permutations
+from rankkit.specs import SpecError
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.tasks import Task
+
+
+def all_pairs(candidate_ids: Sequence[str], debias: bool) -> list[tuple[str, str]]:
+    """Every unordered pair once, in data order (a before b); with ``debias`` also (b, a)."""
+    pairs = list(combinations(candidate_ids, 2))
+    return pairs + [(b, a) for a, b in pairs] if debias else pairs
+
+
+def judgment_records(matches: Sequence[Match]) -> list[MatchRecord]:
+    """One rating match per judgment: (first, second, outcome for first).
+
+    The outcome is read as everywhere in rankkit (:func:`rankkit.matches.make_duel`): the higher
+    grade wins, and on equal grades the judge's verdict decides, else it is a tie. With both
+    orders judged, a pair whose verdict flips with the order (position bias) yields one win each,
+    which the rating models treat like a draw.
+    """
+    return [(m.first, m.second, make_duel(m.first, m.second, [m]).outcome) for m in matches]
+
+
+def play_all_pairs(task: Task, source: MatchSource, debias: bool) -> list[MatchRecord]:
+    """Judge all pairs of the task in ONE batch (so batching and concurrent judges stay busy),
+    reusing whatever the shared match graph and the cache already hold, and return the records."""
+    pairs = all_pairs(task.candidate_ids, debias)
+    judgments = source.compare_many(pairs, round=1)
+    return judgment_records([Match(a, b, j, 1) for (a, b), j in zip(pairs, judgments)])
+
+
+def points_and_games(records: Sequence[MatchRecord], candidate_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Per candidate: ``points`` won (a tie is half) and ``played`` matches, for ``extras``."""
+    extras = {cid: {"points": 0.0, "played": 0} for cid in candidate_ids}
+    for a, b, outcome in records:
+        extras[a]["points"] += outcome
+        extras[b]["points"] += 1.0 - outcome
+        extras[a]["played"] += 1
+        extras[b]["played"] += 1
+    return extras
+
+
+@register("elo")
+@dataclass(frozen=True)
+class EloStrategy(Strategy):
+    """All pairs judged, online Elo averaged over shuffled match orders; score = Elo rating.
+
+    debias: judge every pair in both orders (N(N−1) judgments instead of N(N−1)/2); each order
+        is a match of its own.
+    k: the Elo update step (points moved by a fully unexpected result).
+    permutations: how many seeded random match orders the ratings are averaged over.
+    initial, scale, base: the Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
+    """
+
+    debias: bool = True
+    k: float = 16.0
+    permutations: int = 100
+    initial: float = ELO_INITIAL
+    scale: float = ELO_SCALE
+    base: float = ELO_BASE
+
+    description = "all pairs judged, online Elo averaged over match orders (N(N-1)/2 matches; x2 debiased)"
+
+    def __post_init__(self) -> None:
+        if self.permutations < 1:
+            raise SpecError(f"strategy elo: permutations must be >= 1, got {self.permutations}")
+        if self.k <= 0 or self.scale <= 0 or self.base <= 1:
+            raise SpecError("strategy elo: k and scale must be > 0 and base > 1")
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        records = play_all_pairs(task, source, self.debias)
+        ratings = elo_over_permutations(records, task.candidate_ids, permutations=self.permutations, seed=rng,
+                                        k=self.k, initial=self.initial, scale=self.scale, base=self.base)
+        return Ranking(scores=ratings, extras=points_and_games(records, task.candidate_ids))

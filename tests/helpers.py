@@ -1,0 +1,53 @@
+"""Small test doubles shared by the test modules."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rankkit.judges.base import Judge, JudgeError, PairJudgment, PointJudgment
+from rankkit.judges.sim import SimulatedJudge
+from rankkit.tasks import Candidate, Task
+
+
+def make_task(scores: Sequence[float], task_id: str = "t", systems: Sequence[str] | None = None,
+              scale: tuple[float, float] | None = None) -> Task:
+    """A task whose candidate ``c{i}`` has human score ``scores[i]``."""
+    candidates = tuple(
+        Candidate(id=f"c{i}", text=f"answer number {i}", system=(systems[i] if systems else f"s{i}"),
+                  human={"score": float(s)})
+        for i, s in enumerate(scores))
+    low, high = scale or (min(scores), max(scores) if max(scores) > min(scores) else min(scores) + 1)
+    return Task(task_id=task_id, prompt=f"question {task_id}", candidates=candidates, criterion="score",
+                scale=(float(low), float(high)))
+
+
+def perfect_judge(**kwargs) -> SimulatedJudge:
+    return SimulatedJudge(accuracy=1.0, position_bias=0.0, noise=0.0, **kwargs)
+
+
+class CountingJudge(Judge):
+    """Wraps a judge, counts calls, and can fail after ``fail_after`` judgments."""
+
+    backend = "counting"
+
+    def __init__(self, inner: Judge, fail_after: int | None = None):
+        self.inner = inner
+        self.fail_after = fail_after
+        self.calls = 0
+
+    @property
+    def fingerprint(self) -> str:  # same cache identity as the wrapped judge
+        return self.inner.fingerprint
+
+    def _tick(self) -> None:
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise JudgeError(f"planted failure after {self.calls} calls")
+        self.calls += 1
+
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+        self._tick()
+        return self.inner.compare(task, first, second)
+
+    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+        self._tick()
+        return self.inner.score(task, candidate)

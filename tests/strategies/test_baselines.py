@@ -1,0 +1,54 @@
+"""The paper's two baselines: individual (pointwise) and naive pairwise."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rankkit.cache import NullCache
+from rankkit.judges.sim import SimulatedJudge
+from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.strategies.individual import IndividualStrategy
+from rankkit.strategies.pairwise import PairwiseStrategy
+from tests.helpers import make_task, perfect_judge
+
+
+def rank_once(task, strategy, judge, seed=0):
+    cost = Cost()
+    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost, strategy.label)
+    return strategy.rank(task, source, random.Random(seed)), cost, source
+
+
+def test_individual_grades_each_candidate_once():
+    task = make_task([3.0, 1.0, 2.0])
+    ranking, cost, _ = rank_once(task, IndividualStrategy(), perfect_judge())
+    assert ranking.scores == {"c0": 3.0, "c1": 1.0, "c2": 2.0}
+    assert cost.scores == 3 and cost.comparisons == 0
+    assert ranking.ordered(task.candidate_ids) == ["c0", "c2", "c1"]
+
+
+@pytest.mark.parametrize("n", [2, 5, 6, 9])
+def test_pairwise_plays_each_candidate_once(n):
+    task = make_task([float(i) for i in range(n)])
+    ranking, cost, source = rank_once(task, PairwiseStrategy(), SimulatedJudge(accuracy=0.8))
+    assert cost.comparisons == (n + 1) // 2
+    assert set(ranking.scores) == set(task.candidate_ids)
+    assert all(e["played"] == 1 for e in ranking.extras.values())
+
+
+def test_pairwise_odd_one_out_keeps_opponent_score():
+    task = make_task([float(i) for i in range(5)])
+    ranking, _, source = rank_once(task, PairwiseStrategy(), SimulatedJudge(accuracy=0.8, noise=1.0), seed=3)
+    extra_match = source.matches[-1]
+    odd, opponent = extra_match.first, extra_match.second
+    assert ranking.scores[odd] == pytest.approx(extra_match.judgment.first_score)
+    own = [m for m in source.matches[:-1] if opponent in (m.first, m.second)][0]
+    expected = own.judgment.first_score if own.first == opponent else own.judgment.second_score
+    assert ranking.scores[opponent] == pytest.approx(expected)
+
+
+def test_pairwise_debias_doubles_the_cost():
+    task = make_task([float(i) for i in range(6)])
+    _, cost, _ = rank_once(task, PairwiseStrategy(debias=True), SimulatedJudge())
+    assert cost.comparisons == 6

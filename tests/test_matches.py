@@ -1,0 +1,90 @@
+"""MatchGraph and MatchSource: graph -> cache -> judge, counting, and nothing lost on failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankkit.cache import JudgmentCache, NullCache
+from rankkit.judges.base import JudgeError, Winner
+from rankkit.matches import Cost, MatchGraph, MatchSource, make_duel, Match
+from rankkit.judges.base import PairJudgment
+from tests.helpers import CountingJudge, make_task, perfect_judge
+
+
+def source_for(task, judge, cache=None, graph=None, strategy="s"):
+    cost = Cost()
+    return MatchSource(task, graph if graph is not None else MatchGraph(task), judge,
+                       cache if cache is not None else NullCache(), cost, strategy), cost
+
+
+def test_graph_then_cache_then_judge(cache_path):
+    task = make_task([1, 2, 3])
+    judge = CountingJudge(perfect_judge())
+    graph = MatchGraph(task)
+    with JudgmentCache(cache_path) as cache:
+        src, cost = source_for(task, judge, cache, graph)
+        first = src.compare("c0", "c1")
+        assert judge.calls == 1 and cost.judge_calls == 1 and cost.comparisons == 1
+        assert first.winner is Winner.SECOND
+        again = src.compare("c0", "c1")  # same strategy: the graph answers, no new cost
+        assert again == first and judge.calls == 1 and cost.comparisons == 1
+        other, other_cost = source_for(task, judge, cache, graph, strategy="t")
+        other.compare("c0", "c1")  # another strategy, same graph
+        assert judge.calls == 1 and other_cost.graph_hits == 1 and other_cost.comparisons == 1
+        assert other_cost.judge_calls == 0
+        fresh, fresh_cost = source_for(task, judge, cache)  # new graph: the cache answers
+        assert fresh.compare("c0", "c1") == first
+        assert judge.calls == 1 and fresh_cost.cache_hits == 1
+        fresh.compare("c1", "c0")  # the other order is another question
+        assert judge.calls == 2
+    edge = graph.graph.edges["c0", "c1", judge.fingerprint]
+    assert edge["strategy"] == "s" and [u["strategy"] for u in edge["used_by"]] == ["s", "t"]
+
+
+def test_points_are_cached_on_nodes(cache_path):
+    task = make_task([1, 2, 3])
+    judge = CountingJudge(perfect_judge())
+    with JudgmentCache(cache_path) as cache:
+        src, cost = source_for(task, judge, cache)
+        scores = [j.score for j in src.score_many(["c0", "c1", "c2", "c0"])]
+        assert scores == [1.0, 2.0, 3.0, 1.0] and judge.calls == 3 and cost.scores == 3
+        src2, cost2 = source_for(task, judge, cache)
+        src2.score_many(["c0", "c1", "c2"])
+        assert judge.calls == 3 and cost2.cache_hits == 3
+
+
+def test_failure_mid_batch_keeps_what_was_judged(cache_path):
+    task = make_task([1, 2, 3, 4])
+    pairs = [("c0", "c1"), ("c1", "c2"), ("c2", "c3"), ("c0", "c3")]
+    with JudgmentCache(cache_path) as cache:
+        failing = CountingJudge(perfect_judge(), fail_after=2)
+        src, _ = source_for(task, failing, cache)
+        with pytest.raises(JudgeError):
+            src.compare_many(pairs)
+        assert len(cache) == 2
+        retry = CountingJudge(perfect_judge())
+        src2, cost2 = source_for(task, retry, cache)
+        src2.compare_many(pairs)
+        assert retry.calls == 2 and cost2.cache_hits == 2
+
+
+def test_duel_debiased_averages_both_orders():
+    task = make_task([1, 5])
+    src, cost = source_for(task, perfect_judge())
+    duel = src.duel("c0", "c1", debias=True)
+    assert duel.outcome == 0.0 and duel.score_a == pytest.approx(1.0) and duel.score_b == pytest.approx(5.0)
+    assert cost.comparisons == 2 and len(duel.matches) == 2
+
+
+def test_equal_scores_fall_back_to_verdicts_then_tie():
+    win_first = PairJudgment(first_score=2, second_score=2, winner=Winner.FIRST)
+    assert make_duel("a", "b", [Match("a", "b", win_first)]).outcome == 1.0
+    # a shown first wins, then b shown first wins: the verdicts balance, a tie
+    assert make_duel("a", "b", [Match("a", "b", win_first), Match("b", "a", win_first)]).outcome == 0.5
+
+
+def test_self_comparison_is_refused():
+    task = make_task([1, 2])
+    src, _ = source_for(task, perfect_judge())
+    with pytest.raises(ValueError):
+        src.compare("c0", "c0")

@@ -1,0 +1,33 @@
+"""The runner: shared graphs across strategies, cost accounting, results JSON."""
+
+from __future__ import annotations
+
+import json
+
+from rankkit.judges.sim import SimulatedJudge
+from rankkit.runner import run
+from rankkit.strategies import make_strategy
+from tests.helpers import CountingJudge, make_task
+
+
+def test_strategies_share_one_graph_and_pay_once():
+    tasks = [make_task([float(i) for i in range(8)], task_id=f"t{k}") for k in range(3)]
+    judge = CountingJudge(SimulatedJudge(accuracy=0.8))
+    result = run(tasks, [make_strategy("knockout:debias=true"), make_strategy("knockout")], judge, progress=False)
+    debiased, plain = result.strategies
+    assert debiased.cost.comparisons == 3 * 14 and debiased.cost.judge_calls == 3 * 14
+    # same seed -> same first-round bracket: plain knockout's round 1 is already paid for
+    assert plain.cost.comparisons == 3 * 7
+    assert plain.cost.judge_calls < plain.cost.comparisons
+    assert judge.calls == debiased.cost.judge_calls + plain.cost.judge_calls
+    graph = result.graphs["t0"].graph
+    assert graph.number_of_edges() == debiased.tasks[0].cost.judge_calls + plain.tasks[0].cost.judge_calls
+
+
+def test_results_json_is_strict(tmp_path):
+    tasks = [make_task([1.0, 1.0, 1.0], task_id="flat"), make_task([1.0, 2.0, 3.0], task_id="t")]
+    result = run(tasks, [make_strategy("individual")], SimulatedJudge(), progress=False)
+    text = json.dumps(result.to_dict(), allow_nan=False)  # NaN (undefined correlation) became null
+    data = json.loads(text)
+    assert data["task_data"][0]["candidates"][0]["human"] == 1.0
+    assert data["strategies"][0]["metrics"]["tasks_evaluated"] == 2
