@@ -1,0 +1,114 @@
+"""``heapsort``: heap sort with the pairwise judge as the comparator (PRP-Heapsort, Qin et al. 2024).
+
+The candidates, in a seeded random initial order, are put in a binary max-heap (Python's
+``heapq``, whose "less than" is "the judge prefers"), then the best is popped ``top_k`` times.
+Building the heap costs O(N) comparisons and each pop O(log N), so a full sort stays within
+2·N·log2(N) comparisons (4·N·log2(N) judgments with ``debias``).
+
+**No pair is asked twice.** The :class:`JudgedComparator` remembers each pair's verdict, so a
+sort that revisits a pair gets the same answer (a comparator must be consistent) at no cost; and
+before asking, it looks in the shared match graph (``source.known``) for a judgment another
+strategy of the run already made, in either order, and reuses it.
+
+**Score from rank.** The i-th candidate popped (i = 1 … top_k) scores N − i, so the best of N
+scores N − 1 and scores are comparable to the positions of a full ranking. Candidates never popped
+(when ``top_k`` < N) are unordered: they share the mean score of the positions they fill,
+(N − top_k − 1) / 2, and are listed after the popped ones in heap order.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import random
+from dataclasses import dataclass
+
+from rankkit.matches import MatchSource
+from rankkit.specs import SpecError
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.tasks import Task
+
+
+class JudgedComparator:
+    """The judge as a sort comparator on one task: each unordered pair is asked at most once.
+
+    debias: play each pair in both orders (one batch of two judgments) and decide on the averaged
+        grades; otherwise one judgment, shown in the order the graph already holds if it holds
+        one, else in a random order so that no candidate is systematically shown first.
+    rng: the strategy's generator (orders, and coin flips for ties).
+
+    A sort needs a strict verdict, so a tied duel is broken by a seeded coin flip — once, since
+    the verdict is remembered.
+    """
+
+    def __init__(self, source: MatchSource, debias: bool, rng: random.Random):
+        self.source = source
+        self.debias = debias
+        self.rng = rng
+        self._winner: dict[frozenset[str], str] = {}
+        self.played: dict[str, int] = {}
+
+    def _ask(self, a: str, b: str) -> str:
+        if self.debias:
+            duel = self.source.duel(a, b, debias=True)
+        else:
+            if self.source.known(a, b) is None and (self.source.known(b, a) is not None or self.rng.random() < 0.5):
+                a, b = b, a
+            duel = self.source.duel(a, b)
+        outcome = duel.outcome if duel.outcome != 0.5 else float(self.rng.random() < 0.5)
+        for cid in (a, b):
+            self.played[cid] = self.played.get(cid, 0) + 1
+        return a if outcome == 1.0 else b
+
+    def winner(self, a: str, b: str) -> str:
+        """The judge's preferred candidate of a and b (asked once per pair, then remembered)."""
+        pair = frozenset((a, b))
+        if pair not in self._winner:
+            self._winner[pair] = self._ask(a, b)
+        return self._winner[pair]
+
+    def better(self, a: str, b: str) -> bool:
+        return self.winner(a, b) == a
+
+    @property
+    def pairs_asked(self) -> int:
+        return len(self._winner)
+
+
+@register("heapsort")
+@dataclass(frozen=True)
+class HeapsortStrategy(Strategy):
+    """Heap sort with the judge as comparator; score derived from rank (see the module docstring).
+
+    top_k: stop once the best k are out (None or 0 = sort everything).
+    debias: judge every comparison in both orders and decide on the averaged grades.
+    """
+
+    top_k: int | None = None
+    debias: bool = True
+
+    description = "heap sort with the judge as comparator, top_k to stop early (<= 2 N log2 N comparisons)"
+
+    def __post_init__(self) -> None:
+        if self.top_k is not None and self.top_k < 0:
+            raise SpecError(f"strategy heapsort: top_k must be >= 0, got {self.top_k}")
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        ids = task.candidate_ids
+        rng.shuffle(ids)
+        n = len(ids)
+        popped_count = n if not self.top_k else min(self.top_k, n)
+        comparator = JudgedComparator(source, self.debias, rng)
+        # heapq is a min-heap on "<": make "<" mean "the judge prefers", so the root is the best.
+        key = functools.cmp_to_key(lambda a, b: -1 if comparator.better(a, b) else 1)
+        heap = [key(cid) for cid in ids]
+        heapq.heapify(heap)
+        popped = [heapq.heappop(heap).obj for _ in range(popped_count)]
+        rest = [item.obj for item in heap]
+        scores = {cid: float(n - position) for position, cid in enumerate(popped, start=1)}
+        rest_score = (n - popped_count - 1) / 2 if rest else 0.0
+        scores.update({cid: rest_score for cid in rest})
+        positions = {cid: position for position, cid in enumerate(popped, start=1)}
+        extras = {cid: {"position": positions.get(cid), "played": comparator.played.get(cid, 0)} for cid in task.candidate_ids}
+        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=popped + rest,
+                       champion=popped[0] if popped else None, extras=extras)
