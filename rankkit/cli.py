@@ -219,5 +219,244 @@ def list_strategies() -> None:
             click.echo(f"{'':<14}{param}={shown}  ({type_name})")
 
 
+@main.command("judge-report")
+@data_options
+@judge_options
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full report as JSON.")
+@click.option("--pairs-per-task", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Candidate pairs sampled per task (seeded); 0 = every pair.")
+@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples over tasks for the 95% intervals (0 = none).")
+@guarded
+def judge_report_command(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out,
+                         pairs_per_task, resamples) -> None:
+    """Measure a judge's slot and length biases, order consistency and accuracy (both orders per pair)."""
+    from rankkit.judge_report import format_report, judge_report
+
+    path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
+    announce_judge(judge, spec)
+    try:
+        report = judge_report(tasks, judge, cache, pairs_per_task=pairs_per_task or None, seed=seed,
+                              resamples=resamples, progress=not quiet, judge_spec=spec, data=str(path))
+    finally:
+        cache.close()
+        judge.close()
+    click.echo(format_report(report))
+    if out:
+        Path(out).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        click.echo(f"report written to {out}")
+
+
+@main.command("record")
+@data_options
+@judge_options
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="The judgments.jsonl to write.")
+@click.option("--label", default=None, help="The judge name written on every row (default: the judge spec).")
+@click.option("--method", "method_label", default="recorded", show_default=True,
+              help="The method name written on every row.")
+@click.option("--from-run", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Export the comparisons of a `rankkit compare --out` results file instead of judging.")
+@guarded
+def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out, label, method_label,
+           from_run) -> None:
+    """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
+    from rankkit.judges.replay import record_grid, rows_from_results, write_judgments
+
+    if from_run:
+        rows = rows_from_results(json.loads(Path(from_run).read_text(encoding="utf-8")), label, method_label)
+        count = write_judgments(rows, out)
+        click.echo(f"{count} recorded comparisons from {from_run} written to {out}", err=True)
+        return
+    path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
+    announce_judge(judge, spec)
+    try:
+        rows, cost = record_grid(tasks, judge, cache, label or spec, method_label, progress=not quiet)
+    finally:
+        cache.close()
+        judge.close()
+    count = write_judgments(rows, out)
+    click.echo(f"{count} comparisons of {len(tasks)} tasks ({cost.judge_calls} new judge calls, "
+               f"{cost.cache_hits} from the cache) written to {out}; replay with --judge replay:{out}", err=True)
+
+
+def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: str) -> None:
+    """Table (or JSON) of a system leaderboard, with its correlation against the truth."""
+    from rankkit.leaderboard import report
+
+    rows, lines, truth_block = report(board, truth)
+    payload = board.to_dict()
+    payload["truth"] = truth_block
+    if out:
+        Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+    if output_format == "json":
+        click.echo(json.dumps({k: v for k, v in payload.items() if k != "matches"}, indent=1, ensure_ascii=False))
+        return
+    columns = [("rank", "rank"), ("name", "system"), ("rating", "rating"), ("ci_low", "ci_low"),
+               ("ci_high", "ci_high"), ("matches", "matches")] + ([("truth", "truth")] if truth else [])
+    click.echo(lines[0])
+    click.echo(format_table(rows, [columns[1], columns[0], *columns[2:]]))
+    for line in lines[1:]:
+        click.echo(line)
+    if out:
+        click.echo(f"leaderboard written to {out}")
+
+
+def _leaderboard_common(func: Callable) -> Callable:
+    func = click.option("--truth", "truth_path", type=click.Path(dir_okay=False, exists=True), default=None,
+                        help="System-level truth JSONL (system + score); default systems.jsonl beside the data, "
+                             "else the mean human score per system.")(func)
+    func = click.option("--bootstrap", "bootstrap_rounds", type=click.IntRange(min=0), default=200, show_default=True,
+                        help="Bootstrap resamples of the matches for 95% intervals (0 = none).")(func)
+    func = click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")(func)
+    func = click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table",
+                        show_default=True)(func)
+    return func
+
+
+@main.group("leaderboard", invoke_without_command=True)
+@data_options
+@judge_options
+@_leaderboard_common
+@click.option("--strategy", "method", default="arena", show_default=True,
+              help="arena (tournaments + Bradley-Terry), anchored (win rate vs --anchor), or any per-task "
+                   "strategy spec, whose per-task rankings are aggregated by Bradley-Terry.")
+@click.option("--anchor", default=None, help="The anchor system of --strategy anchored.")
+@click.option("--systems", "systems_text", default=None, help="Comma-separated systems to rank (default: all).")
+@click.option("--debias", is_flag=True, help="Judge every match in both orders.")
+@click.pass_context
+@guarded
+def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
+                bootstrap_rounds, out, output_format, method, anchor, systems_text, debias) -> None:
+    """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from rankkit.leaderboard import LeaderboardError, build, resolve_truth
+
+    path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
+    announce_judge(judge, spec)
+    systems = [s.strip() for s in systems_text.split(",") if s.strip()] if systems_text else None
+    try:
+        board = build(tasks, judge, method, anchor=anchor, cache=cache, seed=seed, debias=debias,
+                      bootstrap_rounds=bootstrap_rounds, systems=systems, progress=not quiet, judge_spec=spec,
+                      data=str(path))
+        truth = resolve_truth(tasks, path, truth_path)
+    except LeaderboardError as err:
+        fail(str(err), 2)
+    finally:
+        cache.close()
+        judge.close()
+    _print_leaderboard(board, truth, out, output_format)
+
+
+@leaderboard.command("add")
+@data_options
+@judge_options
+@_leaderboard_common
+@click.option("--leaderboard", "board_path", type=click.Path(dir_okay=False, exists=True), required=True,
+              help="A leaderboard JSON written by `rankkit leaderboard --out`.")
+@click.option("--system", required=True, help="The system to add (its answers must be in --data).")
+@click.option("--method", type=click.Choice(["binary", "anchored"]), default="binary", show_default=True,
+              help="binary: binary search over the leaderboard (Arena-lite Algorithm 2); anchored: play the "
+                   "current top system on every task and convert the win rate to a rating.")
+@guarded
+def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
+                    bootstrap_rounds, out, output_format, board_path, system, method) -> None:
+    """Add a system to a stored leaderboard, paying only for matches never judged before."""
+    from rankkit.leaderboard import Leaderboard, LeaderboardError, add_system, resolve_truth
+
+    board = Leaderboard.from_dict(json.loads(Path(board_path).read_text(encoding="utf-8")))
+    path, tasks, spec, judge, cache = load_run_inputs(data_path or board.data or None, criterion, limit,
+                                                      judge_spec or board.judge.get("spec") or None,
+                                                      cache_path, no_cache)
+    announce_judge(judge, spec)
+    if board.judge.get("fingerprint") and board.judge["fingerprint"] != judge.fingerprint:
+        click.echo(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
+                   f"not by {judge.description}", err=True)
+    try:
+        new_board = add_system(board, tasks, judge, system, method, cache=cache, seed=seed,
+                               bootstrap_rounds=bootstrap_rounds, judge_spec=spec, data=str(path))
+        truth = resolve_truth(tasks, path, truth_path)
+    except LeaderboardError as err:
+        fail(str(err), 2)
+    finally:
+        cache.close()
+        judge.close()
+    _print_leaderboard(new_board, truth, out, output_format)
+
+
+@main.command("analyze")
+@click.argument("results_path", type=click.Path(dir_okay=False))
+@click.option("--by", "by_fields", multiple=True,
+              help="Break down by 'system' (examinee) or a meta field such as difficulty or language; repeatable.")
+@click.option("--baseline", default=None, help="Strategy the others are compared with (default: individual, else the first).")
+@click.option("--metrics", "metric_names", default="pearson,spearman,task_spearman,pairwise_accuracy", show_default=True,
+              help="Comma-separated metrics of rankkit.metrics to analyse.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples of the tasks (0: no intervals).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap.")
+@click.option("--aggregate", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
+              help="How scores are aggregated per system at the aggregate (exam) level.")
+@click.option("--exam-field", default=None,
+              help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the analysis as JSON.")
+@guarded
+def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, seed, aggregate, exam_field, out) -> None:
+    """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level and
+    paired differences for a results file of `rankkit compare --out`."""
+    from rankkit.analysis import analyze, format_analysis, load_results, to_jsonable
+    from rankkit.specs import split_list
+
+    results = load_results(results_path)
+    report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), n_boot=n_boot,
+                     seed=seed, aggregate=aggregate, unit_field=exam_field)
+    click.echo(format_analysis(report))
+    if out:
+        Path(out).write_text(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False), encoding="utf-8")
+        click.echo(f"analysis written to {out}")
+
+
+@main.command("plot")
+@click.argument("results_path", type=click.Path(dir_okay=False))
+@click.option("-o", "--out-dir", type=click.Path(file_okay=False), default="plots", show_default=True,
+              help="Folder the PNG files are written to.")
+@click.option("--metric", default="task_spearman", show_default=True, help="Accuracy axis of the cost-accuracy plot.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples of the tasks for the intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap and the scatter jitter.")
+@guarded
+def plot_command(results_path, out_dir, metric, n_boot, seed) -> None:
+    """Draw correlations, cost vs accuracy, elimination rounds and judge-vs-human scatters as PNG."""
+    from rankkit.analysis import check_metrics, load_results
+    from rankkit.plots import PlotDependencyError, plot_all
+
+    results = load_results(results_path)
+    try:
+        paths = plot_all(results, out_dir, n_boot=n_boot, seed=seed, metric=check_metrics([metric])[0])
+    except PlotDependencyError as err:
+        fail(str(err), 2)
+    for path in paths:
+        click.echo(str(path))
+
+
+@main.command("report")
+@click.argument("results_path", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", default="report.html", show_default=True, type=click.Path(dir_okay=False),
+              help="The HTML file to write.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Bootstrap resamples for the leaderboard's intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap.")
+@click.option("--max-tasks", type=click.IntRange(min=1), default=None,
+              help="Put only the first N tasks in the task and match views (smaller file for big runs).")
+@guarded
+def report_command(results_path, out, n_boot, seed, max_tasks) -> None:
+    """Write one self-contained HTML file: leaderboard, tasks with knockout brackets, match browser, judge bias."""
+    from rankkit.analysis import load_results
+    from rankkit.report import write_report
+
+    results = load_results(results_path)
+    path = write_report(results, out, n_boot=n_boot, seed=seed, max_tasks=max_tasks)
+    click.echo(f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -73,6 +73,7 @@ class Cost:
     parse_failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    retries: int = 0  # requests a judge had to repeat (HTTP backends: 429, 5xx, timeouts)
 
     def add(self, other: "Cost") -> None:
         for name, value in asdict(other).items():
@@ -169,6 +170,7 @@ class MatchSource:
         self.cost.judge_calls += 1
         self.cost.prompt_tokens += int(judgment.usage.get("prompt_tokens", 0))
         self.cost.completion_tokens += int(judgment.usage.get("completion_tokens", 0))
+        self.cost.retries += int(judgment.usage.get("retries", 0))
         if judgment.status is ParseStatus.FAILED:
             self.cost.parse_failures += 1
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from rankkit.judges.base import JudgeError
+from rankkit.judges.llm import Generation, LLMJudge, split_llm_options
 from rankkit.specs import Spec, SpecError, convert_value
 
 if TYPE_CHECKING:  # httpx is imported only when an engine is built
@@ -268,11 +269,8 @@ class OpenAIEngine:
             assert self._pool is not None
             return self._client, self._pool
 
-    def _jitter_rng(self) -> random.Random:
-        # one shared generator; drawing from it is cheap, so a lock is simpler than one per thread
-        return self._rng
-
     def _wait_seconds(self, retry: int, retry_after: float | None) -> float:
+        # one generator shared by the pool's threads; drawing is cheap, so a lock is simplest
         with self._rng_lock:
             return self.retry.wait(retry, retry_after, self._rng)
 
@@ -375,7 +373,7 @@ class OpenAIEngine:
         return {"model": self.model, "messages": list(conversation), **options}
 
     def generate(self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
-                 temperature: float, seed: int) -> Iterator[tuple[int, "Generation"]]:
+                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
         """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives."""
 
         def job(conversation: list[dict[str, str]]) -> Callable[[threading.Event], Generation]:
@@ -397,14 +395,15 @@ class OpenAIEngine:
         Asks for one token with ``logprobs``/``top_logprobs``; a choice is matched to a returned
         token ignoring surrounding spaces (``" A"`` counts for ``"A"``), and a choice absent from the
         top alternatives gets ``-inf``. A server that answers without log-probabilities raises
-        :class:`LogprobsUnavailable`, which says to use ``mode=generate``.
+        :class:`LogprobsUnavailable`, which says to use ``mode=generate``. The reply is forced to
+        start with ``assistant_prefix`` as described in :func:`prefill_fields`.
         """
-        if assistant_prefix:
-            raise NotImplementedError("TODO")
 
         def job(conversation: list[dict[str, str]]) -> Callable[[threading.Event], dict[str, float]]:
             body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
                                    top_logprobs=TOP_LOGPROBS)
+            if assistant_prefix:
+                body.update(prefill_fields(conversation, assistant_prefix))
 
             def call(abort: threading.Event) -> dict[str, float]:
                 payload, _ = self.post("/chat/completions", body, abort)
@@ -448,6 +447,19 @@ def usage_of(payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
     return usage
 
 
+def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str) -> dict[str, Any]:
+    """Request fields that make the reply continue ``assistant_prefix`` instead of starting afresh.
+
+    The prefix is sent as a final, unfinished assistant message with vLLM's chat-template switches
+    ``continue_final_message: true`` and ``add_generation_prompt: false`` (SGLang accepts them too,
+    and llama.cpp's ``llama-server`` continues a final assistant message by default). A server
+    that ignores them — llama-cpp-python's, OpenAI's — closes the assistant turn and opens a new
+    one, so the log-probabilities would be those of a fresh reply: use ``mode=generate`` there.
+    """
+    return {"messages": [*conversation, {"role": "assistant", "content": assistant_prefix}],
+            "continue_final_message": True, "add_generation_prompt": False}
+
+
 def first_token_alternatives(payload: dict[str, Any], where: str = "the server") -> dict[str, float]:
     """``{token: logprob}`` of the alternatives for the first generated token of a chat completion.
 
@@ -484,3 +496,46 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
         top = max(matching)
         out[choice] = top + math.log(sum(math.exp(lp - top) for lp in matching))
     return out
+
+
+# -- the spec ---------------------------------------------------------------------------------------
+
+#: Engine options of the spec, with their types (the judge's own options are in ``LLM_OPTIONS``).
+ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
+                                   "backoff": float, "max_backoff": float, "api_key_env": str}
+
+
+def from_spec(spec: Spec) -> LLMJudge:
+    """``openai:MODEL[,base_url=...][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
+    [,max_backoff=S][,api_key_env=NAME][,mode=generate|logprob][,template=...][,max_new_tokens=N]
+    [,temperature=T][,seed=N][,retries=N]``.
+
+    ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's own API. The key is read from
+    ``$OPENAI_API_KEY`` or the variable ``api_key_env`` names; a local server needs none, but a
+    variable named explicitly must be set.
+    """
+    if len(spec.positional) != 1:
+        raise SpecError(f"judge {spec.text or 'openai'!r}: name exactly one model, "
+                        f"e.g. openai:meta-llama/Llama-3.1-70B-Instruct,base_url=http://HOST:8000/v1")
+    judge_kwargs, rest = split_llm_options(spec, "openai")
+    if "api_key" in rest:  # do not echo the value: it is a secret typed where it should not be
+        raise SpecError("openai: do not put the API key in the spec (it would end up in shell history and "
+                        "results); export it and name the variable with api_key_env=NAME (default OPENAI_API_KEY)")
+    options: dict[str, Any] = {}
+    for key, value in rest.items():
+        if key not in ENGINE_OPTIONS:
+            known = ", ".join(sorted([*ENGINE_OPTIONS, "mode", "template", "max_new_tokens", "temperature",
+                                      "seed", "retries"]))
+            raise SpecError(f"openai: unknown parameter {key!r} (known: {known})")
+        options[key] = convert_value(value, ENGINE_OPTIONS[key], where=f"openai: {key}")
+    if judge_kwargs.get("mode") == "loglik":
+        raise SpecError("openai: mode=loglik needs the log-likelihood of a given answer, which chat "
+                        "completions do not return; use mode=generate or mode=logprob")
+    key_env = options.pop("api_key_env", None)
+    api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
+    if key_env and not api_key:
+        raise SpecError(f"openai: api_key_env={key_env} names an environment variable that is not set")
+    retry = RetryPolicy(**{k: options.pop(k) for k in ("max_attempts", "backoff", "max_backoff") if k in options})
+    base_url = options.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    engine = OpenAIEngine(spec.positional[0], base_url=base_url, api_key=api_key, retry=retry, **options)
+    return LLMJudge(engine, **judge_kwargs)

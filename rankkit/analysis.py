@@ -1,0 +1,849 @@
+"""The paper's analyses of a results file, with bootstrap confidence intervals.
+
+Everything here reads the JSON that ``rankkit compare --out r.json`` writes (see
+:mod:`rankkit.runner`) and needs neither the data nor the judge again::
+
+    from rankkit.analysis import load_results, analyze
+    results = load_results("r.json")
+    report = analyze(results, by=["difficulty", "system"], baseline="individual")
+
+The analyses, each a pure function of the results (plus a bootstrap seed):
+
+(a) :func:`correlation_table` — every metric of :mod:`rankkit.metrics` per strategy, with a
+    bootstrap 95% interval over **tasks** (tasks are resampled with replacement and the metric is
+    recomputed on the resample; tasks, not candidates, are the independent units, because the
+    candidates of one task share a prompt and, for ranking strategies, a scale).
+(b) :func:`elimination_rounds` — for knockout-like strategies (those whose per-candidate extras
+    carry ``eliminated_round``): the correlation of candidates eliminated in round 1 (graded once)
+    against those eliminated later or crowned (graded several times), as in Table 2 of seed 000.
+(c) :func:`breakdown` — the metrics within groups of tasks (any ``meta`` field: difficulty,
+    language, ...) or of candidates (``system``, the examinee; seed 001 tables 4.5–4.7).
+(d) :func:`aggregate_level` — the thesis's exam level: each system's scores summed or averaged
+    over tasks (optionally within groups of tasks such as exams), correlated with the same
+    aggregate of the human scores, plus pairwise ranking accuracy between the aggregates.
+(e) :func:`paired_difference` — strategy A minus strategy B with a *paired* bootstrap interval:
+    both are evaluated on the same resampled tasks, so the interval reflects only the noise in
+    their difference (is knockout better than individual here, or within noise?).
+
+Plus the judge-bias views of the report (:func:`position_bias`, :func:`length_bias`).
+
+Intervals are percentile bootstrap intervals (:func:`percentile_intervals`). The resamples are
+drawn once per (number of tasks, seed) and shared by all strategies, which makes differences
+paired. An interval is NaN (printed ``-``) when it cannot be computed: fewer than two tasks, or
+too many resamples on which the metric is undefined (a constant side). Correlations always come
+from :func:`rankkit.metrics.correlation` (scipy).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, evaluate, pairwise_accuracy_counts, top1_correct
+from rankkit.specs import SpecError
+from rankkit.tasks import TaskFormatError
+
+#: The metrics analysed by default: the paper's Pearson, rank agreement pooled and per task, and
+#: pairwise ranking accuracy.
+DEFAULT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
+DEFAULT_BOOTSTRAP = 1000
+DEFAULT_LEVEL = 0.95
+
+
+# -------------------------------------------------------------------------------------------------
+# Reading results
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """Read a results file written by ``rankkit compare --out``; raises TaskFormatError if it is not one."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: file not found")
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg}") from None
+    check_results(results, path)
+    return results
+
+
+def check_results(results: Any, where: str | Path = "results") -> None:
+    """Check the fields the analyses rely on, naming the first one missing."""
+    if not isinstance(results, dict):
+        raise TaskFormatError(where, None, None, "expected a JSON object (the output of rankkit compare --out)")
+    for name in ("strategies", "task_data"):
+        if not isinstance(results.get(name), list):
+            raise TaskFormatError(where, None, name, "missing or not a list; is this a rankkit compare --out file?")
+    for index, strategy in enumerate(results["strategies"]):
+        for name in ("name", "tasks"):
+            if name not in strategy:
+                raise TaskFormatError(where, None, f"strategies[{index}].{name}", "missing field")
+
+
+def strategy_names(results: Mapping[str, Any]) -> list[str]:
+    """The strategy labels in the file, in run order (e.g. ``knockout:debias=true``)."""
+    return [s["name"] for s in results["strategies"]]
+
+
+def strategy_record(results: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """One strategy's record; raises SpecError naming the strategies present when absent."""
+    for record in results["strategies"]:
+        if record["name"] == name:
+            return record
+    raise SpecError(f"no strategy {name!r} in the results (present: {', '.join(strategy_names(results))})")
+
+
+def human_scores(results: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """task id -> candidate id -> human score, for the tasks whose every candidate has one."""
+    out = {}
+    for task in results["task_data"]:
+        values = {c["id"]: c.get("human") for c in task["candidates"]}
+        if values and all(isinstance(v, (int, float)) for v in values.values()):
+            out[task["task_id"]] = {cid: float(v) for cid, v in values.items()}
+    return out
+
+
+def task_records(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """task id -> the task as stored in the results (prompt, meta, candidates)."""
+    return {t["task_id"]: t for t in results["task_data"]}
+
+
+@dataclass(frozen=True)
+class LabelledTask:
+    """One task of one strategy, with human scores: what every analysis starts from."""
+
+    task_id: str
+    scores: dict[str, float]
+    ranking: list[str]
+    human: dict[str, float]
+    extras: dict[str, dict[str, Any]]
+
+
+def labelled_tasks(results: Mapping[str, Any], name: str) -> list[LabelledTask]:
+    """The tasks of strategy ``name`` that have human scores, in the order of the file."""
+    human = human_scores(results)
+    out = []
+    for task in strategy_record(results, name)["tasks"]:
+        truth = human.get(task["task_id"])
+        if truth:
+            out.append(LabelledTask(task_id=task["task_id"], scores={k: float(v) for k, v in task["scores"].items()},
+                                    ranking=list(task["ranking"]), human=truth, extras=task.get("extras") or {}))
+    return out
+
+
+# -------------------------------------------------------------------------------------------------
+# The bootstrap
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a bootstrap confidence interval (NaN bounds when not computable)."""
+
+    estimate: float
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high}
+
+    def text(self, digits: int = 3) -> str:
+        """``0.812 [0.760, 0.851]``, or ``-`` for an undefined estimate."""
+        if math.isnan(self.estimate):
+            return "-"
+        if math.isnan(self.low) or math.isnan(self.high):
+            return f"{self.estimate:.{digits}f}"
+        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+def resamples(n_units: int, n_boot: int, seed: int) -> np.ndarray:
+    """The bootstrap resamples: an (n_boot, n_units) array of unit indices drawn with replacement.
+
+    The same (n_units, n_boot, seed) always gives the same array, so every strategy of a results
+    file is resampled on the same task sets — which is what makes a difference between two
+    strategies a *paired* bootstrap.
+    """
+    return np.random.default_rng(seed).integers(0, n_units, size=(max(n_boot, 0), n_units))
+
+
+def percentile_intervals(estimates: Sequence[float], draws: np.ndarray, level: float = DEFAULT_LEVEL,
+                         min_defined: float = 0.9) -> list[Interval]:
+    """Percentile bootstrap intervals from the statistic's values on each resample.
+
+    estimates: the statistic on the original data, one value per column of ``draws``.
+    draws: (resamples, values) array; NaN where the statistic is undefined on a resample (e.g. a
+        correlation of a resample whose scores are all equal). Those resamples are left out, and
+        the interval is NaN when fewer than ``min_defined`` of them remain.
+    level: confidence level of the two-sided interval.
+    """
+    estimates = np.atleast_1d(np.asarray(estimates, dtype=float))
+    draws = np.asarray(draws, dtype=float).reshape(-1, len(estimates))
+    tail = 100 * (1 - level) / 2
+    out = []
+    for column, estimate in enumerate(estimates):
+        values = draws[:, column]
+        values = values[~np.isnan(values)]
+        if len(draws) == 0 or len(values) < min_defined * len(draws):
+            out.append(Interval(float(estimate), math.nan, math.nan))
+        else:
+            low, high = np.percentile(values, [tail, 100 - tail])
+            out.append(Interval(float(estimate), float(low), float(high)))
+    return out
+
+
+def bootstrap_intervals(n_units: int, statistic: Callable[[np.ndarray], Sequence[float]], n_boot: int = DEFAULT_BOOTSTRAP,
+                        seed: int = 0, level: float = DEFAULT_LEVEL) -> list[Interval]:
+    """Percentile bootstrap intervals of a vector-valued statistic of resampled units.
+
+    n_units: how many independent units (tasks) there are; they are numbered 0..n_units-1.
+    statistic: maps an array of unit indices (a resample, with repeats) to a vector of values;
+        called on ``arange(n_units)`` for the point estimates.
+    n_boot: number of resamples (0 gives point estimates only, as does a single unit).
+    seed: seeds the resampling (:func:`resamples`), so the same call gives the same interval.
+    level: confidence level of the two-sided interval.
+    """
+    estimates = np.atleast_1d(np.asarray(statistic(np.arange(n_units)), dtype=float))
+    if n_units < 2:
+        n_boot = 0
+    draws = np.array([statistic(idx) for idx in resamples(n_units, n_boot, seed)], dtype=float).reshape(-1, len(estimates))
+    return percentile_intervals(estimates, draws, level)
+
+
+class TaskMetrics:
+    """The per-task pieces of every metric of :func:`rankkit.metrics.evaluate`, computed once.
+
+    ``values(names, idx)`` evaluates metrics on any multiset of tasks (a bootstrap resample) from
+    these pieces: pooled correlations on the concatenated candidates, per-task correlations
+    averaged over the tasks where they are defined, pairwise accuracy from summed counts, top-1
+    as a share — exactly what ``evaluate`` computes, without recomputing per-task correlations
+    for every resample. On all tasks once each it equals ``evaluate``.
+    """
+
+    def __init__(self, tasks: Sequence[LabelledTask]):
+        self.tasks = list(tasks)
+        self.scores = [np.array([t.scores[c] for c in t.human], dtype=float) for t in self.tasks]
+        self.human = [np.array(list(t.human.values()), dtype=float) for t in self.tasks]
+        self.task_correlation = {method: np.array([correlation(method, s, h) for s, h in zip(self.scores, self.human)])
+                                 for method in CORRELATIONS}
+        self.pair_counts = np.array([pairwise_accuracy_counts(t.scores, t.human) for t in self.tasks], dtype=float).reshape(-1, 2)
+        self.top1 = np.array([top1_correct(t.ranking, t.human) for t in self.tasks], dtype=float)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def value(self, name: str, idx: np.ndarray) -> float:
+        """Metric ``name`` on the tasks ``idx`` (indices into this object's tasks, repeats allowed)."""
+        if len(idx) == 0:
+            return math.nan
+        if name in CORRELATIONS:
+            return correlation(name, np.concatenate([self.scores[i] for i in idx]),
+                               np.concatenate([self.human[i] for i in idx]))
+        if name.startswith("task_") and name[5:] in CORRELATIONS:
+            per_task = self.task_correlation[name[5:]][idx]
+            finite = per_task[~np.isnan(per_task)]
+            return float(finite.mean()) if len(finite) else math.nan
+        if name == "pairwise_accuracy":
+            correct, total = self.pair_counts[idx].sum(axis=0)
+            return float(correct / total) if total else math.nan
+        if name == "top1_accuracy":
+            return float(self.top1[idx].mean())
+        raise SpecError(f"unknown metric {name!r} (known: {', '.join(METRIC_NAMES)})")
+
+    def values(self, names: Sequence[str], idx: np.ndarray) -> np.ndarray:
+        return np.array([self.value(n, idx) for n in names])
+
+
+def check_metrics(names: Sequence[str]) -> list[str]:
+    """Validate metric names against :data:`rankkit.metrics.METRIC_NAMES`."""
+    unknown = [n for n in names if n not in METRIC_NAMES]
+    if unknown:
+        raise SpecError(f"unknown metric(s) {', '.join(unknown)} (known: {', '.join(METRIC_NAMES)})")
+    if not names:
+        raise SpecError("no metrics given")
+    return list(names)
+
+
+# -------------------------------------------------------------------------------------------------
+# (a) correlations with intervals
+
+
+def metric_intervals(tasks: Sequence[LabelledTask], metrics: Sequence[str] = DEFAULT_METRICS,
+                     n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Interval]:
+    """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`bootstrap_intervals`)."""
+    metrics = check_metrics(metrics)
+    pieces = TaskMetrics(tasks)
+    intervals = bootstrap_intervals(len(pieces), lambda idx: pieces.values(metrics, idx), n_boot, seed, level)
+    return dict(zip(metrics, intervals))
+
+
+class MetricDraws:
+    """Every strategy's metrics on its tasks and on each bootstrap resample of them, computed once.
+
+    The correlation table and the paired differences read the same draws: a difference is the
+    difference of two strategies' values on the same resampled tasks, so it costs nothing more.
+    """
+
+    def __init__(self, results: Mapping[str, Any], metrics: Sequence[str] = DEFAULT_METRICS,
+                 n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0):
+        self.results = results
+        self.metrics = check_metrics(metrics)
+        self.n_boot = n_boot
+        self.seed = seed
+        self._cache: dict[tuple[str, tuple[str, ...] | None], tuple[np.ndarray, np.ndarray]] = {}
+
+    def get(self, name: str, task_ids: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(estimates, draws) of strategy ``name``, on all its labelled tasks or on ``task_ids`` only."""
+        key = (name, None if task_ids is None else tuple(task_ids))
+        if key not in self._cache:
+            tasks = labelled_tasks(self.results, name)
+            if task_ids is not None:
+                by_id = {t.task_id: t for t in tasks}
+                tasks = [by_id[t] for t in task_ids]
+            pieces = TaskMetrics(tasks)
+            estimates = pieces.values(self.metrics, np.arange(len(pieces)))
+            n_boot = self.n_boot if len(pieces) >= 2 else 0
+            draws = np.array([pieces.values(self.metrics, idx) for idx in resamples(len(pieces), n_boot, self.seed)],
+                             dtype=float).reshape(-1, len(self.metrics))
+            self._cache[key] = (estimates, draws)
+        return self._cache[key]
+
+
+def correlation_table(results: Mapping[str, Any], metrics: Sequence[str] = DEFAULT_METRICS,
+                      n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL,
+                      strategies: Sequence[str] | None = None, draws: MetricDraws | None = None) -> list[dict[str, Any]]:
+    """(a) Per strategy: cost and every metric with a bootstrap interval over tasks.
+
+    Each row: ``strategy``, ``comparisons``, ``grades`` (pointwise judgments), ``judge_calls``,
+    ``tasks`` (labelled tasks used) and ``metrics`` (metric -> :class:`Interval`). Every strategy
+    is resampled with the same seed, so the rows see the same resampled task sets. ``draws``
+    reuses already computed resamples (it then fixes the metrics, resamples and seed).
+    """
+    draws = draws or MetricDraws(results, metrics, n_boot, seed)
+    rows = []
+    for name in strategies or strategy_names(results):
+        record = strategy_record(results, name)
+        estimates, values = draws.get(name)
+        rows.append({"strategy": name, "comparisons": record.get("comparisons"), "grades": record.get("scores"),
+                     "judge_calls": record.get("judge_calls"), "tasks": len(labelled_tasks(results, name)),
+                     "metrics": dict(zip(draws.metrics, percentile_intervals(estimates, values, level)))})
+    return rows
+
+
+# -------------------------------------------------------------------------------------------------
+# (b) elimination rounds
+
+
+def is_knockout_like(results: Mapping[str, Any], name: str) -> bool:
+    """Whether every candidate of every task of the strategy has an ``eliminated_round`` extra."""
+    tasks = strategy_record(results, name)["tasks"]
+    return bool(tasks) and all(
+        t.get("extras") and len(t["extras"]) == len(t["scores"]) and all("eliminated_round" in e for e in t["extras"].values())
+        for t in tasks)
+
+
+def elimination_group(extras: Mapping[str, Any]) -> str:
+    """``first round`` for a candidate knocked out in round 1, else ``later rounds`` (champion included)."""
+    return "first round" if extras.get("eliminated_round") == 1 else "later rounds"
+
+
+def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pearson", n_boot: int = DEFAULT_BOOTSTRAP,
+                       seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
+    """(b) Table 2 of seed 000: correlation of first-round losers vs the rest, for a knockout-like strategy.
+
+    Candidates knocked out in round 1 were graded in one match; the others (eliminated in a later
+    round, or the champion) in several, except a candidate that got a bye and then lost, which was
+    also graded once — so the split by times graded (``played`` 1 vs more) is reported as well.
+    The correlation (``method``) is pooled over the candidates of each group across tasks; the
+    interval of the difference (later − first) comes from resampling tasks.
+
+    Returns None for strategies without elimination rounds. Keys: ``strategy``, ``method``,
+    ``groups`` (label -> {candidates, correlation: Interval, mean_played}), ``difference``
+    (Interval of later − first), ``by_played`` (the same for graded once / several times) and
+    ``rounds`` (per elimination round: candidates and correlation; ``champion`` for the winner).
+    """
+    if method not in CORRELATIONS:
+        raise SpecError(f"unknown correlation {method!r} (known: {', '.join(CORRELATIONS)})")
+    if not is_knockout_like(results, name):
+        return None
+    tasks = labelled_tasks(results, name)
+
+    def members(label_of: Callable[[Mapping[str, Any]], str]) -> list[dict[str, list[str]]]:
+        per_task = []
+        for task in tasks:
+            groups: dict[str, list[str]] = defaultdict(list)
+            for cid in task.human:
+                groups[label_of(task.extras[cid])].append(cid)
+            per_task.append(groups)
+        return per_task
+
+    def group_correlation(per_task: list[dict[str, list[str]]], label: str, idx: Iterable[int]) -> float:
+        pairs = [(tasks[i].scores[c], tasks[i].human[c]) for i in idx for c in per_task[i].get(label, [])]
+        return correlation(method, [p[0] for p in pairs], [p[1] for p in pairs]) if pairs else math.nan
+
+    def split(label_of: Callable[[Mapping[str, Any]], str], first: str, later: str) -> dict[str, Any]:
+        per_task = members(label_of)
+
+        def statistic(idx: np.ndarray) -> list[float]:
+            a, b = group_correlation(per_task, first, idx), group_correlation(per_task, later, idx)
+            return [a, b, b - a]
+
+        first_ci, later_ci, diff_ci = bootstrap_intervals(len(tasks), statistic, n_boot, seed, level)
+        groups = {}
+        for label, interval in ((first, first_ci), (later, later_ci)):
+            played = [tasks[i].extras[c].get("played", math.nan) for i in range(len(tasks)) for c in per_task[i].get(label, [])]
+            groups[label] = {"candidates": len(played), "correlation": interval,
+                             "mean_played": float(np.mean(played)) if played else math.nan}
+        return {"groups": groups, "difference": diff_ci}
+
+    by_round = split(elimination_group, "first round", "later rounds")
+    by_played = split(lambda e: "graded once" if e.get("played") == 1 else "graded several times",
+                      "graded once", "graded several times")
+    rounds: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for task in tasks:
+        for cid in task.human:
+            eliminated = task.extras[cid].get("eliminated_round")
+            rounds["champion" if eliminated is None else f"round {eliminated}"].append((task.scores[cid], task.human[cid]))
+    order = sorted(rounds, key=lambda k: (k == "champion", int(k.split()[1]) if k != "champion" else 0))
+    per_round = [{"eliminated": k, "candidates": len(rounds[k]),
+                  "correlation": correlation(method, [p[0] for p in rounds[k]], [p[1] for p in rounds[k]])} for k in order]
+    return {"strategy": name, "method": method, "groups": by_round["groups"], "difference": by_round["difference"],
+            "by_played": by_played, "rounds": per_round}
+
+
+# -------------------------------------------------------------------------------------------------
+# (c) breakdowns
+
+
+def breakdown_fields(results: Mapping[str, Any]) -> list[str]:
+    """Fields a breakdown can use: ``system`` and every meta field with short scalar values."""
+    fields = {"system"} if any(c.get("system") for t in results["task_data"] for c in t["candidates"]) else set()
+    for task in results["task_data"]:
+        for key, value in (task.get("meta") or {}).items():
+            if isinstance(value, (str, int, float, bool)) and len(str(value)) <= 80:
+                fields.add(key)
+    return sorted(fields)
+
+
+def breakdown(results: Mapping[str, Any], name: str, field: str, metrics: Sequence[str] = DEFAULT_METRICS,
+              n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
+    """(c) Metrics of strategy ``name`` within groups defined by ``field``.
+
+    field: ``system`` groups *candidates* by the system (examinee) that wrote them; any other name
+        (optionally written ``meta.NAME``) groups *tasks* by ``meta[NAME]`` (difficulty,
+        language, ...). Tasks without the field are grouped under ``(none)``.
+
+    For a meta field every metric is computed within the group's tasks, with intervals from
+    resampling them. For ``system`` a group holds about one candidate per task, so only the pooled
+    correlations (pearson, spearman, kendall; seed 001 Table 4.5) are defined; the interval
+    resamples the group's tasks. Each row also has ``mean_score`` and ``mean_human`` (seed 001
+    Table 4.4: do judges grade higher than the experts?).
+    """
+    metrics = check_metrics(metrics)
+    tasks = labelled_tasks(results, name)
+    records = task_records(results)
+    key = field[5:] if field.startswith("meta.") else field
+    if key not in breakdown_fields(results):
+        raise SpecError(f"cannot break down by {field!r} (fields: {', '.join(breakdown_fields(results)) or 'none'})")
+    rows = []
+    if key == "system":
+        systems = {t["task_id"]: {c["id"]: c.get("system") or "(none)" for c in t["candidates"]} for t in results["task_data"]}
+        groups: dict[str, list[LabelledTask]] = defaultdict(list)
+        for task in tasks:
+            by_system: dict[str, list[str]] = defaultdict(list)
+            for cid in task.human:
+                by_system[systems[task.task_id][cid]].append(cid)
+            for system, cids in by_system.items():
+                groups[system].append(LabelledTask(task.task_id, {c: task.scores[c] for c in cids}, [c for c in task.ranking if c in cids],
+                                                   {c: task.human[c] for c in cids}, {}))
+        pooled = [m for m in metrics if m in CORRELATIONS] or ["pearson"]
+        for system in sorted(groups):
+            members = groups[system]
+            rows.append(_group_row(field, system, members, pooled, n_boot, seed, level))
+        return rows
+    groups = defaultdict(list)
+    for task in tasks:
+        value = (records[task.task_id].get("meta") or {}).get(key)
+        groups["(none)" if value is None else str(value)].append(task)
+    for value in sorted(groups):
+        rows.append(_group_row(field, value, groups[value], metrics, n_boot, seed, level))
+    return rows
+
+
+def _group_row(field: str, value: str, members: Sequence[LabelledTask], metrics: Sequence[str], n_boot: int,
+               seed: int, level: float) -> dict[str, Any]:
+    scores = [s for t in members for s in t.scores.values()]
+    human = [t.human[c] for t in members for c in t.scores]
+    return {"field": field, "group": value, "tasks": len(members), "candidates": len(scores),
+            "metrics": metric_intervals(members, metrics, n_boot, seed, level),
+            "mean_score": float(np.mean(scores)) if scores else math.nan,
+            "mean_human": float(np.mean(human)) if human else math.nan}
+
+
+# -------------------------------------------------------------------------------------------------
+# (d) aggregate (exam / system) level
+
+AGGREGATES = {"sum": np.sum, "mean": np.mean}
+
+
+def aggregate_units(tasks: Sequence[LabelledTask], systems: Mapping[str, Mapping[str, str | None]],
+                    meta: Mapping[str, Mapping[str, Any]], unit_field: str | None, how: str,
+                    idx: Iterable[int] | None = None) -> dict[tuple[str, str], tuple[float, float]]:
+    """(unit, system) -> (aggregated strategy score, aggregated human score) over the tasks ``idx``.
+
+    The unit is ``meta[unit_field]`` (e.g. the exam) or ``"all"``; candidates without a system are
+    left out. ``how`` is ``sum`` (the thesis's exam grade) or ``mean``.
+    """
+    collected: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for i in (range(len(tasks)) if idx is None else idx):
+        task = tasks[i]
+        unit = "all" if unit_field is None else str(meta[task.task_id].get(unit_field))
+        for cid, human in task.human.items():
+            system = systems[task.task_id].get(cid)
+            if system is not None:
+                collected[(unit, system)].append((task.scores[cid], human))
+    reduce = AGGREGATES[how]
+    return {key: (float(reduce([p[0] for p in pairs])), float(reduce([p[1] for p in pairs]))) for key, pairs in collected.items()}
+
+
+def aggregate_metrics(units: Mapping[tuple[str, str], tuple[float, float]]) -> list[float]:
+    """[pearson, spearman, kendall, pairwise_accuracy] across aggregated units.
+
+    Pairwise accuracy compares systems within the same unit (two examinees on one exam), as the
+    thesis's §4.2.2 compares exam results; pairs tied in the human aggregate are left out.
+    """
+    keys = sorted(units)
+    values = [correlation(m, [units[k][0] for k in keys], [units[k][1] for k in keys]) for m in CORRELATIONS]
+    correct = total = 0
+    for unit in sorted({k[0] for k in keys}):
+        inside = [k for k in keys if k[0] == unit]
+        c, t = pairwise_accuracy_counts({k: units[k][0] for k in inside}, {k: units[k][1] for k in inside})
+        correct, total = correct + c, total + t
+    return values + [correct / total if total else math.nan]
+
+
+AGGREGATE_METRICS = (*CORRELATIONS, "pairwise_accuracy")
+
+
+def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", unit_field: str | None = None,
+                    n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
+    """(d) Correlation between systems' aggregated scores and their aggregated human scores.
+
+    how: ``sum`` (the thesis's exam-level grade: the sum over an exam's questions) or ``mean``
+        (the same ranking when every system answers every task; fairer when some are missing).
+    unit_field: a meta field grouping tasks into exams (one aggregate per exam and system, and
+        pairwise accuracy within each exam); None aggregates each system over all tasks (the
+        system level of MT evaluation).
+
+    Returns None when the candidates have no ``system``. Keys: ``metrics`` (pearson, spearman,
+    kendall, pairwise_accuracy -> :class:`Interval`, resampling tasks), ``units``, ``systems`` and
+    ``leaderboard`` (per unit and system: aggregated score and human score, best first).
+    """
+    if how not in AGGREGATES:
+        raise SpecError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
+    tasks = labelled_tasks(results, name)
+    systems = {t["task_id"]: {c["id"]: c.get("system") for c in t["candidates"]} for t in results["task_data"]}
+    meta = {t["task_id"]: t.get("meta") or {} for t in results["task_data"]}
+    if unit_field is not None and unit_field.startswith("meta."):
+        unit_field = unit_field[5:]
+    if unit_field is not None and not any(unit_field in m for m in meta.values()):
+        raise SpecError(f"no task has meta field {unit_field!r} (fields: {', '.join(breakdown_fields(results))})")
+    units = aggregate_units(tasks, systems, meta, unit_field, how)
+    if len({k[1] for k in units}) < 2:
+        return None
+    intervals = bootstrap_intervals(len(tasks), lambda idx: aggregate_metrics(aggregate_units(tasks, systems, meta, unit_field, how, idx)),
+                                    n_boot, seed, level)
+    leaderboard = [{"unit": unit, "system": system, "score": score, "human": human}
+                   for (unit, system), (score, human) in sorted(units.items(), key=lambda kv: (kv[0][0], -kv[1][0]))]
+    return {"strategy": name, "how": how, "unit_field": unit_field, "units": len(units),
+            "systems": len({k[1] for k in units}), "metrics": dict(zip(AGGREGATE_METRICS, intervals)),
+            "leaderboard": leaderboard}
+
+
+# -------------------------------------------------------------------------------------------------
+# (e) paired differences
+
+
+def paired_difference(results: Mapping[str, Any], a: str, b: str, metrics: Sequence[str] = DEFAULT_METRICS,
+                      n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL,
+                      draws: MetricDraws | None = None) -> dict[str, Any]:
+    """(e) Metric of strategy ``a`` minus that of ``b``, with a paired bootstrap interval over tasks.
+
+    Both strategies are evaluated on the same resampled tasks, which removes the between-task
+    variation they share. ``verdict`` per metric: ``a better`` / ``b better`` when the interval
+    excludes 0, else ``within noise``. Only tasks both strategies ranked are used.
+    """
+    draws = draws or MetricDraws(results, metrics, n_boot, seed)
+    ids_a = [t.task_id for t in labelled_tasks(results, a)]
+    ids_b = [t.task_id for t in labelled_tasks(results, b)]
+    common = None if ids_a == ids_b else [t for t in ids_a if t in set(ids_b)]
+    estimates_a, values_a = draws.get(a, common)
+    estimates_b, values_b = draws.get(b, common)
+    intervals = percentile_intervals(estimates_a - estimates_b, values_a - values_b, level)
+    out = {}
+    for metric, interval in zip(draws.metrics, intervals):
+        if interval.low > 0:
+            verdict = "a better"
+        elif interval.high < 0:
+            verdict = "b better"
+        else:
+            verdict = "within noise"
+        out[metric] = {"difference": interval, "verdict": verdict}
+    return {"a": a, "b": b, "tasks": len(ids_a if common is None else common), "metrics": out}
+
+
+# -------------------------------------------------------------------------------------------------
+# Judge bias (the report's bias views)
+
+
+def distinct_matches(results: Mapping[str, Any], name: str | None = None) -> list[dict[str, Any]]:
+    """The matches of strategy ``name``, or of all strategies with each judgment counted once.
+
+    Strategies of one run share one match graph, so the same (task, first, second) is the same
+    judgment whichever strategy used it; each match gets its ``task_id``.
+    """
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for record in results["strategies"]:
+        if name is not None and record["name"] != name:
+            continue
+        for task in record["tasks"]:
+            for match in task.get("matches") or []:
+                key = (task["task_id"], match["first"], match["second"])
+                if key not in seen:
+                    seen.add(key)
+                    out.append({**match, "task_id": task["task_id"]})
+    return out
+
+
+def _share(successes: int, trials: int, level: float) -> Interval:
+    """A proportion with its exact (Clopper–Pearson) interval."""
+    if trials == 0:
+        return Interval(math.nan, math.nan, math.nan)
+    ci = stats.binomtest(successes, trials).proportion_ci(confidence_level=level)
+    return Interval(successes / trials, float(ci.low), float(ci.high))
+
+
+def position_bias(results: Mapping[str, Any], name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+    """How often the judge picked the candidate shown first.
+
+    ``first_slot_win_rate``: share of decided matches (not ties) won by the first-shown candidate,
+    with an exact binomial interval; 0.5 is an unbiased judge when orders are random.
+    ``order_consistency``: among pairs judged in both orders, the share where the same candidate
+    won both times (1.0 = never swayed by order).
+    ``human_first_better``: share of decided matches whose first-shown candidate has the higher
+    human score — the rate an unbiased, human-agreeing judge would show.
+    """
+    matches = distinct_matches(results, name)
+    human = human_scores(results)
+    decided = [m for m in matches if m["winner"] in ("first", "second")]
+    first_wins = sum(m["winner"] == "first" for m in decided)
+    by_pair: dict[tuple[str, str, str], dict[str, str]] = {}
+    for m in decided:
+        by_pair[(m["task_id"], m["first"], m["second"])] = m
+    consistent = both = 0
+    for (task_id, first, second), m in by_pair.items():
+        other = by_pair.get((task_id, second, first))
+        if other is None or first > second:
+            continue  # count each unordered pair once
+        both += 1
+        winner_here = first if m["winner"] == "first" else second
+        winner_there = second if other["winner"] == "first" else first
+        consistent += winner_here == winner_there
+    labelled = [m for m in decided if m["task_id"] in human and human[m["task_id"]][m["first"]] != human[m["task_id"]][m["second"]]]
+    human_first = sum(human[m["task_id"]][m["first"]] > human[m["task_id"]][m["second"]] for m in labelled)
+    return {"matches": len(matches), "ties": len(matches) - len(decided),
+            "first_slot_win_rate": _share(first_wins, len(decided), level),
+            "order_consistency": _share(consistent, both, level),
+            "human_first_better": _share(human_first, len(labelled), level)}
+
+
+def length_bias(results: Mapping[str, Any], name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+    """How often the longer answer (in characters) won, against how often humans prefer it.
+
+    ``longer_win_rate``: among decided matches between answers of different length, the share won
+    by the longer one. ``human_longer_better``: among the same matches with different human
+    scores, the share where the longer one is the human-better one. A judge whose rate is well
+    above the humans' prefers length for its own sake.
+    """
+    texts = {t["task_id"]: {c["id"]: c["text"] for c in t["candidates"]} for t in results["task_data"]}
+    human = human_scores(results)
+    longer_won = decided = human_longer = labelled = 0
+    for m in distinct_matches(results, name):
+        if m["winner"] not in ("first", "second"):
+            continue
+        first_len, second_len = len(texts[m["task_id"]][m["first"]]), len(texts[m["task_id"]][m["second"]])
+        if first_len == second_len:
+            continue
+        longer = m["first"] if first_len > second_len else m["second"]
+        shorter = m["second"] if longer == m["first"] else m["first"]
+        winner = m["first"] if m["winner"] == "first" else m["second"]
+        decided += 1
+        longer_won += winner == longer
+        truth = human.get(m["task_id"])
+        if truth and truth[longer] != truth[shorter]:
+            labelled += 1
+            human_longer += truth[longer] > truth[shorter]
+    return {"matches": decided, "longer_win_rate": _share(longer_won, decided, level),
+            "human_longer_better": _share(human_longer, labelled, level)}
+
+
+# -------------------------------------------------------------------------------------------------
+# Everything at once, and its text form
+
+
+def default_baseline(results: Mapping[str, Any]) -> str | None:
+    """``individual`` when present (the paper's baseline), else the first strategy."""
+    names = strategy_names(results)
+    if not names:
+        return None
+    return "individual" if "individual" in names else names[0]
+
+
+def analyze(results: Mapping[str, Any], by: Sequence[str] = (), baseline: str | None = None,
+            metrics: Sequence[str] = DEFAULT_METRICS, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+            level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None) -> dict[str, Any]:
+    """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
+
+    by: breakdown fields (``system`` or meta fields). baseline: the strategy every other one is
+    compared with (default :func:`default_baseline`). aggregate / unit_field: see
+    :func:`aggregate_level`. The other parameters are the bootstrap's (:func:`bootstrap_intervals`).
+    """
+    check_metrics(metrics)
+    if not human_scores(results):
+        raise SpecError("the results have no human scores (no criterion), so there is nothing to correlate with")
+    names = strategy_names(results)
+    baseline = baseline or default_baseline(results)
+    if baseline is not None:
+        strategy_record(results, baseline)  # fail early on a typo
+    draws = MetricDraws(results, metrics, n_boot, seed)
+    return {
+        "data": results.get("data"), "judge": results.get("judge"), "criterion": results.get("criterion"),
+        "seed": results.get("seed"), "bootstrap": {"resamples": n_boot, "seed": seed, "level": level, "unit": "task",
+                                                    "method": "percentile"},
+        "correlations": correlation_table(results, level=level, draws=draws),
+        "baseline": baseline,
+        "differences": [paired_difference(results, name, baseline, level=level, draws=draws)
+                        for name in names if baseline is not None and name != baseline],
+        "elimination_rounds": [e for e in (elimination_rounds(results, name, "pearson", n_boot, seed, level) for name in names) if e],
+        "aggregate_level": [a for a in (aggregate_level(results, name, aggregate, unit_field, n_boot, seed, level) for name in names) if a],
+        "breakdowns": {field: {name: breakdown(results, name, field, metrics, n_boot, seed, level) for name in names} for field in by},
+        "judge_bias": {"position": position_bias(results, level=level), "length": length_bias(results, level=level)},
+    }
+
+
+def to_jsonable(value: Any) -> Any:
+    """Intervals become dicts and NaN becomes null, so the analysis is strict JSON."""
+    if isinstance(value, Interval):
+        return to_jsonable(value.to_dict())
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, (np.floating, np.integer)):
+        return to_jsonable(value.item())
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+SHORT_NAMES = {"pearson": "pearson", "spearman": "spearman", "kendall": "kendall", "task_pearson": "task_pearson",
+               "task_spearman": "task_spearman", "task_kendall": "task_kendall", "pairwise_accuracy": "pair_acc",
+               "top1_accuracy": "top1"}
+
+
+def format_analysis(report: Mapping[str, Any]) -> str:
+    """The analysis as plain-text tables (what ``rankkit analyze`` prints)."""
+    from rankkit.cli import format_table  # the CLI's table layout; imported late to avoid a cycle
+
+    boot = report["bootstrap"]
+    pct = f"{boot['level']:.0%}"
+    judge = (report.get("judge") or {}).get("description", "?")
+    sections = [f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
+                f"intervals: {pct} bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']})"]
+
+    rows, columns = [], [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")]
+    metric_names = list(report["correlations"][0]["metrics"]) if report["correlations"] else []
+    columns += [(m, SHORT_NAMES.get(m, m)) for m in metric_names]
+    for row in report["correlations"]:
+        rows.append({**{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
+                     **{m: row["metrics"][m].text() for m in metric_names}})
+    sections.append(f"(a) agreement with the human scores, {pct} intervals\n" + format_table(rows, columns))
+
+    if report["differences"]:
+        rows = []
+        for diff in report["differences"]:
+            for metric, item in diff["metrics"].items():
+                rows.append({"pair": f"{diff['a']} - {diff['b']}", "metric": SHORT_NAMES.get(metric, metric),
+                             "difference": _signed(item["difference"]), "verdict": _verdict_text(item["verdict"], diff)})
+        sections.append(f"(e) difference to the baseline {report['baseline']} (paired bootstrap)\n"
+                        + format_table(rows, [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"), ("verdict", "verdict")]))
+
+    if report["elimination_rounds"]:
+        rows = []
+        for item in report["elimination_rounds"]:
+            groups = item["groups"]
+            played = item["by_played"]["groups"]
+            rows.append({"strategy": item["strategy"],
+                         "first": groups["first round"]["correlation"].text(), "n_first": groups["first round"]["candidates"],
+                         "later": groups["later rounds"]["correlation"].text(), "n_later": groups["later rounds"]["candidates"],
+                         "difference": _signed(item["difference"]),
+                         "once_vs_more": _signed(item["by_played"]["difference"]),
+                         "n_once": played["graded once"]["candidates"]})
+        sections.append("(b) elimination rounds (Pearson of candidates knocked out in round 1 vs later; seed 000 Table 2)\n"
+                        + format_table(rows, [("strategy", "strategy"), ("first", "first round"), ("n_first", "n"),
+                                              ("later", "later rounds"), ("n_later", "n"), ("difference", "later - first"),
+                                              ("once_vs_more", "graded >1 - graded once"), ("n_once", "n once")]))
+
+    if report["aggregate_level"]:
+        first = report["aggregate_level"][0]
+        unit = f"per {first['unit_field']} and system" if first["unit_field"] else "per system over all tasks"
+        rows = [{"strategy": a["strategy"], "units": a["units"],
+                 **{m: a["metrics"][m].text() for m in AGGREGATE_METRICS}} for a in report["aggregate_level"]]
+        sections.append(f"(d) aggregate level: {first['how']} of scores {unit}, vs the same aggregate of human scores\n"
+                        + format_table(rows, [("strategy", "strategy"), ("units", "units"),
+                                              *[(m, SHORT_NAMES.get(m, m)) for m in AGGREGATE_METRICS]]))
+
+    for field, per_strategy in report["breakdowns"].items():
+        rows = []
+        for name, groups in per_strategy.items():
+            for g in groups:
+                rows.append({"group": g["group"], "strategy": name, "tasks": g["tasks"], "candidates": g["candidates"],
+                             **{m: g["metrics"][m].text() for m in g["metrics"]},
+                             "mean_score": g["mean_score"], "mean_human": g["mean_human"]})
+        rows.sort(key=lambda r: (r["group"], list(per_strategy).index(r["strategy"])))
+        shown = list(dict.fromkeys(m for groups in per_strategy.values() for g in groups for m in g["metrics"]))
+        sections.append(f"(c) by {field}\n" + format_table(rows, [("group", field), ("strategy", "strategy"), ("tasks", "tasks"),
+                                                                  ("candidates", "cands"),
+                                                                  *[(m, SHORT_NAMES.get(m, m)) for m in shown],
+                                                                  ("mean_score", "mean score"), ("mean_human", "mean human")]))
+
+    bias = report["judge_bias"]
+    rows = [{"view": "first-shown candidate wins", "rate": bias["position"]["first_slot_win_rate"].text(),
+             "human": bias["position"]["human_first_better"].text(), "n": bias["position"]["matches"] - bias["position"]["ties"]},
+            {"view": "same winner in both orders", "rate": bias["position"]["order_consistency"].text(), "human": "-",
+             "n": None},
+            {"view": "longer answer wins", "rate": bias["length"]["longer_win_rate"].text(),
+             "human": bias["length"]["human_longer_better"].text(), "n": bias["length"]["matches"]}]
+    sections.append("judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a judge agreeing with the humans would show)\n"
+                    + format_table(rows, [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))
+    return "\n\n".join(sections)
+
+
+def _verdict_text(verdict: str, diff: Mapping[str, Any]) -> str:
+    return {"a better": f"{diff['a']} better", "b better": f"{diff['b']} better"}.get(verdict, verdict)
+
+
+def _signed(interval: Interval) -> str:
+    if math.isnan(interval.estimate):
+        return "-"
+    if math.isnan(interval.low):
+        return f"{interval.estimate:+.3f}"
+    return f"{interval.estimate:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"

@@ -1,0 +1,407 @@
+"""Bias diagnostics for a pairwise judge: ``rankkit judge-report``.
+
+Every sampled pair (a, b) of a task is judged in **both** presentation orders — a shown first,
+then b shown first — through the usual graph -> cache -> judge lookup, and the two verdicts are
+measured against each other and against the human labels:
+
+* **first-slot preference** — among decisive verdicts (not a tie, not a failed parse), the share
+  that picked the candidate shown first. An unbiased judge sits at 0.5.
+* **order consistency** — among pairs where both verdicts exist, the share where both name the
+  same candidate (or both say tie): the verdict survives swapping the order.
+* **length preference** — among decisive verdicts on pairs whose answers differ in word count,
+  the share that picked the longer answer; reported next to **human length preference**, the
+  share of those pairs (with a human preference) where the humans preferred the longer answer.
+* **accuracy (one order)** — over pairs with a human preference, each of the two verdicts scores
+  1 if it names the human-preferred candidate, 0 if the other, and ½ if it is a tie or failed (what
+  a coin flip would score); the mean over both verdicts is LLMBar's "average accuracy".
+* **accuracy (both orders)** — the two verdicts combined into one (:func:`combine_orders`: the
+  decisive verdict when they agree or only one is decisive, else a draw). Scoring a draw ½ would
+  make this equal to the one-order accuracy identically (a disagreement is worth ½ either way), so
+  it is reported two ways: over the pairs the two orders *decide* (draws left out; ``n`` says how
+  many were decided), and **strict** — over all labelled pairs, a draw counting as wrong.
+
+Intervals are 95% percentile bootstrap intervals from ``scipy.stats.bootstrap`` resampling
+**tasks** (a task's pairs stay together, since they share a prompt); each statistic is a ratio
+of per-task sums, so a resample reweighs tasks, not single judgments.
+
+**Pairs.** A task with N candidates has N(N−1)/2 pairs; with ``pairs_per_task=k`` a seeded sample
+of k of them is judged (drawn with ``random.Random(f"{seed}|{task_id}")``, the runner's per-task
+generator), all of them when k is None or at least N(N−1)/2. Two-candidate sets such as LLMBar have
+one pair per task.
+
+**Panels.** For a ``panel`` judge the report adds each member's metrics (computed from the member
+votes the panel already gathered, so no new calls), Krippendorff's alpha between the members, and
+the number of draws (and the accuracy) at thresholds 1.0, 0.75, 0.5 and the panel's own.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any, Sequence
+
+import numpy as np
+
+from rankkit.judges.base import Judge, PairJudgment, ParseStatus, Winner
+from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.runner import task_rng
+from rankkit.tasks import Task
+
+#: A verdict on a pair: the winning candidate id, "tie", or None (the judgment failed / was a miss).
+Verdict = str | None
+TIE = "tie"
+
+PANEL_THRESHOLDS = (1.0, 0.75, 0.5)
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """One pair judged in both orders. ``a`` comes before ``b`` in the task's candidate order.
+
+    a_first / b_first: the verdict when a / b was shown first.
+    human: the human-preferred candidate, "tie" when the humans scored both equally, None without labels.
+    longer: the candidate with more words, None when both have the same count.
+    """
+
+    task_id: str
+    a: str
+    b: str
+    a_first: Verdict
+    b_first: Verdict
+    human: Verdict
+    longer: str | None
+
+
+def verdict_of(judgment: PairJudgment, first: str, second: str) -> Verdict:
+    """A judgment of (first shown, second shown) as a verdict naming a candidate."""
+    if judgment.status is ParseStatus.FAILED:
+        return None
+    if judgment.winner is Winner.TIE:
+        return TIE
+    return first if judgment.winner is Winner.FIRST else second
+
+
+def combine_orders(one: Verdict, other: Verdict) -> Verdict:
+    """One verdict from the two orders: the decisive one when they agree or only one is decisive,
+    a tie when they disagree or both are ties, None when both failed."""
+    decisive = {v for v in (one, other) if v not in (None, TIE)}
+    if len(decisive) == 1:
+        return decisive.pop()
+    if decisive or TIE in (one, other):
+        return TIE
+    return None
+
+
+def credit(verdict: Verdict, human: str) -> float:
+    """Accuracy credit of a verdict against the human-preferred candidate (tie/failed = ½)."""
+    if verdict in (None, TIE):
+        return 0.5
+    return 1.0 if verdict == human else 0.0
+
+
+def human_preference(task: Task, a: str, b: str) -> Verdict:
+    scores = task.human_scores()
+    if not scores:
+        return None
+    if scores[a] == scores[b]:
+        return TIE
+    return a if scores[a] > scores[b] else b
+
+
+def longer_candidate(task: Task, a: str, b: str) -> str | None:
+    words_a, words_b = len(task.candidate(a).text.split()), len(task.candidate(b).text.split())
+    if words_a == words_b:
+        return None
+    return a if words_a > words_b else b
+
+
+def sample_pairs(task: Task, pairs_per_task: int | None, seed: int) -> list[tuple[str, str]]:
+    """The task's unordered pairs to judge, each as (earlier, later) in the candidate order."""
+    pairs = list(combinations(task.candidate_ids, 2))
+    if pairs_per_task is not None and pairs_per_task < len(pairs):
+        position = {pair: i for i, pair in enumerate(pairs)}
+        pairs = sorted(task_rng(seed, task.task_id).sample(pairs, pairs_per_task), key=position.__getitem__)
+    return pairs
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A ratio statistic with its bootstrap interval; ``n`` is its denominator (how many judgments
+    or pairs it is the share of)."""
+
+    value: float
+    low: float
+    high: float
+    n: float
+
+    def to_dict(self) -> dict[str, float | None]:
+        """Strict JSON: NaN (undefined) becomes None."""
+        return {name: None if math.isnan(value) else value
+                for name, value in (("value", self.value), ("low", self.low), ("high", self.high), ("n", self.n))}
+
+
+def ratio_estimate(numerators: Sequence[float], denominators: Sequence[float], resamples: int = 1000,
+                   confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """``sum(numerators) / sum(denominators)`` with a percentile bootstrap interval over tasks.
+
+    numerators, denominators: one entry per task. Tasks with a zero denominator take no part in
+    the statistic and are left out of the resampling. The interval is NaN when fewer than two
+    tasks contribute. ``scipy.stats.bootstrap`` (paired, percentile method) does the resampling.
+    """
+    from scipy import stats
+
+    num = np.asarray(numerators, dtype=float)
+    den = np.asarray(denominators, dtype=float)
+    keep = den > 0
+    num, den = num[keep], den[keep]
+    total = float(den.sum())
+    if total == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0.0)
+    value = float(num.sum() / total)
+    if len(num) < 2 or resamples < 1:
+        return Estimate(value, math.nan, math.nan, total)
+
+    def statistic(n: np.ndarray, d: np.ndarray, axis: int = -1) -> np.ndarray:
+        return n.sum(axis=axis) / d.sum(axis=axis)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a degenerate sample (all tasks alike) is fine for percentiles
+        result = stats.bootstrap((num, den), statistic, paired=True, vectorized=True, n_resamples=resamples,
+                                 confidence_level=confidence, method="percentile",
+                                 rng=np.random.default_rng(seed))
+    return Estimate(value, float(result.confidence_interval.low), float(result.confidence_interval.high), total)
+
+
+def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per-task (numerator, denominator) lists for every metric of the module docstring."""
+    task_ids = list(dict.fromkeys(r.task_id for r in records))
+    index = {tid: i for i, tid in enumerate(task_ids)}
+    names = ("first_slot", "order_consistency", "length_judge", "length_human", "accuracy_single", "accuracy_both",
+             "accuracy_both_strict")
+    counts = {name: ([0.0] * len(task_ids), [0.0] * len(task_ids)) for name in names}
+
+    def add(name: str, i: int, num: float, den: float = 1.0) -> None:
+        counts[name][0][i] += num
+        counts[name][1][i] += den
+
+    for r in records:
+        i = index[r.task_id]
+        for shown_first, verdict in ((r.a, r.a_first), (r.b, r.b_first)):
+            if verdict in (None, TIE):
+                continue
+            add("first_slot", i, float(verdict == shown_first))
+            if r.longer is not None:
+                add("length_judge", i, float(verdict == r.longer))
+        if r.a_first is not None and r.b_first is not None:
+            add("order_consistency", i, float(r.a_first == r.b_first))
+        if r.human in (r.a, r.b):
+            add("accuracy_single", i, credit(r.a_first, r.human) + credit(r.b_first, r.human), 2.0)
+            combined = combine_orders(r.a_first, r.b_first)
+            if combined not in (None, TIE):
+                add("accuracy_both", i, float(combined == r.human))
+            add("accuracy_both_strict", i, float(combined == r.human))
+            if r.longer is not None:
+                add("length_human", i, float(r.human == r.longer))
+    return counts
+
+
+def measure(records: Sequence[PairRecord], resamples: int = 1000, confidence: float = 0.95,
+            seed: int = 0) -> dict[str, Estimate]:
+    """Every metric of the module docstring, with its bootstrap interval."""
+    return {name: ratio_estimate(num, den, resamples, confidence, seed)
+            for name, (num, den) in metric_counts(records).items()}
+
+
+def verdict_counts(records: Sequence[PairRecord]) -> dict[str, int]:
+    verdicts = [v for r in records for v in (r.a_first, r.b_first)]
+    return {"ties": sum(v == TIE for v in verdicts), "failed": sum(v is None for v in verdicts)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Collecting judgments
+
+
+def collect(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_task: int | None = None,
+            seed: int = 0, progress: bool = False) -> tuple[list[PairRecord], list[tuple[Task, list[PairJudgment]]], Cost]:
+    """Judge every sampled pair of every task in both orders (one batch per task).
+
+    Returns ``(records, judgments, cost)``: a :class:`PairRecord` per pair, the raw judgments per
+    task (a-first and b-first alternating, in record order), and what was spent.
+    """
+    from tqdm import tqdm
+
+    from rankkit.cache import NullCache
+
+    cache = cache if cache is not None else NullCache()
+    judge.bind_cache(cache)
+    cost = Cost()
+    records: list[PairRecord] = []
+    raw: list[tuple[Task, list[PairJudgment]]] = []
+    for task in tqdm(tasks, desc="judging", unit="task", file=sys.stderr, disable=not progress):
+        pairs = sample_pairs(task, pairs_per_task, seed)
+        source = MatchSource(task, MatchGraph(task), judge, cache, cost, strategy="judge-report")
+        ordered = [order for a, b in pairs for order in ((a, b), (b, a))]
+        judgments = source.compare_many(ordered, round=1)
+        raw.append((task, judgments))
+        for (a, b), a_first, b_first in zip(pairs, judgments[0::2], judgments[1::2]):
+            records.append(PairRecord(task_id=task.task_id, a=a, b=b,
+                                      a_first=verdict_of(a_first, a, b), b_first=verdict_of(b_first, b, a),
+                                      human=human_preference(task, a, b), longer=longer_candidate(task, a, b)))
+    return records, raw, cost
+
+
+def panel_section(panel: Any, tasks: Sequence[Task], records: Sequence[PairRecord], resamples: int,
+                  confidence: float, seed: int) -> dict[str, Any]:
+    """Per-member metrics, inter-member agreement and draws by threshold for a panel judge.
+
+    Reads the member votes the panel gathered while judging (its memory or the cache), so it
+    costs no new judgments. Krippendorff's alpha treats each (pair, presentation order) as a unit
+    and each member as a rater; a failed vote is a missing value.
+    """
+    from rankkit.judges.panel import VoteCount, decide, krippendorff_alpha
+
+    by_task = {task.task_id: task for task in tasks}
+    member_records: list[list[PairRecord]] = [[] for _ in panel.members]
+    alpha_rows: list[list[float | None]] = [[] for _ in panel.members]
+    decided: list[tuple[PairRecord, VoteCount]] = []
+    for record in records:
+        task = by_task[record.task_id]
+        (per_member,), _ = panel.member_judgments([(task, task.candidate(record.a), task.candidate(record.b))])
+        for m, (a_first, b_first) in enumerate(per_member):
+            member_records[m].append(PairRecord(
+                task_id=record.task_id, a=record.a, b=record.b, a_first=verdict_of(a_first, record.a, record.b),
+                b_first=verdict_of(b_first, record.b, record.a), human=record.human, longer=record.longer))
+        votes = panel.votes(per_member)
+        for m in range(len(panel.members)):
+            alpha_rows[m].extend(votes[2 * m: 2 * m + 2])
+        decided.append((record, VoteCount.of(votes)))
+    members = []
+    for member, recs in zip(panel.members, member_records):
+        estimates = measure(recs, resamples, confidence, seed)
+        members.append({"member": member.description, **verdict_counts(recs),
+                        "metrics": {k: v.to_dict() for k, v in estimates.items()}})
+    by_threshold = []
+    for threshold in sorted({*PANEL_THRESHOLDS, panel.threshold}, reverse=True):
+        draws, credits, decided_right = 0, [], []
+        for record, count in decided:
+            decision = decide(count, threshold)
+            draws += decision is Winner.TIE
+            if record.human in (record.a, record.b):
+                verdict = TIE if decision is Winner.TIE else (record.a if decision is Winner.FIRST else record.b)
+                credits.append(credit(verdict, record.human))
+                if verdict != TIE:
+                    decided_right.append(float(verdict == record.human))
+        by_threshold.append({"threshold": threshold, "decisions": len(decided), "draws": draws,
+                             "accuracy": float(np.mean(credits)) if credits else None,
+                             "accuracy_decided": float(np.mean(decided_right)) if decided_right else None,
+                             "accuracy_strict": float(np.sum(decided_right) / len(credits)) if credits else None})
+    alpha = krippendorff_alpha(alpha_rows)
+    return {"members": members, "krippendorff_alpha": None if math.isnan(alpha) else alpha,
+            "thresholds": by_threshold}
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+
+
+def judge_report(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_task: int | None = None,
+                 seed: int = 0, resamples: int = 1000, confidence: float = 0.95, progress: bool = False,
+                 judge_spec: str = "", data: str = "") -> dict[str, Any]:
+    """Judge the sampled pairs in both orders and measure the judge; returns the report as a dict.
+
+    tasks: the tasks (with human labels for the accuracy and human length rows).
+    judge, cache: the judge and the judgment cache (None = no persistent cache).
+    pairs_per_task: pairs sampled per task (None = all).
+    seed: seeds the pair sample and the bootstrap.
+    resamples, confidence: the bootstrap's number of resamples and interval coverage.
+    """
+    from rankkit.judges.panel import PanelJudge
+    from rankkit.judges.replay import is_miss
+
+    records, raw, cost = collect(tasks, judge, cache, pairs_per_task, seed, progress)
+    estimates = measure(records, resamples, confidence, seed)
+    misses = sum(is_miss(j) for _, judgments in raw for j in judgments)
+    report: dict[str, Any] = {
+        "judge": {"spec": judge_spec, "description": judge.description, "fingerprint": judge.fingerprint,
+                  "simulated": judge.simulated},
+        "data": data, "seed": seed, "pairs_per_task": pairs_per_task,
+        "bootstrap": {"resamples": resamples, "confidence": confidence, "unit": "task"},
+        "tasks": len(tasks), "pairs": len(records), "judgments": 2 * len(records),
+        "counts": {**verdict_counts(records), "misses": misses, "judge_calls": cost.judge_calls,
+                   "cache_hits": cost.cache_hits, "prompt_tokens": cost.prompt_tokens,
+                   "completion_tokens": cost.completion_tokens},
+        "metrics": {name: estimate.to_dict() for name, estimate in estimates.items()},
+    }
+    if isinstance(judge, PanelJudge):
+        report["panel"] = panel_section(judge, tasks, records, resamples, confidence, seed)
+    return report
+
+
+METRIC_LABELS = (
+    ("first_slot", "first-slot preference (0.5 = none)"),
+    ("order_consistency", "order consistency"),
+    ("length_judge", "judge picks the longer answer"),
+    ("length_human", "humans prefer the longer answer"),
+    ("accuracy_single", "accuracy, one order"),
+    ("accuracy_both", "accuracy, both orders (decided pairs)"),
+    ("accuracy_both_strict", "accuracy, both orders (draw = wrong)"),
+)
+
+
+def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Table rows (metric, value, interval, n) for the command line."""
+    rows = []
+    for name, label in METRIC_LABELS:
+        metric = report["metrics"][name]
+        interval = "-" if metric["low"] is None else f"[{metric['low']:.3f}, {metric['high']:.3f}]"
+        rows.append({"metric": label, "value": metric["value"], "interval": interval,
+                     "n": None if metric["n"] is None else int(metric["n"])})
+    return rows
+
+
+def panel_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(member rows, threshold rows) of a panel report, for the command line."""
+    members = []
+    for member in report["panel"]["members"]:
+        metrics = member["metrics"]
+        members.append({"member": member["member"], "acc1": metrics["accuracy_single"]["value"],
+                        "acc2": metrics["accuracy_both"]["value"], "strict": metrics["accuracy_both_strict"]["value"],
+                        "first": metrics["first_slot"]["value"],
+                        "consistency": metrics["order_consistency"]["value"], "failed": member["failed"]})
+    return members, list(report["panel"]["thresholds"])
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as the plain-text tables ``rankkit judge-report`` prints."""
+    from rankkit.cli import format_table
+
+    counts = report["counts"]
+    lines = [f"judge {report['judge']['description']} · {report['tasks']} tasks, {report['pairs']} pairs, "
+             f"{report['judgments']} judgments (each pair in both orders) · seed {report['seed']}",
+             f"ties {counts['ties']} · failed {counts['failed']} (replay misses {counts['misses']}) · "
+             f"judge calls {counts['judge_calls']} · cache hits {counts['cache_hits']}",
+             format_table(report_rows(report), [("metric", "metric"), ("value", "value"),
+                                                ("interval", f"{report['bootstrap']['confidence']:.0%} CI"),
+                                                ("n", "n")])]
+    if "panel" in report:
+        members, thresholds = panel_rows(report)
+        alpha = report["panel"]["krippendorff_alpha"]
+        lines += ["", "panel members (accuracy: one order / both orders on decided pairs / both orders, draw = wrong):",
+                  format_table(members, [("member", "member"), ("acc1", "acc_1order"), ("acc2", "acc_2orders"),
+                                         ("strict", "acc_strict"),
+                                         ("first", "first_slot"), ("consistency", "consistency"),
+                                         ("failed", "failed")]),
+                  f"inter-judge agreement (Krippendorff's alpha, nominal): "
+                  f"{'-' if alpha is None else f'{alpha:.3f}'}",
+                  "", "decisions by agreement threshold:",
+                  format_table(thresholds, [("threshold", "threshold"), ("decisions", "decisions"),
+                                            ("draws", "draws"), ("accuracy", "acc_draw=1/2"),
+                                            ("accuracy_decided", "acc_decided"), ("accuracy_strict", "acc_strict")])]
+    return "\n".join(lines)

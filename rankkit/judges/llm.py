@@ -1,0 +1,520 @@
+"""An LLM as the judge, independent of where the model runs.
+
+:class:`LLMJudge` turns tasks into chat prompts (:mod:`rankkit.prompts`), drives an *engine*
+(:class:`LLMEngine`: transformers in :mod:`rankkit.judges.hf`, an HTTP server in
+:mod:`rankkit.judges.openai_compat`) and turns the engine's output into judgments. It has three
+modes:
+
+``generate`` — the paper's way. The judge writes an explanation, then a verdict
+    (``Answer 1: X/M Answer 2: Y/M`` or ``Score: X/M``), which :mod:`rankkit.prompts` parses
+    from the generated text only. A missing, out-of-range or off-scale verdict is asked again
+    once with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy
+    retry would repeat itself); if that fails too the judgment is recorded with status FAILED.
+    **Decision rule for failures:** a failed grade has ``score=None`` (the ``individual``
+    strategy scores it at the middle of the scale); a failed comparison is a tie with both
+    answers at the middle of the scale and ``probability=0.5``. Both are counted as
+    ``parse_failures`` in the run's cost and keep the raw output for inspection.
+
+``logprob`` — no generation, one forward pass per prompt. Pointwise: the reply is forced to
+    start with the template's score prefix (``Score: ``) and the score is the expected value
+    of the next token over the digits ``0..K`` (the weighted sum of G-Eval, used by PREPAIR,
+    seed 004 §5.3.4), where K is the task's M when it is a whole number up to 9 and 9
+    otherwise (the prompt then says "0 to 9"); it is mapped linearly onto the task's scale.
+    Pairwise: the reply is forced to start with the template's choice prefix (``The better
+    answer is Answer ``) and ``probability`` = P(1) / (P(1) + P(2)) of the two choice tokens;
+    the scores are that probability and its complement mapped onto the task's scale.
+
+``loglik`` — pointwise score = mean token log-likelihood of the answer as a reply to the
+    bare question (no judge prompt), mapped onto the scale as ``low + exp(mean) * (high-low)``
+    (the geometric-mean token probability). A comparison compares the two answers' mean
+    log-likelihoods, with ``probability = sigmoid(ll_first - ll_second)``; it has no position
+    bias because neither answer is "first" to the model.
+
+**Engines** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.score_many`
+/ :meth:`LLMJudge.compare_many` pass each judgment on the moment it exists, so the match layer
+caches every judgment even when a batch fails half-way.
+
+**Extension points** (used by features built on this class):
+
+* PREPAIR (per-answer analyses, then a pairwise decision): override :meth:`LLMJudge.pair_prompts`
+  to generate (and cache through ``self.cache``, set by :meth:`bind_cache`) an analysis per
+  candidate and return decision prompts that include both; everything downstream (generation,
+  parsing, retries, logprob choice) is unchanged.
+* Position-bias calibration of logprob comparisons: override
+  :meth:`LLMJudge.calibrate_pair_probability` (per comparison), or
+  :meth:`LLMJudge.compare_logprob` when a calibration needs the whole batch.
+* Extra fingerprint fields: extend :meth:`LLMJudge.fingerprint_fields`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+
+from rankkit.judges.base import (
+    Judge,
+    PairJudgment,
+    PairRequest,
+    ParseStatus,
+    PointJudgment,
+    PointRequest,
+    Winner,
+)
+from rankkit.prompts import (
+    PAIRWISE,
+    POINTWISE,
+    Template,
+    TemplateChoice,
+    Verdict,
+    format_points,
+    parse_pairwise,
+    parse_pointwise,
+    prompt_max_points,
+    render_pairwise,
+    render_pointwise,
+    to_task_scale,
+)
+from rankkit.specs import Spec, SpecError, convert_value
+from rankkit.tasks import Candidate, Task
+
+MODES = ("generate", "logprob", "loglik")
+
+#: Bump when the parser or a decision rule changes what a judgment is (part of the fingerprint).
+PARSER_VERSION = "1"
+LOGPROB_RULE = "1"  # digits 0..min(M,9); P(1)/(P(1)+P(2)) after the choice prefix
+LOGLIK_RULE = "1"   # mean token log-likelihood of the answer after the bare question
+
+#: Temperature of the one retry when the judge decodes greedily (temperature 0).
+RETRY_TEMPERATURE = 0.7
+
+Conversation = list[dict[str, str]]
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine contract
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated reply: its text and token counts (``prompt_tokens``/``completion_tokens``
+    when the engine knows them, else empty)."""
+
+    text: str
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@runtime_checkable
+class LLMEngine(Protocol):
+    """What :class:`LLMJudge` needs from a model runtime.
+
+    ``conversations`` are chat messages ``[{"role": "user", "content": ...}]``. Every method
+    yields ``(index, result)`` in any order as results become ready, ``index`` being the
+    position in ``conversations``.
+
+    * ``generate``: the assistant's reply to each conversation. ``temperature`` 0 means greedy;
+      ``seed`` seeds sampling.
+    * ``next_token_logprobs``: the reply is forced to begin with ``assistant_prefix``; returns
+      the log-probability of each of ``choices`` as the next token (``-inf`` when impossible).
+      Choices must differ in their first token.
+    * ``answer_logliks``: the mean per-token log-likelihood of ``answers[i]`` as the assistant's
+      reply to ``conversations[i]``. May raise ``NotImplementedError``.
+    * ``identity``: what identifies the model for the cache fingerprint (never secrets).
+    """
+
+    backend: str
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
+                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]: ...
+
+    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str,
+                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]: ...
+
+    def answer_logliks(self, conversations: Sequence[Conversation],
+                       answers: Sequence[str]) -> Iterator[tuple[int, float]]: ...
+
+    def close(self) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure scoring rules
+
+
+def logprob_points(max_points: float) -> int:
+    """K of the digit scale ``0..K`` a logprob grade reads: M if a whole number 1..9, else 9."""
+    if float(max_points).is_integer() and 1 <= max_points <= 9:
+        return int(max_points)
+    return 9
+
+
+def expected_digit(logprobs: Mapping[str, float]) -> tuple[float | None, float]:
+    """Expected value of the digit choices, renormalised over them.
+
+    ``logprobs`` maps ``"0"..."K"`` to next-token log-probabilities. Returns
+    ``(sum_k k * p_k / sum_k p_k, sum_k p_k)``; the second value is the probability mass the
+    model put on any score at all. The expectation is None when that mass is zero.
+    """
+    probabilities = {int(k): math.exp(v) for k, v in logprobs.items() if v > -math.inf}
+    mass = sum(probabilities.values())
+    if mass <= 0:
+        return None, 0.0
+    return sum(k * p for k, p in probabilities.items()) / mass, mass
+
+
+def choice_probability(logprob_first: float, logprob_second: float) -> float | None:
+    """P(first) = p1 / (p1 + p2) from two log-probabilities (None when both are impossible)."""
+    top = max(logprob_first, logprob_second)
+    if top == -math.inf:
+        return None
+    p1, p2 = math.exp(logprob_first - top), math.exp(logprob_second - top)
+    return p1 / (p1 + p2)
+
+
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def winner_from_scores(first: float, second: float) -> Winner:
+    if first > second:
+        return Winner.FIRST
+    if second > first:
+        return Winner.SECOND
+    return Winner.TIE
+
+
+def midpoint(task: Task) -> float:
+    return (task.scale[0] + task.scale[1]) / 2
+
+
+def user_turn(content: str) -> Conversation:
+    return [{"role": "user", "content": content}]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A rendered judge prompt: the conversation plus what is needed to read the reply."""
+
+    conversation: Conversation
+    template: Template
+    max_points: float
+
+
+@dataclass
+class _Outcome:
+    """The end of the generate loop for one prompt."""
+
+    text: str
+    verdict: Verdict
+    attempts: list[str]
+    usage: dict[str, int]
+
+    @property
+    def status(self) -> ParseStatus:
+        if not self.verdict.ok:
+            return ParseStatus.FAILED
+        return ParseStatus.OK if len(self.attempts) == 1 else ParseStatus.RETRIED
+
+
+def _add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + int(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge
+
+
+class LLMJudge(Judge):
+    """A judge backed by an :class:`LLMEngine`; see the module docstring for the modes.
+
+    engine: the model runtime (owned: :meth:`close` closes it).
+    mode: ``generate``, ``logprob`` or ``loglik``.
+    template: ``auto``, a family (``paper``/``generic``/``mt``), a built-in template name or a
+        file, ``+``-joined (see :class:`rankkit.prompts.TemplateChoice`).
+    max_new_tokens / temperature / seed: decoding of ``generate`` mode (temperature 0.1 as in
+        the paper); ``seed`` + 1 is used for the retry.
+    retries: how many times a verdict that cannot be parsed is asked again (1).
+    """
+
+    def __init__(self, engine: LLMEngine, *, mode: str = "generate", template: str = "auto",
+                 max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1):
+        if mode not in MODES:
+            raise SpecError(f"{engine.backend}: mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if max_new_tokens < 1:
+            raise SpecError(f"{engine.backend}: max_new_tokens must be >= 1, got {max_new_tokens}")
+        if temperature < 0:
+            raise SpecError(f"{engine.backend}: temperature must be >= 0, got {temperature}")
+        if retries < 0:
+            raise SpecError(f"{engine.backend}: retries must be >= 0, got {retries}")
+        self.engine = engine
+        self.backend = engine.backend  # instance attribute: the fingerprint names the real backend
+        self.mode = mode
+        self.templates = TemplateChoice(template)
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.retries = retries
+        self.cache: Any = None
+
+    # -- identity -----------------------------------------------------------------------------
+    def fingerprint_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {"model": self.engine.identity(), "mode": self.mode}
+        if self.mode == "generate":
+            fields.update(templates=self.templates.fingerprint(), parser=PARSER_VERSION,
+                          max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+                          seed=self.seed, retries=self.retries, retry_temperature=RETRY_TEMPERATURE)
+        elif self.mode == "logprob":
+            fields.update(templates=self.templates.fingerprint(), rule=LOGPROB_RULE)
+        else:
+            fields.update(rule=LOGLIK_RULE)
+        return fields
+
+    @property
+    def description(self) -> str:
+        identity = self.engine.identity()
+        name = identity.get("name") or identity.get("model") or "?"
+        return f"{self.backend}:{name} (mode={self.mode})"
+
+    def bind_cache(self, cache: Any) -> None:
+        """Keep the run's cache for judge-internal products (e.g. PREPAIR analyses)."""
+        self.cache = cache
+
+    def close(self) -> None:
+        self.engine.close()
+
+    # -- prompts (extension points) -----------------------------------------------------------
+    def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
+        """The pointwise prompt for one candidate in the current mode."""
+        template = self.templates.template(task, POINTWISE)
+        max_points = prompt_max_points(task, template)
+        if self.mode == "logprob":
+            max_points = float(logprob_points(max_points))
+        return Prompt(user_turn(render_pointwise(template, task, candidate, max_points)), template, max_points)
+
+    def pair_prompts(self, requests: Sequence[PairRequest]) -> list[Prompt]:
+        """The pairwise prompts of a batch, in order (PREPAIR overrides this)."""
+        prompts = []
+        for task, first, second in requests:
+            template = self.templates.template(task, PAIRWISE)
+            max_points = prompt_max_points(task, template)
+            prompts.append(Prompt(user_turn(render_pairwise(template, task, first, second, max_points)),
+                                  template, max_points))
+        return prompts
+
+    def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate,
+                                   probability: float) -> float:
+        """Hook for position-bias calibration of logprob comparisons; identity by default."""
+        return probability
+
+    # -- single judgments ---------------------------------------------------------------------
+    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+        return next(self.score_many([(task, candidate)]))[1]
+
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+        return next(self.compare_many([(task, first, second)]))[1]
+
+    # -- batched judgments --------------------------------------------------------------------
+    def score_many(self, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        if not requests:
+            return iter(())
+        if self.mode == "generate":
+            return self.score_generate(requests)
+        if self.mode == "logprob":
+            return self.score_logprob(requests)
+        return self.score_loglik(requests)
+
+    def compare_many(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        if not requests:
+            return iter(())
+        if self.mode == "generate":
+            return self.compare_generate(requests)
+        if self.mode == "logprob":
+            return self.compare_logprob(requests)
+        return self.compare_loglik(requests)
+
+    # -- generate mode ------------------------------------------------------------------------
+    def _generate_verdicts(self, prompts: Sequence[Prompt],
+                           parse: Callable[[str, float], Verdict]) -> Iterator[tuple[int, _Outcome]]:
+        """Generate, parse, retry the unparseable once with the next seed; yield as ready."""
+        history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
+        usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
+        pending = list(range(len(prompts)))
+        for attempt in range(self.retries + 1):
+            temperature = self.temperature if (attempt == 0 or self.temperature > 0) else RETRY_TEMPERATURE
+            failed = []
+            conversations = [prompts[i].conversation for i in pending]
+            for local, generation in self.engine.generate(conversations, max_new_tokens=self.max_new_tokens,
+                                                          temperature=temperature, seed=self.seed + attempt):
+                index = pending[local]
+                history[index].append(generation.text)
+                _add_usage(usage[index], generation.usage)
+                verdict = parse(generation.text, prompts[index].max_points)
+                if verdict.ok or attempt == self.retries:
+                    yield index, _Outcome(generation.text, verdict, history[index], usage[index])
+                else:
+                    failed.append(index)
+            pending = sorted(failed)
+            if not pending:
+                return
+
+    @staticmethod
+    def _generate_extras(prompt: Prompt, outcome: _Outcome) -> dict[str, Any]:
+        extras: dict[str, Any] = {"mode": "generate", "template": prompt.template.name,
+                                  "max_points": prompt.max_points}
+        if outcome.verdict.scores is not None:
+            extras["verdict"] = list(outcome.verdict.scores)
+        if outcome.verdict.error:
+            extras["parse_error"] = outcome.verdict.error
+        if len(outcome.attempts) > 1:
+            extras["earlier_attempts"] = outcome.attempts[:-1]
+        return extras
+
+    def score_generate(self, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        prompts = [self.point_prompt(task, candidate) for task, candidate in requests]
+        for index, outcome in self._generate_verdicts(prompts, parse_pointwise):
+            task = requests[index][0]
+            prompt = prompts[index]
+            score = None
+            if outcome.verdict.scores is not None:
+                score = to_task_scale(outcome.verdict.scores[0], prompt.max_points, task.scale)
+            yield index, PointJudgment(score=score, raw=outcome.text, status=outcome.status,
+                                       usage=dict(outcome.usage), extras=self._generate_extras(prompt, outcome))
+
+    def compare_generate(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        prompts = self.pair_prompts(requests)
+        for index, outcome in self._generate_verdicts(prompts, parse_pairwise):
+            task = requests[index][0]
+            prompt = prompts[index]
+            extras = self._generate_extras(prompt, outcome)
+            if outcome.verdict.scores is None:  # the documented failure rule: a tie at the midpoint
+                middle = midpoint(task)
+                judgment = PairJudgment(first_score=middle, second_score=middle, winner=Winner.TIE,
+                                        raw=outcome.text, status=ParseStatus.FAILED, probability=0.5,
+                                        usage=dict(outcome.usage), extras=extras)
+            else:
+                first, second = (to_task_scale(v, prompt.max_points, task.scale) for v in outcome.verdict.scores)
+                judgment = PairJudgment(first_score=first, second_score=second,
+                                        winner=winner_from_scores(first, second), raw=outcome.text,
+                                        status=outcome.status, usage=dict(outcome.usage), extras=extras)
+            yield index, judgment
+
+    # -- logprob mode -------------------------------------------------------------------------
+    def _next_token_logprobs(self, conversations: Sequence[Conversation], prefixes: Sequence[str],
+                             choices: Sequence[tuple[str, ...]]) -> Iterator[tuple[int, dict[str, float]]]:
+        """Group prompts by (prefix, choices) — e.g. English and German tasks — and ask the engine."""
+        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        for index, key in enumerate(zip(prefixes, choices)):
+            groups.setdefault(key, []).append(index)
+        for (prefix, group_choices), indices in groups.items():
+            for local, logprobs in self.engine.next_token_logprobs(
+                    [conversations[i] for i in indices], assistant_prefix=prefix, choices=list(group_choices)):
+                yield indices[local], logprobs
+
+    def score_logprob(self, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        prompts = [self.point_prompt(task, candidate) for task, candidate in requests]
+        prefixes = [p.template.score_prefix + " " for p in prompts]
+        choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
+        for index, logprobs in self._next_token_logprobs([p.conversation for p in prompts], prefixes, choices):
+            task = requests[index][0]
+            prompt = prompts[index]
+            value, mass = expected_digit(logprobs)
+            extras = {"mode": "logprob", "template": prompt.template.name, "max_points": prompt.max_points,
+                      "score_mass": mass, "logprobs": logprobs}
+            if value is None:
+                yield index, PointJudgment(score=None, raw=prefixes[index], status=ParseStatus.FAILED,
+                                           extras={**extras, "parse_error": "no probability on any score token"})
+                continue
+            yield index, PointJudgment(score=to_task_scale(value, prompt.max_points, task.scale),
+                                       raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
+                                       extras=extras)
+
+    def compare_logprob(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        prompts = self.pair_prompts(requests)
+        prefixes = [p.template.choice_prefix + " " for p in prompts]
+        choices = [("1", "2")] * len(prompts)
+        for index, logprobs in self._next_token_logprobs([p.conversation for p in prompts], prefixes, choices):
+            task, first, second = requests[index]
+            raw_probability = choice_probability(logprobs["1"], logprobs["2"])
+            extras = {"mode": "logprob", "template": prompts[index].template.name, "logprobs": logprobs}
+            if raw_probability is None:
+                middle = midpoint(task)
+                yield index, PairJudgment(first_score=middle, second_score=middle, winner=Winner.TIE,
+                                          raw=prefixes[index], status=ParseStatus.FAILED, probability=0.5,
+                                          extras={**extras, "parse_error": "no probability on either choice"})
+                continue
+            probability = self.calibrate_pair_probability(task, first, second, raw_probability)
+            if probability != raw_probability:
+                extras["raw_probability"] = raw_probability
+            low, high = task.scale
+            first_score = low + probability * (high - low)
+            second_score = low + (1.0 - probability) * (high - low)
+            chosen = "1" if probability > 0.5 else "2" if probability < 0.5 else "1|2"
+            yield index, PairJudgment(first_score=first_score, second_score=second_score,
+                                      winner=winner_from_scores(first_score, second_score),
+                                      raw=f"{prefixes[index]}{chosen}", probability=probability, extras=extras)
+
+    # -- loglik mode --------------------------------------------------------------------------
+    def _answer_logliks(self, pairs: Sequence[tuple[Task, Candidate]]) -> Iterator[tuple[int, float]]:
+        """Mean log-likelihood of each (task, candidate), computing each distinct text once."""
+        unique: dict[tuple[str, str], list[int]] = {}
+        for index, (task, candidate) in enumerate(pairs):
+            unique.setdefault((task.prompt, candidate.text), []).append(index)
+        keys = list(unique)
+        for local, value in self.engine.answer_logliks([user_turn(q) for q, _ in keys], [a for _, a in keys]):
+            for index in unique[keys[local]]:
+                yield index, value
+
+    @staticmethod
+    def _loglik_score(task: Task, mean_loglik: float) -> float:
+        low, high = task.scale
+        return low + math.exp(mean_loglik) * (high - low)
+
+    def score_loglik(self, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        for index, value in self._answer_logliks(requests):
+            task = requests[index][0]
+            yield index, PointJudgment(score=self._loglik_score(task, value), raw=f"mean log-likelihood {value:.4f}",
+                                       extras={"mode": "loglik", "mean_loglik": value})
+
+    def compare_loglik(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        flat = [(task, cand) for task, first, second in requests for cand in (first, second)]
+        values: dict[int, float] = {}
+        for flat_index, value in self._answer_logliks(flat):
+            values[flat_index] = value
+            index, other = divmod(flat_index, 2)
+            if 2 * index + (1 - other) not in values:
+                continue  # wait until both answers of this comparison are known
+            task = requests[index][0]
+            first_ll, second_ll = values[2 * index], values[2 * index + 1]
+            first_score, second_score = self._loglik_score(task, first_ll), self._loglik_score(task, second_ll)
+            yield index, PairJudgment(
+                first_score=first_score, second_score=second_score, winner=winner_from_scores(first_ll, second_ll),
+                raw=f"mean log-likelihoods {first_ll:.4f} vs {second_ll:.4f}",
+                probability=sigmoid(first_ll - second_ll),
+                extras={"mode": "loglik", "mean_loglik": [first_ll, second_ll]})
+
+
+# ---------------------------------------------------------------------------------------------
+# Spec options shared by every LLM backend
+
+
+#: Options every LLM backend accepts, with their types; backends add their own.
+LLM_OPTIONS: dict[str, type] = {"mode": str, "template": str, "max_new_tokens": int, "temperature": float,
+                                "seed": int, "retries": int}
+
+
+def split_llm_options(spec: Spec, where: str, defaults: Mapping[str, Any] | None = None
+                      ) -> tuple[dict[str, Any], dict[str, str]]:
+    """Split a spec's options into :class:`LLMJudge` keyword arguments (converted) and the rest.
+
+    ``defaults`` fills judge options the spec does not set (e.g. ``mode`` for smollm2).
+    """
+    judge_kwargs: dict[str, Any] = dict(defaults or {})
+    rest: dict[str, str] = {}
+    for key, value in spec.options.items():
+        if key in LLM_OPTIONS:
+            judge_kwargs[key] = convert_value(value, LLM_OPTIONS[key], where=f"{where}: {key}")
+        else:
+            rest[key] = value
+    return judge_kwargs, rest

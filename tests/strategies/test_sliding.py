@@ -1,0 +1,82 @@
+"""``sliding``: K bottom-up bubble passes with a window of two."""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import pytest
+
+from rankkit.judges import make_judge
+from rankkit.judges.base import Judge, PairJudgment
+from rankkit.leaderboard import planted_tasks
+from rankkit.runner import run
+from rankkit.specs import SpecError
+from rankkit.strategies import make_strategy
+
+PERFECT = "sim:accuracy=1,position_bias=0,noise=0"
+
+
+class RecordingJudge(Judge):
+    backend = "recording"
+
+    def __init__(self, inner: Judge):
+        self.inner = inner
+        self.asked: list[tuple[str, str, str]] = []
+
+    def fingerprint_fields(self) -> dict:
+        return {"inner": self.inner.fingerprint}
+
+    def compare_many(self, requests: Sequence) -> Iterator[tuple[int, PairJudgment]]:
+        self.asked += [(task.task_id, a.id, b.id) for task, a, b in requests]
+        yield from self.inner.compare_many(requests)
+
+
+def tasks(n_candidates: int, prompts: int = 3):
+    return planted_tasks({f"s{i}": 1000.0 + 50 * i for i in range(n_candidates)}, prompts, noise=0.0)
+
+
+def human_order(task):
+    human = task.human_scores()
+    return sorted(human, key=lambda cid: -human[cid])
+
+
+@pytest.mark.parametrize("n", [2, 4, 9])
+@pytest.mark.parametrize("debias", [False, True])
+def test_full_passes_with_a_perfect_judge_give_the_human_order(n, debias):
+    data = tasks(n, 4)
+    result = run(data, [make_strategy(f"sliding:passes={n - 1},debias={str(debias).lower()}")], make_judge(PERFECT),
+                 progress=False)
+    for task, task_result in zip(data, result.strategies[0].tasks):
+        assert task_result.ranking == human_order(task)
+        assert [task_result.scores[c] for c in task_result.ranking] == [float(n - i) for i in range(1, n + 1)]
+        assert all(extra["settled"] for extra in task_result.extras.values())
+
+
+def test_k_passes_settle_the_top_k_within_budget():
+    n, k = 10, 3
+    data = tasks(n, 5)
+    judge = RecordingJudge(make_judge(PERFECT))
+    result = run(data, [make_strategy(f"sliding:passes={k},debias=false")], judge, progress=False)
+    strategy = result.strategies[0]
+    budget = sum(n - 1 - p for p in range(k))  # pass p stops below the p settled positions
+    for task, task_result in zip(data, strategy.tasks):
+        assert task_result.ranking[:k] == human_order(task)[:k]
+        assert len(task_result.matches) <= budget
+        settled = [cid for cid in task_result.ranking if task_result.extras[cid]["settled"]]
+        assert settled == task_result.ranking[:k]
+    unordered = [(task_id, frozenset((a, b))) for task_id, a, b in judge.asked]
+    assert len(unordered) == len(set(unordered))  # never the same pair twice
+    assert strategy.cost.judge_calls == len(judge.asked)
+
+
+def test_one_pass_carries_the_best_to_the_top():
+    data = tasks(8, 6)
+    result = run(data, [make_strategy("sliding:passes=1")], make_judge(PERFECT), progress=False)
+    for task, task_result in zip(data, result.strategies[0].tasks):
+        assert task_result.champion == human_order(task)[0]
+        assert len({frozenset((m.first, m.second)) for m in task_result.matches}) == 7
+
+
+def test_bad_parameters_are_rejected():
+    with pytest.raises(SpecError):
+        make_strategy("sliding:passes=0")
