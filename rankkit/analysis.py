@@ -36,19 +36,19 @@ from :func:`rankkit.metrics.correlation` (scipy).
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass
-from itertools import combinations
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from scipy import stats
 
-from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, evaluate, pairwise_accuracy_counts, top1_correct
+from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_accuracy_counts, top1_correct
 from rankkit.specs import SpecError
 from rankkit.tasks import TaskFormatError
 
@@ -199,32 +199,81 @@ def percentile_intervals(estimates: Sequence[float], draws: np.ndarray, level: f
     return out
 
 
-def bootstrap_intervals(n_units: int, statistic: Callable[[np.ndarray], Sequence[float]], n_boot: int = DEFAULT_BOOTSTRAP,
+def bootstrap_intervals(n_units: int, statistic: Callable[[np.ndarray], np.ndarray], n_boot: int = DEFAULT_BOOTSTRAP,
                         seed: int = 0, level: float = DEFAULT_LEVEL) -> list[Interval]:
     """Percentile bootstrap intervals of a vector-valued statistic of resampled units.
 
     n_units: how many independent units (tasks) there are; they are numbered 0..n_units-1.
-    statistic: maps an array of unit indices (a resample, with repeats) to a vector of values;
-        called on ``arange(n_units)`` for the point estimates.
+    statistic: maps a (k, n_units) array whose rows are resamples (unit indices, with repeats) to
+        a (k, values) array — batched, so it can hand whole batches to scipy. It is called on the
+        single row ``arange(n_units)`` for the point estimates.
     n_boot: number of resamples (0 gives point estimates only, as does a single unit).
     seed: seeds the resampling (:func:`resamples`), so the same call gives the same interval.
     level: confidence level of the two-sided interval.
     """
-    estimates = np.atleast_1d(np.asarray(statistic(np.arange(n_units)), dtype=float))
-    if n_units < 2:
-        n_boot = 0
-    draws = np.array([statistic(idx) for idx in resamples(n_units, n_boot, seed)], dtype=float).reshape(-1, len(estimates))
+    estimates = np.asarray(statistic(np.arange(n_units)[None, :]), dtype=float)[0]
+    if n_units < 2 or n_boot <= 0:
+        return percentile_intervals(estimates, np.empty((0, len(estimates))), level)
+    draws = np.asarray(statistic(resamples(n_units, n_boot, seed)), dtype=float)
     return percentile_intervals(estimates, draws, level)
+
+
+#: Whether this scipy's pearsonr takes ``axis`` (1.13+), i.e. can correlate many rows in one call.
+_BATCHED_PEARSON = "axis" in inspect.signature(stats.pearsonr).parameters
+
+
+def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]) -> np.ndarray:
+    """``rankkit.metrics.correlation(method, xs[k], ys[k])`` for every k, batched for speed.
+
+    A bootstrap needs the same correlation on a thousand resamples; scipy's per-call overhead
+    (~0.4 ms) dominates at these sizes, so rows of equal length go to scipy together: Pearson as
+    ``scipy.stats.pearsonr(X, Y, axis=1)``, Spearman as the same on ``scipy.stats.rankdata`` average
+    ranks (which is how scipy's ``spearmanr`` defines it). Kendall's tau-b, and Pearson on a scipy
+    without batching, fall back to :func:`rankkit.metrics.correlation` row by row. Rows with fewer
+    than two points or a constant side are NaN, as in ``correlation``.
+    """
+    out = np.full(len(xs), math.nan)
+    if method not in CORRELATIONS:
+        raise SpecError(f"unknown correlation {method!r} (known: {', '.join(CORRELATIONS)})")
+    if method == "kendall" or not _BATCHED_PEARSON:
+        for k, (x, y) in enumerate(zip(xs, ys)):
+            out[k] = correlation(method, x, y)
+        return out
+    rows_by_length: dict[int, list[int]] = defaultdict(list)
+    for k, x in enumerate(xs):
+        rows_by_length[len(x)].append(k)
+    for length, rows in rows_by_length.items():
+        if length < 2:
+            continue
+        x_rows = np.array([xs[k] for k in rows], dtype=float)
+        y_rows = np.array([ys[k] for k in rows], dtype=float)
+        defined = (np.ptp(x_rows, axis=1) > 0) & (np.ptp(y_rows, axis=1) > 0)
+        if not defined.any():
+            continue
+        x_rows, y_rows = x_rows[defined], y_rows[defined]
+        if method == "spearman":
+            x_rows, y_rows = stats.rankdata(x_rows, axis=1), stats.rankdata(y_rows, axis=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out[np.asarray(rows)[defined]] = stats.pearsonr(x_rows, y_rows, axis=1)[0]
+    return out
+
+
+def unit_counts(samples: np.ndarray, n_units: int) -> np.ndarray:
+    """How often each unit occurs in each resample: (k, n_units) counts for a (k, n) index array."""
+    counts = np.zeros((len(samples), n_units))
+    np.add.at(counts, (np.repeat(np.arange(len(samples)), samples.shape[1]), samples.ravel()), 1)
+    return counts
 
 
 class TaskMetrics:
     """The per-task pieces of every metric of :func:`rankkit.metrics.evaluate`, computed once.
 
-    ``values(names, idx)`` evaluates metrics on any multiset of tasks (a bootstrap resample) from
-    these pieces: pooled correlations on the concatenated candidates, per-task correlations
-    averaged over the tasks where they are defined, pairwise accuracy from summed counts, top-1
-    as a share — exactly what ``evaluate`` computes, without recomputing per-task correlations
-    for every resample. On all tasks once each it equals ``evaluate``.
+    ``values(names, samples)`` evaluates metrics on resampled multisets of tasks from these
+    pieces: pooled correlations on the concatenated candidates, per-task correlations averaged
+    over the tasks where they are defined, pairwise accuracy from summed counts, top-1 as a
+    share — exactly what ``evaluate`` computes on the repeated tasks, without recomputing the
+    per-task correlations for every resample. On all tasks once each it equals ``evaluate``.
     """
 
     def __init__(self, tasks: Sequence[LabelledTask]):
@@ -239,26 +288,38 @@ class TaskMetrics:
     def __len__(self) -> int:
         return len(self.tasks)
 
-    def value(self, name: str, idx: np.ndarray) -> float:
-        """Metric ``name`` on the tasks ``idx`` (indices into this object's tasks, repeats allowed)."""
+    def values(self, names: Sequence[str], samples: np.ndarray) -> np.ndarray:
+        """Metrics ``names`` on each row of ``samples`` (task indices, repeats allowed): a (rows, names) array."""
+        samples = np.atleast_2d(samples)
+        out = np.full((len(samples), len(names)), math.nan)
+        if not self.tasks or samples.shape[1] == 0:
+            return out
+        counts = unit_counts(samples, len(self.tasks))
+        for column, name in enumerate(names):
+            if name in CORRELATIONS:
+                xs = [np.concatenate([self.scores[i] for i in row]) for row in samples]
+                ys = [np.concatenate([self.human[i] for i in row]) for row in samples]
+                out[:, column] = row_correlations(name, xs, ys)
+            elif name.startswith("task_") and name[5:] in CORRELATIONS:
+                per_task = self.task_correlation[name[5:]]
+                defined = ~np.isnan(per_task)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[:, column] = (counts @ np.where(defined, per_task, 0.0)) / (counts @ defined)
+            elif name == "pairwise_accuracy":
+                correct, total = (counts @ self.pair_counts).T
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[:, column] = np.where(total > 0, correct / np.maximum(total, 1), math.nan)
+            elif name == "top1_accuracy":
+                out[:, column] = counts @ self.top1 / samples.shape[1]
+            else:
+                raise SpecError(f"unknown metric {name!r} (known: {', '.join(METRIC_NAMES)})")
+        return out
+
+    def value(self, name: str, idx: Sequence[int]) -> float:
+        """Metric ``name`` on the tasks ``idx`` (one multiset of task indices)."""
         if len(idx) == 0:
             return math.nan
-        if name in CORRELATIONS:
-            return correlation(name, np.concatenate([self.scores[i] for i in idx]),
-                               np.concatenate([self.human[i] for i in idx]))
-        if name.startswith("task_") and name[5:] in CORRELATIONS:
-            per_task = self.task_correlation[name[5:]][idx]
-            finite = per_task[~np.isnan(per_task)]
-            return float(finite.mean()) if len(finite) else math.nan
-        if name == "pairwise_accuracy":
-            correct, total = self.pair_counts[idx].sum(axis=0)
-            return float(correct / total) if total else math.nan
-        if name == "top1_accuracy":
-            return float(self.top1[idx].mean())
-        raise SpecError(f"unknown metric {name!r} (known: {', '.join(METRIC_NAMES)})")
-
-    def values(self, names: Sequence[str], idx: np.ndarray) -> np.ndarray:
-        return np.array([self.value(n, idx) for n in names])
+        return float(self.values([name], np.asarray(idx)[None, :])[0, 0])
 
 
 def check_metrics(names: Sequence[str]) -> list[str]:
@@ -280,7 +341,7 @@ def metric_intervals(tasks: Sequence[LabelledTask], metrics: Sequence[str] = DEF
     """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`bootstrap_intervals`)."""
     metrics = check_metrics(metrics)
     pieces = TaskMetrics(tasks)
-    intervals = bootstrap_intervals(len(pieces), lambda idx: pieces.values(metrics, idx), n_boot, seed, level)
+    intervals = bootstrap_intervals(len(pieces), lambda samples: pieces.values(metrics, samples), n_boot, seed, level)
     return dict(zip(metrics, intervals))
 
 
@@ -308,10 +369,10 @@ class MetricDraws:
                 by_id = {t.task_id: t for t in tasks}
                 tasks = [by_id[t] for t in task_ids]
             pieces = TaskMetrics(tasks)
-            estimates = pieces.values(self.metrics, np.arange(len(pieces)))
+            estimates = pieces.values(self.metrics, np.arange(len(pieces))[None, :])[0]
             n_boot = self.n_boot if len(pieces) >= 2 else 0
-            draws = np.array([pieces.values(self.metrics, idx) for idx in resamples(len(pieces), n_boot, self.seed)],
-                             dtype=float).reshape(-1, len(self.metrics))
+            draws = pieces.values(self.metrics, resamples(len(pieces), n_boot, self.seed)) if n_boot else \
+                np.empty((0, len(self.metrics)))
             self._cache[key] = (estimates, draws)
         return self._cache[key]
 
@@ -384,16 +445,20 @@ def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pea
             per_task.append(groups)
         return per_task
 
-    def group_correlation(per_task: list[dict[str, list[str]]], label: str, idx: Iterable[int]) -> float:
-        pairs = [(tasks[i].scores[c], tasks[i].human[c]) for i in idx for c in per_task[i].get(label, [])]
-        return correlation(method, [p[0] for p in pairs], [p[1] for p in pairs]) if pairs else math.nan
+    def group_correlations(per_task: list[dict[str, list[str]]], label: str, samples: np.ndarray) -> np.ndarray:
+        """The pooled correlation of the group's candidates in each resample."""
+        scores = [np.array([tasks[i].scores[c] for c in groups.get(label, [])], dtype=float) for i, groups in enumerate(per_task)]
+        human = [np.array([tasks[i].human[c] for c in groups.get(label, [])], dtype=float) for i, groups in enumerate(per_task)]
+        xs = [np.concatenate([scores[i] for i in row]) for row in samples]
+        ys = [np.concatenate([human[i] for i in row]) for row in samples]
+        return row_correlations(method, xs, ys)
 
     def split(label_of: Callable[[Mapping[str, Any]], str], first: str, later: str) -> dict[str, Any]:
         per_task = members(label_of)
 
-        def statistic(idx: np.ndarray) -> list[float]:
-            a, b = group_correlation(per_task, first, idx), group_correlation(per_task, later, idx)
-            return [a, b, b - a]
+        def statistic(samples: np.ndarray) -> np.ndarray:
+            a, b = group_correlations(per_task, first, samples), group_correlations(per_task, later, samples)
+            return np.column_stack([a, b, b - a])
 
         first_ci, later_ci, diff_ci = bootstrap_intervals(len(tasks), statistic, n_boot, seed, level)
         groups = {}
@@ -490,46 +555,81 @@ def _group_row(field: str, value: str, members: Sequence[LabelledTask], metrics:
 # -------------------------------------------------------------------------------------------------
 # (d) aggregate (exam / system) level
 
-AGGREGATES = {"sum": np.sum, "mean": np.mean}
+AGGREGATES = ("sum", "mean")
+AGGREGATE_METRICS = ("pearson", "spearman", "pairwise_accuracy")
 
 
-def aggregate_units(tasks: Sequence[LabelledTask], systems: Mapping[str, Mapping[str, str | None]],
-                    meta: Mapping[str, Mapping[str, Any]], unit_field: str | None, how: str,
-                    idx: Iterable[int] | None = None) -> dict[tuple[str, str], tuple[float, float]]:
-    """(unit, system) -> (aggregated strategy score, aggregated human score) over the tasks ``idx``.
+class AggregateUnits:
+    """Candidates grouped into aggregate units — (exam, system), or (``all``, system) — once.
 
-    The unit is ``meta[unit_field]`` (e.g. the exam) or ``"all"``; candidates without a system are
-    left out. ``how`` is ``sum`` (the thesis's exam grade) or ``mean``.
+    ``table(samples)`` gives, for each resample of the tasks, every unit's aggregated strategy
+    score and human score (sum or mean over the unit's candidates in the resample; NaN for a unit
+    with no candidate in it).
     """
-    collected: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
-    for i in (range(len(tasks)) if idx is None else idx):
-        task = tasks[i]
-        unit = "all" if unit_field is None else str(meta[task.task_id].get(unit_field))
-        for cid, human in task.human.items():
-            system = systems[task.task_id].get(cid)
-            if system is not None:
-                collected[(unit, system)].append((task.scores[cid], human))
-    reduce = AGGREGATES[how]
-    return {key: (float(reduce([p[0] for p in pairs])), float(reduce([p[1] for p in pairs]))) for key, pairs in collected.items()}
 
+    def __init__(self, tasks: Sequence[LabelledTask], systems: Mapping[str, Mapping[str, str | None]],
+                 meta: Mapping[str, Mapping[str, Any]], unit_field: str | None, how: str):
+        if how not in AGGREGATES:
+            raise SpecError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
+        self.how = how
+        self.keys: list[tuple[str, str]] = []
+        index: dict[tuple[str, str], int] = {}
+        self.members = []  # per task: (unit indices, scores, human) of its candidates that have a system
+        for task in tasks:
+            unit = "all" if unit_field is None else str(meta[task.task_id].get(unit_field))
+            units, scores, human = [], [], []
+            for cid, truth in task.human.items():
+                system = systems[task.task_id].get(cid)
+                if system is None:
+                    continue
+                key = (unit, system)
+                if key not in index:
+                    index[key] = len(self.keys)
+                    self.keys.append(key)
+                units.append(index[key])
+                scores.append(task.scores[cid])
+                human.append(truth)
+            self.members.append((np.array(units, dtype=int), np.array(scores, dtype=float), np.array(human, dtype=float)))
 
-def aggregate_metrics(units: Mapping[tuple[str, str], tuple[float, float]]) -> list[float]:
-    """[pearson, spearman, kendall, pairwise_accuracy] across aggregated units.
+    def table(self, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, human): two (resamples, units) arrays of aggregates."""
+        n_units = len(self.keys)
+        counts = unit_counts(samples, len(self.members))
+        score_sum = np.zeros((len(samples), n_units))
+        human_sum = np.zeros((len(samples), n_units))
+        members = np.zeros((len(samples), n_units))
+        for task, (units, scores, human) in enumerate(self.members):
+            weight = counts[:, task][:, None]  # how often the task is in each resample
+            np.add.at(score_sum.T, units, (weight * scores).T)
+            np.add.at(human_sum.T, units, (weight * human).T)
+            np.add.at(members.T, units, np.broadcast_to(weight, (len(samples), len(units))).T)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if self.how == "mean":
+                return score_sum / members, human_sum / members
+            return np.where(members > 0, score_sum, math.nan), np.where(members > 0, human_sum, math.nan)
 
-    Pairwise accuracy compares systems within the same unit (two examinees on one exam), as the
-    thesis's §4.2.2 compares exam results; pairs tied in the human aggregate are left out.
-    """
-    keys = sorted(units)
-    values = [correlation(m, [units[k][0] for k in keys], [units[k][1] for k in keys]) for m in CORRELATIONS]
-    correct = total = 0
-    for unit in sorted({k[0] for k in keys}):
-        inside = [k for k in keys if k[0] == unit]
-        c, t = pairwise_accuracy_counts({k: units[k][0] for k in inside}, {k: units[k][1] for k in inside})
-        correct, total = correct + c, total + t
-    return values + [correct / total if total else math.nan]
+    def metrics(self, samples: np.ndarray) -> np.ndarray:
+        """[pearson, spearman, pairwise_accuracy] across the units of each resample.
 
-
-AGGREGATE_METRICS = (*CORRELATIONS, "pairwise_accuracy")
+        Pairwise accuracy compares systems within the same unit (two examinees on one exam), as
+        the thesis's §4.2.2 compares exam results; pairs tied in the human aggregate are left out.
+        """
+        scores, human = self.table(samples)
+        present = [~np.isnan(row) for row in scores]
+        out = np.full((len(samples), len(AGGREGATE_METRICS)), math.nan)
+        for column, method in enumerate(AGGREGATE_METRICS[:2]):
+            out[:, column] = row_correlations(method, [s[p] for s, p in zip(scores, present)],
+                                              [h[p] for h, p in zip(human, present)])
+        exams = sorted({unit for unit, _ in self.keys})
+        by_exam = [[k for k, key in enumerate(self.keys) if key[0] == exam] for exam in exams]
+        for row, (s, h, p) in enumerate(zip(scores, human, present)):
+            correct = total = 0
+            for inside in by_exam:
+                inside = [k for k in inside if p[k]]
+                c, t = pairwise_accuracy_counts({k: s[k] for k in inside}, {k: h[k] for k in inside})
+                correct, total = correct + c, total + t
+            out[row, 2] = correct / total if total else math.nan
+        return out
 
 
 def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", unit_field: str | None = None,
@@ -542,8 +642,8 @@ def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", un
         pairwise accuracy within each exam); None aggregates each system over all tasks (the
         system level of MT evaluation).
 
-    Returns None when the candidates have no ``system``. Keys: ``metrics`` (pearson, spearman,
-    kendall, pairwise_accuracy -> :class:`Interval`, resampling tasks), ``units``, ``systems`` and
+    Returns None when fewer than two systems are named. Keys: ``metrics`` (pearson, spearman,
+    pairwise_accuracy -> :class:`Interval`, resampling tasks), ``units``, ``systems`` and
     ``leaderboard`` (per unit and system: aggregated score and human score, best first).
     """
     if how not in AGGREGATES:
@@ -555,15 +655,15 @@ def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", un
         unit_field = unit_field[5:]
     if unit_field is not None and not any(unit_field in m for m in meta.values()):
         raise SpecError(f"no task has meta field {unit_field!r} (fields: {', '.join(breakdown_fields(results))})")
-    units = aggregate_units(tasks, systems, meta, unit_field, how)
-    if len({k[1] for k in units}) < 2:
+    units = AggregateUnits(tasks, systems, meta, unit_field, how)
+    if len({system for _, system in units.keys}) < 2:
         return None
-    intervals = bootstrap_intervals(len(tasks), lambda idx: aggregate_metrics(aggregate_units(tasks, systems, meta, unit_field, how, idx)),
-                                    n_boot, seed, level)
-    leaderboard = [{"unit": unit, "system": system, "score": score, "human": human}
-                   for (unit, system), (score, human) in sorted(units.items(), key=lambda kv: (kv[0][0], -kv[1][0]))]
-    return {"strategy": name, "how": how, "unit_field": unit_field, "units": len(units),
-            "systems": len({k[1] for k in units}), "metrics": dict(zip(AGGREGATE_METRICS, intervals)),
+    intervals = bootstrap_intervals(len(tasks), units.metrics, n_boot, seed, level)
+    scores, human = units.table(np.arange(len(tasks))[None, :])
+    leaderboard = sorted(({"unit": unit, "system": system, "score": float(scores[0, k]), "human": float(human[0, k])}
+                          for k, (unit, system) in enumerate(units.keys)), key=lambda r: (r["unit"], -r["score"]))
+    return {"strategy": name, "how": how, "unit_field": unit_field, "units": len(units.keys),
+            "systems": len({system for _, system in units.keys}), "metrics": dict(zip(AGGREGATE_METRICS, intervals)),
             "leaderboard": leaderboard}
 
 

@@ -361,7 +361,10 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
 @guarded
 def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
                     bootstrap_rounds, out, output_format, board_path, system, method) -> None:
-    """Add a system to a stored leaderboard, paying only for matches never judged before."""
+    """Add a system to a stored leaderboard, paying only for matches never judged before.
+
+    --data and --judge default to the ones the leaderboard was built with.
+    """
     from rankkit.leaderboard import Leaderboard, LeaderboardError, add_system, resolve_truth
 
     board = Leaderboard.from_dict(json.loads(Path(board_path).read_text(encoding="utf-8")))

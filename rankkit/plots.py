@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rankkit.analysis import (DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Interval, correlation_table, elimination_rounds,
-                              labelled_tasks, strategy_names, strategy_record)
+                              human_scores, labelled_tasks, strategy_names, strategy_record)
+from rankkit.specs import SpecError
 
 CORRELATION_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
 DPI = 110
@@ -104,21 +105,48 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
     figure = _figure(7.5, 5.0)
     axis = figure.subplots()
     shown = [p for p in points if not math.isnan(p["estimate"]) and p["cost"] > 0]
+    costs = [p["cost"] for p in shown]
+    logarithmic = bool(costs) and max(costs) > 10 * min(costs)
+    if logarithmic:
+        axis.set_xscale("log")
     for index, point in enumerate(shown):
         interval = Interval(point["estimate"], point["low"], point["high"])
-        color = f"C{index % 10}"
         axis.errorbar(point["cost"], point["estimate"], yerr=[[e] for e in _error_bar(interval)], fmt="o",
-                      color=color, capsize=3, markersize=6)
-        axis.annotate(point["label"], (point["cost"], point["estimate"]), textcoords="offset points",
-                      xytext=(6, 4 if index % 2 == 0 else -11), fontsize=8, color=color)
-    costs = [p["cost"] for p in shown]
-    if costs and max(costs) > 10 * min(costs):
-        axis.set_xscale("log")
+                      color=f"C{index % 10}", capsize=3, markersize=6)
+    for (point, offset, align), index in zip(_label_places(shown, logarithmic), range(len(shown))):
+        axis.annotate(point["label"], (point["cost"], point["estimate"]), textcoords="offset points", xytext=offset,
+                      ha=align, fontsize=8, color=f"C{index % 10}")
     axis.set_xlabel(xlabel)
     axis.set_ylabel(metric)
     axis.grid(alpha=0.3)
     axis.set_title(title or f"cost vs {metric}")
     return _save(figure, Path(path))
+
+
+def _label_places(points: Sequence[Mapping[str, Any]], logarithmic: bool) -> list[tuple[Mapping[str, Any], tuple[int, int], str]]:
+    """Where each point's label goes: the first of a few offsets that keeps it clear of the labels
+    already placed (judged in axis-fraction units; a label is about 0.2 wide and 0.035 high)."""
+    if not points:
+        return []
+    xs = [math.log10(p["cost"]) if logarithmic else p["cost"] for p in points]
+    ys = [p["estimate"] for p in points]
+    x_span = (max(xs) - min(xs)) or 1.0
+    y_span = (max(ys) - min(ys)) or 1.0
+    offsets = [((6, 4), "left"), ((6, -11), "left"), ((-6, 4), "right"), ((-6, -11), "right"),
+               ((6, 15), "left"), ((6, -22), "left"), ((-6, 15), "right"), ((-6, -22), "right")]
+    placed: list[tuple[float, float]] = []
+    out = []
+    for point, x, y in zip(points, xs, ys):
+        fx, fy = (x - min(xs)) / x_span * 0.8, (y - min(ys)) / y_span * 0.8  # the data fill ~80% of the axes
+        for (dx, dy), align in offsets:
+            # a label's box starts at the anchor and extends to its side; offsets in points -> ~axis fractions
+            left = fx + dx / 540 - (0.2 if align == "right" else 0.0)
+            bottom = fy + dy / 360
+            if all(abs(left - px) > 0.2 or abs(bottom - py) > 0.035 for px, py in placed):
+                break
+        placed.append((left, bottom))
+        out.append((point, (dx, dy), align))
+    return out
 
 
 def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path) -> Path | None:
@@ -185,6 +213,8 @@ def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int 
 def plot_all(results: Mapping[str, Any], out_dir: str | Path, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
              level: float = DEFAULT_LEVEL, metric: str = "task_spearman") -> list[Path]:
     """Write every figure for ``results`` into ``out_dir``; returns the paths written."""
+    if not human_scores(results):
+        raise SpecError("the results have no human scores (no criterion), so there is nothing to plot against")
     out = Path(out_dir)
     written = []
     rows = correlation_table(results, CORRELATION_METRICS, n_boot, seed, level)

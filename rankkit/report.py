@@ -362,6 +362,8 @@ SCRIPT = r"""
     taskSelect.appendChild(el("option", {value: String(i)}, [label]));
   });
   DATA.strategies.forEach(function (s, i) { strategySelect.appendChild(el("option", {value: String(i)}, [s.name])); });
+  // Open on the first knockout-like strategy, whose bracket is the most telling first view.
+  for (var k = 0; k < DATA.strategies.length; k++) if (DATA.strategies[k].knockout_like) { strategySelect.value = String(k); break; }
 
   function candidateOf(task, id) {
     for (var i = 0; i < task.candidates.length; i++) if (task.candidates[i].id === id) return task.candidates[i];

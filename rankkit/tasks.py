@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -260,7 +259,9 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
 def score_spread(task: Task) -> float:
     """Standard deviation of the task's human scores, falling back to a quarter of its scale."""
     values = list(task.human_scores().values())
-    spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+    # Plain float arithmetic: statistics.pstdev is exact (Fractions) and slow on the sim judge's hot path.
+    mean = sum(values) / len(values) if values else 0.0
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if len(values) > 1 else 0.0
     return spread if spread > 0 else (task.scale[1] - task.scale[0]) / 4 or 1.0
 
 

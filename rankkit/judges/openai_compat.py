@@ -242,7 +242,6 @@ class OpenAIEngine:
         self._client: httpx.Client | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._setup_lock = threading.Lock()
-        self._logprobs_checked = False
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
@@ -310,33 +309,31 @@ class OpenAIEngine:
         """
         client, _ = self._ensure_started()
         abort = abort or threading.Event()
-        last: RetryableError | None = None
-        for attempt in range(1, self.retry.max_attempts + 1):
-            if attempt > 1:
-                assert last is not None
-                if abort.is_set():
-                    break
-                delay = self._wait_seconds(attempt - 1, last.retry_after)
-                logger.warning("openai: %s (attempt %d/%d); retrying in %.2f s",
-                               last, attempt - 1, self.retry.max_attempts, delay)
-                self.stats.count("retry", last.reason)
-                if abort.wait(delay):
-                    break
+        attempts = 0
+        while True:
+            attempts += 1
             try:
                 payload = self._attempt(client, path, body)
             except RetryableError as err:
                 last = err
-                continue
             except JudgeError:
                 self.stats.count("failed")
                 raise
-            self.stats.count("succeeded")
-            return payload, attempt - 1
+            else:
+                self.stats.count("succeeded")
+                return payload, attempts - 1
+            if attempts >= self.retry.max_attempts or abort.is_set():
+                break
+            delay = self._wait_seconds(attempts, last.retry_after)
+            logger.warning("openai: %s (attempt %d of %d); retrying in %.2f s",
+                           last, attempts, self.retry.max_attempts, delay)
+            if abort.wait(delay):
+                break
+            self.stats.count("retry", last.reason)
         self.stats.count("failed")
-        assert last is not None
-        tried = self.retry.max_attempts if not abort.is_set() else "some"
-        raise JudgeError(f"openai: request to {self.base_url}{path} failed after {tried} attempts "
-                         f"(model {self.model!r}); last error: {last}")
+        why = "" if attempts >= self.retry.max_attempts else " (stopped early: another request of the batch failed)"
+        raise JudgeError(f"openai: request to {self.base_url}{path} failed after {attempts} attempt"
+                         f"{'s' if attempts > 1 else ''}{why} (model {self.model!r}); last error: {last}")
 
     def _run_all(self, jobs: Sequence[Callable[[threading.Event], T]]) -> Iterator[tuple[int, T]]:
         """Run ``jobs`` on the pool and yield ``(index, result)`` as each finishes.

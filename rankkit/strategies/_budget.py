@@ -1,5 +1,5 @@
 """What the budgeted, adaptive strategies (``swiss``, ``active``) share: how a budget becomes a
-number of duels, how a pair is presented, and how played duels become rating records.
+number of duels, how a pair is presented, and how played duels become rating records or mean grades.
 
 **Budgets count judgments**, exactly as :class:`~rankkit.matches.Cost` counts ``comparisons``: a
 duel played in one order costs 1, a debiased duel (both orders) costs 2. A strategy given a
@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from typing import Sequence
 
 from rankkit.matches import Duel
 from rankkit.ratings import MatchRecord
 from rankkit.specs import SpecError
+from rankkit.strategies.elo import judgment_records
 
 
 def check_budget(name: str, budget: float, comparisons: int | None) -> None:
@@ -53,5 +55,21 @@ def presented(a: str, b: str, rng: random.Random) -> tuple[str, str]:
 
 
 def duel_records(duels: Sequence[Duel]) -> list[MatchRecord]:
-    """Duels as :mod:`rankkit.ratings` match records ``(a, b, outcome for a)``."""
-    return [(duel.a, duel.b, duel.outcome) for duel in duels]
+    """The judgments of the duels as :mod:`rankkit.ratings` match records, one per judgment.
+
+    As in ``bt`` and ``elo``, each order a pair was shown in is a match of its own (see
+    :func:`rankkit.strategies.elo.judgment_records`): a debiased duel whose verdict flips with the
+    order is one win each — no evidence either way — rather than a verdict decided by which of the
+    two judgments had the wider grade gap.
+    """
+    return judgment_records([match for duel in duels for match in duel.matches])
+
+
+def mean_grades(duels: Sequence[Duel], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
+    """Each candidate's mean grade over every judgment it appeared in (the knockout paper's score
+    averaging, seed 000); ``unplayed`` for a candidate that never played."""
+    grades: dict[str, list[float]] = {cid: [] for cid in candidates}
+    for match in (match for duel in duels for match in duel.matches):
+        grades[match.first].append(match.judgment.first_score)
+        grades[match.second].append(match.judgment.second_score)
+    return {cid: statistics.fmean(values) if values else unplayed for cid, values in grades.items()}

@@ -3,11 +3,12 @@
 **Model.** Bradley–Terry: candidate i has a log-strength θ_i and ``P(i beats j) = σ(θ_i − θ_j)``
 with σ the logistic function. θ has a Gaussian prior ``N(0, prior_sd² I)``. After the duels played
 so far, the posterior over θ is approximated by a Gaussian (Laplace's method): its mean is the
-maximum a posteriori strengths, fitted by choix (``opt_pairwise``, Newton-CG), and its covariance
-the inverse of the negative log-posterior's Hessian there (choix's ``PairwiseFcts.hessian``). A
-tie counts as half a win each way, as in :mod:`rankkit.ratings`. (choix's ``ep_pairwise`` gives an
-EP posterior too, but it is about ten times slower per update and draws its update order from
-NumPy's global random state, which would break determinism by seed.)
+maximum a posteriori θ and its covariance the inverse Hessian of the negative log-posterior there
+(:func:`bt_posterior`). A tie counts as half a win each way, and with ``debias`` each order of a
+pair is a match of its own, as in ``bt``. (choix's ``ep_pairwise`` gives an EP posterior too, but
+it is about ten times slower per update than choix's own MAP fit and hundreds of times slower
+than this vectorised one, and it draws its update order from NumPy's global random state, which
+would break determinism by seed.)
 
 **Which pair next.** For a pair (i, j) not yet played the posterior gives the strength gap
 ``d = θ_i − θ_j ~ N(m, s²)``. Two criteria:
@@ -33,11 +34,13 @@ neighbours are ordered right with probability 0.99", never fires here: the Bradl
 cannot become that sure of a pair met only once, and pairs are never repeated.) Ties order
 nothing, so a tie between neighbours keeps the ranking unsettled.
 
-**Scores** are the Bradley–Terry ratings (Elo scale) of all the duels played, from
-:func:`rankkit.ratings.bradley_terry` — the same aggregation as ``swiss`` and all-pairs ``bt``; its
-near-maximum-likelihood fit respects a settled order, where the prior-shrunk posterior mean used
-for choosing pairs sometimes does not (a candidate with one win over a much-played one is pulled
-toward the middle). ``extras`` give each candidate's posterior standard deviation (Elo scale).
+**Scores** (``aggregate``). ``bt`` (default): the Bradley–Terry ratings (Elo scale) of all the
+judgments, from :func:`rankkit.ratings.bradley_terry` — the same aggregation as ``swiss`` and
+all-pairs ``bt``; its near-maximum-likelihood fit respects a settled order, where the prior-shrunk
+posterior mean used for choosing pairs sometimes does not (a candidate with one win over a
+much-played one is pulled toward the middle). ``grades``: the mean grade each candidate received
+(the knockout paper's score averaging), which also uses how much better an answer was graded.
+``extras`` give each candidate's posterior standard deviation (Elo scale) and why it stopped.
 """
 
 from __future__ import annotations
@@ -50,57 +53,71 @@ from typing import Sequence
 
 import networkx as nx
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr
 
-from rankkit.matches import MatchSource
-from rankkit.ratings import ELO_BASE, ELO_SCALE, MatchRecord, bradley_terry
+from rankkit.matches import Duel, MatchSource
+from rankkit.ratings import ELO_BASE, ELO_SCALE, MatchRecord, bradley_terry, win_matrix
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import (
     check_budget,
     comparison_budget,
     duel_records,
     duels_in_budget,
+    mean_grades,
     presented,
 )
 from rankkit.strategies.base import Ranking, Strategy, register
 from rankkit.tasks import Task
 
 CRITERIA = ("information", "order")
+AGGREGATES = ("bt", "grades")
 
 #: Gauss–Hermite nodes and weights for expectations over a normal strength gap.
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(24)
+
+
+def bt_log_posterior(theta: np.ndarray, wins: np.ndarray, prior_sd: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """Negative log-posterior of Bradley–Terry strengths, with its gradient and Hessian.
+
+    ``−log p(θ | wins) = Σ_ij wins[i, j] · log(1 + exp(θ_j − θ_i)) + |θ|² / (2 prior_sd²) + const``,
+    where ``wins[i, j]`` counts how often i beat j (a tie is half a win each way,
+    :func:`rankkit.ratings.win_matrix`). With ``P_ij = σ(θ_i − θ_j)`` and ``c_ij = (wins[i, j] +
+    wins[j, i]) P_ij (1 − P_ij)``, the Hessian is ``diag(Σ_j c_ij) − c + I / prior_sd²``.
+    """
+    gaps = theta[:, None] - theta[None, :]
+    beats = 1.0 / (1.0 + np.exp(-gaps))  # P_ij
+    value = float(np.sum(wins * np.logaddexp(0.0, -gaps)) + theta @ theta / (2.0 * prior_sd ** 2))
+    surprise = wins * (1.0 - beats)  # how much each win was not yet expected
+    gradient = surprise.sum(axis=0) - surprise.sum(axis=1) + theta / prior_sd ** 2
+    curvature = (wins + wins.T) * beats * (1.0 - beats)
+    hessian = np.diag(curvature.sum(axis=1)) - curvature + np.eye(len(theta)) / prior_sd ** 2
+    return value, gradient, hessian
 
 
 def bt_posterior(records: Sequence[MatchRecord], items: Sequence[str], prior_sd: float,
                  start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Laplace approximation of the Bradley–Terry posterior: (mean, covariance) of θ over ``items``.
 
-    The prior is ``θ ~ N(0, prior_sd² I)``; the likelihood of a record ``(a, b, s)`` is
-    ``σ(θ_a − θ_b)^s · σ(θ_b − θ_a)^(1−s)``, so a tie (s = ½) is half a win each way.
+    The prior is ``θ ~ N(0, prior_sd² I)``; a record ``(a, b, s)`` has likelihood
+    ``σ(θ_a − θ_b)^s · σ(θ_b − θ_a)^(1−s)`` (a tie, s = ½, is half a win each way). The mean is the
+    maximum a posteriori θ, found by scipy's exact trust-region Newton method on
+    :func:`bt_log_posterior` (the objective is strictly convex); the covariance is the inverse
+    Hessian there.
 
-    choix takes only whole (winner, loser) comparisons, so every record is entered twice — a
-    decisive one as two wins, a tie as one win each way — which doubles the log-likelihood
-    exactly; the prior is doubled to match (choix's penalty ``alpha·|θ|²``), and the Hessian of
-    the doubled objective is halved back.
-
-    start: where the optimiser starts (the previous posterior mean makes a refit after a few more
-        duels take a few Newton steps); zeros when None.
+    start: where the optimiser starts (the previous posterior mean, so that a refit after a few
+        more duels takes a few Newton steps); zeros when None.
     """
-    import choix  # choix imports scipy.optimize; keep it off the import path of `import rankkit`
+    from scipy.optimize import minimize
 
-    index = {name: i for i, name in enumerate(items)}
-    doubled: list[tuple[int, int]] = []
-    for a, b, outcome in records:
-        winner, loser = (index[a], index[b]) if outcome > 0.5 else (index[b], index[a])
-        doubled += [(winner, loser), (loser, winner)] if outcome == 0.5 else [(winner, loser)] * 2
-    penalty = 2.0 * (1.0 / (2.0 * prior_sd ** 2))  # the prior's 1/(2σ²)·|θ|², doubled
-    if doubled:
-        mean = np.asarray(choix.opt_pairwise(len(items), doubled, alpha=penalty, method="Newton-CG",
-                                                 initial_params=None if start is None else start.copy()))
+    wins = win_matrix(records, {name: i for i, name in enumerate(items)})
+    x0 = np.zeros(len(items)) if start is None else np.asarray(start, dtype=float)
+    if records:
+        fit = minimize(lambda t: bt_log_posterior(t, wins, prior_sd)[:2], x0, jac=True, method="trust-exact",
+                       hess=lambda t: bt_log_posterior(t, wins, prior_sd)[2], options={"gtol": 1e-8})
+        mean = fit.x
     else:
         mean = np.zeros(len(items))
-    hessian = choix.opt.PairwiseFcts(doubled, penalty).hessian(mean.copy()) / 2.0
-    return mean, np.linalg.inv(hessian)
+    return mean, np.linalg.inv(bt_log_posterior(mean, wins, prior_sd)[2])
 
 
 def gap_distribution(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +146,7 @@ def expected_information(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray
 
 def order_doubt(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
     """Posterior probability that a pair's order by posterior mean is wrong: ``Φ(−|m|/s)``."""
-    return norm.cdf(-np.abs(gap_mean) / gap_sd)
+    return ndtr(-np.abs(gap_mean) / gap_sd)
 
 
 def is_settled(records: Sequence[MatchRecord], items: Sequence[str]) -> bool:
@@ -139,23 +156,28 @@ def is_settled(records: Sequence[MatchRecord], items: Sequence[str]) -> bool:
     no cycle and its topological order is unique, which holds exactly when every two neighbours
     in that order are joined by an edge.
     """
+    decisive = [(a, b) if outcome == 1.0 else (b, a) for a, b, outcome in records if outcome != 0.5]
+    # Cheap necessary condition first (this runs after every step): along a unique order every
+    # candidate but the last has beaten someone and every candidate but the first has lost.
+    if len({w for w, _ in decisive}) != len(items) - 1 or len({l for _, l in decisive}) != len(items) - 1:
+        return False
     wins = nx.DiGraph()
     wins.add_nodes_from(items)
-    wins.add_edges_from((a, b) if outcome == 1.0 else (b, a) for a, b, outcome in records if outcome != 0.5)
+    wins.add_edges_from(decisive)
     if not nx.is_directed_acyclic_graph(wins):
         return False
     order = list(nx.topological_sort(wins))
     return all(wins.has_edge(upper, lower) for upper, lower in zip(order, order[1:]))
 
 
-def pick_batch(pairs: Sequence[tuple[int, int]], values: np.ndarray, tiebreak: dict[tuple[int, int], float],
+def pick_batch(pairs: Sequence[tuple[int, int]], values: np.ndarray, tiebreak: np.ndarray,
                size: int) -> list[tuple[int, int]]:
     """The ``size`` most valuable pairs, best first, preferring pairs that share no candidate.
 
-    Values equal to 12 significant digits count as equal, and the seeded ``tiebreak`` numbers
-    order them, so a fit's last-digit noise never decides.
+    values, tiebreak: one number per pair. Values equal to 12 decimals count as equal and the
+    seeded ``tiebreak`` numbers order them, so a fit's last-digit noise never decides.
     """
-    ranked = sorted(range(len(pairs)), key=lambda k: (-float(f"{values[k]:.12g}"), tiebreak[pairs[k]]))
+    ranked = np.lexsort((tiebreak, -np.round(values, 12)))  # by value descending, then tiebreak
     chosen: list[tuple[int, int]] = []
     busy: set[int] = set()
     for k in ranked:  # first pass: disjoint pairs
@@ -188,10 +210,13 @@ class ActiveStrategy(Strategy):
     settle: stop early once the decisive results admit exactly one order (no cycle, every two
         neighbours met), since then no further result could change the ranking unless the judge
         errs; false spends the whole budget.
-    prior_sd: standard deviation of the Gaussian prior on the log-strengths θ (2 means a 1-sd
-        strength gap between two candidates is about 88:12 odds).
-    debias: play every duel in both orders and average the grades (thesis §3.2.1); each duel
-        then costs 2 comparisons. Otherwise each duel is shown in a seeded random order.
+    prior_sd: standard deviation of the Gaussian prior on the log-strengths θ (with 2, two
+        candidates one prior sd apart meet at about 88:12 odds).
+    debias: play every duel in both orders (thesis §3.2.1), each order a match of its own in the
+        fit (as in ``bt``); a duel then costs 2 comparisons. Otherwise each duel is shown in a
+        seeded random order.
+    aggregate: the final scores: ``bt`` (Bradley–Terry ratings, Elo scale) or ``grades`` (mean
+        grade received).
     """
 
     budget: float = 3.0
@@ -201,6 +226,7 @@ class ActiveStrategy(Strategy):
     settle: bool = True
     prior_sd: float = 2.0
     debias: bool = False
+    aggregate: str = "bt"
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
 
@@ -210,6 +236,8 @@ class ActiveStrategy(Strategy):
             raise SpecError(f"strategy active: batch must be >= 1, got {self.batch}")
         if self.criterion not in CRITERIA:
             raise SpecError(f"strategy active: criterion must be one of {', '.join(CRITERIA)}, got {self.criterion!r}")
+        if self.aggregate not in AGGREGATES:
+            raise SpecError(f"strategy active: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
         if self.prior_sd <= 0:
             raise SpecError(f"strategy active: prior_sd must be > 0, got {self.prior_sd}")
 
@@ -220,6 +248,7 @@ class ActiveStrategy(Strategy):
         unplayed = list(combinations(range(len(ids)), 2))
         tiebreak = {pair: rng.random() for pair in unplayed}
         value_of = expected_information if self.criterion == "information" else order_doubt
+        duels: list[Duel] = []
         records: list[MatchRecord] = []
         mean, cov = bt_posterior(records, ids, self.prior_sd)
         steps = 0
@@ -229,11 +258,13 @@ class ActiveStrategy(Strategy):
                 stopped = "settled"
                 break
             values = value_of(*gap_distribution(mean, cov, np.array(unplayed)))
-            chosen = pick_batch(unplayed, values, tiebreak, min(self.batch, duels_left))
+            chosen = pick_batch(unplayed, values, np.array([tiebreak[pair] for pair in unplayed]),
+                                min(self.batch, duels_left))
             steps += 1
             shown = [presented(ids[i], ids[j], rng) for i, j in chosen]
-            duels = source.duel_many(shown, debias=self.debias, round=steps)
-            records += duel_records(duels)
+            step_duels = source.duel_many(shown, debias=self.debias, round=steps)
+            duels += step_duels
+            records += duel_records(step_duels)
             unplayed = [pair for pair in unplayed if pair not in chosen]
             duels_left -= len(chosen)
             mean, cov = bt_posterior(records, ids, self.prior_sd, start=mean)
@@ -243,9 +274,13 @@ class ActiveStrategy(Strategy):
         factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
         posterior_sd = np.sqrt(np.diag(cov)) * factor
         played = dict.fromkeys(ids, 0)
-        for a, b, _ in records:
-            played[a] += 1
-            played[b] += 1
+        for duel in duels:
+            played[duel.a] += 1
+            played[duel.b] += 1
+        if self.aggregate == "bt":
+            scores = bradley_terry(records, items=ids)
+        else:
+            scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
         extras = {cid: {"played": played[cid], "posterior_sd": float(posterior_sd[k]), "steps": steps,
                         "stopped": stopped} for k, cid in enumerate(ids)}
-        return Ranking(scores=bradley_terry(records, items=ids), extras=extras)
+        return Ranking(scores=scores, extras=extras)

@@ -6,23 +6,28 @@ and every round pairs answers whose results so far are equal or close, so each m
 answers the tournament cannot yet tell apart — the matches that carry the most information about
 the order (Arena-lite's limitations section, seed 003, asks for such adaptive match-making).
 
-**Rounds.** Each round pairs the candidates by a minimum-cost perfect matching (networkx's
-blossom algorithm, ``min_weight_matching``) over the pairs that have *not* met yet, where a pair
-costs the square of the gap between the two running scores (a win is 1 point, a tie ½). So equal
-scores meet first, never the same pair twice, and as many candidates as possible play every round
-(with an odd N, or late in a tournament where few fresh pairs remain, somebody sits out). Among
-equally good pairings a seeded random one is taken. A round's duels go to the judge in one batch.
-When the budget runs out inside a round, the round's closest pairs are played.
+**Rounds.** Each round ranks the candidates by running points (a win is 1 point, a tie ½; within
+equal points in a seeded random order) and pairs them top-down, as Swiss pairing rules do: the
+highest unpaired candidate meets the next one down the standings it has *not* met yet. So equal
+scores meet first and no pair meets twice. When that greedy pass strands more candidates than it
+must (late in a tournament, when the fresh pairs run out), the round is instead a maximum
+matching of the fresh pairs with the least total squared points gap (networkx's blossom
+algorithm, ``min_weight_matching``), so as many candidates as possible still play. A round's duels
+go to the judge in one batch; when the budget runs out inside a round, the round's closest pairs
+are played.
 
 **Budget.** ``budget`` comparisons per candidate (``floor(budget · N)`` per task) or exactly
 ``comparisons`` per task, counted as judgments: a debiased duel costs 2. A Swiss round is about
 N/2 duels, so ``budget=3`` is 6 rounds, or 3 debiased. The tournament also ends when every pair
 has met.
 
-**Aggregation.** ``bt`` (default): Bradley–Terry ratings (Elo scale) of all the duels played, from
-:func:`rankkit.ratings.bradley_terry` — it weighs a win by whom it was against. ``points``: the
-Swiss standings — the share of points a candidate scored in its duels (byes and partial rounds
-leave counts uneven, hence a share), ties broken by the opponents' mean share (Buchholz-like).
+**Aggregation.** ``bt`` (default): Bradley–Terry ratings (Elo scale) of all the judgments, from
+:func:`rankkit.ratings.bradley_terry` — it weighs a win by whom it was against; with ``debias``
+each order is a match of its own, as in ``bt``. ``grades``: the mean grade a candidate received
+over all its judgments — the knockout paper's score averaging (seed 000), which uses how much
+better an answer was graded, not only whether it won. ``points``: the Swiss standings — the share
+of points scored (byes and partial rounds leave counts uneven, hence a share), ties broken by the
+opponents' mean share (Buchholz-like).
 """
 
 from __future__ import annotations
@@ -36,65 +41,79 @@ from typing import Mapping
 
 import networkx as nx
 
-from rankkit.matches import MatchSource
-from rankkit.ratings import bradley_terry, win_rates
+from rankkit.matches import Duel, MatchSource
+from rankkit.ratings import MatchRecord, bradley_terry, win_rates
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import (
     check_budget,
     comparison_budget,
     duel_records,
     duels_in_budget,
+    mean_grades,
     presented,
 )
 from rankkit.strategies.base import Ranking, Strategy, register
 from rankkit.tasks import Task
 
-AGGREGATES = ("bt", "points")
+AGGREGATES = ("bt", "grades", "points")
 
 
 def swiss_pairing(candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]],
                   rng: random.Random) -> list[tuple[str, str]]:
-    """One Swiss round: pairs of candidates with equal or close points that have not met yet.
-
-    Returns a maximum-cardinality matching of the not-yet-met pairs with the least total squared
-    points gap, ordered from the closest pair to the widest. Ties between equally good matchings
-    are broken by a seeded random weight on each pair, kept small enough that it never outweighs
-    a real gap.
+    """One Swiss round: pairs of candidates with equal or close points that have not met yet,
+    ordered from the closest pair to the widest (see the module docstring).
 
     candidates: the candidate ids.
-    points: running points (win 1, tie 0.5), so every gap is a multiple of 0.5.
+    points: running points (win 1, tie 0.5).
     met: the pairs that have already played (as frozensets).
-    rng: draws the tie-breaking weights.
+    rng: orders candidates with equal points, and breaks ties between equally good matchings.
     """
+    standings = sorted(candidates, key=lambda cid: (-points[cid], rng.random()))
+    unpaired = list(standings)
+    pairs = []
+    while unpaired:
+        top = unpaired.pop(0)
+        partner = next((cid for cid in unpaired if frozenset((top, cid)) not in met), None)
+        if partner is not None:
+            unpaired.remove(partner)
+            pairs.append((top, partner))
+    if len(pairs) < len(candidates) // 2:
+        pairs = max(pairs, closest_matching(candidates, points, met, rng), key=len)
+    return sorted(pairs, key=lambda pair: (abs(points[pair[0]] - points[pair[1]]), standings.index(pair[0])))
+
+
+def closest_matching(candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]],
+                     rng: random.Random) -> list[tuple[str, str]]:
+    """A maximum-cardinality matching of the pairs not yet met with the least total squared points
+    gap (networkx's blossom algorithm); ties between equally good matchings are broken by a seeded
+    random weight on each pair, kept too small to outweigh a real gap."""
     n = len(candidates)
     # Integer weights keep the blossom algorithm exact. A unit of squared gap (in half points)
     # weighs `unit`; the jitters of a whole matching (at most n/2 pairs) sum to less than one unit.
     unit = 2 * n * n
-    jitter = unit // n
     graph = nx.Graph()
     for a, b in combinations(candidates, 2):
-        if frozenset((a, b)) in met:
-            continue
-        gap = round(2 * (points[a] - points[b]))
-        graph.add_edge(a, b, weight=gap * gap * unit + rng.randrange(jitter))
-    matching = nx.min_weight_matching(graph)
-    pairs = sorted(matching, key=lambda pair: (graph.edges[pair]["weight"], sorted(pair)))
-    return [tuple(sorted(pair, key=candidates.index)) for pair in pairs]
+        if frozenset((a, b)) not in met:
+            gap = round(2 * (points[a] - points[b]))
+            graph.add_edge(a, b, weight=gap * gap * unit + rng.randrange(unit // n))
+    return [tuple(sorted(pair, key=candidates.index)) for pair in nx.min_weight_matching(graph)]
 
 
 @register("swiss")
 @dataclass(frozen=True)
 class SwissStrategy(Strategy):
     """Swiss-system tournament: each round pairs equal or close running scores, never the same
-    pair twice, until the budget is spent; Bradley–Terry (or points) at the end.
+    pair twice, until the budget is spent; Bradley–Terry (or mean grades, or points) at the end.
 
     budget: comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
         comparisons (judgments; a debiased duel costs 2). ``budget=3`` is about 6 rounds.
     comparisons: exactly this many comparisons per task instead (overrides ``budget``).
-    debias: play every duel in both orders and average the grades (thesis §3.2.1); each duel
-        then costs 2 comparisons. Otherwise each duel is shown in a seeded random order.
-    aggregate: ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``points`` — the share
-        of points scored, ties broken by the opponents' mean share.
+    debias: play every duel in both orders (thesis §3.2.1); each order is a match of its own (as
+        in ``bt``) and a duel costs 2 comparisons. Otherwise each duel is shown in a seeded
+        random order.
+    aggregate: ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``grades`` — the mean
+        grade received (the knockout paper's score averaging); ``points`` — the share of points
+        scored, ties broken by the opponents' mean share.
     """
 
     budget: float = 3.0
@@ -116,7 +135,8 @@ class SwissStrategy(Strategy):
         points = dict.fromkeys(ids, 0.0)
         opponents: dict[str, list[str]] = {cid: [] for cid in ids}
         met: set[frozenset[str]] = set()
-        records = []
+        duels: list[Duel] = []
+        records: list[MatchRecord] = []
         round_number = 0
         while duels_left > 0:
             pairs = swiss_pairing(ids, points, met, rng)[:duels_left]
@@ -124,25 +144,30 @@ class SwissStrategy(Strategy):
                 break
             round_number += 1
             shown = [presented(a, b, rng) for a, b in pairs]
-            duels = source.duel_many(shown, debias=self.debias, round=round_number)
-            for duel in duels:
-                points[duel.a] += duel.outcome
-                points[duel.b] += 1.0 - duel.outcome
+            round_duels = source.duel_many(shown, debias=self.debias, round=round_number)
+            round_records = duel_records(round_duels)  # one per judgment: a debiased duel gives two
+            for a, b, outcome in round_records:
+                points[a] += outcome
+                points[b] += 1.0 - outcome
+            for duel in round_duels:
                 opponents[duel.a].append(duel.b)
                 opponents[duel.b].append(duel.a)
                 met.add(frozenset((duel.a, duel.b)))
-            records += duel_records(duels)
-            duels_left -= len(duels)
+            duels += round_duels
+            records += round_records
+            duels_left -= len(round_duels)
 
-        share = win_rates(records, items=ids)
-        share = {cid: 0.5 if math.isnan(value) else value for cid, value in share.items()}  # NaN: never played
         ranking = None
         if self.aggregate == "bt":
             scores = bradley_terry(records, items=ids)
+        elif self.aggregate == "grades":
+            scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
         else:
-            scores = share
+            share = {cid: 0.5 if math.isnan(value) else value  # NaN: never played
+                     for cid, value in win_rates(records, items=ids).items()}
             schedule = {cid: statistics.fmean(share[o] for o in opponents[cid]) if opponents[cid] else 0.5
                         for cid in ids}
+            scores = share
             ranking = sorted(ids, key=lambda cid: (-share[cid], -schedule[cid]))
         extras = {cid: {"played": len(opponents[cid]), "points": points[cid], "opponents": list(opponents[cid]),
                         "rounds": round_number} for cid in ids}

@@ -1,0 +1,335 @@
+"""Adaptive match-making: Spearman against comparisons for ``swiss`` and ``active`` (issue 8).
+
+The question: can a strategy that chooses its comparisons reach the accuracy of all-pairs
+Bradley–Terry (``bt:debias=true``, N(N−1) judgments per task) with a quarter of its comparisons?
+
+For each N-way dataset (a ``--limit`` subset of its tasks; tasks are independent, so a subset is
+a fair sample), each simulated preset judge (gpt4, chatgpt, falcon) and each seed, every strategy
+runs on the same tasks in one :func:`rankkit.run` (so one shared match graph per task, as in
+``rankkit compare``). The judge's ``seed`` is the trial's seed too: a sim judgment is a
+deterministic function of (judge seed, task, pair, order), so varying it draws fresh judge noise
+for every trial — all-pairs BT's own result varies with it. The metric is ``task_spearman``
+(Spearman within each task, averaged over tasks). Each trial is one seed; intervals are 95%
+t-intervals over seeds, and the difference to all-pairs BT is *paired* by seed (same judge, same
+tasks), which is what "within 0.01" is judged on.
+
+The adaptive strategies run at budgets that are fractions of the all-pairs debiased cost
+(``comparisons = round(f · N(N − 1))``); ``active`` uses ``batch = N // 4`` (duels chosen per
+posterior update, about half a Swiss round), which keeps the benchmark fast; ``swiss`` and ``active`` play single judgments in a seeded
+random order (no ``debias``), so a budget buys as many pairs as it has judgments.
+
+    python benchmarks/adaptive.py                   # the four datasets, 20 seeds (a few minutes)
+    python benchmarks/adaptive.py --seeds 5 --scale 0.5   # a quick look
+
+Writes ``benchmarks/results/adaptive.md`` and ``benchmarks/results/adaptive.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from scipy import stats
+
+from rankkit.judges import make_judge
+from rankkit.runner import run
+from rankkit.strategies import make_strategy, strategy_classes
+from rankkit.tasks import load_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: (dataset, tasks used by default). Fewer tasks for larger N keep each dataset's share of the
+#: run time comparable (all-pairs BT costs N(N − 1) judgments per task).
+DATASETS = [("usr_topicalchat", 8), ("wmt23_sxs_mqm_ende", 5), ("wmt21_mqm_ted_ende", 3), ("realsumm", 3)]
+PRESETS = ["gpt4", "chatgpt", "falcon"]
+FRACTIONS = [0.1, 0.15, 0.25, 0.5]
+REFERENCE = "bt:debias=true"
+BASELINES = ["knockout", "knockout:debias=true", "heapsort"]
+#: The adaptive variants; each runs at every budget fraction (``comparisons=`` is appended, and
+#: ``batch=`` for active: N // 4 pairs per posterior update, about half a Swiss round).
+ADAPTIVE = ["swiss", "swiss:aggregate=grades", "active", "active:aggregate=grades"]
+TARGET_GAP = 0.01
+TARGET_FRACTION = 0.25
+TARGET_MIN_N = 16
+
+
+@dataclass
+class Row:
+    """One strategy on one dataset and judge: per-seed Spearman and comparisons per task."""
+
+    label: str
+    variant: str | None  # the ADAPTIVE entry, or None for the reference and baselines
+    fraction: float | None
+    spearman: list[float]
+    comparisons: list[float]
+    seconds: float = 0.0
+
+
+def with_budget(variant: str, comparisons: int, n: int) -> str:
+    """The variant's spec with its per-task budget (and, for active, its batch size)."""
+    options = [f"comparisons={comparisons}"]
+    if variant.split(":")[0] == "active":
+        options.insert(0, f"batch={max(1, n // 4)}")
+    return f"{variant}{',' if ':' in variant else ':'}{','.join(options)}"
+
+
+def interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and 95% t-interval."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, math.nan, math.nan
+    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
+def fmt_interval(values: list[float]) -> str:
+    mean, low, high = interval(values)
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def paired_gap(row: Row, reference: Row) -> list[float]:
+    return [a - b for a, b in zip(row.spearman, reference.spearman)]
+
+
+def run_dataset(name: str, limit: int, seeds: int, fractions: list[float]) -> tuple[int, dict[str, list[Row]]]:
+    """All strategies on one dataset under every preset; returns N and {preset: rows}."""
+    tasks = load_tasks(SHARED / name / "tasks.jsonl", limit=limit)
+    sizes = {len(t.candidates) for t in tasks}
+    if len(sizes) != 1:
+        sys.exit(f"{name}: tasks have different numbers of candidates {sorted(sizes)}; budgets need one N")
+    n = sizes.pop()
+    all_pairs = n * (n - 1)
+    specs: list[tuple[str, str | None, float | None]] = [(REFERENCE, None, None)]
+    specs += [(spec, None, None) for spec in BASELINES if spec.split(":")[0] in strategy_classes()]
+    for variant in ADAPTIVE:
+        for fraction in fractions:
+            specs.append((with_budget(variant, max(1, round(fraction * all_pairs)), n), variant, fraction))
+    by_preset: dict[str, list[Row]] = {}
+    for preset in PRESETS:
+        rows = [Row(label=spec, variant=variant, fraction=fraction, spearman=[], comparisons=[])
+                for spec, variant, fraction in specs]
+        for seed in range(seeds):
+            # The reference runs first: it judges every ordered pair, so the others reuse its
+            # judgments from the shared graph (same judge, same seed) instead of recomputing them.
+            result = run(tasks, [make_strategy(spec) for spec, _, _ in specs],
+                         make_judge(f"sim:preset={preset},seed={seed}"), seed=seed, progress=False)
+            for row, strategy_run in zip(rows, result.strategies):
+                row.spearman.append(strategy_run.metrics["task_spearman"])
+                row.comparisons.append(strategy_run.cost.comparisons / len(tasks))
+                row.seconds += strategy_run.seconds
+        by_preset[preset] = rows
+    return n, by_preset
+
+
+def smallest_fraction(rows: list[Row], reference: Row, variant: str, gap: float) -> float | None:
+    """The smallest budget fraction at which ``variant``'s mean paired gap to the reference is >= -gap."""
+    for row in sorted((r for r in rows if r.variant == variant), key=lambda r: r.fraction):
+        if statistics.fmean(paired_gap(row, reference)) >= -gap:
+            return row.fraction
+    return None
+
+
+def fmt_fraction(value: float | None, fractions: list[float]) -> str:
+    if value is None:
+        return f"> {max(fractions):g}"
+    return f"≤ {value:g}" if value == min(fractions) else f"{value:g}"
+
+
+def plot(results: dict[str, tuple[int, dict[str, list[Row]]]], path: Path) -> None:
+    import matplotlib  # heavy; only the benchmark needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(results)
+    fig, axes = plt.subplots(len(names), len(PRESETS), figsize=(4.2 * len(PRESETS), 3.2 * len(names)),
+                             squeeze=False)
+    colours = dict(zip(ADAPTIVE, ["tab:blue", "tab:cyan", "tab:red", "tab:orange"]))
+    markers = dict(zip(BASELINES, ["s", "D", "^"]))
+    for i, name in enumerate(names):
+        n, by_preset = results[name]
+        for j, preset in enumerate(PRESETS):
+            ax = axes[i][j]
+            rows = by_preset[preset]
+            reference = rows[0]
+            ref_mean, ref_low, ref_high = interval(reference.spearman)
+            ref_cost = statistics.fmean(reference.comparisons)
+            ax.axhspan(ref_low, ref_high, color="grey", alpha=0.15)
+            ax.axhline(ref_mean, color="black", lw=1, label=f"all-pairs bt ({ref_cost:.0f})")
+            ax.axhline(ref_mean - TARGET_GAP, color="black", lw=0.8, ls=":", label="all-pairs − 0.01")
+            ax.axvline(TARGET_FRACTION * ref_cost, color="grey", lw=0.8, ls="--")
+            for variant in ADAPTIVE:
+                series = sorted((r for r in rows if r.variant == variant), key=lambda r: r.fraction)
+                xs = [statistics.fmean(r.comparisons) for r in series]
+                ci = [interval(r.spearman) for r in series]
+                ax.plot(xs, [c[0] for c in ci], "-o", ms=3, color=colours[variant], label=variant)
+                ax.fill_between(xs, [c[1] for c in ci], [c[2] for c in ci], color=colours[variant], alpha=0.15)
+            for row in rows:
+                if row.label in markers:
+                    mean, low, high = interval(row.spearman)
+                    ax.errorbar([statistics.fmean(row.comparisons)], [mean], yerr=[[mean - low], [high - mean]],
+                                fmt=markers[row.label], color="dimgrey", ms=4, label=row.label)
+            ax.set_title(f"{name} (N={n}) · {preset}", fontsize=9)
+            ax.set_xlabel("comparisons per task", fontsize=8)
+            ax.set_ylabel("task Spearman", fontsize=8)
+            ax.tick_params(labelsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.Namespace,
+           limits: dict[str, int], seconds: float, plot_name: str | None) -> tuple[str, list[tuple]]:
+    """The Markdown report, and the (dataset, judge, variant, within-mean, within-CI, Δ) verdicts
+    at the target budget."""
+    fractions = args.fractions
+    out = ["# Adaptive match-making: Spearman against comparisons (issue 8)", ""]
+    out.append(f"Generated by `python benchmarks/adaptive.py --seeds {args.seeds} --scale {args.scale:g}` "
+               f"in {seconds / 60:.1f} min (a shared 2-core machine; timings are indicative only).")
+    out.append("")
+    out.append("* Data: " + ", ".join(f"`{name}` (N={results[name][0]}, first {limits[name]} tasks)"
+                                     for name in results) + ".")
+    out.append(f"* Judges: `sim:preset=P,seed=S` for P in {', '.join(PRESETS)}; S = 0…{args.seeds - 1} is both the "
+               "judge's and the strategies' seed, so every trial draws fresh judge noise.")
+    out.append("* Metric: `task_spearman` (per task, averaged). Intervals: 95% t-intervals over the seeds. "
+               "Δ = strategy − all-pairs BT, paired by seed, with its 95% interval.")
+    out.append(f"* Reference: `{REFERENCE}` — all N(N−1) ordered pairs. Adaptive budgets: "
+               f"{', '.join(f'{f:g}' for f in fractions)} × N(N−1) comparisons (`comparisons=` per task). "
+               "`swiss`/`active` judge each pair once, in a seeded random order; `active` picks N // 4 pairs "
+               "per posterior update (`batch=`).")
+    out.append("")
+
+    # Headline: the target (N >= 16) at the target fraction.
+    out.append(f"## Headline: the target at {TARGET_FRACTION:.0%} of all-pairs comparisons, N ≥ {TARGET_MIN_N}")
+    out.append("")
+    out.append("| dataset | judge | all-pairs BT (comparisons) | strategy at 25% (comparisons) | Spearman | Δ vs all-pairs [95% CI] | within 0.01? |")
+    out.append("|---|---|---|---|---|---|---|")
+    verdicts = []
+    for name, (n, by_preset) in results.items():
+        if n < TARGET_MIN_N:
+            continue
+        for preset in PRESETS:
+            rows = by_preset[preset]
+            reference = rows[0]
+            for row in rows:
+                if row.fraction != TARGET_FRACTION:
+                    continue
+                gap_mean, gap_low, gap_high = interval(paired_gap(row, reference))
+                met = gap_mean >= -TARGET_GAP
+                sure = gap_low >= -TARGET_GAP
+                verdict = "**yes** (CI too)" if sure else ("yes (mean; CI reaches below)" if met else "no")
+                verdicts.append((name, preset, row.variant, met, sure, gap_mean))
+                out.append(f"| {name} | {preset} | {fmt_interval(reference.spearman)} ({statistics.fmean(reference.comparisons):.0f}) "
+                           f"| `{row.variant}` ({statistics.fmean(row.comparisons):.0f}) | {fmt_interval(row.spearman)} "
+                           f"| {gap_mean:+.3f} [{gap_low:+.3f}, {gap_high:+.3f}] | {verdict} |")
+    out.append("")
+    out.append("**Verdict** (target: mean within 0.01 of all-pairs BT with ≤ 25% of its comparisons, N ≥ 16):")
+    out.append("")
+    for variant in ADAPTIVE:
+        mine = [v for v in verdicts if v[2] == variant]
+        met = [f"{v[0]}/{v[1]}" for v in mine if v[3]]
+        missed = [f"{v[0]}/{v[1]} (Δ {v[5]:+.3f})" for v in mine if not v[3]]
+        sure = [f"{v[0]}/{v[1]}" for v in mine if v[4]]
+        line = f"* `{variant}`: met in {len(met)} of {len(mine)}"
+        line += (": " + ", ".join(met)) if met else ""
+        line += (f"; not met in {', '.join(missed)}" if missed else "")
+        line += (f"; with the whole 95% interval of Δ above −0.01 in {', '.join(sure)}" if sure else
+                 "; in no case is the whole 95% interval of Δ above −0.01")
+        out.append(line + ".")
+    out.append("")
+
+    # The ratio at which all-pairs accuracy is matched.
+    out.append("## Budget at which all-pairs accuracy is reached")
+    out.append("")
+    out.append("Smallest tested budget, as a fraction of the all-pairs comparisons N(N−1), at which the mean "
+               "paired Δ is ≥ −0.01 (\"within\") and ≥ 0 (\"matched\"); `> 0.5` = not reached at any tested budget.")
+    out.append("")
+    out.append("| dataset | judge | " + " | ".join(f"`{v}` within / matched" for v in ADAPTIVE) + " |")
+    out.append("|---|---|" + "---|" * len(ADAPTIVE))
+    for name, (n, by_preset) in results.items():
+        for preset in PRESETS:
+            rows = by_preset[preset]
+            cells = []
+            for variant in ADAPTIVE:
+                within = smallest_fraction(rows, rows[0], variant, TARGET_GAP)
+                matched = smallest_fraction(rows, rows[0], variant, 0.0)
+                cells.append(f"{fmt_fraction(within, fractions)} / {fmt_fraction(matched, fractions)}")
+            out.append(f"| {name} (N={n}) | {preset} | " + " | ".join(cells) + " |")
+    out.append("")
+
+    if plot_name:
+        out.append(f"![Spearman against comparisons]({plot_name})")
+        out.append("")
+
+    # Full tables.
+    out.append("## All results")
+    for name, (n, by_preset) in results.items():
+        for preset in PRESETS:
+            rows = by_preset[preset]
+            reference = rows[0]
+            out.append("")
+            out.append(f"### {name} (N={n}) · {preset}")
+            out.append("")
+            out.append("| strategy | comparisons/task | share of all-pairs | task Spearman [95% CI] | Δ vs all-pairs [95% CI] | s/task |")
+            out.append("|---|---|---|---|---|---|")
+            ref_cost = statistics.fmean(reference.comparisons)
+            for row in rows:
+                cost = statistics.fmean(row.comparisons)
+                gap = "—" if row is reference else "{:+.3f} [{:+.3f}, {:+.3f}]".format(*interval(paired_gap(row, reference)))
+                per_task = row.seconds / (len(row.spearman) * limits[name])
+                out.append(f"| `{row.label}` | {cost:.1f} | {cost / ref_cost:.2f} | {fmt_interval(row.spearman)} | {gap} | {per_task:.3f} |")
+    out.append("")
+    return "\n".join(out), verdicts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every dataset's task limit")
+    parser.add_argument("--datasets", default=",".join(name for name, _ in DATASETS))
+    parser.add_argument("--fractions", type=lambda s: [float(x) for x in s.split(",")], default=FRACTIONS)
+    parser.add_argument("--out", default=str(RESULTS / "adaptive.md"))
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args()
+    if TARGET_FRACTION not in args.fractions:
+        args.fractions = sorted(args.fractions + [TARGET_FRACTION])
+
+    wanted = args.datasets.split(",")
+    limits = {name: max(1, round(limit * args.scale)) for name, limit in DATASETS if name in wanted}
+    missing = [name for name in limits if not (SHARED / name / "tasks.jsonl").exists()]
+    if missing:
+        sys.exit(f"datasets not found under {SHARED}: {', '.join(missing)}")
+    started = time.perf_counter()
+    results = {}
+    for name, limit in limits.items():
+        t0 = time.perf_counter()
+        results[name] = run_dataset(name, limit, args.seeds, args.fractions)
+        print(f"{name}: N={results[name][0]}, {limit} tasks x {args.seeds} seeds x {len(PRESETS)} judges "
+              f"in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    seconds = time.perf_counter() - started
+
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    plot_name = None
+    if not args.no_plot:
+        plot_path = out_path.with_suffix(".png")
+        plot(results, plot_path)
+        plot_name = plot_path.name
+    text, verdicts = report(results, args, limits, seconds, plot_name)
+    out_path.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"\nwrote {out_path}" + (f" and {out_path.with_suffix('.png')}" if plot_name else ""), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

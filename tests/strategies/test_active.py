@@ -1,0 +1,219 @@
+"""Active Bradley–Terry: the posterior, the pair criteria, the stopping rule, exact budgets,
+recovery with a perfect judge, batching and determinism."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from rankkit.cache import NullCache
+from rankkit.judges.sim import SimulatedJudge
+from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.runner import run
+from rankkit.specs import SpecError
+from rankkit.strategies import make_strategy
+from rankkit.strategies.active import (
+    ActiveStrategy,
+    bt_posterior,
+    expected_information,
+    is_settled,
+    order_doubt,
+    pick_batch,
+)
+from tests.helpers import make_task, perfect_judge
+
+
+def rank_once(task, strategy, judge, seed=0):
+    cost = Cost()
+    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost, strategy.label)
+    return strategy.rank(task, source, random.Random(seed)), cost, source
+
+
+def human_order(task):
+    human = task.human_scores()
+    return sorted(human, key=lambda cid: -human[cid])
+
+
+def score_order(ranking):
+    return sorted(ranking.scores, key=lambda cid: -ranking.scores[cid])
+
+
+def distinct_scores_task(seed, n=8):
+    return make_task(random.Random(seed).sample(range(100), n), task_id=f"t{seed}")
+
+
+# -- the model --------------------------------------------------------------------------------
+
+def test_posterior_mean_is_choix_map_estimate():
+    import choix
+
+    rng = random.Random(0)
+    items = [f"c{i}" for i in range(6)]
+    records = [(a, b, rng.choice([0.0, 1.0, 1.0])) for a, b in combinations(items, 2) if rng.random() < 0.7]
+    prior_sd = 1.5
+    mean, cov = bt_posterior(records, items, prior_sd)
+    data = [(items.index(a), items.index(b)) if s == 1.0 else (items.index(b), items.index(a)) for a, b, s in records]
+    # choix's penalty alpha·|θ|² is the prior's |θ|² / (2 prior_sd²).
+    expected = choix.opt_pairwise(len(items), data, alpha=1 / (2 * prior_sd ** 2), method="Newton-CG", tol=1e-10)
+    np.testing.assert_allclose(mean, expected, atol=1e-5)
+    assert np.all(np.linalg.eigvalsh(cov) > 0)
+
+
+def test_posterior_without_data_is_the_prior_and_a_tie_is_half_a_win_each_way():
+    items = ["a", "b", "c"]
+    mean, cov = bt_posterior([], items, prior_sd=2.0)
+    np.testing.assert_allclose(mean, 0.0)
+    np.testing.assert_allclose(cov, 4.0 * np.eye(3))
+    tie_mean, _ = bt_posterior([("a", "b", 0.5)], items, prior_sd=2.0)
+    np.testing.assert_allclose(tie_mean, 0.0, atol=1e-9)
+    halves, _ = bt_posterior([("a", "b", 1.0), ("a", "b", 0.0)], items, prior_sd=2.0)
+    two_ties, _ = bt_posterior([("a", "b", 0.5), ("a", "b", 0.5)], items, prior_sd=2.0)
+    np.testing.assert_allclose(halves, two_ties, atol=1e-9)
+
+
+def test_expected_information_is_zero_for_known_strengths_and_grows_with_uncertainty():
+    means = np.zeros(3)
+    info = expected_information(means, np.array([1e-6, 1.0, 3.0]))
+    assert info[0] == pytest.approx(0.0, abs=1e-9)
+    assert 0 < info[1] < info[2] < np.log(2)
+    # At equal uncertainty, a lopsided pair tells less than an even one.
+    assert expected_information(np.array([3.0]), np.array([1.0]))[0] < info[1]
+
+
+def test_order_doubt():
+    assert order_doubt(np.array([0.0]), np.array([1.0]))[0] == pytest.approx(0.5)
+    assert order_doubt(np.array([-2.0]), np.array([1.0]))[0] == pytest.approx(order_doubt(np.array([2.0]), np.array([1.0]))[0])
+    assert order_doubt(np.array([2.0]), np.array([1.0]))[0] == pytest.approx(0.02275, abs=1e-4)
+
+
+def test_settled_means_exactly_one_order_is_consistent():
+    items = ["a", "b", "c"]
+    assert is_settled([("a", "b", 1.0), ("c", "b", 0.0)], items)
+    assert not is_settled([("a", "b", 1.0), ("a", "c", 1.0)], items)  # b vs c still open
+    assert not is_settled([("a", "b", 1.0), ("b", "c", 1.0), ("c", "a", 1.0)], items)  # a cycle
+    assert not is_settled([("a", "b", 1.0), ("b", "c", 0.5)], items)  # a tie orders nothing
+    assert not is_settled([], items)
+
+
+def test_pick_batch_prefers_disjoint_pairs_then_fills_with_the_best():
+    pairs = [(0, 1), (0, 2), (2, 3), (1, 3)]
+    values = np.array([0.9, 0.8, 0.7, 0.1])
+    tiebreak = np.zeros(4)
+    assert pick_batch(pairs, values, tiebreak, 1) == [(0, 1)]
+    assert pick_batch(pairs, values, tiebreak, 2) == [(0, 1), (2, 3)]
+    assert pick_batch(pairs, values, tiebreak, 3) == [(0, 1), (2, 3), (0, 2)]
+    # Equal values: the seeded tiebreak decides.
+    assert pick_batch(pairs, np.ones(4), np.array([0.4, 0.3, 0.2, 0.1]), 1) == [(1, 3)]
+
+
+# -- the strategy -----------------------------------------------------------------------------
+
+def test_perfect_judge_recovers_the_human_order_of_8_within_20_comparisons():
+    strategy = ActiveStrategy(comparisons=20, settle=False)
+    for seed in range(15):
+        task = distinct_scores_task(seed)
+        ranking, cost, _ = rank_once(task, strategy, perfect_judge(seed=seed), seed)
+        assert cost.comparisons == 20
+        assert score_order(ranking) == human_order(task)
+
+
+def test_perfect_judge_settles_early_on_the_human_order():
+    # log2(8!) ≈ 15.3 comparisons is the least any method needs on average.
+    used = []
+    for seed in range(15):
+        task = distinct_scores_task(seed)
+        ranking, cost, _ = rank_once(task, ActiveStrategy(budget=3.5), perfect_judge(seed=seed), seed)
+        assert ranking.extras["c0"]["stopped"] == "settled"
+        assert score_order(ranking) == human_order(task)
+        used.append(cost.comparisons)
+    assert max(used) < 28 and sum(used) / len(used) < 20
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 13])
+@pytest.mark.parametrize("debias", [False, True])
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("budget", [0.5, 1.3, 100.0])
+def test_budget_is_spent_exactly(n, debias, batch, budget):
+    task = make_task([float(i) for i in range(n)])
+    judgments = int(budget * n)
+    duels = min(n * (n - 1) // 2, judgments // 2 if debias else judgments)
+    strategy = ActiveStrategy(budget=budget, debias=debias, batch=batch, settle=False)
+    ranking, cost, source = rank_once(task, strategy, SimulatedJudge(accuracy=0.7, position_bias=0.2, seed=3))
+    assert cost.comparisons == duels * (2 if debias else 1)
+    assert cost.judge_calls == cost.comparisons
+    assert set(ranking.scores) == set(task.candidate_ids)
+
+
+def test_settling_never_exceeds_the_budget():
+    for seed in range(5):
+        task = distinct_scores_task(seed, n=7)
+        _, cost, _ = rank_once(task, ActiveStrategy(comparisons=9), SimulatedJudge(accuracy=0.9, seed=seed), seed)
+        assert cost.comparisons <= 9
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_no_pair_is_played_twice(debias):
+    task = make_task([float(i % 4) for i in range(10)])
+    _, _, source = rank_once(task, ActiveStrategy(budget=4.0, debias=debias, batch=2, settle=False),
+                             SimulatedJudge(accuracy=0.6, seed=2))
+    unordered = Counter(frozenset((m.first, m.second)) for m in source.matches)
+    assert set(unordered.values()) == {2 if debias else 1}
+
+
+def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
+    task = distinct_scores_task(5, n=8)
+    _, _, source = rank_once(task, ActiveStrategy(comparisons=14, batch=4, settle=False),
+                             SimulatedJudge(accuracy=0.9, seed=1), seed=2)
+    per_step = Counter(m.round for m in source.matches)
+    assert [per_step[step] for step in sorted(per_step)] == [4, 4, 4, 2]
+    first = [m for m in source.matches if m.round == 1]
+    assert len({c for m in first for c in (m.first, m.second)}) == 8  # no prior information: spread out
+
+
+def test_grades_aggregate_is_the_mean_grade_received():
+    task = make_task([float(i) for i in range(6)])
+    ranking, _, source = rank_once(task, ActiveStrategy(budget=2.0, aggregate="grades", settle=False),
+                                   SimulatedJudge(accuracy=0.8, noise=0.3, seed=5))
+    grades = {cid: [] for cid in task.candidate_ids}
+    for match in source.matches:
+        grades[match.first].append(match.judgment.first_score)
+        grades[match.second].append(match.judgment.second_score)
+    for cid, values in grades.items():
+        assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
+
+
+@pytest.mark.parametrize("criterion", ["information", "order"])
+def test_same_seed_same_result_other_seed_other_matches(criterion):
+    task = make_task([float(i) for i in range(10)])
+    judge = SimulatedJudge(accuracy=0.75, position_bias=0.1, seed=9)
+
+    def play(seed):
+        ranking, _, source = rank_once(task, ActiveStrategy(budget=2.0, criterion=criterion), judge, seed)
+        return ranking.scores, [(m.first, m.second, m.round) for m in source.matches]
+
+    assert play(1) == play(1)
+    assert play(1)[1] != play(2)[1]
+
+
+def test_spec_parsing_and_validation():
+    strategy = make_strategy("active:budget=2.5,batch=4,criterion=order,settle=false,debias=true")
+    assert strategy == ActiveStrategy(budget=2.5, batch=4, criterion="order", settle=False, debias=True)
+    assert make_strategy("active:comparisons=30").comparisons == 30
+    for bad, word in [("batch=0", "batch"), ("criterion=entropy", "criterion"), ("aggregate=elo", "aggregate"),
+                      ("prior_sd=0", "prior_sd"), ("budget=-2", "budget")]:
+        with pytest.raises(SpecError, match=word):
+            make_strategy(f"active:{bad}")
+
+
+def test_runs_in_the_runner_and_reports_cost(sample_tasks):
+    result = run(sample_tasks, [make_strategy("active:budget=2,settle=false")], SimulatedJudge(accuracy=0.9, seed=0),
+                 progress=False)
+    (strategy_run,) = result.strategies
+    for task, task_result in zip(sample_tasks, strategy_run.tasks):
+        n = len(task.candidates)
+        assert task_result.cost.comparisons == min(2 * n, n * (n - 1) // 2)
+    assert strategy_run.metrics["task_spearman"] > 0.3

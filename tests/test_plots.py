@@ -1,0 +1,81 @@
+"""rankkit.plots: the figures are written, readable PNGs, and matplotlib loads only when plotting."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from rankkit.cli import main
+from tests.test_analysis import hand_results
+
+matplotlib = pytest.importorskip("matplotlib")
+
+
+def read_png(path):
+    from matplotlib import image
+
+    pixels = image.imread(str(path))
+    assert pixels.ndim == 3 and pixels.shape[0] > 200 and pixels.shape[1] > 300
+    return pixels
+
+
+def test_plot_all_writes_four_nonblank_figures(tmp_path):
+    from rankkit.plots import plot_all
+
+    paths = plot_all(hand_results(), tmp_path / "figs", n_boot=40)
+    assert [p.name for p in paths] == ["correlations.png", "cost_accuracy.png", "elimination_rounds.png", "judge_vs_human.png"]
+    for path in paths:
+        pixels = read_png(path)
+        assert pixels[..., :3].std() > 0.05, f"{path.name} looks blank"
+
+
+def test_no_elimination_figure_without_knockout_like_strategies(tmp_path):
+    from rankkit.plots import plot_all, plot_elimination_rounds
+
+    results = hand_results()
+    results["strategies"] = [s for s in results["strategies"] if s["name"] != "ko"]
+    names = [p.name for p in plot_all(results, tmp_path, n_boot=0)]
+    assert "elimination_rounds.png" not in names and len(names) == 3
+    assert plot_elimination_rounds([], tmp_path / "x.png") is None
+
+
+def test_cost_accuracy_points_by_hand():
+    from rankkit.plots import cost_accuracy_points
+
+    points = {p["label"]: p for p in cost_accuracy_points(hand_results(), "task_spearman", n_boot=0)}
+    # ko: 9 comparisons over 3 tasks; oracle: 12 grades over 3 tasks.
+    assert points["ko"]["cost"] == 3.0 and points["oracle"]["cost"] == 4.0
+    assert points["ko"]["estimate"] == pytest.approx((1 - 1 + 0.8) / 3)
+    assert points["oracle"]["estimate"] == pytest.approx(1.0)
+    assert math.isnan(points["ko"]["low"])  # no resamples, no interval
+
+
+def test_plot_cost_accuracy_skips_undefined_points(tmp_path):
+    from rankkit.plots import plot_cost_accuracy
+
+    points = [{"label": "a", "cost": 2.0, "estimate": 0.5, "low": 0.4, "high": 0.6},
+              {"label": "undefined", "cost": 5.0, "estimate": math.nan, "low": math.nan, "high": math.nan},
+              {"label": "b", "cost": 50.0, "estimate": 0.7, "low": math.nan, "high": math.nan}]
+    read_png(plot_cost_accuracy(points, tmp_path / "c.png"))
+
+
+def test_plot_command(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(hand_results()), encoding="utf-8")
+    outcome = CliRunner().invoke(main, ["plot", str(path), "-o", str(tmp_path / "out"), "--bootstrap", "20"])
+    assert outcome.exit_code == 0, outcome.output
+    assert len(list((tmp_path / "out").glob("*.png"))) == 4
+    bad_metric = CliRunner().invoke(main, ["plot", str(path), "--metric", "bogus"])
+    assert bad_metric.exit_code == 2 and "unknown metric" in bad_metric.output
+
+
+def test_matplotlib_is_imported_only_when_plotting():
+    code = ("import sys, rankkit.plots, rankkit.report, rankkit.analysis, rankkit.cli; "
+            "print('matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -1,0 +1,235 @@
+"""rankkit.report: the pieces, the escaping, the command, and the page in a real (headless) Chromium."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rankkit import report
+from rankkit.cli import main
+from rankkit.judges import make_judge
+from rankkit.runner import run
+from rankkit.strategies import make_strategy
+from rankkit.tasks import load_tasks
+from tests.test_analysis import hand_results
+
+INJECTED_SCRIPT = "<script>document.title='PWNED';document.body.setAttribute('data-pwned','script')</script>"
+INJECTED_IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
+INJECTED_CLOSE = "</script><script>document.body.setAttribute('data-pwned','close')</script>"
+INJECTED_SYSTEM = "<b id=pwned-system>sys</b>"
+
+
+# -- pure pieces --------------------------------------------------------------------------------
+
+
+def test_embedded_json_cannot_close_its_script_element():
+    data = {"text": INJECTED_CLOSE + " & <!-- \u2028", "n": [1, 2.5, None]}
+    embedded = report.embed_json(data)
+    assert "<" not in embedded and ">" not in embedded and "&" not in embedded
+    assert json.loads(embedded) == data
+
+
+def test_bracket_round_by_round_from_the_hand_fixture():
+    ko_t2 = hand_results()["strategies"][0]["tasks"][1]
+    bracket = report.knockout_bracket(ko_t2)
+    assert bracket["champion"] == "d"
+    first, final = bracket["rounds"]
+    assert [(p["a"], p["b"], p["winner"]) for p in first["pairings"]] == [("a", "b", "b"), ("c", "d", "d")]
+    assert [(p["a"], p["b"], p["winner"]) for p in final["pairings"]] == [("d", "b", "d")]
+    assert final["pairings"][0]["matches"] == [2]
+    assert first["byes"] == [] and final["byes"] == []
+
+
+def test_bracket_with_a_bye_and_debiased_pairs():
+    # Three candidates: x gets a bye in round 1 and loses the final to z; y lost to z in round 1.
+    # Round 1 is debiased (both orders), so the grades are averaged over the two matches.
+    def match(first, second, round, s1, s2, winner):
+        return {"first": first, "second": second, "round": round, "first_score": s1, "second_score": s2,
+                "winner": winner, "probability": None, "status": "ok", "raw": ""}
+
+    result = {"champion": "z",
+              "extras": {"x": {"eliminated_round": 2, "played": 1, "byes": 1},
+                         "y": {"eliminated_round": 1, "played": 1, "byes": 0},
+                         "z": {"eliminated_round": None, "played": 2, "byes": 0}},
+              "matches": [match("y", "z", 1, 1.0, 3.0, "second"), match("z", "y", 1, 4.0, 2.0, "first"),
+                          match("x", "z", 2, 2.0, 5.0, "second")]}
+    bracket = report.knockout_bracket(result)
+    first, final = bracket["rounds"]
+    (pairing,) = first["pairings"]
+    assert (pairing["a"], pairing["b"], pairing["winner"]) == ("y", "z", "z")
+    assert (pairing["score_a"], pairing["score_b"]) == (1.5, 3.5)
+    assert pairing["matches"] == [0, 1]
+    assert first["byes"] == ["x"]
+    assert [(p["a"], p["b"], p["winner"]) for p in final["pairings"]] == [("x", "z", "z")]
+    assert report.knockout_bracket({"extras": {"x": {"played": 1}}, "matches": []}) is None
+
+
+def test_system_leaderboard_ranks_by_mean_position():
+    board = report.system_leaderboard(hand_results(), "ko")
+    # ko ranks d first and c second everywhere; b is 3rd twice and 4th once (t3).
+    assert [r["system"] for r in board] == ["sd", "sc", "sb", "sa"]
+    assert board[0]["won"] == 3 and board[0]["mean_rank"] == 1.0
+    assert board[2]["mean_rank"] == pytest.approx((3 + 3 + 4) / 3)
+    assert board[0]["mean_human"] == pytest.approx(3.0)
+
+
+# -- the page -----------------------------------------------------------------------------------
+
+
+def injected_results(tmp_path: Path) -> dict:
+    """A real run of the sim judge on tasks whose candidates, system names and judge output carry markup."""
+    tasks_path = tmp_path / "tasks.jsonl"
+    rows = [
+        {"task_id": "evil", "prompt": "Which answer is best? <b>bold?</b>", "reference": None,
+         "meta": {"difficulty": "<i>hard</i>"},
+         "candidates": [{"id": "c1", "system": INJECTED_SYSTEM, "text": INJECTED_SCRIPT, "human": {"score": 3}},
+                        {"id": "c2", "system": "m2", "text": INJECTED_IMG, "human": {"score": 1}},
+                        {"id": "c3", "system": "m3", "text": INJECTED_CLOSE, "human": {"score": 2}},
+                        {"id": "c4", "system": "m4", "text": "A plain answer.", "human": {"score": 0}},
+                        {"id": "c5", "system": "m5", "text": "Another plain answer, longer.", "human": {"score": 4}}]},
+        {"task_id": "calm", "prompt": "Say hi.", "reference": "hi",
+         "candidates": [{"id": "a", "system": "m2", "text": "hi", "human": {"score": 2}},
+                        {"id": "b", "system": "m3", "text": "hello there", "human": {"score": 1}},
+                        {"id": "c", "system": "m4", "text": "hey", "human": {"score": 0}}]},
+    ]
+    tasks_path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    tasks = load_tasks(tasks_path)
+    strategies = [make_strategy(s) for s in ("knockout:debias=true", "pairwise", "individual")]
+    results = run(tasks, strategies, make_judge("sim:preset=gpt4"), progress=False, judge_spec="sim:preset=gpt4",
+                  data=str(tasks_path)).to_dict()
+    results["strategies"][0]["tasks"][0]["matches"][0]["raw"] = INJECTED_CLOSE + " Answer 1: 3 Answer 2: 1"
+    return results
+
+
+def test_report_escapes_every_untrusted_text(tmp_path):
+    page = report.render_report(injected_results(tmp_path), n_boot=20)
+    for payload in (INJECTED_SCRIPT, INJECTED_IMG, INJECTED_CLOSE, INJECTED_SYSTEM, "<b>bold?</b>", "<i>hard</i>"):
+        assert payload not in page
+    assert "&lt;b id=pwned-system&gt;" in page  # the system name, server-rendered as text
+    # Exactly the report's two script elements: the JSON data and its own code.
+    assert len(re.findall(r"<script\b", page)) == 2
+
+
+def test_report_is_self_contained_and_its_policy_allows_only_its_script(tmp_path):
+    page = report.render_report(hand_results(), n_boot=20)
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<link" not in page and "@import" not in page
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    assert "default-src &#x27;none&#x27;" in policy
+    code = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
+    digest = base64.b64encode(hashlib.sha256(code.encode("utf-8")).digest()).decode()
+    assert f"sha256-{digest}" in policy
+
+
+def test_report_lists_strategies_brackets_and_bias(tmp_path):
+    results = hand_results()
+    data = report.report_data(results)
+    by_name = {s["name"]: s for s in data["strategies"]}
+    assert by_name["ko"]["knockout_like"] and by_name["ko"]["tasks"]["t1"]["bracket"]["champion"] == "d"
+    assert by_name["pw"]["tasks"]["t1"]["bracket"] is None
+    assert report.report_data(results, max_tasks=1)["tasks"][0]["task_id"] == "t1"
+    assert len(report.report_data(results, max_tasks=1)["strategies"][0]["tasks"]) == 1
+    page = report.render_report(results, n_boot=20)
+    for text in ("Leaderboard", "Tasks &amp; matches", "Match browser", "Position: does the candidate shown first win?",
+                 "Length: does the longer answer win?", "ko: systems"):
+        assert text in page
+
+
+def test_report_command(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(hand_results()), encoding="utf-8")
+    out = tmp_path / "deep" / "report.html"
+    outcome = CliRunner().invoke(main, ["report", str(path), "-o", str(out), "--bootstrap", "20"])
+    assert outcome.exit_code == 0, outcome.output
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_done_when_pipeline_from_compare_to_report(tmp_path, monkeypatch):
+    """`rankkit compare ... --out r.json && rankkit analyze r.json && rankkit plot r.json -o plots && rankkit report r.json`."""
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    steps = [["compare", "--judge", "sim:preset=gpt4", "--no-cache", "--quiet", "--out", "r.json",
+              "--strategies", "knockout:debias=true,knockout,pairwise,individual"],
+             ["analyze", "r.json", "--bootstrap", "50"],
+             ["plot", "r.json", "-o", "plots", "--bootstrap", "50"],
+             ["report", "r.json", "-o", "report.html", "--bootstrap", "50"]]
+    for args in steps:
+        outcome = runner.invoke(main, args)
+        assert outcome.exit_code == 0, (args, outcome.output)
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "correlations.png", "cost_accuracy.png", "elimination_rounds.png", "judge_vs_human.png"]
+    assert (tmp_path / "report.html").stat().st_size > 10_000
+
+
+# -- in a real browser --------------------------------------------------------------------------
+
+CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"), "/usr/bin/chromium")
+                 if p and Path(p).exists()), None)
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install chromium chromium-driver)")
+
+
+def open_in_chromium(page: Path, tmp_path: Path) -> tuple[str, list[str], Path]:
+    """Load ``page`` in headless Chromium once: (DOM after scripts ran, console messages, screenshot).
+
+    Console messages are Chromium's ``CONSOLE`` log lines on stderr (``--enable-logging=stderr``);
+    the report logs nothing itself, so any of them (an error, a blocked load) is a failure.
+    """
+    screenshot = tmp_path / "screenshot.png"
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+               f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0",
+               "--window-size=1280,2200", f"--screenshot={screenshot}", "--dump-dom", page.resolve().as_uri()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console, screenshot
+
+
+@needs_chromium
+def test_browser_check_detects_errors_and_injections(tmp_path):
+    """The check can fail: a page with a script error and a title change is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text("<html><head><title>t</title></head><body><script>document.title='PWNED';"
+                    "undefinedFunction();</script></body></html>", encoding="utf-8")
+    dom, console, _ = open_in_chromium(page, tmp_path)
+    assert any("undefinedFunction" in line for line in console)
+    assert "<title>PWNED</title>" in dom
+
+
+@needs_chromium
+def test_report_in_headless_chromium(tmp_path):
+    page = report.write_report(injected_results(tmp_path), tmp_path / "report.html", n_boot=20)
+    dom, console, screenshot = open_in_chromium(page, tmp_path)
+    assert console == []
+    assert 'data-ready="1"' in dom  # the page's script ran to the end
+    assert "<title>rankkit report</title>" in dom and "PWNED" not in dom.split("</title>")[0]
+    assert "data-pwned" not in dom.replace("&#x27;data-pwned&#x27;", "").replace("'data-pwned'", "")
+    assert 'id="pwned-system"' not in dom and "<img" not in dom
+    # The candidates were rendered, as text: the first task's candidate table and first match show them.
+    assert "&lt;script&gt;document.title='PWNED'" in dom
+    assert "&lt;img src=x onerror=" in dom
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 20_000
+
+
+def unlabelled(results: dict) -> dict:
+    results["criterion"] = None
+    for task in results["task_data"]:
+        for cand in task["candidates"]:
+            cand["human"] = None
+    return results
+
+
+def test_report_of_unlabelled_results_shows_cost_only():
+    page = report.render_report(unlabelled(hand_results()), n_boot=20)
+    assert "no human scores, so only the cost is shown" in page
+    assert "task_spearman" not in page.split('id="tasks"')[0]
+    assert "first shown wins" in page  # the judge's slot preference needs no labels
