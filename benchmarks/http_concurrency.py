@@ -245,6 +245,19 @@ def main() -> None:
         f"Timings were taken on a **shared 2-core machine** (other jobs were running: load average "
         f"{load_before[0]:.1f} when the benchmark started), so absolute figures are noisy; compare rows "
         f"within a table. See the module docstring for what each server measures.", "",
+        "How to read it:", "",
+        "* **llama-cpp-python** runs one request at a time (a lock around the model; no parallel slots),",
+        "  so concurrency cannot add model throughput; at most it overlaps the HTTP round trip, prompt",
+        "  rendering and parsing with the model's work. Differences between its rows are mostly the",
+        "  machine's load changing during the run (see the per-round figures).",
+        "* **`--n_threads 2`** on 2 shared cores: ggml's worker threads spin while waiting for each other,",
+        "  and when another process holds one core each step waits for a descheduled thread; its figures",
+        "  can swing by several times between rounds. One thread is the safer setting on a small shared box.",
+        "* **The latency stub** has unlimited parallelism, like a deployment whose capacity exceeds the",
+        "  client's: there judgments/s grows linearly with `concurrency`, i.e. rankkit really keeps N",
+        "  requests in flight. This is the regime of a vLLM server with many sequences per batch.",
+        "* `parsed`: verdicts SmolLM2-135M produced in the right format within the token budget (it",
+        "  rarely does; throughput, not quality, is measured here).", "",
     ]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(header + sections), encoding="utf-8")

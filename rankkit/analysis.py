@@ -30,8 +30,9 @@ Plus the judge-bias views of the report (:func:`position_bias`, :func:`length_bi
 Intervals are percentile bootstrap intervals (:func:`percentile_intervals`). The resamples are
 drawn once per (number of tasks, seed) and shared by all strategies, which makes differences
 paired. An interval is NaN (printed ``-``) when it cannot be computed: fewer than two tasks, or
-too many resamples on which the metric is undefined (a constant side). Correlations always come
-from :func:`rankkit.metrics.correlation` (scipy).
+too many resamples on which the metric is undefined (a constant side). Per-task correlations come
+from :func:`rankkit.metrics.correlation` (scipy); pooled ones, needed afresh for every resample,
+go to scipy in batches (:func:`row_correlations`) — the same numbers, about ten times faster.
 """
 
 from __future__ import annotations

@@ -54,9 +54,22 @@ class JudgmentCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
+        self._setup()
+
+    def _setup(self, attempts: int = 200) -> None:
+        """Switch to WAL and create the table. Switching the journal mode needs a moment of
+        exclusive access and SQLite's busy timeout does not cover it, so when another process is
+        opening the same file at the same instant we wait briefly and try again."""
+        for attempt in range(attempts):
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(_SCHEMA)
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or attempt == attempts - 1:
+                    raise
+                time.sleep(0.05)
 
     def get(self, fingerprint: str, kind: str, parts: Sequence[str | None]) -> dict[str, Any] | None:
         key = judgment_key(fingerprint, kind, parts)

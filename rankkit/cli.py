@@ -458,7 +458,8 @@ def report_command(results_path, out, n_boot, seed, max_tasks) -> None:
 
     results = load_results(results_path)
     path = write_report(results, out, n_boot=n_boot, seed=seed, max_tasks=max_tasks)
-    click.echo(f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    size = path.stat().st_size
+    click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -102,9 +102,10 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
     points: dicts with ``label``, ``cost`` (x), ``estimate``, ``low``, ``high`` (y and its
         interval; NaN bounds draw no bar). The x axis is logarithmic when costs span over 10x.
     """
-    figure = _figure(7.5, 5.0)
-    axis = figure.subplots()
     shown = [p for p in points if not math.isnan(p["estimate"]) and p["cost"] > 0]
+    width_in, height_in = (7.5, 5.0) if len(shown) <= 12 else (10.0, 7.0)
+    figure = _figure(width_in, height_in)
+    axis = figure.subplots()
     costs = [p["cost"] for p in shown]
     logarithmic = bool(costs) and max(costs) > 10 * min(costs)
     if logarithmic:
@@ -113,7 +114,7 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
         interval = Interval(point["estimate"], point["low"], point["high"])
         axis.errorbar(point["cost"], point["estimate"], yerr=[[e] for e in _error_bar(interval)], fmt="o",
                       color=f"C{index % 10}", capsize=3, markersize=6)
-    for (point, offset, align), index in zip(_label_places(shown, logarithmic), range(len(shown))):
+    for (point, offset, align), index in zip(_label_places(shown, logarithmic, width_in, height_in), range(len(shown))):
         axis.annotate(point["label"], (point["cost"], point["estimate"]), textcoords="offset points", xytext=offset,
                       ha=align, fontsize=8, color=f"C{index % 10}")
     axis.set_xlabel(xlabel)
@@ -123,29 +124,44 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
     return _save(figure, Path(path))
 
 
-def _label_places(points: Sequence[Mapping[str, Any]], logarithmic: bool) -> list[tuple[Mapping[str, Any], tuple[int, int], str]]:
-    """Where each point's label goes: the first of a few offsets that keeps it clear of the labels
-    already placed (judged in axis-fraction units; a label is about 0.2 wide and 0.035 high)."""
+def _label_places(points: Sequence[Mapping[str, Any]], logarithmic: bool, width_in: float,
+                  height_in: float) -> list[tuple[Mapping[str, Any], tuple[int, int], str]]:
+    """Where each point's label goes: the first of a ring of offsets whose text box overlaps no
+    label placed before and no other point (a greedy placement; boxes are estimated in axis
+    fractions from the label's length at font size 8)."""
     if not points:
         return []
     xs = [math.log10(p["cost"]) if logarithmic else p["cost"] for p in points]
     ys = [p["estimate"] for p in points]
-    x_span = (max(xs) - min(xs)) or 1.0
-    y_span = (max(ys) - min(ys)) or 1.0
-    offsets = [((6, 4), "left"), ((6, -11), "left"), ((-6, 4), "right"), ((-6, -11), "right"),
-               ((6, 15), "left"), ((6, -22), "left"), ((-6, 15), "right"), ((-6, -22), "right")]
-    placed: list[tuple[float, float]] = []
+    x_span, y_span = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0
+    # the data span ~90% of the axes, whose size is ~80% of the figure (constrained layout)
+    anchors = [(0.05 + 0.9 * (x - min(xs)) / x_span, 0.05 + 0.9 * (y - min(ys)) / y_span) for x, y in zip(xs, ys)]
+    per_point_x, per_point_y = 1 / (72 * width_in * 0.8), 1 / (72 * height_in * 0.8)  # one typographic point
+    height = 10 * per_point_y
+    offsets = [(dx, dy, align) for distance in (1, 2, 3) for dx, dy, align in
+               ((6, 3, "left"), (6, -10, "left"), (-6, 3, "right"), (-6, -10, "right"), (0, 8, "center"), (0, -17, "center"))
+               for dx, dy in [(dx * (1 if distance == 1 else distance * 0.8), dy * distance if dy > 0 else dy - 8 * (distance - 1))]]
+    boxes: list[tuple[float, float, float, float]] = []
     out = []
-    for point, x, y in zip(points, xs, ys):
-        fx, fy = (x - min(xs)) / x_span * 0.8, (y - min(ys)) / y_span * 0.8  # the data fill ~80% of the axes
-        for (dx, dy), align in offsets:
-            # a label's box starts at the anchor and extends to its side; offsets in points -> ~axis fractions
-            left = fx + dx / 540 - (0.2 if align == "right" else 0.0)
-            bottom = fy + dy / 360
-            if all(abs(left - px) > 0.2 or abs(bottom - py) > 0.035 for px, py in placed):
+    for point, (fx, fy) in zip(points, anchors):
+        width = len(point["label"]) * 4.9 * per_point_x
+        choice = None
+        for dx, dy, align in offsets:
+            left = fx + dx * per_point_x - {"left": 0.0, "right": width, "center": width / 2}[align]
+            bottom = fy + dy * per_point_y
+            box = (left, bottom, left + width, bottom + height)
+            clear_of_labels = all(box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3] for b in boxes)
+            clear_of_points = all(not (box[0] - 0.005 < ax < box[2] + 0.005 and box[1] - 0.005 < ay < box[3] + 0.005)
+                                  for ax, ay in anchors)
+            if clear_of_labels and clear_of_points:
+                choice = (box, (round(dx), round(dy)), align)
                 break
-        placed.append((left, bottom))
-        out.append((point, (dx, dy), align))
+        if choice is None:  # crowded: take the first spot that at least avoids other labels' exact place
+            dx, dy, align = offsets[0]
+            left = fx + dx * per_point_x
+            choice = ((left, fy + dy * per_point_y, left + width, fy + dy * per_point_y + height), (dx, dy), align)
+        boxes.append(choice[0])
+        out.append((point, choice[1], choice[2]))
     return out
 
 

@@ -47,7 +47,7 @@ MAX_META_CHARS = 200
 def embed_json(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` appear raw,
     so no string in it can end the element (``</script>``) or open a comment."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)
     return text
@@ -126,8 +126,16 @@ def system_leaderboard(results: Mapping[str, Any], name: str) -> list[dict[str, 
     return sorted(board, key=lambda r: (r["mean_rank"], -r["mean_score"]))
 
 
+JUDGMENT_FIELDS = ("first", "second", "first_score", "second_score", "winner", "probability", "status", "raw")
+
+
 def report_data(results: Mapping[str, Any], max_tasks: int | None = None) -> dict[str, Any]:
-    """What the page's script reads: tasks, and per strategy its per-task results with brackets.
+    """What the page's script reads: tasks, their judgments, and per strategy its per-task results.
+
+    Strategies of one run share their judgments (one match graph), so each task's distinct
+    judgments are stored once in ``judgments[task_id]`` and a strategy's matches are
+    ``[judgment index, round]`` pairs into that list — all-pairs strategies would otherwise repeat
+    the same judge outputs several times over.
 
     max_tasks: keep only the first N tasks in the task and match views (a smaller file for very
     large runs); the leaderboard and bias views always use every task.
@@ -141,22 +149,30 @@ def report_data(results: Mapping[str, Any], max_tasks: int | None = None) -> dic
         data_tasks.append({"task_id": task["task_id"], "prompt": task["prompt"], "reference": task.get("reference"),
                            "meta": meta, "candidates": [{"id": c["id"], "system": c.get("system"), "text": c["text"],
                                                          "human": c.get("human")} for c in task["candidates"]]})
+    judgments: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    judgment_index: dict[tuple[str, str, str], int] = {}
     strategies = []
     for record in results["strategies"]:
         per_task = {}
         for task in record["tasks"]:
-            if task["task_id"] not in kept:
+            task_id = task["task_id"]
+            if task_id not in kept:
                 continue
+            matches = []
+            for m in task.get("matches") or []:
+                key = (task_id, m["first"], m["second"])
+                if key not in judgment_index:
+                    judgment_index[key] = len(judgments[task_id])
+                    judgments[task_id].append({k: m.get(k) for k in JUDGMENT_FIELDS})
+                matches.append([judgment_index[key], m.get("round")])
             extras = {cid: {k: e[k] for k in ("eliminated_round", "played", "byes") if k in e}
                       for cid, e in (task.get("extras") or {}).items()}
-            per_task[task["task_id"]] = {
-                "scores": task["scores"], "ranking": task["ranking"], "champion": task.get("champion"),
-                "extras": extras, "bracket": knockout_bracket(task),
-                "matches": [{k: m.get(k) for k in ("first", "second", "round", "first_score", "second_score", "winner",
-                                                   "probability", "status", "raw")} for m in task.get("matches") or []]}
+            per_task[task_id] = {"scores": task["scores"], "ranking": task["ranking"], "champion": task.get("champion"),
+                                 "extras": extras, "bracket": knockout_bracket(task), "matches": matches}
         strategies.append({"name": record["name"], "knockout_like": is_knockout_like(results, record["name"]),
                            "tasks": per_task})
-    return _finite({"criterion": results.get("criterion"), "tasks": data_tasks, "strategies": strategies})
+    return _finite({"criterion": results.get("criterion"), "tasks": data_tasks, "judgments": dict(judgments),
+                    "strategies": strategies})
 
 
 def _finite(value: Any) -> Any:
@@ -439,15 +455,23 @@ SCRIPT = r"""
     var detail = document.getElementById("match-detail");
     clear(list); clear(detail);
     if (!result || !result.matches.length) { list.appendChild(el("p", {className: "note"}, ["No pairwise matches: this strategy grades each answer on its own."])); return; }
-    result.matches.forEach(function (m, i) {
+    result.matches.forEach(function (ref, i) {
+      var m = matchOf(task, result, i);
       var label = (m.round ? "R" + m.round + " " : "") + m.first + " vs " + m.second;
       list.appendChild(el("button", {type: "button", "data-index": String(i), onclick: function () { showMatch(task, result, i); }}, [label]));
     });
     showMatch(task, result, 0);
   }
 
+  // A strategy's match is [index into the task's shared judgments, round].
+  function matchOf(task, result, index) {
+    var ref = result.matches[index], judgment = DATA.judgments[task.task_id][ref[0]], m = {round: ref[1]};
+    Object.keys(judgment).forEach(function (k) { m[k] = judgment[k]; });
+    return m;
+  }
+
   function showMatch(task, result, index) {
-    var m = result.matches[index];
+    var m = matchOf(task, result, index);
     var detail = document.getElementById("match-detail");
     clear(detail);
     Array.prototype.forEach.call(document.querySelectorAll("#match-list button"), function (b) {

@@ -135,6 +135,10 @@ def test_report_lists_strategies_brackets_and_bias(tmp_path):
     by_name = {s["name"]: s for s in data["strategies"]}
     assert by_name["ko"]["knockout_like"] and by_name["ko"]["tasks"]["t1"]["bracket"]["champion"] == "d"
     assert by_name["pw"]["tasks"]["t1"]["bracket"] is None
+    # ko and pw share the judgments (a, b) and (c, d): each task stores its 4 distinct judgments once.
+    assert [(j["first"], j["second"]) for j in data["judgments"]["t1"]] == [("a", "b"), ("c", "d"), ("b", "d"), ("b", "a")]
+    assert by_name["ko"]["tasks"]["t1"]["matches"] == [[0, 1], [1, 1], [2, 2]]
+    assert by_name["pw"]["tasks"]["t1"]["matches"] == [[0, 1], [1, 1], [3, 1]]
     assert report.report_data(results, max_tasks=1)["tasks"][0]["task_id"] == "t1"
     assert len(report.report_data(results, max_tasks=1)["strategies"][0]["tasks"]) == 1
     page = report.render_report(results, n_boot=20)

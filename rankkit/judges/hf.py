@@ -148,6 +148,29 @@ def import_torch():
     return torch
 
 
+class _QuietTransformers:
+    """Silence transformers' progress bars and advice while loading (restored afterwards).
+
+    Its "Loading weights" bars would interleave with rankkit's own progress bar, and its GGUF
+    advice ("fastest in float32") does not apply: rankkit dequantizes once and keeps a copy.
+    """
+
+    def __enter__(self) -> "_QuietTransformers":
+        from transformers.utils import logging as hf_logging
+
+        self._logging = hf_logging
+        self._verbosity = hf_logging.get_verbosity()
+        self._bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logging.set_verbosity(self._verbosity)
+        if self._bars:
+            self._logging.enable_progress_bar()
+
+
 def _torch_dtype(dtype: str):
     torch = import_torch()
 
@@ -174,8 +197,9 @@ def load_pretrained(model_ref: str, gguf: str | None = None, dtype: str = "bfloa
 
             extra = {"gguf_file": gguf} if gguf else {}
             try:
-                tokenizer = AutoTokenizer.from_pretrained(model_ref, **extra)
-                model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=_torch_dtype(dtype), **extra)
+                with _QuietTransformers():
+                    tokenizer = AutoTokenizer.from_pretrained(model_ref, **extra)
+                    model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=_torch_dtype(dtype), **extra)
             except OSError as err:
                 raise JudgeError(f"hf: cannot load model {model_ref!r}{f' (gguf={gguf})' if gguf else ''}: {err}") from err
             model.to(device).eval()
@@ -221,26 +245,33 @@ def load_smollm2(dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bo
             model, tokenizer = _LOADED[key]
             return model, tokenizer, {"source": "memory", "copy": str(copy_dir)}
         import_torch()
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         info: dict[str, Any] = {"copy": str(copy_dir)}
-        if use_cache_dir and (copy_dir / "config.json").is_file():
-            tokenizer = AutoTokenizer.from_pretrained(copy_dir)
-            model = AutoModelForCausalLM.from_pretrained(copy_dir, dtype=_torch_dtype(dtype))
-            info["source"] = "cached copy"
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
-            info["source"] = "gguf"
-            if use_cache_dir:
-                try:
-                    _save_dequantized(model, tokenizer, copy_dir)
-                    info["saved"] = True
-                except OSError as err:  # a read-only home: keep working, just slower next time
-                    print(f"rankkit: could not cache SmolLM2 under {copy_dir}: {err}", file=sys.stderr)
+        with _QuietTransformers():
+            model, tokenizer = _load_smollm2_weights(gguf, copy_dir, dtype, use_cache_dir, info)
         model.to(device).eval()
         _LOADED[key] = (model, _prepare_tokenizer(tokenizer))
         return model, tokenizer, info
+
+
+def _load_smollm2_weights(gguf: Path, copy_dir: Path, dtype: str, use_cache_dir: bool,
+                          info: dict[str, Any]) -> tuple[Any, Any]:
+    """(model, tokenizer) from the saved copy when there is one, else from the GGUF (then save)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if use_cache_dir and (copy_dir / "config.json").is_file():
+        info["source"] = "cached copy"
+        return (AutoModelForCausalLM.from_pretrained(copy_dir, dtype=_torch_dtype(dtype)),
+                AutoTokenizer.from_pretrained(copy_dir))
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
+    info["source"] = "gguf"
+    if use_cache_dir:
+        try:
+            _save_dequantized(model, tokenizer, copy_dir)
+            info["saved"] = True
+        except OSError as err:  # a read-only home: keep working, just slower next time
+            print(f"rankkit: could not cache SmolLM2 under {copy_dir}: {err}", file=sys.stderr)
+    return model, tokenizer
 
 
 # ---------------------------------------------------------------------------------------------

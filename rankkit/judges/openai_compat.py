@@ -24,6 +24,14 @@ judgment the server answered is cached and a rerun continues where this one stop
 counted per judgment (``usage["retries"]``, summed per strategy into ``Cost.retries``) and in
 :attr:`OpenAIEngine.stats`.
 
+**Modes.** ``generate`` works against any chat-completions server. ``logprob`` needs the
+first-token ``logprobs``/``top_logprobs`` of a reply that continues a forced prefix (``Score: ``):
+vLLM, SGLang and llama.cpp's ``llama-server`` do that (see :func:`prefill_fields`); a server that
+returns no log-probabilities stops the run with :class:`LogprobsUnavailable`, whose message says
+to use ``mode=generate``; llama-cpp-python's server returns them but cannot continue a prefix, so
+use ``mode=generate`` with it too. ``loglik`` (likelihood of a given answer) is not offered: chat
+completions never score a given text.
+
 **Secrets.** The API key is read from the environment variable ``api_key_env`` (default
 ``OPENAI_API_KEY``; a local server needs none). It is sent only as the ``Authorization`` header:
 it is not part of the spec, the fingerprint, the cache, the results, ``repr`` or any message.

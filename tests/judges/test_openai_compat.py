@@ -20,7 +20,6 @@ import importlib.util
 import json
 import logging
 import math
-import os
 import random
 import socket
 import subprocess
