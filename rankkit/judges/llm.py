@@ -7,7 +7,7 @@ modes:
 
 ``generate`` — the paper's way. The judge writes an explanation, then a verdict
     (``Answer 1: X/M Answer 2: Y/M`` or ``Score: X/M``), which :mod:`rankkit.prompts` parses
-    from the generated text only. A missing, out-of-range or off-scale verdict is asked again
+    from the generated text only, after removing anything the judge echoed from the candidates. A missing, out-of-range or off-scale verdict is asked again
     once with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy
     retry would repeat itself); if that fails too the judgment is recorded with status FAILED.
     **Decision rule for failures:** a failed grade has ``score=None`` (the ``individual``
@@ -73,6 +73,7 @@ from rankkit.prompts import (
     prompt_max_points,
     render_pairwise,
     render_pointwise,
+    strip_echoes,
     to_task_scale,
 )
 from rankkit.specs import Spec, SpecError, convert_value
@@ -199,6 +200,7 @@ class Prompt:
     conversation: Conversation
     template: Template
     max_points: float
+    untrusted: tuple[str, ...] = ()  # candidate texts: removed from the reply before parsing
 
 
 @dataclass
@@ -291,7 +293,8 @@ class LLMJudge(Judge):
         max_points = prompt_max_points(task, template)
         if self.mode == "logprob":
             max_points = float(logprob_points(max_points))
-        return Prompt(user_turn(render_pointwise(template, task, candidate, max_points)), template, max_points)
+        return Prompt(user_turn(render_pointwise(template, task, candidate, max_points)), template, max_points,
+                      (candidate.text,))
 
     def pair_prompts(self, requests: Sequence[PairRequest]) -> list[Prompt]:
         """The pairwise prompts of a batch, in order (PREPAIR overrides this)."""
@@ -300,7 +303,7 @@ class LLMJudge(Judge):
             template = self.templates.template(task, PAIRWISE)
             max_points = prompt_max_points(task, template)
             prompts.append(Prompt(user_turn(render_pairwise(template, task, first, second, max_points)),
-                                  template, max_points))
+                                  template, max_points, (first.text, second.text)))
         return prompts
 
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate,
@@ -350,7 +353,7 @@ class LLMJudge(Judge):
                 index = pending[local]
                 history[index].append(generation.text)
                 _add_usage(usage[index], generation.usage)
-                verdict = parse(generation.text, prompts[index].max_points)
+                verdict = parse(strip_echoes(generation.text, prompts[index].untrusted), prompts[index].max_points)
                 if verdict.ok or attempt == self.retries:
                     yield index, _Outcome(generation.text, verdict, history[index], usage[index])
                 else:

@@ -285,6 +285,23 @@ def test_shared_prefix_cache_gives_the_same_numbers(tiny):
     assert all(lb[i] == pytest.approx(la[i], abs=1e-4) for i in la)
 
 
+def test_prefix_cache_is_reused_across_calls_and_bounded(tiny):
+    task = make_task()
+    judge = LLMJudge(_NoEngine())
+    convs = [p.conversation for p in judge.pair_prompts([(task, a, b) for a in task.candidates
+                                                         for b in task.candidates if a is not b])]
+    eng = engine(tiny, batch_size=2, shared_prefix=16)
+    first = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
+    second = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
+    assert eng.stats["prefix_cache_hits"] >= 1 and first == second
+    for i in range(hf.PREFIX_CACHE_SIZE + 2):  # other tasks' prefixes push the old ones out
+        other = make_task(prompt=f"Question number {i}: why is the sky blue, in detail?")
+        others = [p.conversation for p in judge.pair_prompts([(other, other.candidates[0], other.candidates[1]),
+                                                              (other, other.candidates[1], other.candidates[0])])]
+        dict(eng.next_token_logprobs(others, assistant_prefix="Score: ", choices=["1", "2"]))
+    assert len(eng._prefixes) == hf.PREFIX_CACHE_SIZE
+
+
 def test_answer_loglik_is_the_mean_token_log_likelihood(tiny):
     model, tokenizer = tiny
     eng = engine(tiny, batch_size=2)
@@ -383,8 +400,6 @@ def test_gguf_file_loads_through_the_same_code(tiny, tiny_dir, tmp_path):
 
 def write_llama_gguf(model, tokenizer, path: Path, gguf) -> Path:
     """Write the tiny Llama as an F32 GGUF the way llama.cpp's converter lays it out."""
-    import numpy as np
-
     config = model.config
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_name("tiny")
@@ -439,7 +454,6 @@ def write_llama_gguf(model, tokenizer, path: Path, gguf) -> Path:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    assert np is not None
     return path
 
 
