@@ -17,7 +17,11 @@ is one more function and one more entry):
   order consistency.
 * **b** — a panel of the recorded judges (every judge votes in both orders) at agreement thresholds
   1.0, 0.75 and 0.5, against the best single judge; also a panel without GPT-4.
-* **c** — reserved for live SmolLM2 pointwise / pairwise / PREPAIR / calibrated (another module).
+* **c** — live SmolLM2-135M (``smollm2``, logprob mode) on the first ``--limit`` pairs of each set
+  (default 12, so 36 pairs; PREPAIR generates text and is the slow part): pointwise, pairwise,
+  pairwise with ``calibrate=true``, the prior-balancing threshold of Liusie et al. estimated on the
+  task set, PREPAIR, PREPAIR calibrated. One temporary judgment cache is shared, so calibration and
+  the prior threshold reuse the raw forward passes.
 
 The results file keeps each section between ``<!-- section X -->`` markers; running a subset of
 sections replaces only their blocks.
@@ -165,7 +169,141 @@ def section_b(resamples: int, seed: int, headline: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-SECTIONS: dict[str, Callable[[int, int, dict[str, Any]], str]] = {"a": section_a, "b": section_b}
+# ---------------------------------------------------------------------------------------------
+# Section (c): SmolLM2 live — pointwise, pairwise, calibrated, PREPAIR
+
+#: Pairs per dataset judged live in section (c) (``--limit``).
+LIVE_LIMIT = 12
+#: Length cap of a PREPAIR analysis in section (c): SmolLM2 writes ~20 tokens/s on 2 shared cores.
+ANALYSIS_TOKENS = 48
+
+
+def pointwise_accuracy(tasks: list[Any], judge: Any, cache: Any) -> tuple[float, int]:
+    """Accuracy of deciding each pair by the two pointwise grades (equal grades score ½)."""
+    from rankkit.judge_report import human_preference
+    from rankkit.matches import Cost, MatchGraph, MatchSource
+
+    credits, calls = [], 0
+    for task in tasks:
+        cost = Cost()
+        a, b = (c.id for c in task.candidates[:2])
+        grade_a, grade_b = (j.score for j in MatchSource(task, MatchGraph(task), judge, cache, cost).score_many([a, b]))
+        calls += cost.judge_calls
+        human = human_preference(task, a, b)
+        if grade_a is None or grade_b is None or grade_a == grade_b:
+            credits.append(0.5)
+        else:
+            credits.append(1.0 if (a if grade_a > grade_b else b) == human else 0.0)
+    return sum(credits) / len(credits), calls
+
+
+def prior_balanced(tasks: list[Any], judge: Any, cache: Any) -> dict[str, float]:
+    """Liusie et al.'s prior matching on the task set: one threshold β = the median raw log-odds
+    over every presented order of every pair; "first wins" when l > β. Returns accuracy over the
+    presented orders, the first-slot share and β. Uses the raw judgments already in ``cache``."""
+    from rankkit.judge_report import collect, human_preference
+    from rankkit.judges.calibration import choice_log_odds, prior_balancing_threshold
+
+    _, raw, _ = collect(tasks, judge, cache)
+    presented = []  # (log-odds, first id, second id, human-preferred id)
+    for task, judgments in raw:
+        a, b = (c.id for c in task.candidates[:2])
+        human = human_preference(task, a, b)
+        for (first, second), judgment in zip(((a, b), (b, a)), judgments):
+            presented.append((choice_log_odds(judgment.extras["logprobs"]), first, second, human))
+    threshold = prior_balancing_threshold([odds for odds, *_ in presented])
+    firsts = [odds > threshold for odds, *_ in presented]
+    correct = [(first if wins else second) == human for wins, (_, first, second, human) in zip(firsts, presented)]
+    return {"accuracy": sum(correct) / len(correct), "first_slot": sum(firsts) / len(firsts), "threshold": threshold}
+
+
+def section_c(resamples: int, seed: int, headline: dict[str, Any]) -> str:
+    import tempfile
+
+    from rankkit.cache import JudgmentCache
+    from rankkit.judge_report import judge_report
+    from rankkit.judges import make_judge
+    from rankkit.tasks import load_tasks
+
+    subsets = {d: load_tasks(DATA / d / "tasks.jsonl")[:LIVE_LIMIT] for d in DATASETS}
+    pooled = [task for tasks in subsets.values() for task in tasks]
+    prepair = f"smollm2:prepair=true,analysis_max_new_tokens={ANALYSIS_TOKENS}"
+    pairwise_specs = [("pairwise", "smollm2"), ("pairwise, calibrated", "smollm2:calibrate=true"),
+                      ("PREPAIR", prepair), ("PREPAIR, calibrated", prepair + ",calibrate=true")]
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch, JudgmentCache(Path(scratch) / "cache.sqlite") as cache:
+        pointwise = make_judge("smollm2")
+        pointwise.bind_cache(cache)
+        started = time.perf_counter()
+        per_set = {d: pointwise_accuracy(tasks, pointwise, cache) for d, tasks in subsets.items()}
+        calls = sum(c for _, c in per_set.values())
+        accuracy = sum(acc * len(subsets[d]) for d, (acc, _) in per_set.items()) / len(pooled)
+        rows.append({"method": "pointwise", "spec": "smollm2", "per_set": {d: a for d, (a, _) in per_set.items()},
+                     "accuracy": accuracy, "strict": None, "first_slot": None, "consistency": None,
+                     "calls": calls, "analyses": 0, "seconds": time.perf_counter() - started})
+        print(f"(c) pointwise: {fmt(accuracy)}", flush=True)
+        for method, spec in pairwise_specs:
+            judge = make_judge(spec)
+            started = time.perf_counter()
+            per_set, calls, analyses = {}, 0, 0
+            for dataset, tasks in subsets.items():
+                report = judge_report(tasks, judge, cache, resamples=resamples, seed=seed, judge_spec=spec)
+                per_set[dataset] = report["metrics"]["accuracy_single"]["value"]
+                calls += report["counts"]["judge_calls"]
+            seconds = time.perf_counter() - started
+            if judge.analyses is not None:
+                analyses = judge.analyses.stats["generated"]
+            pooled_report = judge_report(pooled, judge, cache, resamples=resamples, seed=seed, judge_spec=spec)
+            m = pooled_report["metrics"]
+            rows.append({"method": method, "spec": spec, "per_set": per_set, "accuracy_metric": m["accuracy_single"],
+                         "accuracy": m["accuracy_single"]["value"], "strict": m["accuracy_both_strict"]["value"],
+                         "first_slot": m["first_slot"]["value"], "consistency": m["order_consistency"]["value"],
+                         "calls": calls, "analyses": analyses, "seconds": seconds})
+            print(f"(c) {method}: acc {fmt(m['accuracy_single']['value'])}, first slot "
+                  f"{fmt(m['first_slot']['value'])}, consistency {fmt(m['order_consistency']['value'])}, "
+                  f"{calls} calls, {analyses} analyses, {seconds:.0f} s", flush=True)
+            if method in ("pairwise", "PREPAIR"):
+                prior = prior_balanced(pooled, judge, cache)
+                rows.append({"method": f"{method}, prior-balanced threshold (β = {prior['threshold']:.2f})",
+                             "spec": f"{spec} + task-set threshold", "per_set": {}, "accuracy": prior["accuracy"],
+                             "strict": None, "first_slot": prior["first_slot"], "consistency": None,
+                             "calls": 0, "analyses": 0, "seconds": None})
+                print(f"(c) {method} prior-balanced: acc {fmt(prior['accuracy'])}, β {prior['threshold']:.2f}",
+                      flush=True)
+            judge.close()
+        pointwise.close()
+    headline["smollm2"] = rows
+    n = len(pooled)
+    lines = ["## (c) SmolLM2-135M live: pointwise, pairwise, calibrated, PREPAIR", "",
+             f"The first {LIVE_LIMIT} pairs of each set ({n} pairs; bf16 on a shared 2-core CPU — other helpers' jobs "
+             f"ran at the same time, so seconds are indicative). Every pairwise judge is asked both orders "
+             "(`rankkit judge-report`). *acc* is one-order accuracy (LLMBar's average over the two orders, a "
+             "tie ½) with a 95% bootstrap interval over tasks; *strict*: both orders combined, a disagreement "
+             "counting as wrong. Pointwise: `Score:` expected digit per answer, the higher grade wins (equal ½). "
+             "*calibrated*: `calibrate=true` (log-odds averaged over both orders: the slot bias of each pair is "
+             "estimated from its two orders and removed). *prior-balanced*: one threshold β for the whole task "
+             "set (Liusie et al.: the median raw log-odds over all presented orders; the first slot wins when "
+             "its log-odds exceed β) — computed from the same raw judgments. PREPAIR: one analysis per answer "
+             f"(greedy-ish decoding at the judge's temperature 0.1, at most {ANALYSIS_TOKENS} tokens), then a "
+             "logprob decision that sees both analyses. *calls*: new judgments (decisions); a calibrated row's "
+             "judgments are new under its own fingerprint but reuse the raw forward passes of the row above "
+             "through the shared cache, so they cost (almost) no model time. *analyses*: PREPAIR analyses "
+             "generated.", "",
+             "| method | spec | " + " | ".join(DATASETS) + " | all: acc [95% CI] | strict | first-slot share "
+             "| order consistency | calls | analyses | seconds |",
+             "|---|---|" + "---|" * len(DATASETS) + "---|---|---|---|---|---|---|"]
+    for row in rows:
+        acc = fmt_ci(row["accuracy_metric"]) if "accuracy_metric" in row else fmt(row["accuracy"])
+        per_set = " | ".join(fmt(row["per_set"].get(d)) for d in DATASETS)
+        seconds = "–" if row["seconds"] is None else f"{row['seconds']:.0f}"
+        lines.append(f"| {row['method']} | `{row['spec']}` | {per_set} | {acc} | {fmt(row['strict'])} "
+                     f"| {fmt(row['first_slot'])} | {fmt(row['consistency'])} | {row['calls']} | {row['analyses']} "
+                     f"| {seconds} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+SECTIONS: dict[str, Callable[[int, int, dict[str, Any]], str]] = {"a": section_a, "b": section_b, "c": section_c}
 
 
 def headline_text(headline: dict[str, Any]) -> str:
@@ -214,7 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--limit", type=int, default=LIVE_LIMIT, help="section c: pairs per dataset judged live")
     args = parser.parse_args(argv)
+    globals()["LIVE_LIMIT"] = args.limit
     missing = [d for d in DATASETS if not (DATA / d / "judgments.jsonl").exists()]
     if missing:
         print(f"shared data not found under {DATA}: {', '.join(missing)}", file=sys.stderr)

@@ -74,6 +74,7 @@ class Cost:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     retries: int = 0  # requests a judge had to repeat (HTTP backends: 429, 5xx, timeouts)
+    analyses: int = 0  # PREPAIR per-answer analyses generated (their tokens are in the token counts)
 
     def add(self, other: "Cost") -> None:
         for name, value in asdict(other).items():
@@ -171,6 +172,7 @@ class MatchSource:
         self.cost.prompt_tokens += int(judgment.usage.get("prompt_tokens", 0))
         self.cost.completion_tokens += int(judgment.usage.get("completion_tokens", 0))
         self.cost.retries += int(judgment.usage.get("retries", 0))
+        self.cost.analyses += int(judgment.usage.get("analyses", 0))
         if judgment.status is ParseStatus.FAILED:
             self.cost.parse_failures += 1
 

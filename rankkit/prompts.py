@@ -56,7 +56,8 @@ PAIRWISE = "pairwise"
 KINDS = (POINTWISE, PAIRWISE)
 
 #: Named fields a template may use.
-FIELDS = ("question", "answer", "answer_1", "answer_2", "reference", "max_points", "source")
+FIELDS = ("question", "answer", "answer_1", "answer_2", "reference", "max_points", "source",
+          "analysis_1", "analysis_2")  # analyses: PREPAIR decision prompts (rankkit.judges.prepair)
 
 #: Template families ``template=`` accepts besides template names and files.
 FAMILIES = ("auto", "paper", "generic", "mt")

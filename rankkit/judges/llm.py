@@ -34,22 +34,24 @@ modes:
 / :meth:`LLMJudge.compare_many` pass each judgment on the moment it exists, so the match layer
 caches every judgment even when a batch fails half-way.
 
-**Extension points** (used by features built on this class):
+**Options on top of the modes:**
 
-* PREPAIR (per-answer analyses, then a pairwise decision): override :meth:`LLMJudge.pair_prompts`
-  to generate (and cache through ``self.cache``, set by :meth:`bind_cache`) an analysis per
-  candidate and return decision prompts that include both; everything downstream (generation,
-  parsing, retries, logprob choice) is unchanged.
-* Position-bias calibration of logprob comparisons: override
-  :meth:`LLMJudge.calibrate_pair_probability` (per comparison), or
-  :meth:`LLMJudge.compare_logprob` when a calibration needs the whole batch.
+* ``prepair=true`` — PREPAIR (:mod:`rankkit.judges.prepair`): :meth:`LLMJudge.pair_prompts`
+  returns decision prompts holding a per-answer analysis of each side, generated once per answer
+  and cached through ``self.cache`` (set by :meth:`bind_cache`); everything downstream
+  (generation, parsing, retries, logprob choice) is unchanged. Works in ``generate`` and
+  ``logprob`` mode.
+* ``calibrate=true`` — position-bias calibration of ``logprob`` comparisons
+  (:mod:`rankkit.judges.calibration`): :meth:`LLMJudge.compare_calibrated` reads each pair in
+  both orders and averages the log-odds. :meth:`LLMJudge.calibrate_pair_probability` remains a
+  per-comparison hook (identity) for other calibrations.
 * Extra fingerprint fields: extend :meth:`LLMJudge.fingerprint_fields`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 from rankkit.judges.base import (
@@ -238,10 +240,16 @@ class LLMJudge(Judge):
     max_new_tokens / temperature / seed: decoding of ``generate`` mode (temperature 0.1 as in
         the paper); ``seed`` + 1 is used for the retry.
     retries: how many times a verdict that cannot be parsed is asked again (1).
+    prepair: compare through PREPAIR — a cached per-answer analysis first, then a decision that
+        sees both analyses (:mod:`rankkit.judges.prepair`).
+    analysis_max_new_tokens: length cap of a PREPAIR analysis (default: ``max_new_tokens``).
+    calibrate: remove the slot bias of ``logprob`` comparisons by averaging log-odds over both
+        presentation orders (:mod:`rankkit.judges.calibration`).
     """
 
     def __init__(self, engine: LLMEngine, *, mode: str = "generate", template: str = "auto",
-                 max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1):
+                 max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1,
+                 prepair: bool = False, analysis_max_new_tokens: int | None = None, calibrate: bool = False):
         if mode not in MODES:
             raise SpecError(f"{engine.backend}: mode must be one of {', '.join(MODES)}, got {mode!r}")
         if max_new_tokens < 1:
@@ -250,6 +258,13 @@ class LLMJudge(Judge):
             raise SpecError(f"{engine.backend}: temperature must be >= 0, got {temperature}")
         if retries < 0:
             raise SpecError(f"{engine.backend}: retries must be >= 0, got {retries}")
+        if calibrate and mode != "logprob":
+            raise SpecError(f"{engine.backend}: calibrate=true corrects choice probabilities and needs "
+                            f"mode=logprob (mode is {mode})")
+        if prepair and mode == "loglik":
+            raise SpecError(f"{engine.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
+        if analysis_max_new_tokens is not None and analysis_max_new_tokens < 1:
+            raise SpecError(f"{engine.backend}: analysis_max_new_tokens must be >= 1, got {analysis_max_new_tokens}")
         self.engine = engine
         self.backend = engine.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
@@ -259,6 +274,19 @@ class LLMJudge(Judge):
         self.seed = seed
         self.retries = retries
         self.cache: Any = None
+        self.prepair = prepair
+        self.analysis_max_new_tokens = analysis_max_new_tokens or max_new_tokens
+        self.calibrate = calibrate
+        #: Raw choice log-probabilities by (prompt, reference, first text, second text): the
+        #: in-memory half of what calibration reuses between the two orders of a pair.
+        self._raw_choices: dict[tuple[str, str | None, str, str], dict[str, float]] = {}
+        self.analyses: Any = None
+        if prepair:
+            from rankkit.judges.prepair import AnalysisStore, analysis_fingerprint
+
+            self.analyses = AnalysisStore(
+                analysis_fingerprint(engine.identity(), self.analysis_max_new_tokens, temperature, seed),
+                self._generate_analyses)
 
     # -- identity -----------------------------------------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
@@ -271,17 +299,31 @@ class LLMJudge(Judge):
             fields.update(templates=self.templates.fingerprint(), rule=LOGPROB_RULE)
         else:
             fields.update(rule=LOGLIK_RULE)
+        if self.prepair:
+            from rankkit.judges.prepair import ANALYSIS_VERSION, templates_fingerprint
+
+            fields["prepair"] = {"templates": templates_fingerprint(), "version": ANALYSIS_VERSION,
+                                 "analysis_max_new_tokens": self.analysis_max_new_tokens,
+                                 "temperature": self.temperature, "seed": self.seed}
+        if self.calibrate:
+            from rankkit.judges.calibration import CALIBRATION_METHOD
+
+            fields["calibrate"] = CALIBRATION_METHOD
         return fields
 
     @property
     def description(self) -> str:
         identity = self.engine.identity()
         name = identity.get("name") or identity.get("model") or "?"
-        return f"{self.backend}:{name} (mode={self.mode})"
+        extra = "".join(f", {flag}" for flag in ("prepair", "calibrate") if getattr(self, flag))
+        return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
     def bind_cache(self, cache: Any) -> None:
-        """Keep the run's cache for judge-internal products (e.g. PREPAIR analyses)."""
+        """Keep the run's cache for judge-internal products (PREPAIR analyses, the raw
+        judgments a calibrated judge builds on)."""
         self.cache = cache
+        if self.analyses is not None:
+            self.analyses.cache = cache
 
     def close(self) -> None:
         self.engine.close()
@@ -297,7 +339,9 @@ class LLMJudge(Judge):
                       (candidate.text,))
 
     def pair_prompts(self, requests: Sequence[PairRequest]) -> list[Prompt]:
-        """The pairwise prompts of a batch, in order (PREPAIR overrides this)."""
+        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts)."""
+        if self.prepair:
+            return self.prepair_prompts(requests)
         prompts = []
         for task, first, second in requests:
             template = self.templates.template(task, PAIRWISE)
@@ -305,6 +349,46 @@ class LLMJudge(Judge):
             prompts.append(Prompt(user_turn(render_pairwise(template, task, first, second, max_points)),
                                   template, max_points, (first.text, second.text)))
         return prompts
+
+    # -- PREPAIR -------------------------------------------------------------------------------
+    def _generate_analyses(self, conversations: Sequence[Conversation]) -> Iterator[tuple[int, Generation]]:
+        return self.engine.generate(conversations, max_new_tokens=self.analysis_max_new_tokens,
+                                    temperature=self.temperature, seed=self.seed)
+
+    def prepair_prompts(self, requests: Sequence[PairRequest]) -> list[Prompt]:
+        """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
+        from rankkit.judges.prepair import render_decision
+
+        self.analyses.ensure([(task, c) for task, first, second in requests for c in (first, second)])
+        prompts = []
+        for task, first, second in requests:
+            first_analysis = self.analyses.text(task, first)
+            second_analysis = self.analyses.text(task, second)
+            template = self._decision_template(task)
+            max_points = prompt_max_points(task, template)
+            template, text = render_decision(task, first, second, first_analysis, second_analysis, max_points)
+            prompts.append(Prompt(user_turn(text), template, max_points,
+                                  (first.text, second.text, first_analysis, second_analysis)))
+        return prompts
+
+    @staticmethod
+    def _decision_template(task: Task) -> Template:
+        from rankkit.judges.prepair import decision_template
+
+        return decision_template(task)
+
+    def _with_analysis_charges(self, requests: Sequence[PairRequest],
+                               judgments: Iterator[tuple[int, PairJudgment]]) -> Iterator[tuple[int, PairJudgment]]:
+        """Generate the batch's missing analyses first, then charge each fresh one (tokens and an
+        ``analyses`` count in ``usage``) to the first judgment that used it."""
+        fresh = self.analyses.ensure([(task, c) for task, first, second in requests for c in (first, second)])
+        charges = self.analyses.charges(requests, fresh)
+        for index, judgment in judgments:
+            if charges[index]:
+                usage = dict(judgment.usage)
+                _add_usage(usage, charges[index])
+                judgment = replace(judgment, usage=usage)
+            yield index, judgment
 
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate,
                                    probability: float) -> float:
@@ -332,10 +416,12 @@ class LLMJudge(Judge):
         if not requests:
             return iter(())
         if self.mode == "generate":
-            return self.compare_generate(requests)
-        if self.mode == "logprob":
-            return self.compare_logprob(requests)
-        return self.compare_loglik(requests)
+            judgments = self.compare_generate(requests)
+        elif self.mode == "logprob":
+            judgments = self.compare_calibrated(requests) if self.calibrate else self.compare_logprob(requests)
+        else:
+            return self.compare_loglik(requests)
+        return self._with_analysis_charges(requests, judgments) if self.prepair else judgments
 
     # -- generate mode ------------------------------------------------------------------------
     def _generate_verdicts(self, prompts: Sequence[Prompt],
@@ -440,23 +526,106 @@ class LLMJudge(Judge):
         for index, logprobs in self._next_token_logprobs([p.conversation for p in prompts], prefixes, choices):
             task, first, second = requests[index]
             raw_probability = choice_probability(logprobs["1"], logprobs["2"])
-            extras = {"mode": "logprob", "template": prompts[index].template.name, "logprobs": logprobs}
-            if raw_probability is None:
-                middle = midpoint(task)
-                yield index, PairJudgment(first_score=middle, second_score=middle, winner=Winner.TIE,
-                                          raw=prefixes[index], status=ParseStatus.FAILED, probability=0.5,
-                                          extras={**extras, "parse_error": "no probability on either choice"})
+            probability = None if raw_probability is None else \
+                self.calibrate_pair_probability(task, first, second, raw_probability)
+            yield index, self._choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs,
+                                               probability)
+
+    @staticmethod
+    def _choice_judgment(task: Task, template: str, prefix: str, logprobs: Mapping[str, float],
+                         probability: float | None, extras: Mapping[str, Any] | None = None) -> PairJudgment:
+        """A logprob comparison from its choice log-probabilities and P(first) (None: failed)."""
+        extras = {"mode": "logprob", "template": template, "logprobs": dict(logprobs), **(extras or {})}
+        raw_probability = choice_probability(logprobs["1"], logprobs["2"])
+        if probability is None:
+            middle = midpoint(task)
+            return PairJudgment(first_score=middle, second_score=middle, winner=Winner.TIE,
+                                raw=prefix, status=ParseStatus.FAILED, probability=0.5,
+                                extras={**extras, "parse_error": "no probability on either choice"})
+        if probability != raw_probability:
+            extras["raw_probability"] = raw_probability
+        low, high = task.scale
+        first_score = low + probability * (high - low)
+        second_score = low + (1.0 - probability) * (high - low)
+        chosen = "1" if probability > 0.5 else "2" if probability < 0.5 else "1|2"
+        return PairJudgment(first_score=first_score, second_score=second_score,
+                            winner=winner_from_scores(first_score, second_score),
+                            raw=f"{prefix}{chosen}", probability=probability, extras=extras)
+
+    # -- calibrated logprob mode --------------------------------------------------------------
+    @property
+    def raw_fingerprint(self) -> str:
+        """The fingerprint of this judge without calibration: the raw judgments are its own."""
+        calibrate, self.calibrate = self.calibrate, False
+        try:
+            return self.fingerprint
+        finally:
+            self.calibrate = calibrate
+
+    @staticmethod
+    def _pair_key(task: Task, first: Candidate, second: Candidate) -> tuple[str, str | None, str, str]:
+        # The same texts as the match layer's cache key for a comparison (MatchSource._pair_parts).
+        return (task.prompt, task.reference, first.text, second.text)
+
+    def _raw_choice_logprobs(self, requests: Sequence[PairRequest]) -> dict[tuple, dict[str, float]]:
+        """Raw choice log-probabilities of every request, from memory, the run's cache (under
+        :attr:`raw_fingerprint`, as the uncalibrated judge stores them) or the engine."""
+        found: dict[tuple, dict[str, float]] = {}
+        missing: list[PairRequest] = []
+        asked: set[tuple] = set()
+        raw_fingerprint = self.raw_fingerprint if self.cache is not None else ""
+        for task, first, second in requests:
+            key = self._pair_key(task, first, second)
+            if key in found or key in asked:
                 continue
-            probability = self.calibrate_pair_probability(task, first, second, raw_probability)
-            if probability != raw_probability:
-                extras["raw_probability"] = raw_probability
-            low, high = task.scale
-            first_score = low + probability * (high - low)
-            second_score = low + (1.0 - probability) * (high - low)
-            chosen = "1" if probability > 0.5 else "2" if probability < 0.5 else "1|2"
-            yield index, PairJudgment(first_score=first_score, second_score=second_score,
-                                      winner=winner_from_scores(first_score, second_score),
-                                      raw=f"{prefixes[index]}{chosen}", probability=probability, extras=extras)
+            if key in self._raw_choices:
+                found[key] = self._raw_choices[key]
+                continue
+            stored = self.cache.get(raw_fingerprint, "pair", list(key)) if self.cache is not None else None
+            if stored is not None and "logprobs" in (stored.get("extras") or {}):
+                found[key] = self._raw_choices[key] = stored["extras"]["logprobs"]
+                continue
+            missing.append((task, first, second))
+            asked.add(key)
+        if missing:
+            prompts = self.pair_prompts(missing)
+            prefixes = [p.template.choice_prefix + " " for p in prompts]
+            for index, logprobs in self._next_token_logprobs([p.conversation for p in prompts], prefixes,
+                                                             [("1", "2")] * len(prompts)):
+                task, first, second = missing[index]
+                key = self._pair_key(task, first, second)
+                found[key] = self._raw_choices[key] = dict(logprobs)
+                if self.cache is not None:
+                    raw = self._choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs,
+                                                choice_probability(logprobs["1"], logprobs["2"]))
+                    self.cache.put(raw_fingerprint, "pair", list(key), raw.to_dict())
+        return found
+
+    def compare_calibrated(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        """Logprob comparisons with the slot bias removed by both-order log-odds averaging (see
+        :mod:`rankkit.judges.calibration`): each pair is also read in the swapped order."""
+        from rankkit.judges.calibration import (
+            CALIBRATION_METHOD,
+            both_orders_log_odds,
+            choice_log_odds,
+        )
+
+        both = list(requests) + [(task, second, first) for task, first, second in requests]
+        raw = self._raw_choice_logprobs(both)
+        for index, (task, first, second) in enumerate(requests):
+            forward = raw[self._pair_key(task, first, second)]
+            backward = raw[self._pair_key(task, second, first)]
+            used = self._decision_template(task) if self.prepair else self.templates.template(task, PAIRWISE)
+            template, prefix = used.name, used.choice_prefix + " "
+            forward_odds, backward_odds = choice_log_odds(forward), choice_log_odds(backward)
+            if forward_odds is None or backward_odds is None:
+                yield index, self._choice_judgment(task, template, prefix, forward, None,
+                                                   {"calibration": CALIBRATION_METHOD, "swapped_logprobs": backward})
+                continue
+            calibrated, bias = both_orders_log_odds(forward_odds, backward_odds)
+            extras = {"calibration": CALIBRATION_METHOD, "swapped_logprobs": dict(backward),
+                      "raw_log_odds": forward_odds, "swapped_raw_log_odds": backward_odds, "slot_bias": bias}
+            yield index, self._choice_judgment(task, template, prefix, forward, sigmoid(calibrated), extras)
 
     # -- loglik mode --------------------------------------------------------------------------
     def _answer_logliks(self, pairs: Sequence[tuple[Task, Candidate]]) -> Iterator[tuple[int, float]]:
@@ -504,7 +673,8 @@ class LLMJudge(Judge):
 
 #: Options every LLM backend accepts, with their types; backends add their own.
 LLM_OPTIONS: dict[str, type] = {"mode": str, "template": str, "max_new_tokens": int, "temperature": float,
-                                "seed": int, "retries": int}
+                                "seed": int, "retries": int, "prepair": bool, "analysis_max_new_tokens": int,
+                                "calibrate": bool}
 
 
 def split_llm_options(spec: Spec, where: str, defaults: Mapping[str, Any] | None = None

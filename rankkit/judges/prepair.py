@@ -1,0 +1,221 @@
+"""PREPAIR: pointwise reasoning inside a pairwise decision (seed 004, figure 2 and figure 7).
+
+A pairwise judge compares two answers directly and, the paper shows, lets superficial features
+(length, tone) sway it. PREPAIR first has the judge write an **analysis** of each answer on its
+own — it sees the question and that one answer, never the other — and then asks for the pairwise
+decision with both answers *and* both analyses in the prompt. ``--judge smollm2:prepair=true`` or
+``hf:MODEL,prepair=true`` or ``openai:...,prepair=true`` turn it on for any LLM judge, and every
+pairwise strategy (knockout, bt, elo, ...) then uses it unchanged.
+
+**One analysis per answer.** An analysis depends only on the analysing model, the analysis
+prompt, its decoding and the (task, answer) texts — not on the opponent — so it is generated
+once and reused in all of that answer's matches: an in-memory memo within the process (so
+``--no-cache`` does not regenerate within a run) and the run's persistent cache (kind
+``prepair-analysis``) across runs. The analysis cache key is :func:`analysis_fingerprint`, which
+names only what shapes an analysis, so judges that differ only in how they *decide* (``mode``,
+``calibrate``) share analyses.
+
+**Decoding.** Analyses are generated text (whatever the judge's mode) with the judge's
+``temperature`` and ``seed`` and at most ``analysis_max_new_tokens`` tokens (default: the
+judge's ``max_new_tokens``). The decision then runs in the judge's mode: ``generate`` parses
+``Answer 1: X/M Answer 2: Y/M`` as usual, ``logprob`` reads P(1)/P(2) after the choice prefix.
+
+**Cost.** The decision is the judgment the match layer counts (``judge_calls``); a newly
+generated analysis is charged to the first new decision that needed it, through its ``usage``
+(``analyses``, plus the analysis tokens inside ``prompt_tokens``/``completion_tokens``), which
+the match layer sums into ``Cost.analyses`` per strategy. Reused analyses cost nothing.
+
+**Templates** live in ``rankkit/templates/prepair/`` (``prepair-analysis``, ``prepair-pairwise``
+and ``-ref`` variants used when the task has a reference answer); their hashes are part of the
+judge's fingerprint.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from rankkit.prompts import (
+    TEMPLATE_DIR,
+    Template,
+    defuse,
+    parse_template,
+    task_values,
+)
+from rankkit.tasks import Candidate, Task
+
+#: Bump when what an analysis is changes (how it is generated or stored).
+ANALYSIS_VERSION = "1"
+#: Cache ``kind`` of stored analyses.
+ANALYSIS_KIND = "prepair-analysis"
+PREPAIR_TEMPLATE_DIR = TEMPLATE_DIR / "prepair"
+#: Shown in the decision prompt when the judge wrote nothing for an answer.
+EMPTY_ANALYSIS = "(no explanation was written)"
+
+
+@lru_cache(maxsize=None)
+def prepair_templates() -> dict[str, Template]:
+    """The PREPAIR templates shipped in ``rankkit/templates/prepair``, by name."""
+    templates = {}
+    for path in sorted(PREPAIR_TEMPLATE_DIR.glob("*.txt")):
+        template = parse_template(path.read_text(encoding="utf-8"), where=str(path), default_name=path.stem)
+        templates[template.name] = template
+    return templates
+
+
+def analysis_template(task: Task) -> Template:
+    """The pointwise analysis prompt for ``task`` (the ``-ref`` variant when it has a reference)."""
+    return prepair_templates()["prepair-analysis-ref" if task.reference else "prepair-analysis"]
+
+
+def decision_template(task: Task) -> Template:
+    """The pairwise decision prompt for ``task`` (the ``-ref`` variant when it has a reference)."""
+    return prepair_templates()["prepair-pairwise-ref" if task.reference else "prepair-pairwise"]
+
+
+def templates_fingerprint() -> dict[str, str]:
+    """``{template name: sha}`` of every PREPAIR template (what the judge fingerprint covers)."""
+    return {name: template.sha for name, template in prepair_templates().items()}
+
+
+_ANALYSIS_TAG = re.compile(r"<(\s*/?\s*)(analysis_1|analysis_2)(\s*)>", re.IGNORECASE)
+
+
+def defuse_all(text: str) -> str:
+    """:func:`rankkit.prompts.defuse` plus the analysis tags only the decision prompt uses, so
+    neither an answer nor an analysis can close its box."""
+    return _ANALYSIS_TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}›", defuse(text))
+
+
+def render_analysis(task: Task, candidate: Candidate) -> tuple[Template, str]:
+    """The analysis prompt for one answer: (template, text)."""
+    template = analysis_template(task)
+    values = task_values(task, 10.0)  # analysis prompts use no scale; the value is never shown
+    values["answer"] = defuse_all(candidate.text)
+    return template, template.render(values)
+
+
+def render_decision(task: Task, first: Candidate, second: Candidate, first_analysis: str,
+                    second_analysis: str, max_points: float) -> tuple[Template, str]:
+    """The decision prompt with ``first`` as answer 1, ``second`` as answer 2 and their analyses."""
+    template = decision_template(task)
+    values = task_values(task, max_points)
+    values.update(answer_1=defuse_all(first.text), answer_2=defuse_all(second.text),
+                  analysis_1=defuse_all(first_analysis.strip() or EMPTY_ANALYSIS),
+                  analysis_2=defuse_all(second_analysis.strip() or EMPTY_ANALYSIS))
+    return template, template.render(values)
+
+
+def analysis_fingerprint(model: Mapping[str, Any], max_new_tokens: int, temperature: float, seed: int) -> str:
+    """The identity of an analysis generator: model, analysis prompts, decoding, version.
+
+    It deliberately leaves out how the judge decides (mode, decision template, calibration), so
+    judges that share a model and analysis decoding share analyses.
+    """
+    import json
+
+    fields = {"model": dict(model), "analysis_templates": {n: t.sha for n, t in prepair_templates().items()
+                                                           if t.kind == "pointwise"},
+              "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
+              "version": ANALYSIS_VERSION}
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def analysis_parts(task: Task, candidate: Candidate) -> list[str | None]:
+    """The texts an analysis depends on (the cache key's content part)."""
+    return [task.prompt, task.reference, candidate.text]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One answer's analysis: the generated text and what generating it cost (empty if reused)."""
+
+    text: str
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "usage": dict(self.usage)}
+
+
+#: Generates analyses: takes conversations, yields ``(index, Generation)`` (an engine's ``generate``
+#: with decoding already bound).
+Generate = Callable[[Sequence[list[dict[str, str]]]], Iterator[tuple[int, Any]]]
+
+
+class AnalysisStore:
+    """Looks analyses up in memory, then in the run's cache, and generates the rest in one batch.
+
+    fingerprint: :func:`analysis_fingerprint` of the judge (the cache key's first part).
+    generate: how to generate replies to a batch of conversations.
+    cache: the run's :class:`~rankkit.cache.JudgmentCache` (or None / a ``NullCache``).
+
+    ``stats`` counts ``generated`` analyses, ``cache_hits`` and ``memo_hits`` (lookups answered
+    from memory; a compare batch looks each answer up twice: to charge it, then to build prompts).
+    """
+
+    def __init__(self, fingerprint: str, generate: Generate, cache: Any = None):
+        self.fingerprint = fingerprint
+        self.generate = generate
+        self.cache = cache
+        self.memo: dict[tuple[str, str | None, str], str] = {}
+        self.stats = {"generated": 0, "memo_hits": 0, "cache_hits": 0}
+
+    @staticmethod
+    def _key(task: Task, candidate: Candidate) -> tuple[str, str | None, str]:
+        return (task.prompt, task.reference, candidate.text)
+
+    def text(self, task: Task, candidate: Candidate) -> str:
+        """The analysis of an answer that :meth:`ensure` has already produced."""
+        return self.memo[self._key(task, candidate)]
+
+    def ensure(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[tuple[str, str | None, str], Analysis]:
+        """Make sure every (task, answer) has an analysis; returns the ones generated *now*
+        (with their usage), keyed like the memo — everything else was reused."""
+        missing: dict[tuple[str, str | None, str], tuple[Task, Candidate]] = {}
+        for task, candidate in answers:
+            key = self._key(task, candidate)
+            if key in missing:
+                continue
+            if key in self.memo:
+                self.stats["memo_hits"] += 1
+                continue
+            stored = self.cache.get(self.fingerprint, ANALYSIS_KIND, analysis_parts(task, candidate)) \
+                if self.cache is not None else None
+            if stored is not None:
+                self.stats["cache_hits"] += 1
+                self.memo[key] = stored["text"]
+                continue
+            missing[key] = (task, candidate)
+        if not missing:
+            return {}
+        keys = list(missing)
+        conversations = [[{"role": "user", "content": render_analysis(*missing[k])[1]}] for k in keys]
+        fresh: dict[tuple[str, str | None, str], Analysis] = {}
+        for index, generation in self.generate(conversations):
+            key = keys[index]
+            analysis = Analysis(generation.text, dict(generation.usage))
+            if self.cache is not None:
+                self.cache.put(self.fingerprint, ANALYSIS_KIND, analysis_parts(*missing[key]), analysis.to_dict())
+            self.memo[key] = analysis.text
+            self.stats["generated"] += 1
+            fresh[key] = analysis
+        return fresh
+
+    def charges(self, requests: Sequence[tuple[Task, Candidate, Candidate]],
+                fresh: Mapping[tuple[str, str | None, str], Analysis]) -> list[dict[str, int]]:
+        """Per request, the usage of the fresh analyses it is the first to use (charged once)."""
+        charged: set[tuple[str, str | None, str]] = set()
+        out = []
+        for task, first, second in requests:
+            usage: dict[str, int] = {}
+            for candidate in (first, second):
+                key = self._key(task, candidate)
+                if key in fresh and key not in charged:
+                    charged.add(key)
+                    usage["analyses"] = usage.get("analyses", 0) + 1
+                    for name, value in fresh[key].usage.items():
+                        usage[name] = usage.get(name, 0) + int(value)
+            out.append(usage)
+        return out
