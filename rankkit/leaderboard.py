@@ -61,6 +61,7 @@ from rankkit.ratings import (
     win_rates,
 )
 from rankkit.tasks import Candidate, Task
+from rankkit.runner import strict_json
 
 BUILD_METHODS = ("arena", "anchored")
 ADD_METHODS = ("binary", "anchored")
@@ -150,7 +151,7 @@ class Leaderboard:
         raise KeyError(f"system {name!r} is not on the leaderboard")
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean({
+        return strict_json({
             "method": self.method, "scale": self.scale, "anchor": self.anchor, "seed": self.seed,
             "debias": self.debias, "judge": self.judge, "data": self.data,
             "systems": [s.to_dict() for s in self.systems],
@@ -167,17 +168,6 @@ class Leaderboard:
                    scale=data.get("scale", "elo"), anchor=data.get("anchor"), seed=int(data.get("seed", 0)),
                    debias=bool(data.get("debias", False)), judge=dict(data.get("judge") or {}),
                    data=data.get("data", ""), placement=data.get("placement"))
-
-
-def _clean(value: Any) -> Any:
-    """Strict JSON: NaN and infinities become null."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
 
 
 def _judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:

@@ -173,14 +173,19 @@ def parse_template(file_text: str, *, where: str, default_name: str = "custom") 
     )
 
 
-@lru_cache(maxsize=None)
-def builtin_templates() -> dict[str, Template]:
-    """Every template shipped in ``rankkit/templates``, by name."""
+def load_template_dir(directory: Path) -> dict[str, Template]:
+    """Every ``*.txt`` template in ``directory``, by name."""
     templates = {}
-    for path in sorted(TEMPLATE_DIR.glob("*.txt")):
+    for path in sorted(directory.glob("*.txt")):
         template = parse_template(path.read_text(encoding="utf-8"), where=str(path), default_name=path.stem)
         templates[template.name] = template
     return templates
+
+
+@lru_cache(maxsize=None)
+def builtin_templates() -> dict[str, Template]:
+    """Every template shipped in ``rankkit/templates``, by name."""
+    return load_template_dir(TEMPLATE_DIR)
 
 
 def load_template(name_or_path: str) -> Template:

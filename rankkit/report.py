@@ -32,6 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from rankkit.runner import strict_json
 from rankkit.analysis import (DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Interval, correlation_table, human_scores,
                               is_knockout_like, length_bias, position_bias, strategy_names)
 
@@ -171,19 +172,8 @@ def report_data(results: Mapping[str, Any], max_tasks: int | None = None) -> dic
                                  "extras": extras, "bracket": knockout_bracket(task), "matches": matches}
         strategies.append({"name": record["name"], "knockout_like": is_knockout_like(results, record["name"]),
                            "tasks": per_task})
-    return _finite({"criterion": results.get("criterion"), "tasks": data_tasks, "judgments": dict(judgments),
+    return strict_json({"criterion": results.get("criterion"), "tasks": data_tasks, "judgments": dict(judgments),
                     "strategies": strategies})
-
-
-def _finite(value: Any) -> Any:
-    """NaN and infinities become null (JSON has neither)."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 # -------------------------------------------------------------------------------------------------

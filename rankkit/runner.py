@@ -84,7 +84,7 @@ class RunResult:
     graphs: dict[str, MatchGraph]
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean({
+        return strict_json({
             "judge": {"spec": self.judge_spec, "description": self.judge.description,
                       "fingerprint": self.judge.fingerprint, "simulated": self.judge.simulated},
             "data": self.data,
@@ -104,14 +104,14 @@ def task_record(task: Task) -> dict[str, Any]:
                            for c in task.candidates]}
 
 
-def _clean(value: Any) -> Any:
-    """Make a structure strict-JSON: NaN and infinities become null."""
+def strict_json(value: Any) -> Any:
+    """Make a structure strict JSON: NaN and infinities (which JSON lacks) become null."""
     if isinstance(value, float):
         return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: strict_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [strict_json(v) for v in value]
     return value
 
 

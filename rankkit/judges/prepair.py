@@ -41,7 +41,7 @@ from rankkit.prompts import (
     TEMPLATE_DIR,
     Template,
     defuse,
-    parse_template,
+    load_template_dir,
     task_values,
 )
 from rankkit.tasks import Candidate, Task
@@ -58,11 +58,7 @@ EMPTY_ANALYSIS = "(no explanation was written)"
 @lru_cache(maxsize=None)
 def prepair_templates() -> dict[str, Template]:
     """The PREPAIR templates shipped in ``rankkit/templates/prepair``, by name."""
-    templates = {}
-    for path in sorted(PREPAIR_TEMPLATE_DIR.glob("*.txt")):
-        template = parse_template(path.read_text(encoding="utf-8"), where=str(path), default_name=path.stem)
-        templates[template.name] = template
-    return templates
+    return load_template_dir(PREPAIR_TEMPLATE_DIR)
 
 
 def analysis_template(task: Task) -> Template:
