@@ -31,7 +31,6 @@ import math
 import statistics
 import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -51,3 +51,43 @@ class CountingJudge(Judge):
     def score(self, task: Task, candidate: Candidate) -> PointJudgment:
         self._tick()
         return self.inner.score(task, candidate)
+
+
+def rank_once(task: Task, strategy, judge: Judge, seed: int = 0):
+    """Rank one task outside a run: returns (ranking, cost, source) on a fresh graph, no cache."""
+    import random
+
+    from rankkit.cache import NullCache
+    from rankkit.matches import Cost, MatchGraph, MatchSource
+
+    cost = Cost()
+    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost, strategy.label)
+    return strategy.rank(task, source, random.Random(seed)), cost, source
+
+
+def human_order(task: Task) -> list[str]:
+    """Candidate ids, best human score first."""
+    human = task.human_scores()
+    return sorted(human, key=lambda cid: -human[cid])
+
+
+def score_order(ranking) -> list[str]:
+    """Candidate ids, best strategy score first."""
+    return sorted(ranking.scores, key=lambda cid: -ranking.scores[cid])
+
+
+class RecordingJudge(Judge):
+    """Delegates to another judge and records every comparison it is asked."""
+
+    backend = "recording"
+
+    def __init__(self, inner: Judge):
+        self.inner = inner
+        self.asked: list[tuple[str, str, str]] = []
+
+    def fingerprint_fields(self) -> dict:
+        return {"inner": self.inner.fingerprint}
+
+    def compare_many(self, requests: Sequence):
+        self.asked += [(task.task_id, a.id, b.id) for task, a, b in requests]
+        yield from self.inner.compare_many(requests)

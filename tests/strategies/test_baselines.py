@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
-from rankkit.cache import NullCache
 from rankkit.judges.sim import SimulatedJudge
-from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.strategies.individual import IndividualStrategy
 from rankkit.strategies.pairwise import PairwiseStrategy
 from tests.helpers import make_task, perfect_judge
-
-
-def rank_once(task, strategy, judge, seed=0):
-    cost = Cost()
-    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost, strategy.label)
-    return strategy.rank(task, source, random.Random(seed)), cost, source
+from tests.helpers import rank_once
 
 
 def test_individual_grades_each_candidate_once():

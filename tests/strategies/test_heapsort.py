@@ -3,45 +3,22 @@
 from __future__ import annotations
 
 import math
-from typing import Iterator, Sequence
 
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.judges.base import Judge, PairJudgment
 from rankkit.leaderboard import planted_tasks
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
+from tests.helpers import RecordingJudge, human_order
 
 PERFECT = "sim:accuracy=1,position_bias=0,noise=0"
-
-
-class RecordingJudge(Judge):
-    """Delegates to another judge and records every comparison it is asked."""
-
-    backend = "recording"
-
-    def __init__(self, inner: Judge):
-        self.inner = inner
-        self.asked: list[tuple[str, str, str]] = []
-
-    def fingerprint_fields(self) -> dict:
-        return {"inner": self.inner.fingerprint}
-
-    def compare_many(self, requests: Sequence) -> Iterator[tuple[int, PairJudgment]]:
-        self.asked += [(task.task_id, a.id, b.id) for task, a, b in requests]
-        yield from self.inner.compare_many(requests)
 
 
 def tasks(n_candidates: int, prompts: int = 3):
     """Human scores follow planted strengths exactly: c00 worst ... c(N-1) best."""
     return planted_tasks({f"s{i}": 1000.0 + 50 * i for i in range(n_candidates)}, prompts, noise=0.0)
-
-
-def human_order(task):
-    human = task.human_scores()
-    return sorted(human, key=lambda cid: -human[cid])
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 13])

@@ -10,19 +10,12 @@ import pytest
 from rankkit.cache import JudgmentCache
 from rankkit.judges.base import JudgeError
 from rankkit.judges.sim import SimulatedJudge
-from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.runner import run
-from rankkit.cache import NullCache
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from rankkit.strategies.knockout import KnockoutStrategy
 from tests.helpers import CountingJudge, make_task, perfect_judge
-
-
-def rank_once(task, strategy, judge, seed=0):
-    cost = Cost()
-    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost, strategy.label)
-    return strategy.rank(task, source, random.Random(seed)), cost, source
+from tests.helpers import rank_once
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 13])

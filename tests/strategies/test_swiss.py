@@ -7,29 +7,13 @@ from collections import Counter
 
 import pytest
 
-from rankkit.cache import NullCache
 from rankkit.judges.sim import SimulatedJudge
-from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from rankkit.strategies.swiss import SwissStrategy, swiss_pairing
 from tests.helpers import make_task, perfect_judge
-
-
-def rank_once(task, strategy, judge, seed=0):
-    cost = Cost()
-    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost, strategy.label)
-    return strategy.rank(task, source, random.Random(seed)), cost, source
-
-
-def human_order(task):
-    human = task.human_scores()
-    return sorted(human, key=lambda cid: -human[cid])
-
-
-def score_order(ranking):
-    return sorted(ranking.scores, key=lambda cid: -ranking.scores[cid])
+from tests.helpers import human_order, rank_once, score_order
 
 
 def distinct_scores_task(seed, n=8):
