@@ -91,3 +91,13 @@ class RecordingJudge(Judge):
     def compare_many(self, requests: Sequence):
         self.asked += [(task.task_id, a.id, b.id) for task, a, b in requests]
         yield from self.inner.compare_many(requests)
+
+
+def grades_received(task: Task, matches) -> dict[str, list[float]]:
+    """Every grade each candidate got in the given matches, in match order (computed here, in
+    the test, independently of the strategy's own bookkeeping)."""
+    grades: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
+    for match in matches:
+        grades[match.first].append(match.judgment.first_score)
+        grades[match.second].append(match.judgment.second_score)
+    return grades

@@ -115,10 +115,9 @@ class _NoEngine:
         return {}
 
 
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("tiny-llama")
-    # One thread: tiny matmuls gain nothing from two, and lose a lot if OpenMP spins on a busy box.
+def build_tiny_model_single_threaded(directory: Path) -> Path:
+    """:func:`build_tiny_model` on one thread: tiny matmuls gain nothing from two, and lose a lot
+    if OpenMP spins on a busy box."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -126,6 +125,11 @@ def tiny_dir(tmp_path_factory) -> Path:
     finally:
         torch.set_num_threads(threads)
     return directory
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory) -> Path:
+    return build_tiny_model_single_threaded(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="module")

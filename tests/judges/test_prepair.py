@@ -149,18 +149,11 @@ def test_reference_tasks_use_the_ref_templates_and_answers_cannot_close_the_anal
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tests.judges.test_hf import build_tiny_model
+    from tests.judges.test_hf import build_tiny_model_single_threaded
 
-    directory = tmp_path_factory.mktemp("tiny-llama-prepair")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        build_tiny_model(directory)
-    finally:
-        torch.set_num_threads(threads)
-    return directory
+    return build_tiny_model_single_threaded(tmp_path_factory.mktemp("tiny-llama-prepair"))
 
 
 @pytest.mark.parametrize("mode", ["generate", "logprob"])

@@ -14,8 +14,13 @@ from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from rankkit.strategies.knockout import KnockoutStrategy
-from tests.helpers import CountingJudge, make_task, perfect_judge
-from tests.helpers import rank_once
+from tests.helpers import (
+    CountingJudge,
+    grades_received,
+    make_task,
+    perfect_judge,
+    rank_once,
+)
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 13])
@@ -45,11 +50,7 @@ def test_perfect_judge_crowns_the_human_best():
 def test_final_score_is_the_mean_of_received_grades():
     task = make_task([float(i) for i in range(6)])
     ranking, _, source = rank_once(task, KnockoutStrategy(), SimulatedJudge(accuracy=0.8, noise=0.3))
-    grades = {cid: [] for cid in task.candidate_ids}
-    for match in source.matches:
-        grades[match.first].append(match.judgment.first_score)
-        grades[match.second].append(match.judgment.second_score)
-    for cid, values in grades.items():
+    for cid, values in grades_received(task, source.matches).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
         assert ranking.extras[cid]["grades"] == pytest.approx(values)
 

@@ -12,8 +12,14 @@ from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from rankkit.strategies.swiss import SwissStrategy, swiss_pairing
-from tests.helpers import make_task, perfect_judge
-from tests.helpers import human_order, rank_once, score_order
+from tests.helpers import (
+    grades_received,
+    human_order,
+    make_task,
+    perfect_judge,
+    rank_once,
+    score_order,
+)
 
 
 def distinct_scores_task(seed, n=8):
@@ -122,11 +128,7 @@ def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
     ranking, _, source = rank_once(task, SwissStrategy(budget=2.0, aggregate="grades"),
                                    SimulatedJudge(accuracy=0.8, noise=0.3, seed=5))
-    grades = {cid: [] for cid in task.candidate_ids}
-    for match in source.matches:
-        grades[match.first].append(match.judgment.first_score)
-        grades[match.second].append(match.judgment.second_score)
-    for cid, values in grades.items():
+    for cid, values in grades_received(task, source.matches).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
 
 
