@@ -33,8 +33,18 @@ CREATE TABLE IF NOT EXISTS judgments (
 """
 
 
-def content_hash(parts: Sequence[str | None]) -> str:
-    """SHA-256 of a sequence of texts (None kept distinct from the empty string)."""
+# First writer wins: what is cached is what was used, even when two processes race for one key.
+# The one exception is a failed judgment (a parse failure, an empty completion during a server
+# fault), which a later successful answer to the same request replaces.
+_PUT = """
+INSERT INTO judgments (key, fingerprint, kind, payload, created) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT(key) DO UPDATE SET payload = excluded.payload, created = excluded.created
+WHERE json_extract(judgments.payload, '$.status') = 'failed'
+"""
+
+
+def content_hash(parts: Sequence[Any]) -> str:
+    """SHA-256 of a sequence of JSON values (None kept distinct from the empty string)."""
     return hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -82,10 +92,7 @@ class JudgmentCache:
         key = judgment_key(fingerprint, kind, parts)
         data = json.dumps(payload, ensure_ascii=False)
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO judgments (key, fingerprint, kind, payload, created) VALUES (?, ?, ?, ?, ?)",
-                (key, fingerprint, kind, data, time.time()),
-            )
+            self._db.execute(_PUT, (key, fingerprint, kind, data, time.time()))
 
     def __bool__(self) -> bool:  # an empty cache is still a cache (`cache or default` must keep it)
         return True

@@ -160,12 +160,12 @@ class MatchSource:
         self._used_points: set[str] = set()
 
     # -- cache keys ---------------------------------------------------------------------------
-    def _pair_parts(self, first: str, second: str) -> list[str | None]:
+    def _pair_parts(self, first: str, second: str) -> list:
         task = self.task
-        return [task.prompt, task.reference, task.candidate(first).text, task.candidate(second).text]
+        return self.judge.request_key(task, task.candidate(first), task.candidate(second))
 
-    def _point_parts(self, candidate: str) -> list[str | None]:
-        return [self.task.prompt, self.task.reference, self.task.candidate(candidate).text]
+    def _point_parts(self, candidate: str) -> list:
+        return self.judge.request_key(self.task, self.task.candidate(candidate))
 
     def _charge(self, judgment: PairJudgment | PointJudgment) -> None:
         self.cost.judge_calls += 1

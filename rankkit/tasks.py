@@ -23,6 +23,7 @@ import csv
 import json
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -69,21 +70,44 @@ class Task:
     criterion: str | None = None
     scale: tuple[float, float] = (0.0, 10.0)
 
+    @cached_property
+    def _by_id(self) -> dict[str, Candidate]:
+        # Built once per task: strategies look candidates up several times per comparison, and
+        # a linear scan made every comparison O(N) at N in the thousands.
+        return {cand.id: cand for cand in self.candidates}
+
     def candidate(self, candidate_id: str) -> Candidate:
-        for cand in self.candidates:
-            if cand.id == candidate_id:
-                return cand
-        raise KeyError(f"task {self.task_id!r} has no candidate {candidate_id!r}")
+        try:
+            return self._by_id[candidate_id]
+        except KeyError:
+            raise KeyError(f"task {self.task_id!r} has no candidate {candidate_id!r}") from None
 
     @property
     def candidate_ids(self) -> list[str]:
         return [c.id for c in self.candidates]
 
-    def human_scores(self) -> dict[str, float]:
-        """The ground-truth score of every candidate (empty when the task has no criterion)."""
+    @cached_property
+    def _human(self) -> dict[str, float]:
         if self.criterion is None:
             return {}
         return {c.id: float(c.human[self.criterion]) for c in self.candidates}
+
+    def human_scores(self) -> dict[str, float]:
+        """The ground-truth score of every candidate (empty when the task has no criterion)."""
+        return dict(self._human)
+
+    def human_score(self, candidate_id: str) -> float:
+        """One candidate's ground-truth score, without copying the whole mapping."""
+        return self._human[candidate_id]
+
+    @cached_property
+    def human_spread(self) -> float:
+        """Standard deviation of the human scores, falling back to a quarter of the scale."""
+        values = list(self._human.values())
+        # Plain float arithmetic: statistics.pstdev is exact (Fractions) and slow.
+        mean = sum(values) / len(values) if values else 0.0
+        spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if len(values) > 1 else 0.0
+        return spread if spread > 0 else (self.scale[1] - self.scale[0]) / 4 or 1.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,11 +282,7 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
 
 def score_spread(task: Task) -> float:
     """Standard deviation of the task's human scores, falling back to a quarter of its scale."""
-    values = list(task.human_scores().values())
-    # Plain float arithmetic: statistics.pstdev is exact (Fractions) and slow on the sim judge's hot path.
-    mean = sum(values) / len(values) if values else 0.0
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if len(values) > 1 else 0.0
-    return spread if spread > 0 else (task.scale[1] - task.scale[0]) / 4 or 1.0
+    return task.human_spread
 
 
 def iter_candidates(tasks: Iterable[Task]) -> Iterable[tuple[Task, Candidate]]:

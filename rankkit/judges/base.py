@@ -104,6 +104,13 @@ class PairJudgment:
                    usage=data.get("usage") or {}, extras=data.get("extras") or {})
 
 
+def content_key(task: Task, *candidates: Candidate) -> list[Any]:
+    """What a prompt-reading judge sees of a request: prompt, reference, scale, metadata (in a
+    stable text form) and the candidates' texts in the order shown. See :meth:`Judge.request_key`."""
+    meta = json.dumps(task.meta, sort_keys=True, ensure_ascii=False, default=str)
+    return [task.prompt, task.reference, list(task.scale), meta, *(candidate.text for candidate in candidates)]
+
+
 PointRequest = tuple[Task, Candidate]
 PairRequest = tuple[Task, Candidate, Candidate]
 
@@ -139,6 +146,19 @@ class Judge:
     def description(self) -> str:
         """A short human-readable name for tables and reports."""
         return self.backend
+
+    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        """Everything besides the fingerprint that this judge's answer to a request depends on.
+
+        It is the cache key of the request, so it must be complete: two requests with equal keys
+        must be interchangeable, or the cache would change results. The default covers a judge that
+        reads what is rendered into its prompt: the task's prompt, reference, grading scale and
+        metadata (templates look at ``meta.language``, ``meta.domain``, ``meta.max_points``...)
+        and the candidates' texts in the order shown. Candidate ids are not part of it: the same
+        texts under other ids are the same question to such a judge. Judges that look at anything
+        else (the simulator reads ids and human scores) extend it.
+        """
+        return content_key(task, *candidates)
 
     # -- single judgments ---------------------------------------------------------------------
     def score(self, task: Task, candidate: Candidate) -> PointJudgment:

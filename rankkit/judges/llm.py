@@ -50,6 +50,8 @@ caches every judgment even when a batch fails half-way.
 
 from __future__ import annotations
 
+import json
+
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
@@ -562,10 +564,9 @@ class LLMJudge(Judge):
         finally:
             self.calibrate = calibrate
 
-    @staticmethod
-    def _pair_key(task: Task, first: Candidate, second: Candidate) -> tuple[str, str | None, str, str]:
-        # The same texts as the match layer's cache key for a comparison (MatchSource._pair_parts).
-        return (task.prompt, task.reference, first.text, second.text)
+    def _pair_key(self, task: Task, first: Candidate, second: Candidate) -> str:
+        # The match layer's cache key for a comparison (Judge.request_key), as one hashable value.
+        return json.dumps(self.request_key(task, first, second), ensure_ascii=False)
 
     def _raw_choice_logprobs(self, requests: Sequence[PairRequest]) -> dict[tuple, dict[str, float]]:
         """Raw choice log-probabilities of every request, from memory, the run's cache (under
@@ -581,7 +582,7 @@ class LLMJudge(Judge):
             if key in self._raw_choices:
                 found[key] = self._raw_choices[key]
                 continue
-            stored = self.cache.get(raw_fingerprint, "pair", list(key)) if self.cache is not None else None
+            stored = self.cache.get(raw_fingerprint, "pair", json.loads(key)) if self.cache is not None else None
             if stored is not None and "logprobs" in (stored.get("extras") or {}):
                 found[key] = self._raw_choices[key] = stored["extras"]["logprobs"]
                 continue
@@ -598,7 +599,7 @@ class LLMJudge(Judge):
                 if self.cache is not None:
                     raw = self._choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs,
                                                 choice_probability(logprobs["1"], logprobs["2"]))
-                    self.cache.put(raw_fingerprint, "pair", list(key), raw.to_dict())
+                    self.cache.put(raw_fingerprint, "pair", json.loads(key), raw.to_dict())
         return found
 
     def compare_calibrated(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:

@@ -185,10 +185,10 @@ class PanelJudge(Judge):
 
     # -- member votes -------------------------------------------------------------------------
     @staticmethod
-    def _parts(task: Task, first: Candidate, second: Candidate) -> list[str | None]:
-        # The same texts the match layer keys a comparison by, so member votes are shared with
-        # single-judge runs of the member.
-        return [task.prompt, task.reference, first.text, second.text]
+    def _parts(member: Judge, task: Task, first: Candidate, second: Candidate) -> list:
+        # The member's own request key, as the match layer uses it, so member votes are shared
+        # with single-judge runs of the member.
+        return member.request_key(task, first, second)
 
     def member_judgments(self, requests: Sequence[PairRequest]) -> tuple[list[list[MemberPair]], list[list[PairJudgment]]]:
         """Every member's judgments of every request in both orders, from memory, cache or the member.
@@ -204,7 +204,7 @@ class PanelJudge(Judge):
             wanted: dict[tuple[str, str], tuple[list[str | None], PairRequest]] = {}
             for task, first, second in requests:
                 for x, y in ((first, second), (second, first)):
-                    parts = self._parts(task, x, y)
+                    parts = self._parts(member, task, x, y)
                     key = (fingerprint, content_hash(parts))
                     if key in self._memo or key in wanted:
                         continue
@@ -226,7 +226,7 @@ class PanelJudge(Judge):
             for member in self.members:
                 both = []
                 for x, y in ((first, second), (second, first)):
-                    key = (member.fingerprint, content_hash(self._parts(task, x, y)))
+                    key = (member.fingerprint, content_hash(self._parts(member, task, x, y)))
                     both.append(self._memo[key])
                     if key in fresh_keys:  # charge a new judgment to the first request that needed it
                         fresh_keys.discard(key)

@@ -44,6 +44,7 @@ from rankkit.prompts import (
     load_template_dir,
     task_values,
 )
+from rankkit.judges.base import content_key
 from rankkit.tasks import Candidate, Task
 
 #: Bump when what an analysis is changes (how it is generated or stored).
@@ -120,8 +121,9 @@ def analysis_fingerprint(model: Mapping[str, Any], max_new_tokens: int, temperat
 
 
 def analysis_parts(task: Task, candidate: Candidate) -> list[str | None]:
-    """The texts an analysis depends on (the cache key's content part)."""
-    return [task.prompt, task.reference, candidate.text]
+    """What an analysis depends on (the cache key's content part): the judge's view of the task
+    and the one answer."""
+    return content_key(task, candidate)
 
 
 @dataclass(frozen=True)

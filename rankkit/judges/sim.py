@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from rankkit.judges.base import Judge, PairJudgment, PointJudgment, Winner
 from rankkit.specs import Spec, SpecError, build_dataclass
-from rankkit.tasks import Candidate, Task, score_spread
+from rankkit.tasks import Candidate, Task
 
 #: preset name -> (share judged right, share of first slot chosen), measured on LLMBar Natural.
 PRESET_RATES: dict[str, tuple[float, float]] = {
@@ -93,29 +93,34 @@ class SimulatedJudge(Judge):
         name = f"preset={self.preset}" if self.preset else f"accuracy={self.accuracy:g},position_bias={self.position_bias:g}"
         return f"sim:{name} (simulated)"
 
+    def request_key(self, task: Task, *candidates: Candidate) -> list:
+        """The simulator's verdict depends on the task id, the candidates' ids (its random draws
+        are seeded by them), their human scores and the task's human-score spread, not only on
+        the texts: all of that is in the key, so candidates with identical texts never share a
+        cached verdict that was drawn for another one."""
+        return [*super().request_key(task, *candidates), task.task_id,
+                *(candidate.id for candidate in candidates),
+                *(task.human_score(candidate.id) for candidate in candidates), task.human_spread]
+
     def _rng(self, *parts: str) -> random.Random:
         # str seeds are hashed with SHA-512 by `random`, so this is stable across runs and machines.
         return random.Random("|".join([str(self.seed), *parts]))
 
     def _noisy(self, task: Task, value: float, rng: random.Random) -> float:
         low, high = task.scale
-        noisy = value + rng.gauss(0.0, self.noise * score_spread(task))
+        noisy = value + rng.gauss(0.0, self.noise * task.human_spread)
         return min(high, max(low, noisy))
 
     def score(self, task: Task, candidate: Candidate) -> PointJudgment:
-        truth = task.human_scores()
-        if not truth:
-            raise SpecError("the sim judge needs human scores in the data (its latent truth)")
+        _require_truth(task)
         rng = self._rng(task.task_id, candidate.id, "point")
-        value = self._noisy(task, truth[candidate.id], rng)
+        value = self._noisy(task, task.human_score(candidate.id), rng)
         return PointJudgment(score=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
-        truth = task.human_scores()
-        if not truth:
-            raise SpecError("the sim judge needs human scores in the data (its latent truth)")
+        _require_truth(task)
         rng = self._rng(task.task_id, first.id, second.id, "pair")
-        h1, h2 = truth[first.id], truth[second.id]
+        h1, h2 = task.human_score(first.id), task.human_score(second.id)
         if rng.random() < self.position_bias:
             first_wins = True
         elif h1 == h2:
@@ -132,6 +137,11 @@ class SimulatedJudge(Judge):
         winner = Winner.FIRST if first_wins else Winner.SECOND
         return PairJudgment(first_score=s1, second_score=s2, winner=winner,
                             raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
+
+
+def _require_truth(task: Task) -> None:
+    if task.criterion is None:
+        raise SpecError("the sim judge needs human scores in the data (its latent truth)")
 
 
 def from_spec(spec: Spec) -> SimulatedJudge:
