@@ -1,13 +1,22 @@
 """A persistent judgment cache in SQLite, so no judgment is ever paid for twice.
 
-A judgment is stored under a key made of the judge's fingerprint, the kind of judgment and a
-SHA-256 of the texts the judge saw: (prompt, reference, first text, second text) for a comparison,
-(prompt, reference, text) for a grade. Candidate ids are deliberately not part of the key: the same
-texts under other ids are the same question to the judge.
+A judgment is stored under a key made of the judge's fingerprint, the kind of judgment and the
+judge's :meth:`~rankkit.judges.base.Judge.request_key` of the request: everything the answer
+depends on (for a prompt-reading judge the task's prompt, reference, scale, metadata and the texts
+shown; the simulator adds ids and human scores). Equal keys must mean interchangeable answers,
+otherwise the cache would change results.
 
-Each judgment is committed the moment it arrives, and the database runs in WAL mode with a busy
-timeout, so a run killed half-way keeps everything it was told and two processes may share one
-file. ``NullCache`` is the ``--no-cache`` stand-in with the same interface.
+**First writer wins.** A key is written once: what is cached is what was used, even when two
+processes race. The exception is a failed judgment (a parse failure, an empty completion during a
+server fault): it is kept for the record, never served from the cache (the match layer asks
+again), and a later successful answer replaces it.
+
+**Writes are buffered** and committed in one transaction per :meth:`JudgmentCache.flush`, which
+the engine calls after every judge batch and at least every ``flush_seconds``; reads see buffered
+writes. So a run killed half-way keeps everything up to its last batch, and committing costs one
+transaction per batch rather than one per row. The database runs in WAL mode with a busy timeout,
+so two processes may share one file. ``NullCache`` is the ``--no-cache`` stand-in with the same
+interface.
 """
 
 from __future__ import annotations
@@ -36,6 +45,8 @@ CREATE TABLE IF NOT EXISTS judgments (
 # First writer wins: what is cached is what was used, even when two processes race for one key.
 # The one exception is a failed judgment (a parse failure, an empty completion during a server
 # fault), which a later successful answer to the same request replaces.
+_SQL_CHUNK = 500  # keys per SELECT ... IN (...): well under SQLite's variable limit
+
 _PUT = """
 INSERT INTO judgments (key, fingerprint, kind, payload, created) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT(key) DO UPDATE SET payload = excluded.payload, created = excluded.created
@@ -48,8 +59,15 @@ def content_hash(parts: Sequence[Any]) -> str:
     return hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def judgment_key(fingerprint: str, kind: str, parts: Sequence[str | None]) -> str:
-    return hashlib.sha256(f"{fingerprint}\x00{kind}\x00{content_hash(parts)}".encode("utf-8")).hexdigest()
+def judgment_key(fingerprint: str, kind: str, parts: Sequence[Any]) -> str:
+    """The row key of a judgment: one SHA-256 over fingerprint, kind and request key."""
+    text = json.dumps([fingerprint, kind, list(parts)], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def is_failed(payload: dict[str, Any] | None) -> bool:
+    """A stored judgment the judge could not produce cleanly: kept, but never served."""
+    return payload is not None and payload.get("status") == "failed"
 
 
 class JudgmentCache:
@@ -59,8 +77,12 @@ class JudgmentCache:
     the match layer uses ``"pair"`` and ``"point"``.
     """
 
-    def __init__(self, path: str | Path = DEFAULT_CACHE_PATH):
+    def __init__(self, path: str | Path = DEFAULT_CACHE_PATH, flush_rows: int = 256, flush_seconds: float = 1.0):
         self.path = Path(path)
+        self.flush_rows = flush_rows
+        self.flush_seconds = flush_seconds
+        self._pending: dict[str, tuple[str, str, str, str, float]] = {}
+        self._flushed = time.monotonic()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
@@ -81,29 +103,74 @@ class JudgmentCache:
                     raise
                 time.sleep(0.05)
 
-    def get(self, fingerprint: str, kind: str, parts: Sequence[str | None]) -> dict[str, Any] | None:
-        key = judgment_key(fingerprint, kind, parts)
-        with self._lock:
-            row = self._db.execute("SELECT payload FROM judgments WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+    def get(self, fingerprint: str, kind: str, parts: Sequence[Any]) -> dict[str, Any] | None:
+        """The stored payload of one request, or None."""
+        return self.get_keys([judgment_key(fingerprint, kind, parts)])[0]
 
-    def put(self, fingerprint: str, kind: str, parts: Sequence[str | None], payload: dict[str, Any]) -> None:
-        """Store and commit at once (autocommit mode): a crash right after loses nothing."""
-        key = judgment_key(fingerprint, kind, parts)
+    def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
+        """Stored payloads by row key (see :func:`judgment_key`), buffered writes included."""
+        found: dict[str, str] = {}
+        with self._lock:
+            wanted = []
+            for key in keys:
+                if key in self._pending:
+                    found[key] = self._pending[key][3]
+                else:
+                    wanted.append(key)
+            for start in range(0, len(wanted), _SQL_CHUNK):
+                chunk = wanted[start:start + _SQL_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                found.update(self._db.execute(
+                    f"SELECT key, payload FROM judgments WHERE key IN ({marks})", chunk).fetchall())
+        return [None if key not in found else json.loads(found[key]) for key in keys]
+
+    def put(self, fingerprint: str, kind: str, parts: Sequence[Any], payload: dict[str, Any]) -> None:
+        """Store one judgment (buffered; committed by the next :meth:`flush`)."""
+        self.put_key(judgment_key(fingerprint, kind, parts), fingerprint, kind, payload)
+
+    def put_key(self, key: str, fingerprint: str, kind: str, payload: dict[str, Any]) -> None:
         data = json.dumps(payload, ensure_ascii=False)
         with self._lock:
-            self._db.execute(_PUT, (key, fingerprint, kind, data, time.time()))
+            earlier = self._pending.get(key)
+            if earlier is None or is_failed(json.loads(earlier[3])):  # first writer wins here too
+                self._pending[key] = (key, fingerprint, kind, data, time.time())
+            due = len(self._pending) >= self.flush_rows or time.monotonic() - self._flushed >= self.flush_seconds
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Commit every buffered judgment in one transaction."""
+        with self._lock:
+            if self._pending:
+                rows = list(self._pending.values())
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany(_PUT, rows)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._pending.clear()
+            self._flushed = time.monotonic()
 
     def __bool__(self) -> bool:  # an empty cache is still a cache (`cache or default` must keep it)
         return True
 
     def __len__(self) -> int:
+        self.flush()
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        """Commit what is buffered and close the file (idempotent)."""
+        if self._db is None:
+            return
+        try:
+            self.flush()
+        finally:
+            with self._lock:
+                self._db.close()
+                self._db = None
 
     def __enter__(self) -> "JudgmentCache":
         return self
@@ -117,10 +184,19 @@ class NullCache:
 
     path = None
 
-    def get(self, fingerprint: str, kind: str, parts: Sequence[str | None]) -> dict[str, Any] | None:
+    def get(self, fingerprint: str, kind: str, parts: Sequence[Any]) -> dict[str, Any] | None:
         return None
 
-    def put(self, fingerprint: str, kind: str, parts: Sequence[str | None], payload: dict[str, Any]) -> None:
+    def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
+        return [None] * len(keys)
+
+    def put(self, fingerprint: str, kind: str, parts: Sequence[Any], payload: dict[str, Any]) -> None:
+        return None
+
+    def put_key(self, key: str, fingerprint: str, kind: str, payload: dict[str, Any]) -> None:
+        return None
+
+    def flush(self) -> None:
         return None
 
     def __len__(self) -> int:

@@ -6,9 +6,9 @@ edge ``first -> second`` keyed by judge fingerprint, carrying the judgment (both
 raw output), the strategy that paid for it, its round, and every strategy that used it since.
 All strategies of a run share one graph per task, so a comparison is paid for once per run.
 
-**MatchSource.** What a strategy calls. For every comparison or grade it looks in the graph, then
-in the persistent cache, and only then asks the judge — in one batch for everything missing, so
-batching and concurrent judges stay busy. Each judgment is written to the cache as it arrives.
+**MatchSource.** What a strategy calls. For every comparison or grade it looks in the graph, and
+hands everything missing, in one batch, to the run's :class:`~rankkit.engine.JudgmentEngine`
+(cache, then judge; see :mod:`rankkit.engine`), so batching and concurrent judges stay busy.
 It counts what the strategy used (``comparisons``, ``scores``) and what was new (``judge_calls``)
 in a :class:`Cost`.
 """
@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 
 import networkx as nx
 
+from rankkit.engine import JudgmentEngine, Origin
 from rankkit.judges.base import Judge, PairJudgment, ParseStatus, PointJudgment, Winner
 from rankkit.tasks import Task
 
@@ -144,30 +145,37 @@ def make_duel(a: str, b: str, matches: Sequence[Match]) -> Duel:
 
 
 class MatchSource:
-    """Graph -> cache -> judge lookup of judgments for one task and one strategy."""
+    """Graph -> cache -> judge lookup of judgments for one task and one strategy.
+
+    task / graph: the task and its shared match graph.
+    judge / cache: the run's judge and cache (a :class:`~rankkit.cache.JudgmentCache`, a
+        ``NullCache``, or the run's :class:`~rankkit.engine.JudgmentStore`).
+    cost: where what the strategy used and paid is counted.
+    strategy: the label recorded on the graph's edges.
+    engine: the run's :class:`~rankkit.engine.JudgmentEngine` (the runner passes one shared by all
+        tasks, so concurrent tasks meet in one dispatcher); by default one is made for this source.
+    """
 
     def __init__(self, task: Task, graph: MatchGraph, judge: Judge, cache: Any, cost: Cost,
-                 strategy: str | None = None):
+                 strategy: str | None = None, engine: JudgmentEngine | None = None):
         self.task = task
         self.graph = graph
         self.judge = judge
-        self.cache = cache
+        self.engine = engine if engine is not None else JudgmentEngine(judge, cache)
         self.cost = cost
         self.strategy = strategy
-        self.fingerprint = judge.fingerprint
+        self.fingerprint = self.engine.fingerprint
         self.matches: list[Match] = []
         self._used_pairs: set[tuple[str, str]] = set()
         self._used_points: set[str] = set()
 
-    # -- cache keys ---------------------------------------------------------------------------
-    def _pair_parts(self, first: str, second: str) -> list:
-        task = self.task
-        return self.judge.request_key(task, task.candidate(first), task.candidate(second))
-
-    def _point_parts(self, candidate: str) -> list:
-        return self.judge.request_key(self.task, self.task.candidate(candidate))
-
-    def _charge(self, judgment: PairJudgment | PointJudgment) -> None:
+    def _charge(self, judgment: PairJudgment | PointJudgment, origin: Origin) -> None:
+        if origin is Origin.CACHE:
+            self.cost.cache_hits += 1
+            return
+        if origin is Origin.SHARED:  # another task or strategy was paying for it at that moment
+            self.cost.cache_hits += 1
+            return
         self.cost.judge_calls += 1
         self.cost.prompt_tokens += int(judgment.usage.get("prompt_tokens", 0))
         self.cost.completion_tokens += int(judgment.usage.get("completion_tokens", 0))
@@ -176,6 +184,36 @@ class MatchSource:
         if judgment.status is ParseStatus.FAILED:
             self.cost.parse_failures += 1
 
+    def _resolve(self, kind: str, wanted: Sequence[Any], round: int | None) -> dict[Any, Any]:
+        """The judgment of every distinct item of ``wanted`` (a pair or a candidate id): from the
+        graph if it holds one, else through the engine (cache, then judge), added to the graph."""
+        task, graph, fingerprint = self.task, self.graph, self.fingerprint
+        results: dict[Any, Any] = {}
+        missing: list[Any] = []
+        for item in wanted:
+            if item in results:
+                continue
+            judgment = graph.find_pair(fingerprint, *item) if kind == "pair" else graph.find_point(fingerprint, item)
+            if judgment is not None:
+                self.cost.graph_hits += 1
+                results[item] = judgment
+            else:
+                results[item] = None  # placeholder: keeps de-duplication O(1)
+                missing.append(item)
+        if missing:
+            if kind == "pair":
+                requests = [(task, task.candidate(a), task.candidate(b)) for a, b in missing]
+            else:
+                requests = [(task, task.candidate(c)) for c in missing]
+            for item, (judgment, origin) in zip(missing, self.engine.judgments(kind, requests)):
+                if kind == "pair":
+                    graph.add_pair(fingerprint, item[0], item[1], judgment, self.strategy, round)
+                else:
+                    graph.add_point(fingerprint, item, judgment)
+                self._charge(judgment, origin)
+                results[item] = judgment
+        return results
+
     # -- comparisons --------------------------------------------------------------------------
     def known(self, first: str, second: str) -> PairJudgment | None:
         """The judgment of (first, second) if the graph already holds it; never calls the judge."""
@@ -183,43 +221,18 @@ class MatchSource:
 
     def compare_many(self, pairs: Sequence[tuple[str, str]], round: int | None = None) -> list[PairJudgment]:
         """Judge each (first, second) pair, reusing the graph and the cache; returns in order."""
-        results: dict[tuple[str, str], PairJudgment] = {}
-        missing: list[tuple[str, str]] = []
         for first, second in pairs:
             if first == second:
                 raise ValueError(f"cannot compare candidate {first!r} with itself")
-            if (first, second) in results or (first, second) in missing:
-                continue
-            judgment = self.graph.find_pair(self.fingerprint, first, second)
-            if judgment is not None:
-                self.cost.graph_hits += 1
-                results[(first, second)] = judgment
-                continue
-            stored = self.cache.get(self.fingerprint, "pair", self._pair_parts(first, second))
-            if stored is not None:
-                judgment = PairJudgment.from_dict(stored)
-                self.cost.cache_hits += 1
-                self.graph.add_pair(self.fingerprint, first, second, judgment, self.strategy, round)
-                results[(first, second)] = judgment
-                continue
-            missing.append((first, second))
-        if missing:
-            task = self.task
-            requests = [(task, task.candidate(a), task.candidate(b)) for a, b in missing]
-            for index, judgment in self.judge.compare_many(requests):
-                first, second = missing[index]
-                self.cache.put(self.fingerprint, "pair", self._pair_parts(first, second), judgment.to_dict())
-                self.graph.add_pair(self.fingerprint, first, second, judgment, self.strategy, round)
-                self._charge(judgment)
-                results[(first, second)] = judgment
+        results = self._resolve("pair", pairs, round)
         out = []
-        for first, second in pairs:
-            judgment = results[(first, second)]
-            if (first, second) not in self._used_pairs:
-                self._used_pairs.add((first, second))
+        for pair in pairs:
+            judgment = results[pair]
+            if pair not in self._used_pairs:
+                self._used_pairs.add(pair)
                 self.cost.comparisons += 1
-                self.graph.mark_used(self.fingerprint, first, second, self.strategy, round)
-                self.matches.append(Match(first, second, judgment, round))
+                self.graph.mark_used(self.fingerprint, pair[0], pair[1], self.strategy, round)
+                self.matches.append(Match(pair[0], pair[1], judgment, round))
             out.append(judgment)
         return out
 
@@ -245,32 +258,7 @@ class MatchSource:
     # -- grades -------------------------------------------------------------------------------
     def score_many(self, candidates: Sequence[str]) -> list[PointJudgment]:
         """Grade each candidate, reusing the graph and the cache; returns in order."""
-        results: dict[str, PointJudgment] = {}
-        missing: list[str] = []
-        for cand in candidates:
-            if cand in results or cand in missing:
-                continue
-            judgment = self.graph.find_point(self.fingerprint, cand)
-            if judgment is not None:
-                self.cost.graph_hits += 1
-                results[cand] = judgment
-                continue
-            stored = self.cache.get(self.fingerprint, "point", self._point_parts(cand))
-            if stored is not None:
-                judgment = PointJudgment.from_dict(stored)
-                self.cost.cache_hits += 1
-                self.graph.add_point(self.fingerprint, cand, judgment)
-                results[cand] = judgment
-                continue
-            missing.append(cand)
-        if missing:
-            requests = [(self.task, self.task.candidate(c)) for c in missing]
-            for index, judgment in self.judge.score_many(requests):
-                cand = missing[index]
-                self.cache.put(self.fingerprint, "point", self._point_parts(cand), judgment.to_dict())
-                self.graph.add_point(self.fingerprint, cand, judgment)
-                self._charge(judgment)
-                results[cand] = judgment
+        results = self._resolve("point", candidates, None)
         for cand in candidates:
             if cand not in self._used_points:
                 self._used_points.add(cand)

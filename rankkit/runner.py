@@ -13,16 +13,21 @@ and judge give the same brackets and scores, and strategies that share a random 
 
 from __future__ import annotations
 
+import collections
+import itertools
 import math
 import random
 import sys
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
 
 from rankkit.cache import NullCache
+from rankkit.engine import Dispatcher, JudgmentEngine, JudgmentStore
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost, Match, MatchGraph, MatchSource
 from rankkit.metrics import evaluate
@@ -121,30 +126,134 @@ def task_rng(seed: int, task_id: str) -> random.Random:
 
 
 def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any = None,
-        seed: int = 0, progress: bool = True, judge_spec: str = "", data: str = "") -> RunResult:
-    """Rank every task with every strategy; see the module docstring."""
+        seed: int = 0, progress: bool = True, judge_spec: str = "", data: str = "",
+        workers: int | None = None, keep_graphs: bool = True) -> RunResult:
+    """Rank every task with every strategy; see the module docstring.
+
+    workers: how many tasks are ranked at once (default: enough to keep the judge's ``capacity``
+        busy — twice the capacity, since a strategy often has fewer requests open than slots —
+        and 1, with no threads, for a judge of capacity 1 such as the simulator).
+    keep_graphs: keep every task's match graph in ``RunResult.graphs`` (off saves memory on
+        very many tasks).
+
+    Results do not depend on ``workers``: each task's strategies run in a fixed order on the
+    task's own graph and generator, and judgments do not depend on batch composition.
+    """
     cache = cache if cache is not None else NullCache()
-    judge.bind_cache(cache)
+    store = JudgmentStore(cache)
+    judge.bind_cache(store)
+    capacity = max(1, int(getattr(judge, "capacity", 1)))
+    if workers is None:
+        workers = 1 if capacity == 1 else 2 * capacity
+    workers = max(1, min(int(workers), len(tasks)))
+    dispatcher = Dispatcher(judge, capacity, bool(getattr(judge, "fills_batches", False))) if workers > 1 else None
+    engine = JudgmentEngine(judge, store, dispatcher)
+    bar = RunProgress(len(tasks), disable=not progress)
     runs = [StrategyRun(strategy=s) for s in strategies]
-    graphs: dict[str, MatchGraph] = {}
-    bar = tqdm(tasks, desc="ranking", unit="task", file=sys.stderr, disable=not progress)
-    for task in bar:
-        graph = graphs[task.task_id] = MatchGraph(task)
+
+    def rank_task(task: Task) -> tuple[MatchGraph, list[tuple[TaskResult, float]]]:
+        graph = MatchGraph(task)
+        results = []
         for strategy_run in runs:
             strategy = strategy_run.strategy
             cost = Cost()
-            source = MatchSource(task, graph, judge, cache, cost, strategy=strategy_run.name)
+            source = MatchSource(task, graph, judge, store, cost, strategy=strategy_run.name, engine=engine)
             started = time.perf_counter()
             ranking = strategy.rank(task, source, task_rng(seed, task.task_id))
-            strategy_run.seconds += time.perf_counter() - started
-            strategy_run.cost.add(cost)
-            strategy_run.tasks.append(TaskResult(
+            seconds = time.perf_counter() - started
+            results.append((TaskResult(
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
-                extras={k: dict(v) for k, v in ranking.extras.items()}, matches=source.matches, cost=cost))
+                extras={k: dict(v) for k, v in ranking.extras.items()}, matches=source.matches, cost=cost), seconds))
+            bar.judged(cost)
+        bar.task_done()
+        return graph, results
+
+    graphs: dict[str, MatchGraph] = {}
+
+    def collect(task: Task, graph: MatchGraph, results: list[tuple[TaskResult, float]]) -> None:
+        if keep_graphs:
+            graphs[task.task_id] = graph
+        for strategy_run, (task_result, seconds) in zip(runs, results):
+            strategy_run.seconds += seconds
+            strategy_run.cost.add(task_result.cost)
+            strategy_run.tasks.append(task_result)
+
+    try:
+        if dispatcher is None:
+            for task in tasks:
+                collect(task, *rank_task(task))
+        else:
+            for task, (graph, results) in zip(tasks, _rank_concurrently(tasks, rank_task, dispatcher, workers)):
+                collect(task, graph, results)
+    finally:
+        if dispatcher is not None:
+            dispatcher.close()
+        store.flush()
+        bar.close()
     by_id = {t.task_id: t for t in tasks}
     for strategy_run in runs:
         strategy_run.metrics = evaluate([(r.scores, r.ranking, by_id[r.task_id].human_scores())
                                          for r in strategy_run.tasks])
     return RunResult(judge=judge, judge_spec=judge_spec, data=data, seed=seed, tasks=list(tasks),
                      strategies=runs, graphs=graphs)
+
+
+def _rank_concurrently(tasks: Sequence[Task], rank_task: Callable[[Task], Any], dispatcher: Dispatcher,
+                       workers: int) -> Iterator[Any]:
+    """Yield ``rank_task(task)`` for every task, in task order, with up to ``workers`` tasks in
+    progress at once. The first failure cancels what is queued and is re-raised."""
+
+    def work(task: Task) -> Any:
+        with dispatcher.worker():
+            return rank_task(task)
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="rankkit-task") as pool:
+        window: collections.deque[Future] = collections.deque()
+        queue = iter(tasks)
+        try:
+            # A bounded window of submitted tasks keeps memory flat on very many tasks while
+            # results come back in task order.
+            for task in itertools.islice(queue, 2 * workers):
+                window.append(pool.submit(work, task))
+            while window:
+                done = window.popleft()
+                try:
+                    yield done.result()
+                except BaseException as error:
+                    dispatcher.cancel(error)
+                    raise
+                for task in itertools.islice(queue, 1):
+                    window.append(pool.submit(work, task))
+        finally:
+            for future in window:
+                future.cancel()
+
+
+class RunProgress:
+    """The run's progress bar: tasks done of all, and the judgments used so far with their rate
+    and how many came from the cache or the graph rather than the judge."""
+
+    def __init__(self, total_tasks: int, disable: bool):
+        self._lock = threading.Lock()
+        self._bar = tqdm(total=total_tasks, desc="ranking", unit="task", file=sys.stderr, disable=disable,
+                         dynamic_ncols=True)
+        self._judgments = self._paid = self._cached = self._reused = 0
+        self._started = time.perf_counter()
+
+    def judged(self, cost: Cost) -> None:
+        with self._lock:
+            self._judgments += cost.comparisons + cost.scores
+            self._paid += cost.judge_calls
+            self._cached += cost.cache_hits
+            self._reused += cost.graph_hits
+
+    def task_done(self) -> None:
+        with self._lock:
+            rate = self._judgments / max(time.perf_counter() - self._started, 1e-9)
+            self._bar.set_postfix_str(f"judgments={self._judgments} ({rate:.1f}/s) judge_calls={self._paid} "
+                                      f"cache_hits={self._cached} graph_hits={self._reused}", refresh=False)
+            self._bar.update(1)
+
+    def close(self) -> None:
+        self._bar.close()

@@ -132,6 +132,13 @@ class Judge:
     simulated: ClassVar[bool] = False
     supports_pointwise: ClassVar[bool] = True
     supports_pairwise: ClassVar[bool] = True
+    #: How many requests the backend can usefully work on at once (an HTTP judge: its concurrency
+    #: times its replicas; a local model: its batch size). 1 means "call me from one thread, one
+    #: batch at a time": the runner then ranks tasks one after another with no threads.
+    capacity: int = 1
+    #: Whether the backend gains from waiting until ``capacity`` requests are ready (a local
+    #: model's batch) rather than getting each request as soon as a slot frees (an HTTP server).
+    fills_batches: bool = False
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """Everything that changes a judgment: model, template, decoding parameters..."""

@@ -568,38 +568,38 @@ class LLMJudge(Judge):
         # The match layer's cache key for a comparison (Judge.request_key), as one hashable value.
         return json.dumps(self.request_key(task, first, second), ensure_ascii=False)
 
-    def _raw_choice_logprobs(self, requests: Sequence[PairRequest]) -> dict[tuple, dict[str, float]]:
-        """Raw choice log-probabilities of every request, from memory, the run's cache (under
+    def _raw_choice_logprobs(self, requests: Sequence[PairRequest]) -> dict[str, dict[str, float]]:
+        """Raw choice log-probabilities of every request, from memory, the run's store (under
         :attr:`raw_fingerprint`, as the uncalibrated judge stores them) or the engine."""
-        found: dict[tuple, dict[str, float]] = {}
-        missing: list[PairRequest] = []
-        asked: set[tuple] = set()
-        raw_fingerprint = self.raw_fingerprint if self.cache is not None else ""
+        from rankkit.engine import as_store
+
+        found: dict[str, dict[str, float]] = {}
+        missing: dict[str, PairRequest] = {}
         for task, first, second in requests:
             key = self._pair_key(task, first, second)
-            if key in found or key in asked:
+            if key in found or key in missing:
                 continue
             if key in self._raw_choices:
                 found[key] = self._raw_choices[key]
-                continue
-            stored = self.cache.get(raw_fingerprint, "pair", json.loads(key)) if self.cache is not None else None
-            if stored is not None and "logprobs" in (stored.get("extras") or {}):
-                found[key] = self._raw_choices[key] = stored["extras"]["logprobs"]
-                continue
-            missing.append((task, first, second))
-            asked.add(key)
+            else:
+                missing[key] = (task, first, second)
         if missing:
-            prompts = self.pair_prompts(missing)
-            prefixes = [p.template.choice_prefix + " " for p in prompts]
-            for index, logprobs in self._next_token_logprobs([p.conversation for p in prompts], prefixes,
-                                                             [("1", "2")] * len(prompts)):
-                task, first, second = missing[index]
-                key = self._pair_key(task, first, second)
-                found[key] = self._raw_choices[key] = dict(logprobs)
-                if self.cache is not None:
-                    raw = self._choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs,
-                                                choice_probability(logprobs["1"], logprobs["2"]))
-                    self.cache.put(raw_fingerprint, "pair", json.loads(key), raw.to_dict())
+            keys = list(missing)
+
+            def ask(indices: list[int]) -> Iterator[tuple[int, PairJudgment]]:
+                batch = [missing[keys[i]] for i in indices]
+                prompts = self.pair_prompts(batch)
+                prefixes = [p.template.choice_prefix + " " for p in prompts]
+                for index, logprobs in self._next_token_logprobs([p.conversation for p in prompts], prefixes,
+                                                                 [("1", "2")] * len(prompts)):
+                    yield index, self._choice_judgment(batch[index][0], prompts[index].template.name,
+                                                       prefixes[index], logprobs,
+                                                       choice_probability(logprobs["1"], logprobs["2"]))
+
+            judged = as_store(self.cache).fetch(self.raw_fingerprint, "pair", [json.loads(k) for k in keys], ask,
+                                                PairJudgment.from_dict, PairJudgment.to_dict)
+            for key, (raw, _) in zip(keys, judged):
+                found[key] = self._raw_choices[key] = dict(raw.extras["logprobs"])
         return found
 
     def compare_calibrated(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:

@@ -178,6 +178,14 @@ class PanelJudge(Judge):
     def description(self) -> str:
         return f"panel({' + '.join(m.description for m in self.members)}; threshold={self.threshold:g})"
 
+    @property
+    def capacity(self) -> int:  # members are asked one after another, each with the whole batch
+        return max(int(getattr(m, "capacity", 1)) for m in self.members)
+
+    @property
+    def fills_batches(self) -> bool:
+        return any(getattr(m, "fills_batches", False) for m in self.members)
+
     def bind_cache(self, cache: Any) -> None:
         self.cache = cache
         for member in self.members:
@@ -198,27 +206,28 @@ class PanelJudge(Judge):
         new (paid for). Each member gets one batch with everything it has not judged yet, and each
         new judgment is cached the moment it arrives.
         """
+        from rankkit.engine import Origin, as_store
+
+        store = as_store(self.cache)
         fresh_keys: set[tuple[str, str]] = set()
         for member in self.members:
             fingerprint = member.fingerprint
-            wanted: dict[tuple[str, str], tuple[list[str | None], PairRequest]] = {}
+            wanted: dict[tuple[str, str], PairRequest] = {}
             for task, first, second in requests:
                 for x, y in ((first, second), (second, first)):
-                    parts = self._parts(member, task, x, y)
-                    key = (fingerprint, content_hash(parts))
-                    if key in self._memo or key in wanted:
-                        continue
-                    stored = self.cache.get(fingerprint, "pair", parts)
-                    if stored is not None:
-                        self._memo[key] = PairJudgment.from_dict(stored)
-                    else:
-                        wanted[key] = (parts, (task, x, y))
+                    key = (fingerprint, content_hash(self._parts(member, task, x, y)))
+                    if key not in self._memo and key not in wanted:
+                        wanted[key] = (task, x, y)
+            if not wanted:
+                continue
             keys = list(wanted)
-            for index, judgment in member.compare_many([wanted[key][1] for key in keys]):
-                key = keys[index]
-                self.cache.put(fingerprint, "pair", wanted[key][0], judgment.to_dict())
+            judged = store.fetch(fingerprint, "pair", [self._parts(member, *wanted[k]) for k in keys],
+                                 lambda indices, m=member: m.compare_many([wanted[keys[i]] for i in indices]),
+                                 PairJudgment.from_dict, PairJudgment.to_dict)
+            for key, (judgment, origin) in zip(keys, judged):
                 self._memo[key] = judgment
-                fresh_keys.add(key)
+                if origin is Origin.JUDGE:
+                    fresh_keys.add(key)
         pairs: list[list[MemberPair]] = []
         fresh: list[list[PairJudgment]] = []
         for task, first, second in requests:

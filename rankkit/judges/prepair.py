@@ -32,6 +32,7 @@ judge's fingerprint.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -157,21 +158,23 @@ class AnalysisStore:
         self.fingerprint = fingerprint
         self.generate = generate
         self.cache = cache
-        self.memo: dict[tuple[str, str | None, str], str] = {}
+        self.memo: dict[str, str] = {}
         self.stats = {"generated": 0, "memo_hits": 0, "cache_hits": 0}
 
     @staticmethod
-    def _key(task: Task, candidate: Candidate) -> tuple[str, str | None, str]:
-        return (task.prompt, task.reference, candidate.text)
+    def _key(task: Task, candidate: Candidate) -> str:
+        return json.dumps(analysis_parts(task, candidate), ensure_ascii=False)
 
     def text(self, task: Task, candidate: Candidate) -> str:
         """The analysis of an answer that :meth:`ensure` has already produced."""
         return self.memo[self._key(task, candidate)]
 
-    def ensure(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[tuple[str, str | None, str], Analysis]:
+    def ensure(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[str, Analysis]:
         """Make sure every (task, answer) has an analysis; returns the ones generated *now*
         (with their usage), keyed like the memo — everything else was reused."""
-        missing: dict[tuple[str, str | None, str], tuple[Task, Candidate]] = {}
+        from rankkit.engine import Origin, as_store
+
+        missing: dict[str, tuple[Task, Candidate]] = {}
         for task, candidate in answers:
             key = self._key(task, candidate)
             if key in missing:
@@ -179,32 +182,32 @@ class AnalysisStore:
             if key in self.memo:
                 self.stats["memo_hits"] += 1
                 continue
-            stored = self.cache.get(self.fingerprint, ANALYSIS_KIND, analysis_parts(task, candidate)) \
-                if self.cache is not None else None
-            if stored is not None:
-                self.stats["cache_hits"] += 1
-                self.memo[key] = stored["text"]
-                continue
             missing[key] = (task, candidate)
         if not missing:
             return {}
         keys = list(missing)
-        conversations = [[{"role": "user", "content": render_analysis(*missing[k])[1]}] for k in keys]
-        fresh: dict[tuple[str, str | None, str], Analysis] = {}
-        for index, generation in self.generate(conversations):
-            key = keys[index]
-            analysis = Analysis(generation.text, dict(generation.usage))
-            if self.cache is not None:
-                self.cache.put(self.fingerprint, ANALYSIS_KIND, analysis_parts(*missing[key]), analysis.to_dict())
+
+        def ask(indices: list[int]) -> Iterator[tuple[int, Analysis]]:
+            conversations = [[{"role": "user", "content": render_analysis(*missing[keys[i]])[1]}] for i in indices]
+            for index, generation in self.generate(conversations):
+                yield index, Analysis(generation.text, dict(generation.usage))
+
+        found = as_store(self.cache).fetch(self.fingerprint, ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
+                                           ask, lambda payload: Analysis(payload["text"]), Analysis.to_dict)
+        fresh: dict[str, Analysis] = {}
+        for key, (analysis, origin) in zip(keys, found):
             self.memo[key] = analysis.text
-            self.stats["generated"] += 1
-            fresh[key] = analysis
+            if origin is Origin.JUDGE:
+                self.stats["generated"] += 1
+                fresh[key] = analysis
+            else:
+                self.stats["cache_hits"] += 1
         return fresh
 
     def charges(self, requests: Sequence[tuple[Task, Candidate, Candidate]],
-                fresh: Mapping[tuple[str, str | None, str], Analysis]) -> list[dict[str, int]]:
+                fresh: Mapping[str, Analysis]) -> list[dict[str, int]]:
         """Per request, the usage of the fresh analyses it is the first to use (charged once)."""
-        charged: set[tuple[str, str | None, str]] = set()
+        charged: set[str] = set()
         out = []
         for task, first, second in requests:
             usage: dict[str, int] = {}

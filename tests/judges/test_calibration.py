@@ -129,13 +129,18 @@ class JudgmentCacheView:
     """A cache that hides one fingerprint's entries (to test the raw-judgment path alone)."""
 
     def __init__(self, cache, hide):
-        self.cache, self.hide = cache, hide
+        self.cache, self.hide, self.hidden_rows = cache, hide, set()
 
-    def get(self, fingerprint, kind, parts):
-        return None if fingerprint == self.hide else self.cache.get(fingerprint, kind, parts)
+    def get_keys(self, keys):
+        return [None if key in self.hidden_rows else found for key, found in zip(keys, self.cache.get_keys(keys))]
 
-    def put(self, fingerprint, kind, parts, payload):
-        self.cache.put(fingerprint, kind, parts, payload)
+    def put_key(self, key, fingerprint, kind, payload):
+        if fingerprint == self.hide:
+            self.hidden_rows.add(key)
+        self.cache.put_key(key, fingerprint, kind, payload)
+
+    def flush(self):
+        self.cache.flush()
 
 
 def test_a_calibrated_judgment_does_not_depend_on_the_rest_of_the_batch():

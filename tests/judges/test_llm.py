@@ -300,7 +300,8 @@ def test_judgments_stream_so_a_failing_batch_keeps_what_was_done(mode, cache_pat
     source = MatchSource(t, MatchGraph(t), judge, cache, Cost())
     with pytest.raises(JudgeError):
         source.compare_many([("c0", "c1"), ("c2", "c3"), ("c1", "c2")])
-    stored = [cache.get(judge.fingerprint, "pair", source._pair_parts(a, b)) for a, b in (("c0", "c1"), ("c2", "c3"), ("c1", "c2"))]
+    stored = [cache.get(judge.fingerprint, "pair", judge.request_key(t, t.candidate(a), t.candidate(b)))
+              for a, b in (("c0", "c1"), ("c2", "c3"), ("c1", "c2"))]
     # generate/logprob produce one judgment per engine result; loglik needs two answers per judgment
     assert sum(s is not None for s in stored) == (1 if mode == "loglik" else 2)
     cache.close()
