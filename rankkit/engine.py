@@ -25,7 +25,6 @@ choices from its own task's generator and strategies of one task run in a fixed 
 from __future__ import annotations
 
 import collections
-import contextlib
 import enum
 import threading
 import time
@@ -184,17 +183,12 @@ class Dispatcher:
         self._thread.start()
 
     # -- worker side --------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def worker(self) -> Iterator[None]:
-        """Register the calling thread as a worker for as long as the block runs."""
+    def expect_workers(self, count: int) -> None:
+        """Say how many worker threads are ranking tasks now: a batch is sent early once that
+        many wait (no one else will add to it)."""
         with self._cond:
-            self._workers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._workers -= 1
-                self._cond.notify_all()
+            self._workers = count
+            self._cond.notify_all()
 
     def judge_many(self, kind: str, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         """Queue the requests and yield ``(index, judgment)`` as each is answered."""

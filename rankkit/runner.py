@@ -204,9 +204,18 @@ def _rank_concurrently(tasks: Sequence[Task], rank_task: Callable[[Task], Any], 
     """Yield ``rank_task(task)`` for every task, in task order, with up to ``workers`` tasks in
     progress at once. The first failure cancels what is queued and is re-raised."""
 
+    remaining = len(tasks)
+    lock = threading.Lock()
+    dispatcher.expect_workers(min(workers, remaining))
+
     def work(task: Task) -> Any:
-        with dispatcher.worker():
+        nonlocal remaining
+        try:
             return rank_task(task)
+        finally:
+            with lock:
+                remaining -= 1
+                dispatcher.expect_workers(min(workers, remaining))
 
     with ThreadPoolExecutor(workers, thread_name_prefix="rankkit-task") as pool:
         window: collections.deque[Future] = collections.deque()
