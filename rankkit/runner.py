@@ -87,6 +87,9 @@ class RunResult:
     tasks: list[Task]
     strategies: list[StrategyRun]
     graphs: dict[str, MatchGraph]
+    #: How the run used the judge: ``workers`` (tasks ranked at once), ``capacity``, and with
+    #: concurrent workers ``batches`` (the size of every judge call) and ``max_in_flight``.
+    engine: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return strict_json({
@@ -195,8 +198,11 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
     for strategy_run in runs:
         strategy_run.metrics = evaluate([(r.scores, r.ranking, by_id[r.task_id].human_scores())
                                          for r in strategy_run.tasks])
+    engine_stats: dict[str, Any] = {"workers": workers, "capacity": capacity}
+    if dispatcher is not None:
+        engine_stats.update(batches=list(dispatcher.batches), max_in_flight=dispatcher.max_in_flight)
     return RunResult(judge=judge, judge_spec=judge_spec, data=data, seed=seed, tasks=list(tasks),
-                     strategies=runs, graphs=graphs)
+                     strategies=runs, graphs=graphs, engine=engine_stats)
 
 
 def _rank_concurrently(tasks: Sequence[Task], rank_task: Callable[[Task], Any], dispatcher: Dispatcher,

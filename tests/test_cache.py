@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from rankkit.cache import JudgmentCache, NullCache
 
 
@@ -54,3 +56,50 @@ def test_null_cache_remembers_nothing():
     cache = NullCache()
     cache.put("fp", "pair", ["x"], {"v": 1})
     assert cache.get("fp", "pair", ["x"]) is None and len(cache) == 0
+
+
+# -- results never depend on the cache (issue 11, item 1) ---------------------------------------
+
+SHARED_DATASETS = ["usr_topicalchat", "wmt23_sxs_mqm_ende", "wmt21_mqm_ted_ende", "realsumm", "newsroom",
+                   "llmbar_natural", "llmbar_faireval", "llmbar_llmeval2", "arena_hard_v01_arena_elo"]
+
+
+def _decisions(result):
+    return [(s.name, s.metrics, [(t.task_id, t.scores, t.ranking, [m.to_dict() for m in t.matches])
+                                 for t in s.tasks]) for s in result.strategies]
+
+
+@pytest.mark.parametrize("name", SHARED_DATASETS)
+def test_cold_warm_and_no_cache_runs_are_identical(name, tmp_path):
+    from rankkit import load_tasks, make_judge, make_strategy, run
+    from tests.conftest import shared_dataset
+
+    tasks = load_tasks(shared_dataset(name), limit=12)
+    strategies = [make_strategy(s) for s in ("bt", "individual", "knockout:debias=true")]
+    judge = make_judge("sim:preset=chatgpt")
+    with JudgmentCache(tmp_path / "c.sqlite") as cache:
+        cold = run(tasks, strategies, judge, cache, seed=3, progress=False)
+    with JudgmentCache(tmp_path / "c.sqlite") as cache:
+        warm = run(tasks, strategies, judge, cache, seed=3, progress=False)
+    none = run(tasks, strategies, judge, None, seed=3, progress=False)
+    assert _decisions(cold) == _decisions(warm) == _decisions(none)
+    assert sum(s.cost.judge_calls for s in warm.strategies) == 0
+    assert sum(s.cost.judge_calls for s in cold.strategies) == sum(s.cost.judge_calls for s in none.strategies)
+
+
+def test_candidates_with_identical_texts_do_not_share_a_simulated_verdict(tmp_path):
+    from rankkit import make_strategy, run
+    from rankkit.judges.sim import SimulatedJudge
+    from rankkit.tasks import Candidate, Task
+
+    # c1 and c2 say the same thing but humans scored them differently: the simulator's verdicts
+    # depend on that, so a cached verdict for one must not be served for the other.
+    candidates = (Candidate("c0", "alpha", human={"s": 1.0}), Candidate("c1", "same", human={"s": 5.0}),
+                  Candidate("c2", "same", human={"s": 0.0}), Candidate("c3", "omega", human={"s": 3.0}))
+    task = Task("t", "q", candidates, criterion="s", scale=(0.0, 5.0))
+    judge = SimulatedJudge(accuracy=0.9, noise=0.5)
+    with JudgmentCache(tmp_path / "c.sqlite") as cache:
+        cold = run([task], [make_strategy("bt"), make_strategy("individual")], judge, cache, progress=False)
+        assert sum(s.cost.cache_hits for s in cold.strategies) == 0
+        warm = run([task], [make_strategy("bt"), make_strategy("individual")], judge, cache, progress=False)
+    assert _decisions(cold) == _decisions(warm)
