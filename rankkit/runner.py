@@ -26,7 +26,7 @@ from rankkit.cache import NullCache
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost, Match, MatchGraph, MatchSource
 from rankkit.metrics import evaluate
-from rankkit.strategies.base import Strategy
+from rankkit.strategies.base import Strategy, check_compatible
 from rankkit.tasks import Task
 
 
@@ -123,6 +123,7 @@ def task_rng(seed: int, task_id: str) -> random.Random:
 def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any = None,
         seed: int = 0, progress: bool = True, judge_spec: str = "", data: str = "") -> RunResult:
     """Rank every task with every strategy; see the module docstring."""
+    check_compatible(strategies, judge)  # before any judgment is paid for
     cache = cache if cache is not None else NullCache()
     judge.bind_cache(cache)
     runs = [StrategyRun(strategy=s) for s in strategies]
