@@ -17,6 +17,11 @@ writes. So a run killed half-way keeps everything up to its last batch, and comm
 transaction per batch rather than one per row. The database runs in WAL mode with a busy timeout,
 so two processes may share one file. ``NullCache`` is the ``--no-cache`` stand-in with the same
 interface.
+
+Opening a cache checks everything a run will need from it, so a cache that cannot store
+judgments fails at once, before any judgment is paid for: the file must be a rankkit cache (or
+new), and must take a write. Every such problem raises :class:`CacheError`, which names the path
+and what to do.
 """
 
 from __future__ import annotations
@@ -54,6 +59,43 @@ WHERE json_extract(judgments.payload, '$.status') = 'failed'
 """
 
 
+#: The columns of the judgments table; a database without them is not a rankkit cache.
+_COLUMNS = frozenset({"key", "fingerprint", "kind", "payload", "created"})
+
+
+class CacheError(RuntimeError):
+    """The judgment cache cannot be used. ``str(error)`` reads ``judgment cache PATH: problem; advice``.
+
+    path: the cache file.
+    problem: what is wrong with it.
+    advice: what the user can do about it.
+    """
+
+    def __init__(self, path: str | Path, problem: str, advice: str):
+        self.path = str(path)
+        self.problem = problem
+        self.advice = advice
+        super().__init__(f"judgment cache {self.path}: {problem}; {advice}")
+
+
+def explain_sqlite_error(path: str | Path, err: sqlite3.Error) -> CacheError:
+    """Turn an SQLite error met while opening the cache at ``path`` into a :class:`CacheError`
+    that says what is wrong and what to do (SQLite's messages are stable, its codes need 3.11)."""
+    text = str(err).lower()
+    if "not a database" in text or "malformed" in text:
+        return CacheError(path, f"damaged, or not a rankkit cache ({err})", "delete it or pass --cache elsewhere")
+    if "readonly" in text or "read-only" in text:
+        return CacheError(path, "read-only (the file or its folder)",
+                          "make them writable, pass --cache elsewhere, or use --no-cache")
+    if "unable to open" in text:
+        return CacheError(path, f"cannot open or create the file ({err})",
+                          "check that its folder is writable, or pass --cache elsewhere, or use --no-cache")
+    if "disk i/o error" in text:
+        return CacheError(path, f"{err}", "if its -wal or -shm file was deleted while another process had the cache "
+                                          "open, stop that process and rerun; otherwise check the disk")
+    return CacheError(path, f"{type(err).__name__}: {err}", "pass --cache elsewhere or use --no-cache")
+
+
 def content_hash(parts: Sequence[Any]) -> str:
     """SHA-256 of a sequence of JSON values (None kept distinct from the empty string)."""
     return hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8")).hexdigest()
@@ -78,30 +120,80 @@ class JudgmentCache:
     """
 
     def __init__(self, path: str | Path = DEFAULT_CACHE_PATH, flush_rows: int = 256, flush_seconds: float = 1.0):
+        """Open (or create) the cache at ``path``; raises :class:`CacheError` when it cannot be used.
+
+        flush_rows / flush_seconds: commit buffered writes once this many are pending or this
+            long has passed since the last commit (the engine also commits after judge batches).
+        """
         self.path = Path(path)
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
         self._pending: dict[str, tuple[str, str, str, str, float]] = {}
         self._flushed = time.monotonic()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
-        self._setup()
+        self._db: sqlite3.Connection | None = None
+        try:
+            self._prepare_folder()
+            self._db = self._connect()
+            self._setup()
+        except (sqlite3.Error, CacheError) as err:
+            if self._db is not None:
+                self._db.close()
+            if isinstance(err, CacheError):
+                raise
+            raise explain_sqlite_error(self.path, err) from None
+
+    def _prepare_folder(self) -> None:
+        if self.path.is_dir():
+            raise CacheError(self.path, "is a directory", "give --cache a file path")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CacheError(self.path, f"cannot create its folder {self.path.parent} ({err.strerror or err})",
+                             "pass --cache elsewhere or use --no-cache") from None
+
+    def _connect(self) -> sqlite3.Connection:
+        """The connection to the file (its own method so tests can open the file read-only)."""
+        return sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
 
     def _setup(self, attempts: int = 200) -> None:
-        """Switch to WAL and create the table. Switching the journal mode needs a moment of
-        exclusive access and SQLite's busy timeout does not cover it, so when another process is
-        opening the same file at the same instant we wait briefly and try again."""
+        """Check the file is a rankkit cache, switch to WAL, create the table and probe a write.
+        Switching the journal mode needs a moment of exclusive access and SQLite's busy timeout
+        does not cover it, so when another process is opening the same file at the same instant
+        we wait briefly and try again."""
         for attempt in range(attempts):
             try:
+                self._check_schema()
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(_SCHEMA)
+                self._probe_write()
                 return
             except sqlite3.OperationalError as err:
                 if "locked" not in str(err) or attempt == attempts - 1:
                     raise
                 time.sleep(0.05)
+
+    def _check_schema(self) -> None:
+        """Refuse an SQLite database that is not a rankkit cache (before creating our table in it)."""
+        tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:  # a new or empty file: the table is created next
+            return
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(judgments)")}
+        if not _COLUMNS <= columns:
+            # Someone else's database: never suggest deleting it.
+            raise CacheError(self.path, "not a rankkit cache (an SQLite database without rankkit's judgments table)",
+                             "pass --cache a path of its own")
+
+    def _probe_write(self) -> None:
+        """Fail now if the cache cannot take writes (a read-only file or folder), rather than after
+        the first judgment has been paid for. BEGIN IMMEDIATE alone succeeds on a read-only file,
+        so the probe also runs a write that changes nothing, and rolls it back."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("DELETE FROM judgments WHERE 0")
+        finally:
+            self._db.execute("ROLLBACK")
 
     def get(self, fingerprint: str, kind: str, parts: Sequence[Any]) -> dict[str, Any] | None:
         """The stored payload of one request, or None."""

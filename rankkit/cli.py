@@ -1,10 +1,11 @@
 """The ``rankkit`` command line (click).
 
 Commands: ``compare`` (several strategies on one judge, with metrics), ``rank`` (one strategy,
-per-candidate scores out), ``strategies`` (what is registered). Bad input or usage exits with code
-2 and a message naming the file, line and field; a judge failure exits 1 after saying that every
-judgment already received is cached. Heavy modules are imported inside commands, so
-``rankkit --help`` stays fast and never loads torch.
+per-candidate scores out), ``strategies`` (what is registered). Bad input or usage (data, specs,
+a strategy the judge cannot serve, an unusable cache or output path) exits with code 2 and a
+message naming the file, line and field, and is found before any judgment is paid for; a judge or
+server failure exits 1, saying that a rerun resumes from the cache when one is in use. Heavy
+modules are imported inside commands, so ``rankkit --help`` stays fast and never loads torch.
 """
 
 from __future__ import annotations
@@ -30,11 +31,17 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def guarded(func: Callable) -> Callable:
-    """Turn expected errors into a clean message and exit code (2 = bad input, 1 = judge failed)."""
+    """Turn expected errors into a clean message and exit code (2 = bad input, 1 = judge failed).
+
+    The advice to rerun is given only when a rerun can help: the error is a judge or server
+    failure (or an interruption) and a persistent cache holds what was already received. A command
+    uses the cache unless it has a ``no_cache`` parameter that is set, or none at all.
+    """
     import functools
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        cached = "no_cache" in kwargs and not kwargs["no_cache"]
         try:
             return func(*args, **kwargs)
         except (TaskFormatError, SpecError) as err:
@@ -42,15 +49,52 @@ def guarded(func: Callable) -> Callable:
         except FileNotFoundError as err:
             fail(str(err), 2)
         except KeyboardInterrupt:
-            fail("interrupted; every judgment received so far is in the cache, rerun to resume", 130)
+            fail("interrupted; " + ("every judgment received so far is in the cache, rerun to resume" if cached
+                                    else "no cache is in use, so the judgments received were not kept"), 130)
         except Exception as err:  # a judge or backend failure: say what is safe
+            from rankkit.cache import CacheError
             from rankkit.judges.base import JudgeError
-            if isinstance(err, (JudgeError, NotImplementedError, ConnectionError, TimeoutError, OSError)):
-                fail(f"{type(err).__name__}: {err}\nevery judgment received before the failure is in the cache; "
-                     f"rerun the same command to resume", 1)
+            if isinstance(err, CacheError):
+                fail(str(err), 2)
+            if isinstance(err, (JudgeError, ConnectionError, TimeoutError)):  # a rerun may succeed
+                fail(f"{type(err).__name__}: {err}" + (RESUME_HINT if cached else ""), 1)
+            if type(err).__module__ == "sqlite3":  # the cache failed mid-run (disk full, file removed...)
+                fail(f"the judgment cache failed: {type(err).__name__}: {err}", 1)
+            if isinstance(err, (NotImplementedError, OSError)):  # a rerun would fail the same way
+                fail(f"{type(err).__name__}: {err}", 2)
             raise
 
     return wrapper
+
+
+RESUME_HINT = "\nevery judgment received before the failure is in the cache; rerun the same command to resume"
+
+
+def prepare_output(path: str | None, option: str = "--out") -> None:
+    """Check, before any judging, that the output file ``path`` can be written (exit 2 if not).
+
+    A run must not pay for its judgments and then lose its results to a typo in a path: the
+    file's folder is created (as ``plot`` and ``report`` do), a directory is refused, and the file
+    is opened for appending (and removed again if it was not there), which is the test that
+    counts — permissions, read-only disks and files in the way all show there.
+
+    path: the output file (None: nothing to check).
+    option: the option that named it, for the message.
+    """
+    if not path:
+        return
+    target = Path(path)
+    if target.is_dir():
+        fail(f"{option} {path}: is a directory; give a file path")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        existed = target.exists()
+        with target.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            target.unlink()
+    except OSError as err:
+        fail(f"{option} {path}: cannot write there ({err.strerror or err})")
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
@@ -96,7 +140,11 @@ def judge_options(func: Callable) -> Callable:
 
 def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | None,
                     judge_spec: str | None, cache_path: str | None, no_cache: bool):
-    """Load tasks, build the judge and open the cache, as every running command does."""
+    """Load tasks, open the cache and build the judge, as every running command does.
+
+    The cheap checks come first: bad data or an unusable cache (CacheError) stop the command
+    before a model is loaded, and long before any judgment is paid for.
+    """
     from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache, NullCache
     from rankkit.judges import default_judge_spec, make_judge
     from rankkit.tasks import load_tasks
@@ -104,8 +152,12 @@ def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | N
     path = Path(data_path) if data_path else SAMPLE_DATA
     tasks = load_tasks(path, criterion=criterion, limit=limit)
     spec = judge_spec or default_judge_spec()
-    judge = make_judge(spec)
     cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
+    try:
+        judge = make_judge(spec)
+    except BaseException:
+        cache.close()
+        raise
     return path, tasks, spec, judge, cache
 
 
@@ -140,6 +192,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     strategies = [make_strategy(s) for s in split_list(strategy_specs)]
     if not strategies:
         fail("no strategies given")
+    prepare_output(out)
     path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
     announce_judge(judge, spec)
     try:
@@ -182,6 +235,7 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     from rankkit.strategies import make_strategy
 
     strategy = make_strategy(strategy_spec)
+    prepare_output(out)
     path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
     announce_judge(judge, spec)
     try:
@@ -233,6 +287,7 @@ def judge_report_command(data_path, criterion, limit, judge_spec, seed, cache_pa
     """Measure a judge's slot and length biases, order consistency and accuracy (both orders per pair)."""
     from rankkit.judge_report import format_report, judge_report
 
+    prepare_output(out)
     path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
     announce_judge(judge, spec)
     try:
@@ -262,6 +317,7 @@ def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, 
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
     from rankkit.judges.replay import record_grid, rows_from_results, write_judgments
 
+    prepare_output(out)
     if from_run:
         rows = rows_from_results(json.loads(Path(from_run).read_text(encoding="utf-8")), label, method_label)
         count = write_judgments(rows, out)
@@ -332,6 +388,7 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
         return
     from rankkit.leaderboard import LeaderboardError, build, resolve_truth
 
+    prepare_output(out)
     path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
     announce_judge(judge, spec)
     systems = [s.strip() for s in systems_text.split(",") if s.strip()] if systems_text else None
@@ -367,6 +424,7 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
     """
     from rankkit.leaderboard import Leaderboard, LeaderboardError, add_system, resolve_truth
 
+    prepare_output(out)
     board = Leaderboard.from_dict(json.loads(Path(board_path).read_text(encoding="utf-8")))
     path, tasks, spec, judge, cache = load_run_inputs(data_path or board.data or None, criterion, limit,
                                                       judge_spec or board.judge.get("spec") or None,
@@ -409,6 +467,7 @@ def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, see
     from rankkit.analysis import analyze, format_analysis, load_results, to_jsonable
     from rankkit.specs import split_list
 
+    prepare_output(out)
     results = load_results(results_path)
     report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), n_boot=n_boot,
                      seed=seed, aggregate=aggregate, unit_field=exam_field)

@@ -43,6 +43,13 @@ def _figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _literal(text: Any) -> str:
+    """``text`` as matplotlib should show it: literally. Names come from the data and the results
+    (strategy labels, criteria, plug-in names), and a ``$`` in them would otherwise start
+    mathtext, which draws the wrong text or fails outright (``$x^$`` does not parse)."""
+    return str(text).replace("$", r"\$")
+
+
 def _save(figure: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=DPI)
@@ -70,9 +77,9 @@ def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level
                 continue
             axis.errorbar(interval.estimate, y, xerr=[[e] for e in _error_bar(interval)], fmt="o", color="tab:blue",
                           ecolor="tab:blue", capsize=3, markersize=5)
-        axis.set_title(metric)
+        axis.set_title(_literal(metric))
         axis.grid(axis="x", alpha=0.3)
-        axis.set_yticks(positions, names)
+        axis.set_yticks(positions, [_literal(name) for name in names])
     axes[0].set_ylim(-0.6, len(names) - 0.4)
     figure.suptitle(f"agreement with human scores ({level:.0%} bootstrap intervals over tasks)")
     return _save(figure, Path(path))
@@ -115,12 +122,12 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
         axis.errorbar(point["cost"], point["estimate"], yerr=[[e] for e in _error_bar(interval)], fmt="o",
                       color=f"C{index % 10}", capsize=3, markersize=6)
     for (point, offset, align), index in zip(_label_places(shown, logarithmic, width_in, height_in), range(len(shown))):
-        axis.annotate(point["label"], (point["cost"], point["estimate"]), textcoords="offset points", xytext=offset,
+        axis.annotate(_literal(point["label"]), (point["cost"], point["estimate"]), textcoords="offset points", xytext=offset,
                       ha=align, fontsize=8, color=f"C{index % 10}")
-    axis.set_xlabel(xlabel)
-    axis.set_ylabel(metric)
+    axis.set_xlabel(_literal(xlabel))
+    axis.set_ylabel(_literal(metric))
     axis.grid(alpha=0.3)
-    axis.set_title(title or f"cost vs {metric}")
+    axis.set_title(_literal(title or f"cost vs {metric}"))
     return _save(figure, Path(path))
 
 
@@ -184,11 +191,11 @@ def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path
             errors[0].append(low_err)
             errors[1].append(high_err)
         axis.bar(xs, heights, width, yerr=errors, capsize=3, label=f"eliminated in {label}", color=color, alpha=0.85)
-    ticks = [f"{item['strategy']}\nn = {item['groups']['first round']['candidates']} / {item['groups']['later rounds']['candidates']}"
+    ticks = [_literal(f"{item['strategy']}\nn = {item['groups']['first round']['candidates']} / {item['groups']['later rounds']['candidates']}")
              for item in items]
     axis.set_xticks(range(len(items)), ticks, fontsize=8)
     axis.axhline(0, color="black", linewidth=0.8)
-    axis.set_ylabel(f"{items[0]['method']} with human scores")
+    axis.set_ylabel(_literal(f"{items[0]['method']} with human scores"))
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
     axis.set_title("graded once (round-1 losers) vs several times\n(seed 000 Table 2; 95% intervals over tasks)", fontsize=10)
     axis.grid(axis="y", alpha=0.3)
@@ -217,8 +224,8 @@ def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int 
         xs = [h + jitter.uniform(-0.015, 0.015) * spread for h in human]
         axis.scatter(xs, scores, s=9, alpha=0.45, color="tab:blue", edgecolors="none")
         r = correlation("pearson", scores, human)
-        axis.set_title(f"{name}\npearson {r:.3f}" if not math.isnan(r) else name, fontsize=9)
-        axis.set_xlabel(f"human ({results.get('criterion') or 'score'})", fontsize=8)
+        axis.set_title(_literal(f"{name}\npearson {r:.3f}" if not math.isnan(r) else name), fontsize=9)
+        axis.set_xlabel(_literal(f"human ({results.get('criterion') or 'score'})"), fontsize=8)
         axis.set_ylabel("strategy score", fontsize=8)
         axis.grid(alpha=0.3)
     for axis in axes[len(names):]:

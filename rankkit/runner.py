@@ -31,7 +31,7 @@ from rankkit.engine import Dispatcher, JudgmentEngine, JudgmentStore
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost, Match, MatchGraph, MatchSource
 from rankkit.metrics import evaluate
-from rankkit.strategies.base import Strategy
+from rankkit.strategies.base import Strategy, check_compatible
 from rankkit.tasks import Task
 
 
@@ -142,6 +142,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
     Results do not depend on ``workers``: each task's strategies run in a fixed order on the
     task's own graph and generator, and judgments do not depend on batch composition.
     """
+    check_compatible(strategies, judge)  # before any judgment is paid for
     cache = cache if cache is not None else NullCache()
     store = JudgmentStore(cache)
     judge.bind_cache(store)

@@ -1,15 +1,17 @@
-"""The SQLite judgment cache: persistence, keys, WAL, two processes."""
+"""The SQLite judgment cache: persistence, keys, WAL, two processes, and the caches it refuses."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from rankkit.cache import JudgmentCache, NullCache
+from rankkit.cache import CacheError, JudgmentCache, NullCache
 
 
 def test_put_get_roundtrip_and_persistence(cache_path):
@@ -103,3 +105,97 @@ def test_candidates_with_identical_texts_do_not_share_a_simulated_verdict(tmp_pa
         assert sum(s.cost.cache_hits for s in cold.strategies) == 0
         warm = run([task], [make_strategy("bt"), make_strategy("individual")], judge, cache, progress=False)
     assert _decisions(cold) == _decisions(warm)
+
+# -- a cache that cannot be used fails at once, naming the path (issue 11, item 6) ----------------
+
+class ReadOnlyCache(JudgmentCache):
+    """Opens the file through SQLite's read-only URI: a read-only cache even for root, whom
+    file permissions do not stop."""
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+
+
+def cache_error(path) -> CacheError:
+    with pytest.raises(CacheError) as info:
+        JudgmentCache(path)
+    assert info.value.path == str(path) and str(path) in str(info.value)
+    return info.value
+
+
+def filled_cache(path):
+    with JudgmentCache(path) as cache:
+        for i in range(300):
+            cache.put("fp", "pair", [str(i), "x" * 100], {"v": i})
+    return path
+
+
+def test_garbage_file_is_not_a_rankkit_cache(cache_path):
+    cache_path.write_bytes(b"these are not the bytes of an SQLite database " * 50)
+    assert "delete it or pass --cache elsewhere" in str(cache_error(cache_path))
+
+
+def test_truncated_cache_is_reported(cache_path):
+    data = filled_cache(cache_path).read_bytes()
+    cache_path.write_bytes(data[: len(data) // 2])
+    err = cache_error(cache_path)
+    assert "damaged, or not a rankkit cache" in err.problem
+
+
+def test_another_programs_database_is_refused_and_left_untouched(cache_path):
+    db = sqlite3.connect(cache_path)
+    db.execute("CREATE TABLE people (name TEXT)")
+    db.commit()
+    db.close()
+    err = cache_error(cache_path)
+    assert "not a rankkit cache" in err.problem and "delete" not in err.advice
+    tables = sqlite3.connect(cache_path).execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == [("people",)]
+
+
+def test_read_only_cache_fails_at_construction(cache_path):
+    filled_cache(cache_path)
+    with pytest.raises(CacheError, match=r"read-only \(the file or its folder\); make them writable, pass --cache elsewhere, or use --no-cache"):
+        ReadOnlyCache(cache_path)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root writes through file permissions; test_read_only_cache_fails_at_construction "
+                           "covers the read-only path with SQLite's mode=ro")
+def test_read_only_file_and_folder_by_permissions(tmp_path):
+    path = filled_cache(tmp_path / "ro" / "cache.sqlite")
+    path.chmod(0o444)
+    assert "read-only" in cache_error(path).problem
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        assert "cannot open or create" in cache_error(folder / "cache.sqlite").problem
+    finally:
+        folder.chmod(0o755)
+
+
+def test_folder_that_cannot_be_created(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("in the way")
+    assert "cannot create its folder" in cache_error(blocker / "cache.sqlite").problem
+
+
+def test_directory_given_as_the_cache(tmp_path):
+    assert cache_error(tmp_path).problem == "is a directory"
+
+
+def test_deleted_write_ahead_log_while_another_connection_is_open(cache_path):
+    first = JudgmentCache(cache_path)
+    try:
+        first.put("fp", "pair", ["x"], {"v": 1})
+        Path(f"{cache_path}-wal").unlink()
+        assert "-wal or -shm file was deleted" in cache_error(cache_path).advice
+    finally:
+        first.close()
+
+
+def test_writable_cache_passes_the_probe_and_keeps_nothing_of_it(cache_path):
+    filled_cache(cache_path)
+    with JudgmentCache(cache_path) as cache:
+        assert len(cache) == 300

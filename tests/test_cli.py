@@ -141,3 +141,187 @@ def test_done_when_command_on_usr_topicalchat(tmp_path):
     assert result.exit_code == 0
     metrics = {s["name"]: s["metrics"] for s in json.loads(out.read_text())["strategies"]}
     assert metrics["knockout:debias=true"]["task_spearman"] > 0.2
+
+
+# -- issue 11: every bad input exits 2 with a message naming it, before any judgment ---------------
+
+def run_cli(*args: str):
+    """The real CLI in-process; exceptions are caught, so a traceback shows up as exit code 1."""
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def compare_args(data, *extra: str) -> list[str]:
+    return ["compare", "--data", str(data), "--judge", "sim", "--strategies", "knockout", "--quiet", *extra]
+
+
+TWO_TASK_CSV = ("task_id,prompt,candidate_id,text,grade\n"
+                "q1,Q1,a,x,1\nq2,Q2,a,x,1\nq1,Q1,b,y,2\nq2,Q2,b,y,0\n")
+
+
+def sample_rows(n: int = 2) -> list[str]:
+    from rankkit.tasks import SAMPLE_DATA
+
+    return SAMPLE_DATA.read_text(encoding="utf-8").splitlines()[:n]
+
+
+@pytest.mark.parametrize("name,content,where", [
+    ("dup.jsonl", "\n".join(sample_rows(2) + sample_rows(1)) + "\n", ":3: field 'task_id': duplicate task id 'q01' (first on line 1)"),
+    ("dup.csv", TWO_TASK_CSV + "q1,Another prompt,c,z,0\n", ":6: field 'prompt': task 'q1' has another prompt on line 2"),
+])
+def test_duplicate_task_ids_exit_2_naming_file_and_line(tmp_path, name, content, where):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    result = run_cli(*compare_args(path, "--no-cache"))
+    assert result.exit_code == 2, result.output
+    assert f"error: {path}{where}" in result.output
+
+
+@pytest.mark.parametrize("name,content,where", [
+    ("bad.jsonl", "\n".join(sample_rows(1)).encode() + b'\n{"task_id": "caf\xe9"}\n', ":2: not valid UTF-8 (byte 0xe9 at column 17)"),
+    ("bad.csv", TWO_TASK_CSV.encode() + b"q3,Q3,a,r\xe9sum\xe9,1\n", ":6: not valid UTF-8 (byte 0xe9 at column 10)"),
+])
+def test_bad_bytes_exit_2_naming_file_and_line(tmp_path, name, content, where):
+    path = tmp_path / name
+    path.write_bytes(content)
+    result = run_cli(*compare_args(path, "--no-cache"))
+    assert result.exit_code == 2, result.output
+    assert f"error: {path}{where}" in result.output
+
+
+@pytest.mark.parametrize("name,content", [
+    ("excel.csv", b"\xef\xbb\xbf" + TWO_TASK_CSV.encode()),
+    ("tabs.tsv", TWO_TASK_CSV.replace(",", "\t").encode()),
+    ("bom.jsonl", b"\xef\xbb\xbf" + "\n".join(sample_rows(2)).encode() + b"\n"),
+])
+def test_bom_and_tsv_data_run(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_bytes(content)
+    result = run_cli(*compare_args(path, "--no-cache"))
+    assert result.exit_code == 0, result.output
+    assert "2 tasks from" in result.output
+
+
+def test_unknown_data_format_exits_2(tmp_path):
+    path = tmp_path / "tasks.xlsx"
+    path.write_bytes(b"PK\x03\x04 not text")
+    result = run_cli(*compare_args(path, "--no-cache"))
+    assert result.exit_code == 2 and f"error: {path}: unknown data format (extension '.xlsx'" in result.output
+
+
+@pytest.fixture
+def no_judge_allowed(monkeypatch):
+    """Fails the test if the command gets as far as building a judge."""
+    import rankkit.judges
+
+    def refuse(spec):
+        raise AssertionError(f"a judge ({spec}) was built although the command should have stopped before")
+
+    monkeypatch.setattr(rankkit.judges, "make_judge", refuse)
+
+
+def garbage_cache(tmp_path, monkeypatch):
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(b"not an SQLite file " * 100)
+    return path, "damaged, or not a rankkit cache (file is not a database); delete it or pass --cache elsewhere"
+
+
+def read_only_cache(tmp_path, monkeypatch):
+    import sqlite3
+
+    from rankkit.cache import JudgmentCache
+
+    path = tmp_path / "cache.sqlite"
+    JudgmentCache(path).close()
+    # SQLite's read-only mode: file permissions do not stop root, who runs the tests in CI.
+    monkeypatch.setattr(JudgmentCache, "_connect",
+                        lambda self: sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None))
+    return path, "read-only (the file or its folder); make them writable, pass --cache elsewhere, or use --no-cache"
+
+
+def blocked_folder_cache(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("in the way")
+    return tmp_path / "a-file" / "cache.sqlite", "cannot create its folder"
+
+
+@pytest.mark.parametrize("make_cache", [garbage_cache, read_only_cache, blocked_folder_cache])
+def test_unusable_cache_exits_2_before_a_judge_is_built(tmp_path, monkeypatch, no_judge_allowed, make_cache):
+    cache, message = make_cache(tmp_path, monkeypatch)
+    result = run_cli("compare", "--judge", "sim", "--cache", cache, "--quiet")
+    assert result.exit_code == 2, result.output
+    assert f"error: judgment cache {cache}: {message}" in result.output
+
+
+@pytest.mark.parametrize("command", [["compare"], ["rank"], ["judge-report"], ["record"],
+                                     ["leaderboard", "--strategy", "knockout"]])
+def test_unwritable_out_exits_2_before_a_judge_is_built(tmp_path, no_judge_allowed, command):
+    (tmp_path / "a-file").write_text("in the way")
+    out = tmp_path / "a-file" / "results.json"
+    result = run_cli(*command, "--judge", "sim", "--no-cache", "--quiet", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert f"error: --out {out}: cannot write there" in result.output
+
+
+def test_out_into_a_missing_folder_is_created(tmp_path):
+    out = tmp_path / "new" / "folder" / "results.json"
+    result = run_cli("compare", "--judge", "sim", "--no-cache", "--quiet", "--strategies", "knockout", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["strategies"][0]["name"] == "knockout"
+
+
+def test_analyze_out_is_checked_too(tmp_path):
+    (tmp_path / "a-file").write_text("in the way")
+    results = tmp_path / "r.json"
+    results.write_text("{}")
+    result = run_cli("analyze", results, "--out", tmp_path / "a-file" / "a.json")
+    assert result.exit_code == 2 and "cannot write there" in result.output
+
+
+@pytest.fixture
+def partial_recording(tmp_path):
+    """A recording of one comparison of the sample: replaying the sample misses all the others."""
+    path = tmp_path / "judgments.jsonl"
+    path.write_text(json.dumps({"task_id": "q01", "judge": "J", "method": "M", "swap": False,
+                                "a": "a2", "b": "a3", "winner": "a2"}) + "\n", encoding="utf-8")
+    return path
+
+
+def test_judge_failure_advises_a_rerun_only_when_a_cache_keeps_the_judgments(tmp_path, partial_recording):
+    judge = f"replay:{partial_recording}"
+    cached = run_cli("compare", "--judge", judge, "--strategies", "knockout", "--cache", tmp_path / "c.sqlite", "--quiet")
+    assert cached.exit_code == 1 and "JudgeError" in cached.output
+    assert "rerun the same command to resume" in cached.output
+    uncached = run_cli("compare", "--judge", judge, "--strategies", "knockout", "--no-cache", "--quiet")
+    assert uncached.exit_code == 1 and "JudgeError" in uncached.output
+    assert "rerun" not in uncached.output and "in the cache" not in uncached.output
+
+
+def test_strategy_the_judge_cannot_serve_exits_2_before_any_judgment(tmp_path, partial_recording):
+    from rankkit.cache import JudgmentCache
+
+    cache = tmp_path / "c.sqlite"
+    result = run_cli("compare", "--judge", f"replay:{partial_recording},on_miss=tie", "--cache", cache, "--quiet")
+    assert result.exit_code == 2, result.output  # the default strategies are knockout and individual
+    assert "error: strategy individual needs pointwise grades, which judge replay:judgments.jsonl cannot give" in result.output
+    assert "rerun" not in result.output
+    with JudgmentCache(cache) as opened:
+        assert len(opened) == 0  # knockout, listed first, did not start either
+
+
+def test_interrupt_promises_a_resume_only_with_a_cache(tmp_path, monkeypatch):
+    import rankkit.runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rankkit.runner, "run", interrupted)
+    cached = run_cli("compare", "--judge", "sim", "--cache", tmp_path / "c.sqlite", "--quiet")
+    assert cached.exit_code == 130 and "rerun to resume" in cached.output
+    uncached = run_cli("compare", "--judge", "sim", "--no-cache", "--quiet")
+    assert uncached.exit_code == 130 and "rerun" not in uncached.output and "not kept" in uncached.output
+
+
+@pytest.mark.parametrize("spec", ["swiss:budget=0", "active:comparisons=0", "swiss:budget=0.1"])
+def test_budget_that_cannot_rank_exits_2(spec):
+    result = run_cli("compare", "--judge", "sim", "--no-cache", "--quiet", "--strategies", spec)
+    assert result.exit_code == 2, result.output
+    assert f"error: strategy {spec.split(':')[0]}:" in result.output

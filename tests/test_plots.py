@@ -74,6 +74,22 @@ def test_plot_command(tmp_path):
     assert bad_metric.exit_code == 2 and "unknown metric" in bad_metric.output
 
 
+def test_dollar_signs_in_names_are_drawn_literally(tmp_path):
+    """Issue 11 item 10: `$x^$` would be parsed as (broken) mathtext and crash the plot."""
+    from matplotlib.text import Text
+
+    from rankkit.plots import _literal, plot_all
+
+    results = hand_results()
+    results["criterion"] = "cost in $x^$"
+    results["strategies"][1]["name"] = "pw:$\\frac$"
+    paths = plot_all(results, tmp_path / "figs", n_boot=20)
+    assert len(paths) == 4
+    for path in paths:
+        read_png(path)
+    assert Text(text=_literal("$x^$ and $y$"))._preprocess_math(_literal("$x^$ and $y$")) == ("$x^$ and $y$", False)
+
+
 def test_matplotlib_is_imported_only_when_plotting():
     code = ("import sys, rankkit.plots, rankkit.report, rankkit.analysis, rankkit.cli; "
             "print('matplotlib' in sys.modules)")

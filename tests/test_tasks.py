@@ -119,3 +119,118 @@ def test_csv_missing_column(tmp_path):
 def test_shared_dataset_loads():
     tasks = load_tasks(shared_dataset("usr_topicalchat"), limit=3)
     assert tasks[0].criterion == "overall" and len(tasks[0].candidates) == 6
+
+
+# -- duplicate task ids, bytes and formats (issue 11, items 4 and 5) ----------------------------
+
+def load_error(path: Path) -> TaskFormatError:
+    with pytest.raises(TaskFormatError) as info:
+        load_tasks(path)
+    return info.value
+
+
+def test_duplicate_task_id_in_jsonl_names_both_lines(tmp_path):
+    path = write_jsonl(tmp_path / "t.jsonl", [task("q1"), task("q2"), task("q1")])
+    err = load_error(path)
+    assert (err.line, err.field) == (3, "task_id")
+    assert "duplicate task id 'q1' (first on line 1)" in str(err)
+
+
+def test_task_ids_are_compared_as_text(tmp_path):
+    path = write_jsonl(tmp_path / "t.jsonl", [task(7), task("7")])
+    assert load_error(path).line == 2
+
+
+def test_csv_rows_of_a_task_need_not_be_contiguous(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("task_id,prompt,candidate_id,text,grade\n"
+                    "q1,Q1,a,x,1\nq2,Q2,a,x,1\nq1,Q1,b,y,2\nq2,Q2,b,y,0\n", encoding="utf-8")
+    tasks = load_tasks(path)
+    assert [(t.task_id, t.candidate_ids) for t in tasks] == [("q1", ["a", "b"]), ("q2", ["a", "b"])]
+
+
+@pytest.mark.parametrize("column,rows", [
+    ("prompt", "q1,Q1,,a,x,1\nq2,Q2,,a,x,1\nq1,Another,,b,y,2\n"),
+    ("reference", "q1,Q1,R,a,x,1\nq1,Q1,S,b,y,2\n"),
+])
+def test_csv_task_with_conflicting_prompt_or_reference_names_the_line(tmp_path, column, rows):
+    path = tmp_path / "t.csv"
+    path.write_text("task_id,prompt,reference,candidate_id,text,grade\n" + rows, encoding="utf-8")
+    err = load_error(path)
+    assert err.field == column and err.line == rows.count("\n") + 1
+    assert f"task 'q1' has another {column} on line 2" in str(err)
+
+
+def test_csv_repeated_candidate_of_a_task_names_its_row(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("task_id,prompt,candidate_id,text,grade\nq1,Q,a,x,1\nq2,Q,a,x,1\nq1,Q,a,y,2\n", encoding="utf-8")
+    err = load_error(path)
+    assert err.line == 4 and err.field == "candidates[1].id"
+
+
+def test_non_utf8_jsonl_names_line_and_column(tmp_path):
+    path = tmp_path / "t.jsonl"
+    good = json.dumps(task("q1")).encode()
+    bad = json.dumps(task("q2", prompt="caf_")).encode().replace(b"caf_", b"caf\xe9")
+    path.write_bytes(good + b"\n" + bad + b"\n")
+    err = load_error(path)
+    assert err.line == 2 and "not valid UTF-8 (byte 0xe9 at column" in str(err)
+    assert f"{path}:2:" in str(err)
+
+
+def test_non_utf8_csv_names_the_line(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"task_id,prompt,candidate_id,text,grade\nq1,Q,a,x,1\nq1,Q,b,r\xe9sum\xe9,2\n")
+    err = load_error(path)
+    assert err.line == 3 and "byte 0xe9 at column 9" in str(err)
+
+
+def test_utf8_bom_is_accepted_in_csv_and_jsonl(tmp_path):
+    csv_path = tmp_path / "excel.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbf" + "task_id,prompt,candidate_id,text,grade\nq1,Q,a,x,1\nq1,Q,b,y,2\n".encode())
+    assert load_tasks(csv_path)[0].task_id == "q1"
+    jsonl_path = tmp_path / "bom.jsonl"
+    jsonl_path.write_bytes(b"\xef\xbb\xbf" + json.dumps(task("q1")).encode() + b"\n")
+    assert load_tasks(jsonl_path)[0].task_id == "q1"
+
+
+def test_tsv_is_read_as_tab_separated_long_form(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_text("task_id\tprompt\tcandidate_id\ttext\tgrade\nq1\tA, B or C?\ta\tB, surely\t1\n"
+                    "q1\tA, B or C?\tb\tC\t0\n", encoding="utf-8")
+    loaded = load_tasks(path)[0]
+    assert loaded.prompt == "A, B or C?" and loaded.candidate("a").text == "B, surely"
+    assert loaded.human_scores() == {"a": 1.0, "b": 0.0}
+
+
+def test_csv_row_with_more_or_fewer_fields_than_the_header(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("task_id,prompt,candidate_id,text,grade\nq1,Q,a,x,1\nq1,Q,b,one, two,2\n", encoding="utf-8")
+    err = load_error(path)
+    assert err.line == 3 and "row has 6 fields, the header has 5" in str(err)
+    path.write_text("task_id,prompt,candidate_id,text,grade\nq1,Q,a,x,1\nq1,Q,b\n", encoding="utf-8")
+    err = load_error(path)
+    assert err.line == 3 and err.field == "text"
+
+
+@pytest.mark.parametrize("name", ["tasks.ndjson", "tasks"])
+def test_other_extension_is_read_when_the_content_is_jsonl(tmp_path, name):
+    path = write_jsonl(tmp_path / name, [task("q1"), task("q2")])
+    assert [t.task_id for t in load_tasks(path)] == ["q1", "q2"]
+
+
+def test_json_extension_reads_json_lines(tmp_path):
+    path = write_jsonl(tmp_path / "tasks.json", [task("q1"), task("q2")])
+    assert len(load_tasks(path)) == 2
+
+
+def test_unknown_extension_without_jsonl_content_is_rejected(tmp_path):
+    path = tmp_path / "tasks.xlsx"
+    path.write_bytes(b"PK\x03\x04 binary spreadsheet")
+    err = load_error(path)
+    assert "unknown data format (extension '.xlsx'" in str(err) and ".jsonl, .json, .csv, .tsv" in str(err)
+
+
+def test_empty_task_id_and_directory_are_rejected(tmp_path):
+    assert load_error(write_jsonl(tmp_path / "t.jsonl", [task(" ")])).field == "task_id"
+    assert "is a directory" in str(load_error(tmp_path))

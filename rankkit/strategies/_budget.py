@@ -21,12 +21,39 @@ from rankkit.specs import SpecError
 from rankkit.strategies.elo import judgment_records
 
 
-def check_budget(name: str, budget: float, comparisons: int | None) -> None:
-    """Reject budgets that cannot be spent (negative ones); ``name`` is the strategy's, for the message."""
-    if budget < 0:
-        raise SpecError(f"strategy {name}: budget must be >= 0 comparisons per candidate, got {budget}")
-    if comparisons is not None and comparisons < 0:
-        raise SpecError(f"strategy {name}: comparisons must be >= 0, got {comparisons}")
+def check_budget(name: str, budget: float, comparisons: int | None, debias: bool = False) -> None:
+    """Reject budgets that cannot rank anything: a ranking from no comparison is no ranking, and
+    its metrics would be reported as if it were one.
+
+    name: the strategy's name, for the message.
+    budget: comparisons per candidate; must be > 0.
+    comparisons: the absolute budget per task when not None; must buy at least one duel (2
+        comparisons when ``debias``).
+    """
+    if not budget > 0:  # also refuses NaN
+        raise SpecError(f"strategy {name}: budget must be > 0 comparisons per candidate, got {budget}")
+    least = 2 if debias else 1
+    if comparisons is not None and comparisons < least:
+        why = " (a debiased duel costs 2)" if debias else ""
+        raise SpecError(f"strategy {name}: comparisons must be >= {least}{why}, got {comparisons}")
+
+
+def task_duels(name: str, task_id: str, n_candidates: int, budget: float, comparisons: int | None,
+               debias: bool) -> int:
+    """The duels a task's budget buys (:func:`comparison_budget`, :func:`duels_in_budget`).
+
+    A per-candidate ``budget`` too small for a task's number of candidates buys none; that is a
+    :class:`SpecError` naming the task and the least budget that would do, not a silent ranking
+    from no comparison.
+    """
+    duels = duels_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), debias)
+    if duels == 0:
+        least = 2 if debias else 1
+        smallest = math.ceil(least / n_candidates * 1000) / 1000
+        raise SpecError(f"strategy {name}: budget={budget:g} buys no duel on task {task_id!r} "
+                        f"({n_candidates} candidates; a duel costs {least}); use budget >= {smallest:g} "
+                        f"or comparisons={least}")
+    return duels
 
 
 def comparison_budget(n_candidates: int, budget: float, comparisons: int | None) -> int:

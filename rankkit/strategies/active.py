@@ -60,11 +60,10 @@ from rankkit.ratings import ELO_BASE, ELO_SCALE, MatchRecord, bradley_terry, win
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import (
     check_budget,
-    comparison_budget,
     duel_records,
-    duels_in_budget,
     mean_grades,
     presented,
+    task_duels,
 )
 from rankkit.strategies.base import Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -231,7 +230,7 @@ class ActiveStrategy(Strategy):
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
 
     def __post_init__(self) -> None:
-        check_budget("active", self.budget, self.comparisons)
+        check_budget("active", self.budget, self.comparisons, self.debias)
         if self.batch < 1:
             raise SpecError(f"strategy active: batch must be >= 1, got {self.batch}")
         if self.criterion not in CRITERIA:
@@ -243,8 +242,7 @@ class ActiveStrategy(Strategy):
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
-        duels_left = duels_in_budget(len(ids), comparison_budget(len(ids), self.budget, self.comparisons),
-                                     self.debias)
+        duels_left = task_duels("active", task.task_id, len(ids), self.budget, self.comparisons, self.debias)
         unplayed = list(combinations(range(len(ids)), 2))
         tiebreak = {pair: rng.random() for pair in unplayed}
         value_of = expected_information if self.criterion == "information" else order_doubt

@@ -21,11 +21,14 @@ import pkgutil
 import random
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping
 
 from rankkit.matches import MatchSource
 from rankkit.specs import Spec, SpecError, build_dataclass, parse_spec
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:
+    from rankkit.judges.base import Judge
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,33 @@ class Strategy:
                 text = str(value).lower() if isinstance(value, bool) else str(value)
                 changed.append(f"{f.name}={text}")
         return self.name + (":" + ",".join(changed) if changed else "")
+
+
+#: The judge capability (a ``Judge`` class attribute) each strategy kind needs, and what it is called.
+_NEEDS = {"pairwise": ("supports_pairwise", "pairwise comparisons"),
+          "pointwise": ("supports_pointwise", "pointwise grades")}
+
+
+def check_compatible(strategies: Iterable[Strategy], judge: "Judge") -> None:
+    """Raise :class:`SpecError` when a strategy needs a kind of judgment the judge cannot give.
+
+    Called before any judgment is asked, so an impossible pairing (say ``individual``, which
+    grades single answers, with a ``replay:`` or ``panel:`` judge, which only compares) stops at
+    once instead of after the other strategies have paid for their judgments.
+
+    strategies: the strategies of a run; each declares what it needs in ``Strategy.kind``.
+    judge: the run's judge; it declares what it gives in ``supports_pairwise`` / ``supports_pointwise``.
+    """
+    for strategy in strategies:
+        if strategy.kind not in _NEEDS:
+            raise SpecError(f"strategy {strategy.label}: kind must be one of {', '.join(_NEEDS)}, "
+                            f"got {strategy.kind!r}")
+        capability, what = _NEEDS[strategy.kind]
+        if not getattr(judge, capability, True):
+            others = [kind for kind, (flag, _) in _NEEDS.items() if getattr(judge, flag, True)]
+            hint = f"; choose {' or '.join(others)} strategies or another judge" if others else ""
+            raise SpecError(f"strategy {strategy.label} needs {what}, which judge {judge.description} "
+                            f"cannot give{hint}")
 
 
 # -------------------------------------------------------------------------------------------

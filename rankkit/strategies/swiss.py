@@ -46,11 +46,10 @@ from rankkit.ratings import MatchRecord, bradley_terry, win_rates
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import (
     check_budget,
-    comparison_budget,
     duel_records,
-    duels_in_budget,
     mean_grades,
     presented,
+    task_duels,
 )
 from rankkit.strategies.base import Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -124,14 +123,13 @@ class SwissStrategy(Strategy):
     description = "Swiss-system tournament: rounds pair close running scores, budget x N comparisons"
 
     def __post_init__(self) -> None:
-        check_budget("swiss", self.budget, self.comparisons)
+        check_budget("swiss", self.budget, self.comparisons, self.debias)
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy swiss: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
-        duels_left = duels_in_budget(len(ids), comparison_budget(len(ids), self.budget, self.comparisons),
-                                     self.debias)
+        duels_left = task_duels("swiss", task.task_id, len(ids), self.budget, self.comparisons, self.debias)
         points = dict.fromkeys(ids, 0.0)
         opponents: dict[str, list[str]] = {cid: [] for cid in ids}
         met: set[frozenset[str]] = set()

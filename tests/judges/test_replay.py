@@ -189,7 +189,7 @@ def test_record_command_writes_a_replayable_grid(tmp_path):
                                     "--strategies", "knockout:debias=true"])
     assert replayed.exit_code == 0, replayed.output
     missing = runner.invoke(main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet",
-                                   "--data", str(tasks_not_in_the_recording(tmp_path))])
+                                   "--strategies", "knockout", "--data", str(tasks_not_in_the_recording(tmp_path))])
     assert missing.exit_code == 1 and "replay miss" in missing.output
 
 

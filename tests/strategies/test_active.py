@@ -132,6 +132,10 @@ def test_budget_is_spent_exactly(n, debias, batch, budget):
     judgments = int(budget * n)
     duels = min(n * (n - 1) // 2, judgments // 2 if debias else judgments)
     strategy = ActiveStrategy(budget=budget, debias=debias, batch=batch, settle=False)
+    if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, debiased: a budget that buys nothing is refused
+        with pytest.raises(SpecError, match="buys no duel"):
+            rank_once(task, strategy, SimulatedJudge())
+        return
     ranking, cost, source = rank_once(task, strategy, SimulatedJudge(accuracy=0.7, position_bias=0.2, seed=3))
     assert cost.comparisons == duels * (2 if debias else 1)
     assert cost.judge_calls == cost.comparisons
@@ -193,6 +197,16 @@ def test_spec_parsing_and_validation():
                       ("prior_sd=0", "prior_sd"), ("budget=-2", "budget")]:
         with pytest.raises(SpecError, match=word):
             make_strategy(f"active:{bad}")
+
+
+@pytest.mark.parametrize("spec,word", [("budget=0", "budget must be > 0"), ("comparisons=0", "comparisons must be >= 1"),
+                                       ("comparisons=1,debias=true", "comparisons must be >= 2")])
+def test_budgets_that_cannot_rank_are_refused(spec, word):
+    with pytest.raises(SpecError, match=word):
+        make_strategy(f"active:{spec}")
+    task = make_task([0.0, 1.0, 2.0], task_id="q7")
+    with pytest.raises(SpecError, match="strategy active: budget=0.5 buys no duel on task 'q7'"):
+        rank_once(task, ActiveStrategy(budget=0.5, debias=True), SimulatedJudge())
 
 
 def test_runs_in_the_runner_and_reports_cost(sample_tasks):

@@ -47,6 +47,10 @@ def test_budget_is_spent_exactly(n, debias, budget):
     judgments = int(budget * n)
     all_pairs = n * (n - 1) // 2
     duels = min(all_pairs, judgments // 2 if debias else judgments)
+    if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, debiased: a budget that buys nothing is refused
+        with pytest.raises(SpecError, match="buys no duel"):
+            rank_once(task, SwissStrategy(budget=budget, debias=debias), SimulatedJudge())
+        return
     ranking, cost, source = rank_once(task, SwissStrategy(budget=budget, debias=debias),
                                       SimulatedJudge(accuracy=0.7, position_bias=0.2, seed=3))
     assert cost.comparisons == duels * (2 if debias else 1)
@@ -54,7 +58,7 @@ def test_budget_is_spent_exactly(n, debias, budget):
     assert set(ranking.scores) == set(task.candidate_ids)
 
 
-@pytest.mark.parametrize("comparisons", [0, 1, 7, 19])
+@pytest.mark.parametrize("comparisons", [1, 7, 19])
 def test_absolute_comparisons_override_the_per_candidate_budget(comparisons):
     task = make_task([float(i) for i in range(9)])
     _, cost, _ = rank_once(task, SwissStrategy(budget=1.0, comparisons=comparisons), SimulatedJudge(seed=1))
@@ -106,12 +110,23 @@ def test_stops_when_every_pair_has_met():
     assert all(extra["played"] == 4 for extra in ranking.extras.values())
 
 
-def test_zero_budget_gives_equal_scores_without_judging():
-    task = make_task([float(i) for i in range(4)])
-    for aggregate in ("bt", "grades", "points"):
-        ranking, cost, _ = rank_once(task, SwissStrategy(budget=0.0, aggregate=aggregate), SimulatedJudge())
-        assert cost.comparisons == 0
-        assert len(set(ranking.scores.values())) == 1
+@pytest.mark.parametrize("spec,word", [("budget=0", "budget must be > 0"), ("budget=nan", "budget must be > 0"),
+                                       ("comparisons=0", "comparisons must be >= 1"),
+                                       ("comparisons=1,debias=true", r"comparisons must be >= 2 \(a debiased duel costs 2\)")])
+def test_budgets_that_cannot_rank_are_refused(spec, word):
+    with pytest.raises(SpecError, match=word):
+        make_strategy(f"swiss:{spec}")
+
+
+def test_budget_that_buys_no_duel_is_refused():
+    task = make_task([float(i) for i in range(3)], task_id="q7")
+    with pytest.raises(SpecError, match=r"budget=0.3 buys no duel on task 'q7' \(3 candidates; a duel costs 1\); "
+                                        r"use budget >= 0.334 or comparisons=1"):
+        rank_once(task, SwissStrategy(budget=0.3), SimulatedJudge())
+    with pytest.raises(SpecError, match=r"a duel costs 2\); use budget >= 0.667 or comparisons=2"):
+        rank_once(task, SwissStrategy(budget=0.5, debias=True), SimulatedJudge())
+    _, cost, _ = rank_once(task, SwissStrategy(budget=0.334), SimulatedJudge())
+    assert cost.comparisons == 1
 
 
 def test_points_aggregate_is_the_share_of_points_with_a_schedule_tiebreak():

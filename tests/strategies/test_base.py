@@ -1,0 +1,66 @@
+"""rankkit.strategies.base: a strategy and a judge that cannot work together are refused up front."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from rankkit.judges import make_judge
+from rankkit.judges.sim import SimulatedJudge
+from rankkit.runner import run
+from rankkit.specs import SpecError
+from rankkit.strategies import Ranking, Strategy, make_strategy
+from rankkit.strategies.base import check_compatible
+from tests.helpers import CountingJudge
+
+
+class ComparesOnly(CountingJudge):
+    """A counting simulated judge that, like replay and panel judges, cannot grade single answers."""
+
+    supports_pointwise = False
+
+
+class GradesOnly(CountingJudge):
+    """A counting simulated judge that cannot compare pairs."""
+
+    supports_pairwise = False
+
+
+@dataclass(frozen=True)
+class OddKind(Strategy):
+    kind = "listwise"
+
+    def rank(self, task, source, rng):  # pragma: no cover - never reached
+        return Ranking(scores={})
+
+
+def test_pointwise_strategy_with_a_judge_that_only_compares_names_both():
+    with pytest.raises(SpecError) as info:
+        check_compatible([make_strategy("knockout"), make_strategy("individual")], ComparesOnly(SimulatedJudge()))
+    message = str(info.value)
+    assert message.startswith("strategy individual needs pointwise grades, which judge counting cannot give")
+    assert "choose pairwise strategies or another judge" in message
+
+
+def test_pairwise_strategy_with_a_judge_that_only_grades():
+    with pytest.raises(SpecError, match="strategy knockout:debias=true needs pairwise comparisons"):
+        check_compatible([make_strategy("knockout:debias=true")], GradesOnly(SimulatedJudge()))
+
+
+def test_compatible_pairings_pass():
+    check_compatible([make_strategy("knockout"), make_strategy("individual")], SimulatedJudge())
+    check_compatible([make_strategy("bt"), make_strategy("panel_elo")],
+                     make_judge("panel:sim:preset=gpt4+sim:preset=chatgpt"))
+
+
+def test_unknown_kind_is_refused():
+    with pytest.raises(SpecError, match="kind must be one of pairwise, pointwise, got 'listwise'"):
+        check_compatible([OddKind()], SimulatedJudge())
+
+
+def test_run_refuses_before_any_judgment(sample_tasks):
+    judge = ComparesOnly(SimulatedJudge())
+    with pytest.raises(SpecError, match="strategy individual"):
+        run(sample_tasks, [make_strategy("knockout"), make_strategy("individual")], judge, progress=False)
+    assert judge.calls == 0
