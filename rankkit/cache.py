@@ -26,13 +26,14 @@ and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 DEFAULT_CACHE_PATH = Path(".rankkit") / "cache.sqlite"
 
@@ -199,10 +200,19 @@ class JudgmentCache:
         """The stored payload of one request, or None."""
         return self.get_keys([judgment_key(fingerprint, kind, parts)])[0]
 
+    @contextlib.contextmanager
+    def _explained(self) -> Iterator[None]:
+        """Report an SQLite failure during a run (disk full, file removed) as a :class:`CacheError`
+        that names the cache."""
+        try:
+            yield
+        except sqlite3.Error as err:
+            raise explain_sqlite_error(self.path, err) from err
+
     def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
         """Stored payloads by row key (see :func:`judgment_key`), buffered writes included."""
         found: dict[str, str] = {}
-        with self._lock:
+        with self._lock, self._explained():
             wanted = []
             for key in keys:
                 if key in self._pending:
@@ -232,7 +242,7 @@ class JudgmentCache:
 
     def flush(self) -> None:
         """Commit every buffered judgment in one transaction."""
-        with self._lock:
+        with self._lock, self._explained():
             if self._pending:
                 rows = list(self._pending.values())
                 self._db.execute("BEGIN IMMEDIATE")
