@@ -234,7 +234,8 @@ class JudgmentCache:
         data = json.dumps(payload, ensure_ascii=False)
         with self._lock:
             earlier = self._pending.get(key)
-            if earlier is None or is_failed(json.loads(earlier[3])):  # first writer wins here too
+            if earlier is None or '"status": "failed"' in earlier[3] and is_failed(json.loads(earlier[3])):
+                # first writer wins here too, but a failure is replaced
                 self._pending[key] = (key, fingerprint, kind, data, time.time())
             due = len(self._pending) >= self.flush_rows or time.monotonic() - self._flushed >= self.flush_seconds
         if due:

@@ -92,6 +92,12 @@ class Task:
         return [c.id for c in self.candidates]
 
     @cached_property
+    def meta_key(self) -> str:
+        """The metadata as one canonical JSON text (key order does not matter); part of every
+        cache key, so it is computed once per task."""
+        return json.dumps(self.meta, sort_keys=True, ensure_ascii=False, default=str)
+
+    @cached_property
     def _human(self) -> dict[str, float]:
         if self.criterion is None:
             return {}

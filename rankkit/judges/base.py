@@ -107,8 +107,7 @@ class PairJudgment:
 def content_key(task: Task, *candidates: Candidate) -> list[Any]:
     """What a prompt-reading judge sees of a request: prompt, reference, scale, metadata (in a
     stable text form) and the candidates' texts in the order shown. See :meth:`Judge.request_key`."""
-    meta = json.dumps(task.meta, sort_keys=True, ensure_ascii=False, default=str)
-    return [task.prompt, task.reference, list(task.scale), meta, *(candidate.text for candidate in candidates)]
+    return [task.prompt, task.reference, list(task.scale), task.meta_key, *(candidate.text for candidate in candidates)]
 
 
 PointRequest = tuple[Task, Candidate]
