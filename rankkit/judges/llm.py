@@ -7,7 +7,9 @@ modes:
 
 ``generate`` — the paper's way. The judge writes an explanation, then a verdict
     (``Answer 1: X/M Answer 2: Y/M`` or ``Score: X/M``), which :mod:`rankkit.prompts` parses
-    from the generated text only, after removing anything the judge echoed from the candidates. A missing, out-of-range or off-scale verdict is asked again
+    from the generated text only, ignoring any verdict that re-quotes candidate text (even with
+    case, whitespace or punctuation changed). A missing, out-of-range, off-scale or ambiguous
+    (two different verdicts) verdict is asked again
     once with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy
     retry would repeat itself); if that fails too the judgment is recorded with status FAILED.
     **Decision rule for failures:** a failed grade has ``score=None`` (the ``individual``
@@ -77,7 +79,6 @@ from rankkit.prompts import (
     prompt_max_points,
     render_pairwise,
     render_pointwise,
-    strip_echoes,
     to_task_scale,
 )
 from rankkit.specs import Spec, SpecError, convert_value
@@ -86,7 +87,7 @@ from rankkit.tasks import Candidate, Task
 MODES = ("generate", "logprob", "loglik")
 
 #: Bump when the parser or a decision rule changes what a judgment is (part of the fingerprint).
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"  # 2: loose re-quotes of candidates dropped; conflicting verdicts fail
 LOGPROB_RULE = "1"  # digits 0..min(M,9); P(1)/(P(1)+P(2)) after the choice prefix
 LOGLIK_RULE = "1"   # mean token log-likelihood of the answer after the bare question
 
@@ -427,7 +428,7 @@ class LLMJudge(Judge):
 
     # -- generate mode ------------------------------------------------------------------------
     def _generate_verdicts(self, prompts: Sequence[Prompt],
-                           parse: Callable[[str, float], Verdict]) -> Iterator[tuple[int, _Outcome]]:
+                           parse: Callable[[str, float, Sequence[str]], Verdict]) -> Iterator[tuple[int, _Outcome]]:
         """Generate, parse, retry the unparseable once with the next seed; yield as ready."""
         history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
         usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
@@ -441,7 +442,7 @@ class LLMJudge(Judge):
                 index = pending[local]
                 history[index].append(generation.text)
                 _add_usage(usage[index], generation.usage)
-                verdict = parse(strip_echoes(generation.text, prompts[index].untrusted), prompts[index].max_points)
+                verdict = parse(generation.text, prompts[index].max_points, prompts[index].untrusted)
                 if verdict.ok or attempt == self.retries:
                     yield index, _Outcome(generation.text, verdict, history[index], usage[index])
                 else:
