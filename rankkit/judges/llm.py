@@ -53,10 +53,10 @@ caches every judgment even when a batch fails half-way.
 from __future__ import annotations
 
 import json
-
 import math
+import threading
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Hashable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 from rankkit.judges.base import (
     Judge,
@@ -229,6 +229,80 @@ def _add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
         total[key] = total.get(key, 0) + int(value)
 
 
+class InFlight:
+    """Which products (PREPAIR analyses, raw choice log-probabilities) some call is computing now,
+    so that concurrent calls compute each one once: the others wait for it, then find it done.
+
+    Not a cache: ``done(key)`` (checked under the same lock as claiming, so no product finishes
+    unseen in between) says whether a product already exists wherever its owner stores it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: dict[Hashable, threading.Event] = {}
+        self._waiting = 0
+
+    def claim(self, keys: Sequence[Hashable], done: Callable[[Hashable], bool]
+              ) -> tuple[set[Hashable], dict[Hashable, threading.Event]]:
+        """Split ``keys`` into those this caller now computes (claimed) and those another caller
+        is computing (with the event to wait for); keys already done are in neither."""
+        claimed: set[Hashable] = set()
+        busy: dict[Hashable, threading.Event] = {}
+        with self._lock:
+            for key in keys:
+                if key in claimed or key in busy or done(key):
+                    continue
+                event = self._events.get(key)
+                if event is None:
+                    self._events[key] = threading.Event()
+                    claimed.add(key)
+                else:
+                    busy[key] = event
+        return claimed, busy
+
+    def release(self, keys: set[Hashable]) -> None:
+        """The claimer of ``keys`` has finished, or failed: wake whoever waits for them (a waiter
+        that then finds a key still not done claims it itself)."""
+        with self._lock:
+            events = [self._events.pop(key) for key in keys if key in self._events]
+        for event in events:
+            event.set()
+
+    def wait(self, events: Sequence[threading.Event]) -> None:
+        """Block until every one of ``events`` (from :meth:`claim`) is set."""
+        with self._lock:
+            self._waiting += 1
+        try:
+            for event in events:
+                event.wait()
+        finally:
+            with self._lock:
+                self._waiting -= 1
+
+    @property
+    def waiting(self) -> int:
+        """How many callers are waiting for another caller's products now."""
+        with self._lock:
+            return self._waiting
+
+
+def once_each(requests: Sequence[Any], key: Callable[[Any], Hashable], flight: InFlight,
+              done: Callable[[Hashable], bool], compute: Callable[[list[Any]], None]) -> None:
+    """Make sure every request's product is ``done``, computing each missing one exactly once
+    over all concurrent callers: ``compute`` gets the requests this caller claimed (plus those
+    already done, which it must skip cheaply); the others are waited for."""
+    pending = list(requests)
+    while pending:
+        keys = [key(request) for request in pending]
+        claimed, busy = flight.claim(keys, done)
+        try:
+            compute([request for request, k in zip(pending, keys) if k not in busy])
+        finally:
+            flight.release(claimed)
+        flight.wait(list({id(e): e for e in busy.values()}.values()))
+        pending = [request for request, k in zip(pending, keys) if k in busy]
+
+
 # ---------------------------------------------------------------------------------------------
 # The judge
 
@@ -280,9 +354,13 @@ class LLMJudge(Judge):
         self.prepair = prepair
         self.analysis_max_new_tokens = analysis_max_new_tokens or max_new_tokens
         self.calibrate = calibrate
-        #: Raw choice log-probabilities by (prompt, reference, first text, second text): the
+        #: Raw choice log-probabilities by the pair's cache key (:meth:`_pair_key`): the
         #: in-memory half of what calibration reuses between the two orders of a pair.
-        self._raw_choices: dict[tuple[str, str | None, str, str], dict[str, float]] = {}
+        self._raw_choices: dict[str, dict[str, float]] = {}
+        # Concurrent compare_many/score_many calls (a dispatcher's threads) compute each raw
+        # choice and each PREPAIR analysis once; dict reads and writes themselves are atomic.
+        self._choices_in_flight = InFlight()
+        self._analyses_in_flight = InFlight()
         self.analyses: Any = None
         if prepair:
             from rankkit.judges.prepair import AnalysisStore, analysis_fingerprint
@@ -320,6 +398,17 @@ class LLMJudge(Judge):
         name = identity.get("name") or identity.get("model") or "?"
         extra = "".join(f", {flag}" for flag in ("prepair", "calibrate") if getattr(self, flag))
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
+
+    @property
+    def capacity(self) -> int:
+        """How many requests the engine can usefully have in flight (1 when it does not say):
+        a dispatcher sizes the work it hands over from it."""
+        return getattr(self.engine, "capacity", 1)
+
+    @property
+    def fills_batches(self) -> bool:
+        """Whether the engine gains from full batches (a local model) or streams requests (HTTP)."""
+        return getattr(self.engine, "fills_batches", False)
 
     def bind_cache(self, cache: Any) -> None:
         """Keep the run's cache for judge-internal products (PREPAIR analyses, the raw
@@ -362,7 +451,7 @@ class LLMJudge(Judge):
         """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
         from rankkit.judges.prepair import render_decision
 
-        self.analyses.ensure([(task, c) for task, first, second in requests for c in (first, second)])
+        self._ensure_analyses([(task, c) for task, first, second in requests for c in (first, second)])
         prompts = []
         for task, first, second in requests:
             first_analysis = self.analyses.text(task, first)
@@ -374,6 +463,15 @@ class LLMJudge(Judge):
                                   (first.text, second.text, first_analysis, second_analysis)))
         return prompts
 
+    def _ensure_analyses(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[Any, Any]:
+        """:meth:`AnalysisStore.ensure <rankkit.judges.prepair.AnalysisStore.ensure>` safe for
+        concurrent calls: each missing analysis is generated by one call (and charged to it
+        alone); the others wait for it. Returns the analyses this call generated."""
+        fresh: dict[Any, Any] = {}
+        once_each(answers, lambda answer: self.analyses._key(*answer), self._analyses_in_flight,
+                  lambda key: key in self.analyses.memo, lambda mine: fresh.update(self.analyses.ensure(mine)))
+        return fresh
+
     @staticmethod
     def _decision_template(task: Task) -> Template:
         from rankkit.judges.prepair import decision_template
@@ -384,7 +482,7 @@ class LLMJudge(Judge):
                                judgments: Iterator[tuple[int, PairJudgment]]) -> Iterator[tuple[int, PairJudgment]]:
         """Generate the batch's missing analyses first, then charge each fresh one (tokens and an
         ``analyses`` count in ``usage``) to the first judgment that used it."""
-        fresh = self.analyses.ensure([(task, c) for task, first, second in requests for c in (first, second)])
+        fresh = self._ensure_analyses([(task, c) for task, first, second in requests for c in (first, second)])
         charges = self.analyses.charges(requests, fresh)
         for index, judgment in judgments:
             if charges[index]:
@@ -559,49 +657,52 @@ class LLMJudge(Judge):
     @property
     def raw_fingerprint(self) -> str:
         """The fingerprint of this judge without calibration: the raw judgments are its own."""
-        calibrate, self.calibrate = self.calibrate, False
-        try:
-            return self.fingerprint
-        finally:
-            self.calibrate = calibrate
+        # Built from a copy, never by switching self.calibrate off and back: other threads may
+        # be reading it. Calibration adds exactly the "calibrate" field.
+        fields = {"backend": self.backend, "version": self.version, **self.fingerprint_fields()}
+        fields.pop("calibrate", None)
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
 
     def _pair_key(self, task: Task, first: Candidate, second: Candidate) -> str:
         # The match layer's cache key for a comparison (Judge.request_key), as one hashable value.
         return json.dumps(self.request_key(task, first, second), ensure_ascii=False)
 
-    def _raw_choice_logprobs(self, requests: Sequence[PairRequest]) -> dict[tuple, dict[str, float]]:
+    def _raw_choice_logprobs(self, requests: Sequence[PairRequest]) -> dict[str, dict[str, float]]:
         """Raw choice log-probabilities of every request, from memory, the run's cache (under
-        :attr:`raw_fingerprint`, as the uncalibrated judge stores them) or the engine."""
-        found: dict[tuple, dict[str, float]] = {}
+        :attr:`raw_fingerprint`, as the uncalibrated judge stores them) or the engine — each
+        pair asked once even when concurrent calls need it."""
+        once_each(requests, lambda request: self._pair_key(*request), self._choices_in_flight,
+                  lambda key: key in self._raw_choices, self._fill_raw_choices)
+        return {key: self._raw_choices[key] for key in (self._pair_key(*request) for request in requests)}
+
+    def _fill_raw_choices(self, requests: Sequence[PairRequest]) -> None:
+        """Put every request's raw choice log-probabilities into ``_raw_choices``."""
         missing: list[PairRequest] = []
-        asked: set[tuple] = set()
+        asked: set[str] = set()
         raw_fingerprint = self.raw_fingerprint if self.cache is not None else ""
         for task, first, second in requests:
             key = self._pair_key(task, first, second)
-            if key in found or key in asked:
-                continue
-            if key in self._raw_choices:
-                found[key] = self._raw_choices[key]
+            if key in self._raw_choices or key in asked:
                 continue
             stored = self.cache.get(raw_fingerprint, "pair", json.loads(key)) if self.cache is not None else None
             if stored is not None and "logprobs" in (stored.get("extras") or {}):
-                found[key] = self._raw_choices[key] = stored["extras"]["logprobs"]
+                self._raw_choices[key] = stored["extras"]["logprobs"]
                 continue
             missing.append((task, first, second))
             asked.add(key)
-        if missing:
-            prompts = self.pair_prompts(missing)
-            prefixes = [p.template.choice_prefix + " " for p in prompts]
-            for index, logprobs in self._next_token_logprobs([p.conversation for p in prompts], prefixes,
-                                                             [("1", "2")] * len(prompts)):
-                task, first, second = missing[index]
-                key = self._pair_key(task, first, second)
-                found[key] = self._raw_choices[key] = dict(logprobs)
-                if self.cache is not None:
-                    raw = self._choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs,
-                                                choice_probability(logprobs["1"], logprobs["2"]))
-                    self.cache.put(raw_fingerprint, "pair", json.loads(key), raw.to_dict())
-        return found
+        if not missing:
+            return
+        prompts = self.pair_prompts(missing)
+        prefixes = [p.template.choice_prefix + " " for p in prompts]
+        for index, logprobs in self._next_token_logprobs([p.conversation for p in prompts], prefixes,
+                                                         [("1", "2")] * len(prompts)):
+            task, first, second = missing[index]
+            key = self._pair_key(task, first, second)
+            if self.cache is not None:
+                raw = self._choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs,
+                                            choice_probability(logprobs["1"], logprobs["2"]))
+                self.cache.put(raw_fingerprint, "pair", json.loads(key), raw.to_dict())
+            self._raw_choices[key] = dict(logprobs)
 
     def compare_calibrated(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
         """Logprob comparisons with the slot bias removed by both-order log-odds averaging (see

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 from typing import Callable
 
 import pytest
@@ -365,6 +367,113 @@ def test_close_closes_the_engine_and_bind_cache_keeps_it():
     with judge:
         pass
     assert engine.closed
+
+
+# -- what a dispatcher needs: capacity, and concurrent calls -------------------------------------
+
+def test_capacity_and_fills_batches_come_from_the_engine():
+    class Wide(ScriptedEngine):
+        capacity = 12
+        fills_batches = True
+
+    assert (LLMJudge(Wide()).capacity, LLMJudge(Wide()).fills_batches) == (12, True)
+    assert (LLMJudge(ScriptedEngine()).capacity, LLMJudge(ScriptedEngine()).fills_batches) == (1, False)
+
+
+class GatedEngine(ScriptedEngine):
+    """A scripted engine whose first call of ``method`` blocks (after announcing itself on
+    ``entered``) until the test sets ``gate``, so a second caller arrives while it is busy."""
+
+    def __init__(self, method: str, **kwargs):
+        super().__init__(**kwargs)
+        self.method = method
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+        self.started = 0
+
+    def _hold(self):
+        self.started += 1
+        if self.started == 1:
+            self.entered.set()
+            assert self.gate.wait(10), "the test never opened the gate"
+
+    def generate(self, conversations, **kwargs):
+        if self.method == "generate":
+            self._hold()
+        yield from super().generate(conversations, **kwargs)
+
+    def next_token_logprobs(self, conversations, **kwargs):
+        if self.method == "logprobs":
+            self._hold()
+        yield from super().next_token_logprobs(conversations, **kwargs)
+
+
+def run_two_overlapping(engine: GatedEngine, first: Callable[[], object], second: Callable[[], object],
+                        flight) -> list[object]:
+    """Start ``first`` and let it block inside the engine; start ``second``; open the gate once
+    ``second`` either waits for ``first`` (``flight.waiting``) or reached the engine itself."""
+    results: list[object] = [None, None]
+    errors: list[BaseException] = []
+
+    def runner(slot: int, call: Callable[[], object]) -> Callable[[], None]:
+        def target() -> None:
+            try:
+                results[slot] = call()
+            except BaseException as err:  # reported by the test thread
+                errors.append(err)
+        return target
+
+    threads = [threading.Thread(target=runner(0, first)), threading.Thread(target=runner(1, second))]
+    threads[0].start()
+    assert engine.entered.wait(10)
+    threads[1].start()
+    deadline = time.monotonic() + 10
+    while flight.waiting == 0 and engine.started < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    engine.gate.set()
+    for thread in threads:
+        thread.join(10)
+    assert not errors, errors
+    return results
+
+
+def test_concurrent_prepair_calls_generate_each_analysis_once():
+    engine = GatedEngine("generate")
+    judge = LLMJudge(engine, prepair=True)
+    t = task()
+    a, b, c = t.candidates
+    first, second = run_two_overlapping(engine, lambda: dict(judge.compare_many([(t, a, b), (t, b, c)])),
+                                        lambda: dict(judge.compare_many([(t, c, a), (t, b, a)])),
+                                        judge._analyses_in_flight)
+    assert len(first) == 2 and len(second) == 2
+    assert judge.analyses.stats["generated"] == 3  # a, b, c: once each, not once per caller
+    charged = sum(j.usage.get("analyses", 0) for results in (first, second) for j in results.values())
+    assert charged == 3
+
+
+def test_concurrent_calibrated_calls_ask_each_order_once():
+    engine = GatedEngine("logprobs", logprobs=lambda p, prefix: {"1": -0.5, "2": -1.5})
+    judge = LLMJudge(engine, mode="logprob", calibrate=True)
+    t = task()
+    a, b, _ = t.candidates
+    first, second = run_two_overlapping(engine, lambda: judge.compare(t, a, b), lambda: judge.compare(t, b, a),
+                                        judge._choices_in_flight)
+    assert len(engine.prompts) == 2  # (a, b) and (b, a), each asked once
+    assert first.probability == pytest.approx(1 - second.probability)
+
+
+def test_raw_fingerprint_does_not_switch_calibration_off_meanwhile():
+    seen: list[bool] = []
+
+    class Watching(LLMJudge):
+        def fingerprint_fields(self):
+            seen.append(self.calibrate)  # what a concurrent call would read at this moment
+            return super().fingerprint_fields()
+
+    judge = Watching(ScriptedEngine(), mode="logprob", calibrate=True)
+    plain = LLMJudge(ScriptedEngine(), mode="logprob")
+    assert judge.raw_fingerprint == plain.fingerprint != judge.fingerprint
+    assert all(seen)
 
 
 def _null_cache():
