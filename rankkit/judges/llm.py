@@ -48,6 +48,13 @@ caches every judgment even when a batch fails half-way.
   both orders and averages the log-odds. :meth:`LLMJudge.calibrate_pair_probability` remains a
   per-comparison hook (identity) for other calibrations.
 * Extra fingerprint fields: extend :meth:`LLMJudge.fingerprint_fields`.
+
+**Concurrent callers.** :meth:`LLMJudge.score_many` / :meth:`LLMJudge.compare_many` may be
+called from several threads at once (as a dispatcher does, sizing its work from
+:attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the engine's). The judge's own
+state tolerates it: a PREPAIR analysis or a calibration's raw choice that two calls need is
+computed by one and waited for by the other (:class:`InFlight`); whether the engine itself may
+be called concurrently is the engine's to say (the HTTP engine may).
 """
 
 from __future__ import annotations

@@ -51,8 +51,9 @@ neither a ``base_url`` nor a key the spec is refused at once.
 
 **Identity.** The fingerprint names the *model*, not ``base_url``: the same model served at
 another address (a vLLM replica, a moved deployment, a proxy) or by any number of replicas gives
-interchangeable judgments, so its cached judgments stay valid. The flip side: serve different weights under different model
-names (vLLM's ``--served-model-name``), or cached judgments of one will be reused for the other.
+interchangeable judgments, so its cached judgments stay valid. The flip side: serve different
+weights under different model names (vLLM's ``--served-model-name``), or cached judgments of one
+will be reused for the other.
 """
 
 from __future__ import annotations
