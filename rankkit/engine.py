@@ -62,6 +62,7 @@ class JudgmentStore:
         self._lock = threading.Lock()
         self._in_flight: dict[str, Future] = {}
         self._flushed = time.monotonic()
+        self._waiting = 0
 
     def fetch(self, fingerprint: str, kind: str, keys: Sequence[Sequence[Any]], ask: Ask,
               decode: Callable[[dict[str, Any]], J], encode: Callable[[J], dict[str, Any]]
@@ -95,9 +96,22 @@ class JudgmentStore:
             self._ask(fingerprint, kind, [first_index[row] for row in mine], row_keys, mine, ask, encode)
             for row, future in mine.items():
                 found[row] = (future.result(), Origin.JUDGE)
-        for row, future in waiting.items():
-            found[row] = (future.result(), Origin.SHARED)
+        if waiting:
+            with self._lock:
+                self._waiting += 1
+            try:
+                for row, future in waiting.items():
+                    found[row] = (future.result(), Origin.SHARED)
+            finally:
+                with self._lock:
+                    self._waiting -= 1
         return [found[row] for row in row_keys]
+
+    @property
+    def waiting(self) -> int:
+        """How many callers are waiting now for judgments another caller is asking for."""
+        with self._lock:
+            return self._waiting
 
     def _ask(self, fingerprint: str, kind: str, indices: list[int], row_keys: list[str],
              mine: dict[str, Future], ask: Ask, encode: Callable[[Any], dict[str, Any]]) -> None:

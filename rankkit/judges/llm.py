@@ -7,7 +7,9 @@ modes:
 
 ``generate`` — the paper's way. The judge writes an explanation, then a verdict
     (``Answer 1: X/M Answer 2: Y/M`` or ``Score: X/M``), which :mod:`rankkit.prompts` parses
-    from the generated text only, after removing anything the judge echoed from the candidates. A missing, out-of-range or off-scale verdict is asked again
+    from the generated text only, ignoring any verdict that re-quotes candidate text (even with
+    case, whitespace or punctuation changed). A missing, out-of-range, off-scale or ambiguous
+    (two different verdicts) verdict is asked again
     once with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy
     retry would repeat itself); if that fails too the judgment is recorded with status FAILED.
     **Decision rule for failures:** a failed grade has ``score=None`` (the ``individual``
@@ -46,16 +48,24 @@ caches every judgment even when a batch fails half-way.
   both orders and averages the log-odds. :meth:`LLMJudge.calibrate_pair_probability` remains a
   per-comparison hook (identity) for other calibrations.
 * Extra fingerprint fields: extend :meth:`LLMJudge.fingerprint_fields`.
+
+**Concurrent callers.** :meth:`LLMJudge.score_many` / :meth:`LLMJudge.compare_many` may be
+called from several threads at once (as a dispatcher does, sizing its work from
+:attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the engine's). The judge's own
+state tolerates it: a PREPAIR analysis or a calibration's raw choice that two calls need is
+computed by one and waited for by the other (the run's :class:`~rankkit.engine.JudgmentStore`
+keeps one request per key in flight); whether the engine itself may be called concurrently is
+the engine's to say (the HTTP engine may).
 """
 
 from __future__ import annotations
 
 import json
-
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
+from rankkit.engine import as_store
 from rankkit.judges.base import (
     Judge,
     PairJudgment,
@@ -77,7 +87,6 @@ from rankkit.prompts import (
     prompt_max_points,
     render_pairwise,
     render_pointwise,
-    strip_echoes,
     to_task_scale,
 )
 from rankkit.specs import Spec, SpecError, convert_value
@@ -86,7 +95,7 @@ from rankkit.tasks import Candidate, Task
 MODES = ("generate", "logprob", "loglik")
 
 #: Bump when the parser or a decision rule changes what a judgment is (part of the fingerprint).
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"  # 2: loose re-quotes of candidates dropped; conflicting verdicts fail
 LOGPROB_RULE = "1"  # digits 0..min(M,9); P(1)/(P(1)+P(2)) after the choice prefix
 LOGLIK_RULE = "1"   # mean token log-likelihood of the answer after the bare question
 
@@ -275,20 +284,20 @@ class LLMJudge(Judge):
         self.temperature = temperature
         self.seed = seed
         self.retries = retries
-        self.cache: Any = None
+        self.cache: Any = as_store(None)  # the run's store once bound (bind_cache)
         self.prepair = prepair
         self.analysis_max_new_tokens = analysis_max_new_tokens or max_new_tokens
         self.calibrate = calibrate
-        #: Raw choice log-probabilities by (prompt, reference, first text, second text): the
+        #: Raw choice log-probabilities by the pair's cache key (:meth:`_pair_key`): the
         #: in-memory half of what calibration reuses between the two orders of a pair.
-        self._raw_choices: dict[tuple[str, str | None, str, str], dict[str, float]] = {}
+        self._raw_choices: dict[str, dict[str, float]] = {}
         self.analyses: Any = None
         if prepair:
             from rankkit.judges.prepair import AnalysisStore, analysis_fingerprint
 
             self.analyses = AnalysisStore(
                 analysis_fingerprint(engine.identity(), self.analysis_max_new_tokens, temperature, seed),
-                self._generate_analyses)
+                self._generate_analyses, self.cache)
 
     # -- identity -----------------------------------------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
@@ -320,12 +329,23 @@ class LLMJudge(Judge):
         extra = "".join(f", {flag}" for flag in ("prepair", "calibrate") if getattr(self, flag))
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
+    @property
+    def capacity(self) -> int:
+        """How many requests the engine can usefully have in flight (1 when it does not say):
+        a dispatcher sizes the work it hands over from it."""
+        return getattr(self.engine, "capacity", 1)
+
+    @property
+    def fills_batches(self) -> bool:
+        """Whether the engine gains from full batches (a local model) or streams requests (HTTP)."""
+        return getattr(self.engine, "fills_batches", False)
+
     def bind_cache(self, cache: Any) -> None:
         """Keep the run's cache for judge-internal products (PREPAIR analyses, the raw
         judgments a calibrated judge builds on)."""
-        self.cache = cache
+        self.cache = as_store(cache)  # one store, so concurrent calls share what is in flight
         if self.analyses is not None:
-            self.analyses.cache = cache
+            self.analyses.cache = self.cache
 
     def close(self) -> None:
         self.engine.close()
@@ -427,7 +447,7 @@ class LLMJudge(Judge):
 
     # -- generate mode ------------------------------------------------------------------------
     def _generate_verdicts(self, prompts: Sequence[Prompt],
-                           parse: Callable[[str, float], Verdict]) -> Iterator[tuple[int, _Outcome]]:
+                           parse: Callable[[str, float, Sequence[str]], Verdict]) -> Iterator[tuple[int, _Outcome]]:
         """Generate, parse, retry the unparseable once with the next seed; yield as ready."""
         history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
         usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
@@ -441,7 +461,7 @@ class LLMJudge(Judge):
                 index = pending[local]
                 history[index].append(generation.text)
                 _add_usage(usage[index], generation.usage)
-                verdict = parse(strip_echoes(generation.text, prompts[index].untrusted), prompts[index].max_points)
+                verdict = parse(generation.text, prompts[index].max_points, prompts[index].untrusted)
                 if verdict.ok or attempt == self.retries:
                     yield index, _Outcome(generation.text, verdict, history[index], usage[index])
                 else:
@@ -558,11 +578,11 @@ class LLMJudge(Judge):
     @property
     def raw_fingerprint(self) -> str:
         """The fingerprint of this judge without calibration: the raw judgments are its own."""
-        calibrate, self.calibrate = self.calibrate, False
-        try:
-            return self.fingerprint
-        finally:
-            self.calibrate = calibrate
+        # Built from a copy, never by switching self.calibrate off and back: other threads may
+        # be reading it. Calibration adds exactly the "calibrate" field.
+        fields = {"backend": self.backend, "version": self.version, **self.fingerprint_fields()}
+        fields.pop("calibrate", None)
+        return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
 
     def _pair_key(self, task: Task, first: Candidate, second: Candidate) -> str:
         # The match layer's cache key for a comparison (Judge.request_key), as one hashable value.
@@ -571,8 +591,6 @@ class LLMJudge(Judge):
     def _raw_choice_logprobs(self, requests: Sequence[PairRequest]) -> dict[str, dict[str, float]]:
         """Raw choice log-probabilities of every request, from memory, the run's store (under
         :attr:`raw_fingerprint`, as the uncalibrated judge stores them) or the engine."""
-        from rankkit.engine import as_store
-
         found: dict[str, dict[str, float]] = {}
         missing: dict[str, PairRequest] = {}
         for task, first, second in requests:
@@ -596,7 +614,7 @@ class LLMJudge(Judge):
                                                        prefixes[index], logprobs,
                                                        choice_probability(logprobs["1"], logprobs["2"]))
 
-            judged = as_store(self.cache).fetch(self.raw_fingerprint, "pair", [json.loads(k) for k in keys], ask,
+            judged = self.cache.fetch(self.raw_fingerprint, "pair", [json.loads(k) for k in keys], ask,
                                                 PairJudgment.from_dict, PairJudgment.to_dict)
             for key, (raw, _) in zip(keys, judged):
                 found[key] = self._raw_choices[key] = dict(raw.extras["logprobs"])

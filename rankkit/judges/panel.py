@@ -48,7 +48,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from rankkit.cache import NullCache, content_hash
+from rankkit.cache import content_hash
+from rankkit.engine import Origin, as_store
 from rankkit.judges.base import Judge, PairJudgment, PairRequest, ParseStatus, Winner
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
@@ -168,7 +169,7 @@ class PanelJudge(Judge):
         self.members = list(members)
         self.threshold = float(threshold)
         self.simulated = any(m.simulated for m in members)
-        self.cache: Any = NullCache()
+        self.cache: Any = as_store(None)  # the run's store once bound (bind_cache)
         self._memo: dict[tuple[str, str], PairJudgment] = {}
 
     def fingerprint_fields(self) -> dict[str, Any]:
@@ -187,9 +188,9 @@ class PanelJudge(Judge):
         return any(getattr(m, "fills_batches", False) for m in self.members)
 
     def bind_cache(self, cache: Any) -> None:
-        self.cache = cache
+        self.cache = as_store(cache)  # one store, so concurrent calls share what is in flight
         for member in self.members:
-            member.bind_cache(cache)
+            member.bind_cache(self.cache)
 
     # -- member votes -------------------------------------------------------------------------
     @staticmethod
@@ -206,9 +207,7 @@ class PanelJudge(Judge):
         new (paid for). Each member gets one batch with everything it has not judged yet, and each
         new judgment is cached the moment it arrives.
         """
-        from rankkit.engine import Origin, as_store
-
-        store = as_store(self.cache)
+        store = self.cache
         fresh_keys: set[tuple[str, str]] = set()
         for member in self.members:
             fingerprint = member.fingerprint

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import http.server
 import importlib.util
+import itertools
 import json
 import logging
 import math
@@ -34,14 +35,19 @@ import pytest
 from rankkit.cache import JudgmentCache
 from rankkit.judges import JudgeError, make_judge
 from rankkit.judges.openai_compat import (
+    ERROR_EXCERPT_CHARS,
     MAX_RETRY_AFTER,
     LogprobsUnavailable,
     OpenAIEngine,
+    Replica,
     RetryPolicy,
     backoff_delay,
     choice_logprobs,
+    excerpt,
     first_token_alternatives,
     parse_retry_after,
+    pick_replica,
+    read_capped,
     redact,
     retry_reason,
     usage_of,
@@ -91,9 +97,11 @@ class FaultProxy:
     answers with :func:`stub_completion`. ``plan(number, body)`` picks what happens to request
     ``number`` (1-based, in arrival order): ``"pass"``, an HTTP status to return instead (with
     ``retry_after`` seconds in a header when set), ``"hang"`` (hold the connection without an
-    answer until the test ends or ``hang_limit`` passes) or ``"drop"`` (close without answering).
-    Every request is logged as ``(number, body, outcome)`` when it ends. ``on_success(count)`` is called after
-    each forwarded 200 response with the number of them so far.
+    answer until the test ends or ``hang_limit`` passes), ``"drop"`` (close without answering) or
+    ``("body", BYTES)`` (answer 200 with exactly those bytes). Every request is logged as
+    ``(number, body, outcome)`` when it ends. ``on_success(count)`` is called after each forwarded
+    200 response with the number of them so far. ``max_in_flight`` is the most requests it held at
+    once, counted from arrival until the answer starts (so never more than the client had open).
     """
 
     def __init__(self, upstream: str | None = None, plan: Callable[[int, dict], Any] | None = None,
@@ -111,6 +119,8 @@ class FaultProxy:
         self.headers_seen: list[dict[str, str]] = []
         self.arrivals = 0
         self.successes = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         proxy = self
@@ -131,7 +141,17 @@ class FaultProxy:
                     proxy.arrivals += 1
                     number = proxy.arrivals
                     proxy.headers_seen.append(dict(self.headers))
-                action = proxy.plan(number, body)
+                    proxy.in_flight += 1
+                    proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
+                try:
+                    action = proxy.plan(number, body)
+                finally:
+                    with proxy._lock:
+                        proxy.in_flight -= 1
+                if isinstance(action, tuple) and action[0] == "body":
+                    proxy._record(number, body, "body")
+                    self._send_bytes(200, action[1])
+                    return
                 if action == "hang":
                     proxy._record(number, body, "hang")
                     proxy._stop.wait(proxy.hang_limit)
@@ -160,7 +180,9 @@ class FaultProxy:
                         proxy.on_success(count)
 
             def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+                self._send_bytes(status, json.dumps(payload).encode(), headers)
+
+            def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -271,6 +293,21 @@ def test_usage_and_logprob_readers():
     assert logprobs["C"] == float("-inf")
     with pytest.raises(LogprobsUnavailable, match="mode=generate"):
         first_token_alternatives(stub_completion({"messages": conversation("hi")}))
+
+
+def test_pick_replica_spreads_load_and_moves_retries_elsewhere():
+    a, b = Replica("http://a/v1"), Replica("http://b/v1", in_flight=1, sent=1)
+    assert pick_replica([a, b], 2, {}) == 0  # least loaded
+    a.in_flight, a.sent = 1, 2
+    assert pick_replica([a, b], 2, {}) == 1  # equal load: the less used one
+    b.failures = 1
+    assert pick_replica([a, b], 2, {}) == 0  # one failing lately is the last choice
+    assert pick_replica([a, b], 2, {0: 1}) == 1  # a retry goes to the replica it has not failed on
+    b.in_flight = 2
+    assert pick_replica([a, b], 2, {0: 1}) is None  # ...waiting for a slot there if need be
+    assert pick_replica([a, b], 2, {0: 1, 1: 1}) == 0  # failed everywhere: any free one
+    a.in_flight = 2
+    assert pick_replica([a, b], 2, {}) is None  # all full
 
 
 def test_redact():
@@ -449,6 +486,241 @@ def test_api_key_is_sent_but_never_shown(caplog):
     assert "HTTP 401" in str(failure.value) and "bad key ***" in str(failure.value)
     assert SECRET not in str(failure.value)
     assert "retrying" in caplog.text and "bad key ***" in caplog.text and SECRET not in caplog.text
+
+
+# == bad responses, size cap, redaction (issue 11.8) =================================================
+
+def reply_body(content: Any) -> bytes:
+    return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
+
+
+BAD_BODIES = {
+    "choices is a string": b'{"choices": "oops"}',
+    "content is a number": reply_body(123),
+    "content is missing": b'{"choices": [{"message": {"role": "assistant"}}]}',
+    "message is missing": b'{"choices": [{"index": 0}]}',
+    "message is a string": b'{"choices": [{"message": "hello"}]}',
+    "choice is a string": b'{"choices": ["hello"]}',
+    "choices is empty": b'{"choices": []}',
+    "no choices at all": b'{"id": "x"}',
+    "body is a list": b'[1, 2, 3]',
+    "body is a string": b'"just text"',
+    "body is not JSON": b"<html>502 Bad Gateway</html>",
+}
+
+
+@pytest.mark.parametrize("bad", BAD_BODIES.values(), ids=BAD_BODIES.keys())
+def test_wrong_typed_json_is_a_bad_response_that_is_retried(bad):
+    with FaultProxy(plan=lambda number, body: ("body", bad) if number == 1 else "pass") as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=1)
+        try:
+            results = generate_all(engine, ["x"])
+        finally:
+            engine.close()
+    assert results[0].text == "stub reply to: x" and results[0].usage["retries"] == 1
+    assert engine.stats.retries == {"bad_response": 1} and proxy.outcomes() == ["body", 200]
+
+
+@pytest.mark.parametrize("bad", [BAD_BODIES["choices is a string"], BAD_BODIES["content is a number"]])
+def test_a_server_that_keeps_sending_bad_json_ends_in_a_clear_judge_error(bad, caplog):
+    with FaultProxy(plan=lambda number, body: ("body", bad)) as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=1)
+        try:
+            with pytest.raises(JudgeError, match=r"after 4 attempts.*(choices is str|content is int)"):
+                generate_all(engine, ["x"])
+        finally:
+            engine.close()
+    assert engine.stats.retries == {"bad_response": 3} and engine.stats.failed == 1
+    assert "retrying" in caplog.text  # backoff between attempts, as for a server error
+
+
+def logprob_body(logprobs: Any) -> bytes:
+    return json.dumps({"choices": [{"message": {"content": "A"}, "logprobs": logprobs}]}).encode()
+
+
+@pytest.mark.parametrize("logprobs", [
+    "oops",
+    {"content": "oops"},
+    {"content": ["oops"]},
+    {"content": [{"token": "A", "top_logprobs": "oops"}]},
+    {"content": [{"token": "A", "top_logprobs": ["oops"]}]},
+    {"content": [{"token": "A", "top_logprobs": [{"token": "A", "logprob": "high"}]}]},
+])
+def test_wrong_typed_logprobs_are_a_bad_response_that_is_retried(logprobs):
+    with FaultProxy(plan=lambda number, body: ("body", logprob_body(logprobs)) if number == 1 else "pass") as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=1)
+        try:
+            results = dict(engine.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A"]))
+        finally:
+            engine.close()
+    assert results[0]["A"] == pytest.approx(-0.2)
+    assert engine.stats.retries == {"bad_response": 1}
+
+
+def test_reading_a_body_stops_at_the_limit():
+    endless = itertools.repeat(b"x" * 1000)  # would never end if read whole
+    data, complete = read_capped(endless, 4096)
+    assert len(data) == 4096 and not complete
+    assert read_capped(iter([b"ab", b"cd"]), 4) == (b"abcd", True)
+
+
+def test_an_oversized_completion_is_a_bad_response_not_stored():
+    huge = reply_body("Answer 1: 1/4 Answer 2: 2/4 " + "x" * 200_000)
+    with FaultProxy(plan=lambda number, body: ("body", huge) if number == 1 else "pass") as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=1, max_response_bytes=64 * 1024)
+        try:
+            results = generate_all(engine, ["x"])
+            assert results[0].text == "stub reply to: x"
+            assert engine.stats.retries == {"bad_response": 1}
+        finally:
+            engine.close()
+    with FaultProxy(plan=lambda number, body: ("body", huge)) as proxy:
+        engine = fast_engine(proxy.base_url, concurrency=1, retry=RetryPolicy(max_attempts=2, backoff=0.01),
+                             max_response_bytes=64 * 1024)
+        try:
+            with pytest.raises(JudgeError, match="larger than max_response_bytes=65536"):
+                generate_all(engine, ["x"])
+        finally:
+            engine.close()
+    assert OpenAIEngine("m", base_url="http://127.0.0.1:9/v1").max_response_bytes == 4 * 1024 * 1024
+
+
+def test_a_key_that_straddles_the_excerpt_cut_is_redacted_whole(caplog):
+    # The error body is {"error": {"message": "<text> <status>"}}: 23 characters of JSON, then the
+    # text, so the key starts 10 characters before the 300-character cut and ends after it.
+    padding = "e" * (ERROR_EXCERPT_CHARS - 10 - len('{"error": {"message": "'))
+    assert excerpt(padding + SECRET, SECRET, 290)[-3:] == "***"
+    plan = lambda number, body: 500 if number == 1 else 401  # noqa: E731 - one retry is logged, then a final error
+    with FaultProxy(plan=plan, error_text=padding + SECRET) as proxy:
+        engine = fast_engine(proxy.base_url, api_key=SECRET)
+        caplog.set_level(logging.DEBUG)
+        try:
+            with pytest.raises(JudgeError) as failure:
+                generate_all(engine, ["x"])
+        finally:
+            engine.close()
+    shown = str(failure.value) + caplog.text
+    assert "HTTP 401" in str(failure.value) and "eee***" in str(failure.value) and "eee***" in caplog.text
+    assert SECRET[:4] not in shown  # not even the start of the key ("sk-t")
+
+
+def test_openai_without_base_url_or_key_fails_at_once(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from rankkit.cli import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(SpecError, match="no base_url and no API key"):
+        make_judge("openai:gpt-4o")
+    result = CliRunner().invoke(main, ["compare", "--judge", "openai:gpt-4o", "--strategies", "knockout",
+                                       "--limit", "1", "--cache", str(tmp_path / "c.sqlite"), "--quiet"])
+    assert result.exit_code == 2 and "no base_url and no API key" in result.output
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # OpenAI's own API with a key: fine
+    assert make_judge("openai:gpt-4o").engine.base_url == "https://api.openai.com/v1"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # a local server needs no key
+    assert make_judge("openai:m").engine.base_url == "http://127.0.0.1:9/v1"
+    with pytest.raises(SpecError, match="not an http"):
+        make_judge("openai:m,base_url=127.0.0.1:8000")
+
+
+# == replicas and concurrent callers (issue 12) ========================================================
+
+class InFlightTracker:
+    """A ``plan`` for one or more FaultProxy servers that holds each request ``hold`` seconds and
+    records the most requests held at once over all of them."""
+
+    def __init__(self, hold: float = 0.02):
+        self.hold = hold
+        self.now = 0
+        self.most = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, number: int, body: dict) -> str:
+        with self._lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(self.hold)  # let requests overlap; nothing is asserted on time
+        with self._lock:
+            self.now -= 1
+        return "pass"
+
+
+def test_replicas_share_the_load_within_concurrency_per_replica():
+    tracker = InFlightTracker()
+    with FaultProxy(plan=tracker) as one, FaultProxy(plan=tracker) as two:
+        engine = fast_engine(f"{one.base_url}|{two.base_url}", concurrency=2)
+        assert engine.capacity == 4 and engine.fills_batches is False
+        try:
+            results = generate_all(engine, [f"q{i}" for i in range(16)])
+        finally:
+            engine.close()
+    assert [results[i].text for i in range(16)] == [f"stub reply to: q{i}" for i in range(16)]
+    assert one.outcomes().count(200) > 0 and two.outcomes().count(200) > 0
+    assert one.outcomes().count(200) + two.outcomes().count(200) == 16
+    assert one.max_in_flight <= 2 and two.max_in_flight <= 2 and tracker.most <= 4
+
+
+@pytest.mark.parametrize("failure", ["503", "unreachable"])
+def test_a_failing_replica_is_retried_on_another(failure):
+    with FaultProxy(plan=lambda number, body: 503) as bad, FaultProxy() as good:
+        bad_url = bad.base_url if failure == "503" else f"http://127.0.0.1:{free_port()}/v1"
+        engine = fast_engine(f"{bad_url}|{good.base_url}", concurrency=1,
+                             retry=RetryPolicy(max_attempts=2, backoff=5.0))  # a backoff would be long
+        try:
+            results = generate_all(engine, [f"q{i}" for i in range(6)])
+        finally:
+            engine.close()
+    assert [results[i].text for i in range(6)] == [f"stub reply to: q{i}" for i in range(6)]
+    assert good.outcomes() == [200] * 6
+    assert engine.stats.total_retries >= 1 and engine.stats.failed == 0
+    assert set(engine.stats.retries) == {"5xx" if failure == "503" else "connection"}
+
+
+def test_fingerprint_does_not_depend_on_the_replicas(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    one = make_judge("openai:m,base_url=http://h1:8000/v1,concurrency=3")
+    two = make_judge("openai:m,base_url=http://h1:8000/v1|http://h2:8000/v1,concurrency=3")
+    swapped = make_judge("openai:m,base_url=http://h2:8000/v1/|http://h1:8000/v1")
+    assert one.fingerprint == two.fingerprint == swapped.fingerprint
+    assert (one.capacity, two.capacity, two.fills_batches) == (3, 6, False)
+    assert [r.url for r in swapped.engine.replicas] == ["http://h2:8000/v1", "http://h1:8000/v1"]
+    with pytest.raises(SpecError, match="twice"):
+        make_judge("openai:m,base_url=http://h1:8000/v1|http://h1:8000/v1/")
+
+
+def test_concurrent_callers_share_the_capacity(monkeypatch):
+    tracker = InFlightTracker()
+
+    def plan(number: int, body: dict) -> Any:
+        if body["messages"][-1]["content"] == "doomed":
+            return 404
+        return tracker(number, body)
+
+    with FaultProxy(plan=plan) as one, FaultProxy(plan=plan) as two:
+        engine = fast_engine(f"{one.base_url}|{two.base_url}", concurrency=2)  # capacity 4
+        outcomes: dict[int, Any] = {}
+
+        def caller(number: int) -> None:
+            texts = [f"t{number} q{i}" for i in range(6)] + (["doomed"] if number == 0 else [])
+            try:
+                outcomes[number] = generate_all(engine, texts)
+            except JudgeError as err:
+                outcomes[number] = err
+
+        threads = [threading.Thread(target=caller, args=(n,)) for n in range(5)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        in_flight_after = engine.in_flight()
+        engine.close()
+    assert isinstance(outcomes[0], JudgeError)  # one caller's failure...
+    for number in range(1, 5):  # ...does not touch the others
+        assert [outcomes[number][i].text for i in range(6)] == [f"stub reply to: t{number} q{i}" for i in range(6)]
+    assert tracker.most <= engine.capacity == 4
+    assert one.max_in_flight <= 2 and two.max_in_flight <= 2 and in_flight_after == 0
 
 
 # == the judge (LLMJudge over the engine) against the stub server =====================================
