@@ -25,6 +25,7 @@ import argparse
 import hashlib
 import http.server
 import json
+import socket
 import sys
 import threading
 import time
@@ -35,58 +36,94 @@ RESULTS = ROOT / "benchmarks" / "results" / "engine.md"
 STRATEGIES = ["knockout", "knockout:debias=true", "heapsort", "swiss", "active", "bt"]
 
 
+def serve_stub(latency: float, port_out: "multiprocessing.connection.Connection") -> None:
+    """The stub server's process: a threaded chat-completions server on a free loopback port that
+    answers after ``latency`` seconds; ``GET /stats`` returns what it served."""
+    served = in_flight = max_in_flight = 0
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm and
+            # the client's delayed ACK add ~40 ms to every keep-alive request.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            with lock:
+                data = json.dumps({"served": served, "max_in_flight": max_in_flight}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            nonlocal served, in_flight, max_in_flight
+            body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            with lock:
+                in_flight += 1
+                max_in_flight = max(max_in_flight, in_flight)
+            time.sleep(latency)
+            digest = hashlib.sha256(body).digest()
+            first, second = digest[0] % 11, digest[1] % 11
+            text = body.decode("utf-8", "replace")
+            verdict = (f"Answer 1: {first}/10 Answer 2: {second}/10" if "Answer 2" in text
+                       else f"Score: {first}/10")
+            data = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": f"Explanation: stub. {verdict}"}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            with lock:
+                in_flight -= 1
+                served += 1
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 256  # the default backlog of 5 resets connections opened in a burst
+
+    server = Server(("127.0.0.1", 0), Handler)
+    port_out.send(server.server_address[1])
+    server.serve_forever(poll_interval=0.05)
+
+
 class VerdictStub:
-    """A threaded chat-completions server that answers after ``latency`` seconds."""
+    """The stub server in a process of its own (so its threads do not compete with the client for
+    the interpreter lock), for a ``with`` block; ``served`` and ``max_in_flight`` are read from
+    it at the end."""
 
     def __init__(self, latency: float):
-        self.served = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        lock = threading.Lock()
-        stub = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                with lock:
-                    stub.in_flight += 1
-                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
-                time.sleep(latency)
-                digest = hashlib.sha256(body).digest()
-                first, second = digest[0] % 11, digest[1] % 11
-                text = body.decode("utf-8", "replace")
-                verdict = (f"Answer 1: {first}/10 Answer 2: {second}/10" if "Answer 2" in text
-                           else f"Score: {first}/10")
-                data = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": f"Explanation: stub. {verdict}"}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                with lock:
-                    stub.in_flight -= 1
-                    stub.served += 1
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.request_queue_size = 256
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.latency = latency
+        self.served = self.max_in_flight = 0
 
     def __enter__(self) -> "VerdictStub":
-        self.thread.start()
+        import multiprocessing
+
+        receiver, sender = multiprocessing.Pipe(duplex=False)
+        self.process = multiprocessing.Process(target=serve_stub, args=(self.latency, sender), daemon=True)
+        self.process.start()
+        self.base_url = f"http://127.0.0.1:{receiver.recv()}/v1"
         return self
 
+    def stats(self) -> dict:
+        import httpx
+
+        return httpx.get(self.base_url.removesuffix("/v1") + "/stats", timeout=10).json()
+
     def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stats = self.stats()
+        self.served, self.max_in_flight = stats["served"], stats["max_in_flight"]
+        self.process.terminate()
+        self.process.join(5)
 
 
 def synthetic_tasks(count: int, size: int):
@@ -114,13 +151,12 @@ def http_rows(args) -> list[dict]:
             result = run(tasks, [make_strategy(spec)], judge, None, seed=0, progress=False)
             wall = time.perf_counter() - started
             judge.close()
-            rate = stub.served / wall
-            ideal = args.concurrency / args.latency
-            rows.append({"strategy": spec, "requests": stub.served, "seconds": wall, "rate": rate,
-                         "utilisation": rate / ideal, "max_in_flight": stub.max_in_flight,
-                         "spearman": result.strategies[0].metrics.get("task_spearman")})
-            print(f"{spec:22s} requests={stub.served:5d} {wall:6.1f} s {rate:7.1f} req/s "
-                  f"utilisation={rate / ideal:.2f} max in flight={stub.max_in_flight}", flush=True)
+        rate = stub.served / wall
+        ideal = args.concurrency / args.latency
+        rows.append({"strategy": spec, "requests": stub.served, "seconds": wall, "rate": rate,
+                     "utilisation": rate / ideal, "max_in_flight": stub.max_in_flight})
+        print(f"{spec:22s} requests={stub.served:5d} {wall:6.1f} s {rate:7.1f} req/s "
+              f"utilisation={rate / ideal:.2f} max in flight={stub.max_in_flight}", flush=True)
     return rows
 
 
