@@ -157,13 +157,14 @@ class MatchSource:
     """
 
     def __init__(self, task: Task, graph: MatchGraph, judge: Judge, cache: Any, cost: Cost,
-                 strategy: str | None = None, engine: JudgmentEngine | None = None):
+                 strategy: str | None = None, engine: JudgmentEngine | None = None, progress: Any = None):
         self.task = task
         self.graph = graph
         self.judge = judge
         self.engine = engine if engine is not None else JudgmentEngine(judge, cache)
         self.cost = cost
         self.strategy = strategy
+        self.progress = progress  # told about every batch of judgments (the run's progress bar)
         self.fingerprint = self.engine.fingerprint
         self.matches: list[Match] = []
         self._used_pairs: set[tuple[str, str]] = set()
@@ -190,6 +191,7 @@ class MatchSource:
         task, graph, fingerprint = self.task, self.graph, self.fingerprint
         results: dict[Any, Any] = {}
         missing: list[Any] = []
+        before = (self.cost.judge_calls, self.cost.cache_hits, self.cost.graph_hits)
         for item in wanted:
             if item in results:
                 continue
@@ -212,6 +214,9 @@ class MatchSource:
                     graph.add_point(fingerprint, item, judgment)
                 self._charge(judgment, origin)
                 results[item] = judgment
+        if self.progress is not None:
+            self.progress.judged(len(results), self.cost.judge_calls - before[0], self.cost.cache_hits - before[1],
+                                 self.cost.graph_hits - before[2])
         return results
 
     # -- comparisons --------------------------------------------------------------------------

@@ -161,7 +161,8 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
         for strategy_run in runs:
             strategy = strategy_run.strategy
             cost = Cost()
-            source = MatchSource(task, graph, judge, store, cost, strategy=strategy_run.name, engine=engine)
+            source = MatchSource(task, graph, judge, store, cost, strategy=strategy_run.name, engine=engine,
+                                 progress=bar)
             started = time.perf_counter()
             ranking = strategy.rank(task, source, task_rng(seed, task.task_id))
             seconds = time.perf_counter() - started
@@ -169,7 +170,6 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
                 extras={k: dict(v) for k, v in ranking.extras.items()}, matches=source.matches, cost=cost), seconds))
-            bar.judged(cost)
         bar.task_done()
         return graph, results
 
@@ -247,29 +247,29 @@ def _rank_concurrently(tasks: Sequence[Task], rank_task: Callable[[Task], Any], 
 
 
 class RunProgress:
-    """The run's progress bar: tasks done of all, and the judgments used so far with their rate
-    and how many came from the cache or the graph rather than the judge."""
+    """The run's progress bar, in judgments: how many were used so far (of ``expected`` when
+    known), their rate and ETA, how many the judge was paid for and how many came from the cache
+    or the graph instead; and tasks done of all."""
 
-    def __init__(self, total_tasks: int, disable: bool):
+    def __init__(self, total_tasks: int, disable: bool, expected: int | None = None):
         self._lock = threading.Lock()
-        self._bar = tqdm(total=total_tasks, desc="ranking", unit="task", file=sys.stderr, disable=disable,
-                         dynamic_ncols=True)
-        self._judgments = self._paid = self._cached = self._reused = 0
-        self._started = time.perf_counter()
+        self._bar = tqdm(total=expected, desc="judging", unit="judgment", file=sys.stderr, disable=disable,
+                         dynamic_ncols=True, mininterval=0.5)
+        self._tasks, self._total_tasks = 0, total_tasks
+        self._paid = self._cached = self._reused = 0
 
-    def judged(self, cost: Cost) -> None:
+    def judged(self, used: int, paid: int, cached: int, reused: int) -> None:
         with self._lock:
-            self._judgments += cost.comparisons + cost.scores
-            self._paid += cost.judge_calls
-            self._cached += cost.cache_hits
-            self._reused += cost.graph_hits
+            self._paid += paid
+            self._cached += cached
+            self._reused += reused
+            self._bar.update(used)
 
     def task_done(self) -> None:
         with self._lock:
-            rate = self._judgments / max(time.perf_counter() - self._started, 1e-9)
-            self._bar.set_postfix_str(f"judgments={self._judgments} ({rate:.1f}/s) judge_calls={self._paid} "
+            self._tasks += 1
+            self._bar.set_postfix_str(f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
                                       f"cache_hits={self._cached} graph_hits={self._reused}", refresh=False)
-            self._bar.update(1)
 
     def close(self) -> None:
         self._bar.close()
