@@ -179,6 +179,10 @@ class PanelJudge(Judge):
     def description(self) -> str:
         return f"panel({' + '.join(m.description for m in self.members)}; threshold={self.threshold:g})"
 
+    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        """The panel's decision depends on what each member's answer depends on."""
+        return [member.request_key(task, *candidates) for member in self.members]
+
     @property
     def capacity(self) -> int:  # members are asked one after another, each with the whole batch
         return max(int(getattr(m, "capacity", 1)) for m in self.members)

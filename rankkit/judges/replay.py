@@ -51,6 +51,8 @@ path), so the cache never mixes two recordings and a moved file keeps its cache.
 
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import json
 import sys
@@ -209,10 +211,23 @@ class ReplayJudge(Judge):
         self.method = method
         self.on_miss = on_miss
         self.scores = scores
-        self.table = load_recorded(self.path, judge, method)
-        self.sha256 = file_sha256(self.path)
         self.hits = 0
         self.misses: Counter = Counter()
+
+    # The recording is read (and hashed) on first use, not in the constructor, which only stores
+    # parameters: building a judge to describe it or check a spec costs nothing.
+    @functools.cached_property
+    def table(self) -> dict[tuple[str, str, str], Any]:
+        return load_recorded(self.path, self.judge_label, self.method)
+
+    @functools.cached_property
+    def sha256(self) -> str:
+        return file_sha256(self.path)
+
+    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        """A recorded verdict is looked up by task and candidate ids, so they are part of the key
+        (two candidates with the same text may have different recorded verdicts)."""
+        return [*super().request_key(task, *candidates), task.task_id, *(c.id for c in candidates)]
 
     def fingerprint_fields(self) -> dict[str, Any]:
         return {"sha256": self.sha256, "judge": self.judge_label, "method": self.method,
@@ -278,8 +293,10 @@ def from_spec(spec: Spec) -> ReplayJudge:
     unknown = set(spec.options) - known
     if unknown:
         raise SpecError(f"replay: unknown parameter(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
-    return ReplayJudge(spec.positional[0], judge=spec.options.get("judge"), method=spec.options.get("method"),
-                       on_miss=spec.options.get("on_miss", "error"), scores=spec.options.get("scores", "recorded"))
+    judge = ReplayJudge(spec.positional[0], judge=spec.options.get("judge"), method=spec.options.get("method"),
+                        on_miss=spec.options.get("on_miss", "error"), scores=spec.options.get("scores", "recorded"))
+    judge.table  # read the recording now: a bad file or filter is reported before anything runs
+    return judge
 
 
 # ---------------------------------------------------------------------------------------------

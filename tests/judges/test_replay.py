@@ -99,9 +99,12 @@ def test_misses_are_counted_as_failures_in_the_run_cost(recording):
 
 def test_filters_must_pick_one_judgment_per_comparison(recording):
     with pytest.raises(SpecError, match="more than once.*judges J, K, R.*judge=NAME"):
-        ReplayJudge(recording)
+        make_judge(f"replay:{recording}")
     with pytest.raises(SpecError, match="no rows .* match judge=GPT-4; the file holds judges J, K, R"):
-        ReplayJudge(recording, judge="GPT-4")
+        make_judge(f"replay:{recording},judge=GPT-4")
+    lazy = ReplayJudge(recording, judge="GPT-4")  # the constructor only stores its parameters
+    with pytest.raises(SpecError, match="no rows"):
+        lazy.table
     assert len(load_recorded(recording, judge="J", method="M")) == 2
 
 
