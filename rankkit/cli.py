@@ -10,13 +10,13 @@ judgment already received is cached. Heavy modules are imported inside commands,
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import click
 
+from rankkit.formatting import format_table
 from rankkit.specs import SpecError
 from rankkit.tasks import SAMPLE_DATA, TaskFormatError
 
@@ -51,26 +51,6 @@ def guarded(func: Callable) -> Callable:
             raise
 
     return wrapper
-
-
-def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
-    """A plain fixed-width table: ``columns`` are (key, header) pairs."""
-
-    def cell(value: Any) -> str:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.3f}"
-        return str(value)
-
-    body = [[cell(row.get(key)) for key, _ in columns] for row in rows]
-    widths = [max(len(header), *(len(r[i]) for r in body)) if body else len(header)
-              for i, (_, header) in enumerate(columns)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, ((_, h), w) in enumerate(zip(columns, widths)))]
-    lines.append("  ".join("-" * w for w in widths))
-    for r in body:
-        lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
-    return "\n".join(lines)
 
 
 # -- shared options -------------------------------------------------------------------------------
