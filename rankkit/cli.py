@@ -55,9 +55,34 @@ def guarded(func: Callable) -> Callable:
 
 # -- shared options -------------------------------------------------------------------------------
 
+COLUMNS_META = "rankkit.columns"  # where --columns leaves its parsed mapping (ctx.meta)
+
+
+def _store_columns(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """--columns is kept in the context, not passed to the command: every command that loads data
+    gets it through load_run_inputs without a new parameter in its signature."""
+    from rankkit.frames import parse_columns
+
+    try:
+        ctx.meta[COLUMNS_META] = parse_columns(value) if value else None
+    except SpecError as err:
+        raise click.BadParameter(str(err).removeprefix("--columns: "), ctx=ctx, param=param) from None
+
+
+def current_columns() -> dict[str, str] | None:
+    """The column mapping given with --columns to the running command (None when none)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(COLUMNS_META) if ctx is not None else None
+
+
 def data_options(func: Callable) -> Callable:
     func = click.option("--data", "data_path", type=click.Path(dir_okay=False), default=None,
-                        help="Tasks as .jsonl or long-form .csv (default: the bundled synthetic sample).")(func)
+                        help="Tasks as .jsonl, long-form .csv, .parquet or a .json array "
+                             "(default: the bundled synthetic sample).")(func)
+    func = click.option("--columns", expose_value=False, callback=_store_columns, default=None,
+                        help="Map the data's column names to rankkit's, e.g. question_id=task_id,model=system "
+                             "(targets: task_id prompt candidate_id text system reference human.NAME meta.NAME, "
+                             "- to drop).")(func)
     func = click.option("--criterion", default=None, help="Human score to compare against (default meta.main_score).")(func)
     func = click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N tasks.")(func)
     return func
@@ -82,7 +107,7 @@ def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | N
     from rankkit.tasks import load_tasks
 
     path = Path(data_path) if data_path else SAMPLE_DATA
-    tasks = load_tasks(path, criterion=criterion, limit=limit)
+    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
     spec = judge_spec or default_judge_spec()
     judge = make_judge(spec)
     cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)

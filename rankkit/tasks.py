@@ -114,18 +114,28 @@ class Task:
 # Loading
 
 
-def load_tasks(path: str | Path, criterion: str | None = None, limit: int | None = None) -> list[Task]:
+def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int | None = None,
+               columns: Mapping[str, str] | None = None) -> list[Task]:
     """Read tasks from a ``.jsonl`` or ``.csv`` file and resolve the ground-truth criterion.
 
-    ``limit`` keeps the first N tasks. Raises :class:`TaskFormatError` on any problem.
+    ``path`` may also be a ``.parquet`` or JSON-array file, a pandas DataFrame, a
+    ``datasets.Dataset`` or a list of row dicts in long form, and ``columns`` maps the source's
+    column names to rankkit's (``{"question_id": "task_id", "model": "system"}``); see
+    :mod:`rankkit.frames`. ``limit`` keeps the first N tasks. Raises :class:`TaskFormatError` on any
+    problem.
     """
-    path = Path(path)
-    if not path.exists():
-        raise TaskFormatError(path, None, None, "file not found")
-    if path.suffix.lower() == ".csv":
-        raw = _read_csv(path)
+    from rankkit.frames import handles, read_source  # tables and mapped columns; pandas stays unimported
+
+    if handles(path, columns):
+        path, raw = read_source(path, columns)
     else:
-        raw = _read_jsonl(path, limit)
+        path = Path(path)
+        if not path.exists():
+            raise TaskFormatError(path, None, None, "file not found")
+        if path.suffix.lower() == ".csv":
+            raw = _read_csv(path)
+        else:
+            raw = _read_jsonl(path, limit)
     if limit is not None:
         raw = raw[:limit]
     if not raw:
