@@ -16,12 +16,22 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from rankkit.formatting import format_table
+from rankkit.formatting import render
 from rankkit.specs import SpecError
 from rankkit.tasks import SAMPLE_DATA, TaskFormatError
 
-TABLE_METRICS = (("pearson", "pearson"), ("spearman", "spearman"), ("kendall", "kendall"),
-                 ("task_spearman", "task_spear"), ("pairwise_accuracy", "pair_acc"), ("top1_accuracy", "top1"))
+TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall", "task_spearman",
+                                                 "pairwise_accuracy", "top1_accuracy"))
+#: The columns of `rankkit compare`: what each strategy used (comparisons + grades), where each
+#: judgment came from (judge_calls = new and paid for, cache_hits = the persistent cache, graph_hits
+#: = reused inside this run), its time and its agreement with the humans.
+COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("scores", "grades"),
+                   ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("graph_hits", "graph_hits"),
+                   ("seconds", "seconds"), *TABLE_METRICS)
+#: The columns of `rankkit rank`, in the order of its JSONL rows.
+RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
+                                            "champion", "human"))
+OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -114,6 +124,29 @@ def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | N
     return path, tasks, spec, judge, cache
 
 
+def judge_caveat(spec: str) -> str | None:
+    """One line that goes with the results of a judge whose verdicts must not be read as
+    results (the embedded SmolLM2), else None."""
+    from rankkit.specs import parse_spec
+
+    if parse_spec(spec).name == "smollm2":
+        return ("note: SmolLM2-135M is a plumbing-grade judge (near-chance accuracy, a strong slot preference): "
+                "use it to try rankkit end to end, and a real judge (hf:MODEL, openai:MODEL) for results")
+    return None
+
+
+def compare_rows(result: Any) -> list[dict[str, Any]]:
+    """One row per strategy of a run, keyed as in COMPARE_COLUMNS."""
+    rows = []
+    for s in result.strategies:
+        row = {"name": s.name, "comparisons": s.cost.comparisons, "scores": s.cost.scores,
+               "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits,
+               "graph_hits": s.cost.graph_hits, "seconds": s.seconds}
+        row.update(s.metrics)
+        rows.append(row)
+    return rows
+
+
 def announce_judge(judge: Any, spec: str) -> None:
     note = " — no LLM is called; verdicts derive from the human labels" if judge.simulated else ""
     click.echo(f"judge: {judge.description}{note}", err=True)
@@ -133,7 +166,8 @@ def main() -> None:
 @click.option("--strategies", "strategy_specs", default="knockout,individual", show_default=True,
               help="Comma-separated strategy specs, e.g. knockout:debias=true,pairwise,individual.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full results as JSON.")
-@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
+              help="table (for people), json (the results without task texts), csv or markdown (the table).")
 @guarded
 def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
             strategy_specs, out, output_format) -> None:
@@ -158,18 +192,18 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     if output_format == "json":
         click.echo(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1, ensure_ascii=False))
         return
-    rows = []
-    for s in result.strategies:
-        row = {"name": s.name, "comparisons": s.cost.comparisons, "scores": s.cost.scores,
-               "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits, "seconds": s.seconds}
-        row.update(s.metrics)
-        rows.append(row)
-    columns = [("name", "strategy"), ("comparisons", "comparisons"), ("scores", "grades"),
-               ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("seconds", "seconds"),
-               *TABLE_METRICS]
+    table = render(compare_rows(result), COMPARE_COLUMNS, output_format)
+    if output_format == "csv":  # nothing but the table on stdout, for a program to read
+        click.echo(table)
+        if out:
+            click.echo(f"results written to {out}", err=True)
+        return
     criterion_name = tasks[0].criterion or "none"
     click.echo(f"{len(tasks)} tasks from {path} · criterion {criterion_name} · judge {judge.description} · seed {seed}")
-    click.echo(format_table(rows, columns))
+    caveat = judge_caveat(spec)
+    if caveat:
+        click.echo(caveat)
+    click.echo(("\n" if output_format == "markdown" else "") + table)
     if out:
         click.echo(f"results written to {out}")
 
@@ -179,9 +213,12 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 @judge_options
 @click.option("--strategy", "strategy_spec", default="knockout", show_default=True, help="One strategy spec.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write per-candidate scores as JSONL (default: print them).")
+              help="Write per-candidate scores to this file instead of printing them.")
+@click.option("--format", "output_format", type=click.Choice(["jsonl", *OUTPUT_FORMATS]), default="jsonl",
+              show_default=True, help="jsonl (one object per candidate), table, json (a list), csv or markdown.")
 @guarded
-def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out) -> None:
+def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
+         output_format) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
@@ -194,20 +231,17 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     finally:
         cache.close()
         judge.close()
-    by_id = {t.task_id: t for t in tasks}
-    lines = []
-    for task_result in result.strategies[0].tasks:
-        task = by_id[task_result.task_id]
-        human = task.human_scores()
-        for position, cid in enumerate(task_result.ranking, start=1):
-            row = {"task_id": task.task_id, "candidate_id": cid, "system": task.candidate(cid).system,
-                   "strategy": strategy.label, "score": task_result.scores[cid], "rank": position,
-                   "champion": cid == task_result.champion, "human": human.get(cid)}
-            lines.append(json.dumps(row, ensure_ascii=False))
-    text = "\n".join(lines) + "\n"
+    rows = [{key: row[key] for key, _ in RANK_COLUMNS} for row in result.rows()]
+    if output_format == "jsonl":
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    else:
+        text = render(rows, RANK_COLUMNS, output_format) + "\n"
+    caveat = judge_caveat(spec)
+    if caveat:
+        click.echo(caveat, err=True)
     if out:
         Path(out).write_text(text, encoding="utf-8")
-        click.echo(f"{len(lines)} candidates ranked; written to {out}", err=True)
+        click.echo(f"{len(rows)} candidates ranked; written to {out}", err=True)
     else:
         click.echo(text, nl=False)
 
@@ -298,8 +332,14 @@ def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: s
         return
     columns = [("rank", "rank"), ("name", "system"), ("rating", "rating"), ("ci_low", "ci_low"),
                ("ci_high", "ci_high"), ("matches", "matches")] + ([("truth", "truth")] if truth else [])
+    table = render(rows, [columns[1], columns[0], *columns[2:]], output_format)
+    if output_format == "csv":
+        click.echo(table)
+        if out:
+            click.echo(f"leaderboard written to {out}", err=True)
+        return
     click.echo(lines[0])
-    click.echo(format_table(rows, [columns[1], columns[0], *columns[2:]]))
+    click.echo(("\n" + table + "\n") if output_format == "markdown" else table)
     for line in lines[1:]:
         click.echo(line)
     if out:
@@ -313,8 +353,8 @@ def _leaderboard_common(func: Callable) -> Callable:
     func = click.option("--bootstrap", "bootstrap_rounds", type=click.IntRange(min=0), default=200, show_default=True,
                         help="Bootstrap resamples of the matches for 95% intervals (0 = none).")(func)
     func = click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")(func)
-    func = click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table",
-                        show_default=True)(func)
+    func = click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table",
+                        show_default=True, help="table, json (the leaderboard without its matches), csv or markdown.")(func)
     return func
 
 
@@ -407,8 +447,12 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
 @click.option("--exam-field", default=None,
               help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the analysis as JSON.")
+@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
+              help="table, json (the whole analysis), csv (all sections in one table, with a section column) "
+                   "or markdown.")
 @guarded
-def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, seed, aggregate, exam_field, out) -> None:
+def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, seed, aggregate, exam_field, out,
+                    output_format) -> None:
     """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level and
     paired differences for a results file of `rankkit compare --out`."""
     from rankkit.analysis import analyze, format_analysis, load_results, to_jsonable
@@ -417,10 +461,13 @@ def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, see
     results = load_results(results_path)
     report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), n_boot=n_boot,
                      seed=seed, aggregate=aggregate, unit_field=exam_field)
-    click.echo(format_analysis(report))
+    if output_format == "json":
+        click.echo(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False))
+    else:
+        click.echo(format_analysis(report, output_format))
     if out:
         Path(out).write_text(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False), encoding="utf-8")
-        click.echo(f"analysis written to {out}")
+        click.echo(f"analysis written to {out}", err=output_format in ("json", "csv"))
 
 
 @main.command("plot")
