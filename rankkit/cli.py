@@ -98,6 +98,26 @@ def data_options(func: Callable) -> Callable:
     return func
 
 
+def _apply_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """--config: the run file's settings become the command's defaults (so flags still win)."""
+    if not value:
+        return
+    from rankkit.config import ConfigError, click_defaults, load_config
+
+    try:
+        defaults = click_defaults(load_config(value), {p.name for p in ctx.command.params if p.name}, where=value)
+    except ConfigError as err:
+        raise click.BadParameter(str(err), ctx=ctx, param=param) from None
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+
+
+def config_option(func: Callable) -> Callable:
+    return click.option("--config", type=click.Path(dir_okay=False, exists=True), is_eager=True, expose_value=False,
+                        callback=_apply_config,
+                        help="A run file (TOML: data, judge, strategies, seed, cache, out, format...) or a results "
+                             "JSON to re-run; flags given on the command line win.")(func)
+
+
 def judge_options(func: Callable) -> Callable:
     func = click.option("--judge", "judge_spec", default=None,
                         help="Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim).")(func)
@@ -168,6 +188,7 @@ def main() -> None:
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full results as JSON.")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table (for people), json (the results without task texts), csv or markdown (the table).")
+@config_option
 @guarded
 def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
             strategy_specs, out, output_format) -> None:
@@ -186,6 +207,12 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     finally:
         cache.close()
         judge.close()
+    from rankkit.cache import DEFAULT_CACHE_PATH
+    from rankkit.config import config_record
+
+    result.config = config_record(data=data_path, criterion=tasks[0].criterion, limit=limit, columns=current_columns(),
+                                  judge=spec, strategies=strategies, seed=seed,
+                                  cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH)
     payload = result.to_dict()
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -216,6 +243,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
               help="Write per-candidate scores to this file instead of printing them.")
 @click.option("--format", "output_format", type=click.Choice(["jsonl", *OUTPUT_FORMATS]), default="jsonl",
               show_default=True, help="jsonl (one object per candidate), table, json (a list), csv or markdown.")
+@config_option
 @guarded
 def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
          output_format) -> None:
