@@ -52,7 +52,7 @@ from rankkit.strategies._budget import (
     mean_grades,
     presented,
 )
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 AGGREGATES = ("bt", "grades", "points")
@@ -172,3 +172,10 @@ class SwissStrategy(Strategy):
         extras = {cid: {"played": len(opponents[cid]), "points": points[cid], "opponents": list(opponents[cid]),
                         "rounds": round_number} for cid in ids}
         return Ranking(scores=scores, ranking=ranking, extras=extras)
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        """The budget, exactly: every round pairs at least two candidates that have not met while
+        such a pair remains, so the tournament plays min(budget, all pairs) duels."""
+        n = len(task.candidates)
+        duels = duels_in_budget(n, comparison_budget(n, self.budget, self.comparisons), self.debias)
+        return Plan(comparisons=duels * (2 if self.debias else 1), note="the budget; pairs depend on verdicts")
