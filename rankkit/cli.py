@@ -118,6 +118,32 @@ def config_option(func: Callable) -> Callable:
                              "JSON to re-run; flags given on the command line win.")(func)
 
 
+def dry_run_option(func: Callable) -> Callable:
+    return click.option("--dry-run", is_flag=True,
+                        help="Print what the run would ask the judge (per strategy: judgments needed, cached, "
+                             "shared, new, estimated prompt tokens) without judging or loading a model.")(func)
+
+
+def print_dry_run(data_path: str | None, criterion: str | None, limit: int | None, judge_spec: str | None,
+                  seed: int, cache_path: str | None, no_cache: bool, strategies: Sequence[Any],
+                  output_format: str) -> None:
+    """--dry-run: load the data, build the judge without its model, read the cache, print the plan."""
+    from rankkit.judges import default_judge_spec
+    from rankkit.plan import dry_run, format_dry_run, plan_judge, read_only_cache
+    from rankkit.tasks import load_tasks
+
+    path = Path(data_path) if data_path else SAMPLE_DATA
+    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
+    judge = plan_judge(judge_spec or default_judge_spec())
+    cache = read_only_cache(cache_path, no_cache)
+    try:
+        report = dry_run(tasks, strategies, judge, cache, seed=seed)
+    finally:
+        cache.close()
+    fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
+    click.echo(format_dry_run(report, fmt, data=str(path)))
+
+
 def judge_options(func: Callable) -> Callable:
     func = click.option("--judge", "judge_spec", default=None,
                         help="Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim).")(func)
@@ -188,10 +214,11 @@ def main() -> None:
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full results as JSON.")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table (for people), json (the results without task texts), csv or markdown (the table).")
+@dry_run_option
 @config_option
 @guarded
 def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
-            strategy_specs, out, output_format) -> None:
+            strategy_specs, out, output_format, dry_run) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
     from rankkit.runner import run
     from rankkit.specs import split_list
@@ -200,6 +227,9 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     strategies = [make_strategy(s) for s in split_list(strategy_specs)]
     if not strategies:
         fail("no strategies given")
+    if dry_run:
+        print_dry_run(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, strategies, output_format)
+        return
     path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
     announce_judge(judge, spec)
     try:
@@ -243,15 +273,19 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
               help="Write per-candidate scores to this file instead of printing them.")
 @click.option("--format", "output_format", type=click.Choice(["jsonl", *OUTPUT_FORMATS]), default="jsonl",
               show_default=True, help="jsonl (one object per candidate), table, json (a list), csv or markdown.")
+@dry_run_option
 @config_option
 @guarded
 def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
-         output_format) -> None:
+         output_format, dry_run) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
 
     strategy = make_strategy(strategy_spec)
+    if dry_run:
+        print_dry_run(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, [strategy], output_format)
+        return
     path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
     announce_judge(judge, spec)
     try:
