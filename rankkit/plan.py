@@ -17,6 +17,11 @@ cache*: it runs with a stand-in judge that answers only from the cache, so a ful
 gives exact figures, and otherwise the replay stops at the first judgment not cached — what it
 found is a lower bound of the cached ones, and ``new`` is an upper bound. Rows say which.
 
+Judgments are counted per candidate, as the run counts them: two candidates with the same text
+are the same question to a judge that reads only the text, and the run asks both when they come in
+one batch (as every strategy whose pairs are known in advance asks), but may find the second in
+the cache when it comes in a later round; the dry run then counts one judgment too many.
+
 For judges that read prompts (``hf:``, ``smollm2``, ``openai:``), the prompts of the new judgments
 are rendered and their tokens estimated at 4 characters per token (no tokenizer is loaded); a new
 judgment whose pair is not known in advance counts as the task's mean prompt.
@@ -32,9 +37,9 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
-from rankkit.cache import NullCache, content_hash
+from rankkit.cache import NullCache
 from rankkit.judges.base import Judge, JudgeError, PairRequest, PointRequest
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.strategies.base import Plan, Strategy
@@ -43,7 +48,9 @@ from rankkit.tasks import Candidate, Task
 #: Characters per token of the estimate (OpenAI's rule of thumb for English text).
 CHARS_PER_TOKEN = 4
 
-Key = tuple[str, str]  # (kind, hash of the request key): one judgment as the cache knows it
+#: One judgment as the run's match graph knows it: its kind (``pair``/``point``) and the candidate
+#: ids in the order shown.
+Key = tuple[str, tuple[str, ...]]
 
 
 def task_rng(seed: int, task_id: str) -> random.Random:
@@ -123,22 +130,22 @@ class NotCached(Exception):
 class CacheOnlyJudge(Judge):
     """Stands in for a judge with its identity (fingerprint, request keys) and answers nothing:
     the match layer finds cached judgments before it asks the judge, so asking means not cached.
-    It remembers which candidates each request key it handed out was for (``ids``)."""
+    It remembers the candidates of the last request key it handed out (``last``): the match layer
+    asks the cache with that key at once."""
 
     backend = "cache-only"
 
     def __init__(self, inner: Judge):
         self.inner = inner
-        self.ids: dict[str, tuple[str, ...]] = {}
+        self.last: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> str:
         return self.inner.fingerprint
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        parts = self.inner.request_key(task, *candidates)
-        self.ids[content_hash(parts)] = tuple(c.id for c in candidates)
-        return parts
+        self.last = tuple(c.id for c in candidates)
+        return self.inner.request_key(task, *candidates)
 
     def score_many(self, requests: Sequence[PointRequest]) -> Iterator[Any]:
         raise NotCached
@@ -150,16 +157,18 @@ class CacheOnlyJudge(Judge):
 
 
 class RecordingCache:
-    """A read-only view of a cache that remembers which judgments it found."""
+    """A read-only view of a cache that remembers which judgments it found (by candidate ids,
+    read from the stand-in judge that made the request key)."""
 
-    def __init__(self, inner: Any):
+    def __init__(self, inner: Any, judge: CacheOnlyJudge):
         self.inner = inner
+        self.judge = judge
         self.hits: set[Key] = set()
 
     def get(self, fingerprint: str, kind: str, parts: Sequence[Any]) -> dict[str, Any] | None:
         found = self.inner.get(fingerprint, kind, parts)
         if found is not None:
-            self.hits.add((kind, content_hash(parts)))
+            self.hits.add((kind, self.judge.last))
         return found
 
     def put(self, fingerprint: str, kind: str, parts: Sequence[Any], payload: dict[str, Any]) -> None:
@@ -173,17 +182,17 @@ class Replay:
     finished: it got every judgment it asked for, so ``cost`` is what the run will use.
     faithful: its graph held everything the run's shared graph will hold when it starts (what
         earlier strategies made, all of it cached), so it took the path the run will take.
-    hits: the judgments it found in the cache (not in the graph), with their candidate ids.
+    hits: the judgments it found in the cache (not in the graph).
     """
 
     finished: bool
     faithful: bool
     cost: Cost
-    hits: dict[Key, tuple[str, ...]]
+    hits: set[Key]
 
 
 def replay_on_cache(strategy: Strategy, task: Task, judge: Judge, cache: Any, seed: int,
-                    made_before: Mapping[Key, tuple[str, ...]] | None = None, uncertain: bool = False) -> Replay:
+                    made_before: Iterable[Key] = (), uncertain: bool = False) -> Replay:
     """Run ``strategy`` on ``task`` answering only from ``cache`` (see the module docstring).
 
     made_before: judgments earlier strategies of the run make (key -> candidate ids); the cached
@@ -195,7 +204,7 @@ def replay_on_cache(strategy: Strategy, task: Task, judge: Judge, cache: Any, se
     graph = MatchGraph(task)
     faithful = not uncertain
     fingerprint = judge.fingerprint
-    for (kind, _), ids in (made_before or {}).items():
+    for kind, ids in made_before:
         stored = cache.get(fingerprint, kind, judge.request_key(task, *(task.candidate(c) for c in ids)))
         if stored is None:
             faithful = False  # made new earlier in the run: its verdict is not known yet
@@ -204,7 +213,7 @@ def replay_on_cache(strategy: Strategy, task: Task, judge: Judge, cache: Any, se
         else:
             graph.add_point(fingerprint, ids[0], PointJudgment.from_dict(stored))
     stand_in = CacheOnlyJudge(judge)
-    recorder = RecordingCache(cache)
+    recorder = RecordingCache(cache, stand_in)
     cost = Cost()
     source = MatchSource(task, graph, stand_in, recorder, cost, strategy=strategy.label)
     try:
@@ -212,8 +221,7 @@ def replay_on_cache(strategy: Strategy, task: Task, judge: Judge, cache: Any, se
         finished = True
     except NotCached:
         finished = False
-    hits = {key: stand_in.ids[key[1]] for key in recorder.hits}
-    return Replay(finished, faithful, cost, hits)
+    return Replay(finished, faithful, cost, recorder.hits)
 
 
 # -------------------------------------------------------------------------------------------
@@ -307,25 +315,27 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
     return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=notes)
 
 
-def _keys(task: Task, judge: Judge, plan: Plan) -> dict[Key, tuple[Candidate, ...]]:
-    """The cache keys of the judgments a plan names, with the candidates of each request."""
-    requests = [tuple(task.candidate(c) for c in pair) for pair in dict.fromkeys(plan.pairs)]
-    requests += [(task.candidate(c),) for c in dict.fromkeys(plan.points)]
-    return {("pair" if len(cands) == 2 else "point", content_hash(judge.request_key(task, *cands))): cands
-            for cands in requests}
+def _keys(plan: Plan) -> list[Key]:
+    """The judgments a plan names."""
+    return [("pair", pair) for pair in dict.fromkeys(plan.pairs)] + [("point", (c,)) for c in dict.fromkeys(plan.points)]
+
+
+def _in_cache(cache: Any, judge: Judge, task: Task, key: Key) -> bool:
+    """Whether the cache holds the judgment, looked up as the match layer does."""
+    return cache.get(judge.fingerprint, key[0], judge.request_key(task, *map(task.candidate, key[1]))) is not None
 
 
 @dataclass
 class TaskState:
     """What the strategies planned so far know about one task's judgments.
 
-    seen: the judgments (cache key -> candidate ids) earlier strategies are known to make.
+    seen: the judgments earlier strategies are known to make.
     uncertain: the kinds (``pair``, ``point``) of which some earlier strategy makes judgments not
         identified in advance (knockout's later rounds), which may coincide with this strategy's:
         then its cached and new figures become bounds.
     """
 
-    seen: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    seen: set[Key] = field(default_factory=set)
     uncertain: set[str] = field(default_factory=set)
     #: How many comparisons not identified in advance earlier strategies make, when that is known
     #: exactly (one such strategy, the first on the task, with an exact count and nothing cached).
@@ -344,16 +354,15 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
     """Add one task's figures to ``row`` (the cases are those of the module docstring)."""
     plan = strategy.plan(task, task_rng(seed, task.task_id))
     seen = state.seen
-    known = _keys(task, judge, plan)
-    cached_known = {key for key in known if key not in seen and
-                    cache.get(judge.fingerprint, key[0], judge.request_key(task, *known[key])) is not None}
+    known = _keys(plan)
+    cached_known = {key for key in known if key not in seen and _in_cache(cache, judge, task, key)}
     uncertain = state.affects(plan)
     if plan.complete:
         row.comparisons += plan.comparisons
         row.grades += plan.grades
         new_keys = [key for key in known if key not in seen and key not in cached_known]
         row.cached += len(cached_known)
-        row.shared += len(known.keys() & seen.keys())
+        row.shared += len(set(known) & seen)
         n = len(task.candidates)
         if (uncertain and "point" not in state.uncertain and state.unidentified_pairs is not None
                 and len(set(plan.pairs)) == n * (n - 1)):
@@ -363,15 +372,15 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
             row.new += len(new_keys) - state.unidentified_pairs
             if sizes is not None:  # which pairs are reused is not known: charge the mean prompt
                 row.prompt_tokens += (len(new_keys) - state.unidentified_pairs) * sizes.mean(task, "pair")
-            seen.update(_ids(known))
+            seen.update(known)
             return
         row.new += len(new_keys)
         if uncertain:
             for figure, symbol in (("cached", "≤"), ("shared", "≥"), ("new", "≤")):
                 row.mark(figure, symbol, UNCERTAIN_NOTE)
         if sizes is not None:
-            row.prompt_tokens += sum(_size(sizes, task, known[key]) for key in new_keys)
-        seen.update(_ids(known))
+            row.prompt_tokens += sum(_size(sizes, task, key) for key in new_keys)
+        seen.update(known)
         return
     replay = None if cache_empty else replay_on_cache(strategy, task, judge, cache, seed, seen, bool(state.uncertain))
     if replay is not None and replay.finished and replay.faithful:
@@ -389,7 +398,7 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
         row.mark("comparisons", "≤", plan.note or "an upper bound")
         if plan.grades:
             row.mark("grades", "≤")
-    if _all_made_before(task, judge, plan, seen):
+    if _all_made_before(task, plan, seen):
         # Whatever the verdicts, every judgment it could ask was made earlier in the run.
         row.shared += plan.comparisons + plan.grades
         if not plan.exact:
@@ -398,8 +407,8 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
     # Only a replay that followed the run's path tells which judgments the run will use.
     hits = set(replay.hits) if replay and replay.faithful else set()
     found = set(known) | hits
-    shared = found & seen.keys()
-    cached = (cached_known | hits) - seen.keys()
+    shared = found & seen
+    cached = (cached_known | hits) - seen
     unknown_pairs = plan.comparisons - sum(kind == "pair" for kind, _ in found)
     unknown_points = plan.grades - sum(kind == "point" for kind, _ in found)
     unknown = unknown_pairs + unknown_points
@@ -420,37 +429,31 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
             row.mark("shared", "≥")
     if sizes is not None:
         known_new = [key for key in known if key not in seen and key not in cached]
-        row.prompt_tokens += sum(_size(sizes, task, known[key]) for key in known_new)
+        row.prompt_tokens += sum(_size(sizes, task, key) for key in known_new)
         rest = max(0, new - len(known_new))
         row.prompt_tokens += rest * sizes.mean(task, "pair" if plan.comparisons else "point")
     first_on_task = not seen and not state.uncertain
-    seen.update(_ids(known))
-    seen.update({key: replay.hits[key] for key in hits})
+    seen.update(found)
     if unknown_pairs > 0:
         exact_count = first_on_task and plan.exact and cache_empty and unknown_points == 0
         state.unidentified_pairs = unknown_pairs if exact_count else None
     state.uncertain |= {kind for kind, count in (("pair", unknown_pairs), ("point", unknown_points)) if count > 0}
 
 
-def _ids(requests: Mapping[Key, tuple[Candidate, ...]]) -> dict[Key, tuple[str, ...]]:
-    return {key: tuple(c.id for c in cands) for key, cands in requests.items()}
-
-
-def _all_made_before(task: Task, judge: Judge, plan: Plan, seen: Mapping[Key, tuple[str, ...]]) -> bool:
+def _all_made_before(task: Task, plan: Plan, seen: set[Key]) -> bool:
     """Whether earlier strategies of the run made every judgment of the task this plan could need
     (every ordered pair, and every grade if it grades)."""
-    n = len(task.candidates)
+    ids = task.candidate_ids
+    n = len(ids)
     if len(seen) < (n * (n - 1) if plan.comparisons else 0) + (n if plan.grades else 0):
         return False  # cheap exit: too few judgments made to cover them all
-    cands = task.candidates
-    needed = [(a, b) for a in cands for b in cands if a is not b] if plan.comparisons else []
-    needed += [(c,) for c in cands] if plan.grades else []
-    return all(("pair" if len(req) == 2 else "point", content_hash(judge.request_key(task, *req))) in seen
-               for req in needed)
+    pairs = all(("pair", (a, b)) in seen for a in ids for b in ids if a != b) if plan.comparisons else True
+    return pairs and (not plan.grades or all(("point", (c,)) in seen for c in ids))
 
 
-def _size(sizes: PromptSizes, task: Task, cands: tuple[Candidate, ...]) -> int:
-    return sizes.pair(task, *cands) if len(cands) == 2 else sizes.point(task, cands[0])
+def _size(sizes: PromptSizes, task: Task, key: Key) -> int:
+    cands = [task.candidate(c) for c in key[1]]
+    return sizes.pair(task, *cands) if key[0] == "pair" else sizes.point(task, cands[0])
 
 
 # -------------------------------------------------------------------------------------------

@@ -198,3 +198,26 @@ def test_random_strategy_line_ups_keep_their_bounds(tmp_path, sample_tasks):
         specs = rng.sample(pool, 4)
         tasks = rng.sample(sample_tasks, 3 + round_number % 4)
         check_against_run(tasks, specs, cache_path, seed=round_number % 2)
+
+
+class ContentKeyedSim(SimulatedJudge):
+    """A simulated judge keyed like an LLM judge: by the texts it is shown, not by ids."""
+
+    def request_key(self, task, *candidates):
+        from rankkit.judges.base import content_key
+
+        return content_key(task, *candidates)
+
+
+def test_candidates_with_the_same_text_are_counted_as_the_run_counts_them(tmp_path):
+    from rankkit.tasks import Candidate, Task
+
+    task = Task(task_id="dup", prompt="q", criterion="s", scale=(0.0, 4.0),
+                candidates=tuple(Candidate(id=f"c{i}", text="same answer" if i < 2 else f"answer {i}",
+                                           human={"s": float(i)}) for i in range(4)))
+    judge = ContentKeyedSim()
+    strategies = [make_strategy("individual"), make_strategy("bt:debias=false")]
+    with JudgmentCache(tmp_path / "c.sqlite") as cache:
+        report = dry_run([task], strategies, judge, cache)
+        result = run([task], strategies, judge, cache, progress=False)
+    assert [row.new for row in report.rows] == [s.cost.judge_calls for s in result.strategies] == [4, 6]
