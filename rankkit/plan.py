@@ -373,6 +373,9 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
             if sizes is not None:  # which pairs are reused is not known: charge the mean prompt
                 row.prompt_tokens += (len(new_keys) - state.unidentified_pairs) * sizes.mean(task, "pair")
             seen.update(known)
+            # Every ordered pair is now made, so the unidentified comparisons are among them.
+            state.uncertain.discard("pair")
+            state.unidentified_pairs = None
             return
         row.new += len(new_keys)
         if uncertain:
@@ -380,7 +383,7 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
                 row.mark(figure, symbol, UNCERTAIN_NOTE)
         if sizes is not None:
             row.prompt_tokens += sum(_size(sizes, task, key) for key in new_keys)
-        seen.update(known)
+        _add_seen(state, known)
         return
     replay = None if cache_empty else replay_on_cache(strategy, task, judge, cache, seed, seen, bool(state.uncertain))
     if replay is not None and replay.finished and replay.faithful:
@@ -433,11 +436,19 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
         rest = max(0, new - len(known_new))
         row.prompt_tokens += rest * sizes.mean(task, "pair" if plan.comparisons else "point")
     first_on_task = not seen and not state.uncertain
-    seen.update(found)
+    _add_seen(state, found)
     if unknown_pairs > 0:
         exact_count = first_on_task and plan.exact and cache_empty and unknown_points == 0
         state.unidentified_pairs = unknown_pairs if exact_count else None
     state.uncertain |= {kind for kind, count in (("pair", unknown_pairs), ("point", unknown_points)) if count > 0}
+
+
+def _add_seen(state: TaskState, keys: Iterable[Key]) -> None:
+    """Record judgments a strategy makes. Once identified comparisons join unidentified ones, how
+    many distinct comparisons were made is no longer known (they may coincide)."""
+    if "pair" in state.uncertain:
+        state.unidentified_pairs = None
+    state.seen.update(keys)
 
 
 def _all_made_before(task: Task, plan: Plan, seen: set[Key]) -> bool:

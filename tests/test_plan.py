@@ -60,6 +60,8 @@ def check_against_run(tasks, specs, cache_path, seed=0):
     ("knockout", "knockout:debias=true", "elo", "heapsort:debias=false"),
     ("swiss", "active", "sliding:passes=3", "pairwise", "panel_elo"),
     ("heapsort", "bt:debias=false", "knockout", "individual"),
+    ("knockout", "bt", "elo", "knockout:debias=true"),
+    ("knockout", "bt:debias=false", "elo", "swiss"),
 ])
 def test_figures_are_exact_or_bounds_on_a_fresh_a_partial_and_a_full_cache(tmp_path, sample_tasks, specs):
     cache_path = tmp_path / "c.sqlite"
