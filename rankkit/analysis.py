@@ -15,9 +15,9 @@ The analyses, each a pure function of the results (plus a bootstrap seed):
     candidates of one task share a prompt and, for ranking strategies, a scale).
 (b) :func:`elimination_rounds` — for knockout-like strategies (those whose per-candidate extras
     carry ``eliminated_round``): the correlation of candidates eliminated in round 1 (graded once)
-    against those eliminated later or crowned (graded several times), as in Table 2 of seed 000.
+    against those eliminated later or crowned (graded several times), as in Table 2 of *Knockout LLM Assessment* (Sandan, Dinh & Niehues).
 (c) :func:`breakdown` — the metrics within groups of tasks (any ``meta`` field: difficulty,
-    language, ...) or of candidates (``system``, the examinee; seed 001 tables 4.5–4.7).
+    language, ...) or of candidates (``system``, the examinee; tables 4.5–4.7 of the thesis *Competitive LLM Assessment*).
 (d) :func:`aggregate_level` — the thesis's exam level: each system's scores summed or averaged
     over tasks (optionally within groups of tasks such as exams), correlated with the same
     aggregate of the human scores, plus pairwise ranking accuracy between the aggregates.
@@ -49,6 +49,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from rankkit.formatting import Table, render_sections
 from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_accuracy_counts, top1_correct
 from rankkit.specs import SpecError
 from rankkit.tasks import TaskFormatError
@@ -418,7 +419,7 @@ def elimination_group(extras: Mapping[str, Any]) -> str:
 
 def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pearson", n_boot: int = DEFAULT_BOOTSTRAP,
                        seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
-    """(b) Table 2 of seed 000: correlation of first-round losers vs the rest, for a knockout-like strategy.
+    """(b) Table 2 of *Knockout LLM Assessment*: correlation of first-round losers vs the rest, for a knockout-like strategy.
 
     Candidates knocked out in round 1 were graded in one match; the others (eliminated in a later
     round, or the champion) in several, except a candidate that got a bye and then lost, which was
@@ -508,8 +509,8 @@ def breakdown(results: Mapping[str, Any], name: str, field: str, metrics: Sequen
 
     For a meta field every metric is computed within the group's tasks, with intervals from
     resampling them. For ``system`` a group holds about one candidate per task, so only the pooled
-    correlations (pearson, spearman, kendall; seed 001 Table 4.5) are defined; the interval
-    resamples the group's tasks. Each row also has ``mean_score`` and ``mean_human`` (seed 001
+    correlations (pearson, spearman, kendall; the thesis's Table 4.5) are defined; the interval
+    resamples the group's tasks. Each row also has ``mean_score`` and ``mean_human`` (the thesis's
     Table 4.4: do judges grade higher than the experts?).
     """
     metrics = check_metrics(metrics)
@@ -855,37 +856,40 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-SHORT_NAMES = {"pearson": "pearson", "spearman": "spearman", "kendall": "kendall", "task_pearson": "task_pearson",
-               "task_spearman": "task_spearman", "task_kendall": "task_kendall", "pairwise_accuracy": "pair_acc",
-               "top1_accuracy": "top1"}
+def format_analysis(report: Mapping[str, Any], fmt: str = "table") -> str:
+    """The analysis as text (what ``rankkit analyze`` prints): ``fmt`` is one of
+    :data:`rankkit.formatting.FORMATS` (``json`` here is the tables; :func:`to_jsonable` gives the
+    whole analysis)."""
+    preamble, tables = analysis_tables(report)
+    return render_sections(tables, fmt, preamble)
 
 
-def format_analysis(report: Mapping[str, Any]) -> str:
-    """The analysis as plain-text tables (what ``rankkit analyze`` prints)."""
-    from rankkit.cli import format_table  # the CLI's table layout; imported late to avoid a cycle
-
+def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
+    """The analysis as a preamble (data, judge, bootstrap) and one :class:`Table` per section."""
     boot = report["bootstrap"]
     pct = f"{boot['level']:.0%}"
     judge = (report.get("judge") or {}).get("description", "?")
-    sections = [f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
-                f"intervals: {pct} bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']})"]
+    preamble = (f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
+                f"intervals: {pct} bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']})")
+    sections: list[Table] = []
 
     rows, columns = [], [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")]
     metric_names = list(report["correlations"][0]["metrics"]) if report["correlations"] else []
-    columns += [(m, SHORT_NAMES.get(m, m)) for m in metric_names]
+    columns += [(m, m) for m in metric_names]
     for row in report["correlations"]:
         rows.append({**{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
                      **{m: row["metrics"][m].text() for m in metric_names}})
-    sections.append(f"(a) agreement with the human scores, {pct} intervals\n" + format_table(rows, columns))
+    sections.append(Table(f"(a) agreement with the human scores, {pct} intervals", rows, columns))
 
     if report["differences"]:
         rows = []
         for diff in report["differences"]:
             for metric, item in diff["metrics"].items():
-                rows.append({"pair": f"{diff['a']} - {diff['b']}", "metric": SHORT_NAMES.get(metric, metric),
+                rows.append({"pair": f"{diff['a']} - {diff['b']}", "metric": metric,
                              "difference": _signed(item["difference"]), "verdict": _verdict_text(item["verdict"], diff)})
-        sections.append(f"(e) difference to the baseline {report['baseline']} (paired bootstrap)\n"
-                        + format_table(rows, [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"), ("verdict", "verdict")]))
+        sections.append(Table(f"(e) difference to the baseline {report['baseline']} (paired bootstrap)", rows,
+                              [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"),
+                               ("verdict", "verdict")]))
 
     if report["elimination_rounds"]:
         rows = []
@@ -898,19 +902,20 @@ def format_analysis(report: Mapping[str, Any]) -> str:
                          "difference": _signed(item["difference"]),
                          "once_vs_more": _signed(item["by_played"]["difference"]),
                          "n_once": played["graded once"]["candidates"]})
-        sections.append("(b) elimination rounds (Pearson of candidates knocked out in round 1 vs later; seed 000 Table 2)\n"
-                        + format_table(rows, [("strategy", "strategy"), ("first", "first round"), ("n_first", "n"),
-                                              ("later", "later rounds"), ("n_later", "n"), ("difference", "later - first"),
-                                              ("once_vs_more", "graded >1 - graded once"), ("n_once", "n once")]))
+        sections.append(Table("(b) elimination rounds (Pearson of candidates knocked out in round 1 vs later; "
+                              "Knockout LLM Assessment, Table 2)", rows,
+                              [("strategy", "strategy"), ("first", "first round"), ("n_first", "n"),
+                               ("later", "later rounds"), ("n_later", "n"), ("difference", "later - first"),
+                               ("once_vs_more", "graded >1 - graded once"), ("n_once", "n once")]))
 
     if report["aggregate_level"]:
         first = report["aggregate_level"][0]
         unit = f"per {first['unit_field']} and system" if first["unit_field"] else "per system over all tasks"
         rows = [{"strategy": a["strategy"], "units": a["units"],
                  **{m: a["metrics"][m].text() for m in AGGREGATE_METRICS}} for a in report["aggregate_level"]]
-        sections.append(f"(d) aggregate level: {first['how']} of scores {unit}, vs the same aggregate of human scores\n"
-                        + format_table(rows, [("strategy", "strategy"), ("units", "units"),
-                                              *[(m, SHORT_NAMES.get(m, m)) for m in AGGREGATE_METRICS]]))
+        sections.append(Table(f"(d) aggregate level: {first['how']} of scores {unit}, vs the same aggregate of "
+                              f"human scores", rows,
+                              [("strategy", "strategy"), ("units", "units"), *[(m, m) for m in AGGREGATE_METRICS]]))
 
     for field, per_strategy in report["breakdowns"].items():
         rows = []
@@ -921,10 +926,10 @@ def format_analysis(report: Mapping[str, Any]) -> str:
                              "mean_score": g["mean_score"], "mean_human": g["mean_human"]})
         rows.sort(key=lambda r: (r["group"], list(per_strategy).index(r["strategy"])))
         shown = list(dict.fromkeys(m for groups in per_strategy.values() for g in groups for m in g["metrics"]))
-        sections.append(f"(c) by {field}\n" + format_table(rows, [("group", field), ("strategy", "strategy"), ("tasks", "tasks"),
-                                                                  ("candidates", "cands"),
-                                                                  *[(m, SHORT_NAMES.get(m, m)) for m in shown],
-                                                                  ("mean_score", "mean score"), ("mean_human", "mean human")]))
+        sections.append(Table(f"(c) by {field}", rows,
+                              [("group", field), ("strategy", "strategy"), ("tasks", "tasks"),
+                               ("candidates", "candidates"), *[(m, m) for m in shown],
+                               ("mean_score", "mean score"), ("mean_human", "mean human")]))
 
     bias = report["judge_bias"]
     rows = [{"view": "first-shown candidate wins", "rate": bias["position"]["first_slot_win_rate"].text(),
@@ -933,9 +938,10 @@ def format_analysis(report: Mapping[str, Any]) -> str:
              "n": None},
             {"view": "longer answer wins", "rate": bias["length"]["longer_win_rate"].text(),
              "human": bias["length"]["human_longer_better"].text(), "n": bias["length"]["matches"]}]
-    sections.append("judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a judge agreeing with the humans would show)\n"
-                    + format_table(rows, [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))
-    return "\n\n".join(sections)
+    sections.append(Table("judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a "
+                          "judge agreeing with the humans would show)", rows,
+                          [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))
+    return preamble, sections
 
 
 def _verdict_text(verdict: str, diff: Mapping[str, Any]) -> str:

@@ -11,18 +11,28 @@ modules are imported inside commands, so ``rankkit --help`` stays fast and never
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import click
 
+from rankkit.formatting import render
 from rankkit.specs import SpecError
 from rankkit.tasks import SAMPLE_DATA, TaskFormatError
 
-TABLE_METRICS = (("pearson", "pearson"), ("spearman", "spearman"), ("kendall", "kendall"),
-                 ("task_spearman", "task_spear"), ("pairwise_accuracy", "pair_acc"), ("top1_accuracy", "top1"))
+TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall", "task_spearman",
+                                                 "pairwise_accuracy", "top1_accuracy"))
+#: The columns of `rankkit compare`: what each strategy used (comparisons + grades), where each
+#: judgment came from (judge_calls = new and paid for, cache_hits = the persistent cache, graph_hits
+#: = reused inside this run), its time and its agreement with the humans.
+COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("scores", "grades"),
+                   ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("graph_hits", "graph_hits"),
+                   ("seconds", "seconds"), *TABLE_METRICS)
+#: The columns of `rankkit rank`, in the order of its JSONL rows.
+RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
+                                            "champion", "human"))
+OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -97,34 +107,85 @@ def prepare_output(path: str | None, option: str = "--out") -> None:
         fail(f"{option} {path}: cannot write there ({err.strerror or err})")
 
 
-def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
-    """A plain fixed-width table: ``columns`` are (key, header) pairs."""
-
-    def cell(value: Any) -> str:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.3f}"
-        return str(value)
-
-    body = [[cell(row.get(key)) for key, _ in columns] for row in rows]
-    widths = [max(len(header), *(len(r[i]) for r in body)) if body else len(header)
-              for i, (_, header) in enumerate(columns)]
-    lines = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, ((_, h), w) in enumerate(zip(columns, widths)))]
-    lines.append("  ".join("-" * w for w in widths))
-    for r in body:
-        lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
-    return "\n".join(lines)
-
-
 # -- shared options -------------------------------------------------------------------------------
+
+COLUMNS_META = "rankkit.columns"  # where --columns leaves its parsed mapping (ctx.meta)
+
+
+def _store_columns(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """--columns is kept in the context, not passed to the command: every command that loads data
+    gets it through load_run_inputs without a new parameter in its signature."""
+    from rankkit.frames import parse_columns
+
+    try:
+        ctx.meta[COLUMNS_META] = parse_columns(value) if value else None
+    except SpecError as err:
+        raise click.BadParameter(str(err).removeprefix("--columns: "), ctx=ctx, param=param) from None
+
+
+def current_columns() -> dict[str, str] | None:
+    """The column mapping given with --columns to the running command (None when none)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(COLUMNS_META) if ctx is not None else None
+
 
 def data_options(func: Callable) -> Callable:
     func = click.option("--data", "data_path", type=click.Path(dir_okay=False), default=None,
-                        help="Tasks as .jsonl or long-form .csv (default: the bundled synthetic sample).")(func)
+                        help="Tasks as .jsonl, long-form .csv, .parquet or a .json array "
+                             "(default: the bundled synthetic sample).")(func)
+    func = click.option("--columns", expose_value=False, callback=_store_columns, default=None,
+                        help="Map the data's column names to rankkit's, e.g. question_id=task_id,model=system "
+                             "(targets: task_id prompt candidate_id text system reference human.NAME meta.NAME, "
+                             "- to drop).")(func)
     func = click.option("--criterion", default=None, help="Human score to compare against (default meta.main_score).")(func)
     func = click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N tasks.")(func)
     return func
+
+
+def _apply_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """--config: the run file's settings become the command's defaults (so flags still win)."""
+    if not value:
+        return
+    from rankkit.config import ConfigError, click_defaults, load_config
+
+    try:
+        defaults = click_defaults(load_config(value), {p.name for p in ctx.command.params if p.name}, where=value)
+    except ConfigError as err:
+        raise click.BadParameter(str(err), ctx=ctx, param=param) from None
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+
+
+def config_option(func: Callable) -> Callable:
+    return click.option("--config", type=click.Path(dir_okay=False, exists=True), is_eager=True, expose_value=False,
+                        callback=_apply_config,
+                        help="A run file (TOML: data, judge, strategies, seed, cache, out, format...) or a results "
+                             "JSON to re-run; flags given on the command line win.")(func)
+
+
+def dry_run_option(func: Callable) -> Callable:
+    return click.option("--dry-run", is_flag=True,
+                        help="Print what the run would ask the judge (per strategy: judgments needed, cached, "
+                             "shared, new, estimated prompt tokens) without judging or loading a model.")(func)
+
+
+def print_dry_run(data_path: str | None, criterion: str | None, limit: int | None, judge_spec: str | None,
+                  seed: int, cache_path: str | None, no_cache: bool, strategies: Sequence[Any],
+                  output_format: str) -> None:
+    """--dry-run: load the data, build the judge without its model, read the cache, print the plan."""
+    from rankkit.judges import default_judge_spec
+    from rankkit.plan import dry_run, format_dry_run, plan_judge, read_only_cache
+    from rankkit.tasks import load_tasks
+
+    path = Path(data_path) if data_path else SAMPLE_DATA
+    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
+    judge = plan_judge(judge_spec or default_judge_spec())
+    cache = read_only_cache(cache_path, no_cache)
+    try:
+        report = dry_run(tasks, strategies, judge, cache, seed=seed)
+    finally:
+        cache.close()
+    fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
+    click.echo(format_dry_run(report, fmt, data=str(path)))
 
 
 def judge_options(func: Callable) -> Callable:
@@ -150,7 +211,7 @@ def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | N
     from rankkit.tasks import load_tasks
 
     path = Path(data_path) if data_path else SAMPLE_DATA
-    tasks = load_tasks(path, criterion=criterion, limit=limit)
+    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
     spec = judge_spec or default_judge_spec()
     cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
     try:
@@ -159,6 +220,29 @@ def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | N
         cache.close()
         raise
     return path, tasks, spec, judge, cache
+
+
+def judge_caveat(spec: str) -> str | None:
+    """One line that goes with the results of a judge whose verdicts must not be read as
+    results (the embedded SmolLM2), else None."""
+    from rankkit.specs import parse_spec
+
+    if parse_spec(spec).name == "smollm2":
+        return ("note: SmolLM2-135M is a plumbing-grade judge (near-chance accuracy, a strong slot preference): "
+                "use it to try rankkit end to end, and a real judge (hf:MODEL, openai:MODEL) for results")
+    return None
+
+
+def compare_rows(result: Any) -> list[dict[str, Any]]:
+    """One row per strategy of a run, keyed as in COMPARE_COLUMNS."""
+    rows = []
+    for s in result.strategies:
+        row = {"name": s.name, "comparisons": s.cost.comparisons, "scores": s.cost.scores,
+               "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits,
+               "graph_hits": s.cost.graph_hits, "seconds": s.seconds}
+        row.update(s.metrics)
+        rows.append(row)
+    return rows
 
 
 def announce_judge(judge: Any, spec: str) -> None:
@@ -180,10 +264,13 @@ def main() -> None:
 @click.option("--strategies", "strategy_specs", default="knockout,individual", show_default=True,
               help="Comma-separated strategy specs, e.g. knockout:debias=true,pairwise,individual.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full results as JSON.")
-@click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
+              help="table (for people), json (the results without task texts), csv or markdown (the table).")
+@dry_run_option
+@config_option
 @guarded
 def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
-            strategy_specs, out, output_format) -> None:
+            strategy_specs, out, output_format, dry_run) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
     from rankkit.runner import run
     from rankkit.specs import split_list
@@ -192,6 +279,9 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     strategies = [make_strategy(s) for s in split_list(strategy_specs)]
     if not strategies:
         fail("no strategies given")
+    if dry_run:
+        print_dry_run(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, strategies, output_format)
+        return
     prepare_output(out)
     path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
     announce_judge(judge, spec)
@@ -200,24 +290,30 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     finally:
         cache.close()
         judge.close()
+    from rankkit.cache import DEFAULT_CACHE_PATH
+    from rankkit.config import config_record
+
+    result.config = config_record(data=data_path, criterion=tasks[0].criterion, limit=limit, columns=current_columns(),
+                                  judge=spec, strategies=strategies, seed=seed,
+                                  cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH)
     payload = result.to_dict()
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
         click.echo(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1, ensure_ascii=False))
         return
-    rows = []
-    for s in result.strategies:
-        row = {"name": s.name, "comparisons": s.cost.comparisons, "scores": s.cost.scores,
-               "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits, "seconds": s.seconds}
-        row.update(s.metrics)
-        rows.append(row)
-    columns = [("name", "strategy"), ("comparisons", "comparisons"), ("scores", "grades"),
-               ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("seconds", "seconds"),
-               *TABLE_METRICS]
+    table = render(compare_rows(result), COMPARE_COLUMNS, output_format)
+    if output_format == "csv":  # nothing but the table on stdout, for a program to read
+        click.echo(table)
+        if out:
+            click.echo(f"results written to {out}", err=True)
+        return
     criterion_name = tasks[0].criterion or "none"
     click.echo(f"{len(tasks)} tasks from {path} · criterion {criterion_name} · judge {judge.description} · seed {seed}")
-    click.echo(format_table(rows, columns))
+    caveat = judge_caveat(spec)
+    if caveat:
+        click.echo(caveat)
+    click.echo(("\n" if output_format == "markdown" else "") + table)
     if out:
         click.echo(f"results written to {out}")
 
@@ -227,14 +323,22 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 @judge_options
 @click.option("--strategy", "strategy_spec", default="knockout", show_default=True, help="One strategy spec.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write per-candidate scores as JSONL (default: print them).")
+              help="Write per-candidate scores to this file instead of printing them.")
+@click.option("--format", "output_format", type=click.Choice(["jsonl", *OUTPUT_FORMATS]), default="jsonl",
+              show_default=True, help="jsonl (one object per candidate), table, json (a list), csv or markdown.")
+@dry_run_option
+@config_option
 @guarded
-def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out) -> None:
+def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
+         output_format, dry_run) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
 
     strategy = make_strategy(strategy_spec)
+    if dry_run:
+        print_dry_run(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, [strategy], output_format)
+        return
     prepare_output(out)
     path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
     announce_judge(judge, spec)
@@ -243,20 +347,17 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     finally:
         cache.close()
         judge.close()
-    by_id = {t.task_id: t for t in tasks}
-    lines = []
-    for task_result in result.strategies[0].tasks:
-        task = by_id[task_result.task_id]
-        human = task.human_scores()
-        for position, cid in enumerate(task_result.ranking, start=1):
-            row = {"task_id": task.task_id, "candidate_id": cid, "system": task.candidate(cid).system,
-                   "strategy": strategy.label, "score": task_result.scores[cid], "rank": position,
-                   "champion": cid == task_result.champion, "human": human.get(cid)}
-            lines.append(json.dumps(row, ensure_ascii=False))
-    text = "\n".join(lines) + "\n"
+    rows = [{key: row[key] for key, _ in RANK_COLUMNS} for row in result.rows()]
+    if output_format == "jsonl":
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    else:
+        text = render(rows, RANK_COLUMNS, output_format) + "\n"
+    caveat = judge_caveat(spec)
+    if caveat:
+        click.echo(caveat, err=True)
     if out:
         Path(out).write_text(text, encoding="utf-8")
-        click.echo(f"{len(lines)} candidates ranked; written to {out}", err=True)
+        click.echo(f"{len(rows)} candidates ranked; written to {out}", err=True)
     else:
         click.echo(text, nl=False)
 
@@ -349,8 +450,14 @@ def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: s
         return
     columns = [("rank", "rank"), ("name", "system"), ("rating", "rating"), ("ci_low", "ci_low"),
                ("ci_high", "ci_high"), ("matches", "matches")] + ([("truth", "truth")] if truth else [])
+    table = render(rows, [columns[1], columns[0], *columns[2:]], output_format)
+    if output_format == "csv":
+        click.echo(table)
+        if out:
+            click.echo(f"leaderboard written to {out}", err=True)
+        return
     click.echo(lines[0])
-    click.echo(format_table(rows, [columns[1], columns[0], *columns[2:]]))
+    click.echo(("\n" + table + "\n") if output_format == "markdown" else table)
     for line in lines[1:]:
         click.echo(line)
     if out:
@@ -364,8 +471,8 @@ def _leaderboard_common(func: Callable) -> Callable:
     func = click.option("--bootstrap", "bootstrap_rounds", type=click.IntRange(min=0), default=200, show_default=True,
                         help="Bootstrap resamples of the matches for 95% intervals (0 = none).")(func)
     func = click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")(func)
-    func = click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table",
-                        show_default=True)(func)
+    func = click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table",
+                        show_default=True, help="table, json (the leaderboard without its matches), csv or markdown.")(func)
     return func
 
 
@@ -460,8 +567,12 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
 @click.option("--exam-field", default=None,
               help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the analysis as JSON.")
+@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
+              help="table, json (the whole analysis), csv (all sections in one table, with a section column) "
+                   "or markdown.")
 @guarded
-def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, seed, aggregate, exam_field, out) -> None:
+def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, seed, aggregate, exam_field, out,
+                    output_format) -> None:
     """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level and
     paired differences for a results file of `rankkit compare --out`."""
     from rankkit.analysis import analyze, format_analysis, load_results, to_jsonable
@@ -471,10 +582,13 @@ def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, see
     results = load_results(results_path)
     report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), n_boot=n_boot,
                      seed=seed, aggregate=aggregate, unit_field=exam_field)
-    click.echo(format_analysis(report))
+    if output_format == "json":
+        click.echo(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False))
+    else:
+        click.echo(format_analysis(report, output_format))
     if out:
         Path(out).write_text(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False), encoding="utf-8")
-        click.echo(f"analysis written to {out}")
+        click.echo(f"analysis written to {out}", err=output_format in ("json", "csv"))
 
 
 @main.command("plot")

@@ -380,7 +380,7 @@ def panel_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
 
 def format_report(report: dict[str, Any]) -> str:
     """The report as the plain-text tables ``rankkit judge-report`` prints."""
-    from rankkit.cli import format_table
+    from rankkit.formatting import format_table
 
     counts = report["counts"]
     lines = [f"judge {report['judge']['description']} · {report['tasks']} tasks, {report['pairs']} pairs, "

@@ -7,7 +7,7 @@ Four figures, each a function of the analyses in :mod:`rankkit.analysis`:
 * ``cost_accuracy.png`` — judgments used per task (comparisons + grades) against a metric
   (``task_spearman`` by default): what each strategy buys with its judge calls;
 * ``elimination_rounds.png`` — for knockout-like strategies, the Pearson correlation of
-  candidates knocked out in round 1 vs those that went further (seed 000 Table 2);
+  candidates knocked out in round 1 vs those that went further (*Knockout LLM Assessment*, Table 2);
 * ``judge_vs_human.png`` — every candidate's score from each strategy against its human score.
 
 matplotlib is an optional dependency (``pip install 'rankkit[plot]'``) and is imported only
@@ -197,7 +197,7 @@ def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_ylabel(_literal(f"{items[0]['method']} with human scores"))
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
-    axis.set_title("graded once (round-1 losers) vs several times\n(seed 000 Table 2; 95% intervals over tasks)", fontsize=10)
+    axis.set_title("graded once (round-1 losers) vs several times\n(Knockout LLM Assessment, Table 2; 95% intervals over tasks)", fontsize=10)
     axis.grid(axis="y", alpha=0.3)
     return _save(figure, Path(path))
 

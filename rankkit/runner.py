@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import collections
 import itertools
-import math
 import random
 import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 from tqdm import tqdm
@@ -31,96 +29,11 @@ from rankkit.engine import Dispatcher, JudgmentEngine, JudgmentStore
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost, Match, MatchGraph, MatchSource
 from rankkit.metrics import evaluate
+# The result classes live in rankkit.results (their schema and (de)serialisation); they are
+# re-exported here, where run() builds them and where callers have always imported them from.
+from rankkit.results import RunResult, StrategyRun, TaskResult, strict_json, task_record  # noqa: F401
 from rankkit.strategies.base import Strategy, check_compatible
 from rankkit.tasks import Task
-
-
-@dataclass
-class TaskResult:
-    """One strategy's result on one task."""
-
-    task_id: str
-    scores: dict[str, float]
-    ranking: list[str]
-    champion: str | None
-    extras: dict[str, dict[str, Any]]
-    matches: list[Match]
-    cost: Cost
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "scores": self.scores, "ranking": self.ranking,
-                "champion": self.champion, "extras": self.extras,
-                "comparisons": self.cost.comparisons, "judge_calls": self.cost.judge_calls,
-                "matches": [m.to_dict() for m in self.matches]}
-
-
-@dataclass
-class StrategyRun:
-    """One strategy over all tasks: its per-task results, total cost, time and metrics."""
-
-    strategy: Strategy
-    tasks: list[TaskResult] = field(default_factory=list)
-    cost: Cost = field(default_factory=Cost)
-    seconds: float = 0.0
-    metrics: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return self.strategy.label
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "strategy": self.strategy.name, "params": self.strategy.params(),
-                "comparisons": self.cost.comparisons, "scores": self.cost.scores,
-                "judge_calls": self.cost.judge_calls, "cache_hits": self.cost.cache_hits,
-                "cost": self.cost.to_dict(), "seconds": round(self.seconds, 4),
-                "metrics": self.metrics, "tasks": [t.to_dict() for t in self.tasks]}
-
-
-@dataclass
-class RunResult:
-    """Everything a run produced; ``to_dict`` is the ``--out`` JSON."""
-
-    judge: Judge
-    judge_spec: str
-    data: str
-    seed: int
-    tasks: list[Task]
-    strategies: list[StrategyRun]
-    graphs: dict[str, MatchGraph]
-    #: How the run used the judge: ``workers`` (tasks ranked at once), ``capacity``, and with
-    #: concurrent workers ``batches`` (the size of every judge call) and ``max_in_flight``.
-    engine: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return strict_json({
-            "judge": {"spec": self.judge_spec, "description": self.judge.description,
-                      "fingerprint": self.judge.fingerprint, "simulated": self.judge.simulated},
-            "data": self.data,
-            "seed": self.seed,
-            "criterion": self.tasks[0].criterion if self.tasks else None,
-            "strategies": [s.to_dict() for s in self.strategies],
-            "task_data": [task_record(t) for t in self.tasks],
-        })
-
-
-def task_record(task: Task) -> dict[str, Any]:
-    """A task as stored in results JSON (enough for analyses and reports to work offline)."""
-    return {"task_id": task.task_id, "prompt": task.prompt, "reference": task.reference,
-            "meta": dict(task.meta), "scale": list(task.scale),
-            "candidates": [{"id": c.id, "system": c.system, "text": c.text,
-                            "human": c.human.get(task.criterion) if task.criterion else None}
-                           for c in task.candidates]}
-
-
-def strict_json(value: Any) -> Any:
-    """Make a structure strict JSON: NaN and infinities (which JSON lacks) become null."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {k: strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
-    return value
 
 
 def task_rng(seed: int, task_id: str) -> random.Random:

@@ -125,26 +125,36 @@ class Task:
 # Loading
 
 
-def load_tasks(path: str | Path, criterion: str | None = None, limit: int | None = None) -> list[Task]:
-    """Read tasks from a data file and resolve the ground-truth criterion.
+def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int | None = None,
+               columns: Mapping[str, str] | None = None) -> list[Task]:
+    """Read tasks and resolve the ground-truth criterion.
 
     path: a ``.jsonl`` (or ``.json`` lines) file, or a long-form ``.csv`` / ``.tsv``; a file with
         another extension is read as JSONL only when its content is JSONL (see :data:`READERS`).
+        Also a ``.parquet`` or JSON-array file, a pandas DataFrame, a ``datasets.Dataset`` or a
+        list of row dicts in long form (see :mod:`rankkit.frames`).
     criterion: the human score used as ground truth (default ``meta.main_score``, else the only one).
     limit: keep only the first N tasks.
+    columns: maps the source's column names to rankkit's (``{"question_id": "task_id",
+        "model": "system"}``).
 
     Raises :class:`TaskFormatError` on any problem, naming the file, the line and the field.
     """
-    path = Path(path)
-    if not path.exists():
-        raise TaskFormatError(path, None, None, "file not found")
-    if path.is_dir():
-        raise TaskFormatError(path, None, None, "is a directory, not a data file")
-    reader = reader_for(path)
-    try:
-        raw = reader(path, limit)
-    except OSError as err:
-        raise TaskFormatError(path, None, None, f"cannot read the file: {err.strerror or err}") from None
+    from rankkit.frames import handles, read_source  # tables and mapped columns; pandas stays unimported
+
+    if handles(path, columns):
+        path, raw = read_source(path, columns)
+    else:
+        path = Path(path)
+        if not path.exists():
+            raise TaskFormatError(path, None, None, "file not found")
+        if path.is_dir():
+            raise TaskFormatError(path, None, None, "is a directory, not a data file")
+        reader = reader_for(path)
+        try:
+            raw = reader(path, limit)
+        except OSError as err:
+            raise TaskFormatError(path, None, None, f"cannot read the file: {err.strerror or err}") from None
     if limit is not None:
         raw = raw[:limit]
     if not raw:

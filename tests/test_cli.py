@@ -325,3 +325,20 @@ def test_budget_that_cannot_rank_exits_2(spec):
     result = run_cli("compare", "--judge", "sim", "--no-cache", "--quiet", "--strategies", spec)
     assert result.exit_code == 2, result.output
     assert f"error: strategy {spec.split(':')[0]}:" in result.output
+
+def test_columns_maps_another_tool_s_long_csv(tmp_path):
+    data = tmp_path / "answers.csv"
+    data.write_text("question_id,question,model,answer,score\n"
+                    "1,What is 2+2?,gpt,4,1\n1,What is 2+2?,llama,5,0\n1,What is 2+2?,mistral,four,1\n"
+                    "2,Say hi,gpt,hi,1\n2,Say hi,llama,hello,1\n2,Say hi,mistral,bye,0\n")
+    result = invoke("rank", "--data", str(data), "--columns", "question_id=task_id,question=prompt,model=system,answer=text",
+                    "--judge", "sim", "--no-cache", "--strategy", "individual", "--quiet")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {(r["task_id"], r["candidate_id"]) for r in rows} >= {("1", "llama"), ("2", "mistral")}
+    bad = CliRunner().invoke(main, ["rank", "--data", str(data), "--columns", "model=author", "--judge", "sim"])
+    assert bad.exit_code == 2 and "cannot map 'model' to 'author'" in bad.output
+    unmapped = CliRunner().invoke(main, ["rank", "--data", str(data), "--columns", "question_id=task_id",
+                                         "--judge", "sim", "--no-cache"])
+    assert unmapped.exit_code == 2
+    assert f"{data}:2: field 'prompt': missing column" in unmapped.output and "--columns NAME=prompt" in unmapped.output

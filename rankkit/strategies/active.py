@@ -65,7 +65,7 @@ from rankkit.strategies._budget import (
     presented,
     task_duels,
 )
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 CRITERIA = ("information", "order")
@@ -282,3 +282,10 @@ class ActiveStrategy(Strategy):
         extras = {cid: {"played": played[cid], "posterior_sd": float(posterior_sd[k]), "steps": steps,
                         "stopped": stopped} for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        """The budget: exact without ``settle``; with it, an upper bound (it may stop sooner)."""
+        n = len(task.candidates)
+        duels = task_duels("active", task.task_id, n, self.budget, self.comparisons, self.debias)
+        return Plan(comparisons=duels * (2 if self.debias else 1), exact=not self.settle,
+                    note="the budget; stops sooner once settled" if self.settle else "the budget")

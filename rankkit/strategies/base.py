@@ -55,6 +55,33 @@ class Ranking:
         return sorted(self.scores, key=lambda cid: (-self.scores[cid], position.get(cid, 0)))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What a strategy will ask on one task, known before anything is asked (``--dry-run``).
+
+    comparisons: the pairwise judgments it will use, counted as the run's ``comparisons`` column
+        counts them (distinct ordered pairs): exact, or an upper bound when ``exact`` is False.
+    grades: the pointwise judgments it will use (exact, or an upper bound).
+    exact: whether both counts are exact.
+    pairs: ordered pairs (first shown first) certain to be asked — all of them when the strategy's
+        pairs are fixed in advance, a part (knockout's first round) when later ones depend on verdicts.
+    points: candidates certain to be graded.
+    note: how the counts were obtained, shown beside them (e.g. "later rounds depend on verdicts").
+    """
+
+    comparisons: int
+    grades: int = 0
+    exact: bool = True
+    pairs: tuple[tuple[str, str], ...] = ()
+    points: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def complete(self) -> bool:
+        """Whether every judgment is known in advance (so the cache can be asked about each)."""
+        return self.exact and len(set(self.pairs)) == self.comparisons and len(set(self.points)) == self.grades
+
+
 class Strategy:
     """Base class: subclasses are frozen dataclasses decorated with :func:`register`.
 
@@ -67,6 +94,20 @@ class Strategy:
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         raise NotImplementedError
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        """What :meth:`rank` will ask on ``task``, without asking (see :class:`Plan`).
+
+        rng: a generator seeded exactly like the one :meth:`rank` gets, so a strategy whose pairs
+            are drawn at random can name them; a plan must draw from it in the same order as rank.
+
+        The default holds for any strategy, because a run counts each ordered pair and each grade
+        once: at most N(N−1) comparisons and N grades. Strategies override it with their own
+        exact count or tighter bound.
+        """
+        n = len(task.candidates)
+        return Plan(comparisons=n * (n - 1), grades=n, exact=False,
+                    note="bound for any strategy: each ordered pair and each grade once")
 
     def params(self) -> dict[str, Any]:
         return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from rankkit.matches import MatchSource
 from rankkit.ratings import bootstrap, bradley_terry
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Ranking, Strategy, register
-from rankkit.strategies.elo import play_all_pairs, points_and_games
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.elo import all_pairs_plan, play_all_pairs, points_and_games
 from rankkit.tasks import Task
 
 
@@ -59,3 +59,6 @@ class BradleyTerryStrategy(Strategy):
         else:
             ratings = bradley_terry(records, ids, alpha=self.alpha)
         return Ranking(scores=ratings, extras=extras)
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        return all_pairs_plan(task, self.debias)

@@ -20,7 +20,7 @@ from typing import Sequence
 from rankkit.matches import Match, MatchSource, make_duel
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, MatchRecord, elo_over_permutations
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 
@@ -47,6 +47,12 @@ def play_all_pairs(task: Task, source: MatchSource, debias: bool) -> list[MatchR
     pairs = all_pairs(task.candidate_ids, debias)
     judgments = source.compare_many(pairs, round=1)
     return judgment_records([Match(a, b, j, 1) for (a, b), j in zip(pairs, judgments)])
+
+
+def all_pairs_plan(task: Task, debias: bool) -> Plan:
+    """The plan of an all-pairs strategy: every pair (both orders with ``debias``), known in advance."""
+    pairs = tuple(all_pairs(task.candidate_ids, debias))
+    return Plan(comparisons=len(pairs), pairs=pairs)
 
 
 def points_and_games(records: Sequence[MatchRecord], candidate_ids: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -92,3 +98,6 @@ class EloStrategy(Strategy):
         ratings = elo_over_permutations(records, task.candidate_ids, permutations=self.permutations, seed=rng,
                                         k=self.k, initial=self.initial, scale=self.scale, base=self.base)
         return Ranking(scores=ratings, extras=points_and_games(records, task.candidate_ids))
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        return all_pairs_plan(task, self.debias)

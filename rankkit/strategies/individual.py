@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from rankkit.judges.base import ParseStatus
 from rankkit.matches import MatchSource
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 
@@ -33,3 +33,6 @@ class IndividualStrategy(Strategy):
             scores[cid] = midpoint if judgment.score is None else float(judgment.score)
             extras[cid] = {"parse_failed": failed, "played": 0}
         return Ranking(scores=scores, extras=extras)
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        return Plan(comparisons=0, grades=len(task.candidates), points=tuple(task.candidate_ids))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rankkit.matches import MatchSource
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 TIE_RULES = ("coin", "first", "second")
@@ -78,3 +78,14 @@ class KnockoutStrategy(Strategy):
             for cid in task.candidate_ids
         }
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, champion=champion, extras=extras)
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        """N − 1 duels exactly (each eliminates one answer; no two answers meet twice); only the
+        first round's pairs are known before the judge speaks."""
+        alive = task.candidate_ids
+        rng.shuffle(alive)  # the first draw rank makes
+        first_round = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
+        per_duel = 2 if self.debias else 1
+        pairs = first_round + ([(b, a) for a, b in first_round] if self.debias else [])
+        return Plan(comparisons=per_duel * (len(alive) - 1), pairs=tuple(pairs),
+                    note="pairs after round 1 depend on verdicts")

@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 
 from rankkit.matches import MatchSource
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 
@@ -43,3 +43,13 @@ class PairwiseStrategy(Strategy):
                     extras[cid] = {"opponent": other, "played": 1}
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids},
                        extras={cid: extras[cid] for cid in task.candidate_ids})
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        # The same draws as rank: the shuffle, then the odd one's opponent.
+        ids = task.candidate_ids
+        rng.shuffle(ids)
+        pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
+        if len(ids) % 2:
+            pairs.append((ids[-1], rng.choice(ids[:-1])))
+        ordered = tuple(dict.fromkeys(pairs + ([(b, a) for a, b in pairs] if self.debias else [])))
+        return Plan(comparisons=len(ordered), pairs=ordered)

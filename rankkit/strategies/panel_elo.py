@@ -23,7 +23,7 @@ from itertools import combinations
 from rankkit.matches import MatchSource
 from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 
@@ -71,3 +71,11 @@ class PanelEloStrategy(Strategy):
                 tally[cid]["wins" if points == 1.0 else "draws" if points == 0.5 else "losses"] += 1
         extras = {cid: {**tally[cid], "played": len(ids) - 1} for cid in ids}
         return Ranking(scores={cid: ratings[cid] for cid in ids}, extras=extras)
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        # The same draws as rank: the order of the pairs, then who is shown first in each.
+        pairs = list(combinations(task.candidate_ids, 2))
+        rng.shuffle(pairs)
+        pairs = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
+        ordered = tuple(pairs + ([(b, a) for a, b in pairs] if self.debias else []))
+        return Plan(comparisons=len(ordered), pairs=ordered)

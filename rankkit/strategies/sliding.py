@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from rankkit.matches import MatchSource
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.strategies.heapsort import JudgedComparator
 from rankkit.tasks import Task
 
@@ -63,3 +63,11 @@ class SlidingWindowStrategy(Strategy):
                         "played": comparator.played.get(cid, 0)} for cid in task.candidate_ids}
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=order,
                        champion=order[0], extras=extras)
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        """A bound: pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free."""
+        n = len(task.candidates)
+        passes = min(self.passes, n - 1)
+        duels = min(n * (n - 1) // 2, sum(n - 1 - k for k in range(passes)))
+        return Plan(comparisons=duels * (2 if self.debias else 1), exact=False,
+                    note="bound: a pair met twice is judged once")

@@ -51,7 +51,7 @@ from rankkit.strategies._budget import (
     presented,
     task_duels,
 )
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 AGGREGATES = ("bt", "grades", "points")
@@ -170,3 +170,10 @@ class SwissStrategy(Strategy):
         extras = {cid: {"played": len(opponents[cid]), "points": points[cid], "opponents": list(opponents[cid]),
                         "rounds": round_number} for cid in ids}
         return Ranking(scores=scores, ranking=ranking, extras=extras)
+
+    def plan(self, task: Task, rng: random.Random) -> Plan:
+        """The budget, exactly: every round pairs at least two candidates that have not met while
+        such a pair remains, so the tournament plays min(budget, all pairs) duels."""
+        n = len(task.candidates)
+        duels = task_duels("swiss", task.task_id, n, self.budget, self.comparisons, self.debias)
+        return Plan(comparisons=duels * (2 if self.debias else 1), note="the budget; pairs depend on verdicts")

@@ -117,7 +117,7 @@ def test_filters_must_pick_one_judgment_per_comparison(recording):
 def test_malformed_rows_name_the_line_and_field(tmp_path, row, needle):
     path = write_rows(tmp_path / "bad.jsonl", [{"task_id": "t0", "a": "c0", "b": "c1", "winner": "c0"}, row])
     with pytest.raises(TaskFormatError, match=":2:") as err:
-        ReplayJudge(path)
+        make_judge(f"replay:{path}")
     assert needle in str(err.value)
 
 

@@ -1,0 +1,146 @@
+"""Text renderers for tables: a fixed-width table, Markdown, CSV and JSON.
+
+Every command that prints rows (``compare``, ``rank``, ``leaderboard``, ``analyze``) and every
+library function that formats a report (:func:`rankkit.analysis.format_analysis`,
+:func:`rankkit.judge_report.format_report`) goes through here, so the library never imports the
+command line and each ``--format`` means the same thing everywhere.
+
+A table is a sequence of row mappings and a sequence of ``(key, header)`` columns: ``key`` is
+looked up in each row, ``header`` is what the reader sees. The formats differ in what they are for:
+
+* ``table`` — for a terminal: fixed width, floats at 3 decimals, missing values as ``-``;
+* ``markdown`` — a GitHub pipe table, numbers as in ``table``; ``|`` inside a cell is escaped;
+* ``csv`` — for a program: the headers on the first line, values at full precision, a missing
+  value is an empty cell;
+* ``json`` — a list of objects keyed by header, values at full precision, missing values null.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+#: The output formats every table-printing command accepts.
+FORMATS = ("table", "json", "csv", "markdown")
+
+Columns = Sequence[tuple[str, str]]
+Rows = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class Table:
+    """One titled table of a report with several sections (``rankkit analyze``).
+
+    title: the line printed above the table (a heading in Markdown, the ``section`` column in CSV).
+    rows: the row mappings.
+    columns: ``(key, header)`` pairs, in display order.
+    """
+
+    title: str
+    rows: Rows
+    columns: Columns = field(default_factory=tuple)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def cell_text(value: Any) -> str:
+    """A value as the human-readable formats show it: ``-`` when missing, floats at 3 decimals."""
+    if _missing(value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    """A value as the machine-readable formats keep it: NaN and infinities become None."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
+        return _plain(value.item())
+    return value
+
+
+def format_table(rows: Rows, columns: Columns) -> str:
+    """A plain fixed-width table: the first column left-aligned, the others right-aligned."""
+    body = [[cell_text(row.get(key)) for key, _ in columns] for row in rows]
+    widths = [max(len(header), *(len(r[i]) for r in body)) if body else len(header)
+              for i, (_, header) in enumerate(columns)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    return "\n".join([line([h for _, h in columns]), "  ".join("-" * w for w in widths), *map(line, body)])
+
+
+def _markdown_cell(text: str) -> str:
+    # A pipe would end the cell and a newline the row; both are legal inside candidate text.
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def format_markdown(rows: Rows, columns: Columns) -> str:
+    """A GitHub-flavoured Markdown table (numbers right-aligned, as in :func:`format_table`)."""
+    header = "| " + " | ".join(_markdown_cell(h) for _, h in columns) + " |"
+    rule = "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(columns))) + "|"
+    body = ["| " + " | ".join(_markdown_cell(cell_text(row.get(key))) for key, _ in columns) + " |" for row in rows]
+    return "\n".join([header, rule, *body])
+
+
+def format_csv(rows: Rows, columns: Columns) -> str:
+    """CSV with a header line; full-precision values, missing values as empty cells."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([h for _, h in columns])
+    for row in rows:
+        writer.writerow(["" if _missing(v := _plain(row.get(key))) else v for key, _ in columns])
+    return buffer.getvalue().rstrip("\n")
+
+
+def table_records(rows: Rows, columns: Columns) -> list[dict[str, Any]]:
+    """The rows as plain objects keyed by header (what ``format_json`` writes)."""
+    return [{header: _plain(row.get(key)) for key, header in columns} for row in rows]
+
+
+def format_json(rows: Rows, columns: Columns) -> str:
+    """A JSON list of objects keyed by header (strict JSON: NaN becomes null)."""
+    return json.dumps(table_records(rows, columns), indent=1, ensure_ascii=False)
+
+
+_RENDERERS = {"table": format_table, "markdown": format_markdown, "csv": format_csv, "json": format_json}
+
+
+def render(rows: Rows, columns: Columns, fmt: str = "table") -> str:
+    """Render one table in ``fmt`` (one of :data:`FORMATS`)."""
+    if fmt not in _RENDERERS:
+        raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    return _RENDERERS[fmt](rows, columns)
+
+
+def render_sections(tables: Sequence[Table], fmt: str = "table", preamble: str = "") -> str:
+    """Render a report made of several tables.
+
+    ``table`` and ``markdown``: the preamble, then each table under its title (a ``###`` heading in
+    Markdown). ``csv``: one table — a ``section`` column holding the title, then the union of all
+    headers in first-seen order — so any CSV reader loads the whole report at once. ``json``: a list
+    of ``{"section": title, "rows": [...]}`` (the preamble is for people and is left out of both).
+    """
+    if fmt == "csv":
+        headers = list(dict.fromkeys(h for t in tables for _, h in t.columns))
+        rows = [{"section": t.title, **record} for t in tables for record in table_records(t.rows, t.columns)]
+        return format_csv(rows, [("section", "section"), *((h, h) for h in headers)])
+    if fmt == "json":
+        return json.dumps([{"section": t.title, "rows": table_records(t.rows, t.columns)} for t in tables],
+                          indent=1, ensure_ascii=False)
+    if fmt == "markdown":
+        parts = [preamble] if preamble else []
+        parts += [f"### {t.title}\n\n{format_markdown(t.rows, t.columns)}" for t in tables]
+        return "\n\n".join(parts)
+    parts = [preamble] if preamble else []
+    parts += [f"{t.title}\n{render(t.rows, t.columns, fmt)}" for t in tables]
+    return "\n\n".join(parts)

@@ -1,0 +1,371 @@
+"""Tasks from tables: pandas DataFrames, Hugging Face ``datasets``, Parquet, JSON arrays, and any
+long-form file read through a column mapping; and tasks back to a long table.
+
+Evaluation tools keep answers in **long form**, one row per candidate answer (alpaca_eval's
+``instruction, output, generator``; arena-hard's ``question_id, model, ...``). rankkit's names for
+the columns are
+
+=============== ======================================================================
+``task_id``     the question (optional: without it, rows with the same prompt are one task)
+``prompt``      the question's text
+``candidate_id`` the answer's id within the task (optional: defaults to ``system``)
+``text``        the answer
+``system``      who wrote it (optional)
+``reference``   a reference answer (optional)
+``human.NAME``  a human score named NAME (higher is better)
+``meta.NAME``   task metadata NAME (``meta.max_points``, ``meta.main_score``, ``meta.language``...)
+=============== ======================================================================
+
+A **column mapping** renames the source's columns to these (``{"question_id": "task_id",
+"model": "system"}``; on the command line ``--columns question_id=task_id,model=system``); mapping a
+column to ``-`` drops it. Any other column holding only numbers is a human score criterion, as in
+the long CSV; any other column holding text is an error that says how to map it, so nothing is
+silently lost. Rows that carry a ``candidates`` list are task objects (the JSONL shape) instead.
+
+Rows are named in errors the way the source numbers them: the line for JSONL and CSV, the 0-based
+position for DataFrames (``df.iloc[i]``), Datasets (``ds[i]``), Parquet and JSON arrays. pandas,
+pyarrow and datasets are never imported by rankkit itself except pyarrow to read a Parquet file:
+a DataFrame or Dataset you pass in is read through its own ``to_dict``/``to_list``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from os import PathLike
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from rankkit.specs import SpecError
+from rankkit.tasks import Task, TaskFormatError
+
+#: rankkit's names for the columns of a long table (besides ``human.NAME`` and ``meta.NAME``).
+CANONICAL = ("task_id", "prompt", "candidate_id", "text", "system", "reference")
+DROP = "-"
+#: Task-level columns: every row of a task must agree on them.
+_TASK_FIELDS = ("prompt", "reference")
+
+Row = tuple[int, dict[str, Any]]
+
+
+# -------------------------------------------------------------------------------------------
+# Column mappings
+
+
+def parse_columns(text: str) -> dict[str, str]:
+    """``"question_id=task_id,model=system"`` -> ``{"question_id": "task_id", "model": "system"}``."""
+    mapping: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        source, eq, target = (s.strip() for s in item.partition("="))
+        if not eq or not source or not target:
+            raise SpecError(f"--columns: {item!r} is not SOURCE=TARGET (e.g. question_id=task_id)")
+        if source in mapping:
+            raise SpecError(f"--columns: column {source!r} is mapped twice")
+        mapping[source] = target
+    return check_columns(mapping)
+
+
+def check_columns(mapping: Mapping[str, str]) -> dict[str, str]:
+    """Validate a column mapping's targets; returns it as a plain dict."""
+    targets: dict[str, str] = {}
+    for source, target in mapping.items():
+        if not isinstance(source, str) or not isinstance(target, str):
+            raise SpecError(f"--columns: expected column names, got {source!r}={target!r}")
+        prefix, dot, name = target.partition(".")
+        if target != DROP and target not in CANONICAL and not (dot and name and prefix in ("human", "meta")):
+            raise SpecError(f"--columns: cannot map {source!r} to {target!r}: the targets are "
+                            f"{', '.join(CANONICAL)}, human.NAME, meta.NAME or - (drop)")
+        if target != DROP and target in targets:
+            raise SpecError(f"--columns: {targets[target]!r} and {source!r} are both mapped to {target!r}")
+        targets[target] = source
+    return dict(mapping)
+
+
+def format_columns(mapping: Mapping[str, str]) -> str:
+    """The inverse of :func:`parse_columns`."""
+    return ",".join(f"{source}={target}" for source, target in mapping.items())
+
+
+# -------------------------------------------------------------------------------------------
+# Reading
+
+
+def handles(source: Any, columns: Mapping[str, str] | None = None) -> bool:
+    """Whether :func:`rankkit.tasks.load_tasks` should read ``source`` here: an in-memory table,
+    a Parquet file, a JSON array file, or any file read with a column mapping."""
+    if not isinstance(source, (str, PathLike)):
+        return True
+    path = Path(source)
+    if columns or path.suffix.lower() in (".parquet", ".pq"):
+        return True
+    return path.suffix.lower() == ".json" and _first_char(path) == "["
+
+
+def _first_char(path: Path) -> str:
+    try:
+        with path.open(encoding="utf-8-sig") as handle:
+            for line in handle:
+                if line.strip():
+                    return line.strip()[0]
+    except (OSError, UnicodeDecodeError):
+        pass  # load_tasks reports a missing or unreadable file itself
+    return ""
+
+
+def read_source(source: Any, columns: Mapping[str, str] | None = None) -> tuple[str, list[Row]]:
+    """Read ``source`` into ``(label, [(row, task object), ...])`` for :func:`rankkit.tasks.load_tasks`.
+
+    source: a pandas DataFrame, a ``datasets.Dataset``, a list of row dicts, or the path of a
+        ``.parquet``, ``.json`` (an array), ``.jsonl`` or ``.csv`` file.
+    columns: the column mapping (see the module docstring).
+    """
+    mapping = check_columns(columns or {})
+    label, rows = _rows(source)
+    return label, group_rows(label, rows, mapping)
+
+
+def _rows(source: Any) -> tuple[str, list[Row]]:
+    """The source's rows as (row number, plain dict)."""
+    if isinstance(source, (str, PathLike)):
+        return str(source), _file_rows(Path(source))
+    if hasattr(source, "keys") and hasattr(source, "column_names") and not hasattr(source, "to_list"):
+        raise TaskFormatError("DatasetDict", None, None, f"a dataset with several splits ({', '.join(source.keys())}); "
+                                                         f"pass one split, e.g. dataset['test']")
+    if hasattr(source, "to_dict") and hasattr(source, "columns"):
+        return "DataFrame", list(enumerate(source.to_dict("records")))
+    if hasattr(source, "column_names") and hasattr(source, "to_list"):
+        return "Dataset", list(enumerate(source.to_list()))
+    if isinstance(source, (list, tuple)):
+        for index, row in enumerate(source):
+            if not isinstance(row, Mapping):
+                raise TaskFormatError("records", index, None, f"expected a mapping per row, got {type(row).__name__}")
+        return "records", [(index, dict(row)) for index, row in enumerate(source)]
+    raise TaskFormatError(type(source).__name__, None, None,
+                          "cannot read tasks from this object: pass a path, a pandas DataFrame, a datasets.Dataset "
+                          "or a list of row dicts")
+
+
+def _file_rows(path: Path) -> list[Row]:
+    if not path.exists():
+        raise TaskFormatError(path, None, None, "file not found")
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise TaskFormatError(path, None, None, "reading Parquet needs pyarrow: pip install 'rankkit[parquet]'") from None
+        return list(enumerate(pq.read_table(path).to_pylist()))
+    if suffix == ".csv":
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            return [(reader.line_num, dict(row)) for row in reader]
+    if suffix == ".json" and _first_char(path) == "[":
+        try:
+            items = json.loads(path.read_text(encoding="utf-8-sig"))
+        except json.JSONDecodeError as err:
+            raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
+        rows = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise TaskFormatError(path, index, None, "expected a JSON object per array element")
+            rows.append((index, item))
+        return rows
+    rows = []
+    with path.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
+            if not isinstance(item, dict):
+                raise TaskFormatError(path, number, None, "expected a JSON object per line")
+            rows.append((number, item))
+    return rows
+
+
+def plain(value: Any) -> Any:
+    """A cell as a plain Python value: numpy scalars unboxed, NaN / pandas NA / NaT become None."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy scalars
+        return plain(value.item())
+    if hasattr(value, "tolist"):  # numpy arrays (list cells of a DataFrame)
+        return value.tolist()
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> list[Row]:
+    """Apply the column mapping and group long-form rows into task objects (in order of first
+    appearance); rows that are already task objects (with ``candidates``) pass through."""
+    present = {name for _, row in rows for name in row}
+    for source, target in mapping.items():
+        if source not in present:
+            raise TaskFormatError(label, None, source, f"column named in the mapping is not in the data "
+                                                       f"(columns: {', '.join(sorted(map(str, present)))})")
+        if target in present and target not in mapping:
+            raise TaskFormatError(label, None, target, f"the data has this column and {source!r} is mapped to it "
+                                                       f"too; drop one (--columns {target}=-)")
+    renamed = [(line, {mapping.get(k, k): plain(v) for k, v in row.items() if mapping.get(k, k) != DROP})
+               for line, row in rows]
+    shaped = {"candidates" in row for _, row in renamed}
+    if shaped == {True}:
+        return renamed
+    if shaped == {True, False}:
+        line = next(line for line, row in renamed if "candidates" not in row)
+        raise TaskFormatError(label, line, "candidates", "mixes task objects (with a candidates list) and "
+                                                         "one-answer rows; use one shape")
+    for field in ("prompt", "text"):
+        line = next((line for line, row in renamed if field not in row), None)
+        if line is not None:
+            raise TaskFormatError(label, line, field, f"missing column (columns: {', '.join(map(str, renamed[0][1]))}); "
+                                                      f"map yours with --columns NAME={field}")
+    criteria = _criteria_columns(label, renamed, mapping)
+    return _group_long(label, renamed, criteria, {v: k for k, v in mapping.items()})
+
+
+def _criteria_columns(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> list[str]:
+    """The bare extra columns: each must hold numbers only (a human score criterion)."""
+    fixed = set(CANONICAL) | {"human", "meta"}
+    extra = list(dict.fromkeys(k for _, row in rows for k in row
+                               if k not in fixed and not k.startswith(("human.", "meta."))))
+    for name in extra:
+        for line, row in rows:
+            value = row.get(name)
+            if value is not None and not _is_number(value) and not (isinstance(value, str) and _numeric_text(value)):
+                raise TaskFormatError(label, line, name,
+                                      f"not a number ({_short(value)}), so not a human score; map it with "
+                                      f"--columns {name}=meta.{name} (task metadata) or {name}=- (ignore it)")
+    return extra
+
+
+def _numeric_text(text: str) -> bool:
+    # CSV cells are text; an empty cell is a missing score and a number is a score.
+    if not text.strip():
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _group_long(label: str, rows: Sequence[Row], criteria: Sequence[str], source_of: Mapping[str, str]) -> list[Row]:
+    def name(field: str) -> str:
+        # Errors name the user's own column, with rankkit's name when it was mapped.
+        return f"{source_of[field]} (as {field})" if field in source_of else field
+
+    tasks: dict[str, Row] = {}
+    prompt_ids: dict[str, str] = {}
+    for line, row in rows:
+        for field in ("reference", "system"):  # an empty cell is no value (as in the long CSV)
+            if row.get(field) == "":
+                row[field] = None
+        if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+            raise TaskFormatError(label, line, name("prompt"), f"expected a non-empty string, got {_short(row['prompt'])}")
+        task_id = row.get("task_id")
+        if task_id is None:
+            if "task_id" in row:
+                raise TaskFormatError(label, line, name("task_id"), "missing value")
+            # No task ids at all (alpaca_eval's outputs): one task per distinct prompt.
+            task_id = prompt_ids.setdefault(row["prompt"], f"task-{len(prompt_ids) + 1:04d}")
+        elif not isinstance(task_id, (str, int)):
+            raise TaskFormatError(label, line, name("task_id"), f"expected a string or integer, got {_short(task_id)}")
+        task_id = str(task_id)
+        cand_id = row.get("candidate_id", row.get("system"))
+        if cand_id is None or cand_id == "":
+            raise TaskFormatError(label, line, name("candidate_id"),
+                                  "missing: give a candidate_id column, or a system column to name the answers by")
+        if not isinstance(row["text"], str) or not row["text"].strip():
+            raise TaskFormatError(label, line, name("text"), f"empty text for candidate {str(cand_id)!r}")
+        meta = {**(row.get("meta") or {}), **{k[5:]: v for k, v in row.items() if k.startswith("meta.") and v is not None}}
+        human = _human(label, line, row, criteria, name)
+        if task_id not in tasks:
+            tasks[task_id] = (line, {"task_id": task_id, "prompt": row["prompt"], "reference": row.get("reference"),
+                                     "meta": meta, "candidates": []})
+        else:
+            first_line, task = tasks[task_id]
+            for field in _TASK_FIELDS:
+                if row.get(field) != task.get(field):
+                    raise TaskFormatError(label, line, name(field), f"differs from row {first_line} of the same task "
+                                                                    f"{task_id!r}; a task's rows must agree on it")
+            for key, value in meta.items():
+                if task["meta"].setdefault(key, value) != value:
+                    raise TaskFormatError(label, line, f"meta.{key}", f"differs from an earlier row of task {task_id!r}")
+        tasks[task_id][1]["candidates"].append({"id": str(cand_id), "text": row["text"], "system": row.get("system"),
+                                                "human": human, "_line": line})
+    return list(tasks.values())
+
+
+def _human(label: str, line: int, row: Mapping[str, Any], criteria: Sequence[str], name: Any) -> dict[str, float]:
+    human: dict[str, Any] = dict(row.get("human") or {})
+    human.update({k[6:]: v for k, v in row.items() if k.startswith("human.")})
+    human.update({k: row.get(k) for k in criteria})
+    scores = {}
+    for key, value in human.items():
+        if isinstance(value, str):
+            value = float(value) if value.strip() else None
+        if value is None:
+            continue
+        if not _is_number(value):
+            field = key if key in criteria else f"human.{key}"
+            raise TaskFormatError(label, line, name(field), f"score is not a number: {_short(value)}")
+        scores[key] = float(value)
+    return scores
+
+
+# -------------------------------------------------------------------------------------------
+# Writing
+
+
+def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
+    """Tasks in long form, one row per candidate: ``task_id, prompt, reference, candidate_id, text,
+    system``, one column per human criterion (its bare name, as in the long CSV) and ``meta.NAME``
+    per metadata field. ``load_tasks`` reads the rows back (as a DataFrame, a Dataset or a list)."""
+    tasks = list(tasks)
+    criteria = list(dict.fromkeys(name for t in tasks for c in t.candidates for name in c.human))
+    meta_keys = list(dict.fromkeys(key for t in tasks for key in t.meta))
+    rows = []
+    for task in tasks:
+        for cand in task.candidates:
+            row = {"task_id": task.task_id, "prompt": task.prompt, "reference": task.reference,
+                   "candidate_id": cand.id, "text": cand.text, "system": cand.system}
+            row.update({name: cand.human.get(name) for name in criteria})
+            row.update({f"meta.{key}": task.meta.get(key) for key in meta_keys})
+            rows.append(row)
+    return rows
+
+
+def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
+    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("tasks_to_pandas needs pandas: pip install 'rankkit[pandas]'") from None
+    return pd.DataFrame(task_rows(tasks))
+
+
+def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
+    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit[datasets]'``)."""
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError("tasks_to_dataset needs datasets: pip install 'rankkit[datasets]'") from None
+    return datasets.Dataset.from_list(task_rows(tasks))

@@ -1,0 +1,112 @@
+"""Text renderers: the fixed-width table, Markdown, CSV and JSON parse back to the same rows."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from rankkit.formatting import (
+    FORMATS,
+    Table,
+    format_csv,
+    format_json,
+    format_markdown,
+    format_table,
+    render,
+    render_sections,
+)
+
+ROWS = [{"name": "knockout:debias=true", "n": 10, "r": 0.81234, "note": "a|b"},
+        {"name": "individual", "n": 5, "r": float("nan"), "note": None}]
+COLUMNS = [("name", "strategy"), ("n", "comparisons"), ("r", "spearman"), ("note", "note")]
+
+
+def parse_markdown(text: str) -> list[list[str]]:
+    """Cells of a pipe table (header included, rule excluded), unescaping '\\|'."""
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip().replace("\\|", "|") for c in _split_pipes(line.strip()[1:-1])]
+        if not all(set(c) <= set(":-") for c in cells):
+            rows.append(cells)
+    return rows
+
+
+def _split_pipes(line: str) -> list[str]:
+    cells, current, escaped = [], "", False
+    for char in line:
+        if char == "|" and not escaped:
+            cells.append(current)
+            current = ""
+        else:
+            current += char
+        escaped = char == "\\" and not escaped
+    return cells + [current]
+
+
+def test_table_layout_is_fixed_width_with_three_decimals():
+    lines = format_table(ROWS, COLUMNS).splitlines()
+    assert lines[0].split() == ["strategy", "comparisons", "spearman", "note"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    assert len({len(line) for line in lines}) == 1  # every line padded to the same width
+    assert "0.812" in lines[2] and lines[3].split()[-2:] == ["-", "-"]
+
+
+def test_csv_parses_back_at_full_precision():
+    records = list(csv.DictReader(io.StringIO(format_csv(ROWS, COLUMNS))))
+    assert [r["strategy"] for r in records] == ["knockout:debias=true", "individual"]
+    assert float(records[0]["spearman"]) == 0.81234
+    assert records[1]["spearman"] == "" and records[1]["note"] == ""  # NaN and None are empty cells
+    assert records[0]["note"] == "a|b"
+
+
+def test_markdown_parses_back_with_escaped_pipes():
+    cells = parse_markdown(format_markdown(ROWS, COLUMNS))
+    assert cells[0] == ["strategy", "comparisons", "spearman", "note"]
+    assert cells[1] == ["knockout:debias=true", "10", "0.812", "a|b"]
+    assert cells[2] == ["individual", "5", "-", "-"]
+
+
+def test_json_is_strict_and_keyed_by_header():
+    records = json.loads(format_json(ROWS, COLUMNS))
+    assert records[0] == {"strategy": "knockout:debias=true", "comparisons": 10, "spearman": 0.81234, "note": "a|b"}
+    assert records[1]["spearman"] is None
+
+
+def test_render_dispatches_and_rejects_unknown_formats():
+    for fmt in FORMATS:
+        assert "knockout:debias=true" in render(ROWS, COLUMNS, fmt)
+    with pytest.raises(ValueError, match="unknown format"):
+        render(ROWS, COLUMNS, "xml")
+
+
+def test_sections_as_one_csv_with_a_section_column():
+    tables = [Table("first", ROWS, COLUMNS), Table("second", [{"k": 1}], [("k", "kappa")])]
+    records = list(csv.DictReader(io.StringIO(render_sections(tables, "csv", preamble="not in csv"))))
+    assert [r["section"] for r in records] == ["first", "first", "second"]
+    assert records[2]["kappa"] == "1" and records[0]["kappa"] == ""
+    markdown = render_sections(tables, "markdown", preamble="intro")
+    assert markdown.startswith("intro") and "### second" in markdown
+    sections = json.loads(render_sections(tables, "json"))
+    assert [s["section"] for s in sections] == ["first", "second"] and sections[1]["rows"] == [{"kappa": 1}]
+    assert math.isnan(ROWS[1]["r"])  # the renderers never modify their input
+
+
+def test_only_the_command_line_imports_the_command_line():
+    """The library must not depend on click's CLI module (issue 15)."""
+    package = Path(__file__).resolve().parents[1] / "rankkit"
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path.name in {"cli.py", "__main__.py"}:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name == "rankkit.cli" or name.startswith("rankkit.cli.") for name in names):
+                offenders.append(str(path.relative_to(package)))
+    assert offenders == []

@@ -1,0 +1,90 @@
+"""The results schema: RunResult.to_dict / from_dict round trip, the long rows, to_pandas."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rankkit.judges.base import JudgeError
+from rankkit.judges.sim import SimulatedJudge
+from rankkit.results import RecordedJudge, RecordedStrategy, RunResult
+from rankkit.runner import run
+from rankkit.strategies import make_strategy
+from rankkit.tasks import TaskFormatError
+
+SPECS = ("knockout:debias=true", "individual", "bt:alpha=0.05")
+
+
+@pytest.fixture(scope="module")
+def sample_run():
+    from rankkit.tasks import SAMPLE_DATA, load_tasks
+
+    return run(load_tasks(SAMPLE_DATA), [make_strategy(s) for s in SPECS], SimulatedJudge(accuracy=0.8),
+               progress=False, judge_spec="sim:accuracy=0.8", data="sample")
+
+
+def test_from_dict_reads_back_what_to_dict_wrote(sample_run):
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    again = RunResult.from_dict(payload)
+    assert again.to_dict() == payload
+    assert [s.name for s in again.strategies] == list(SPECS)
+    assert again.strategies[0].strategy == make_strategy("knockout:debias=true")  # rebuilt, typed
+    assert again.strategies[1].cost == sample_run.strategies[1].cost
+    first = again.strategies[0].tasks[0]
+    assert first.cost == sample_run.strategies[0].tasks[0].cost
+    assert first.matches[0].judgment.winner == sample_run.strategies[0].tasks[0].matches[0].judgment.winner
+    assert again.tasks[0].human_scores() == sample_run.tasks[0].human_scores()
+    assert again.tasks[0].scale == sample_run.tasks[0].scale
+
+
+def test_rebuilt_graphs_hold_every_comparison_used(sample_run):
+    again = RunResult.from_dict(json.loads(json.dumps(sample_run.to_dict())))
+    for task_id, graph in again.graphs.items():
+        used = {(m.first, m.second) for s in again.strategies for t in s.tasks if t.task_id == task_id
+                for m in t.matches}
+        assert {(a, b) for a, b, _ in graph.comparisons()} == used
+        assert graph.graph.number_of_edges() == sample_run.graphs[task_id].graph.number_of_edges()
+
+
+def test_the_recorded_judge_describes_but_never_judges(sample_run):
+    again = RunResult.from_dict(sample_run.to_dict())
+    assert isinstance(again.judge, RecordedJudge)
+    assert again.judge.fingerprint == sample_run.judge.fingerprint and again.judge.simulated is True
+    task = again.tasks[0]
+    with pytest.raises(JudgeError, match="record from a results file"):
+        again.judge.compare(task, task.candidates[0], task.candidates[1])
+
+
+def test_a_strategy_that_is_not_installed_stays_a_record(sample_run):
+    payload = sample_run.to_dict()
+    payload["strategies"][1].update(name="mystery:depth=3", strategy="mystery", params={"depth": 3})
+    record = RunResult.from_dict(payload).strategies[1]
+    assert isinstance(record.strategy, RecordedStrategy)
+    assert record.name == "mystery:depth=3" and record.strategy.params() == {"depth": 3}
+
+
+def test_not_a_results_file_names_the_field():
+    with pytest.raises(TaskFormatError, match="r.json: field 'strategies'"):
+        RunResult.from_dict({"judge": {}, "task_data": []}, where="r.json")
+
+
+def test_rows_are_one_per_strategy_task_and_candidate(sample_run):
+    rows = sample_run.rows()
+    assert len(rows) == len(SPECS) * sum(len(t.candidates) for t in sample_run.tasks)
+    q01 = [r for r in rows if r["strategy"] == "knockout:debias=true" and r["task_id"] == "q01"]
+    assert [r["rank"] for r in q01] == [1, 2, 3, 4, 5]
+    assert sum(r["champion"] for r in q01) == 1
+    assert all(r["extra_eliminated_round"] is None for r in q01 if r["champion"])
+    human = sample_run.tasks[0].human_scores()
+    assert {r["candidate_id"]: r["human"] for r in q01} == human
+
+
+def test_to_pandas_matches_the_rows(sample_run):
+    pd = pytest.importorskip("pandas")
+    frame = sample_run.to_pandas()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == len(sample_run.rows())
+    means = frame.groupby("strategy")["score"].count()
+    assert set(means.index) == set(SPECS)
+    individual = frame[frame.strategy == "individual"]
+    assert (individual.groupby("task_id")["rank"].min() == 1).all()
