@@ -191,7 +191,6 @@ class MatchSource:
         task, graph, fingerprint = self.task, self.graph, self.fingerprint
         results: dict[Any, Any] = {}
         missing: list[Any] = []
-        before = (self.cost.judge_calls, self.cost.cache_hits, self.cost.graph_hits)
         for item in wanted:
             if item in results:
                 continue
@@ -214,10 +213,18 @@ class MatchSource:
                     graph.add_point(fingerprint, item, judgment)
                 self._charge(judgment, origin)
                 results[item] = judgment
-        if self.progress is not None:
-            self.progress.judged(len(results), self.cost.judge_calls - before[0], self.cost.cache_hits - before[1],
-                                 self.cost.graph_hits - before[2])
         return results
+
+    def _report(self, before: tuple[int, ...]) -> None:
+        """Tell the run's progress bar what the last call used (distinct judgments) and paid."""
+        if self.progress is not None:
+            cost = self.cost
+            self.progress.judged(cost.comparisons + cost.scores - before[0], cost.judge_calls - before[1],
+                                 cost.cache_hits - before[2], cost.graph_hits - before[3])
+
+    def _snapshot(self) -> tuple[int, ...]:
+        cost = self.cost
+        return (cost.comparisons + cost.scores, cost.judge_calls, cost.cache_hits, cost.graph_hits)
 
     # -- comparisons --------------------------------------------------------------------------
     def known(self, first: str, second: str) -> PairJudgment | None:
@@ -229,6 +236,7 @@ class MatchSource:
         for first, second in pairs:
             if first == second:
                 raise ValueError(f"cannot compare candidate {first!r} with itself")
+        before = self._snapshot()
         results = self._resolve("pair", pairs, round)
         out = []
         for pair in pairs:
@@ -239,6 +247,7 @@ class MatchSource:
                 self.graph.mark_used(self.fingerprint, pair[0], pair[1], self.strategy, round)
                 self.matches.append(Match(pair[0], pair[1], judgment, round))
             out.append(judgment)
+        self._report(before)
         return out
 
     def compare(self, first: str, second: str, round: int | None = None) -> PairJudgment:
@@ -263,11 +272,13 @@ class MatchSource:
     # -- grades -------------------------------------------------------------------------------
     def score_many(self, candidates: Sequence[str]) -> list[PointJudgment]:
         """Grade each candidate, reusing the graph and the cache; returns in order."""
+        before = self._snapshot()
         results = self._resolve("point", candidates, None)
         for cand in candidates:
             if cand not in self._used_points:
                 self._used_points.add(cand)
                 self.cost.scores += 1
+        self._report(before)
         return [results[c] for c in candidates]
 
     def score(self, candidate: str) -> PointJudgment:

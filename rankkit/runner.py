@@ -65,7 +65,8 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
     workers = max(1, min(int(workers), len(tasks)))
     dispatcher = Dispatcher(judge, capacity, bool(getattr(judge, "fills_batches", False))) if workers > 1 else None
     engine = JudgmentEngine(judge, store, dispatcher)
-    bar = RunProgress(len(tasks), disable=not progress)
+    bar = RunProgress(len(tasks), disable=not progress,
+                      expected=expected_judgments(tasks, strategies, seed) if progress else None)
     runs = [StrategyRun(strategy=s) for s in strategies]
 
     def rank_task(task: Task) -> tuple[MatchGraph, list[tuple[TaskResult, float]]]:
@@ -159,6 +160,21 @@ def _rank_concurrently(tasks: Sequence[Task], rank_task: Callable[[Task], Any], 
                 future.cancel()
 
 
+def expected_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy], seed: int,
+                       max_candidates: int = 256) -> int | None:
+    """The judgments the run will use, from the strategies' plans (an upper bound for adaptive
+    and sorting strategies), for the progress bar's ETA; None when tasks are too large to plan
+    cheaply (a plan may list every pair)."""
+    if any(len(task.candidates) > max_candidates for task in tasks):
+        return None
+    total = 0
+    for task in tasks:
+        for strategy in strategies:
+            plan = strategy.plan(task, task_rng(seed, task.task_id))
+            total += plan.comparisons + plan.grades
+    return total
+
+
 class RunProgress:
     """The run's progress bar, in judgments: how many were used so far (of ``expected`` when
     known), their rate and ETA, how many the judge was paid for and how many came from the cache
@@ -185,4 +201,7 @@ class RunProgress:
                                       f"cache_hits={self._cached} graph_hits={self._reused}", refresh=False)
 
     def close(self) -> None:
+        if self._bar.total is not None and self._bar.n < self._bar.total:
+            self._bar.total = self._bar.n  # the plan was an upper bound: the run is complete
+            self._bar.refresh()
         self._bar.close()
