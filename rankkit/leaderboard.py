@@ -60,8 +60,8 @@ from rankkit.ratings import (
     bradley_terry,
     win_rates,
 )
-from rankkit.tasks import Candidate, Task
-from rankkit.runner import strict_json
+from rankkit.tasks import Task
+from rankkit.results import strict_json
 
 BUILD_METHODS = ("arena", "anchored")
 ADD_METHODS = ("binary", "anchored")
@@ -620,36 +620,6 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                        scale=board.scale, anchor=board.anchor, seed=board.seed, debias=board.debias,
                        judge=board.judge or _judge_info(judge, judge_spec), data=data or board.data,
                        placement=placement)
-
-
-# ---------------------------------------------------------------------------------------------
-# Synthetic tasks with planted system strengths (tests, simulations)
-
-
-def planted_tasks(strengths: Mapping[str, float], prompts: int, noise: float = ELO_SCALE / math.log(ELO_BASE),
-                  seed: int = 0, prefix: str = "p") -> list[Task]:
-    """Tasks whose answers' human scores come from planted system strengths.
-
-    On each prompt, system s's answer scores ``strengths[s] + noise · G`` with G a standard
-    Gumbel draw. The difference of two Gumbels is logistic, so with the default ``noise`` =
-    400/ln 10 the probability that s's answer is the human-better one is exactly the Bradley–Terry
-    / Elo ``1 / (1 + 10^((R_t − R_s)/400))`` when strengths are Elo ratings (Arena-lite's stochastic
-    model, seed 003 §4.2). ``noise=0`` makes every prompt agree with the strengths.
-    """
-    rng = random.Random(seed)
-    names = list(strengths)
-    tasks = []
-    for p in range(prompts):
-        candidates = []
-        for index, name in enumerate(names):
-            gumbel = -math.log(-math.log(rng.random() or 1e-12)) if noise else 0.0
-            candidates.append(Candidate(id=f"c{index:02d}", text=f"answer of {name} to prompt {p}", system=name,
-                                        human={"quality": strengths[name] + noise * gumbel}))
-        tasks.append(Task(task_id=f"{prefix}{p:04d}", prompt=f"prompt {p}", candidates=tuple(candidates),
-                          criterion="quality"))
-    values = [c.human["quality"] for t in tasks for c in t.candidates]
-    scale = (min(values), max(values)) if min(values) < max(values) else (0.0, 1.0)
-    return [replace(t, scale=scale) for t in tasks]
 
 
 def leaderboard_rows(board: Leaderboard, truth: Mapping[str, float] | None = None) -> list[dict[str, Any]]:

@@ -24,9 +24,9 @@ from rankkit.leaderboard import (
     human_system_scores,
     induced_matches,
     load_truth,
-    planted_tasks,
 )
 from rankkit.matches import MatchGraph
+from rankkit.synthetic import planted_tasks
 
 from tests.conftest import shared_dataset
 

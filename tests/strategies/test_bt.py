@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.leaderboard import planted_tasks
+from rankkit.synthetic import planted_tasks
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.leaderboard import planted_tasks
+from rankkit.synthetic import planted_tasks
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
