@@ -47,7 +47,7 @@ import random
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost, MatchGraph, MatchSource
@@ -334,10 +334,27 @@ def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: 
     return matches
 
 
-def _progress(tasks: Sequence[Task], progress: bool, desc: str) -> Iterable[Task]:
+def _play_all(tasks: Sequence[Task], play: Callable[[Task, MatchSource], list[SystemMatch]], judge: Judge,
+              cache: Any, graphs: dict[str, MatchGraph] | None, progress: bool, method: str
+              ) -> tuple[list[SystemMatch], Cost]:
+    """Play ``play`` on every task through :func:`rankkit.runner.map_tasks` (tasks concurrently when
+    the judge has capacity), and gather the matches and the cost in task order."""
     from tqdm import tqdm
 
-    return tqdm(tasks, desc=desc, unit="task", file=sys.stderr, disable=not progress)
+    from rankkit.runner import map_tasks
+
+    def work(task: Task, engine: Any) -> tuple[list[SystemMatch], Cost]:
+        cost = Cost()
+        source = MatchSource(task, _graph(graphs, task), judge, engine.store, cost, strategy=method, engine=engine)
+        return play(task, source), cost
+
+    matches: list[SystemMatch] = []
+    total = Cost()
+    for played, cost in tqdm(map_tasks(tasks, work, judge, cache), total=len(tasks), desc=method, unit="task",
+                             file=sys.stderr, disable=not progress):
+        matches += played
+        total.add(cost)
+    return matches, total
 
 
 def _graph(graphs: dict[str, MatchGraph] | None, task: Task) -> MatchGraph:
@@ -404,17 +421,13 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     alpha: the Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
     graphs: task id -> MatchGraph, shared with other calls of the same run to reuse judgments.
     """
-    from rankkit.cache import NullCache
-
-    cache = cache if cache is not None else NullCache()
-    judge.bind_cache(cache)
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
-    cost = Cost()
-    matches: list[SystemMatch] = []
-    for task in _progress(used, progress, "arena"):
-        source = MatchSource(task, _graph(graphs, task), judge, cache, cost, strategy="arena")
-        matches += play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), debias)
+
+    def play(task: Task, source: MatchSource) -> list[SystemMatch]:
+        return play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), debias)
+
+    matches, cost = _play_all(used, play, judge, cache, graphs, progress, "arena")
     return Leaderboard(method="arena", systems=rate_bt(matches, names, bootstrap_rounds, seed, alpha),
                        matches=matches, cost=cost, scale="elo", seed=seed, debias=debias,
                        judge=_judge_info(judge, judge_spec), data=data)
@@ -425,19 +438,15 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
              graphs: dict[str, MatchGraph] | None = None, progress: bool = False, judge_spec: str = "",
              data: str = "") -> Leaderboard:
     """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate."""
-    from rankkit.cache import NullCache
-
-    cache = cache if cache is not None else NullCache()
-    judge.bind_cache(cache)
     names = list(systems) if systems is not None else all_systems(tasks)
     if anchor not in names:
         raise LeaderboardError(f"anchor {anchor!r} is not among the systems ({', '.join(names)})")
     used = restrict(tasks, names)
-    cost = Cost()
-    matches: list[SystemMatch] = []
-    for task in _progress(used, progress, "anchored"):
-        source = MatchSource(task, _graph(graphs, task), judge, cache, cost, strategy="anchored")
-        matches += play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, debias)
+
+    def play(task: Task, source: MatchSource) -> list[SystemMatch]:
+        return play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, debias)
+
+    matches, cost = _play_all(used, play, judge, cache, graphs, progress, "anchored")
     return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, bootstrap_rounds, seed),
                        matches=matches, cost=cost, scale="win_rate", anchor=anchor, seed=seed, debias=debias,
                        judge=_judge_info(judge, judge_spec), data=data)

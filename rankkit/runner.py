@@ -20,20 +20,22 @@ import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from tqdm import tqdm
 
 from rankkit.cache import NullCache
 from rankkit.engine import Dispatcher, JudgmentEngine, JudgmentStore
 from rankkit.judges.base import Judge
-from rankkit.matches import Cost, Match, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.metrics import evaluate
 # The result classes live in rankkit.results (their schema and (de)serialisation); they are
 # re-exported here, where run() builds them and where callers have always imported them from.
 from rankkit.results import RunResult, StrategyRun, TaskResult, strict_json, task_record  # noqa: F401
 from rankkit.strategies.base import Strategy, check_compatible
 from rankkit.tasks import Task
+
+R = TypeVar("R")
 
 
 def task_rng(seed: int, task_id: str) -> random.Random:
@@ -46,9 +48,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
         workers: int | None = None, keep_graphs: bool = True) -> RunResult:
     """Rank every task with every strategy; see the module docstring.
 
-    workers: how many tasks are ranked at once (default: enough to keep the judge's ``capacity``
-        busy — twice the capacity, since a strategy often has fewer requests open than slots —
-        and 1, with no threads, for a judge of capacity 1 such as the simulator).
+    workers: how many tasks are ranked at once (see :func:`map_tasks`).
     keep_graphs: keep every task's match graph in ``RunResult.graphs`` (off saves memory on
         very many tasks).
 
@@ -56,29 +56,19 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
     task's own graph and generator, and judgments do not depend on batch composition.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
-    cache = cache if cache is not None else NullCache()
-    store = JudgmentStore(cache)
-    judge.bind_cache(store)
-    capacity = max(1, int(getattr(judge, "capacity", 1)))
-    if workers is None:
-        workers = 1 if capacity == 1 else 2 * capacity
-    workers = max(1, min(int(workers), len(tasks)))
-    dispatcher = Dispatcher(judge, capacity, bool(getattr(judge, "fills_batches", False))) if workers > 1 else None
-    engine = JudgmentEngine(judge, store, dispatcher)
     bar = RunProgress(len(tasks), disable=not progress,
                       expected=expected_judgments(tasks, strategies, seed) if progress else None)
     runs = [StrategyRun(strategy=s) for s in strategies]
 
-    def rank_task(task: Task) -> tuple[MatchGraph, list[tuple[TaskResult, float]]]:
+    def rank_task(task: Task, engine: JudgmentEngine) -> tuple[MatchGraph, list[tuple[TaskResult, float]]]:
         graph = MatchGraph(task)
         results = []
         for strategy_run in runs:
-            strategy = strategy_run.strategy
             cost = Cost()
-            source = MatchSource(task, graph, judge, store, cost, strategy=strategy_run.name, engine=engine,
+            source = MatchSource(task, graph, judge, engine.store, cost, strategy=strategy_run.name, engine=engine,
                                  progress=bar)
             started = time.perf_counter()
-            ranking = strategy.rank(task, source, task_rng(seed, task.task_id))
+            ranking = strategy_run.strategy.rank(task, source, task_rng(seed, task.task_id))
             seconds = time.perf_counter() - started
             results.append((TaskResult(
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
@@ -88,51 +78,80 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
         return graph, results
 
     graphs: dict[str, MatchGraph] = {}
-
-    def collect(task: Task, graph: MatchGraph, results: list[tuple[TaskResult, float]]) -> None:
-        if keep_graphs:
-            graphs[task.task_id] = graph
-        for strategy_run, (task_result, seconds) in zip(runs, results):
-            strategy_run.seconds += seconds
-            strategy_run.cost.add(task_result.cost)
-            strategy_run.tasks.append(task_result)
-
+    stats: dict[str, Any] = {}
     try:
-        if dispatcher is None:
-            for task in tasks:
-                collect(task, *rank_task(task))
-        else:
-            for task, (graph, results) in zip(tasks, _rank_concurrently(tasks, rank_task, dispatcher, workers)):
-                collect(task, graph, results)
+        for task, (graph, results) in zip(tasks, map_tasks(tasks, rank_task, judge, cache, workers, stats)):
+            if keep_graphs:
+                graphs[task.task_id] = graph
+            for strategy_run, (task_result, seconds) in zip(runs, results):
+                strategy_run.seconds += seconds
+                strategy_run.cost.add(task_result.cost)
+                strategy_run.tasks.append(task_result)
     finally:
-        if dispatcher is not None:
-            dispatcher.close()
-        store.flush()
         bar.close()
     by_id = {t.task_id: t for t in tasks}
     for strategy_run in runs:
         strategy_run.metrics = evaluate([(r.scores, r.ranking, by_id[r.task_id].human_scores())
                                          for r in strategy_run.tasks])
-    engine_stats: dict[str, Any] = {"workers": workers, "capacity": capacity}
-    if dispatcher is not None:
-        engine_stats.update(batches=list(dispatcher.batches), max_in_flight=dispatcher.max_in_flight)
     return RunResult(judge=judge, judge_spec=judge_spec, data=data, seed=seed, tasks=list(tasks),
-                     strategies=runs, graphs=graphs, engine=engine_stats)
+                     strategies=runs, graphs=graphs, engine=stats)
 
 
-def _rank_concurrently(tasks: Sequence[Task], rank_task: Callable[[Task], Any], dispatcher: Dispatcher,
+def map_tasks(tasks: Sequence[Task], work: Callable[[Task, JudgmentEngine], R], judge: Judge, cache: Any = None,
+              workers: int | None = None, stats: dict[str, Any] | None = None) -> Iterator[R]:
+    """Yield ``work(task, engine)`` for every task, in task order, with the judge kept busy.
+
+    This is how anything that judges many tasks runs (``run``, the leaderboards): one
+    :class:`~rankkit.engine.JudgmentStore` over ``cache`` bound to the judge, and, when the judge
+    has ``capacity`` > 1, up to ``workers`` tasks in progress at once feeding one
+    :class:`~rankkit.engine.Dispatcher`. ``work`` asks for judgments through the engine it is
+    given (``MatchSource(..., engine=engine)``) and must not share mutable state across tasks.
+
+    workers: tasks in progress at once (default: twice the judge's capacity, since a strategy often
+        has fewer requests open than the judge has slots; 1, with no threads, for capacity 1).
+    stats: filled, when given, with ``workers``, ``capacity`` and (concurrent runs) ``batches`` (the
+        size of every judge call) and ``max_in_flight``.
+
+    Buffered cache writes are committed when the iteration ends, however it ends.
+    """
+    cache = cache if cache is not None else NullCache()
+    store = JudgmentStore(cache)
+    judge.bind_cache(store)
+    capacity = max(1, int(getattr(judge, "capacity", 1)))
+    if workers is None:
+        workers = 1 if capacity == 1 else 2 * capacity
+    workers = max(1, min(int(workers), len(tasks)))
+    dispatcher = Dispatcher(judge, capacity, bool(getattr(judge, "fills_batches", False))) if workers > 1 else None
+    engine = JudgmentEngine(judge, store, dispatcher)
+    try:
+        if dispatcher is None:
+            for task in tasks:
+                yield work(task, engine)
+        else:
+            yield from _work_concurrently(tasks, lambda task: work(task, engine), dispatcher, workers)
+    finally:
+        if dispatcher is not None:
+            dispatcher.close()
+        store.flush()
+        if stats is not None:
+            stats.update(workers=workers, capacity=capacity)
+            if dispatcher is not None:
+                stats.update(batches=list(dispatcher.batches), max_in_flight=dispatcher.max_in_flight)
+
+
+def _work_concurrently(tasks: Sequence[Task], work: Callable[[Task], Any], dispatcher: Dispatcher,
                        workers: int) -> Iterator[Any]:
-    """Yield ``rank_task(task)`` for every task, in task order, with up to ``workers`` tasks in
+    """Yield ``work(task)`` for every task, in task order, with up to ``workers`` tasks in
     progress at once. The first failure cancels what is queued and is re-raised."""
 
     remaining = len(tasks)
     lock = threading.Lock()
     dispatcher.expect_workers(min(workers, remaining))
 
-    def work(task: Task) -> Any:
+    def run_one(task: Task) -> Any:
         nonlocal remaining
         try:
-            return rank_task(task)
+            return work(task)
         finally:
             with lock:
                 remaining -= 1
@@ -145,7 +164,7 @@ def _rank_concurrently(tasks: Sequence[Task], rank_task: Callable[[Task], Any], 
             # A bounded window of submitted tasks keeps memory flat on very many tasks while
             # results come back in task order.
             for task in itertools.islice(queue, 2 * workers):
-                window.append(pool.submit(work, task))
+                window.append(pool.submit(run_one, task))
             while window:
                 done = window.popleft()
                 try:
@@ -154,7 +173,7 @@ def _rank_concurrently(tasks: Sequence[Task], rank_task: Callable[[Task], Any], 
                     dispatcher.cancel(error)
                     raise
                 for task in itertools.islice(queue, 1):
-                    window.append(pool.submit(work, task))
+                    window.append(pool.submit(run_one, task))
         finally:
             for future in window:
                 future.cancel()

@@ -268,3 +268,15 @@ def test_arena_hard_with_a_simulated_judge():
     board = arena(tasks, make_judge("sim:preset=gpt4"), systems=systems, bootstrap_rounds=0)
     assert board.cost.comparisons == 20 * 7
     assert correlations(board, truth)["spearman"] > 0.9
+
+
+def test_arena_runs_tasks_concurrently_with_the_same_result(system_level_tasks):
+    from tests.test_engine import PacedJudge
+
+    paced = PacedJudge(8, delay=0.001)
+    concurrent = arena(system_level_tasks, paced, seed=2, bootstrap_rounds=0)
+    sequential = arena(system_level_tasks, paced.inner, seed=2, bootstrap_rounds=0)
+    assert [m.record() for m in concurrent.matches] == [m.record() for m in sequential.matches]
+    assert [(r.name, r.rating) for r in concurrent.systems] == [(r.name, r.rating) for r in sequential.systems]
+    one_round = len(system_level_tasks[0].candidates) // 2  # the most one task asks at once
+    assert paced.max_in_flight > one_round and paced.requests == concurrent.cost.judge_calls
