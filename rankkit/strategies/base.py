@@ -21,11 +21,13 @@ import pkgutil
 import random
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
-from rankkit.matches import MatchSource
 from rankkit.specs import Spec, SpecError, build_dataclass, parse_spec
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
+    from rankkit.matches import MatchSource
 
 
 @dataclass(frozen=True)
