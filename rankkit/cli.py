@@ -147,7 +147,8 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     finally:
         cache.close()
         judge.close()
-    payload = result.to_dict()
+    # The results JSON holds every match (65 MB at 80k comparisons): build it only to write it.
+    payload = result.to_dict() if out or output_format == "json" else None
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
