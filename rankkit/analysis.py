@@ -50,7 +50,7 @@ import numpy as np
 from scipy import stats
 
 from rankkit.formatting import Table, render_sections
-from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_accuracy_counts, top1_correct
+from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_accuracy_counts, top1_share
 from rankkit.specs import SpecError
 from rankkit.tasks import TaskFormatError
 
@@ -285,7 +285,7 @@ class TaskMetrics:
         self.task_correlation = {method: np.array([correlation(method, s, h) for s, h in zip(self.scores, self.human)])
                                  for method in CORRELATIONS}
         self.pair_counts = np.array([pairwise_accuracy_counts(t.scores, t.human) for t in self.tasks], dtype=float).reshape(-1, 2)
-        self.top1 = np.array([top1_correct(t.ranking, t.human) for t in self.tasks], dtype=float)
+        self.top1 = np.array([top1_share(t.scores, t.human) for t in self.tasks], dtype=float)
 
     def __len__(self) -> int:
         return len(self.tasks)

@@ -296,7 +296,8 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     result.config = config_record(data=data_path, criterion=tasks[0].criterion, limit=limit, columns=current_columns(),
                                   judge=spec, strategies=strategies, seed=seed,
                                   cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH)
-    payload = result.to_dict()
+    # The results JSON holds every match (65 MB at 80k comparisons): build it only to write it.
+    payload = result.to_dict() if out or output_format == "json" else None
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":

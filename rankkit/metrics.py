@@ -1,4 +1,4 @@
-"""Agreement between a strategy's scores and the human scores (scipy does the statistics).
+"""Agreement between a strategy's scores and the human scores.
 
 Correlations are computed two ways:
 
@@ -13,80 +13,169 @@ Correlations are computed two ways:
 Plus ``pairwise_accuracy`` (Kocmi et al. 2021): over all candidate pairs within a task whose human
 scores differ, the share whose score difference has the same sign as the human difference; a tie
 in the strategy's scores has no sign and so counts as wrong. And ``top1_accuracy``: the share of
-tasks whose top-ranked candidate has the best human score (any of them, if several tie).
+tasks whose top-scored candidate has the best human score, with two tie rules (:func:`top1_share`):
+a candidate tied with the human best counts as best, and when k candidates tie for the strategy's
+top score the task counts as the share of them that are human-best (the expected top-1 accuracy
+of picking one of them at random), so no data order decides.
+
+The pooled correlations are scipy's (``pearsonr``, ``spearmanr``, ``kendalltau`` tau-b). The
+per-task ones are the same closed forms evaluated for all tasks of one size at once: Pearson's r
+of the scores, of their average ranks (Spearman, as scipy defines it) and tau-b from the signs of
+all within-task pair differences, which also give the pairwise accuracy. They equal scipy's
+values up to floating-point rounding and cost no scipy call per task.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from itertools import combinations
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-import numpy as np
-from scipy import stats
+if TYPE_CHECKING:  # numpy and scipy load when metrics are computed, not on `import rankkit`
+    import numpy as np
 
+#: Correlation name -> the scipy.stats function that computes it (tau-b for Kendall, which
+#: corrects for ties).
 CORRELATIONS = {
-    "pearson": stats.pearsonr,
-    "spearman": stats.spearmanr,
-    "kendall": stats.kendalltau,  # tau-b, which corrects for ties
+    "pearson": "pearsonr",
+    "spearman": "spearmanr",
+    "kendall": "kendalltau",
 }
 
 METRIC_NAMES = ("pearson", "spearman", "kendall", "task_pearson", "task_spearman", "task_kendall",
                 "pairwise_accuracy", "top1_accuracy")
 
+#: Tasks are evaluated in chunks holding at most this many within-task pairs (bounded memory).
+_PAIRS_PER_CHUNK = 1 << 20
+
 
 def correlation(method: str, x: Sequence[float], y: Sequence[float]) -> float:
     """One correlation coefficient; NaN when undefined (fewer than 2 points or a constant side)."""
+    import numpy as np
+    from scipy import stats
+
     x_arr, y_arr = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x_arr) < 2 or np.ptp(x_arr) == 0 or np.ptp(y_arr) == 0:
         return math.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        value = CORRELATIONS[method](x_arr, y_arr)[0]
+        value = getattr(stats, CORRELATIONS[method])(x_arr, y_arr)[0]
     return float(value)
 
 
 def pairwise_accuracy_counts(scores: Mapping[str, float], human: Mapping[str, float]) -> tuple[int, int]:
     """(correct, total) over the pairs of one task with different human scores."""
-    correct = total = 0
-    for a, b in combinations(list(human), 2):
-        dh = human[a] - human[b]
-        if dh == 0:
-            continue
-        total += 1
-        ds = scores[a] - scores[b]
-        correct += int(ds != 0 and (ds > 0) == (dh > 0))
-    return correct, total
+    import numpy as np
+
+    ids = list(human)
+    signs = _pair_signs(np.array([[scores[c] for c in ids]], dtype=float),
+                        np.array([list(human.values())], dtype=float))
+    return int(signs["correct"][0]), int(signs["untied_human"][0])
 
 
 def top1_correct(ranking: Sequence[str], human: Mapping[str, float]) -> bool:
-    """Whether the first-ranked candidate is a human-best one."""
+    """Whether the first-ranked candidate is a human-best one (ties in the ranking are not seen
+    here; :func:`top1_share` applies the tie rule to scores)."""
     return human[ranking[0]] == max(human.values())
 
 
-def _mean(values: list[float]) -> float:
-    finite = [v for v in values if not math.isnan(v)]
-    return float(np.mean(finite)) if finite else math.nan
+def top1_share(scores: Mapping[str, float], human: Mapping[str, float]) -> float:
+    """Top-1 accuracy of one task under the tie rules: of the candidates sharing the strategy's
+    top score, the share that have the best human score (1.0 or 0.0 without a tie at the top;
+    a candidate tied with the human best counts as best)."""
+    top = max(scores[c] for c in human)
+    best = max(human.values())
+    tied = [c for c in human if scores[c] == top]
+    return sum(human[c] == best for c in tied) / len(tied)
+
+
+def _pair_signs(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray]:
+    """For each row (task) of score and human arrays, from the signs of all within-task pair
+    differences: the tau-b numerator (``concordance``: concordant minus discordant pairs), the
+    pairs untied in the scores and in the human scores, and the pairs ordered like the humans
+    (``correct``; a tie in the scores is not)."""
+    import numpy as np
+
+    first, second = np.triu_indices(scores.shape[1], 1)
+    score_sign = np.sign(scores[:, second] - scores[:, first]).astype(np.int8)
+    human_sign = np.sign(human[:, second] - human[:, first]).astype(np.int8)
+    agree = score_sign * human_sign
+    return {"concordance": agree.sum(axis=1, dtype=np.int64),
+            "untied_scores": np.abs(score_sign).sum(axis=1, dtype=np.int64),
+            "untied_human": np.abs(human_sign).sum(axis=1, dtype=np.int64),
+            "correct": (agree > 0).sum(axis=1)}
+
+
+def _row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson's r of each row pair, computed as scipy.stats.pearsonr does; NaN for a constant row."""
+    import numpy as np
+
+    xm = x - x.mean(axis=1, keepdims=True)
+    ym = y - y.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.sum((xm / np.linalg.norm(xm, axis=1, keepdims=True)) * (ym / np.linalg.norm(ym, axis=1, keepdims=True)),
+                   axis=1)
+    return np.clip(r, -1.0, 1.0)
+
+
+def _task_metrics(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-task correlations, pairwise-accuracy counts and top-1 shares for tasks of one size
+    (one row per task)."""
+    import numpy as np
+    from scipy.stats import rankdata
+
+    defined = (np.ptp(scores, axis=1) > 0) & (np.ptp(human, axis=1) > 0) if scores.shape[1] >= 2 \
+        else np.zeros(len(scores), dtype=bool)
+    out = {name: np.full(len(scores), math.nan) for name in CORRELATIONS}
+    signs = _pair_signs(scores, human)
+    if defined.any():
+        s, h = scores[defined], human[defined]
+        out["pearson"][defined] = _row_pearson(s, h)
+        out["spearman"][defined] = _row_pearson(rankdata(s, axis=1), rankdata(h, axis=1))
+        # tau-b = (concordant − discordant) / sqrt(pairs untied in x) / sqrt(pairs untied in y),
+        # divided in that order as scipy.stats.kendalltau does.
+        tau = (signs["concordance"][defined] / np.sqrt(signs["untied_scores"][defined])
+               / np.sqrt(signs["untied_human"][defined]))
+        out["kendall"][defined] = np.clip(tau, -1.0, 1.0)
+    top = scores == scores.max(axis=1, keepdims=True)
+    best = human == human.max(axis=1, keepdims=True)
+    out["top1"] = (top & best).sum(axis=1) / top.sum(axis=1)
+    out["correct"], out["total"] = signs["correct"], signs["untied_human"]
+    return out
 
 
 def evaluate(per_task: Sequence[tuple[Mapping[str, float], Sequence[str], Mapping[str, float]]]) -> dict[str, float]:
     """All metrics over tasks given as (scores, ranking, human scores) triples.
 
-    Tasks without human scores are skipped; everything is NaN when none has them.
+    Tasks without human scores are skipped; everything is NaN when none has them. The ranking is
+    not needed (top-1 uses the scores, with the tie rule of :func:`top1_share`); it is accepted so
+    that callers can pass what a run produced.
     """
-    labelled = [(s, r, h) for s, r, h in per_task if h]
+    import numpy as np
+
+    labelled = [(s, h) for s, _, h in per_task if h]
+    by_size: dict[int, list[tuple[Mapping[str, float], Mapping[str, float]]]] = {}
+    for s, h in labelled:
+        by_size.setdefault(len(h), []).append((s, h))
+    parts: dict[str, list[np.ndarray]] = {}
+    for size, tasks in by_size.items():
+        chunk = max(1, _PAIRS_PER_CHUNK // max(1, size * (size - 1) // 2))
+        for start in range(0, len(tasks), chunk):
+            rows = tasks[start:start + chunk]
+            scores = np.array([[s[c] for c in h] for s, h in rows], dtype=float)
+            human = np.array([list(h.values()) for _, h in rows], dtype=float)
+            for name, values in _task_metrics(scores, human).items():
+                parts.setdefault(name, []).append(values)
+    per = {name: np.concatenate(values) for name, values in parts.items()}
+    pooled_s = [s[c] for s, h in labelled for c in h]
+    pooled_h = [v for _, h in labelled for v in h.values()]
     result: dict[str, float] = {}
-    pooled_s = [s[c] for s, _, h in labelled for c in h]
-    pooled_h = [h[c] for _, _, h in labelled for c in h]
     for method in CORRELATIONS:
         result[method] = correlation(method, pooled_s, pooled_h)
-        result[f"task_{method}"] = _mean([correlation(method, [s[c] for c in h], list(h.values())) for s, _, h in labelled])
-    correct = total = 0
-    for s, _, h in labelled:
-        c, t = pairwise_accuracy_counts(s, h)
-        correct, total = correct + c, total + t
-    result["pairwise_accuracy"] = correct / total if total else math.nan
-    result["top1_accuracy"] = (sum(top1_correct(r, h) for _, r, h in labelled) / len(labelled)) if labelled else math.nan
+        defined = per[method][~np.isnan(per[method])] if per else np.array([])
+        result[f"task_{method}"] = float(np.mean(defined)) if len(defined) else math.nan
+    total = int(per["total"].sum()) if per else 0
+    result["pairwise_accuracy"] = int(per["correct"].sum()) / total if total else math.nan
+    result["top1_accuracy"] = float(np.mean(per["top1"])) if labelled else math.nan
     result["tasks_evaluated"] = len(labelled)
     return result

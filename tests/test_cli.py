@@ -133,6 +133,33 @@ def test_import_and_help_stay_light():
     assert out.stdout.strip() == ""
 
 
+def test_listing_strategies_loads_no_numerical_library():
+    # `rankkit strategies` imports every strategy module: none may pull numpy, scipy, networkx
+    # or choix in at import time (they made the listing 20 times slower than bare Python).
+    code = ("import sys, rankkit.cli\n"
+            "from click.testing import CliRunner\n"
+            "result = CliRunner().invoke(rankkit.cli.main, ['strategies'])\n"
+            "assert 'active' in result.output and 'swiss' in result.output, result.output\n"
+            "heavy = [m for m in ('numpy', 'scipy', 'networkx', 'choix', 'tqdm') if m in sys.modules]\n"
+            "print(','.join(heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+
+
+def test_compare_builds_the_results_json_only_to_write_it(tmp_path, monkeypatch):
+    from rankkit.runner import RunResult
+
+    built = []
+    original = RunResult.to_dict
+    monkeypatch.setattr(RunResult, "to_dict", lambda self: built.append(1) or original(self))
+    args = ["compare", "--judge", "sim", "--no-cache", "--strategies", "knockout", "--quiet"]
+    assert invoke(*args).exit_code == 0
+    assert built == []
+    assert invoke(*args, "--out", str(tmp_path / "r.json")).exit_code == 0
+    assert built == [1] and json.loads((tmp_path / "r.json").read_text())["strategies"]
+
+
 def test_done_when_command_on_usr_topicalchat(tmp_path):
     data = shared_dataset("usr_topicalchat")
     out = tmp_path / "r.json"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
 
+import numpy as np
 import pytest
 
-from rankkit.metrics import correlation, evaluate, pairwise_accuracy_counts, top1_correct
+from rankkit.metrics import correlation, evaluate, pairwise_accuracy_counts, top1_correct, top1_share
 
 
 def test_pairwise_accuracy_by_hand():
@@ -47,3 +49,56 @@ def test_evaluate_skips_unlabelled_tasks():
     unlabelled = ({"a": 1.0, "b": 2.0}, ["b", "a"], {})
     result = evaluate([labelled, unlabelled])
     assert result["tasks_evaluated"] == 1 and result["pairwise_accuracy"] == 1.0
+
+
+def random_tasks(count, sizes, seed=0):
+    """Tasks with many ties on both sides, a constant strategy every 7th task, mixed sizes."""
+    rng = random.Random(seed)
+    tasks = []
+    for t in range(count):
+        ids = [f"c{i}" for i in range(rng.choice(sizes))]
+        human = {c: float(rng.randrange(4)) for c in ids}
+        scores = {c: float(rng.randrange(4)) if rng.random() < 0.5 else rng.random() for c in ids}
+        if t % 7 == 0:
+            scores = dict.fromkeys(ids, 1.0)
+        tasks.append((scores, sorted(ids, key=lambda c: -scores[c]), human))
+    return tasks
+
+
+def test_per_task_metrics_equal_scipy_task_by_task():
+    tasks = random_tasks(120, [2, 3, 5, 8, 13])
+    result = evaluate(tasks)
+    for method in ("pearson", "spearman", "kendall"):
+        per_task = [correlation(method, [s[c] for c in h], list(h.values())) for s, _, h in tasks]
+        assert result[f"task_{method}"] == pytest.approx(np.nanmean(per_task), abs=1e-12)
+    counts = [pairwise_accuracy_counts(s, h) for s, _, h in tasks]
+    assert result["pairwise_accuracy"] == sum(c for c, _ in counts) / sum(t for _, t in counts)
+
+
+def test_evaluate_calls_scipy_a_fixed_number_of_times_whatever_the_task_count(monkeypatch):
+    from scipy import stats
+
+    calls = []
+    for name in ("pearsonr", "spearmanr", "kendalltau"):
+        original = getattr(stats, name)
+        monkeypatch.setattr(stats, name, lambda *a, _f=original, **k: calls.append(1) or _f(*a, **k))
+    evaluate(random_tasks(10, [8]))
+    few = len(calls)
+    calls.clear()
+    evaluate(random_tasks(200, [8]))
+    assert len(calls) == few == 3  # the three pooled correlations only
+
+
+def test_top1_tie_at_the_top_counts_the_expected_share():
+    human = {"a": 3.0, "b": 1.0, "c": 1.0, "d": 0.0}
+    # a and b tie for the strategy's top score: picking one at random is right half the time,
+    # whichever the data lists first.
+    assert top1_share({"a": 5.0, "b": 5.0, "c": 1.0, "d": 0.0}, human) == 0.5
+    assert top1_share({"b": 5.0, "a": 5.0, "c": 1.0, "d": 0.0}, human) == 0.5
+    assert top1_share({"a": 5.0, "b": 5.0, "c": 5.0, "d": 0.0}, human) == pytest.approx(1 / 3)
+    assert top1_share({"a": 1.0, "b": 5.0, "c": 5.0, "d": 0.0}, human) == 0.0
+    # a candidate tied with the human best counts as best
+    assert top1_share({"a": 1.0, "b": 2.0}, {"a": 2.0, "b": 2.0}) == 1.0
+    tasks = [({"a": 5.0, "b": 5.0, "c": 1.0, "d": 0.0}, ["b", "a", "c", "d"], human),
+             ({"a": 9.0, "b": 1.0, "c": 1.0, "d": 0.0}, ["a", "b", "c", "d"], human)]
+    assert evaluate(tasks)["top1_accuracy"] == pytest.approx(0.75)  # (0.5 + 1) / 2, not by data order

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -13,6 +14,7 @@ from scipy.stats import spearmanr
 from rankkit.ratings import (
     bootstrap,
     bradley_terry,
+    default_alpha,
     elo_expected,
     elo_over_permutations,
     item_order,
@@ -130,3 +132,58 @@ def test_bootstrap_is_seeded_and_wraps_any_method():
         bootstrap(win_rates, matches, rounds=0)
     with pytest.raises(ValueError):
         bootstrap(win_rates, matches, confidence=1.5)
+
+
+def test_elo_over_permutations_plays_each_order_as_online_elo():
+    matches = [("a", "b", 1.0), ("b", "c", 0.5), ("c", "a", 1.0), ("a", "b", 0.0)]
+    outcomes = [online_elo(list(order), items=["a", "b", "c"], k=24) for order in itertools.permutations(matches)]
+    for seed in range(5):
+        one = elo_over_permutations(matches, items=["a", "b", "c"], permutations=1, seed=seed, k=24)
+        assert any(all(one[n] == pytest.approx(o[n], abs=1e-9) for n in one) for o in outcomes)
+    # many orders: the average over all orders (each equally likely)
+    many = elo_over_permutations(matches, items=["a", "b", "c"], permutations=4000, seed=1, k=24)
+    for name in "abc":
+        assert many[name] == pytest.approx(np.mean([o[name] for o in outcomes]), abs=0.3)
+
+
+def test_elo_over_permutations_blocks_of_orders_give_the_same_ratings(monkeypatch):
+    import rankkit.ratings as ratings
+
+    rng = random.Random(3)
+    matches = [(f"i{rng.randrange(6)}", f"j{rng.randrange(6)}", rng.choice([0.0, 0.5, 1.0])) for _ in range(50)]
+    whole = elo_over_permutations(matches, permutations=30, seed=4)
+    monkeypatch.setattr(ratings, "_ELO_BLOCK_ENTRIES", 7 * len(matches))  # blocks of 7 orders
+    assert elo_over_permutations(matches, permutations=30, seed=4) == pytest.approx(whole, abs=1e-9)
+
+
+def test_bradley_terry_sparse_fit_equals_the_dense_one_with_ties():
+    rng = random.Random(5)
+    items = [f"s{i}" for i in range(80)]
+    # 150 matches among 80 items: sparse, so choix's ilsr_pairwise runs (ties listed both ways)
+    matches = [(*rng.sample(items, 2), rng.choice([0.0, 0.5, 1.0, 1.0])) for _ in range(150)]
+    ratings = bradley_terry(matches, items)
+    dense = choix.ilsr_pairwise_dense(win_matrix(matches, {n: i for i, n in enumerate(items)}),
+                                      alpha=default_alpha(len(items)), max_iter=1000)
+    dense = 1000 + (dense - dense.mean()) * 400 / math.log(10)
+    np.testing.assert_allclose([ratings[n] for n in items], dense, atol=1e-4)
+
+
+def test_default_regularisation_keeps_the_elo_scale_at_many_items():
+    # 200 items, 20 matches each: a fixed alpha = 0.01 (about 8 virtual matches per item) pulls
+    # fitted strengths toward the mean; 0.2 / (N - 1) keeps rating gaps at the planted ones.
+    rng = np.random.default_rng(0)
+    planted = rng.normal(0.0, 1.0, 200)
+    first = rng.integers(0, 200, 2000)
+    second = (first + rng.integers(1, 200, 2000)) % 200
+    won = rng.random(2000) < 1.0 / (1.0 + np.exp(planted[second] - planted[first]))
+    items = [f"s{i}" for i in range(200)]
+    matches = [(items[a], items[b], 1.0 if w else 0.0) for a, b, w in zip(first, second, won)]
+
+    def slope(alpha):
+        ratings = bradley_terry(matches, items, alpha=alpha)
+        fitted = np.array([ratings[n] for n in items]) * math.log(10) / 400
+        return np.polyfit(planted, fitted, 1)[0]
+
+    assert default_alpha(200) == pytest.approx(0.2 / 199)
+    assert 0.85 < slope(None) < 1.15
+    assert slope(0.01) < 0.7

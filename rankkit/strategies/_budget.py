@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from rankkit.matches import Duel
 from rankkit.ratings import MatchRecord
 from rankkit.specs import SpecError
 from rankkit.strategies.elo import judgment_records
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
+    from rankkit.matches import Duel
 
 
 def check_budget(name: str, budget: float, comparisons: int | None, debias: bool = False) -> None:

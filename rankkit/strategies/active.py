@@ -45,18 +45,13 @@ much-played one is pulled toward the middle). ``grades``: the mean grade each ca
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from dataclasses import dataclass
-from itertools import combinations
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import networkx as nx
-import numpy as np
-from scipy.special import ndtr
-
-from rankkit.matches import Duel, MatchSource
-from rankkit.ratings import ELO_BASE, ELO_SCALE, MatchRecord, bradley_terry, win_matrix
+from rankkit.ratings import ELO_BASE, ELO_SCALE, MatchRecord, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import (
     check_budget,
@@ -68,29 +63,148 @@ from rankkit.strategies._budget import (
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
+if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
+    import numpy as np
+
+    from rankkit.matches import Duel, MatchSource
+
 CRITERIA = ("information", "order")
 AGGREGATES = ("bt", "grades")
 
-#: Gauss–Hermite nodes and weights for expectations over a normal strength gap.
-_HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(24)
+#: Up to this many candidates every step refits the posterior exactly and scores every unplayed
+#: pair; above it the posterior is updated incrementally and only pre-selected pairs are scored
+#: (see "Computation" in the module docstring).
+EXACT_UP_TO = 256
+
+#: Pre-selection: each candidate is paired with the candidates up to this many places away in the
+#: posterior-mean order, plus as many places as the most-played candidate has opponents.
+WINDOW = 4
 
 
-def bt_log_posterior(theta: np.ndarray, wins: np.ndarray, prior_sd: float) -> tuple[float, np.ndarray, np.ndarray]:
-    """Negative log-posterior of Bradley–Terry strengths, with its gradient and Hessian.
+@functools.cache
+def _hermite() -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Hermite nodes and weights (divided by √π) for expectations over a normal gap."""
+    import numpy as np
 
-    ``−log p(θ | wins) = Σ_ij wins[i, j] · log(1 + exp(θ_j − θ_i)) + |θ|² / (2 prior_sd²) + const``,
-    where ``wins[i, j]`` counts how often i beat j (a tie is half a win each way,
-    :func:`rankkit.ratings.win_matrix`). With ``P_ij = σ(θ_i − θ_j)`` and ``c_ij = (wins[i, j] +
-    wins[j, i]) P_ij (1 − P_ij)``, the Hessian is ``diag(Σ_j c_ij) − c + I / prior_sd²``.
+    nodes, weights = np.polynomial.hermite.hermgauss(24)
+    return nodes, weights / math.sqrt(math.pi)
+
+
+class Evidence:
+    """The match records of a task as arrays, one row per record: the row indices of a and b and
+    the outcome for a (1, ½ or 0; a tie is half a win each way). Grows as duels are played."""
+
+    def __init__(self, n_items: int):
+        self.n_items = n_items
+        self._first: list[int] = []
+        self._second: list[int] = []
+        self._outcome: list[float] = []
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def add(self, first: int, second: int, outcome: float) -> None:
+        self._first.append(first)
+        self._second.append(second)
+        self._outcome.append(outcome)
+        self._arrays = None
+
+    def __len__(self) -> int:
+        return len(self._outcome)
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        import numpy as np
+
+        if self._arrays is None:
+            self._arrays = (np.array(self._first, dtype=np.intp), np.array(self._second, dtype=np.intp),
+                            np.array(self._outcome, dtype=float))
+        return self._arrays
+
+    @classmethod
+    def from_records(cls, records: Sequence[MatchRecord], items: Sequence[str]) -> "Evidence":
+        index = {name: i for i, name in enumerate(items)}
+        evidence = cls(len(items))
+        for a, b, outcome in records:
+            evidence.add(index[a], index[b], outcome)
+        return evidence
+
+
+def _sum_at(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """``out[k] = Σ weights[index == k]`` for k < size, as floats (also when there are no weights)."""
+    import numpy as np
+
+    return np.bincount(index, weights, size).astype(float, copy=False)
+
+
+def bt_log_posterior(theta: np.ndarray, evidence: Evidence, prior_sd: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """Negative log-posterior of Bradley–Terry strengths, its gradient, and each record's curvature.
+
+    ``−log p(θ | records) = Σ_r [s_r · log(1 + e^(−d_r)) + (1 − s_r) · log(1 + e^(d_r))] + |θ|² / (2 prior_sd²)
+    + const`` with ``d_r = θ_a − θ_b`` and ``s_r`` the outcome for a. With ``P_r = σ(d_r)`` the
+    gradient is ``P_r − s_r`` at a and ``s_r − P_r`` at b (plus ``θ / prior_sd²``), and record r
+    adds its curvature ``c_r = P_r (1 − P_r)`` to the Hessian as ``c_r (e_a − e_b)(e_a − e_b)ᵀ``
+    (:func:`posterior_hessian`). Every term costs O(records + N).
     """
-    gaps = theta[:, None] - theta[None, :]
-    beats = 1.0 / (1.0 + np.exp(-gaps))  # P_ij
-    value = float(np.sum(wins * np.logaddexp(0.0, -gaps)) + theta @ theta / (2.0 * prior_sd ** 2))
-    surprise = wins * (1.0 - beats)  # how much each win was not yet expected
-    gradient = surprise.sum(axis=0) - surprise.sum(axis=1) + theta / prior_sd ** 2
-    curvature = (wins + wins.T) * beats * (1.0 - beats)
-    hessian = np.diag(curvature.sum(axis=1)) - curvature + np.eye(len(theta)) / prior_sd ** 2
-    return value, gradient, hessian
+    import numpy as np
+
+    first, second, outcome = evidence.arrays
+    n = evidence.n_items
+    gaps = theta[first] - theta[second]
+    value = float(np.sum(outcome * np.logaddexp(0.0, -gaps) + (1.0 - outcome) * np.logaddexp(0.0, gaps))
+                  + theta @ theta / (2.0 * prior_sd ** 2))
+    beats = 1.0 / (1.0 + np.exp(-gaps))
+    surprise = beats - outcome
+    gradient = _sum_at(first, surprise, n) - _sum_at(second, surprise, n) + theta / prior_sd ** 2
+    return value, gradient, beats * (1.0 - beats)
+
+
+def posterior_hessian(evidence: Evidence, curvature: np.ndarray, prior_sd: float) -> np.ndarray:
+    """The dense Hessian ``Σ_r c_r (e_a − e_b)(e_a − e_b)ᵀ + I / prior_sd²`` (a weighted graph
+    Laplacian plus the prior's precision)."""
+    import numpy as np
+
+    first, second, _ = evidence.arrays
+    n = evidence.n_items
+    cells = n * n
+    hessian = -_sum_at(first * n + second, curvature, cells) - _sum_at(second * n + first, curvature, cells)
+    hessian = hessian.reshape(n, n)
+    hessian[np.diag_indices(n)] += _sum_at(first, curvature, n) + _sum_at(second, curvature, n) + 1.0 / prior_sd ** 2
+    return hessian
+
+
+def _newton(theta: np.ndarray, evidence: Evidence, prior_sd: float, direction, tolerance: float,
+            max_steps: int = 100) -> np.ndarray:
+    """Minimise :func:`bt_log_posterior` from ``theta`` by (quasi-)Newton steps ``direction(θ, g, c)``
+    with a backtracking line search (the objective is strictly convex, so this converges); stops
+    when a step moves no strength by more than ``tolerance``."""
+    for _ in range(max_steps):
+        value, gradient, curvature = bt_log_posterior(theta, evidence, prior_sd)
+        step = direction(theta, gradient, curvature)
+        slope = float(gradient @ step)
+        size = 1.0
+        while size > 1e-12:
+            trial = theta - size * step
+            if bt_log_posterior(trial, evidence, prior_sd)[0] <= value - 1e-4 * size * slope:
+                break
+            size /= 2
+        theta = trial
+        if size * float(abs(step).max(initial=0.0)) < tolerance:
+            break
+    return theta
+
+
+def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Laplace approximation: the MAP strengths by Newton's method (Cholesky solves of the
+    Hessian) from ``start``, and the covariance = inverse Hessian there."""
+    import numpy as np
+    from scipy.linalg import cho_factor, cho_solve
+
+    def newton_step(theta, gradient, curvature):
+        return cho_solve(cho_factor(posterior_hessian(evidence, curvature, prior_sd)), gradient)
+
+    mean = _newton(np.asarray(start, dtype=float).copy(), evidence, prior_sd, newton_step, 1e-10) if len(evidence) \
+        else np.zeros(evidence.n_items)
+    curvature = bt_log_posterior(mean, evidence, prior_sd)[2]
+    return mean, np.linalg.inv(posterior_hessian(evidence, curvature, prior_sd))
 
 
 def bt_posterior(records: Sequence[MatchRecord], items: Sequence[str], prior_sd: float,
@@ -99,34 +213,30 @@ def bt_posterior(records: Sequence[MatchRecord], items: Sequence[str], prior_sd:
 
     The prior is ``θ ~ N(0, prior_sd² I)``; a record ``(a, b, s)`` has likelihood
     ``σ(θ_a − θ_b)^s · σ(θ_b − θ_a)^(1−s)`` (a tie, s = ½, is half a win each way). The mean is the
-    maximum a posteriori θ, found by scipy's exact trust-region Newton method on
-    :func:`bt_log_posterior` (the objective is strictly convex); the covariance is the inverse
-    Hessian there.
+    maximum a posteriori θ (Newton's method on :func:`bt_log_posterior`, which is strictly
+    convex); the covariance is the inverse Hessian there.
 
-    start: where the optimiser starts (the previous posterior mean, so that a refit after a few
-        more duels takes a few Newton steps); zeros when None.
+    start: where Newton's method starts (the previous posterior mean, so that a refit after a few
+        more duels takes a few steps); zeros when None.
     """
-    from scipy.optimize import minimize
+    import numpy as np
 
-    wins = win_matrix(records, {name: i for i, name in enumerate(items)})
-    x0 = np.zeros(len(items)) if start is None else np.asarray(start, dtype=float)
-    if records:
-        fit = minimize(lambda t: bt_log_posterior(t, wins, prior_sd)[:2], x0, jac=True, method="trust-exact",
-                       hess=lambda t: bt_log_posterior(t, wins, prior_sd)[2], options={"gtol": 1e-8})
-        mean = fit.x
-    else:
-        mean = np.zeros(len(items))
-    return mean, np.linalg.inv(bt_log_posterior(mean, wins, prior_sd)[2])
+    start = np.zeros(len(items)) if start is None else start
+    return exact_posterior(Evidence.from_records(records, items), prior_sd, start)
 
 
 def gap_distribution(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Posterior mean and standard deviation of ``θ_i − θ_j`` for each row (i, j) of ``pairs``."""
+    import numpy as np
+
     i, j = pairs[:, 0], pairs[:, 1]
     variance = cov[i, i] + cov[j, j] - 2.0 * cov[i, j]
     return mean[i] - mean[j], np.sqrt(np.maximum(variance, 1e-12))
 
 
 def _entropy(p: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     p = np.clip(p, 1e-12, 1.0 - 1e-12)
     return -(p * np.log(p) + (1.0 - p) * np.log1p(-p))
 
@@ -137,14 +247,19 @@ def expected_information(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray
     ``H(E[σ(d)]) − E[H(σ(d))]``: the entropy of the predicted outcome minus the entropy the outcome
     would keep if θ were known. Expectations by Gauss–Hermite quadrature.
     """
-    gaps = gap_mean[:, None] + math.sqrt(2.0) * gap_sd[:, None] * _HERMITE_NODES[None, :]
+    import numpy as np
+
+    nodes, weights = _hermite()
+    gaps = gap_mean[:, None] + math.sqrt(2.0) * gap_sd[:, None] * nodes[None, :]
     win = 1.0 / (1.0 + np.exp(-gaps))
-    weights = _HERMITE_WEIGHTS / math.sqrt(math.pi)
     return _entropy(win @ weights) - _entropy(win) @ weights
 
 
 def order_doubt(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
     """Posterior probability that a pair's order by posterior mean is wrong: ``Φ(−|m|/s)``."""
+    import numpy as np
+    from scipy.special import ndtr
+
     return ndtr(-np.abs(gap_mean) / gap_sd)
 
 
@@ -155,9 +270,11 @@ def is_settled(records: Sequence[MatchRecord], items: Sequence[str]) -> bool:
     no cycle and its topological order is unique, which holds exactly when every two neighbours
     in that order are joined by an edge.
     """
+    import networkx as nx
+
     decisive = [(a, b) if outcome == 1.0 else (b, a) for a, b, outcome in records if outcome != 0.5]
-    # Cheap necessary condition first (this runs after every step): along a unique order every
-    # candidate but the last has beaten someone and every candidate but the first has lost.
+    # Cheap necessary condition first: along a unique order every candidate but the last has
+    # beaten someone and every candidate but the first has lost.
     if len({w for w, _ in decisive}) != len(items) - 1 or len({l for _, l in decisive}) != len(items) - 1:
         return False
     wins = nx.DiGraph()
@@ -169,28 +286,229 @@ def is_settled(records: Sequence[MatchRecord], items: Sequence[str]) -> bool:
     return all(wins.has_edge(upper, lower) for upper, lower in zip(order, order[1:]))
 
 
-def pick_batch(pairs: Sequence[tuple[int, int]], values: np.ndarray, tiebreak: np.ndarray,
+def pick_batch(pairs: Sequence[tuple[int, int]] | np.ndarray, values: np.ndarray, tiebreak: np.ndarray,
                size: int) -> list[tuple[int, int]]:
     """The ``size`` most valuable pairs, best first, preferring pairs that share no candidate.
 
-    values, tiebreak: one number per pair. Values equal to 12 decimals count as equal and the
-    seeded ``tiebreak`` numbers order them, so a fit's last-digit noise never decides.
+    pairs: (i, j) rows; values, tiebreak: one number per pair. Values equal to 12 decimals count
+    as equal and the seeded ``tiebreak`` numbers order them, so a fit's last-digit noise never decides.
     """
+    return [(int(pairs[k][0]), int(pairs[k][1])) for k in _pick_rows(pairs, values, tiebreak, size)]
+
+
+def _pick_rows(pairs: Sequence[tuple[int, int]] | np.ndarray, values: np.ndarray, tiebreak: np.ndarray,
+               size: int) -> list[int]:
+    """:func:`pick_batch` as row numbers of ``pairs``."""
+    import numpy as np
+
     ranked = np.lexsort((tiebreak, -np.round(values, 12)))  # by value descending, then tiebreak
-    chosen: list[tuple[int, int]] = []
+    chosen: list[int] = []
     busy: set[int] = set()
     for k in ranked:  # first pass: disjoint pairs
         if len(chosen) == size:
             break
-        if not busy.intersection(pairs[k]):
-            chosen.append(pairs[k])
-            busy.update(pairs[k])
+        pair = (int(pairs[k][0]), int(pairs[k][1]))
+        if not busy.intersection(pair):
+            chosen.append(int(k))
+            busy.update(pair)
     for k in ranked:  # then the best of the rest
         if len(chosen) == size:
             break
-        if pairs[k] not in chosen:
-            chosen.append(pairs[k])
+        if int(k) not in chosen:
+            chosen.append(int(k))
     return chosen
+
+
+@functools.cache
+def _information_bounds(max_sd: float) -> tuple[float, float, np.ndarray]:
+    """A table of :func:`expected_information` on a grid of gap means |m| in [0, 16] and standard
+    deviations s in [0, max_sd]: (m step, s step, table). BALD falls as |m| grows and rises with
+    s, so the table at a cell's smallest |m| and largest s bounds every value inside the cell."""
+    import numpy as np
+
+    m_step, s_step = 16.0 / 512, max_sd / 256
+    m_grid, s_grid = np.meshgrid(np.arange(513) * m_step, np.arange(257) * s_step, indexing="ij")
+    table = expected_information(m_grid.ravel(), s_grid.ravel()).reshape(m_grid.shape)
+    # Guard the bound against quadrature wiggles in the last digits: make it monotone outright.
+    table = np.maximum.accumulate(table, axis=1)
+    table = np.maximum.accumulate(table[::-1], axis=0)[::-1]
+    return m_step, s_step, table
+
+
+def information_bound(gap_mean: np.ndarray, gap_sd: np.ndarray, max_sd: float) -> np.ndarray:
+    """An upper bound of :func:`expected_information` for each gap, from a precomputed table
+    (``max_sd`` bounds every gap_sd; larger ones get an infinite bound)."""
+    import numpy as np
+
+    m_step, s_step, table = _information_bounds(max_sd)
+    row = np.minimum(np.floor(np.abs(gap_mean) / m_step), table.shape[0] - 1).astype(np.intp)
+    column = np.ceil(gap_sd / s_step)
+    inside = column < table.shape[1]
+    bound = np.full(len(gap_mean), np.inf)
+    bound[inside] = table[row[inside], column[inside].astype(np.intp)]
+    return bound
+
+
+def choose_pairs(pairs: np.ndarray, mean: np.ndarray, cov: np.ndarray, tiebreak: np.ndarray, size: int,
+                 criterion: str, prior_sd: float) -> list[tuple[int, int]]:
+    """:func:`pick_batch` over ``pairs`` under ``criterion``, computing the expensive BALD values
+    only where they can matter.
+
+    Every pair gets a cheap upper bound (:func:`information_bound`); the exact value is computed
+    for the pairs whose bound reaches a threshold, starting at the ``64 · size``-th best bound. If
+    the batch chosen among those consists of ``size`` disjoint pairs worth at least the threshold
+    (plus 1e-9, far above the 12-decimal rounding of :func:`pick_batch`), no pair left out could
+    have ranked before any of them, so the batch is exactly the one all pairs would give;
+    otherwise the threshold drops to the weakest chosen value and the candidates widen.
+
+    tiebreak: the seeded N x N tiebreak numbers.
+    """
+    import numpy as np
+
+    gap_mean, gap_sd = gap_distribution(mean, cov, pairs)
+    if criterion == "order" or len(pairs) <= 64 * size:
+        values = expected_information(gap_mean, gap_sd) if criterion == "information" else order_doubt(gap_mean, gap_sd)
+        return pick_batch(pairs, values, tiebreak[pairs[:, 0], pairs[:, 1]], size)
+    # Var(θ_i − θ_j) ≤ 2 prior_sd²: the posterior is never wider than the prior.
+    bound = information_bound(gap_mean, gap_sd, math.sqrt(2.0) * prior_sd * (1 + 1e-6))
+    threshold = np.partition(bound, len(bound) - 64 * size)[len(bound) - 64 * size]
+    known = np.full(len(pairs), np.nan)  # exact values computed so far
+    while True:
+        rows = np.flatnonzero(bound >= threshold)
+        missing = rows[np.isnan(known[rows])]
+        known[missing] = expected_information(gap_mean[missing], gap_sd[missing])
+        values = known[rows]
+        candidates = pairs[rows]
+        picked = _pick_rows(candidates, values, tiebreak[candidates[:, 0], candidates[:, 1]], size)
+        chosen = [(int(candidates[k, 0]), int(candidates[k, 1])) for k in picked]
+        if len(rows) == len(pairs):
+            return chosen
+        if len({c for pair in chosen for c in pair}) < 2 * size:
+            threshold = -np.inf  # the first pass did not fill: it saw every pair, so give it all
+            continue
+        weakest = float(np.round(values[picked], 12).min())
+        if weakest - 1e-9 >= threshold:
+            return chosen
+        threshold = weakest - 1e-9
+
+
+def _line_minimum(theta: np.ndarray, direction: np.ndarray, evidence: Evidence, prior_sd: float) -> np.ndarray:
+    """``θ − t·direction`` at the t minimising :func:`bt_log_posterior` along that line, by
+    one-dimensional Newton steps (O(records + N) each; the line's second derivative
+    ``Σ_r c_r (v_a − v_b)² + |v|² / prior_sd²`` is positive, so the steps are safe)."""
+    import numpy as np
+
+    first, second, outcome = evidence.arrays
+    spread = direction[first] - direction[second]
+    length = float(direction @ direction) / prior_sd ** 2
+    t = 0.0
+    for _ in range(50):
+        point = theta - t * direction
+        beats = 1.0 / (1.0 + np.exp(-(point[first] - point[second])))
+        slope = -(float((beats - outcome) @ spread) + float(direction @ point) / prior_sd ** 2)
+        bend = float((beats * (1.0 - beats)) @ (spread * spread)) + length
+        move = slope / bend
+        t -= move
+        if abs(move) * float(np.abs(direction).max(initial=0.0)) < 1e-12:
+            break
+    return theta - t * direction
+
+
+class Posterior:
+    """The Laplace posterior of one task's strengths, kept up to date as duels are played.
+
+    Up to :data:`EXACT_UP_TO` candidates every :meth:`update` refits it exactly
+    (:func:`exact_posterior`). Above, an update adds each new record's curvature to the covariance
+    Σ by a Sherman–Morrison rank-one update (one O(N²) pass), and moves the mean to the exact MAP
+    (every gradient entry below 1e-6) by quasi-Newton directions ``Σ·g`` with an exact line
+    search (:func:`_line_minimum`). The gradient at the previous MAP is non-zero only at the new
+    records' candidates, so ``Σ·g`` needs only their columns of Σ (O(N)); a dense product is
+    used only when the gradient has spread. Every ``N // 16`` updates the covariance is
+    recomputed exactly, so the curvature of earlier records, which drifts as the mean moves, is
+    never stale for long.
+    """
+
+    def __init__(self, n_items: int, prior_sd: float):
+        import numpy as np
+
+        self.evidence = Evidence(n_items)
+        self.prior_sd = prior_sd
+        self.exact = n_items <= EXACT_UP_TO
+        self.refresh_every = max(1, n_items // 16)
+        self.mean = np.zeros(n_items)
+        self.cov = np.eye(n_items) * prior_sd ** 2
+        self._since_refresh = 0
+
+    def update(self, new_records: Sequence[tuple[int, int, float]]) -> None:
+        """Add records (row of a, row of b, outcome for a) and update mean and covariance."""
+        import numpy as np
+
+        for record in new_records:
+            self.evidence.add(*record)
+        if self.exact:
+            self.mean, self.cov = exact_posterior(self.evidence, self.prior_sd, self.mean)
+            return
+        for first, second, _ in new_records:
+            self._add_curvature(first, second)
+        for _ in range(20):
+            gradient = bt_log_posterior(self.mean, self.evidence, self.prior_sd)[1]
+            support = np.flatnonzero(np.abs(gradient) > 1e-6)
+            if not len(support):
+                break
+            if len(support) * 8 > len(gradient):
+                direction = self.cov @ gradient
+            else:
+                direction = self.cov[:, support] @ gradient[support]
+            self.mean = _line_minimum(self.mean, direction, self.evidence, self.prior_sd)
+        self._since_refresh += 1
+        if self._since_refresh >= self.refresh_every:
+            self.refresh()
+
+    def _add_curvature(self, first: int, second: int) -> None:
+        from scipy.linalg.blas import dger
+
+        p = 1.0 / (1.0 + math.exp(self.mean[second] - self.mean[first]))
+        curvature = p * (1.0 - p)
+        spread = self.cov[:, first] - self.cov[:, second]  # Σu for u = e_a − e_b
+        # (Σ⁻¹ + c u uᵀ)⁻¹ = Σ − c Σu (Σu)ᵀ / (1 + c uᵀΣu); dger updates the matrix in place
+        # (Σ is symmetric, so its transpose is the column-major array BLAS wants).
+        scale = -curvature / (1.0 + curvature * (spread[first] - spread[second]))
+        self.cov = dger(scale, spread, spread, a=self.cov.T, overwrite_a=True).T
+
+    def refresh(self) -> None:
+        """Recompute the covariance exactly at the current mean (O(N³))."""
+        import numpy as np
+
+        from scipy.linalg import lapack
+
+        curvature = bt_log_posterior(self.mean, self.evidence, self.prior_sd)[2]
+        # Cholesky factor and inverse in place: a third of the work of a general inverse.
+        factor, info = lapack.dpotrf(posterior_hessian(self.evidence, curvature, self.prior_sd), lower=1,
+                                     overwrite_a=1)
+        if not info:
+            inverse, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
+        if info:
+            raise np.linalg.LinAlgError(f"posterior Hessian not positive definite (LAPACK info {info})")
+        self.cov = np.tril(inverse) + np.tril(inverse, -1).T  # dpotri fills the lower triangle only
+        self._since_refresh = 0
+
+
+def candidate_pairs(mean: np.ndarray, played: np.ndarray, degree: int) -> np.ndarray:
+    """The pairs worth scoring above :data:`EXACT_UP_TO` candidates: every unplayed pair of
+    candidates at most ``WINDOW + degree`` places apart in the order of posterior means.
+
+    Both criteria prefer pairs whose strengths are close (a small posterior mean gap) and
+    uncertain; neighbours in the mean order are the close ones, and widening the window by the
+    most opponents any candidate has met keeps unplayed partners in reach of everyone. Rows are
+    (i, j) with i < j.
+    """
+    import numpy as np
+
+    order = np.argsort(mean, kind="stable")
+    n = len(order)
+    rows = [np.stack([order[:-offset], order[offset:]], axis=1) for offset in range(1, min(n, WINDOW + degree + 1))]
+    pairs = np.sort(np.concatenate(rows), axis=1)
+    return pairs[~played[pairs[:, 0], pairs[:, 1]]]
 
 
 @register("active")
@@ -241,45 +559,72 @@ class ActiveStrategy(Strategy):
             raise SpecError(f"strategy active: prior_sd must be > 0, got {self.prior_sd}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        from threadpoolctl import threadpool_limits
+
+        # One BLAS thread: these matrices are small, and a multi-threaded BLAS waiting for busy
+        # cores made one 128 x 128 factorisation 10-50 times slower on a shared 2-core machine.
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._rank(task, source, rng)
+
+    def _rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        import numpy as np
+
         ids = task.candidate_ids
-        duels_left = task_duels("active", task.task_id, len(ids), self.budget, self.comparisons, self.debias)
-        unplayed = list(combinations(range(len(ids)), 2))
-        tiebreak = {pair: rng.random() for pair in unplayed}
-        value_of = expected_information if self.criterion == "information" else order_doubt
+        n = len(ids)
+        index = {cid: k for k, cid in enumerate(ids)}
+        duels_left = task_duels("active", task.task_id, n, self.budget, self.comparisons, self.debias)
+        unplayed_count = n * (n - 1) // 2
+        # One seeded tiebreak number per pair, drawn in the order of itertools.combinations.
+        upper = np.triu_indices(n, 1)
+        tiebreak = np.zeros((n, n))
+        tiebreak[upper] = np.fromiter((rng.random() for _ in range(unplayed_count)), dtype=float, count=unplayed_count)
+        played = np.zeros((n, n), dtype=bool)
+        opponents = np.zeros(n, dtype=np.intp)
+        posterior = Posterior(n, self.prior_sd)
         duels: list[Duel] = []
         records: list[MatchRecord] = []
-        mean, cov = bt_posterior(records, ids, self.prior_sd)
+        # Who has won and who has lost a decisive match: the settle check's cheap precondition.
+        winners: set[str] = set()
+        losers: set[str] = set()
         steps = 0
         stopped = "budget"
-        while duels_left > 0 and unplayed:
-            if self.settle and is_settled(records, ids):
+        while duels_left > 0 and unplayed_count:
+            if self.settle and len(winners) == n - 1 == len(losers) and is_settled(records, ids):
                 stopped = "settled"
                 break
-            values = value_of(*gap_distribution(mean, cov, np.array(unplayed)))
-            chosen = pick_batch(unplayed, values, np.array([tiebreak[pair] for pair in unplayed]),
-                                min(self.batch, duels_left))
+            size = min(self.batch, duels_left)
+            pairs = None if posterior.exact else candidate_pairs(posterior.mean, played, int(opponents.max()))
+            if pairs is None or len(pairs) < size:
+                pairs = np.column_stack(np.nonzero(np.triu(~played, 1)))
+            chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, self.criterion, self.prior_sd)
             steps += 1
             shown = [presented(ids[i], ids[j], rng) for i, j in chosen]
             step_duels = source.duel_many(shown, debias=self.debias, round=steps)
+            step_records = duel_records(step_duels)
             duels += step_duels
-            records += duel_records(step_duels)
-            unplayed = [pair for pair in unplayed if pair not in chosen]
+            records += step_records
+            for a, b, outcome in step_records:
+                if outcome != 0.5:
+                    winners.add(a if outcome == 1.0 else b)
+                    losers.add(b if outcome == 1.0 else a)
+            for i, j in chosen:
+                played[i, j] = played[j, i] = True
+                opponents[[i, j]] += 1
+            unplayed_count -= len(chosen)
             duels_left -= len(chosen)
-            mean, cov = bt_posterior(records, ids, self.prior_sd, start=mean)
-        if not unplayed and stopped == "budget" and duels_left > 0:
+            posterior.update([(index[a], index[b], outcome) for a, b, outcome in step_records])
+        if not unplayed_count and stopped == "budget" and duels_left > 0:
             stopped = "all pairs played"
+        if not posterior.exact:
+            posterior.refresh()  # report the exact Laplace covariance at the final mean
 
         factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
-        posterior_sd = np.sqrt(np.diag(cov)) * factor
-        played = dict.fromkeys(ids, 0)
-        for duel in duels:
-            played[duel.a] += 1
-            played[duel.b] += 1
+        posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
         if self.aggregate == "bt":
             scores = bradley_terry(records, items=ids)
         else:
             scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
-        extras = {cid: {"played": played[cid], "posterior_sd": float(posterior_sd[k]), "steps": steps,
+        extras = {cid: {"played": int(opponents[k]), "posterior_sd": float(posterior_sd[k]), "steps": steps,
                         "stopped": stopped} for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping
 
-from rankkit.matches import MatchSource
 from rankkit.specs import Spec, SpecError, build_dataclass, parse_spec
 from rankkit.tasks import Task
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
     from rankkit.judges.base import Judge
+    from rankkit.matches import MatchSource
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rankkit.matches import MatchSource
 from rankkit.ratings import bootstrap, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.strategies.elo import all_pairs_plan, play_all_pairs, points_and_games
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
+    from rankkit.matches import MatchSource
 
 
 @register("bt")
@@ -31,18 +34,20 @@ class BradleyTerryStrategy(Strategy):
 
     debias: judge every pair in both orders; each order is a match of its own.
     alpha: choix's regularisation, keeping ratings finite when a candidate won (or lost) every
-        match — a perfect judge makes that the rule, not the exception.
+        match — a perfect judge makes that the rule, not the exception. None (the default):
+        ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`), the same pull toward the field
+        per candidate whatever N (0.01 at N = 21, more below, less above).
     bootstrap: number of bootstrap resamples of the matches for 95% intervals (0 = none).
     """
 
     debias: bool = True
-    alpha: float = 0.01
+    alpha: float | None = None
     bootstrap: int = 0
 
     description = "all pairs judged, Bradley-Terry fit on the Elo scale (N(N-1)/2 matches; x2 debiased)"
 
     def __post_init__(self) -> None:
-        if self.alpha <= 0:
+        if self.alpha is not None and self.alpha <= 0:
             raise SpecError(f"strategy bt: alpha must be > 0, got {self.alpha}")
         if self.bootstrap < 0:
             raise SpecError(f"strategy bt: bootstrap must be >= 0, got {self.bootstrap}")

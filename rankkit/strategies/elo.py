@@ -15,13 +15,15 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from rankkit.matches import Match, MatchSource, make_duel
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, MatchRecord, elo_over_permutations
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
+    from rankkit.matches import Match, MatchSource
 
 
 def all_pairs(candidate_ids: Sequence[str], debias: bool) -> list[tuple[str, str]]:
@@ -38,12 +40,16 @@ def judgment_records(matches: Sequence[Match]) -> list[MatchRecord]:
     orders judged, a pair whose verdict flips with the order (position bias) yields one win each,
     which the rating models treat like a draw.
     """
+    from rankkit.matches import make_duel
+
     return [(m.first, m.second, make_duel(m.first, m.second, [m]).outcome) for m in matches]
 
 
 def play_all_pairs(task: Task, source: MatchSource, debias: bool) -> list[MatchRecord]:
     """Judge all pairs of the task in ONE batch (so batching and concurrent judges stay busy),
     reusing whatever the shared match graph and the cache already hold, and return the records."""
+    from rankkit.matches import Match
+
     pairs = all_pairs(task.candidate_ids, debias)
     judgments = source.compare_many(pairs, round=1)
     return judgment_records([Match(a, b, j, 1) for (a, b), j in zip(pairs, judgments)])

@@ -23,11 +23,14 @@ import heapq
 import math
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rankkit.matches import MatchSource
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
+    from rankkit.matches import MatchSource
 
 
 class JudgedComparator:

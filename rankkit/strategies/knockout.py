@@ -13,11 +13,14 @@ from __future__ import annotations
 import random
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rankkit.matches import MatchSource
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
+    from rankkit.matches import MatchSource
 
 TIE_RULES = ("coin", "first", "second")
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rankkit.matches import MatchSource
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
+    from rankkit.matches import MatchSource
 
 
 @register("pairwise")

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from itertools import combinations
 
-from rankkit.matches import MatchSource
 from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
+    from rankkit.matches import MatchSource
 
 
 @register("panel_elo")

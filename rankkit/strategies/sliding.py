@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rankkit.matches import MatchSource
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.strategies.heapsort import JudgedComparator
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
+    from rankkit.matches import MatchSource
 
 
 @register("sliding")
@@ -59,7 +62,8 @@ class SlidingWindowStrategy(Strategy):
                 if comparator.better(order[lower], order[lower - 1]):
                     order[lower - 1], order[lower] = order[lower], order[lower - 1]
         scores = {cid: float(n - position) for position, cid in enumerate(order, start=1)}
-        extras = {cid: {"position": order.index(cid) + 1, "settled": order.index(cid) < passes or passes == n - 1,
+        position = {cid: k for k, cid in enumerate(order)}  # a dict: list.index made this O(N²)
+        extras = {cid: {"position": position[cid] + 1, "settled": position[cid] < passes or passes == n - 1,
                         "played": comparator.played.get(cid, 0)} for cid in task.candidate_ids}
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=order,
                        champion=order[0], extras=extras)

@@ -37,11 +37,8 @@ import random
 import statistics
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import networkx as nx
-
-from rankkit.matches import Duel, MatchSource
 from rankkit.ratings import MatchRecord, bradley_terry, win_rates
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import (
@@ -53,6 +50,9 @@ from rankkit.strategies._budget import (
 )
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
+    from rankkit.matches import Duel, MatchSource
 
 AGGREGATES = ("bt", "grades", "points")
 
@@ -86,6 +86,8 @@ def closest_matching(candidates: list[str], points: Mapping[str, float], met: se
     """A maximum-cardinality matching of the pairs not yet met with the least total squared points
     gap (networkx's blossom algorithm); ties between equally good matchings are broken by a seeded
     random weight on each pair, kept too small to outweigh a real gap."""
+    import networkx as nx  # here, not at the top: `rankkit strategies` imports this module
+
     n = len(candidates)
     # Integer weights keep the blossom algorithm exact. A unit of squared gap (in half points)
     # weighs `unit`; the jitters of a whole matching (at most n/2 pairs) sum to less than one unit.

@@ -9,15 +9,20 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from scipy.stats import spearmanr as _spearmanr
 
 from rankkit.judges.sim import SimulatedJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
+import rankkit.strategies.active as active_module
 from rankkit.strategies.active import (
     ActiveStrategy,
+    Posterior,
     bt_posterior,
+    choose_pairs,
     expected_information,
+    information_bound,
     is_settled,
     order_doubt,
     pick_batch,
@@ -30,6 +35,11 @@ from tests.helpers import (
     rank_once,
     score_order,
 )
+
+
+def spearmanr(order, reference):
+    """Spearman correlation of two orders of the same ids."""
+    return _spearmanr([order.index(c) for c in reference], range(len(reference)))[0]
 
 
 def distinct_scores_task(seed, n=8):
@@ -217,3 +227,59 @@ def test_runs_in_the_runner_and_reports_cost(sample_tasks):
         n = len(task.candidates)
         assert task_result.cost.comparisons == min(2 * n, n * (n - 1) // 2)
     assert strategy_run.metrics["task_spearman"] > 0.3
+
+
+# -- computation: pruned pair choice, incremental posterior ----------------------------------
+
+def test_information_bound_is_an_upper_bound():
+    rng = np.random.default_rng(0)
+    means = rng.normal(0.0, 3.0, 20000) * rng.choice([0.0, 1.0], 20000)  # many exact zeros too
+    sds = rng.uniform(0.0, 2.0 * np.sqrt(2.0), 20000)
+    assert np.all(information_bound(means, sds, 2.0 * np.sqrt(2.0)) >= expected_information(means, sds))
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_pruned_choice_equals_scoring_every_pair(batch):
+    rng = np.random.default_rng(batch)
+    for _ in range(20):
+        n = 40
+        mean = np.round(rng.normal(0.0, 1.0, n), 1) * rng.choice([0.0, 1.0], n)  # ties in value
+        root = rng.normal(0.0, 0.4, (n, n))
+        cov = root @ root.T / n + np.eye(n) * rng.uniform(0.2, 1.5)
+        cov = cov * min(1.0, 4.0 / cov.diagonal().max())  # never wider than the prior (sd 2)
+        pairs = np.array(list(combinations(range(n), 2)))
+        tiebreak = rng.random((n, n))
+        full = pick_batch(pairs, expected_information(*active_module.gap_distribution(mean, cov, pairs)),
+                          tiebreak[pairs[:, 0], pairs[:, 1]], batch)
+        assert choose_pairs(pairs, mean, cov, tiebreak, batch, "information", prior_sd=2.0) == full
+
+
+def test_incremental_posterior_tracks_the_exact_one(monkeypatch):
+    monkeypatch.setattr(active_module, "EXACT_UP_TO", 0)
+    rng = random.Random(4)
+    n = 30
+    incremental = Posterior(n, prior_sd=2.0)
+    assert not incremental.exact
+    records = []
+    for _ in range(60):
+        i, j = rng.sample(range(n), 2)
+        records.append((i, j, rng.choice([0.0, 0.5, 1.0, 1.0])))
+        incremental.update([records[-1]])
+    names = [f"c{k}" for k in range(n)]
+    mean, cov = bt_posterior([(names[i], names[j], s) for i, j, s in records], names, prior_sd=2.0)
+    np.testing.assert_allclose(incremental.mean, mean, atol=1e-5)  # the exact MAP
+    np.testing.assert_allclose(incremental.cov, cov, atol=0.05)  # stale curvature between refreshes
+    incremental.refresh()
+    np.testing.assert_allclose(incremental.cov, cov, atol=1e-5)
+
+
+def test_above_the_exact_size_pairs_are_preselected_and_the_order_still_recovered(monkeypatch):
+    monkeypatch.setattr(active_module, "EXACT_UP_TO", 10)
+    scored = []
+    original = active_module.candidate_pairs
+    monkeypatch.setattr(active_module, "candidate_pairs", lambda *a: scored.append(len(out := original(*a))) or out)
+    task = distinct_scores_task(3, n=24)
+    ranking, cost, _ = rank_once(task, ActiveStrategy(budget=4.0, settle=False), perfect_judge(seed=3), 3)
+    assert cost.comparisons == 96 and len(scored) == 96
+    assert max(scored) < 24 * 23 // 2  # never every pair
+    assert spearmanr(score_order(ranking), human_order(task)) > 0.95
