@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from rankkit.errors import RankkitError
+
 DEFAULT_CACHE_PATH = Path(".rankkit") / "cache.sqlite"
 
 _SCHEMA = """
@@ -64,7 +66,7 @@ WHERE json_extract(judgments.payload, '$.status') = 'failed'
 _COLUMNS = frozenset({"key", "fingerprint", "kind", "payload", "created"})
 
 
-class CacheError(RuntimeError):
+class CacheError(RankkitError, RuntimeError):
     """The judgment cache cannot be used. ``str(error)`` reads ``judgment cache PATH: problem; advice``.
 
     path: the cache file.

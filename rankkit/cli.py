@@ -10,16 +10,19 @@ modules are imported inside commands, so ``rankkit --help`` stays fast and never
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import click
 
+from rankkit.errors import RankkitError
 from rankkit.formatting import render
 from rankkit.specs import SpecError
-from rankkit.tasks import SAMPLE_DATA, TaskFormatError
+from rankkit.tasks import SAMPLE_DATA
 
 TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall", "task_spearman",
                                                  "pairwise_accuracy", "top1_accuracy"))
@@ -54,25 +57,19 @@ def guarded(func: Callable) -> Callable:
         cached = "no_cache" in kwargs and not kwargs["no_cache"]
         try:
             return func(*args, **kwargs)
-        except (TaskFormatError, SpecError) as err:
-            fail(str(err), 2)
+        except RankkitError as err:  # every error rankkit reports carries its exit code
+            if err.resumable:  # a judge or server failure: name it, and say whether a rerun resumes
+                fail(f"{type(err).__name__}: {err}" + (RESUME_HINT if cached else ""), err.exit_code)
+            fail(str(err), err.exit_code)
         except FileNotFoundError as err:
             fail(str(err), 2)
         except KeyboardInterrupt:
             fail("interrupted; " + ("every judgment received so far is in the cache, rerun to resume" if cached
                                     else "no cache is in use, so the judgments received were not kept"), 130)
-        except Exception as err:  # a judge or backend failure: say what is safe
-            from rankkit.cache import CacheError
-            from rankkit.judges.base import JudgeError
-            if isinstance(err, CacheError):
-                fail(str(err), 2)
-            if isinstance(err, (JudgeError, ConnectionError, TimeoutError)):  # a rerun may succeed
-                fail(f"{type(err).__name__}: {err}" + (RESUME_HINT if cached else ""), 1)
-            if type(err).__module__ == "sqlite3":  # the cache failed mid-run (disk full, file removed...)
-                fail(f"the judgment cache failed: {type(err).__name__}: {err}", 1)
-            if isinstance(err, (NotImplementedError, OSError)):  # a rerun would fail the same way
-                fail(f"{type(err).__name__}: {err}", 2)
-            raise
+        except (ConnectionError, TimeoutError) as err:  # a server went away: a rerun may succeed
+            fail(f"{type(err).__name__}: {err}" + (RESUME_HINT if cached else ""), 1)
+        except (NotImplementedError, OSError) as err:  # a rerun would fail the same way
+            fail(f"{type(err).__name__}: {err}", 2)
 
     return wrapper
 
@@ -114,7 +111,7 @@ COLUMNS_META = "rankkit.columns"  # where --columns leaves its parsed mapping (c
 
 def _store_columns(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """--columns is kept in the context, not passed to the command: every command that loads data
-    gets it through load_run_inputs without a new parameter in its signature."""
+    gets it through judging() without a new parameter in its signature."""
     from rankkit.frames import parse_columns
 
     try:
@@ -199,9 +196,23 @@ def judge_options(func: Callable) -> Callable:
     return func
 
 
-def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | None,
-                    judge_spec: str | None, cache_path: str | None, no_cache: bool):
-    """Load tasks, open the cache and build the judge, as every running command does.
+@dataclass
+class RunInputs:
+    """What a judging command works on: the data's path, its tasks, the judge spec, the judge and
+    the cache (see :func:`judging`)."""
+
+    path: Path
+    tasks: list
+    spec: str
+    judge: Any
+    cache: Any
+
+
+@contextlib.contextmanager
+def judging(data_path: str | None, criterion: str | None, limit: int | None, judge_spec: str | None,
+            cache_path: str | None, no_cache: bool) -> Iterator[RunInputs]:
+    """Load tasks, open the cache and build the judge, as every judging command does; the judge
+    and the cache are closed when the block ends, however it ends (closing the cache commits it).
 
     The cheap checks come first: bad data or an unusable cache (CacheError) stop the command
     before a model is loaded, and long before any judgment is paid for.
@@ -214,12 +225,15 @@ def load_run_inputs(data_path: str | None, criterion: str | None, limit: int | N
     tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
     spec = judge_spec or default_judge_spec()
     cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
+    judge = None
     try:
         judge = make_judge(spec)
-    except BaseException:
+        announce_judge(judge, spec)
+        yield RunInputs(path, tasks, spec, judge, cache)
+    finally:
         cache.close()
-        raise
-    return path, tasks, spec, judge, cache
+        if judge is not None:
+            judge.close()
 
 
 def judge_caveat(spec: str) -> str | None:
@@ -283,13 +297,10 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
         print_dry_run(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, strategies, output_format)
         return
     prepare_output(out)
-    path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
-    announce_judge(judge, spec)
-    try:
-        result = run(tasks, strategies, judge, cache, seed=seed, progress=not quiet, judge_spec=spec, data=str(path))
-    finally:
-        cache.close()
-        judge.close()
+    with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
+        path, tasks, spec = inputs.path, inputs.tasks, inputs.spec
+        result = run(tasks, strategies, inputs.judge, inputs.cache, seed=seed, progress=not quiet, judge_spec=spec,
+                     data=str(path))
     from rankkit.cache import DEFAULT_CACHE_PATH
     from rankkit.config import config_record
 
@@ -310,7 +321,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
             click.echo(f"results written to {out}", err=True)
         return
     criterion_name = tasks[0].criterion or "none"
-    click.echo(f"{len(tasks)} tasks from {path} · criterion {criterion_name} · judge {judge.description} · seed {seed}")
+    click.echo(f"{len(tasks)} tasks from {path} · criterion {criterion_name} · judge {result.judge.description} · seed {seed}")
     caveat = judge_caveat(spec)
     if caveat:
         click.echo(caveat)
@@ -341,13 +352,10 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
         print_dry_run(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, [strategy], output_format)
         return
     prepare_output(out)
-    path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
-    announce_judge(judge, spec)
-    try:
-        result = run(tasks, [strategy], judge, cache, seed=seed, progress=not quiet, judge_spec=spec, data=str(path))
-    finally:
-        cache.close()
-        judge.close()
+    with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
+        spec = inputs.spec
+        result = run(inputs.tasks, [strategy], inputs.judge, inputs.cache, seed=seed, progress=not quiet,
+                     judge_spec=spec, data=str(inputs.path))
     rows = [{key: row[key] for key, _ in RANK_COLUMNS} for row in result.rows()]
     if output_format == "jsonl":
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
@@ -390,14 +398,10 @@ def judge_report_command(data_path, criterion, limit, judge_spec, seed, cache_pa
     from rankkit.judge_report import format_report, judge_report
 
     prepare_output(out)
-    path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
-    announce_judge(judge, spec)
-    try:
-        report = judge_report(tasks, judge, cache, pairs_per_task=pairs_per_task or None, seed=seed,
-                              resamples=resamples, progress=not quiet, judge_spec=spec, data=str(path))
-    finally:
-        cache.close()
-        judge.close()
+    with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
+        report = judge_report(inputs.tasks, inputs.judge, inputs.cache, pairs_per_task=pairs_per_task or None,
+                              seed=seed, resamples=resamples, progress=not quiet, judge_spec=inputs.spec,
+                              data=str(inputs.path))
     click.echo(format_report(report))
     if out:
         Path(out).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -425,13 +429,9 @@ def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, 
         count = write_judgments(rows, out)
         click.echo(f"{count} recorded comparisons from {from_run} written to {out}", err=True)
         return
-    path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
-    announce_judge(judge, spec)
-    try:
-        rows, cost = record_grid(tasks, judge, cache, label or spec, method_label, progress=not quiet)
-    finally:
-        cache.close()
-        judge.close()
+    with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
+        tasks, spec = inputs.tasks, inputs.spec
+        rows, cost = record_grid(tasks, inputs.judge, inputs.cache, label or spec, method_label, progress=not quiet)
     count = write_judgments(rows, out)
     click.echo(f"{count} comparisons of {len(tasks)} tasks ({cost.judge_calls} new judge calls, "
                f"{cost.cache_hits} from the cache) written to {out}; replay with --judge replay:{out}", err=True)
@@ -494,22 +494,15 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
     """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
     if ctx.invoked_subcommand is not None:
         return
-    from rankkit.leaderboard import LeaderboardError, build, resolve_truth
+    from rankkit.leaderboard import build, resolve_truth
 
     prepare_output(out)
-    path, tasks, spec, judge, cache = load_run_inputs(data_path, criterion, limit, judge_spec, cache_path, no_cache)
-    announce_judge(judge, spec)
     systems = [s.strip() for s in systems_text.split(",") if s.strip()] if systems_text else None
-    try:
-        board = build(tasks, judge, method, anchor=anchor, cache=cache, seed=seed, debias=debias,
-                      bootstrap_rounds=bootstrap_rounds, systems=systems, progress=not quiet, judge_spec=spec,
-                      data=str(path))
-        truth = resolve_truth(tasks, path, truth_path)
-    except LeaderboardError as err:
-        fail(str(err), 2)
-    finally:
-        cache.close()
-        judge.close()
+    with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
+        board = build(inputs.tasks, inputs.judge, method, anchor=anchor, cache=inputs.cache, seed=seed, debias=debias,
+                      bootstrap_rounds=bootstrap_rounds, systems=systems, progress=not quiet,
+                      judge_spec=inputs.spec, data=str(inputs.path))
+        truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
     _print_leaderboard(board, truth, out, output_format)
 
 
@@ -530,26 +523,19 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
 
     --data and --judge default to the ones the leaderboard was built with.
     """
-    from rankkit.leaderboard import Leaderboard, LeaderboardError, add_system, resolve_truth
+    from rankkit.leaderboard import Leaderboard, add_system, resolve_truth
 
     prepare_output(out)
     board = Leaderboard.from_dict(json.loads(Path(board_path).read_text(encoding="utf-8")))
-    path, tasks, spec, judge, cache = load_run_inputs(data_path or board.data or None, criterion, limit,
-                                                      judge_spec or board.judge.get("spec") or None,
-                                                      cache_path, no_cache)
-    announce_judge(judge, spec)
-    if board.judge.get("fingerprint") and board.judge["fingerprint"] != judge.fingerprint:
-        click.echo(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
-                   f"not by {judge.description}", err=True)
-    try:
-        new_board = add_system(board, tasks, judge, system, method, cache=cache, seed=seed,
-                               bootstrap_rounds=bootstrap_rounds, judge_spec=spec, data=str(path))
-        truth = resolve_truth(tasks, path, truth_path)
-    except LeaderboardError as err:
-        fail(str(err), 2)
-    finally:
-        cache.close()
-        judge.close()
+    with judging(data_path or board.data or None, criterion, limit, judge_spec or board.judge.get("spec") or None,
+                 cache_path, no_cache) as inputs:
+        judge = inputs.judge
+        if board.judge.get("fingerprint") and board.judge["fingerprint"] != judge.fingerprint:
+            click.echo(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
+                       f"not by {judge.description}", err=True)
+        new_board = add_system(board, inputs.tasks, judge, system, method, cache=inputs.cache, seed=seed,
+                               bootstrap_rounds=bootstrap_rounds, judge_spec=inputs.spec, data=str(inputs.path))
+        truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
     _print_leaderboard(new_board, truth, out, output_format)
 
 
@@ -604,13 +590,10 @@ def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, see
 def plot_command(results_path, out_dir, metric, n_boot, seed) -> None:
     """Draw correlations, cost vs accuracy, elimination rounds and judge-vs-human scatters as PNG."""
     from rankkit.analysis import check_metrics, load_results
-    from rankkit.plots import PlotDependencyError, plot_all
+    from rankkit.plots import plot_all
 
     results = load_results(results_path)
-    try:
-        paths = plot_all(results, out_dir, n_boot=n_boot, seed=seed, metric=check_metrics([metric])[0])
-    except PlotDependencyError as err:
-        fail(str(err), 2)
+    paths = plot_all(results, out_dir, n_boot=n_boot, seed=seed, metric=check_metrics([metric])[0])
     for path in paths:
         click.echo(str(path))
 

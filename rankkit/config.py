@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from rankkit.errors import RankkitError
 from rankkit.specs import SpecError
 
 #: Config key -> the parameter name of the click command it sets.
@@ -51,7 +52,7 @@ _BOOLS = ("no_cache", "quiet", "dry_run")
 _INTS = ("limit", "seed")
 
 
-class ConfigError(ValueError):
+class ConfigError(RankkitError, ValueError):
     """A run file that cannot be used; the message names the file and the key."""
 
 

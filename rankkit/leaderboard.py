@@ -49,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from rankkit.errors import RankkitError
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.ratings import (
@@ -60,14 +61,14 @@ from rankkit.ratings import (
     bradley_terry,
     win_rates,
 )
-from rankkit.tasks import Task
 from rankkit.results import strict_json
+from rankkit.tasks import Task
 
 BUILD_METHODS = ("arena", "anchored")
 ADD_METHODS = ("binary", "anchored")
 
 
-class LeaderboardError(ValueError):
+class LeaderboardError(RankkitError, ValueError):
     """Input a leaderboard cannot be built from (missing systems, unknown anchor, ...)."""
 
 

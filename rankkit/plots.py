@@ -22,15 +22,25 @@ import random
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rankkit.analysis import (DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Interval, correlation_table, elimination_rounds,
-                              human_scores, labelled_tasks, strategy_names, strategy_record)
+from rankkit.analysis import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_LEVEL,
+    Interval,
+    correlation_table,
+    elimination_rounds,
+    human_scores,
+    labelled_tasks,
+    strategy_names,
+    strategy_record,
+)
+from rankkit.errors import RankkitError
 from rankkit.specs import SpecError
 
 CORRELATION_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
 DPI = 110
 
 
-class PlotDependencyError(RuntimeError):
+class PlotDependencyError(RankkitError, RuntimeError):
     """matplotlib is not installed."""
 
 

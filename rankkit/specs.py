@@ -17,8 +17,10 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 
+from rankkit.errors import RankkitError
 
-class SpecError(ValueError):
+
+class SpecError(RankkitError, ValueError):
     """A spec string that cannot be understood; the message names the spec and the item."""
 
 

@@ -32,10 +32,12 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from rankkit.errors import RankkitError
+
 SAMPLE_DATA = Path(__file__).parent / "data" / "sample" / "tasks.jsonl"
 
 
-class TaskFormatError(ValueError):
+class TaskFormatError(RankkitError, ValueError):
     """Bad input data. ``str(error)`` reads ``FILE:LINE: field 'F': message``."""
 
     def __init__(self, path: str | Path, line: int | None, field_name: str | None, message: str):

@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Sequence
 
+from rankkit.errors import RankkitError
 from rankkit.tasks import Candidate, Task
 
 
@@ -114,8 +115,12 @@ PointRequest = tuple[Task, Candidate]
 PairRequest = tuple[Task, Candidate, Candidate]
 
 
-class JudgeError(RuntimeError):
-    """A judge could not produce a judgment (the backend failed, not the parse)."""
+class JudgeError(RankkitError, RuntimeError):
+    """A judge could not produce a judgment (the backend failed, not the parse); a rerun may
+    succeed and resumes from the cache."""
+
+    exit_code = 1
+    resumable = True
 
 
 class Judge:
