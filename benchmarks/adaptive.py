@@ -23,6 +23,12 @@ half a Swiss round), which keeps the benchmark fast. Without ``debias`` a varian
 judgments in a seeded random order, so a budget buys as many pairs as it has judgments; with it
 each duel is played in both orders and costs 2.
 
+Rows marked † are not separate runs: the ``aggregate=grades`` variants' own judgments re-scored
+with slot-corrected grade levels (:mod:`rankkit.strategies._graded`) — exactly what an
+``aggregate=corrected`` option of ``swiss`` / ``active`` would give, since neither chooses its
+pairs from its aggregate. ``double_elimination`` (2N − 2 single-order duels, a debiased
+knockout's cost) is compared with ``knockout:debias=true`` at that cost.
+
 The judges are the latent-perception presets (``sim:preset=P``, calibrated on LLMBar in both
 modes); ``--legacy`` runs the legacy simulator (``sim:model=legacy,preset=P``) instead.
 
@@ -46,9 +52,11 @@ from pathlib import Path
 from scipy import stats
 
 from rankkit.judges import make_judge
-from rankkit.runner import run
+from rankkit.metrics import evaluate
+from rankkit.runner import StrategyRun, run
 from rankkit.strategies import make_strategy, strategy_classes
-from rankkit.tasks import load_tasks
+from rankkit.strategies._graded import corrected_grades
+from rankkit.tasks import Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -62,12 +70,20 @@ PRESETS = ["gpt4", "chatgpt", "falcon"]
 FRACTIONS = [0.1, 0.15, 0.25, 0.5]
 REFERENCE = "bt:debias=true"
 BASELINES = ["knockout", "knockout:debias=true", "heapsort"]
+#: Fixed-cost strategies at about a debiased knockout's cost (2N − 2 single-order duels), compared
+#: with it in the equal-cost headline.
+FIXED = ["double_elimination", "double_elimination:aggregate=grades"]
 #: The adaptive variants; each runs at every budget fraction (``comparisons=`` is appended, and
 #: ``batch=`` for active: N // 4 pairs per posterior update, about half a Swiss round).
 ADAPTIVE = ["swiss", "swiss:aggregate=grades", "swiss:aggregate=grades,debias=true",
             "active", "active:aggregate=grades", "active:aggregate=grades,debias=true"]
 #: The baseline every adaptive variant must match at its own cost (issue 16, P2).
 EQUAL_COST = "knockout:debias=true"
+#: Variants re-scored *post hoc* from the very judgments they used, with the slot-corrected grade
+#: levels of :mod:`rankkit.strategies._graded` (what an ``aggregate=corrected`` option of swiss and
+#: active would give: neither chooses its pairs from its aggregate, so the pairs are the same).
+POSTHOC = {"swiss:aggregate=grades": "swiss:aggregate=corrected†", "active:aggregate=grades": "active:aggregate=corrected†"}
+VARIANTS = ADAPTIVE + list(POSTHOC.values())
 TARGET_GAP = 0.01
 TARGET_FRACTION = 0.25
 TARGET_MIN_N = 16
@@ -131,15 +147,18 @@ def run_dataset(name: str, limit: int, seeds: int, fractions: list[float],
     n = sizes.pop()
     all_pairs = n * (n - 1)
     specs: list[tuple[str, str | None, float | None]] = [(REFERENCE, None, None)]
-    specs += [(spec, None, None) for spec in BASELINES if spec.split(":")[0] in strategy_classes()]
+    specs += [(spec, None, None) for spec in BASELINES + FIXED if spec.split(":")[0] in strategy_classes()]
     for variant in ADAPTIVE:
         for fraction in fractions_for(fractions, n):
             budget = max(1, math.floor(fraction * all_pairs + 0.5))  # round half up (round() would go to even)
             specs.append((with_budget(variant, budget, n), variant, fraction))
     by_preset: dict[str, list[Row]] = {}
+    derived = [(i, POSTHOC[variant]) for i, (_, variant, _) in enumerate(specs) if variant in POSTHOC]
     for preset in PRESETS:
         rows = [Row(label=spec, variant=variant, fraction=fraction, spearman=[], comparisons=[])
                 for spec, variant, fraction in specs]
+        rows += [Row(label=f"{specs[i][0].replace('aggregate=grades', 'aggregate=corrected')}†", variant=variant,
+                     fraction=specs[i][2], spearman=[], comparisons=[]) for i, variant in derived]
         for seed in range(seeds):
             # The reference runs first: it judges every ordered pair, so the others reuse its
             # judgments from the shared graph (same judge, same seed) instead of recomputing them.
@@ -150,8 +169,22 @@ def run_dataset(name: str, limit: int, seeds: int, fractions: list[float],
                 row.spearman.append(strategy_run.metrics["task_spearman"])
                 row.comparisons.append(strategy_run.cost.comparisons / len(tasks))
                 row.seconds += strategy_run.seconds
+            for row, (i, _) in zip(rows[len(specs):], derived):
+                row.spearman.append(corrected_spearman(result.strategies[i], tasks))
+                row.comparisons.append(result.strategies[i].cost.comparisons / len(tasks))
         by_preset[preset] = rows
     return n, by_preset
+
+
+def corrected_spearman(strategy_run: StrategyRun, tasks: list[Task]) -> float:
+    """Per-task Spearman of the slot-corrected grade levels of the judgments a run used."""
+    by_id = {task.task_id: task for task in tasks}
+    per_task = []
+    for result in strategy_run.tasks:
+        task = by_id[result.task_id]
+        scores = corrected_grades(result.matches, task.candidate_ids, unplayed=sum(task.scale) / 2)
+        per_task.append((scores, sorted(scores, key=lambda cid: -scores[cid]), task.human_scores()))
+    return evaluate(per_task)["task_spearman"]
 
 
 def smallest_budget(rows: list[Row], reference: Row, variant: str, gap: float) -> Row | None:
@@ -180,9 +213,9 @@ def plot(results: dict[str, tuple[int, dict[str, list[Row]]]], path: Path) -> No
     names = list(results)
     fig, axes = plt.subplots(len(names), len(PRESETS), figsize=(4.2 * len(PRESETS), 3.2 * len(names)),
                              squeeze=False)
-    colours = dict(zip(ADAPTIVE, ["tab:blue", "tab:cyan", "tab:purple", "tab:red", "tab:orange", "tab:brown",
+    colours = dict(zip(VARIANTS, ["tab:blue", "tab:cyan", "tab:purple", "tab:red", "tab:orange", "tab:brown",
                                   "tab:green", "tab:olive", "tab:pink"]))
-    markers = dict(zip(BASELINES, ["s", "D", "^"]))
+    markers = dict(zip(BASELINES + FIXED, ["s", "D", "^", "v", "<"]))
     for i, name in enumerate(names):
         n, by_preset = results[name]
         for j, preset in enumerate(PRESETS):
@@ -195,7 +228,7 @@ def plot(results: dict[str, tuple[int, dict[str, list[Row]]]], path: Path) -> No
             ax.axhline(ref_mean, color="black", lw=1, label="all-pairs bt:debias=true (N(N−1) comparisons)")
             ax.axhline(ref_mean - TARGET_GAP, color="black", lw=0.8, ls=":", label="all-pairs − 0.01")
             ax.axvline(TARGET_FRACTION * ref_cost, color="grey", lw=0.8, ls="--", label="25% of all-pairs comparisons")
-            for variant in ADAPTIVE:
+            for variant in VARIANTS:
                 series = sorted((r for r in rows if r.variant == variant), key=lambda r: r.fraction)
                 xs = [statistics.fmean(r.comparisons) for r in series]
                 ci = [interval(r.spearman) for r in series]
@@ -258,7 +291,11 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
                f"judgments (seed 000's score averaging). {model_text} How much a real LLM judge's pairwise grades "
                "carry is an empirical question this benchmark cannot answer. `active` stops early once the results "
                "admit exactly one order (`settle=true`), so at small N it can use fewer comparisons than its budget: "
-               "the comparisons column is what was used.")
+               "the comparisons column is what was used. Rows marked † re-score the `aggregate=grades` variant's own "
+               "judgments with grade levels corrected for the judge's first-slot effect by least squares "
+               "(`rankkit.strategies._graded`): what `aggregate=corrected` in `swiss`/`active` would give (neither picks "
+               "its pairs from its aggregate). `double_elimination` (new) plays 2N − 2 single-order duels, a debiased "
+               "knockout's cost, and scores slot-corrected grades.")
     out.append("")
 
     # Headline: the target (N >= 16) at the target fraction.
@@ -289,7 +326,7 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
     out.append("")
     if not verdicts:
         out.append(f"* No dataset in this run has N ≥ {TARGET_MIN_N}.")
-    for variant in ADAPTIVE if verdicts else ():
+    for variant in VARIANTS if verdicts else ():
         mine = [v for v in verdicts if v[2] == variant]
         met = [f"{v[0]}/{v[1]}" for v in mine if v[3]]
         missed = [f"{v[0]}/{v[1]} (Δ {v[5]:+.3f})" for v in mine if not v[3]]
@@ -317,20 +354,22 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
             if baseline is None:
                 continue
             for row in rows:
-                if row.fraction is None or not math.isclose(row.fraction, knockout_fraction(n)):
+                at_cost = row.fraction is not None and math.isclose(row.fraction, knockout_fraction(n))
+                if not (at_cost or row.label in FIXED):
                     continue
                 gap_mean, gap_low, gap_high = interval(paired_gap(row, baseline))
                 verdict = "**yes** (CI too)" if gap_low >= 0 else ("yes (mean)" if gap_mean >= 0 else
                                                                  ("within noise" if gap_high >= 0 else "no"))
-                equal_verdicts.append((name, preset, row.variant, gap_mean >= 0, gap_high >= 0, gap_mean))
+                variant = row.variant or row.label
+                equal_verdicts.append((name, preset, variant, gap_mean >= 0, gap_high >= 0, gap_mean))
                 out.append(f"| {name} | {preset} | {fmt_interval(baseline.spearman)} ({statistics.fmean(baseline.comparisons):.0f}) "
-                           f"| `{row.variant}` ({statistics.fmean(row.comparisons):.0f}) | {fmt_interval(row.spearman)} "
+                           f"| `{variant}` ({statistics.fmean(row.comparisons):.0f}) | {fmt_interval(row.spearman)} "
                            f"| {gap_mean:+.3f} [{gap_low:+.3f}, {gap_high:+.3f}] | {verdict} |")
     out.append("")
     out.append(f"**Verdict** (no worse than `{EQUAL_COST}` at its cost: mean Δ ≥ 0; \"within noise\" = mean below 0 "
                "but the 95% interval reaches 0):")
     out.append("")
-    for variant in ADAPTIVE if equal_verdicts else ():
+    for variant in VARIANTS + FIXED if equal_verdicts else ():
         mine = [v for v in equal_verdicts if v[2] == variant]
         met = [f"{v[0]}/{v[1]}" for v in mine if v[3]]
         noise = [f"{v[0]}/{v[1]} (Δ {v[5]:+.3f})" for v in mine if not v[3] and v[4]]
@@ -348,13 +387,13 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
                "(\"matched\"): the comparisons used there as a share of all-pairs BT's N(N−1). "
                f"`> {max(fractions):g}` = not reached at any tested budget; `≤` = reached already at the smallest.")
     out.append("")
-    out.append("| dataset | judge | " + " | ".join(f"`{v}` within / matched" for v in ADAPTIVE) + " |")
-    out.append("|---|---|" + "---|" * len(ADAPTIVE))
+    out.append("| dataset | judge | " + " | ".join(f"`{v}` within / matched" for v in VARIANTS) + " |")
+    out.append("|---|---|" + "---|" * len(VARIANTS))
     for name, (n, by_preset) in results.items():
         for preset in PRESETS:
             rows = by_preset[preset]
             cells = []
-            for variant in ADAPTIVE:
+            for variant in VARIANTS:
                 within = smallest_budget(rows, rows[0], variant, TARGET_GAP)
                 matched = smallest_budget(rows, rows[0], variant, 0.0)
                 tested = fractions_for(fractions, n)
