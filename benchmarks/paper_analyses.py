@@ -13,14 +13,18 @@ and WMT (machine translation):
 
 Here the datasets are the N-way sets of ``../shared/data`` standing in for SciEx and WMT, the
 judges are the simulated presets (gpt4 / chatgpt / falcon: strong / middling / weak and
-slot-biased, standing in for 70B / 3B / 1B), and every analysis is a call into
+slot-biased, standing in for 70B / 3B / 1B) of the latent-perception model, calibrated on LLMBar
+in both modes (pairwise verdicts and pointwise grades), and every analysis is a call into
 :mod:`rankkit.analysis` on the results a ``rankkit compare`` would write. The "exam" level is
 the sum of a system's scores within each document (``meta.doc``) for the WMT sets, and a
 system's sum over all tasks for the others (they have no exam-like grouping). Values are means
 over ``--seeds`` runs (each re-draws the judge's noise and the brackets); intervals are 95%
-paired bootstrap intervals over tasks from the seed-0 run.
+paired bootstrap intervals over tasks from the seed-0 run. With ``--legacy`` (the default) the
+same runs are repeated with the legacy simulator (``sim:model=legacy,preset=P``) and a last
+section sets the two models side by side.
 
     python benchmarks/paper_analyses.py                   # 4 datasets x 3 presets x 3 seeds
+    python benchmarks/paper_analyses.py --limit 60 --no-legacy   # a quicker look
     python benchmarks/paper_analyses.py --live smollm2 --live-data wmt23_sxs_mqm_ende --live-limit 3
 
 Writes ``benchmarks/results/paper_analyses.md``.
@@ -91,6 +95,10 @@ def analyse_run(results: dict[str, Any], exam_field: str | None, n_boot: int, se
     return out
 
 
+def judge_spec(preset: str, seed: int, legacy: bool = False) -> str:
+    return f"sim:{'model=legacy,' if legacy else ''}preset={preset},seed={seed}"
+
+
 def run_one(tasks, judge_spec: str, seed: int, cache: Any = None) -> dict[str, Any]:
     judge = make_judge(judge_spec)
     try:
@@ -112,6 +120,8 @@ def main() -> None:
     parser.add_argument("--live-data", default="wmt23_sxs_mqm_ende")
     parser.add_argument("--live-limit", type=int, default=3)
     parser.add_argument("--live-cache", default=str(ROOT / ".rankkit" / "paper_analyses_live.sqlite"))
+    parser.add_argument("--legacy", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the legacy simulator and compare (default: yes)")
     parser.add_argument("--out", default=str(RESULTS / "paper_analyses.md"))
     args = parser.parse_args()
 
@@ -123,14 +133,18 @@ def main() -> None:
     started = time.perf_counter()
     # runs[(dataset, preset)] -> list over seeds of analyse_run outputs (seed 0 with intervals)
     runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    legacy_runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     sizes = {}
     for dataset in datasets:
         tasks = load_tasks(SHARED / dataset / "tasks.jsonl", limit=args.limit)
         sizes[dataset] = (len(tasks), statistics.fmean(len(t.candidates) for t in tasks))
         for preset in presets:
             for seed in range(args.seeds):
-                results = run_one(tasks, f"sim:preset={preset},seed={seed}", seed)
+                results = run_one(tasks, judge_spec(preset, seed), seed)
                 runs[(dataset, preset)].append(analyse_run(results, EXAM_FIELD.get(dataset), args.bootstrap if seed == 0 else 0, seed))
+                if args.legacy:
+                    results = run_one(tasks, judge_spec(preset, seed, legacy=True), seed)
+                    legacy_runs[(dataset, preset)].append(analyse_run(results, EXAM_FIELD.get(dataset), 0, seed))
             print(f"{dataset} {preset} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
     live = None
@@ -151,20 +165,25 @@ def main() -> None:
     rule = "|---|" + "---:|" * (len(columns) + 1)
     lines = ["# The paper's analyses (seed 000, Tables 1–4) on the shared data with simulated judges", "",
              f"Made by `python benchmarks/paper_analyses.py --seeds {args.seeds} --bootstrap {args.bootstrap}"
-             + (f" --limit {args.limit}" if args.limit else "") + (f" --live {args.live}" if args.live else "") + "`"
+             + (f" --limit {args.limit}" if args.limit else "") + (f" --live {args.live}" if args.live else "")
+             + ("" if args.legacy else " --no-legacy") + "`"
              f" in {time.perf_counter() - started:.0f} s on a shared 2-core machine.", "",
              "Stand-ins: " + "; ".join(f"**{DATASETS.get(d, d)}** = {d} ({sizes[d][0]} tasks, {sizes[d][1]:.1f} candidates; "
                                      f"exam level = {'per document (meta.doc) and system' if d in EXAM_FIELD else 'per system over all tasks'})"
                                      for d in datasets) + ". "
-             "Judges: the sim presets gpt4 / chatgpt / falcon (calibrated on LLMBar: right 95.5 / 81.5 / 74 %, first slot "
-             "chosen 50.5 / 60.5 / 74 %) stand in for the paper's 70B / 3B / 1B. "
+             "Judges: the sim presets gpt4 / chatgpt / falcon of the latent-perception model, calibrated on LLMBar "
+             "Natural (`sim_calibration.md`; pairwise right 95.5 / 81.5 / 74 %, first slot chosen 50.5 / 60.5 / 74 %, "
+             "pointwise-pair accuracy 92 / 68.5 / 69 %, the last derived), stand in for the paper's 70B / 3B / 1B. "
              f"Cells are means over {args.seeds} seeds (fresh judge noise and brackets each); bracketed intervals are 95% "
              "paired bootstrap intervals over tasks from the seed-0 run.", "",
-             "**Caveat that shapes every row:** the sim judge grades a candidate as its human score plus Gaussian noise "
-             "(0.5 × the task's human-score spread) in *both* modes; the presets differ only in pairwise verdict accuracy "
-             "and slot bias. So `individual` is the same for every preset, and knockout differs from it only through "
-             "averaging several noisy grades and the verdict-ordering of each pair's two grades. These tables test "
-             "rankkit's analysis pipeline and the *mechanics* of the paper's effects, not how a real LLM grades.", ""]
+             "**What the simulator does and does not model:** a judge perceives each answer once with noise, and both "
+             "its pointwise grades and its pairwise grades come from that perception, with extra noise of their own "
+             "(pointwise: as much as the recorded judge's Rating grades carried; pairwise: as its Vanilla verdicts "
+             "carried, plus a first-slot bias). So `individual` now differs between presets, and a knockout score "
+             "averages pairwise grades, which for the weaker presets are less noisy than their pointwise grades — as "
+             "LLMBar recorded. It still does not model a comparison giving the judge a \"global view\" beyond that, "
+             "nor answer-specific biases (length, style). These tables test rankkit's analysis pipeline and the "
+             "mechanics of the paper's effects, not how a real LLM grades.", ""]
 
     def table(title: str, key: str, signed: bool = False) -> list[str]:
         out = [f"## {title}", "", header, rule]
@@ -231,11 +250,30 @@ def main() -> None:
                   "seconds per judgment on a CPU, so keep `--live-limit` small).", ""]
 
     lines += ["## Which of the paper's directions hold here", ""] + directions(runs, columns, datasets, presets, table2)
+    if args.legacy:
+        lines += [""] + model_comparison(runs, legacy_runs, datasets, presets)
     text = "\n".join(lines) + "\n"
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(text, encoding="utf-8")
     print(text)
+
+
+def model_comparison(runs, legacy_runs, datasets, presets) -> list[str]:
+    """Question-level Pearson and knockout-minus-individual, latent vs legacy model, per preset."""
+    out = ["## Latent vs legacy simulator (question-level Pearson, mean over datasets and seeds)", "",
+           "The legacy model (`sim:model=legacy,preset=P`) grades every answer as its human score plus 0.5 spreads of "
+           "noise in both modes, for every preset, and makes pairwise errors at a rate independent of the gap.", "",
+           "| preset | model | Ind. | KO | KO debiased | KO debiased − Ind. | cells where KO debiased > Ind. |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for preset in presets:
+        for label, source in (("latent", runs), ("legacy", legacy_runs)):
+            q = {name: [mean([r["question"][name] for r in source[(d, preset)]]) for d in datasets] for name in METHODS}
+            gain = [a - b for a, b in zip(q["knockout:debias=true"], q["individual"])]
+            out.append(f"| {preset} | {label} | {fmt(mean(q['individual']))} | {fmt(mean(q['knockout']))} | "
+                       f"{fmt(mean(q['knockout:debias=true']))} | {fmt(mean(gain), True)} | "
+                       f"{sum(g > 0 for g in gain)} of {len(gain)} |")
+    return out
 
 
 def directions(runs, columns, datasets, presets, table2) -> list[str]:
@@ -283,9 +321,9 @@ def directions(runs, columns, datasets, presets, table2) -> list[str]:
         verdict = "the opposite of the paper" if strong_gain > weak_gain else "the paper's direction"
         out.append(f"* **Smaller judges gain more from knockout (§4.1: on WMT the 1B and 3B gained, the 70B lost).** Mean "
                    f"question-level gain with {strong}: {strong_gain:+.3f}; with {weak}: {weak_gain:+.3f} — {verdict}. "
-                   "In the simulation a weaker or more slot-biased "
-                   "judge makes worse *pairwise verdicts* while its grades keep the same noise, so here a weak judge can only "
-                   "hurt knockout — the paper's mechanism (comparison gives a small model a global view) is not in the sim model.")
+                   "In the latent model a judge's pointwise and pairwise grades are as noisy as the recorded judge's were "
+                   "in each mode, so whether knockout gains depends on how much worse that judge grades answers alone "
+                   "than side by side (see the comparison with the legacy model below).")
     out.append("* **What cannot be checked here:** difficulty (§4.3) and language (A.4 Table 5) breakdowns need SciEx's "
                "labels (`rankkit analyze --by difficulty` / `--by language` does them on data that has them), and the "
                "judge-size effect needs real LLM judges.")

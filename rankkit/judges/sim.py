@@ -1,48 +1,215 @@
-"""A simulated judge for research: the human scores are the latent truth.
+"""Simulated judges for research: the human scores are the latent truth.
 
-The model (in the spirit of Arena-lite's stochastic judge, seed 003 §4.2):
+Two models share this module, both chosen with ``sim:`` specs; every judgment either gives is a
+pure function of (seed, task, candidates, order), so the same question always gets the same
+answer, whichever strategy asks and in whatever sequence — which is what makes strategies
+comparable on one judge.
 
-**Pairwise.** For candidates presented as (first, second) with human scores h1, h2:
+**The latent-perception model** (:class:`LatentJudge`, the default; Thurstonian, in the spirit of
+Arena-lite's stochastic judge, seed 003 §4.2). All noise is in units of ``sd``, the standard
+deviation of the task's human scores. The judge *perceives* each answer once::
 
-* with probability ``position_bias`` the judge picks the first-presented candidate, whatever
-  its quality (a pure slot preference);
-* otherwise it picks the human-better candidate with probability ``accuracy`` and the worse one
-  with probability ``1 - accuracy``; on a human tie it flips a fair coin.
+    p = h + sd · perception · z                    z ~ N(0, 1), drawn per (seed, task, answer)
 
-So P(first chosen | first is better) = b + (1-b)·a and P(first chosen | first is worse) = b + (1-b)(1-a).
-The two scores it returns are noisy human scores, ``h + N(0, (noise·sd)^2)`` clipped to the task's
-scale, where ``sd`` is the standard deviation of the task's human scores; they are then ordered so
-that the chosen candidate has the higher score (the verdict and the scores never disagree).
+and both of its modes read that perception, so a judge that over-rates an answer over-rates it
+everywhere:
 
-**Pointwise.** ``score = clip(h + N(0, (noise·sd)^2))``.
+* **pointwise** — the grade is ``clip(p + sd · grade_noise · w)``, w ~ N(0, 1) per answer;
+* **pairwise** — for (first, second) the two grades are ``p_first + sd · (slot_bias/2 + pair_noise · e1)``
+  and ``p_second + sd · (−slot_bias/2 + pair_noise · e2)``, e1, e2 ~ N(0, 1) drawn per pair *and
+  order*; the verdict goes to the higher grade (exactly equal grades are a tie), and the grades
+  are then clipped to the task's scale (nudged apart if clipping made them equal), so verdict
+  and grades always agree. ``slot_bias`` > 0 favours the first slot, < 0 the second.
 
-Every draw comes from a generator seeded with (seed, task, candidates, order), so a judgment is a
-pure function of its inputs: the same pair in the same order always gets the same verdict, whichever
-strategy asks and in whatever sequence, which is what makes strategies comparable on one judge.
+So the pairwise verdict is right with probability ``Φ((Δ ± slot_bias) / √(2·perception² +
+2·pair_noise²))`` for answers Δ spreads apart — close answers are confused more often than far
+ones, as with a real judge — its two orders share the perception part of the noise (which is
+what order consistency measures), and a pointwise pair is ordered right with probability
+``Φ(Δ / √(2·perception² + 2·grade_noise²))``.
 
-**Presets** are calibrated on the Vanilla judgments of LLMBar Natural
-(``shared/data/llmbar_natural/judgments.jsonl``), each pair judged in both orders. If a judge chose
-the first slot at rate f and was right at rate r there, then b = 2f − 1 and a = (r − b/2)/(1 − b):
+**Presets** (``sim:preset=NAME``) are fitted by ``benchmarks/calibrate_sim.py`` (report in
+``benchmarks/results/sim_calibration.md``) to the recorded judgments of LLMBar Natural
+(``shared/data/llmbar_natural/judgments.jsonl``; :func:`preset_targets`): the Vanilla prompt,
+each pair in both orders, gives the pairwise accuracy, the first-slot share and the order
+consistency; the Rating prompt (each answer graded alone, 1–10) gives the pointwise-pair accuracy.
+In those tasks the human truth is a preference (1 for the preferred answer, 0 for the other),
+so the two answers are 2 spreads apart: the fit reads every LLMBar pair as a pair 2 ``sd`` apart,
+and in other data a pair that far apart is judged as LLMBar's pairs were, closer ones worse.
+The fit is closed-form: accuracy and first-slot share fix ``slot_bias`` and the pair's total
+noise; order consistency splits that noise into ``perception`` (shared by both orders) and
+``pair_noise``; the pointwise accuracy then fixes ``grade_noise``.
 
-=======  ========  ===========  ==============  ========
-preset   right r   first f      position_bias   accuracy
-=======  ========  ===========  ==============  ========
-gpt4     0.955     0.505        0.01            0.9596
-chatgpt  0.815     0.605        0.21            0.8987
-falcon   0.74      0.74         0.48            0.9615
-=======  ========  ===========  ==============  ========
+=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
+preset   acc.    first  consis  pointwise  perception  pair_noise  slot_bias  grade_noise
+=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
+gpt4     0.955   0.505  0.95    0.92       0.7301      0.4010      0.0623     0.6928
+chatgpt  0.815   0.605  0.71    0.685      0.7884      1.2100      0.8698     2.8279
+falcon   0.74    0.74   0.52    0.693 (*)  1.3772      0.0         2.0        2.4373
+=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
+
+(*) Falcon has no Rating judgments in LLMBar; its pointwise target is *derived*, not recorded:
+it is taken to lose as much discriminability from pairwise to pointwise as ChatGPT, the recorded
+judge whose (debiased) pairwise discriminability is closest to Falcon's — see
+:data:`POINTWISE_DONOR`. Falcon's order consistency (0.52) is the most its accuracy and slot
+preference allow (every one of its inconsistent pairs went to the first slot), so its fit puts
+all of its noise in the perception and none in the pair.
+
+**The legacy model** (:class:`SimulatedJudge`; ``sim:model=legacy,preset=NAME`` or any of
+``accuracy``/``position_bias``/``noise``), kept for comparison: with probability ``b =
+position_bias`` the judge picks the first slot; otherwise the human-better answer with
+probability ``a = accuracy`` (a fair coin on human ties), whatever the gap. Its grades are noisy
+human scores, ``clip(h + N(0, (noise·sd)²))``, in both modes — the same for every preset and
+independent of the verdict except for being ordered to agree with it. Its presets come from the
+Vanilla rates alone: right at rate r, first slot at rate f give b = 2f − 1, a = (r − b/2)/(1 − b)
+(gpt4: a 0.9596, b 0.01; chatgpt: 0.8987, 0.21; falcon: 0.9615, 0.48).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from statistics import NormalDist
 
 from rankkit.judges.base import Judge, PairJudgment, PointJudgment, Winner
 from rankkit.specs import Spec, SpecError, build_dataclass
 from rankkit.tasks import Candidate, Task
 
-#: preset name -> (share judged right, share of first slot chosen), measured on LLMBar Natural.
+# ---------------------------------------------------------------------------------------------
+# What the presets are fitted to: rates of the recorded LLMBar judges
+
+
+#: preset name -> the LLMBar Natural judge it stands for.
+PRESET_JUDGES: dict[str, str] = {"gpt4": "GPT-4", "chatgpt": "ChatGPT", "falcon": "Falcon"}
+
+#: Presets whose judge has no Rating judgments -> the preset whose pointwise-to-pairwise loss of
+#: discriminability they are assumed to share (see :func:`preset_targets`).
+POINTWISE_DONOR: dict[str, str] = {"falcon": "chatgpt"}
+
+
+@dataclass(frozen=True)
+class JudgeRates:
+    """What a judge did on LLMBar Natural (or what a simulated judge does on the same pairs).
+
+    pairwise_accuracy: share of pairwise judgments (each pair in both orders) that chose the
+        human-preferred answer.
+    first_slot: share of pairwise judgments that chose the answer shown first.
+    order_consistency: share of pairs whose two orders chose the same answer.
+    pointwise_accuracy: share of pairs whose two pointwise grades put the preferred answer
+        higher, a tie counting one half (None when the judge has no pointwise judgments).
+    pointwise_derived: True when ``pointwise_accuracy`` was derived, not recorded.
+    """
+
+    pairwise_accuracy: float
+    first_slot: float
+    order_consistency: float
+    pointwise_accuracy: float | None
+    pointwise_derived: bool = False
+
+    def as_tuple(self) -> tuple[float, float, float, float | None]:
+        return self.pairwise_accuracy, self.first_slot, self.order_consistency, self.pointwise_accuracy
+
+
+def _read_jsonl(path: str | Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def llmbar_rates(judgments: str | Path, tasks: str | Path, judge: str, pairwise_method: str = "Vanilla",
+                 pointwise_method: str = "Rating") -> JudgeRates:
+    """A recorded judge's four rates on an LLMBar set (see :class:`JudgeRates`).
+
+    judgments: ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, score_a,
+        score_b]}``, ``a`` shown first; rows whose ``winner`` could not be parsed (null) are left
+        out, and a pair counts for order consistency only when both of its orders were parsed
+        (NaN when none was).
+    tasks: the ``tasks.jsonl`` naming each task's preferred answer (``meta.preferred``).
+    judge: the recorded judge's name, e.g. ``GPT-4``.
+    pairwise_method: the pairwise prompt whose two rows per pair give accuracy, first-slot share
+        and consistency (``Vanilla``, LLMBar's plain prompt).
+    pointwise_method: the prompt whose rows carry the two answers' independent grades
+        (``score_a``/``score_b``; ``Rating``, the plain grading prompt); ties count one half.
+    """
+    preferred = {row["task_id"]: row["meta"]["preferred"] for row in _read_jsonl(tasks)}
+    rows = [row for row in _read_jsonl(judgments) if row["judge"] == judge]
+    pairwise = [row for row in rows if row["method"] == pairwise_method and row["winner"] is not None]
+    if not pairwise:
+        raise ValueError(f"no {pairwise_method} judgments of {judge!r} in {judgments}")
+    accuracy = sum(row["winner"] == preferred[row["task_id"]] for row in pairwise) / len(pairwise)
+    first = sum(row["winner"] == row["a"] for row in pairwise) / len(pairwise)
+    by_task: dict[str, list[str]] = {}
+    for row in pairwise:
+        by_task.setdefault(row["task_id"], []).append(row["winner"])
+    both = [winners for winners in by_task.values() if len(winners) == 2]
+    consistency = sum(winners[0] == winners[1] for winners in both) / len(both) if both else math.nan
+    graded = [row for row in rows if row["method"] == pointwise_method and "score_a" in row]
+    pointwise = None
+    if graded:
+        def credit(row: dict) -> float:
+            margin = row["score_a"] - row["score_b"]
+            if row["a"] != preferred[row["task_id"]]:
+                margin = -margin
+            return 1.0 if margin > 0 else 0.5 if margin == 0 else 0.0
+        pointwise = sum(credit(row) for row in graded) / len(graded)
+    return JudgeRates(accuracy, first, consistency, pointwise)
+
+
+def debiased_discriminability(rates: JudgeRates) -> float:
+    """The latent model's Δ/σ for a pairwise judge with these rates: the mean of the probits of
+    its accuracy in the two orders (``r + f − ½`` with the preferred answer first, ``r − f + ½``
+    second), which removes the slot bias."""
+    probit = NormalDist().inv_cdf
+    return (probit(rates.pairwise_accuracy + rates.first_slot - 0.5)
+            + probit(rates.pairwise_accuracy - rates.first_slot + 0.5)) / 2
+
+
+def preset_targets(judgments: str | Path, tasks: str | Path) -> dict[str, JudgeRates]:
+    """The four rates each preset is fitted to (used by ``benchmarks/calibrate_sim.py`` and the tests).
+
+    A preset whose judge has no pointwise judgments borrows from :data:`POINTWISE_DONOR`: its
+    pointwise probit ``Φ⁻¹(q)`` is its own pairwise discriminability times the donor's ratio
+    ``Φ⁻¹(q_donor) / discriminability_donor``, i.e. it is assumed to lose as much when grading
+    answers alone as the donor does.
+    """
+    rates = {preset: llmbar_rates(judgments, tasks, judge) for preset, judge in PRESET_JUDGES.items()}
+    normal = NormalDist()
+    for preset, donor in POINTWISE_DONOR.items():
+        mine, theirs = rates[preset], rates[donor]
+        if mine.pointwise_accuracy is not None or theirs.pointwise_accuracy is None:
+            continue
+        ratio = normal.inv_cdf(theirs.pointwise_accuracy) / debiased_discriminability(theirs)
+        derived = normal.cdf(ratio * debiased_discriminability(mine))
+        rates[preset] = JudgeRates(mine.pairwise_accuracy, mine.first_slot, mine.order_consistency, derived,
+                                   pointwise_derived=True)
+    return rates
+
+
+# ---------------------------------------------------------------------------------------------
+# Fitted parameters
+
+
+@dataclass(frozen=True)
+class LatentParameters:
+    """The latent model's four noise terms, in units of the task's human-score spread."""
+
+    perception: float
+    pair_noise: float
+    slot_bias: float
+    grade_noise: float
+
+
+#: preset -> fitted latent parameters (``benchmarks/calibrate_sim.py``; table in the module docstring).
+LATENT_PRESETS: dict[str, LatentParameters] = {
+    "gpt4": LatentParameters(perception=0.7301, pair_noise=0.4010, slot_bias=0.0623, grade_noise=0.6928),
+    "chatgpt": LatentParameters(perception=0.7884, pair_noise=1.2100, slot_bias=0.8698, grade_noise=2.8279),
+    "falcon": LatentParameters(perception=1.3772, pair_noise=0.0, slot_bias=2.0, grade_noise=2.4373),
+}
+
+#: preset name -> (share judged right, share of first slot chosen) on LLMBar Natural's Vanilla
+#: judgments: the legacy model's presets.
 PRESET_RATES: dict[str, tuple[float, float]] = {
     "gpt4": (0.955, 0.505),
     "chatgpt": (0.815, 0.605),
@@ -51,20 +218,156 @@ PRESET_RATES: dict[str, tuple[float, float]] = {
 
 
 def parameters_from_rates(right: float, first: float) -> tuple[float, float]:
-    """Invert the model: observed (right, first-slot) rates -> (accuracy, position_bias)."""
+    """Invert the legacy model: observed (right, first-slot) rates -> (accuracy, position_bias)."""
     bias = max(0.0, 2.0 * first - 1.0)
     accuracy = (right - bias / 2.0) / (1.0 - bias) if bias < 1 else 0.5
     return min(1.0, max(0.0, accuracy)), bias
 
 
+# ---------------------------------------------------------------------------------------------
+# The judges
+
+
+def _require_truth(task: Task) -> None:
+    if task.criterion is None:
+        raise SpecError("the sim judge needs human scores in the data (its latent truth)")
+
+
+class _Simulated(Judge):
+    """What both simulated models share: the cache key and the truth they read."""
+
+    backend = "sim"
+    simulated = True
+
+    def request_key(self, task: Task, *candidates: Candidate) -> list:
+        """The simulator's answer depends on the task id, the candidates' ids (its random draws
+        are seeded by them), their human scores and the task's human-score spread, besides what
+        the base key holds (the scale it clips to among them): all of that is in the key, so
+        candidates with identical texts never share a cached answer that was drawn for another
+        one. The model and its parameters are in the fingerprint."""
+        return [*super().request_key(task, *candidates), task.task_id,
+                *(candidate.id for candidate in candidates),
+                *(task.human_score(candidate.id) for candidate in candidates), task.human_spread]
+
+
+def _clip(task: Task, value: float) -> float:
+    low, high = task.scale
+    return min(high, max(low, value))
+
+
+def _normals(*parts: str, count: int = 1) -> list[float]:
+    """``count`` standard normal draws that are a pure function of ``parts``.
+
+    Each part is length-prefixed (so ids containing the separator cannot collide) and hashed with
+    BLAKE2b; each 8 bytes of the digest give a uniform in (0, 1), mapped through the normal
+    quantile. Stable across runs, machines and Python versions, and about a sixth of the cost of
+    seeding a ``random.Random`` per judgment.
+    """
+    key = "".join(f"{len(part)}:{part}" for part in parts).encode("utf-8")
+    digest = hashlib.blake2b(key, digest_size=8 * count).digest()
+    quantile = _STANDARD_NORMAL.inv_cdf
+    # 53 bits: a double's mantissa; +0.5 keeps u strictly inside (0, 1).
+    return [quantile(((int.from_bytes(digest[8 * i:8 * i + 8], "little") >> 11) + 0.5) / 2.0 ** 53)
+            for i in range(count)]
+
+
+_STANDARD_NORMAL = NormalDist()
+
+
 @dataclass(frozen=True)
-class SimulatedJudge(Judge):
-    """Simulated judge; see the module docstring for the model.
+class LatentJudge(_Simulated):
+    """Latent-perception simulated judge; see the module docstring for the model.
+
+    perception: sd of the judge's perception of an answer, shared by both modes and every pair.
+    pair_noise: sd of the extra noise on each grade inside one pairwise judgment (per order).
+    slot_bias: added to the first answer's pairwise grade minus the second's (half to each);
+        > 0 favours the first slot.
+    grade_noise: sd of the extra noise on a pointwise grade.
+    seed: seeds every draw together with the task, the answers and the order.
+    preset: the name the parameters came from (for descriptions only).
+
+    All four noise terms are in units of the task's human-score spread (``Task.human_spread``).
+    """
+
+    perception: float = LATENT_PRESETS["gpt4"].perception
+    pair_noise: float = LATENT_PRESETS["gpt4"].pair_noise
+    slot_bias: float = LATENT_PRESETS["gpt4"].slot_bias
+    grade_noise: float = LATENT_PRESETS["gpt4"].grade_noise
+    seed: int = 0
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("perception", "pair_noise", "grade_noise"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise SpecError(f"sim: {name} must be a finite number >= 0, got {value}")
+        if not math.isfinite(self.slot_bias):
+            raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
+
+    def fingerprint_fields(self) -> dict:
+        return {"model": "latent", "perception": self.perception, "pair_noise": self.pair_noise,
+                "slot_bias": self.slot_bias, "grade_noise": self.grade_noise, "seed": self.seed}
+
+    @property
+    def description(self) -> str:
+        if self.preset:
+            name = f"preset={self.preset}"
+        else:
+            name = (f"perception={self.perception:g},pair_noise={self.pair_noise:g},"
+                    f"slot_bias={self.slot_bias:g},grade_noise={self.grade_noise:g}")
+        return f"sim:{name} (simulated)"
+
+    def perceived(self, task: Task, candidate: Candidate) -> float:
+        """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks."""
+        (z,) = _normals(str(self.seed), task.task_id, candidate.id, "perception")
+        return task.human_score(candidate.id) + self.perception * task.human_spread * z
+
+    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+        _require_truth(task)
+        (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
+        value = _clip(task, self.perceived(task, candidate) + self.grade_noise * task.human_spread * w)
+        return PointJudgment(score=value, raw=f"Score: {value:.4g}")
+
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+        _require_truth(task)
+        spread = task.human_spread
+        e1, e2 = _normals(str(self.seed), task.task_id, first.id, second.id, "pair", count=2)
+        t1 = self.perceived(task, first) + spread * (self.slot_bias / 2 + self.pair_noise * e1)
+        t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2)
+        if t1 == t2:  # only without noise, between equal answers and no slot bias
+            s = _clip(task, t1)
+            return PairJudgment(first_score=s, second_score=s, winner=Winner.TIE,
+                                raw=f"Answer 1: {s:.4g} Answer 2: {s:.4g}")
+        s1, s2 = _agreeing_grades(task, t1, t2)
+        winner = Winner.FIRST if t1 > t2 else Winner.SECOND
+        return PairJudgment(first_score=s1, second_score=s2, winner=winner,
+                            raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
+
+
+def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
+    """The two grades clipped to the task's scale, kept strictly in the order of ``t1`` vs ``t2``:
+    when clipping makes them equal, the one that lost moves a hair inside the scale (down from the
+    top, or the winner up from the bottom), so verdict and grades never disagree."""
+    s1, s2 = _clip(task, t1), _clip(task, t2)
+    if s1 != s2:
+        return s1, s2
+    low, high = task.scale
+    step = (high - low) * 1e-6 or 1e-6
+    first_wins = t1 > t2
+    if s1 > low:  # both at the top (or equal inside): lower the loser
+        return (s1, s2 - step) if first_wins else (s1 - step, s2)
+    return (s1 + step, s2) if first_wins else (s1, s2 + step)  # both at the bottom: raise the winner
+
+
+@dataclass(frozen=True)
+class SimulatedJudge(_Simulated):
+    """The legacy simulated judge; see the module docstring for the model.
 
     accuracy: probability of picking the human-better candidate when not slot-biased.
     position_bias: probability of picking the first-presented candidate regardless of quality.
     noise: standard deviation of score noise, in units of the task's human-score spread.
     seed: seeds every draw together with the task and the candidates.
+    preset: the name the parameters came from (for descriptions only).
     """
 
     accuracy: float = 0.8
@@ -72,9 +375,6 @@ class SimulatedJudge(Judge):
     noise: float = 0.5
     seed: int = 0
     preset: str | None = None
-
-    backend = "sim"
-    simulated = True
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.accuracy <= 1.0:
@@ -85,31 +385,22 @@ class SimulatedJudge(Judge):
             raise SpecError(f"sim: noise must be >= 0, got {self.noise}")
 
     def fingerprint_fields(self) -> dict:
+        # Unchanged since before the latent model existed, so caches of legacy judgments stay valid.
         return {"accuracy": self.accuracy, "position_bias": self.position_bias,
                 "noise": self.noise, "seed": self.seed}
 
     @property
     def description(self) -> str:
-        name = f"preset={self.preset}" if self.preset else f"accuracy={self.accuracy:g},position_bias={self.position_bias:g}"
-        return f"sim:{name} (simulated)"
-
-    def request_key(self, task: Task, *candidates: Candidate) -> list:
-        """The simulator's verdict depends on the task id, the candidates' ids (its random draws
-        are seeded by them), their human scores and the task's human-score spread, not only on
-        the texts: all of that is in the key, so candidates with identical texts never share a
-        cached verdict that was drawn for another one."""
-        return [*super().request_key(task, *candidates), task.task_id,
-                *(candidate.id for candidate in candidates),
-                *(task.human_score(candidate.id) for candidate in candidates), task.human_spread]
+        if self.preset:
+            return f"sim:model=legacy,preset={self.preset} (simulated)"
+        return f"sim:accuracy={self.accuracy:g},position_bias={self.position_bias:g} (simulated)"
 
     def _rng(self, *parts: str) -> random.Random:
         # str seeds are hashed with SHA-512 by `random`, so this is stable across runs and machines.
         return random.Random("|".join([str(self.seed), *parts]))
 
     def _noisy(self, task: Task, value: float, rng: random.Random) -> float:
-        low, high = task.scale
-        noisy = value + rng.gauss(0.0, self.noise * task.human_spread)
-        return min(high, max(low, noisy))
+        return _clip(task, value + rng.gauss(0.0, self.noise * task.human_spread))
 
     def score(self, task: Task, candidate: Candidate) -> PointJudgment:
         _require_truth(task)
@@ -139,21 +430,52 @@ class SimulatedJudge(Judge):
                             raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
 
-def _require_truth(task: Task) -> None:
-    if task.criterion is None:
-        raise SpecError("the sim judge needs human scores in the data (its latent truth)")
+# ---------------------------------------------------------------------------------------------
+# Specs
+
+MODELS = ("latent", "legacy")
+_LEGACY_KEYS = ("accuracy", "position_bias", "noise")
+_LATENT_KEYS = ("perception", "pair_noise", "slot_bias", "grade_noise")
+_COMMON_KEYS = ("seed", "preset", "model")
 
 
-def from_spec(spec: Spec) -> SimulatedJudge:
-    """``sim:[preset=NAME,]accuracy=A,position_bias=B,noise=S,seed=N``."""
+def from_spec(spec: Spec) -> LatentJudge | SimulatedJudge:
+    """``sim:[model=latent|legacy,][preset=NAME,]PARAMETERS...,seed=N``.
+
+    The model is ``latent`` unless ``model=legacy`` is given or a legacy parameter (``accuracy``,
+    ``position_bias``, ``noise``) is; ``sim`` alone is ``sim:preset=gpt4``. Explicit parameters
+    override a preset's.
+    """
     if spec.positional:
         raise SpecError(f"sim: unexpected value(s) {', '.join(spec.positional)}; use key=value")
     options = dict(spec.options)
+    known = (*_COMMON_KEYS, *_LATENT_KEYS, *_LEGACY_KEYS)
+    for key in options:
+        if key not in known:
+            raise SpecError(f"sim: unknown parameter {key!r} (known: {', '.join(sorted(known))})")
+    model = options.pop("model", None)
+    legacy_given = [key for key in _LEGACY_KEYS if key in options]
+    latent_given = [key for key in _LATENT_KEYS if key in options]
+    if model is None:
+        model = "legacy" if legacy_given else "latent"
+    if model not in MODELS:
+        raise SpecError(f"sim: model must be one of {', '.join(MODELS)}, got {model!r}")
+    wrong = legacy_given if model == "latent" else latent_given
+    if wrong:
+        other = "legacy" if model == "latent" else "latent"
+        raise SpecError(f"sim: {', '.join(wrong)} belong(s) to model={other}, not model={model}")
     preset = options.get("preset")
+    if preset is None and model == "latent" and not latent_given:
+        preset = options["preset"] = "gpt4"
+    if preset is not None and preset not in PRESET_RATES:
+        raise SpecError(f"sim: unknown preset {preset!r} (known: {', '.join(PRESET_RATES)})")
+    if model == "legacy":
+        if preset is not None:
+            accuracy, bias = parameters_from_rates(*PRESET_RATES[preset])
+            options.setdefault("accuracy", repr(round(accuracy, 4)))
+            options.setdefault("position_bias", repr(round(bias, 4)))
+        return build_dataclass(SimulatedJudge, options, where="sim")
     if preset is not None:
-        if preset not in PRESET_RATES:
-            raise SpecError(f"sim: unknown preset {preset!r} (known: {', '.join(PRESET_RATES)})")
-        accuracy, bias = parameters_from_rates(*PRESET_RATES[preset])
-        options.setdefault("accuracy", repr(round(accuracy, 4)))
-        options.setdefault("position_bias", repr(round(bias, 4)))
-    return build_dataclass(SimulatedJudge, options, where="sim")
+        for key, value in asdict(LATENT_PRESETS[preset]).items():
+            options.setdefault(key, repr(value))
+    return build_dataclass(LatentJudge, options, where="sim")

@@ -1,0 +1,164 @@
+"""``double_elimination``: a double-elimination tournament — an answer is out after its second loss.
+
+A knockout learns about an answer only until its first loss, so one unlucky verdict (a judge's
+slot preference, a close call) decides how often an answer is graded. Double elimination gives
+every answer a second chance: losers drop into a *losers' bracket* and leave only when they lose
+there too; the two brackets' survivors meet in a grand final, replayed once ("bracket reset") if
+the losers' bracket survivor wins it, since both then have one loss.
+
+**Rounds.** Every round pairs the answers still alive in each bracket at random (seeded), as
+knockout does, preferring opponents not yet met; an odd one out waits for the next round. The
+winners' bracket's losers join the losers' bracket from the next round on. Both brackets' duels
+go to the judge in one batch. N answers cost 2N − 2 duels (2N − 1 with a bracket reset): every
+duel gives exactly one loss, and all answers but the champion end with two. Single-order duels are
+shown in a seeded random order — and a rematch in the order the pair was *not* shown before, so
+it is a new judgment — which makes the cost 2N − 2 comparisons, a debiased knockout's; with
+``debias`` every duel is judged in both orders (twice the cost), and a rematch repeats the result.
+
+**Scores** (``aggregate``). ``corrected`` (default): each answer's grade level from every grade it
+received, corrected for the judge's first-slot effect by least squares
+(:func:`rankkit.strategies._graded.corrected_grades`) — a mean grade would also measure how
+often the answer happened to be shown first. ``grades``: the plain mean grade received (the
+knockout paper's averaging). ``bt``: Bradley–Terry ratings (Elo scale) of the verdicts.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rankkit.ratings import bradley_terry
+from rankkit.specs import SpecError
+from rankkit.strategies._budget import presented
+from rankkit.strategies._graded import corrected_grades, mean_grades
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.elo import judgment_records
+from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
+    from rankkit.matches import Duel, MatchSource
+
+AGGREGATES = ("corrected", "grades", "bt")
+
+
+def bracket_pairs(alive: list[str], met: set[frozenset[str]], rng: random.Random) -> tuple[list[tuple[str, str]], list[str]]:
+    """One bracket's round: the alive answers in a seeded random order, each paired with the next
+    one it has not met (the next one at all when it has met everyone left); returns the pairs and
+    the answer left without an opponent (at most one).
+
+    alive: the answers still in the bracket.
+    met: pairs that have played before, in either bracket (frozensets).
+    rng: the seeded generator of the task.
+    """
+    order = list(alive)
+    rng.shuffle(order)
+    pairs, idle = [], []
+    while order:
+        top = order.pop(0)
+        if not order:
+            idle.append(top)
+            break
+        partner = next((cid for cid in order if frozenset((top, cid)) not in met), order[0])
+        order.remove(partner)
+        pairs.append((top, partner))
+    return pairs, idle
+
+
+@register("double_elimination")
+@dataclass(frozen=True)
+class DoubleEliminationStrategy(Strategy):
+    """Double-elimination tournament: out after two losses, a losers' bracket, a grand final.
+
+    debias: judge every duel in both orders (twice the cost); otherwise each duel is shown in a
+        seeded random order, a rematch in the order not shown before.
+    aggregate: ``corrected`` — grade levels corrected for the judge's first-slot effect (default);
+        ``grades`` — the mean grade received; ``bt`` — Bradley–Terry ratings of the verdicts.
+
+    A tied duel is decided by a seeded coin flip. Scores count each distinct judgment once (a
+    debiased rematch repeats the judgments already made).
+    """
+
+    debias: bool = False
+    aggregate: str = "corrected"
+
+    description = "double-elimination tournament: out after two losses (2N-2 comparisons; x2 debiased)"
+
+    def __post_init__(self) -> None:
+        if self.aggregate not in AGGREGATES:
+            raise SpecError(f"strategy double_elimination: aggregate must be one of {', '.join(AGGREGATES)}, "
+                            f"got {self.aggregate!r}")
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        ids = task.candidate_ids
+        winners, losers = list(ids), []
+        losses = dict.fromkeys(ids, 0)
+        eliminated: dict[str, int | None] = {}
+        shown: dict[frozenset[str], tuple[str, str]] = {}  # the last order each pair was shown in
+        duels: list[Duel] = []
+        round_number = 0
+
+        def play(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+            """Judge the round's pairs in one batch; returns (winner, loser) per duel."""
+            nonlocal round_number
+            round_number += 1
+            ordered = [self._order(a, b, shown, rng) for a, b in pairs]
+            played = source.duel_many(ordered, debias=self.debias, round=round_number)
+            results = []
+            for duel in played:
+                shown[frozenset((duel.a, duel.b))] = (duel.a, duel.b)
+                outcome = duel.outcome if duel.outcome != 0.5 else float(rng.random() < 0.5)
+                results.append((duel.a, duel.b) if outcome == 1.0 else (duel.b, duel.a))
+            duels.extend(played)
+            return results
+
+        while len(winners) > 1 or len(losers) > 1:
+            met = set(shown)
+            upper, upper_idle = bracket_pairs(winners, met, rng) if len(winners) > 1 else ([], winners)
+            lower, lower_idle = bracket_pairs(losers, met, rng) if len(losers) > 1 else ([], losers)
+            results = play(upper + lower)
+            upper_results, lower_results = results[:len(upper)], results[len(upper):]
+            winners = [w for w, _ in upper_results] + list(upper_idle)
+            dropped = [loser for _, loser in upper_results]
+            losers = [w for w, _ in lower_results] + list(lower_idle)
+            for _, loser in lower_results:
+                eliminated[loser] = round_number
+            for _, loser in upper_results + lower_results:
+                losses[loser] += 1
+            losers += dropped  # they play in the losers' bracket from the next round on
+        champion = winners[0]
+        if losers:  # the grand final, and a bracket reset if the losers' bracket survivor wins it
+            challenger = losers[0]
+            (winner, loser), = play([(champion, challenger)])
+            losses[loser] += 1
+            if winner == challenger:
+                (winner, loser), = play([(champion, challenger)])
+                losses[loser] += 1
+            champion = winner
+            eliminated[loser] = round_number
+        eliminated[champion] = None
+
+        # source.matches holds each distinct judgment once, whatever was replayed.
+        if self.aggregate == "corrected":
+            scores = corrected_grades(source.matches, ids, unplayed=sum(task.scale) / 2)
+        elif self.aggregate == "grades":
+            scores = mean_grades(source.matches, ids, unplayed=sum(task.scale) / 2)
+        else:
+            scores = bradley_terry(judgment_records(source.matches), items=ids)
+        played = dict.fromkeys(ids, 0)
+        for duel in duels:
+            played[duel.a] += 1
+            played[duel.b] += 1
+        extras = {cid: {"losses": losses[cid], "eliminated_round": eliminated.get(cid), "played": played[cid],
+                        "rounds": round_number} for cid in ids}
+        return Ranking(scores=scores, champion=champion, extras=extras)
+
+    def _order(self, a: str, b: str, shown: dict[frozenset[str], tuple[str, str]], rng: random.Random) -> tuple[str, str]:
+        """How a duel is presented: a rematch in the order not shown before (single-order play
+        then gets a new judgment), otherwise a seeded random order; with ``debias`` as given."""
+        if self.debias:
+            return a, b
+        before = shown.get(frozenset((a, b)))
+        if before is not None:
+            return before[1], before[0]
+        return presented(a, b, rng)
