@@ -309,131 +309,124 @@ def _load_smollm2_weights(gguf: Path, copy_dir: Path, dtype: str, use_cache_dir:
 
 @dataclass(frozen=True)
 class Batch:
-    """Prompts run together: their indices and how many leading tokens they all share (and
-    whose key/value cache is computed once; 0 = none)."""
+    """Prompts run together: their indices and, for each, how many of its leading tokens come
+    from the cached keys and values of a prefix instead of being computed in the batch (0: none).
+    Rows may take different prefixes (one task's question, another task's)."""
 
     indices: tuple[int, ...]
-    shared: int
+    prefixes: tuple[int, ...]
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     """How many leading tokens ``a`` and ``b`` have in common."""
     n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+    if type(a) is not type(b):  # a list never equals a tuple
+        a, b = tuple(a), tuple(b)
+    if a[:n] == b[:n]:
+        return n
+    # Slice comparisons run in C: bisect on "the first `lo` tokens agree, the first `hi` do not".
+    lo, hi = 0, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
-def padded_tokens(rows: int, longest: int, extra_tokens: int = 0) -> int:
-    """Token positions a left-padded batch holds: ``rows`` x (its longest row + ``extra_tokens``,
-    the tokens a generate call appends to every row)."""
-    return rows * (longest + extra_tokens)
-
-
-def chunk_by_length(indices: Sequence[int], lengths: Sequence[int], batch_size: int,
-                    max_tokens: float, extra_tokens: int = 0) -> list[list[int]]:
-    """Split ``indices`` into batches, longest rows first, so rows of similar length share a batch
-    and little padding is wasted. A batch closes when one more row would make it exceed
-    ``batch_size`` rows or ``max_tokens`` padded tokens (see :func:`padded_tokens`); a row too
-    long for ``max_tokens`` on its own still runs, alone."""
-    chunks: list[list[int]] = []
-    current: list[int] = []
-    for index in sorted(indices, key=lambda i: -lengths[i]):
-        # The first row of a chunk is its longest, so it sets the padded width.
-        if current and (len(current) >= batch_size
-                        or padded_tokens(len(current) + 1, lengths[current[0]], extra_tokens) > max_tokens):
-            chunks.append(current)
-            current = []
-        current.append(index)
-    if current:
-        chunks.append(current)
-    return chunks
-
-
-#: How deep :func:`plan_batches` follows ever-longer shared prefixes. Real prompts nest a few
-#: levels (chat header, template instruction, question, first answer); the cap only keeps
+#: How deep :func:`prefix_lengths` follows ever-longer shared prefixes. Real prompts nest a few
+#: levels (chat header and template instruction, question, first answer); the cap only keeps
 #: pathological input (each prompt a prefix of the next) from exhausting Python's recursion.
 MAX_PREFIX_DEPTH = 32
 
 
-def plan_batches(sequences: Sequence[Sequence[int]], batch_size: int, min_shared: int,
-                 keep: Sequence[int] | None = None, max_tokens: int | None = None,
-                 extra_tokens: int = 0) -> list[Batch]:
-    """Split token sequences (any number, from any tasks) into batches to run.
+def prefix_lengths(sequences: Sequence[Sequence[int]], min_shared: int,
+                   keep: Sequence[int] | None = None) -> list[int]:
+    """For each sequence, how many leading tokens to take from a shared prefix's key/value cache.
 
-    sequences: the prompts' token ids.
-    batch_size: most rows per batch.
-    min_shared: a batch computes its rows' common prefix once (key/value cache, broadcast over
-        the rows) when that prefix has at least this many tokens; 0 disables sharing.
-    keep: ``keep[i]`` final tokens of sequence i are computed in the batch (their logits are
-        read), so the shared part never reaches into them; default 1 each.
-    max_tokens: most padded tokens per batch (:func:`padded_tokens`; None: no limit). A single
-        sequence longer than that runs alone.
-    extra_tokens: tokens each row grows by while the batch runs (``max_new_tokens`` when
-        generating), counted against ``max_tokens``.
+    sequences: the prompts' token ids (any number, from any tasks).
+    min_shared: shortest prefix worth sharing, in tokens; 0 disables sharing.
+    keep: ``keep[i]`` final tokens of sequence i must be computed in its batch (their logits are
+        read), so its prefix never reaches into them; default 1 each.
 
-    Without sharing, batches are cut from the sequences sorted by length (little padding). With
-    sharing, the sequences are sorted in token order, where prompts sharing a prefix sit together
-    and form a tree (chat header and template instruction, then one task's question, then one
-    first answer...). Each subtree, deepest first, fills whole batches from its rows sorted by
-    length; its leftover rows join its parent's pool, which shares a shorter prefix, as long as
-    that prefix is still worth sharing (>= ``min_shared``); otherwise they run as one partial
-    batch with their longer prefix. So requests of many tasks fill batches while each batch keeps
-    the longest prefix its rows have in common.
+    Sorted in token order, prompts form a tree of shared prefixes: chat header and template
+    instruction, then one task's question, then one first answer... A prefix is computed once
+    for all sequences under it, so each sequence takes the deepest one worth it: at least
+    ``min_shared`` tokens long, and saving at least ``min_shared`` tokens of computation over the
+    shallower prefix it extends (``extra tokens x (sequences under it - 1)``), which keeps a few
+    extra tokens from costing a forward pass of their own.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     n = len(sequences)
-    lengths = [len(s) for s in sequences]
-    budget = math.inf if max_tokens is None else max_tokens
     if min_shared <= 0 or n < 2:
-        return [Batch(tuple(chunk), 0) for chunk in chunk_by_length(range(n), lengths, batch_size, budget, extra_tokens)]
-
+        return [0] * n
     keep = list(keep) if keep is not None else [1] * n
-    limits = [lengths[i] - keep[i] for i in range(n)]  # how many leading tokens row i may share
     order = sorted(range(n), key=lambda i: tuple(sequences[i]))
-    position = {index: k for k, index in enumerate(order)}
-    # lcp[k]: tokens shared by the k-th and (k+1)-th sequence in token order; the common prefix
-    # of any set of sequences is the minimum of lcp between its first and last position.
+    # lcp[k]: tokens shared by the k-th and (k+1)-th sequence in token order; the sequences at
+    # positions lo..hi-1 share min(lcp[lo:hi-1]) tokens.
     lcp = [common_prefix_length(sequences[order[k]], sequences[order[k + 1]]) for k in range(n - 1)]
+    chosen = [0] * n
 
-    def shared_of(rows: Sequence[int]) -> int:
-        if len(rows) < 2:
-            return 0
-        spots = [position[i] for i in rows]
-        shared = min(min(lcp[min(spots):max(spots)]), min(limits[i] for i in rows))
-        return shared if shared >= min_shared else 0
-
-    def pack(lo: int, hi: int, depth: int) -> tuple[list[Batch], list[int]]:
-        """Full batches of the rows at sorted positions lo..hi-1 (at least 2), and the rows left
-        over for a partial batch."""
+    def assign(lo: int, hi: int, level: int, depth: int) -> None:
         common = min(lcp[lo:hi - 1])
-        batches: list[Batch] = []
-        pool: list[int] = []
+        if common >= min_shared and (common - level) * (hi - lo - 1) >= min_shared:
+            level = common
         start = lo
         for k in range(lo, hi):
             if k < hi - 1 and lcp[k] > common:
-                continue  # position k+1 is still in the subtree that started at `start`
+                continue  # position k+1 is still under the subtree that started at `start`
             if k > start and depth < MAX_PREFIX_DEPTH:  # positions start..k share more than `common`
-                full, rest = pack(start, k + 1, depth + 1)
-                batches.extend(full)
-                if rest and common < min_shared and shared_of(rest):
-                    batches.append(Batch(tuple(rest), shared_of(rest)))  # merging would lose the prefix
-                else:
-                    pool.extend(rest)
+                assign(start, k + 1, level, depth + 1)
             else:
-                pool.extend(order[start:k + 1])
+                for spot in range(start, k + 1):
+                    chosen[order[spot]] = level
             start = k + 1
-        chunks = chunk_by_length(pool, lengths, batch_size, budget, extra_tokens)
-        # Every chunk but the last closed because it was full; the last is full only at batch_size.
-        rest = chunks.pop() if chunks and len(chunks[-1]) < batch_size else []
-        batches.extend(Batch(tuple(chunk), shared_of(chunk)) for chunk in chunks)
-        return batches, rest
 
-    batches, rest = pack(0, n, 0)
-    if rest:
-        batches.append(Batch(tuple(rest), shared_of(rest)))
+    assign(0, n, 0, 0)
+    # A prefix cut short by `keep` is still a prefix of the shared one: its cache is a slice.
+    capped = [min(chosen[i], len(sequences[i]) - keep[i]) for i in range(n)]
+    return [c if c >= min_shared else 0 for c in capped]
+
+
+def padded_tokens(prefixes: Sequence[int], suffixes: Sequence[int], extra_tokens: int = 0) -> int:
+    """Token positions a batch holds: rows x (longest prefix + longest suffix + ``extra_tokens``,
+    the tokens a generate call appends to every row). Prefixes and suffixes are left-padded."""
+    return len(suffixes) * (max(prefixes) + max(suffixes) + extra_tokens)
+
+
+def plan_batches(lengths: Sequence[int], prefixes: Sequence[int] | None, batch_size: int,
+                 max_tokens: float | None = None, extra_tokens: int = 0) -> list[Batch]:
+    """Split sequences (any number, from any tasks) into batches.
+
+    lengths: each sequence's length in tokens.
+    prefixes: how many leading tokens of each come from a cached prefix (:func:`prefix_lengths`;
+        None: none); the rest, the suffix, is computed in the batch.
+    batch_size: most rows per batch.
+    max_tokens: most padded tokens per batch (:func:`padded_tokens`; None: no limit). A sequence
+        too long for it on its own still runs, alone.
+    extra_tokens: tokens each row grows by while the batch runs (``max_new_tokens`` when
+        generating), counted against ``max_tokens``.
+
+    Rows are taken longest suffix first, so rows of similar length share a batch and little
+    padding is computed; a batch closes when one more row would exceed ``batch_size`` or
+    ``max_tokens``.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    prefixes = list(prefixes) if prefixes is not None else [0] * len(lengths)
+    budget = math.inf if max_tokens is None else max_tokens
+    suffixes = [length - prefix for length, prefix in zip(lengths, prefixes)]
+    batches: list[Batch] = []
+    rows: list[int] = []
+    for index in sorted(range(len(lengths)), key=lambda i: (-suffixes[i], -prefixes[i])):
+        if rows and (len(rows) >= batch_size
+                     or padded_tokens([prefixes[i] for i in rows + [index]], [suffixes[i] for i in rows + [index]],
+                                      extra_tokens) > budget):
+            batches.append(Batch(tuple(rows), tuple(prefixes[i] for i in rows)))
+            rows = []
+        rows.append(index)
+    if rows:
+        batches.append(Batch(tuple(rows), tuple(prefixes[i] for i in rows)))
     return batches
 
 
@@ -476,14 +469,23 @@ class PrefixCache:
         self._entries.clear()
         self.nbytes = 0
 
-    def longest(self, tokens: Sequence[int]) -> tuple[int, list | None]:
-        """(m, kv): the most leading tokens of ``tokens`` any entry holds, and their cache
-        (``(0, None)`` when none). The entry used becomes the most recently used."""
+    def _best(self, tokens: Sequence[int]) -> tuple[tuple[int, ...] | None, int]:
+        tokens = tuple(tokens)
         best_key, best = None, 0
         for key in self._entries:
             shared = common_prefix_length(key, tokens)
             if shared > best:
                 best_key, best = key, shared
+        return best_key, best
+
+    def cached_length(self, tokens: Sequence[int]) -> int:
+        """The most leading tokens of ``tokens`` any entry holds (the LRU order is untouched)."""
+        return self._best(tokens)[1]
+
+    def longest(self, tokens: Sequence[int]) -> tuple[int, list | None]:
+        """(m, kv): the most leading tokens of ``tokens`` any entry holds, and their cache
+        (``(0, None)`` when none). The entry used becomes the most recently used."""
+        best_key, best = self._best(tokens)
         if best_key is None:
             return 0, None
         entry = self._entries.pop(best_key)
@@ -562,10 +564,13 @@ class HFEngine:
             torch.set_num_threads(threads)
         # forward_batches / batch_rows: batches run and rows in them (mean batch size);
         # real_tokens / padding_tokens: prompt tokens computed and pad tokens computed with them;
-        # prefix_*: shared prefixes (tokens not recomputed per row, cache hits and extensions).
+        # prefix_*: shared prefixes (tokens not recomputed per row, cache hits and extensions,
+        # the one-row passes computing prefixes and their tokens);
+        # past_padding_tokens: zero positions padding rows whose prefixes differ in length.
         self.stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0,
                       "shared_prefix_batches": 0, "prefix_tokens_saved": 0, "prefix_cache_hits": 0,
-                      "prefix_cache_extensions": 0, "prefix_tokens_reused": 0}
+                      "prefix_cache_extensions": 0, "prefix_tokens_reused": 0, "prefix_passes": 0,
+                      "prefix_tokens_computed": 0, "past_padding_tokens": 0}
         self._prefixes = PrefixCache(prefix_cache_entries, prefix_cache_bytes)
 
     @property
@@ -630,6 +635,8 @@ class HFEngine:
             kwargs["past_key_values"] = _make_cache(kv, 1, self.model.config)
             self.stats["prefix_cache_extensions"] += 1
             self.stats["prefix_tokens_reused"] += reused
+        self.stats["prefix_passes"] += 1
+        self.stats["prefix_tokens_computed"] += len(prefix) - reused
         ids = torch.tensor([list(prefix[reused:])], device=self.model.device)
         positions = torch.arange(reused, len(prefix), device=self.model.device)[None]
         out = self.model.get_decoder()(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
@@ -644,28 +651,68 @@ class HFEngine:
         self.stats["real_tokens"] += sum(row_lengths)
         self.stats["padding_tokens"] += len(row_lengths) * max(row_lengths) - sum(row_lengths)
 
-    def _hidden(self, sequences: Sequence[Sequence[int]], shared: int):
-        """Last hidden states ``[batch, length, hidden]`` of left-padded sequences; with
-        ``shared`` > 0, the first ``shared`` tokens (common to all) come from a KV cache and only
-        the suffixes are returned."""
+    def _plan(self, sequences: Sequence[Sequence[int]], keep: Sequence[int] | None = None) -> list[Batch]:
+        """Batches for one forward-pass call: each row's prefix is the deepest shared one worth
+        computing (:func:`prefix_lengths`) or a longer one already cached (free: a knockout's
+        later rounds reuse the question cached in its first); then rows by suffix length."""
+        prefixes = prefix_lengths(sequences, self.shared_prefix, keep)
+        if self.shared_prefix and len(self._prefixes):
+            for i, sequence in enumerate(sequences):
+                limit = len(sequence) - (keep[i] if keep is not None else 1)
+                cached = min(self._prefixes.cached_length(sequence), limit)
+                if cached >= self.shared_prefix and cached > prefixes[i]:
+                    prefixes[i] = cached
+        return plan_batches([len(s) for s in sequences], prefixes, self.batch_size, self.max_batch_tokens)
+
+    def _batch_past(self, sequences: Sequence[Sequence[int]], prefixes: Sequence[int]) -> Any:
+        """The key/value cache a batch starts from: row i holds the cache of its first
+        ``prefixes[i]`` tokens, right-aligned (left-padded with zeros, which the attention mask
+        hides). One prefix for every row is broadcast instead of copied."""
+        by_prefix: dict[tuple[int, ...], list] = {}
+        row_kv = []
+        for sequence, length in zip(sequences, prefixes):
+            key = tuple(sequence[:length])
+            if length and key not in by_prefix:
+                by_prefix[key] = self._prefix_kv(key)
+            row_kv.append(by_prefix.get(key) if length else None)
+        past = max(prefixes)
+        if len(by_prefix) == 1 and min(prefixes) == past:
+            return _make_cache(next(iter(by_prefix.values())), len(sequences), self.model.config)
+        layers = []
+        for layer, (keys0, values0) in enumerate(next(iter(by_prefix.values()))):
+            keys = keys0.new_zeros((len(sequences), keys0.shape[1], past, keys0.shape[3]))
+            values = values0.new_zeros((len(sequences), values0.shape[1], past, values0.shape[3]))
+            for row, (kv, length) in enumerate(zip(row_kv, prefixes)):
+                if kv is not None:
+                    keys[row, :, past - length:] = kv[layer][0][0]
+                    values[row, :, past - length:] = kv[layer][1][0]
+            layers.append((keys, values))
+        self.stats["past_padding_tokens"] += len(sequences) * past - sum(prefixes)
+        return _make_cache(layers, len(sequences), self.model.config)
+
+    def _hidden(self, sequences: Sequence[Sequence[int]], prefixes: Sequence[int]):
+        """Last hidden states ``[batch, length, hidden]`` of the rows' suffixes, left-padded: the
+        first ``prefixes[i]`` tokens of row i come from a prefix's cached keys and values."""
         torch = import_torch()
         device = self.model.device
-        suffixes = [list(s[shared:]) for s in sequences]
+        suffixes = [list(s[p:]) for s, p in zip(sequences, prefixes)]
         length = max(len(s) for s in suffixes)
         pad = self.tokenizer.pad_token_id
         input_ids = torch.tensor([[pad] * (length - len(s)) + s for s in suffixes], device=device)
         mask = torch.tensor([[0] * (length - len(s)) + [1] * len(s) for s in suffixes], device=device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0) + shared
+        # Each row's suffix continues its own prefix's positions.
+        positions = (mask.cumsum(-1) - 1).clamp(min=0) + torch.tensor(list(prefixes), device=device)[:, None]
         kwargs: dict[str, Any] = {}
-        if shared:
-            kv = self._prefix_kv(sequences[0][:shared])
-            kwargs["past_key_values"] = _make_cache(kv, len(sequences), self.model.config)
-            mask = torch.cat([torch.ones(len(sequences), shared, dtype=mask.dtype, device=device), mask], dim=1)
+        past = max(prefixes)
+        if past:
+            kwargs["past_key_values"] = self._batch_past(sequences, prefixes)
+            past_mask = torch.tensor([[0] * (past - p) + [1] * p for p in prefixes], dtype=mask.dtype, device=device)
+            mask = torch.cat([past_mask, mask], dim=1)
             self.stats["shared_prefix_batches"] += 1
-            self.stats["prefix_tokens_saved"] += shared * len(sequences)
+            self.stats["prefix_tokens_saved"] += sum(prefixes)
         self._count_batch([len(s) for s in suffixes])
         out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                                       use_cache=bool(shared), **kwargs)
+                                       use_cache=bool(past), **kwargs)
         return out.last_hidden_state
 
     def _logits(self, hidden):
@@ -677,9 +724,9 @@ class HFEngine:
 
         prefix, choice_ids = self.choice_token_ids(assistant_prefix, choices)
         sequences = [self.encode(self.chat_text(c) + prefix) for c in conversations]
-        for batch in plan_batches(sequences, self.batch_size, self.shared_prefix, max_tokens=self.max_batch_tokens):
+        for batch in self._plan(sequences):
             with torch.inference_mode():
-                hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared)
+                hidden = self._hidden([sequences[i] for i in batch.indices], batch.prefixes)
                 logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)[:, choice_ids].tolist()
             for index, row in zip(batch.indices, logprobs):
                 yield index, dict(zip(choices, row))
@@ -698,10 +745,9 @@ class HFEngine:
             sequences.append(full_ids)
             answer_lengths.append(n_answer)
         keep = [n + 1 for n in answer_lengths]  # the logits before each answer token are read
-        for batch in plan_batches(sequences, self.batch_size, self.shared_prefix, keep=keep,
-                                  max_tokens=self.max_batch_tokens):
+        for batch in self._plan(sequences, keep):
             with torch.inference_mode():
-                hidden = self._hidden([sequences[i] for i in batch.indices], batch.shared)
+                hidden = self._hidden([sequences[i] for i in batch.indices], batch.prefixes)
                 values = []
                 for row, index in enumerate(batch.indices):
                     n = answer_lengths[index]
@@ -724,7 +770,7 @@ class HFEngine:
         stop_ids = self._stop_ids()
         pad = self.tokenizer.pad_token_id
         # Generation runs through model.generate, without a shared-prefix cache.
-        for batch in plan_batches(sequences, self.batch_size, 0, max_tokens=self.max_batch_tokens,
+        for batch in plan_batches([len(s) for s in sequences], None, self.batch_size, self.max_batch_tokens,
                                   extra_tokens=max_new_tokens):
             rows = [sequences[i] for i in batch.indices]
             length = max(len(r) for r in rows)

@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 
 from rankkit.judges import hf  # noqa: E402  (after the importorskip guards)
 from rankkit.judges import make_judge  # noqa: E402
-from rankkit.judges.hf import HFEngine, common_prefix_length, plan_batches  # noqa: E402
+from rankkit.judges.hf import HFEngine, common_prefix_length, plan_batches, prefix_lengths  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
 
 REPLY = "Explanation: fine. Answer 1: 3/4 Answer 2: 1/4 Score: 3/4"
@@ -165,38 +165,50 @@ def test_rankkit_help_and_strategies_do_not_import_torch():
 # -- batch planning (pure) ----------------------------------------------------------------------
 
 def test_plan_batches_covers_every_index_once_and_sorts_by_length():
-    sequences = [[1] * n for n in (5, 9, 2, 7, 3)]
-    batches = plan_batches(sequences, batch_size=2, min_shared=0)
-    assert sorted(i for b in batches for i in b.indices) == [0, 1, 2, 3, 4]
+    batches = plan_batches([5, 9, 2, 7, 3], None, batch_size=2)
     assert [b.indices for b in batches] == [(1, 3), (0, 4), (2,)]
-    assert all(b.shared == 0 for b in batches)
+    assert all(b.prefixes == (0,) * len(b.indices) for b in batches)
 
 
-def test_plan_batches_groups_shared_prefixes_and_protects_read_positions():
+def test_prefix_lengths_share_prefixes_and_protect_read_positions():
     prefix = list(range(100, 140))
     sequences = [prefix + [1, 2], [7, 7, 7], prefix + [3], prefix + [4, 5, 6], [8] * 50]
-    batches = plan_batches(sequences, batch_size=8, min_shared=16, keep=[1, 1, 2, 1, 1])
-    shared = [b for b in batches if b.shared]
-    assert len(shared) == 1 and sorted(shared[0].indices) == [0, 2, 3]
-    assert shared[0].shared == 39  # sequence 2 must keep its last 2 tokens out of the shared part
-    assert sorted(i for b in batches for i in b.indices) == [0, 1, 2, 3, 4]
-    assert common_prefix_length([1, 2, 3], [1, 2, 4]) == 2
-    small = plan_batches(sequences, batch_size=2, min_shared=16)
-    assert all(len(b.indices) <= 2 for b in small)
+    # Sequence 2 must keep its last 2 tokens out of its prefix: it takes 39 of the 40.
+    assert prefix_lengths(sequences, min_shared=16, keep=[1, 1, 2, 1, 1]) == [40, 0, 39, 40, 0]
+    assert prefix_lengths(sequences, min_shared=41) == [0] * 5
+    assert prefix_lengths(sequences, min_shared=0) == [0] * 5
+    assert common_prefix_length([1, 2, 3], [1, 2, 4]) == 2 and common_prefix_length((1, 2), [1, 2, 3]) == 2
+    assert common_prefix_length(list(range(1000)), list(range(999)) + [5]) == 999
 
 
-def check_plan(sequences, batches, batch_size, min_shared, keep, max_tokens, extra_tokens=0):
-    """The invariants of any plan: every index once; row and token caps (a lone row may exceed
-    the token cap); a shared part that all rows really share, leaves their kept tokens alone and
-    is either 0 or worth sharing."""
-    assert sorted(i for b in batches for i in b.indices) == list(range(len(sequences)))
+def test_prefix_lengths_take_a_deeper_prefix_only_when_it_saves_enough():
+    head = list(range(100, 120))  # 20 tokens every sequence shares
+    few = [head + [1, 2, 3, 4, 5, 200 + k] for k in range(2)]  # 2 sequences share 5 more tokens
+    many = [head + [6, 7, 8, 9, 10, 300 + k] for k in range(5)]  # 5 sequences share 5 more tokens
+    lengths = prefix_lengths(few + many, min_shared=16)
+    # 5 extra tokens computed once instead of twice save 5 < 16; for 5 sequences they save 20.
+    assert lengths == [20, 20] + [25] * 5
+
+
+def check_plan(lengths, prefixes, batches, batch_size, max_tokens, extra_tokens=0):
+    """The invariants of any plan: every index once, with its prefix; at most batch_size rows;
+    at most max_tokens padded tokens, unless a row runs alone."""
+    assert sorted(i for b in batches for i in b.indices) == list(range(len(lengths)))
     for batch in batches:
-        rows = [sequences[i] for i in batch.indices]
-        assert len(rows) <= batch_size
-        assert len(rows) == 1 or len(rows) * (max(map(len, rows)) + extra_tokens) <= max_tokens
-        assert batch.shared == 0 or batch.shared >= min_shared
-        assert all(row[:batch.shared] == rows[0][:batch.shared] for row in rows)
-        assert all(batch.shared <= len(sequences[i]) - keep[i] for i in batch.indices)
+        assert batch.prefixes == tuple(prefixes[i] for i in batch.indices)
+        suffixes = [lengths[i] - prefixes[i] for i in batch.indices]
+        assert len(suffixes) <= batch_size
+        assert len(suffixes) == 1 or len(suffixes) * (max(batch.prefixes) + max(suffixes) + extra_tokens) <= max_tokens
+
+
+def check_prefixes(sequences, prefixes, min_shared, keep):
+    """Each prefix is 0 or worth sharing, leaves the kept tokens alone, and is shared with some
+    other sequence."""
+    for i, (sequence, length) in enumerate(zip(sequences, prefixes)):
+        assert length == 0 or length >= min_shared
+        assert length <= len(sequence) - keep[i]
+        assert length == 0 or any(common_prefix_length(sequence, other) >= length
+                                  for k, other in enumerate(sequences) if k != i)
 
 
 def random_prompts(rng, tasks: int, per_task: int, instruction: int = 20, question: int = 30) -> list[list[int]]:
@@ -212,58 +224,55 @@ def random_prompts(rng, tasks: int, per_task: int, instruction: int = 20, questi
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_plan_batches_keeps_its_invariants_on_mixed_prompts(seed):
+def test_plans_keep_their_invariants_on_mixed_prompts(seed):
     import random
 
     rng = random.Random(seed)
     sequences = random_prompts(rng, tasks=rng.randrange(1, 9), per_task=rng.randrange(1, 12))
     sequences += [[rng.randrange(200, 300) for _ in range(rng.randrange(1, 90))] for _ in range(rng.randrange(0, 6))]
     keep = [rng.randrange(1, 4) for _ in sequences]
+    lengths = [len(s) for s in sequences]
     for batch_size, min_shared, max_tokens, extra in ((8, 16, 400, 0), (3, 16, 10**6, 0), (5, 0, 300, 20),
                                                       (8, 40, 250, 0), (1, 16, 100, 0)):
-        batches = plan_batches(sequences, batch_size, min_shared, keep=keep, max_tokens=max_tokens,
-                               extra_tokens=extra)
-        check_plan(sequences, batches, batch_size, min_shared, keep, max_tokens, extra)
+        prefixes = prefix_lengths(sequences, min_shared, keep)
+        check_prefixes(sequences, prefixes, min_shared, keep)
+        batches = plan_batches(lengths, prefixes, batch_size, max_tokens=max_tokens, extra_tokens=extra)
+        check_plan(lengths, prefixes, batches, batch_size, max_tokens, extra)
 
 
 def test_plan_batches_caps_padded_tokens_and_runs_an_over_long_prompt_alone():
-    sequences = [[1] * n for n in (10, 10, 10, 10, 60, 300)]
-    batches = plan_batches(sequences, batch_size=8, min_shared=0, max_tokens=100)
+    lengths = [10, 10, 10, 10, 60, 300]
+    batches = plan_batches(lengths, None, batch_size=8, max_tokens=100)
     assert [b.indices for b in batches] == [(5,), (4,), (0, 1, 2, 3)]
     # Generating appends max_new_tokens to every row: 4 x (10 + 20) > 100.
-    generating = plan_batches(sequences[:4], batch_size=8, min_shared=0, max_tokens=100, extra_tokens=20)
+    generating = plan_batches(lengths[:4], None, batch_size=8, max_tokens=100, extra_tokens=20)
     assert [len(b.indices) for b in generating] == [3, 1]
+    # Prefixes and suffixes are padded separately: a row of prefix 30 + suffix 10 and one of
+    # suffix 30 hold 2 x (30 + 30) = 120 positions > 100, though neither is longer than 40.
+    with_prefixes = plan_batches([40, 30], [30, 0], batch_size=8, max_tokens=100)
+    assert [b.indices for b in with_prefixes] == [(1,), (0,)]
 
 
-def test_plan_batches_fills_batches_across_tasks_and_shares_each_tasks_question():
+def test_requests_of_many_tasks_fill_batches_and_keep_their_own_prefixes():
     import random
 
     rng = random.Random(0)
     instruction, question = 20, 30
     # 2 tasks with 10 requests each, then 6 tasks with 2 (a late knockout round).
     sequences = random_prompts(rng, tasks=2, per_task=10) + random_prompts(rng, tasks=6, per_task=2)
-    # random_prompts draws a new instruction per call: give every prompt the first one.
-    head = sequences[0][:instruction]
+    head = sequences[0][:instruction]  # random_prompts draws an instruction per call: use one
     sequences = [head + s[instruction:] for s in sequences]
-    batches = plan_batches(sequences, batch_size=8, min_shared=16)
-    check_plan(sequences, batches, 8, 16, [1] * len(sequences), math.inf)
-    sizes = sorted(len(b.indices) for b in batches)
-    assert sizes == [8, 8, 8, 8]  # 32 requests, 4 full batches
-    # The two big tasks each fill a batch behind their own question; the rest share the instruction.
-    deep = [b for b in batches if b.shared >= instruction + question]
-    assert len(deep) == 2
-    assert {frozenset(i // 10 for i in b.indices) for b in deep} == {frozenset({0}), frozenset({1})}
-    assert all(b.shared >= instruction for b in batches)
+    prefixes = prefix_lengths(sequences, min_shared=16)
+    assert all(p >= instruction + question for p in prefixes)  # each at least its own task's question
+    batches = plan_batches([len(s) for s in sequences], prefixes, batch_size=8)
+    assert sorted(len(b.indices) for b in batches) == [8, 8, 8, 8]  # 32 requests, 4 full batches
+    assert any(len({i // 10 if i < 20 else i // 2 for i in b.indices}) > 1 for b in batches)  # tasks mixed
 
 
-def test_plan_batches_sorts_rows_by_length_within_a_shared_prefix():
-    prefix = list(range(100, 130))
+def test_plan_batches_sorts_rows_by_suffix_length():
     lengths = (3, 40, 5, 38, 4, 41, 6, 39)
-    # Token order interleaves long and short suffixes; a plan cut in token order pads a lot.
-    sequences = [prefix + [1000 + k] + [7] * n for k, n in enumerate(lengths)]
-    batches = plan_batches(sequences, batch_size=4, min_shared=16)
+    batches = plan_batches([30 + n for n in lengths], [30] * 8, batch_size=4)
     assert sorted(tuple(sorted(b.indices)) for b in batches) == [(0, 2, 4, 6), (1, 3, 5, 7)]
-    assert all(b.shared == len(prefix) for b in batches)
 
 
 def test_prefix_cache_returns_the_longest_cached_prefix_and_stays_bounded():
@@ -453,6 +462,7 @@ def test_logprobs_and_logliks_do_not_depend_on_batch_composition(tiny):
     shared_full = results[1][1]
     assert shared_full["batch_rows"] / shared_full["forward_batches"] > 4
     assert shared_full["shared_prefix_batches"] >= 2 and shared_full["prefix_tokens_reused"] > 0
+    assert shared_full["past_padding_tokens"] > 0  # rows of different tasks, each with its prefix
     assert results[4][1]["forward_batches"] > shared_full["forward_batches"]
 
 
