@@ -9,12 +9,14 @@ backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
 ``dtype``               ``bfloat16`` (default; fastest on recent CPUs), ``float32``, ``float16``, ``auto``
 ``device``              ``cpu`` (default), ``cuda``, ``cuda:1``, ``mps``
 ``batch_size``          most prompts per forward pass or generate call (default 8)
-``max_batch_tokens``    most padded tokens per batch: rows x longest prompt, plus ``max_new_tokens``
-                        per row when generating (default 8192); a longer prompt runs alone
+``max_batch_tokens``    most padded tokens per batch: rows x padded prompt width, plus
+                        ``max_new_tokens`` per row when generating (default 8192); a longer
+                        prompt runs alone
 ``threads``             torch CPU threads (default: torch's choice)
-``shared_prefix``       minimum shared prompt-prefix length, in tokens, above which a batch computes
-                        the prefix's key/value cache once and runs only the differing suffixes
-                        (default 64; 0 turns it off) — see ``benchmarks/results/judge_throughput.md``
+``shared_prefix``       minimum shared prompt-prefix length, in tokens, above which the prefix's
+                        key/value cache is computed once and prompts run only their differing
+                        suffixes (default 64; 0 turns it off) — see :func:`prefix_lengths` and
+                        ``benchmarks/results/judge_throughput.md``
 ``mode``                ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.llm`)
 ``template``            ``auto``, ``paper``, ``generic``, ``mt``, a template name or a FILE
 ``max_new_tokens``, ``temperature`` (0.1 as in the paper), ``seed``, ``retries``
@@ -37,17 +39,21 @@ and ``rankkit strategies`` never load them. A model is loaded once per process (
 cache keyed by what was loaded), however many judges use it.
 
 **Batching.** An engine call takes any number of conversations — a dispatcher may pass hundreds,
-from many tasks (``capacity`` = ``batch_size`` requests fill one batch, ``fills_batches`` says
-waiting for that pays) — and plans its own batches (:func:`plan_batches`): at most
-``batch_size`` rows and ``max_batch_tokens`` padded tokens each, rows of similar length together
-so little padding is computed, left-padded. Prompts sharing a long prefix (chat header and
-template instruction; then one task's question) are batched so that each batch shares the longest
-prefix its rows have in common; that prefix's key/value cache is computed once and broadcast over
-the batch. Prefix caches are kept between calls in a bounded LRU (:class:`PrefixCache`), and a
-new prefix starts from the longest cached one it extends. Each batch's results are yielded, under
+from many tasks (``capacity`` = ``batch_size`` requests fill one batch; ``fills_batches`` says
+waiting for that pays) — and plans its own batches. Each prompt first gets a prefix
+(:func:`prefix_lengths`): the deepest one it shares with other prompts of the call (chat header
+and template instruction; then its task's question) that is at least ``shared_prefix`` tokens long
+and saves as many, or a longer one already cached. That prefix's keys and values are computed once
+(:meth:`HFEngine._prefix_kv`) and only the rest of the prompt, its suffix, runs in a batch. Batches
+(:func:`plan_batches`) take rows by suffix length, so little padding is computed, with at most
+``batch_size`` rows and ``max_batch_tokens`` padded tokens each; rows of different tasks share a
+batch, each starting from its own prefix (prefixes right-aligned and left-padded, hidden by the
+attention mask). Prefix caches are kept between calls in a bounded LRU (:class:`PrefixCache`), and
+a new prefix starts from the longest cached one it extends. Each batch's results are yielded, under
 the caller's indices, as soon as it is done. Everything runs under ``torch.inference_mode``; the
 LM head is applied only to the positions whose logits are read (the last one, or an answer's
-tokens). ``stats`` counts batches, rows, real and padding tokens and prefix reuse.
+tokens). ``stats`` counts batches, rows, real and padding tokens and prefix reuse. Generation
+(``model.generate``) is batched the same way, without prefixes.
 """
 
 from __future__ import annotations
@@ -522,8 +528,8 @@ class HFEngine:
     identity: what names these weights in the fingerprint (never a path that moves).
     batch_size: most prompts per forward pass / generate call.
     shared_prefix: minimum shared prefix (tokens) for computing a prefix's KV cache once; 0 = off.
-    max_batch_tokens: most padded tokens per batch (rows x longest prompt, + max_new_tokens when
-        generating); a longer prompt runs alone.
+    max_batch_tokens: most padded tokens per batch (:func:`padded_tokens`: rows x padded prompt
+        width, + max_new_tokens when generating); a longer prompt runs alone.
     threads: torch CPU threads (None: leave torch's setting).
     min_new_tokens: make ``generate`` write at least this many tokens (0; the throughput
         benchmark uses it to time a paper-length explanation on a model that stops early).
@@ -531,11 +537,12 @@ class HFEngine:
 
     ``capacity`` and ``fills_batches`` tell a dispatcher that coalesces requests how to feed the
     engine: ``capacity`` requests per call fill a batch, and waiting briefly for a full batch is
-    worth it (a forward pass costs little more for 8 rows than for 1).
+    worth it (on a GPU a forward pass costs little more for 8 rows than for 1; on a CPU, where
+    cost follows tokens, a full batch is no slower).
     """
 
     backend = "hf"
-    #: Waiting until ``capacity`` requests are pending pays: batched rows are nearly free.
+    #: Waiting until ``capacity`` requests are pending pays (see the class docstring).
     fills_batches = True
 
     def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
