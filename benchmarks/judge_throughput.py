@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -136,20 +137,33 @@ def fill_row(label: str, stats: dict, batch_size: int, seconds: float | None, re
             f"{padding} ({padding / (real + padding):.0%}) | {stats['prefix_tokens_saved']} | {prefixes} | {rate} |")
 
 
-def plan_stats(sequences, batch_size: int, shared: int, max_tokens: int) -> dict:
-    """What the engine's ``stats`` would count for one call of ``sequences`` with an empty prefix
-    cache, from the plan alone (no model run)."""
+def engine_groups(judge, requests) -> list[list[list[int]]]:
+    """The token sequences the engine gets for ``requests`` in logprob mode, grouped as
+    :class:`~rankkit.judges.llm.LLMJudge` groups them into engine calls (one per choice prefix:
+    the MT prompts end in "Translation", the others in "Answer")."""
+    groups: dict[str, list[list[int]]] = {}
+    for prompt in judge.pair_prompts(requests):
+        prefix, _ = judge.engine.choice_token_ids(prompt.template.choice_prefix + " ", ["1", "2"])
+        groups.setdefault(prefix, []).append(judge.engine.encode(judge.engine.chat_text(prompt.conversation) + prefix))
+    return list(groups.values())
+
+
+def plan_stats(groups, batch_size: int, shared: int, max_tokens: int, max_padding: float) -> dict:
+    """What the engine's ``stats`` would count for one call per group of sequences with an empty
+    prefix cache, from the plan alone (no model run)."""
     from rankkit.judges.hf import plan_batches, prefix_lengths
 
-    prefixes = prefix_lengths(sequences, shared)
     stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0, "prefix_tokens_saved": 0}
-    for batch in plan_batches([len(s) for s in sequences], prefixes, batch_size, max_tokens):
-        suffixes = [len(sequences[i]) - prefixes[i] for i in batch.indices]
-        stats["forward_batches"] += 1
-        stats["batch_rows"] += len(suffixes)
-        stats["real_tokens"] += sum(suffixes)
-        stats["padding_tokens"] += len(suffixes) * max(suffixes) - sum(suffixes)
-        stats["prefix_tokens_saved"] += sum(batch.prefixes)
+    for sequences in groups:
+        prefixes = prefix_lengths(sequences, shared)
+        for batch in plan_batches([len(s) for s in sequences], prefixes, batch_size, max_tokens,
+                                  max_padding=max_padding):
+            suffixes = [len(sequences[i]) - prefixes[i] for i in batch.indices]
+            stats["forward_batches"] += 1
+            stats["batch_rows"] += len(suffixes)
+            stats["real_tokens"] += sum(suffixes)
+            stats["padding_tokens"] += len(suffixes) * max(suffixes) - sum(suffixes)
+            stats["prefix_tokens_saved"] += sum(batch.prefixes)
     return stats
 
 
@@ -166,9 +180,8 @@ def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, dat
         return LLMJudge(hf.HFEngine(model, tokenizer, identity, batch_size=batch_size), mode="logprob")
 
     probe = new_judge()
-    sequences = [probe.engine.encode(probe.engine.chat_text(p.conversation) + "The better answer is Answer")
-                 for p in probe.pair_prompts(requests)]
-    lengths = sorted(map(len, sequences))
+    groups = engine_groups(probe, requests)
+    lengths = sorted(len(s) for group in groups for s in group)
     templates = {p.template.name for p in probe.pair_prompts(requests)}
     datasets = {task_requests[0][0].meta.get("source", "sample") for task_requests in per_task}
 
@@ -177,8 +190,9 @@ def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, dat
     say(f"(1-min load average {os.getloadavg()[0]:.1f} at the start of this section.)")
     say()
     say(f"{len(requests)} comparisons: the first knockout round of {len(per_task)} tasks ({len(datasets)} sources, "
-        f"{len(templates)} templates), logprob mode, batch_size {batch_size}, max_batch_tokens "
-        f"{hf.DEFAULT_MAX_BATCH_TOKENS}, shared_prefix {hf.DEFAULT_SHARED_PREFIX}. Prompts of {lengths[0]}-{lengths[-1]} "
+        f"{len(templates)} templates, so {len(groups)} engine calls: one per choice prefix), logprob mode, "
+        f"batch_size {batch_size}, max_batch_tokens {hf.DEFAULT_MAX_BATCH_TOKENS}, max_padding "
+        f"{hf.DEFAULT_MAX_PADDING}, shared_prefix {hf.DEFAULT_SHARED_PREFIX}. Prompts of {lengths[0]}-{lengths[-1]} "
         f"tokens (median {lengths[len(lengths) // 2]}). Fill = mean batch size / batch_size. Tokens computed in "
         f"batches: each row's tokens after its cached prefix, plus the padding computed with them; prefix passes "
         f"are the one-row forward passes that compute a shared prefix (a template instruction, a task's question) "
@@ -200,9 +214,11 @@ def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, dat
     say("|---|---|---|---|---|---|---|---|---|")
     say(fill_row("one call per task (before)", runs["per task"][1], batch_size, runs["per task"][0], len(requests)))
     say(fill_row("all tasks in one call", runs["one call"][1], batch_size, runs["one call"][0], len(requests)))
-    for size in (16, 32):
-        stats = plan_stats(sequences, size, hf.DEFAULT_SHARED_PREFIX, hf.DEFAULT_MAX_BATCH_TOKENS)
-        say(fill_row(f"all in one call, plan only, batch_size {size}", stats, size, None, len(requests)))
+    for size, padding in ((batch_size, math.inf), (16, hf.DEFAULT_MAX_PADDING), (32, hf.DEFAULT_MAX_PADDING),
+                          (32, math.inf)):
+        stats = plan_stats(groups, size, hf.DEFAULT_SHARED_PREFIX, hf.DEFAULT_MAX_BATCH_TOKENS, padding)
+        say(fill_row(f"all in one call, plan only, batch_size {size}, max_padding {padding}", stats, size, None,
+                     len(requests)))
     say()
     before, after = runs["per task"][2], runs["one call"][2]
     flips = sum(a.winner != b.winner for a, b in zip(before, after))

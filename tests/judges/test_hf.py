@@ -190,15 +190,16 @@ def test_prefix_lengths_take_a_deeper_prefix_only_when_it_saves_enough():
     assert lengths == [20, 20] + [25] * 5
 
 
-def check_plan(lengths, prefixes, batches, batch_size, max_tokens, extra_tokens=0):
+def check_plan(lengths, prefixes, batches, batch_size, max_tokens, extra_tokens=0, max_padding=math.inf):
     """The invariants of any plan: every index once, with its prefix; at most batch_size rows;
-    at most max_tokens padded tokens, unless a row runs alone."""
+    at most max_tokens padded tokens and max_padding waste, unless a row runs alone."""
     assert sorted(i for b in batches for i in b.indices) == list(range(len(lengths)))
     for batch in batches:
         assert batch.prefixes == tuple(prefixes[i] for i in batch.indices)
         suffixes = [lengths[i] - prefixes[i] for i in batch.indices]
         assert len(suffixes) <= batch_size
         assert len(suffixes) == 1 or len(suffixes) * (max(batch.prefixes) + max(suffixes) + extra_tokens) <= max_tokens
+        assert len(suffixes) == 1 or len(suffixes) * max(suffixes) - sum(suffixes) <= max_padding * sum(suffixes)
 
 
 def check_prefixes(sequences, prefixes, min_shared, keep):
@@ -232,12 +233,14 @@ def test_plans_keep_their_invariants_on_mixed_prompts(seed):
     sequences += [[rng.randrange(200, 300) for _ in range(rng.randrange(1, 90))] for _ in range(rng.randrange(0, 6))]
     keep = [rng.randrange(1, 4) for _ in sequences]
     lengths = [len(s) for s in sequences]
-    for batch_size, min_shared, max_tokens, extra in ((8, 16, 400, 0), (3, 16, 10**6, 0), (5, 0, 300, 20),
-                                                      (8, 40, 250, 0), (1, 16, 100, 0)):
+    for batch_size, min_shared, max_tokens, extra, padding in (
+            (8, 16, 400, 0, math.inf), (3, 16, 10**6, 0, 0.25), (5, 0, 300, 20, 0.1), (8, 40, 250, 0, 1.0),
+            (1, 16, 100, 0, math.inf), (8, 16, 10**6, 0, 0.25)):
         prefixes = prefix_lengths(sequences, min_shared, keep)
         check_prefixes(sequences, prefixes, min_shared, keep)
-        batches = plan_batches(lengths, prefixes, batch_size, max_tokens=max_tokens, extra_tokens=extra)
-        check_plan(lengths, prefixes, batches, batch_size, max_tokens, extra)
+        batches = plan_batches(lengths, prefixes, batch_size, max_tokens=max_tokens, extra_tokens=extra,
+                               max_padding=padding)
+        check_plan(lengths, prefixes, batches, batch_size, max_tokens, extra, padding)
 
 
 def test_plan_batches_caps_padded_tokens_and_runs_an_over_long_prompt_alone():
@@ -251,6 +254,15 @@ def test_plan_batches_caps_padded_tokens_and_runs_an_over_long_prompt_alone():
     # suffix 30 hold 2 x (30 + 30) = 120 positions > 100, though neither is longer than 40.
     with_prefixes = plan_batches([40, 30], [30, 0], batch_size=8, max_tokens=100)
     assert [b.indices for b in with_prefixes] == [(1,), (0,)]
+
+
+def test_plan_batches_caps_the_padding_a_batch_computes():
+    lengths = [100, 90, 45, 40]
+    assert [b.indices for b in plan_batches(lengths, None, batch_size=8)] == [(0, 1, 2, 3)]
+    # With 45: 3 x 100 - 235 = 65 padding tokens > 0.25 x 235.
+    capped = plan_batches(lengths, None, batch_size=8, max_padding=0.25)
+    assert [b.indices for b in capped] == [(0, 1), (2, 3)]
+    assert [b.indices for b in plan_batches(lengths, None, batch_size=8, max_padding=0)] == [(0,), (1,), (2,), (3,)]
 
 
 def test_requests_of_many_tasks_fill_batches_and_keep_their_own_prefixes():
@@ -435,8 +447,8 @@ def mixed_task_prompts() -> list:
 
 #: Engine settings that batch the same prompts differently: one by one without sharing (the
 #: reference), then full batches with and without a shared prefix, small batches, and a token
-#: budget tight enough to split batches by length.
-BATCHINGS = ({"batch_size": 1, "shared_prefix": 0}, {"batch_size": 8, "shared_prefix": 16},
+#: budget tight enough to split batches by length (the default padding cap applies but to the first).
+BATCHINGS = ({"batch_size": 1, "shared_prefix": 0}, {"batch_size": 8, "shared_prefix": 16, "max_padding": math.inf},
              {"batch_size": 8, "shared_prefix": 0}, {"batch_size": 3, "shared_prefix": 16},
              {"batch_size": 8, "shared_prefix": 16, "max_batch_tokens": 600})
 
@@ -514,14 +526,17 @@ def test_a_new_prefix_extends_the_longest_cached_one(tiny):
 
 
 def test_engine_reports_capacity_and_the_batch_token_budget(tiny_dir):
-    judge = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3,max_batch_tokens=500")
+    judge = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3,max_batch_tokens=500,max_padding=inf")
     assert judge.engine.capacity == 3 and judge.engine.fills_batches is True
-    assert judge.engine.max_batch_tokens == 500
-    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").engine.max_batch_tokens == hf.DEFAULT_MAX_BATCH_TOKENS
+    assert judge.engine.max_batch_tokens == 500 and judge.engine.max_padding == math.inf
+    default = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").engine
+    assert (default.max_batch_tokens, default.max_padding) == (hf.DEFAULT_MAX_BATCH_TOKENS, hf.DEFAULT_MAX_PADDING)
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="max_batch_tokens must be >= 1"):
         make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,max_batch_tokens=0")
+    with pytest.raises(SpecError, match="max_padding must be >= 0"):
+        make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,max_padding=-1")
 
 
 def test_answer_loglik_is_the_mean_token_log_likelihood(tiny):
