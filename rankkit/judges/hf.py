@@ -33,8 +33,9 @@ safetensors copy is saved under ``$XDG_CACHE_HOME/rankkit`` (``~/.cache/rankkit`
 parse. See the README for what SmolLM2 is (not) good at as a judge.
 
 Numerics: in bfloat16, batch composition and prefix sharing move SmolLM2's choice probabilities
-by up to ~0.06 (float32: ~1e-5), enough to flip near-even comparisons; the fingerprint names the
-dtype but not the batch size, as with any batched or GPU judge.
+by up to ~0.06 from one-by-one judging (float32: ~1e-5), and two batchings by up to twice that,
+enough to flip near-even comparisons; the fingerprint names the dtype but not the batch size, as
+with any batched or GPU judge.
 
 torch and transformers are imported inside functions only: ``import rankkit``, ``rankkit --help``
 and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
