@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 
 from rankkit.judges import hf  # noqa: E402  (after the importorskip guards)
 from rankkit.judges import make_judge  # noqa: E402
-from rankkit.judges.hf import HFEngine, common_prefix_length, plan_batches  # noqa: E402
+from rankkit.judges.hf import HFEngine, common_prefix_length, plan_batches, prefix_lengths  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
 
 REPLY = "Explanation: fine. Answer 1: 3/4 Answer 2: 1/4 Score: 3/4"
@@ -165,24 +165,152 @@ def test_rankkit_help_and_strategies_do_not_import_torch():
 # -- batch planning (pure) ----------------------------------------------------------------------
 
 def test_plan_batches_covers_every_index_once_and_sorts_by_length():
-    sequences = [[1] * n for n in (5, 9, 2, 7, 3)]
-    batches = plan_batches(sequences, batch_size=2, min_shared=0)
-    assert sorted(i for b in batches for i in b.indices) == [0, 1, 2, 3, 4]
+    batches = plan_batches([5, 9, 2, 7, 3], None, batch_size=2)
     assert [b.indices for b in batches] == [(1, 3), (0, 4), (2,)]
-    assert all(b.shared == 0 for b in batches)
+    assert all(b.prefixes == (0,) * len(b.indices) for b in batches)
 
 
-def test_plan_batches_groups_shared_prefixes_and_protects_read_positions():
+def test_prefix_lengths_share_prefixes_and_protect_read_positions():
     prefix = list(range(100, 140))
     sequences = [prefix + [1, 2], [7, 7, 7], prefix + [3], prefix + [4, 5, 6], [8] * 50]
-    batches = plan_batches(sequences, batch_size=8, min_shared=16, keep=[1, 1, 2, 1, 1])
-    shared = [b for b in batches if b.shared]
-    assert len(shared) == 1 and sorted(shared[0].indices) == [0, 2, 3]
-    assert shared[0].shared == 39  # sequence 2 must keep its last 2 tokens out of the shared part
-    assert sorted(i for b in batches for i in b.indices) == [0, 1, 2, 3, 4]
-    assert common_prefix_length([1, 2, 3], [1, 2, 4]) == 2
-    small = plan_batches(sequences, batch_size=2, min_shared=16)
-    assert all(len(b.indices) <= 2 for b in small)
+    # Sequence 2 must keep its last 2 tokens out of its prefix: it takes 39 of the 40.
+    assert prefix_lengths(sequences, min_shared=16, keep=[1, 1, 2, 1, 1]) == [40, 0, 39, 40, 0]
+    assert prefix_lengths(sequences, min_shared=41) == [0] * 5
+    assert prefix_lengths(sequences, min_shared=0) == [0] * 5
+    assert common_prefix_length([1, 2, 3], [1, 2, 4]) == 2 and common_prefix_length((1, 2), [1, 2, 3]) == 2
+    assert common_prefix_length(list(range(1000)), list(range(999)) + [5]) == 999
+
+
+def test_prefix_lengths_take_a_deeper_prefix_only_when_it_saves_enough():
+    head = list(range(100, 120))  # 20 tokens every sequence shares
+    few = [head + [1, 2, 3, 4, 5, 200 + k] for k in range(2)]  # 2 sequences share 5 more tokens
+    many = [head + [6, 7, 8, 9, 10, 300 + k] for k in range(5)]  # 5 sequences share 5 more tokens
+    lengths = prefix_lengths(few + many, min_shared=16)
+    # 5 extra tokens computed once instead of twice save 5 < 16; for 5 sequences they save 20.
+    assert lengths == [20, 20] + [25] * 5
+
+
+def check_plan(lengths, prefixes, batches, batch_size, max_tokens, extra_tokens=0, max_padding=math.inf):
+    """The invariants of any plan: every index once, with its prefix; at most batch_size rows;
+    at most max_tokens padded tokens and max_padding waste, unless a row runs alone."""
+    assert sorted(i for b in batches for i in b.indices) == list(range(len(lengths)))
+    for batch in batches:
+        assert batch.prefixes == tuple(prefixes[i] for i in batch.indices)
+        suffixes = [lengths[i] - prefixes[i] for i in batch.indices]
+        assert len(suffixes) <= batch_size
+        assert len(suffixes) == 1 or len(suffixes) * (max(batch.prefixes) + max(suffixes) + extra_tokens) <= max_tokens
+        assert len(suffixes) == 1 or len(suffixes) * max(suffixes) - sum(suffixes) <= max_padding * sum(suffixes)
+
+
+def check_prefixes(sequences, prefixes, min_shared, keep):
+    """Each prefix is 0 or worth sharing, leaves the kept tokens alone, and is shared with some
+    other sequence."""
+    for i, (sequence, length) in enumerate(zip(sequences, prefixes)):
+        assert length == 0 or length >= min_shared
+        assert length <= len(sequence) - keep[i]
+        assert length == 0 or any(common_prefix_length(sequence, other) >= length
+                                  for k, other in enumerate(sequences) if k != i)
+
+
+def random_prompts(rng, tasks: int, per_task: int, instruction: int = 20, question: int = 30) -> list[list[int]]:
+    """Token sequences shaped like judge prompts: one instruction, a question per task, then two
+    answers of random length."""
+    head = [rng.randrange(3, 50) for _ in range(instruction)]
+    out = []
+    for _ in range(tasks):
+        asked = head + [rng.randrange(50, 100) for _ in range(question)]
+        for _ in range(per_task):
+            out.append(asked + [rng.randrange(100, 200) for _ in range(rng.randrange(4, 60))])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plans_keep_their_invariants_on_mixed_prompts(seed):
+    import random
+
+    rng = random.Random(seed)
+    sequences = random_prompts(rng, tasks=rng.randrange(1, 9), per_task=rng.randrange(1, 12))
+    sequences += [[rng.randrange(200, 300) for _ in range(rng.randrange(1, 90))] for _ in range(rng.randrange(0, 6))]
+    keep = [rng.randrange(1, 4) for _ in sequences]
+    lengths = [len(s) for s in sequences]
+    for batch_size, min_shared, max_tokens, extra, padding in (
+            (8, 16, 400, 0, math.inf), (3, 16, 10**6, 0, 0.25), (5, 0, 300, 20, 0.1), (8, 40, 250, 0, 1.0),
+            (1, 16, 100, 0, math.inf), (8, 16, 10**6, 0, 0.25)):
+        prefixes = prefix_lengths(sequences, min_shared, keep)
+        check_prefixes(sequences, prefixes, min_shared, keep)
+        batches = plan_batches(lengths, prefixes, batch_size, max_tokens=max_tokens, extra_tokens=extra,
+                               max_padding=padding)
+        check_plan(lengths, prefixes, batches, batch_size, max_tokens, extra, padding)
+
+
+def test_plan_batches_caps_padded_tokens_and_runs_an_over_long_prompt_alone():
+    lengths = [10, 10, 10, 10, 60, 300]
+    batches = plan_batches(lengths, None, batch_size=8, max_tokens=100)
+    assert [b.indices for b in batches] == [(5,), (4,), (0, 1, 2, 3)]
+    # Generating appends max_new_tokens to every row: 4 x (10 + 20) > 100.
+    generating = plan_batches(lengths[:4], None, batch_size=8, max_tokens=100, extra_tokens=20)
+    assert [len(b.indices) for b in generating] == [3, 1]
+    # Prefixes and suffixes are padded separately: a row of prefix 30 + suffix 10 and one of
+    # suffix 30 hold 2 x (30 + 30) = 120 positions > 100, though neither is longer than 40.
+    with_prefixes = plan_batches([40, 30], [30, 0], batch_size=8, max_tokens=100)
+    assert [b.indices for b in with_prefixes] == [(1,), (0,)]
+
+
+def test_plan_batches_caps_the_padding_a_batch_computes():
+    lengths = [100, 90, 45, 40]
+    assert [b.indices for b in plan_batches(lengths, None, batch_size=8)] == [(0, 1, 2, 3)]
+    # With 45: 3 x 100 - 235 = 65 padding tokens > 0.25 x 235.
+    capped = plan_batches(lengths, None, batch_size=8, max_padding=0.25)
+    assert [b.indices for b in capped] == [(0, 1), (2, 3)]
+    assert [b.indices for b in plan_batches(lengths, None, batch_size=8, max_padding=0)] == [(0,), (1,), (2,), (3,)]
+
+
+def test_requests_of_many_tasks_fill_batches_and_keep_their_own_prefixes():
+    import random
+
+    rng = random.Random(0)
+    instruction, question = 20, 30
+    # 2 tasks with 10 requests each, then 6 tasks with 2 (a late knockout round).
+    sequences = random_prompts(rng, tasks=2, per_task=10) + random_prompts(rng, tasks=6, per_task=2)
+    head = sequences[0][:instruction]  # random_prompts draws an instruction per call: use one
+    sequences = [head + s[instruction:] for s in sequences]
+    prefixes = prefix_lengths(sequences, min_shared=16)
+    assert all(p >= instruction + question for p in prefixes)  # each at least its own task's question
+    batches = plan_batches([len(s) for s in sequences], prefixes, batch_size=8)
+    assert sorted(len(b.indices) for b in batches) == [8, 8, 8, 8]  # 32 requests, 4 full batches
+    assert any(len({i // 10 if i < 20 else i // 2 for i in b.indices}) > 1 for b in batches)  # tasks mixed
+
+
+def test_plan_batches_sorts_rows_by_suffix_length():
+    lengths = (3, 40, 5, 38, 4, 41, 6, 39)
+    batches = plan_batches([30 + n for n in lengths], [30] * 8, batch_size=4)
+    assert sorted(tuple(sorted(b.indices)) for b in batches) == [(0, 2, 4, 6), (1, 3, 5, 7)]
+
+
+def test_prefix_cache_returns_the_longest_cached_prefix_and_stays_bounded():
+    def kv(length):  # 2 layers of [batch 1, 1 head, length, dim 2], position t holding t
+        t = torch.arange(length, dtype=torch.float32)[None, None, :, None].expand(1, 1, length, 2).contiguous()
+        return [(t, t + 1), (t, t)]
+
+    cache = hf.PrefixCache(max_entries=3, max_bytes=10**6)
+    cache.put([1, 2, 3, 4, 5], kv(5))
+    cache.put([1, 2, 9], kv(3))
+    assert cache.longest([7, 7]) == (0, None)
+    reused, got = cache.longest([1, 2, 3, 4, 8, 8])
+    assert reused == 4 and got[0][0].shape[-2] == 4 and got[0][1][0, 0, :, 0].tolist() == [1, 2, 3, 4]
+    reused, got = cache.longest([1, 2, 3, 4, 5, 6])
+    assert reused == 5 and got[1][0].shape[-2] == 5
+    cache.put([5], kv(1))
+    cache.put([6], kv(1))  # 4 entries > 3: the least recently used, [1, 2, 9], goes
+    assert len(cache) == 3 and cache.longest([1, 2, 9])[0] == 2
+    assert cache.nbytes == hf.kv_nbytes(kv(5)) + 2 * hf.kv_nbytes(kv(1))
+    small = hf.PrefixCache(max_entries=10, max_bytes=hf.kv_nbytes(kv(5)))
+    small.put([1, 2, 3, 4, 5, 6], kv(6))  # bigger than the whole cache: not kept
+    small.put([1, 2, 3], kv(3))
+    small.put([4, 5, 6], kv(3))  # 3 + 3 positions > 5: the older goes
+    assert len(small) == 1 and small.nbytes <= small.max_bytes and small.longest([4, 5, 6])[0] == 3
+    small.put([8, 8], kv(3))  # a cache that does not hold one position per token cannot be sliced
+    assert small.longest([8, 8]) == (0, None)
 
 
 # -- loading and the chat template --------------------------------------------------------------
@@ -294,16 +422,121 @@ def test_prefix_cache_is_reused_across_calls_and_bounded(tiny):
     judge = LLMJudge(_NoEngine())
     convs = [p.conversation for p in judge.pair_prompts([(task, a, b) for a in task.candidates
                                                          for b in task.candidates if a is not b])]
-    eng = engine(tiny, batch_size=2, shared_prefix=16)
+    eng = engine(tiny, batch_size=2, shared_prefix=16, prefix_cache_entries=3)
     first = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
     second = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
     assert eng.stats["prefix_cache_hits"] >= 1 and first == second
-    for i in range(hf.PREFIX_CACHE_SIZE + 2):  # other tasks' prefixes push the old ones out
+    for i in range(5):  # other tasks' prefixes push the old ones out
         other = make_task(prompt=f"Question number {i}: why is the sky blue, in detail?")
         others = [p.conversation for p in judge.pair_prompts([(other, other.candidates[0], other.candidates[1]),
                                                               (other, other.candidates[1], other.candidates[0])])]
         dict(eng.next_token_logprobs(others, assistant_prefix="Score: ", choices=["1", "2"]))
-    assert len(eng._prefixes) == hf.PREFIX_CACHE_SIZE
+    assert len(eng._prefixes) == 3
+
+
+def mixed_task_prompts() -> list:
+    """Judge prompts of several tasks in one list, as a dispatcher coalescing tasks sends them:
+    4 tasks (one with more candidates), both orders of some pairs, prompts of varied length."""
+    judge = LLMJudge(_NoEngine())
+    tasks = [make_task(task_id=f"t{k}", prompt=f"Question {k}: why is the sky blue at noon, {'and why ' * k}?")
+             for k in range(3)]
+    tasks.append(make_task(texts=("Blue.", "Air scatters short wavelengths.", "Because.", "It reflects the sea.")))
+    requests = [(task, a, b) for task in tasks for a in task.candidates for b in task.candidates if a is not b]
+    return [p.conversation for p in judge.pair_prompts(requests[::2])]
+
+
+#: Engine settings that batch the same prompts differently: one by one without sharing (the
+#: reference), then full batches with and without a shared prefix, small batches, and a token
+#: budget tight enough to split batches by length (the default padding cap applies but to the first).
+BATCHINGS = ({"batch_size": 1, "shared_prefix": 0}, {"batch_size": 8, "shared_prefix": 16, "max_padding": math.inf},
+             {"batch_size": 8, "shared_prefix": 0}, {"batch_size": 3, "shared_prefix": 16},
+             {"batch_size": 8, "shared_prefix": 16, "max_batch_tokens": 600})
+
+
+def test_logprobs_and_logliks_do_not_depend_on_batch_composition(tiny):
+    convs = mixed_task_prompts()
+    answers = [f"Because light scatters {'strongly ' * (i % 5)}in air." for i in range(len(convs))]
+    results = []
+    for settings in BATCHINGS:
+        eng = engine(tiny, **settings)
+        logprobs = dict(eng.next_token_logprobs(convs, assistant_prefix="The better answer is Answer ",
+                                                choices=["1", "2"]))
+        logliks = dict(eng.answer_logliks(convs, answers))
+        assert sorted(logprobs) == sorted(logliks) == list(range(len(convs)))
+        results.append((settings, eng.stats, logprobs, logliks))
+    _, _, reference_logprobs, reference_logliks = results[0]
+    for settings, stats, logprobs, logliks in results[1:]:
+        for i in range(len(convs)):
+            assert logprobs[i]["1"] == pytest.approx(reference_logprobs[i]["1"], abs=1e-4), settings
+            assert logprobs[i]["2"] == pytest.approx(reference_logprobs[i]["2"], abs=1e-4), settings
+            assert logliks[i] == pytest.approx(reference_logliks[i], abs=1e-4), settings
+    # The settings did batch differently: full batches, shared prefixes, a budget-split batch.
+    shared_full = results[1][1]
+    assert shared_full["batch_rows"] / shared_full["forward_batches"] > 4
+    assert shared_full["shared_prefix_batches"] >= 2 and shared_full["prefix_tokens_reused"] > 0
+    assert shared_full["past_padding_tokens"] > 0  # rows of different tasks, each with its prefix
+    assert results[4][1]["forward_batches"] > shared_full["forward_batches"]
+
+
+def test_generated_verdicts_do_not_depend_on_batch_composition(tiny_dir):
+    tasks = [make_task(), make_task(texts=INJECTED, task_id="injected")]
+    requests = [(t, a, b) for t in tasks for a in t.candidates for b in t.candidates if a is not b]
+    verdicts = []
+    for batching in ("batch_size=1", "batch_size=8", "batch_size=8,max_batch_tokens=400"):
+        judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=40,{batching},"
+                           f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
+        judged = dict(judge.compare_many(requests))
+        verdicts.append([(judged[i].raw, judged[i].winner, judged[i].first_score, judged[i].second_score)
+                         for i in range(len(requests))])
+        if batching == "batch_size=8":
+            assert judge.engine.stats["forward_batches"] < len(requests)
+    assert verdicts[0] == verdicts[1] == verdicts[2]
+    assert any(v[0] == REPLY for v in verdicts[0])  # the prompts it was taught get its reply
+
+
+def test_each_batchs_results_are_yielded_as_soon_as_it_is_done(tiny):
+    convs = mixed_task_prompts()
+    eng = engine(tiny, batch_size=4, shared_prefix=16)
+    stream = eng.next_token_logprobs(convs, assistant_prefix="Score: ", choices=["1", "2"])
+    first = [next(stream)]
+    assert eng.stats["forward_batches"] == 1
+    rest = list(stream)
+    assert eng.stats["forward_batches"] > 1
+    assert sorted(i for i, _ in first + rest) == list(range(len(convs)))
+
+
+def test_a_new_prefix_extends_the_longest_cached_one(tiny):
+    """Task B's prompts share the chat header and template instruction with task A's, which are
+    cached after A: only B's question onwards is computed, and the numbers are unchanged."""
+    judge = LLMJudge(_NoEngine())
+    first, second = make_task(task_id="a"), make_task(task_id="b", prompt="Why are sunsets red and orange?")
+    convs = {t.task_id: [p.conversation for p in judge.pair_prompts([(t, t.candidates[0], t.candidates[1]),
+                                                                     (t, t.candidates[1], t.candidates[2])])]
+             for t in (first, second)}
+    eng = engine(tiny, batch_size=4, shared_prefix=16)
+    plain = engine(tiny, batch_size=1, shared_prefix=0)
+    dict(eng.next_token_logprobs(convs["a"], assistant_prefix="Score: ", choices=["1", "2"]))
+    assert eng.stats["prefix_cache_extensions"] == 0 and len(eng._prefixes) == 1
+    got = dict(eng.next_token_logprobs(convs["b"], assistant_prefix="Score: ", choices=["1", "2"]))
+    expected = dict(plain.next_token_logprobs(convs["b"], assistant_prefix="Score: ", choices=["1", "2"]))
+    head = common_prefix_length(eng.encode(eng.chat_text(convs["a"][0])), eng.encode(eng.chat_text(convs["b"][0])))
+    assert eng.stats["prefix_cache_extensions"] == 1 and eng.stats["prefix_tokens_reused"] == head > 16
+    for i in expected:
+        assert got[i]["1"] == pytest.approx(expected[i]["1"], abs=1e-4)
+
+
+def test_engine_reports_capacity_and_the_batch_token_budget(tiny_dir):
+    judge = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3,max_batch_tokens=500,max_padding=inf")
+    assert judge.engine.capacity == 3 and judge.engine.fills_batches is True
+    assert judge.engine.max_batch_tokens == 500 and judge.engine.max_padding == math.inf
+    default = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").engine
+    assert (default.max_batch_tokens, default.max_padding) == (hf.DEFAULT_MAX_BATCH_TOKENS, hf.DEFAULT_MAX_PADDING)
+    from rankkit.specs import SpecError
+
+    with pytest.raises(SpecError, match="max_batch_tokens must be >= 1"):
+        make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,max_batch_tokens=0")
+    with pytest.raises(SpecError, match="max_padding must be >= 0"):
+        make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,max_padding=-1")
 
 
 def test_answer_loglik_is_the_mean_token_log_likelihood(tiny):
