@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
 from typing import TYPE_CHECKING, Sequence
 
 from rankkit.ratings import MatchRecord
 from rankkit.specs import SpecError
+from rankkit.strategies import _graded
 from rankkit.strategies.elo import judgment_records
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
@@ -95,10 +95,6 @@ def duel_records(duels: Sequence[Duel]) -> list[MatchRecord]:
 
 
 def mean_grades(duels: Sequence[Duel], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
-    """Each candidate's mean grade over every judgment it appeared in (the knockout paper's score
-    averaging, seed 000); ``unplayed`` for a candidate that never played."""
-    grades: dict[str, list[float]] = {cid: [] for cid in candidates}
-    for match in (match for duel in duels for match in duel.matches):
-        grades[match.first].append(match.judgment.first_score)
-        grades[match.second].append(match.judgment.second_score)
-    return {cid: statistics.fmean(values) if values else unplayed for cid, values in grades.items()}
+    """Each candidate's mean grade over every judgment of the duels (see
+    :func:`rankkit.strategies._graded.mean_grades`); ``unplayed`` for a candidate that never played."""
+    return _graded.mean_grades((match for duel in duels for match in duel.matches), candidates, unplayed)

@@ -27,6 +27,7 @@ connected; in the simulations of ``benchmarks/adaptive.py`` it ranked worse than
 
 from __future__ import annotations
 
+import statistics
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -44,15 +45,13 @@ def corrected_grades(matches: Iterable[Match], candidates: Sequence[str], unplay
 
 
 def mean_grades(matches: Iterable[Match], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
-    """Each candidate's plain mean grade over the judgments it appeared in (``unplayed`` if none)."""
-    count = dict.fromkeys(candidates, 0)
-    total = dict.fromkeys(candidates, 0.0)
+    """Each candidate's plain mean grade over the judgments it appeared in (the knockout paper's
+    score averaging); ``unplayed`` for a candidate without any judgment."""
+    grades: dict[str, list[float]] = {cid: [] for cid in candidates}
     for match in matches:
-        count[match.first] += 1
-        count[match.second] += 1
-        total[match.first] += match.judgment.first_score
-        total[match.second] += match.judgment.second_score
-    return {cid: total[cid] / count[cid] if count[cid] else unplayed for cid in candidates}
+        grades[match.first].append(match.judgment.first_score)
+        grades[match.second].append(match.judgment.second_score)
+    return {cid: statistics.fmean(values) if values else unplayed for cid, values in grades.items()}
 
 
 def fit_corrected_grades(matches: Iterable[Match], candidates: Sequence[str],

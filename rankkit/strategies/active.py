@@ -60,6 +60,7 @@ from rankkit.strategies._budget import (
     presented,
     task_duels,
 )
+from rankkit.strategies._graded import corrected_grades
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
@@ -69,7 +70,7 @@ if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ra
     from rankkit.matches import Duel, MatchSource
 
 CRITERIA = ("information", "order")
-AGGREGATES = ("bt", "grades")
+AGGREGATES = ("bt", "grades", "corrected")
 
 #: Up to this many candidates every step refits the posterior exactly and scores every unplayed
 #: pair; above it the posterior is updated incrementally and only pre-selected pairs are scored
@@ -532,8 +533,9 @@ class ActiveStrategy(Strategy):
     debias: play every duel in both orders (thesis §3.2.1), each order a match of its own in the
         fit (as in ``bt``); a duel then costs 2 comparisons. Otherwise each duel is shown in a
         seeded random order.
-    aggregate: the final scores: ``bt`` (Bradley–Terry ratings, Elo scale) or ``grades`` (mean
-        grade received).
+    aggregate: the final scores: ``bt`` (Bradley–Terry ratings, Elo scale), ``grades`` (mean
+        grade received) or ``corrected`` (mean grade corrected for the judge's first-slot effect,
+        :func:`rankkit.strategies._graded.corrected_grades`).
     """
 
     budget: float = 3.0
@@ -622,6 +624,8 @@ class ActiveStrategy(Strategy):
         posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
         if self.aggregate == "bt":
             scores = bradley_terry(records, items=ids)
+        elif self.aggregate == "corrected":
+            scores = corrected_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
         else:
             scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
         extras = {cid: {"played": int(opponents[k]), "posterior_sd": float(posterior_sd[k]), "steps": steps,

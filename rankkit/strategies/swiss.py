@@ -48,13 +48,14 @@ from rankkit.strategies._budget import (
     presented,
     task_duels,
 )
+from rankkit.strategies._graded import corrected_grades
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
     from rankkit.matches import Duel, MatchSource
 
-AGGREGATES = ("bt", "grades", "points")
+AGGREGATES = ("bt", "grades", "corrected", "points")
 
 
 def swiss_pairing(candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]],
@@ -113,7 +114,9 @@ class SwissStrategy(Strategy):
         in ``bt``) and a duel costs 2 comparisons. Otherwise each duel is shown in a seeded
         random order.
     aggregate: ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``grades`` — the mean
-        grade received (the knockout paper's score averaging); ``points`` — the share of points
+        grade received (the knockout paper's score averaging); ``corrected`` — the mean grade
+        corrected for the judge's first-slot effect by least squares
+        (:func:`rankkit.strategies._graded.corrected_grades`); ``points`` — the share of points
         scored, ties broken by the opponents' mean share.
     """
 
@@ -162,6 +165,8 @@ class SwissStrategy(Strategy):
             scores = bradley_terry(records, items=ids)
         elif self.aggregate == "grades":
             scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
+        elif self.aggregate == "corrected":
+            scores = corrected_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
         else:
             share = {cid: 0.5 if math.isnan(value) else value  # NaN: never played
                      for cid, value in win_rates(records, items=ids).items()}

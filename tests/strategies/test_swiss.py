@@ -181,3 +181,21 @@ def test_runs_in_the_runner_and_reports_cost(sample_tasks):
         assert both.cost.comparisons == 2 * min(n, n * (n - 1) // 2)
         assert len(one.matches) == one.cost.comparisons
     assert single.metrics["task_spearman"] > 0.3
+
+
+@pytest.mark.parametrize("spec", ["swiss", "active"])
+def test_corrected_aggregate_removes_a_slot_bias_that_misleads_mean_grades(spec):
+    """A noiseless judge with a strong first-slot effect (every grade is h ± 1.5 spreads): the
+    least-squares correction recovers the human order; plain mean grades need not."""
+    from rankkit.judges.sim import LatentJudge
+    from tests.helpers import human_order, make_task, rank_once, score_order
+
+    task = make_task([0.0, 1.0, 1.5, 2.0, 3.0, 3.5, 4.0, 5.0, 6.0, 7.5], scale=(-100, 100))
+    judge = LatentJudge(perception=0.0, pair_noise=0.0, slot_bias=3.0, grade_noise=0.0)
+    misled = 0
+    for seed in range(10):
+        corrected, _, _ = rank_once(task, make_strategy(f"{spec}:aggregate=corrected,budget=4"), judge, seed)
+        plain, _, _ = rank_once(task, make_strategy(f"{spec}:aggregate=grades,budget=4"), judge, seed)
+        assert score_order(corrected) == human_order(task)
+        misled += score_order(plain) != human_order(task)
+    assert misled > 0
