@@ -506,7 +506,9 @@ class Posterior:
             inverse, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
         if info:
             raise np.linalg.LinAlgError(f"posterior Hessian not positive definite (LAPACK info {info})")
-        self.cov = np.tril(inverse) + np.tril(inverse, -1).T  # dpotri fills the lower triangle only
+        upper = np.triu_indices(len(inverse), 1)
+        inverse[upper] = inverse.T[upper]  # dpotri fills the lower triangle only
+        self.cov = inverse
         self._since_refresh = 0
 
 
