@@ -217,7 +217,7 @@ def sweep(quick: bool, timeout: float) -> list[str]:
     for name in strategy_names():
         big = large_all_pairs if name in ALL_PAIRS else (active_large if name == "active" else large)
         low = run_cell("strategy", timeout, spec=name, n=small, target=target, repeats=repeats)
-        high = run_cell("strategy", timeout * (3 if name == "active" else 1), spec=name, n=big, target=target,
+        high = run_cell("strategy", timeout * (5 if name == "active" else 1), spec=name, n=big, target=target,
                         repeats=repeats)
         if name == "active":
             active_total = high
