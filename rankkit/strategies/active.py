@@ -41,6 +41,22 @@ posterior mean used for choosing pairs sometimes does not (a candidate with one 
 much-played one is pulled toward the middle). ``grades``: the mean grade each candidate received
 (the knockout paper's score averaging), which also uses how much better an answer was graded.
 ``extras`` give each candidate's posterior standard deviation (Elo scale) and why it stopped.
+
+**Computation** (``benchmarks/results/scaling.md``). Everything works on arrays of the records
+(:class:`Evidence`): the gradient is O(records + N) and the Hessian a weighted graph Laplacian plus
+the prior's precision. Up to :data:`EXACT_UP_TO` (256) candidates each step refits exactly:
+Newton's method from the previous mean (Cholesky solves) to the MAP, the covariance as the
+inverse Hessian there, and every unplayed pair is a candidate. The expensive BALD quadrature is
+computed only for the pairs whose cheap upper bound (a precomputed table, :func:`choose_pairs`)
+could still beat the batch chosen, which provably gives the batch that scoring every pair gives.
+Above 256 candidates a refit (O(N³)) every step is too slow, so the posterior is updated
+incrementally (:class:`Posterior`: a rank-one covariance update per record, the mean moved to the
+exact MAP by line searches along ``Σ·g``, an exact covariance every N/16 steps) and the candidate
+pairs are pre-selected: each candidate with its neighbours in the posterior-mean order
+(:func:`candidate_pairs`). These two approximations can choose other pairs than an exact refit
+would; on 200 candidates they rank as well (the scaling benchmark compares the two). BLAS runs
+single-threaded inside :meth:`ActiveStrategy.rank`: the matrices are small and a multi-threaded
+BLAS waiting for busy cores was 10–50 times slower.
 """
 
 from __future__ import annotations
@@ -77,6 +93,10 @@ AGGREGATES = ("bt", "grades", "corrected")
 #: (see "Computation" in the module docstring).
 EXACT_UP_TO = 256
 
+#: Above EXACT_UP_TO the mean counts as the MAP once no gradient entry exceeds this (the strengths
+#: are then within about prior_sd² times it of the MAP).
+GRADIENT_TOLERANCE = 1e-5
+
 #: Pre-selection: each candidate is paired with the candidates up to this many places away in the
 #: posterior-mean order, plus as many places as the most-played candidate has opponents.
 WINDOW = 4
@@ -93,32 +113,34 @@ def _hermite() -> tuple[np.ndarray, np.ndarray]:
 
 class Evidence:
     """The match records of a task as arrays, one row per record: the row indices of a and b and
-    the outcome for a (1, ½ or 0; a tie is half a win each way). Grows as duels are played."""
+    the outcome for a (1, ½ or 0; a tie is half a win each way). Grows as duels are played, into
+    buffers that double when full, so adding records costs O(1) each."""
 
     def __init__(self, n_items: int):
+        import numpy as np
+
         self.n_items = n_items
-        self._first: list[int] = []
-        self._second: list[int] = []
-        self._outcome: list[float] = []
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._first = np.zeros(16, dtype=np.intp)
+        self._second = np.zeros(16, dtype=np.intp)
+        self._outcome = np.zeros(16)
+        self._size = 0
 
     def add(self, first: int, second: int, outcome: float) -> None:
-        self._first.append(first)
-        self._second.append(second)
-        self._outcome.append(outcome)
-        self._arrays = None
+        import numpy as np
+
+        if self._size == len(self._outcome):
+            self._first, self._second, self._outcome = (np.concatenate([buffer, np.zeros_like(buffer)])
+                                                         for buffer in (self._first, self._second, self._outcome))
+        self._first[self._size], self._second[self._size], self._outcome[self._size] = first, second, outcome
+        self._size += 1
 
     def __len__(self) -> int:
-        return len(self._outcome)
+        return self._size
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        import numpy as np
-
-        if self._arrays is None:
-            self._arrays = (np.array(self._first, dtype=np.intp), np.array(self._second, dtype=np.intp),
-                            np.array(self._outcome, dtype=float))
-        return self._arrays
+        """(rows of a, rows of b, outcomes for a), views of the records added so far."""
+        return self._first[:self._size], self._second[:self._size], self._outcome[:self._size]
 
     @classmethod
     def from_records(cls, records: Sequence[MatchRecord], items: Sequence[str]) -> "Evidence":
@@ -415,16 +437,37 @@ def _line_minimum(theta: np.ndarray, direction: np.ndarray, evidence: Evidence, 
     return theta - t * direction
 
 
+def _newton_direction(evidence: Evidence, curvature: np.ndarray, gradient: np.ndarray, prior_sd: float) -> np.ndarray:
+    """``H⁻¹ g`` to 0.1% by scipy's conjugate gradients on the sparse Hessian (each product
+    O(records + N); Jacobi preconditioner)."""
+    import numpy as np
+    from scipy.sparse.linalg import LinearOperator, cg
+
+    first, second, _ = evidence.arrays
+    n = evidence.n_items
+    precision = 1.0 / prior_sd ** 2
+
+    def hessian_times(vector: np.ndarray) -> np.ndarray:
+        weighted = curvature * (vector[first] - vector[second])
+        return _sum_at(first, weighted, n) - _sum_at(second, weighted, n) + precision * vector
+
+    diagonal = _sum_at(first, curvature, n) + _sum_at(second, curvature, n) + precision
+    direction, _ = cg(LinearOperator((n, n), matvec=hessian_times, dtype=float), gradient, rtol=1e-3, maxiter=200,
+                      M=LinearOperator((n, n), matvec=lambda vector: vector / diagonal, dtype=float))
+    return direction
+
+
 class Posterior:
     """The Laplace posterior of one task's strengths, kept up to date as duels are played.
 
     Up to :data:`EXACT_UP_TO` candidates every :meth:`update` refits it exactly
     (:func:`exact_posterior`). Above, an update adds each new record's curvature to the covariance
     Σ by a Sherman–Morrison rank-one update (one O(N²) pass), and moves the mean to the exact MAP
-    (every gradient entry below 1e-6) by quasi-Newton directions ``Σ·g`` with an exact line
-    search (:func:`_line_minimum`). The gradient at the previous MAP is non-zero only at the new
-    records' candidates, so ``Σ·g`` needs only their columns of Σ (O(N)); a dense product is
-    used only when the gradient has spread. Every ``N // 16`` updates the covariance is
+    (every gradient entry below :data:`GRADIENT_TOLERANCE`) by Newton directions with an exact
+    line search (:func:`_line_minimum`). The gradient at the previous MAP is non-zero only at the
+    new records' candidates, so the first direction ``Σ·g`` needs only their columns of Σ (O(N));
+    once the gradient has spread, conjugate gradients on the sparse Hessian give the direction
+    (:func:`_newton_direction`, O(records + N) per product). Every ``N // 16`` updates the covariance is
     recomputed exactly, so the curvature of earlier records, which drifts as the mean moves, is
     never stale for long.
     """
@@ -452,12 +495,12 @@ class Posterior:
         for first, second, _ in new_records:
             self._add_curvature(first, second)
         for _ in range(20):
-            gradient = bt_log_posterior(self.mean, self.evidence, self.prior_sd)[1]
-            support = np.flatnonzero(np.abs(gradient) > 1e-6)
+            _, gradient, curvature = bt_log_posterior(self.mean, self.evidence, self.prior_sd)
+            support = np.flatnonzero(np.abs(gradient) > GRADIENT_TOLERANCE)
             if not len(support):
                 break
             if len(support) * 8 > len(gradient):
-                direction = self.cov @ gradient
+                direction = _newton_direction(self.evidence, curvature, gradient, self.prior_sd)
             else:
                 direction = self.cov[:, support] @ gradient[support]
             self.mean = _line_minimum(self.mean, direction, self.evidence, self.prior_sd)
@@ -490,7 +533,9 @@ class Posterior:
             inverse, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
         if info:
             raise np.linalg.LinAlgError(f"posterior Hessian not positive definite (LAPACK info {info})")
-        self.cov = np.tril(inverse) + np.tril(inverse, -1).T  # dpotri fills the lower triangle only
+        upper = np.triu_indices(len(inverse), 1)
+        inverse[upper] = inverse.T[upper]  # dpotri fills the lower triangle only
+        self.cov = inverse
         self._since_refresh = 0
 
 
