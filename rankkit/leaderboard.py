@@ -4,7 +4,7 @@ Candidates carry ``system``; a leaderboard pools what the judge said on every ta
 per system. Three ways to build one, all asking the judge through a :class:`~rankkit.matches.MatchSource`
 on one :class:`~rankkit.matches.MatchGraph` per task and the judgment cache, like every strategy:
 
-* **arena** — Arena-lite (seed 003, Algorithm 1): on every task a single-elimination tournament
+* **arena** — Arena-lite (Algorithm 1): on every task a single-elimination tournament
   between the systems' answers. The bracket is a seeded shuffle of the systems; each round pairs
   neighbours in bracket order, and with an odd number the last one gets a bye. N systems cost
   N − 1 matches per task. All matches of all tasks are fitted together by Bradley–Terry
@@ -21,7 +21,7 @@ on one :class:`~rankkit.matches.MatchGraph` per task and the judgment cache, lik
   The induced results of one task are not independent, so bootstrap intervals over them are
   narrower than they should be; read them as a rough guide.
 
-**Adding a system** to a stored leaderboard without rebuilding it (seed 003, appendix A.6):
+**Adding a system** to a stored leaderboard without rebuilding it (Arena-lite, appendix A.6):
 
 * ``binary`` — Algorithm 2: binary search over the leaderboard's order. With |L| systems and |X|
   tasks, each step plays ⌊|X| / ⌊log2 |L|⌋⌋ matches of the newcomer against the system in the

@@ -1,7 +1,7 @@
 """A self-contained HTML report of a results file (``rankkit report results.json -o report.html``).
 
 One static file — no server, no network, no external scripts, fonts or images — with the views of
-Arena-lite's web demo (seed 003, appendix A.1):
+Arena-lite's web demo (Arena-lite, appendix A.1):
 
 * **Leaderboard** — the strategies with their cost and agreement with the human scores (bootstrap
   95% intervals over tasks), and, per strategy, the systems ranked by the mean rank it gave them;

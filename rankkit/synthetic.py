@@ -23,7 +23,7 @@ def planted_tasks(strengths: Mapping[str, float], prompts: int, noise: float = E
     Gumbel draw. The difference of two Gumbels is logistic, so with the default ``noise`` =
     400/ln 10 the probability that s's answer is the human-better one is exactly the Bradley–Terry
     / Elo ``1 / (1 + 10^((R_t − R_s)/400))`` when strengths are Elo ratings (Arena-lite's stochastic
-    model, seed 003 §4.2). ``noise=0`` makes every prompt agree with the strengths.
+    model, Arena-lite §4.2). ``noise=0`` makes every prompt agree with the strengths.
     """
     rng = random.Random(seed)
     names = list(strengths)

@@ -20,7 +20,7 @@ modes:
 ``logprob`` — no generation, one forward pass per prompt. Pointwise: the reply is forced to
     start with the template's score prefix (``Score: ``) and the score is the expected value
     of the next token over the digits ``0..K`` (the weighted sum of G-Eval, used by PREPAIR,
-    seed 004 §5.3.4), where K is the task's M when it is a whole number up to 9 and 9
+    The Comparative Trap §5.3.4), where K is the task's M when it is a whole number up to 9 and 9
     otherwise (the prompt then says "0 to 9"); it is mapped linearly onto the task's scale.
     Pairwise: the reply is forced to start with the template's choice prefix (``The better
     answer is Answer ``) and ``probability`` = P(1) / (P(1) + P(2)) of the two choice tokens;

@@ -1,6 +1,6 @@
 """``panel``: several judges vote on every comparison, in both orders, with an agreement threshold.
 
-After the poster *Towards Scalable Reliable Automated Evaluation via LLMs* (seed 002): every pair
+After the poster *Towards Scalable Reliable Automated Evaluation via LLMs* (*Towards Scalable Reliable Automated Evaluation via LLMs*): every pair
 is judged A-vs-B and B-vs-A by every member, and a tunable threshold (1.0 = unanimity ... 0.5 =
 simple majority) decides whether the votes become a win or a draw.
 

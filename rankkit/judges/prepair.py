@@ -1,4 +1,4 @@
-"""PREPAIR: pointwise reasoning inside a pairwise decision (seed 004, figure 2 and figure 7).
+"""PREPAIR: pointwise reasoning inside a pairwise decision (The Comparative Trap, figure 2 and figure 7).
 
 A pairwise judge compares two answers directly and, the paper shows, lets superficial features
 (length, tone) sway it. PREPAIR first has the judge write an **analysis** of each answer on its

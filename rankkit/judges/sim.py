@@ -6,7 +6,7 @@ answer, whichever strategy asks and in whatever sequence — which is what makes
 comparable on one judge.
 
 **The latent-perception model** (:class:`LatentJudge`, the default; Thurstonian, in the spirit of
-Arena-lite's stochastic judge, seed 003 §4.2). All noise is in units of ``sd``, the standard
+Arena-lite's stochastic judge, §4.2). All noise is in units of ``sd``, the standard
 deviation of the task's human scores. The judge *perceives* each answer once::
 
     p = h + sd · perception · z                    z ~ N(0, 1), drawn per (seed, task, answer)

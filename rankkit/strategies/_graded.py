@@ -1,6 +1,6 @@
 """Scores from the grades a judge gives inside its pairwise judgments, corrected for its slot bias.
 
-A pairwise judgment grades both answers (seed 000's prompt: "Answer 1: X/M Answer 2: Y/M"). The
+A pairwise judgment grades both answers (*Knockout LLM Assessment*'s prompt: "Answer 1: X/M Answer 2: Y/M"). The
 knockout paper scores an answer by the mean of the grades it received; but a judge that prefers
 the first slot lifts the first answer's grade and lowers the second's, so when each pair is shown
 in one order only, a mean grade also measures how often the answer happened to be shown first.

@@ -1,4 +1,4 @@
-"""``knockout``: Knockout Assessment (Sandan, Dinh & Niehues; seed 000, Algorithm 1 of appendix A.1).
+"""``knockout``: Knockout Assessment (Sandan, Dinh & Niehues; Algorithm 1 of appendix A.1).
 
 Each round the remaining answers are shuffled and paired; every pair plays one question-level
 match in which the judge grades both answers; the higher-graded answer advances, and with an odd

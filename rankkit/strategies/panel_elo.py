@@ -1,6 +1,6 @@
 """``panel_elo``: every pair decided once (by a panel judge), Elo-updated after each decision.
 
-The poster *Towards Scalable Reliable Automated Evaluation via LLMs* (seed 002) has several LLMs
+The poster *Towards Scalable Reliable Automated Evaluation via LLMs* (*Towards Scalable Reliable Automated Evaluation via LLMs*) has several LLMs
 judge every pair in both orders, turns their votes into a win or a draw through an agreement
 threshold (that is the ``panel`` judge, :mod:`rankkit.judges.panel`), and updates Elo ratings
 after each decision::

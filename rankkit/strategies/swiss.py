@@ -4,7 +4,7 @@ A knockout stops learning about an answer the moment it loses; all-pairs compari
 of its budget on pairs whose result is obvious. A Swiss system sits between: nobody is eliminated,
 and every round pairs answers whose results so far are equal or close, so each match is between
 answers the tournament cannot yet tell apart — the matches that carry the most information about
-the order (Arena-lite's limitations section, seed 003, asks for such adaptive match-making).
+the order (Arena-lite's limitations section asks for such adaptive match-making).
 
 **Rounds.** Each round ranks the candidates by running points (a win is 1 point, a tie ½; within
 equal points in a seeded random order) and pairs them top-down, as Swiss pairing rules do: the
@@ -24,7 +24,7 @@ has met.
 **Aggregation.** ``bt`` (default): Bradley–Terry ratings (Elo scale) of all the judgments, from
 :func:`rankkit.ratings.bradley_terry` — it weighs a win by whom it was against; with ``debias``
 each order is a match of its own, as in ``bt``. ``grades``: the mean grade a candidate received
-over all its judgments — the knockout paper's score averaging (seed 000), which uses how much
+over all its judgments — the knockout paper's score averaging (*Knockout LLM Assessment*), which uses how much
 better an answer was graded, not only whether it won. ``points``: the Swiss standings — the share
 of points scored (byes and partial rounds leave counts uneven, hence a share), ties broken by the
 opponents' mean share (Buchholz-like).
