@@ -19,6 +19,7 @@ import http.server
 import importlib.util
 import itertools
 import json
+import sqlite3
 import logging
 import math
 import random
@@ -943,15 +944,19 @@ def test_server_killed_mid_run_then_the_rerun_resumes_from_the_cache(llama_serve
     assert kill_after <= len(answered) < needed  # the server died mid-run
     with JudgmentCache(cache_path) as cache:
         assert len(cache) == len(answered)  # every answered request is a cached judgment
+    with sqlite3.connect(cache_path) as db:
+        # SmolLM2 often writes no parseable verdict: such a failed judgment is kept but asked again
+        failed = sum(json.loads(payload)["status"] == "failed" for (payload,) in db.execute("SELECT payload FROM judgments"))
+    usable = len(answered) - failed
 
     with FaultProxy(upstream=llama_server.root) as proxy:
         result, judge = run_through(proxy.base_url, tasks, "knockout,individual", cache_path, options)
         second_log = list(proxy.log)
     costs = [s.cost for s in result.strategies]
-    assert sum(c.cache_hits for c in costs) == len(answered)
-    assert sum(c.judge_calls for c in costs) == needed - len(answered) == len(second_log)
+    assert sum(c.cache_hits for c in costs) == usable
+    assert sum(c.judge_calls for c in costs) == needed - usable == len(second_log)
     resent = {json.dumps(body, sort_keys=True) for _, body, _ in second_log} & set(answered)
-    assert not resent, "a judgment the first run received was asked for again"
+    assert len(resent) == failed, "only the failed judgments of the first run are asked again"
     assert all(outcome == 200 for _, _, outcome in second_log)
 
 
