@@ -69,17 +69,23 @@ def swiss_pairing(candidates: list[str], points: Mapping[str, float], met: set[f
     rng: orders candidates with equal points, and breaks ties between equally good matchings.
     """
     standings = sorted(candidates, key=lambda cid: (-points[cid], rng.random()))
-    unpaired = list(standings)
+    position = {cid: i for i, cid in enumerate(standings)}
+    # Greedy, top-down: each unpaired candidate takes the first candidate below it that is unpaired
+    # and not yet met. Flags instead of removing from a list keep a round O(N) in the usual case.
+    paired: set[str] = set()
     pairs = []
-    while unpaired:
-        top = unpaired.pop(0)
-        partner = next((cid for cid in unpaired if frozenset((top, cid)) not in met), None)
-        if partner is not None:
-            unpaired.remove(partner)
-            pairs.append((top, partner))
+    for i, top in enumerate(standings):
+        if top in paired:
+            continue
+        for j in range(i + 1, len(standings)):
+            cid = standings[j]
+            if cid not in paired and frozenset((top, cid)) not in met:
+                paired.update((top, cid))
+                pairs.append((top, cid))
+                break
     if len(pairs) < len(candidates) // 2:
         pairs = max(pairs, closest_matching(candidates, points, met, rng), key=len)
-    return sorted(pairs, key=lambda pair: (abs(points[pair[0]] - points[pair[1]]), standings.index(pair[0])))
+    return sorted(pairs, key=lambda pair: (abs(points[pair[0]] - points[pair[1]]), position[pair[0]]))
 
 
 def closest_matching(candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]],
@@ -98,7 +104,8 @@ def closest_matching(candidates: list[str], points: Mapping[str, float], met: se
         if frozenset((a, b)) not in met:
             gap = round(2 * (points[a] - points[b]))
             graph.add_edge(a, b, weight=gap * gap * unit + rng.randrange(unit // n))
-    return [tuple(sorted(pair, key=candidates.index)) for pair in nx.min_weight_matching(graph)]
+    order = {cid: i for i, cid in enumerate(candidates)}
+    return [tuple(sorted(pair, key=order.__getitem__)) for pair in nx.min_weight_matching(graph)]
 
 
 @register("swiss")
