@@ -65,11 +65,11 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 
-def timed_run(spec: str, tasks: list, cache=None) -> tuple[float, object]:
+def timed_run(spec: str, tasks: list, cache=None, keep_graphs: bool = True) -> tuple[float, object]:
     from rankkit import make_judge, make_strategy, run
 
     started = time.perf_counter()
-    result = run(tasks, [make_strategy(spec)], make_judge(JUDGE), cache, progress=False)
+    result = run(tasks, [make_strategy(spec)], make_judge(JUDGE), cache, progress=False, keep_graphs=keep_graphs)
     return time.perf_counter() - started, result.strategies[0]
 
 
@@ -124,12 +124,13 @@ def cell_warm(n: int, count: int) -> dict:
 
 def cell_memory(count: int) -> dict:
     """Peak memory of knockout on ``count`` tasks of two candidates, above the process's peak
-    after a warm-up run (libraries loaded)."""
+    after a warm-up run (libraries loaded); without keeping the match graphs, as ``rankkit compare``
+    runs (the results per task are kept: they are the output)."""
     timed_run("knockout", [synthetic_task(2, k, f"warm-up{k}") for k in range(10)])
     before = peak_mb()
     tasks = [synthetic_task(2, k, f"m{k}") for k in range(count)]
     loaded = peak_mb()
-    seconds, strategy_run = timed_run("knockout", tasks)
+    seconds, strategy_run = timed_run("knockout", tasks, keep_graphs=False)
     return {"tasks": count, "start_mb": before, "tasks_mb": loaded, "peak_mb": peak_mb(), "seconds": seconds,
             "comparisons": strategy_run.cost.comparisons}
 
