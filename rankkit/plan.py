@@ -533,17 +533,7 @@ def _llm_plan_judge(spec: Any) -> Judge:
         hf._check_judge_options(judge_kwargs, where)
         identity = hf.smollm2_identity(options.get("dtype", "bfloat16"))
         return LLMJudge(PlanEngine("hf", identity), **judge_kwargs)
-    judge_kwargs, rest = split_llm_options(spec, where)
-    model_ref = rest.pop("model", None)
-    if spec.positional:
-        if model_ref is not None or len(spec.positional) > 1:
-            raise SpecError(f"{where}: give exactly one model (hub id or directory), got {list(spec.positional)}")
-        model_ref = spec.positional[0]
-    if not model_ref:
-        raise SpecError(f"{where}: which model? e.g. hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model")
-    gguf = rest.pop("gguf", None)
-    options = hf._engine_options(rest, where, set(hf._ENGINE_OPTIONS))
-    hf._check_judge_options(judge_kwargs, where)
+    model_ref, gguf, options, judge_kwargs = hf.hf_spec_parts(spec, where)
     local = Path(model_ref).expanduser()
     identity: dict[str, Any] = {"name": Path(model_ref).name if local.is_dir() else model_ref,
                                 "dtype": options.get("dtype", "bfloat16")}

@@ -898,9 +898,9 @@ def _require_torch(where: str) -> None:
                             f"pip install torch==2.13.0 'rankkit[hf]'")
 
 
-def from_spec(spec: Spec) -> LLMJudge:
-    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
-    where = "hf"
+def hf_spec_parts(spec: Spec, where: str = "hf") -> tuple[str, str | None, dict[str, Any], dict[str, Any]]:
+    """Read an ``hf:`` spec without loading anything: ``(model_ref, gguf, engine options, judge
+    options)``, checked (used by :func:`from_spec` and by the dry run, which needs the identity only)."""
     judge_kwargs, rest = split_llm_options(spec, where)
     model_ref = rest.pop("model", None)
     if spec.positional:
@@ -912,6 +912,13 @@ def from_spec(spec: Spec) -> LLMJudge:
     gguf = rest.pop("gguf", None)
     options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
     _check_judge_options(judge_kwargs, where)
+    return model_ref, gguf, options, judge_kwargs
+
+
+def from_spec(spec: Spec) -> LLMJudge:
+    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
+    where = "hf"
+    model_ref, gguf, options, judge_kwargs = hf_spec_parts(spec, where)
     _require_torch(where)
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
