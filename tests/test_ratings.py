@@ -187,3 +187,45 @@ def test_default_regularisation_keeps_the_elo_scale_at_many_items():
     assert default_alpha(200) == pytest.approx(0.2 / 199)
     assert 0.85 < slope(None) < 1.15
     assert slope(0.01) < 0.7
+
+
+def test_sparse_ilsr_is_choix_ilsr_with_a_sparse_solve():
+    import choix
+    import numpy as np
+
+    from rankkit.ratings import sparse_ilsr
+
+    rng = np.random.default_rng(3)
+    n = 300
+    winners, losers = rng.integers(0, n, 1500), rng.integers(0, n, 1500)
+    keep = winners != losers
+    winners, losers = winners[keep], losers[keep]
+    ours = sparse_ilsr(n, winners, losers, alpha=0.2 / (n - 1))
+    theirs = choix.ilsr_pairwise(n, np.column_stack([winners, losers]).tolist(), alpha=0.2 / (n - 1), max_iter=1000)
+    assert np.abs(ours - theirs).max() < 1e-10
+
+
+def test_bradley_terry_above_the_sparse_solve_size_matches_choix():
+    import random
+
+    import choix
+    import numpy as np
+
+    from rankkit.ratings import ELO_BASE, ELO_SCALE, bradley_terry, default_alpha
+
+    rng = random.Random(5)
+    items = [f"s{i}" for i in range(400)]
+    matches = [(*rng.sample(items, 2), rng.choice([1.0, 0.0, 1.0, 0.5])) for _ in range(1200)]
+    ratings = bradley_terry(matches, items=items)
+    # the same data through choix directly (ties listed once each way, decisive matches twice, alpha doubled)
+    index = {name: k for k, name in enumerate(items)}
+    pairs = []
+    for a, b, outcome in matches:
+        if outcome == 0.5:
+            pairs += [(index[a], index[b]), (index[b], index[a])]
+        else:
+            winner, loser = (a, b) if outcome == 1.0 else (b, a)
+            pairs += [(index[winner], index[loser])] * 2
+    params = choix.ilsr_pairwise(len(items), pairs, alpha=2 * default_alpha(len(items)), max_iter=1000)
+    expected = 1000 + (params - params.mean()) * ELO_SCALE / np.log(ELO_BASE)
+    assert max(abs(ratings[name] - expected[k]) for k, name in enumerate(items)) < 1e-6
