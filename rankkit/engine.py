@@ -28,7 +28,7 @@ import collections
 import enum
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from rankkit.cache import is_failed, judgment_key
@@ -219,8 +219,6 @@ class Dispatcher:
             self._cond.notify_all()
         order = {id(future): index for index, future in enumerate(futures)}
         try:
-            from concurrent.futures import as_completed
-
             for future in as_completed(futures):
                 yield order[id(future)], future.result()
         finally:

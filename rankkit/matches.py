@@ -171,10 +171,7 @@ class MatchSource:
         self._used_points: set[str] = set()
 
     def _charge(self, judgment: PairJudgment | PointJudgment, origin: Origin) -> None:
-        if origin is Origin.CACHE:
-            self.cost.cache_hits += 1
-            return
-        if origin is Origin.SHARED:  # another task or strategy was paying for it at that moment
+        if origin is not Origin.JUDGE:  # the cache, or another task paying for it at that moment
             self.cost.cache_hits += 1
             return
         self.cost.judge_calls += 1
