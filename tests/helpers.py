@@ -101,3 +101,15 @@ def grades_received(task: Task, matches) -> dict[str, list[float]]:
         grades[match.first].append(match.judgment.first_score)
         grades[match.second].append(match.judgment.second_score)
     return grades
+
+
+def modules_loaded_by(script: str, modules: Sequence[str]) -> list[str]:
+    """Run ``script`` in a fresh interpreter and return which of ``modules`` it left imported
+    (import-cost tests: a module imported in this test process proves nothing)."""
+    import subprocess
+    import sys
+
+    code = script + f"\nimport sys\nprint(','.join(m for m in {list(modules)!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [name for name in out.stdout.strip().split(",") if name]

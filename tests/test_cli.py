@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from rankkit.cli import main
 from tests.conftest import REPO_ROOT, shared_dataset
+from tests.helpers import modules_loaded_by
 
 
 def invoke(*args: str):
@@ -122,29 +123,21 @@ def test_plugin_strategy_from_an_entry_point(tmp_path):
 
 
 def test_import_and_help_stay_light():
-    code = ("import sys, rankkit, rankkit.cli\n"
-            "from click.testing import CliRunner\n"
-            "CliRunner().invoke(rankkit.cli.main, ['--help'])\n"
-            "CliRunner().invoke(rankkit.cli.main, ['strategies'])\n"
-            "heavy = [m for m in ('torch', 'transformers', 'matplotlib', 'httpx') if m in sys.modules]\n"
-            "print(','.join(heavy))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ""
+    script = ("import rankkit, rankkit.cli\n"
+              "from click.testing import CliRunner\n"
+              "CliRunner().invoke(rankkit.cli.main, ['--help'])\n"
+              "CliRunner().invoke(rankkit.cli.main, ['strategies'])")
+    assert modules_loaded_by(script, ("torch", "transformers", "matplotlib", "httpx")) == []
 
 
 def test_listing_strategies_loads_no_numerical_library():
     # `rankkit strategies` imports every strategy module: none may pull numpy, scipy, networkx
     # or choix in at import time (they made the listing 20 times slower than bare Python).
-    code = ("import sys, rankkit.cli\n"
-            "from click.testing import CliRunner\n"
-            "result = CliRunner().invoke(rankkit.cli.main, ['strategies'])\n"
-            "assert 'active' in result.output and 'swiss' in result.output, result.output\n"
-            "heavy = [m for m in ('numpy', 'scipy', 'networkx', 'choix', 'tqdm') if m in sys.modules]\n"
-            "print(','.join(heavy))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ""
+    script = ("import rankkit.cli\n"
+              "from click.testing import CliRunner\n"
+              "result = CliRunner().invoke(rankkit.cli.main, ['strategies'])\n"
+              "assert 'active' in result.output and 'swiss' in result.output, result.output")
+    assert modules_loaded_by(script, ("numpy", "scipy", "networkx", "choix", "tqdm")) == []
 
 
 def test_compare_builds_the_results_json_only_to_write_it(tmp_path, monkeypatch):
