@@ -768,7 +768,9 @@ def position_bias(results: Mapping[str, Any], name: str | None = None, level: fl
 
 
 def length_bias(results: Mapping[str, Any], name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
-    """How often the longer answer (in characters) won, against how often humans prefer it.
+    """How often the longer answer won, against how often humans prefer it.
+
+    Length is :attr:`rankkit.tasks.Candidate.length` (characters), as in the judge report.
 
     ``longer_win_rate``: among decided matches between answers of different length, the share won
     by the longer one. ``human_longer_better``: among the same matches with different human
@@ -781,6 +783,7 @@ def length_bias(results: Mapping[str, Any], name: str | None = None, level: floa
     for m in distinct_matches(results, name):
         if m["winner"] not in ("first", "second"):
             continue
+        # Candidate.length is characters: the one length definition (rankkit.tasks).
         first_len, second_len = len(texts[m["task_id"]][m["first"]]), len(texts[m["task_id"]][m["second"]])
         if first_len == second_len:
             continue

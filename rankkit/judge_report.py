@@ -8,9 +8,10 @@ measured against each other and against the human labels:
   that picked the candidate shown first. An unbiased judge sits at 0.5.
 * **order consistency** — among pairs where both verdicts exist, the share where both name the
   same candidate (or both say tie): the verdict survives swapping the order.
-* **length preference** — among decisive verdicts on pairs whose answers differ in word count,
-  the share that picked the longer answer; reported next to **human length preference**, the
-  share of those pairs (with a human preference) where the humans preferred the longer answer.
+* **length preference** — among decisive verdicts on pairs whose answers differ in length (characters,
+  :attr:`~rankkit.tasks.Candidate.length`), the share that picked the longer answer; reported next to
+  **human length preference**, the share of those pairs (with a human preference) where the humans
+  preferred the longer answer.
 * **accuracy (one order)** — over pairs with a human preference, each of the two verdicts scores
   1 if it names the human-preferred candidate, 0 if the other, and ½ if it is a tie or failed (what
   a coin flip would score); the mean over both verdicts is LLMBar's "average accuracy".
@@ -48,7 +49,7 @@ import numpy as np
 from rankkit.judges.base import Judge, PairJudgment, ParseStatus, Winner
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.runner import task_rng
-from rankkit.tasks import Task
+from rankkit.tasks import Task, longer_candidate
 
 #: A verdict on a pair: the winning candidate id, "tie", or None (the judgment failed / was a miss).
 Verdict = str | None
@@ -63,7 +64,7 @@ class PairRecord:
 
     a_first / b_first: the verdict when a / b was shown first.
     human: the human-preferred candidate, "tie" when the humans scored both equally, None without labels.
-    longer: the candidate with more words, None when both have the same count.
+    longer: the longer candidate (:attr:`rankkit.tasks.Candidate.length`), None when equally long.
     """
 
     task_id: str
@@ -109,13 +110,6 @@ def human_preference(task: Task, a: str, b: str) -> Verdict:
     if scores[a] == scores[b]:
         return TIE
     return a if scores[a] > scores[b] else b
-
-
-def longer_candidate(task: Task, a: str, b: str) -> str | None:
-    words_a, words_b = len(task.candidate(a).text.split()), len(task.candidate(b).text.split())
-    if words_a == words_b:
-        return None
-    return a if words_a > words_b else b
 
 
 def sample_pairs(task: Task, pairs_per_task: int | None, seed: int) -> list[tuple[str, str]]:

@@ -70,6 +70,14 @@ class StrategyRun:
     def name(self) -> str:
         return self.strategy.label
 
+    @property
+    def has_elimination_rounds(self) -> bool:
+        """Whether the strategy eliminates candidates round by round (knockout, double elimination):
+        every candidate of every task carries an ``eliminated_round`` extra."""
+        return bool(self.tasks) and all(
+            len(t.extras) == len(t.scores) and all("eliminated_round" in e for e in t.extras.values())
+            for t in self.tasks)
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "strategy": self.strategy.name, "params": self.strategy.params(),
                 "comparisons": self.cost.comparisons, "scores": self.cost.scores,

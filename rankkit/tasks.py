@@ -59,6 +59,23 @@ class Candidate:
     system: str | None = None
     human: Mapping[str, float] = field(default_factory=dict)
 
+    @property
+    def length(self) -> int:
+        """The answer's length as rankkit's length-bias figures measure it: Unicode characters.
+
+        Characters, not words, because the data is multilingual: a Chinese or Japanese answer has
+        no spaces, so a word count would call a paragraph one word.
+        """
+        return len(self.text)
+
+
+def longer_candidate(task: "Task", a: str, b: str) -> str | None:
+    """The id of the longer of two candidates (:attr:`Candidate.length`), None when equally long."""
+    length_a, length_b = task.candidate(a).length, task.candidate(b).length
+    if length_a == length_b:
+        return None
+    return a if length_a > length_b else b
+
 
 @dataclass(frozen=True)
 class Task:

@@ -24,16 +24,16 @@ from rankkit.judges.sim import SimulatedJudge
 from rankkit.tasks import load_tasks
 from tests.helpers import make_task
 
-# Four two-candidate tasks; x is listed first (a), y second (b). Words: the longer answer.
-#   task  human  words x/y  verdict x shown first  verdict y shown first
-#   t1    x      3/1        x                      y        (always the first slot)
-#   t2    y      2/4        y                      y        (consistent and right)
-#   t3    x      2/2        y                      tie      (wrong, then a tie)
-#   t4    x      5/1        null (unparsed)        x        (a miss, then right)
+# Four two-candidate tasks; x is listed first (a), y second (b). Characters: the longer answer.
+#   task  human  chars x/y  verdict x shown first  verdict y shown first
+#   t1    x      13/3       x                      y        (always the first slot)
+#   t2    y      7/18       y                      y        (consistent and right)
+#   t3    x      7/7        y                      tie      (wrong, then a tie)
+#   t4    x      23/3       null (unparsed)        x        (a miss, then right)
 FIXTURE_TASKS = [
     ("t1", 1, 0, "one two three", "one"),
     ("t2", 0, 1, "one two", "one two three four"),
-    ("t3", 1, 0, "one two", "three four"),
+    ("t3", 1, 0, "one two", "six ten"),
     ("t4", 1, 0, "one two three four five", "one"),
 ]
 FIXTURE_VERDICTS = {"t1": ("x", "y"), "t2": ("y", "y"), "t3": ("y", "tie"), "t4": (None, "x")}
