@@ -1,28 +1,25 @@
-"""The ``rankkit`` command line (click).
+"""The ``rankkit`` command line: one click command per task a user runs.
 
 Commands: ``compare`` (several strategies on one judge, with metrics), ``rank`` (one strategy,
-per-candidate scores out), ``strategies`` (what is registered). Bad input or usage (data, specs,
-a strategy the judge cannot serve, an unusable cache or output path) exits with code 2 and a
-message naming the file, line and field, and is found before any judgment is paid for; a judge or
-server failure exits 1, saying that a rerun resumes from the cache when one is in use. Heavy
-modules are imported inside commands, so ``rankkit --help`` stays fast and never loads torch.
+per-candidate scores out), ``strategies`` (what is registered), ``judge-report``, ``record``,
+``leaderboard`` (and ``leaderboard add``), ``analyze``, ``plot`` and ``report``. Each command is
+thin: it parses options and calls one library function. What the commands share — options, the
+mapping of errors to exit codes (2 bad input, 1 judge or server failure), the judging session —
+is :mod:`rankkit.cli_support`. Heavy modules are imported inside commands, so ``rankkit --help``
+stays fast and never loads torch.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable
 
 import click
 
-from rankkit.errors import RankkitError
+from rankkit.cli_support import (OUTPUT_FORMATS, config_option, current_columns, data_options, dry_run_option, fail,
+                                 guarded, judge_caveat, judge_options, judging, prepare_output, print_dry_run)
 from rankkit.formatting import render
-from rankkit.specs import SpecError
-from rankkit.tasks import SAMPLE_DATA
 
 TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall", "task_spearman",
                                                  "pairwise_accuracy", "top1_accuracy"))
@@ -35,216 +32,6 @@ COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("score
 #: The columns of `rankkit rank`, in the order of its JSONL rows.
 RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
                                             "champion", "human"))
-OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
-
-
-def fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
-def guarded(func: Callable) -> Callable:
-    """Turn expected errors into a clean message and exit code (2 = bad input, 1 = judge failed).
-
-    The advice to rerun is given only when a rerun can help: the error is a judge or server
-    failure (or an interruption) and a persistent cache holds what was already received. A command
-    uses the cache unless it has a ``no_cache`` parameter that is set, or none at all.
-    """
-    import functools
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        cached = "no_cache" in kwargs and not kwargs["no_cache"]
-        try:
-            return func(*args, **kwargs)
-        except RankkitError as err:  # every error rankkit reports carries its exit code
-            if err.resumable:  # a judge or server failure: name it, and say whether a rerun resumes
-                fail(f"{type(err).__name__}: {err}" + (RESUME_HINT if cached else ""), err.exit_code)
-            fail(str(err), err.exit_code)
-        except FileNotFoundError as err:
-            fail(str(err), 2)
-        except KeyboardInterrupt:
-            fail("interrupted; " + ("every judgment received so far is in the cache, rerun to resume" if cached
-                                    else "no cache is in use, so the judgments received were not kept"), 130)
-        except (ConnectionError, TimeoutError) as err:  # a server went away: a rerun may succeed
-            fail(f"{type(err).__name__}: {err}" + (RESUME_HINT if cached else ""), 1)
-        except (NotImplementedError, OSError) as err:  # a rerun would fail the same way
-            fail(f"{type(err).__name__}: {err}", 2)
-
-    return wrapper
-
-
-RESUME_HINT = "\nevery judgment received before the failure is in the cache; rerun the same command to resume"
-
-
-def prepare_output(path: str | None, option: str = "--out") -> None:
-    """Check, before any judging, that the output file ``path`` can be written (exit 2 if not).
-
-    A run must not pay for its judgments and then lose its results to a typo in a path: the
-    file's folder is created (as ``plot`` and ``report`` do), a directory is refused, and the file
-    is opened for appending (and removed again if it was not there), which is the test that
-    counts — permissions, read-only disks and files in the way all show there.
-
-    path: the output file (None: nothing to check).
-    option: the option that named it, for the message.
-    """
-    if not path:
-        return
-    target = Path(path)
-    if target.is_dir():
-        fail(f"{option} {path}: is a directory; give a file path")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        existed = target.exists()
-        with target.open("a", encoding="utf-8"):
-            pass
-        if not existed:
-            target.unlink()
-    except OSError as err:
-        fail(f"{option} {path}: cannot write there ({err.strerror or err})")
-
-
-# -- shared options -------------------------------------------------------------------------------
-
-COLUMNS_META = "rankkit.columns"  # where --columns leaves its parsed mapping (ctx.meta)
-
-
-def _store_columns(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    """--columns is kept in the context, not passed to the command: every command that loads data
-    gets it through judging() without a new parameter in its signature."""
-    from rankkit.frames import parse_columns
-
-    try:
-        ctx.meta[COLUMNS_META] = parse_columns(value) if value else None
-    except SpecError as err:
-        raise click.BadParameter(str(err).removeprefix("--columns: "), ctx=ctx, param=param) from None
-
-
-def current_columns() -> dict[str, str] | None:
-    """The column mapping given with --columns to the running command (None when none)."""
-    ctx = click.get_current_context(silent=True)
-    return ctx.meta.get(COLUMNS_META) if ctx is not None else None
-
-
-def data_options(func: Callable) -> Callable:
-    func = click.option("--data", "data_path", type=click.Path(dir_okay=False), default=None,
-                        help="Tasks as .jsonl, long-form .csv, .parquet or a .json array "
-                             "(default: the bundled synthetic sample).")(func)
-    func = click.option("--columns", expose_value=False, callback=_store_columns, default=None,
-                        help="Map the data's column names to rankkit's, e.g. question_id=task_id,model=system "
-                             "(targets: task_id prompt candidate_id text system reference human.NAME meta.NAME, "
-                             "- to drop).")(func)
-    func = click.option("--criterion", default=None, help="Human score to compare against (default meta.main_score).")(func)
-    func = click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N tasks.")(func)
-    return func
-
-
-def _apply_config(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    """--config: the run file's settings become the command's defaults (so flags still win)."""
-    if not value:
-        return
-    from rankkit.config import ConfigError, click_defaults, load_config
-
-    try:
-        defaults = click_defaults(load_config(value), {p.name for p in ctx.command.params if p.name}, where=value)
-    except ConfigError as err:
-        raise click.BadParameter(str(err), ctx=ctx, param=param) from None
-    ctx.default_map = {**(ctx.default_map or {}), **defaults}
-
-
-def config_option(func: Callable) -> Callable:
-    return click.option("--config", type=click.Path(dir_okay=False, exists=True), is_eager=True, expose_value=False,
-                        callback=_apply_config,
-                        help="A run file (TOML: data, judge, strategies, seed, cache, out, format...) or a results "
-                             "JSON to re-run; flags given on the command line win.")(func)
-
-
-def dry_run_option(func: Callable) -> Callable:
-    return click.option("--dry-run", is_flag=True,
-                        help="Print what the run would ask the judge (per strategy: judgments needed, cached, "
-                             "shared, new, estimated prompt tokens) without judging or loading a model.")(func)
-
-
-def print_dry_run(data_path: str | None, criterion: str | None, limit: int | None, judge_spec: str | None,
-                  seed: int, cache_path: str | None, no_cache: bool, strategies: Sequence[Any],
-                  output_format: str) -> None:
-    """--dry-run: load the data, build the judge without its model, read the cache, print the plan."""
-    from rankkit.judges import default_judge_spec
-    from rankkit.plan import dry_run, format_dry_run, plan_judge, read_only_cache
-    from rankkit.tasks import load_tasks
-
-    path = Path(data_path) if data_path else SAMPLE_DATA
-    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
-    judge = plan_judge(judge_spec or default_judge_spec())
-    cache = read_only_cache(cache_path, no_cache)
-    try:
-        report = dry_run(tasks, strategies, judge, cache, seed=seed)
-    finally:
-        cache.close()
-    fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
-    click.echo(format_dry_run(report, fmt, data=str(path)))
-
-
-def judge_options(func: Callable) -> Callable:
-    func = click.option("--judge", "judge_spec", default=None,
-                        help="Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim).")(func)
-    func = click.option("--seed", type=int, default=0, show_default=True, help="Seeds every random choice.")(func)
-    func = click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
-                        help="SQLite judgment cache (default .rankkit/cache.sqlite).")(func)
-    func = click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")(func)
-    func = click.option("--quiet", is_flag=True, help="No progress bar.")(func)
-    return func
-
-
-@dataclass
-class RunInputs:
-    """What a judging command works on: the data's path, its tasks, the judge spec, the judge and
-    the cache (see :func:`judging`)."""
-
-    path: Path
-    tasks: list
-    spec: str
-    judge: Any
-    cache: Any
-
-
-@contextlib.contextmanager
-def judging(data_path: str | None, criterion: str | None, limit: int | None, judge_spec: str | None,
-            cache_path: str | None, no_cache: bool) -> Iterator[RunInputs]:
-    """Load tasks, open the cache and build the judge, as every judging command does; the judge
-    and the cache are closed when the block ends, however it ends (closing the cache commits it).
-
-    The cheap checks come first: bad data or an unusable cache (CacheError) stop the command
-    before a model is loaded, and long before any judgment is paid for.
-    """
-    from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache, NullCache
-    from rankkit.judges import default_judge_spec, make_judge
-    from rankkit.tasks import load_tasks
-
-    path = Path(data_path) if data_path else SAMPLE_DATA
-    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
-    spec = judge_spec or default_judge_spec()
-    cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
-    judge = None
-    try:
-        judge = make_judge(spec)
-        announce_judge(judge, spec)
-        yield RunInputs(path, tasks, spec, judge, cache)
-    finally:
-        cache.close()
-        if judge is not None:
-            judge.close()
-
-
-def judge_caveat(spec: str) -> str | None:
-    """One line that goes with the results of a judge whose verdicts must not be read as
-    results (the embedded SmolLM2), else None."""
-    from rankkit.specs import parse_spec
-
-    if parse_spec(spec).name == "smollm2":
-        return ("note: SmolLM2-135M is a plumbing-grade judge (near-chance accuracy, a strong slot preference): "
-                "use it to try rankkit end to end, and a real judge (hf:MODEL, openai:MODEL) for results")
-    return None
 
 
 def compare_rows(result: Any) -> list[dict[str, Any]]:
@@ -257,11 +44,6 @@ def compare_rows(result: Any) -> list[dict[str, Any]]:
         row.update(s.metrics)
         rows.append(row)
     return rows
-
-
-def announce_judge(judge: Any, spec: str) -> None:
-    note = " — no LLM is called; verdicts derive from the human labels" if judge.simulated else ""
-    click.echo(f"judge: {judge.description}{note}", err=True)
 
 
 # -- commands -------------------------------------------------------------------------------------
