@@ -22,7 +22,6 @@ class LeaderboardError(RankkitError, ValueError):
     """Input a leaderboard cannot be built from (missing systems, unknown anchor, ...)."""
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Data types
 

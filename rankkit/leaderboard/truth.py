@@ -74,7 +74,6 @@ def correlations(board: Leaderboard, truth: Mapping[str, float]) -> dict[str, fl
             "systems": len(shared)}
 
 
-
 def resolve_truth(tasks: Sequence[Task], data_path: str | Path | None = None,
                   truth_path: str | Path | None = None) -> tuple[str, dict[str, float]] | None:
     """The system-level truth to correlate with, and where it came from: ``truth_path``, else a
