@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from rankkit.specs import SpecError
-from rankkit.tasks import Task, TaskFormatError
+from rankkit.tasks import Task, TaskFormatError, json_object_line
 
 #: rankkit's names for the columns of a long table (besides ``human.NAME`` and ``meta.NAME``).
 CANONICAL = ("task_id", "prompt", "candidate_id", "text", "system", "reference")
@@ -178,13 +178,7 @@ def _file_rows(path: Path) -> list[Row]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
-            if not isinstance(item, dict):
-                raise TaskFormatError(path, number, None, "expected a JSON object per line")
-            rows.append((number, item))
+            rows.append((number, json_object_line(path, number, line)))
     return rows
 
 
