@@ -1,5 +1,6 @@
-"""Tasks from tables: pandas DataFrames, Hugging Face ``datasets``, Parquet, JSON arrays, and any
-long-form file read through a column mapping; and tasks back to a long table.
+"""Tasks from long tables (one row per candidate answer) through a column mapping, and back to a long table.
+
+Sources: pandas DataFrames, Hugging Face ``datasets``, Parquet, CSV, JSON arrays and JSONL.
 
 Evaluation tools keep answers in **long form**, one row per candidate answer (alpaca_eval's
 ``instruction, output, generator``; arena-hard's ``question_id, model, ...``). rankkit's names for
