@@ -1,5 +1,6 @@
-"""Tasks from tables: pandas DataFrames, Hugging Face ``datasets``, Parquet, JSON arrays, and any
-long-form file read through a column mapping; and tasks back to a long table.
+"""Tasks from long tables (one row per candidate answer) through a column mapping, and back to a long table.
+
+Sources: pandas DataFrames, Hugging Face ``datasets``, Parquet, CSV, JSON arrays and JSONL.
 
 Evaluation tools keep answers in **long form**, one row per candidate answer (alpaca_eval's
 ``instruction, output, generator``; arena-hard's ``question_id, model, ...``). rankkit's names for
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from rankkit.specs import SpecError
-from rankkit.tasks import Task, TaskFormatError
+from rankkit.tasks import Task, TaskFormatError, json_object_line
 
 #: rankkit's names for the columns of a long table (besides ``human.NAME`` and ``meta.NAME``).
 CANONICAL = ("task_id", "prompt", "candidate_id", "text", "system", "reference")
@@ -178,13 +179,7 @@ def _file_rows(path: Path) -> list[Row]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
-            if not isinstance(item, dict):
-                raise TaskFormatError(path, number, None, "expected a JSON object per line")
-            rows.append((number, item))
+            rows.append((number, json_object_line(path, number, line)))
     return rows
 
 

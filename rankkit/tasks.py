@@ -206,6 +206,18 @@ def _decode(path: Path, data: bytes, first_line: int = 1) -> str:
                                                 f"save the file as UTF-8") from None
 
 
+def json_object_line(path: str | Path, number: int, text: str) -> dict[str, Any]:
+    """Line ``number`` of a JSONL file as the JSON object it must hold; a :class:`TaskFormatError`
+    naming the line when it is not valid JSON or not an object."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
+    if not isinstance(obj, dict):
+        raise TaskFormatError(path, number, None, "expected a JSON object per line")
+    return obj
+
+
 def _read_jsonl(path: Path, limit: int | None) -> list[tuple[int, dict]]:
     rows = []
     seen = 0
@@ -214,13 +226,7 @@ def _read_jsonl(path: Path, limit: int | None) -> list[tuple[int, dict]]:
             text = _decode(path, data, first_line=number)
             if not text.strip():
                 continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
-            if not isinstance(obj, dict):
-                raise TaskFormatError(path, number, None, "expected a JSON object per line")
-            rows.append((number, obj))
+            rows.append((number, json_object_line(path, number, text)))
             seen += 1
             if limit is not None and seen >= limit:
                 break

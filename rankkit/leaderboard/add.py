@@ -1,0 +1,178 @@
+"""Adding a system to a stored leaderboard without rebuilding it: by binary search or against an anchor.
+
+Arena-lite, appendix A.6:
+
+* ``binary`` — Algorithm 2: binary search over the leaderboard's order. With |L| systems and |X|
+  tasks, each step plays ⌊|X| / ⌊log2 |L|⌋⌋ matches of the newcomer against the system in the
+  middle, on tasks drawn without replacement from a shuffled doubled task list; more than half
+  the points moves the search up, fewer moves it down, exactly half plays another batch (or
+  ends as a tie when the tasks run out). It yields a *position*, not a rating: the newcomer's
+  rating is left empty.
+* ``anchored`` — A.6.2: the newcomer plays the current top system on every task. On a
+  Bradley–Terry leaderboard its win rate p is turned back into a rating,
+  ``R_top + scale · log_base(p / (1 − p))`` (p clipped to [½|X|⁻¹, 1 − ½|X|⁻¹]), which is
+  the rating the BT model says wins p of the time against the top; on an anchored leaderboard
+  the newcomer simply plays the leaderboard's anchor and its rating is that win rate.
+
+Judgments are reused wherever they already exist: in the run's match graphs (pass ``graphs``) and
+in the persistent cache, so adding a system pays only for matches never judged before. The
+stored leaderboard's own matches are kept in its JSON and carried over.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import replace
+from typing import Any, Sequence
+
+from rankkit.judges.base import Judge
+from rankkit.leaderboard.board import (
+    Leaderboard,
+    LeaderboardError,
+    SystemMatch,
+    SystemRating,
+    all_systems,
+    judge_info,
+    restrict,
+    systems_of,
+)
+from rankkit.leaderboard.rating import finite_or_lowest, none_if_nan
+from rankkit.leaderboard.tournament import play_against, task_graph
+from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.ratings import (
+    ELO_BASE,
+    ELO_SCALE,
+    MatchRecord,
+    RatingInterval,
+    bootstrap,
+    win_rates,
+)
+from rankkit.tasks import Task
+
+ADD_METHODS = ("binary", "anchored")
+
+
+def _check_newcomer(board: Leaderboard, tasks: Sequence[Task], system: str) -> list[Task]:
+    if system in board.names:
+        raise LeaderboardError(f"system {system!r} is already on the leaderboard")
+    missing = [name for name in board.names if name not in all_systems(tasks)]
+    if missing:
+        raise LeaderboardError(f"the data lack leaderboard system(s) {', '.join(missing)}")
+    used = [t for t in restrict(tasks, [*board.names, system]) if system in systems_of(t)]
+    if not used:
+        raise LeaderboardError(f"no task has an answer by system {system!r}")
+    return used
+
+
+def binary_search_placement(board_order: Sequence[str], tasks: Sequence[Task], system: str,
+                            play: Any, rng: random.Random) -> dict[str, Any]:
+    """Seed 003, Algorithm 2: where ``system`` belongs in ``board_order`` (best first).
+
+    play(task, opponent) -> points the newcomer scored on that task (1, ½ or 0).
+    Returns ``{"position": 0-based index to insert at, "tie": bool, "steps": [...]}``.
+    """
+    n_comparisons = max(1, int(math.log2(len(board_order)))) if len(board_order) > 1 else 1
+    n_matches = max(1, len(tasks) // n_comparisons)
+    pool = list(tasks)
+    rng.shuffle(pool)
+    pool = pool + pool  # X <- concat(X; X): enough tasks for the extra steps a tie can take
+    low, high = 0, len(board_order) - 1
+    steps = []
+    while low <= high:
+        mid = (low + high) // 2
+        batch = [pool.pop() for _ in range(min(n_matches, len(pool)))]
+        if not batch:
+            return {"position": mid, "tie": True, "steps": steps}
+        wins = sum(play(task, board_order[mid]) for task in batch)
+        steps.append({"opponent": board_order[mid], "wins": wins, "matches": len(batch)})
+        if wins > len(batch) / 2:
+            high = mid - 1
+        elif wins < len(batch) / 2:
+            low = mid + 1
+        elif not pool:
+            return {"position": mid, "tie": True, "steps": steps}
+    return {"position": low, "tie": False, "steps": steps}
+
+
+def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: str, method: str = "binary",
+               cache: Any = None, seed: int | None = None, debias: bool | None = None,
+               bootstrap_rounds: int = 200, graphs: dict[str, MatchGraph] | None = None,
+               judge_spec: str = "", data: str = "") -> Leaderboard:
+    """A new leaderboard with ``system`` added to ``board`` (see the module docstring).
+
+    tasks: tasks holding the answers of the newcomer and of the leaderboard's systems.
+    method: ``binary`` (Algorithm 2) or ``anchored`` (against the current top, or the board's anchor).
+    seed, debias: default to the stored leaderboard's.
+    """
+    from rankkit.cache import NullCache
+
+    if method not in ADD_METHODS:
+        raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")
+    cache = cache if cache is not None else NullCache()
+    judge.bind_cache(cache)
+    seed = board.seed if seed is None else seed
+    debias = board.debias if debias is None else debias
+    used = _check_newcomer(board, tasks, system)
+    cost = Cost()
+    new_matches: list[SystemMatch] = []
+    sources: dict[str, MatchSource] = {}
+
+    def source_for(task: Task) -> MatchSource:
+        if task.task_id not in sources:
+            sources[task.task_id] = MatchSource(task, task_graph(graphs, task), judge, cache, cost,
+                                                strategy=f"add:{method}")
+        return sources[task.task_id]
+
+    rng = random.Random(f"{seed}|add|{system}")
+    rows = [r for r in sorted(board.systems, key=lambda r: r.rank)]
+    if method == "binary":
+        def play(task: Task, opponent: str) -> float:
+            played = play_against(task, source_for(task), rng, opponent, [system], debias)
+            new_matches.extend(played)
+            return played[0].outcome if played else 0.5
+
+        placement = binary_search_placement([r.name for r in rows], used, system, play, rng)
+        newcomer = SystemRating(system, None, None, None, 0, len(new_matches))
+        ordered = [r.name for r in rows]
+        ordered.insert(placement["position"], system)
+        by_name = {r.name: r for r in rows}
+        by_name[system] = newcomer
+        systems = [replace(by_name[name], rank=rank) for rank, name in enumerate(ordered, start=1)]
+    else:
+        opponent = board.anchor if board.scale == "win_rate" and board.anchor else rows[0].name
+        for task in used:
+            new_matches += play_against(task, source_for(task), rng, opponent, [system], debias)
+        if not new_matches:
+            raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
+        records = [m.record() for m in new_matches]
+        if board.scale == "win_rate":
+            def rate(sample: Sequence[MatchRecord], items: Sequence[str]) -> dict[str, float]:
+                return {system: win_rates(sample, items)[system], opponent: 0.5}
+        else:
+            top_rating = board.system(opponent).rating
+
+            def rate(sample: Sequence[MatchRecord], items: Sequence[str]) -> dict[str, float]:
+                p = win_rates(sample, items)[system]
+                floor = 0.5 / len(sample)
+                p = min(1.0 - floor, max(floor, p))
+                return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
+
+        if bootstrap_rounds:
+            interval = bootstrap(rate, records, [system, opponent], rounds=bootstrap_rounds, seed=rng)[system]
+        else:
+            interval = RatingInterval(rate(records, [system, opponent])[system], math.nan, math.nan)
+        newcomer = SystemRating(system, interval.rating, none_if_nan(interval.low), none_if_nan(interval.high), 0,
+                                len(new_matches))
+        ordered_rows = sorted([*rows, newcomer], key=lambda r: -finite_or_lowest(r.rating))
+        systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]
+        placement = {"position": [r.name for r in systems].index(system), "tie": False, "opponent": opponent,
+                     "win_rate": win_rates(records, [system, opponent])[system]}
+    placement.update(system=system, method=method, matches=len(new_matches), judge_calls=cost.judge_calls)
+    total = Cost()
+    total.add(board.cost)
+    total.add(cost)
+    return Leaderboard(method=board.method, systems=systems, matches=[*board.matches, *new_matches], cost=total,
+                       scale=board.scale, anchor=board.anchor, seed=board.seed, debias=board.debias,
+                       judge=board.judge or judge_info(judge, judge_spec), data=data or board.data,
+                       placement=placement)

@@ -1,0 +1,168 @@
+"""The leaderboard's data: system matches, rows and the board itself, and which system wrote which answer.
+
+A :class:`Leaderboard` is what every way of building or extending one returns and what its
+``--out`` JSON stores. Candidates carry ``system``; :func:`systems_of` reads which candidate of a
+task each system wrote, and :func:`restrict` keeps only some systems.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from rankkit.errors import RankkitError
+from rankkit.judges.base import Judge
+from rankkit.matches import Cost
+from rankkit.ratings import MatchRecord
+from rankkit.results import strict_json
+from rankkit.tasks import Task
+
+
+class LeaderboardError(RankkitError, ValueError):
+    """Input a leaderboard cannot be built from (missing systems, unknown anchor, ...)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Data types
+
+
+@dataclass(frozen=True)
+class SystemMatch:
+    """One match between two systems' answers on one task: ``outcome`` is for system ``a``."""
+
+    task_id: str
+    a: str
+    b: str
+    outcome: float
+    round: int | None = None
+
+    def record(self) -> MatchRecord:
+        return (self.a, self.b, self.outcome)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "a": self.a, "b": self.b, "outcome": self.outcome, "round": self.round}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SystemMatch":
+        return cls(task_id=str(data["task_id"]), a=data["a"], b=data["b"], outcome=float(data["outcome"]),
+                   round=data.get("round"))
+
+
+@dataclass(frozen=True)
+class SystemRating:
+    """A leaderboard row. ``rating`` is None for a system placed by binary search (a position only)."""
+
+    name: str
+    rating: float | None
+    ci_low: float | None
+    ci_high: float | None
+    rank: int
+    matches: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "rating": self.rating, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "rank": self.rank, "matches": self.matches}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SystemRating":
+        return cls(name=data["name"], rating=data.get("rating"), ci_low=data.get("ci_low"),
+                   ci_high=data.get("ci_high"), rank=int(data["rank"]), matches=int(data.get("matches", 0)))
+
+
+@dataclass
+class Leaderboard:
+    """A system leaderboard, best first, with what it cost; ``to_dict`` is the ``--out`` JSON.
+
+    method: ``arena``, ``anchored`` or the label of the per-task strategy that was aggregated.
+    scale: ``elo`` (Bradley–Terry ratings on the Elo scale) or ``win_rate`` (against ``anchor``).
+    matches: every system-level match the ratings came from.
+    placement: for a leaderboard made by :func:`add_system`, how the newcomer was placed.
+    """
+
+    method: str
+    systems: list[SystemRating]
+    matches: list[SystemMatch]
+    cost: Cost = field(default_factory=Cost)
+    scale: str = "elo"
+    anchor: str | None = None
+    seed: int = 0
+    debias: bool = False
+    judge: dict[str, Any] = field(default_factory=dict)
+    data: str = ""
+    placement: dict[str, Any] | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.systems]
+
+    def system(self, name: str) -> SystemRating:
+        for row in self.systems:
+            if row.name == name:
+                return row
+        raise KeyError(f"system {name!r} is not on the leaderboard")
+
+    def to_dict(self) -> dict[str, Any]:
+        return strict_json({
+            "method": self.method, "scale": self.scale, "anchor": self.anchor, "seed": self.seed,
+            "debias": self.debias, "judge": self.judge, "data": self.data,
+            "systems": [s.to_dict() for s in self.systems],
+            "judge_calls": self.cost.judge_calls, "comparisons": self.cost.comparisons,
+            "cost": self.cost.to_dict(), "placement": self.placement,
+            "matches": [m.to_dict() for m in self.matches],
+        })
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Leaderboard":
+        cost = Cost(**{k: int(v) for k, v in (data.get("cost") or {}).items() if k in Cost.__dataclass_fields__})
+        return cls(method=data["method"], systems=[SystemRating.from_dict(s) for s in data["systems"]],
+                   matches=[SystemMatch.from_dict(m) for m in data.get("matches") or []], cost=cost,
+                   scale=data.get("scale", "elo"), anchor=data.get("anchor"), seed=int(data.get("seed", 0)),
+                   debias=bool(data.get("debias", False)), judge=dict(data.get("judge") or {}),
+                   data=data.get("data", ""), placement=data.get("placement"))
+
+
+def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:
+    """What a leaderboard stores about its judge (``spec`` is how it was asked for on the command line)."""
+    return {"spec": spec, "description": judge.description, "fingerprint": judge.fingerprint,
+            "simulated": judge.simulated}
+
+
+# ---------------------------------------------------------------------------------------------
+# Systems in tasks
+
+
+def systems_of(task: Task) -> dict[str, str]:
+    """System name -> candidate id for one task. Every candidate needs a distinct ``system``."""
+    found: dict[str, str] = {}
+    for cand in task.candidates:
+        if cand.system is None:
+            raise LeaderboardError(f"task {task.task_id!r}: candidate {cand.id!r} has no system; "
+                             f"system leaderboards need a 'system' on every candidate")
+        if cand.system in found:
+            raise LeaderboardError(f"task {task.task_id!r}: system {cand.system!r} has two candidates "
+                             f"({found[cand.system]!r} and {cand.id!r})")
+        found[cand.system] = cand.id
+    return found
+
+
+def all_systems(tasks: Iterable[Task]) -> list[str]:
+    """Every system of the tasks, in order of first appearance."""
+    names: dict[str, None] = {}
+    for task in tasks:
+        for name in systems_of(task):
+            names.setdefault(name, None)
+    return list(names)
+
+
+def restrict(tasks: Sequence[Task], systems: Iterable[str]) -> list[Task]:
+    """The tasks with only the candidates of ``systems`` (tasks left with fewer than 2 dropped).
+
+    Candidate ids and texts are unchanged, so cached judgments still apply.
+    """
+    keep = set(systems)
+    out = []
+    for task in tasks:
+        candidates = tuple(c for c in task.candidates if c.system in keep)
+        if len(candidates) >= 2:
+            out.append(replace(task, candidates=candidates))
+    return out

@@ -1,0 +1,145 @@
+"""Building a system leaderboard: Arena-lite tournaments, win rates against an anchor, or any per-task strategy.
+
+Candidates carry ``system``; a leaderboard pools what the judge said on every task into one rating
+per system. Three ways to build one, all asking the judge through a :class:`~rankkit.matches.MatchSource`
+on one :class:`~rankkit.matches.MatchGraph` per task and the judgment cache, like every strategy:
+
+* **arena** — Arena-lite (Algorithm 1): on every task a single-elimination tournament
+  between the systems' answers. The bracket is a seeded shuffle of the systems; each round pairs
+  neighbours in bracket order, and with an odd number the last one gets a bye. N systems cost
+  N − 1 matches per task. All matches of all tasks are fitted together by Bradley–Terry
+  (:func:`rankkit.ratings.bradley_terry`; ratings on the Elo scale, a tie is half a win each
+  way), with percentile-bootstrap intervals over the matches.
+* **anchored** — the baseline-mediated practice (AlpacaEval, Arena-Hard-Auto): every system's
+  answer against the ``anchor`` system's answer on the same task; the rating is the win rate
+  against the anchor (a tie counts half; the anchor itself sits at 0.5). N − 1 matches per task.
+* **any per-task strategy** (``knockout``, ``elo``, ``bt``, ``heapsort`` …): the strategy ranks
+  each task's candidates as usual (:func:`rankkit.runner.run`); each task's scores are then read
+  as all their induced pairwise results between systems — the higher-scored system beats the
+  lower, equal scores tie — and those are fitted by Bradley–Terry exactly like the arena matches.
+  Every task therefore weighs the same whatever its strategy's score scale (grades, Elo, ranks).
+  The induced results of one task are not independent, so bootstrap intervals over them are
+  narrower than they should be; read them as a rough guide.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Mapping, Sequence
+
+from rankkit.judges.base import Judge
+from rankkit.leaderboard.board import (
+    Leaderboard,
+    LeaderboardError,
+    SystemMatch,
+    all_systems,
+    judge_info,
+    restrict,
+    systems_of,
+)
+from rankkit.leaderboard.rating import rate_bt, rate_win_rate
+from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
+from rankkit.matches import MatchGraph, MatchSource
+from rankkit.tasks import Task
+
+BUILD_METHODS = ("arena", "anchored")
+
+
+def _task_rng(seed: int, task_id: str, purpose: str) -> random.Random:
+    """The seeded generator of one task's matches for one purpose (``arena``, ``anchored``)."""
+    return random.Random(f"{seed}|{task_id}|{purpose}")
+
+
+def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, debias: bool = False,
+          bootstrap_rounds: int = 200, alpha: float = 0.01, systems: Sequence[str] | None = None,
+          graphs: dict[str, MatchGraph] | None = None, progress: bool = False, judge_spec: str = "",
+          data: str = "") -> Leaderboard:
+    """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
+
+    systems: only these systems take part (default: all in the data).
+    debias: judge every match in both orders and decide on the averaged grades.
+    bootstrap_rounds: resamples of the matches for the 95% intervals (0 = no intervals).
+    alpha: the Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
+    graphs: task id -> MatchGraph, shared with other calls of the same run to reuse judgments.
+    """
+    names = list(systems) if systems is not None else all_systems(tasks)
+    used = restrict(tasks, names)
+
+    def play(task: Task, source: MatchSource) -> list[SystemMatch]:
+        return play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), debias)
+
+    matches, cost = play_all(used, play, judge, cache, graphs, progress, "arena")
+    return Leaderboard(method="arena", systems=rate_bt(matches, names, bootstrap_rounds, seed, alpha),
+                       matches=matches, cost=cost, scale="elo", seed=seed, debias=debias,
+                       judge=judge_info(judge, judge_spec), data=data)
+
+
+def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None, seed: int = 0,
+             debias: bool = False, bootstrap_rounds: int = 200, systems: Sequence[str] | None = None,
+             graphs: dict[str, MatchGraph] | None = None, progress: bool = False, judge_spec: str = "",
+             data: str = "") -> Leaderboard:
+    """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate."""
+    names = list(systems) if systems is not None else all_systems(tasks)
+    if anchor not in names:
+        raise LeaderboardError(f"anchor {anchor!r} is not among the systems ({', '.join(names)})")
+    used = restrict(tasks, names)
+
+    def play(task: Task, source: MatchSource) -> list[SystemMatch]:
+        return play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, debias)
+
+    matches, cost = play_all(used, play, judge, cache, graphs, progress, "anchored")
+    return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, bootstrap_rounds, seed),
+                       matches=matches, cost=cost, scale="win_rate", anchor=anchor, seed=seed, debias=debias,
+                       judge=judge_info(judge, judge_spec), data=data)
+
+
+def induced_matches(task: Task, scores: Mapping[str, float]) -> list[SystemMatch]:
+    """A per-task ranking read as pairwise results between its systems: the higher score wins,
+    equal scores tie."""
+    candidate_of = systems_of(task)
+    names = list(candidate_of)
+    matches = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            sa, sb = scores[candidate_of[a]], scores[candidate_of[b]]
+            matches.append(SystemMatch(task.task_id, a, b, 1.0 if sa > sb else 0.0 if sa < sb else 0.5))
+    return matches
+
+
+def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, bootstrap_rounds: int = 200,
+                  alpha: float = 0.01, judge: dict[str, Any] | None = None, data: str = "") -> Leaderboard:
+    """A leaderboard from any per-task strategy's results (a :class:`rankkit.runner.StrategyRun`):
+    each task's scores become induced pairwise results (:func:`induced_matches`), fitted by BT."""
+    by_id = {t.task_id: t for t in tasks}
+    matches: list[SystemMatch] = []
+    for result in strategy_run.tasks:
+        matches += induced_matches(by_id[result.task_id], result.scores)
+    names = all_systems(tasks)
+    return Leaderboard(method=strategy_run.name, systems=rate_bt(matches, names, bootstrap_rounds, seed, alpha),
+                       matches=matches, cost=strategy_run.cost, scale="elo", seed=seed,
+                       judge=judge or {}, data=data)
+
+
+def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: str | None = None,
+          cache: Any = None, seed: int = 0, debias: bool = False, bootstrap_rounds: int = 200,
+          systems: Sequence[str] | None = None, progress: bool = False, judge_spec: str = "",
+          data: str = "") -> Leaderboard:
+    """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or any strategy
+    spec (``knockout:debias=true``, ``bt`` …), whose per-task results are aggregated."""
+    if method == "arena":
+        return arena(tasks, judge, cache, seed, debias, bootstrap_rounds, systems=systems, progress=progress,
+                     judge_spec=judge_spec, data=data)
+    if method == "anchored":
+        if anchor is None:
+            raise LeaderboardError(f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})")
+        return anchored(tasks, judge, anchor, cache, seed, debias, bootstrap_rounds, systems=systems,
+                        progress=progress, judge_spec=judge_spec, data=data)
+    from rankkit.runner import run
+    from rankkit.strategies import make_strategy
+
+    strategy = make_strategy(method)
+    used = restrict(tasks, systems) if systems is not None else list(tasks)
+    all_systems(used)  # fail early when candidates lack systems
+    result = run(used, [strategy], judge, cache, seed=seed, progress=progress, judge_spec=judge_spec, data=data)
+    return from_strategy(result.strategies[0], used, seed, bootstrap_rounds, judge=judge_info(judge, judge_spec),
+                         data=data)

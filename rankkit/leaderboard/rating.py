@@ -1,0 +1,66 @@
+"""From system matches to leaderboard rows: Bradley–Terry ratings or win rates, with bootstrap intervals.
+
+Rows come best first, ranked 1, 2, …; a rating that cannot be computed (NaN) is stored as None
+and sorts last.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+from rankkit.leaderboard.board import SystemMatch, SystemRating
+from rankkit.ratings import (
+    MatchRecord,
+    RatingInterval,
+    bootstrap,
+    bradley_terry,
+    win_rates,
+)
+
+
+def rate_bt(matches: Sequence[SystemMatch], systems: Sequence[str], rounds: int, seed: int,
+            alpha: float = 0.01) -> list[SystemRating]:
+    """Bradley–Terry ratings (Elo scale) with ``rounds`` bootstrap resamples, best first."""
+    records = [m.record() for m in matches]
+    if rounds:
+        intervals = bootstrap(bradley_terry, records, systems, rounds=rounds, seed=seed, alpha=alpha)
+    else:
+        intervals = {k: RatingInterval(v, math.nan, math.nan) for k, v in bradley_terry(records, systems, alpha=alpha).items()}
+    return _rows(intervals, records)
+
+
+def rate_win_rate(matches: Sequence[SystemMatch], systems: Sequence[str], anchor: str, rounds: int,
+                  seed: int) -> list[SystemRating]:
+    """Win rates against the anchor with bootstrap intervals, best first; the anchor sits at 0.5."""
+    records = [m.record() for m in matches]
+    others = [s for s in systems if s != anchor]
+    if rounds:
+        intervals = bootstrap(win_rates, records, others, rounds=rounds, seed=seed)
+    else:
+        intervals = {k: RatingInterval(v, math.nan, math.nan) for k, v in win_rates(records, others).items()}
+    intervals = {name: intervals[name] for name in others}
+    intervals[anchor] = RatingInterval(0.5, 0.5, 0.5)
+    return _rows(intervals, records)
+
+
+def _rows(intervals: Mapping[str, RatingInterval], records: Sequence[MatchRecord]) -> list[SystemRating]:
+    played: dict[str, int] = {}
+    for a, b, _ in records:
+        played[a] = played.get(a, 0) + 1
+        played[b] = played.get(b, 0) + 1
+    order = sorted(intervals, key=lambda name: (-finite_or_lowest(intervals[name].rating), name))
+    return [SystemRating(name, none_if_nan(intervals[name].rating), none_if_nan(intervals[name].low),
+                         none_if_nan(intervals[name].high), rank, played.get(name, 0))
+            for rank, name in enumerate(order, start=1)]
+
+
+def finite_or_lowest(value: float | None) -> float:
+    """The value to sort ratings by, best first: a missing or non-finite rating sorts last."""
+    return value if value is not None and math.isfinite(value) else -math.inf
+
+
+def none_if_nan(value: float | None) -> float | None:
+    """A rating or bound as stored in a row: NaN (not computable) becomes None."""
+    return None if value is None or math.isnan(value) else float(value)
+

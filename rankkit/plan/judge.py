@@ -1,0 +1,96 @@
+"""The judge of a dry run: an LLM judge with its real fingerprint and prompts, but no model loaded.
+
+Nothing is loaded and nothing is called: :class:`PlanEngine` stands in for the model engine and
+refuses any request.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from rankkit.judges.base import Judge, JudgeError
+
+
+class PlanEngine:
+    """An :class:`~rankkit.judges.llm.LLMEngine` with a model's identity and no model: enough for
+    the judge's fingerprint and prompts; any request raises :class:`JudgeError`."""
+
+    def __init__(self, backend: str, identity: dict[str, Any]):
+        self.backend = backend
+        self._identity = identity
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        raise JudgeError("a dry-run judge has no model loaded")
+
+    generate = next_token_logprobs = answer_logliks = _refuse
+
+    def close(self) -> None:
+        return None
+
+
+def plan_judge(spec: str) -> Judge:
+    """The judge of ``spec`` for a dry run: ``hf:`` and ``smollm2`` judges with their real
+    fingerprint and prompts but no model loaded; panels of such members; any other judge as
+    :func:`rankkit.judges.make_judge` builds it (they load nothing heavy: sim, replay, openai)."""
+    from rankkit.judges import make_judge
+    from rankkit.specs import convert_value, parse_spec
+
+    parsed = parse_spec(spec)
+    if parsed.name in ("hf", "smollm2"):
+        return _llm_plan_judge(parsed)
+    if parsed.name == "panel":
+        from rankkit.judges.panel import PanelJudge, split_panel_spec
+
+        members, options = split_panel_spec(spec)
+        threshold = convert_value(options.get("threshold", "0.5"), float, where="panel: threshold")
+        return PanelJudge([plan_judge(member) for member in members], threshold=threshold)
+    return make_judge(parsed)
+
+
+def _llm_plan_judge(spec: Any) -> Judge:
+    """``hf:`` / ``smollm2`` as :func:`rankkit.judges.hf.from_spec` and ``smollm2_from_spec`` build
+    them (same options, defaults and identity), minus loading the weights."""
+    from rankkit.judges import hf
+    from rankkit.judges.llm import LLMJudge, split_llm_options
+    from rankkit.specs import SpecError
+
+    where = spec.name
+    if where == "smollm2":
+        if spec.positional:
+            raise SpecError(f"{where}: unexpected value(s) {', '.join(spec.positional)}; use key=value")
+        judge_kwargs, rest = split_llm_options(spec, where, defaults={"mode": hf.SMOLLM2_DEFAULT_MODE,
+                                                                      "max_new_tokens": 192})
+        options = hf._engine_options(rest, where, set(hf._ENGINE_OPTIONS))
+        hf._check_judge_options(judge_kwargs, where)
+        identity = hf.smollm2_identity(options.get("dtype", "bfloat16"))
+        return LLMJudge(PlanEngine("hf", identity), **judge_kwargs)
+    model_ref, gguf, options, judge_kwargs = hf.hf_spec_parts(spec, where)
+    local = Path(model_ref).expanduser()
+    identity: dict[str, Any] = {"name": Path(model_ref).name if local.is_dir() else model_ref,
+                                "dtype": options.get("dtype", "bfloat16")}
+    if gguf:
+        identity["gguf"] = Path(gguf).name
+    if local.is_dir():
+        identity["weights"] = hf.directory_signature(local, gguf)
+    else:
+        identity["model"] = model_ref
+        identity["revision"] = hub_revision(model_ref)
+    return LLMJudge(PlanEngine("hf", identity), **judge_kwargs)
+
+
+def hub_revision(model_ref: str) -> str | None:
+    """The commit a hub model resolves to offline: ``refs/main`` of its local Hugging Face cache
+    (what transformers records as the model's ``_commit_hash``); None when it was never downloaded."""
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
+    ref = Path(hub) / f"models--{model_ref.replace('/', '--')}" / "refs" / "main"
+    try:
+        return ref.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+

@@ -1,0 +1,50 @@
+"""How a dry run is shown: the table of figures with their bounds, and a summary of what is to pay for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rankkit.plan.dry_run import DryRun
+
+#: Columns of the dry-run table: what each strategy uses and where each judgment would come from.
+COLUMNS = (("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("cached", "cached"),
+           ("shared", "shared"), ("new", "new"), ("est_prompt_tokens", "est_prompt_tokens"), ("exact", "exact"),
+           ("bounds", "bounds"), ("note", "note"))
+
+
+def display_rows(report: DryRun) -> list[dict[str, Any]]:
+    """Rows for people: each inexact figure prefixed by its bound (``≤`` at most, ``≥`` at
+    least, ``~`` approximately); estimated tokens by ``≈``."""
+    rows = []
+    for row in report.rows:
+        record = row.as_dict()
+        for figure, symbol in row.bounds.items():
+            record[figure] = f"{symbol}{record[figure]}"
+        if record["est_prompt_tokens"] is not None:
+            record["est_prompt_tokens"] = f"{row.bounds.get('new', '≈')}{record['est_prompt_tokens']}"
+        rows.append(record)
+    return rows
+
+
+def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
+    """The dry run as ``fmt`` (table, markdown, csv or json); the human formats add a summary."""
+    from rankkit.formatting import render
+
+    if fmt in ("csv", "json"):
+        return render([row.as_dict() for row in report.rows], COLUMNS, fmt)
+    columns = COLUMNS[:-3] + ((("note", "note"),) if any(row.notes for row in report.rows) else ())
+    if all(row.prompt_tokens is None for row in report.rows):
+        columns = tuple(c for c in columns if c[0] != "est_prompt_tokens")
+    total = f"{'at most ' if any('new' in row.bounds for row in report.rows) else ''}{report.new}"
+    lines = [f"dry run: {report.tasks} tasks{f' from {data}' if data else ''} · judge {report.judge} · "
+             f"nothing was judged, no model was loaded",
+             render(display_rows(report), columns, fmt),
+             f"new judgments to pay for: {total}"]
+    tokens = [row.prompt_tokens for row in report.rows if row.prompt_tokens is not None]
+    if tokens:
+        lines[-1] += f" · estimated prompt tokens {'≤' if 'at most' in total else '≈'}{round(sum(tokens))}"
+    lines += [f"note: {note}" for note in report.notes]
+    if not report.exact:
+        lines.append("≤ at most, ≥ at least, ~ about: where judgments depend on verdicts not yet given, the "
+                     "strategy was replayed on the cache up to the first judgment it lacks")
+    return ("\n\n" if fmt == "markdown" else "\n").join(lines)

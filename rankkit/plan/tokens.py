@@ -1,0 +1,66 @@
+"""Prompt sizes for a dry run: the prompts an LLM judge would be sent, rendered and estimated in tokens.
+
+No tokenizer is loaded: tokens are estimated at :data:`CHARS_PER_TOKEN` characters each.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from rankkit.tasks import Candidate, Task
+
+#: Characters per token of the estimate (OpenAI's rule of thumb for English text).
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+class PromptSizes:
+    """Estimated prompt tokens of an LLM judge's requests, rendered with its own templates."""
+
+    def __init__(self, judge: Any):
+        self.judge = judge
+        self._means: dict[tuple[str, str], float] = {}
+
+    @staticmethod
+    def applies(judge: Any) -> bool:
+        return hasattr(judge, "point_prompt") and hasattr(judge, "pair_prompts") and hasattr(judge, "mode")
+
+    def point(self, task: Task, candidate: Candidate) -> int:
+        if self.judge.mode == "loglik":  # the bare question, then the answer
+            return estimate_tokens(task.prompt + candidate.text)
+        return self._conversation(self.judge.point_prompt(task, candidate).conversation)
+
+    def pair(self, task: Task, first: Candidate, second: Candidate) -> int:
+        if self.judge.mode == "loglik":  # each answer after the bare question
+            return estimate_tokens(2 * task.prompt + first.text + second.text)
+        if getattr(self.judge, "prepair", False):
+            # Rendering PREPAIR's decision prompt would need the analyses; the plain pairwise
+            # prompt is the same size but for them (noted in the output).
+            from rankkit.prompts import PAIRWISE, prompt_max_points, render_pairwise
+
+            template = self.judge.templates.template(task, PAIRWISE)
+            return estimate_tokens(render_pairwise(template, task, first, second, prompt_max_points(task, template)))
+        return self._conversation(self.judge.pair_prompts([(task, first, second)])[0].conversation)
+
+    def mean(self, task: Task, kind: str) -> float:
+        """The task's mean prompt size of a grade (``point``) or a comparison (``pair``: over
+        neighbouring candidates in data order, both orders, which covers every answer twice)."""
+        key = (task.task_id, kind)
+        if key not in self._means:
+            cands = task.candidates
+            if kind == "point":
+                sizes = [self.point(task, c) for c in cands]
+            else:
+                pairs = [(cands[i], cands[(i + 1) % len(cands)]) for i in range(len(cands))]
+                sizes = [self.pair(task, a, b) for a, b in pairs]
+            self._means[key] = sum(sizes) / len(sizes)
+        return self._means[key]
+
+    @staticmethod
+    def _conversation(conversation: Sequence[dict[str, str]]) -> int:
+        return estimate_tokens("".join(turn["content"] for turn in conversation))
+

@@ -1,0 +1,182 @@
+"""Prompt templates: the file format, the built-in files, and loading a template by name or path.
+
+Each built-in template is a file in ``rankkit/templates/`` with a small header
+between ``---`` lines (``name``, ``version``, ``kind``, ``language``, ``source`` and optionally
+``max_points``, ``score_prefix``, ``choice_prefix``) followed by the prompt text with named fields:
+
+=================  ===============================================================================
+``{question}``     the task prompt
+``{answer}``       the candidate (pointwise templates)
+``{answer_1}``     the candidate shown first (pairwise templates)
+``{answer_2}``     the candidate shown second (pairwise templates)
+``{reference}``    the task's reference answer
+``{max_points}``   the top of the grading scale (see :func:`prompt_max_points`)
+``{source}``       the text to translate (``meta.input``, else the prompt) — for MT templates
+=================  ===============================================================================
+
+A user template (``--judge hf:MODEL,template=FILE``) may omit the header; its kind is then read
+from its fields. Every field value is inserted literally (braces in answers are harmless), and
+candidate text sits between tags such as ``<answer_1>...</answer_1>``; any such tag *inside* a
+value is defused first, so an answer cannot close its own box and pose as the grader. The full
+file text is hashed into the judge fingerprint, so editing a template never reuses stale
+judgments from the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from rankkit.specs import SpecError
+
+#: The built-in template files, shipped in ``rankkit/templates/``.
+TEMPLATE_DIR = Path(__file__).parent.parent / "templates"
+
+POINTWISE = "pointwise"
+PAIRWISE = "pairwise"
+KINDS = (POINTWISE, PAIRWISE)
+
+#: Named fields a template may use.
+FIELDS = ("question", "answer", "answer_1", "answer_2", "reference", "max_points", "source",
+          "analysis_1", "analysis_2")  # analyses: PREPAIR decision prompts (rankkit.judges.prepair)
+
+#: Template families ``template=`` accepts besides template names and files.
+FAMILIES = ("auto", "paper", "generic", "mt")
+
+
+class TemplateError(SpecError):
+    """A template file that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Template:
+    """One prompt template.
+
+    name / version / language / source: what it is and where its wording comes from.
+    kind: ``pointwise`` (one answer, one score) or ``pairwise`` (two answers, two scores).
+    text: the prompt with ``{field}`` placeholders.
+    max_points: a fixed top of the scale (MT prompts grade 0-100); None means "from the task".
+    score_prefix: what the judge's reply starts with before a pointwise score (logprob mode).
+    choice_prefix: what precedes the choice token "1"/"2" in a pairwise reply (logprob mode).
+    file_text: the whole file, header included; its hash is the template's identity.
+    """
+
+    name: str
+    kind: str
+    text: str
+    version: str = "1"
+    language: str = "en"
+    source: str = ""
+    max_points: float | None = None
+    score_prefix: str = "Score:"
+    choice_prefix: str = "The better answer is Answer"
+    file_text: str = ""
+    path: str | None = None
+
+    @property
+    def sha(self) -> str:
+        """First 16 hex digits of the SHA-256 of the file text (the template's identity)."""
+        return hashlib.sha256((self.file_text or self.text).encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def fields(self) -> set[str]:
+        return set(_PLACEHOLDER.findall(self.text))
+
+    def render(self, values: Mapping[str, str]) -> str:
+        """Fill every ``{field}``; values are inserted literally, never re-parsed."""
+        missing = self.fields - set(values)
+        if missing:
+            raise TemplateError(f"template {self.name!r}: no value for {', '.join(sorted(missing))}")
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.text)
+
+
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(FIELDS) + r")\}")
+_ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_ ]*)\}")
+_HEADER_KEYS = {"name", "version", "kind", "language", "source", "max_points", "score_prefix", "choice_prefix"}
+
+
+def parse_template(file_text: str, *, where: str, default_name: str = "custom") -> Template:
+    """Read a template from its file text (optional ``---`` header, then the prompt)."""
+    header: dict[str, str] = {}
+    body = file_text
+    if file_text.startswith("---"):
+        lines = file_text.split("\n")
+        try:
+            end = next(i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---")
+        except StopIteration:
+            raise TemplateError(f"{where}: header opened with '---' but never closed") from None
+        for number, line in enumerate(lines[1:end], start=2):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            key, colon, value = line.partition(":")
+            key = key.strip()
+            if not colon or key not in _HEADER_KEYS:
+                raise TemplateError(f"{where}:{number}: unknown header line {line!r} "
+                                    f"(known keys: {', '.join(sorted(_HEADER_KEYS))})")
+            header[key] = value.strip()
+        body = "\n".join(lines[end + 1:])
+    body = body.strip("\n")
+    unknown = sorted({name for name in _ANY_PLACEHOLDER.findall(body) if name not in FIELDS})
+    if unknown:
+        raise TemplateError(f"{where}: unknown field(s) {', '.join('{' + n + '}' for n in unknown)} "
+                            f"(known: {', '.join('{' + f + '}' for f in FIELDS)})")
+    fields = set(_PLACEHOLDER.findall(body))
+    kind = header.get("kind") or (PAIRWISE if {"answer_1", "answer_2"} & fields else POINTWISE)
+    if kind not in KINDS:
+        raise TemplateError(f"{where}: kind must be pointwise or pairwise, got {kind!r}")
+    needed = {"answer_1", "answer_2"} if kind == PAIRWISE else {"answer"}
+    if not needed <= fields:
+        raise TemplateError(f"{where}: a {kind} template needs {', '.join('{' + f + '}' for f in sorted(needed))}")
+    max_points = None
+    if header.get("max_points"):
+        try:
+            max_points = float(header["max_points"])
+        except ValueError:
+            raise TemplateError(f"{where}: max_points must be a number, got {header['max_points']!r}") from None
+    language = header.get("language", "en")
+    german = language.lower().startswith("de")
+    return Template(
+        name=header.get("name") or default_name, kind=kind, text=body, version=header.get("version", "1"),
+        language=language, source=header.get("source", ""), max_points=max_points,
+        score_prefix=header.get("score_prefix") or ("Punktzahl:" if german else "Score:"),
+        choice_prefix=header.get("choice_prefix") or ("Die bessere Antwort ist Antwort" if german
+                                                      else "The better answer is Answer"),
+        file_text=file_text, path=where,
+    )
+
+
+def load_template_dir(directory: Path) -> dict[str, Template]:
+    """Every ``*.txt`` template in ``directory``, by name."""
+    templates = {}
+    for path in sorted(directory.glob("*.txt")):
+        template = parse_template(path.read_text(encoding="utf-8"), where=str(path), default_name=path.stem)
+        templates[template.name] = template
+    return templates
+
+
+@lru_cache(maxsize=None)
+def builtin_templates() -> dict[str, Template]:
+    """Every template shipped in ``rankkit/templates``, by name."""
+    return load_template_dir(TEMPLATE_DIR)
+
+
+def load_template(name_or_path: str) -> Template:
+    """A built-in template by name, or a user template file by path."""
+    builtins = builtin_templates()
+    if name_or_path in builtins:
+        return builtins[name_or_path]
+    path = Path(name_or_path).expanduser()
+    if not path.is_file():
+        raise TemplateError(f"template {name_or_path!r} is neither a file nor a built-in template "
+                            f"(built-in: {', '.join(builtins)}; families: {', '.join(FAMILIES)})")
+    return parse_template(path.read_text(encoding="utf-8"), where=str(path), default_name=path.stem)
+
+
+def describe_templates() -> list[dict[str, Any]]:
+    """Name, kind, language and source of every built-in template (for docs and listings)."""
+    return [{"name": t.name, "kind": t.kind, "language": t.language, "version": t.version,
+             "max_points": t.max_points, "source": t.source} for t in builtin_templates().values()]

@@ -1,0 +1,78 @@
+"""Adding a system to a stored leaderboard: binary search, anchored, and reuse of stored judgments."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankkit.cache import JudgmentCache
+from rankkit.judges import make_judge
+from rankkit.leaderboard import LeaderboardError, add_system, anchored, arena
+from rankkit.matches import MatchGraph
+
+from tests.leaderboard.conftest import HUMAN_ORDER, PERFECT, STRENGTHS
+
+
+@pytest.mark.parametrize("newcomer", sorted(STRENGTHS))
+def test_binary_search_add_places_a_planted_system_at_its_true_rank(noisy_tasks, newcomer):
+    judge = make_judge(PERFECT)
+    others = [s for s in STRENGTHS if s != newcomer]
+    board = arena(noisy_tasks, judge, systems=others, bootstrap_rounds=0)
+    added = add_system(board, noisy_tasks, judge, newcomer, "binary", bootstrap_rounds=0)
+    assert added.names.index(newcomer) == HUMAN_ORDER.index(newcomer)
+    assert added.system(newcomer).rating is None  # a position, not a rating
+    steps = added.placement["steps"]
+    assert 1 <= len(steps) <= 4 and all(step["matches"] == 100 // 2 for step in steps)  # |X| / floor(log2 7)
+    assert added.cost.judge_calls == board.cost.judge_calls + added.placement["judge_calls"]
+    assert len(added.matches) == len(board.matches) + added.placement["matches"]
+    assert [row.rank for row in added.systems] == list(range(1, 9))
+
+
+@pytest.mark.parametrize("newcomer", ["s3", "s4", "s5", "s6", "s7"])
+def test_anchored_add_places_a_planted_system_at_its_true_rank(noisy_tasks, newcomer):
+    judge = make_judge(PERFECT)
+    board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != newcomer], bootstrap_rounds=0)
+    added = add_system(board, noisy_tasks, judge, newcomer, "anchored", bootstrap_rounds=30)
+    assert added.names.index(newcomer) == HUMAN_ORDER.index(newcomer)
+    row = added.system(newcomer)
+    assert row.ci_low <= row.rating <= row.ci_high
+    assert added.placement["opponent"] == board.names[0]
+    assert added.placement["matches"] == 100
+
+
+def test_anchored_add_is_within_one_rank_far_below_the_top(noisy_tasks):
+    # far below the top the newcomer wins almost nothing against it, so the win rate is coarse
+    judge = make_judge(PERFECT)
+    for newcomer in ("s0", "s1", "s2"):
+        board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != newcomer], bootstrap_rounds=0)
+        added = add_system(board, noisy_tasks, judge, newcomer, "anchored", bootstrap_rounds=0)
+        assert abs(added.names.index(newcomer) - HUMAN_ORDER.index(newcomer)) <= 1
+
+
+def test_adding_to_an_anchored_leaderboard_plays_its_anchor(system_level_tasks):
+    judge = make_judge(PERFECT)
+    board = anchored(system_level_tasks, judge, "s3", systems=[s for s in STRENGTHS if s != "s5"], bootstrap_rounds=0)
+    added = add_system(board, system_level_tasks, judge, "s5", "anchored", bootstrap_rounds=0)
+    assert added.placement["opponent"] == "s3"
+    assert added.system("s5").rating == 1.0
+
+
+def test_adding_reuses_stored_judgments(noisy_tasks, cache_path):
+    judge = make_judge(PERFECT)
+    board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], bootstrap_rounds=0)
+    with JudgmentCache(cache_path) as cache:
+        first = add_system(board, noisy_tasks, judge, "s4", "binary", cache=cache, bootstrap_rounds=0)
+    with JudgmentCache(cache_path) as cache:
+        again = add_system(board, noisy_tasks, judge, "s4", "binary", cache=cache, bootstrap_rounds=0)
+    assert first.placement["judge_calls"] > 0
+    assert again.placement["judge_calls"] == 0
+    assert again.names == first.names
+    # within one run the shared match graphs serve the same purpose
+    graphs: dict[str, MatchGraph] = {}
+    full = arena(noisy_tasks, judge, graphs=graphs, bootstrap_rounds=0)
+    seven = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], graphs=graphs, bootstrap_rounds=0)
+    assert seven.cost.graph_hits > 0
+    added = add_system(seven, noisy_tasks, judge, "s4", "anchored", graphs=graphs, bootstrap_rounds=0)
+    assert added.placement["judge_calls"] < added.placement["matches"]
+    assert full.cost.judge_calls > 0
+    with pytest.raises(LeaderboardError, match="already"):
+        add_system(full, noisy_tasks, judge, "s4")
