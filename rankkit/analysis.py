@@ -27,7 +27,7 @@ The analyses, each a pure function of the results (plus a bootstrap seed):
 
 Plus the judge-bias views of the report (:func:`position_bias`, :func:`length_bias`).
 
-Intervals are percentile bootstrap intervals (:func:`percentile_intervals`). The resamples are
+Intervals are percentile bootstrap intervals (:mod:`rankkit.stats`). The resamples are
 drawn once per (number of tasks, seed) and shared by all strategies, which makes differences
 paired. An interval is NaN (printed ``-``) when it cannot be computed: fewer than two tasks, or
 too many resamples on which the metric is undefined (a constant side). Per-task correlations come
@@ -52,13 +52,13 @@ from scipy import stats
 from rankkit.formatting import Table, render_sections
 from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_accuracy_counts, top1_share
 from rankkit.specs import SpecError
+from rankkit.stats import (DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap, percentile_intervals,
+                           proportion_interval, resample_indices, unit_counts)
 from rankkit.tasks import TaskFormatError
 
 #: The metrics analysed by default: the paper's Pearson, rank agreement pooled and per task, and
 #: pairwise ranking accuracy.
 DEFAULT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
-DEFAULT_BOOTSTRAP = 1000
-DEFAULT_LEVEL = 0.95
 
 
 # -------------------------------------------------------------------------------------------------
@@ -143,81 +143,7 @@ def labelled_tasks(results: Mapping[str, Any], name: str) -> list[LabelledTask]:
 
 
 # -------------------------------------------------------------------------------------------------
-# The bootstrap
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with a bootstrap confidence interval (NaN bounds when not computable)."""
-
-    estimate: float
-    low: float
-    high: float
-
-    def to_dict(self) -> dict[str, float]:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high}
-
-    def text(self, digits: int = 3) -> str:
-        """``0.812 [0.760, 0.851]``, or ``-`` for an undefined estimate."""
-        if math.isnan(self.estimate):
-            return "-"
-        if math.isnan(self.low) or math.isnan(self.high):
-            return f"{self.estimate:.{digits}f}"
-        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
-
-
-def resamples(n_units: int, n_boot: int, seed: int) -> np.ndarray:
-    """The bootstrap resamples: an (n_boot, n_units) array of unit indices drawn with replacement.
-
-    The same (n_units, n_boot, seed) always gives the same array, so every strategy of a results
-    file is resampled on the same task sets — which is what makes a difference between two
-    strategies a *paired* bootstrap.
-    """
-    return np.random.default_rng(seed).integers(0, n_units, size=(max(n_boot, 0), n_units))
-
-
-def percentile_intervals(estimates: Sequence[float], draws: np.ndarray, level: float = DEFAULT_LEVEL,
-                         min_defined: float = 0.9) -> list[Interval]:
-    """Percentile bootstrap intervals from the statistic's values on each resample.
-
-    estimates: the statistic on the original data, one value per column of ``draws``.
-    draws: (resamples, values) array; NaN where the statistic is undefined on a resample (e.g. a
-        correlation of a resample whose scores are all equal). Those resamples are left out, and
-        the interval is NaN when fewer than ``min_defined`` of them remain.
-    level: confidence level of the two-sided interval.
-    """
-    estimates = np.atleast_1d(np.asarray(estimates, dtype=float))
-    draws = np.asarray(draws, dtype=float).reshape(-1, len(estimates))
-    tail = 100 * (1 - level) / 2
-    out = []
-    for column, estimate in enumerate(estimates):
-        values = draws[:, column]
-        values = values[~np.isnan(values)]
-        if len(draws) == 0 or len(values) < min_defined * len(draws):
-            out.append(Interval(float(estimate), math.nan, math.nan))
-        else:
-            low, high = np.percentile(values, [tail, 100 - tail])
-            out.append(Interval(float(estimate), float(low), float(high)))
-    return out
-
-
-def bootstrap_intervals(n_units: int, statistic: Callable[[np.ndarray], np.ndarray], n_boot: int = DEFAULT_BOOTSTRAP,
-                        seed: int = 0, level: float = DEFAULT_LEVEL) -> list[Interval]:
-    """Percentile bootstrap intervals of a vector-valued statistic of resampled units.
-
-    n_units: how many independent units (tasks) there are; they are numbered 0..n_units-1.
-    statistic: maps a (k, n_units) array whose rows are resamples (unit indices, with repeats) to
-        a (k, values) array — batched, so it can hand whole batches to scipy. It is called on the
-        single row ``arange(n_units)`` for the point estimates.
-    n_boot: number of resamples (0 gives point estimates only, as does a single unit).
-    seed: seeds the resampling (:func:`resamples`), so the same call gives the same interval.
-    level: confidence level of the two-sided interval.
-    """
-    estimates = np.asarray(statistic(np.arange(n_units)[None, :]), dtype=float)[0]
-    if n_units < 2 or n_boot <= 0:
-        return percentile_intervals(estimates, np.empty((0, len(estimates))), level)
-    draws = np.asarray(statistic(resamples(n_units, n_boot, seed)), dtype=float)
-    return percentile_intervals(estimates, draws, level)
+# Batched correlations
 
 
 #: Whether this scipy's pearsonr takes ``axis`` (1.13+), i.e. can correlate many rows in one call.
@@ -259,13 +185,6 @@ def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndar
             warnings.simplefilter("ignore")
             out[np.asarray(rows)[defined]] = stats.pearsonr(x_rows, y_rows, axis=1)[0]
     return out
-
-
-def unit_counts(samples: np.ndarray, n_units: int) -> np.ndarray:
-    """How often each unit occurs in each resample: (k, n_units) counts for a (k, n) index array."""
-    counts = np.zeros((len(samples), n_units))
-    np.add.at(counts, (np.repeat(np.arange(len(samples)), samples.shape[1]), samples.ravel()), 1)
-    return counts
 
 
 class TaskMetrics:
@@ -339,11 +258,12 @@ def check_metrics(names: Sequence[str]) -> list[str]:
 
 
 def metric_intervals(tasks: Sequence[LabelledTask], metrics: Sequence[str] = DEFAULT_METRICS,
-                     n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Interval]:
-    """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`bootstrap_intervals`)."""
+                     n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Interval]:
+    """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`rankkit.stats.bootstrap`)."""
     metrics = check_metrics(metrics)
     pieces = TaskMetrics(tasks)
-    intervals = bootstrap_intervals(len(pieces), lambda samples: pieces.values(metrics, samples), n_boot, seed, level)
+    intervals = bootstrap(lambda samples: pieces.values(metrics, samples), pieces.tasks, resamples=n_boot, seed=seed,
+                          level=level, batched=True)
     return dict(zip(metrics, intervals))
 
 
@@ -355,7 +275,7 @@ class MetricDraws:
     """
 
     def __init__(self, results: Mapping[str, Any], metrics: Sequence[str] = DEFAULT_METRICS,
-                 n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0):
+                 n_boot: int = DEFAULT_RESAMPLES, seed: int = 0):
         self.results = results
         self.metrics = check_metrics(metrics)
         self.n_boot = n_boot
@@ -373,14 +293,14 @@ class MetricDraws:
             pieces = TaskMetrics(tasks)
             estimates = pieces.values(self.metrics, np.arange(len(pieces))[None, :])[0]
             n_boot = self.n_boot if len(pieces) >= 2 else 0
-            draws = pieces.values(self.metrics, resamples(len(pieces), n_boot, self.seed)) if n_boot else \
+            draws = pieces.values(self.metrics, resample_indices(len(pieces), n_boot, self.seed)) if n_boot else \
                 np.empty((0, len(self.metrics)))
             self._cache[key] = (estimates, draws)
         return self._cache[key]
 
 
 def correlation_table(results: Mapping[str, Any], metrics: Sequence[str] = DEFAULT_METRICS,
-                      n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL,
+                      n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
                       strategies: Sequence[str] | None = None, draws: MetricDraws | None = None) -> list[dict[str, Any]]:
     """(a) Per strategy: cost and every metric with a bootstrap interval over tasks.
 
@@ -417,7 +337,7 @@ def elimination_group(extras: Mapping[str, Any]) -> str:
     return "first round" if extras.get("eliminated_round") == 1 else "later rounds"
 
 
-def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pearson", n_boot: int = DEFAULT_BOOTSTRAP,
+def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pearson", n_boot: int = DEFAULT_RESAMPLES,
                        seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
     """(b) Table 2 of *Knockout LLM Assessment*: correlation of first-round losers vs the rest, for a knockout-like strategy.
 
@@ -462,7 +382,7 @@ def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pea
             a, b = group_correlations(per_task, first, samples), group_correlations(per_task, later, samples)
             return np.column_stack([a, b, b - a])
 
-        first_ci, later_ci, diff_ci = bootstrap_intervals(len(tasks), statistic, n_boot, seed, level)
+        first_ci, later_ci, diff_ci = bootstrap(statistic, tasks, resamples=n_boot, seed=seed, level=level, batched=True)
         groups = {}
         for label, interval in ((first, first_ci), (later, later_ci)):
             played = [tasks[i].extras[c].get("played", math.nan) for i in range(len(tasks)) for c in per_task[i].get(label, [])]
@@ -500,7 +420,7 @@ def breakdown_fields(results: Mapping[str, Any]) -> list[str]:
 
 
 def breakdown(results: Mapping[str, Any], name: str, field: str, metrics: Sequence[str] = DEFAULT_METRICS,
-              n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
+              n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
     """(c) Metrics of strategy ``name`` within groups defined by ``field``.
 
     field: ``system`` groups *candidates* by the system (examinee) that wrote them; any other name
@@ -635,7 +555,7 @@ class AggregateUnits:
 
 
 def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", unit_field: str | None = None,
-                    n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
+                    n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
     """(d) Correlation between systems' aggregated scores and their aggregated human scores.
 
     how: ``sum`` (the thesis's exam-level grade: the sum over an exam's questions) or ``mean``
@@ -660,7 +580,7 @@ def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", un
     units = AggregateUnits(tasks, systems, meta, unit_field, how)
     if len({system for _, system in units.keys}) < 2:
         return None
-    intervals = bootstrap_intervals(len(tasks), units.metrics, n_boot, seed, level)
+    intervals = bootstrap(units.metrics, tasks, resamples=n_boot, seed=seed, level=level, batched=True)
     scores, human = units.table(np.arange(len(tasks))[None, :])
     leaderboard = sorted(({"unit": unit, "system": system, "score": float(scores[0, k]), "human": float(human[0, k])}
                           for k, (unit, system) in enumerate(units.keys)), key=lambda r: (r["unit"], -r["score"]))
@@ -674,7 +594,7 @@ def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", un
 
 
 def paired_difference(results: Mapping[str, Any], a: str, b: str, metrics: Sequence[str] = DEFAULT_METRICS,
-                      n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0, level: float = DEFAULT_LEVEL,
+                      n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
                       draws: MetricDraws | None = None) -> dict[str, Any]:
     """(e) Metric of strategy ``a`` minus that of ``b``, with a paired bootstrap interval over tasks.
 
@@ -725,14 +645,6 @@ def distinct_matches(results: Mapping[str, Any], name: str | None = None) -> lis
     return out
 
 
-def _share(successes: int, trials: int, level: float) -> Interval:
-    """A proportion with its exact (Clopper–Pearson) interval."""
-    if trials == 0:
-        return Interval(math.nan, math.nan, math.nan)
-    ci = stats.binomtest(successes, trials).proportion_ci(confidence_level=level)
-    return Interval(successes / trials, float(ci.low), float(ci.high))
-
-
 def position_bias(results: Mapping[str, Any], name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
     """How often the judge picked the candidate shown first.
 
@@ -762,9 +674,9 @@ def position_bias(results: Mapping[str, Any], name: str | None = None, level: fl
     labelled = [m for m in decided if m["task_id"] in human and human[m["task_id"]][m["first"]] != human[m["task_id"]][m["second"]]]
     human_first = sum(human[m["task_id"]][m["first"]] > human[m["task_id"]][m["second"]] for m in labelled)
     return {"matches": len(matches), "ties": len(matches) - len(decided),
-            "first_slot_win_rate": _share(first_wins, len(decided), level),
-            "order_consistency": _share(consistent, both, level),
-            "human_first_better": _share(human_first, len(labelled), level)}
+            "first_slot_win_rate": proportion_interval(first_wins, len(decided), level),
+            "order_consistency": proportion_interval(consistent, both, level),
+            "human_first_better": proportion_interval(human_first, len(labelled), level)}
 
 
 def length_bias(results: Mapping[str, Any], name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
@@ -796,8 +708,8 @@ def length_bias(results: Mapping[str, Any], name: str | None = None, level: floa
         if truth and truth[longer] != truth[shorter]:
             labelled += 1
             human_longer += truth[longer] > truth[shorter]
-    return {"matches": decided, "longer_win_rate": _share(longer_won, decided, level),
-            "human_longer_better": _share(human_longer, labelled, level)}
+    return {"matches": decided, "longer_win_rate": proportion_interval(longer_won, decided, level),
+            "human_longer_better": proportion_interval(human_longer, labelled, level)}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -813,13 +725,13 @@ def default_baseline(results: Mapping[str, Any]) -> str | None:
 
 
 def analyze(results: Mapping[str, Any], by: Sequence[str] = (), baseline: str | None = None,
-            metrics: Sequence[str] = DEFAULT_METRICS, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+            metrics: Sequence[str] = DEFAULT_METRICS, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0,
             level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None) -> dict[str, Any]:
     """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
 
     by: breakdown fields (``system`` or meta fields). baseline: the strategy every other one is
     compared with (default :func:`default_baseline`). aggregate / unit_field: see
-    :func:`aggregate_level`. The other parameters are the bootstrap's (:func:`bootstrap_intervals`).
+    :func:`aggregate_level`. The other parameters are the bootstrap's (:func:`rankkit.stats.bootstrap`).
     """
     check_metrics(metrics)
     if not human_scores(results):

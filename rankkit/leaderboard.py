@@ -56,12 +56,11 @@ from rankkit.ratings import (
     ELO_BASE,
     ELO_SCALE,
     MatchRecord,
-    RatingInterval,
-    bootstrap,
     bradley_terry,
     win_rates,
 )
 from rankkit.results import strict_json
+from rankkit.stats import Interval, bootstrap
 from rankkit.tasks import Task
 
 BUILD_METHODS = ("arena", "anchored")
@@ -371,10 +370,7 @@ def rate_bt(matches: Sequence[SystemMatch], systems: Sequence[str], rounds: int,
             alpha: float = 0.01) -> list[SystemRating]:
     """Bradley–Terry ratings (Elo scale) with ``rounds`` bootstrap resamples, best first."""
     records = [m.record() for m in matches]
-    if rounds:
-        intervals = bootstrap(bradley_terry, records, systems, rounds=rounds, seed=seed, alpha=alpha)
-    else:
-        intervals = {k: RatingInterval(v, math.nan, math.nan) for k, v in bradley_terry(records, systems, alpha=alpha).items()}
+    intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), records, resamples=rounds, seed=seed)
     return _rows(intervals, records)
 
 
@@ -383,22 +379,19 @@ def rate_win_rate(matches: Sequence[SystemMatch], systems: Sequence[str], anchor
     """Win rates against the anchor with bootstrap intervals, best first; the anchor sits at 0.5."""
     records = [m.record() for m in matches]
     others = [s for s in systems if s != anchor]
-    if rounds:
-        intervals = bootstrap(win_rates, records, others, rounds=rounds, seed=seed)
-    else:
-        intervals = {k: RatingInterval(v, math.nan, math.nan) for k, v in win_rates(records, others).items()}
+    intervals = bootstrap(lambda sample: win_rates(sample, others), records, resamples=rounds, seed=seed)
     intervals = {name: intervals[name] for name in others}
-    intervals[anchor] = RatingInterval(0.5, 0.5, 0.5)
+    intervals[anchor] = Interval(0.5, 0.5, 0.5)
     return _rows(intervals, records)
 
 
-def _rows(intervals: Mapping[str, RatingInterval], records: Sequence[MatchRecord]) -> list[SystemRating]:
+def _rows(intervals: Mapping[str, Interval], records: Sequence[MatchRecord]) -> list[SystemRating]:
     played: dict[str, int] = {}
     for a, b, _ in records:
         played[a] = played.get(a, 0) + 1
         played[b] = played.get(b, 0) + 1
-    order = sorted(intervals, key=lambda name: (-_finite(intervals[name].rating), name))
-    return [SystemRating(name, _none(intervals[name].rating), _none(intervals[name].low), _none(intervals[name].high),
+    order = sorted(intervals, key=lambda name: (-_finite(intervals[name].estimate), name))
+    return [SystemRating(name, _none(intervals[name].estimate), _none(intervals[name].low), _none(intervals[name].high),
                          rank, played.get(name, 0)) for rank, name in enumerate(order, start=1)]
 
 
@@ -613,11 +606,9 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                 p = min(1.0 - floor, max(floor, p))
                 return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
 
-        if bootstrap_rounds:
-            interval = bootstrap(rate, records, [system, opponent], rounds=bootstrap_rounds, seed=rng)[system]
-        else:
-            interval = RatingInterval(rate(records, [system, opponent])[system], math.nan, math.nan)
-        newcomer = SystemRating(system, interval.rating, _none(interval.low), _none(interval.high), 0, len(new_matches))
+        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), records, resamples=bootstrap_rounds,
+                             seed=rng.getrandbits(64))[system]
+        newcomer = SystemRating(system, interval.estimate, _none(interval.low), _none(interval.high), 0, len(new_matches))
         ordered_rows = sorted([*rows, newcomer], key=lambda r: -_finite(r.rating))
         systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]
         placement = {"position": [r.name for r in systems].index(system), "tie": False, "opponent": opponent,

@@ -23,9 +23,6 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rankkit.analysis import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_LEVEL,
-    Interval,
     correlation_table,
     elimination_rounds,
     human_scores,
@@ -35,6 +32,7 @@ from rankkit.analysis import (
 )
 from rankkit.errors import RankkitError
 from rankkit.specs import SpecError
+from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
 CORRELATION_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
 DPI = 110
@@ -95,7 +93,7 @@ def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level
     return _save(figure, Path(path))
 
 
-def cost_accuracy_points(results: Mapping[str, Any], metric: str = "task_spearman", n_boot: int = DEFAULT_BOOTSTRAP,
+def cost_accuracy_points(results: Mapping[str, Any], metric: str = "task_spearman", n_boot: int = DEFAULT_RESAMPLES,
                          seed: int = 0, level: float = DEFAULT_LEVEL,
                          rows: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One point per strategy: judgments used per task (comparisons + grades) and ``metric`` with its interval.
@@ -243,7 +241,7 @@ def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int 
     return _save(figure, Path(path))
 
 
-def plot_all(results: Mapping[str, Any], out_dir: str | Path, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+def plot_all(results: Mapping[str, Any], out_dir: str | Path, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0,
              level: float = DEFAULT_LEVEL, metric: str = "task_spearman") -> list[Path]:
     """Write every figure for ``results`` into ``out_dir``; returns the paths written."""
     if not human_scores(results):

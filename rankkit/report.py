@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rankkit.runner import strict_json
-from rankkit.analysis import (DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Interval, correlation_table, human_scores,
-                              is_knockout_like, length_bias, position_bias, strategy_names)
+from rankkit.analysis import (correlation_table, human_scores, is_knockout_like, length_bias, position_bias,
+                              strategy_names)
+from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
 REPORT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy", "top1_accuracy")
 #: Meta values longer than this are left out of the embedded data (the prompt already holds them).
@@ -301,7 +302,7 @@ CSS = (ASSETS / "report.css").read_text(encoding="utf-8")
 SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 
 
-def render_report(results: Mapping[str, Any], n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+def render_report(results: Mapping[str, Any], n_boot: int = DEFAULT_RESAMPLES, seed: int = 0,
                   level: float = DEFAULT_LEVEL, max_tasks: int | None = None, title: str = "rankkit report") -> str:
     """The whole report as one HTML string (see the module docstring)."""
     judge = results.get("judge") or {}

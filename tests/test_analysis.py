@@ -122,23 +122,6 @@ def test_resampled_task_metrics_equal_evaluate_on_the_repeated_tasks(results):
         assert pieces.value(metric, idx) == pytest.approx(expected[metric])
 
 
-def test_percentile_interval_by_hand():
-    # 101 draws 0..100: the 2.5th and 97.5th percentiles (linear interpolation) are 2.5 and 97.5.
-    draws = np.arange(101.0).reshape(-1, 1)
-    (interval,) = analysis.percentile_intervals([50.0], draws, level=0.95)
-    assert (interval.estimate, interval.low, interval.high) == (50.0, pytest.approx(2.5), pytest.approx(97.5))
-    (wide,) = analysis.percentile_intervals([50.0], draws, level=0.5)
-    assert (wide.low, wide.high) == (pytest.approx(25.0), pytest.approx(75.0))
-
-
-def test_interval_is_nan_when_too_many_resamples_are_undefined():
-    draws = np.array([[1.0]] * 80 + [[math.nan]] * 20)
-    (interval,) = analysis.percentile_intervals([1.0], draws)
-    assert math.isnan(interval.low) and interval.estimate == 1.0
-    (ok,) = analysis.percentile_intervals([1.0], np.array([[1.0]] * 95 + [[math.nan]] * 5))
-    assert ok.low == ok.high == 1.0
-
-
 def test_bootstrap_over_two_tasks_spans_the_two_task_values(results):
     # Keep t1 (Spearman 1) and t2 (Spearman -1): a resample is {t1,t1}, {t1,t2} or {t2,t2}, each
     # extreme with probability 1/4 > 2.5%, so the 95% interval is exactly [-1, 1] around 0.
