@@ -43,6 +43,7 @@ from typing import Any
 from rankkit import analysis
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
+from rankkit.results import RunResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.tasks import load_tasks
@@ -75,12 +76,11 @@ def fmt_interval(interval: analysis.Interval) -> str:
     return f"{interval.estimate:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"
 
 
-def analyse_run(results: dict[str, Any], exam_field: str | None, n_boot: int, seed: int) -> dict[str, Any]:
+def analyse_run(results: RunResult, exam_field: str | None, n_boot: int, seed: int) -> dict[str, Any]:
     """Everything the tables need from one results file (bootstrap intervals only when n_boot > 0)."""
     out: dict[str, Any] = {"question": {}, "exam": {}, "exam_accuracy": {}, "elimination": {}, "systems": {}}
     for name in METHODS:
-        record = analysis.strategy_record(results, name)
-        out["question"][name] = record["metrics"]["pearson"]
+        out["question"][name] = analysis.strategy_run(results, name).metrics["pearson"]
         level = analysis.aggregate_level(results, name, how="sum", unit_field=exam_field, n_boot=0)
         out["exam"][name] = level["metrics"]["pearson"].estimate if level else float("nan")
         out["exam_accuracy"][name] = level["metrics"]["pairwise_accuracy"].estimate if level else float("nan")
@@ -99,14 +99,14 @@ def judge_spec(preset: str, seed: int, legacy: bool = False) -> str:
     return f"sim:{'model=legacy,' if legacy else ''}preset={preset},seed={seed}"
 
 
-def run_one(tasks, judge_spec: str, seed: int, cache: Any = None) -> dict[str, Any]:
+def run_one(tasks, judge_spec: str, seed: int, cache: Any = None) -> RunResult:
     judge = make_judge(judge_spec)
     try:
         result = run(tasks, [make_strategy(s) for s in METHODS], judge, cache, seed=seed, progress=False,
                      judge_spec=judge_spec)
     finally:
         judge.close()
-    return result.to_dict()
+    return result
 
 
 def main() -> None:

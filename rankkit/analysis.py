@@ -1,7 +1,8 @@
 """The paper's analyses of a results file, with bootstrap confidence intervals.
 
-Everything here reads the JSON that ``rankkit compare --out r.json`` writes (see
-:mod:`rankkit.runner`) and needs neither the data nor the judge again::
+Everything here reads a run's results — the JSON that ``rankkit compare --out r.json`` writes,
+read back into a :class:`~rankkit.results.RunResult` by :func:`load_results`, or a live run —
+and needs neither the data nor the judge again::
 
     from rankkit.analysis import load_results, analyze
     results = load_results("r.json")
@@ -50,7 +51,10 @@ import numpy as np
 from scipy import stats
 
 from rankkit.formatting import Table, render_sections
+from rankkit.judges.base import Winner
+from rankkit.matches import Match
 from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_accuracy_counts, top1_share
+from rankkit.results import RunResult, StrategyRun
 from rankkit.specs import SpecError
 from rankkit.stats import (DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap, percentile_intervals,
                            proportion_interval, resample_indices, unit_counts)
@@ -65,58 +69,42 @@ DEFAULT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
 # Reading results
 
 
-def load_results(path: str | Path) -> dict[str, Any]:
-    """Read a results file written by ``rankkit compare --out``; raises TaskFormatError if it is not one."""
+def load_results(path: str | Path) -> RunResult:
+    """Read a results file written by ``rankkit compare --out``; raises TaskFormatError naming the
+    file and the field if it is not one."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: file not found")
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg}") from None
-    check_results(results, path)
-    return results
+    if not isinstance(data, dict):
+        raise TaskFormatError(path, None, None, "expected a JSON object (the output of rankkit compare --out)")
+    return RunResult.from_dict(data, where=str(path))
 
 
-def check_results(results: Any, where: str | Path = "results") -> None:
-    """Check the fields the analyses rely on, naming the first one missing."""
-    if not isinstance(results, dict):
-        raise TaskFormatError(where, None, None, "expected a JSON object (the output of rankkit compare --out)")
-    for name in ("strategies", "task_data"):
-        if not isinstance(results.get(name), list):
-            raise TaskFormatError(where, None, name, "missing or not a list; is this a rankkit compare --out file?")
-    for index, strategy in enumerate(results["strategies"]):
-        for name in ("name", "tasks"):
-            if name not in strategy:
-                raise TaskFormatError(where, None, f"strategies[{index}].{name}", "missing field")
-
-
-def strategy_names(results: Mapping[str, Any]) -> list[str]:
+def strategy_names(results: RunResult) -> list[str]:
     """The strategy labels in the file, in run order (e.g. ``knockout:debias=true``)."""
-    return [s["name"] for s in results["strategies"]]
+    return [s.name for s in results.strategies]
 
 
-def strategy_record(results: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """One strategy's record; raises SpecError naming the strategies present when absent."""
-    for record in results["strategies"]:
-        if record["name"] == name:
-            return record
+def strategy_run(results: RunResult, name: str) -> StrategyRun:
+    """One strategy's results; raises SpecError naming the strategies present when absent."""
+    for strategy in results.strategies:
+        if strategy.name == name:
+            return strategy
     raise SpecError(f"no strategy {name!r} in the results (present: {', '.join(strategy_names(results))})")
 
 
-def human_scores(results: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+def human_scores(results: RunResult) -> dict[str, dict[str, float]]:
     """task id -> candidate id -> human score, for the tasks whose every candidate has one."""
     out = {}
-    for task in results["task_data"]:
-        values = {c["id"]: c.get("human") for c in task["candidates"]}
+    for task in results.tasks:
+        values = {c.id: c.human.get(task.criterion) for c in task.candidates} if task.criterion else {}
         if values and all(isinstance(v, (int, float)) for v in values.values()):
-            out[task["task_id"]] = {cid: float(v) for cid, v in values.items()}
+            out[task.task_id] = {cid: float(v) for cid, v in values.items()}
     return out
-
-
-def task_records(results: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """task id -> the task as stored in the results (prompt, meta, candidates)."""
-    return {t["task_id"]: t for t in results["task_data"]}
 
 
 @dataclass(frozen=True)
@@ -130,15 +118,15 @@ class LabelledTask:
     extras: dict[str, dict[str, Any]]
 
 
-def labelled_tasks(results: Mapping[str, Any], name: str) -> list[LabelledTask]:
+def labelled_tasks(results: RunResult, name: str) -> list[LabelledTask]:
     """The tasks of strategy ``name`` that have human scores, in the order of the file."""
     human = human_scores(results)
     out = []
-    for task in strategy_record(results, name)["tasks"]:
-        truth = human.get(task["task_id"])
+    for task in strategy_run(results, name).tasks:
+        truth = human.get(task.task_id)
         if truth:
-            out.append(LabelledTask(task_id=task["task_id"], scores={k: float(v) for k, v in task["scores"].items()},
-                                    ranking=list(task["ranking"]), human=truth, extras=task.get("extras") or {}))
+            out.append(LabelledTask(task_id=task.task_id, scores=dict(task.scores), ranking=list(task.ranking),
+                                    human=truth, extras=task.extras))
     return out
 
 
@@ -274,7 +262,7 @@ class MetricDraws:
     difference of two strategies' values on the same resampled tasks, so it costs nothing more.
     """
 
-    def __init__(self, results: Mapping[str, Any], metrics: Sequence[str] = DEFAULT_METRICS,
+    def __init__(self, results: RunResult, metrics: Sequence[str] = DEFAULT_METRICS,
                  n_boot: int = DEFAULT_RESAMPLES, seed: int = 0):
         self.results = results
         self.metrics = check_metrics(metrics)
@@ -299,7 +287,7 @@ class MetricDraws:
         return self._cache[key]
 
 
-def correlation_table(results: Mapping[str, Any], metrics: Sequence[str] = DEFAULT_METRICS,
+def correlation_table(results: RunResult, metrics: Sequence[str] = DEFAULT_METRICS,
                       n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
                       strategies: Sequence[str] | None = None, draws: MetricDraws | None = None) -> list[dict[str, Any]]:
     """(a) Per strategy: cost and every metric with a bootstrap interval over tasks.
@@ -312,10 +300,10 @@ def correlation_table(results: Mapping[str, Any], metrics: Sequence[str] = DEFAU
     draws = draws or MetricDraws(results, metrics, n_boot, seed)
     rows = []
     for name in strategies or strategy_names(results):
-        record = strategy_record(results, name)
+        cost = strategy_run(results, name).cost
         estimates, values = draws.get(name)
-        rows.append({"strategy": name, "comparisons": record.get("comparisons"), "grades": record.get("scores"),
-                     "judge_calls": record.get("judge_calls"), "tasks": len(labelled_tasks(results, name)),
+        rows.append({"strategy": name, "comparisons": cost.comparisons, "grades": cost.scores,
+                     "judge_calls": cost.judge_calls, "tasks": len(labelled_tasks(results, name)),
                      "metrics": dict(zip(draws.metrics, percentile_intervals(estimates, values, level)))})
     return rows
 
@@ -324,20 +312,12 @@ def correlation_table(results: Mapping[str, Any], metrics: Sequence[str] = DEFAU
 # (b) elimination rounds
 
 
-def is_knockout_like(results: Mapping[str, Any], name: str) -> bool:
-    """Whether every candidate of every task of the strategy has an ``eliminated_round`` extra."""
-    tasks = strategy_record(results, name)["tasks"]
-    return bool(tasks) and all(
-        t.get("extras") and len(t["extras"]) == len(t["scores"]) and all("eliminated_round" in e for e in t["extras"].values())
-        for t in tasks)
-
-
 def elimination_group(extras: Mapping[str, Any]) -> str:
     """``first round`` for a candidate knocked out in round 1, else ``later rounds`` (champion included)."""
     return "first round" if extras.get("eliminated_round") == 1 else "later rounds"
 
 
-def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pearson", n_boot: int = DEFAULT_RESAMPLES,
+def elimination_rounds(results: RunResult, name: str, method: str = "pearson", n_boot: int = DEFAULT_RESAMPLES,
                        seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
     """(b) Table 2 of *Knockout LLM Assessment*: correlation of first-round losers vs the rest, for a knockout-like strategy.
 
@@ -354,7 +334,7 @@ def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pea
     """
     if method not in CORRELATIONS:
         raise SpecError(f"unknown correlation {method!r} (known: {', '.join(CORRELATIONS)})")
-    if not is_knockout_like(results, name):
+    if not strategy_run(results, name).has_elimination_rounds:
         return None
     tasks = labelled_tasks(results, name)
 
@@ -409,17 +389,17 @@ def elimination_rounds(results: Mapping[str, Any], name: str, method: str = "pea
 # (c) breakdowns
 
 
-def breakdown_fields(results: Mapping[str, Any]) -> list[str]:
+def breakdown_fields(results: RunResult) -> list[str]:
     """Fields a breakdown can use: ``system`` and every meta field with short scalar values."""
-    fields = {"system"} if any(c.get("system") for t in results["task_data"] for c in t["candidates"]) else set()
-    for task in results["task_data"]:
-        for key, value in (task.get("meta") or {}).items():
+    fields = {"system"} if any(c.system for t in results.tasks for c in t.candidates) else set()
+    for task in results.tasks:
+        for key, value in task.meta.items():
             if isinstance(value, (str, int, float, bool)) and len(str(value)) <= 80:
                 fields.add(key)
     return sorted(fields)
 
 
-def breakdown(results: Mapping[str, Any], name: str, field: str, metrics: Sequence[str] = DEFAULT_METRICS,
+def breakdown(results: RunResult, name: str, field: str, metrics: Sequence[str] = DEFAULT_METRICS,
               n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
     """(c) Metrics of strategy ``name`` within groups defined by ``field``.
 
@@ -435,13 +415,13 @@ def breakdown(results: Mapping[str, Any], name: str, field: str, metrics: Sequen
     """
     metrics = check_metrics(metrics)
     tasks = labelled_tasks(results, name)
-    records = task_records(results)
+    meta = {t.task_id: t.meta for t in results.tasks}
     key = field[5:] if field.startswith("meta.") else field
     if key not in breakdown_fields(results):
         raise SpecError(f"cannot break down by {field!r} (fields: {', '.join(breakdown_fields(results)) or 'none'})")
     rows = []
     if key == "system":
-        systems = {t["task_id"]: {c["id"]: c.get("system") or "(none)" for c in t["candidates"]} for t in results["task_data"]}
+        systems = {t.task_id: {c.id: c.system or "(none)" for c in t.candidates} for t in results.tasks}
         groups: dict[str, list[LabelledTask]] = defaultdict(list)
         for task in tasks:
             by_system: dict[str, list[str]] = defaultdict(list)
@@ -457,7 +437,7 @@ def breakdown(results: Mapping[str, Any], name: str, field: str, metrics: Sequen
         return rows
     groups = defaultdict(list)
     for task in tasks:
-        value = (records[task.task_id].get("meta") or {}).get(key)
+        value = meta[task.task_id].get(key)
         groups["(none)" if value is None else str(value)].append(task)
     for value in sorted(groups):
         rows.append(_group_row(field, value, groups[value], metrics, n_boot, seed, level))
@@ -554,7 +534,7 @@ class AggregateUnits:
         return out
 
 
-def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", unit_field: str | None = None,
+def aggregate_level(results: RunResult, name: str, how: str = "mean", unit_field: str | None = None,
                     n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
     """(d) Correlation between systems' aggregated scores and their aggregated human scores.
 
@@ -571,8 +551,8 @@ def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", un
     if how not in AGGREGATES:
         raise SpecError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
     tasks = labelled_tasks(results, name)
-    systems = {t["task_id"]: {c["id"]: c.get("system") for c in t["candidates"]} for t in results["task_data"]}
-    meta = {t["task_id"]: t.get("meta") or {} for t in results["task_data"]}
+    systems = {t.task_id: {c.id: c.system for c in t.candidates} for t in results.tasks}
+    meta = {t.task_id: t.meta for t in results.tasks}
     if unit_field is not None and unit_field.startswith("meta."):
         unit_field = unit_field[5:]
     if unit_field is not None and not any(unit_field in m for m in meta.values()):
@@ -593,7 +573,7 @@ def aggregate_level(results: Mapping[str, Any], name: str, how: str = "mean", un
 # (e) paired differences
 
 
-def paired_difference(results: Mapping[str, Any], a: str, b: str, metrics: Sequence[str] = DEFAULT_METRICS,
+def paired_difference(results: RunResult, a: str, b: str, metrics: Sequence[str] = DEFAULT_METRICS,
                       n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
                       draws: MetricDraws | None = None) -> dict[str, Any]:
     """(e) Metric of strategy ``a`` minus that of ``b``, with a paired bootstrap interval over tasks.
@@ -625,27 +605,35 @@ def paired_difference(results: Mapping[str, Any], a: str, b: str, metrics: Seque
 # Judge bias (the report's bias views)
 
 
-def distinct_matches(results: Mapping[str, Any], name: str | None = None) -> list[dict[str, Any]]:
-    """The matches of strategy ``name``, or of all strategies with each judgment counted once.
+def distinct_matches(results: RunResult, name: str | None = None) -> list[tuple[str, Match]]:
+    """The matches of strategy ``name``, or of all strategies with each judgment counted once, as
+    (task id, match) pairs.
 
     Strategies of one run share one match graph, so the same (task, first, second) is the same
-    judgment whichever strategy used it; each match gets its ``task_id``.
+    judgment whichever strategy used it.
     """
     seen: set[tuple[str, str, str]] = set()
     out = []
-    for record in results["strategies"]:
-        if name is not None and record["name"] != name:
+    for strategy in results.strategies:
+        if name is not None and strategy.name != name:
             continue
-        for task in record["tasks"]:
-            for match in task.get("matches") or []:
-                key = (task["task_id"], match["first"], match["second"])
+        for task in strategy.tasks:
+            for match in task.matches:
+                key = (task.task_id, match.first, match.second)
                 if key not in seen:
                     seen.add(key)
-                    out.append({**match, "task_id": task["task_id"]})
+                    out.append((task.task_id, match))
     return out
 
 
-def position_bias(results: Mapping[str, Any], name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+def winner_of(match: Match) -> str | None:
+    """The candidate that won a decided match; None for a tie."""
+    if match.judgment.winner is Winner.TIE:
+        return None
+    return match.first if match.judgment.winner is Winner.FIRST else match.second
+
+
+def position_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
     """How often the judge picked the candidate shown first.
 
     ``first_slot_win_rate``: share of decided matches (not ties) won by the first-shown candidate,
@@ -657,29 +645,26 @@ def position_bias(results: Mapping[str, Any], name: str | None = None, level: fl
     """
     matches = distinct_matches(results, name)
     human = human_scores(results)
-    decided = [m for m in matches if m["winner"] in ("first", "second")]
-    first_wins = sum(m["winner"] == "first" for m in decided)
-    by_pair: dict[tuple[str, str, str], dict[str, str]] = {}
-    for m in decided:
-        by_pair[(m["task_id"], m["first"], m["second"])] = m
+    decided = [(task_id, m) for task_id, m in matches if winner_of(m) is not None]
+    first_wins = sum(winner_of(m) == m.first for _, m in decided)
+    winners = {(task_id, m.first, m.second): winner_of(m) for task_id, m in decided}
     consistent = both = 0
-    for (task_id, first, second), m in by_pair.items():
-        other = by_pair.get((task_id, second, first))
+    for (task_id, first, second), winner in winners.items():
+        other = winners.get((task_id, second, first))
         if other is None or first > second:
             continue  # count each unordered pair once
         both += 1
-        winner_here = first if m["winner"] == "first" else second
-        winner_there = second if other["winner"] == "first" else first
-        consistent += winner_here == winner_there
-    labelled = [m for m in decided if m["task_id"] in human and human[m["task_id"]][m["first"]] != human[m["task_id"]][m["second"]]]
-    human_first = sum(human[m["task_id"]][m["first"]] > human[m["task_id"]][m["second"]] for m in labelled)
+        consistent += winner == other
+    labelled = [(task_id, m) for task_id, m in decided
+                if task_id in human and human[task_id][m.first] != human[task_id][m.second]]
+    human_first = sum(human[task_id][m.first] > human[task_id][m.second] for task_id, m in labelled)
     return {"matches": len(matches), "ties": len(matches) - len(decided),
             "first_slot_win_rate": proportion_interval(first_wins, len(decided), level),
             "order_consistency": proportion_interval(consistent, both, level),
             "human_first_better": proportion_interval(human_first, len(labelled), level)}
 
 
-def length_bias(results: Mapping[str, Any], name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+def length_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
     """How often the longer answer won, against how often humans prefer it.
 
     Length is :attr:`rankkit.tasks.Candidate.length` (characters), as in the judge report.
@@ -689,22 +674,21 @@ def length_bias(results: Mapping[str, Any], name: str | None = None, level: floa
     scores, the share where the longer one is the human-better one. A judge whose rate is well
     above the humans' prefers length for its own sake.
     """
-    texts = {t["task_id"]: {c["id"]: c["text"] for c in t["candidates"]} for t in results["task_data"]}
+    tasks = {t.task_id: t for t in results.tasks}
     human = human_scores(results)
     longer_won = decided = human_longer = labelled = 0
-    for m in distinct_matches(results, name):
-        if m["winner"] not in ("first", "second"):
+    for task_id, m in distinct_matches(results, name):
+        winner = winner_of(m)
+        if winner is None:
             continue
-        # Candidate.length is characters: the one length definition (rankkit.tasks).
-        first_len, second_len = len(texts[m["task_id"]][m["first"]]), len(texts[m["task_id"]][m["second"]])
+        first_len, second_len = tasks[task_id].candidate(m.first).length, tasks[task_id].candidate(m.second).length
         if first_len == second_len:
             continue
-        longer = m["first"] if first_len > second_len else m["second"]
-        shorter = m["second"] if longer == m["first"] else m["first"]
-        winner = m["first"] if m["winner"] == "first" else m["second"]
+        longer = m.first if first_len > second_len else m.second
+        shorter = m.second if longer == m.first else m.first
         decided += 1
         longer_won += winner == longer
-        truth = human.get(m["task_id"])
+        truth = human.get(task_id)
         if truth and truth[longer] != truth[shorter]:
             labelled += 1
             human_longer += truth[longer] > truth[shorter]
@@ -716,7 +700,7 @@ def length_bias(results: Mapping[str, Any], name: str | None = None, level: floa
 # Everything at once, and its text form
 
 
-def default_baseline(results: Mapping[str, Any]) -> str | None:
+def default_baseline(results: RunResult) -> str | None:
     """``individual`` when present (the paper's baseline), else the first strategy."""
     names = strategy_names(results)
     if not names:
@@ -724,7 +708,7 @@ def default_baseline(results: Mapping[str, Any]) -> str | None:
     return "individual" if "individual" in names else names[0]
 
 
-def analyze(results: Mapping[str, Any], by: Sequence[str] = (), baseline: str | None = None,
+def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = None,
             metrics: Sequence[str] = DEFAULT_METRICS, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0,
             level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None) -> dict[str, Any]:
     """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
@@ -739,11 +723,11 @@ def analyze(results: Mapping[str, Any], by: Sequence[str] = (), baseline: str | 
     names = strategy_names(results)
     baseline = baseline or default_baseline(results)
     if baseline is not None:
-        strategy_record(results, baseline)  # fail early on a typo
+        strategy_run(results, baseline)  # fail early on a typo
     draws = MetricDraws(results, metrics, n_boot, seed)
     return {
-        "data": results.get("data"), "judge": results.get("judge"), "criterion": results.get("criterion"),
-        "seed": results.get("seed"), "bootstrap": {"resamples": n_boot, "seed": seed, "level": level, "unit": "task",
+        "data": results.data, "judge": results.judge_record(), "criterion": results.criterion,
+        "seed": results.seed, "bootstrap": {"resamples": n_boot, "seed": seed, "level": level, "unit": "task",
                                                     "method": "percentile"},
         "correlations": correlation_table(results, level=level, draws=draws),
         "baseline": baseline,

@@ -422,10 +422,12 @@ def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, 
            from_run) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
     from rankkit.judges.replay import record_grid, rows_from_results, write_judgments
+    from rankkit.results import RunResult
 
     prepare_output(out)
     if from_run:
-        rows = rows_from_results(json.loads(Path(from_run).read_text(encoding="utf-8")), label, method_label)
+        run = RunResult.from_dict(json.loads(Path(from_run).read_text(encoding="utf-8")), where=from_run)
+        rows = rows_from_results(run, label, method_label)
         count = write_judgments(rows, out)
         click.echo(f"{count} recorded comparisons from {from_run} written to {out}", err=True)
         return

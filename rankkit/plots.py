@@ -28,9 +28,10 @@ from rankkit.analysis import (
     human_scores,
     labelled_tasks,
     strategy_names,
-    strategy_record,
+    strategy_run,
 )
 from rankkit.errors import RankkitError
+from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
@@ -93,7 +94,7 @@ def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level
     return _save(figure, Path(path))
 
 
-def cost_accuracy_points(results: Mapping[str, Any], metric: str = "task_spearman", n_boot: int = DEFAULT_RESAMPLES,
+def cost_accuracy_points(results: RunResult, metric: str = "task_spearman", n_boot: int = DEFAULT_RESAMPLES,
                          seed: int = 0, level: float = DEFAULT_LEVEL,
                          rows: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One point per strategy: judgments used per task (comparisons + grades) and ``metric`` with its interval.
@@ -102,7 +103,7 @@ def cost_accuracy_points(results: Mapping[str, Any], metric: str = "task_spearma
     """
     points = []
     for row in rows if rows is not None else correlation_table(results, [metric], n_boot, seed, level):
-        tasks = max(1, len(strategy_record(results, row["strategy"])["tasks"]))
+        tasks = max(1, len(strategy_run(results, row["strategy"]).tasks))
         cost = ((row["comparisons"] or 0) + (row["grades"] or 0)) / tasks
         interval = row["metrics"][metric]
         points.append({"label": row["strategy"], "cost": cost, "estimate": interval.estimate,
@@ -210,7 +211,7 @@ def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path
     return _save(figure, Path(path))
 
 
-def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int = 0) -> Path:
+def plot_judge_vs_human(results: RunResult, path: str | Path, seed: int = 0) -> Path:
     """One scatter panel per strategy: each candidate's score against its human score.
 
     Human scores are often on a coarse scale, so points get a small seeded horizontal jitter
@@ -233,7 +234,7 @@ def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int 
         axis.scatter(xs, scores, s=9, alpha=0.45, color="tab:blue", edgecolors="none")
         r = correlation("pearson", scores, human)
         axis.set_title(_literal(f"{name}\npearson {r:.3f}" if not math.isnan(r) else name), fontsize=9)
-        axis.set_xlabel(_literal(f"human ({results.get('criterion') or 'score'})"), fontsize=8)
+        axis.set_xlabel(_literal(f"human ({results.criterion or 'score'})"), fontsize=8)
         axis.set_ylabel("strategy score", fontsize=8)
         axis.grid(alpha=0.3)
     for axis in axes[len(names):]:
@@ -241,7 +242,7 @@ def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int 
     return _save(figure, Path(path))
 
 
-def plot_all(results: Mapping[str, Any], out_dir: str | Path, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0,
+def plot_all(results: RunResult, out_dir: str | Path, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0,
              level: float = DEFAULT_LEVEL, metric: str = "task_spearman") -> list[Path]:
     """Write every figure for ``results`` into ``out_dir``; returns the paths written."""
     if not human_scores(results):

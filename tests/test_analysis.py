@@ -29,6 +29,7 @@ from scipy import stats
 from rankkit import analysis
 from rankkit.cli import main
 from rankkit.metrics import correlation, evaluate
+from rankkit.results import RunResult
 
 HUMAN = {"t1": [1, 2, 3, 4], "t2": [4, 3, 2, 1], "t3": [1, 2, 3, 4]}
 KO = {"t1": [1, 2, 3, 4], "t2": [1, 2, 3, 4], "t3": [2, 1, 3, 4]}
@@ -81,8 +82,8 @@ def hand_results() -> dict:
 
 
 @pytest.fixture
-def results() -> dict:
-    return hand_results()
+def results() -> RunResult:
+    return RunResult.from_dict(hand_results())
 
 
 # -- (a) correlations ----------------------------------------------------------------------------
@@ -125,7 +126,7 @@ def test_resampled_task_metrics_equal_evaluate_on_the_repeated_tasks(results):
 def test_bootstrap_over_two_tasks_spans_the_two_task_values(results):
     # Keep t1 (Spearman 1) and t2 (Spearman -1): a resample is {t1,t1}, {t1,t2} or {t2,t2}, each
     # extreme with probability 1/4 > 2.5%, so the 95% interval is exactly [-1, 1] around 0.
-    results["task_data"] = results["task_data"][:2]
+    results.tasks = results.tasks[:2]
     (row,) = analysis.correlation_table(results, ["task_spearman"], n_boot=500, seed=1, strategies=["ko"])
     interval = row["metrics"]["task_spearman"]
     assert (interval.estimate, interval.low, interval.high) == (0.0, -1.0, 1.0)
@@ -167,7 +168,7 @@ def test_elimination_split_on_constructed_bracket(results):
 
 def test_a_bye_then_a_loss_is_a_later_round_but_graded_once(results):
     # In t1, c gets a bye in round 1 and loses in round 2: eliminated later, yet graded once.
-    results["strategies"][0]["tasks"][0]["extras"]["c"].update(eliminated_round=2, played=1, byes=1)
+    results.strategies[0].tasks[0].extras["c"].update(eliminated_round=2, played=1, byes=1)
     item = analysis.elimination_rounds(results, "ko", n_boot=0)
     assert item["groups"]["first round"]["candidates"] == 5
     assert item["groups"]["later rounds"]["candidates"] == 7
@@ -178,7 +179,7 @@ def test_a_bye_then_a_loss_is_a_later_round_but_graded_once(results):
 def test_strategies_without_rounds_have_no_elimination_analysis(results):
     assert analysis.elimination_rounds(results, "pw") is None
     assert analysis.elimination_rounds(results, "oracle") is None
-    assert analysis.is_knockout_like(results, "ko")
+    assert analysis.strategy_run(results, "ko").has_elimination_rounds
 
 
 # -- (c) breakdowns -----------------------------------------------------------------------------
@@ -238,10 +239,12 @@ def test_aggregate_level_per_exam_compares_systems_within_an_exam(results):
     assert item["metrics"]["pairwise_accuracy"].estimate == pytest.approx(5 / 6)
 
 
-def test_aggregate_level_needs_systems(results):
-    for task in results["task_data"]:
+def test_aggregate_level_needs_systems():
+    raw = hand_results()
+    for task in raw["task_data"]:
         for cand in task["candidates"]:
             cand["system"] = None
+    results = RunResult.from_dict(raw)
     assert analysis.aggregate_level(results, "ko", n_boot=0) is None
 
 
@@ -319,7 +322,7 @@ def test_analyze_and_its_text(results):
 
 def test_analyze_command_writes_json(results, tmp_path):
     path = tmp_path / "r.json"
-    path.write_text(json.dumps(results), encoding="utf-8")
+    path.write_text(json.dumps(hand_results()), encoding="utf-8")
     out = tmp_path / "a.json"
     outcome = CliRunner().invoke(main, ["analyze", str(path), "--by", "difficulty", "--baseline", "oracle",
                                         "--bootstrap", "30", "--out", str(out)])
@@ -334,7 +337,7 @@ def test_analyze_command_writes_json(results, tmp_path):
 
 def test_analyze_command_reports_bad_input(results, tmp_path):
     path = tmp_path / "r.json"
-    path.write_text(json.dumps(results), encoding="utf-8")
+    path.write_text(json.dumps(hand_results()), encoding="utf-8")
     runner = CliRunner()
     for args, message in ((["--baseline", "nope"], "no strategy 'nope'"), (["--by", "colour"], "cannot break down"),
                           (["--metrics", "pearson,bogus"], "unknown metric")):
@@ -361,8 +364,8 @@ def test_batched_row_correlations_equal_rankkit_metrics_correlation():
     assert math.isnan(analysis.row_correlations("spearman", xs, ys)[6])  # constant side
 
 
-def test_unlabelled_results_have_nothing_to_analyse(results):
+def test_unlabelled_results_have_nothing_to_analyse():
     from tests.test_report import unlabelled
 
     with pytest.raises(analysis.SpecError, match="no human scores"):
-        analysis.analyze(unlabelled(results), n_boot=0)
+        analysis.analyze(RunResult.from_dict(unlabelled(hand_results())), n_boot=0)
