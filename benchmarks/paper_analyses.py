@@ -45,6 +45,7 @@ from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
 from rankkit.results import RunResult
 from rankkit.runner import run
+from rankkit.stats import Interval
 from rankkit.strategies import make_strategy
 from rankkit.tasks import load_tasks
 
@@ -70,7 +71,7 @@ def fmt(value: float, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
-def fmt_interval(interval: analysis.Interval) -> str:
+def fmt_interval(interval: Interval) -> str:
     if interval.low != interval.low:
         return fmt(interval.estimate, True)
     return f"{interval.estimate:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"

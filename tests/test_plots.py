@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from rankkit.cli import main
 from rankkit.results import RunResult
-from tests.test_analysis import hand_results
+from tests.analysis.hand import hand_results
 
 matplotlib = pytest.importorskip("matplotlib")
 

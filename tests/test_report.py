@@ -20,7 +20,7 @@ from rankkit.results import RunResult, TaskResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.tasks import load_tasks
-from tests.test_analysis import hand_results
+from tests.analysis.hand import hand_results
 
 INJECTED_SCRIPT = "<script>document.title='PWNED';document.body.setAttribute('data-pwned','script')</script>"
 INJECTED_IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
