@@ -77,21 +77,21 @@ def fmt_interval(interval: Interval) -> str:
     return f"{interval.estimate:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"
 
 
-def analyse_run(results: RunResult, exam_field: str | None, n_boot: int, seed: int) -> dict[str, Any]:
-    """Everything the tables need from one results file (bootstrap intervals only when n_boot > 0)."""
+def analyse_run(results: RunResult, exam_field: str | None, resamples: int, seed: int) -> dict[str, Any]:
+    """Everything the tables need from one results file (bootstrap intervals only when resamples > 0)."""
     out: dict[str, Any] = {"question": {}, "exam": {}, "exam_accuracy": {}, "elimination": {}, "systems": {}}
     for name in METHODS:
         out["question"][name] = analysis.strategy_run(results, name).metrics["pearson"]
-        level = analysis.aggregate_level(results, name, how="sum", unit_field=exam_field, n_boot=0)
+        level = analysis.aggregate_level(results, name, how="sum", unit_field=exam_field, resamples=0)
         out["exam"][name] = level["metrics"]["pearson"].estimate if level else float("nan")
         out["exam_accuracy"][name] = level["metrics"]["pairwise_accuracy"].estimate if level else float("nan")
         out["systems"][name] = {row["group"]: row["metrics"]["pearson"].estimate
-                                for row in analysis.breakdown(results, name, "system", ["pearson"], n_boot=0)}
+                                for row in analysis.breakdown(results, name, "system", ["pearson"], resamples=0)}
     for name in KNOCKOUTS:
-        item = analysis.elimination_rounds(results, name, "pearson", n_boot=n_boot, seed=seed)
+        item = analysis.elimination_rounds(results, name, "pearson", resamples=resamples, seed=seed)
         out["elimination"][name] = item
-    if n_boot:
-        diff = analysis.paired_difference(results, "knockout:debias=true", "individual", ["pearson"], n_boot=n_boot, seed=seed)
+    if resamples:
+        diff = analysis.paired_difference(results, "knockout:debias=true", "individual", ["pearson"], resamples=resamples, seed=seed)
         out["ko_minus_ind"] = diff["metrics"]["pearson"]
     return out
 

@@ -569,7 +569,7 @@ def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, see
 
     prepare_output(out)
     results = load_results(results_path)
-    report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), n_boot=n_boot,
+    report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), resamples=n_boot,
                      seed=seed, aggregate=aggregate, unit_field=exam_field)
     if output_format == "json":
         click.echo(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False))
@@ -595,7 +595,7 @@ def plot_command(results_path, out_dir, metric, n_boot, seed) -> None:
     from rankkit.plots import plot_all
 
     results = load_results(results_path)
-    paths = plot_all(results, out_dir, n_boot=n_boot, seed=seed, metric=check_metrics([metric])[0])
+    paths = plot_all(results, out_dir, resamples=n_boot, seed=seed, metric=check_metrics([metric])[0])
     for path in paths:
         click.echo(str(path))
 
@@ -616,7 +616,7 @@ def report_command(results_path, out, n_boot, seed, max_tasks) -> None:
     from rankkit.report import write_report
 
     results = load_results(results_path)
-    path = write_report(results, out, n_boot=n_boot, seed=seed, max_tasks=max_tasks)
+    path = write_report(results, out, resamples=n_boot, seed=seed, max_tasks=max_tasks)
     size = path.stat().st_size
     click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
 

@@ -208,10 +208,10 @@ def _table(headers: Sequence[str], rows: Sequence[str], css_class: str = "") -> 
     return f"<table class='{css_class}'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def leaderboard_html(results: RunResult, n_boot: int, seed: int, level: float) -> str:
+def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float) -> str:
     """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard."""
     labelled = bool(human_scores(results))
-    rows_data = correlation_table(results, REPORT_METRICS, n_boot, seed, level) if labelled else [
+    rows_data = correlation_table(results, REPORT_METRICS, resamples, seed, level) if labelled else [
         {"strategy": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.scores,
          "judge_calls": s.cost.judge_calls, "tasks": len(s.tasks), "metrics": {}} for s in results.strategies]
     if labelled:
@@ -223,7 +223,7 @@ def leaderboard_html(results: RunResult, n_boot: int, seed: int, level: float) -
                     f"<td class=num>{_number(row['grades'])}</td><td class=num>{_number(row['judge_calls'])}</td>{cells}</tr>")
     headers = ["strategy", "comparisons", "grades", "judge calls"] + (list(REPORT_METRICS) if labelled else [])
     note = (f"<p class=note>Sorted by task_spearman. Brackets: {level:.0%} bootstrap intervals over tasks "
-            f"({n_boot} resamples, seed {seed}).</p>" if labelled else
+            f"({resamples} resamples, seed {seed}).</p>" if labelled else
             "<p class=note>These results have no human scores, so only the cost is shown.</p>")
     boards = []
     for name in strategy_names(results):
@@ -304,7 +304,7 @@ CSS = (ASSETS / "report.css").read_text(encoding="utf-8")
 SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 
 
-def render_report(results: RunResult, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0,
+def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
                   level: float = DEFAULT_LEVEL, max_tasks: int | None = None, title: str = "rankkit report") -> str:
     """The whole report as one HTML string (see the module docstring)."""
     judge = results.judge_record()
@@ -334,7 +334,7 @@ def render_report(results: RunResult, n_boot: int = DEFAULT_RESAMPLES, seed: int
 <nav><a href="#leaderboard">Leaderboard</a><a href="#tasks">Tasks &amp; matches</a><a href="#bias">Judge bias</a></nav>
 <main>
 <section id="leaderboard"><h2>Leaderboard</h2>
-{leaderboard_html(results, n_boot, seed, level)}
+{leaderboard_html(results, resamples, seed, level)}
 </section>
 <section id="tasks"><h2>Tasks &amp; matches</h2>
 <noscript><p class="note">The task and match views need JavaScript.</p></noscript>

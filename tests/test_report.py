@@ -112,7 +112,7 @@ def injected_results(tmp_path: Path) -> dict:
 
 
 def test_report_escapes_every_untrusted_text(tmp_path):
-    page = report.render_report(RunResult.from_dict(injected_results(tmp_path)), n_boot=20)
+    page = report.render_report(RunResult.from_dict(injected_results(tmp_path)), resamples=20)
     for payload in (INJECTED_SCRIPT, INJECTED_IMG, INJECTED_CLOSE, INJECTED_SYSTEM, "<b>bold?</b>", "<i>hard</i>"):
         assert payload not in page
     assert "&lt;b id=pwned-system&gt;" in page  # the system name, server-rendered as text
@@ -121,7 +121,7 @@ def test_report_escapes_every_untrusted_text(tmp_path):
 
 
 def test_report_is_self_contained_and_its_policy_allows_only_its_script(tmp_path):
-    page = report.render_report(RunResult.from_dict(hand_results()), n_boot=20)
+    page = report.render_report(RunResult.from_dict(hand_results()), resamples=20)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert "<link" not in page and "@import" not in page
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
@@ -143,7 +143,7 @@ def test_report_lists_strategies_brackets_and_bias(tmp_path):
     assert by_name["pw"]["tasks"]["t1"]["matches"] == [[0, 1], [1, 1], [3, 1]]
     assert report.report_data(results, max_tasks=1)["tasks"][0]["task_id"] == "t1"
     assert len(report.report_data(results, max_tasks=1)["strategies"][0]["tasks"]) == 1
-    page = report.render_report(results, n_boot=20)
+    page = report.render_report(results, resamples=20)
     for text in ("Leaderboard", "Tasks &amp; matches", "Match browser", "Position: does the candidate shown first win?",
                  "Length: does the longer answer win?", "ko: systems"):
         assert text in page
@@ -213,7 +213,7 @@ def test_browser_check_detects_errors_and_injections(tmp_path):
 
 @needs_chromium
 def test_report_in_headless_chromium(tmp_path):
-    page = report.write_report(RunResult.from_dict(injected_results(tmp_path)), tmp_path / "report.html", n_boot=20)
+    page = report.write_report(RunResult.from_dict(injected_results(tmp_path)), tmp_path / "report.html", resamples=20)
     dom, console, screenshot = open_in_chromium(page, tmp_path)
     assert console == []
     assert 'data-ready="1"' in dom  # the page's script ran to the end
@@ -235,7 +235,7 @@ def unlabelled(results: dict) -> dict:
 
 
 def test_report_of_unlabelled_results_shows_cost_only():
-    page = report.render_report(RunResult.from_dict(unlabelled(hand_results())), n_boot=20)
+    page = report.render_report(RunResult.from_dict(unlabelled(hand_results())), resamples=20)
     assert "no human scores, so only the cost is shown" in page
     assert "task_spearman" not in page.split('id="tasks"')[0]
     assert "first shown wins" in page  # the judge's slot preference needs no labels

@@ -37,7 +37,7 @@ def breakdown_fields(results: RunResult) -> list[str]:
 
 
 def breakdown(results: RunResult, name: str, field: str, metrics: Sequence[str] = DEFAULT_METRICS,
-              n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
+              resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
     """(c) Metrics of strategy ``name`` within groups defined by ``field``.
 
     field: ``system`` groups *candidates* by the system (examinee) that wrote them; any other name
@@ -70,23 +70,23 @@ def breakdown(results: RunResult, name: str, field: str, metrics: Sequence[str] 
         pooled = [m for m in metrics if m in CORRELATIONS] or ["pearson"]
         for system in sorted(groups):
             members = groups[system]
-            rows.append(_group_row(field, system, members, pooled, n_boot, seed, level))
+            rows.append(_group_row(field, system, members, pooled, resamples, seed, level))
         return rows
     groups = defaultdict(list)
     for task in tasks:
         value = meta[task.task_id].get(key)
         groups["(none)" if value is None else str(value)].append(task)
     for value in sorted(groups):
-        rows.append(_group_row(field, value, groups[value], metrics, n_boot, seed, level))
+        rows.append(_group_row(field, value, groups[value], metrics, resamples, seed, level))
     return rows
 
 
-def _group_row(field: str, value: str, members: Sequence[LabelledTask], metrics: Sequence[str], n_boot: int,
+def _group_row(field: str, value: str, members: Sequence[LabelledTask], metrics: Sequence[str], resamples: int,
                seed: int, level: float) -> dict[str, Any]:
     scores = [s for t in members for s in t.scores.values()]
     human = [t.human[c] for t in members for c in t.scores]
     return {"field": field, "group": value, "tasks": len(members), "candidates": len(scores),
-            "metrics": metric_intervals(members, metrics, n_boot, seed, level),
+            "metrics": metric_intervals(members, metrics, resamples, seed, level),
             "mean_score": float(np.mean(scores)) if scores else math.nan,
             "mean_human": float(np.mean(human)) if human else math.nan}
 
@@ -172,7 +172,7 @@ class AggregateUnits:
 
 
 def aggregate_level(results: RunResult, name: str, how: str = "mean", unit_field: str | None = None,
-                    n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
+                    resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
     """(d) Correlation between systems' aggregated scores and their aggregated human scores.
 
     how: ``sum`` (the thesis's exam-level grade: the sum over an exam's questions) or ``mean``
@@ -197,7 +197,7 @@ def aggregate_level(results: RunResult, name: str, how: str = "mean", unit_field
     units = AggregateUnits(tasks, systems, meta, unit_field, how)
     if len({system for _, system in units.keys}) < 2:
         return None
-    intervals = bootstrap(units.metrics, tasks, resamples=n_boot, seed=seed, level=level, batched=True)
+    intervals = bootstrap(units.metrics, tasks, resamples=resamples, seed=seed, level=level, batched=True)
     scores, human = units.table(np.arange(len(tasks))[None, :])
     leaderboard = sorted(({"unit": unit, "system": system, "score": float(scores[0, k]), "human": float(human[0, k])}
                           for k, (unit, system) in enumerate(units.keys)), key=lambda r: (r["unit"], -r["score"]))

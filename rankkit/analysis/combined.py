@@ -24,7 +24,7 @@ def default_baseline(results: RunResult) -> str | None:
 
 
 def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = None,
-            metrics: Sequence[str] = DEFAULT_METRICS, n_boot: int = DEFAULT_RESAMPLES, seed: int = 0,
+            metrics: Sequence[str] = DEFAULT_METRICS, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
             level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None) -> dict[str, Any]:
     """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
 
@@ -39,17 +39,17 @@ def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = N
     baseline = baseline or default_baseline(results)
     if baseline is not None:
         strategy_run(results, baseline)  # fail early on a typo
-    draws = MetricDraws(results, metrics, n_boot, seed)
+    draws = MetricDraws(results, metrics, resamples, seed)
     return {
         "data": results.data, "judge": results.judge_record(), "criterion": results.criterion,
-        "seed": results.seed, "bootstrap": {"resamples": n_boot, "seed": seed, "level": level, "unit": "task",
+        "seed": results.seed, "bootstrap": {"resamples": resamples, "seed": seed, "level": level, "unit": "task",
                                                     "method": "percentile"},
         "correlations": correlation_table(results, level=level, draws=draws),
         "baseline": baseline,
         "differences": [paired_difference(results, name, baseline, level=level, draws=draws)
                         for name in names if baseline is not None and name != baseline],
-        "elimination_rounds": [e for e in (elimination_rounds(results, name, "pearson", n_boot, seed, level) for name in names) if e],
-        "aggregate_level": [a for a in (aggregate_level(results, name, aggregate, unit_field, n_boot, seed, level) for name in names) if a],
-        "breakdowns": {field: {name: breakdown(results, name, field, metrics, n_boot, seed, level) for name in names} for field in by},
+        "elimination_rounds": [e for e in (elimination_rounds(results, name, "pearson", resamples, seed, level) for name in names) if e],
+        "aggregate_level": [a for a in (aggregate_level(results, name, aggregate, unit_field, resamples, seed, level) for name in names) if a],
+        "breakdowns": {field: {name: breakdown(results, name, field, metrics, resamples, seed, level) for name in names} for field in by},
         "judge_bias": {"position": position_bias(results, level=level), "length": length_bias(results, level=level)},
     }

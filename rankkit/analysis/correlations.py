@@ -16,7 +16,7 @@ from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, percentile_intervals
 
 
 def correlation_table(results: RunResult, metrics: Sequence[str] = DEFAULT_METRICS,
-                      n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
+                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
                       strategies: Sequence[str] | None = None, draws: MetricDraws | None = None) -> list[dict[str, Any]]:
     """(a) Per strategy: cost and every metric with a bootstrap interval over tasks.
 
@@ -25,7 +25,7 @@ def correlation_table(results: RunResult, metrics: Sequence[str] = DEFAULT_METRI
     is resampled with the same seed, so the rows see the same resampled task sets. ``draws``
     reuses already computed resamples (it then fixes the metrics, resamples and seed).
     """
-    draws = draws or MetricDraws(results, metrics, n_boot, seed)
+    draws = draws or MetricDraws(results, metrics, resamples, seed)
     rows = []
     for name in strategies or strategy_names(results):
         cost = strategy_run(results, name).cost
@@ -37,7 +37,7 @@ def correlation_table(results: RunResult, metrics: Sequence[str] = DEFAULT_METRI
 
 
 def paired_difference(results: RunResult, a: str, b: str, metrics: Sequence[str] = DEFAULT_METRICS,
-                      n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
+                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
                       draws: MetricDraws | None = None) -> dict[str, Any]:
     """(e) Metric of strategy ``a`` minus that of ``b``, with a paired bootstrap interval over tasks.
 
@@ -45,7 +45,7 @@ def paired_difference(results: RunResult, a: str, b: str, metrics: Sequence[str]
     variation they share. ``verdict`` per metric: ``a better`` / ``b better`` when the interval
     excludes 0, else ``within noise``. Only tasks both strategies ranked are used.
     """
-    draws = draws or MetricDraws(results, metrics, n_boot, seed)
+    draws = draws or MetricDraws(results, metrics, resamples, seed)
     ids_a = [t.task_id for t in labelled_tasks(results, a)]
     ids_b = [t.task_id for t in labelled_tasks(results, b)]
     common = None if ids_a == ids_b else [t for t in ids_a if t in set(ids_b)]

@@ -124,12 +124,12 @@ class TaskMetrics:
 
 
 def metric_intervals(tasks: Sequence[LabelledTask], metrics: Sequence[str] = DEFAULT_METRICS,
-                     n_boot: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Interval]:
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Interval]:
     """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`rankkit.stats.bootstrap`)."""
     metrics = check_metrics(metrics)
     pieces = TaskMetrics(tasks)
-    intervals = bootstrap(lambda samples: pieces.values(metrics, samples), pieces.tasks, resamples=n_boot, seed=seed,
-                          level=level, batched=True)
+    intervals = bootstrap(lambda samples: pieces.values(metrics, samples), pieces.tasks, resamples=resamples,
+                          seed=seed, level=level, batched=True)
     return dict(zip(metrics, intervals))
 
 
@@ -141,10 +141,10 @@ class MetricDraws:
     """
 
     def __init__(self, results: RunResult, metrics: Sequence[str] = DEFAULT_METRICS,
-                 n_boot: int = DEFAULT_RESAMPLES, seed: int = 0):
+                 resamples: int = DEFAULT_RESAMPLES, seed: int = 0):
         self.results = results
         self.metrics = check_metrics(metrics)
-        self.n_boot = n_boot
+        self.resamples = resamples
         self.seed = seed
         self._cache: dict[tuple[str, tuple[str, ...] | None], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -158,8 +158,8 @@ class MetricDraws:
                 tasks = [by_id[t] for t in task_ids]
             pieces = TaskMetrics(tasks)
             estimates = pieces.values(self.metrics, np.arange(len(pieces))[None, :])[0]
-            n_boot = self.n_boot if len(pieces) >= 2 else 0
-            draws = pieces.values(self.metrics, resample_indices(len(pieces), n_boot, self.seed)) if n_boot else \
-                np.empty((0, len(self.metrics)))
+            draws = np.empty((0, len(self.metrics)))
+            if self.resamples and len(pieces) >= 2:  # one task resamples to itself: no interval
+                draws = pieces.values(self.metrics, resample_indices(len(pieces), self.resamples, self.seed))
             self._cache[key] = (estimates, draws)
         return self._cache[key]

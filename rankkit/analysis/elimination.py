@@ -25,7 +25,7 @@ def elimination_group(extras: Mapping[str, Any]) -> str:
     return "first round" if extras.get("eliminated_round") == 1 else "later rounds"
 
 
-def elimination_rounds(results: RunResult, name: str, method: str = "pearson", n_boot: int = DEFAULT_RESAMPLES,
+def elimination_rounds(results: RunResult, name: str, method: str = "pearson", resamples: int = DEFAULT_RESAMPLES,
                        seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
     """(b) Table 2 of *Knockout LLM Assessment*: correlation of first-round losers vs the rest, for a knockout-like strategy.
 
@@ -70,7 +70,8 @@ def elimination_rounds(results: RunResult, name: str, method: str = "pearson", n
             a, b = group_correlations(per_task, first, samples), group_correlations(per_task, later, samples)
             return np.column_stack([a, b, b - a])
 
-        first_ci, later_ci, diff_ci = bootstrap(statistic, tasks, resamples=n_boot, seed=seed, level=level, batched=True)
+        first_ci, later_ci, diff_ci = bootstrap(statistic, tasks, resamples=resamples, seed=seed, level=level,
+                                                batched=True)
         groups = {}
         for label, interval in ((first, first_ci), (later, later_ci)):
             played = [tasks[i].extras[c].get("played", math.nan) for i in range(len(tasks)) for c in per_task[i].get(label, [])]

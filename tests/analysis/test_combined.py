@@ -49,4 +49,4 @@ def test_unlabelled_results_have_nothing_to_analyse():
     from tests.test_report import unlabelled
 
     with pytest.raises(SpecError, match="no human scores"):
-        analysis.analyze(RunResult.from_dict(unlabelled(hand_results())), n_boot=0)
+        analysis.analyze(RunResult.from_dict(unlabelled(hand_results())), resamples=0)

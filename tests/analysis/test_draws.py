@@ -31,9 +31,9 @@ def test_resampled_task_metrics_equal_evaluate_on_the_repeated_tasks(results):
 
 
 def test_bootstrap_is_seeded(results):
-    first = analysis.MetricDraws(results, ["pearson"], n_boot=200, seed=3).get("ko")[1]
-    again = analysis.MetricDraws(results, ["pearson"], n_boot=200, seed=3).get("ko")[1]
-    other = analysis.MetricDraws(results, ["pearson"], n_boot=200, seed=4).get("ko")[1]
+    first = analysis.MetricDraws(results, ["pearson"], resamples=200, seed=3).get("ko")[1]
+    again = analysis.MetricDraws(results, ["pearson"], resamples=200, seed=3).get("ko")[1]
+    other = analysis.MetricDraws(results, ["pearson"], resamples=200, seed=4).get("ko")[1]
     assert first.shape == (200, 1)
     assert np.array_equal(first, again, equal_nan=True)
     assert not np.array_equal(first, other, equal_nan=True)

@@ -10,7 +10,7 @@ from tests.analysis.hand import HUMAN, IDS, KO
 
 
 def test_elimination_split_on_constructed_bracket(results):
-    item = analysis.elimination_rounds(results, "ko", n_boot=0)
+    item = analysis.elimination_rounds(results, "ko", resamples=0)
     first, later = item["groups"]["first round"], item["groups"]["later rounds"]
     # a and c lose in round 1 in every task; b (round 2) and d (champion) go further.
     assert first["candidates"] == 6 and later["candidates"] == 6
@@ -29,7 +29,7 @@ def test_elimination_split_on_constructed_bracket(results):
 def test_a_bye_then_a_loss_is_a_later_round_but_graded_once(results):
     # In t1, c gets a bye in round 1 and loses in round 2: eliminated later, yet graded once.
     results.strategies[0].tasks[0].extras["c"].update(eliminated_round=2, played=1, byes=1)
-    item = analysis.elimination_rounds(results, "ko", n_boot=0)
+    item = analysis.elimination_rounds(results, "ko", resamples=0)
     assert item["groups"]["first round"]["candidates"] == 5
     assert item["groups"]["later rounds"]["candidates"] == 7
     assert item["by_played"]["groups"]["graded once"]["candidates"] == 6

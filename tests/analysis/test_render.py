@@ -8,7 +8,7 @@ from rankkit import analysis
 
 
 def test_analyze_and_its_text(results):
-    report = analysis.analyze(results, by=["difficulty", "system"], n_boot=50)
+    report = analysis.analyze(results, by=["difficulty", "system"], resamples=50)
     assert report["baseline"] == "ko"  # no `individual` here: the first strategy
     assert [d["a"] for d in report["differences"]] == ["pw", "oracle"]
     assert [e["strategy"] for e in report["elimination_rounds"]] == ["ko"]
