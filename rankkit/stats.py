@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-if TYPE_CHECKING:  # numpy loads where it is used: `rankkit strategies` imports the bt strategy, and this module
+if TYPE_CHECKING:  # numpy loads where used: `rankkit strategies` imports bt, which imports this module
     import numpy as np
 
 DEFAULT_RESAMPLES = 1000
