@@ -43,7 +43,9 @@ from typing import Any
 from rankkit import analysis
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
+from rankkit.results import RunResult
 from rankkit.runner import run
+from rankkit.stats import Interval
 from rankkit.strategies import make_strategy
 from rankkit.tasks import load_tasks
 
@@ -69,28 +71,27 @@ def fmt(value: float, signed: bool = False) -> str:
     return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
-def fmt_interval(interval: analysis.Interval) -> str:
+def fmt_interval(interval: Interval) -> str:
     if interval.low != interval.low:
         return fmt(interval.estimate, True)
     return f"{interval.estimate:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"
 
 
-def analyse_run(results: dict[str, Any], exam_field: str | None, n_boot: int, seed: int) -> dict[str, Any]:
-    """Everything the tables need from one results file (bootstrap intervals only when n_boot > 0)."""
+def analyse_run(results: RunResult, exam_field: str | None, resamples: int, seed: int) -> dict[str, Any]:
+    """Everything the tables need from one results file (bootstrap intervals only when resamples > 0)."""
     out: dict[str, Any] = {"question": {}, "exam": {}, "exam_accuracy": {}, "elimination": {}, "systems": {}}
     for name in METHODS:
-        record = analysis.strategy_record(results, name)
-        out["question"][name] = record["metrics"]["pearson"]
-        level = analysis.aggregate_level(results, name, how="sum", unit_field=exam_field, n_boot=0)
+        out["question"][name] = analysis.strategy_run(results, name).metrics["pearson"]
+        level = analysis.aggregate_level(results, name, how="sum", unit_field=exam_field, resamples=0)
         out["exam"][name] = level["metrics"]["pearson"].estimate if level else float("nan")
         out["exam_accuracy"][name] = level["metrics"]["pairwise_accuracy"].estimate if level else float("nan")
         out["systems"][name] = {row["group"]: row["metrics"]["pearson"].estimate
-                                for row in analysis.breakdown(results, name, "system", ["pearson"], n_boot=0)}
+                                for row in analysis.breakdown(results, name, "system", ["pearson"], resamples=0)}
     for name in KNOCKOUTS:
-        item = analysis.elimination_rounds(results, name, "pearson", n_boot=n_boot, seed=seed)
+        item = analysis.elimination_rounds(results, name, "pearson", resamples=resamples, seed=seed)
         out["elimination"][name] = item
-    if n_boot:
-        diff = analysis.paired_difference(results, "knockout:debias=true", "individual", ["pearson"], n_boot=n_boot, seed=seed)
+    if resamples:
+        diff = analysis.paired_difference(results, "knockout:debias=true", "individual", ["pearson"], resamples=resamples, seed=seed)
         out["ko_minus_ind"] = diff["metrics"]["pearson"]
     return out
 
@@ -99,14 +100,14 @@ def judge_spec(preset: str, seed: int, legacy: bool = False) -> str:
     return f"sim:{'model=legacy,' if legacy else ''}preset={preset},seed={seed}"
 
 
-def run_one(tasks, judge_spec: str, seed: int, cache: Any = None) -> dict[str, Any]:
+def run_one(tasks, judge_spec: str, seed: int, cache: Any = None) -> RunResult:
     judge = make_judge(judge_spec)
     try:
         result = run(tasks, [make_strategy(s) for s in METHODS], judge, cache, seed=seed, progress=False,
                      judge_spec=judge_spec)
     finally:
         judge.close()
-    return result.to_dict()
+    return result
 
 
 def main() -> None:

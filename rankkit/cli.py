@@ -204,10 +204,12 @@ def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, 
            from_run) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
     from rankkit.judges.replay import record_grid, rows_from_results, write_judgments
+    from rankkit.results import RunResult
 
     prepare_output(out)
     if from_run:
-        rows = rows_from_results(json.loads(Path(from_run).read_text(encoding="utf-8")), label, method_label)
+        run = RunResult.from_dict(json.loads(Path(from_run).read_text(encoding="utf-8")), where=from_run)
+        rows = rows_from_results(run, label, method_label)
         count = write_judgments(rows, out)
         click.echo(f"{count} recorded comparisons from {from_run} written to {out}", err=True)
         return
@@ -349,7 +351,7 @@ def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, see
 
     prepare_output(out)
     results = load_results(results_path)
-    report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), n_boot=n_boot,
+    report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), resamples=n_boot,
                      seed=seed, aggregate=aggregate, unit_field=exam_field)
     if output_format == "json":
         click.echo(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False))
@@ -375,7 +377,7 @@ def plot_command(results_path, out_dir, metric, n_boot, seed) -> None:
     from rankkit.plots import plot_all
 
     results = load_results(results_path)
-    paths = plot_all(results, out_dir, n_boot=n_boot, seed=seed, metric=check_metrics([metric])[0])
+    paths = plot_all(results, out_dir, resamples=n_boot, seed=seed, metric=check_metrics([metric])[0])
     for path in paths:
         click.echo(str(path))
 
@@ -396,7 +398,7 @@ def report_command(results_path, out, n_boot, seed, max_tasks) -> None:
     from rankkit.report import write_report
 
     results = load_results(results_path)
-    path = write_report(results, out, n_boot=n_boot, seed=seed, max_tasks=max_tasks)
+    path = write_report(results, out, resamples=n_boot, seed=seed, max_tasks=max_tasks)
     size = path.stat().st_size
     click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
 

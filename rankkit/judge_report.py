@@ -21,7 +21,7 @@ measured against each other and against the human labels:
   it is reported two ways: over the pairs the two orders *decide* (draws left out; ``n`` says how
   many were decided), and **strict** — over all labelled pairs, a draw counting as wrong.
 
-Intervals are 95% percentile bootstrap intervals from ``scipy.stats.bootstrap`` resampling
+Intervals are 95% percentile bootstrap intervals (:func:`rankkit.stats.bootstrap`) resampling
 **tasks** (a task's pairs stay together, since they share a prompt); each statistic is a ratio
 of per-task sums, so a resample reweighs tasks, not single judgments.
 
@@ -39,8 +39,7 @@ from __future__ import annotations
 
 import math
 import sys
-import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any, Sequence
 
@@ -49,6 +48,7 @@ import numpy as np
 from rankkit.judges.base import Judge, PairJudgment, ParseStatus, Winner
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.runner import task_rng
+from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap
 from rankkit.tasks import Task, longer_candidate
 
 #: A verdict on a pair: the winning candidate id, "tie", or None (the judgment failed / was a miss).
@@ -125,52 +125,35 @@ def sample_pairs(task: Task, pairs_per_task: int | None, seed: int) -> list[tupl
 # Statistics
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A ratio statistic with its bootstrap interval; ``n`` is its denominator (how many judgments
-    or pairs it is the share of)."""
-
-    value: float
-    low: float
-    high: float
-    n: float
-
-    def to_dict(self) -> dict[str, float | None]:
-        """Strict JSON: NaN (undefined) becomes None."""
-        return {name: None if math.isnan(value) else value
-                for name, value in (("value", self.value), ("low", self.low), ("high", self.high), ("n", self.n))}
-
-
-def ratio_estimate(numerators: Sequence[float], denominators: Sequence[float], resamples: int = 1000,
-                   confidence: float = 0.95, seed: int = 0) -> Estimate:
+def ratio_estimate(numerators: Sequence[float], denominators: Sequence[float], resamples: int = DEFAULT_RESAMPLES,
+                   level: float = DEFAULT_LEVEL, seed: int = 0) -> Interval:
     """``sum(numerators) / sum(denominators)`` with a percentile bootstrap interval over tasks.
 
     numerators, denominators: one entry per task. Tasks with a zero denominator take no part in
-    the statistic and are left out of the resampling. The interval is NaN when fewer than two
-    tasks contribute. ``scipy.stats.bootstrap`` (paired, percentile method) does the resampling.
+    the statistic and are left out of the resampling. The interval's ``n`` is the denominator (how
+    many judgments or pairs the ratio is a share of); the bounds are NaN when fewer than two tasks
+    contribute (:func:`rankkit.stats.bootstrap`).
     """
-    from scipy import stats
-
     num = np.asarray(numerators, dtype=float)
     den = np.asarray(denominators, dtype=float)
     keep = den > 0
     num, den = num[keep], den[keep]
     total = float(den.sum())
     if total == 0:
-        return Estimate(math.nan, math.nan, math.nan, 0.0)
-    value = float(num.sum() / total)
-    if len(num) < 2 or resamples < 1:
-        return Estimate(value, math.nan, math.nan, total)
+        return Interval(math.nan, level=level, n=0.0)
 
-    def statistic(n: np.ndarray, d: np.ndarray, axis: int = -1) -> np.ndarray:
-        return n.sum(axis=axis) / d.sum(axis=axis)
+    def ratio(rows: np.ndarray) -> np.ndarray:  # rows: resampled task indices, one resample per row
+        return num[rows].sum(axis=1) / den[rows].sum(axis=1)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a degenerate sample (all tasks alike) is fine for percentiles
-        result = stats.bootstrap((num, den), statistic, paired=True, vectorized=True, n_resamples=resamples,
-                                 confidence_level=confidence, method="percentile",
-                                 rng=np.random.default_rng(seed))
-    return Estimate(value, float(result.confidence_interval.low), float(result.confidence_interval.high), total)
+    interval = bootstrap(ratio, range(len(num)), resamples=resamples, level=level, seed=seed, batched=True)
+    return replace(interval, n=total)
+
+
+def metric_json(interval: Interval) -> dict[str, float | None]:
+    """A metric as the report's JSON stores it: ``value``, ``low``, ``high``, ``n`` (NaN as None)."""
+    return {name: None if value is None or math.isnan(value) else value
+            for name, value in (("value", interval.estimate), ("low", interval.low), ("high", interval.high),
+                                ("n", interval.n))}
 
 
 def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float], list[float]]]:
@@ -206,10 +189,10 @@ def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float],
     return counts
 
 
-def measure(records: Sequence[PairRecord], resamples: int = 1000, confidence: float = 0.95,
-            seed: int = 0) -> dict[str, Estimate]:
+def measure(records: Sequence[PairRecord], resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL,
+            seed: int = 0) -> dict[str, Interval]:
     """Every metric of the module docstring, with its bootstrap interval."""
-    return {name: ratio_estimate(num, den, resamples, confidence, seed)
+    return {name: ratio_estimate(num, den, resamples, level, seed)
             for name, (num, den) in metric_counts(records).items()}
 
 
@@ -252,7 +235,7 @@ def collect(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_ta
 
 
 def panel_section(panel: Any, tasks: Sequence[Task], records: Sequence[PairRecord], resamples: int,
-                  confidence: float, seed: int) -> dict[str, Any]:
+                  level: float, seed: int) -> dict[str, Any]:
     """Per-member metrics, inter-member agreement and draws by threshold for a panel judge.
 
     Reads the member votes the panel gathered while judging (its memory or the cache), so it
@@ -278,9 +261,9 @@ def panel_section(panel: Any, tasks: Sequence[Task], records: Sequence[PairRecor
         decided.append((record, VoteCount.of(votes)))
     members = []
     for member, recs in zip(panel.members, member_records):
-        estimates = measure(recs, resamples, confidence, seed)
+        estimates = measure(recs, resamples, level, seed)
         members.append({"member": member.description, **verdict_counts(recs),
-                        "metrics": {k: v.to_dict() for k, v in estimates.items()}})
+                        "metrics": {k: metric_json(v) for k, v in estimates.items()}})
     by_threshold = []
     for threshold in sorted({*PANEL_THRESHOLDS, panel.threshold}, reverse=True):
         draws, credits, decided_right = 0, [], []
@@ -306,7 +289,7 @@ def panel_section(panel: Any, tasks: Sequence[Task], records: Sequence[PairRecor
 
 
 def judge_report(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_task: int | None = None,
-                 seed: int = 0, resamples: int = 1000, confidence: float = 0.95, progress: bool = False,
+                 seed: int = 0, resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL, progress: bool = False,
                  judge_spec: str = "", data: str = "") -> dict[str, Any]:
     """Judge the sampled pairs in both orders and measure the judge; returns the report as a dict.
 
@@ -314,27 +297,28 @@ def judge_report(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_p
     judge, cache: the judge and the judgment cache (None = no persistent cache).
     pairs_per_task: pairs sampled per task (None = all).
     seed: seeds the pair sample and the bootstrap.
-    resamples, confidence: the bootstrap's number of resamples and interval coverage.
+    resamples, level: the bootstrap's number of resamples and interval coverage (stored in the
+        report as ``bootstrap.resamples`` and ``bootstrap.confidence``).
     """
     from rankkit.judges.panel import PanelJudge
     from rankkit.judges.replay import is_miss
 
     records, raw, cost = collect(tasks, judge, cache, pairs_per_task, seed, progress)
-    estimates = measure(records, resamples, confidence, seed)
+    estimates = measure(records, resamples, level, seed)
     misses = sum(is_miss(j) for _, judgments in raw for j in judgments)
     report: dict[str, Any] = {
         "judge": {"spec": judge_spec, "description": judge.description, "fingerprint": judge.fingerprint,
                   "simulated": judge.simulated},
         "data": data, "seed": seed, "pairs_per_task": pairs_per_task,
-        "bootstrap": {"resamples": resamples, "confidence": confidence, "unit": "task"},
+        "bootstrap": {"resamples": resamples, "confidence": level, "unit": "task"},
         "tasks": len(tasks), "pairs": len(records), "judgments": 2 * len(records),
         "counts": {**verdict_counts(records), "misses": misses, "judge_calls": cost.judge_calls,
                    "cache_hits": cost.cache_hits, "prompt_tokens": cost.prompt_tokens,
                    "completion_tokens": cost.completion_tokens},
-        "metrics": {name: estimate.to_dict() for name, estimate in estimates.items()},
+        "metrics": {name: metric_json(estimate) for name, estimate in estimates.items()},
     }
     if isinstance(judge, PanelJudge):
-        report["panel"] = panel_section(judge, tasks, records, resamples, confidence, seed)
+        report["panel"] = panel_section(judge, tasks, records, resamples, level, seed)
     return report
 
 

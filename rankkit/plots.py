@@ -23,18 +23,17 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rankkit.analysis import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_LEVEL,
-    Interval,
     correlation_table,
     elimination_rounds,
     human_scores,
     labelled_tasks,
     strategy_names,
-    strategy_record,
+    strategy_run,
 )
 from rankkit.errors import RankkitError
+from rankkit.results import RunResult
 from rankkit.specs import SpecError
+from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
 CORRELATION_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
 DPI = 110
@@ -95,7 +94,7 @@ def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level
     return _save(figure, Path(path))
 
 
-def cost_accuracy_points(results: Mapping[str, Any], metric: str = "task_spearman", n_boot: int = DEFAULT_BOOTSTRAP,
+def cost_accuracy_points(results: RunResult, metric: str = "task_spearman", resamples: int = DEFAULT_RESAMPLES,
                          seed: int = 0, level: float = DEFAULT_LEVEL,
                          rows: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One point per strategy: judgments used per task (comparisons + grades) and ``metric`` with its interval.
@@ -103,8 +102,8 @@ def cost_accuracy_points(results: Mapping[str, Any], metric: str = "task_spearma
     rows: an already computed :func:`rankkit.analysis.correlation_table` that includes ``metric``.
     """
     points = []
-    for row in rows if rows is not None else correlation_table(results, [metric], n_boot, seed, level):
-        tasks = max(1, len(strategy_record(results, row["strategy"])["tasks"]))
+    for row in rows if rows is not None else correlation_table(results, [metric], resamples, seed, level):
+        tasks = max(1, len(strategy_run(results, row["strategy"]).tasks))
         cost = ((row["comparisons"] or 0) + (row["grades"] or 0)) / tasks
         interval = row["metrics"][metric]
         points.append({"label": row["strategy"], "cost": cost, "estimate": interval.estimate,
@@ -212,7 +211,7 @@ def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path
     return _save(figure, Path(path))
 
 
-def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int = 0) -> Path:
+def plot_judge_vs_human(results: RunResult, path: str | Path, seed: int = 0) -> Path:
     """One scatter panel per strategy: each candidate's score against its human score.
 
     Human scores are often on a coarse scale, so points get a small seeded horizontal jitter
@@ -235,7 +234,7 @@ def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int 
         axis.scatter(xs, scores, s=9, alpha=0.45, color="tab:blue", edgecolors="none")
         r = correlation("pearson", scores, human)
         axis.set_title(_literal(f"{name}\npearson {r:.3f}" if not math.isnan(r) else name), fontsize=9)
-        axis.set_xlabel(_literal(f"human ({results.get('criterion') or 'score'})"), fontsize=8)
+        axis.set_xlabel(_literal(f"human ({results.criterion or 'score'})"), fontsize=8)
         axis.set_ylabel("strategy score", fontsize=8)
         axis.grid(alpha=0.3)
     for axis in axes[len(names):]:
@@ -243,20 +242,20 @@ def plot_judge_vs_human(results: Mapping[str, Any], path: str | Path, seed: int 
     return _save(figure, Path(path))
 
 
-def plot_all(results: Mapping[str, Any], out_dir: str | Path, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+def plot_all(results: RunResult, out_dir: str | Path, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
              level: float = DEFAULT_LEVEL, metric: str = "task_spearman") -> list[Path]:
     """Write every figure for ``results`` into ``out_dir``; returns the paths written."""
     if not human_scores(results):
         raise SpecError("the results have no human scores (no criterion), so there is nothing to plot against")
     out = Path(out_dir)
     written = []
-    rows = correlation_table(results, CORRELATION_METRICS, n_boot, seed, level)
+    rows = correlation_table(results, CORRELATION_METRICS, resamples, seed, level)
     written.append(plot_correlations(rows, out / "correlations.png", level))
     points = cost_accuracy_points(results, metric, rows=rows if metric in CORRELATION_METRICS else None,
-                                  n_boot=n_boot, seed=seed, level=level)
+                                  resamples=resamples, seed=seed, level=level)
     written.append(plot_cost_accuracy(points, out / "cost_accuracy.png", metric,
                                       title=f"cost vs {metric} ({level:.0%} intervals over tasks)"))
-    items = [e for e in (elimination_rounds(results, n, "pearson", n_boot, seed, level) for n in strategy_names(results)) if e]
+    items = [e for e in (elimination_rounds(results, n, "pearson", resamples, seed, level) for n in strategy_names(results)) if e]
     elimination = plot_elimination_rounds(items, out / "elimination_rounds.png")
     if elimination is not None:
         written.append(elimination)

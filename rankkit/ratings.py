@@ -17,16 +17,16 @@ rating and the output order is stable (the order of ``items``, else the order of
 * :func:`bradley_terry` — the (lightly regularised) maximum-likelihood Bradley–Terry strengths
   fitted by choix, mapped to the Elo scale (order-independent; a tie is half a win each way); the
   regularisation scales with the number of items (:func:`default_alpha`);
-* :func:`win_rates` — the share of points each item scored in its matches;
-* :func:`bootstrap` — wraps any of these: resamples the matches with replacement and returns a
-  percentile interval per item (the ``evalica.bootstrap`` idea: intervals for any method).
+* :func:`win_rates` — the share of points each item scored in its matches.
+
+Intervals for any of these come from :func:`rankkit.stats.bootstrap` with the matches as the
+units, e.g. ``bootstrap(lambda sample: bradley_terry(sample, items), matches, resamples=200)``.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:  # numpy loads where it is used: `rankkit strategies` imports this module
@@ -340,59 +340,3 @@ def win_rates(matches: Sequence[MatchRecord], items: Sequence[str] | None = None
         played[a] += 1
         played[b] += 1
     return {name: points[name] / played[name] if played[name] else math.nan for name in order}
-
-
-# ---------------------------------------------------------------------------------------------
-# Bootstrap
-
-
-@dataclass(frozen=True)
-class RatingInterval:
-    """A rating from all the matches and a percentile bootstrap interval around it."""
-
-    rating: float
-    low: float
-    high: float
-
-
-def bootstrap(method: RatingFunction, matches: Sequence[MatchRecord], items: Sequence[str] | None = None,
-              rounds: int = 200, seed: int | random.Random = 0, confidence: float = 0.95,
-              **method_options: object) -> dict[str, RatingInterval]:
-    """Percentile bootstrap intervals for any rating function of this module.
-
-    Each round draws ``len(matches)`` matches with replacement, rates them with
-    ``method(sample, items=..., **method_options)``, and the interval of an item is the central
-    ``confidence`` share of its ratings over the rounds (2.5th–97.5th percentiles for 95%).
-    ``rating`` is ``method`` on all the matches. Items that a resample leaves without a match keep
-    whatever the method gives them then (the initial rating for Elo/BT, and NaN for win rates, which
-    ``nanpercentile`` skips).
-
-    method: e.g. :func:`bradley_terry`, :func:`elo_over_permutations`, :func:`win_rates`.
-    rounds: number of resamples.
-    seed: an int, or a ``random.Random`` to draw the resamples from.
-    confidence: the interval's coverage, in (0, 1).
-    """
-    if rounds < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    import numpy as np
-
-    order = item_order(matches, items)
-    point = method(list(matches), items=order, **method_options)
-    rng = seed if isinstance(seed, random.Random) else random.Random(seed)
-    samples = np.full((rounds, len(order)), np.nan)
-    for r in range(rounds):
-        resample = rng.choices(matches, k=len(matches)) if matches else []
-        rated = method(resample, items=order, **method_options)
-        samples[r] = [rated[name] for name in order]
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    result = {}
-    for column, name in enumerate(order):
-        values = samples[:, column]
-        if np.all(np.isnan(values)):
-            low = high = math.nan
-        else:
-            low, high = (float(v) for v in np.nanpercentile(values, [tail, 100.0 - tail]))
-        result[name] = RatingInterval(rating=float(point[name]), low=low, high=high)
-    return result

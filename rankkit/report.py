@@ -30,11 +30,12 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from rankkit.runner import strict_json
-from rankkit.analysis import (DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, Interval, correlation_table, human_scores,
-                              is_knockout_like, length_bias, position_bias, strategy_names)
+from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, strategy_names
+from rankkit.results import RunResult, TaskResult
+from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
 REPORT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy", "top1_accuracy")
 #: Meta values longer than this are left out of the embedded data (the prompt already holds them).
@@ -54,31 +55,31 @@ def embed_json(data: Any) -> str:
     return text
 
 
-def knockout_bracket(task_result: Mapping[str, Any]) -> dict[str, Any] | None:
+def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
     """The bracket of one knockout-like task result, round by round.
 
     Rebuilt from the per-candidate extras (``eliminated_round``) and the matches (with their
     ``round``). Each round lists its pairings — the two candidates, each one's grade averaged
     over the pair's matches (two when debiased), the winner (the one not eliminated in that
-    round) and the indices of the matches in ``task_result["matches"]`` — and the candidates that
+    round) and the indices of the matches in ``task_result.matches`` — and the candidates that
     advanced on a bye. Returns None when the result has no elimination rounds.
     """
-    extras = task_result.get("extras") or {}
+    extras = task_result.extras
     if not extras or not all("eliminated_round" in e for e in extras.values()):
         return None
-    matches = task_result.get("matches") or []
+    matches = task_result.matches
     eliminated = {cid: e.get("eliminated_round") for cid, e in extras.items()}
-    last_round = max([m.get("round") or 0 for m in matches] + [r for r in eliminated.values() if r is not None] + [0])
+    last_round = max([m.round or 0 for m in matches] + [r for r in eliminated.values() if r is not None] + [0])
     rounds = []
     for number in range(1, last_round + 1):
         pairs: dict[frozenset, dict[str, Any]] = {}
         for index, match in enumerate(matches):
-            if match.get("round") != number:
+            if match.round != number:
                 continue
-            key = frozenset((match["first"], match["second"]))
-            pair = pairs.setdefault(key, {"a": match["first"], "b": match["second"], "grades": defaultdict(list), "matches": []})
-            pair["grades"][match["first"]].append(match["first_score"])
-            pair["grades"][match["second"]].append(match["second_score"])
+            key = frozenset((match.first, match.second))
+            pair = pairs.setdefault(key, {"a": match.first, "b": match.second, "grades": defaultdict(list), "matches": []})
+            pair["grades"][match.first].append(match.judgment.first_score)
+            pair["grades"][match.second].append(match.judgment.second_score)
             pair["matches"].append(index)
         pairings = []
         for pair in pairs.values():
@@ -96,29 +97,29 @@ def knockout_bracket(task_result: Mapping[str, Any]) -> dict[str, Any] | None:
         alive = [cid for cid, r in eliminated.items() if r is None or r >= number]
         playing = {cid for p in pairings for cid in (p["a"], p["b"])}
         rounds.append({"round": number, "pairings": pairings, "byes": [cid for cid in alive if cid not in playing]})
-    return {"rounds": rounds, "champion": task_result.get("champion")}
+    return {"rounds": rounds, "champion": task_result.champion}
 
 
-def system_leaderboard(results: Mapping[str, Any], name: str) -> list[dict[str, Any]]:
+def system_leaderboard(results: RunResult, name: str) -> list[dict[str, Any]]:
     """Systems ranked by one strategy: mean rank it gave them (1 = best; scale-free), mean score,
     tasks won (ranked first) and the mean human score, best mean rank first."""
-    systems = {t["task_id"]: {c["id"]: c.get("system") for c in t["candidates"]} for t in results["task_data"]}
+    systems = {t.task_id: {c.id: c.system for c in t.candidates} for t in results.tasks}
     human = human_scores(results)
     collected: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for record in results["strategies"]:
-        if record["name"] != name:
+    for strategy in results.strategies:
+        if strategy.name != name:
             continue
-        for task in record["tasks"]:
-            for position, cid in enumerate(task["ranking"], start=1):
-                system = systems.get(task["task_id"], {}).get(cid)
+        for task in strategy.tasks:
+            for position, cid in enumerate(task.ranking, start=1):
+                system = systems.get(task.task_id, {}).get(cid)
                 if system is None:
                     continue
                 row = collected[system]
                 row["rank"].append(position)
-                row["score"].append(task["scores"][cid])
+                row["score"].append(task.scores[cid])
                 row["won"].append(float(position == 1))
-                if task["task_id"] in human:
-                    row["human"].append(human[task["task_id"]][cid])
+                if task.task_id in human:
+                    row["human"].append(human[task.task_id][cid])
     board = []
     for system, row in collected.items():
         board.append({"system": system, "tasks": len(row["rank"]), "mean_rank": sum(row["rank"]) / len(row["rank"]),
@@ -130,7 +131,7 @@ def system_leaderboard(results: Mapping[str, Any], name: str) -> list[dict[str, 
 JUDGMENT_FIELDS = ("first", "second", "first_score", "second_score", "winner", "probability", "status", "raw")
 
 
-def report_data(results: Mapping[str, Any], max_tasks: int | None = None) -> dict[str, Any]:
+def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, Any]:
     """What the page's script reads: tasks, their judgments, and per strategy its per-task results.
 
     Strategies of one run share their judgments (one match graph), so each task's distinct
@@ -141,39 +142,41 @@ def report_data(results: Mapping[str, Any], max_tasks: int | None = None) -> dic
     max_tasks: keep only the first N tasks in the task and match views (a smaller file for very
     large runs); the leaderboard and bias views always use every task.
     """
-    tasks = results["task_data"][:max_tasks] if max_tasks else results["task_data"]
-    kept = {t["task_id"] for t in tasks}
+    tasks = results.tasks[:max_tasks] if max_tasks else results.tasks
+    kept = {t.task_id for t in tasks}
     data_tasks = []
     for task in tasks:
-        meta = {k: v for k, v in (task.get("meta") or {}).items()
+        meta = {k: v for k, v in task.meta.items()
                 if isinstance(v, (str, int, float, bool)) and len(str(v)) <= MAX_META_CHARS}
-        data_tasks.append({"task_id": task["task_id"], "prompt": task["prompt"], "reference": task.get("reference"),
-                           "meta": meta, "candidates": [{"id": c["id"], "system": c.get("system"), "text": c["text"],
-                                                         "human": c.get("human")} for c in task["candidates"]]})
+        data_tasks.append({"task_id": task.task_id, "prompt": task.prompt, "reference": task.reference,
+                           "meta": meta, "candidates": [{"id": c.id, "system": c.system, "text": c.text,
+                                                         "human": c.human.get(task.criterion) if task.criterion else None}
+                                                        for c in task.candidates]})
     judgments: dict[str, list[dict[str, Any]]] = defaultdict(list)
     judgment_index: dict[tuple[str, str, str], int] = {}
     strategies = []
-    for record in results["strategies"]:
+    for strategy in results.strategies:
         per_task = {}
-        for task in record["tasks"]:
-            task_id = task["task_id"]
+        for task_result in strategy.tasks:
+            task_id = task_result.task_id
             if task_id not in kept:
                 continue
             matches = []
-            for m in task.get("matches") or []:
-                key = (task_id, m["first"], m["second"])
+            for m in task_result.matches:
+                key = (task_id, m.first, m.second)
                 if key not in judgment_index:
                     judgment_index[key] = len(judgments[task_id])
-                    judgments[task_id].append({k: m.get(k) for k in JUDGMENT_FIELDS})
-                matches.append([judgment_index[key], m.get("round")])
+                    stored = m.to_dict()
+                    judgments[task_id].append({k: stored[k] for k in JUDGMENT_FIELDS})
+                matches.append([judgment_index[key], m.round])
             extras = {cid: {k: e[k] for k in ("eliminated_round", "played", "byes") if k in e}
-                      for cid, e in (task.get("extras") or {}).items()}
-            per_task[task_id] = {"scores": task["scores"], "ranking": task["ranking"], "champion": task.get("champion"),
-                                 "extras": extras, "bracket": knockout_bracket(task), "matches": matches}
-        strategies.append({"name": record["name"], "knockout_like": is_knockout_like(results, record["name"]),
-                           "tasks": per_task})
-    return strict_json({"criterion": results.get("criterion"), "tasks": data_tasks, "judgments": dict(judgments),
-                    "strategies": strategies})
+                      for cid, e in task_result.extras.items()}
+            per_task[task_id] = {"scores": task_result.scores, "ranking": task_result.ranking,
+                                 "champion": task_result.champion, "extras": extras,
+                                 "bracket": knockout_bracket(task_result), "matches": matches}
+        strategies.append({"name": strategy.name, "knockout_like": strategy.has_elimination_rounds, "tasks": per_task})
+    return strict_json({"criterion": results.criterion, "tasks": data_tasks, "judgments": dict(judgments),
+                        "strategies": strategies})
 
 
 # -------------------------------------------------------------------------------------------------
@@ -205,12 +208,12 @@ def _table(headers: Sequence[str], rows: Sequence[str], css_class: str = "") -> 
     return f"<table class='{css_class}'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def leaderboard_html(results: Mapping[str, Any], n_boot: int, seed: int, level: float) -> str:
+def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float) -> str:
     """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard."""
     labelled = bool(human_scores(results))
-    rows_data = correlation_table(results, REPORT_METRICS, n_boot, seed, level) if labelled else [
-        {"strategy": r["name"], "comparisons": r.get("comparisons"), "grades": r.get("scores"),
-         "judge_calls": r.get("judge_calls"), "tasks": len(r["tasks"]), "metrics": {}} for r in results["strategies"]]
+    rows_data = correlation_table(results, REPORT_METRICS, resamples, seed, level) if labelled else [
+        {"strategy": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.scores,
+         "judge_calls": s.cost.judge_calls, "tasks": len(s.tasks), "metrics": {}} for s in results.strategies]
     if labelled:
         rows_data.sort(key=lambda r: -(r["metrics"]["task_spearman"].estimate if not math.isnan(r["metrics"]["task_spearman"].estimate) else -9))
     rows = []
@@ -220,7 +223,7 @@ def leaderboard_html(results: Mapping[str, Any], n_boot: int, seed: int, level: 
                     f"<td class=num>{_number(row['grades'])}</td><td class=num>{_number(row['judge_calls'])}</td>{cells}</tr>")
     headers = ["strategy", "comparisons", "grades", "judge calls"] + (list(REPORT_METRICS) if labelled else [])
     note = (f"<p class=note>Sorted by task_spearman. Brackets: {level:.0%} bootstrap intervals over tasks "
-            f"({n_boot} resamples, seed {seed}).</p>" if labelled else
+            f"({resamples} resamples, seed {seed}).</p>" if labelled else
             "<p class=note>These results have no human scores, so only the cost is shown.</p>")
     boards = []
     for name in strategy_names(results):
@@ -260,7 +263,7 @@ def _bar_svg(rate: Interval, human: Interval | None, width: int = 260) -> str:
     return "".join(parts)
 
 
-def bias_html(results: Mapping[str, Any], level: float) -> str:
+def bias_html(results: RunResult, level: float) -> str:
     """First-slot and longer-answer win rates, over all distinct matches and per strategy."""
     position_rows, length_rows = [], []
     for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
@@ -301,12 +304,12 @@ CSS = (ASSETS / "report.css").read_text(encoding="utf-8")
 SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 
 
-def render_report(results: Mapping[str, Any], n_boot: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
                   level: float = DEFAULT_LEVEL, max_tasks: int | None = None, title: str = "rankkit report") -> str:
     """The whole report as one HTML string (see the module docstring)."""
-    judge = results.get("judge") or {}
-    simulated = "<span class=badge>simulated judge: verdicts derive from the human labels</span>" if judge.get("simulated") else ""
-    n_tasks = len(results["task_data"])
+    judge = results.judge_record()
+    simulated = "<span class=badge>simulated judge: verdicts derive from the human labels</span>" if judge["simulated"] else ""
+    n_tasks = len(results.tasks)
     shown = min(n_tasks, max_tasks) if max_tasks else n_tasks
     data_json = embed_json(report_data(results, max_tasks))
     script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
@@ -325,13 +328,13 @@ def render_report(results: Mapping[str, Any], n_boot: int = DEFAULT_BOOTSTRAP, s
 <body>
 <header>
 <h1>{esc(title)}</h1>
-<div class="meta">data {esc(results.get('data'))} · {n_tasks} tasks · criterion {esc(results.get('criterion') or 'none')}
- · judge {esc(judge.get('description') or judge.get('spec'))} · seed {esc(results.get('seed'))} {simulated}</div>
+<div class="meta">data {esc(results.data)} · {n_tasks} tasks · criterion {esc(results.criterion or 'none')}
+ · judge {esc(judge['description'] or judge['spec'])} · seed {esc(results.seed)} {simulated}</div>
 </header>
 <nav><a href="#leaderboard">Leaderboard</a><a href="#tasks">Tasks &amp; matches</a><a href="#bias">Judge bias</a></nav>
 <main>
 <section id="leaderboard"><h2>Leaderboard</h2>
-{leaderboard_html(results, n_boot, seed, level)}
+{leaderboard_html(results, resamples, seed, level)}
 </section>
 <section id="tasks"><h2>Tasks &amp; matches</h2>
 <noscript><p class="note">The task and match views need JavaScript.</p></noscript>
@@ -355,7 +358,7 @@ def render_report(results: Mapping[str, Any], n_boot: int = DEFAULT_BOOTSTRAP, s
 """
 
 
-def write_report(results: Mapping[str, Any], path: str | Path, **options: Any) -> Path:
+def write_report(results: RunResult, path: str | Path, **options: Any) -> Path:
     """Render the report and write it to ``path`` (UTF-8); ``options`` go to :func:`render_report`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

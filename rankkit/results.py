@@ -114,13 +114,22 @@ class RunResult:
     #: concurrent workers ``batches`` (the size of every judge call) and ``max_in_flight``.
     engine: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def criterion(self) -> str | None:
+        """The human score the run is measured against (None without one)."""
+        return self.tasks[0].criterion if self.tasks else None
+
+    def judge_record(self) -> dict[str, Any]:
+        """The judge as the results JSON stores it: spec, description, fingerprint, simulated."""
+        return {"spec": self.judge_spec, "description": self.judge.description,
+                "fingerprint": self.judge.fingerprint, "simulated": self.judge.simulated}
+
     def to_dict(self) -> dict[str, Any]:
         payload = {
-            "judge": {"spec": self.judge_spec, "description": self.judge.description,
-                      "fingerprint": self.judge.fingerprint, "simulated": self.judge.simulated},
+            "judge": self.judge_record(),
             "data": self.data,
             "seed": self.seed,
-            "criterion": self.tasks[0].criterion if self.tasks else None,
+            "criterion": self.criterion,
             "strategies": [s.to_dict() for s in self.strategies],
             "task_data": [task_record(t) for t in self.tasks],
         }
@@ -136,7 +145,7 @@ class RunResult:
         in the file, so the graphs hold comparisons only). Raises :class:`TaskFormatError` naming
         ``where`` and the field when the payload is not a results file.
         """
-        for name, kind in (("judge", dict), ("strategies", list), ("task_data", list)):
+        for name, kind in (("strategies", list), ("task_data", list), ("judge", dict)):
             if not isinstance(data.get(name), kind):
                 raise TaskFormatError(where, None, name, f"missing or not a {'list' if kind is list else 'object'}; "
                                                          f"is this a rankkit compare --out file?")

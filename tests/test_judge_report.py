@@ -115,14 +115,14 @@ def test_combine_orders():
 def test_bootstrap_is_seeded_and_collapses_on_identical_tasks():
     num, den = [1, 0, 2, 1, 0, 1], [2, 1, 2, 2, 1, 1]
     first, again = ratio_estimate(num, den, seed=3), ratio_estimate(num, den, seed=3)
-    assert first == again and first.value == pytest.approx(5 / 9)
-    assert first.low < first.value < first.high
+    assert first == again and first.estimate == pytest.approx(5 / 9)
+    assert first.low < first.estimate < first.high
     same = ratio_estimate([1, 1, 1, 1], [2, 2, 2, 2], seed=0)
-    assert same.low == same.high == same.value == 0.5
+    assert same.low == same.high == same.estimate == 0.5
     lone = ratio_estimate([1, 0], [2, 0])  # a task with no denominator takes no part
-    assert lone.value == 0.5 and lone.n == 2 and lone.low != lone.low  # one task: no interval (NaN)
+    assert lone.estimate == 0.5 and lone.n == 2 and lone.low != lone.low  # one task: no interval (NaN)
     empty = ratio_estimate([0, 0], [0, 0])
-    assert empty.n == 0 and empty.value != empty.value
+    assert empty.n == 0 and empty.estimate != empty.estimate
 
 
 def test_intervals_resample_tasks_not_judgments():
@@ -138,7 +138,7 @@ def test_intervals_resample_tasks_not_judgments():
 
     clustered = measure(records(4, 10), resamples=500)["accuracy_single"]
     spread = measure(records(40, 1), resamples=500)["accuracy_single"]
-    assert clustered.value == spread.value == 0.5
+    assert clustered.estimate == spread.estimate == 0.5
     assert (clustered.high - clustered.low) > (spread.high - spread.low)
 
 

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from rankkit.cli import main
-from tests.test_analysis import hand_results
+from rankkit.results import RunResult
+from tests.analysis.hand import hand_results
 
 matplotlib = pytest.importorskip("matplotlib")
 
@@ -27,7 +28,7 @@ def read_png(path):
 def test_plot_all_writes_four_nonblank_figures(tmp_path):
     from rankkit.plots import plot_all
 
-    paths = plot_all(hand_results(), tmp_path / "figs", n_boot=40)
+    paths = plot_all(RunResult.from_dict(hand_results()), tmp_path / "figs", resamples=40)
     assert [p.name for p in paths] == ["correlations.png", "cost_accuracy.png", "elimination_rounds.png", "judge_vs_human.png"]
     for path in paths:
         pixels = read_png(path)
@@ -39,7 +40,7 @@ def test_no_elimination_figure_without_knockout_like_strategies(tmp_path):
 
     results = hand_results()
     results["strategies"] = [s for s in results["strategies"] if s["name"] != "ko"]
-    names = [p.name for p in plot_all(results, tmp_path, n_boot=0)]
+    names = [p.name for p in plot_all(RunResult.from_dict(results), tmp_path, resamples=0)]
     assert "elimination_rounds.png" not in names and len(names) == 3
     assert plot_elimination_rounds([], tmp_path / "x.png") is None
 
@@ -47,7 +48,7 @@ def test_no_elimination_figure_without_knockout_like_strategies(tmp_path):
 def test_cost_accuracy_points_by_hand():
     from rankkit.plots import cost_accuracy_points
 
-    points = {p["label"]: p for p in cost_accuracy_points(hand_results(), "task_spearman", n_boot=0)}
+    points = {p["label"]: p for p in cost_accuracy_points(RunResult.from_dict(hand_results()), "task_spearman", resamples=0)}
     # ko: 9 comparisons over 3 tasks; oracle: 12 grades over 3 tasks.
     assert points["ko"]["cost"] == 3.0 and points["oracle"]["cost"] == 4.0
     assert points["ko"]["estimate"] == pytest.approx((1 - 1 + 0.8) / 3)
@@ -83,7 +84,7 @@ def test_dollar_signs_in_names_are_drawn_literally(tmp_path):
     results = hand_results()
     results["criterion"] = "cost in $x^$"
     results["strategies"][1]["name"] = "pw:$\\frac$"
-    paths = plot_all(results, tmp_path / "figs", n_boot=20)
+    paths = plot_all(RunResult.from_dict(results), tmp_path / "figs", resamples=20)
     assert len(paths) == 4
     for path in paths:
         read_png(path)

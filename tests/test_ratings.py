@@ -1,4 +1,4 @@
-"""Rating models: online Elo, Elo over permutations, Bradley–Terry (choix), win rates, bootstrap."""
+"""Rating models: online Elo, Elo over permutations, Bradley–Terry (choix), win rates (their bootstrap intervals: tests/test_stats.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from scipy.stats import spearmanr
 
 from rankkit.ratings import (
-    bootstrap,
     bradley_terry,
     default_alpha,
     elo_expected,
@@ -107,31 +106,6 @@ def test_win_rates():
     rates = win_rates([("a", "z", 1.0), ("b", "z", 0.5), ("b", "z", 0.0)], items=["a", "b", "c"])
     assert rates["a"] == 1.0 and rates["b"] == 0.25 and rates["z"] == pytest.approx(1.5 / 3)
     assert math.isnan(rates["c"])
-
-
-def test_bootstrap_intervals_contain_the_rating_and_shrink_with_more_matches():
-    rng = random.Random(0)
-    def sample(n):
-        return [("a", "b", 1.0 if rng.random() < 0.7 else 0.0) for _ in range(n)]
-    small = bootstrap(bradley_terry, sample(40), rounds=100, seed=1)
-    large = bootstrap(bradley_terry, sample(1000), rounds=100, seed=1)
-    for result in (small, large):
-        for interval in result.values():
-            assert interval.low <= interval.rating <= interval.high
-    assert (large["a"].high - large["a"].low) < (small["a"].high - small["a"].low)
-
-
-def test_bootstrap_is_seeded_and_wraps_any_method():
-    matches = [("a", "b", 1.0), ("a", "c", 1.0), ("b", "c", 0.0), ("c", "a", 0.5)] * 5
-    first = bootstrap(win_rates, matches, rounds=50, seed=2)
-    assert first == bootstrap(win_rates, matches, rounds=50, seed=2)
-    assert first["a"].rating == pytest.approx(win_rates(matches)["a"])
-    elo = bootstrap(elo_over_permutations, matches, rounds=10, seed=2, permutations=5, k=8)
-    assert set(elo) == {"a", "b", "c"}
-    with pytest.raises(ValueError):
-        bootstrap(win_rates, matches, rounds=0)
-    with pytest.raises(ValueError):
-        bootstrap(win_rates, matches, confidence=1.5)
 
 
 def test_elo_over_permutations_plays_each_order_as_online_elo():

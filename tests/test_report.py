@@ -16,10 +16,11 @@ from click.testing import CliRunner
 from rankkit import report
 from rankkit.cli import main
 from rankkit.judges import make_judge
+from rankkit.results import RunResult, TaskResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.tasks import load_tasks
-from tests.test_analysis import hand_results
+from tests.analysis.hand import hand_results
 
 INJECTED_SCRIPT = "<script>document.title='PWNED';document.body.setAttribute('data-pwned','script')</script>"
 INJECTED_IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
@@ -38,7 +39,7 @@ def test_embedded_json_cannot_close_its_script_element():
 
 
 def test_bracket_round_by_round_from_the_hand_fixture():
-    ko_t2 = hand_results()["strategies"][0]["tasks"][1]
+    ko_t2 = TaskResult.from_dict(hand_results()["strategies"][0]["tasks"][1])
     bracket = report.knockout_bracket(ko_t2)
     assert bracket["champion"] == "d"
     first, final = bracket["rounds"]
@@ -55,13 +56,13 @@ def test_bracket_with_a_bye_and_debiased_pairs():
         return {"first": first, "second": second, "round": round, "first_score": s1, "second_score": s2,
                 "winner": winner, "probability": None, "status": "ok", "raw": ""}
 
-    result = {"champion": "z",
+    result = {"task_id": "t", "scores": {}, "ranking": [], "champion": "z",
               "extras": {"x": {"eliminated_round": 2, "played": 1, "byes": 1},
                          "y": {"eliminated_round": 1, "played": 1, "byes": 0},
                          "z": {"eliminated_round": None, "played": 2, "byes": 0}},
               "matches": [match("y", "z", 1, 1.0, 3.0, "second"), match("z", "y", 1, 4.0, 2.0, "first"),
                           match("x", "z", 2, 2.0, 5.0, "second")]}
-    bracket = report.knockout_bracket(result)
+    bracket = report.knockout_bracket(TaskResult.from_dict(result))
     first, final = bracket["rounds"]
     (pairing,) = first["pairings"]
     assert (pairing["a"], pairing["b"], pairing["winner"]) == ("y", "z", "z")
@@ -69,11 +70,12 @@ def test_bracket_with_a_bye_and_debiased_pairs():
     assert pairing["matches"] == [0, 1]
     assert first["byes"] == ["x"]
     assert [(p["a"], p["b"], p["winner"]) for p in final["pairings"]] == [("x", "z", "z")]
-    assert report.knockout_bracket({"extras": {"x": {"played": 1}}, "matches": []}) is None
+    unplayed = {"task_id": "t", "scores": {"x": 1.0}, "ranking": ["x"], "extras": {"x": {"played": 1}}, "matches": []}
+    assert report.knockout_bracket(TaskResult.from_dict(unplayed)) is None
 
 
 def test_system_leaderboard_ranks_by_mean_position():
-    board = report.system_leaderboard(hand_results(), "ko")
+    board = report.system_leaderboard(RunResult.from_dict(hand_results()), "ko")
     # ko ranks d first and c second everywhere; b is 3rd twice and 4th once (t3).
     assert [r["system"] for r in board] == ["sd", "sc", "sb", "sa"]
     assert board[0]["won"] == 3 and board[0]["mean_rank"] == 1.0
@@ -110,7 +112,7 @@ def injected_results(tmp_path: Path) -> dict:
 
 
 def test_report_escapes_every_untrusted_text(tmp_path):
-    page = report.render_report(injected_results(tmp_path), n_boot=20)
+    page = report.render_report(RunResult.from_dict(injected_results(tmp_path)), resamples=20)
     for payload in (INJECTED_SCRIPT, INJECTED_IMG, INJECTED_CLOSE, INJECTED_SYSTEM, "<b>bold?</b>", "<i>hard</i>"):
         assert payload not in page
     assert "&lt;b id=pwned-system&gt;" in page  # the system name, server-rendered as text
@@ -119,7 +121,7 @@ def test_report_escapes_every_untrusted_text(tmp_path):
 
 
 def test_report_is_self_contained_and_its_policy_allows_only_its_script(tmp_path):
-    page = report.render_report(hand_results(), n_boot=20)
+    page = report.render_report(RunResult.from_dict(hand_results()), resamples=20)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
     assert "<link" not in page and "@import" not in page
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
@@ -130,7 +132,7 @@ def test_report_is_self_contained_and_its_policy_allows_only_its_script(tmp_path
 
 
 def test_report_lists_strategies_brackets_and_bias(tmp_path):
-    results = hand_results()
+    results = RunResult.from_dict(hand_results())
     data = report.report_data(results)
     by_name = {s["name"]: s for s in data["strategies"]}
     assert by_name["ko"]["knockout_like"] and by_name["ko"]["tasks"]["t1"]["bracket"]["champion"] == "d"
@@ -141,7 +143,7 @@ def test_report_lists_strategies_brackets_and_bias(tmp_path):
     assert by_name["pw"]["tasks"]["t1"]["matches"] == [[0, 1], [1, 1], [3, 1]]
     assert report.report_data(results, max_tasks=1)["tasks"][0]["task_id"] == "t1"
     assert len(report.report_data(results, max_tasks=1)["strategies"][0]["tasks"]) == 1
-    page = report.render_report(results, n_boot=20)
+    page = report.render_report(results, resamples=20)
     for text in ("Leaderboard", "Tasks &amp; matches", "Match browser", "Position: does the candidate shown first win?",
                  "Length: does the longer answer win?", "ko: systems"):
         assert text in page
@@ -211,7 +213,7 @@ def test_browser_check_detects_errors_and_injections(tmp_path):
 
 @needs_chromium
 def test_report_in_headless_chromium(tmp_path):
-    page = report.write_report(injected_results(tmp_path), tmp_path / "report.html", n_boot=20)
+    page = report.write_report(RunResult.from_dict(injected_results(tmp_path)), tmp_path / "report.html", resamples=20)
     dom, console, screenshot = open_in_chromium(page, tmp_path)
     assert console == []
     assert 'data-ready="1"' in dom  # the page's script ran to the end
@@ -233,7 +235,7 @@ def unlabelled(results: dict) -> dict:
 
 
 def test_report_of_unlabelled_results_shows_cost_only():
-    page = report.render_report(unlabelled(hand_results()), n_boot=20)
+    page = report.render_report(RunResult.from_dict(unlabelled(hand_results())), resamples=20)
     assert "no human scores, so only the cost is shown" in page
     assert "task_spearman" not in page.split('id="tasks"')[0]
     assert "first shown wins" in page  # the judge's slot preference needs no labels

@@ -60,11 +60,14 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import permutations
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from rankkit.judges.base import Judge, JudgeError, PairJudgment, ParseStatus, Winner
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task, TaskFormatError
+
+if TYPE_CHECKING:  # rankkit.results imports the strategies; replay is imported by the judge registry
+    from rankkit.results import RunResult
 
 ON_MISS = ("error", "tie")
 SCORE_SOURCES = ("recorded", "verdict")
@@ -356,35 +359,37 @@ def rows_from_graphs(graphs: Mapping[str, Any], fingerprint: str, judge_label: s
     return rows
 
 
-def rows_from_results(payload: Mapping[str, Any], judge_label: str | None = None,
+def rows_from_results(results: RunResult, judge_label: str | None = None,
                       method: str = "recorded") -> list[dict[str, Any]]:
-    """Every distinct comparison in a ``rankkit compare --out`` results JSON, as recording rows.
+    """Every distinct comparison of a run (e.g. a ``rankkit compare --out`` file read by
+    :meth:`rankkit.results.RunResult.from_dict`), as recording rows.
 
     The results hold each strategy's matches (who was shown first and the verdict); a comparison
     used by several strategies is written once. ``judge_label`` defaults to the run's judge spec.
     """
-    label = judge_label or (payload.get("judge") or {}).get("spec") or "unknown"
-    order = {t["task_id"]: [c["id"] for c in t["candidates"]] for t in payload.get("task_data", [])}
+    label = judge_label or results.judge_spec or "unknown"
+    order = {t.task_id: t.candidate_ids for t in results.tasks}
     seen: set[tuple[str, str, str]] = set()
     rows = []
-    for strategy in payload.get("strategies", []):
-        for task in strategy.get("tasks", []):
-            for match in task.get("matches", []):
-                key = (task["task_id"], match["first"], match["second"])
+    for strategy in results.strategies:
+        for task in strategy.tasks:
+            for match in task.matches:
+                key = (task.task_id, match.first, match.second)
                 if key in seen:
                     continue
                 seen.add(key)
-                if match.get("status") == ParseStatus.FAILED.value:
+                judgment = match.judgment
+                if judgment.status is ParseStatus.FAILED:
                     winner = None
-                elif match["winner"] == Winner.TIE.value:
+                elif judgment.winner is Winner.TIE:
                     winner = TIE
                 else:
-                    winner = match["first"] if match["winner"] == Winner.FIRST.value else match["second"]
-                ids = order.get(task["task_id"], [])
-                swap = ids.index(match["first"]) > ids.index(match["second"]) if match["first"] in ids else None
-                rows.append({"task_id": task["task_id"], "judge": label, "method": method, "swap": swap,
-                             "a": match["first"], "b": match["second"], "winner": winner,
-                             "score_a": match["first_score"], "score_b": match["second_score"]})
+                    winner = match.first if judgment.winner is Winner.FIRST else match.second
+                ids = order.get(task.task_id, [])
+                swap = ids.index(match.first) > ids.index(match.second) if match.first in ids else None
+                rows.append({"task_id": task.task_id, "judge": label, "method": method, "swap": swap,
+                             "a": match.first, "b": match.second, "winner": winner,
+                             "score_a": judgment.first_score, "score_b": judgment.second_score})
     return rows
 
 

@@ -40,14 +40,8 @@ from rankkit.leaderboard.board import (
 from rankkit.leaderboard.rating import finite_or_lowest, none_if_nan
 from rankkit.leaderboard.tournament import play_against, task_graph
 from rankkit.matches import Cost, MatchGraph, MatchSource
-from rankkit.ratings import (
-    ELO_BASE,
-    ELO_SCALE,
-    MatchRecord,
-    RatingInterval,
-    bootstrap,
-    win_rates,
-)
+from rankkit.ratings import ELO_BASE, ELO_SCALE, MatchRecord, win_rates
+from rankkit.stats import bootstrap
 from rankkit.tasks import Task
 
 ADD_METHODS = ("binary", "anchored")
@@ -158,11 +152,9 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                 p = min(1.0 - floor, max(floor, p))
                 return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
 
-        if bootstrap_rounds:
-            interval = bootstrap(rate, records, [system, opponent], rounds=bootstrap_rounds, seed=rng)[system]
-        else:
-            interval = RatingInterval(rate(records, [system, opponent])[system], math.nan, math.nan)
-        newcomer = SystemRating(system, interval.rating, none_if_nan(interval.low), none_if_nan(interval.high), 0,
+        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), records, resamples=bootstrap_rounds,
+                             seed=rng.getrandbits(64))[system]
+        newcomer = SystemRating(system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0,
                                 len(new_matches))
         ordered_rows = sorted([*rows, newcomer], key=lambda r: -finite_or_lowest(r.rating))
         systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]

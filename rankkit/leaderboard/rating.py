@@ -10,23 +10,15 @@ import math
 from typing import Mapping, Sequence
 
 from rankkit.leaderboard.board import SystemMatch, SystemRating
-from rankkit.ratings import (
-    MatchRecord,
-    RatingInterval,
-    bootstrap,
-    bradley_terry,
-    win_rates,
-)
+from rankkit.ratings import MatchRecord, bradley_terry, win_rates
+from rankkit.stats import Interval, bootstrap
 
 
 def rate_bt(matches: Sequence[SystemMatch], systems: Sequence[str], rounds: int, seed: int,
             alpha: float = 0.01) -> list[SystemRating]:
     """Bradley–Terry ratings (Elo scale) with ``rounds`` bootstrap resamples, best first."""
     records = [m.record() for m in matches]
-    if rounds:
-        intervals = bootstrap(bradley_terry, records, systems, rounds=rounds, seed=seed, alpha=alpha)
-    else:
-        intervals = {k: RatingInterval(v, math.nan, math.nan) for k, v in bradley_terry(records, systems, alpha=alpha).items()}
+    intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), records, resamples=rounds, seed=seed)
     return _rows(intervals, records)
 
 
@@ -35,22 +27,19 @@ def rate_win_rate(matches: Sequence[SystemMatch], systems: Sequence[str], anchor
     """Win rates against the anchor with bootstrap intervals, best first; the anchor sits at 0.5."""
     records = [m.record() for m in matches]
     others = [s for s in systems if s != anchor]
-    if rounds:
-        intervals = bootstrap(win_rates, records, others, rounds=rounds, seed=seed)
-    else:
-        intervals = {k: RatingInterval(v, math.nan, math.nan) for k, v in win_rates(records, others).items()}
+    intervals = bootstrap(lambda sample: win_rates(sample, others), records, resamples=rounds, seed=seed)
     intervals = {name: intervals[name] for name in others}
-    intervals[anchor] = RatingInterval(0.5, 0.5, 0.5)
+    intervals[anchor] = Interval(0.5, 0.5, 0.5)
     return _rows(intervals, records)
 
 
-def _rows(intervals: Mapping[str, RatingInterval], records: Sequence[MatchRecord]) -> list[SystemRating]:
+def _rows(intervals: Mapping[str, Interval], records: Sequence[MatchRecord]) -> list[SystemRating]:
     played: dict[str, int] = {}
     for a, b, _ in records:
         played[a] = played.get(a, 0) + 1
         played[b] = played.get(b, 0) + 1
-    order = sorted(intervals, key=lambda name: (-finite_or_lowest(intervals[name].rating), name))
-    return [SystemRating(name, none_if_nan(intervals[name].rating), none_if_nan(intervals[name].low),
+    order = sorted(intervals, key=lambda name: (-finite_or_lowest(intervals[name].estimate), name))
+    return [SystemRating(name, none_if_nan(intervals[name].estimate), none_if_nan(intervals[name].low),
                          none_if_nan(intervals[name].high), rank, played.get(name, 0))
             for rank, name in enumerate(order, start=1)]
 

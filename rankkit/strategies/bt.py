@@ -7,8 +7,8 @@ win each way (:func:`rankkit.ratings.win_matrix`). Ratings are on the Elo scale 
 400 points = 10:1 odds). When run after ``elo`` (or ``knockout``) in the same ``compare``, every
 judgment already made is reused from the shared match graph.
 
-``bootstrap=B`` resamples the task's matches B times and adds each candidate's 95% percentile
-interval to ``extras`` as ``ci_low``/``ci_high``.
+``bootstrap=B`` resamples the task's matches B times (:func:`rankkit.stats.bootstrap`) and adds each
+candidate's 95% percentile interval to ``extras`` as ``ci_low``/``ci_high``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.ratings import bootstrap, bradley_terry
+from rankkit.ratings import bradley_terry
 from rankkit.specs import SpecError
+from rankkit.stats import bootstrap
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.strategies.elo import all_pairs_plan, play_all_pairs, points_and_games
 from rankkit.tasks import Task
@@ -57,8 +58,9 @@ class BradleyTerryStrategy(Strategy):
         ids = task.candidate_ids
         extras = points_and_games(records, ids)
         if self.bootstrap:
-            intervals = bootstrap(bradley_terry, records, ids, rounds=self.bootstrap, seed=rng, alpha=self.alpha)
-            ratings = {cid: intervals[cid].rating for cid in ids}
+            intervals = bootstrap(lambda sample: bradley_terry(sample, ids, alpha=self.alpha), records,
+                                  resamples=self.bootstrap, seed=rng.getrandbits(64))
+            ratings = {cid: intervals[cid].estimate for cid in ids}
             for cid in ids:
                 extras[cid].update(ci_low=intervals[cid].low, ci_high=intervals[cid].high)
         else:

@@ -1,0 +1,55 @@
+"""Every analysis at once: what ``rankkit analyze`` computes and writes (:func:`analyze`)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rankkit.analysis.breakdowns import aggregate_level, breakdown
+from rankkit.analysis.correlations import correlation_table, paired_difference
+from rankkit.analysis.draws import MetricDraws
+from rankkit.analysis.elimination import elimination_rounds
+from rankkit.analysis.judge_bias import length_bias, position_bias
+from rankkit.analysis.labelled import DEFAULT_METRICS, check_metrics, human_scores, strategy_names, strategy_run
+from rankkit.results import RunResult
+from rankkit.specs import SpecError
+from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+
+
+def default_baseline(results: RunResult) -> str | None:
+    """``individual`` when present (the paper's baseline), else the first strategy."""
+    names = strategy_names(results)
+    if not names:
+        return None
+    return "individual" if "individual" in names else names[0]
+
+
+def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = None,
+            metrics: Sequence[str] = DEFAULT_METRICS, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+            level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None) -> dict[str, Any]:
+    """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
+
+    by: breakdown fields (``system`` or meta fields). baseline: the strategy every other one is
+    compared with (default :func:`default_baseline`). aggregate / unit_field: see
+    :func:`aggregate_level`. The other parameters are the bootstrap's (:func:`rankkit.stats.bootstrap`).
+    """
+    check_metrics(metrics)
+    if not human_scores(results):
+        raise SpecError("the results have no human scores (no criterion), so there is nothing to correlate with")
+    names = strategy_names(results)
+    baseline = baseline or default_baseline(results)
+    if baseline is not None:
+        strategy_run(results, baseline)  # fail early on a typo
+    draws = MetricDraws(results, metrics, resamples, seed)
+    return {
+        "data": results.data, "judge": results.judge_record(), "criterion": results.criterion,
+        "seed": results.seed, "bootstrap": {"resamples": resamples, "seed": seed, "level": level, "unit": "task",
+                                                    "method": "percentile"},
+        "correlations": correlation_table(results, level=level, draws=draws),
+        "baseline": baseline,
+        "differences": [paired_difference(results, name, baseline, level=level, draws=draws)
+                        for name in names if baseline is not None and name != baseline],
+        "elimination_rounds": [e for e in (elimination_rounds(results, name, "pearson", resamples, seed, level) for name in names) if e],
+        "aggregate_level": [a for a in (aggregate_level(results, name, aggregate, unit_field, resamples, seed, level) for name in names) if a],
+        "breakdowns": {field: {name: breakdown(results, name, field, metrics, resamples, seed, level) for name in names} for field in by},
+        "judge_bias": {"position": position_bias(results, level=level), "length": length_bias(results, level=level)},
+    }

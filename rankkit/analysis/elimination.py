@@ -1,0 +1,94 @@
+"""(b) Elimination rounds: first-round losers against the rest, for knockout-like strategies.
+
+Table 2 of *Knockout LLM Assessment* (Sandan, Dinh & Niehues): candidates knocked out in round 1
+were graded once, the others several times — does grading more often agree better with the humans?
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from rankkit.analysis.draws import row_correlations
+from rankkit.analysis.labelled import labelled_tasks, strategy_run
+from rankkit.metrics import CORRELATIONS, correlation
+from rankkit.results import RunResult
+from rankkit.specs import SpecError
+from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap
+
+
+def elimination_group(extras: Mapping[str, Any]) -> str:
+    """``first round`` for a candidate knocked out in round 1, else ``later rounds`` (champion included)."""
+    return "first round" if extras.get("eliminated_round") == 1 else "later rounds"
+
+
+def elimination_rounds(results: RunResult, name: str, method: str = "pearson", resamples: int = DEFAULT_RESAMPLES,
+                       seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
+    """(b) Table 2 of *Knockout LLM Assessment*: correlation of first-round losers vs the rest, for a knockout-like strategy.
+
+    Candidates knocked out in round 1 were graded in one match; the others (eliminated in a later
+    round, or the champion) in several, except a candidate that got a bye and then lost, which was
+    also graded once — so the split by times graded (``played`` 1 vs more) is reported as well.
+    The correlation (``method``) is pooled over the candidates of each group across tasks; the
+    interval of the difference (later − first) comes from resampling tasks.
+
+    Returns None for strategies without elimination rounds. Keys: ``strategy``, ``method``,
+    ``groups`` (label -> {candidates, correlation: Interval, mean_played}), ``difference``
+    (Interval of later − first), ``by_played`` (the same for graded once / several times) and
+    ``rounds`` (per elimination round: candidates and correlation; ``champion`` for the winner).
+    """
+    if method not in CORRELATIONS:
+        raise SpecError(f"unknown correlation {method!r} (known: {', '.join(CORRELATIONS)})")
+    if not strategy_run(results, name).has_elimination_rounds:
+        return None
+    tasks = labelled_tasks(results, name)
+
+    def members(label_of: Callable[[Mapping[str, Any]], str]) -> list[dict[str, list[str]]]:
+        per_task = []
+        for task in tasks:
+            groups: dict[str, list[str]] = defaultdict(list)
+            for cid in task.human:
+                groups[label_of(task.extras[cid])].append(cid)
+            per_task.append(groups)
+        return per_task
+
+    def group_correlations(per_task: list[dict[str, list[str]]], label: str, samples: np.ndarray) -> np.ndarray:
+        """The pooled correlation of the group's candidates in each resample."""
+        scores = [np.array([tasks[i].scores[c] for c in groups.get(label, [])], dtype=float) for i, groups in enumerate(per_task)]
+        human = [np.array([tasks[i].human[c] for c in groups.get(label, [])], dtype=float) for i, groups in enumerate(per_task)]
+        xs = [np.concatenate([scores[i] for i in row]) for row in samples]
+        ys = [np.concatenate([human[i] for i in row]) for row in samples]
+        return row_correlations(method, xs, ys)
+
+    def split(label_of: Callable[[Mapping[str, Any]], str], first: str, later: str) -> dict[str, Any]:
+        per_task = members(label_of)
+
+        def statistic(samples: np.ndarray) -> np.ndarray:
+            a, b = group_correlations(per_task, first, samples), group_correlations(per_task, later, samples)
+            return np.column_stack([a, b, b - a])
+
+        first_ci, later_ci, diff_ci = bootstrap(statistic, tasks, resamples=resamples, seed=seed, level=level,
+                                                batched=True)
+        groups = {}
+        for label, interval in ((first, first_ci), (later, later_ci)):
+            played = [tasks[i].extras[c].get("played", math.nan) for i in range(len(tasks)) for c in per_task[i].get(label, [])]
+            groups[label] = {"candidates": len(played), "correlation": interval,
+                             "mean_played": float(np.mean(played)) if played else math.nan}
+        return {"groups": groups, "difference": diff_ci}
+
+    by_round = split(elimination_group, "first round", "later rounds")
+    by_played = split(lambda e: "graded once" if e.get("played") == 1 else "graded several times",
+                      "graded once", "graded several times")
+    rounds: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for task in tasks:
+        for cid in task.human:
+            eliminated = task.extras[cid].get("eliminated_round")
+            rounds["champion" if eliminated is None else f"round {eliminated}"].append((task.scores[cid], task.human[cid]))
+    order = sorted(rounds, key=lambda k: (k == "champion", int(k.split()[1]) if k != "champion" else 0))
+    per_round = [{"eliminated": k, "candidates": len(rounds[k]),
+                  "correlation": correlation(method, [p[0] for p in rounds[k]], [p[1] for p in rounds[k]])} for k in order]
+    return {"strategy": name, "method": method, "groups": by_round["groups"], "difference": by_round["difference"],
+            "by_played": by_played, "rounds": per_round}

@@ -1,0 +1,107 @@
+"""The judge's position and length biases over the matches of a run, with exact binomial intervals.
+
+The report's bias views: how often the candidate shown first won, whether a pair judged in both
+orders got the same winner, and how often the longer answer won — each next to the rate a judge
+agreeing with the humans would show.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rankkit.analysis.labelled import human_scores
+from rankkit.judges.base import Winner
+from rankkit.matches import Match
+from rankkit.results import RunResult
+from rankkit.stats import DEFAULT_LEVEL, proportion_interval
+
+
+def distinct_matches(results: RunResult, name: str | None = None) -> list[tuple[str, Match]]:
+    """The matches of strategy ``name``, or of all strategies with each judgment counted once, as
+    (task id, match) pairs.
+
+    Strategies of one run share one match graph, so the same (task, first, second) is the same
+    judgment whichever strategy used it.
+    """
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for strategy in results.strategies:
+        if name is not None and strategy.name != name:
+            continue
+        for task in strategy.tasks:
+            for match in task.matches:
+                key = (task.task_id, match.first, match.second)
+                if key not in seen:
+                    seen.add(key)
+                    out.append((task.task_id, match))
+    return out
+
+
+def winner_of(match: Match) -> str | None:
+    """The candidate that won a decided match; None for a tie."""
+    if match.judgment.winner is Winner.TIE:
+        return None
+    return match.first if match.judgment.winner is Winner.FIRST else match.second
+
+
+def position_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+    """How often the judge picked the candidate shown first.
+
+    ``first_slot_win_rate``: share of decided matches (not ties) won by the first-shown candidate,
+    with an exact binomial interval; 0.5 is an unbiased judge when orders are random.
+    ``order_consistency``: among pairs judged in both orders, the share where the same candidate
+    won both times (1.0 = never swayed by order).
+    ``human_first_better``: share of decided matches whose first-shown candidate has the higher
+    human score — the rate an unbiased, human-agreeing judge would show.
+    """
+    matches = distinct_matches(results, name)
+    human = human_scores(results)
+    decided = [(task_id, m) for task_id, m in matches if winner_of(m) is not None]
+    first_wins = sum(winner_of(m) == m.first for _, m in decided)
+    winners = {(task_id, m.first, m.second): winner_of(m) for task_id, m in decided}
+    consistent = both = 0
+    for (task_id, first, second), winner in winners.items():
+        other = winners.get((task_id, second, first))
+        if other is None or first > second:
+            continue  # count each unordered pair once
+        both += 1
+        consistent += winner == other
+    labelled = [(task_id, m) for task_id, m in decided
+                if task_id in human and human[task_id][m.first] != human[task_id][m.second]]
+    human_first = sum(human[task_id][m.first] > human[task_id][m.second] for task_id, m in labelled)
+    return {"matches": len(matches), "ties": len(matches) - len(decided),
+            "first_slot_win_rate": proportion_interval(first_wins, len(decided), level),
+            "order_consistency": proportion_interval(consistent, both, level),
+            "human_first_better": proportion_interval(human_first, len(labelled), level)}
+
+
+def length_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+    """How often the longer answer won, against how often humans prefer it.
+
+    Length is :attr:`rankkit.tasks.Candidate.length` (characters), as in the judge report.
+
+    ``longer_win_rate``: among decided matches between answers of different length, the share won
+    by the longer one. ``human_longer_better``: among the same matches with different human
+    scores, the share where the longer one is the human-better one. A judge whose rate is well
+    above the humans' prefers length for its own sake.
+    """
+    tasks = {t.task_id: t for t in results.tasks}
+    human = human_scores(results)
+    longer_won = decided = human_longer = labelled = 0
+    for task_id, m in distinct_matches(results, name):
+        winner = winner_of(m)
+        if winner is None:
+            continue
+        first_len, second_len = tasks[task_id].candidate(m.first).length, tasks[task_id].candidate(m.second).length
+        if first_len == second_len:
+            continue
+        longer = m.first if first_len > second_len else m.second
+        shorter = m.second if longer == m.first else m.first
+        decided += 1
+        longer_won += winner == longer
+        truth = human.get(task_id)
+        if truth and truth[longer] != truth[shorter]:
+            labelled += 1
+            human_longer += truth[longer] > truth[shorter]
+    return {"matches": decided, "longer_win_rate": proportion_interval(longer_won, decided, level),
+            "human_longer_better": proportion_interval(human_longer, labelled, level)}

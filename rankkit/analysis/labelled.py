@@ -1,0 +1,93 @@
+"""The analyses' input: a results file read as a RunResult, and each strategy's tasks that have human scores.
+
+Every analysis starts from :func:`labelled_tasks`: one strategy's scores, ranking and extras per
+task, next to the human scores of the same candidates (tasks without a full set of human scores
+take no part). :func:`check_metrics` validates metric names once for all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from rankkit.metrics import METRIC_NAMES
+from rankkit.results import RunResult, StrategyRun
+from rankkit.specs import SpecError
+from rankkit.tasks import TaskFormatError
+
+#: The metrics analysed by default: the paper's Pearson, rank agreement pooled and per task, and
+#: pairwise ranking accuracy.
+DEFAULT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
+
+
+def load_results(path: str | Path) -> RunResult:
+    """Read a results file written by ``rankkit compare --out``; raises TaskFormatError naming the
+    file and the field if it is not one."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise TaskFormatError(path, None, None, "expected a JSON object (the output of rankkit compare --out)")
+    return RunResult.from_dict(data, where=str(path))
+
+
+def strategy_names(results: RunResult) -> list[str]:
+    """The strategy labels in the file, in run order (e.g. ``knockout:debias=true``)."""
+    return [s.name for s in results.strategies]
+
+
+def strategy_run(results: RunResult, name: str) -> StrategyRun:
+    """One strategy's results; raises SpecError naming the strategies present when absent."""
+    for strategy in results.strategies:
+        if strategy.name == name:
+            return strategy
+    raise SpecError(f"no strategy {name!r} in the results (present: {', '.join(strategy_names(results))})")
+
+
+def human_scores(results: RunResult) -> dict[str, dict[str, float]]:
+    """task id -> candidate id -> human score, for the tasks whose every candidate has one."""
+    out = {}
+    for task in results.tasks:
+        values = {c.id: c.human.get(task.criterion) for c in task.candidates} if task.criterion else {}
+        if values and all(isinstance(v, (int, float)) for v in values.values()):
+            out[task.task_id] = {cid: float(v) for cid, v in values.items()}
+    return out
+
+
+@dataclass(frozen=True)
+class LabelledTask:
+    """One task of one strategy, with human scores: what every analysis starts from."""
+
+    task_id: str
+    scores: dict[str, float]
+    ranking: list[str]
+    human: dict[str, float]
+    extras: dict[str, dict[str, Any]]
+
+
+def labelled_tasks(results: RunResult, name: str) -> list[LabelledTask]:
+    """The tasks of strategy ``name`` that have human scores, in the order of the file."""
+    human = human_scores(results)
+    out = []
+    for task in strategy_run(results, name).tasks:
+        truth = human.get(task.task_id)
+        if truth:
+            out.append(LabelledTask(task_id=task.task_id, scores=dict(task.scores), ranking=list(task.ranking),
+                                    human=truth, extras=task.extras))
+    return out
+
+
+def check_metrics(names: Sequence[str]) -> list[str]:
+    """Validate metric names against :data:`rankkit.metrics.METRIC_NAMES`."""
+    unknown = [n for n in names if n not in METRIC_NAMES]
+    if unknown:
+        raise SpecError(f"unknown metric(s) {', '.join(unknown)} (known: {', '.join(METRIC_NAMES)})")
+    if not names:
+        raise SpecError("no metrics given")
+    return list(names)

@@ -1,0 +1,127 @@
+"""The analysis as text tables (table, CSV, markdown) and as strict JSON."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from rankkit.analysis.breakdowns import AGGREGATE_METRICS
+from rankkit.formatting import Table, render_sections
+from rankkit.stats import Interval
+
+
+def to_jsonable(value: Any) -> Any:
+    """Intervals become dicts and NaN becomes null, so the analysis is strict JSON."""
+    if isinstance(value, Interval):
+        return to_jsonable(value.to_dict())
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, (np.floating, np.integer)):
+        return to_jsonable(value.item())
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def format_analysis(report: Mapping[str, Any], fmt: str = "table") -> str:
+    """The analysis as text (what ``rankkit analyze`` prints): ``fmt`` is one of
+    :data:`rankkit.formatting.FORMATS` (``json`` here is the tables; :func:`to_jsonable` gives the
+    whole analysis)."""
+    preamble, tables = analysis_tables(report)
+    return render_sections(tables, fmt, preamble)
+
+
+def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
+    """The analysis as a preamble (data, judge, bootstrap) and one :class:`Table` per section."""
+    boot = report["bootstrap"]
+    pct = f"{boot['level']:.0%}"
+    judge = (report.get("judge") or {}).get("description", "?")
+    preamble = (f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
+                f"intervals: {pct} bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']})")
+    sections: list[Table] = []
+
+    rows, columns = [], [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")]
+    metric_names = list(report["correlations"][0]["metrics"]) if report["correlations"] else []
+    columns += [(m, m) for m in metric_names]
+    for row in report["correlations"]:
+        rows.append({**{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
+                     **{m: row["metrics"][m].text() for m in metric_names}})
+    sections.append(Table(f"(a) agreement with the human scores, {pct} intervals", rows, columns))
+
+    if report["differences"]:
+        rows = []
+        for diff in report["differences"]:
+            for metric, item in diff["metrics"].items():
+                rows.append({"pair": f"{diff['a']} - {diff['b']}", "metric": metric,
+                             "difference": _signed(item["difference"]), "verdict": _verdict_text(item["verdict"], diff)})
+        sections.append(Table(f"(e) difference to the baseline {report['baseline']} (paired bootstrap)", rows,
+                              [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"),
+                               ("verdict", "verdict")]))
+
+    if report["elimination_rounds"]:
+        rows = []
+        for item in report["elimination_rounds"]:
+            groups = item["groups"]
+            played = item["by_played"]["groups"]
+            rows.append({"strategy": item["strategy"],
+                         "first": groups["first round"]["correlation"].text(), "n_first": groups["first round"]["candidates"],
+                         "later": groups["later rounds"]["correlation"].text(), "n_later": groups["later rounds"]["candidates"],
+                         "difference": _signed(item["difference"]),
+                         "once_vs_more": _signed(item["by_played"]["difference"]),
+                         "n_once": played["graded once"]["candidates"]})
+        sections.append(Table("(b) elimination rounds (Pearson of candidates knocked out in round 1 vs later; "
+                              "Knockout LLM Assessment, Table 2)", rows,
+                              [("strategy", "strategy"), ("first", "first round"), ("n_first", "n"),
+                               ("later", "later rounds"), ("n_later", "n"), ("difference", "later - first"),
+                               ("once_vs_more", "graded >1 - graded once"), ("n_once", "n once")]))
+
+    if report["aggregate_level"]:
+        first = report["aggregate_level"][0]
+        unit = f"per {first['unit_field']} and system" if first["unit_field"] else "per system over all tasks"
+        rows = [{"strategy": a["strategy"], "units": a["units"],
+                 **{m: a["metrics"][m].text() for m in AGGREGATE_METRICS}} for a in report["aggregate_level"]]
+        sections.append(Table(f"(d) aggregate level: {first['how']} of scores {unit}, vs the same aggregate of "
+                              f"human scores", rows,
+                              [("strategy", "strategy"), ("units", "units"), *[(m, m) for m in AGGREGATE_METRICS]]))
+
+    for field, per_strategy in report["breakdowns"].items():
+        rows = []
+        for name, groups in per_strategy.items():
+            for g in groups:
+                rows.append({"group": g["group"], "strategy": name, "tasks": g["tasks"], "candidates": g["candidates"],
+                             **{m: g["metrics"][m].text() for m in g["metrics"]},
+                             "mean_score": g["mean_score"], "mean_human": g["mean_human"]})
+        rows.sort(key=lambda r: (r["group"], list(per_strategy).index(r["strategy"])))
+        shown = list(dict.fromkeys(m for groups in per_strategy.values() for g in groups for m in g["metrics"]))
+        sections.append(Table(f"(c) by {field}", rows,
+                              [("group", field), ("strategy", "strategy"), ("tasks", "tasks"),
+                               ("candidates", "candidates"), *[(m, m) for m in shown],
+                               ("mean_score", "mean score"), ("mean_human", "mean human")]))
+
+    bias = report["judge_bias"]
+    rows = [{"view": "first-shown candidate wins", "rate": bias["position"]["first_slot_win_rate"].text(),
+             "human": bias["position"]["human_first_better"].text(), "n": bias["position"]["matches"] - bias["position"]["ties"]},
+            {"view": "same winner in both orders", "rate": bias["position"]["order_consistency"].text(), "human": "-",
+             "n": None},
+            {"view": "longer answer wins", "rate": bias["length"]["longer_win_rate"].text(),
+             "human": bias["length"]["human_longer_better"].text(), "n": bias["length"]["matches"]}]
+    sections.append(Table("judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a "
+                          "judge agreeing with the humans would show)", rows,
+                          [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))
+    return preamble, sections
+
+
+def _verdict_text(verdict: str, diff: Mapping[str, Any]) -> str:
+    return {"a better": f"{diff['a']} better", "b better": f"{diff['b']} better"}.get(verdict, verdict)
+
+
+def _signed(interval: Interval) -> str:
+    if math.isnan(interval.estimate):
+        return "-"
+    if math.isnan(interval.low):
+        return f"{interval.estimate:+.3f}"
+    return f"{interval.estimate:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"

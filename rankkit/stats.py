@@ -1,0 +1,189 @@
+"""Confidence intervals: one :class:`Interval` type and one percentile :func:`bootstrap` over resampled units.
+
+Every interval rankkit reports comes from here — the analyses of a results file
+(:mod:`rankkit.analysis`), the judge report (:mod:`rankkit.judge_report`), the leaderboards and
+the ``bt`` strategy's per-candidate intervals (ratings resampled over matches)::
+
+    from rankkit.stats import bootstrap
+    interval = bootstrap(lambda sample: sum(sample) / len(sample), [0.2, 0.5, 0.4, 0.9], seed=1)
+    interval.estimate, interval.low, interval.high      # the mean and its 95% interval
+
+The bootstrap (the ``evalica.bootstrap`` idea: an interval for any method):
+
+* the **units** (tasks, matches) are resampled with replacement, ``resamples`` times; the
+  resamples are a pure function of (number of units, resamples, seed) (:func:`resample_indices`),
+  so two statistics bootstrapped with the same seed see the same resampled units — a *paired*
+  bootstrap, which is what makes the difference of two strategies meaningful;
+* the **method** is applied to every resample; the interval is the central ``level`` share of
+  its values (the percentile interval; 2.5th–97.5th percentiles for 95%), the estimate is the
+  method on the original units.
+
+Defaults and conventions, the same for every caller:
+
+* ``resamples=1000``, ``level=0.95``, ``seed=0`` (:data:`DEFAULT_RESAMPLES`, :data:`DEFAULT_LEVEL`);
+* ``resamples=0`` gives the estimate with no interval, as do fewer than two units;
+* resamples on which the statistic is undefined (NaN, e.g. a correlation of a constant sample)
+  are left out, and the interval is NaN when fewer than :data:`MIN_DEFINED` (90%) of them remain —
+  an interval built on a minority of resamples would not be a 95% interval;
+* a bound that cannot be computed is NaN (``None`` in JSON, ``-`` in tables).
+
+Fast statistics take whole batches of resamples at once (``batched=True``): they receive an
+array of unit indices, one resample per row, and can weigh per-unit pieces with
+:func:`unit_counts` (how often each unit occurs in each resample) instead of a Python loop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:  # numpy loads where used: `rankkit strategies` imports bt, which imports this module
+    import numpy as np
+
+DEFAULT_RESAMPLES = 1000
+DEFAULT_LEVEL = 0.95
+#: The least share of resamples on which the statistic must be defined for an interval.
+MIN_DEFINED = 0.9
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a confidence interval (NaN bounds when it cannot be computed).
+
+    level: the interval's coverage (0.95 for a 95% interval).
+    n: how much data the estimate rests on when that is worth reporting (the trials of a share,
+        the denominator of a ratio); None otherwise.
+    """
+
+    estimate: float
+    low: float = math.nan
+    high: float = math.nan
+    level: float = DEFAULT_LEVEL
+    n: float | None = None
+
+    @property
+    def has_bounds(self) -> bool:
+        """Whether both bounds are defined."""
+        return not (math.isnan(self.low) or math.isnan(self.high))
+
+    def to_dict(self) -> dict[str, float]:
+        """The JSON form of the analyses: ``estimate``, ``low``, ``high`` (NaN kept; see
+        :func:`rankkit.analysis.to_jsonable` for strict JSON)."""
+        return {"estimate": self.estimate, "low": self.low, "high": self.high}
+
+    def text(self, digits: int = 3) -> str:
+        """``0.812 [0.760, 0.851]``, or ``-`` for an undefined estimate."""
+        if math.isnan(self.estimate):
+            return "-"
+        if not self.has_bounds:
+            return f"{self.estimate:.{digits}f}"
+        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+def resample_indices(n_units: int, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """The bootstrap resamples: a (resamples, n_units) array of unit indices drawn with replacement.
+
+    The same (n_units, resamples, seed) always gives the same array — also the one
+    ``scipy.stats.bootstrap`` draws with ``rng=np.random.default_rng(seed)`` — so statistics
+    bootstrapped with one seed are resampled on the same units (a paired bootstrap).
+    """
+    import numpy as np
+
+    return np.random.default_rng(seed).integers(0, n_units, size=(max(resamples, 0), n_units))
+
+
+def unit_counts(samples: np.ndarray, n_units: int) -> np.ndarray:
+    """How often each unit occurs in each resample: (k, n_units) counts for a (k, n) index array."""
+    import numpy as np
+
+    rows = np.repeat(np.arange(len(samples)), samples.shape[1])
+    counts = np.zeros((len(samples), n_units))
+    np.add.at(counts, (rows, samples.ravel()), 1)
+    return counts
+
+
+def percentile_intervals(estimates: Sequence[float] | np.ndarray, draws: np.ndarray, level: float = DEFAULT_LEVEL,
+                         min_defined: float = MIN_DEFINED) -> list[Interval]:
+    """Percentile intervals from a statistic's values on each resample.
+
+    estimates: the statistic on the original data, one value per column of ``draws``.
+    draws: (resamples, values) array; NaN where the statistic is undefined on a resample. Those
+        resamples are left out, and the interval is NaN when fewer than ``min_defined`` of them remain.
+    level: coverage of the two-sided interval.
+    """
+    import numpy as np
+
+    estimates = np.atleast_1d(np.asarray(estimates, dtype=float))
+    draws = np.asarray(draws, dtype=float).reshape(-1, len(estimates))
+    tail = 100 * (1 - level) / 2
+    out = []
+    for column, estimate in enumerate(estimates):
+        values = draws[:, column]
+        values = values[~np.isnan(values)]
+        if len(draws) == 0 or len(values) < min_defined * len(draws):
+            out.append(Interval(float(estimate), level=level))
+        else:
+            low, high = np.percentile(values, [tail, 100 - tail])
+            out.append(Interval(float(estimate), float(low), float(high), level=level))
+    return out
+
+
+def bootstrap(method: Callable[[Any], Any], units: Sequence[Any], *, resamples: int = DEFAULT_RESAMPLES,
+              level: float = DEFAULT_LEVEL, seed: int = 0, batched: bool = False) -> Any:
+    """Percentile bootstrap intervals of ``method`` over ``units`` resampled with replacement.
+
+    method: the statistic. Unbatched, it takes a list of units (a resample, repeats allowed) and
+        returns a number, a sequence of numbers or a mapping name -> number. Batched, it takes a
+        (k, n_units) array of unit indices (one resample per row) and returns k values, or a
+        (k, m) array of m values per resample.
+    units: the independent units (tasks, matches).
+    resamples: how many resamples (0: the estimate only, with NaN bounds).
+    level: coverage of the two-sided interval, in (0, 1).
+    seed: seeds the resamples (:func:`resample_indices`).
+
+    Returns the estimate (``method`` on all the units) with its interval, in the shape ``method``
+    returns: an :class:`Interval`, a list of them, or a dict name -> Interval in the mapping's order.
+    Fewer than two units give NaN bounds: one unit resamples to itself, which says nothing of the spread.
+    """
+    import numpy as np
+
+    if resamples < 0:
+        raise ValueError(f"resamples must be >= 0, got {resamples}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    units = list(units)
+    n_units = len(units)
+
+    def evaluate(samples: np.ndarray) -> Any:
+        if batched:
+            return method(samples)
+        return [method([units[i] for i in row]) for row in samples]
+
+    point = evaluate(np.arange(n_units)[None, :])[0]
+    names = list(point) if isinstance(point, Mapping) else None
+    if names is not None:
+        estimates = np.array([point[name] for name in names], dtype=float)
+    else:
+        estimates = np.asarray(point, dtype=float).reshape(-1)
+    samples = resample_indices(n_units, resamples if n_units >= 2 else 0, seed)
+    values = evaluate(samples) if len(samples) else []
+    if names is not None:
+        draws = np.array([[value[name] for name in names] for value in values], dtype=float)
+    else:
+        draws = np.asarray(values, dtype=float)
+    intervals = percentile_intervals(estimates, draws.reshape(len(samples), len(estimates)), level)
+    if names is not None:
+        return dict(zip(names, intervals))
+    return intervals[0] if np.ndim(point) == 0 else intervals
+
+
+def proportion_interval(successes: int, trials: int, level: float = DEFAULT_LEVEL) -> Interval:
+    """A share ``successes / trials`` with its exact (Clopper–Pearson) binomial interval; ``n`` is
+    the trials. NaN throughout when there are no trials."""
+    from scipy import stats  # scipy loads where it is used: `import rankkit.stats` stays light
+
+    if trials == 0:
+        return Interval(math.nan, level=level, n=0)
+    ci = stats.binomtest(successes, trials).proportion_ci(confidence_level=level)
+    return Interval(successes / trials, float(ci.low), float(ci.high), level=level, n=trials)
