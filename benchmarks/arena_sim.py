@@ -128,8 +128,8 @@ def pure_simulation(trials: int, accuracies: list[float], prompt_counts: list[in
                 else:
                     tasks = planted_tasks(strengths, prompts, seed=task_seed, prefix=f"t{trial}-")
                     judge = make_judge(f"sim:accuracy={accuracy},position_bias=0,noise=0,seed={trial}")
-                tournament = arena(tasks, judge, seed=trial, bootstrap_rounds=0)
-                baseline = anchored(tasks, judge, anchor, seed=trial, bootstrap_rounds=0)
+                tournament = arena(tasks, judge, seed=trial, resamples=0)
+                baseline = anchored(tasks, judge, anchor, seed=trial, resamples=0)
                 scores["arena"].append(spearman(tournament, strengths))
                 scores["anchored"].append(spearman(baseline, strengths))
                 calls["arena"] += tournament.cost.judge_calls
@@ -165,9 +165,9 @@ def arena_hard(trials: int, judges: list[str], prompt_counts: list[int], anchors
             for trial in range(trials):
                 subset = random.Random(f"arena-hard|{prompts}|{trial}").sample(tasks, min(prompts, len(tasks)))
                 judge = make(trial)
-                boards = {"arena": arena(subset, judge, seed=trial, bootstrap_rounds=0)}
+                boards = {"arena": arena(subset, judge, seed=trial, resamples=0)}
                 for anchor in anchors:
-                    boards[f"anchored ({anchor})"] = anchored(subset, judge, anchor, seed=trial, bootstrap_rounds=0)
+                    boards[f"anchored ({anchor})"] = anchored(subset, judge, anchor, seed=trial, resamples=0)
                 for method, board in boards.items():
                     corr = correlations(board, truth)
                     entry = results.setdefault(method, {"spearman": [], "kendall": []})
@@ -252,7 +252,7 @@ def markdown(sim_rows: list[dict], real_rows: list[dict], args: argparse.Namespa
                   "neighbours directly."]
     lines += ["", "Notes: every simulated verdict is a pure function of (seed, task, pair, order), so the figures "
               "are reproducible with the same command. Ratings are fitted without bootstrap here "
-              "(`bootstrap_rounds=0`); only point estimates enter the correlations.", ""]
+              "(`resamples=0`); only point estimates enter the correlations.", ""]
     return "\n".join(lines)
 
 

@@ -253,7 +253,7 @@ def _leaderboard_common(func: Callable) -> Callable:
     func = click.option("--truth", "truth_path", type=click.Path(dir_okay=False, exists=True), default=None,
                         help="System-level truth JSONL (system + score); default systems.jsonl beside the data, "
                              "else the mean human score per system.")(func)
-    func = click.option("--bootstrap", "bootstrap_rounds", type=click.IntRange(min=0), default=200, show_default=True,
+    func = click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=200, show_default=True,
                         help="Bootstrap resamples of the matches for 95% intervals (0 = none).")(func)
     func = click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")(func)
     func = click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table",
@@ -274,7 +274,7 @@ def _leaderboard_common(func: Callable) -> Callable:
 @click.pass_context
 @guarded
 def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                bootstrap_rounds, out, output_format, method, anchor, systems_text, debias) -> None:
+                resamples, out, output_format, method, anchor, systems_text, debias) -> None:
     """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
     if ctx.invoked_subcommand is not None:
         return
@@ -284,7 +284,7 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
     systems = [s.strip() for s in systems_text.split(",") if s.strip()] if systems_text else None
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         board = build(inputs.tasks, inputs.judge, method, anchor=anchor, cache=inputs.cache, seed=seed, debias=debias,
-                      bootstrap_rounds=bootstrap_rounds, systems=systems, progress=not quiet,
+                      resamples=resamples, systems=systems, progress=not quiet,
                       judge_spec=inputs.spec, data=str(inputs.path))
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
     _print_leaderboard(board, truth, out, output_format)
@@ -302,7 +302,7 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
                    "current top system on every task and convert the win rate to a rating.")
 @guarded
 def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                    bootstrap_rounds, out, output_format, board_path, system, method) -> None:
+                    resamples, out, output_format, board_path, system, method) -> None:
     """Add a system to a stored leaderboard, paying only for matches never judged before.
 
     --data and --judge default to the ones the leaderboard was built with.
@@ -318,7 +318,7 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
             click.echo(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
                        f"not by {judge.description}", err=True)
         new_board = add_system(board, inputs.tasks, judge, system, method, cache=inputs.cache, seed=seed,
-                               bootstrap_rounds=bootstrap_rounds, judge_spec=inputs.spec, data=str(inputs.path))
+                               resamples=resamples, judge_spec=inputs.spec, data=str(inputs.path))
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
     _print_leaderboard(new_board, truth, out, output_format)
 

@@ -91,7 +91,7 @@ def binary_search_placement(board_order: Sequence[str], tasks: Sequence[Task], s
 
 def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: str, method: str = "binary",
                cache: Any = None, seed: int | None = None, debias: bool | None = None,
-               bootstrap_rounds: int = 200, graphs: dict[str, MatchGraph] | None = None,
+               resamples: int = 200, graphs: dict[str, MatchGraph] | None = None,
                judge_spec: str = "", data: str = "") -> Leaderboard:
     """A new leaderboard with ``system`` added to ``board`` (see the module docstring).
 
@@ -152,7 +152,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                 p = min(1.0 - floor, max(floor, p))
                 return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
 
-        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), records, resamples=bootstrap_rounds,
+        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), records, resamples=resamples,
                              seed=rng.getrandbits(64))[system]
         newcomer = SystemRating(system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0,
                                 len(new_matches))

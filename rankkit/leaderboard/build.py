@@ -51,14 +51,15 @@ def _task_rng(seed: int, task_id: str, purpose: str) -> random.Random:
 
 
 def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, debias: bool = False,
-          bootstrap_rounds: int = 200, alpha: float = 0.01, systems: Sequence[str] | None = None,
+          resamples: int = 200, alpha: float = 0.01, systems: Sequence[str] | None = None,
           graphs: dict[str, MatchGraph] | None = None, progress: bool = False, judge_spec: str = "",
           data: str = "") -> Leaderboard:
     """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
 
     systems: only these systems take part (default: all in the data).
     debias: judge every match in both orders and decide on the averaged grades.
-    bootstrap_rounds: resamples of the matches for the 95% intervals (0 = no intervals).
+    resamples: bootstrap resamples of the matches for the 95% intervals (0 = no intervals;
+        200 by default, not 1000 as elsewhere, because every resample refits the whole leaderboard).
     alpha: the Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
     graphs: task id -> MatchGraph, shared with other calls of the same run to reuse judgments.
     """
@@ -69,13 +70,13 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
         return play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), debias)
 
     matches, cost = play_all(used, play, judge, cache, graphs, progress, "arena")
-    return Leaderboard(method="arena", systems=rate_bt(matches, names, bootstrap_rounds, seed, alpha),
+    return Leaderboard(method="arena", systems=rate_bt(matches, names, resamples, seed, alpha),
                        matches=matches, cost=cost, scale="elo", seed=seed, debias=debias,
                        judge=judge_info(judge, judge_spec), data=data)
 
 
 def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None, seed: int = 0,
-             debias: bool = False, bootstrap_rounds: int = 200, systems: Sequence[str] | None = None,
+             debias: bool = False, resamples: int = 200, systems: Sequence[str] | None = None,
              graphs: dict[str, MatchGraph] | None = None, progress: bool = False, judge_spec: str = "",
              data: str = "") -> Leaderboard:
     """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate."""
@@ -88,7 +89,7 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
         return play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, debias)
 
     matches, cost = play_all(used, play, judge, cache, graphs, progress, "anchored")
-    return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, bootstrap_rounds, seed),
+    return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, resamples, seed),
                        matches=matches, cost=cost, scale="win_rate", anchor=anchor, seed=seed, debias=debias,
                        judge=judge_info(judge, judge_spec), data=data)
 
@@ -106,7 +107,7 @@ def induced_matches(task: Task, scores: Mapping[str, float]) -> list[SystemMatch
     return matches
 
 
-def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, bootstrap_rounds: int = 200,
+def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, resamples: int = 200,
                   alpha: float = 0.01, judge: dict[str, Any] | None = None, data: str = "") -> Leaderboard:
     """A leaderboard from any per-task strategy's results (a :class:`rankkit.runner.StrategyRun`):
     each task's scores become induced pairwise results (:func:`induced_matches`), fitted by BT."""
@@ -115,24 +116,24 @@ def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, boots
     for result in strategy_run.tasks:
         matches += induced_matches(by_id[result.task_id], result.scores)
     names = all_systems(tasks)
-    return Leaderboard(method=strategy_run.name, systems=rate_bt(matches, names, bootstrap_rounds, seed, alpha),
+    return Leaderboard(method=strategy_run.name, systems=rate_bt(matches, names, resamples, seed, alpha),
                        matches=matches, cost=strategy_run.cost, scale="elo", seed=seed,
                        judge=judge or {}, data=data)
 
 
 def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: str | None = None,
-          cache: Any = None, seed: int = 0, debias: bool = False, bootstrap_rounds: int = 200,
+          cache: Any = None, seed: int = 0, debias: bool = False, resamples: int = 200,
           systems: Sequence[str] | None = None, progress: bool = False, judge_spec: str = "",
           data: str = "") -> Leaderboard:
     """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or any strategy
     spec (``knockout:debias=true``, ``bt`` …), whose per-task results are aggregated."""
     if method == "arena":
-        return arena(tasks, judge, cache, seed, debias, bootstrap_rounds, systems=systems, progress=progress,
+        return arena(tasks, judge, cache, seed, debias, resamples, systems=systems, progress=progress,
                      judge_spec=judge_spec, data=data)
     if method == "anchored":
         if anchor is None:
             raise LeaderboardError(f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})")
-        return anchored(tasks, judge, anchor, cache, seed, debias, bootstrap_rounds, systems=systems,
+        return anchored(tasks, judge, anchor, cache, seed, debias, resamples, systems=systems,
                         progress=progress, judge_spec=judge_spec, data=data)
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
@@ -141,5 +142,5 @@ def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: st
     used = restrict(tasks, systems) if systems is not None else list(tasks)
     all_systems(used)  # fail early when candidates lack systems
     result = run(used, [strategy], judge, cache, seed=seed, progress=progress, judge_spec=judge_spec, data=data)
-    return from_strategy(result.strategies[0], used, seed, bootstrap_rounds, judge=judge_info(judge, judge_spec),
+    return from_strategy(result.strategies[0], used, seed, resamples, judge=judge_info(judge, judge_spec),
                          data=data)

@@ -14,20 +14,20 @@ from rankkit.ratings import MatchRecord, bradley_terry, win_rates
 from rankkit.stats import Interval, bootstrap
 
 
-def rate_bt(matches: Sequence[SystemMatch], systems: Sequence[str], rounds: int, seed: int,
+def rate_bt(matches: Sequence[SystemMatch], systems: Sequence[str], resamples: int, seed: int,
             alpha: float = 0.01) -> list[SystemRating]:
-    """Bradley–Terry ratings (Elo scale) with ``rounds`` bootstrap resamples, best first."""
+    """Bradley–Terry ratings (Elo scale) with ``resamples`` bootstrap resamples, best first."""
     records = [m.record() for m in matches]
-    intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), records, resamples=rounds, seed=seed)
+    intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), records, resamples=resamples, seed=seed)
     return _rows(intervals, records)
 
 
-def rate_win_rate(matches: Sequence[SystemMatch], systems: Sequence[str], anchor: str, rounds: int,
+def rate_win_rate(matches: Sequence[SystemMatch], systems: Sequence[str], anchor: str, resamples: int,
                   seed: int) -> list[SystemRating]:
     """Win rates against the anchor with bootstrap intervals, best first; the anchor sits at 0.5."""
     records = [m.record() for m in matches]
     others = [s for s in systems if s != anchor]
-    intervals = bootstrap(lambda sample: win_rates(sample, others), records, resamples=rounds, seed=seed)
+    intervals = bootstrap(lambda sample: win_rates(sample, others), records, resamples=resamples, seed=seed)
     intervals = {name: intervals[name] for name in others}
     intervals[anchor] = Interval(0.5, 0.5, 0.5)
     return _rows(intervals, records)

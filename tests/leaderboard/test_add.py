@@ -16,8 +16,8 @@ from tests.leaderboard.conftest import HUMAN_ORDER, PERFECT, STRENGTHS
 def test_binary_search_add_places_a_planted_system_at_its_true_rank(noisy_tasks, newcomer):
     judge = make_judge(PERFECT)
     others = [s for s in STRENGTHS if s != newcomer]
-    board = arena(noisy_tasks, judge, systems=others, bootstrap_rounds=0)
-    added = add_system(board, noisy_tasks, judge, newcomer, "binary", bootstrap_rounds=0)
+    board = arena(noisy_tasks, judge, systems=others, resamples=0)
+    added = add_system(board, noisy_tasks, judge, newcomer, "binary", resamples=0)
     assert added.names.index(newcomer) == HUMAN_ORDER.index(newcomer)
     assert added.system(newcomer).rating is None  # a position, not a rating
     steps = added.placement["steps"]
@@ -30,8 +30,8 @@ def test_binary_search_add_places_a_planted_system_at_its_true_rank(noisy_tasks,
 @pytest.mark.parametrize("newcomer", ["s3", "s4", "s5", "s6", "s7"])
 def test_anchored_add_places_a_planted_system_at_its_true_rank(noisy_tasks, newcomer):
     judge = make_judge(PERFECT)
-    board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != newcomer], bootstrap_rounds=0)
-    added = add_system(board, noisy_tasks, judge, newcomer, "anchored", bootstrap_rounds=30)
+    board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != newcomer], resamples=0)
+    added = add_system(board, noisy_tasks, judge, newcomer, "anchored", resamples=30)
     assert added.names.index(newcomer) == HUMAN_ORDER.index(newcomer)
     row = added.system(newcomer)
     assert row.ci_low <= row.rating <= row.ci_high
@@ -43,35 +43,35 @@ def test_anchored_add_is_within_one_rank_far_below_the_top(noisy_tasks):
     # far below the top the newcomer wins almost nothing against it, so the win rate is coarse
     judge = make_judge(PERFECT)
     for newcomer in ("s0", "s1", "s2"):
-        board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != newcomer], bootstrap_rounds=0)
-        added = add_system(board, noisy_tasks, judge, newcomer, "anchored", bootstrap_rounds=0)
+        board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != newcomer], resamples=0)
+        added = add_system(board, noisy_tasks, judge, newcomer, "anchored", resamples=0)
         assert abs(added.names.index(newcomer) - HUMAN_ORDER.index(newcomer)) <= 1
 
 
 def test_adding_to_an_anchored_leaderboard_plays_its_anchor(system_level_tasks):
     judge = make_judge(PERFECT)
-    board = anchored(system_level_tasks, judge, "s3", systems=[s for s in STRENGTHS if s != "s5"], bootstrap_rounds=0)
-    added = add_system(board, system_level_tasks, judge, "s5", "anchored", bootstrap_rounds=0)
+    board = anchored(system_level_tasks, judge, "s3", systems=[s for s in STRENGTHS if s != "s5"], resamples=0)
+    added = add_system(board, system_level_tasks, judge, "s5", "anchored", resamples=0)
     assert added.placement["opponent"] == "s3"
     assert added.system("s5").rating == 1.0
 
 
 def test_adding_reuses_stored_judgments(noisy_tasks, cache_path):
     judge = make_judge(PERFECT)
-    board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], bootstrap_rounds=0)
+    board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], resamples=0)
     with JudgmentCache(cache_path) as cache:
-        first = add_system(board, noisy_tasks, judge, "s4", "binary", cache=cache, bootstrap_rounds=0)
+        first = add_system(board, noisy_tasks, judge, "s4", "binary", cache=cache, resamples=0)
     with JudgmentCache(cache_path) as cache:
-        again = add_system(board, noisy_tasks, judge, "s4", "binary", cache=cache, bootstrap_rounds=0)
+        again = add_system(board, noisy_tasks, judge, "s4", "binary", cache=cache, resamples=0)
     assert first.placement["judge_calls"] > 0
     assert again.placement["judge_calls"] == 0
     assert again.names == first.names
     # within one run the shared match graphs serve the same purpose
     graphs: dict[str, MatchGraph] = {}
-    full = arena(noisy_tasks, judge, graphs=graphs, bootstrap_rounds=0)
-    seven = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], graphs=graphs, bootstrap_rounds=0)
+    full = arena(noisy_tasks, judge, graphs=graphs, resamples=0)
+    seven = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], graphs=graphs, resamples=0)
     assert seven.cost.graph_hits > 0
-    added = add_system(seven, noisy_tasks, judge, "s4", "anchored", graphs=graphs, bootstrap_rounds=0)
+    added = add_system(seven, noisy_tasks, judge, "s4", "anchored", graphs=graphs, resamples=0)
     assert added.placement["judge_calls"] < added.placement["matches"]
     assert full.cost.judge_calls > 0
     with pytest.raises(LeaderboardError, match="already"):

@@ -11,7 +11,7 @@ from tests.leaderboard.conftest import PERFECT
 
 
 def test_json_round_trip(system_level_tasks):
-    board = arena(system_level_tasks[:5], make_judge(PERFECT), bootstrap_rounds=10)
+    board = arena(system_level_tasks[:5], make_judge(PERFECT), resamples=10)
     data = json.loads(json.dumps(board.to_dict()))
     assert set(data["systems"][0]) >= {"name", "rating", "ci_low", "ci_high", "rank"}
     assert data["judge_calls"] == board.cost.judge_calls and data["comparisons"] == board.cost.comparisons

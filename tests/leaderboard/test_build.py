@@ -24,7 +24,7 @@ from tests.leaderboard.conftest import HUMAN_ORDER, PERFECT, STRENGTHS
 
 
 def test_arena_with_a_perfect_judge_ranks_systems_in_human_order(system_level_tasks):
-    board = arena(system_level_tasks, make_judge(PERFECT), seed=0, bootstrap_rounds=50)
+    board = arena(system_level_tasks, make_judge(PERFECT), seed=0, resamples=50)
     assert board.names == HUMAN_ORDER
     assert board.cost.comparisons == board.cost.judge_calls == 30 * 7  # N - 1 matches per task
     assert len(board.matches) == 30 * 7
@@ -38,7 +38,7 @@ def test_arena_with_a_perfect_judge_ranks_systems_in_human_order(system_level_ta
 
 def test_arena_handles_an_odd_number_of_systems_with_byes(system_level_tasks):
     five = ["s0", "s2", "s3", "s5", "s6"]
-    board = arena(system_level_tasks, make_judge(PERFECT), systems=five, bootstrap_rounds=0)
+    board = arena(system_level_tasks, make_judge(PERFECT), systems=five, resamples=0)
     assert board.names == ["s6", "s5", "s3", "s2", "s0"]
     assert len(board.matches) == 30 * 4
     assert board.systems[0].ci_low is None  # no bootstrap, no interval
@@ -46,19 +46,19 @@ def test_arena_handles_an_odd_number_of_systems_with_byes(system_level_tasks):
 
 def test_arena_brackets_are_seeded(noisy_tasks):
     judge = make_judge("sim:accuracy=0.7")
-    first = arena(noisy_tasks[:20], judge, seed=4, bootstrap_rounds=0)
-    assert first.matches == arena(noisy_tasks[:20], judge, seed=4, bootstrap_rounds=0).matches
-    assert first.matches != arena(noisy_tasks[:20], judge, seed=5, bootstrap_rounds=0).matches
+    first = arena(noisy_tasks[:20], judge, seed=4, resamples=0)
+    assert first.matches == arena(noisy_tasks[:20], judge, seed=4, resamples=0).matches
+    assert first.matches != arena(noisy_tasks[:20], judge, seed=5, resamples=0).matches
 
 
 def test_debiased_arena_judges_both_orders(system_level_tasks):
-    board = arena(system_level_tasks, make_judge(PERFECT), debias=True, bootstrap_rounds=0)
+    board = arena(system_level_tasks, make_judge(PERFECT), debias=True, resamples=0)
     assert board.cost.comparisons == 30 * 7 * 2
     assert board.names == HUMAN_ORDER
 
 
 def test_anchored_is_win_rate_against_the_anchor(system_level_tasks):
-    board = anchored(system_level_tasks, make_judge(PERFECT), "s3", bootstrap_rounds=30)
+    board = anchored(system_level_tasks, make_judge(PERFECT), "s3", resamples=30)
     assert board.scale == "win_rate" and board.anchor == "s3"
     assert board.cost.comparisons == 30 * 7
     rates = {row.name: row.rating for row in board.systems}
@@ -71,10 +71,10 @@ def test_anchored_is_win_rate_against_the_anchor(system_level_tasks):
 
 
 def test_anchored_shows_the_anchor_in_both_slots(system_level_tasks):
-    board = anchored(system_level_tasks, make_judge(PERFECT), "s3", bootstrap_rounds=0)
+    board = anchored(system_level_tasks, make_judge(PERFECT), "s3", resamples=0)
     assert board.cost.comparisons == 30 * 7
     graphs: dict[str, MatchGraph] = {}
-    anchored(system_level_tasks, make_judge(PERFECT), "s3", bootstrap_rounds=0, graphs=graphs)
+    anchored(system_level_tasks, make_judge(PERFECT), "s3", resamples=0, graphs=graphs)
     firsts = [first for g in graphs.values() for first, _, _ in g.comparisons()]
     assert 0.3 < firsts.count("c03") / len(firsts) < 0.7
 
@@ -86,7 +86,7 @@ def test_any_strategy_aggregates_into_a_leaderboard(system_level_tasks):
     assert len(induced) == 28
     assert {m.outcome for m in induced} == {0.0, 0.5, 1.0}
     for method in ("knockout:debias=true", "heapsort", "bt"):
-        board = build(system_level_tasks[:10], make_judge(PERFECT), method, bootstrap_rounds=0)
+        board = build(system_level_tasks[:10], make_judge(PERFECT), method, resamples=0)
         assert board.names == HUMAN_ORDER, method
         assert board.method == method
         assert board.cost.judge_calls > 0
@@ -108,7 +108,7 @@ def test_arena_hard_with_a_simulated_judge():
     tasks = load_tasks(path, limit=20)
     truth = load_truth(find_truth_file(path))
     systems = sorted(truth, key=lambda s: -truth[s])[::4]  # 8 systems spread over the Elo range
-    board = arena(tasks, make_judge("sim:preset=gpt4"), systems=systems, bootstrap_rounds=0)
+    board = arena(tasks, make_judge("sim:preset=gpt4"), systems=systems, resamples=0)
     assert board.cost.comparisons == 20 * 7
     assert correlations(board, truth)["spearman"] > 0.9
 
@@ -117,8 +117,8 @@ def test_arena_runs_tasks_concurrently_with_the_same_result(system_level_tasks):
     from tests.test_engine import PacedJudge
 
     paced = PacedJudge(8, delay=0.001)
-    concurrent = arena(system_level_tasks, paced, seed=2, bootstrap_rounds=0)
-    sequential = arena(system_level_tasks, paced.inner, seed=2, bootstrap_rounds=0)
+    concurrent = arena(system_level_tasks, paced, seed=2, resamples=0)
+    sequential = arena(system_level_tasks, paced.inner, seed=2, resamples=0)
     assert [m.record() for m in concurrent.matches] == [m.record() for m in sequential.matches]
     assert [(r.name, r.rating) for r in concurrent.systems] == [(r.name, r.rating) for r in sequential.systems]
     one_round = len(system_level_tasks[0].candidates) // 2  # the most one task asks at once
