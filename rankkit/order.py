@@ -28,8 +28,8 @@ def judgments_per_duel(order: str) -> int:
 
 
 def coin_order(a: str, b: str, rng: random.Random) -> tuple[str, str]:
-    """The pair in a seeded random order: one draw from ``rng``; below ½ shows b first."""
-    return (b, a) if rng.random() < 0.5 else (a, b)
+    """The pair in a seeded random order: one draw from ``rng``; below ½ keeps it as passed."""
+    return (a, b) if rng.random() < 0.5 else (b, a)
 
 
 def planned_pairs(pairs: Sequence[tuple[str, str]], order: str, rng: random.Random) -> list[tuple[str, str]]:

@@ -6,6 +6,12 @@ tests.strategies.test_order_regression``) before presentation order moved into t
 ``debias=false`` — ranks a few planted tasks with the simulated ChatGPT judge and a fixed seed,
 once on its own and once with all of them sharing one run (so one match graph per task, where
 strategies reuse each other's judgments). Any change to an order, a coin flip or a score fails here.
+
+One entry was re-pinned on purpose: ``heapsort:debias=false`` and ``sliding:debias=false`` ranking
+alone. Their comparator used to flip its presentation coin the other way round from every other
+strategy's (below ½ it showed the second candidate first); with ``order=random`` owned by the match
+source there is one coin, so they draw the same coins but read them the other way — the same
+distribution, other draws. Every other entry, and all of the shared run, is as written before.
 """
 
 from __future__ import annotations
