@@ -21,7 +21,7 @@ from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING
 from itertools import combinations
 
-from rankkit.order import planned_pairs
+from rankkit.order import coin_order, planned_pairs
 from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
@@ -65,7 +65,7 @@ class PanelEloStrategy(Strategy):
         rng.shuffle(pairs)
         # Each pair's orientation is drawn too, so with the default order=given a single (non-panel)
         # judge's slot bias does not systematically favour the candidates listed first in the data.
-        pairs = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
+        pairs = [coin_order(a, b, rng) for a, b in pairs]
         duels = source.duel_many(pairs, round=1, order=self.order, rng=rng)
         records = [(duel.a, duel.b, duel.outcome) for duel in duels]
         if self.permutations == 1:
@@ -84,6 +84,6 @@ class PanelEloStrategy(Strategy):
         # The same draws as rank: the sequence of the pairs, their orientations, then the source's.
         pairs = list(combinations(task.candidate_ids, 2))
         rng.shuffle(pairs)
-        pairs = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
+        pairs = [coin_order(a, b, rng) for a, b in pairs]
         ordered = tuple(planned_pairs(pairs, self.order, rng))
         return Plan(comparisons=len(ordered), pairs=ordered)
