@@ -265,6 +265,8 @@ def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
         default = f.default if f.default is not dataclasses.MISSING else None
         type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        if f.name == "order" and default in ORDERS:
+            type_name = "|".join(ORDERS)
         rows.append((f.name, type_name, default))
         if f.name == "order" and default in ORDERS:
             rows.append(("debias", f"bool, alias: true = order=both, false = order={cls.undebiased_order()}",

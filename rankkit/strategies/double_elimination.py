@@ -77,7 +77,7 @@ class DoubleEliminationStrategy(Strategy):
         ``grades`` — the mean grade received; ``bt`` — Bradley–Terry ratings of the verdicts.
 
     A tied duel is decided by a seeded coin flip. Scores count each distinct judgment once (a
-    debiased rematch repeats the judgments already made).
+    rematch in both orders repeats the judgments already made).
     """
 
     order: str = "random"
