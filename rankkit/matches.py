@@ -32,10 +32,12 @@ otherwise. That one order is ``given`` when the strategy already draws its pairs
 (``knockout``, ``pairwise``: shuffled; ``swiss``, ``active``, ``panel_elo``: a coin per pair as it
 is drawn) and ``random`` when pairs can come back or come out of a sort (``double_elimination``'s
 rematches; ``heapsort``, ``sliding``); ``elo`` and ``bt`` in one order list every pair in data
-order (``given``), as they always have. ``debias=true`` is an alias of ``order=both`` and
-``debias=false`` of the strategy's one order (``Strategy.single_order``); labels and results files
-keep the alias where it applies (``knockout:debias=true``), so specs, configs and results written
-before ``order`` existed stay valid under the same names.
+order (``given``), as they always have. Each strategy declares this in one place: its ``order``
+field's default (plus, for the four whose default is ``both``, the class attribute
+``single_order``). ``debias=true`` is an alias of ``order=both`` and ``debias=false`` of the
+strategy's one order (:meth:`~rankkit.strategies.base.Strategy.undebiased_order`); labels and
+results files keep the alias where it applies (``knockout:debias=true``), so specs, configs and
+results written before ``order`` existed stay valid under the same names.
 """
 
 from __future__ import annotations

@@ -255,7 +255,13 @@ def make_strategy(spec: str | Spec) -> Strategy:
         raise SpecError(f"unknown strategy {parsed.name!r} (known: {', '.join(classes)})")
     if parsed.positional:
         raise SpecError(f"strategy {parsed.name}: unexpected value(s) {', '.join(parsed.positional)}; use key=value")
-    return build_dataclass(classes[parsed.name], parsed.options, where=f"strategy {parsed.name}")
+    strategy = build_dataclass(classes[parsed.name], parsed.options, where=f"strategy {parsed.name}")
+    # Both spellings of the order in one spec must agree (resolve_debias cannot tell an order
+    # named explicitly from the default).
+    if "debias" in parsed.options and parsed.options.get("order", strategy.order) != strategy.order:
+        raise SpecError(f"strategy {parsed.name}: debias={parsed.options['debias']} means order={strategy.order}, "
+                        f"which contradicts order={parsed.options['order']}")
+    return strategy
 
 
 def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:

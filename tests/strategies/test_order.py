@@ -69,6 +69,8 @@ def test_contradicting_or_unknown_orders_are_refused():
         make_strategy("knockout:order=random,debias=true")
     with pytest.raises(SpecError, match="order must be one of given, random, both"):
         make_strategy("swiss:order=shuffled")
+    with pytest.raises(SpecError, match="debias=true means order=both, which contradicts order=given"):
+        make_strategy("knockout:order=given,debias=true")  # given is knockout's default
     assert make_strategy("elo:order=both,debias=true").order == "both"
 
 
