@@ -11,10 +11,38 @@ hands everything missing, in one batch, to the run's :class:`~rankkit.engine.Jud
 (cache, then judge; see :mod:`rankkit.engine`), so batching and concurrent judges stay busy.
 It counts what the strategy used (``comparisons``, ``scores``) and what was new (``judge_calls``)
 in a :class:`Cost`.
+
+**Presentation order.** A judge often prefers the answer shown first (or second), so which of two
+answers it sees first is part of every pairwise strategy. It is one parameter, ``order``, the same
+in every strategy; a strategy says which two candidates meet (``source.duel_many(pairs,
+order=self.order, rng=rng)``) and the match source shows them:
+
+* ``given`` — the pair as the strategy passes it (a strategy that draws its pairs at random passes
+  them in a random orientation already);
+* ``random`` — a seeded coin flip per pair, from the generator the strategy ranks with. A pair the
+  strategy was shown before is shown in the order it was *not* shown last, so a rematch is a new
+  judgment; with ``reuse`` (heapsort, sliding) an order the match graph already holds is reused
+  at no cost before any coin is flipped;
+* ``both`` — the pair as passed, then reversed, combined into one :class:`Duel` (grades averaged);
+  it costs two judgments, and budgets count it as two.
+
+**Default policy.** A strategy shows every pair in ``both`` orders when it judges every pair or
+sorts with the judge as comparator (``elo``, ``bt``, ``heapsort``, ``sliding``), and in one order
+otherwise. That one order is ``given`` when the strategy already draws its pairs at random
+(``knockout``, ``pairwise``: shuffled; ``swiss``, ``active``, ``panel_elo``: a coin per pair as it
+is drawn) and ``random`` when pairs can come back or come out of a sort (``double_elimination``'s
+rematches; ``heapsort``, ``sliding``); ``elo`` and ``bt`` in one order list every pair in data
+order (``given``), as they always have. Each strategy declares this in one place: its ``order``
+field's default (plus, for the four whose default is ``both``, the class attribute
+``single_order``). ``debias=true`` is an alias of ``order=both`` and ``debias=false`` of the
+strategy's one order (:meth:`~rankkit.strategies.base.Strategy.undebiased_order`); labels and
+results files keep the alias where it applies (``knockout:debias=true``), so specs, configs and
+results written before ``order`` existed stay valid under the same names.
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Sequence
 
@@ -22,6 +50,7 @@ import networkx as nx
 
 from rankkit.engine import JudgmentEngine, Origin
 from rankkit.judges.base import Judge, PairJudgment, ParseStatus, PointJudgment, Winner
+from rankkit.order import check_order, coin_order
 from rankkit.tasks import Task
 
 
@@ -103,7 +132,7 @@ class Match:
 
 @dataclass(frozen=True)
 class Duel:
-    """The outcome of playing a against b, in one order or (debiased) both.
+    """The outcome of playing a against b: a shown first, and with ``order=both`` also b first.
 
     ``score_a``/``score_b`` are the grades averaged over the orders played; ``outcome`` is 1.0 when
     a won, 0.0 when b won and 0.5 for a tie. It comes from the averaged scores; when they are equal
@@ -154,10 +183,14 @@ class MatchSource:
     strategy: the label recorded on the graph's edges.
     engine: the run's :class:`~rankkit.engine.JudgmentEngine` (the runner passes one shared by all
         tasks, so concurrent tasks meet in one dispatcher); by default one is made for this source.
+    order / rng: the presentation order of a duel whose caller names none (see the module
+        docstring), and the generator ``random`` flips its coins with when the caller passes none.
     """
 
     def __init__(self, task: Task, graph: MatchGraph, judge: Judge, cache: Any, cost: Cost,
-                 strategy: str | None = None, engine: JudgmentEngine | None = None, progress: Any = None):
+                 strategy: str | None = None, engine: JudgmentEngine | None = None, progress: Any = None,
+                 order: str = "given", rng: random.Random | None = None):
+        check_order("match source", order)
         self.task = task
         self.graph = graph
         self.judge = judge
@@ -169,6 +202,9 @@ class MatchSource:
         self.matches: list[Match] = []
         self._used_pairs: set[tuple[str, str]] = set()
         self._used_points: set[str] = set()
+        self.order = order
+        self.rng = rng
+        self._last_shown: dict[frozenset[str], tuple[str, str]] = {}  # per pair, the order shown last
 
     def _charge(self, judgment: PairJudgment | PointJudgment, origin: Origin) -> None:
         if origin is not Origin.JUDGE:  # the cache, or another task paying for it at that moment
@@ -250,21 +286,55 @@ class MatchSource:
     def compare(self, first: str, second: str, round: int | None = None) -> PairJudgment:
         return self.compare_many([(first, second)], round)[0]
 
-    def duel_many(self, pairs: Sequence[tuple[str, str]], debias: bool = False,
-                  round: int | None = None) -> list[Duel]:
-        """Play each (a, b): a shown first, and with ``debias`` also b shown first, averaged."""
-        ordered = list(pairs) + ([(b, a) for a, b in pairs] if debias else [])
+    def duel_many(self, pairs: Sequence[tuple[str, str]], debias: bool | None = None, round: int | None = None,
+                  *, order: str | None = None, rng: random.Random | None = None, reuse: bool = False) -> list[Duel]:
+        """Play each pair (a, b) in the presentation order ``order`` (see the module docstring);
+        returns one :class:`Duel` per pair, whose ``a`` is the candidate shown first.
+
+        order: ``given``, ``random`` or ``both``; None: ``both`` when ``debias`` (the older
+            spelling), else the source's own order.
+        rng: the generator ``random`` flips its coins with (the strategy's); the source's when None.
+        reuse: with ``random``, show a pair in an order the match graph already holds, when it
+            holds one, instead of flipping a coin (no new judgment).
+        """
+        order = order if order is not None else "both" if debias else self.order
+        check_order("duel", order)
+        shown = [self._present(a, b, order, rng, reuse) for a, b in pairs]  # every coin before any judgment
+        ordered = shown + ([(b, a) for a, b in shown] if order == "both" else [])
         judgments = dict(zip(ordered, self.compare_many(ordered, round)))
         duels = []
-        for a, b in pairs:
-            played = [Match(a, b, judgments[(a, b)], round)]
-            if debias:
-                played.append(Match(b, a, judgments[(b, a)], round))
-            duels.append(make_duel(a, b, played))
+        for first, second in shown:
+            played = [Match(first, second, judgments[(first, second)], round)]
+            if order == "both":
+                played.append(Match(second, first, judgments[(second, first)], round))
+            duels.append(make_duel(first, second, played))
         return duels
 
-    def duel(self, a: str, b: str, debias: bool = False, round: int | None = None) -> Duel:
-        return self.duel_many([(a, b)], debias, round)[0]
+    def duel(self, a: str, b: str, debias: bool | None = None, round: int | None = None, *, order: str | None = None,
+             rng: random.Random | None = None, reuse: bool = False) -> Duel:
+        """One pair's :meth:`duel_many`."""
+        return self.duel_many([(a, b)], debias, round, order=order, rng=rng, reuse=reuse)[0]
+
+    def _present(self, a: str, b: str, order: str, rng: random.Random | None, reuse: bool) -> tuple[str, str]:
+        """The order (a, b) is shown in first: as given, unless ``order`` is ``random`` (see the
+        module docstring: a rematch reversed, else with ``reuse`` an order the graph holds, else a coin)."""
+        pair = frozenset((a, b))
+        if order != "random":
+            shown = (a, b)
+        elif pair in self._last_shown:
+            last = self._last_shown[pair]
+            shown = (last[1], last[0])
+        elif reuse and self.known(a, b) is not None:
+            shown = (a, b)
+        elif reuse and self.known(b, a) is not None:
+            shown = (b, a)
+        else:
+            generator = rng if rng is not None else self.rng
+            if generator is None:
+                raise ValueError("order=random needs a generator: pass rng= to the duel or to the MatchSource")
+            shown = coin_order(a, b, generator)
+        self._last_shown[pair] = shown
+        return shown
 
     # -- grades -------------------------------------------------------------------------------
     def score_many(self, candidates: Sequence[str]) -> list[PointJudgment]:

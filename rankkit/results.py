@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from rankkit.judges.base import Judge, JudgeError, PairJudgment, ParseStatus, Winner
 from rankkit.matches import Cost, Match, MatchGraph
+from rankkit.specs import init_parameters
 from rankkit.strategies.base import Strategy
 from rankkit.tasks import Candidate, Task, TaskFormatError
 
@@ -264,7 +265,8 @@ def strategy_from_record(record: Mapping[str, Any]) -> Strategy:
     cls = strategy_classes().get(name)
     if cls is not None:
         try:
-            fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+            # init_parameters includes the `debias` alias, the name older files store the order under.
+            fields = set(init_parameters(cls)) if dataclasses.is_dataclass(cls) else set()
             strategy = cls(**{k: v for k, v in params.items() if k in fields})
             if strategy.label == record["name"]:
                 return strategy

@@ -113,13 +113,23 @@ def build_dataclass(cls: type, options: dict[str, str], *, where: str) -> object
     """Construct dataclass ``cls`` from string options, converting each to its field's type.
 
     Unknown keys are an error that lists the known ones, so ``knockout:debais=true`` fails loudly.
+    Init-only variables (``InitVar``, e.g. a strategy's ``debias`` alias) are parameters too.
     """
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    names = set(init_parameters(cls))
     kwargs = {}
     for key, value in options.items():
-        if key not in fields:
-            known = ", ".join(sorted(fields)) or "none"
+        if key not in names:
+            known = ", ".join(sorted(names)) or "none"
             raise SpecError(f"{where}: unknown parameter {key!r} (known: {known})")
-        kwargs[key] = convert_value(value, hints.get(key, str), where=f"{where}: {key}")
+        hint = hints.get(key, str)
+        hint = hint.type if isinstance(hint, dataclasses.InitVar) else hint
+        kwargs[key] = convert_value(value, hint, where=f"{where}: {key}")
     return cls(**kwargs)
+
+
+def init_parameters(cls: type) -> list[str]:
+    """The keyword arguments dataclass ``cls`` takes: its init fields and its ``InitVar`` s."""
+    hints = typing.get_type_hints(cls)
+    fields = [f.name for f in dataclasses.fields(cls) if f.init]
+    return fields + [name for name, hint in hints.items() if isinstance(hint, dataclasses.InitVar)]

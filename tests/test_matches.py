@@ -88,3 +88,73 @@ def test_self_comparison_is_refused():
     src, _ = source_for(task, perfect_judge())
     with pytest.raises(ValueError):
         src.compare("c0", "c0")
+
+
+# -- presentation order ------------------------------------------------------------------------
+
+def shown(duels):
+    return [(m.first, m.second) for duel in duels for m in duel.matches]
+
+
+def test_order_given_shows_the_pair_as_passed_and_both_adds_the_reverse():
+    task = make_task([1, 2, 3])
+    src, cost = source_for(task, perfect_judge())
+    assert shown(src.duel_many([("c1", "c0")], order="given")) == [("c1", "c0")]
+    both = src.duel_many([("c0", "c2"), ("c2", "c1")], order="both")
+    assert shown(both) == [("c0", "c2"), ("c2", "c0"), ("c2", "c1"), ("c1", "c2")]
+    assert [(d.a, d.b) for d in both] == [("c0", "c2"), ("c2", "c1")] and cost.comparisons == 5
+
+
+def test_order_random_flips_one_seeded_coin_per_pair():
+    import random
+
+    from rankkit.order import coin_order
+
+    task = make_task(list(range(8)))
+    pairs = [(f"c{i}", f"c{j}") for i in range(8) for j in range(i + 1, 8)]
+    src, _ = source_for(task, perfect_judge())
+    duels = src.duel_many(pairs, order="random", rng=random.Random(3))
+    rng = random.Random(3)
+    assert [(d.a, d.b) for d in duels] == [coin_order(a, b, rng) for a, b in pairs]
+    assert len({(d.a, d.b) != pair for d, pair in zip(duels, pairs)}) == 2  # some kept, some flipped
+
+
+def test_order_random_shows_a_rematch_in_the_order_not_shown_last():
+    import random
+
+    task = make_task([1, 2])
+    src, cost = source_for(task, perfect_judge())
+    rng = random.Random(0)
+    first = src.duel("c0", "c1", order="random", rng=rng)
+    draws = rng.getstate()
+    second = src.duel("c0", "c1", order="random", rng=rng)
+    third = src.duel("c1", "c0", order="random", rng=rng)
+    assert (second.a, second.b) == (first.b, first.a) and (third.a, third.b) == (first.a, first.b)
+    assert rng.getstate() == draws  # a rematch flips no coin
+    assert cost.comparisons == 2  # the third duel repeats the first judgment
+
+
+def test_order_random_with_reuse_takes_an_order_the_graph_holds_without_a_coin():
+    import random
+
+    task = make_task([1, 2, 3])
+    graph = MatchGraph(task)
+    other, _ = source_for(task, perfect_judge(), graph=graph, strategy="other")
+    other.compare("c1", "c0")
+    src, cost = source_for(task, perfect_judge(), graph=graph)
+    rng = random.Random(0)
+    before = rng.getstate()
+    duel = src.duel("c0", "c1", order="random", rng=rng, reuse=True)
+    assert (duel.a, duel.b) == ("c1", "c0") and rng.getstate() == before
+    assert cost.graph_hits == 1 and cost.judge_calls == 0
+
+
+def test_order_is_checked_and_random_needs_a_generator():
+    from rankkit.specs import SpecError
+
+    task = make_task([1, 2])
+    src, _ = source_for(task, perfect_judge())
+    with pytest.raises(SpecError, match="order must be one of given, random, both"):
+        src.duel("c0", "c1", order="shuffled")
+    with pytest.raises(ValueError, match="needs a generator"):
+        src.duel("c0", "c1", order="random")

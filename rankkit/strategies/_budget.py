@@ -1,19 +1,20 @@
 """What the budgeted, adaptive strategies (``swiss``, ``active``) share: how a budget becomes a
-number of duels, how a pair is presented, and how played duels become rating records or mean grades.
+number of duels, and how played duels become rating records or mean grades.
 
 **Budgets count judgments**, exactly as :class:`~rankkit.matches.Cost` counts ``comparisons``: a
-duel played in one order costs 1, a debiased duel (both orders) costs 2. A strategy given a
-budget of B comparisons therefore plays ``B`` duels, or ``B // 2`` when debiased (an odd budget
-leaves one judgment unspent, since half a debiased duel is not a duel), and never more than one
-duel per pair of candidates — so at most the all-pairs cost ``N(N − 1)/2`` duels.
+duel played in one order costs 1, a duel in both orders (``order=both``, ``debias=true``) costs 2.
+A strategy given a budget of B comparisons therefore plays ``B`` duels, or ``B // 2`` in both
+orders (an odd budget leaves one judgment unspent, since half a two-order duel is not a duel),
+and never more than one duel per pair of candidates — so at most the all-pairs cost
+``N(N − 1)/2`` duels.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from typing import TYPE_CHECKING, Sequence
 
+from rankkit.order import judgments_per_duel
 from rankkit.ratings import MatchRecord
 from rankkit.specs import SpecError
 from rankkit.strategies import _graded
@@ -23,34 +24,34 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should n
     from rankkit.matches import Duel
 
 
-def check_budget(name: str, budget: float, comparisons: int | None, debias: bool = False) -> None:
+def check_budget(name: str, budget: float, comparisons: int | None, order: str = "given") -> None:
     """Reject budgets that cannot rank anything: a ranking from no comparison is no ranking, and
     its metrics would be reported as if it were one.
 
     name: the strategy's name, for the message.
     budget: comparisons per candidate; must be > 0.
     comparisons: the absolute budget per task when not None; must buy at least one duel (2
-        comparisons when ``debias``).
+        comparisons with ``order=both``).
     """
     if not budget > 0:  # also refuses NaN
         raise SpecError(f"strategy {name}: budget must be > 0 comparisons per candidate, got {budget}")
-    least = 2 if debias else 1
+    least = judgments_per_duel(order)
     if comparisons is not None and comparisons < least:
-        why = " (a debiased duel costs 2)" if debias else ""
+        why = " (a debiased duel costs 2)" if least == 2 else ""
         raise SpecError(f"strategy {name}: comparisons must be >= {least}{why}, got {comparisons}")
 
 
 def task_duels(name: str, task_id: str, n_candidates: int, budget: float, comparisons: int | None,
-               debias: bool) -> int:
+               order: str) -> int:
     """The duels a task's budget buys (:func:`comparison_budget`, :func:`duels_in_budget`).
 
     A per-candidate ``budget`` too small for a task's number of candidates buys none; that is a
     :class:`SpecError` naming the task and the least budget that would do, not a silent ranking
     from no comparison.
     """
-    duels = duels_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), debias)
+    duels = duels_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), order)
     if duels == 0:
-        least = 2 if debias else 1
+        least = judgments_per_duel(order)
         smallest = math.ceil(least / n_candidates * 1000) / 1000
         raise SpecError(f"strategy {name}: budget={budget:g} buys no duel on task {task_id!r} "
                         f"({n_candidates} candidates; a duel costs {least}); use budget >= {smallest:g} "
@@ -70,24 +71,18 @@ def comparison_budget(n_candidates: int, budget: float, comparisons: int | None)
     return math.floor(budget * n_candidates + 1e-9)
 
 
-def duels_in_budget(n_candidates: int, judgments: int, debias: bool) -> int:
-    """How many duels ``judgments`` comparisons buy: one each, two each when debiased, and at
+def duels_in_budget(n_candidates: int, judgments: int, order: str) -> int:
+    """How many duels ``judgments`` comparisons buy: one each, two each in both orders, and at
     most one duel per pair of candidates."""
     all_pairs = n_candidates * (n_candidates - 1) // 2
-    return min(all_pairs, judgments // 2 if debias else judgments)
-
-
-def presented(a: str, b: str, rng: random.Random) -> tuple[str, str]:
-    """The pair in a seeded random presentation order, so that a judge's preference for the
-    first slot falls on either candidate alike instead of on whoever is listed first."""
-    return (a, b) if rng.random() < 0.5 else (b, a)
+    return min(all_pairs, judgments // judgments_per_duel(order))
 
 
 def duel_records(duels: Sequence[Duel]) -> list[MatchRecord]:
     """The judgments of the duels as :mod:`rankkit.ratings` match records, one per judgment.
 
     As in ``bt`` and ``elo``, each order a pair was shown in is a match of its own (see
-    :func:`rankkit.strategies.elo.judgment_records`): a debiased duel whose verdict flips with the
+    :func:`rankkit.strategies.elo.judgment_records`): a two-order duel whose verdict flips with the
     order is one win each — no evidence either way — rather than a verdict decided by which of the
     two judgments had the wider grade gap.
     """

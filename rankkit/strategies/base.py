@@ -6,6 +6,11 @@ judgment through the :class:`~rankkit.matches.MatchSource` and drawing every ran
 ``rng``, and returns a :class:`Ranking`. Everything else (the shared graph, the cache, counting the
 cost, metrics) is the runner's job, so a strategy is only its algorithm.
 
+A pairwise strategy has an ``order`` parameter (``given``, ``random`` or ``both``: which of two
+answers the judge sees first), passed to the match source with every duel; its default is the
+field's default, its one-order alternative ``single_order``, and ``debias=true|false`` is accepted
+as an alias (see :mod:`rankkit.matches` for the policy, :meth:`Strategy.resolve_debias` for the alias).
+
 Strategies register with ``@register("name")``. Other packages add strategies without editing
 rankkit through the ``rankkit.strategies`` entry-point group::
 
@@ -23,6 +28,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping
 
+from rankkit.order import ORDERS, check_order
 from rankkit.specs import Spec, SpecError, build_dataclass, parse_spec
 from rankkit.tasks import Task
 
@@ -86,11 +92,15 @@ class Strategy:
     """Base class: subclasses are frozen dataclasses decorated with :func:`register`.
 
     ``kind`` says which judgments the strategy needs: ``"pairwise"`` or ``"pointwise"``.
+
+    ``single_order`` is the order ``debias=false`` stands for in a strategy whose ``order`` field
+    defaults to ``both``; in the others it is None, and ``debias=false`` is the field's default.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     kind: ClassVar[str] = "pairwise"
+    single_order: ClassVar[str | None] = None
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         raise NotImplementedError
@@ -109,8 +119,48 @@ class Strategy:
         return Plan(comparisons=n * (n - 1), grades=n, exact=False,
                     note="bound for any strategy: each ordered pair and each grade once")
 
+    # -- presentation order -----------------------------------------------------------------
+    @classmethod
+    def default_order(cls) -> str | None:
+        """The default of the ``order`` field (None for a strategy without one)."""
+        field_ = cls.__dataclass_fields__.get("order") if dataclasses.is_dataclass(cls) else None
+        return None if field_ is None or field_.default is dataclasses.MISSING else field_.default
+
+    @classmethod
+    def undebiased_order(cls) -> str | None:
+        """The order ``debias=false`` stands for: ``single_order``, or the default when that is one order."""
+        return cls.single_order or cls.default_order()
+
+    def resolve_debias(self, debias: bool | None) -> None:
+        """Apply the ``debias`` alias and check ``order``; pairwise strategies call this first in
+        ``__post_init__`` (their ``debias`` is an ``InitVar``, stored nowhere but in ``order``).
+
+        ``debias=true`` is ``order=both``, ``debias=false`` the strategy's one order
+        (:meth:`undebiased_order`); naming an ``order`` other than the default that contradicts it
+        is an error.
+        """
+        if debias is not None:
+            wanted = "both" if debias else self.undebiased_order()
+            if self.order not in (self.default_order(), wanted):
+                raise SpecError(f"strategy {self.name}: debias={str(debias).lower()} means order={wanted}, "
+                                f"which contradicts order={self.order}")
+            object.__setattr__(self, "order", wanted)  # frozen: the alias is resolved once, at construction
+        check_order(f"strategy {self.name}", self.order)
+
+    def _written(self, key: str, value: Any) -> tuple[str, Any]:
+        """A parameter as labels and results files spell it: ``order`` through the ``debias``
+        alias where the alias can say it (so names written before ``order`` existed still match)."""
+        if key == "order" and value in ORDERS:
+            if value == "both":
+                return "debias", True
+            if value == self.undebiased_order():
+                return "debias", False
+        return key, value
+
     def params(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+        """The parameters (``order`` spelled as ``debias`` where the alias can say it)."""
+        values = dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+        return dict(self._written(key, value) for key, value in values.items())
 
     @property
     def label(self) -> str:
@@ -120,8 +170,9 @@ class Strategy:
             value = getattr(self, f.name)
             default = f.default if f.default is not dataclasses.MISSING else None
             if value != default:
+                key, value = self._written(f.name, value)
                 text = str(value).lower() if isinstance(value, bool) else str(value)
-                changed.append(f"{f.name}={text}")
+                changed.append(f"{key}={text}")
         return self.name + (":" + ",".join(changed) if changed else "")
 
 
@@ -204,16 +255,28 @@ def make_strategy(spec: str | Spec) -> Strategy:
         raise SpecError(f"unknown strategy {parsed.name!r} (known: {', '.join(classes)})")
     if parsed.positional:
         raise SpecError(f"strategy {parsed.name}: unexpected value(s) {', '.join(parsed.positional)}; use key=value")
-    return build_dataclass(classes[parsed.name], parsed.options, where=f"strategy {parsed.name}")
+    strategy = build_dataclass(classes[parsed.name], parsed.options, where=f"strategy {parsed.name}")
+    # Both spellings of the order in one spec must agree (resolve_debias cannot tell an order
+    # named explicitly from the default).
+    if "debias" in parsed.options and parsed.options.get("order", strategy.order) != strategy.order:
+        raise SpecError(f"strategy {parsed.name}: debias={parsed.options['debias']} means order={strategy.order}, "
+                        f"which contradicts order={parsed.options['order']}")
+    return strategy
 
 
 def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
-    """(name, type, default) of each parameter, for ``rankkit strategies``."""
+    """(name, type, default) of each parameter, for ``rankkit strategies``; a strategy with an
+    ``order`` also lists its ``debias`` alias, right after it."""
     rows = []
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
         default = f.default if f.default is not dataclasses.MISSING else None
         type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        if f.name == "order" and default in ORDERS:
+            type_name = "|".join(ORDERS)
         rows.append((f.name, type_name, default))
+        if f.name == "order" and default in ORDERS:
+            rows.append(("debias", f"bool, alias: true = order=both, false = order={cls.undebiased_order()}",
+                         default == "both"))
     return rows
 
 

@@ -1,6 +1,6 @@
 """``bt``: every pair of candidates judged, rated by a Bradley–Terry fit (choix) on the Elo scale.
 
-The same matches as ``elo`` (all N(N−1)/2 pairs, both orders with ``debias``; one rating match per
+The same matches as ``elo`` (all N(N−1)/2 pairs, in both orders by default; one rating match per
 judgment), but fitted by maximum likelihood instead of online updates, so the result does not
 depend on any match order — Chatbot Arena's later choice. choix has no ties: a tie counts as half a
 win each way (:func:`rankkit.ratings.win_matrix`). Ratings are on the Elo scale (initial 1000,
@@ -14,8 +14,8 @@ candidate's 95% percentile interval to ``extras`` as ``ci_low``/``ci_high``.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import InitVar, dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.ratings import bradley_terry
 from rankkit.specs import SpecError
@@ -33,7 +33,9 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class BradleyTerryStrategy(Strategy):
     """All pairs judged, Bradley–Terry ratings (Elo scale); score = rating.
 
-    debias: judge every pair in both orders; each order is a match of its own.
+    order: ``both`` (default) — judge every pair in both orders, each order a match of its own;
+        ``given`` — each pair once, in data order; ``random`` — once, in a seeded random order.
+        ``debias=true|false`` is ``both``/``given``.
     alpha: choix's regularisation, keeping ratings finite when a candidate won (or lost) every
         match — a perfect judge makes that the rule, not the exception. None (the default):
         ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`), the same pull toward the field
@@ -41,20 +43,23 @@ class BradleyTerryStrategy(Strategy):
     bootstrap: number of bootstrap resamples of the matches for 95% intervals (0 = none).
     """
 
-    debias: bool = True
+    order: str = "both"
     alpha: float | None = None
     bootstrap: int = 0
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "all pairs judged, Bradley-Terry fit on the Elo scale (N(N-1)/2 matches; x2 debiased)"
+    single_order: ClassVar[str] = "given"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
         if self.alpha is not None and self.alpha <= 0:
             raise SpecError(f"strategy bt: alpha must be > 0, got {self.alpha}")
         if self.bootstrap < 0:
             raise SpecError(f"strategy bt: bootstrap must be >= 0, got {self.bootstrap}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        records = play_all_pairs(task, source, self.debias)
+        records = play_all_pairs(task, source, self.order, rng)
         ids = task.candidate_ids
         extras = points_and_games(records, ids)
         if self.bootstrap:
@@ -68,4 +73,4 @@ class BradleyTerryStrategy(Strategy):
         return Ranking(scores=ratings, extras=extras)
 
     def plan(self, task: Task, rng: random.Random) -> Plan:
-        return all_pairs_plan(task, self.debias)
+        return all_pairs_plan(task, self.order, rng)

@@ -10,10 +10,11 @@ the losers' bracket survivor wins it, since both then have one loss.
 knockout does, preferring opponents not yet met; an odd one out waits for the next round. The
 winners' bracket's losers join the losers' bracket from the next round on. Both brackets' duels
 go to the judge in one batch. N answers cost 2N − 2 duels (2N − 1 with a bracket reset): every
-duel gives exactly one loss, and all answers but the champion end with two. Single-order duels are
-shown in a seeded random order — and a rematch in the order the pair was *not* shown before, so
-it is a new judgment — which makes the cost 2N − 2 comparisons, a debiased knockout's; with
-``debias`` every duel is judged in both orders (twice the cost), and a rematch repeats the result.
+duel gives exactly one loss, and all answers but the champion end with two. By default
+(``order=random``) a duel is shown in a seeded random order — and a rematch, as the match source
+does for any strategy, in the order the pair was *not* shown before, so it is a new judgment —
+which makes the cost 2N − 2 comparisons, a debiased knockout's; with ``order=both`` every duel is
+judged in both orders (twice the cost), and a rematch repeats the result.
 
 **Scores** (``aggregate``). ``corrected`` (default): each answer's grade level from every grade it
 received, corrected for the judge's first-slot effect by least squares
@@ -25,12 +26,11 @@ knockout paper's averaging). ``bt``: Bradley–Terry ratings (Elo scale) of the 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.ratings import bradley_terry
 from rankkit.specs import SpecError
-from rankkit.strategies._budget import presented
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies.base import Ranking, Strategy, register
 from rankkit.strategies.elo import judgment_records
@@ -70,21 +70,24 @@ def bracket_pairs(alive: list[str], met: set[frozenset[str]], rng: random.Random
 class DoubleEliminationStrategy(Strategy):
     """Double-elimination tournament: out after two losses, a losers' bracket, a grand final.
 
-    debias: judge every duel in both orders (twice the cost); otherwise each duel is shown in a
-        seeded random order, a rematch in the order not shown before.
+    order: ``random`` (default) — each duel shown in a seeded random order, a rematch in the order
+        not shown before; ``both`` — every duel judged in both orders (twice the cost); ``given`` —
+        as the bracket pairs it. ``debias=true|false`` is ``both``/``random``.
     aggregate: ``corrected`` — grade levels corrected for the judge's first-slot effect (default);
         ``grades`` — the mean grade received; ``bt`` — Bradley–Terry ratings of the verdicts.
 
     A tied duel is decided by a seeded coin flip. Scores count each distinct judgment once (a
-    debiased rematch repeats the judgments already made).
+    rematch in both orders repeats the judgments already made).
     """
 
-    debias: bool = False
+    order: str = "random"
     aggregate: str = "corrected"
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "double-elimination tournament: out after two losses (2N-2 comparisons; x2 debiased)"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy double_elimination: aggregate must be one of {', '.join(AGGREGATES)}, "
                             f"got {self.aggregate!r}")
@@ -94,7 +97,7 @@ class DoubleEliminationStrategy(Strategy):
         winners, losers = list(ids), []
         losses = dict.fromkeys(ids, 0)
         eliminated: dict[str, int | None] = {}
-        shown: dict[frozenset[str], tuple[str, str]] = {}  # the last order each pair was shown in
+        met: set[frozenset[str]] = set()  # pairs that have played, in either bracket
         duels: list[Duel] = []
         round_number = 0
 
@@ -102,18 +105,16 @@ class DoubleEliminationStrategy(Strategy):
             """Judge the round's pairs in one batch; returns (winner, loser) per duel."""
             nonlocal round_number
             round_number += 1
-            ordered = [self._order(a, b, shown, rng) for a, b in pairs]
-            played = source.duel_many(ordered, debias=self.debias, round=round_number)
+            played = source.duel_many(pairs, round=round_number, order=self.order, rng=rng)
             results = []
             for duel in played:
-                shown[frozenset((duel.a, duel.b))] = (duel.a, duel.b)
+                met.add(frozenset((duel.a, duel.b)))
                 outcome = duel.outcome if duel.outcome != 0.5 else float(rng.random() < 0.5)
                 results.append((duel.a, duel.b) if outcome == 1.0 else (duel.b, duel.a))
             duels.extend(played)
             return results
 
         while len(winners) > 1 or len(losers) > 1:
-            met = set(shown)
             upper, upper_idle = bracket_pairs(winners, met, rng) if len(winners) > 1 else ([], winners)
             lower, lower_idle = bracket_pairs(losers, met, rng) if len(losers) > 1 else ([], losers)
             results = play(upper + lower)
@@ -152,13 +153,3 @@ class DoubleEliminationStrategy(Strategy):
         extras = {cid: {"losses": losses[cid], "eliminated_round": eliminated.get(cid), "played": played[cid],
                         "rounds": round_number} for cid in ids}
         return Ranking(scores=scores, champion=champion, extras=extras)
-
-    def _order(self, a: str, b: str, shown: dict[frozenset[str], tuple[str, str]], rng: random.Random) -> tuple[str, str]:
-        """How a duel is presented: a rematch in the order not shown before (single-order play
-        then gets a new judgment), otherwise a seeded random order; with ``debias`` as given."""
-        if self.debias:
-            return a, b
-        before = shown.get(frozenset((a, b)))
-        if before is not None:
-            return before[1], before[0]
-        return presented(a, b, rng)

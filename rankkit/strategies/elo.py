@@ -1,7 +1,7 @@
 """``elo``: every pair of candidates judged, rated by online Elo averaged over match orders.
 
 The all-pairs comparative assessment behind Chatbot Arena's first leaderboard (Zheng et al. 2023),
-applied within one task: all N(N−1)/2 pairs are judged — both orders with ``debias`` (the default),
+applied within one task: all N(N−1)/2 pairs are judged — in both orders by default (``order=both``),
 so N(N−1) judgments — and each judgment is one Elo match. Because online Elo depends on the order
 the matches are played in, the ratings are averaged over ``permutations`` seeded shuffles of them
 (:func:`rankkit.ratings.elo_over_permutations`). A candidate's score is its rating.
@@ -13,23 +13,18 @@ very same matches by Bradley–Terry instead.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, MatchRecord, elo_over_permutations
+from rankkit.order import planned_pairs
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
     from rankkit.matches import Match, MatchSource
-
-
-def all_pairs(candidate_ids: Sequence[str], debias: bool) -> list[tuple[str, str]]:
-    """Every unordered pair once, in data order (a before b); with ``debias`` also (b, a)."""
-    pairs = list(combinations(candidate_ids, 2))
-    return pairs + [(b, a) for a, b in pairs] if debias else pairs
 
 
 def judgment_records(matches: Sequence[Match]) -> list[MatchRecord]:
@@ -45,19 +40,19 @@ def judgment_records(matches: Sequence[Match]) -> list[MatchRecord]:
     return [(m.first, m.second, make_duel(m.first, m.second, [m]).outcome) for m in matches]
 
 
-def play_all_pairs(task: Task, source: MatchSource, debias: bool) -> list[MatchRecord]:
-    """Judge all pairs of the task in ONE batch (so batching and concurrent judges stay busy),
-    reusing whatever the shared match graph and the cache already hold, and return the records."""
-    from rankkit.matches import Match
+def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Random) -> list[MatchRecord]:
+    """Judge every pair of the task (a before b in data order, shown in ``order``) in ONE batch,
+    so batching and concurrent judges stay busy, reusing whatever the shared match graph and the
+    cache already hold; returns one record per judgment."""
+    duels = source.duel_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
+    # In the order they were asked: every pair's first judgment, then (order=both) every reverse.
+    matches = [duel.matches[0] for duel in duels] + [duel.matches[1] for duel in duels if len(duel.matches) == 2]
+    return judgment_records(matches)
 
-    pairs = all_pairs(task.candidate_ids, debias)
-    judgments = source.compare_many(pairs, round=1)
-    return judgment_records([Match(a, b, j, 1) for (a, b), j in zip(pairs, judgments)])
 
-
-def all_pairs_plan(task: Task, debias: bool) -> Plan:
-    """The plan of an all-pairs strategy: every pair (both orders with ``debias``), known in advance."""
-    pairs = tuple(all_pairs(task.candidate_ids, debias))
+def all_pairs_plan(task: Task, order: str, rng: random.Random) -> Plan:
+    """The plan of an all-pairs strategy: every pair, in ``order``, known in advance."""
+    pairs = tuple(planned_pairs(list(combinations(task.candidate_ids, 2)), order, rng))
     return Plan(comparisons=len(pairs), pairs=pairs)
 
 
@@ -77,33 +72,37 @@ def points_and_games(records: Sequence[MatchRecord], candidate_ids: Sequence[str
 class EloStrategy(Strategy):
     """All pairs judged, online Elo averaged over shuffled match orders; score = Elo rating.
 
-    debias: judge every pair in both orders (N(N−1) judgments instead of N(N−1)/2); each order
-        is a match of its own.
+    order: ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
+        N(N−1)/2), each order a match of its own; ``given`` — each pair once, in data order;
+        ``random`` — once, in a seeded random order. ``debias=true|false`` is ``both``/``given``.
     k: the Elo update step (points moved by a fully unexpected result).
     permutations: how many seeded random match orders the ratings are averaged over.
     initial, scale, base: the Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
     """
 
-    debias: bool = True
+    order: str = "both"
     k: float = 16.0
     permutations: int = 100
     initial: float = ELO_INITIAL
     scale: float = ELO_SCALE
     base: float = ELO_BASE
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "all pairs judged, online Elo averaged over match orders (N(N-1)/2 matches; x2 debiased)"
+    single_order: ClassVar[str] = "given"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
         if self.permutations < 1:
             raise SpecError(f"strategy elo: permutations must be >= 1, got {self.permutations}")
         if self.k <= 0 or self.scale <= 0 or self.base <= 1:
             raise SpecError("strategy elo: k and scale must be > 0 and base > 1")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        records = play_all_pairs(task, source, self.debias)
+        records = play_all_pairs(task, source, self.order, rng)
         ratings = elo_over_permutations(records, task.candidate_ids, permutations=self.permutations, seed=rng,
                                         k=self.k, initial=self.initial, scale=self.scale, base=self.base)
         return Ranking(scores=ratings, extras=points_and_games(records, task.candidate_ids))
 
     def plan(self, task: Task, rng: random.Random) -> Plan:
-        return all_pairs_plan(task, self.debias)
+        return all_pairs_plan(task, self.order, rng)

@@ -3,12 +3,12 @@
 The candidates, in a seeded random initial order, are put in a binary max-heap (Python's
 ``heapq``, whose "less than" is "the judge prefers"), then the best is popped ``top_k`` times.
 Building the heap costs O(N) comparisons and each pop O(log N), so a full sort stays within
-2·N·log2(N) comparisons (4·N·log2(N) judgments with ``debias``).
+2·N·log2(N) comparisons (4·N·log2(N) judgments in the default ``order=both``).
 
 **No pair is asked twice.** The :class:`JudgedComparator` remembers each pair's verdict, so a
 sort that revisits a pair gets the same answer (a comparator must be consistent) at no cost; and
-before asking, it looks in the shared match graph (``source.known``) for a judgment another
-strategy of the run already made, in either order, and reuses it.
+in one order (``order=random``) it asks the match source to reuse a judgment another strategy of
+the run already made, in either order (``reuse=True``), before flipping a coin.
 
 **Score from rank.** The i-th candidate popped (i = 1 … top_k) scores N − i, so the best of N
 scores N − 1 and scores are comparable to the positions of a full ranking. Candidates never popped
@@ -22,9 +22,10 @@ import functools
 import heapq
 import math
 import random
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import InitVar, dataclass
+from typing import TYPE_CHECKING, ClassVar
 
+from rankkit.order import judgments_per_duel
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -36,33 +37,28 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class JudgedComparator:
     """The judge as a sort comparator on one task: each unordered pair is asked at most once.
 
-    debias: play each pair in both orders (one batch of two judgments) and decide on the averaged
-        grades; otherwise one judgment, shown in the order the graph already holds if it holds
-        one, else in a random order so that no candidate is systematically shown first.
+    order: the presentation order (:mod:`rankkit.matches`): ``both`` decides on the grades averaged
+        over both orders; ``random`` shows the pair in an order the graph already holds if it holds
+        one, else in a seeded random order, so that no candidate is systematically shown first.
     rng: the strategy's generator (orders, and coin flips for ties).
 
     A sort needs a strict verdict, so a tied duel is broken by a seeded coin flip — once, since
     the verdict is remembered.
     """
 
-    def __init__(self, source: MatchSource, debias: bool, rng: random.Random):
+    def __init__(self, source: MatchSource, order: str, rng: random.Random):
         self.source = source
-        self.debias = debias
+        self.order = order
         self.rng = rng
         self._winner: dict[frozenset[str], str] = {}
         self.played: dict[str, int] = {}
 
     def _ask(self, a: str, b: str) -> str:
-        if self.debias:
-            duel = self.source.duel(a, b, debias=True)
-        else:
-            if self.source.known(a, b) is None and (self.source.known(b, a) is not None or self.rng.random() < 0.5):
-                a, b = b, a
-            duel = self.source.duel(a, b)
+        duel = self.source.duel(a, b, order=self.order, rng=self.rng, reuse=True)
         outcome = duel.outcome if duel.outcome != 0.5 else float(self.rng.random() < 0.5)
-        for cid in (a, b):
+        for cid in (duel.a, duel.b):
             self.played[cid] = self.played.get(cid, 0) + 1
-        return a if outcome == 1.0 else b
+        return duel.a if outcome == 1.0 else duel.b
 
     def winner(self, a: str, b: str) -> str:
         """The judge's preferred candidate of a and b (asked once per pair, then remembered)."""
@@ -85,15 +81,21 @@ class HeapsortStrategy(Strategy):
     """Heap sort with the judge as comparator; score derived from rank (see the module docstring).
 
     top_k: stop once the best k are out (None or 0 = sort everything).
-    debias: judge every comparison in both orders and decide on the averaged grades.
+    order: ``both`` (default) — judge every comparison in both orders and decide on the averaged
+        grades; ``random`` — one judgment, reusing one the graph holds (see
+        :class:`JudgedComparator`); ``given`` — one, as the heap compares. ``debias=true|false`` is
+        ``both``/``random``.
     """
 
     top_k: int | None = None
-    debias: bool = True
+    order: str = "both"
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "heap sort with the judge as comparator, top_k to stop early (<= 2 N log2 N comparisons)"
+    single_order: ClassVar[str] = "random"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
         if self.top_k is not None and self.top_k < 0:
             raise SpecError(f"strategy heapsort: top_k must be >= 0, got {self.top_k}")
 
@@ -102,7 +104,7 @@ class HeapsortStrategy(Strategy):
         rng.shuffle(ids)
         n = len(ids)
         popped_count = n if not self.top_k else min(self.top_k, n)
-        comparator = JudgedComparator(source, self.debias, rng)
+        comparator = JudgedComparator(source, self.order, rng)
         # heapq is a min-heap on "<": make "<" mean "the judge prefers", so the root is the best.
         key = functools.cmp_to_key(lambda a, b: -1 if comparator.better(a, b) else 1)
         heap = [key(cid) for cid in ids]
@@ -124,5 +126,5 @@ class HeapsortStrategy(Strategy):
         n = len(task.candidates)
         pops = n if not self.top_k else min(self.top_k, n)
         duels = min(n * (n - 1) // 2, 2 * n + 2 * pops * math.ceil(math.log2(max(n, 2))))
-        return Plan(comparisons=duels * (2 if self.debias else 1), exact=False,
+        return Plan(comparisons=duels * judgments_per_duel(self.order), exact=False,
                     note="bound: the order depends on verdicts")

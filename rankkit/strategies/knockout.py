@@ -5,16 +5,17 @@ match in which the judge grades both answers; the higher-graded answer advances,
 number the unpaired answer advances unplayed. Rounds repeat until one answer — the champion —
 remains. An answer's final score is the mean of every grade it received over the tournament, so
 answers that advance are graded several times. N answers cost N − 1 matches (2(N − 1) judgments
-when debiased).
+with ``order=both``, the knockout paper's debiased variant).
 """
 
 from __future__ import annotations
 
 import random
 import statistics
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING
 
+from rankkit.order import judgments_per_duel, planned_pairs
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -30,20 +31,24 @@ TIE_RULES = ("coin", "first", "second")
 class KnockoutStrategy(Strategy):
     """Single-elimination tournament with scores averaged over rounds.
 
-    debias: judge each match in both orders and average the two grades per answer (thesis
-        §3.2.1, after Liusie et al. 2024); doubles the cost.
+    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
+        pairs come from a shuffle), ``random``, or ``both`` — judge each match in both orders and
+        average the two grades per answer (thesis §3.2.1, after Liusie et al. 2024; doubles the
+        cost). ``debias=true`` is ``order=both``, ``debias=false`` ``order=given``.
     tie: who advances when both answers got the same (averaged) grade and the judge's verdicts
         do not separate them: ``coin`` (a seeded coin flip, the default), ``first`` (the answer
         shown first) or ``second`` (the answer shown second — Algorithm 1 read literally, whose
         ``else`` branch advances r_{k+1}).
     """
 
-    debias: bool = False
+    order: str = "given"
     tie: str = "coin"
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "knockout tournament, scores averaged over rounds (N-1 matches; x2 debiased)"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
         if self.tie not in TIE_RULES:
             raise SpecError(f"strategy knockout: tie must be one of {', '.join(TIE_RULES)}, got {self.tie!r}")
 
@@ -59,7 +64,7 @@ class KnockoutStrategy(Strategy):
             pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
             advancing = []
             # One batch per round: a batching or concurrent judge gets the whole round at once.
-            for duel in source.duel_many(pairs, debias=self.debias, round=round_number):
+            for duel in source.duel_many(pairs, round=round_number, order=self.order, rng=rng):
                 received[duel.a].append(duel.score_a)
                 received[duel.b].append(duel.score_b)
                 outcome = duel.outcome
@@ -88,7 +93,6 @@ class KnockoutStrategy(Strategy):
         alive = task.candidate_ids
         rng.shuffle(alive)  # the first draw rank makes
         first_round = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
-        per_duel = 2 if self.debias else 1
-        pairs = first_round + ([(b, a) for a, b in first_round] if self.debias else [])
-        return Plan(comparisons=per_duel * (len(alive) - 1), pairs=tuple(pairs),
+        pairs = planned_pairs(first_round, self.order, rng)  # the coins rank flips next, with order=random
+        return Plan(comparisons=judgments_per_duel(self.order) * (len(alive) - 1), pairs=tuple(pairs),
                     note="pairs after round 1 depend on verdicts")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING
 
+from rankkit.order import planned_pairs
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
@@ -17,18 +18,25 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 @dataclass(frozen=True)
 class PairwiseStrategy(Strategy):
     """Shuffle the candidates, pair them up, play each pair once; a candidate's score is the
-    grade it got in its match (averaged over both orders with ``debias``).
+    grade it got in its match (averaged over both orders with ``order=both``).
 
     Odd one out: the unpaired candidate plays one extra match against an opponent drawn at random
     from the others. Only the odd one's grade is taken from that match; the opponent keeps the
     grade of its own match, so every candidate is scored from exactly one match.
 
-    debias: judge every match in both orders and average the two grades (thesis §3.2.1).
+    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
+        pairs come from a shuffle), ``random``, or ``both`` — judge every match in both orders and
+        average the two grades (thesis §3.2.1). ``debias=true`` is ``order=both``, ``debias=false``
+        ``order=given``.
     """
 
-    debias: bool = False
+    order: str = "given"
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "naive pairwise baseline: random pairs, one match each (ceil(N/2) matches)"
+
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
@@ -37,7 +45,7 @@ class PairwiseStrategy(Strategy):
         odd = ids[-1] if len(ids) % 2 else None
         if odd is not None:
             pairs.append((odd, rng.choice(ids[:-1])))
-        duels = source.duel_many(pairs, debias=self.debias, round=1)
+        duels = source.duel_many(pairs, round=1, order=self.order, rng=rng)
         scores, extras = {}, {}
         for duel in duels:
             for cid, score, other in ((duel.a, duel.score_a, duel.b), (duel.b, duel.score_b, duel.a)):
@@ -48,11 +56,11 @@ class PairwiseStrategy(Strategy):
                        extras={cid: extras[cid] for cid in task.candidate_ids})
 
     def plan(self, task: Task, rng: random.Random) -> Plan:
-        # The same draws as rank: the shuffle, then the odd one's opponent.
+        # The same draws as rank: the shuffle, the odd one's opponent, then (order=random) the coins.
         ids = task.candidate_ids
         rng.shuffle(ids)
         pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
         if len(ids) % 2:
             pairs.append((ids[-1], rng.choice(ids[:-1])))
-        ordered = tuple(dict.fromkeys(pairs + ([(b, a) for a, b in pairs] if self.debias else [])))
+        ordered = tuple(dict.fromkeys(planned_pairs(pairs, self.order, rng)))
         return Plan(comparisons=len(ordered), pairs=ordered)

@@ -10,17 +10,18 @@ after each decision::
 with ``S`` = 1 for a win, 0.5 for a draw, 0 for a loss. The update itself is
 :func:`rankkit.ratings.online_elo` (and :func:`~rankkit.ratings.elo_over_permutations` when
 several orders are averaged). Use it with ``--judge panel:...``; with any other judge it is plain
-all-pairs online Elo (set ``debias=true`` to have a single judge see both orders as the poster
+all-pairs online Elo (set ``order=both`` to have a single judge see both orders as the poster
 does). N candidates cost N·(N−1)/2 decisions (each one 2·members judgments for a panel).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING
 from itertools import combinations
 
+from rankkit.order import coin_order, planned_pairs
 from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
@@ -33,22 +34,26 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 @register("panel_elo")
 @dataclass(frozen=True)
 class PanelEloStrategy(Strategy):
-    """All pairs decided once, in a seeded random order, with an Elo update after each decision.
+    """All pairs decided once, in a seeded random sequence, with an Elo update after each decision.
 
     k: the Elo step K — how far one fully unexpected result moves a rating.
     permutations: 1 plays the decisions once in the seeded order (the poster's online update);
         more averages online Elo over that many seeded orders, removing the dependence on order.
-    debias: ask the judge for both orders of each pair and combine them. A panel judge already
-        asks every member both orders, so this is for single judges.
+    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; each
+        pair is drawn in a seeded random orientation), ``random``, or ``both`` — ask the judge for
+        both orders of each pair and combine them. A panel judge already asks every member both
+        orders, so ``both`` is for single judges. ``debias=true|false`` is ``both``/``given``.
     """
 
     k: float = 16.0
     permutations: int = 1
-    debias: bool = False
+    order: str = "given"
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "all pairs decided once (a panel: votes in both orders + threshold), online Elo (N(N-1)/2 decisions)"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
         if self.k <= 0:
             raise SpecError(f"strategy panel_elo: k must be > 0, got {self.k}")
         if self.permutations < 1:
@@ -58,10 +63,10 @@ class PanelEloStrategy(Strategy):
         ids = task.candidate_ids
         pairs = list(combinations(ids, 2))
         rng.shuffle(pairs)
-        # Who is shown first is drawn too, so a single (non-panel) judge's slot bias does not
-        # systematically favour the candidates listed first in the data.
-        pairs = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
-        duels = source.duel_many(pairs, debias=self.debias, round=1)
+        # Each pair's orientation is drawn too, so with the default order=given a single (non-panel)
+        # judge's slot bias does not systematically favour the candidates listed first in the data.
+        pairs = [coin_order(a, b, rng) for a, b in pairs]
+        duels = source.duel_many(pairs, round=1, order=self.order, rng=rng)
         records = [(duel.a, duel.b, duel.outcome) for duel in duels]
         if self.permutations == 1:
             ratings = online_elo(records, items=ids, k=self.k, initial=ELO_INITIAL)
@@ -76,9 +81,9 @@ class PanelEloStrategy(Strategy):
         return Ranking(scores={cid: ratings[cid] for cid in ids}, extras=extras)
 
     def plan(self, task: Task, rng: random.Random) -> Plan:
-        # The same draws as rank: the order of the pairs, then who is shown first in each.
+        # The same draws as rank: the sequence of the pairs, their orientations, then the source's.
         pairs = list(combinations(task.candidate_ids, 2))
         rng.shuffle(pairs)
-        pairs = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
-        ordered = tuple(pairs + ([(b, a) for a, b in pairs] if self.debias else []))
+        pairs = [coin_order(a, b, rng) for a, b in pairs]
+        ordered = tuple(planned_pairs(pairs, self.order, rng))
         return Plan(comparisons=len(ordered), pairs=ordered)

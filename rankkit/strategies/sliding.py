@@ -20,9 +20,10 @@ improved (each pass also moves weak candidates down), so every position is score
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import InitVar, dataclass
+from typing import TYPE_CHECKING, ClassVar
 
+from rankkit.order import judgments_per_duel
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.strategies.heapsort import JudgedComparator
@@ -39,15 +40,21 @@ class SlidingWindowStrategy(Strategy):
 
     passes: the number of passes K (top K settled); capped at N − 1, which sorts fully. The
         default 10 is Qin et al.'s PRP-Sliding-10.
-    debias: judge every comparison in both orders and decide on the averaged grades.
+    order: ``both`` (default) — judge every comparison in both orders and decide on the averaged
+        grades; ``random`` — one judgment, reusing one the graph holds (see
+        :class:`~rankkit.strategies.heapsort.JudgedComparator`); ``given`` — one, as the window
+        compares. ``debias=true|false`` is ``both``/``random``.
     """
 
     passes: int = 10
-    debias: bool = True
+    order: str = "both"
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "K bubble passes from the bottom, window 2 (about K*N comparisons)"
+    single_order: ClassVar[str] = "random"
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
         if self.passes < 1:
             raise SpecError(f"strategy sliding: passes must be >= 1, got {self.passes}")
 
@@ -55,7 +62,7 @@ class SlidingWindowStrategy(Strategy):
         order = task.candidate_ids
         rng.shuffle(order)
         n = len(order)
-        comparator = JudgedComparator(source, self.debias, rng)
+        comparator = JudgedComparator(source, self.order, rng)
         passes = min(self.passes, n - 1)
         for settled in range(passes):
             for lower in range(n - 1, settled, -1):
@@ -73,5 +80,5 @@ class SlidingWindowStrategy(Strategy):
         n = len(task.candidates)
         passes = min(self.passes, n - 1)
         duels = min(n * (n - 1) // 2, sum(n - 1 - k for k in range(passes)))
-        return Plan(comparisons=duels * (2 if self.debias else 1), exact=False,
+        return Plan(comparisons=duels * judgments_per_duel(self.order), exact=False,
                     note="bound: a pair met twice is judged once")

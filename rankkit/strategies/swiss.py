@@ -17,12 +17,12 @@ go to the judge in one batch; when the budget runs out inside a round, the round
 are played.
 
 **Budget.** ``budget`` comparisons per candidate (``floor(budget · N)`` per task) or exactly
-``comparisons`` per task, counted as judgments: a debiased duel costs 2. A Swiss round is about
-N/2 duels, so ``budget=3`` is 6 rounds, or 3 debiased. The tournament also ends when every pair
+``comparisons`` per task, counted as judgments: a duel in both orders (``order=both``) costs 2. A Swiss round is about
+N/2 duels, so ``budget=3`` is 6 rounds, or 3 in both orders. The tournament also ends when every pair
 has met.
 
 **Aggregation.** ``bt`` (default): Bradley–Terry ratings (Elo scale) of all the judgments, from
-:func:`rankkit.ratings.bradley_terry` — it weighs a win by whom it was against; with ``debias``
+:func:`rankkit.ratings.bradley_terry` — it weighs a win by whom it was against; with ``order=both``
 each order is a match of its own, as in ``bt``. ``grades``: the mean grade a candidate received
 over all its judgments — the knockout paper's score averaging (*Knockout LLM Assessment*), which uses how much
 better an answer was graded, not only whether it won. ``points``: the Swiss standings — the share
@@ -35,17 +35,17 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Mapping
 
+from rankkit.order import coin_order, judgments_per_duel
 from rankkit.ratings import MatchRecord, bradley_terry, win_rates
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import (
     check_budget,
     duel_records,
     mean_grades,
-    presented,
     task_duels,
 )
 from rankkit.strategies._graded import corrected_grades
@@ -117,9 +117,10 @@ class SwissStrategy(Strategy):
     budget: comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
         comparisons (judgments; a debiased duel costs 2). ``budget=3`` is about 6 rounds.
     comparisons: exactly this many comparisons per task instead (overrides ``budget``).
-    debias: play every duel in both orders (thesis §3.2.1); each order is a match of its own (as
-        in ``bt``) and a duel costs 2 comparisons. Otherwise each duel is shown in a seeded
-        random order.
+    order: ``given`` (default) — each duel shown as drawn, its two candidates in a seeded random
+        orientation; ``random`` — a further seeded coin per duel; ``both`` — every duel in both
+        orders (thesis §3.2.1), each order a match of its own (as in ``bt``), a duel costing 2
+        comparisons. ``debias=true|false`` is ``both``/``given``.
     aggregate: ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``grades`` — the mean
         grade received (the knockout paper's score averaging); ``corrected`` — the mean grade
         corrected for the judge's first-slot effect by least squares
@@ -129,19 +130,21 @@ class SwissStrategy(Strategy):
 
     budget: float = 3.0
     comparisons: int | None = None
-    debias: bool = False
+    order: str = "given"
     aggregate: str = "bt"
+    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "Swiss-system tournament: rounds pair close running scores, budget x N comparisons"
 
-    def __post_init__(self) -> None:
-        check_budget("swiss", self.budget, self.comparisons, self.debias)
+    def __post_init__(self, debias: bool | None) -> None:
+        self.resolve_debias(debias)
+        check_budget("swiss", self.budget, self.comparisons, self.order)
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy swiss: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
-        duels_left = task_duels("swiss", task.task_id, len(ids), self.budget, self.comparisons, self.debias)
+        duels_left = task_duels("swiss", task.task_id, len(ids), self.budget, self.comparisons, self.order)
         points = dict.fromkeys(ids, 0.0)
         opponents: dict[str, list[str]] = {cid: [] for cid in ids}
         met: set[frozenset[str]] = set()
@@ -153,9 +156,11 @@ class SwissStrategy(Strategy):
             if not pairs:  # every pair has met
                 break
             round_number += 1
-            shown = [presented(a, b, rng) for a, b in pairs]
-            round_duels = source.duel_many(shown, debias=self.debias, round=round_number)
-            round_records = duel_records(round_duels)  # one per judgment: a debiased duel gives two
+            # Swiss pairs are (higher, lower) in the standings: each is drawn in a random orientation,
+            # so a judge's first-slot preference falls on either alike.
+            drawn = [coin_order(a, b, rng) for a, b in pairs]
+            round_duels = source.duel_many(drawn, round=round_number, order=self.order, rng=rng)
+            round_records = duel_records(round_duels)  # one per judgment: a two-order duel gives two
             for a, b, outcome in round_records:
                 points[a] += outcome
                 points[b] += 1.0 - outcome
@@ -189,5 +194,5 @@ class SwissStrategy(Strategy):
         """The budget, exactly: every round pairs at least two candidates that have not met while
         such a pair remains, so the tournament plays min(budget, all pairs) duels."""
         n = len(task.candidates)
-        duels = task_duels("swiss", task.task_id, n, self.budget, self.comparisons, self.debias)
-        return Plan(comparisons=duels * (2 if self.debias else 1), note="the budget; pairs depend on verdicts")
+        duels = task_duels("swiss", task.task_id, n, self.budget, self.comparisons, self.order)
+        return Plan(comparisons=duels * judgments_per_duel(self.order), note="the budget; pairs depend on verdicts")

@@ -254,11 +254,10 @@ def test_pruned_choice_equals_scoring_every_pair(batch):
         assert choose_pairs(pairs, mean, cov, tiebreak, batch, "information", prior_sd=2.0) == full
 
 
-def test_incremental_posterior_tracks_the_exact_one(monkeypatch):
-    monkeypatch.setattr(active_module, "EXACT_UP_TO", 0)
+def test_incremental_posterior_tracks_the_exact_one():
     rng = random.Random(4)
     n = 30
-    incremental = Posterior(n, prior_sd=2.0)
+    incremental = Posterior(n, prior_sd=2.0, exact=False)  # what active does above EXACT_UP_TO
     assert not incremental.exact
     records = []
     for _ in range(60):

@@ -19,7 +19,11 @@ from tests.helpers import make_task, rank_once
 SPECS = ["individual", "pairwise", "pairwise:debias=true", "knockout", "knockout:debias=true", "elo",
          "elo:debias=false", "bt", "panel_elo", "panel_elo:debias=true", "heapsort", "heapsort:debias=false",
          "heapsort:top_k=2", "sliding", "sliding:passes=2,debias=false", "swiss", "swiss:debias=true,budget=1.5",
-         "swiss:comparisons=1000", "active", "active:settle=false,batch=3", "active:debias=true,budget=2"]
+         "swiss:comparisons=1000", "active", "active:settle=false,batch=3", "active:debias=true,budget=2",
+         # every strategy in an order other than its defaults (the coins order=random flips are planned too)
+         "knockout:order=random", "pairwise:order=random", "elo:order=random", "bt:order=random",
+         "panel_elo:order=random", "heapsort:order=given", "sliding:order=given", "swiss:order=random",
+         "active:order=random,settle=false", "double_elimination", "double_elimination:order=both"]
 
 
 def used(source) -> tuple[set[tuple[str, str]], set[str]]:
@@ -49,7 +53,8 @@ def test_which_plans_are_complete():
     task = make_task([1.0, 2.0, 3.0, 4.0, 5.0])
     complete = {spec for spec in SPECS if make_strategy(spec).plan(task, random.Random(0)).complete}
     assert complete == {"individual", "pairwise", "pairwise:debias=true", "elo", "elo:debias=false", "bt",
-                        "panel_elo", "panel_elo:debias=true"}
+                        "panel_elo", "panel_elo:debias=true", "pairwise:order=random", "elo:order=random",
+                        "bt:order=random", "panel_elo:order=random"}
     knockout = make_strategy("knockout:debias=true").plan(task, random.Random(0))
     assert knockout.exact and knockout.comparisons == 8 and len(knockout.pairs) == 4  # round 1, both orders
 

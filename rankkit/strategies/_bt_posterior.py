@@ -1,0 +1,286 @@
+"""The Laplace-approximated Bradley–Terry posterior over candidate strengths that ``active`` refits after every step.
+
+Candidate i has a log-strength θ_i, ``P(i beats j) = σ(θ_i − θ_j)``, and a Gaussian prior
+``N(0, prior_sd² I)``. After the duels played so far the posterior is approximated by a Gaussian
+(Laplace's method): its mean is the maximum a posteriori θ and its covariance the inverse Hessian
+of the negative log-posterior there. A tie counts as half a win each way. Everything works on
+arrays of the records (:class:`Evidence`): the gradient is O(records + N) and the Hessian a
+weighted graph Laplacian plus the prior's precision. :func:`exact_posterior` refits exactly
+(Newton's method, Cholesky solves); :class:`Posterior` keeps one up to date, exactly or — for
+many candidates — incrementally (see its docstring). numpy and scipy load on first use.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Sequence
+
+from rankkit.ratings import MatchRecord
+
+if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
+    import numpy as np
+
+#: Incremental updates count the mean as the MAP once no gradient entry exceeds this (the
+#: strengths are then within about prior_sd² times it of the MAP).
+GRADIENT_TOLERANCE = 1e-5
+
+
+class Evidence:
+    """The match records of a task as arrays, one row per record: the row indices of a and b and
+    the outcome for a (1, ½ or 0; a tie is half a win each way). Grows as duels are played, into
+    buffers that double when full, so adding records costs O(1) each."""
+
+    def __init__(self, n_items: int):
+        import numpy as np
+
+        self.n_items = n_items
+        self._first = np.zeros(16, dtype=np.intp)
+        self._second = np.zeros(16, dtype=np.intp)
+        self._outcome = np.zeros(16)
+        self._size = 0
+
+    def add(self, first: int, second: int, outcome: float) -> None:
+        import numpy as np
+
+        if self._size == len(self._outcome):
+            self._first, self._second, self._outcome = (np.concatenate([buffer, np.zeros_like(buffer)])
+                                                         for buffer in (self._first, self._second, self._outcome))
+        self._first[self._size], self._second[self._size], self._outcome[self._size] = first, second, outcome
+        self._size += 1
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows of a, rows of b, outcomes for a), views of the records added so far."""
+        return self._first[:self._size], self._second[:self._size], self._outcome[:self._size]
+
+    @classmethod
+    def from_records(cls, records: Sequence[MatchRecord], items: Sequence[str]) -> "Evidence":
+        index = {name: i for i, name in enumerate(items)}
+        evidence = cls(len(items))
+        for a, b, outcome in records:
+            evidence.add(index[a], index[b], outcome)
+        return evidence
+
+
+def _sum_at(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """``out[k] = Σ weights[index == k]`` for k < size, as floats (also when there are no weights)."""
+    import numpy as np
+
+    return np.bincount(index, weights, size).astype(float, copy=False)
+
+
+def bt_log_posterior(theta: np.ndarray, evidence: Evidence, prior_sd: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """Negative log-posterior of Bradley–Terry strengths, its gradient, and each record's curvature.
+
+    ``−log p(θ | records) = Σ_r [s_r · log(1 + e^(−d_r)) + (1 − s_r) · log(1 + e^(d_r))] + |θ|² / (2 prior_sd²)
+    + const`` with ``d_r = θ_a − θ_b`` and ``s_r`` the outcome for a. With ``P_r = σ(d_r)`` the
+    gradient is ``P_r − s_r`` at a and ``s_r − P_r`` at b (plus ``θ / prior_sd²``), and record r
+    adds its curvature ``c_r = P_r (1 − P_r)`` to the Hessian as ``c_r (e_a − e_b)(e_a − e_b)ᵀ``
+    (:func:`posterior_hessian`). Every term costs O(records + N).
+    """
+    import numpy as np
+
+    first, second, outcome = evidence.arrays
+    n = evidence.n_items
+    gaps = theta[first] - theta[second]
+    value = float(np.sum(outcome * np.logaddexp(0.0, -gaps) + (1.0 - outcome) * np.logaddexp(0.0, gaps))
+                  + theta @ theta / (2.0 * prior_sd ** 2))
+    beats = 1.0 / (1.0 + np.exp(-gaps))
+    surprise = beats - outcome
+    gradient = _sum_at(first, surprise, n) - _sum_at(second, surprise, n) + theta / prior_sd ** 2
+    return value, gradient, beats * (1.0 - beats)
+
+
+def posterior_hessian(evidence: Evidence, curvature: np.ndarray, prior_sd: float) -> np.ndarray:
+    """The dense Hessian ``Σ_r c_r (e_a − e_b)(e_a − e_b)ᵀ + I / prior_sd²`` (a weighted graph
+    Laplacian plus the prior's precision)."""
+    import numpy as np
+
+    first, second, _ = evidence.arrays
+    n = evidence.n_items
+    cells = n * n
+    hessian = -_sum_at(first * n + second, curvature, cells) - _sum_at(second * n + first, curvature, cells)
+    hessian = hessian.reshape(n, n)
+    hessian[np.diag_indices(n)] += _sum_at(first, curvature, n) + _sum_at(second, curvature, n) + 1.0 / prior_sd ** 2
+    return hessian
+
+
+def _newton(theta: np.ndarray, evidence: Evidence, prior_sd: float, direction, tolerance: float,
+            max_steps: int = 100) -> np.ndarray:
+    """Minimise :func:`bt_log_posterior` from ``theta`` by (quasi-)Newton steps ``direction(θ, g, c)``
+    with a backtracking line search (the objective is strictly convex, so this converges); stops
+    when a step moves no strength by more than ``tolerance``."""
+    for _ in range(max_steps):
+        value, gradient, curvature = bt_log_posterior(theta, evidence, prior_sd)
+        step = direction(theta, gradient, curvature)
+        slope = float(gradient @ step)
+        size = 1.0
+        while size > 1e-12:
+            trial = theta - size * step
+            if bt_log_posterior(trial, evidence, prior_sd)[0] <= value - 1e-4 * size * slope:
+                break
+            size /= 2
+        theta = trial
+        if size * float(abs(step).max(initial=0.0)) < tolerance:
+            break
+    return theta
+
+
+def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Laplace approximation: the MAP strengths by Newton's method (Cholesky solves of the
+    Hessian) from ``start``, and the covariance = inverse Hessian there."""
+    import numpy as np
+    from scipy.linalg import cho_factor, cho_solve
+
+    def newton_step(theta, gradient, curvature):
+        return cho_solve(cho_factor(posterior_hessian(evidence, curvature, prior_sd)), gradient)
+
+    mean = _newton(np.asarray(start, dtype=float).copy(), evidence, prior_sd, newton_step, 1e-10) if len(evidence) \
+        else np.zeros(evidence.n_items)
+    curvature = bt_log_posterior(mean, evidence, prior_sd)[2]
+    return mean, np.linalg.inv(posterior_hessian(evidence, curvature, prior_sd))
+
+
+def bt_posterior(records: Sequence[MatchRecord], items: Sequence[str], prior_sd: float,
+                 start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Laplace approximation of the Bradley–Terry posterior: (mean, covariance) of θ over ``items``.
+
+    The prior is ``θ ~ N(0, prior_sd² I)``; a record ``(a, b, s)`` has likelihood
+    ``σ(θ_a − θ_b)^s · σ(θ_b − θ_a)^(1−s)`` (a tie, s = ½, is half a win each way). The mean is the
+    maximum a posteriori θ (Newton's method on :func:`bt_log_posterior`, which is strictly
+    convex); the covariance is the inverse Hessian there.
+
+    start: where Newton's method starts (the previous posterior mean, so that a refit after a few
+        more duels takes a few steps); zeros when None.
+    """
+    import numpy as np
+
+    start = np.zeros(len(items)) if start is None else start
+    return exact_posterior(Evidence.from_records(records, items), prior_sd, start)
+
+
+def _line_minimum(theta: np.ndarray, direction: np.ndarray, evidence: Evidence, prior_sd: float) -> np.ndarray:
+    """``θ − t·direction`` at the t minimising :func:`bt_log_posterior` along that line, by
+    one-dimensional Newton steps (O(records + N) each; the line's second derivative
+    ``Σ_r c_r (v_a − v_b)² + |v|² / prior_sd²`` is positive, so the steps are safe)."""
+    import numpy as np
+
+    first, second, outcome = evidence.arrays
+    spread = direction[first] - direction[second]
+    length = float(direction @ direction) / prior_sd ** 2
+    t = 0.0
+    for _ in range(50):
+        point = theta - t * direction
+        beats = 1.0 / (1.0 + np.exp(-(point[first] - point[second])))
+        slope = -(float((beats - outcome) @ spread) + float(direction @ point) / prior_sd ** 2)
+        bend = float((beats * (1.0 - beats)) @ (spread * spread)) + length
+        move = slope / bend
+        t -= move
+        if abs(move) * float(np.abs(direction).max(initial=0.0)) < 1e-12:
+            break
+    return theta - t * direction
+
+
+def _newton_direction(evidence: Evidence, curvature: np.ndarray, gradient: np.ndarray, prior_sd: float) -> np.ndarray:
+    """``H⁻¹ g`` to 0.1% by scipy's conjugate gradients on the sparse Hessian (each product
+    O(records + N); Jacobi preconditioner)."""
+    import numpy as np
+    from scipy.sparse.linalg import LinearOperator, cg
+
+    first, second, _ = evidence.arrays
+    n = evidence.n_items
+    precision = 1.0 / prior_sd ** 2
+
+    def hessian_times(vector: np.ndarray) -> np.ndarray:
+        weighted = curvature * (vector[first] - vector[second])
+        return _sum_at(first, weighted, n) - _sum_at(second, weighted, n) + precision * vector
+
+    diagonal = _sum_at(first, curvature, n) + _sum_at(second, curvature, n) + precision
+    direction, _ = cg(LinearOperator((n, n), matvec=hessian_times, dtype=float), gradient, rtol=1e-3, maxiter=200,
+                      M=LinearOperator((n, n), matvec=lambda vector: vector / diagonal, dtype=float))
+    return direction
+
+
+class Posterior:
+    """The Laplace posterior of one task's strengths, kept up to date as duels are played.
+
+    exact: every :meth:`update` refits it exactly (:func:`exact_posterior`); ``active`` asks for
+    this up to :data:`rankkit.strategies.active.EXACT_UP_TO` candidates. Otherwise an update adds each new record's curvature to the covariance
+    Σ by a Sherman–Morrison rank-one update (one O(N²) pass), and moves the mean to the exact MAP
+    (every gradient entry below :data:`GRADIENT_TOLERANCE`) by Newton directions with an exact
+    line search (:func:`_line_minimum`). The gradient at the previous MAP is non-zero only at the
+    new records' candidates, so the first direction ``Σ·g`` needs only their columns of Σ (O(N));
+    once the gradient has spread, conjugate gradients on the sparse Hessian give the direction
+    (:func:`_newton_direction`, O(records + N) per product). Every ``N // 16`` updates the covariance is
+    recomputed exactly, so the curvature of earlier records, which drifts as the mean moves, is
+    never stale for long.
+    """
+
+    def __init__(self, n_items: int, prior_sd: float, exact: bool = True):
+        import numpy as np
+
+        self.evidence = Evidence(n_items)
+        self.prior_sd = prior_sd
+        self.exact = exact
+        self.refresh_every = max(1, n_items // 16)
+        self.mean = np.zeros(n_items)
+        self.cov = np.eye(n_items) * prior_sd ** 2
+        self._since_refresh = 0
+
+    def update(self, new_records: Sequence[tuple[int, int, float]]) -> None:
+        """Add records (row of a, row of b, outcome for a) and update mean and covariance."""
+        import numpy as np
+
+        for record in new_records:
+            self.evidence.add(*record)
+        if self.exact:
+            self.mean, self.cov = exact_posterior(self.evidence, self.prior_sd, self.mean)
+            return
+        for first, second, _ in new_records:
+            self._add_curvature(first, second)
+        for _ in range(20):
+            _, gradient, curvature = bt_log_posterior(self.mean, self.evidence, self.prior_sd)
+            support = np.flatnonzero(np.abs(gradient) > GRADIENT_TOLERANCE)
+            if not len(support):
+                break
+            if len(support) * 8 > len(gradient):
+                direction = _newton_direction(self.evidence, curvature, gradient, self.prior_sd)
+            else:
+                direction = self.cov[:, support] @ gradient[support]
+            self.mean = _line_minimum(self.mean, direction, self.evidence, self.prior_sd)
+        self._since_refresh += 1
+        if self._since_refresh >= self.refresh_every:
+            self.refresh()
+
+    def _add_curvature(self, first: int, second: int) -> None:
+        from scipy.linalg.blas import dger
+
+        p = 1.0 / (1.0 + math.exp(self.mean[second] - self.mean[first]))
+        curvature = p * (1.0 - p)
+        spread = self.cov[:, first] - self.cov[:, second]  # Σu for u = e_a − e_b
+        # (Σ⁻¹ + c u uᵀ)⁻¹ = Σ − c Σu (Σu)ᵀ / (1 + c uᵀΣu); dger updates the matrix in place
+        # (Σ is symmetric, so its transpose is the column-major array BLAS wants).
+        scale = -curvature / (1.0 + curvature * (spread[first] - spread[second]))
+        self.cov = dger(scale, spread, spread, a=self.cov.T, overwrite_a=True).T
+
+    def refresh(self) -> None:
+        """Recompute the covariance exactly at the current mean (O(N³))."""
+        import numpy as np
+
+        from scipy.linalg import lapack
+
+        curvature = bt_log_posterior(self.mean, self.evidence, self.prior_sd)[2]
+        # Cholesky factor and inverse in place: a third of the work of a general inverse.
+        factor, info = lapack.dpotrf(posterior_hessian(self.evidence, curvature, self.prior_sd), lower=1,
+                                     overwrite_a=1)
+        if not info:
+            inverse, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
+        if info:
+            raise np.linalg.LinAlgError(f"posterior Hessian not positive definite (LAPACK info {info})")
+        upper = np.triu_indices(len(inverse), 1)
+        inverse[upper] = inverse.T[upper]  # dpotri fills the lower triangle only
+        self.cov = inverse
+        self._since_refresh = 0
