@@ -146,7 +146,9 @@ Generate = Callable[[Sequence[list[dict[str, str]]]], Iterator[tuple[int, Any]]]
 class AnalysisStore:
     """Looks analyses up in memory, then in the run's cache, and generates the rest in one batch.
 
-    fingerprint: :func:`analysis_fingerprint` of the judge (the cache key's first part).
+    fingerprint: gives :func:`analysis_fingerprint` of the judge (the cache key's first part); a
+        function, called when analyses are first looked up, so building a judge asks its engine
+        nothing.
     generate: how to generate replies to a batch of conversations.
     cache: the run's :class:`~rankkit.cache.JudgmentCache` (or None / a ``NullCache``).
 
@@ -154,7 +156,7 @@ class AnalysisStore:
     from memory; a compare batch looks each answer up twice: to charge it, then to build prompts).
     """
 
-    def __init__(self, fingerprint: str, generate: Generate, cache: Any = None):
+    def __init__(self, fingerprint: Callable[[], str], generate: Generate, cache: Any = None):
         self.fingerprint = fingerprint
         self.generate = generate
         self.cache = cache
@@ -192,7 +194,7 @@ class AnalysisStore:
             for index, generation in self.generate(conversations):
                 yield index, Analysis(generation.text, dict(generation.usage))
 
-        found = as_store(self.cache).fetch(self.fingerprint, ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
+        found = as_store(self.cache).fetch(self.fingerprint(), ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
                                            ask, lambda payload: Analysis(payload["text"]), Analysis.to_dict)
         fresh: dict[str, Analysis] = {}
         for key, (analysis, origin) in zip(keys, found):

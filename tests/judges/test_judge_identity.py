@@ -127,7 +127,10 @@ PINNED: dict[str, Any] = {
     "logprob": ("fc9eb05dda9b549c", "fe5734e0e3f5f208"),
     "logprob-calibrate": ("0f8dfd21e764e40a", "f832cb287d629384"),
     "logprob-prepair": ("df380285ab3d8bac", "b23859a6d7064876"),
-    "logprob-prepair-calibrate": ("c2fb1c059c8da7c9", "8af69d5ed24326fd"),
+    # Rows changed once, on purpose, when calibration became a wrapper (judgments did not): the raw
+    # judgments it stores now carry the PREPAIR analyses they paid for in their usage, exactly as
+    # the uncalibrated judge stores them (a cached judgment's usage is never counted again).
+    "logprob-prepair-calibrate": ("c2fb1c059c8da7c9", "be486b9685872f6c"),
     "loglik": ("b325d8dc4876cd07", "600e58aa53b9ffd0"),
     "hf+openai": "b58051c10c5e7930",
 }
