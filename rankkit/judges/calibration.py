@@ -44,7 +44,13 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from rankkit.judges.base import Judge, PairJudgment, PairRequest, PointJudgment, PointRequest
+from rankkit.judges.base import (
+    Judge,
+    PairJudgment,
+    PairRequest,
+    PointJudgment,
+    PointRequest,
+)
 from rankkit.judges.memo import Memo, fetch_pairs
 from rankkit.judges.modes import add_usage, choice_judgment, sigmoid
 from rankkit.tasks import Candidate, Task

@@ -46,7 +46,13 @@ from dataclasses import replace
 from typing import Any, Iterator, Mapping, Sequence
 
 from rankkit.engine import as_store
-from rankkit.judges.base import Judge, PairJudgment, PairRequest, PointJudgment, PointRequest
+from rankkit.judges.base import (
+    Judge,
+    PairJudgment,
+    PairRequest,
+    PointJudgment,
+    PointRequest,
+)
 from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
 from rankkit.judges.modes import (  # noqa: F401  (re-exported: their home before the modes had one)
     JUDGING_MODES,

@@ -42,9 +42,23 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence
 
-from rankkit.judges.base import PairJudgment, PairRequest, ParseStatus, PointJudgment, PointRequest, Winner
+from rankkit.judges.base import (
+    PairJudgment,
+    PairRequest,
+    ParseStatus,
+    PointJudgment,
+    PointRequest,
+    Winner,
+)
 from rankkit.judges.llm_engine import Conversation, LLMEngine, user_turn
-from rankkit.prompts import Template, Verdict, format_points, parse_pairwise, parse_pointwise, to_task_scale
+from rankkit.prompts import (
+    Template,
+    Verdict,
+    format_points,
+    parse_pairwise,
+    parse_pointwise,
+    to_task_scale,
+)
 from rankkit.tasks import Candidate, Task
 
 if TYPE_CHECKING:  # modes are given the judge; they never build one
