@@ -50,9 +50,10 @@ from rankkit.judges.base import (
     PairRequest,
     PointJudgment,
     PointRequest,
+    add_usage,
 )
 from rankkit.judges.memo import Memo, fetch_pairs
-from rankkit.judges.modes import add_usage, choice_judgment, sigmoid
+from rankkit.judges.modes import choice_judgment, sigmoid
 from rankkit.tasks import Candidate, Task
 
 if TYPE_CHECKING:

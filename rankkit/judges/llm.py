@@ -52,6 +52,7 @@ from rankkit.judges.base import (
     PairRequest,
     PointJudgment,
     PointRequest,
+    add_usage,
 )
 from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
 from rankkit.judges.modes import (  # noqa: F401  (re-exported: their home before the modes had one)
@@ -63,7 +64,6 @@ from rankkit.judges.modes import (  # noqa: F401  (re-exported: their home befor
     RETRY_TEMPERATURE,
     JudgingMode,
     Prompt,
-    add_usage,
     choice_probability,
     expected_digit,
     logprob_points,

@@ -49,6 +49,7 @@ from rankkit.judges.base import (
     PointJudgment,
     PointRequest,
     Winner,
+    add_usage,
 )
 from rankkit.judges.llm_engine import Conversation, LLMEngine, user_turn
 from rankkit.prompts import (
@@ -122,12 +123,6 @@ def winner_from_scores(first: float, second: float) -> Winner:
 
 def midpoint(task: Task) -> float:
     return (task.scale[0] + task.scale[1]) / 2
-
-
-def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
-    """Add token counts (and other usage counters) into ``total``."""
-    for key, value in usage.items():
-        total[key] = total.get(key, 0) + int(value)
 
 
 def failed_comparison(task: Task, raw: str, usage: Mapping[str, int], extras: Mapping[str, Any]) -> PairJudgment:

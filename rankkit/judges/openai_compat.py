@@ -116,18 +116,14 @@ class OpenAIEngine(RetryingClient):
 
     model: the model name the server knows (``--served-model-name`` for vLLM; llama.cpp's server
         serves one model whatever the name).
-    base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``; several interchangeable replicas
-        as a list or ``|``-joined (``http://h1:8000/v1|http://h2:8000/v1``).
-    api_key: sent as ``Authorization: Bearer ...`` when given; kept out of every message.
-    concurrency: requests in flight at once *per replica*.
-    timeout: seconds one attempt may take to connect, and then between bytes of the response.
-    retry: the :class:`RetryPolicy`.
-    jitter_seed: seeds the backoff jitter (so tests are reproducible; it never affects judgments).
-    max_response_bytes: the largest response body read; a bigger one is a bad response.
+    base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
+        client's (:class:`~rankkit.judges.http_client.RetryingClient`); ``base_url`` defaults to
+        OpenAI's own API.
 
     ``generate`` and ``next_token_logprobs`` may be called from several threads at once: all
-    calls share the client's pool of :attr:`capacity` workers, and each attempt holds a replica slot, so
-    at most ``concurrency`` requests are in flight per replica and :attr:`capacity` in total.
+    calls share the client's pool of :attr:`capacity` workers, and each attempt holds a replica
+    slot, so at most ``concurrency`` requests are in flight per replica and :attr:`capacity` in
+    total.
     """
 
     backend = "openai"

@@ -49,7 +49,14 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from rankkit.engine import as_store
-from rankkit.judges.base import Judge, PairJudgment, PairRequest, ParseStatus, Winner
+from rankkit.judges.base import (
+    Judge,
+    PairJudgment,
+    PairRequest,
+    ParseStatus,
+    Winner,
+    add_usage,
+)
 from rankkit.judges.memo import Memo, fetch_pairs
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
@@ -238,8 +245,7 @@ class PanelJudge(Judge):
                                      Winner.TIE: (middle, middle)}[winner]
         usage: dict[str, int] = {}
         for judgment in fresh:
-            for key, value in judgment.usage.items():
-                usage[key] = usage.get(key, 0) + int(value)
+            add_usage(usage, judgment.usage)
         share = count.share
         raw = (f"votes first={count.first} second={count.second} tie={count.tie} abstained={count.abstained}; "
                f"majority share {share:.3f} vs threshold {self.threshold:g} -> {winner.value}")

@@ -45,7 +45,7 @@ from rankkit.prompts import (
     load_template_dir,
     task_values,
 )
-from rankkit.judges.base import content_key
+from rankkit.judges.base import add_usage, content_key
 from rankkit.tasks import Candidate, Task
 
 #: Bump when what an analysis is changes (how it is generated or stored).
@@ -218,7 +218,6 @@ class AnalysisStore:
                 if key in fresh and key not in charged:
                     charged.add(key)
                     usage["analyses"] = usage.get("analyses", 0) + 1
-                    for name, value in fresh[key].usage.items():
-                        usage[name] = usage.get(name, 0) + int(value)
+                    add_usage(usage, fresh[key].usage)
             out.append(usage)
         return out
