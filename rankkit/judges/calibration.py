@@ -54,6 +54,7 @@ from rankkit.judges.base import (
 )
 from rankkit.judges.memo import Memo, fetch_pairs
 from rankkit.judges.modes import choice_judgment, sigmoid
+from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
 
 if TYPE_CHECKING:
@@ -107,6 +108,9 @@ class CalibratedJudge(Judge):
     """
 
     def __init__(self, judge: LLMJudge):
+        if judge.mode != "logprob":
+            raise SpecError(f"{judge.backend}: calibration corrects choice probabilities and needs "
+                            f"mode=logprob (mode is {judge.mode})")
         self.judge = judge
         self.backend = judge.backend  # instance attributes: the fingerprint names the real backend
         self.version = judge.version
@@ -123,9 +127,7 @@ class CalibratedJudge(Judge):
 
     @property
     def description(self) -> str:
-        inner = self.judge.description
-        # The wrapped judge already says "calibrate" when it is its own wrapper.
-        return inner if getattr(self.judge, "calibrate", False) else f"{inner[:-1]}, calibrate)"
+        return self.judge.describe(calibrated=True)
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
         return self.judge.request_key(task, *candidates)

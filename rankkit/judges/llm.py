@@ -187,9 +187,14 @@ class LLMJudge(Judge):
 
     @property
     def description(self) -> str:
+        return self.describe(calibrated=self.calibrate)
+
+    def describe(self, *, calibrated: bool) -> str:
+        """``backend:model (mode=..., prepair, calibrate)``, naming calibration when ``calibrated``
+        (a :class:`~rankkit.judges.calibration.CalibratedJudge` around this judge asks so)."""
         identity = self.engine.identity()
         name = identity.get("name") or identity.get("model") or "?"
-        extra = "".join(f", {flag}" for flag in ("prepair", "calibrate") if getattr(self, flag))
+        extra = "".join(f", {flag}" for flag, on in (("prepair", self.prepair), ("calibrate", calibrated)) if on)
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
     @property

@@ -175,12 +175,15 @@ class PanelJudge(Judge):
                 raise SpecError(f"panel: member {member.description} cannot compare pairs")
         self.members = list(members)
         self.threshold = float(threshold)
-        self.simulated = any(m.simulated for m in members)
         self.cache: Any = as_store(None)  # the run's store once bound (bind_cache)
         self._memo: Memo = {}  # member judgments seen in this process (fetch_pairs)
 
     def fingerprint_fields(self) -> dict[str, Any]:
         return {"members": sorted(m.fingerprint for m in self.members), "threshold": self.threshold}
+
+    @property
+    def simulated(self) -> bool:  # type: ignore[override]  # derived from the members, not stored
+        return any(m.simulated for m in self.members)
 
     @property
     def description(self) -> str:

@@ -150,3 +150,22 @@ def test_hf_and_openai_fingerprints_are_what_they_were():
     openai_judge = make_judge("openai:some/model,base_url=http://127.0.0.1:9/v1,mode=logprob,calibrate=true")
     assert digest([hf_judge.fingerprint, openai_judge.fingerprint,
                    openai_judge.raw_fingerprint]) == PINNED["hf+openai"]
+
+
+@pytest.mark.parametrize("prepair", [False, True])
+def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
+    from rankkit.judges.calibration import CalibratedJudge
+
+    option = LLMJudge(engine(), mode="logprob", prepair=prepair, calibrate=True)
+    wrapper = CalibratedJudge(LLMJudge(engine(), mode="logprob", prepair=prepair))
+    assert wrapper.fingerprint == option.fingerprint and wrapper.raw_fingerprint == option.raw_fingerprint
+    assert wrapper.description == option.description
+    assert observed(wrapper) == observed(option)
+
+
+def test_the_calibration_wrapper_needs_logprob_mode():
+    from rankkit.judges.calibration import CalibratedJudge
+    from rankkit.specs import SpecError
+
+    with pytest.raises(SpecError, match="mode=logprob"):
+        CalibratedJudge(LLMJudge(engine(), mode="generate"))
