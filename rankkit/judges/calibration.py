@@ -1,4 +1,4 @@
-"""Position-bias calibration of pairwise logprob judges (``calibrate=true``): :class:`CalibratedJudge` wraps an LLM judge.
+"""Position-bias calibration of logprob comparisons (``calibrate=true``): the :class:`CalibratedJudge` wrapper.
 
 A logprob judge gives, for answers a and b shown in that order, the log-odds
 

@@ -19,7 +19,7 @@ backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
                         key/value cache is computed once and prompts run only their differing
                         suffixes (default 64; 0 turns it off) — see :func:`prefix_lengths` and
                         ``benchmarks/results/judge_throughput.md``
-``mode``                ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.llm`)
+``mode``                ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.modes`)
 ``template``            ``auto``, ``paper``, ``generic``, ``mt``, a template name or a FILE
 ``max_new_tokens``, ``temperature`` (0.1 as in the paper), ``seed``, ``retries``
 ======================  ==========================================================================

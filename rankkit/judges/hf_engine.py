@@ -1,4 +1,4 @@
-"""The hf engine: :class:`HFEngine` runs an :class:`~rankkit.judges.llm_engine.LLMEngine`'s calls on a loaded transformers model.
+"""The hf engine: :class:`HFEngine` runs an LLM judge's engine calls on a loaded transformers model.
 
 It tokenizes conversations with the model's chat template, plans each call's batches and shared
 prefixes (:mod:`rankkit.judges.hf_batching`) and runs forward passes or ``model.generate`` under
@@ -30,7 +30,7 @@ from rankkit.specs import SpecError
 
 
 class HFEngine:
-    """An :class:`~rankkit.judges.llm.LLMEngine` on a loaded transformers causal LM.
+    """An :class:`~rankkit.judges.llm_engine.LLMEngine` on a loaded transformers causal LM.
 
     Every method takes any number of conversations (from any tasks) and plans its own batches
     (:func:`plan_batches`), yielding ``(index, result)`` for each batch as soon as it is done.

@@ -1,4 +1,4 @@
-"""Loading transformers models for the hf judges: hub/local models, SmolLM2's GGUF, its bf16 copy, one load per process.
+"""Loading the hf judges' models once per process: hub or local models, SmolLM2's GGUF and its bf16 copy.
 
 A model is loaded once per process (:data:`_LOADED`, keyed by what was loaded), however many
 judges use it. ``smollm2``'s GGUF takes 15-20 s to convert, so after the first load a bf16

@@ -1,4 +1,4 @@
-"""The HTTP side of the openai judge: JSON POSTs to replicas, N at a time each, with retries, redaction and response caps.
+"""The openai judge's HTTP client: JSON POSTs to replicas, N at a time each, retried, redacted, size-capped.
 
 :class:`RetryingClient` keeps a thread pool and one pooled ``httpx.Client`` per replica (both
 made at the first request), sends each attempt to the replica :func:`pick_replica` chooses,

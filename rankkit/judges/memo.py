@@ -1,4 +1,4 @@
-"""Judgments that judges built on other judges share: looked up in memory, then in the run's store, then asked.
+"""What judges built on other judges share: a judgment looked up in memory, then the run's store, then asked.
 
 A panel asks each member for both orders of a comparison; a calibrated judge asks the judge it
 wraps for both orders of a pair. Both need the same thing: the wrapped judge's own judgment of
