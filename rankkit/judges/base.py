@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from rankkit.errors import RankkitError
 from rankkit.tasks import Candidate, Task
@@ -109,6 +109,12 @@ def content_key(task: Task, *candidates: Candidate) -> list[Any]:
     """What a prompt-reading judge sees of a request: prompt, reference, scale, metadata (in a
     stable text form) and the candidates' texts in the order shown. See :meth:`Judge.request_key`."""
     return [task.prompt, task.reference, list(task.scale), task.meta_key, *(candidate.text for candidate in candidates)]
+
+
+def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
+    """Add a judgment's ``usage`` counters (tokens, retries, analyses...) into ``total``."""
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + int(value)
 
 
 PointRequest = tuple[Task, Candidate]

@@ -48,9 +48,16 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from rankkit.cache import content_hash
-from rankkit.engine import Origin, as_store
-from rankkit.judges.base import Judge, PairJudgment, PairRequest, ParseStatus, Winner
+from rankkit.engine import as_store
+from rankkit.judges.base import (
+    Judge,
+    PairJudgment,
+    PairRequest,
+    ParseStatus,
+    Winner,
+    add_usage,
+)
+from rankkit.judges.memo import Memo, fetch_pairs
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
 
@@ -168,12 +175,15 @@ class PanelJudge(Judge):
                 raise SpecError(f"panel: member {member.description} cannot compare pairs")
         self.members = list(members)
         self.threshold = float(threshold)
-        self.simulated = any(m.simulated for m in members)
         self.cache: Any = as_store(None)  # the run's store once bound (bind_cache)
-        self._memo: dict[tuple[str, str], PairJudgment] = {}
+        self._memo: Memo = {}  # member judgments seen in this process (fetch_pairs)
 
     def fingerprint_fields(self) -> dict[str, Any]:
         return {"members": sorted(m.fingerprint for m in self.members), "threshold": self.threshold}
+
+    @property
+    def simulated(self) -> bool:  # type: ignore[override]  # derived from the members, not stored
+        return any(m.simulated for m in self.members)
 
     @property
     def description(self) -> str:
@@ -197,55 +207,26 @@ class PanelJudge(Judge):
             member.bind_cache(self.cache)
 
     # -- member votes -------------------------------------------------------------------------
-    @staticmethod
-    def _parts(member: Judge, task: Task, first: Candidate, second: Candidate) -> list:
-        # The member's own request key, as the match layer uses it, so member votes are shared
-        # with single-judge runs of the member.
-        return member.request_key(task, first, second)
-
     def member_judgments(self, requests: Sequence[PairRequest]) -> tuple[list[list[MemberPair]], list[list[PairJudgment]]]:
         """Every member's judgments of every request in both orders, from memory, cache or the member.
 
         Returns ``(pairs, fresh)``: ``pairs[i][m]`` is member m's (as requested, reversed) pair of
         judgments for request i, and ``fresh[i]`` the judgments first needed by request i that were
         new (paid for). Each member gets one batch with everything it has not judged yet, and each
-        new judgment is cached the moment it arrives.
+        new judgment is cached the moment it arrives, under the member's own fingerprint and request
+        key, so member votes are shared with single-judge runs of the member.
         """
-        store = self.cache
-        fresh_keys: set[tuple[str, str]] = set()
+        both_orders = [order for task, first, second in requests for order in ((task, first, second),
+                                                                                (task, second, first))]
+        pairs: list[list[MemberPair]] = [[] for _ in requests]
+        fresh: list[list[PairJudgment]] = [[] for _ in requests]
         for member in self.members:
-            fingerprint = member.fingerprint
-            wanted: dict[tuple[str, str], PairRequest] = {}
-            for task, first, second in requests:
-                for x, y in ((first, second), (second, first)):
-                    key = (fingerprint, content_hash(self._parts(member, task, x, y)))
-                    if key not in self._memo and key not in wanted:
-                        wanted[key] = (task, x, y)
-            if not wanted:
-                continue
-            keys = list(wanted)
-            judged = store.fetch(fingerprint, "pair", [self._parts(member, *wanted[k]) for k in keys],
-                                 lambda indices, m=member: m.compare_many([wanted[keys[i]] for i in indices]),
-                                 PairJudgment.from_dict, PairJudgment.to_dict)
-            for key, (judgment, origin) in zip(keys, judged):
-                self._memo[key] = judgment
-                if origin is Origin.JUDGE:
-                    fresh_keys.add(key)
-        pairs: list[list[MemberPair]] = []
-        fresh: list[list[PairJudgment]] = []
-        for task, first, second in requests:
-            row, new = [], []
-            for member in self.members:
-                both = []
-                for x, y in ((first, second), (second, first)):
-                    key = (member.fingerprint, content_hash(self._parts(member, task, x, y)))
-                    both.append(self._memo[key])
-                    if key in fresh_keys:  # charge a new judgment to the first request that needed it
-                        fresh_keys.discard(key)
-                        new.append(self._memo[key])
-                row.append((both[0], both[1]))
-            pairs.append(row)
-            fresh.append(new)
+            judged = fetch_pairs(self.cache, self._memo, member.fingerprint, member.request_key,
+                                 member.compare_many, both_orders)
+            for index in range(len(requests)):
+                as_requested, reversed_order = judged[2 * index], judged[2 * index + 1]
+                pairs[index].append((as_requested[0], reversed_order[0]))
+                fresh[index].extend(judgment for judgment, charged in (as_requested, reversed_order) if charged)
         return pairs, fresh
 
     def votes(self, member_pairs: Sequence[MemberPair]) -> list[Vote]:
@@ -267,8 +248,7 @@ class PanelJudge(Judge):
                                      Winner.TIE: (middle, middle)}[winner]
         usage: dict[str, int] = {}
         for judgment in fresh:
-            for key, value in judgment.usage.items():
-                usage[key] = usage.get(key, 0) + int(value)
+            add_usage(usage, judgment.usage)
         share = count.share
         raw = (f"votes first={count.first} second={count.second} tie={count.tie} abstained={count.abstained}; "
                f"majority share {share:.3f} vs threshold {self.threshold:g} -> {winner.value}")

