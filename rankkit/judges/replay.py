@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from rankkit.judges.base import Judge, JudgeError, PairJudgment, ParseStatus, Winner
 from rankkit.specs import Spec, SpecError
-from rankkit.tasks import Candidate, Task, TaskFormatError
+from rankkit.tasks import Candidate, Task, TaskFormatError, json_object_line
 
 if TYPE_CHECKING:  # rankkit.results imports the strategies; replay is imported by the judge registry
     from rankkit.results import RunResult
@@ -110,12 +110,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, text in enumerate(handle, start=1):
             if not text.strip():
                 continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
-            if not isinstance(row, dict):
-                raise TaskFormatError(path, number, None, "expected a JSON object per line")
+            row = json_object_line(path, number, text)
             for name in ("task_id", "a", "b"):
                 if not isinstance(row.get(name), (str, int)) or isinstance(row.get(name), bool):
                     raise TaskFormatError(path, number, name, "missing field or not a string")

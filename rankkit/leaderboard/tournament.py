@@ -23,7 +23,8 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, debias:
     The bracket is a seeded shuffle of the systems; each round pairs neighbours in bracket order
     (one batch of duels per round), winners keep their bracket order, and with an odd number the
     last one gets a bye. A tied duel is recorded as a tie (half a win each way for BT); a seeded
-    coin decides who advances.
+    coin decides who advances. Each pair is shown as the shuffled bracket lists it (``order=given``),
+    or in both orders with ``debias``.
     """
     candidate_of = systems_of(task)
     system_of = {cid: name for name, cid in candidate_of.items()}
@@ -35,7 +36,7 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, debias:
         round_number += 1
         pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
         advancing = []
-        for duel in source.duel_many(pairs, debias=debias, round=round_number):
+        for duel in source.duel_many(pairs, round=round_number, order="both" if debias else "given"):
             matches.append(SystemMatch(task.task_id, system_of[duel.a], system_of[duel.b], duel.outcome, round_number))
             a_advances = duel.outcome == 1.0 or (duel.outcome == 0.5 and rng.random() < 0.5)
             advancing.append(duel.a if a_advances else duel.b)
@@ -49,20 +50,18 @@ def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: 
                  systems: Sequence[str] | None = None, debias: bool = False) -> list[SystemMatch]:
     """Every system of the task (or of ``systems``) against ``opponent``'s answer, in one batch.
 
-    Without ``debias`` each match shows the two answers in a seeded random order, so the
-    opponent is not always in the same slot. Returns nothing when the task lacks the opponent.
+    Without ``debias`` each match shows the two answers in a seeded random order (``order=random``,
+    coins from ``rng``), so the opponent is not always in the same slot; with it, in both orders.
+    Returns nothing when the task lacks the opponent.
     """
     candidate_of = systems_of(task)
     if opponent not in candidate_of:
         return []
     names = [s for s in (systems if systems is not None else candidate_of) if s in candidate_of and s != opponent]
     anchor_id = candidate_of[opponent]
-    pairs = []
-    for name in names:
-        pair = (candidate_of[name], anchor_id)
-        pairs.append(pair if debias or rng.random() < 0.5 else pair[::-1])
+    pairs = [(candidate_of[name], anchor_id) for name in names]
     matches = []
-    for name, duel in zip(names, source.duel_many(pairs, debias=debias, round=1)):
+    for name, duel in zip(names, source.duel_many(pairs, round=1, order="both" if debias else "random", rng=rng)):
         outcome = duel.outcome if duel.a == candidate_of[name] else 1.0 - duel.outcome
         matches.append(SystemMatch(task.task_id, name, opponent, outcome, 1))
     return matches

@@ -1,5 +1,6 @@
-"""What the budgeted, adaptive strategies (``swiss``, ``active``) share: how a budget becomes a
-number of duels, and how played duels become rating records or mean grades.
+"""Budgets of the adaptive strategies (``swiss``, ``active``): judgments -> duels, duels -> records.
+
+How a budget becomes a number of duels, and how played duels become rating records or mean grades.
 
 **Budgets count judgments**, exactly as :class:`~rankkit.matches.Cost` counts ``comparisons``: a
 duel played in one order costs 1, a duel in both orders (``order=both``, ``debias=true``) costs 2.
