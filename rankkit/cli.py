@@ -330,7 +330,7 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
 @click.option("--baseline", default=None, help="Strategy the others are compared with (default: individual, else the first).")
 @click.option("--metrics", "metric_names", default="pearson,spearman,task_spearman,pairwise_accuracy", show_default=True,
               help="Comma-separated metrics of rankkit.metrics to analyse.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Bootstrap resamples of the tasks (0: no intervals).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap.")
 @click.option("--aggregate", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
@@ -342,7 +342,7 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
               help="table, json (the whole analysis), csv (all sections in one table, with a section column) "
                    "or markdown.")
 @guarded
-def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, seed, aggregate, exam_field, out,
+def analyze_command(results_path, by_fields, baseline, metric_names, resamples, seed, aggregate, exam_field, out,
                     output_format) -> None:
     """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level and
     paired differences for a results file of `rankkit compare --out`."""
@@ -351,7 +351,7 @@ def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, see
 
     prepare_output(out)
     results = load_results(results_path)
-    report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), resamples=n_boot,
+    report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), resamples=resamples,
                      seed=seed, aggregate=aggregate, unit_field=exam_field)
     if output_format == "json":
         click.echo(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False))
@@ -367,17 +367,17 @@ def analyze_command(results_path, by_fields, baseline, metric_names, n_boot, see
 @click.option("-o", "--out-dir", type=click.Path(file_okay=False), default="plots", show_default=True,
               help="Folder the PNG files are written to.")
 @click.option("--metric", default="task_spearman", show_default=True, help="Accuracy axis of the cost-accuracy plot.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Bootstrap resamples of the tasks for the intervals (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap and the scatter jitter.")
 @guarded
-def plot_command(results_path, out_dir, metric, n_boot, seed) -> None:
+def plot_command(results_path, out_dir, metric, resamples, seed) -> None:
     """Draw correlations, cost vs accuracy, elimination rounds and judge-vs-human scatters as PNG."""
     from rankkit.analysis import check_metrics, load_results
     from rankkit.plots import plot_all
 
     results = load_results(results_path)
-    paths = plot_all(results, out_dir, resamples=n_boot, seed=seed, metric=check_metrics([metric])[0])
+    paths = plot_all(results, out_dir, resamples=resamples, seed=seed, metric=check_metrics([metric])[0])
     for path in paths:
         click.echo(str(path))
 
@@ -386,19 +386,19 @@ def plot_command(results_path, out_dir, metric, n_boot, seed) -> None:
 @click.argument("results_path", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", default="report.html", show_default=True, type=click.Path(dir_okay=False),
               help="The HTML file to write.")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=1000, show_default=True,
               help="Bootstrap resamples for the leaderboard's intervals (0: none).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap.")
 @click.option("--max-tasks", type=click.IntRange(min=1), default=None,
               help="Put only the first N tasks in the task and match views (smaller file for big runs).")
 @guarded
-def report_command(results_path, out, n_boot, seed, max_tasks) -> None:
+def report_command(results_path, out, resamples, seed, max_tasks) -> None:
     """Write one self-contained HTML file: leaderboard, tasks with knockout brackets, match browser, judge bias."""
     from rankkit.analysis import load_results
     from rankkit.report import write_report
 
     results = load_results(results_path)
-    path = write_report(results, out, resamples=n_boot, seed=seed, max_tasks=max_tasks)
+    path = write_report(results, out, resamples=resamples, seed=seed, max_tasks=max_tasks)
     size = path.stat().st_size
     click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
 

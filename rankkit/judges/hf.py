@@ -70,7 +70,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-# The pieces, re-exported here (their home before the split; plan.py, benchmarks and tests use them).
+# The pieces, re-exported here (their home before the split; the dry run, benchmarks and tests use them).
 from rankkit.judges.hf_batching import (  # noqa: F401
     DEFAULT_MAX_BATCH_TOKENS,
     DEFAULT_MAX_PADDING,
