@@ -103,9 +103,17 @@ def defines(mods: dict[str, Path], pattern: str) -> list[str]:
 
 
 def length_definitions(mods: dict[str, Path]) -> list[str]:
-    """Modules that measure an answer's length themselves (``len(... .text ...)``)."""
-    regex = re.compile(r"len\([^)]*\.text\b[^)]*\)|len\([^)]*\[\"text\"\][^)]*\)")
-    return [name for name, path in mods.items() if regex.search(path.read_text(encoding="utf-8"))]
+    """Modules that measure a candidate answer's length themselves: a ``len(...)`` of something
+    that names a candidate's text (``cand.text``, ``c["text"]``, ``texts[...]``), words or characters."""
+    regex = re.compile(r"\.text\b|\[\"text\"\]|\btexts\[")
+    hits = []
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == "len" and n.args)
+        if any(regex.search(ast.unparse(call.args[0])) for call in calls):
+            hits.append(name)
+    return hits
 
 
 def median_seconds(command: list[str], runs: int = 7) -> float:
