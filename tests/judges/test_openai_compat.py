@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import http.server
 import importlib.util
-import itertools
 import json
 import sqlite3
 import logging
 import math
-import random
 import socket
 import subprocess
 import sys
@@ -35,22 +33,12 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judges import JudgeError, make_judge
+from rankkit.judges.http_client import ERROR_EXCERPT_CHARS, RetryPolicy, excerpt
 from rankkit.judges.openai_compat import (
-    ERROR_EXCERPT_CHARS,
-    MAX_RETRY_AFTER,
     LogprobsUnavailable,
     OpenAIEngine,
-    Replica,
-    RetryPolicy,
-    backoff_delay,
     choice_logprobs,
-    excerpt,
     first_token_alternatives,
-    parse_retry_after,
-    pick_replica,
-    read_capped,
-    redact,
-    retry_reason,
     usage_of,
 )
 from rankkit.specs import SpecError
@@ -239,47 +227,7 @@ def fast_engine(base_url: str, **overrides: Any) -> OpenAIEngine:
     return OpenAIEngine(**options)
 
 
-# == pure functions ================================================================================
-
-def test_backoff_grows_exponentially_with_bounded_jitter():
-    rng = random.Random(0)
-    for attempt in range(1, 8):
-        nominal = min(8.0, 0.5 * 2 ** (attempt - 1))
-        delays = [backoff_delay(attempt, 0.5, 8.0, rng) for _ in range(200)]
-        assert all(nominal / 2 <= d <= nominal for d in delays)
-        assert len(set(delays)) > 1  # jittered, not constant
-    with pytest.raises(ValueError):
-        backoff_delay(0, 0.5, 8.0, rng)
-
-
-def test_retry_after_seconds_and_http_dates():
-    assert parse_retry_after("3") == 3.0
-    assert parse_retry_after(" 1.5 ") == 1.5
-    assert parse_retry_after("-4") == 0.0
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
-    now = 1_445_412_470.0  # 2015-10-21 07:27:50 UTC
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=now) == pytest.approx(10.0)
-    assert parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now=now) == 0.0
-
-
-def test_retry_policy_honours_retry_after_and_caps_it():
-    policy = RetryPolicy(max_attempts=3, backoff=0.2, max_backoff=1.0)
-    rng = random.Random(1)
-    assert 7.0 <= policy.wait(1, 7.0, rng) <= 7.1
-    assert MAX_RETRY_AFTER <= policy.wait(1, 10 * MAX_RETRY_AFTER, rng) <= MAX_RETRY_AFTER + 0.1
-    assert 0.5 <= policy.wait(5, None, rng) <= 1.0  # backoff, capped at max_backoff
-    with pytest.raises(SpecError):
-        RetryPolicy(max_attempts=0)
-
-
-def test_which_statuses_are_retried():
-    assert retry_reason(429) == "429"
-    assert retry_reason(500) == retry_reason(503) == "5xx"
-    assert retry_reason(408) == "timeout"
-    for final in (400, 401, 403, 404, 422):
-        assert retry_reason(final) is None
-
+# == pure functions (the HTTP client's: test_http_client.py) =====================================
 
 def test_usage_and_logprob_readers():
     payload = stub_completion({"messages": conversation("hi"), "logprobs": True})
@@ -294,26 +242,6 @@ def test_usage_and_logprob_readers():
     assert logprobs["C"] == float("-inf")
     with pytest.raises(LogprobsUnavailable, match="mode=generate"):
         first_token_alternatives(stub_completion({"messages": conversation("hi")}))
-
-
-def test_pick_replica_spreads_load_and_moves_retries_elsewhere():
-    a, b = Replica("http://a/v1"), Replica("http://b/v1", in_flight=1, sent=1)
-    assert pick_replica([a, b], 2, {}) == 0  # least loaded
-    a.in_flight, a.sent = 1, 2
-    assert pick_replica([a, b], 2, {}) == 1  # equal load: the less used one
-    b.failures = 1
-    assert pick_replica([a, b], 2, {}) == 0  # one failing lately is the last choice
-    assert pick_replica([a, b], 2, {0: 1}) == 1  # a retry goes to the replica it has not failed on
-    b.in_flight = 2
-    assert pick_replica([a, b], 2, {0: 1}) is None  # ...waiting for a slot there if need be
-    assert pick_replica([a, b], 2, {0: 1, 1: 1}) == 0  # failed everywhere: any free one
-    a.in_flight = 2
-    assert pick_replica([a, b], 2, {}) is None  # all full
-
-
-def test_redact():
-    assert redact(f"bad key {SECRET}!", SECRET) == "bad key ***!"
-    assert redact("nothing", None) == "nothing"
 
 
 # == the engine against the stub server ==============================================================
@@ -556,13 +484,6 @@ def test_wrong_typed_logprobs_are_a_bad_response_that_is_retried(logprobs):
             engine.close()
     assert results[0]["A"] == pytest.approx(-0.2)
     assert engine.stats.retries == {"bad_response": 1}
-
-
-def test_reading_a_body_stops_at_the_limit():
-    endless = itertools.repeat(b"x" * 1000)  # would never end if read whole
-    data, complete = read_capped(endless, 4096)
-    assert len(data) == 4096 and not complete
-    assert read_capped(iter([b"ab", b"cd"]), 4) == (b"abcd", True)
 
 
 def test_an_oversized_completion_is_a_bad_response_not_stored():

@@ -1,0 +1,95 @@
+"""The openai judge's HTTP client (rankkit.judges.http_client): its pure pieces — backoff,
+Retry-After, which statuses are retried, replica choice, key redaction and capped reads.
+
+The client's behaviour against a live (stub or llama.cpp) server is tested through the engine
+that uses it, in test_openai_compat.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from rankkit.judges.http_client import (
+    MAX_RETRY_AFTER,
+    Replica,
+    RetryPolicy,
+    backoff_delay,
+    parse_retry_after,
+    pick_replica,
+    read_capped,
+    redact,
+    retry_reason,
+)
+from rankkit.specs import SpecError
+
+SECRET = "sk-test-0123456789-do-not-leak"
+
+
+def test_backoff_grows_exponentially_with_bounded_jitter():
+    rng = random.Random(0)
+    for attempt in range(1, 8):
+        nominal = min(8.0, 0.5 * 2 ** (attempt - 1))
+        delays = [backoff_delay(attempt, 0.5, 8.0, rng) for _ in range(200)]
+        assert all(nominal / 2 <= d <= nominal for d in delays)
+        assert len(set(delays)) > 1  # jittered, not constant
+    with pytest.raises(ValueError):
+        backoff_delay(0, 0.5, 8.0, rng)
+
+
+def test_retry_after_seconds_and_http_dates():
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(" 1.5 ") == 1.5
+    assert parse_retry_after("-4") == 0.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+    now = 1_445_412_470.0  # 2015-10-21 07:27:50 UTC
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=now) == pytest.approx(10.0)
+    assert parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now=now) == 0.0
+
+
+def test_retry_policy_honours_retry_after_and_caps_it():
+    policy = RetryPolicy(max_attempts=3, backoff=0.2, max_backoff=1.0)
+    rng = random.Random(1)
+    assert 7.0 <= policy.wait(1, 7.0, rng) <= 7.1
+    assert MAX_RETRY_AFTER <= policy.wait(1, 10 * MAX_RETRY_AFTER, rng) <= MAX_RETRY_AFTER + 0.1
+    assert 0.5 <= policy.wait(5, None, rng) <= 1.0  # backoff, capped at max_backoff
+    with pytest.raises(SpecError):
+        RetryPolicy(max_attempts=0)
+
+
+def test_which_statuses_are_retried():
+    assert retry_reason(429) == "429"
+    assert retry_reason(500) == retry_reason(503) == "5xx"
+    assert retry_reason(408) == "timeout"
+    for final in (400, 401, 403, 404, 422):
+        assert retry_reason(final) is None
+
+
+def test_pick_replica_spreads_load_and_moves_retries_elsewhere():
+    a, b = Replica("http://a/v1"), Replica("http://b/v1", in_flight=1, sent=1)
+    assert pick_replica([a, b], 2, {}) == 0  # least loaded
+    a.in_flight, a.sent = 1, 2
+    assert pick_replica([a, b], 2, {}) == 1  # equal load: the less used one
+    b.failures = 1
+    assert pick_replica([a, b], 2, {}) == 0  # one failing lately is the last choice
+    assert pick_replica([a, b], 2, {0: 1}) == 1  # a retry goes to the replica it has not failed on
+    b.in_flight = 2
+    assert pick_replica([a, b], 2, {0: 1}) is None  # ...waiting for a slot there if need be
+    assert pick_replica([a, b], 2, {0: 1, 1: 1}) == 0  # failed everywhere: any free one
+    a.in_flight = 2
+    assert pick_replica([a, b], 2, {}) is None  # all full
+
+
+def test_redact():
+    assert redact(f"bad key {SECRET}!", SECRET) == "bad key ***!"
+    assert redact("nothing", None) == "nothing"
+
+
+def test_reading_a_body_stops_at_the_limit():
+    endless = itertools.repeat(b"x" * 1000)  # would never end if read whole
+    data, complete = read_capped(endless, 4096)
+    assert len(data) == 4096 and not complete
+    assert read_capped(iter([b"ab", b"cd"]), 4) == (b"abcd", True)
