@@ -88,6 +88,7 @@ from rankkit.judges.hf_batching import (  # noqa: F401
     prefix_lengths,
 )
 from rankkit.judges.hf_engine import HFEngine
+from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity  # noqa: F401
 from rankkit.judges.hf_loading import (  # noqa: F401
     DTYPES,
     SMOLLM2_NAME,
@@ -114,7 +115,8 @@ SMOLLM2_DEFAULT_MODE = "logprob"
 
 
 _ENGINE_OPTIONS: dict[str, type] = {"dtype": str, "device": str, "batch_size": int, "threads": int,
-                                    "shared_prefix": int, "max_batch_tokens": int, "max_padding": float}
+                                    "shared_prefix": int, "max_batch_tokens": int, "max_padding": float,
+                                    "exact": bool, "block": int}
 
 
 def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict[str, Any]:
@@ -127,13 +129,29 @@ def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict
     dtype = values.get("dtype", "bfloat16")
     if dtype not in DTYPES:
         raise SpecError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if values.get("block", 1) < 1:
+        raise SpecError(f"{where}: block must be >= 1, got {values['block']}")
     return values
 
 
-def _engine_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+def exact_default(options: dict[str, Any], smollm2: bool) -> bool:
+    """Whether a spec's engine runs in exact mode: as asked, else always for ``smollm2`` and on a
+    CPU for ``hf:`` (batching buys ~nothing there); an ``hf:`` judge on a GPU batches."""
+    if "exact" in options:
+        return bool(options["exact"])
+    return smollm2 or options.get("device", "cpu") == "cpu"
+
+
+def engine_identity(identity: dict[str, Any], options: dict[str, Any], smollm2: bool) -> dict[str, Any]:
+    """The identity the engine built from these spec options reports (the dry run's, without loading)."""
+    return exact_identity(identity, exact_default(options, smollm2), options.get("block", DEFAULT_BLOCK))
+
+
+def _engine_kwargs(options: dict[str, Any], smollm2: bool) -> dict[str, Any]:
     """The :class:`HFEngine` keyword arguments among parsed spec options (defaults apply)."""
-    return {key: options[key] for key in ("batch_size", "shared_prefix", "max_batch_tokens", "max_padding", "threads")
-            if key in options}
+    kwargs = {key: options[key] for key in ("batch_size", "shared_prefix", "max_batch_tokens", "max_padding",
+                                            "threads", "block") if key in options}
+    return {**kwargs, "exact": exact_default(options, smollm2)}
 
 
 def _check_judge_options(judge_kwargs: dict[str, Any], where: str) -> None:
@@ -205,7 +223,7 @@ def from_spec(spec: Spec) -> LLMJudge:
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
     identity = model_identity(model_ref, gguf, dtype, getattr(model.config, "_commit_hash", None))
-    engine = HFEngine(model, tokenizer, identity, **_engine_kwargs(options))
+    engine = HFEngine(model, tokenizer, identity, **_engine_kwargs(options, smollm2=False))
     return LLMJudge(engine, **judge_kwargs)
 
 
@@ -216,5 +234,5 @@ def smollm2_from_spec(spec: Spec) -> LLMJudge:
     _require_torch("smollm2")
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer, _ = load_smollm2(dtype, device)
-    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), **_engine_kwargs(options))
+    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), **_engine_kwargs(options, smollm2=True))
     return LLMJudge(engine, **judge_kwargs)
