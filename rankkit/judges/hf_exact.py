@@ -18,8 +18,10 @@ caching does:
 
 Which boundary a prompt's final pass starts from depends on its length only, never on what the
 cache holds, so the numbers are a function of the prompt (and of the model, dtype and torch's
-kernels on this machine and thread count). On a CPU batching buys about nothing (1.04x measured),
-so this costs little there; on a GPU the batched path is much faster and stays the default.
+kernels on this machine and thread count). The price is batching: one row per pass streams all
+the weights per pass, so on 2 CPU cores SmolLM2 judges ~1.5-2x fewer comparisons per second than
+the batched path (``benchmarks/results/hf_exact.md``); on a GPU the gap is far larger, and the
+batched path stays the default there.
 """
 
 from __future__ import annotations
@@ -28,12 +30,16 @@ from typing import Any, Sequence
 
 from rankkit.judges.hf_batching import PrefixCache, cache_tensors, make_cache
 
-#: Default block size, in tokens (see ``benchmarks/results/hf_exact.md``): a prompt recomputes on
-#: average half a block past the point where it stops sharing a cached prefix, and runs one
-#: forward pass per uncached block; 64 keeps both costs small on SmolLM2's prompts (200-1000 tokens).
-DEFAULT_BLOCK = 64
+#: Default block size, in tokens (see ``benchmarks/results/hf_exact.md``). On a CPU a forward pass
+#: of one row streams all the weights (SmolLM2-135M: ~45 ms for 1 token, ~0.65 ms per extra
+#: token on 2 cores), so each pass costs as much as ~70 tokens of compute: a block must save more
+#: recomputation than its own pass costs, and a prompt's final pass recomputes on average half a
+#: block. Measured on judge prompts of 250-1000 tokens, 512 was fastest (64 was 2x slower): only
+#: long shared prefixes (a dialogue, a long question) are worth a pass of their own.
+DEFAULT_BLOCK = 512
 #: Default bound on cached blocks. Lookups are exact (a dict), so many entries cost nothing; the
-#: byte bound binds first on real models (a 64-token block of SmolLM2-135M in bf16 is 1.4 MiB).
+#: byte bound binds first on real models (a 512-token block of SmolLM2-135M in bf16 is 11 MiB, so
+#: the default 256 MiB hold 22 blocks).
 BLOCK_CACHE_ENTRIES = 4096
 
 

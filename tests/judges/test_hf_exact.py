@@ -148,7 +148,7 @@ def test_exact_mode_is_in_the_fingerprint_and_the_cpu_default(tiny_dir):
     other_block = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,block=32")
     assert exact.engine.exact and not batched.engine.exact
     assert batched.engine.capacity == 8 and exact.engine.capacity == 1
-    assert exact.engine.identity()["exact"] is True and exact.engine.identity()["block"] == 64
+    assert exact.engine.identity()["exact"] is True and exact.engine.identity()["block"] == 512
     assert "exact" not in batched.engine.identity()  # batched judgments keep the fingerprint they had
     assert len({exact.fingerprint, batched.fingerprint, other_block.fingerprint}) == 3
     assert hf.exact_default({}, smollm2=True) and hf.exact_default({"device": "cuda"}, smollm2=True)
