@@ -121,6 +121,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from rankkit.judges import hf
+    from rankkit.judges.hf_exact import DEFAULT_BLOCK
     from rankkit.tasks import SAMPLE_DATA, load_tasks
 
     torch = hf.import_torch()
@@ -131,7 +132,7 @@ def main() -> None:
     hf.load_smollm2()  # load once, outside the timings
     lines = ["# Exact vs batched smollm2 judging (CPU)", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} with "
-             f"{torch.get_num_threads()} threads, bf16, block 64. **Shared 2-core machine**: 1-min load "
+             f"{torch.get_num_threads()} threads, bf16, block {DEFAULT_BLOCK} (the default). **Shared 2-core machine**: 1-min load "
              f"average {os.getloadavg()[0]:.1f} at start; runs are back to back (never in parallel), in "
              f"the order exact A, batched A, exact B, batched B per dataset.", "",
              f"Strategy `{STRATEGY}`, no judgment cache, a fresh engine per run. Run A: 4 tasks at once "
