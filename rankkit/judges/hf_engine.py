@@ -2,7 +2,9 @@
 
 It tokenizes conversations with the model's chat template, plans each call's batches and shared
 prefixes (:mod:`rankkit.judges.hf_batching`) and runs forward passes or ``model.generate`` under
-``torch.inference_mode``; see :mod:`rankkit.judges.hf` ("Batching") for the whole story.
+``torch.inference_mode``; see :mod:`rankkit.judges.hf` ("Batching") for the whole story. In exact
+mode it runs each prompt alone from canonical prefix blocks instead (:mod:`rankkit.judges.hf_exact`;
+"Numerics" in :mod:`rankkit.judges.hf`).
 """
 
 from __future__ import annotations
