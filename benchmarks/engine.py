@@ -177,7 +177,8 @@ def hf_row(args) -> dict:
     from rankkit import make_judge, make_strategy, run
 
     tasks = synthetic_tasks(args.hf_tasks, 8)
-    judge = make_judge(f"smollm2:mode=logprob,batch_size={args.batch_size}")
+    # exact=false: this row measures how the dispatcher fills batches (exact mode runs rows alone).
+    judge = make_judge(f"smollm2:mode=logprob,batch_size={args.batch_size},exact=false")
     started = time.perf_counter()
     result = run(tasks, [make_strategy("knockout")], judge, None, seed=0, progress=False)
     wall = time.perf_counter() - started

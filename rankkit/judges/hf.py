@@ -15,6 +15,10 @@ backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
 ``max_padding``         most padding a batch computes, as a fraction of its real prompt tokens
                         (default 0.25; ``inf`` fills batches whatever the padding, for a GPU)
 ``threads``             torch CPU threads (default: torch's choice)
+``exact``               ``true``: every judgment is a function of its own prompt, bit for bit
+                        (see "Numerics"); default ``true`` for ``smollm2`` and for ``hf:`` on
+                        ``device=cpu``, ``false`` (batched: faster, not batch-invariant) on a GPU
+``block``               exact mode's prefix block, in tokens (default 512; see :mod:`.hf_exact`)
 ``shared_prefix``       minimum shared prompt-prefix length, in tokens, above which the prefix's
                         key/value cache is computed once and prompts run only their differing
                         suffixes (default 64; 0 turns it off) — see :func:`prefix_lengths` and
@@ -32,16 +36,28 @@ safetensors copy is saved under ``$XDG_CACHE_HOME/rankkit`` (``~/.cache/rankkit`
 ``generate`` mode SmolLM2 ignores the paper's answer format and almost every verdict fails to
 parse. See the README for what SmolLM2 is (not) good at as a judge.
 
-Numerics: in bfloat16, batch composition and prefix sharing move SmolLM2's choice probabilities
-by up to ~0.06 from one-by-one judging (float32: ~1e-5), and two batchings by up to twice that,
-enough to flip near-even comparisons; the fingerprint names the dtype but not the batch size, as
-with any batched or GPU judge.
+Numerics: a batched forward pass is not batch-invariant. In bfloat16, batch composition and
+prefix sharing move SmolLM2's choice probabilities by up to ~0.06 from one-by-one judging (float32:
+~1e-5), enough to flip near-even comparisons, so two runs batched differently (other workers,
+another batch size, a half-warm cache) could rank differently. **Exact mode** (``exact=true``,
+the default on a CPU; :mod:`rankkit.judges.hf_exact`) removes that: each prompt runs alone, with
+no padding, its keys and values computed in fixed ``block``-token blocks from position 0, each
+block from the blocks before it, and cached per block, then one final pass from its last full
+block boundary. Which boundary that is depends on the prompt's length only, so a judgment is the
+same bits whatever shared its call, whatever ran before, whatever the block cache held or evicted,
+and whether its neighbours came from the persistent cache; runs with the same seed, data and
+judge give the same brackets and scores (``tests/judges/test_hf_exact.py``). It still depends on
+the machine's kernels (CPU type, torch version, thread count), like any float computation. Its
+cost is batching: one row per pass streams all the weights each pass, so on 2 CPU cores SmolLM2
+judges ~1.5-2x fewer comparisons per second than batched (``benchmarks/results/hf_exact.md``).
+The fingerprint names exact mode and its block size (``"exact": true, "block": 512``), so its
+judgments are cached apart from batched ones; the batched engine's identity is unchanged.
 
 torch and transformers are imported inside functions only: ``import rankkit``, ``rankkit --help``
 and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
 cache keyed by what was loaded), however many judges use it.
 
-**Batching.** An engine call takes any number of conversations — a dispatcher may pass hundreds,
+**Batching** (``exact=false``). An engine call takes any number of conversations — a dispatcher may pass hundreds,
 from many tasks (``capacity`` = ``batch_size`` requests fill one batch; ``fills_batches`` says
 waiting for that pays) — and plans its own batches. Each prompt first gets a prefix
 (:func:`prefix_lengths`): the deepest one it shares with other prompts of the call (chat header
@@ -56,11 +72,15 @@ left-padded, hidden by the attention mask). Prefix caches are kept between calls
 batch's results are yielded, under the caller's indices, as soon as it is done. Everything runs
 under ``torch.inference_mode``; the LM head is applied only to the positions whose logits are read
 (the last one, or an answer's tokens). ``stats`` counts batches, rows, real and padding tokens and
-prefix reuse. Generation (``model.generate``) is batched the same way, without prefixes.
+prefix reuse. Generation (``model.generate``) is batched the same way, without prefixes. In exact
+mode ``capacity`` is 1 and batching options do not apply: rows run one at a time, in token order,
+and generation decodes each row alone from its canonical prefix (greedy at temperature 0, else
+sampled from a generator seeded per row).
 
 **Modules.** This one reads the specs and builds the judges; the model loading and identity
 helpers are in :mod:`rankkit.judges.hf_loading`, the batch planning and prefix caches in
-:mod:`rankkit.judges.hf_batching`, the engine in :mod:`rankkit.judges.hf_engine`. Their public
+:mod:`rankkit.judges.hf_batching`, exact mode's block prefixes in :mod:`rankkit.judges.hf_exact`,
+the engine in :mod:`rankkit.judges.hf_engine`. Their public
 names are re-exported here.
 """
 
@@ -88,6 +108,7 @@ from rankkit.judges.hf_batching import (  # noqa: F401
     prefix_lengths,
 )
 from rankkit.judges.hf_engine import HFEngine
+from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity  # noqa: F401
 from rankkit.judges.hf_loading import (  # noqa: F401
     DTYPES,
     SMOLLM2_NAME,
@@ -114,7 +135,8 @@ SMOLLM2_DEFAULT_MODE = "logprob"
 
 
 _ENGINE_OPTIONS: dict[str, type] = {"dtype": str, "device": str, "batch_size": int, "threads": int,
-                                    "shared_prefix": int, "max_batch_tokens": int, "max_padding": float}
+                                    "shared_prefix": int, "max_batch_tokens": int, "max_padding": float,
+                                    "exact": bool, "block": int}
 
 
 def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict[str, Any]:
@@ -127,13 +149,29 @@ def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict
     dtype = values.get("dtype", "bfloat16")
     if dtype not in DTYPES:
         raise SpecError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if values.get("block", 1) < 1:
+        raise SpecError(f"{where}: block must be >= 1, got {values['block']}")
     return values
 
 
-def _engine_kwargs(options: dict[str, Any]) -> dict[str, Any]:
+def exact_default(options: dict[str, Any], smollm2: bool) -> bool:
+    """Whether a spec's engine runs in exact mode: as asked, else always for ``smollm2`` and on a
+    CPU for ``hf:`` (batching buys ~nothing there); an ``hf:`` judge on a GPU batches."""
+    if "exact" in options:
+        return bool(options["exact"])
+    return smollm2 or options.get("device", "cpu") == "cpu"
+
+
+def engine_identity(identity: dict[str, Any], options: dict[str, Any], smollm2: bool) -> dict[str, Any]:
+    """The identity the engine built from these spec options reports (the dry run's, without loading)."""
+    return exact_identity(identity, exact_default(options, smollm2), options.get("block", DEFAULT_BLOCK))
+
+
+def _engine_kwargs(options: dict[str, Any], smollm2: bool) -> dict[str, Any]:
     """The :class:`HFEngine` keyword arguments among parsed spec options (defaults apply)."""
-    return {key: options[key] for key in ("batch_size", "shared_prefix", "max_batch_tokens", "max_padding", "threads")
-            if key in options}
+    kwargs = {key: options[key] for key in ("batch_size", "shared_prefix", "max_batch_tokens", "max_padding",
+                                            "threads", "block") if key in options}
+    return {**kwargs, "exact": exact_default(options, smollm2)}
 
 
 def _check_judge_options(judge_kwargs: dict[str, Any], where: str) -> None:
@@ -199,22 +237,22 @@ def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str |
 
 
 def from_spec(spec: Spec) -> LLMJudge:
-    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
+    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,exact=..,block=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
     model_ref, gguf, options, judge_kwargs = hf_spec_parts(spec, "hf")
     _require_torch("hf")
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
     identity = model_identity(model_ref, gguf, dtype, getattr(model.config, "_commit_hash", None))
-    engine = HFEngine(model, tokenizer, identity, **_engine_kwargs(options))
+    engine = HFEngine(model, tokenizer, identity, **_engine_kwargs(options, smollm2=False))
     return LLMJudge(engine, **judge_kwargs)
 
 
 def smollm2_from_spec(spec: Spec) -> LLMJudge:
-    """``smollm2[:mode=logprob,template=..,batch_size=..,max_batch_tokens=..,threads=..,dtype=..]`` — the
-    embedded judge."""
+    """``smollm2[:mode=logprob,template=..,exact=..,block=..,batch_size=..,max_batch_tokens=..,threads=..,dtype=..]``
+    — the embedded judge."""
     options, judge_kwargs = smollm2_spec_parts(spec)
     _require_torch("smollm2")
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer, _ = load_smollm2(dtype, device)
-    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), **_engine_kwargs(options))
+    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), **_engine_kwargs(options, smollm2=True))
     return LLMJudge(engine, **judge_kwargs)

@@ -231,13 +231,25 @@ class PrefixCache:
         kv = entry[0]
         return best, (kv if best == len(best_key) else kv_prefix(kv, best))
 
-    def put(self, tokens: Sequence[int], kv: list) -> None:
-        """Keep ``kv``, the cache of ``tokens``, evicting the least recently used entries to stay
-        within bounds. Not kept: an entry bigger than ``max_bytes`` alone, and caches that do not
-        hold one position per token (sliding-window layers), which cannot be sliced."""
+    def get(self, tokens: Sequence[int]) -> list | None:
+        """The entry stored under exactly ``tokens`` (None if there is none), made the most
+        recently used. Exact mode's blocks are looked up this way (:mod:`rankkit.judges.hf_exact`)."""
+        key = tuple(tokens)
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return None
+        self._entries[key] = entry
+        return entry[0]
+
+    def put(self, tokens: Sequence[int], kv: list, positions: int | None = None) -> None:
+        """Keep ``kv``, the cache of ``tokens`` (or, given ``positions``, of their last
+        ``positions`` tokens: an exact-mode block), evicting the least recently used entries to
+        stay within bounds. Not kept: an entry bigger than ``max_bytes`` alone, and caches that do
+        not hold one position per token (sliding-window layers), which cannot be sliced."""
         key = tuple(tokens)
         size = kv_nbytes(kv)
-        if key in self._entries or size > self.max_bytes or any(k.shape[-2] != len(key) for k, _ in kv):
+        held = len(key) if positions is None else positions
+        if key in self._entries or size > self.max_bytes or any(k.shape[-2] != held for k, _ in kv):
             return
         while self._entries and (len(self._entries) >= self.max_entries or self.nbytes + size > self.max_bytes):
             _, freed = self._entries.pop(next(iter(self._entries)))

@@ -2,7 +2,9 @@
 
 It tokenizes conversations with the model's chat template, plans each call's batches and shared
 prefixes (:mod:`rankkit.judges.hf_batching`) and runs forward passes or ``model.generate`` under
-``torch.inference_mode``; see :mod:`rankkit.judges.hf` ("Batching") for the whole story.
+``torch.inference_mode``; see :mod:`rankkit.judges.hf` ("Batching") for the whole story. In exact
+mode it runs each prompt alone from canonical prefix blocks instead (:mod:`rankkit.judges.hf_exact`;
+"Numerics" in :mod:`rankkit.judges.hf`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from rankkit.judges.hf_batching import (
     plan_batches,
     prefix_lengths,
 )
+from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
 from rankkit.judges.llm_engine import Conversation, Generation
 from rankkit.specs import SpecError
@@ -45,12 +48,21 @@ class HFEngine:
     threads: torch CPU threads (None: leave torch's setting), set when the engine computes.
     min_new_tokens: make ``generate`` write at least this many tokens (0; the throughput
         benchmark uses it to time a paper-length explanation on a model that stops early).
-    prefix_cache_entries / prefix_cache_bytes: bounds of the prefix KV cache kept between calls.
+    prefix_cache_entries / prefix_cache_bytes: bounds of the prefix KV cache kept between calls
+        (entries default: 64 prefixes, or 4096 blocks in exact mode).
+    exact: run every prompt alone from canonical ``block``-token prefix blocks
+        (:mod:`rankkit.judges.hf_exact`), so each judgment is a function of its own prompt only;
+        ``batch_size``, ``shared_prefix``, ``max_batch_tokens`` and ``max_padding`` then do not apply.
+    block: exact mode's block size, in tokens.
 
     ``capacity`` and ``fills_batches`` tell a dispatcher that coalesces requests how to feed the
     engine: ``capacity`` requests per call fill a batch, and waiting briefly for a full batch is
     worth it (on a GPU a forward pass costs little more for 8 rows than for 1; on a CPU, where
-    cost follows tokens, a full batch is no slower).
+    cost follows tokens, a full batch is no slower). In exact mode ``capacity`` is 1: rows run one
+    at a time whatever a call holds, and the block cache serves a prefix to any later call, so
+    neither waiting for a batch nor interleaving tasks gains anything (interleaving many tasks
+    would only make their blocks compete for the cache); the runner then ranks tasks one after
+    another, and a dispatcher, if one is used, sends each request as soon as the engine is free.
     """
 
     backend = "hf"
@@ -60,7 +72,8 @@ class HFEngine:
     def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
                  shared_prefix: int = DEFAULT_SHARED_PREFIX, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
                  max_padding: float = DEFAULT_MAX_PADDING, threads: int | None = None, min_new_tokens: int = 0,
-                 prefix_cache_entries: int = PREFIX_CACHE_ENTRIES, prefix_cache_bytes: int = PREFIX_CACHE_BYTES):
+                 prefix_cache_entries: int | None = None, prefix_cache_bytes: int = PREFIX_CACHE_BYTES,
+                 exact: bool = False, block: int = DEFAULT_BLOCK):
         if batch_size < 1:
             raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
         if shared_prefix < 0:
@@ -69,6 +82,10 @@ class HFEngine:
             raise SpecError(f"hf: max_batch_tokens must be >= 1, got {max_batch_tokens}")
         if not max_padding >= 0:
             raise SpecError(f"hf: max_padding must be >= 0, got {max_padding}")
+        if block < 1:
+            raise SpecError(f"hf: block must be >= 1, got {block}")
+        if prefix_cache_entries is None:
+            prefix_cache_entries = BLOCK_CACHE_ENTRIES if exact else PREFIX_CACHE_ENTRIES
         if prefix_cache_entries < 1 or prefix_cache_bytes < 0:
             raise SpecError("hf: the prefix cache needs >= 1 entry and >= 0 bytes")
         self.model = model
@@ -90,16 +107,22 @@ class HFEngine:
         self.stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0,
                       "shared_prefix_batches": 0, "prefix_tokens_saved": 0, "prefix_cache_hits": 0,
                       "prefix_cache_extensions": 0, "prefix_tokens_reused": 0, "prefix_passes": 0,
-                      "prefix_tokens_computed": 0, "past_padding_tokens": 0}
+                      "prefix_tokens_computed": 0, "past_padding_tokens": 0,
+                      # exact mode: rows run alone, prefix blocks taken from the cache or computed
+                      "exact_rows": 0, "blocks_reused": 0, "blocks_computed": 0}
         self._prefixes = PrefixCache(prefix_cache_entries, prefix_cache_bytes)
+        self.exact = exact
+        self.block = block
+        self._exact = ExactRows(model, block, self._prefixes, self.stats) if exact else None
 
     @property
     def capacity(self) -> int:
-        """How many requests one call should get to fill the hardware: ``batch_size``."""
-        return self.batch_size
+        """How many requests one call should get to fill the hardware: ``batch_size`` (1 in
+        exact mode, which runs rows one at a time)."""
+        return 1 if self.exact else self.batch_size
 
     def identity(self) -> dict[str, Any]:
-        return dict(self._identity)
+        return exact_identity(self._identity, self.exact, self.block)
 
     def close(self) -> None:
         """Nothing to release: the model stays loaded for other judges in this process."""
@@ -253,6 +276,13 @@ class HFEngine:
 
         prefix, choice_ids = self.choice_token_ids(assistant_prefix, choices)
         sequences = [self.encode(self.chat_text(c) + prefix) for c in conversations]
+        if self._exact is not None:
+            for index in _token_order(sequences):
+                with torch.inference_mode():
+                    hidden = self._exact.hidden(sequences[index])
+                    row = torch.log_softmax(self._logits(hidden[0, -1]), dim=-1)[choice_ids].tolist()
+                yield index, dict(zip(choices, row))
+            return
         for batch in self._plan(sequences):
             with torch.inference_mode():
                 hidden = self._hidden([sequences[i] for i in batch.indices], batch.prefixes)
@@ -274,29 +304,50 @@ class HFEngine:
             sequences.append(full_ids)
             answer_lengths.append(n_answer)
         keep = [n + 1 for n in answer_lengths]  # the logits before each answer token are read
+        if self._exact is not None:
+            for index in _token_order(sequences):
+                with torch.inference_mode():
+                    hidden = self._exact.hidden(sequences[index], keep[index])
+                    yield index, self._mean_loglik(hidden[0], sequences[index], answer_lengths[index])
+            return
         for batch in self._plan(sequences, keep):
             with torch.inference_mode():
                 hidden = self._hidden([sequences[i] for i in batch.indices], batch.prefixes)
-                values = []
-                for row, index in enumerate(batch.indices):
-                    n = answer_lengths[index]
-                    # Right-aligned rows: hidden state t predicts token t+1, so the states
-                    # [-n-1, -1) predict the answer's n tokens.
-                    logits = self._logits(hidden[row, -n - 1:-1])
-                    targets = torch.tensor(sequences[index][-n:], device=logits.device)
-                    token_logprobs = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])
-                    values.append(float(token_logprobs.mean()))
+                values = [self._mean_loglik(hidden[row], sequences[index], answer_lengths[index])
+                          for row, index in enumerate(batch.indices)]
             yield from zip(batch.indices, values)
+
+    def _mean_loglik(self, hidden, sequence: Sequence[int], n: int) -> float:
+        """Mean log-likelihood of the last ``n`` tokens of ``sequence`` from one row's hidden
+        states ``[length, hidden]``, right-aligned: state t predicts token t+1, so the states
+        [-n-1, -1) predict the answer's n tokens."""
+        torch = self._torch()
+        logits = self._logits(hidden[-n - 1:-1])
+        targets = torch.tensor(sequence[-n:], device=logits.device)
+        return float(torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).mean())
 
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
                  temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
         """Batched generation (sorted by length, left-padded). Sampling at ``temperature`` > 0
         is seeded per batch, so a sampled reply can depend on its batch-mates; temperature 0 is
-        greedy and exactly reproducible."""
+        greedy, and reproducible up to batched float noise (a near-tie between two tokens can
+        go either way). In exact mode each row runs alone from its canonical prefix, greedy or
+        sampled with its own seeded generator: the reply is a function of its prompt and seed."""
         torch = self._torch()
 
         sequences = [self.encode(self.chat_text(c)) for c in conversations]
         stop_ids = self._stop_ids()
+        if self._exact is not None:
+            for index in _token_order(sequences):
+                with torch.inference_mode():
+                    new = self._exact.generate(sequences[index], lm_head=self.model.get_output_embeddings(),
+                                               max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                                               min_new_tokens=min(self.min_new_tokens, max_new_tokens),
+                                               stop_ids=stop_ids)
+                text = self.tokenizer.decode(new, skip_special_tokens=True)
+                yield index, Generation(text=text.strip(), usage={"prompt_tokens": len(sequences[index]),
+                                                                  "completion_tokens": len(new)})
+            return
         pad = self.tokenizer.pad_token_id
         # Generation runs through model.generate, without a shared-prefix cache.
         for batch in plan_batches([len(s) for s in sequences], None, self.batch_size, self.max_batch_tokens,
@@ -332,3 +383,9 @@ class HFEngine:
             if isinstance(token_id, int) and token_id != self.tokenizer.unk_token_id:
                 ids.add(token_id)
         return sorted(ids)
+
+
+def _token_order(sequences: Sequence[Sequence[int]]) -> list[int]:
+    """Indices of ``sequences`` sorted by their tokens, so prompts sharing prefix blocks run one
+    after another while those blocks are freshly cached (the numbers do not depend on the order)."""
+    return sorted(range(len(sequences)), key=lambda i: sequences[i])

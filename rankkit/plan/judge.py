@@ -60,10 +60,11 @@ def _llm_plan_judge(spec: Any) -> Judge:
 
     if spec.name == "smollm2":
         options, judge_kwargs = hf.smollm2_spec_parts(spec)
-        return LLMJudge(PlanEngine("hf", hf.smollm2_identity(options.get("dtype", "bfloat16"))), **judge_kwargs)
+        identity = hf.smollm2_identity(options.get("dtype", "bfloat16"))
+        return LLMJudge(PlanEngine("hf", hf.engine_identity(identity, options, smollm2=True)), **judge_kwargs)
     model_ref, gguf, options, judge_kwargs = hf.hf_spec_parts(spec, spec.name)
     identity = hf.model_identity(model_ref, gguf, options.get("dtype", "bfloat16"), hub_revision(model_ref))
-    return LLMJudge(PlanEngine("hf", identity), **judge_kwargs)
+    return LLMJudge(PlanEngine("hf", hf.engine_identity(identity, options, smollm2=False)), **judge_kwargs)
 
 
 def hub_revision(model_ref: str) -> str | None:

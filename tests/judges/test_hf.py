@@ -484,7 +484,7 @@ def test_generated_verdicts_do_not_depend_on_batch_composition(tiny_dir):
     requests = [(t, a, b) for t in tasks for a in t.candidates for b in t.candidates if a is not b]
     verdicts = []
     for batching in ("batch_size=1", "batch_size=8", "batch_size=8,max_batch_tokens=400"):
-        judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=40,{batching},"
+        judge = make_judge(f"hf:{tiny_dir},exact=false,dtype=float32,temperature=0,max_new_tokens=40,{batching},"
                            f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
         judged = dict(judge.compare_many(requests))
         verdicts.append([(judged[i].raw, judged[i].winner, judged[i].first_score, judged[i].second_score)
@@ -527,9 +527,12 @@ def test_a_new_prefix_extends_the_longest_cached_one(tiny):
 
 
 def test_engine_reports_capacity_and_the_batch_token_budget(tiny_dir):
-    judge = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3,max_batch_tokens=500,max_padding=inf")
+    judge = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3,max_batch_tokens=500,max_padding=inf,"
+                       f"exact=false")
     assert judge.engine.capacity == 3 and judge.engine.fills_batches is True
     assert judge.engine.max_batch_tokens == 500 and judge.engine.max_padding == math.inf
+    # Exact mode (the CPU default) runs rows one at a time: nothing to gain from bigger calls.
+    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3").engine.capacity == 1
     default = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").engine
     assert (default.max_batch_tokens, default.max_padding) == (hf.DEFAULT_MAX_BATCH_TOKENS, hf.DEFAULT_MAX_PADDING)
     from rankkit.specs import SpecError

@@ -152,6 +152,22 @@ def test_hf_and_openai_fingerprints_are_what_they_were():
                    openai_judge.raw_fingerprint]) == PINNED["hf+openai"]
 
 
+def test_the_exact_hf_engine_has_its_own_fingerprint():
+    """Exact mode (issue: batch-invariant hf judging) changes what a judgment is in its last bits,
+    so its identity adds ``"exact": true, "block": 512`` and its judgments are cached apart. This
+    is a new pin, not a re-pin: the batched engine's fingerprint (``hf+openai`` above) is
+    unchanged, so judgments cached by batched runs are still found under ``exact=false``. It is
+    the default ``smollm2`` (and ``hf:`` on a CPU) fingerprint that changed, because exact mode
+    became their default."""
+    from rankkit.judges.hf import HFEngine
+
+    identity = {"name": "m", "dtype": "bfloat16", "weights": "abc"}
+    exact = LLMJudge(HFEngine(None, None, identity, exact=True), mode="logprob")
+    batched = LLMJudge(HFEngine(None, None, identity), mode="logprob")
+    assert exact.fingerprint != batched.fingerprint
+    assert digest(exact.fingerprint) == "64adc67eec398b3b"
+
+
 @pytest.mark.parametrize("prepair", [False, True])
 def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
     from rankkit.judges.calibration import CalibratedJudge

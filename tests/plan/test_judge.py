@@ -13,12 +13,15 @@ from tests.helpers import modules_loaded_by
 
 
 class FakeEngine:
-    """Stands in for HFEngine: keeps the identity the spec reader built, loads nothing."""
+    """Stands in for HFEngine: keeps the identity the spec reader built, plus exact mode's settings
+    as HFEngine adds them, and loads nothing."""
 
     backend = "hf"
 
     def __init__(self, model, tokenizer, identity, **options):
-        self._identity = identity
+        from rankkit.judges.hf_exact import DEFAULT_BLOCK, exact_identity
+
+        self._identity = exact_identity(identity, options.get("exact", False), options.get("block", DEFAULT_BLOCK))
 
     def identity(self):
         return dict(self._identity)

@@ -1,0 +1,162 @@
+"""Exact mode of the hf engine: each prompt runs alone, from canonical block prefixes, so its numbers depend on it only.
+
+A batched forward pass is not *batch-invariant*: in bfloat16 a row's logits move with its
+batch-mates, its padding and where its shared prefix was cut (``benchmarks/results/
+judge_throughput.md``). :class:`ExactRows` removes every such dependence, as vLLM's block prefix
+caching does:
+
+* every prompt runs in a batch of one, with no padding;
+* its keys and values are computed in fixed blocks of ``block`` tokens from position 0, block k
+  always from the keys and values of blocks 0..k-1 (computed the same way) plus block k's tokens,
+  so the cache of a prefix at a block boundary is the same tensor whoever computed it, whenever,
+  and recomputing an evicted block gives it again bit for bit;
+* the blocks are kept in the engine's :class:`~rankkit.judges.hf_batching.PrefixCache`, one entry
+  per block keyed by the token tuple of the prefix it ends (so a template's instruction, or a
+  task's question, is computed once and reused by every prompt that starts with it);
+* one final forward pass runs the rest of the prompt, from its last full block boundary that
+  leaves at least ``keep`` tokens (whose logits are read) to the end.
+
+Which boundary a prompt's final pass starts from depends on its length only, never on what the
+cache holds, so the numbers are a function of the prompt (and of the model, dtype and torch's
+kernels on this machine and thread count). The price is batching: one row per pass streams all
+the weights per pass, so on 2 CPU cores SmolLM2 judges ~1.5-2x fewer comparisons per second than
+the batched path (``benchmarks/results/hf_exact.md``); on a GPU the gap is far larger, and the
+batched path stays the default there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rankkit.judges.hf_batching import PrefixCache, cache_tensors, make_cache
+
+#: Default block size, in tokens (see ``benchmarks/results/hf_exact.md``). On a CPU a forward pass
+#: of one row streams all the weights (SmolLM2-135M: ~45 ms for 1 token, ~0.65 ms per extra
+#: token on 2 cores), so each pass costs as much as ~70 tokens of compute: a block must save more
+#: recomputation than its own pass costs, and a prompt's final pass recomputes on average half a
+#: block. Measured on judge prompts of 250-1000 tokens, 512 was fastest (64 was 2x slower): only
+#: long shared prefixes (a dialogue, a long question) are worth a pass of their own.
+DEFAULT_BLOCK = 512
+#: Default bound on cached blocks. Lookups are exact (a dict), so many entries cost nothing; the
+#: byte bound binds first on real models (a 512-token block of SmolLM2-135M in bf16 is 11 MiB, so
+#: the default 256 MiB hold 22 blocks).
+BLOCK_CACHE_ENTRIES = 4096
+
+
+def exact_identity(identity: dict[str, Any], exact: bool, block: int) -> dict[str, Any]:
+    """An engine's identity with its exact-mode settings: exact judgments differ from batched ones
+    (and from another block size's) in the last bits, so they are cached apart. The batched
+    engine's identity is left as it was, so judgments cached before exact mode existed are found."""
+    return {**identity, "exact": True, "block": block} if exact else dict(identity)
+
+
+class ExactRows:
+    """Forward passes of one prompt at a time from canonical block prefixes (module docstring).
+
+    model: the loaded causal LM.
+    block: block size in tokens.
+    blocks: the cache of blocks (entries keyed by the token tuple of the prefix a block ends).
+    stats: the engine's counters, updated in place.
+    """
+
+    def __init__(self, model: Any, block: int, blocks: PrefixCache, stats: dict[str, int]):
+        self.model = model
+        self.block = block
+        self.blocks = blocks
+        self.stats = stats
+
+    def boundary(self, length: int, keep: int) -> int:
+        """Where a prompt of ``length`` tokens starts its final pass: the last block boundary that
+        leaves at least ``keep`` tokens to it."""
+        return max(0, (length - keep) // self.block * self.block)
+
+    def _forward(self, tokens: Sequence[int], start: int, past: list | None) -> Any:
+        """The decoder on ``tokens`` at positions ``start``.., after ``past`` (keys and values of
+        positions 0..start-1): one row, no padding, no attention mask."""
+        import torch
+
+        device = self.model.device
+        ids = torch.tensor([list(tokens)], device=device)
+        positions = torch.arange(start, start + len(tokens), device=device)[None]
+        kwargs: dict[str, Any] = {}
+        if past is not None:
+            kwargs["past_key_values"] = make_cache(past, 1, self.model.config)
+        return self.model.get_decoder()(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
+
+    def prefix(self, sequence: Sequence[int], end: int) -> list | None:
+        """Keys and values of ``sequence[:end]`` (``end`` a block boundary; None when 0): cached
+        blocks are reused, missing ones computed in order, each from the blocks before it, and
+        cached."""
+        import torch
+
+        ends = range(self.block, end + 1, self.block)
+        found = [self.blocks.get(sequence[:e]) for e in ends]
+        hits = next((k for k, kv in enumerate(found) if kv is None), len(found))
+        self.stats["blocks_reused"] += hits
+        past = _concat(found[:hits]) if hits else None
+        for k in range(hits, len(found)):
+            start = k * self.block
+            if found[k] is None:
+                out = self._forward(sequence[start:start + self.block], start, past)
+                past = cache_tensors(out.past_key_values)
+                # A copy, not a view: a view would keep the whole prefix's tensors alive.
+                found[k] = [(keys[:, :, start:].clone(memory_format=torch.contiguous_format),
+                             values[:, :, start:].clone(memory_format=torch.contiguous_format))
+                            for keys, values in past]
+                self.blocks.put(sequence[:start + self.block], found[k], positions=self.block)
+                self.stats["blocks_computed"] += 1
+            else:  # cached although an earlier block was not (evicted before it): same tensors
+                past = _concat([past, found[k]]) if past is not None else found[k]
+                self.stats["blocks_reused"] += 1
+        return past
+
+    def hidden(self, sequence: Sequence[int], keep: int = 1) -> Any:
+        """Last hidden states ``[1, tokens, hidden]`` of the prompt's final pass, which covers its
+        last ``len(sequence) - boundary`` tokens (at least ``keep``)."""
+        start = self.boundary(len(sequence), keep)
+        out = self._forward(sequence[start:], start, self.prefix(sequence, start))
+        self.stats["exact_rows"] += 1
+        self.stats["real_tokens"] += len(sequence) - start
+        return out.last_hidden_state
+
+    def generate(self, sequence: Sequence[int], *, lm_head: Any, max_new_tokens: int, min_new_tokens: int,
+                 temperature: float, seed: int, stop_ids: Sequence[int]) -> list[int]:
+        """New tokens after the prompt (stop token excluded), one row: the prompt's final pass
+        from its canonical prefix, then one token per pass. Greedy at temperature 0; otherwise
+        sampled from a generator seeded with ``seed`` for this row alone, so a sampled reply
+        depends on its prompt and seed only."""
+        import torch
+
+        start = self.boundary(len(sequence), 1)
+        out = self._forward(sequence[start:], start, self.prefix(sequence, start))
+        self.stats["exact_rows"] += 1
+        self.stats["real_tokens"] += len(sequence) - start
+        generator = torch.Generator(device=self.model.device).manual_seed(seed)
+        cache, new = out.past_key_values, []
+        while len(new) < max_new_tokens:
+            logits = lm_head(out.last_hidden_state[:, -1]).float()[0]
+            if len(new) < min_new_tokens:
+                logits[list(stop_ids)] = -float("inf")
+            if temperature > 0:
+                token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator))
+            else:
+                token = int(logits.argmax())
+            if token in stop_ids:
+                break
+            new.append(token)
+            position = len(sequence) + len(new) - 1
+            ids = torch.tensor([[token]], device=self.model.device)
+            out = self.model.get_decoder()(input_ids=ids, position_ids=torch.tensor([[position]], device=ids.device),
+                                           past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+        return new
+
+
+def _concat(blocks: Sequence[list]) -> list:
+    """Per-layer keys and values of consecutive blocks, joined along the positions."""
+    import torch
+
+    if len(blocks) == 1:
+        return blocks[0]
+    return [(torch.cat([b[layer][0] for b in blocks], dim=2), torch.cat([b[layer][1] for b in blocks], dim=2))
+            for layer in range(len(blocks[0]))]
