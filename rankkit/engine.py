@@ -19,7 +19,10 @@ simulator, replay) is called directly, with no threads at all.
 
 The judge's answer to a request must not depend on which other requests share its batch; then a
 run gives the same results whatever the interleaving, because every strategy draws its random
-choices from its own task's generator and strategies of one task run in a fixed order.
+choices from its own task's generator and strategies of one task run in a fixed order. The
+simulator, replay and the local model judges in exact mode (:mod:`rankkit.judges.hf_exact`, their
+default on a CPU) are batch-invariant bit for bit; a batched local model (``exact=false``) or a
+remote server is only up to its numerical noise.
 """
 
 from __future__ import annotations
