@@ -175,13 +175,12 @@ def _engine_kwargs(options: dict[str, Any], smollm2: bool) -> dict[str, Any]:
 
 
 def _check_judge_options(judge_kwargs: dict[str, Any], where: str) -> None:
-    """Fail on a bad mode or template before spending seconds loading a model."""
+    """Fail on a bad mode before spending seconds loading a model (a bad template already failed
+    in :func:`~rankkit.judges.llm.split_llm_options`)."""
     from rankkit.judges.llm import MODES
-    from rankkit.prompts import TemplateChoice
 
     if judge_kwargs.get("mode", "generate") not in MODES:
         raise SpecError(f"{where}: mode must be one of {', '.join(MODES)}, got {judge_kwargs['mode']!r}")
-    TemplateChoice(judge_kwargs.get("template", "auto"))
 
 
 def _require_torch(where: str) -> None:

@@ -41,6 +41,7 @@ The engine contract lives in :mod:`rankkit.judges.llm_engine` and the modes' sco
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import replace
 from typing import Any, Iterator, Mapping, Sequence
@@ -129,9 +130,7 @@ class LLMJudge(Judge):
         self.engine = engine
         self.backend = engine.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
-        # Parsed (and template files read) now, so a bad template fails before any model work and
-        # the fingerprint names the templates the prompts are rendered from.
-        self.templates = TemplateChoice(template)
+        self.template = template
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.seed = seed
@@ -153,6 +152,13 @@ class LLMJudge(Judge):
             from rankkit.judges.calibration import CalibratedJudge
 
             self.calibrated = CalibratedJudge(self)
+
+    @functools.cached_property
+    def templates(self) -> TemplateChoice:
+        """The templates ``template`` names, read once on first use (the fingerprint names them, so
+        a bad template fails before the first judgment; the spec factories check it even before a
+        model is loaded). Not read in the constructor, which only stores parameters."""
+        return TemplateChoice(self.template)
 
     @property
     def judging_mode(self) -> JudgingMode:
@@ -329,7 +335,9 @@ def split_llm_options(spec: Spec, where: str, defaults: Mapping[str, Any] | None
                       ) -> tuple[dict[str, Any], dict[str, str]]:
     """Split a spec's options into :class:`LLMJudge` keyword arguments (converted) and the rest.
 
-    ``defaults`` fills judge options the spec does not set (e.g. ``mode`` for smollm2).
+    ``defaults`` fills judge options the spec does not set (e.g. ``mode`` for smollm2). A
+    ``template`` is read here, so every LLM backend refuses a bad one before it connects to a
+    server or loads a model (the judge's constructor only stores the name).
     """
     judge_kwargs: dict[str, Any] = dict(defaults or {})
     rest: dict[str, str] = {}
@@ -338,4 +346,6 @@ def split_llm_options(spec: Spec, where: str, defaults: Mapping[str, Any] | None
             judge_kwargs[key] = convert_value(value, LLM_OPTIONS[key], where=f"{where}: {key}")
         else:
             rest[key] = value
+    if "template" in judge_kwargs:
+        TemplateChoice(judge_kwargs["template"])
     return judge_kwargs, rest

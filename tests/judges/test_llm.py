@@ -360,6 +360,23 @@ def test_bad_options_are_spec_errors():
         split_llm_options(parse_spec("x:temperature=hot"), "x")
 
 
+def test_the_constructor_only_stores_the_template_and_the_spec_reads_it(tmp_path, monkeypatch):
+    """Constructors store parameters (issue 15): a template file is read on first use, not when the
+    judge is built; the spec factories read it at once, so a bad template never reaches a model."""
+    path = tmp_path / "mine.txt"
+    judge = LLMJudge(ScriptedEngine(), template=str(path))  # the file does not exist yet: nothing read
+    assert judge.template == str(path) and "templates" not in vars(judge)
+    with pytest.raises(SpecError, match="neither a file nor a built-in template"):
+        judge.fingerprint
+    with pytest.raises(SpecError, match="neither a file nor a built-in template"):
+        split_llm_options(parse_spec(f"x:template={path}"), "x")
+    from rankkit.judges import make_judge
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(SpecError, match="neither a file nor a built-in template"):
+        make_judge("openai:m,base_url=http://127.0.0.1:9/v1,template=no-such-template")
+
+
 def test_close_closes_the_engine_and_bind_cache_keeps_it():
     engine = ScriptedEngine()
     judge = LLMJudge(engine)
