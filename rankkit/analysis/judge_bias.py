@@ -14,6 +14,7 @@ from rankkit.judges.base import Winner
 from rankkit.matches import Match
 from rankkit.results import RunResult
 from rankkit.stats import DEFAULT_LEVEL, proportion_interval
+from rankkit.tasks import longer_candidate
 
 
 def distinct_matches(results: RunResult, name: str | None = None) -> list[tuple[str, Match]]:
@@ -92,10 +93,9 @@ def length_bias(results: RunResult, name: str | None = None, level: float = DEFA
         winner = winner_of(m)
         if winner is None:
             continue
-        first_len, second_len = tasks[task_id].candidate(m.first).length, tasks[task_id].candidate(m.second).length
-        if first_len == second_len:
+        longer = longer_candidate(tasks[task_id], m.first, m.second)
+        if longer is None:
             continue
-        longer = m.first if first_len > second_len else m.second
         shorter = m.second if longer == m.first else m.first
         decided += 1
         longer_won += winner == longer
