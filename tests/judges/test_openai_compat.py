@@ -400,9 +400,10 @@ def test_engine_logprobs_and_the_clear_fallback_message():
             engine.close()
 
 
-def test_api_key_is_sent_but_never_shown(caplog):
-    # the stub's error bodies echo the key, as some servers do in their 401 messages
-    with FaultProxy(plan=lambda number, body: 500 if number == 1 else 401, error_text=f"bad key {SECRET}") as proxy:
+def fail_with_key_in_errors(error_text: str, caplog) -> tuple[FaultProxy, OpenAIEngine, JudgeError]:
+    """One request against a proxy whose error bodies say ``error_text`` (as some servers echo the
+    key in their 401 messages): a 500, logged and retried, then a final 401. Logs at DEBUG."""
+    with FaultProxy(plan=lambda number, body: 500 if number == 1 else 401, error_text=error_text) as proxy:
         engine = fast_engine(proxy.base_url, api_key=SECRET)
         caplog.set_level(logging.DEBUG)
         try:
@@ -410,10 +411,15 @@ def test_api_key_is_sent_but_never_shown(caplog):
                 generate_all(engine, ["x"])
         finally:
             engine.close()
+    return proxy, engine, failure.value
+
+
+def test_api_key_is_sent_but_never_shown(caplog):
+    proxy, engine, error = fail_with_key_in_errors(f"bad key {SECRET}", caplog)
     assert proxy.headers_seen[0]["Authorization"] == f"Bearer {SECRET}"
     assert SECRET not in repr(engine) and SECRET not in str(engine.identity())
-    assert "HTTP 401" in str(failure.value) and "bad key ***" in str(failure.value)
-    assert SECRET not in str(failure.value)
+    assert "HTTP 401" in str(error) and "bad key ***" in str(error)
+    assert SECRET not in str(error)
     assert "retrying" in caplog.text and "bad key ***" in caplog.text and SECRET not in caplog.text
 
 
@@ -512,17 +518,9 @@ def test_a_key_that_straddles_the_excerpt_cut_is_redacted_whole(caplog):
     # text, so the key starts 10 characters before the 300-character cut and ends after it.
     padding = "e" * (ERROR_EXCERPT_CHARS - 10 - len('{"error": {"message": "'))
     assert excerpt(padding + SECRET, SECRET, 290)[-3:] == "***"
-    plan = lambda number, body: 500 if number == 1 else 401  # noqa: E731 - one retry is logged, then a final error
-    with FaultProxy(plan=plan, error_text=padding + SECRET) as proxy:
-        engine = fast_engine(proxy.base_url, api_key=SECRET)
-        caplog.set_level(logging.DEBUG)
-        try:
-            with pytest.raises(JudgeError) as failure:
-                generate_all(engine, ["x"])
-        finally:
-            engine.close()
-    shown = str(failure.value) + caplog.text
-    assert "HTTP 401" in str(failure.value) and "eee***" in str(failure.value) and "eee***" in caplog.text
+    _, _, error = fail_with_key_in_errors(padding + SECRET, caplog)  # one retry is logged, then a final error
+    shown = str(error) + caplog.text
+    assert "HTTP 401" in str(error) and "eee***" in str(error) and "eee***" in caplog.text
     assert SECRET[:4] not in shown  # not even the start of the key ("sk-t")
 
 
