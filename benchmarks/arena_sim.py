@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rankkit.judges import make_judge  # noqa: E402
-from rankkit.judges.base import Judge, PairJudgment, Winner  # noqa: E402
+from rankkit.judges.base import Judge, Verdict, Winner  # noqa: E402
 from rankkit.leaderboard import anchored, arena, correlations, load_truth  # noqa: E402
 from rankkit.synthetic import planted_tasks  # noqa: E402
 from rankkit.metrics import correlation  # noqa: E402
@@ -79,12 +79,12 @@ class StochasticEloJudge(Judge):
     def description(self) -> str:
         return f"eq3-sim:accuracy={self.accuracy:g} (simulated)"
 
-    def compare(self, task, first, second) -> PairJudgment:
+    def compare(self, task, first, second) -> Verdict:
         elo = task.human_scores()
         p_truth = 1.0 / (1.0 + 10.0 ** ((elo[second.id] - elo[first.id]) / 400.0))
         p_first = self.accuracy * p_truth + (1.0 - self.accuracy) / 2.0
         first_wins = random.Random(f"{self.seed}|{task.task_id}|{first.id}|{second.id}").random() < p_first
-        return PairJudgment(first_score=float(first_wins), second_score=float(not first_wins),
+        return Verdict(first_grade=float(first_wins), second_grade=float(not first_wins),
                             winner=Winner.FIRST if first_wins else Winner.SECOND)
 
 

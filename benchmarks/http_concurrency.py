@@ -14,7 +14,7 @@ Two servers, both on 127.0.0.1:
    keeps N requests in flight.
 
 Each measurement grades the same ``--judgments`` (task, answer) pairs of the bundled sample with
-``LLMJudge.score_many`` in generate mode (greedy, at most ``--max-new-tokens`` tokens, no parse
+``LLMJudge.grade_many`` in generate mode (greedy, at most ``--max-new-tokens`` tokens, no parse
 retry, no cache), after one warm-up request, and reports judgments/s = judgments / wall time,
 averaged over ``--repeats`` rounds that each visit every concurrency level.
 
@@ -154,9 +154,9 @@ def judgments_per_second(base_url: str, concurrency: int, requests: list, max_ne
     judge = make_judge(f"openai:smollm2,base_url={base_url},concurrency={concurrency},timeout=300,"
                        f"max_new_tokens={max_new_tokens},temperature=0,retries=0")
     try:
-        list(judge.score_many(requests[:1]))  # warm-up: connections, server caches
+        list(judge.grade_many(requests[:1]))  # warm-up: connections, server caches
         started = time.perf_counter()
-        judgments = [j for _, j in judge.score_many(requests)]
+        judgments = [j for _, j in judge.grade_many(requests)]
         seconds = time.perf_counter() - started
     finally:
         judge.close()

@@ -24,10 +24,10 @@ from rankkit.formatting import render
 TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall", "task_spearman",
                                                  "pairwise_accuracy", "top1_accuracy"))
 #: The columns of `rankkit compare`: what each strategy used (comparisons + grades), where each
-#: judgment came from (judge_calls = new and paid for, cache_hits = the persistent cache, graph_hits
+#: judgment came from (judge_calls = new and paid for, cache_hits = the persistent cache, shared_hits
 #: = reused inside this run), its time and its agreement with the humans.
 COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("scores", "grades"),
-                   ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("graph_hits", "graph_hits"),
+                   ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("shared_hits", "shared_hits"),
                    ("seconds", "seconds"), *TABLE_METRICS)
 #: The columns of `rankkit rank`, in the order of its JSONL rows.
 RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
@@ -40,7 +40,7 @@ def compare_rows(result: Any) -> list[dict[str, Any]]:
     for s in result.strategies:
         row = {"name": s.name, "comparisons": s.cost.comparisons, "scores": s.cost.scores,
                "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits,
-               "graph_hits": s.cost.graph_hits, "seconds": s.seconds}
+               "shared_hits": s.cost.shared_hits, "seconds": s.seconds}
         row.update(s.metrics)
         rows.append(row)
     return rows

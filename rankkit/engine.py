@@ -172,7 +172,7 @@ class Cancelled(RuntimeError):
 class Dispatcher:
     """Feeds one judge with the requests of many worker threads (see the module docstring).
 
-    judge: the judge; its ``compare_many``/``score_many`` may be called from several threads at
+    judge: the judge; its ``compare_many``/``grade_many`` may be called from several threads at
         once when it streams (``fills_batches`` False), and from one thread when it batches.
     capacity: requests the judge can usefully work on at once (HTTP: concurrency × replicas;
         a local model: its batch size).
@@ -279,7 +279,7 @@ class Dispatcher:
                     self._pool.submit(self._execute, kind, group)
 
     def _execute(self, kind: str, group: list[tuple[Any, Future]]) -> None:
-        call = self.judge.compare_many if kind == "pair" else self.judge.score_many
+        call = self.judge.compare_many if kind == "pair" else self.judge.grade_many
         answered = 0
         try:
             for index, judgment in call([request for request, _ in group]):
@@ -323,16 +323,16 @@ class JudgmentEngine:
     def judgments(self, kind: str, requests: Sequence[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
         """Judge each request (``(task, candidate)`` for "point", ``(task, first, second)`` for
         "pair"), in order, with where each judgment came from."""
-        from rankkit.judges.base import PairJudgment, PointJudgment
+        from rankkit.judges.base import Verdict, Grade
 
-        judgment_type = PairJudgment if kind == "pair" else PointJudgment
+        judgment_type = Verdict if kind == "pair" else Grade
         keys = [self.judge.request_key(*request) for request in requests]
 
         def ask(indices: list[int]) -> Iterator[tuple[int, Any]]:
             batch = [requests[i] for i in indices]
             if self.dispatcher is not None:
                 return self.dispatcher.judge_many(kind, batch)
-            return (self.judge.compare_many if kind == "pair" else self.judge.score_many)(batch)
+            return (self.judge.compare_many if kind == "pair" else self.judge.grade_many)(batch)
 
         return self.store.fetch(self.fingerprint, kind, keys, ask, judgment_type.from_dict,
                                 judgment_type.to_dict)

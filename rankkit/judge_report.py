@@ -45,14 +45,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rankkit.judges.base import Judge, PairJudgment, ParseStatus, Winner
+from rankkit.judges.base import Judge, Verdict, ParseStatus, Winner
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.runner import task_rng
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap
 from rankkit.tasks import Task, longer_candidate
 
 #: A verdict on a pair: the winning candidate id, "tie", or None (the judgment failed / was a miss).
-Verdict = str | None
+Preference = str | None
 TIE = "tie"
 
 PANEL_THRESHOLDS = (1.0, 0.75, 0.5)
@@ -70,13 +70,13 @@ class PairRecord:
     task_id: str
     a: str
     b: str
-    a_first: Verdict
-    b_first: Verdict
-    human: Verdict
+    a_first: Preference
+    b_first: Preference
+    human: Preference
     longer: str | None
 
 
-def verdict_of(judgment: PairJudgment, first: str, second: str) -> Verdict:
+def verdict_of(judgment: Verdict, first: str, second: str) -> Preference:
     """A judgment of (first shown, second shown) as a verdict naming a candidate."""
     if judgment.status is ParseStatus.FAILED:
         return None
@@ -85,7 +85,7 @@ def verdict_of(judgment: PairJudgment, first: str, second: str) -> Verdict:
     return first if judgment.winner is Winner.FIRST else second
 
 
-def combine_orders(one: Verdict, other: Verdict) -> Verdict:
+def combine_orders(one: Preference, other: Preference) -> Preference:
     """One verdict from the two orders: the decisive one when they agree or only one is decisive,
     a tie when they disagree or both are ties, None when both failed."""
     decisive = {v for v in (one, other) if v not in (None, TIE)}
@@ -96,14 +96,14 @@ def combine_orders(one: Verdict, other: Verdict) -> Verdict:
     return None
 
 
-def credit(verdict: Verdict, human: str) -> float:
+def credit(verdict: Preference, human: str) -> float:
     """Accuracy credit of a verdict against the human-preferred candidate (tie/failed = ½)."""
     if verdict in (None, TIE):
         return 0.5
     return 1.0 if verdict == human else 0.0
 
 
-def human_preference(task: Task, a: str, b: str) -> Verdict:
+def human_preference(task: Task, a: str, b: str) -> Preference:
     scores = task.human_scores()
     if not scores:
         return None
@@ -206,7 +206,7 @@ def verdict_counts(records: Sequence[PairRecord]) -> dict[str, int]:
 
 
 def collect(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_task: int | None = None,
-            seed: int = 0, progress: bool = False) -> tuple[list[PairRecord], list[tuple[Task, list[PairJudgment]]], Cost]:
+            seed: int = 0, progress: bool = False) -> tuple[list[PairRecord], list[tuple[Task, list[Verdict]]], Cost]:
     """Judge every sampled pair of every task in both orders (one batch per task).
 
     Returns ``(records, judgments, cost)``: a :class:`PairRecord` per pair, the raw judgments per
@@ -220,7 +220,7 @@ def collect(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_ta
     judge.bind_cache(cache)
     cost = Cost()
     records: list[PairRecord] = []
-    raw: list[tuple[Task, list[PairJudgment]]] = []
+    raw: list[tuple[Task, list[Verdict]]] = []
     for task in tqdm(tasks, desc="judging", unit="task", file=sys.stderr, disable=not progress):
         pairs = sample_pairs(task, pairs_per_task, seed)
         source = MatchSource(task, MatchGraph(task), judge, cache, cost, strategy="judge-report")

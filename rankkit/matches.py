@@ -1,7 +1,7 @@
 """The shared match graph, and the match source strategies ask for judgments through.
 
 **MatchGraph.** One networkx ``MultiDiGraph`` per task. Nodes are candidate ids; a node's
-``points`` attribute maps judge fingerprint -> :class:`PointJudgment`. Each judged comparison is one
+``points`` attribute maps judge fingerprint -> :class:`Grade`. Each judged comparison is one
 edge ``first -> second`` keyed by judge fingerprint, carrying the judgment (both scores, winner,
 raw output), the strategy that paid for it, its round, and every strategy that used it since.
 All strategies of a run share one graph per task, so a comparison is paid for once per run.
@@ -14,7 +14,7 @@ in a :class:`Cost`.
 
 **Presentation order.** A judge often prefers the answer shown first (or second), so which of two
 answers it sees first is part of every pairwise strategy. It is one parameter, ``order``, the same
-in every strategy; a strategy says which two candidates meet (``source.duel_many(pairs,
+in every strategy; a strategy says which two candidates meet (``source.play_many(pairs,
 order=self.order, rng=rng)``) and the match source shows them:
 
 * ``given`` — the pair as the strategy passes it (a strategy that draws its pairs at random passes
@@ -23,7 +23,7 @@ order=self.order, rng=rng)``) and the match source shows them:
   strategy was shown before is shown in the order it was *not* shown last, so a rematch is a new
   judgment; with ``reuse`` (heapsort, sliding) an order the match graph already holds is reused
   at no cost before any coin is flipped;
-* ``both`` — the pair as passed, then reversed, combined into one :class:`Duel` (grades averaged);
+* ``both`` — the pair as passed, then reversed, combined into one :class:`Match` (grades averaged);
   it costs two judgments, and budgets count it as two.
 
 **Default policy.** A strategy shows every pair in ``both`` orders when it judges every pair or
@@ -49,7 +49,7 @@ from typing import Any, Iterator, Sequence
 import networkx as nx
 
 from rankkit.engine import JudgmentEngine, Origin
-from rankkit.judges.base import Judge, PairJudgment, ParseStatus, PointJudgment, Winner
+from rankkit.judges.base import Judge, Verdict, ParseStatus, Grade, Winner
 from rankkit.order import check_order, coin_order
 from rankkit.tasks import Task
 
@@ -64,11 +64,11 @@ class MatchGraph:
             self.graph.add_node(cand.id, points={})
 
     # -- comparisons --------------------------------------------------------------------------
-    def find_pair(self, fingerprint: str, first: str, second: str) -> PairJudgment | None:
+    def find_pair(self, fingerprint: str, first: str, second: str) -> Verdict | None:
         data = self.graph.get_edge_data(first, second, key=fingerprint)
         return None if data is None else data["judgment"]
 
-    def add_pair(self, fingerprint: str, first: str, second: str, judgment: PairJudgment,
+    def add_pair(self, fingerprint: str, first: str, second: str, judgment: Verdict,
                  strategy: str | None = None, round: int | None = None) -> None:
         self.graph.add_edge(first, second, key=fingerprint, judgment=judgment, fingerprint=fingerprint,
                             strategy=strategy, round=round, used_by=[])
@@ -76,17 +76,17 @@ class MatchGraph:
     def mark_used(self, fingerprint: str, first: str, second: str, strategy: str | None, round: int | None) -> None:
         self.graph.edges[first, second, fingerprint]["used_by"].append({"strategy": strategy, "round": round})
 
-    def comparisons(self, fingerprint: str | None = None) -> Iterator[tuple[str, str, PairJudgment]]:
+    def comparisons(self, fingerprint: str | None = None) -> Iterator[tuple[str, str, Verdict]]:
         """Every judged comparison (first, second, judgment), optionally of one judge only."""
         for first, second, key, data in self.graph.edges(keys=True, data=True):
             if fingerprint is None or key == fingerprint:
                 yield first, second, data["judgment"]
 
     # -- grades -------------------------------------------------------------------------------
-    def find_point(self, fingerprint: str, candidate: str) -> PointJudgment | None:
+    def find_point(self, fingerprint: str, candidate: str) -> Grade | None:
         return self.graph.nodes[candidate]["points"].get(fingerprint)
 
-    def add_point(self, fingerprint: str, candidate: str, judgment: PointJudgment) -> None:
+    def add_point(self, fingerprint: str, candidate: str, judgment: Grade) -> None:
         self.graph.nodes[candidate]["points"][fingerprint] = judgment
 
 
@@ -99,7 +99,7 @@ class Cost:
     scores: int = 0
     judge_calls: int = 0
     cache_hits: int = 0
-    graph_hits: int = 0
+    shared_hits: int = 0
     parse_failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -115,26 +115,26 @@ class Cost:
 
 
 @dataclass(frozen=True)
-class Match:
+class Comparison:
     """One comparison as a strategy used it: who was shown first, the round, and the verdict."""
 
     first: str
     second: str
-    judgment: PairJudgment
+    judgment: Verdict
     round: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"first": self.first, "second": self.second, "round": self.round,
-                "first_score": self.judgment.first_score, "second_score": self.judgment.second_score,
+                "first_grade": self.judgment.first_grade, "second_grade": self.judgment.second_grade,
                 "winner": self.judgment.winner.value, "probability": self.judgment.probability,
                 "status": self.judgment.status.value, "raw": self.judgment.raw}
 
 
 @dataclass(frozen=True)
-class Duel:
+class Match:
     """The outcome of playing a against b: a shown first, and with ``order=both`` also b first.
 
-    ``score_a``/``score_b`` are the grades averaged over the orders played; ``outcome`` is 1.0 when
+    ``grade_a``/``grade_b`` are the grades averaged over the orders played; ``outcome`` is 1.0 when
     a won, 0.0 when b won and 0.5 for a tie. It comes from the averaged scores; when they are equal
     the judges' own verdicts decide (they may carry information the scores lack, e.g. choice-token
     probabilities), and only when those balance too is it a tie.
@@ -142,35 +142,35 @@ class Duel:
 
     a: str
     b: str
-    score_a: float
-    score_b: float
+    grade_a: float
+    grade_b: float
     outcome: float
-    matches: tuple[Match, ...] = field(default=())
+    matches: tuple[Comparison, ...] = field(default=())
 
 
-def _verdict_for_a(match: Match, a: str) -> float:
+def _verdict_for_a(match: Comparison, a: str) -> float:
     if match.judgment.winner is Winner.TIE:
         return 0.5
     first_won = match.judgment.winner is Winner.FIRST
     return 1.0 if first_won == (match.first == a) else 0.0
 
 
-def make_duel(a: str, b: str, matches: Sequence[Match]) -> Duel:
-    """Combine the matches between a and b (either order) into a :class:`Duel`."""
-    score_a = score_b = 0.0
+def make_match(a: str, b: str, matches: Sequence[Comparison]) -> Match:
+    """Combine the matches between a and b (either order) into a :class:`Match`."""
+    grade_a = grade_b = 0.0
     for match in matches:
-        sa, sb = (match.judgment.first_score, match.judgment.second_score) if match.first == a else (
-            match.judgment.second_score, match.judgment.first_score)
-        score_a += sa
-        score_b += sb
-    score_a /= len(matches)
-    score_b /= len(matches)
-    if score_a != score_b:
-        outcome = 1.0 if score_a > score_b else 0.0
+        sa, sb = (match.judgment.first_grade, match.judgment.second_grade) if match.first == a else (
+            match.judgment.second_grade, match.judgment.first_grade)
+        grade_a += sa
+        grade_b += sb
+    grade_a /= len(matches)
+    grade_b /= len(matches)
+    if grade_a != grade_b:
+        outcome = 1.0 if grade_a > grade_b else 0.0
     else:
         votes = sum(_verdict_for_a(m, a) for m in matches) / len(matches)
         outcome = 1.0 if votes > 0.5 else 0.0 if votes < 0.5 else 0.5
-    return Duel(a=a, b=b, score_a=score_a, score_b=score_b, outcome=outcome, matches=tuple(matches))
+    return Match(a=a, b=b, grade_a=grade_a, grade_b=grade_b, outcome=outcome, matches=tuple(matches))
 
 
 class MatchSource:
@@ -199,14 +199,14 @@ class MatchSource:
         self.strategy = strategy
         self.progress = progress  # told about every batch of judgments (the run's progress bar)
         self.fingerprint = self.engine.fingerprint
-        self.matches: list[Match] = []
+        self.matches: list[Comparison] = []
         self._used_pairs: set[tuple[str, str]] = set()
         self._used_points: set[str] = set()
         self.order = order
         self.rng = rng
         self._last_shown: dict[frozenset[str], tuple[str, str]] = {}  # per pair, the order shown last
 
-    def _charge(self, judgment: PairJudgment | PointJudgment, origin: Origin) -> None:
+    def _charge(self, judgment: Verdict | Grade, origin: Origin) -> None:
         if origin is not Origin.JUDGE:  # the cache, or another task paying for it at that moment
             self.cost.cache_hits += 1
             return
@@ -229,7 +229,7 @@ class MatchSource:
                 continue
             judgment = graph.find_pair(fingerprint, *item) if kind == "pair" else graph.find_point(fingerprint, item)
             if judgment is not None:
-                self.cost.graph_hits += 1
+                self.cost.shared_hits += 1
                 results[item] = judgment
             else:
                 results[item] = None  # placeholder: keeps de-duplication O(1)
@@ -253,18 +253,18 @@ class MatchSource:
         if self.progress is not None:
             cost = self.cost
             self.progress.judged(cost.comparisons + cost.scores - before[0], cost.judge_calls - before[1],
-                                 cost.cache_hits - before[2], cost.graph_hits - before[3])
+                                 cost.cache_hits - before[2], cost.shared_hits - before[3])
 
     def _snapshot(self) -> tuple[int, ...]:
         cost = self.cost
-        return (cost.comparisons + cost.scores, cost.judge_calls, cost.cache_hits, cost.graph_hits)
+        return (cost.comparisons + cost.scores, cost.judge_calls, cost.cache_hits, cost.shared_hits)
 
     # -- comparisons --------------------------------------------------------------------------
-    def known(self, first: str, second: str) -> PairJudgment | None:
+    def known(self, first: str, second: str) -> Verdict | None:
         """The judgment of (first, second) if the graph already holds it; never calls the judge."""
         return self.graph.find_pair(self.fingerprint, first, second)
 
-    def compare_many(self, pairs: Sequence[tuple[str, str]], round: int | None = None) -> list[PairJudgment]:
+    def compare_many(self, pairs: Sequence[tuple[str, str]], round: int | None = None) -> list[Verdict]:
         """Judge each (first, second) pair, reusing the graph and the cache; returns in order."""
         for first, second in pairs:
             if first == second:
@@ -278,18 +278,18 @@ class MatchSource:
                 self._used_pairs.add(pair)
                 self.cost.comparisons += 1
                 self.graph.mark_used(self.fingerprint, pair[0], pair[1], self.strategy, round)
-                self.matches.append(Match(pair[0], pair[1], judgment, round))
+                self.matches.append(Comparison(pair[0], pair[1], judgment, round))
             out.append(judgment)
         self._report(before)
         return out
 
-    def compare(self, first: str, second: str, round: int | None = None) -> PairJudgment:
+    def compare(self, first: str, second: str, round: int | None = None) -> Verdict:
         return self.compare_many([(first, second)], round)[0]
 
-    def duel_many(self, pairs: Sequence[tuple[str, str]], debias: bool | None = None, round: int | None = None,
-                  *, order: str | None = None, rng: random.Random | None = None, reuse: bool = False) -> list[Duel]:
+    def play_many(self, pairs: Sequence[tuple[str, str]], debias: bool | None = None, round: int | None = None,
+                  *, order: str | None = None, rng: random.Random | None = None, reuse: bool = False) -> list[Match]:
         """Play each pair (a, b) in the presentation order ``order`` (see the module docstring);
-        returns one :class:`Duel` per pair, whose ``a`` is the candidate shown first.
+        returns one :class:`Match` per pair, whose ``a`` is the candidate shown first.
 
         order: ``given``, ``random`` or ``both``; None: ``both`` when ``debias`` (the older
             spelling), else the source's own order.
@@ -304,16 +304,16 @@ class MatchSource:
         judgments = dict(zip(ordered, self.compare_many(ordered, round)))
         duels = []
         for first, second in shown:
-            played = [Match(first, second, judgments[(first, second)], round)]
+            played = [Comparison(first, second, judgments[(first, second)], round)]
             if order == "both":
-                played.append(Match(second, first, judgments[(second, first)], round))
-            duels.append(make_duel(first, second, played))
+                played.append(Comparison(second, first, judgments[(second, first)], round))
+            duels.append(make_match(first, second, played))
         return duels
 
-    def duel(self, a: str, b: str, debias: bool | None = None, round: int | None = None, *, order: str | None = None,
-             rng: random.Random | None = None, reuse: bool = False) -> Duel:
-        """One pair's :meth:`duel_many`."""
-        return self.duel_many([(a, b)], debias, round, order=order, rng=rng, reuse=reuse)[0]
+    def play(self, a: str, b: str, debias: bool | None = None, round: int | None = None, *, order: str | None = None,
+             rng: random.Random | None = None, reuse: bool = False) -> Match:
+        """One pair's :meth:`play_many`."""
+        return self.play_many([(a, b)], debias, round, order=order, rng=rng, reuse=reuse)[0]
 
     def _present(self, a: str, b: str, order: str, rng: random.Random | None, reuse: bool) -> tuple[str, str]:
         """The order (a, b) is shown in first: as given, unless ``order`` is ``random`` (see the
@@ -337,7 +337,7 @@ class MatchSource:
         return shown
 
     # -- grades -------------------------------------------------------------------------------
-    def score_many(self, candidates: Sequence[str]) -> list[PointJudgment]:
+    def grade_many(self, candidates: Sequence[str]) -> list[Grade]:
         """Grade each candidate, reusing the graph and the cache; returns in order."""
         before = self._snapshot()
         results = self._resolve("point", candidates, None)
@@ -348,5 +348,5 @@ class MatchSource:
         self._report(before)
         return [results[c] for c in candidates]
 
-    def score(self, candidate: str) -> PointJudgment:
-        return self.score_many([candidate])[0]
+    def score(self, candidate: str) -> Grade:
+        return self.grade_many([candidate])[0]

@@ -34,7 +34,7 @@ def coin_order(a: str, b: str, rng: random.Random) -> tuple[str, str]:
 
 def planned_pairs(pairs: Sequence[tuple[str, str]], order: str, rng: random.Random) -> list[tuple[str, str]]:
     """The ordered pairs a match source asks the judge for ``pairs`` under ``order``, drawing
-    from ``rng`` exactly as :meth:`rankkit.matches.MatchSource.duel_many` does for pairs not met
+    from ``rng`` exactly as :meth:`rankkit.matches.MatchSource.play_many` does for pairs not met
     before: for a strategy's dry-run :meth:`~rankkit.strategies.base.Strategy.plan`."""
     if order == "both":
         return list(pairs) + [(b, a) for a, b in pairs]

@@ -4,7 +4,7 @@ Everything here is a small pure function of a list of *match records*. A record 
 ``(a, b, outcome)`` where ``a`` and ``b`` are item names (candidate ids, system names) and
 ``outcome`` is the result **for a**: ``1.0`` a won, ``0.0`` b won, ``0.5`` a tie. Which of a and b
 was shown first to the judge does not matter here; the strategies and leaderboards decide how a
-judged comparison becomes a record (e.g. a :class:`~rankkit.matches.Duel`'s ``outcome``).
+judged comparison becomes a record (e.g. a :class:`~rankkit.matches.Match`'s ``outcome``).
 
 Ratings come back as ``{item: rating}`` on the **Elo scale**: an item that has played no match
 sits at ``initial`` (1000), and a gap of ``scale`` (400) points means the stronger item is expected
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # numpy loads where it is used: `rankkit strategies` imports 
     import numpy as np
 
 #: One match result: (a, b, outcome for a), outcome in {1.0, 0.5, 0.0}.
-MatchRecord = tuple[str, str, float]
+Outcome = tuple[str, str, float]
 
 #: Any rating function of this module: ``fn(matches, items=...) -> {item: rating}``.
 RatingFunction = Callable[..., dict[str, float]]
@@ -43,7 +43,7 @@ ELO_SCALE = 400.0
 ELO_BASE = 10.0
 
 
-def item_order(matches: Iterable[MatchRecord], items: Sequence[str] | None = None) -> list[str]:
+def item_order(matches: Iterable[Outcome], items: Sequence[str] | None = None) -> list[str]:
     """The items to rate: ``items`` when given (plus any item of the matches missing from it, at
     the end), else every item in order of first appearance in the matches."""
     order = list(items) if items is not None else []
@@ -71,7 +71,7 @@ def elo_expected(rating_a: float, rating_b: float, scale: float = ELO_SCALE, bas
     return 1.0 / (1.0 + base ** ((rating_b - rating_a) / scale))
 
 
-def online_elo(matches: Sequence[MatchRecord], items: Sequence[str] | None = None, k: float = 16.0,
+def online_elo(matches: Sequence[Outcome], items: Sequence[str] | None = None, k: float = 16.0,
                initial: float = ELO_INITIAL, scale: float = ELO_SCALE, base: float = ELO_BASE) -> dict[str, float]:
     """Online Elo: play the matches in the given order, updating both ratings after each.
 
@@ -97,7 +97,7 @@ def online_elo(matches: Sequence[MatchRecord], items: Sequence[str] | None = Non
 _ELO_BLOCK_ENTRIES = 1 << 24
 
 
-def elo_over_permutations(matches: Sequence[MatchRecord], items: Sequence[str] | None = None,
+def elo_over_permutations(matches: Sequence[Outcome], items: Sequence[str] | None = None,
                           permutations: int = 100, seed: int | random.Random = 0, k: float = 16.0,
                           initial: float = ELO_INITIAL, scale: float = ELO_SCALE,
                           base: float = ELO_BASE) -> dict[str, float]:
@@ -151,7 +151,7 @@ def elo_over_permutations(matches: Sequence[MatchRecord], items: Sequence[str] |
 # Bradley–Terry
 
 
-def _record_arrays(matches: Iterable[MatchRecord], index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _record_arrays(matches: Iterable[Outcome], index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The matches as arrays: row of a, row of b, outcome for a (checked to be 1, ½ or 0)."""
     import numpy as np
 
@@ -165,7 +165,7 @@ def _record_arrays(matches: Iterable[MatchRecord], index: Mapping[str, int]) -> 
     return first, second, outcome
 
 
-def win_matrix(matches: Iterable[MatchRecord], index: Mapping[str, int]) -> np.ndarray:
+def win_matrix(matches: Iterable[Outcome], index: Mapping[str, int]) -> np.ndarray:
     """Count the matches as choix's dense comparison matrix: ``wins[i, j]`` = how often i beat j.
 
     choix's Bradley–Terry has no ties, so a tie counts as **half a win each way** (0.5 added to
@@ -212,7 +212,7 @@ def default_alpha(n_items: int) -> float:
     return BT_PRIOR / max(1, n_items - 1)
 
 
-def bradley_terry(matches: Sequence[MatchRecord], items: Sequence[str] | None = None, alpha: float | None = None,
+def bradley_terry(matches: Sequence[Outcome], items: Sequence[str] | None = None, alpha: float | None = None,
                   initial: float = ELO_INITIAL, scale: float = ELO_SCALE, base: float = ELO_BASE) -> dict[str, float]:
     """Bradley–Terry ratings on the Elo scale, fitted with choix's iterative Luce spectral ranking.
 
@@ -324,7 +324,7 @@ def sparse_ilsr(n_items: int, winners: np.ndarray, losers: np.ndarray, alpha: fl
 # Win rates
 
 
-def win_rates(matches: Sequence[MatchRecord], items: Sequence[str] | None = None) -> dict[str, float]:
+def win_rates(matches: Sequence[Outcome], items: Sequence[str] | None = None) -> dict[str, float]:
     """The share of points each item scored in the matches it played (a tie is half a point).
 
     An item that played no match gets NaN. This is the anchored-leaderboard statistic when every

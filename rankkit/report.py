@@ -78,21 +78,21 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
                 continue
             key = frozenset((match.first, match.second))
             pair = pairs.setdefault(key, {"a": match.first, "b": match.second, "grades": defaultdict(list), "matches": []})
-            pair["grades"][match.first].append(match.judgment.first_score)
-            pair["grades"][match.second].append(match.judgment.second_score)
+            pair["grades"][match.first].append(match.judgment.first_grade)
+            pair["grades"][match.second].append(match.judgment.second_grade)
             pair["matches"].append(index)
         pairings = []
         for pair in pairs.values():
             a, b = pair["a"], pair["b"]
-            score_a = sum(pair["grades"][a]) / len(pair["grades"][a])
-            score_b = sum(pair["grades"][b]) / len(pair["grades"][b])
+            grade_a = sum(pair["grades"][a]) / len(pair["grades"][a])
+            grade_b = sum(pair["grades"][b]) / len(pair["grades"][b])
             if eliminated.get(b) == number and eliminated.get(a) != number:
                 winner = a
             elif eliminated.get(a) == number and eliminated.get(b) != number:
                 winner = b
             else:  # not a knockout match (e.g. a strategy that also plays extra games): higher grade
-                winner = a if score_a >= score_b else b
-            pairings.append({"a": a, "b": b, "score_a": score_a, "score_b": score_b, "winner": winner,
+                winner = a if grade_a >= grade_b else b
+            pairings.append({"a": a, "b": b, "grade_a": grade_a, "grade_b": grade_b, "winner": winner,
                              "matches": pair["matches"]})
         alive = [cid for cid, r in eliminated.items() if r is None or r >= number]
         playing = {cid for p in pairings for cid in (p["a"], p["b"])}
@@ -128,7 +128,7 @@ def system_leaderboard(results: RunResult, name: str) -> list[dict[str, Any]]:
     return sorted(board, key=lambda r: (r["mean_rank"], -r["mean_score"]))
 
 
-JUDGMENT_FIELDS = ("first", "second", "first_score", "second_score", "winner", "probability", "status", "raw")
+JUDGMENT_FIELDS = ("first", "second", "first_grade", "second_grade", "winner", "probability", "status", "raw")
 
 
 def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, Any]:

@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from rankkit.judges.base import Judge, JudgeError, PairJudgment, ParseStatus, Winner
-from rankkit.matches import Cost, Match, MatchGraph
+from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
+from rankkit.matches import Cost, Comparison, MatchGraph
 from rankkit.specs import init_parameters
 from rankkit.strategies.base import Strategy
 from rankkit.tasks import Candidate, Task, TaskFormatError
@@ -36,7 +36,7 @@ class TaskResult:
     ranking: list[str]
     champion: str | None
     extras: dict[str, dict[str, Any]]
-    matches: list[Match]
+    matches: list[Comparison]
     cost: Cost
 
     def to_dict(self) -> dict[str, Any]:
@@ -280,12 +280,12 @@ def cost_from_dict(data: Mapping[str, Any]) -> Cost:
     return Cost(**{k: int(v or 0) for k, v in data.items() if k in known})
 
 
-def match_from_dict(data: Mapping[str, Any]) -> Match:
-    """A used comparison as stored by :meth:`rankkit.matches.Match.to_dict`."""
-    judgment = PairJudgment(first_score=data["first_score"], second_score=data["second_score"],
+def match_from_dict(data: Mapping[str, Any]) -> Comparison:
+    """A used comparison as stored by :meth:`rankkit.matches.Comparison.to_dict`."""
+    judgment = Verdict(first_grade=data["first_grade"], second_grade=data["second_grade"],
                             winner=Winner(data["winner"]), raw=data.get("raw") or "",
                             status=ParseStatus(data.get("status") or "ok"), probability=data.get("probability"))
-    return Match(first=str(data["first"]), second=str(data["second"]), judgment=judgment, round=data.get("round"))
+    return Comparison(first=str(data["first"]), second=str(data["second"]), judgment=judgment, round=data.get("round"))
 
 
 def task_record(task: Task) -> dict[str, Any]:
@@ -310,7 +310,7 @@ def task_from_record(record: Mapping[str, Any], criterion: str | None) -> Task:
 
 
 def rebuild_graphs(tasks: list[Task], strategies: list[StrategyRun], fingerprint: str) -> dict[str, MatchGraph]:
-    """Match graphs holding every comparison the strategies used, with who used it."""
+    """Comparison graphs holding every comparison the strategies used, with who used it."""
     graphs = {task.task_id: MatchGraph(task) for task in tasks}
     for strategy_run in strategies:
         for result in strategy_run.tasks:

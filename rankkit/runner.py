@@ -217,7 +217,7 @@ class RunProgress:
         with self._lock:
             self._tasks += 1
             self._bar.set_postfix_str(f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
-                                      f"cache_hits={self._cached} graph_hits={self._reused}", refresh=False)
+                                      f"cache_hits={self._cached} shared_hits={self._reused}", refresh=False)
 
     def close(self) -> None:
         if self._bar.total is not None and self._bar.n < self._bar.total:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from rankkit.judges.base import Judge, JudgeError, PairJudgment, PointJudgment
+from rankkit.judges.base import Judge, JudgeError, Verdict, Grade
 from rankkit.judges.sim import SimulatedJudge
 from rankkit.tasks import Candidate, Task
 
@@ -44,11 +44,11 @@ class CountingJudge(Judge):
             raise JudgeError(f"planted failure after {self.calls} calls")
         self.calls += 1
 
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         self._tick()
         return self.inner.compare(task, first, second)
 
-    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+    def score(self, task: Task, candidate: Candidate) -> Grade:
         self._tick()
         return self.inner.score(task, candidate)
 
@@ -98,8 +98,8 @@ def grades_received(task: Task, matches) -> dict[str, list[float]]:
     the test, independently of the strategy's own bookkeeping)."""
     grades: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
     for match in matches:
-        grades[match.first].append(match.judgment.first_score)
-        grades[match.second].append(match.judgment.second_score)
+        grades[match.first].append(match.judgment.first_grade)
+        grades[match.second].append(match.judgment.second_grade)
     return grades
 
 

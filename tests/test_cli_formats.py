@@ -37,7 +37,7 @@ def test_compare_csv_and_markdown_carry_the_json_figures(cache, tmp_path):
     reference = {s["name"]: s for s in json.loads(compare(cache, "json", "--out", str(out)).stdout)["strategies"]}
     records = list(csv.DictReader(io.StringIO(compare(cache, "csv").stdout)))
     assert [r["strategy"] for r in records] == STRATEGIES.split(",")
-    assert list(records[0]) == ["strategy", "comparisons", "grades", "judge_calls", "cache_hits", "graph_hits",
+    assert list(records[0]) == ["strategy", "comparisons", "grades", "judge_calls", "cache_hits", "shared_hits",
                                 "seconds", "pearson", "spearman", "kendall", "task_spearman", "pairwise_accuracy",
                                 "top1_accuracy"]
     for record in records:
@@ -58,14 +58,14 @@ def test_cost_columns_add_up(cache):
                    "--format", "csv").stdout
     for record in csv.DictReader(io.StringIO(fresh)):
         used = int(record["comparisons"]) + int(record["grades"])
-        assert used == int(record["judge_calls"]) + int(record["cache_hits"]) + int(record["graph_hits"])
+        assert used == int(record["judge_calls"]) + int(record["cache_hits"]) + int(record["shared_hits"])
     rows = list(csv.DictReader(io.StringIO(fresh)))
-    assert int(rows[1]["graph_hits"]) > 0  # bt reuses the debiased knockout's judgments
+    assert int(rows[1]["shared_hits"]) > 0  # bt reuses the debiased knockout's judgments
 
 
 def test_table_has_full_column_names(cache):
     header = compare(cache, "table").stdout.splitlines()[1].split()
-    assert "graph_hits" in header and "pairwise_accuracy" in header and "top1_accuracy" in header
+    assert "shared_hits" in header and "pairwise_accuracy" in header and "top1_accuracy" in header
 
 
 def test_smollm2_results_say_the_judge_is_plumbing_grade(cache, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.engine import Dispatcher, JudgmentStore, Origin
-from rankkit.judges.base import Judge, JudgeError, PairJudgment, ParseStatus, PointJudgment, Winner
+from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Grade, Winner
 from rankkit.judges.sim import SimulatedJudge
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
@@ -66,7 +66,7 @@ class PacedJudge(Judge):
     def compare_many(self, requests):
         return self._serve(requests, self.inner.compare)
 
-    def score_many(self, requests):
+    def grade_many(self, requests):
         return self._serve(requests, self.inner.score)
 
 
@@ -146,9 +146,9 @@ class FlakyJudge(Judge):
     def compare(self, task, first, second):
         self.asked += 1
         if self.failing:
-            return PairJudgment(first_score=0.5, second_score=0.5, winner=Winner.TIE, raw="",
+            return Verdict(first_grade=0.5, second_grade=0.5, winner=Winner.TIE, raw="",
                                 status=ParseStatus.FAILED)
-        return PairJudgment(first_score=1.0, second_score=0.0, winner=Winner.FIRST, raw="Answer 1: 1 Answer 2: 0")
+        return Verdict(first_grade=1.0, second_grade=0.0, winner=Winner.FIRST, raw="Answer 1: 1 Answer 2: 0")
 
 
 def test_failed_judgments_are_asked_again_on_a_rerun(tmp_path):
@@ -192,18 +192,18 @@ def test_the_store_asks_a_key_once_while_it_is_in_flight():
         started.set()
         release.wait(5)
         for position in range(len(indices)):
-            yield position, PointJudgment(score=1.0)
+            yield position, Grade(score=1.0)
 
     def quick_ask(indices):
         raise AssertionError("a key in flight must not be asked again")
 
     results = {}
     first = threading.Thread(target=lambda: results.setdefault("first", store.fetch(
-        "fp", "point", [["k"]], slow_ask, PointJudgment.from_dict, PointJudgment.to_dict)))
+        "fp", "point", [["k"]], slow_ask, Grade.from_dict, Grade.to_dict)))
     first.start()
     started.wait(5)
     second = threading.Thread(target=lambda: results.setdefault("second", store.fetch(
-        "fp", "point", [["k"]], quick_ask, PointJudgment.from_dict, PointJudgment.to_dict)))
+        "fp", "point", [["k"]], quick_ask, Grade.from_dict, Grade.to_dict)))
     second.start()
     time.sleep(0.05)
     release.set()

@@ -6,8 +6,8 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.base import JudgeError, Winner
-from rankkit.matches import Cost, MatchGraph, MatchSource, make_duel, Match
-from rankkit.judges.base import PairJudgment
+from rankkit.matches import Cost, MatchGraph, MatchSource, make_match, Comparison
+from rankkit.judges.base import Verdict
 from tests.helpers import CountingJudge, make_task, perfect_judge
 
 
@@ -30,7 +30,7 @@ def test_graph_then_cache_then_judge(cache_path):
         assert again == first and judge.calls == 1 and cost.comparisons == 1
         other, other_cost = source_for(task, judge, cache, graph, strategy="t")
         other.compare("c0", "c1")  # another strategy, same graph
-        assert judge.calls == 1 and other_cost.graph_hits == 1 and other_cost.comparisons == 1
+        assert judge.calls == 1 and other_cost.shared_hits == 1 and other_cost.comparisons == 1
         assert other_cost.judge_calls == 0
         fresh, fresh_cost = source_for(task, judge, cache)  # new graph: the cache answers
         assert fresh.compare("c0", "c1") == first
@@ -46,10 +46,10 @@ def test_points_are_cached_on_nodes(cache_path):
     judge = CountingJudge(perfect_judge())
     with JudgmentCache(cache_path) as cache:
         src, cost = source_for(task, judge, cache)
-        scores = [j.score for j in src.score_many(["c0", "c1", "c2", "c0"])]
+        scores = [j.score for j in src.grade_many(["c0", "c1", "c2", "c0"])]
         assert scores == [1.0, 2.0, 3.0, 1.0] and judge.calls == 3 and cost.scores == 3
         src2, cost2 = source_for(task, judge, cache)
-        src2.score_many(["c0", "c1", "c2"])
+        src2.grade_many(["c0", "c1", "c2"])
         assert judge.calls == 3 and cost2.cache_hits == 3
 
 
@@ -71,16 +71,16 @@ def test_failure_mid_batch_keeps_what_was_judged(cache_path):
 def test_duel_debiased_averages_both_orders():
     task = make_task([1, 5])
     src, cost = source_for(task, perfect_judge())
-    duel = src.duel("c0", "c1", debias=True)
-    assert duel.outcome == 0.0 and duel.score_a == pytest.approx(1.0) and duel.score_b == pytest.approx(5.0)
+    duel = src.play("c0", "c1", debias=True)
+    assert duel.outcome == 0.0 and duel.grade_a == pytest.approx(1.0) and duel.grade_b == pytest.approx(5.0)
     assert cost.comparisons == 2 and len(duel.matches) == 2
 
 
 def test_equal_scores_fall_back_to_verdicts_then_tie():
-    win_first = PairJudgment(first_score=2, second_score=2, winner=Winner.FIRST)
-    assert make_duel("a", "b", [Match("a", "b", win_first)]).outcome == 1.0
+    win_first = Verdict(first_grade=2, second_grade=2, winner=Winner.FIRST)
+    assert make_match("a", "b", [Comparison("a", "b", win_first)]).outcome == 1.0
     # a shown first wins, then b shown first wins: the verdicts balance, a tie
-    assert make_duel("a", "b", [Match("a", "b", win_first), Match("b", "a", win_first)]).outcome == 0.5
+    assert make_match("a", "b", [Comparison("a", "b", win_first), Comparison("b", "a", win_first)]).outcome == 0.5
 
 
 def test_self_comparison_is_refused():
@@ -99,8 +99,8 @@ def shown(duels):
 def test_order_given_shows_the_pair_as_passed_and_both_adds_the_reverse():
     task = make_task([1, 2, 3])
     src, cost = source_for(task, perfect_judge())
-    assert shown(src.duel_many([("c1", "c0")], order="given")) == [("c1", "c0")]
-    both = src.duel_many([("c0", "c2"), ("c2", "c1")], order="both")
+    assert shown(src.play_many([("c1", "c0")], order="given")) == [("c1", "c0")]
+    both = src.play_many([("c0", "c2"), ("c2", "c1")], order="both")
     assert shown(both) == [("c0", "c2"), ("c2", "c0"), ("c2", "c1"), ("c1", "c2")]
     assert [(d.a, d.b) for d in both] == [("c0", "c2"), ("c2", "c1")] and cost.comparisons == 5
 
@@ -113,7 +113,7 @@ def test_order_random_flips_one_seeded_coin_per_pair():
     task = make_task(list(range(8)))
     pairs = [(f"c{i}", f"c{j}") for i in range(8) for j in range(i + 1, 8)]
     src, _ = source_for(task, perfect_judge())
-    duels = src.duel_many(pairs, order="random", rng=random.Random(3))
+    duels = src.play_many(pairs, order="random", rng=random.Random(3))
     rng = random.Random(3)
     assert [(d.a, d.b) for d in duels] == [coin_order(a, b, rng) for a, b in pairs]
     assert len({(d.a, d.b) != pair for d, pair in zip(duels, pairs)}) == 2  # some kept, some flipped
@@ -125,10 +125,10 @@ def test_order_random_shows_a_rematch_in_the_order_not_shown_last():
     task = make_task([1, 2])
     src, cost = source_for(task, perfect_judge())
     rng = random.Random(0)
-    first = src.duel("c0", "c1", order="random", rng=rng)
+    first = src.play("c0", "c1", order="random", rng=rng)
     draws = rng.getstate()
-    second = src.duel("c0", "c1", order="random", rng=rng)
-    third = src.duel("c1", "c0", order="random", rng=rng)
+    second = src.play("c0", "c1", order="random", rng=rng)
+    third = src.play("c1", "c0", order="random", rng=rng)
     assert (second.a, second.b) == (first.b, first.a) and (third.a, third.b) == (first.a, first.b)
     assert rng.getstate() == draws  # a rematch flips no coin
     assert cost.comparisons == 2  # the third duel repeats the first judgment
@@ -144,9 +144,9 @@ def test_order_random_with_reuse_takes_an_order_the_graph_holds_without_a_coin()
     src, cost = source_for(task, perfect_judge(), graph=graph)
     rng = random.Random(0)
     before = rng.getstate()
-    duel = src.duel("c0", "c1", order="random", rng=rng, reuse=True)
+    duel = src.play("c0", "c1", order="random", rng=rng, reuse=True)
     assert (duel.a, duel.b) == ("c1", "c0") and rng.getstate() == before
-    assert cost.graph_hits == 1 and cost.judge_calls == 0
+    assert cost.shared_hits == 1 and cost.judge_calls == 0
 
 
 def test_order_is_checked_and_random_needs_a_generator():
@@ -155,6 +155,6 @@ def test_order_is_checked_and_random_needs_a_generator():
     task = make_task([1, 2])
     src, _ = source_for(task, perfect_judge())
     with pytest.raises(SpecError, match="order must be one of given, random, both"):
-        src.duel("c0", "c1", order="shuffled")
+        src.play("c0", "c1", order="shuffled")
     with pytest.raises(ValueError, match="needs a generator"):
-        src.duel("c0", "c1", order="random")
+        src.play("c0", "c1", order="random")

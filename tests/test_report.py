@@ -53,7 +53,7 @@ def test_bracket_with_a_bye_and_debiased_pairs():
     # Three candidates: x gets a bye in round 1 and loses the final to z; y lost to z in round 1.
     # Round 1 is debiased (both orders), so the grades are averaged over the two matches.
     def match(first, second, round, s1, s2, winner):
-        return {"first": first, "second": second, "round": round, "first_score": s1, "second_score": s2,
+        return {"first": first, "second": second, "round": round, "first_grade": s1, "second_grade": s2,
                 "winner": winner, "probability": None, "status": "ok", "raw": ""}
 
     result = {"task_id": "t", "scores": {}, "ranking": [], "champion": "z",
@@ -66,7 +66,7 @@ def test_bracket_with_a_bye_and_debiased_pairs():
     first, final = bracket["rounds"]
     (pairing,) = first["pairings"]
     assert (pairing["a"], pairing["b"], pairing["winner"]) == ("y", "z", "z")
-    assert (pairing["score_a"], pairing["score_b"]) == (1.5, 3.5)
+    assert (pairing["grade_a"], pairing["grade_b"]) == (1.5, 3.5)
     assert pairing["matches"] == [0, 1]
     assert first["byes"] == ["x"]
     assert [(p["a"], p["b"], p["winner"]) for p in final["pairings"]] == [("x", "z", "z")]

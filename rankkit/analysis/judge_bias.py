@@ -11,13 +11,13 @@ from typing import Any
 
 from rankkit.analysis.labelled import human_scores
 from rankkit.judges.base import Winner
-from rankkit.matches import Match
+from rankkit.matches import Comparison
 from rankkit.results import RunResult
 from rankkit.stats import DEFAULT_LEVEL, proportion_interval
 from rankkit.tasks import longer_candidate
 
 
-def distinct_matches(results: RunResult, name: str | None = None) -> list[tuple[str, Match]]:
+def distinct_matches(results: RunResult, name: str | None = None) -> list[tuple[str, Comparison]]:
     """The matches of strategy ``name``, or of all strategies with each judgment counted once, as
     (task id, match) pairs.
 
@@ -38,7 +38,7 @@ def distinct_matches(results: RunResult, name: str | None = None) -> list[tuple[
     return out
 
 
-def winner_of(match: Match) -> str | None:
+def winner_of(match: Comparison) -> str | None:
     """The candidate that won a decided match; None for a tie."""
     if match.judgment.winner is Winner.TIE:
         return None

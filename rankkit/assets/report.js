@@ -84,8 +84,8 @@
       var column = el("div", {className: "round"}, [el("h4", {}, ["Round " + round.round])]);
       round.pairings.forEach(function (p) {
         var box = el("div", {className: "pairing", title: "open this match", onclick: function () { showMatch(task, result, p.matches[0]); }}, [
-          el("div", {className: "side" + (p.winner === p.a ? " won" : "")}, [el("span", {}, [who(task, p.a)]), el("span", {}, [num(p.score_a)])]),
-          el("div", {className: "side" + (p.winner === p.b ? " won" : "")}, [el("span", {}, [who(task, p.b)]), el("span", {}, [num(p.score_b)])])
+          el("div", {className: "side" + (p.winner === p.a ? " won" : "")}, [el("span", {}, [who(task, p.a)]), el("span", {}, [num(p.grade_a)])]),
+          el("div", {className: "side" + (p.winner === p.b ? " won" : "")}, [el("span", {}, [who(task, p.b)]), el("span", {}, [num(p.grade_b)])])
         ]);
         column.appendChild(box);
       });
@@ -136,8 +136,8 @@
     detail.appendChild(el("h3", {}, ["Match " + (index + 1) + " of " + result.matches.length + (m.round ? " · round " + m.round : "")]));
     detail.appendChild(el("details", {open: "open"}, [el("summary", {}, ["prompt"]), el("div", {className: "text prompt"}, [task.prompt])]));
     detail.appendChild(el("div", {className: "duo"}, [
-      slot(m.first, m.first_score, "shown first", m.winner === "first"),
-      slot(m.second, m.second_score, "shown second", m.winner === "second")]));
+      slot(m.first, m.first_grade, "shown first", m.winner === "first"),
+      slot(m.second, m.second_grade, "shown second", m.winner === "second")]));
     var facts = "verdict: " + m.winner + " · parse: " + m.status + (m.probability === null || m.probability === undefined ? "" : " · P(first wins) " + num(m.probability));
     detail.appendChild(el("p", {}, [facts]));
     detail.appendChild(el("h4", {}, ["judge output (raw)"]));

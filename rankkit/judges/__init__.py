@@ -16,15 +16,15 @@ from typing import Callable
 from rankkit.judges.base import (
     Judge,
     JudgeError,
-    PairJudgment,
+    Verdict,
     ParseStatus,
-    PointJudgment,
+    Grade,
     Winner,
 )
 from rankkit.specs import Spec, SpecError, parse_spec
 
 __all__ = [
-    "Judge", "JudgeError", "PairJudgment", "ParseStatus", "PointJudgment", "Winner",
+    "Judge", "JudgeError", "Verdict", "ParseStatus", "Grade", "Winner",
     "BACKENDS", "make_judge", "default_judge_spec",
 ]
 

@@ -2,11 +2,11 @@
 
 A judge answers two questions about a task:
 
-* ``score(task, candidate)`` — a pointwise grade on the task's scale (:class:`PointJudgment`);
+* ``score(task, candidate)`` — a pointwise grade on the task's scale (:class:`Grade`);
 * ``compare(task, first, second)`` — a pairwise verdict on two candidates *as presented*, first
-  then second, with a score for each (:class:`PairJudgment`).
+  then second, with a score for each (:class:`Verdict`).
 
-The batched forms ``score_many`` / ``compare_many`` take many requests at once and *yield*
+The batched forms ``grade_many`` / ``compare_many`` take many requests at once and *yield*
 ``(index, judgment)`` pairs as each judgment is ready, in any order. Yielding (rather than
 returning a list) is what lets the caller commit every judgment to the cache the moment it exists,
 so a judge that fails half-way through a batch loses nothing already paid for. Backends that can
@@ -45,7 +45,7 @@ class ParseStatus(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class PointJudgment:
+class Grade:
     """A pointwise grade. ``score`` is on the task's scale (None only when parsing failed)."""
 
     score: float | None
@@ -59,22 +59,22 @@ class PointJudgment:
                 "usage": dict(self.usage), "extras": dict(self.extras)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PointJudgment":
+    def from_dict(cls, data: dict[str, Any]) -> "Grade":
         return cls(score=data["score"], raw=data.get("raw", ""), status=ParseStatus(data.get("status", "ok")),
                    usage=data.get("usage") or {}, extras=data.get("extras") or {})
 
 
 @dataclass(frozen=True)
-class PairJudgment:
+class Verdict:
     """A pairwise verdict on (first, second) in the order they were presented.
 
-    ``first_score`` / ``second_score`` are the grades the judge gave each; ``winner`` is its
+    ``first_grade`` / ``second_grade`` are the grades the judge gave each; ``winner`` is its
     verdict (it may disagree with the scores only when the backend decides by another signal,
     e.g. choice-token probabilities). ``probability`` is P(first wins) when the backend knows it.
     """
 
-    first_score: float
-    second_score: float
+    first_grade: float
+    second_grade: float
     winner: Winner
     raw: str = ""
     status: ParseStatus = ParseStatus.OK
@@ -82,24 +82,24 @@ class PairJudgment:
     usage: dict[str, int] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
 
-    def swapped(self) -> "PairJudgment":
+    def swapped(self) -> "Verdict":
         """The same judgment seen from the other side (second becomes first)."""
         flip = {Winner.FIRST: Winner.SECOND, Winner.SECOND: Winner.FIRST, Winner.TIE: Winner.TIE}
-        return PairJudgment(
-            first_score=self.second_score, second_score=self.first_score, winner=flip[self.winner],
+        return Verdict(
+            first_grade=self.second_grade, second_grade=self.first_grade, winner=flip[self.winner],
             raw=self.raw, status=self.status,
             probability=None if self.probability is None else 1.0 - self.probability,
             usage=self.usage, extras=self.extras,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"first_score": self.first_score, "second_score": self.second_score,
+        return {"first_grade": self.first_grade, "second_grade": self.second_grade,
                 "winner": self.winner.value, "raw": self.raw, "status": self.status.value,
                 "probability": self.probability, "usage": dict(self.usage), "extras": dict(self.extras)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PairJudgment":
-        return cls(first_score=data["first_score"], second_score=data["second_score"],
+    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
+        return cls(first_grade=data["first_grade"], second_grade=data["second_grade"],
                    winner=Winner(data["winner"]), raw=data.get("raw", ""),
                    status=ParseStatus(data.get("status", "ok")), probability=data.get("probability"),
                    usage=data.get("usage") or {}, extras=data.get("extras") or {})
@@ -117,8 +117,8 @@ def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
         total[key] = total.get(key, 0) + int(value)
 
 
-PointRequest = tuple[Task, Candidate]
-PairRequest = tuple[Task, Candidate, Candidate]
+GradeRequest = tuple[Task, Candidate]
+ComparisonRequest = tuple[Task, Candidate, Candidate]
 
 
 class JudgeError(RankkitError, RuntimeError):
@@ -178,19 +178,19 @@ class Judge:
         return content_key(task, *candidates)
 
     # -- single judgments ---------------------------------------------------------------------
-    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+    def score(self, task: Task, candidate: Candidate) -> Grade:
         raise NotImplementedError(f"judge {self.backend!r} does not grade single answers")
 
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         raise NotImplementedError(f"judge {self.backend!r} does not compare pairs")
 
     # -- batched judgments --------------------------------------------------------------------
-    def score_many(self, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""
         for index, (task, candidate) in enumerate(requests):
             yield index, self.score(task, candidate)
 
-    def compare_many(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""
         for index, (task, first, second) in enumerate(requests):
             yield index, self.compare(task, first, second)

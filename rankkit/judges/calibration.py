@@ -46,10 +46,10 @@ import numpy as np
 
 from rankkit.judges.base import (
     Judge,
-    PairJudgment,
-    PairRequest,
-    PointJudgment,
-    PointRequest,
+    Verdict,
+    ComparisonRequest,
+    Grade,
+    GradeRequest,
     add_usage,
 )
 from rankkit.judges.memo import Memo, fetch_pairs
@@ -147,16 +147,16 @@ class CalibratedJudge(Judge):
         self.judge.close()
 
     # -- judgments ----------------------------------------------------------------------------
-    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+    def score(self, task: Task, candidate: Candidate) -> Grade:
         return self.judge.score(task, candidate)
 
-    def score_many(self, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
-        return self.judge.score_many(requests)
+    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        return self.judge.grade_many(requests)
 
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         return next(self.compare_many([(task, first, second)]))[1]
 
-    def compare_many(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """Each pair read in both orders (raw judgments from memory, the store or the judge, the
         missing ones in one batch), then calibrated; yields in request order once all are read."""
         if not requests:
@@ -174,7 +174,7 @@ class CalibratedJudge(Judge):
                     add_usage(usage, used.usage)
             yield index, replace(judgment, usage=usage) if usage else judgment
 
-    def _calibrated(self, task: Task, forward: dict[str, float], backward: dict[str, float]) -> PairJudgment:
+    def _calibrated(self, task: Task, forward: dict[str, float], backward: dict[str, float]) -> Verdict:
         """The calibrated judgment of a pair from its choice log-probabilities in both orders."""
         used = self.judge.pair_template(task)
         template, prefix = used.name, used.choice_prefix + " "

@@ -9,7 +9,7 @@ through one of three *modes* (:mod:`rankkit.judges.modes`):
 * ``logprob`` — one forward pass: the probabilities of the score digits or of the two choices;
 * ``loglik`` — no judge prompt: each answer's likelihood as the model's own reply.
 
-**Engines** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.score_many`
+**Engines** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.grade_many`
 / :meth:`LLMJudge.compare_many` pass each judgment on the moment it exists, so the match layer
 caches every judgment even when a batch fails half-way.
 
@@ -27,7 +27,7 @@ caches every judgment even when a batch fails half-way.
   for other calibrations.
 * Extra fingerprint fields: extend :meth:`LLMJudge.fingerprint_fields`.
 
-**Concurrent callers.** :meth:`LLMJudge.score_many` / :meth:`LLMJudge.compare_many` may be
+**Concurrent callers.** :meth:`LLMJudge.grade_many` / :meth:`LLMJudge.compare_many` may be
 called from several threads at once (as a dispatcher does, sizing its work from
 :attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the engine's). The judge's own
 state tolerates it: a PREPAIR analysis or a calibration's raw choice that two calls need is
@@ -49,10 +49,10 @@ from typing import Any, Iterator, Mapping, Sequence
 from rankkit.engine import as_store
 from rankkit.judges.base import (
     Judge,
-    PairJudgment,
-    PairRequest,
-    PointJudgment,
-    PointRequest,
+    Verdict,
+    ComparisonRequest,
+    Grade,
+    GradeRequest,
     add_usage,
 )
 from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
@@ -240,7 +240,7 @@ class LLMJudge(Judge):
             return decision_template(task)
         return self.templates.template(task, PAIRWISE)
 
-    def pair_prompts(self, requests: Sequence[PairRequest]) -> list[Prompt]:
+    def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
         """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts)."""
         if self.prepair:
             return self.prepair_prompts(requests)
@@ -262,7 +262,7 @@ class LLMJudge(Judge):
         return self.engine.generate(conversations, max_new_tokens=self.analysis_max_new_tokens,
                                     temperature=self.temperature, seed=self.seed)
 
-    def prepair_prompts(self, requests: Sequence[PairRequest]) -> list[Prompt]:
+    def prepair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
         """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
         from rankkit.judges.prepair import render_decision
 
@@ -277,8 +277,8 @@ class LLMJudge(Judge):
                                   (first.text, second.text, first_analysis, second_analysis)))
         return prompts
 
-    def _with_analysis_charges(self, requests: Sequence[PairRequest],
-                               judgments: Iterator[tuple[int, PairJudgment]]) -> Iterator[tuple[int, PairJudgment]]:
+    def _with_analysis_charges(self, requests: Sequence[ComparisonRequest],
+                               judgments: Iterator[tuple[int, Verdict]]) -> Iterator[tuple[int, Verdict]]:
         """Generate the batch's missing analyses first, then charge each fresh one (tokens and an
         ``analyses`` count in ``usage``) to the first judgment that used it."""
         fresh = self.analyses.ensure([(task, c) for task, first, second in requests for c in (first, second)])
@@ -297,23 +297,23 @@ class LLMJudge(Judge):
         return probability
 
     # -- judgments ----------------------------------------------------------------------------
-    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
-        return next(self.score_many([(task, candidate)]))[1]
+    def score(self, task: Task, candidate: Candidate) -> Grade:
+        return next(self.grade_many([(task, candidate)]))[1]
 
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         return next(self.compare_many([(task, first, second)]))[1]
 
-    def score_many(self, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         if not requests:
             return iter(())
         return self.judging_mode.score(self, requests)
 
-    def compare_many(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         if self.calibrated is not None:
             return self.calibrated.compare_many(requests)
         return self.compare_raw(requests)
 
-    def compare_raw(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The mode's comparisons before any calibration (with PREPAIR's analysis charges):
         what an uncalibrated judge answers, and what a calibrated one builds on."""
         if not requests:

@@ -13,15 +13,15 @@ from typing import Any, Callable, Iterator, Sequence
 
 from rankkit.cache import content_hash
 from rankkit.engine import JudgmentStore, Origin
-from rankkit.judges.base import PairJudgment, PairRequest
+from rankkit.judges.base import Verdict, ComparisonRequest
 
 #: In-memory judgments by (fingerprint, hash of the request key): kept by the judge that asks.
-Memo = dict[tuple[str, str], PairJudgment]
+Memo = dict[tuple[str, str], Verdict]
 
 
 def fetch_pairs(store: JudgmentStore, memo: Memo, fingerprint: str, request_key: Callable[..., list[Any]],
-                compare_many: Callable[[Sequence[PairRequest]], Iterator[tuple[int, PairJudgment]]],
-                requests: Sequence[PairRequest]) -> list[tuple[PairJudgment, bool]]:
+                compare_many: Callable[[Sequence[ComparisonRequest]], Iterator[tuple[int, Verdict]]],
+                requests: Sequence[ComparisonRequest]) -> list[tuple[Verdict, bool]]:
     """Each request's judgment by one judge, and whether this request pays for it.
 
     store: the run's store; memo: judgments already seen in this process (filled in here).
@@ -33,7 +33,7 @@ def fetch_pairs(store: JudgmentStore, memo: Memo, fingerprint: str, request_key:
     counted once.
     """
     keys = [(fingerprint, content_hash(request_key(*request))) for request in requests]
-    wanted: dict[tuple[str, str], PairRequest] = {}
+    wanted: dict[tuple[str, str], ComparisonRequest] = {}
     for key, request in zip(keys, requests):
         if key not in memo and key not in wanted:
             wanted[key] = request
@@ -42,7 +42,7 @@ def fetch_pairs(store: JudgmentStore, memo: Memo, fingerprint: str, request_key:
         order = list(wanted)
         judged = store.fetch(fingerprint, "pair", [request_key(*wanted[key]) for key in order],
                              lambda indices: compare_many([wanted[order[i]] for i in indices]),
-                             PairJudgment.from_dict, PairJudgment.to_dict)
+                             Verdict.from_dict, Verdict.to_dict)
         for key, (judgment, origin) in zip(order, judged):
             memo[key] = judgment
             if origin is Origin.JUDGE:

@@ -43,18 +43,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rankkit.judges.base import (
-    PairJudgment,
-    PairRequest,
+    Verdict,
+    ComparisonRequest,
     ParseStatus,
-    PointJudgment,
-    PointRequest,
+    Grade,
+    GradeRequest,
     Winner,
     add_usage,
 )
 from rankkit.judges.llm_engine import Conversation, LLMEngine, user_turn
 from rankkit.prompts import (
     Template,
-    Verdict,
+    ParsedVerdict,
     format_points,
     parse_pairwise,
     parse_pointwise,
@@ -125,15 +125,15 @@ def midpoint(task: Task) -> float:
     return (task.scale[0] + task.scale[1]) / 2
 
 
-def failed_comparison(task: Task, raw: str, usage: Mapping[str, int], extras: Mapping[str, Any]) -> PairJudgment:
+def failed_comparison(task: Task, raw: str, usage: Mapping[str, int], extras: Mapping[str, Any]) -> Verdict:
     """The documented failure rule of a comparison: a tie at the middle of the scale, P = 0.5."""
     middle = midpoint(task)
-    return PairJudgment(first_score=middle, second_score=middle, winner=Winner.TIE, raw=raw,
+    return Verdict(first_grade=middle, second_grade=middle, winner=Winner.TIE, raw=raw,
                         status=ParseStatus.FAILED, probability=0.5, usage=dict(usage), extras=dict(extras))
 
 
 def choice_judgment(task: Task, template: str, prefix: str, logprobs: Mapping[str, float],
-                    probability: float | None, extras: Mapping[str, Any] | None = None) -> PairJudgment:
+                    probability: float | None, extras: Mapping[str, Any] | None = None) -> Verdict:
     """A logprob comparison from its choice log-probabilities and P(first) (None: failed).
 
     ``probability`` may differ from the raw P(1) / (P(1) + P(2)) of ``logprobs`` (a calibrated
@@ -146,11 +146,11 @@ def choice_judgment(task: Task, template: str, prefix: str, logprobs: Mapping[st
     if probability != raw_probability:
         extras["raw_probability"] = raw_probability
     low, high = task.scale
-    first_score = low + probability * (high - low)
-    second_score = low + (1.0 - probability) * (high - low)
+    first_grade = low + probability * (high - low)
+    second_grade = low + (1.0 - probability) * (high - low)
     chosen = "1" if probability > 0.5 else "2" if probability < 0.5 else "1|2"
-    return PairJudgment(first_score=first_score, second_score=second_score,
-                        winner=winner_from_scores(first_score, second_score),
+    return Verdict(first_grade=first_grade, second_grade=second_grade,
+                        winner=winner_from_scores(first_grade, second_grade),
                         raw=f"{prefix}{chosen}", probability=probability, extras=extras)
 
 
@@ -179,10 +179,10 @@ class JudgingMode(Protocol):
     def prompt_points(self, max_points: float) -> float:
         """The M a pointwise prompt shows, given the task's and template's M."""
 
-    def score(self, judge: LLMJudge, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+    def score(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         """Grade every request; yield ``(index, judgment)`` as each is ready."""
 
-    def compare(self, judge: LLMJudge, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """Compare every request (first, second as presented); yield ``(index, judgment)`` as each is ready."""
 
 
@@ -195,7 +195,7 @@ class _Outcome:
     """The end of the generate loop for one prompt."""
 
     text: str
-    verdict: Verdict
+    verdict: ParsedVerdict
     attempts: list[str]
     usage: dict[str, int]
 
@@ -219,7 +219,7 @@ class GenerateMode:
     def prompt_points(self, max_points: float) -> float:
         return max_points
 
-    def score(self, judge: LLMJudge, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+    def score(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         for index, outcome in self._verdicts(judge, prompts, parse_pointwise):
             task = requests[index][0]
@@ -227,10 +227,10 @@ class GenerateMode:
             score = None
             if outcome.verdict.scores is not None:
                 score = to_task_scale(outcome.verdict.scores[0], prompt.max_points, task.scale)
-            yield index, PointJudgment(score=score, raw=outcome.text, status=outcome.status,
+            yield index, Grade(score=score, raw=outcome.text, status=outcome.status,
                                        usage=dict(outcome.usage), extras=self._extras(prompt, outcome))
 
-    def compare(self, judge: LLMJudge, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
         for index, outcome in self._verdicts(judge, prompts, parse_pairwise):
             task = requests[index][0]
@@ -240,13 +240,13 @@ class GenerateMode:
                 yield index, failed_comparison(task, outcome.text, outcome.usage, extras)
                 continue
             first, second = (to_task_scale(v, prompt.max_points, task.scale) for v in outcome.verdict.scores)
-            yield index, PairJudgment(first_score=first, second_score=second,
+            yield index, Verdict(first_grade=first, second_grade=second,
                                       winner=winner_from_scores(first, second), raw=outcome.text,
                                       status=outcome.status, usage=dict(outcome.usage), extras=extras)
 
     @staticmethod
     def _verdicts(judge: LLMJudge, prompts: Sequence[Prompt],
-                  parse: Callable[[str, float, Sequence[str]], Verdict]) -> Iterator[tuple[int, _Outcome]]:
+                  parse: Callable[[str, float, Sequence[str]], ParsedVerdict]) -> Iterator[tuple[int, _Outcome]]:
         """Generate, parse, retry the unparseable with the next seed; yield as ready."""
         history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
         usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
@@ -309,7 +309,7 @@ class LogprobMode:
     def prompt_points(self, max_points: float) -> float:
         return float(logprob_points(max_points))
 
-    def score(self, judge: LLMJudge, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+    def score(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
         choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
@@ -321,14 +321,14 @@ class LogprobMode:
             extras = {"mode": "logprob", "template": prompt.template.name, "max_points": prompt.max_points,
                       "score_mass": mass, "logprobs": logprobs}
             if value is None:
-                yield index, PointJudgment(score=None, raw=prefixes[index], status=ParseStatus.FAILED,
+                yield index, Grade(score=None, raw=prefixes[index], status=ParseStatus.FAILED,
                                            extras={**extras, "parse_error": "no probability on any score token"})
                 continue
-            yield index, PointJudgment(score=to_task_scale(value, prompt.max_points, task.scale),
+            yield index, Grade(score=to_task_scale(value, prompt.max_points, task.scale),
                                        raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
                                        extras=extras)
 
-    def compare(self, judge: LLMJudge, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
         prefixes = [p.template.choice_prefix + " " for p in prompts]
         choices = [("1", "2")] * len(prompts)
@@ -372,13 +372,13 @@ class LoglikMode:
             for index in unique[keys[local]]:
                 yield index, value
 
-    def score(self, judge: LLMJudge, requests: Sequence[PointRequest]) -> Iterator[tuple[int, PointJudgment]]:
+    def score(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         for index, value in self._answer_logliks(judge, requests):
             task = requests[index][0]
-            yield index, PointJudgment(score=_loglik_score(task, value), raw=f"mean log-likelihood {value:.4f}",
+            yield index, Grade(score=_loglik_score(task, value), raw=f"mean log-likelihood {value:.4f}",
                                        extras={"mode": "loglik", "mean_loglik": value})
 
-    def compare(self, judge: LLMJudge, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         flat = [(task, cand) for task, first, second in requests for cand in (first, second)]
         values: dict[int, float] = {}
         for flat_index, value in self._answer_logliks(judge, flat):
@@ -388,9 +388,9 @@ class LoglikMode:
                 continue  # wait until both answers of this comparison are known
             task = requests[index][0]
             first_ll, second_ll = values[2 * index], values[2 * index + 1]
-            first_score, second_score = _loglik_score(task, first_ll), _loglik_score(task, second_ll)
-            yield index, PairJudgment(
-                first_score=first_score, second_score=second_score, winner=winner_from_scores(first_ll, second_ll),
+            first_grade, second_grade = _loglik_score(task, first_ll), _loglik_score(task, second_ll)
+            yield index, Verdict(
+                first_grade=first_grade, second_grade=second_grade, winner=winner_from_scores(first_ll, second_ll),
                 raw=f"mean log-likelihoods {first_ll:.4f} vs {second_ll:.4f}",
                 probability=sigmoid(first_ll - second_ll),
                 extras={"mode": "loglik", "mean_loglik": [first_ll, second_ll]})

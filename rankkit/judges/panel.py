@@ -26,7 +26,7 @@ threshold; otherwise, and always when ``f == s``, the decision is a draw. With t
 members voting 2–1 the share is 4/6: a win at ``threshold=0.5``, a draw at ``threshold=1.0``.
 When every vote abstains the decision is a draw with status ``failed``.
 
-The decision is returned as a :class:`PairJudgment` whose grades state it on the task's scale
+The decision is returned as a :class:`Verdict` whose grades state it on the task's scale
 (winner top, loser bottom, a draw the middle twice), so every strategy reads it the same way; the
 vote counts, the share and each member's two votes are in ``extras``. Because both orders are
 always asked, the decision for (b, a) is the mirror of the one for (a, b): debiasing a panel
@@ -51,8 +51,8 @@ from typing import Any, Iterator, Sequence
 from rankkit.engine import as_store
 from rankkit.judges.base import (
     Judge,
-    PairJudgment,
-    PairRequest,
+    Verdict,
+    ComparisonRequest,
     ParseStatus,
     Winner,
     add_usage,
@@ -108,7 +108,7 @@ def decide(count: VoteCount, threshold: float) -> Winner:
     return Winner.FIRST if count.first > count.second else Winner.SECOND
 
 
-def vote_of(judgment: PairJudgment, request_first_shown_first: bool) -> Vote:
+def vote_of(judgment: Verdict, request_first_shown_first: bool) -> Vote:
     """A member judgment as a vote for the request's first candidate (None when it failed)."""
     if judgment.status is ParseStatus.FAILED:
         return None
@@ -147,7 +147,7 @@ def krippendorff_alpha(votes: Sequence[Sequence[Vote]]) -> float:
 # The judge
 
 
-MemberPair = tuple[PairJudgment, PairJudgment]  # (as requested, reversed order)
+MemberPair = tuple[Verdict, Verdict]  # (as requested, reversed order)
 
 
 class PanelJudge(Judge):
@@ -207,7 +207,7 @@ class PanelJudge(Judge):
             member.bind_cache(self.cache)
 
     # -- member votes -------------------------------------------------------------------------
-    def member_judgments(self, requests: Sequence[PairRequest]) -> tuple[list[list[MemberPair]], list[list[PairJudgment]]]:
+    def member_judgments(self, requests: Sequence[ComparisonRequest]) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
         """Every member's judgments of every request in both orders, from memory, cache or the member.
 
         Returns ``(pairs, fresh)``: ``pairs[i][m]`` is member m's (as requested, reversed) pair of
@@ -219,7 +219,7 @@ class PanelJudge(Judge):
         both_orders = [order for task, first, second in requests for order in ((task, first, second),
                                                                                 (task, second, first))]
         pairs: list[list[MemberPair]] = [[] for _ in requests]
-        fresh: list[list[PairJudgment]] = [[] for _ in requests]
+        fresh: list[list[Verdict]] = [[] for _ in requests]
         for member in self.members:
             judged = fetch_pairs(self.cache, self._memo, member.fingerprint, member.request_key,
                                  member.compare_many, both_orders)
@@ -238,13 +238,13 @@ class PanelJudge(Judge):
         return out
 
     # -- decisions ----------------------------------------------------------------------------
-    def _decision(self, task: Task, member_pairs: Sequence[MemberPair], fresh: Sequence[PairJudgment]) -> PairJudgment:
+    def _decision(self, task: Task, member_pairs: Sequence[MemberPair], fresh: Sequence[Verdict]) -> Verdict:
         votes = self.votes(member_pairs)
         count = VoteCount.of(votes)
         winner = decide(count, self.threshold)
         low, high = task.scale
         middle = (low + high) / 2
-        first_score, second_score = {Winner.FIRST: (high, low), Winner.SECOND: (low, high),
+        first_grade, second_grade = {Winner.FIRST: (high, low), Winner.SECOND: (low, high),
                                      Winner.TIE: (middle, middle)}[winner]
         usage: dict[str, int] = {}
         for judgment in fresh:
@@ -259,13 +259,13 @@ class PanelJudge(Judge):
                   "share": None if math.isnan(share) else share, "threshold": self.threshold,
                   "members": members, "member_calls": len(fresh)}
         status = ParseStatus.FAILED if count.cast == 0 else ParseStatus.OK
-        return PairJudgment(first_score=first_score, second_score=second_score, winner=winner, raw=raw,
+        return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw,
                             status=status, usage=usage, extras=extras)
 
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         return next(self.compare_many([(task, first, second)]))[1]
 
-    def compare_many(self, requests: Sequence[PairRequest]) -> Iterator[tuple[int, PairJudgment]]:
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         pairs, fresh = self.member_judgments(requests)
         for index, (task, _, _) in enumerate(requests):
             yield index, self._decision(task, pairs[index], fresh[index])

@@ -14,7 +14,7 @@ comparison per line::
 is part of the record: ``compare(task, first, second)`` looks up exactly ``(task_id, first.id,
 second.id)`` and never answers one order from the other. ``winner`` is a candidate id, ``"tie"``,
 or null when the recorded judge's answer could not be parsed. ``judge``, ``method``, ``swap``,
-``score_a`` and ``score_b`` are optional.
+``grade_a`` and ``grade_b`` are optional.
 
 **Filters.** ``judge=`` and ``method=`` keep only the rows with those labels. After filtering each
 (task, first, second) must be recorded at most once; a file holding several judges or methods
@@ -32,7 +32,7 @@ null (``unparsed``), is a *miss*. A miss is never answered with a guess:
 The judge also keeps counters (``judge.misses`` by reason, ``judge.hits``) of what it answered
 in this process; judgments served from the cache do not pass through it.
 
-**Scores.** With ``scores=recorded`` (the default) a row's ``score_a``/``score_b`` are the two
+**Scores.** With ``scores=recorded`` (the default) a row's ``grade_a``/``grade_b`` are the two
 grades when the row has them (they are on the recorded judge's own scale). Otherwise the grades
 follow the verdict on the task's scale: the winner gets the top of the scale and the loser the
 bottom (1 and 0 on LLMBar's 0–1 preference scale), and a recorded tie gives both the middle.
@@ -62,7 +62,7 @@ from itertools import permutations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
-from rankkit.judges.base import Judge, JudgeError, PairJudgment, ParseStatus, Winner
+from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task, TaskFormatError, json_object_line
 
@@ -79,8 +79,8 @@ class RecordedJudgment:
     """One recorded comparison: ``winner`` is a candidate id, ``"tie"`` or None (unparsed)."""
 
     winner: str | None
-    score_a: float | None = None
-    score_b: float | None = None
+    grade_a: float | None = None
+    grade_b: float | None = None
     judge: str | None = None
     method: str | None = None
 
@@ -155,8 +155,8 @@ def load_recorded(path: str | Path, judge: str | None = None,
         winner = row["winner"]
         table[key] = RecordedJudgment(
             winner=None if winner is None else str(winner),
-            score_a=_optional_number(path, number, row, "score_a"),
-            score_b=_optional_number(path, number, row, "score_b"),
+            grade_a=_optional_number(path, number, row, "score_a"),
+            grade_b=_optional_number(path, number, row, "score_b"),
             judge=row.get("judge"), method=row.get("method"))
     if not table:
         wanted = ", ".join(f"{k}={v}" for k, v in (("judge", judge), ("method", method)) if v is not None)
@@ -189,7 +189,7 @@ class ReplayJudge(Judge):
     path: the judgments.jsonl file.
     judge, method: label filters (None keeps every row).
     on_miss: ``error`` raises JudgeError on a miss; ``tie`` answers a failed-status tie.
-    scores: ``recorded`` uses a row's score_a/score_b when present; ``verdict`` always derives the
+    scores: ``recorded`` uses a row's grade_a/grade_b when present; ``verdict`` always derives the
         grades from the verdict on the task's scale.
     """
 
@@ -236,7 +236,7 @@ class ReplayJudge(Judge):
         labels = ",".join(f"{k}={v}" for k, v in (("judge", self.judge_label), ("method", self.method)) if v)
         return f"replay:{self.path.name}" + (f" ({labels})" if labels else "")
 
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         record = self.table.get((task.task_id, first.id, second.id))
         if record is None:
             return self._miss(task, first, second, "unrecorded")
@@ -244,15 +244,15 @@ class ReplayJudge(Judge):
             return self._miss(task, first, second, "unparsed")
         self.hits += 1
         winner = Winner.TIE if record.winner == TIE else (Winner.FIRST if record.winner == first.id else Winner.SECOND)
-        if self.scores == "recorded" and record.score_a is not None and record.score_b is not None:
-            first_score, second_score = record.score_a, record.score_b
+        if self.scores == "recorded" and record.grade_a is not None and record.grade_b is not None:
+            first_grade, second_grade = record.grade_a, record.grade_b
         else:
-            first_score, second_score = verdict_scores(task, winner)
+            first_grade, second_grade = verdict_scores(task, winner)
         raw = f"recorded {record.judge or '?'}/{record.method or '?'}: winner {record.winner}"
-        return PairJudgment(first_score=first_score, second_score=second_score, winner=winner, raw=raw,
+        return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw,
                             extras={"replay": "recorded"})
 
-    def _miss(self, task: Task, first: Candidate, second: Candidate, reason: str) -> PairJudgment:
+    def _miss(self, task: Task, first: Candidate, second: Candidate, reason: str) -> Verdict:
         self.misses[reason] += 1
         if self.on_miss == "error":
             what = ("no recorded judgment" if reason == "unrecorded"
@@ -261,7 +261,7 @@ class ReplayJudge(Judge):
                              f"and {second.id!r} second in {self.description}; pass on_miss=tie to count "
                              f"misses as failed ties instead")
         middle = (task.scale[0] + task.scale[1]) / 2
-        return PairJudgment(first_score=middle, second_score=middle, winner=Winner.TIE,
+        return Verdict(first_grade=middle, second_grade=middle, winner=Winner.TIE,
                             raw=f"replay miss: {reason}", status=ParseStatus.FAILED,
                             extras={"replay_miss": reason})
 
@@ -277,7 +277,7 @@ def verdict_scores(task: Task, winner: Winner) -> tuple[float, float]:
     return middle, middle
 
 
-def is_miss(judgment: PairJudgment) -> bool:
+def is_miss(judgment: Verdict) -> bool:
     """Whether a judgment is a replay miss answered under ``on_miss=tie``."""
     return "replay_miss" in judgment.extras
 
@@ -301,7 +301,7 @@ def from_spec(spec: Spec) -> ReplayJudge:
 # Recording: write judgments in the replay format
 
 
-def judgment_row(task: Task, first: str, second: str, judgment: PairJudgment, judge_label: str,
+def judgment_row(task: Task, first: str, second: str, judgment: Verdict, judge_label: str,
                  method: str) -> dict[str, Any]:
     """One judged comparison as a recording row (``swap`` = shown against the task's order).
 
@@ -317,7 +317,7 @@ def judgment_row(task: Task, first: str, second: str, judgment: PairJudgment, ju
     order = task.candidate_ids
     return {"task_id": task.task_id, "judge": judge_label, "method": method,
             "swap": order.index(first) > order.index(second), "a": first, "b": second, "winner": winner,
-            "score_a": judgment.first_score, "score_b": judgment.second_score}
+            "score_a": judgment.first_grade, "score_b": judgment.second_grade}
 
 
 def record_grid(tasks: Sequence[Task], judge: Judge, cache: Any, judge_label: str, method: str,
@@ -384,7 +384,7 @@ def rows_from_results(results: RunResult, judge_label: str | None = None,
                 swap = ids.index(match.first) > ids.index(match.second) if match.first in ids else None
                 rows.append({"task_id": task.task_id, "judge": label, "method": method, "swap": swap,
                              "a": match.first, "b": match.second, "winner": winner,
-                             "score_a": judgment.first_score, "score_b": judgment.second_score})
+                             "score_a": judgment.first_grade, "score_b": judgment.second_grade})
     return rows
 
 

@@ -74,7 +74,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import NormalDist
 
-from rankkit.judges.base import Judge, PairJudgment, PointJudgment, Winner
+from rankkit.judges.base import Judge, Verdict, Grade, Winner
 from rankkit.specs import Spec, SpecError, build_dataclass
 from rankkit.tasks import Candidate, Task
 
@@ -122,8 +122,8 @@ def llmbar_rates(judgments: str | Path, tasks: str | Path, judge: str, pairwise_
                  pointwise_method: str = "Rating") -> JudgeRates:
     """A recorded judge's four rates on an LLMBar set (see :class:`JudgeRates`).
 
-    judgments: ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, score_a,
-        score_b]}``, ``a`` shown first; rows whose ``winner`` could not be parsed (null) are left
+    judgments: ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, grade_a,
+        grade_b]}``, ``a`` shown first; rows whose ``winner`` could not be parsed (null) are left
         out, and a pair counts for order consistency only when both of its orders were parsed
         (NaN when none was).
     tasks: the ``tasks.jsonl`` naming each task's preferred answer (``meta.preferred``).
@@ -131,7 +131,7 @@ def llmbar_rates(judgments: str | Path, tasks: str | Path, judge: str, pairwise_
     pairwise_method: the pairwise prompt whose two rows per pair give accuracy, first-slot share
         and consistency (``Vanilla``, LLMBar's plain prompt).
     pointwise_method: the prompt whose rows carry the two answers' independent grades
-        (``score_a``/``score_b``; ``Rating``, the plain grading prompt); ties count one half.
+        (``grade_a``/``grade_b``; ``Rating``, the plain grading prompt); ties count one half.
     """
     preferred = {row["task_id"]: row["meta"]["preferred"] for row in _read_jsonl(tasks)}
     rows = [row for row in _read_jsonl(judgments) if row["judge"] == judge]
@@ -322,13 +322,13 @@ class LatentJudge(_Simulated):
         (z,) = _normals(str(self.seed), task.task_id, candidate.id, "perception")
         return task.human_score(candidate.id) + self.perception * task.human_spread * z
 
-    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+    def score(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
         value = _clip(task, self.perceived(task, candidate) + self.grade_noise * task.human_spread * w)
-        return PointJudgment(score=value, raw=f"Score: {value:.4g}")
+        return Grade(score=value, raw=f"Score: {value:.4g}")
 
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         _require_truth(task)
         spread = task.human_spread
         e1, e2 = _normals(str(self.seed), task.task_id, first.id, second.id, "pair", count=2)
@@ -336,11 +336,11 @@ class LatentJudge(_Simulated):
         t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2)
         if t1 == t2:  # only without noise, between equal answers and no slot bias
             s = _clip(task, t1)
-            return PairJudgment(first_score=s, second_score=s, winner=Winner.TIE,
+            return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE,
                                 raw=f"Answer 1: {s:.4g} Answer 2: {s:.4g}")
         s1, s2 = _agreeing_grades(task, t1, t2)
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
-        return PairJudgment(first_score=s1, second_score=s2, winner=winner,
+        return Verdict(first_grade=s1, second_grade=s2, winner=winner,
                             raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
 
@@ -402,13 +402,13 @@ class SimulatedJudge(_Simulated):
     def _noisy(self, task: Task, value: float, rng: random.Random) -> float:
         return _clip(task, value + rng.gauss(0.0, self.noise * task.human_spread))
 
-    def score(self, task: Task, candidate: Candidate) -> PointJudgment:
+    def score(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         rng = self._rng(task.task_id, candidate.id, "point")
         value = self._noisy(task, task.human_score(candidate.id), rng)
-        return PointJudgment(score=value, raw=f"Score: {value:.4g}")
+        return Grade(score=value, raw=f"Score: {value:.4g}")
 
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> PairJudgment:
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         _require_truth(task)
         rng = self._rng(task.task_id, first.id, second.id, "pair")
         h1, h2 = task.human_score(first.id), task.human_score(second.id)
@@ -426,7 +426,7 @@ class SimulatedJudge(_Simulated):
             low -= step
         s1, s2 = (high, low) if first_wins else (low, high)
         winner = Winner.FIRST if first_wins else Winner.SECOND
-        return PairJudgment(first_score=s1, second_score=s2, winner=winner,
+        return Verdict(first_grade=s1, second_grade=s2, winner=winner,
                             raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
 

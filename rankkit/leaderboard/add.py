@@ -40,7 +40,7 @@ from rankkit.leaderboard.board import (
 from rankkit.leaderboard.rating import finite_or_lowest, none_if_nan
 from rankkit.leaderboard.tournament import play_against, task_graph
 from rankkit.matches import Cost, MatchGraph, MatchSource
-from rankkit.ratings import ELO_BASE, ELO_SCALE, MatchRecord, win_rates
+from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, win_rates
 from rankkit.stats import bootstrap
 from rankkit.tasks import Task
 
@@ -141,12 +141,12 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
             raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
         records = [m.record() for m in new_matches]
         if board.scale == "win_rate":
-            def rate(sample: Sequence[MatchRecord], items: Sequence[str]) -> dict[str, float]:
+            def rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
                 return {system: win_rates(sample, items)[system], opponent: 0.5}
         else:
             top_rating = board.system(opponent).rating
 
-            def rate(sample: Sequence[MatchRecord], items: Sequence[str]) -> dict[str, float]:
+            def rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
                 p = win_rates(sample, items)[system]
                 floor = 0.5 / len(sample)
                 p = min(1.0 - floor, max(floor, p))

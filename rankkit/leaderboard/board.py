@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from rankkit.errors import RankkitError
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost
-from rankkit.ratings import MatchRecord
+from rankkit.ratings import Outcome
 from rankkit.results import strict_json
 from rankkit.tasks import Task
 
@@ -36,7 +36,7 @@ class SystemMatch:
     outcome: float
     round: int | None = None
 
-    def record(self) -> MatchRecord:
+    def record(self) -> Outcome:
         return (self.a, self.b, self.outcome)
 
     def to_dict(self) -> dict[str, Any]:

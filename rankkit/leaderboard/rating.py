@@ -10,7 +10,7 @@ import math
 from typing import Mapping, Sequence
 
 from rankkit.leaderboard.board import SystemMatch, SystemRating
-from rankkit.ratings import MatchRecord, bradley_terry, win_rates
+from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.stats import Interval, bootstrap
 
 
@@ -33,7 +33,7 @@ def rate_win_rate(matches: Sequence[SystemMatch], systems: Sequence[str], anchor
     return _rows(intervals, records)
 
 
-def _rows(intervals: Mapping[str, Interval], records: Sequence[MatchRecord]) -> list[SystemRating]:
+def _rows(intervals: Mapping[str, Interval], records: Sequence[Outcome]) -> list[SystemRating]:
     played: dict[str, int] = {}
     for a, b, _ in records:
         played[a] = played.get(a, 0) + 1

@@ -36,7 +36,7 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, debias:
         round_number += 1
         pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
         advancing = []
-        for duel in source.duel_many(pairs, round=round_number, order="both" if debias else "given"):
+        for duel in source.play_many(pairs, round=round_number, order="both" if debias else "given"):
             matches.append(SystemMatch(task.task_id, system_of[duel.a], system_of[duel.b], duel.outcome, round_number))
             a_advances = duel.outcome == 1.0 or (duel.outcome == 0.5 and rng.random() < 0.5)
             advancing.append(duel.a if a_advances else duel.b)
@@ -61,7 +61,7 @@ def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: 
     anchor_id = candidate_of[opponent]
     pairs = [(candidate_of[name], anchor_id) for name in names]
     matches = []
-    for name, duel in zip(names, source.duel_many(pairs, round=1, order="both" if debias else "random", rng=rng)):
+    for name, duel in zip(names, source.play_many(pairs, round=1, order="both" if debias else "random", rng=rng)):
         outcome = duel.outcome if duel.a == candidate_of[name] else 1.0 - duel.outcome
         matches.append(SystemMatch(task.task_id, name, opponent, outcome, 1))
     return matches

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from rankkit.cache import NullCache, is_failed, judgment_key
-from rankkit.judges.base import Judge, PairRequest, PointRequest
+from rankkit.judges.base import Judge, ComparisonRequest, GradeRequest
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.strategies.base import Strategy
 from rankkit.tasks import Candidate, Task
@@ -59,11 +59,11 @@ class CacheOnlyJudge(Judge):
         self.rows[judgment_key(self.fingerprint, kind, key)] = (kind, tuple(c.id for c in candidates))
         return key
 
-    def score_many(self, requests: Sequence[PointRequest]) -> Iterator[Any]:
+    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[Any]:
         raise NotCached
         yield  # a generator, like every judge's batch method
 
-    def compare_many(self, requests: Sequence[PairRequest]) -> Iterator[Any]:
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[Any]:
         raise NotCached
         yield
 
@@ -115,7 +115,7 @@ def replay_on_cache(strategy: Strategy, task: Task, judge: Judge, cache: Any, se
         ones are put in the replay's graph first, since strategies such as heapsort look there.
     uncertain: earlier strategies also make judgments not identified in advance.
     """
-    from rankkit.judges.base import PairJudgment, PointJudgment
+    from rankkit.judges.base import Verdict, Grade
 
     graph = MatchGraph(task)
     faithful = not uncertain
@@ -125,9 +125,9 @@ def replay_on_cache(strategy: Strategy, task: Task, judge: Judge, cache: Any, se
         if stored is None:
             faithful = False  # made new earlier in the run: its verdict is not known yet
         elif kind == "pair":
-            graph.add_pair(fingerprint, ids[0], ids[1], PairJudgment.from_dict(stored))
+            graph.add_pair(fingerprint, ids[0], ids[1], Verdict.from_dict(stored))
         else:
-            graph.add_point(fingerprint, ids[0], PointJudgment.from_dict(stored))
+            graph.add_point(fingerprint, ids[0], Grade.from_dict(stored))
     stand_in = CacheOnlyJudge(judge)
     recorder = RecordingCache(cache, stand_in)
     cost = Cost()

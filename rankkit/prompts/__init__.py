@@ -46,7 +46,7 @@ from rankkit.prompts.templates import (
     parse_template,
 )
 from rankkit.prompts.verdicts import (
-    Verdict,
+    ParsedVerdict,
     normalised_tokens,
     parse_pairwise,
     parse_pointwise,
@@ -55,7 +55,7 @@ from rankkit.prompts.verdicts import (
 
 __all__ = [
     "DEFAULT_MAX_POINTS", "FAMILIES", "FIELDS", "KINDS", "NO_REFERENCE", "PAIRWISE", "POINTWISE", "TEMPLATE_DIR",
-    "Template", "TemplateChoice", "TemplateError", "Verdict", "auto_template_name", "builtin_templates",
+    "Template", "TemplateChoice", "TemplateError", "ParsedVerdict", "auto_template_name", "builtin_templates",
     "defuse", "describe_templates", "format_points", "is_exam", "is_german", "is_translation", "load_template",
     "load_template_dir", "normalised_tokens", "parse_pairwise", "parse_pointwise", "parse_template",
     "prompt_max_points", "render_pairwise", "render_pointwise", "strip_echoes", "task_values", "to_task_scale",

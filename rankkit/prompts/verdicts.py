@@ -26,7 +26,7 @@ from rankkit.prompts.render import format_points
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ParsedVerdict:
     """The scores read from a judge's output (in presentation order), or why none could be read."""
 
     scores: tuple[float, ...] | None
@@ -121,7 +121,7 @@ def _quoted_note(dropped: int) -> str:
     return f" ({dropped} verdict(s) inside quoted candidate text ignored)" if dropped else ""
 
 
-def parse_pointwise(generated: str, max_points: float, untrusted: Sequence[str] = ()) -> Verdict:
+def parse_pointwise(generated: str, max_points: float, untrusted: Sequence[str] = ()) -> ParsedVerdict:
     """Read ``Score: X/M`` (or ``Punktzahl: X/M``) from generated text.
 
     generated: the judge's output (never the prompt).
@@ -136,12 +136,12 @@ def parse_pointwise(generated: str, max_points: float, untrusted: Sequence[str] 
     quotes = _Quotes(untrusted)
     matches, dropped = _own_verdicts(_POINT_PATTERN, strip_echoes(generated, untrusted), quotes)
     if not matches:
-        return Verdict(None, "no 'Score: X/M' verdict in the output" + _quoted_note(dropped))
+        return ParsedVerdict(None, "no 'Score: X/M' verdict in the output" + _quoted_note(dropped))
     value, error = _agreed_value(matches, max_points, "score")
-    return Verdict(None, error) if error else Verdict((value,))
+    return ParsedVerdict(None, error) if error else ParsedVerdict((value,))
 
 
-def parse_pairwise(generated: str, max_points: float, untrusted: Sequence[str] = ()) -> Verdict:
+def parse_pairwise(generated: str, max_points: float, untrusted: Sequence[str] = ()) -> ParsedVerdict:
     """Read ``Answer 1: X/M ... Answer 2: Y/M`` from generated text.
 
     generated / max_points / untrusted: as for :func:`parse_pointwise` (``untrusted`` holds both
@@ -157,16 +157,16 @@ def parse_pairwise(generated: str, max_points: float, untrusted: Sequence[str] =
     firsts, dropped_firsts = _own_verdicts(_SLOT_PATTERNS[1], text, quotes)
     note = _quoted_note(dropped_firsts + dropped_seconds)
     if not seconds:
-        return Verdict(None, "no 'Answer 2: Y/M' verdict in the output" + note)
+        return ParsedVerdict(None, "no 'Answer 2: Y/M' verdict in the output" + note)
     if not any(m.end() <= seconds[-1].start() for m in firsts):
-        return Verdict(None, "no 'Answer 1: X/M' verdict before 'Answer 2'" + note)
+        return ParsedVerdict(None, "no 'Answer 1: X/M' verdict before 'Answer 2'" + note)
     first_value, error = _agreed_value(firsts, max_points, "answer 1 score")
     if error:
-        return Verdict(None, error)
+        return ParsedVerdict(None, error)
     second_value, error = _agreed_value(seconds, max_points, "answer 2 score")
     if error:
-        return Verdict(None, error)
-    return Verdict((first_value, second_value))
+        return ParsedVerdict(None, error)
+    return ParsedVerdict((first_value, second_value))
 
 
 _ECHOED_BOX = re.compile(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Sequence
 
-from rankkit.ratings import MatchRecord
+from rankkit.ratings import Outcome
 
 if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
     import numpy as np
@@ -57,7 +57,7 @@ class Evidence:
         return self._first[:self._size], self._second[:self._size], self._outcome[:self._size]
 
     @classmethod
-    def from_records(cls, records: Sequence[MatchRecord], items: Sequence[str]) -> "Evidence":
+    def from_records(cls, records: Sequence[Outcome], items: Sequence[str]) -> "Evidence":
         index = {name: i for i, name in enumerate(items)}
         evidence = cls(len(items))
         for a, b, outcome in records:
@@ -144,7 +144,7 @@ def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> t
     return mean, np.linalg.inv(posterior_hessian(evidence, curvature, prior_sd))
 
 
-def bt_posterior(records: Sequence[MatchRecord], items: Sequence[str], prior_sd: float,
+def bt_posterior(records: Sequence[Outcome], items: Sequence[str], prior_sd: float,
                  start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Laplace approximation of the Bradley–Terry posterior: (mean, covariance) of θ over ``items``.
 

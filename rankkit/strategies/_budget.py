@@ -16,13 +16,13 @@ import math
 from typing import TYPE_CHECKING, Sequence
 
 from rankkit.order import judgments_per_duel
-from rankkit.ratings import MatchRecord
+from rankkit.ratings import Outcome
 from rankkit.specs import SpecError
 from rankkit.strategies import _graded
 from rankkit.strategies.elo import judgment_records
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.matches import Duel
+    from rankkit.matches import Match
 
 
 def check_budget(name: str, budget: float, comparisons: int | None, order: str = "given") -> None:
@@ -79,7 +79,7 @@ def duels_in_budget(n_candidates: int, judgments: int, order: str) -> int:
     return min(all_pairs, judgments // judgments_per_duel(order))
 
 
-def duel_records(duels: Sequence[Duel]) -> list[MatchRecord]:
+def duel_records(duels: Sequence[Match]) -> list[Outcome]:
     """The judgments of the duels as :mod:`rankkit.ratings` match records, one per judgment.
 
     As in ``bt`` and ``elo``, each order a pair was shown in is a match of its own (see
@@ -90,7 +90,7 @@ def duel_records(duels: Sequence[Duel]) -> list[MatchRecord]:
     return judgment_records([match for duel in duels for match in duel.matches])
 
 
-def mean_grades(duels: Sequence[Duel], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
+def mean_grades(duels: Sequence[Match], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
     """Each candidate's mean grade over every judgment of the duels (see
     :func:`rankkit.strategies._graded.mean_grades`); ``unplayed`` for a candidate that never played."""
     return _graded.mean_grades((match for duel in duels for match in duel.matches), candidates, unplayed)

@@ -31,10 +31,10 @@ import statistics
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import Match
+    from rankkit.matches import Comparison
 
 
-def corrected_grades(matches: Iterable[Match], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
+def corrected_grades(matches: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
     """Each candidate's slot-corrected grade level θ (see the module docstring).
 
     matches: the judgments (a debiased duel's two orders are two matches).
@@ -44,17 +44,17 @@ def corrected_grades(matches: Iterable[Match], candidates: Sequence[str], unplay
     return fit_corrected_grades(matches, candidates, unplayed)[0]
 
 
-def mean_grades(matches: Iterable[Match], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
+def mean_grades(matches: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
     """Each candidate's plain mean grade over the judgments it appeared in (the knockout paper's
     score averaging); ``unplayed`` for a candidate without any judgment."""
     grades: dict[str, list[float]] = {cid: [] for cid in candidates}
     for match in matches:
-        grades[match.first].append(match.judgment.first_score)
-        grades[match.second].append(match.judgment.second_score)
+        grades[match.first].append(match.judgment.first_grade)
+        grades[match.second].append(match.judgment.second_grade)
     return {cid: statistics.fmean(values) if values else unplayed for cid, values in grades.items()}
 
 
-def fit_corrected_grades(matches: Iterable[Match], candidates: Sequence[str],
+def fit_corrected_grades(matches: Iterable[Comparison], candidates: Sequence[str],
                          unplayed: float) -> tuple[dict[str, float], float]:
     """:func:`corrected_grades` and the fitted slot effect β (0 when the design cannot identify it)."""
     count = dict.fromkeys(candidates, 0)
@@ -63,7 +63,7 @@ def fit_corrected_grades(matches: Iterable[Match], candidates: Sequence[str],
     judgments = 0
     margin_sum = 0.0
     for match in matches:
-        first, second = match.judgment.first_score, match.judgment.second_score
+        first, second = match.judgment.first_grade, match.judgment.second_grade
         count[match.first] += 1
         count[match.second] += 1
         total[match.first] += first

@@ -15,7 +15,7 @@ import functools
 import math
 from typing import TYPE_CHECKING, Sequence
 
-from rankkit.ratings import MatchRecord
+from rankkit.ratings import Outcome
 
 if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
     import numpy as np
@@ -72,7 +72,7 @@ def order_doubt(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
     return ndtr(-np.abs(gap_mean) / gap_sd)
 
 
-def is_settled(records: Sequence[MatchRecord], items: Sequence[str]) -> bool:
+def is_settled(records: Sequence[Outcome], items: Sequence[str]) -> bool:
     """Whether the decisive results admit exactly one order of ``items``.
 
     True when the win graph (an edge winner -> loser per decisive record; ties are left out) has

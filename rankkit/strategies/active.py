@@ -22,7 +22,7 @@ would break determinism by seed.)
   spends the budget on the pairs whose order in the ranking is least certain.
 
 Each step picks the ``batch`` best pairs (best first, preferring pairs that share no candidate,
-so one batch measures many candidates), plays them in one ``duel_many`` call, and refits. Ties
+so one batch measures many candidates), plays them in one ``play_many`` call, and refits. Ties
 between equally valuable pairs are broken by a seeded random order. No pair is played twice.
 
 **Stopping rule.** It stops when the budget is spent, when every pair has been played, or — with
@@ -68,7 +68,7 @@ from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.order import coin_order, judgments_per_duel
-from rankkit.ratings import ELO_BASE, ELO_SCALE, MatchRecord, bradley_terry
+from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import Posterior, bt_posterior  # noqa: F401  (bt_posterior: re-exported)
 from rankkit.strategies._budget import check_budget, duel_records, mean_grades, task_duels
@@ -87,7 +87,7 @@ from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
-    from rankkit.matches import Duel, MatchSource
+    from rankkit.matches import Match, MatchSource
 
 CRITERIA = ("information", "order")
 AGGREGATES = ("bt", "grades", "corrected")
@@ -172,8 +172,8 @@ class ActiveStrategy(Strategy):
         played = np.zeros((n, n), dtype=bool)
         opponents = np.zeros(n, dtype=np.intp)
         posterior = Posterior(n, self.prior_sd, exact=n <= EXACT_UP_TO)
-        duels: list[Duel] = []
-        records: list[MatchRecord] = []
+        duels: list[Match] = []
+        records: list[Outcome] = []
         # Who has won and who has lost a decisive match: the settle check's cheap precondition.
         winners: set[str] = set()
         losers: set[str] = set()
@@ -191,7 +191,7 @@ class ActiveStrategy(Strategy):
             steps += 1
             # Rows are (i, j) with i < j, i.e. data order: each pair is drawn in a random orientation.
             drawn = [coin_order(ids[i], ids[j], rng) for i, j in chosen]
-            step_duels = source.duel_many(drawn, round=steps, order=self.order, rng=rng)
+            step_duels = source.play_many(drawn, round=steps, order=self.order, rng=rng)
             step_records = duel_records(step_duels)
             duels += step_duels
             records += step_records

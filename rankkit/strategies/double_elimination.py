@@ -37,7 +37,7 @@ from rankkit.strategies.elo import judgment_records
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import Duel, MatchSource
+    from rankkit.matches import Match, MatchSource
 
 AGGREGATES = ("corrected", "grades", "bt")
 
@@ -98,14 +98,14 @@ class DoubleEliminationStrategy(Strategy):
         losses = dict.fromkeys(ids, 0)
         eliminated: dict[str, int | None] = {}
         met: set[frozenset[str]] = set()  # pairs that have played, in either bracket
-        duels: list[Duel] = []
+        duels: list[Match] = []
         round_number = 0
 
         def play(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
             """Judge the round's pairs in one batch; returns (winner, loser) per duel."""
             nonlocal round_number
             round_number += 1
-            played = source.duel_many(pairs, round=round_number, order=self.order, rng=rng)
+            played = source.play_many(pairs, round=round_number, order=self.order, rng=rng)
             results = []
             for duel in played:
                 met.add(frozenset((duel.a, duel.b)))

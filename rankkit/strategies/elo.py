@@ -17,34 +17,34 @@ from dataclasses import InitVar, dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
-from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, MatchRecord, elo_over_permutations
+from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, elo_over_permutations
 from rankkit.order import planned_pairs
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.matches import Match, MatchSource
+    from rankkit.matches import Comparison, MatchSource
 
 
-def judgment_records(matches: Sequence[Match]) -> list[MatchRecord]:
+def judgment_records(matches: Sequence[Comparison]) -> list[Outcome]:
     """One rating match per judgment: (first, second, outcome for first).
 
-    The outcome is read as everywhere in rankkit (:func:`rankkit.matches.make_duel`): the higher
+    The outcome is read as everywhere in rankkit (:func:`rankkit.matches.make_match`): the higher
     grade wins, and on equal grades the judge's verdict decides, else it is a tie. With both
     orders judged, a pair whose verdict flips with the order (position bias) yields one win each,
     which the rating models treat like a draw.
     """
-    from rankkit.matches import make_duel
+    from rankkit.matches import make_match
 
-    return [(m.first, m.second, make_duel(m.first, m.second, [m]).outcome) for m in matches]
+    return [(m.first, m.second, make_match(m.first, m.second, [m]).outcome) for m in matches]
 
 
-def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Random) -> list[MatchRecord]:
+def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Random) -> list[Outcome]:
     """Judge every pair of the task (a before b in data order, shown in ``order``) in ONE batch,
     so batching and concurrent judges stay busy, reusing whatever the shared match graph and the
     cache already hold; returns one record per judgment."""
-    duels = source.duel_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
+    duels = source.play_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
     # In the order they were asked: every pair's first judgment, then (order=both) every reverse.
     matches = [duel.matches[0] for duel in duels] + [duel.matches[1] for duel in duels if len(duel.matches) == 2]
     return judgment_records(matches)
@@ -56,7 +56,7 @@ def all_pairs_plan(task: Task, order: str, rng: random.Random) -> Plan:
     return Plan(comparisons=len(pairs), pairs=pairs)
 
 
-def points_and_games(records: Sequence[MatchRecord], candidate_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+def points_and_games(records: Sequence[Outcome], candidate_ids: Sequence[str]) -> dict[str, dict[str, float]]:
     """Per candidate: ``points`` won (a tie is half) and ``played`` matches, for ``extras``."""
     extras = {cid: {"points": 0.0, "played": 0} for cid in candidate_ids}
     for a, b, outcome in records:

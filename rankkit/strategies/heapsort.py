@@ -54,7 +54,7 @@ class JudgedComparator:
         self.played: dict[str, int] = {}
 
     def _ask(self, a: str, b: str) -> str:
-        duel = self.source.duel(a, b, order=self.order, rng=self.rng, reuse=True)
+        duel = self.source.play(a, b, order=self.order, rng=self.rng, reuse=True)
         outcome = duel.outcome if duel.outcome != 0.5 else float(self.rng.random() < 0.5)
         for cid in (duel.a, duel.b):
             self.played[cid] = self.played.get(cid, 0) + 1

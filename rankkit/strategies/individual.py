@@ -28,7 +28,7 @@ class IndividualStrategy(Strategy):
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
-        judgments = source.score_many(ids)
+        judgments = source.grade_many(ids)
         midpoint = (task.scale[0] + task.scale[1]) / 2
         scores, extras = {}, {}
         for cid, judgment in zip(ids, judgments):

@@ -64,9 +64,9 @@ class KnockoutStrategy(Strategy):
             pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
             advancing = []
             # One batch per round: a batching or concurrent judge gets the whole round at once.
-            for duel in source.duel_many(pairs, round=round_number, order=self.order, rng=rng):
-                received[duel.a].append(duel.score_a)
-                received[duel.b].append(duel.score_b)
+            for duel in source.play_many(pairs, round=round_number, order=self.order, rng=rng):
+                received[duel.a].append(duel.grade_a)
+                received[duel.b].append(duel.grade_b)
                 outcome = duel.outcome
                 if outcome == 0.5:
                     outcome = {"coin": float(rng.random() < 0.5), "first": 1.0, "second": 0.0}[self.tie]

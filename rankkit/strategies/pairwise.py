@@ -45,10 +45,10 @@ class PairwiseStrategy(Strategy):
         odd = ids[-1] if len(ids) % 2 else None
         if odd is not None:
             pairs.append((odd, rng.choice(ids[:-1])))
-        duels = source.duel_many(pairs, round=1, order=self.order, rng=rng)
+        duels = source.play_many(pairs, round=1, order=self.order, rng=rng)
         scores, extras = {}, {}
         for duel in duels:
-            for cid, score, other in ((duel.a, duel.score_a, duel.b), (duel.b, duel.score_b, duel.a)):
+            for cid, score, other in ((duel.a, duel.grade_a, duel.b), (duel.b, duel.grade_b, duel.a)):
                 if cid not in scores:
                     scores[cid] = score
                     extras[cid] = {"opponent": other, "played": 1}

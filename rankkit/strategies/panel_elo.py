@@ -66,7 +66,7 @@ class PanelEloStrategy(Strategy):
         # Each pair's orientation is drawn too, so with the default order=given a single (non-panel)
         # judge's slot bias does not systematically favour the candidates listed first in the data.
         pairs = [coin_order(a, b, rng) for a, b in pairs]
-        duels = source.duel_many(pairs, round=1, order=self.order, rng=rng)
+        duels = source.play_many(pairs, round=1, order=self.order, rng=rng)
         records = [(duel.a, duel.b, duel.outcome) for duel in duels]
         if self.permutations == 1:
             ratings = online_elo(records, items=ids, k=self.k, initial=ELO_INITIAL)

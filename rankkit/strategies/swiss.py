@@ -40,7 +40,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Mapping
 
 from rankkit.order import coin_order, judgments_per_duel
-from rankkit.ratings import MatchRecord, bradley_terry, win_rates
+from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import (
     check_budget,
@@ -53,7 +53,7 @@ from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.matches import Duel, MatchSource
+    from rankkit.matches import Match, MatchSource
 
 AGGREGATES = ("bt", "grades", "corrected", "points")
 
@@ -148,8 +148,8 @@ class SwissStrategy(Strategy):
         points = dict.fromkeys(ids, 0.0)
         opponents: dict[str, list[str]] = {cid: [] for cid in ids}
         met: set[frozenset[str]] = set()
-        duels: list[Duel] = []
-        records: list[MatchRecord] = []
+        duels: list[Match] = []
+        records: list[Outcome] = []
         round_number = 0
         while duels_left > 0:
             pairs = swiss_pairing(ids, points, met, rng)[:duels_left]
@@ -159,7 +159,7 @@ class SwissStrategy(Strategy):
             # Swiss pairs are (higher, lower) in the standings: each is drawn in a random orientation,
             # so a judge's first-slot preference falls on either alike.
             drawn = [coin_order(a, b, rng) for a, b in pairs]
-            round_duels = source.duel_many(drawn, round=round_number, order=self.order, rng=rng)
+            round_duels = source.play_many(drawn, round=round_number, order=self.order, rng=rng)
             round_records = duel_records(round_duels)  # one per judgment: a two-order duel gives two
             for a, b, outcome in round_records:
                 points[a] += outcome

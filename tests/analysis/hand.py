@@ -25,8 +25,8 @@ META = {"t1": {"difficulty": "easy", "exam": "E1"}, "t2": {"difficulty": "hard",
         "t3": {"difficulty": "easy", "exam": "E2"}}
 
 
-def match(first, second, winner, round=None, first_score=1.0, second_score=2.0, raw="Answer 1: 1 Answer 2: 2"):
-    return {"first": first, "second": second, "round": round, "first_score": first_score, "second_score": second_score,
+def match(first, second, winner, round=None, first_grade=1.0, second_grade=2.0, raw="Answer 1: 1 Answer 2: 2"):
+    return {"first": first, "second": second, "round": round, "first_grade": first_grade, "second_grade": second_grade,
             "winner": winner, "probability": None, "status": "ok", "raw": raw}
 
 

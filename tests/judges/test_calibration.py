@@ -96,7 +96,7 @@ def test_calibration_removes_a_planted_slot_bias():
         assert judgment.probability == pytest.approx(sigmoid(content), abs=1e-9)
         assert judgment.extras["slot_bias"] == pytest.approx(SLOT_BIAS, abs=1e-9)
         assert judgment.extras["raw_probability"] == pytest.approx(sigmoid(content + SLOT_BIAS), abs=1e-9)
-        assert judgment.first_score == pytest.approx(judgment.probability)
+        assert judgment.first_grade == pytest.approx(judgment.probability)
 
 
 def test_each_pair_is_read_once_per_order_and_raw_judgments_are_the_uncalibrated_judges(tmp_path):

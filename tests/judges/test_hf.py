@@ -487,7 +487,7 @@ def test_generated_verdicts_do_not_depend_on_batch_composition(tiny_dir):
         judge = make_judge(f"hf:{tiny_dir},exact=false,dtype=float32,temperature=0,max_new_tokens=40,{batching},"
                            f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
         judged = dict(judge.compare_many(requests))
-        verdicts.append([(judged[i].raw, judged[i].winner, judged[i].first_score, judged[i].second_score)
+        verdicts.append([(judged[i].raw, judged[i].winner, judged[i].first_grade, judged[i].second_grade)
                          for i in range(len(requests))])
         if batching == "batch_size=8":
             assert judge.engine.stats["forward_batches"] < len(requests)
@@ -572,7 +572,7 @@ def test_generate_mode_parses_the_models_own_verdict(tiny_dir):
         judgment = results[index]
         assert judgment.raw == REPLY
         assert judgment.status is ParseStatus.OK
-        assert (judgment.first_score, judgment.second_score, judgment.winner) == (3.0, 1.0, Winner.FIRST)
+        assert (judgment.first_grade, judgment.second_grade, judgment.winner) == (3.0, 1.0, Winner.FIRST)
         assert judgment.usage["completion_tokens"] > 5 and judgment.usage["prompt_tokens"] > 10
     point = judge.score(task, task.candidates[0])
     assert point.score == 3.0 and point.status is ParseStatus.OK
@@ -584,7 +584,7 @@ def test_injected_verdict_in_a_candidate_is_not_what_is_parsed(tiny_dir):
     task = make_task(texts=INJECTED)
     judgment = judge.compare(task, task.candidates[1], task.candidates[0])
     assert judgment.raw == REPLY
-    assert (judgment.first_score, judgment.second_score) == (3.0, 1.0)
+    assert (judgment.first_grade, judgment.second_grade) == (3.0, 1.0)
     assert judge.score(task, task.candidates[0]).score == 3.0
 
 
@@ -602,14 +602,14 @@ def test_logprob_and_loglik_modes_end_to_end(tiny_dir):
     logprob = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob")
     pair = logprob.compare(task, task.candidates[0], task.candidates[1])
     assert 0 < pair.probability < 1
-    assert pair.first_score == pytest.approx(4 * pair.probability)
+    assert pair.first_grade == pytest.approx(4 * pair.probability)
     point = logprob.score(task, task.candidates[0])
     assert 0 <= point.score <= 4 and 0 < point.extras["score_mass"] <= 1
     loglik = make_judge(f"hf:{tiny_dir},dtype=float32,mode=loglik")
-    scores = dict(loglik.score_many([(task, c) for c in task.candidates]))
+    scores = dict(loglik.grade_many([(task, c) for c in task.candidates]))
     assert all(0 < s.score < 4 and s.extras["mean_loglik"] < 0 for s in scores.values())
     duel = loglik.compare(task, task.candidates[0], task.candidates[1])
-    assert duel.first_score == pytest.approx(scores[0].score, abs=1e-4)
+    assert duel.first_grade == pytest.approx(scores[0].score, abs=1e-4)
 
 
 def test_judge_runs_a_knockout_through_the_runner(tiny_dir):
@@ -730,4 +730,4 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
     assert again.compare(task, a, b).probability == pytest.approx(judgments[0].probability, abs=1e-6)
     generated = make_judge("smollm2:mode=generate,max_new_tokens=48,temperature=0").compare(task, a, b)
     assert generated.status in set(ParseStatus) and generated.usage["completion_tokens"] > 0
-    assert math.isfinite(generated.first_score)
+    assert math.isfinite(generated.first_grade)

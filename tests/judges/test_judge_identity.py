@@ -20,7 +20,7 @@ import pytest
 
 from rankkit.engine import as_store
 from rankkit.judges import make_judge
-from rankkit.judges.base import PairJudgment, PointJudgment
+from rankkit.judges.base import Verdict, Grade
 from rankkit.judges.llm import LLMJudge
 from rankkit.tasks import Candidate, Task
 from tests.judges.test_llm import ScriptedEngine
@@ -91,11 +91,11 @@ def observed(judge: LLMJudge) -> dict[str, Any]:
     store = as_store(cache)
     judged = store.fetch(judge.fingerprint, "pair", [judge.request_key(*p) for p in pairs],
                          lambda idx: judge.compare_many([pairs[i] for i in idx]),
-                         PairJudgment.from_dict, PairJudgment.to_dict)
+                         Verdict.from_dict, Verdict.to_dict)
     out["pairs"] = [j.to_dict() for j, _ in judged]
     scored = store.fetch(judge.fingerprint, "point", [judge.request_key(*p) for p in points],
-                             lambda idx: judge.score_many([points[i] for i in idx]),
-                         PointJudgment.from_dict, PointJudgment.to_dict)
+                             lambda idx: judge.grade_many([points[i] for i in idx]),
+                         Grade.from_dict, Grade.to_dict)
     out["points"] = [j.to_dict() for j, _ in scored]
     out["rows"] = sorted([key, *row] for key, row in cache.rows.items())
     return out

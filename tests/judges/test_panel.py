@@ -8,7 +8,7 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
-from rankkit.judges.base import Judge, PairJudgment, ParseStatus, Winner
+from rankkit.judges.base import Judge, Verdict, ParseStatus, Winner
 from rankkit.judges.panel import (
     PanelJudge,
     VoteCount,
@@ -40,12 +40,12 @@ class FixedJudge(Judge):
     def compare(self, task, first, second):
         self.calls.append((first.id, second.id))
         if self.failed:
-            return PairJudgment(0.5, 0.5, Winner.TIE, status=ParseStatus.FAILED)
+            return Verdict(0.5, 0.5, Winner.TIE, status=ParseStatus.FAILED)
         if self.slot is not None:
             winner = Winner.FIRST if self.slot == "first" else Winner.SECOND
         else:
             winner = Winner.FIRST if self.order.index(first.id[-1]) < self.order.index(second.id[-1]) else Winner.SECOND
-        return PairJudgment(1.0, 0.0, winner) if winner is Winner.FIRST else PairJudgment(0.0, 1.0, winner)
+        return Verdict(1.0, 0.0, winner) if winner is Winner.FIRST else Verdict(0.0, 1.0, winner)
 
 
 @pytest.fixture
@@ -68,10 +68,10 @@ def test_three_judges_voting_two_to_one_win_at_half_and_draw_at_unanimity(task):
     assert judgment.winner is Winner.FIRST
     assert judgment.extras["votes"] == {"first": 4, "second": 2, "tie": 0, "abstained": 0}
     assert judgment.extras["share"] == pytest.approx(4 / 6)
-    assert (judgment.first_score, judgment.second_score) == task.scale[::-1]
+    assert (judgment.first_grade, judgment.second_grade) == task.scale[::-1]
     unanimous, _ = two_to_one(1.0)
     draw = unanimous.compare(task, c0, c1)
-    assert draw.winner is Winner.TIE and draw.first_score == draw.second_score
+    assert draw.winner is Winner.TIE and draw.first_grade == draw.second_grade
     assert two_to_one(0.75)[0].compare(task, c0, c1).winner is Winner.TIE  # 4/6 < 0.75
     assert two_to_one(0.6)[0].compare(task, c0, c1).winner is Winner.FIRST
 

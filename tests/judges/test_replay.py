@@ -53,19 +53,19 @@ def test_the_presentation_order_is_part_of_the_record(recording, task):
     assert judge.compare(task, c0, c1).winner is Winner.FIRST
     assert judge.compare(task, c1, c0).winner is Winner.FIRST
     judgment = judge.compare(task, c0, c1)
-    assert (judgment.first_score, judgment.second_score) == task.scale[::-1]  # winner top, loser bottom
+    assert (judgment.first_grade, judgment.second_grade) == task.scale[::-1]  # winner top, loser bottom
     assert judge.hits == 3 and not judge.misses
 
 
 def test_recorded_scores_and_ties(recording, task):
     c0, c1 = task.candidates
     rated = ReplayJudge(recording, judge="R").compare(task, c0, c1)
-    assert (rated.first_score, rated.second_score, rated.winner) == (7.0, 6.0, Winner.FIRST)
+    assert (rated.first_grade, rated.second_grade, rated.winner) == (7.0, 6.0, Winner.FIRST)
     verdict_only = ReplayJudge(recording, judge="R", scores="verdict").compare(task, c0, c1)
-    assert (verdict_only.first_score, verdict_only.second_score) == (1.0, 0.0)
+    assert (verdict_only.first_grade, verdict_only.second_grade) == (1.0, 0.0)
     tie = ReplayJudge(recording, judge="K", on_miss="tie").compare(task, c0, c1)
     assert tie.winner is Winner.TIE and tie.status is ParseStatus.OK
-    assert tie.first_score == tie.second_score == 0.5
+    assert tie.first_grade == tie.second_grade == 0.5
 
 
 def test_a_miss_raises_by_default_and_names_the_comparison(recording):

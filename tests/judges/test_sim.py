@@ -45,7 +45,7 @@ def test_a_noiseless_latent_judge_is_the_human_order_and_ties_equal_answers():
         ha, hb = a.human["score"], b.human["score"]
         expected = Winner.TIE if ha == hb else Winner.FIRST if ha > hb else Winner.SECOND
         assert verdict.winner is expected
-        assert (verdict.first_score, verdict.second_score) == (ha, hb)
+        assert (verdict.first_grade, verdict.second_grade) == (ha, hb)
         assert judge.score(task, a).score == ha
 
 
@@ -57,8 +57,8 @@ def test_a_perception_is_one_draw_per_answer_whichever_pair_or_mode_reads_it():
         seen = {judge.score(task, x).score, judge.perceived(task, x)}
         for y in task.candidates:
             if y.id != x.id:
-                seen.add(judge.compare(task, x, y).first_score)
-                seen.add(judge.compare(task, y, x).second_score)
+                seen.add(judge.compare(task, x, y).first_grade)
+                seen.add(judge.compare(task, y, x).second_grade)
         assert len(seen) == 1 and seen != {x.human["score"]}
 
 
@@ -67,7 +67,7 @@ def test_pair_noise_is_drawn_per_pair_and_order():
     judge = LatentJudge(perception=0.0, pair_noise=1.0, slot_bias=0.0, grade_noise=0.0, seed=1)
     a, b, c = task.candidates
     ab, ba, ac = judge.compare(task, a, b), judge.compare(task, b, a), judge.compare(task, a, c)
-    assert ab.first_score != ba.second_score and ab.first_score != ac.first_score
+    assert ab.first_grade != ba.second_grade and ab.first_grade != ac.first_grade
     assert judge.compare(task, a, b) == ab  # and a pure function of them
 
 
@@ -84,8 +84,8 @@ def test_slot_bias_favours_the_first_slot_or_the_second():
     # the bias is split between the two grades and leaves pointwise grades alone
     verdict = strong.compare(task, worse, better)
     spread = task.human_spread
-    assert verdict.first_score == pytest.approx(0 + 1.25 * spread)
-    assert verdict.second_score == pytest.approx(1 - 1.25 * spread)
+    assert verdict.first_grade == pytest.approx(0 + 1.25 * spread)
+    assert verdict.second_grade == pytest.approx(1 - 1.25 * spread)
     assert strong.score(task, worse).score == 0.0
 
 
@@ -110,9 +110,9 @@ def test_verdict_and_grades_agree_and_stay_on_the_scale_even_when_clipped():
         j = dataclasses.replace(judge, seed=seed)
         for a, b in pairs_of(task):
             verdict = j.compare(task, a, b)
-            assert 0.0 <= verdict.second_score <= 1.0 and 0.0 <= verdict.first_score <= 1.0
-            assert verdict.winner is (Winner.FIRST if verdict.first_score > verdict.second_score else Winner.SECOND)
-            clipped += max(verdict.first_score, verdict.second_score) in (0.0, 1.0)
+            assert 0.0 <= verdict.second_grade <= 1.0 and 0.0 <= verdict.first_grade <= 1.0
+            assert verdict.winner is (Winner.FIRST if verdict.first_grade > verdict.second_grade else Winner.SECOND)
+            clipped += max(verdict.first_grade, verdict.second_grade) in (0.0, 1.0)
         assert all(0.0 <= j.score(task, c).score <= 1.0 for c in task.candidates)
     assert clipped > 100  # the clipping paths were exercised
 
@@ -293,7 +293,7 @@ def test_perfect_judge_always_picks_the_better():
         verdict = judge.compare(task, a, b)
         better_first = a.human["score"] > b.human["score"]
         assert verdict.winner is (Winner.FIRST if better_first else Winner.SECOND)
-        assert (verdict.first_score > verdict.second_score) == better_first
+        assert (verdict.first_grade > verdict.second_grade) == better_first
 
 
 def test_full_position_bias_always_picks_first():

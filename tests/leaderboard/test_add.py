@@ -70,7 +70,7 @@ def test_adding_reuses_stored_judgments(noisy_tasks, cache_path):
     graphs: dict[str, MatchGraph] = {}
     full = arena(noisy_tasks, judge, graphs=graphs, resamples=0)
     seven = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], graphs=graphs, resamples=0)
-    assert seven.cost.graph_hits > 0
+    assert seven.cost.shared_hits > 0
     added = add_system(seven, noisy_tasks, judge, "s4", "anchored", graphs=graphs, resamples=0)
     assert added.placement["judge_calls"] < added.placement["matches"]
     assert full.cost.judge_calls > 0

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from rankkit.judges.base import PairJudgment, Winner
+from rankkit.judges.base import Verdict, Winner
 from rankkit.judges.sim import LatentJudge, SimulatedJudge
-from rankkit.matches import Match
+from rankkit.matches import Comparison
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
@@ -101,9 +101,9 @@ def test_aggregates_and_determinism(sample_tasks):
 # -- the slot-corrected grades -----------------------------------------------------------------
 
 
-def match(first: str, second: str, first_score: float, second_score: float) -> Match:
-    winner = Winner.FIRST if first_score > second_score else Winner.SECOND
-    return Match(first, second, PairJudgment(first_score=first_score, second_score=second_score, winner=winner))
+def match(first: str, second: str, first_grade: float, second_grade: float) -> Comparison:
+    winner = Winner.FIRST if first_grade > second_grade else Winner.SECOND
+    return Comparison(first, second, Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner))
 
 
 def test_corrected_grades_recover_levels_and_slot_effect_from_an_unbalanced_design():

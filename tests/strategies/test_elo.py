@@ -7,7 +7,7 @@ from typing import Iterator, Sequence
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.judges.base import Judge, PairJudgment
+from rankkit.judges.base import Judge, Verdict
 from rankkit.synthetic import planted_tasks
 from rankkit.runner import run
 from rankkit.specs import SpecError
@@ -28,7 +28,7 @@ class RecordingJudge(Judge):
     def fingerprint_fields(self) -> dict:
         return {"inner": self.inner.fingerprint}
 
-    def compare_many(self, requests: Sequence) -> Iterator[tuple[int, PairJudgment]]:
+    def compare_many(self, requests: Sequence) -> Iterator[tuple[int, Verdict]]:
         self.batches.append([(task.task_id, a.id, b.id) for task, a, b in requests])
         yield from self.inner.compare_many(requests)
 
@@ -79,7 +79,7 @@ def test_comparisons_are_paid_once_per_run_whatever_the_strategy_order():
     knockout, elo, bt = after.strategies
     assert elo.cost.comparisons == 4 * 8 * 7
     assert elo.cost.judge_calls == elo.cost.comparisons - knockout.cost.comparisons  # knockout's reused
-    assert elo.cost.graph_hits == knockout.cost.comparisons
+    assert elo.cost.shared_hits == knockout.cost.comparisons
     assert bt.cost.judge_calls == 0 and bt.cost.comparisons == elo.cost.comparisons
     before = run(data, [make_strategy("elo"), make_strategy("knockout:debias=true")], judge, progress=False)
     assert before.strategies[1].cost.judge_calls == 0

@@ -69,8 +69,8 @@ def test_reuses_comparisons_other_strategies_made():
     judge = make_judge("sim:preset=gpt4")
     result = run(data, [make_strategy("knockout"), make_strategy("heapsort:debias=false")], judge, progress=False)
     heapsort = result.strategies[1]
-    assert heapsort.cost.graph_hits > 0
-    assert heapsort.cost.judge_calls == heapsort.cost.comparisons - heapsort.cost.graph_hits
+    assert heapsort.cost.shared_hits > 0
+    assert heapsort.cost.judge_calls == heapsort.cost.comparisons - heapsort.cost.shared_hits
 
 
 def test_bad_parameters_are_rejected():

@@ -64,7 +64,7 @@ def test_winner_advances_by_higher_score():
     for round_number, matches in by_round.items():
         for match in matches:
             j = match.judgment
-            loser = match.second if j.first_score > j.second_score else match.first
+            loser = match.second if j.first_grade > j.second_grade else match.first
             assert ranking.extras[loser]["eliminated_round"] == round_number
 
 
@@ -85,13 +85,13 @@ def test_tie_rules():
     task = make_task([1.0, 1.0])  # equal humans: sim scores are equal without noise
     judge = SimulatedJudge(accuracy=1.0, noise=0.0)
     # sim keeps scores strictly ordered with its verdict, so build ties by a judge that always ties
-    from rankkit.judges.base import Judge, PairJudgment, Winner
+    from rankkit.judges.base import Judge, Verdict, Winner
 
     class TieJudge(Judge):
         backend = "tie"
 
         def compare(self, task, first, second):
-            return PairJudgment(first_score=1.0, second_score=1.0, winner=Winner.TIE)
+            return Verdict(first_grade=1.0, second_grade=1.0, winner=Winner.TIE)
 
     first_rule, _, src = rank_once(task, KnockoutStrategy(tie="first"), TieJudge())
     assert first_rule.champion == src.matches[0].first

@@ -9,7 +9,7 @@ import pytest
 
 from rankkit.cache import NullCache
 from rankkit.judges import make_judge
-from rankkit.judges.base import Judge, PairJudgment, Winner
+from rankkit.judges.base import Judge, Verdict, Winner
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.runner import run
 from rankkit.specs import SpecError
@@ -22,7 +22,7 @@ class AlwaysTie(Judge):
     backend = "always-tie"
 
     def compare(self, task, first, second):
-        return PairJudgment(0.5, 0.5, Winner.TIE)
+        return Verdict(0.5, 0.5, Winner.TIE)
 
 
 def rank_once(task, strategy, judge, seed=0):

@@ -67,7 +67,7 @@ def test_the_default_plan_bounds_any_strategy():
         def rank(self, task, source, rng):
             ids = task.candidate_ids
             source.compare_many([(a, b) for a in ids for b in ids if a != b])
-            source.score_many(ids)
+            source.grade_many(ids)
             return Ranking(scores=dict.fromkeys(ids, 0.0))
 
     task = make_task([1.0, 2.0, 3.0, 4.0])

@@ -80,7 +80,7 @@ def test_round_one_pairs_everyone_and_round_two_pairs_equal_points():
     _, _, source = rank_once(task, SwissStrategy(comparisons=8), perfect_judge(), seed=4)
     rounds = {r: [m for m in source.matches if m.round == r] for r in (1, 2)}
     assert len(rounds[1]) == 4 and len({c for m in rounds[1] for c in (m.first, m.second)}) == 8
-    winners = {m.first if m.judgment.first_score > m.judgment.second_score else m.second for m in rounds[1]}
+    winners = {m.first if m.judgment.first_grade > m.judgment.second_grade else m.second for m in rounds[1]}
     # Round 2: winners meet winners, losers meet losers (equal points, none met before).
     for match in rounds[2]:
         assert (match.first in winners) == (match.second in winners)
