@@ -133,7 +133,7 @@ def simulated_rates(judge_spec: str, tasks: list[Task], seeds: int) -> JudgeRate
                 first += winner is x
                 judgments += 1
             consistent += chosen[0] is chosen[1] and chosen[0] is not None
-            margin = judge.score(task, good).score - judge.score(task, bad).score
+            margin = judge.grade(task, good).value - judge.grade(task, bad).value
             pointwise += 1.0 if margin > 0 else 0.5 if margin == 0 else 0.0
             pairs += 1
     return JudgeRates(right / judgments, first / judgments, consistent / pairs, pointwise / pairs)

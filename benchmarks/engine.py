@@ -157,7 +157,7 @@ def http_rows(args) -> list[dict]:
             import scipy.stats  # noqa: F401
 
             warm_task = synthetic_tasks(1, 2)[0]
-            judge.score(warm_task, warm_task.candidates[0])
+            judge.grade(warm_task, warm_task.candidates[0])
             warm = stub.stats()["served"]
             started = time.perf_counter()
             run(tasks, [make_strategy(spec)], judge, None, seed=0, progress=False)

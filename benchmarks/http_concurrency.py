@@ -163,7 +163,7 @@ def judgments_per_second(base_url: str, concurrency: int, requests: list, max_ne
     return {"concurrency": concurrency, "judgments": len(judgments), "seconds": seconds,
             "per_second": len(judgments) / seconds,
             "completion_tokens": sum(j.usage.get("completion_tokens", 0) for j in judgments),
-            "parsed": sum(j.score is not None for j in judgments)}
+            "parsed": sum(j.value is not None for j in judgments)}
 
 
 def measure(base_url: str, requests: list, max_new_tokens: int, repeats: int) -> list[dict]:

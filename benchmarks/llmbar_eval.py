@@ -187,7 +187,7 @@ def pointwise_accuracy(tasks: list[Any], judge: Any, cache: Any) -> tuple[float,
     for task in tasks:
         cost = Cost()
         a, b = (c.id for c in task.candidates[:2])
-        grade_a, grade_b = (j.score for j in MatchSource(task, MatchGraph(task), judge, cache, cost).grade_many([a, b]))
+        grade_a, grade_b = (j.value for j in MatchSource(task, MatchGraph(task), judge, cache, cost).grade_many([a, b]))
         calls += cost.judge_calls
         human = human_preference(task, a, b)
         if grade_a is None or grade_b is None or grade_a == grade_b:

@@ -348,5 +348,5 @@ class MatchSource:
         self._report(before)
         return [results[c] for c in candidates]
 
-    def score(self, candidate: str) -> Grade:
+    def grade(self, candidate: str) -> Grade:
         return self.grade_many([candidate])[0]

@@ -228,7 +228,7 @@ class RecordedJudge(Judge):
         return JudgeError(f"{self._description or 'the recorded judge'} is a record from a results file; "
                           f"rebuild it with make_judge({self.spec!r}) to judge again")
 
-    def score(self, task: Task, candidate: Candidate) -> Any:
+    def grade(self, task: Task, candidate: Candidate) -> Any:
         raise self._refuse()
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Any:

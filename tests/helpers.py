@@ -48,9 +48,9 @@ class CountingJudge(Judge):
         self._tick()
         return self.inner.compare(task, first, second)
 
-    def score(self, task: Task, candidate: Candidate) -> Grade:
+    def grade(self, task: Task, candidate: Candidate) -> Grade:
         self._tick()
-        return self.inner.score(task, candidate)
+        return self.inner.grade(task, candidate)
 
 
 def rank_once(task: Task, strategy, judge: Judge, seed: int = 0):

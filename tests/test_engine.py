@@ -67,7 +67,7 @@ class PacedJudge(Judge):
         return self._serve(requests, self.inner.compare)
 
     def grade_many(self, requests):
-        return self._serve(requests, self.inner.score)
+        return self._serve(requests, self.inner.grade)
 
 
 STRATEGIES = ["knockout:debias=true", "heapsort", "swiss", "active", "bt", "individual", "sliding"]
@@ -192,7 +192,7 @@ def test_the_store_asks_a_key_once_while_it_is_in_flight():
         started.set()
         release.wait(5)
         for position in range(len(indices)):
-            yield position, Grade(score=1.0)
+            yield position, Grade(value=1.0)
 
     def quick_ask(indices):
         raise AssertionError("a key in flight must not be asked again")

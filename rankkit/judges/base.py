@@ -46,21 +46,21 @@ class ParseStatus(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Grade:
-    """A pointwise grade. ``score`` is on the task's scale (None only when parsing failed)."""
+    """The judge's grade for one answer alone. ``value`` is on the task's scale (None only when parsing failed)."""
 
-    score: float | None
+    value: float | None
     raw: str = ""
     status: ParseStatus = ParseStatus.OK
     usage: dict[str, int] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "raw": self.raw, "status": self.status.value,
+        return {"value": self.value, "raw": self.raw, "status": self.status.value,
                 "usage": dict(self.usage), "extras": dict(self.extras)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Grade":
-        return cls(score=data["score"], raw=data.get("raw", ""), status=ParseStatus(data.get("status", "ok")),
+        return cls(value=data["value"], raw=data.get("raw", ""), status=ParseStatus(data.get("status", "ok")),
                    usage=data.get("usage") or {}, extras=data.get("extras") or {})
 
 
@@ -178,7 +178,7 @@ class Judge:
         return content_key(task, *candidates)
 
     # -- single judgments ---------------------------------------------------------------------
-    def score(self, task: Task, candidate: Candidate) -> Grade:
+    def grade(self, task: Task, candidate: Candidate) -> Grade:
         raise NotImplementedError(f"judge {self.backend!r} does not grade single answers")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
@@ -188,7 +188,7 @@ class Judge:
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""
         for index, (task, candidate) in enumerate(requests):
-            yield index, self.score(task, candidate)
+            yield index, self.grade(task, candidate)
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""

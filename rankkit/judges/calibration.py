@@ -147,8 +147,8 @@ class CalibratedJudge(Judge):
         self.judge.close()
 
     # -- judgments ----------------------------------------------------------------------------
-    def score(self, task: Task, candidate: Candidate) -> Grade:
-        return self.judge.score(task, candidate)
+    def grade(self, task: Task, candidate: Candidate) -> Grade:
+        return self.judge.grade(task, candidate)
 
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         return self.judge.grade_many(requests)

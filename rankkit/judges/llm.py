@@ -297,7 +297,7 @@ class LLMJudge(Judge):
         return probability
 
     # -- judgments ----------------------------------------------------------------------------
-    def score(self, task: Task, candidate: Candidate) -> Grade:
+    def grade(self, task: Task, candidate: Candidate) -> Grade:
         return next(self.grade_many([(task, candidate)]))[1]
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
@@ -306,7 +306,7 @@ class LLMJudge(Judge):
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         if not requests:
             return iter(())
-        return self.judging_mode.score(self, requests)
+        return self.judging_mode.grade(self, requests)
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         if self.calibrated is not None:

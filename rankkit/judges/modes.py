@@ -179,7 +179,7 @@ class JudgingMode(Protocol):
     def prompt_points(self, max_points: float) -> float:
         """The M a pointwise prompt shows, given the task's and template's M."""
 
-    def score(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         """Grade every request; yield ``(index, judgment)`` as each is ready."""
 
     def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
@@ -219,7 +219,7 @@ class GenerateMode:
     def prompt_points(self, max_points: float) -> float:
         return max_points
 
-    def score(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         for index, outcome in self._verdicts(judge, prompts, parse_pointwise):
             task = requests[index][0]
@@ -227,7 +227,7 @@ class GenerateMode:
             score = None
             if outcome.verdict.scores is not None:
                 score = to_task_scale(outcome.verdict.scores[0], prompt.max_points, task.scale)
-            yield index, Grade(score=score, raw=outcome.text, status=outcome.status,
+            yield index, Grade(value=score, raw=outcome.text, status=outcome.status,
                                        usage=dict(outcome.usage), extras=self._extras(prompt, outcome))
 
     def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
@@ -309,7 +309,7 @@ class LogprobMode:
     def prompt_points(self, max_points: float) -> float:
         return float(logprob_points(max_points))
 
-    def score(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
         choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
@@ -321,10 +321,10 @@ class LogprobMode:
             extras = {"mode": "logprob", "template": prompt.template.name, "max_points": prompt.max_points,
                       "score_mass": mass, "logprobs": logprobs}
             if value is None:
-                yield index, Grade(score=None, raw=prefixes[index], status=ParseStatus.FAILED,
+                yield index, Grade(value=None, raw=prefixes[index], status=ParseStatus.FAILED,
                                            extras={**extras, "parse_error": "no probability on any score token"})
                 continue
-            yield index, Grade(score=to_task_scale(value, prompt.max_points, task.scale),
+            yield index, Grade(value=to_task_scale(value, prompt.max_points, task.scale),
                                        raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
                                        extras=extras)
 
@@ -372,10 +372,10 @@ class LoglikMode:
             for index in unique[keys[local]]:
                 yield index, value
 
-    def score(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         for index, value in self._answer_logliks(judge, requests):
             task = requests[index][0]
-            yield index, Grade(score=_loglik_score(task, value), raw=f"mean log-likelihood {value:.4f}",
+            yield index, Grade(value=_loglik_score(task, value), raw=f"mean log-likelihood {value:.4f}",
                                        extras={"mode": "loglik", "mean_loglik": value})
 
     def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:

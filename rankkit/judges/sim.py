@@ -322,11 +322,11 @@ class LatentJudge(_Simulated):
         (z,) = _normals(str(self.seed), task.task_id, candidate.id, "perception")
         return task.human_score(candidate.id) + self.perception * task.human_spread * z
 
-    def score(self, task: Task, candidate: Candidate) -> Grade:
+    def grade(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
         value = _clip(task, self.perceived(task, candidate) + self.grade_noise * task.human_spread * w)
-        return Grade(score=value, raw=f"Score: {value:.4g}")
+        return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         _require_truth(task)
@@ -402,11 +402,11 @@ class SimulatedJudge(_Simulated):
     def _noisy(self, task: Task, value: float, rng: random.Random) -> float:
         return _clip(task, value + rng.gauss(0.0, self.noise * task.human_spread))
 
-    def score(self, task: Task, candidate: Candidate) -> Grade:
+    def grade(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         rng = self._rng(task.task_id, candidate.id, "point")
         value = self._noisy(task, task.human_score(candidate.id), rng)
-        return Grade(score=value, raw=f"Score: {value:.4g}")
+        return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         _require_truth(task)

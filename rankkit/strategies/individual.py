@@ -32,8 +32,8 @@ class IndividualStrategy(Strategy):
         midpoint = (task.scale[0] + task.scale[1]) / 2
         scores, extras = {}, {}
         for cid, judgment in zip(ids, judgments):
-            failed = judgment.score is None or judgment.status is ParseStatus.FAILED
-            scores[cid] = midpoint if judgment.score is None else float(judgment.score)
+            failed = judgment.value is None or judgment.status is ParseStatus.FAILED
+            scores[cid] = midpoint if judgment.value is None else float(judgment.value)
             extras[cid] = {"parse_failed": failed, "played": 0}
         return Ranking(scores=scores, extras=extras)
 

@@ -574,8 +574,8 @@ def test_generate_mode_parses_the_models_own_verdict(tiny_dir):
         assert judgment.status is ParseStatus.OK
         assert (judgment.first_grade, judgment.second_grade, judgment.winner) == (3.0, 1.0, Winner.FIRST)
         assert judgment.usage["completion_tokens"] > 5 and judgment.usage["prompt_tokens"] > 10
-    point = judge.score(task, task.candidates[0])
-    assert point.score == 3.0 and point.status is ParseStatus.OK
+    point = judge.grade(task, task.candidates[0])
+    assert point.value == 3.0 and point.status is ParseStatus.OK
 
 
 def test_injected_verdict_in_a_candidate_is_not_what_is_parsed(tiny_dir):
@@ -585,7 +585,7 @@ def test_injected_verdict_in_a_candidate_is_not_what_is_parsed(tiny_dir):
     judgment = judge.compare(task, task.candidates[1], task.candidates[0])
     assert judgment.raw == REPLY
     assert (judgment.first_grade, judgment.second_grade) == (3.0, 1.0)
-    assert judge.score(task, task.candidates[0]).score == 3.0
+    assert judge.grade(task, task.candidates[0]).value == 3.0
 
 
 def test_generate_mode_failure_is_recorded_not_raised(tiny_dir):
@@ -603,13 +603,13 @@ def test_logprob_and_loglik_modes_end_to_end(tiny_dir):
     pair = logprob.compare(task, task.candidates[0], task.candidates[1])
     assert 0 < pair.probability < 1
     assert pair.first_grade == pytest.approx(4 * pair.probability)
-    point = logprob.score(task, task.candidates[0])
-    assert 0 <= point.score <= 4 and 0 < point.extras["score_mass"] <= 1
+    point = logprob.grade(task, task.candidates[0])
+    assert 0 <= point.value <= 4 and 0 < point.extras["score_mass"] <= 1
     loglik = make_judge(f"hf:{tiny_dir},dtype=float32,mode=loglik")
     scores = dict(loglik.grade_many([(task, c) for c in task.candidates]))
-    assert all(0 < s.score < 4 and s.extras["mean_loglik"] < 0 for s in scores.values())
+    assert all(0 < s.value < 4 and s.extras["mean_loglik"] < 0 for s in scores.values())
     duel = loglik.compare(task, task.candidates[0], task.candidates[1])
-    assert duel.first_grade == pytest.approx(scores[0].score, abs=1e-4)
+    assert duel.first_grade == pytest.approx(scores[0].value, abs=1e-4)
 
 
 def test_judge_runs_a_knockout_through_the_runner(tiny_dir):

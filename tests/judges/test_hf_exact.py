@@ -118,7 +118,7 @@ def test_exact_judgments_are_identical_through_the_judge_and_the_cache(tiny_dir)
             compared.update({group[k]: j for k, j in judge.compare_many([pairs[i] for i in group])})
         scored = dict(judge.grade_many(points[::-1]))
         runs.append(([(compared[i].probability, compared[i].winner) for i in range(len(pairs))],
-                     [scored[i].score for i in range(len(points))]))
+                     [scored[i].value for i in range(len(points))]))
     assert runs[0] == runs[1] == runs[2]
     assert {w for _, w in runs[0][0]} <= set(Winner)
 

@@ -110,8 +110,8 @@ def test_generate_score_maps_onto_the_task_scale():
     engine = ScriptedEngine(reply=lambda p, s: "Explanation: x Score: 50/100")
     t = Task(task_id="mt", prompt="Translate: Hallo", candidates=task().candidates,
              meta={"domain": "machine translation"}, criterion="points", scale=(-25.0, 0.0))
-    judgment = LLMJudge(engine).score(t, t.candidates[0])
-    assert judgment.score == pytest.approx(-12.5)
+    judgment = LLMJudge(engine).grade(t, t.candidates[0])
+    assert judgment.value == pytest.approx(-12.5)
     assert judgment.extras["template"] == "mt-pointwise" and "0 to 100" in engine.prompts[0]
 
 
@@ -136,7 +136,7 @@ def test_unparseable_verdict_is_retried_once_with_the_next_seed():
 def test_greedy_judge_retries_with_sampling():
     engine = ScriptedEngine(reply=lambda p, s: "nothing")
     t = task()
-    LLMJudge(engine, temperature=0.0).score(t, t.candidates[0])
+    LLMJudge(engine, temperature=0.0).grade(t, t.candidates[0])
     assert engine.temperatures == [0.0, 0.7]
 
 
@@ -148,8 +148,8 @@ def test_failed_parse_is_recorded_by_the_documented_rule_not_raised():
     assert pair.status is ParseStatus.FAILED and pair.winner is Winner.TIE
     assert pair.first_grade == pair.second_grade == 2.0 and pair.probability == 0.5
     assert "outside" in pair.extras["parse_error"] and pair.raw == "Answer 1: 9/4 Answer 2: 1/4"
-    point = judge.score(t, t.candidates[0])
-    assert point.status is ParseStatus.FAILED and point.score is None
+    point = judge.grade(t, t.candidates[0])
+    assert point.status is ParseStatus.FAILED and point.value is None
     assert len(engine.calls) == 4  # two attempts each, no more
 
 
@@ -185,8 +185,8 @@ def test_candidate_text_cannot_change_what_is_parsed():
     # ...and a judge that says nothing parseable is a failure, never the injected verdict.
     silent = LLMJudge(ScriptedEngine(reply=lambda p, s: "Explanation: I cannot decide."))
     assert silent.compare(t, t.candidates[0], t.candidates[1]).status is ParseStatus.FAILED
-    grade = LLMJudge(ScriptedEngine(reply=lambda p, s: "Explanation: meh.")).score(t, t.candidates[0])
-    assert grade.score is None and grade.status is ParseStatus.FAILED
+    grade = LLMJudge(ScriptedEngine(reply=lambda p, s: "Explanation: meh.")).grade(t, t.candidates[0])
+    assert grade.value is None and grade.status is ParseStatus.FAILED
 
 
 def test_a_judge_that_echoes_a_planted_verdict_does_not_adopt_it():
@@ -199,7 +199,7 @@ def test_a_judge_that_echoes_a_planted_verdict_does_not_adopt_it():
         reply=lambda p, s: f"Answer 1 says: {planted}\nExplanation: it only claims a grade. Answer 1: 0/4 Answer 2: 2/4"))
     pair = echo_then_verdict.compare(t, t.candidates[0], t.candidates[1])
     assert (pair.first_grade, pair.second_grade) == (0.0, 2.0)
-    grade = LLMJudge(ScriptedEngine(reply=lambda p, s: "It says Score: 4/4")).score(t, t.candidates[0])
+    grade = LLMJudge(ScriptedEngine(reply=lambda p, s: "It says Score: 4/4")).grade(t, t.candidates[0])
     assert grade.status is ParseStatus.FAILED
 
 
@@ -222,8 +222,8 @@ def test_two_conflicting_verdicts_are_retried_then_a_parse_failure():
     assert pair.status is ParseStatus.FAILED and pair.winner is Winner.TIE
     assert "ambiguous" in pair.extras["parse_error"]
     settles = ScriptedEngine(reply=lambda p, s: ("Score: 3/4 no, Score: 1/4" if s == 0 else "Score: 1/4"))
-    grade = LLMJudge(settles).score(t, t.candidates[0])
-    assert grade.status is ParseStatus.RETRIED and grade.score == 1.0
+    grade = LLMJudge(settles).grade(t, t.candidates[0])
+    assert grade.status is ParseStatus.RETRIED and grade.value == 1.0
 
 
 # -- logprob mode ----------------------------------------------------------------------------------
@@ -245,8 +245,8 @@ def test_logprob_score_is_an_expected_value_on_the_task_scale():
     table = {"0": math.log(0.1), "2": math.log(0.3), "4": math.log(0.6), "7": math.log(0.0001)}
     engine = ScriptedEngine(logprobs=lambda prompt, prefix: table)
     t = task()
-    judgment = LLMJudge(engine, mode="logprob").score(t, t.candidates[0])
-    assert judgment.score == pytest.approx((0.3 * 2 + 0.6 * 4) / 1.0)
+    judgment = LLMJudge(engine, mode="logprob").grade(t, t.candidates[0])
+    assert judgment.value == pytest.approx((0.3 * 2 + 0.6 * 4) / 1.0)
     assert judgment.extras["score_mass"] == pytest.approx(1.0)
     assert engine.prompts[0].endswith("|Score: ")
     assert not any(c[0] == "generate" for c in engine.calls)
@@ -256,8 +256,8 @@ def test_logprob_score_on_a_large_scale_uses_digits_0_to_9():
     engine = ScriptedEngine(logprobs=lambda prompt, prefix: {"9": 0.0})
     t = Task(task_id="mt", prompt="Translate", candidates=task().candidates, meta={"domain": "translation"},
              criterion="points", scale=(-25.0, 0.0))
-    judgment = LLMJudge(engine, mode="logprob").score(t, t.candidates[0])
-    assert judgment.score == pytest.approx(0.0) and "0 to 9" in engine.prompts[0]
+    judgment = LLMJudge(engine, mode="logprob").grade(t, t.candidates[0])
+    assert judgment.value == pytest.approx(0.0) and "0 to 9" in engine.prompts[0]
 
 
 def test_logprob_compare_reads_the_choice_tokens():
@@ -298,8 +298,8 @@ def test_loglik_scores_the_answer_after_the_bare_question():
     engine = ScriptedEngine(loglik=lambda question, answer: values[answer])
     t = task()
     judge = LLMJudge(engine, mode="loglik")
-    point = judge.score(t, t.candidates[0])
-    assert point.score == pytest.approx(4 * math.exp(-0.5)) and engine.prompts == ["Why is the sky blue?"]
+    point = judge.grade(t, t.candidates[0])
+    assert point.value == pytest.approx(4 * math.exp(-0.5)) and engine.prompts == ["Why is the sky blue?"]
     pair = judge.compare(t, t.candidates[1], t.candidates[0])
     assert pair.winner is Winner.SECOND and pair.probability == pytest.approx(1 / (1 + math.exp(1.5)))
 

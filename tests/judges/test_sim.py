@@ -46,7 +46,7 @@ def test_a_noiseless_latent_judge_is_the_human_order_and_ties_equal_answers():
         expected = Winner.TIE if ha == hb else Winner.FIRST if ha > hb else Winner.SECOND
         assert verdict.winner is expected
         assert (verdict.first_grade, verdict.second_grade) == (ha, hb)
-        assert judge.score(task, a).score == ha
+        assert judge.grade(task, a).value == ha
 
 
 def test_a_perception_is_one_draw_per_answer_whichever_pair_or_mode_reads_it():
@@ -54,7 +54,7 @@ def test_a_perception_is_one_draw_per_answer_whichever_pair_or_mode_reads_it():
     # No pair or grade noise: every grade the judge gives an answer is its perception.
     judge = LatentJudge(perception=1.0, pair_noise=0.0, slot_bias=0.0, grade_noise=0.0, seed=7)
     for x in task.candidates:
-        seen = {judge.score(task, x).score, judge.perceived(task, x)}
+        seen = {judge.grade(task, x).value, judge.perceived(task, x)}
         for y in task.candidates:
             if y.id != x.id:
                 seen.add(judge.compare(task, x, y).first_grade)
@@ -86,7 +86,7 @@ def test_slot_bias_favours_the_first_slot_or_the_second():
     spread = task.human_spread
     assert verdict.first_grade == pytest.approx(0 + 1.25 * spread)
     assert verdict.second_grade == pytest.approx(1 - 1.25 * spread)
-    assert strong.score(task, worse).score == 0.0
+    assert strong.grade(task, worse).value == 0.0
 
 
 def test_close_answers_are_confused_more_often_than_far_ones():
@@ -113,7 +113,7 @@ def test_verdict_and_grades_agree_and_stay_on_the_scale_even_when_clipped():
             assert 0.0 <= verdict.second_grade <= 1.0 and 0.0 <= verdict.first_grade <= 1.0
             assert verdict.winner is (Winner.FIRST if verdict.first_grade > verdict.second_grade else Winner.SECOND)
             clipped += max(verdict.first_grade, verdict.second_grade) in (0.0, 1.0)
-        assert all(0.0 <= j.score(task, c).score <= 1.0 for c in task.candidates)
+        assert all(0.0 <= j.grade(task, c).value <= 1.0 for c in task.candidates)
     assert clipped > 100  # the clipping paths were exercised
 
 
@@ -122,8 +122,8 @@ def test_latent_draws_are_pure_and_follow_the_seed():
     a, b = task.candidates[2], task.candidates[7]
     judge = make_judge("sim:preset=chatgpt,seed=3")
     assert judge.compare(task, a, b) == make_judge("sim:preset=chatgpt,seed=3").compare(task, a, b)
-    assert judge.score(task, a) == make_judge("sim:preset=chatgpt,seed=3").score(task, a)
-    grades = {make_judge(f"sim:preset=chatgpt,seed={s}").score(task, a).score for s in range(10)}
+    assert judge.grade(task, a) == make_judge("sim:preset=chatgpt,seed=3").grade(task, a)
+    grades = {make_judge(f"sim:preset=chatgpt,seed={s}").grade(task, a).value for s in range(10)}
     assert len(grades) == 10
 
 
@@ -136,12 +136,12 @@ def test_pointwise_grades_differ_between_presets_and_follow_their_grading_accura
         rho = []
         for seed in range(10):
             judge = make_judge(f"sim:preset={preset},seed={seed}")
-            rho.append(stats.spearmanr(truth, [judge.score(task, c).score for c in task.candidates])[0])
+            rho.append(stats.spearmanr(truth, [judge.grade(task, c).value for c in task.candidates])[0])
         correlation[preset] = sum(rho) / len(rho)
     assert correlation["gpt4"] > correlation["chatgpt"] + 0.2
-    legacy = [make_judge(f"sim:model=legacy,preset={p}").score(task, task.candidates[0]).score for p in PRESET_RATES]
+    legacy = [make_judge(f"sim:model=legacy,preset={p}").grade(task, task.candidates[0]).value for p in PRESET_RATES]
     assert len(set(legacy)) == 1
-    latent = [make_judge(f"sim:preset={p}").score(task, task.candidates[0]).score for p in LATENT_PRESETS]
+    latent = [make_judge(f"sim:preset={p}").grade(task, task.candidates[0]).value for p in LATENT_PRESETS]
     assert len(set(latent)) == len(LATENT_PRESETS)
 
 
@@ -264,7 +264,7 @@ def simulate_llmbar(preset: str, tasks: list[Task], seeds: int) -> tuple[float, 
                 first += verdict.winner is Winner.FIRST
                 judgments += 1
             consistent += winners[0] is winners[1]
-            margin = judge.score(task, good).score - judge.score(task, bad).score
+            margin = judge.grade(task, good).value - judge.grade(task, bad).value
             pointwise += 1.0 if margin > 0 else 0.5 if margin == 0 else 0.0
             pairs += 1
     return right / judgments, first / judgments, consistent / pairs, pointwise / pairs
@@ -323,9 +323,9 @@ def test_accuracy_is_what_it_says():
 
 def test_pointwise_noise_scales_with_spread():
     task = make_task([0, 10], scale=(0, 10))
-    exact = SimulatedJudge(noise=0.0).score(task, task.candidates[1])
-    assert exact.score == 10.0
-    noisy = [SimulatedJudge(noise=0.5, seed=s).score(task, task.candidates[0]).score for s in range(200)]
+    exact = SimulatedJudge(noise=0.0).grade(task, task.candidates[1])
+    assert exact.value == 10.0
+    noisy = [SimulatedJudge(noise=0.5, seed=s).grade(task, task.candidates[0]).value for s in range(200)]
     assert all(0.0 <= v <= 10.0 for v in noisy) and max(noisy) > 0.5
 
 
