@@ -118,7 +118,7 @@ def main() -> None:
         result = run(tasks, strategies, judge, seed=seed, progress=False)
         for strategy_run in result.strategies:
             row = values[strategy_run.name]
-            row["cost"].append((strategy_run.cost.comparisons + strategy_run.cost.scores) / len(tasks))
+            row["cost"].append((strategy_run.cost.comparisons + strategy_run.cost.grades) / len(tasks))
             for metric in METRICS:
                 row[metric].append(strategy_run.metrics[metric])
             seconds[strategy_run.name] += strategy_run.seconds

@@ -78,7 +78,7 @@ def cell_strategy(spec: str, n: int, target: int, repeats: int) -> dict:
     (more tasks for small N), the fastest of ``repeats`` runs."""
     timed_run(spec, [synthetic_task(4, 0, "warm-up")])  # lazy imports happen here, not in a measurement
     probe_seconds, probe = timed_run(spec, [synthetic_task(n, 0, "t0")])
-    per_task = probe.cost.comparisons + probe.cost.scores
+    per_task = probe.cost.comparisons + probe.cost.grades
     count = max(1, min(2000, math.ceil(target / max(1, per_task))))
     if count == 1:  # the probe is a measurement already; repeat only short ones
         runs = [(probe_seconds, probe)] + [timed_run(spec, [synthetic_task(n, 0, "t0")])
@@ -87,7 +87,7 @@ def cell_strategy(spec: str, n: int, target: int, repeats: int) -> dict:
         tasks = [synthetic_task(n, k, f"t{k}") for k in range(count)]
         runs = [timed_run(spec, tasks) for _ in range(repeats)]
     best, strategy_run = min(runs, key=lambda pair: pair[0])
-    judgments = strategy_run.cost.comparisons + strategy_run.cost.scores
+    judgments = strategy_run.cost.comparisons + strategy_run.cost.grades
     extras = next(iter(strategy_run.tasks[0].extras.values()), {})
     return {"us": best / judgments * 1e6, "judgments": judgments, "tasks": count, "seconds": best,
             "steps": extras.get("steps"), "peak_mb": peak_mb()}

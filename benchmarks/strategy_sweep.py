@@ -94,7 +94,7 @@ def main() -> None:
                     for metric in METRICS:
                         cell[metric].append(strat.metrics[metric])
                     cell["comparisons"].append(strat.cost.comparisons / len(tasks))
-                    cell["judgments"].append((strat.cost.comparisons + strat.cost.scores) / len(tasks))
+                    cell["judgments"].append((strat.cost.comparisons + strat.cost.grades) / len(tasks))
             print(f"{name}: {judge_options} done ({time.perf_counter() - started:.0f}s)", file=sys.stderr)
 
     lines = [

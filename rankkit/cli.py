@@ -26,7 +26,7 @@ TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall"
 #: The columns of `rankkit compare`: what each strategy used (comparisons + grades), where each
 #: judgment came from (judge_calls = new and paid for, cache_hits = the persistent cache, shared_hits
 #: = reused inside this run), its time and its agreement with the humans.
-COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("scores", "grades"),
+COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"),
                    ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("shared_hits", "shared_hits"),
                    ("seconds", "seconds"), *TABLE_METRICS)
 #: The columns of `rankkit rank`, in the order of its JSONL rows.
@@ -38,7 +38,7 @@ def compare_rows(result: Any) -> list[dict[str, Any]]:
     """One row per strategy of a run, keyed as in COMPARE_COLUMNS."""
     rows = []
     for s in result.strategies:
-        row = {"name": s.name, "comparisons": s.cost.comparisons, "scores": s.cost.scores,
+        row = {"name": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.grades,
                "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits,
                "shared_hits": s.cost.shared_hits, "seconds": s.seconds}
         row.update(s.metrics)

@@ -92,11 +92,11 @@ class MatchGraph:
 
 @dataclass
 class Cost:
-    """What a strategy spent. ``comparisons``/``scores`` are distinct judgments it used;
+    """What a strategy spent. ``comparisons``/``grades`` are distinct judgments it used;
     ``judge_calls`` those that were new (not in the graph or the cache) and so were paid for."""
 
     comparisons: int = 0
-    scores: int = 0
+    grades: int = 0
     judge_calls: int = 0
     cache_hits: int = 0
     shared_hits: int = 0
@@ -252,12 +252,12 @@ class MatchSource:
         """Tell the run's progress bar what the last call used (distinct judgments) and paid."""
         if self.progress is not None:
             cost = self.cost
-            self.progress.judged(cost.comparisons + cost.scores - before[0], cost.judge_calls - before[1],
+            self.progress.judged(cost.comparisons + cost.grades - before[0], cost.judge_calls - before[1],
                                  cost.cache_hits - before[2], cost.shared_hits - before[3])
 
     def _snapshot(self) -> tuple[int, ...]:
         cost = self.cost
-        return (cost.comparisons + cost.scores, cost.judge_calls, cost.cache_hits, cost.shared_hits)
+        return (cost.comparisons + cost.grades, cost.judge_calls, cost.cache_hits, cost.shared_hits)
 
     # -- comparisons --------------------------------------------------------------------------
     def known(self, first: str, second: str) -> Verdict | None:
@@ -344,7 +344,7 @@ class MatchSource:
         for cand in candidates:
             if cand not in self._used_points:
                 self._used_points.add(cand)
-                self.cost.scores += 1
+                self.cost.grades += 1
         self._report(before)
         return [results[c] for c in candidates]
 

@@ -212,7 +212,7 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
     """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard."""
     labelled = bool(human_scores(results))
     rows_data = correlation_table(results, REPORT_METRICS, resamples, seed, level) if labelled else [
-        {"strategy": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.scores,
+        {"strategy": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.grades,
          "judge_calls": s.cost.judge_calls, "tasks": len(s.tasks), "metrics": {}} for s in results.strategies]
     if labelled:
         rows_data.sort(key=lambda r: -(r["metrics"]["task_spearman"].estimate if not math.isnan(r["metrics"]["task_spearman"].estimate) else -9))

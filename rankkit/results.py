@@ -81,7 +81,7 @@ class StrategyRun:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "strategy": self.strategy.name, "params": self.strategy.params(),
-                "comparisons": self.cost.comparisons, "scores": self.cost.scores,
+                "comparisons": self.cost.comparisons, "grades": self.cost.grades,
                 "judge_calls": self.cost.judge_calls, "cache_hits": self.cost.cache_hits,
                 "cost": self.cost.to_dict(), "seconds": round(self.seconds, 4),
                 "metrics": self.metrics, "tasks": [t.to_dict() for t in self.tasks]}
@@ -89,7 +89,7 @@ class StrategyRun:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "StrategyRun":
         cost = cost_from_dict(data.get("cost") or {k: data.get(k, 0) for k in
-                                                   ("comparisons", "scores", "judge_calls", "cache_hits")})
+                                                   ("comparisons", "grades", "judge_calls", "cache_hits")})
         metrics = {k: math.nan if v is None else float(v) for k, v in (data.get("metrics") or {}).items()}
         return cls(strategy=strategy_from_record(data), tasks=[TaskResult.from_dict(t) for t in data["tasks"]],
                    cost=cost, seconds=float(data.get("seconds") or 0.0), metrics=metrics)

@@ -43,7 +43,7 @@ def test_compare_csv_and_markdown_carry_the_json_figures(cache, tmp_path):
     for record in records:
         expected = reference[record["strategy"]]
         assert int(record["comparisons"]) == expected["comparisons"]
-        assert int(record["grades"]) == expected["scores"]
+        assert int(record["grades"]) == expected["grades"]
         assert float(record["task_spearman"]) == pytest.approx(expected["metrics"]["task_spearman"], abs=1e-12)
     markdown = compare(cache, "markdown").stdout
     cells = parse_markdown(markdown[markdown.index("| strategy"):])

@@ -47,7 +47,7 @@ def test_points_are_cached_on_nodes(cache_path):
     with JudgmentCache(cache_path) as cache:
         src, cost = source_for(task, judge, cache)
         scores = [j.value for j in src.grade_many(["c0", "c1", "c2", "c0"])]
-        assert scores == [1.0, 2.0, 3.0, 1.0] and judge.calls == 3 and cost.scores == 3
+        assert scores == [1.0, 2.0, 3.0, 1.0] and judge.calls == 3 and cost.grades == 3
         src2, cost2 = source_for(task, judge, cache)
         src2.grade_many(["c0", "c1", "c2"])
         assert judge.calls == 3 and cost2.cache_hits == 3

@@ -30,7 +30,7 @@ def correlation_table(results: RunResult, metrics: Sequence[str] = DEFAULT_METRI
     for name in strategies or strategy_names(results):
         cost = strategy_run(results, name).cost
         estimates, values = draws.get(name)
-        rows.append({"strategy": name, "comparisons": cost.comparisons, "grades": cost.scores,
+        rows.append({"strategy": name, "comparisons": cost.comparisons, "grades": cost.grades,
                      "judge_calls": cost.judge_calls, "tasks": len(labelled_tasks(results, name)),
                      "metrics": dict(zip(draws.metrics, percentile_intervals(estimates, values, level)))})
     return rows

@@ -203,9 +203,9 @@ def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache
     replay = None if cache_empty else replay_on_cache(strategy, task, judge, cache, seed, seen, bool(state.uncertain))
     if replay is not None and replay.finished and replay.faithful:
         # Every judgment it asks is in the graph or the cache: its path, hence every figure, is known.
-        used = replay.cost.comparisons + replay.cost.scores
+        used = replay.cost.comparisons + replay.cost.grades
         row.comparisons += replay.cost.comparisons
-        row.grades += replay.cost.scores
+        row.grades += replay.cost.grades
         row.cached += replay.cost.cache_hits
         row.shared += used - replay.cost.cache_hits
         seen.update(replay.hits)

@@ -24,9 +24,9 @@ def check_against_run(tasks, specs, cache_path, seed=0):
         result = run(tasks, strategies, judge, cache, seed=seed, progress=False)
     for row, real in zip(report.rows, result.strategies):
         cost = real.cost
-        actual = {"comparisons": cost.comparisons, "grades": cost.scores, "new": cost.judge_calls,
+        actual = {"comparisons": cost.comparisons, "grades": cost.grades, "new": cost.judge_calls,
                   "cached": cost.cache_hits,
-                  "shared": cost.comparisons + cost.scores - cost.cache_hits - cost.judge_calls}
+                  "shared": cost.comparisons + cost.grades - cost.cache_hits - cost.judge_calls}
         assert row.comparisons + row.grades == row.cached + row.shared + row.new, row
         for figure, value in actual.items():
             planned, bound = getattr(row, figure), row.bounds.get(figure)

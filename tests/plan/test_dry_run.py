@@ -36,14 +36,14 @@ def test_knockout_bt_individual_fresh_are_exact(sample_tasks, tmp_path):
                                        tmp_path / "c.sqlite")
     assert report.exact
     assert [(r.comparisons, r.grades, r.new) for r in report.rows] == \
-        [(s.cost.comparisons, s.cost.scores, s.cost.judge_calls) for s in result.strategies]
+        [(s.cost.comparisons, s.cost.grades, s.cost.judge_calls) for s in result.strategies]
 
 
 def test_usr_topicalchat_counts_equal_the_run(tmp_path):
     tasks = load_tasks(shared_dataset("usr_topicalchat"))
     report, result = check_against_run(tasks, ("knockout", "bt", "individual"), tmp_path / "c.sqlite")
     assert [(r.comparisons, r.grades) for r in report.rows] == \
-        [(s.cost.comparisons, s.cost.scores) for s in result.strategies]
+        [(s.cost.comparisons, s.cost.grades) for s in result.strategies]
     assert report.exact and report.new == sum(s.cost.judge_calls for s in result.strategies)
 
 

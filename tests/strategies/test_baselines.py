@@ -15,7 +15,7 @@ def test_individual_grades_each_candidate_once():
     task = make_task([3.0, 1.0, 2.0])
     ranking, cost, _ = rank_once(task, IndividualStrategy(), perfect_judge())
     assert ranking.scores == {"c0": 3.0, "c1": 1.0, "c2": 2.0}
-    assert cost.scores == 3 and cost.comparisons == 0
+    assert cost.grades == 3 and cost.comparisons == 0
     assert ranking.ordered(task.candidate_ids) == ["c0", "c2", "c1"]
 
 

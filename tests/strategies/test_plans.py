@@ -41,9 +41,9 @@ def test_plans_match_what_the_strategy_does(spec, n):
         _, cost, source = rank_once(task, strategy, judge, seed=seed)
         pairs, points = used(source)
         if plan.exact:
-            assert (cost.comparisons, cost.scores) == (plan.comparisons, plan.grades), spec
+            assert (cost.comparisons, cost.grades) == (plan.comparisons, plan.grades), spec
         else:
-            assert cost.comparisons <= plan.comparisons and cost.scores <= plan.grades, spec
+            assert cost.comparisons <= plan.comparisons and cost.grades <= plan.grades, spec
         assert set(plan.pairs) <= pairs and set(plan.points) <= points, spec
         if plan.complete:
             assert set(plan.pairs) == pairs and set(plan.points) == points, spec
@@ -74,4 +74,4 @@ def test_the_default_plan_bounds_any_strategy():
     plan = EveryOrder().plan(task, random.Random(0))
     _, cost, _ = rank_once(task, EveryOrder(), SimulatedJudge())
     assert isinstance(plan, Plan) and not plan.exact
-    assert (cost.comparisons, cost.scores) == (plan.comparisons, plan.grades) == (12, 4)
+    assert (cost.comparisons, cost.grades) == (plan.comparisons, plan.grades) == (12, 4)
