@@ -30,6 +30,7 @@ sections replaces only their blocks.
 from __future__ import annotations
 
 import argparse
+from rankkit.memo import JudgmentMemo
 import re
 import sys
 import time
@@ -185,9 +186,10 @@ def pointwise_accuracy(tasks: list[Any], judge: Any, cache: Any) -> tuple[float,
 
     credits, calls = [], 0
     for task in tasks:
-        cost = Cost()
         a, b = (c.id for c in task.candidates[:2])
-        grade_a, grade_b = (j.value for j in MatchSource(task, MatchGraph(task), judge, cache, cost).grade_many([a, b]))
+        source = MatchSource(task, JudgmentMemo(judge, cache))
+        grade_a, grade_b = (j.value for j in source.grade_many([a, b]))
+        cost = source.cost
         calls += cost.judge_calls
         human = human_preference(task, a, b)
         if grade_a is None or grade_b is None or grade_a == grade_b:
@@ -233,7 +235,7 @@ def section_c(resamples: int, seed: int, headline: dict[str, Any]) -> str:
     rows = []
     with tempfile.TemporaryDirectory() as scratch, JudgmentCache(Path(scratch) / "cache.sqlite") as cache:
         pointwise = make_judge("smollm2")
-        pointwise.bind_cache(cache)
+        pointwise.bind_memo(JudgmentMemo(pointwise, cache))
         started = time.perf_counter()
         per_set = {d: pointwise_accuracy(tasks, pointwise, cache) for d, tasks in subsets.items()}
         calls = sum(c for _, c in per_set.values())

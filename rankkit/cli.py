@@ -82,7 +82,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         path, tasks, spec = inputs.path, inputs.tasks, inputs.spec
         result = run(tasks, strategies, inputs.judge, inputs.cache, seed=seed, progress=not quiet,
-                     judge_spec=spec, data=str(path), keep_graphs=False)
+                     judge_spec=spec, data=str(path))
     from rankkit.cache import DEFAULT_CACHE_PATH
     from rankkit.config import config_record
 
@@ -137,7 +137,7 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         spec = inputs.spec
         result = run(inputs.tasks, [strategy], inputs.judge, inputs.cache, seed=seed, progress=not quiet,
-                     judge_spec=spec, data=str(inputs.path), keep_graphs=False)
+                     judge_spec=spec, data=str(inputs.path))
     rows = [{key: row[key] for key, _ in RANK_COLUMNS} for row in result.rows()]
     if output_format == "jsonl":
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

@@ -46,7 +46,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from rankkit.judges.base import Judge, Verdict, ParseStatus, Winner
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.runner import task_rng
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap
 from rankkit.tasks import Task, longer_candidate
@@ -214,23 +215,23 @@ def collect(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_ta
     """
     from tqdm import tqdm
 
-    from rankkit.cache import NullCache
-
-    cache = cache if cache is not None else NullCache()
-    judge.bind_cache(cache)
+    memo = JudgmentMemo(judge, cache)
+    judge.bind_memo(memo)
     cost = Cost()
     records: list[PairRecord] = []
     raw: list[tuple[Task, list[Verdict]]] = []
     for task in tqdm(tasks, desc="judging", unit="task", file=sys.stderr, disable=not progress):
         pairs = sample_pairs(task, pairs_per_task, seed)
-        source = MatchSource(task, MatchGraph(task), judge, cache, cost, strategy="judge-report")
+        source = MatchSource(task, memo, strategy="judge-report")
         ordered = [order for a, b in pairs for order in ((a, b), (b, a))]
         judgments = source.compare_many(ordered, round=1)
+        cost.add(source.cost)
         raw.append((task, judgments))
         for (a, b), a_first, b_first in zip(pairs, judgments[0::2], judgments[1::2]):
             records.append(PairRecord(task_id=task.task_id, a=a, b=b,
                                       a_first=verdict_of(a_first, a, b), b_first=verdict_of(b_first, b, a),
                                       human=human_preference(task, a, b), longer=longer_candidate(task, a, b)))
+    memo.flush()
     return records, raw, cost
 
 

@@ -32,7 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from rankkit.runner import strict_json
+from rankkit.results import strict_json
 from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, strategy_names
 from rankkit.results import RunResult, TaskResult
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
@@ -61,13 +61,13 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
     Rebuilt from the per-candidate extras (``eliminated_round``) and the matches (with their
     ``round``). Each round lists its pairings — the two candidates, each one's grade averaged
     over the pair's matches (two when debiased), the winner (the one not eliminated in that
-    round) and the indices of the matches in ``task_result.matches`` — and the candidates that
+    round) and the indices of the matches in ``task_result.comparisons`` — and the candidates that
     advanced on a bye. Returns None when the result has no elimination rounds.
     """
     extras = task_result.extras
     if not extras or not all("eliminated_round" in e for e in extras.values()):
         return None
-    matches = task_result.matches
+    matches = task_result.comparisons
     eliminated = {cid: e.get("eliminated_round") for cid, e in extras.items()}
     last_round = max([m.round or 0 for m in matches] + [r for r in eliminated.values() if r is not None] + [0])
     rounds = []
@@ -78,8 +78,8 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
                 continue
             key = frozenset((match.first, match.second))
             pair = pairs.setdefault(key, {"a": match.first, "b": match.second, "grades": defaultdict(list), "matches": []})
-            pair["grades"][match.first].append(match.judgment.first_grade)
-            pair["grades"][match.second].append(match.judgment.second_grade)
+            pair["grades"][match.first].append(match.verdict.first_grade)
+            pair["grades"][match.second].append(match.verdict.second_grade)
             pair["matches"].append(index)
         pairings = []
         for pair in pairs.values():
@@ -162,7 +162,7 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
             if task_id not in kept:
                 continue
             matches = []
-            for m in task_result.matches:
+            for m in task_result.comparisons:
                 key = (task_id, m.first, m.second)
                 if key not in judgment_index:
                     judgment_index[key] = len(judgments[task_id])

@@ -1,7 +1,7 @@
 """What a run produces, and its one schema on disk: the results JSON of ``rankkit compare --out``.
 
 :class:`RunResult` holds every strategy's per-task scores, rankings, matches and cost, the tasks
-and the shared match graphs. ``to_dict`` is the results JSON; :meth:`RunResult.from_dict` reads it
+and (built on demand) the match graphs of what they used. ``to_dict`` is the results JSON; :meth:`RunResult.from_dict` reads it
 back into the same typed objects (the judge and any strategy that is not installed become
 :class:`RecordedJudge` / :class:`RecordedStrategy`, which describe themselves but cannot judge or
 rank again), so analyses written against these classes work on a live run and on a file alike.
@@ -16,12 +16,13 @@ settings ``rankkit compare --config`` reads back (:mod:`rankkit.config`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
-from rankkit.matches import Cost, Comparison, MatchGraph
+from rankkit.matches import Comparison, Cost, MatchGraph, match_graphs
 from rankkit.specs import init_parameters
 from rankkit.strategies.base import Strategy
 from rankkit.tasks import Candidate, Task, TaskFormatError
@@ -36,25 +37,22 @@ class TaskResult:
     ranking: list[str]
     champion: str | None
     extras: dict[str, dict[str, Any]]
-    matches: list[Comparison]
+    comparisons: list[Comparison]
     cost: Cost
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "scores": self.scores, "ranking": self.ranking,
-                "champion": self.champion, "extras": self.extras,
-                "comparisons": self.cost.comparisons, "judge_calls": self.cost.judge_calls,
-                "cost": self.cost.to_dict(), "matches": [m.to_dict() for m in self.matches]}
+                "champion": self.champion, "extras": self.extras, "cost": self.cost.to_dict(),
+                "comparisons": [c.to_dict() for c in self.comparisons]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TaskResult":
-        """Read :meth:`to_dict` output back (files written before ``cost`` was stored per task keep
-        their ``comparisons`` and ``judge_calls``)."""
-        cost = cost_from_dict(data.get("cost") or {"comparisons": data.get("comparisons", 0),
-                                                   "judge_calls": data.get("judge_calls", 0)})
+        """Read :meth:`to_dict` output back."""
         scores = {cid: math.nan if value is None else float(value) for cid, value in data["scores"].items()}
         return cls(task_id=str(data["task_id"]), scores=scores, ranking=list(data["ranking"]),
                    champion=data.get("champion"), extras={k: dict(v) for k, v in (data.get("extras") or {}).items()},
-                   matches=[match_from_dict(m) for m in data.get("matches") or []], cost=cost)
+                   comparisons=[comparison_from_dict(c) for c in data["comparisons"]],
+                   cost=cost_from_dict(data["cost"]))
 
 
 @dataclass
@@ -109,11 +107,16 @@ class RunResult:
     seed: int
     tasks: list[Task]
     strategies: list[StrategyRun]
-    graphs: dict[str, MatchGraph]
     config: dict[str, Any] | None = None
     #: How the run used the judge: ``workers`` (tasks ranked at once), ``capacity``, and with
     #: concurrent workers ``batches`` (the size of every judge call) and ``max_in_flight``.
     engine: dict[str, Any] = field(default_factory=dict)
+
+    @functools.cached_property
+    def graphs(self) -> dict[str, MatchGraph]:
+        """Per task, the :class:`~rankkit.matches.MatchGraph` of every comparison the strategies
+        used (built on first use from their records; grades are not in it)."""
+        return match_graphs(self.tasks, self.strategies, self.judge.fingerprint)
 
     @property
     def criterion(self) -> str | None:
@@ -142,8 +145,7 @@ class RunResult:
     def from_dict(cls, data: Mapping[str, Any], where: str = "results") -> "RunResult":
         """Read a results JSON (a :meth:`to_dict` payload) into typed objects.
 
-        The match graphs are rebuilt from the matches the strategies used (grades are not stored
-        in the file, so the graphs hold comparisons only). Raises :class:`TaskFormatError` naming
+        Raises :class:`TaskFormatError` naming
         ``where`` and the field when the payload is not a results file.
         """
         for name, kind in (("strategies", list), ("task_data", list), ("judge", dict)):
@@ -162,9 +164,8 @@ class RunResult:
                 strategies.append(StrategyRun.from_dict(record))
             except (KeyError, TypeError, ValueError) as err:
                 raise TaskFormatError(where, None, f"strategies[{index}]", f"cannot be read: {err!r}") from None
-        graphs = rebuild_graphs(tasks, strategies, judge.fingerprint)
         return cls(judge=judge, judge_spec=judge.spec, data=data.get("data") or "", seed=int(data.get("seed") or 0),
-                   tasks=tasks, strategies=strategies, graphs=graphs, config=data.get("config"))
+                   tasks=tasks, strategies=strategies, config=data.get("config"))
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per strategy × task × candidate, best first within a task.
@@ -280,12 +281,12 @@ def cost_from_dict(data: Mapping[str, Any]) -> Cost:
     return Cost(**{k: int(v or 0) for k, v in data.items() if k in known})
 
 
-def match_from_dict(data: Mapping[str, Any]) -> Comparison:
+def comparison_from_dict(data: Mapping[str, Any]) -> Comparison:
     """A used comparison as stored by :meth:`rankkit.matches.Comparison.to_dict`."""
-    judgment = Verdict(first_grade=data["first_grade"], second_grade=data["second_grade"],
-                            winner=Winner(data["winner"]), raw=data.get("raw") or "",
-                            status=ParseStatus(data.get("status") or "ok"), probability=data.get("probability"))
-    return Comparison(first=str(data["first"]), second=str(data["second"]), judgment=judgment, round=data.get("round"))
+    verdict = Verdict(first_grade=data["first_grade"], second_grade=data["second_grade"],
+                      winner=Winner(data["winner"]), raw=data.get("raw") or "",
+                      status=ParseStatus(data.get("status") or "ok"), probability=data.get("probability"))
+    return Comparison(first=str(data["first"]), second=str(data["second"]), verdict=verdict, round=data.get("round"))
 
 
 def task_record(task: Task) -> dict[str, Any]:
@@ -307,22 +308,6 @@ def task_from_record(record: Mapping[str, Any], criterion: str | None) -> Task:
     return Task(task_id=str(record["task_id"]), prompt=record["prompt"], candidates=candidates,
                 reference=record.get("reference"), meta=dict(record.get("meta") or {}), criterion=criterion,
                 scale=(float(scale[0]), float(scale[1])))
-
-
-def rebuild_graphs(tasks: list[Task], strategies: list[StrategyRun], fingerprint: str) -> dict[str, MatchGraph]:
-    """Comparison graphs holding every comparison the strategies used, with who used it."""
-    graphs = {task.task_id: MatchGraph(task) for task in tasks}
-    for strategy_run in strategies:
-        for result in strategy_run.tasks:
-            graph = graphs.get(result.task_id)
-            if graph is None:
-                continue
-            for match in result.matches:
-                if graph.find_pair(fingerprint, match.first, match.second) is None:
-                    graph.add_pair(fingerprint, match.first, match.second, match.judgment,
-                                   strategy_run.name, match.round)
-                graph.mark_used(fingerprint, match.first, match.second, strategy_run.name, match.round)
-    return graphs
 
 
 def strict_json(value: Any) -> Any:

@@ -1,14 +1,11 @@
-"""Run strategies over tasks on one judge, one cache and one shared match graph per task.
+"""Run strategies over tasks on one judge and one judgment memo.
 
-:func:`run` is what ``rankkit compare`` and ``rankkit rank`` call, and the Python entry point::
-
-    from rankkit import load_tasks, make_judge, make_strategy, run
-    result = run(load_tasks("tasks.jsonl"), [make_strategy("knockout:debias=true")], make_judge("sim"))
-    result.strategies[0].metrics["spearman"]
-
-Every strategy ranks every task with a generator seeded by (seed, task id), so the same seed, data
-and judge give the same brackets and scores, and strategies that share a random structure (say,
-``knockout`` and ``knockout:debias=true``) start from the same first-round pairing.
+:func:`run` is what :func:`rankkit.compare`, ``rankkit compare`` and ``rankkit rank`` call. Every
+strategy ranks every task with its own :class:`~rankkit.matches.MatchSource` and a generator
+seeded by (seed, task id), and asks for judgments through the run's one
+:class:`~rankkit.memo.JudgmentMemo`, so a judgment is paid for once per run (and once ever, with a
+cache) while what each strategy is given depends only on its own requests: a strategy's result is
+the same alone or beside any others.
 """
 
 from __future__ import annotations
@@ -24,14 +21,13 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from tqdm import tqdm
 
-from rankkit.cache import NullCache
-from rankkit.engine import Dispatcher, JudgmentEngine, JudgmentStore
+from rankkit.cache import JudgmentCache, NullCache
+from rankkit.engine import Dispatcher
 from rankkit.judges.base import Judge
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.metrics import evaluate
-# The result classes live in rankkit.results (their schema and (de)serialisation); they are
-# re-exported here, where run() builds them and where callers have always imported them from.
-from rankkit.results import RunResult, StrategyRun, TaskResult, strict_json, task_record  # noqa: F401
+from rankkit.results import RunResult, StrategyRun, TaskResult
 from rankkit.strategies.base import Strategy, check_compatible
 from rankkit.tasks import Task
 
@@ -43,46 +39,53 @@ def task_rng(seed: int, task_id: str) -> random.Random:
     return random.Random(f"{seed}|{task_id}")
 
 
-def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any = None,
-        seed: int = 0, progress: bool = True, judge_spec: str = "", data: str = "",
-        workers: int | None = None, keep_graphs: bool = True) -> RunResult:
-    """Rank every task with every strategy; see the module docstring.
+def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
+        cache: JudgmentCache | NullCache | None = None, seed: int = 0, progress: bool = False,
+        judge_spec: str = "", data: str = "", workers: int | None = None) -> RunResult:
+    """Rank every task with every strategy.
 
-    workers: how many tasks are ranked at once (see :func:`map_tasks`).
-    keep_graphs: keep every task's match graph in ``RunResult.graphs`` (off saves memory on
-        very many tasks).
+    Parameters
+    ----------
+    tasks, strategies, judge:
+        What to rank, how, and who judges.
+    cache:
+        The persistent :class:`~rankkit.cache.JudgmentCache` (None: none).
+    seed:
+        Seeds every strategy's generator, per task.
+    progress:
+        Show a progress bar on stderr (the CLI does; library calls default to quiet).
+    judge_spec, data:
+        Recorded in the result (how the judge and data were named).
+    workers:
+        How many tasks are ranked at once (see :func:`map_tasks`). Results do not depend on it.
 
-    Results do not depend on ``workers``: each task's strategies run in a fixed order on the
-    task's own graph and generator, and judgments do not depend on batch composition.
+    Returns
+    -------
+    A :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per strategy.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     bar = RunProgress(len(tasks), disable=not progress,
                       expected=expected_judgments(tasks, strategies, seed) if progress else None)
     runs = [StrategyRun(strategy=s) for s in strategies]
 
-    def rank_task(task: Task, engine: JudgmentEngine) -> tuple[MatchGraph, list[tuple[TaskResult, float]]]:
-        graph = MatchGraph(task)
+    def rank_task(task: Task, memo: JudgmentMemo) -> list[tuple[TaskResult, float]]:
         results = []
         for strategy_run in runs:
-            cost = Cost()
-            source = MatchSource(task, graph, judge, engine.store, cost, strategy=strategy_run.name, engine=engine,
-                                 progress=bar)
+            source = MatchSource(task, memo, strategy=strategy_run.name, progress=bar)
             started = time.perf_counter()
             ranking = strategy_run.strategy.rank(task, source, task_rng(seed, task.task_id))
             seconds = time.perf_counter() - started
             results.append((TaskResult(
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
-                extras={k: dict(v) for k, v in ranking.extras.items()}, matches=source.matches, cost=cost), seconds))
+                extras={k: dict(v) for k, v in ranking.extras.items()}, comparisons=source.comparisons,
+                cost=source.cost), seconds))
         bar.task_done()
-        return graph, results
+        return results
 
-    graphs: dict[str, MatchGraph] = {}
     stats: dict[str, Any] = {}
     try:
-        for task, (graph, results) in zip(tasks, map_tasks(tasks, rank_task, judge, cache, workers, stats)):
-            if keep_graphs:
-                graphs[task.task_id] = graph
+        for results in map_tasks(tasks, rank_task, judge, cache, workers, stats):
             for strategy_run, (task_result, seconds) in zip(runs, results):
                 strategy_run.seconds += seconds
                 strategy_run.cost.add(task_result.cost)
@@ -94,18 +97,19 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
         strategy_run.metrics = evaluate([(r.scores, r.ranking, by_id[r.task_id].human_scores())
                                          for r in strategy_run.tasks])
     return RunResult(judge=judge, judge_spec=judge_spec, data=data, seed=seed, tasks=list(tasks),
-                     strategies=runs, graphs=graphs, engine=stats)
+                     strategies=runs, engine=stats)
 
 
-def map_tasks(tasks: Sequence[Task], work: Callable[[Task, JudgmentEngine], R], judge: Judge, cache: Any = None,
-              workers: int | None = None, stats: dict[str, Any] | None = None) -> Iterator[R]:
-    """Yield ``work(task, engine)`` for every task, in task order, with the judge kept busy.
+def map_tasks(tasks: Sequence[Task], work: Callable[[Task, JudgmentMemo], R], judge: Judge,
+              cache: JudgmentCache | NullCache | None = None, workers: int | None = None,
+              stats: dict[str, Any] | None = None) -> Iterator[R]:
+    """Yield ``work(task, memo)`` for every task, in task order, with the judge kept busy.
 
     This is how anything that judges many tasks runs (``run``, the leaderboards): one
-    :class:`~rankkit.engine.JudgmentStore` over ``cache`` bound to the judge, and, when the judge
+    :class:`~rankkit.memo.JudgmentMemo` over ``cache`` bound to the judge, and, when the judge
     has ``capacity`` > 1, up to ``workers`` tasks in progress at once feeding one
-    :class:`~rankkit.engine.Dispatcher`. ``work`` asks for judgments through the engine it is
-    given (``MatchSource(..., engine=engine)``) and must not share mutable state across tasks.
+    :class:`~rankkit.engine.Dispatcher`. ``work`` asks for judgments through the memo it is
+    given (``MatchSource(task, memo)``) and must not share mutable state across tasks.
 
     workers: tasks in progress at once (default: twice the judge's capacity, since a strategy often
         has fewer requests open than the judge has slots; 1, with no threads, for capacity 1).
@@ -114,25 +118,23 @@ def map_tasks(tasks: Sequence[Task], work: Callable[[Task, JudgmentEngine], R], 
 
     Buffered cache writes are committed when the iteration ends, however it ends.
     """
-    cache = cache if cache is not None else NullCache()
-    store = JudgmentStore(cache)
-    judge.bind_cache(store)
-    capacity = max(1, int(getattr(judge, "capacity", 1)))
+    capacity = max(1, int(judge.capacity))
     if workers is None:
         workers = 1 if capacity == 1 else 2 * capacity
     workers = max(1, min(int(workers), len(tasks)))
-    dispatcher = Dispatcher(judge, capacity, bool(getattr(judge, "fills_batches", False))) if workers > 1 else None
-    engine = JudgmentEngine(judge, store, dispatcher)
+    dispatcher = Dispatcher(capacity, judge.fills_batches) if workers > 1 else None
+    memo = JudgmentMemo(judge, cache, dispatcher)
+    judge.bind_memo(memo)
     try:
         if dispatcher is None:
             for task in tasks:
-                yield work(task, engine)
+                yield work(task, memo)
         else:
-            yield from _work_concurrently(tasks, lambda task: work(task, engine), dispatcher, workers)
+            yield from _work_concurrently(tasks, lambda task: work(task, memo), dispatcher, workers)
     finally:
         if dispatcher is not None:
             dispatcher.close()
-        store.flush()
+        memo.flush()
         if stats is not None:
             stats.update(workers=workers, capacity=capacity)
             if dispatcher is not None:
@@ -197,7 +199,7 @@ def expected_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy], se
 class RunProgress:
     """The run's progress bar, in judgments: how many were used so far (of ``expected`` when
     known), their rate and ETA, how many the judge was paid for and how many came from the cache
-    or the graph instead; and tasks done of all."""
+    or were shared with another strategy instead; and tasks done of all."""
 
     def __init__(self, total_tasks: int, disable: bool, expected: int | None = None):
         self._lock = threading.Lock()

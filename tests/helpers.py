@@ -34,6 +34,7 @@ class CountingJudge(Judge):
         self.inner = inner
         self.fail_after = fail_after
         self.calls = 0
+        self.shown_first: list[str] = []  # the candidate shown first in each comparison asked
 
     @property
     def fingerprint(self) -> str:  # same cache identity as the wrapped judge
@@ -46,6 +47,7 @@ class CountingJudge(Judge):
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         self._tick()
+        self.shown_first.append(first.id)
         return self.inner.compare(task, first, second)
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
@@ -59,9 +61,11 @@ def rank_once(task: Task, strategy, judge: Judge, seed: int = 0):
 
     from rankkit.cache import NullCache
     from rankkit.matches import Cost, MatchGraph, MatchSource
+    from rankkit.memo import JudgmentMemo
 
     cost = Cost()
-    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost, strategy.label)
+    source = MatchSource(task, JudgmentMemo(judge, NullCache()), strategy.label)
+    cost = source.cost
     return strategy.rank(task, source, random.Random(seed)), cost, source
 
 
@@ -98,8 +102,8 @@ def grades_received(task: Task, matches) -> dict[str, list[float]]:
     the test, independently of the strategy's own bookkeeping)."""
     grades: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
     for match in matches:
-        grades[match.first].append(match.judgment.first_grade)
-        grades[match.second].append(match.judgment.second_grade)
+        grades[match.first].append(match.verdict.first_grade)
+        grades[match.second].append(match.verdict.second_grade)
     return grades
 
 

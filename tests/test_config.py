@@ -81,7 +81,7 @@ def test_a_results_file_re_runs_exactly(run_file, tmp_path):
     for a, b in zip(first["strategies"], again["strategies"]):
         assert a["name"] == b["name"]
         assert [t["scores"] for t in a["tasks"]] == [t["scores"] for t in b["tasks"]]
-        assert [t["matches"] for t in a["tasks"]] == [t["matches"] for t in b["tasks"]]
+        assert [t["comparisons"] for t in a["tasks"]] == [t["comparisons"] for t in b["tasks"]]
 
 
 def test_rank_takes_a_run_file_with_one_strategy(tmp_path):

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
-from rankkit.engine import Dispatcher, JudgmentStore, Origin
+from rankkit.engine import Dispatcher
+from rankkit.memo import JudgmentMemo, Origin
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Grade, Winner
 from rankkit.judges.sim import SimulatedJudge
 from rankkit.runner import run
@@ -82,7 +83,7 @@ def _summary(result):
     out = []
     for strategy in result.strategies:
         out.append((strategy.name, strategy.cost.to_dict(), [
-            (t.task_id, t.scores, t.ranking, t.champion, [m.to_dict() for m in t.matches], t.cost.to_dict())
+            (t.task_id, t.scores, t.ranking, t.champion, [m.to_dict() for m in t.comparisons], t.cost.to_dict())
             for t in strategy.tasks]))
     return out
 
@@ -182,8 +183,8 @@ def test_first_writer_wins_but_a_failure_is_replaced(tmp_path):
         assert cache.get("fp", "pair", ["z"])["v"] == 2
 
 
-def test_the_store_asks_a_key_once_while_it_is_in_flight():
-    store = JudgmentStore(NullCache())
+def test_the_memo_asks_a_key_once_while_it_is_in_flight():
+    store = JudgmentMemo(cache=NullCache())
     started, release = threading.Event(), threading.Event()
     asked: list[int] = []
 
@@ -210,14 +211,15 @@ def test_the_store_asks_a_key_once_while_it_is_in_flight():
     first.join(5)
     second.join(5)
     assert asked == [1]
-    assert results["first"][0][1] is Origin.JUDGE and results["second"][0][1] is Origin.SHARED
+    assert results["first"][0][1] is Origin.JUDGE and results["second"][0][1] is Origin.MEMORY
 
 
 def test_dispatcher_refuses_new_requests_after_cancel():
-    dispatcher = Dispatcher(PacedJudge(2), capacity=2, fills_batches=False)
+    judge = PacedJudge(2)
+    dispatcher = Dispatcher(capacity=2, fills_batches=False)
     try:
         dispatcher.cancel(JudgeError("boom"))
         with pytest.raises(RuntimeError, match="stopped"):
-            list(dispatcher.judge_many("pair", []))
+            list(dispatcher.judge_many(judge.compare_many, []))
     finally:
         dispatcher.close()

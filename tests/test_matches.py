@@ -1,4 +1,4 @@
-"""MatchGraph and MatchSource: graph -> cache -> judge, counting, and nothing lost on failure."""
+"""MatchSource over the judgment memo: memory -> cache -> judge, counting, presentation order, and nothing lost on failure."""
 
 from __future__ import annotations
 
@@ -6,39 +6,53 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.base import JudgeError, Winner
-from rankkit.matches import Cost, MatchGraph, MatchSource, make_match, Comparison
+from rankkit.matches import Comparison, Cost, MatchGraph, MatchSource, make_match
+from rankkit.memo import JudgmentMemo
 from rankkit.judges.base import Verdict
 from tests.helpers import CountingJudge, make_task, perfect_judge
 
 
-def source_for(task, judge, cache=None, graph=None, strategy="s"):
-    cost = Cost()
-    return MatchSource(task, graph if graph is not None else MatchGraph(task), judge,
-                       cache if cache is not None else NullCache(), cost, strategy), cost
+def source_for(task, judge, cache=None, memo=None, strategy="s"):
+    source = MatchSource(task, memo if memo is not None else JudgmentMemo(judge, cache), strategy)
+    return source, source.cost
 
 
-def test_graph_then_cache_then_judge(cache_path):
+def test_memory_then_cache_then_judge(cache_path):
     task = make_task([1, 2, 3])
     judge = CountingJudge(perfect_judge())
-    graph = MatchGraph(task)
     with JudgmentCache(cache_path) as cache:
-        src, cost = source_for(task, judge, cache, graph)
+        memo = JudgmentMemo(judge, cache)
+        src, cost = source_for(task, judge, memo=memo)
         first = src.compare("c0", "c1")
         assert judge.calls == 1 and cost.judge_calls == 1 and cost.comparisons == 1
         assert first.winner is Winner.SECOND
-        again = src.compare("c0", "c1")  # same strategy: the graph answers, no new cost
-        assert again == first and judge.calls == 1 and cost.comparisons == 1
-        other, other_cost = source_for(task, judge, cache, graph, strategy="t")
-        other.compare("c0", "c1")  # another strategy, same graph
+        again = src.compare("c0", "c1")  # same strategy: already used, no new cost, not counted twice
+        assert again == first and judge.calls == 1 and cost.comparisons == 1 and cost.shared_hits == 0
+        other, other_cost = source_for(task, judge, memo=memo, strategy="t")
+        other.compare("c0", "c1")  # another strategy, same run: the memo's memory answers
         assert judge.calls == 1 and other_cost.shared_hits == 1 and other_cost.comparisons == 1
         assert other_cost.judge_calls == 0
-        fresh, fresh_cost = source_for(task, judge, cache)  # new graph: the cache answers
+        fresh, fresh_cost = source_for(task, judge, cache)  # another run: the cache answers
         assert fresh.compare("c0", "c1") == first
         assert judge.calls == 1 and fresh_cost.cache_hits == 1
-        fresh.compare("c1", "c0")  # the other order is another question
-        assert judge.calls == 2
+        fresh.compare("c1", "c0")  # the other order is another request, never substituted
+        assert judge.calls == 2 and fresh_cost.judge_calls == 1
+
+
+def test_match_graph_records_who_used_each_comparison():
+    task = make_task([1, 2, 3])
+    judge = perfect_judge()
+    memo = JudgmentMemo(judge)
+    sources = {name: source_for(task, judge, memo=memo, strategy=name)[0] for name in ("s", "t")}
+    sources["s"].compare("c0", "c1", round=1)
+    sources["t"].compare_many([("c0", "c1"), ("c2", "c0")], round=2)
+    graph = MatchGraph(task)
+    for name, source in sources.items():
+        for comparison in source.comparisons:
+            graph.record(judge.fingerprint, comparison, name)
     edge = graph.graph.edges["c0", "c1", judge.fingerprint]
     assert edge["strategy"] == "s" and [u["strategy"] for u in edge["used_by"]] == ["s", "t"]
+    assert sorted((a, b) for a, b, _ in graph.comparisons()) == [("c0", "c1"), ("c2", "c0")]
 
 
 def test_points_are_cached_on_nodes(cache_path):
@@ -71,9 +85,9 @@ def test_failure_mid_batch_keeps_what_was_judged(cache_path):
 def test_duel_debiased_averages_both_orders():
     task = make_task([1, 5])
     src, cost = source_for(task, perfect_judge())
-    duel = src.play("c0", "c1", debias=True)
+    duel = src.play("c0", "c1", order="both")
     assert duel.outcome == 0.0 and duel.grade_a == pytest.approx(1.0) and duel.grade_b == pytest.approx(5.0)
-    assert cost.comparisons == 2 and len(duel.matches) == 2
+    assert cost.comparisons == 2 and len(duel.comparisons) == 2
 
 
 def test_equal_scores_fall_back_to_verdicts_then_tie():
@@ -93,7 +107,7 @@ def test_self_comparison_is_refused():
 # -- presentation order ------------------------------------------------------------------------
 
 def shown(duels):
-    return [(m.first, m.second) for duel in duels for m in duel.matches]
+    return [(m.first, m.second) for duel in duels for m in duel.comparisons]
 
 
 def test_order_given_shows_the_pair_as_passed_and_both_adds_the_reverse():
@@ -134,19 +148,20 @@ def test_order_random_shows_a_rematch_in_the_order_not_shown_last():
     assert cost.comparisons == 2  # the third duel repeats the first judgment
 
 
-def test_order_random_with_reuse_takes_an_order_the_graph_holds_without_a_coin():
+def test_order_random_ignores_what_other_strategies_asked():
     import random
 
     task = make_task([1, 2, 3])
-    graph = MatchGraph(task)
-    other, _ = source_for(task, perfect_judge(), graph=graph, strategy="other")
-    other.compare("c1", "c0")
-    src, cost = source_for(task, perfect_judge(), graph=graph)
-    rng = random.Random(0)
-    before = rng.getstate()
-    duel = src.play("c0", "c1", order="random", rng=rng, reuse=True)
-    assert (duel.a, duel.b) == ("c1", "c0") and rng.getstate() == before
-    assert cost.shared_hits == 1 and cost.judge_calls == 0
+    judge = perfect_judge()
+    memo = JudgmentMemo(judge)
+    alone, _ = source_for(task, judge)
+    expected = alone.play("c0", "c1", order="random", rng=random.Random(0))
+    other, _ = source_for(task, judge, memo=memo, strategy="other")
+    other.compare_many([("c1", "c0"), ("c0", "c1")])  # both orders already in the memo
+    src, cost = source_for(task, judge, memo=memo)
+    match = src.play("c0", "c1", order="random", rng=random.Random(0))
+    assert (match.a, match.b) == (expected.a, expected.b)  # the coin decides, not the memo
+    assert cost.shared_hits == 1 and cost.judge_calls == 0  # only where the answer came from differs
 
 
 def test_order_is_checked_and_random_needs_a_generator():
@@ -156,5 +171,5 @@ def test_order_is_checked_and_random_needs_a_generator():
     src, _ = source_for(task, perfect_judge())
     with pytest.raises(SpecError, match="order must be one of given, random, both"):
         src.play("c0", "c1", order="shuffled")
-    with pytest.raises(ValueError, match="needs a generator"):
+    with pytest.raises(ValueError, match="needs the strategy's generator"):
         src.play("c0", "c1", order="random")

@@ -33,7 +33,7 @@ def test_from_dict_reads_back_what_to_dict_wrote(sample_run):
     assert again.strategies[1].cost == sample_run.strategies[1].cost
     first = again.strategies[0].tasks[0]
     assert first.cost == sample_run.strategies[0].tasks[0].cost
-    assert first.matches[0].judgment.winner == sample_run.strategies[0].tasks[0].matches[0].judgment.winner
+    assert first.comparisons[0].verdict.winner == sample_run.strategies[0].tasks[0].comparisons[0].verdict.winner
     assert again.tasks[0].human_scores() == sample_run.tasks[0].human_scores()
     assert again.tasks[0].scale == sample_run.tasks[0].scale
 
@@ -42,7 +42,7 @@ def test_rebuilt_graphs_hold_every_comparison_used(sample_run):
     again = RunResult.from_dict(json.loads(json.dumps(sample_run.to_dict())))
     for task_id, graph in again.graphs.items():
         used = {(m.first, m.second) for s in again.strategies for t in s.tasks if t.task_id == task_id
-                for m in t.matches}
+                for m in t.comparisons}
         assert {(a, b) for a, b, _ in graph.comparisons()} == used
         assert graph.graph.number_of_edges() == sample_run.graphs[task_id].graph.number_of_edges()
 

@@ -30,7 +30,7 @@ def distinct_matches(results: RunResult, name: str | None = None) -> list[tuple[
         if name is not None and strategy.name != name:
             continue
         for task in strategy.tasks:
-            for match in task.matches:
+            for match in task.comparisons:
                 key = (task.task_id, match.first, match.second)
                 if key not in seen:
                     seen.add(key)
@@ -40,9 +40,9 @@ def distinct_matches(results: RunResult, name: str | None = None) -> list[tuple[
 
 def winner_of(match: Comparison) -> str | None:
     """The candidate that won a decided match; None for a tie."""
-    if match.judgment.winner is Winner.TIE:
+    if match.verdict.winner is Winner.TIE:
         return None
-    return match.first if match.judgment.winner is Winner.FIRST else match.second
+    return match.first if match.verdict.winner is Winner.FIRST else match.second
 
 
 def position_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:

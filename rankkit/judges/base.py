@@ -22,10 +22,13 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
 
 from rankkit.errors import RankkitError
 from rankkit.tasks import Candidate, Task
+
+if TYPE_CHECKING:
+    from rankkit.memo import JudgmentMemo
 
 
 class Winner(str, enum.Enum):
@@ -195,12 +198,25 @@ class Judge:
         for index, (task, first, second) in enumerate(requests):
             yield index, self.compare(task, first, second)
 
-    def bind_cache(self, cache: Any) -> None:
-        """Called by the runner with the run's :class:`~rankkit.cache.JudgmentCache`.
+    def bind_memo(self, memo: "JudgmentMemo") -> None:
+        """Called by the runner with the run's :class:`~rankkit.memo.JudgmentMemo`.
 
-        Judges that cache intermediate products of their own (a panel's per-member votes,
-        PREPAIR's per-answer analyses) override this to keep a reference; the default ignores it.
+        Judges built on other judgments (a panel's member votes, a calibrated judge's raw
+        judgments, PREPAIR's per-answer analyses) look those up in :attr:`memo`, so they are
+        cached and shared like every other judgment. Judges that wrap others pass it on.
         """
+        object.__setattr__(self, "_bound_memo", memo)  # judges may be frozen dataclasses
+
+    @property
+    def memo(self) -> "JudgmentMemo":
+        """The memo this judge's own lookups go through: the run's once bound, else its own."""
+        memo = self.__dict__.get("_bound_memo")
+        if memo is None:
+            from rankkit.memo import JudgmentMemo
+
+            memo = JudgmentMemo(self)
+            object.__setattr__(self, "_bound_memo", memo)
+        return memo
 
     def close(self) -> None:
         """Release resources (connections, models). Judges are usable as context managers."""

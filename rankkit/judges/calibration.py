@@ -52,7 +52,7 @@ from rankkit.judges.base import (
     GradeRequest,
     add_usage,
 )
-from rankkit.judges.memo import Memo, fetch_pairs
+from rankkit.memo import VERDICT_KIND, JudgmentMemo, Origin
 from rankkit.judges.modes import choice_judgment, sigmoid
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
@@ -101,7 +101,7 @@ class CalibratedJudge(Judge):
         (:meth:`~rankkit.judges.llm.LLMJudge.compare_raw`, cached under its
         :attr:`~rankkit.judges.llm.LLMJudge.raw_fingerprint` and its own request keys, so a
         calibrated and an uncalibrated run share them) are read in both orders and combined; the
-        run's store is the judge's (``judge.cache``, set by :meth:`bind_cache`).
+        run's memo is the judge's (``judge.memo``, set by :meth:`bind_memo`).
 
     A raw judgment's usage (e.g. PREPAIR analyses it paid for) is charged to the first
     calibrated judgment that needed it.
@@ -114,7 +114,6 @@ class CalibratedJudge(Judge):
         self.judge = judge
         self.backend = judge.backend  # instance attributes: the fingerprint names the real backend
         self.version = judge.version
-        self._raw: Memo = {}  # raw judgments seen in this process, by (fingerprint, key hash)
 
     # -- identity and plumbing: the wrapped judge's -------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
@@ -140,8 +139,8 @@ class CalibratedJudge(Judge):
     def fills_batches(self) -> bool:
         return self.judge.fills_batches
 
-    def bind_cache(self, cache: Any) -> None:
-        self.judge.bind_cache(cache)
+    def bind_memo(self, memo: JudgmentMemo) -> None:
+        self.judge.bind_memo(memo)
 
     def close(self) -> None:
         self.judge.close()
@@ -163,14 +162,15 @@ class CalibratedJudge(Judge):
             return
         both_orders = list(requests) + [(task, second, first) for task, first, second in requests]
         judge = self.judge
-        raw = fetch_pairs(judge.cache, self._raw, judge.raw_fingerprint, judge.request_key, judge.compare_raw,
-                          both_orders)
+        raw = judge.memo.fetch(judge.raw_fingerprint, VERDICT_KIND, [judge.request_key(*r) for r in both_orders],
+                               lambda indices: judge.compare_raw([both_orders[i] for i in indices]),
+                               Verdict.from_dict, Verdict.to_dict)
         for index, (task, _, _) in enumerate(requests):
-            (forward, forward_charged), (backward, backward_charged) = raw[index], raw[len(requests) + index]
+            (forward, forward_origin), (backward, backward_origin) = raw[index], raw[len(requests) + index]
             judgment = self._calibrated(task, dict(forward.extras["logprobs"]), dict(backward.extras["logprobs"]))
             usage: dict[str, int] = {}
-            for used, charged in ((forward, forward_charged), (backward, backward_charged)):
-                if charged:
+            for used, origin in ((forward, forward_origin), (backward, backward_origin)):
+                if origin is Origin.JUDGE:  # charged once, to the first request that needed it
                     add_usage(usage, used.usage)
             yield index, replace(judgment, usage=usage) if usage else judgment
 

@@ -17,7 +17,7 @@ caches every judgment even when a batch fails half-way.
 
 * ``prepair=true`` — PREPAIR (:mod:`rankkit.judges.prepair`): :meth:`LLMJudge.pair_prompts`
   returns decision prompts holding a per-answer analysis of each side, generated once per answer
-  and cached through ``self.cache`` (set by :meth:`bind_cache`); everything downstream
+  and cached through ``self.memo`` (the run's, set by :meth:`bind_memo`); everything downstream
   (generation, parsing, retries, logprob choice) is unchanged. Works in ``generate`` and
   ``logprob`` mode.
 * ``calibrate=true`` — position-bias calibration of ``logprob`` comparisons: the judge's
@@ -46,7 +46,6 @@ import json
 from dataclasses import replace
 from typing import Any, Iterator, Mapping, Sequence
 
-from rankkit.engine import as_store
 from rankkit.judges.base import (
     Judge,
     Verdict,
@@ -138,14 +137,13 @@ class LLMJudge(Judge):
         self.prepair = prepair
         self.analysis_max_new_tokens = analysis_max_new_tokens or max_new_tokens
         self.calibrate = calibrate
-        self.cache: Any = as_store(None)  # the run's store once bound (bind_cache)
         #: PREPAIR's analyses (:class:`~rankkit.judges.prepair.AnalysisStore`; None without
         #: prepair). It names the engine's model only once the first analysis is asked for.
         self.analyses: Any = None
         if prepair:
             from rankkit.judges.prepair import AnalysisStore
 
-            self.analyses = AnalysisStore(self._analysis_fingerprint, self._generate_analyses, self.cache)
+            self.analyses = AnalysisStore(self._analysis_fingerprint, self._generate_analyses, self)
         #: With calibrate: the wrapper this judge's comparisons go through, around itself.
         self.calibrated: Any = None
         if calibrate:
@@ -213,13 +211,6 @@ class LLMJudge(Judge):
     def fills_batches(self) -> bool:
         """Whether the engine gains from full batches (a local model) or streams requests (HTTP)."""
         return getattr(self.engine, "fills_batches", False)
-
-    def bind_cache(self, cache: Any) -> None:
-        """Keep the run's cache for judge-internal products (PREPAIR analyses, the raw
-        judgments calibration builds on)."""
-        self.cache = as_store(cache)  # one store, so concurrent calls share what is in flight
-        if self.analyses is not None:
-            self.analyses.cache = self.cache
 
     def close(self) -> None:
         self.engine.close()

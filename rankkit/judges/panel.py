@@ -48,7 +48,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from rankkit.engine import as_store
 from rankkit.judges.base import (
     Judge,
     Verdict,
@@ -57,7 +56,7 @@ from rankkit.judges.base import (
     Winner,
     add_usage,
 )
-from rankkit.judges.memo import Memo, fetch_pairs
+from rankkit.memo import JudgmentMemo, Origin
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
 
@@ -175,8 +174,6 @@ class PanelJudge(Judge):
                 raise SpecError(f"panel: member {member.description} cannot compare pairs")
         self.members = list(members)
         self.threshold = float(threshold)
-        self.cache: Any = as_store(None)  # the run's store once bound (bind_cache)
-        self._memo: Memo = {}  # member judgments seen in this process (fetch_pairs)
 
     def fingerprint_fields(self) -> dict[str, Any]:
         return {"members": sorted(m.fingerprint for m in self.members), "threshold": self.threshold}
@@ -201,10 +198,10 @@ class PanelJudge(Judge):
     def fills_batches(self) -> bool:
         return any(getattr(m, "fills_batches", False) for m in self.members)
 
-    def bind_cache(self, cache: Any) -> None:
-        self.cache = as_store(cache)  # one store, so concurrent calls share what is in flight
+    def bind_memo(self, memo: JudgmentMemo) -> None:
+        super().bind_memo(memo)
         for member in self.members:
-            member.bind_cache(self.cache)
+            member.bind_memo(memo)
 
     # -- member votes -------------------------------------------------------------------------
     def member_judgments(self, requests: Sequence[ComparisonRequest]) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
@@ -221,8 +218,8 @@ class PanelJudge(Judge):
         pairs: list[list[MemberPair]] = [[] for _ in requests]
         fresh: list[list[Verdict]] = [[] for _ in requests]
         for member in self.members:
-            judged = fetch_pairs(self.cache, self._memo, member.fingerprint, member.request_key,
-                                 member.compare_many, both_orders)
+            judged = [(verdict, origin is Origin.JUDGE) for verdict, origin in
+                      self.memo.verdicts(both_orders, judge=member)]
             for index in range(len(requests)):
                 as_requested, reversed_order = judged[2 * index], judged[2 * index + 1]
                 pairs[index].append((as_requested[0], reversed_order[0]))

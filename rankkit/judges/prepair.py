@@ -150,16 +150,17 @@ class AnalysisStore:
         function, called when analyses are first looked up, so building a judge asks its engine
         nothing.
     generate: how to generate replies to a batch of conversations.
-    cache: the run's :class:`~rankkit.cache.JudgmentCache` (or None / a ``NullCache``).
+    judge: the judge the analyses are for; they are looked up through its ``memo`` (the run's
+        :class:`~rankkit.memo.JudgmentMemo` once bound), so they are cached like judgments.
 
     ``stats`` counts ``generated`` analyses, ``cache_hits`` and ``memo_hits`` (lookups answered
     from memory; a compare batch looks each answer up twice: to charge it, then to build prompts).
     """
 
-    def __init__(self, fingerprint: Callable[[], str], generate: Generate, cache: Any = None):
+    def __init__(self, fingerprint: Callable[[], str], generate: Generate, judge: Any):
         self.fingerprint = fingerprint
         self.generate = generate
-        self.cache = cache
+        self.judge = judge
         self.memo: dict[str, str] = {}
         self.stats = {"generated": 0, "memo_hits": 0, "cache_hits": 0}
 
@@ -174,7 +175,7 @@ class AnalysisStore:
     def ensure(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[str, Analysis]:
         """Make sure every (task, answer) has an analysis; returns the ones generated *now*
         (with their usage), keyed like the memo — everything else was reused."""
-        from rankkit.engine import Origin, as_store
+        from rankkit.memo import Origin
 
         missing: dict[str, tuple[Task, Candidate]] = {}
         for task, candidate in answers:
@@ -194,8 +195,8 @@ class AnalysisStore:
             for index, generation in self.generate(conversations):
                 yield index, Analysis(generation.text, dict(generation.usage))
 
-        found = as_store(self.cache).fetch(self.fingerprint(), ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
-                                           ask, lambda payload: Analysis(payload["text"]), Analysis.to_dict)
+        found = self.judge.memo.fetch(self.fingerprint(), ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
+                                      ask, lambda payload: Analysis(payload["text"]), Analysis.to_dict)
         fresh: dict[str, Analysis] = {}
         for key, (analysis, origin) in zip(keys, found):
             self.memo[key] = analysis.text

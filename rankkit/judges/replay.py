@@ -41,7 +41,7 @@ with debiasing (both orders averaged) use ``scores=verdict`` to keep both orders
 
 **Record once, replay any strategy.** :func:`record_grid` judges every ordered pair of every
 task with any judge (through the cache) and :func:`write_judgments` writes them in this format;
-:func:`rows_from_graphs` and :func:`rows_from_results` export the comparisons a run made. The
+:func:`rows_from_results` exports the comparisons a run made. The
 ``rankkit record`` command wraps them. Then ``--judge replay:FILE`` runs any pairwise strategy on
 the recorded grid for free.
 
@@ -324,34 +324,28 @@ def record_grid(tasks: Sequence[Task], judge: Judge, cache: Any, judge_label: st
                 progress: bool = False) -> tuple[list[dict[str, Any]], Any]:
     """Judge every ordered pair of every task (N·(N−1) comparisons per task) and return the rows.
 
-    Judgments go through the usual graph -> cache -> judge lookup, one batch per task, so an
+    Judgments go through the usual memory -> cache -> judge lookup, one batch per task, so an
     interrupted recording resumes from the cache. Returns ``(rows, cost)``.
     """
     from tqdm import tqdm
 
-    from rankkit.cache import NullCache
-    from rankkit.matches import Cost, MatchGraph, MatchSource
+    from rankkit.matches import Cost, MatchSource
+    from rankkit.memo import JudgmentMemo
 
-    cache = cache if cache is not None else NullCache()
-    judge.bind_cache(cache)
+    memo = JudgmentMemo(judge, cache)
+    judge.bind_memo(memo)
     cost = Cost()
     rows: list[dict[str, Any]] = []
-    for task in tqdm(tasks, desc="recording", unit="task", file=sys.stderr, disable=not progress):
-        source = MatchSource(task, MatchGraph(task), judge, cache, cost, strategy="record")
-        pairs = list(permutations(task.candidate_ids, 2))
-        for (first, second), judgment in zip(pairs, source.compare_many(pairs, round=1)):
-            rows.append(judgment_row(task, first, second, judgment, judge_label, method))
+    try:
+        for task in tqdm(tasks, desc="recording", unit="task", file=sys.stderr, disable=not progress):
+            source = MatchSource(task, memo, strategy="record")
+            pairs = list(permutations(task.candidate_ids, 2))
+            for (first, second), verdict in zip(pairs, source.compare_many(pairs, round=1)):
+                rows.append(judgment_row(task, first, second, verdict, judge_label, method))
+            cost.add(source.cost)
+    finally:
+        memo.flush()
     return rows, cost
-
-
-def rows_from_graphs(graphs: Mapping[str, Any], fingerprint: str, judge_label: str,
-                     method: str) -> list[dict[str, Any]]:
-    """Every comparison a run's match graphs hold for one judge (``RunResult.graphs``)."""
-    rows = []
-    for graph in graphs.values():
-        for first, second, judgment in graph.comparisons(fingerprint):
-            rows.append(judgment_row(graph.task, first, second, judgment, judge_label, method))
-    return rows
 
 
 def rows_from_results(results: RunResult, judge_label: str | None = None,
@@ -368,12 +362,12 @@ def rows_from_results(results: RunResult, judge_label: str | None = None,
     rows = []
     for strategy in results.strategies:
         for task in strategy.tasks:
-            for match in task.matches:
+            for match in task.comparisons:
                 key = (task.task_id, match.first, match.second)
                 if key in seen:
                     continue
                 seen.add(key)
-                judgment = match.judgment
+                judgment = match.verdict
                 if judgment.status is ParseStatus.FAILED:
                     winner = None
                 elif judgment.winner is Winner.TIE:

@@ -16,8 +16,7 @@ per system. The package, one module per step:
 * :mod:`~rankkit.leaderboard.truth` — the system-level truth and the correlation with it;
 * :mod:`~rankkit.leaderboard.display` — the rows and summary ``rankkit leaderboard`` prints.
 
-Judgments are reused wherever they already exist: in the run's match graphs (pass ``graphs``) and
-in the persistent cache, so adding a system pays only for matches never judged before.
+Judgments are reused wherever they already exist, in the persistent cache, so adding a system pays only for matches never judged before.
 """
 
 from rankkit.leaderboard.add import ADD_METHODS, add_system, binary_search_placement

@@ -14,8 +14,7 @@ Arena-lite, appendix A.6:
   the rating the BT model says wins p of the time against the top; on an anchored leaderboard
   the newcomer simply plays the leaderboard's anchor and its rating is that win rate.
 
-Judgments are reused wherever they already exist: in the run's match graphs (pass ``graphs``) and
-in the persistent cache, so adding a system pays only for matches never judged before. The
+Judgments are reused wherever they already exist, in the persistent cache, so adding a system pays only for matches never judged before. The
 stored leaderboard's own matches are kept in its JSON and carried over.
 """
 
@@ -38,8 +37,9 @@ from rankkit.leaderboard.board import (
     systems_of,
 )
 from rankkit.leaderboard.rating import finite_or_lowest, none_if_nan
-from rankkit.leaderboard.tournament import play_against, task_graph
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.leaderboard.tournament import play_against
+from rankkit.matches import Cost, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, win_rates
 from rankkit.stats import bootstrap
 from rankkit.tasks import Task
@@ -91,7 +91,7 @@ def binary_search_placement(board_order: Sequence[str], tasks: Sequence[Task], s
 
 def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: str, method: str = "binary",
                cache: Any = None, seed: int | None = None, debias: bool | None = None,
-               resamples: int = 200, graphs: dict[str, MatchGraph] | None = None,
+               resamples: int = 200,
                judge_spec: str = "", data: str = "") -> Leaderboard:
     """A new leaderboard with ``system`` added to ``board`` (see the module docstring).
 
@@ -99,23 +99,19 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     method: ``binary`` (Algorithm 2) or ``anchored`` (against the current top, or the board's anchor).
     seed, debias: default to the stored leaderboard's.
     """
-    from rankkit.cache import NullCache
-
     if method not in ADD_METHODS:
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")
-    cache = cache if cache is not None else NullCache()
-    judge.bind_cache(cache)
+    memo = JudgmentMemo(judge, cache)
+    judge.bind_memo(memo)
     seed = board.seed if seed is None else seed
     debias = board.debias if debias is None else debias
     used = _check_newcomer(board, tasks, system)
-    cost = Cost()
     new_matches: list[SystemMatch] = []
     sources: dict[str, MatchSource] = {}
 
     def source_for(task: Task) -> MatchSource:
         if task.task_id not in sources:
-            sources[task.task_id] = MatchSource(task, task_graph(graphs, task), judge, cache, cost,
-                                                strategy=f"add:{method}")
+            sources[task.task_id] = MatchSource(task, memo, strategy=f"add:{method}")
         return sources[task.task_id]
 
     rng = random.Random(f"{seed}|add|{system}")
@@ -160,6 +156,10 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
         systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]
         placement = {"position": [r.name for r in systems].index(system), "tie": False, "opponent": opponent,
                      "win_rate": win_rates(records, [system, opponent])[system]}
+    cost = Cost()
+    for source in sources.values():
+        cost.add(source.cost)
+    memo.flush()
     placement.update(system=system, method=method, matches=len(new_matches), judge_calls=cost.judge_calls)
     total = Cost()
     total.add(board.cost)

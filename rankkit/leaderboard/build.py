@@ -39,7 +39,7 @@ from rankkit.leaderboard.board import (
 )
 from rankkit.leaderboard.rating import rate_bt, rate_win_rate
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
-from rankkit.matches import MatchGraph, MatchSource
+from rankkit.matches import MatchSource
 from rankkit.tasks import Task
 
 BUILD_METHODS = ("arena", "anchored")
@@ -52,7 +52,7 @@ def _task_rng(seed: int, task_id: str, purpose: str) -> random.Random:
 
 def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, debias: bool = False,
           resamples: int = 200, alpha: float = 0.01, systems: Sequence[str] | None = None,
-          graphs: dict[str, MatchGraph] | None = None, progress: bool = False, judge_spec: str = "",
+          progress: bool = False, judge_spec: str = "",
           data: str = "") -> Leaderboard:
     """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
 
@@ -61,7 +61,6 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     resamples: bootstrap resamples of the matches for the 95% intervals (0 = no intervals;
         200 by default, not 1000 as elsewhere, because every resample refits the whole leaderboard).
     alpha: the Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
-    graphs: task id -> MatchGraph, shared with other calls of the same run to reuse judgments.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
@@ -69,7 +68,7 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     def play(task: Task, source: MatchSource) -> list[SystemMatch]:
         return play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), debias)
 
-    matches, cost = play_all(used, play, judge, cache, graphs, progress, "arena")
+    matches, cost = play_all(used, play, judge, cache, progress, "arena")
     return Leaderboard(method="arena", systems=rate_bt(matches, names, resamples, seed, alpha),
                        matches=matches, cost=cost, scale="elo", seed=seed, debias=debias,
                        judge=judge_info(judge, judge_spec), data=data)
@@ -77,7 +76,7 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
 
 def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None, seed: int = 0,
              debias: bool = False, resamples: int = 200, systems: Sequence[str] | None = None,
-             graphs: dict[str, MatchGraph] | None = None, progress: bool = False, judge_spec: str = "",
+             progress: bool = False, judge_spec: str = "",
              data: str = "") -> Leaderboard:
     """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate."""
     names = list(systems) if systems is not None else all_systems(tasks)
@@ -88,7 +87,7 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
     def play(task: Task, source: MatchSource) -> list[SystemMatch]:
         return play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, debias)
 
-    matches, cost = play_all(used, play, judge, cache, graphs, progress, "anchored")
+    matches, cost = play_all(used, play, judge, cache, progress, "anchored")
     return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, resamples, seed),
                        matches=matches, cost=cost, scale="win_rate", anchor=anchor, seed=seed, debias=debias,
                        judge=judge_info(judge, judge_spec), data=data)

@@ -13,7 +13,8 @@ from typing import Any, Callable, Sequence
 
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import SystemMatch, systems_of
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.tasks import Task
 
 
@@ -68,18 +69,16 @@ def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: 
 
 
 def play_all(tasks: Sequence[Task], play: Callable[[Task, MatchSource], list[SystemMatch]], judge: Judge,
-             cache: Any, graphs: dict[str, MatchGraph] | None, progress: bool, method: str
-             ) -> tuple[list[SystemMatch], Cost]:
+             cache: Any, progress: bool, method: str) -> tuple[list[SystemMatch], Cost]:
     """Play ``play`` on every task through :func:`rankkit.runner.map_tasks` (tasks concurrently when
     the judge has capacity), and gather the matches and the cost in task order."""
     from tqdm import tqdm
 
     from rankkit.runner import map_tasks
 
-    def work(task: Task, engine: Any) -> tuple[list[SystemMatch], Cost]:
-        cost = Cost()
-        source = MatchSource(task, task_graph(graphs, task), judge, engine.store, cost, strategy=method, engine=engine)
-        return play(task, source), cost
+    def work(task: Task, memo: JudgmentMemo) -> tuple[list[SystemMatch], Cost]:
+        source = MatchSource(task, memo, strategy=method)
+        return play(task, source), source.cost
 
     matches: list[SystemMatch] = []
     total = Cost()
@@ -88,13 +87,3 @@ def play_all(tasks: Sequence[Task], play: Callable[[Task, MatchSource], list[Sys
         matches += played
         total.add(cost)
     return matches, total
-
-
-def task_graph(graphs: dict[str, MatchGraph] | None, task: Task) -> MatchGraph:
-    """The run's graph for the task (created on first use), or a fresh one when not sharing."""
-    if graphs is None:
-        return MatchGraph(task)
-    if task.task_id not in graphs:
-        graphs[task.task_id] = MatchGraph(task)
-    return graphs[task.task_id]
-

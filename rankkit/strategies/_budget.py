@@ -87,10 +87,10 @@ def duel_records(duels: Sequence[Match]) -> list[Outcome]:
     order is one win each — no evidence either way — rather than a verdict decided by which of the
     two judgments had the wider grade gap.
     """
-    return judgment_records([match for duel in duels for match in duel.matches])
+    return judgment_records([match for duel in duels for match in duel.comparisons])
 
 
 def mean_grades(duels: Sequence[Match], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
     """Each candidate's mean grade over every judgment of the duels (see
     :func:`rankkit.strategies._graded.mean_grades`); ``unplayed`` for a candidate that never played."""
-    return _graded.mean_grades((match for duel in duels for match in duel.matches), candidates, unplayed)
+    return _graded.mean_grades((match for duel in duels for match in duel.comparisons), candidates, unplayed)

@@ -49,8 +49,8 @@ def mean_grades(matches: Iterable[Comparison], candidates: Sequence[str], unplay
     score averaging); ``unplayed`` for a candidate without any judgment."""
     grades: dict[str, list[float]] = {cid: [] for cid in candidates}
     for match in matches:
-        grades[match.first].append(match.judgment.first_grade)
-        grades[match.second].append(match.judgment.second_grade)
+        grades[match.first].append(match.verdict.first_grade)
+        grades[match.second].append(match.verdict.second_grade)
     return {cid: statistics.fmean(values) if values else unplayed for cid, values in grades.items()}
 
 
@@ -63,7 +63,7 @@ def fit_corrected_grades(matches: Iterable[Comparison], candidates: Sequence[str
     judgments = 0
     margin_sum = 0.0
     for match in matches:
-        first, second = match.judgment.first_grade, match.judgment.second_grade
+        first, second = match.verdict.first_grade, match.verdict.second_grade
         count[match.first] += 1
         count[match.second] += 1
         total[match.first] += first

@@ -215,7 +215,7 @@ class ActiveStrategy(Strategy):
         if self.aggregate == "bt":
             scores = bradley_terry(records, items=ids)
         elif self.aggregate == "corrected":
-            scores = corrected_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
+            scores = corrected_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
         else:
             scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
         extras = {cid: {"played": int(opponents[k]), "posterior_sd": float(posterior_sd[k]), "steps": steps,

@@ -4,8 +4,8 @@ The same matches as ``elo`` (all N(N−1)/2 pairs, in both orders by default; on
 judgment), but fitted by maximum likelihood instead of online updates, so the result does not
 depend on any match order — Chatbot Arena's later choice. choix has no ties: a tie counts as half a
 win each way (:func:`rankkit.ratings.win_matrix`). Ratings are on the Elo scale (initial 1000,
-400 points = 10:1 odds). When run after ``elo`` (or ``knockout``) in the same ``compare``, every
-judgment already made is reused from the shared match graph.
+400 points = 10:1 odds). When run beside ``elo`` in the same ``compare``, the two ask the same
+requests, so each judgment is paid for once.
 
 ``bootstrap=B`` resamples the task's matches B times (:func:`rankkit.stats.bootstrap`) and adds each
 candidate's 95% percentile interval to ``extras`` as ``ci_low``/``ci_high``.

@@ -139,13 +139,13 @@ class DoubleEliminationStrategy(Strategy):
             eliminated[loser] = round_number
         eliminated[champion] = None
 
-        # source.matches holds each distinct judgment once, whatever was replayed.
+        # source.comparisons holds each distinct judgment once, whatever was replayed.
         if self.aggregate == "corrected":
-            scores = corrected_grades(source.matches, ids, unplayed=sum(task.scale) / 2)
+            scores = corrected_grades(source.comparisons, ids, unplayed=sum(task.scale) / 2)
         elif self.aggregate == "grades":
-            scores = mean_grades(source.matches, ids, unplayed=sum(task.scale) / 2)
+            scores = mean_grades(source.comparisons, ids, unplayed=sum(task.scale) / 2)
         else:
-            scores = bradley_terry(judgment_records(source.matches), items=ids)
+            scores = bradley_terry(judgment_records(source.comparisons), items=ids)
         played = dict.fromkeys(ids, 0)
         for duel in duels:
             played[duel.a] += 1

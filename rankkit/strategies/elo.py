@@ -46,7 +46,7 @@ def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Rand
     cache already hold; returns one record per judgment."""
     duels = source.play_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
     # In the order they were asked: every pair's first judgment, then (order=both) every reverse.
-    matches = [duel.matches[0] for duel in duels] + [duel.matches[1] for duel in duels if len(duel.matches) == 2]
+    matches = [duel.comparisons[0] for duel in duels] + [duel.comparisons[1] for duel in duels if len(duel.comparisons) == 2]
     return judgment_records(matches)
 
 

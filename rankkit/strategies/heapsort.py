@@ -6,9 +6,7 @@ Building the heap costs O(N) comparisons and each pop O(log N), so a full sort s
 2·N·log2(N) comparisons (4·N·log2(N) judgments in the default ``order=both``).
 
 **No pair is asked twice.** The :class:`JudgedComparator` remembers each pair's verdict, so a
-sort that revisits a pair gets the same answer (a comparator must be consistent) at no cost; and
-in one order (``order=random``) it asks the match source to reuse a judgment another strategy of
-the run already made, in either order (``reuse=True``), before flipping a coin.
+sort that revisits a pair gets the same answer (a comparator must be consistent) at no cost.
 
 **Score from rank.** The i-th candidate popped (i = 1 … top_k) scores N − i, so the best of N
 scores N − 1 and scores are comparable to the positions of a full ranking. Candidates never popped
@@ -38,8 +36,8 @@ class JudgedComparator:
     """The judge as a sort comparator on one task: each unordered pair is asked at most once.
 
     order: the presentation order (:mod:`rankkit.matches`): ``both`` decides on the grades averaged
-        over both orders; ``random`` shows the pair in an order the graph already holds if it holds
-        one, else in a seeded random order, so that no candidate is systematically shown first.
+        over both orders; ``random`` shows the pair in a seeded random order, so that no candidate is
+        systematically shown first.
     rng: the strategy's generator (orders, and coin flips for ties).
 
     A sort needs a strict verdict, so a tied duel is broken by a seeded coin flip — once, since
@@ -54,7 +52,7 @@ class JudgedComparator:
         self.played: dict[str, int] = {}
 
     def _ask(self, a: str, b: str) -> str:
-        duel = self.source.play(a, b, order=self.order, rng=self.rng, reuse=True)
+        duel = self.source.play(a, b, order=self.order, rng=self.rng)
         outcome = duel.outcome if duel.outcome != 0.5 else float(self.rng.random() < 0.5)
         for cid in (duel.a, duel.b):
             self.played[cid] = self.played.get(cid, 0) + 1

@@ -8,8 +8,7 @@ consistent judge). Pass p stops below those settled positions, so K passes cost
 (N−1) + (N−2) + … + (N−K) comparisons, and K ≥ N−1 passes are a full bubble sort.
 
 The comparator is :class:`~rankkit.strategies.heapsort.JudgedComparator`: no pair is asked twice
-(a pair met again in a later pass gets its remembered verdict), and judgments already in the
-shared match graph are reused.
+(a pair met again in a later pass gets its remembered verdict).
 
 **Score from rank.** The candidate at position i (1 = top) of the final list scores N − i. Unlike
 heapsort's leftovers, the positions below the settled top K are still an order the passes

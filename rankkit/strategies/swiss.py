@@ -178,7 +178,7 @@ class SwissStrategy(Strategy):
         elif self.aggregate == "grades":
             scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
         elif self.aggregate == "corrected":
-            scores = corrected_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
+            scores = corrected_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
         else:
             share = {cid: 0.5 if math.isnan(value) else value  # NaN: never played
                      for cid, value in win_rates(records, items=ids).items()}

@@ -46,19 +46,19 @@ def hand_results() -> dict:
                   "c": {"eliminated_round": 1, "played": 1, "grades": [1.0], "byes": 0, "rounds": 2},
                   "d": {"eliminated_round": None, "played": 2, "grades": [2.0, 2.0], "byes": 0, "rounds": 2}}
         ko_tasks.append({"task_id": task_id, "scores": ko_scores, "ranking": ranking_of(ko_scores), "champion": "d",
-                         "extras": extras, "comparisons": 3, "judge_calls": 3, "matches": ko_matches})
+                         "extras": extras, "cost": {"comparisons": 3, "judge_calls": 3}, "comparisons": ko_matches})
         pw_scores = {c: float(i + 1) for i, c in enumerate(IDS)}
         reverse = match("b", "a", "second" if task_id == "t3" else "first", 1)
         pw_tasks.append({"task_id": task_id, "scores": pw_scores, "ranking": ranking_of(pw_scores), "champion": None,
-                         "extras": {c: {"played": 1} for c in IDS}, "comparisons": 3, "judge_calls": 1,
-                         "matches": [match("a", "b", "second", 1), match("c", "d", "second", 1), reverse]})
+                         "extras": {c: {"played": 1} for c in IDS}, "cost": {"comparisons": 3, "judge_calls": 1},
+                         "comparisons": [match("a", "b", "second", 1), match("c", "d", "second", 1), reverse]})
         oracle_scores = dict(zip(IDS, map(float, HUMAN[task_id])))
         oracle_tasks.append({"task_id": task_id, "scores": oracle_scores, "ranking": ranking_of(oracle_scores),
-                             "champion": None, "extras": {}, "comparisons": 0, "judge_calls": 4, "matches": []})
+                             "champion": None, "extras": {}, "cost": {"grades": 4, "judge_calls": 4}, "comparisons": []})
     strategies = [
-        {"name": "ko", "strategy": "knockout", "params": {}, "comparisons": 9, "scores": 0, "judge_calls": 9, "tasks": ko_tasks},
-        {"name": "pw", "strategy": "pairwise", "params": {}, "comparisons": 9, "scores": 0, "judge_calls": 3, "tasks": pw_tasks},
-        {"name": "oracle", "strategy": "individual", "params": {}, "comparisons": 0, "scores": 12, "judge_calls": 12,
+        {"name": "ko", "strategy": "knockout", "params": {}, "comparisons": 9, "grades": 0, "judge_calls": 9, "tasks": ko_tasks},
+        {"name": "pw", "strategy": "pairwise", "params": {}, "comparisons": 9, "grades": 0, "judge_calls": 3, "tasks": pw_tasks},
+        {"name": "oracle", "strategy": "individual", "params": {}, "comparisons": 0, "grades": 12, "judge_calls": 12,
          "tasks": oracle_tasks},
     ]
     task_data = [{"task_id": t, "prompt": f"question {t}", "reference": None, "meta": META[t], "scale": [0.0, 4.0],

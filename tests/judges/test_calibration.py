@@ -19,6 +19,7 @@ from rankkit.judges.calibration import (
 )
 from rankkit.judges.llm import LLMJudge
 from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
 from tests.judges.test_llm import ScriptedEngine
@@ -56,14 +57,15 @@ def judge_all(judge: LLMJudge, tasks: list[Task], cache=None) -> tuple[list[tupl
     from rankkit.cache import NullCache
 
     cache = cache if cache is not None else NullCache()
-    judge.bind_cache(cache)
+    judge.bind_memo(JudgmentMemo(judge, cache))
     cost = Cost()
     out = []
     for task in tasks:
-        source = MatchSource(task, MatchGraph(task), judge, cache, cost)
+        source = MatchSource(task, judge.memo)
         pairs = ordered_pairs(task)
         for (first, second), judgment in zip(pairs, source.compare_many(pairs)):
             out.append((task, first, second, judgment))
+        cost.add(source.cost)
     return out, cost
 
 
@@ -119,7 +121,7 @@ def test_each_pair_is_read_once_per_order_and_raw_judgments_are_the_uncalibrated
         # A calibrated judge in a new process reuses the raw judgments for pairs it never judged.
         fresh_engine = ScriptedEngine(logprobs=biased_logprobs)
         fresh = LLMJudge(fresh_engine, mode="logprob", calibrate=True)
-        fresh.bind_cache(JudgmentCacheView(cache, hide=fresh.fingerprint))
+        fresh.bind_memo(JudgmentMemo(fresh, JudgmentCacheView(cache, hide=fresh.fingerprint)))
         task = tasks[0]
         judgment = fresh.compare(task, task.candidates[0], task.candidates[1])
         assert fresh_engine.prompts == [] and judgment.extras["calibration"]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rankkit.engine import as_store
+from rankkit.memo import JudgmentMemo
 from rankkit.judges import make_judge
 from rankkit.judges.base import Verdict, Grade
 from rankkit.judges.llm import LLMJudge
@@ -78,7 +78,8 @@ def tasks() -> list[Task]:
 def observed(judge: LLMJudge) -> dict[str, Any]:
     """Everything a run could see or store of this judge on the scripted requests."""
     cache = RecordingCache()
-    judge.bind_cache(cache)
+    memo = JudgmentMemo(judge, cache)
+    judge.bind_memo(memo)
     points, pairs = [], []
     for task in tasks():
         a, b, c = task.candidates
@@ -87,15 +88,9 @@ def observed(judge: LLMJudge) -> dict[str, Any]:
         pairs.extend([(task, a, b), (task, b, a), (task, c, a)])
     out: dict[str, Any] = {"fingerprint": judge.fingerprint,
                            "request_keys": [judge.request_key(*p) for p in pairs + points]}
-    # Through the store, as the match layer asks, so cache rows are what a run writes.
-    store = as_store(cache)
-    judged = store.fetch(judge.fingerprint, "pair", [judge.request_key(*p) for p in pairs],
-                         lambda idx: judge.compare_many([pairs[i] for i in idx]),
-                         Verdict.from_dict, Verdict.to_dict)
-    out["pairs"] = [j.to_dict() for j, _ in judged]
-    scored = store.fetch(judge.fingerprint, "point", [judge.request_key(*p) for p in points],
-                             lambda idx: judge.grade_many([points[i] for i in idx]),
-                         Grade.from_dict, Grade.to_dict)
+    # Through the memo, as the match layer asks, so cache rows are what a run writes.
+    out["pairs"] = [j.to_dict() for j, _ in memo.verdicts(pairs)]
+    scored = memo.grades(points)
     out["points"] = [j.to_dict() for j, _ in scored]
     out["rows"] = sorted([key, *row] for key, row in cache.rows.items())
     return out

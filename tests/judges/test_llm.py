@@ -21,6 +21,7 @@ from rankkit.judges.llm import (
     split_llm_options,
 )
 from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.specs import SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 
@@ -157,7 +158,8 @@ def test_failures_are_counted_by_the_match_layer():
     engine = ScriptedEngine(reply=lambda p, s: "no verdict")
     t = task()
     cost = Cost()
-    source = MatchSource(t, MatchGraph(t), LLMJudge(engine), _null_cache(), cost)
+    source = MatchSource(t, JudgmentMemo(LLMJudge(engine), _null_cache()))
+    cost = source.cost
     source.compare_many([("c0", "c1"), ("c1", "c2")])
     assert cost.parse_failures == 2 and cost.judge_calls == 2
 
@@ -322,10 +324,10 @@ def test_judgments_stream_so_a_failing_batch_keeps_what_was_done(mode, cache_pat
     t = task(texts=("a one", "b two", "c three", "d four"))
     cache = JudgmentCache(cache_path)
     judge = LLMJudge(engine, mode=mode)
-    source = MatchSource(t, MatchGraph(t), judge, cache, Cost())
+    source = MatchSource(t, JudgmentMemo(judge, cache))
     with pytest.raises(JudgeError):
         source.compare_many([("c0", "c1"), ("c2", "c3"), ("c1", "c2")])
-    stored = [cache.get(judge.fingerprint, "pair", judge.request_key(t, t.candidate(a), t.candidate(b)))
+    stored = [cache.get(judge.fingerprint, "verdict", judge.request_key(t, t.candidate(a), t.candidate(b)))
               for a, b in (("c0", "c1"), ("c2", "c3"), ("c1", "c2"))]
     # generate/logprob produce one judgment per engine result; loglik needs two answers per judgment
     assert sum(s is not None for s in stored) == (1 if mode == "loglik" else 2)
@@ -377,12 +379,12 @@ def test_the_constructor_only_stores_the_template_and_the_spec_reads_it(tmp_path
         make_judge("openai:m,base_url=http://127.0.0.1:9/v1,template=no-such-template")
 
 
-def test_close_closes_the_engine_and_bind_cache_keeps_it():
+def test_close_closes_the_engine_and_bind_memo_keeps_it():
     engine = ScriptedEngine()
     judge = LLMJudge(engine)
     cache = NullCache()
-    judge.bind_cache(cache)
-    assert judge.cache.cache is cache  # kept in the judge's store
+    judge.bind_memo(JudgmentMemo(judge, cache))
+    assert judge.memo.cache is cache  # kept in the judge's memo
     with judge:
         pass
     assert engine.closed
@@ -463,7 +465,7 @@ def test_concurrent_prepair_calls_generate_each_analysis_once():
     a, b, c = t.candidates
     first, second = run_two_overlapping(engine, lambda: dict(judge.compare_many([(t, a, b), (t, b, c)])),
                                         lambda: dict(judge.compare_many([(t, c, a), (t, b, a)])),
-                                        judge.cache)
+                                        judge.memo)
     assert len(first) == 2 and len(second) == 2
     assert judge.analyses.stats["generated"] == 3  # a, b, c: once each, not once per caller
     charged = sum(j.usage.get("analyses", 0) for results in (first, second) for j in results.values())
@@ -476,7 +478,7 @@ def test_concurrent_calibrated_calls_ask_each_order_once():
     t = task()
     a, b, _ = t.candidates
     first, second = run_two_overlapping(engine, lambda: judge.compare(t, a, b), lambda: judge.compare(t, b, a),
-                                        judge.cache)
+                                        judge.memo)
     assert len(engine.prompts) == 2  # (a, b) and (b, a), each asked once
     assert first.probability == pytest.approx(1 - second.probability)
 

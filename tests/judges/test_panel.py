@@ -18,6 +18,7 @@ from rankkit.judges.panel import (
     split_panel_spec,
 )
 from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.specs import SpecError
 from tests.helpers import CountingJudge, make_task
 
@@ -131,21 +132,23 @@ def test_member_votes_are_cached_under_the_members_fingerprints(task, cache_path
     members = [CountingJudge(make_judge(f"sim:preset={p}")) for p in ("gpt4", "chatgpt", "falcon")]
     cache = JudgmentCache(cache_path)
     panel = PanelJudge(members, threshold=0.5)
-    panel.bind_cache(cache)
+    panel.bind_memo(JudgmentMemo(panel, cache))
     cost = Cost()
-    source = MatchSource(task, MatchGraph(task), panel, cache, cost)
+    source = MatchSource(task, JudgmentMemo(panel, cache))
+    cost = source.cost
     pairs = [("c0", "c1"), ("c0", "c2"), ("c1", "c2")]
     source.compare_many(pairs)
     assert [m.calls for m in members] == [6, 6, 6] and cost.judge_calls == 3
     # Another threshold is another panel fingerprint, but re-aggregates the cached votes for free.
     stricter = PanelJudge(members, threshold=1.0)
-    stricter.bind_cache(cache)
+    stricter.bind_memo(JudgmentMemo(stricter, cache))
     assert stricter.fingerprint != panel.fingerprint
-    MatchSource(task, MatchGraph(task), stricter, cache, Cost()).compare_many(pairs)
+    MatchSource(task, stricter.memo).compare_many(pairs)
     assert [m.calls for m in members] == [6, 6, 6]
     # A single-judge run of a member reuses the panel's votes (same key as the match layer's).
-    alone = Cost()
-    MatchSource(task, MatchGraph(task), members[0], cache, alone).compare_many(pairs + [(b, a) for a, b in pairs])
+    alone_source = MatchSource(task, JudgmentMemo(members[0], cache))
+    alone_source.compare_many(pairs + [(b, a) for a, b in pairs])
+    alone = alone_source.cost
     assert alone.judge_calls == 0 and alone.cache_hits == 6
     cache.close()
 

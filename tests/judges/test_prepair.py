@@ -11,6 +11,7 @@ from rankkit.judges.base import ParseStatus, Winner
 from rankkit.judges.llm import LLMJudge, split_llm_options
 from rankkit.judges.prepair import EMPTY_ANALYSIS, prepair_templates
 from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError, parse_spec
 from rankkit.strategies.base import make_strategy
@@ -50,7 +51,8 @@ def test_exactly_one_analysis_per_candidate_over_every_ordered_pair_in_several_b
     judge = LLMJudge(engine, prepair=True)
     task = four_answers()
     cost = Cost()
-    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost)
+    source = MatchSource(task, JudgmentMemo(judge, NullCache()))
+    cost = source.cost
     pairs = all_ordered_pairs(task)
     for start in range(0, len(pairs), 5):  # three batches, each re-using earlier answers
         source.compare_many(pairs[start:start + 5])
@@ -61,7 +63,8 @@ def test_exactly_one_analysis_per_candidate_over_every_ordered_pair_in_several_b
     assert cost.analyses == 4 and cost.judge_calls == 12
     assert judge.analyses.stats["generated"] == 4
     # The decision saw both analyses, and the reply built on them.
-    for first, second, judgment in source.graph.comparisons():
+    for comparison in source.comparisons:
+        first, judgment = comparison.first, comparison.verdict
         assert judgment.status is ParseStatus.OK
         best_first = first == "c0"
         assert judgment.winner is (Winner.FIRST if best_first else Winner.SECOND)
@@ -88,7 +91,7 @@ def test_the_persistent_cache_keeps_analyses_across_judges_and_decision_modes(tm
     with JudgmentCache(tmp_path / "cache.sqlite") as cache:
         first_engine = ScriptedEngine(reply=analysing_reply)
         first = LLMJudge(first_engine, prepair=True)
-        first.bind_cache(cache)
+        first.bind_memo(JudgmentMemo(first, cache))
         list(first.compare_many([(task, task.candidates[0], task.candidates[1])]))
         assert len(analysis_prompts(first_engine)) == 2
 
@@ -96,7 +99,7 @@ def test_the_persistent_cache_keeps_analyses_across_judges_and_decision_modes(tm
         logprob_engine = ScriptedEngine(reply=analysing_reply, logprobs=lambda prompt, prefix: {"1": -0.1, "2": -2.5})
         second = LLMJudge(logprob_engine, mode="logprob", prepair=True)
         assert second.fingerprint != first.fingerprint
-        second.bind_cache(cache)
+        second.bind_memo(JudgmentMemo(second, cache))
         judgments = dict(second.compare_many([(task, task.candidates[0], task.candidates[1]),
                                               (task, task.candidates[2], task.candidates[0])]))
         assert len(analysis_prompts(logprob_engine)) == 1  # only candidate 2 is new
@@ -107,7 +110,7 @@ def test_the_persistent_cache_keeps_analyses_across_judges_and_decision_modes(tm
         # Other analysis decoding = other analyses.
         longer_engine = ScriptedEngine(reply=analysing_reply)
         longer = LLMJudge(longer_engine, prepair=True, analysis_max_new_tokens=64)
-        longer.bind_cache(cache)
+        longer.bind_memo(JudgmentMemo(longer, cache))
         list(longer.compare_many([(task, task.candidates[0], task.candidates[1])]))
         assert len(analysis_prompts(longer_engine)) == 2
 

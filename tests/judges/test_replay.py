@@ -14,8 +14,9 @@ from rankkit.cli import main
 from rankkit.judge_report import judge_report
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError, ParseStatus, Winner
-from rankkit.judges.replay import ReplayJudge, load_recorded, record_grid, rows_from_graphs, write_judgments
+from rankkit.judges.replay import ReplayJudge, load_recorded, record_grid, rows_from_results, write_judgments
 from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
@@ -91,7 +92,8 @@ def test_misses_are_counted_as_failures_in_the_run_cost(recording):
     three = make_task([2.0, 1.0, 0.0], task_id="t1")  # c2 never appears in the recording
     judge = ReplayJudge(recording, judge="J", on_miss="tie")
     cost = Cost()
-    source = MatchSource(three, MatchGraph(three), judge, NullCache(), cost)
+    source = MatchSource(three, JudgmentMemo(judge, NullCache()))
+    cost = source.cost
     source.compare_many([("c0", "c1"), ("c1", "c0"), ("c0", "c2"), ("c2", "c1")])
     assert cost.parse_failures == 2 and cost.judge_calls == 4
     assert judge.misses["unrecorded"] == 2 and judge.hits == 2
@@ -161,11 +163,11 @@ def test_record_once_replay_any_strategy(tmp_path):
         assert b.cost.parse_failures == 0
 
 
-def test_export_from_a_runs_graphs_and_from_its_results_json(tmp_path):
+def test_export_from_a_run_and_from_its_results_json(tmp_path):
     tasks = load_tasks(SAMPLE_DATA)
     judge = perfect_judge()
     result = run(tasks, [make_strategy("knockout")], judge, progress=False)
-    rows = rows_from_graphs(result.graphs, judge.fingerprint, "perfect", "knockout")
+    rows = rows_from_results(result, "perfect", "knockout")
     assert len(rows) == result.strategies[0].cost.comparisons == sum(len(t.candidates) - 1 for t in tasks)
     results_json = tmp_path / "run.json"
     results_json.write_text(json.dumps(result.to_dict()))

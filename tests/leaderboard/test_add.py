@@ -66,12 +66,14 @@ def test_adding_reuses_stored_judgments(noisy_tasks, cache_path):
     assert first.placement["judge_calls"] > 0
     assert again.placement["judge_calls"] == 0
     assert again.names == first.names
-    # within one run the shared match graphs serve the same purpose
-    graphs: dict[str, MatchGraph] = {}
-    full = arena(noisy_tasks, judge, graphs=graphs, resamples=0)
-    seven = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], graphs=graphs, resamples=0)
-    assert seven.cost.shared_hits > 0
-    added = add_system(seven, noisy_tasks, judge, "s4", "anchored", graphs=graphs, resamples=0)
+    # one cache file serves several leaderboards the same way
+    with JudgmentCache(cache_path) as cache:
+        full = arena(noisy_tasks, judge, cache=cache, resamples=0)
+        seven = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], cache=cache, resamples=0)
+        # Seven systems make other tasks (the simulator reads each task's human-score spread),
+        # so nothing may be served from the eight-system run: requests are keyed by content.
+        assert seven.cost.cache_hits == 0
+        added = add_system(seven, noisy_tasks, judge, "s4", "anchored", cache=cache, resamples=0)
     assert added.placement["judge_calls"] < added.placement["matches"]
     assert full.cost.judge_calls > 0
     with pytest.raises(LeaderboardError, match="already"):

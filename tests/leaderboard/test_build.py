@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from rankkit.judges import make_judge
+from tests.helpers import CountingJudge
 from rankkit.leaderboard import (
     LeaderboardError,
     anchored,
@@ -73,9 +74,9 @@ def test_anchored_is_win_rate_against_the_anchor(system_level_tasks):
 def test_anchored_shows_the_anchor_in_both_slots(system_level_tasks):
     board = anchored(system_level_tasks, make_judge(PERFECT), "s3", resamples=0)
     assert board.cost.comparisons == 30 * 7
-    graphs: dict[str, MatchGraph] = {}
-    anchored(system_level_tasks, make_judge(PERFECT), "s3", resamples=0, graphs=graphs)
-    firsts = [first for g in graphs.values() for first, _, _ in g.comparisons()]
+    judge = CountingJudge(make_judge(PERFECT))
+    anchored(system_level_tasks, judge, "s3", resamples=0)
+    firsts = judge.shown_first
     assert 0.3 < firsts.count("c03") / len(firsts) < 0.7
 
 

@@ -164,7 +164,7 @@ def test_no_pair_is_played_twice(debias):
     task = make_task([float(i % 4) for i in range(10)])
     _, _, source = rank_once(task, ActiveStrategy(budget=4.0, debias=debias, batch=2, settle=False),
                              SimulatedJudge(accuracy=0.6, seed=2))
-    unordered = Counter(frozenset((m.first, m.second)) for m in source.matches)
+    unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
     assert set(unordered.values()) == {2 if debias else 1}
 
 
@@ -172,9 +172,9 @@ def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
     task = distinct_scores_task(5, n=8)
     _, _, source = rank_once(task, ActiveStrategy(comparisons=14, batch=4, settle=False),
                              SimulatedJudge(accuracy=0.9, seed=1), seed=2)
-    per_step = Counter(m.round for m in source.matches)
+    per_step = Counter(m.round for m in source.comparisons)
     assert [per_step[step] for step in sorted(per_step)] == [4, 4, 4, 2]
-    first = [m for m in source.matches if m.round == 1]
+    first = [m for m in source.comparisons if m.round == 1]
     assert len({c for m in first for c in (m.first, m.second)}) == 8  # no prior information: spread out
 
 
@@ -182,7 +182,7 @@ def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
     ranking, _, source = rank_once(task, ActiveStrategy(budget=2.0, aggregate="grades", settle=False),
                                    SimulatedJudge(accuracy=0.8, noise=0.3, seed=5))
-    for cid, values in grades_received(task, source.matches).items():
+    for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
 
 
@@ -193,7 +193,7 @@ def test_same_seed_same_result_other_seed_other_matches(criterion):
 
     def play(seed):
         ranking, _, source = rank_once(task, ActiveStrategy(budget=2.0, criterion=criterion), judge, seed)
-        return ranking.scores, [(m.first, m.second, m.round) for m in source.matches]
+        return ranking.scores, [(m.first, m.second, m.round) for m in source.comparisons]
 
     assert play(1) == play(1)
     assert play(1)[1] != play(2)[1]

@@ -30,9 +30,9 @@ def test_a_perfect_judge_costs_2n_minus_2_and_ranks_by_the_humans(n, debias):
     duels = sum(extra["played"] for extra in ranking.extras.values()) // 2
     assert duels == 2 * n - 2
     assert score_order(ranking) == human_order(task)  # noiseless grades are the human scores
-    assert cost.comparisons == len(source.matches)
+    assert cost.comparisons == len(source.comparisons)
     if debias:  # a debiased rematch repeats judgments already made, at no cost
-        assert cost.comparisons == 2 * len({frozenset((m.first, m.second)) for m in source.matches})
+        assert cost.comparisons == 2 * len({frozenset((m.first, m.second)) for m in source.comparisons})
         assert cost.comparisons <= 2 * duels
     else:  # a single-order rematch is shown the other way round: a new judgment
         assert cost.comparisons == duels
@@ -51,7 +51,7 @@ def test_every_answer_but_the_champion_leaves_with_two_losses_and_a_reset_costs_
         assert duels == sum(losses.values()) == 2 * 9 - 2 + losses[ranking.champion]  # one loss per duel
         # Each judgment is paid once; only a third meeting of a pair (a reset final between two
         # that already met both ways) repeats one.
-        assert cost.comparisons == len(source.matches) == len({(m.first, m.second) for m in source.matches})
+        assert cost.comparisons == len(source.comparisons) == len({(m.first, m.second) for m in source.comparisons})
         assert duels - 1 <= cost.comparisons <= duels
         seen_reset |= losses[ranking.champion] == 1
     assert seen_reset
@@ -91,7 +91,7 @@ def test_aggregates_and_determinism(sample_tasks):
     again = run(sample_tasks, [make_strategy(s) for s in specs], judge, seed=2, progress=False)
     other = run(sample_tasks, [make_strategy(s) for s in specs], judge, seed=3, progress=False)
     assert [t.scores for s in first.strategies for t in s.tasks] == [t.scores for s in again.strategies for t in s.tasks]
-    assert [t.matches for t in first.strategies[0].tasks] != [t.matches for t in other.strategies[0].tasks]
+    assert [t.comparisons for t in first.strategies[0].tasks] != [t.comparisons for t in other.strategies[0].tasks]
     # The three aggregates read the same bracket: only the first paid for it.
     assert first.strategies[1].cost.judge_calls == first.strategies[2].cost.judge_calls == 0
     with pytest.raises(SpecError, match="aggregate must be one of"):

@@ -50,7 +50,7 @@ def test_perfect_judge_crowns_the_human_best():
 def test_final_score_is_the_mean_of_received_grades():
     task = make_task([float(i) for i in range(6)])
     ranking, _, source = rank_once(task, KnockoutStrategy(), SimulatedJudge(accuracy=0.8, noise=0.3))
-    for cid, values in grades_received(task, source.matches).items():
+    for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
         assert ranking.extras[cid]["grades"] == pytest.approx(values)
 
@@ -59,11 +59,11 @@ def test_winner_advances_by_higher_score():
     task = make_task([float(i) for i in range(8)])
     ranking, _, source = rank_once(task, KnockoutStrategy(), SimulatedJudge(accuracy=0.6, noise=1.0, seed=2))
     by_round = {}
-    for match in source.matches:
+    for match in source.comparisons:
         by_round.setdefault(match.round, []).append(match)
     for round_number, matches in by_round.items():
         for match in matches:
-            j = match.judgment
+            j = match.verdict
             loser = match.second if j.first_grade > j.second_grade else match.first
             assert ranking.extras[loser]["eliminated_round"] == round_number
 
@@ -74,7 +74,7 @@ def test_same_seed_same_brackets_other_seed_other_brackets():
 
     def brackets(seed):
         result = run(tasks, [KnockoutStrategy()], judge, seed=seed, progress=False)
-        return [[(m.first, m.second, m.round) for m in t.matches] for t in result.strategies[0].tasks], \
+        return [[(m.first, m.second, m.round) for m in t.comparisons] for t in result.strategies[0].tasks], \
             [t.scores for t in result.strategies[0].tasks]
 
     assert brackets(0) == brackets(0)
@@ -94,9 +94,9 @@ def test_tie_rules():
             return Verdict(first_grade=1.0, second_grade=1.0, winner=Winner.TIE)
 
     first_rule, _, src = rank_once(task, KnockoutStrategy(tie="first"), TieJudge())
-    assert first_rule.champion == src.matches[0].first
+    assert first_rule.champion == src.comparisons[0].first
     second_rule, _, src = rank_once(task, KnockoutStrategy(tie="second"), TieJudge())
-    assert second_rule.champion == src.matches[0].second
+    assert second_rule.champion == src.comparisons[0].second
     champions = {rank_once(task, KnockoutStrategy(), TieJudge(), seed)[0].champion for seed in range(20)}
     assert champions == {"c0", "c1"}
     with pytest.raises(SpecError):

@@ -73,8 +73,8 @@ def _summary(result) -> dict[str, Any]:
         out[strategy_run.name] = [
             {"task": t.task_id, "scores": t.scores, "ranking": t.ranking, "champion": t.champion,
              "extras": t.extras, "comparisons": t.cost.comparisons,
-             "matches": [[m.first, m.second, m.round, m.judgment.first_grade, m.judgment.second_grade,
-                          m.judgment.winner.value] for m in t.matches]}
+             "matches": [[m.first, m.second, m.round, m.verdict.first_grade, m.verdict.second_grade,
+                          m.verdict.winner.value] for m in t.comparisons]}
             for t in strategy_run.tasks]
     return _plain(json.loads(json.dumps(_plain(out))))
 

@@ -11,6 +11,7 @@ from rankkit.cache import NullCache
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge, Verdict, Winner
 from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
@@ -27,7 +28,8 @@ class AlwaysTie(Judge):
 
 def rank_once(task, strategy, judge, seed=0):
     cost = Cost()
-    source = MatchSource(task, MatchGraph(task), judge, NullCache(), cost, strategy.label)
+    source = MatchSource(task, JudgmentMemo(judge, NullCache()), strategy.label)
+    cost = source.cost
     return strategy.rank(task, source, random.Random(seed)), cost, source
 
 
@@ -52,9 +54,9 @@ def test_sequential_updates_follow_the_poster_formula():
     task = make_task([3.0, 2.0, 1.0, 0.0])
     ranking, _, source = rank_once(task, PanelEloStrategy(k=20), perfect_judge())
     ratings = {cid: 1000.0 for cid in task.candidate_ids}
-    for match in source.matches:
+    for match in source.comparisons:
         a, b = match.first, match.second
-        s = {Winner.FIRST: 1.0, Winner.SECOND: 0.0, Winner.TIE: 0.5}[match.judgment.winner]
+        s = {Winner.FIRST: 1.0, Winner.SECOND: 0.0, Winner.TIE: 0.5}[match.verdict.winner]
         e = 1 / (1 + 10 ** ((ratings[b] - ratings[a]) / 400))
         ratings[a], ratings[b] = ratings[a] + 20 * (s - e), ratings[b] - 20 * (s - e)
     assert ranking.scores == pytest.approx(ratings)
@@ -65,7 +67,7 @@ def test_every_pair_is_decided_once_and_a_perfect_judge_gives_the_human_order(n)
     task = make_task([float(i) for i in range(n)])
     ranking, cost, source = rank_once(task, PanelEloStrategy(), perfect_judge())
     assert cost.comparisons == n * (n - 1) // 2
-    assert {frozenset((m.first, m.second)) for m in source.matches} == {
+    assert {frozenset((m.first, m.second)) for m in source.comparisons} == {
         frozenset(p) for p in combinations(task.candidate_ids, 2)}
     assert ranking.ordered(task.candidate_ids) == [f"c{i}" for i in reversed(range(n))]
 

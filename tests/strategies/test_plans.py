@@ -27,7 +27,7 @@ SPECS = ["individual", "pairwise", "pairwise:debias=true", "knockout", "knockout
 
 
 def used(source) -> tuple[set[tuple[str, str]], set[str]]:
-    return {(m.first, m.second) for m in source.matches}, set(source._used_points)
+    return {(m.first, m.second) for m in source.comparisons}, set(source._used_points)
 
 
 @pytest.mark.parametrize("spec", SPECS)

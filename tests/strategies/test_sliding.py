@@ -39,7 +39,7 @@ def test_k_passes_settle_the_top_k_within_budget():
     budget = sum(n - 1 - p for p in range(k))  # pass p stops below the p settled positions
     for task, task_result in zip(data, strategy.tasks):
         assert task_result.ranking[:k] == human_order(task)[:k]
-        assert len(task_result.matches) <= budget
+        assert len(task_result.comparisons) <= budget
         settled = [cid for cid in task_result.ranking if task_result.extras[cid]["settled"]]
         assert settled == task_result.ranking[:k]
     unordered = [(task_id, frozenset((a, b))) for task_id, a, b in judge.asked]
@@ -52,7 +52,7 @@ def test_one_pass_carries_the_best_to_the_top():
     result = run(data, [make_strategy("sliding:passes=1")], make_judge(PERFECT), progress=False)
     for task, task_result in zip(data, result.strategies[0].tasks):
         assert task_result.champion == human_order(task)[0]
-        assert len({frozenset((m.first, m.second)) for m in task_result.matches}) == 7
+        assert len({frozenset((m.first, m.second)) for m in task_result.comparisons}) == 7
 
 
 def test_bad_parameters_are_rejected():

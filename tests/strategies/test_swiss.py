@@ -69,18 +69,18 @@ def test_absolute_comparisons_override_the_per_candidate_budget(comparisons):
 def test_no_pair_is_played_twice(debias):
     task = make_task([float(i % 5) for i in range(11)])  # human ties too
     _, _, source = rank_once(task, SwissStrategy(budget=4.0, debias=debias), SimulatedJudge(accuracy=0.6, seed=2))
-    unordered = Counter(frozenset((m.first, m.second)) for m in source.matches)
+    unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
     assert set(unordered.values()) == {2 if debias else 1}
-    ordered = Counter((m.first, m.second) for m in source.matches)
+    ordered = Counter((m.first, m.second) for m in source.comparisons)
     assert set(ordered.values()) == {1}
 
 
 def test_round_one_pairs_everyone_and_round_two_pairs_equal_points():
     task = distinct_scores_task(7, n=8)
     _, _, source = rank_once(task, SwissStrategy(comparisons=8), perfect_judge(), seed=4)
-    rounds = {r: [m for m in source.matches if m.round == r] for r in (1, 2)}
+    rounds = {r: [m for m in source.comparisons if m.round == r] for r in (1, 2)}
     assert len(rounds[1]) == 4 and len({c for m in rounds[1] for c in (m.first, m.second)}) == 8
-    winners = {m.first if m.judgment.first_grade > m.judgment.second_grade else m.second for m in rounds[1]}
+    winners = {m.first if m.verdict.first_grade > m.verdict.second_grade else m.second for m in rounds[1]}
     # Round 2: winners meet winners, losers meet losers (equal points, none met before).
     for match in rounds[2]:
         assert (match.first in winners) == (match.second in winners)
@@ -143,7 +143,7 @@ def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
     ranking, _, source = rank_once(task, SwissStrategy(budget=2.0, aggregate="grades"),
                                    SimulatedJudge(accuracy=0.8, noise=0.3, seed=5))
-    for cid, values in grades_received(task, source.matches).items():
+    for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
 
 
@@ -153,7 +153,7 @@ def test_same_seed_same_result_other_seed_other_matches():
 
     def play(seed):
         ranking, _, source = rank_once(task, SwissStrategy(budget=2.0), judge, seed)
-        return ranking.scores, [(m.first, m.second, m.round) for m in source.matches]
+        return ranking.scores, [(m.first, m.second, m.round) for m in source.comparisons]
 
     assert play(1) == play(1)
     assert play(1)[1] != play(2)[1]
@@ -179,7 +179,7 @@ def test_runs_in_the_runner_and_reports_cost(sample_tasks):
         n = len(task.candidates)
         assert one.cost.comparisons == min(2 * n, n * (n - 1) // 2)
         assert both.cost.comparisons == 2 * min(n, n * (n - 1) // 2)
-        assert len(one.matches) == one.cost.comparisons
+        assert len(one.comparisons) == one.cost.comparisons
     assert single.metrics["task_spearman"] > 0.3
 
 

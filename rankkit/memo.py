@@ -1,0 +1,250 @@
+"""The judgment memo: the one place a judgment is asked for — memory, then the cache, then the judge.
+
+Every judgment of a run is looked up here under its **row key**: the judge's fingerprint, the
+kind of judgment, and the judge's complete request key (what the judge sees: prompt, reference,
+scale, metadata and the candidates' texts *in presentation order*; see
+:meth:`rankkit.judges.base.Judge.request_key`). For a batch of requests the memo
+
+1. serves every request it already answered in this run (memory),
+2. serves every request the persistent cache holds (a failed judgment in the cache is not
+   served: a rerun asks it again),
+3. waits for requests another thread is already asking (one request per key in flight, so two
+   tasks or strategies that need the same judgment pay for it once),
+4. asks the judge for the rest in one batch, storing each answer in memory and in the cache the
+   moment it arrives (a judge that fails half-way loses nothing already paid for).
+
+Two callers share a judgment exactly when they make the same request. A judgment in the other
+presentation order is a different request and is never substituted. Nothing else is looked up,
+so what a strategy is given never depends on what other strategies asked before it: only *where*
+an answer came from (:class:`Origin`) does, and that is what the run's cost columns count.
+
+The judge is asked directly, or, when tasks run concurrently, through a
+:class:`~rankkit.engine.Dispatcher` that feeds it from every worker thread (see
+:mod:`rankkit.engine`).
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from concurrent.futures import Future
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+
+from rankkit.cache import JudgmentCache, NullCache, is_failed, judgment_key
+
+if TYPE_CHECKING:  # judges.base imports tasks only; kept lazy so `import rankkit.memo` stays small
+    from rankkit.engine import Dispatcher
+    from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, Judge, Verdict
+
+J = TypeVar("J")
+
+#: Asks a judge for the requests at the given indices; yields ``(position, judgment)`` as each is
+#: ready, ``position`` indexing the list of indices it was given.
+Ask = Callable[[list[int]], Iterator[tuple[int, Any]]]
+
+#: The cache's kind for a pairwise verdict and for a single-answer grade.
+VERDICT_KIND = "verdict"
+GRADE_KIND = "grade"
+
+
+class Origin(str, enum.Enum):
+    """Where a judgment came from.
+
+    ``JUDGE``: asked now, and paid for; ``CACHE``: the persistent cache; ``MEMORY``: answered
+    earlier in this run (for another strategy, task or thread, or earlier in the same batch).
+    """
+
+    JUDGE = "judge"
+    CACHE = "cache"
+    MEMORY = "memory"
+
+
+class JudgmentMemo:
+    """Memory → cache → judge lookup of judgments, keyed by content (see the module docstring).
+
+    Parameters
+    ----------
+    judge:
+        The run's judge: :meth:`verdicts` and :meth:`grades` ask it by default (None for a memo
+        used only through :meth:`fetch`).
+    cache:
+        A :class:`~rankkit.cache.JudgmentCache`, or None for no persistent cache.
+    dispatcher:
+        The run's :class:`~rankkit.engine.Dispatcher` when tasks run concurrently; None asks the
+        judge from the calling thread.
+    flush_seconds:
+        Commit buffered cache writes after a judge batch once this long has passed since the
+        last commit, so a killed run loses at most this much paid-for work.
+
+    Example
+    -------
+    >>> from rankkit.judges import make_judge
+    >>> from rankkit.tasks import Candidate, Task
+    >>> task = Task("t", "2+2?", (Candidate("a", "4", human={"score": 1.0}),
+    ...                           Candidate("b", "5", human={"score": 0.0})), scale=(0.0, 1.0))
+    >>> memo = JudgmentMemo(make_judge("sim:preset=gpt4"))
+    >>> [origin.value for _, origin in memo.verdicts([(task, *task.candidates)] * 2)]
+    ['judge', 'memory']
+    >>> memo.verdicts([(task, *task.candidates)])[0][1].value
+    'memory'
+    """
+
+    def __init__(self, judge: "Judge | None" = None, cache: JudgmentCache | NullCache | None = None,
+                 dispatcher: "Dispatcher | None" = None, flush_seconds: float = 0.1):
+        self.judge = judge
+        self.cache = cache if cache is not None else NullCache()
+        self.dispatcher = dispatcher
+        self.flush_seconds = flush_seconds
+        self._lock = threading.Lock()
+        self._memory: dict[str, Any] = {}
+        self._in_flight: dict[str, Future] = {}
+        self._flushed = time.monotonic()
+        self._waiting = 0
+
+    @property
+    def waiting(self) -> int:
+        """How many callers are waiting now for judgments another caller is asking for."""
+        with self._lock:
+            return self._waiting
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """The judge's fingerprint, computed once (it is a JSON dump of the judge's identity) and
+        only when first needed (an LLM judge's identity may need its model's)."""
+        return self.judge.fingerprint if self.judge is not None else ""
+
+    # -- typed entry points -------------------------------------------------------------------
+    def verdicts(self, requests: Sequence["ComparisonRequest"], judge: "Judge | None" = None
+                 ) -> list[tuple["Verdict", Origin]]:
+        """The verdict on every ``(task, first, second)`` request, in order, with its origin.
+
+        judge: whose verdicts (default: the memo's judge). A judge built on other judges (a
+            panel, a calibrated judge) asks for its members' verdicts here, under their own
+            fingerprints, straight from the calling thread.
+        """
+        from rankkit.judges.base import Verdict
+
+        return self._ask_judge(requests, judge, VERDICT_KIND, Verdict, "compare_many")
+
+    def grades(self, requests: Sequence["GradeRequest"], judge: "Judge | None" = None
+               ) -> list[tuple["Grade", Origin]]:
+        """The grade of every ``(task, candidate)`` request, in order, with its origin."""
+        from rankkit.judges.base import Grade
+
+        return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
+
+    def _ask_judge(self, requests: Sequence[tuple[Any, ...]], judge: "Judge | None", kind: str,
+                   judgment_type: Any, method: str) -> list[tuple[Any, Origin]]:
+        own = judge is None or judge is self.judge
+        judge = self.judge if judge is None else judge
+        call = getattr(judge, method)
+        keys = [judge.request_key(*request) for request in requests]
+
+        def ask(indices: list[int]) -> Iterator[tuple[int, Any]]:
+            batch = [requests[i] for i in indices]
+            if own and self.dispatcher is not None:
+                return self.dispatcher.judge_many(call, batch)
+            return call(batch)
+
+        fingerprint = self.fingerprint if own else judge.fingerprint
+        return self.fetch(fingerprint, kind, keys, ask, judgment_type.from_dict, judgment_type.to_dict)
+
+    # -- any kind of judgment -----------------------------------------------------------------
+    def fetch(self, fingerprint: str, kind: str, keys: Sequence[Sequence[Any]], ask: Ask,
+              decode: Callable[[dict[str, Any]], J], encode: Callable[[J], dict[str, Any]]
+              ) -> list[tuple[J, Origin]]:
+        """The judgment of every request, in order, with where it came from.
+
+        Parameters
+        ----------
+        fingerprint, kind:
+            The judge's fingerprint and the kind of judgment (``"verdict"``, ``"grade"``, or a
+            judge's own kind, e.g. PREPAIR's per-answer analyses).
+        keys:
+            Each request's key (the judge's ``request_key``); equal keys are one request.
+        ask:
+            Asks the judge for the requests at the given indices of ``keys``.
+        decode, encode:
+            Between a judgment and its cached JSON payload.
+
+        Returns
+        -------
+        ``(judgment, origin)`` per key. A key repeated in ``keys`` is one request: its first
+        position carries the origin, the later ones :attr:`Origin.MEMORY`.
+        """
+        rows = [judgment_key(fingerprint, kind, key) for key in keys]
+        first_index: dict[str, int] = {}
+        for index, row in enumerate(rows):
+            first_index.setdefault(row, index)
+        found: dict[str, tuple[J, Origin]] = {}
+        waiting: dict[str, Future] = {}
+        mine: dict[str, Future] = {}
+        with self._lock:  # look up and claim atomically, so no key is asked twice
+            lookup = []
+            for row in first_index:
+                if row in self._memory:
+                    found[row] = (self._memory[row], Origin.MEMORY)
+                elif row in self._in_flight:
+                    waiting[row] = self._in_flight[row]
+                else:
+                    lookup.append(row)
+            for row, payload in zip(lookup, self.cache.get_keys(lookup)):
+                if payload is not None and not is_failed(payload):
+                    judgment = decode(payload)
+                    self._memory[row] = judgment
+                    found[row] = (judgment, Origin.CACHE)
+                else:
+                    mine[row] = self._in_flight[row] = Future()
+        if mine:
+            self._ask(fingerprint, kind, [first_index[row] for row in mine], rows, mine, ask, encode)
+            for row, future in mine.items():
+                found[row] = (future.result(), Origin.JUDGE)
+        if waiting:
+            with self._lock:
+                self._waiting += 1
+            try:
+                for row, future in waiting.items():
+                    found[row] = (future.result(), Origin.MEMORY)
+            finally:
+                with self._lock:
+                    self._waiting -= 1
+        out = []
+        for index, row in enumerate(rows):
+            judgment, origin = found[row]
+            out.append((judgment, origin if first_index[row] == index else Origin.MEMORY))
+        return out
+
+    def _ask(self, fingerprint: str, kind: str, indices: list[int], rows: list[str],
+             mine: dict[str, Future], ask: Ask, encode: Callable[[Any], dict[str, Any]]) -> None:
+        try:
+            for position, judgment in ask(indices):
+                row = rows[indices[position]]
+                self.cache.put_key(row, fingerprint, kind, encode(judgment))
+                with self._lock:
+                    self._memory[row] = judgment
+                    del self._in_flight[row]
+                mine[row].set_result(judgment)
+        except BaseException as error:
+            self._fail([row for row, future in mine.items() if not future.done()], mine, error)
+            raise
+        finally:
+            if time.monotonic() - self._flushed >= self.flush_seconds:
+                self.flush()
+        unanswered = [row for row, future in mine.items() if not future.done()]
+        if unanswered:  # a judge that yields fewer results than requests is a bug, not a hang
+            error = RuntimeError(f"judge answered {len(mine) - len(unanswered)} of {len(mine)} requests")
+            self._fail(unanswered, mine, error)
+            raise error
+
+    def _fail(self, rows: list[str], mine: dict[str, Future], error: BaseException) -> None:
+        with self._lock:
+            for row in rows:
+                self._in_flight.pop(row, None)
+                mine[row].set_exception(error)
+
+    def flush(self) -> None:
+        """Commit the cache's buffered writes."""
+        self._flushed = time.monotonic()
+        self.cache.flush()
