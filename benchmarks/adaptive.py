@@ -1,9 +1,9 @@
 """Adaptive match-making: Spearman against comparisons for ``swiss`` and ``active`` (issues 8, 16).
 
 The questions: can a strategy that chooses its comparisons reach the accuracy of all-pairs
-Bradley–Terry (``bt:debias=true``, N(N−1) judgments per task) with a quarter of its comparisons?
+Bradley–Terry (``bt:order=both``, N(N−1) judgments per task) with a quarter of its comparisons?
 And, at the cost of a debiased knockout (2(N − 1) comparisons), is it at least as good as
-``knockout:debias=true``? (Issue 16's goal P2, on tasks of N ≥ 16: the first for the gpt4 preset,
+``knockout:order=both``? (Issue 16's goal P2, on tasks of N ≥ 16: the first for the gpt4 preset,
 the second for the others.)
 
 For each N-way dataset (a ``--limit`` subset of its tasks; tasks are independent, so a subset is
@@ -19,7 +19,7 @@ tasks), which is what "within 0.01" is judged on.
 The adaptive strategies run at budgets that are fractions of the all-pairs debiased cost
 (``comparisons = f · N(N − 1)`` rounded), and at exactly a debiased knockout's cost 2(N − 1)
 (the fraction 2/N); ``active`` uses ``batch = N // 4`` (duels chosen per posterior update, about
-half a Swiss round), which keeps the benchmark fast. Without ``debias`` a variant plays single
+half a Swiss round), which keeps the benchmark fast. Without ``order=both`` a variant plays single
 judgments in a seeded random order, so a budget buys as many pairs as it has judgments; with it
 each duel is played in both orders and costs 2.
 
@@ -27,7 +27,7 @@ Rows marked † are not separate runs: the ``aggregate=grades`` variants' own ju
 with slot-corrected grade levels (:mod:`rankkit.strategies._graded`) — exactly what an
 ``aggregate=corrected`` option of ``swiss`` / ``active`` would give, since neither chooses its
 pairs from its aggregate. ``double_elimination`` (2N − 2 single-order duels, a debiased
-knockout's cost) is compared with ``knockout:debias=true`` at that cost.
+knockout's cost) is compared with ``knockout:order=both`` at that cost.
 
 The judges are the latent-perception presets (``sim:preset=P``, calibrated on LLMBar in both
 modes); ``--legacy`` runs the legacy simulator (``sim:model=legacy,preset=P``) instead.
@@ -69,17 +69,17 @@ DATASETS = [("usr_topicalchat", 8), ("wmt23_sxs_mqm_ende", 5), ("wmt21_mqm_ted_e
             ("arena_hard_v01_arena_elo", 3)]
 PRESETS = ["gpt4", "chatgpt", "falcon"]
 FRACTIONS = [0.1, 0.15, 0.25, 0.5]
-REFERENCE = "bt:debias=true"
-BASELINES = ["knockout", "knockout:debias=true", "heapsort"]
+REFERENCE = "bt:order=both"
+BASELINES = ["knockout", "knockout:order=both", "heapsort"]
 #: Fixed-cost strategies at about a debiased knockout's cost (2N − 2 single-order duels), compared
 #: with it in the equal-cost headline.
 FIXED = ["double_elimination", "double_elimination:aggregate=grades"]
 #: The adaptive variants; each runs at every budget fraction (``comparisons=`` is appended, and
 #: ``batch=`` for active: N // 4 pairs per posterior update, about half a Swiss round).
-ADAPTIVE = ["swiss", "swiss:aggregate=grades", "swiss:aggregate=grades,debias=true",
-            "active", "active:aggregate=grades", "active:aggregate=grades,debias=true"]
+ADAPTIVE = ["swiss", "swiss:aggregate=grades", "swiss:aggregate=grades,order=both",
+            "active", "active:aggregate=grades", "active:aggregate=grades,order=both"]
 #: The baseline every adaptive variant must match at its own cost (issue 16, P2).
-EQUAL_COST = "knockout:debias=true"
+EQUAL_COST = "knockout:order=both"
 #: Variants re-scored *post hoc* from the very judgments they used, with the slot-corrected grade
 #: levels of :mod:`rankkit.strategies._graded` (what an ``aggregate=corrected`` option of swiss and
 #: active would give: neither chooses its pairs from its aggregate, so the pairs are the same).
@@ -226,7 +226,7 @@ def plot(results: dict[str, tuple[int, dict[str, list[Row]]]], path: Path) -> No
             ref_mean, ref_low, ref_high = interval(reference.spearman)
             ref_cost = statistics.fmean(reference.comparisons)
             ax.axhspan(ref_low, ref_high, color="grey", alpha=0.15)
-            ax.axhline(ref_mean, color="black", lw=1, label="all-pairs bt:debias=true (N(N−1) comparisons)")
+            ax.axhline(ref_mean, color="black", lw=1, label="all-pairs bt:order=both (N(N−1) comparisons)")
             ax.axhline(ref_mean - TARGET_GAP, color="black", lw=0.8, ls=":", label="all-pairs − 0.01")
             ax.axvline(TARGET_FRACTION * ref_cost, color="grey", lw=0.8, ls="--", label="25% of all-pairs comparisons")
             for variant in VARIANTS:
@@ -272,7 +272,7 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
                "Δ = strategy − all-pairs BT, paired by seed, with its 95% interval.")
     out.append(f"* Reference: `{REFERENCE}` — all N(N−1) ordered pairs. Adaptive budgets: "
                f"{', '.join(f'{f:g}' for f in fractions)} × N(N−1) comparisons (`comparisons=` per task), and 2/N "
-               "(a debiased knockout's 2(N − 1)). Without `debias` a pair is judged once, in a seeded random order; "
+               "(a debiased knockout's 2(N − 1)). Without `order=both` a pair is judged once, in a seeded random order; "
                "`active` picks N // 4 pairs per posterior update (`batch=`).")
     out.append("")
     if args.legacy:

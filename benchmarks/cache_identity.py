@@ -23,7 +23,7 @@ from rankkit.tasks import SAMPLE_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
-STRATEGIES = ["knockout:debias=true", "bt", "individual", "heapsort", "swiss"]
+STRATEGIES = ["knockout:order=both", "bt", "individual", "heapsort", "swiss"]
 
 
 def decisions(result) -> list:

@@ -37,14 +37,16 @@ METRICS = ("task_spearman", "pearson", "pairwise_accuracy", "top1_accuracy")
 
 
 def default_specs() -> list[str]:
-    """Every registered strategy with its defaults, plus its other debias setting and, for budgeted
-    strategies, a smaller and a larger budget (the points that make the cost axis a curve)."""
+    """Every registered strategy with its defaults, plus its other order setting (both orders, or
+    its one order when it defaults to both) and, for budgeted strategies, a smaller and a larger
+    budget (the points that make the cost axis a curve)."""
     specs = []
     for name, cls in strategy_classes().items():
         specs.append(name)
         fields = {f.name: f.default for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
-        if isinstance(fields.get("debias"), bool):
-            specs.append(f"{name}:debias={str(not fields['debias']).lower()}")
+        if cls.default_order() is not None:
+            other = (cls.single_order or "given") if cls.default_order() == "both" else "both"
+            specs.append(f"{name}:order={other}")
         if isinstance(fields.get("budget"), float):
             specs += [f"{name}:budget=1.5", f"{name}:budget=6"]
         if isinstance(fields.get("passes"), int):
@@ -143,7 +145,7 @@ def main() -> None:
         "",
         f"{len(tasks)} tasks, {n_candidates:.1f} candidates per task, {args.seeds} seeds; every seed re-draws the "
         "judge's noise (sim judge) and the strategies' random choices. Cost is the judgments a strategy used per task "
-        "(comparisons + grades; a debiased comparison counts both orders). "
+        "(comparisons + grades; a duel in both orders counts both). "
         f"Accuracy is `{args.metric}` (rankkit.metrics), mean over seeds with a 95% t-interval of the mean; "
         "the other metrics are means over seeds. `front` marks the cost-accuracy Pareto front "
         "(no other setting is both cheaper and better).",

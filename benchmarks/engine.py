@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "engine.md"
-STRATEGIES = ["knockout", "knockout:debias=true", "heapsort", "swiss", "active", "bt"]
+STRATEGIES = ["knockout", "knockout:order=both", "heapsort", "swiss", "active", "bt"]
 
 
 def serve_stub(latency: float, port_out: "multiprocessing.connection.Connection") -> None:

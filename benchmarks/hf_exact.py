@@ -2,7 +2,7 @@
 
 For each dataset (the bundled sample; the first 10 Topical-Chat tasks, long dialogue prompts) and
 each engine mode (``exact=true``, the default; ``exact=false``, the batched path), ranks the tasks
-with ``knockout:debias=true`` twice, batched differently:
+with ``knockout:order=both`` twice, batched differently:
 
 * run A: 4 tasks in progress at once through the dispatcher (batched mode: calls mixing tasks,
   batches of 8);
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results" / "hf_exact.md"
 DATA = ROOT.parent / "shared" / "data"
-STRATEGY = "knockout:debias=true"
+STRATEGY = "knockout:order=both"
 BLOCKS = (64, 128, 256, 512, 1024)
 RUNS = {"A": {"workers": 4, "options": ""}, "B": {"workers": 1, "options": ",batch_size=4"}}
 

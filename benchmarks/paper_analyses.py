@@ -1,7 +1,7 @@
 """Table 1 and Table 2 of seed 000 (Knockout LLM Assessment), re-made as rankkit output.
 
 The paper compares individual assessment (``individual``), knockout assessment (``knockout``) and
-debiased knockout (``knockout:debias=true``) with three Llama judges on SciEx (university exams)
+debiased knockout (``knockout:order=both``) with three Llama judges on SciEx (university exams)
 and WMT (machine translation):
 
 * Table 1 — Pearson correlation with the expert scores at question level and at exam level
@@ -56,8 +56,8 @@ DATASETS = {"wmt21_mqm_ted_ende": "wmt21", "wmt23_sxs_mqm_ende": "wmt23", "usr_t
 EXAM_FIELD = {"wmt21_mqm_ted_ende": "doc", "wmt23_sxs_mqm_ende": "doc"}
 PRESETS = ("gpt4", "chatgpt", "falcon")
 METHODS = {"individual": "Ind. Assessment", "knockout": "KO. Assessment (No Debiasing)",
-           "knockout:debias=true": "KO. Assessment (Debiased)"}
-KNOCKOUTS = {"knockout": "Biased", "knockout:debias=true": "Debiased"}
+           "knockout:order=both": "KO. Assessment (Debiased)"}
+KNOCKOUTS = {"knockout": "Biased", "knockout:order=both": "Debiased"}
 
 
 def mean(values: list[float]) -> float:
@@ -91,7 +91,7 @@ def analyse_run(results: RunResult, exam_field: str | None, resamples: int, seed
         item = analysis.elimination_rounds(results, name, "pearson", resamples=resamples, seed=seed)
         out["elimination"][name] = item
     if resamples:
-        diff = analysis.paired_difference(results, "knockout:debias=true", "individual", ["pearson"], resamples=resamples, seed=seed)
+        diff = analysis.paired_difference(results, "knockout:order=both", "individual", ["pearson"], resamples=resamples, seed=seed)
         out["ko_minus_ind"] = diff["metrics"]["pearson"]
     return out
 
@@ -222,8 +222,8 @@ def main() -> None:
         intervals = [fmt_interval(runs[(dataset, p)][0]["elimination"][n]["difference"]) for p in presets for n in KNOCKOUTS]
         lines.append(f"| {DATASETS.get(dataset, dataset)} | Difference, seed 0 [95% CI] | " + " | ".join(intervals) + " | | |")
     lines += ["", "n per group (seed 0, debiased): " + "; ".join(
-        f"{DATASETS.get(d, d)} {runs[(d, presets[0])][0]['elimination']['knockout:debias=true']['groups']['first round']['candidates']} once / "
-        f"{runs[(d, presets[0])][0]['elimination']['knockout:debias=true']['groups']['later rounds']['candidates']} several"
+        f"{DATASETS.get(d, d)} {runs[(d, presets[0])][0]['elimination']['knockout:order=both']['groups']['first round']['candidates']} once / "
+        f"{runs[(d, presets[0])][0]['elimination']['knockout:order=both']['groups']['later rounds']['candidates']} several"
         for d in datasets) + ".", ""]
 
     # Table 4 analogue: per system (examinee), KO (debiased) minus Ind, on the dataset with the most SciEx-like 7 systems.
@@ -232,7 +232,7 @@ def main() -> None:
     lines += [f"## Table 4 (A.4) — KO (debiased) − Ind Pearson per system (examinee), {examinee_set}", "",
               "| system | " + " | ".join(presets) + " | overall |", "|---|" + "---:|" * (len(presets) + 1)]
     for system in systems:
-        cells = [mean([r["systems"]["knockout:debias=true"].get(system, float("nan")) - r["systems"]["individual"].get(system, float("nan"))
+        cells = [mean([r["systems"]["knockout:order=both"].get(system, float("nan")) - r["systems"]["individual"].get(system, float("nan"))
                        for r in runs[(examinee_set, p)]]) for p in presets]
         lines.append(f"| {system} | " + " | ".join(fmt(v, True) for v in cells) + f" | {fmt(mean(cells), True)} |")
     lines.append("")
@@ -244,7 +244,7 @@ def main() -> None:
         for name, label in METHODS.items():
             lines.append(f"| {label} | {fmt(out['question'][name])} | {fmt(out['exam'][name])} |")
         lines += ["", f"KO (debiased) − Ind: {fmt_interval(out['ko_minus_ind']['difference'])}; elimination-round "
-                  f"difference (debiased): {fmt_interval(out['elimination']['knockout:debias=true']['difference'])}. "
+                  f"difference (debiased): {fmt_interval(out['elimination']['knockout:order=both']['difference'])}. "
                   f"{seconds:.0f} s of judging on the shared CPU; with so few tasks these are anecdotes, not estimates.", ""]
     else:
         lines += ["## Live judge", "", "No live row in this run (pass `--live smollm2` to add one; SmolLM2-135M takes "
@@ -270,9 +270,9 @@ def model_comparison(runs, legacy_runs, datasets, presets) -> list[str]:
     for preset in presets:
         for label, source in (("latent", runs), ("legacy", legacy_runs)):
             q = {name: [mean([r["question"][name] for r in source[(d, preset)]]) for d in datasets] for name in METHODS}
-            gain = [a - b for a, b in zip(q["knockout:debias=true"], q["individual"])]
+            gain = [a - b for a, b in zip(q["knockout:order=both"], q["individual"])]
             out.append(f"| {preset} | {label} | {fmt(mean(q['individual']))} | {fmt(mean(q['knockout']))} | "
-                       f"{fmt(mean(q['knockout:debias=true']))} | {fmt(mean(gain), True)} | "
+                       f"{fmt(mean(q['knockout:order=both']))} | {fmt(mean(gain), True)} | "
                        f"{sum(g > 0 for g in gain)} of {len(gain)} |")
     return out
 
@@ -285,7 +285,7 @@ def directions(runs, columns, datasets, presets, table2) -> list[str]:
 
     q = {c: {n: mean([r["question"][n] for r in runs[c]]) for n in METHODS} for c in columns}
     e = {c: {n: mean([r["exam"][n] for r in runs[c]]) for n in METHODS} for c in columns}
-    gain = mean([q[c]["knockout:debias=true"] - q[c]["individual"] for c in columns])
+    gain = mean([q[c]["knockout:order=both"] - q[c]["individual"] for c in columns])
     better = sum(1 for c in columns if runs[c][0]["ko_minus_ind"]["difference"].low > 0)
     worse = sum(1 for c in columns if runs[c][0]["ko_minus_ind"]["difference"].high < 0)
     later_better = {d: mean([table2[(d, p, n, "Difference")] for p in presets for n in KNOCKOUTS]) for d in datasets}
@@ -294,14 +294,14 @@ def directions(runs, columns, datasets, presets, table2) -> list[str]:
     out = [
         f"* **Knockout beats individual assessment (§4.1; the paper: +0.07 Pearson on average with debiasing).** "
         f"Debiased knockout has the higher question-level Pearson in "
-        f"{count(lambda c: q[c]['knockout:debias=true'] > q[c]['individual'])} dataset × judge cells (mean gain "
+        f"{count(lambda c: q[c]['knockout:order=both'] > q[c]['individual'])} dataset × judge cells (mean gain "
         f"{gain:+.3f}); on the seed-0 run it is significantly better (paired 95% interval above zero) in {better} cells "
         f"and significantly worse in {worse}. Non-debiased knockout beats individual in "
         f"{count(lambda c: q[c]['knockout'] > q[c]['individual'])}.",
         f"* **Debiasing helps (§4.1).** Debiased knockout beats non-debiased knockout in "
-        f"{count(lambda c: q[c]['knockout:debias=true'] > q[c]['knockout'])} cells.",
+        f"{count(lambda c: q[c]['knockout:order=both'] > q[c]['knockout'])} cells.",
         f"* **The exam level mirrors the question level (thesis §4.3.3).** At exam level debiased knockout beats "
-        f"individual in {count(lambda c: e[c]['knockout:debias=true'] > e[c]['individual'])} cells (few units per "
+        f"individual in {count(lambda c: e[c]['knockout:order=both'] > e[c]['individual'])} cells (few units per "
         "dataset here, so these correlations sit near 1 and separate little).",
         "* **Graded several times ⇒ more accurate (Table 2; the paper: +0.08 on SciEx, −0.08 on WMT).** Mean "
         "later-minus-first-round difference: " + ", ".join(f"{DATASETS.get(d, d)} {v:+.3f}" for d, v in later_better.items())
@@ -316,8 +316,8 @@ def directions(runs, columns, datasets, presets, table2) -> list[str]:
           "itself lowers a pooled correlation), so the split mixes 'graded more often' with 'different answers'.",
     ]
     weak, strong = presets[-1], presets[0]
-    weak_gain = mean([q[(d, weak)]["knockout:debias=true"] - q[(d, weak)]["individual"] for d in datasets])
-    strong_gain = mean([q[(d, strong)]["knockout:debias=true"] - q[(d, strong)]["individual"] for d in datasets])
+    weak_gain = mean([q[(d, weak)]["knockout:order=both"] - q[(d, weak)]["individual"] for d in datasets])
+    strong_gain = mean([q[(d, strong)]["knockout:order=both"] - q[(d, strong)]["individual"] for d in datasets])
     if len(presets) > 1:
         verdict = "the opposite of the paper" if strong_gain > weak_gain else "the paper's direction"
         out.append(f"* **Smaller judges gain more from knockout (§4.1: on WMT the 1B and 3B gained, the 70B lost).** Mean "

@@ -36,7 +36,7 @@ NWAY = ["usr_topicalchat", "newsroom", "wmt23_sxs_mqm_ende", "wmt21_mqm_ted_ende
 PRESETS = ["preset=gpt4", "preset=chatgpt", "preset=falcon"]
 LEGACY_PRESETS = [f"model=legacy,{preset}" for preset in PRESETS]
 GRID = [f"accuracy={a},position_bias={b}" for b in (0.0, 0.2) for a in (0.6, 0.7, 0.8, 0.9)]
-BASE_STRATEGIES = ["individual", "pairwise", "knockout", "knockout:debias=true"]
+BASE_STRATEGIES = ["individual", "pairwise", "knockout", "knockout:order=both"]
 EXTRA_STRATEGIES = ["elo", "bt", "heapsort", "sliding", "swiss", "active", "double_elimination"]  # when registered
 METRICS = ["task_spearman", "spearman", "pearson", "pairwise_accuracy"]
 

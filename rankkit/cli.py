@@ -20,6 +20,7 @@ import click
 from rankkit.cli_support import (OUTPUT_FORMATS, config_option, current_columns, data_options, dry_run_option, fail,
                                  guarded, judge_caveat, judge_options, judging, prepare_output, print_dry_run)
 from rankkit.formatting import render
+from rankkit.order import ORDERS
 
 TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall", "task_spearman",
                                                  "pairwise_accuracy", "top1_accuracy"))
@@ -58,7 +59,7 @@ def main() -> None:
 @data_options
 @judge_options
 @click.option("--strategies", "strategy_specs", default="knockout,individual", show_default=True,
-              help="Comma-separated strategy specs, e.g. knockout:debias=true,pairwise,individual.")
+              help="Comma-separated strategy specs, e.g. knockout:order=both,pairwise,individual.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full results as JSON.")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table (for people), json (the results without task texts), csv or markdown (the table).")
@@ -158,6 +159,8 @@ def list_strategies() -> None:
     """List the registered strategies with their parameters and defaults."""
     from rankkit.strategies import describe_parameters, strategy_classes
 
+    click.echo("Specs are name:key=value,... A spec may also use the paper's spelling: debias=true for\n"
+               "order=both, debias=false for the strategy's one-order setting.\n")
     for name, cls in strategy_classes().items():
         click.echo(f"{name:<12} {cls.description}")
         for param, type_name, default in describe_parameters(cls):
@@ -270,11 +273,14 @@ def _leaderboard_common(func: Callable) -> Callable:
                    "strategy spec, whose per-task rankings are aggregated by Bradley-Terry.")
 @click.option("--anchor", default=None, help="The anchor system of --strategy anchored.")
 @click.option("--systems", "systems_text", default=None, help="Comma-separated systems to rank (default: all).")
-@click.option("--debias", is_flag=True, help="Judge every match in both orders.")
+@click.option("--order", type=click.Choice(ORDERS), default=None,
+              help="Which answer the judge sees first in arena and anchored matches (default: given for arena, "
+                   "random for anchored; both = every match in both orders, the paper's debiasing). A strategy "
+                   "spec names its own (knockout:order=both).")
 @click.pass_context
 @guarded
 def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                resamples, out, output_format, method, anchor, systems_text, debias) -> None:
+                resamples, out, output_format, method, anchor, systems_text, order) -> None:
     """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
     if ctx.invoked_subcommand is not None:
         return
@@ -283,7 +289,7 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
     prepare_output(out)
     systems = [s.strip() for s in systems_text.split(",") if s.strip()] if systems_text else None
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
-        board = build(inputs.tasks, inputs.judge, method, anchor=anchor, cache=inputs.cache, seed=seed, debias=debias,
+        board = build(inputs.tasks, inputs.judge, method, anchor=anchor, cache=inputs.cache, seed=seed, order=order,
                       resamples=resamples, systems=systems, progress=not quiet,
                       judge_spec=inputs.spec, data=str(inputs.path))
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)

@@ -13,14 +13,14 @@
 
     [[strategies]]
     name = "knockout"
-    debias = true
+    order = "both"                       # the paper's spelling, debias = true, also works
 
     [[strategies]]
     name = "individual"
 
 ``rankkit compare --config run.toml`` runs it; any flag given on the command line wins over the
 file. Strategies are tables (``name`` plus the strategy's parameters) or spec strings
-(``strategies = ["knockout:debias=true", "individual"]``).
+(``strategies = ["knockout:order=both", "individual"]``).
 
 Every ``compare --out`` results file stores the settings it ran with under its ``config`` key
 (:func:`config_record`: absolute paths, every strategy parameter spelled out, the resolved
@@ -165,8 +165,8 @@ def _check(path: Path, key: str, value: Any, base: Path) -> Any:
 
 
 def strategy_spec(entry: str | Mapping[str, Any]) -> str:
-    """A strategy of a run file as a spec string: ``{"name": "knockout", "debias": true}`` ->
-    ``knockout:debias=true``."""
+    """A strategy of a run file as a spec string: ``{"name": "knockout", "order": "both"}`` ->
+    ``knockout:order=both``."""
     if isinstance(entry, str):
         return entry
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):

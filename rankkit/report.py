@@ -60,7 +60,7 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
 
     Rebuilt from the per-candidate extras (``eliminated_round``) and the matches (with their
     ``round``). Each round lists its pairings — the two candidates, each one's grade averaged
-    over the pair's matches (two when debiased), the winner (the one not eliminated in that
+    over the pair's matches (two with ``order=both``), the winner (the one not eliminated in that
     round) and the indices of the matches in ``task_result.comparisons`` — and the candidates that
     advanced on a bye. Returns None when the result has no elimination rounds.
     """

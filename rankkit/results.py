@@ -170,7 +170,7 @@ class RunResult:
     def rows(self) -> list[dict[str, Any]]:
         """One row per strategy × task × candidate, best first within a task.
 
-        Columns: ``strategy`` (the label, e.g. ``knockout:debias=true``), ``strategy_name``,
+        Columns: ``strategy`` (the label, e.g. ``knockout:order=both``), ``strategy_name``,
         ``task_id``, ``candidate_id``, ``system``, ``score``, ``rank`` (1 = best), ``champion``,
         ``human`` (the ground-truth score, None without one), and every scalar per-candidate extra
         as ``extra_<key>`` (``extra_eliminated_round``, ``extra_played``, ...).
@@ -266,7 +266,6 @@ def strategy_from_record(record: Mapping[str, Any]) -> Strategy:
     cls = strategy_classes().get(name)
     if cls is not None:
         try:
-            # init_parameters includes the `debias` alias, the name older files store the order under.
             fields = set(init_parameters(cls)) if dataclasses.is_dataclass(cls) else set()
             strategy = cls(**{k: v for k, v in params.items() if k in fields})
             if strategy.label == record["name"]:

@@ -5,7 +5,7 @@ value (a positional argument, e.g. a model id or a file). Examples::
 
     sim:accuracy=0.8,position_bias=0.1,seed=0
     hf:HuggingFaceTB/SmolLM2-135M-Instruct,dtype=bfloat16
-    knockout:debias=true
+    knockout:order=both
 
 Values stay strings here; the judge or strategy that owns them converts them with
 :func:`convert_value` against the type it declares, so a typo in a value is reported by name.
@@ -60,10 +60,10 @@ def parse_spec(text: str) -> Spec:
 
 
 def split_list(text: str) -> list[str]:
-    """Split a comma-separated list of specs (``knockout:debias=true,individual``).
+    """Split a comma-separated list of specs (``knockout:order=both,individual``).
 
     A comma starts a new spec only when what follows does not look like ``key=value``, so
-    ``knockout:debias=true,tie=first,individual`` is two specs, not three.
+    ``knockout:order=both,tie=first,individual`` is two specs, not three.
     """
     specs: list[str] = []
     for piece in text.split(","):
@@ -112,8 +112,7 @@ def convert_value(value: str, annotation: object, *, where: str) -> object:
 def build_dataclass(cls: type, options: dict[str, str], *, where: str) -> object:
     """Construct dataclass ``cls`` from string options, converting each to its field's type.
 
-    Unknown keys are an error that lists the known ones, so ``knockout:debais=true`` fails loudly.
-    Init-only variables (``InitVar``, e.g. a strategy's ``debias`` alias) are parameters too.
+    Unknown keys are an error that lists the known ones, so ``knockout:oder=both`` fails loudly.
     """
     hints = typing.get_type_hints(cls)
     names = set(init_parameters(cls))
@@ -123,13 +122,10 @@ def build_dataclass(cls: type, options: dict[str, str], *, where: str) -> object
             known = ", ".join(sorted(names)) or "none"
             raise SpecError(f"{where}: unknown parameter {key!r} (known: {known})")
         hint = hints.get(key, str)
-        hint = hint.type if isinstance(hint, dataclasses.InitVar) else hint
         kwargs[key] = convert_value(value, hint, where=f"{where}: {key}")
     return cls(**kwargs)
 
 
 def init_parameters(cls: type) -> list[str]:
-    """The keyword arguments dataclass ``cls`` takes: its init fields and its ``InitVar`` s."""
-    hints = typing.get_type_hints(cls)
-    fields = [f.name for f in dataclasses.fields(cls) if f.init]
-    return fields + [name for name, hint in hints.items() if isinstance(hint, dataclasses.InitVar)]
+    """The keyword arguments dataclass ``cls`` takes: its init fields."""
+    return [f.name for f in dataclasses.fields(cls) if f.init]

@@ -77,7 +77,7 @@ def test_cold_warm_and_no_cache_runs_are_identical(name, tmp_path):
     from tests.conftest import shared_dataset
 
     tasks = load_tasks(shared_dataset(name), limit=12)
-    strategies = [make_strategy(s) for s in ("bt", "individual", "knockout:debias=true")]
+    strategies = [make_strategy(s) for s in ("bt", "individual", "knockout:order=both")]
     judge = make_judge("sim:preset=chatgpt")
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
         cold = run(tasks, strategies, judge, cache, seed=3, progress=False)

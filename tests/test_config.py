@@ -23,7 +23,7 @@ columns = {{ task_id = "task_id" }}
 
 [[strategies]]
 name = "knockout"
-debias = true
+order = "both"
 
 [[strategies]]
 name = "bt"
@@ -52,12 +52,12 @@ def test_a_run_file_runs_and_is_written_back(run_file):
     output = invoke("compare", "--config", str(run_file), "--quiet").stdout
     assert output.splitlines()[0].startswith("strategy,comparisons")  # format = "csv" from the file
     results = json.loads((run_file.parent / "results.json").read_text())  # out, relative to the file
-    assert [s["name"] for s in results["strategies"]] == ["knockout:debias=true", "bt:alpha=0.05", "individual"]
+    assert [s["name"] for s in results["strategies"]] == ["knockout:order=both", "bt:alpha=0.05", "individual"]
     assert results["seed"] == 3
     config = results["config"]
     assert config["data"] == str(run_file.parent / "tasks.jsonl") and config["no_cache"] is True
     assert config["judge"] == "sim:preset=chatgpt" and config["criterion"] == "points"
-    assert config["strategies"][0] == {"name": "knockout", "debias": True, "tie": "coin"}
+    assert config["strategies"][0] == {"name": "knockout", "order": "both", "tie": "coin"}
     assert config["columns"] == {"task_id": "task_id"}
 
 
@@ -88,7 +88,8 @@ def test_rank_takes_a_run_file_with_one_strategy(tmp_path):
     path = tmp_path / "rank.toml"
     path.write_text('judge = "sim"\nno_cache = true\nstrategies = ["knockout:debias=true"]\nlimit = 2\n')
     rows = [json.loads(line) for line in invoke("rank", "--config", str(path), "--quiet").stdout.splitlines()]
-    assert {r["strategy"] for r in rows} == {"knockout:debias=true"} and len({r["task_id"] for r in rows}) == 2
+    # the paper's spelling in a run file's spec, spelled order= in the output
+    assert {r["strategy"] for r in rows} == {"knockout:order=both"} and len({r["task_id"] for r in rows}) == 2
 
 
 @pytest.mark.parametrize("text,needle", [

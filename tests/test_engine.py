@@ -71,7 +71,7 @@ class PacedJudge(Judge):
         return self._serve(requests, self.inner.grade)
 
 
-STRATEGIES = ["knockout:debias=true", "heapsort", "swiss", "active", "bt", "individual", "sliding"]
+STRATEGIES = ["knockout:order=both", "heapsort", "swiss", "active", "bt", "individual", "sliding"]
 
 
 def _tasks(count: int = 12, size: int = 8):

@@ -22,7 +22,7 @@ from rankkit.formatting import (
     render_sections,
 )
 
-ROWS = [{"name": "knockout:debias=true", "n": 10, "r": 0.81234, "note": "a|b"},
+ROWS = [{"name": "knockout:order=both", "n": 10, "r": 0.81234, "note": "a|b"},
         {"name": "individual", "n": 5, "r": float("nan"), "note": None}]
 COLUMNS = [("name", "strategy"), ("n", "comparisons"), ("r", "spearman"), ("note", "note")]
 
@@ -59,7 +59,7 @@ def test_table_layout_is_fixed_width_with_three_decimals():
 
 def test_csv_parses_back_at_full_precision():
     records = list(csv.DictReader(io.StringIO(format_csv(ROWS, COLUMNS))))
-    assert [r["strategy"] for r in records] == ["knockout:debias=true", "individual"]
+    assert [r["strategy"] for r in records] == ["knockout:order=both", "individual"]
     assert float(records[0]["spearman"]) == 0.81234
     assert records[1]["spearman"] == "" and records[1]["note"] == ""  # NaN and None are empty cells
     assert records[0]["note"] == "a|b"
@@ -68,19 +68,19 @@ def test_csv_parses_back_at_full_precision():
 def test_markdown_parses_back_with_escaped_pipes():
     cells = parse_markdown(format_markdown(ROWS, COLUMNS))
     assert cells[0] == ["strategy", "comparisons", "spearman", "note"]
-    assert cells[1] == ["knockout:debias=true", "10", "0.812", "a|b"]
+    assert cells[1] == ["knockout:order=both", "10", "0.812", "a|b"]
     assert cells[2] == ["individual", "5", "-", "-"]
 
 
 def test_json_is_strict_and_keyed_by_header():
     records = json.loads(format_json(ROWS, COLUMNS))
-    assert records[0] == {"strategy": "knockout:debias=true", "comparisons": 10, "spearman": 0.81234, "note": "a|b"}
+    assert records[0] == {"strategy": "knockout:order=both", "comparisons": 10, "spearman": 0.81234, "note": "a|b"}
     assert records[1]["spearman"] is None
 
 
 def test_render_dispatches_and_rejects_unknown_formats():
     for fmt in FORMATS:
-        assert "knockout:debias=true" in render(ROWS, COLUMNS, fmt)
+        assert "knockout:order=both" in render(ROWS, COLUMNS, fmt)
     with pytest.raises(ValueError, match="unknown format"):
         render(ROWS, COLUMNS, "xml")
 

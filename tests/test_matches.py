@@ -82,7 +82,7 @@ def test_failure_mid_batch_keeps_what_was_judged(cache_path):
         assert retry.calls == 2 and cost2.cache_hits == 2
 
 
-def test_duel_debiased_averages_both_orders():
+def test_duel_in_both_orders_averages_them():
     task = make_task([1, 5])
     src, cost = source_for(task, perfect_judge())
     duel = src.play("c0", "c1", order="both")

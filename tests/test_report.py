@@ -49,9 +49,9 @@ def test_bracket_round_by_round_from_the_hand_fixture():
     assert first["byes"] == [] and final["byes"] == []
 
 
-def test_bracket_with_a_bye_and_debiased_pairs():
+def test_bracket_with_a_bye_and_pairs_in_both_orders():
     # Three candidates: x gets a bye in round 1 and loses the final to z; y lost to z in round 1.
-    # Round 1 is debiased (both orders), so the grades are averaged over the two matches.
+    # Round 1 is in both orders, so the grades are averaged over the two matches.
     def match(first, second, round, s1, s2, winner):
         return {"first": first, "second": second, "round": round, "first_grade": s1, "second_grade": s2,
                 "winner": winner, "probability": None, "status": "ok", "raw": ""}
@@ -104,7 +104,7 @@ def injected_results(tmp_path: Path) -> dict:
     ]
     tasks_path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     tasks = load_tasks(tasks_path)
-    strategies = [make_strategy(s) for s in ("knockout:debias=true", "pairwise", "individual")]
+    strategies = [make_strategy(s) for s in ("knockout:order=both", "pairwise", "individual")]
     results = run(tasks, strategies, make_judge("sim:preset=gpt4"), progress=False, judge_spec="sim:preset=gpt4",
                   data=str(tasks_path)).to_dict()
     results["strategies"][0]["tasks"][0]["matches"][0]["raw"] = INJECTED_CLOSE + " Answer 1: 3 Answer 2: 1"
@@ -164,7 +164,7 @@ def test_done_when_pipeline_from_compare_to_report(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     steps = [["compare", "--judge", "sim:preset=gpt4", "--no-cache", "--quiet", "--out", "r.json",
-              "--strategies", "knockout:debias=true,knockout,pairwise,individual"],
+              "--strategies", "knockout:order=both,knockout,pairwise,individual"],
              ["analyze", "r.json", "--bootstrap", "50"],
              ["plot", "r.json", "-o", "plots", "--bootstrap", "50"],
              ["report", "r.json", "-o", "report.html", "--bootstrap", "50"]]

@@ -13,7 +13,7 @@ from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.tasks import TaskFormatError
 
-SPECS = ("knockout:debias=true", "individual", "bt:alpha=0.05")
+SPECS = ("knockout:order=both", "individual", "bt:alpha=0.05")
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def test_from_dict_reads_back_what_to_dict_wrote(sample_run):
     again = RunResult.from_dict(payload)
     assert again.to_dict() == payload
     assert [s.name for s in again.strategies] == list(SPECS)
-    assert again.strategies[0].strategy == make_strategy("knockout:debias=true")  # rebuilt, typed
+    assert again.strategies[0].strategy == make_strategy("knockout:order=both")  # rebuilt, typed
     assert again.strategies[1].cost == sample_run.strategies[1].cost
     first = again.strategies[0].tasks[0]
     assert first.cost == sample_run.strategies[0].tasks[0].cost
@@ -72,7 +72,7 @@ def test_not_a_results_file_names_the_field():
 def test_rows_are_one_per_strategy_task_and_candidate(sample_run):
     rows = sample_run.rows()
     assert len(rows) == len(SPECS) * sum(len(t.candidates) for t in sample_run.tasks)
-    q01 = [r for r in rows if r["strategy"] == "knockout:debias=true" and r["task_id"] == "q01"]
+    q01 = [r for r in rows if r["strategy"] == "knockout:order=both" and r["task_id"] == "q01"]
     assert [r["rank"] for r in q01] == [1, 2, 3, 4, 5]
     assert sum(r["champion"] for r in q01) == 1
     assert all(r["extra_eliminated_round"] is None for r in q01 if r["champion"])

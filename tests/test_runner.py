@@ -13,15 +13,15 @@ from tests.helpers import CountingJudge, make_task
 def test_strategies_share_one_graph_and_pay_once():
     tasks = [make_task([float(i) for i in range(8)], task_id=f"t{k}") for k in range(3)]
     judge = CountingJudge(SimulatedJudge(accuracy=0.8))
-    result = run(tasks, [make_strategy("knockout:debias=true"), make_strategy("knockout")], judge, progress=False)
-    debiased, plain = result.strategies
-    assert debiased.cost.comparisons == 3 * 14 and debiased.cost.judge_calls == 3 * 14
+    result = run(tasks, [make_strategy("knockout:order=both"), make_strategy("knockout")], judge, progress=False)
+    both_orders, plain = result.strategies
+    assert both_orders.cost.comparisons == 3 * 14 and both_orders.cost.judge_calls == 3 * 14
     # same seed -> same first-round bracket: plain knockout's round 1 is already paid for
     assert plain.cost.comparisons == 3 * 7
     assert plain.cost.judge_calls < plain.cost.comparisons
-    assert judge.calls == debiased.cost.judge_calls + plain.cost.judge_calls
+    assert judge.calls == both_orders.cost.judge_calls + plain.cost.judge_calls
     graph = result.graphs["t0"].graph
-    assert graph.number_of_edges() == debiased.tasks[0].cost.judge_calls + plain.tasks[0].cost.judge_calls
+    assert graph.number_of_edges() == both_orders.tasks[0].cost.judge_calls + plain.tasks[0].cost.judge_calls
 
 
 def test_results_json_is_strict(tmp_path):

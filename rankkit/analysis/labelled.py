@@ -38,7 +38,7 @@ def load_results(path: str | Path) -> RunResult:
 
 
 def strategy_names(results: RunResult) -> list[str]:
-    """The strategy labels in the file, in run order (e.g. ``knockout:debias=true``)."""
+    """The strategy labels in the file, in run order (e.g. ``knockout:order=both``)."""
     return [s.name for s in results.strategies]
 
 

@@ -25,7 +25,7 @@ label. A calibrated judgment is therefore a pure function of (task, a, b) and is
 calibrated judge's own fingerprint; the two *raw* judgments are cached under the uncalibrated
 judge's fingerprint (exactly what ``calibrate=false`` would have stored), so a calibrated and an
 uncalibrated run share their forward passes. Cost: two forward passes per new pair, the second
-free when the strategy plays both orders anyway (``debias=true``, judge-report).
+free when the strategy plays both orders anyway (``order=both``, judge-report).
 
 :func:`prior_balancing_threshold` is the dataset-level variant (one β for a whole task set from
 single-order log-odds); the LLMBar benchmark reports it alongside for comparison.

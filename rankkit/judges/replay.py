@@ -37,7 +37,7 @@ grades when the row has them (they are on the recorded judge's own scale). Other
 follow the verdict on the task's scale: the winner gets the top of the scale and the loser the
 bottom (1 and 0 on LLMBar's 0–1 preference scale), and a recorded tie gives both the middle.
 LLMBar's Rating methods store scores only on their ``swap=false`` rows, so when replaying them
-with debiasing (both orders averaged) use ``scores=verdict`` to keep both orders on one scale.
+in both orders (``order=both``, grades averaged) use ``scores=verdict`` to keep both orders on one scale.
 
 **Record once, replay any strategy.** :func:`record_grid` judges every ordered pair of every
 task with any judge (through the cache) and :func:`write_judgments` writes them in this format;

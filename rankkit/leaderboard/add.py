@@ -90,21 +90,23 @@ def binary_search_placement(board_order: Sequence[str], tasks: Sequence[Task], s
 
 
 def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: str, method: str = "binary",
-               cache: Any = None, seed: int | None = None, debias: bool | None = None,
+               cache: Any = None, seed: int | None = None, order: str | None = None,
                resamples: int = 200,
                judge_spec: str = "", data: str = "") -> Leaderboard:
     """A new leaderboard with ``system`` added to ``board`` (see the module docstring).
 
     tasks: tasks holding the answers of the newcomer and of the leaderboard's systems.
     method: ``binary`` (Algorithm 2) or ``anchored`` (against the current top, or the board's anchor).
-    seed, debias: default to the stored leaderboard's.
+    seed: defaults to the stored leaderboard's.
+    order: how the newcomer's matches are shown; default ``both`` when the leaderboard's were,
+        else ``random`` (a match against one opponent puts the newcomer in a seeded random slot).
     """
     if method not in ADD_METHODS:
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")
     memo = JudgmentMemo(judge, cache)
     judge.bind_memo(memo)
     seed = board.seed if seed is None else seed
-    debias = board.debias if debias is None else debias
+    order = order or ("both" if board.order == "both" else "random")
     used = _check_newcomer(board, tasks, system)
     new_matches: list[SystemMatch] = []
     sources: dict[str, MatchSource] = {}
@@ -118,7 +120,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     rows = [r for r in sorted(board.systems, key=lambda r: r.rank)]
     if method == "binary":
         def play(task: Task, opponent: str) -> float:
-            played = play_against(task, source_for(task), rng, opponent, [system], debias)
+            played = play_against(task, source_for(task), rng, opponent, [system], order)
             new_matches.extend(played)
             return played[0].outcome if played else 0.5
 
@@ -132,7 +134,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     else:
         opponent = board.anchor if board.scale == "win_rate" and board.anchor else rows[0].name
         for task in used:
-            new_matches += play_against(task, source_for(task), rng, opponent, [system], debias)
+            new_matches += play_against(task, source_for(task), rng, opponent, [system], order)
         if not new_matches:
             raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
         records = [m.record() for m in new_matches]
@@ -165,6 +167,6 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     total.add(board.cost)
     total.add(cost)
     return Leaderboard(method=board.method, systems=systems, matches=[*board.matches, *new_matches], cost=total,
-                       scale=board.scale, anchor=board.anchor, seed=board.seed, debias=board.debias,
+                       scale=board.scale, anchor=board.anchor, seed=board.seed, order=board.order,
                        judge=board.judge or judge_info(judge, judge_spec), data=data or board.data,
                        placement=placement)

@@ -76,6 +76,8 @@ class Leaderboard:
     method: ``arena``, ``anchored`` or the label of the per-task strategy that was aggregated.
     scale: ``elo`` (Bradley–Terry ratings on the Elo scale) or ``win_rate`` (against ``anchor``).
     matches: every system-level match the ratings came from.
+    order: how the arena's or anchored matches were shown (``given``, ``random``, ``both``); None
+        for a leaderboard aggregated from a strategy, whose label (``method``) names its order.
     placement: for a leaderboard made by :func:`add_system`, how the newcomer was placed.
     """
 
@@ -86,7 +88,7 @@ class Leaderboard:
     scale: str = "elo"
     anchor: str | None = None
     seed: int = 0
-    debias: bool = False
+    order: str | None = None
     judge: dict[str, Any] = field(default_factory=dict)
     data: str = ""
     placement: dict[str, Any] | None = None
@@ -104,7 +106,7 @@ class Leaderboard:
     def to_dict(self) -> dict[str, Any]:
         return strict_json({
             "method": self.method, "scale": self.scale, "anchor": self.anchor, "seed": self.seed,
-            "debias": self.debias, "judge": self.judge, "data": self.data,
+            "order": self.order, "judge": self.judge, "data": self.data,
             "systems": [s.to_dict() for s in self.systems],
             "judge_calls": self.cost.judge_calls, "comparisons": self.cost.comparisons,
             "cost": self.cost.to_dict(), "placement": self.placement,
@@ -117,7 +119,7 @@ class Leaderboard:
         return cls(method=data["method"], systems=[SystemRating.from_dict(s) for s in data["systems"]],
                    matches=[SystemMatch.from_dict(m) for m in data.get("matches") or []], cost=cost,
                    scale=data.get("scale", "elo"), anchor=data.get("anchor"), seed=int(data.get("seed", 0)),
-                   debias=bool(data.get("debias", False)), judge=dict(data.get("judge") or {}),
+                   order=data.get("order"), judge=dict(data.get("judge") or {}),
                    data=data.get("data", ""), placement=data.get("placement"))
 
 

@@ -40,6 +40,7 @@ from rankkit.leaderboard.board import (
 from rankkit.leaderboard.rating import rate_bt, rate_win_rate
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
 from rankkit.matches import MatchSource
+from rankkit.order import check_order
 from rankkit.tasks import Task
 
 BUILD_METHODS = ("arena", "anchored")
@@ -50,14 +51,15 @@ def _task_rng(seed: int, task_id: str, purpose: str) -> random.Random:
     return random.Random(f"{seed}|{task_id}|{purpose}")
 
 
-def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, debias: bool = False,
+def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, order: str = "given",
           resamples: int = 200, alpha: float = 0.01, systems: Sequence[str] | None = None,
           progress: bool = False, judge_spec: str = "",
           data: str = "") -> Leaderboard:
     """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
 
     systems: only these systems take part (default: all in the data).
-    debias: judge every match in both orders and decide on the averaged grades.
+    order: how each match is shown (:func:`~rankkit.leaderboard.tournament.play_tournament`):
+        ``given`` (default), ``random``, or ``both`` to decide on the grades averaged over both orders.
     resamples: bootstrap resamples of the matches for the 95% intervals (0 = no intervals;
         200 by default, not 1000 as elsewhere, because every resample refits the whole leaderboard).
     alpha: the Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
@@ -66,30 +68,34 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     used = restrict(tasks, names)
 
     def play(task: Task, source: MatchSource) -> list[SystemMatch]:
-        return play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), debias)
+        return play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), order)
 
     matches, cost = play_all(used, play, judge, cache, progress, "arena")
     return Leaderboard(method="arena", systems=rate_bt(matches, names, resamples, seed, alpha),
-                       matches=matches, cost=cost, scale="elo", seed=seed, debias=debias,
+                       matches=matches, cost=cost, scale="elo", seed=seed, order=order,
                        judge=judge_info(judge, judge_spec), data=data)
 
 
 def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None, seed: int = 0,
-             debias: bool = False, resamples: int = 200, systems: Sequence[str] | None = None,
+             order: str = "random", resamples: int = 200, systems: Sequence[str] | None = None,
              progress: bool = False, judge_spec: str = "",
              data: str = "") -> Leaderboard:
-    """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate."""
+    """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate.
+
+    order: how each match is shown (:func:`~rankkit.leaderboard.tournament.play_against`):
+        ``random`` (default), ``both`` or ``given``.
+    """
     names = list(systems) if systems is not None else all_systems(tasks)
     if anchor not in names:
         raise LeaderboardError(f"anchor {anchor!r} is not among the systems ({', '.join(names)})")
     used = restrict(tasks, names)
 
     def play(task: Task, source: MatchSource) -> list[SystemMatch]:
-        return play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, debias)
+        return play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, order)
 
     matches, cost = play_all(used, play, judge, cache, progress, "anchored")
     return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, resamples, seed),
-                       matches=matches, cost=cost, scale="win_rate", anchor=anchor, seed=seed, debias=debias,
+                       matches=matches, cost=cost, scale="win_rate", anchor=anchor, seed=seed, order=order,
                        judge=judge_info(judge, judge_spec), data=data)
 
 
@@ -121,18 +127,27 @@ def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, resam
 
 
 def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: str | None = None,
-          cache: Any = None, seed: int = 0, debias: bool = False, resamples: int = 200,
+          cache: Any = None, seed: int = 0, order: str | None = None, resamples: int = 200,
           systems: Sequence[str] | None = None, progress: bool = False, judge_spec: str = "",
           data: str = "") -> Leaderboard:
     """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or any strategy
-    spec (``knockout:debias=true``, ``bt`` …), whose per-task results are aggregated."""
+    spec (``knockout:order=both``, ``bt`` …), whose per-task results are aggregated.
+
+    order: how ``arena`` and ``anchored`` show each match; None: their default (``given``,
+    ``random``). A strategy spec names its own order, so giving one with it is an error.
+    """
+    if order is not None:
+        check_order("leaderboard", order)
+        if method not in BUILD_METHODS:
+            raise LeaderboardError(f"an order applies to the arena and anchored leaderboards; the strategy "
+                                   f"{method!r} takes its own in the spec (e.g. {method.partition(':')[0]}:order={order})")
     if method == "arena":
-        return arena(tasks, judge, cache, seed, debias, resamples, systems=systems, progress=progress,
+        return arena(tasks, judge, cache, seed, order or "given", resamples, systems=systems, progress=progress,
                      judge_spec=judge_spec, data=data)
     if method == "anchored":
         if anchor is None:
             raise LeaderboardError(f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})")
-        return anchored(tasks, judge, anchor, cache, seed, debias, resamples, systems=systems,
+        return anchored(tasks, judge, anchor, cache, seed, order or "random", resamples, systems=systems,
                         progress=progress, judge_spec=judge_spec, data=data)
     from rankkit.runner import run
     from rankkit.strategies import make_strategy

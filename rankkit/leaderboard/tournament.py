@@ -18,14 +18,15 @@ from rankkit.memo import JudgmentMemo
 from rankkit.tasks import Task
 
 
-def play_tournament(task: Task, source: MatchSource, rng: random.Random, debias: bool = False) -> list[SystemMatch]:
+def play_tournament(task: Task, source: MatchSource, rng: random.Random, order: str = "given") -> list[SystemMatch]:
     """Arena-lite on one task: a single-elimination tournament between the systems' answers.
 
     The bracket is a seeded shuffle of the systems; each round pairs neighbours in bracket order
     (one batch of duels per round), winners keep their bracket order, and with an odd number the
     last one gets a bye. A tied duel is recorded as a tie (half a win each way for BT); a seeded
-    coin decides who advances. Each pair is shown as the shuffled bracket lists it (``order=given``),
-    or in both orders with ``debias``.
+    coin decides who advances. Each pair is shown as ``order`` says (:mod:`rankkit.matches`):
+    ``given`` (default) as the shuffled bracket lists it, ``random`` in a seeded random order
+    (coins from ``rng``), ``both`` in both orders.
     """
     candidate_of = systems_of(task)
     system_of = {cid: name for name, cid in candidate_of.items()}
@@ -37,7 +38,7 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, debias:
         round_number += 1
         pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
         advancing = []
-        for duel in source.play_many(pairs, round=round_number, order="both" if debias else "given"):
+        for duel in source.play_many(pairs, round=round_number, order=order, rng=rng):
             matches.append(SystemMatch(task.task_id, system_of[duel.a], system_of[duel.b], duel.outcome, round_number))
             a_advances = duel.outcome == 1.0 or (duel.outcome == 0.5 and rng.random() < 0.5)
             advancing.append(duel.a if a_advances else duel.b)
@@ -48,11 +49,12 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, debias:
 
 
 def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: str,
-                 systems: Sequence[str] | None = None, debias: bool = False) -> list[SystemMatch]:
+                 systems: Sequence[str] | None = None, order: str = "random") -> list[SystemMatch]:
     """Every system of the task (or of ``systems``) against ``opponent``'s answer, in one batch.
 
-    Without ``debias`` each match shows the two answers in a seeded random order (``order=random``,
-    coins from ``rng``), so the opponent is not always in the same slot; with it, in both orders.
+    ``order`` says how each match is shown (:mod:`rankkit.matches`): ``random`` (default) in a
+    seeded random order (coins from ``rng``), so the opponent is not always in the same slot;
+    ``both`` in both orders; ``given`` with the opponent always second.
     Returns nothing when the task lacks the opponent.
     """
     candidate_of = systems_of(task)
@@ -62,7 +64,7 @@ def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: 
     anchor_id = candidate_of[opponent]
     pairs = [(candidate_of[name], anchor_id) for name in names]
     matches = []
-    for name, duel in zip(names, source.play_many(pairs, round=1, order="both" if debias else "random", rng=rng)):
+    for name, duel in zip(names, source.play_many(pairs, round=1, order=order, rng=rng)):
         outcome = duel.outcome if duel.a == candidate_of[name] else 1.0 - duel.outcome
         matches.append(SystemMatch(task.task_id, name, opponent, outcome, 1))
     return matches

@@ -3,7 +3,7 @@
 How a budget becomes a number of duels, and how played duels become rating records or mean grades.
 
 **Budgets count judgments**, exactly as :class:`~rankkit.matches.Cost` counts ``comparisons``: a
-duel played in one order costs 1, a duel in both orders (``order=both``, ``debias=true``) costs 2.
+duel played in one order costs 1, a duel in both orders (``order=both``) costs 2.
 A strategy given a budget of B comparisons therefore plays ``B`` duels, or ``B // 2`` in both
 orders (an odd budget leaves one judgment unspent, since half a two-order duel is not a duel),
 and never more than one duel per pair of candidates — so at most the all-pairs cost
@@ -38,7 +38,7 @@ def check_budget(name: str, budget: float, comparisons: int | None, order: str =
         raise SpecError(f"strategy {name}: budget must be > 0 comparisons per candidate, got {budget}")
     least = judgments_per_duel(order)
     if comparisons is not None and comparisons < least:
-        why = " (a debiased duel costs 2)" if least == 2 else ""
+        why = " (a duel in both orders costs 2)" if least == 2 else ""
         raise SpecError(f"strategy {name}: comparisons must be >= {least}{why}, got {comparisons}")
 
 

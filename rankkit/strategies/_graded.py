@@ -14,7 +14,7 @@ grade minus the second, beyond the answers' difference). Minimising the squared 
 θ and β has a closed form: for a given β each θ is the answer's mean grade corrected by β/2 times
 its first-minus-second slot share, and substituting that into β's normal equation leaves one
 linear equation in β. So the fit costs O(judgments + answers), with no iterative solver. When
-every answer is shown first and second equally often (a debiased strategy), θ is the plain mean
+every answer is shown first and second equally often (``order=both``), θ is the plain mean
 grade; when the design cannot tell β from the answers (every answer always in the same slot), β
 is taken as 0 and θ is the mean grade.
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 def corrected_grades(matches: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
     """Each candidate's slot-corrected grade level θ (see the module docstring).
 
-    matches: the judgments (a debiased duel's two orders are two matches).
+    matches: the judgments (a duel in both orders gives two matches).
     candidates: every candidate id; one that never played gets ``unplayed``.
     unplayed: the score of a candidate without any judgment (e.g. the scale's midpoint).
     """

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.order import coin_order, judgments_per_duel
@@ -119,7 +119,7 @@ class ActiveStrategy(Strategy):
     order: ``given`` (default) — each duel shown as chosen, its two candidates in a seeded random
         orientation; ``random`` — a further seeded coin per duel; ``both`` — every duel in both
         orders (thesis §3.2.1), each order a match of its own in the fit (as in ``bt``), a duel
-        costing 2 comparisons. ``debias=true|false`` is ``both``/``given``.
+        costing 2 comparisons.
     aggregate: the final scores: ``bt`` (Bradley–Terry ratings, Elo scale), ``grades`` (mean
         grade received) or ``corrected`` (mean grade corrected for the judge's first-slot effect,
         :func:`rankkit.strategies._graded.corrected_grades`).
@@ -133,12 +133,11 @@ class ActiveStrategy(Strategy):
     prior_sd: float = 2.0
     order: str = "given"
     aggregate: str = "bt"
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         check_budget("active", self.budget, self.comparisons, self.order)
         if self.batch < 1:
             raise SpecError(f"strategy active: batch must be >= 1, got {self.batch}")

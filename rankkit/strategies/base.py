@@ -8,8 +8,9 @@ cost, metrics) is the runner's job, so a strategy is only its algorithm.
 
 A pairwise strategy has an ``order`` parameter (``given``, ``random`` or ``both``: which of two
 answers the judge sees first), passed to the match source with every duel; its default is the
-field's default, its one-order alternative ``single_order``, and ``debias=true|false`` is accepted
-as an alias (see :mod:`rankkit.matches` for the policy, :meth:`Strategy.resolve_debias` for the alias).
+field's default (see :mod:`rankkit.matches` for the policy). The paper's spelling ``debias=true|false``
+is accepted in a spec string only: :func:`make_strategy` turns it into ``order`` before the strategy
+is built, so strategies never see it.
 
 Strategies register with ``@register("name")``. Other packages add strategies without editing
 rankkit through the ``rankkit.strategies`` entry-point group::
@@ -29,7 +30,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping
 
 from rankkit.order import ORDERS, check_order
-from rankkit.specs import Spec, SpecError, build_dataclass, parse_spec
+from rankkit.specs import Spec, SpecError, build_dataclass, convert_value, parse_spec
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
@@ -93,14 +94,23 @@ class Strategy:
 
     ``kind`` says which judgments the strategy needs: ``"pairwise"`` or ``"pointwise"``.
 
-    ``single_order`` is the order ``debias=false`` stands for in a strategy whose ``order`` field
-    defaults to ``both``; in the others it is None, and ``debias=false`` is the field's default.
+    ``single_order`` names the one-order alternative of a strategy whose ``order`` field defaults
+    to ``both`` (what a spec's ``debias=false`` means for it); None in the others, whose default is
+    already one order.
+
+    A subclass that validates its parameters in ``__post_init__`` calls ``super().__post_init__()``
+    first, so that ``order`` is checked too.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     kind: ClassVar[str] = "pairwise"
     single_order: ClassVar[str | None] = None
+
+    def __post_init__(self) -> None:
+        """Check the ``order`` parameter, in every strategy that has one (see :data:`ORDERS`)."""
+        if hasattr(self, "order"):
+            check_order(f"strategy {self.name}", self.order)
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         raise NotImplementedError
@@ -126,53 +136,20 @@ class Strategy:
         field_ = cls.__dataclass_fields__.get("order") if dataclasses.is_dataclass(cls) else None
         return None if field_ is None or field_.default is dataclasses.MISSING else field_.default
 
-    @classmethod
-    def undebiased_order(cls) -> str | None:
-        """The order ``debias=false`` stands for: ``single_order``, or the default when that is one order."""
-        return cls.single_order or cls.default_order()
-
-    def resolve_debias(self, debias: bool | None) -> None:
-        """Apply the ``debias`` alias and check ``order``; pairwise strategies call this first in
-        ``__post_init__`` (their ``debias`` is an ``InitVar``, stored nowhere but in ``order``).
-
-        ``debias=true`` is ``order=both``, ``debias=false`` the strategy's one order
-        (:meth:`undebiased_order`); naming an ``order`` other than the default that contradicts it
-        is an error.
-        """
-        if debias is not None:
-            wanted = "both" if debias else self.undebiased_order()
-            if self.order not in (self.default_order(), wanted):
-                raise SpecError(f"strategy {self.name}: debias={str(debias).lower()} means order={wanted}, "
-                                f"which contradicts order={self.order}")
-            object.__setattr__(self, "order", wanted)  # frozen: the alias is resolved once, at construction
-        check_order(f"strategy {self.name}", self.order)
-
-    def _written(self, key: str, value: Any) -> tuple[str, Any]:
-        """A parameter as labels and results files spell it: ``order`` through the ``debias``
-        alias where the alias can say it (so names written before ``order`` existed still match)."""
-        if key == "order" and value in ORDERS:
-            if value == "both":
-                return "debias", True
-            if value == self.undebiased_order():
-                return "debias", False
-        return key, value
-
     def params(self) -> dict[str, Any]:
-        """The parameters (``order`` spelled as ``debias`` where the alias can say it)."""
-        values = dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
-        return dict(self._written(key, value) for key, value in values.items())
+        """The parameters by name, as results files store them."""
+        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
 
     @property
     def label(self) -> str:
-        """Name plus the parameters that differ from the defaults, e.g. ``knockout:debias=true``."""
+        """Name plus the parameters that differ from the defaults, e.g. ``knockout:order=both``."""
         changed = []
         for f in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
             value = getattr(self, f.name)
             default = f.default if f.default is not dataclasses.MISSING else None
             if value != default:
-                key, value = self._written(f.name, value)
                 text = str(value).lower() if isinstance(value, bool) else str(value)
-                changed.append(f"{key}={text}")
+                changed.append(f"{f.name}={text}")
         return self.name + (":" + ",".join(changed) if changed else "")
 
 
@@ -248,25 +225,50 @@ def strategy_classes() -> dict[str, type[Strategy]]:
 
 
 def make_strategy(spec: str | Spec) -> Strategy:
-    """Build a strategy from a spec such as ``knockout:debias=true``."""
+    """Build a strategy from a spec such as ``knockout:order=both`` (or ``knockout:debias=true``)."""
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
     classes = strategy_classes()
     if parsed.name not in classes:
         raise SpecError(f"unknown strategy {parsed.name!r} (known: {', '.join(classes)})")
     if parsed.positional:
         raise SpecError(f"strategy {parsed.name}: unexpected value(s) {', '.join(parsed.positional)}; use key=value")
-    strategy = build_dataclass(classes[parsed.name], parsed.options, where=f"strategy {parsed.name}")
-    # Both spellings of the order in one spec must agree (resolve_debias cannot tell an order
-    # named explicitly from the default).
-    if "debias" in parsed.options and parsed.options.get("order", strategy.order) != strategy.order:
-        raise SpecError(f"strategy {parsed.name}: debias={parsed.options['debias']} means order={strategy.order}, "
-                        f"which contradicts order={parsed.options['order']}")
-    return strategy
+    cls = classes[parsed.name]
+    where = f"strategy {parsed.name}"
+    return build_dataclass(cls, debias_as_order(cls, parsed.options, where=where), where=where)
+
+
+def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str) -> dict[str, str]:
+    """Translate the paper's ``debias=true|false`` in a spec's options into ``order``.
+
+    This is the only place that knows that spelling: ``debias=true`` is ``order=both``,
+    ``debias=false`` the strategy's one-order alternative (``single_order``, else its default).
+
+    cls: the strategy the options are for.
+    options: the spec's ``key=value`` options, values still strings.
+    where: names the spec in error messages (``strategy knockout``).
+
+    Returns the options with ``debias`` replaced by ``order`` (the same dict when there is no
+    ``debias``). Raises :class:`SpecError` when ``debias`` and ``order`` name different orders, or
+    for ``debias`` on a strategy without an ``order``.
+    """
+    if "debias" not in options:
+        return options
+    default = cls.default_order()
+    if default is None:
+        raise SpecError(f"{where}: debias is not a parameter here (it has no order of presentation)")
+    debias = convert_value(options["debias"], bool, where=f"{where}: debias")
+    wanted = "both" if debias else (cls.single_order or default)
+    if options.get("order", wanted) != wanted:
+        raise SpecError(f"{where}: debias={str(debias).lower()} means order={wanted}, "
+                        f"which contradicts order={options['order']}")
+    translated = {key: value for key, value in options.items() if key != "debias"}
+    translated["order"] = wanted
+    return translated
 
 
 def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
-    """(name, type, default) of each parameter, for ``rankkit strategies``; a strategy with an
-    ``order`` also lists its ``debias`` alias, right after it."""
+    """(name, type, default) of each parameter, for ``rankkit strategies``; ``order``'s type lists
+    its allowed values."""
     rows = []
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
         default = f.default if f.default is not dataclasses.MISSING else None
@@ -274,9 +276,6 @@ def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
         if f.name == "order" and default in ORDERS:
             type_name = "|".join(ORDERS)
         rows.append((f.name, type_name, default))
-        if f.name == "order" and default in ORDERS:
-            rows.append(("debias", f"bool, alias: true = order=both, false = order={cls.undebiased_order()}",
-                         default == "both"))
     return rows
 
 

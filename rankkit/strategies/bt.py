@@ -14,7 +14,7 @@ candidate's 95% percentile interval to ``extras`` as ``ci_low``/``ci_high``.
 from __future__ import annotations
 
 import random
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.ratings import bradley_terry
@@ -35,7 +35,6 @@ class BradleyTerryStrategy(Strategy):
 
     order: ``both`` (default) — judge every pair in both orders, each order a match of its own;
         ``given`` — each pair once, in data order; ``random`` — once, in a seeded random order.
-        ``debias=true|false`` is ``both``/``given``.
     alpha: choix's regularisation, keeping ratings finite when a candidate won (or lost) every
         match — a perfect judge makes that the rule, not the exception. None (the default):
         ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`), the same pull toward the field
@@ -46,13 +45,12 @@ class BradleyTerryStrategy(Strategy):
     order: str = "both"
     alpha: float | None = None
     bootstrap: int = 0
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
-    description = "all pairs judged, Bradley-Terry fit on the Elo scale (N(N-1)/2 matches; x2 debiased)"
+    description = "all pairs judged, Bradley-Terry fit on the Elo scale (N(N-1)/2 matches; x2 with order=both)"
     single_order: ClassVar[str] = "given"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         if self.alpha is not None and self.alpha <= 0:
             raise SpecError(f"strategy bt: alpha must be > 0, got {self.alpha}")
         if self.bootstrap < 0:

@@ -13,7 +13,7 @@ go to the judge in one batch. N answers cost 2N − 2 duels (2N − 1 with a bra
 duel gives exactly one loss, and all answers but the champion end with two. By default
 (``order=random``) a duel is shown in a seeded random order — and a rematch, as the match source
 does for any strategy, in the order the pair was *not* shown before, so it is a new judgment —
-which makes the cost 2N − 2 comparisons, a debiased knockout's; with ``order=both`` every duel is
+which makes the cost 2N − 2 comparisons, a knockout's with ``order=both``; with ``order=both`` every duel is
 judged in both orders (twice the cost), and a rematch repeats the result.
 
 **Scores** (``aggregate``). ``corrected`` (default): each answer's grade level from every grade it
@@ -26,7 +26,7 @@ knockout paper's averaging). ``bt``: Bradley–Terry ratings (Elo scale) of the 
 from __future__ import annotations
 
 import random
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.ratings import bradley_terry
@@ -72,7 +72,7 @@ class DoubleEliminationStrategy(Strategy):
 
     order: ``random`` (default) — each duel shown in a seeded random order, a rematch in the order
         not shown before; ``both`` — every duel judged in both orders (twice the cost); ``given`` —
-        as the bracket pairs it. ``debias=true|false`` is ``both``/``random``.
+        as the bracket pairs it.
     aggregate: ``corrected`` — grade levels corrected for the judge's first-slot effect (default);
         ``grades`` — the mean grade received; ``bt`` — Bradley–Terry ratings of the verdicts.
 
@@ -82,12 +82,11 @@ class DoubleEliminationStrategy(Strategy):
 
     order: str = "random"
     aggregate: str = "corrected"
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
-    description = "double-elimination tournament: out after two losses (2N-2 comparisons; x2 debiased)"
+    description = "double-elimination tournament: out after two losses (2N-2 comparisons; x2 with order=both)"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy double_elimination: aggregate must be one of {', '.join(AGGREGATES)}, "
                             f"got {self.aggregate!r}")

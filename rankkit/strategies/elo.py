@@ -13,7 +13,7 @@ very same matches by Bradley–Terry instead.
 from __future__ import annotations
 
 import random
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
@@ -74,7 +74,7 @@ class EloStrategy(Strategy):
 
     order: ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
         N(N−1)/2), each order a match of its own; ``given`` — each pair once, in data order;
-        ``random`` — once, in a seeded random order. ``debias=true|false`` is ``both``/``given``.
+        ``random`` — once, in a seeded random order.
     k: the Elo update step (points moved by a fully unexpected result).
     permutations: how many seeded random match orders the ratings are averaged over.
     initial, scale, base: the Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
@@ -86,13 +86,12 @@ class EloStrategy(Strategy):
     initial: float = ELO_INITIAL
     scale: float = ELO_SCALE
     base: float = ELO_BASE
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
-    description = "all pairs judged, online Elo averaged over match orders (N(N-1)/2 matches; x2 debiased)"
+    description = "all pairs judged, online Elo averaged over match orders (N(N-1)/2 matches; x2 with order=both)"
     single_order: ClassVar[str] = "given"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         if self.permutations < 1:
             raise SpecError(f"strategy elo: permutations must be >= 1, got {self.permutations}")
         if self.k <= 0 or self.scale <= 0 or self.base <= 1:

@@ -20,7 +20,7 @@ import functools
 import heapq
 import math
 import random
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import judgments_per_duel
@@ -81,19 +81,17 @@ class HeapsortStrategy(Strategy):
     top_k: stop once the best k are out (None or 0 = sort everything).
     order: ``both`` (default) — judge every comparison in both orders and decide on the averaged
         grades; ``random`` — one judgment, reusing one the graph holds (see
-        :class:`JudgedComparator`); ``given`` — one, as the heap compares. ``debias=true|false`` is
-        ``both``/``random``.
+        :class:`JudgedComparator`); ``given`` — one, as the heap compares.
     """
 
     top_k: int | None = None
     order: str = "both"
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "heap sort with the judge as comparator, top_k to stop early (<= 2 N log2 N comparisons)"
     single_order: ClassVar[str] = "random"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         if self.top_k is not None and self.top_k < 0:
             raise SpecError(f"strategy heapsort: top_k must be >= 0, got {self.top_k}")
 

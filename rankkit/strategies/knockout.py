@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import statistics
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.order import judgments_per_duel, planned_pairs
@@ -34,7 +34,7 @@ class KnockoutStrategy(Strategy):
     order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
         pairs come from a shuffle), ``random``, or ``both`` — judge each match in both orders and
         average the two grades per answer (thesis §3.2.1, after Liusie et al. 2024; doubles the
-        cost). ``debias=true`` is ``order=both``, ``debias=false`` ``order=given``.
+        cost).
     tie: who advances when both answers got the same (averaged) grade and the judge's verdicts
         do not separate them: ``coin`` (a seeded coin flip, the default), ``first`` (the answer
         shown first) or ``second`` (the answer shown second — Algorithm 1 read literally, whose
@@ -43,12 +43,11 @@ class KnockoutStrategy(Strategy):
 
     order: str = "given"
     tie: str = "coin"
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
-    description = "knockout tournament, scores averaged over rounds (N-1 matches; x2 debiased)"
+    description = "knockout tournament, scores averaged over rounds (N-1 matches; x2 with order=both)"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         if self.tie not in TIE_RULES:
             raise SpecError(f"strategy knockout: tie must be one of {', '.join(TIE_RULES)}, got {self.tie!r}")
 

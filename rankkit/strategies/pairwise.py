@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.order import planned_pairs
@@ -26,17 +26,12 @@ class PairwiseStrategy(Strategy):
 
     order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
         pairs come from a shuffle), ``random``, or ``both`` — judge every match in both orders and
-        average the two grades (thesis §3.2.1). ``debias=true`` is ``order=both``, ``debias=false``
-        ``order=given``.
+        average the two grades (thesis §3.2.1).
     """
 
     order: str = "given"
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "naive pairwise baseline: random pairs, one match each (ceil(N/2) matches)"
-
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids

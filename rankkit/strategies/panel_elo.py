@@ -17,7 +17,7 @@ does). N candidates cost N·(N−1)/2 decisions (each one 2·members judgments f
 from __future__ import annotations
 
 import random
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from itertools import combinations
 
@@ -42,18 +42,17 @@ class PanelEloStrategy(Strategy):
     order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; each
         pair is drawn in a seeded random orientation), ``random``, or ``both`` — ask the judge for
         both orders of each pair and combine them. A panel judge already asks every member both
-        orders, so ``both`` is for single judges. ``debias=true|false`` is ``both``/``given``.
+        orders, so ``both`` is for single judges.
     """
 
     k: float = 16.0
     permutations: int = 1
     order: str = "given"
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "all pairs decided once (a panel: votes in both orders + threshold), online Elo (N(N-1)/2 decisions)"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         if self.k <= 0:
             raise SpecError(f"strategy panel_elo: k must be > 0, got {self.k}")
         if self.permutations < 1:

@@ -19,7 +19,7 @@ improved (each pass also moves weak candidates down), so every position is score
 from __future__ import annotations
 
 import random
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import judgments_per_duel
@@ -42,18 +42,17 @@ class SlidingWindowStrategy(Strategy):
     order: ``both`` (default) — judge every comparison in both orders and decide on the averaged
         grades; ``random`` — one judgment, reusing one the graph holds (see
         :class:`~rankkit.strategies.heapsort.JudgedComparator`); ``given`` — one, as the window
-        compares. ``debias=true|false`` is ``both``/``random``.
+        compares.
     """
 
     passes: int = 10
     order: str = "both"
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "K bubble passes from the bottom, window 2 (about K*N comparisons)"
     single_order: ClassVar[str] = "random"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         if self.passes < 1:
             raise SpecError(f"strategy sliding: passes must be >= 1, got {self.passes}")
 

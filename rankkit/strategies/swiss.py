@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Mapping
 
@@ -115,12 +115,12 @@ class SwissStrategy(Strategy):
     pair twice, until the budget is spent; Bradley–Terry (or mean grades, or points) at the end.
 
     budget: comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
-        comparisons (judgments; a debiased duel costs 2). ``budget=3`` is about 6 rounds.
+        comparisons (judgments; a duel in both orders costs 2). ``budget=3`` is about 6 rounds.
     comparisons: exactly this many comparisons per task instead (overrides ``budget``).
     order: ``given`` (default) — each duel shown as drawn, its two candidates in a seeded random
         orientation; ``random`` — a further seeded coin per duel; ``both`` — every duel in both
         orders (thesis §3.2.1), each order a match of its own (as in ``bt``), a duel costing 2
-        comparisons. ``debias=true|false`` is ``both``/``given``.
+        comparisons.
     aggregate: ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``grades`` — the mean
         grade received (the knockout paper's score averaging); ``corrected`` — the mean grade
         corrected for the judge's first-slot effect by least squares
@@ -132,12 +132,11 @@ class SwissStrategy(Strategy):
     comparisons: int | None = None
     order: str = "given"
     aggregate: str = "bt"
-    debias: InitVar[bool | None] = None  # alias of order (see resolve_debias); not stored
 
     description = "Swiss-system tournament: rounds pair close running scores, budget x N comparisons"
 
-    def __post_init__(self, debias: bool | None) -> None:
-        self.resolve_debias(debias)
+    def __post_init__(self) -> None:
+        super().__post_init__()  # checks order
         check_budget("swiss", self.budget, self.comparisons, self.order)
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy swiss: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")

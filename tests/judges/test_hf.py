@@ -617,7 +617,7 @@ def test_judge_runs_a_knockout_through_the_runner(tiny_dir):
     from rankkit.strategies import make_strategy
 
     task = make_task()
-    result = run([task], [make_strategy("knockout:debias=true"), make_strategy("individual")],
+    result = run([task], [make_strategy("knockout:order=both"), make_strategy("individual")],
                  make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob"), progress=False)
     assert [s.cost.judge_calls for s in result.strategies] == [4, 3]
 

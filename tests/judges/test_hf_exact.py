@@ -205,7 +205,7 @@ def test_smollm2_results_do_not_depend_on_the_cache_or_the_workers(tmp_path):
     from rankkit.tasks import SAMPLE_DATA, load_tasks
 
     tasks = load_tasks(SAMPLE_DATA, limit=2)
-    specs = ("knockout", "individual", "knockout:debias=true")
+    specs = ("knockout", "individual", "knockout:order=both")
 
     def compare(cache, workers, strategies=specs):
         judge = make_judge("smollm2")  # a fresh engine each run: an empty block cache
@@ -216,7 +216,7 @@ def test_smollm2_results_do_not_depend_on_the_cache_or_the_workers(tmp_path):
 
     reference = compare(NullCache(), 1)
     half = JudgmentCache(tmp_path / "half.sqlite")
-    compare(half, 1, strategies=("knockout:debias=true",))  # some judgments cached, not all
+    compare(half, 1, strategies=("knockout:order=both",))  # some judgments cached, not all
     cold = JudgmentCache(tmp_path / "cold.sqlite")
     runs = {"no cache, 2 workers": compare(NullCache(), 2), "cold cache, 2 workers": compare(cold, 2),
             "half-warm cache, 2 workers": compare(half, 2), "warm cache, 1 worker": compare(cold, 1)}

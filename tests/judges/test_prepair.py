@@ -76,7 +76,7 @@ def test_knockout_and_bt_share_analyses_and_the_cost_shows_them_per_strategy():
     engine = ScriptedEngine(reply=analysing_reply)
     judge = LLMJudge(engine, prepair=True)
     task = four_answers()
-    result = run([task], [make_strategy("knockout:debias=true"), make_strategy("bt")], judge, progress=False)
+    result = run([task], [make_strategy("knockout:order=both"), make_strategy("bt")], judge, progress=False)
     assert len(analysis_prompts(engine)) == 4  # knockout paid for them, bt reused them
     knockout, bt = result.strategies
     assert knockout.cost.analyses == 4
@@ -175,7 +175,7 @@ def test_prepair_on_a_tiny_real_model_generates_one_analysis_per_answer(mode, ti
 
     judge.engine.generate = counting_generate
     task = four_answers()
-    result = run([task], [make_strategy("knockout:debias=true"), make_strategy("bt")], judge, progress=False)
+    result = run([task], [make_strategy("knockout:order=both"), make_strategy("bt")], judge, progress=False)
     analysis_calls = [n for n, tokens in counted if tokens == 3]
     assert sum(analysis_calls) == 4
     assert sum(s.cost.analyses for s in result.strategies) == 4

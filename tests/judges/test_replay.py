@@ -154,7 +154,7 @@ def test_record_once_replay_any_strategy(tmp_path):
     assert cost.judge_calls == len(rows) == sum(len(t.candidates) * (len(t.candidates) - 1) for t in tasks)
     path = tmp_path / "grid.jsonl"
     write_judgments(rows, path)
-    strategies = [make_strategy(s) for s in ("knockout:debias=true", "pairwise", "panel_elo")]
+    strategies = [make_strategy(s) for s in ("knockout:order=both", "pairwise", "panel_elo")]
     expected = run(tasks, strategies, live, progress=False)
     replayed = run(tasks, strategies, make_judge(f"replay:{path}"), progress=False)
     for a, b in zip(expected.strategies, replayed.strategies):
@@ -191,7 +191,7 @@ def test_record_command_writes_a_replayable_grid(tmp_path):
     first = json.loads(out.read_text().splitlines()[0])
     assert first["judge"] == "gpt4-sim" and first["method"] == "recorded"
     replayed = runner.invoke(main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet",
-                                    "--strategies", "knockout:debias=true"])
+                                    "--strategies", "knockout:order=both"])
     assert replayed.exit_code == 0, replayed.output
     missing = runner.invoke(main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet",
                                    "--strategies", "knockout", "--data", str(tasks_not_in_the_recording(tmp_path))])

@@ -56,6 +56,16 @@ def test_adding_to_an_anchored_leaderboard_plays_its_anchor(system_level_tasks):
     assert added.system("s5").rating == 1.0
 
 
+def test_a_newcomer_is_shown_in_both_orders_when_the_board_was(system_level_tasks):
+    judge = make_judge(PERFECT)
+    others = [s for s in STRENGTHS if s != "s5"]
+    for order, per_match in (("given", 1), ("both", 2)):
+        board = arena(system_level_tasks, judge, systems=others, order=order, resamples=0)
+        added = add_system(board, system_level_tasks, judge, "s5", "anchored", resamples=0)
+        assert added.order == order
+        assert added.cost.comparisons - board.cost.comparisons == per_match * added.placement["matches"]
+
+
 def test_adding_reuses_stored_judgments(noisy_tasks, cache_path):
     judge = make_judge(PERFECT)
     board = arena(noisy_tasks, judge, systems=[s for s in STRENGTHS if s != "s4"], resamples=0)

@@ -9,6 +9,7 @@ import pytest
 from rankkit.judges import make_judge
 from tests.helpers import CountingJudge
 from rankkit.leaderboard import (
+    Leaderboard,
     LeaderboardError,
     anchored,
     arena,
@@ -19,6 +20,7 @@ from rankkit.leaderboard import (
     load_truth,
 )
 from rankkit.matches import MatchGraph
+from rankkit.specs import SpecError
 
 from tests.conftest import shared_dataset
 from tests.leaderboard.conftest import HUMAN_ORDER, PERFECT, STRENGTHS
@@ -52,10 +54,20 @@ def test_arena_brackets_are_seeded(noisy_tasks):
     assert first.matches != arena(noisy_tasks[:20], judge, seed=5, resamples=0).matches
 
 
-def test_debiased_arena_judges_both_orders(system_level_tasks):
-    board = arena(system_level_tasks, make_judge(PERFECT), debias=True, resamples=0)
+def test_arena_in_both_orders_judges_both_orders(system_level_tasks):
+    board = arena(system_level_tasks, make_judge(PERFECT), order="both", resamples=0)
     assert board.cost.comparisons == 30 * 7 * 2
     assert board.names == HUMAN_ORDER
+    assert board.order == "both" and Leaderboard.from_dict(board.to_dict()).order == "both"
+
+
+def test_an_order_is_for_arena_and_anchored_only(system_level_tasks):
+    assert build(system_level_tasks[:3], make_judge(PERFECT), "arena", resamples=0).order == "given"
+    assert build(system_level_tasks[:3], make_judge(PERFECT), "anchored", anchor="s3", resamples=0).order == "random"
+    with pytest.raises(LeaderboardError, match=r"takes its own in the spec \(e.g. knockout:order=both\)"):
+        build(system_level_tasks[:3], make_judge(PERFECT), "knockout", order="both")
+    with pytest.raises(SpecError, match="order must be one of"):
+        build(system_level_tasks[:3], make_judge(PERFECT), "arena", order="sideways")
 
 
 def test_anchored_is_win_rate_against_the_anchor(system_level_tasks):
@@ -86,7 +98,7 @@ def test_any_strategy_aggregates_into_a_leaderboard(system_level_tasks):
     induced = induced_matches(task, scores)
     assert len(induced) == 28
     assert {m.outcome for m in induced} == {0.0, 0.5, 1.0}
-    for method in ("knockout:debias=true", "heapsort", "bt"):
+    for method in ("knockout:order=both", "heapsort", "bt"):
         board = build(system_level_tasks[:10], make_judge(PERFECT), method, resamples=0)
         assert board.names == HUMAN_ORDER, method
         assert board.method == method

@@ -134,20 +134,21 @@ def test_perfect_judge_settles_early_on_the_human_order():
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 13])
-@pytest.mark.parametrize("debias", [False, True])
+@pytest.mark.parametrize("order", ["given", "both"])
 @pytest.mark.parametrize("batch", [1, 3])
 @pytest.mark.parametrize("budget", [0.5, 1.3, 100.0])
-def test_budget_is_spent_exactly(n, debias, batch, budget):
+def test_budget_is_spent_exactly(n, order, batch, budget):
     task = make_task([float(i) for i in range(n)])
     judgments = int(budget * n)
-    duels = min(n * (n - 1) // 2, judgments // 2 if debias else judgments)
-    strategy = ActiveStrategy(budget=budget, debias=debias, batch=batch, settle=False)
-    if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, debiased: a budget that buys nothing is refused
+    per_duel = 2 if order == "both" else 1
+    duels = min(n * (n - 1) // 2, judgments // per_duel)
+    strategy = ActiveStrategy(budget=budget, order=order, batch=batch, settle=False)
+    if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
         with pytest.raises(SpecError, match="buys no duel"):
             rank_once(task, strategy, SimulatedJudge())
         return
     ranking, cost, source = rank_once(task, strategy, SimulatedJudge(accuracy=0.7, position_bias=0.2, seed=3))
-    assert cost.comparisons == duels * (2 if debias else 1)
+    assert cost.comparisons == duels * per_duel
     assert cost.judge_calls == cost.comparisons
     assert set(ranking.scores) == set(task.candidate_ids)
 
@@ -159,13 +160,13 @@ def test_settling_never_exceeds_the_budget():
         assert cost.comparisons <= 9
 
 
-@pytest.mark.parametrize("debias", [False, True])
-def test_no_pair_is_played_twice(debias):
+@pytest.mark.parametrize("order", ["given", "both"])
+def test_no_pair_is_played_twice(order):
     task = make_task([float(i % 4) for i in range(10)])
-    _, _, source = rank_once(task, ActiveStrategy(budget=4.0, debias=debias, batch=2, settle=False),
+    _, _, source = rank_once(task, ActiveStrategy(budget=4.0, order=order, batch=2, settle=False),
                              SimulatedJudge(accuracy=0.6, seed=2))
     unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
-    assert set(unordered.values()) == {2 if debias else 1}
+    assert set(unordered.values()) == {2 if order == "both" else 1}
 
 
 def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
@@ -200,8 +201,8 @@ def test_same_seed_same_result_other_seed_other_matches(criterion):
 
 
 def test_spec_parsing_and_validation():
-    strategy = make_strategy("active:budget=2.5,batch=4,criterion=order,settle=false,debias=true")
-    assert strategy == ActiveStrategy(budget=2.5, batch=4, criterion="order", settle=False, debias=True)
+    strategy = make_strategy("active:budget=2.5,batch=4,criterion=order,settle=false,order=both")
+    assert strategy == ActiveStrategy(budget=2.5, batch=4, criterion="order", settle=False, order="both")
     assert make_strategy("active:comparisons=30").comparisons == 30
     for bad, word in [("batch=0", "batch"), ("criterion=entropy", "criterion"), ("aggregate=elo", "aggregate"),
                       ("prior_sd=0", "prior_sd"), ("budget=-2", "budget")]:
@@ -210,13 +211,13 @@ def test_spec_parsing_and_validation():
 
 
 @pytest.mark.parametrize("spec,word", [("budget=0", "budget must be > 0"), ("comparisons=0", "comparisons must be >= 1"),
-                                       ("comparisons=1,debias=true", "comparisons must be >= 2")])
+                                       ("comparisons=1,order=both", "comparisons must be >= 2")])
 def test_budgets_that_cannot_rank_are_refused(spec, word):
     with pytest.raises(SpecError, match=word):
         make_strategy(f"active:{spec}")
     task = make_task([0.0, 1.0, 2.0], task_id="q7")
     with pytest.raises(SpecError, match="strategy active: budget=0.5 buys no duel on task 'q7'"):
-        rank_once(task, ActiveStrategy(budget=0.5, debias=True), SimulatedJudge())
+        rank_once(task, ActiveStrategy(budget=0.5, order="both"), SimulatedJudge())
 
 
 def test_runs_in_the_runner_and_reports_cost(sample_tasks):

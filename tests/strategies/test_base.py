@@ -44,8 +44,8 @@ def test_pointwise_strategy_with_a_judge_that_only_compares_names_both():
 
 
 def test_pairwise_strategy_with_a_judge_that_only_grades():
-    with pytest.raises(SpecError, match="strategy knockout:debias=true needs pairwise comparisons"):
-        check_compatible([make_strategy("knockout:debias=true")], GradesOnly(SimulatedJudge()))
+    with pytest.raises(SpecError, match="strategy knockout:order=both needs pairwise comparisons"):
+        check_compatible([make_strategy("knockout:order=both")], GradesOnly(SimulatedJudge()))
 
 
 def test_compatible_pairings_pass():

@@ -39,7 +39,7 @@ def test_pairwise_odd_one_out_keeps_opponent_score():
     assert ranking.scores[opponent] == pytest.approx(expected)
 
 
-def test_pairwise_debias_doubles_the_cost():
+def test_pairwise_in_both_orders_doubles_the_cost():
     task = make_task([float(i) for i in range(6)])
-    _, cost, _ = rank_once(task, PairwiseStrategy(debias=True), SimulatedJudge())
+    _, cost, _ = rank_once(task, PairwiseStrategy(order="both"), SimulatedJudge())
     assert cost.comparisons == 6

@@ -17,9 +17,9 @@ def tasks(n_candidates: int = 6, prompts: int = 3):
     return planted_tasks({f"s{i}": 1000.0 + 50 * i for i in range(n_candidates)}, prompts, noise=0.0)
 
 
-@pytest.mark.parametrize("debias, per_task", [(False, 21), (True, 42)])
-def test_all_pairs_per_order(debias, per_task):
-    result = run(tasks(7, 2), [make_strategy(f"bt:debias={str(debias).lower()}")], make_judge(PERFECT), progress=False)
+@pytest.mark.parametrize("order, per_task", [("given", 21), ("both", 42)])
+def test_all_pairs_per_order(order, per_task):
+    result = run(tasks(7, 2), [make_strategy(f"bt:order={order}")], make_judge(PERFECT), progress=False)
     assert result.strategies[0].cost.comparisons == 2 * per_task
     assert result.strategies[0].cost.judge_calls == 2 * per_task
 

@@ -38,17 +38,17 @@ def tasks(n_candidates: int = 6, prompts: int = 3):
     return planted_tasks({f"s{i}": 1000.0 + 50 * i for i in range(n_candidates)}, prompts, noise=0.0)
 
 
-@pytest.mark.parametrize("debias, per_task", [(False, 15), (True, 30)])
-def test_all_pairs_are_judged_once_per_order_in_one_batch(debias, per_task):
+@pytest.mark.parametrize("order, per_task", [("given", 15), ("both", 30)])
+def test_all_pairs_are_judged_once_per_order_in_one_batch(order, per_task):
     judge = RecordingJudge(make_judge(PERFECT))
-    result = run(tasks(6, 3), [make_strategy(f"elo:debias={str(debias).lower()}")], judge, progress=False)
+    result = run(tasks(6, 3), [make_strategy(f"elo:order={order}")], judge, progress=False)
     strategy = result.strategies[0]
     assert strategy.cost.comparisons == 3 * per_task  # N(N-1)/2 per order
     assert strategy.cost.judge_calls == 3 * per_task
     assert len(judge.batches) == 3  # ONE compare_many call per task
     assert all(len(batch) == per_task for batch in judge.batches)
     for task_result in strategy.tasks:
-        assert all(extra["played"] == (10 if debias else 5) for extra in task_result.extras.values())
+        assert all(extra["played"] == (10 if order == "both" else 5) for extra in task_result.extras.values())
 
 
 def test_perfect_judge_gives_the_human_order():
@@ -74,14 +74,14 @@ def test_ratings_are_seeded_by_the_run_seed():
 def test_comparisons_are_paid_once_per_run_whatever_the_strategy_order():
     data = tasks(8, 4)
     judge = make_judge("sim:preset=gpt4")
-    after = run(data, [make_strategy("knockout:debias=true"), make_strategy("elo"), make_strategy("bt")], judge,
+    after = run(data, [make_strategy("knockout:order=both"), make_strategy("elo"), make_strategy("bt")], judge,
                 progress=False)
     knockout, elo, bt = after.strategies
     assert elo.cost.comparisons == 4 * 8 * 7
     assert elo.cost.judge_calls == elo.cost.comparisons - knockout.cost.comparisons  # knockout's reused
     assert elo.cost.shared_hits == knockout.cost.comparisons
     assert bt.cost.judge_calls == 0 and bt.cost.comparisons == elo.cost.comparisons
-    before = run(data, [make_strategy("elo"), make_strategy("knockout:debias=true")], judge, progress=False)
+    before = run(data, [make_strategy("elo"), make_strategy("knockout:order=both")], judge, progress=False)
     assert before.strategies[1].cost.judge_calls == 0
     assert before.strategies[1].cost.comparisons == knockout.cost.comparisons
     # the same judgments, so the same ratings either way

@@ -24,11 +24,11 @@ from tests.helpers import (
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 13])
-@pytest.mark.parametrize("debias", [False, True])
-def test_n_minus_one_matches_and_every_candidate_scored(n, debias):
+@pytest.mark.parametrize("order", ["given", "both"])
+def test_n_minus_one_matches_and_every_candidate_scored(n, order):
     task = make_task([float(i) for i in range(n)])
-    ranking, cost, source = rank_once(task, KnockoutStrategy(debias=debias), SimulatedJudge(accuracy=0.7))
-    assert cost.comparisons == (n - 1) * (2 if debias else 1)
+    ranking, cost, source = rank_once(task, KnockoutStrategy(order=order), SimulatedJudge(accuracy=0.7))
+    assert cost.comparisons == (n - 1) * (2 if order == "both" else 1)
     assert set(ranking.scores) == set(task.candidate_ids)
     assert all(not math.isnan(v) for v in ranking.scores.values())
     extras = ranking.extras
@@ -107,11 +107,11 @@ def test_tie_rules():
 def test_rerun_makes_zero_judge_calls(cache_path):
     tasks = [make_task([float(i) for i in range(7)], task_id=f"t{k}") for k in range(3)]
     with JudgmentCache(cache_path) as cache:
-        first = run(tasks, [KnockoutStrategy(debias=True)], CountingJudge(SimulatedJudge()), cache, progress=False)
+        first = run(tasks, [KnockoutStrategy(order="both")], CountingJudge(SimulatedJudge()), cache, progress=False)
     assert first.strategies[0].cost.judge_calls == 3 * 12
     counting = CountingJudge(SimulatedJudge())
     with JudgmentCache(cache_path) as cache:
-        second = run(tasks, [KnockoutStrategy(debias=True)], counting, cache, progress=False)
+        second = run(tasks, [KnockoutStrategy(order="both")], counting, cache, progress=False)
     assert counting.calls == 0 and second.strategies[0].cost.judge_calls == 0
     assert second.strategies[0].cost.cache_hits == 36
     assert [t.scores for t in first.strategies[0].tasks] == [t.scores for t in second.strategies[0].tasks]
@@ -119,7 +119,7 @@ def test_rerun_makes_zero_judge_calls(cache_path):
 
 def test_crash_then_rerun_costs_the_same_as_one_clean_run(cache_path):
     tasks = [make_task([float(i) for i in range(9)], task_id=f"t{k}") for k in range(3)]
-    strategies = [KnockoutStrategy(debias=True), make_strategy("individual")]
+    strategies = [KnockoutStrategy(order="both"), make_strategy("individual")]
     clean = CountingJudge(SimulatedJudge(accuracy=0.7))
     run(tasks, strategies, clean, progress=False)
     crashing = CountingJudge(SimulatedJudge(accuracy=0.7), fail_after=13)

@@ -1,4 +1,5 @@
-"""Every pairwise strategy's ``order`` parameter, its ``debias`` alias, and the one default policy."""
+"""Every pairwise strategy's ``order`` parameter, the paper's ``debias`` spelling of it in specs,
+and the one default policy."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rankkit.order import ORDERS
 from rankkit.results import strategy_from_record
 from rankkit.specs import SpecError
 from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
+from rankkit.strategies.knockout import KnockoutStrategy
 from tests.helpers import make_task, rank_once
 
 PAIRWISE = sorted(name for name, cls in strategy_classes().items() if cls.kind == "pairwise")
@@ -28,40 +30,46 @@ def test_every_pairwise_strategy_declares_its_order_as_the_policy_says():
     assert sorted(POLICY) == PAIRWISE  # a new pairwise strategy states its order here too
     for name, (default, single) in POLICY.items():
         cls = strategy_classes()[name]
-        assert (cls.default_order(), cls.undebiased_order()) == (default, single), name
+        assert cls.default_order() == default, name
         assert make_strategy(name).order == default
         assert make_strategy(f"{name}:debias=true").order == "both"
         assert make_strategy(f"{name}:debias=false").order == single
 
 
+def test_the_papers_debias_spelling_is_translated_by_the_spec_parser():
+    assert make_strategy("knockout:debias=true") == make_strategy("knockout:order=both") == KnockoutStrategy(order="both")
+    assert make_strategy("knockout:debias=true,tie=first") == KnockoutStrategy(order="both", tie="first")
+    assert make_strategy("heapsort:debias=false").order == "random"  # its one order, not its default
+    assert make_strategy("heapsort:debias=false,order=random").order == "random"  # agreeing is fine
+    with pytest.raises(SpecError, match="debias=true means order=both, which contradicts order=given"):
+        make_strategy("knockout:debias=true,order=given")
+    with pytest.raises(SpecError, match="debias=false means order=random, which contradicts order=both"):
+        make_strategy("heapsort:order=both,debias=false")
+    with pytest.raises(SpecError, match="debias: expected true or false"):
+        make_strategy("knockout:debias=maybe")
+    with pytest.raises(SpecError, match="strategy individual: debias is not a parameter"):
+        make_strategy("individual:debias=true")
+
+
+def test_strategies_themselves_know_no_debias():
+    with pytest.raises(TypeError, match="debias"):
+        KnockoutStrategy(debias=True)  # type: ignore[call-arg]
+    with pytest.raises(SpecError, match="order must be one of given, random, both"):
+        KnockoutStrategy(order="shuffled")
+
+
 @pytest.mark.parametrize("name", PAIRWISE)
-def test_debias_is_an_alias_of_order_in_specs_constructors_labels_and_records(name):
+def test_labels_params_and_records_spell_order(name):
     cls = strategy_classes()[name]
-    assert cls(debias=True) == cls(order="both") == make_strategy(f"{name}:order=both")
-    assert cls(debias=False) == cls(order=cls.undebiased_order())
     for order in ORDERS:
         strategy = make_strategy(f"{name}:order={order}")
-        # Labels keep the alias where it says the order, so names written before `order` still match.
-        if order == cls.default_order():
-            assert strategy.label == name
-        elif order == "both":
-            assert strategy.label == f"{name}:debias=true" and strategy.params()["debias"] is True
-        elif order == cls.undebiased_order():
-            assert strategy.label == f"{name}:debias=false" and strategy.params()["debias"] is False
-        else:
-            assert strategy.label == f"{name}:order={order}" and strategy.params()["order"] == order
+        assert strategy.params()["order"] == order and "debias" not in strategy.params()
+        assert strategy.label == (name if order == cls.default_order() else f"{name}:order={order}")
         record = {"name": strategy.label, "strategy": name, "params": strategy.params()}
         assert strategy_from_record(record) == strategy
-    listed = dict((param, default) for param, _, default in describe_parameters(cls))
-    assert listed["order"] == cls.default_order() and listed["debias"] == (cls.default_order() == "both")
-
-
-def test_results_written_before_order_existed_are_read_back_as_the_same_strategy():
-    old = {"name": "knockout:debias=true,tie=first", "strategy": "knockout", "params": {"debias": True, "tie": "first"}}
-    assert strategy_from_record(old) == make_strategy("knockout:order=both,tie=first")
-    old = {"name": "elo:debias=false", "strategy": "elo",
-           "params": {"debias": False, "k": 16.0, "permutations": 100, "initial": 1000.0, "scale": 400.0, "base": 10.0}}
-    assert strategy_from_record(old) == make_strategy("elo:order=given")
+    assert make_strategy(f"{name}:debias=true").label == (name if cls.default_order() == "both" else f"{name}:order=both")
+    listed = {param: (type_name, default) for param, type_name, default in describe_parameters(cls)}
+    assert listed["order"] == ("given|random|both", cls.default_order()) and "debias" not in listed
 
 
 def test_contradicting_or_unknown_orders_are_refused():
@@ -69,8 +77,6 @@ def test_contradicting_or_unknown_orders_are_refused():
         make_strategy("knockout:order=random,debias=true")
     with pytest.raises(SpecError, match="order must be one of given, random, both"):
         make_strategy("swiss:order=shuffled")
-    with pytest.raises(SpecError, match="debias=true means order=both, which contradicts order=given"):
-        make_strategy("knockout:order=given,debias=true")  # given is knockout's default
     assert make_strategy("elo:order=both,debias=true").order == "both"
 
 

@@ -2,19 +2,21 @@
 
 The snapshot in ``tests/data/order_regression.json`` was written by this module (``python -m
 tests.strategies.test_order_regression``) before presentation order moved into the match source
-(``order=given|random|both``). Every registered strategy — default parameters, ``debias=true`` and
-``debias=false`` — ranks a few planted tasks with the simulated ChatGPT judge and a fixed seed,
+(``order=given|random|both``). Every registered strategy — default parameters, ``order=both`` and
+its one-order setting — ranks a few planted tasks with the simulated ChatGPT judge and a fixed seed,
 once on its own and once with all of them sharing one run (so one match graph per task, where
 strategies reuse each other's judgments). Any change to an order, a coin flip or a score fails here.
 
-One entry was re-pinned on purpose: ``heapsort:debias=false`` and ``sliding:debias=false`` ranking
+One entry was re-pinned on purpose: ``heapsort:order=random`` and ``sliding:order=random`` ranking
 alone. Their comparator used to flip its presentation coin the other way round from every other
 strategy's (below ½ it showed the second candidate first); with ``order=random`` owned by the match
 source there is one coin, so they draw the same coins but read them the other way — the same
 distribution, other draws. Every other entry, and all of the shared run, is as written before,
 except the 95% intervals (``ci_low``, ``ci_high``) of ``bt:bootstrap=5``: one bootstrap for all of
 rankkit (:mod:`rankkit.stats`) now draws the resamples with NumPy from the seed; its scores,
-rankings and matches are as written before (only those two extras were re-pinned).
+rankings and matches are as written before (only those two extras were re-pinned). In 0.2 labels
+stopped spelling ``order`` as ``debias=true|false``: the snapshot's keys were renamed to the new
+labels (``knockout:order=both``), their contents left as they were.
 """
 
 from __future__ import annotations
@@ -40,12 +42,12 @@ EXTRA_SPECS = ["active:batch=3", "swiss:aggregate=points", "heapsort:top_k=3", "
 
 
 def specs() -> list[str]:
-    """Each registered strategy with its defaults, then with debias=true and debias=false."""
+    """Each registered strategy with its defaults, then in both orders and in its one order."""
     out = []
     for name, cls in strategy_classes().items():
         out.append(name)
         if cls.kind == "pairwise":
-            out += [f"{name}:debias=true", f"{name}:debias=false"]
+            out += [f"{name}:order=both", f"{name}:order={cls.single_order or cls.default_order()}"]
     return out + EXTRA_SPECS
 
 

@@ -72,9 +72,9 @@ def test_every_pair_is_decided_once_and_a_perfect_judge_gives_the_human_order(n)
     assert ranking.ordered(task.candidate_ids) == [f"c{i}" for i in reversed(range(n))]
 
 
-def test_debias_asks_both_orders_and_permutations_average_orders():
+def test_order_both_asks_both_orders_and_permutations_average_orders():
     task = make_task([float(i) for i in range(5)])
-    _, cost, _ = rank_once(task, PanelEloStrategy(debias=True), perfect_judge())
+    _, cost, _ = rank_once(task, PanelEloStrategy(order="both"), perfect_judge())
     assert cost.comparisons == 20
     one, _, _ = rank_once(task, PanelEloStrategy(k=64), make_judge("sim:accuracy=0.6"))
     averaged, _, _ = rank_once(task, PanelEloStrategy(k=64, permutations=50), make_judge("sim:accuracy=0.6"))

@@ -19,10 +19,10 @@ def tasks(n_candidates: int, prompts: int = 3):
 
 
 @pytest.mark.parametrize("n", [2, 4, 9])
-@pytest.mark.parametrize("debias", [False, True])
-def test_full_passes_with_a_perfect_judge_give_the_human_order(n, debias):
+@pytest.mark.parametrize("order", ["random", "both"])
+def test_full_passes_with_a_perfect_judge_give_the_human_order(n, order):
     data = tasks(n, 4)
-    result = run(data, [make_strategy(f"sliding:passes={n - 1},debias={str(debias).lower()}")], make_judge(PERFECT),
+    result = run(data, [make_strategy(f"sliding:passes={n - 1},order={order}")], make_judge(PERFECT),
                  progress=False)
     for task, task_result in zip(data, result.strategies[0].tasks):
         assert task_result.ranking == human_order(task)
@@ -34,7 +34,7 @@ def test_k_passes_settle_the_top_k_within_budget():
     n, k = 10, 3
     data = tasks(n, 5)
     judge = RecordingJudge(make_judge(PERFECT))
-    result = run(data, [make_strategy(f"sliding:passes={k},debias=false")], judge, progress=False)
+    result = run(data, [make_strategy(f"sliding:passes={k},order=random")], judge, progress=False)
     strategy = result.strategies[0]
     budget = sum(n - 1 - p for p in range(k))  # pass p stops below the p settled positions
     for task, task_result in zip(data, strategy.tasks):
