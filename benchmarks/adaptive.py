@@ -53,7 +53,8 @@ from scipy import stats
 
 from rankkit.judges import make_judge
 from rankkit.metrics import evaluate
-from rankkit.runner import StrategyRun, run
+from rankkit.results import StrategyRun
+from rankkit.runner import run
 from rankkit.strategies import make_strategy, strategy_classes
 from rankkit.strategies._graded import corrected_grades
 from rankkit.tasks import Task, load_tasks

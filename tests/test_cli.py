@@ -141,7 +141,7 @@ def test_listing_strategies_loads_no_numerical_library():
 
 
 def test_compare_builds_the_results_json_only_to_write_it(tmp_path, monkeypatch):
-    from rankkit.runner import RunResult
+    from rankkit.results import RunResult
 
     built = []
     original = RunResult.to_dict

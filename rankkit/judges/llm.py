@@ -36,7 +36,7 @@ keeps one request per key in flight); whether the engine itself may be called co
 the engine's to say (the HTTP engine may).
 
 The engine contract lives in :mod:`rankkit.judges.llm_engine` and the modes' scoring rules in
-:mod:`rankkit.judges.modes`; both are re-exported here, where they were first defined.
+:mod:`rankkit.judges.modes`.
 """
 
 from __future__ import annotations
@@ -56,22 +56,7 @@ from rankkit.judges.base import (
     add_usage,
 )
 from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
-from rankkit.judges.modes import (  # noqa: F401  (re-exported: their home before the modes had one)
-    JUDGING_MODES,
-    LOGLIK_RULE,
-    LOGPROB_RULE,
-    MODES,
-    PARSER_VERSION,
-    RETRY_TEMPERATURE,
-    JudgingMode,
-    Prompt,
-    choice_probability,
-    expected_digit,
-    logprob_points,
-    midpoint,
-    sigmoid,
-    winner_from_scores,
-)
+from rankkit.judges.modes import JUDGING_MODES, MODES, JudgingMode, Prompt
 from rankkit.prompts import (
     PAIRWISE,
     POINTWISE,
@@ -84,8 +69,7 @@ from rankkit.prompts import (
 from rankkit.specs import Spec, SpecError, convert_value
 from rankkit.tasks import Candidate, Task
 
-__all__ = ["LLMJudge", "LLMEngine", "Generation", "Conversation", "Prompt", "JudgingMode", "MODES",
-           "LLM_OPTIONS", "split_llm_options"]
+__all__ = ["LLMJudge", "LLM_OPTIONS", "split_llm_options"]
 
 
 # ---------------------------------------------------------------------------------------------

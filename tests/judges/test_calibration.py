@@ -15,9 +15,9 @@ from rankkit.judges.calibration import (
     both_orders_log_odds,
     choice_log_odds,
     prior_balancing_threshold,
-    sigmoid,
 )
 from rankkit.judges.llm import LLMJudge
+from rankkit.judges.modes import sigmoid
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task

@@ -11,15 +11,9 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.base import JudgeError, ParseStatus, Winner
-from rankkit.judges.llm import (
-    Generation,
-    LLMEngine,
-    LLMJudge,
-    choice_probability,
-    expected_digit,
-    logprob_points,
-    split_llm_options,
-)
+from rankkit.judges.llm import LLMJudge, split_llm_options
+from rankkit.judges.llm_engine import Generation, LLMEngine
+from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.specs import SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
