@@ -14,7 +14,7 @@ settings ``rankkit compare --config`` reads back (:mod:`rankkit.config`).
 
 Reading is strict: every key :meth:`RunResult.to_dict` writes must be there (``config`` only
 when the run came from the command line). A file of another shape, such as one written by
-rankkit 0.1, is refused with a :class:`~rankkit.tasks.TaskFormatError` naming the missing field.
+rankkit 0.1, is refused with a :class:`~rankkit.errors.TaskFormatError` naming the missing field.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from rankkit.errors import TaskFormatError
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
 from rankkit.matches import Cost, Comparison, MatchGraph
 from rankkit.strategies.base import Strategy
-from rankkit.tasks import Candidate, Task, TaskFormatError
+from rankkit.tasks import Candidate, Task
 
 
 @dataclass

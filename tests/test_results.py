@@ -7,12 +7,12 @@ import re
 
 import pytest
 
+from rankkit.errors import TaskFormatError
 from rankkit.judges.base import JudgeError
 from rankkit.judges.sim import SimulatedJudge
 from rankkit.results import RecordedJudge, RecordedStrategy, RunResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.tasks import TaskFormatError
 
 SPECS = ("knockout:debias=true", "individual", "bt:alpha=0.05")
 

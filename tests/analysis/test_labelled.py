@@ -7,9 +7,9 @@ import json
 import pytest
 
 from rankkit import analysis
+from rankkit.errors import TaskFormatError
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
-from rankkit.tasks import TaskFormatError
 from tests.analysis.hand import HUMAN, hand_results
 
 
