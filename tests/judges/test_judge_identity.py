@@ -170,7 +170,7 @@ def test_the_exact_hf_engine_has_its_own_fingerprint():
 
 @pytest.mark.parametrize("prepair", [False, True])
 def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
-    from rankkit.judges.calibration import CalibratedJudge
+    from rankkit.judges.llm import CalibratedJudge
 
     option = LLMJudge(engine(), mode="logprob", prepair=prepair, calibrate=True)
     wrapper = CalibratedJudge(LLMJudge(engine(), mode="logprob", prepair=prepair))
@@ -180,7 +180,7 @@ def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
 
 
 def test_the_calibration_wrapper_needs_logprob_mode():
-    from rankkit.judges.calibration import CalibratedJudge
+    from rankkit.judges.llm import CalibratedJudge
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="mode=logprob"):
