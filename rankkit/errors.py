@@ -14,8 +14,8 @@ command line ends with; the CLI maps them in one place (:func:`rankkit.cli.guard
   (:class:`~rankkit.judges.base.JudgeError`); every judgment received is in the cache, so the same
   command resumes.
 
-Each also derives from the built-in exception it used to be (``ValueError``, ``RuntimeError``), so
-code that caught those keeps working.
+Each is also the built-in exception its kind of failure is (``ValueError`` for bad input,
+``RuntimeError`` for a failed judge), so a caller may catch either.
 """
 
 from __future__ import annotations
