@@ -82,7 +82,7 @@ def test_not_a_results_file_names_the_field():
 ])
 def test_a_file_of_another_version_is_refused_naming_the_missing_field(sample_run, edit, field):
     """Results files are read strictly: a field this version writes and the file lacks (as in a
-    file of rankkit 0.1, which had no per-task ``cost`` and no ``scale``) is named, not guessed."""
+    file of an older rankkit) is named, never filled with a guessed default."""
     payload = json.loads(json.dumps(sample_run.to_dict()))
     edit(payload)
     with pytest.raises(TaskFormatError, match=re.escape(f"r.json: field {field!r}: missing")):
