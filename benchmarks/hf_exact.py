@@ -120,16 +120,16 @@ def main() -> None:
     parser.add_argument("--topical", type=int, default=10, help="Topical-Chat tasks (0: skip)")
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    from rankkit.judges import hf
+    from rankkit.judges import hf_loading
     from rankkit.judges.hf_exact import DEFAULT_BLOCK
     from rankkit.tasks import SAMPLE_DATA, load_tasks
 
-    torch = hf.import_torch()
+    torch = hf_loading.import_torch()
     datasets = [("bundled sample (6 tasks)", load_tasks(SAMPLE_DATA))]
     topical = args.data / "usr_topicalchat" / "tasks.jsonl"
     if args.topical and topical.is_file():
         datasets.append((f"Topical-Chat, first {args.topical} tasks", load_tasks(topical, limit=args.topical)))
-    hf.load_smollm2()  # load once, outside the timings
+    hf_loading.load_smollm2()  # load once, outside the timings
     lines = ["# Exact vs batched smollm2 judging (CPU)", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} with "
              f"{torch.get_num_threads()} threads, bf16, block {DEFAULT_BLOCK} (the default). **Shared 2-core machine**: 1-min load "

@@ -45,7 +45,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "judge_throughput.md"
-SHARED = 64  # the shared_prefix setting compared with "off" (hf.DEFAULT_SHARED_PREFIX)
+SHARED = 64  # the shared_prefix setting compared with "off" (hf_batching.DEFAULT_SHARED_PREFIX)
 DATA = ROOT.parent / "shared" / "data"
 #: Datasets whose first knockout rounds make the batch-fill workload, and how many tasks of each:
 #: short translations, mid-length instructions, longer translations, long dialogues.
@@ -56,11 +56,11 @@ FILL_HEADING = "## Batch fill: requests of many tasks in one engine call"
 LOAD_SNIPPET = """
 import json, time
 t0 = time.perf_counter()
-from rankkit.judges import hf
-hf.import_torch()
+from rankkit.judges import hf_loading
+hf_loading.import_torch()
 import transformers
 t1 = time.perf_counter()
-model, tokenizer, info = hf.load_smollm2()
+model, tokenizer, info = hf_loading.load_smollm2()
 t2 = time.perf_counter()
 print("RESULT " + json.dumps({"imports": t1 - t0, "load": t2 - t1, "source": info["source"]}))
 """
@@ -151,7 +151,7 @@ def engine_groups(judge, requests) -> list[list[list[int]]]:
 def plan_stats(groups, batch_size: int, shared: int, max_tokens: int, max_padding: float) -> dict:
     """What the engine's ``stats`` would count for one call per group of sequences with an empty
     prefix cache, from the plan alone (no model run)."""
-    from rankkit.judges.hf import plan_batches, prefix_lengths
+    from rankkit.judges.hf_batching import plan_batches, prefix_lengths
 
     stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0, "prefix_tokens_saved": 0}
     for sequences in groups:
@@ -170,14 +170,15 @@ def plan_stats(groups, batch_size: int, shared: int, max_tokens: int, max_paddin
 def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, data: Path = DATA) -> None:
     """Section 5: fill, padding and speed of per-task calls vs one coalesced call (see the module
     docstring); writes its lines through ``say``."""
-    from rankkit.judges import hf
+    from rankkit.judges.hf_batching import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING, DEFAULT_SHARED_PREFIX
+    from rankkit.judges.hf_engine import HFEngine
     from rankkit.judges.llm import LLMJudge
 
     per_task = fill_workload(limit, data)
     requests = [r for task_requests in per_task for r in task_requests]
 
     def new_judge():
-        return LLMJudge(hf.HFEngine(model, tokenizer, identity, batch_size=batch_size), mode="logprob")
+        return LLMJudge(HFEngine(model, tokenizer, identity, batch_size=batch_size), mode="logprob")
 
     probe = new_judge()
     groups = engine_groups(probe, requests)
@@ -191,8 +192,8 @@ def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, dat
     say()
     say(f"{len(requests)} comparisons: the first knockout round of {len(per_task)} tasks ({len(datasets)} sources, "
         f"{len(templates)} templates, so {len(groups)} engine calls: one per choice prefix), logprob mode, "
-        f"batch_size {batch_size}, max_batch_tokens {hf.DEFAULT_MAX_BATCH_TOKENS}, max_padding "
-        f"{hf.DEFAULT_MAX_PADDING}, shared_prefix {hf.DEFAULT_SHARED_PREFIX}. Prompts of {lengths[0]}-{lengths[-1]} "
+        f"batch_size {batch_size}, max_batch_tokens {DEFAULT_MAX_BATCH_TOKENS}, max_padding "
+        f"{DEFAULT_MAX_PADDING}, shared_prefix {DEFAULT_SHARED_PREFIX}. Prompts of {lengths[0]}-{lengths[-1]} "
         f"tokens (median {lengths[len(lengths) // 2]}). Fill = mean batch size / batch_size. Tokens computed in "
         f"batches: each row's tokens after its cached prefix, plus the padding computed with them; prefix passes "
         f"are the one-row forward passes that compute a shared prefix (a template instruction, a task's question) "
@@ -214,9 +215,9 @@ def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, dat
     say("|---|---|---|---|---|---|---|---|---|")
     say(fill_row("one call per task (before)", runs["per task"][1], batch_size, runs["per task"][0], len(requests)))
     say(fill_row("all tasks in one call", runs["one call"][1], batch_size, runs["one call"][0], len(requests)))
-    for size, padding in ((batch_size, math.inf), (16, hf.DEFAULT_MAX_PADDING), (32, hf.DEFAULT_MAX_PADDING),
+    for size, padding in ((batch_size, math.inf), (16, DEFAULT_MAX_PADDING), (32, DEFAULT_MAX_PADDING),
                           (32, math.inf)):
-        stats = plan_stats(groups, size, hf.DEFAULT_SHARED_PREFIX, hf.DEFAULT_MAX_BATCH_TOKENS, padding)
+        stats = plan_stats(groups, size, DEFAULT_SHARED_PREFIX, DEFAULT_MAX_BATCH_TOKENS, padding)
         say(fill_row(f"all in one call, plan only, batch_size {size}, max_padding {padding}", stats, size, None,
                      len(requests)))
     say()
@@ -245,16 +246,17 @@ def replace_fill_section(text: str, section: list[str]) -> str:
 
 def only_fill(args: argparse.Namespace) -> None:
     """``--only-fill``: run :func:`batch_fill` and splice its section into the results file."""
-    from rankkit.judges import hf
+    from rankkit.judges import hf_loading
 
-    model, tokenizer, _ = hf.load_smollm2()
+    model, tokenizer, _ = hf_loading.load_smollm2()
     section: list[str] = []
 
     def say(text: str = "") -> None:
         print(text, flush=True)
         section.append(text)
 
-    batch_fill(say, model, tokenizer, hf.smollm2_identity("bfloat16"), args.batch_size, args.fill_requests, args.data)
+    identity = hf_loading.smollm2_identity("bfloat16")
+    batch_fill(say, model, tokenizer, identity, args.batch_size, args.fill_requests, args.data)
     say(f"1-min load average at the end: {os.getloadavg()[0]:.1f}.")
     previous = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -279,11 +281,12 @@ def main() -> None:
                         help="run only the batch-fill section and replace it in the results file")
     args = parser.parse_args()
 
-    from rankkit.judges import hf
+    from rankkit.judges import hf_loading
+    from rankkit.judges.hf_engine import HFEngine
     from rankkit.judges.llm import LLMJudge
     from rankkit.tasks import SAMPLE_DATA, load_tasks
 
-    torch = hf.import_torch()
+    torch = hf_loading.import_torch()
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.only_fill:
@@ -321,20 +324,20 @@ def main() -> None:
         say(f"warm/cold load ratio: **{warm / cold['load']:.3f}** (target <= 0.2)")
         say()
 
-    model, tokenizer, _ = hf.load_smollm2()
-    identity = hf.smollm2_identity("bfloat16")
+    model, tokenizer, _ = hf_loading.load_smollm2()
+    identity = hf_loading.smollm2_identity("bfloat16")
     tasks = load_tasks(SAMPLE_DATA)
 
     say("## (a) one generate() per match vs (b) batched logprob judging")
     say()
-    paper = LLMJudge(hf.HFEngine(model, tokenizer, identity, batch_size=1), mode="generate",
+    paper = LLMJudge(HFEngine(model, tokenizer, identity, batch_size=1), mode="generate",
                      max_new_tokens=args.max_new_tokens, temperature=0.1, retries=0)
     # SmolLM2 ignores the format and stops after ~10 tokens; a judge that follows it writes an
     # explanation first. (a') times that: the same call, forced to write --explanation-tokens.
-    paper_length = LLMJudge(hf.HFEngine(model, tokenizer, identity, batch_size=1,
-                                        min_new_tokens=args.explanation_tokens), mode="generate",
+    paper_length = LLMJudge(HFEngine(model, tokenizer, identity, batch_size=1,
+                                     min_new_tokens=args.explanation_tokens), mode="generate",
                             max_new_tokens=args.explanation_tokens, temperature=0.1, retries=0)
-    fast = LLMJudge(hf.HFEngine(model, tokenizer, identity, batch_size=args.batch_size), mode="logprob")
+    fast = LLMJudge(HFEngine(model, tokenizer, identity, batch_size=args.batch_size), mode="logprob")
     batched_requests = pairs_of(tasks)
     generate_requests = pairs_of(tasks, per_task=1)[: args.generate_matches]
     fast_rate_1, _ = judge_rate(fast, batched_requests, one_by_one=False)
@@ -368,7 +371,7 @@ def main() -> None:
         say()
         topical = load_tasks(topical_chat, limit=2)
         requests = pairs_of(topical, per_task=8)
-        engines = {n: hf.HFEngine(model, tokenizer, identity, batch_size=args.batch_size, shared_prefix=n)
+        engines = {n: HFEngine(model, tokenizer, identity, batch_size=args.batch_size, shared_prefix=n)
                    for n in (0, SHARED)}
         judges = {n: LLMJudge(e, mode="logprob") for n, e in engines.items()}
         rates: dict[int, list[float]] = {0: [], SHARED: []}

@@ -58,8 +58,8 @@ class ConfigError(RankkitError, ValueError):
 
 def read_file(path: str | Path) -> dict[str, Any]:
     """The raw settings of a ``.toml`` run file, or of a JSON file: a results file's ``config``
-    (older results without one: rebuilt from their judge, data, seed and strategies) or a plain
-    JSON object of settings."""
+    (a run made from the library has none: rebuilt from its judge, data, seed and strategies) or
+    a plain JSON object of settings."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")

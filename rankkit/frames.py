@@ -1,6 +1,9 @@
-"""Tasks from long tables (one row per candidate answer) through a column mapping, and back to a long table.
+"""Task objects from long tables (one row per candidate answer) through a column mapping.
 
-Sources: pandas DataFrames, Hugging Face ``datasets``, Parquet, CSV, JSON arrays and JSONL.
+Sources: pandas DataFrames, Hugging Face ``datasets``, Parquet, CSV, JSON arrays and JSONL. This
+module turns them into task objects shaped like the JSONL ones (plain dicts), which
+:func:`rankkit.tasks.load_tasks` validates into tasks; :func:`rankkit.tasks.task_rows` writes tasks
+back to a long table. :func:`json_object_line` is the line reader of every JSONL file rankkit reads.
 
 Evaluation tools keep answers in **long form**, one row per candidate answer (alpaca_eval's
 ``instruction, output, generator``; arena-hard's ``question_id, model, ...``). rankkit's names for
@@ -36,10 +39,10 @@ import json
 import math
 from os import PathLike
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
+from rankkit.errors import TaskFormatError
 from rankkit.specs import SpecError
-from rankkit.tasks import Task, TaskFormatError, json_object_line
 
 #: rankkit's names for the columns of a long table (besides ``human.NAME`` and ``meta.NAME``).
 CANONICAL = ("task_id", "prompt", "candidate_id", "text", "system", "reference")
@@ -183,6 +186,18 @@ def _file_rows(path: Path) -> list[Row]:
     return rows
 
 
+def json_object_line(path: str | PathLike[str], number: int, text: str) -> dict[str, Any]:
+    """Line ``number`` of a JSONL file as the JSON object it must hold; a :class:`TaskFormatError`
+    naming the line when it is not valid JSON or not an object."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
+    if not isinstance(obj, dict):
+        raise TaskFormatError(path, number, None, "expected a JSON object per line")
+    return obj
+
+
 def plain(value: Any) -> Any:
     """A cell as a plain Python value: numpy scalars unboxed, NaN / pandas NA / NaT become None."""
     if value is None or isinstance(value, (str, bool, int)):
@@ -324,43 +339,3 @@ def _human(label: str, line: int, row: Mapping[str, Any], criteria: Sequence[str
             raise TaskFormatError(label, line, name(field), f"score is not a number: {_short(value)}")
         scores[key] = float(value)
     return scores
-
-
-# -------------------------------------------------------------------------------------------
-# Writing
-
-
-def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
-    """Tasks in long form, one row per candidate: ``task_id, prompt, reference, candidate_id, text,
-    system``, one column per human criterion (its bare name, as in the long CSV) and ``meta.NAME``
-    per metadata field. ``load_tasks`` reads the rows back (as a DataFrame, a Dataset or a list)."""
-    tasks = list(tasks)
-    criteria = list(dict.fromkeys(name for t in tasks for c in t.candidates for name in c.human))
-    meta_keys = list(dict.fromkeys(key for t in tasks for key in t.meta))
-    rows = []
-    for task in tasks:
-        for cand in task.candidates:
-            row = {"task_id": task.task_id, "prompt": task.prompt, "reference": task.reference,
-                   "candidate_id": cand.id, "text": cand.text, "system": cand.system}
-            row.update({name: cand.human.get(name) for name in criteria})
-            row.update({f"meta.{key}": task.meta.get(key) for key in meta_keys})
-            rows.append(row)
-    return rows
-
-
-def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
-    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``)."""
-    try:
-        import pandas as pd
-    except ImportError:
-        raise ImportError("tasks_to_pandas needs pandas: pip install 'rankkit[pandas]'") from None
-    return pd.DataFrame(task_rows(tasks))
-
-
-def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
-    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit[datasets]'``)."""
-    try:
-        import datasets
-    except ImportError:
-        raise ImportError("tasks_to_dataset needs datasets: pip install 'rankkit[datasets]'") from None
-    return datasets.Dataset.from_list(task_rows(tasks))

@@ -31,14 +31,14 @@ order (``given``). Each strategy declares this in one place: its ``order`` field
 
 **MatchGraph.** A record, for reports and exports, of every comparison the strategies of a run
 used on one task and which strategies used it, built from their :class:`Comparison` records
-(:func:`match_graphs`). Nothing reads it to decide what a strategy sees.
+(:func:`rankkit.results.match_graphs`). Nothing reads it to decide what a strategy sees.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import networkx as nx
 
@@ -46,10 +46,6 @@ from rankkit.judges.base import Grade, ParseStatus, Verdict, Winner
 from rankkit.memo import JudgmentMemo, Origin
 from rankkit.order import check_order, coin_order
 from rankkit.tasks import Task
-
-if TYPE_CHECKING:
-    from rankkit.results import StrategyRun
-
 
 @dataclass
 class Cost:
@@ -341,15 +337,3 @@ class MatchGraph:
         for first, second, key, data in self.graph.edges(keys=True, data=True):
             if fingerprint is None or key == fingerprint:
                 yield first, second, data["verdict"]
-
-
-def match_graphs(tasks: Iterable[Task], strategies: Iterable["StrategyRun"], fingerprint: str) -> dict[str, MatchGraph]:
-    """One :class:`MatchGraph` per task, holding every comparison the strategies used."""
-    graphs = {task.task_id: MatchGraph(task) for task in tasks}
-    for strategy_run in strategies:
-        for result in strategy_run.tasks:
-            graph = graphs.get(result.task_id)
-            if graph is not None:
-                for comparison in result.comparisons:
-                    graph.record(fingerprint, comparison, strategy_run.name)
-    return graphs

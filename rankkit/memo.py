@@ -248,3 +248,13 @@ class JudgmentMemo:
         """Commit the cache's buffered writes."""
         self._flushed = time.monotonic()
         self.cache.flush()
+
+
+def memo_of(judge: "Judge") -> JudgmentMemo:
+    """The memo ``judge``'s own lookups go through: the run's once bound (``Judge.bind_memo``),
+    else one of its own (memory only), bound on first use."""
+    memo = judge.__dict__.get("_bound_memo")
+    if memo is None:
+        memo = JudgmentMemo(judge)
+        judge.bind_memo(memo)
+    return memo

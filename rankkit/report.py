@@ -32,9 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from rankkit.results import strict_json
 from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, strategy_names
-from rankkit.results import RunResult, TaskResult
+from rankkit.results import RunResult, TaskResult, strict_json
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
 REPORT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy", "top1_accuracy")

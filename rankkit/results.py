@@ -1,6 +1,6 @@
 """What a run produces, and its one schema on disk: the results JSON of ``rankkit compare --out``.
 
-:class:`RunResult` holds every strategy's per-task scores, rankings, matches and cost, the tasks
+:class:`RunResult` holds every strategy's per-task scores, rankings, comparisons and cost, the tasks
 and (built on demand) the match graphs of what they used. ``to_dict`` is the results JSON; :meth:`RunResult.from_dict` reads it
 back into the same typed objects (the judge and any strategy that is not installed become
 :class:`RecordedJudge` / :class:`RecordedStrategy`, which describe themselves but cannot judge or
@@ -11,6 +11,10 @@ Top-level keys of the results JSON: ``judge`` (spec, description, fingerprint, s
 ``data``, ``seed``, ``criterion``, ``strategies`` (see :meth:`StrategyRun.to_dict`), ``task_data``
 (see :func:`task_record`) and, when the run came from the command line, ``config`` — the run
 settings ``rankkit compare --config`` reads back (:mod:`rankkit.config`).
+
+Reading is strict: every key :meth:`RunResult.to_dict` writes must be there (``config`` only
+when the run came from the command line). A file of another shape, such as one written by
+rankkit 0.1, is refused with a :class:`~rankkit.errors.TaskFormatError` naming the missing field.
 """
 
 from __future__ import annotations
@@ -19,13 +23,13 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
+from rankkit.errors import TaskFormatError
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
-from rankkit.matches import Comparison, Cost, MatchGraph, match_graphs
-from rankkit.specs import init_parameters
+from rankkit.matches import Comparison, Cost, MatchGraph
 from rankkit.strategies.base import Strategy
-from rankkit.tasks import Candidate, Task, TaskFormatError
+from rankkit.tasks import Candidate, Task
 
 
 @dataclass
@@ -46,13 +50,29 @@ class TaskResult:
                 "comparisons": [c.to_dict() for c in self.comparisons]}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TaskResult":
-        """Read :meth:`to_dict` output back."""
-        scores = {cid: math.nan if value is None else float(value) for cid, value in data["scores"].items()}
-        return cls(task_id=str(data["task_id"]), scores=scores, ranking=list(data["ranking"]),
-                   champion=data.get("champion"), extras={k: dict(v) for k, v in (data.get("extras") or {}).items()},
-                   comparisons=[comparison_from_dict(c) for c in data["comparisons"]],
-                   cost=cost_from_dict(data["cost"]))
+    def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "task") -> "TaskResult":
+        """Read :meth:`to_dict` output back.
+
+        Parameters
+        ----------
+        data: one task's record, as :meth:`to_dict` wrote it.
+        where: the file it came from, for errors.
+        path: where the record sits in the file, for errors (e.g. ``strategies[0].tasks[2]``).
+
+        Returns
+        -------
+        The task result; a :class:`TaskFormatError` naming the field when one is missing.
+        """
+        scores = {cid: math.nan if value is None else float(value)  # NaN is written as null
+                  for cid, value in required(data, "scores", where, path).items()}
+        comparisons = required(data, "comparisons", where, path)
+        return cls(task_id=str(required(data, "task_id", where, path)), scores=scores,
+                   ranking=list(required(data, "ranking", where, path)),
+                   champion=required(data, "champion", where, path),
+                   extras={k: dict(v) for k, v in required(data, "extras", where, path).items()},
+                   comparisons=[comparison_from_dict(c, where, f"{path}.comparisons[{i}]")
+                                for i, c in enumerate(comparisons)],
+                   cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"))
 
 
 @dataclass
@@ -85,12 +105,26 @@ class StrategyRun:
                 "metrics": self.metrics, "tasks": [t.to_dict() for t in self.tasks]}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "StrategyRun":
-        cost = cost_from_dict(data.get("cost") or {k: data.get(k, 0) for k in
-                                                   ("comparisons", "grades", "judge_calls", "cache_hits")})
-        metrics = {k: math.nan if v is None else float(v) for k, v in (data.get("metrics") or {}).items()}
-        return cls(strategy=strategy_from_record(data), tasks=[TaskResult.from_dict(t) for t in data["tasks"]],
-                   cost=cost, seconds=float(data.get("seconds") or 0.0), metrics=metrics)
+    def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "strategy") -> "StrategyRun":
+        """Read :meth:`to_dict` output back.
+
+        Parameters
+        ----------
+        data: one strategy's record, as :meth:`to_dict` wrote it.
+        where: the file it came from, for errors.
+        path: where the record sits in the file, for errors (e.g. ``strategies[0]``).
+
+        Returns
+        -------
+        The strategy's run; a :class:`TaskFormatError` naming the field when one is missing.
+        """
+        metrics = {k: math.nan if v is None else float(v)  # NaN is written as null
+                   for k, v in required(data, "metrics", where, path).items()}
+        tasks = [TaskResult.from_dict(t, where, f"{path}.tasks[{i}]")
+                 for i, t in enumerate(required(data, "tasks", where, path))]
+        return cls(strategy=strategy_from_record(data, where, path), tasks=tasks,
+                   cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
+                   seconds=float(required(data, "seconds", where, path)), metrics=metrics)
 
 
 @dataclass
@@ -153,19 +187,18 @@ class RunResult:
                 raise TaskFormatError(where, None, name, f"missing or not a {'list' if kind is list else 'object'}; "
                                                          f"is this a rankkit compare --out file?")
         judge_info = data["judge"]
-        judge = RecordedJudge(spec=judge_info.get("spec") or "", description=judge_info.get("description") or "",
-                              fingerprint=judge_info.get("fingerprint") or "",
-                              simulated=bool(judge_info.get("simulated")))
-        criterion = data.get("criterion")
-        tasks = [task_from_record(record, criterion) for record in data["task_data"]]
-        strategies = []
-        for index, record in enumerate(data["strategies"]):
-            try:
-                strategies.append(StrategyRun.from_dict(record))
-            except (KeyError, TypeError, ValueError) as err:
-                raise TaskFormatError(where, None, f"strategies[{index}]", f"cannot be read: {err!r}") from None
-        return cls(judge=judge, judge_spec=judge.spec, data=data.get("data") or "", seed=int(data.get("seed") or 0),
-                   tasks=tasks, strategies=strategies, config=data.get("config"))
+        judge_field = {name: required(judge_info, name, where, "judge")
+                       for name in ("spec", "description", "fingerprint", "simulated")}
+        judge = RecordedJudge(spec=judge_field["spec"], description=judge_field["description"],
+                              fingerprint=judge_field["fingerprint"], simulated=bool(judge_field["simulated"]))
+        criterion = required(data, "criterion", where, "")
+        tasks = read_records(data["task_data"], "task_data", where,
+                             lambda record, path: task_from_record(record, criterion, where, path))
+        strategies = read_records(data["strategies"], "strategies", where,
+                                  lambda record, path: StrategyRun.from_dict(record, where, path))
+        return cls(judge=judge, judge_spec=judge.spec, data=required(data, "data", where, ""),
+                   seed=int(required(data, "seed", where, "")), tasks=tasks, strategies=strategies,
+                   config=data.get("config"))  # only runs from the command line have one
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per strategy × task × candidate, best first within a task.
@@ -256,36 +289,52 @@ class RecordedStrategy(Strategy):
         raise NotImplementedError(f"strategy {self._label!r} is a record from a results file")
 
 
-def strategy_from_record(record: Mapping[str, Any]) -> Strategy:
-    """The strategy of a results record: rebuilt from its name and parameters when it is
-    installed and gives the same label, else a :class:`RecordedStrategy`."""
+def strategy_from_record(record: Mapping[str, Any], where: str = "results", path: str = "strategy") -> Strategy:
+    """The strategy of a results record (:meth:`StrategyRun.to_dict`).
+
+    Parameters
+    ----------
+    record: the strategy's record: its ``name`` (label), ``strategy`` and ``params``.
+    where, path: the file and the record's place in it, for errors.
+
+    Returns
+    -------
+    The strategy rebuilt from its parameters when it is installed, takes them and gives the same
+    label; else a :class:`RecordedStrategy` that keeps them.
+    """
     from rankkit.strategies import strategy_classes
 
-    name = record.get("strategy") or str(record["name"]).partition(":")[0]
-    params = dict(record.get("params") or {})
+    label = str(required(record, "name", where, path))
+    name = str(required(record, "strategy", where, path))
+    params = dict(required(record, "params", where, path))
     cls = strategy_classes().get(name)
     if cls is not None:
         try:
-            fields = set(init_parameters(cls)) if dataclasses.is_dataclass(cls) else set()
-            strategy = cls(**{k: v for k, v in params.items() if k in fields})
-            if strategy.label == record["name"]:
+            strategy = cls(**params)
+            if strategy.label == label:
                 return strategy
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # parameters this version's class does not take
             pass
-    return RecordedStrategy(name, str(record["name"]), params)
+    return RecordedStrategy(name, label, params)
 
 
-def cost_from_dict(data: Mapping[str, Any]) -> Cost:
-    known = {f.name for f in dataclasses.fields(Cost)}
-    return Cost(**{k: int(v or 0) for k, v in data.items() if k in known})
+def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "cost") -> Cost:
+    """A :class:`~rankkit.matches.Cost` as :meth:`~rankkit.matches.Cost.to_dict` stored it: every
+    field must be there (a :class:`TaskFormatError` naming the first one missing)."""
+    return Cost(**{f.name: int(required(data, f.name, where, path)) for f in dataclasses.fields(Cost)})
 
 
-def comparison_from_dict(data: Mapping[str, Any]) -> Comparison:
-    """A used comparison as stored by :meth:`rankkit.matches.Comparison.to_dict`."""
-    verdict = Verdict(first_grade=data["first_grade"], second_grade=data["second_grade"],
-                      winner=Winner(data["winner"]), raw=data.get("raw") or "",
-                      status=ParseStatus(data.get("status") or "ok"), probability=data.get("probability"))
-    return Comparison(first=str(data["first"]), second=str(data["second"]), verdict=verdict, round=data.get("round"))
+def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "comparison") -> Comparison:
+    """A used comparison as stored by :meth:`rankkit.matches.Comparison.to_dict` (a
+    :class:`TaskFormatError` naming the first field missing)."""
+    def get(name: str) -> Any:
+        return required(data, name, where, path)
+
+    verdict = Verdict(first_grade=get("first_grade"), second_grade=get("second_grade"),
+                      winner=Winner(get("winner")), raw=get("raw"), status=ParseStatus(get("status")),
+                      probability=get("probability"))
+    return Comparison(first=str(get("first")), second=str(get("second")), verdict=verdict,
+                      round=get("round"))
 
 
 def task_record(task: Task) -> dict[str, Any]:
@@ -297,16 +346,85 @@ def task_record(task: Task) -> dict[str, Any]:
                            for c in task.candidates]}
 
 
-def task_from_record(record: Mapping[str, Any], criterion: str | None) -> Task:
-    """The inverse of :func:`task_record` (only the ground-truth criterion is in the file)."""
-    candidates = tuple(
-        Candidate(id=str(c["id"]), text=c["text"], system=c.get("system"),
-                  human={criterion: float(c["human"])} if criterion and c.get("human") is not None else {})
-        for c in record["candidates"])
-    scale = record.get("scale") or (0.0, 10.0)
-    return Task(task_id=str(record["task_id"]), prompt=record["prompt"], candidates=candidates,
-                reference=record.get("reference"), meta=dict(record.get("meta") or {}), criterion=criterion,
-                scale=(float(scale[0]), float(scale[1])))
+def task_from_record(record: Mapping[str, Any], criterion: str | None, where: str = "results",
+                     path: str = "task") -> Task:
+    """The inverse of :func:`task_record` (only the ground-truth criterion is in the file).
+
+    Parameters
+    ----------
+    record: the task as :func:`task_record` stored it.
+    criterion: the run's criterion, the name each candidate's ``human`` score is read under.
+    where, path: the file and the record's place in it, for errors.
+
+    Returns
+    -------
+    The task; a :class:`TaskFormatError` naming the field when one is missing.
+    """
+    def get(name: str) -> Any:
+        return required(record, name, where, path)
+
+    candidates = []
+    for index, candidate in enumerate(get("candidates")):
+        values = {name: required(candidate, name, where, f"{path}.candidates[{index}]")
+                  for name in ("id", "text", "system", "human")}
+        human = values["human"]
+        candidates.append(Candidate(id=str(values["id"]), text=values["text"], system=values["system"],
+                                    human={criterion: float(human)} if criterion and human is not None else {}))
+    low, high = get("scale")
+    return Task(task_id=str(get("task_id")), prompt=get("prompt"), candidates=tuple(candidates),
+                reference=get("reference"), meta=dict(get("meta")), criterion=criterion,
+                scale=(float(low), float(high)))
+
+
+def required(record: Any, name: str, where: str, path: str) -> Any:
+    """``record[name]`` of a results file.
+
+    Parameters
+    ----------
+    record: a JSON object read from the file.
+    name: the key every file of this version has.
+    where: the file, for the error.
+    path: where ``record`` sits in the file (e.g. ``strategies[0].tasks[2]``; ``""`` at the top).
+
+    Returns
+    -------
+    The value; a :class:`TaskFormatError` naming the field when ``record`` is not an object or
+    lacks it (a file of an older rankkit, or not a results file).
+    """
+    field_name = f"{path}.{name}" if path else name
+    if not isinstance(record, Mapping):
+        raise TaskFormatError(where, None, path or None, f"expected an object, got {type(record).__name__}")
+    if name not in record:
+        raise TaskFormatError(where, None, field_name, "missing (results files of rankkit before 0.2 are "
+                                                       "not read; rerun rankkit compare to write one)")
+    return record[name]
+
+
+def read_records(records: list[Any], name: str, where: str, read: Callable[[Any, str], Any]) -> list[Any]:
+    """``read(record, path)`` for each record of the top-level list ``name``.
+
+    Parameters
+    ----------
+    records: the list's items.
+    name: the list's key (``strategies`` or ``task_data``), for errors.
+    where: the file, for errors.
+    read: reads one record, given its path in the file (e.g. ``strategies[0]``).
+
+    Returns
+    -------
+    What ``read`` returned, in order. A value of the wrong type (``"scores": 3``, an unknown
+    winner) becomes a :class:`TaskFormatError` naming the record.
+    """
+    values = []
+    for index, record in enumerate(records):
+        path = f"{name}[{index}]"
+        try:
+            values.append(read(record, path))
+        except TaskFormatError:
+            raise
+        except (AttributeError, TypeError, ValueError) as err:
+            raise TaskFormatError(where, None, path, f"cannot be read: {err!r}") from None
+    return values
 
 
 def strict_json(value: Any) -> Any:
@@ -318,3 +436,15 @@ def strict_json(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [strict_json(v) for v in value]
     return value
+
+
+def match_graphs(tasks: Iterable[Task], strategies: Iterable[StrategyRun], fingerprint: str) -> dict[str, MatchGraph]:
+    """One :class:`MatchGraph` per task, holding every comparison the strategies used."""
+    graphs = {task.task_id: MatchGraph(task) for task in tasks}
+    for strategy_run in strategies:
+        for result in strategy_run.tasks:
+            graph = graphs.get(result.task_id)
+            if graph is not None:
+                for comparison in result.comparisons:
+                    graph.record(fingerprint, comparison, strategy_run.name)
+    return graphs

@@ -32,22 +32,10 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from rankkit.errors import RankkitError
+from rankkit.errors import TaskFormatError
+from rankkit.frames import handles, json_object_line, read_source
 
 SAMPLE_DATA = Path(__file__).parent / "data" / "sample" / "tasks.jsonl"
-
-
-class TaskFormatError(RankkitError, ValueError):
-    """Bad input data. ``str(error)`` reads ``FILE:LINE: field 'F': message``."""
-
-    def __init__(self, path: str | Path, line: int | None, field_name: str | None, message: str):
-        self.path = str(path)
-        self.line = line
-        self.field = field_name
-        self.message = message
-        where = self.path + (f":{line}" if line is not None else "")
-        what = f" field {field_name!r}:" if field_name else ""
-        super().__init__(f"{where}:{what} {message}")
 
 
 @dataclass(frozen=True)
@@ -159,8 +147,6 @@ def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int 
 
     Raises :class:`TaskFormatError` on any problem, naming the file, the line and the field.
     """
-    from rankkit.frames import handles, read_source  # tables and mapped columns; pandas stays unimported
-
     if handles(path, columns):
         path, raw = read_source(path, columns)
     else:
@@ -204,18 +190,6 @@ def _decode(path: Path, data: bytes, first_line: int = 1) -> str:
         column = len(data[line_start:err.start].decode("utf-8", errors="replace")) + 1
         raise TaskFormatError(path, line, None, f"not valid UTF-8 (byte 0x{data[err.start]:02x} at column {column}); "
                                                 f"save the file as UTF-8") from None
-
-
-def json_object_line(path: str | Path, number: int, text: str) -> dict[str, Any]:
-    """Line ``number`` of a JSONL file as the JSON object it must hold; a :class:`TaskFormatError`
-    naming the line when it is not valid JSON or not an object."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
-    if not isinstance(obj, dict):
-        raise TaskFormatError(path, number, None, "expected a JSON object per line")
-    return obj
 
 
 def _read_jsonl(path: Path, limit: int | None) -> list[tuple[int, dict]]:
@@ -429,6 +403,46 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
             scale = (0.0, float(max_points))
         resolved.append(replace(task, criterion=criterion, scale=scale))
     return resolved
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: tasks back to a long table (the inverse of :mod:`rankkit.frames`)
+
+
+def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
+    """Tasks in long form, one row per candidate: ``task_id, prompt, reference, candidate_id, text,
+    system``, one column per human criterion (its bare name, as in the long CSV) and ``meta.NAME``
+    per metadata field. ``load_tasks`` reads the rows back (as a DataFrame, a Dataset or a list)."""
+    tasks = list(tasks)
+    criteria = list(dict.fromkeys(name for t in tasks for c in t.candidates for name in c.human))
+    meta_keys = list(dict.fromkeys(key for t in tasks for key in t.meta))
+    rows = []
+    for task in tasks:
+        for cand in task.candidates:
+            row = {"task_id": task.task_id, "prompt": task.prompt, "reference": task.reference,
+                   "candidate_id": cand.id, "text": cand.text, "system": cand.system}
+            row.update({name: cand.human.get(name) for name in criteria})
+            row.update({f"meta.{key}": task.meta.get(key) for key in meta_keys})
+            rows.append(row)
+    return rows
+
+
+def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
+    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("tasks_to_pandas needs pandas: pip install 'rankkit[pandas]'") from None
+    return pd.DataFrame(task_rows(tasks))
+
+
+def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
+    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit[datasets]'``)."""
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError("tasks_to_dataset needs datasets: pip install 'rankkit[datasets]'") from None
+    return datasets.Dataset.from_list(task_rows(tasks))
 
 
 def score_spread(task: Task) -> float:

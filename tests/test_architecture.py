@@ -32,6 +32,13 @@ def test_no_import_cycle_among_module_level_imports():
     assert list(nx.simple_cycles(graph)) == []
 
 
+def test_no_import_cycle_counting_imports_in_functions_and_under_type_checking():
+    """An import inside a function or under ``TYPE_CHECKING`` still ties two modules together: a
+    cycle closed by one is a cycle (neither module can be read or moved without the other)."""
+    graph = architecture.import_graph(architecture.modules(), top_level_only=False)
+    assert list(nx.simple_cycles(graph)) == []
+
+
 def test_every_module_states_its_role_in_its_first_docstring_line():
     missing = [name for name, path in architecture.modules().items()
                if not (role := architecture.first_line_role(path)) or not role.rstrip().endswith((".", ")", ":"))]

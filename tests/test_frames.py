@@ -8,9 +8,10 @@ import sys
 
 import pytest
 
-from rankkit.frames import parse_columns, task_rows
+from rankkit.errors import TaskFormatError
+from rankkit.frames import parse_columns
 from rankkit.specs import SpecError
-from rankkit.tasks import SAMPLE_DATA, TaskFormatError, load_tasks
+from rankkit.tasks import SAMPLE_DATA, load_tasks, task_rows
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,7 @@ def test_dataframe_round_trip(sample):
 
 def test_dataset_round_trip(sample):
     datasets = pytest.importorskip("datasets")
-    from rankkit.frames import tasks_to_dataset
+    from rankkit.tasks import tasks_to_dataset
 
     dataset = tasks_to_dataset(sample)
     assert isinstance(dataset, datasets.Dataset)
@@ -127,7 +128,7 @@ def test_mapping_errors():
 
 def test_reading_tables_never_imports_pandas_unless_given_one():
     code = ("import sys, rankkit\n"
-            "from rankkit.frames import task_rows\n"
+            "from rankkit.tasks import task_rows\n"
             f"tasks = rankkit.load_tasks({str(SAMPLE_DATA)!r})\n"
             "rankkit.load_tasks(task_rows(tasks))\n"
             "print(','.join(m for m in ('pandas', 'pyarrow', 'datasets') if m in sys.modules))")

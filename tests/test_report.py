@@ -20,7 +20,7 @@ from rankkit.results import RunResult, TaskResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.tasks import load_tasks
-from tests.analysis.hand import hand_results
+from tests.analysis.hand import cost, hand_results
 
 INJECTED_SCRIPT = "<script>document.title='PWNED';document.body.setAttribute('data-pwned','script')</script>"
 INJECTED_IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
@@ -61,7 +61,7 @@ def test_bracket_with_a_bye_and_pairs_in_both_orders():
                          "y": {"eliminated_round": 1, "played": 1, "byes": 0},
                          "z": {"eliminated_round": None, "played": 2, "byes": 0}},
               "matches": [match("y", "z", 1, 1.0, 3.0, "second"), match("z", "y", 1, 4.0, 2.0, "first"),
-                          match("x", "z", 2, 2.0, 5.0, "second")]}
+                          match("x", "z", 2, 2.0, 5.0, "second")], "cost": cost(3, 0, 3)}
     bracket = report.knockout_bracket(TaskResult.from_dict(result))
     first, final = bracket["rounds"]
     (pairing,) = first["pairings"]
@@ -70,7 +70,8 @@ def test_bracket_with_a_bye_and_pairs_in_both_orders():
     assert pairing["matches"] == [0, 1]
     assert first["byes"] == ["x"]
     assert [(p["a"], p["b"], p["winner"]) for p in final["pairings"]] == [("x", "z", "z")]
-    unplayed = {"task_id": "t", "scores": {"x": 1.0}, "ranking": ["x"], "extras": {"x": {"played": 1}}, "matches": []}
+    unplayed = {"task_id": "t", "scores": {"x": 1.0}, "ranking": ["x"], "champion": "x",
+                "extras": {"x": {"played": 1}}, "matches": [], "cost": cost()}
     assert report.knockout_bracket(TaskResult.from_dict(unplayed)) is None
 
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from rankkit.errors import TaskFormatError
 from rankkit.judges.base import JudgeError
 from rankkit.judges.sim import SimulatedJudge
 from rankkit.results import RecordedJudge, RecordedStrategy, RunResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.tasks import TaskFormatError
 
 SPECS = ("knockout:order=both", "individual", "bt:alpha=0.05")
 
@@ -67,6 +68,32 @@ def test_a_strategy_that_is_not_installed_stays_a_record(sample_run):
 def test_not_a_results_file_names_the_field():
     with pytest.raises(TaskFormatError, match="r.json: field 'strategies'"):
         RunResult.from_dict({"judge": {}, "task_data": []}, where="r.json")
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda p: p["strategies"][0]["tasks"][1].pop("cost"), "strategies[0].tasks[1].cost"),
+    (lambda p: p["strategies"][1]["cost"].pop("grades"), "strategies[1].cost.grades"),
+    (lambda p: p["strategies"][2].pop("strategy"), "strategies[2].strategy"),
+    (lambda p: p["strategies"][0]["tasks"][0]["matches"][0].pop("status"), "strategies[0].tasks[0].matches[0].status"),
+    (lambda p: p["task_data"][3].pop("scale"), "task_data[3].scale"),
+    (lambda p: p["task_data"][0]["candidates"][2].pop("system"), "task_data[0].candidates[2].system"),
+    (lambda p: p["judge"].pop("fingerprint"), "judge.fingerprint"),
+    (lambda p: p.pop("seed"), "seed"),
+])
+def test_a_file_of_another_version_is_refused_naming_the_missing_field(sample_run, edit, field):
+    """Results files are read strictly: a field this version writes and the file lacks (as in a
+    file of an older rankkit) is named, never filled with a guessed default."""
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    edit(payload)
+    with pytest.raises(TaskFormatError, match=re.escape(f"r.json: field {field!r}: missing")):
+        RunResult.from_dict(payload, where="r.json")
+
+
+def test_a_value_of_the_wrong_type_is_refused_naming_the_record(sample_run):
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    payload["strategies"][0]["tasks"][0]["matches"][0]["winner"] = "both"
+    with pytest.raises(TaskFormatError, match=re.escape("r.json: field 'strategies[0]': cannot be read")):
+        RunResult.from_dict(payload, where="r.json")
 
 
 def test_rows_are_one_per_strategy_task_and_candidate(sample_run):

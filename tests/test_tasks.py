@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rankkit.tasks import SAMPLE_DATA, TaskFormatError, load_tasks
+from rankkit.errors import TaskFormatError
+from rankkit.tasks import SAMPLE_DATA, load_tasks
 from tests.conftest import shared_dataset
 
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from rankkit.errors import TaskFormatError
 from rankkit.metrics import METRIC_NAMES
 from rankkit.results import RunResult, StrategyRun
 from rankkit.specs import SpecError
-from rankkit.tasks import TaskFormatError
 
 #: The metrics analysed by default: the paper's Pearson, rank agreement pooled and per task, and
 #: pairwise ranking accuracy.

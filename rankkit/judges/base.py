@@ -22,13 +22,10 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from rankkit.errors import RankkitError
 from rankkit.tasks import Candidate, Task
-
-if TYPE_CHECKING:
-    from rankkit.memo import JudgmentMemo
 
 
 class Winner(str, enum.Enum):
@@ -198,25 +195,14 @@ class Judge:
         for index, (task, first, second) in enumerate(requests):
             yield index, self.compare(task, first, second)
 
-    def bind_memo(self, memo: "JudgmentMemo") -> None:
+    def bind_memo(self, memo: Any) -> None:
         """Called by the runner with the run's :class:`~rankkit.memo.JudgmentMemo`.
 
         Judges built on other judgments (a panel's member votes, a calibrated judge's raw
-        judgments, PREPAIR's per-answer analyses) look those up in :attr:`memo`, so they are
-        cached and shared like every other judgment. Judges that wrap others pass it on.
+        judgments, PREPAIR's per-answer analyses) look those up in it (:func:`rankkit.memo.memo_of`),
+        so they are cached and shared like every other judgment. Judges that wrap others pass it on.
         """
         object.__setattr__(self, "_bound_memo", memo)  # judges may be frozen dataclasses
-
-    @property
-    def memo(self) -> "JudgmentMemo":
-        """The memo this judge's own lookups go through: the run's once bound, else its own."""
-        memo = self.__dict__.get("_bound_memo")
-        if memo is None:
-            from rankkit.memo import JudgmentMemo
-
-            memo = JudgmentMemo(self)
-            object.__setattr__(self, "_bound_memo", memo)
-        return memo
 
     def close(self) -> None:
         """Release resources (connections, models). Judges are usable as context managers."""

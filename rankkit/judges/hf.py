@@ -21,7 +21,8 @@ backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
 ``block``               exact mode's prefix block, in tokens (default 512; see :mod:`.hf_exact`)
 ``shared_prefix``       minimum shared prompt-prefix length, in tokens, above which the prefix's
                         key/value cache is computed once and prompts run only their differing
-                        suffixes (default 64; 0 turns it off) — see :func:`prefix_lengths` and
+                        suffixes (default 64; 0 turns it off) — see
+                        :func:`.hf_batching.prefix_lengths` and
                         ``benchmarks/results/judge_throughput.md``
 ``mode``                ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.modes`)
 ``template``            ``auto``, ``paper``, ``generic``, ``mt``, a template name or a FILE
@@ -57,31 +58,31 @@ torch and transformers are imported inside functions only: ``import rankkit``, `
 and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
 cache keyed by what was loaded), however many judges use it.
 
-**Batching** (``exact=false``). An engine call takes any number of conversations — a dispatcher may pass hundreds,
-from many tasks (``capacity`` = ``batch_size`` requests fill one batch; ``fills_batches`` says
-waiting for that pays) — and plans its own batches. Each prompt first gets a prefix
-(:func:`prefix_lengths`): the deepest one it shares with other prompts of the call (chat header
-and template instruction; then its task's question) that is at least ``shared_prefix`` tokens long
-and saves as many, or a longer one already cached. That prefix's keys and values are computed once
-(:meth:`HFEngine._prefix_kv`) and only the rest of the prompt, its suffix, runs in a batch. Batches
-(:func:`plan_batches`) take rows by suffix length, so little padding is computed, with at most
-``batch_size`` rows, ``max_batch_tokens`` padded tokens and ``max_padding`` waste each; rows of
-different tasks share a batch, each starting from its own prefix (prefixes right-aligned and
-left-padded, hidden by the attention mask). Prefix caches are kept between calls in a bounded LRU
-(:class:`PrefixCache`), and a new prefix starts from the longest cached one it extends. Each
-batch's results are yielded, under the caller's indices, as soon as it is done. Everything runs
-under ``torch.inference_mode``; the LM head is applied only to the positions whose logits are read
-(the last one, or an answer's tokens). ``stats`` counts batches, rows, real and padding tokens and
-prefix reuse. Generation (``model.generate``) is batched the same way, without prefixes. In exact
-mode ``capacity`` is 1 and batching options do not apply: rows run one at a time, in token order,
-and generation decodes each row alone from its canonical prefix (greedy at temperature 0, else
-sampled from a generator seeded per row).
+**Batching** (``exact=false``). An engine call takes any number of conversations — a dispatcher may
+pass hundreds, from many tasks (``capacity`` = ``batch_size`` requests fill one batch;
+``fills_batches`` says waiting for that pays) — and plans its own batches. Each prompt first gets a
+prefix (:func:`.hf_batching.prefix_lengths`): the deepest one it shares with other prompts of the
+call (chat header and template instruction; then its task's question) that is at least
+``shared_prefix`` tokens long and saves as many, or a longer one already cached. That prefix's keys
+and values are computed once (:meth:`.hf_engine.HFEngine._prefix_kv`) and only the rest of the
+prompt, its suffix, runs in a batch. Batches (:func:`.hf_batching.plan_batches`) take rows by
+suffix length, so little padding is computed, with at most ``batch_size`` rows,
+``max_batch_tokens`` padded tokens and ``max_padding`` waste each; rows of different tasks share a
+batch, each starting from its own prefix (prefixes right-aligned and left-padded, hidden by the
+attention mask). Prefix caches are kept between calls in a bounded LRU
+(:class:`.hf_batching.PrefixCache`), and a new prefix starts from the longest cached one it
+extends. Each batch's results are yielded, under the caller's indices, as soon as it is done.
+Everything runs under ``torch.inference_mode``; the LM head is applied only to the positions whose
+logits are read (the last one, or an answer's tokens). ``stats`` counts batches, rows, real and
+padding tokens and prefix reuse. Generation (``model.generate``) is batched the same way, without
+prefixes. In exact mode ``capacity`` is 1 and batching options do not apply: rows run one at a
+time, in token order, and generation decodes each row alone from its canonical prefix (greedy at
+temperature 0, else sampled from a generator seeded per row).
 
 **Modules.** This one reads the specs and builds the judges; the model loading and identity
 helpers are in :mod:`rankkit.judges.hf_loading`, the batch planning and prefix caches in
 :mod:`rankkit.judges.hf_batching`, exact mode's block prefixes in :mod:`rankkit.judges.hf_exact`,
-the engine in :mod:`rankkit.judges.hf_engine`. Their public
-names are re-exported here.
+the engine in :mod:`rankkit.judges.hf_engine`. Import their names from those modules.
 """
 
 from __future__ import annotations
@@ -90,40 +91,11 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-# The pieces, re-exported here (their home before the split; the dry run, benchmarks and tests use them).
-from rankkit.judges.hf_batching import (  # noqa: F401
-    DEFAULT_MAX_BATCH_TOKENS,
-    DEFAULT_MAX_PADDING,
-    DEFAULT_SHARED_PREFIX,
-    MAX_PREFIX_DEPTH,
-    PREFIX_CACHE_BYTES,
-    PREFIX_CACHE_ENTRIES,
-    Batch,
-    PrefixCache,
-    common_prefix_length,
-    kv_nbytes,
-    kv_prefix,
-    padded_tokens,
-    plan_batches,
-    prefix_lengths,
-)
 from rankkit.judges.hf_engine import HFEngine
-from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity  # noqa: F401
-from rankkit.judges.hf_loading import (  # noqa: F401
-    DTYPES,
-    SMOLLM2_NAME,
-    SMOLLM2_PACKAGE,
-    directory_signature,
-    file_signature,
-    import_torch,
-    load_pretrained,
-    load_smollm2,
-    smollm2_directory,
-    smollm2_gguf,
-    smollm2_identity,
-    user_cache_dir,
-)
+from rankkit.judges.hf_exact import DEFAULT_BLOCK, exact_identity
+from rankkit.judges.hf_loading import DTYPES, directory_signature, load_pretrained, load_smollm2, smollm2_identity
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
+from rankkit.judges.modes import MODES
 from rankkit.specs import Spec, SpecError, convert_value
 
 #: smollm2's default mode: one forward pass per judgment (see the module docstring).
@@ -177,8 +149,6 @@ def _engine_kwargs(options: dict[str, Any], smollm2: bool) -> dict[str, Any]:
 def _check_judge_options(judge_kwargs: dict[str, Any], where: str) -> None:
     """Fail on a bad mode before spending seconds loading a model (a bad template already failed
     in :func:`~rankkit.judges.llm.split_llm_options`)."""
-    from rankkit.judges.llm import MODES
-
     if judge_kwargs.get("mode", "generate") not in MODES:
         raise SpecError(f"{where}: mode must be one of {', '.join(MODES)}, got {judge_kwargs['mode']!r}")
 

@@ -17,13 +17,13 @@ caches every judgment even when a batch fails half-way.
 
 * ``prepair=true`` — PREPAIR (:mod:`rankkit.judges.prepair`): :meth:`LLMJudge.pair_prompts`
   returns decision prompts holding a per-answer analysis of each side, generated once per answer
-  and cached through ``self.memo`` (the run's, set by :meth:`bind_memo`); everything downstream
+  and cached through the run's memo (:func:`rankkit.memo.memo_of`, bound by :meth:`bind_memo`); everything downstream
   (generation, parsing, retries, logprob choice) is unchanged. Works in ``generate`` and
   ``logprob`` mode.
 * ``calibrate=true`` — position-bias calibration of ``logprob`` comparisons: the judge's
-  comparisons go through a :class:`~rankkit.judges.calibration.CalibratedJudge` wrapped around
-  itself, which reads each pair in both orders (:meth:`LLMJudge.compare_raw`) and averages the
-  log-odds. :meth:`LLMJudge.calibrate_pair_probability` remains a per-comparison hook (identity)
+  comparisons go through a :class:`CalibratedJudge` (below) wrapped around itself, which reads
+  each pair in both orders (:meth:`LLMJudge.compare_raw`) and averages the log-odds (the method:
+  :mod:`rankkit.judges.calibration`). :meth:`LLMJudge.calibrate_pair_probability` remains a per-comparison hook (identity)
   for other calibrations.
 * Extra fingerprint fields: extend :meth:`LLMJudge.fingerprint_fields`.
 
@@ -36,7 +36,7 @@ keeps one request per key in flight); whether the engine itself may be called co
 the engine's to say (the HTTP engine may).
 
 The engine contract lives in :mod:`rankkit.judges.llm_engine` and the modes' scoring rules in
-:mod:`rankkit.judges.modes`; both are re-exported here, where they were first defined.
+:mod:`rankkit.judges.modes`.
 """
 
 from __future__ import annotations
@@ -54,23 +54,10 @@ from rankkit.judges.base import (
     GradeRequest,
     add_usage,
 )
+from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
 from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
-from rankkit.judges.modes import (  # noqa: F401  (re-exported: their home before the modes had one)
-    JUDGING_MODES,
-    LOGLIK_RULE,
-    LOGPROB_RULE,
-    MODES,
-    PARSER_VERSION,
-    RETRY_TEMPERATURE,
-    JudgingMode,
-    Prompt,
-    choice_probability,
-    expected_digit,
-    logprob_points,
-    midpoint,
-    sigmoid,
-    winner_from_scores,
-)
+from rankkit.memo import JudgmentMemo, Origin, VERDICT_KIND, memo_of
+from rankkit.judges.modes import JUDGING_MODES, MODES, JudgingMode, Prompt, choice_judgment, sigmoid
 from rankkit.prompts import (
     PAIRWISE,
     POINTWISE,
@@ -83,8 +70,7 @@ from rankkit.prompts import (
 from rankkit.specs import Spec, SpecError, convert_value
 from rankkit.tasks import Candidate, Task
 
-__all__ = ["LLMJudge", "LLMEngine", "Generation", "Conversation", "Prompt", "JudgingMode", "MODES",
-           "LLM_OPTIONS", "split_llm_options"]
+__all__ = ["LLMJudge", "CalibratedJudge", "LLM_OPTIONS", "split_llm_options"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,7 +91,7 @@ class LLMJudge(Judge):
         sees both analyses (:mod:`rankkit.judges.prepair`).
     analysis_max_new_tokens: length cap of a PREPAIR analysis (default: ``max_new_tokens``).
     calibrate: remove the slot bias of ``logprob`` comparisons by averaging log-odds over both
-        presentation orders (:class:`rankkit.judges.calibration.CalibratedJudge`).
+        presentation orders (:class:`CalibratedJudge`).
     """
 
     def __init__(self, engine: LLMEngine, *, mode: str = "generate", template: str = "auto",
@@ -145,10 +131,8 @@ class LLMJudge(Judge):
 
             self.analyses = AnalysisStore(self._analysis_fingerprint, self._generate_analyses, self)
         #: With calibrate: the wrapper this judge's comparisons go through, around itself.
-        self.calibrated: Any = None
+        self.calibrated: CalibratedJudge | None = None
         if calibrate:
-            from rankkit.judges.calibration import CalibratedJudge
-
             self.calibrated = CalibratedJudge(self)
 
     @functools.cached_property
@@ -174,8 +158,6 @@ class LLMJudge(Judge):
                                  "analysis_max_new_tokens": self.analysis_max_new_tokens,
                                  "temperature": self.temperature, "seed": self.seed}
         if self.calibrate:
-            from rankkit.judges.calibration import CALIBRATION_METHOD
-
             fields["calibrate"] = CALIBRATION_METHOD
         return fields
 
@@ -195,7 +177,7 @@ class LLMJudge(Judge):
 
     def describe(self, *, calibrated: bool) -> str:
         """``backend:model (mode=..., prepair, calibrate)``, naming calibration when ``calibrated``
-        (a :class:`~rankkit.judges.calibration.CalibratedJudge` around this judge asks so)."""
+        (a :class:`CalibratedJudge` around this judge asks so)."""
         identity = self.engine.identity()
         name = identity.get("name") or identity.get("model") or "?"
         extra = "".join(f", {flag}" for flag, on in (("prepair", self.prepair), ("calibrate", calibrated)) if on)
@@ -311,6 +293,109 @@ class LLMJudge(Judge):
             return iter(())
         judgments = self.judging_mode.compare(self, requests)
         return self._with_analysis_charges(requests, judgments) if self.prepair else judgments
+
+
+# ---------------------------------------------------------------------------------------------
+# Calibration: the wrapper a calibrated judge's comparisons go through
+
+
+class CalibratedJudge(Judge):
+    """An LLM judge's logprob comparisons with the slot bias removed by both-order log-odds averaging.
+
+    judge: an :class:`LLMJudge` in ``logprob`` mode. Its raw comparisons
+        (:meth:`LLMJudge.compare_raw`, cached under its :attr:`LLMJudge.raw_fingerprint` and its
+        own request keys, so a calibrated and an uncalibrated run share them) are read in both
+        orders and combined; the run's memo is the judge's (:func:`rankkit.memo.memo_of`, set by
+        :meth:`bind_memo`).
+
+    ``CalibratedJudge(LLMJudge(engine, mode="logprob"))`` judges exactly as
+    ``LLMJudge(engine, mode="logprob", calibrate=True)``, which is that wrapper around itself (the
+    spec option ``calibrate=true`` builds the latter); the method is in
+    :mod:`rankkit.judges.calibration`. Grades pass through to the wrapped judge. A raw judgment's
+    usage (e.g. PREPAIR analyses it paid for) is charged to the first calibrated judgment that
+    needed it.
+    """
+
+    def __init__(self, judge: LLMJudge):
+        if judge.mode != "logprob":
+            raise SpecError(f"{judge.backend}: calibration corrects choice probabilities and needs "
+                            f"mode=logprob (mode is {judge.mode})")
+        self.judge = judge
+        self.backend = judge.backend  # instance attributes: the fingerprint names the real backend
+        self.version = judge.version
+
+    # -- identity and plumbing: the wrapped judge's -------------------------------------------
+    def fingerprint_fields(self) -> dict[str, Any]:
+        return {**self.judge.fingerprint_fields(), "calibrate": CALIBRATION_METHOD}
+
+    @property
+    def raw_fingerprint(self) -> str:
+        """The fingerprint the raw judgments are cached under: the wrapped judge's, uncalibrated."""
+        return self.judge.raw_fingerprint
+
+    @property
+    def description(self) -> str:
+        return self.judge.describe(calibrated=True)
+
+    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        return self.judge.request_key(task, *candidates)
+
+    @property
+    def capacity(self) -> int:
+        return self.judge.capacity
+
+    @property
+    def fills_batches(self) -> bool:
+        return self.judge.fills_batches
+
+    def bind_memo(self, memo: JudgmentMemo) -> None:
+        self.judge.bind_memo(memo)
+
+    def close(self) -> None:
+        self.judge.close()
+
+    # -- judgments ----------------------------------------------------------------------------
+    def grade(self, task: Task, candidate: Candidate) -> Grade:
+        return self.judge.grade(task, candidate)
+
+    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        return self.judge.grade_many(requests)
+
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        return next(self.compare_many([(task, first, second)]))[1]
+
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        """Each pair read in both orders (raw judgments from memory, the store or the judge, the
+        missing ones in one batch), then calibrated; yields in request order once all are read."""
+        if not requests:
+            return
+        both_orders = list(requests) + [(task, second, first) for task, first, second in requests]
+        judge = self.judge
+        raw = memo_of(judge).fetch(judge.raw_fingerprint, VERDICT_KIND, [judge.request_key(*r) for r in both_orders],
+                               lambda indices: judge.compare_raw([both_orders[i] for i in indices]),
+                               Verdict.from_dict, Verdict.to_dict)
+        for index, (task, _, _) in enumerate(requests):
+            (forward, forward_origin), (backward, backward_origin) = raw[index], raw[len(requests) + index]
+            judgment = self._calibrated(task, dict(forward.extras["logprobs"]), dict(backward.extras["logprobs"]))
+            usage: dict[str, int] = {}
+            for used, origin in ((forward, forward_origin), (backward, backward_origin)):
+                if origin is Origin.JUDGE:  # charged once, to the first request that needed it
+                    add_usage(usage, used.usage)
+            yield index, replace(judgment, usage=usage) if usage else judgment
+
+    def _calibrated(self, task: Task, forward: dict[str, float], backward: dict[str, float]) -> Verdict:
+        """The calibrated judgment of a pair from its choice log-probabilities in both orders."""
+        used = self.judge.pair_template(task)
+        template, prefix = used.name, used.choice_prefix + " "
+        forward_odds, backward_odds = choice_log_odds(forward), choice_log_odds(backward)
+        if forward_odds is None or backward_odds is None:
+            return choice_judgment(task, template, prefix, forward, None,
+                                   {"calibration": CALIBRATION_METHOD, "swapped_logprobs": backward})
+        calibrated, bias = both_orders_log_odds(forward_odds, backward_odds)
+        extras = {"calibration": CALIBRATION_METHOD, "swapped_logprobs": dict(backward),
+                  "raw_log_odds": forward_odds, "swapped_raw_log_odds": backward_odds, "slot_bias": bias}
+        return choice_judgment(task, template, prefix, forward, sigmoid(calibrated), extras)
+
 
 # ---------------------------------------------------------------------------------------------
 # Spec options shared by every LLM backend

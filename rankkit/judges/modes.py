@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rankkit.judges.base import (
     Verdict,
@@ -54,6 +54,7 @@ from rankkit.judges.base import (
 from rankkit.judges.llm_engine import Conversation, LLMEngine, user_turn
 from rankkit.prompts import (
     Template,
+    TemplateChoice,
     ParsedVerdict,
     format_points,
     parse_pairwise,
@@ -61,9 +62,6 @@ from rankkit.prompts import (
     to_task_scale,
 )
 from rankkit.tasks import Candidate, Task
-
-if TYPE_CHECKING:  # modes are given the judge; they never build one
-    from rankkit.judges.llm import LLMJudge
 
 #: Bump when the parser or a decision rule changes what a judgment is (part of the fingerprint).
 PARSER_VERSION = "2"  # 2: loose re-quotes of candidates dropped; conflicting verdicts fail
@@ -165,7 +163,33 @@ class Prompt:
 
 
 # ---------------------------------------------------------------------------------------------
-# The interface
+# The interfaces
+
+
+class ModeJudge(Protocol):
+    """What a mode reads from the judge it serves (an :class:`~rankkit.judges.llm.LLMJudge`): its
+    engine, decoding parameters, templates and prompts. Modes are given the judge; they never
+    build one, so they depend on this, not on the judge's class."""
+
+    engine: LLMEngine
+    max_new_tokens: int
+    temperature: float
+    seed: int
+    retries: int
+
+    @property
+    def templates(self) -> TemplateChoice:
+        """The templates the judge's prompts come from (their fingerprint is the mode's)."""
+
+    def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
+        """The pointwise prompt for one candidate."""
+
+    def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
+        """The pairwise prompts of a batch, in order."""
+
+    def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate,
+                                   probability: float) -> float:
+        """A logprob comparison's P(first) after the judge's per-comparison calibration."""
 
 
 class JudgingMode(Protocol):
@@ -173,16 +197,16 @@ class JudgingMode(Protocol):
 
     name: str
 
-    def fingerprint_fields(self, judge: LLMJudge) -> dict[str, Any]:
+    def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
         """What this mode adds to the judge's fingerprint (templates, decoding, rule versions)."""
 
     def prompt_points(self, max_points: float) -> float:
         """The M a pointwise prompt shows, given the task's and template's M."""
 
-    def grade(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         """Grade every request; yield ``(index, judgment)`` as each is ready."""
 
-    def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+    def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """Compare every request (first, second as presented); yield ``(index, judgment)`` as each is ready."""
 
 
@@ -211,7 +235,7 @@ class GenerateMode:
 
     name = "generate"
 
-    def fingerprint_fields(self, judge: LLMJudge) -> dict[str, Any]:
+    def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
         return {"templates": judge.templates.fingerprint(), "parser": PARSER_VERSION,
                 "max_new_tokens": judge.max_new_tokens, "temperature": judge.temperature, "seed": judge.seed,
                 "retries": judge.retries, "retry_temperature": RETRY_TEMPERATURE}
@@ -219,7 +243,7 @@ class GenerateMode:
     def prompt_points(self, max_points: float) -> float:
         return max_points
 
-    def grade(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         for index, outcome in self._verdicts(judge, prompts, parse_pointwise):
             task = requests[index][0]
@@ -230,7 +254,7 @@ class GenerateMode:
             yield index, Grade(value=score, raw=outcome.text, status=outcome.status,
                                        usage=dict(outcome.usage), extras=self._extras(prompt, outcome))
 
-    def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+    def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
         for index, outcome in self._verdicts(judge, prompts, parse_pairwise):
             task = requests[index][0]
@@ -245,7 +269,7 @@ class GenerateMode:
                                       status=outcome.status, usage=dict(outcome.usage), extras=extras)
 
     @staticmethod
-    def _verdicts(judge: LLMJudge, prompts: Sequence[Prompt],
+    def _verdicts(judge: ModeJudge, prompts: Sequence[Prompt],
                   parse: Callable[[str, float, Sequence[str]], ParsedVerdict]) -> Iterator[tuple[int, _Outcome]]:
         """Generate, parse, retry the unparseable with the next seed; yield as ready."""
         history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
@@ -303,13 +327,13 @@ class LogprobMode:
 
     name = "logprob"
 
-    def fingerprint_fields(self, judge: LLMJudge) -> dict[str, Any]:
+    def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
         return {"templates": judge.templates.fingerprint(), "rule": LOGPROB_RULE}
 
     def prompt_points(self, max_points: float) -> float:
         return float(logprob_points(max_points))
 
-    def grade(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
         choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
@@ -328,7 +352,7 @@ class LogprobMode:
                                        raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
                                        extras=extras)
 
-    def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+    def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
         prefixes = [p.template.choice_prefix + " " for p in prompts]
         choices = [("1", "2")] * len(prompts)
@@ -355,14 +379,14 @@ class LoglikMode:
 
     name = "loglik"
 
-    def fingerprint_fields(self, judge: LLMJudge) -> dict[str, Any]:
+    def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
         return {"rule": LOGLIK_RULE}
 
     def prompt_points(self, max_points: float) -> float:
         return max_points
 
     @staticmethod
-    def _answer_logliks(judge: LLMJudge, pairs: Sequence[tuple[Task, Candidate]]) -> Iterator[tuple[int, float]]:
+    def _answer_logliks(judge: ModeJudge, pairs: Sequence[tuple[Task, Candidate]]) -> Iterator[tuple[int, float]]:
         """Mean log-likelihood of each (task, candidate), computing each distinct text once."""
         unique: dict[tuple[str, str], list[int]] = {}
         for index, (task, candidate) in enumerate(pairs):
@@ -372,13 +396,13 @@ class LoglikMode:
             for index in unique[keys[local]]:
                 yield index, value
 
-    def grade(self, judge: LLMJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         for index, value in self._answer_logliks(judge, requests):
             task = requests[index][0]
             yield index, Grade(value=_loglik_score(task, value), raw=f"mean log-likelihood {value:.4f}",
                                        extras={"mode": "loglik", "mean_loglik": value})
 
-    def compare(self, judge: LLMJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+    def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         flat = [(task, cand) for task, first, second in requests for cand in (first, second)]
         values: dict[int, float] = {}
         for flat_index, value in self._answer_logliks(judge, flat):

@@ -57,7 +57,7 @@ will be reused for the other.
 
 **Modules.** This one holds the engine (chat-completion requests and responses) and the spec;
 the HTTP client under it — pool, replicas, retries, redaction, response cap — is
-:mod:`rankkit.judges.http_client`, whose names are re-exported here.
+:mod:`rankkit.judges.http_client`.
 """
 
 from __future__ import annotations
@@ -68,28 +68,7 @@ import threading
 from typing import Any, Callable, Iterator, Sequence
 
 from rankkit.judges.base import JudgeError
-
-# The HTTP client's names, re-exported here (their home before the split).
-from rankkit.judges.http_client import (  # noqa: F401
-    DEFAULT_MAX_RESPONSE_BYTES,
-    ERROR_EXCERPT_CHARS,
-    MAX_RETRY_AFTER,
-    REPLICA_SEPARATOR,
-    BadResponse,
-    Replica,
-    RequestStats,
-    RetryableError,
-    RetryingClient,
-    RetryPolicy,
-    backoff_delay,
-    excerpt,
-    parse_retry_after,
-    pick_replica,
-    read_capped,
-    redact,
-    retry_reason,
-    split_base_urls,
-)
+from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, RetryingClient, RetryPolicy
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Generation
 from rankkit.specs import Spec, SpecError, convert_value

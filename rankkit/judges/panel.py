@@ -56,7 +56,7 @@ from rankkit.judges.base import (
     Winner,
     add_usage,
 )
-from rankkit.memo import JudgmentMemo, Origin
+from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
 
@@ -219,7 +219,7 @@ class PanelJudge(Judge):
         fresh: list[list[Verdict]] = [[] for _ in requests]
         for member in self.members:
             judged = [(verdict, origin is Origin.JUDGE) for verdict, origin in
-                      self.memo.verdicts(both_orders, judge=member)]
+                      memo_of(self).verdicts(both_orders, judge=member)]
             for index in range(len(requests)):
                 as_requested, reversed_order = judged[2 * index], judged[2 * index + 1]
                 pairs[index].append((as_requested[0], reversed_order[0]))

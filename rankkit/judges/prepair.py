@@ -175,7 +175,7 @@ class AnalysisStore:
     def ensure(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[str, Analysis]:
         """Make sure every (task, answer) has an analysis; returns the ones generated *now*
         (with their usage), keyed like the memo — everything else was reused."""
-        from rankkit.memo import Origin
+        from rankkit.memo import Origin, memo_of
 
         missing: dict[str, tuple[Task, Candidate]] = {}
         for task, candidate in answers:
@@ -195,7 +195,7 @@ class AnalysisStore:
             for index, generation in self.generate(conversations):
                 yield index, Analysis(generation.text, dict(generation.usage))
 
-        found = self.judge.memo.fetch(self.fingerprint(), ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
+        found = memo_of(self.judge).fetch(self.fingerprint(), ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
                                       ask, lambda payload: Analysis(payload["text"]), Analysis.to_dict)
         fresh: dict[str, Analysis] = {}
         for key, (analysis, origin) in zip(keys, found):

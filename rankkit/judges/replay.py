@@ -62,9 +62,11 @@ from itertools import permutations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
+from rankkit.errors import TaskFormatError
+from rankkit.frames import json_object_line
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
 from rankkit.specs import Spec, SpecError
-from rankkit.tasks import Candidate, Task, TaskFormatError, json_object_line
+from rankkit.tasks import Candidate, Task
 
 if TYPE_CHECKING:  # rankkit.results imports the strategies; replay is imported by the judge registry
     from rankkit.results import RunResult

@@ -56,11 +56,12 @@ def _llm_plan_judge(spec: Any) -> Judge:
     """``hf:`` / ``smollm2`` read as :func:`rankkit.judges.hf.from_spec` and ``smollm2_from_spec``
     read them (same options, defaults and identity), minus loading the weights."""
     from rankkit.judges import hf
+    from rankkit.judges.hf_loading import smollm2_identity
     from rankkit.judges.llm import LLMJudge
 
     if spec.name == "smollm2":
         options, judge_kwargs = hf.smollm2_spec_parts(spec)
-        identity = hf.smollm2_identity(options.get("dtype", "bfloat16"))
+        identity = smollm2_identity(options.get("dtype", "bfloat16"))
         return LLMJudge(PlanEngine("hf", hf.engine_identity(identity, options, smollm2=True)), **judge_kwargs)
     model_ref, gguf, options, judge_kwargs = hf.hf_spec_parts(spec, spec.name)
     identity = hf.model_identity(model_ref, gguf, options.get("dtype", "bfloat16"), hub_revision(model_ref))

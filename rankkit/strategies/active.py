@@ -70,19 +70,10 @@ from typing import TYPE_CHECKING
 from rankkit.order import coin_order, judgments_per_duel
 from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
-from rankkit.strategies._bt_posterior import Posterior, bt_posterior  # noqa: F401  (bt_posterior: re-exported)
+from rankkit.strategies._bt_posterior import Posterior
 from rankkit.strategies._budget import check_budget, duel_records, mean_grades, task_duels
 from rankkit.strategies._graded import corrected_grades
-from rankkit.strategies._pair_choice import (  # noqa: F401  (the unused ones: re-exported, as before the split)
-    candidate_pairs,
-    choose_pairs,
-    expected_information,
-    gap_distribution,
-    information_bound,
-    is_settled,
-    order_doubt,
-    pick_batch,
-)
+from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 

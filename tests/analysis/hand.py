@@ -30,6 +30,16 @@ def match(first, second, winner, round=None, first_grade=1.0, second_grade=2.0, 
             "winner": winner, "probability": None, "status": "ok", "raw": raw}
 
 
+def cost(comparisons=0, grades=0, judge_calls=0) -> dict:
+    """A ``cost`` record as the results file stores it (every field of ``rankkit.matches.Cost``)."""
+    from dataclasses import fields
+
+    from rankkit.matches import Cost
+
+    return {**{f.name: 0 for f in fields(Cost)}, "comparisons": comparisons, "grades": grades,
+            "judge_calls": judge_calls}
+
+
 def ranking_of(scores: dict) -> list:
     return sorted(scores, key=lambda c: -scores[c])
 
@@ -46,21 +56,22 @@ def hand_results() -> dict:
                   "c": {"eliminated_round": 1, "played": 1, "grades": [1.0], "byes": 0, "rounds": 2},
                   "d": {"eliminated_round": None, "played": 2, "grades": [2.0, 2.0], "byes": 0, "rounds": 2}}
         ko_tasks.append({"task_id": task_id, "scores": ko_scores, "ranking": ranking_of(ko_scores), "champion": "d",
-                         "extras": extras, "cost": {"comparisons": 3, "judge_calls": 3}, "comparisons": ko_matches})
+                         "extras": extras, "cost": cost(3, 0, 3), "comparisons": ko_matches})
         pw_scores = {c: float(i + 1) for i, c in enumerate(IDS)}
         reverse = match("b", "a", "second" if task_id == "t3" else "first", 1)
         pw_tasks.append({"task_id": task_id, "scores": pw_scores, "ranking": ranking_of(pw_scores), "champion": None,
-                         "extras": {c: {"played": 1} for c in IDS}, "cost": {"comparisons": 3, "judge_calls": 1},
+                         "extras": {c: {"played": 1} for c in IDS}, "cost": cost(3, 0, 1),
                          "comparisons": [match("a", "b", "second", 1), match("c", "d", "second", 1), reverse]})
         oracle_scores = dict(zip(IDS, map(float, HUMAN[task_id])))
         oracle_tasks.append({"task_id": task_id, "scores": oracle_scores, "ranking": ranking_of(oracle_scores),
-                             "champion": None, "extras": {}, "cost": {"grades": 4, "judge_calls": 4}, "comparisons": []})
-    strategies = [
-        {"name": "ko", "strategy": "knockout", "params": {}, "comparisons": 9, "grades": 0, "judge_calls": 9, "tasks": ko_tasks},
-        {"name": "pw", "strategy": "pairwise", "params": {}, "comparisons": 9, "grades": 0, "judge_calls": 3, "tasks": pw_tasks},
-        {"name": "oracle", "strategy": "individual", "params": {}, "comparisons": 0, "grades": 12, "judge_calls": 12,
-         "tasks": oracle_tasks},
-    ]
+                             "champion": None, "extras": {}, "cost": cost(0, 4, 4), "comparisons": []})
+    def strategy(name, kind, comparisons, grades, judge_calls, tasks):
+        return {"name": name, "strategy": kind, "params": {}, "comparisons": comparisons, "grades": grades,
+                "judge_calls": judge_calls, "cache_hits": 0, "cost": cost(comparisons, grades, judge_calls),
+                "seconds": 0.0, "metrics": {}, "tasks": tasks}
+
+    strategies = [strategy("ko", "knockout", 9, 0, 9, ko_tasks), strategy("pw", "pairwise", 9, 0, 3, pw_tasks),
+                  strategy("oracle", "individual", 0, 12, 12, oracle_tasks)]
     task_data = [{"task_id": t, "prompt": f"question {t}", "reference": None, "meta": META[t], "scale": [0.0, 4.0],
                   "candidates": [{"id": c, "system": f"s{c}", "text": "x" * (i + 1), "human": float(HUMAN[t][i])}
                                  for i, c in enumerate(IDS)]} for t in ("t1", "t2", "t3")]

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from rankkit import analysis
+from rankkit.errors import TaskFormatError
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
-from rankkit.tasks import TaskFormatError
 from tests.analysis.hand import HUMAN, hand_results
 
 
@@ -24,8 +24,11 @@ def test_load_results_reads_typed_results(tmp_path):
 
 
 def test_load_results_names_the_file_and_the_field(tmp_path):
+    judge = '{"spec": "sim", "description": "sim", "fingerprint": "f", "simulated": true}'
     for text, field in (('[1, 2]', "JSON object"), ('{"strategies": [], "task_data": []}', "judge"),
-                        ('{"judge": {}, "strategies": [{"name": "x"}], "task_data": []}', "strategies[0]")):
+                        ('{"judge": {}, "strategies": [], "task_data": []}', "judge.spec"),
+                        ('{"judge": %s, "criterion": null, "strategies": [{"name": "x"}], "task_data": []}' % judge,
+                         "strategies[0].")):
         path = tmp_path / "bad.json"
         path.write_text(text, encoding="utf-8")
         with pytest.raises(TaskFormatError, match=r"bad\.json.*" + field.replace("[", r"\[").replace("]", r"\]")):

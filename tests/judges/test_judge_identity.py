@@ -139,7 +139,7 @@ def test_each_llm_judge_configuration_is_what_it_was(name):
 
 
 def test_hf_and_openai_fingerprints_are_what_they_were():
-    from rankkit.judges.hf import HFEngine
+    from rankkit.judges.hf_engine import HFEngine
 
     hf_judge = LLMJudge(HFEngine(None, None, {"name": "m", "dtype": "bfloat16", "weights": "abc"}), mode="logprob")
     openai_judge = make_judge("openai:some/model,base_url=http://127.0.0.1:9/v1,mode=logprob,calibrate=true")
@@ -154,7 +154,7 @@ def test_the_exact_hf_engine_has_its_own_fingerprint():
     unchanged, so judgments cached by batched runs are still found under ``exact=false``. It is
     the default ``smollm2`` (and ``hf:`` on a CPU) fingerprint that changed, because exact mode
     became their default."""
-    from rankkit.judges.hf import HFEngine
+    from rankkit.judges.hf_engine import HFEngine
 
     identity = {"name": "m", "dtype": "bfloat16", "weights": "abc"}
     exact = LLMJudge(HFEngine(None, None, identity, exact=True), mode="logprob")
@@ -165,7 +165,7 @@ def test_the_exact_hf_engine_has_its_own_fingerprint():
 
 @pytest.mark.parametrize("prepair", [False, True])
 def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
-    from rankkit.judges.calibration import CalibratedJudge
+    from rankkit.judges.llm import CalibratedJudge
 
     option = LLMJudge(engine(), mode="logprob", prepair=prepair, calibrate=True)
     wrapper = CalibratedJudge(LLMJudge(engine(), mode="logprob", prepair=prepair))
@@ -175,7 +175,7 @@ def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
 
 
 def test_the_calibration_wrapper_needs_logprob_mode():
-    from rankkit.judges.calibration import CalibratedJudge
+    from rankkit.judges.llm import CalibratedJudge
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="mode=logprob"):

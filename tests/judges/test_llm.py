@@ -11,17 +11,11 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.base import JudgeError, ParseStatus, Winner
-from rankkit.judges.llm import (
-    Generation,
-    LLMEngine,
-    LLMJudge,
-    choice_probability,
-    expected_digit,
-    logprob_points,
-    split_llm_options,
-)
+from rankkit.judges.llm import LLMJudge, split_llm_options
+from rankkit.judges.llm_engine import Generation, LLMEngine
+from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
 from rankkit.matches import Cost, MatchGraph, MatchSource
-from rankkit.memo import JudgmentMemo
+from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 
@@ -384,7 +378,7 @@ def test_close_closes_the_engine_and_bind_memo_keeps_it():
     judge = LLMJudge(engine)
     cache = NullCache()
     judge.bind_memo(JudgmentMemo(judge, cache))
-    assert judge.memo.cache is cache  # kept in the judge's memo
+    assert memo_of(judge).cache is cache  # kept in the judge's memo
     with judge:
         pass
     assert engine.closed
@@ -465,7 +459,7 @@ def test_concurrent_prepair_calls_generate_each_analysis_once():
     a, b, c = t.candidates
     first, second = run_two_overlapping(engine, lambda: dict(judge.compare_many([(t, a, b), (t, b, c)])),
                                         lambda: dict(judge.compare_many([(t, c, a), (t, b, a)])),
-                                        judge.memo)
+                                        memo_of(judge))
     assert len(first) == 2 and len(second) == 2
     assert judge.analyses.stats["generated"] == 3  # a, b, c: once each, not once per caller
     charged = sum(j.usage.get("analyses", 0) for results in (first, second) for j in results.values())
@@ -478,7 +472,7 @@ def test_concurrent_calibrated_calls_ask_each_order_once():
     t = task()
     a, b, _ = t.candidates
     first, second = run_two_overlapping(engine, lambda: judge.compare(t, a, b), lambda: judge.compare(t, b, a),
-                                        judge.memo)
+                                        memo_of(judge))
     assert len(engine.prompts) == 2  # (a, b) and (b, a), each asked once
     assert first.probability == pytest.approx(1 - second.probability)
 

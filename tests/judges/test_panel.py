@@ -18,7 +18,7 @@ from rankkit.judges.panel import (
     split_panel_spec,
 )
 from rankkit.matches import Cost, MatchGraph, MatchSource
-from rankkit.memo import JudgmentMemo
+from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError
 from tests.helpers import CountingJudge, make_task
 
@@ -143,7 +143,7 @@ def test_member_votes_are_cached_under_the_members_fingerprints(task, cache_path
     stricter = PanelJudge(members, threshold=1.0)
     stricter.bind_memo(JudgmentMemo(stricter, cache))
     assert stricter.fingerprint != panel.fingerprint
-    MatchSource(task, stricter.memo).compare_many(pairs)
+    MatchSource(task, memo_of(stricter)).compare_many(pairs)
     assert [m.calls for m in members] == [6, 6, 6]
     # A single-judge run of a member reuses the panel's votes (same key as the match layer's).
     alone_source = MatchSource(task, JudgmentMemo(members[0], cache))

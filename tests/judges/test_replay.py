@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.cli import main
+from rankkit.errors import TaskFormatError
 from rankkit.judge_report import judge_report
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError, ParseStatus, Winner
@@ -20,7 +21,7 @@ from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
-from rankkit.tasks import SAMPLE_DATA, TaskFormatError, load_tasks
+from rankkit.tasks import SAMPLE_DATA, load_tasks
 from tests.conftest import SHARED_DATA, shared_dataset
 from tests.helpers import make_task, perfect_judge
 

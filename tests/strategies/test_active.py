@@ -16,17 +16,17 @@ from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 import rankkit.strategies.active as active_module
-from rankkit.strategies.active import (
-    ActiveStrategy,
-    Posterior,
-    bt_posterior,
+from rankkit.strategies._bt_posterior import Posterior, bt_posterior
+from rankkit.strategies._pair_choice import (
     choose_pairs,
     expected_information,
+    gap_distribution,
     information_bound,
     is_settled,
     order_doubt,
     pick_batch,
 )
+from rankkit.strategies.active import ActiveStrategy
 from tests.helpers import (
     grades_received,
     human_order,
@@ -250,7 +250,7 @@ def test_pruned_choice_equals_scoring_every_pair(batch):
         cov = cov * min(1.0, 4.0 / cov.diagonal().max())  # never wider than the prior (sd 2)
         pairs = np.array(list(combinations(range(n), 2)))
         tiebreak = rng.random((n, n))
-        full = pick_batch(pairs, expected_information(*active_module.gap_distribution(mean, cov, pairs)),
+        full = pick_batch(pairs, expected_information(*gap_distribution(mean, cov, pairs)),
                           tiebreak[pairs[:, 0], pairs[:, 1]], batch)
         assert choose_pairs(pairs, mean, cov, tiebreak, batch, "information", prior_sd=2.0) == full
 
