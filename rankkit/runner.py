@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import random
 import sys
 import threading
 import time
@@ -33,14 +32,9 @@ from rankkit.metrics import evaluate
 # re-exported here, where run() builds them and where callers have always imported them from.
 from rankkit.results import RunResult, StrategyRun, TaskResult, strict_json, task_record  # noqa: F401
 from rankkit.strategies.base import Strategy, check_compatible
-from rankkit.tasks import Task
+from rankkit.tasks import Task, task_rng
 
 R = TypeVar("R")
-
-
-def task_rng(seed: int, task_id: str) -> random.Random:
-    """The generator a strategy gets for a task (str seeds hash deterministically)."""
-    return random.Random(f"{seed}|{task_id}")
 
 
 def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any = None,

@@ -24,7 +24,6 @@ on one :class:`~rankkit.matches.MatchGraph` per task and the judgment cache, lik
 
 from __future__ import annotations
 
-import random
 from typing import Any, Mapping, Sequence
 
 from rankkit.judges.base import Judge
@@ -40,14 +39,9 @@ from rankkit.leaderboard.board import (
 from rankkit.leaderboard.rating import rate_bt, rate_win_rate
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
 from rankkit.matches import MatchGraph, MatchSource
-from rankkit.tasks import Task
+from rankkit.tasks import Task, task_rng
 
 BUILD_METHODS = ("arena", "anchored")
-
-
-def _task_rng(seed: int, task_id: str, purpose: str) -> random.Random:
-    """The seeded generator of one task's matches for one purpose (``arena``, ``anchored``)."""
-    return random.Random(f"{seed}|{task_id}|{purpose}")
 
 
 def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, debias: bool = False,
@@ -67,7 +61,7 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     used = restrict(tasks, names)
 
     def play(task: Task, source: MatchSource) -> list[SystemMatch]:
-        return play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), debias)
+        return play_tournament(task, source, task_rng(seed, task.task_id, purpose="arena"), debias)
 
     matches, cost = play_all(used, play, judge, cache, graphs, progress, "arena")
     return Leaderboard(method="arena", systems=rate_bt(matches, names, resamples, seed, alpha),
@@ -86,7 +80,7 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
     used = restrict(tasks, names)
 
     def play(task: Task, source: MatchSource) -> list[SystemMatch]:
-        return play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, debias)
+        return play_against(task, source, task_rng(seed, task.task_id, purpose="anchored"), anchor, names, debias)
 
     matches, cost = play_all(used, play, judge, cache, graphs, progress, "anchored")
     return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, resamples, seed),
