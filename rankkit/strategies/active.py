@@ -71,8 +71,8 @@ from rankkit.order import coin_order, judgments_per_duel
 from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import Posterior, bt_posterior  # noqa: F401  (bt_posterior: re-exported)
-from rankkit.strategies._budget import check_budget, duel_records, mean_grades, task_duels
-from rankkit.strategies._graded import corrected_grades
+from rankkit.strategies._budget import check_budget, duel_records, task_duels
+from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import (  # noqa: F401  (the unused ones: re-exported, as before the split)
     candidate_pairs,
     choose_pairs,
@@ -217,7 +217,7 @@ class ActiveStrategy(Strategy):
         elif self.aggregate == "corrected":
             scores = corrected_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
         else:
-            scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
+            scores = mean_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
         extras = {cid: {"played": int(opponents[k]), "posterior_sd": float(posterior_sd[k]), "steps": steps,
                         "stopped": stopped} for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)

@@ -42,13 +42,8 @@ from typing import TYPE_CHECKING, Mapping
 from rankkit.order import coin_order, judgments_per_duel
 from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.specs import SpecError
-from rankkit.strategies._budget import (
-    check_budget,
-    duel_records,
-    mean_grades,
-    task_duels,
-)
-from rankkit.strategies._graded import corrected_grades
+from rankkit.strategies._budget import check_budget, duel_records, task_duels
+from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies.base import Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
@@ -176,7 +171,7 @@ class SwissStrategy(Strategy):
         if self.aggregate == "bt":
             scores = bradley_terry(records, items=ids)
         elif self.aggregate == "grades":
-            scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
+            scores = mean_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
         elif self.aggregate == "corrected":
             scores = corrected_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
         else:
