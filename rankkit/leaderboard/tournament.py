@@ -11,39 +11,33 @@ import random
 import sys
 from typing import Any, Callable, Sequence
 
+from rankkit.brackets import play_bracket
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import SystemMatch, systems_of
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, Match, MatchGraph, MatchSource
 from rankkit.tasks import Task
 
 
 def play_tournament(task: Task, source: MatchSource, rng: random.Random, debias: bool = False) -> list[SystemMatch]:
     """Arena-lite on one task: a single-elimination tournament between the systems' answers.
 
-    The bracket is a seeded shuffle of the systems; each round pairs neighbours in bracket order
-    (one batch of duels per round), winners keep their bracket order, and with an odd number the
-    last one gets a bye. A tied duel is recorded as a tie (half a win each way for BT); a seeded
-    coin decides who advances. Each pair is shown as the shuffled bracket lists it (``order=given``),
-    or in both orders with ``debias``.
+    The bracket (:func:`rankkit.brackets.play_bracket`) is a seeded shuffle of the systems, fixed
+    once drawn; each round pairs neighbours in bracket order (one batch of duels per round),
+    winners keep their bracket order, and with an odd number the last one gets a bye. A tied duel
+    is recorded as a tie (half a win each way for BT); a seeded coin decides who advances. Each
+    pair is shown as the shuffled bracket lists it (``order=given``), or in both orders with
+    ``debias``.
     """
     candidate_of = systems_of(task)
     system_of = {cid: name for name, cid in candidate_of.items()}
-    alive = list(candidate_of.values())
-    rng.shuffle(alive)
-    matches: list[SystemMatch] = []
-    round_number = 0
-    while len(alive) > 1:
-        round_number += 1
-        pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
-        advancing = []
-        for duel in source.play_many(pairs, round=round_number, order="both" if debias else "given"):
-            matches.append(SystemMatch(task.task_id, system_of[duel.a], system_of[duel.b], duel.outcome, round_number))
-            a_advances = duel.outcome == 1.0 or (duel.outcome == 0.5 and rng.random() < 0.5)
-            advancing.append(duel.a if a_advances else duel.b)
-        if len(alive) % 2:
-            advancing.append(alive[-1])
-        alive = advancing
-    return matches
+    order = "both" if debias else "given"
+
+    def play_round(pairs: list[tuple[str, str]], number: int) -> list[Match]:
+        return source.play_many(pairs, round=number, order=order)
+
+    bracket = play_bracket(list(candidate_of.values()), rng, play_round, reshuffle=False)
+    return [SystemMatch(task.task_id, system_of[duel.a], system_of[duel.b], duel.outcome, number)
+            for number, duels in enumerate(bracket.rounds, start=1) for duel in duels]
 
 
 def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: str,
