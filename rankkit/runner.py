@@ -67,7 +67,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cac
             results.append((TaskResult(
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
-                extras={k: dict(v) for k, v in ranking.extras.items()}, matches=source.matches, cost=cost), seconds))
+                extras=dict(ranking.extras), matches=source.matches, cost=cost), seconds))
         bar.task_done()
         return graph, results
 

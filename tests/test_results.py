@@ -69,6 +69,16 @@ def test_not_a_results_file_names_the_field():
         RunResult.from_dict({"judge": {}, "task_data": []}, where="r.json")
 
 
+def test_extras_are_typed_and_an_unknown_extra_names_its_key(sample_run):
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    knockout = RunResult.from_dict(payload).strategies[0].tasks[0]
+    assert knockout.extras[knockout.champion].eliminated_round is None
+    assert all(e.played >= 1 and e.rounds >= 1 for e in knockout.extras.values())
+    payload["strategies"][0]["tasks"][0]["extras"]["c1"] = {"played": 1, "elimination_round": 1}
+    with pytest.raises(TaskFormatError, match="strategies.0.*unknown candidate extra 'elimination_round'"):
+        RunResult.from_dict(payload, where="r.json")
+
+
 def test_rows_are_one_per_strategy_task_and_candidate(sample_run):
     rows = sample_run.rows()
     assert len(rows) == len(SPECS) * sum(len(t.candidates) for t in sample_run.tasks)

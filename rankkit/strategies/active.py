@@ -83,7 +83,7 @@ from rankkit.strategies._pair_choice import (  # noqa: F401  (the unused ones: r
     order_doubt,
     pick_batch,
 )
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
@@ -218,8 +218,8 @@ class ActiveStrategy(Strategy):
             scores = corrected_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
         else:
             scores = mean_grades([m for duel in duels for m in duel.matches], ids, unplayed=sum(task.scale) / 2)
-        extras = {cid: {"played": int(opponents[k]), "posterior_sd": float(posterior_sd[k]), "steps": steps,
-                        "stopped": stopped} for k, cid in enumerate(ids)}
+        extras = {cid: CandidateExtras(played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps,
+                                       stopped=stopped) for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)
 
     def plan(self, task: Task, rng: random.Random) -> Plan:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from rankkit.brackets import TIE_RULES, play_bracket
 from rankkit.order import judgments_per_duel, planned_pairs
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -64,8 +64,8 @@ class KnockoutStrategy(Strategy):
                 received[match.b].append(match.grade_b)
         scores = {cid: statistics.fmean(received[cid]) for cid in task.candidate_ids}
         extras = {
-            cid: {"eliminated_round": bracket.eliminated_round[cid], "played": len(received[cid]),
-                  "grades": list(received[cid]), "byes": bracket.byes[cid], "rounds": len(bracket.rounds)}
+            cid: CandidateExtras(eliminated_round=bracket.eliminated_round[cid], played=len(received[cid]),
+                                 grades=tuple(received[cid]), byes=bracket.byes[cid], rounds=len(bracket.rounds))
             for cid in task.candidate_ids
         }
         return Ranking(scores=scores, champion=bracket.champion, extras=extras)
