@@ -24,10 +24,11 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; a bracket only reads a matc
 #: the answer shown first) or ``second`` (its ``b``).
 TIE_RULES = ("coin", "first", "second")
 
-#: Plays one round: ``play_round(pairs, round_number)`` returns one :class:`~rankkit.matches.Match`
+#: Plays one round: ``play_round(pairs, round=number)`` returns one :class:`~rankkit.matches.Match`
 #: per pair (a, b), in order, whose ``outcome`` is 1.0 when its ``a`` won, 0.0 when its ``b`` won
-#: and 0.5 for a tie.
-PlayRound = Callable[[list[tuple[str, str]], int], Sequence["Match"]]
+#: and 0.5 for a tie — :meth:`MatchSource.play_many <rankkit.matches.MatchSource.play_many>` with
+#: its presentation order bound (``functools.partial(source.play_many, order=...)``).
+PlayRound = Callable[..., Sequence["Match"]]
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def play_bracket(entrants: Sequence[str], rng: random.Random, play_round: PlayRo
             rng.shuffle(alive)
         number = len(rounds) + 1
         pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
-        played = tuple(play_round(pairs, number))
+        played = tuple(play_round(pairs, round=number))
         advancing = []
         for match in played:
             if match.outcome == 0.5:

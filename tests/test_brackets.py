@@ -20,12 +20,12 @@ class Played:
     outcome: float
 
 
-def lower_id_wins(pairs, number):
+def lower_id_wins(pairs, round):
     """A deterministic round: the entrant with the smaller number wins (e0 beats everyone)."""
     return [Played(a, b, 1.0 if int(a[1:]) < int(b[1:]) else 0.0) for a, b in pairs]
 
 
-def always_tied(pairs, number):
+def always_tied(pairs, round):
     return [Played(a, b, 0.5) for a, b in pairs]
 
 

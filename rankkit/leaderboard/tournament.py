@@ -7,6 +7,7 @@ never paid for twice; :func:`play_all` plays every task through the runner's tas
 
 from __future__ import annotations
 
+import functools
 import random
 import sys
 from typing import Any, Callable, Sequence
@@ -14,7 +15,7 @@ from typing import Any, Callable, Sequence
 from rankkit.brackets import play_bracket
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import systems_of
-from rankkit.matches import Cost, Match, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.ratings import Outcome
 from rankkit.tasks import Task
 
@@ -31,11 +32,7 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, debias:
     """
     candidate_of = systems_of(task)
     system_of = {cid: name for name, cid in candidate_of.items()}
-    order = "both" if debias else "given"
-
-    def play_round(pairs: list[tuple[str, str]], number: int) -> list[Match]:
-        return source.play_many(pairs, round=number, order=order)
-
+    play_round = functools.partial(source.play_many, order="both" if debias else "given")
     bracket = play_bracket(list(candidate_of.values()), rng, play_round, reshuffle=False)
     return [(system_of[duel.a], system_of[duel.b], duel.outcome) for duels in bracket.rounds for duel in duels]
 

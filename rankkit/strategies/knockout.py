@@ -11,6 +11,7 @@ with ``order=both``, the knockout paper's debiased variant). The bracket itself 
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 from dataclasses import InitVar, dataclass
@@ -23,7 +24,7 @@ from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, re
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import Match, MatchSource
+    from rankkit.matches import MatchSource
 
 
 @register("knockout")
@@ -53,9 +54,7 @@ class KnockoutStrategy(Strategy):
             raise SpecError(f"strategy knockout: tie must be one of {', '.join(TIE_RULES)}, got {self.tie!r}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        def play_round(pairs: list[tuple[str, str]], number: int) -> list[Match]:
-            return source.play_many(pairs, round=number, order=self.order, rng=rng)
-
+        play_round = functools.partial(source.play_many, order=self.order, rng=rng)
         bracket = play_bracket(task.candidate_ids, rng, play_round, reshuffle=True, tie=self.tie)
         received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
         for matches in bracket.rounds:
