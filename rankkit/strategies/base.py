@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should n
 class CandidateExtras:
     """What a strategy reports about one candidate besides its score; every field is optional.
 
-    Each built-in strategy fills the fields that apply to it (named in brackets); a field left None
+    Each built-in strategy fills the fields that apply to it (named in parentheses); a field left None
     is not reported. In the results JSON a candidate's extras are :meth:`to_dict`: these field
     names as keys, unreported ones left out (the HTML report's script reads ``eliminated_round``,
     ``played`` and ``byes`` there). A third-party strategy may report none.
