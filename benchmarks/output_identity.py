@@ -115,6 +115,7 @@ def differing_fields(before: Any, after: Any, prefix: str = "") -> list[str]:
 INTENDED = {
     r"(^|\.)ci_(low|high)$": "one bootstrap for all of rankkit (rankkit.stats) resamples with NumPy: interval ends only",
     r"^metrics\.length_(judge|human)\.": "one length definition: characters (was words in the judge report)",
+    r"^matches\.(task_id|round)$": "a leaderboard's matches are the rating Outcomes (a, b, outcome): no task_id, round",
 }
 
 

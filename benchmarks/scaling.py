@@ -88,9 +88,9 @@ def cell_strategy(spec: str, n: int, target: int, repeats: int) -> dict:
         runs = [timed_run(spec, tasks) for _ in range(repeats)]
     best, strategy_run = min(runs, key=lambda pair: pair[0])
     judgments = strategy_run.cost.comparisons + strategy_run.cost.grades
-    extras = next(iter(strategy_run.tasks[0].extras.values()), {})
+    extras = next(iter(strategy_run.tasks[0].extras.values()), None)
     return {"us": best / judgments * 1e6, "judgments": judgments, "tasks": count, "seconds": best,
-            "steps": extras.get("steps"), "peak_mb": peak_mb()}
+            "steps": extras.steps if extras else None, "peak_mb": peak_mb()}
 
 
 def cell_warm(n: int, count: int) -> dict:

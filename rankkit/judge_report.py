@@ -26,8 +26,8 @@ Intervals are 95% percentile bootstrap intervals (:func:`rankkit.stats.bootstrap
 of per-task sums, so a resample reweighs tasks, not single judgments.
 
 **Pairs.** A task with N candidates has N(N−1)/2 pairs; with ``pairs_per_task=k`` a seeded sample
-of k of them is judged (drawn with ``random.Random(f"{seed}|{task_id}")``, the runner's per-task
-generator), all of them when k is None or at least N(N−1)/2. Two-candidate sets such as LLMBar have
+of k of them is judged (drawn from :func:`rankkit.tasks.task_rng`, the generator a strategy ranks
+the task with), all of them when k is None or at least N(N−1)/2. Two-candidate sets such as LLMBar have
 one pair per task.
 
 **Panels.** For a ``panel`` judge the report adds each member's metrics (computed from the member
@@ -48,9 +48,8 @@ import numpy as np
 from rankkit.judges.base import Judge, Verdict, ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
-from rankkit.runner import task_rng
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap
-from rankkit.tasks import Task, longer_candidate
+from rankkit.tasks import Task, longer_candidate, task_rng
 
 #: A verdict on a pair: the winning candidate id, "tie", or None (the judgment failed / was a miss).
 Preference = str | None

@@ -63,11 +63,10 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
     round) and the indices of the matches in ``task_result.comparisons`` — and the candidates that
     advanced on a bye. Returns None when the result has no elimination rounds.
     """
-    extras = task_result.extras
-    if not extras or not all("eliminated_round" in e for e in extras.values()):
+    if not task_result.has_elimination_rounds:
         return None
     matches = task_result.comparisons
-    eliminated = {cid: e.get("eliminated_round") for cid, e in extras.items()}
+    eliminated = {cid: e.eliminated_round for cid, e in task_result.extras.items()}
     last_round = max([m.round or 0 for m in matches] + [r for r in eliminated.values() if r is not None] + [0])
     rounds = []
     for number in range(1, last_round + 1):
@@ -168,7 +167,7 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
                     stored = m.to_dict()
                     judgments[task_id].append({k: stored[k] for k in JUDGMENT_FIELDS})
                 matches.append([judgment_index[key], m.round])
-            extras = {cid: {k: e[k] for k in ("eliminated_round", "played", "byes") if k in e}
+            extras = {cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes")}
                       for cid, e in task_result.extras.items()}
             per_task[task_id] = {"scores": task_result.scores, "ranking": task_result.ranking,
                                  "champion": task_result.champion, "extras": extras,

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping
 from rankkit.errors import TaskFormatError
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
 from rankkit.matches import Comparison, Cost, MatchGraph
-from rankkit.strategies.base import Strategy
+from rankkit.strategies.base import CandidateExtras, Strategy
 from rankkit.tasks import Candidate, Task
 
 
@@ -40,13 +40,21 @@ class TaskResult:
     scores: dict[str, float]
     ranking: list[str]
     champion: str | None
-    extras: dict[str, dict[str, Any]]
+    extras: dict[str, CandidateExtras]
     comparisons: list[Comparison]
     cost: Cost
 
+    @property
+    def has_elimination_rounds(self) -> bool:
+        """Whether candidates were eliminated round by round (knockout, double elimination): there
+        is a champion, and every other candidate with extras reports the round it was eliminated in."""
+        return self.champion is not None and bool(self.extras) and all(
+            extras.eliminated_round is not None or cid == self.champion for cid, extras in self.extras.items())
+
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "scores": self.scores, "ranking": self.ranking,
-                "champion": self.champion, "extras": self.extras, "cost": self.cost.to_dict(),
+                "champion": self.champion, "extras": {cid: e.to_dict() for cid, e in self.extras.items()},
+                "cost": self.cost.to_dict(),
                 "comparisons": [c.to_dict() for c in self.comparisons]}
 
     @classmethod
@@ -69,7 +77,7 @@ class TaskResult:
         return cls(task_id=str(required(data, "task_id", where, path)), scores=scores,
                    ranking=list(required(data, "ranking", where, path)),
                    champion=required(data, "champion", where, path),
-                   extras={k: dict(v) for k, v in required(data, "extras", where, path).items()},
+                   extras={k: CandidateExtras.from_dict(v) for k, v in required(data, "extras", where, path).items()},
                    comparisons=[comparison_from_dict(c, where, f"{path}.comparisons[{i}]")
                                 for i, c in enumerate(comparisons)],
                    cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"))
@@ -91,11 +99,10 @@ class StrategyRun:
 
     @property
     def has_elimination_rounds(self) -> bool:
-        """Whether the strategy eliminates candidates round by round (knockout, double elimination):
-        every candidate of every task carries an ``eliminated_round`` extra."""
-        return bool(self.tasks) and all(
-            len(t.extras) == len(t.scores) and all("eliminated_round" in e for e in t.extras.values())
-            for t in self.tasks)
+        """Whether the strategy eliminated candidates round by round (knockout, double elimination)
+        on every task, and reported extras for every candidate (:attr:`TaskResult.has_elimination_rounds`)."""
+        return bool(self.tasks) and all(len(t.extras) == len(t.scores) and t.has_elimination_rounds
+                                        for t in self.tasks)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "strategy": self.strategy.name, "params": self.strategy.params(),
@@ -205,12 +212,14 @@ class RunResult:
 
         Columns: ``strategy`` (the label, e.g. ``knockout:order=both``), ``strategy_name``,
         ``task_id``, ``candidate_id``, ``system``, ``score``, ``rank`` (1 = best), ``champion``,
-        ``human`` (the ground-truth score, None without one), and every scalar per-candidate extra
-        as ``extra_<key>`` (``extra_eliminated_round``, ``extra_played``, ...).
+        ``human`` (the ground-truth score, None without one), and as ``extra_<field>`` every scalar
+        :class:`~rankkit.strategies.base.CandidateExtras` field the strategy reports for any candidate
+        (``extra_eliminated_round``, ``extra_played``, ...; None where a candidate lacks it).
         """
         by_id = {t.task_id: t for t in self.tasks}
         rows = []
         for strategy_run in self.strategies:
+            columns = scalar_extras_reported(strategy_run)
             for result in strategy_run.tasks:
                 task = by_id.get(result.task_id)
                 human = task.human_scores() if task else {}
@@ -220,9 +229,8 @@ class RunResult:
                            "task_id": result.task_id, "candidate_id": cid, "system": system,
                            "score": result.scores.get(cid), "rank": position, "champion": cid == result.champion,
                            "human": human.get(cid)}
-                    for key, value in (result.extras.get(cid) or {}).items():
-                        if value is None or isinstance(value, (str, int, float, bool)):
-                            row[f"extra_{key}"] = value
+                    extras = result.extras.get(cid) or CandidateExtras()
+                    row.update({f"extra_{name}": getattr(extras, name) for name in columns})
                     rows.append(row)
         return rows
 
@@ -316,6 +324,14 @@ def strategy_from_record(record: Mapping[str, Any], where: str = "results", path
         except (TypeError, ValueError):  # parameters this version's class does not take
             pass
     return RecordedStrategy(name, label, params)
+
+
+def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
+    """The :class:`~rankkit.strategies.base.CandidateExtras` fields holding one value (not a
+    sequence) that the strategy reported for at least one candidate, in field order."""
+    reported = {name for result in strategy_run.tasks for extras in result.extras.values()
+                for name, value in extras.to_dict().items() if not isinstance(value, list)}
+    return [f.name for f in dataclasses.fields(CandidateExtras) if f.name in reported]
 
 
 def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "cost") -> Cost:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import random
 import sys
 import threading
 import time
@@ -29,14 +28,9 @@ from rankkit.memo import JudgmentMemo
 from rankkit.metrics import evaluate
 from rankkit.results import RunResult, StrategyRun, TaskResult
 from rankkit.strategies.base import Strategy, check_compatible
-from rankkit.tasks import Task
+from rankkit.tasks import Task, task_rng
 
 R = TypeVar("R")
-
-
-def task_rng(seed: int, task_id: str) -> random.Random:
-    """The generator a strategy gets for a task (str seeds hash deterministically)."""
-    return random.Random(f"{seed}|{task_id}")
 
 
 def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
@@ -78,7 +72,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             results.append((TaskResult(
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
-                extras={k: dict(v) for k, v in ranking.extras.items()}, comparisons=source.comparisons,
+                extras=dict(ranking.extras), comparisons=source.comparisons,
                 cost=source.cost), seconds))
         bar.task_done()
         return results

@@ -27,6 +27,7 @@ import csv
 import io
 import json
 import math
+import random
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from pathlib import Path
@@ -126,6 +127,28 @@ class Task:
         mean = sum(values) / len(values) if values else 0.0
         spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if len(values) > 1 else 0.0
         return spread if spread > 0 else (self.scale[1] - self.scale[0]) / 4 or 1.0
+
+
+def task_rng(seed: int, task_id: str, purpose: str | None = None) -> random.Random:
+    """The seeded generator of one task's random choices (a bracket's shuffles, coin flips, samples).
+
+    The same (seed, task, purpose) always gives the same draws, on any machine (a string seed is
+    hashed deterministically), and each task's draws are independent of the other tasks', so a run
+    does not depend on task order or on how many tasks run at once. A strategy ranks each task with
+    ``task_rng(seed, task_id)``; other uses name a ``purpose`` (``arena``, ``anchored``) so that
+    their draws are not a strategy's.
+
+    seed: the run's seed.
+    task_id: the task's id.
+    purpose: what the draws are for, when not a strategy ranking the task.
+    Returns a fresh :class:`random.Random`.
+
+    >>> task_rng(0, "q1").randrange(1000), task_rng(0, "q1").randrange(1000)
+    (426, 426)
+    >>> task_rng(0, "q1", purpose="arena").randrange(1000), task_rng(1, "q1").randrange(1000)
+    (206, 672)
+    """
+    return random.Random(f"{seed}|{task_id}" if purpose is None else f"{seed}|{task_id}|{purpose}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def test_bracket_with_a_bye_and_pairs_in_both_orders():
               "extras": {"x": {"eliminated_round": 2, "played": 1, "byes": 1},
                          "y": {"eliminated_round": 1, "played": 1, "byes": 0},
                          "z": {"eliminated_round": None, "played": 2, "byes": 0}},
-              "matches": [match("y", "z", 1, 1.0, 3.0, "second"), match("z", "y", 1, 4.0, 2.0, "first"),
+              "comparisons": [match("y", "z", 1, 1.0, 3.0, "second"), match("z", "y", 1, 4.0, 2.0, "first"),
                           match("x", "z", 2, 2.0, 5.0, "second")], "cost": cost(3, 0, 3)}
     bracket = report.knockout_bracket(TaskResult.from_dict(result))
     first, final = bracket["rounds"]
@@ -71,7 +71,7 @@ def test_bracket_with_a_bye_and_pairs_in_both_orders():
     assert first["byes"] == ["x"]
     assert [(p["a"], p["b"], p["winner"]) for p in final["pairings"]] == [("x", "z", "z")]
     unplayed = {"task_id": "t", "scores": {"x": 1.0}, "ranking": ["x"], "champion": "x",
-                "extras": {"x": {"played": 1}}, "matches": [], "cost": cost()}
+                "extras": {"x": {"played": 1}}, "comparisons": [], "cost": cost()}
     assert report.knockout_bracket(TaskResult.from_dict(unplayed)) is None
 
 
@@ -108,7 +108,7 @@ def injected_results(tmp_path: Path) -> dict:
     strategies = [make_strategy(s) for s in ("knockout:order=both", "pairwise", "individual")]
     results = run(tasks, strategies, make_judge("sim:preset=gpt4"), progress=False, judge_spec="sim:preset=gpt4",
                   data=str(tasks_path)).to_dict()
-    results["strategies"][0]["tasks"][0]["matches"][0]["raw"] = INJECTED_CLOSE + " Answer 1: 3 Answer 2: 1"
+    results["strategies"][0]["tasks"][0]["comparisons"][0]["raw"] = INJECTED_CLOSE + " Answer 1: 3 Answer 2: 1"
     return results
 
 

@@ -74,7 +74,7 @@ def test_not_a_results_file_names_the_field():
     (lambda p: p["strategies"][0]["tasks"][1].pop("cost"), "strategies[0].tasks[1].cost"),
     (lambda p: p["strategies"][1]["cost"].pop("grades"), "strategies[1].cost.grades"),
     (lambda p: p["strategies"][2].pop("strategy"), "strategies[2].strategy"),
-    (lambda p: p["strategies"][0]["tasks"][0]["matches"][0].pop("status"), "strategies[0].tasks[0].matches[0].status"),
+    (lambda p: p["strategies"][0]["tasks"][0]["comparisons"][0].pop("status"), "strategies[0].tasks[0].comparisons[0].status"),
     (lambda p: p["task_data"][3].pop("scale"), "task_data[3].scale"),
     (lambda p: p["task_data"][0]["candidates"][2].pop("system"), "task_data[0].candidates[2].system"),
     (lambda p: p["judge"].pop("fingerprint"), "judge.fingerprint"),
@@ -91,8 +91,18 @@ def test_a_file_of_another_version_is_refused_naming_the_missing_field(sample_ru
 
 def test_a_value_of_the_wrong_type_is_refused_naming_the_record(sample_run):
     payload = json.loads(json.dumps(sample_run.to_dict()))
-    payload["strategies"][0]["tasks"][0]["matches"][0]["winner"] = "both"
+    payload["strategies"][0]["tasks"][0]["comparisons"][0]["winner"] = "both"
     with pytest.raises(TaskFormatError, match=re.escape("r.json: field 'strategies[0]': cannot be read")):
+        RunResult.from_dict(payload, where="r.json")
+
+
+def test_extras_are_typed_and_an_unknown_extra_names_its_key(sample_run):
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    knockout = RunResult.from_dict(payload).strategies[0].tasks[0]
+    assert knockout.extras[knockout.champion].eliminated_round is None
+    assert all(e.played >= 1 and e.rounds >= 1 for e in knockout.extras.values())
+    payload["strategies"][0]["tasks"][0]["extras"]["c1"] = {"played": 1, "elimination_round": 1}
+    with pytest.raises(TaskFormatError, match="strategies.0.*unknown candidate extra 'elimination_round'"):
         RunResult.from_dict(payload, where="r.json")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rankkit.errors import TaskFormatError
-from rankkit.tasks import SAMPLE_DATA, load_tasks
+from rankkit.tasks import SAMPLE_DATA, load_tasks, task_rng
 from tests.conftest import shared_dataset
 
 
@@ -235,3 +235,15 @@ def test_unknown_extension_without_jsonl_content_is_rejected(tmp_path):
 def test_empty_task_id_and_directory_are_rejected(tmp_path):
     assert load_error(write_jsonl(tmp_path / "t.jsonl", [task(" ")])).field == "task_id"
     assert "is a directory" in str(load_error(tmp_path))
+
+
+def test_task_rng_is_seeded_by_seed_task_and_purpose_and_its_doctest_holds():
+    import doctest
+
+    import rankkit.tasks
+
+    assert doctest.testmod(rankkit.tasks).failed == 0
+    draws = [task_rng(seed, task_id, purpose).getrandbits(64) for seed, task_id, purpose in
+             [(0, "q1", None), (0, "q1", None), (0, "q2", None), (1, "q1", None), (0, "q1", "arena")]]
+    assert draws[0] == draws[1]  # the same seed, task and purpose: the same draws
+    assert len(set(draws[1:])) == 4  # any other seed, task or purpose: other draws

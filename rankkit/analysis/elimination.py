@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 
@@ -18,11 +18,12 @@ from rankkit.metrics import CORRELATIONS, correlation
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap
+from rankkit.strategies.base import CandidateExtras
 
 
-def elimination_group(extras: Mapping[str, Any]) -> str:
+def elimination_group(extras: CandidateExtras) -> str:
     """``first round`` for a candidate knocked out in round 1, else ``later rounds`` (champion included)."""
-    return "first round" if extras.get("eliminated_round") == 1 else "later rounds"
+    return "first round" if extras.eliminated_round == 1 else "later rounds"
 
 
 def elimination_rounds(results: RunResult, name: str, method: str = "pearson", resamples: int = DEFAULT_RESAMPLES,
@@ -46,7 +47,7 @@ def elimination_rounds(results: RunResult, name: str, method: str = "pearson", r
         return None
     tasks = labelled_tasks(results, name)
 
-    def members(label_of: Callable[[Mapping[str, Any]], str]) -> list[dict[str, list[str]]]:
+    def members(label_of: Callable[[CandidateExtras], str]) -> list[dict[str, list[str]]]:
         per_task = []
         for task in tasks:
             groups: dict[str, list[str]] = defaultdict(list)
@@ -63,7 +64,7 @@ def elimination_rounds(results: RunResult, name: str, method: str = "pearson", r
         ys = [np.concatenate([human[i] for i in row]) for row in samples]
         return row_correlations(method, xs, ys)
 
-    def split(label_of: Callable[[Mapping[str, Any]], str], first: str, later: str) -> dict[str, Any]:
+    def split(label_of: Callable[[CandidateExtras], str], first: str, later: str) -> dict[str, Any]:
         per_task = members(label_of)
 
         def statistic(samples: np.ndarray) -> np.ndarray:
@@ -74,18 +75,19 @@ def elimination_rounds(results: RunResult, name: str, method: str = "pearson", r
                                                 batched=True)
         groups = {}
         for label, interval in ((first, first_ci), (later, later_ci)):
-            played = [tasks[i].extras[c].get("played", math.nan) for i in range(len(tasks)) for c in per_task[i].get(label, [])]
+            played = [math.nan if (n := tasks[i].extras[c].played) is None else n
+                      for i in range(len(tasks)) for c in per_task[i].get(label, [])]
             groups[label] = {"candidates": len(played), "correlation": interval,
                              "mean_played": float(np.mean(played)) if played else math.nan}
         return {"groups": groups, "difference": diff_ci}
 
     by_round = split(elimination_group, "first round", "later rounds")
-    by_played = split(lambda e: "graded once" if e.get("played") == 1 else "graded several times",
+    by_played = split(lambda e: "graded once" if e.played == 1 else "graded several times",
                       "graded once", "graded several times")
     rounds: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for task in tasks:
         for cid in task.human:
-            eliminated = task.extras[cid].get("eliminated_round")
+            eliminated = task.extras[cid].eliminated_round
             rounds["champion" if eliminated is None else f"round {eliminated}"].append((task.scores[cid], task.human[cid]))
     order = sorted(rounds, key=lambda k: (k == "champion", int(k.split()[1]) if k != "champion" else 0))
     per_round = [{"eliminated": k, "candidates": len(rounds[k]),

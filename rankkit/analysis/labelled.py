@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from rankkit.errors import TaskFormatError
 from rankkit.metrics import METRIC_NAMES
 from rankkit.results import RunResult, StrategyRun
 from rankkit.specs import SpecError
+from rankkit.strategies.base import CandidateExtras
+from rankkit.errors import TaskFormatError
 
 #: The metrics analysed by default: the paper's Pearson, rank agreement pooled and per task, and
 #: pairwise ranking accuracy.
@@ -68,7 +70,7 @@ class LabelledTask:
     scores: dict[str, float]
     ranking: list[str]
     human: dict[str, float]
-    extras: dict[str, dict[str, Any]]
+    extras: dict[str, CandidateExtras]
 
 
 def labelled_tasks(results: RunResult, name: str) -> list[LabelledTask]:

@@ -3,11 +3,11 @@
 Candidates carry ``system``; a leaderboard pools what the judge said on every task into one rating
 per system. The package, one module per step:
 
-* :mod:`~rankkit.leaderboard.board` — the data (:class:`Leaderboard`, its rows and matches) and
-  which system wrote which candidate;
+* :mod:`~rankkit.leaderboard.board` — the data (:class:`Leaderboard`, its rows and the outcomes
+  they were rated from) and which system wrote which candidate;
 * :mod:`~rankkit.leaderboard.tournament` — playing systems against each other on one task
   (Arena-lite brackets, matches against one opponent);
-* :mod:`~rankkit.leaderboard.rating` — from matches to rows: Bradley–Terry or win rates, with
+* :mod:`~rankkit.leaderboard.rating` — from outcomes to rows: Bradley–Terry or win rates, with
   bootstrap intervals;
 * :mod:`~rankkit.leaderboard.build` — :func:`build`: ``arena``, ``anchored`` or any per-task
   strategy aggregated;
@@ -23,7 +23,6 @@ from rankkit.leaderboard.add import ADD_METHODS, add_system, binary_search_place
 from rankkit.leaderboard.board import (
     Leaderboard,
     LeaderboardError,
-    SystemMatch,
     SystemRating,
     all_systems,
     restrict,
@@ -49,7 +48,7 @@ from rankkit.leaderboard.truth import (
 )
 
 __all__ = [
-    "ADD_METHODS", "BUILD_METHODS", "Leaderboard", "LeaderboardError", "SystemMatch", "SystemRating",
+    "ADD_METHODS", "BUILD_METHODS", "Leaderboard", "LeaderboardError", "SystemRating",
     "add_system", "all_systems", "anchored", "arena", "binary_search_placement", "build", "correlations",
     "find_truth_file", "from_strategy", "human_system_scores", "induced_matches", "leaderboard_rows",
     "load_truth", "play_against", "play_tournament", "rate_bt", "rate_win_rate", "report", "resolve_truth",

@@ -29,7 +29,6 @@ from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import (
     Leaderboard,
     LeaderboardError,
-    SystemMatch,
     SystemRating,
     all_systems,
     judge_info,
@@ -108,7 +107,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     seed = board.seed if seed is None else seed
     order = order or ("both" if board.order == "both" else "random")
     used = _check_newcomer(board, tasks, system)
-    new_matches: list[SystemMatch] = []
+    new_matches: list[Outcome] = []
     sources: dict[str, MatchSource] = {}
 
     def source_for(task: Task) -> MatchSource:
@@ -122,7 +121,10 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
         def play(task: Task, opponent: str) -> float:
             played = play_against(task, source_for(task), rng, opponent, [system], order)
             new_matches.extend(played)
-            return played[0].outcome if played else 0.5
+            if not played:
+                return 0.5
+            _, _, points = played[0]
+            return points
 
         placement = binary_search_placement([r.name for r in rows], used, system, play, rng)
         newcomer = SystemRating(system, None, None, None, 0, len(new_matches))
@@ -137,7 +139,6 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
             new_matches += play_against(task, source_for(task), rng, opponent, [system], order)
         if not new_matches:
             raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
-        records = [m.record() for m in new_matches]
         if board.scale == "win_rate":
             def rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
                 return {system: win_rates(sample, items)[system], opponent: 0.5}
@@ -150,14 +151,14 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                 p = min(1.0 - floor, max(floor, p))
                 return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
 
-        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), records, resamples=resamples,
+        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), new_matches, resamples=resamples,
                              seed=rng.getrandbits(64))[system]
         newcomer = SystemRating(system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0,
                                 len(new_matches))
         ordered_rows = sorted([*rows, newcomer], key=lambda r: -finite_or_lowest(r.rating))
         systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]
         placement = {"position": [r.name for r in systems].index(system), "tie": False, "opponent": opponent,
-                     "win_rate": win_rates(records, [system, opponent])[system]}
+                     "win_rate": win_rates(new_matches, [system, opponent])[system]}
     cost = Cost()
     for source in sources.values():
         cost.add(source.cost)

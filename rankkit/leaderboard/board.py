@@ -1,4 +1,4 @@
-"""The leaderboard's data: system matches, rows and the board itself, and which system wrote which answer.
+"""The leaderboard's data: rows and the board itself, and which system wrote which answer.
 
 A :class:`Leaderboard` is what every way of building or extending one returns and what its
 ``--out`` JSON stores. Candidates carry ``system``; :func:`systems_of` reads which candidate of a
@@ -24,28 +24,6 @@ class LeaderboardError(RankkitError, ValueError):
 
 # ---------------------------------------------------------------------------------------------
 # Data types
-
-
-@dataclass(frozen=True)
-class SystemMatch:
-    """One match between two systems' answers on one task: ``outcome`` is for system ``a``."""
-
-    task_id: str
-    a: str
-    b: str
-    outcome: float
-    round: int | None = None
-
-    def record(self) -> Outcome:
-        return (self.a, self.b, self.outcome)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "a": self.a, "b": self.b, "outcome": self.outcome, "round": self.round}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SystemMatch":
-        return cls(task_id=str(data["task_id"]), a=data["a"], b=data["b"], outcome=float(data["outcome"]),
-                   round=data.get("round"))
 
 
 @dataclass(frozen=True)
@@ -75,7 +53,10 @@ class Leaderboard:
 
     method: ``arena``, ``anchored`` or the label of the per-task strategy that was aggregated.
     scale: ``elo`` (Bradley–Terry ratings on the Elo scale) or ``win_rate`` (against ``anchor``).
-    matches: every system-level match the ratings came from.
+    matches: every system-level result the ratings came from, in play order, each a
+        :data:`rankkit.ratings.Outcome` ``(system a, system b, a's points)``: 1 a won, 0 b won,
+        ½ a tie (in ``arena`` and ``anchored`` the judge's match between the two systems' answers
+        on one task; for a per-task strategy, the order its scores put them in).
     order: how the arena's or anchored matches were shown (``given``, ``random``, ``both``); None
         for a leaderboard aggregated from a strategy, whose label (``method``) names its order.
     placement: for a leaderboard made by :func:`add_system`, how the newcomer was placed.
@@ -83,7 +64,7 @@ class Leaderboard:
 
     method: str
     systems: list[SystemRating]
-    matches: list[SystemMatch]
+    matches: list[Outcome]
     cost: Cost = field(default_factory=Cost)
     scale: str = "elo"
     anchor: str | None = None
@@ -110,14 +91,15 @@ class Leaderboard:
             "systems": [s.to_dict() for s in self.systems],
             "judge_calls": self.cost.judge_calls, "comparisons": self.cost.comparisons,
             "cost": self.cost.to_dict(), "placement": self.placement,
-            "matches": [m.to_dict() for m in self.matches],
+            "matches": [{"a": a, "b": b, "outcome": outcome} for a, b, outcome in self.matches],
         })
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Leaderboard":
         cost = Cost(**{k: int(v) for k, v in (data.get("cost") or {}).items() if k in Cost.__dataclass_fields__})
         return cls(method=data["method"], systems=[SystemRating.from_dict(s) for s in data["systems"]],
-                   matches=[SystemMatch.from_dict(m) for m in data.get("matches") or []], cost=cost,
+                   matches=[(str(m["a"]), str(m["b"]), float(m["outcome"])) for m in data.get("matches") or []],
+                   cost=cost,
                    scale=data.get("scale", "elo"), anchor=data.get("anchor"), seed=int(data.get("seed", 0)),
                    order=data.get("order"), judge=dict(data.get("judge") or {}),
                    data=data.get("data", ""), placement=data.get("placement"))

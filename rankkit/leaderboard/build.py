@@ -24,14 +24,12 @@ on one :class:`~rankkit.matches.MatchGraph` per task and the judgment cache, lik
 
 from __future__ import annotations
 
-import random
 from typing import Any, Mapping, Sequence
 
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import (
     Leaderboard,
     LeaderboardError,
-    SystemMatch,
     all_systems,
     judge_info,
     restrict,
@@ -41,14 +39,10 @@ from rankkit.leaderboard.rating import rate_bt, rate_win_rate
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
 from rankkit.matches import MatchSource
 from rankkit.order import check_order
-from rankkit.tasks import Task
+from rankkit.ratings import Outcome
+from rankkit.tasks import Task, task_rng
 
 BUILD_METHODS = ("arena", "anchored")
-
-
-def _task_rng(seed: int, task_id: str, purpose: str) -> random.Random:
-    """The seeded generator of one task's matches for one purpose (``arena``, ``anchored``)."""
-    return random.Random(f"{seed}|{task_id}|{purpose}")
 
 
 def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, order: str = "given",
@@ -67,8 +61,8 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
 
-    def play(task: Task, source: MatchSource) -> list[SystemMatch]:
-        return play_tournament(task, source, _task_rng(seed, task.task_id, "arena"), order)
+    def play(task: Task, source: MatchSource) -> list[Outcome]:
+        return play_tournament(task, source, task_rng(seed, task.task_id, purpose="arena"), order)
 
     matches, cost = play_all(used, play, judge, cache, progress, "arena")
     return Leaderboard(method="arena", systems=rate_bt(matches, names, resamples, seed, alpha),
@@ -90,8 +84,8 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
         raise LeaderboardError(f"anchor {anchor!r} is not among the systems ({', '.join(names)})")
     used = restrict(tasks, names)
 
-    def play(task: Task, source: MatchSource) -> list[SystemMatch]:
-        return play_against(task, source, _task_rng(seed, task.task_id, "anchored"), anchor, names, order)
+    def play(task: Task, source: MatchSource) -> list[Outcome]:
+        return play_against(task, source, task_rng(seed, task.task_id, purpose="anchored"), anchor, names, order)
 
     matches, cost = play_all(used, play, judge, cache, progress, "anchored")
     return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, resamples, seed),
@@ -99,7 +93,7 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
                        judge=judge_info(judge, judge_spec), data=data)
 
 
-def induced_matches(task: Task, scores: Mapping[str, float]) -> list[SystemMatch]:
+def induced_matches(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
     """A per-task ranking read as pairwise results between its systems: the higher score wins,
     equal scores tie."""
     candidate_of = systems_of(task)
@@ -108,7 +102,7 @@ def induced_matches(task: Task, scores: Mapping[str, float]) -> list[SystemMatch
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             sa, sb = scores[candidate_of[a]], scores[candidate_of[b]]
-            matches.append(SystemMatch(task.task_id, a, b, 1.0 if sa > sb else 0.0 if sa < sb else 0.5))
+            matches.append((a, b, 1.0 if sa > sb else 0.0 if sa < sb else 0.5))
     return matches
 
 
@@ -117,7 +111,7 @@ def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, resam
     """A leaderboard from any per-task strategy's results (a :class:`rankkit.runner.StrategyRun`):
     each task's scores become induced pairwise results (:func:`induced_matches`), fitted by BT."""
     by_id = {t.task_id: t for t in tasks}
-    matches: list[SystemMatch] = []
+    matches: list[Outcome] = []
     for result in strategy_run.tasks:
         matches += induced_matches(by_id[result.task_id], result.scores)
     names = all_systems(tasks)

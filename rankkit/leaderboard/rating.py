@@ -1,4 +1,4 @@
-"""From system matches to leaderboard rows: Bradley–Terry ratings or win rates, with bootstrap intervals.
+"""From system-level outcomes to leaderboard rows: Bradley–Terry ratings or win rates, with bootstrap intervals.
 
 Rows come best first, ranked 1, 2, …; a rating that cannot be computed (NaN) is stored as None
 and sorts last.
@@ -9,33 +9,31 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-from rankkit.leaderboard.board import SystemMatch, SystemRating
+from rankkit.leaderboard.board import SystemRating
 from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.stats import Interval, bootstrap
 
 
-def rate_bt(matches: Sequence[SystemMatch], systems: Sequence[str], resamples: int, seed: int,
+def rate_bt(matches: Sequence[Outcome], systems: Sequence[str], resamples: int, seed: int,
             alpha: float = 0.01) -> list[SystemRating]:
     """Bradley–Terry ratings (Elo scale) with ``resamples`` bootstrap resamples, best first."""
-    records = [m.record() for m in matches]
-    intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), records, resamples=resamples, seed=seed)
-    return _rows(intervals, records)
+    intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), matches, resamples=resamples, seed=seed)
+    return _rows(intervals, matches)
 
 
-def rate_win_rate(matches: Sequence[SystemMatch], systems: Sequence[str], anchor: str, resamples: int,
+def rate_win_rate(matches: Sequence[Outcome], systems: Sequence[str], anchor: str, resamples: int,
                   seed: int) -> list[SystemRating]:
     """Win rates against the anchor with bootstrap intervals, best first; the anchor sits at 0.5."""
-    records = [m.record() for m in matches]
     others = [s for s in systems if s != anchor]
-    intervals = bootstrap(lambda sample: win_rates(sample, others), records, resamples=resamples, seed=seed)
+    intervals = bootstrap(lambda sample: win_rates(sample, others), matches, resamples=resamples, seed=seed)
     intervals = {name: intervals[name] for name in others}
     intervals[anchor] = Interval(0.5, 0.5, 0.5)
-    return _rows(intervals, records)
+    return _rows(intervals, matches)
 
 
-def _rows(intervals: Mapping[str, Interval], records: Sequence[Outcome]) -> list[SystemRating]:
+def _rows(intervals: Mapping[str, Interval], matches: Sequence[Outcome]) -> list[SystemRating]:
     played: dict[str, int] = {}
-    for a, b, _ in records:
+    for a, b, _ in matches:
         played[a] = played.get(a, 0) + 1
         played[b] = played.get(b, 0) + 1
     order = sorted(intervals, key=lambda name: (-finite_or_lowest(intervals[name].estimate), name))

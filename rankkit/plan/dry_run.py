@@ -34,10 +34,10 @@ from typing import Any, Iterable, Sequence
 
 from rankkit.cache import NullCache
 from rankkit.judges.base import Judge
-from rankkit.plan.replay import Key, replay_on_cache, task_rng
+from rankkit.plan.replay import Key, replay_on_cache
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
 from rankkit.strategies.base import Plan, Strategy
-from rankkit.tasks import Task
+from rankkit.tasks import Task, task_rng
 
 
 @dataclass

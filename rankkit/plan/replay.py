@@ -9,7 +9,6 @@ the first judgment not cached.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -18,19 +17,11 @@ from rankkit.cache import NullCache, is_failed, judgment_key
 from rankkit.judges.base import Judge, ComparisonRequest, GradeRequest
 from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.strategies.base import Strategy
-from rankkit.tasks import Candidate, Task
+from rankkit.tasks import Candidate, Task, task_rng
 
 #: One judgment as the run's match graph knows it: its kind (``pair``/``point``) and the candidate
 #: ids in the order shown.
 Key = tuple[str, tuple[str, ...]]
-
-
-def task_rng(seed: int, task_id: str) -> random.Random:
-    """The run's generator for a task (:func:`rankkit.runner.task_rng`), imported late: the
-    runner pulls in tqdm and the metrics, which a dry run never needs."""
-    from rankkit.runner import task_rng as runner_task_rng
-
-    return runner_task_rng(seed, task_id)
 
 
 class NotCached(Exception):

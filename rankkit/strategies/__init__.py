@@ -1,6 +1,7 @@
 """Ranking strategies, one module each, all behind one registry (see :mod:`rankkit.strategies.base`)."""
 
 from rankkit.strategies.base import (
+    CandidateExtras,
     Plan,
     Ranking,
     Strategy,
@@ -11,5 +12,5 @@ from rankkit.strategies.base import (
     strategy_classes,
 )
 
-__all__ = ["Plan", "Ranking", "Strategy", "describe_parameters", "make_strategy", "rank_by_score", "register",
-           "strategy_classes"]
+__all__ = ["CandidateExtras", "Plan", "Ranking", "Strategy", "describe_parameters", "make_strategy", "rank_by_score",
+           "register", "strategy_classes"]

@@ -1,6 +1,6 @@
 """Budgets of the adaptive strategies (``swiss``, ``active``): judgments -> duels, duels -> records.
 
-How a budget becomes a number of duels, and how played duels become rating records or mean grades.
+How a budget becomes a number of duels, and how played duels become rating records.
 
 **Budgets count judgments**, exactly as :class:`~rankkit.matches.Cost` counts ``comparisons``: a
 duel played in one order costs 1, a duel in both orders (``order=both``) costs 2.
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Sequence
 from rankkit.order import judgments_per_duel
 from rankkit.ratings import Outcome
 from rankkit.specs import SpecError
-from rankkit.strategies import _graded
 from rankkit.strategies.elo import judgment_records
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
@@ -88,9 +87,3 @@ def duel_records(duels: Sequence[Match]) -> list[Outcome]:
     two judgments had the wider grade gap.
     """
     return judgment_records([match for duel in duels for match in duel.comparisons])
-
-
-def mean_grades(duels: Sequence[Match], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
-    """Each candidate's mean grade over every judgment of the duels (see
-    :func:`rankkit.strategies._graded.mean_grades`); ``unplayed`` for a candidate that never played."""
-    return _graded.mean_grades((match for duel in duels for match in duel.comparisons), candidates, unplayed)

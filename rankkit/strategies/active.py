@@ -71,10 +71,10 @@ from rankkit.order import coin_order, judgments_per_duel
 from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import Posterior
-from rankkit.strategies._budget import check_budget, duel_records, mean_grades, task_duels
-from rankkit.strategies._graded import corrected_grades
+from rankkit.strategies._budget import check_budget, duel_records, task_duels
+from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
@@ -207,9 +207,9 @@ class ActiveStrategy(Strategy):
         elif self.aggregate == "corrected":
             scores = corrected_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
         else:
-            scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
-        extras = {cid: {"played": int(opponents[k]), "posterior_sd": float(posterior_sd[k]), "steps": steps,
-                        "stopped": stopped} for k, cid in enumerate(ids)}
+            scores = mean_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
+        extras = {cid: CandidateExtras(played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps,
+                                       stopped=stopped) for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)
 
     def plan(self, task: Task, rng: random.Random) -> Plan:

@@ -39,6 +39,71 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should n
 
 
 @dataclass(frozen=True)
+class CandidateExtras:
+    """What a strategy reports about one candidate besides its score; every field is optional.
+
+    Each built-in strategy fills the fields that apply to it (named in parentheses); a field left None
+    is not reported. In the results JSON a candidate's extras are :meth:`to_dict`: these field
+    names as keys, unreported ones left out (the HTML report's script reads ``eliminated_round``,
+    ``played`` and ``byes`` there). A third-party strategy may report none.
+
+    wins / draws / losses: duels it won, drew, lost (panel_elo; losses also double_elimination).
+    eliminated_round: the round it was knocked out in (knockout, double_elimination); None for the
+        champion, who never was.
+    position: its place in the sorted order, 1 best (heapsort: None for the unsorted rest; sliding).
+    settled: whether a pass fixed its position (sliding).
+    opponent: the candidate it was compared with (pairwise).
+    parse_failed: whether the judge's grade could not be read (individual).
+    points: points it won, a draw counting half (elo, bt, swiss).
+    played: duels it played (every built-in strategy; 0 in ``individual``).
+    grades: every grade it received, in the order received (knockout).
+    byes: rounds it advanced unplayed (knockout).
+    opponents: every candidate it met, in order (swiss).
+    rounds: rounds the whole tournament took, the same for every candidate (knockout,
+        double_elimination, swiss).
+    ci_low / ci_high: the bootstrap 95% interval of its score (bt with ``bootstrap``).
+    posterior_sd: the posterior standard deviation of its rating, Elo scale (active).
+    steps / stopped: how many steps the run took and why it stopped, the same for every
+        candidate (active).
+    """
+
+    # The field order is the JSON's key order, the order each strategy has always written its keys in.
+    wins: int | None = None
+    draws: int | None = None
+    losses: int | None = None
+    eliminated_round: int | None = None
+    position: int | None = None
+    settled: bool | None = None
+    opponent: str | None = None
+    parse_failed: bool | None = None
+    points: float | None = None
+    played: int | None = None
+    grades: tuple[float, ...] | None = None
+    byes: int | None = None
+    opponents: tuple[str, ...] | None = None
+    rounds: int | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    posterior_sd: float | None = None
+    steps: int | None = None
+    stopped: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The reported fields as JSON: field name -> value (tuples as lists), None fields left out."""
+        return {f.name: list(value) if isinstance(value, tuple) else value
+                for f in dataclasses.fields(self) if (value := getattr(self, f.name)) is not None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "CandidateExtras":
+        """Read :meth:`to_dict` back. Raises ValueError naming a key that is not a field."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key in data:
+            if key not in known:
+                raise ValueError(f"unknown candidate extra {key!r} (known: {', '.join(sorted(known))})")
+        return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+
+
+@dataclass(frozen=True)
 class Ranking:
     """A strategy's answer for one task.
 
@@ -46,13 +111,19 @@ class Ranking:
         ``individual`` and ``knockout``, ratings for ``elo``, rank-derived for sorting strategies).
     ranking: candidate ids best first; derived from ``scores`` when not given.
     champion: the winner, for strategies that crown one (a tournament's last survivor).
-    extras: per-candidate details, e.g. ``{"c01": {"eliminated_round": 1, "played": 1}}``.
+    extras: per-candidate details, e.g. ``{"c01": CandidateExtras(eliminated_round=1, played=1)}``
+        (may be empty).
     """
 
     scores: Mapping[str, float]
     ranking: list[str] | None = None
     champion: str | None = None
-    extras: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    extras: Mapping[str, CandidateExtras] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for cid, extras in self.extras.items():
+            if not isinstance(extras, CandidateExtras):
+                raise TypeError(f"Ranking.extras[{cid!r}] must be a CandidateExtras, got {type(extras).__name__}")
 
     def ordered(self, candidate_order: list[str]) -> list[str]:
         """The ranking, or the candidates sorted by score (ties keep the data's order)."""

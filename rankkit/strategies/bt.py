@@ -14,7 +14,7 @@ candidate's 95% percentile interval to ``extras`` as ``ci_low``/``ci_high``.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.ratings import bradley_terry
@@ -64,8 +64,7 @@ class BradleyTerryStrategy(Strategy):
             intervals = bootstrap(lambda sample: bradley_terry(sample, ids, alpha=self.alpha), records,
                                   resamples=self.bootstrap, seed=rng.getrandbits(64))
             ratings = {cid: intervals[cid].estimate for cid in ids}
-            for cid in ids:
-                extras[cid].update(ci_low=intervals[cid].low, ci_high=intervals[cid].high)
+            extras = {cid: replace(extras[cid], ci_low=intervals[cid].low, ci_high=intervals[cid].high) for cid in ids}
         else:
             ratings = bradley_terry(records, ids, alpha=self.alpha)
         return Ranking(scores=ratings, extras=extras)

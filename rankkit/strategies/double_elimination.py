@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from rankkit.ratings import bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._graded import corrected_grades, mean_grades
-from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.strategies.elo import judgment_records
 from rankkit.tasks import Task
 
@@ -149,6 +149,6 @@ class DoubleEliminationStrategy(Strategy):
         for duel in duels:
             played[duel.a] += 1
             played[duel.b] += 1
-        extras = {cid: {"losses": losses[cid], "eliminated_round": eliminated.get(cid), "played": played[cid],
-                        "rounds": round_number} for cid in ids}
+        extras = {cid: CandidateExtras(losses=losses[cid], eliminated_round=eliminated.get(cid), played=played[cid],
+                                       rounds=round_number) for cid in ids}
         return Ranking(scores=scores, champion=champion, extras=extras)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar, Sequence
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, elo_over_permutations
 from rankkit.order import planned_pairs
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
@@ -56,15 +56,16 @@ def all_pairs_plan(task: Task, order: str, rng: random.Random) -> Plan:
     return Plan(comparisons=len(pairs), pairs=pairs)
 
 
-def points_and_games(records: Sequence[Outcome], candidate_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+def points_and_games(records: Sequence[Outcome], candidate_ids: Sequence[str]) -> dict[str, CandidateExtras]:
     """Per candidate: ``points`` won (a tie is half) and ``played`` matches, for ``extras``."""
-    extras = {cid: {"points": 0.0, "played": 0} for cid in candidate_ids}
+    points = dict.fromkeys(candidate_ids, 0.0)
+    played = dict.fromkeys(candidate_ids, 0)
     for a, b, outcome in records:
-        extras[a]["points"] += outcome
-        extras[b]["points"] += 1.0 - outcome
-        extras[a]["played"] += 1
-        extras[b]["played"] += 1
-    return extras
+        points[a] += outcome
+        points[b] += 1.0 - outcome
+        played[a] += 1
+        played[b] += 1
+    return {cid: CandidateExtras(points=points[cid], played=played[cid]) for cid in candidate_ids}
 
 
 @register("elo")

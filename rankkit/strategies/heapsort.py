@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import judgments_per_duel
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -111,7 +111,8 @@ class HeapsortStrategy(Strategy):
         rest_score = (n - popped_count - 1) / 2 if rest else 0.0
         scores.update({cid: rest_score for cid in rest})
         positions = {cid: position for position, cid in enumerate(popped, start=1)}
-        extras = {cid: {"position": positions.get(cid), "played": comparator.played.get(cid, 0)} for cid in task.candidate_ids}
+        extras = {cid: CandidateExtras(position=positions.get(cid), played=comparator.played.get(cid, 0))
+                  for cid in task.candidate_ids}
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=popped + rest,
                        champion=popped[0] if popped else None, extras=extras)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.judges.base import ParseStatus
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -34,7 +34,7 @@ class IndividualStrategy(Strategy):
         for cid, judgment in zip(ids, judgments):
             failed = judgment.value is None or judgment.status is ParseStatus.FAILED
             scores[cid] = midpoint if judgment.value is None else float(judgment.value)
-            extras[cid] = {"parse_failed": failed, "played": 0}
+            extras[cid] = CandidateExtras(parse_failed=failed, played=0)
         return Ranking(scores=scores, extras=extras)
 
     def plan(self, task: Task, rng: random.Random) -> Plan:

@@ -5,25 +5,26 @@ match in which the judge grades both answers; the higher-graded answer advances,
 number the unpaired answer advances unplayed. Rounds repeat until one answer — the champion —
 remains. An answer's final score is the mean of every grade it received over the tournament, so
 answers that advance are graded several times. N answers cost N − 1 matches (2(N − 1) judgments
-with ``order=both``, the knockout paper's debiased variant).
+with ``order=both``, the knockout paper's debiased variant). The bracket itself is
+:func:`rankkit.brackets.play_bracket`, which the Arena-lite leaderboard plays too.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rankkit.brackets import TIE_RULES, play_bracket
 from rankkit.order import judgments_per_duel, planned_pairs
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
     from rankkit.matches import MatchSource
-
-TIE_RULES = ("coin", "first", "second")
 
 
 @register("knockout")
@@ -52,39 +53,20 @@ class KnockoutStrategy(Strategy):
             raise SpecError(f"strategy knockout: tie must be one of {', '.join(TIE_RULES)}, got {self.tie!r}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        alive = task.candidate_ids
-        received: dict[str, list[float]] = {cid: [] for cid in alive}
-        eliminated: dict[str, int | None] = {}
-        byes: dict[str, int] = {cid: 0 for cid in alive}
-        round_number = 0
-        while len(alive) > 1:
-            round_number += 1
-            rng.shuffle(alive)
-            pairs = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
-            advancing = []
-            # One batch per round: a batching or concurrent judge gets the whole round at once.
-            for duel in source.play_many(pairs, round=round_number, order=self.order, rng=rng):
-                received[duel.a].append(duel.grade_a)
-                received[duel.b].append(duel.grade_b)
-                outcome = duel.outcome
-                if outcome == 0.5:
-                    outcome = {"coin": float(rng.random() < 0.5), "first": 1.0, "second": 0.0}[self.tie]
-                winner, loser = (duel.a, duel.b) if outcome == 1.0 else (duel.b, duel.a)
-                advancing.append(winner)
-                eliminated[loser] = round_number
-            if len(alive) % 2:
-                byes[alive[-1]] += 1
-                advancing.append(alive[-1])
-            alive = advancing
-        champion = alive[0]
-        eliminated[champion] = None
-        scores = {cid: statistics.fmean(grades) for cid, grades in received.items()}
+        play_round = functools.partial(source.play_many, order=self.order, rng=rng)
+        bracket = play_bracket(task.candidate_ids, rng, play_round, reshuffle=True, tie=self.tie)
+        received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
+        for matches in bracket.rounds:
+            for match in matches:
+                received[match.a].append(match.grade_a)
+                received[match.b].append(match.grade_b)
+        scores = {cid: statistics.fmean(received[cid]) for cid in task.candidate_ids}
         extras = {
-            cid: {"eliminated_round": eliminated[cid], "played": len(received[cid]),
-                  "grades": list(received[cid]), "byes": byes[cid], "rounds": round_number}
+            cid: CandidateExtras(eliminated_round=bracket.eliminated_round[cid], played=len(received[cid]),
+                                 grades=tuple(received[cid]), byes=bracket.byes[cid], rounds=len(bracket.rounds))
             for cid in task.candidate_ids
         }
-        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, champion=champion, extras=extras)
+        return Ranking(scores=scores, champion=bracket.champion, extras=extras)
 
     def plan(self, task: Task, rng: random.Random) -> Plan:
         """N − 1 duels exactly (each eliminates one answer; no two answers meet twice); only the

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.order import planned_pairs
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -46,7 +46,7 @@ class PairwiseStrategy(Strategy):
             for cid, score, other in ((duel.a, duel.grade_a, duel.b), (duel.b, duel.grade_b, duel.a)):
                 if cid not in scores:
                     scores[cid] = score
-                    extras[cid] = {"opponent": other, "played": 1}
+                    extras[cid] = CandidateExtras(opponent=other, played=1)
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids},
                        extras={cid: extras[cid] for cid in task.candidate_ids})
 

@@ -24,7 +24,7 @@ from itertools import combinations
 from rankkit.order import coin_order, planned_pairs
 from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -76,7 +76,7 @@ class PanelEloStrategy(Strategy):
         for a, b, outcome in records:
             for cid, points in ((a, outcome), (b, 1.0 - outcome)):
                 tally[cid]["wins" if points == 1.0 else "draws" if points == 0.5 else "losses"] += 1
-        extras = {cid: {**tally[cid], "played": len(ids) - 1} for cid in ids}
+        extras = {cid: CandidateExtras(**tally[cid], played=len(ids) - 1) for cid in ids}
         return Ranking(scores={cid: ratings[cid] for cid in ids}, extras=extras)
 
     def plan(self, task: Task, rng: random.Random) -> Plan:

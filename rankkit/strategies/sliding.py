@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import judgments_per_duel
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.strategies.heapsort import JudgedComparator
 from rankkit.tasks import Task
 
@@ -68,8 +68,8 @@ class SlidingWindowStrategy(Strategy):
                     order[lower - 1], order[lower] = order[lower], order[lower - 1]
         scores = {cid: float(n - position) for position, cid in enumerate(order, start=1)}
         position = {cid: k for k, cid in enumerate(order)}  # a dict: list.index made this O(N²)
-        extras = {cid: {"position": position[cid] + 1, "settled": position[cid] < passes or passes == n - 1,
-                        "played": comparator.played.get(cid, 0)} for cid in task.candidate_ids}
+        extras = {cid: CandidateExtras(position=position[cid] + 1, settled=position[cid] < passes or passes == n - 1,
+                                       played=comparator.played.get(cid, 0)) for cid in task.candidate_ids}
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=order,
                        champion=order[0], extras=extras)
 

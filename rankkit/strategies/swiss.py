@@ -42,14 +42,9 @@ from typing import TYPE_CHECKING, Mapping
 from rankkit.order import coin_order, judgments_per_duel
 from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.specs import SpecError
-from rankkit.strategies._budget import (
-    check_budget,
-    duel_records,
-    mean_grades,
-    task_duels,
-)
-from rankkit.strategies._graded import corrected_grades
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies._budget import check_budget, duel_records, task_duels
+from rankkit.strategies._graded import corrected_grades, mean_grades
+from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
@@ -175,7 +170,7 @@ class SwissStrategy(Strategy):
         if self.aggregate == "bt":
             scores = bradley_terry(records, items=ids)
         elif self.aggregate == "grades":
-            scores = mean_grades(duels, ids, unplayed=sum(task.scale) / 2)
+            scores = mean_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
         elif self.aggregate == "corrected":
             scores = corrected_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
         else:
@@ -185,8 +180,8 @@ class SwissStrategy(Strategy):
                         for cid in ids}
             scores = share
             ranking = sorted(ids, key=lambda cid: (-share[cid], -schedule[cid]))
-        extras = {cid: {"played": len(opponents[cid]), "points": points[cid], "opponents": list(opponents[cid]),
-                        "rounds": round_number} for cid in ids}
+        extras = {cid: CandidateExtras(played=len(opponents[cid]), points=points[cid], opponents=tuple(opponents[cid]),
+                                       rounds=round_number) for cid in ids}
         return Ranking(scores=scores, ranking=ranking, extras=extras)
 
     def plan(self, task: Task, rng: random.Random) -> Plan:

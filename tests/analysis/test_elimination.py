@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from scipy import stats
 
@@ -28,7 +30,8 @@ def test_elimination_split_on_constructed_bracket(results):
 
 def test_a_bye_then_a_loss_is_a_later_round_but_graded_once(results):
     # In t1, c gets a bye in round 1 and loses in round 2: eliminated later, yet graded once.
-    results.strategies[0].tasks[0].extras["c"].update(eliminated_round=2, played=1, byes=1)
+    extras = results.strategies[0].tasks[0].extras
+    extras["c"] = replace(extras["c"], eliminated_round=2, played=1, byes=1)
     item = analysis.elimination_rounds(results, "ko", resamples=0)
     assert item["groups"]["first round"]["candidates"] == 5
     assert item["groups"]["later rounds"]["candidates"] == 7

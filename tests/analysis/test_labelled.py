@@ -41,7 +41,7 @@ def test_labelled_tasks_pair_scores_with_human_scores(results):
     tasks = analysis.labelled_tasks(results, "ko")
     assert [t.task_id for t in tasks] == ["t1", "t2", "t3"]
     assert list(tasks[1].human.values()) == [float(h) for h in HUMAN["t2"]]
-    assert tasks[0].extras["d"]["eliminated_round"] is None
+    assert tasks[0].extras["d"].eliminated_round is None
     assert analysis.human_scores(results)["t3"] == {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}
     with pytest.raises(SpecError, match="present: ko, pw, oracle"):
         analysis.strategy_run(results, "nope")

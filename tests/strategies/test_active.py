@@ -127,7 +127,7 @@ def test_perfect_judge_settles_early_on_the_human_order():
     for seed in range(15):
         task = distinct_scores_task(seed)
         ranking, cost, _ = rank_once(task, ActiveStrategy(budget=3.5), perfect_judge(seed=seed), seed)
-        assert ranking.extras["c0"]["stopped"] == "settled"
+        assert ranking.extras["c0"].stopped == "settled"
         assert score_order(ranking) == human_order(task)
         used.append(cost.comparisons)
     assert max(used) < 28 and sum(used) / len(used) < 20

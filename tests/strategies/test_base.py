@@ -10,7 +10,7 @@ from rankkit.judges import make_judge
 from rankkit.judges.sim import SimulatedJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
-from rankkit.strategies import Ranking, Strategy, make_strategy
+from rankkit.strategies import CandidateExtras, Ranking, Strategy, make_strategy
 from rankkit.strategies.base import check_compatible
 from tests.helpers import CountingJudge
 
@@ -64,3 +64,21 @@ def test_run_refuses_before_any_judgment(sample_tasks):
     with pytest.raises(SpecError, match="strategy individual"):
         run(sample_tasks, [make_strategy("knockout"), make_strategy("individual")], judge, progress=False)
     assert judge.calls == 0
+
+
+def test_candidate_extras_json_leaves_unreported_fields_out_and_reads_back():
+    extras = CandidateExtras(played=2, eliminated_round=None, grades=(3.0, 4.5), rounds=2)
+    assert extras.to_dict() == {"played": 2, "rounds": 2, "grades": [3.0, 4.5]}
+    assert CandidateExtras.from_dict(extras.to_dict()) == extras
+    assert CandidateExtras().to_dict() == {}
+
+
+def test_candidate_extras_refuse_an_unknown_key_by_name():
+    with pytest.raises(ValueError, match="unknown candidate extra 'elimination_round'"):
+        CandidateExtras.from_dict({"played": 1, "elimination_round": 1})
+
+
+def test_a_ranking_refuses_untyped_extras():
+    assert Ranking(scores={"a": 1.0}).extras == {}
+    with pytest.raises(TypeError, match=r"Ranking.extras\['a'\] must be a CandidateExtras, got dict"):
+        Ranking(scores={"a": 1.0}, extras={"a": {"played": 1}})

@@ -25,7 +25,7 @@ def test_pairwise_plays_each_candidate_once(n):
     ranking, cost, source = rank_once(task, PairwiseStrategy(), SimulatedJudge(accuracy=0.8))
     assert cost.comparisons == (n + 1) // 2
     assert set(ranking.scores) == set(task.candidate_ids)
-    assert all(e["played"] == 1 for e in ranking.extras.values())
+    assert all(e.played == 1 for e in ranking.extras.values())
 
 
 def test_pairwise_odd_one_out_keeps_opponent_score():

@@ -42,8 +42,8 @@ def test_noisy_judge_still_orders_well_and_bootstrap_adds_intervals():
     assert strategy.metrics["task_spearman"] > 0.8
     for task_result in strategy.tasks:
         for cid, extra in task_result.extras.items():
-            assert extra["ci_low"] <= task_result.scores[cid] <= extra["ci_high"]
-            assert extra["ci_low"] < extra["ci_high"]
+            assert extra.ci_low <= task_result.scores[cid] <= extra.ci_high
+            assert extra.ci_low < extra.ci_high
 
 
 def test_bt_after_elo_reuses_every_judgment():

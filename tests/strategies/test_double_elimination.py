@@ -25,9 +25,9 @@ def test_a_perfect_judge_costs_2n_minus_2_and_ranks_by_the_humans(n, order):
     ranking, cost, source = rank_once(task, DoubleEliminationStrategy(order=order), perfect_judge(), seed=n)
     # The best never loses, so there is no bracket reset: every other answer leaves with two losses.
     assert ranking.champion == human_order(task)[0]
-    losses = {cid: extra["losses"] for cid, extra in ranking.extras.items()}
+    losses = {cid: extra.losses for cid, extra in ranking.extras.items()}
     assert losses[ranking.champion] == 0 and all(losses[c] == 2 for c in losses if c != ranking.champion)
-    duels = sum(extra["played"] for extra in ranking.extras.values()) // 2
+    duels = sum(extra.played for extra in ranking.extras.values()) // 2
     assert duels == 2 * n - 2
     assert score_order(ranking) == human_order(task)  # noiseless grades are the human scores
     assert cost.comparisons == len(source.comparisons)
@@ -44,10 +44,10 @@ def test_every_answer_but_the_champion_leaves_with_two_losses_and_a_reset_costs_
     for seed in range(30):
         judge = SimulatedJudge(accuracy=0.5, seed=seed)  # coin-flip verdicts: resets happen
         ranking, cost, source = rank_once(task, DoubleEliminationStrategy(), judge, seed)
-        losses = Counter({cid: extra["losses"] for cid, extra in ranking.extras.items()})
+        losses = Counter({cid: extra.losses for cid, extra in ranking.extras.items()})
         assert all(losses[c] == 2 for c in losses if c != ranking.champion)
         assert losses[ranking.champion] in (0, 1)
-        duels = sum(extra["played"] for extra in ranking.extras.values()) // 2
+        duels = sum(extra.played for extra in ranking.extras.values()) // 2
         assert duels == sum(losses.values()) == 2 * 9 - 2 + losses[ranking.champion]  # one loss per duel
         # Each judgment is paid once; only a third meeting of a pair (a reset final between two
         # that already met both ways) repeats one.

@@ -48,7 +48,7 @@ def test_all_pairs_are_judged_once_per_order_in_one_batch(order, per_task):
     assert len(judge.batches) == 3  # ONE compare_many call per task
     assert all(len(batch) == per_task for batch in judge.batches)
     for task_result in strategy.tasks:
-        assert all(extra["played"] == (10 if order == "both" else 5) for extra in task_result.extras.values())
+        assert all(extra.played == (10 if order == "both" else 5) for extra in task_result.extras.values())
 
 
 def test_perfect_judge_gives_the_human_order():

@@ -61,7 +61,7 @@ def test_top_k_stops_early_and_ties_the_rest():
         assert [task_result.scores[c] for c in task_result.ranking[:3]] == [11.0, 10.0, 9.0]
         rest = {task_result.scores[c] for c in task_result.ranking[3:]}
         assert rest == {(12 - 3 - 1) / 2}
-        assert sum(1 for e in task_result.extras.values() if e["position"] is not None) == 3
+        assert sum(1 for e in task_result.extras.values() if e.position is not None) == 3
 
 
 def test_reuses_comparisons_other_strategies_made():

@@ -32,10 +32,10 @@ def test_n_minus_one_matches_and_every_candidate_scored(n, order):
     assert set(ranking.scores) == set(task.candidate_ids)
     assert all(not math.isnan(v) for v in ranking.scores.values())
     extras = ranking.extras
-    assert sum(e["eliminated_round"] is None for e in extras.values()) == 1
-    assert extras[ranking.champion]["eliminated_round"] is None
-    assert all(e["played"] >= 1 for e in extras.values())
-    rounds = extras[ranking.champion]["rounds"]
+    assert sum(e.eliminated_round is None for e in extras.values()) == 1
+    assert extras[ranking.champion].eliminated_round is None
+    assert all(e.played >= 1 for e in extras.values())
+    rounds = extras[ranking.champion].rounds
     assert rounds == math.ceil(math.log2(n))
 
 
@@ -52,7 +52,7 @@ def test_final_score_is_the_mean_of_received_grades():
     ranking, _, source = rank_once(task, KnockoutStrategy(), SimulatedJudge(accuracy=0.8, noise=0.3))
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
-        assert ranking.extras[cid]["grades"] == pytest.approx(values)
+        assert ranking.extras[cid].grades == pytest.approx(values)
 
 
 def test_winner_advances_by_higher_score():
@@ -65,7 +65,7 @@ def test_winner_advances_by_higher_score():
         for match in matches:
             j = match.verdict
             loser = match.second if j.first_grade > j.second_grade else match.first
-            assert ranking.extras[loser]["eliminated_round"] == round_number
+            assert ranking.extras[loser].eliminated_round == round_number
 
 
 def test_same_seed_same_brackets_other_seed_other_brackets():

@@ -14,7 +14,7 @@ from rankkit.matches import Cost, MatchGraph, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError
-from rankkit.strategies import make_strategy
+from rankkit.strategies import CandidateExtras, make_strategy
 from rankkit.strategies.panel_elo import PanelEloStrategy
 from tests.helpers import make_task, perfect_judge
 
@@ -39,14 +39,14 @@ def test_one_decision_moves_both_ratings_by_k_times_surprise():
     # Equal ratings: E = 0.5, S = 1 for the winner, so it gains 32·(1 − 0.5) = 16 and the loser loses 16.
     assert ranking.scores == {"c0": 1016.0, "c1": 984.0}
     assert cost.comparisons == 1
-    assert ranking.extras["c0"] == {"wins": 1, "draws": 0, "losses": 0, "played": 1}
+    assert ranking.extras["c0"] == CandidateExtras(wins=1, draws=0, losses=0, played=1)
 
 
 def test_a_draw_between_equals_changes_nothing():
     task = make_task([1.0, 0.0, 0.5])
     ranking, _, _ = rank_once(task, PanelEloStrategy(k=32), AlwaysTie())
     assert ranking.scores == {"c0": 1000.0, "c1": 1000.0, "c2": 1000.0}
-    assert all(e["draws"] == 2 for e in ranking.extras.values())
+    assert all(e.draws == 2 for e in ranking.extras.values())
 
 
 def test_sequential_updates_follow_the_poster_formula():
@@ -88,7 +88,7 @@ def test_a_unanimity_panel_draws_more_than_a_majority_panel(sample_tasks):
     for threshold in ("1.0", "0.5"):
         result = run(sample_tasks, [make_strategy("panel_elo")], make_judge(f"panel:{members},threshold={threshold}"),
                      progress=False)
-        draws[threshold] = sum(e["draws"] for t in result.strategies[0].tasks for e in t.extras.values())
+        draws[threshold] = sum(e.draws for t in result.strategies[0].tasks for e in t.extras.values())
         assert result.strategies[0].cost.comparisons == sum(
             len(t.candidates) * (len(t.candidates) - 1) // 2 for t in sample_tasks)
     assert draws["1.0"] > draws["0.5"]

@@ -27,7 +27,7 @@ def test_full_passes_with_a_perfect_judge_give_the_human_order(n, order):
     for task, task_result in zip(data, result.strategies[0].tasks):
         assert task_result.ranking == human_order(task)
         assert [task_result.scores[c] for c in task_result.ranking] == [float(n - i) for i in range(1, n + 1)]
-        assert all(extra["settled"] for extra in task_result.extras.values())
+        assert all(extra.settled for extra in task_result.extras.values())
 
 
 def test_k_passes_settle_the_top_k_within_budget():
@@ -40,7 +40,7 @@ def test_k_passes_settle_the_top_k_within_budget():
     for task, task_result in zip(data, strategy.tasks):
         assert task_result.ranking[:k] == human_order(task)[:k]
         assert len(task_result.comparisons) <= budget
-        settled = [cid for cid in task_result.ranking if task_result.extras[cid]["settled"]]
+        settled = [cid for cid in task_result.ranking if task_result.extras[cid].settled]
         assert settled == task_result.ranking[:k]
     unordered = [(task_id, frozenset((a, b))) for task_id, a, b in judge.asked]
     assert len(unordered) == len(set(unordered))  # never the same pair twice

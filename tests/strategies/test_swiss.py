@@ -108,7 +108,7 @@ def test_stops_when_every_pair_has_met():
     task = make_task([float(i) for i in range(5)])
     ranking, cost, _ = rank_once(task, SwissStrategy(budget=50.0), SimulatedJudge(seed=0))
     assert cost.comparisons == 10
-    assert all(extra["played"] == 4 for extra in ranking.extras.values())
+    assert all(extra.played == 4 for extra in ranking.extras.values())
 
 
 @pytest.mark.parametrize("spec,word", [("budget=0", "budget must be > 0"), ("budget=nan", "budget must be > 0"),
@@ -134,7 +134,7 @@ def test_points_aggregate_is_the_share_of_points_with_a_schedule_tiebreak():
     task = distinct_scores_task(3, n=6)
     ranking, _, source = rank_once(task, SwissStrategy(comparisons=9, aggregate="points"), perfect_judge(), seed=1)
     for cid, extra in ranking.extras.items():
-        assert ranking.scores[cid] == pytest.approx(extra["points"] / extra["played"])
+        assert ranking.scores[cid] == pytest.approx(extra.points / extra.played)
     assert ranking.ranking is not None and sorted(ranking.ranking) == sorted(task.candidate_ids)
     shares = [ranking.scores[cid] for cid in ranking.ranking]
     assert shares == sorted(shares, reverse=True)
