@@ -47,9 +47,10 @@ class TaskResult:
     @property
     def has_elimination_rounds(self) -> bool:
         """Whether candidates were eliminated round by round (knockout, double elimination): there
-        is a champion, and every other candidate with extras reports the round it was eliminated in."""
-        return self.champion is not None and bool(self.extras) and all(
-            extras.eliminated_round is not None or cid == self.champion for cid, extras in self.extras.items())
+        is a champion, every other candidate with extras reports the round it was eliminated in, and
+        there was at least one round."""
+        others = [extras for cid, extras in self.extras.items() if cid != self.champion]
+        return self.champion is not None and bool(others) and all(e.eliminated_round is not None for e in others)
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "scores": self.scores, "ranking": self.ranking,
