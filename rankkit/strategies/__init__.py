@@ -1,7 +1,6 @@
 """Ranking strategies, one module each, all behind one registry (see :mod:`rankkit.strategies.base`)."""
 
 from rankkit.strategies.base import (
-    Plan,
     Ranking,
     Strategy,
     describe_parameters,
@@ -11,5 +10,5 @@ from rankkit.strategies.base import (
     strategy_classes,
 )
 
-__all__ = ["Plan", "Ranking", "Strategy", "describe_parameters", "make_strategy", "rank_by_score", "register",
+__all__ = ["Ranking", "Strategy", "describe_parameters", "make_strategy", "rank_by_score", "register",
            "strategy_classes"]

@@ -67,11 +67,11 @@ import random
 from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import coin_order, judgments_per_duel
+from rankkit.order import coin_order
 from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import Posterior, bt_posterior  # noqa: F401  (bt_posterior: re-exported)
-from rankkit.strategies._budget import check_budget, duel_records, mean_grades, task_duels
+from rankkit.strategies._budget import budget_judgments, check_budget, duel_records, mean_grades, task_duels
 from rankkit.strategies._graded import corrected_grades
 from rankkit.strategies._pair_choice import (  # noqa: F401  (the unused ones: re-exported, as before the split)
     candidate_pairs,
@@ -83,7 +83,7 @@ from rankkit.strategies._pair_choice import (  # noqa: F401  (the unused ones: r
     order_doubt,
     pick_batch,
 )
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.strategies.base import Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
@@ -222,9 +222,9 @@ class ActiveStrategy(Strategy):
                         "stopped": stopped} for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        """The budget: exact without ``settle``; with it, an upper bound (it may stop sooner)."""
-        n = len(task.candidates)
-        duels = task_duels("active", task.task_id, n, self.budget, self.comparisons, self.order)
-        return Plan(comparisons=duels * judgments_per_duel(self.order), exact=not self.settle,
-                    note="the budget; stops sooner once settled" if self.settle else "the budget")
+    def exact_judgments(self, n_candidates: int) -> int | None:
+        """The budget, without ``settle`` (with it, it may stop sooner once settled)."""
+        return None if self.settle else self.max_judgments(n_candidates)
+
+    def max_judgments(self, n_candidates: int) -> int:
+        return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)

@@ -61,33 +61,6 @@ class Ranking:
         return sorted(self.scores, key=lambda cid: (-self.scores[cid], position.get(cid, 0)))
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What a strategy will ask on one task, known before anything is asked (``--dry-run``).
-
-    comparisons: the pairwise judgments it will use, counted as the run's ``comparisons`` column
-        counts them (distinct ordered pairs): exact, or an upper bound when ``exact`` is False.
-    grades: the pointwise judgments it will use (exact, or an upper bound).
-    exact: whether both counts are exact.
-    pairs: ordered pairs (first shown first) certain to be asked — all of them when the strategy's
-        pairs are fixed in advance, a part (knockout's first round) when later ones depend on verdicts.
-    points: candidates certain to be graded.
-    note: how the counts were obtained, shown beside them (e.g. "later rounds depend on verdicts").
-    """
-
-    comparisons: int
-    grades: int = 0
-    exact: bool = True
-    pairs: tuple[tuple[str, str], ...] = ()
-    points: tuple[str, ...] = ()
-    note: str = ""
-
-    @property
-    def complete(self) -> bool:
-        """Whether every judgment is known in advance (so the cache can be asked about each)."""
-        return self.exact and len(set(self.pairs)) == self.comparisons and len(set(self.points)) == self.grades
-
-
 class Strategy:
     """Base class: subclasses are frozen dataclasses decorated with :func:`register`.
 
@@ -105,19 +78,21 @@ class Strategy:
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         raise NotImplementedError
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        """What :meth:`rank` will ask on ``task``, without asking (see :class:`Plan`).
+    def exact_judgments(self, n_candidates: int) -> int | None:
+        """How many judgments (comparisons + grades, counted as the run counts them) :meth:`rank`
+        uses on a task of ``n_candidates`` whatever the verdicts, when that number is fixed (a
+        knockout's N − 1); None when it is not, or not declared.
 
-        rng: a generator seeded exactly like the one :meth:`rank` gets, so a strategy whose pairs
-            are drawn at random can name them; a plan must draw from it in the same order as rank.
-
-        The default holds for any strategy, because a run counts each ordered pair and each grade
-        once: at most N(N−1) comparisons and N grades. Strategies override it with their own
-        exact count or tighter bound.
+        Only the dry run (``--dry-run``) reads it and :meth:`max_judgments`, and only for a
+        strategy whose path depends on verdicts (see :mod:`rankkit.plan.dry_run`): with them, its
+        figures there are exact or bounds rather than estimates.
         """
-        n = len(task.candidates)
-        return Plan(comparisons=n * (n - 1), grades=n, exact=False,
-                    note="bound for any strategy: each ordered pair and each grade once")
+        return None
+
+    def max_judgments(self, n_candidates: int) -> int | None:
+        """The most judgments :meth:`rank` can use on a task of ``n_candidates``, whatever the
+        verdicts (default: :meth:`exact_judgments`); None when not declared."""
+        return self.exact_judgments(n_candidates)
 
     # -- presentation order -----------------------------------------------------------------
     @classmethod

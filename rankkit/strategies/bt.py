@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, ClassVar
 from rankkit.ratings import bradley_terry
 from rankkit.specs import SpecError
 from rankkit.stats import bootstrap
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
-from rankkit.strategies.elo import all_pairs_plan, play_all_pairs, points_and_games
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.elo import all_pairs_judgments, play_all_pairs, points_and_games
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -72,5 +72,5 @@ class BradleyTerryStrategy(Strategy):
             ratings = bradley_terry(records, ids, alpha=self.alpha)
         return Ranking(scores=ratings, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        return all_pairs_plan(task, self.order, rng)
+    def exact_judgments(self, n_candidates: int) -> int:
+        return all_pairs_judgments(n_candidates, self.order)

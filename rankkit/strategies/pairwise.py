@@ -6,8 +6,8 @@ import random
 from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import planned_pairs
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
+from rankkit.order import judgments_per_duel
+from rankkit.strategies.base import Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -55,12 +55,6 @@ class PairwiseStrategy(Strategy):
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids},
                        extras={cid: extras[cid] for cid in task.candidate_ids})
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        # The same draws as rank: the shuffle, the odd one's opponent, then (order=random) the coins.
-        ids = task.candidate_ids
-        rng.shuffle(ids)
-        pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
-        if len(ids) % 2:
-            pairs.append((ids[-1], rng.choice(ids[:-1])))
-        ordered = tuple(dict.fromkeys(planned_pairs(pairs, self.order, rng)))
-        return Plan(comparisons=len(ordered), pairs=ordered)
+    def exact_judgments(self, n_candidates: int) -> int:
+        """One duel per two candidates (and one for the odd one out)."""
+        return (n_candidates + 1) // 2 * judgments_per_duel(self.order) if n_candidates > 1 else 0
