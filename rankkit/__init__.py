@@ -1,33 +1,37 @@
 """rankkit: rank candidate answers with an LLM as the judge, and compare ranking strategies fairly.
 
-The public Python API in one place (heavy backends such as torch load only when a judge needs them)::
+The library in two calls (heavy backends such as torch load only when a judge needs them)::
 
-    from rankkit import load_tasks, make_judge, make_strategy, run
+    import rankkit
+    ranking = rankkit.rank(task, strategy="knockout", judge="sim:preset=gpt4")   # one task
+    result = rankkit.compare("tasks.jsonl", strategies=["knockout", "bt"])       # many, side by side
+
+See :mod:`rankkit.api`. The concepts behind them: a :class:`Task` and its candidates, a strategy
+(:mod:`rankkit.strategies`), a judge (:mod:`rankkit.judges`), the :class:`JudgmentCache`.
 """
 
-from rankkit.tasks import Candidate, Task, TaskFormatError, load_tasks
+from __future__ import annotations
 
-__version__ = "0.1.0"
+from importlib import import_module
+from typing import Any
 
-__all__ = ["Candidate", "Task", "TaskFormatError", "load_tasks", "make_judge", "make_strategy", "run",
-           "JudgmentCache", "MatchGraph", "__version__"]
+__version__ = "0.2.0"
+
+#: Public names, each loaded from its module on first use, so `import rankkit` stays light.
+_EXPORTS = {
+    "rank": "rankkit.api", "compare": "rankkit.api",
+    "Task": "rankkit.tasks", "Candidate": "rankkit.tasks", "load_tasks": "rankkit.tasks",
+    "RankkitError": "rankkit.errors", "TaskFormatError": "rankkit.errors",
+    "Judge": "rankkit.judges.base", "make_judge": "rankkit.judges",
+    "Strategy": "rankkit.strategies.base", "Ranking": "rankkit.strategies.base",
+    "make_strategy": "rankkit.strategies.base", "register": "rankkit.strategies.base",
+    "JudgmentCache": "rankkit.cache", "RunResult": "rankkit.results", "run": "rankkit.runner",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
 
 
-def __getattr__(name: str):
-    # Lazy re-exports keep `import rankkit` light (no scipy/networkx until they are used).
-    if name == "make_judge":
-        from rankkit.judges import make_judge
-        return make_judge
-    if name == "make_strategy":
-        from rankkit.strategies import make_strategy
-        return make_strategy
-    if name == "run":
-        from rankkit.runner import run
-        return run
-    if name == "JudgmentCache":
-        from rankkit.cache import JudgmentCache
-        return JudgmentCache
-    if name == "MatchGraph":
-        from rankkit.matches import MatchGraph
-        return MatchGraph
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'rankkit' has no attribute {name!r}")

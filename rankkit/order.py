@@ -1,14 +1,13 @@
-"""The presentation orders (``given``, ``random``, ``both``) and the small helpers strategies and plans share.
+"""The presentation orders (``given``, ``random``, ``both``) and the small helpers strategies share.
 
 What each order means, and which one every strategy uses by default, is stated once, in the
 module docstring of :mod:`rankkit.matches`, whose :class:`~rankkit.matches.MatchSource` applies
-it. This module has no heavy imports, so strategies' dry-run plans use it without loading networkx.
+it. This module has no heavy imports, so strategies use it without loading networkx.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Sequence
 
 from rankkit.specs import SpecError
 
@@ -30,14 +29,3 @@ def judgments_per_duel(order: str) -> int:
 def coin_order(a: str, b: str, rng: random.Random) -> tuple[str, str]:
     """The pair in a seeded random order: one draw from ``rng``; below ½ keeps it as passed."""
     return (a, b) if rng.random() < 0.5 else (b, a)
-
-
-def planned_pairs(pairs: Sequence[tuple[str, str]], order: str, rng: random.Random) -> list[tuple[str, str]]:
-    """The ordered pairs a match source asks the judge for ``pairs`` under ``order``, drawing
-    from ``rng`` exactly as :meth:`rankkit.matches.MatchSource.play_many` does for pairs not met
-    before: for a strategy's dry-run :meth:`~rankkit.strategies.base.Strategy.plan`."""
-    if order == "both":
-        return list(pairs) + [(b, a) for a, b in pairs]
-    if order == "random":
-        return [coin_order(a, b, rng) for a, b in pairs]
-    return list(pairs)

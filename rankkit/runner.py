@@ -35,7 +35,8 @@ R = TypeVar("R")
 
 def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
         cache: JudgmentCache | NullCache | None = None, seed: int = 0, progress: bool = False,
-        judge_spec: str = "", data: str = "", workers: int | None = None) -> RunResult:
+        judge_spec: str = "", data: str = "", workers: int | None = None, expected: int | None = None
+        ) -> RunResult:
     """Rank every task with every strategy.
 
     Parameters
@@ -48,6 +49,9 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
         Seeds every strategy's generator, per task.
     progress:
         Show a progress bar on stderr (the CLI does; library calls default to quiet).
+    expected:
+        The judgments the run is expected to use, the bar's total (the CLI gives
+        :func:`rankkit.plan.expected_judgments`); None shows a count without a total.
     judge_spec, data:
         Recorded in the result (how the judge and data were named).
     workers:
@@ -58,8 +62,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
     A :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per strategy.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
-    bar = RunProgress(len(tasks), disable=not progress,
-                      expected=expected_judgments(tasks, strategies, seed) if progress else None)
+    bar = RunProgress(len(tasks), disable=not progress, expected=expected)
     runs = [StrategyRun(strategy=s) for s in strategies]
 
     def rank_task(task: Task, memo: JudgmentMemo) -> list[tuple[TaskResult, float]]:
@@ -173,21 +176,6 @@ def _work_concurrently(tasks: Sequence[Task], work: Callable[[Task], Any], dispa
         finally:
             for future in window:
                 future.cancel()
-
-
-def expected_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy], seed: int,
-                       max_candidates: int = 256) -> int | None:
-    """The judgments the run will use, from the strategies' plans (an upper bound for adaptive
-    and sorting strategies), for the progress bar's ETA; None when tasks are too large to plan
-    cheaply (a plan may list every pair)."""
-    if any(len(task.candidates) > max_candidates for task in tasks):
-        return None
-    total = 0
-    for task in tasks:
-        for strategy in strategies:
-            plan = strategy.plan(task, task_rng(seed, task.task_id))
-            total += plan.comparisons + plan.grades
-    return total
 
 
 class RunProgress:

@@ -31,7 +31,7 @@ import random
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import handles, json_object_line, read_source
@@ -187,6 +187,48 @@ def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int 
         raw = raw[:limit]
     if not raw:
         raise TaskFormatError(path, None, None, "no tasks in file")
+    tasks = [_validate(path, line, obj) for line, obj in raw]
+    lines = [line for line, _ in raw]
+    _check_unique_task_ids(path, tasks, lines)
+    return _resolve_criterion(path, tasks, lines, criterion)
+
+
+def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | None = None,
+                       where: str = "tasks") -> list[Task]:
+    """Tasks from dicts in the task schema (what one JSONL line holds), validated like a file.
+
+    Parameters
+    ----------
+    records:
+        One dict per task: ``task_id``, ``prompt``, ``candidates`` (each ``id``, ``text``,
+        optional ``system`` and ``human``), optional ``reference`` and ``meta``.
+    criterion:
+        The human score used as ground truth (as in :func:`load_tasks`).
+    where:
+        How errors name the source (``where:N`` is the N-th record, counting from 1).
+
+    Returns
+    -------
+    The tasks; a :class:`TaskFormatError` naming the record and field when one is malformed.
+
+    Example
+    -------
+    >>> task, = tasks_from_records([{"task_id": "q1", "prompt": "2+2?", "candidates": [
+    ...     {"id": "a", "text": "4", "human": {"ok": 1}}, {"id": "b", "text": "5", "human": {"ok": 0}}]}])
+    >>> task.candidate_ids, task.criterion
+    (['a', 'b'], 'ok')
+    """
+    raw = []
+    for number, record in enumerate(records, start=1):
+        if not isinstance(record, Mapping):
+            raise TaskFormatError(where, number, None, f"expected a task object, got {type(record).__name__}")
+        copy = dict(record)  # validation consumes the candidates' bookkeeping keys: keep the caller's intact
+        if isinstance(copy.get("candidates"), list):
+            copy["candidates"] = [dict(c) if isinstance(c, Mapping) else c for c in copy["candidates"]]
+        raw.append((number, copy))
+    if not raw:
+        raise TaskFormatError(where, None, None, "no tasks given")
+    path = Path(where)
     tasks = [_validate(path, line, obj) for line, obj in raw]
     lines = [line for line, _ in raw]
     _check_unique_task_ids(path, tasks, lines)

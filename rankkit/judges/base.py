@@ -20,6 +20,7 @@ fingerprint is the cache key.
 from __future__ import annotations
 
 import enum
+import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
@@ -130,14 +131,34 @@ class JudgeError(RankkitError, RuntimeError):
 
 
 class Judge:
-    """Base class of all judges; subclasses implement ``score`` and/or ``compare``.
+    """Base class of all judges; subclasses implement ``grade`` and/or ``compare``.
 
-    Subclasses set ``backend`` and describe their identity in :meth:`fingerprint_fields`; the
-    fingerprint is derived from it. ``simulated`` marks judges whose output is not a real LLM's,
-    so reports can say so.
+    **Identity.** The :attr:`fingerprint` is the cache's name for a judge: two judges with the
+    same fingerprint are served each other's judgments. By default it names the judge's class
+    (module and qualified name) and its public constructor parameters (each ``__init__``
+    parameter stored on the instance under the same name), so two judges written by users never
+    share cached judgments unless they are the same class built with the same parameters. A judge
+    declares a different identity by setting ``backend`` (a name of its own instead of the class)
+    and overriding :meth:`fingerprint_fields` (everything that changes a judgment: model,
+    template, decoding...); bump ``version`` when the same parameters start giving other answers.
+    ``simulated`` marks judges whose output is not a real LLM's, so reports can say so.
+
+    Example
+    -------
+    >>> class Longer(Judge):
+    ...     def __init__(self, margin: float = 1.0):
+    ...         self.margin = margin
+    ...     def compare(self, task, first, second):
+    ...         ...
+    >>> Longer(2.0).fingerprint_fields()
+    {'margin': 2.0}
+    >>> json.loads(Longer(2.0).fingerprint)["judge"].endswith(".Longer")
+    True
+    >>> Longer(2.0).fingerprint == Longer(3.0).fingerprint
+    False
     """
 
-    backend: ClassVar[str] = "base"
+    backend: ClassVar[str | None] = None
     version: ClassVar[str] = "1"
     simulated: ClassVar[bool] = False
     supports_pointwise: ClassVar[bool] = True
@@ -151,18 +172,40 @@ class Judge:
     fills_batches: bool = False
 
     def fingerprint_fields(self) -> dict[str, Any]:
-        """Everything that changes a judgment: model, template, decoding parameters..."""
-        return {}
+        """Everything that changes a judgment: model, template, decoding parameters...
+
+        The default is the public constructor parameters (see the class docstring); a value that
+        is itself a judge stands for its fingerprint. Raises :class:`TypeError` for a parameter
+        whose value has no stable text form (an object printed with its memory address): such a
+        judge must say what its identity is by overriding this method.
+        """
+        fields: dict[str, Any] = {}
+        for name in inspect.signature(type(self).__init__).parameters:
+            if name == "self" or name.startswith("_") or name not in vars(self):
+                continue
+            value = vars(self)[name]
+            if isinstance(value, Judge):
+                value = value.fingerprint
+            elif not isinstance(value, (str, int, float, bool, type(None), list, tuple, dict)):
+                text = repr(value)
+                if " at 0x" in text:
+                    raise TypeError(f"judge {type(self).__qualname__}: parameter {name!r} ({text}) has no stable "
+                                    f"identity; override fingerprint_fields() to name what changes its judgments")
+                value = text
+            fields[name] = value
+        return fields
 
     @property
     def fingerprint(self) -> str:
-        fields = {"backend": self.backend, "version": self.version, **self.fingerprint_fields()}
+        """The judge's identity as a JSON string (see the class docstring)."""
+        name = {"backend": self.backend} if self.backend else {"judge": f"{type(self).__module__}.{type(self).__qualname__}"}
+        fields = {**name, "version": self.version, **self.fingerprint_fields()}
         return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
 
     @property
     def description(self) -> str:
         """A short human-readable name for tables and reports."""
-        return self.backend
+        return self.backend or type(self).__name__
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
         """Everything besides the fingerprint that this judge's answer to a request depends on.
@@ -179,10 +222,10 @@ class Judge:
 
     # -- single judgments ---------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:
-        raise NotImplementedError(f"judge {self.backend!r} does not grade single answers")
+        raise NotImplementedError(f"judge {self.description!r} does not grade single answers")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        raise NotImplementedError(f"judge {self.backend!r} does not compare pairs")
+        raise NotImplementedError(f"judge {self.description!r} does not compare pairs")
 
     # -- batched judgments --------------------------------------------------------------------
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:

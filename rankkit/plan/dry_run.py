@@ -1,43 +1,100 @@
 """The dry run: what each strategy of a run will ask the judge, and where each judgment would come from.
 
-For every strategy and task, :meth:`rankkit.strategies.Strategy.plan` says how many comparisons
-and grades the strategy will use — exactly, or as an upper bound — and which of them are known in
-advance. Then each judgment is placed where the run would find it:
+A dry run *is* the run: :func:`rankkit.runner.run` with the same tasks, strategies and seed, on a
+:class:`~rankkit.plan.stand_in.StandInJudge` (the judge's identity, stand-in verdicts, never a
+call) and a :class:`~rankkit.plan.stand_in.ReadOnlyCache` (the persistent cache, never written).
+Each strategy runs its own ``rank()``, so a new strategy gets a dry run without writing anything
+for it, and the run's own cost accounting says, per strategy, what it uses:
 
-* **cached** — already in the persistent judgment cache (looked up under the judge's fingerprint
-  and :meth:`~rankkit.judges.base.Judge.request_key`, as the run does);
-* **shared** — made earlier in the same run by a strategy listed before it (the shared match
-  graph), so free;
-* **new** — to be paid for.
+* **comparisons**, **grades** — the distinct judgments it uses;
+* **cached** — found in the persistent judgment cache;
+* **shared** — made earlier in the same run by a strategy listed before it, so free;
+* **new** — to be paid for; and, for judges that read prompts, the prompt tokens of the new
+  judgments (their prompts rendered, 4 characters per token).
 
-When a strategy's judgments are all known in advance (``individual``, ``pairwise``, ``elo``,
-``bt``, ``panel_elo``) every figure is exact. When later judgments depend on earlier verdicts
-(knockout after round 1, swiss, active, heapsort, sliding), the strategy is *replayed on the
-cache*: it runs with a stand-in judge that answers only from the cache, so a fully cached task
-gives exact figures, and otherwise the replay stops at the first judgment not cached — what it
-found is a lower bound of the cached ones, and ``new`` is an upper bound. Rows say which.
+**Exact or bound.** A strategy's path can depend on verdicts nobody knows yet (which answers meet
+in knockout's second round, what a sort compares next). So the run is repeated under every
+stand-in policy of :data:`~rankkit.plan.stand_in.POLICIES` (the answer shown first always wins,
+so a pair shown in both orders ties; a consistent judge and its opposite; a consistent judge with
+another order), and per task:
 
-Judgments are counted per candidate, as the run counts them: two candidates with the same text
-are the same question to a judge that reads only the text, and the run asks both when they come in
-one batch (as every strategy whose pairs are known in advance asks), but may find the second in
-the cache when it comes in a later round; the dry run then counts one judgment too many.
+1. when every verdict given on the task, up to and including this strategy, came from the cache
+   (nothing new under any policy), every strategy took the path the run will take: every figure
+   is exact;
+2. when the strategy asks the same comparisons, in the same order, with the same counts under
+   every policy, its path does not depend on the verdicts (``individual``, ``pairwise``, ``elo``,
+   ``bt``, a round robin of your own): every figure is exact — unless the strategy declares that
+   its path depends on verdicts, by declaring a worst case
+   (:meth:`~rankkit.strategies.base.Strategy.max_judgments`) but no fixed number
+   (:meth:`~rankkit.strategies.base.Strategy.exact_judgments`), as ``heapsort``, ``sliding``,
+   ``double_elimination`` and ``active`` with ``settle`` do: a few policies cannot try every path;
+3. otherwise a figure is exact only when the verdicts cannot change it: ``comparisons`` and
+   ``grades`` when the strategy declares a fixed number (``knockout``'s N − 1, ``swiss``'s budget)
+   and used it under every policy; ``cached`` when the cache is empty; ``shared`` when no strategy
+   before it used a judgment on the task; ``new`` when those four are exact; and when strategies
+   before it asked every ordered pair and it grades nothing, whatever it asks is shared:
+   ``cached`` and ``new`` are 0. The other figures depend on the verdicts:
+   ``comparisons``, ``grades`` and ``new`` are the most seen under any policy, raised to the
+   strategy's declared worst case and marked ``≤`` (at most, whatever the verdicts); without a
+   declared worst case they are the most seen, marked ``~`` (an estimate). ``cached`` and
+   ``shared`` are the fewest seen, marked ``~`` (``shared`` takes the mark of the judgments used
+   when they are all shared).
 
-For judges that read prompts (``hf:``, ``smollm2``, ``openai:``), the prompts of the new judgments
-are rendered and their tokens estimated at 4 characters per token (no tokenizer is loaded); a new
-judgment whose pair is not known in advance counts as the task's mean prompt.
+Rule 2 is strong evidence, not proof, for a strategy that declares nothing: one whose choices the
+policies happen not to move would be called exact. Declaring ``max_judgments`` makes its figures
+bounds that hold.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from rankkit.cache import NullCache
 from rankkit.judges.base import Judge
-from rankkit.plan.replay import Key, replay_on_cache
+from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
-from rankkit.strategies.base import Plan, Strategy
-from rankkit.tasks import Task, task_rng
+from rankkit.strategies.base import Strategy
+from rankkit.tasks import Task
+
+#: Why a figure is marked, shown in the row's note.
+BOUND_NOTE = "its path depends on verdicts: at most its declared max_judgments"
+ESTIMATE_NOTE = "its path depends on verdicts: the most seen under stand-in verdicts (no max_judgments declared)"
+
+
+@dataclass
+class Figures:
+    """What one strategy used on one task in one stand-in run (the columns of the module docstring),
+    and the comparisons it asked, in order (first shown, second shown)."""
+
+    comparisons: int = 0
+    grades: int = 0
+    cached: int = 0
+    shared: int = 0
+    new: int = 0
+    prompt_tokens: int = 0
+    asked: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, task_result: Any) -> "Figures":
+        """The figures of a run's :class:`~rankkit.results.TaskResult`. ``shared`` is what was used
+        and neither cached nor new, so a judgment the strategy reuses from its own earlier rounds is
+        not counted twice."""
+        cost = task_result.cost
+        used = cost.comparisons + cost.grades
+        return cls(comparisons=cost.comparisons, grades=cost.grades, cached=cost.cache_hits,
+                   shared=used - cost.cache_hits - cost.judge_calls, new=cost.judge_calls,
+                   prompt_tokens=cost.prompt_tokens, asked=tuple((m.first, m.second) for m in task_result.comparisons))
+
+    def counts(self) -> tuple[int, ...]:
+        """The counted figures (:data:`COUNTS`; prompt tokens are an estimate, not a count)."""
+        return tuple(getattr(self, figure) for figure in COUNTS)
+
+
+#: The figures that are counted (tokens are estimated, and follow ``new``).
+COUNTS = ("comparisons", "grades", "cached", "shared", "new")
+#: The counts of judgments used, whatever their origin.
+USED = ("comparisons", "grades")
 
 
 @dataclass
@@ -45,9 +102,7 @@ class PlanRow:
     """One strategy's figures over all tasks (see the module docstring for the columns).
 
     prompt_tokens: estimated prompt tokens of the new judgments (None for judges without prompts).
-    bounds: the figures that are not exact, each with ``≤`` (at most), ``≥`` (at least) or ``~``
-        (approximate: a bound in one direction on some tasks and the other on others). Whatever the
-        bounds, ``new`` is never below the judgments the run pays for.
+    bounds: the figures that are not exact, each with ``≤`` (at most) or ``~`` (an estimate).
     notes: why figures are not exact.
     """
 
@@ -66,7 +121,8 @@ class PlanRow:
         return not self.bounds
 
     def mark(self, figure: str, symbol: str, note: str = "") -> None:
-        """Record that ``figure`` is a bound (``≤`` or ``≥``) on at least one task, and why."""
+        """Record that ``figure`` is a bound (``≤``) or an estimate (``~``) on at least one task,
+        and why; a figure that is ``≤`` on some tasks and ``~`` on others is ``~``."""
         previous = self.bounds.get(figure)
         self.bounds[figure] = symbol if previous in (None, symbol) else "~"
         if note and note not in self.notes:
@@ -102,182 +158,198 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             seed: int = 0) -> DryRun:
     """Work out what ``run(tasks, strategies, judge, cache, seed)`` would ask, without asking.
 
-    judge: the judge's identity is all that is used (build it with :func:`plan_judge` to avoid
-        loading a model); cache: the persistent cache (None: empty).
+    Parameters:
+        tasks, strategies, seed: as the run gets them.
+        judge: only its identity is used (build it with :func:`~rankkit.plan.judge.plan_judge` to
+            avoid loading a model); it is never asked anything.
+        cache: the persistent cache, read and never written (None: no cache).
+
+    Returns:
+        One :class:`PlanRow` per strategy, in order.
     """
-    cache = cache if cache is not None else NullCache()
-    cache_empty = len(cache) == 0
     sizes = PromptSizes(judge) if PromptSizes.applies(judge) else None
-    states = {task.task_id: TaskState() for task in tasks}
+    cache_empty = cache is None or len(cache) == 0
+    runs = [stand_in_run(tasks, strategies, judge, cache, seed, policy, sizes) for policy in POLICIES]
     rows = []
-    for strategy in strategies:
+    for index, strategy in enumerate(strategies):
         row = PlanRow(strategy.label, prompt_tokens=0.0 if sizes else None)
-        for task in tasks:
-            _plan_task(row, strategy, task, judge, cache, cache_empty, seed, states[task.task_id], sizes)
+        for task_index, task in enumerate(tasks):
+            # Per policy, the figures on this task of every strategy up to this one (this one last).
+            history = [[per_task[task_index] for per_task in figures[:index + 1]] for figures in runs]
+            add_task(row, strategy, task, history, cache_empty, sizes)
         rows.append(row)
-    notes = []
-    if sizes is not None:
-        notes.append(f"prompt tokens estimated at {CHARS_PER_TOKEN} characters per token")
-        if getattr(judge, "mode", "") == "generate":
-            notes.append(f"plus up to {judge.max_new_tokens} generated tokens per new judgment (and one retry "
-                         f"per verdict that fails to parse)")
-        if getattr(judge, "prepair", False):
-            notes.append("PREPAIR: one analysis per answer not yet analysed comes on top, and its text on top of "
-                         "each decision prompt")
-        if getattr(judge, "calibrate", False):
-            notes.append("calibrate: a comparison whose swapped order is not judged anyway is also read swapped "
-                         "(up to twice the prompt tokens of comparisons)")
-    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=notes)
+    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=judge_notes(judge, sizes))
 
 
-def _keys(plan: Plan) -> list[Key]:
-    """The judgments a plan names."""
-    return [("pair", pair) for pair in dict.fromkeys(plan.pairs)] + [("point", (c,)) for c in dict.fromkeys(plan.points)]
+def task_context(task: Task, history: Sequence[Sequence[Figures]], cache_empty: bool) -> set[str]:
+    """What holds on a task for a strategy whatever the verdicts:
 
+    * ``all_cached`` — every verdict given on the task, up to and including this strategy's, came
+      from the cache (nothing new under any policy);
+    * ``first_on_task`` — no strategy before it used a judgment on the task;
+    * ``pairs_covered`` — strategies before it asked every ordered pair, so whatever comparison it
+      asks is shared;
+    * ``cache_empty`` — the persistent cache holds nothing.
 
-def _in_cache(cache: Any, judge: Judge, task: Task, key: Key) -> bool:
-    """Whether the cache holds the judgment, looked up as the match layer does."""
-    return cache.get(judge.fingerprint, key[0], judge.request_key(task, *map(task.candidate, key[1]))) is not None
-
-
-@dataclass
-class TaskState:
-    """What the strategies planned so far know about one task's judgments.
-
-    seen: the judgments earlier strategies are known to make.
-    uncertain: the kinds (``pair``, ``point``) of which some earlier strategy makes judgments not
-        identified in advance (knockout's later rounds), which may coincide with this strategy's:
-        then its cached and new figures become bounds.
+    history: per policy, the figures on the task of every strategy up to this one (this one last).
     """
-
-    seen: set[Key] = field(default_factory=set)
-    uncertain: set[str] = field(default_factory=set)
-    #: How many comparisons not identified in advance earlier strategies make, when that is known
-    #: exactly (one such strategy, the first on the task, with an exact count and nothing cached).
-    unidentified_pairs: int | None = None
-
-    def affects(self, plan: Plan) -> bool:
-        """Whether judgments not identified in advance may coincide with this plan's."""
-        return bool(("pair" in self.uncertain and plan.comparisons) or ("point" in self.uncertain and plan.grades))
-
-
-UNCERTAIN_NOTE = "an earlier strategy's later judgments are not known in advance; some may be reused here"
+    n = len(task.candidates)
+    earlier = [figures for policy in history for figures in policy[:-1]]
+    context = {"cache_empty"} if cache_empty else set()
+    if not any(figures.new for policy in history for figures in policy):
+        context.add("all_cached")
+    if not any(figures.comparisons + figures.grades for figures in earlier):
+        context.add("first_on_task")
+    if all(len({pair for figures in policy[:-1] for pair in figures.asked}) == n * (n - 1) for policy in history):
+        context.add("pairs_covered")
+    return context
 
 
-def _plan_task(row: PlanRow, strategy: Strategy, task: Task, judge: Judge, cache: Any, cache_empty: bool,
-               seed: int, state: TaskState, sizes: PromptSizes | None) -> None:
-    """Add one task's figures to ``row`` (the cases are those of the module docstring)."""
-    plan = strategy.plan(task, task_rng(seed, task.task_id))
-    seen = state.seen
-    known = _keys(plan)
-    cached_known = {key for key in known if key not in seen and _in_cache(cache, judge, task, key)}
-    uncertain = state.affects(plan)
-    if plan.complete:
-        row.comparisons += plan.comparisons
-        row.grades += plan.grades
-        new_keys = [key for key in known if key not in seen and key not in cached_known]
-        row.cached += len(cached_known)
-        row.shared += len(set(known) & seen)
-        n = len(task.candidates)
-        if (uncertain and "point" not in state.uncertain and state.unidentified_pairs is not None
-                and len(set(plan.pairs)) == n * (n - 1)):
-            # It judges every ordered pair, so it reuses whatever comparisons were made before,
-            # identified or not — and how many were not is known.
-            row.shared += state.unidentified_pairs
-            row.new += len(new_keys) - state.unidentified_pairs
-            if sizes is not None:  # which pairs are reused is not known: charge the mean prompt
-                row.prompt_tokens += (len(new_keys) - state.unidentified_pairs) * sizes.mean(task, "pair")
-            seen.update(known)
-            # Every ordered pair is now made, so the unidentified comparisons are among them.
-            state.uncertain.discard("pair")
-            state.unidentified_pairs = None
-            return
-        row.new += len(new_keys)
-        if uncertain:
-            for figure, symbol in (("cached", "≤"), ("shared", "≥"), ("new", "≤")):
-                row.mark(figure, symbol, UNCERTAIN_NOTE)
-        if sizes is not None:
-            row.prompt_tokens += sum(_size(sizes, task, key) for key in new_keys)
-        _add_seen(state, known)
-        return
-    replay = None if cache_empty else replay_on_cache(strategy, task, judge, cache, seed, seen, bool(state.uncertain))
-    if replay is not None and replay.finished and replay.faithful:
-        # Every judgment it asks is in the graph or the cache: its path, hence every figure, is known.
-        used = replay.cost.comparisons + replay.cost.grades
-        row.comparisons += replay.cost.comparisons
-        row.grades += replay.cost.grades
-        row.cached += replay.cost.cache_hits
-        row.shared += used - replay.cost.cache_hits
-        seen.update(replay.hits)
-        return
-    row.comparisons += plan.comparisons
-    row.grades += plan.grades
-    if not plan.exact:
-        row.mark("comparisons", "≤", plan.note or "an upper bound")
-        if plan.grades:
-            row.mark("grades", "≤")
-    if _all_made_before(task, plan, seen):
-        # Whatever the verdicts, every judgment it could ask was made earlier in the run.
-        row.shared += plan.comparisons + plan.grades
-        if not plan.exact:
-            row.mark("shared", "≤")
-        return
-    # Only a replay that followed the run's path tells which judgments the run will use.
-    hits = set(replay.hits) if replay and replay.faithful else set()
-    found = set(known) | hits
-    shared = found & seen
-    cached = (cached_known | hits) - seen
-    unknown_pairs = plan.comparisons - sum(kind == "pair" for kind, _ in found)
-    unknown_points = plan.grades - sum(kind == "point" for kind, _ in found)
-    unknown = unknown_pairs + unknown_points
-    # Judgments found cached or made earlier are never new, so `new` never undercounts.
-    new = plan.comparisons + plan.grades - len(shared) - len(cached)
-    row.cached += len(cached)
-    row.shared += len(shared)
-    row.new += new
-    # Judgments not identified in advance might be cached or made by an earlier strategy, unless
-    # there are none, or there is nothing cached and no earlier strategy on this task.
-    exact = plan.exact and not uncertain and (unknown == 0 or (cache_empty and not seen))
-    if not exact:
-        note = UNCERTAIN_NOTE if plan.exact and uncertain else plan.note or "an upper bound"
-        row.mark("new", "≤", note)
-        if not cache_empty:  # an empty cache holds nothing, whatever is asked
-            row.mark("cached", "~" if uncertain else "≥")
-        if seen or state.uncertain:  # with no strategy before it on the task, nothing is shared
-            row.mark("shared", "≥")
+def stand_in_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any, seed: int,
+                 policy: str, sizes: PromptSizes | None = None) -> list[list[Figures]]:
+    """Run the strategies on stand-in verdicts of ``policy``; returns each strategy's figures per task.
+
+    Parameters:
+        judge: the judge stood in for; cache: the persistent cache (None: none), never written.
+        sizes: prompt sizes to count in the figures' ``prompt_tokens`` (None: none).
+    """
+    from rankkit.runner import run  # the runner pulls in the metrics, which listing plans never needs
+
+    # --no-cache remembers nothing across strategies beyond the run's own memo; a cache does.
+    memo = NullCache() if cache is None or isinstance(cache, NullCache) else ReadOnlyCache(cache)
+    result = run(tasks, strategies, StandInJudge(judge, policy, sizes), memo, seed=seed, progress=False)
+    return [[Figures.of(task_result) for task_result in strategy_run.tasks] for strategy_run in result.strategies]
+
+
+#: One figure of one task: its value, and its mark ("" exact, "≤" at most, "~" an estimate).
+Estimate = tuple[int, str]
+
+
+def add_task(row: PlanRow, strategy: Strategy, task: Task, history: Sequence[Sequence[Figures]],
+             cache_empty: bool, sizes: PromptSizes | None) -> None:
+    """Add one task's figures (:func:`task_figures`) to ``row``, and the prompt tokens of its new judgments.
+
+    history: per policy, the figures on the task of every strategy up to this one (this one last).
+    """
+    observed = [policy[-1] for policy in history]
+    figures = task_figures(strategy, task, observed, task_context(task, history, cache_empty))
+    for figure, (value, mark) in figures.items():
+        setattr(row, figure, getattr(row, figure) + value)
+        if mark:
+            row.mark(figure, mark, BOUND_NOTE if mark == "≤" else ESTIMATE_NOTE if figure in ("new", *USED) else "")
     if sizes is not None:
-        known_new = [key for key in known if key not in seen and key not in cached]
-        row.prompt_tokens += sum(_size(sizes, task, key) for key in known_new)
-        rest = max(0, new - len(known_new))
-        row.prompt_tokens += rest * sizes.mean(task, "pair" if plan.comparisons else "point")
-    first_on_task = not seen and not state.uncertain
-    _add_seen(state, found)
-    if unknown_pairs > 0:
-        exact_count = first_on_task and plan.exact and cache_empty and unknown_points == 0
-        state.unidentified_pairs = unknown_pairs if exact_count else None
-    state.uncertain |= {kind for kind, count in (("pair", unknown_pairs), ("point", unknown_points)) if count > 0}
+        # The most tokens seen; judgments the declared bound adds count the task's mean prompt.
+        added = figures["new"][0] - max(f.new for f in observed)
+        kind = "pair" if strategy.kind == "pairwise" else "point"
+        row.prompt_tokens += max(f.prompt_tokens for f in observed) + added * sizes.mean(task, kind)
 
 
-def _add_seen(state: TaskState, keys: Iterable[Key]) -> None:
-    """Record judgments a strategy makes. Once identified comparisons join unidentified ones, how
-    many distinct comparisons were made is no longer known (they may coincide)."""
-    if "pair" in state.uncertain:
-        state.unidentified_pairs = None
-    state.seen.update(keys)
+def task_figures(strategy: Strategy, task: Task, observed: Sequence[Figures], context: set[str]) -> dict[str, Estimate]:
+    """One task's figures, from what the strategy did on it under each policy (the rules of the
+    module docstring).
+
+    Parameters:
+        observed: the strategy's figures on the task, one per policy.
+        context: what holds on the task whatever the verdicts (:func:`task_context`).
+
+    Returns:
+        Every figure of :data:`COUNTS`, with its mark.
+    """
+    n = len(task.candidates)
+    exact, worst = strategy.exact_judgments(n), strategy.max_judgments(n)
+    seen = {figure: [getattr(figures, figure) for figures in observed] for figure in COUNTS}
+    if takes_the_run_path(observed, exact, worst, context):
+        return {figure: (values[0], "") for figure, values in seen.items()}
+    figures = used_figures(strategy.kind, seen, exact, worst)
+    figures.update(origin_figures(figures, seen, worst, context))
+    return figures
 
 
-def _all_made_before(task: Task, plan: Plan, seen: set[Key]) -> bool:
-    """Whether earlier strategies of the run made every judgment of the task this plan could need
-    (every ordered pair, and every grade if it grades)."""
-    ids = task.candidate_ids
-    n = len(ids)
-    if len(seen) < (n * (n - 1) if plan.comparisons else 0) + (n if plan.grades else 0):
-        return False  # cheap exit: too few judgments made to cover them all
-    pairs = all(("pair", (a, b)) in seen for a in ids for b in ids if a != b) if plan.comparisons else True
-    return pairs and (not plan.grades or all(("point", (c,)) in seen for c in ids))
+def takes_the_run_path(observed: Sequence[Figures], exact: int | None, worst: int | None, context: set[str]) -> bool:
+    """Rules 1 and 2: every verdict on the task came from the cache, or the strategy took one path
+    under every policy and does not declare that its path depends on verdicts (a worst case with
+    no fixed number)."""
+    if "all_cached" in context:
+        return True
+    declared_adaptive = worst is not None and exact is None
+    return not declared_adaptive and len({(figures.asked, figures.counts()) for figures in observed}) == 1
 
 
-def _size(sizes: PromptSizes, task: Task, key: Key) -> int:
-    cands = [task.candidate(c) for c in key[1]]
-    return sizes.pair(task, *cands) if key[0] == "pair" else sizes.point(task, cands[0])
+def used_figures(kind: str, seen: dict[str, list[int]], exact: int | None, worst: int | None) -> dict[str, Estimate]:
+    """Rule 3 for ``comparisons`` and ``grades``: exact when the strategy declares a fixed number and
+    used it under every policy (or when it never used a judgment of the kind it is not), else bounds.
 
+    kind: the strategy's kind (``pairwise`` or ``pointwise``); seen: each figure under each policy.
+    """
+    totals = {used for used in map(sum, zip(seen["comparisons"], seen["grades"]))}
+    fixed = totals == {exact} and len(set(seen["comparisons"])) == 1
+    main = "comparisons" if kind == "pairwise" else "grades"
+    figures = {}
+    for figure in USED:
+        unused = figure != main and not any(seen[figure])  # e.g. the grades of a pairwise strategy
+        figures[figure] = (seen[figure][0], "") if fixed or unused else at_most(seen[figure], worst)
+    return figures
+
+
+def origin_figures(used: dict[str, Estimate], seen: dict[str, list[int]], worst: int | None,
+                   context: set[str]) -> dict[str, Estimate]:
+    """Rule 3 for ``cached``, ``shared`` and ``new``.
+
+    used: the task's ``comparisons`` and ``grades`` (:func:`used_figures`); seen: each figure under
+    each policy; worst: the strategy's declared worst case; context: as :func:`task_figures` gets it.
+    """
+    total = used["comparisons"][0] + used["grades"][0]
+    marks = {mark for _, mark in used.values()} - {""}
+    if "pairs_covered" in context and not any(seen["grades"]):
+        # Strategies before it asked every ordered pair: whatever it asks is shared.
+        return {"cached": (0, ""), "shared": (total, "~" if "~" in marks else "≤" if marks else ""), "new": (0, "")}
+    cached = (0, "") if "cache_empty" in context else (min(seen["cached"]), "~")
+    shared = (0, "") if "first_on_task" in context else (min(seen["shared"]), "~")
+    if marks or cached[1] or shared[1]:
+        return {"cached": cached, "shared": shared, "new": at_most(seen["new"], worst)}
+    return {"cached": cached, "shared": shared, "new": (total - cached[0] - shared[0], "")}
+
+
+def at_most(values: Sequence[int], worst: int | None) -> Estimate:
+    """A figure that depends on the verdicts: the most seen under any policy, raised to the
+    strategy's declared worst case (``≤``), or without one the most seen (``~``, an estimate)."""
+    return (max(values), "~") if worst is None else (max(max(values), worst), "≤")
+
+
+def judge_notes(judge: Judge, sizes: PromptSizes | None) -> list[str]:
+    """What the prompt-token estimate leaves out, for the judge's options that add work."""
+    if sizes is None:
+        return []
+    notes = [f"prompt tokens estimated at {CHARS_PER_TOKEN} characters per token"]
+    if getattr(judge, "mode", "") == "generate":
+        notes.append(f"plus up to {judge.max_new_tokens} generated tokens per new judgment (and one retry "
+                     f"per verdict that fails to parse)")
+    if getattr(judge, "prepair", False):
+        notes.append("PREPAIR: one analysis per answer not yet analysed comes on top, and its text on top of "
+                     "each decision prompt")
+    if getattr(judge, "calibrate", False):
+        notes.append("calibrate: a comparison whose swapped order is not judged anyway is also read swapped "
+                     "(up to twice the prompt tokens of comparisons)")
+    return notes
+
+
+def expected_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy], seed: int, judge: Judge | None = None,
+                       max_candidates: int = 256) -> int | None:
+    """The judgments a run will use (cached, shared and new alike), for its progress bar's total.
+
+    The strategies run once on the stand-in verdicts of a consistent judge (``ranked``), with no
+    cache: exact for strategies whose path does not depend on verdicts, an estimate for the others.
+    That costs the strategies' own computing once more, which is nothing beside a model judge and
+    as much as the whole run beside a simulated one.
+
+    Parameters:
+        judge: the run's judge, for its identity (request keys); None: any judge's.
+        max_candidates: above this many candidates in a task, None.
+
+    Returns:
+        The number of comparisons and grades; None for a simulated judge or too many candidates.
+    """
+    if (judge is not None and judge.simulated) or any(len(task.candidates) > max_candidates for task in tasks):
+        return None
+    figures = stand_in_run(tasks, strategies, judge if judge is not None else Judge(), None, seed, "ranked")
+    return sum(f.comparisons + f.grades for per_task in figures for f in per_task)

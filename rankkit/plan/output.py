@@ -13,8 +13,8 @@ COLUMNS = (("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", 
 
 
 def display_rows(report: DryRun) -> list[dict[str, Any]]:
-    """Rows for people: each inexact figure prefixed by its bound (``≤`` at most, ``≥`` at
-    least, ``~`` approximately); estimated tokens by ``≈``."""
+    """Rows for people: each inexact figure prefixed by its bound (``≤`` at most, ``~`` an
+    estimate); estimated tokens by ``≈`` (or by the bound of ``new``)."""
     rows = []
     for row in report.rows:
         record = row.as_dict()
@@ -35,16 +35,17 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
     columns = COLUMNS[:-3] + ((("note", "note"),) if any(row.notes for row in report.rows) else ())
     if all(row.prompt_tokens is None for row in report.rows):
         columns = tuple(c for c in columns if c[0] != "est_prompt_tokens")
-    total = f"{'at most ' if any('new' in row.bounds for row in report.rows) else ''}{report.new}"
+    marks = {row.bounds["new"] for row in report.rows if "new" in row.bounds}
+    total = f"{'about ' if '~' in marks else 'at most ' if marks else ''}{report.new}"
     lines = [f"dry run: {report.tasks} tasks{f' from {data}' if data else ''} · judge {report.judge} · "
              f"nothing was judged, no model was loaded",
              render(display_rows(report), columns, fmt),
              f"new judgments to pay for: {total}"]
     tokens = [row.prompt_tokens for row in report.rows if row.prompt_tokens is not None]
     if tokens:
-        lines[-1] += f" · estimated prompt tokens {'≤' if 'at most' in total else '≈'}{round(sum(tokens))}"
+        lines[-1] += f" · estimated prompt tokens {'≤' if marks == {'≤'} else '≈'}{round(sum(tokens))}"
     lines += [f"note: {note}" for note in report.notes]
     if not report.exact:
-        lines.append("≤ at most, ≥ at least, ~ about: where judgments depend on verdicts not yet given, the "
-                     "strategy was replayed on the cache up to the first judgment it lacks")
+        lines.append("≤ at most, ~ an estimate: where a strategy's path depends on verdicts not yet given, it "
+                     "was run on several kinds of stand-in verdicts (see rankkit.plan.dry_run)")
     return ("\n\n" if fmt == "markdown" else "\n").join(lines)

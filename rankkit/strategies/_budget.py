@@ -78,6 +78,13 @@ def duels_in_budget(n_candidates: int, judgments: int, order: str) -> int:
     return min(all_pairs, judgments // judgments_per_duel(order))
 
 
+def budget_judgments(n_candidates: int, budget: float, comparisons: int | None, order: str) -> int:
+    """The most judgments a task's budget buys: its duels, one judgment per order each is shown in
+    (for a strategy's :meth:`~rankkit.strategies.base.Strategy.max_judgments`)."""
+    return duels_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), order) * \
+        judgments_per_duel(order)
+
+
 def duel_records(duels: Sequence[Match]) -> list[Outcome]:
     """The judgments of the duels as :mod:`rankkit.ratings` match records, one per judgment.
 

@@ -56,7 +56,7 @@ exact MAP by line searches along ``Σ·g``, an exact covariance every N/16 steps
 pairs are pre-selected: each candidate with its neighbours in the posterior-mean order
 (:func:`candidate_pairs`). These two approximations can choose other pairs than an exact refit
 would; on 200 candidates they rank as well (the scaling benchmark compares the two). BLAS runs
-single-threaded inside :meth:`ActiveStrategy.rank`: the matrices are small and a multi-threaded
+single-threaded inside :meth:`Active.rank`: the matrices are small and a multi-threaded
 BLAS waiting for busy cores was 10–50 times slower.
 """
 
@@ -67,14 +67,14 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import coin_order, judgments_per_duel
+from rankkit.order import coin_order
 from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import Posterior
-from rankkit.strategies._budget import check_budget, duel_records, task_duels
+from rankkit.strategies._budget import budget_judgments, check_budget, duel_records, task_duels
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
@@ -91,7 +91,7 @@ EXACT_UP_TO = 256
 
 @register("active")
 @dataclass(frozen=True)
-class ActiveStrategy(Strategy):
+class Active(Strategy):
     """Active Bradley–Terry: play the pair (or batch of pairs) with the highest expected
     information under the current posterior; stop at the budget or when the ranking is settled.
 
@@ -212,9 +212,9 @@ class ActiveStrategy(Strategy):
                                        stopped=stopped) for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        """The budget: exact without ``settle``; with it, an upper bound (it may stop sooner)."""
-        n = len(task.candidates)
-        duels = task_duels("active", task.task_id, n, self.budget, self.comparisons, self.order)
-        return Plan(comparisons=duels * judgments_per_duel(self.order), exact=not self.settle,
-                    note="the budget; stops sooner once settled" if self.settle else "the budget")
+    def exact_judgments(self, n_candidates: int) -> int | None:
+        """The budget, without ``settle`` (with it, it may stop sooner once settled)."""
+        return None if self.settle else self.max_judgments(n_candidates)
+
+    def max_judgments(self, n_candidates: int) -> int:
+        return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)

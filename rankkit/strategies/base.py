@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import pkgutil
 import random
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -133,33 +132,6 @@ class Ranking:
         return sorted(self.scores, key=lambda cid: (-self.scores[cid], position.get(cid, 0)))
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What a strategy will ask on one task, known before anything is asked (``--dry-run``).
-
-    comparisons: the pairwise judgments it will use, counted as the run's ``comparisons`` column
-        counts them (distinct ordered pairs): exact, or an upper bound when ``exact`` is False.
-    grades: the pointwise judgments it will use (exact, or an upper bound).
-    exact: whether both counts are exact.
-    pairs: ordered pairs (first shown first) certain to be asked — all of them when the strategy's
-        pairs are fixed in advance, a part (knockout's first round) when later ones depend on verdicts.
-    points: candidates certain to be graded.
-    note: how the counts were obtained, shown beside them (e.g. "later rounds depend on verdicts").
-    """
-
-    comparisons: int
-    grades: int = 0
-    exact: bool = True
-    pairs: tuple[tuple[str, str], ...] = ()
-    points: tuple[str, ...] = ()
-    note: str = ""
-
-    @property
-    def complete(self) -> bool:
-        """Whether every judgment is known in advance (so the cache can be asked about each)."""
-        return self.exact and len(set(self.pairs)) == self.comparisons and len(set(self.points)) == self.grades
-
-
 class Strategy:
     """Base class: subclasses are frozen dataclasses decorated with :func:`register`.
 
@@ -186,19 +158,21 @@ class Strategy:
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         raise NotImplementedError
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        """What :meth:`rank` will ask on ``task``, without asking (see :class:`Plan`).
+    def exact_judgments(self, n_candidates: int) -> int | None:
+        """How many judgments (comparisons + grades, counted as the run counts them) :meth:`rank`
+        uses on a task of ``n_candidates`` whatever the verdicts, when that number is fixed (a
+        knockout's N − 1); None when it is not, or not declared.
 
-        rng: a generator seeded exactly like the one :meth:`rank` gets, so a strategy whose pairs
-            are drawn at random can name them; a plan must draw from it in the same order as rank.
-
-        The default holds for any strategy, because a run counts each ordered pair and each grade
-        once: at most N(N−1) comparisons and N grades. Strategies override it with their own
-        exact count or tighter bound.
+        Only the dry run (``--dry-run``) reads it and :meth:`max_judgments`, and only for a
+        strategy whose path depends on verdicts (see :mod:`rankkit.plan.dry_run`): with them, its
+        figures there are exact or bounds rather than estimates.
         """
-        n = len(task.candidates)
-        return Plan(comparisons=n * (n - 1), grades=n, exact=False,
-                    note="bound for any strategy: each ordered pair and each grade once")
+        return None
+
+    def max_judgments(self, n_candidates: int) -> int | None:
+        """The most judgments :meth:`rank` can use on a task of ``n_candidates``, whatever the
+        verdicts (default: :meth:`exact_judgments`); None when not declared."""
+        return self.exact_judgments(n_candidates)
 
     # -- presentation order -----------------------------------------------------------------
     @classmethod
@@ -254,12 +228,31 @@ def check_compatible(strategies: Iterable[Strategy], judge: "Judge") -> None:
 # -------------------------------------------------------------------------------------------
 # Registry
 
+#: The built-in strategies: name -> ``module:Class``. A module is imported only when its strategy
+#: is asked for, so ranking with one strategy loads one strategy module.
+BUILTIN_STRATEGIES = {
+    "active": "rankkit.strategies.active:Active",
+    "bt": "rankkit.strategies.bt:BradleyTerry",
+    "double_elimination": "rankkit.strategies.double_elimination:DoubleElimination",
+    "elo": "rankkit.strategies.elo:Elo",
+    "heapsort": "rankkit.strategies.heapsort:Heapsort",
+    "individual": "rankkit.strategies.individual:Individual",
+    "knockout": "rankkit.strategies.knockout:Knockout",
+    "pairwise": "rankkit.strategies.pairwise:Pairwise",
+    "panel_elo": "rankkit.strategies.panel_elo:PanelElo",
+    "sliding": "rankkit.strategies.sliding:SlidingWindow",
+    "swiss": "rankkit.strategies.swiss:Swiss",
+}
+
+#: Third-party strategies are found through this entry-point group (see the module docstring).
+ENTRY_POINT_GROUP = "rankkit.strategies"
+
 _REGISTRY: dict[str, type[Strategy]] = {}
-_loaded = False
 
 
 def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
-    """Class decorator: make a strategy available under ``name``."""
+    """Class decorator: make a strategy available under ``name`` (in this process; a package
+    makes it available to every user of rankkit with an entry point instead)."""
 
     def decorate(cls: type[Strategy]) -> type[Strategy]:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
@@ -271,39 +264,51 @@ def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
     return decorate
 
 
-def _load_all() -> None:
-    """Import the built-in strategy modules and the entry-point plug-ins (once)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    # Every module of this package except `base` holds built-in strategies: adding a strategy is
-    # adding a module, with no list to keep in step.
-    package = importlib.import_module("rankkit.strategies")
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name != "base" and not info.name.startswith("_"):
-            importlib.import_module(f"rankkit.strategies.{info.name}")
-    for ep in entry_points(group="rankkit.strategies"):
-        obj = ep.load()
-        if isinstance(obj, type) and issubclass(obj, Strategy) and ep.name not in _REGISTRY:
-            register(ep.name)(obj)
+def _load(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def _plug_ins() -> dict[str, Any]:
+    """The installed packages' strategies, by name (entry points, not yet loaded)."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def strategy_class(name: str) -> type[Strategy]:
+    """The strategy registered under ``name``, importing only its module.
+
+    Looks in this order: strategies registered in this process, the built-ins
+    (:data:`BUILTIN_STRATEGIES`), then the ``rankkit.strategies`` entry points of installed packages.
+    Raises :class:`SpecError` naming the known strategies when there is none.
+    """
+    if name not in _REGISTRY:
+        if name in BUILTIN_STRATEGIES:
+            _load(BUILTIN_STRATEGIES[name])  # its module registers it
+        elif name in (plug_ins := _plug_ins()):
+            loaded = plug_ins[name].load()
+            if not (isinstance(loaded, type) and issubclass(loaded, Strategy)):
+                raise SpecError(f"entry point {name!r} ({plug_ins[name].value}) is not a rankkit Strategy class")
+            register(name)(loaded)
+    if name not in _REGISTRY:
+        raise SpecError(f"unknown strategy {name!r} (known: {', '.join(strategy_classes())})")
+    return _REGISTRY[name]
 
 
 def strategy_classes() -> dict[str, type[Strategy]]:
-    """All registered strategies by name (built-ins and plug-ins)."""
-    _load_all()
+    """Every strategy by name (built-ins, plug-ins and those registered in this process); this
+    imports them all, for listings such as ``rankkit strategies``."""
+    for name in [*BUILTIN_STRATEGIES, *_plug_ins()]:
+        if name not in _REGISTRY:
+            strategy_class(name)
     return dict(sorted(_REGISTRY.items()))
 
 
 def make_strategy(spec: str | Spec) -> Strategy:
     """Build a strategy from a spec such as ``knockout:order=both`` (or ``knockout:debias=true``)."""
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
-    classes = strategy_classes()
-    if parsed.name not in classes:
-        raise SpecError(f"unknown strategy {parsed.name!r} (known: {', '.join(classes)})")
+    cls = strategy_class(parsed.name)
     if parsed.positional:
         raise SpecError(f"strategy {parsed.name}: unexpected value(s) {', '.join(parsed.positional)}; use key=value")
-    cls = classes[parsed.name]
     where = f"strategy {parsed.name}"
     return build_dataclass(cls, debias_as_order(cls, parsed.options, where=where), where=where)
 

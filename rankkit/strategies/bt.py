@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, ClassVar
 from rankkit.ratings import bradley_terry
 from rankkit.specs import SpecError
 from rankkit.stats import bootstrap
-from rankkit.strategies.base import Plan, Ranking, Strategy, register
-from rankkit.strategies.elo import all_pairs_plan, play_all_pairs, points_and_games
+from rankkit.strategies.base import Ranking, Strategy, register
+from rankkit.strategies.elo import all_pairs_judgments, play_all_pairs, points_and_games
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 
 @register("bt")
 @dataclass(frozen=True)
-class BradleyTerryStrategy(Strategy):
+class BradleyTerry(Strategy):
     """All pairs judged, Bradley–Terry ratings (Elo scale); score = rating.
 
     order: ``both`` (default) — judge every pair in both orders, each order a match of its own;
@@ -69,5 +69,5 @@ class BradleyTerryStrategy(Strategy):
             ratings = bradley_terry(records, ids, alpha=self.alpha)
         return Ranking(scores=ratings, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        return all_pairs_plan(task, self.order, rng)
+    def exact_judgments(self, n_candidates: int) -> int:
+        return all_pairs_judgments(n_candidates, self.order)

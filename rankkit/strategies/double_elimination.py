@@ -29,6 +29,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rankkit.order import judgments_per_duel
 from rankkit.ratings import bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._graded import corrected_grades, mean_grades
@@ -67,7 +68,7 @@ def bracket_pairs(alive: list[str], met: set[frozenset[str]], rng: random.Random
 
 @register("double_elimination")
 @dataclass(frozen=True)
-class DoubleEliminationStrategy(Strategy):
+class DoubleElimination(Strategy):
     """Double-elimination tournament: out after two losses, a losers' bracket, a grand final.
 
     order: ``random`` (default) — each duel shown in a seeded random order, a rematch in the order
@@ -152,3 +153,9 @@ class DoubleEliminationStrategy(Strategy):
         extras = {cid: CandidateExtras(losses=losses[cid], eliminated_round=eliminated.get(cid), played=played[cid],
                                        rounds=round_number) for cid in ids}
         return Ranking(scores=scores, champion=champion, extras=extras)
+
+    def max_judgments(self, n_candidates: int) -> int:
+        """2N − 1 duels (with a bracket reset), one judgment per order shown, and never more than
+        every ordered pair once."""
+        n = n_candidates
+        return min(n * (n - 1), (2 * n - 1) * judgments_per_duel(self.order))

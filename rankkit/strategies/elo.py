@@ -18,9 +18,9 @@ from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, elo_over_permutations
-from rankkit.order import planned_pairs
+from rankkit.order import judgments_per_duel
 from rankkit.specs import SpecError
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
@@ -50,10 +50,9 @@ def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Rand
     return judgment_records(matches)
 
 
-def all_pairs_plan(task: Task, order: str, rng: random.Random) -> Plan:
-    """The plan of an all-pairs strategy: every pair, in ``order``, known in advance."""
-    pairs = tuple(planned_pairs(list(combinations(task.candidate_ids, 2)), order, rng))
-    return Plan(comparisons=len(pairs), pairs=pairs)
+def all_pairs_judgments(n_candidates: int, order: str) -> int:
+    """The judgments of an all-pairs strategy: every pair, once per order shown."""
+    return n_candidates * (n_candidates - 1) // 2 * judgments_per_duel(order)
 
 
 def points_and_games(records: Sequence[Outcome], candidate_ids: Sequence[str]) -> dict[str, CandidateExtras]:
@@ -70,7 +69,7 @@ def points_and_games(records: Sequence[Outcome], candidate_ids: Sequence[str]) -
 
 @register("elo")
 @dataclass(frozen=True)
-class EloStrategy(Strategy):
+class Elo(Strategy):
     """All pairs judged, online Elo averaged over shuffled match orders; score = Elo rating.
 
     order: ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
@@ -104,5 +103,5 @@ class EloStrategy(Strategy):
                                         k=self.k, initial=self.initial, scale=self.scale, base=self.base)
         return Ranking(scores=ratings, extras=points_and_games(records, task.candidate_ids))
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        return all_pairs_plan(task, self.order, rng)
+    def exact_judgments(self, n_candidates: int) -> int:
+        return all_pairs_judgments(n_candidates, self.order)

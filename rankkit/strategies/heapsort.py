@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import judgments_per_duel
 from rankkit.specs import SpecError
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -75,7 +75,7 @@ class JudgedComparator:
 
 @register("heapsort")
 @dataclass(frozen=True)
-class HeapsortStrategy(Strategy):
+class Heapsort(Strategy):
     """Heap sort with the judge as comparator; score derived from rank (see the module docstring).
 
     top_k: stop once the best k are out (None or 0 = sort everything).
@@ -116,12 +116,11 @@ class HeapsortStrategy(Strategy):
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=popped + rest,
                        champion=popped[0] if popped else None, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        """A bound: heapq's heapify sifts each of the N/2 inner nodes down and back up its height
-        (at most 2N comparisons in all), each pop sifts one leaf from the root, at most
-        2·⌈log2 N⌉; never more than all pairs, since no pair is asked twice."""
-        n = len(task.candidates)
+    def max_judgments(self, n_candidates: int) -> int:
+        """heapq's heapify sifts each of the N/2 inner nodes down and back up its height (at most
+        2N comparisons in all), each pop sifts one leaf from the root, at most 2·⌈log2 N⌉; never
+        more than all pairs, since no pair is asked twice."""
+        n = n_candidates
         pops = n if not self.top_k else min(self.top_k, n)
         duels = min(n * (n - 1) // 2, 2 * n + 2 * pops * math.ceil(math.log2(max(n, 2))))
-        return Plan(comparisons=duels * judgments_per_duel(self.order), exact=False,
-                    note="bound: the order depends on verdicts")
+        return duels * judgments_per_duel(self.order)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.judges.base import ParseStatus
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 
 @register("individual")
 @dataclass(frozen=True)
-class IndividualStrategy(Strategy):
+class Individual(Strategy):
     """Grade each candidate once with a pointwise prompt; the grade is its score.
 
     A grade the judge's output could not be parsed into scores the middle of the task's scale
@@ -37,5 +37,5 @@ class IndividualStrategy(Strategy):
             extras[cid] = CandidateExtras(parse_failed=failed, played=0)
         return Ranking(scores=scores, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        return Plan(comparisons=0, grades=len(task.candidates), points=tuple(task.candidate_ids))
+    def exact_judgments(self, n_candidates: int) -> int:
+        return n_candidates

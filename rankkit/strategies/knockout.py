@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.brackets import TIE_RULES, play_bracket
-from rankkit.order import judgments_per_duel, planned_pairs
+from rankkit.order import judgments_per_duel
 from rankkit.specs import SpecError
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 
 @register("knockout")
 @dataclass(frozen=True)
-class KnockoutStrategy(Strategy):
+class Knockout(Strategy):
     """Single-elimination tournament with scores averaged over rounds.
 
     order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
@@ -68,12 +68,6 @@ class KnockoutStrategy(Strategy):
         }
         return Ranking(scores=scores, champion=bracket.champion, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        """N − 1 duels exactly (each eliminates one answer; no two answers meet twice); only the
-        first round's pairs are known before the judge speaks."""
-        alive = task.candidate_ids
-        rng.shuffle(alive)  # the first draw rank makes
-        first_round = [(alive[i], alive[i + 1]) for i in range(0, len(alive) - 1, 2)]
-        pairs = planned_pairs(first_round, self.order, rng)  # the coins rank flips next, with order=random
-        return Plan(comparisons=judgments_per_duel(self.order) * (len(alive) - 1), pairs=tuple(pairs),
-                    note="pairs after round 1 depend on verdicts")
+    def exact_judgments(self, n_candidates: int) -> int:
+        """N − 1 duels exactly: each eliminates one answer, and no two answers meet twice."""
+        return judgments_per_duel(self.order) * max(0, n_candidates - 1)

@@ -6,8 +6,8 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import planned_pairs
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.order import judgments_per_duel
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 
 @register("pairwise")
 @dataclass(frozen=True)
-class PairwiseStrategy(Strategy):
+class Pairwise(Strategy):
     """Shuffle the candidates, pair them up, play each pair once; a candidate's score is the
     grade it got in its match (averaged over both orders with ``order=both``).
 
@@ -50,12 +50,6 @@ class PairwiseStrategy(Strategy):
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids},
                        extras={cid: extras[cid] for cid in task.candidate_ids})
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        # The same draws as rank: the shuffle, the odd one's opponent, then (order=random) the coins.
-        ids = task.candidate_ids
-        rng.shuffle(ids)
-        pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
-        if len(ids) % 2:
-            pairs.append((ids[-1], rng.choice(ids[:-1])))
-        ordered = tuple(dict.fromkeys(planned_pairs(pairs, self.order, rng)))
-        return Plan(comparisons=len(ordered), pairs=ordered)
+    def exact_judgments(self, n_candidates: int) -> int:
+        """One duel per two candidates (and one for the odd one out)."""
+        return (n_candidates + 1) // 2 * judgments_per_duel(self.order) if n_candidates > 1 else 0

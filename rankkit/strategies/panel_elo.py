@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from itertools import combinations
 
-from rankkit.order import coin_order, planned_pairs
+from rankkit.order import coin_order
 from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
 from rankkit.specs import SpecError
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
+from rankkit.strategies.elo import all_pairs_judgments
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 
 @register("panel_elo")
 @dataclass(frozen=True)
-class PanelEloStrategy(Strategy):
+class PanelElo(Strategy):
     """All pairs decided once, in a seeded random sequence, with an Elo update after each decision.
 
     k: the Elo step K — how far one fully unexpected result moves a rating.
@@ -79,10 +80,5 @@ class PanelEloStrategy(Strategy):
         extras = {cid: CandidateExtras(**tally[cid], played=len(ids) - 1) for cid in ids}
         return Ranking(scores={cid: ratings[cid] for cid in ids}, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        # The same draws as rank: the sequence of the pairs, their orientations, then the source's.
-        pairs = list(combinations(task.candidate_ids, 2))
-        rng.shuffle(pairs)
-        pairs = [coin_order(a, b, rng) for a, b in pairs]
-        ordered = tuple(planned_pairs(pairs, self.order, rng))
-        return Plan(comparisons=len(ordered), pairs=ordered)
+    def exact_judgments(self, n_candidates: int) -> int:
+        return all_pairs_judgments(n_candidates, self.order)

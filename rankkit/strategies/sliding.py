@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import judgments_per_duel
 from rankkit.specs import SpecError
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.strategies.heapsort import JudgedComparator
 from rankkit.tasks import Task
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 
 @register("sliding")
 @dataclass(frozen=True)
-class SlidingWindowStrategy(Strategy):
+class SlidingWindow(Strategy):
     """K bottom-up bubble passes with a window of two; score derived from rank.
 
     passes: the number of passes K (top K settled); capped at N − 1, which sorts fully. The
@@ -73,10 +73,8 @@ class SlidingWindowStrategy(Strategy):
         return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=order,
                        champion=order[0], extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
-        """A bound: pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free."""
-        n = len(task.candidates)
-        passes = min(self.passes, n - 1)
-        duels = min(n * (n - 1) // 2, sum(n - 1 - k for k in range(passes)))
-        return Plan(comparisons=duels * judgments_per_duel(self.order), exact=False,
-                    note="bound: a pair met twice is judged once")
+    def max_judgments(self, n_candidates: int) -> int:
+        """Pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free."""
+        n = n_candidates
+        duels = min(n * (n - 1) // 2, sum(n - 1 - k for k in range(min(self.passes, n - 1))))
+        return duels * judgments_per_duel(self.order)

@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Mapping
 
-from rankkit.order import coin_order, judgments_per_duel
+from rankkit.order import coin_order
 from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.specs import SpecError
-from rankkit.strategies._budget import check_budget, duel_records, task_duels
+from rankkit.strategies._budget import budget_judgments, check_budget, duel_records, task_duels
 from rankkit.strategies._graded import corrected_grades, mean_grades
-from rankkit.strategies.base import CandidateExtras, Plan, Ranking, Strategy, register
+from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
@@ -105,7 +105,7 @@ def closest_matching(candidates: list[str], points: Mapping[str, float], met: se
 
 @register("swiss")
 @dataclass(frozen=True)
-class SwissStrategy(Strategy):
+class Swiss(Strategy):
     """Swiss-system tournament: each round pairs equal or close running scores, never the same
     pair twice, until the budget is spent; Bradley–Terry (or mean grades, or points) at the end.
 
@@ -184,9 +184,7 @@ class SwissStrategy(Strategy):
                                        rounds=round_number) for cid in ids}
         return Ranking(scores=scores, ranking=ranking, extras=extras)
 
-    def plan(self, task: Task, rng: random.Random) -> Plan:
+    def exact_judgments(self, n_candidates: int) -> int:
         """The budget, exactly: every round pairs at least two candidates that have not met while
         such a pair remains, so the tournament plays min(budget, all pairs) duels."""
-        n = len(task.candidates)
-        duels = task_duels("swiss", task.task_id, n, self.budget, self.comparisons, self.order)
-        return Plan(comparisons=duels * judgments_per_duel(self.order), note="the budget; pairs depend on verdicts")
+        return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judges.sim import SimulatedJudge
 from rankkit.plan import dry_run
 from rankkit.runner import run
-from rankkit.strategies import make_strategy
+from rankkit.plan import expected_judgments
+from rankkit.strategies import Ranking, Strategy, make_strategy
 from rankkit.tasks import load_tasks
 from tests.conftest import shared_dataset
-from tests.plan.conftest import check_against_run
+from tests.helpers import make_task
+from tests.plan.conftest import check_against_run, check_figures
 
 
 @pytest.mark.parametrize("specs", [
@@ -27,7 +31,7 @@ def test_figures_are_exact_or_bounds_on_a_fresh_a_partial_and_a_full_cache(tmp_p
     fresh, _ = check_against_run(sample_tasks[:3], specs, cache_path)  # also fills half the cache
     partial, _ = check_against_run(sample_tasks, specs, cache_path)
     full, result = check_against_run(sample_tasks, specs, cache_path)
-    assert full.exact and full.new == 0  # everything cached: every path is replayed exactly
+    assert full.exact and full.new == 0  # everything cached: every strategy takes the run's path
     assert [r.comparisons for r in full.rows] == [s.cost.comparisons for s in result.strategies]
 
 
@@ -51,7 +55,8 @@ def test_random_strategy_line_ups_keep_their_bounds(tmp_path, sample_tasks):
     """Random orders of every strategy kind, on caches filled by other random line-ups."""
     pool = ["individual", "pairwise", "knockout", "knockout:debias=true", "elo:debias=false", "bt",
             "panel_elo", "heapsort", "heapsort:debias=false", "sliding:passes=2,debias=false", "swiss",
-            "swiss:debias=true", "active:batch=2", "active:settle=false"]
+            "swiss:debias=true", "active:batch=2", "active:settle=false", "double_elimination",
+            "knockout:order=random"]
     rng = __import__("random").Random(7)
     cache_path = tmp_path / "c.sqlite"
     for round_number in range(6):
@@ -80,4 +85,92 @@ def test_candidates_with_the_same_text_are_counted_as_the_run_counts_them(tmp_pa
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
         report = dry_run([task], strategies, judge, cache)
         result = run([task], strategies, judge, cache, progress=False)
-    assert [row.new for row in report.rows] == [s.cost.judge_calls for s in result.strategies] == [4, 6]
+    # Two answers with the same text are one request to a judge that reads only text: paid once.
+    assert [row.new for row in report.rows] == [s.cost.judge_calls for s in result.strategies] == [3, 4]
+    assert [s.cost.shared_hits for s in result.strategies] == [1, 2]
+
+
+@pytest.mark.parametrize("spec, per_task", [
+    ("knockout", lambda n: n - 1), ("knockout:debias=true", lambda n: 2 * (n - 1)),
+    ("bt", lambda n: n * (n - 1)), ("elo:debias=false", lambda n: n * (n - 1) // 2),
+    ("bt:order=random", lambda n: n * (n - 1) // 2), ("individual", lambda n: n),
+])
+def test_fixed_counts_are_exact_on_a_fresh_cache(sample_tasks, tmp_path, spec, per_task):
+    report, result = check_against_run(sample_tasks, [spec], tmp_path / "c.sqlite")
+    row, = report.rows
+    expected = sum(per_task(len(task.candidates)) for task in sample_tasks)
+    assert row.exact and row.comparisons + row.grades == row.new == expected
+    assert row.new == result.strategies[0].cost.judge_calls
+
+
+@pytest.mark.parametrize("spec", ["heapsort", "sliding", "double_elimination", "active"])
+def test_strategies_whose_path_depends_on_verdicts_are_bounded(sample_tasks, spec):
+    """They declare a worst case and no fixed count: on a fresh cache their figures are ``≤``."""
+    report = dry_run(sample_tasks, [make_strategy(spec)], SimulatedJudge())
+    row, = report.rows
+    assert row.bounds == {"comparisons": "≤", "new": "≤"}
+    strategy = make_strategy(spec)
+    assert row.new == sum(strategy.max_judgments(len(task.candidates)) for task in sample_tasks)
+
+
+@dataclass(frozen=True)
+class RoundRobin(Strategy):
+    """A third-party strategy: every pair once in data order, the count of wins as score. It
+    declares nothing for the dry run."""
+
+    name = "round_robin"
+
+    def rank(self, task, source, rng):
+        ids = task.candidate_ids
+        wins = dict.fromkeys(ids, 0.0)
+        for match in source.play_many([(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]], order="given"):
+            wins[match.a] += match.outcome
+            wins[match.b] += 1 - match.outcome
+        return Ranking(scores=wins)
+
+
+@dataclass(frozen=True)
+class Ladder(Strategy):
+    """A third-party strategy whose path depends on verdicts: the best so far meets the next
+    candidate, until the lead changes hands twice in a row. It declares nothing for the dry run."""
+
+    name = "ladder"
+
+    def rank(self, task, source, rng):
+        ids = task.candidate_ids
+        best, streak = ids[0], 0
+        for challenger in ids[1:]:
+            match = source.play(best, challenger, order="given")
+            best, streak = (challenger, streak + 1) if match.outcome < 0.5 else (best, 0)
+            if streak == 2:
+                break
+        return Ranking(scores={cid: float(cid == best) for cid in ids})
+
+
+def test_a_new_strategy_gets_an_exact_dry_run_without_writing_anything_for_it(sample_tasks, tmp_path):
+    judge = SimulatedJudge(accuracy=0.8, position_bias=0.2)
+    cache_path = tmp_path / "c.sqlite"
+    for tasks in (sample_tasks[:2], sample_tasks):  # a fresh cache, then one that holds two tasks
+        with JudgmentCache(cache_path) as cache:
+            report = dry_run(tasks, [RoundRobin()], judge, cache)
+            result = run(tasks, [RoundRobin()], judge, cache, progress=False)
+        check_figures(report, result)
+        row, = report.rows
+        assert row.exact and row.new == result.strategies[0].cost.judge_calls
+        assert row.comparisons == sum(len(t.candidates) * (len(t.candidates) - 1) // 2 for t in tasks)
+    assert row.cached == sum(len(t.candidates) * (len(t.candidates) - 1) // 2 for t in sample_tasks[:2])
+
+
+def test_a_new_strategy_whose_path_depends_on_verdicts_gets_estimates(sample_tasks):
+    row, = dry_run(sample_tasks, [Ladder()], SimulatedJudge()).rows
+    assert not row.exact and row.bounds["new"] == "~" and "no max_judgments declared" in row.notes[0]
+
+
+def test_expected_judgments_counts_what_the_run_uses(sample_tasks):
+    strategies = [make_strategy(s) for s in ("knockout", "bt", "individual")]
+    judge = SimulatedJudge()
+    result = run(sample_tasks, strategies, judge, None, progress=False)
+    assert expected_judgments(sample_tasks, strategies, seed=0) == \
+        sum(s.cost.comparisons + s.cost.grades for s in result.strategies)
+    assert expected_judgments(sample_tasks, strategies, seed=0, judge=judge) is None  # as fast as the run itself
+    assert expected_judgments([make_task([0.0] * 5)], [make_strategy("bt")], seed=0, max_candidates=4) is None

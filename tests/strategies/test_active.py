@@ -26,7 +26,7 @@ from rankkit.strategies._pair_choice import (
     order_doubt,
     pick_batch,
 )
-from rankkit.strategies.active import ActiveStrategy
+from rankkit.strategies.active import Active
 from tests.helpers import (
     grades_received,
     human_order,
@@ -113,7 +113,7 @@ def test_pick_batch_prefers_disjoint_pairs_then_fills_with_the_best():
 # -- the strategy -----------------------------------------------------------------------------
 
 def test_perfect_judge_recovers_the_human_order_of_8_within_20_comparisons():
-    strategy = ActiveStrategy(comparisons=20, settle=False)
+    strategy = Active(comparisons=20, settle=False)
     for seed in range(15):
         task = distinct_scores_task(seed)
         ranking, cost, _ = rank_once(task, strategy, perfect_judge(seed=seed), seed)
@@ -126,7 +126,7 @@ def test_perfect_judge_settles_early_on_the_human_order():
     used = []
     for seed in range(15):
         task = distinct_scores_task(seed)
-        ranking, cost, _ = rank_once(task, ActiveStrategy(budget=3.5), perfect_judge(seed=seed), seed)
+        ranking, cost, _ = rank_once(task, Active(budget=3.5), perfect_judge(seed=seed), seed)
         assert ranking.extras["c0"].stopped == "settled"
         assert score_order(ranking) == human_order(task)
         used.append(cost.comparisons)
@@ -142,7 +142,7 @@ def test_budget_is_spent_exactly(n, order, batch, budget):
     judgments = int(budget * n)
     per_duel = 2 if order == "both" else 1
     duels = min(n * (n - 1) // 2, judgments // per_duel)
-    strategy = ActiveStrategy(budget=budget, order=order, batch=batch, settle=False)
+    strategy = Active(budget=budget, order=order, batch=batch, settle=False)
     if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
         with pytest.raises(SpecError, match="buys no duel"):
             rank_once(task, strategy, SimulatedJudge())
@@ -156,14 +156,14 @@ def test_budget_is_spent_exactly(n, order, batch, budget):
 def test_settling_never_exceeds_the_budget():
     for seed in range(5):
         task = distinct_scores_task(seed, n=7)
-        _, cost, _ = rank_once(task, ActiveStrategy(comparisons=9), SimulatedJudge(accuracy=0.9, seed=seed), seed)
+        _, cost, _ = rank_once(task, Active(comparisons=9), SimulatedJudge(accuracy=0.9, seed=seed), seed)
         assert cost.comparisons <= 9
 
 
 @pytest.mark.parametrize("order", ["given", "both"])
 def test_no_pair_is_played_twice(order):
     task = make_task([float(i % 4) for i in range(10)])
-    _, _, source = rank_once(task, ActiveStrategy(budget=4.0, order=order, batch=2, settle=False),
+    _, _, source = rank_once(task, Active(budget=4.0, order=order, batch=2, settle=False),
                              SimulatedJudge(accuracy=0.6, seed=2))
     unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
     assert set(unordered.values()) == {2 if order == "both" else 1}
@@ -171,7 +171,7 @@ def test_no_pair_is_played_twice(order):
 
 def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
     task = distinct_scores_task(5, n=8)
-    _, _, source = rank_once(task, ActiveStrategy(comparisons=14, batch=4, settle=False),
+    _, _, source = rank_once(task, Active(comparisons=14, batch=4, settle=False),
                              SimulatedJudge(accuracy=0.9, seed=1), seed=2)
     per_step = Counter(m.round for m in source.comparisons)
     assert [per_step[step] for step in sorted(per_step)] == [4, 4, 4, 2]
@@ -181,7 +181,7 @@ def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
 
 def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
-    ranking, _, source = rank_once(task, ActiveStrategy(budget=2.0, aggregate="grades", settle=False),
+    ranking, _, source = rank_once(task, Active(budget=2.0, aggregate="grades", settle=False),
                                    SimulatedJudge(accuracy=0.8, noise=0.3, seed=5))
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
@@ -193,7 +193,7 @@ def test_same_seed_same_result_other_seed_other_matches(criterion):
     judge = SimulatedJudge(accuracy=0.75, position_bias=0.1, seed=9)
 
     def play(seed):
-        ranking, _, source = rank_once(task, ActiveStrategy(budget=2.0, criterion=criterion), judge, seed)
+        ranking, _, source = rank_once(task, Active(budget=2.0, criterion=criterion), judge, seed)
         return ranking.scores, [(m.first, m.second, m.round) for m in source.comparisons]
 
     assert play(1) == play(1)
@@ -202,7 +202,7 @@ def test_same_seed_same_result_other_seed_other_matches(criterion):
 
 def test_spec_parsing_and_validation():
     strategy = make_strategy("active:budget=2.5,batch=4,criterion=order,settle=false,order=both")
-    assert strategy == ActiveStrategy(budget=2.5, batch=4, criterion="order", settle=False, order="both")
+    assert strategy == Active(budget=2.5, batch=4, criterion="order", settle=False, order="both")
     assert make_strategy("active:comparisons=30").comparisons == 30
     for bad, word in [("batch=0", "batch"), ("criterion=entropy", "criterion"), ("aggregate=elo", "aggregate"),
                       ("prior_sd=0", "prior_sd"), ("budget=-2", "budget")]:
@@ -217,7 +217,7 @@ def test_budgets_that_cannot_rank_are_refused(spec, word):
         make_strategy(f"active:{spec}")
     task = make_task([0.0, 1.0, 2.0], task_id="q7")
     with pytest.raises(SpecError, match="strategy active: budget=0.5 buys no duel on task 'q7'"):
-        rank_once(task, ActiveStrategy(budget=0.5, order="both"), SimulatedJudge())
+        rank_once(task, Active(budget=0.5, order="both"), SimulatedJudge())
 
 
 def test_runs_in_the_runner_and_reports_cost(sample_tasks):
@@ -279,7 +279,7 @@ def test_above_the_exact_size_pairs_are_preselected_and_the_order_still_recovere
     original = active_module.candidate_pairs
     monkeypatch.setattr(active_module, "candidate_pairs", lambda *a: scored.append(len(out := original(*a))) or out)
     task = distinct_scores_task(3, n=24)
-    ranking, cost, _ = rank_once(task, ActiveStrategy(budget=4.0, settle=False), perfect_judge(seed=3), 3)
+    ranking, cost, _ = rank_once(task, Active(budget=4.0, settle=False), perfect_judge(seed=3), 3)
     assert cost.comparisons == 96 and len(scored) == 96
     assert max(scored) < 24 * 23 // 2  # never every pair
     assert spearmanr(score_order(ranking), human_order(task)) > 0.95

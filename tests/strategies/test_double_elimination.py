@@ -14,7 +14,7 @@ from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from rankkit.strategies._graded import corrected_grades, fit_corrected_grades, mean_grades
-from rankkit.strategies.double_elimination import DoubleEliminationStrategy, bracket_pairs
+from rankkit.strategies.double_elimination import DoubleElimination, bracket_pairs
 from tests.helpers import human_order, make_task, perfect_judge, rank_once, score_order
 
 
@@ -22,7 +22,7 @@ from tests.helpers import human_order, make_task, perfect_judge, rank_once, scor
 @pytest.mark.parametrize("order", ["random", "both"])
 def test_a_perfect_judge_costs_2n_minus_2_and_ranks_by_the_humans(n, order):
     task = make_task(random.Random(n).sample(range(100), n), task_id=f"t{n}")
-    ranking, cost, source = rank_once(task, DoubleEliminationStrategy(order=order), perfect_judge(), seed=n)
+    ranking, cost, source = rank_once(task, DoubleElimination(order=order), perfect_judge(), seed=n)
     # The best never loses, so there is no bracket reset: every other answer leaves with two losses.
     assert ranking.champion == human_order(task)[0]
     losses = {cid: extra.losses for cid, extra in ranking.extras.items()}
@@ -43,7 +43,7 @@ def test_every_answer_but_the_champion_leaves_with_two_losses_and_a_reset_costs_
     seen_reset = False
     for seed in range(30):
         judge = SimulatedJudge(accuracy=0.5, seed=seed)  # coin-flip verdicts: resets happen
-        ranking, cost, source = rank_once(task, DoubleEliminationStrategy(), judge, seed)
+        ranking, cost, source = rank_once(task, DoubleElimination(), judge, seed)
         losses = Counter({cid: extra.losses for cid, extra in ranking.extras.items()})
         assert all(losses[c] == 2 for c in losses if c != ranking.champion)
         assert losses[ranking.champion] in (0, 1)
@@ -77,8 +77,8 @@ def test_corrected_aggregate_removes_a_slot_bias_that_misleads_mean_grades():
     judge = LatentJudge(perception=0.0, pair_noise=0.0, slot_bias=3.0, grade_noise=0.0)
     misled = 0
     for seed in range(10):
-        corrected, _, _ = rank_once(task, DoubleEliminationStrategy(), judge, seed)
-        plain, _, _ = rank_once(task, DoubleEliminationStrategy(aggregate="grades"), judge, seed)
+        corrected, _, _ = rank_once(task, DoubleElimination(), judge, seed)
+        plain, _, _ = rank_once(task, DoubleElimination(aggregate="grades"), judge, seed)
         assert score_order(corrected) == human_order(task)
         misled += score_order(plain) != human_order(task)
     assert misled > 0

@@ -13,7 +13,7 @@ from rankkit.judges.sim import SimulatedJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
-from rankkit.strategies.knockout import KnockoutStrategy
+from rankkit.strategies.knockout import Knockout
 from tests.helpers import (
     CountingJudge,
     grades_received,
@@ -27,7 +27,7 @@ from tests.helpers import (
 @pytest.mark.parametrize("order", ["given", "both"])
 def test_n_minus_one_matches_and_every_candidate_scored(n, order):
     task = make_task([float(i) for i in range(n)])
-    ranking, cost, source = rank_once(task, KnockoutStrategy(order=order), SimulatedJudge(accuracy=0.7))
+    ranking, cost, source = rank_once(task, Knockout(order=order), SimulatedJudge(accuracy=0.7))
     assert cost.comparisons == (n - 1) * (2 if order == "both" else 1)
     assert set(ranking.scores) == set(task.candidate_ids)
     assert all(not math.isnan(v) for v in ranking.scores.values())
@@ -42,14 +42,14 @@ def test_n_minus_one_matches_and_every_candidate_scored(n, order):
 def test_perfect_judge_crowns_the_human_best():
     for seed in range(10):
         task = make_task(random.Random(seed).sample(range(100), 9), task_id=f"t{seed}")
-        ranking, _, _ = rank_once(task, KnockoutStrategy(), perfect_judge(), seed)
+        ranking, _, _ = rank_once(task, Knockout(), perfect_judge(), seed)
         best = max(task.human_scores(), key=task.human_scores().get)
         assert ranking.champion == best
 
 
 def test_final_score_is_the_mean_of_received_grades():
     task = make_task([float(i) for i in range(6)])
-    ranking, _, source = rank_once(task, KnockoutStrategy(), SimulatedJudge(accuracy=0.8, noise=0.3))
+    ranking, _, source = rank_once(task, Knockout(), SimulatedJudge(accuracy=0.8, noise=0.3))
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
         assert ranking.extras[cid].grades == pytest.approx(values)
@@ -57,7 +57,7 @@ def test_final_score_is_the_mean_of_received_grades():
 
 def test_winner_advances_by_higher_score():
     task = make_task([float(i) for i in range(8)])
-    ranking, _, source = rank_once(task, KnockoutStrategy(), SimulatedJudge(accuracy=0.6, noise=1.0, seed=2))
+    ranking, _, source = rank_once(task, Knockout(), SimulatedJudge(accuracy=0.6, noise=1.0, seed=2))
     by_round = {}
     for match in source.comparisons:
         by_round.setdefault(match.round, []).append(match)
@@ -73,7 +73,7 @@ def test_same_seed_same_brackets_other_seed_other_brackets():
     judge = SimulatedJudge(accuracy=0.8)
 
     def brackets(seed):
-        result = run(tasks, [KnockoutStrategy()], judge, seed=seed, progress=False)
+        result = run(tasks, [Knockout()], judge, seed=seed, progress=False)
         return [[(m.first, m.second, m.round) for m in t.comparisons] for t in result.strategies[0].tasks], \
             [t.scores for t in result.strategies[0].tasks]
 
@@ -93,11 +93,11 @@ def test_tie_rules():
         def compare(self, task, first, second):
             return Verdict(first_grade=1.0, second_grade=1.0, winner=Winner.TIE)
 
-    first_rule, _, src = rank_once(task, KnockoutStrategy(tie="first"), TieJudge())
+    first_rule, _, src = rank_once(task, Knockout(tie="first"), TieJudge())
     assert first_rule.champion == src.comparisons[0].first
-    second_rule, _, src = rank_once(task, KnockoutStrategy(tie="second"), TieJudge())
+    second_rule, _, src = rank_once(task, Knockout(tie="second"), TieJudge())
     assert second_rule.champion == src.comparisons[0].second
-    champions = {rank_once(task, KnockoutStrategy(), TieJudge(), seed)[0].champion for seed in range(20)}
+    champions = {rank_once(task, Knockout(), TieJudge(), seed)[0].champion for seed in range(20)}
     assert champions == {"c0", "c1"}
     with pytest.raises(SpecError):
         make_strategy("knockout:tie=random")
@@ -107,11 +107,11 @@ def test_tie_rules():
 def test_rerun_makes_zero_judge_calls(cache_path):
     tasks = [make_task([float(i) for i in range(7)], task_id=f"t{k}") for k in range(3)]
     with JudgmentCache(cache_path) as cache:
-        first = run(tasks, [KnockoutStrategy(order="both")], CountingJudge(SimulatedJudge()), cache, progress=False)
+        first = run(tasks, [Knockout(order="both")], CountingJudge(SimulatedJudge()), cache, progress=False)
     assert first.strategies[0].cost.judge_calls == 3 * 12
     counting = CountingJudge(SimulatedJudge())
     with JudgmentCache(cache_path) as cache:
-        second = run(tasks, [KnockoutStrategy(order="both")], counting, cache, progress=False)
+        second = run(tasks, [Knockout(order="both")], counting, cache, progress=False)
     assert counting.calls == 0 and second.strategies[0].cost.judge_calls == 0
     assert second.strategies[0].cost.cache_hits == 36
     assert [t.scores for t in first.strategies[0].tasks] == [t.scores for t in second.strategies[0].tasks]
@@ -119,7 +119,7 @@ def test_rerun_makes_zero_judge_calls(cache_path):
 
 def test_crash_then_rerun_costs_the_same_as_one_clean_run(cache_path):
     tasks = [make_task([float(i) for i in range(9)], task_id=f"t{k}") for k in range(3)]
-    strategies = [KnockoutStrategy(order="both"), make_strategy("individual")]
+    strategies = [Knockout(order="both"), make_strategy("individual")]
     clean = CountingJudge(SimulatedJudge(accuracy=0.7))
     run(tasks, strategies, clean, progress=False)
     crashing = CountingJudge(SimulatedJudge(accuracy=0.7), fail_after=13)

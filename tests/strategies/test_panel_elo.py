@@ -15,7 +15,7 @@ from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import CandidateExtras, make_strategy
-from rankkit.strategies.panel_elo import PanelEloStrategy
+from rankkit.strategies.panel_elo import PanelElo
 from tests.helpers import make_task, perfect_judge
 
 
@@ -35,7 +35,7 @@ def rank_once(task, strategy, judge, seed=0):
 
 def test_one_decision_moves_both_ratings_by_k_times_surprise():
     task = make_task([1.0, 0.0])
-    ranking, cost, _ = rank_once(task, PanelEloStrategy(k=32), perfect_judge())
+    ranking, cost, _ = rank_once(task, PanelElo(k=32), perfect_judge())
     # Equal ratings: E = 0.5, S = 1 for the winner, so it gains 32·(1 − 0.5) = 16 and the loser loses 16.
     assert ranking.scores == {"c0": 1016.0, "c1": 984.0}
     assert cost.comparisons == 1
@@ -44,7 +44,7 @@ def test_one_decision_moves_both_ratings_by_k_times_surprise():
 
 def test_a_draw_between_equals_changes_nothing():
     task = make_task([1.0, 0.0, 0.5])
-    ranking, _, _ = rank_once(task, PanelEloStrategy(k=32), AlwaysTie())
+    ranking, _, _ = rank_once(task, PanelElo(k=32), AlwaysTie())
     assert ranking.scores == {"c0": 1000.0, "c1": 1000.0, "c2": 1000.0}
     assert all(e.draws == 2 for e in ranking.extras.values())
 
@@ -52,7 +52,7 @@ def test_a_draw_between_equals_changes_nothing():
 def test_sequential_updates_follow_the_poster_formula():
     """Replay the strategy's own decisions through R += K(S − E) by hand."""
     task = make_task([3.0, 2.0, 1.0, 0.0])
-    ranking, _, source = rank_once(task, PanelEloStrategy(k=20), perfect_judge())
+    ranking, _, source = rank_once(task, PanelElo(k=20), perfect_judge())
     ratings = {cid: 1000.0 for cid in task.candidate_ids}
     for match in source.comparisons:
         a, b = match.first, match.second
@@ -65,7 +65,7 @@ def test_sequential_updates_follow_the_poster_formula():
 @pytest.mark.parametrize("n", [2, 3, 6])
 def test_every_pair_is_decided_once_and_a_perfect_judge_gives_the_human_order(n):
     task = make_task([float(i) for i in range(n)])
-    ranking, cost, source = rank_once(task, PanelEloStrategy(), perfect_judge())
+    ranking, cost, source = rank_once(task, PanelElo(), perfect_judge())
     assert cost.comparisons == n * (n - 1) // 2
     assert {frozenset((m.first, m.second)) for m in source.comparisons} == {
         frozenset(p) for p in combinations(task.candidate_ids, 2)}
@@ -74,10 +74,10 @@ def test_every_pair_is_decided_once_and_a_perfect_judge_gives_the_human_order(n)
 
 def test_order_both_asks_both_orders_and_permutations_average_orders():
     task = make_task([float(i) for i in range(5)])
-    _, cost, _ = rank_once(task, PanelEloStrategy(order="both"), perfect_judge())
+    _, cost, _ = rank_once(task, PanelElo(order="both"), perfect_judge())
     assert cost.comparisons == 20
-    one, _, _ = rank_once(task, PanelEloStrategy(k=64), make_judge("sim:accuracy=0.6"))
-    averaged, _, _ = rank_once(task, PanelEloStrategy(k=64, permutations=50), make_judge("sim:accuracy=0.6"))
+    one, _, _ = rank_once(task, PanelElo(k=64), make_judge("sim:accuracy=0.6"))
+    averaged, _, _ = rank_once(task, PanelElo(k=64, permutations=50), make_judge("sim:accuracy=0.6"))
     assert one.scores != averaged.scores
     assert sum(averaged.scores.values()) == pytest.approx(5000.0)  # Elo is zero-sum
 

@@ -11,7 +11,7 @@ from rankkit.judges.sim import SimulatedJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
-from rankkit.strategies.swiss import SwissStrategy, swiss_pairing
+from rankkit.strategies.swiss import Swiss, swiss_pairing
 from tests.helpers import (
     grades_received,
     human_order,
@@ -31,7 +31,7 @@ def test_perfect_judge_recovers_the_human_order_of_8_within_27_comparisons(aggre
     # With a perfect judge only a direct meeting separates two neighbours in the true order, and
     # a Swiss system does not aim at neighbours as such: 27 of the 28 pairs always sufficed (200
     # seeds tried while writing this), 26 in 96% of seeds, 24 in 72%.
-    strategy = SwissStrategy(comparisons=27, aggregate=aggregate)
+    strategy = Swiss(comparisons=27, aggregate=aggregate)
     for seed in range(15):
         task = distinct_scores_task(seed)
         ranking, cost, _ = rank_once(task, strategy, perfect_judge(seed=seed), seed)
@@ -50,9 +50,9 @@ def test_budget_is_spent_exactly(n, order, budget):
     duels = min(all_pairs, judgments // per_duel)
     if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
         with pytest.raises(SpecError, match="buys no duel"):
-            rank_once(task, SwissStrategy(budget=budget, order=order), SimulatedJudge())
+            rank_once(task, Swiss(budget=budget, order=order), SimulatedJudge())
         return
-    ranking, cost, source = rank_once(task, SwissStrategy(budget=budget, order=order),
+    ranking, cost, source = rank_once(task, Swiss(budget=budget, order=order),
                                       SimulatedJudge(accuracy=0.7, position_bias=0.2, seed=3))
     assert cost.comparisons == duels * per_duel
     assert cost.judge_calls == cost.comparisons  # a fresh graph: every judgment is new
@@ -62,14 +62,14 @@ def test_budget_is_spent_exactly(n, order, budget):
 @pytest.mark.parametrize("comparisons", [1, 7, 19])
 def test_absolute_comparisons_override_the_per_candidate_budget(comparisons):
     task = make_task([float(i) for i in range(9)])
-    _, cost, _ = rank_once(task, SwissStrategy(budget=1.0, comparisons=comparisons), SimulatedJudge(seed=1))
+    _, cost, _ = rank_once(task, Swiss(budget=1.0, comparisons=comparisons), SimulatedJudge(seed=1))
     assert cost.comparisons == comparisons
 
 
 @pytest.mark.parametrize("order", ["given", "both"])
 def test_no_pair_is_played_twice(order):
     task = make_task([float(i % 5) for i in range(11)])  # human ties too
-    _, _, source = rank_once(task, SwissStrategy(budget=4.0, order=order), SimulatedJudge(accuracy=0.6, seed=2))
+    _, _, source = rank_once(task, Swiss(budget=4.0, order=order), SimulatedJudge(accuracy=0.6, seed=2))
     unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
     assert set(unordered.values()) == {2 if order == "both" else 1}
     ordered = Counter((m.first, m.second) for m in source.comparisons)
@@ -78,7 +78,7 @@ def test_no_pair_is_played_twice(order):
 
 def test_round_one_pairs_everyone_and_round_two_pairs_equal_points():
     task = distinct_scores_task(7, n=8)
-    _, _, source = rank_once(task, SwissStrategy(comparisons=8), perfect_judge(), seed=4)
+    _, _, source = rank_once(task, Swiss(comparisons=8), perfect_judge(), seed=4)
     rounds = {r: [m for m in source.comparisons if m.round == r] for r in (1, 2)}
     assert len(rounds[1]) == 4 and len({c for m in rounds[1] for c in (m.first, m.second)}) == 8
     winners = {m.first if m.verdict.first_grade > m.verdict.second_grade else m.second for m in rounds[1]}
@@ -106,7 +106,7 @@ def test_pairing_falls_back_to_a_maximum_matching_when_greedy_strands_candidates
 
 def test_stops_when_every_pair_has_met():
     task = make_task([float(i) for i in range(5)])
-    ranking, cost, _ = rank_once(task, SwissStrategy(budget=50.0), SimulatedJudge(seed=0))
+    ranking, cost, _ = rank_once(task, Swiss(budget=50.0), SimulatedJudge(seed=0))
     assert cost.comparisons == 10
     assert all(extra.played == 4 for extra in ranking.extras.values())
 
@@ -123,16 +123,16 @@ def test_budget_that_buys_no_duel_is_refused():
     task = make_task([float(i) for i in range(3)], task_id="q7")
     with pytest.raises(SpecError, match=r"budget=0.3 buys no duel on task 'q7' \(3 candidates; a duel costs 1\); "
                                         r"use budget >= 0.334 or comparisons=1"):
-        rank_once(task, SwissStrategy(budget=0.3), SimulatedJudge())
+        rank_once(task, Swiss(budget=0.3), SimulatedJudge())
     with pytest.raises(SpecError, match=r"a duel costs 2\); use budget >= 0.667 or comparisons=2"):
-        rank_once(task, SwissStrategy(budget=0.5, order="both"), SimulatedJudge())
-    _, cost, _ = rank_once(task, SwissStrategy(budget=0.334), SimulatedJudge())
+        rank_once(task, Swiss(budget=0.5, order="both"), SimulatedJudge())
+    _, cost, _ = rank_once(task, Swiss(budget=0.334), SimulatedJudge())
     assert cost.comparisons == 1
 
 
 def test_points_aggregate_is_the_share_of_points_with_a_schedule_tiebreak():
     task = distinct_scores_task(3, n=6)
-    ranking, _, source = rank_once(task, SwissStrategy(comparisons=9, aggregate="points"), perfect_judge(), seed=1)
+    ranking, _, source = rank_once(task, Swiss(comparisons=9, aggregate="points"), perfect_judge(), seed=1)
     for cid, extra in ranking.extras.items():
         assert ranking.scores[cid] == pytest.approx(extra.points / extra.played)
     assert ranking.ranking is not None and sorted(ranking.ranking) == sorted(task.candidate_ids)
@@ -142,7 +142,7 @@ def test_points_aggregate_is_the_share_of_points_with_a_schedule_tiebreak():
 
 def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
-    ranking, _, source = rank_once(task, SwissStrategy(budget=2.0, aggregate="grades"),
+    ranking, _, source = rank_once(task, Swiss(budget=2.0, aggregate="grades"),
                                    SimulatedJudge(accuracy=0.8, noise=0.3, seed=5))
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
@@ -153,7 +153,7 @@ def test_same_seed_same_result_other_seed_other_matches():
     judge = SimulatedJudge(accuracy=0.75, position_bias=0.1, seed=9)
 
     def play(seed):
-        ranking, _, source = rank_once(task, SwissStrategy(budget=2.0), judge, seed)
+        ranking, _, source = rank_once(task, Swiss(budget=2.0), judge, seed)
         return ranking.scores, [(m.first, m.second, m.round) for m in source.comparisons]
 
     assert play(1) == play(1)
@@ -162,7 +162,7 @@ def test_same_seed_same_result_other_seed_other_matches():
 
 def test_spec_parsing_and_validation():
     strategy = make_strategy("swiss:budget=2.5,order=both,aggregate=points")
-    assert strategy == SwissStrategy(budget=2.5, order="both", aggregate="points")
+    assert strategy == Swiss(budget=2.5, order="both", aggregate="points")
     assert make_strategy("swiss:comparisons=40").comparisons == 40
     with pytest.raises(SpecError, match="aggregate"):
         make_strategy("swiss:aggregate=elo")

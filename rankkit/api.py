@@ -1,0 +1,180 @@
+"""The library in two calls: :func:`rank` one task with one strategy, :func:`compare` strategies on many.
+
+Both take what a researcher has at hand — a :class:`~rankkit.tasks.Task`, a dict in the task
+schema, a list of answer texts, a data file or a DataFrame; a strategy spec string
+(``"knockout:order=both"``) or a strategy object (``Knockout(order="both")``); a judge spec
+string (``"sim:preset=gpt4"``) or any :class:`~rankkit.judges.base.Judge` — and run them through
+:func:`rankkit.runner.run`, the same path ``rankkit compare`` takes. Everything they cannot use is
+refused with a :class:`~rankkit.errors.RankkitError` naming what is wrong, before anything is
+judged.
+
+>>> import rankkit
+>>> task = {"task_id": "q1", "prompt": "What is the capital of France?", "candidates": [
+...     {"id": "a", "text": "Paris.", "human": {"score": 5}},
+...     {"id": "b", "text": "Lyon.", "human": {"score": 1}},
+...     {"id": "c", "text": "Paris, on the Seine.", "human": {"score": 4}}]}
+>>> ranking = rankkit.rank(task, strategy="knockout", judge="sim:preset=gpt4", seed=0)
+>>> ranking.ranking
+['a', 'c', 'b']
+>>> result = rankkit.compare([task], strategies=["knockout", "bt"], judge="sim:preset=gpt4")
+>>> [(run.name, run.cost.comparisons, run.cost.shared_hits) for run in result.strategies]
+[('knockout', 2, 0), ('bt', 6, 2)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+from os import PathLike
+from typing import Any, Iterator, Mapping, Sequence
+
+from rankkit.cache import JudgmentCache, NullCache
+from rankkit.judges.base import Judge
+from rankkit.results import RunResult
+from rankkit.specs import SpecError
+from rankkit.strategies.base import Ranking, Strategy, make_strategy
+from rankkit.tasks import Candidate, Task, load_tasks, tasks_from_records
+
+def rank(task: Task | Mapping[str, Any] | Sequence[str], strategy: str | Strategy = "knockout",
+         judge: str | Judge | None = None, seed: int = 0, cache: str | PathLike[str] | JudgmentCache | None = None,
+         prompt: str | None = None) -> Ranking:
+    """Rank one task's candidates with one strategy.
+
+    Parameters
+    ----------
+    task:
+        A :class:`~rankkit.tasks.Task`, a dict in the task schema (one JSONL line of a data file),
+        or a list of answer texts (then ``prompt`` is required; candidates are named ``c0``, ``c1``...).
+    strategy:
+        A spec string such as ``"knockout:order=both"`` or a strategy object.
+    judge:
+        A spec string such as ``"sim:preset=gpt4"`` or ``"hf:DIR"``, or a :class:`~rankkit.judges.base.Judge`;
+        None: the default judge (the embedded SmolLM2 when installed).
+    seed:
+        Seeds the strategy's random choices.
+    cache:
+        A judgment cache file (its path, or an open :class:`~rankkit.cache.JudgmentCache`); None: none.
+    prompt:
+        The question, when ``task`` is a list of answer texts.
+
+    Returns
+    -------
+    The strategy's :class:`~rankkit.strategies.base.Ranking`: ``ranking`` (ids best first),
+    ``scores``, ``champion`` and the typed per-candidate ``extras``.
+    """
+    (one,) = _tasks([_as_task(task, prompt)])
+    result = compare([one], [strategy], judge=judge, cache=cache, seed=seed)
+    (outcome,) = result.strategies[0].tasks
+    return Ranking(scores=outcome.scores, ranking=outcome.ranking, champion=outcome.champion, extras=outcome.extras)
+
+
+def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"), judge: str | Judge | None = None,
+            cache: str | PathLike[str] | JudgmentCache | None = None, seed: int = 0, progress: bool = False,
+            criterion: str | None = None, workers: int | None = None, data: str = "") -> RunResult:
+    """Run several strategies on the same tasks and the same judge, sharing its judgments.
+
+    Parameters
+    ----------
+    tasks:
+        A data file's path (JSONL, CSV, Parquet, a JSON array), a pandas DataFrame or Dataset in
+        long form, or a list of :class:`~rankkit.tasks.Task` objects or task-schema dicts.
+    strategies:
+        Spec strings or strategy objects; each ranks every task on its own (its result does not
+        depend on the others), and a judgment two of them ask for is paid for once.
+    judge, cache, seed:
+        As in :func:`rank`.
+    progress:
+        Show a progress bar on stderr.
+    criterion:
+        The human score to compare with (default: the data's ``meta.main_score``, or its only one).
+    workers:
+        Tasks ranked at once (default: from the judge's capacity); results do not depend on it.
+    data:
+        How the result names the data (default: the path, when ``tasks`` is one).
+
+    Returns
+    -------
+    A :class:`~rankkit.results.RunResult`: per strategy its cost, its agreement with the human
+    scores (``metrics``) and every task's ranking; ``to_pandas()`` gives the long table.
+    """
+    loaded = _tasks(tasks, criterion)
+    built = [_as_strategy(s) for s in strategies]
+    if not built:
+        raise SpecError("compare: no strategies given")
+    with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
+        expected = None
+        if progress:
+            from rankkit.plan import expected_judgments  # the dry run's machinery, for the bar's total
+
+            expected = expected_judgments(loaded, built, seed, judge_object)
+        from rankkit.runner import run
+
+        label = data or (str(tasks) if isinstance(tasks, (str, PathLike)) else "")
+        return run(loaded, built, judge_object, cache_object, seed=seed, progress=progress, judge_spec=spec,
+                   data=label, workers=workers, expected=expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the two calls accept
+
+
+def _as_task(task: Any, prompt: str | None) -> Task | Mapping[str, Any]:
+    if isinstance(task, (Task, Mapping)):
+        return task
+    if isinstance(task, Sequence) and not isinstance(task, str) and all(isinstance(t, str) for t in task):
+        if prompt is None:
+            raise SpecError("rank: a list of answer texts needs prompt= (the question they answer)")
+        return Task(task_id="task", prompt=prompt, candidates=tuple(Candidate(id=f"c{i}", text=text)
+                                                                   for i, text in enumerate(task)))
+    raise SpecError(f"rank: task must be a Task, a dict in the task schema or a list of answer texts, "
+                    f"got {type(task).__name__}")
+
+
+def _tasks(tasks: Any, criterion: str | None = None) -> list[Task]:
+    """Tasks from any accepted form (see :func:`compare`)."""
+    if isinstance(tasks, Sequence) and not isinstance(tasks, str) and tasks:
+        if all(isinstance(t, Task) for t in tasks):
+            return list(tasks)
+        if all(isinstance(t, Mapping) and "candidates" in t for t in tasks):
+            return tasks_from_records(tasks, criterion)
+    return load_tasks(tasks, criterion=criterion)  # a file, a table, long rows, or a clear error
+
+
+def _as_strategy(strategy: Any) -> Strategy:
+    if isinstance(strategy, Strategy):
+        return strategy
+    if isinstance(strategy, str):
+        return make_strategy(strategy)
+    raise SpecError(f"strategy must be a spec string or a rankkit Strategy, got {type(strategy).__name__}")
+
+
+@contextlib.contextmanager
+def _judge(judge: Any) -> Iterator[tuple[Judge, str]]:
+    """The judge and its spec; a judge built here from a spec is closed afterwards."""
+    if isinstance(judge, Judge):
+        yield judge, getattr(judge, "spec", "") or judge.description
+        return
+    if judge is not None and not isinstance(judge, str):
+        raise SpecError(f"judge must be a spec string or a rankkit Judge, got {type(judge).__name__}")
+    from rankkit.judges import default_judge_spec, make_judge
+
+    spec = judge or default_judge_spec()
+    built = make_judge(spec)
+    try:
+        yield built, spec
+    finally:
+        built.close()
+
+
+@contextlib.contextmanager
+def _cache(cache: Any) -> Iterator[JudgmentCache | NullCache]:
+    """The judgment cache; one opened here from a path is closed (committed) afterwards."""
+    if cache is None:
+        yield NullCache()
+    elif isinstance(cache, (JudgmentCache, NullCache)):
+        yield cache
+    elif isinstance(cache, (str, PathLike)):
+        with JudgmentCache(cache) as opened:
+            yield opened
+    else:
+        raise SpecError(f"cache must be a path or a JudgmentCache, got {type(cache).__name__}")
+

@@ -1,0 +1,147 @@
+"""What a dry run puts in place of the judge and the cache, so that a strategy's own ``rank()`` runs for free.
+
+:class:`StandInJudge` has the identity of the run's judge (fingerprint, request keys, what it
+supports) and answers every request at once with a *stand-in verdict*, made up by one of the
+:data:`POLICIES` and marked ``extras={"stand_in": True}``, with status OK so that strategies take
+it as any verdict. It never calls the judge it stands in for. For judges that read prompts it
+puts the estimated size of each request's prompt in the verdict's ``usage``, so the run's own
+cost accounting sums the prompt tokens of the new judgments per strategy.
+
+:class:`ReadOnlyCache` serves what the persistent cache holds and never writes to it: what the
+run would store is kept in memory for the rest of the dry run, where the run would find it too.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from rankkit.cache import NullCache
+from rankkit.judges.base import Grade, Judge, Verdict, Winner
+from rankkit.plan.tokens import PromptSizes
+from rankkit.tasks import Candidate, Task
+
+#: A policy grades the answers of one request, as shown: two for a comparison, one for a grade.
+Policy = Callable[[Task, Sequence[Candidate]], list[float]]
+
+
+def _first(task: Task, shown: Sequence[Candidate]) -> list[float]:
+    """The answer shown first wins (the scale's top against its bottom); a lone answer gets the
+    midpoint. Shown in both orders, a pair ties."""
+    low, high = task.scale
+    return [high, low] if len(shown) == 2 else [(low + high) / 2]
+
+
+@functools.lru_cache(maxsize=64)
+def _places(salt: str, task_id: str, candidate_ids: tuple[str, ...]) -> dict[str, float]:
+    """Where each candidate stands in a fixed pseudo-random order of its task, from 0 (bottom) to 1
+    (top); ``salt`` picks the order. The same on every machine: a hash, not Python's salted ``hash``."""
+    def key(cid: str) -> bytes:
+        return hashlib.sha256(f"{salt}\x00{task_id}\x00{cid}".encode("utf-8")).digest()
+
+    ordered = sorted(candidate_ids, key=key)
+    return {cid: i / max(1, len(ordered) - 1) for i, cid in enumerate(ordered)}
+
+
+def _consistent(salt: str, reverse: bool = False) -> Policy:
+    """A consistent judge: each answer graded by its place in a fixed pseudo-random order of the
+    task's candidates (one order per ``salt``, upside down with ``reverse``), whichever is shown first."""
+    def grades(task: Task, shown: Sequence[Candidate]) -> list[float]:
+        low, high = task.scale
+        places = _places(salt, task.task_id, tuple(task.candidate_ids))
+        return [low + (high - low) * (1 - places[c.id] if reverse else places[c.id]) for c in shown]
+
+    return grades
+
+
+#: The stand-in verdict policies, by name: a judge that always prefers the answer shown first; a
+#: consistent judge and its opposite (every verdict turned round); and a consistent judge with an
+#: order of its own (not the mirror image of the first two). A dry run runs every strategy under
+#: each of them (see :mod:`rankkit.plan.dry_run`).
+POLICIES: dict[str, Policy] = {"first": _first, "ranked": _consistent("ranked"),
+                               "reversed": _consistent("ranked", reverse=True), "shuffled": _consistent("shuffled")}
+
+
+class StandInJudge(Judge):
+    """The run's judge as a dry run sees it: its identity, and stand-in verdicts (module docstring).
+
+    inner: the judge stood in for (e.g. from :func:`~rankkit.plan.judge.plan_judge`); only its
+        identity is read, it is never asked anything.
+    policy: the name of the verdict policy (:data:`POLICIES`).
+    sizes: prompt sizes to put in each verdict's ``usage`` (None: no prompts to count).
+    """
+
+    backend = "stand-in"
+    capacity = 1  # one thread, one batch at a time: the run needs no dispatcher
+
+    def __init__(self, inner: Judge, policy: str = "ranked", sizes: PromptSizes | None = None):
+        self.inner = inner
+        self.policy = policy
+        self._grades = POLICIES[policy]
+        self.sizes = sizes
+        self.supports_pairwise = inner.supports_pairwise
+        self.supports_pointwise = inner.supports_pointwise
+
+    @property
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint
+
+    @property
+    def description(self) -> str:
+        return self.inner.description
+
+    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        return self.inner.request_key(task, *candidates)
+
+    def bind_memo(self, memo: Any) -> None:
+        """The judge stood in for is never bound: nothing it caches of its own is read or written."""
+
+    def _usage(self, tokens: Callable[[], int]) -> dict[str, int]:
+        return {} if self.sizes is None else {"prompt_tokens": tokens()}
+
+    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        first_grade, second_grade = self._grades(task, (first, second))
+        winner = (Winner.FIRST if first_grade > second_grade else Winner.SECOND if second_grade > first_grade
+                  else Winner.TIE)
+        return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner,
+                       raw=f"stand-in verdict ({self.policy})",
+                       usage=self._usage(lambda: self.sizes.pair(task, first, second)),
+                       extras={"stand_in": True, "policy": self.policy})
+
+    def grade(self, task: Task, candidate: Candidate) -> Grade:
+        value, = self._grades(task, (candidate,))
+        return Grade(value=value, raw=f"stand-in grade ({self.policy})",
+                     usage=self._usage(lambda: self.sizes.point(task, candidate)),
+                     extras={"stand_in": True, "policy": self.policy})
+
+
+class ReadOnlyCache:
+    """A cache that serves what ``inner`` holds and never writes to it; what the run would store
+    is kept in memory instead, so that the rest of the dry run finds it as the run would."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self._written: dict[str, dict[str, Any]] = {}
+
+    def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
+        stored = self.inner.get_keys(keys)
+        # What the run stored (only where the file had nothing it would serve) comes first.
+        return [self._written.get(key, payload) for key, payload in zip(keys, stored)]
+
+    def put_key(self, key: str, fingerprint: str, kind: str, payload: dict[str, Any]) -> None:
+        self._written.setdefault(key, payload)
+
+    def flush(self) -> None:
+        return None
+
+
+def read_only_cache(path: str | Path | None, disabled: bool) -> Any:
+    """The cache a dry run reads: the file when it exists (never created), else an empty one."""
+    from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache
+
+    path = Path(path) if path else DEFAULT_CACHE_PATH
+    if disabled or not path.exists():
+        return NullCache()
+    return JudgmentCache(path)
