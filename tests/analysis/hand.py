@@ -56,9 +56,9 @@ def hand_results() -> dict:
         oracle_tasks.append({"task_id": task_id, "scores": oracle_scores, "ranking": ranking_of(oracle_scores),
                              "champion": None, "extras": {}, "comparisons": 0, "judge_calls": 4, "matches": []})
     strategies = [
-        {"name": "ko", "strategy": "knockout", "params": {}, "comparisons": 9, "scores": 0, "judge_calls": 9, "tasks": ko_tasks},
-        {"name": "pw", "strategy": "pairwise", "params": {}, "comparisons": 9, "scores": 0, "judge_calls": 3, "tasks": pw_tasks},
-        {"name": "oracle", "strategy": "individual", "params": {}, "comparisons": 0, "scores": 12, "judge_calls": 12,
+        {"name": "ko", "strategy": "knockout", "params": {}, "comparisons": 9, "grades": 0, "judge_calls": 9, "tasks": ko_tasks},
+        {"name": "pw", "strategy": "pairwise", "params": {}, "comparisons": 9, "grades": 0, "judge_calls": 3, "tasks": pw_tasks},
+        {"name": "oracle", "strategy": "individual", "params": {}, "comparisons": 0, "grades": 12, "judge_calls": 12,
          "tasks": oracle_tasks},
     ]
     task_data = [{"task_id": t, "prompt": f"question {t}", "reference": None, "meta": META[t], "scale": [0.0, 4.0],
