@@ -426,7 +426,9 @@ def test_prefix_cache_is_reused_across_calls_and_bounded(tiny):
     eng = engine(tiny, batch_size=2, shared_prefix=16, prefix_cache_entries=3)
     first = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
     second = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
-    assert eng.stats["prefix_cache_hits"] >= 1 and first == second
+    assert eng.stats["prefix_cache_hits"] >= 1 and sorted(first) == sorted(second)
+    for i in first:
+        assert second[i] == pytest.approx(first[i], abs=1e-6)
     for i in range(5):  # other tasks' prefixes push the old ones out
         other = make_task(prompt=f"Question number {i}: why is the sky blue, in detail?")
         others = [p.conversation for p in judge.pair_prompts([(other, other.candidates[0], other.candidates[1]),
