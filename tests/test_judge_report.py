@@ -152,7 +152,8 @@ def test_a_judge_that_always_picks_the_first_slot(sample_tasks):
     assert metrics["first_slot"]["value"] == pytest.approx(1.0, abs=1e-12)
     assert metrics["order_consistency"]["value"] == pytest.approx(0.0, abs=1e-12)
     assert metrics["accuracy_single"]["value"] == pytest.approx(0.5, abs=1e-12)
-    assert metrics["accuracy_both"]["n"] == 0 and metrics["accuracy_both_strict"]["value"] == pytest.approx(0.0, abs=1e-12)
+    assert metrics["accuracy_both"]["n"] == 0
+    assert metrics["accuracy_both_strict"]["value"] == pytest.approx(0.0, abs=1e-12)
     assert metrics["first_slot"]["low"] is None  # resamples=0: no interval
 
 

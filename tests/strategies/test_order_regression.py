@@ -314,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         regenerate(args.regenerate)
         return 0
     now, before = record(), read_snapshot()
-    differing = {f"{mode}/{label}": lines for mode in MODES for label, lines in case_differences(now, before, mode).items()}
+    differing = {f"{mode}/{label}": lines
+                 for mode in MODES for label, lines in case_differences(now, before, mode).items()}
     for case, lines in differing.items():
         print(f"{case}: {len(lines)} differences, first: {lines[0]}")
     print(f"{len(differing)} cases differ" if differing else "every case is as recorded", file=sys.stderr)
