@@ -48,7 +48,7 @@ def test_evaluate_skips_unlabelled_tasks():
     labelled = ({"a": 1.0, "b": 2.0}, ["b", "a"], {"a": 0.0, "b": 1.0})
     unlabelled = ({"a": 1.0, "b": 2.0}, ["b", "a"], {})
     result = evaluate([labelled, unlabelled])
-    assert result["tasks_evaluated"] == 1 and result["pairwise_accuracy"] == 1.0
+    assert result["tasks_evaluated"] == 1 and result["pairwise_accuracy"] == pytest.approx(1.0, abs=1e-12)
 
 
 def random_tasks(count, sizes, seed=0):
@@ -72,7 +72,8 @@ def test_per_task_metrics_equal_scipy_task_by_task():
         per_task = [correlation(method, [s[c] for c in h], list(h.values())) for s, _, h in tasks]
         assert result[f"task_{method}"] == pytest.approx(np.nanmean(per_task), abs=1e-12)
     counts = [pairwise_accuracy_counts(s, h) for s, _, h in tasks]
-    assert result["pairwise_accuracy"] == sum(c for c, _ in counts) / sum(t for _, t in counts)
+    assert result["pairwise_accuracy"] == pytest.approx(sum(c for c, _ in counts) / sum(t for _, t in counts),
+                                                        abs=1e-12)
 
 
 def test_evaluate_calls_scipy_a_fixed_number_of_times_whatever_the_task_count(monkeypatch):
@@ -93,12 +94,12 @@ def test_top1_tie_at_the_top_counts_the_expected_share():
     human = {"a": 3.0, "b": 1.0, "c": 1.0, "d": 0.0}
     # a and b tie for the strategy's top score: picking one at random is right half the time,
     # whichever the data lists first.
-    assert top1_share({"a": 5.0, "b": 5.0, "c": 1.0, "d": 0.0}, human) == 0.5
-    assert top1_share({"b": 5.0, "a": 5.0, "c": 1.0, "d": 0.0}, human) == 0.5
+    assert top1_share({"a": 5.0, "b": 5.0, "c": 1.0, "d": 0.0}, human) == pytest.approx(0.5, abs=1e-12)
+    assert top1_share({"b": 5.0, "a": 5.0, "c": 1.0, "d": 0.0}, human) == pytest.approx(0.5, abs=1e-12)
     assert top1_share({"a": 5.0, "b": 5.0, "c": 5.0, "d": 0.0}, human) == pytest.approx(1 / 3)
-    assert top1_share({"a": 1.0, "b": 5.0, "c": 5.0, "d": 0.0}, human) == 0.0
+    assert top1_share({"a": 1.0, "b": 5.0, "c": 5.0, "d": 0.0}, human) == pytest.approx(0.0, abs=1e-12)
     # a candidate tied with the human best counts as best
-    assert top1_share({"a": 1.0, "b": 2.0}, {"a": 2.0, "b": 2.0}) == 1.0
+    assert top1_share({"a": 1.0, "b": 2.0}, {"a": 2.0, "b": 2.0}) == pytest.approx(1.0, abs=1e-12)
     tasks = [({"a": 5.0, "b": 5.0, "c": 1.0, "d": 0.0}, ["b", "a", "c", "d"], human),
              ({"a": 9.0, "b": 1.0, "c": 1.0, "d": 0.0}, ["a", "b", "c", "d"], human)]
     assert evaluate(tasks)["top1_accuracy"] == pytest.approx(0.75)  # (0.5 + 1) / 2, not by data order

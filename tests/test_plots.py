@@ -50,7 +50,7 @@ def test_cost_accuracy_points_by_hand():
 
     points = {p["label"]: p for p in cost_accuracy_points(RunResult.from_dict(hand_results()), "task_spearman", resamples=0)}
     # ko: 9 comparisons over 3 tasks; oracle: 12 grades over 3 tasks.
-    assert points["ko"]["cost"] == 3.0 and points["oracle"]["cost"] == 4.0
+    assert (points["ko"]["cost"], points["oracle"]["cost"]) == pytest.approx((3.0, 4.0), abs=1e-12)
     assert points["ko"]["estimate"] == pytest.approx((1 - 1 + 0.8) / 3)
     assert points["oracle"]["estimate"] == pytest.approx(1.0)
     assert math.isnan(points["ko"]["low"])  # no resamples, no interval

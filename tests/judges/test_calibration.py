@@ -85,13 +85,13 @@ def accuracy(judged) -> float:
 def test_calibration_removes_a_planted_slot_bias():
     tasks = make_tasks()
     raw, _ = judge_all(LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob"), tasks)
-    assert first_slot_share(raw) == 1.0  # the planted bias: slot 1 always wins
-    assert accuracy(raw) == 0.5
+    assert first_slot_share(raw) == pytest.approx(1.0, abs=1e-12)  # the planted bias: slot 1 always wins
+    assert accuracy(raw) == pytest.approx(0.5, abs=1e-12)
 
     calibrated, _ = judge_all(LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob", calibrate=True),
                               tasks)
-    assert first_slot_share(calibrated) == 0.5
-    assert accuracy(calibrated) == 1.0
+    assert first_slot_share(calibrated) == pytest.approx(0.5, abs=1e-12)
+    assert accuracy(calibrated) == pytest.approx(1.0, abs=1e-12)
     for task, first, second, judgment in calibrated:
         content = QUALITY[task.candidate(first).text] - QUALITY[task.candidate(second).text]
         # Exactly the content term: sigmoid(q(a) - q(b)), the bias estimate exactly the planted one.
@@ -116,7 +116,7 @@ def test_each_pair_is_read_once_per_order_and_raw_judgments_are_the_uncalibrated
         assert plain.fingerprint == calibrated_judge.raw_fingerprint != calibrated_judge.fingerprint
         judged, cost = judge_all(plain, tasks, cache)
         assert plain_engine.prompts == [] and cost.cache_hits == 36
-        assert first_slot_share(judged) == 1.0
+        assert first_slot_share(judged) == pytest.approx(1.0, abs=1e-12)
 
         # A calibrated judge in a new process reuses the raw judgments for pairs it never judged.
         fresh_engine = ScriptedEngine(logprobs=biased_logprobs)
@@ -159,11 +159,11 @@ def test_judge_report_shows_the_effect():
     raw = judge_report(tasks, LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob"), resamples=50)
     calibrated = judge_report(tasks, LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob",
                                               calibrate=True), resamples=50)
-    assert raw["metrics"]["first_slot"]["value"] == 1.0
-    assert raw["metrics"]["order_consistency"]["value"] == 0.0
-    assert calibrated["metrics"]["first_slot"]["value"] == 0.5
-    assert calibrated["metrics"]["order_consistency"]["value"] == 1.0
-    assert calibrated["metrics"]["accuracy_single"]["value"] == 1.0
+    assert raw["metrics"]["first_slot"]["value"] == pytest.approx(1.0, abs=1e-12)
+    assert raw["metrics"]["order_consistency"]["value"] == pytest.approx(0.0, abs=1e-12)
+    assert calibrated["metrics"]["first_slot"]["value"] == pytest.approx(0.5, abs=1e-12)
+    assert calibrated["metrics"]["order_consistency"]["value"] == pytest.approx(1.0, abs=1e-12)
+    assert calibrated["metrics"]["accuracy_single"]["value"] == pytest.approx(1.0, abs=1e-12)
     assert calibrated["counts"]["judge_calls"] == raw["counts"]["judge_calls"]
 
 
@@ -183,7 +183,7 @@ def test_pure_functions():
     assert choice_log_odds({"1": -0.5, "2": -1.5}) == pytest.approx(1.0)
     assert choice_log_odds({"1": -math.inf, "2": -1.0}) == -MAX_LOG_ODDS
     assert choice_log_odds({"1": -math.inf, "2": -math.inf}) is None
-    assert both_orders_log_odds(7.0, 5.0) == (1.0, 6.0)
+    assert both_orders_log_odds(7.0, 5.0) == pytest.approx((1.0, 6.0), abs=1e-12)
     assert prior_balancing_threshold([5.0, 7.0, 6.5, 1.0]) == pytest.approx(5.75)
     with pytest.raises(ValueError):
         prior_balancing_threshold([])

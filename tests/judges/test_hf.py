@@ -35,6 +35,7 @@ from rankkit.judges.hf_engine import HFEngine  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
 
 REPLY = "Explanation: fine. Answer 1: 3/4 Answer 2: 1/4 Score: 3/4"
+REPLY_MARGIN = 2.0  # logits by which the taught reply leads every other token (see build_tiny_model)
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
                  "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
@@ -99,11 +100,16 @@ def build_tiny_model(directory: Path) -> None:
     targets = torch.tensor([lab + [-100] * (width - len(lab)) for lab in labels])
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     read = targets[:, 1:] != -100
+    wanted = targets[:, 1:][read]
     for _ in range(300):
         out = model(input_ids=input_ids, attention_mask=attention, labels=targets)
-        # Done when every reply token is the argmax after its prefix: greedy decoding then
-        # reproduces the reply exactly.
-        if bool((out.logits[:, :-1].argmax(-1)[read] == targets[:, 1:][read]).all()):
+        # Done when every reply token leads the next-best token by a clear margin after its
+        # prefix: greedy decoding then reproduces the reply exactly, in any batch and dtype, on
+        # any CPU (a bare argmax would leave ties that the last bits of a kernel can flip).
+        logits = out.logits[:, :-1][read]
+        wanted_logit = logits.gather(-1, wanted[:, None]).squeeze(-1)
+        runner_up = logits.scatter(-1, wanted[:, None], -math.inf).max(-1).values
+        if bool((wanted_logit - runner_up > REPLY_MARGIN).all()):
             break
         out.loss.backward()
         optimizer.step()
@@ -434,7 +440,9 @@ def test_prefix_cache_is_reused_across_calls_and_bounded(tiny):
     eng = engine(tiny, batch_size=2, shared_prefix=16, prefix_cache_entries=3)
     first = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
     second = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
-    assert eng.stats["prefix_cache_hits"] >= 1 and first == second
+    assert eng.stats["prefix_cache_hits"] >= 1 and sorted(first) == sorted(second)
+    for i in first:
+        assert second[i] == pytest.approx(first[i], abs=1e-6)
     for i in range(5):  # other tasks' prefixes push the old ones out
         other = make_task(prompt=f"Question number {i}: why is the sky blue, in detail?")
         others = [p.conversation for p in judge.pair_prompts([(other, other.candidates[0], other.candidates[1]),

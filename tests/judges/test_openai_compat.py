@@ -800,6 +800,7 @@ def two_candidate_task(sample_tasks):
     return replace(task, candidates=task.candidates[:2])
 
 
+@pytest.mark.slow
 def test_compare_cli_knockout_and_individual_through_the_server(llama_server, tmp_path):
     from click.testing import CliRunner
 
@@ -841,6 +842,7 @@ def run_through(base_url: str, tasks, strategies: str, cache_path: Path, options
         judge.close()
 
 
+@pytest.mark.slow
 def test_server_killed_mid_run_then_the_rerun_resumes_from_the_cache(llama_server, sample_tasks, cache_path):
     # retries=0: one request per judgment, so requests and judgments can be matched one to one
     options = "concurrency=2,max_attempts=2,backoff=0.05,retries=0"
@@ -879,6 +881,7 @@ def test_server_killed_mid_run_then_the_rerun_resumes_from_the_cache(llama_serve
     assert all(outcome == 200 for _, _, outcome in second_log)
 
 
+@pytest.mark.slow
 def test_faulty_proxy_429_and_500_run_completes_with_retries_counted(llama_server, sample_tasks, cache_path):
     faults = {1: 429, 2: 500, 4: 502}
     with FaultProxy(upstream=llama_server.root, plan=lambda number, body: faults.get(number, "pass"),
@@ -894,6 +897,7 @@ def test_faulty_proxy_429_and_500_run_completes_with_retries_counted(llama_serve
     assert result.strategies[0].tasks[0].champion is not None
 
 
+@pytest.mark.slow
 def test_hung_request_times_out_and_is_retried(llama_server, sample_tasks, cache_path):
     task = two_candidate_task(sample_tasks)
     with FaultProxy(upstream=llama_server.root, plan=lambda number, body: "hang" if number == 1 else "pass",

@@ -46,7 +46,7 @@ def test_cli_leaderboard_and_add(tmp_path, system_level_tasks):
                                   "--strategy", "anchored", "--anchor", "s4", "--format", "json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output[result.output.index("{"):])
-    assert payload["systems"][0]["rating"] == 1.0 and payload["anchor"] == "s4"
+    assert payload["systems"][0]["rating"] == pytest.approx(1.0, abs=1e-12) and payload["anchor"] == "s4"
     result = runner.invoke(main, ["leaderboard", "--data", str(data), "--judge", PERFECT, "--no-cache",
                                   "--strategy", "anchored", "--anchor", "zz"])
     assert result.exit_code == 2 and "anchor" in result.output

@@ -28,9 +28,9 @@ def test_max_points_rule():
 
 
 def test_to_task_scale_is_linear_and_identity_on_matching_scales():
-    assert to_task_scale(3.5, 4, (0.0, 4.0)) == 3.5
+    assert to_task_scale(3.5, 4, (0.0, 4.0)) == pytest.approx(3.5, abs=1e-12)
     assert to_task_scale(50, 100, (-25.0, 0.0)) == pytest.approx(-12.5)
-    assert to_task_scale(0, 5, (1.0, 5.0)) == 1.0
+    assert to_task_scale(0, 5, (1.0, 5.0)) == pytest.approx(1.0, abs=1e-12)
 
 
 def test_rendering_fills_fields_and_uses_meta_input_as_mt_source():

@@ -37,7 +37,7 @@ def test_one_decision_moves_both_ratings_by_k_times_surprise():
     task = make_task([1.0, 0.0])
     ranking, cost, _ = rank_once(task, PanelElo(k=32), perfect_judge())
     # Equal ratings: E = 0.5, S = 1 for the winner, so it gains 32·(1 − 0.5) = 16 and the loser loses 16.
-    assert ranking.scores == {"c0": 1016.0, "c1": 984.0}
+    assert ranking.scores == pytest.approx({"c0": 1016.0, "c1": 984.0}, abs=1e-9)
     assert cost.comparisons == 1
     assert ranking.extras["c0"] == CandidateExtras(wins=1, draws=0, losses=0, played=1)
 
@@ -45,7 +45,7 @@ def test_one_decision_moves_both_ratings_by_k_times_surprise():
 def test_a_draw_between_equals_changes_nothing():
     task = make_task([1.0, 0.0, 0.5])
     ranking, _, _ = rank_once(task, PanelElo(k=32), AlwaysTie())
-    assert ranking.scores == {"c0": 1000.0, "c1": 1000.0, "c2": 1000.0}
+    assert ranking.scores == pytest.approx({"c0": 1000.0, "c1": 1000.0, "c2": 1000.0}, abs=1e-9)
     assert all(e.draws == 2 for e in ranking.extras.values())
 
 
