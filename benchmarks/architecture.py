@@ -1,68 +1,133 @@
 """The package's shape, measured: module sizes, who imports whom, start-up cost (issue 15).
 
-Architecture is measured like speed, so a refactor can quote before and after:
+Architecture is measured like speed, so a refactor can quote before and after. The script measures
+the checkout it lives in, or another one given with ``--repo DIR`` (say a release), and every
+figure is read from that checkout's code or from running it:
 
-* **module sizes** — lines per module under ``rankkit/``; how many are over 500 lines (the issue's
-  bound for "one responsibility") and the largest;
+* **package size** — modules under ``rankkit/`` and their total lines (``rankkit/**/*.py``); lines
+  per module, how many are over 500 lines (the issue's bound for "one responsibility") and the
+  largest;
 * **the CLI is a leaf** — every module that imports ``rankkit.cli`` (goal: only ``__main__``);
-* **dependencies point one way** — imports from the core (``tasks``, ``matches``, ``cache``,
-  ``metrics``, ``ratings``, ``specs``, ``engine``, ``stats``) into a strategy or a judge backend by
-  name (their ``base`` modules, the interfaces, are allowed; goal: none), and import cycles among
-  modules counting only module-level imports (goal: none);
+* **import circles** — cycles among rankkit modules counting only module-level imports (statements
+  at the top of a module; goal: none); and the strongly connected components (groups of two or more
+  modules that reach each other) counting function-level (lazy) imports too — every import that
+  runs, i.e. all but those under ``if TYPE_CHECKING:``;
+* **upward imports** — module-level or lazy imports (again all but ``TYPE_CHECKING`` ones) from a
+  core module (``tasks``, ``matches``, ``cache``, ``metrics``, ``ratings``, ``specs``, ``engine``,
+  ``stats``, and ``memo`` where ``rankkit/memo.py`` exists) into a strategy or a judge backend by
+  name, i.e. ``rankkit.strategies.*`` or ``rankkit.judges.*`` other than their ``base`` modules (the
+  interfaces; goal: none);
 * **one of each** — how many modules define a bootstrap, an interval type, or measure an answer's
   length (goal: one each);
 * **a role in one line** — modules whose docstring's first line is missing or does not end a
   sentence on that line;
+* **frames from the CLI to the first judge call** — in a subprocess with the measured checkout first
+  on ``PYTHONPATH``, ``rankkit.cli.main(["compare", "--data", SAMPLE, "--strategies", "knockout",
+  "--judge", "sim", "--no-cache"], standalone_mode=False)`` (SAMPLE: the bundled data file under
+  ``rankkit/data/sample``) runs with the simulated judge's entry methods wrapped (whichever of
+  ``compare_many``, ``compare``, ``grade_many``, ``score_many`` the classes of
+  ``rankkit.judges.sim`` have, inherited ones included). At the first call of any of them the
+  wrapper takes ``len(inspect.stack())`` minus the depth of the ``main(...)`` frame: the frames below
+  ``main`` down to the judge method, which the wrapper's frame stands for. A second figure counts
+  only those frames inside the package (their file under ``rankkit/``), the judge method included;
+* **modules a run imports** — in the same subprocess, after that run: how many modules of the
+  package (``rankkit`` and ``rankkit.*``) are in ``sys.modules``, which, and how many of them are
+  ``rankkit.strategies.*`` (the simulated judge's module is imported before the run, to wrap it; the
+  run imports it anyway);
+* **a third-party strategy** — the smallest ``examples/*strategy*.py`` of the measured checkout, or,
+  when it has none, the file given with ``--example FILE``: its lines (not blank, not only a
+  comment, not in a docstring), and the concepts it must use: the distinct names it imports from
+  ``rankkit`` (any submodule; for ``import rankkit.x as m``, the attributes it reads on ``m``) plus
+  the distinct attributes it reads on the parameters of its methods (``rank``, ``plan``...) other
+  than ``self``/``cls``, leaving out the task's data (attributes of a ``task`` parameter that are
+  fields or properties of ``rankkit.tasks.Task``, such as ``candidates`` and ``candidate_ids``);
 * **start-up** — wall time of ``python -c "import rankkit"`` and ``rankkit --help`` over
-  ``python -c pass`` (medians of several runs);
+  ``python -c pass`` (medians of several runs, the measured checkout first on ``PYTHONPATH``);
 * **repeated code** — rows reported by the ``duplicates`` tool, when it is on the PATH.
 
-    python benchmarks/architecture.py [--label after]
+    python benchmarks/architecture.py [--repo DIR] [--label after] [--example FILE]
 
-Prints the figures and writes ``benchmarks/results/architecture_<label>.md``.
+Prints the figures and writes ``benchmarks/results/architecture_<label>.md`` (in this checkout,
+whichever checkout is measured).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import io
+import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import tokenize
 from pathlib import Path
+from typing import Iterator
 
 import networkx as nx
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "rankkit"
+ROOT = Path(__file__).resolve().parents[1]  # the checkout this script lives in (and writes to)
 RESULTS = ROOT / "benchmarks" / "results"
 MAX_LINES = 500
 CORE = ("tasks", "matches", "cache", "metrics", "ratings", "specs", "engine", "stats")
+JUDGE_METHODS = ("compare_many", "compare", "grade_many", "score_many")
+SIM_MODULE = "rankkit.judges.sim"
+DATA_SUFFIXES = (".jsonl", ".csv", ".tsv", ".parquet", ".json")
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+# -- the import graph --------------------------------------------------------------------------
+
+def module_name(path: Path, repo: Path) -> str:
+    parts = list(path.relative_to(repo).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+def modules(repo: Path) -> dict[str, Path]:
+    return {module_name(p, repo): p for p in sorted((repo / "rankkit").rglob("*.py"))}
 
 
-def imports(path: Path, name: str, top_level_only: bool) -> set[str]:
+def is_type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:``."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node below ``node`` except the bodies of ``if TYPE_CHECKING:`` (their ``else`` runs)."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if is_type_checking(child):
+            for branch in child.orelse:
+                yield branch
+                yield from runtime_nodes(branch)
+        else:
+            yield from runtime_nodes(child)
+
+
+def import_nodes(tree: ast.Module, scope: str) -> list[ast.AST]:
+    """``module``: the module's top-level statements; ``runtime``: every import that can run
+    (module-level and lazy, not ``TYPE_CHECKING``); ``every``: every import statement."""
+    if scope == "module":
+        return tree.body
+    return list(runtime_nodes(tree)) if scope == "runtime" else list(ast.walk(tree))
+
+
+def imports(path: Path, name: str, scope: str) -> set[str]:
     """The rankkit modules ``path`` imports (``from rankkit.x import y`` counts ``rankkit.x``, and
     ``rankkit.x.y`` too when that is a module)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in nodes:
+    for node in import_nodes(tree, scope):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name.startswith("rankkit"))
         elif isinstance(node, ast.ImportFrom):
@@ -76,15 +141,35 @@ def imports(path: Path, name: str, top_level_only: bool) -> set[str]:
     return found
 
 
-def import_graph(mods: dict[str, Path], top_level_only: bool) -> nx.DiGraph:
+def import_graph(mods: dict[str, Path], scope: str) -> nx.DiGraph:
     graph = nx.DiGraph()
     graph.add_nodes_from(mods)
     for name, path in mods.items():
-        for target in imports(path, name, top_level_only):
+        for target in imports(path, name, scope):
             if target in mods and target != name:
                 graph.add_edge(name, target)
     return graph
 
+
+def core_modules(mods: dict[str, Path]) -> set[str]:
+    """The core: CORE, plus ``memo`` where the checkout has a top-level ``rankkit/memo.py``."""
+    return {f"rankkit.{c}" for c in (*CORE, "memo") if f"rankkit.{c}" in mods}
+
+
+def upward_imports(graph: nx.DiGraph, core: set[str]) -> list[str]:
+    """Edges from a core module into a strategy or judge backend other than their ``base``."""
+    return sorted(f"{a} -> {b}" for a, b in graph.edges
+                  if a in core and b.startswith(("rankkit.strategies.", "rankkit.judges."))
+                  and not b.endswith(".base"))
+
+
+def circles(graph: nx.DiGraph) -> list[list[str]]:
+    """Strongly connected components of two or more modules, largest first."""
+    return sorted((sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1),
+                  key=lambda c: (-len(c), c))
+
+
+# -- reading modules ---------------------------------------------------------------------------
 
 def first_line_role(path: Path) -> str | None:
     """The docstring's first line, or None when the module has no docstring."""
@@ -117,91 +202,356 @@ def length_definitions(mods: dict[str, Path]) -> list[str]:
     return hits
 
 
-def median_seconds(command: list[str], runs: int = 15) -> float:
-    """Median wall time of ``command``, with this checkout first on the path (not an installed
-    rankkit, whose import hooks would be timed too)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+# -- a run of the CLI, probed ------------------------------------------------------------------
+
+#: Runs in a subprocess: argv = output JSON, package dir, judge module, data file. Wraps the judge
+#: module's entry methods, runs ``compare`` through ``rankkit.cli.main`` and writes what it saw.
+PROBE = r'''
+import functools, importlib, inspect, json, os, sys
+
+out_path, package_dir, judge_module, data = sys.argv[1:5]
+METHODS = %(methods)r
+import rankkit
+
+def inside(filename):
+    return os.path.abspath(filename).startswith(package_dir + os.sep)
+
+if not inside(rankkit.__file__):
+    sys.exit(f"rankkit was imported from {rankkit.__file__}, not from {package_dir}")
+seen, anchor, wrapped = {}, {}, []
+
+def recorder(method, name):
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        if not seen and anchor:  # the first call during the run
+            stack = inspect.stack(0)  # stack[0]: this wrapper, standing for the judge method
+            below = len(stack) - anchor["depth"]  # frames below main's: stack[below] is main's frame
+            main_thread = 0 < below < len(stack) - 1 and stack[below + 1].frame is anchor["frame"]
+            between = stack[1:below] if main_thread else []
+            seen.update(method=f"{type(args[0]).__name__}.{name}",
+                        defined_in=f"{method.__module__}.{method.__qualname__}",
+                        main_thread=main_thread, frames=below if main_thread else None,
+                        rankkit_frames=sum(inside(f.filename) for f in between) + inside(method.__code__.co_filename)
+                        if main_thread else None,
+                        path=[f"{os.path.relpath(f.filename, package_dir)}:{f.function}"
+                              for f in reversed(between) if inside(f.filename)])
+        return method(*args, **kwargs)
+    wrapper.probe_wrapped = True
+    return wrapper
+
+judges = importlib.import_module(judge_module)
+for cls in list(vars(judges).values()):
+    if isinstance(cls, type) and cls.__module__ == judges.__name__:
+        for name in METHODS:
+            method = inspect.getattr_static(cls, name, None)
+            if inspect.isfunction(method) and not getattr(method, "probe_wrapped", False):
+                setattr(cls, name, recorder(method, name))
+                wrapped.append(f"{cls.__name__}.{name}")
+
+def drive():
+    from rankkit.cli import main
+    args = ["compare", "--data", data, "--strategies", "knockout", "--judge", "sim", "--no-cache"]
+    anchor.update(frame=inspect.currentframe(), depth=len(inspect.stack(0)) + 1)  # main(...)'s frame
+    try:
+        main(args, standalone_mode=False) if hasattr(main, "main") else main(args)  # a click command, or not
+        return 0
+    except SystemExit as stop:
+        return stop.code or 0
+
+status = drive()
+names = sorted(n for n in list(sys.modules) if n == "rankkit" or n.startswith("rankkit."))
+with open(out_path, "w", encoding="utf-8") as out:
+    json.dump({**seen, "status": status, "wrapped": wrapped, "modules": names}, out)
+''' % {"methods": JUDGE_METHODS}
+
+
+def sample_data(repo: Path) -> Path:
+    """The bundled sample: the first data file under ``rankkit/data/sample``, else that folder."""
+    folder = repo / "rankkit" / "data" / "sample"
+    files = sorted(p for p in folder.glob("*") if p.suffix in DATA_SUFFIXES)
+    return files[0] if files else folder
+
+
+def probe_cli_run(repo: Path) -> dict:
+    """Run ``compare`` through ``rankkit.cli.main`` in a subprocess with PROBE (see above)."""
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    with tempfile.TemporaryDirectory() as scratch:  # the run's cwd: whatever it writes stays out of the repo
+        out = Path(scratch) / "probe.json"
+        command = [sys.executable, "-c", PROBE, str(out), str(repo / "rankkit"), SIM_MODULE, str(sample_data(repo))]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=scratch, env=env)
+        if done.returncode or not out.exists():
+            raise RuntimeError(f"the probed run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        found = json.loads(out.read_text(encoding="utf-8"))
+    if found["status"]:
+        raise RuntimeError(f"rankkit compare exited with {found['status']}")
+    if "method" not in found:
+        raise RuntimeError(f"no judge method was called (wrapped: {', '.join(found['wrapped']) or 'none'})")
+    return found
+
+
+# -- a third-party strategy --------------------------------------------------------------------
+
+def docstring_lines(tree: ast.Module) -> set[int]:
+    """Line numbers of the module's, classes' and functions' docstrings."""
+    lines: set[int] = set()
+    for node in [tree, *ast.walk(tree)]:
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
+
+
+def code_lines(path: Path) -> int:
+    """Lines holding code: not blank, not only a comment, not in a docstring."""
+    text = path.read_text(encoding="utf-8")
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+            tokenize.ENCODING, tokenize.ENDMARKER}
+    lines: set[int] = set()
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type not in skip:
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return len(lines - docstring_lines(ast.parse(text)))
+
+
+def find_example(repo: Path, given: str | None) -> Path | None:
+    """The smallest ``examples/*strategy*.py`` of ``repo``, else ``given`` (relative to the working
+    directory, or to this checkout)."""
+    found = sorted((repo / "examples").glob("*strategy*.py"))
+    if found:
+        return min(found, key=code_lines)
+    if given is None:
+        return None
+    path = Path(given)
+    return next((p.resolve() for p in (path, ROOT / path) if p.is_file()), None)
+
+
+def task_data(repo: Path) -> set[str]:
+    """Fields and properties of ``rankkit.tasks.Task`` in ``repo``: the task's data, not concepts."""
+    tree = ast.parse((repo / "rankkit" / "tasks.py").read_text(encoding="utf-8"))
+    task = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Task"), None)
+    data: set[str] = set()
+    for node in task.body if task else []:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            data.add(node.target.id)
+        elif isinstance(node, ast.FunctionDef) and any(
+                ast.unparse(d).rpartition(".")[2] in ("property", "cached_property") for d in node.decorator_list):
+            data.add(node.name)
+    return data
+
+
+def rankkit_imports(tree: ast.Module) -> set[str]:
+    """Names imported from rankkit, and attributes read on a module imported as ``import rankkit.x as m``."""
+    names: set[str] = set()
+    aliases: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("rankkit"):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            aliases.update(a.asname for a in node.names if a.asname and a.name.startswith("rankkit"))
+    names.update(n.attr for n in ast.walk(tree)
+                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases)
+    return names
+
+
+def received_attributes(tree: ast.Module, data: set[str]) -> set[str]:
+    """Attributes read on the parameters of the classes' methods (not ``self``/``cls``; on ``task``,
+    only those that are not in ``data``)."""
+    names: set[str] = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for method in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            every = [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]
+            params = {a.arg for a in every} - {"self", "cls"}
+            for node in ast.walk(method):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in params:
+                    if not (node.value.id == "task" and node.attr in data):
+                        names.add(node.attr)
+    return names
+
+
+def strategy_concepts(path: Path, repo: Path) -> tuple[list[str], list[str]]:
+    """(names imported from rankkit, attributes read on what rankkit hands the strategy)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = rankkit_imports(tree)
+    return sorted(imported), sorted(received_attributes(tree, task_data(repo)) - imported)
+
+
+# -- start-up and the rest ---------------------------------------------------------------------
+
+def median_seconds(command: list[str], repo: Path, runs: int = 15) -> float:
+    """Median wall time of ``command``, with the measured checkout first on the path (not an
+    installed rankkit, whose import hooks would be timed too)."""
+    env = {**os.environ, "PYTHONPATH": str(repo)}
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, cwd=ROOT, env=env)
+        subprocess.run(command, check=True, capture_output=True, cwd=repo, env=env)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
-def duplicate_rows() -> int | None:
+def duplicate_rows(package: Path) -> int | None:
     if shutil.which("duplicates") is None:
         return None
-    out = subprocess.run(["duplicates", "--repo", str(PACKAGE), "--most", "200", "--seconds", "120"],
+    out = subprocess.run(["duplicates", "--repo", str(package), "--most", "200", "--seconds", "120"],
                          capture_output=True, text=True).stdout
     return sum(1 for line in out.splitlines() if re.match(r"D\d+ ", line))
 
 
-def measure() -> dict[str, object]:
-    mods = modules()
+def commit(repo: Path) -> str | None:
+    done = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+def measure(repo: Path, example: str | None) -> dict[str, object]:
+    mods = modules(repo)
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in mods.items()}
-    everywhere = import_graph(mods, top_level_only=False)
-    top_level = import_graph(mods, top_level_only=True)
+    everywhere = import_graph(mods, "every")
+    runtime = import_graph(mods, "runtime")
+    top_level = import_graph(mods, "module")
     cli_importers = sorted(n for n in everywhere.predecessors("rankkit.cli")) if "rankkit.cli" in everywhere else []
-    core = {f"rankkit.{c}" for c in CORE}
-    backward = sorted(f"{a} -> {b}" for a, b in everywhere.edges
-                      if a in core and (b.startswith("rankkit.strategies.") or b.startswith("rankkit.judges."))
-                      and not b.endswith(".base"))
-    cycles = sorted(sorted(c) for c in nx.simple_cycles(top_level))
+    core = core_modules(mods)
     no_role = sorted(name for name, path in mods.items()
                      if not (role := first_line_role(path)) or not role.rstrip().endswith((".", ")", ":")))
+    probe = probe_cli_run(repo)
+    example_path = find_example(repo, example)
+    imported, received = strategy_concepts(example_path, repo) if example_path else ([], [])
     python = [sys.executable, "-c", "pass"]
-    floor = median_seconds(python)
+    floor = median_seconds(python, repo)
     return {
+        "repo": repo,
+        "commit": commit(repo),
         "modules": len(mods),
         "lines": sum(sizes.values()),
         "largest": sorted(sizes.items(), key=lambda kv: -kv[1])[:5],
         "over_limit": sorted((n, s) for n, s in sizes.items() if s > MAX_LINES),
         "cli_importers": cli_importers,
-        "backward_imports": backward,
-        "cycles": cycles,
+        "core": sorted(core),
+        "upward_imports": upward_imports(runtime, core),
+        "upward_type_only": sorted(set(upward_imports(everywhere, core)) - set(upward_imports(runtime, core))),
+        "cycles": sorted(sorted(c) for c in nx.simple_cycles(top_level)),
+        "lazy_circles": circles(runtime),
+        "type_checking_circles": [c for c in circles(everywhere) if c not in circles(runtime)],
         "bootstraps": defines(mods, r"_?bootstrap\w*"),
         "interval_types": defines(mods, r"\w*(Interval|Estimate)"),
         "length_definitions": length_definitions(mods),
         "no_one_line_role": no_role,
-        "import_seconds": median_seconds([sys.executable, "-c", "import rankkit"]) - floor,
-        "help_seconds": median_seconds([sys.executable, "-m", "rankkit", "--help"]) - floor,
-        "duplicates": duplicate_rows(),
+        "sample": sample_data(repo).relative_to(repo),
+        "probe": probe,
+        "example": example_path,
+        "example_lines": code_lines(example_path) if example_path else None,
+        "concepts_imported": imported,
+        "concepts_received": received,
+        "import_seconds": median_seconds([sys.executable, "-c", "import rankkit"], repo) - floor,
+        "help_seconds": median_seconds([sys.executable, "-m", "rankkit", "--help"], repo) - floor,
+        "duplicates": duplicate_rows(repo / "rankkit"),
     }
 
 
-def report(figures: dict[str, object], label: str) -> str:
-    def names(items: list) -> str:
-        return ", ".join(str(i) for i in items) if items else "none"
+# -- the report --------------------------------------------------------------------------------
 
-    largest = ", ".join(f"{n} {s}" for n, s in figures["largest"])
-    over = ", ".join(f"{n} {s}" for n, s in figures["over_limit"]) or "none"
-    rows = [
-        ("modules / lines", f"{figures['modules']} / {figures['lines']}"),
+def names(items: list) -> str:
+    return ", ".join(str(i) for i in items) if items else "none"
+
+
+def shown_path(path: Path) -> str:
+    """``path`` relative to this checkout when it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def table_rows(f: dict) -> list[tuple[str, str]]:
+    probe = f["probe"]
+    modules_run = probe["modules"]
+    strategies_run = [m for m in modules_run if m.startswith("rankkit.strategies.")]
+    concepts = len(f["concepts_imported"]) + len(f["concepts_received"])
+    largest = ", ".join(f"{n} {s}" for n, s in f["largest"])
+    over = ", ".join(f"{n} {s}" for n, s in f["over_limit"]) or "none"
+    type_only = f" (+{len(f['upward_type_only'])} under TYPE_CHECKING)" if f["upward_type_only"] else ""
+    return [
+        ("modules / lines", f"{f['modules']} / {f['lines']}"),
         ("largest modules", largest),
-        (f"modules over {MAX_LINES} lines", f"{len(figures['over_limit'])}: {over}"),
-        ("modules importing rankkit.cli", names(figures["cli_importers"])),
-        ("core -> strategy/backend imports", names(figures["backward_imports"])),
-        ("import cycles (module level)", str(len(figures["cycles"]))),
-        ("modules defining a bootstrap", names(figures["bootstraps"])),
-        ("modules defining an interval type", names(figures["interval_types"])),
-        ("modules measuring answer length", names(figures["length_definitions"])),
-        ("modules without a one-line role", names(figures["no_one_line_role"])),
-        ("import rankkit (s over python)", f"{figures['import_seconds']:.3f}"),
-        ("rankkit --help (s over python)", f"{figures['help_seconds']:.3f}"),
-        ("duplicates rows", "n/a" if figures["duplicates"] is None else str(figures["duplicates"])),
+        (f"modules over {MAX_LINES} lines", f"{len(f['over_limit'])}: {over}"),
+        ("modules importing rankkit.cli", names(f["cli_importers"])),
+        ("upward imports (core -> strategy/backend, module-level or lazy)", f"{len(f['upward_imports'])}{type_only}"),
+        ("import cycles (module level)", str(len(f["cycles"]))),
+        ("import circles counting lazy imports (strongly connected components)",
+         f"{len(f['lazy_circles'])} ({names([len(c) for c in f['lazy_circles']])} modules)" if f["lazy_circles"]
+         else "0"),
+        ("modules defining a bootstrap", names(f["bootstraps"])),
+        ("modules defining an interval type", names(f["interval_types"])),
+        ("modules measuring answer length", names(f["length_definitions"])),
+        ("modules without a one-line role", names(f["no_one_line_role"])),
+        ("frames from `main(...)` to the first judge call", "n/a (worker thread)" if probe["frames"] is None
+         else f"{probe['frames']} (first call: {probe['method']})"),
+        ("... of them inside rankkit", "n/a" if probe["rankkit_frames"] is None else str(probe["rankkit_frames"])),
+        ("rankkit modules imported by `compare --strategies knockout`", str(len(modules_run))),
+        ("... of them rankkit.strategies.*", str(len(strategies_run))),
+        ("lines of the smallest third-party strategy", "n/a" if f["example"] is None else str(f["example_lines"])),
+        ("concepts a new strategy must use", "n/a" if f["example"] is None
+         else f"{concepts} ({len(f['concepts_imported'])} imported + {len(f['concepts_received'])} "
+              "read on what its methods get)"),
+        ("import rankkit (s over python)", f"{f['import_seconds']:.3f}"),
+        ("rankkit --help (s over python)", f"{f['help_seconds']:.3f}"),
+        ("duplicates rows", "n/a" if f["duplicates"] is None else str(f["duplicates"])),
     ]
-    lines = [f"# Architecture figures ({label})", "", "Written by `python benchmarks/architecture.py --label "
-             f"{label}`.", "", "| figure | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in rows]
+
+
+def detail_lists(f: dict) -> list[str]:
+    probe = f["probe"]
+    circle_lines = [f"  {i}. {', '.join(c)}" for i, c in enumerate(f["lazy_circles"], 1)] or ["  none"]
+    lines = [
+        f"* **Core modules** (for upward imports): {names(f['core'])}.",
+        f"* **Upward imports** (module-level or lazy): {names(f['upward_imports'])}."
+        + (f" Under `TYPE_CHECKING` only: {names(f['upward_type_only'])}." if f["upward_type_only"] else ""),
+        "* **Import circles counting lazy imports** (strongly connected components of two or more modules):",
+        *circle_lines,
+        *([f"  - Counting imports under `TYPE_CHECKING` too (they never run), also: "
+           f"{'; '.join(', '.join(c) for c in f['type_checking_circles'])}."] if f["type_checking_circles"] else []),
+        f"* **The probed run**: `rankkit.cli.main([\"compare\", \"--data\", \"{f['sample']}\", \"--strategies\", "
+        f"\"knockout\", \"--judge\", \"sim\", \"--no-cache\"], standalone_mode=False)`; wrapped: "
+        f"{names(probe['wrapped'])}; first called: {probe['method']} (defined as {probe['defined_in']}). "
+        "Frames = `len(inspect.stack())` at that call minus the depth of the `main(...)` frame (the judge "
+        "method counted, `main`'s own frame not).",
+        "* **Frames inside rankkit**, from `main` down to the judge method (file:function):",
+        *[f"  {i}. {step}" for i, step in enumerate(probe["path"], 1)],
+        f"  {len(probe['path']) + 1}. {probe['defined_in']} (the judge method)",
+        f"* **rankkit modules in `sys.modules` after the run** ({len(probe['modules'])}): {names(probe['modules'])}.",
+    ]
+    if f["example"] is None:
+        lines.append("* **Third-party strategy**: no `examples/*strategy*.py` in the checkout, no `--example` given.")
+    else:
+        lines += [
+            f"* **Third-party strategy**: `{shown_path(f['example'])}`. Lines: not blank, not only a comment, not in a "
+            "docstring.",
+            f"  Concepts = names imported from rankkit ({names(f['concepts_imported'])}) + attributes read on the "
+            f"parameters of its methods other than `self`/`cls` and the task's data (fields and properties of "
+            f"`rankkit.tasks.Task`) ({names(f['concepts_received'])}).",
+        ]
+    return lines
+
+
+def report(figures: dict[str, object], label: str) -> str:
+    where = f"`{figures['repo']}`" + (f" at {figures['commit']}" if figures["commit"] else "")
+    command = shlex.join(["python", "benchmarks/architecture.py", *sys.argv[1:]])
+    lines = [f"# Architecture figures ({label})", "", f"Written by `{command}`; measured checkout: {where}.", "",
+             "| figure | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in table_rows(figures)]
+    lines += ["", *detail_lists(figures)]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
     parser.add_argument("--label", default="current", help="names the results file: architecture_<label>.md")
+    parser.add_argument("--example", default=None,
+                        help="a third-party strategy file, used when the checkout has no examples/*strategy*.py")
     args = parser.parse_args()
-    text = report(measure(), args.label)
+    repo = args.repo.resolve()
+    if not (repo / "rankkit" / "__init__.py").is_file():
+        parser.error(f"{repo} is not a rankkit checkout (no rankkit/__init__.py)")
+    text = report(measure(repo, args.example), args.label)
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"architecture_{args.label}.md").write_text(text, encoding="utf-8")
