@@ -69,7 +69,7 @@ def main() -> None:
 def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
             strategy_specs, out, output_format, dry_run) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
-    from rankkit.runner import run
+    from rankkit.api import compare as compare_strategies
     from rankkit.specs import split_list
     from rankkit.strategies import make_strategy
 
@@ -82,8 +82,8 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         path, tasks, spec = inputs.path, inputs.tasks, inputs.spec
-        result = run(tasks, strategies, inputs.judge, inputs.cache, seed=seed, progress=not quiet,
-                     judge_spec=spec, data=str(path))
+        result = compare_strategies(tasks, strategies, inputs.judge, inputs.cache, seed=seed, progress=not quiet,
+                                    data=str(path))
     from rankkit.cache import DEFAULT_CACHE_PATH
     from rankkit.config import config_record
 
@@ -127,7 +127,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
          output_format, dry_run) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
-    from rankkit.runner import run
+    from rankkit.api import compare as compare_strategies
     from rankkit.strategies import make_strategy
 
     strategy = make_strategy(strategy_spec)
@@ -137,8 +137,8 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         spec = inputs.spec
-        result = run(inputs.tasks, [strategy], inputs.judge, inputs.cache, seed=seed, progress=not quiet,
-                     judge_spec=spec, data=str(inputs.path))
+        result = compare_strategies(inputs.tasks, [strategy], inputs.judge, inputs.cache, seed=seed,
+                                    progress=not quiet, data=str(inputs.path))
     rows = [{key: row[key] for key, _ in RANK_COLUMNS} for row in result.rows()]
     if output_format == "jsonl":
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

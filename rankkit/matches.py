@@ -158,7 +158,7 @@ class MatchSource:
     >>> from rankkit.judges import make_judge
     >>> from rankkit.tasks import Candidate, Task
     >>> task = Task("t", "2+2?", (Candidate("a", "4", human={"score": 1.0}),
-    ...                           Candidate("b", "5", human={"score": 0.0})), scale=(0.0, 1.0))
+    ...                           Candidate("b", "5", human={"score": 0.0})), criterion="score", scale=(0.0, 1.0))
     >>> source = MatchSource(task, JudgmentMemo(make_judge("sim:preset=gpt4,seed=1")))
     >>> match = source.play("a", "b", order="both", rng=random.Random(0))
     >>> match.outcome, len(match.comparisons), source.cost.comparisons, source.cost.judge_calls

@@ -83,7 +83,7 @@ class JudgmentMemo:
     >>> from rankkit.judges import make_judge
     >>> from rankkit.tasks import Candidate, Task
     >>> task = Task("t", "2+2?", (Candidate("a", "4", human={"score": 1.0}),
-    ...                           Candidate("b", "5", human={"score": 0.0})), scale=(0.0, 1.0))
+    ...                           Candidate("b", "5", human={"score": 0.0})), criterion="score", scale=(0.0, 1.0))
     >>> memo = JudgmentMemo(make_judge("sim:preset=gpt4"))
     >>> [origin.value for _, origin in memo.verdicts([(task, *task.candidates)] * 2)]
     ['judge', 'memory']

@@ -52,9 +52,12 @@ def _factory(name: str) -> Callable[[Spec], Judge]:
 
 
 def make_judge(spec: str | Spec) -> Judge:
-    """Build a judge from a spec string (see :mod:`rankkit.specs` for the syntax)."""
+    """Build a judge from a spec string (see :mod:`rankkit.specs` for the syntax); the judge
+    keeps the spec it was built from as ``spec`` (results record it)."""
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
-    return _factory(parsed.name)(parsed)
+    judge = _factory(parsed.name)(parsed)
+    object.__setattr__(judge, "spec", spec if isinstance(spec, str) else parsed.text)  # judges may be frozen
+    return judge
 
 
 def default_judge_spec() -> str:
