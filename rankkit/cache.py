@@ -285,7 +285,7 @@ class JudgmentCache:
 
 
 class NullCache:
-    """Remembers nothing (``--no-cache``); the in-run match graph still avoids repeated calls."""
+    """Remembers nothing (``--no-cache``); the run's memo still asks each request once."""
 
     path = None
 

@@ -49,8 +49,13 @@ from rankkit.tasks import Task
 
 @dataclass
 class Cost:
-    """What a strategy spent. ``comparisons``/``grades`` are distinct judgments it used;
-    ``judge_calls`` those that were new (not in the graph or the cache) and so were paid for."""
+    """What a strategy used and where it came from.
+
+    ``comparisons``/``grades`` count the distinct judgments it used (a request it repeats is
+    counted once), and each of them came from exactly one place: ``judge_calls`` (new, paid for),
+    ``cache_hits`` (the persistent cache) or ``shared_hits`` (made earlier in this run, by another
+    strategy or task). So ``comparisons + grades == judge_calls + cache_hits + shared_hits``.
+    """
 
     comparisons: int = 0
     grades: int = 0

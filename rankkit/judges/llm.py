@@ -31,7 +31,7 @@ caches every judgment even when a batch fails half-way.
 called from several threads at once (as a dispatcher does, sizing its work from
 :attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the engine's). The judge's own
 state tolerates it: a PREPAIR analysis or a calibration's raw choice that two calls need is
-computed by one and waited for by the other (the run's :class:`~rankkit.engine.JudgmentStore`
+computed by one and waited for by the other (the run's :class:`~rankkit.memo.JudgmentMemo`
 keeps one request per key in flight); whether the engine itself may be called concurrently is
 the engine's to say (the HTTP engine may).
 
