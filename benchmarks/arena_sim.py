@@ -13,19 +13,21 @@ Two parts, both through rankkit's own leaderboard code (match graph, MatchSource
      ``P_gt(i > j) = 1 / (1 + 10^((R_j − R_i)/400))`` — Eq. 3's ``A · P_gt``, with the judge
      guessing at random the rest of the time (Eq. 3 leaves that remainder unspecified).
    * **per-prompt quality**: every answer gets its own quality, its system's Elo plus Gumbel noise
-     (so the better answer of a pair follows the same Elo odds), and rankkit's ``sim`` judge picks
-     the better *answer* with probability A. Unlike Eq. 3, outcomes on one prompt are now
-     correlated: an answer that is good on a prompt is good in every match it plays there.
+     (so the better answer of a pair follows the same Elo odds), and rankkit's fixed-accuracy
+     ``sim:model=fixed`` judge picks the better *answer* with probability A. Unlike Eq. 3,
+     outcomes on one prompt are now correlated: an answer that is good on a prompt is good in
+     every match it plays there.
 
    Arena = a tournament per prompt + BT; anchored = win rate against the drawn system closest to
    Elo 1233 (the paper's reference, gpt-4-1106-preview). Score: Spearman between the leaderboard
    and the planted strengths, median (and 25th–75th percentiles) over the trials.
 2. **Arena-Hard answers** (``shared/data/arena_hard_v01_arena_elo``, 32 systems × 100 prompts)
-   with the sim presets. The sim judge reads the per-answer human label, which here is the
-   system's Chatbot Arena Elo, so on every prompt the "better" answer is the higher-Elo system's
-   and the judge picks it with the preset's accuracy (and slot bias); the answer texts play no
-   role. Per trial: a random subset of prompts, a judge seed, a bracket seed. Score: Spearman (and
-   Kendall) with the Chatbot Arena Elo, medians over the trials.
+   with the fixed-accuracy sim presets (``sim:model=fixed,preset=P``). The sim judge reads the
+   per-answer human label, which here is the system's Chatbot Arena Elo, so on every prompt the
+   "better" answer is the higher-Elo system's and the judge picks it with the preset's accuracy
+   (and slot bias), whatever the gap; the answer texts play no role. Per trial: a random subset
+   of prompts, a judge seed, a bracket seed. Score: Spearman (and Kendall) with the Chatbot Arena
+   Elo, medians over the trials.
 
 Usage: ``python benchmarks/arena_sim.py [--trials 20] [--quick]`` (``--quick``: a smoke run that writes nothing). Figures are printed and written
 to ``benchmarks/results/arena_sim.md``.
@@ -109,7 +111,7 @@ def summary(values: list[float]) -> tuple[float, float, float]:
 def pure_simulation(trials: int, accuracies: list[float], prompt_counts: list[int], n_systems: int,
                     model: str) -> list[dict]:
     """model: ``eq3`` (independent matches, :class:`StochasticEloJudge`) or ``prompt`` (per-answer
-    quality with Gumbel noise, rankkit's ``sim`` judge)."""
+    quality with Gumbel noise, rankkit's ``sim:model=fixed`` judge)."""
     pool = elo_pool()
     rows = []
     for accuracy in accuracies:
@@ -127,7 +129,7 @@ def pure_simulation(trials: int, accuracies: list[float], prompt_counts: list[in
                     judge = StochasticEloJudge(accuracy, seed=trial)
                 else:
                     tasks = planted_tasks(strengths, prompts, seed=task_seed, prefix=f"t{trial}-")
-                    judge = make_judge(f"sim:accuracy={accuracy},position_bias=0,noise=0,seed={trial}")
+                    judge = make_judge(f"sim:model=fixed,accuracy={accuracy},position_bias=0,noise=0,seed={trial}")
                 tournament = arena(tasks, judge, seed=trial, resamples=0)
                 baseline = anchored(tasks, judge, anchor, seed=trial, resamples=0)
                 scores["arena"].append(spearman(tournament, strengths))
@@ -189,8 +191,8 @@ MODEL_TITLES = {
             "P(i preferred) = A·P_gt(i>j) + (1−A)/2."),
     "prompt": ("1b. Per-prompt answer quality: correlated matches within a prompt",
                "Every answer's quality is its system's Elo + Gumbel noise (scale 400/ln 10, so the better answer "
-               "of a pair follows the Elo odds); rankkit's `sim` judge picks the better answer with probability A. "
-               "An answer that is good on a prompt is good in every match it plays on that prompt."),
+               "of a pair follows the Elo odds); rankkit's `sim:model=fixed` judge picks the better answer with "
+               "probability A. An answer that is good on a prompt is good in every match it plays on that prompt."),
 }
 
 
@@ -227,8 +229,8 @@ def markdown(sim_rows: list[dict], real_rows: list[dict], args: argparse.Namespa
     if real_rows:
         lines += ["", "## 2. Arena-Hard v0.1 answers (32 systems × 100 prompts) with simulated judges", "",
                   "Truth: Chatbot Arena Elo (hard prompts, English) from `systems.jsonl`. Every answer's human label "
-                  "is that same Elo, so the texts play no role: `sim:preset=…` picks the higher-Elo system's answer "
-                  "with the preset's accuracy (and slot bias) whatever the gap; `eq3:A` is the Eq. 3 judge above. "
+                  "is that same Elo, so the texts play no role: `sim:model=fixed,preset=…` picks the higher-Elo "
+                  "system's answer with the preset's accuracy (and slot bias) whatever the gap; `eq3:A` is the Eq. 3 judge above. "
                   "Prompts are a random subset per trial (all 100 at 100, where only judge and bracket seeds vary). "
                   "Anchors: gpt-4-0125-preview (Elo 1237, near Arena-Hard's GPT-4 baseline) and "
                   "claude-3-haiku-20240307 (Elo 1170, mid-table).", "",
@@ -275,8 +277,8 @@ def main() -> None:
     real_rows = []
     if not args.skip_real and (ARENA_HARD / "tasks.jsonl").exists():
         print("Arena-Hard answers (Spearman/Kendall with Chatbot Arena Elo, medians)")
-        judges = ["sim:preset=gpt4", "sim:preset=falcon"] if args.quick else [
-            "sim:preset=gpt4", "sim:preset=chatgpt", "sim:preset=falcon", "eq3:0.9", "eq3:0.6"]
+        fixed = [f"sim:model=fixed,preset={preset}" for preset in ("gpt4", "chatgpt", "falcon")]
+        judges = [fixed[0], fixed[2]] if args.quick else [*fixed, "eq3:0.9", "eq3:0.6"]
         real_rows = arena_hard(args.trials, judges, [50, 100], ["gpt-4-0125-preview", "claude-3-haiku-20240307"])
     seconds = time.perf_counter() - started
     if args.quick:  # a smoke run never overwrites the recorded figures

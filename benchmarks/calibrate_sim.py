@@ -21,7 +21,7 @@ reach). Finally the pointwise accuracy q = ``Φ(Δ / √(2·perception² + 2·gr
 The script then checks the fit twice — the model's rates in closed form, and rates *simulated*
 by the judge itself (:class:`~rankkit.judges.sim.LatentJudge` with the rounded constants from
 ``rankkit/judges/sim.py``) on the 100 LLMBar pairs over ``--seeds`` judge seeds — and shows what
-the legacy model does on the same pairs.
+the fixed-accuracy model (``sim:model=fixed,preset=P``) does on the same pairs.
 
     python benchmarks/calibrate_sim.py                # fit, check, write the report
     python benchmarks/calibrate_sim.py --seeds 20     # a quicker simulation check
@@ -200,15 +200,15 @@ def main() -> None:
               f"Each preset: the recorded target, the model's rates in closed form with the stored (rounded) constants, "
               f"and the rates simulated by `sim:preset=P` itself on the 100 LLMBar pairs × {args.seeds} judge seeds "
               "(grades read on a scale wide enough not to clip: LLMBar's human scale is the 0/1 preference itself). "
-              f"✗ marks a rate more than {TOLERANCE} from its target. The last row is the legacy model "
-              "(`sim:model=legacy,preset=P`) on the same pairs.", ""]
+              f"✗ marks a rate more than {TOLERANCE} from its target. The last row is the fixed-accuracy model "
+              "(`sim:model=fixed,preset=P`) on the same pairs.", ""]
     failures = []
     for preset in targets:
         target = targets[preset]
         stored = LATENT_PRESETS[preset]
         analytic = model_rates(stored, gap)
         simulated = simulated_rates(f"sim:preset={preset}", wide_tasks, args.seeds)
-        legacy = simulated_rates(f"sim:model=legacy,preset={preset}", wide_tasks, args.seeds)
+        fixed = simulated_rates(f"sim:model=fixed,preset={preset}", wide_tasks, args.seeds)
         for name, rates in (("model", analytic), ("simulated", simulated)):
             for got, goal in zip(rates.as_tuple(), target.as_tuple()):
                 if abs(got - goal) > TOLERANCE:
@@ -217,10 +217,10 @@ def main() -> None:
                   row("recorded target" + (" (pointwise derived)" if target.pointwise_derived else ""), target),
                   row("latent model, closed form", analytic, target),
                   row(f"latent model, simulated ({args.seeds} seeds)", simulated, target),
-                  row("legacy model, simulated", legacy, target), ""]
+                  row("fixed-accuracy model, simulated", fixed, target), ""]
     lines += ["## Reading it", "",
-              "* The legacy model grades every answer as its human score plus 0.5 spreads of noise in both modes, so "
-              "its pointwise-pair accuracy on LLMBar is ≈ 1 for every preset — far above what GPT-4 (0.92) and ChatGPT "
+              "* The fixed-accuracy model grades every answer as its human score plus 0.5 spreads of noise in both "
+              "modes, so its pointwise-pair accuracy on LLMBar is ≈ 1 for every preset — far above what GPT-4 (0.92) and ChatGPT "
               "(0.685) did when grading answers alone — and its order consistency is set by accuracy and slot bias "
               "only. The latent model reproduces all four rates.",
               "* ChatGPT's Rating grades tie on 47% of the pairs (GPT-4: 10%); counting a tie as one half, a "

@@ -19,12 +19,12 @@ in both modes (pairwise verdicts and pointwise grades), and every analysis is a 
 the sum of a system's scores within each document (``meta.doc``) for the WMT sets, and a
 system's sum over all tasks for the others (they have no exam-like grouping). Values are means
 over ``--seeds`` runs (each re-draws the judge's noise and the brackets); intervals are 95%
-paired bootstrap intervals over tasks from the seed-0 run. With ``--legacy`` (the default) the
-same runs are repeated with the legacy simulator (``sim:model=legacy,preset=P``) and a last
-section sets the two models side by side.
+paired bootstrap intervals over tasks from the seed-0 run. With ``--fixed-accuracy`` (the default) the
+same runs are repeated with the fixed-accuracy simulator (``sim:model=fixed,preset=P``: the same
+pairwise rates, whatever the gap) and a last section sets the two models side by side.
 
     python benchmarks/paper_analyses.py                   # 4 datasets x 3 presets x 3 seeds
-    python benchmarks/paper_analyses.py --limit 60 --no-legacy   # a quicker look
+    python benchmarks/paper_analyses.py --limit 60 --no-fixed-accuracy   # a quicker look
     python benchmarks/paper_analyses.py --live smollm2 --live-data wmt23_sxs_mqm_ende --live-limit 3
 
 Writes ``benchmarks/results/paper_analyses.md``.
@@ -96,8 +96,9 @@ def analyse_run(results: RunResult, exam_field: str | None, resamples: int, seed
     return out
 
 
-def judge_spec(preset: str, seed: int, legacy: bool = False) -> str:
-    return f"sim:{'model=legacy,' if legacy else ''}preset={preset},seed={seed}"
+def judge_spec(preset: str, seed: int, fixed: bool = False) -> str:
+    """The sim judge spec of a preset: the latent model's, or the fixed-accuracy model's."""
+    return f"sim:{'model=fixed,' if fixed else ''}preset={preset},seed={seed}"
 
 
 def run_one(tasks, judge_spec: str, seed: int, cache: Any = None) -> RunResult:
@@ -121,8 +122,8 @@ def main() -> None:
     parser.add_argument("--live-data", default="wmt23_sxs_mqm_ende")
     parser.add_argument("--live-limit", type=int, default=3)
     parser.add_argument("--live-cache", default=str(ROOT / ".rankkit" / "paper_analyses_live.sqlite"))
-    parser.add_argument("--legacy", action=argparse.BooleanOptionalAction, default=True,
-                        help="also run the legacy simulator and compare (default: yes)")
+    parser.add_argument("--fixed-accuracy", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the fixed-accuracy simulator and compare (default: yes)")
     parser.add_argument("--out", default=str(RESULTS / "paper_analyses.md"))
     args = parser.parse_args()
 
@@ -134,7 +135,7 @@ def main() -> None:
     started = time.perf_counter()
     # runs[(dataset, preset)] -> list over seeds of analyse_run outputs (seed 0 with intervals)
     runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    legacy_runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    fixed_runs: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     sizes = {}
     for dataset in datasets:
         tasks = load_tasks(SHARED / dataset / "tasks.jsonl", limit=args.limit)
@@ -143,9 +144,9 @@ def main() -> None:
             for seed in range(args.seeds):
                 results = run_one(tasks, judge_spec(preset, seed), seed)
                 runs[(dataset, preset)].append(analyse_run(results, EXAM_FIELD.get(dataset), args.bootstrap if seed == 0 else 0, seed))
-                if args.legacy:
-                    results = run_one(tasks, judge_spec(preset, seed, legacy=True), seed)
-                    legacy_runs[(dataset, preset)].append(analyse_run(results, EXAM_FIELD.get(dataset), 0, seed))
+                if args.fixed_accuracy:
+                    results = run_one(tasks, judge_spec(preset, seed, fixed=True), seed)
+                    fixed_runs[(dataset, preset)].append(analyse_run(results, EXAM_FIELD.get(dataset), 0, seed))
             print(f"{dataset} {preset} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
 
     live = None
@@ -167,7 +168,7 @@ def main() -> None:
     lines = ["# The paper's analyses (seed 000, Tables 1–4) on the shared data with simulated judges", "",
              f"Made by `python benchmarks/paper_analyses.py --seeds {args.seeds} --bootstrap {args.bootstrap}"
              + (f" --limit {args.limit}" if args.limit else "") + (f" --live {args.live}" if args.live else "")
-             + ("" if args.legacy else " --no-legacy") + "`"
+             + ("" if args.fixed_accuracy else " --no-fixed-accuracy") + "`"
              f" in {time.perf_counter() - started:.0f} s on a shared 2-core machine.", "",
              "Stand-ins: " + "; ".join(f"**{DATASETS.get(d, d)}** = {d} ({sizes[d][0]} tasks, {sizes[d][1]:.1f} candidates; "
                                      f"exam level = {'per document (meta.doc) and system' if d in EXAM_FIELD else 'per system over all tasks'})"
@@ -251,8 +252,8 @@ def main() -> None:
                   "seconds per judgment on a CPU, so keep `--live-limit` small).", ""]
 
     lines += ["## Which of the paper's directions hold here", ""] + directions(runs, columns, datasets, presets, table2)
-    if args.legacy:
-        lines += [""] + model_comparison(runs, legacy_runs, datasets, presets)
+    if args.fixed_accuracy:
+        lines += [""] + model_comparison(runs, fixed_runs, datasets, presets)
     text = "\n".join(lines) + "\n"
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -260,15 +261,15 @@ def main() -> None:
     print(text)
 
 
-def model_comparison(runs, legacy_runs, datasets, presets) -> list[str]:
-    """Question-level Pearson and knockout-minus-individual, latent vs legacy model, per preset."""
-    out = ["## Latent vs legacy simulator (question-level Pearson, mean over datasets and seeds)", "",
-           "The legacy model (`sim:model=legacy,preset=P`) grades every answer as its human score plus 0.5 spreads of "
-           "noise in both modes, for every preset, and makes pairwise errors at a rate independent of the gap.", "",
+def model_comparison(runs, fixed_runs, datasets, presets) -> list[str]:
+    """Question-level Pearson and knockout-minus-individual, latent vs fixed-accuracy model, per preset."""
+    out = ["## Latent vs fixed-accuracy simulator (question-level Pearson, mean over datasets and seeds)", "",
+           "The fixed-accuracy model (`sim:model=fixed,preset=P`) grades every answer as its human score plus 0.5 "
+           "spreads of noise in both modes, for every preset, and makes pairwise errors at a rate independent of the gap.", "",
            "| preset | model | Ind. | KO | KO debiased | KO debiased − Ind. | cells where KO debiased > Ind. |",
            "|---|---|---:|---:|---:|---:|---:|"]
     for preset in presets:
-        for label, source in (("latent", runs), ("legacy", legacy_runs)):
+        for label, source in (("latent", runs), ("fixed", fixed_runs)):
             q = {name: [mean([r["question"][name] for r in source[(d, preset)]]) for d in datasets] for name in METHODS}
             gain = [a - b for a, b in zip(q["knockout:order=both"], q["individual"])]
             out.append(f"| {preset} | {label} | {fmt(mean(q['individual']))} | {fmt(mean(q['knockout']))} | "
@@ -324,7 +325,7 @@ def directions(runs, columns, datasets, presets, table2) -> list[str]:
                    f"question-level gain with {strong}: {strong_gain:+.3f}; with {weak}: {weak_gain:+.3f} — {verdict}. "
                    "In the latent model a judge's pointwise and pairwise grades are as noisy as the recorded judge's were "
                    "in each mode, so whether knockout gains depends on how much worse that judge grades answers alone "
-                   "than side by side (see the comparison with the legacy model below).")
+                   "than side by side (see the comparison with the fixed-accuracy model below).")
     out.append("* **What cannot be checked here:** difficulty (§4.3) and language (A.4 Table 5) breakdowns need SciEx's "
                "labels (`rankkit analyze --by difficulty` / `--by language` does them on data that has them), and the "
                "judge-size effect needs real LLM judges.")

@@ -3,8 +3,9 @@
 For each dataset, simulated judge and seed, all strategies run together on one shared match graph
 (as in ``rankkit compare``), and we record Spearman (pooled and per task), Pearson, pairwise
 accuracy and comparisons per task. The judges: the three presets of the latent-perception model
-(calibrated on LLMBar in both modes), the same presets under the legacy model for comparison, and
-(``--judges all``) the legacy model's plain accuracies 0.6-0.9 with and without a 0.2 first-slot
+(calibrated on LLMBar in both modes), the same presets under the fixed-accuracy model
+(``sim:model=fixed,preset=P``: the same Vanilla rates, whatever the gap) for comparison, and
+(``--judges all``) fixed-accuracy judges of accuracy 0.6-0.9 with and without a 0.2 first-slot
 bias. The judge's seed varies with the strategy seed, so each trial is a fresh draw of judge
 noise. Figures only, no assertions.
 
@@ -34,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 NWAY = ["usr_topicalchat", "newsroom", "wmt23_sxs_mqm_ende", "wmt21_mqm_ted_ende", "realsumm"]
 PRESETS = ["preset=gpt4", "preset=chatgpt", "preset=falcon"]
-LEGACY_PRESETS = [f"model=legacy,{preset}" for preset in PRESETS]
-GRID = [f"accuracy={a},position_bias={b}" for b in (0.0, 0.2) for a in (0.6, 0.7, 0.8, 0.9)]
+FIXED_PRESETS = [f"model=fixed,{preset}" for preset in PRESETS]
+GRID = [f"model=fixed,accuracy={a},position_bias={b}" for b in (0.0, 0.2) for a in (0.6, 0.7, 0.8, 0.9)]
 BASE_STRATEGIES = ["individual", "pairwise", "knockout", "knockout:order=both"]
 EXTRA_STRATEGIES = ["elo", "bt", "heapsort", "sliding", "swiss", "active", "double_elimination"]  # when registered
 METRICS = ["task_spearman", "spearman", "pearson", "pairwise_accuracy"]
@@ -47,9 +48,9 @@ def default_strategies() -> list[str]:
 
 
 def preset_label(judge_options: str) -> str:
-    """``preset=gpt4`` -> ``gpt4``; ``model=legacy,preset=gpt4`` -> ``legacy gpt4``."""
+    """``preset=gpt4`` -> ``gpt4``; ``model=fixed,preset=gpt4`` -> ``fixed gpt4``."""
     preset = judge_options.rsplit("preset=", 1)[1]
-    return f"legacy {preset}" if "model=legacy" in judge_options else preset
+    return f"fixed {preset}" if "model=fixed" in judge_options else preset
 
 
 def mean_sd(values: list[float]) -> str:
@@ -76,7 +77,7 @@ def main() -> None:
     if not paths:
         sys.exit("no datasets found (../shared/data absent and no --data given)")
     specs = split_list(args.strategies) if args.strategies else default_strategies()
-    judges = PRESETS + LEGACY_PRESETS + (GRID if args.judges == "all" else [])
+    judges = PRESETS + FIXED_PRESETS + (GRID if args.judges == "all" else [])
 
     # rows[(dataset, judge, strategy)][metric] -> list over seeds
     rows: dict[tuple[str, str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -112,9 +113,9 @@ def main() -> None:
         "Judges: `sim:preset=P` is the latent-perception model calibrated on LLMBar Natural in both modes "
         "(`sim_calibration.md`): its pointwise grades are as good as the recorded judge's Rating grades (gpt4 "
         "pointwise-pair accuracy 0.92, chatgpt 0.685, falcon 0.69 derived), and its errors grow as two answers get "
-        "closer. `sim:model=legacy,preset=P` is the earlier model (same pairwise accuracy and slot share, but "
+        "closer. `sim:model=fixed,preset=P` is the fixed-accuracy model (same pairwise accuracy and slot share, but "
         "accuracy independent of the gap, and pointwise grades = human score + 0.5 spread of noise for every "
-        "preset); `sim:accuracy=…` judges are legacy too.",
+        "preset); `sim:model=fixed,accuracy=…` judges are fixed-accuracy too.",
         "",
         "## Averaged over datasets",
         "",
@@ -137,7 +138,7 @@ def main() -> None:
                   "| judge | strategy | comparisons/task | judgments/task | task_spearman | spearman | pearson | pairwise_acc |",
                   "|---|---|---|---|---|---|---|---|"]
         for (d, judge_options, spec), cell in rows.items():
-            if d != dataset or judge_options not in PRESETS + LEGACY_PRESETS:
+            if d != dataset or judge_options not in PRESETS + FIXED_PRESETS:
                 continue
             lines.append(f"| {preset_label(judge_options)} | {spec} | {statistics.fmean(cell['comparisons']):.1f} | "
                          f"{statistics.fmean(cell['judgments']):.1f} | "

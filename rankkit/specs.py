@@ -3,7 +3,7 @@
 A spec is ``NAME[:ITEM[,ITEM...]]`` where each ITEM is either ``key=value`` (an option) or a bare
 value (a positional argument, e.g. a model id or a file). Examples::
 
-    sim:accuracy=0.8,position_bias=0.1,seed=0
+    sim:model=fixed,accuracy=0.8,position_bias=0.1,seed=0
     hf:HuggingFaceTB/SmolLM2-135M-Instruct,dtype=bfloat16
     knockout:order=both
 

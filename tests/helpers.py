@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from rankkit.judges.base import Judge, JudgeError, Verdict, Grade
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.tasks import Candidate, Task
 
 
@@ -21,8 +21,8 @@ def make_task(scores: Sequence[float], task_id: str = "t", systems: Sequence[str
                 scale=(float(low), float(high)))
 
 
-def perfect_judge(**kwargs) -> SimulatedJudge:
-    return SimulatedJudge(accuracy=1.0, position_bias=0.0, noise=0.0, **kwargs)
+def perfect_judge(**kwargs) -> FixedAccuracyJudge:
+    return FixedAccuracyJudge(accuracy=1.0, position_bias=0.0, noise=0.0, **kwargs)
 
 
 class CountingJudge(Judge):

@@ -91,7 +91,7 @@ def test_cold_warm_and_no_cache_runs_are_identical(name, tmp_path):
 
 def test_candidates_with_identical_texts_do_not_share_a_simulated_verdict(tmp_path):
     from rankkit import make_strategy, run
-    from rankkit.judges.sim import SimulatedJudge
+    from rankkit.judges.sim import FixedAccuracyJudge
     from rankkit.tasks import Candidate, Task
 
     # c1 and c2 say the same thing but humans scored them differently: the simulator's verdicts
@@ -99,7 +99,7 @@ def test_candidates_with_identical_texts_do_not_share_a_simulated_verdict(tmp_pa
     candidates = (Candidate("c0", "alpha", human={"s": 1.0}), Candidate("c1", "same", human={"s": 5.0}),
                   Candidate("c2", "same", human={"s": 0.0}), Candidate("c3", "omega", human={"s": 3.0}))
     task = Task("t", "q", candidates, criterion="s", scale=(0.0, 5.0))
-    judge = SimulatedJudge(accuracy=0.9, noise=0.5)
+    judge = FixedAccuracyJudge(accuracy=0.9, noise=0.5)
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
         cold = run([task], [make_strategy("bt"), make_strategy("individual")], judge, cache, progress=False)
         assert sum(s.cost.cache_hits for s in cold.strategies) == 0

@@ -70,11 +70,11 @@ def test_table_has_full_column_names(cache):
 
 def test_smollm2_results_say_the_judge_is_plumbing_grade(cache, monkeypatch):
     import rankkit.judges
-    from rankkit.judges.sim import SimulatedJudge
+    from rankkit.judges.sim import FixedAccuracyJudge
 
     real = rankkit.judges.make_judge
     monkeypatch.setattr(rankkit.judges, "make_judge",
-                        lambda spec: SimulatedJudge() if spec == "smollm2" else real(spec))
+                        lambda spec: FixedAccuracyJudge() if spec == "smollm2" else real(spec))
     with_smollm2 = invoke("compare", "--judge", "smollm2", "--no-cache", "--quiet", "--strategies", "individual")
     notes = [line for line in with_smollm2.stdout.splitlines() if "plumbing-grade" in line]
     assert len(notes) == 1

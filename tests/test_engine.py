@@ -12,7 +12,7 @@ from rankkit.cache import JudgmentCache, NullCache
 from rankkit.engine import Dispatcher
 from rankkit.memo import JudgmentMemo, Origin
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Grade, Winner
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from tests.helpers import make_task
@@ -30,7 +30,7 @@ class PacedJudge(Judge):
 
     def __init__(self, capacity: int, fills_batches: bool = False, delay: float = 0.002,
                  fail_on: str | None = None):
-        self.inner = SimulatedJudge(accuracy=0.8, position_bias=0.1, noise=0.3, seed=5)
+        self.inner = FixedAccuracyJudge(accuracy=0.8, position_bias=0.1, noise=0.3, seed=5)
         self.capacity = capacity
         self.fills_batches = fills_batches
         self.delay = delay

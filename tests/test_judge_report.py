@@ -20,7 +20,7 @@ from rankkit.judge_report import (
     sample_pairs,
 )
 from rankkit.judges import make_judge
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.tasks import load_tasks
 from tests.helpers import make_task
 
@@ -147,7 +147,7 @@ def test_intervals_resample_tasks_not_judgments():
 
 
 def test_a_judge_that_always_picks_the_first_slot(sample_tasks):
-    report = judge_report(sample_tasks, SimulatedJudge(position_bias=1.0), resamples=0)
+    report = judge_report(sample_tasks, FixedAccuracyJudge(position_bias=1.0), resamples=0)
     metrics = report["metrics"]
     assert metrics["first_slot"]["value"] == pytest.approx(1.0, abs=1e-12)
     assert metrics["order_consistency"]["value"] == pytest.approx(0.0, abs=1e-12)
@@ -163,7 +163,7 @@ def test_a_perfect_judge_matches_the_humans():
         # Word counts that agree with the human order only sometimes: 1, 3, 2, 1 words...
         wordy = tuple(replace(c, text=" ".join(["w"] * (1 + (i * 2) % 3))) for i, c in enumerate(task.candidates))
         tasks.append(replace(task, candidates=wordy))
-    metrics = judge_report(tasks, SimulatedJudge(accuracy=1.0, noise=0.0), resamples=0)["metrics"]
+    metrics = judge_report(tasks, FixedAccuracyJudge(accuracy=1.0, noise=0.0), resamples=0)["metrics"]
     assert metrics["accuracy_single"]["value"] == pytest.approx(1.0, abs=1e-12)
     assert metrics["accuracy_both_strict"]["value"] == pytest.approx(1.0, abs=1e-12)
     assert metrics["order_consistency"]["value"] == pytest.approx(1.0, abs=1e-12)
@@ -181,7 +181,7 @@ def test_pairs_are_sampled_per_task_with_the_seed():
     assert len(three) == 3 and three == sample_pairs(task, 3, seed=0)
     assert all(task.candidate_ids.index(a) < task.candidate_ids.index(b) for a, b in three)
     assert any(sample_pairs(task, 3, seed=s) != three for s in range(1, 6))
-    report = judge_report([task], SimulatedJudge(), pairs_per_task=3, resamples=0)
+    report = judge_report([task], FixedAccuracyJudge(), pairs_per_task=3, resamples=0)
     assert (report["pairs"], report["judgments"], report["counts"]["judge_calls"]) == (3, 6, 6)
 
 

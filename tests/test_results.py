@@ -9,7 +9,7 @@ import pytest
 
 from rankkit.errors import TaskFormatError
 from rankkit.judges.base import JudgeError
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.results import RecordedJudge, RecordedStrategy, RunResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
@@ -21,8 +21,8 @@ SPECS = ("knockout:order=both", "individual", "bt:alpha=0.05")
 def sample_run():
     from rankkit.tasks import SAMPLE_DATA, load_tasks
 
-    return run(load_tasks(SAMPLE_DATA), [make_strategy(s) for s in SPECS], SimulatedJudge(accuracy=0.8),
-               progress=False, judge_spec="sim:accuracy=0.8", data="sample")
+    return run(load_tasks(SAMPLE_DATA), [make_strategy(s) for s in SPECS], FixedAccuracyJudge(accuracy=0.8),
+               progress=False, judge_spec="sim:model=fixed,accuracy=0.8", data="sample")
 
 
 def test_from_dict_reads_back_what_to_dict_wrote(sample_run):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from tests.helpers import CountingJudge, make_task
@@ -12,7 +12,7 @@ from tests.helpers import CountingJudge, make_task
 
 def test_strategies_share_one_graph_and_pay_once():
     tasks = [make_task([float(i) for i in range(8)], task_id=f"t{k}") for k in range(3)]
-    judge = CountingJudge(SimulatedJudge(accuracy=0.8))
+    judge = CountingJudge(FixedAccuracyJudge(accuracy=0.8))
     result = run(tasks, [make_strategy("knockout:order=both"), make_strategy("knockout")], judge, progress=False)
     both_orders, plain = result.strategies
     assert both_orders.cost.comparisons == 3 * 14 and both_orders.cost.judge_calls == 3 * 14
@@ -26,7 +26,7 @@ def test_strategies_share_one_graph_and_pay_once():
 
 def test_results_json_is_strict(tmp_path):
     tasks = [make_task([1.0, 1.0, 1.0], task_id="flat"), make_task([1.0, 2.0, 3.0], task_id="t")]
-    result = run(tasks, [make_strategy("individual")], SimulatedJudge(), progress=False)
+    result = run(tasks, [make_strategy("individual")], FixedAccuracyJudge(), progress=False)
     text = json.dumps(result.to_dict(), allow_nan=False)  # NaN (undefined correlation) became null
     data = json.loads(text)
     assert data["task_data"][0]["candidates"][0]["human"] == 1.0

@@ -1,9 +1,9 @@
 """Simulated judges for research: the human scores are the latent truth.
 
-Two models share this module, both chosen with ``sim:`` specs; every judgment either gives is a
-pure function of (seed, task, candidates, order), so the same question always gets the same
-answer, whichever strategy asks and in whatever sequence — which is what makes strategies
-comparable on one judge.
+Two models share this module, both chosen with ``sim:`` specs (``model=latent``, the default,
+or ``model=fixed``); every judgment either gives is a pure function of (seed, task, candidates,
+order), so the same question always gets the same answer, whichever strategy asks and in whatever
+sequence — which is what makes strategies comparable on one judge.
 
 **The latent-perception model** (:class:`LatentJudge`, the default; Thurstonian, in the spirit of
 Arena-lite's stochastic judge, §4.2). All noise is in units of ``sd``, the standard
@@ -54,14 +54,22 @@ judge whose (debiased) pairwise discriminability is closest to Falcon's — see
 preference allow (every one of its inconsistent pairs went to the first slot), so its fit puts
 all of its noise in the perception and none in the pair.
 
-**The legacy model** (:class:`SimulatedJudge`; ``sim:model=legacy,preset=NAME`` or any of
-``accuracy``/``position_bias``/``noise``), kept for comparison: with probability ``b =
-position_bias`` the judge picks the first slot; otherwise the human-better answer with
-probability ``a = accuracy`` (a fair coin on human ties), whatever the gap. Its grades are noisy
-human scores, ``clip(h + N(0, (noise·sd)²))``, in both modes — the same for every preset and
-independent of the verdict except for being ordered to agree with it. Its presets come from the
-Vanilla rates alone: right at rate r, first slot at rate f give b = 2f − 1, a = (r − b/2)/(1 − b)
-(gpt4: a 0.9596, b 0.01; chatgpt: 0.8987, 0.21; falcon: 0.9615, 0.48).
+**The fixed-accuracy model** (:class:`FixedAccuracyJudge`; ``sim:model=fixed,accuracy=A,
+position_bias=B,noise=N`` or ``sim:model=fixed,preset=NAME``) is a judge that prefers the better
+answer with a fixed probability ``accuracy``, whatever the gap between the two, shows a first-slot
+preference ``position_bias``, and grades with Gaussian ``noise``. It serves the experiments that
+set a judge's accuracy directly (``benchmarks/arena_sim.py``, the accuracy grid of
+``benchmarks/strategy_sweep.py``) and the tests' perfect and always-first judges; its presets are
+the gap-blind counterpart of the latent presets (``benchmarks/strategy_sweep.py``,
+``paper_analyses.py``, ``calibrate_sim.py``, ``adaptive.py --fixed-accuracy``). With probability
+``b = position_bias`` it picks the first slot; otherwise the human-better answer with probability
+``a = accuracy`` (a fair coin on human ties). Its grades are noisy human scores, ``clip(h + N(0,
+(noise·sd)²))``, in both modes — independent of the verdict except for being ordered to agree
+with it. So ``accuracy=1,position_bias=0,noise=0`` is a perfect judge (the human order) and
+``position_bias=1`` always picks the first slot. Its presets reproduce the recorded judges'
+LLMBar Vanilla rates only (:data:`FIXED_PRESET_RATES`): right at rate r and first slot at rate f
+give b = 2f − 1, a = (r − b/2)/(1 − b) (gpt4: a 0.9596, b 0.01; chatgpt: 0.8987, 0.21; falcon:
+0.9615, 0.48), and every preset grades with the default ``noise`` 0.5.
 """
 
 from __future__ import annotations
@@ -209,16 +217,26 @@ LATENT_PRESETS: dict[str, LatentParameters] = {
 }
 
 #: preset name -> (share judged right, share of first slot chosen) on LLMBar Natural's Vanilla
-#: judgments: the legacy model's presets.
-PRESET_RATES: dict[str, tuple[float, float]] = {
+#: judgments: what the fixed-accuracy model's presets reproduce (:func:`fixed_parameters`).
+FIXED_PRESET_RATES: dict[str, tuple[float, float]] = {
     "gpt4": (0.955, 0.505),
     "chatgpt": (0.815, 0.605),
     "falcon": (0.74, 0.74),
 }
 
 
-def parameters_from_rates(right: float, first: float) -> tuple[float, float]:
-    """Invert the legacy model: observed (right, first-slot) rates -> (accuracy, position_bias)."""
+def fixed_parameters(right: float, first: float) -> tuple[float, float]:
+    """The fixed-accuracy judge that shows the given pairwise rates, each pair in both orders.
+
+    Parameters
+    ----------
+    right: share of judgments that chose the human-preferred answer.
+    first: share of judgments that chose the answer shown first.
+
+    Returns
+    -------
+    (accuracy, position_bias); a first-slot share at or below one half gives no bias.
+    """
     bias = max(0.0, 2.0 * first - 1.0)
     accuracy = (right - bias / 2.0) / (1.0 - bias) if bias < 1 else 0.5
     return min(1.0, max(0.0, accuracy)), bias
@@ -360,13 +378,15 @@ def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class SimulatedJudge(_Simulated):
-    """The legacy simulated judge; see the module docstring for the model.
+class FixedAccuracyJudge(_Simulated):
+    """Fixed-accuracy simulated judge; see the module docstring for the model.
 
-    accuracy: probability of picking the human-better candidate when not slot-biased.
-    position_bias: probability of picking the first-presented candidate regardless of quality.
-    noise: standard deviation of score noise, in units of the task's human-score spread.
-    seed: seeds every draw together with the task and the candidates.
+    accuracy: probability of picking the human-better answer when the first-slot preference does
+        not decide, whatever the gap between the two answers.
+    position_bias: probability of picking the answer shown first, whatever the two answers are.
+    noise: standard deviation of the Gaussian noise on every grade, in units of the task's
+        human-score spread (``Task.human_spread``).
+    seed: seeds every draw together with the task and the answers.
     preset: the name the parameters came from (for descriptions only).
     """
 
@@ -381,19 +401,19 @@ class SimulatedJudge(_Simulated):
             raise SpecError(f"sim: accuracy must be in [0, 1], got {self.accuracy}")
         if not 0.0 <= self.position_bias <= 1.0:
             raise SpecError(f"sim: position_bias must be in [0, 1], got {self.position_bias}")
-        if self.noise < 0:
-            raise SpecError(f"sim: noise must be >= 0, got {self.noise}")
+        if not (self.noise >= 0 and math.isfinite(self.noise)):
+            raise SpecError(f"sim: noise must be a finite number >= 0, got {self.noise}")
 
     def fingerprint_fields(self) -> dict:
-        # Unchanged since before the latent model existed, so caches of legacy judgments stay valid.
-        return {"accuracy": self.accuracy, "position_bias": self.position_bias,
+        return {"model": "fixed", "accuracy": self.accuracy, "position_bias": self.position_bias,
                 "noise": self.noise, "seed": self.seed}
 
     @property
     def description(self) -> str:
         if self.preset:
-            return f"sim:model=legacy,preset={self.preset} (simulated)"
-        return f"sim:accuracy={self.accuracy:g},position_bias={self.position_bias:g} (simulated)"
+            return f"sim:model=fixed,preset={self.preset} (simulated)"
+        return (f"sim:model=fixed,accuracy={self.accuracy:g},position_bias={self.position_bias:g},"
+                f"noise={self.noise:g} (simulated)")
 
     def _rng(self, *parts: str) -> random.Random:
         # str seeds are hashed with SHA-512 by `random`, so this is stable across runs and machines.
@@ -433,48 +453,59 @@ class SimulatedJudge(_Simulated):
 # ---------------------------------------------------------------------------------------------
 # Specs
 
-MODELS = ("latent", "legacy")
-_LEGACY_KEYS = ("accuracy", "position_bias", "noise")
-_LATENT_KEYS = ("perception", "pair_noise", "slot_bias", "grade_noise")
-_COMMON_KEYS = ("seed", "preset", "model")
+#: model name -> the parameters only that model takes.
+MODEL_KEYS: dict[str, tuple[str, ...]] = {
+    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise"),
+    "fixed": ("accuracy", "position_bias", "noise"),
+}
+_COMMON_KEYS = ("model", "preset", "seed")
 
 
-def from_spec(spec: Spec) -> LatentJudge | SimulatedJudge:
-    """``sim:[model=latent|legacy,][preset=NAME,]PARAMETERS...,seed=N``.
+def from_spec(spec: Spec) -> LatentJudge | FixedAccuracyJudge:
+    """Build a simulated judge from ``sim:[model=latent|fixed,][preset=NAME,]PARAMETERS...,seed=N``.
 
-    The model is ``latent`` unless ``model=legacy`` is given or a legacy parameter (``accuracy``,
-    ``position_bias``, ``noise``) is; ``sim`` alone is ``sim:preset=gpt4``. Explicit parameters
-    override a preset's.
+    Parameters
+    ----------
+    spec: the parsed spec. ``model`` is ``latent`` unless given; ``sim`` alone is
+        ``sim:preset=gpt4``, and ``sim:model=fixed`` alone is the fixed model's defaults. A
+        preset fills in the parameters not given explicitly.
+
+    Returns
+    -------
+    A :class:`LatentJudge` or a :class:`FixedAccuracyJudge`.
+
+    Raises
+    ------
+    SpecError: an unknown parameter, model or preset, or a parameter of the other model (the
+        message names the ``model=`` it belongs to).
     """
     if spec.positional:
         raise SpecError(f"sim: unexpected value(s) {', '.join(spec.positional)}; use key=value")
     options = dict(spec.options)
-    known = (*_COMMON_KEYS, *_LATENT_KEYS, *_LEGACY_KEYS)
+    known = sorted({*_COMMON_KEYS, *(key for keys in MODEL_KEYS.values() for key in keys)})
     for key in options:
         if key not in known:
-            raise SpecError(f"sim: unknown parameter {key!r} (known: {', '.join(sorted(known))})")
-    model = options.pop("model", None)
-    legacy_given = [key for key in _LEGACY_KEYS if key in options]
-    latent_given = [key for key in _LATENT_KEYS if key in options]
-    if model is None:
-        model = "legacy" if legacy_given else "latent"
-    if model not in MODELS:
-        raise SpecError(f"sim: model must be one of {', '.join(MODELS)}, got {model!r}")
-    wrong = legacy_given if model == "latent" else latent_given
-    if wrong:
-        other = "legacy" if model == "latent" else "latent"
-        raise SpecError(f"sim: {', '.join(wrong)} belong(s) to model={other}, not model={model}")
+            raise SpecError(f"sim: unknown parameter {key!r} (known: {', '.join(known)})")
+    model = options.pop("model", "latent")
+    if model not in MODEL_KEYS:
+        raise SpecError(f"sim: model must be one of {', '.join(MODEL_KEYS)}, got {model!r}")
+    for other, keys in MODEL_KEYS.items():
+        wrong = [key for key in keys if key in options and other != model]
+        if wrong:
+            raise SpecError(f"sim: {', '.join(wrong)} belong(s) to model={other}, not model={model}; "
+                            f"write sim:model={other},{wrong[0]}={options[wrong[0]]}")
     preset = options.get("preset")
-    if preset is None and model == "latent" and not latent_given:
-        preset = options["preset"] = "gpt4"
-    if preset is not None and preset not in PRESET_RATES:
-        raise SpecError(f"sim: unknown preset {preset!r} (known: {', '.join(PRESET_RATES)})")
-    if model == "legacy":
+    presets = FIXED_PRESET_RATES if model == "fixed" else LATENT_PRESETS
+    if preset is not None and preset not in presets:
+        raise SpecError(f"sim: unknown preset {preset!r} for model={model} (known: {', '.join(presets)})")
+    if model == "fixed":
         if preset is not None:
-            accuracy, bias = parameters_from_rates(*PRESET_RATES[preset])
+            accuracy, bias = fixed_parameters(*FIXED_PRESET_RATES[preset])
             options.setdefault("accuracy", repr(round(accuracy, 4)))
             options.setdefault("position_bias", repr(round(bias, 4)))
-        return build_dataclass(SimulatedJudge, options, where="sim")
+        return build_dataclass(FixedAccuracyJudge, options, where="sim")
+    if preset is None and not any(key in options for key in MODEL_KEYS["latent"]):
+        preset = options["preset"] = "gpt4"
     if preset is not None:
         for key, value in asdict(LATENT_PRESETS[preset]).items():
             options.setdefault(key, repr(value))

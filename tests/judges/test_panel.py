@@ -171,9 +171,11 @@ def test_the_documented_spec_builds_three_sim_members():
 
 
 def test_member_options_use_semicolons():
-    members, options = split_panel_spec("panel:sim:accuracy=0.9;seed=3+sim:preset=falcon;seed=4,threshold=1")
-    assert members == ["sim:accuracy=0.9,seed=3", "sim:preset=falcon,seed=4"] and options == {"threshold": "1"}
-    panel = make_judge("panel:sim:accuracy=0.9;seed=3+sim:preset=falcon;seed=4,threshold=1")
+    spec = "panel:sim:model=fixed;accuracy=0.9;seed=3+sim:preset=falcon;seed=4,threshold=1"
+    members, options = split_panel_spec(spec)
+    assert members == ["sim:model=fixed,accuracy=0.9,seed=3", "sim:preset=falcon,seed=4"]
+    assert options == {"threshold": "1"}
+    panel = make_judge(spec)
     assert [m.seed for m in panel.members] == [3, 4] and panel.members[0].accuracy == 0.9
 
 

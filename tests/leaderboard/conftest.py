@@ -6,7 +6,7 @@ import pytest
 
 from rankkit.synthetic import planted_tasks
 
-PERFECT = "sim:accuracy=1,position_bias=0,noise=0"
+PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
 STRENGTHS = {f"s{i}": 1000.0 + 100 * i for i in range(8)}
 HUMAN_ORDER = sorted(STRENGTHS, key=lambda s: -STRENGTHS[s])
 

@@ -48,7 +48,7 @@ def test_arena_handles_an_odd_number_of_systems_with_byes(system_level_tasks):
 
 
 def test_arena_brackets_are_seeded(noisy_tasks):
-    judge = make_judge("sim:accuracy=0.7")
+    judge = make_judge("sim:model=fixed,accuracy=0.7")
     first = arena(noisy_tasks[:20], judge, seed=4, resamples=0)
     assert first.matches == arena(noisy_tasks[:20], judge, seed=4, resamples=0).matches
     assert first.matches != arena(noisy_tasks[:20], judge, seed=5, resamples=0).matches

@@ -12,7 +12,7 @@ from rankkit.plan import dry_run
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 
-JUDGE = "sim:accuracy=0.8,position_bias=0.2,noise=1"
+JUDGE = "sim:model=fixed,accuracy=0.8,position_bias=0.2,noise=1"
 
 
 def actual_figures(cost) -> dict[str, int]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from rankkit.cache import JudgmentCache
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.plan import dry_run
 from rankkit.runner import run
 from rankkit.plan import expected_judgments
@@ -65,7 +65,7 @@ def test_random_strategy_line_ups_keep_their_bounds(tmp_path, sample_tasks):
         check_against_run(tasks, specs, cache_path, seed=round_number % 2)
 
 
-class ContentKeyedSim(SimulatedJudge):
+class ContentKeyedSim(FixedAccuracyJudge):
     """A simulated judge keyed like an LLM judge: by the texts it is shown, not by ids."""
 
     def request_key(self, task, *candidates):
@@ -106,7 +106,7 @@ def test_fixed_counts_are_exact_on_a_fresh_cache(sample_tasks, tmp_path, spec, p
 @pytest.mark.parametrize("spec", ["heapsort", "sliding", "double_elimination", "active"])
 def test_strategies_whose_path_depends_on_verdicts_are_bounded(sample_tasks, spec):
     """They declare a worst case and no fixed count: on a fresh cache their figures are ``≤``."""
-    report = dry_run(sample_tasks, [make_strategy(spec)], SimulatedJudge())
+    report = dry_run(sample_tasks, [make_strategy(spec)], FixedAccuracyJudge())
     row, = report.rows
     assert row.bounds == {"comparisons": "≤", "new": "≤"}
     strategy = make_strategy(spec)
@@ -148,7 +148,7 @@ class Ladder(Strategy):
 
 
 def test_a_new_strategy_gets_an_exact_dry_run_without_writing_anything_for_it(sample_tasks, tmp_path):
-    judge = SimulatedJudge(accuracy=0.8, position_bias=0.2)
+    judge = FixedAccuracyJudge(accuracy=0.8, position_bias=0.2)
     cache_path = tmp_path / "c.sqlite"
     for tasks in (sample_tasks[:2], sample_tasks):  # a fresh cache, then one that holds two tasks
         with JudgmentCache(cache_path) as cache:
@@ -162,13 +162,13 @@ def test_a_new_strategy_gets_an_exact_dry_run_without_writing_anything_for_it(sa
 
 
 def test_a_new_strategy_whose_path_depends_on_verdicts_gets_estimates(sample_tasks):
-    row, = dry_run(sample_tasks, [Ladder()], SimulatedJudge()).rows
+    row, = dry_run(sample_tasks, [Ladder()], FixedAccuracyJudge()).rows
     assert not row.exact and row.bounds["new"] == "~" and "no max_judgments declared" in row.notes[0]
 
 
 def test_expected_judgments_counts_what_the_run_uses(sample_tasks):
     strategies = [make_strategy(s) for s in ("knockout", "bt", "individual")]
-    judge = SimulatedJudge()
+    judge = FixedAccuracyJudge()
     result = run(sample_tasks, strategies, judge, None, progress=False)
     assert expected_judgments(sample_tasks, strategies, seed=0) == \
         sum(s.cost.comparisons + s.cost.grades for s in result.strategies)

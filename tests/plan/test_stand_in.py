@@ -8,7 +8,7 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache, judgment_key
 from rankkit.judges.base import ParseStatus, Winner
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.plan import POLICIES, ReadOnlyCache, StandInJudge, dry_run, read_only_cache
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
@@ -23,7 +23,7 @@ def rows_of(path) -> list[tuple]:
 
 
 def test_a_dry_run_never_asks_the_judge_nor_writes_the_cache(sample_tasks, tmp_path):
-    judge = CountingJudge(SimulatedJudge())
+    judge = CountingJudge(FixedAccuracyJudge())
     path = tmp_path / "c.sqlite"
     with JudgmentCache(path) as cache:
         run(sample_tasks[:2], [make_strategy("knockout")], judge, cache, progress=False)
@@ -38,7 +38,7 @@ def test_stand_in_verdicts_are_flagged_and_follow_their_policy(sample_tasks):
     task = sample_tasks[0]
     a, b = task.candidates[:2]
     low, high = task.scale
-    judges = {policy: StandInJudge(SimulatedJudge(), policy) for policy in POLICIES}
+    judges = {policy: StandInJudge(FixedAccuracyJudge(), policy) for policy in POLICIES}
     for policy, judge in judges.items():
         verdict, grade = judge.compare(task, a, b), judge.grade(task, a)
         assert verdict.status is ParseStatus.OK and verdict.extras == {"stand_in": True, "policy": policy}
@@ -48,8 +48,8 @@ def test_stand_in_verdicts_are_flagged_and_follow_their_policy(sample_tasks):
     ranked, flipped = judges["ranked"].compare(task, a, b), judges["reversed"].compare(task, a, b)
     assert {ranked.winner, flipped.winner} == {Winner.FIRST, Winner.SECOND}  # every verdict turned round
     assert judges["ranked"].compare(task, b, a).winner is not ranked.winner  # consistent: b wins shown first too
-    assert judges["ranked"].fingerprint == SimulatedJudge().fingerprint
-    assert judges["ranked"].request_key(task, a, b) == SimulatedJudge().request_key(task, a, b)
+    assert judges["ranked"].fingerprint == FixedAccuracyJudge().fingerprint
+    assert judges["ranked"].request_key(task, a, b) == FixedAccuracyJudge().request_key(task, a, b)
 
 
 def test_stand_in_counts_prompt_tokens_of_judges_that_read_prompts(sample_tasks):
@@ -60,7 +60,7 @@ def test_stand_in_counts_prompt_tokens_of_judges_that_read_prompts(sample_tasks)
     a, b = task.candidates[:2]
     stand_in = StandInJudge(inner, sizes=PromptSizes(inner))
     assert stand_in.compare(task, a, b).usage == {"prompt_tokens": PromptSizes(inner).pair(task, a, b)}
-    assert StandInJudge(SimulatedJudge()).compare(task, a, b).usage == {}
+    assert StandInJudge(FixedAccuracyJudge()).compare(task, a, b).usage == {}
 
 
 def test_the_read_only_cache_serves_the_file_and_keeps_its_own_writes_in_memory(tmp_path):

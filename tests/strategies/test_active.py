@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr as _spearmanr
 
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
@@ -145,9 +145,10 @@ def test_budget_is_spent_exactly(n, order, batch, budget):
     strategy = Active(budget=budget, order=order, batch=batch, settle=False)
     if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
         with pytest.raises(SpecError, match="buys no duel"):
-            rank_once(task, strategy, SimulatedJudge())
+            rank_once(task, strategy, FixedAccuracyJudge())
         return
-    ranking, cost, source = rank_once(task, strategy, SimulatedJudge(accuracy=0.7, position_bias=0.2, seed=3))
+    judge = FixedAccuracyJudge(accuracy=0.7, position_bias=0.2, seed=3)
+    ranking, cost, source = rank_once(task, strategy, judge)
     assert cost.comparisons == duels * per_duel
     assert cost.judge_calls == cost.comparisons
     assert set(ranking.scores) == set(task.candidate_ids)
@@ -156,7 +157,7 @@ def test_budget_is_spent_exactly(n, order, batch, budget):
 def test_settling_never_exceeds_the_budget():
     for seed in range(5):
         task = distinct_scores_task(seed, n=7)
-        _, cost, _ = rank_once(task, Active(comparisons=9), SimulatedJudge(accuracy=0.9, seed=seed), seed)
+        _, cost, _ = rank_once(task, Active(comparisons=9), FixedAccuracyJudge(accuracy=0.9, seed=seed), seed)
         assert cost.comparisons <= 9
 
 
@@ -164,7 +165,7 @@ def test_settling_never_exceeds_the_budget():
 def test_no_pair_is_played_twice(order):
     task = make_task([float(i % 4) for i in range(10)])
     _, _, source = rank_once(task, Active(budget=4.0, order=order, batch=2, settle=False),
-                             SimulatedJudge(accuracy=0.6, seed=2))
+                             FixedAccuracyJudge(accuracy=0.6, seed=2))
     unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
     assert set(unordered.values()) == {2 if order == "both" else 1}
 
@@ -172,7 +173,7 @@ def test_no_pair_is_played_twice(order):
 def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
     task = distinct_scores_task(5, n=8)
     _, _, source = rank_once(task, Active(comparisons=14, batch=4, settle=False),
-                             SimulatedJudge(accuracy=0.9, seed=1), seed=2)
+                             FixedAccuracyJudge(accuracy=0.9, seed=1), seed=2)
     per_step = Counter(m.round for m in source.comparisons)
     assert [per_step[step] for step in sorted(per_step)] == [4, 4, 4, 2]
     first = [m for m in source.comparisons if m.round == 1]
@@ -182,7 +183,7 @@ def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
 def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
     ranking, _, source = rank_once(task, Active(budget=2.0, aggregate="grades", settle=False),
-                                   SimulatedJudge(accuracy=0.8, noise=0.3, seed=5))
+                                   FixedAccuracyJudge(accuracy=0.8, noise=0.3, seed=5))
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
 
@@ -190,7 +191,7 @@ def test_grades_aggregate_is_the_mean_grade_received():
 @pytest.mark.parametrize("criterion", ["information", "order"])
 def test_same_seed_same_result_other_seed_other_matches(criterion):
     task = make_task([float(i) for i in range(10)])
-    judge = SimulatedJudge(accuracy=0.75, position_bias=0.1, seed=9)
+    judge = FixedAccuracyJudge(accuracy=0.75, position_bias=0.1, seed=9)
 
     def play(seed):
         ranking, _, source = rank_once(task, Active(budget=2.0, criterion=criterion), judge, seed)
@@ -217,11 +218,11 @@ def test_budgets_that_cannot_rank_are_refused(spec, word):
         make_strategy(f"active:{spec}")
     task = make_task([0.0, 1.0, 2.0], task_id="q7")
     with pytest.raises(SpecError, match="strategy active: budget=0.5 buys no duel on task 'q7'"):
-        rank_once(task, Active(budget=0.5, order="both"), SimulatedJudge())
+        rank_once(task, Active(budget=0.5, order="both"), FixedAccuracyJudge())
 
 
 def test_runs_in_the_runner_and_reports_cost(sample_tasks):
-    result = run(sample_tasks, [make_strategy("active:budget=2,settle=false")], SimulatedJudge(accuracy=0.9, seed=0),
+    result = run(sample_tasks, [make_strategy("active:budget=2,settle=false")], FixedAccuracyJudge(accuracy=0.9, seed=0),
                  progress=False)
     (strategy_run,) = result.strategies
     for task, task_result in zip(sample_tasks, strategy_run.tasks):

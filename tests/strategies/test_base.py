@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import CandidateExtras, Ranking, Strategy, make_strategy
@@ -37,7 +37,7 @@ class OddKind(Strategy):
 
 def test_pointwise_strategy_with_a_judge_that_only_compares_names_both():
     with pytest.raises(SpecError) as info:
-        check_compatible([make_strategy("knockout"), make_strategy("individual")], ComparesOnly(SimulatedJudge()))
+        check_compatible([make_strategy("knockout"), make_strategy("individual")], ComparesOnly(FixedAccuracyJudge()))
     message = str(info.value)
     assert message.startswith("strategy individual needs pointwise grades, which judge counting cannot give")
     assert "choose pairwise strategies or another judge" in message
@@ -45,22 +45,22 @@ def test_pointwise_strategy_with_a_judge_that_only_compares_names_both():
 
 def test_pairwise_strategy_with_a_judge_that_only_grades():
     with pytest.raises(SpecError, match="strategy knockout:order=both needs pairwise comparisons"):
-        check_compatible([make_strategy("knockout:order=both")], GradesOnly(SimulatedJudge()))
+        check_compatible([make_strategy("knockout:order=both")], GradesOnly(FixedAccuracyJudge()))
 
 
 def test_compatible_pairings_pass():
-    check_compatible([make_strategy("knockout"), make_strategy("individual")], SimulatedJudge())
+    check_compatible([make_strategy("knockout"), make_strategy("individual")], FixedAccuracyJudge())
     check_compatible([make_strategy("bt"), make_strategy("panel_elo")],
                      make_judge("panel:sim:preset=gpt4+sim:preset=chatgpt"))
 
 
 def test_unknown_kind_is_refused():
     with pytest.raises(SpecError, match="kind must be one of pairwise, pointwise, got 'listwise'"):
-        check_compatible([OddKind()], SimulatedJudge())
+        check_compatible([OddKind()], FixedAccuracyJudge())
 
 
 def test_run_refuses_before_any_judgment(sample_tasks):
-    judge = ComparesOnly(SimulatedJudge())
+    judge = ComparesOnly(FixedAccuracyJudge())
     with pytest.raises(SpecError, match="strategy individual"):
         run(sample_tasks, [make_strategy("knockout"), make_strategy("individual")], judge, progress=False)
     assert judge.calls == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.strategies.individual import Individual
 from rankkit.strategies.pairwise import Pairwise
 from tests.helpers import make_task, perfect_judge
@@ -22,7 +22,7 @@ def test_individual_grades_each_candidate_once():
 @pytest.mark.parametrize("n", [2, 5, 6, 9])
 def test_pairwise_plays_each_candidate_once(n):
     task = make_task([float(i) for i in range(n)])
-    ranking, cost, source = rank_once(task, Pairwise(), SimulatedJudge(accuracy=0.8))
+    ranking, cost, source = rank_once(task, Pairwise(), FixedAccuracyJudge(accuracy=0.8))
     assert cost.comparisons == (n + 1) // 2
     assert set(ranking.scores) == set(task.candidate_ids)
     assert all(e.played == 1 for e in ranking.extras.values())
@@ -30,7 +30,7 @@ def test_pairwise_plays_each_candidate_once(n):
 
 def test_pairwise_odd_one_out_keeps_opponent_score():
     task = make_task([float(i) for i in range(5)])
-    ranking, _, source = rank_once(task, Pairwise(), SimulatedJudge(accuracy=0.8, noise=1.0), seed=3)
+    ranking, _, source = rank_once(task, Pairwise(), FixedAccuracyJudge(accuracy=0.8, noise=1.0), seed=3)
     extra_match = source.comparisons[-1]
     odd, opponent = extra_match.first, extra_match.second
     assert ranking.scores[odd] == pytest.approx(extra_match.verdict.first_grade)
@@ -41,5 +41,5 @@ def test_pairwise_odd_one_out_keeps_opponent_score():
 
 def test_pairwise_in_both_orders_doubles_the_cost():
     task = make_task([float(i) for i in range(6)])
-    _, cost, _ = rank_once(task, Pairwise(order="both"), SimulatedJudge())
+    _, cost, _ = rank_once(task, Pairwise(order="both"), FixedAccuracyJudge())
     assert cost.comparisons == 6

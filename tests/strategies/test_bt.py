@@ -10,7 +10,7 @@ from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 
-PERFECT = "sim:accuracy=1,position_bias=0,noise=0"
+PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
 
 
 def tasks(n_candidates: int = 6, prompts: int = 3):
@@ -37,7 +37,8 @@ def test_noisy_judge_still_orders_well_and_bootstrap_adds_intervals():
     # 20 tasks, not 3: with an 80%-accurate judge a 3-task average swings by ±0.05 with any change
     # to the fit (here: the regularisation), which says nothing about ordering well.
     data = planted_tasks({f"s{i}": 1000.0 + 50 * i for i in range(8)}, 20, noise=0.0)
-    result = run(data, [make_strategy("bt:bootstrap=40")], make_judge("sim:accuracy=0.8,noise=0.3"), progress=False)
+    judge = make_judge("sim:model=fixed,accuracy=0.8,noise=0.3")
+    result = run(data, [make_strategy("bt:bootstrap=40")], judge, progress=False)
     strategy = result.strategies[0]
     assert strategy.metrics["task_spearman"] > 0.8
     for task_result in strategy.tasks:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.strategies import Ranking, Strategy, make_strategy
 from tests.helpers import make_task, rank_once
 
@@ -30,7 +30,7 @@ SPECS = ["individual", "pairwise", "pairwise:debias=true", "knockout", "knockout
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 13])
 def test_declared_counts_hold_whatever_the_verdicts(spec, n):
     strategy = make_strategy(spec)
-    judge = SimulatedJudge(accuracy=0.7, position_bias=0.2, noise=1.0)  # verdicts that vary the paths
+    judge = FixedAccuracyJudge(accuracy=0.7, position_bias=0.2, noise=1.0)  # verdicts that vary the paths
     for seed in range(3):
         task = make_task([float((i * 7 + seed) % 5) for i in range(n)], task_id=f"t{n}-{seed}")
         _, cost, _ = rank_once(task, strategy, judge, seed=seed)

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from rankkit.judges.base import Verdict, Winner
-from rankkit.judges.sim import LatentJudge, SimulatedJudge
+from rankkit.judges.sim import LatentJudge, FixedAccuracyJudge
 from rankkit.matches import Comparison
 from rankkit.runner import run
 from rankkit.specs import SpecError
@@ -42,7 +42,7 @@ def test_every_answer_but_the_champion_leaves_with_two_losses_and_a_reset_costs_
     task = make_task([float(i) for i in range(9)])
     seen_reset = False
     for seed in range(30):
-        judge = SimulatedJudge(accuracy=0.5, seed=seed)  # coin-flip verdicts: resets happen
+        judge = FixedAccuracyJudge(accuracy=0.5, seed=seed)  # coin-flip verdicts: resets happen
         ranking, cost, source = rank_once(task, DoubleElimination(), judge, seed)
         losses = Counter({cid: extra.losses for cid, extra in ranking.extras.items()})
         assert all(losses[c] == 2 for c in losses if c != ranking.champion)
@@ -86,7 +86,7 @@ def test_corrected_aggregate_removes_a_slot_bias_that_misleads_mean_grades():
 
 def test_aggregates_and_determinism(sample_tasks):
     specs = ["double_elimination", "double_elimination:aggregate=grades", "double_elimination:aggregate=bt"]
-    judge = SimulatedJudge(accuracy=0.8, position_bias=0.1, seed=4)
+    judge = FixedAccuracyJudge(accuracy=0.8, position_bias=0.1, seed=4)
     first = run(sample_tasks, [make_strategy(s) for s in specs], judge, seed=2, progress=False)
     again = run(sample_tasks, [make_strategy(s) for s in specs], judge, seed=2, progress=False)
     other = run(sample_tasks, [make_strategy(s) for s in specs], judge, seed=3, progress=False)

@@ -13,7 +13,7 @@ from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 
-PERFECT = "sim:accuracy=1,position_bias=0,noise=0"
+PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
 
 
 class RecordingJudge(Judge):
@@ -63,7 +63,7 @@ def test_perfect_judge_gives_the_human_order():
 
 def test_ratings_are_seeded_by_the_run_seed():
     data = tasks(5, 2)
-    judge = make_judge("sim:accuracy=0.7,seed=3")
+    judge = make_judge("sim:model=fixed,accuracy=0.7,seed=3")
     first = run(data, [make_strategy("elo:permutations=3")], judge, seed=1, progress=False)
     again = run(data, [make_strategy("elo:permutations=3")], judge, seed=1, progress=False)
     other = run(data, [make_strategy("elo:permutations=3")], judge, seed=2, progress=False)

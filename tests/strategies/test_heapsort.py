@@ -13,7 +13,7 @@ from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from tests.helpers import RecordingJudge, human_order
 
-PERFECT = "sim:accuracy=1,position_bias=0,noise=0"
+PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
 
 
 def tasks(n_candidates: int, prompts: int = 3):
@@ -45,7 +45,7 @@ def test_perfect_judge_sorts_into_the_human_order_within_budget(n, order):
 
 def test_in_one_order_each_unordered_pair_is_asked_in_one_order_only():
     data = tasks(10, 5)
-    judge = RecordingJudge(make_judge("sim:accuracy=0.7,seed=4"))  # an inconsistent judge revisits pairs
+    judge = RecordingJudge(make_judge("sim:model=fixed,accuracy=0.7,seed=4"))  # an inconsistent judge revisits pairs
     run(data, [make_strategy("heapsort:order=random")], judge, progress=False)
     unordered = [(task_id, frozenset((a, b))) for task_id, a, b in judge.asked]
     assert len(unordered) == len(set(unordered))

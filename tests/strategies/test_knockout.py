@@ -9,7 +9,7 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judges.base import JudgeError
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
@@ -27,7 +27,7 @@ from tests.helpers import (
 @pytest.mark.parametrize("order", ["given", "both"])
 def test_n_minus_one_matches_and_every_candidate_scored(n, order):
     task = make_task([float(i) for i in range(n)])
-    ranking, cost, source = rank_once(task, Knockout(order=order), SimulatedJudge(accuracy=0.7))
+    ranking, cost, source = rank_once(task, Knockout(order=order), FixedAccuracyJudge(accuracy=0.7))
     assert cost.comparisons == (n - 1) * (2 if order == "both" else 1)
     assert set(ranking.scores) == set(task.candidate_ids)
     assert all(not math.isnan(v) for v in ranking.scores.values())
@@ -49,7 +49,7 @@ def test_perfect_judge_crowns_the_human_best():
 
 def test_final_score_is_the_mean_of_received_grades():
     task = make_task([float(i) for i in range(6)])
-    ranking, _, source = rank_once(task, Knockout(), SimulatedJudge(accuracy=0.8, noise=0.3))
+    ranking, _, source = rank_once(task, Knockout(), FixedAccuracyJudge(accuracy=0.8, noise=0.3))
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
         assert ranking.extras[cid].grades == pytest.approx(values)
@@ -57,7 +57,7 @@ def test_final_score_is_the_mean_of_received_grades():
 
 def test_winner_advances_by_higher_score():
     task = make_task([float(i) for i in range(8)])
-    ranking, _, source = rank_once(task, Knockout(), SimulatedJudge(accuracy=0.6, noise=1.0, seed=2))
+    ranking, _, source = rank_once(task, Knockout(), FixedAccuracyJudge(accuracy=0.6, noise=1.0, seed=2))
     by_round = {}
     for match in source.comparisons:
         by_round.setdefault(match.round, []).append(match)
@@ -70,7 +70,7 @@ def test_winner_advances_by_higher_score():
 
 def test_same_seed_same_brackets_other_seed_other_brackets():
     tasks = [make_task([float(i) for i in range(8)], task_id=f"t{k}") for k in range(4)]
-    judge = SimulatedJudge(accuracy=0.8)
+    judge = FixedAccuracyJudge(accuracy=0.8)
 
     def brackets(seed):
         result = run(tasks, [Knockout()], judge, seed=seed, progress=False)
@@ -83,7 +83,7 @@ def test_same_seed_same_brackets_other_seed_other_brackets():
 
 def test_tie_rules():
     task = make_task([1.0, 1.0])  # equal humans: sim scores are equal without noise
-    judge = SimulatedJudge(accuracy=1.0, noise=0.0)
+    judge = FixedAccuracyJudge(accuracy=1.0, noise=0.0)
     # sim keeps scores strictly ordered with its verdict, so build ties by a judge that always ties
     from rankkit.judges.base import Judge, Verdict, Winner
 
@@ -107,9 +107,9 @@ def test_tie_rules():
 def test_rerun_makes_zero_judge_calls(cache_path):
     tasks = [make_task([float(i) for i in range(7)], task_id=f"t{k}") for k in range(3)]
     with JudgmentCache(cache_path) as cache:
-        first = run(tasks, [Knockout(order="both")], CountingJudge(SimulatedJudge()), cache, progress=False)
+        first = run(tasks, [Knockout(order="both")], CountingJudge(FixedAccuracyJudge()), cache, progress=False)
     assert first.strategies[0].cost.judge_calls == 3 * 12
-    counting = CountingJudge(SimulatedJudge())
+    counting = CountingJudge(FixedAccuracyJudge())
     with JudgmentCache(cache_path) as cache:
         second = run(tasks, [Knockout(order="both")], counting, cache, progress=False)
     assert counting.calls == 0 and second.strategies[0].cost.judge_calls == 0
@@ -120,15 +120,15 @@ def test_rerun_makes_zero_judge_calls(cache_path):
 def test_crash_then_rerun_costs_the_same_as_one_clean_run(cache_path):
     tasks = [make_task([float(i) for i in range(9)], task_id=f"t{k}") for k in range(3)]
     strategies = [Knockout(order="both"), make_strategy("individual")]
-    clean = CountingJudge(SimulatedJudge(accuracy=0.7))
+    clean = CountingJudge(FixedAccuracyJudge(accuracy=0.7))
     run(tasks, strategies, clean, progress=False)
-    crashing = CountingJudge(SimulatedJudge(accuracy=0.7), fail_after=13)
+    crashing = CountingJudge(FixedAccuracyJudge(accuracy=0.7), fail_after=13)
     with JudgmentCache(cache_path) as cache, pytest.raises(JudgeError):
         run(tasks, strategies, crashing, cache, progress=False)
-    resumed = CountingJudge(SimulatedJudge(accuracy=0.7))
+    resumed = CountingJudge(FixedAccuracyJudge(accuracy=0.7))
     with JudgmentCache(cache_path) as cache:
         result = run(tasks, strategies, resumed, cache, progress=False)
     assert crashing.calls == 13
     assert crashing.calls + resumed.calls == clean.calls
-    reference = run(tasks, strategies, SimulatedJudge(accuracy=0.7), progress=False)
+    reference = run(tasks, strategies, FixedAccuracyJudge(accuracy=0.7), progress=False)
     assert [t.scores for t in result.strategies[0].tasks] == [t.scores for t in reference.strategies[0].tasks]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.order import ORDERS
 from rankkit.results import strategy_from_record
 from rankkit.specs import SpecError
@@ -83,7 +83,7 @@ def test_contradicting_or_unknown_orders_are_refused():
 def test_every_order_ranks_and_costs_what_it_says(name, order):
     task = make_task([float(i % 4) for i in range(7)])
     strategy = make_strategy(f"{name}:order={order}")
-    _, cost, source = rank_once(task, strategy, SimulatedJudge(accuracy=0.8, position_bias=0.2), seed=1)
+    _, cost, source = rank_once(task, strategy, FixedAccuracyJudge(accuracy=0.8, position_bias=0.2), seed=1)
     n = len(task.candidates)
     assert cost.comparisons <= strategy.max_judgments(n)
     if strategy.exact_judgments(n) is not None:

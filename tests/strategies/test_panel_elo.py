@@ -76,8 +76,8 @@ def test_order_both_asks_both_orders_and_permutations_average_orders():
     task = make_task([float(i) for i in range(5)])
     _, cost, _ = rank_once(task, PanelElo(order="both"), perfect_judge())
     assert cost.comparisons == 20
-    one, _, _ = rank_once(task, PanelElo(k=64), make_judge("sim:accuracy=0.6"))
-    averaged, _, _ = rank_once(task, PanelElo(k=64, permutations=50), make_judge("sim:accuracy=0.6"))
+    one, _, _ = rank_once(task, PanelElo(k=64), make_judge("sim:model=fixed,accuracy=0.6"))
+    averaged, _, _ = rank_once(task, PanelElo(k=64, permutations=50), make_judge("sim:model=fixed,accuracy=0.6"))
     assert one.scores != averaged.scores
     assert sum(averaged.scores.values()) == pytest.approx(5000.0)  # Elo is zero-sum
 

@@ -11,7 +11,7 @@ from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from tests.helpers import RecordingJudge, human_order
 
-PERFECT = "sim:accuracy=1,position_bias=0,noise=0"
+PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
 
 
 def tasks(n_candidates: int, prompts: int = 3):

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from rankkit.judges.sim import SimulatedJudge
+from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
@@ -50,10 +50,10 @@ def test_budget_is_spent_exactly(n, order, budget):
     duels = min(all_pairs, judgments // per_duel)
     if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
         with pytest.raises(SpecError, match="buys no duel"):
-            rank_once(task, Swiss(budget=budget, order=order), SimulatedJudge())
+            rank_once(task, Swiss(budget=budget, order=order), FixedAccuracyJudge())
         return
     ranking, cost, source = rank_once(task, Swiss(budget=budget, order=order),
-                                      SimulatedJudge(accuracy=0.7, position_bias=0.2, seed=3))
+                                      FixedAccuracyJudge(accuracy=0.7, position_bias=0.2, seed=3))
     assert cost.comparisons == duels * per_duel
     assert cost.judge_calls == cost.comparisons  # a fresh graph: every judgment is new
     assert set(ranking.scores) == set(task.candidate_ids)
@@ -62,14 +62,14 @@ def test_budget_is_spent_exactly(n, order, budget):
 @pytest.mark.parametrize("comparisons", [1, 7, 19])
 def test_absolute_comparisons_override_the_per_candidate_budget(comparisons):
     task = make_task([float(i) for i in range(9)])
-    _, cost, _ = rank_once(task, Swiss(budget=1.0, comparisons=comparisons), SimulatedJudge(seed=1))
+    _, cost, _ = rank_once(task, Swiss(budget=1.0, comparisons=comparisons), FixedAccuracyJudge(seed=1))
     assert cost.comparisons == comparisons
 
 
 @pytest.mark.parametrize("order", ["given", "both"])
 def test_no_pair_is_played_twice(order):
     task = make_task([float(i % 5) for i in range(11)])  # human ties too
-    _, _, source = rank_once(task, Swiss(budget=4.0, order=order), SimulatedJudge(accuracy=0.6, seed=2))
+    _, _, source = rank_once(task, Swiss(budget=4.0, order=order), FixedAccuracyJudge(accuracy=0.6, seed=2))
     unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
     assert set(unordered.values()) == {2 if order == "both" else 1}
     ordered = Counter((m.first, m.second) for m in source.comparisons)
@@ -106,7 +106,7 @@ def test_pairing_falls_back_to_a_maximum_matching_when_greedy_strands_candidates
 
 def test_stops_when_every_pair_has_met():
     task = make_task([float(i) for i in range(5)])
-    ranking, cost, _ = rank_once(task, Swiss(budget=50.0), SimulatedJudge(seed=0))
+    ranking, cost, _ = rank_once(task, Swiss(budget=50.0), FixedAccuracyJudge(seed=0))
     assert cost.comparisons == 10
     assert all(extra.played == 4 for extra in ranking.extras.values())
 
@@ -123,10 +123,10 @@ def test_budget_that_buys_no_duel_is_refused():
     task = make_task([float(i) for i in range(3)], task_id="q7")
     with pytest.raises(SpecError, match=r"budget=0.3 buys no duel on task 'q7' \(3 candidates; a duel costs 1\); "
                                         r"use budget >= 0.334 or comparisons=1"):
-        rank_once(task, Swiss(budget=0.3), SimulatedJudge())
+        rank_once(task, Swiss(budget=0.3), FixedAccuracyJudge())
     with pytest.raises(SpecError, match=r"a duel costs 2\); use budget >= 0.667 or comparisons=2"):
-        rank_once(task, Swiss(budget=0.5, order="both"), SimulatedJudge())
-    _, cost, _ = rank_once(task, Swiss(budget=0.334), SimulatedJudge())
+        rank_once(task, Swiss(budget=0.5, order="both"), FixedAccuracyJudge())
+    _, cost, _ = rank_once(task, Swiss(budget=0.334), FixedAccuracyJudge())
     assert cost.comparisons == 1
 
 
@@ -143,14 +143,14 @@ def test_points_aggregate_is_the_share_of_points_with_a_schedule_tiebreak():
 def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
     ranking, _, source = rank_once(task, Swiss(budget=2.0, aggregate="grades"),
-                                   SimulatedJudge(accuracy=0.8, noise=0.3, seed=5))
+                                   FixedAccuracyJudge(accuracy=0.8, noise=0.3, seed=5))
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
 
 
 def test_same_seed_same_result_other_seed_other_matches():
     task = make_task([float(i) for i in range(10)])
-    judge = SimulatedJudge(accuracy=0.75, position_bias=0.1, seed=9)
+    judge = FixedAccuracyJudge(accuracy=0.75, position_bias=0.1, seed=9)
 
     def play(seed):
         ranking, _, source = rank_once(task, Swiss(budget=2.0), judge, seed)
@@ -174,7 +174,7 @@ def test_spec_parsing_and_validation():
 
 def test_runs_in_the_runner_and_reports_cost(sample_tasks):
     result = run(sample_tasks, [make_strategy("swiss:budget=2"), make_strategy("swiss:budget=2,order=both")],
-                 SimulatedJudge(accuracy=0.9, seed=0), progress=False)
+                 FixedAccuracyJudge(accuracy=0.9, seed=0), progress=False)
     single, both_orders = result.strategies
     for task, one, both in zip(sample_tasks, single.tasks, both_orders.tasks):
         n = len(task.candidates)
