@@ -185,7 +185,7 @@ def corrected_spearman(strategy_run: StrategyRun, tasks: list[Task]) -> float:
     per_task = []
     for result in strategy_run.tasks:
         task = by_id[result.task_id]
-        scores = corrected_grades(result.matches, task.candidate_ids, unplayed=sum(task.scale) / 2)
+        scores = corrected_grades(result.comparisons, task.candidate_ids, unplayed=sum(task.scale) / 2)
         per_task.append((scores, sorted(scores, key=lambda cid: -scores[cid]), task.human_scores()))
     return evaluate(per_task)["task_spearman"]
 

@@ -28,7 +28,7 @@ STRATEGIES = ["knockout:order=both", "bt", "individual", "heapsort", "swiss"]
 
 def decisions(result) -> list:
     """What a run decided, strategy by strategy and task by task (costs and timings aside)."""
-    return [(s.name, s.metrics, [(t.task_id, t.scores, t.ranking, t.champion, [m.to_dict() for m in t.matches])
+    return [(s.name, s.metrics, [(t.task_id, t.scores, t.ranking, t.champion, [c.to_dict() for c in t.comparisons])
                                  for t in s.tasks]) for s in result.strategies]
 
 

@@ -182,7 +182,7 @@ ANALYSIS_TOKENS = 48
 def pointwise_accuracy(tasks: list[Any], judge: Any, cache: Any) -> tuple[float, int]:
     """Accuracy of deciding each pair by the two pointwise grades (equal grades score ½)."""
     from rankkit.judge_report import human_preference
-    from rankkit.matches import Cost, MatchGraph, MatchSource
+    from rankkit.matches import MatchSource
 
     credits, calls = [], 0
     for task in tasks:

@@ -60,7 +60,7 @@ def rank_once(task: Task, strategy, judge: Judge, seed: int = 0):
     import random
 
     from rankkit.cache import NullCache
-    from rankkit.matches import Cost, MatchGraph, MatchSource
+    from rankkit.matches import Cost, MatchSource
     from rankkit.memo import JudgmentMemo
 
     cost = Cost()

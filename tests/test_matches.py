@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rankkit.cache import JudgmentCache, NullCache
+from rankkit.cache import JudgmentCache
 from rankkit.judges.base import JudgeError, Winner
-from rankkit.matches import Comparison, Cost, MatchGraph, MatchSource, make_match
+from rankkit.matches import Comparison, MatchGraph, MatchSource, make_match
 from rankkit.memo import JudgmentMemo
 from rankkit.judges.base import Verdict
 from tests.helpers import CountingJudge, make_task, perfect_judge

@@ -17,7 +17,6 @@ from rankkit.metrics import METRIC_NAMES
 from rankkit.results import RunResult, StrategyRun
 from rankkit.specs import SpecError
 from rankkit.strategies.base import CandidateExtras
-from rankkit.errors import TaskFormatError
 
 #: The metrics analysed by default: the paper's Pearson, rank agreement pooled and per task, and
 #: pairwise ranking accuracy.

@@ -18,7 +18,7 @@ from rankkit.judges.calibration import (
 )
 from rankkit.judges.llm import LLMJudge
 from rankkit.judges.modes import sigmoid
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task

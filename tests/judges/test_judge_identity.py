@@ -32,7 +32,6 @@ import pytest
 
 from rankkit.memo import JudgmentMemo
 from rankkit.judges import make_judge
-from rankkit.judges.base import Verdict, Grade
 from rankkit.judges.llm import LLMJudge
 from rankkit.tasks import Candidate, Task
 from tests.judges.test_llm import ScriptedEngine

@@ -14,7 +14,7 @@ from rankkit.judges.base import JudgeError, ParseStatus, Winner
 from rankkit.judges.llm import LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Generation, LLMEngine
 from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError, parse_spec
 from rankkit.tasks import Candidate, Task

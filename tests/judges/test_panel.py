@@ -17,7 +17,7 @@ from rankkit.judges.panel import (
     krippendorff_alpha,
     split_panel_spec,
 )
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError
 from tests.helpers import CountingJudge, make_task

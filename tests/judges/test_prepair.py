@@ -10,7 +10,7 @@ from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.base import ParseStatus, Winner
 from rankkit.judges.llm import LLMJudge, split_llm_options
 from rankkit.judges.prepair import EMPTY_ANALYSIS, prepair_templates
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError, parse_spec

@@ -16,7 +16,7 @@ from rankkit.judge_report import judge_report
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError, ParseStatus, Winner
 from rankkit.judges.replay import ReplayJudge, load_recorded, record_grid, rows_from_results, write_judgments
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError

@@ -19,7 +19,6 @@ from rankkit.leaderboard import (
     induced_matches,
     load_truth,
 )
-from rankkit.matches import MatchGraph
 from rankkit.specs import SpecError
 
 from tests.conftest import shared_dataset
