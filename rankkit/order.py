@@ -21,8 +21,8 @@ def check_order(where: str, order: str) -> None:
         raise SpecError(f"{where}: order must be one of {', '.join(ORDERS)}, got {order!r}")
 
 
-def judgments_per_duel(order: str) -> int:
-    """What one duel costs in judgments: 2 when both orders are shown, else 1."""
+def judgments_per_match(order: str) -> int:
+    """What one match costs in judgments: 2 when both orders are shown, else 1."""
     return 2 if order == "both" else 1
 
 

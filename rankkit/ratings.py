@@ -1,26 +1,26 @@
 """Rating models over match results: online Elo, Bradley–Terry, win rates, and bootstrap intervals.
 
-Everything here is a small pure function of a list of *match records*. A record is a triple
+Everything here is a small pure function of a list of *outcomes*. An outcome is a triple
 ``(a, b, outcome)`` where ``a`` and ``b`` are item names (candidate ids, system names) and
 ``outcome`` is the result **for a**: ``1.0`` a won, ``0.0`` b won, ``0.5`` a tie. Which of a and b
 was shown first to the judge does not matter here; the strategies and leaderboards decide how a
-judged comparison becomes a record (e.g. a :class:`~rankkit.matches.Match`'s ``outcome``).
+judged comparison becomes an outcome (e.g. a :class:`~rankkit.matches.Match`'s ``outcome``).
 
 Ratings come back as ``{item: rating}`` on the **Elo scale**: an item that has played no match
 sits at ``initial`` (1000), and a gap of ``scale`` (400) points means the stronger item is expected
-to win ``base``:1 (10:1). Every function takes ``items`` so that items without matches still get a
+to win ``base``:1 (10:1). Every function takes ``items`` so that items without outcomes still get a
 rating and the output order is stable (the order of ``items``, else the order of first appearance).
 
 * :func:`online_elo` — the classic sequential Elo update with step ``k`` (order-dependent);
-* :func:`elo_over_permutations` — online Elo averaged over seeded random orders of the matches
+* :func:`elo_over_permutations` — online Elo averaged over seeded random orders of the outcomes
   (Chatbot Arena's remedy for that order dependence);
 * :func:`bradley_terry` — the (lightly regularised) maximum-likelihood Bradley–Terry strengths
   fitted by choix, mapped to the Elo scale (order-independent; a tie is half a win each way); the
   regularisation scales with the number of items (:func:`default_alpha`);
-* :func:`win_rates` — the share of points each item scored in its matches.
+* :func:`win_rates` — the share of points each item scored over its outcomes.
 
-Intervals for any of these come from :func:`rankkit.stats.bootstrap` with the matches as the
-units, e.g. ``bootstrap(lambda sample: bradley_terry(sample, items), matches, resamples=200)``.
+Intervals for any of these come from :func:`rankkit.stats.bootstrap` with the outcomes as the
+units, e.g. ``bootstrap(lambda sample: bradley_terry(sample, items), outcomes, resamples=200)``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # numpy loads where it is used: `rankkit strategies` imports 
 #: One match result: (a, b, outcome for a), outcome in {1.0, 0.5, 0.0}.
 Outcome = tuple[str, str, float]
 
-#: Any rating function of this module: ``fn(matches, items=...) -> {item: rating}``.
+#: Any rating function of this module: ``fn(outcomes, items=...) -> {item: rating}``.
 RatingFunction = Callable[..., dict[str, float]]
 
 ELO_INITIAL = 1000.0
@@ -43,12 +43,12 @@ ELO_SCALE = 400.0
 ELO_BASE = 10.0
 
 
-def item_order(matches: Iterable[Outcome], items: Sequence[str] | None = None) -> list[str]:
-    """The items to rate: ``items`` when given (plus any item of the matches missing from it, at
-    the end), else every item in order of first appearance in the matches."""
+def item_order(outcomes: Iterable[Outcome], items: Sequence[str] | None = None) -> list[str]:
+    """The items to rate: ``items`` when given (plus any item of the outcomes missing from it, at
+    the end), else every item in order of first appearance in the outcomes."""
     order = list(items) if items is not None else []
     seen = set(order)
-    for a, b, _ in matches:
+    for a, b, _ in outcomes:
         for name in (a, b):
             if name not in seen:
                 seen.add(name)
@@ -71,21 +71,21 @@ def elo_expected(rating_a: float, rating_b: float, scale: float = ELO_SCALE, bas
     return 1.0 / (1.0 + base ** ((rating_b - rating_a) / scale))
 
 
-def online_elo(matches: Sequence[Outcome], items: Sequence[str] | None = None, k: float = 16.0,
+def online_elo(outcomes: Sequence[Outcome], items: Sequence[str] | None = None, k: float = 16.0,
                initial: float = ELO_INITIAL, scale: float = ELO_SCALE, base: float = ELO_BASE) -> dict[str, float]:
-    """Online Elo: play the matches in the given order, updating both ratings after each.
+    """Online Elo: play the outcomes in the given order, updating both ratings after each.
 
     After a match with outcome ``s`` for a, ``r_a += k·(s − E_a)`` and ``r_b −= k·(s − E_a)``, where
     ``E_a = 1 / (1 + base^((r_b − r_a)/scale))`` is a's expected score. Ratings start at ``initial``.
 
-    matches: (a, b, outcome for a) records, played in this order (the result depends on it).
+    outcomes: (a, b, outcome for a) triples, played in this order (the result depends on it).
     items: the items to rate (see :func:`item_order`).
     k: the update step — how many points a fully unexpected result moves a rating (Chatbot Arena
-        used 4 over hundreds of thousands of votes; a ranking task has tens of matches, hence 16).
+        used 4 over hundreds of thousands of votes; a ranking task has tens of outcomes, hence 16).
     initial, scale, base: the Elo scale (1000, 400, 10 by convention).
     """
-    ratings = {name: float(initial) for name in item_order(matches, items)}
-    for a, b, outcome in matches:
+    ratings = {name: float(initial) for name in item_order(outcomes, items)}
+    for a, b, outcome in outcomes:
         expected_a = elo_expected(ratings[a], ratings[b], scale, base)
         delta = k * (_check_outcome(outcome) - expected_a)
         ratings[a] += delta
@@ -97,13 +97,13 @@ def online_elo(matches: Sequence[Outcome], items: Sequence[str] | None = None, k
 _ELO_BLOCK_ENTRIES = 1 << 24
 
 
-def elo_over_permutations(matches: Sequence[Outcome], items: Sequence[str] | None = None,
+def elo_over_permutations(outcomes: Sequence[Outcome], items: Sequence[str] | None = None,
                           permutations: int = 100, seed: int | random.Random = 0, k: float = 16.0,
                           initial: float = ELO_INITIAL, scale: float = ELO_SCALE,
                           base: float = ELO_BASE) -> dict[str, float]:
-    """Online Elo averaged over ``permutations`` random orders of the matches.
+    """Online Elo averaged over ``permutations`` random orders of the outcomes.
 
-    Online Elo depends on the order of the matches (the last ones weigh most); averaging over
+    Online Elo depends on the order of the outcomes (the last ones weigh most); averaging over
     shuffled orders removes that arbitrary dependence while keeping Elo's update rule. The orders
     are drawn by NumPy from one number taken from ``seed`` and played side by side (one vectorised
     update per match position across all the orders), so the cost per match barely grows with
@@ -116,24 +116,24 @@ def elo_over_permutations(matches: Sequence[Outcome], items: Sequence[str] | Non
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
     rng = seed if isinstance(seed, random.Random) else random.Random(seed)
-    order = item_order(matches, items)
+    order = item_order(outcomes, items)
     shuffler_seed = rng.getrandbits(64)
-    if not matches:
+    if not outcomes:
         return {name: float(initial) for name in order}
     import numpy as np
 
-    first, second, outcome = _record_arrays(matches, {name: i for i, name in enumerate(order)})
+    first, second, outcome = _outcome_arrays(outcomes, {name: i for i, name in enumerate(order)})
     shuffler = np.random.default_rng(shuffler_seed)
     totals = np.zeros(len(order))
     # Orders are played in blocks so that the (match position x order) index table stays within
-    # _ELO_BLOCK_ENTRIES entries whatever the number of matches.
-    block = max(1, min(permutations, _ELO_BLOCK_ENTRIES // len(matches)))
+    # _ELO_BLOCK_ENTRIES entries whatever the number of outcomes.
+    block = max(1, min(permutations, _ELO_BLOCK_ENTRIES // len(outcomes)))
     remaining = permutations
     while remaining:
         size = min(block, remaining)
         remaining -= size
         # positions[t, p]: the match played t-th in order p.
-        positions = shuffler.permuted(np.tile(np.arange(len(matches), dtype=np.int32), (size, 1)), axis=1).T.copy()
+        positions = shuffler.permuted(np.tile(np.arange(len(outcomes), dtype=np.int32), (size, 1)), axis=1).T.copy()
         ratings = np.full(size * len(order), float(initial))  # order p's ratings at [p * n_items ...]
         offsets = np.arange(size) * len(order)
         for played in positions:
@@ -151,22 +151,22 @@ def elo_over_permutations(matches: Sequence[Outcome], items: Sequence[str] | Non
 # Bradley–Terry
 
 
-def _record_arrays(matches: Iterable[Outcome], index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The matches as arrays: row of a, row of b, outcome for a (checked to be 1, ½ or 0)."""
+def _outcome_arrays(outcomes: Iterable[Outcome], index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outcomes as arrays: row of a, row of b, outcome for a (checked to be 1, ½ or 0)."""
     import numpy as np
 
-    records = list(matches)
-    first = np.fromiter((index[a] for a, _, _ in records), dtype=np.intp, count=len(records))
-    second = np.fromiter((index[b] for _, b, _ in records), dtype=np.intp, count=len(records))
-    outcome = np.fromiter((o for _, _, o in records), dtype=float, count=len(records))
+    rows = list(outcomes)
+    first = np.fromiter((index[a] for a, _, _ in rows), dtype=np.intp, count=len(rows))
+    second = np.fromiter((index[b] for _, b, _ in rows), dtype=np.intp, count=len(rows))
+    outcome = np.fromiter((o for _, _, o in rows), dtype=float, count=len(rows))
     bad = ~np.isin(outcome, (0.0, 0.5, 1.0))
     if bad.any():
-        _check_outcome(records[int(np.argmax(bad))][2])  # raises, naming the value
+        _check_outcome(rows[int(np.argmax(bad))][2])  # raises, naming the value
     return first, second, outcome
 
 
-def win_matrix(matches: Iterable[Outcome], index: Mapping[str, int]) -> np.ndarray:
-    """Count the matches as choix's dense comparison matrix: ``wins[i, j]`` = how often i beat j.
+def win_matrix(outcomes: Iterable[Outcome], index: Mapping[str, int]) -> np.ndarray:
+    """Count the outcomes as choix's dense comparison matrix: ``wins[i, j]`` = how often i beat j.
 
     choix's Bradley–Terry has no ties, so a tie counts as **half a win each way** (0.5 added to
     both ``wins[i, j]`` and ``wins[j, i]``), the usual treatment of draws as half wins; a decisive
@@ -175,7 +175,7 @@ def win_matrix(matches: Iterable[Outcome], index: Mapping[str, int]) -> np.ndarr
 
     index: item name -> row/column of the matrix.
     """
-    return _wins_from_arrays(*_record_arrays(matches, index), len(index))
+    return _wins_from_arrays(*_outcome_arrays(outcomes, index), len(index))
 
 
 def _wins_from_arrays(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_items: int) -> np.ndarray:
@@ -192,7 +192,7 @@ def _wins_from_arrays(first: np.ndarray, second: np.ndarray, outcome: np.ndarray
 #: number of items N: ``alpha = BT_PRIOR / (N − 1)`` (see :func:`default_alpha`).
 BT_PRIOR = 0.2
 
-#: choix's sparse ``ilsr_pairwise`` (a Python loop over the matches per iteration) beats the dense
+#: choix's sparse ``ilsr_pairwise`` (a Python loop over the outcomes per iteration) beats the dense
 #: ``ilsr_pairwise_dense`` (several passes over an N x N matrix per iteration) below about
 #: N² / 32 match entries (measured at N = 2048: 0.13 s against 0.18 s per iteration at 50,000).
 _SPARSE_SHARE = 32
@@ -205,42 +205,42 @@ def default_alpha(n_items: int) -> float:
     pull on one item grows with the number of other items: a fixed 0.01 is worth about
     ``4 · 0.01 · (N − 1)`` comparisons against the field per item — negligible for 8 candidates,
     about 80 for 2048 systems, where it shrank fitted log-strengths to 0.28 of the planted ones
-    with 49 real matches per item (0.98 with this default). Dividing by ``N − 1`` keeps
+    with 49 real outcomes per item (0.98 with this default). Dividing by ``N − 1`` keeps
     that pull at about 0.8 comparisons' worth per item (0.4 wins and 0.4 losses), whatever N:
     still enough to keep an unbeaten item's rating finite, and small next to any real evidence.
     """
     return BT_PRIOR / max(1, n_items - 1)
 
 
-def bradley_terry(matches: Sequence[Outcome], items: Sequence[str] | None = None, alpha: float | None = None,
+def bradley_terry(outcomes: Sequence[Outcome], items: Sequence[str] | None = None, alpha: float | None = None,
                   initial: float = ELO_INITIAL, scale: float = ELO_SCALE, base: float = ELO_BASE) -> dict[str, float]:
     """Bradley–Terry ratings on the Elo scale, fitted with choix's iterative Luce spectral ranking.
 
     The model: ``P(i beats j) = 1 / (1 + exp(θ_j − θ_i))`` with log-strengths ``θ`` (mean zero, as
     choix returns them). A rating is ``initial + θ · scale / ln(base)``, so rating gaps mean the
     same as Elo's: 400 points <=> 10:1 odds. A tie counts as half a win each way (:func:`win_matrix`).
-    Dense data (many matches per pair of items) go to choix's ``ilsr_pairwise_dense``, sparse data
-    (few matches per pair, e.g. thousands of systems) to its ``ilsr_pairwise``, whose work per
-    iteration grows with the matches rather than with N²; both find the same fixed point.
+    Dense data (many outcomes per pair of items) go to choix's ``ilsr_pairwise_dense``, sparse data
+    (few outcomes per pair, e.g. thousands of systems) to its ``ilsr_pairwise``, whose work per
+    iteration grows with the outcomes rather than with N²; both find the same fixed point.
 
     alpha: choix's regularisation (a small rate added between every pair of items in the LSR
         Markov chain). It keeps every rating finite when an item never lost (or never won), which
         is common in per-task tournaments, and joins items that never met. None (the default):
         :func:`default_alpha`, ``0.2 / (N − 1)``, which gives each item the same small pull toward
         the field whatever the number of items. Must be > 0 unless every item has both won and
-        lost within one connected set of matches.
+        lost within one connected set of outcomes.
     initial, scale, base: the Elo scale.
     """
-    order = item_order(matches, items)
+    order = item_order(outcomes, items)
     if not order:
         return {}
-    if len(order) == 1 or not matches:
+    if len(order) == 1 or not outcomes:
         return {name: float(initial) for name in order}
     import numpy as np
 
     index = {name: i for i, name in enumerate(order)}
     alpha = default_alpha(len(order)) if alpha is None else alpha
-    params = _fit_lsr(*_record_arrays(matches, index), len(order), alpha)
+    params = _fit_lsr(*_outcome_arrays(outcomes, index), len(order), alpha)
     params = np.asarray(params) - np.mean(params)
     factor = scale / math.log(base)
     return {name: float(initial + factor * params[index[name]]) for name in order}
@@ -280,7 +280,7 @@ def sparse_ilsr(n_items: int, winners: np.ndarray, losers: np.ndarray, alpha: fl
                 tol: float = 1e-8) -> np.ndarray:
     """choix's I-LSR (``ilsr_pairwise``: the same chain, the same fixed point, the same convergence
     test) with the stationary distribution found by a *sparse iterative* solve (BiCGSTAB with a
-    Jacobi preconditioner, to 1e-14), so an iteration costs about the matches rather than a dense
+    Jacobi preconditioner, to 1e-14), so an iteration costs about the outcomes rather than a dense
     N × N factorisation.
 
     The model and the chain are choix's: rates ``alpha`` between every two items plus, for every
@@ -324,16 +324,16 @@ def sparse_ilsr(n_items: int, winners: np.ndarray, losers: np.ndarray, alpha: fl
 # Win rates
 
 
-def win_rates(matches: Sequence[Outcome], items: Sequence[str] | None = None) -> dict[str, float]:
-    """The share of points each item scored in the matches it played (a tie is half a point).
+def win_rates(outcomes: Sequence[Outcome], items: Sequence[str] | None = None) -> dict[str, float]:
+    """The share of points each item scored over the outcomes it is in (a tie is half a point).
 
     An item that played no match gets NaN. This is the anchored-leaderboard statistic when every
     match is against the same anchor.
     """
-    order = item_order(matches, items)
+    order = item_order(outcomes, items)
     points = dict.fromkeys(order, 0.0)
     played = dict.fromkeys(order, 0)
-    for a, b, outcome in matches:
+    for a, b, outcome in outcomes:
         outcome = _check_outcome(outcome)
         points[a] += outcome
         points[b] += 1.0 - outcome

@@ -57,27 +57,29 @@ def embed_json(data: Any) -> str:
 def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
     """The bracket of one knockout-like task result, round by round.
 
-    Rebuilt from the per-candidate extras (``eliminated_round``) and the matches (with their
+    Rebuilt from the per-candidate extras (``eliminated_round``) and the comparisons (with their
     ``round``). Each round lists its pairings — the two candidates, each one's grade averaged
-    over the pair's matches (two with ``order=both``), the winner (the one not eliminated in that
-    round) and the indices of the matches in ``task_result.comparisons`` — and the candidates that
-    advanced on a bye. Returns None when the result has no elimination rounds.
+    over the pair's comparisons (two with ``order=both``), the winner (the one not eliminated in
+    that round) and, under the page's key ``matches``, the indices of the pair's comparisons in
+    ``task_result.comparisons`` — and the candidates that advanced on a bye. Returns None when the
+    result has no elimination rounds.
     """
     if not task_result.has_elimination_rounds:
         return None
-    matches = task_result.comparisons
+    comparisons = task_result.comparisons
     eliminated = {cid: e.eliminated_round for cid, e in task_result.extras.items()}
-    last_round = max([m.round or 0 for m in matches] + [r for r in eliminated.values() if r is not None] + [0])
+    last_round = max([c.round or 0 for c in comparisons] + [r for r in eliminated.values() if r is not None] + [0])
     rounds = []
     for number in range(1, last_round + 1):
         pairs: dict[frozenset, dict[str, Any]] = {}
-        for index, match in enumerate(matches):
-            if match.round != number:
+        for index, comparison in enumerate(comparisons):
+            if comparison.round != number:
                 continue
-            key = frozenset((match.first, match.second))
-            pair = pairs.setdefault(key, {"a": match.first, "b": match.second, "grades": defaultdict(list), "matches": []})
-            pair["grades"][match.first].append(match.verdict.first_grade)
-            pair["grades"][match.second].append(match.verdict.second_grade)
+            key = frozenset((comparison.first, comparison.second))
+            pair = pairs.setdefault(key, {"a": comparison.first, "b": comparison.second, "grades": defaultdict(list),
+                                          "matches": []})
+            pair["grades"][comparison.first].append(comparison.verdict.first_grade)
+            pair["grades"][comparison.second].append(comparison.verdict.second_grade)
             pair["matches"].append(index)
         pairings = []
         for pair in pairs.values():
@@ -133,8 +135,8 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
     """What the page's script reads: tasks, their judgments, and per strategy its per-task results.
 
     Strategies of one run share their judgments (one match graph), so each task's distinct
-    judgments are stored once in ``judgments[task_id]`` and a strategy's matches are
-    ``[judgment index, round]`` pairs into that list — all-pairs strategies would otherwise repeat
+    judgments are stored once in ``judgments[task_id]`` and a strategy's comparisons (the page's
+    key ``matches``) are ``[judgment index, round]`` pairs into that list — all-pairs strategies would otherwise repeat
     the same judge outputs several times over.
 
     max_tasks: keep only the first N tasks in the task and match views (a smaller file for very
@@ -159,19 +161,19 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
             task_id = task_result.task_id
             if task_id not in kept:
                 continue
-            matches = []
-            for m in task_result.comparisons:
-                key = (task_id, m.first, m.second)
+            comparisons = []
+            for comparison in task_result.comparisons:
+                key = (task_id, comparison.first, comparison.second)
                 if key not in judgment_index:
                     judgment_index[key] = len(judgments[task_id])
-                    stored = m.to_dict()
+                    stored = comparison.to_dict()
                     judgments[task_id].append({k: stored[k] for k in JUDGMENT_FIELDS})
-                matches.append([judgment_index[key], m.round])
+                comparisons.append([judgment_index[key], comparison.round])
             extras = {cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes")}
                       for cid, e in task_result.extras.items()}
             per_task[task_id] = {"scores": task_result.scores, "ranking": task_result.ranking,
                                  "champion": task_result.champion, "extras": extras,
-                                 "bracket": knockout_bracket(task_result), "matches": matches}
+                                 "bracket": knockout_bracket(task_result), "matches": comparisons}
         strategies.append({"name": strategy.name, "knockout_like": strategy.has_elimination_rounds, "tasks": per_task})
     return strict_json({"criterion": results.criterion, "tasks": data_tasks, "judgments": dict(judgments),
                         "strategies": strategies})
@@ -262,7 +264,7 @@ def _bar_svg(rate: Interval, human: Interval | None, width: int = 260) -> str:
 
 
 def bias_html(results: RunResult, level: float) -> str:
-    """First-slot and longer-answer win rates, over all distinct matches and per strategy."""
+    """First-slot and longer-answer win rates, over all distinct comparisons and per strategy."""
     position_rows, length_rows = [], []
     for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
         position = position_bias(results, name, level)

@@ -2,7 +2,7 @@
 
 Every interval rankkit reports comes from here — the analyses of a results file
 (:mod:`rankkit.analysis`), the judge report (:mod:`rankkit.judge_report`), the leaderboards and
-the ``bt`` strategy's per-candidate intervals (ratings resampled over matches)::
+the ``bt`` strategy's per-candidate intervals (ratings resampled over outcomes)::
 
     from rankkit.stats import bootstrap
     interval = bootstrap(lambda sample: sum(sample) / len(sample), [0.2, 0.5, 0.4, 0.9], seed=1)
@@ -10,7 +10,7 @@ the ``bt`` strategy's per-candidate intervals (ratings resampled over matches)::
 
 The bootstrap (the ``evalica.bootstrap`` idea: an interval for any method):
 
-* the **units** (tasks, matches) are resampled with replacement, ``resamples`` times; the
+* the **units** (tasks, outcomes) are resampled with replacement, ``resamples`` times; the
   resamples are a pure function of (number of units, resamples, seed) (:func:`resample_indices`),
   so two statistics bootstrapped with the same seed see the same resampled units — a *paired*
   bootstrap, which is what makes the difference of two strategies meaningful;
@@ -137,7 +137,7 @@ def bootstrap(method: Callable[[Any], Any], units: Sequence[Any], *, resamples: 
         returns a number, a sequence of numbers or a mapping name -> number. Batched, it takes a
         (k, n_units) array of unit indices (one resample per row) and returns k values, or a
         (k, m) array of m values per resample.
-    units: the independent units (tasks, matches).
+    units: the independent units (tasks, outcomes).
     resamples: how many resamples (0: the estimate only, with NaN bounds).
     level: coverage of the two-sided interval, in (0, 1).
     seed: seeds the resamples (:func:`resample_indices`).

@@ -97,13 +97,13 @@ class RecordingJudge(Judge):
         yield from self.inner.compare_many(requests)
 
 
-def grades_received(task: Task, matches) -> dict[str, list[float]]:
-    """Every grade each candidate got in the given matches, in match order (computed here, in
+def grades_received(task: Task, comparisons) -> dict[str, list[float]]:
+    """Every grade each candidate got in the given comparisons, in their order (computed here, in
     the test, independently of the strategy's own bookkeeping)."""
     grades: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
-    for match in matches:
-        grades[match.first].append(match.verdict.first_grade)
-        grades[match.second].append(match.verdict.second_grade)
+    for comparison in comparisons:
+        grades[comparison.first].append(comparison.verdict.first_grade)
+        grades[comparison.second].append(comparison.verdict.second_grade)
     return grades
 
 

@@ -67,7 +67,7 @@ SHARED_DATASETS = ["usr_topicalchat", "wmt23_sxs_mqm_ende", "wmt21_mqm_ted_ende"
 
 
 def _decisions(result):
-    return [(s.name, s.metrics, [(t.task_id, t.scores, t.ranking, [m.to_dict() for m in t.comparisons])
+    return [(s.name, s.metrics, [(t.task_id, t.scores, t.ranking, [c.to_dict() for c in t.comparisons])
                                  for t in s.tasks]) for s in result.strategies]
 
 

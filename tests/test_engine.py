@@ -83,7 +83,7 @@ def _summary(result):
     out = []
     for strategy in result.strategies:
         out.append((strategy.name, strategy.cost.to_dict(), [
-            (t.task_id, t.scores, t.ranking, t.champion, [m.to_dict() for m in t.comparisons], t.cost.to_dict())
+            (t.task_id, t.scores, t.ranking, t.champion, [c.to_dict() for c in t.comparisons], t.cost.to_dict())
             for t in strategy.tasks]))
     return out
 

@@ -82,12 +82,12 @@ def test_failure_mid_batch_keeps_what_was_judged(cache_path):
         assert retry.calls == 2 and cost2.cache_hits == 2
 
 
-def test_duel_in_both_orders_averages_them():
+def test_match_in_both_orders_averages_them():
     task = make_task([1, 5])
     src, cost = source_for(task, perfect_judge())
-    duel = src.play("c0", "c1", order="both")
-    assert duel.outcome == 0.0 and duel.grade_a == pytest.approx(1.0) and duel.grade_b == pytest.approx(5.0)
-    assert cost.comparisons == 2 and len(duel.comparisons) == 2
+    match = src.play("c0", "c1", order="both")
+    assert match.outcome == 0.0 and match.grade_a == pytest.approx(1.0) and match.grade_b == pytest.approx(5.0)
+    assert cost.comparisons == 2 and len(match.comparisons) == 2
 
 
 def test_equal_scores_fall_back_to_verdicts_then_tie():
@@ -106,8 +106,8 @@ def test_self_comparison_is_refused():
 
 # -- presentation order ------------------------------------------------------------------------
 
-def shown(duels):
-    return [(m.first, m.second) for duel in duels for m in duel.comparisons]
+def shown(matches):
+    return [(c.first, c.second) for match in matches for c in match.comparisons]
 
 
 def test_order_given_shows_the_pair_as_passed_and_both_adds_the_reverse():
@@ -127,10 +127,10 @@ def test_order_random_flips_one_seeded_coin_per_pair():
     task = make_task(list(range(8)))
     pairs = [(f"c{i}", f"c{j}") for i in range(8) for j in range(i + 1, 8)]
     src, _ = source_for(task, perfect_judge())
-    duels = src.play_many(pairs, order="random", rng=random.Random(3))
+    matches = src.play_many(pairs, order="random", rng=random.Random(3))
     rng = random.Random(3)
-    assert [(d.a, d.b) for d in duels] == [coin_order(a, b, rng) for a, b in pairs]
-    assert len({(d.a, d.b) != pair for d, pair in zip(duels, pairs)}) == 2  # some kept, some flipped
+    assert [(match.a, match.b) for match in matches] == [coin_order(a, b, rng) for a, b in pairs]
+    assert len({(match.a, match.b) != pair for match, pair in zip(matches, pairs)}) == 2  # some kept, some flipped
 
 
 def test_order_random_shows_a_rematch_in_the_order_not_shown_last():
@@ -145,7 +145,7 @@ def test_order_random_shows_a_rematch_in_the_order_not_shown_last():
     third = src.play("c1", "c0", order="random", rng=rng)
     assert (second.a, second.b) == (first.b, first.a) and (third.a, third.b) == (first.a, first.b)
     assert rng.getstate() == draws  # a rematch flips no coin
-    assert cost.comparisons == 2  # the third duel repeats the first judgment
+    assert cost.comparisons == 2  # the third match repeats the first judgment
 
 
 def test_order_random_ignores_what_other_strategies_asked():

@@ -51,8 +51,8 @@ def test_bracket_round_by_round_from_the_hand_fixture():
 
 def test_bracket_with_a_bye_and_pairs_in_both_orders():
     # Three candidates: x gets a bye in round 1 and loses the final to z; y lost to z in round 1.
-    # Round 1 is in both orders, so the grades are averaged over the two matches.
-    def match(first, second, round, s1, s2, winner):
+    # Round 1 is in both orders, so the grades are averaged over the two comparisons.
+    def comparison(first, second, round, s1, s2, winner):
         return {"first": first, "second": second, "round": round, "first_grade": s1, "second_grade": s2,
                 "winner": winner, "probability": None, "status": "ok", "raw": ""}
 
@@ -60,8 +60,8 @@ def test_bracket_with_a_bye_and_pairs_in_both_orders():
               "extras": {"x": {"eliminated_round": 2, "played": 1, "byes": 1},
                          "y": {"eliminated_round": 1, "played": 1, "byes": 0},
                          "z": {"eliminated_round": None, "played": 2, "byes": 0}},
-              "comparisons": [match("y", "z", 1, 1.0, 3.0, "second"), match("z", "y", 1, 4.0, 2.0, "first"),
-                          match("x", "z", 2, 2.0, 5.0, "second")], "cost": cost(3, 0, 3)}
+              "comparisons": [comparison("y", "z", 1, 1.0, 3.0, "second"), comparison("z", "y", 1, 4.0, 2.0, "first"),
+                              comparison("x", "z", 2, 2.0, 5.0, "second")], "cost": cost(3, 0, 3)}
     bracket = report.knockout_bracket(TaskResult.from_dict(result))
     first, final = bracket["rounds"]
     (pairing,) = first["pairings"]

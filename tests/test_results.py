@@ -42,8 +42,8 @@ def test_from_dict_reads_back_what_to_dict_wrote(sample_run):
 def test_rebuilt_graphs_hold_every_comparison_used(sample_run):
     again = RunResult.from_dict(json.loads(json.dumps(sample_run.to_dict())))
     for task_id, graph in again.graphs.items():
-        used = {(m.first, m.second) for s in again.strategies for t in s.tasks if t.task_id == task_id
-                for m in t.comparisons}
+        used = {(c.first, c.second) for s in again.strategies for t in s.tasks if t.task_id == task_id
+                for c in t.comparisons}
         assert {(a, b) for a, b, _ in graph.comparisons()} == used
         assert graph.graph.number_of_edges() == sample_run.graphs[task_id].graph.number_of_edges()
 

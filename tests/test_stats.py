@@ -126,7 +126,7 @@ def test_unit_counts():
     assert counts.tolist() == [[2, 0, 1, 0], [0, 1, 2, 0]]
 
 
-# -- intervals of ratings (the matches are the units) ------------------------------------------
+# -- intervals of ratings (the outcomes are the units) ------------------------------------------
 
 
 def test_rating_intervals_contain_the_rating_and_shrink_with_more_matches():
@@ -144,11 +144,11 @@ def test_rating_intervals_contain_the_rating_and_shrink_with_more_matches():
 
 
 def test_the_bootstrap_wraps_any_rating_method():
-    matches = [("a", "b", 1.0), ("a", "c", 1.0), ("b", "c", 0.0), ("c", "a", 0.5)] * 5
-    first = bootstrap(win_rates, matches, resamples=50, seed=2)
-    assert first == bootstrap(win_rates, matches, resamples=50, seed=2)
-    assert first["a"].estimate == pytest.approx(win_rates(matches)["a"])
-    elo = bootstrap(lambda s: elo_over_permutations(s, permutations=5, k=8), matches, resamples=10, seed=2)
+    outcomes = [("a", "b", 1.0), ("a", "c", 1.0), ("b", "c", 0.0), ("c", "a", 0.5)] * 5
+    first = bootstrap(win_rates, outcomes, resamples=50, seed=2)
+    assert first == bootstrap(win_rates, outcomes, resamples=50, seed=2)
+    assert first["a"].estimate == pytest.approx(win_rates(outcomes)["a"])
+    elo = bootstrap(lambda s: elo_over_permutations(s, permutations=5, k=8), outcomes, resamples=10, seed=2)
     assert set(elo) == {"a", "b", "c"}
 
 

@@ -60,7 +60,7 @@ from rankkit.analysis.combined import analyze, default_baseline
 from rankkit.analysis.correlations import correlation_table, paired_difference
 from rankkit.analysis.draws import MetricDraws, TaskMetrics, metric_intervals, row_correlations
 from rankkit.analysis.elimination import elimination_group, elimination_rounds
-from rankkit.analysis.judge_bias import distinct_matches, length_bias, position_bias, winner_of
+from rankkit.analysis.judge_bias import distinct_comparisons, length_bias, position_bias, winner_of
 from rankkit.analysis.labelled import (
     DEFAULT_METRICS,
     LabelledTask,
@@ -76,7 +76,7 @@ from rankkit.analysis.render import analysis_tables, format_analysis, to_jsonabl
 __all__ = [
     "AGGREGATES", "AGGREGATE_METRICS", "DEFAULT_METRICS", "AggregateUnits", "LabelledTask", "MetricDraws",
     "TaskMetrics", "aggregate_level", "analysis_tables", "analyze", "breakdown", "breakdown_fields",
-    "check_metrics", "correlation_table", "default_baseline", "distinct_matches", "elimination_group",
+    "check_metrics", "correlation_table", "default_baseline", "distinct_comparisons", "elimination_group",
     "elimination_rounds", "format_analysis", "human_scores", "labelled_tasks", "length_bias", "load_results",
     "metric_intervals", "paired_difference", "position_bias", "row_correlations", "strategy_names",
     "strategy_run", "to_jsonable", "winner_of",

@@ -355,7 +355,7 @@ def rows_from_results(results: RunResult, judge_label: str | None = None,
     """Every distinct comparison of a run (e.g. a ``rankkit compare --out`` file read by
     :meth:`rankkit.results.RunResult.from_dict`), as recording rows.
 
-    The results hold each strategy's matches (who was shown first and the verdict); a comparison
+    The results hold each strategy's comparisons (who was shown first and the verdict); a comparison
     used by several strategies is written once. ``judge_label`` defaults to the run's judge spec.
     """
     label = judge_label or results.judge_spec or "unknown"
@@ -364,23 +364,23 @@ def rows_from_results(results: RunResult, judge_label: str | None = None,
     rows = []
     for strategy in results.strategies:
         for task in strategy.tasks:
-            for match in task.comparisons:
-                key = (task.task_id, match.first, match.second)
+            for comparison in task.comparisons:
+                key = (task.task_id, comparison.first, comparison.second)
                 if key in seen:
                     continue
                 seen.add(key)
-                judgment = match.verdict
-                if judgment.status is ParseStatus.FAILED:
+                verdict = comparison.verdict
+                if verdict.status is ParseStatus.FAILED:
                     winner = None
-                elif judgment.winner is Winner.TIE:
+                elif verdict.winner is Winner.TIE:
                     winner = TIE
                 else:
-                    winner = match.first if judgment.winner is Winner.FIRST else match.second
+                    winner = comparison.first if verdict.winner is Winner.FIRST else comparison.second
                 ids = order.get(task.task_id, [])
-                swap = ids.index(match.first) > ids.index(match.second) if match.first in ids else None
+                swap = ids.index(comparison.first) > ids.index(comparison.second) if comparison.first in ids else None
                 rows.append({"task_id": task.task_id, "judge": label, "method": method, "swap": swap,
-                             "a": match.first, "b": match.second, "winner": winner,
-                             "score_a": judgment.first_grade, "score_b": judgment.second_grade})
+                             "a": comparison.first, "b": comparison.second, "winner": winner,
+                             "score_a": verdict.first_grade, "score_b": verdict.second_grade})
     return rows
 
 

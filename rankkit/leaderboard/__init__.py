@@ -34,7 +34,7 @@ from rankkit.leaderboard.build import (
     arena,
     build,
     from_strategy,
-    induced_matches,
+    induced_outcomes,
 )
 from rankkit.leaderboard.display import leaderboard_rows, report
 from rankkit.leaderboard.rating import rate_bt, rate_win_rate
@@ -50,7 +50,7 @@ from rankkit.leaderboard.truth import (
 __all__ = [
     "ADD_METHODS", "BUILD_METHODS", "Leaderboard", "LeaderboardError", "SystemRating",
     "add_system", "all_systems", "anchored", "arena", "binary_search_placement", "build", "correlations",
-    "find_truth_file", "from_strategy", "human_system_scores", "induced_matches", "leaderboard_rows",
+    "find_truth_file", "from_strategy", "human_system_scores", "induced_outcomes", "leaderboard_rows",
     "load_truth", "play_against", "play_tournament", "rate_bt", "rate_win_rate", "report", "resolve_truth",
     "restrict", "systems_of",
 ]

@@ -107,7 +107,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     seed = board.seed if seed is None else seed
     order = order or ("both" if board.order == "both" else "random")
     used = _check_newcomer(board, tasks, system)
-    new_matches: list[Outcome] = []
+    new_outcomes: list[Outcome] = []
     sources: dict[str, MatchSource] = {}
 
     def source_for(task: Task) -> MatchSource:
@@ -120,14 +120,14 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     if method == "binary":
         def play(task: Task, opponent: str) -> float:
             played = play_against(task, source_for(task), rng, opponent, [system], order)
-            new_matches.extend(played)
+            new_outcomes.extend(played)
             if not played:
                 return 0.5
             _, _, points = played[0]
             return points
 
         placement = binary_search_placement([r.name for r in rows], used, system, play, rng)
-        newcomer = SystemRating(system, None, None, None, 0, len(new_matches))
+        newcomer = SystemRating(system, None, None, None, 0, len(new_outcomes))
         ordered = [r.name for r in rows]
         ordered.insert(placement["position"], system)
         by_name = {r.name: r for r in rows}
@@ -136,8 +136,8 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     else:
         opponent = board.anchor if board.scale == "win_rate" and board.anchor else rows[0].name
         for task in used:
-            new_matches += play_against(task, source_for(task), rng, opponent, [system], order)
-        if not new_matches:
+            new_outcomes += play_against(task, source_for(task), rng, opponent, [system], order)
+        if not new_outcomes:
             raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
         if board.scale == "win_rate":
             def rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
@@ -151,23 +151,23 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                 p = min(1.0 - floor, max(floor, p))
                 return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
 
-        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), new_matches, resamples=resamples,
+        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), new_outcomes, resamples=resamples,
                              seed=rng.getrandbits(64))[system]
         newcomer = SystemRating(system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0,
-                                len(new_matches))
+                                len(new_outcomes))
         ordered_rows = sorted([*rows, newcomer], key=lambda r: -finite_or_lowest(r.rating))
         systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]
         placement = {"position": [r.name for r in systems].index(system), "tie": False, "opponent": opponent,
-                     "win_rate": win_rates(new_matches, [system, opponent])[system]}
+                     "win_rate": win_rates(new_outcomes, [system, opponent])[system]}
     cost = Cost()
     for source in sources.values():
         cost.add(source.cost)
     memo.flush()
-    placement.update(system=system, method=method, matches=len(new_matches), judge_calls=cost.judge_calls)
+    placement.update(system=system, method=method, matches=len(new_outcomes), judge_calls=cost.judge_calls)
     total = Cost()
     total.add(board.cost)
     total.add(cost)
-    return Leaderboard(method=board.method, systems=systems, matches=[*board.matches, *new_matches], cost=total,
+    return Leaderboard(method=board.method, systems=systems, matches=[*board.matches, *new_outcomes], cost=total,
                        scale=board.scale, anchor=board.anchor, seed=board.seed, order=board.order,
                        judge=board.judge or judge_info(judge, judge_spec), data=data or board.data,
                        placement=placement)

@@ -64,9 +64,9 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     def play(task: Task, source: MatchSource) -> list[Outcome]:
         return play_tournament(task, source, task_rng(seed, task.task_id, purpose="arena"), order)
 
-    matches, cost = play_all(used, play, judge, cache, progress, "arena")
-    return Leaderboard(method="arena", systems=rate_bt(matches, names, resamples, seed, alpha),
-                       matches=matches, cost=cost, scale="elo", seed=seed, order=order,
+    outcomes, cost = play_all(used, play, judge, cache, progress, "arena")
+    return Leaderboard(method="arena", systems=rate_bt(outcomes, names, resamples, seed, alpha),
+                       matches=outcomes, cost=cost, scale="elo", seed=seed, order=order,
                        judge=judge_info(judge, judge_spec), data=data)
 
 
@@ -87,36 +87,36 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
     def play(task: Task, source: MatchSource) -> list[Outcome]:
         return play_against(task, source, task_rng(seed, task.task_id, purpose="anchored"), anchor, names, order)
 
-    matches, cost = play_all(used, play, judge, cache, progress, "anchored")
-    return Leaderboard(method="anchored", systems=rate_win_rate(matches, names, anchor, resamples, seed),
-                       matches=matches, cost=cost, scale="win_rate", anchor=anchor, seed=seed, order=order,
+    outcomes, cost = play_all(used, play, judge, cache, progress, "anchored")
+    return Leaderboard(method="anchored", systems=rate_win_rate(outcomes, names, anchor, resamples, seed),
+                       matches=outcomes, cost=cost, scale="win_rate", anchor=anchor, seed=seed, order=order,
                        judge=judge_info(judge, judge_spec), data=data)
 
 
-def induced_matches(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
+def induced_outcomes(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
     """A per-task ranking read as pairwise results between its systems: the higher score wins,
     equal scores tie."""
     candidate_of = systems_of(task)
     names = list(candidate_of)
-    matches = []
+    outcomes = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             sa, sb = scores[candidate_of[a]], scores[candidate_of[b]]
-            matches.append((a, b, 1.0 if sa > sb else 0.0 if sa < sb else 0.5))
-    return matches
+            outcomes.append((a, b, 1.0 if sa > sb else 0.0 if sa < sb else 0.5))
+    return outcomes
 
 
 def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, resamples: int = 200,
                   alpha: float = 0.01, judge: dict[str, Any] | None = None, data: str = "") -> Leaderboard:
     """A leaderboard from any per-task strategy's results (a :class:`rankkit.runner.StrategyRun`):
-    each task's scores become induced pairwise results (:func:`induced_matches`), fitted by BT."""
+    each task's scores become induced pairwise results (:func:`induced_outcomes`), fitted by BT."""
     by_id = {t.task_id: t for t in tasks}
-    matches: list[Outcome] = []
+    outcomes: list[Outcome] = []
     for result in strategy_run.tasks:
-        matches += induced_matches(by_id[result.task_id], result.scores)
+        outcomes += induced_outcomes(by_id[result.task_id], result.scores)
     names = all_systems(tasks)
-    return Leaderboard(method=strategy_run.name, systems=rate_bt(matches, names, resamples, seed, alpha),
-                       matches=matches, cost=strategy_run.cost, scale="elo", seed=seed,
+    return Leaderboard(method=strategy_run.name, systems=rate_bt(outcomes, names, resamples, seed, alpha),
+                       matches=outcomes, cost=strategy_run.cost, scale="elo", seed=seed,
                        judge=judge or {}, data=data)
 
 

@@ -14,26 +14,26 @@ from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.stats import Interval, bootstrap
 
 
-def rate_bt(matches: Sequence[Outcome], systems: Sequence[str], resamples: int, seed: int,
+def rate_bt(outcomes: Sequence[Outcome], systems: Sequence[str], resamples: int, seed: int,
             alpha: float = 0.01) -> list[SystemRating]:
     """Bradley–Terry ratings (Elo scale) with ``resamples`` bootstrap resamples, best first."""
-    intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), matches, resamples=resamples, seed=seed)
-    return _rows(intervals, matches)
+    intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), outcomes, resamples=resamples, seed=seed)
+    return _rows(intervals, outcomes)
 
 
-def rate_win_rate(matches: Sequence[Outcome], systems: Sequence[str], anchor: str, resamples: int,
+def rate_win_rate(outcomes: Sequence[Outcome], systems: Sequence[str], anchor: str, resamples: int,
                   seed: int) -> list[SystemRating]:
     """Win rates against the anchor with bootstrap intervals, best first; the anchor sits at 0.5."""
     others = [s for s in systems if s != anchor]
-    intervals = bootstrap(lambda sample: win_rates(sample, others), matches, resamples=resamples, seed=seed)
+    intervals = bootstrap(lambda sample: win_rates(sample, others), outcomes, resamples=resamples, seed=seed)
     intervals = {name: intervals[name] for name in others}
     intervals[anchor] = Interval(0.5, 0.5, 0.5)
-    return _rows(intervals, matches)
+    return _rows(intervals, outcomes)
 
 
-def _rows(intervals: Mapping[str, Interval], matches: Sequence[Outcome]) -> list[SystemRating]:
+def _rows(intervals: Mapping[str, Interval], outcomes: Sequence[Outcome]) -> list[SystemRating]:
     played: dict[str, int] = {}
-    for a, b, _ in matches:
+    for a, b, _ in outcomes:
         played[a] = played.get(a, 0) + 1
         played[b] = played.get(b, 0) + 1
     order = sorted(intervals, key=lambda name: (-finite_or_lowest(intervals[name].estimate), name))

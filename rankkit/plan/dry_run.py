@@ -84,7 +84,7 @@ class Figures:
         used = cost.comparisons + cost.grades
         return cls(comparisons=cost.comparisons, grades=cost.grades, cached=cost.cache_hits,
                    shared=used - cost.cache_hits - cost.judge_calls, new=cost.judge_calls,
-                   prompt_tokens=cost.prompt_tokens, asked=tuple((m.first, m.second) for m in task_result.comparisons))
+                   prompt_tokens=cost.prompt_tokens, asked=tuple((c.first, c.second) for c in task_result.comparisons))
 
     def counts(self) -> tuple[int, ...]:
         """The counted figures (:data:`COUNTS`; prompt tokens are an estimate, not a count)."""

@@ -1,10 +1,10 @@
 """The Laplace-approximated Bradley–Terry posterior over candidate strengths that ``active`` refits after every step.
 
 Candidate i has a log-strength θ_i, ``P(i beats j) = σ(θ_i − θ_j)``, and a Gaussian prior
-``N(0, prior_sd² I)``. After the duels played so far the posterior is approximated by a Gaussian
+``N(0, prior_sd² I)``. After the matches played so far the posterior is approximated by a Gaussian
 (Laplace's method): its mean is the maximum a posteriori θ and its covariance the inverse Hessian
 of the negative log-posterior there. A tie counts as half a win each way. Everything works on
-arrays of the records (:class:`Evidence`): the gradient is O(records + N) and the Hessian a
+arrays of the outcomes (:class:`Evidence`): the gradient is O(outcomes + N) and the Hessian a
 weighted graph Laplacian plus the prior's precision. :func:`exact_posterior` refits exactly
 (Newton's method, Cholesky solves); :class:`Posterior` keeps one up to date, exactly or — for
 many candidates — incrementally (see its docstring). numpy and scipy load on first use.
@@ -26,9 +26,9 @@ GRADIENT_TOLERANCE = 1e-5
 
 
 class Evidence:
-    """The match records of a task as arrays, one row per record: the row indices of a and b and
-    the outcome for a (1, ½ or 0; a tie is half a win each way). Grows as duels are played, into
-    buffers that double when full, so adding records costs O(1) each."""
+    """The outcomes of a task as arrays, one row per outcome: the row indices of a and b and
+    the outcome for a (1, ½ or 0; a tie is half a win each way). Grows as matches are played, into
+    buffers that double when full, so adding outcomes costs O(1) each."""
 
     def __init__(self, n_items: int):
         import numpy as np
@@ -53,14 +53,14 @@ class Evidence:
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows of a, rows of b, outcomes for a), views of the records added so far."""
+        """(rows of a, rows of b, outcomes for a), views of the outcomes added so far."""
         return self._first[:self._size], self._second[:self._size], self._outcome[:self._size]
 
     @classmethod
-    def from_records(cls, records: Sequence[Outcome], items: Sequence[str]) -> "Evidence":
+    def from_outcomes(cls, outcomes: Sequence[Outcome], items: Sequence[str]) -> "Evidence":
         index = {name: i for i, name in enumerate(items)}
         evidence = cls(len(items))
-        for a, b, outcome in records:
+        for a, b, outcome in outcomes:
             evidence.add(index[a], index[b], outcome)
         return evidence
 
@@ -73,13 +73,13 @@ def _sum_at(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
 
 
 def bt_log_posterior(theta: np.ndarray, evidence: Evidence, prior_sd: float) -> tuple[float, np.ndarray, np.ndarray]:
-    """Negative log-posterior of Bradley–Terry strengths, its gradient, and each record's curvature.
+    """Negative log-posterior of Bradley–Terry strengths, its gradient, and each outcome's curvature.
 
-    ``−log p(θ | records) = Σ_r [s_r · log(1 + e^(−d_r)) + (1 − s_r) · log(1 + e^(d_r))] + |θ|² / (2 prior_sd²)
+    ``−log p(θ | outcomes) = Σ_r [s_r · log(1 + e^(−d_r)) + (1 − s_r) · log(1 + e^(d_r))] + |θ|² / (2 prior_sd²)
     + const`` with ``d_r = θ_a − θ_b`` and ``s_r`` the outcome for a. With ``P_r = σ(d_r)`` the
-    gradient is ``P_r − s_r`` at a and ``s_r − P_r`` at b (plus ``θ / prior_sd²``), and record r
+    gradient is ``P_r − s_r`` at a and ``s_r − P_r`` at b (plus ``θ / prior_sd²``), and outcome r
     adds its curvature ``c_r = P_r (1 − P_r)`` to the Hessian as ``c_r (e_a − e_b)(e_a − e_b)ᵀ``
-    (:func:`posterior_hessian`). Every term costs O(records + N).
+    (:func:`posterior_hessian`). Every term costs O(outcomes + N).
     """
     import numpy as np
 
@@ -144,27 +144,27 @@ def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> t
     return mean, np.linalg.inv(posterior_hessian(evidence, curvature, prior_sd))
 
 
-def bt_posterior(records: Sequence[Outcome], items: Sequence[str], prior_sd: float,
+def bt_posterior(outcomes: Sequence[Outcome], items: Sequence[str], prior_sd: float,
                  start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Laplace approximation of the Bradley–Terry posterior: (mean, covariance) of θ over ``items``.
 
-    The prior is ``θ ~ N(0, prior_sd² I)``; a record ``(a, b, s)`` has likelihood
+    The prior is ``θ ~ N(0, prior_sd² I)``; an outcome ``(a, b, s)`` has likelihood
     ``σ(θ_a − θ_b)^s · σ(θ_b − θ_a)^(1−s)`` (a tie, s = ½, is half a win each way). The mean is the
     maximum a posteriori θ (Newton's method on :func:`bt_log_posterior`, which is strictly
     convex); the covariance is the inverse Hessian there.
 
     start: where Newton's method starts (the previous posterior mean, so that a refit after a few
-        more duels takes a few steps); zeros when None.
+        more matches takes a few steps); zeros when None.
     """
     import numpy as np
 
     start = np.zeros(len(items)) if start is None else start
-    return exact_posterior(Evidence.from_records(records, items), prior_sd, start)
+    return exact_posterior(Evidence.from_outcomes(outcomes, items), prior_sd, start)
 
 
 def _line_minimum(theta: np.ndarray, direction: np.ndarray, evidence: Evidence, prior_sd: float) -> np.ndarray:
     """``θ − t·direction`` at the t minimising :func:`bt_log_posterior` along that line, by
-    one-dimensional Newton steps (O(records + N) each; the line's second derivative
+    one-dimensional Newton steps (O(outcomes + N) each; the line's second derivative
     ``Σ_r c_r (v_a − v_b)² + |v|² / prior_sd²`` is positive, so the steps are safe)."""
     import numpy as np
 
@@ -186,7 +186,7 @@ def _line_minimum(theta: np.ndarray, direction: np.ndarray, evidence: Evidence, 
 
 def _newton_direction(evidence: Evidence, curvature: np.ndarray, gradient: np.ndarray, prior_sd: float) -> np.ndarray:
     """``H⁻¹ g`` to 0.1% by scipy's conjugate gradients on the sparse Hessian (each product
-    O(records + N); Jacobi preconditioner)."""
+    O(outcomes + N); Jacobi preconditioner)."""
     import numpy as np
     from scipy.sparse.linalg import LinearOperator, cg
 
@@ -205,17 +205,17 @@ def _newton_direction(evidence: Evidence, curvature: np.ndarray, gradient: np.nd
 
 
 class Posterior:
-    """The Laplace posterior of one task's strengths, kept up to date as duels are played.
+    """The Laplace posterior of one task's strengths, kept up to date as matches are played.
 
     exact: every :meth:`update` refits it exactly (:func:`exact_posterior`); ``active`` asks for
-    this up to :data:`rankkit.strategies.active.EXACT_UP_TO` candidates. Otherwise an update adds each new record's curvature to the covariance
+    this up to :data:`rankkit.strategies.active.EXACT_UP_TO` candidates. Otherwise an update adds each new outcome's curvature to the covariance
     Σ by a Sherman–Morrison rank-one update (one O(N²) pass), and moves the mean to the exact MAP
     (every gradient entry below :data:`GRADIENT_TOLERANCE`) by Newton directions with an exact
     line search (:func:`_line_minimum`). The gradient at the previous MAP is non-zero only at the
-    new records' candidates, so the first direction ``Σ·g`` needs only their columns of Σ (O(N));
+    new outcomes' candidates, so the first direction ``Σ·g`` needs only their columns of Σ (O(N));
     once the gradient has spread, conjugate gradients on the sparse Hessian give the direction
-    (:func:`_newton_direction`, O(records + N) per product). Every ``N // 16`` updates the covariance is
-    recomputed exactly, so the curvature of earlier records, which drifts as the mean moves, is
+    (:func:`_newton_direction`, O(outcomes + N) per product). Every ``N // 16`` updates the covariance is
+    recomputed exactly, so the curvature of earlier outcomes, which drifts as the mean moves, is
     never stale for long.
     """
 
@@ -230,16 +230,16 @@ class Posterior:
         self.cov = np.eye(n_items) * prior_sd ** 2
         self._since_refresh = 0
 
-    def update(self, new_records: Sequence[tuple[int, int, float]]) -> None:
-        """Add records (row of a, row of b, outcome for a) and update mean and covariance."""
+    def update(self, new_outcomes: Sequence[tuple[int, int, float]]) -> None:
+        """Add outcomes (row of a, row of b, outcome for a) and update mean and covariance."""
         import numpy as np
 
-        for record in new_records:
-            self.evidence.add(*record)
+        for first, second, outcome in new_outcomes:
+            self.evidence.add(first, second, outcome)
         if self.exact:
             self.mean, self.cov = exact_posterior(self.evidence, self.prior_sd, self.mean)
             return
-        for first, second, _ in new_records:
+        for first, second, _ in new_outcomes:
             self._add_curvature(first, second)
         for _ in range(20):
             _, gradient, curvature = bt_log_posterior(self.mean, self.evidence, self.prior_sd)

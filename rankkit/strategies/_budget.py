@@ -1,13 +1,13 @@
-"""Budgets of the adaptive strategies (``swiss``, ``active``): judgments -> duels, duels -> records.
+"""Budgets of the adaptive strategies (``swiss``, ``active``): judgments -> matches, matches -> outcomes.
 
-How a budget becomes a number of duels, and how played duels become rating records.
+How a budget becomes a number of matches, and how played matches become rating outcomes.
 
 **Budgets count judgments**, exactly as :class:`~rankkit.matches.Cost` counts ``comparisons``: a
-duel played in one order costs 1, a duel in both orders (``order=both``) costs 2.
-A strategy given a budget of B comparisons therefore plays ``B`` duels, or ``B // 2`` in both
-orders (an odd budget leaves one judgment unspent, since half a two-order duel is not a duel),
-and never more than one duel per pair of candidates — so at most the all-pairs cost
-``N(N − 1)/2`` duels.
+match played in one order costs 1, a match played in both orders (``order=both``) costs 2.
+A strategy given a budget of B comparisons therefore plays ``B`` matches, or ``B // 2`` in both
+orders (an odd budget leaves one judgment unspent, since half a two-order match is not a match),
+and never more than one match per pair of candidates — so at most the all-pairs cost
+``N(N − 1)/2`` matches.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Sequence
 
-from rankkit.order import judgments_per_duel
+from rankkit.order import judgments_per_match
 from rankkit.ratings import Outcome
 from rankkit.specs import SpecError
-from rankkit.strategies.elo import judgment_records
+from rankkit.strategies.elo import comparison_outcomes
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
     from rankkit.matches import Match
@@ -30,33 +30,33 @@ def check_budget(name: str, budget: float, comparisons: int | None, order: str =
 
     name: the strategy's name, for the message.
     budget: comparisons per candidate; must be > 0.
-    comparisons: the absolute budget per task when not None; must buy at least one duel (2
+    comparisons: the absolute budget per task when not None; must buy at least one match (2
         comparisons with ``order=both``).
     """
     if not budget > 0:  # also refuses NaN
         raise SpecError(f"strategy {name}: budget must be > 0 comparisons per candidate, got {budget}")
-    least = judgments_per_duel(order)
+    least = judgments_per_match(order)
     if comparisons is not None and comparisons < least:
-        why = " (a duel in both orders costs 2)" if least == 2 else ""
+        why = " (a match in both orders costs 2)" if least == 2 else ""
         raise SpecError(f"strategy {name}: comparisons must be >= {least}{why}, got {comparisons}")
 
 
-def task_duels(name: str, task_id: str, n_candidates: int, budget: float, comparisons: int | None,
-               order: str) -> int:
-    """The duels a task's budget buys (:func:`comparison_budget`, :func:`duels_in_budget`).
+def task_match_count(name: str, task_id: str, n_candidates: int, budget: float, comparisons: int | None,
+                     order: str) -> int:
+    """How many matches a task's budget buys (:func:`comparison_budget`, :func:`matches_in_budget`).
 
     A per-candidate ``budget`` too small for a task's number of candidates buys none; that is a
     :class:`SpecError` naming the task and the least budget that would do, not a silent ranking
     from no comparison.
     """
-    duels = duels_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), order)
-    if duels == 0:
-        least = judgments_per_duel(order)
+    count = matches_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), order)
+    if count == 0:
+        least = judgments_per_match(order)
         smallest = math.ceil(least / n_candidates * 1000) / 1000
-        raise SpecError(f"strategy {name}: budget={budget:g} buys no duel on task {task_id!r} "
-                        f"({n_candidates} candidates; a duel costs {least}); use budget >= {smallest:g} "
+        raise SpecError(f"strategy {name}: budget={budget:g} buys no match on task {task_id!r} "
+                        f"({n_candidates} candidates; a match costs {least}); use budget >= {smallest:g} "
                         f"or comparisons={least}")
-    return duels
+    return count
 
 
 def comparison_budget(n_candidates: int, budget: float, comparisons: int | None) -> int:
@@ -71,26 +71,26 @@ def comparison_budget(n_candidates: int, budget: float, comparisons: int | None)
     return math.floor(budget * n_candidates + 1e-9)
 
 
-def duels_in_budget(n_candidates: int, judgments: int, order: str) -> int:
-    """How many duels ``judgments`` comparisons buy: one each, two each in both orders, and at
-    most one duel per pair of candidates."""
+def matches_in_budget(n_candidates: int, judgments: int, order: str) -> int:
+    """How many matches ``judgments`` comparisons buy: one each, two each in both orders, and at
+    most one match per pair of candidates."""
     all_pairs = n_candidates * (n_candidates - 1) // 2
-    return min(all_pairs, judgments // judgments_per_duel(order))
+    return min(all_pairs, judgments // judgments_per_match(order))
 
 
 def budget_judgments(n_candidates: int, budget: float, comparisons: int | None, order: str) -> int:
-    """The most judgments a task's budget buys: its duels, one judgment per order each is shown in
+    """The most judgments a task's budget buys: its matches, one judgment per order each is shown in
     (for a strategy's :meth:`~rankkit.strategies.base.Strategy.max_judgments`)."""
-    return duels_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), order) * \
-        judgments_per_duel(order)
+    return matches_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), order) * \
+        judgments_per_match(order)
 
 
-def duel_records(duels: Sequence[Match]) -> list[Outcome]:
-    """The judgments of the duels as :mod:`rankkit.ratings` match records, one per judgment.
+def match_outcomes(matches: Sequence[Match]) -> list[Outcome]:
+    """The judgments of the matches as :mod:`rankkit.ratings` outcomes, one per judgment.
 
-    As in ``bt`` and ``elo``, each order a pair was shown in is a match of its own (see
-    :func:`rankkit.strategies.elo.judgment_records`): a two-order duel whose verdict flips with the
-    order is one win each — no evidence either way — rather than a verdict decided by which of the
-    two judgments had the wider grade gap.
+    As in ``bt`` and ``elo``, each order a pair was shown in is an outcome of its own (see
+    :func:`rankkit.strategies.elo.comparison_outcomes`): a two-order match whose verdict flips with
+    the order is one win each — no evidence either way — rather than a verdict decided by which of
+    the two judgments had the wider grade gap.
     """
-    return judgment_records([match for duel in duels for match in duel.comparisons])
+    return comparison_outcomes([comparison for match in matches for comparison in match.comparisons])

@@ -34,27 +34,27 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
     from rankkit.matches import Comparison
 
 
-def corrected_grades(matches: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
+def corrected_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
     """Each candidate's slot-corrected grade level θ (see the module docstring).
 
-    matches: the judgments (a duel in both orders gives two matches).
+    comparisons: the judgments (a match played in both orders gives two).
     candidates: every candidate id; one that never played gets ``unplayed``.
     unplayed: the score of a candidate without any judgment (e.g. the scale's midpoint).
     """
-    return fit_corrected_grades(matches, candidates, unplayed)[0]
+    return fit_corrected_grades(comparisons, candidates, unplayed)[0]
 
 
-def mean_grades(matches: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
+def mean_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
     """Each candidate's plain mean grade over the judgments it appeared in (the knockout paper's
     score averaging); ``unplayed`` for a candidate without any judgment."""
     grades: dict[str, list[float]] = {cid: [] for cid in candidates}
-    for match in matches:
-        grades[match.first].append(match.verdict.first_grade)
-        grades[match.second].append(match.verdict.second_grade)
+    for comparison in comparisons:
+        grades[comparison.first].append(comparison.verdict.first_grade)
+        grades[comparison.second].append(comparison.verdict.second_grade)
     return {cid: statistics.fmean(values) if values else unplayed for cid, values in grades.items()}
 
 
-def fit_corrected_grades(matches: Iterable[Comparison], candidates: Sequence[str],
+def fit_corrected_grades(comparisons: Iterable[Comparison], candidates: Sequence[str],
                          unplayed: float) -> tuple[dict[str, float], float]:
     """:func:`corrected_grades` and the fitted slot effect β (0 when the design cannot identify it)."""
     count = dict.fromkeys(candidates, 0)
@@ -62,14 +62,14 @@ def fit_corrected_grades(matches: Iterable[Comparison], candidates: Sequence[str
     slot = dict.fromkeys(candidates, 0)  # times shown first minus times shown second
     judgments = 0
     margin_sum = 0.0
-    for match in matches:
-        first, second = match.verdict.first_grade, match.verdict.second_grade
-        count[match.first] += 1
-        count[match.second] += 1
-        total[match.first] += first
-        total[match.second] += second
-        slot[match.first] += 1
-        slot[match.second] -= 1
+    for comparison in comparisons:
+        first, second = comparison.verdict.first_grade, comparison.verdict.second_grade
+        count[comparison.first] += 1
+        count[comparison.second] += 1
+        total[comparison.first] += first
+        total[comparison.second] += second
+        slot[comparison.first] += 1
+        slot[comparison.second] -= 1
         margin_sum += first - second
         judgments += 1
     played = [cid for cid in candidates if count[cid]]

@@ -1,4 +1,4 @@
-"""Which pairs ``active`` asks next: a duel's value under the posterior, batch picking, pre-selection, settling.
+"""Which pairs ``active`` asks next: a match's value under the posterior, batch picking, pre-selection, settling.
 
 For a pair (i, j) not yet played the posterior gives the strength gap ``d = θ_i − θ_j ~ N(m, s²)``
 (:func:`gap_distribution`). Its value is the expected information the outcome gives about θ
@@ -51,7 +51,7 @@ def _entropy(p: np.ndarray) -> np.ndarray:
 
 
 def expected_information(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
-    """BALD: mutual information (nats) between a duel's outcome and θ, for gaps ``N(gap_mean, gap_sd²)``.
+    """BALD: mutual information (nats) between a match's outcome and θ, for gaps ``N(gap_mean, gap_sd²)``.
 
     ``H(E[σ(d)]) − E[H(σ(d))]``: the entropy of the predicted outcome minus the entropy the outcome
     would keep if θ were known. Expectations by Gauss–Hermite quadrature.
@@ -72,16 +72,16 @@ def order_doubt(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
     return ndtr(-np.abs(gap_mean) / gap_sd)
 
 
-def is_settled(records: Sequence[Outcome], items: Sequence[str]) -> bool:
+def is_settled(outcomes: Sequence[Outcome], items: Sequence[str]) -> bool:
     """Whether the decisive results admit exactly one order of ``items``.
 
-    True when the win graph (an edge winner -> loser per decisive record; ties are left out) has
+    True when the win graph (an edge winner -> loser per decisive outcome; ties are left out) has
     no cycle and its topological order is unique, which holds exactly when every two neighbours
     in that order are joined by an edge.
     """
     import networkx as nx
 
-    decisive = [(a, b) if outcome == 1.0 else (b, a) for a, b, outcome in records if outcome != 0.5]
+    decisive = [(a, b) if outcome == 1.0 else (b, a) for a, b, outcome in outcomes if outcome != 0.5]
     # Cheap necessary condition first: along a unique order every candidate but the last has
     # beaten someone and every candidate but the first has lost.
     if len({w for w, _ in decisive}) != len(items) - 1 or len({l for _, l in decisive}) != len(items) - 1:

@@ -1,11 +1,11 @@
 """``active``: active Bradley–Terry — ask the judge only the comparisons worth asking.
 
 **Model.** Bradley–Terry: candidate i has a log-strength θ_i and ``P(i beats j) = σ(θ_i − θ_j)``
-with σ the logistic function. θ has a Gaussian prior ``N(0, prior_sd² I)``. After the duels played
+with σ the logistic function. θ has a Gaussian prior ``N(0, prior_sd² I)``. After the matches played
 so far, the posterior over θ is approximated by a Gaussian (Laplace's method): its mean is the
 maximum a posteriori θ and its covariance the inverse Hessian of the negative log-posterior there
 (:mod:`rankkit.strategies._bt_posterior`). A tie counts as half a win each way, and with
-``order=both`` each order of a pair is a match of its own, as in ``bt``. (choix's ``ep_pairwise`` gives an EP posterior too, but
+``order=both`` each order of a pair is an outcome of its own, as in ``bt``. (choix's ``ep_pairwise`` gives an EP posterior too, but
 it is about ten times slower per update than choix's own MAP fit and hundreds of times slower
 than this vectorised one, and it draws its update order from NumPy's global random state, which
 would break determinism by seed.)
@@ -44,14 +44,14 @@ much-played one is pulled toward the middle). ``grades``: the mean grade each ca
 
 **Computation** (``benchmarks/results/scaling.md``; the posterior in
 :mod:`rankkit.strategies._bt_posterior`, the choice of pairs in
-:mod:`rankkit.strategies._pair_choice`). Everything works on arrays of the records (``Evidence``): the gradient is O(records + N) and the Hessian a weighted graph Laplacian plus
+:mod:`rankkit.strategies._pair_choice`). Everything works on arrays of the outcomes (``Evidence``): the gradient is O(outcomes + N) and the Hessian a weighted graph Laplacian plus
 the prior's precision. Up to :data:`EXACT_UP_TO` (256) candidates each step refits exactly:
 Newton's method from the previous mean (Cholesky solves) to the MAP, the covariance as the
 inverse Hessian there, and every unplayed pair is a candidate. The expensive BALD quadrature is
 computed only for the pairs whose cheap upper bound (a precomputed table, :func:`choose_pairs`)
 could still beat the batch chosen, which provably gives the batch that scoring every pair gives.
 Above 256 candidates a refit (O(N³)) every step is too slow, so the posterior is updated
-incrementally (:class:`Posterior`: a rank-one covariance update per record, the mean moved to the
+incrementally (:class:`Posterior`: a rank-one covariance update per outcome, the mean moved to the
 exact MAP by line searches along ``Σ·g``, an exact covariance every N/16 steps) and the candidate
 pairs are pre-selected: each candidate with its neighbours in the posterior-mean order
 (:func:`candidate_pairs`). These two approximations can choose other pairs than an exact refit
@@ -71,7 +71,7 @@ from rankkit.order import coin_order
 from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import Posterior
-from rankkit.strategies._budget import budget_judgments, check_budget, duel_records, task_duels
+from rankkit.strategies._budget import budget_judgments, check_budget, match_outcomes, task_match_count
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
@@ -96,10 +96,10 @@ class Active(Strategy):
     information under the current posterior; stop at the budget or when the ranking is settled.
 
     budget: comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
-        comparisons (judgments; a duel in both orders costs 2).
+        comparisons (judgments; a match in both orders costs 2).
     comparisons: exactly this many comparisons per task instead (overrides ``budget``).
-    batch: duels chosen per step and sent to the judge together (1 = fully sequential; larger
-        batches keep a batching judge busy at some cost in information per duel).
+    batch: matches chosen per step and sent to the judge together (1 = fully sequential; larger
+        batches keep a batching judge busy at some cost in information per match).
     criterion: ``information`` (expected information about the strengths, BALD) or ``order``
         (probability that the pair is currently ordered wrongly).
     settle: stop early once the decisive results admit exactly one order (no cycle, every two
@@ -107,9 +107,9 @@ class Active(Strategy):
         errs; false spends the whole budget.
     prior_sd: standard deviation of the Gaussian prior on the log-strengths θ (with 2, two
         candidates one prior sd apart meet at about 88:12 odds).
-    order: ``given`` (default) — each duel shown as chosen, its two candidates in a seeded random
-        orientation; ``random`` — a further seeded coin per duel; ``both`` — every duel in both
-        orders (thesis §3.2.1), each order a match of its own in the fit (as in ``bt``), a duel
+    order: ``given`` (default) — each match shown as chosen, its two candidates in a seeded random
+        orientation; ``random`` — a further seeded coin per match; ``both`` — every match in both
+        orders (thesis §3.2.1), each order an outcome of its own in the fit (as in ``bt``), a match
         costing 2 comparisons.
     aggregate: the final scores: ``bt`` (Bradley–Terry ratings, Elo scale), ``grades`` (mean
         grade received) or ``corrected`` (mean grade corrected for the judge's first-slot effect,
@@ -153,7 +153,7 @@ class Active(Strategy):
         ids = task.candidate_ids
         n = len(ids)
         index = {cid: k for k, cid in enumerate(ids)}
-        duels_left = task_duels("active", task.task_id, n, self.budget, self.comparisons, self.order)
+        matches_left = task_match_count("active", task.task_id, n, self.budget, self.comparisons, self.order)
         unplayed_count = n * (n - 1) // 2
         # One seeded tiebreak number per pair, drawn in the order of itertools.combinations.
         upper = np.triu_indices(n, 1)
@@ -162,18 +162,18 @@ class Active(Strategy):
         played = np.zeros((n, n), dtype=bool)
         opponents = np.zeros(n, dtype=np.intp)
         posterior = Posterior(n, self.prior_sd, exact=n <= EXACT_UP_TO)
-        duels: list[Match] = []
-        records: list[Outcome] = []
+        matches: list[Match] = []
+        outcomes: list[Outcome] = []
         # Who has won and who has lost a decisive match: the settle check's cheap precondition.
         winners: set[str] = set()
         losers: set[str] = set()
         steps = 0
         stopped = "budget"
-        while duels_left > 0 and unplayed_count:
-            if self.settle and len(winners) == n - 1 == len(losers) and is_settled(records, ids):
+        while matches_left > 0 and unplayed_count:
+            if self.settle and len(winners) == n - 1 == len(losers) and is_settled(outcomes, ids):
                 stopped = "settled"
                 break
-            size = min(self.batch, duels_left)
+            size = min(self.batch, matches_left)
             pairs = None if posterior.exact else candidate_pairs(posterior.mean, played, int(opponents.max()))
             if pairs is None or len(pairs) < size:
                 pairs = np.column_stack(np.nonzero(np.triu(~played, 1)))
@@ -181,11 +181,11 @@ class Active(Strategy):
             steps += 1
             # Rows are (i, j) with i < j, i.e. data order: each pair is drawn in a random orientation.
             drawn = [coin_order(ids[i], ids[j], rng) for i, j in chosen]
-            step_duels = source.play_many(drawn, round=steps, order=self.order, rng=rng)
-            step_records = duel_records(step_duels)
-            duels += step_duels
-            records += step_records
-            for a, b, outcome in step_records:
+            step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
+            step_outcomes = match_outcomes(step_matches)
+            matches += step_matches
+            outcomes += step_outcomes
+            for a, b, outcome in step_outcomes:
                 if outcome != 0.5:
                     winners.add(a if outcome == 1.0 else b)
                     losers.add(b if outcome == 1.0 else a)
@@ -193,9 +193,9 @@ class Active(Strategy):
                 played[i, j] = played[j, i] = True
                 opponents[[i, j]] += 1
             unplayed_count -= len(chosen)
-            duels_left -= len(chosen)
-            posterior.update([(index[a], index[b], outcome) for a, b, outcome in step_records])
-        if not unplayed_count and stopped == "budget" and duels_left > 0:
+            matches_left -= len(chosen)
+            posterior.update([(index[a], index[b], outcome) for a, b, outcome in step_outcomes])
+        if not unplayed_count and stopped == "budget" and matches_left > 0:
             stopped = "all pairs played"
         if not posterior.exact:
             posterior.refresh()  # report the exact Laplace covariance at the final mean
@@ -203,11 +203,11 @@ class Active(Strategy):
         factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
         posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
         if self.aggregate == "bt":
-            scores = bradley_terry(records, items=ids)
+            scores = bradley_terry(outcomes, items=ids)
         elif self.aggregate == "corrected":
-            scores = corrected_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
+            scores = corrected_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
         else:
-            scores = mean_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
+            scores = mean_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
         extras = {cid: CandidateExtras(played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps,
                                        stopped=stopped) for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)

@@ -7,7 +7,7 @@ judgment through the :class:`~rankkit.matches.MatchSource` and drawing every ran
 cost, metrics) is the runner's job, so a strategy is only its algorithm.
 
 A pairwise strategy has an ``order`` parameter (``given``, ``random`` or ``both``: which of two
-answers the judge sees first), passed to the match source with every duel; its default is the
+answers the judge sees first), passed to the match source with every match; its default is the
 field's default (see :mod:`rankkit.matches` for the policy). The paper's spelling ``debias=true|false``
 is accepted in a spec string only: :func:`make_strategy` turns it into ``order`` before the strategy
 is built, so strategies never see it.
@@ -46,7 +46,7 @@ class CandidateExtras:
     names as keys, unreported ones left out (the HTML report's script reads ``eliminated_round``,
     ``played`` and ``byes`` there). A third-party strategy may report none.
 
-    wins / draws / losses: duels it won, drew, lost (panel_elo; losses also double_elimination).
+    wins / draws / losses: matches it won, drew, lost (panel_elo; losses also double_elimination).
     eliminated_round: the round it was knocked out in (knockout, double_elimination); None for the
         champion, who never was.
     position: its place in the sorted order, 1 best (heapsort: None for the unsorted rest; sliding).
@@ -54,7 +54,8 @@ class CandidateExtras:
     opponent: the candidate it was compared with (pairwise).
     parse_failed: whether the judge's grade could not be read (individual).
     points: points it won, a draw counting half (elo, bt, swiss).
-    played: duels it played (every built-in strategy; 0 in ``individual``).
+    played: matches it played (every built-in strategy; 0 in ``individual``; in elo and bt each
+        order shown counts once, each order being an outcome of its own).
     grades: every grade it received, in the order received (knockout).
     byes: rounds it advanced unplayed (knockout).
     opponents: every candidate it met, in order (swiss).

@@ -1,13 +1,13 @@
 """``bt``: every pair of candidates judged, rated by a Bradley–Terry fit (choix) on the Elo scale.
 
-The same matches as ``elo`` (all N(N−1)/2 pairs, in both orders by default; one rating match per
-judgment), but fitted by maximum likelihood instead of online updates, so the result does not
-depend on any match order — Chatbot Arena's later choice. choix has no ties: a tie counts as half a
+The same matches as ``elo`` (all N(N−1)/2 pairs, in both orders by default; one rating outcome
+per judgment), but fitted by maximum likelihood instead of online updates, so the result does not
+depend on any order of play — Chatbot Arena's later choice. choix has no ties: a tie counts as half a
 win each way (:func:`rankkit.ratings.win_matrix`). Ratings are on the Elo scale (initial 1000,
 400 points = 10:1 odds). When run beside ``elo`` in the same ``compare``, the two ask the same
 requests, so each judgment is paid for once.
 
-``bootstrap=B`` resamples the task's matches B times (:func:`rankkit.stats.bootstrap`) and adds each
+``bootstrap=B`` resamples the task's outcomes B times (:func:`rankkit.stats.bootstrap`) and adds each
 candidate's 95% percentile interval to ``extras`` as ``ci_low``/``ci_high``.
 """
 
@@ -33,13 +33,13 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class BradleyTerry(Strategy):
     """All pairs judged, Bradley–Terry ratings (Elo scale); score = rating.
 
-    order: ``both`` (default) — judge every pair in both orders, each order a match of its own;
+    order: ``both`` (default) — judge every pair in both orders, each order an outcome of its own;
         ``given`` — each pair once, in data order; ``random`` — once, in a seeded random order.
     alpha: choix's regularisation, keeping ratings finite when a candidate won (or lost) every
         match — a perfect judge makes that the rule, not the exception. None (the default):
         ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`), the same pull toward the field
         per candidate whatever N (0.01 at N = 21, more below, less above).
-    bootstrap: number of bootstrap resamples of the matches for 95% intervals (0 = none).
+    bootstrap: number of bootstrap resamples of the outcomes for 95% intervals (0 = none).
     """
 
     order: str = "both"
@@ -57,16 +57,16 @@ class BradleyTerry(Strategy):
             raise SpecError(f"strategy bt: bootstrap must be >= 0, got {self.bootstrap}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        records = play_all_pairs(task, source, self.order, rng)
+        outcomes = play_all_pairs(task, source, self.order, rng)
         ids = task.candidate_ids
-        extras = points_and_games(records, ids)
+        extras = points_and_games(outcomes, ids)
         if self.bootstrap:
-            intervals = bootstrap(lambda sample: bradley_terry(sample, ids, alpha=self.alpha), records,
+            intervals = bootstrap(lambda sample: bradley_terry(sample, ids, alpha=self.alpha), outcomes,
                                   resamples=self.bootstrap, seed=rng.getrandbits(64))
             ratings = {cid: intervals[cid].estimate for cid in ids}
             extras = {cid: replace(extras[cid], ci_low=intervals[cid].low, ci_high=intervals[cid].high) for cid in ids}
         else:
-            ratings = bradley_terry(records, ids, alpha=self.alpha)
+            ratings = bradley_terry(outcomes, ids, alpha=self.alpha)
         return Ranking(scores=ratings, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:

@@ -8,12 +8,12 @@ the losers' bracket survivor wins it, since both then have one loss.
 
 **Rounds.** Every round pairs the answers still alive in each bracket at random (seeded), as
 knockout does, preferring opponents not yet met; an odd one out waits for the next round. The
-winners' bracket's losers join the losers' bracket from the next round on. Both brackets' duels
-go to the judge in one batch. N answers cost 2N − 2 duels (2N − 1 with a bracket reset): every
-duel gives exactly one loss, and all answers but the champion end with two. By default
-(``order=random``) a duel is shown in a seeded random order — and a rematch, as the match source
+winners' bracket's losers join the losers' bracket from the next round on. Both brackets' matches
+go to the judge in one batch. N answers cost 2N − 2 matches (2N − 1 with a bracket reset): every
+match gives exactly one loss, and all answers but the champion end with two. By default
+(``order=random``) a match is shown in a seeded random order — and a rematch, as the match source
 does for any strategy, in the order the pair was *not* shown before, so it is a new judgment —
-which makes the cost 2N − 2 comparisons, a knockout's with ``order=both``; with ``order=both`` every duel is
+which makes the cost 2N − 2 comparisons, a knockout's with ``order=both``; with ``order=both`` every match is
 judged in both orders (twice the cost), and a rematch repeats the result.
 
 **Scores** (``aggregate``). ``corrected`` (default): each answer's grade level from every grade it
@@ -29,12 +29,12 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import judgments_per_duel
+from rankkit.order import judgments_per_match
 from rankkit.ratings import bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
-from rankkit.strategies.elo import judgment_records
+from rankkit.strategies.elo import comparison_outcomes
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
@@ -71,13 +71,13 @@ def bracket_pairs(alive: list[str], met: set[frozenset[str]], rng: random.Random
 class DoubleElimination(Strategy):
     """Double-elimination tournament: out after two losses, a losers' bracket, a grand final.
 
-    order: ``random`` (default) — each duel shown in a seeded random order, a rematch in the order
-        not shown before; ``both`` — every duel judged in both orders (twice the cost); ``given`` —
+    order: ``random`` (default) — each match shown in a seeded random order, a rematch in the order
+        not shown before; ``both`` — every match judged in both orders (twice the cost); ``given`` —
         as the bracket pairs it.
     aggregate: ``corrected`` — grade levels corrected for the judge's first-slot effect (default);
         ``grades`` — the mean grade received; ``bt`` — Bradley–Terry ratings of the verdicts.
 
-    A tied duel is decided by a seeded coin flip. Scores count each distinct judgment once (a
+    A tied match is decided by a seeded coin flip. Scores count each distinct judgment once (a
     rematch in both orders repeats the judgments already made).
     """
 
@@ -98,20 +98,20 @@ class DoubleElimination(Strategy):
         losses = dict.fromkeys(ids, 0)
         eliminated: dict[str, int | None] = {}
         met: set[frozenset[str]] = set()  # pairs that have played, in either bracket
-        duels: list[Match] = []
+        matches: list[Match] = []
         round_number = 0
 
         def play(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-            """Judge the round's pairs in one batch; returns (winner, loser) per duel."""
+            """Judge the round's pairs in one batch; returns (winner, loser) per match."""
             nonlocal round_number
             round_number += 1
             played = source.play_many(pairs, round=round_number, order=self.order, rng=rng)
             results = []
-            for duel in played:
-                met.add(frozenset((duel.a, duel.b)))
-                outcome = duel.outcome if duel.outcome != 0.5 else float(rng.random() < 0.5)
-                results.append((duel.a, duel.b) if outcome == 1.0 else (duel.b, duel.a))
-            duels.extend(played)
+            for match in played:
+                met.add(frozenset((match.a, match.b)))
+                outcome = match.outcome if match.outcome != 0.5 else float(rng.random() < 0.5)
+                results.append((match.a, match.b) if outcome == 1.0 else (match.b, match.a))
+            matches.extend(played)
             return results
 
         while len(winners) > 1 or len(losers) > 1:
@@ -145,17 +145,17 @@ class DoubleElimination(Strategy):
         elif self.aggregate == "grades":
             scores = mean_grades(source.comparisons, ids, unplayed=sum(task.scale) / 2)
         else:
-            scores = bradley_terry(judgment_records(source.comparisons), items=ids)
+            scores = bradley_terry(comparison_outcomes(source.comparisons), items=ids)
         played = dict.fromkeys(ids, 0)
-        for duel in duels:
-            played[duel.a] += 1
-            played[duel.b] += 1
+        for match in matches:
+            played[match.a] += 1
+            played[match.b] += 1
         extras = {cid: CandidateExtras(losses=losses[cid], eliminated_round=eliminated.get(cid), played=played[cid],
                                        rounds=round_number) for cid in ids}
         return Ranking(scores=scores, champion=champion, extras=extras)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """2N − 1 duels (with a bracket reset), one judgment per order shown, and never more than
+        """2N − 1 matches (with a bracket reset), one judgment per order shown, and never more than
         every ordered pair once."""
         n = n_candidates
-        return min(n * (n - 1), (2 * n - 1) * judgments_per_duel(self.order))
+        return min(n * (n - 1), (2 * n - 1) * judgments_per_match(self.order))

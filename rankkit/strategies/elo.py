@@ -1,13 +1,13 @@
-"""``elo``: every pair of candidates judged, rated by online Elo averaged over match orders.
+"""``elo``: every pair of candidates judged, rated by online Elo averaged over orders of play.
 
 The all-pairs comparative assessment behind Chatbot Arena's first leaderboard (Zheng et al. 2023),
 applied within one task: all N(N−1)/2 pairs are judged — in both orders by default (``order=both``),
-so N(N−1) judgments — and each judgment is one Elo match. Because online Elo depends on the order
-the matches are played in, the ratings are averaged over ``permutations`` seeded shuffles of them
-(:func:`rankkit.ratings.elo_over_permutations`). A candidate's score is its rating.
+so N(N−1) judgments — and each judgment is one Elo outcome. Because online Elo depends on the
+order the outcomes are played in, the ratings are averaged over ``permutations`` seeded shuffles
+of them (:func:`rankkit.ratings.elo_over_permutations`). A candidate's score is its rating.
 
-The helpers :func:`all_pairs` and :func:`judgment_records` are shared with ``bt``, which fits the
-very same matches by Bradley–Terry instead.
+The helpers :func:`play_all_pairs` and :func:`comparison_outcomes` are shared with ``bt``, which
+fits the very same outcomes by Bradley–Terry instead.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, elo_over_permutations
-from rankkit.order import judgments_per_duel
+from rankkit.order import judgments_per_match
 from rankkit.specs import SpecError
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -27,8 +27,8 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should n
     from rankkit.matches import Comparison, MatchSource
 
 
-def judgment_records(matches: Sequence[Comparison]) -> list[Outcome]:
-    """One rating match per judgment: (first, second, outcome for first).
+def comparison_outcomes(comparisons: Sequence[Comparison]) -> list[Outcome]:
+    """One rating outcome per judgment: (first, second, outcome for first).
 
     The outcome is read as everywhere in rankkit (:func:`rankkit.matches.make_match`): the higher
     grade wins, and on equal grades the judge's verdict decides, else it is a tie. With both
@@ -37,29 +37,30 @@ def judgment_records(matches: Sequence[Comparison]) -> list[Outcome]:
     """
     from rankkit.matches import make_match
 
-    return [(m.first, m.second, make_match(m.first, m.second, [m]).outcome) for m in matches]
+    return [(c.first, c.second, make_match(c.first, c.second, [c]).outcome) for c in comparisons]
 
 
 def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Random) -> list[Outcome]:
     """Judge every pair of the task (a before b in data order, shown in ``order``) in ONE batch,
     so batching and concurrent judges stay busy, reusing whatever the shared match graph and the
-    cache already hold; returns one record per judgment."""
-    duels = source.play_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
+    cache already hold; returns one outcome per judgment."""
+    matches = source.play_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
     # In the order they were asked: every pair's first judgment, then (order=both) every reverse.
-    matches = [duel.comparisons[0] for duel in duels] + [duel.comparisons[1] for duel in duels if len(duel.comparisons) == 2]
-    return judgment_records(matches)
+    comparisons = [match.comparisons[0] for match in matches] + \
+        [match.comparisons[1] for match in matches if len(match.comparisons) == 2]
+    return comparison_outcomes(comparisons)
 
 
 def all_pairs_judgments(n_candidates: int, order: str) -> int:
     """The judgments of an all-pairs strategy: every pair, once per order shown."""
-    return n_candidates * (n_candidates - 1) // 2 * judgments_per_duel(order)
+    return n_candidates * (n_candidates - 1) // 2 * judgments_per_match(order)
 
 
-def points_and_games(records: Sequence[Outcome], candidate_ids: Sequence[str]) -> dict[str, CandidateExtras]:
-    """Per candidate: ``points`` won (a tie is half) and ``played`` matches, for ``extras``."""
+def points_and_games(outcomes: Sequence[Outcome], candidate_ids: Sequence[str]) -> dict[str, CandidateExtras]:
+    """Per candidate: ``points`` won (a tie is half) and ``played`` (one per outcome), for ``extras``."""
     points = dict.fromkeys(candidate_ids, 0.0)
     played = dict.fromkeys(candidate_ids, 0)
-    for a, b, outcome in records:
+    for a, b, outcome in outcomes:
         points[a] += outcome
         points[b] += 1.0 - outcome
         played[a] += 1
@@ -70,13 +71,13 @@ def points_and_games(records: Sequence[Outcome], candidate_ids: Sequence[str]) -
 @register("elo")
 @dataclass(frozen=True)
 class Elo(Strategy):
-    """All pairs judged, online Elo averaged over shuffled match orders; score = Elo rating.
+    """All pairs judged, online Elo averaged over shuffled orders of play; score = Elo rating.
 
     order: ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
-        N(N−1)/2), each order a match of its own; ``given`` — each pair once, in data order;
+        N(N−1)/2), each order an outcome of its own; ``given`` — each pair once, in data order;
         ``random`` — once, in a seeded random order.
     k: the Elo update step (points moved by a fully unexpected result).
-    permutations: how many seeded random match orders the ratings are averaged over.
+    permutations: how many seeded random orders of play the ratings are averaged over.
     initial, scale, base: the Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
     """
 
@@ -87,7 +88,7 @@ class Elo(Strategy):
     scale: float = ELO_SCALE
     base: float = ELO_BASE
 
-    description = "all pairs judged, online Elo averaged over match orders (N(N-1)/2 matches; x2 with order=both)"
+    description = "all pairs judged, online Elo averaged over orders of play (N(N-1)/2 matches; x2 with order=both)"
     single_order: ClassVar[str] = "given"
 
     def __post_init__(self) -> None:
@@ -98,10 +99,10 @@ class Elo(Strategy):
             raise SpecError("strategy elo: k and scale must be > 0 and base > 1")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        records = play_all_pairs(task, source, self.order, rng)
-        ratings = elo_over_permutations(records, task.candidate_ids, permutations=self.permutations, seed=rng,
+        outcomes = play_all_pairs(task, source, self.order, rng)
+        ratings = elo_over_permutations(outcomes, task.candidate_ids, permutations=self.permutations, seed=rng,
                                         k=self.k, initial=self.initial, scale=self.scale, base=self.base)
-        return Ranking(scores=ratings, extras=points_and_games(records, task.candidate_ids))
+        return Ranking(scores=ratings, extras=points_and_games(outcomes, task.candidate_ids))
 
     def exact_judgments(self, n_candidates: int) -> int:
         return all_pairs_judgments(n_candidates, self.order)

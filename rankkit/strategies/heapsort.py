@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.order import judgments_per_duel
+from rankkit.order import judgments_per_match
 from rankkit.specs import SpecError
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -40,7 +40,7 @@ class JudgedComparator:
         systematically shown first.
     rng: the strategy's generator (orders, and coin flips for ties).
 
-    A sort needs a strict verdict, so a tied duel is broken by a seeded coin flip — once, since
+    A sort needs a strict verdict, so a tied match is broken by a seeded coin flip — once, since
     the verdict is remembered.
     """
 
@@ -52,11 +52,11 @@ class JudgedComparator:
         self.played: dict[str, int] = {}
 
     def _ask(self, a: str, b: str) -> str:
-        duel = self.source.play(a, b, order=self.order, rng=self.rng)
-        outcome = duel.outcome if duel.outcome != 0.5 else float(self.rng.random() < 0.5)
-        for cid in (duel.a, duel.b):
+        match = self.source.play(a, b, order=self.order, rng=self.rng)
+        outcome = match.outcome if match.outcome != 0.5 else float(self.rng.random() < 0.5)
+        for cid in (match.a, match.b):
             self.played[cid] = self.played.get(cid, 0) + 1
-        return duel.a if outcome == 1.0 else duel.b
+        return match.a if outcome == 1.0 else match.b
 
     def winner(self, a: str, b: str) -> str:
         """The judge's preferred candidate of a and b (asked once per pair, then remembered)."""
@@ -122,5 +122,5 @@ class Heapsort(Strategy):
         more than all pairs, since no pair is asked twice."""
         n = n_candidates
         pops = n if not self.top_k else min(self.top_k, n)
-        duels = min(n * (n - 1) // 2, 2 * n + 2 * pops * math.ceil(math.log2(max(n, 2))))
-        return duels * judgments_per_duel(self.order)
+        match_count = min(n * (n - 1) // 2, 2 * n + 2 * pops * math.ceil(math.log2(max(n, 2))))
+        return match_count * judgments_per_match(self.order)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.brackets import TIE_RULES, play_bracket
-from rankkit.order import judgments_per_duel
+from rankkit.order import judgments_per_match
 from rankkit.specs import SpecError
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -69,5 +69,5 @@ class Knockout(Strategy):
         return Ranking(scores=scores, champion=bracket.champion, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """N − 1 duels exactly: each eliminates one answer, and no two answers meet twice."""
-        return judgments_per_duel(self.order) * max(0, n_candidates - 1)
+        """N − 1 matches exactly: each eliminates one answer, and no two answers meet twice."""
+        return judgments_per_match(self.order) * max(0, n_candidates - 1)

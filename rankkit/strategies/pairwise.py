@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import judgments_per_duel
+from rankkit.order import judgments_per_match
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
@@ -40,10 +40,10 @@ class Pairwise(Strategy):
         odd = ids[-1] if len(ids) % 2 else None
         if odd is not None:
             pairs.append((odd, rng.choice(ids[:-1])))
-        duels = source.play_many(pairs, round=1, order=self.order, rng=rng)
+        matches = source.play_many(pairs, round=1, order=self.order, rng=rng)
         scores, extras = {}, {}
-        for duel in duels:
-            for cid, score, other in ((duel.a, duel.grade_a, duel.b), (duel.b, duel.grade_b, duel.a)):
+        for match in matches:
+            for cid, score, other in ((match.a, match.grade_a, match.b), (match.b, match.grade_b, match.a)):
                 if cid not in scores:
                     scores[cid] = score
                     extras[cid] = CandidateExtras(opponent=other, played=1)
@@ -51,5 +51,5 @@ class Pairwise(Strategy):
                        extras={cid: extras[cid] for cid in task.candidate_ids})
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """One duel per two candidates (and one for the odd one out)."""
-        return (n_candidates + 1) // 2 * judgments_per_duel(self.order) if n_candidates > 1 else 0
+        """One match per two candidates (and one for the odd one out)."""
+        return (n_candidates + 1) // 2 * judgments_per_match(self.order) if n_candidates > 1 else 0

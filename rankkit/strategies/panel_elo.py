@@ -66,15 +66,15 @@ class PanelElo(Strategy):
         # Each pair's orientation is drawn too, so with the default order=given a single (non-panel)
         # judge's slot bias does not systematically favour the candidates listed first in the data.
         pairs = [coin_order(a, b, rng) for a, b in pairs]
-        duels = source.play_many(pairs, round=1, order=self.order, rng=rng)
-        records = [(duel.a, duel.b, duel.outcome) for duel in duels]
+        matches = source.play_many(pairs, round=1, order=self.order, rng=rng)
+        outcomes = [(match.a, match.b, match.outcome) for match in matches]
         if self.permutations == 1:
-            ratings = online_elo(records, items=ids, k=self.k, initial=ELO_INITIAL)
+            ratings = online_elo(outcomes, items=ids, k=self.k, initial=ELO_INITIAL)
         else:
-            ratings = elo_over_permutations(records, items=ids, permutations=self.permutations, seed=rng,
+            ratings = elo_over_permutations(outcomes, items=ids, permutations=self.permutations, seed=rng,
                                             k=self.k, initial=ELO_INITIAL)
         tally = {cid: {"wins": 0, "draws": 0, "losses": 0} for cid in ids}
-        for a, b, outcome in records:
+        for a, b, outcome in outcomes:
             for cid, points in ((a, outcome), (b, 1.0 - outcome)):
                 tally[cid]["wins" if points == 1.0 else "draws" if points == 0.5 else "losses"] += 1
         extras = {cid: CandidateExtras(**tally[cid], played=len(ids) - 1) for cid in ids}

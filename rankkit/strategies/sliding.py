@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.order import judgments_per_duel
+from rankkit.order import judgments_per_match
 from rankkit.specs import SpecError
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.strategies.heapsort import JudgedComparator
@@ -76,5 +76,5 @@ class SlidingWindow(Strategy):
     def max_judgments(self, n_candidates: int) -> int:
         """Pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free."""
         n = n_candidates
-        duels = min(n * (n - 1) // 2, sum(n - 1 - k for k in range(min(self.passes, n - 1))))
-        return duels * judgments_per_duel(self.order)
+        match_count = min(n * (n - 1) // 2, sum(n - 1 - k for k in range(min(self.passes, n - 1))))
+        return match_count * judgments_per_match(self.order)

@@ -12,18 +12,18 @@ highest unpaired candidate meets the next one down the standings it has *not* me
 scores meet first and no pair meets twice. When that greedy pass strands more candidates than it
 must (late in a tournament, when the fresh pairs run out), the round is instead a maximum
 matching of the fresh pairs with the least total squared points gap (networkx's blossom
-algorithm, ``min_weight_matching``), so as many candidates as possible still play. A round's duels
+algorithm, ``min_weight_matching``), so as many candidates as possible still play. A round's matches
 go to the judge in one batch; when the budget runs out inside a round, the round's closest pairs
 are played.
 
 **Budget.** ``budget`` comparisons per candidate (``floor(budget · N)`` per task) or exactly
-``comparisons`` per task, counted as judgments: a duel in both orders (``order=both``) costs 2. A Swiss round is about
-N/2 duels, so ``budget=3`` is 6 rounds, or 3 in both orders. The tournament also ends when every pair
+``comparisons`` per task, counted as judgments: a match in both orders (``order=both``) costs 2. A Swiss round is about
+N/2 matches, so ``budget=3`` is 6 rounds, or 3 in both orders. The tournament also ends when every pair
 has met.
 
 **Aggregation.** ``bt`` (default): Bradley–Terry ratings (Elo scale) of all the judgments, from
 :func:`rankkit.ratings.bradley_terry` — it weighs a win by whom it was against; with ``order=both``
-each order is a match of its own, as in ``bt``. ``grades``: the mean grade a candidate received
+each order is an outcome of its own, as in ``bt``. ``grades``: the mean grade a candidate received
 over all its judgments — the knockout paper's score averaging (*Knockout LLM Assessment*), which uses how much
 better an answer was graded, not only whether it won. ``points``: the Swiss standings — the share
 of points scored (byes and partial rounds leave counts uneven, hence a share), ties broken by the
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Mapping
 from rankkit.order import coin_order
 from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.specs import SpecError
-from rankkit.strategies._budget import budget_judgments, check_budget, duel_records, task_duels
+from rankkit.strategies._budget import budget_judgments, check_budget, match_outcomes, task_match_count
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -110,11 +110,11 @@ class Swiss(Strategy):
     pair twice, until the budget is spent; Bradley–Terry (or mean grades, or points) at the end.
 
     budget: comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
-        comparisons (judgments; a duel in both orders costs 2). ``budget=3`` is about 6 rounds.
+        comparisons (judgments; a match in both orders costs 2). ``budget=3`` is about 6 rounds.
     comparisons: exactly this many comparisons per task instead (overrides ``budget``).
-    order: ``given`` (default) — each duel shown as drawn, its two candidates in a seeded random
-        orientation; ``random`` — a further seeded coin per duel; ``both`` — every duel in both
-        orders (thesis §3.2.1), each order a match of its own (as in ``bt``), a duel costing 2
+    order: ``given`` (default) — each match shown as drawn, its two candidates in a seeded random
+        orientation; ``random`` — a further seeded coin per match; ``both`` — every match in both
+        orders (thesis §3.2.1), each order an outcome of its own (as in ``bt``), a match costing 2
         comparisons.
     aggregate: ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``grades`` — the mean
         grade received (the knockout paper's score averaging); ``corrected`` — the mean grade
@@ -138,44 +138,44 @@ class Swiss(Strategy):
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
-        duels_left = task_duels("swiss", task.task_id, len(ids), self.budget, self.comparisons, self.order)
+        matches_left = task_match_count("swiss", task.task_id, len(ids), self.budget, self.comparisons, self.order)
         points = dict.fromkeys(ids, 0.0)
         opponents: dict[str, list[str]] = {cid: [] for cid in ids}
         met: set[frozenset[str]] = set()
-        duels: list[Match] = []
-        records: list[Outcome] = []
+        matches: list[Match] = []
+        outcomes: list[Outcome] = []
         round_number = 0
-        while duels_left > 0:
-            pairs = swiss_pairing(ids, points, met, rng)[:duels_left]
+        while matches_left > 0:
+            pairs = swiss_pairing(ids, points, met, rng)[:matches_left]
             if not pairs:  # every pair has met
                 break
             round_number += 1
             # Swiss pairs are (higher, lower) in the standings: each is drawn in a random orientation,
             # so a judge's first-slot preference falls on either alike.
             drawn = [coin_order(a, b, rng) for a, b in pairs]
-            round_duels = source.play_many(drawn, round=round_number, order=self.order, rng=rng)
-            round_records = duel_records(round_duels)  # one per judgment: a two-order duel gives two
-            for a, b, outcome in round_records:
+            round_matches = source.play_many(drawn, round=round_number, order=self.order, rng=rng)
+            round_outcomes = match_outcomes(round_matches)  # one per judgment: a two-order match gives two
+            for a, b, outcome in round_outcomes:
                 points[a] += outcome
                 points[b] += 1.0 - outcome
-            for duel in round_duels:
-                opponents[duel.a].append(duel.b)
-                opponents[duel.b].append(duel.a)
-                met.add(frozenset((duel.a, duel.b)))
-            duels += round_duels
-            records += round_records
-            duels_left -= len(round_duels)
+            for match in round_matches:
+                opponents[match.a].append(match.b)
+                opponents[match.b].append(match.a)
+                met.add(frozenset((match.a, match.b)))
+            matches += round_matches
+            outcomes += round_outcomes
+            matches_left -= len(round_matches)
 
         ranking = None
         if self.aggregate == "bt":
-            scores = bradley_terry(records, items=ids)
+            scores = bradley_terry(outcomes, items=ids)
         elif self.aggregate == "grades":
-            scores = mean_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
+            scores = mean_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
         elif self.aggregate == "corrected":
-            scores = corrected_grades([m for duel in duels for m in duel.comparisons], ids, unplayed=sum(task.scale) / 2)
+            scores = corrected_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
         else:
             share = {cid: 0.5 if math.isnan(value) else value  # NaN: never played
-                     for cid, value in win_rates(records, items=ids).items()}
+                     for cid, value in win_rates(outcomes, items=ids).items()}
             schedule = {cid: statistics.fmean(share[o] for o in opponents[cid]) if opponents[cid] else 0.5
                         for cid in ids}
             scores = share
@@ -186,5 +186,5 @@ class Swiss(Strategy):
 
     def exact_judgments(self, n_candidates: int) -> int:
         """The budget, exactly: every round pairs at least two candidates that have not met while
-        such a pair remains, so the tournament plays min(budget, all pairs) duels."""
+        such a pair remains, so the tournament plays min(budget, all pairs) matches."""
         return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)

@@ -1,4 +1,4 @@
-"""rankkit.analysis.judge_bias: position and length bias over the distinct matches, by hand."""
+"""rankkit.analysis.judge_bias: position and length bias over the distinct comparisons, by hand."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ def test_position_bias_by_hand(results):
 
 def test_length_bias_by_hand(results):
     bias = analysis.length_bias(results)
-    # The later letter is always longer and wins every match except t3's (b, a).
+    # The later letter is always longer and wins every comparison except t3's (b, a).
     assert bias["matches"] == 12
     assert bias["longer_win_rate"].estimate == pytest.approx(11 / 12)
-    # Humans prefer the longer answer in t1 and t3 (4 matches each), never in t2.
+    # Humans prefer the longer answer in t1 and t3 (4 comparisons each), never in t2.
     assert bias["human_longer_better"].estimate == pytest.approx(8 / 12)
     interval = bias["longer_win_rate"]
     assert interval.low < 11 / 12 < interval.high

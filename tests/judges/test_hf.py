@@ -624,8 +624,8 @@ def test_logprob_and_loglik_modes_end_to_end(tiny_dir):
     loglik = make_judge(f"hf:{tiny_dir},dtype=float32,mode=loglik")
     scores = dict(loglik.grade_many([(task, c) for c in task.candidates]))
     assert all(0 < s.value < 4 and s.extras["mean_loglik"] < 0 for s in scores.values())
-    duel = loglik.compare(task, task.candidates[0], task.candidates[1])
-    assert duel.first_grade == pytest.approx(scores[0].value, abs=1e-4)
+    verdict = loglik.compare(task, task.candidates[0], task.candidates[1])
+    assert verdict.first_grade == pytest.approx(scores[0].value, abs=1e-4)
 
 
 def test_judge_runs_a_knockout_through_the_runner(tiny_dir):

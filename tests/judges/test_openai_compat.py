@@ -821,8 +821,8 @@ def test_compare_cli_knockout_and_individual_through_the_server(llama_server, tm
     for strategy in (knockout, individual):  # the server reports usage, summed per strategy
         assert strategy["cost"]["prompt_tokens"] > 100 * strategy["judge_calls"]
         assert 0 < strategy["cost"]["completion_tokens"] <= 48 * 2 * strategy["judge_calls"]
-    matches = knockout["tasks"][0]["matches"]
-    assert len(matches) == n - 1 and all(m["raw"] for m in matches)
+    comparisons = knockout["tasks"][0]["comparisons"]
+    assert len(comparisons) == n - 1 and all(c["raw"] for c in comparisons)
     assert knockout["tasks"][0]["champion"] in {c["id"] for c in payload["task_data"][0]["candidates"]}
 
 

@@ -16,7 +16,7 @@ from rankkit.leaderboard import (
     build,
     correlations,
     find_truth_file,
-    induced_matches,
+    induced_outcomes,
     load_truth,
 )
 from rankkit.specs import SpecError
@@ -95,7 +95,7 @@ def test_anchored_shows_the_anchor_in_both_slots(system_level_tasks):
 def test_any_strategy_aggregates_into_a_leaderboard(system_level_tasks):
     task = system_level_tasks[0]
     scores = {c.id: float(i % 3) for i, c in enumerate(task.candidates)}
-    induced = induced_matches(task, scores)
+    induced = induced_outcomes(task, scores)
     assert len(induced) == 28
     assert {outcome for _, _, outcome in induced} == {0.0, 0.5, 1.0}
     for method in ("knockout:order=both", "heapsort", "bt"):

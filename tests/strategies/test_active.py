@@ -53,10 +53,10 @@ def test_posterior_mean_is_choix_map_estimate():
 
     rng = random.Random(0)
     items = [f"c{i}" for i in range(6)]
-    records = [(a, b, rng.choice([0.0, 1.0, 1.0])) for a, b in combinations(items, 2) if rng.random() < 0.7]
+    outcomes = [(a, b, rng.choice([0.0, 1.0, 1.0])) for a, b in combinations(items, 2) if rng.random() < 0.7]
     prior_sd = 1.5
-    mean, cov = bt_posterior(records, items, prior_sd)
-    data = [(items.index(a), items.index(b)) if s == 1.0 else (items.index(b), items.index(a)) for a, b, s in records]
+    mean, cov = bt_posterior(outcomes, items, prior_sd)
+    data = [(items.index(a), items.index(b)) if s == 1.0 else (items.index(b), items.index(a)) for a, b, s in outcomes]
     # choix's penalty alpha·|θ|² is the prior's |θ|² / (2 prior_sd²).
     expected = choix.opt_pairwise(len(items), data, alpha=1 / (2 * prior_sd ** 2), method="Newton-CG", tol=1e-10)
     np.testing.assert_allclose(mean, expected, atol=1e-5)
@@ -140,16 +140,15 @@ def test_perfect_judge_settles_early_on_the_human_order():
 def test_budget_is_spent_exactly(n, order, batch, budget):
     task = make_task([float(i) for i in range(n)])
     judgments = int(budget * n)
-    per_duel = 2 if order == "both" else 1
-    duels = min(n * (n - 1) // 2, judgments // per_duel)
+    per_match = 2 if order == "both" else 1
+    match_count = min(n * (n - 1) // 2, judgments // per_match)
     strategy = Active(budget=budget, order=order, batch=batch, settle=False)
-    if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
-        with pytest.raises(SpecError, match="buys no duel"):
+    if match_count == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
+        with pytest.raises(SpecError, match="buys no match"):
             rank_once(task, strategy, FixedAccuracyJudge())
         return
-    judge = FixedAccuracyJudge(accuracy=0.7, position_bias=0.2, seed=3)
-    ranking, cost, source = rank_once(task, strategy, judge)
-    assert cost.comparisons == duels * per_duel
+    ranking, cost, source = rank_once(task, strategy, FixedAccuracyJudge(accuracy=0.7, position_bias=0.2, seed=3))
+    assert cost.comparisons == match_count * per_match
     assert cost.judge_calls == cost.comparisons
     assert set(ranking.scores) == set(task.candidate_ids)
 
@@ -166,7 +165,7 @@ def test_no_pair_is_played_twice(order):
     task = make_task([float(i % 4) for i in range(10)])
     _, _, source = rank_once(task, Active(budget=4.0, order=order, batch=2, settle=False),
                              FixedAccuracyJudge(accuracy=0.6, seed=2))
-    unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
+    unordered = Counter(frozenset((c.first, c.second)) for c in source.comparisons)
     assert set(unordered.values()) == {2 if order == "both" else 1}
 
 
@@ -174,10 +173,10 @@ def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
     task = distinct_scores_task(5, n=8)
     _, _, source = rank_once(task, Active(comparisons=14, batch=4, settle=False),
                              FixedAccuracyJudge(accuracy=0.9, seed=1), seed=2)
-    per_step = Counter(m.round for m in source.comparisons)
+    per_step = Counter(c.round for c in source.comparisons)
     assert [per_step[step] for step in sorted(per_step)] == [4, 4, 4, 2]
-    first = [m for m in source.comparisons if m.round == 1]
-    assert len({c for m in first for c in (m.first, m.second)}) == 8  # no prior information: spread out
+    first = [c for c in source.comparisons if c.round == 1]
+    assert len({cid for c in first for cid in (c.first, c.second)}) == 8  # no prior information: spread out
 
 
 def test_grades_aggregate_is_the_mean_grade_received():
@@ -195,7 +194,7 @@ def test_same_seed_same_result_other_seed_other_matches(criterion):
 
     def play(seed):
         ranking, _, source = rank_once(task, Active(budget=2.0, criterion=criterion), judge, seed)
-        return ranking.scores, [(m.first, m.second, m.round) for m in source.comparisons]
+        return ranking.scores, [(c.first, c.second, c.round) for c in source.comparisons]
 
     assert play(1) == play(1)
     assert play(1)[1] != play(2)[1]
@@ -217,7 +216,7 @@ def test_budgets_that_cannot_rank_are_refused(spec, word):
     with pytest.raises(SpecError, match=word):
         make_strategy(f"active:{spec}")
     task = make_task([0.0, 1.0, 2.0], task_id="q7")
-    with pytest.raises(SpecError, match="strategy active: budget=0.5 buys no duel on task 'q7'"):
+    with pytest.raises(SpecError, match="strategy active: budget=0.5 buys no match on task 'q7'"):
         rank_once(task, Active(budget=0.5, order="both"), FixedAccuracyJudge())
 
 
@@ -261,13 +260,13 @@ def test_incremental_posterior_tracks_the_exact_one():
     n = 30
     incremental = Posterior(n, prior_sd=2.0, exact=False)  # what active does above EXACT_UP_TO
     assert not incremental.exact
-    records = []
+    outcomes = []
     for _ in range(60):
         i, j = rng.sample(range(n), 2)
-        records.append((i, j, rng.choice([0.0, 0.5, 1.0, 1.0])))
-        incremental.update([records[-1]])
+        outcomes.append((i, j, rng.choice([0.0, 0.5, 1.0, 1.0])))
+        incremental.update([outcomes[-1]])
     names = [f"c{k}" for k in range(n)]
-    mean, cov = bt_posterior([(names[i], names[j], s) for i, j, s in records], names, prior_sd=2.0)
+    mean, cov = bt_posterior([(names[i], names[j], s) for i, j, s in outcomes], names, prior_sd=2.0)
     np.testing.assert_allclose(incremental.mean, mean, atol=1e-5)  # the exact MAP
     np.testing.assert_allclose(incremental.cov, cov, atol=0.05)  # stale curvature between refreshes
     incremental.refresh()

@@ -31,10 +31,10 @@ def test_pairwise_plays_each_candidate_once(n):
 def test_pairwise_odd_one_out_keeps_opponent_score():
     task = make_task([float(i) for i in range(5)])
     ranking, _, source = rank_once(task, Pairwise(), FixedAccuracyJudge(accuracy=0.8, noise=1.0), seed=3)
-    extra_match = source.comparisons[-1]
-    odd, opponent = extra_match.first, extra_match.second
-    assert ranking.scores[odd] == pytest.approx(extra_match.verdict.first_grade)
-    own = [m for m in source.comparisons[:-1] if opponent in (m.first, m.second)][0]
+    extra = source.comparisons[-1]  # the odd one out's extra match, played in one order
+    odd, opponent = extra.first, extra.second
+    assert ranking.scores[odd] == pytest.approx(extra.verdict.first_grade)
+    own = [c for c in source.comparisons[:-1] if opponent in (c.first, c.second)][0]
     expected = own.verdict.first_grade if own.first == opponent else own.verdict.second_grade
     assert ranking.scores[opponent] == pytest.approx(expected)
 

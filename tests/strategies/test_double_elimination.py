@@ -27,15 +27,15 @@ def test_a_perfect_judge_costs_2n_minus_2_and_ranks_by_the_humans(n, order):
     assert ranking.champion == human_order(task)[0]
     losses = {cid: extra.losses for cid, extra in ranking.extras.items()}
     assert losses[ranking.champion] == 0 and all(losses[c] == 2 for c in losses if c != ranking.champion)
-    duels = sum(extra.played for extra in ranking.extras.values()) // 2
-    assert duels == 2 * n - 2
+    match_count = sum(extra.played for extra in ranking.extras.values()) // 2
+    assert match_count == 2 * n - 2
     assert score_order(ranking) == human_order(task)  # noiseless grades are the human scores
     assert cost.comparisons == len(source.comparisons)
     if order == "both":  # a rematch in both orders repeats judgments already made, at no cost
-        assert cost.comparisons == 2 * len({frozenset((m.first, m.second)) for m in source.comparisons})
-        assert cost.comparisons <= 2 * duels
+        assert cost.comparisons == 2 * len({frozenset((c.first, c.second)) for c in source.comparisons})
+        assert cost.comparisons <= 2 * match_count
     else:  # a single-order rematch is shown the other way round: a new judgment
-        assert cost.comparisons == duels
+        assert cost.comparisons == match_count
 
 
 def test_every_answer_but_the_champion_leaves_with_two_losses_and_a_reset_costs_one_more():
@@ -47,12 +47,12 @@ def test_every_answer_but_the_champion_leaves_with_two_losses_and_a_reset_costs_
         losses = Counter({cid: extra.losses for cid, extra in ranking.extras.items()})
         assert all(losses[c] == 2 for c in losses if c != ranking.champion)
         assert losses[ranking.champion] in (0, 1)
-        duels = sum(extra.played for extra in ranking.extras.values()) // 2
-        assert duels == sum(losses.values()) == 2 * 9 - 2 + losses[ranking.champion]  # one loss per duel
+        match_count = sum(extra.played for extra in ranking.extras.values()) // 2
+        assert match_count == sum(losses.values()) == 2 * 9 - 2 + losses[ranking.champion]  # one loss per match
         # Each judgment is paid once; only a third meeting of a pair (a reset final between two
         # that already met both ways) repeats one.
-        assert cost.comparisons == len(source.comparisons) == len({(m.first, m.second) for m in source.comparisons})
-        assert duels - 1 <= cost.comparisons <= duels
+        assert cost.comparisons == len(source.comparisons) == len({(c.first, c.second) for c in source.comparisons})
+        assert match_count - 1 <= cost.comparisons <= match_count
         seen_reset |= losses[ranking.champion] == 1
     assert seen_reset
 
@@ -101,7 +101,7 @@ def test_aggregates_and_determinism(sample_tasks):
 # -- the slot-corrected grades -----------------------------------------------------------------
 
 
-def match(first: str, second: str, first_grade: float, second_grade: float) -> Comparison:
+def comparison(first: str, second: str, first_grade: float, second_grade: float) -> Comparison:
     winner = Winner.FIRST if first_grade > second_grade else Winner.SECOND
     return Comparison(first, second, Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner))
 
@@ -110,19 +110,19 @@ def test_corrected_grades_recover_levels_and_slot_effect_from_an_unbalanced_desi
     level = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 0.0}
     beta = 0.8
     shown = [("a", "b"), ("a", "c"), ("b", "c"), ("c", "d"), ("a", "d"), ("b", "d"), ("c", "a")]
-    matches = [match(f, s, level[f] + beta / 2, level[s] - beta / 2) for f, s in shown]
-    levels, fitted = fit_corrected_grades(matches, ["a", "b", "c", "d", "e"], unplayed=-1.0)
+    comparisons = [comparison(f, s, level[f] + beta / 2, level[s] - beta / 2) for f, s in shown]
+    levels, fitted = fit_corrected_grades(comparisons, ["a", "b", "c", "d", "e"], unplayed=-1.0)
     assert fitted == pytest.approx(beta)
     assert {k: levels[k] for k in level} == pytest.approx(level)
     assert levels["e"] == -1.0
-    plain = mean_grades(matches, list(level), unplayed=0.0)
+    plain = mean_grades(comparisons, list(level), unplayed=0.0)
     assert plain["a"] > level["a"]  # shown first 3 times of 4: a plain mean over-rates it
 
 
 def test_corrected_grades_are_mean_grades_on_a_balanced_or_unidentifiable_design():
-    balanced = [match("a", "b", 3.0, 1.0), match("b", "a", 2.5, 2.0), match("a", "c", 1.0, 0.0),
-                match("c", "a", 0.5, 1.5)]
+    balanced = [comparison("a", "b", 3.0, 1.0), comparison("b", "a", 2.5, 2.0), comparison("a", "c", 1.0, 0.0),
+                comparison("c", "a", 0.5, 1.5)]
     assert corrected_grades(balanced, ["a", "b", "c"], 0.0) == pytest.approx(mean_grades(balanced, ["a", "b", "c"], 0.0))
-    single = [match("a", "b", 3.0, 1.0)]  # one judgment: a slot effect cannot be told from the answers
+    single = [comparison("a", "b", 3.0, 1.0)]  # one judgment: a slot effect cannot be told from the answers
     levels, beta = fit_corrected_grades(single, ["a", "b"], 0.0)
     assert beta == pytest.approx(0.0, abs=1e-12) and levels == pytest.approx({"a": 3.0, "b": 1.0}, abs=1e-12)

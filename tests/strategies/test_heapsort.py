@@ -33,7 +33,7 @@ def test_perfect_judge_sorts_into_the_human_order_within_budget(n, order):
         assert task_result.champion == human_order(task)[0]
         assert task_result.scores[task_result.ranking[0]] == n - 1  # score = N - rank
         assert task_result.scores[task_result.ranking[-1]] == 0
-        pairs = {frozenset((m.first, m.second)) for m in task_result.comparisons}
+        pairs = {frozenset((c.first, c.second)) for c in task_result.comparisons}
         assert len(pairs) <= 2 * n * math.log2(n)
     # never the same pair twice: no request repeats, and in one order no pair is asked in both orders
     assert len(judge.asked) == len(set(judge.asked))

@@ -59,12 +59,12 @@ def test_winner_advances_by_higher_score():
     task = make_task([float(i) for i in range(8)])
     ranking, _, source = rank_once(task, Knockout(), FixedAccuracyJudge(accuracy=0.6, noise=1.0, seed=2))
     by_round = {}
-    for match in source.comparisons:
-        by_round.setdefault(match.round, []).append(match)
-    for round_number, matches in by_round.items():
-        for match in matches:
-            j = match.verdict
-            loser = match.second if j.first_grade > j.second_grade else match.first
+    for comparison in source.comparisons:
+        by_round.setdefault(comparison.round, []).append(comparison)
+    for round_number, comparisons in by_round.items():
+        for comparison in comparisons:
+            verdict = comparison.verdict
+            loser = comparison.second if verdict.first_grade > verdict.second_grade else comparison.first
             assert ranking.extras[loser].eliminated_round == round_number
 
 
@@ -74,7 +74,7 @@ def test_same_seed_same_brackets_other_seed_other_brackets():
 
     def brackets(seed):
         result = run(tasks, [Knockout()], judge, seed=seed, progress=False)
-        return [[(m.first, m.second, m.round) for m in t.comparisons] for t in result.strategies[0].tasks], \
+        return [[(c.first, c.second, c.round) for c in t.comparisons] for t in result.strategies[0].tasks], \
             [t.scores for t in result.strategies[0].tasks]
 
     assert brackets(0) == brackets(0)

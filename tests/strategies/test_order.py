@@ -88,6 +88,6 @@ def test_every_order_ranks_and_costs_what_it_says(name, order):
     assert cost.comparisons <= strategy.max_judgments(n)
     if strategy.exact_judgments(n) is not None:
         assert cost.comparisons == strategy.exact_judgments(n)
-    pairs = {(m.first, m.second) for m in source.comparisons}
+    pairs = {(c.first, c.second) for c in source.comparisons}
     if order == "both":  # every pair in both orders
         assert all((b, a) in pairs for a, b in pairs)

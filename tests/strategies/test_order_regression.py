@@ -104,8 +104,8 @@ def _summary(result, names: list[str]) -> dict[str, list[dict[str, Any]]]:
         out[name] = [
             {"task": t.task_id, "scores": t.scores, "ranking": t.ranking, "champion": t.champion,
              "extras": {cid: e.to_dict() for cid, e in t.extras.items()}, "comparisons": t.cost.comparisons,
-             "matches": [[m.first, m.second, m.round, m.verdict.first_grade, m.verdict.second_grade,
-                          m.verdict.winner.value] for m in t.comparisons]}
+             "matches": [[c.first, c.second, c.round, c.verdict.first_grade, c.verdict.second_grade,
+                          c.verdict.winner.value] for c in t.comparisons]}
             for t in strategy_run.tasks]
     return _plain(json.loads(json.dumps(_plain(out))))
 

@@ -54,9 +54,9 @@ def test_sequential_updates_follow_the_poster_formula():
     task = make_task([3.0, 2.0, 1.0, 0.0])
     ranking, _, source = rank_once(task, PanelElo(k=20), perfect_judge())
     ratings = {cid: 1000.0 for cid in task.candidate_ids}
-    for match in source.comparisons:
-        a, b = match.first, match.second
-        s = {Winner.FIRST: 1.0, Winner.SECOND: 0.0, Winner.TIE: 0.5}[match.verdict.winner]
+    for comparison in source.comparisons:
+        a, b = comparison.first, comparison.second
+        s = {Winner.FIRST: 1.0, Winner.SECOND: 0.0, Winner.TIE: 0.5}[comparison.verdict.winner]
         e = 1 / (1 + 10 ** ((ratings[b] - ratings[a]) / 400))
         ratings[a], ratings[b] = ratings[a] + 20 * (s - e), ratings[b] - 20 * (s - e)
     assert ranking.scores == pytest.approx(ratings)
@@ -67,7 +67,7 @@ def test_every_pair_is_decided_once_and_a_perfect_judge_gives_the_human_order(n)
     task = make_task([float(i) for i in range(n)])
     ranking, cost, source = rank_once(task, PanelElo(), perfect_judge())
     assert cost.comparisons == n * (n - 1) // 2
-    assert {frozenset((m.first, m.second)) for m in source.comparisons} == {
+    assert {frozenset((c.first, c.second)) for c in source.comparisons} == {
         frozenset(p) for p in combinations(task.candidate_ids, 2)}
     assert ranking.ordered(task.candidate_ids) == [f"c{i}" for i in reversed(range(n))]
 

@@ -52,7 +52,7 @@ def test_one_pass_carries_the_best_to_the_top():
     result = run(data, [make_strategy("sliding:passes=1")], make_judge(PERFECT), progress=False)
     for task, task_result in zip(data, result.strategies[0].tasks):
         assert task_result.champion == human_order(task)[0]
-        assert len({frozenset((m.first, m.second)) for m in task_result.comparisons}) == 7
+        assert len({frozenset((c.first, c.second)) for c in task_result.comparisons}) == 7
 
 
 def test_bad_parameters_are_rejected():

@@ -46,15 +46,15 @@ def test_budget_is_spent_exactly(n, order, budget):
     task = make_task([float(i) for i in range(n)])
     judgments = int(budget * n)
     all_pairs = n * (n - 1) // 2
-    per_duel = 2 if order == "both" else 1
-    duels = min(all_pairs, judgments // per_duel)
-    if duels == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
-        with pytest.raises(SpecError, match="buys no duel"):
+    per_match = 2 if order == "both" else 1
+    match_count = min(all_pairs, judgments // per_match)
+    if match_count == 0:  # e.g. 0.5 x 3 = 1 comparison, both orders: a budget that buys nothing is refused
+        with pytest.raises(SpecError, match="buys no match"):
             rank_once(task, Swiss(budget=budget, order=order), FixedAccuracyJudge())
         return
     ranking, cost, source = rank_once(task, Swiss(budget=budget, order=order),
                                       FixedAccuracyJudge(accuracy=0.7, position_bias=0.2, seed=3))
-    assert cost.comparisons == duels * per_duel
+    assert cost.comparisons == match_count * per_match
     assert cost.judge_calls == cost.comparisons  # a fresh graph: every judgment is new
     assert set(ranking.scores) == set(task.candidate_ids)
 
@@ -70,21 +70,21 @@ def test_absolute_comparisons_override_the_per_candidate_budget(comparisons):
 def test_no_pair_is_played_twice(order):
     task = make_task([float(i % 5) for i in range(11)])  # human ties too
     _, _, source = rank_once(task, Swiss(budget=4.0, order=order), FixedAccuracyJudge(accuracy=0.6, seed=2))
-    unordered = Counter(frozenset((m.first, m.second)) for m in source.comparisons)
+    unordered = Counter(frozenset((c.first, c.second)) for c in source.comparisons)
     assert set(unordered.values()) == {2 if order == "both" else 1}
-    ordered = Counter((m.first, m.second) for m in source.comparisons)
+    ordered = Counter((c.first, c.second) for c in source.comparisons)
     assert set(ordered.values()) == {1}
 
 
 def test_round_one_pairs_everyone_and_round_two_pairs_equal_points():
     task = distinct_scores_task(7, n=8)
     _, _, source = rank_once(task, Swiss(comparisons=8), perfect_judge(), seed=4)
-    rounds = {r: [m for m in source.comparisons if m.round == r] for r in (1, 2)}
-    assert len(rounds[1]) == 4 and len({c for m in rounds[1] for c in (m.first, m.second)}) == 8
-    winners = {m.first if m.verdict.first_grade > m.verdict.second_grade else m.second for m in rounds[1]}
+    rounds = {r: [c for c in source.comparisons if c.round == r] for r in (1, 2)}
+    assert len(rounds[1]) == 4 and len({cid for c in rounds[1] for cid in (c.first, c.second)}) == 8
+    winners = {c.first if c.verdict.first_grade > c.verdict.second_grade else c.second for c in rounds[1]}
     # Round 2: winners meet winners, losers meet losers (equal points, none met before).
-    for match in rounds[2]:
-        assert (match.first in winners) == (match.second in winners)
+    for comparison in rounds[2]:
+        assert (comparison.first in winners) == (comparison.second in winners)
 
 
 def test_pairing_avoids_rematches_even_when_points_are_equal():
@@ -113,18 +113,18 @@ def test_stops_when_every_pair_has_met():
 
 @pytest.mark.parametrize("spec,word", [("budget=0", "budget must be > 0"), ("budget=nan", "budget must be > 0"),
                                        ("comparisons=0", "comparisons must be >= 1"),
-                                       ("comparisons=1,order=both", r"comparisons must be >= 2 \(a duel in both orders costs 2\)")])
+                                       ("comparisons=1,order=both", r"comparisons must be >= 2 \(a match in both orders costs 2\)")])
 def test_budgets_that_cannot_rank_are_refused(spec, word):
     with pytest.raises(SpecError, match=word):
         make_strategy(f"swiss:{spec}")
 
 
-def test_budget_that_buys_no_duel_is_refused():
+def test_budget_that_buys_no_match_is_refused():
     task = make_task([float(i) for i in range(3)], task_id="q7")
-    with pytest.raises(SpecError, match=r"budget=0.3 buys no duel on task 'q7' \(3 candidates; a duel costs 1\); "
+    with pytest.raises(SpecError, match=r"budget=0.3 buys no match on task 'q7' \(3 candidates; a match costs 1\); "
                                         r"use budget >= 0.334 or comparisons=1"):
         rank_once(task, Swiss(budget=0.3), FixedAccuracyJudge())
-    with pytest.raises(SpecError, match=r"a duel costs 2\); use budget >= 0.667 or comparisons=2"):
+    with pytest.raises(SpecError, match=r"a match costs 2\); use budget >= 0.667 or comparisons=2"):
         rank_once(task, Swiss(budget=0.5, order="both"), FixedAccuracyJudge())
     _, cost, _ = rank_once(task, Swiss(budget=0.334), FixedAccuracyJudge())
     assert cost.comparisons == 1
@@ -154,7 +154,7 @@ def test_same_seed_same_result_other_seed_other_matches():
 
     def play(seed):
         ranking, _, source = rank_once(task, Swiss(budget=2.0), judge, seed)
-        return ranking.scores, [(m.first, m.second, m.round) for m in source.comparisons]
+        return ranking.scores, [(c.first, c.second, c.round) for c in source.comparisons]
 
     assert play(1) == play(1)
     assert play(1)[1] != play(2)[1]
