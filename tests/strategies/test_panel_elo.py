@@ -10,7 +10,7 @@ import pytest
 from rankkit.cache import NullCache
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge, Verdict, Winner
-from rankkit.matches import Cost, MatchGraph, MatchSource
+from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.runner import run
 from rankkit.specs import SpecError
