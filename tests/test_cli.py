@@ -368,3 +368,25 @@ def test_columns_maps_another_tool_s_long_csv(tmp_path):
                                          "--judge", "sim", "--no-cache"])
     assert unmapped.exit_code == 2
     assert f"{data}:2: field 'prompt': missing column" in unmapped.output and "--columns NAME=prompt" in unmapped.output
+
+
+# -- bad input stops with exit 2 and a message, never a traceback (issue 24) ---------------------
+
+
+def invoke_caught(*args: str):
+    """Run the CLI as a user would see it: an uncaught exception is exit 1, not raised."""
+    return CliRunner().invoke(main, list(args))
+
+
+def assert_usage_error(result, *words: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output
+    for word in words:
+        assert word in result.output
+
+
+@pytest.mark.parametrize("spec, word", [("bt:alpha=nan", "alpha"), ("bt:alpha=inf", "alpha"),
+                                        ("active:budget=1e309", "budget"), ("heapsort:top_k=-1", "top_k")])
+def test_non_finite_or_out_of_range_strategy_parameters_exit_2(tmp_path, spec, word):
+    result = invoke_caught("compare", "--judge", "sim", "--strategies", spec, "--no-cache", "--quiet")
+    assert_usage_error(result, word)

@@ -201,7 +201,7 @@ def test_model_fixed_takes_its_parameters_or_a_preset():
     ("sim:model=fixed,perception=1", "perception belong(s) to model=latent, not model=fixed"),
     ("sim:model=thurstone", "model must be one of latent, fixed"),
     ("sim:perception=-1", "perception must be"),
-    ("sim:slot_bias=nan", "slot_bias must be finite"),
+    ("sim:slot_bias=nan", "slot_bias: expected a finite number"),
     ("sim:model=fixed,accuracy=1.5", "accuracy must be in"),
     ("sim:model=fixed,position_bias=-0.1", "position_bias must be in"),
     ("sim:model=fixed,noise=-1", "noise must be a finite number"),
