@@ -390,3 +390,12 @@ def assert_usage_error(result, *words: str) -> None:
 def test_non_finite_or_out_of_range_strategy_parameters_exit_2(tmp_path, spec, word):
     result = invoke_caught("compare", "--judge", "sim", "--strategies", spec, "--no-cache", "--quiet")
     assert_usage_error(result, word)
+
+
+def test_sim_on_data_without_human_scores_exits_2(tmp_path):
+    data = tmp_path / "unlabelled.jsonl"
+    data.write_text(json.dumps({"task_id": "q1", "prompt": "p", "candidates": [
+        {"id": f"c{i}", "text": f"answer {i}"} for i in range(15)]}) + "\n")
+    result = invoke_caught("compare", "--data", str(data), "--judge", "sim", "--strategies", "knockout",
+                           "--no-cache", "--quiet")
+    assert_usage_error(result, "sim needs human scores for every candidate", "'c0'")
