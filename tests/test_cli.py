@@ -399,3 +399,27 @@ def test_sim_on_data_without_human_scores_exits_2(tmp_path):
     result = invoke_caught("compare", "--data", str(data), "--judge", "sim", "--strategies", "knockout",
                            "--no-cache", "--quiet")
     assert_usage_error(result, "sim needs human scores for every candidate", "'c0'")
+
+
+def _task_line(first_text: str = "x", score: str = "1", meta: str = "{}") -> str:
+    return ('{"task_id": "t1", "prompt": "Q?", "meta": ' + meta + ', "candidates": [{"id": "a", "text": '
+            + json.dumps(first_text) + ', "human": {"score": ' + score + '}}, {"id": "b", "text": "y", '
+            '"human": {"score": 2}}]}\n')
+
+
+@pytest.mark.parametrize("name, content, where", [
+    ("score 10**400", _task_line(score="1" + "0" * 400), ":1: field 'candidates[0].human.score'"),
+    ("meta 100k deep", _task_line(meta='{"a": ' * 100_000 + "1" + "}" * 100_000), ":1: field 'meta'"),
+    ("lone surrogate", _task_line(first_text="\ud800x"), ":1: field 'candidates[0].text'"),
+    ("garbage parquet", b"PAR1 garbage", "cannot read the Parquet file"),
+])
+def test_bad_data_exits_2_naming_file_line_and_field(tmp_path, name, content, where):
+    path = tmp_path / ("bad.parquet" if isinstance(content, bytes) else "bad.jsonl")
+    if isinstance(content, bytes):
+        pytest.importorskip("pyarrow")
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    result = invoke_caught("compare", "--data", str(path), "--judge", "sim", "--strategies", "knockout",
+                           "--no-cache", "--quiet")
+    assert_usage_error(result, str(path), where)
