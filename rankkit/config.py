@@ -154,7 +154,7 @@ def _check(path: Path, key: str, value: Any, base: Path) -> Any:
         try:
             return format_columns(check_columns(value))
         except SpecError as err:
-            raise ConfigError(f"{path}: key 'columns': {str(err).removeprefix('--columns: ')}") from None
+            raise ConfigError(f"{path}: key 'columns': {str(err).removeprefix('columns: ')}") from None
     entries = [value] if isinstance(value, (str, dict)) else value
     if not isinstance(entries, list) or not entries:
         raise wrong("a strategy spec, a table with a name, or a list of them")

@@ -73,17 +73,18 @@ def parse_columns(text: str) -> dict[str, str]:
 
 
 def check_columns(mapping: Mapping[str, str]) -> dict[str, str]:
-    """Validate a column mapping's targets; returns it as a plain dict."""
+    """Validate a column mapping's targets; returns it as a plain dict. Messages start with
+    ``columns:``, the name of the mapping in :func:`rankkit.tasks.load_tasks` and on the command line."""
     targets: dict[str, str] = {}
     for source, target in mapping.items():
         if not isinstance(source, str) or not isinstance(target, str):
-            raise SpecError(f"--columns: expected column names, got {source!r}={target!r}")
+            raise SpecError(f"columns: expected column names, got {source!r}={target!r}")
         prefix, dot, name = target.partition(".")
         if target != DROP and target not in CANONICAL and not (dot and name and prefix in ("human", "meta")):
-            raise SpecError(f"--columns: cannot map {source!r} to {target!r}: the targets are "
+            raise SpecError(f"columns: cannot map {source!r} to {target!r}: the targets are "
                             f"{', '.join(CANONICAL)}, human.NAME, meta.NAME or - (drop)")
         if target != DROP and target in targets:
-            raise SpecError(f"--columns: {targets[target]!r} and {source!r} are both mapped to {target!r}")
+            raise SpecError(f"columns: {targets[target]!r} and {source!r} are both mapped to {target!r}")
         targets[target] = source
     return dict(mapping)
 
@@ -161,16 +162,19 @@ def _file_rows(path: Path) -> list[Row]:
             import pyarrow.parquet as pq
         except ImportError:
             raise TaskFormatError(path, None, None, "reading Parquet needs pyarrow: pip install 'rankkit[parquet]'") from None
-        return list(enumerate(pq.read_table(path).to_pylist()))
+        import pyarrow
+
+        try:
+            return list(enumerate(pq.read_table(path).to_pylist()))
+        except (pyarrow.ArrowException, OSError) as err:  # not Parquet, or a damaged file
+            raise TaskFormatError(path, None, None, f"cannot read the Parquet file: {err}") from None
     if suffix == ".csv":
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
+            check_header(path, reader.fieldnames or [])
             return [(reader.line_num, dict(row)) for row in reader]
     if suffix == ".json" and _first_char(path) == "[":
-        try:
-            items = json.loads(path.read_text(encoding="utf-8-sig"))
-        except json.JSONDecodeError as err:
-            raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
+        items = parse_json(path, None, path.read_text(encoding="utf-8-sig"))
         rows = []
         for index, item in enumerate(items):
             if not isinstance(item, dict):
@@ -186,13 +190,82 @@ def _file_rows(path: Path) -> list[Row]:
     return rows
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object that names one key twice (raised while parsing, caught by the readers)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads`: Python keeps the last of two equal keys
+    silently, which would drop a score or a text without a word; refuse instead."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
+def parse_json(path: str | PathLike[str], number: int | None, text: str) -> Any:
+    """``text`` parsed as JSON, or a :class:`TaskFormatError` naming the file and line (``number``,
+    the line ``text`` is; None for a whole file, whose own line numbers are used) when it is not valid JSON, names a key twice in one object, holds
+    an integer too long to read (over 4300 digits) or nests too deeply to read."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as err:
+        line = number if number is not None else err.lineno
+        raise TaskFormatError(path, line, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
+    except _DuplicateKey as err:
+        raise TaskFormatError(path, number, err.key, "the key appears twice in one JSON object; keep one") from None
+    except RecursionError:
+        raise TaskFormatError(path, number, _deep_field(text), "nested too deeply to read "
+                                                               "(task data nests a few levels, not hundreds)") from None
+    except ValueError as err:  # e.g. an integer of more than 4300 digits
+        raise TaskFormatError(path, number, None, f"malformed JSON: {err}") from None
+
+
+def _deep_field(text: str) -> str | None:
+    """The top-level key whose value nests deepest in JSON ``text`` (for the message of a line
+    too deep to parse): the last string at depth 1 before the depth passes 100."""
+    depth, in_string, escaped, start, last_key = 0, False, False, 0, None
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if depth == 1:
+                    last_key = text[start:index]
+        elif char == '"':
+            in_string, start = True, index + 1
+        elif char in "{[":
+            depth += 1
+            if depth > 100:
+                return last_key
+        elif char in "}]":
+            depth -= 1
+    return last_key
+
+
+def check_header(path: str | PathLike[str], header: Sequence[str]) -> None:
+    """Refuse a CSV header that names a column twice: a row read by name keeps only the last of
+    the two values, so the other would be lost without a word."""
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise TaskFormatError(path, 1, name, "the header names this column twice; rename or drop one")
+        seen.add(name)
+
+
 def json_object_line(path: str | PathLike[str], number: int, text: str) -> dict[str, Any]:
     """Line ``number`` of a JSONL file as the JSON object it must hold; a :class:`TaskFormatError`
-    naming the line when it is not valid JSON or not an object."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise TaskFormatError(path, number, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
+    naming the line when it is not valid JSON (see :func:`parse_json`) or not an object."""
+    obj = parse_json(path, number, text)
     if not isinstance(obj, dict):
         raise TaskFormatError(path, number, None, "expected a JSON object per line")
     return obj
@@ -227,7 +300,8 @@ def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> l
                                                        f"(columns: {', '.join(sorted(map(str, present)))})")
         if target in present and target not in mapping:
             raise TaskFormatError(label, None, target, f"the data has this column and {source!r} is mapped to it "
-                                                       f"too; drop one (--columns {target}=-)")
+                                                       f"too; drop one: map it to '-' (columns={{{target!r}: '-'}}; "
+                                                       f"--columns {target}=- on the command line)")
     renamed = [(line, {mapping.get(k, k): plain(v) for k, v in row.items() if mapping.get(k, k) != DROP})
                for line, row in rows]
     shaped = {"candidates" in row for _, row in renamed}
@@ -241,7 +315,7 @@ def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> l
         line = next((line for line, row in renamed if field not in row), None)
         if line is not None:
             raise TaskFormatError(label, line, field, f"missing column (columns: {', '.join(map(str, renamed[0][1]))}); "
-                                                      f"map yours with --columns NAME={field}")
+                                                      f"map yours with columns={{'NAME': {field!r}}} (--columns NAME={field} on the command line)")
     criteria = _criteria_columns(label, renamed, mapping)
     return _group_long(label, renamed, criteria, {v: k for k, v in mapping.items()})
 
@@ -256,8 +330,9 @@ def _criteria_columns(label: str, rows: Sequence[Row], mapping: Mapping[str, str
             value = row.get(name)
             if value is not None and not _is_number(value) and not (isinstance(value, str) and _numeric_text(value)):
                 raise TaskFormatError(label, line, name,
-                                      f"not a number ({_short(value)}), so not a human score; map it with "
-                                      f"--columns {name}=meta.{name} (task metadata) or {name}=- (ignore it)")
+                                      f"not a number ({_short(value)}), so not a human score; map it to "
+                                      f"meta.{name} (task metadata) or - (ignore it): columns={{{name!r}: "
+                                      f"'meta.{name}'}} (--columns {name}=meta.{name} on the command line)")
     return extra
 
 
@@ -303,7 +378,9 @@ def _group_long(label: str, rows: Sequence[Row], criteria: Sequence[str], source
         if cand_id is None or cand_id == "":
             raise TaskFormatError(label, line, name("candidate_id"),
                                   "missing: give a candidate_id column, or a system column to name the answers by")
-        if not isinstance(row["text"], str) or not row["text"].strip():
+        if not isinstance(row["text"], str):
+            raise TaskFormatError(label, line, name("text"), f"text must be a string, got {_short(row['text'])}")
+        if not row["text"].strip():
             raise TaskFormatError(label, line, name("text"), f"empty text for candidate {str(cand_id)!r}")
         meta = {**(row.get("meta") or {}), **{k[5:]: v for k, v in row.items() if k.startswith("meta.") and v is not None}}
         human = _human(label, line, row, criteria, name)
@@ -319,7 +396,8 @@ def _group_long(label: str, rows: Sequence[Row], criteria: Sequence[str], source
             for key, value in meta.items():
                 if task["meta"].setdefault(key, value) != value:
                     raise TaskFormatError(label, line, f"meta.{key}", f"differs from an earlier row of task {task_id!r}")
-        tasks[task_id][1]["candidates"].append({"id": str(cand_id), "text": row["text"], "system": row.get("system"),
+        # The id as read: rankkit.tasks turns an integer into its digits and refuses other kinds.
+        tasks[task_id][1]["candidates"].append({"id": cand_id, "text": row["text"], "system": row.get("system"),
                                                 "human": human, "_line": line})
     return list(tasks.values())
 
@@ -337,5 +415,5 @@ def _human(label: str, line: int, row: Mapping[str, Any], criteria: Sequence[str
         if not _is_number(value):
             field = key if key in criteria else f"human.{key}"
             raise TaskFormatError(label, line, name(field), f"score is not a number: {_short(value)}")
-        scores[key] = float(value)
+        scores[key] = value  # rankkit.tasks converts it, refusing one too large for a float (10**400)
     return scores

@@ -216,6 +216,7 @@ def collect(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_ta
 
     memo = JudgmentMemo(judge, cache)
     judge.bind_memo(memo)
+    judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
     cost = Cost()
     records: list[PairRecord] = []
     raw: list[tuple[Task, list[Verdict]]] = []

@@ -62,6 +62,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
     A :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per strategy.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
+    judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
     bar = RunProgress(len(tasks), disable=not progress, expected=expected)
     runs = [StrategyRun(strategy=s) for s in strategies]
 

@@ -14,6 +14,7 @@ Values stay strings here; the judge or strategy that owns them converts them wit
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 
@@ -81,8 +82,18 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def convert_value(value: str, annotation: object, *, where: str) -> object:
-    """Convert a spec value to ``annotation`` (bool, int, float, str or ``X | None``)."""
+def convert_value(value: str, annotation: object, *, where: str, allow_infinite: bool = False) -> object:
+    """Convert a spec value to ``annotation`` (bool, int, float, str or ``X | None``).
+
+    A float must be finite: ``nan``, ``inf`` and literals too large for a float (``1e309``) are a
+    :class:`SpecError`, so that no parameter can fail after judging has started.
+
+    value: the text after ``=``.
+    annotation: the type to convert to.
+    where: how the message names the parameter (``strategy bt: alpha``).
+    allow_infinite: accept ``inf`` (never ``nan``), for a limit where ``inf`` means "no limit".
+    Returns the converted value; raises :class:`SpecError` naming ``where`` when it cannot.
+    """
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -103,9 +114,14 @@ def convert_value(value: str, annotation: object, *, where: str) -> object:
             raise SpecError(f"{where}: expected an integer, got {value!r}") from None
     if annotation is float or annotation == "float":
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
             raise SpecError(f"{where}: expected a number, got {value!r}") from None
+        # nan, inf and overflowing literals (1e309 reads as inf) would be accepted here and fail
+        # only after judgments were paid for (a fit that does not converge, a budget of inf).
+        if math.isnan(number) or (math.isinf(number) and not allow_infinite):
+            raise SpecError(f"{where}: expected a finite number, got {value!r}")
+        return number
     return value
 
 

@@ -28,13 +28,14 @@ import io
 import json
 import math
 import random
+from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from rankkit.errors import TaskFormatError
-from rankkit.frames import handles, json_object_line, read_source
+from rankkit.frames import check_header, handles, json_object_line, read_source
 
 SAMPLE_DATA = Path(__file__).parent / "data" / "sample" / "tasks.jsonl"
 
@@ -286,6 +287,7 @@ def _read_delimited(path: Path, limit: int | None, delimiter: str = ",") -> list
     tasks: dict[str, tuple[int, dict]] = {}
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
     header = reader.fieldnames or []
+    check_header(path, header)
     for required in ("task_id", "prompt", "candidate_id", "text"):
         if required not in header:
             found = ", ".join(repr(name) for name in header[:6]) or "nothing"
@@ -367,7 +369,9 @@ def _starts_like_jsonl(path: Path) -> bool:
                     data = data[len(_UTF8_BOM):]
                 if data.strip():
                     return isinstance(json.loads(data.decode("utf-8")), dict)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    except RecursionError:
+        return True  # JSON nested too deeply to parse: the JSONL reader reports it with its line
+    except (OSError, ValueError):  # includes UnicodeDecodeError and json.JSONDecodeError
         return False
     return False
 
@@ -387,13 +391,94 @@ def _require(path: Path, line: int, obj: dict, name: str, kind: type | tuple[typ
     if name not in obj:
         raise TaskFormatError(path, line, name, "missing field")
     value = obj[name]
-    if not isinstance(value, kind):
+    if not isinstance(value, kind) or isinstance(value, bool):
         kind_name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise TaskFormatError(path, line, name, f"expected {kind_name}, got {type(value).__name__}")
     return value
 
 
+#: How deeply a task's fields may nest (``meta`` holds a few levels of small records); deeper is a
+#: broken file, and Python's JSON reader and writer fail at about a thousand levels.
+MAX_DEPTH = 64
+
+
+def _check_values(path: Path, line: int, fields: Mapping[str, Any], prefix: str = "") -> None:
+    """Refuse what would fail later, naming the field: text that is not valid Unicode (a lone
+    surrogate such as ``"\\ud800"``, which a JSON escape can hold but no UTF-8 file, prompt or
+    cache can), a NUL character, and nesting deeper than :data:`MAX_DEPTH` levels.
+
+    path, line: where the fields come from, for the message.
+    fields: a task object's fields (or one candidate's); keys and values are checked.
+    prefix: the name of ``fields`` in messages (``candidates[2].``).
+    """
+    # (field, its name, its value, depth); breadth first, so the first problem found is the
+    # shallowest, and no recursion, so no depth can overflow the stack.
+    pending = deque((f"{prefix}{name}", f"{prefix}{name}", value, 1) for name, value in fields.items())
+    while pending:
+        field_name, name, value, depth = pending.popleft()
+        if depth > MAX_DEPTH:
+            raise TaskFormatError(path, line, field_name, f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, str):
+            _check_text(path, line, name, value)
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    _check_text(path, line, f"{name} (a key)", key)
+                pending.append((field_name, f"{name}.{key}", item, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            pending.extend((field_name, f"{name}[{index}]", item, depth + 1) for index, item in enumerate(value))
+
+
+def _short_name(name: str) -> str:
+    return name if len(name) <= 60 else name[:57] + "..."
+
+
+def _check_text(path: Path, line: int, name: str, text: str) -> None:
+    """A string must be encodable as UTF-8 and hold no NUL character (see :func:`_check_values`)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise TaskFormatError(path, line, _short_name(name), f"not valid Unicode text: a lone surrogate "
+                                                             f"\\u{ord(text[err.start]):04x} at character {err.start + 1}") from None
+    nul = text.find("\0")
+    if nul >= 0:
+        raise TaskFormatError(path, line, _short_name(name), f"contains a NUL character at character {nul + 1}")
+
+
+def finite_number(value: Any) -> float | None:
+    """``value`` as a finite float; None when it is not a number (a bool is not one), is NaN or
+    infinite, or is an integer too large for a float (``10**400``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _short_repr(value: Any) -> str:
+    """``repr(value)`` cut to 40 characters (a score may be a 400-digit integer)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer of more than 4300 digits has no repr
+        return "an integer too long to print"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _candidate_id(path: Path, line: int, where: str, value: Any) -> str:
+    """A candidate id as text: a string, or an integer read as its digits (``7`` and ``"7"`` are the
+    same id); null, a bool, a float or an empty string is an error."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TaskFormatError(path, line, where, f"expected a string or integer id, got {_short_repr(value)}")
+    text = str(value)
+    if not text.strip():
+        raise TaskFormatError(path, line, where, "empty candidate id")
+    return text
+
+
 def _validate(path: Path, line: int, obj: dict) -> Task:
+    _check_values(path, line, {name: value for name, value in obj.items() if name != "candidates"})
     task_id = str(_require(path, line, obj, "task_id", (str, int)))
     if not task_id.strip():
         raise TaskFormatError(path, line, "task_id", "empty task id")
@@ -405,6 +490,7 @@ def _validate(path: Path, line: int, obj: dict) -> Task:
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise TaskFormatError(path, line, "meta", "expected an object")
+    meta = _check_meta(path, line, meta)
     if len(candidates_raw) < 2:
         raise TaskFormatError(path, line, "candidates", f"task {task_id!r} has {len(candidates_raw)} candidate(s); at least 2 are needed to rank")
     seen: set[str] = set()
@@ -414,32 +500,70 @@ def _validate(path: Path, line: int, obj: dict) -> Task:
         where = f"candidates[{index}]"
         if not isinstance(cand, dict):
             raise TaskFormatError(path, cand_line, where, "expected an object")
+        _check_values(path, cand_line, cand, prefix=f"{where}.")
         for name in ("id", "text"):
             if name not in cand:
                 raise TaskFormatError(path, cand_line, f"{where}.{name}", "missing field")
-        cand_id = str(cand["id"])
+        cand_id = _candidate_id(path, cand_line, f"{where}.id", cand["id"])
         if cand_id in seen:
             raise TaskFormatError(path, cand_line, f"{where}.id", f"duplicate candidate id {cand_id!r} in task {task_id!r}")
         seen.add(cand_id)
         text = cand["text"]
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str):
+            raise TaskFormatError(path, cand_line, f"{where}.text", f"text must be a string, got {type(text).__name__} "
+                                                                   f"(candidate {cand_id!r})")
+        if not text.strip():
             raise TaskFormatError(path, cand_line, f"{where}.text", f"empty text for candidate {cand_id!r}")
         human_raw = cand.get("human") or {}
         if not isinstance(human_raw, dict):
             raise TaskFormatError(path, cand_line, f"{where}.human", "expected an object mapping criterion to score")
         human = {}
         for name, value in human_raw.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise TaskFormatError(path, cand_line, f"{where}.human.{name}", f"score is not a finite number: {value!r}")
-            human[name] = float(value)
+            number = finite_number(value)
+            if number is None:
+                raise TaskFormatError(path, cand_line, f"{where}.human.{name}",
+                                      f"score is not a finite number: {_short_repr(value)}")
+            human[name] = number
         system = cand.get("system")
         candidates.append(Candidate(id=cand_id, text=text, system=None if system is None else str(system), human=human))
     return Task(task_id=task_id, prompt=prompt, reference=reference, candidates=tuple(candidates), meta=meta)
 
 
+#: The largest ``meta.max_points`` accepted: grading scales run to 10 or 100; far beyond, a judge's
+#: grade and the arithmetic on the scale mean nothing.
+MAX_POINTS_LIMIT = 1_000_000
+
+
+def _check_meta(path: Path, line: int, meta: dict[str, Any]) -> dict[str, Any]:
+    """The metadata rankkit itself reads: ``max_points`` a number in (0, MAX_POINTS_LIMIT] (a
+    numeric text, as a CSV column mapped to ``meta.max_points`` holds, becomes its number),
+    ``main_score`` a string (that it names a criterion is checked with the whole data).
+    Returns the metadata, with such a text replaced by its number."""
+    if "max_points" in meta and meta["max_points"] is not None:
+        value = meta["max_points"]
+        if isinstance(value, str):
+            try:
+                meta = {**meta, "max_points": float(value)}
+            except ValueError:
+                pass  # refused below, naming the text
+        number = finite_number(meta["max_points"])
+        if number is None or not 0 < number <= MAX_POINTS_LIMIT:
+            raise TaskFormatError(path, line, "meta.max_points", f"expected a number above 0 and at most "
+                                                                 f"{MAX_POINTS_LIMIT:,}, got {_short_repr(meta['max_points'])}")
+    main = meta.get("main_score")
+    if main is not None and not isinstance(main, str):
+        raise TaskFormatError(path, line, "meta.main_score", f"expected the name of a criterion, got {_short_repr(main)}")
+    return meta
+
+
 def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterion: str | None) -> list[Task]:
     """Pick the ground-truth criterion, check every candidate has it, and set each task's scale."""
     present = sorted({name for t in tasks for c in t.candidates for name in c.human})
+    for task, line in zip(tasks, lines):
+        main = task.meta.get("main_score")
+        if main is not None and main not in present:
+            raise TaskFormatError(path, line, "meta.main_score", f"names {main!r}, which no candidate has a score "
+                                                                 f"for (criteria in the data: {', '.join(present) or 'none'})")
     if criterion is None:
         mains = {t.meta.get("main_score") for t in tasks} - {None}
         if len(mains) == 1 and next(iter(mains)) in present:
@@ -449,7 +573,7 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
         elif not present:
             criterion = None  # unlabelled data: rank it, but there is nothing to correlate with
         else:
-            raise TaskFormatError(path, None, "human", f"several human criteria and no meta.main_score; choose one with --criterion ({', '.join(present)})")
+            raise TaskFormatError(path, None, "human", f"several human criteria and no meta.main_score; choose one with criterion= (--criterion on the command line): {', '.join(present)}")
     elif criterion not in present:
         raise TaskFormatError(path, None, "human", f"criterion {criterion!r} not in the data (choices: {', '.join(present) or 'none'})")
     values = []
@@ -464,7 +588,7 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
     for task in tasks:
         scale = default_scale
         max_points = task.meta.get("max_points")
-        if isinstance(max_points, (int, float)) and max_points > 0:
+        if max_points is not None:  # checked by _check_meta: a number in (0, MAX_POINTS_LIMIT]
             scale = (0.0, float(max_points))
         resolved.append(replace(task, criterion=criterion, scale=scale))
     return resolved

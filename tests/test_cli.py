@@ -368,3 +368,58 @@ def test_columns_maps_another_tool_s_long_csv(tmp_path):
                                          "--judge", "sim", "--no-cache"])
     assert unmapped.exit_code == 2
     assert f"{data}:2: field 'prompt': missing column" in unmapped.output and "--columns NAME=prompt" in unmapped.output
+
+
+# -- bad input stops with exit 2 and a message, never a traceback (issue 24) ---------------------
+
+
+def invoke_caught(*args: str):
+    """Run the CLI as a user would see it: an uncaught exception is exit 1, not raised."""
+    return CliRunner().invoke(main, list(args))
+
+
+def assert_usage_error(result, *words: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output
+    for word in words:
+        assert word in result.output
+
+
+@pytest.mark.parametrize("spec, word", [("bt:alpha=nan", "alpha"), ("bt:alpha=inf", "alpha"),
+                                        ("active:budget=1e309", "budget"), ("heapsort:top_k=-1", "top_k")])
+def test_non_finite_or_out_of_range_strategy_parameters_exit_2(tmp_path, spec, word):
+    result = invoke_caught("compare", "--judge", "sim", "--strategies", spec, "--no-cache", "--quiet")
+    assert_usage_error(result, word)
+
+
+def test_sim_on_data_without_human_scores_exits_2(tmp_path):
+    data = tmp_path / "unlabelled.jsonl"
+    data.write_text(json.dumps({"task_id": "q1", "prompt": "p", "candidates": [
+        {"id": f"c{i}", "text": f"answer {i}"} for i in range(15)]}) + "\n")
+    result = invoke_caught("compare", "--data", str(data), "--judge", "sim", "--strategies", "knockout",
+                           "--no-cache", "--quiet")
+    assert_usage_error(result, "sim needs human scores for every candidate", "'c0'")
+
+
+def _task_line(first_text: str = "x", score: str = "1", meta: str = "{}") -> str:
+    return ('{"task_id": "t1", "prompt": "Q?", "meta": ' + meta + ', "candidates": [{"id": "a", "text": '
+            + json.dumps(first_text) + ', "human": {"score": ' + score + '}}, {"id": "b", "text": "y", '
+            '"human": {"score": 2}}]}\n')
+
+
+@pytest.mark.parametrize("name, content, where", [
+    ("score 10**400", _task_line(score="1" + "0" * 400), ":1: field 'candidates[0].human.score'"),
+    ("meta 100k deep", _task_line(meta='{"a": ' * 100_000 + "1" + "}" * 100_000), ":1: field 'meta'"),
+    ("lone surrogate", _task_line(first_text="\ud800x"), ":1: field 'candidates[0].text'"),
+    ("garbage parquet", b"PAR1 garbage", "cannot read the Parquet file"),
+])
+def test_bad_data_exits_2_naming_file_line_and_field(tmp_path, name, content, where):
+    path = tmp_path / ("bad.parquet" if isinstance(content, bytes) else "bad.jsonl")
+    if isinstance(content, bytes):
+        pytest.importorskip("pyarrow")
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    result = invoke_caught("compare", "--data", str(path), "--judge", "sim", "--strategies", "knockout",
+                           "--no-cache", "--quiet")
+    assert_usage_error(result, str(path), where)

@@ -99,7 +99,7 @@ def test_bad_rows_name_the_source_row_and_column():
     with pytest.raises(TaskFormatError) as err:
         load_tasks(pd.DataFrame(rows), columns=ALPACA_COLUMNS)
     assert str(err.value).startswith("DataFrame:3: field 'output (as text)': empty text")
-    with pytest.raises(TaskFormatError, match=r"DataFrame:0: field 'dataset': not a number .* --columns dataset=meta.dataset"):
+    with pytest.raises(TaskFormatError, match=r"DataFrame:0: field 'dataset': not a number .* columns=\{'dataset': 'meta.dataset'\} \(--columns dataset=meta.dataset on the command line\)"):
         load_tasks(pd.DataFrame(alpaca_rows()), columns={k: v for k, v in ALPACA_COLUMNS.items() if k != "dataset"})
     rows = alpaca_rows()
     rows[1]["preference"] = "high"
@@ -135,3 +135,53 @@ def test_reading_tables_never_imports_pandas_unless_given_one():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+# -- bad tables stop at load, naming the file and field (issue 24, items 5-7) ---------------------
+
+
+def test_a_garbage_parquet_file_is_a_format_error_naming_the_file(tmp_path):
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "answers.parquet"
+    path.write_bytes(b"not parquet at all" * 10)
+    with pytest.raises(TaskFormatError, match="cannot read the Parquet file") as info:
+        load_tasks(path)
+    assert info.value.path == str(path)
+
+
+def test_a_json_array_file_naming_a_key_twice_is_refused(tmp_path):
+    path = tmp_path / "rows.json"
+    path.write_text('[{"prompt": "Q", "text": "x", "text": "y", "system": "m1"}]', encoding="utf-8")
+    with pytest.raises(TaskFormatError, match="the key appears twice") as info:
+        load_tasks(path)
+    assert info.value.field == "text"
+
+
+def test_a_mapped_csv_naming_a_column_twice_is_refused(tmp_path):
+    path = tmp_path / "rows.csv"
+    path.write_text("question,answer,model,model\nQ,x,m1,m2\nQ,y,m2,m1\n", encoding="utf-8")
+    with pytest.raises(TaskFormatError, match="names this column twice") as info:
+        load_tasks(path, columns={"question": "prompt", "answer": "text"})
+    assert info.value.field == "model"
+
+
+@pytest.mark.parametrize("row, field, message", [
+    ({"prompt": "Q", "text": 123, "system": "m1"}, "text", "text must be a string, got 123"),
+    ({"prompt": "Q", "text": "x\ud800", "system": "m1"}, "candidates[0].text", "lone surrogate"),
+    ({"prompt": "Q", "text": "x", "system": "m1", "score": 10 ** 400}, "candidates[0].human.score", "not a finite number"),
+    ({"prompt": "Q", "text": "x", "candidate_id": 1.5}, "candidates[0].id", "expected a string or integer id"),
+    ({"prompt": "Q", "text": "x", "system": "m1", "meta.max_points": "ten"}, "meta.max_points", "expected a number"),
+])
+def test_bad_long_rows_are_refused_naming_the_field(row, field, message):
+    rows = [row, {"prompt": "Q", "text": "other", "system": "m2", "candidate_id": "b"}]
+    with pytest.raises(TaskFormatError) as info:
+        load_tasks(rows)
+    assert info.value.field == field and message in str(info.value)
+
+
+def test_a_numeric_text_max_points_from_a_csv_column_is_its_number(tmp_path):
+    path = tmp_path / "rows.csv"
+    path.write_text("question,answer,model,points\nQ,x,m1,5\nQ,y,m2,5\n", encoding="utf-8")
+    task, = load_tasks(path, columns={"question": "prompt", "answer": "text", "model": "system",
+                                      "points": "meta.max_points"})
+    assert task.scale == pytest.approx((0.0, 5.0), abs=1e-12)

@@ -44,7 +44,7 @@ def test_human_scores_follow_the_criterion(tmp_path):
         cand["human"]["other"] = -cand["human"]["score"]
     path = write_jsonl(tmp_path / "t.jsonl", [row])
     assert load_tasks(path, criterion="other")[0].human_scores() == {"c0": -0.0, "c1": -1.0, "c2": -2.0}
-    with pytest.raises(TaskFormatError, match=r"several human criteria .*--criterion \(other, score\)"):
+    with pytest.raises(TaskFormatError, match=r"several human criteria .*choose one with criterion= \(--criterion on the command line\): other, score"):
         load_tasks(path)
     with pytest.raises(TaskFormatError, match="criterion 'nope' not in the data"):
         load_tasks(path, criterion="nope")
@@ -247,3 +247,100 @@ def test_task_rng_is_seeded_by_seed_task_and_purpose_and_its_doctest_holds():
              [(0, "q1", None), (0, "q1", None), (0, "q2", None), (1, "q1", None), (0, "q1", "arena")]]
     assert draws[0] == draws[1]  # the same seed, task and purpose: the same draws
     assert len(set(draws[1:])) == 4  # any other seed, task or purpose: other draws
+
+
+# -- input that crashed later, or was silently accepted (issue 24, items 5-7) --------------------
+
+
+def two_candidates(**first_overrides):
+    """A task whose first candidate takes ``first_overrides``."""
+    return task(candidates=[{"id": "a", "text": "x", "human": {"score": 1}, **first_overrides},
+                            {"id": "b", "text": "y", "human": {"score": 2}}])
+
+
+def deeply_nested(levels: int) -> str:
+    """A task line whose ``meta`` nests ``levels`` objects deep (written by hand: json.dumps recurses)."""
+    head = json.dumps(task())[:-1].replace('"meta": {}', '"meta": ' + '{"a": ' * levels + "1" + "}" * levels)
+    return head + "}"
+
+
+# (name, lines of the file, line, field, words of the message)
+REFUSED_INPUTS = [
+    # item 5: tracebacks before
+    ("score 10**400", ['{"task_id": "t1", "prompt": "Q?", "candidates": [{"id": "a", "text": "x", "human": {"score": 1'
+                       + "0" * 400 + '}}, {"id": "b", "text": "y", "human": {"score": 2}}]}'],
+     1, "candidates[0].human.score", "not a finite number"),
+    ("meta 100k levels deep", [deeply_nested(100_000)], 1, "meta", "nested too deeply"),
+    ("meta 100 levels deep", [deeply_nested(100)], 1, "meta", "nested deeper than 64 levels"),
+    ("lone surrogate in a text", [json.dumps(two_candidates(text="\ud800x"))], 1, "candidates[0].text",
+     "lone surrogate \\ud800 at character 1"),
+    ("lone surrogate in the prompt", [json.dumps(task(prompt="Q\udfff"))], 1, "prompt", "lone surrogate"),
+    # item 6: silently accepted before
+    ("max_points 'ten'", [task(meta={"max_points": "ten"})], 1, "meta.max_points", "expected a number above 0"),
+    ("max_points -4", [task(meta={"max_points": -4})], 1, "meta.max_points", "got -4"),
+    ("max_points 0", [task(meta={"max_points": 0})], 1, "meta.max_points", "got 0"),
+    ("max_points NaN", ['{"task_id": "t1", "prompt": "Q?", "candidates": [{"id": "a", "text": "x"}, '
+                        '{"id": "b", "text": "y"}], "meta": {"max_points": NaN}}'], 1, "meta.max_points", "got nan"),
+    ("max_points 1e300", [task(meta={"max_points": 1e300})], 1, "meta.max_points", "at most 1,000,000"),
+    ("main_score not a criterion", [task(meta={"main_score": "points"})], 1, "meta.main_score",
+     "names 'points', which no candidate has a score for (criteria in the data: score)"),
+    ("candidate id null", [two_candidates(id=None)], 1, "candidates[0].id", "expected a string or integer id, got None"),
+    ("candidate id true", [two_candidates(id=True)], 1, "candidates[0].id", "expected a string or integer id"),
+    ("duplicate JSON key", ['{"task_id": "t1", "prompt": "Q?", "prompt": "R?", "candidates": []}'], 1, "prompt",
+     "the key appears twice"),
+    ("NUL in a text", [two_candidates(text="x\u0000y")], 1, "candidates[0].text", "NUL character at character 2"),
+    # item 7: misleading before
+    ("text 123", [two_candidates(text=123)], 1, "candidates[0].text", "text must be a string, got int"),
+]
+
+
+@pytest.mark.parametrize("name,rows,line,field,message", REFUSED_INPUTS, ids=[r[0] for r in REFUSED_INPUTS])
+def test_bad_values_are_refused_at_load_naming_line_and_field(tmp_path, name, rows, line, field, message):
+    path = write_jsonl(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(TaskFormatError) as info:
+        load_tasks(path)
+    err = info.value
+    assert (err.line, err.field) == (line, field), str(err)
+    assert message in str(err)
+
+
+def test_integer_candidate_ids_are_read_as_their_digits(tmp_path):
+    path = write_jsonl(tmp_path / "t.jsonl", [task(candidates=[{"id": 7, "text": "x", "human": {"score": 1}},
+                                                              {"id": "8", "text": "y", "human": {"score": 2}}])])
+    assert load_tasks(path)[0].candidate_ids == ["7", "8"]
+    same = write_jsonl(tmp_path / "u.jsonl", [task(candidates=[{"id": 7, "text": "x", "human": {"score": 1}},
+                                                              {"id": "7", "text": "y", "human": {"score": 2}}])])
+    with pytest.raises(TaskFormatError, match="duplicate candidate id '7'"):
+        load_tasks(same)
+
+
+def test_max_points_in_range_sets_the_scale(tmp_path):
+    path = write_jsonl(tmp_path / "t.jsonl", [task(meta={"max_points": 5, "main_score": "score"})])
+    assert load_tasks(path)[0].scale == pytest.approx((0.0, 5.0), abs=1e-12)
+
+
+def test_csv_header_naming_a_column_twice_is_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("task_id,prompt,candidate_id,text,grade,grade\nq1,Q,a,x,1,2\nq1,Q,b,y,0,1\n", encoding="utf-8")
+    with pytest.raises(TaskFormatError, match="names this column twice") as info:
+        load_tasks(path)
+    assert (info.value.line, info.value.field) == (1, "grade")
+
+
+def test_nul_in_a_csv_text_is_refused_on_its_row(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("task_id,prompt,candidate_id,text,grade\nq1,Q,a,x,1\nq1,Q,b,y\x00z,0\n", encoding="utf-8")
+    with pytest.raises(TaskFormatError, match="NUL character") as info:
+        load_tasks(path)
+    assert (info.value.line, info.value.field) == (3, "candidates[1].text")
+
+
+def test_records_built_in_python_are_checked_like_a_file():
+    from rankkit.tasks import tasks_from_records
+    nested: dict = {}
+    for _ in range(5000):
+        nested = {"a": nested}
+    with pytest.raises(TaskFormatError, match="nested deeper than 64 levels"):
+        tasks_from_records([task(meta=nested)])
+    with pytest.raises(TaskFormatError, match="score is not a finite number: an integer too long to print"):
+        tasks_from_records([two_candidates(human={"score": 10 ** 5000})])

@@ -220,6 +220,14 @@ class Judge:
         """
         return content_key(task, *candidates)
 
+    def check_tasks(self, tasks: Sequence[Task]) -> None:
+        """Raise a :class:`~rankkit.errors.RankkitError` when this judge cannot judge ``tasks``.
+
+        Called by :func:`rankkit.runner.run` before any judgment, so a judge that needs something
+        of the data (the simulator reads human scores) stops at once with a message, not after
+        judgments were paid for. The default accepts any tasks; judges that wrap others pass it on.
+        """
+
     # -- single judgments ---------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         raise NotImplementedError(f"judge {self.description!r} does not grade single answers")

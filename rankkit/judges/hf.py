@@ -109,6 +109,8 @@ SMOLLM2_DEFAULT_MODE = "logprob"
 _ENGINE_OPTIONS: dict[str, type] = {"dtype": str, "device": str, "batch_size": int, "threads": int,
                                     "shared_prefix": int, "max_batch_tokens": int, "max_padding": float,
                                     "exact": bool, "block": int}
+#: The options where ``inf`` is a value (no limit); any other number must be finite.
+_UNBOUNDED_OPTIONS = {"max_padding"}
 
 
 def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict[str, Any]:
@@ -117,7 +119,8 @@ def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict
         if key not in allowed:
             known = sorted(allowed | set(LLM_OPTIONS))
             raise SpecError(f"{where}: unknown option {key!r} (known: {', '.join(known)})")
-        values[key] = convert_value(value, _ENGINE_OPTIONS.get(key, str), where=f"{where}: {key}")
+        values[key] = convert_value(value, _ENGINE_OPTIONS.get(key, str), where=f"{where}: {key}",
+                                    allow_infinite=key in _UNBOUNDED_OPTIONS)
     dtype = values.get("dtype", "bfloat16")
     if dtype not in DTYPES:
         raise SpecError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")

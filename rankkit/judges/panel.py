@@ -203,6 +203,10 @@ class PanelJudge(Judge):
         for member in self.members:
             member.bind_memo(memo)
 
+    def check_tasks(self, tasks: Sequence[Task]) -> None:
+        for member in self.members:
+            member.check_tasks(tasks)
+
     # -- member votes -------------------------------------------------------------------------
     def member_judgments(self, requests: Sequence[ComparisonRequest]) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
         """Every member's judgments of every request in both orders, from memory, cache or the member.

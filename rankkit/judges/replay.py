@@ -336,6 +336,7 @@ def record_grid(tasks: Sequence[Task], judge: Judge, cache: Any, judge_label: st
 
     memo = JudgmentMemo(judge, cache)
     judge.bind_memo(memo)
+    judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
     cost = Cost()
     rows: list[dict[str, Any]] = []
     try:

@@ -81,6 +81,7 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import NormalDist
+from typing import Sequence
 
 from rankkit.judges.base import Judge, Verdict, Grade, Winner
 from rankkit.specs import Spec, SpecError, build_dataclass
@@ -256,6 +257,16 @@ class _Simulated(Judge):
 
     backend = "sim"
     simulated = True
+
+    def check_tasks(self, tasks: Sequence[Task]) -> None:
+        """Refuse data without a human score for every candidate: the simulator's verdicts are
+        drawn from them (its latent truth), so it cannot judge a candidate that has none."""
+        for task in tasks:
+            for candidate in task.candidates:
+                if task.criterion is None or task.criterion not in candidate.human:
+                    raise SpecError(f"sim needs human scores for every candidate (task {task.task_id!r}, "
+                                    f"candidate {candidate.id!r} has none); use data with human scores "
+                                    f"or another judge")
 
     def request_key(self, task: Task, *candidates: Candidate) -> list:
         """The simulator's answer depends on the task id, the candidates' ids (its random draws

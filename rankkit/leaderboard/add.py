@@ -104,6 +104,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")
     memo = JudgmentMemo(judge, cache)
     judge.bind_memo(memo)
+    judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
     seed = board.seed if seed is None else seed
     order = order or ("both" if board.order == "both" else "random")
     used = _check_newcomer(board, tasks, system)

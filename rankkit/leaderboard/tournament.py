@@ -69,6 +69,8 @@ def play_all(tasks: Sequence[Task], play: Callable[[Task, MatchSource], list[Out
 
     from rankkit.runner import map_tasks
 
+    judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
+
     def work(task: Task, memo: JudgmentMemo) -> tuple[list[Outcome], Cost]:
         source = MatchSource(task, memo, strategy=method)
         return play(task, source), source.cost

@@ -68,7 +68,9 @@ def comparison_budget(n_candidates: int, budget: float, comparisons: int | None)
     if comparisons is not None:
         return comparisons
     # The epsilon keeps e.g. 0.1 · 30 = 3.0000000000000004 -> 3 and 2.9999999999999996 -> 3.
-    return math.floor(budget * n_candidates + 1e-9)
+    # N² is more than all pairs in both orders cost, so the cap changes nothing but keeps a huge
+    # finite budget (1e308 · N overflows to inf) a number.
+    return math.floor(min(budget * n_candidates, n_candidates ** 2) + 1e-9)
 
 
 def matches_in_budget(n_candidates: int, judgments: int, order: str) -> int:

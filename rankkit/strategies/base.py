@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import random
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -152,9 +153,15 @@ class Strategy:
     single_order: ClassVar[str | None] = None
 
     def __post_init__(self) -> None:
-        """Check the ``order`` parameter, in every strategy that has one (see :data:`ORDERS`)."""
+        """Check the ``order`` parameter, in every strategy that has one (see :data:`ORDERS`), and
+        that no number parameter is NaN or infinite (a spec refuses those too; this covers
+        strategies built in Python), before any judgment is paid for."""
         if hasattr(self, "order"):
             check_order(f"strategy {self.name}", self.order)
+        for field_ in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
+            value = getattr(self, field_.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise SpecError(f"strategy {self.name}: {field_.name} must be a finite number, got {value}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         raise NotImplementedError

@@ -201,7 +201,7 @@ def test_model_fixed_takes_its_parameters_or_a_preset():
     ("sim:model=fixed,perception=1", "perception belong(s) to model=latent, not model=fixed"),
     ("sim:model=thurstone", "model must be one of latent, fixed"),
     ("sim:perception=-1", "perception must be"),
-    ("sim:slot_bias=nan", "slot_bias must be finite"),
+    ("sim:slot_bias=nan", "slot_bias: expected a finite number"),
     ("sim:model=fixed,accuracy=1.5", "accuracy must be in"),
     ("sim:model=fixed,position_bias=-0.1", "position_bias must be in"),
     ("sim:model=fixed,noise=-1", "noise must be a finite number"),
@@ -423,3 +423,25 @@ def test_fixed_preset_rates_are_the_recorded_vanilla_rates():
     targets = preset_targets(path, shared_dataset("llmbar_natural"))
     for preset, rates in FIXED_PRESET_RATES.items():
         assert (targets[preset].pairwise_accuracy, targets[preset].first_slot) == pytest.approx(rates, abs=5e-4)
+
+
+# -- data without human scores is refused before judging (issue 24, item 4) ----------------------
+
+
+def _unlabelled_tasks():
+    from rankkit.tasks import tasks_from_records
+    return tasks_from_records([{"task_id": "q1", "prompt": "p", "candidates": [
+        {"id": f"c{i}", "text": f"answer {i}"} for i in range(15)]}])
+
+
+@pytest.mark.parametrize("spec", ["sim", "sim:model=fixed", "panel:sim:seed=1+sim:seed=2"])
+def test_sim_refuses_data_without_human_scores_before_judging(spec, monkeypatch):
+    from rankkit.runner import run
+    from rankkit.strategies import make_strategy
+
+    judge = make_judge(spec)
+    asked = []
+    monkeypatch.setattr(type(judge), "compare_many", lambda self, requests: asked.append(requests) or iter(()))
+    with pytest.raises(SpecError, match=r"sim needs human scores for every candidate \(task 'q1', candidate 'c0'"):
+        run(_unlabelled_tasks(), [make_strategy("knockout")], judge, progress=False)
+    assert asked == []  # refused before any judgment
