@@ -59,9 +59,9 @@ def test_strategies_built_in_python_refuse_non_finite_numbers():
 
 
 def test_a_huge_finite_budget_is_all_pairs_not_an_overflow():
-    from rankkit.strategies._budget import comparison_budget, duels_in_budget
+    from rankkit.strategies._budget import comparison_budget, matches_in_budget
     judgments = comparison_budget(5, 1e308, None)
-    assert duels_in_budget(5, judgments, "both") == 10
+    assert matches_in_budget(5, judgments, "both") == 10
 
 
 def test_heapsort_top_k_zero_sorts_everything():
