@@ -605,7 +605,8 @@ def main() -> None:
     if args.versus:
         before = RESULTS / f"architecture_{args.versus}.md"
         if not before.is_file():
-            parser.error(f"--versus {args.versus}: {shown_path(before)} does not exist (run with --label {args.versus} first)")
+            parser.error(f"--versus {args.versus}: {shown_path(before)} does not exist "
+                         f"(run with --label {args.versus} first)")
         both = side_by_side(before.read_text(encoding="utf-8"), text, args.versus, args.label)
         (RESULTS / f"architecture_{args.versus}_vs_{args.label}.md").write_text(both, encoding="utf-8")
 
