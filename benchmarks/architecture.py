@@ -80,7 +80,6 @@ from typing import Iterator
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout this script lives in (and writes to)
-PACKAGE = ROOT / "rankkit"  # the package modules() reads when given no checkout
 RESULTS = ROOT / "benchmarks" / "results"
 MAX_LINES = 500
 CORE = ("tasks", "matches", "cache", "metrics", "ratings", "specs", "engine", "stats")
@@ -98,10 +97,9 @@ def module_name(path: Path, repo: Path) -> str:
     return ".".join(parts)
 
 
-def modules(repo: Path | None = None) -> dict[str, Path]:
-    """Module name -> file, for every module of ``repo``'s package (default: :data:`PACKAGE`)."""
-    package = PACKAGE if repo is None else repo / "rankkit"
-    return {module_name(p, package.parent): p for p in sorted(package.rglob("*.py"))}
+def modules(repo: Path) -> dict[str, Path]:
+    """Module name -> file, for every module of the checkout ``repo``'s package ``rankkit``."""
+    return {module_name(p, repo): p for p in sorted((repo / "rankkit").rglob("*.py"))}
 
 
 def is_type_checking(node: ast.AST) -> bool:
@@ -123,9 +121,15 @@ def runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
             yield from runtime_nodes(child)
 
 
+#: Which import statements an import graph counts (see :func:`import_nodes`).
+SCOPES = ("module", "runtime", "all")
+
+
 def import_nodes(tree: ast.Module, scope: str) -> list[ast.AST]:
     """``module``: the module's top-level statements; ``runtime``: every import that can run
-    (module-level and lazy, not ``TYPE_CHECKING``); ``every``: every import statement."""
+    (module-level and lazy, not ``TYPE_CHECKING``); ``all``: every import statement."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     if scope == "module":
         return tree.body
     return list(runtime_nodes(tree)) if scope == "runtime" else list(ast.walk(tree))
@@ -151,14 +155,11 @@ def imports(path: Path, name: str, scope: str) -> set[str]:
     return found
 
 
-def import_graph(mods: dict[str, Path], scope: str = "every", *, top_level_only: bool | None = None) -> nx.DiGraph:
+def import_graph(mods: dict[str, Path], scope: str) -> nx.DiGraph:
     """Who imports whom among ``mods``: an edge a -> b when a imports b.
 
-    scope: which import statements count (see :func:`import_nodes`): ``module``, ``runtime`` or
-        ``every``. ``top_level_only`` is the tests' spelling: True is ``module``, False ``every``.
+    scope: which import statements count (see :func:`import_nodes`): ``module``, ``runtime`` or ``all``.
     """
-    if top_level_only is not None:
-        scope = "module" if top_level_only else "every"
     graph = nx.DiGraph()
     graph.add_nodes_from(mods)
     for name, path in mods.items():
@@ -424,7 +425,7 @@ def commit(repo: Path) -> str | None:
 def measure(repo: Path, example: str | None) -> dict[str, object]:
     mods = modules(repo)
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in mods.items()}
-    everywhere = import_graph(mods, "every")
+    everywhere = import_graph(mods, "all")
     runtime = import_graph(mods, "runtime")
     top_level = import_graph(mods, "module")
     cli_importers = sorted(n for n in everywhere.predecessors("rankkit.cli")) if "rankkit.cli" in everywhere else []
