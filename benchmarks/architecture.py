@@ -9,9 +9,11 @@ figure is read from that checkout's code or from running it:
   largest;
 * **the CLI is a leaf** — every module that imports ``rankkit.cli`` (goal: only ``__main__``);
 * **import circles** — cycles among rankkit modules counting only module-level imports (statements
-  at the top of a module; goal: none); and the strongly connected components (groups of two or more
+  at the top of a module; goal: none); the strongly connected components (groups of two or more
   modules that reach each other) counting function-level (lazy) imports too — every import that
-  runs, i.e. all but those under ``if TYPE_CHECKING:``;
+  runs, i.e. all but those under ``if TYPE_CHECKING:``; and the same counting every import
+  statement, ``TYPE_CHECKING`` ones included (as ``tests/test_architecture.py`` does: a circle closed
+  by a type-only import still ties the modules together);
 * **upward imports** — module-level or lazy imports (again all but ``TYPE_CHECKING`` ones) from a
   core module (``tasks``, ``matches``, ``cache``, ``metrics``, ``ratings``, ``specs``, ``engine``,
   ``stats``, and ``memo`` where ``rankkit/memo.py`` exists) into a strategy or a judge backend by
@@ -45,10 +47,15 @@ figure is read from that checkout's code or from running it:
   ``python -c pass`` (medians of several runs, the measured checkout first on ``PYTHONPATH``);
 * **repeated code** — rows reported by the ``duplicates`` tool, when it is on the PATH.
 
-    python benchmarks/architecture.py [--repo DIR] [--label after] [--example FILE]
+    python benchmarks/architecture.py [--repo DIR] [--label after] [--example FILE] [--versus LABEL]
 
 Prints the figures and writes ``benchmarks/results/architecture_<label>.md`` (in this checkout,
-whichever checkout is measured).
+whichever checkout is measured). With ``--versus OLD`` it also writes
+``architecture_<OLD>_vs_<label>.md``: the figures table of ``architecture_<OLD>.md`` (written by an
+earlier run) and this run's, side by side. The 0.1 vs 0.2 comparison::
+
+    python benchmarks/architecture.py --repo /path/to/0.1 --label 0.1 --example benchmarks/examples_v01/min_strategy.py
+    python benchmarks/architecture.py --label 0.2 --versus 0.1
 """
 
 from __future__ import annotations
@@ -91,6 +98,7 @@ def module_name(path: Path, repo: Path) -> str:
 
 
 def modules(repo: Path) -> dict[str, Path]:
+    """Module name -> file, for every module of the checkout ``repo``'s package ``rankkit``."""
     return {module_name(p, repo): p for p in sorted((repo / "rankkit").rglob("*.py"))}
 
 
@@ -113,9 +121,15 @@ def runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
             yield from runtime_nodes(child)
 
 
+#: Which import statements an import graph counts (see :func:`import_nodes`).
+SCOPES = ("module", "runtime", "all")
+
+
 def import_nodes(tree: ast.Module, scope: str) -> list[ast.AST]:
     """``module``: the module's top-level statements; ``runtime``: every import that can run
-    (module-level and lazy, not ``TYPE_CHECKING``); ``every``: every import statement."""
+    (module-level and lazy, not ``TYPE_CHECKING``); ``all``: every import statement."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     if scope == "module":
         return tree.body
     return list(runtime_nodes(tree)) if scope == "runtime" else list(ast.walk(tree))
@@ -142,6 +156,10 @@ def imports(path: Path, name: str, scope: str) -> set[str]:
 
 
 def import_graph(mods: dict[str, Path], scope: str) -> nx.DiGraph:
+    """Who imports whom among ``mods``: an edge a -> b when a imports b.
+
+    scope: which import statements count (see :func:`import_nodes`): ``module``, ``runtime`` or ``all``.
+    """
     graph = nx.DiGraph()
     graph.add_nodes_from(mods)
     for name, path in mods.items():
@@ -407,7 +425,7 @@ def commit(repo: Path) -> str | None:
 def measure(repo: Path, example: str | None) -> dict[str, object]:
     mods = modules(repo)
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in mods.items()}
-    everywhere = import_graph(mods, "every")
+    everywhere = import_graph(mods, "all")
     runtime = import_graph(mods, "runtime")
     top_level = import_graph(mods, "module")
     cli_importers = sorted(n for n in everywhere.predecessors("rankkit.cli")) if "rankkit.cli" in everywhere else []
@@ -432,6 +450,7 @@ def measure(repo: Path, example: str | None) -> dict[str, object]:
         "upward_type_only": sorted(set(upward_imports(everywhere, core)) - set(upward_imports(runtime, core))),
         "cycles": sorted(sorted(c) for c in nx.simple_cycles(top_level)),
         "lazy_circles": circles(runtime),
+        "every_circles": circles(everywhere),
         "type_checking_circles": [c for c in circles(everywhere) if c not in circles(runtime)],
         "bootstraps": defines(mods, r"_?bootstrap\w*"),
         "interval_types": defines(mods, r"\w*(Interval|Estimate)"),
@@ -477,6 +496,9 @@ def table_rows(f: dict) -> list[tuple[str, str]]:
         ("import cycles (module level)", str(len(f["cycles"]))),
         ("import circles counting lazy imports (strongly connected components)",
          f"{len(f['lazy_circles'])} ({names([len(c) for c in f['lazy_circles']])} modules)" if f["lazy_circles"]
+         else "0"),
+        ("import circles counting lazy and `TYPE_CHECKING` imports too (every import statement)",
+         f"{len(f['every_circles'])} ({names([len(c) for c in f['every_circles']])} modules)" if f["every_circles"]
          else "0"),
         ("modules defining a bootstrap", names(f["bootstraps"])),
         ("modules defining an interval type", names(f["interval_types"])),
@@ -541,12 +563,38 @@ def report(figures: dict[str, object], label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def figure_rows(text: str) -> dict[str, str]:
+    """The figures table of a results file written by :func:`report`: figure -> value."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if line.startswith("| ") and len(cells) == 2 and cells != ["figure", "value"]:
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def side_by_side(old_text: str, new_text: str, old_label: str, new_label: str) -> str:
+    """A table of two results files' figures: every figure of either, in the new file's order,
+    "—" where a file lacks it."""
+    old, new = figure_rows(old_text), figure_rows(new_text)
+    first_lines = [t.splitlines()[2] for t in (old_text, new_text)]  # "Written by ...; measured checkout: ..."
+    lines = [f"# Architecture figures, {old_label} vs {new_label}", "",
+             f"* {old_label}: {first_lines[0]}", f"* {new_label}: {first_lines[1]}", "",
+             "Each file has the details (which modules, which frames, which circles).", "",
+             f"| figure | {old_label} | {new_label} |", "|---|---|---|"]
+    lines += [f"| {figure} | {old.get(figure, '—')} | {new.get(figure, '—')} |"
+              for figure in [*new, *(f for f in old if f not in new)]]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
     parser.add_argument("--label", default="current", help="names the results file: architecture_<label>.md")
     parser.add_argument("--example", default=None,
                         help="a third-party strategy file, used when the checkout has no examples/*strategy*.py")
+    parser.add_argument("--versus", default=None, metavar="LABEL",
+                        help="also write architecture_<LABEL>_vs_<label>.md from architecture_<LABEL>.md and this run")
     args = parser.parse_args()
     repo = args.repo.resolve()
     if not (repo / "rankkit" / "__init__.py").is_file():
@@ -555,6 +603,13 @@ def main() -> None:
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"architecture_{args.label}.md").write_text(text, encoding="utf-8")
+    if args.versus:
+        before = RESULTS / f"architecture_{args.versus}.md"
+        if not before.is_file():
+            parser.error(f"--versus {args.versus}: {shown_path(before)} does not exist "
+                         f"(run with --label {args.versus} first)")
+        both = side_by_side(before.read_text(encoding="utf-8"), text, args.versus, args.label)
+        (RESULTS / f"architecture_{args.versus}_vs_{args.label}.md").write_text(both, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """How rankkit's own cost grows with the number of candidates N (issue 13), measured in one run.
 
 With the simulated judge (``sim:preset=gpt4``, no cache) a judgment costs microseconds, so the time
-per judgment is rankkit's own overhead: strategy, match graph, match source, metrics. Everything
+per judgment is rankkit's own overhead: strategy, match source, judgment memo, metrics. Everything
 goes through the public API (``rankkit.run``, ``make_strategy``, ``make_judge``,
 ``JudgmentCache``), so the figures follow any change to the engine. Each measurement runs in a
 child process (its own memory peak, and a time limit, so that one runaway cell cannot stall the
@@ -65,11 +65,11 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 
-def timed_run(spec: str, tasks: list, cache=None, keep_graphs: bool = True) -> tuple[float, object]:
+def timed_run(spec: str, tasks: list, cache=None) -> tuple[float, object]:
     from rankkit import make_judge, make_strategy, run
 
     started = time.perf_counter()
-    result = run(tasks, [make_strategy(spec)], make_judge(JUDGE), cache, progress=False, keep_graphs=keep_graphs)
+    result = run(tasks, [make_strategy(spec)], make_judge(JUDGE), cache, progress=False)
     return time.perf_counter() - started, result.strategies[0]
 
 
@@ -95,10 +95,12 @@ def cell_strategy(spec: str, n: int, target: int, repeats: int) -> dict:
 
 def cell_warm(n: int, count: int) -> dict:
     """Cold then warm runs of all-pairs ``bt`` on a fresh SQLite cache, and the floor: one cache
-    lookup plus one add_edge per comparison, on the very keys the run used."""
+    lookup plus one add_edge per comparison, on the very keys the run used (the floor 0.1 was
+    measured against, kept so that the ratio compares across versions)."""
     import networkx as nx
 
     from rankkit import JudgmentCache, make_judge
+    from rankkit.memo import VERDICT_KIND
 
     tasks = [synthetic_task(n, k, f"w{k}") for k in range(count)]
     with tempfile.TemporaryDirectory() as folder:
@@ -107,13 +109,13 @@ def cell_warm(n: int, count: int) -> dict:
         warm, strategy_run = timed_run("bt", tasks, cache)
         assert strategy_run.cost.judge_calls == 0, "the warm run asked the judge"
         judge = make_judge(JUDGE)
-        lookups = [(task.candidate(m.first), task.candidate(m.second), task)
-                   for task, result in zip(tasks, strategy_run.tasks) for m in result.matches]
+        lookups = [(task.candidate(c.first), task.candidate(c.second), task)
+                   for task, result in zip(tasks, strategy_run.tasks) for c in result.comparisons]
         keys = [judge.request_key(task, a, b) for a, b, task in lookups]
         graph = nx.MultiDiGraph()
         started = time.perf_counter()
         for (a, b, _), key in zip(lookups, keys):
-            payload = cache.get(judge.fingerprint, "pair", key)
+            payload = cache.get(judge.fingerprint, VERDICT_KIND, key)
             graph.add_edge(a.id, b.id, key=judge.fingerprint, judgment=payload)
         floor = time.perf_counter() - started
         cache.close()
@@ -124,13 +126,12 @@ def cell_warm(n: int, count: int) -> dict:
 
 def cell_memory(count: int) -> dict:
     """Peak memory of knockout on ``count`` tasks of two candidates, above the process's peak
-    after a warm-up run (libraries loaded); without keeping the match graphs, as ``rankkit compare``
-    runs (the results per task are kept: they are the output)."""
+    after a warm-up run (libraries loaded); the results per task are kept (they are the output)."""
     timed_run("knockout", [synthetic_task(2, k, f"warm-up{k}") for k in range(10)])
     before = peak_mb()
     tasks = [synthetic_task(2, k, f"m{k}") for k in range(count)]
     loaded = peak_mb()
-    seconds, strategy_run = timed_run("knockout", tasks, keep_graphs=False)
+    seconds, strategy_run = timed_run("knockout", tasks)
     return {"tasks": count, "start_mb": before, "tasks_mb": loaded, "peak_mb": peak_mb(), "seconds": seconds,
             "comparisons": strategy_run.cost.comparisons}
 
