@@ -45,7 +45,6 @@ figure is read from that checkout's code or from running it:
   fields or properties of ``rankkit.tasks.Task``, such as ``candidates`` and ``candidate_ids``);
 * **start-up** — wall time of ``python -c "import rankkit"`` and ``rankkit --help`` over
   ``python -c pass`` (medians of several runs, the measured checkout first on ``PYTHONPATH``);
-* **repeated code** — rows reported by the ``duplicates`` tool, when it is on the PATH.
 
     python benchmarks/architecture.py [--repo DIR] [--label after] [--example FILE] [--versus LABEL]
 
@@ -67,7 +66,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -409,14 +407,6 @@ def median_seconds(command: list[str], repo: Path, runs: int = 15) -> float:
     return statistics.median(times)
 
 
-def duplicate_rows(package: Path) -> int | None:
-    if shutil.which("duplicates") is None:
-        return None
-    out = subprocess.run(["duplicates", "--repo", str(package), "--most", "200", "--seconds", "120"],
-                         capture_output=True, text=True).stdout
-    return sum(1 for line in out.splitlines() if re.match(r"D\d+ ", line))
-
-
 def commit(repo: Path) -> str | None:
     done = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() or None
@@ -464,7 +454,6 @@ def measure(repo: Path, example: str | None) -> dict[str, object]:
         "concepts_received": received,
         "import_seconds": median_seconds([sys.executable, "-c", "import rankkit"], repo) - floor,
         "help_seconds": median_seconds([sys.executable, "-m", "rankkit", "--help"], repo) - floor,
-        "duplicates": duplicate_rows(repo / "rankkit"),
     }
 
 
@@ -515,7 +504,6 @@ def table_rows(f: dict) -> list[tuple[str, str]]:
               "read on what its methods get)"),
         ("import rankkit (s over python)", f"{f['import_seconds']:.3f}"),
         ("rankkit --help (s over python)", f"{f['help_seconds']:.3f}"),
-        ("duplicates rows", "n/a" if f["duplicates"] is None else str(f["duplicates"])),
     ]
 
 

@@ -102,7 +102,7 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
         raise SpecError("compare: no strategies given")
     with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
         expected = None
-        if progress:
+        if progress and not judge_object.simulated:  # a simulated judge is as fast as the estimate
             from rankkit.plan import expected_judgments  # the dry run's machinery, for the bar's total
 
             expected = expected_judgments(loaded, built, seed, judge_object)
