@@ -17,8 +17,9 @@ from typing import Any, Callable
 
 import click
 
-from rankkit.cli_support import (OUTPUT_FORMATS, config_option, current_columns, data_options, dry_run_option, fail,
-                                 guarded, judge_caveat, judge_options, judging, prepare_output, print_dry_run)
+from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
+                                 current_columns, data_options, dry_run_option, fail, guarded, judge_caveat,
+                                 judge_options, judging, prepare_output, print_dry_run)
 from rankkit.formatting import render
 from rankkit.order import ORDERS
 
@@ -30,6 +31,8 @@ TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall"
 COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"),
                    ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("shared_hits", "shared_hits"),
                    ("seconds", "seconds"), *TABLE_METRICS)
+#: Added after ``shared_hits`` when any strategy has judgments that failed to parse (counted as ties).
+FAILURE_COLUMN = ("parse_failures", "parse_failures")
 #: The columns of `rankkit rank`, in the order of its JSONL rows.
 RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
                                             "champion", "human"))
@@ -41,10 +44,18 @@ def compare_rows(result: Any) -> list[dict[str, Any]]:
     for s in result.strategies:
         row = {"name": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.grades,
                "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits,
-               "shared_hits": s.cost.shared_hits, "seconds": s.seconds}
+               "shared_hits": s.cost.shared_hits, "parse_failures": s.cost.parse_failures, "seconds": s.seconds}
         row.update(s.metrics)
         rows.append(row)
     return rows
+
+
+def compare_columns(rows: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """COMPARE_COLUMNS, with the ``parse_failures`` column when any strategy has failed judgments."""
+    if not any(row["parse_failures"] for row in rows):
+        return COMPARE_COLUMNS
+    at = [key for key, _ in COMPARE_COLUMNS].index("shared_hits") + 1
+    return (*COMPARE_COLUMNS[:at], FAILURE_COLUMN, *COMPARE_COLUMNS[at:])
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -64,10 +75,11 @@ def main() -> None:
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table (for people), json (the results without task texts), csv or markdown (the table).")
 @dry_run_option
+@allow_failures_option
 @config_option
 @guarded
 def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
-            strategy_specs, out, output_format, dry_run) -> None:
+            strategy_specs, out, output_format, dry_run, allow_failures) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
     from rankkit.api import compare as compare_strategies
     from rankkit.specs import split_list
@@ -96,12 +108,15 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
         click.echo(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1, ensure_ascii=False))
+        check_parse_failures(result, allow_failures)
         return
-    table = render(compare_rows(result), COMPARE_COLUMNS, output_format)
+    rows = compare_rows(result)
+    table = render(rows, compare_columns(rows), output_format)
     if output_format == "csv":  # nothing but the table on stdout, for a program to read
         click.echo(table)
         if out:
             click.echo(f"results written to {out}", err=True)
+        check_parse_failures(result, allow_failures)
         return
     criterion_name = tasks[0].criterion or "none"
     click.echo(f"{len(tasks)} tasks from {path} · criterion {criterion_name} · judge {result.judge.description} · seed {seed}")
@@ -111,6 +126,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     click.echo(("\n" if output_format == "markdown" else "") + table)
     if out:
         click.echo(f"results written to {out}")
+    check_parse_failures(result, allow_failures)
 
 
 @main.command()
@@ -122,10 +138,11 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 @click.option("--format", "output_format", type=click.Choice(["jsonl", *OUTPUT_FORMATS]), default="jsonl",
               show_default=True, help="jsonl (one object per candidate), table, json (a list), csv or markdown.")
 @dry_run_option
+@allow_failures_option
 @config_option
 @guarded
 def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
-         output_format, dry_run) -> None:
+         output_format, dry_run, allow_failures) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
     from rankkit.api import compare as compare_strategies
     from rankkit.strategies import make_strategy
@@ -152,6 +169,7 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
         click.echo(f"{len(rows)} candidates ranked; written to {out}", err=True)
     else:
         click.echo(text, nl=False)
+    check_parse_failures(result, allow_failures)
 
 
 @main.command("strategies")

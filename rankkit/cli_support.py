@@ -8,6 +8,7 @@
 * :func:`judging`: load the data, open the cache, build the judge, and close them however the
   command ends.
 * :func:`prepare_output`: an output path is checked before any judgment is paid for.
+* :func:`check_parse_failures`: judgments that failed to parse are named, not hidden.
 
 Only :mod:`rankkit.cli` imports this module; the library never does.
 """
@@ -174,6 +175,44 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
         cache.close()
     fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
     click.echo(format_dry_run(report, fmt, data=str(path)))
+
+
+#: A strategy whose share of failed judgments passes this gets a warning on stderr.
+FAILURE_WARN_SHARE = 0.10
+
+
+def allow_failures_option(func: Callable) -> Callable:
+    return click.option("--allow-failures", is_flag=True,
+                        help="Exit 0 even when every judgment of a strategy failed to parse (by default: exit 1, "
+                             "as its scores carry no information).")(func)
+
+
+def check_parse_failures(result: Any, allow_failures: bool) -> None:
+    """Say on stderr which strategies' judgments failed to parse, after the results are out.
+
+    A judgment that fails to parse (a verdict the judge's answer did not yield, a replay miss under
+    ``on_miss=tie``) is kept as a tie, so a run whose judge never answered in the expected format
+    still prints scores and correlations. The share is failed judgments over the judge calls the
+    strategy made (judgments it found in the cache or shared with a strategy before it were
+    judged, and counted, once). Above :data:`FAILURE_WARN_SHARE` a warning names the strategy;
+    when every judge call of a strategy failed, the command exits 1 (the judge failed) unless
+    ``--allow-failures`` was given.
+
+    Parameters:
+        result: the run's :class:`~rankkit.results.RunResult`.
+        allow_failures: exit 0 even when a strategy's judgments all failed.
+    """
+    all_failed = []
+    for strategy in result.strategies:
+        failed, calls = strategy.cost.parse_failures, strategy.cost.judge_calls
+        if calls and failed / calls > FAILURE_WARN_SHARE:
+            click.echo(f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
+                       f"({failed / calls:.0%}); each counts as a tie, so its scores say little", err=True)
+        if calls and failed == calls:
+            all_failed.append(strategy.name)
+    if all_failed and not allow_failures:
+        fail(f"every judgment of {', '.join(all_failed)} failed to parse, so its ranking is meaningless; check the "
+             f"judge (its model, server, mode or prompt format), or pass --allow-failures to accept it", 1)
 
 
 def judge_options(func: Callable) -> Callable:
