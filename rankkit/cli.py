@@ -19,7 +19,8 @@ import click
 
 from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
                                  current_columns, data_options, dry_run_option, fail, guarded, judge_caveat,
-                                 judge_options, judging, prepare_output, print_dry_run)
+                                 judge_options, judging, prepare_output, print_dry_run, scale_options,
+                                 within_limit)
 from rankkit.formatting import render
 from rankkit.order import ORDERS
 
@@ -75,11 +76,12 @@ def main() -> None:
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table (for people), json (the results without task texts), csv or markdown (the table).")
 @dry_run_option
+@scale_options
 @allow_failures_option
 @config_option
 @guarded
 def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
-            strategy_specs, out, output_format, dry_run, allow_failures) -> None:
+            strategy_specs, out, output_format, dry_run, max_judgments, yes, allow_failures) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
     from rankkit.api import compare as compare_strategies
     from rankkit.specs import split_list
@@ -94,8 +96,9 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         path, tasks, spec = inputs.path, inputs.tasks, inputs.spec
-        result = compare_strategies(tasks, strategies, inputs.judge, inputs.cache, seed=seed, progress=not quiet,
-                                    data=str(path))
+        result = within_limit(lambda most: compare_strategies(tasks, strategies, inputs.judge, inputs.cache, seed=seed,
+                                                              progress=not quiet, data=str(path), max_judgments=most),
+                              yes, max_judgments)
     from rankkit.cache import DEFAULT_CACHE_PATH
     from rankkit.config import config_record
 
@@ -138,11 +141,12 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 @click.option("--format", "output_format", type=click.Choice(["jsonl", *OUTPUT_FORMATS]), default="jsonl",
               show_default=True, help="jsonl (one object per candidate), table, json (a list), csv or markdown.")
 @dry_run_option
+@scale_options
 @allow_failures_option
 @config_option
 @guarded
 def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
-         output_format, dry_run, allow_failures) -> None:
+         output_format, dry_run, max_judgments, yes, allow_failures) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
     from rankkit.api import compare as compare_strategies
     from rankkit.strategies import make_strategy
@@ -154,8 +158,10 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         spec = inputs.spec
-        result = compare_strategies(inputs.tasks, [strategy], inputs.judge, inputs.cache, seed=seed,
-                                    progress=not quiet, data=str(inputs.path))
+        result = within_limit(lambda most: compare_strategies(inputs.tasks, [strategy], inputs.judge, inputs.cache,
+                                                              seed=seed, progress=not quiet, data=str(inputs.path),
+                                                              max_judgments=most),
+                              yes, max_judgments)
     rows = [{key: row[key] for key, _ in RANK_COLUMNS} for row in result.rows()]
     if output_format == "jsonl":
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

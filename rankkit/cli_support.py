@@ -8,6 +8,7 @@
 * :func:`judging`: load the data, open the cache, build the judge, and close them however the
   command ends.
 * :func:`prepare_output`: an output path is checked before any judgment is paid for.
+* :func:`within_limit`: a run that plans more judgments than ``--max-judgments`` needs ``--yes``.
 * :func:`check_parse_failures`: judgments that failed to parse are named, not hidden.
 
 Only :mod:`rankkit.cli` imports this module; the library never does.
@@ -175,6 +176,51 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
         cache.close()
     fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
     click.echo(format_dry_run(report, fmt, data=str(path)))
+
+
+def scale_options(func: Callable) -> Callable:
+    from rankkit.plan.scale import DEFAULT_MAX_JUDGMENTS
+
+    func = click.option("--yes", "-y", "yes", is_flag=True,
+                        help="Run even when the run plans more judgments than --max-judgments.")(func)
+    func = click.option("--max-judgments", type=click.IntRange(min=0), default=None,
+                        help=f"The most judgments a run may plan (cached ones included) before it asks for --yes "
+                             f"(default: {DEFAULT_MAX_JUDGMENTS:,}).")(func)
+    return func
+
+
+def within_limit(run: Callable[[float | None], Any], yes: bool, max_judgments: int | None) -> Any:
+    """Call ``run(limit)`` (a library call taking ``max_judgments=limit``) under the size check.
+
+    A run that plans more judgments than the limit (see :mod:`rankkit.plan.scale`) prints what it
+    plans and goes on only with ``--yes``, or when a person at a terminal confirms; a
+    non-interactive run without ``--yes`` exits 2 naming the option, before anything is judged.
+
+    Parameters:
+        run: the run, given its limit (``math.inf``: none).
+        yes: ``--yes`` was given.
+        max_judgments: ``--max-judgments`` (None: the default limit).
+
+    Returns:
+        What ``run`` returns.
+    """
+    import math
+
+    from rankkit.plan.scale import TooManyJudgments
+
+    if yes:
+        return run(math.inf)
+    try:
+        return run(max_judgments)
+    except TooManyJudgments as err:
+        planned = f"this run plans {err.plan.describe()}, more than --max-judgments {err.limit:,}"
+        if not sys.stdin.isatty():
+            fail(f"{planned}; pass --yes to run it (or raise --max-judgments, or see the exact figures with "
+                 f"--dry-run). Nothing was judged")
+        click.echo(planned, err=True)
+        if not click.confirm("Run it?", default=False, err=True):
+            fail("not run; nothing was judged")
+        return run(math.inf)
 
 
 #: A strategy whose share of failed judgments passes this gets a warning on stderr.
