@@ -320,6 +320,20 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
     _print_leaderboard(board, truth, out, output_format)
 
 
+def _defaults_from_the_board(command: click.Command) -> click.Command:
+    """`leaderboard add` takes --data and --judge from the stored leaderboard: say so in their help."""
+    helps = {"data_path": "Tasks holding the new system's answers and the leaderboard's (default: the data the "
+                          "leaderboard was built on, as its JSON names it; the bundled synthetic sample if it names "
+                          "none).",
+             "judge_spec": "Judge spec (default: the leaderboard's judge, as its JSON names it; smollm2 when "
+                           "installed, else sim, if it names none)."}
+    for param in command.params:
+        if param.name in helps:
+            param.help = helps[param.name]
+    return command
+
+
+@_defaults_from_the_board
 @leaderboard.command("add")
 @data_options
 @judge_options
