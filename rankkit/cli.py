@@ -2,7 +2,7 @@
 
 Commands: ``compare`` (several strategies on one judge, with metrics), ``rank`` (one strategy,
 per-candidate scores out), ``strategies`` (what is registered), ``judge-report``, ``record``,
-``leaderboard`` (and ``leaderboard add``), ``analyze``, ``plot`` and ``report``. Each command is
+``leaderboard`` (and ``leaderboard add``), ``analyze``, ``plot``, ``report`` and ``samples``. Each command is
 thin: it parses options and calls one library function. What the commands share — options, the
 mapping of errors to exit codes (2 bad input, 1 judge or server failure), the judging session —
 is :mod:`rankkit.cli_support`. Heavy modules are imported inside commands, so ``rankkit --help``
@@ -446,6 +446,24 @@ def report_command(results_path, out, resamples, seed, max_tasks) -> None:
     size = path.stat().st_size
     click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
 
+
+
+@main.command("samples")
+@click.argument("name", required=False)
+def samples_command(name) -> None:
+    """List the bundled sample files, or print the path of one (NAME) for --data or replay:.
+
+    e.g. rankkit leaderboard --data "$(rankkit samples leaderboard)"
+    """
+    from rankkit.samples import SAMPLES, sample_path
+
+    if name is None:
+        for key, (_, what) in SAMPLES.items():
+            click.echo(f"{key:<12} {sample_path(key)}\n{'':<13}{what}")
+        return
+    if name not in SAMPLES:
+        fail(f"no bundled sample {name!r}; choose one of {', '.join(SAMPLES)}")
+    click.echo(str(sample_path(name)))
 
 if __name__ == "__main__":  # pragma: no cover
     main()
