@@ -36,7 +36,7 @@ from rankkit.tasks import Candidate, Task, load_tasks, tasks_from_records
 
 def rank(task: Task | Mapping[str, Any] | Sequence[str], strategy: str | Strategy = "knockout",
          judge: str | Judge | None = None, seed: int = 0, cache: str | PathLike[str] | JudgmentCache | None = None,
-         prompt: str | None = None) -> Ranking:
+         prompt: str | None = None, max_judgments: int | float | None = None) -> Ranking:
     """Rank one task's candidates with one strategy.
 
     Parameters
@@ -55,6 +55,8 @@ def rank(task: Task | Mapping[str, Any] | Sequence[str], strategy: str | Strateg
         A judgment cache file (its path, or an open :class:`~rankkit.cache.JudgmentCache`); None: none.
     prompt:
         The question, when ``task`` is a list of answer texts.
+    max_judgments:
+        As in :func:`compare`.
 
     Returns
     -------
@@ -62,14 +64,15 @@ def rank(task: Task | Mapping[str, Any] | Sequence[str], strategy: str | Strateg
     ``scores``, ``champion`` and the typed per-candidate ``extras``.
     """
     (one,) = _tasks([_as_task(task, prompt)])
-    result = compare([one], [strategy], judge=judge, cache=cache, seed=seed)
+    result = compare([one], [strategy], judge=judge, cache=cache, seed=seed, max_judgments=max_judgments)
     (outcome,) = result.strategies[0].tasks
     return Ranking(scores=outcome.scores, ranking=outcome.ranking, champion=outcome.champion, extras=outcome.extras)
 
 
 def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"), judge: str | Judge | None = None,
             cache: str | PathLike[str] | JudgmentCache | None = None, seed: int = 0, progress: bool = False,
-            criterion: str | None = None, workers: int | None = None, data: str = "") -> RunResult:
+            criterion: str | None = None, workers: int | None = None, data: str = "",
+            max_judgments: int | float | None = None) -> RunResult:
     """Run several strategies on the same tasks and the same judge, sharing its judgments.
 
     Parameters
@@ -90,6 +93,9 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
         Tasks ranked at once (default: from the judge's capacity); results do not depend on it.
     data:
         How the result names the data (default: the path, when ``tasks`` is one).
+    max_judgments:
+        The most judgments the run may plan (None: 50,000; ``math.inf``: no limit); a run that
+        plans more raises :class:`~rankkit.plan.scale.TooManyJudgments` before judging.
 
     Returns
     -------
@@ -101,6 +107,9 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
     if not built:
         raise SpecError("compare: no strategies given")
     with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
+        from rankkit.plan.scale import check_scale
+
+        check_scale(loaded, built, judge_object, max_judgments)  # before anything is judged
         expected = None
         if progress and not judge_object.simulated:  # a simulated judge is as fast as the estimate
             from rankkit.plan import expected_judgments  # the dry run's machinery, for the bar's total

@@ -2,7 +2,7 @@
 
 Commands: ``compare`` (several strategies on one judge, with metrics), ``rank`` (one strategy,
 per-candidate scores out), ``strategies`` (what is registered), ``judge-report``, ``record``,
-``leaderboard`` (and ``leaderboard add``), ``analyze``, ``plot`` and ``report``. Each command is
+``leaderboard`` (and ``leaderboard add``), ``analyze``, ``plot``, ``report`` and ``samples``. Each command is
 thin: it parses options and calls one library function. What the commands share — options, the
 mapping of errors to exit codes (2 bad input, 1 judge or server failure), the judging session —
 is :mod:`rankkit.cli_support`. Heavy modules are imported inside commands, so ``rankkit --help``
@@ -17,8 +17,10 @@ from typing import Any, Callable
 
 import click
 
-from rankkit.cli_support import (OUTPUT_FORMATS, config_option, current_columns, data_options, dry_run_option, fail,
-                                 guarded, judge_caveat, judge_options, judging, prepare_output, print_dry_run)
+from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
+                                 current_columns, data_options, dry_run_option, fail, guarded, judge_caveat,
+                                 judge_options, judging, prepare_output, print_dry_run, scale_options,
+                                 within_limit)
 from rankkit.formatting import render
 from rankkit.order import ORDERS
 
@@ -30,6 +32,8 @@ TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall"
 COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"),
                    ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("shared_hits", "shared_hits"),
                    ("seconds", "seconds"), *TABLE_METRICS)
+#: Added after ``shared_hits`` when any strategy has judgments that failed to parse (counted as ties).
+FAILURE_COLUMN = ("parse_failures", "parse_failures")
 #: The columns of `rankkit rank`, in the order of its JSONL rows.
 RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
                                             "champion", "human"))
@@ -41,10 +45,18 @@ def compare_rows(result: Any) -> list[dict[str, Any]]:
     for s in result.strategies:
         row = {"name": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.grades,
                "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits,
-               "shared_hits": s.cost.shared_hits, "seconds": s.seconds}
+               "shared_hits": s.cost.shared_hits, "parse_failures": s.cost.parse_failures, "seconds": s.seconds}
         row.update(s.metrics)
         rows.append(row)
     return rows
+
+
+def compare_columns(rows: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """COMPARE_COLUMNS, with the ``parse_failures`` column when any strategy has failed judgments."""
+    if not any(row["parse_failures"] for row in rows):
+        return COMPARE_COLUMNS
+    at = [key for key, _ in COMPARE_COLUMNS].index("shared_hits") + 1
+    return (*COMPARE_COLUMNS[:at], FAILURE_COLUMN, *COMPARE_COLUMNS[at:])
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -64,10 +76,12 @@ def main() -> None:
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table (for people), json (the results without task texts), csv or markdown (the table).")
 @dry_run_option
+@scale_options
+@allow_failures_option
 @config_option
 @guarded
 def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
-            strategy_specs, out, output_format, dry_run) -> None:
+            strategy_specs, out, output_format, dry_run, max_judgments, yes, allow_failures) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
     from rankkit.api import compare as compare_strategies
     from rankkit.specs import split_list
@@ -82,8 +96,9 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         path, tasks, spec = inputs.path, inputs.tasks, inputs.spec
-        result = compare_strategies(tasks, strategies, inputs.judge, inputs.cache, seed=seed, progress=not quiet,
-                                    data=str(path))
+        result = within_limit(lambda most: compare_strategies(tasks, strategies, inputs.judge, inputs.cache, seed=seed,
+                                                              progress=not quiet, data=str(path), max_judgments=most),
+                              yes, max_judgments)
     from rankkit.cache import DEFAULT_CACHE_PATH
     from rankkit.config import config_record
 
@@ -96,12 +111,15 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
         click.echo(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1, ensure_ascii=False))
+        check_parse_failures(result, allow_failures)
         return
-    table = render(compare_rows(result), COMPARE_COLUMNS, output_format)
+    rows = compare_rows(result)
+    table = render(rows, compare_columns(rows), output_format)
     if output_format == "csv":  # nothing but the table on stdout, for a program to read
         click.echo(table)
         if out:
             click.echo(f"results written to {out}", err=True)
+        check_parse_failures(result, allow_failures)
         return
     criterion_name = tasks[0].criterion or "none"
     click.echo(f"{len(tasks)} tasks from {path} · criterion {criterion_name} · judge {result.judge.description} · seed {seed}")
@@ -111,6 +129,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     click.echo(("\n" if output_format == "markdown" else "") + table)
     if out:
         click.echo(f"results written to {out}")
+    check_parse_failures(result, allow_failures)
 
 
 @main.command()
@@ -122,10 +141,12 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 @click.option("--format", "output_format", type=click.Choice(["jsonl", *OUTPUT_FORMATS]), default="jsonl",
               show_default=True, help="jsonl (one object per candidate), table, json (a list), csv or markdown.")
 @dry_run_option
+@scale_options
+@allow_failures_option
 @config_option
 @guarded
 def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
-         output_format, dry_run) -> None:
+         output_format, dry_run, max_judgments, yes, allow_failures) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
     from rankkit.api import compare as compare_strategies
     from rankkit.strategies import make_strategy
@@ -137,8 +158,10 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         spec = inputs.spec
-        result = compare_strategies(inputs.tasks, [strategy], inputs.judge, inputs.cache, seed=seed,
-                                    progress=not quiet, data=str(inputs.path))
+        result = within_limit(lambda most: compare_strategies(inputs.tasks, [strategy], inputs.judge, inputs.cache,
+                                                              seed=seed, progress=not quiet, data=str(inputs.path),
+                                                              max_judgments=most),
+                              yes, max_judgments)
     rows = [{key: row[key] for key, _ in RANK_COLUMNS} for row in result.rows()]
     if output_format == "jsonl":
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
@@ -152,6 +175,7 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
         click.echo(f"{len(rows)} candidates ranked; written to {out}", err=True)
     else:
         click.echo(text, nl=False)
+    check_parse_failures(result, allow_failures)
 
 
 @main.command("strategies")
@@ -296,6 +320,20 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
     _print_leaderboard(board, truth, out, output_format)
 
 
+def _defaults_from_the_board(command: click.Command) -> click.Command:
+    """`leaderboard add` takes --data and --judge from the stored leaderboard: say so in their help."""
+    helps = {"data_path": "Tasks holding the new system's answers and the leaderboard's (default: the data the "
+                          "leaderboard was built on, as its JSON names it; the bundled synthetic sample if it names "
+                          "none).",
+             "judge_spec": "Judge spec (default: the leaderboard's judge, as its JSON names it; smollm2 when "
+                           "installed, else sim, if it names none)."}
+    for param in command.params:
+        if param.name in helps:
+            param.help = helps[param.name]
+    return command
+
+
+@_defaults_from_the_board
 @leaderboard.command("add")
 @data_options
 @judge_options
@@ -408,6 +446,24 @@ def report_command(results_path, out, resamples, seed, max_tasks) -> None:
     size = path.stat().st_size
     click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
 
+
+
+@main.command("samples")
+@click.argument("name", required=False)
+def samples_command(name) -> None:
+    """List the bundled sample files, or print the path of one (NAME) for --data or replay:.
+
+    e.g. rankkit leaderboard --data "$(rankkit samples leaderboard)"
+    """
+    from rankkit.samples import SAMPLES, sample_path
+
+    if name is None:
+        for key, (_, what) in SAMPLES.items():
+            click.echo(f"{key:<12} {sample_path(key)}\n{'':<13}{what}")
+        return
+    if name not in SAMPLES:
+        fail(f"no bundled sample {name!r}; choose one of {', '.join(SAMPLES)}")
+    click.echo(str(sample_path(name)))
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -8,6 +8,8 @@
 * :func:`judging`: load the data, open the cache, build the judge, and close them however the
   command ends.
 * :func:`prepare_output`: an output path is checked before any judgment is paid for.
+* :func:`within_limit`: a run that plans more judgments than ``--max-judgments`` needs ``--yes``.
+* :func:`check_parse_failures`: judgments that failed to parse are named, not hidden.
 
 Only :mod:`rankkit.cli` imports this module; the library never does.
 """
@@ -174,6 +176,89 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
         cache.close()
     fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
     click.echo(format_dry_run(report, fmt, data=str(path)))
+
+
+def scale_options(func: Callable) -> Callable:
+    from rankkit.plan.scale import DEFAULT_MAX_JUDGMENTS
+
+    func = click.option("--yes", "-y", "yes", is_flag=True,
+                        help="Run even when the run plans more judgments than --max-judgments.")(func)
+    func = click.option("--max-judgments", type=click.IntRange(min=0), default=None,
+                        help=f"The most judgments a run may plan (cached ones included) before it asks for --yes "
+                             f"(default: {DEFAULT_MAX_JUDGMENTS:,}).")(func)
+    return func
+
+
+def within_limit(run: Callable[[float | None], Any], yes: bool, max_judgments: int | None) -> Any:
+    """Call ``run(limit)`` (a library call taking ``max_judgments=limit``) under the size check.
+
+    A run that plans more judgments than the limit (see :mod:`rankkit.plan.scale`) prints what it
+    plans and goes on only with ``--yes``, or when a person at a terminal confirms; a
+    non-interactive run without ``--yes`` exits 2 naming the option, before anything is judged.
+
+    Parameters:
+        run: the run, given its limit (``math.inf``: none).
+        yes: ``--yes`` was given.
+        max_judgments: ``--max-judgments`` (None: the default limit).
+
+    Returns:
+        What ``run`` returns.
+    """
+    import math
+
+    from rankkit.plan.scale import TooManyJudgments
+
+    if yes:
+        return run(math.inf)
+    try:
+        return run(max_judgments)
+    except TooManyJudgments as err:
+        planned = f"this run plans {err.plan.describe()}, more than --max-judgments {err.limit:,}"
+        if not sys.stdin.isatty():
+            fail(f"{planned}; pass --yes to run it (or raise --max-judgments, or see the exact figures with "
+                 f"--dry-run). Nothing was judged")
+        click.echo(planned, err=True)
+        if not click.confirm("Run it?", default=False, err=True):
+            fail("not run; nothing was judged")
+        return run(math.inf)
+
+
+#: A strategy whose share of failed judgments passes this gets a warning on stderr.
+FAILURE_WARN_SHARE = 0.10
+
+
+def allow_failures_option(func: Callable) -> Callable:
+    return click.option("--allow-failures", is_flag=True,
+                        help="Exit 0 even when every judgment of a strategy failed to parse (by default: exit 1, "
+                             "as its scores carry no information).")(func)
+
+
+def check_parse_failures(result: Any, allow_failures: bool) -> None:
+    """Say on stderr which strategies' judgments failed to parse, after the results are out.
+
+    A judgment that fails to parse (a verdict the judge's answer did not yield, a replay miss under
+    ``on_miss=tie``) is kept as a tie, so a run whose judge never answered in the expected format
+    still prints scores and correlations. The share is failed judgments over the judge calls the
+    strategy made (judgments it found in the cache or shared with a strategy before it were
+    judged, and counted, once). Above :data:`FAILURE_WARN_SHARE` a warning names the strategy;
+    when every judge call of a strategy failed, the command exits 1 (the judge failed) unless
+    ``--allow-failures`` was given.
+
+    Parameters:
+        result: the run's :class:`~rankkit.results.RunResult`.
+        allow_failures: exit 0 even when a strategy's judgments all failed.
+    """
+    all_failed = []
+    for strategy in result.strategies:
+        failed, calls = strategy.cost.parse_failures, strategy.cost.judge_calls
+        if calls and failed / calls > FAILURE_WARN_SHARE:
+            click.echo(f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
+                       f"({failed / calls:.0%}); each counts as a tie, so its scores say little", err=True)
+        if calls and failed == calls:
+            all_failed.append(strategy.name)
+    if all_failed and not allow_failures:
+        fail(f"every judgment of {', '.join(all_failed)} failed to parse, so its ranking is meaningless; check the "
+             f"judge (its model, server, mode or prompt format), or pass --allow-failures to accept it", 1)
 
 
 def judge_options(func: Callable) -> Callable:

@@ -12,7 +12,8 @@ command line ends with; the CLI maps them in one place (:func:`rankkit.cli.guard
   (:class:`~rankkit.plots.PlotDependencyError`);
 * **1 — a failure a rerun may fix** (``resumable``): the judge or its server failed
   (:class:`~rankkit.judges.base.JudgeError`); every judgment received is in the cache, so the same
-  command resumes.
+  command resumes. ``compare`` and ``rank`` also exit 1 when every judgment of a strategy failed to
+  parse (the judge never answered in the expected format), unless ``--allow-failures`` is given.
 
 Each is also the built-in exception its kind of failure is (``ValueError`` for bad input,
 ``RuntimeError`` for a failed judge), so a caller may catch either.

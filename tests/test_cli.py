@@ -423,3 +423,47 @@ def test_bad_data_exits_2_naming_file_line_and_field(tmp_path, name, content, wh
     result = invoke_caught("compare", "--data", str(path), "--judge", "sim", "--strategies", "knockout",
                            "--no-cache", "--quiet")
     assert_usage_error(result, str(path), where)
+
+
+def recording_of(tmp_path, rows) -> str:
+    path = tmp_path / "judgments.jsonl"
+    path.write_text("".join(json.dumps({"judge": "J", "method": "M", "swap": False, **row}) + "\n" for row in rows),
+                    encoding="utf-8")
+    return str(path)
+
+
+def test_judgments_that_all_fail_to_parse_are_shown_warned_and_exit_1(tmp_path):
+    # Issue 24 item 8: a judge that never answers in the expected format (here: a replay that
+    # misses every comparison, answered as failed ties) printed scores and exited 0.
+    judge = "replay:" + recording_of(tmp_path, [{"task_id": "elsewhere", "a": "x", "b": "y", "winner": "x"}])
+    judge += ",on_miss=tie"
+    result = run_cli("compare", "--judge", judge, "--strategies", "knockout", "--no-cache", "--quiet",
+                     "--format", "csv")
+    assert result.exit_code == 1, result.output
+    header, row = result.stdout.splitlines()[:2]
+    assert "parse_failures" in header.split(",")
+    assert dict(zip(header.split(","), row.split(",")))["parse_failures"] == "21"  # every one of 27 - 6
+    assert "warning: 21 of knockout's 21 judge calls failed to parse (100%)" in result.stderr
+    assert "error: every judgment of knockout failed to parse" in result.stderr
+    assert "--allow-failures" in result.stderr
+    allowed = run_cli("compare", "--judge", judge, "--strategies", "knockout", "--no-cache", "--quiet",
+                      "--allow-failures")
+    assert allowed.exit_code == 0, allowed.output
+    assert "parse_failures" in allowed.stdout and "warning:" in allowed.stderr
+    ranked = run_cli("rank", "--judge", judge, "--strategy", "knockout", "--no-cache", "--quiet")
+    assert ranked.exit_code == 1 and "every judgment of knockout failed" in ranked.stderr
+
+
+def test_parse_failures_column_appears_only_when_there_are_some(tmp_path):
+    clean = run_cli("compare", "--judge", "sim", "--strategies", "knockout", "--no-cache", "--quiet",
+                    "--format", "csv")
+    assert clean.exit_code == 0 and "parse_failures" not in clean.stdout and "warning" not in clean.stderr
+    # Every pair of the first task recorded: its 4 comparisons hit, the other 17 of 21 fail, a
+    # warning, but not every judgment failed.
+    ids = ["a1", "a2", "a3", "a4", "a5"]
+    rows = [{"task_id": "q01", "a": a, "b": b, "winner": a} for a in ids for b in ids if a != b]
+    judge = "replay:" + recording_of(tmp_path, rows)
+    some = run_cli("compare", "--judge", judge + ",on_miss=tie", "--strategies", "knockout", "--no-cache",
+                   "--quiet", "--format", "csv")
+    assert some.exit_code == 0, some.output
+    assert "parse_failures" in some.stdout and "warning: 17 of knockout's 21 judge calls" in some.stderr

@@ -6,8 +6,12 @@ Arena-lite, appendix A.6:
   tasks, each step plays ⌊|X| / ⌊log2 |L|⌋⌋ matches of the newcomer against the system in the
   middle, on tasks drawn without replacement from a shuffled doubled task list; more than half
   the points moves the search up, fewer moves it down, exactly half plays another batch (or
-  ends as a tie when the tasks run out). It yields a *position*, not a rating: the newcomer's
-  rating is left empty.
+  ends as a tie when the tasks run out). It yields a *position*; on a Bradley–Terry leaderboard
+  the newcomer also gets a rating fitted to the matches it played (:func:`rating_against`: the
+  opponents' ratings held fixed, with a bootstrap interval over those matches). The rank stays
+  the search's. On a win-rate leaderboard a rating is the win rate against the anchor, which the
+  search need not play: the newcomer's rating is left empty and ``placement["rating_note"]``
+  says why.
 * ``anchored`` — A.6.2: the newcomer plays the current top system on every task. On a
   Bradley–Terry leaderboard its win rate p is turned back into a rating,
   ``R_top + scale · log_base(p / (1 − p))`` (p clipped to [½|X|⁻¹, 1 − ½|X|⁻¹]), which is
@@ -88,6 +92,38 @@ def binary_search_placement(board_order: Sequence[str], tasks: Sequence[Task], s
     return {"position": low, "tie": False, "steps": steps}
 
 
+def rating_against(outcomes: Sequence[Outcome], ratings: dict[str, float]) -> float:
+    """The Bradley–Terry rating (Elo scale) that best explains a newcomer's matches against
+    opponents whose ratings are held fixed.
+
+    The rating r solves ``sum_i P(win against opponent i | r) = points``, the maximum-likelihood
+    equation of the BT model, with ``P = 1 / (1 + ELO_BASE ** ((r_i - r) / ELO_SCALE))``. Points
+    are clipped to [½, n − ½] over n matches, so a newcomer that won (or lost) everything gets a
+    finite rating; against one opponent this is the anchored rating
+    ``R_opp + ELO_SCALE · log_base(p / (1 − p))`` with p clipped to [½/n, 1 − ½/n].
+
+    Parameters:
+        outcomes: the newcomer's matches, each ``(newcomer, opponent, the newcomer's points)``.
+        ratings: the opponents' ratings.
+
+    Returns:
+        The rating (found by bisection, to well below a rating point).
+    """
+    import numpy as np
+
+    opponents = np.array([ratings[opponent] for _, opponent, _ in outcomes], dtype=float)
+    n = len(opponents)
+    points = min(n - 0.5, max(0.5, sum(points for _, _, points in outcomes)))
+    # The root lies within this bracket: clipped points keep every win probability in [½/n, 1 − ½/n].
+    reach = ELO_SCALE * math.log(2 * n, ELO_BASE)
+    low, high = opponents.min() - reach, opponents.max() + reach
+    for _ in range(60):
+        mid = (low + high) / 2
+        expected = float(np.sum(1.0 / (1.0 + ELO_BASE ** ((opponents - mid) / ELO_SCALE))))
+        low, high = (mid, high) if expected < points else (low, mid)
+    return (low + high) / 2
+
+
 def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: str, method: str = "binary",
                cache: Any = None, seed: int | None = None, order: str | None = None,
                resamples: int = 200,
@@ -128,7 +164,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
             return points
 
         placement = binary_search_placement([r.name for r in rows], used, system, play, rng)
-        newcomer = SystemRating(system, None, None, None, 0, len(new_outcomes))
+        newcomer = _searched_rating(board, system, new_outcomes, resamples, rng, placement)
         ordered = [r.name for r in rows]
         ordered.insert(placement["position"], system)
         by_name = {r.name: r for r in rows}
@@ -172,3 +208,25 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                        scale=board.scale, anchor=board.anchor, seed=board.seed, order=board.order,
                        judge=board.judge or judge_info(judge, judge_spec), data=data or board.data,
                        placement=placement)
+
+
+def _searched_rating(board: Leaderboard, system: str, outcomes: Sequence[Outcome], resamples: int,
+                     rng: random.Random, placement: dict[str, Any]) -> SystemRating:
+    """The row of a system placed by binary search: its rating fitted to its matches
+    (:func:`rating_against`) on a Bradley–Terry leaderboard, else none, with the reason in
+    ``placement["rating_note"]``."""
+    ratings = {row.name: row.rating for row in board.systems if row.rating is not None and math.isfinite(row.rating)}
+    played = [outcome for outcome in outcomes if outcome[1] in ratings]
+    if board.scale != "elo":
+        placement["rating_note"] = (f"no rating: on this leaderboard a rating is the win rate against {board.anchor}, "
+                                    f"which the binary search does not play; add it with --method anchored for one")
+        return SystemRating(system, None, None, None, 0, len(outcomes))
+    if not played:
+        placement["rating_note"] = "no rating: it played no system with a rating"
+        return SystemRating(system, None, None, None, 0, len(outcomes))
+    interval = bootstrap(lambda sample: rating_against(sample, ratings), played, resamples=resamples,
+                         seed=rng.getrandbits(64))
+    placement["rating_note"] = (f"rating fitted to its {len(played)} matches, its opponents' ratings held fixed; "
+                                f"its rank is the binary search's")
+    return SystemRating(system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0,
+                        len(outcomes))

@@ -28,7 +28,8 @@ class LeaderboardError(RankkitError, ValueError):
 
 @dataclass(frozen=True)
 class SystemRating:
-    """A leaderboard row. ``rating`` is None for a system placed by binary search (a position only)."""
+    """A leaderboard row. ``rating`` is None when it cannot be computed (see
+    :mod:`rankkit.leaderboard.add` for a system placed by binary search)."""
 
     name: str
     rating: float | None

@@ -32,6 +32,8 @@ def report(board: Leaderboard, truth: tuple[str, dict[str, float]] | None
         lines.append(f"added {where['system']} by {where['method']}: rank {where['position'] + 1}"
                      f"{' (tie)' if where.get('tie') else ''} after {where['matches']} matches "
                      f"({where['judge_calls']} new judge calls)")
+        if where.get("rating_note"):
+            lines.append(f"{where['system']}: {where['rating_note']}")
     block = None
     if truth is not None:
         block = {"source": truth[0], **correlations(board, truth[1])}

@@ -18,7 +18,8 @@ def test_binary_search_add_places_a_planted_system_at_its_true_rank(noisy_tasks,
     board = arena(noisy_tasks, judge, systems=others, resamples=0)
     added = add_system(board, noisy_tasks, judge, newcomer, "binary", resamples=0)
     assert added.names.index(newcomer) == HUMAN_ORDER.index(newcomer)
-    assert added.system(newcomer).rating is None  # a position, not a rating
+    row = added.system(newcomer)  # placed by the search, rated by its matches
+    assert row.rating is not None and row.ci_low is None  # resamples=0: no interval
     steps = added.placement["steps"]
     assert 1 <= len(steps) <= 4 and all(step["matches"] == 100 // 2 for step in steps)  # |X| / floor(log2 7)
     assert added.cost.judge_calls == board.cost.judge_calls + added.placement["judge_calls"]
@@ -87,3 +88,17 @@ def test_adding_reuses_stored_judgments(noisy_tasks, cache_path):
     assert full.cost.judge_calls > 0
     with pytest.raises(LeaderboardError, match="already"):
         add_system(full, noisy_tasks, judge, "s4")
+
+
+def test_rating_against_one_opponent_is_the_anchored_rating():
+    import math
+
+    from rankkit.leaderboard.add import rating_against
+    from rankkit.ratings import ELO_BASE, ELO_SCALE
+
+    outcomes = [("new", "top", 1.0)] * 7 + [("new", "top", 0.0)] * 3
+    expected = 1200.0 + ELO_SCALE * math.log(0.7 / 0.3, ELO_BASE)
+    assert rating_against(outcomes, {"top": 1200.0}) == pytest.approx(expected, abs=1e-6)
+    # Won everything: finite, at the clipped win rate 1 - 1/(2n).
+    swept = rating_against([("new", "top", 1.0)] * 10, {"top": 1200.0})
+    assert swept == pytest.approx(1200.0 + ELO_SCALE * math.log(0.95 / 0.05, ELO_BASE), abs=1e-6)

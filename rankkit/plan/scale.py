@@ -1,0 +1,135 @@
+"""The size check before a run: a run that would ask for more judgments than a limit does not start.
+
+``bt`` on one task of 1,000 candidates asks for 999,000 judgments: gigabytes with the simulator,
+real money with a paid judge. So :func:`rankkit.api.compare` (and the ``compare`` and ``rank``
+commands, which call it) first counts what the run can ask for, without judging and without
+running any strategy:
+
+* per task of N candidates and per strategy, the strategy's declared worst case
+  (:meth:`~rankkit.strategies.base.Strategy.max_judgments`, which defaults to its
+  :meth:`~rankkit.strategies.base.Strategy.exact_judgments`: ``bt``'s N(N − 1), ``knockout``'s
+  N − 1, ``individual``'s N); a strategy that declares neither counts as asking for every
+  judgment there is on the task, N(N − 1) + N (every ordered pair and every grade);
+* summed over the strategies, but at most N(N − 1) + N per task: a judgment two strategies ask
+  for is paid once;
+* summed over the tasks. Cached judgments are counted too (the cache is not read for the check),
+  so it is an upper bound of what the run pays.
+
+When the count passes the limit (:data:`DEFAULT_MAX_JUDGMENTS` unless the caller gives another),
+:func:`check_scale` raises :class:`TooManyJudgments` with the count and, for judges that read
+prompts, the estimated prompt tokens (4 characters per token, as ``--dry-run``), before anything
+is judged. ``--dry-run`` gives the exact figures, per strategy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rankkit.errors import RankkitError
+from rankkit.plan.tokens import PromptSizes
+from rankkit.strategies.base import Strategy
+from rankkit.tasks import Task
+
+#: The most judgments a run may plan without the caller's consent (``max_judgments=`` in the
+#: library, ``--yes`` or ``--max-judgments`` on the command line).
+DEFAULT_MAX_JUDGMENTS = 50_000
+
+
+@dataclass(frozen=True)
+class ScalePlan:
+    """What a run can ask for at most (see the module docstring).
+
+    judgments: comparisons and grades, summed over tasks.
+    prompt_tokens: their estimated prompt tokens; None for judges that read no prompts.
+    undeclared: the strategies counted by the generic bound (they declare no worst case).
+    """
+
+    judgments: int
+    prompt_tokens: float | None
+    undeclared: tuple[str, ...]
+
+    def describe(self) -> str:
+        """The plan in words, e.g. ``up to 999,000 judgments (about 120,000,000 prompt tokens)``."""
+        tokens = f" (about {self.prompt_tokens:,.0f} prompt tokens)" if self.prompt_tokens is not None else ""
+        generic = (f"; {', '.join(self.undeclared)} declare{'s' if len(self.undeclared) == 1 else ''} no worst case, "
+                   f"counted as every judgment of a task" if self.undeclared else "")
+        return f"up to {self.judgments:,} judgments{tokens}{generic}"
+
+
+class TooManyJudgments(RankkitError, ValueError):
+    """A run plans more judgments than its limit allows (exit code 2): nothing was judged.
+
+    plan: the :class:`ScalePlan`; limit: the limit it passed.
+    """
+
+    def __init__(self, plan: ScalePlan, limit: int):
+        self.plan = plan
+        self.limit = limit
+        super().__init__(f"this run plans {plan.describe()}, more than max_judgments={limit:,} allows; pass "
+                         f"max_judgments={plan.judgments} (or more) to run it, or use fewer candidates or a "
+                         f"strategy that asks for fewer judgments")
+
+
+def plan_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any = None,
+               tokens: bool = True) -> ScalePlan:
+    """Count the judgments a run can ask for at most (the rules of the module docstring).
+
+    Parameters:
+        tasks, strategies: the run's.
+        judge: the run's judge, for its prompts' sizes (None, or a judge without prompts: no tokens).
+        tokens: estimate prompt tokens (renders about one prompt per candidate and kind per task).
+
+    Returns:
+        The :class:`ScalePlan`.
+    """
+    sizes = PromptSizes(judge) if tokens and judge is not None and PromptSizes.applies(judge) else None
+    judgments, prompt_tokens, undeclared = 0, 0.0, set()
+    for task in tasks:
+        n = len(task.candidates)
+        everything = n * (n - 1) + n
+        counts = []
+        for strategy in strategies:
+            worst = strategy.max_judgments(n)
+            if worst is None:
+                undeclared.add(strategy.name)
+                worst = everything
+            counts.append((strategy, min(worst, everything)))
+        asked = sum(count for _, count in counts)
+        task_judgments = min(asked, everything)
+        judgments += task_judgments
+        if sizes is not None and asked:
+            # Each strategy's judgments at the task's mean prompt size of their kind, scaled down
+            # as the count was (judgments several strategies ask for are paid once).
+            share = task_judgments / asked
+            prompt_tokens += share * sum(count * sizes.mean(task, "pair" if s.kind == "pairwise" else "point")
+                                         for s, count in counts if count)
+    return ScalePlan(judgments, prompt_tokens if sizes is not None else None, tuple(sorted(undeclared)))
+
+
+def check_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any = None,
+                max_judgments: int | float | None = None) -> ScalePlan:
+    """Refuse a run that plans more judgments than ``max_judgments`` (before anything is judged).
+
+    Parameters:
+        tasks, strategies, judge: the run's.
+        max_judgments: the limit; None: :data:`DEFAULT_MAX_JUDGMENTS`; ``math.inf``: no limit.
+
+    Returns:
+        The :class:`ScalePlan` (without prompt tokens when it is within the limit).
+
+    Raises:
+        TooManyJudgments: the plan passes the limit.
+        SpecError: the limit is not a non-negative number.
+    """
+    from rankkit.specs import SpecError
+
+    limit = DEFAULT_MAX_JUDGMENTS if max_judgments is None else max_judgments
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
+        raise SpecError(f"max_judgments must be a non-negative number (math.inf: no limit), got {max_judgments!r}")
+    plan = plan_scale(tasks, strategies, judge, tokens=False)
+    if plan.judgments <= limit:
+        return plan
+    plan = plan_scale(tasks, strategies, judge, tokens=True)  # the estimate goes with the refusal
+    raise TooManyJudgments(plan, int(limit))
