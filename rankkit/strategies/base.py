@@ -171,9 +171,12 @@ class Strategy:
         uses on a task of ``n_candidates`` whatever the verdicts, when that number is fixed (a
         knockout's N − 1); None when it is not, or not declared.
 
-        Only the dry run (``--dry-run``) reads it and :meth:`max_judgments`, and only for a
-        strategy whose path depends on verdicts (see :mod:`rankkit.plan.dry_run`): with them, its
-        figures there are exact or bounds rather than estimates.
+        Two readers use it and :meth:`max_judgments`, and neither needs them to be right about
+        anything but cost: the dry run (``--dry-run``), for a strategy whose path depends on
+        verdicts (with them its figures are exact or bounds rather than estimates, see
+        :mod:`rankkit.plan.dry_run`), and the size check before a large run
+        (:mod:`rankkit.plan.scale`; a strategy that declares nothing counts as every ordered pair
+        and every grade).
         """
         return None
 
