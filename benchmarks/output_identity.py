@@ -565,6 +565,26 @@ def _co_runner_order(part: Part, context: dict) -> str | None:
 
 CO_RUNNER_LABELS = ("heapsort:order=random", "sliding:order=random")
 
+
+def _binary_add_rating(part: Part, context: dict) -> str | None:
+    """The system added by binary search now has a rating (issue 24, item 16) where 0.1 showed
+    none: the newcomer's row gains a finite rating, every other system's is unchanged, and its
+    place (the binary search's) is the same."""
+    before = {row["name"]: row for row in part.before.get("systems", [])}
+    after = {row["name"]: row for row in part.after.get("systems", [])}
+    if set(before) != set(after):
+        return "the systems differ"
+    newcomer = part.after.get("placement", {}).get("system")
+    for name in after:
+        if name == newcomer:
+            if before[name].get("rating") is not None or not isinstance(after[name].get("rating"), float):
+                return f"the newcomer {name} did not go from no rating to a rating"
+        elif before[name].get("rating") != after[name].get("rating"):
+            return f"{name}'s rating changed"
+        if before[name].get("rank") != after[name].get("rank"):
+            return f"{name}'s rank changed"
+    return None
+
 INTENDED: list[Intended] = [
     Intended("co-runner fix", "the co-runner fix (issue 21, item 2): `heapsort`/`sliding` with `order=random` no "
              "longer reuse an order other strategies asked for, so in a shared run they now decide what they decide "
@@ -575,6 +595,12 @@ INTENDED: list[Intended] = [
     Intended("co-runner fix: report order", "the report sorts its leaderboard table by a metric, so the co-runner "
              "fix's strategies moved in it. Checked: those passed the check above, and the other strategies keep "
              "their order", r"^leaderboard order$", _co_runner_order),
+    Intended("binary add rates the newcomer", "`leaderboard add --method binary` on a Bradley-Terry "
+             "leaderboard now fits the newcomer a rating (the others held fixed) and says so under the table "
+             "(issue 24, item 16); 0.1 showed `-`. Checked: only the newcomer's rating (and interval) appear, "
+             "every rank and every other rating is unchanged",
+             r"^(systems(\.|\[).*|placement\.rating_note)$", _binary_add_rating,
+             applies=lambda part: part.output == "add_binary.json"),
     Intended("shared_hits", "`shared_hits` (was `graph_hits`) counts judgments another strategy of the run paid for; "
              "0.1 also counted a strategy re-asking a judgment it had itself asked before (double_elimination does, "
              "13 times on these 20 newsroom tasks), so its count could exceed the judgments used. Checked: every "
