@@ -41,7 +41,8 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     pct = f"{boot['level']:.0%}"
     judge = (report.get("judge") or {}).get("description", "?")
     preamble = (f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
-                f"intervals: {pct} bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']})")
+                f"intervals: {pct} percentile bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']}), "
+                f"widened to the estimate where resampling bias puts it outside")
     sections: list[Table] = []
 
     rows, columns = [], [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")]
