@@ -34,9 +34,34 @@ COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("grade
                    ("seconds", "seconds"), *TABLE_METRICS)
 #: Added after ``shared_hits`` when any strategy has judgments that failed to parse (counted as ties).
 FAILURE_COLUMN = ("parse_failures", "parse_failures")
-#: The columns of `rankkit rank`, in the order of its JSONL rows.
+#: The columns of `rankkit rank`, in the order of its JSONL rows (``champion`` only for a strategy
+#: that crowns one: see :func:`rank_columns`).
 RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
                                             "champion", "human"))
+
+
+def rank_columns(strategy_run: Any) -> tuple[tuple[str, str], ...]:
+    """RANK_COLUMNS without ``champion`` for a strategy that crowns no champion (a column that is
+    false everywhere would only suggest that no candidate won)."""
+    if any(task.champion is not None for task in strategy_run.tasks):
+        return RANK_COLUMNS
+    return tuple(column for column in RANK_COLUMNS if column[0] != "champion")
+
+
+def champion_note(strategy_run: Any) -> str:
+    """A one-line note when a task's champion is not ranked first ("" otherwise).
+
+    A tournament's scores are means over the rounds a candidate played (as in the paper), so the
+    champion, who won its last match, can score below a candidate knocked out later with better
+    grades; the ``champion`` column says who won.
+    """
+    tasks = [task for task in strategy_run.tasks if task.champion is not None]
+    unranked = [task.task_id for task in tasks if task.ranking and task.ranking[0] != task.champion]
+    if not unranked:
+        return ""
+    shown = ", ".join(unranked[:3]) + (", ..." if len(unranked) > 3 else "")
+    return (f"note: in {len(unranked)} of {len(tasks)} tasks ({shown}) the {strategy_run.name} champion is not "
+            f"ranked first: scores are means over the rounds played; the champion column marks the winner")
 
 
 def compare_rows(result: Any) -> list[dict[str, Any]]:
@@ -162,14 +187,15 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
                                                               seed=seed, progress=not quiet, data=str(inputs.path),
                                                               max_judgments=most),
                               yes, max_judgments)
-    rows = [{key: row[key] for key, _ in RANK_COLUMNS} for row in result.rows()]
+    columns = rank_columns(result.strategies[0])
+    rows = [{key: row[key] for key, _ in columns} for row in result.rows()]
     if output_format == "jsonl":
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     else:
-        text = render(rows, RANK_COLUMNS, output_format) + "\n"
-    caveat = judge_caveat(spec)
-    if caveat:
-        click.echo(caveat, err=True)
+        text = render(rows, columns, output_format) + "\n"
+    for note in (judge_caveat(spec), champion_note(result.strategies[0])):
+        if note:
+            click.echo(note, err=True)
     if out:
         Path(out).write_text(text, encoding="utf-8")
         click.echo(f"{len(rows)} candidates ranked; written to {out}", err=True)

@@ -8,8 +8,10 @@ command line and each ``--format`` means the same thing everywhere.
 A table is a sequence of row mappings and a sequence of ``(key, header)`` columns: ``key`` is
 looked up in each row, ``header`` is what the reader sees. The formats differ in what they are for:
 
-* ``table`` — for a terminal: fixed width, floats at 3 decimals, missing values as ``-``;
-* ``markdown`` — a GitHub pipe table, numbers as in ``table``; ``|`` inside a cell is escaped;
+* ``table`` — for a terminal: fixed width, floats at 3 decimals, missing values as ``-``; text
+  columns left-aligned, number columns right-aligned (:func:`numeric_columns`);
+* ``markdown`` — a GitHub pipe table, numbers and alignment as in ``table``; ``|`` inside a cell
+  is escaped;
 * ``csv`` — for a program: the headers on the first line, values at full precision, a missing
   value is an empty cell;
 * ``json`` — a list of objects keyed by header, values at full precision, missing values null.
@@ -21,6 +23,7 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -67,14 +70,42 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: A text cell that reads as a number: a count, a signed difference, an interval ``0.680 [...]``.
+_NUMBER_TEXT = re.compile(r"[+-]?(\d|\.\d)")
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool):  # True/False read as words
+        return False
+    if isinstance(value, (int, float)) or (hasattr(value, "item") and not isinstance(value, (str, bytes))):
+        return True
+    return isinstance(value, str) and _NUMBER_TEXT.match(value) is not None
+
+
+def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
+    """Per column, whether it holds numbers (right-aligned) rather than text (left-aligned).
+
+    Parameters
+    ----------
+    rows, columns: the table.
+
+    Returns
+    -------
+    One flag per column: True when every present cell (not missing, nor already shown as ``-``)
+    is a number or reads as one.
+    """
+    return [all(_is_number(row.get(key)) for row in rows if cell_text(row.get(key)) != "-") for key, _ in columns]
+
+
 def format_table(rows: Rows, columns: Columns) -> str:
-    """A plain fixed-width table: the first column left-aligned, the others right-aligned."""
+    """A plain fixed-width table: text columns left-aligned, number columns right-aligned."""
     body = [[cell_text(row.get(key)) for key, _ in columns] for row in rows]
     widths = [max(len(header), *(len(r[i]) for r in body)) if body else len(header)
               for i, (_, header) in enumerate(columns)]
+    numeric = numeric_columns(rows, columns)
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(c.rjust(w) if right else c.ljust(w) for c, w, right in zip(cells, widths, numeric))
 
     return "\n".join([line([h for _, h in columns]), "  ".join("-" * w for w in widths), *map(line, body)])
 
@@ -85,9 +116,10 @@ def _markdown_cell(text: str) -> str:
 
 
 def format_markdown(rows: Rows, columns: Columns) -> str:
-    """A GitHub-flavoured Markdown table (numbers right-aligned, as in :func:`format_table`)."""
+    """A GitHub-flavoured Markdown table (text left-aligned, numbers right-aligned, as in
+    :func:`format_table`)."""
     header = "| " + " | ".join(_markdown_cell(h) for _, h in columns) + " |"
-    rule = "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(columns))) + "|"
+    rule = "|" + "|".join("---:" if right else ":---" for right in numeric_columns(rows, columns)) + "|"
     body = ["| " + " | ".join(_markdown_cell(cell_text(row.get(key))) for key, _ in columns) + " |" for row in rows]
     return "\n".join([header, rule, *body])
 

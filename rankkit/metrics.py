@@ -28,7 +28,6 @@ values up to floating-point rounding and cost no scipy call per task.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 if TYPE_CHECKING:  # numpy and scipy load when metrics are computed, not on `import rankkit`
@@ -50,17 +49,26 @@ _PAIRS_PER_CHUNK = 1 << 20
 
 
 def correlation(method: str, x: Sequence[float], y: Sequence[float]) -> float:
-    """One correlation coefficient; NaN when undefined (fewer than 2 points or a constant side)."""
+    """One correlation coefficient; NaN when undefined (fewer than 2 points or a constant side).
+
+    Pearson and Spearman use scipy's closed forms (:func:`row_pearson`) rather than
+    ``scipy.stats.pearsonr``, which warns on nearly constant input: hiding that warning needs
+    ``warnings.catch_warnings``, which swaps a process-wide filter list and is not thread-safe
+    (with several threads it let other code's warnings through). Nothing here warns, so nothing
+    needs hiding.
+    """
     import numpy as np
     from scipy import stats
 
     x_arr, y_arr = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(x_arr) < 2 or np.ptp(x_arr) == 0 or np.ptp(y_arr) == 0:
         return math.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        value = getattr(stats, CORRELATIONS[method])(x_arr, y_arr)[0]
-    return float(value)
+    if method == "pearson":
+        return float(row_pearson(x_arr[None, :], y_arr[None, :])[0])
+    if method == "spearman":
+        return float(row_pearson(stats.rankdata(x_arr)[None, :], stats.rankdata(y_arr)[None, :])[0])
+    # kendalltau warns only on constant input, excluded above.
+    return float(getattr(stats, CORRELATIONS[method])(x_arr, y_arr)[0])
 
 
 def pairwise_accuracy_counts(scores: Mapping[str, float], human: Mapping[str, float]) -> tuple[int, int]:
@@ -106,8 +114,17 @@ def _pair_signs(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray]:
             "correct": (agree > 0).sum(axis=1)}
 
 
-def _row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson's r of each row pair, computed as scipy.stats.pearsonr does; NaN for a constant row."""
+def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson's r of each row pair, computed as scipy.stats.pearsonr does; NaN for a constant row.
+
+    Parameters
+    ----------
+    x, y: (k, n) arrays, one sample per row.
+
+    Returns
+    -------
+    The k coefficients, clipped to [-1, 1].
+    """
     import numpy as np
 
     xm = x - x.mean(axis=1, keepdims=True)
@@ -130,8 +147,8 @@ def _task_metrics(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray
     signs = _pair_signs(scores, human)
     if defined.any():
         s, h = scores[defined], human[defined]
-        out["pearson"][defined] = _row_pearson(s, h)
-        out["spearman"][defined] = _row_pearson(rankdata(s, axis=1), rankdata(h, axis=1))
+        out["pearson"][defined] = row_pearson(s, h)
+        out["spearman"][defined] = row_pearson(rankdata(s, axis=1), rankdata(h, axis=1))
         # tau-b = (concordant − discordant) / sqrt(pairs untied in x) / sqrt(pairs untied in y),
         # divided in that order as scipy.stats.kendalltau does.
         tau = (signs["concordance"][defined] / np.sqrt(signs["untied_scores"][defined])

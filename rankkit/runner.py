@@ -35,8 +35,8 @@ R = TypeVar("R")
 
 def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
         cache: JudgmentCache | NullCache | None = None, seed: int = 0, progress: bool = False,
-        judge_spec: str = "", data: str = "", workers: int | None = None, expected: int | None = None
-        ) -> RunResult:
+        judge_spec: str = "", data: str = "", workers: int | None = None,
+        expected: tuple[int, str] | None = None) -> RunResult:
     """Rank every task with every strategy.
 
     Parameters
@@ -50,7 +50,8 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
     progress:
         Show a progress bar on stderr (the CLI does; library calls default to quiet).
     expected:
-        The judgments the run is expected to use, the bar's total (the CLI gives
+        The judgments the run is expected to use and how sure that is, ``(total, mark)`` with mark
+        ``""`` exact, ``"≤"`` at most, ``"~"`` an estimate: the bar's total (the CLI gives
         :func:`rankkit.plan.expected_judgments`); None shows a count without a total.
     judge_spec, data:
         Recorded in the result (how the judge and data were named).
@@ -179,15 +180,22 @@ def _work_concurrently(tasks: Sequence[Task], work: Callable[[Task], Any], dispa
                 future.cancel()
 
 
+#: The bar's description for each mark of its total: a total that is a bound or an estimate says
+#: so, as does the ETA computed from it (the run may finish early).
+PROGRESS_LABELS = {"": "judging", "≤": "judging (total at most)", "~": "judging (total estimated)"}
+
+
 class RunProgress:
     """The run's progress bar, in judgments: how many were used so far (of ``expected`` when
-    known), their rate and ETA, how many the judge was paid for and how many came from the cache
-    or were shared with another strategy instead; and tasks done of all."""
+    known, labelled "at most" or "estimated" when it is not exact), their rate and ETA, how many
+    the judge was paid for and how many came from the cache or were shared with another strategy
+    instead; and tasks done of all."""
 
-    def __init__(self, total_tasks: int, disable: bool, expected: int | None = None):
+    def __init__(self, total_tasks: int, disable: bool, expected: tuple[int, str] | None = None):
         self._lock = threading.Lock()
-        self._bar = tqdm(total=expected, desc="judging", unit="judgment", file=sys.stderr, disable=disable,
-                         dynamic_ncols=True, mininterval=0.5)
+        total, mark = expected if expected is not None else (None, "")
+        self._bar = tqdm(total=total, desc=PROGRESS_LABELS[mark], unit="judgment", file=sys.stderr,
+                         disable=disable, dynamic_ncols=True, mininterval=0.5)
         self._tasks, self._total_tasks = 0, total_tasks
         self._paid = self._cached = self._reused = 0
 
@@ -206,6 +214,6 @@ class RunProgress:
 
     def close(self) -> None:
         if self._bar.total is not None and self._bar.n < self._bar.total:
-            self._bar.total = self._bar.n  # the plan was an upper bound: the run is complete
+            self._bar.total = self._bar.n  # the total was a bound or an estimate: the run is complete
             self._bar.refresh()
         self._bar.close()

@@ -16,7 +16,11 @@ The bootstrap (the ``evalica.bootstrap`` idea: an interval for any method):
   bootstrap, which is what makes the difference of two strategies meaningful;
 * the **method** is applied to every resample; the interval is the central ``level`` share of
   its values (the percentile interval; 2.5th–97.5th percentiles for 95%), the estimate is the
-  method on the original units.
+  method on the original units;
+* the interval always contains its estimate: where resampling bias puts the estimate outside the
+  percentile interval (a correlation near 1, which resamples with repeated units can only lower),
+  the nearer bound is moved to the estimate — a conservative interval rather than one that
+  excludes the value it is reported with.
 
 Defaults and conventions, the same for every caller:
 
@@ -111,6 +115,9 @@ def percentile_intervals(estimates: Sequence[float] | np.ndarray, draws: np.ndar
     draws: (resamples, values) array; NaN where the statistic is undefined on a resample. Those
         resamples are left out, and the interval is NaN when fewer than ``min_defined`` of them remain.
     level: coverage of the two-sided interval.
+
+    Returns one :class:`Interval` per estimate; each contains its estimate (the nearer percentile
+    bound is moved to the estimate when the percentiles lie on one side of it).
     """
     import numpy as np
 
@@ -125,7 +132,11 @@ def percentile_intervals(estimates: Sequence[float] | np.ndarray, draws: np.ndar
             out.append(Interval(float(estimate), level=level))
         else:
             low, high = np.percentile(values, [tail, 100 - tail])
-            out.append(Interval(float(estimate), float(low), float(high), level=level))
+            # A biased statistic (a correlation near 1: resamples repeat units, which only lowers
+            # it) can put every percentile on one side of the estimate; widen the interval to
+            # the estimate so a reported interval always contains its own estimate.
+            low, high = min(float(low), float(estimate)), max(float(high), float(estimate))
+            out.append(Interval(float(estimate), low, high, level=level))
     return out
 
 

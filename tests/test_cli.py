@@ -57,6 +57,27 @@ def test_rank_writes_per_candidate_scores(tmp_path):
     assert sum(r["champion"] for r in first_task) == 1
 
 
+def test_rank_says_when_the_champion_is_not_ranked_first_and_drops_the_column_without_one():
+    # Issue 24, item 17: knockout scores are means over rounds (as in the paper), so the champion can
+    # be ranked 2nd; the output says so. On the sample with the simulated judge, knockout in both
+    # orders crowns a champion that is not ranked first in q04 and q05.
+    both = invoke("rank", "--judge", "sim", "--no-cache", "--strategy", "knockout:order=both", "--format", "csv",
+                  "--quiet")
+    assert both.exit_code == 0, both.output
+    assert "note: in 2 of 6 tasks (q04, q05) the knockout:order=both champion is not ranked first" in both.stderr
+    header, *lines = both.stdout.splitlines()
+    assert header.split(",") == ["task_id", "candidate_id", "system", "strategy", "score", "rank", "champion", "human"]
+    q04 = [line.split(",") for line in lines if line.startswith("q04,")]
+    assert [row[6] for row in q04].count("True") == 1 and q04[0][6] == "False"
+    plain = invoke("rank", "--judge", "sim", "--no-cache", "--strategy", "knockout", "--format", "table", "--quiet")
+    assert "champion" in plain.stdout and "not ranked first" not in plain.stderr  # every champion first
+    # a strategy without a champion: no column (a column false everywhere would say nobody won)
+    scored = invoke("rank", "--judge", "sim", "--no-cache", "--strategy", "individual", "--quiet")
+    rows = [json.loads(line) for line in scored.stdout.splitlines()]
+    assert rows and all("champion" not in row for row in rows)
+    assert "champion" not in scored.stderr
+
+
 @pytest.mark.parametrize("content,needle", [
     ('{"task_id": "t", "prompt": ', ":1: malformed JSON"),
     ('{"task_id": "t", "candidates": []}', ":1: field 'prompt': missing field"),

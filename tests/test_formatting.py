@@ -112,3 +112,15 @@ def test_only_the_command_line_imports_the_command_line():
                 if module and str(path.relative_to(package)) not in allowed[module]:
                     offenders.append(f"{path.relative_to(package)} imports {name}")
     assert offenders == []
+
+
+def test_text_columns_are_left_aligned_and_numbers_right_aligned():
+    # Issue 24, item 19: Markdown right-aligned every column but the first, text included.
+    rows = [{"task": "q01", "system": "gpt-4", "rank": 1, "score": 0.5, "champion": True, "ci": "0.680 [0.631, 0.722]"},
+            {"task": "q01", "system": "a-much-longer-name", "rank": 12, "score": None, "champion": False, "ci": "-"}]
+    columns = [(k, k) for k in rows[0]]
+    rule = format_markdown(rows, columns).splitlines()[1]
+    assert rule == "|:---|:---|---:|---:|:---|---:|"
+    lines = format_table(rows, columns).splitlines()
+    assert lines[2][lines[0].index("system"):].startswith("gpt-4 ")  # text: left
+    assert lines[2][lines[0].index("rank"):].startswith("   1")  # numbers: right

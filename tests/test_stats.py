@@ -168,3 +168,42 @@ def test_interval_text_and_dict():
     assert Interval(0.8123).text(2) == "0.81"
     assert Interval(math.nan).text() == "-"
     assert Interval(1.0, 0.5, 1.5, level=0.9, n=3).to_dict() == {"estimate": 1.0, "low": 0.5, "high": 1.5}
+
+
+# -- an interval contains its estimate (issue 24, item 11) ---------------------------------------
+
+
+def test_an_interval_contains_its_estimate_when_every_resample_lies_below_it():
+    # analyze printed "0.996 [0.981, 0.995]": a statistic near 1 whose resamples all fall below it.
+    rng = np.random.default_rng(3)
+    draws = rng.uniform(0.975, 0.995, size=(500, 1))
+    (interval,) = percentile_intervals([0.996], draws)
+    assert interval.low <= interval.estimate <= interval.high
+    assert interval.high == pytest.approx(0.996, abs=1e-12)  # widened to the estimate, no further
+    assert interval.low == pytest.approx(np.percentile(draws, 2.5), abs=1e-12)  # the other bound is kept
+
+
+def test_a_correlation_near_1_gets_an_interval_that_contains_it():
+    # A Kendall correlation of nearly identical scores: the estimate is 1 less one rounding error and
+    # every resample is exactly 1, so the percentile interval alone was [1.0, 1.0], above the estimate.
+    rng = np.random.default_rng(142)
+    human = rng.normal(0, 1, 8)
+    pairs = list(zip(human, human + rng.normal(0, 0.05, 8)))
+
+    def kendall(sample):
+        a = np.array(sample)
+        return scipy_stats.kendalltau(a[:, 0], a[:, 1]).statistic
+
+    interval = bootstrap(kendall, pairs, resamples=200, seed=0)
+    assert interval.estimate == pytest.approx(1.0, abs=1e-9)
+    assert interval.low <= interval.estimate <= interval.high
+
+
+def test_a_statistic_that_resampling_can_only_lower_keeps_its_estimate_inside_the_interval():
+    # The share of distinct units is 1 on the data and about 0.63 on a resample: the percentile
+    # interval alone lies entirely below the estimate.
+    units = list(range(40))
+    interval = bootstrap(lambda sample: len(set(sample)) / len(units), units, resamples=200, seed=0)
+    assert interval.estimate == pytest.approx(1.0, abs=1e-12)
+    assert interval.low <= interval.estimate <= interval.high
+    assert interval.low < 0.8  # the lower percentile bound is still the resamples'

@@ -30,7 +30,8 @@ The analyses, each a pure function of the results (plus a bootstrap seed):
 
 Plus the judge-bias views of the report (:func:`position_bias`, :func:`length_bias`).
 
-Intervals are percentile bootstrap intervals (:mod:`rankkit.stats`). The resamples are
+Intervals are percentile bootstrap intervals (:mod:`rankkit.stats`), widened to the estimate when
+resampling bias puts the estimate outside them, so each contains its estimate. The resamples are
 drawn once per (number of tasks, seed) and shared by all strategies, which makes differences
 paired. An interval is NaN (printed ``-``) when it cannot be computed: fewer than two tasks, or
 too many resamples on which the metric is undefined (a constant side).

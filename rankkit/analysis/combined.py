@@ -43,7 +43,7 @@ def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = N
     return {
         "data": results.data, "judge": results.judge_record(), "criterion": results.criterion,
         "seed": results.seed, "bootstrap": {"resamples": resamples, "seed": seed, "level": level, "unit": "task",
-                                                    "method": "percentile"},
+                                                    "method": "percentile, widened to contain the estimate"},
         "correlations": correlation_table(results, level=level, draws=draws),
         "baseline": baseline,
         "differences": [paired_difference(results, name, baseline, level=level, draws=draws)

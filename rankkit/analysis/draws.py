@@ -11,9 +11,7 @@ differences share them.
 
 from __future__ import annotations
 
-import inspect
 import math
-import warnings
 from collections import defaultdict
 from typing import Sequence
 
@@ -21,29 +19,25 @@ import numpy as np
 from scipy import stats
 
 from rankkit.analysis.labelled import DEFAULT_METRICS, LabelledTask, check_metrics, labelled_tasks
-from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_accuracy_counts, top1_share
+from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_accuracy_counts, row_pearson, top1_share
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap, resample_indices, unit_counts
-
-#: Whether this scipy's pearsonr takes ``axis`` (1.13+), i.e. can correlate many rows in one call.
-_BATCHED_PEARSON = "axis" in inspect.signature(stats.pearsonr).parameters
-
 
 def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]) -> np.ndarray:
     """``rankkit.metrics.correlation(method, xs[k], ys[k])`` for every k, batched for speed.
 
     A bootstrap needs the same correlation on a thousand resamples; scipy's per-call overhead
-    (~0.4 ms) dominates at these sizes, so rows of equal length go to scipy together: Pearson as
-    ``scipy.stats.pearsonr(X, Y, axis=1)``, Spearman as the same on ``scipy.stats.rankdata`` average
-    ranks (which is how scipy's ``spearmanr`` defines it). Kendall's tau-b, and Pearson on a scipy
-    without batching, fall back to :func:`rankkit.metrics.correlation` row by row. Rows with fewer
+    (~0.4 ms) dominates at these sizes, so rows of equal length are correlated together: Pearson as
+    :func:`rankkit.metrics.row_pearson` (scipy's closed form), Spearman as the same on
+    ``scipy.stats.rankdata`` average ranks (which is how scipy's ``spearmanr`` defines it).
+    Kendall's tau-b falls back to :func:`rankkit.metrics.correlation` row by row. Rows with fewer
     than two points or a constant side are NaN, as in ``correlation``.
     """
     out = np.full(len(xs), math.nan)
     if method not in CORRELATIONS:
         raise SpecError(f"unknown correlation {method!r} (known: {', '.join(CORRELATIONS)})")
-    if method == "kendall" or not _BATCHED_PEARSON:
+    if method == "kendall":
         for k, (x, y) in enumerate(zip(xs, ys)):
             out[k] = correlation(method, x, y)
         return out
@@ -61,9 +55,9 @@ def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndar
         x_rows, y_rows = x_rows[defined], y_rows[defined]
         if method == "spearman":
             x_rows, y_rows = stats.rankdata(x_rows, axis=1), stats.rankdata(y_rows, axis=1)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out[np.asarray(rows)[defined]] = stats.pearsonr(x_rows, y_rows, axis=1)[0]
+        # scipy's closed form without pearsonr's near-constant warning, which could only be
+        # hidden by a filter swap that is not thread-safe (see rankkit.metrics.correlation).
+        out[np.asarray(rows)[defined]] = row_pearson(x_rows, y_rows)
     return out
 
 

@@ -27,21 +27,71 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+#: Columns whose intervals are differences, shown with a sign (``+0.012 [-0.020, +0.041]``).
+SIGNED_COLUMNS = frozenset({"difference", "once_vs_more"})
+
+
 def format_analysis(report: Mapping[str, Any], fmt: str = "table") -> str:
     """The analysis as text (what ``rankkit analyze`` prints): ``fmt`` is one of
     :data:`rankkit.formatting.FORMATS` (``json`` here is the tables; :func:`to_jsonable` gives the
-    whole analysis)."""
+    whole analysis).
+
+    In ``table`` and ``markdown`` an interval is one cell, ``0.680 [0.631, 0.722]``; in ``csv`` and
+    ``json`` (for programs) it is three columns at full precision: the estimate under the column's
+    header, then ``<header> low`` and ``<header> high``.
+    """
     preamble, tables = analysis_tables(report)
-    return render_sections(tables, fmt, preamble)
+    split = fmt in ("csv", "json")
+    return render_sections([interval_cells(table, split) for table in tables], fmt, preamble)
+
+
+def interval_cells(table: Table, split: bool) -> Table:
+    """``table`` with its :class:`Interval` cells made plain.
+
+    Parameters
+    ----------
+    table: a table whose cells may hold intervals.
+    split: True for the machine-readable formats: each interval column becomes three float
+        columns (estimate, low, high); False: each interval becomes its text.
+
+    Returns
+    -------
+    A new :class:`Table` with no :class:`Interval` left in it.
+    """
+    interval_keys = {key for key, _ in table.columns if any(isinstance(row.get(key), Interval) for row in table.rows)}
+    if not split:
+        rows = [{key: (_interval_text(value, key in SIGNED_COLUMNS) if isinstance(value, Interval) else value)
+                 for key, value in row.items()} for row in table.rows]
+        return Table(table.title, rows, table.columns)
+    columns: list[tuple[str, str]] = []
+    for key, header in table.columns:
+        columns.append((key, header))
+        if key in interval_keys:
+            columns += [(f"{key} low", f"{header} low"), (f"{key} high", f"{header} high")]
+    rows = []
+    for row in table.rows:
+        plain = dict(row)
+        for key in interval_keys:
+            value = row.get(key)
+            if isinstance(value, Interval):
+                plain.update({key: value.estimate, f"{key} low": value.low, f"{key} high": value.high})
+        rows.append(plain)
+    return Table(table.title, rows, columns)
+
+
+def _interval_text(interval: Interval, signed: bool) -> str:
+    return _signed(interval) if signed else interval.text()
 
 
 def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
-    """The analysis as a preamble (data, judge, bootstrap) and one :class:`Table` per section."""
+    """The analysis as a preamble (data, judge, bootstrap) and one :class:`Table` per section;
+    intervals stay :class:`Interval` cells (:func:`interval_cells` makes them text or columns)."""
     boot = report["bootstrap"]
     pct = f"{boot['level']:.0%}"
     judge = (report.get("judge") or {}).get("description", "?")
     preamble = (f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
-                f"intervals: {pct} bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']})")
+                f"intervals: {pct} percentile bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']}), "
+                f"widened to the estimate where resampling bias puts it outside")
     sections: list[Table] = []
 
     rows, columns = [], [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")]
@@ -49,7 +99,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     columns += [(m, m) for m in metric_names]
     for row in report["correlations"]:
         rows.append({**{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
-                     **{m: row["metrics"][m].text() for m in metric_names}})
+                     **{m: row["metrics"][m] for m in metric_names}})
     sections.append(Table(f"(a) agreement with the human scores, {pct} intervals", rows, columns))
 
     if report["differences"]:
@@ -57,7 +107,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
         for diff in report["differences"]:
             for metric, item in diff["metrics"].items():
                 rows.append({"pair": f"{diff['a']} - {diff['b']}", "metric": metric,
-                             "difference": _signed(item["difference"]), "verdict": _verdict_text(item["verdict"], diff)})
+                             "difference": item["difference"], "verdict": _verdict_text(item["verdict"], diff)})
         sections.append(Table(f"(e) difference to the baseline {report['baseline']} (paired bootstrap)", rows,
                               [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"),
                                ("verdict", "verdict")]))
@@ -68,10 +118,10 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
             groups = item["groups"]
             played = item["by_played"]["groups"]
             rows.append({"strategy": item["strategy"],
-                         "first": groups["first round"]["correlation"].text(), "n_first": groups["first round"]["candidates"],
-                         "later": groups["later rounds"]["correlation"].text(), "n_later": groups["later rounds"]["candidates"],
-                         "difference": _signed(item["difference"]),
-                         "once_vs_more": _signed(item["by_played"]["difference"]),
+                         "first": groups["first round"]["correlation"], "n_first": groups["first round"]["candidates"],
+                         "later": groups["later rounds"]["correlation"], "n_later": groups["later rounds"]["candidates"],
+                         "difference": item["difference"],
+                         "once_vs_more": item["by_played"]["difference"],
                          "n_once": played["graded once"]["candidates"]})
         sections.append(Table("(b) elimination rounds (Pearson of candidates knocked out in round 1 vs later; "
                               "Knockout LLM Assessment, Table 2)", rows,
@@ -83,7 +133,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
         first = report["aggregate_level"][0]
         unit = f"per {first['unit_field']} and system" if first["unit_field"] else "per system over all tasks"
         rows = [{"strategy": a["strategy"], "units": a["units"],
-                 **{m: a["metrics"][m].text() for m in AGGREGATE_METRICS}} for a in report["aggregate_level"]]
+                 **{m: a["metrics"][m] for m in AGGREGATE_METRICS}} for a in report["aggregate_level"]]
         sections.append(Table(f"(d) aggregate level: {first['how']} of scores {unit}, vs the same aggregate of "
                               f"human scores", rows,
                               [("strategy", "strategy"), ("units", "units"), *[(m, m) for m in AGGREGATE_METRICS]]))
@@ -93,7 +143,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
         for name, groups in per_strategy.items():
             for g in groups:
                 rows.append({"group": g["group"], "strategy": name, "tasks": g["tasks"], "candidates": g["candidates"],
-                             **{m: g["metrics"][m].text() for m in g["metrics"]},
+                             **{m: g["metrics"][m] for m in g["metrics"]},
                              "mean_score": g["mean_score"], "mean_human": g["mean_human"]})
         rows.sort(key=lambda r: (r["group"], list(per_strategy).index(r["strategy"])))
         shown = list(dict.fromkeys(m for groups in per_strategy.values() for g in groups for m in g["metrics"]))
@@ -103,12 +153,12 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
                                ("mean_score", "mean score"), ("mean_human", "mean human")]))
 
     bias = report["judge_bias"]
-    rows = [{"view": "first-shown candidate wins", "rate": bias["position"]["first_slot_win_rate"].text(),
-             "human": bias["position"]["human_first_better"].text(), "n": bias["position"]["matches"] - bias["position"]["ties"]},
-            {"view": "same winner in both orders", "rate": bias["position"]["order_consistency"].text(), "human": "-",
+    rows = [{"view": "first-shown candidate wins", "rate": bias["position"]["first_slot_win_rate"],
+             "human": bias["position"]["human_first_better"], "n": bias["position"]["matches"] - bias["position"]["ties"]},
+            {"view": "same winner in both orders", "rate": bias["position"]["order_consistency"], "human": None,
              "n": None},
-            {"view": "longer answer wins", "rate": bias["length"]["longer_win_rate"].text(),
-             "human": bias["length"]["human_longer_better"].text(), "n": bias["length"]["matches"]}]
+            {"view": "longer answer wins", "rate": bias["length"]["longer_win_rate"],
+             "human": bias["length"]["human_longer_better"], "n": bias["length"]["matches"]}]
     sections.append(Table("judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a "
                           "judge agreeing with the humans would show)", rows,
                           [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))

@@ -262,6 +262,25 @@ class PrefixCache:
 # transformers' cache objects
 
 
+def cache_argument(module: Any, cache: Any) -> dict[str, Any]:
+    """The keyword that passes ``cache`` to ``module``'s forward pass, as a one-item dict.
+
+    transformers 5 renamed ``past_key_values`` to ``cache`` and warns (a FutureWarning, once per
+    module class: three times per run) on the old name; 4.x knows only the old one. The name is
+    read from the forward's signature, so each version gets the name it documents.
+    """
+    import inspect
+
+    takes_cache = "cache" in inspect.signature(module.forward).parameters
+    return {"cache" if takes_cache else "past_key_values": cache}
+
+
+def returned_cache(output: Any) -> Any:
+    """The cache a forward pass with ``use_cache=True`` returned: ``output.cache`` in transformers
+    5 (whose ``past_key_values`` property logs a deprecation), ``output.past_key_values`` in 4.x."""
+    return output["cache"] if "cache" in output.keys() else output["past_key_values"]
+
+
 def cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
     """Per-layer (keys, values) of a transformers cache object (4.x and 5.x layouts)."""
     if hasattr(cache, "layers"):

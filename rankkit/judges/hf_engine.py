@@ -20,11 +20,13 @@ from rankkit.judges.hf_batching import (
     PREFIX_CACHE_ENTRIES,
     Batch,
     PrefixCache,
+    cache_argument,
     cache_tensors,
     common_prefix_length,
     make_cache,
     plan_batches,
     prefix_lengths,
+    returned_cache,
 )
 from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
@@ -181,17 +183,18 @@ class HFEngine:
             self.stats["prefix_cache_hits"] += 1
             self.stats["prefix_tokens_reused"] += reused
             return kv
+        decoder = self.model.get_decoder()
         kwargs: dict[str, Any] = {}
         if reused:
-            kwargs["past_key_values"] = make_cache(kv, 1, self.model.config)
+            kwargs = cache_argument(decoder, make_cache(kv, 1, self.model.config))
             self.stats["prefix_cache_extensions"] += 1
             self.stats["prefix_tokens_reused"] += reused
         self.stats["prefix_passes"] += 1
         self.stats["prefix_tokens_computed"] += len(prefix) - reused
         ids = torch.tensor([list(prefix[reused:])], device=self.model.device)
         positions = torch.arange(reused, len(prefix), device=self.model.device)[None]
-        out = self.model.get_decoder()(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
-        kv = cache_tensors(out.past_key_values)
+        out = decoder(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
+        kv = cache_tensors(returned_cache(out))
         self._prefixes.put(prefix, kv)
         return kv
 
@@ -254,17 +257,18 @@ class HFEngine:
         mask = torch.tensor([[0] * (length - len(s)) + [1] * len(s) for s in suffixes], device=device)
         # Each row's suffix continues its own prefix's positions.
         positions = (mask.cumsum(-1) - 1).clamp(min=0) + torch.tensor(list(prefixes), device=device)[:, None]
+        decoder = self.model.get_decoder()
         kwargs: dict[str, Any] = {}
         past = max(prefixes)
         if past:
-            kwargs["past_key_values"] = self._batch_past(sequences, prefixes)
+            kwargs = cache_argument(decoder, self._batch_past(sequences, prefixes))
             past_mask = torch.tensor([[0] * (past - p) + [1] * p for p in prefixes], dtype=mask.dtype, device=device)
             mask = torch.cat([past_mask, mask], dim=1)
             self.stats["shared_prefix_batches"] += 1
             self.stats["prefix_tokens_saved"] += sum(prefixes)
         self._count_batch([len(s) for s in suffixes])
-        out = self.model.get_decoder()(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                                       use_cache=bool(past), **kwargs)
+        out = decoder(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=bool(past),
+                      **kwargs)
         return out.last_hidden_state
 
     def _logits(self, hidden):

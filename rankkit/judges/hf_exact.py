@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from rankkit.judges.hf_batching import PrefixCache, cache_tensors, make_cache
+from rankkit.judges.hf_batching import PrefixCache, cache_argument, cache_tensors, make_cache, returned_cache
 
 #: Default block size, in tokens (see ``benchmarks/results/hf_exact.md``). On a CPU a forward pass
 #: of one row streams all the weights (SmolLM2-135M: ~45 ms for 1 token, ~0.65 ms per extra
@@ -78,10 +78,11 @@ class ExactRows:
         device = self.model.device
         ids = torch.tensor([list(tokens)], device=device)
         positions = torch.arange(start, start + len(tokens), device=device)[None]
+        decoder = self.model.get_decoder()
         kwargs: dict[str, Any] = {}
         if past is not None:
-            kwargs["past_key_values"] = make_cache(past, 1, self.model.config)
-        return self.model.get_decoder()(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
+            kwargs = cache_argument(decoder, make_cache(past, 1, self.model.config))
+        return decoder(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
 
     def prefix(self, sequence: Sequence[int], end: int) -> list | None:
         """Keys and values of ``sequence[:end]`` (``end`` a block boundary; None when 0): cached
@@ -98,7 +99,7 @@ class ExactRows:
             start = k * self.block
             if found[k] is None:
                 out = self._forward(sequence[start:start + self.block], start, past)
-                past = cache_tensors(out.past_key_values)
+                past = cache_tensors(returned_cache(out))
                 # A copy, not a view: a view would keep the whole prefix's tensors alive.
                 found[k] = [(keys[:, :, start:].clone(memory_format=torch.contiguous_format),
                              values[:, :, start:].clone(memory_format=torch.contiguous_format))
@@ -132,7 +133,7 @@ class ExactRows:
         self.stats["exact_rows"] += 1
         self.stats["real_tokens"] += len(sequence) - start
         generator = torch.Generator(device=self.model.device).manual_seed(seed)
-        cache, new = out.past_key_values, []
+        cache, new = returned_cache(out), []
         while len(new) < max_new_tokens:
             logits = lm_head(out.last_hidden_state[:, -1]).float()[0]
             if len(new) < min_new_tokens:
@@ -146,9 +147,10 @@ class ExactRows:
             new.append(token)
             position = len(sequence) + len(new) - 1
             ids = torch.tensor([[token]], device=self.model.device)
-            out = self.model.get_decoder()(input_ids=ids, position_ids=torch.tensor([[position]], device=ids.device),
-                                           past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+            decoder = self.model.get_decoder()
+            out = decoder(input_ids=ids, position_ids=torch.tensor([[position]], device=ids.device), use_cache=True,
+                          **cache_argument(decoder, cache))
+            cache = returned_cache(out)
         return new
 
 

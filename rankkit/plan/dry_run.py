@@ -334,22 +334,40 @@ def judge_notes(judge: Judge, sizes: PromptSizes | None) -> list[str]:
 
 
 def expected_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy], seed: int, judge: Judge | None = None,
-                       max_candidates: int = 256) -> int | None:
-    """The judgments a run will use (cached, shared and new alike), for its progress bar's total.
+                       max_candidates: int = 256) -> Estimate | None:
+    """The judgments a run will use (cached, shared and new alike), for its progress bar's total,
+    with its mark: exact, at most, or an estimate.
 
     The strategies run once on the stand-in verdicts of a consistent judge (``ranked``), with no
-    cache: exact for strategies whose path does not depend on verdicts, an estimate for the others.
-    That costs the strategies' own computing once more, which is nothing beside a model judge and
-    as much as the whole run beside a simulated one.
+    cache. That costs the strategies' own computing once more, which is nothing beside a model
+    judge and as much as the whole run beside a simulated one. Per strategy and task, the count is:
+
+    * exact when the strategy declares a fixed number (:meth:`Strategy.exact_judgments`);
+    * otherwise the larger of that run's count and the strategy's declared worst case
+      (:meth:`Strategy.max_judgments`): a bound, so the bar's total can only be reached or
+      undercut, and says so (a path that depends on the verdicts often uses fewer);
+    * otherwise (nothing declared) that run's count, an estimate.
 
     Parameters:
         judge: the run's judge, for its identity (request keys); None: any judge's.
         max_candidates: above this many candidates in a task, None.
 
     Returns:
-        The number of comparisons and grades; None for a simulated judge or too many candidates.
+        ``(total, mark)``: the number of comparisons and grades, and ``""`` when exact, ``"≤"``
+        when at most, ``"~"`` when an estimate (the worst of the marks); None for a simulated
+        judge or too many candidates.
     """
     if (judge is not None and judge.simulated) or any(len(task.candidates) > max_candidates for task in tasks):
         return None
     figures = stand_in_run(tasks, strategies, judge if judge is not None else Judge(), None, seed, "ranked")
-    return sum(f.comparisons + f.grades for per_task in figures for f in per_task)
+    total, marks = 0, set()
+    for strategy, per_task in zip(strategies, figures):
+        for task, f in zip(tasks, per_task):
+            used, n = f.comparisons + f.grades, len(task.candidates)
+            if strategy.exact_judgments(n) is not None:
+                total += used
+            elif (worst := strategy.max_judgments(n)) is not None:
+                total, marks = total + max(used, worst), marks | {"≤"}
+            else:
+                total, marks = total + used, marks | {"~"}
+    return total, "~" if "~" in marks else "≤" if marks else ""

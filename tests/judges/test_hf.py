@@ -747,3 +747,33 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
     generated = make_judge("smollm2:mode=generate,max_new_tokens=48,temperature=0").compare(task, a, b)
     assert generated.status in set(ParseStatus) and generated.usage["completion_tokens"] > 0
     assert math.isfinite(generated.first_grade)
+
+
+def test_the_engine_passes_the_cache_under_the_name_transformers_documents(tiny, caplog):
+    """Issue 24, item 19: transformers 5 renamed ``past_key_values`` to ``cache`` and printed its
+    FutureWarning three times per run. Every path that hands a cache to the model (prefix
+    extension, a batch after shared prefixes, exact rows and exact generation) says it no more."""
+    import logging
+    import warnings
+
+    judge = LLMJudge(_NoEngine())
+    tasks = [make_task(task_id="a"), make_task(task_id="b", prompt="Why are sunsets red and orange?")]
+    convs = [p.conversation for t in tasks
+             for p in judge.pair_prompts([(t, t.candidates[0], t.candidates[1]), (t, t.candidates[1], t.candidates[2])])]
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        batched = engine(tiny, batch_size=4, shared_prefix=16, exact=False)
+        for conv in (convs[:2], convs[2:]):
+            dict(batched.next_token_logprobs(conv, assistant_prefix="Score: ", choices=["1", "2"]))
+        exact = engine(tiny, exact=True, block=16)
+        dict(exact.next_token_logprobs(convs, assistant_prefix="Score: ", choices=["1", "2"]))
+        dict(exact.generate(convs[:2], max_new_tokens=3, temperature=0.0, seed=0))
+    assert batched.stats["prefix_cache_extensions"] >= 1 and batched.stats["shared_prefix_batches"] >= 1
+    said = [str(w.message) for w in caught] + [r.getMessage() for r in caplog.records]
+    assert not [message for message in said if "past_key_values" in message]
+    import transformers
+
+    from rankkit.judges.hf_batching import cache_argument
+
+    major = int(transformers.__version__.split(".")[0])
+    assert list(cache_argument(tiny[0].get_decoder(), None)) == ["cache" if major >= 5 else "past_key_values"]

@@ -171,6 +171,27 @@ def test_expected_judgments_counts_what_the_run_uses(sample_tasks):
     judge = FixedAccuracyJudge()
     result = run(sample_tasks, strategies, judge, None, progress=False)
     assert expected_judgments(sample_tasks, strategies, seed=0) == \
-        sum(s.cost.comparisons + s.cost.grades for s in result.strategies)
+        (sum(s.cost.comparisons + s.cost.grades for s in result.strategies), "")  # all three fixed: exact
     assert expected_judgments(sample_tasks, strategies, seed=0, judge=judge) is None  # as fast as the run itself
     assert expected_judgments([make_task([0.0] * 5)], [make_strategy("bt")], seed=0, max_candidates=4) is None
+
+
+def test_a_progress_total_that_is_a_bound_says_so(sample_tasks, capsys):
+    # Issue 24, item 13: the bar's total started at an upper bound and shrank silently at the end,
+    # so its ETA looked certain. A strategy whose path depends on the verdicts gives a bound, marked.
+    from rankkit.runner import PROGRESS_LABELS, RunProgress
+
+    strategies = [make_strategy(s) for s in ("knockout", "heapsort")]
+    result = run(sample_tasks, strategies, FixedAccuracyJudge(), None, progress=False)
+    used = sum(s.cost.comparisons + s.cost.grades for s in result.strategies)
+    total, mark = expected_judgments(sample_tasks, strategies, seed=0)
+    assert mark == "≤" and total >= used
+    worst = sum(strategies[1].max_judgments(len(t.candidates)) + strategies[0].exact_judgments(len(t.candidates))
+                for t in sample_tasks)
+    assert total == worst
+    bar = RunProgress(len(sample_tasks), disable=False, expected=(total, mark))
+    bar.judged(used, paid=used, cached=0, reused=0)
+    bar.close()
+    shown = capsys.readouterr().err
+    assert "judging (total at most): " in shown and f"0/{total}" in shown  # the bar starts at the bound
+    assert PROGRESS_LABELS[""] == "judging" and "estimated" in PROGRESS_LABELS["~"]
