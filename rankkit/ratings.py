@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 if TYPE_CHECKING:  # numpy loads where it is used: `rankkit strategies` imports this module
@@ -246,13 +247,22 @@ def bradley_terry(outcomes: Sequence[Outcome], items: Sequence[str] | None = Non
     return {name: float(initial + factor * params[index[name]]) for name in order}
 
 
+#: Serialises choix's fits. choix finds each iterate's stationary distribution by factorising a
+#: matrix that is singular by construction and hides scipy's LinAlgWarning with
+#: ``warnings.catch_warnings``, which swaps the process-wide filter list: two threads fitting at
+#: once (strategies of concurrent tasks) could restore each other's filters and let the warning
+#: reach stderr in some runs. Under this lock choix's swaps never overlap; the fits are
+#: CPU-bound Python holding the GIL anyway, so serialising them costs next to nothing.
+CHOIX_LOCK = threading.Lock()
+
 #: Above this many items the sparse path solves its chain with a sparse solver (:func:`sparse_ilsr`)
-#: instead of a dense factorisation; below, :func:`ilsr_pairs` (choix's algorithm; identical results, cheap).
+#: instead of choix's dense factorisation; below, choix itself (identical results, cheap).
 _SPARSE_SOLVE_ITEMS = 256
 
 
 def _fit_lsr(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_items: int, alpha: float) -> np.ndarray:
     """choix's I-LSR estimate of the log-strengths, dense or sparse whichever is cheaper."""
+    import choix  # choix imports scipy; keep it off the import path of `import rankkit`
     import numpy as np
 
     ties = outcome == 0.5
@@ -262,7 +272,9 @@ def _fit_lsr(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_items
     doubled = bool(ties.any())
     entries = len(outcome) * (2 if doubled else 1)
     if entries * _SPARSE_SHARE >= n_items * n_items:
-        return ilsr_dense(_wins_from_arrays(first, second, outcome, n_items), alpha=alpha, max_iter=1000)
+        wins = _wins_from_arrays(first, second, outcome, n_items)
+        with CHOIX_LOCK:
+            return choix.ilsr_pairwise_dense(wins, alpha=alpha, max_iter=1000)
     decisive = ~ties
     winner = np.where(outcome == 1.0, first, second)[decisive]
     loser = np.where(outcome == 1.0, second, first)[decisive]
@@ -272,121 +284,8 @@ def _fit_lsr(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_items
                                 np.column_stack([second[ties], first[ties]])])
     if n_items > _SPARSE_SOLVE_ITEMS and alpha > 0:
         return sparse_ilsr(n_items, pairs[:, 0], pairs[:, 1], alpha=2 * alpha if doubled else alpha, max_iter=1000)
-    return ilsr_pairs(n_items, pairs, alpha=2 * alpha if doubled else alpha, max_iter=1000)
-
-
-# choix's I-LSR finds each iterate's stationary distribution with ``choix.utils.statdist``, which
-# LU-factorises a matrix that is singular by construction and hides scipy's LinAlgWarning with
-# ``warnings.catch_warnings``. That context manager swaps a process-wide filter list, so with
-# several threads (judge workers, parallel strategies) one thread can restore the list while
-# another is inside the block, and "LinAlgWarning: ... Singular matrix" reached stderr in some
-# runs. The two fits below are choix's ``ilsr_pairwise_dense`` and ``ilsr_pairwise`` step for step
-# (the same chain, the same LAPACK factorisation, the same convergence test, so the same numbers)
-# but call LAPACK's getrf directly, which reports the zero pivot as a return code and warns nothing.
-
-
-def stationary_distribution(generator: np.ndarray) -> np.ndarray:
-    """The stationary distribution of a Markov chain, as ``choix.utils.statdist`` computes it
-    (scaled to sum to the number of states), without any warning.
-
-    Parameters
-    ----------
-    generator: the chain's infinitesimal generator (rows sum to zero, so it is singular).
-
-    Returns
-    -------
-    The unnormalised stationary distribution, summing to ``len(generator)``.
-    """
-    import numpy as np
-    from scipy.linalg import lapack, solve_triangular
-
-    n = generator.shape[0]
-    # getrf is what scipy.linalg.lu_factor calls; its info > 0 (an exactly zero pivot) is
-    # expected here — the last row of U is zero — and is the warning choix had to hide.
-    lu, _, info = lapack.dgetrf(np.asarray(generator, dtype=float).T)
-    if info < 0:
-        raise ValueError(f"illegal value in argument {-info} of LAPACK getrf")
-    try:
-        head = solve_triangular(lu[:-1, :-1], -lu[:-1, -1], check_finite=False)
-    except np.linalg.LinAlgError as error:
-        raise ValueError("stationary distribution could not be computed: the outcomes split the items "
-                         "into groups that never met (use alpha > 0)") from error
-    dist = np.append(head, 1.0)
-    return (n / dist.sum()) * dist
-
-
-def _iterate_lsr(step: Callable[[np.ndarray], np.ndarray], n_items: int, max_iter: int, tol: float) -> np.ndarray:
-    """choix's ``_ilsr`` loop: apply ``step`` (weights -> chain generator) until the centred
-    log-strengths move by less than ``tol`` in L1 norm."""
-    import numpy as np
-    from choix.convergence import NormOfDifferenceTest
-
-    converged = NormOfDifferenceTest(tol, order=1)
-    weights = np.ones(n_items)
-    for _ in range(max_iter):
-        params = np.log(stationary_distribution(step(weights)))
-        params -= params.mean()
-        if converged(params):
-            return params
-        weights = np.exp(params - np.mean(params))
-        weights *= n_items / weights.sum()
-    raise RuntimeError(f"Did not converge after {max_iter} iterations")
-
-
-def ilsr_dense(wins: np.ndarray, alpha: float, max_iter: int = 1000, tol: float = 1e-8) -> np.ndarray:
-    """``choix.ilsr_pairwise_dense`` without its thread-unsafe warning filter.
-
-    Parameters
-    ----------
-    wins: (N, N) matrix, ``wins[i, j]`` = how often i beat j (:func:`win_matrix`).
-    alpha: the rate added between every two items (choix's regularisation).
-    max_iter, tol: as choix's.
-
-    Returns
-    -------
-    The centred log-strengths of the N items.
-    """
-    import numpy as np
-
-    n_items = wins.shape[0]
-
-    def step(weights: np.ndarray) -> np.ndarray:
-        chain = alpha * np.ones((n_items, n_items), dtype=float)
-        denom = np.tile(weights, (n_items, 1))
-        chain += wins.T / (denom + denom.T)
-        chain -= np.diag(chain.sum(axis=1))
-        return chain
-
-    return _iterate_lsr(step, n_items, max_iter, tol)
-
-
-def ilsr_pairs(n_items: int, pairs: np.ndarray, alpha: float, max_iter: int = 1000, tol: float = 1e-8) -> np.ndarray:
-    """``choix.ilsr_pairwise`` without its thread-unsafe warning filter.
-
-    Parameters
-    ----------
-    n_items: the number of items.
-    pairs: (k, 2) integer array of (winner, loser) item indices, one row per decisive outcome.
-    alpha: the rate added between every two items (choix's regularisation).
-    max_iter, tol: as choix's.
-
-    Returns
-    -------
-    The centred log-strengths of the items.
-    """
-    import numpy as np
-
-    winners, losers = np.asarray(pairs, dtype=int).reshape(-1, 2).T
-
-    def step(weights: np.ndarray) -> np.ndarray:
-        chain = alpha * np.ones((n_items, n_items), dtype=float)
-        # One outcome at a time, in the data's order, as choix adds them (the same float sums).
-        for winner, loser in zip(winners.tolist(), losers.tolist()):
-            chain[loser, winner] += 1 / (weights[winner] + weights[loser])
-        chain -= np.diag(chain.sum(axis=1))
-        return chain
-
-    return _iterate_lsr(step, n_items, max_iter, tol)
+    with CHOIX_LOCK:
+        return choix.ilsr_pairwise(n_items, pairs.tolist(), alpha=2 * alpha if doubled else alpha, max_iter=1000)
 
 
 def sparse_ilsr(n_items: int, winners: np.ndarray, losers: np.ndarray, alpha: float, max_iter: int = 1000,
