@@ -18,6 +18,20 @@ transaction per batch rather than one per row. The database runs in WAL mode wit
 so two processes may share one file. ``NullCache`` is the ``--no-cache`` stand-in with the same
 interface.
 
+**Leases: a judgment another process is asking for is not paid for again.** Before asking the
+judge, a process claims a *lease* on each missing key: a row of the ``leases`` table (key, owner,
+expiry) taken in one transaction (:meth:`JudgmentCache.claim_leases`). A key whose lease another
+process holds is not asked; that process's answer is read from the cache once committed. The
+owner's lease is deleted in the same transaction that commits its answer, so a waiter that finds
+neither a lease nor an answer knows the key is free. A lease lasts ``lease_seconds`` (default
+:data:`DEFAULT_LEASE_SECONDS`, 120 s) and a background thread renews the leases a cache holds
+every quarter of that, so a long request keeps its lease while a crashed owner's leases expire and
+are taken over: nobody waits on a dead process longer than ``lease_seconds`` (and not at all when
+the owner ran on the same host and its process is gone). Leases decide only who pays, never what
+is stored: first writer wins as always. A failed judgment releases its lease like any other answer,
+and a process that was waiting for that very request uses the failure as the owner does
+(:meth:`JudgmentCache.get_fresh`); a failure from before is never served, so a later run asks again.
+
 Opening a cache checks everything a run will need from it, so a cache that cannot store
 judgments fails at once, before any judgment is paid for: the file must be a rankkit cache (or
 new), and must take a write. Every such problem raises :class:`CacheError`, which names the path
@@ -29,6 +43,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import secrets
+import socket
 import sqlite3
 import threading
 import time
@@ -39,6 +56,13 @@ from rankkit.errors import RankkitError
 
 DEFAULT_CACHE_PATH = Path(".rankkit") / "cache.sqlite"
 
+#: How long a lease on a key lasts unless renewed: the longest another process waits on a
+#: crashed owner. A live owner renews its leases every quarter of this while it asks.
+DEFAULT_LEASE_SECONDS = 120.0
+
+#: The longest a buffered answer to a leased key waits for its commit (and the lease's release).
+LEASED_COMMIT_SECONDS = 0.1
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgments (
     key TEXT PRIMARY KEY,
@@ -47,6 +71,25 @@ CREATE TABLE IF NOT EXISTS judgments (
     payload TEXT NOT NULL,
     created REAL NOT NULL
 )
+"""
+
+# Who is asking the judge for which key now (see "Leases" in the module docstring).
+_LEASES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS leases (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL
+)
+"""
+
+# A lease is taken on a key that has no usable judgment yet (none, or a failed one) and whose
+# lease, if any, has expired; one statement per key inside one transaction makes it atomic.
+_CLAIM = """
+INSERT INTO leases (key, owner, expires) SELECT ?1, ?2, ?3
+WHERE NOT EXISTS (SELECT 1 FROM judgments
+                  WHERE key = ?1 AND json_extract(payload, '$.status') IS NOT 'failed')
+ON CONFLICT(key) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+WHERE leases.expires < ?4
 """
 
 
@@ -122,15 +165,25 @@ class JudgmentCache:
     the match layer uses ``"pair"`` and ``"point"``.
     """
 
-    def __init__(self, path: str | Path = DEFAULT_CACHE_PATH, flush_rows: int = 256, flush_seconds: float = 1.0):
+    def __init__(self, path: str | Path = DEFAULT_CACHE_PATH, flush_rows: int = 256, flush_seconds: float = 1.0,
+                 lease_seconds: float = DEFAULT_LEASE_SECONDS):
         """Open (or create) the cache at ``path``; raises :class:`CacheError` when it cannot be used.
 
         flush_rows / flush_seconds: commit buffered writes once this many are pending or this
             long has passed since the last commit (the engine also commits after judge batches).
+        lease_seconds: how long a lease on a key lasts unless renewed (see "Leases" in the module
+            docstring): the longest another process waits on this one if it crashes.
         """
         self.path = Path(path)
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
+        self.lease_seconds = float(lease_seconds)
+        # host/pid/random token: unique per open cache, and says on which host and in which
+        # process the owner runs (so a dead owner on this host is recognised at once).
+        self.owner = f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(8)}"
+        self._held: set[str] = set()  # keys this cache holds a lease on
+        self._renewer: threading.Thread | None = None
+        self._closing = threading.Event()
         self._pending: dict[str, tuple[str, str, str, str, float]] = {}
         self._flushed = time.monotonic()
         self._lock = threading.Lock()
@@ -170,6 +223,7 @@ class JudgmentCache:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(_SCHEMA)
+                self._db.execute(_LEASES_SCHEMA)
                 self._probe_write()
                 return
             except sqlite3.OperationalError as err:
@@ -228,6 +282,28 @@ class JudgmentCache:
                     f"SELECT key, payload FROM judgments WHERE key IN ({marks})", chunk).fetchall())
         return [None if key not in found else json.loads(found[key]) for key in keys]
 
+    def get_fresh(self, keys: Sequence[str], since: float) -> list[dict[str, Any] | None]:
+        """Stored payloads by row key, like :meth:`get_keys`, except that a failed judgment is
+        returned only when committed at or after ``since`` (a ``time.time()``).
+
+        A process that waited on another's lease uses a failure that process has just committed,
+        as that process does (one request per key in flight, across processes as within one),
+        instead of paying for the same request again; an older failure is not returned, so it is
+        asked again as on any rerun.
+        """
+        found: dict[str, tuple[str, float]] = {}
+        with self._lock, self._explained():
+            for start in range(0, len(keys), _SQL_CHUNK):
+                chunk = list(keys[start:start + _SQL_CHUNK])
+                marks = ",".join("?" * len(chunk))
+                found.update((key, (payload, created)) for key, payload, created in self._db.execute(
+                    f"SELECT key, payload, created FROM judgments WHERE key IN ({marks})", chunk))
+        out: list[dict[str, Any] | None] = []
+        for key in keys:
+            payload = json.loads(found[key][0]) if key in found else None
+            out.append(None if is_failed(payload) and found[key][1] < since else payload)
+        return out
+
     def put(self, fingerprint: str, kind: str, parts: Sequence[Any], payload: dict[str, Any]) -> None:
         """Store one judgment (buffered; committed by the next :meth:`flush`)."""
         self.put_key(judgment_key(fingerprint, kind, parts), fingerprint, kind, payload)
@@ -244,19 +320,146 @@ class JudgmentCache:
             self.flush()
 
     def flush(self) -> None:
-        """Commit every buffered judgment in one transaction."""
+        """Commit every buffered judgment in one transaction, releasing this cache's leases on
+        them in the same transaction (so no other process sees a key with neither)."""
         with self._lock, self._explained():
             if self._pending:
-                rows = list(self._pending.values())
+                now = time.time()  # stamped at commit: when other processes can first read them
+                rows = [(key, fingerprint, kind, data, now)
+                        for key, fingerprint, kind, data, _ in self._pending.values()]
+                answered = [key for key in self._pending if key in self._held]
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     self._db.executemany(_PUT, rows)
+                    self._delete_leases(answered)
                     self._db.execute("COMMIT")
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise
                 self._pending.clear()
+                self._held.difference_update(answered)
             self._flushed = time.monotonic()
+
+    # -- leases (see "Leases" in the module docstring) ----------------------------------------
+    def claim_leases(self, keys: Sequence[str]) -> list[str]:
+        """Take a lease on every key of ``keys`` that needs asking and that no live process holds.
+
+        Parameters
+        ----------
+        keys:
+            Row keys (see :func:`judgment_key`) this process is about to ask the judge for.
+
+        Returns
+        -------
+        The keys this cache now holds a lease on, in the order given: ask the judge for these.
+        The others either have a usable judgment in the file by now, or another process is
+        asking for them: read them with :meth:`get_keys` until the answer is there, claiming
+        again meanwhile (a lease that expires, or is released without an answer, is taken over).
+        """
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return []
+        now = time.time()
+        expires = now + self.lease_seconds
+        with self._lock, self._explained(), self._transaction():
+            # Expired leases are free anyway; dropping them keeps crashed runs from leaving rows behind.
+            self._db.execute("DELETE FROM leases WHERE expires < ?", (now,))
+            for key in keys:
+                self._db.execute(_CLAIM, (key, self.owner, expires, now))
+            self._take_over_dead_owners(keys, expires)
+            held = self._owned(keys)
+            self._held.update(held)
+        self._start_renewing()
+        return [key for key in keys if key in held]
+
+    def release_leases(self, keys: Sequence[str]) -> None:
+        """Give up this cache's leases on ``keys`` without an answer (the judge failed), so that
+        another process may ask at once; answered keys are released by :meth:`flush`."""
+        with self._lock, self._explained():
+            mine = [key for key in keys if key in self._held and key not in self._pending]
+            if mine and self._db is not None:
+                with self._transaction():
+                    self._delete_leases(mine)
+            self._held.difference_update(mine)
+
+    def _owned(self, keys: list[str]) -> set[str]:
+        """Which of ``keys`` this cache holds a lease on (inside the caller's transaction)."""
+        owned: set[str] = set()
+        for start in range(0, len(keys), _SQL_CHUNK):
+            chunk = keys[start:start + _SQL_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            owned.update(key for (key,) in self._db.execute(
+                f"SELECT key FROM leases WHERE owner = ? AND key IN ({marks})", [self.owner, *chunk]))
+        return owned
+
+    def _take_over_dead_owners(self, keys: list[str], expires: float) -> None:
+        """Take over leases whose owner ran on this host in a process that no longer exists (a
+        killed run): no need to wait for them to expire (inside the caller's transaction)."""
+        host = self.owner.rsplit("/", 2)[0]
+        for start in range(0, len(keys), _SQL_CHUNK):
+            chunk = keys[start:start + _SQL_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT key, owner FROM leases WHERE owner != ? AND key IN ({marks})", [self.owner, *chunk]).fetchall()
+            for key, owner in rows:
+                if _dead_on_this_host(owner, host):
+                    self._db.execute("UPDATE leases SET owner = ?, expires = ? WHERE key = ? AND owner = ?",
+                                     (self.owner, expires, key, owner))
+
+    def _delete_leases(self, keys: list[str]) -> None:
+        """Delete this cache's leases on ``keys`` (inside the caller's transaction, if any)."""
+        self._db.executemany("DELETE FROM leases WHERE key = ? AND owner = ?", [(key, self.owner) for key in keys])
+
+    def _start_renewing(self) -> None:
+        """Start, once, the thread that renews this cache's leases while it holds any."""
+        with self._lock:
+            if self._renewer is not None or self._closing.is_set():
+                return
+            self._renewer = threading.Thread(target=self._renew_loop, name="rankkit-lease-renewer", daemon=True)
+            self._renewer.start()
+
+    def _renew_loop(self) -> None:
+        """While the cache is open: every quarter of ``lease_seconds``, push the expiry of every
+        lease held to a full ``lease_seconds`` from now; and within :data:`LEASED_COMMIT_SECONDS`,
+        commit buffered answers to leased keys (other processes may be waiting for exactly these,
+        and a crash would lose them). A killed process renews nothing, so its leases expire."""
+        renewed = time.monotonic()
+        while not self._closing.wait(min(LEASED_COMMIT_SECONDS, self.flush_seconds, self.lease_seconds / 4)):
+            try:
+                with self._lock:
+                    if self._db is None:
+                        return
+                    awaited = any(key in self._held for key in self._pending)
+                if awaited:
+                    self.flush()
+                if time.monotonic() - renewed >= self.lease_seconds / 4:
+                    renewed = time.monotonic()
+                    self._renew()
+            except (sqlite3.Error, CacheError):
+                # A busy or vanished file: the run's own writes will report it; a lease that lapses
+                # costs at most a duplicate request, never a wrong result.
+                continue
+
+    def _renew(self) -> None:
+        """Push the expiry of every lease this cache holds to ``lease_seconds`` from now."""
+        with self._lock:
+            if self._db is None or not self._held:
+                return
+            expires = time.time() + self.lease_seconds
+            with self._transaction():
+                self._db.executemany("UPDATE leases SET expires = ? WHERE key = ? AND owner = ?",
+                                     [(expires, key, self.owner) for key in self._held])
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction (the caller holds ``_lock``): committed, or rolled back on error."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def __bool__(self) -> bool:  # an empty cache is still a cache (`cache or default` must keep it)
         return True
@@ -270,12 +473,16 @@ class JudgmentCache:
         """Commit what is buffered and close the file (idempotent)."""
         if self._db is None:
             return
+        self._closing.set()
         try:
             self.flush()
+            self.release_leases(list(self._held))  # keys asked but never answered
         finally:
             with self._lock:
                 self._db.close()
                 self._db = None
+            if self._renewer is not None and self._renewer is not threading.current_thread():
+                self._renewer.join()
 
     def __enter__(self) -> "JudgmentCache":
         return self
@@ -284,8 +491,23 @@ class JudgmentCache:
         self.close()
 
 
+def _dead_on_this_host(owner: str, host: str) -> bool:
+    """Whether a lease ``owner`` (``host/pid/token``) ran on ``host`` in a process that is gone."""
+    owner_host, _, pid = owner.rpartition("/")[0].rpartition("/")
+    if owner_host != host or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, but belongs to another user
+        return False
+    return False
+
+
 class NullCache:
-    """Remembers nothing (``--no-cache``); the run's memo still asks each request once."""
+    """Remembers nothing (``--no-cache``); the run's memo still asks each request once. No other
+    process can share it, so it takes no leases: every key is this process's to ask."""
 
     path = None
 
@@ -302,6 +524,15 @@ class NullCache:
         return None
 
     def flush(self) -> None:
+        return None
+
+    def get_fresh(self, keys: Sequence[str], since: float) -> list[dict[str, Any] | None]:
+        return [None] * len(keys)
+
+    def claim_leases(self, keys: Sequence[str]) -> list[str]:
+        return list(dict.fromkeys(keys))
+
+    def release_leases(self, keys: Sequence[str]) -> None:
         return None
 
     def __len__(self) -> int:

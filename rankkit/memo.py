@@ -10,8 +10,17 @@ scale, metadata and the candidates' texts *in presentation order*; see
    served: a rerun asks it again),
 3. waits for requests another thread is already asking (one request per key in flight, so two
    tasks or strategies that need the same judgment pay for it once),
-4. asks the judge for the rest in one batch, storing each answer in memory and in the cache the
-   moment it arrives (a judge that fails half-way loses nothing already paid for).
+4. claims a lease in the cache on each remaining key (:meth:`~rankkit.cache.JudgmentCache.claim_leases`),
+   so that another process sharing the cache file does not ask for it too,
+5. asks the judge for the keys it leased in one batch, storing each answer in memory and in the
+   cache the moment it arrives (a judge that fails half-way loses nothing already paid for) and
+   committing at least every ``flush_seconds`` (a process waiting on the key reads it from there),
+6. then reads the keys another process holds leases on from the cache as that process commits
+   them (a failed judgment too: the owner uses it, and so does every process that waited for it,
+   as threads waiting in step 3 do), polling with backoff, and asks for any whose lease expired
+   or was given up without an answer (the owner crashed, or its judge raised). So processes
+   sharing a cache pay about once per judgment, and a crashed owner delays the others by at most
+   the lease's expiry.
 
 Two callers share a judgment exactly when they make the same request. A judgment in the other
 presentation order is a different request and is never substituted. Nothing else is looked up,
@@ -25,6 +34,7 @@ The judge is asked directly, or, when tasks run concurrently, through a
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import threading
 import time
@@ -39,6 +49,11 @@ if TYPE_CHECKING:  # judges.base imports tasks only; kept lazy so `import rankki
     from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, Judge, Verdict
 
 J = TypeVar("J")
+
+#: Polling the cache for a key another process is asking: first pause, and the longest pause
+#: (the pause doubles while nothing arrives; the lease's expiry bounds the whole wait).
+POLL_FIRST_SECONDS = 0.02
+POLL_MAX_SECONDS = 0.5
 
 #: Asks a judge for the requests at the given indices; yields ``(position, judgment)`` as each is
 #: ready, ``position`` indexing the list of indices it was given.
@@ -75,8 +90,9 @@ class JudgmentMemo:
         The run's :class:`~rankkit.engine.Dispatcher` when tasks run concurrently; None asks the
         judge from the calling thread.
     flush_seconds:
-        Commit buffered cache writes after a judge batch once this long has passed since the
-        last commit, so a killed run loses at most this much paid-for work.
+        Commit buffered cache writes as answers arrive once this long has passed since the last
+        commit, so a killed run loses at most this much paid-for work, and other processes
+        waiting on these keys read the answers this soon.
 
     Example
     -------
@@ -197,10 +213,18 @@ class JudgmentMemo:
                     found[row] = (judgment, Origin.CACHE)
                 else:
                     mine[row] = self._in_flight[row] = Future()
+        # Other threads of this process now wait on these futures; other processes on the leases.
+        since = time.time()  # a failed answer committed from now on answers what this call waits for
+        elsewhere = self._leased_elsewhere(mine)
         if mine:
             self._ask(fingerprint, kind, [first_index[row] for row in mine], rows, mine, ask, encode)
             for row, future in mine.items():
                 found[row] = (future.result(), Origin.JUDGE)
+        if elsewhere:
+            origins = self._await_other_processes(fingerprint, kind, elsewhere, since, first_index, rows,
+                                                  ask, decode, encode)
+            for row, future in elsewhere.items():
+                found[row] = (future.result(), origins[row])
         if waiting:
             with self._lock:
                 self._waiting += 1
@@ -216,6 +240,86 @@ class JudgmentMemo:
             out.append((judgment, origin if first_index[row] == index else Origin.MEMORY))
         return out
 
+    # -- other processes sharing the cache file ----------------------------------------------
+    def _claim_leases(self, rows: list[str]) -> set[str]:
+        """The rows among ``rows`` this process may ask now. A cache without leases (the
+        ``--no-cache`` stand-in, a dry run's read-only view) is nobody else's: all of them."""
+        claim = getattr(self.cache, "claim_leases", None)
+        return set(rows) if claim is None else set(claim(rows))
+
+    def _release_leases(self, rows: list[str]) -> None:
+        release = getattr(self.cache, "release_leases", None)
+        if release is not None and rows:
+            release(rows)
+
+    def _leased_elsewhere(self, mine: dict[str, Future]) -> dict[str, Future]:
+        """Claim leases on the rows of ``mine``; remove from ``mine`` and return those another
+        process holds (or has just answered)."""
+        if not mine:
+            return {}
+        try:
+            claimed = self._claim_leases(list(mine))
+        except BaseException as error:
+            self._fail(list(mine), mine, error)
+            raise
+        elsewhere = {row: future for row, future in mine.items() if row not in claimed}
+        for row in elsewhere:
+            del mine[row]
+        return elsewhere
+
+    def _await_other_processes(self, fingerprint: str, kind: str, elsewhere: dict[str, Future], since: float,
+                               first_index: dict[str, int], rows: list[str], ask: Ask,
+                               decode: Callable[[dict[str, Any]], Any], encode: Callable[[Any], dict[str, Any]]
+                               ) -> dict[str, Origin]:
+        """Settle every future of ``elsewhere`` (rows another process holds a lease on): read each
+        from the cache once its owner commits it (a failed answer too, when committed at or after
+        ``since``: the owner's answer to this very request, which it uses as well), and ask the
+        judge for any whose lease this process takes over (expired, or released without an answer).
+
+        Returns
+        -------
+        Each row's origin: :attr:`Origin.CACHE` when another process answered it,
+        :attr:`Origin.JUDGE` when this process asked after all.
+        """
+        origins: dict[str, Origin] = {}
+        pending = dict(elsewhere)
+        pause = POLL_FIRST_SECONDS
+        with self._lock:
+            self._waiting += 1
+        try:
+            while pending:
+                for row, payload in zip(list(pending), self.cache.get_fresh(list(pending), since)):
+                    if payload is not None:
+                        judgment = decode(payload)
+                        with self._lock:
+                            self._memory[row] = judgment
+                            del self._in_flight[row]
+                        pending.pop(row).set_result(judgment)
+                        origins[row] = Origin.CACHE
+                if not pending:
+                    break
+                # Read first, claim second: an owner that commits in between has released its
+                # lease and stored the answer in one transaction, so the claim finds the answer.
+                claimed = self._claim_leases(list(pending))
+                if claimed:
+                    taken = {row: pending.pop(row) for row in list(pending) if row in claimed}
+                    self._ask(fingerprint, kind, [first_index[row] for row in taken], rows, taken, ask, encode)
+                    origins.update(dict.fromkeys(taken, Origin.JUDGE))
+                    pause = POLL_FIRST_SECONDS
+                    continue
+                # Answers this process holds leases on may be what the other process awaits.
+                self.flush()
+                time.sleep(pause)
+                pause = min(2 * pause, POLL_MAX_SECONDS)
+        except BaseException as error:
+            self._fail([row for row, future in pending.items() if not future.done()], pending, error)
+            raise
+        finally:
+            with self._lock:
+                self._waiting -= 1
+        return origins
+
+    # -- asking the judge ---------------------------------------------------------------------
     def _ask(self, fingerprint: str, kind: str, indices: list[int], rows: list[str],
              mine: dict[str, Future], ask: Ask, encode: Callable[[Any], dict[str, Any]]) -> None:
         try:
@@ -226,8 +330,14 @@ class JudgmentMemo:
                     self._memory[row] = judgment
                     del self._in_flight[row]
                 mine[row].set_result(judgment)
+                # Commit promptly: other processes waiting on this key read it from the file.
+                if time.monotonic() - self._flushed >= self.flush_seconds:
+                    self.flush()
         except BaseException as error:
-            self._fail([row for row, future in mine.items() if not future.done()], mine, error)
+            unanswered = [row for row, future in mine.items() if not future.done()]
+            self._fail(unanswered, mine, error)
+            with contextlib.suppress(Exception):  # the judge's error matters; unreleased leases expire
+                self._release_leases(unanswered)
             raise
         finally:
             if time.monotonic() - self._flushed >= self.flush_seconds:
@@ -236,6 +346,7 @@ class JudgmentMemo:
         if unanswered:  # a judge that yields fewer results than requests is a bug, not a hang
             error = RuntimeError(f"judge answered {len(mine) - len(unanswered)} of {len(mine)} requests")
             self._fail(unanswered, mine, error)
+            self._release_leases(unanswered)
             raise error
 
     def _fail(self, rows: list[str], mine: dict[str, Future], error: BaseException) -> None:
