@@ -1,41 +1,27 @@
 """Ranking tasks: a prompt, an optional reference and the candidate answers to rank.
 
-Two on-disk formats are read (the extension decides, see :data:`READERS`):
-
-* **JSONL** (``.jsonl``, or JSON lines under ``.json``), one task per line, as in ``shared/data``::
-
-    {"task_id": "q1", "prompt": "...", "reference": null,
-     "candidates": [{"id": "a", "text": "...", "system": "m1", "human": {"score": 3.5}}, ...],
-     "meta": {"main_score": "score", "max_points": 5}}
-
-* **CSV in long form** (``.csv``, or tab-separated ``.tsv``), one row per candidate, with columns
-  ``task_id, prompt, candidate_id, text`` and optionally ``system``, ``reference``; every other
-  column is a human score criterion. A task's rows need not be contiguous but must agree on the
-  prompt and reference.
-
-Files are UTF-8; a leading byte-order mark (Excel's "CSV UTF-8") is accepted. Task ids are unique.
-
-Human scores are "higher is better" throughout. One criterion is the *ground truth* of a run: it
-is chosen with ``criterion=`` or taken from ``meta.main_score``, or is the only criterion present.
-Every problem found while loading raises :class:`TaskFormatError`, which names the file, the line
-and the field.
+Tasks come from files (JSONL, long CSV/TSV: :mod:`rankkit.task_files`; Parquet, JSON arrays and
+tables: :mod:`rankkit.frames`) or from task dicts (:func:`tasks_from_records`), and every source
+is validated here alike. Human scores are "higher is better" throughout. One criterion is the
+*ground truth* of a run: it is chosen with ``criterion=`` or taken from ``meta.main_score``, or
+is the only criterion present. Every problem found while loading raises :class:`TaskFormatError`,
+which names the file, the line and the field.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import random
 from collections import deque
 from dataclasses import dataclass, field, replace
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from rankkit.errors import TaskFormatError
-from rankkit.frames import check_header, handles, json_object_line, read_source
+from rankkit.frames import handles, read_source
+from rankkit.task_files import reader_for
 
 SAMPLE_DATA = Path(__file__).parent / "data" / "sample" / "tasks.jsonl"
 
@@ -161,7 +147,7 @@ def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int 
     """Read tasks and resolve the ground-truth criterion.
 
     path: a ``.jsonl`` (or ``.json`` lines) file, or a long-form ``.csv`` / ``.tsv``; a file with
-        another extension is read as JSONL only when its content is JSONL (see :data:`READERS`).
+        another extension is read as JSONL only when its content is JSONL (see :data:`rankkit.task_files.READERS`).
         Also a ``.parquet`` or JSON-array file, a pandas DataFrame, a ``datasets.Dataset`` or a
         list of row dicts in long form (see :mod:`rankkit.frames`).
     criterion: the human score used as ground truth (default ``meta.main_score``, else the only one).
@@ -234,146 +220,6 @@ def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | No
     lines = [line for line, _ in raw]
     _check_unique_task_ids(path, tasks, lines)
     return _resolve_criterion(path, tasks, lines, criterion)
-
-
-#: A reader turns a file into ``(line, task object)`` pairs shaped like JSONL objects; ``limit``
-#: (when not None) lets it stop after that many tasks.
-Reader = Callable[[Path, Optional[int]], list[tuple[int, dict]]]
-
-_UTF8_BOM = b"\xef\xbb\xbf"
-
-
-def _decode(path: Path, data: bytes, first_line: int = 1) -> str:
-    """``data`` as UTF-8 text (a leading byte-order mark dropped, as Excel's "CSV UTF-8" writes one);
-    bad bytes raise :class:`TaskFormatError` naming the line and column they are on."""
-    if first_line == 1 and data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM):]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line_start = data.rfind(b"\n", 0, err.start) + 1
-        line = first_line + data.count(b"\n", 0, err.start)
-        column = len(data[line_start:err.start].decode("utf-8", errors="replace")) + 1
-        raise TaskFormatError(path, line, None, f"not valid UTF-8 (byte 0x{data[err.start]:02x} at column {column}); "
-                                                f"save the file as UTF-8") from None
-
-
-def _read_jsonl(path: Path, limit: int | None) -> list[tuple[int, dict]]:
-    rows = []
-    seen = 0
-    with path.open("rb") as handle:  # bytes, so a bad byte is reported with its line
-        for number, data in enumerate(handle, start=1):
-            text = _decode(path, data, first_line=number)
-            if not text.strip():
-                continue
-            rows.append((number, json_object_line(path, number, text)))
-            seen += 1
-            if limit is not None and seen >= limit:
-                break
-    return rows
-
-
-_CSV_FIXED = {"task_id", "prompt", "candidate_id", "text", "system", "reference"}
-_CSV_TASK_FIELDS = ("prompt", "reference")  # must agree on every row of one task
-
-
-def _read_delimited(path: Path, limit: int | None, delimiter: str = ",") -> list[tuple[int, dict]]:
-    """Group long-form rows (one per candidate) into task objects shaped like the JSONL ones.
-
-    Rows of one task need not be contiguous, but they must agree on the prompt and reference.
-    ``limit`` is applied by the caller: a task's rows may come anywhere in the file.
-    """
-    text = _decode(path, path.read_bytes())
-    tasks: dict[str, tuple[int, dict]] = {}
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = reader.fieldnames or []
-    check_header(path, header)
-    for required in ("task_id", "prompt", "candidate_id", "text"):
-        if required not in header:
-            found = ", ".join(repr(name) for name in header[:6]) or "nothing"
-            raise TaskFormatError(path, 1, required, f"missing column in the header (found {found}; "
-                                                     f"is the file {'comma' if delimiter == ',' else 'tab'}-separated?)")
-    criteria = [name for name in header if name not in _CSV_FIXED]
-    for row in reader:
-        number = reader.line_num
-        _check_row_width(path, number, row, len(header))
-        human = {}
-        for name in criteria:
-            value = (row.get(name) or "").strip()
-            if value == "":
-                continue
-            try:
-                human[name] = float(value)
-            except ValueError:
-                raise TaskFormatError(path, number, name, f"score is not a number: {value!r}") from None
-        task_id = row["task_id"]
-        fields = {"prompt": row["prompt"], "reference": row.get("reference") or None}
-        if task_id not in tasks:
-            tasks[task_id] = (number, {"task_id": task_id, **fields, "candidates": [], "meta": {}})
-        else:
-            first_line, first = tasks[task_id]
-            for name in _CSV_TASK_FIELDS:
-                if first[name] != fields[name]:
-                    raise TaskFormatError(path, number, name, f"task {task_id!r} has another {name} on line "
-                                                              f"{first_line}; every row of a task must repeat the same {name}")
-        tasks[task_id][1]["candidates"].append({
-            "id": row["candidate_id"],
-            "text": row["text"],
-            "system": row.get("system") or None,
-            "human": human,
-            "_line": number,
-        })
-    return list(tasks.values())
-
-
-def _check_row_width(path: Path, line: int, row: dict, width: int) -> None:
-    """csv.DictReader files surplus values under the key None and fills missing ones with None;
-    either means the row does not match the header (often an unquoted delimiter in a text)."""
-    if None in row:
-        raise TaskFormatError(path, line, None, f"row has {width + len(row[None])} fields, the header has {width} "
-                                                f"(quote texts that contain the delimiter)")
-    missing = [name for name, value in row.items() if value is None]
-    if missing:
-        raise TaskFormatError(path, line, missing[0], f"row has {width - len(missing)} fields, the header has {width}")
-
-
-#: The reader of each file extension (lower case). Add a format by adding an entry here.
-READERS: dict[str, Reader] = {
-    ".jsonl": _read_jsonl,
-    ".json": _read_jsonl,  # JSON lines under a .json name
-    ".csv": _read_delimited,
-    ".tsv": partial(_read_delimited, delimiter="\t"),
-}
-
-
-def reader_for(path: Path) -> Reader:
-    """The reader for ``path``: by extension (:data:`READERS`); a file with any other extension is
-    read as JSONL when its first non-blank line is a JSON object, and rejected otherwise."""
-    reader = READERS.get(path.suffix.lower())
-    if reader is not None:
-        return reader
-    if _starts_like_jsonl(path):
-        return _read_jsonl
-    known = ", ".join(READERS)
-    kind = f"extension {path.suffix!r}" if path.suffix else "no extension"
-    raise TaskFormatError(path, None, None, f"unknown data format ({kind}, and the content is not JSON lines); "
-                                            f"use one of {known} (long-form CSV/TSV)")
-
-
-def _starts_like_jsonl(path: Path) -> bool:
-    """Whether the first non-blank line of ``path`` is a JSON object."""
-    try:
-        with path.open("rb") as handle:
-            for number, data in enumerate(handle, start=1):
-                if number == 1 and data.startswith(_UTF8_BOM):
-                    data = data[len(_UTF8_BOM):]
-                if data.strip():
-                    return isinstance(json.loads(data.decode("utf-8")), dict)
-    except RecursionError:
-        return True  # JSON nested too deeply to parse: the JSONL reader reports it with its line
-    except (OSError, ValueError):  # includes UnicodeDecodeError and json.JSONDecodeError
-        return False
-    return False
 
 
 def _check_unique_task_ids(path: Path, tasks: list[Task], lines: list[int]) -> None:
