@@ -3,7 +3,7 @@
 For each preset (gpt4, chatgpt, falcon) the targets are the recorded judge's pairwise accuracy,
 first-slot share and order consistency (Vanilla prompt, each pair in both orders) and its
 pointwise-pair accuracy (Rating prompt; ties count one half), from
-:func:`rankkit.judges.sim.preset_targets` — the same function the tests use. Falcon has no Rating
+:func:`rankkit.judges.sim_targets.preset_targets` — the same function the tests use. Falcon has no Rating
 judgments, so its pointwise target is derived (see that function).
 
 **The fit** (the model is in :mod:`rankkit.judges.sim`). Every LLMBar pair is Δ = 2 spreads apart
@@ -43,7 +43,8 @@ from scipy.optimize import brentq
 
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge, Winner
-from rankkit.judges.sim import LATENT_PRESETS, PRESET_JUDGES, JudgeRates, LatentParameters, preset_targets
+from rankkit.judges.sim import LATENT_PRESETS, LatentParameters
+from rankkit.judges.sim_targets import PRESET_JUDGES, JudgeRates, preset_targets
 from rankkit.tasks import Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,7 +178,7 @@ def main() -> None:
     rule = "|---|---:|---:|---:|---:|"
     lines = ["# Calibrating the simulated judge on LLMBar Natural (issue 16)", "",
              f"Made by `python benchmarks/calibrate_sim.py --seeds {args.seeds}`. Targets from "
-             "`shared/data/llmbar_natural/judgments.jsonl` (`rankkit.judges.sim.preset_targets`): Vanilla rows (each of "
+             "`shared/data/llmbar_natural/judgments.jsonl` (`rankkit.judges.sim_targets.preset_targets`): Vanilla rows (each of "
              "the 100 pairs in both orders) for pairwise accuracy, first-slot share and order consistency; Rating rows "
              "(each answer graded alone) for the pointwise-pair accuracy, a tied pair counting one half. "
              f"LLMBar's answers are {gap:g} human-score spreads apart (preference 1 vs 0).", "",

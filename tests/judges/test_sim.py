@@ -13,16 +13,8 @@ from scipy import stats
 
 from rankkit.judges import make_judge
 from rankkit.judges.base import Winner
-from rankkit.judges.sim import (
-    FIXED_PRESET_RATES,
-    LATENT_PRESETS,
-    FixedAccuracyJudge,
-    LatentJudge,
-    debiased_discriminability,
-    fixed_parameters,
-    llmbar_rates,
-    preset_targets,
-)
+from rankkit.judges.sim import FIXED_PRESET_RATES, LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, fixed_parameters
+from rankkit.judges.sim_targets import debiased_discriminability, llmbar_rates, preset_targets
 from rankkit.specs import SpecError
 from rankkit.tasks import Task, load_tasks
 from tests.conftest import SHARED_DATA, shared_dataset
