@@ -332,7 +332,14 @@ def partial_recording(tmp_path):
     return path
 
 
-def test_judge_failure_advises_a_rerun_only_when_a_cache_keeps_the_judgments(tmp_path, partial_recording):
+def test_judge_failure_advises_a_rerun_only_when_a_cache_keeps_the_judgments(tmp_path, partial_recording, monkeypatch):
+    from rankkit.judges.base import JudgeError
+    from rankkit.judges.replay import ReplayJudge
+
+    def backend_failure(self, task, first, second):  # a failure a rerun may fix, unlike a replay miss
+        raise JudgeError("the server went away")
+
+    monkeypatch.setattr(ReplayJudge, "compare", backend_failure)
     judge = f"replay:{partial_recording}"
     cached = run_cli("compare", "--judge", judge, "--strategies", "knockout", "--cache", tmp_path / "c.sqlite", "--quiet")
     assert cached.exit_code == 1 and "JudgeError" in cached.output
