@@ -124,22 +124,28 @@ class CacheError(RankkitError, RuntimeError):
         super().__init__(f"judgment cache {self.path}: {problem}; {advice}")
 
 
+#: Advice shared by the cache's errors, phrased for library calls and the command line alike,
+#: since the same error reaches both.
+ELSEWHERE = "give another path (cache= in a library call, --cache on the command line)"
+WITHOUT = "run without a cache (cache=None, or --no-cache)"
+
+
 def explain_sqlite_error(path: str | Path, err: sqlite3.Error) -> CacheError:
     """Turn an SQLite error met while opening the cache at ``path`` into a :class:`CacheError`
     that says what is wrong and what to do (SQLite's messages are stable, its codes need 3.11)."""
     text = str(err).lower()
     if "not a database" in text or "malformed" in text:
-        return CacheError(path, f"damaged, or not a rankkit cache ({err})", "delete it or pass --cache elsewhere")
+        return CacheError(path, f"damaged, or not a rankkit cache ({err})", f"delete it or {ELSEWHERE}")
     if "readonly" in text or "read-only" in text:
         return CacheError(path, "read-only (the file or its folder)",
-                          "make them writable, pass --cache elsewhere, or use --no-cache")
+                          f"make them writable, {ELSEWHERE}, or {WITHOUT}")
     if "unable to open" in text:
         return CacheError(path, f"cannot open or create the file ({err})",
-                          "check that its folder is writable, or pass --cache elsewhere, or use --no-cache")
+                          f"check that its folder is writable, {ELSEWHERE}, or {WITHOUT}")
     if "disk i/o error" in text:
         return CacheError(path, f"{err}", "if its -wal or -shm file was deleted while another process had the cache "
                                           "open, stop that process and rerun; otherwise check the disk")
-    return CacheError(path, f"{type(err).__name__}: {err}", "pass --cache elsewhere or use --no-cache")
+    return CacheError(path, f"{type(err).__name__}: {err}", f"{ELSEWHERE}, or {WITHOUT}")
 
 
 def content_hash(parts: Sequence[Any]) -> str:
@@ -201,12 +207,13 @@ class JudgmentCache:
 
     def _prepare_folder(self) -> None:
         if self.path.is_dir():
-            raise CacheError(self.path, "is a directory", "give --cache a file path")
+            raise CacheError(self.path, "is a directory",
+                             "give a file path (cache= in a library call, --cache on the command line)")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise CacheError(self.path, f"cannot create its folder {self.path.parent} ({err.strerror or err})",
-                             "pass --cache elsewhere or use --no-cache") from None
+                             f"{ELSEWHERE}, or {WITHOUT}") from None
 
     def _connect(self) -> sqlite3.Connection:
         """The connection to the file (its own method so tests can open the file read-only)."""
@@ -240,7 +247,7 @@ class JudgmentCache:
         if not _COLUMNS <= columns:
             # Someone else's database: never suggest deleting it.
             raise CacheError(self.path, "not a rankkit cache (an SQLite database without rankkit's judgments table)",
-                             "pass --cache a path of its own")
+                             "give the cache a path of its own (cache= in a library call, --cache on the command line)")
 
     def _probe_write(self) -> None:
         """Fail now if the cache cannot take writes (a read-only file or folder), rather than after

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rankkit.cache import CacheError, JudgmentCache, NullCache
+from rankkit.cache import ELSEWHERE, WITHOUT, CacheError, JudgmentCache, NullCache
+from rankkit.tasks import SAMPLE_DATA
 
 
 def test_put_get_roundtrip_and_persistence(cache_path):
@@ -132,7 +134,7 @@ def filled_cache(path):
 
 def test_garbage_file_is_not_a_rankkit_cache(cache_path):
     cache_path.write_bytes(b"these are not the bytes of an SQLite database " * 50)
-    assert "delete it or pass --cache elsewhere" in str(cache_error(cache_path))
+    assert f"delete it or {ELSEWHERE}" in str(cache_error(cache_path))
 
 
 def test_truncated_cache_is_reported(cache_path):
@@ -155,7 +157,8 @@ def test_another_programs_database_is_refused_and_left_untouched(cache_path):
 
 def test_read_only_cache_fails_at_construction(cache_path):
     filled_cache(cache_path)
-    with pytest.raises(CacheError, match=r"read-only \(the file or its folder\); make them writable, pass --cache elsewhere, or use --no-cache"):
+    advice = f"make them writable, {ELSEWHERE}, or {WITHOUT}"
+    with pytest.raises(CacheError, match=re.escape(f"read-only (the file or its folder); {advice}")):
         ReadOnlyCache(cache_path)
 
 
@@ -199,3 +202,13 @@ def test_writable_cache_passes_the_probe_and_keeps_nothing_of_it(cache_path):
     filled_cache(cache_path)
     with JudgmentCache(cache_path) as cache:
         assert len(cache) == 300
+
+
+def test_errors_from_a_library_call_name_the_argument_as_well_as_the_flag(tmp_path):
+    """A library user never typed --cache: the advice names cache= (and the flag, for the CLI)."""
+    import rankkit
+
+    with pytest.raises(CacheError) as raised:
+        rankkit.compare(SAMPLE_DATA, strategies=["knockout"], judge="sim", cache=tmp_path)
+    assert "cache=" in raised.value.advice and "--cache" in raised.value.advice
+    assert "cache=None" in WITHOUT and "--no-cache" in WITHOUT

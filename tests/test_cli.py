@@ -269,7 +269,7 @@ def no_judge_allowed(monkeypatch):
 def garbage_cache(tmp_path, monkeypatch):
     path = tmp_path / "cache.sqlite"
     path.write_bytes(b"not an SQLite file " * 100)
-    return path, "damaged, or not a rankkit cache (file is not a database); delete it or pass --cache elsewhere"
+    return path, "damaged, or not a rankkit cache (file is not a database); delete it or give another path (cache= in a library call, --cache on the command line)"
 
 
 def read_only_cache(tmp_path, monkeypatch):
@@ -282,7 +282,7 @@ def read_only_cache(tmp_path, monkeypatch):
     # SQLite's read-only mode: file permissions do not stop root, who runs the tests in CI.
     monkeypatch.setattr(JudgmentCache, "_connect",
                         lambda self: sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None))
-    return path, "read-only (the file or its folder); make them writable, pass --cache elsewhere, or use --no-cache"
+    return path, "read-only (the file or its folder); make them writable, give another path (cache= in a library call, --cache on the command line), or run without a cache (cache=None, or --no-cache)"
 
 
 def blocked_folder_cache(tmp_path, monkeypatch):
@@ -332,7 +332,14 @@ def partial_recording(tmp_path):
     return path
 
 
-def test_judge_failure_advises_a_rerun_only_when_a_cache_keeps_the_judgments(tmp_path, partial_recording):
+def test_judge_failure_advises_a_rerun_only_when_a_cache_keeps_the_judgments(tmp_path, partial_recording, monkeypatch):
+    from rankkit.judges.base import JudgeError
+    from rankkit.judges.replay import ReplayJudge
+
+    def backend_failure(self, task, first, second):  # a failure a rerun may fix, unlike a replay miss
+        raise JudgeError("the server went away")
+
+    monkeypatch.setattr(ReplayJudge, "compare", backend_failure)
     judge = f"replay:{partial_recording}"
     cached = run_cli("compare", "--judge", judge, "--strategies", "knockout", "--cache", tmp_path / "c.sqlite", "--quiet")
     assert cached.exit_code == 1 and "JudgeError" in cached.output

@@ -98,7 +98,7 @@ def test_the_command_prints_the_table_and_writes_the_same_json(fixture_files, tm
     # Without on_miss=tie the unparsed answer stops the report with a clear message.
     strict = CliRunner().invoke(main, ["judge-report", "--judge", f"replay:{judgments_path}", "--data",
                                        str(tasks_path), "--no-cache", "--quiet"])
-    assert strict.exit_code == 1 and "could not be parsed" in strict.output
+    assert strict.exit_code == 2 and "could not be parsed" in strict.output
 
 
 def test_combine_orders():

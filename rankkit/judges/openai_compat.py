@@ -37,10 +37,11 @@ this one stopped. Retries are counted per judgment (``usage["retries"]``, summed
 
 **Modes.** ``generate`` works against any chat-completions server. ``logprob`` needs the
 first-token ``logprobs``/``top_logprobs`` of a reply that continues a forced prefix (``Score: ``):
-vLLM, SGLang and llama.cpp's ``llama-server`` do that (see :func:`prefill_fields`); a server that
-returns no log-probabilities stops the run with :class:`LogprobsUnavailable`, whose message says
-to use ``mode=generate``; llama-cpp-python's server returns them but cannot continue a prefix, so
-use ``mode=generate`` with it too. ``loglik`` (likelihood of a given answer) is not offered: chat
+vLLM, SGLang and llama.cpp's ``llama-server`` do that (see :func:`prefill_fields`). Before its
+first logprob request the engine checks this with one probe request whose continuation is known
+(:meth:`OpenAIEngine.check_continuation`); a server that returns no log-probabilities, or does not
+continue the prefix (llama-cpp-python's server), stops the run before any judgment with
+:class:`LogprobsUnavailable` (exit 2), whose message says to use ``mode=generate``. ``loglik`` (likelihood of a given answer) is not offered: chat
 completions never score a given text.
 
 **Secrets.** The API key is read from the environment variable ``api_key_env`` (default
@@ -81,7 +82,19 @@ TOP_LOGPROBS = 20
 
 
 class LogprobsUnavailable(JudgeError):
-    """The server answered but without ``logprobs``: ``logprob`` mode cannot work against it."""
+    """``logprob`` mode cannot work against this server: it answers without ``logprobs``, or it
+    does not continue a final assistant message (see :func:`prefill_fields`). A rerun fails the
+    same way, so the command line exits 2 (change the command: ``mode=generate``)."""
+
+    exit_code = 2
+    resumable = False
+
+
+#: The continuation probe: a reply forced to start with ``PROBE_PREFIX`` must go on with
+#: ``PROBE_NEXT``; a server that opens a fresh reply instead starts counting at ``PROBE_FRESH``.
+PROBE_QUESTION = "Count from 1 to 20, separated by commas. Write nothing else."
+PROBE_PREFIX = "1, 2, 3, 4, 5, 6, 7, 8,"
+PROBE_NEXT, PROBE_FRESH = "9", "1"
 
 
 # -- the engine -------------------------------------------------------------------------------------
@@ -115,6 +128,11 @@ class OpenAIEngine(RetryingClient):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
                          jitter_seed=jitter_seed, max_response_bytes=max_response_bytes)
         self.model = model
+        # The continuation probe runs once per engine (so once per judge), before its first
+        # logprob request; its error is kept so every later call refuses the same way.
+        self._probe_lock = threading.Lock()
+        self._probe_done = False
+        self._probe_error: LogprobsUnavailable | None = None
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
@@ -161,6 +179,9 @@ class OpenAIEngine(RetryingClient):
         start with ``assistant_prefix`` as described in :func:`prefill_fields`.
         """
 
+        if assistant_prefix:  # the reading depends on the server continuing the prefix: check it once
+            self.check_continuation()
+
         def read(payload: dict[str, Any]) -> dict[str, float]:
             return choice_logprobs(first_token_alternatives(payload, "the server"), choices)
 
@@ -176,6 +197,45 @@ class OpenAIEngine(RetryingClient):
             return call
 
         yield from self._run_all([job(c) for c in conversations])
+
+    def check_continuation(self) -> None:
+        """Refuse a server that does not continue a final assistant message, before any judgment.
+
+        Such a server (llama-cpp-python's, OpenAI's) closes the forced prefix and opens a fresh
+        reply, so the first-token log-probabilities belong to another question and every verdict
+        would look confident and mean nothing. One request tells: the reply to "count from 1 to
+        20" forced to start with ``1, 2, …, 8,`` must go on with ``9``; a fresh reply starts with
+        ``1``. The answer is kept for the engine's lifetime (one probe per judge instance).
+
+        Raises
+        ------
+        LogprobsUnavailable
+            The server returns no log-probabilities, or does not continue the prefix; the message
+            says to use ``mode=generate``.
+        """
+        with self._probe_lock:
+            if not self._probe_done:
+                conversation = [{"role": "user", "content": PROBE_QUESTION}]
+                body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
+                                       top_logprobs=TOP_LOGPROBS)
+                body.update(prefill_fields(conversation, PROBE_PREFIX))
+                try:
+                    alternatives = self.post("/chat/completions", body, None,
+                                             lambda payload: first_token_alternatives(payload, "the server"))[0]
+                    expected = choice_logprobs(alternatives, [PROBE_NEXT, PROBE_FRESH])
+                    if not expected[PROBE_NEXT] > expected[PROBE_FRESH]:
+                        top = max(alternatives, key=alternatives.get)
+                        raise LogprobsUnavailable(
+                            f"the server does not continue a final assistant message (a reply forced to start "
+                            f"with {PROBE_PREFIX!r} went on with {top!r}, not {PROBE_NEXT!r}), so mode=logprob would "
+                            f"read the first token of a fresh reply and its verdicts would mean nothing; use "
+                            f"mode=generate (vLLM, SGLang and llama-server continue it; llama-cpp-python's "
+                            f"server and OpenAI do not)")
+                except LogprobsUnavailable as err:
+                    self._probe_error = err
+                self._probe_done = True
+            if self._probe_error is not None:
+                raise self._probe_error
 
     def answer_logliks(self, conversations: Sequence[list[dict[str, str]]],
                        answers: Sequence[str]) -> Iterator[tuple[int, float]]:

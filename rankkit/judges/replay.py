@@ -23,8 +23,10 @@ therefore needs the filter, and the error says which labels the file has.
 **Misses.** A comparison that is not in the file (``unrecorded``), or whose recorded winner is
 null (``unparsed``), is a *miss*. A miss is never answered with a guess:
 
-* ``on_miss=error`` (the default) raises :class:`~rankkit.judges.base.JudgeError` naming the
-  task and the order, so a replay that does not cover the strategy's comparisons stops loudly;
+* ``on_miss=error`` (the default) raises :class:`ReplayMiss` (a
+  :class:`~rankkit.judges.base.JudgeError`; exit 2 on the command line, since a rerun fails the same
+  way) naming the task and the order, so a replay that does not cover the strategy's comparisons
+  stops loudly;
 * ``on_miss=tie`` answers a tie flagged ``status=failed`` with ``extras["replay_miss"]`` set to
   the reason. The match layer counts failed judgments in ``Cost.parse_failures``, so a run's
   ``parse_failures`` is its number of misses, and ``rankkit judge-report`` lists them as misses.
@@ -259,13 +261,22 @@ class ReplayJudge(Judge):
         if self.on_miss == "error":
             what = ("no recorded judgment" if reason == "unrecorded"
                     else "the recorded answer could not be parsed (winner is null)")
-            raise JudgeError(f"replay miss: {what} for task {task.task_id!r} with {first.id!r} shown first "
-                             f"and {second.id!r} second in {self.description}; pass on_miss=tie to count "
-                             f"misses as failed ties instead")
+            raise ReplayMiss(f"replay miss: {what} for task {task.task_id!r} with {first.id!r} shown first "
+                             f"and {second.id!r} second in {self.description}; a rerun fails the same way: "
+                             f"pass on_miss=tie to count misses as failed ties, or fix the recorded file")
         middle = (task.scale[0] + task.scale[1]) / 2
         return Verdict(first_grade=middle, second_grade=middle, winner=Winner.TIE,
                             raw=f"replay miss: {reason}", status=ParseStatus.FAILED,
                             extras={"replay_miss": reason})
+
+
+class ReplayMiss(JudgeError):
+    """A comparison the recording cannot answer. Unlike other judge failures a rerun of the same
+    command fails identically, so the command line exits 2 (change the command or the file) and does
+    not advise rerunning."""
+
+    exit_code = 2
+    resumable = False
 
 
 def verdict_scores(task: Task, winner: Winner) -> tuple[float, float]:

@@ -35,6 +35,7 @@ from rankkit.cache import JudgmentCache
 from rankkit.judges import JudgeError, make_judge
 from rankkit.judges.http_client import ERROR_EXCERPT_CHARS, RetryPolicy, excerpt
 from rankkit.judges.openai_compat import (
+    PROBE_PREFIX,
     LogprobsUnavailable,
     OpenAIEngine,
     choice_logprobs,
@@ -74,8 +75,11 @@ def stub_completion(body: dict[str, Any], logprobs: bool = True) -> dict[str, An
                                             "finish_reason": "stop"}],
                                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
     if body.get("logprobs") and logprobs:
-        payload["choices"][0]["logprobs"] = {"content": [{"token": "A", "logprob": -0.2, "top_logprobs": [
-            {"token": "A", "logprob": -0.2}, {"token": " B", "logprob": -1.9}, {"token": "B", "logprob": -3.0}]}]}
+        top = ([{"token": " 9", "logprob": -0.1}, {"token": " 1", "logprob": -4.0}]  # it continues the probe
+               if body["messages"][-1]["content"] == PROBE_PREFIX else
+               [{"token": "A", "logprob": -0.2}, {"token": " B", "logprob": -1.9}, {"token": "B", "logprob": -3.0}])
+        payload["choices"][0]["logprobs"] = {"content": [{"token": top[0]["token"], "logprob": top[0]["logprob"],
+                                                          "top_logprobs": top}]}
     return payload
 
 
@@ -387,7 +391,8 @@ def test_engine_logprobs_and_the_clear_fallback_message():
             dict(engine.next_token_logprobs([conversation("grade")], assistant_prefix="Score: ", choices=["0", "1"]))
         finally:
             engine.close()
-    sent = proxy.log[0][1]
+    sent = proxy.log[-1][1]  # after the continuation probe
+    assert proxy.log[0][1]["messages"][-1] == {"role": "assistant", "content": PROBE_PREFIX}
     assert sent["messages"][-1] == {"role": "assistant", "content": "Score: "}
     assert sent["continue_final_message"] is True and sent["add_generation_prompt"] is False
     assert sent["logprobs"] is True and sent["max_tokens"] == 1
@@ -908,3 +913,58 @@ def test_hung_request_times_out_and_is_retried(llama_server, sample_tasks, cache
     assert outcomes[0] == "hang" and outcomes[1] == 200
     assert judge.engine.stats.retries.get("timeout", 0) >= 1
     assert result.strategies[0].cost.judge_calls == 1 and result.strategies[0].cost.retries >= 1
+
+
+# == logprob mode refuses a server that does not continue the prefix (issue 24, item 9) ===========
+
+def first_tokens(*tokens: tuple[str, float]) -> bytes:
+    """A one-token chat completion whose first-token alternatives are ``tokens``."""
+    top = [{"token": token, "logprob": logprob} for token, logprob in tokens]
+    return logprob_body({"content": [{"token": tokens[0][0], "logprob": tokens[0][1], "top_logprobs": top}]})
+
+
+def fresh_reply_server(number: int, body: dict) -> tuple[str, bytes]:
+    """llama-cpp-python's server: it closes the forced prefix and starts a fresh reply, whatever it was."""
+    return "body", first_tokens(("The", -0.4), ("I", -1.2))
+
+
+def continuing_server(number: int, body: dict) -> tuple[str, bytes]:
+    """A server that continues the final assistant message: the probe goes on with 9, a verdict is 1 or 2."""
+    if body["messages"][-1]["content"] == PROBE_PREFIX:
+        return "body", first_tokens((" 9", -0.1), (" 1", -5.0))
+    return "body", first_tokens(("1", -0.3), ("2", -1.5))
+
+
+def test_logprob_mode_refuses_a_server_that_does_not_continue_the_prefix(tmp_path):
+    from click.testing import CliRunner
+
+    from rankkit.cli import main
+
+    cache = tmp_path / "c.sqlite"
+    with FaultProxy(plan=fresh_reply_server) as proxy:
+        spec = f"openai:stub,base_url={proxy.base_url},mode=logprob,backoff=0.01"
+        result = CliRunner().invoke(main, ["compare", "--judge", spec, "--strategies", "knockout", "--quiet",
+                                           "--cache", str(cache)])
+    assert result.exit_code == 2, result.output
+    assert "does not continue a final assistant message" in result.output and "mode=generate" in result.output
+    assert "rerun" not in result.output
+    assert len(proxy.log) == 1  # the probe only: no judgment was asked, none recorded as ok
+    with JudgmentCache(cache) as stored:
+        assert len(stored) == 0
+
+
+def test_the_probe_runs_once_per_judge_and_lets_a_continuing_server_judge(tmp_path, sample_tasks):
+    from rankkit.judges.base import ParseStatus
+    from rankkit.runner import run
+    from rankkit.strategies import make_strategy
+
+    with FaultProxy(plan=continuing_server) as proxy:
+        judge = make_judge(f"openai:stub,base_url={proxy.base_url},mode=logprob,backoff=0.01")
+        result = run(sample_tasks[:2], [make_strategy("knockout")], judge)
+        judge.engine.close()
+    probes = [entry for entry in proxy.log if entry[1]["messages"][-1]["content"] == PROBE_PREFIX]
+    assert len(probes) == 1 and proxy.log[0][1]["messages"][-1]["content"] == PROBE_PREFIX
+    comparisons = [c for outcome in result.strategies[0].tasks for c in outcome.comparisons]
+    assert comparisons and all(c.verdict.status is ParseStatus.OK for c in comparisons)
+    expected = math.exp(-0.3) / (math.exp(-0.3) + math.exp(-1.5))
+    assert all(c.verdict.probability == pytest.approx(expected, abs=1e-9) for c in comparisons)

@@ -196,7 +196,23 @@ def test_record_command_writes_a_replayable_grid(tmp_path):
     assert replayed.exit_code == 0, replayed.output
     missing = runner.invoke(main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet",
                                    "--strategies", "knockout", "--data", str(tasks_not_in_the_recording(tmp_path))])
-    assert missing.exit_code == 1 and "replay miss" in missing.output
+    assert missing.exit_code == 2 and "replay miss" in missing.output
+
+
+def test_unparseable_recorded_rows_say_what_to_change_not_to_rerun(tmp_path):
+    """A rerun of a replay that misses fails identically: the error names on_miss=tie and the file."""
+    recording = write_rows(tmp_path / "nulls.jsonl", [
+        {"task_id": "t1", "a": a, "b": b, "winner": None}
+        for a, b in (("c0", "c1"), ("c1", "c0"))])
+    data = tmp_path / "t1.jsonl"
+    data.write_text(json.dumps({"task_id": "t1", "prompt": "p", "scale": [0, 10], "candidates": [
+        {"id": "c0", "text": "x", "human": {"points": 1.0}}, {"id": "c1", "text": "y", "human": {"points": 2.0}}]}) + "\n")
+    for member in (f"replay:{recording}", f"panel:replay:{recording}+sim:preset=gpt4"):
+        result = CliRunner().invoke(main, ["compare", "--judge", member, "--data", str(data), "--quiet",
+                                           "--cache", str(tmp_path / "c.sqlite"), "--strategies", "knockout"])
+        assert result.exit_code == 2, result.output
+        assert "rerun the same command" not in result.output
+        assert "on_miss=tie" in result.output and "fix the recorded file" in result.output
 
 
 def tasks_not_in_the_recording(tmp_path: Path) -> Path:
