@@ -813,9 +813,16 @@ def test_compare_cli_knockout_and_individual_through_the_server(llama_server, tm
 
     out = tmp_path / "results.json"
     spec = f"openai:smollm2,base_url={llama_server.base_url},concurrency=4,{SERVER_JUDGE}"
-    result = CliRunner().invoke(main, ["compare", "--judge", spec, "--strategies", "knockout,individual",
-                                       "--limit", "1", "--cache", str(tmp_path / "cache.sqlite"), "--quiet",
-                                       "--out", str(out)])
+    args = ["compare", "--judge", spec, "--strategies", "knockout,individual", "--limit", "1",
+            "--cache", str(tmp_path / "cache.sqlite"), "--quiet", "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    # SmolLM2-135M rarely writes a verdict the strict parser accepts: the failures are shown, and a
+    # strategy none of whose judgments parsed fails the command unless that is accepted (issue 24).
+    failed = json.loads(out.read_text())["strategies"]
+    if any(s["cost"]["parse_failures"] == s["judge_calls"] > 0 for s in failed):
+        assert result.exit_code == 1 and "--allow-failures" in result.output, result.output
+        assert "parse_failures" in result.output
+        result = CliRunner().invoke(main, [*args, "--allow-failures"])  # failed judgments are asked again
     assert result.exit_code == 0, result.output
     assert "knockout" in result.output and "individual" in result.output
     payload = json.loads(out.read_text())
