@@ -282,8 +282,11 @@ with open(out_path, "w", encoding="utf-8") as out:
 
 
 def sample_data(repo: Path) -> Path:
-    """The bundled sample: the first data file under ``rankkit/data/sample``, else that folder."""
+    """The bundled sample's tasks: ``rankkit/data/sample/tasks.jsonl``, else the first data file
+    there (0.2 also ships recorded judgments beside it), else that folder."""
     folder = repo / "rankkit" / "data" / "sample"
+    if (folder / "tasks.jsonl").exists():
+        return folder / "tasks.jsonl"
     files = sorted(p for p in folder.glob("*") if p.suffix in DATA_SUFFIXES)
     return files[0] if files else folder
 

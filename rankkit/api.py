@@ -95,7 +95,7 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
         How the result names the data (default: the path, when ``tasks`` is one).
     max_judgments:
         The most judgments the run may plan (None: 50,000; ``math.inf``: no limit); a run that
-        plans more raises :class:`~rankkit.plan.scale.TooManyJudgments` before judging.
+        plans more raises :class:`~rankkit.scale.TooManyJudgments` before judging.
 
     Returns
     -------
@@ -107,7 +107,7 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
     if not built:
         raise SpecError("compare: no strategies given")
     with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
-        from rankkit.plan.scale import check_scale
+        from rankkit.scale import check_scale
 
         check_scale(loaded, built, judge_object, max_judgments)  # before anything is judged
         expected = None

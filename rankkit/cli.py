@@ -20,7 +20,7 @@ import click
 from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
                                  current_columns, data_options, dry_run_option, fail, guarded, judge_caveat,
                                  judge_options, judging, prepare_output, print_dry_run, scale_options,
-                                 within_limit)
+                                 judgment_limit)
 from rankkit.formatting import render
 from rankkit.order import ORDERS
 
@@ -121,9 +121,9 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         path, tasks, spec = inputs.path, inputs.tasks, inputs.spec
-        result = within_limit(lambda most: compare_strategies(tasks, strategies, inputs.judge, inputs.cache, seed=seed,
-                                                              progress=not quiet, data=str(path), max_judgments=most),
-                              yes, max_judgments)
+        most = judgment_limit(tasks, strategies, inputs.judge, yes, max_judgments)
+        result = compare_strategies(tasks, strategies, inputs.judge, inputs.cache, seed=seed, progress=not quiet,
+                                    data=str(path), max_judgments=most)
     from rankkit.cache import DEFAULT_CACHE_PATH
     from rankkit.config import config_record
 
@@ -183,10 +183,9 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         spec = inputs.spec
-        result = within_limit(lambda most: compare_strategies(inputs.tasks, [strategy], inputs.judge, inputs.cache,
-                                                              seed=seed, progress=not quiet, data=str(inputs.path),
-                                                              max_judgments=most),
-                              yes, max_judgments)
+        most = judgment_limit(inputs.tasks, [strategy], inputs.judge, yes, max_judgments)
+        result = compare_strategies(inputs.tasks, [strategy], inputs.judge, inputs.cache, seed=seed,
+                                    progress=not quiet, data=str(inputs.path), max_judgments=most)
     columns = rank_columns(result.strategies[0])
     rows = [{key: row[key] for key, _ in columns} for row in result.rows()]
     if output_format == "jsonl":

@@ -8,7 +8,7 @@
 * :func:`judging`: load the data, open the cache, build the judge, and close them however the
   command ends.
 * :func:`prepare_output`: an output path is checked before any judgment is paid for.
-* :func:`within_limit`: a run that plans more judgments than ``--max-judgments`` needs ``--yes``.
+* :func:`judgment_limit`: a run that plans more judgments than ``--max-judgments`` needs ``--yes``.
 * :func:`check_parse_failures`: judgments that failed to parse are named, not hidden.
 
 Only :mod:`rankkit.cli` imports this module; the library never does.
@@ -179,7 +179,7 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
 
 
 def scale_options(func: Callable) -> Callable:
-    from rankkit.plan.scale import DEFAULT_MAX_JUDGMENTS
+    from rankkit.scale import DEFAULT_MAX_JUDGMENTS
 
     func = click.option("--yes", "-y", "yes", is_flag=True,
                         help="Run even when the run plans more judgments than --max-judgments.")(func)
@@ -189,29 +189,30 @@ def scale_options(func: Callable) -> Callable:
     return func
 
 
-def within_limit(run: Callable[[float | None], Any], yes: bool, max_judgments: int | None) -> Any:
-    """Call ``run(limit)`` (a library call taking ``max_judgments=limit``) under the size check.
+def judgment_limit(tasks: Any, strategies: Any, judge: Any, yes: bool, max_judgments: int | None) -> float | None:
+    """The ``max_judgments`` to run the library call with, after the size check.
 
-    A run that plans more judgments than the limit (see :mod:`rankkit.plan.scale`) prints what it
+    A run that plans more judgments than the limit (see :mod:`rankkit.scale`) prints what it
     plans and goes on only with ``--yes``, or when a person at a terminal confirms; a
     non-interactive run without ``--yes`` exits 2 naming the option, before anything is judged.
 
     Parameters:
-        run: the run, given its limit (``math.inf``: none).
+        tasks, strategies, judge: the run's.
         yes: ``--yes`` was given.
         max_judgments: ``--max-judgments`` (None: the default limit).
 
     Returns:
-        What ``run`` returns.
+        ``math.inf`` (no limit) when the run may go on whatever it plans, else ``max_judgments``.
     """
     import math
 
-    from rankkit.plan.scale import TooManyJudgments
+    from rankkit.scale import TooManyJudgments, check_scale
 
     if yes:
-        return run(math.inf)
+        return math.inf
     try:
-        return run(max_judgments)
+        check_scale(tasks, strategies, judge, max_judgments)
+        return max_judgments
     except TooManyJudgments as err:
         planned = f"this run plans {err.plan.describe()}, more than --max-judgments {err.limit:,}"
         if not sys.stdin.isatty():
@@ -220,7 +221,7 @@ def within_limit(run: Callable[[float | None], Any], yes: bool, max_judgments: i
         click.echo(planned, err=True)
         if not click.confirm("Run it?", default=False, err=True):
             fail("not run; nothing was judged")
-        return run(math.inf)
+        return math.inf
 
 
 #: A strategy whose share of failed judgments passes this gets a warning on stderr.

@@ -10,21 +10,18 @@ One module per step:
 * :mod:`~rankkit.plan.tokens` — prompt sizes of the new judgments, estimated in tokens;
 * :mod:`~rankkit.plan.judge` — :func:`plan_judge`: LLM judges with their real fingerprint and
   prompts but no model — nothing is loaded and nothing is called;
-* :mod:`~rankkit.plan.output` — :func:`format_dry_run`: the table and summary;
-* :mod:`~rankkit.plan.scale` — :func:`check_scale`: the size check before a run, which refuses
-  more judgments than ``max_judgments`` allows (:class:`TooManyJudgments`).
+* :mod:`~rankkit.plan.output` — :func:`format_dry_run`: the table and summary.
 """
 
 from rankkit.plan.dry_run import DryRun, PlanRow, dry_run, expected_judgments
 from rankkit.plan.judge import PlanEngine, hub_revision, plan_judge
 from rankkit.plan.output import COLUMNS, display_rows, format_dry_run
-from rankkit.plan.scale import DEFAULT_MAX_JUDGMENTS, ScalePlan, TooManyJudgments, check_scale, plan_scale
 from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge, read_only_cache
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes, estimate_tokens
 
 __all__ = [
-    "CHARS_PER_TOKEN", "COLUMNS", "DEFAULT_MAX_JUDGMENTS", "DryRun", "POLICIES", "PlanEngine", "PlanRow",
-    "PromptSizes", "ReadOnlyCache", "ScalePlan", "StandInJudge", "TooManyJudgments", "check_scale", "display_rows",
-    "dry_run", "estimate_tokens", "expected_judgments", "format_dry_run", "hub_revision", "plan_judge", "plan_scale",
+    "CHARS_PER_TOKEN", "COLUMNS", "DryRun", "POLICIES", "PlanEngine", "PlanRow",
+    "PromptSizes", "ReadOnlyCache", "StandInJudge", "display_rows",
+    "dry_run", "estimate_tokens", "expected_judgments", "format_dry_run", "hub_revision", "plan_judge",
     "read_only_cache",
 ]

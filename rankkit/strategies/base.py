@@ -175,7 +175,7 @@ class Strategy:
         anything but cost: the dry run (``--dry-run``), for a strategy whose path depends on
         verdicts (with them its figures are exact or bounds rather than estimates, see
         :mod:`rankkit.plan.dry_run`), and the size check before a large run
-        (:mod:`rankkit.plan.scale`; a strategy that declares nothing counts as every ordered pair
+        (:mod:`rankkit.scale`; a strategy that declares nothing counts as every ordered pair
         and every grade).
         """
         return None

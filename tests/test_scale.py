@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import rankkit
 from rankkit.cli import main
 from rankkit.plan import plan_judge
-from rankkit.plan.scale import DEFAULT_MAX_JUDGMENTS, TooManyJudgments, check_scale, plan_scale
+from rankkit.scale import DEFAULT_MAX_JUDGMENTS, TooManyJudgments, check_scale, plan_scale
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from tests.helpers import CountingJudge, make_task, perfect_judge

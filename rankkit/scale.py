@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rankkit.errors import RankkitError
-from rankkit.plan.tokens import PromptSizes
-from rankkit.strategies.base import Strategy
-from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # the CLI reads DEFAULT_MAX_JUDGMENTS at start-up: nothing heavier loads with it
+    from rankkit.strategies.base import Strategy
+    from rankkit.tasks import Task
 
 #: The most judgments a run may plan without the caller's consent (``max_judgments=`` in the
 #: library, ``--yes`` or ``--max-judgments`` on the command line).
@@ -84,6 +85,8 @@ def plan_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any
     Returns:
         The :class:`ScalePlan`.
     """
+    from rankkit.plan.tokens import PromptSizes
+
     sizes = PromptSizes(judge) if tokens and judge is not None and PromptSizes.applies(judge) else None
     judgments, prompt_tokens, undeclared = 0, 0.0, set()
     for task in tasks:
