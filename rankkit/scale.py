@@ -85,9 +85,11 @@ def plan_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any
     Returns:
         The :class:`ScalePlan`.
     """
-    from rankkit.plan.tokens import PromptSizes
+    sizes = None
+    if tokens and judge is not None:  # only a refusal estimates tokens: the dry run's machinery loads then
+        from rankkit.plan.tokens import PromptSizes
 
-    sizes = PromptSizes(judge) if tokens and judge is not None and PromptSizes.applies(judge) else None
+        sizes = PromptSizes(judge) if PromptSizes.applies(judge) else None
     judgments, prompt_tokens, undeclared = 0, 0.0, set()
     for task in tasks:
         n = len(task.candidates)
