@@ -75,7 +75,9 @@ def play_bracket(entrants: Sequence[str], rng: random.Random, play_round: PlayRo
         played = tuple(play_round(pairs, round=number))
         advancing = []
         for match in played:
-            if match.outcome == 0.5:
+            if match.outcome is None:  # undecided: the answer shown first goes on (rankkit.matches)
+                a_wins = True
+            elif match.outcome == 0.5:
                 a_wins = _a_wins_tie(tie, rng)
             else:
                 a_wins = match.outcome == 1.0

@@ -29,6 +29,18 @@ is drawn) and ``random`` when pairs can come back or come out of a sort (``doubl
 rematches; ``heapsort``, ``sliding``); ``elo`` and ``bt`` in one order list every pair in data
 order (``given``). Each strategy declares this in one place: its ``order`` field's default.
 
+**Undecided comparisons.** A comparison whose verdict could not be read even after the judge's
+retry (status FAILED) decides nothing, and never by a coin: nobody must gain from a text that
+breaks the judge. :meth:`MatchSource.play_many` asks a match whose every comparison failed once
+more in the other order; if that fails too, each answer's own grade decides (judged alone, so
+neither text can touch the other's; a failed grade loses: :func:`settle_by_grades`). A match
+nothing decides is *undecided*: ``outcome`` None. The rating strategies leave failed comparisons
+out of their fits (:func:`rankkit.strategies.elo.comparison_outcomes`); a strategy that must name
+a winner (a bracket, a sort) lets the answer shown first go on, which only two equally suspect
+answers can reach (both grades failed or equal). Every candidate's count of such matches is in
+:attr:`MatchSource.undecided` and in the results (``undecided``), so a suppression attempt is
+visible.
+
 **MatchGraph.** A record, for reports and exports, of every comparison the strategies of a run
 used on one task and which strategies used it, built from their :class:`Comparison` records
 (:func:`rankkit.results.match_graphs`). Nothing reads it to decide what a strategy sees.
@@ -37,7 +49,7 @@ used on one task and which strategies used it, built from their :class:`Comparis
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
 import networkx as nx
@@ -96,18 +108,33 @@ class Comparison:
 class Match:
     """The outcome of playing a against b: a shown first, and with ``order=both`` also b first.
 
-    ``grade_a``/``grade_b`` are the grades averaged over the orders played; ``outcome`` is 1.0 when
+    ``grade_a``/``grade_b`` are the grades averaged over the orders decided; ``outcome`` is 1.0 when
     a won, 0.0 when b won and 0.5 for a tie. It comes from the averaged scores; when they are equal
     the judges' own verdicts decide (they may carry information the scores lack, e.g. choice-token
     probabilities), and only when those balance too is it a tie.
+
+    ``settled_by`` says what decided it (see "Undecided comparisons" in the module docstring):
+    ``verdicts`` (the comparisons), ``grades`` (every comparison failed, so each answer's own
+    grade decided), or ``undecided`` (nothing did: ``outcome`` is None, and the grades are the
+    middle of the scale, for display only).
     """
 
     a: str
     b: str
     grade_a: float
     grade_b: float
-    outcome: float
+    outcome: float | None
     comparisons: tuple[Comparison, ...] = field(default=())
+    settled_by: str = "verdicts"
+
+    @property
+    def decided(self) -> bool:
+        return self.outcome is not None
+
+
+def decided(comparison: Comparison) -> bool:
+    """Whether a comparison's verdict was read (a failed one decides nothing)."""
+    return comparison.verdict.status is not ParseStatus.FAILED
 
 
 def _verdict_for_a(comparison: Comparison, a: str) -> float:
@@ -118,22 +145,48 @@ def _verdict_for_a(comparison: Comparison, a: str) -> float:
 
 
 def make_match(a: str, b: str, comparisons: Sequence[Comparison]) -> Match:
-    """Combine the comparisons between a and b (either order) into a :class:`Match`."""
+    """Combine the comparisons between a and b (either order) into a :class:`Match`.
+
+    Only decided comparisons count; when none is, the match is undecided (``outcome`` None,
+    both grades the mean of the failed verdicts' placeholders).
+    """
+    counted = [c for c in comparisons if decided(c)]
+    if not counted:
+        placeholder = [c.verdict.first_grade for c in comparisons] or [0.0]
+        middle = sum(placeholder) / len(placeholder)
+        return Match(a=a, b=b, grade_a=middle, grade_b=middle, outcome=None, comparisons=tuple(comparisons),
+                     settled_by="undecided")
     grade_a = grade_b = 0.0
-    for comparison in comparisons:
+    for comparison in counted:
         verdict = comparison.verdict
         sa, sb = ((verdict.first_grade, verdict.second_grade) if comparison.first == a
                   else (verdict.second_grade, verdict.first_grade))
         grade_a += sa
         grade_b += sb
-    grade_a /= len(comparisons)
-    grade_b /= len(comparisons)
+    grade_a /= len(counted)
+    grade_b /= len(counted)
     if grade_a != grade_b:
         outcome = 1.0 if grade_a > grade_b else 0.0
     else:
-        votes = sum(_verdict_for_a(c, a) for c in comparisons) / len(comparisons)
+        votes = sum(_verdict_for_a(c, a) for c in counted) / len(counted)
         outcome = 1.0 if votes > 0.5 else 0.0 if votes < 0.5 else 0.5
     return Match(a=a, b=b, grade_a=grade_a, grade_b=grade_b, outcome=outcome, comparisons=tuple(comparisons))
+
+
+def settle_by_grades(match: Match, grade_a: Grade, grade_b: Grade, scale: tuple[float, float]) -> Match:
+    """An undecided match decided by each answer's own grade (judged alone, so neither text can
+    touch the other's): the higher grade wins, a failed grade loses to any read one; equal grades
+    or two failed ones leave the match undecided. The grades become the match's grades (a failed
+    one the bottom of the scale)."""
+    value_a, value_b = (g.value if g.value is not None and g.status is not ParseStatus.FAILED else None
+                        for g in (grade_a, grade_b))
+    if value_a is None and value_b is None or value_a == value_b:
+        return match
+    low = scale[0]
+    value_a = low if value_a is None else value_a
+    value_b = low if value_b is None else value_b
+    return replace(match, grade_a=value_a, grade_b=value_b, outcome=1.0 if value_a > value_b else 0.0,
+                   settled_by="grades")
 
 
 class MatchSource:
@@ -180,6 +233,8 @@ class MatchSource:
         self._verdicts: dict[tuple[str, str], Verdict] = {}  # ordered pairs used so far
         self._grades: dict[str, Grade] = {}  # candidates graded so far
         self._last_shown: dict[frozenset[str], tuple[str, str]] = {}  # per pair, the order shown last
+        #: Per candidate: its matches whose every comparison failed (however they were settled).
+        self.undecided: dict[str, int] = {}
 
     # -- comparisons --------------------------------------------------------------------------
     def compare_many(self, pairs: Sequence[tuple[str, str]], round: int | None = None) -> list[Verdict]:
@@ -238,12 +293,40 @@ class MatchSource:
         shown = [self._present(a, b, order, rng) for a, b in pairs]  # every coin before any judgment
         asked = shown + ([(b, a) for a, b in shown] if order == "both" else [])
         verdicts = dict(zip(asked, self.compare_many(asked, round)))
-        matches = []
+        played: dict[tuple[str, str], list[Comparison]] = {}
         for first, second in shown:
-            played = [Comparison(first, second, verdicts[(first, second)], round)]
+            played[(first, second)] = [Comparison(first, second, verdicts[(first, second)], round)]
             if order == "both":
-                played.append(Comparison(second, first, verdicts[(second, first)], round))
-            matches.append(make_match(first, second, played))
+                played[(first, second)].append(Comparison(second, first, verdicts[(second, first)], round))
+        self._rejudge_reversed(played, round)
+        matches = [make_match(first, second, played[(first, second)]) for first, second in shown]
+        return self._settle_undecided(matches)
+
+    def _rejudge_reversed(self, played: dict[tuple[str, str], list[Comparison]], round: int | None) -> None:
+        """A match whose every comparison failed is asked once more in the other order (a
+        failure tied to one presentation order, e.g. a long first answer, may not recur)."""
+        retry = [(first, second) for (first, second), comparisons in played.items()
+                 if len(comparisons) == 1 and not decided(comparisons[0])]
+        if retry:
+            reversed_verdicts = self.compare_many([(second, first) for first, second in retry], round)
+            for (first, second), verdict in zip(retry, reversed_verdicts):
+                played[(first, second)].append(Comparison(second, first, verdict, round))
+
+    def _settle_undecided(self, matches: list[Match]) -> list[Match]:
+        """Decide the still undecided matches by the two answers' own grades, when the judge grades
+        (:func:`settle_by_grades`); what stays undecided is counted in :attr:`undecided`."""
+        open_matches = [i for i, match in enumerate(matches) if not match.decided]
+        if not open_matches:
+            return matches
+        if getattr(self.memo.judge, "supports_pointwise", True):
+            ids = [cid for i in open_matches for cid in (matches[i].a, matches[i].b)]
+            grades = dict(zip(ids, self.grade_many(ids)))
+            for i in open_matches:
+                match = matches[i]
+                matches[i] = settle_by_grades(match, grades[match.a], grades[match.b], self.task.scale)
+        for i in open_matches:
+            for cid in (matches[i].a, matches[i].b):
+                self.undecided[cid] = self.undecided.get(cid, 0) + 1
         return matches
 
     def play(self, a: str, b: str, order: str = "given", rng: random.Random | None = None,

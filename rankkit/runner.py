@@ -11,23 +11,24 @@ the same alone or beside any others.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from tqdm import tqdm
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.engine import Dispatcher
-from rankkit.judges.base import Judge
-from rankkit.matches import MatchSource
+from rankkit.judges.base import Judge, ParseStatus
+from rankkit.matches import Comparison, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.metrics import evaluate
 from rankkit.results import RunResult, StrategyRun, TaskResult
-from rankkit.strategies.base import Strategy, check_compatible
+from rankkit.strategies.base import CandidateExtras, Strategy, check_compatible
 from rankkit.tasks import Task, task_rng
 
 R = TypeVar("R")
@@ -77,7 +78,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             results.append((TaskResult(
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
-                extras=dict(ranking.extras), comparisons=source.comparisons,
+                extras=with_undecided(ranking.extras, source.comparisons), comparisons=source.comparisons,
                 cost=source.cost), seconds))
         bar.task_done()
         return results
@@ -217,3 +218,18 @@ class RunProgress:
             self._bar.total = self._bar.n  # the total was a bound or an estimate: the run is complete
             self._bar.refresh()
         self._bar.close()
+
+
+def with_undecided(extras: Mapping[str, CandidateExtras], comparisons: Sequence[Comparison]
+                   ) -> dict[str, CandidateExtras]:
+    """A strategy's candidate extras with ``undecided``: each candidate's failed comparisons, so a
+    text that breaks the judge shows in the results (candidates without one are left as they are)."""
+    counts: dict[str, int] = {}
+    for comparison in comparisons:
+        if comparison.verdict.status is ParseStatus.FAILED:
+            for cid in (comparison.first, comparison.second):
+                counts[cid] = counts.get(cid, 0) + 1
+    merged = dict(extras)
+    for cid, count in counts.items():
+        merged[cid] = dataclasses.replace(merged.get(cid, CandidateExtras()), undecided=count)
+    return merged

@@ -117,3 +117,35 @@ def modules_loaded_by(script: str, modules: Sequence[str]) -> list[str]:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return [name for name in out.stdout.strip().split(",") if name]
+
+
+_OWN_SCORE = {
+    "first": r"(?:Answer|Antwort|Translation)\s*1\s*:\s*\**\s*([0-9]+(?:[.,][0-9]+)?)",
+    "second": r"(?:Answer|Antwort|Translation)\s*2\s*:\s*\**\s*([0-9]+(?:[.,][0-9]+)?)",
+    "score": r"(?:Score|Punktzahl)\s*:\s*\**\s*([0-9]+(?:[.,][0-9]+)?)",
+}
+
+
+def continuation_logprobs(assistant_prefix: str, choices: Sequence[str]) -> dict[str, float]:
+    """What a self-consistent model puts after rankkit's verdict prefix: the score its own
+    explanation already gave for that slot (a half point split evenly between the two digits),
+    nothing when its explanation gave none. A test double for a real model's continuation.
+
+    Only the judge's explanation (before ``Final verdict``) is consulted; the slot is the label
+    the prefix ends with.
+    """
+    import math
+    import re
+
+    explanation, marker, verdict_line = assistant_prefix.rpartition("\n\nFinal verdict:")
+    if not marker:
+        explanation, marker, verdict_line = assistant_prefix.rpartition("\n\nEndgültiges Urteil:")
+    slot = "second" if re.search(r"2:\s*$", verdict_line) else "score" if re.search(
+        r"(?:Score|Punktzahl):\s*$", verdict_line) else "first"
+    found = re.findall(_OWN_SCORE[slot], explanation, flags=re.IGNORECASE)
+    if not found:
+        return {}
+    value = float(found[-1].replace(",", "."))
+    low = math.floor(value)
+    shares = {str(low): 1.0} if value == low else {str(low): 0.5, str(low + 1): 0.5}
+    return {digit: math.log(share) for digit, share in shares.items() if digit in choices}

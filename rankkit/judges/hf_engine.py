@@ -30,7 +30,7 @@ from rankkit.judges.hf_batching import (
 )
 from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
-from rankkit.judges.llm_engine import Conversation, Generation
+from rankkit.judges.llm_engine import Conversation, Generation, per_row
 from rankkit.specs import SpecError
 
 
@@ -271,27 +271,34 @@ class HFEngine:
                       **kwargs)
         return out.last_hidden_state
 
+    def supports_continuation(self) -> bool:
+        """Always: the engine appends the prefix to the prompt tokens itself."""
+        return True
+
     def _logits(self, hidden):
         return self.model.get_output_embeddings()(hidden).float()
 
-    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str,
+    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
                             choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
         torch = self._torch()
 
-        prefix, choice_ids = self.choice_token_ids(assistant_prefix, choices)
-        sequences = [self.encode(self.chat_text(c) + prefix) for c in conversations]
+        prefixes = per_row(assistant_prefix, len(conversations))
+        read = {prefix: self.choice_token_ids(prefix, choices) for prefix in dict.fromkeys(prefixes)}
+        sequences = [self.encode(self.chat_text(c) + read[p][0]) for c, p in zip(conversations, prefixes)]
+        choice_ids = [read[p][1] for p in prefixes]
         if self._exact is not None:
             for index in _token_order(sequences):
                 with torch.inference_mode():
                     hidden = self._exact.hidden(sequences[index])
-                    row = torch.log_softmax(self._logits(hidden[0, -1]), dim=-1)[choice_ids].tolist()
+                    row = torch.log_softmax(self._logits(hidden[0, -1]), dim=-1)[choice_ids[index]].tolist()
                 yield index, dict(zip(choices, row))
             return
         for batch in self._plan(sequences):
             with torch.inference_mode():
                 hidden = self._hidden([sequences[i] for i in batch.indices], batch.prefixes)
-                logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)[:, choice_ids].tolist()
-            for index, row in zip(batch.indices, logprobs):
+                logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)
+                rows = [logprobs[row, choice_ids[index]].tolist() for row, index in enumerate(batch.indices)]
+            for index, row in zip(batch.indices, rows):
                 yield index, dict(zip(choices, row))
 
     def answer_logliks(self, conversations: Sequence[Conversation],

@@ -43,11 +43,14 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
+import threading
 from dataclasses import replace
 from typing import Any, Iterator, Mapping, Sequence
 
 from rankkit.judges.base import (
     Judge,
+    JudgeError,
     Verdict,
     ComparisonRequest,
     Grade,
@@ -57,7 +60,15 @@ from rankkit.judges.base import (
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
 from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
 from rankkit.memo import JudgmentMemo, Origin, VERDICT_KIND, memo_of
-from rankkit.judges.modes import JUDGING_MODES, MODES, JudgingMode, Prompt, choice_judgment, sigmoid
+from rankkit.judges.modes import (
+    JUDGING_MODES,
+    MODES,
+    VERDICT_PATHS,
+    JudgingMode,
+    Prompt,
+    choice_judgment,
+    sigmoid,
+)
 from rankkit.prompts import (
     PAIRWISE,
     POINTWISE,
@@ -92,11 +103,17 @@ class LLMJudge(Judge):
     analysis_max_new_tokens: length cap of a PREPAIR analysis (default: ``max_new_tokens``).
     calibrate: remove the slot bias of ``logprob`` comparisons by averaging log-odds over both
         presentation orders (:class:`CalibratedJudge`).
+    verdict: how ``generate`` mode reads the verdict: ``continuation`` (rankkit appends
+        ``Final verdict: Answer 1:`` after the explanation and reads the score digits' probabilities:
+        nothing in the free text can pose as the verdict), ``text`` (parsed from the free text: the
+        weaker fallback for servers that cannot continue a prefix), or ``auto`` (the default:
+        continuation where the engine supports it, else text with one warning line on stderr).
     """
 
     def __init__(self, engine: LLMEngine, *, mode: str = "generate", template: str = "auto",
                  max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1,
-                 prepair: bool = False, analysis_max_new_tokens: int | None = None, calibrate: bool = False):
+                 prepair: bool = False, analysis_max_new_tokens: int | None = None, calibrate: bool = False,
+                 verdict: str = "auto"):
         if mode not in MODES:
             raise SpecError(f"{engine.backend}: mode must be one of {', '.join(MODES)}, got {mode!r}")
         if max_new_tokens < 1:
@@ -110,6 +127,8 @@ class LLMJudge(Judge):
                             f"mode=logprob (mode is {mode})")
         if prepair and mode == "loglik":
             raise SpecError(f"{engine.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
+        if verdict not in VERDICT_PATHS:
+            raise SpecError(f"{engine.backend}: verdict must be one of {', '.join(VERDICT_PATHS)}, got {verdict!r}")
         if analysis_max_new_tokens is not None and analysis_max_new_tokens < 1:
             raise SpecError(f"{engine.backend}: analysis_max_new_tokens must be >= 1, got {analysis_max_new_tokens}")
         self.engine = engine
@@ -123,6 +142,9 @@ class LLMJudge(Judge):
         self.prepair = prepair
         self.analysis_max_new_tokens = analysis_max_new_tokens or max_new_tokens
         self.calibrate = calibrate
+        self.verdict = verdict
+        self._verdict_path: str | None = None
+        self._verdict_lock = threading.Lock()
         #: PREPAIR's analyses (:class:`~rankkit.judges.prepair.AnalysisStore`; None without
         #: prepair). It names the engine's model only once the first analysis is asked for.
         self.analyses: Any = None
@@ -141,6 +163,33 @@ class LLMJudge(Judge):
         a bad template fails before the first judgment; the spec factories check it even before a
         model is loaded). Not read in the constructor, which only stores parameters."""
         return TemplateChoice(self.template)
+
+    @property
+    def verdict_path(self) -> str:
+        """The path generate mode reads verdicts by: ``continuation`` or ``text`` (see ``verdict``).
+
+        Decided on first use, not in the constructor: an HTTP engine answers whether it continues
+        a prefix with one probe request, which a dry run must never send.
+        """
+        with self._verdict_lock:
+            if self._verdict_path is None:
+                self._verdict_path = self._choose_verdict_path()
+            return self._verdict_path
+
+    def _choose_verdict_path(self) -> str:
+        if self.verdict == "text":
+            return "text"
+        supports = getattr(self.engine, "supports_continuation", None)
+        if supports is None or supports():
+            return "continuation"
+        if self.verdict == "continuation":
+            raise JudgeError(f"{self.backend}: verdict=continuation, but the server does not continue a final "
+                             f"assistant message with log-probabilities; use verdict=text (weaker: the verdict is "
+                             f"parsed from free text) or a server that does (vLLM, SGLang, llama-server)")
+        print(f"rankkit: warning: {self.backend}: the server cannot continue a prefix, so verdicts are parsed "
+              f"from the judge's free text (verdict=text, the weaker fallback: see the README's 'Untrusted "
+              f"candidates'); each judgment records verdict_path=text", file=sys.stderr)
+        return "text"
 
     @property
     def judging_mode(self) -> JudgingMode:
@@ -220,10 +269,16 @@ class LLMJudge(Judge):
         prompts = []
         for task, first, second in requests:
             template = self.pair_template(task)
-            max_points = prompt_max_points(task, template)
+            max_points = self.pair_points(task, template)
             prompts.append(Prompt(user_turn(render_pairwise(template, task, first, second, max_points)),
                                   template, max_points, (first.text, second.text)))
         return prompts
+
+    def pair_points(self, task: Task, template: Template) -> float:
+        """The M a pairwise prompt shows: the task's, except in generate mode, whose verdict is
+        read as one digit per answer (the scale ``0..K`` of :func:`~rankkit.judges.modes.logprob_points`)."""
+        max_points = prompt_max_points(task, template)
+        return self.judging_mode.prompt_points(max_points) if self.mode == "generate" else max_points
 
     # -- PREPAIR -------------------------------------------------------------------------------
     def _analysis_fingerprint(self) -> str:
@@ -244,7 +299,7 @@ class LLMJudge(Judge):
         for task, first, second in requests:
             first_analysis = self.analyses.text(task, first)
             second_analysis = self.analyses.text(task, second)
-            max_points = prompt_max_points(task, self.pair_template(task))
+            max_points = self.pair_points(task, self.pair_template(task))
             template, text = render_decision(task, first, second, first_analysis, second_analysis, max_points)
             prompts.append(Prompt(user_turn(text), template, max_points,
                                   (first.text, second.text, first_analysis, second_analysis)))
@@ -404,7 +459,7 @@ class CalibratedJudge(Judge):
 #: Options every LLM backend accepts, with their types; backends add their own.
 LLM_OPTIONS: dict[str, type] = {"mode": str, "template": str, "max_new_tokens": int, "temperature": float,
                                 "seed": int, "retries": int, "prepair": bool, "analysis_max_new_tokens": int,
-                                "calibrate": bool}
+                                "calibrate": bool, "verdict": str}
 
 
 def split_llm_options(spec: Spec, where: str, defaults: Mapping[str, Any] | None = None

@@ -29,6 +29,22 @@ class Generation:
     usage: dict[str, int] = field(default_factory=dict)
 
 
+def per_row(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
+    """``assistant_prefix`` as one prefix per row (a single string is every row's).
+
+    >>> per_row("Score: ", 2)
+    ['Score: ', 'Score: ']
+    >>> per_row(["a", "b"], 2)
+    ['a', 'b']
+    """
+    if isinstance(assistant_prefix, str):
+        return [assistant_prefix] * rows
+    prefixes = list(assistant_prefix)
+    if len(prefixes) != rows:
+        raise ValueError(f"{len(prefixes)} assistant prefixes for {rows} conversations")
+    return prefixes
+
+
 @runtime_checkable
 class LLMEngine(Protocol):
     """What :class:`~rankkit.judges.llm.LLMJudge` needs from a model runtime.
@@ -39,9 +55,13 @@ class LLMEngine(Protocol):
 
     * ``generate``: the assistant's reply to each conversation. ``temperature`` 0 means greedy;
       ``seed`` seeds sampling.
-    * ``next_token_logprobs``: the reply is forced to begin with ``assistant_prefix``; returns
-      the log-probability of each of ``choices`` as the next token (``-inf`` when impossible).
-      Choices must differ in their first token.
+    * ``next_token_logprobs``: the reply is forced to begin with ``assistant_prefix`` (one string
+      for every conversation, or one per conversation: generate mode's verdict continues each
+      judge's own explanation); returns the log-probability of each of ``choices`` as the next
+      token (``-inf`` when impossible). Choices must differ in their first token.
+    * ``supports_continuation()`` (optional; True when absent): whether ``next_token_logprobs`` really continues a prefix (an
+      HTTP server may start a fresh reply instead); generate mode reads its verdict that way
+      only when it does.
     * ``answer_logliks``: the mean per-token log-likelihood of ``answers[i]`` as the assistant's
       reply to ``conversations[i]``. May raise ``NotImplementedError``.
     * ``identity``: what identifies the model for the cache fingerprint (never secrets).
@@ -54,7 +74,7 @@ class LLMEngine(Protocol):
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
                  temperature: float, seed: int) -> Iterator[tuple[int, Generation]]: ...
 
-    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str,
+    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
                             choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]: ...
 
     def answer_logliks(self, conversations: Sequence[Conversation],

@@ -5,17 +5,23 @@ scale its pointwise prompt shows, and how it turns requests into judgments throu
 engine. :class:`~rankkit.judges.llm.LLMJudge` picks one by name (:data:`JUDGING_MODES`) and
 gives it itself, for its prompts, decoding parameters and engine; the modes keep no state.
 
-``generate`` (:class:`GenerateMode`) — the paper's way. The judge writes an explanation, then a
-    verdict (``Answer 1: X/M Answer 2: Y/M`` or ``Score: X/M``), which :mod:`rankkit.prompts`
-    parses from the generated text only, ignoring any verdict that re-quotes candidate text (even
-    with case, whitespace or punctuation changed). A missing, out-of-range, off-scale or ambiguous
-    (two different verdicts) verdict is asked again once with the next seed (at temperature 0.7
-    when the judge decodes greedily, since a greedy retry would repeat itself); if that fails too
-    the judgment is recorded with status FAILED. **Decision rule for failures:** a failed grade
-    has ``score=None`` (the ``individual`` strategy scores it at the middle of the scale); a
-    failed comparison is a tie with both answers at the middle of the scale and
-    ``probability=0.5``. Both are counted as ``parse_failures`` in the run's cost and keep the
-    raw output for inspection.
+``generate`` (:class:`GenerateMode`) — the paper's way, hardened. The judge writes its explanation
+    freely; the verdict is **never searched for in that text**. rankkit appends its own prefix
+    after it (``Final verdict: Answer 1: ``) and reads the probabilities of the score digits
+    ``0..K`` as the next token (score = their expected value), then ``... 7/9 Answer 2: `` for the
+    second answer (:func:`continuation_verdicts`); pointwise: ``Final verdict: Score: ``. The prompt
+    shows the digit scale ``0..K`` (K as in ``logprob`` mode) and scores are mapped onto the
+    task's scale. A candidate that writes a verdict, or makes the judge repeat one, changes
+    nothing that is read. Engines that cannot continue a prefix (llama-cpp-python's server,
+    OpenAI) fall back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`:
+    strict, but a pattern over text a candidate can influence), with one warning line; every
+    judgment records its ``verdict_path``. A verdict that cannot be read is asked again once
+    with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy retry
+    would repeat itself); if that fails too the judgment is recorded with status FAILED: a
+    failed grade has ``value=None``, a failed comparison has both answers at the middle of the
+    scale and ``probability=0.5``, and the match layer treats it as **undecided**
+    (:func:`rankkit.matches.make_match`): it never decides a match, so it rewards nobody. Both
+    are counted as ``parse_failures`` and keep the raw output for inspection.
 
 ``logprob`` (:class:`LogprobMode`) — no generation, one forward pass per prompt. Pointwise: the
     reply is forced to start with the template's score prefix (``Score: ``) and the score is the
@@ -39,7 +45,7 @@ each judgment the moment it exists.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rankkit.judges.base import (
@@ -64,7 +70,12 @@ from rankkit.prompts import (
 from rankkit.tasks import Candidate, Task
 
 #: Bump when the parser or a decision rule changes what a judgment is (part of the fingerprint).
-PARSER_VERSION = "2"  # 2: loose re-quotes of candidates dropped; conflicting verdicts fail
+PARSER_VERSION = "3"  # 3: ASCII digits only; generate prompts show the digit scale 0..K
+#: How generate mode reads a verdict from a continuation (part of the fingerprint).
+VERDICT_RULE = "1"  # expected digit after "<explanation>\n\nFinal verdict: Answer 1: " (then "... Answer 2: ")
+#: The verdict paths of generate mode: ``continuation`` reads the verdict after a prefix rankkit
+#: appends; ``text`` parses it from the free text (the fallback); ``auto`` picks the first the engine can do.
+VERDICT_PATHS = ("auto", "continuation", "text")
 LOGPROB_RULE = "1"  # digits 0..min(M,9); P(1)/(P(1)+P(2)) after the choice prefix
 LOGLIK_RULE = "1"   # mean token log-likelihood of the answer after the bare question
 
@@ -176,6 +187,11 @@ class ModeJudge(Protocol):
     temperature: float
     seed: int
     retries: int
+    verdict: str  # the verdict option: auto, continuation or text
+
+    @property
+    def verdict_path(self) -> str:
+        """How generate mode reads verdicts for this judge: ``continuation`` or ``text``."""
 
     @property
     def templates(self) -> TemplateChoice:
@@ -222,6 +238,7 @@ class _Outcome:
     verdict: ParsedVerdict
     attempts: list[str]
     usage: dict[str, int]
+    read: dict[str, Any] = field(default_factory=dict)  # what the continuation read (continuation path)
 
     @property
     def status(self) -> ParseStatus:
@@ -230,75 +247,174 @@ class _Outcome:
         return ParseStatus.OK if len(self.attempts) == 1 else ParseStatus.RETRIED
 
 
+def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:
+    """The assistant prefix rankkit appends to a generated explanation before reading a score:
+    ``<explanation>\n\nFinal verdict: Answer 1: `` (``slot`` 1), ``... Score: `` (``slot`` None).
+
+    >>> from rankkit.prompts import builtin_templates
+    >>> prompt = Prompt([], builtin_templates()["paper-pairwise-en"], 4.0)
+    >>> verdict_prefix(prompt, "Both are fine.  ", 1)
+    'Both are fine.\n\nFinal verdict: Answer 1: '
+    """
+    template = prompt.template
+    label = template.score_prefix if slot is None else f"{template.slot_label} {slot}:"
+    return f"{explanation.rstrip()}\n\n{template.verdict_prefix} {label} "
+
+
+def read_scores(engine: LLMEngine, prompts: Sequence[Prompt], prefixes: Sequence[str]
+                ) -> Iterator[tuple[int, dict[str, float]]]:
+    """The digit log-probabilities ``0..K`` after each prompt's prefix (K = its ``max_points``),
+    one engine call per distinct K."""
+    return next_token_logprobs(engine, [p.conversation for p in prompts], prefixes,
+                               [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts])
+
+
+def _argmax_digit(logprobs: Mapping[str, float]) -> str:
+    return max(logprobs, key=lambda digit: (logprobs[digit], -int(digit)))
+
+
+def continuation_verdicts(engine: LLMEngine, prompts: Sequence[Prompt], texts: Sequence[str],
+                          slots: int) -> list[tuple[ParsedVerdict, dict[str, Any]]]:
+    """The verdict of each generated explanation, read from continuations rankkit controls.
+
+    After the judge's explanation rankkit appends its own verdict prefix (:func:`verdict_prefix`)
+    and reads the probabilities of the score digits ``0..K`` as the next token; the score is their
+    expected value (as in ``logprob`` mode). With two slots, the second score is read after the
+    first one's most likely digit: ``... Answer 1: 7/9 Answer 2: ``. No verdict is ever searched for
+    in the free text, so nothing a candidate writes (or makes the judge repeat) can be read as one.
+    A slot with no probability on any digit fails the verdict.
+
+    Returns, per prompt, the :class:`ParsedVerdict` (scores on ``[0, K]``) and what was read
+    (``{"logprobs": [...], "continuation": the verdict line}``).
+    """
+    results: list[tuple[ParsedVerdict, dict[str, Any]]] = []
+    prefixes = [verdict_prefix(p, t, 1 if slots == 2 else None) for p, t in zip(prompts, texts)]
+    first = dict(read_scores(engine, prompts, prefixes))
+    second: dict[int, dict[str, float]] = {}
+    if slots == 2:
+        readable = [i for i in range(len(prompts)) if expected_digit(first[i])[0] is not None]
+        follow = [f"{prefixes[i]}{_argmax_digit(first[i])}/{format_points(prompts[i].max_points)} "
+                  f"{prompts[i].template.slot_label} 2: " for i in readable]
+        for local, logprobs in read_scores(engine, [prompts[i] for i in readable], follow):
+            second[readable[local]] = logprobs
+    for index, prompt in enumerate(prompts):
+        tables = [first[index]] + ([second[index]] if index in second else [])
+        values = [expected_digit(table)[0] for table in tables]
+        template = prompt.template
+        labels = [template.score_prefix] if slots == 1 else [f"{template.slot_label} {n}:" for n in (1, 2)]
+        shown = template.verdict_prefix + "".join(
+            f" {label} {'?' if v is None else format(v, '.2f')}/{format_points(prompt.max_points)}"
+            for label, v in zip(labels, values))
+        read = {"logprobs": tables, "continuation": shown}
+        if len(values) < slots or any(v is None for v in values):
+            results.append((ParsedVerdict(None, "no probability on any score digit after the verdict prefix"), read))
+        else:
+            results.append((ParsedVerdict(tuple(values)), read))
+    return results
+
+
 class GenerateMode:
-    """The judge writes its reasoning and a verdict, which is parsed (one retry if it cannot be)."""
+    """The judge writes its reasoning; the verdict is read from a continuation rankkit controls
+    (or, where the engine cannot continue a prefix, parsed from the text: the flagged fallback).
+    One retry with the next seed when no verdict can be read."""
 
     name = "generate"
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
         return {"templates": judge.templates.fingerprint(), "parser": PARSER_VERSION,
+                "verdict": judge.verdict, "verdict_rule": VERDICT_RULE,
                 "max_new_tokens": judge.max_new_tokens, "temperature": judge.temperature, "seed": judge.seed,
                 "retries": judge.retries, "retry_temperature": RETRY_TEMPERATURE}
 
     def prompt_points(self, max_points: float) -> float:
-        return max_points
+        return float(logprob_points(max_points))
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
-        for index, outcome in self._verdicts(judge, prompts, parse_pointwise):
+        for index, outcome in self._verdicts(judge, prompts, 1):
             task = requests[index][0]
             prompt = prompts[index]
             score = None
             if outcome.verdict.scores is not None:
                 score = to_task_scale(outcome.verdict.scores[0], prompt.max_points, task.scale)
-            yield index, Grade(value=score, raw=outcome.text, status=outcome.status,
-                                       usage=dict(outcome.usage), extras=self._extras(prompt, outcome))
+            yield index, Grade(value=score, raw=self._raw(outcome), status=outcome.status,
+                               usage=dict(outcome.usage), extras=self._extras(judge, prompt, outcome))
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
-        for index, outcome in self._verdicts(judge, prompts, parse_pairwise):
+        for index, outcome in self._verdicts(judge, prompts, 2):
             task = requests[index][0]
             prompt = prompts[index]
-            extras = self._extras(prompt, outcome)
+            extras = self._extras(judge, prompt, outcome)
             if outcome.verdict.scores is None:
-                yield index, failed_comparison(task, outcome.text, outcome.usage, extras)
+                yield index, failed_comparison(task, self._raw(outcome), outcome.usage, extras)
                 continue
             first, second = (to_task_scale(v, prompt.max_points, task.scale) for v in outcome.verdict.scores)
             yield index, Verdict(first_grade=first, second_grade=second,
-                                      winner=winner_from_scores(first, second), raw=outcome.text,
-                                      status=outcome.status, usage=dict(outcome.usage), extras=extras)
+                                 winner=winner_from_scores(first, second), raw=self._raw(outcome),
+                                 status=outcome.status, usage=dict(outcome.usage), extras=extras)
 
     @staticmethod
-    def _verdicts(judge: ModeJudge, prompts: Sequence[Prompt],
-                  parse: Callable[[str, float, Sequence[str]], ParsedVerdict]) -> Iterator[tuple[int, _Outcome]]:
-        """Generate, parse, retry the unparseable with the next seed; yield as ready."""
+    def _verdicts(judge: ModeJudge, prompts: Sequence[Prompt], slots: int) -> Iterator[tuple[int, _Outcome]]:
+        """Generate, read each verdict, retry the unreadable with the next seed; yield as ready.
+
+        On the continuation path a batch's explanations are generated first, then their verdicts
+        read in one or two batched continuation calls; on the text path each is parsed as it
+        arrives.
+        """
+        continuation = judge.verdict_path == "continuation"
+        parse = parse_pairwise if slots == 2 else parse_pointwise
         history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
         usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
         pending = list(range(len(prompts)))
         for attempt in range(judge.retries + 1):
             temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
+            last = attempt == judge.retries
             failed = []
-            conversations = [prompts[i].conversation for i in pending]
-            for local, generation in judge.engine.generate(conversations, max_new_tokens=judge.max_new_tokens,
+            generated: list[tuple[int, str]] = []
+            for local, generation in judge.engine.generate([prompts[i].conversation for i in pending],
+                                                           max_new_tokens=judge.max_new_tokens,
                                                            temperature=temperature, seed=judge.seed + attempt):
                 index = pending[local]
                 history[index].append(generation.text)
                 add_usage(usage[index], generation.usage)
+                if continuation:
+                    generated.append((index, generation.text))
+                    continue
                 verdict = parse(generation.text, prompts[index].max_points, prompts[index].untrusted)
-                if verdict.ok or attempt == judge.retries:
+                if verdict.ok or last:
                     yield index, _Outcome(generation.text, verdict, history[index], usage[index])
                 else:
                     failed.append(index)
+            if generated:
+                read = continuation_verdicts(judge.engine, [prompts[i] for i, _ in generated],
+                                             [text for _, text in generated], slots)
+                for (index, text), (verdict, what) in zip(generated, read):
+                    add_usage(usage[index], {"verdict_reads": len(what["logprobs"])})
+                    if verdict.ok or last:
+                        yield index, _Outcome(text, verdict, history[index], usage[index], what)
+                    else:
+                        failed.append(index)
             pending = sorted(failed)
             if not pending:
                 return
 
     @staticmethod
-    def _extras(prompt: Prompt, outcome: _Outcome) -> dict[str, Any]:
+    def _raw(outcome: _Outcome) -> str:
+        """The judge's text, and on the continuation path the verdict line rankkit read after it."""
+        if outcome.read:
+            return f"{outcome.text.rstrip()}\n\n[read by rankkit] {outcome.read['continuation']}"
+        return outcome.text
+
+    @staticmethod
+    def _extras(judge: ModeJudge, prompt: Prompt, outcome: _Outcome) -> dict[str, Any]:
         extras: dict[str, Any] = {"mode": "generate", "template": prompt.template.name,
-                                  "max_points": prompt.max_points}
+                                  "max_points": prompt.max_points,
+                                  "verdict_path": "continuation" if outcome.read else "text"}
         if outcome.verdict.scores is not None:
             extras["verdict"] = list(outcome.verdict.scores)
+        if outcome.read:
+            extras["logprobs"] = outcome.read["logprobs"]
         if outcome.verdict.error:
             extras["parse_error"] = outcome.verdict.error
         if len(outcome.attempts) > 1:

@@ -71,7 +71,7 @@ from typing import Any, Callable, Iterator, Sequence
 from rankkit.judges.base import JudgeError
 from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, RetryingClient, RetryPolicy
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
-from rankkit.judges.llm_engine import Generation
+from rankkit.judges.llm_engine import Generation, per_row
 from rankkit.specs import Spec, SpecError, convert_value
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -168,7 +168,7 @@ class OpenAIEngine(RetryingClient):
 
         yield from self._run_all([job(c) for c in conversations])
 
-    def next_token_logprobs(self, conversations: Sequence[list[dict[str, str]]], *, assistant_prefix: str,
+    def next_token_logprobs(self, conversations: Sequence[list[dict[str, str]]], *, assistant_prefix: str | Sequence[str],
                             choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the first token of the reply.
 
@@ -176,27 +176,28 @@ class OpenAIEngine(RetryingClient):
         token ignoring surrounding spaces (``" A"`` counts for ``"A"``), and a choice absent from the
         top alternatives gets ``-inf``. A server that answers without log-probabilities raises
         :class:`LogprobsUnavailable`, which says to use ``mode=generate``. The reply is forced to
-        start with ``assistant_prefix`` as described in :func:`prefill_fields`.
+        start with ``assistant_prefix`` (one for all, or one per conversation) as described in
+        :func:`prefill_fields`.
         """
-
-        if assistant_prefix:  # the reading depends on the server continuing the prefix: check it once
+        prefixes = per_row(assistant_prefix, len(conversations))
+        if any(prefixes):  # the reading depends on the server continuing the prefix: check it once
             self.check_continuation()
 
         def read(payload: dict[str, Any]) -> dict[str, float]:
             return choice_logprobs(first_token_alternatives(payload, "the server"), choices)
 
-        def job(conversation: list[dict[str, str]]) -> Callable[[threading.Event], dict[str, float]]:
+        def job(conversation: list[dict[str, str]], prefix: str) -> Callable[[threading.Event], dict[str, float]]:
             body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
                                    top_logprobs=TOP_LOGPROBS)
-            if assistant_prefix:
-                body.update(prefill_fields(conversation, assistant_prefix))
+            if prefix:
+                body.update(prefill_fields(conversation, prefix))
 
             def call(abort: threading.Event) -> dict[str, float]:
                 return self.post("/chat/completions", body, abort, read)[0]
 
             return call
 
-        yield from self._run_all([job(c) for c in conversations])
+        yield from self._run_all([job(c, p) for c, p in zip(conversations, prefixes)])
 
     def check_continuation(self) -> None:
         """Refuse a server that does not continue a final assistant message, before any judgment.
@@ -236,6 +237,15 @@ class OpenAIEngine(RetryingClient):
                 self._probe_done = True
             if self._probe_error is not None:
                 raise self._probe_error
+
+    def supports_continuation(self) -> bool:
+        """Whether the server continues a final assistant message with log-probabilities (one probe
+        request per engine, :meth:`check_continuation`)."""
+        try:
+            self.check_continuation()
+        except LogprobsUnavailable:
+            return False
+        return True
 
     def answer_logliks(self, conversations: Sequence[list[dict[str, str]]],
                        answers: Sequence[str]) -> Iterator[tuple[int, float]]:

@@ -36,7 +36,8 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, order: 
     system_of = {cid: name for name, cid in candidate_of.items()}
     play_round = functools.partial(source.play_many, order=order, rng=rng)
     bracket = play_bracket(list(candidate_of.values()), rng, play_round, reshuffle=False)
-    return [(system_of[match.a], system_of[match.b], match.outcome) for matches in bracket.rounds for match in matches]
+    return [(system_of[match.a], system_of[match.b], match.outcome) for matches in bracket.rounds for match in matches
+            if match.decided]
 
 
 def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: str,
@@ -56,6 +57,8 @@ def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: 
     pairs = [(candidate_of[name], anchor_id) for name in names]
     outcomes = []
     for name, match in zip(names, source.play_many(pairs, round=1, order=order, rng=rng)):
+        if not match.decided:
+            continue
         outcome = match.outcome if match.a == candidate_of[name] else 1.0 - match.outcome
         outcomes.append((name, opponent, outcome))
     return outcomes

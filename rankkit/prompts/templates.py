@@ -61,7 +61,10 @@ class Template:
     text: the prompt with ``{field}`` placeholders.
     max_points: a fixed top of the scale (MT prompts grade 0-100); None means "from the task".
     score_prefix: what the judge's reply starts with before a pointwise score (logprob mode).
-    choice_prefix: what precedes the choice token "1"/"2" in a pairwise reply (logprob mode).
+    choice_prefix: what precedes the choice token "1"/"2" in a pairwise reply (logprob mode); its
+        last word is the slot label (``Answer``, ``Antwort``, ``Translation``).
+    verdict_prefix: what rankkit appends after a generated explanation before it reads the
+        verdict's score tokens (generate mode, :mod:`rankkit.judges.modes`).
     file_text: the whole file, header included; its hash is the template's identity.
     """
 
@@ -74,6 +77,7 @@ class Template:
     max_points: float | None = None
     score_prefix: str = "Score:"
     choice_prefix: str = "The better answer is Answer"
+    verdict_prefix: str = "Final verdict:"
     file_text: str = ""
     path: str | None = None
 
@@ -81,6 +85,12 @@ class Template:
     def sha(self) -> str:
         """First 16 hex digits of the SHA-256 of the file text (the template's identity)."""
         return hashlib.sha256((self.file_text or self.text).encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def slot_label(self) -> str:
+        """The word a verdict names a slot by (``Answer`` in ``Answer 1: X/M``): the last word of
+        :attr:`choice_prefix`."""
+        return self.choice_prefix.split()[-1]
 
     @property
     def fields(self) -> set[str]:
@@ -96,7 +106,8 @@ class Template:
 
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(FIELDS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_ ]*)\}")
-_HEADER_KEYS = {"name", "version", "kind", "language", "source", "max_points", "score_prefix", "choice_prefix"}
+_HEADER_KEYS = {"name", "version", "kind", "language", "source", "max_points", "score_prefix", "choice_prefix",
+                "verdict_prefix"}
 
 
 def parse_template(file_text: str, *, where: str, default_name: str = "custom") -> Template:
@@ -145,6 +156,7 @@ def parse_template(file_text: str, *, where: str, default_name: str = "custom") 
         score_prefix=header.get("score_prefix") or ("Punktzahl:" if german else "Score:"),
         choice_prefix=header.get("choice_prefix") or ("Die bessere Antwort ist Antwort" if german
                                                       else "The better answer is Answer"),
+        verdict_prefix=header.get("verdict_prefix") or ("Endgültiges Urteil:" if german else "Final verdict:"),
         file_text=file_text, path=where,
     )
 

@@ -66,6 +66,8 @@ class CandidateExtras:
     posterior_sd: the posterior standard deviation of its rating, Elo scale (active).
     steps / stopped: how many steps the run took and why it stopped, the same for every
         candidate (active).
+    undecided: how many of its comparisons failed, so decided nothing (every pairwise strategy,
+        filled in by the run when any did; see "Undecided comparisons" in :mod:`rankkit.matches`).
     """
 
     # The field order is the JSON's key order, the order each strategy has always written its keys in.
@@ -88,6 +90,7 @@ class CandidateExtras:
     posterior_sd: float | None = None
     steps: int | None = None
     stopped: str | None = None
+    undecided: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The reported fields as JSON: field name -> value (tuples as lists), None fields left out."""

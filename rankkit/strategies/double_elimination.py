@@ -109,7 +109,10 @@ class DoubleElimination(Strategy):
             results = []
             for match in played:
                 met.add(frozenset((match.a, match.b)))
-                outcome = match.outcome if match.outcome != 0.5 else float(rng.random() < 0.5)
+                if match.outcome is None:  # undecided: the answer shown first goes on (rankkit.matches)
+                    outcome = 1.0
+                else:
+                    outcome = match.outcome if match.outcome != 0.5 else float(rng.random() < 0.5)
                 results.append((match.a, match.b) if outcome == 1.0 else (match.b, match.a))
             matches.extend(played)
             return results

@@ -33,11 +33,12 @@ def comparison_outcomes(comparisons: Sequence[Comparison]) -> list[Outcome]:
     The outcome is read as everywhere in rankkit (:func:`rankkit.matches.make_match`): the higher
     grade wins, and on equal grades the judge's verdict decides, else it is a tie. With both
     orders judged, a pair whose verdict flips with the order (position bias) yields one win each,
-    which the rating models treat like a draw.
+    which the rating models treat like a draw. A failed comparison decided nothing and yields no
+    outcome (see "Undecided comparisons" in :mod:`rankkit.matches`).
     """
-    from rankkit.matches import make_match
+    from rankkit.matches import decided, make_match
 
-    return [(c.first, c.second, make_match(c.first, c.second, [c]).outcome) for c in comparisons]
+    return [(c.first, c.second, make_match(c.first, c.second, [c]).outcome) for c in comparisons if decided(c)]
 
 
 def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Random) -> list[Outcome]:

@@ -53,7 +53,10 @@ class JudgedComparator:
 
     def _ask(self, a: str, b: str) -> str:
         match = self.source.play(a, b, order=self.order, rng=self.rng)
-        outcome = match.outcome if match.outcome != 0.5 else float(self.rng.random() < 0.5)
+        if match.outcome is None:  # undecided: the answer shown first goes on (rankkit.matches)
+            outcome = 1.0
+        else:
+            outcome = match.outcome if match.outcome != 0.5 else float(self.rng.random() < 0.5)
         for cid in (match.a, match.b):
             self.played[cid] = self.played.get(cid, 0) + 1
         return match.a if outcome == 1.0 else match.b

@@ -19,8 +19,9 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class Individual(Strategy):
     """Grade each candidate once with a pointwise prompt; the grade is its score.
 
-    A grade the judge's output could not be parsed into scores the middle of the task's scale
-    (the least informative guess), and is flagged in ``extras`` as ``parse_failed``.
+    A grade that could not be read scores the bottom of the task's scale, so a text that breaks
+    the judge never gains from it (see "Undecided comparisons" in :mod:`rankkit.matches`), and is
+    flagged in ``extras`` as ``parse_failed``.
     """
 
     description = "pointwise baseline: one grade per candidate (N grades)"
@@ -29,11 +30,11 @@ class Individual(Strategy):
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
         judgments = source.grade_many(ids)
-        midpoint = (task.scale[0] + task.scale[1]) / 2
+        bottom = task.scale[0]
         scores, extras = {}, {}
         for cid, judgment in zip(ids, judgments):
             failed = judgment.value is None or judgment.status is ParseStatus.FAILED
-            scores[cid] = midpoint if judgment.value is None else float(judgment.value)
+            scores[cid] = bottom if judgment.value is None else float(judgment.value)
             extras[cid] = CandidateExtras(parse_failed=failed, played=0)
         return Ranking(scores=scores, extras=extras)
 

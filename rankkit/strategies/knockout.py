@@ -56,13 +56,19 @@ class Knockout(Strategy):
         play_round = functools.partial(source.play_many, order=self.order, rng=rng)
         bracket = play_bracket(task.candidate_ids, rng, play_round, reshuffle=True, tie=self.tie)
         received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
+        played = dict.fromkeys(task.candidate_ids, 0)
         for matches in bracket.rounds:
             for match in matches:
-                received[match.a].append(match.grade_a)
-                received[match.b].append(match.grade_b)
-        scores = {cid: statistics.fmean(received[cid]) for cid in task.candidate_ids}
+                played[match.a] += 1
+                played[match.b] += 1
+                if match.decided:  # an undecided match gives no grade (rankkit.matches)
+                    received[match.a].append(match.grade_a)
+                    received[match.b].append(match.grade_b)
+        # No grade at all (every match undecided): the bottom of the scale, never a reward.
+        scores = {cid: statistics.fmean(received[cid]) if received[cid] else task.scale[0]
+                  for cid in task.candidate_ids}
         extras = {
-            cid: CandidateExtras(eliminated_round=bracket.eliminated_round[cid], played=len(received[cid]),
+            cid: CandidateExtras(eliminated_round=bracket.eliminated_round[cid], played=played[cid],
                                  grades=tuple(received[cid]), byes=bracket.byes[cid], rounds=len(bracket.rounds))
             for cid in task.candidate_ids
         }

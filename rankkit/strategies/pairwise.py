@@ -44,6 +44,8 @@ class Pairwise(Strategy):
         scores, extras = {}, {}
         for match in matches:
             for cid, score, other in ((match.a, match.grade_a, match.b), (match.b, match.grade_b, match.a)):
+                if not match.decided:  # an undecided match scores nobody above the bottom (rankkit.matches)
+                    score = task.scale[0]
                 if cid not in scores:
                     scores[cid] = score
                     extras[cid] = CandidateExtras(opponent=other, played=1)

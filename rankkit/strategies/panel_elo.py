@@ -67,7 +67,7 @@ class PanelElo(Strategy):
         # judge's slot bias does not systematically favour the candidates listed first in the data.
         pairs = [coin_order(a, b, rng) for a, b in pairs]
         matches = source.play_many(pairs, round=1, order=self.order, rng=rng)
-        outcomes = [(match.a, match.b, match.outcome) for match in matches]
+        outcomes = [(match.a, match.b, match.outcome) for match in matches if match.decided]
         if self.permutations == 1:
             ratings = online_elo(outcomes, items=ids, k=self.k, initial=ELO_INITIAL)
         else:

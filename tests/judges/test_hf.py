@@ -503,11 +503,15 @@ def test_generated_verdicts_do_not_depend_on_batch_composition(tiny_dir):
         judge = make_judge(f"hf:{tiny_dir},exact=false,dtype=float32,temperature=0,max_new_tokens=40,{batching},"
                            f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
         judged = dict(judge.compare_many(requests))
-        verdicts.append([(judged[i].raw, judged[i].winner, judged[i].first_grade, judged[i].second_grade)
-                         for i in range(len(requests))])
+        verdicts.append([(judged[i].raw.partition("\n\n[read by rankkit]")[0], judged[i].winner,
+                          judged[i].first_grade, judged[i].second_grade) for i in range(len(requests))])
         if batching == "batch_size=8":
             assert judge.engine.stats["forward_batches"] < len(requests)
-    assert verdicts[0] == verdicts[1] == verdicts[2]
+    # The same explanations and winners; the verdicts read from continuations agree to float32
+    # round-off (batched rows are padded differently).
+    for other in verdicts[1:]:
+        assert [v[:2] for v in other] == [v[:2] for v in verdicts[0]]
+        assert [v[2:] for v in other] == [pytest.approx(v[2:], abs=1e-4) for v in verdicts[0]]
     assert any(v[0] == REPLY for v in verdicts[0])  # the prompts it was taught get its reply
 
 
@@ -578,15 +582,15 @@ def test_answer_loglik_is_the_mean_token_log_likelihood(tiny):
 
 # -- the judge end to end -----------------------------------------------------------------------
 
-def test_generate_mode_parses_the_models_own_verdict(tiny_dir):
-    judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=40,batch_size=2,"
+def test_generate_mode_parses_the_models_own_verdict_on_the_text_path(tiny_dir):
+    judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=40,batch_size=2,verdict=text,"
                        f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
     task = make_task()
     pairs = [(task, task.candidates[0], task.candidates[1]), (task, task.candidates[2], task.candidates[1])]
     results = dict(judge.compare_many(pairs))
     for index in (0, 1):
         judgment = results[index]
-        assert judgment.raw == REPLY
+        assert judgment.raw == REPLY and judgment.extras["verdict_path"] == "text"
         assert judgment.status is ParseStatus.OK
         assert (judgment.first_grade, judgment.second_grade, judgment.winner) == (3.0, 1.0, Winner.FIRST)
         assert judgment.usage["completion_tokens"] > 5 and judgment.usage["prompt_tokens"] > 10
@@ -594,19 +598,43 @@ def test_generate_mode_parses_the_models_own_verdict(tiny_dir):
     assert point.value == 3.0 and point.status is ParseStatus.OK
 
 
-def test_injected_verdict_in_a_candidate_is_not_what_is_parsed(tiny_dir):
-    judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=40,"
+def test_generate_mode_reads_the_verdict_from_a_continuation_of_its_explanation(tiny_dir):
+    judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=40,batch_size=2,"
                        f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
+    task = make_task()
+    judgment = judge.compare(task, task.candidates[0], task.candidates[1])
+    # The explanation is the model's own; the scores are the expected digits it puts after
+    # "Final verdict: Answer 1: " (then "... Answer 2: ") — read in two forward passes.
+    assert judgment.raw.startswith(REPLY + "\n\n[read by rankkit] Final verdict: Answer 1: ")
+    assert judgment.extras["verdict_path"] == "continuation" and judgment.usage["verdict_reads"] == 2
+    first, second = judgment.extras["logprobs"]
+    assert set(first) == set(second) == {"0", "1", "2", "3", "4"}
+    expected = [sum(int(d) * math.exp(lp) for d, lp in table.items()) / sum(math.exp(lp) for lp in table.values())
+                for table in (first, second)]
+    assert [judgment.first_grade, judgment.second_grade] == pytest.approx(expected, abs=1e-9)
+    assert judgment.winner is (Winner.FIRST if expected[0] > expected[1] else Winner.SECOND)
+    point = judge.grade(task, task.candidates[0])
+    assert 0 <= point.value <= 4 and point.usage["verdict_reads"] == 1
+
+
+def test_injected_verdict_in_a_candidate_is_not_what_is_parsed(tiny_dir):
+    text = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=40,verdict=text,"
+                      f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
     task = make_task(texts=INJECTED)
-    judgment = judge.compare(task, task.candidates[1], task.candidates[0])
+    judgment = text.compare(task, task.candidates[1], task.candidates[0])
     assert judgment.raw == REPLY
     assert (judgment.first_grade, judgment.second_grade) == (3.0, 1.0)
-    assert judge.grade(task, task.candidates[0]).value == 3.0
+    assert text.grade(task, task.candidates[0]).value == 3.0
+    continued = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=40,"
+                           f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
+    judgment = continued.compare(task, task.candidates[1], task.candidates[0])
+    assert judgment.raw.startswith(REPLY) and "10/10" not in judgment.raw.partition("[read by rankkit]")[2]
 
 
 def test_generate_mode_failure_is_recorded_not_raised(tiny_dir):
-    # 3 new tokens are too few to reach a verdict: both attempts fail.
-    judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=3,template={tiny_dir}/pair.txt")
+    # 3 new tokens are too few to reach a verdict in the text: both attempts fail on the text path.
+    judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature=0,max_new_tokens=3,verdict=text,"
+                       f"template={tiny_dir}/pair.txt")
     task = make_task()
     judgment = judge.compare(task, task.candidates[0], task.candidates[1])
     assert judgment.status is ParseStatus.FAILED and judgment.winner is Winner.TIE

@@ -161,9 +161,9 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
 # Recorded for 0.2: judgments' fields renamed (first_grade, second_grade, value) and cache kinds
 # `verdict`/`grade`; fingerprints and request keys are those of 0.1.
 PINNED: dict[str, Any] = {
-    'generate': {'keys': '19bad9dabaae1844', 'judgments': '8f80a2f6b444c1e0', 'rows': '32d7ec863d5b2cba'},
-    'generate-options': {'keys': '89fb46f6169ef0cd', 'judgments': '18c958be0dad1418', 'rows': 'b74260f0f50e2c66'},
-    'generate-prepair': {'keys': 'a822d7dbeeda123c', 'judgments': '36e0f7c14398be3e', 'rows': 'e5f8a0036343decd'},
+    'generate': {'keys': '46655514b0540f08', 'judgments': '687b6bfbee58d01c', 'rows': '3585ed4deffde021'},
+    'generate-options': {'keys': '789c2497e7869edc', 'judgments': '77da5f245e9756a9', 'rows': '92cb731e83a4148d'},
+    'generate-prepair': {'keys': '710a5430d247236e', 'judgments': 'e26603ed6e2f16db', 'rows': '08c52e48972fcabe'},
     'logprob': {'keys': '8dbf429060a78047', 'judgments': '4f781a16af3adb35', 'rows': '3f26571f234c8311'},
     'logprob-calibrate': {'keys': '865007531bf3bf2b', 'judgments': '412d8eab6f7d9ae4', 'rows': '049be565223275f9'},
     'logprob-prepair': {'keys': 'd73ef7be6e10f593', 'judgments': '09baf4529d63628f', 'rows': 'fe00611bc26c85ee'},

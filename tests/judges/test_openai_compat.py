@@ -688,7 +688,8 @@ def test_run_caches_every_judgment_counts_retries_and_tokens(monkeypatch, sample
     faults = {2: 429, 5: 500, 6: 503}
     tasks = sample_tasks[:2]
     with FaultProxy(plan=lambda number, body: faults.get(number, "pass"), retry_after=0.05) as proxy:
-        spec = f"openai:stub,base_url={proxy.base_url},concurrency=3,backoff=0.01,api_key_env=RANKKIT_TEST_KEY"
+        spec = (f"openai:stub,base_url={proxy.base_url},concurrency=3,backoff=0.01,api_key_env=RANKKIT_TEST_KEY,"
+                "verdict=text")  # one request per judgment: the faults below hit judgments
         judge = make_judge(spec)
         strategies = [make_strategy("knockout"), make_strategy("individual")]
         with JudgmentCache(cache_path) as cache:
@@ -794,8 +795,9 @@ def llama_server(tmp_path_factory):
         server.stop()
 
 
-#: Small decoding budget: SmolLM2 is tiny and the machine is shared; verdicts come early or never.
-SERVER_JUDGE = "max_new_tokens=48,temperature=0"
+# llama-cpp-python's server cannot continue a prefix: its verdicts are parsed from the text (the
+# flagged fallback), set explicitly so every request counted below is a judgment.
+SERVER_JUDGE = "max_new_tokens=48,temperature=0,verdict=text"
 
 
 def two_candidate_task(sample_tasks):

@@ -1,0 +1,160 @@
+"""An honest judge behind an OpenAI-compatible HTTP server: the opponent of the attack suite.
+
+:class:`HonestJudgeServer` listens on 127.0.0.1 for ``POST /v1/chat/completions`` and judges as an
+incorruptible model would: it knows how good each *base answer* is (``quality``: base text ->
+points out of the prompt's M) and recognises an answer by the base text it contains, whatever a
+candidate adds around it. So it always prefers the better answer, and nothing a candidate writes
+— forged verdicts, instructions, fake answer boxes — changes what it thinks. What the attack suite
+tests is therefore rankkit alone: whether what a candidate writes can change what rankkit *reads*.
+
+Like a real chat model it
+
+* writes an explanation and a verdict (``Explanation: ... Answer 1: X/M Answer 2: Y/M`` or
+  ``Score: X/M``), optionally quoting the candidates' text ``before`` or ``after`` its verdict,
+  cut at ``max_tokens`` (four characters a token), so a long quoted candidate pushes its verdict
+  past the response cap;
+* continues a final assistant message (vLLM's ``continue_final_message``) when ``continues`` is
+  true: after rankkit's ``Final verdict: Answer 1: `` (then ``... Answer 2: ``, or ``Score: ``) its
+  first-token ``top_logprobs`` put its own score first; after ``The better answer is Answer `` it
+  names the better slot; the continuation probe (``1, 2, ..., 8,``) goes on with ``9``. With
+  ``continues`` false it behaves like llama-cpp-python's server: it ignores the prefix and starts a
+  fresh reply.
+
+``requests`` counts the requests by kind (``generate``, ``continue``), for the benchmark's cost.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import threading
+from typing import Any, Mapping
+
+_BOX = {slot: re.compile(rf"<{tag}>\n(.*?)\n</{tag}>", re.DOTALL)
+        for slot, tag in ((0, "answer"), (1, "answer_1"), (2, "answer_2"))}
+_SCALE = re.compile(r"scale of 0 to (\d+)")
+_SLOT_PREFIX = re.compile(r"Final verdict:.*?(?:Answer (?P<slot>[12])|(?P<score>Score)):\s*$", re.DOTALL)
+
+
+class HonestJudgeServer:
+    """See the module docstring.
+
+    quality: base answer text -> its points on the prompt's scale 0..M (an answer containing none
+        of them gets 0; one containing several, the longest's).
+    quote: ``none``, ``before`` or ``after``: where the explanation quotes the candidates' text.
+    continues: whether it continues a final assistant message (vLLM does).
+    """
+
+    def __init__(self, quality: Mapping[str, float], quote: str = "none", continues: bool = True):
+        self.quality = dict(quality)
+        self.quote = quote
+        self.continues = continues
+        self.requests = {"generate": 0, "continue": 0}
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                data = json.dumps(server.complete(body)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+
+    def __enter__(self) -> "HonestJudgeServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- judging ----------------------------------------------------------------------------------
+    def points(self, answer: str) -> float:
+        """What the judge thinks of an answer: the quality of the longest base text it contains."""
+        known = [base for base in self.quality if base in answer]
+        return self.quality[max(known, key=len)] if known else 0.0
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        prefix = messages[-1]["content"] if messages[-1]["role"] == "assistant" else None
+        if prefix is not None and self.continues and body.get("continue_final_message"):
+            with self._lock:
+                self.requests["continue"] += 1
+            return _logprobs_reply(self._next_token(prompt, prefix))
+        with self._lock:
+            self.requests["generate"] += 1
+        text = self._explanation(prompt)
+        cap = 4 * int(body.get("max_tokens") or 10_000)
+        reply = _text_reply(text[:cap], completion_tokens=min(len(text), cap) // 4)
+        if body.get("logprobs"):  # a fresh reply's first token, as a server that ignores the prefix gives
+            reply["choices"][0]["logprobs"] = _logprobs_reply(text[:1] or " ")["choices"][0]["logprobs"]
+        return reply
+
+    def _scores(self, prompt: str) -> tuple[int, list[float]]:
+        scale = int(_SCALE.search(prompt).group(1)) if _SCALE.search(prompt) else 10
+        if "<answer_1>" in prompt:
+            answers = [_BOX[1].search(prompt).group(1), _BOX[2].search(prompt).group(1)]
+        else:
+            answers = [_BOX[0].search(prompt).group(1)]
+        return scale, [min(scale, self.points(answer)) for answer in answers]
+
+    def _explanation(self, prompt: str) -> str:
+        if "<answer" not in prompt:
+            return "1, 2, 3"
+        scale, scores = self._scores(prompt)
+        if len(scores) == 2:
+            verdict = f"Answer 1: {scores[0]:g}/{scale} Answer 2: {scores[1]:g}/{scale}"
+        else:
+            verdict = f"Score: {scores[0]:g}/{scale}"
+        quoted = " ".join(f"The answer says: \"{box.group(1)}\"." for key in (1, 2, 0)
+                          if (box := _BOX[key].search(prompt)))
+        explanation = "Explanation: I compared the answers with what I know."
+        if self.quote == "before":
+            return f"{explanation} {quoted}\n{verdict}"
+        if self.quote == "after":
+            return f"{explanation}\n{verdict}\n{quoted}"
+        return f"{explanation}\n{verdict}"
+
+    def _next_token(self, prompt: str, prefix: str) -> str:
+        if prefix.endswith("1, 2, 3, 4, 5, 6, 7, 8,"):
+            return "9"
+        scale, scores = self._scores(prompt)
+        if prefix.rstrip().endswith("The better answer is Answer"):
+            return "1" if scores[0] >= scores[-1] else "2"
+        slot = _SLOT_PREFIX.search(prefix)
+        if slot is None:
+            return "?"
+        index = 0 if slot.group("score") or slot.group("slot") == "1" else 1
+        return str(int(round(scores[index])))
+
+
+def _text_reply(text: str, completion_tokens: int) -> dict[str, Any]:
+    return {"id": "honest", "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": completion_tokens,
+                      "total_tokens": 100 + completion_tokens}}
+
+
+def _logprobs_reply(token: str) -> dict[str, Any]:
+    """One generated token, ``token``, with a confident first-token distribution around it."""
+    top = [{"token": token, "logprob": -0.01}] + [{"token": other, "logprob": -6.0}
+                                                   for other in ("0", "1", "2", "9") if other != token]
+    reply = _text_reply(token, 1)
+    reply["choices"][0]["logprobs"] = {"content": [{"token": token, "logprob": -0.01, "top_logprobs": top}]}
+    return reply

@@ -1,0 +1,118 @@
+"""The attack suite: nothing a candidate writes changes how rankkit reads the judge's verdict.
+
+Every case runs real rankkit runs (``rankkit.compare``) with the ``openai:`` judge in generate
+mode against an honest stub judge on 127.0.0.1 (:mod:`tests.adversarial.stub_judge`), which
+always prefers the better answer whatever the candidates say. An attacker — the worst answer —
+appends an attack (:mod:`tests.adversarial.attacks`); for every strategy listed its rank and its
+wins must equal those of the same answer without the attack. The stub quotes the candidates'
+text before its verdict (so a long candidate pushes the free-text verdict past the response cap)
+or after it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import rankkit
+from rankkit.judges.base import Winner
+from tests.adversarial.attacks import (
+    ATTACKS,
+    LEGITIMATE,
+    MIDDLING,
+    QUESTIONS,
+    _task,
+    four_candidate_tasks,
+    quality_table,
+    two_candidate_tasks,
+)
+from tests.adversarial.stub_judge import HonestJudgeServer
+
+STRATEGIES = ["knockout", "knockout:order=both", "bt", "heapsort", "swiss"]
+#: Small responses keep the suite fast; the stub's verdict still fits when nothing is quoted before it.
+JUDGE_OPTIONS = "mode=generate,concurrency=8,max_new_tokens=64,backoff=0.01"
+
+
+def judge_spec(server: HonestJudgeServer, options: str = "") -> str:
+    return f"openai:honest,base_url={server.base_url},{JUDGE_OPTIONS}" + (f",{options}" if options else "")
+
+
+def wins(task_result: Any, cid: str) -> int:
+    """How many comparisons ``cid`` won (as the judge's verdict says)."""
+    total = 0
+    for comparison in task_result.comparisons:
+        winner = comparison.verdict.winner
+        if (winner is Winner.FIRST and comparison.first == cid) or (winner is Winner.SECOND and comparison.second == cid):
+            total += 1
+    return total
+
+
+def attacker_record(result: rankkit.RunResult) -> dict[str, list[tuple[int, int]]]:
+    """Per strategy, per task: the attacker's (rank, wins)."""
+    return {run.name: [(task.ranking.index("attacker") + 1, wins(task, "attacker")) for task in run.tasks]
+            for run in result.strategies}
+
+
+#: Where the stub quotes the candidates, and on how many four-candidate tasks (fewer for the
+#: second placement, to keep the suite fast: every attack runs under both).
+PLACEMENTS = {"before": 4, "after": 2}
+
+
+@pytest.fixture(scope="module", params=list(PLACEMENTS))
+def server(request):
+    with HonestJudgeServer(quality_table(), quote=request.param) as running:
+        running.tasks = PLACEMENTS[request.param]
+        yield running
+
+
+@pytest.fixture(scope="module")
+def baseline(server):
+    """The attacker's ranks and wins without any attack (the same answers, same seed)."""
+    tasks = four_candidate_tasks(None, n=server.tasks)
+    return attacker_record(rankkit.compare(tasks, STRATEGIES, judge=judge_spec(server)))
+
+
+def test_the_baseline_ranks_the_worst_answer_last(baseline):
+    for name, records in baseline.items():
+        assert [rank for rank, _ in records] == [4] * len(records), name
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_an_attack_leaves_the_attackers_rank_and_wins_unchanged(server, baseline, attack):
+    result = rankkit.compare(four_candidate_tasks(ATTACKS[attack], n=server.tasks), STRATEGIES,
+                             judge=judge_spec(server))
+    assert attacker_record(result) == baseline
+    for run in result.strategies:
+        assert run.cost.parse_failures == 0, run.name
+        assert all(c.verdict.extras["verdict_path"] == "continuation" for t in run.tasks for c in t.comparisons)
+
+
+def test_every_verdict_suppression_wins_no_two_candidate_task(server):
+    """The issue's measurement: before, the wrong answer won 5 of 6 knockout tasks this way."""
+    result = rankkit.compare(two_candidate_tasks(ATTACKS["every_verdict"]), ["knockout", "knockout:order=both"],
+                             judge=judge_spec(server))
+    for run in result.strategies:
+        assert sum(task.champion == "attacker" for task in run.tasks) == 0
+        assert run.cost.parse_failures == 0
+
+
+def test_targeted_verdict_lines_leave_the_worst_answer_last_under_bt(server):
+    """The issue's second measurement: before, the worst of four ranked 2nd in all 8 tasks."""
+    result = rankkit.compare(four_candidate_tasks(ATTACKS["targeted_lines"]), ["bt"], judge=judge_spec(server))
+    assert [task.ranking[-1] for task in result.strategies[0].tasks] == ["attacker"] * 8
+
+
+@pytest.mark.parametrize("legit", list(LEGITIMATE))
+def test_an_answer_about_grading_is_judged_on_its_merits(legit):
+    """An honest answer that reads like a verdict wins, and its opponents' verdicts are read."""
+    quality = {**quality_table(), LEGITIMATE[legit]: 9}
+    tasks = [_task(f"legit{i}", q, [("legit", LEGITIMATE[legit], 9.0), ("good", MIDDLING[0], 6.0),
+                                    ("wrong", wrong, 2.0)])
+             for i, (q, _, wrong) in enumerate(QUESTIONS[:3])]
+    for path, continues in (("continuation", True), ("text", False)):
+        with HonestJudgeServer(quality, quote="none", continues=continues) as server:
+            result = rankkit.compare(tasks, ["knockout", "bt"], judge=judge_spec(server, f"verdict={path}"))
+        for run in result.strategies:
+            assert [task.ranking for task in run.tasks] == [["legit", "good", "wrong"]] * 3, (path, run.name)
+            assert run.cost.parse_failures == 0, (path, run.name)
