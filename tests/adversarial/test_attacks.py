@@ -54,9 +54,8 @@ def attacker_record(result: rankkit.RunResult) -> dict[str, list[tuple[int, int]
             for run in result.strategies}
 
 
-#: Where the stub quotes the candidates, and on how many four-candidate tasks (fewer for the
-#: second placement, to keep the suite fast: every attack runs under both).
-PLACEMENTS = {"before": 4, "after": 2}
+#: Where the stub quotes the candidates, and on how many four-candidate tasks.
+PLACEMENTS = {"before": 8, "after": 8}
 
 
 @pytest.fixture(scope="module", params=list(PLACEMENTS))
@@ -88,18 +87,25 @@ def test_an_attack_leaves_the_attackers_rank_and_wins_unchanged(server, baseline
         assert all(c.verdict.extras["verdict_path"] == "continuation" for t in run.tasks for c in t.comparisons)
 
 
-def test_every_verdict_suppression_wins_no_two_candidate_task(server):
+@pytest.fixture(scope="module")
+def quoting_server():
+    with HonestJudgeServer(quality_table(), quote="after") as running:
+        yield running
+
+
+def test_every_verdict_suppression_wins_no_two_candidate_task(quoting_server):
     """The issue's measurement: before, the wrong answer won 5 of 6 knockout tasks this way."""
     result = rankkit.compare(two_candidate_tasks(ATTACKS["every_verdict"]), ["knockout", "knockout:order=both"],
-                             judge=judge_spec(server))
+                             judge=judge_spec(quoting_server))
     for run in result.strategies:
         assert sum(task.champion == "attacker" for task in run.tasks) == 0
         assert run.cost.parse_failures == 0
 
 
-def test_targeted_verdict_lines_leave_the_worst_answer_last_under_bt(server):
+def test_targeted_verdict_lines_leave_the_worst_answer_last_under_bt(quoting_server):
     """The issue's second measurement: before, the worst of four ranked 2nd in all 8 tasks."""
-    result = rankkit.compare(four_candidate_tasks(ATTACKS["targeted_lines"]), ["bt"], judge=judge_spec(server))
+    result = rankkit.compare(four_candidate_tasks(ATTACKS["targeted_lines"]), ["bt"],
+                             judge=judge_spec(quoting_server))
     assert [task.ranking[-1] for task in result.strategies[0].tasks] == ["attacker"] * 8
 
 
