@@ -16,6 +16,8 @@ Only :mod:`rankkit.cli` imports this module; the library never does.
 
 from __future__ import annotations
 
+import collections
+
 import contextlib
 import functools
 import sys
@@ -238,8 +240,9 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
     """Say on stderr which strategies' judgments failed to parse, after the results are out.
 
     A judgment that fails to parse (a verdict the judge's answer did not yield, a replay miss under
-    ``on_miss=tie``) is kept as a tie, so a run whose judge never answered in the expected format
-    still prints scores and correlations. The share is failed judgments over the judge calls the
+    ``on_miss=tie``) is kept, undecided (it decides no match: see :mod:`rankkit.matches`), so a run
+    whose judge never answered in the expected format still prints scores and correlations; the
+    candidates with undecided comparisons are named, so a text that breaks the judge is visible. The share is failed judgments over the judge calls the
     strategy made (judgments it found in the cache or shared with a strategy before it were
     judged, and counted, once). Above :data:`FAILURE_WARN_SHARE` a warning names the strategy;
     when every judge call of a strategy failed, the command exits 1 (the judge failed) unless
@@ -254,7 +257,16 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
         failed, calls = strategy.cost.parse_failures, strategy.cost.judge_calls
         if calls and failed / calls > FAILURE_WARN_SHARE:
             click.echo(f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
-                       f"({failed / calls:.0%}); each counts as a tie, so its scores say little", err=True)
+                       f"({failed / calls:.0%}); a failed comparison decides nothing (undecided), so its "
+                       f"scores say little", err=True)
+        undecided = collections.Counter()
+        for task in strategy.tasks:
+            for cid, extras in task.extras.items():
+                undecided[cid] += extras.undecided or 0
+        if undecided:
+            shown = ", ".join(f"{cid} ({count})" for cid, count in undecided.most_common(5))
+            click.echo(f"note: {strategy.name}: undecided comparisons by candidate: {shown}"
+                       f"{', ...' if len(undecided) > 5 else ''} (extras 'undecided' in the results)", err=True)
         if calls and failed == calls:
             all_failed.append(strategy.name)
     if all_failed and not allow_failures:

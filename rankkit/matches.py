@@ -98,10 +98,13 @@ class Comparison:
     round: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"first": self.first, "second": self.second, "round": self.round,
-                "first_grade": self.verdict.first_grade, "second_grade": self.verdict.second_grade,
-                "winner": self.verdict.winner.value, "probability": self.verdict.probability,
-                "status": self.verdict.status.value, "raw": self.verdict.raw}
+        record = {"first": self.first, "second": self.second, "round": self.round,
+                  "first_grade": self.verdict.first_grade, "second_grade": self.verdict.second_grade,
+                  "winner": self.verdict.winner.value, "probability": self.verdict.probability,
+                  "status": self.verdict.status.value, "raw": self.verdict.raw}
+        if "verdict_path" in self.verdict.extras:  # generate mode: how the verdict was read
+            record["verdict_path"] = self.verdict.extras["verdict_path"]
+        return record
 
 
 @dataclass(frozen=True)
@@ -318,9 +321,14 @@ class MatchSource:
         open_matches = [i for i, match in enumerate(matches) if not match.decided]
         if not open_matches:
             return matches
+        grades: dict[str, Grade] = {}
         if getattr(self.memo.judge, "supports_pointwise", True):
             ids = [cid for i in open_matches for cid in (matches[i].a, matches[i].b)]
-            grades = dict(zip(ids, self.grade_many(ids)))
+            try:
+                grades = dict(zip(ids, self.grade_many(ids)))
+            except NotImplementedError:  # a judge that only compares (it did not declare so)
+                grades = {}
+        if grades:
             for i in open_matches:
                 match = matches[i]
                 matches[i] = settle_by_grades(match, grades[match.a], grades[match.b], self.task.scale)

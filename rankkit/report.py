@@ -169,7 +169,7 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
                     stored = comparison.to_dict()
                     judgments[task_id].append({k: stored[k] for k in JUDGMENT_FIELDS})
                 comparisons.append([judgment_index[key], comparison.round])
-            extras = {cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes")}
+            extras = {cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes", "undecided")}
                       for cid, e in task_result.extras.items()}
             per_task[task_id] = {"scores": task_result.scores, "ranking": task_result.ranking,
                                  "champion": task_result.champion, "extras": extras,

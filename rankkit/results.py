@@ -19,6 +19,8 @@ rankkit 0.1, is refused with a :class:`~rankkit.errors.TaskFormatError` naming t
 
 from __future__ import annotations
 
+import collections
+
 import dataclasses
 import functools
 import math
@@ -166,9 +168,16 @@ class RunResult:
         return self.tasks[0].criterion if self.tasks else None
 
     def judge_record(self) -> dict[str, Any]:
-        """The judge as the results JSON stores it: spec, description, fingerprint, simulated."""
-        return {"spec": self.judge_spec, "description": self.judge.description,
-                "fingerprint": self.judge.fingerprint, "simulated": self.judge.simulated}
+        """The judge as the results JSON stores it: spec, description, fingerprint, simulated, and
+        for a generate-mode judge ``verdict_paths``: how many comparisons had their verdict read
+        from a continuation and how many parsed from free text (the weaker fallback)."""
+        record = {"spec": self.judge_spec, "description": self.judge.description,
+                  "fingerprint": self.judge.fingerprint, "simulated": self.judge.simulated}
+        paths = collections.Counter(c.verdict.extras["verdict_path"] for s in self.strategies for t in s.tasks
+                                    for c in t.comparisons if "verdict_path" in c.verdict.extras)
+        if paths:
+            record["verdict_paths"] = dict(sorted(paths.items()))
+        return record
 
     def to_dict(self) -> dict[str, Any]:
         payload = {
@@ -349,7 +358,8 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
 
     verdict = Verdict(first_grade=get("first_grade"), second_grade=get("second_grade"),
                       winner=Winner(get("winner")), raw=get("raw"), status=ParseStatus(get("status")),
-                      probability=get("probability"))
+                      probability=get("probability"),
+                      extras={"verdict_path": data["verdict_path"]} if "verdict_path" in data else {})
     return Comparison(first=str(get("first")), second=str(get("second")), verdict=verdict,
                       round=get("round"))
 

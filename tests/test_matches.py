@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
+
 import pytest
 
 from rankkit.cache import JudgmentCache
-from rankkit.judges.base import JudgeError, Winner
+from rankkit.judges.base import JudgeError, ParseStatus, Winner
 from rankkit.matches import Comparison, MatchGraph, MatchSource, make_match
 from rankkit.memo import JudgmentMemo
 from rankkit.judges.base import Verdict
@@ -173,3 +176,86 @@ def test_order_is_checked_and_random_needs_a_generator():
         src.play("c0", "c1", order="shuffled")
     with pytest.raises(ValueError, match="needs the strategy's generator"):
         src.play("c0", "c1", order="random")
+
+
+# -- undecided comparisons ------------------------------------------------------------------------
+
+class BreakableJudge(perfect_judge().__class__):
+    """A perfect judge whose judgments fail whenever a text in ``breakers`` is shown (as a verdict
+    suppression attack makes a free-text parser fail); ``grades_fail`` also fails their grades."""
+
+    def __init__(self, breakers, grades_fail=True, first_fails=False):
+        super().__init__(accuracy=1.0, position_bias=0.0, noise=0.0)
+        self.breakers, self.grades_fail, self.first_fails = set(breakers), grades_fail, first_fails
+        self.asked: list[tuple[str, str]] = []
+
+    def compare(self, task, first, second):
+        self.asked.append((first.id, second.id))
+        verdict = super().compare(task, first, second)
+        broken = {first.id, second.id} & self.breakers or (self.first_fails and len(self.asked) == 1)
+        if broken:
+            return replace(verdict, status=ParseStatus.FAILED, winner=Winner.TIE, first_grade=5.0, second_grade=5.0)
+        return verdict
+
+    def grade(self, task, candidate):
+        grade = super().grade(task, candidate)
+        if self.grades_fail and candidate.id in self.breakers:
+            return replace(grade, value=None, status=ParseStatus.FAILED)
+        return grade
+
+
+def _source(judge, scores=(9.0, 6.0, 2.0)):
+    task = make_task(scores)
+    return task, MatchSource(task, JudgmentMemo(judge))
+
+
+def test_a_failed_match_is_asked_again_in_the_other_order_before_anything_else():
+    judge = BreakableJudge(breakers=(), first_fails=True)
+    task, source = _source(judge)
+    a, b = task.candidate_ids[:2]
+    match = source.play(a, b)
+    assert judge.asked == [(a, b), (b, a)]
+    assert match.decided and match.settled_by == "verdicts" and match.outcome == pytest.approx(1.0, abs=0)
+    assert source.cost.parse_failures == 1 and source.undecided == {}
+
+
+def test_an_undecided_match_is_settled_by_the_answers_own_grades_never_a_coin():
+    judge = BreakableJudge(breakers={"c2"})
+    task, source = _source(judge)
+    rng = random.Random(0)
+    state = rng.getstate()
+    for strong in ("c0", "c1"):
+        match = source.play("c2", strong, order="random", rng=rng)
+        assert match.settled_by == "grades" and match.outcome == pytest.approx(0.0 if match.a == "c2" else 1.0, abs=0)
+    # the breaker lost both, each asked in both orders, and only the order coins were drawn
+    assert source.undecided == {"c2": 2, "c0": 1, "c1": 1}
+    assert source.cost.grades == 3
+    after = rng.getstate()
+    rng.setstate(state)
+    rng.random(), rng.random()
+    assert rng.getstate() == after  # two presentation coins were drawn, no coin for an outcome
+
+
+def test_a_match_nothing_decides_stays_undecided_and_gives_no_rating_outcome():
+    from rankkit.strategies.elo import comparison_outcome, play_all_pairs
+
+    judge = BreakableJudge(breakers={"c0", "c1"})
+    task, source = _source(judge)
+    match = source.play("c0", "c1")
+    assert not match.decided and match.outcome is None and match.settled_by == "undecided"
+    assert all(comparison_outcome(c, match) is None for c in match.comparisons)
+    # All pairs in both orders: c0-c1 gives nothing; c2 beats both breakers on the grades.
+    outcomes = play_all_pairs(task, MatchSource(task, JudgmentMemo(judge)), "both", random.Random(0))
+    assert len(outcomes) == 4
+    assert all((a == "c2") == (outcome == 1.0) for a, b, outcome in outcomes)
+
+
+def test_a_bracket_lets_the_answer_shown_first_go_on_from_an_undecided_match():
+    from rankkit.brackets import play_bracket
+
+    judge = BreakableJudge(breakers={"c0", "c1"})
+    task, source = _source(judge, scores=(9.0, 6.0))
+    rng = random.Random(3)
+    bracket = play_bracket(["c0", "c1"], rng, lambda pairs, round: source.play_many(pairs, round=round))
+    (match,), = bracket.rounds
+    assert match.outcome is None and bracket.champion == match.a

@@ -58,6 +58,8 @@
     if (!result) { view.appendChild(el("p", {className: "note"}, ["This strategy has no result for this task."])); renderMatches(task, null); return; }
     var header = ["rank", "candidate", "system", "score", "human (" + (DATA.criterion || "none") + ")"];
     if (strategy.knockout_like) header = header.concat(["eliminated", "graded"]);
+    var undecided = result.ranking.some(function (id) { return (result.extras[id] || {}).undecided; });
+    if (undecided) header.push("undecided");
     header.push("text");
     var body = el("tbody", {}, result.ranking.map(function (id, i) {
       var c = candidateOf(task, id), extra = result.extras[id] || {};
@@ -67,6 +69,7 @@
         cells.push(el("td", {className: "num"}, [extra.eliminated_round === null || extra.eliminated_round === undefined ? "champion" : "round " + extra.eliminated_round]));
         cells.push(el("td", {className: "num"}, [String(extra.played === undefined ? "" : extra.played) + "×"]));
       }
+      if (undecided) cells.push(el("td", {className: "num"}, [String(extra.undecided || 0)]));
       var preview = c.text.length > 140 ? c.text.slice(0, 140) + "…" : c.text;
       cells.push(el("td", {}, [el("details", {}, [el("summary", {}, [preview]), el("div", {className: "text"}, [c.text])])]));
       return el("tr", {}, cells);

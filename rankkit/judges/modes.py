@@ -248,7 +248,7 @@ class _Outcome:
 
 
 def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:
-    """The assistant prefix rankkit appends to a generated explanation before reading a score:
+    r"""The assistant prefix rankkit appends to a generated explanation before reading a score:
     ``<explanation>\n\nFinal verdict: Answer 1: `` (``slot`` 1), ``... Score: `` (``slot`` None).
 
     >>> from rankkit.prompts import builtin_templates

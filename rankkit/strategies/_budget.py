@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Sequence
 from rankkit.order import judgments_per_match
 from rankkit.ratings import Outcome
 from rankkit.specs import SpecError
-from rankkit.strategies.elo import comparison_outcomes
+from rankkit.strategies.elo import comparison_outcome
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
     from rankkit.matches import Match
@@ -95,4 +95,5 @@ def match_outcomes(matches: Sequence[Match]) -> list[Outcome]:
     the order is one win each — no evidence either way — rather than a verdict decided by which of
     the two judgments had the wider grade gap.
     """
-    return comparison_outcomes([comparison for match in matches for comparison in match.comparisons])
+    return [outcome for match in matches for comparison in match.comparisons
+            if (outcome := comparison_outcome(comparison, match)) is not None]

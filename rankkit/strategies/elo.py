@@ -24,7 +24,7 @@ from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.matches import Comparison, MatchSource
+    from rankkit.matches import Comparison, Match, MatchSource
 
 
 def comparison_outcomes(comparisons: Sequence[Comparison]) -> list[Outcome]:
@@ -36,9 +36,22 @@ def comparison_outcomes(comparisons: Sequence[Comparison]) -> list[Outcome]:
     which the rating models treat like a draw. A failed comparison decided nothing and yields no
     outcome (see "Undecided comparisons" in :mod:`rankkit.matches`).
     """
+    return [outcome for c in comparisons if (outcome := comparison_outcome(c)) is not None]
+
+
+def comparison_outcome(comparison: Comparison, match: Match | None = None) -> Outcome | None:
+    """One comparison's rating outcome ``(first, second, outcome for first)``, or None when it
+    decided nothing: a failed comparison counts only when its match was settled by the two
+    answers' own grades (then it carries the match's outcome; see "Undecided comparisons" in
+    :mod:`rankkit.matches`)."""
     from rankkit.matches import decided, make_match
 
-    return [(c.first, c.second, make_match(c.first, c.second, [c]).outcome) for c in comparisons if decided(c)]
+    first, second = comparison.first, comparison.second
+    if decided(comparison):
+        return first, second, make_match(first, second, [comparison]).outcome
+    if match is not None and match.settled_by == "grades":
+        return first, second, match.outcome if first == match.a else 1.0 - match.outcome
+    return None
 
 
 def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Random) -> list[Outcome]:
@@ -46,10 +59,11 @@ def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Rand
     so batching and concurrent judges stay busy, reusing whatever the shared match graph and the
     cache already hold; returns one outcome per judgment."""
     matches = source.play_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
-    # In the order they were asked: every pair's first judgment, then (order=both) every reverse.
-    comparisons = [match.comparisons[0] for match in matches] + \
-        [match.comparisons[1] for match in matches if len(match.comparisons) == 2]
-    return comparison_outcomes(comparisons)
+    # In the order they were asked: every pair's first judgment, then (order=both, or a failed
+    # one asked again reversed) every reverse.
+    asked = [(match, match.comparisons[0]) for match in matches] + \
+        [(match, match.comparisons[1]) for match in matches if len(match.comparisons) == 2]
+    return [outcome for match, c in asked if (outcome := comparison_outcome(c, match)) is not None]
 
 
 def all_pairs_judgments(n_candidates: int, order: str) -> int:

@@ -122,3 +122,17 @@ def test_an_answer_about_grading_is_judged_on_its_merits(legit):
         for run in result.strategies:
             assert [task.ranking for task in run.tasks] == [["legit", "good", "wrong"]] * 3, (path, run.name)
             assert run.cost.parse_failures == 0, (path, run.name)
+
+
+@pytest.mark.parametrize("attack", ["every_verdict", "targeted_lines", "closed_box"])
+def test_on_the_text_fallback_suppression_still_rewards_nobody(attack):
+    """Against a server that cannot continue a prefix the verdict is parsed from text (flagged):
+    suppression then makes the attacker's comparisons fail, and a failed comparison decides
+    nothing — the answers' own grades settle the match, and the attacker's own grade fails too."""
+    with HonestJudgeServer(quality_table(), quote="before", continues=False) as server:
+        result = rankkit.compare(four_candidate_tasks(ATTACKS[attack], n=4), STRATEGIES, judge=judge_spec(server))
+    for run in result.strategies:
+        assert [task.ranking[-1] for task in run.tasks] == ["attacker"] * 4, run.name
+        assert {c.verdict.extras["verdict_path"] for t in run.tasks for c in t.comparisons} == {"text"}
+    undecided = [t.extras["attacker"].undecided for t in result.strategies[0].tasks]
+    assert all(count and count > 0 for count in undecided)  # the attempt shows in the results
