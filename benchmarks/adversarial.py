@@ -15,8 +15,9 @@ reports the attacker's mean rank over 8 four-candidate tasks (the attacker is th
 is honest) and the comparisons that failed (``undecided``); then the issue's two measurements
 (every-verdict suppression on six two-candidate tasks: knockout tasks the wrong answer wins;
 targeted lines: the attacker's rank under ``bt``), and what the hardened path costs: requests per
-judgment and wall time on the stub, and on the real SmolLM2 judge the README's first command
-(``rankkit compare --strategies knockout,individual`` on the bundled sample) before and after.
+judgment and wall time on the stub, and on the real SmolLM2 judge in generate mode
+(``rankkit compare --judge smollm2:mode=generate,... --strategies knockout,individual`` on the
+bundled sample) before and after.
 
     python benchmarks/adversarial.py [--before REV] [--skip-model]
 
@@ -113,12 +114,15 @@ def run_setting(setting: str, path: Path) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+MODEL_JUDGE = "smollm2:mode=generate,max_new_tokens=96"
+
+
 def model_cost(path: Path) -> dict[str, Any]:
-    """The README's first command (SmolLM2, knockout + individual, bundled sample) in ``path``."""
+    """The generate-mode SmolLM2 judge on the bundled sample (knockout + individual) in ``path``."""
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "rankkit.cli", "compare", "--strategies", "knockout,individual",
-                              "--out", f"{tmp}/run.json", "--no-cache"],
+                              "--judge", MODEL_JUDGE, "--out", f"{tmp}/run.json", "--no-cache", "--quiet"],
                              env={**os.environ, "PYTHONPATH": str(path)}, cwd=path, capture_output=True, text=True)
         seconds = time.perf_counter() - started
         if out.returncode != 0:
@@ -173,8 +177,9 @@ def markdown(reports: dict[str, dict[str, Any]], models: dict[str, Any], before:
         lines.append(f"| {s} | {cost['judgments']} | {cost['requests']['generate']} | {cost['requests']['continue']} "
                      f"| {total / max(1, cost['judgments']):.2f} | {cost['seconds']:.2f} |")
     if models:
-        lines += ["", "On the real judge: the README's first command (`rankkit compare --strategies knockout,individual`, "
-                  "SmolLM2-135M in process, bundled sample, no cache):", "",
+        lines += ["", f"On the real judge: `rankkit compare --judge {MODEL_JUDGE} --strategies knockout,individual` "
+                  "(SmolLM2-135M in process, exact mode, bundled sample, no cache); before, its free-text verdicts "
+                  "nearly all fail to parse:", "",
                   "| setting | wall s (incl. start-up) | strategy | task Spearman | judge calls | parse failures | completion tokens |",
                   "|---|---:|---|---:|---:|---:|---:|"]
         for s, model in models.items():

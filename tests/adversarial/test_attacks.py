@@ -136,3 +136,30 @@ def test_on_the_text_fallback_suppression_still_rewards_nobody(attack):
         assert {c.verdict.extras["verdict_path"] for t in run.tasks for c in t.comparisons} == {"text"}
     undecided = [t.extras["attacker"].undecided for t in result.strategies[0].tasks]
     assert all(count and count > 0 for count in undecided)  # the attempt shows in the results
+
+
+def test_a_server_that_cannot_continue_runs_on_the_text_fallback_with_one_warning(tmp_path):
+    """The weaker path is named once on stderr, and the results file says which path each verdict took."""
+    import json
+
+    from click.testing import CliRunner
+
+    from rankkit.cli import main
+
+    data = tmp_path / "tasks.jsonl"
+    data.write_text("".join(json.dumps({
+        "task_id": t.task_id, "prompt": t.prompt, "meta": dict(t.meta),
+        "candidates": [{"id": c.id, "text": c.text, "human": dict(c.human)} for c in t.candidates]}) + "\n"
+        for t in four_candidate_tasks(None, n=2)), encoding="utf-8")
+    for continues, path in ((False, "text"), (True, "continuation")):
+        with HonestJudgeServer(quality_table(), continues=continues) as server:
+            out = tmp_path / f"{path}.json"
+            result = CliRunner().invoke(main, ["compare", "--data", str(data), "--judge", judge_spec(server),
+                                               "--strategies", "knockout,bt", "--no-cache", "--quiet",
+                                               "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        warnings = [line for line in result.stderr.splitlines() if "verdict=text" in line]
+        assert len(warnings) == (1 if path == "text" else 0), result.stderr
+        record = json.loads(out.read_text())
+        assert record["judge"]["verdict_paths"] == {path: 6 + 24}  # knockout 3 + bt 12 per task
+        assert {c["verdict_path"] for s in record["strategies"] for t in s["tasks"] for c in t["comparisons"]} == {path}
