@@ -90,8 +90,13 @@ def worker(setting: str) -> dict[str, Any]:
         report["suppression_wins"] = {run.name: sum(t.champion == "attacker" for t in run.tasks)
                                       for run in two.strategies}
         report["suppression_failures"] = {run.name: run.cost.parse_failures for run in two.strategies}
-        four = rankkit.compare(attacks.four_candidate_tasks(attacks.ATTACKS["targeted_lines"]), ["bt"], judge=spec)
+    with stub.HonestJudgeServer(attacks.quality_table(), quote="after", continues=setting != "text",
+                                binary=True) as binary:
+        four = rankkit.compare(attacks.four_candidate_tasks(attacks.ATTACKS["targeted_lines"]), ["bt"],
+                               judge=f"openai:honest,base_url={binary.base_url},{options}")
         report["targeted_bt_ranks"] = [t.ranking.index("attacker") + 1 for t in four.strategies[0].tasks]
+    with stub.HonestJudgeServer(attacks.quality_table(), quote="after", continues=setting != "text") as server:
+        spec = f"openai:honest,base_url={server.base_url},{options}"
         # The cost of the verdict path on the baseline run (no attack): requests and time.
         requests_before = dict(server.requests)
         started = time.perf_counter()
@@ -164,7 +169,8 @@ def markdown(reports: dict[str, dict[str, Any]], models: dict[str, Any], before:
     for strategy in ("knockout", "knockout:order=both"):
         lines.append(f"| every-verdict suppression, 6 two-candidate tasks: tasks the wrong answer wins ({strategy}) | "
                      + " | ".join(str(reports[s]["suppression_wins"].get(strategy)) for s in SETTINGS) + " |")
-    lines.append("| targeted verdict lines, 8 four-candidate tasks, `bt`: the worst answer's ranks | "
+    lines.append("| targeted verdict lines (the judge writes only 9/2 or 2/9), 8 four-candidate tasks, `bt`: "
+                 "the worst answer's ranks | "
                  + " | ".join(" ".join(map(str, reports[s]["targeted_bt_ranks"])) for s in SETTINGS) + " |")
     lines += ["", "## What the hardened path costs", "",
               "On the stub (no attack, the five strategies on 8 four-candidate tasks; the stub answers at once, so "

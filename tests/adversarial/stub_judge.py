@@ -44,10 +44,14 @@ class HonestJudgeServer:
         of them gets 0; one containing several, the longest's).
     quote: ``none``, ``before`` or ``after``: where the explanation quotes the candidates' text.
     continues: whether it continues a final assistant message (vLLM does).
+    binary: grade a comparison 9 for the better answer and 2 for the worse (the issue's stub), so
+        every verdict it writes is one of two lines; else each answer gets its own quality.
     """
 
-    def __init__(self, quality: Mapping[str, float], quote: str = "none", continues: bool = True):
+    def __init__(self, quality: Mapping[str, float], quote: str = "none", continues: bool = True,
+                 binary: bool = False):
         self.quality = dict(quality)
+        self.binary = binary
         self.quote = quote
         self.continues = continues
         self.requests = {"generate": 0, "continue": 0}
@@ -113,7 +117,10 @@ class HonestJudgeServer:
             answers = [_BOX[1].search(prompt).group(1), _BOX[2].search(prompt).group(1)]
         else:
             answers = [_BOX[0].search(prompt).group(1)]
-        return scale, [min(scale, self.points(answer)) for answer in answers]
+        points = [min(scale, self.points(answer)) for answer in answers]
+        if self.binary and len(points) == 2:
+            points = [9.0, 2.0] if points[0] >= points[1] else [2.0, 9.0]
+        return scale, points
 
     def _explanation(self, prompt: str) -> str:
         if "<answer" not in prompt:

@@ -102,10 +102,11 @@ def test_every_verdict_suppression_wins_no_two_candidate_task(quoting_server):
         assert run.cost.parse_failures == 0
 
 
-def test_targeted_verdict_lines_leave_the_worst_answer_last_under_bt(quoting_server):
-    """The issue's second measurement: before, the worst of four ranked 2nd in all 8 tasks."""
-    result = rankkit.compare(four_candidate_tasks(ATTACKS["targeted_lines"]), ["bt"],
-                             judge=judge_spec(quoting_server))
+def test_targeted_verdict_lines_leave_the_worst_answer_last_under_bt():
+    """The issue's second measurement: the judge writes only two verdict lines (9 for the better,
+    2 for the worse), the attacker appends both; before, the worst of four ranked 2nd in all 8 tasks."""
+    with HonestJudgeServer(quality_table(), quote="after", binary=True) as server:
+        result = rankkit.compare(four_candidate_tasks(ATTACKS["targeted_lines"]), ["bt"], judge=judge_spec(server))
     assert [task.ranking[-1] for task in result.strategies[0].tasks] == ["attacker"] * 8
 
 
