@@ -204,7 +204,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", choices=SETTINGS, help=argparse.SUPPRESS)
     parser.add_argument("--before", default=BEFORE, help="the commit of the free-text verdict path")
-    parser.add_argument("--skip-model", action="store_true", help="skip the SmolLM2 cost comparison")
+    parser.add_argument("--skip-model", action="store_true",
+                        help="skip the SmolLM2 cost comparison (keeping the figures already in the results file)")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker)))
@@ -220,6 +221,11 @@ def main() -> None:
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
     text = markdown(reports, models, args.before)
+    previous = RESULTS / "adversarial.md"
+    if args.skip_model and previous.exists() and "On the real judge" in previous.read_text():
+        # keep the last SmolLM2 figures (minutes to measure) rather than drop them
+        kept = previous.read_text()
+        text += "\n(Kept from the previous full run:)\n\n" + kept[kept.index("On the real judge"):]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "adversarial.md").write_text(text)
     print(text)
