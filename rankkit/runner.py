@@ -78,7 +78,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
                 extras=dict(ranking.extras), comparisons=source.comparisons,
-                cost=source.cost), seconds))
+                cost=source.cost, group_comparisons=source.group_comparisons), seconds))
         bar.task_done()
         return results
 

@@ -82,6 +82,8 @@ from statistics import NormalDist
 from typing import Sequence
 
 from rankkit.judges.base import Judge, Verdict, Grade, Winner
+from rankkit.judges.kway import (CHOICE_PREFIX, LABELS, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
+                                 order_from_scores)
 from rankkit.specs import Spec, SpecError, build_dataclass
 from rankkit.tasks import Candidate, Task
 
@@ -260,6 +262,46 @@ class LatentJudge(_Simulated):
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
         return Verdict(first_grade=s1, second_grade=s2, winner=winner,
                             raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
+
+
+    # -- k-way judgments ----------------------------------------------------------------------
+    supports_kway = True
+
+    def slot_offsets(self, k: int) -> list[float]:
+        """The per-slot bias of a k-way judgment, in units of ``sd``: ``slot_bias`` spread evenly
+        from +slot_bias/2 (first slot) to −slot_bias/2 (last), so k = 2 is the pairwise model's
+        ±slot_bias/2. For k > 2 this is an extrapolation: no recorded k-way judgments calibrate it.
+
+        >>> LatentJudge(slot_bias=1.0).slot_offsets(3)
+        [0.5, 0.0, -0.5]
+        """
+        return [self.slot_bias * (0.5 - slot / (k - 1)) for slot in range(k)]
+
+    def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
+        """Each shown answer's grade in one k-way judgment, before clipping:
+        ``p_i + sd · (offset_i + pair_noise · e_i)``, the e_i drawn per group *and order* exactly
+        as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades)."""
+        _require_truth(task)
+        spread = task.human_spread
+        noise = _normals(str(self.seed), task.task_id, *(c.id for c in candidates), "pair", count=len(candidates))
+        return [self.perceived(task, c) + spread * (offset + self.pair_noise * e)
+                for c, offset, e in zip(candidates, self.slot_offsets(len(candidates)), noise)]
+
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+        """The best of k answers: the one with the highest grade (:meth:`group_grades`); at k = 2
+        the pairwise verdict's winner, with the pairwise grades."""
+        labels(len(candidates))  # 2 to 8 answers
+        grades = self.group_grades(task, candidates)
+        chosen = order_from_scores(grades)[0]
+        clipped = tuple(_clip(task, grade) for grade in grades)
+        return ChoiceJudgment(chosen=chosen, grades=clipped, raw=f"{CHOICE_PREFIX} {LABELS[chosen]}")
+
+    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+        """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s choice)."""
+        labels(len(candidates))
+        permutation = order_from_scores(self.group_grades(task, candidates))
+        return OrderJudgment(permutation=permutation,
+                             raw=f"{ORDERING_PREFIX} " + " > ".join(LABELS[slot] for slot in permutation))
 
 
 def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
