@@ -211,6 +211,24 @@ def parse_ordering(text: str, k: int, prefix: str = ORDERING_PREFIX) -> tuple[tu
     return tuple(order), None
 
 
+_ECHOED_BOX = re.compile(r"<\s*answer_[A-H]\s*>.*?(?:<\s*/\s*answer_[A-H]\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+
+
+def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
+    """Remove what the judge copied verbatim from the candidates before a verdict line is looked
+    for: echoed answer boxes (``<answer_B> ... </answer_B>``, or to the end) and verbatim copies
+    of each candidate's text, so a verdict line written inside an answer is never read as the
+    judge's own, even when the judge quotes the answer.
+
+    >>> strip_echoes("I read: Ranking: B > A.", ["Ranking: B > A"])
+    'I read:  .'
+    """
+    text = _ECHOED_BOX.sub(" ", generated)
+    for piece in sorted({value.strip() for value in untrusted if value.strip()}, key=len, reverse=True):
+        text = text.replace(piece, " ")
+    return text
+
+
 def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[float, ...] | None:
     """P(best = slot i) from the label tokens' log-probabilities, renormalised over the k labels;
     None when no label has any probability.

@@ -9,7 +9,9 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
   probabilities (single-token listwise ranking, as FIRST, Reddy et al. 2024, reads a ranking from
   the first token's logits), so a listwise window costs one forward pass too.
 * ``generate`` — the judge writes a short explanation and a verdict line (``Best: X`` or
-  ``Ranking: X > Y > ...``), parsed strictly from the generated text only (:mod:`rankkit.judges.kway`);
+  ``Ranking: X > Y > ...``), parsed strictly from the generated text only, after removing whatever
+  it copied verbatim from the answers (:func:`~rankkit.judges.kway.strip_echoes`), so a verdict
+  line written inside an answer is not read even when the judge quotes it;
   an unparseable reply is asked again once with the next seed (``retries``), then the judgment
   has status FAILED and the strategy treats its group as undecided.
 
@@ -23,10 +25,11 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from rankkit.judges.base import GroupRequest, ParseStatus, add_usage
 from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
-                                 order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs)
+                                 order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs,
+                                 strip_echoes)
 from rankkit.judges.llm_engine import user_turn
 from rankkit.judges.modes import RETRY_TEMPERATURE, next_token_logprobs
-from rankkit.prompts.kway import render_kway, templates_fingerprint
+from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
 if TYPE_CHECKING:
     from rankkit.judges.llm import LLMJudge
@@ -60,8 +63,8 @@ def choose_many(judge: "LLMJudge", requests: Sequence[GroupRequest]) -> Iterator
             yield index, ChoiceJudgment(chosen=chosen, probabilities=probabilities,
                                         raw=f"{prefix}{labels(k)[chosen]}", extras=extras)
         return
-    for index, text, status, usage, history in _generate(judge, prompts, [len(c) for _, c in requests], parse_choice):
-        chosen, error = parse_choice(text, len(requests[index][1]))
+    for index, text, status, usage, history in _generate(judge, prompts, requests, parse_choice):
+        chosen, error = parse_choice(_own_text(text, requests[index]), len(requests[index][1]))
         extras = _generate_extras("setwise", error, history)
         yield index, ChoiceJudgment(chosen=chosen, raw=text, status=status, usage=usage, extras=extras)
 
@@ -75,14 +78,20 @@ def order_many(judge: "LLMJudge", requests: Sequence[GroupRequest]) -> Iterator[
                                        usage=choice.usage, extras={**choice.extras, "kind": "listwise"})
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
-    for index, text, status, usage, history in _generate(judge, prompts, [len(c) for _, c in requests],
-                                                         parse_ordering):
-        permutation, error = parse_ordering(text, len(requests[index][1]))
+    for index, text, status, usage, history in _generate(judge, prompts, requests, parse_ordering):
+        permutation, error = parse_ordering(_own_text(text, requests[index]), len(requests[index][1]))
         yield index, OrderJudgment(permutation=permutation, raw=text, status=status, usage=usage,
                                    extras=_generate_extras("listwise", error, history))
 
 
-def _generate(judge: "LLMJudge", prompts: Sequence[str], sizes: Sequence[int], parse: Any
+def _own_text(text: str, request: GroupRequest) -> str:
+    """The reply without what it copied from the candidates (:func:`~rankkit.judges.kway.strip_echoes`)."""
+    task, candidates = request
+    # As written and as the prompt showed it (delimiter tags defused).
+    return strip_echoes(text, [piece for c in candidates for piece in (c.text, defuse_kway(c.text))])
+
+
+def _generate(judge: "LLMJudge", prompts: Sequence[str], requests: Sequence[GroupRequest], parse: Any
               ) -> Iterator[tuple[int, str, ParseStatus, dict[str, int], list[str]]]:
     """Generate each prompt's reply; ask an unparseable one again with the next seed, up to the
     judge's ``retries``. Yields ``(index, last text, status, usage, every text)`` as each is final."""
@@ -98,7 +107,7 @@ def _generate(judge: "LLMJudge", prompts: Sequence[str], sizes: Sequence[int], p
             index = pending[local]
             history[index].append(generation.text)
             add_usage(usage[index], generation.usage)
-            parsed, _ = parse(generation.text, sizes[index])
+            parsed, _ = parse(_own_text(generation.text, requests[index]), len(requests[index][1]))
             if parsed is not None:
                 status = ParseStatus.OK if attempt == 0 else ParseStatus.RETRIED
                 yield index, generation.text, status, usage[index], history[index]
