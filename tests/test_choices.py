@@ -22,6 +22,7 @@ from rankkit.results import RunResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.synthetic import planted_tasks
+from rankkit.tasks import SAMPLE_DATA
 from tests.helpers import make_task
 
 TOLERANCE = 1e-12
@@ -157,3 +158,50 @@ def test_compare_and_its_dry_run_agree_on_the_k_way_counts():
     planned = {row["strategy"]: row["comparisons"] for row in json.loads(plan.stdout)}
     done = {run["name"]: run["comparisons"] for run in json.loads(ran.stdout)["strategies"]}
     assert planned == done
+
+
+# -- replay -----------------------------------------------------------------------------------
+
+
+def test_a_run_exported_and_replayed_gives_the_same_k_way_results(tmp_path):
+    from rankkit.judges.replay import ReplayJudge, rows_from_results, write_judgments
+
+    tasks = planted_tasks({f"s{i}": 80.0 * i for i in range(9)}, prompts=2, seed=4)
+    strategies = [make_strategy(s) for s in ("setwise_knockout:k=3", "listwise", "knockout")]
+    recorded = run(tasks, strategies, make_judge("sim:preset=chatgpt"), seed=1)
+    path = tmp_path / "judgments.jsonl"
+    write_judgments(rows_from_results(RunResult.from_dict(json.loads(json.dumps(recorded.to_dict())))), path)
+    replayed = run(tasks, strategies, ReplayJudge(path), seed=1)
+    for before, after in zip(recorded.strategies, replayed.strategies):
+        assert [t.ranking for t in after.tasks] == [t.ranking for t in before.tasks], before.name
+        for task_before, task_after in zip(before.tasks, after.tasks):
+            assert task_after.scores == pytest.approx(task_before.scores, abs=TOLERANCE)
+    # another seed shows other groups: misses, refused loudly by default, counted with on_miss=tie
+    with pytest.raises(JudgeError, match="no recorded choice"):
+        run(tasks, strategies[:1], ReplayJudge(path), seed=2)
+    missed = run(tasks, strategies[:1], ReplayJudge(path, on_miss="tie"), seed=2).strategies[0]
+    assert missed.cost.parse_failures > 0
+
+
+def test_a_recording_of_pairs_cannot_serve_a_k_way_strategy(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps({"task_id": "t", "a": "c0", "b": "c1", "winner": "c0"}) + "\n")
+    result = invoke("compare", "--data", str(SAMPLE_DATA), "--strategies", "listwise", "--judge", f"replay:{path}",
+                    "--no-cache", "--quiet")
+    assert result.exit_code == 2 and "strategy listwise needs k-way judgments" in result.output
+
+
+@pytest.mark.parametrize("row, field", [
+    ({"task_id": "t", "shown": ["a"], "chosen": "a"}, "shown"),
+    ({"task_id": "t", "shown": ["a", "b"], "chosen": "c"}, "chosen"),
+    ({"task_id": "t", "kind": "ordering", "shown": ["a", "b", "c"], "ranking": ["a", "a", "b"]}, "ranking"),
+    ({"task_id": "t", "kind": "pick", "shown": ["a", "b"], "chosen": "a"}, "kind"),
+])
+def test_malformed_k_way_rows_are_refused_naming_the_field(tmp_path, row, field):
+    from rankkit.errors import TaskFormatError
+    from rankkit.judges.replay import load_recorded_kway
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(TaskFormatError, match=f"field '{field}'"):
+        load_recorded_kway(path)
