@@ -29,14 +29,19 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from rankkit.judges.base import ParseStatus
 from rankkit.judges.kway import MAX_LABELS, ChoiceJudgment, OrderJudgment
 from rankkit.specs import SpecError
 
-if TYPE_CHECKING:
-    from rankkit.matches import MatchSource
+
+
+class GroupSource(Protocol):
+    """What :func:`play_groups` needs of a :class:`~rankkit.matches.MatchSource` (named here by
+    its method only, so that this module and ``matches`` do not import each other)."""
+
+    def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]: ...
 
 #: The presentation orders of a k-way strategy (see the module docstring).
 KWAY_ORDERS = ("given", "random", "permute")
@@ -167,7 +172,7 @@ def presentations(members: Sequence[str], order: str, rng: random.Random | None,
     raise SpecError(f"order must be one of {', '.join(KWAY_ORDERS)}, got {order!r}")
 
 
-def play_groups(source: "MatchSource", kind: str, groups: Sequence[Sequence[str]], order: str,
+def play_groups(source: GroupSource, kind: str, groups: Sequence[Sequence[str]], order: str,
                 rng: random.Random | None, round: int | None, shifts: int) -> list[GroupMatch]:
     """Show every group in its presentation orders and combine each group's judgments.
 

@@ -16,35 +16,45 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
   has status FAILED and the strategy treats its group as undecided.
 
 ``loglik`` mode and PREPAIR have no k-way form: such a judge does not offer k-way judgments
-(:attr:`LLMJudge.supports_kway`), and a k-way strategy is refused before anything is judged.
+(:attr:`rankkit.judges.llm.LLMJudge.supports_kway`), and a k-way strategy is refused before anything is judged.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 from rankkit.judges.base import GroupRequest, ParseStatus, add_usage
 from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
                                  order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs,
                                  strip_echoes)
-from rankkit.judges.llm_engine import user_turn
+from rankkit.judges.llm_engine import LLMEngine, user_turn
 from rankkit.judges.modes import RETRY_TEMPERATURE, next_token_logprobs
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
-if TYPE_CHECKING:
-    from rankkit.judges.llm import LLMJudge
+
+
+class KwayJudge(Protocol):
+    """What these functions read from the judge they serve (an :class:`~rankkit.judges.llm.LLMJudge`,
+    which imports this module, so it is named by what it has, as the modes name it)."""
+
+    engine: LLMEngine
+    mode: str
+    max_new_tokens: int
+    temperature: float
+    seed: int
+    retries: int
 
 #: Bumped when the reading of a k-way reply changes (part of the k-way cache key).
 KWAY_READER_VERSION = "1"
 
 
-def kway_key(judge: "LLMJudge") -> list[Any]:
+def kway_key(judge: KwayJudge) -> list[Any]:
     """What an LLM judge's k-way judgments depend on beyond its fingerprint: the k-way templates
     and the reader's version."""
     return [{"kway_templates": templates_fingerprint(), "kway_reader": KWAY_READER_VERSION}]
 
 
-def choose_many(judge: "LLMJudge", requests: Sequence[GroupRequest]) -> Iterator[tuple[int, ChoiceJudgment]]:
+def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, ChoiceJudgment]]:
     """Yield ``(index, ChoiceJudgment)`` per ``(task, candidates)`` request (module docstring)."""
     prompts = [render_kway("setwise", task, candidates) for task, candidates in requests]
     if judge.mode == "logprob":
@@ -69,7 +79,7 @@ def choose_many(judge: "LLMJudge", requests: Sequence[GroupRequest]) -> Iterator
         yield index, ChoiceJudgment(chosen=chosen, raw=text, status=status, usage=usage, extras=extras)
 
 
-def order_many(judge: "LLMJudge", requests: Sequence[GroupRequest]) -> Iterator[tuple[int, OrderJudgment]]:
+def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, OrderJudgment]]:
     """Yield ``(index, OrderJudgment)`` per ``(task, candidates)`` request (module docstring)."""
     if judge.mode == "logprob":
         for index, choice in choose_many(judge, requests):
@@ -91,7 +101,7 @@ def _own_text(text: str, request: GroupRequest) -> str:
     return strip_echoes(text, [piece for c in candidates for piece in (c.text, defuse_kway(c.text))])
 
 
-def _generate(judge: "LLMJudge", prompts: Sequence[str], requests: Sequence[GroupRequest], parse: Any
+def _generate(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], parse: Any
               ) -> Iterator[tuple[int, str, ParseStatus, dict[str, int], list[str]]]:
     """Generate each prompt's reply; ask an unparseable one again with the next seed, up to the
     judge's ``retries``. Yields ``(index, last text, status, usage, every text)`` as each is final."""
