@@ -40,10 +40,13 @@ DATASETS = ("usr_topicalchat", "newsroom", "wmt23_sxs_mqm_ende", "wmt21_mqm_ted_
 PRESETS = ("gpt4", "chatgpt", "falcon")
 BASELINE = "knockout:order=both"
 PAIRWISE_SPECS = ("knockout", BASELINE, "bt", "swiss")
+#: The k-way strategy P8 is judged on, named before the confirmation seeds were run (see the report).
+P8_CANDIDATE = "setwise_knockout:k=4,order=both"
 KWAY_SPECS = ("setwise_knockout:k=3", "setwise_knockout:k=4", "setwise_knockout:k=6",
+              "setwise_knockout:k=3,order=both", P8_CANDIDATE, "setwise_knockout:k=6,order=both",
               "setwise_knockout:k=3,order=permute", "setwise_knockout:k=4,order=permute",
               "setwise_knockout:k=6,order=permute", "setwise_knockout:k=4,order=permute,shifts=2",
-              "setwise_knockout:k=6,order=permute,shifts=2", "setwise_heapsort", "listwise")
+              "setwise_heapsort", "setwise_heapsort:order=both", "listwise", "listwise:passes=3")
 CHARS_PER_TOKEN = 4
 
 
@@ -76,13 +79,13 @@ def prompt_tokens(task_result, size: PromptSize) -> float:
             + sum(size.group(g.kind, g.shown) for g in task_result.group_comparisons))
 
 
-def measure(dataset: str, preset: str, seeds: int, specs: list[str]) -> dict[str, dict[str, float]]:
+def measure(dataset: str, preset: str, seeds: range, specs: list[str]) -> dict[str, dict[str, float]]:
     """Each strategy's means over seeds on one dataset and preset."""
     tasks = load_tasks(SHARED / dataset / "tasks.jsonl")
     sizes = {t.task_id: PromptSize(t) for t in tasks}
     strategies = [make_strategy(spec) for spec in specs]
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for seed in range(seeds):
+    for seed in seeds:
         result = run(tasks, strategies, make_judge(f"sim:preset={preset},seed={seed}"), seed=seed, progress=False)
         for spec, strategy_run in zip(specs, result.strategies):
             row = values[spec]
@@ -108,11 +111,34 @@ def p8_best(rows: dict[str, dict[str, float]]) -> tuple[str | None, bool]:
     return best, meets
 
 
+def mean_rows(tables: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Each strategy's figures averaged over datasets (each dataset weighs the same)."""
+    return {spec: {name: statistics.fmean(t[spec][name] for t in tables) for name in tables[0][spec]}
+            for spec in tables[0]}
+
+
+def p8_line(preset: str, dataset: str, rows: dict[str, dict[str, float]]) -> str:
+    """One row of the P8 table: the baseline, the declared candidate, and the best k-way strategy at ≤ 50%."""
+    base, mine = rows[BASELINE], rows[P8_CANDIDATE]
+    share = mine["calls"] / base["calls"]
+    meets = (mine["task_spearman"] >= base["task_spearman"] - 0.01
+             and mine["top1_accuracy"] >= base["top1_accuracy"] - 1e-9 and share <= 0.5)
+    best, _ = p8_best(rows)
+    best_text = " | | |" if best is None else (
+        f" `{best}` | {rows[best]['task_spearman']:.3f} ({rows[best]['task_spearman'] - base['task_spearman']:+.3f}) | "
+        f"{rows[best]['top1_accuracy']:.3f} ({rows[best]['top1_accuracy'] - base['top1_accuracy']:+.3f}) |")
+    return (f"| {preset} | {dataset} | {base['n']:.0f} | {base['task_spearman']:.3f} | {base['top1_accuracy']:.3f} | "
+            f"{base['calls']:.1f} | {mine['task_spearman']:.3f} ({mine['task_spearman'] - base['task_spearman']:+.3f}) | "
+            f"{mine['top1_accuracy']:.3f} ({mine['top1_accuracy'] - base['top1_accuracy']:+.3f}) | "
+            f"{mine['calls']:.1f} ({100 * share:.0f}%) | {'✓' if meets else '✗'} |{best_text}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--presets", default=",".join(PRESETS))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed .. first-seed + seeds - 1")
     parser.add_argument("--out", default=str(RESULTS / "kway.md"))
     args = parser.parse_args()
     datasets, presets = args.datasets.split(","), args.presets.split(",")
@@ -124,7 +150,8 @@ def main() -> None:
     table: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
     for preset in presets:
         for dataset in datasets:
-            table[(preset, dataset)] = measure(dataset, preset, args.seeds, specs)
+            seeds = range(args.first_seed, args.first_seed + args.seeds)
+            table[(preset, dataset)] = measure(dataset, preset, seeds, specs)
             print(f"{preset} {dataset} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     elapsed = time.perf_counter() - started
     text = report(table, datasets, presets, specs, args, elapsed)
@@ -135,11 +162,12 @@ def main() -> None:
 def report(table, datasets, presets, specs, args, elapsed: float) -> str:
     command = "python benchmarks/kway.py" + (f" --datasets {args.datasets}" if args.datasets != ",".join(DATASETS) else "") \
         + (f" --presets {args.presets}" if args.presets != ",".join(PRESETS) else "") \
-        + (f" --seeds {args.seeds}" if args.seeds != 3 else "")
+        + (f" --seeds {args.seeds}" if args.seeds != 3 else "") \
+        + (f" --first-seed {args.first_seed}" if args.first_seed else "")
     lines = [
         "# k-way strategies against pairwise ones (goal P8)", "",
         f"Made by `{command}` ({elapsed:.0f} s on a shared 2-core machine). Judges: the latent-perception "
-        f"simulator, presets {', '.join(presets)}, {args.seeds} seeds each (every seed re-draws the judge's noise and "
+        f"simulator, presets {', '.join(presets)}, seeds {args.first_seed}–{args.first_seed + args.seeds - 1} (every seed re-draws the judge's noise and "
         "the strategies' random choices). **The k-way judgments are the simulator's extrapolation** "
         "(rankkit.judges.sim: argmax of perceived quality plus a per-slot bias spread linearly from "
         "+slot_bias/2 to −slot_bias/2, exactly the pairwise model at k = 2); no recorded k-way judgments "
@@ -151,28 +179,18 @@ def report(table, datasets, presets, specs, args, elapsed: float) -> str:
         "template — paper/generic pairwise, setwise/listwise k-way — at 4 characters per token); `ms` = the "
         "strategy's own time per seed (sim judge: aggregation cost only).", "",
         "## P8 summary", "",
-        f"Per preset and dataset: `{BASELINE}` against the k-way strategy with the best task Spearman among "
-        "those using ≤ 50% of its judge calls. P8 holds when that strategy is within 0.01 task Spearman and "
-        "has equal or better top-1.", "",
-        "| preset | dataset | N | base spearman | base top1 | base calls | best k-way ≤50% calls | spearman | Δ | top1 | Δ top1 | calls (%) | P8 |",
-        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|:---:|",
+        f"Per preset and dataset: `{BASELINE}` against `{P8_CANDIDATE}` (P8 holds where it is within 0.01 "
+        "task Spearman, has equal or better top-1 and uses ≤ 50% of the judge calls), and, for comparison, "
+        "the k-way strategy with the best task Spearman among those at ≤ 50% of the calls on that very data "
+        "(a choice made after seeing the figures, so optimistic). The last row per preset is the mean over "
+        "datasets.", "",
+        f"| preset | dataset | N | base spearman | base top1 | base calls | `{P8_CANDIDATE}` spearman (Δ) | top1 (Δ) | calls (%) | P8 | best ≤50% on this data | its spearman (Δ) | its top1 (Δ) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|---|---:|---:|",
     ]
     for preset in presets:
-        for dataset in datasets:
-            rows = table[(preset, dataset)]
-            base = rows[BASELINE]
-            best, meets = p8_best(rows)
-            if best is None:
-                lines.append(f"| {preset} | {dataset} | {base['n']:.0f} | {base['task_spearman']:.3f} | "
-                             f"{base['top1_accuracy']:.3f} | {base['calls']:.1f} | none | | | | | | ✗ |")
-                continue
-            row = rows[best]
-            lines.append(
-                f"| {preset} | {dataset} | {base['n']:.0f} | {base['task_spearman']:.3f} | {base['top1_accuracy']:.3f} | "
-                f"{base['calls']:.1f} | `{best}` | {row['task_spearman']:.3f} | "
-                f"{row['task_spearman'] - base['task_spearman']:+.3f} | {row['top1_accuracy']:.3f} | "
-                f"{row['top1_accuracy'] - base['top1_accuracy']:+.3f} | {row['calls']:.1f} "
-                f"({100 * row['calls'] / base['calls']:.0f}%) | {'✓' if meets else '✗'} |")
+        rows_of = [table[(preset, dataset)] for dataset in datasets]
+        for dataset, rows in [*zip(datasets, rows_of), ("**mean**", mean_rows(rows_of))]:
+            lines.append(p8_line(preset, dataset, rows))
     lines += ["", "## Mean over datasets", "",
               "Each figure is the mean over the datasets of the per-dataset means (so each dataset weighs the same).", ""]
     for preset in presets:

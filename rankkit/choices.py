@@ -12,6 +12,9 @@ parse failure is counted in ``parse_failures``.
 
 * ``given`` — the group as the strategy passes it (knockout groups come from a shuffle);
 * ``random`` — a seeded shuffle per group, from the strategy's own generator;
+* ``both`` — the group as passed and reversed (2 judgments per group): slot i and slot k − 1 − i
+  change places, so a slot bias that falls evenly from first to last slot (the simulator's) adds
+  the same to every answer, and at k = 2 this is the pairwise ``both``;
 * ``permute`` — permutation self-consistency (Tang et al. 2023) with cyclic shifts: the group is
   shown ``shifts`` times, rotated by one slot each time (``shifts=0``: k times, so every answer is
   shown once in every slot and a per-slot bias adds the same to each), and the per-slot scores are
@@ -44,7 +47,7 @@ class GroupSource(Protocol):
     def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]: ...
 
 #: The presentation orders of a k-way strategy (see the module docstring).
-KWAY_ORDERS = ("given", "random", "permute")
+KWAY_ORDERS = ("given", "random", "both", "permute")
 
 
 def check_kway_order(where: str, order: str, shifts: int) -> None:
@@ -58,11 +61,15 @@ def check_kway_order(where: str, order: str, shifts: int) -> None:
 def judgments_per_group(order: str, size: int, shifts: int = 0) -> int:
     """What one group of ``size`` costs in judgments under ``order`` (``permute``: its shifts).
 
-    >>> judgments_per_group("given", 4), judgments_per_group("permute", 4), judgments_per_group("permute", 4, 2)
-    (1, 4, 2)
+    >>> judgments_per_group("given", 4), judgments_per_group("both", 4), judgments_per_group("permute", 4, 3)
+    (1, 2, 3)
     """
-    if order != "permute" or size < 2:
-        return 1 if size >= 2 else 0
+    if size < 2:
+        return 0
+    if order == "both":
+        return 2
+    if order != "permute":
+        return 1
     return min(size, shifts) if shifts else size
 
 
@@ -166,6 +173,8 @@ def presentations(members: Sequence[str], order: str, rng: random.Random | None,
         shuffled = list(members)
         rng.shuffle(shuffled)
         return [tuple(shuffled)]
+    if order == "both":
+        return [members, members[::-1]]
     if order == "permute":
         count = judgments_per_group(order, len(members), shifts)
         return [members[i:] + members[:i] for i in range(count)]

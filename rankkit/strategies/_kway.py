@@ -1,7 +1,7 @@
 """What the k-way strategies (``setwise_knockout``, ``setwise_heapsort``, ``listwise``) share.
 
 A k-way strategy shows the judge several answers at once (:mod:`rankkit.choices`); its ``order``
-is ``given``, ``random`` or ``permute`` (with ``shifts``), checked here, and its group size is at
+is ``given``, ``random``, ``both`` or ``permute`` (with ``shifts``), checked here, and its group size is at
 most the 8 labels ``A``…``H`` of the k-way templates.
 """
 

@@ -53,7 +53,8 @@ class Listwise(KwayStrategy):
     step: how far the window moves (1 to window − 1).
     passes: how many bottom-up passes.
     order: how each window is shown: ``given`` (default: in the list's current order, as RankGPT),
-        ``random``, or ``permute`` (orderings of every cyclic shift combined by Borda count).
+        ``random``, ``both`` (as shown and reversed) or ``permute`` (orderings of every cyclic shift
+        combined by Borda count).
     shifts: with ``permute``, how many cyclic shifts (0: all).
     """
 

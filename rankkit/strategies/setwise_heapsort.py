@@ -112,7 +112,8 @@ class SetwiseHeapsort(KwayStrategy):
     k: answers per judgment, a node and its k − 1 children (2 to 8).
     top_k: stop once the best ``top_k`` are out (0: sort everything).
     order: how each group is shown: ``random`` (default: a seeded shuffle, so the node is not
-        always shown first), ``given`` (node first, then its children), or ``permute``.
+        always shown first), ``given`` (node first, then its children), ``both`` (as drawn and
+        reversed) or ``permute``.
     shifts: with ``permute``, how many cyclic shifts (0: all).
     """
 

@@ -6,7 +6,7 @@ others are eliminated in that round. When fewer than k answers remain they play 
 group; otherwise the answers left over after the full groups advance unplayed (a bye). So every
 judgment eliminates k − 1 answers but perhaps the last, and N answers cost exactly
 
-    ⌈(N − 1) / (k − 1)⌉ judgments        (× k with ``order=permute``, × ``shifts`` if set)
+    ⌈(N − 1) / (k − 1)⌉ judgments        (× 2 with ``order=both``; × k with ``order=permute``, × ``shifts`` if set)
 
 — N − 1 at k = 2, the pairwise knockout's count. A task with fewer answers than k is one group.
 
@@ -76,7 +76,8 @@ class SetwiseKnockout(KwayStrategy):
 
     k: answers per group (2 to 8).
     order: how each group is shown (:mod:`rankkit.choices`): ``given`` (default; groups come from
-        a shuffle), ``random``, or ``permute`` (every cyclic shift, slot-balanced; k× the judgments).
+        a shuffle), ``random``, ``both`` (as drawn and reversed; 2× the judgments) or ``permute``
+        (every cyclic shift, slot-balanced; k× the judgments).
     shifts: with ``permute``, how many cyclic shifts (0: all k).
     """
 

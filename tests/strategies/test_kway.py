@@ -35,16 +35,19 @@ def test_setwise_knockout_at_k_2_costs_what_the_pairwise_knockout_costs():
     assert bracket_group_sizes(3, 4) == [3]  # fewer answers than k: one smaller group
 
 
-def test_permute_costs_every_cyclic_shift_or_the_shifts_asked():
+def test_both_and_permute_cost_their_presentations():
     task = make_task([float(i) for i in range(10)])
     for spec, expected in (("setwise_knockout:k=4,order=permute", 12),
                            ("setwise_knockout:k=4,order=permute,shifts=2", 6),
-                           ("setwise_knockout:k=4,order=random", 3)):
+                           ("setwise_knockout:k=4,order=random", 3),
+                           ("setwise_knockout:k=4,order=both", 6)):
         _, cost, source = rank_once(task, make_strategy(spec), LatentJudge(seed=2))
         assert cost.comparisons == expected == make_strategy(spec).exact_judgments(10), spec
+        first, second = source.group_comparisons[0].shown, source.group_comparisons[1].shown
         if "permute" in spec:
-            first = source.group_comparisons[0].shown
-            assert source.group_comparisons[1].shown == first[1:] + first[:1]  # rotated by one slot
+            assert second == first[1:] + first[:1]  # rotated by one slot
+        if "both" in spec:
+            assert second == first[::-1]  # reversed: slot i and slot k - 1 - i change places
 
 
 @pytest.mark.parametrize("spec", ["setwise_knockout", "setwise_knockout:order=permute", "setwise_heapsort",
@@ -97,8 +100,8 @@ def test_listwise_carries_the_best_answer_to_the_top_in_one_pass():
 @pytest.mark.parametrize("spec, message", [
     ("setwise_knockout:k=1", "strategy setwise_knockout: k must be 2 to 8"),
     ("setwise_knockout:k=9", "strategy setwise_knockout: k must be 2 to 8"),
-    ("setwise_knockout:order=both", "strategy setwise_knockout: order must be one of given, random, permute"),
-    ("setwise_knockout:debias=true", "strategy setwise_knockout: order must be one of given, random, permute"),
+    ("setwise_knockout:order=shuffled", "strategy setwise_knockout: order must be one of given, random, both, permute"),
+    ("setwise_knockout:debias=true,order=permute", "debias=true means order=both, which contradicts order=permute"),
     ("setwise_knockout:shifts=9", "strategy setwise_knockout: shifts must be 0"),
     ("setwise_heapsort:top_k=-1", "strategy setwise_heapsort: top_k must be >= 0"),
     ("listwise:window=1", "strategy listwise: window must be 2 to 8"),
@@ -116,7 +119,8 @@ def test_the_listing_shows_the_k_way_orders():
     for name in KWAY:
         assert classes[name].kind == "kway"
         listed = {param: type_name for param, type_name, _ in describe_parameters(classes[name])}
-        assert listed["order"] == "given|random|permute"
+        assert listed["order"] == "given|random|both|permute"
+        assert make_strategy(f"{name}:debias=true").order == "both"  # the paper's spelling, as for pairs
 
 
 class FailingJudge(LatentJudge):
