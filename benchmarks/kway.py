@@ -48,6 +48,7 @@ KWAY_SPECS = ("setwise_knockout:k=3", "setwise_knockout:k=4", "setwise_knockout:
               "setwise_knockout:k=6,order=permute", "setwise_knockout:k=4,order=permute,shifts=2",
               "setwise_heapsort", "setwise_heapsort:order=both", "listwise", "listwise:passes=3")
 CHARS_PER_TOKEN = 4
+SECTIONS = ("main", "confirm", "choice")
 
 
 class PromptSize:
@@ -79,14 +80,15 @@ def prompt_tokens(task_result, size: PromptSize) -> float:
             + sum(size.group(g.kind, g.shown) for g in task_result.group_comparisons))
 
 
-def measure(dataset: str, preset: str, seeds: range, specs: list[str]) -> dict[str, dict[str, float]]:
-    """Each strategy's means over seeds on one dataset and preset."""
+def measure(dataset: str, preset: str, seeds: range, specs: list[str], sim_kway: str = "grades"
+            ) -> dict[str, dict[str, float]]:
+    """Each strategy's means over seeds on one dataset and preset (``sim_kway``: the sim's ``kway=``)."""
     tasks = load_tasks(SHARED / dataset / "tasks.jsonl")
     sizes = {t.task_id: PromptSize(t) for t in tasks}
     strategies = [make_strategy(spec) for spec in specs]
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for seed in seeds:
-        result = run(tasks, strategies, make_judge(f"sim:preset={preset},seed={seed}"), seed=seed, progress=False)
+        result = run(tasks, strategies, make_judge(f"sim:preset={preset},seed={seed},kway={sim_kway}"), seed=seed, progress=False)
         for spec, strategy_run in zip(specs, result.strategies):
             row = values[spec]
             row["task_spearman"].append(strategy_run.metrics["task_spearman"])
@@ -133,69 +135,120 @@ def p8_line(preset: str, dataset: str, rows: dict[str, dict[str, float]]) -> str
             f"{mine['calls']:.1f} ({100 * share:.0f}%) | {'✓' if meets else '✗'} |{best_text}")
 
 
+def run_table(datasets: list[str], presets: list[str], seeds: range, specs: list[str], sim_kway: str,
+              started: float) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
+    """Every (preset, dataset) measured over ``seeds``."""
+    table = {}
+    for preset in presets:
+        for dataset in datasets:
+            table[(preset, dataset)] = measure(dataset, preset, seeds, specs, sim_kway)
+            print(f"{sim_kway} seeds {seeds.start}-{seeds.stop - 1} {preset} {dataset} done "
+                  f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--presets", default=",".join(PRESETS))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed .. first-seed + seeds - 1")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help="main (every strategy), confirm (P8 on the next seeds), choice (the sim's bare choice)")
     parser.add_argument("--out", default=str(RESULTS / "kway.md"))
     args = parser.parse_args()
-    datasets, presets = args.datasets.split(","), args.presets.split(",")
+    datasets, presets, sections = args.datasets.split(","), args.presets.split(","), args.sections.split(",")
     missing = [d for d in datasets if not (SHARED / d / "tasks.jsonl").exists()]
     if missing:
         sys.exit(f"datasets not found under {SHARED}: {', '.join(missing)}")
-    specs = [*PAIRWISE_SPECS, *KWAY_SPECS]
     started = time.perf_counter()
-    table: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
-    for preset in presets:
-        for dataset in datasets:
-            seeds = range(args.first_seed, args.first_seed + args.seeds)
-            table[(preset, dataset)] = measure(dataset, preset, seeds, specs)
-            print(f"{preset} {dataset} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-    elapsed = time.perf_counter() - started
-    text = report(table, datasets, presets, specs, args, elapsed)
+    first, fresh = range(args.seeds), range(args.seeds, 2 * args.seeds)
+    p8_specs = [BASELINE, *KWAY_SPECS]
+    tables = {}
+    if "main" in sections:
+        tables["main"] = run_table(datasets, presets, first, [*PAIRWISE_SPECS, *KWAY_SPECS], "grades", started)
+    if "confirm" in sections:
+        tables["confirm"] = run_table(datasets, presets, fresh, p8_specs, "grades", started)
+    if "choice" in sections:
+        tables["choice"] = run_table(datasets, presets, first, p8_specs, "choice", started)
+    text = report(tables, datasets, presets, args, time.perf_counter() - started)
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)
 
 
-def report(table, datasets, presets, specs, args, elapsed: float) -> str:
-    command = "python benchmarks/kway.py" + (f" --datasets {args.datasets}" if args.datasets != ",".join(DATASETS) else "") \
-        + (f" --presets {args.presets}" if args.presets != ",".join(PRESETS) else "") \
-        + (f" --seeds {args.seeds}" if args.seeds != 3 else "") \
-        + (f" --first-seed {args.first_seed}" if args.first_seed else "")
+def report(tables, datasets: list[str], presets: list[str], args, elapsed: float) -> str:
+    """The Markdown report of every section run."""
+    defaults = {"datasets": ",".join(DATASETS), "presets": ",".join(PRESETS), "seeds": 3, "sections": ",".join(SECTIONS)}
+    command = "python benchmarks/kway.py" + "".join(f" --{name} {getattr(args, name)}" for name, default in
+                                                    defaults.items() if getattr(args, name) != default)
+    seeds, fresh = f"0–{args.seeds - 1}", f"{args.seeds}–{2 * args.seeds - 1}"
     lines = [
         "# k-way strategies against pairwise ones (goal P8)", "",
         f"Made by `{command}` ({elapsed:.0f} s on a shared 2-core machine). Judges: the latent-perception "
-        f"simulator, presets {', '.join(presets)}, seeds {args.first_seed}–{args.first_seed + args.seeds - 1} (every seed re-draws the judge's noise and "
-        "the strategies' random choices). **The k-way judgments are the simulator's extrapolation** "
-        "(rankkit.judges.sim: argmax of perceived quality plus a per-slot bias spread linearly from "
-        "+slot_bias/2 to −slot_bias/2, exactly the pairwise model at k = 2); no recorded k-way judgments "
-        "calibrate it, so these figures say what k-way aggregation gains *if* a judge's slot bias and noise "
-        "carry over to k answers as modelled, not what a real LLM does with long k-answer prompts.", "",
-        "Columns: `spearman` = task Spearman, `top1` = top-1 accuracy (means over seeds); `calls` = judge "
-        "calls per task (a pairwise verdict or one k-way judgment each); `% base` = calls as a share of "
+        f"simulator, presets {', '.join(presets)}; every seed re-draws the judge's noise and the strategies' random "
+        "choices. Datasets: every N-way set of `../shared/data` but the system-level Arena-Hard one "
+        f"({', '.join(datasets)}).", "",
+        "**The k-way judgments are the simulator's extrapolation** (rankkit.judges.sim: the argmax of perceived "
+        "quality plus a per-slot bias spread linearly from +slot_bias/2 to −slot_bias/2, exactly the pairwise "
+        "model at k = 2). No recorded k-way judgments calibrate it, so these figures say what k-way aggregation "
+        "gains *if* a judge's slot bias and noise carry over to k answers as modelled — not what a real LLM does "
+        "with long k-answer prompts. Two readings of a k-way choice bracket the truth: by default it carries a "
+        "**grade for every answer shown** (`kway=grades`, as the sim's pairwise verdict carries both grades: "
+        "optimistic); the last section gives the judge's **bare choice** only (`kway=choice`, as a real judge's "
+        "`Best: X`: pessimistic; a logprob judge's P(best) per slot lies between).", "",
+        "Columns: `spearman` = task Spearman, `top1` = top-1 accuracy (means over seeds); `calls` = judge calls "
+        "per task (a pairwise verdict or one k-way judgment each); `% base` = calls as a share of "
         f"`{BASELINE}`'s; `tokens` = estimated prompt tokens per task (every prompt rendered with its real "
         "template — paper/generic pairwise, setwise/listwise k-way — at 4 characters per token); `ms` = the "
         "strategy's own time per seed (sim judge: aggregation cost only).", "",
-        "## P8 summary", "",
-        f"Per preset and dataset: `{BASELINE}` against `{P8_CANDIDATE}` (P8 holds where it is within 0.01 "
-        "task Spearman, has equal or better top-1 and uses ≤ 50% of the judge calls), and, for comparison, "
-        "the k-way strategy with the best task Spearman among those at ≤ 50% of the calls on that very data "
-        "(a choice made after seeing the figures, so optimistic). The last row per preset is the mean over "
-        "datasets.", "",
-        f"| preset | dataset | N | base spearman | base top1 | base calls | `{P8_CANDIDATE}` spearman (Δ) | top1 (Δ) | calls (%) | P8 | best ≤50% on this data | its spearman (Δ) | its top1 (Δ) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|---|---:|---:|",
+        f"P8 is judged on `{P8_CANDIDATE}`: it holds where that strategy is within 0.01 task Spearman of "
+        f"`{BASELINE}`, has equal or better top-1 and uses ≤ 50% of its judge calls. The candidate was chosen "
+        f"on seeds {seeds} (the first section), so the second section re-measures it on fresh seeds {fresh}. "
+        "Each P8 table also names, for comparison, the k-way strategy with the best task Spearman among those at "
+        "≤ 50% of the calls on that very data (chosen after seeing the figures, so optimistic). The last row per "
+        "preset is the mean over datasets (each dataset weighs the same).", "",
     ]
+    if "main" in tables:
+        lines += p8_section(tables["main"], datasets, presets, f"## P8, seeds {seeds} (grades)")
+    if "confirm" in tables:
+        lines += p8_section(tables["confirm"], datasets, presets, f"## P8 confirmed on fresh seeds {fresh} (grades)")
+    if "choice" in tables:
+        lines += p8_section(tables["choice"], datasets, presets, f"## P8 with the bare choice (`kway=choice`), seeds {seeds}")
+        lines += means_section(tables["choice"], datasets, presets, [BASELINE, *KWAY_SPECS],
+                               "### Mean over datasets, bare choice")
+    if "main" in tables:
+        lines += means_section(tables["main"], datasets, presets, [*PAIRWISE_SPECS, *KWAY_SPECS],
+                               f"## Every strategy, mean over datasets (seeds {seeds}, grades)")
+        lines += ["## Every dataset (seeds " + seeds + ", grades)", ""]
+        for preset in presets:
+            for dataset in datasets:
+                rows = tables["main"][(preset, dataset)]
+                lines += [f"### {preset} · {dataset} (N = {rows[BASELINE]['n']:.0f})", "",
+                          "| strategy | spearman | top1 | calls | % base | tokens | ms |", "|---|---:|---:|---:|---:|---:|---:|"]
+                for spec in [*PAIRWISE_SPECS, *KWAY_SPECS]:
+                    row = rows[spec]
+                    lines.append(f"| `{spec}` | {row['task_spearman']:.3f} | {row['top1_accuracy']:.3f} | "
+                                 f"{row['calls']:.1f} | {100 * row['calls'] / rows[BASELINE]['calls']:.0f}% | "
+                                 f"{row['tokens']:,.0f} | {1000 * row['seconds']:.0f} |")
+                lines.append("")
+    return "\n".join(lines)
+
+
+def p8_section(table, datasets: list[str], presets: list[str], title: str) -> list[str]:
+    lines = [title, "",
+             f"| preset | dataset | N | base spearman | base top1 | base calls | `{P8_CANDIDATE}` spearman (Δ) | top1 (Δ) | calls (%) | P8 | best ≤50% on this data | its spearman (Δ) | its top1 (Δ) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|---|---:|---:|"]
     for preset in presets:
         rows_of = [table[(preset, dataset)] for dataset in datasets]
         for dataset, rows in [*zip(datasets, rows_of), ("**mean**", mean_rows(rows_of))]:
             lines.append(p8_line(preset, dataset, rows))
-    lines += ["", "## Mean over datasets", "",
-              "Each figure is the mean over the datasets of the per-dataset means (so each dataset weighs the same).", ""]
+    return lines + [""]
+
+
+def means_section(table, datasets: list[str], presets: list[str], specs: list[str], title: str) -> list[str]:
+    lines = [title, ""]
     for preset in presets:
-        lines += [f"### {preset}", "", "| strategy | spearman | top1 | calls | % base | tokens |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"{'####' if title.startswith('###') else '###'} {preset}", "",
+                  "| strategy | spearman | top1 | calls | % base | tokens |", "|---|---:|---:|---:|---:|---:|"]
         for spec in specs:
             per = [table[(preset, d)][spec] for d in datasets]
             share = statistics.fmean(r["calls"] / table[(preset, d)][BASELINE]["calls"] for r, d in zip(per, datasets))
@@ -204,19 +257,7 @@ def report(table, datasets, presets, specs, args, elapsed: float) -> str:
                          f"{statistics.fmean(r['calls'] for r in per):.1f} | {100 * share:.0f}% | "
                          f"{statistics.fmean(r['tokens'] for r in per):,.0f} |")
         lines.append("")
-    lines += ["## Every dataset", ""]
-    for preset in presets:
-        for dataset in datasets:
-            rows = table[(preset, dataset)]
-            lines += [f"### {preset} · {dataset} (N = {rows[BASELINE]['n']:.0f})", "",
-                      "| strategy | spearman | top1 | calls | % base | tokens | ms |", "|---|---:|---:|---:|---:|---:|---:|"]
-            for spec in specs:
-                row = rows[spec]
-                lines.append(f"| `{spec}` | {row['task_spearman']:.3f} | {row['top1_accuracy']:.3f} | "
-                             f"{row['calls']:.1f} | {100 * row['calls'] / rows[BASELINE]['calls']:.0f}% | "
-                             f"{row['tokens']:,.0f} | {1000 * row['seconds']:.0f} |")
-            lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 if __name__ == "__main__":

@@ -101,6 +101,9 @@ class LatentParameters:
     grade_noise: float
 
 
+#: What a k-way choice of the latent model carries (its ``kway`` parameter).
+KWAY_READINGS = ("grades", "choice")
+
 #: preset -> fitted latent parameters (``benchmarks/calibrate_sim.py``; table in the module docstring).
 LATENT_PRESETS: dict[str, LatentParameters] = {
     "gpt4": LatentParameters(perception=0.7301, pair_noise=0.4010, slot_bias=0.0623, grade_noise=0.6928),
@@ -205,6 +208,9 @@ class LatentJudge(_Simulated):
     grade_noise: sd of the extra noise on a pointwise grade.
     seed: seeds every draw together with the task, the answers and the order.
     preset: the name the parameters came from (for descriptions only).
+    kway: what a k-way choice carries: ``grades`` (default: the grade of every answer shown, as a
+        pairwise verdict carries both grades) or ``choice`` (only the chosen slot, as a real judge's
+        bare "Best: X" — strategies then score k for the chosen answer and 0 for the others).
 
     All four noise terms are in units of the task's human-score spread (``Task.human_spread``).
     """
@@ -215,8 +221,11 @@ class LatentJudge(_Simulated):
     grade_noise: float = LATENT_PRESETS["gpt4"].grade_noise
     seed: int = 0
     preset: str | None = None
+    kway: str = "grades"
 
     def __post_init__(self) -> None:
+        if self.kway not in KWAY_READINGS:
+            raise SpecError(f"sim: kway must be one of {', '.join(KWAY_READINGS)}, got {self.kway!r}")
         for name in ("perception", "pair_noise", "grade_noise"):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
@@ -225,8 +234,11 @@ class LatentJudge(_Simulated):
             raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
 
     def fingerprint_fields(self) -> dict:
-        return {"model": "latent", "perception": self.perception, "pair_noise": self.pair_noise,
-                "slot_bias": self.slot_bias, "grade_noise": self.grade_noise, "seed": self.seed}
+        fields = {"model": "latent", "perception": self.perception, "pair_noise": self.pair_noise,
+                  "slot_bias": self.slot_bias, "grade_noise": self.grade_noise, "seed": self.seed}
+        if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
+            fields["kway"] = self.kway
+        return fields
 
     @property
     def description(self) -> str:
@@ -235,6 +247,8 @@ class LatentJudge(_Simulated):
         else:
             name = (f"perception={self.perception:g},pair_noise={self.pair_noise:g},"
                     f"slot_bias={self.slot_bias:g},grade_noise={self.grade_noise:g}")
+        if self.kway != "grades":
+            name += f",kway={self.kway}"
         return f"sim:{name} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
@@ -293,7 +307,7 @@ class LatentJudge(_Simulated):
         labels(len(candidates))  # 2 to 8 answers
         grades = self.group_grades(task, candidates)
         chosen = order_from_scores(grades)[0]
-        clipped = tuple(_clip(task, grade) for grade in grades)
+        clipped = tuple(_clip(task, grade) for grade in grades) if self.kway == "grades" else None
         return ChoiceJudgment(chosen=chosen, grades=clipped, raw=f"{CHOICE_PREFIX} {LABELS[chosen]}")
 
     def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
@@ -397,7 +411,7 @@ class FixedAccuracyJudge(_Simulated):
 
 #: model name -> the parameters only that model takes.
 MODEL_KEYS: dict[str, tuple[str, ...]] = {
-    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise"),
+    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway"),
     "fixed": ("accuracy", "position_bias", "noise"),
 }
 _COMMON_KEYS = ("model", "preset", "seed")
@@ -446,7 +460,7 @@ def from_spec(spec: Spec) -> LatentJudge | FixedAccuracyJudge:
             options.setdefault("accuracy", repr(round(accuracy, 4)))
             options.setdefault("position_bias", repr(round(bias, 4)))
         return build_dataclass(FixedAccuracyJudge, options, where="sim")
-    if preset is None and not any(key in options for key in MODEL_KEYS["latent"]):
+    if preset is None and not any(key in options for key in asdict(LATENT_PRESETS["gpt4"])):
         preset = options["preset"] = "gpt4"
     if preset is not None:
         for key, value in asdict(LATENT_PRESETS[preset]).items():

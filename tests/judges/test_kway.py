@@ -212,3 +212,13 @@ def test_a_strong_slot_bias_favours_the_first_slot_more_with_more_answers_shown(
 
 def test_the_fixed_accuracy_sim_gives_no_k_way_judgments():
     assert not FixedAccuracyJudge().supports_kway and LatentJudge().supports_kway
+
+
+def test_the_sim_can_give_a_bare_choice_instead_of_grades():
+    task = make_task([3.0, 9.0, 1.0, 5.0], scale=(0.0, 10.0))
+    graded, bare = from_spec(parse_spec("sim:preset=chatgpt")), from_spec(parse_spec("sim:preset=chatgpt,kway=choice"))
+    with_grades, without = graded.choose(task, task.candidates), bare.choose(task, task.candidates)
+    assert without.chosen == with_grades.chosen and without.grades is None and with_grades.grades is not None
+    assert without.slot_scores(4) == tuple(4.0 if slot == without.chosen else 0.0 for slot in range(4))
+    assert graded.fingerprint != bare.fingerprint and "kway" not in graded.fingerprint
+    assert bare.description == "sim:preset=chatgpt,kway=choice (simulated)"
