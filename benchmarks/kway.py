@@ -135,6 +135,41 @@ def p8_line(preset: str, dataset: str, rows: dict[str, dict[str, float]]) -> str
             f"{mine['calls']:.1f} ({100 * share:.0f}%) | {'✓' if meets else '✗'} |{best_text}")
 
 
+SMOLLM2_SPECS = ("knockout:order=both", P8_CANDIDATE, "setwise_knockout:k=3", "setwise_heapsort", "listwise")
+
+
+def smollm2_report(limit: int) -> str:
+    """The plumbing run: the embedded SmolLM2-135M judge (logprob mode, then generate mode on the
+    k-way strategies) ranks a few usr_topicalchat tasks; what it shows is that k-way judgments run
+    end to end on a real model, with their real prompt sizes and wall time — not accuracy."""
+    tasks = load_tasks(SHARED / "usr_topicalchat" / "tasks.jsonl", limit=limit)
+    sizes = {t.task_id: PromptSize(t) for t in tasks}
+    lines = ["# k-way strategies on SmolLM2-135M (plumbing)", "",
+             f"Made by `python benchmarks/kway.py --sections smollm2 --smollm2-tasks {limit} --out "
+             f"benchmarks/results/kway_smollm2.md` on CPU (a shared 2-core machine, other jobs running). "
+             f"{len(tasks)} tasks of usr_topicalchat ({statistics.fmean(len(t.candidates) for t in tasks):.0f} "
+             "answers each), no cache. SmolLM2-135M is a plumbing-grade judge (near chance, strong slot "
+             "preference): these rows show that the k-way prompts, the label-token read-out and the strict "
+             "parser work on a real model, and what they cost — not how good k-way judging is.", "",
+             "| judge | strategy | calls / task | parse failures | est. prompt tokens / task | seconds | task spearman | top1 |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for spec, strategies in (("smollm2:mode=logprob", SMOLLM2_SPECS),
+                             ("smollm2:mode=generate,max_new_tokens=96", SMOLLM2_SPECS[1:3])):
+        judge = make_judge(spec)
+        try:
+            result = run(tasks, [make_strategy(s) for s in strategies], judge, seed=0, progress=False)
+        finally:
+            judge.close()
+        for strategy_run in result.strategies:
+            cost = strategy_run.cost
+            tokens = statistics.fmean(prompt_tokens(r, sizes[r.task_id]) for r in strategy_run.tasks)
+            lines.append(f"| `{spec}` | `{strategy_run.name}` | {cost.comparisons / len(tasks):.1f} | "
+                         f"{cost.parse_failures} | {tokens:,.0f} | {strategy_run.seconds:.1f} | "
+                         f"{strategy_run.metrics['task_spearman']:.3f} | {strategy_run.metrics['top1_accuracy']:.3f} |")
+        print(f"{spec} done", file=sys.stderr)
+    return "\n".join(lines + [""])
+
+
 def run_table(datasets: list[str], presets: list[str], seeds: range, specs: list[str], sim_kway: str,
               started: float) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
     """Every (preset, dataset) measured over ``seeds``."""
@@ -155,6 +190,8 @@ def main() -> None:
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help="main (every strategy), confirm (P8 on the next seeds), choice (the sim's bare choice)")
     parser.add_argument("--out", default=str(RESULTS / "kway.md"))
+    parser.add_argument("--smollm2-tasks", type=int, default=6,
+                        help="with --sections smollm2: how many usr_topicalchat tasks the SmolLM2 plumbing run ranks")
     args = parser.parse_args()
     datasets, presets, sections = args.datasets.split(","), args.presets.split(","), args.sections.split(",")
     missing = [d for d in datasets if not (SHARED / d / "tasks.jsonl").exists()]
@@ -170,6 +207,11 @@ def main() -> None:
         tables["confirm"] = run_table(datasets, presets, fresh, p8_specs, "grades", started)
     if "choice" in sections:
         tables["choice"] = run_table(datasets, presets, first, p8_specs, "choice", started)
+    if sections == ["smollm2"]:
+        text = smollm2_report(args.smollm2_tasks)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(text)
+        return
     text = report(tables, datasets, presets, args, time.perf_counter() - started)
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)

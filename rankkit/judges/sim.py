@@ -27,6 +27,13 @@ ones, as with a real judge — its two orders share the perception part of the n
 what order consistency measures), and a pointwise pair is ordered right with probability
 ``Φ(Δ / √(2·perception² + 2·grade_noise²))``.
 
+**k-way judgments** (latent model only; :mod:`rankkit.judges.kway`). Shown k answers, the judge
+grades each as in a pair, ``p_i + sd · (b_i + pair_noise · e_i)`` with the slot bias ``b_i`` spread
+evenly from +slot_bias/2 (first slot) to −slot_bias/2 (last), and chooses the highest (an ordering
+sorts them). At k = 2 this is the pairwise model exactly (same draws, same ±slot_bias/2). For
+k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. ``kway=grades`` (default)
+returns every answer's grade with the choice; ``kway=choice`` only the choice.
+
 **Presets** (``sim:preset=NAME``) are fitted by ``benchmarks/calibrate_sim.py`` (report in
 ``benchmarks/results/sim_calibration.md``) to the recorded judgments of LLMBar Natural
 (``shared/data/llmbar_natural/judgments.jsonl``; :func:`~rankkit.judges.sim_targets.preset_targets`): the Vanilla prompt,
