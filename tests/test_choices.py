@@ -205,3 +205,17 @@ def test_malformed_k_way_rows_are_refused_naming_the_field(tmp_path, row, field)
     path.write_text(json.dumps(row) + "\n")
     with pytest.raises(TaskFormatError, match=f"field '{field}'"):
         load_recorded_kway(path)
+
+
+def test_the_dry_run_renders_k_way_prompts_to_estimate_their_tokens():
+    from rankkit.judges.llm import LLMJudge
+    from rankkit.plan.tokens import estimate_tokens
+    from rankkit.prompts.kway import render_kway
+    from tests.judges.test_llm import ScriptedEngine
+
+    task = make_task([1.0, 2.0, 3.0])
+    plan = dry_run([task], [make_strategy("setwise_knockout:k=3")], LLMJudge(ScriptedEngine(), mode="logprob"))
+    row, = plan.rows
+    assert row.comparisons == 1 and row.prompt_tokens > 0
+    # every order of the same answers renders to the same length: the group's prompt, once
+    assert row.prompt_tokens == pytest.approx(estimate_tokens(render_kway("setwise", task, task.candidates)), abs=0.5)

@@ -118,21 +118,15 @@ class StandInJudge(Judge):
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
         grades = tuple(self._grades(task, candidates))
         return ChoiceJudgment(chosen=order_from_scores(grades)[0], grades=grades,
-                              raw=f"stand-in choice ({self.policy})", usage=self._usage(lambda: self._group_tokens(task, candidates)),
+                              raw=f"stand-in choice ({self.policy})",
+                              usage=self._usage(lambda: self.sizes.group(task, candidates, "choice")),
                               extras={"stand_in": True, "policy": self.policy})
 
     def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
         grades = self._grades(task, candidates)
         return OrderJudgment(permutation=order_from_scores(grades), raw=f"stand-in ordering ({self.policy})",
-                             usage=self._usage(lambda: self._group_tokens(task, candidates)),
+                             usage=self._usage(lambda: self.sizes.group(task, candidates, "ordering")),
                              extras={"stand_in": True, "policy": self.policy})
-
-    def _group_tokens(self, task: Task, candidates: Sequence[Candidate]) -> int:
-        """A k-way prompt's size: the pairwise prompts of its neighbours, each answer counted once
-        (the instructions of a pair prompt, plus every answer)."""
-        pairs = [self.sizes.pair(task, candidates[i], candidates[(i + 1) % len(candidates)])
-                 for i in range(len(candidates))]
-        return round(sum(pairs) / 2)
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         value, = self._grades(task, (candidate,))
