@@ -64,7 +64,8 @@ class Cost:
     """What a strategy used and where it came from.
 
     ``comparisons``/``grades`` count the distinct judgments it used (a request it repeats is
-    counted once), and each of them came from exactly one place: ``judge_calls`` (new, paid for),
+    counted once; a comparison is a pairwise verdict or a k-way judgment of several answers,
+    :mod:`rankkit.choices`), and each of them came from exactly one place: ``judge_calls`` (new, paid for),
     ``cache_hits`` (the persistent cache) or ``shared_hits`` (made earlier in this run, by another
     strategy or task). So ``comparisons + grades == judge_calls + cache_hits + shared_hits``.
     """
@@ -238,6 +239,9 @@ class MatchSource:
         self._last_shown: dict[frozenset[str], tuple[str, str]] = {}  # per pair, the order shown last
         #: Per candidate: its matches whose every comparison failed (however they were settled).
         self.undecided: dict[str, int] = {}
+        #: Every distinct k-way judgment the strategy used, in the order first used (rankkit.choices).
+        self.group_comparisons: list[Any] = []
+        self._group_judgments: dict[tuple[str, tuple[str, ...]], Any] = {}  # (kind, shown) used so far
 
     # -- comparisons --------------------------------------------------------------------------
     def compare_many(self, pairs: Sequence[tuple[str, str]], round: int | None = None) -> list[Verdict]:
@@ -357,6 +361,42 @@ class MatchSource:
             shown = coin_order(a, b, rng)
         self._last_shown[pair] = shown
         return shown
+
+    # -- k-way judgments (rankkit.choices) ----------------------------------------------------
+    def choose_many(self, groups: Sequence[Sequence[str]], order: str = "given", rng: random.Random | None = None,
+                    round: int | None = None, shifts: int = 0) -> list[Any]:
+        """Show each group and ask which member is best: one :class:`~rankkit.choices.GroupMatch`
+        per group (``order`` ``given``/``random``/``permute``: :mod:`rankkit.choices`)."""
+        from rankkit.choices import play_groups
+
+        return play_groups(self, "choice", groups, order, rng, round, shifts)
+
+    def order_many(self, groups: Sequence[Sequence[str]], order: str = "given", rng: random.Random | None = None,
+                   round: int | None = None, shifts: int = 0) -> list[Any]:
+        """Show each group and ask for its members best first: one :class:`~rankkit.choices.GroupMatch` per group."""
+        from rankkit.choices import play_groups
+
+        return play_groups(self, "ordering", groups, order, rng, round, shifts)
+
+    def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]:
+        """The judge's k-way judgment (``kind`` ``choice`` or ``ordering``) of each group, members
+        in the order shown; a group shown again in the same order is free. Each is counted once in
+        ``cost.comparisons``."""
+        from rankkit.choices import GroupComparison
+
+        new = list(dict.fromkeys(group for group in shown if (kind, group) not in self._group_judgments))
+        if new:
+            task = self.task
+            requests = [(task, tuple(task.candidate(cid) for cid in group)) for group in new]
+            ask = self.memo.choices if kind == "choice" else self.memo.orderings
+            answers = ask(requests)
+            for group, (judgment, origin) in zip(new, answers):
+                self._group_judgments[(kind, group)] = judgment
+                self.group_comparisons.append(GroupComparison(group, judgment, round))
+                self.cost.comparisons += 1
+                self._charge(judgment, origin)
+            self._report(answers)
+        return [self._group_judgments[(kind, group)] for group in shown]
 
     # -- grades -------------------------------------------------------------------------------
     def grade_many(self, candidates: Sequence[str]) -> list[Grade]:

@@ -47,6 +47,8 @@ from rankkit.cache import JudgmentCache, NullCache, is_failed, judgment_key
 if TYPE_CHECKING:  # judges.base imports tasks only; kept lazy so `import rankkit.memo` stays small
     from rankkit.engine import Dispatcher
     from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, Judge, Verdict
+    from rankkit.judges.base import GroupRequest
+    from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
 
 J = TypeVar("J")
 
@@ -151,12 +153,32 @@ class JudgmentMemo:
 
         return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
 
+    def choices(self, requests: Sequence["GroupRequest"], judge: "Judge | None" = None
+                ) -> list[tuple["ChoiceJudgment", Origin]]:
+        """The k-way choice on every ``(task, candidates)`` request (candidates in the order
+        shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
+        of the key, so a shuffle of the same answers is another request."""
+        from rankkit.judges.kway import CHOICE_KIND, ChoiceJudgment
+
+        return self._ask_judge(requests, judge, CHOICE_KIND, ChoiceJudgment, "choose_many")
+
+    def orderings(self, requests: Sequence["GroupRequest"], judge: "Judge | None" = None
+                  ) -> list[tuple["OrderJudgment", Origin]]:
+        """The k-way ordering of every ``(task, candidates)`` request, in order, with its origin
+        (kind ``"ordering"``)."""
+        from rankkit.judges.kway import ORDERING_KIND, OrderJudgment
+
+        return self._ask_judge(requests, judge, ORDERING_KIND, OrderJudgment, "order_many")
+
     def _ask_judge(self, requests: Sequence[tuple[Any, ...]], judge: "Judge | None", kind: str,
                    judgment_type: Any, method: str) -> list[tuple[Any, Origin]]:
         own = judge is None or judge is self.judge
         judge = self.judge if judge is None else judge
         call = getattr(judge, method)
-        keys = [judge.request_key(*request) for request in requests]
+        if kind in (VERDICT_KIND, GRADE_KIND):
+            keys = [judge.request_key(*request) for request in requests]
+        else:  # a k-way request is (task, candidates): the candidates in the order shown
+            keys = [[*judge.request_key(task, *candidates), *judge.kway_key()] for task, candidates in requests]
 
         def ask(indices: list[int]) -> Iterator[tuple[int, Any]]:
             batch = [requests[i] for i in indices]

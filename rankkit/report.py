@@ -169,6 +169,12 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
                     stored = comparison.to_dict()
                     judgments[task_id].append({k: stored[k] for k in JUDGMENT_FIELDS})
                 comparisons.append([judgment_index[key], comparison.round])
+            for group in task_result.group_comparisons:  # a k-way judgment: one card with k answers
+                key = (task_id, group.kind, *group.shown)
+                if key not in judgment_index:
+                    judgment_index[key] = len(judgments[task_id])
+                    judgments[task_id].append(group_judgment_record(group))
+                comparisons.append([judgment_index[key], group.round])
             extras = {cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes", "undecided")}
                       for cid, e in task_result.extras.items()}
             per_task[task_id] = {"scores": task_result.scores, "ranking": task_result.ranking,
@@ -177,6 +183,20 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
         strategies.append({"name": strategy.name, "knockout_like": strategy.has_elimination_rounds, "tasks": per_task})
     return strict_json({"criterion": results.criterion, "tasks": data_tasks, "judgments": dict(judgments),
                         "strategies": strategies})
+
+
+def group_judgment_record(group: Any) -> dict[str, Any]:
+    """A k-way judgment (:class:`rankkit.choices.GroupComparison`) as the page reads it: the ids in
+    the order shown, each slot's grade or P(best), the judge's pick (``best``) or its ordering
+    (``ranking``, best first), parse status and raw output."""
+    judgment = group.judgment
+    scores = getattr(judgment, "grades", None) or getattr(judgment, "probabilities", None)
+    ranking = group.ranking
+    return {"shown": list(group.shown), "kind": group.kind, "scores": None if scores is None else list(scores),
+            "score_kind": "grade" if getattr(judgment, "grades", None) else "P(best)",
+            "best": ranking[0] if ranking else None,
+            "ranking": list(ranking) if ranking and group.kind == "ordering" else None,
+            "status": judgment.status.value, "raw": judgment.raw}
 
 
 # -------------------------------------------------------------------------------------------------

@@ -45,6 +45,9 @@ class TaskResult:
     extras: dict[str, CandidateExtras]
     comparisons: list[Comparison]
     cost: Cost
+    #: The k-way judgments the strategy used (:class:`rankkit.choices.GroupComparison`; empty for
+    #: strategies that judge pairs or single answers, and then not written).
+    group_comparisons: list[Any] = field(default_factory=list)
 
     @property
     def has_elimination_rounds(self) -> bool:
@@ -58,7 +61,9 @@ class TaskResult:
         return {"task_id": self.task_id, "scores": self.scores, "ranking": self.ranking,
                 "champion": self.champion, "extras": {cid: e.to_dict() for cid, e in self.extras.items()},
                 "cost": self.cost.to_dict(),
-                "comparisons": [c.to_dict() for c in self.comparisons]}
+                "comparisons": [c.to_dict() for c in self.comparisons],
+                **({"group_comparisons": [g.to_dict() for g in self.group_comparisons]}
+                   if self.group_comparisons else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "task") -> "TaskResult":
@@ -83,7 +88,9 @@ class TaskResult:
                    extras={k: CandidateExtras.from_dict(v) for k, v in required(data, "extras", where, path).items()},
                    comparisons=[comparison_from_dict(c, where, f"{path}.comparisons[{i}]")
                                 for i, c in enumerate(comparisons)],
-                   cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"))
+                   cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
+                   group_comparisons=[group_comparison_from_dict(g, where, f"{path}.group_comparisons[{i}]")
+                                      for i, g in enumerate(data.get("group_comparisons") or [])])
 
 
 @dataclass
@@ -362,6 +369,17 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
                       extras={"verdict_path": data["verdict_path"]} if "verdict_path" in data else {})
     return Comparison(first=str(get("first")), second=str(get("second")), verdict=verdict,
                       round=get("round"))
+
+
+def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results",
+                               path: str = "group_comparison") -> Any:
+    """Read one recorded k-way judgment (:meth:`rankkit.choices.GroupComparison.to_dict`)."""
+    from rankkit.choices import GroupComparison
+
+    try:
+        return GroupComparison.from_dict(dict(data))
+    except (KeyError, TypeError, ValueError) as error:
+        raise TaskFormatError(where, None, path, f"not a k-way judgment ({error})") from None
 
 
 def task_record(task: Task) -> dict[str, Any]:

@@ -78,8 +78,8 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             results.append((TaskResult(
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
-                extras=with_undecided(ranking.extras, source.comparisons), comparisons=source.comparisons,
-                cost=source.cost), seconds))
+                extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons), comparisons=source.comparisons,
+                cost=source.cost, group_comparisons=source.group_comparisons), seconds))
         bar.task_done()
         return results
 
@@ -220,15 +220,17 @@ class RunProgress:
         self._bar.close()
 
 
-def with_undecided(extras: Mapping[str, CandidateExtras], comparisons: Sequence[Comparison]
-                   ) -> dict[str, CandidateExtras]:
-    """A strategy's candidate extras with ``undecided``: each candidate's failed comparisons, so a
-    text that breaks the judge shows in the results (candidates without one are left as they are)."""
+def with_undecided(extras: Mapping[str, CandidateExtras], comparisons: Sequence[Comparison],
+                   group_comparisons: Sequence[Any] = ()) -> dict[str, CandidateExtras]:
+    """A strategy's candidate extras with ``undecided``: each candidate's failed comparisons (pairwise,
+    and k-way judgments it was shown in), so a text that breaks the judge shows in the results
+    (candidates without one are left as they are)."""
     counts: dict[str, int] = {}
-    for comparison in comparisons:
-        if comparison.verdict.status is ParseStatus.FAILED:
-            for cid in (comparison.first, comparison.second):
-                counts[cid] = counts.get(cid, 0) + 1
+    failed = [(c.first, c.second) for c in comparisons if c.verdict.status is ParseStatus.FAILED]
+    failed += [tuple(g.shown) for g in group_comparisons if g.judgment.status is ParseStatus.FAILED]
+    for shown in failed:
+        for cid in shown:
+            counts[cid] = counts.get(cid, 0) + 1
     merged = dict(extras)
     for cid, count in counts.items():
         merged[cid] = dataclasses.replace(merged.get(cid, CandidateExtras()), undecided=count)

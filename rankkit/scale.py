@@ -108,7 +108,7 @@ def plan_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any
             # Each strategy's judgments at the task's mean prompt size of their kind, scaled down
             # as the count was (judgments several strategies ask for are paid once).
             share = task_judgments / asked
-            prompt_tokens += share * sum(count * sizes.mean(task, "pair" if s.kind == "pairwise" else "point")
+            prompt_tokens += share * sum(count * sizes.mean(task, "point" if s.kind == "pointwise" else "pair")
                                          for s, count in counts if count)
     return ScalePlan(judgments, prompt_tokens if sizes is not None else None, tuple(sorted(undeclared)))
 

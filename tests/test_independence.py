@@ -38,7 +38,8 @@ def specs() -> list[str]:
     for name, cls in strategy_classes().items():
         out.append(name)
         if cls.default_order() is not None:
-            out += [f"{name}:order={order}" for order in ORDERS if order != cls.default_order()]
+            orders = getattr(cls, "orders", ORDERS)  # k-way strategies: given|random|permute
+            out += [f"{name}:order={order}" for order in orders if order != cls.default_order()]
     return out
 
 
@@ -51,7 +52,8 @@ def tasks():
 def outputs(strategy_run) -> list[tuple]:
     """What a strategy decided on every task (the numbers apart)."""
     return [(task.task_id, task.ranking, task.champion,
-             [(c.first, c.second, c.round, c.verdict.winner.value) for c in task.comparisons])
+             [(c.first, c.second, c.round, c.verdict.winner.value) for c in task.comparisons],
+             [(g.shown, g.round, g.ranking) for g in task.group_comparisons])
             for task in strategy_run.tasks]
 
 
@@ -78,6 +80,7 @@ def test_every_strategy_order_is_covered(runs):
     names, _ = runs
     assert len(names) >= len(strategy_classes()) + 2 * 10  # ten pairwise strategies, three orders each
     assert {"heapsort:order=random", "sliding:order=random", "knockout:order=both"} <= set(names)
+    assert {"setwise_knockout:order=permute", "setwise_heapsort:order=given", "listwise:order=random"} <= set(names)
 
 
 @pytest.mark.parametrize("setting", ["together, cold cache", "reversed, warm cache", "alone, warm cache"])

@@ -240,3 +240,36 @@ def test_report_of_unlabelled_results_shows_cost_only():
     assert "no human scores, so only the cost is shown" in page
     assert "task_spearman" not in page.split('id="tasks"')[0]
     assert "first shown wins" in page  # the judge's slot preference needs no labels
+
+
+def kway_results() -> RunResult:
+    from rankkit.judges import make_judge
+    from rankkit.runner import run
+    from rankkit.strategies import make_strategy
+    from rankkit.synthetic import planted_tasks
+
+    tasks = planted_tasks({f"s{i}": 90.0 * i for i in range(9)}, prompts=2, seed=6)
+    return run(tasks, [make_strategy("setwise_knockout"), make_strategy("listwise"), make_strategy("knockout")],
+               make_judge("sim"), seed=0)
+
+
+def test_a_k_way_judgment_is_one_match_with_its_answers_in_the_order_shown():
+    results = kway_results()
+    data = report.report_data(results)
+    first_task = results.tasks[0].task_id
+    setwise, listwise, knockout = data["strategies"]
+    judgments = data["judgments"][first_task]
+    cards = [judgments[index] for index, _ in setwise["tasks"][first_task]["matches"]]
+    assert len(cards) == 3 and [len(card["shown"]) for card in cards] == [4, 4, 3]  # 9 answers: 4, 4, then 3
+    assert all(card["kind"] == "choice" and card["best"] in card["shown"] for card in cards)
+    orderings = [judgments[index] for index, _ in listwise["tasks"][first_task]["matches"]]
+    assert all(sorted(card["ranking"]) == sorted(card["shown"]) for card in orderings)
+    assert all("first" in judgments[index] for index, _ in knockout["tasks"][first_task]["matches"])
+
+
+@needs_chromium
+def test_a_k_way_match_renders_as_one_card_with_k_answers(tmp_path):
+    page = report.write_report(kway_results(), tmp_path / "report.html", resamples=20)
+    dom, console, _ = open_in_chromium(page, tmp_path)
+    assert console == [] and 'data-ready="1"' in dom
+    assert all(f"shown {label}: " in dom for label in "ABCD") and "choice of 4 · best: " in dom

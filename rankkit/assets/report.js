@@ -109,7 +109,7 @@
     if (!result || !result.matches.length) { list.appendChild(el("p", {className: "note"}, ["No pairwise matches: this strategy grades each answer on its own."])); return; }
     result.matches.forEach(function (ref, i) {
       var m = matchOf(task, result, i);
-      var label = (m.round ? "R" + m.round + " " : "") + m.first + " vs " + m.second;
+      var label = (m.round ? "R" + m.round + " " : "") + (m.shown ? m.shown.join(", ") : m.first + " vs " + m.second);
       list.appendChild(el("button", {type: "button", "data-index": String(i), onclick: function () { showMatch(task, result, i); }}, [label]));
     });
     showMatch(task, result, 0);
@@ -138,11 +138,29 @@
     }
     detail.appendChild(el("h3", {}, ["Match " + (index + 1) + " of " + result.matches.length + (m.round ? " · round " + m.round : "")]));
     detail.appendChild(el("details", {open: "open"}, [el("summary", {}, ["prompt"]), el("div", {className: "text prompt"}, [task.prompt])]));
+    if (m.shown) { showGroup(task, m, detail); return; }
     detail.appendChild(el("div", {className: "duo"}, [
       slot(m.first, m.first_grade, "shown first", m.winner === "first"),
       slot(m.second, m.second_grade, "shown second", m.winner === "second")]));
     var facts = "verdict: " + m.winner + " · parse: " + m.status + (m.probability === null || m.probability === undefined ? "" : " · P(first wins) " + num(m.probability));
     detail.appendChild(el("p", {}, [facts]));
+    detail.appendChild(el("h4", {}, ["judge output (raw)"]));
+    detail.appendChild(el("pre", {className: "raw"}, [m.raw || "(empty)"]));
+  }
+
+  // A k-way judgment: one card with the k answers in the order shown, the judge's pick marked.
+  function showGroup(task, m, detail) {
+    var labels = "ABCDEFGH";
+    detail.appendChild(el("div", {className: "duo"}, m.shown.map(function (id, slot) {
+      var c = candidateOf(task, id);
+      var score = m.scores ? m.score_kind + " " + num(m.scores[slot]) + " · " : "";
+      return el("div", {className: "slot" + (id === m.best ? " won" : "")}, [
+        el("h4", {}, ["shown " + labels.charAt(slot) + ": " + who(task, id)]),
+        el("p", {className: "note"}, [score + "human " + num(c.human)]),
+        el("div", {className: "text"}, [c.text])]);
+    })));
+    var verdict = m.ranking ? "ranking: " + m.ranking.join(" > ") : "best: " + (m.best === null ? "none" : m.best);
+    detail.appendChild(el("p", {}, [m.kind + " of " + m.shown.length + " · " + verdict + " · parse: " + m.status]));
     detail.appendChild(el("h4", {}, ["judge output (raw)"]));
     detail.appendChild(el("pre", {className: "raw"}, [m.raw || "(empty)"]));
   }

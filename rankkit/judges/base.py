@@ -120,6 +120,8 @@ def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
 
 GradeRequest = tuple[Task, Candidate]
 ComparisonRequest = tuple[Task, Candidate, Candidate]
+#: A k-way request: a task and the candidates in the order shown.
+GroupRequest = tuple[Task, tuple[Candidate, ...]]
 
 
 class JudgeError(RankkitError, RuntimeError):
@@ -163,6 +165,8 @@ class Judge:
     simulated: ClassVar[bool] = False
     supports_pointwise: ClassVar[bool] = True
     supports_pairwise: ClassVar[bool] = True
+    #: Whether the judge gives k-way judgments (``choose``/``order``, :mod:`rankkit.judges.kway`).
+    supports_kway: ClassVar[bool] = False
     #: How many requests the backend can usefully work on at once (an HTTP judge: its concurrency
     #: times its replicas; a local model: its batch size). 1 means "call me from one thread, one
     #: batch at a time": the runner then ranks tasks one after another with no threads.
@@ -245,6 +249,30 @@ class Judge:
         """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""
         for index, (task, first, second) in enumerate(requests):
             yield index, self.compare(task, first, second)
+
+    # -- k-way judgments (rankkit.judges.kway) -------------------------------------------------
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        """The best of ``candidates`` as shown, in this order: a :class:`~rankkit.judges.kway.ChoiceJudgment`."""
+        raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
+
+    def order(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        """``candidates`` ordered best first: an :class:`~rankkit.judges.kway.OrderJudgment`."""
+        raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
+
+    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, ChoiceJudgment)`` for each ``(task, candidates)`` request (default: one by one)."""
+        for index, (task, candidates) in enumerate(requests):
+            yield index, self.choose(task, candidates)
+
+    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, OrderJudgment)`` for each ``(task, candidates)`` request (default: one by one)."""
+        for index, (task, candidates) in enumerate(requests):
+            yield index, self.order(task, candidates)
+
+    def kway_key(self) -> list[Any]:
+        """What a k-way judgment depends on besides the fingerprint and the request key (an LLM
+        judge's k-way templates); appended to the k-way cache keys. Default: nothing."""
+        return []
 
     def bind_memo(self, memo: Any) -> None:
         """Called by the runner with the run's :class:`~rankkit.memo.JudgmentMemo`.

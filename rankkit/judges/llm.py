@@ -341,6 +341,33 @@ class LLMJudge(Judge):
             return self.calibrated.compare_many(requests)
         return self.compare_raw(requests)
 
+    # -- k-way judgments (rankkit.judges.kway_llm) ----------------------------------------------
+    @property
+    def supports_kway(self) -> bool:  # type: ignore[override]
+        """k-way choices and orderings in ``logprob`` and ``generate`` mode, without PREPAIR."""
+        return self.mode in ("logprob", "generate") and not self.prepair
+
+    def kway_key(self) -> list[Any]:
+        from rankkit.judges import kway_llm
+
+        return kway_llm.kway_key(self)
+
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        return next(self.choose_many([(task, tuple(candidates))]))[1]
+
+    def order(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        return next(self.order_many([(task, tuple(candidates))]))[1]
+
+    def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        from rankkit.judges import kway_llm
+
+        return kway_llm.choose_many(self, requests) if requests else iter(())
+
+    def order_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        from rankkit.judges import kway_llm
+
+        return kway_llm.order_many(self, requests) if requests else iter(())
+
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The mode's comparisons before any calibration (with PREPAIR's analysis charges):
         what an uncalibrated judge answers, and what a calibrated one builds on."""

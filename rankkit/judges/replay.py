@@ -16,6 +16,17 @@ second.id)`` and never answers one order from the other. ``winner`` is a candida
 or null when the recorded judge's answer could not be parsed. ``judge``, ``method``, ``swap``,
 ``grade_a`` and ``grade_b`` are optional.
 
+**k-way judgments** (for ``setwise_knockout``, ``setwise_heapsort``, ``listwise``) are rows with
+``shown``, the candidate ids in the order shown, and ``kind``: a ``choice`` names the ``chosen``
+id (optional ``probabilities`` or ``grades``, one per slot), an ``ordering`` gives the ``ranking``
+of every shown id, best first; null when the recorded answer could not be parsed::
+
+    {"task_id": "q1", "judge": "GPT-4", "method": "setwise", "kind": "choice", "shown": ["o3", "o1", "o2"], "chosen": "o1"}
+
+A choice is looked up by exactly that order of ids. A recording without k-way rows cannot serve a
+k-way strategy: the run refuses it before judging anything (exit 2). ``rankkit record --from-run``
+exports a run's k-way judgments too.
+
 **Filters.** ``judge=`` and ``method=`` keep only the rows with those labels. After filtering each
 (task, first, second) must be recorded at most once; a file holding several judges or methods
 therefore needs the filter, and the error says which labels the file has.
@@ -67,6 +78,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 from rankkit.errors import TaskFormatError
 from rankkit.frames import json_object_line
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
+from rankkit.judges.kway import CHOICE_KIND, MAX_LABELS, ORDERING_KIND, ChoiceJudgment, OrderJudgment
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
 
@@ -115,6 +127,10 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not text.strip():
                 continue
             row = json_object_line(path, number, text)
+            if "shown" in row:  # a k-way judgment (see the module docstring)
+                check_kway_row(path, number, row)
+                yield number, row
+                continue
             for name in ("task_id", "a", "b"):
                 if not isinstance(row.get(name), (str, int)) or isinstance(row.get(name), bool):
                     raise TaskFormatError(path, number, name, "missing field or not a string")
@@ -132,6 +148,25 @@ def recorded_labels(path: str | Path) -> Counter:
     return Counter((row.get("judge"), row.get("method")) for _, row in read_rows(path))
 
 
+def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
+    """Refuse a malformed k-way row: ``shown`` 2 to 8 distinct ids, ``kind`` choice or ordering,
+    ``chosen`` one of them (or null), ``ranking`` each of them exactly once (or null)."""
+    shown = row.get("shown")
+    if not isinstance(row.get("task_id"), (str, int)) or isinstance(row.get("task_id"), bool):
+        raise TaskFormatError(path, number, "task_id", "missing field or not a string")
+    if not (isinstance(shown, list) and 2 <= len(shown) <= MAX_LABELS and len({str(c) for c in shown}) == len(shown)):
+        raise TaskFormatError(path, number, "shown", f"expected a list of 2 to {MAX_LABELS} distinct candidate ids")
+    kind = row.get("kind", CHOICE_KIND)
+    if kind not in (CHOICE_KIND, ORDERING_KIND):
+        raise TaskFormatError(path, number, "kind", f"expected {CHOICE_KIND!r} or {ORDERING_KIND!r}, got {kind!r}")
+    ids = [str(c) for c in shown]
+    if kind == CHOICE_KIND:
+        if "chosen" not in row or (row["chosen"] is not None and str(row["chosen"]) not in ids):
+            raise TaskFormatError(path, number, "chosen", "missing, or not one of the shown ids (null when unparsed)")
+    elif "ranking" not in row or (row["ranking"] is not None and sorted(map(str, row["ranking"])) != sorted(ids)):
+        raise TaskFormatError(path, number, "ranking", "missing, or not every shown id exactly once (null when unparsed)")
+
+
 def load_recorded(path: str | Path, judge: str | None = None,
                   method: str | None = None) -> dict[RecordKey, RecordedJudgment]:
     """The recorded judgments of one judge and method, keyed by (task_id, first id, second id).
@@ -146,6 +181,8 @@ def load_recorded(path: str | Path, judge: str | None = None,
     labels: Counter = Counter()
     for number, row in read_rows(path):
         labels[(row.get("judge"), row.get("method"))] += 1
+        if "shown" in row:
+            continue  # k-way rows: load_recorded_kway
         if judge is not None and row.get("judge") != judge:
             continue
         if method is not None and row.get("method") != method:
@@ -166,6 +203,27 @@ def load_recorded(path: str | Path, judge: str | None = None,
         wanted = ", ".join(f"{k}={v}" for k, v in (("judge", judge), ("method", method)) if v is not None)
         raise SpecError(f"replay: no rows of {path} match {wanted or 'anything'}; "
                         f"the file holds {_describe_labels(labels)}")
+    return table
+
+
+#: (task_id, kind, ids in the order shown)
+KwayKey = tuple[str, str, tuple[str, ...]]
+
+
+def load_recorded_kway(path: str | Path, judge: str | None = None,
+                       method: str | None = None) -> dict[KwayKey, dict[str, Any]]:
+    """The recorded k-way judgments of one judge and method, keyed by (task_id, kind, ids shown);
+    empty when the file has none. Raises SpecError when one is recorded twice after filtering."""
+    table: dict[KwayKey, dict[str, Any]] = {}
+    for number, row in read_rows(path):
+        if "shown" not in row or (judge is not None and row.get("judge") != judge) or \
+                (method is not None and row.get("method") != method):
+            continue
+        key = (str(row["task_id"]), row.get("kind", CHOICE_KIND), tuple(str(c) for c in row["shown"]))
+        if key in table:
+            raise SpecError(f"replay: {path} records the {key[1]} of task {key[0]!r} shown as {list(key[2])} more "
+                            f"than once (line {number}); choose one judge and method with judge=NAME,method=NAME")
+        table[key] = row
     return table
 
 
@@ -223,6 +281,15 @@ class ReplayJudge(Judge):
         return load_recorded(self.path, self.judge_label, self.method)
 
     @functools.cached_property
+    def kway_table(self) -> dict[KwayKey, dict[str, Any]]:
+        return load_recorded_kway(self.path, self.judge_label, self.method)
+
+    @property
+    def supports_kway(self) -> bool:  # type: ignore[override]
+        """Whether the recording holds k-way judgments (a recording of pairs only cannot answer them)."""
+        return bool(self.kway_table)
+
+    @functools.cached_property
     def sha256(self) -> str:
         return file_sha256(self.path)
 
@@ -255,6 +322,42 @@ class ReplayJudge(Judge):
         raw = f"recorded {record.judge or '?'}/{record.method or '?'}: winner {record.winner}"
         return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw,
                             extras={"replay": "recorded"})
+
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+        shown = tuple(c.id for c in candidates)
+        row = self.kway_table.get((task.task_id, CHOICE_KIND, shown))
+        answer = None if row is None else row.get("chosen")
+        if answer is None:
+            return self._kway_miss(task, shown, CHOICE_KIND, "unrecorded" if row is None else "unparsed")
+        self.hits += 1
+        probabilities, grades = row.get("probabilities"), row.get("grades")
+        return ChoiceJudgment(chosen=shown.index(str(answer)),
+                              probabilities=None if probabilities is None else tuple(probabilities),
+                              grades=None if grades is None or self.scores != "recorded" else tuple(grades),
+                              raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: best {answer}",
+                              extras={"replay": "recorded"})
+
+    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+        shown = tuple(c.id for c in candidates)
+        row = self.kway_table.get((task.task_id, ORDERING_KIND, shown))
+        ranking = None if row is None else row.get("ranking")
+        if ranking is None:
+            return self._kway_miss(task, shown, ORDERING_KIND, "unrecorded" if row is None else "unparsed")
+        self.hits += 1
+        return OrderJudgment(permutation=tuple(shown.index(str(cid)) for cid in ranking),
+                             raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: "
+                                 + " > ".join(map(str, ranking)), extras={"replay": "recorded"})
+
+    def _kway_miss(self, task: Task, shown: tuple[str, ...], kind: str, reason: str) -> Any:
+        self.misses[reason] += 1
+        if self.on_miss == "error":
+            raise ReplayMiss(f"replay miss: no recorded {kind} ({reason}) for task {task.task_id!r} with "
+                             f"{list(shown)} shown in that order in {self.description}; a rerun fails the same "
+                             f"way: pass on_miss=tie to count misses as failed judgments, or fix the recorded file")
+        extras = {"replay_miss": reason}
+        if kind == CHOICE_KIND:
+            return ChoiceJudgment(chosen=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
+        return OrderJudgment(permutation=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
 
     def _miss(self, task: Task, first: Candidate, second: Candidate, reason: str) -> Verdict:
         self.misses[reason] += 1
@@ -306,7 +409,10 @@ def from_spec(spec: Spec) -> ReplayJudge:
         raise SpecError(f"replay: unknown parameter(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
     judge = ReplayJudge(spec.positional[0], judge=spec.options.get("judge"), method=spec.options.get("method"),
                         on_miss=spec.options.get("on_miss", "error"), scores=spec.options.get("scores", "recorded"))
-    judge.table  # read the recording now: a bad file or filter is reported before anything runs
+    # Read the recording now: a bad file or filter is reported before anything runs. A recording of
+    # k-way judgments only has no pairs to check.
+    if not judge.kway_table:
+        judge.table
     return judge
 
 
@@ -393,7 +499,30 @@ def rows_from_results(results: RunResult, judge_label: str | None = None,
                 rows.append({"task_id": task.task_id, "judge": label, "method": method, "swap": swap,
                              "a": comparison.first, "b": comparison.second, "winner": winner,
                              "score_a": verdict.first_grade, "score_b": verdict.second_grade})
+            for group in task.group_comparisons:
+                kway_key = (task.task_id, group.kind, group.shown)
+                if kway_key in seen:
+                    continue
+                seen.add(kway_key)
+                rows.append(kway_row(task.task_id, group, label, method))
     return rows
+
+
+def kway_row(task_id: str, group: Any, judge_label: str, method: str) -> dict[str, Any]:
+    """One k-way judgment (a :class:`rankkit.choices.GroupComparison`) as a recording row; an
+    unparsed one records null, so that replaying it is a counted miss."""
+    judgment = group.judgment
+    row: dict[str, Any] = {"task_id": task_id, "judge": judge_label, "method": method, "kind": group.kind,
+                           "shown": list(group.shown)}
+    ranking = group.ranking
+    if group.kind == CHOICE_KIND:
+        row["chosen"] = None if ranking is None else ranking[0]
+        for name in ("probabilities", "grades"):
+            if getattr(judgment, name) is not None:
+                row[name] = list(getattr(judgment, name))
+    else:
+        row["ranking"] = None if ranking is None else list(ranking)
+    return row
 
 
 def write_judgments(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:

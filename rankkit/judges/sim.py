@@ -27,6 +27,13 @@ ones, as with a real judge — its two orders share the perception part of the n
 what order consistency measures), and a pointwise pair is ordered right with probability
 ``Φ(Δ / √(2·perception² + 2·grade_noise²))``.
 
+**k-way judgments** (latent model only; :mod:`rankkit.judges.kway`). Shown k answers, the judge
+grades each as in a pair, ``p_i + sd · (b_i + pair_noise · e_i)`` with the slot bias ``b_i`` spread
+evenly from +slot_bias/2 (first slot) to −slot_bias/2 (last), and chooses the highest (an ordering
+sorts them). At k = 2 this is the pairwise model exactly (same draws, same ±slot_bias/2). For
+k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. ``kway=grades`` (default)
+returns every answer's grade with the choice; ``kway=choice`` only the choice.
+
 **Presets** (``sim:preset=NAME``) are fitted by ``benchmarks/calibrate_sim.py`` (report in
 ``benchmarks/results/sim_calibration.md``) to the recorded judgments of LLMBar Natural
 (``shared/data/llmbar_natural/judgments.jsonl``; :func:`~rankkit.judges.sim_targets.preset_targets`): the Vanilla prompt,
@@ -82,6 +89,8 @@ from statistics import NormalDist
 from typing import Sequence
 
 from rankkit.judges.base import Judge, Verdict, Grade, Winner
+from rankkit.judges.kway import (CHOICE_PREFIX, LABELS, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
+                                 order_from_scores)
 from rankkit.specs import Spec, SpecError, build_dataclass
 from rankkit.tasks import Candidate, Task
 
@@ -98,6 +107,9 @@ class LatentParameters:
     slot_bias: float
     grade_noise: float
 
+
+#: What a k-way choice of the latent model carries (its ``kway`` parameter).
+KWAY_READINGS = ("grades", "choice")
 
 #: preset -> fitted latent parameters (``benchmarks/calibrate_sim.py``; table in the module docstring).
 LATENT_PRESETS: dict[str, LatentParameters] = {
@@ -203,6 +215,9 @@ class LatentJudge(_Simulated):
     grade_noise: sd of the extra noise on a pointwise grade.
     seed: seeds every draw together with the task, the answers and the order.
     preset: the name the parameters came from (for descriptions only).
+    kway: what a k-way choice carries: ``grades`` (default: the grade of every answer shown, as a
+        pairwise verdict carries both grades) or ``choice`` (only the chosen slot, as a real judge's
+        bare "Best: X" — strategies then score k for the chosen answer and 0 for the others).
 
     All four noise terms are in units of the task's human-score spread (``Task.human_spread``).
     """
@@ -213,8 +228,11 @@ class LatentJudge(_Simulated):
     grade_noise: float = LATENT_PRESETS["gpt4"].grade_noise
     seed: int = 0
     preset: str | None = None
+    kway: str = "grades"
 
     def __post_init__(self) -> None:
+        if self.kway not in KWAY_READINGS:
+            raise SpecError(f"sim: kway must be one of {', '.join(KWAY_READINGS)}, got {self.kway!r}")
         for name in ("perception", "pair_noise", "grade_noise"):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
@@ -223,8 +241,11 @@ class LatentJudge(_Simulated):
             raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
 
     def fingerprint_fields(self) -> dict:
-        return {"model": "latent", "perception": self.perception, "pair_noise": self.pair_noise,
-                "slot_bias": self.slot_bias, "grade_noise": self.grade_noise, "seed": self.seed}
+        fields = {"model": "latent", "perception": self.perception, "pair_noise": self.pair_noise,
+                  "slot_bias": self.slot_bias, "grade_noise": self.grade_noise, "seed": self.seed}
+        if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
+            fields["kway"] = self.kway
+        return fields
 
     @property
     def description(self) -> str:
@@ -233,6 +254,8 @@ class LatentJudge(_Simulated):
         else:
             name = (f"perception={self.perception:g},pair_noise={self.pair_noise:g},"
                     f"slot_bias={self.slot_bias:g},grade_noise={self.grade_noise:g}")
+        if self.kway != "grades":
+            name += f",kway={self.kway}"
         return f"sim:{name} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
@@ -260,6 +283,46 @@ class LatentJudge(_Simulated):
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
         return Verdict(first_grade=s1, second_grade=s2, winner=winner,
                             raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
+
+
+    # -- k-way judgments ----------------------------------------------------------------------
+    supports_kway = True
+
+    def slot_offsets(self, k: int) -> list[float]:
+        """The per-slot bias of a k-way judgment, in units of ``sd``: ``slot_bias`` spread evenly
+        from +slot_bias/2 (first slot) to −slot_bias/2 (last), so k = 2 is the pairwise model's
+        ±slot_bias/2. For k > 2 this is an extrapolation: no recorded k-way judgments calibrate it.
+
+        >>> LatentJudge(slot_bias=1.0).slot_offsets(3)
+        [0.5, 0.0, -0.5]
+        """
+        return [self.slot_bias * (0.5 - slot / (k - 1)) for slot in range(k)]
+
+    def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
+        """Each shown answer's grade in one k-way judgment, before clipping:
+        ``p_i + sd · (offset_i + pair_noise · e_i)``, the e_i drawn per group *and order* exactly
+        as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades)."""
+        _require_truth(task)
+        spread = task.human_spread
+        noise = _normals(str(self.seed), task.task_id, *(c.id for c in candidates), "pair", count=len(candidates))
+        return [self.perceived(task, c) + spread * (offset + self.pair_noise * e)
+                for c, offset, e in zip(candidates, self.slot_offsets(len(candidates)), noise)]
+
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+        """The best of k answers: the one with the highest grade (:meth:`group_grades`); at k = 2
+        the pairwise verdict's winner, with the pairwise grades."""
+        labels(len(candidates))  # 2 to 8 answers
+        grades = self.group_grades(task, candidates)
+        chosen = order_from_scores(grades)[0]
+        clipped = tuple(_clip(task, grade) for grade in grades) if self.kway == "grades" else None
+        return ChoiceJudgment(chosen=chosen, grades=clipped, raw=f"{CHOICE_PREFIX} {LABELS[chosen]}")
+
+    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+        """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s choice)."""
+        labels(len(candidates))
+        permutation = order_from_scores(self.group_grades(task, candidates))
+        return OrderJudgment(permutation=permutation,
+                             raw=f"{ORDERING_PREFIX} " + " > ".join(LABELS[slot] for slot in permutation))
 
 
 def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
@@ -355,7 +418,7 @@ class FixedAccuracyJudge(_Simulated):
 
 #: model name -> the parameters only that model takes.
 MODEL_KEYS: dict[str, tuple[str, ...]] = {
-    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise"),
+    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway"),
     "fixed": ("accuracy", "position_bias", "noise"),
 }
 _COMMON_KEYS = ("model", "preset", "seed")
@@ -404,7 +467,7 @@ def from_spec(spec: Spec) -> LatentJudge | FixedAccuracyJudge:
             options.setdefault("accuracy", repr(round(accuracy, 4)))
             options.setdefault("position_bias", repr(round(bias, 4)))
         return build_dataclass(FixedAccuracyJudge, options, where="sim")
-    if preset is None and not any(key in options for key in MODEL_KEYS["latent"]):
+    if preset is None and not any(key in options for key in asdict(LATENT_PRESETS["gpt4"])):
         preset = options["preset"] = "gpt4"
     if preset is not None:
         for key, value in asdict(LATENT_PRESETS[preset]).items():

@@ -84,7 +84,9 @@ class Figures:
         used = cost.comparisons + cost.grades
         return cls(comparisons=cost.comparisons, grades=cost.grades, cached=cost.cache_hits,
                    shared=used - cost.cache_hits - cost.judge_calls, new=cost.judge_calls,
-                   prompt_tokens=cost.prompt_tokens, asked=tuple((c.first, c.second) for c in task_result.comparisons))
+                   prompt_tokens=cost.prompt_tokens,
+                   asked=(*((c.first, c.second) for c in task_result.comparisons),
+                          *(g.shown for g in task_result.group_comparisons)))
 
     def counts(self) -> tuple[int, ...]:
         """The counted figures (:data:`COUNTS`; prompt tokens are an estimate, not a count)."""
@@ -200,7 +202,8 @@ def task_context(task: Task, history: Sequence[Sequence[Figures]], cache_empty: 
         context.add("all_cached")
     if not any(figures.comparisons + figures.grades for figures in earlier):
         context.add("first_on_task")
-    if all(len({pair for figures in policy[:-1] for pair in figures.asked}) == n * (n - 1) for policy in history):
+    if all(len({pair for figures in policy[:-1] for pair in figures.asked if len(pair) == 2}) == n * (n - 1)
+           for policy in history):
         context.add("pairs_covered")
     return context
 
@@ -240,7 +243,7 @@ def add_task(row: PlanRow, strategy: Strategy, task: Task, history: Sequence[Seq
     if sizes is not None:
         # The most tokens seen; judgments the declared bound adds count the task's mean prompt.
         added = figures["new"][0] - max(f.new for f in observed)
-        kind = "pair" if strategy.kind == "pairwise" else "point"
+        kind = "point" if strategy.kind == "pointwise" else "pair"
         row.prompt_tokens += max(f.prompt_tokens for f in observed) + added * sizes.mean(task, kind)
 
 
@@ -258,6 +261,8 @@ def task_figures(strategy: Strategy, task: Task, observed: Sequence[Figures], co
     n = len(task.candidates)
     exact, worst = strategy.exact_judgments(n), strategy.max_judgments(n)
     seen = {figure: [getattr(figures, figure) for figures in observed] for figure in COUNTS}
+    if strategy.kind == "kway":  # k-way judgments are never among the pairs others asked
+        context = context - {"pairs_covered"}
     if takes_the_run_path(observed, exact, worst, context):
         return {figure: (values[0], "") for figure, values in seen.items()}
     figures = used_figures(strategy.kind, seen, exact, worst)
@@ -283,7 +288,7 @@ def used_figures(kind: str, seen: dict[str, list[int]], exact: int | None, worst
     """
     totals = {used for used in map(sum, zip(seen["comparisons"], seen["grades"]))}
     fixed = totals == {exact} and len(set(seen["comparisons"])) == 1
-    main = "comparisons" if kind == "pairwise" else "grades"
+    main = "grades" if kind == "pointwise" else "comparisons"
     figures = {}
     for figure in USED:
         unused = figure != main and not any(seen[figure])  # e.g. the grades of a pairwise strategy

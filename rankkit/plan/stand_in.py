@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from rankkit.cache import NullCache
 from rankkit.judges.base import Grade, Judge, Verdict, Winner
+from rankkit.judges.kway import ChoiceJudgment, OrderJudgment, order_from_scores
 from rankkit.plan.tokens import PromptSizes
 from rankkit.tasks import Candidate, Task
 
@@ -28,10 +29,10 @@ Policy = Callable[[Task, Sequence[Candidate]], list[float]]
 
 
 def _first(task: Task, shown: Sequence[Candidate]) -> list[float]:
-    """The answer shown first wins (the scale's top against its bottom); a lone answer gets the
+    """The answer shown first wins (the scale's top, the others its bottom); a lone answer gets the
     midpoint. Shown in both orders, a pair ties."""
     low, high = task.scale
-    return [high, low] if len(shown) == 2 else [(low + high) / 2]
+    return [high] + [low] * (len(shown) - 1) if len(shown) >= 2 else [(low + high) / 2]
 
 
 @functools.lru_cache(maxsize=64)
@@ -83,6 +84,7 @@ class StandInJudge(Judge):
         self.sizes = sizes
         self.supports_pairwise = inner.supports_pairwise
         self.supports_pointwise = inner.supports_pointwise
+        self.supports_kway = inner.supports_kway
 
     @property
     def fingerprint(self) -> str:
@@ -94,6 +96,9 @@ class StandInJudge(Judge):
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
         return self.inner.request_key(task, *candidates)
+
+    def kway_key(self) -> list[Any]:
+        return self.inner.kway_key()
 
     def bind_memo(self, memo: Any) -> None:
         """The judge stood in for is never bound: nothing it caches of its own is read or written."""
@@ -109,6 +114,19 @@ class StandInJudge(Judge):
                        raw=f"stand-in verdict ({self.policy})",
                        usage=self._usage(lambda: self.sizes.pair(task, first, second)),
                        extras={"stand_in": True, "policy": self.policy})
+
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+        grades = tuple(self._grades(task, candidates))
+        return ChoiceJudgment(chosen=order_from_scores(grades)[0], grades=grades,
+                              raw=f"stand-in choice ({self.policy})",
+                              usage=self._usage(lambda: self.sizes.group(task, candidates, "choice")),
+                              extras={"stand_in": True, "policy": self.policy})
+
+    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+        grades = self._grades(task, candidates)
+        return OrderJudgment(permutation=order_from_scores(grades), raw=f"stand-in ordering ({self.policy})",
+                             usage=self._usage(lambda: self.sizes.group(task, candidates, "ordering")),
+                             extras={"stand_in": True, "policy": self.policy})
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         value, = self._grades(task, (candidate,))

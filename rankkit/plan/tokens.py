@@ -46,6 +46,12 @@ class PromptSizes:
             return estimate_tokens(render_pairwise(template, task, first, second, prompt_max_points(task, template)))
         return self._conversation(self.judge.pair_prompts([(task, first, second)])[0].conversation)
 
+    def group(self, task: Task, candidates: Sequence[Candidate], kind: str) -> int:
+        """A k-way prompt (``kind`` ``choice``: setwise, ``ordering``: listwise), rendered as the judge would."""
+        from rankkit.prompts.kway import render_kway
+
+        return estimate_tokens(render_kway("setwise" if kind == "choice" else "listwise", task, candidates))
+
     def mean(self, task: Task, kind: str) -> float:
         """The task's mean prompt size of a grade (``point``) or a comparison (``pair``: over
         neighbouring candidates in data order, both orders, which covers every answer twice)."""

@@ -140,7 +140,8 @@ class Ranking:
 class Strategy:
     """Base class: subclasses are frozen dataclasses decorated with :func:`register`.
 
-    ``kind`` says which judgments the strategy needs: ``"pairwise"`` or ``"pointwise"``.
+    ``kind`` says which judgments the strategy needs: ``"pairwise"``, ``"pointwise"`` or
+    ``"kway"`` (several answers at once, :mod:`rankkit.choices`).
 
     ``single_order`` names the one-order alternative of a strategy whose ``order`` field defaults
     to ``both`` (what a spec's ``debias=false`` means for it); None in the others, whose default is
@@ -214,7 +215,8 @@ class Strategy:
 
 #: The judge capability (a ``Judge`` class attribute) each strategy kind needs, and what it is called.
 _NEEDS = {"pairwise": ("supports_pairwise", "pairwise comparisons"),
-          "pointwise": ("supports_pointwise", "pointwise grades")}
+          "pointwise": ("supports_pointwise", "pointwise grades"),
+          "kway": ("supports_kway", "k-way judgments (several answers at once)")}
 
 
 def check_compatible(strategies: Iterable[Strategy], judge: "Judge") -> None:
@@ -252,8 +254,11 @@ BUILTIN_STRATEGIES = {
     "heapsort": "rankkit.strategies.heapsort:Heapsort",
     "individual": "rankkit.strategies.individual:Individual",
     "knockout": "rankkit.strategies.knockout:Knockout",
+    "listwise": "rankkit.strategies.listwise:Listwise",
     "pairwise": "rankkit.strategies.pairwise:Pairwise",
     "panel_elo": "rankkit.strategies.panel_elo:PanelElo",
+    "setwise_heapsort": "rankkit.strategies.setwise_heapsort:SetwiseHeapsort",
+    "setwise_knockout": "rankkit.strategies.setwise_knockout:SetwiseKnockout",
     "sliding": "rankkit.strategies.sliding:SlidingWindow",
     "swiss": "rankkit.strategies.swiss:Swiss",
 }
@@ -364,7 +369,7 @@ def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
         default = f.default if f.default is not dataclasses.MISSING else None
         type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
         if f.name == "order" and default in ORDERS:
-            type_name = "|".join(ORDERS)
+            type_name = "|".join(getattr(cls, "orders", ORDERS))  # k-way strategies: given|random|permute
         rows.append((f.name, type_name, default))
     return rows
 

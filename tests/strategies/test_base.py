@@ -55,7 +55,7 @@ def test_compatible_pairings_pass():
 
 
 def test_unknown_kind_is_refused():
-    with pytest.raises(SpecError, match="kind must be one of pairwise, pointwise, got 'listwise'"):
+    with pytest.raises(SpecError, match="kind must be one of pairwise, pointwise, kway, got 'listwise'"):
         check_compatible([OddKind()], FixedAccuracyJudge())
 
 

@@ -1,0 +1,201 @@
+"""k-way judgments as strategies use them: groups shown in a presentation order, and their records.
+
+A k-way strategy names groups of candidates; the :class:`~rankkit.matches.MatchSource` shows
+each group to the judge (``source.choose_many``: which is best; ``source.order_many``: order them
+all) in the strategy's presentation order and returns one :class:`GroupMatch` per group. Every
+judgment goes through the run's memo (kinds ``"choice"`` and ``"ordering"``), so the usual rules
+hold: a judgment is shared exactly when the same group is shown in the same order, it is counted
+once in ``Cost.comparisons`` and once in ``judge_calls``/``cache_hits``/``shared_hits``, and a
+parse failure is counted in ``parse_failures``.
+
+**Presentation orders** (a k-way strategy's ``order`` parameter, :data:`KWAY_ORDERS`):
+
+* ``given`` — the group as the strategy passes it (knockout groups come from a shuffle);
+* ``random`` — a seeded shuffle per group, from the strategy's own generator;
+* ``both`` — the group as passed and reversed (2 judgments per group): slot i and slot k − 1 − i
+  change places, so a slot bias that falls evenly from first to last slot (the simulator's) adds
+  the same to every answer, and at k = 2 this is the pairwise ``both``;
+* ``permute`` — permutation self-consistency (Tang et al. 2023) with cyclic shifts: the group is
+  shown ``shifts`` times, rotated by one slot each time (``shifts=0``: k times, so every answer is
+  shown once in every slot and a per-slot bias adds the same to each), and the per-slot scores are
+  summed per answer. Costs ``shifts`` (or k) judgments per group.
+
+**Scores.** A choice gives every slot a score (:meth:`~rankkit.judges.kway.ChoiceJudgment.slot_scores`:
+k·P(best) in logprob mode, the grade from the simulator, k for a bare choice); an ordering gives
+slot at position r of k the Borda score ``k − 1 − r``. A group's ``scores`` are each member's mean
+over the orders shown; its ``winner`` has the highest, ties going to the member with more
+first places, then to the member passed first. A group whose every judgment failed to parse is
+*undecided*: ``winner`` is None and the strategy decides what to do (it is never scored).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from rankkit.judges.base import ParseStatus
+from rankkit.judges.kway import MAX_LABELS, ChoiceJudgment, OrderJudgment
+from rankkit.specs import SpecError
+
+
+
+class GroupSource(Protocol):
+    """What :func:`play_groups` needs of a :class:`~rankkit.matches.MatchSource` (named here by
+    its method only, so that this module and ``matches`` do not import each other)."""
+
+    def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]: ...
+
+#: The presentation orders of a k-way strategy (see the module docstring).
+KWAY_ORDERS = ("given", "random", "both", "permute")
+
+
+def check_kway_order(where: str, order: str, shifts: int) -> None:
+    """Raise :class:`SpecError` unless ``order`` is one of :data:`KWAY_ORDERS` and ``shifts`` is 0..8."""
+    if order not in KWAY_ORDERS:
+        raise SpecError(f"{where}: order must be one of {', '.join(KWAY_ORDERS)}, got {order!r}")
+    if not 0 <= shifts <= MAX_LABELS:
+        raise SpecError(f"{where}: shifts must be 0 (every cyclic shift) to {MAX_LABELS}, got {shifts}")
+
+
+def judgments_per_group(order: str, size: int, shifts: int = 0) -> int:
+    """What one group of ``size`` costs in judgments under ``order`` (``permute``: its shifts).
+
+    >>> judgments_per_group("given", 4), judgments_per_group("both", 4), judgments_per_group("permute", 4, 3)
+    (1, 2, 3)
+    """
+    if size < 2:
+        return 0
+    if order == "both":
+        return 2
+    if order != "permute":
+        return 1
+    return min(size, shifts) if shifts else size
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    """One k-way judgment as a strategy used it: the candidates in the order shown, the judgment
+    (a :class:`~rankkit.judges.kway.ChoiceJudgment` or :class:`~rankkit.judges.kway.OrderJudgment`)
+    and the strategy's round."""
+
+    shown: tuple[str, ...]
+    judgment: ChoiceJudgment | OrderJudgment
+    round: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """``choice`` or ``ordering``."""
+        return "choice" if isinstance(self.judgment, ChoiceJudgment) else "ordering"
+
+    @property
+    def ranking(self) -> tuple[str, ...] | None:
+        """The candidates the judge put first: the chosen one alone for a choice, all of them
+        best first for an ordering; None when parsing failed."""
+        judgment = self.judgment
+        if isinstance(judgment, ChoiceJudgment):
+            return None if judgment.chosen is None else (self.shown[judgment.chosen],)
+        return None if judgment.permutation is None else tuple(self.shown[slot] for slot in judgment.permutation)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "shown": list(self.shown), "round": self.round, **self.judgment.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GroupComparison":
+        decode = ChoiceJudgment.from_dict if data.get("kind", "choice") == "choice" else OrderJudgment.from_dict
+        return cls(shown=tuple(data["shown"]), judgment=decode(data), round=data.get("round"))
+
+
+@dataclass(frozen=True)
+class GroupMatch:
+    """The outcome of showing one group: its members as passed, each member's mean score over the
+    orders shown, the winner (None: undecided) and the judgments it was made of."""
+
+    members: tuple[str, ...]
+    scores: dict[str, float]
+    winner: str | None
+    comparisons: tuple[GroupComparison, ...]
+
+    @property
+    def ranking(self) -> tuple[str, ...]:
+        """The members by score, best first (ties: as passed)."""
+        return tuple(sorted(self.members, key=lambda cid: -self.scores[cid]))
+
+
+def _slot_scores(judgment: ChoiceJudgment | OrderJudgment, k: int) -> tuple[float, ...] | None:
+    """Each slot's score in one judgment (module docstring); None when parsing failed."""
+    if judgment.status is ParseStatus.FAILED:
+        return None
+    if isinstance(judgment, ChoiceJudgment):
+        return judgment.slot_scores(k)
+    scores = [0.0] * k
+    for position, slot in enumerate(judgment.permutation or ()):
+        scores[slot] = float(k - 1 - position)
+    return tuple(scores)
+
+
+def make_group_match(members: Sequence[str], comparisons: Sequence[GroupComparison]) -> GroupMatch:
+    """Combine the judgments of one group (in any orders) into a :class:`GroupMatch`."""
+    k = len(members)
+    totals = dict.fromkeys(members, 0.0)
+    firsts = dict.fromkeys(members, 0)
+    counted = 0
+    for comparison in comparisons:
+        scores = _slot_scores(comparison.judgment, k)
+        if scores is None:
+            continue
+        counted += 1
+        for slot, cid in enumerate(comparison.shown):
+            totals[cid] += scores[slot]
+        top = comparison.ranking
+        if top:
+            firsts[top[0]] += 1
+    if not counted:
+        return GroupMatch(tuple(members), dict.fromkeys(members, 0.0), None, tuple(comparisons))
+    means = {cid: total / counted for cid, total in totals.items()}
+    winner = max(members, key=lambda cid: (means[cid], firsts[cid]))  # max keeps the first of equals
+    return GroupMatch(tuple(members), means, winner, tuple(comparisons))
+
+
+def presentations(members: Sequence[str], order: str, rng: random.Random | None, shifts: int = 0
+                  ) -> list[tuple[str, ...]]:
+    """The orders a group is shown in (module docstring). ``random`` draws from ``rng``.
+
+    >>> presentations(["a", "b", "c"], "permute", None)
+    [('a', 'b', 'c'), ('b', 'c', 'a'), ('c', 'a', 'b')]
+    """
+    members = tuple(members)
+    if order == "given":
+        return [members]
+    if order == "random":
+        if rng is None:
+            raise ValueError("order=random needs the strategy's generator: pass rng=")
+        shuffled = list(members)
+        rng.shuffle(shuffled)
+        return [tuple(shuffled)]
+    if order == "both":
+        return [members, members[::-1]]
+    if order == "permute":
+        count = judgments_per_group(order, len(members), shifts)
+        return [members[i:] + members[:i] for i in range(count)]
+    raise SpecError(f"order must be one of {', '.join(KWAY_ORDERS)}, got {order!r}")
+
+
+def play_groups(source: GroupSource, kind: str, groups: Sequence[Sequence[str]], order: str,
+                rng: random.Random | None, round: int | None, shifts: int) -> list[GroupMatch]:
+    """Show every group in its presentation orders and combine each group's judgments.
+
+    kind: ``choice`` or ``ordering``. Groups of one member are not judged (their member wins).
+    Every presentation is drawn before any judgment, and all of them are asked in one batch.
+    """
+    shown_per_group = [presentations(group, order, rng, shifts) if len(group) >= 2 else [] for group in groups]
+    asked = [shown for shown_list in shown_per_group for shown in shown_list]
+    judgments = dict(zip(asked, source.group_judgments(kind, asked, round)))
+    matches = []
+    for group, shown_list in zip(groups, shown_per_group):
+        if len(group) < 2:
+            matches.append(GroupMatch(tuple(group), dict.fromkeys(group, 0.0), group[0] if group else None, ()))
+            continue
+        played = [GroupComparison(shown, judgments[shown], round) for shown in shown_list]
+        matches.append(make_group_match(group, played))
+    return matches

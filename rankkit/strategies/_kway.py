@@ -1,0 +1,42 @@
+"""What the k-way strategies (``setwise_knockout``, ``setwise_heapsort``, ``listwise``) share.
+
+A k-way strategy shows the judge several answers at once (:mod:`rankkit.choices`); its ``order``
+is ``given``, ``random``, ``both`` or ``permute`` (with ``shifts``), checked here, and its group size is at
+most the 8 labels ``A``…``H`` of the k-way templates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+from rankkit.choices import KWAY_ORDERS, check_kway_order
+from rankkit.judges.kway import MAX_LABELS
+from rankkit.specs import SpecError
+from rankkit.strategies.base import Strategy
+
+
+class KwayStrategy(Strategy):
+    """Base of the k-way strategies: ``kind = "kway"`` and the checks of ``order``/``shifts``.
+
+    Subclasses are frozen dataclasses with the fields ``order`` and ``shifts``; they call
+    ``super().__post_init__()`` first and check their own group size with :meth:`check_size`.
+    """
+
+    kind: ClassVar[str] = "kway"
+    orders: ClassVar[tuple[str, ...]] = KWAY_ORDERS
+
+    def __post_init__(self) -> None:
+        where = f"strategy {self.name}"
+        for field_ in dataclasses.fields(self):
+            value = getattr(self, field_.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise SpecError(f"{where}: {field_.name} must be a finite number, got {value}")
+        check_kway_order(where, self.order, self.shifts)
+
+    def check_size(self, name: str, value: int) -> None:
+        """Refuse a group size outside 2..8 (the k-way templates' labels A..H)."""
+        if not 2 <= value <= MAX_LABELS:
+            raise SpecError(f"strategy {self.name}: {name} must be 2 to {MAX_LABELS} (the labels A to "
+                            f"{chr(ord('A') + MAX_LABELS - 1)}), got {value}")

@@ -1,0 +1,162 @@
+"""``setwise_heapsort``: heap sort on a k-ary heap, one k-way choice per sift (Zhuang et al., SIGIR 2024).
+
+The candidates, in a seeded random initial order, fill a heap in which every node has up to
+k − 1 children. Sifting a node down shows the judge the node and its children as one group and
+asks which is best (setwise prompting); if a child wins, it swaps with the node and the sift goes
+on from there. Building the heap sifts every inner node; then the best is popped ``top_k`` times
+(unset or 0: all), each pop moving the last leaf to the root and sifting it down. A heap of
+branching k − 1 is log_(k−1) N deep, so a top-k sort needs far fewer judgments than a pairwise
+one — each judgment compares k answers.
+
+**No group is judged twice.** The strategy remembers the winner of every set of answers it has
+shown, so a sift that meets the same set again gets the same answer at no cost (as the pairwise
+``heapsort`` remembers pairs). An undecided group (its judgment failed to parse) keeps the node in
+place.
+
+**Score from rank**, as ``heapsort``: the i-th popped scores N − i; answers never popped share the
+mean of the positions they fill.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rankkit.choices import judgments_per_group
+from rankkit.specs import SpecError
+from rankkit.strategies._kway import KwayStrategy
+from rankkit.strategies.base import CandidateExtras, Ranking, register
+from rankkit.tasks import Task
+
+if TYPE_CHECKING:
+    from rankkit.matches import MatchSource
+
+
+class SetwiseHeap:
+    """A max-heap of candidate ids with ``branching`` children per node, ordered by the judge.
+
+    source / order / shifts / rng: how groups are shown (:meth:`MatchSource.choose_many`).
+    """
+
+    def __init__(self, ids: list[str], branching: int, source: MatchSource, order: str, shifts: int,
+                 rng: random.Random):
+        self.items = list(ids)
+        self.branching = branching
+        self.source = source
+        self.order = order
+        self.shifts = shifts
+        self.rng = rng
+        self._best: dict[frozenset[str], str | None] = {}
+        self.played: dict[str, int] = dict.fromkeys(ids, 0)
+
+    def children(self, node: int) -> range:
+        first = self.branching * node + 1
+        return range(first, min(first + self.branching, len(self.items)))
+
+    def best_of(self, group: list[str]) -> str | None:
+        """The judge's choice among ``group`` (asked once per set of answers; None: undecided)."""
+        members = frozenset(group)
+        if members not in self._best:
+            match, = self.source.choose_many([group], order=self.order, rng=self.rng, shifts=self.shifts)
+            self._best[members] = match.winner
+            for cid in group:
+                self.played[cid] += 1
+        return self._best[members]
+
+    def sift_down(self, node: int) -> None:
+        while True:
+            kids = list(self.children(node))
+            if not kids:
+                return
+            group = [self.items[node]] + [self.items[child] for child in kids]
+            best = self.best_of(group)
+            if best is None or best == self.items[node]:
+                return
+            child = kids[group.index(best) - 1]
+            self.items[node], self.items[child] = self.items[child], self.items[node]
+            node = child
+
+    def heapify(self) -> None:
+        for node in reversed(range((len(self.items) - 2) // self.branching + 1 if len(self.items) > 1 else 0)):
+            self.sift_down(node)
+
+    def pop(self) -> str:
+        top = self.items[0]
+        last = self.items.pop()
+        if self.items:
+            self.items[0] = last
+            self.sift_down(0)
+        return top
+
+
+def heap_height(n: int, branching: int) -> int:
+    """The depth of the last node of a heap of n items with ``branching`` children per node.
+
+    >>> heap_height(13, 3), heap_height(1, 3), heap_height(5, 1)
+    (2, 0, 4)
+    """
+    depth, node = 0, n - 1
+    while node > 0:
+        node = (node - 1) // branching
+        depth += 1
+    return depth
+
+
+@register("setwise_heapsort")
+@dataclass(frozen=True)
+class SetwiseHeapsort(KwayStrategy):
+    """Heap sort on a heap of branching k − 1, the judge choosing the best of a node and its
+    children (module docstring).
+
+    k: answers per judgment, a node and its k − 1 children (2 to 8).
+    top_k: stop once the best ``top_k`` are out (0: sort everything).
+    order: how each group is shown: ``random`` (default: a seeded shuffle, so the node is not
+        always shown first), ``given`` (node first, then its children), ``both`` (as drawn and
+        reversed) or ``permute``.
+    shifts: with ``permute``, how many cyclic shifts (0: all).
+    """
+
+    k: int = 4
+    top_k: int = 0
+    order: str = "random"
+    shifts: int = 0
+
+    description = "heap sort on a (k-1)-ary heap, one k-way choice per sift (Zhuang et al. 2024)"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_size("k", self.k)
+        if self.top_k < 0:
+            raise SpecError(f"strategy {self.name}: top_k must be >= 0 (0 sorts everything), got {self.top_k}")
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        ids = task.candidate_ids
+        rng.shuffle(ids)
+        n = len(ids)
+        pops = n if not self.top_k else min(self.top_k, n)
+        heap = SetwiseHeap(ids, self.k - 1, source, self.order, self.shifts, rng)
+        heap.heapify()
+        popped = [heap.pop() for _ in range(pops)]
+        rest = list(heap.items)
+        scores = {cid: float(n - position) for position, cid in enumerate(popped, start=1)}
+        rest_score = (n - pops - 1) / 2 if rest else 0.0
+        scores.update({cid: rest_score for cid in rest})
+        positions = {cid: position for position, cid in enumerate(popped, start=1)}
+        extras = {cid: CandidateExtras(position=positions.get(cid), played=heap.played[cid])
+                  for cid in task.candidate_ids}
+        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=popped + rest,
+                       champion=popped[0] if popped else None, extras=extras)
+
+    def max_judgments(self, n_candidates: int) -> int:
+        """Every sift costs at most one group per level of the heap: the inner nodes while building
+        it and one sift per pop (the last pop needs none), each at most the heap's height, each
+        group its presentations."""
+        n = n_candidates
+        if n < 2:
+            return 0
+        branching = self.k - 1
+        height = heap_height(n, branching)
+        inner = (n - 2) // branching + 1
+        pops = n if not self.top_k else min(self.top_k, n)
+        return (inner + pops) * height * judgments_per_group(self.order, self.k, self.shifts)

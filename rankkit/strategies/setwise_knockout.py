@@ -1,0 +1,134 @@
+"""``setwise_knockout``: a knockout tournament in groups of k, one k-way choice per group.
+
+Each round the remaining answers are shuffled and cut into groups of ``k``; the judge is shown
+each group and chooses the best (setwise prompting, Zhuang et al. 2024), which advances; the
+others are eliminated in that round. When fewer than k answers remain they play one last, smaller
+group; otherwise the answers left over after the full groups advance unplayed (a bye). So every
+judgment eliminates k − 1 answers but perhaps the last, and N answers cost exactly
+
+    ⌈(N − 1) / (k − 1)⌉ judgments        (× 2 with ``order=both``; × k with ``order=permute``, × ``shifts`` if set)
+
+— N − 1 at k = 2, the pairwise knockout's count. A task with fewer answers than k is one group.
+
+**Scores** are the knockout paper's: each judgment gives every answer in it a score
+(:meth:`~rankkit.judges.kway.ChoiceJudgment.slot_scores`: k·P(best) in logprob mode, the grade
+from the simulator, k to the chosen answer and 0 to the others for a bare choice), and an answer's
+final score is the mean over the rounds it played, so ``eliminated_round`` and the elimination
+analyses read it as they read a knockout.
+
+**Undecided groups.** A group whose judgment failed to parse (after the judge's retry) eliminates
+no one: its members all advance and meet in new groups next round. A round that decides nothing
+ends the tournament with no champion; answers that never got a score then get the mean of the
+scores given on the task.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rankkit.choices import judgments_per_group
+from rankkit.strategies._kway import KwayStrategy
+from rankkit.strategies.base import CandidateExtras, Ranking, register
+from rankkit.tasks import Task
+
+if TYPE_CHECKING:
+    from rankkit.matches import MatchSource
+
+
+def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
+    """One round's groups and byes: as many full groups of k as fit, the rest advance unplayed;
+    fewer than k answers are one group.
+
+    >>> round_groups(list("abcdefghij"), 4)
+    ([['a', 'b', 'c', 'd'], ['e', 'f', 'g', 'h']], ['i', 'j'])
+    >>> round_groups(list("abc"), 4)
+    ([['a', 'b', 'c']], [])
+    """
+    if len(ids) < k:
+        return ([list(ids)] if len(ids) >= 2 else []), (list(ids) if len(ids) < 2 else [])
+    full = len(ids) // k * k
+    return [ids[i:i + k] for i in range(0, full, k)], ids[full:]
+
+
+def bracket_group_sizes(n: int, k: int) -> list[int]:
+    """The sizes of the groups a tournament of n answers plays when every group is decided.
+
+    >>> bracket_group_sizes(10, 4)
+    [4, 4, 4]
+    >>> bracket_group_sizes(5, 4)
+    [4, 2]
+    """
+    sizes, remaining = [], n
+    while remaining >= 2:
+        groups, byes = round_groups(["_"] * remaining, k)
+        sizes += [len(group) for group in groups]
+        remaining = len(groups) + len(byes)
+    return sizes
+
+
+@register("setwise_knockout")
+@dataclass(frozen=True)
+class SetwiseKnockout(KwayStrategy):
+    """Knockout in groups of k: the judge's choice advances (module docstring).
+
+    k: answers per group (2 to 8).
+    order: how each group is shown (:mod:`rankkit.choices`): ``given`` (default; groups come from
+        a shuffle), ``random``, ``both`` (as drawn and reversed; 2× the judgments) or ``permute``
+        (every cyclic shift, slot-balanced; k× the judgments).
+    shifts: with ``permute``, how many cyclic shifts (0: all k).
+    """
+
+    k: int = 4
+    order: str = "given"
+    shifts: int = 0
+
+    description = "knockout in groups of k, the judge's choice advances (ceil((N-1)/(k-1)) judgments)"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.check_size("k", self.k)
+
+    def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        remaining = task.candidate_ids
+        received: dict[str, list[float]] = {cid: [] for cid in remaining}
+        eliminated: dict[str, int | None] = dict.fromkeys(remaining)
+        byes = dict.fromkeys(remaining, 0)
+        round_ = 0
+        while len(remaining) >= 2:
+            round_ += 1
+            rng.shuffle(remaining)
+            groups, passed = round_groups(remaining, self.k)
+            matches = source.choose_many(groups, order=self.order, rng=rng, round=round_, shifts=self.shifts)
+            advancing = list(passed)
+            for cid in passed:
+                byes[cid] += 1
+            decided = False
+            for match in matches:
+                if match.winner is None:  # undecided: nobody is eliminated
+                    advancing += match.members
+                    continue
+                decided = True
+                for cid in match.members:
+                    received[cid].append(match.scores[cid])
+                    if cid != match.winner:
+                        eliminated[cid] = round_
+                advancing.append(match.winner)
+            remaining = advancing
+            if not decided:
+                break
+        champion = remaining[0] if len(remaining) == 1 else None
+        given = [score for scores in received.values() for score in scores]
+        neutral = statistics.fmean(given) if given else 0.0
+        scores = {cid: statistics.fmean(received[cid]) if received[cid] else neutral for cid in task.candidate_ids}
+        extras = {cid: CandidateExtras(eliminated_round=eliminated[cid], played=len(received[cid]),
+                                       grades=tuple(received[cid]), byes=byes[cid], rounds=round_)
+                  for cid in task.candidate_ids}
+        return Ranking(scores=scores, champion=champion, extras=extras)
+
+    def exact_judgments(self, n_candidates: int) -> int:
+        """⌈(N − 1)/(k − 1)⌉ groups, each costing its presentations (:func:`~rankkit.choices.judgments_per_group`)."""
+        return sum(judgments_per_group(self.order, size, self.shifts)
+                   for size in bracket_group_sizes(n_candidates, self.k))

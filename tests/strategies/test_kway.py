@@ -1,0 +1,145 @@
+"""The k-way strategies: setwise_knockout, setwise_heapsort, listwise — counts, parameters, behaviour."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rankkit.judges.base import ParseStatus
+from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
+from rankkit.judges.sim import LatentJudge
+from rankkit.specs import SpecError
+from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
+from rankkit.strategies.setwise_knockout import bracket_group_sizes
+from tests.helpers import make_task, rank_once
+
+PERFECT = LatentJudge(perception=0.0, pair_noise=0.0, slot_bias=0.0)
+KWAY = ("setwise_knockout", "setwise_heapsort", "listwise")
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 10, 13, 24, 50])
+@pytest.mark.parametrize("k", [2, 3, 4, 6, 8])
+def test_setwise_knockout_costs_ceil_n_minus_1_over_k_minus_1(n, k):
+    task = make_task([float(i) for i in range(n)])
+    ranking, cost, _ = rank_once(task, make_strategy(f"setwise_knockout:k={k}"), LatentJudge(seed=1))
+    expected = math.ceil((n - 1) / (k - 1))
+    assert cost.comparisons == expected == make_strategy(f"setwise_knockout:k={k}").exact_judgments(n)
+    assert ranking.champion is not None
+    eliminated = [e.eliminated_round for cid, e in ranking.extras.items() if cid != ranking.champion]
+    assert all(r is not None for r in eliminated)
+
+
+def test_setwise_knockout_at_k_2_costs_what_the_pairwise_knockout_costs():
+    assert [make_strategy("setwise_knockout:k=2").exact_judgments(n) for n in (2, 5, 9)] == [1, 4, 8]
+    assert bracket_group_sizes(3, 4) == [3]  # fewer answers than k: one smaller group
+
+
+def test_both_and_permute_cost_their_presentations():
+    task = make_task([float(i) for i in range(10)])
+    for spec, expected in (("setwise_knockout:k=4,order=permute", 12),
+                           ("setwise_knockout:k=4,order=permute,shifts=2", 6),
+                           ("setwise_knockout:k=4,order=random", 3),
+                           ("setwise_knockout:k=4,order=both", 6)):
+        _, cost, source = rank_once(task, make_strategy(spec), LatentJudge(seed=2))
+        assert cost.comparisons == expected == make_strategy(spec).exact_judgments(10), spec
+        first, second = source.group_comparisons[0].shown, source.group_comparisons[1].shown
+        if "permute" in spec:
+            assert second == first[1:] + first[:1]  # rotated by one slot
+        if "both" in spec:
+            assert second == first[::-1]  # reversed: slot i and slot k - 1 - i change places
+
+
+@pytest.mark.parametrize("spec", ["setwise_knockout", "setwise_knockout:order=permute", "setwise_heapsort",
+                                  "setwise_heapsort:k=3", "listwise", "listwise:window=3,step=1,passes=2"])
+def test_a_perfect_judge_gives_the_human_order_at_the_top(spec):
+    task = make_task([3.0, 9.0, 1.0, 5.0, 7.0, 2.0, 8.0, 0.5, 4.0])
+    ranking, _, _ = rank_once(task, make_strategy(spec), PERFECT, seed=4)
+    order = ranking.ordered(task.candidate_ids)
+    assert order[0] == "c1"
+    if spec.startswith("setwise_heapsort"):  # a full sort: every place is right
+        assert order == ["c1", "c6", "c4", "c3", "c8", "c0", "c5", "c2", "c7"]
+
+
+def test_setwise_heapsort_sorts_fully_with_a_perfect_judge_and_never_asks_a_set_twice():
+    task = make_task([float(v) for v in (3, 9, 1, 5, 7, 2, 8, 0, 4, 6, 11, 10)])
+    strategy = make_strategy("setwise_heapsort:k=3")
+    ranking, cost, source = rank_once(task, strategy, PERFECT, seed=1)
+    human = sorted(task.candidate_ids, key=lambda cid: -task.human_score(cid))
+    assert ranking.ranking == human
+    sets = [frozenset(g.shown) for g in source.group_comparisons]
+    assert len(sets) == len(set(sets))
+    assert cost.comparisons <= strategy.max_judgments(12)
+
+
+def test_setwise_heapsort_top_k_stops_early():
+    task = make_task([float(i) for i in range(30)])
+    full = rank_once(task, make_strategy("setwise_heapsort"), PERFECT, seed=3)
+    top = rank_once(task, make_strategy("setwise_heapsort:top_k=3"), PERFECT, seed=3)
+    assert top[0].ranking[:3] == ["c29", "c28", "c27"]
+    assert top[1].comparisons < full[1].comparisons
+    # never popped: they share the mean of the places they fill
+    assert top[0].scores["c0"] == pytest.approx((30 - 3 - 1) / 2, abs=1e-12)
+
+
+@pytest.mark.parametrize("n, window, step, expected", [(10, 4, 2, 4), (7, 4, 2, 3), (3, 4, 2, 1), (20, 8, 4, 4)])
+def test_listwise_costs_its_windows(n, window, step, expected):
+    task = make_task([float(i) for i in range(n)])
+    strategy = make_strategy(f"listwise:window={window},step={step}")
+    _, cost, source = rank_once(task, strategy, LatentJudge(seed=5))
+    assert cost.comparisons == expected == strategy.exact_judgments(n)
+    assert all(g.kind == "ordering" for g in source.group_comparisons)
+
+
+def test_listwise_carries_the_best_answer_to_the_top_in_one_pass():
+    task = make_task([float(i) for i in range(12)])
+    ranking, _, _ = rank_once(task, make_strategy("listwise"), PERFECT, seed=9)
+    assert ranking.ranking[0] == "c11"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("setwise_knockout:k=1", "strategy setwise_knockout: k must be 2 to 8"),
+    ("setwise_knockout:k=9", "strategy setwise_knockout: k must be 2 to 8"),
+    ("setwise_knockout:order=shuffled", "strategy setwise_knockout: order must be one of given, random, both, permute"),
+    ("setwise_knockout:debias=true,order=permute", "debias=true means order=both, which contradicts order=permute"),
+    ("setwise_knockout:shifts=9", "strategy setwise_knockout: shifts must be 0"),
+    ("setwise_heapsort:top_k=-1", "strategy setwise_heapsort: top_k must be >= 0"),
+    ("listwise:window=1", "strategy listwise: window must be 2 to 8"),
+    ("listwise:step=4", "strategy listwise: step must be 1 to window - 1"),
+    ("listwise:step=0", "strategy listwise: step must be 1 to window - 1"),
+    ("listwise:passes=0", "strategy listwise: passes must be >= 1"),
+])
+def test_bad_parameters_are_refused_naming_the_strategy(spec, message):
+    with pytest.raises(SpecError, match=message):
+        make_strategy(spec)
+
+
+def test_the_listing_shows_the_k_way_orders():
+    classes = strategy_classes()
+    for name in KWAY:
+        assert classes[name].kind == "kway"
+        listed = {param: type_name for param, type_name, _ in describe_parameters(classes[name])}
+        assert listed["order"] == "given|random|both|permute"
+        assert make_strategy(f"{name}:debias=true").order == "both"  # the paper's spelling, as for pairs
+
+
+class FailingJudge(LatentJudge):
+    """A k-way judge whose every judgment failed to parse."""
+
+    def choose(self, task, candidates):
+        return ChoiceJudgment(chosen=None, raw="?", status=ParseStatus.FAILED)
+
+    def order(self, task, candidates):
+        return OrderJudgment(permutation=None, raw="?", status=ParseStatus.FAILED)
+
+
+@pytest.mark.parametrize("spec", KWAY)
+def test_undecided_groups_are_counted_and_never_decided_by_a_coin(spec):
+    task = make_task([float(i) for i in range(9)])
+    ranking, cost, _ = rank_once(task, make_strategy(spec), FailingJudge(), seed=0)
+    assert cost.parse_failures == cost.judge_calls > 0
+    if spec == "setwise_knockout":
+        assert ranking.champion is None  # a round that decides nothing ends the tournament
+        assert all(e.eliminated_round is None for e in ranking.extras.values())
+    if spec == "listwise":  # undecided windows keep the starting order
+        assert cost.comparisons == make_strategy(spec).exact_judgments(9)
