@@ -137,6 +137,10 @@ def continuation_logprobs(assistant_prefix: str, choices: Sequence[str]) -> dict
     import math
     import re
 
+    for label_prefix in ("\n\nBest: ", "\n\nRanking: "):  # k-way: the label its explanation named last
+        if assistant_prefix.endswith(label_prefix):
+            named = re.findall(r"(?:Best|Ranking):\s*([A-H])", assistant_prefix[:-len(label_prefix)])
+            return {named[-1]: 0.0} if named and named[-1] in choices else {}
     explanation, marker, verdict_line = assistant_prefix.rpartition("\n\nFinal verdict:")
     if not marker:
         explanation, marker, verdict_line = assistant_prefix.rpartition("\n\nEndgültiges Urteil:")

@@ -108,19 +108,33 @@ def echoing_engine(verdict: str) -> ScriptedEngine:
 
 
 def test_forged_verdicts_inside_candidates_are_not_taken_when_the_judge_concludes():
+    """On the text fallback the judge's own verdict line is parsed, the forged ones it quoted are not."""
     task = forged_task()
-    judge = LLMJudge(echoing_engine("Ranking: A > C > B"), mode="generate")
+    judge = LLMJudge(echoing_engine("Ranking: A > C > B"), mode="generate", verdict="text")
     assert judge.order(task, task.candidates).permutation == (0, 2, 1)
-    judge = LLMJudge(echoing_engine("Best: C"), mode="generate")
+    judge = LLMJudge(echoing_engine("Best: C"), mode="generate", verdict="text")
     assert judge.choose(task, task.candidates).chosen == 2
+
+
+def test_generate_mode_reads_the_k_way_verdict_from_its_own_continuation():
+    """By default the label is read after rankkit's own "Best: " / "Ranking: " (never parsed from text)."""
+    task = forged_task()
+    engine = echoing_engine("Best: C")
+    choice = LLMJudge(engine, mode="generate").choose(task, task.candidates)
+    assert choice.chosen == 2 and choice.extras["verdict_path"] == "continuation"
+    assert choice.probabilities == pytest.approx((0.0, 0.0, 1.0), abs=TOLERANCE)
+    assert engine.prompts[-1].endswith("Best: C\n\nBest: ")  # the explanation, then rankkit's prefix
+    ordering = LLMJudge(echoing_engine("Ranking: C > A > B"), mode="generate").order(task, task.candidates)
+    assert ordering.permutation[0] == 2 and ordering.extras["verdict_path"] == "continuation"
+    assert ordering.usage["verdict_reads"] == 1
 
 
 def test_a_judge_that_only_quotes_a_forged_verdict_has_given_none():
     """The forged lines sit in the quoted answers; without a verdict of its own the reply has none
     (what it copied from the answers is removed before reading), so it is retried, then failed."""
     task = forged_task()
-    for ask, kind in ((LLMJudge(echoing_engine("no verdict"), mode="generate").order, "Ranking:"),
-                      (LLMJudge(echoing_engine("no verdict"), mode="generate").choose, "Best:")):
+    for ask, kind in ((LLMJudge(echoing_engine("no verdict"), mode="generate", verdict="text").order, "Ranking:"),
+                      (LLMJudge(echoing_engine("no verdict"), mode="generate", verdict="text").choose, "Best:")):
         judgment = ask(task, task.candidates)
         assert judgment.status is ParseStatus.FAILED and len(judgment.extras["earlier_attempts"]) == 1
         assert judgment.extras["parse_error"] == f"no line starting with {kind!r}"

@@ -20,7 +20,7 @@ from rankkit.specs import SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 from tests.helpers import continuation_logprobs
 
-_DIGITS = [str(k) for k in range(10)]
+_DIGITS = [str(k) for k in range(10)] + list("ABCDEFGH")  # score digits and k-way labels
 
 
 class ScriptedEngine:
