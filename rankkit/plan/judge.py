@@ -34,7 +34,7 @@ class PlanEngine:
 
 
 def plan_judge(spec: str) -> Judge:
-    """The judge of ``spec`` for a dry run: ``hf:`` and ``smollm2`` judges with their real
+    """The judge of ``spec`` for a dry run: ``hf:``, ``smollm2`` and ``vllm:`` judges with their real
     fingerprint and prompts but no model loaded; panels of such members; any other judge as
     :func:`rankkit.judges.make_judge` builds it (they load nothing heavy: sim, replay, openai)."""
     from rankkit.judges import make_judge
@@ -43,6 +43,8 @@ def plan_judge(spec: str) -> Judge:
     parsed = parse_spec(spec)
     if parsed.name in ("hf", "smollm2"):
         return _llm_plan_judge(parsed)
+    if parsed.name == "vllm":
+        return _vllm_plan_judge(parsed)
     if parsed.name == "panel":
         from rankkit.judges.panel import PanelJudge, split_panel_spec
 
@@ -66,6 +68,17 @@ def _llm_plan_judge(spec: Any) -> Judge:
     model_ref, gguf, options, judge_kwargs = hf.hf_spec_parts(spec, spec.name)
     identity = hf.model_identity(model_ref, gguf, options.get("dtype", "bfloat16"), hub_revision(model_ref))
     return LLMJudge(PlanEngine("hf", hf.engine_identity(identity, options, smollm2=False)), **judge_kwargs)
+
+
+def _vllm_plan_judge(spec: Any) -> Judge:
+    """``vllm:`` read as :func:`rankkit.judges.vllm.from_spec` reads it (same options, defaults and
+    identity), minus starting vLLM (which need not be installed for a dry run)."""
+    from rankkit.judges import vllm
+    from rankkit.judges.llm import LLMJudge
+
+    model_ref, options, judge_kwargs = vllm.vllm_spec_parts(spec)
+    identity = vllm.model_identity(model_ref, options["dtype"])
+    return LLMJudge(PlanEngine("vllm", identity), **judge_kwargs)
 
 
 def hub_revision(model_ref: str) -> str | None:
