@@ -225,7 +225,7 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
     key = (source, *sorted(options.items()))
     with _LOAD_LOCK:
         if key not in _LOADED:
-            os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # its INFO lines would drown rankkit's output
+            os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # its INFO and WARNING lines would drown rankkit's output
             from vllm import LLM
             from vllm.platforms import current_platform
 

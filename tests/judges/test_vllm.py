@@ -244,3 +244,194 @@ def test_calls_from_several_threads_are_serialized(stand_in_vllm):
     for thread in threads:
         thread.join()
     assert most[0] == 1 and engine.stats["calls"] == 4
+
+
+# == real vLLM (marked vllm: CI runs them; they skip where vLLM is not installed) ===================
+
+#: Decoding budget of generate mode: SmolLM2 is tiny and the machine small.
+GENERATE = "mode=generate,max_new_tokens=48,temperature=0"
+#: Same-winner agreement the three engines must reach on the same logprob judgments, and the
+#: largest difference in P(first) allowed between two of them. Measured on this machine over the
+#: 52 ordered pairs of the sample's first three tasks (SmolLM2, bf16): 52/52 same winner for
+#: every two engines; max |dP| 0.062 between vllm: (or openai:->vLLM) and hf: exact, 0.000
+#: between openai:->vLLM and vllm: (the same engine on the same tokens). The tolerance leaves
+#: room for other CPUs' kernels.
+SAME_WINNER = 0.95
+P_TOLERANCE = 0.1
+
+
+def run_judge(spec, tasks, strategies, cache_path):
+    """Run ``strategies`` on ``tasks`` with the judge ``spec``; returns (result, judge). The judge
+    is closed when the run ends (a vllm: engine stays loaded for the session)."""
+    from rankkit.cache import JudgmentCache
+    from rankkit.runner import run
+    from rankkit.specs import split_list
+    from rankkit.strategies import make_strategy
+
+    judge = make_judge(spec)
+    try:
+        with JudgmentCache(cache_path) as cache:
+            return run(tasks, [make_strategy(s) for s in split_list(strategies)], judge, cache,
+                       progress=False, judge_spec=spec), judge
+    finally:
+        judge.close()
+
+
+def expected_calls(tasks, strategy):
+    """Judge calls of knockout (N-1) or bt (all ordered pairs, order=both) on fresh tasks."""
+    n = [len(t.candidates) for t in tasks]
+    return sum(k - 1 for k in n) if strategy == "knockout" else sum(k * (k - 1) for k in n)
+
+
+def openai_spec(server, options=""):
+    return f"openai:smollm2,base_url={server.base_url}" + (f",{options}" if options else "")
+
+
+@pytest.fixture(scope="module")
+def vllm_judge_spec(smollm2_dir):
+    """The in-process judge's spec: small KV cache and context, so it sits beside the server."""
+    return "vllm:smollm2,max_model_len=2048,kv_cache_gib=0.5,max_num_seqs=32"
+
+
+@pytest.mark.vllm
+def test_openai_logprob_against_vllm_knockout_and_bt(vllm_server, sample_tasks, cache_path):
+    tasks = sample_tasks[:2]
+    result, judge = run_judge(openai_spec(vllm_server, "mode=logprob,concurrency=8"), tasks, "knockout,bt", cache_path)
+    knockout, bt = result.strategies
+    assert knockout.cost.comparisons == expected_calls(tasks, "knockout")
+    assert bt.cost.comparisons == expected_calls(tasks, "bt")
+    for strategy in (knockout, bt):
+        for task, task_result in zip(tasks, strategy.tasks):
+            assert sorted(task_result.ranking) == sorted(c.id for c in task.candidates)
+            for comparison in task_result.comparisons:
+                # vLLM continues the forced prefix and returns the choice tokens' logprobs
+                assert comparison.verdict.status.value == "ok" and 0.0 < comparison.verdict.probability < 1.0
+    assert bt.cost.parse_failures == 0 and knockout.cost.parse_failures == 0
+    assert all(t.champion in {c.id for c in task.candidates} for task, t in zip(tasks, knockout.tasks))
+
+
+@pytest.mark.vllm
+def test_openai_generate_against_vllm(vllm_server, sample_tasks, cache_path):
+    tasks = sample_tasks[:1]
+    result, judge = run_judge(openai_spec(vllm_server, f"{GENERATE},concurrency=8,retries=0"), tasks,
+                              "knockout,individual", cache_path)
+    knockout, individual = result.strategies
+    n = len(tasks[0].candidates)
+    assert knockout.cost.judge_calls == n - 1 and individual.cost.judge_calls == n
+    for strategy in (knockout, individual):  # the server reports usage: replies were written
+        assert strategy.cost.prompt_tokens > 100 * strategy.cost.judge_calls
+        assert 0 < strategy.cost.completion_tokens <= 48 * strategy.cost.judge_calls
+    assert all(c.verdict.raw for c in knockout.tasks[0].comparisons)
+
+
+@pytest.mark.vllm
+def test_vllm_in_process_knockout_and_bt(vllm_judge_spec, sample_tasks, cache_path):
+    tasks = sample_tasks[:2]
+    result, judge = run_judge(vllm_judge_spec, tasks, "knockout,bt", cache_path)
+    knockout, bt = result.strategies
+    assert judge.description == "vllm:SmolLM2-135M-Instruct (mode=logprob)"
+    assert knockout.cost.comparisons == expected_calls(tasks, "knockout")
+    assert bt.cost.comparisons == expected_calls(tasks, "bt")
+    assert all(0.0 < c.verdict.probability < 1.0 for s in (knockout, bt) for t in s.tasks for c in t.comparisons)
+    rows = judge.engine.stats["rows"]
+    assert rows == knockout.cost.judge_calls + bt.cost.judge_calls
+    # a batching backend: rows of both tasks share llm.generate calls
+    assert judge.engine.stats["calls"] < rows / 2
+    # a rerun is served by the cache
+    again, _ = run_judge(vllm_judge_spec, tasks, "knockout,bt", cache_path)
+    assert sum(s.cost.judge_calls for s in again.strategies) == 0
+
+
+@pytest.mark.vllm
+def test_vllm_in_process_generate(vllm_judge_spec, sample_tasks):
+    judge = make_judge(f"{vllm_judge_spec},{GENERATE}")
+    task = sample_tasks[0]
+    (index, verdict), = judge.compare_many([(task, *task.candidates[:2])])
+    assert index == 0 and verdict.raw  # a written reply, parsed by the strict parser or marked failed
+    assert verdict.usage["completion_tokens"] >= 1 and verdict.usage["prompt_tokens"] > 100
+
+
+@pytest.mark.vllm
+def test_three_engines_agree_on_the_same_logprob_judgments(vllm_server, vllm_judge_spec, sample_tasks):
+    tasks = sample_tasks[:3]
+    requests = [(t, a, b) for t in tasks for a in t.candidates for b in t.candidates if a is not b]
+    probabilities = {}
+    for name, spec in (("vllm", vllm_judge_spec), ("openai", openai_spec(vllm_server, "mode=logprob,concurrency=16")),
+                       ("hf", "smollm2")):  # smollm2: the hf judge, exact, mode=logprob
+        with make_judge(spec) as judge:
+            verdicts = dict(judge.compare_many(requests))
+        probabilities[name] = [verdicts[i].probability for i in range(len(requests))]
+    report = {}
+    for a, b in (("vllm", "hf"), ("openai", "hf"), ("openai", "vllm")):
+        pairs = list(zip(probabilities[a], probabilities[b]))
+        same = sum((p > 0.5) == (q > 0.5) for p, q in pairs) / len(pairs)
+        report[f"{a}/{b}"] = (same, max(abs(p - q) for p, q in pairs))
+    print("agreement (same winner, max |dP|):", report)
+    for same, largest in report.values():
+        assert same >= SAME_WINNER
+        assert largest <= P_TOLERANCE
+
+
+@pytest.mark.vllm
+def test_concurrency_fills_the_server_beyond_one_task(vllm_server, sample_tasks, cache_path):
+    # Generate mode: a request stays "running" while it decodes. (A logprob request ends in the
+    # step that schedules it, so the gauge, read between steps, rarely shows it.)
+    tasks = sample_tasks  # six tasks; a knockout round of one task has at most 2 matches open
+    one_task_most = max(len(t.candidates) for t in tasks) // 2
+    most, done = [0.0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            most[0] = max(most[0], vllm_server.metric("vllm:num_requests_running"))
+            done.wait(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        run_judge(openai_spec(vllm_server, "mode=generate,max_new_tokens=24,temperature=0,retries=0,concurrency=16"),
+                  tasks, "knockout", cache_path)
+    finally:
+        done.set()
+        watcher.join()
+    assert most[0] > one_task_most, f"at most {most[0]:g} requests ran at once"
+
+
+@pytest.mark.vllm
+def test_server_killed_mid_run_then_the_rerun_pays_only_what_is_missing(vllm_server, sample_tasks, cache_path):
+    tasks = sample_tasks[:2]
+    options = "mode=logprob,concurrency=2,max_attempts=2,backoff=0.05"
+    needed = expected_calls(tasks, "bt")
+    kill_after = 6
+    stop = threading.Event()
+
+    before = vllm_server.metric("vllm:request_success_total")  # the session's earlier tests
+
+    def kill_when_some_are_answered():
+        # the server's own count of finished requests (the first is the continuation probe)
+        while not stop.is_set():
+            if vllm_server.metric("vllm:request_success_total") - before >= kill_after + 1:
+                vllm_server.kill()
+                return
+            stop.wait(0.02)
+
+    killer = threading.Thread(target=kill_when_some_are_answered, daemon=True)
+    killer.start()
+    try:
+        with pytest.raises(JudgeError, match="after 2 attempts") as caught:
+            run_judge(openai_spec(vllm_server, options), tasks, "bt", cache_path)
+        assert caught.value.resumable
+    finally:
+        stop.set()
+        killer.join()
+        vllm_server.stop()
+        vllm_server.start()  # a fresh server: its counters start at 0
+    from rankkit.cache import JudgmentCache
+
+    with JudgmentCache(cache_path) as cache:
+        cached = len(cache)
+    assert kill_after <= cached < needed  # the run died mid-way, with what it got cached
+    result, _ = run_judge(openai_spec(vllm_server, options), tasks, "bt", cache_path)
+    (bt,) = result.strategies
+    assert bt.cost.cache_hits == cached and bt.cost.judge_calls == needed - cached
+    # the server saw only the missing judgments (and the new judge's continuation probe)
+    assert vllm_server.metric("vllm:request_success_total") == pytest.approx(needed - cached + 1, abs=0)
