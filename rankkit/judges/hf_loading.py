@@ -95,6 +95,18 @@ def user_cache_dir() -> Path:
     return Path(base).expanduser() / "rankkit"
 
 
+def hub_revision(model_ref: str) -> str | None:
+    """The commit a hub model resolves to offline: ``refs/main`` of its local Hugging Face cache
+    (what transformers records as the model's ``_commit_hash``); None when it was never downloaded."""
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
+    ref = Path(hub) / f"models--{model_ref.replace('/', '--')}" / "refs" / "main"
+    try:
+        return ref.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Loading
 

@@ -176,7 +176,7 @@ def model_identity(model_ref: str, dtype: str) -> dict[str, Any]:
     local = local_model_dir(model_ref)
     if local is not None:
         return hf.model_identity(str(local), None, dtype, None)
-    from rankkit.plan.judge import hub_revision
+    from rankkit.judges.hf_loading import hub_revision
 
     return hf.model_identity(model_ref, None, dtype, hub_revision(model_ref))
 

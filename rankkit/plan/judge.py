@@ -6,11 +6,10 @@ refuses any request.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Iterator
 
 from rankkit.judges.base import Judge, JudgeError
+from rankkit.judges.hf_loading import hub_revision
 
 
 class PlanEngine:
@@ -79,16 +78,3 @@ def _vllm_plan_judge(spec: Any) -> Judge:
     model_ref, options, judge_kwargs = vllm.vllm_spec_parts(spec)
     identity = vllm.model_identity(model_ref, options["dtype"])
     return LLMJudge(PlanEngine("vllm", identity), **judge_kwargs)
-
-
-def hub_revision(model_ref: str) -> str | None:
-    """The commit a hub model resolves to offline: ``refs/main`` of its local Hugging Face cache
-    (what transformers records as the model's ``_commit_hash``); None when it was never downloaded."""
-    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
-    ref = Path(hub) / f"models--{model_ref.replace('/', '--')}" / "refs" / "main"
-    try:
-        return ref.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
