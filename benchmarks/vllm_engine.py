@@ -15,7 +15,8 @@ each). Ratios, not absolute speeds, are the point: the machine is shared.
 * **P7** — in process, the same 96 requests in one ``compare_many`` call: ``vllm:smollm2`` (fresh
   engine: its load time is reported apart; the first call's warm-up is reported apart too, then
   the timed call), ``smollm2`` exact (the hf default on a CPU) and ``smollm2:exact=false``
-  (batched). Goal: vllm: >= 2x hf: exact. A profile of the vllm: call says where its time goes.
+  (batched), each in a fresh process of its own. Goal: vllm: >= 2x hf: exact. A profile of the
+  vllm: call says where its time goes.
 
     python benchmarks/vllm_engine.py
 
@@ -133,36 +134,54 @@ def prefix_caching(model_dir: Path, log_dir: Path, requests) -> dict[bool, tuple
     return out
 
 
-def p7(requests) -> dict[str, dict]:
-    """In-process judges on the same requests: {name: {seconds, jps, load, warmup, probabilities}}."""
-    from rankkit.judges import make_judge
-    from rankkit.judges.vllm import shutdown_all
+#: The in-process judges of P7, each measured in a fresh process of its own (so none inherits
+#: another's threads or torch settings: vLLM imports torch before rankkit can ask OpenMP to
+#: sleep rather than spin, which slowed the hf judges ~5x when they shared its process).
+P7_SPECS = {"hf exact": "smollm2", "hf batched": "smollm2:exact=false",
+            "vllm": "vllm:smollm2,max_model_len=2048,kv_cache_gib=1,max_num_seqs=128"}
 
-    out: dict[str, dict] = {}
+
+def p7_one(name: str) -> dict:
+    """One P7 judge in this process: {seconds, jps, load, warmup, probabilities[, profile, stats]}.
+    The judge is built (load timed), warmed with 8 of the requests (the first call's kernel
+    warm-up, timed apart), then times one call on all of them; vllm:'s call is profiled."""
+    from rankkit.judges import make_judge
+
+    requests = requests_of_sample()
     started = time.perf_counter()
-    judge = make_judge("vllm:smollm2,max_model_len=2048,kv_cache_gib=1,max_num_seqs=128")
+    judge = make_judge(P7_SPECS[name])
     load = time.perf_counter() - started
-    warmup, _ = timed_compare(judge, requests[:8])  # first call: kernels warm up
-    # the timed call on fresh prompts for the prefix cache? no: the warm-up used 8 of them; the
-    # other 88 are new, and their shared task prefixes are computed once inside the call
-    profile = cProfile.Profile()
-    profile.enable()
+    warmup, _ = timed_compare(judge, requests[:8])
+    if name.startswith("hf"):
+        judge = make_judge(P7_SPECS[name])  # a fresh engine (empty prefix cache); the model stays loaded
+    profile = cProfile.Profile() if name == "vllm" else None
+    if profile:
+        profile.enable()
     seconds, probabilities = timed_compare(judge, requests)
-    profile.disable()
-    text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(8)
-    out["vllm"] = {"seconds": seconds, "jps": len(requests) / seconds, "load": load, "warmup": warmup,
-                   "probabilities": probabilities, "profile": text.getvalue(), "stats": dict(judge.engine.stats)}
+    row = {"seconds": seconds, "jps": len(requests) / seconds, "load": load, "warmup": warmup,
+           "probabilities": probabilities}
+    if profile:
+        profile.disable()
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(6)
+        row.update(profile=text.getvalue(), stats=dict(judge.engine.stats))
     judge.close()
-    shutdown_all()
-    print(f"P7 vllm: load {load:.1f} s, warm-up {warmup:.1f} s, {out['vllm']['jps']:.2f} j/s", flush=True)
-    for name, spec in (("hf exact", "smollm2"), ("hf batched", "smollm2:exact=false")):
-        judge = make_judge(spec)
-        timed_compare(judge, requests[:8])  # warm-up, as for vllm:
-        judge = make_judge(spec)  # a fresh engine (empty prefix cache); the model stays loaded
-        seconds, probabilities = timed_compare(judge, requests)
-        out[name] = {"seconds": seconds, "jps": len(requests) / seconds, "probabilities": probabilities}
-        print(f"P7 {name}: {out[name]['jps']:.2f} j/s", flush=True)
+    return row
+
+
+def p7() -> dict[str, dict]:
+    """Each P7 judge in a fresh process, back to back: {name: p7_one's row}."""
+    import subprocess
+
+    out = {}
+    for name in P7_SPECS:
+        done = subprocess.run([sys.executable, __file__, "--p7-one", name], capture_output=True, text=True,
+                              timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        if done.returncode != 0:
+            raise RuntimeError(f"P7 {name} failed:\n{done.stderr[-3000:]}")
+        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"P7 {name}: load {out[name]['load']:.1f} s, warm-up {out[name]['warmup']:.1f} s, "
+              f"{out[name]['jps']:.2f} j/s", flush=True)
     return out
 
 
@@ -196,7 +215,7 @@ def main() -> None:
     finally:
         server.stop()
     caching = prefix_caching(model_dir, log_dir, requests)
-    p7_rows = p7(requests)
+    p7_rows = p7()
     total = time.perf_counter() - began
     write(requests, server.start_seconds[0], p6_rows, caching, p7_rows, openai_probabilities, total)
 
@@ -237,9 +256,15 @@ def write(requests, start_seconds, p6_rows, caching, p7_rows, openai_probabiliti
         "|---|---:|---:|",
         *[f"| {name} | {row['jps']:.2f} | {row['jps'] / exact:.2f} |" for name, row in p7_rows.items()],
         "",
-        f"`vllm:smollm2` engine start (load + profiling run, eager): {p7_rows['vllm']['load']:.0f} s; its first call "
-        f"(8 judgments, kernel warm-up) {p7_rows['vllm']['warmup']:.1f} s. Engine stats of the timed call: "
-        f"`{json.dumps(p7_rows['vllm']['stats'])}`.",
+        "Each judge ran in a fresh process of its own, back to back; the timed call is one `compare_many` on "
+        "all the requests after a warm-up call on 8 of them (hf: then a fresh engine, so its prefix cache starts "
+        "empty; vllm:'s prefix cache keeps those 8). Start-up, not counted above:",
+        "",
+        "| judge | load (s) | first call, 8 judgments (s) |",
+        "|---|---:|---:|",
+        *[f"| {name} | {row['load']:.1f} | {row['warmup']:.1f} |" for name, row in p7_rows.items()],
+        "",
+        f"vllm:'s engine stats over both calls: `{json.dumps(p7_rows['vllm']['stats'])}`.",
         "",
         "Agreement on the same judgments (same winner; mean and max |P(first) difference|):",
         "",
@@ -252,12 +277,15 @@ def write(requests, start_seconds, p6_rows, caching, p7_rows, openai_probabiliti
                  ("hf: batched", "hf: exact")):
         same, mean, largest = agreement(probabilities[a], probabilities[b])
         lines.append(f"| {a} vs {b} | {same:.1%} | {mean:.4f} | {largest:.4f} |")
-    lines += ["", "Profile of the timed vllm: call (this process; the model runs in vLLM's engine-core process, so "
-              "time spent waiting on it shows as socket polling here):", "", "```",
+    lines += ["", "Profile of the timed vllm: call (the judge's process; the model runs in vLLM's engine-core "
+              "process, so the time spent computing shows here as waiting on a lock):", "", "```",
               p7_rows["vllm"]["profile"].strip(), "```", ""]
     RESULTS.write_text("\n".join(lines))
     print(f"wrote {RESULTS}")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--p7-one"]:
+        print(json.dumps(p7_one(sys.argv[2])))
+    else:
+        main()
