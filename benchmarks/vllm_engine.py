@@ -141,6 +141,9 @@ P7_SPECS = {"hf exact": "smollm2", "hf batched": "smollm2:exact=false",
             "vllm": "vllm:smollm2,max_model_len=2048,kv_cache_gib=1,max_num_seqs=128"}
 
 
+P7_MARKER = "P7 FIGURES: "
+
+
 def p7_one(name: str) -> dict:
     """One P7 judge in this process: {seconds, jps, load, warmup, probabilities[, profile, stats]}.
     The judge is built (load timed), warmed with 8 of the requests (the first call's kernel
@@ -179,7 +182,8 @@ def p7() -> dict[str, dict]:
                               timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
         if done.returncode != 0:
             raise RuntimeError(f"P7 {name} failed:\n{done.stderr[-3000:]}")
-        out[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        # vLLM prints to stdout too (its shutdown): the figures are the line after the marker
+        out[name] = json.loads(done.stdout.split(P7_MARKER, 1)[1].splitlines()[0])
         print(f"P7 {name}: load {out[name]['load']:.1f} s, warm-up {out[name]['warmup']:.1f} s, "
               f"{out[name]['jps']:.2f} j/s", flush=True)
     return out
@@ -286,6 +290,6 @@ def write(requests, start_seconds, p6_rows, caching, p7_rows, openai_probabiliti
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--p7-one"]:
-        print(json.dumps(p7_one(sys.argv[2])))
+        print(P7_MARKER + json.dumps(p7_one(sys.argv[2])), flush=True)
     else:
         main()
