@@ -49,7 +49,9 @@ functions only: ``import rankkit`` and the CLI's start-up never load it.
 **Errors.** Without vLLM installed, the spec fails (exit 2) naming the ``vllm`` extra. A model
 directory that does not exist or holds no ``config.json`` fails naming it (exit 2). A prompt longer
 than ``max_model_len`` stops the run with :class:`PromptTooLong` (exit 2) naming the task and the
-option, after the judgments of the call that fit were made (and cached).
+option, after the judgments of the call that fit were made (and cached). A KV cache too small for
+one ``max_model_len`` sequence fails at start (exit 2) naming ``kv_cache_gib``,
+``gpu_memory_utilization`` and ``max_model_len``.
 """
 
 from __future__ import annotations
@@ -232,6 +234,10 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
             try:
                 _LOADED[key] = LLM(**llm_kwargs(source, options, current_platform.is_cpu()))
             except Exception as err:  # vLLM raises many types; all mean "this model did not load"
+                if "kv cache" in str(err).lower():  # too small for one max_model_len sequence: a setting
+                    raise SpecError(f"vllm: the KV cache cannot hold one sequence of max_model_len="
+                                    f"{options['max_model_len']} tokens for {source!r}; raise kv_cache_gib (CPU) or "
+                                    f"gpu_memory_utilization (GPU), or lower max_model_len ({err})") from err
                 raise JudgeError(f"vllm: cannot load model {source!r}: {type(err).__name__}: {err}") from err
         return _LOADED[key]
 

