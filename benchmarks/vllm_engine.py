@@ -134,9 +134,9 @@ def prefix_caching(model_dir: Path, log_dir: Path, requests) -> dict[bool, tuple
     return out
 
 
-#: The in-process judges of P7, each measured in a fresh process of its own (so none inherits
-#: another's threads or torch settings: vLLM imports torch before rankkit can ask OpenMP to
-#: sleep rather than spin, which slowed the hf judges ~5x when they shared its process).
+#: The in-process judges of P7, each measured in a fresh process of its own, so none inherits
+#: another's threads, torch settings or memory (a first version ran them in one process, after
+#: vLLM had imported torch with OpenMP's spinning wait, which slowed the hf judges ~8x).
 P7_SPECS = {"hf exact": "smollm2", "hf batched": "smollm2:exact=false",
             "vllm": "vllm:smollm2,max_model_len=2048,kv_cache_gib=1,max_num_seqs=128"}
 
