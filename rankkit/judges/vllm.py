@@ -222,6 +222,8 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
 
     Raises
     ------
+    SpecError
+        The KV cache cannot hold one ``max_model_len`` sequence (the message names the options).
     JudgeError
         vLLM could not load the model (the message names it and vLLM's reason).
     """

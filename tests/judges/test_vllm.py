@@ -472,6 +472,7 @@ def test_a_kv_cache_too_small_for_one_sequence_names_the_options(stand_in_vllm, 
     platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: True)
     monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
     monkeypatch.setattr(vllm_judge, "_LOADED", {})
+    monkeypatch.setattr(vllm_judge, "import_torch", lambda: None)  # torch need not be installed here
     with pytest.raises(SpecError, match="raise kv_cache_gib .* or lower max_model_len") as caught:
         vllm_judge.load_llm("/m", {**DEFAULTS, "max_model_len": 2048})
     assert caught.value.exit_code == 2
