@@ -330,7 +330,8 @@ def judge_caveat(spec: str) -> str | None:
     results (the embedded SmolLM2), else None."""
     from rankkit.specs import parse_spec
 
-    if parse_spec(spec).name == "smollm2":
+    parsed = parse_spec(spec)
+    if parsed.name == "smollm2" or (parsed.name == "vllm" and parsed.positional == ("smollm2",)):
         return ("note: SmolLM2-135M is a plumbing-grade judge (near-chance accuracy, a strong slot preference): "
                 "use it to try rankkit end to end, and a real judge (hf:MODEL, openai:MODEL) for results")
     return None

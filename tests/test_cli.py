@@ -154,7 +154,7 @@ def test_import_and_help_stay_light():
               "from click.testing import CliRunner\n"
               "CliRunner().invoke(rankkit.cli.main, ['--help'])\n"
               "CliRunner().invoke(rankkit.cli.main, ['strategies'])")
-    assert modules_loaded_by(script, ("torch", "transformers", "matplotlib", "httpx")) == []
+    assert modules_loaded_by(script, ("torch", "transformers", "vllm", "matplotlib", "httpx")) == []
 
 
 def test_listing_strategies_loads_no_numerical_library():

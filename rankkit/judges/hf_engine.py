@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Sequence
 
+from rankkit.judges import chat_tokens
 from rankkit.judges.base import JudgeError
 from rankkit.judges.hf_batching import (
     DEFAULT_MAX_BATCH_TOKENS,
@@ -139,38 +140,17 @@ class HFEngine:
 
     # -- text -> tokens -----------------------------------------------------------------------
     def chat_text(self, conversation: Conversation) -> str:
-        """The prompt text up to where the assistant's reply starts, via the chat template."""
-        if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
-        # A base model without a chat template: plain turns, then the reply.
-        return "".join(f"{m['content']}\n\n" for m in conversation)
+        """The prompt text up to where the assistant's reply starts (:func:`.chat_tokens.chat_text`)."""
+        return chat_tokens.chat_text(self.tokenizer, conversation)
 
     def encode(self, text: str) -> list[int]:
-        # Chat templates already contain their special tokens (e.g. BOS); do not add them twice.
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        """Token ids of ``text``, no special tokens added (:func:`.chat_tokens.encode`)."""
+        return chat_tokens.encode(self.tokenizer, text)
 
     def choice_token_ids(self, assistant_prefix: str, choices: Sequence[str]) -> tuple[str, list[int]]:
-        """The prefix to append and the token id of each choice right after it.
-
-        Usually ``encode(prefix + choice)`` is ``encode(prefix)`` plus one token. Tokenizers that
-        glue a space to the following digit (``" 1"``) instead tokenize ``"Answer "`` with a lone
-        trailing space; then the prefix is used without its trailing space and each choice is
-        read as the space-glued token.
-        """
-        for prefix, glue in ((assistant_prefix, ""),
-                             (assistant_prefix.rstrip(), assistant_prefix[len(assistant_prefix.rstrip()):])):
-            base = self.encode(prefix) if prefix else []
-            ids = []
-            for choice in choices:
-                full = self.encode(prefix + glue + choice)
-                if full[:len(base)] != base or len(full) <= len(base):
-                    break
-                ids.append(full[len(base)])
-            else:
-                if len(set(ids)) == len(ids):
-                    return prefix, ids
-        raise JudgeError(f"hf: choices {list(choices)} after {assistant_prefix!r} do not start with "
-                         f"distinct tokens for this tokenizer")
+        """The prefix to append and the token id of each choice right after it
+        (:func:`.chat_tokens.choice_token_ids`)."""
+        return chat_tokens.choice_token_ids(self.tokenizer, assistant_prefix, choices, "hf")
 
     # -- forward passes -----------------------------------------------------------------------
     def _prefix_kv(self, prefix: Sequence[int]) -> list:

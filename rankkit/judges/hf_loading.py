@@ -95,6 +95,18 @@ def user_cache_dir() -> Path:
     return Path(base).expanduser() / "rankkit"
 
 
+def hub_revision(model_ref: str) -> str | None:
+    """The commit a hub model resolves to offline: ``refs/main`` of its local Hugging Face cache
+    (what transformers records as the model's ``_commit_hash``); None when it was never downloaded."""
+    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
+        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
+    ref = Path(hub) / f"models--{model_ref.replace('/', '--')}" / "refs" / "main"
+    try:
+        return ref.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Loading
 
@@ -204,7 +216,7 @@ def load_smollm2(dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bo
     """
     gguf = smollm2_gguf()
     signature = file_signature(gguf)
-    copy_dir = user_cache_dir() / f"smollm2-{signature}-{dtype}"
+    copy_dir = smollm2_copy_path(dtype)
     key = ("smollm2", signature, dtype, device)
     with _LOAD_LOCK:
         if key in _LOADED:
@@ -217,6 +229,25 @@ def load_smollm2(dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bo
         model.to(device).eval()
         _LOADED[key] = (model, _prepare_tokenizer(tokenizer))
         return model, tokenizer, info
+
+
+def smollm2_copy_path(dtype: str = "bfloat16") -> Path:
+    """Where SmolLM2's safetensors copy in ``dtype`` lives (it may not exist yet): named by the
+    GGUF's signature, so a new GGUF gets a new copy."""
+    return user_cache_dir() / f"smollm2-{file_signature(smollm2_gguf())}-{dtype}"
+
+
+def smollm2_copy_dir(dtype: str = "bfloat16") -> Path:
+    """SmolLM2's safetensors copy in ``dtype``, made from the GGUF first when missing (15-20 s,
+    once): the directory other runtimes (the ``vllm:`` judge) load the embedded model from."""
+    copy_dir = smollm2_copy_path(dtype)
+    if not (copy_dir / "config.json").is_file():
+        _LOADED.pop(("smollm2", file_signature(smollm2_gguf()), dtype, "cpu"), None)  # load from the GGUF, save
+        load_smollm2(dtype, "cpu")
+    if not (copy_dir / "config.json").is_file():
+        raise SpecError(f"smollm2: could not write SmolLM2's copy under {copy_dir}; "
+                        f"set $RANKKIT_CACHE_DIR to a writable directory")
+    return copy_dir
 
 
 def _load_smollm2_weights(gguf: Path, copy_dir: Path, dtype: str, use_cache_dir: bool,

@@ -223,8 +223,7 @@ class OpenAIEngine(RetryingClient):
                 try:
                     alternatives = self.post("/chat/completions", body, None,
                                              lambda payload: first_token_alternatives(payload, "the server"))[0]
-                    expected = choice_logprobs(alternatives, [PROBE_NEXT, PROBE_FRESH])
-                    if not expected[PROBE_NEXT] > expected[PROBE_FRESH]:
+                    if not continues_probe(alternatives):
                         top = max(alternatives, key=alternatives.get)
                         raise LogprobsUnavailable(
                             f"the server does not continue a final assistant message (a reply forced to start "
@@ -355,6 +354,22 @@ def first_token_alternatives(payload: dict[str, Any], where: str = "the server")
             f"{where} returned no logprobs/top_logprobs for a chat completion, so mode=logprob cannot "
             f"work against it; use mode=generate (vLLM, llama.cpp's server and OpenAI return them)")
     return alternatives
+
+
+def continues_probe(alternatives: dict[str, float]) -> bool:
+    """Whether the probe's first-token ``alternatives`` continue ``PROBE_PREFIX``: ``PROBE_NEXT``
+    is likelier than a fresh count's ``PROBE_FRESH``, or the likeliest token is the lone space
+    before it (tokenizers such as SmolLM2's split a space from the digit after it; a fresh reply
+    does not open with a space).
+
+    >>> continues_probe({" 9": -0.1, "1": -4.0}), continues_probe({" ": -0.2, "1": -3.0})
+    (True, True)
+    >>> continues_probe({"1": -0.1, " ": -2.0})
+    False
+    """
+    expected = choice_logprobs(alternatives, [PROBE_NEXT, PROBE_FRESH])
+    top = max(alternatives, key=alternatives.get)
+    return expected[PROBE_NEXT] > expected[PROBE_FRESH] or (top.strip() == "" and alternatives[top] > expected[PROBE_FRESH])
 
 
 def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> dict[str, float]:

@@ -6,11 +6,10 @@ refuses any request.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Iterator
 
 from rankkit.judges.base import Judge, JudgeError
+from rankkit.judges.hf_loading import hub_revision
 
 
 class PlanEngine:
@@ -34,7 +33,7 @@ class PlanEngine:
 
 
 def plan_judge(spec: str) -> Judge:
-    """The judge of ``spec`` for a dry run: ``hf:`` and ``smollm2`` judges with their real
+    """The judge of ``spec`` for a dry run: ``hf:``, ``smollm2`` and ``vllm:`` judges with their real
     fingerprint and prompts but no model loaded; panels of such members; any other judge as
     :func:`rankkit.judges.make_judge` builds it (they load nothing heavy: sim, replay, openai)."""
     from rankkit.judges import make_judge
@@ -43,6 +42,8 @@ def plan_judge(spec: str) -> Judge:
     parsed = parse_spec(spec)
     if parsed.name in ("hf", "smollm2"):
         return _llm_plan_judge(parsed)
+    if parsed.name == "vllm":
+        return _vllm_plan_judge(parsed)
     if parsed.name == "panel":
         from rankkit.judges.panel import PanelJudge, split_panel_spec
 
@@ -68,14 +69,12 @@ def _llm_plan_judge(spec: Any) -> Judge:
     return LLMJudge(PlanEngine("hf", hf.engine_identity(identity, options, smollm2=False)), **judge_kwargs)
 
 
-def hub_revision(model_ref: str) -> str | None:
-    """The commit a hub model resolves to offline: ``refs/main`` of its local Hugging Face cache
-    (what transformers records as the model's ``_commit_hash``); None when it was never downloaded."""
-    hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
-    ref = Path(hub) / f"models--{model_ref.replace('/', '--')}" / "refs" / "main"
-    try:
-        return ref.read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
+def _vllm_plan_judge(spec: Any) -> Judge:
+    """``vllm:`` read as :func:`rankkit.judges.vllm.from_spec` reads it (same options, defaults and
+    identity), minus starting vLLM (which need not be installed for a dry run)."""
+    from rankkit.judges import vllm
+    from rankkit.judges.llm import LLMJudge
 
+    model_ref, options, judge_kwargs = vllm.vllm_spec_parts(spec)
+    identity = vllm.model_identity(model_ref, options["dtype"])
+    return LLMJudge(PlanEngine("vllm", identity), **judge_kwargs)
