@@ -322,6 +322,11 @@ def test_openai_generate_against_vllm(vllm_server, sample_tasks, cache_path):
         assert strategy.cost.prompt_tokens > 100 * strategy.cost.judge_calls
         assert 0 < strategy.cost.completion_tokens <= 48 * strategy.cost.judge_calls
     assert all(c.verdict.raw for c in knockout.tasks[0].comparisons)
+    # vLLM continues a final assistant message, so the verdict is read after rankkit's own
+    # "Final verdict: Answer 1: " (issue 23), never parsed from SmolLM2's free text
+    comparisons = knockout.tasks[0].comparisons
+    assert {c.verdict.extras["verdict_path"] for c in comparisons} == {"continuation"}
+    assert knockout.cost.parse_failures == 0 and individual.cost.parse_failures == 0
 
 
 @pytest.mark.vllm
