@@ -142,6 +142,18 @@ def _last_line_after(text: str, prefix: str) -> str | None:
     return found[-1].strip() if found else None
 
 
+def text_before_verdict(text: str, prefix: str = CHOICE_PREFIX) -> str:
+    """The reply up to its last verdict line (all of it when it has none), trailing space removed:
+    the explanation a forced continuation ``prefix`` is appended to.
+
+    >>> text_before_verdict("B is clearer. Best: C? No.\\nBest: A")
+    'B is clearer. Best: C? No.'
+    """
+    pattern = re.compile(rf"^[ \t*_#>-]*{re.escape(prefix)}", re.MULTILINE | re.IGNORECASE)
+    starts = [match.start() for match in pattern.finditer(text)]
+    return (text[:starts[-1]] if starts else text).rstrip()
+
+
 def parse_choice(text: str, k: int, prefix: str = CHOICE_PREFIX) -> tuple[int | None, str | None]:
     """The slot a generated reply chose, from its last ``Best: X`` line.
 

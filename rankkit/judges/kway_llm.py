@@ -9,7 +9,12 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
   probabilities (single-token listwise ranking, as FIRST, Reddy et al. 2024, reads a ranking from
   the first token's logits), so a listwise window costs one forward pass too.
 * ``generate`` — the judge writes a short explanation and a verdict line (``Best: X`` or
-  ``Ranking: X > Y > ...``), parsed strictly from the generated text only, after removing whatever
+  ``Ranking: X > Y > ...``). A *choice* is then read from a continuation rankkit writes: the
+  judge's own explanation (up to its last ``Best:`` line), then ``Best: ``, then the label tokens'
+  probabilities, as in logprob mode — so neither an answer's text nor a malformed verdict line
+  decides it; the written verdict is kept in ``extras["written"]``. On an engine that cannot read
+  a continuation (an HTTP server that does not continue a final assistant message), and for
+  *orderings*, the verdict line is parsed strictly from the generated text only, after removing whatever
   it copied verbatim from the answers (:func:`~rankkit.judges.kway.strip_echoes`), so a verdict
   line written inside an answer is not read even when the judge quotes it;
   an unparseable reply is asked again once with the next seed (``retries``), then the judgment
@@ -23,10 +28,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Protocol, Sequence
 
-from rankkit.judges.base import GroupRequest, ParseStatus, add_usage
+from rankkit.judges.base import GroupRequest, JudgeError, ParseStatus, add_usage
 from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
                                  order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs,
-                                 strip_echoes)
+                                 strip_echoes, text_before_verdict)
 from rankkit.judges.llm_engine import LLMEngine, user_turn
 from rankkit.judges.modes import RETRY_TEMPERATURE, next_token_logprobs
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
@@ -45,7 +50,7 @@ class KwayJudge(Protocol):
     retries: int
 
 #: Bumped when the reading of a k-way reply changes (part of the k-way cache key).
-KWAY_READER_VERSION = "1"
+KWAY_READER_VERSION = "2"
 
 
 def kway_key(judge: KwayJudge) -> list[Any]:
@@ -73,10 +78,46 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
             yield index, ChoiceJudgment(chosen=chosen, probabilities=probabilities,
                                         raw=f"{prefix}{labels(k)[chosen]}", extras=extras)
         return
-    for index, text, status, usage, history in _generate(judge, prompts, requests, parse_choice):
-        chosen, error = parse_choice(_own_text(text, requests[index]), len(requests[index][1]))
+    generated = {index: rest for index, *rest in _generate(judge, prompts, requests, parse_choice)}
+    continued = _continue(judge, prompts, requests, {index: rest[0] for index, rest in generated.items()})
+    for index, (text, status, usage, history) in generated.items():
+        k = len(requests[index][1])
+        written, error = parse_choice(_own_text(text, requests[index]), k)
         extras = _generate_extras("setwise", error, history)
-        yield index, ChoiceJudgment(chosen=chosen, raw=text, status=status, usage=usage, extras=extras)
+        probabilities = continued.get(index)
+        if probabilities is None:  # no continuation read: the written verdict, strictly parsed
+            yield index, ChoiceJudgment(chosen=written, raw=text, status=status, usage=usage, extras=extras)
+            continue
+        chosen = order_from_scores(probabilities)[0]
+        extras.update(read="continuation", written=written)
+        yield index, ChoiceJudgment(
+            chosen=chosen, probabilities=probabilities, raw=f"{text_before_verdict(text)}\n{CHOICE_PREFIX} {labels(k)[chosen]}",
+            status=ParseStatus.OK if status is ParseStatus.OK else ParseStatus.RETRIED, usage=usage, extras=extras)
+
+
+def _continue(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest],
+              texts: dict[int, str]) -> dict[int, tuple[float, ...]]:
+    """P(best = slot) read from a continuation rankkit writes: the judge's own explanation, then
+    ``Best: ``, then the label tokens' probabilities. Empty when the engine cannot read a
+    continuation (a server that does not continue a final assistant message refuses with exit
+    code 2, and a rerun would fail the same way): the written verdict is then all there is."""
+    indices = sorted(texts)
+    prefixes = [f"{text_before_verdict(texts[i])}\n{CHOICE_PREFIX} " for i in indices]
+    choices = [labels(len(requests[i][1])) for i in indices]
+    read: dict[int, tuple[float, ...]] = {}
+    try:
+        for local, logprobs in next_token_logprobs(judge.engine, [user_turn(prompts[i]) for i in indices],
+                                                   prefixes, choices):
+            probabilities = probabilities_from_logprobs(logprobs, len(choices[local]))
+            if probabilities is not None:
+                read[indices[local]] = probabilities
+    except NotImplementedError:
+        return {}
+    except JudgeError as error:
+        if getattr(error, "exit_code", 1) != 2:
+            raise
+        return {}
+    return read
 
 
 def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, OrderJudgment]]:
