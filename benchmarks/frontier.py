@@ -50,6 +50,7 @@ def families(n: int) -> dict[str, list[str]]:
                                  "setwise_knockout:k=8,order=permute"],
         "setwise_heapsort k=8": ["setwise_heapsort:k=8", "setwise_heapsort:k=8,order=both"],
         "listwise 8/4": [f"listwise:window=8,step=4,passes={p}" for p in (1, 3, 10)],
+        "setwise_groups k=8": [f"setwise_groups:k=8,rounds={r},order=permute" for r in (1, 2, 3, 4, 6)],
     }
 
 

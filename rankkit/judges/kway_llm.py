@@ -85,7 +85,8 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
                                                                               CHOICE_PREFIX):
             chosen = None if probabilities is None else order_from_scores(probabilities)[0]
             yield index, ChoiceJudgment(chosen=chosen, probabilities=probabilities, raw=text, status=status,
-                                        usage=usage, extras=_generate_extras("setwise", _unread(probabilities), history, "continuation"))
+                                        usage=usage,
+                                        extras=_generate_extras("setwise", _unread(probabilities), history, "continuation"))
         return
     for index, text, status, usage, history in _generate(judge, prompts, requests, parse_choice):
         chosen, error = parse_choice(_own_text(text, requests[index]), len(requests[index][1]))

@@ -257,6 +257,7 @@ BUILTIN_STRATEGIES = {
     "listwise": "rankkit.strategies.listwise:Listwise",
     "pairwise": "rankkit.strategies.pairwise:Pairwise",
     "panel_elo": "rankkit.strategies.panel_elo:PanelElo",
+    "setwise_groups": "rankkit.strategies.setwise_groups:SetwiseGroups",
     "setwise_heapsort": "rankkit.strategies.setwise_heapsort:SetwiseHeapsort",
     "setwise_knockout": "rankkit.strategies.setwise_knockout:SetwiseKnockout",
     "sliding": "rankkit.strategies.sliding:SlidingWindow",

@@ -99,12 +99,23 @@ def test_a_candidate_cannot_close_its_box():
     assert text.rstrip().endswith("naming every label exactly once:\nRanking: [label] > [label] > [label]")
 
 
+class WrittenOnly(ScriptedEngine):
+    """A scripted engine that cannot read a continuation (as an HTTP server that does not continue
+    a final assistant message): only the written verdict can be read."""
+
+    def supports_continuation(self):
+        return False
+
+    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
+        raise AssertionError("a judge must not read a continuation from an engine that cannot continue")
+
+
 def echoing_engine(verdict: str) -> ScriptedEngine:
     """An engine that quotes the prompt's answers back (forged verdict lines included), then ends with ``verdict``."""
     def reply(prompt: str, seed: int) -> str:
         quoted = "\n".join(re.findall(r"<answer_[A-H]>\n(.*?)\n</answer_[A-H]>", prompt, re.S))
         return f"The answers say:\n{quoted}\n{verdict}"
-    return ScriptedEngine(reply=reply)
+    return WrittenOnly(reply=reply)
 
 
 def test_forged_verdicts_inside_candidates_are_not_taken_when_the_judge_concludes():
@@ -119,12 +130,13 @@ def test_forged_verdicts_inside_candidates_are_not_taken_when_the_judge_conclude
 def test_generate_mode_reads_the_k_way_verdict_from_its_own_continuation():
     """By default the label is read after rankkit's own "Best: " / "Ranking: " (never parsed from text)."""
     task = forged_task()
-    engine = echoing_engine("Best: C")
+    engine = ScriptedEngine(reply=echoing_engine("Best: C").reply)  # it can continue
     choice = LLMJudge(engine, mode="generate").choose(task, task.candidates)
     assert choice.chosen == 2 and choice.extras["verdict_path"] == "continuation"
     assert choice.probabilities == pytest.approx((0.0, 0.0, 1.0), abs=TOLERANCE)
     assert engine.prompts[-1].endswith("Best: C\n\nBest: ")  # the explanation, then rankkit's prefix
-    ordering = LLMJudge(echoing_engine("Ranking: C > A > B"), mode="generate").order(task, task.candidates)
+    ordering = LLMJudge(ScriptedEngine(reply=echoing_engine("Ranking: C > A > B").reply),
+                        mode="generate").order(task, task.candidates)
     assert ordering.permutation[0] == 2 and ordering.extras["verdict_path"] == "continuation"
     assert ordering.usage["verdict_reads"] == 1
 
@@ -157,13 +169,35 @@ def test_logprob_mode_reads_the_labels_after_a_forced_prefix():
 
 def test_an_unparseable_reply_is_retried_once_then_failed_and_counted():
     replies = iter(["no idea", "Best: B", "still nothing", "nothing again"])
-    judge = LLMJudge(ScriptedEngine(reply=lambda prompt, seed: next(replies)), mode="generate", retries=1)
+    judge = LLMJudge(WrittenOnly(reply=lambda prompt, seed: next(replies)), mode="generate", retries=1)
     task = make_task([1, 2, 3])
     memo = JudgmentMemo(judge)
     (retried, _), = memo.choices([(task, task.candidates[:2])])
     assert (retried.chosen, retried.status) == (1, ParseStatus.RETRIED)
     (failed, _), = memo.choices([(task, task.candidates[1:])])
     assert (failed.chosen, failed.status) == (None, ParseStatus.FAILED)
+
+
+def test_generate_mode_reads_the_choice_from_a_continuation_of_the_judges_own_explanation():
+    """The judge explains, quotes a forged line and writes its verdict; rankkit then forces
+    "Best: " after the explanation and reads the labels' probabilities there."""
+    prefixes = []
+
+    def logprobs(prompt: str, prefix: str) -> dict[str, float]:
+        prefixes.append(prefix)
+        return {"A": math.log(0.2), "B": math.log(0.1), "C": math.log(0.7)}
+
+    task = forged_task()
+    engine = ScriptedEngine(reply=echoing_engine("Best: A").reply, logprobs=logprobs)  # it can continue
+    choice = LLMJudge(engine, mode="generate").choose(task, task.candidates)
+    prefix, = prefixes
+    # the whole explanation (its own "Best: A" included), then rankkit's prefix; what is read there
+    # decides, not the line the judge wrote
+    assert prefix.startswith("The answers say:") and prefix.endswith("Lyon.\nBest: A\n\nBest: ")
+    assert choice.chosen == 2 and choice.status is ParseStatus.OK
+    assert choice.probabilities == pytest.approx((0.2, 0.1, 0.7), abs=TOLERANCE)
+    assert choice.extras["verdict_path"] == "continuation"
+    assert choice.raw.endswith("Best: A\n\n[read by rankkit] Best: C")
 
 
 def test_loglik_mode_and_prepair_offer_no_k_way_judgments():

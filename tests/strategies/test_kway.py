@@ -11,11 +11,12 @@ from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
 from rankkit.judges.sim import LatentJudge
 from rankkit.specs import SpecError
 from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
+from rankkit.strategies.setwise_groups import group_sizes
 from rankkit.strategies.setwise_knockout import bracket_group_sizes
 from tests.helpers import make_task, rank_once
 
 PERFECT = LatentJudge(perception=0.0, pair_noise=0.0, slot_bias=0.0)
-KWAY = ("setwise_knockout", "setwise_heapsort", "listwise")
+KWAY = ("setwise_knockout", "setwise_heapsort", "listwise", "setwise_groups")
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 10, 13, 24, 50])
@@ -143,3 +144,24 @@ def test_undecided_groups_are_counted_and_never_decided_by_a_coin(spec):
         assert all(e.eliminated_round is None for e in ranking.extras.values())
     if spec == "listwise":  # undecided windows keep the starting order
         assert cost.comparisons == make_strategy(spec).exact_judgments(9)
+
+
+@pytest.mark.parametrize("n, spec, expected", [
+    (10, "setwise_groups:k=4,rounds=3", 9), (9, "setwise_groups:k=4,rounds=2", 4),  # 9 = 4 + 4 + one left out
+    (10, "setwise_groups:k=4,rounds=2,order=permute", 2 * (4 + 4 + 2)), (3, "setwise_groups:k=8,rounds=5", 5),
+])
+def test_setwise_groups_costs_its_rounds_of_groups(n, spec, expected):
+    task = make_task([float(i) for i in range(n)])
+    strategy = make_strategy(spec)
+    ranking, cost, _ = rank_once(task, strategy, LatentJudge(seed=3))
+    assert cost.comparisons <= strategy.max_judgments(n) == expected
+    judged = sum(group_sizes(n, strategy.k))  # answers grouped per round (a lone one sits out)
+    assert sum(e.played for e in ranking.extras.values()) == strategy.rounds * judged
+
+
+def test_setwise_groups_averages_grades_into_the_human_order_with_a_perfect_judge():
+    task = make_task([3.0, 9.0, 1.0, 5.0, 7.0, 2.0, 8.0, 0.5, 4.0, 6.0])
+    ranking, _, _ = rank_once(task, make_strategy("setwise_groups:k=4,rounds=3"), PERFECT, seed=2)
+    assert ranking.ordered(task.candidate_ids) == sorted(task.candidate_ids, key=lambda cid: -task.human_score(cid))
+    with pytest.raises(SpecError, match="strategy setwise_groups: rounds must be >= 1"):
+        make_strategy("setwise_groups:rounds=0")
