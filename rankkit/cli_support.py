@@ -262,7 +262,8 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
         undecided = collections.Counter()
         for task in strategy.tasks:
             for cid, extras in task.extras.items():
-                undecided[cid] += extras.undecided or 0
+                if extras.undecided:
+                    undecided[cid] += extras.undecided
         if undecided:
             shown = ", ".join(f"{cid} ({count})" for cid, count in undecided.most_common(5))
             click.echo(f"note: {strategy.name}: undecided comparisons by candidate: {shown}"
