@@ -84,20 +84,3 @@ def choice_token_ids(tokenizer: Any, assistant_prefix: str, choices: Sequence[st
                 return prefix, ids
     raise JudgeError(f"{backend}: choices {list(choices)} after {assistant_prefix!r} do not start with "
                      f"distinct tokens for this tokenizer")
-
-
-def row_prefixes(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
-    """One assistant prefix per conversation: ``assistant_prefix`` repeated when it is one str,
-    else the sequence itself (which must have one per conversation).
-
-    >>> row_prefixes("Answer ", 2)
-    ['Answer ', 'Answer ']
-    >>> row_prefixes(["a", "b"], 2)
-    ['a', 'b']
-    """
-    if isinstance(assistant_prefix, str):
-        return [assistant_prefix] * rows
-    prefixes = list(assistant_prefix)
-    if len(prefixes) != rows:
-        raise ValueError(f"{len(prefixes)} assistant prefixes for {rows} conversations")
-    return prefixes

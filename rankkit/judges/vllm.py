@@ -67,7 +67,7 @@ from rankkit.judges import chat_tokens
 from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, JudgeError, Verdict
 from rankkit.judges.hf_loading import import_torch
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
-from rankkit.judges.llm_engine import Conversation, Generation
+from rankkit.judges.llm_engine import Conversation, Generation, per_row
 from rankkit.judges.modes import MODES
 from rankkit.specs import Spec, SpecError, convert_value
 
@@ -342,7 +342,7 @@ class VLLMEngine:
         (one str for every row, or one per conversation), from one forward pass per prompt."""
         from vllm import SamplingParams
 
-        prefixes = chat_tokens.row_prefixes(assistant_prefix, len(conversations))
+        prefixes = per_row(assistant_prefix, len(conversations))
         by_prefix = {p: chat_tokens.choice_token_ids(self.tokenizer, p, choices, self.backend) for p in set(prefixes)}
         ids = sorted({token for _, tokens in by_prefix.values() for token in tokens})
         sequences = [self.prompt_ids(c, by_prefix[p][0]) for c, p in zip(conversations, prefixes)]
