@@ -37,9 +37,9 @@ neither text can touch the other's; a failed grade loses: :func:`settle_by_grade
 nothing decides is *undecided*: ``outcome`` None. The rating strategies leave failed comparisons
 out of their fits (:func:`rankkit.strategies.elo.comparison_outcomes`); a strategy that must name
 a winner (a bracket, a sort) lets the answer shown first go on, which only two equally suspect
-answers can reach (both grades failed or equal). Every candidate's count of such matches is in
-:attr:`MatchSource.undecided` and in the results (``undecided``), so a suppression attempt is
-visible.
+answers can reach (both grades failed or equal). Every candidate's count of failed comparisons is
+in the results (``undecided``, counted from the comparisons the strategy used), so a suppression
+attempt is visible.
 
 **MatchGraph.** A record, for reports and exports, of every comparison the strategies of a run
 used on one task and which strategies used it, built from their :class:`Comparison` records
@@ -237,8 +237,6 @@ class MatchSource:
         self._verdicts: dict[tuple[str, str], Verdict] = {}  # ordered pairs used so far
         self._grades: dict[str, Grade] = {}  # candidates graded so far
         self._last_shown: dict[frozenset[str], tuple[str, str]] = {}  # per pair, the order shown last
-        #: Per candidate: its matches whose every comparison failed (however they were settled).
-        self.undecided: dict[str, int] = {}
         #: Every distinct k-way judgment the strategy used, in the order first used (rankkit.choices).
         self.group_comparisons: list[Any] = []
         self._group_judgments: dict[tuple[str, tuple[str, ...]], Any] = {}  # (kind, shown) used so far
@@ -321,7 +319,7 @@ class MatchSource:
 
     def _settle_undecided(self, matches: list[Match]) -> list[Match]:
         """Decide the still undecided matches by the two answers' own grades, when the judge grades
-        (:func:`settle_by_grades`); what stays undecided is counted in :attr:`undecided`."""
+        (:func:`settle_by_grades`)."""
         open_matches = [i for i, match in enumerate(matches) if not match.decided]
         if not open_matches:
             return matches
@@ -336,9 +334,6 @@ class MatchSource:
             for i in open_matches:
                 match = matches[i]
                 matches[i] = settle_by_grades(match, grades[match.a], grades[match.b], self.task.scale)
-        for i in open_matches:
-            for cid in (matches[i].a, matches[i].b):
-                self.undecided[cid] = self.undecided.get(cid, 0) + 1
         return matches
 
     def play(self, a: str, b: str, order: str = "given", rng: random.Random | None = None,

@@ -12,6 +12,8 @@ from rankkit.judges.base import JudgeError, ParseStatus, Winner
 from rankkit.matches import Comparison, MatchGraph, MatchSource, make_match
 from rankkit.memo import JudgmentMemo
 from rankkit.judges.base import Verdict
+from rankkit.runner import with_undecided
+from rankkit.strategies.base import CandidateExtras
 from tests.helpers import CountingJudge, make_task, perfect_judge
 
 
@@ -216,7 +218,8 @@ def test_a_failed_match_is_asked_again_in_the_other_order_before_anything_else()
     match = source.play(a, b)
     assert judge.asked == [(a, b), (b, a)]
     assert match.decided and match.settled_by == "verdicts" and match.outcome == pytest.approx(1.0, abs=0)
-    assert source.cost.parse_failures == 1 and source.undecided == {}
+    assert source.cost.parse_failures == 1
+    assert with_undecided({}, source.comparisons) == {a: CandidateExtras(undecided=1), b: CandidateExtras(undecided=1)}
 
 
 def test_an_undecided_match_is_settled_by_the_answers_own_grades_never_a_coin():
@@ -227,8 +230,10 @@ def test_an_undecided_match_is_settled_by_the_answers_own_grades_never_a_coin():
     for strong in ("c0", "c1"):
         match = source.play("c2", strong, order="random", rng=rng)
         assert match.settled_by == "grades" and match.outcome == pytest.approx(0.0 if match.a == "c2" else 1.0, abs=0)
-    # the breaker lost both, each asked in both orders, and only the order coins were drawn
-    assert source.undecided == {"c2": 2, "c0": 1, "c1": 1}
+    # the breaker lost both, each asked in both orders (4 failed comparisons), and only the order
+    # coins were drawn
+    counts = {cid: extras.undecided for cid, extras in with_undecided({}, source.comparisons).items()}
+    assert counts == {"c2": 4, "c0": 2, "c1": 2}
     assert source.cost.grades == 3
     after = rng.getstate()
     rng.setstate(state)
