@@ -24,7 +24,8 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from rankkit.judges.base import GroupRequest, ParseStatus, add_usage
 from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
@@ -81,17 +82,14 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
                                         raw=f"{prefix}{labels(k)[chosen]}", extras=extras)
         return
     if judge.verdict_path == "continuation":
-        for index, text, probabilities, status, usage, history in _continued(judge, prompts, requests,
-                                                                              CHOICE_PREFIX):
-            chosen = None if probabilities is None else order_from_scores(probabilities)[0]
-            yield index, ChoiceJudgment(chosen=chosen, probabilities=probabilities, raw=text, status=status,
-                                        usage=usage,
-                                        extras=_generate_extras("setwise", _unread(probabilities), history, "continuation"))
+        for index, reply in _generate(judge, prompts, _label_reader(judge, prompts, requests, CHOICE_PREFIX)):
+            chosen = None if reply.value is None else order_from_scores(reply.value)[0]
+            yield index, ChoiceJudgment(chosen=chosen, probabilities=reply.value, raw=reply.raw, status=reply.status,
+                                        usage=reply.usage, extras=reply.extras("setwise", "continuation"))
         return
-    for index, text, status, usage, history in _generate(judge, prompts, requests, parse_choice):
-        chosen, error = parse_choice(_own_text(text, requests[index]), len(requests[index][1]))
-        extras = _generate_extras("setwise", error, history)
-        yield index, ChoiceJudgment(chosen=chosen, raw=text, status=status, usage=usage, extras=extras)
+    for index, reply in _generate(judge, prompts, _text_reader(requests, parse_choice), batched=False):
+        yield index, ChoiceJudgment(chosen=reply.value, raw=reply.raw, status=reply.status, usage=reply.usage,
+                                    extras=reply.extras("setwise", "text"))
 
 
 def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, OrderJudgment]]:
@@ -104,16 +102,14 @@ def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[t
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
     if judge.verdict_path == "continuation":
-        for index, text, probabilities, status, usage, history in _continued(judge, prompts, requests,
-                                                                              ORDERING_PREFIX):
-            permutation = None if probabilities is None else order_from_scores(probabilities)
-            yield index, OrderJudgment(permutation=permutation, raw=text, status=status, usage=usage,
-                                       extras=_generate_extras("listwise", _unread(probabilities), history, "continuation"))
+        for index, reply in _generate(judge, prompts, _label_reader(judge, prompts, requests, ORDERING_PREFIX)):
+            permutation = None if reply.value is None else order_from_scores(reply.value)
+            yield index, OrderJudgment(permutation=permutation, raw=reply.raw, status=reply.status,
+                                       usage=reply.usage, extras=reply.extras("listwise", "continuation"))
         return
-    for index, text, status, usage, history in _generate(judge, prompts, requests, parse_ordering):
-        permutation, error = parse_ordering(_own_text(text, requests[index]), len(requests[index][1]))
-        yield index, OrderJudgment(permutation=permutation, raw=text, status=status, usage=usage,
-                                   extras=_generate_extras("listwise", error, history))
+    for index, reply in _generate(judge, prompts, _text_reader(requests, parse_ordering), batched=False):
+        yield index, OrderJudgment(permutation=reply.value, raw=reply.raw, status=reply.status, usage=reply.usage,
+                                   extras=reply.extras("listwise", "text"))
 
 
 def _own_text(text: str, request: GroupRequest) -> str:
@@ -123,84 +119,96 @@ def _own_text(text: str, request: GroupRequest) -> str:
     return strip_echoes(text, [piece for c in candidates for piece in (c.text, defuse_kway(c.text))])
 
 
-def _generate(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], parse: Any
-              ) -> Iterator[tuple[int, str, ParseStatus, dict[str, int], list[str]]]:
-    """Generate each prompt's reply; ask an unparseable one again with the next seed, up to the
-    judge's ``retries``. Yields ``(index, last text, status, usage, every text)`` as each is final."""
+#: Reads the verdicts of a batch of generated replies: ``read(indices, texts)`` yields, per reply,
+#: ``(position in the batch, the verdict or None, why none, the raw text to keep, usage to add)``.
+Reader = Callable[[Sequence[int], Sequence[str]],
+                  Iterator[tuple[int, Any, "str | None", str, dict[str, int]]]]
+
+
+@dataclass
+class _Reply:
+    """A generated reply once its verdict was read (or could not be, after the retries)."""
+
+    raw: str
+    value: Any
+    error: str | None
+    status: ParseStatus
+    usage: dict[str, int]
+    history: list[str]
+
+    def extras(self, kind: str, path: str) -> dict[str, Any]:
+        extras: dict[str, Any] = {"mode": "generate", "kind": kind, "verdict_path": path}
+        if self.error:
+            extras["parse_error"] = self.error
+        if len(self.history) > 1:
+            extras["earlier_attempts"] = self.history[:-1]
+        return extras
+
+
+def _generate(judge: KwayJudge, prompts: Sequence[str], read: Reader, batched: bool = True
+              ) -> Iterator[tuple[int, _Reply]]:
+    """Generate each prompt's reply and read its verdict with ``read``; a reply without one is asked
+    again with the next seed, up to the judge's ``retries``. ``batched``: read a whole attempt's
+    replies at once (a continuation: one engine call), else each as it arrives (a text parse).
+    Yields ``(index, reply)`` as each is final."""
     history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
     usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
     pending = list(range(len(prompts)))
     for attempt in range(judge.retries + 1):
         temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
-        failed = []
-        conversations = [user_turn(prompts[i]) for i in pending]
-        for local, generation in judge.engine.generate(conversations, max_new_tokens=judge.max_new_tokens,
-                                                       temperature=temperature, seed=judge.seed + attempt):
-            index = pending[local]
-            history[index].append(generation.text)
-            add_usage(usage[index], generation.usage)
-            parsed, _ = parse(_own_text(generation.text, requests[index]), len(requests[index][1]))
-            if parsed is not None:
-                status = ParseStatus.OK if attempt == 0 else ParseStatus.RETRIED
-                yield index, generation.text, status, usage[index], history[index]
-            elif attempt == judge.retries:
-                yield index, generation.text, ParseStatus.FAILED, usage[index], history[index]
-            else:
-                failed.append(index)
-        pending = sorted(failed)
-        if not pending:
-            return
+        failed: list[int] = []
 
+        def settle(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, _Reply]]:
+            for local, value, error, raw, read_usage in read(indices, texts):
+                index = indices[local]
+                add_usage(usage[index], read_usage)
+                if value is None and attempt < judge.retries:
+                    failed.append(index)
+                    continue
+                status = (ParseStatus.FAILED if value is None
+                          else ParseStatus.OK if attempt == 0 else ParseStatus.RETRIED)
+                yield index, _Reply(raw, value, error, status, usage[index], history[index])
 
-def _continued(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str
-               ) -> Iterator[tuple[int, str, tuple[float, ...] | None, ParseStatus, dict[str, int], list[str]]]:
-    """Generate each prompt's explanation, then read the label probabilities after
-    ``<explanation>\n\n<prefix> `` (a continuation rankkit writes); a reply with no probability on
-    any label is asked again with the next seed, up to ``retries``. Yields ``(index, text shown
-    with the label read, P(best) per slot or None, status, usage, every text)`` as each is final."""
-    history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
-    usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
-    pending = list(range(len(prompts)))
-    for attempt in range(judge.retries + 1):
-        temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
-        texts: dict[int, str] = {}
+        generated: dict[int, str] = {}
         for local, generation in judge.engine.generate([user_turn(prompts[i]) for i in pending],
                                                        max_new_tokens=judge.max_new_tokens,
                                                        temperature=temperature, seed=judge.seed + attempt):
             index = pending[local]
-            texts[index] = generation.text
             history[index].append(generation.text)
             add_usage(usage[index], generation.usage)
-        order = sorted(texts)
-        prefixes = [f"{texts[i].rstrip()}\n\n{prefix} " for i in order]
-        choices = [labels(len(requests[i][1])) for i in order]
-        failed = []
-        for local, logprobs in next_token_logprobs(judge.engine, [user_turn(prompts[i]) for i in order], prefixes,
-                                                   choices):
-            index = order[local]
-            add_usage(usage[index], {"verdict_reads": 1})
-            probabilities = probabilities_from_logprobs(logprobs, len(choices[local]))
-            if probabilities is None and attempt < judge.retries:
-                failed.append(index)
-                continue
-            status = (ParseStatus.FAILED if probabilities is None
-                      else ParseStatus.OK if attempt == 0 else ParseStatus.RETRIED)
-            read = "?" if probabilities is None else labels(len(choices[local]))[order_from_scores(probabilities)[0]]
-            yield (index, f"{texts[index].rstrip()}\n\n[read by rankkit] {prefix} {read}", probabilities, status,
-                   usage[index], history[index])
+            if batched:
+                generated[index] = generation.text
+            else:
+                yield from settle([index], [generation.text])
+        if generated:
+            order = sorted(generated)
+            yield from settle(order, [generated[i] for i in order])
         pending = sorted(failed)
         if not pending:
             return
 
 
-def _unread(probabilities: tuple[float, ...] | None) -> str | None:
-    return "no probability on any label after the verdict prefix" if probabilities is None else None
+def _text_reader(requests: Sequence[GroupRequest], parse: Callable[[str, int], tuple[Any, str | None]]) -> Reader:
+    """The verdict line parsed strictly from the reply, after removing what it copied from the
+    answers (the text fallback)."""
+    def read(indices: Sequence[int], texts: Sequence[str]):
+        for local, (index, text) in enumerate(zip(indices, texts)):
+            value, error = parse(_own_text(text, requests[index]), len(requests[index][1]))
+            yield local, value, error, text, {}
+    return read
 
 
-def _generate_extras(kind: str, error: str | None, history: list[str], path: str = "text") -> dict[str, Any]:
-    extras: dict[str, Any] = {"mode": "generate", "kind": kind, "verdict_path": path}
-    if error:
-        extras["parse_error"] = error
-    if len(history) > 1:
-        extras["earlier_attempts"] = history[:-1]
-    return extras
+def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
+    """P(best) per slot read after ``<reply>\n\n<prefix> `` (a continuation rankkit writes), all the
+    batch's replies in one engine call."""
+    def read(indices: Sequence[int], texts: Sequence[str]):
+        prefixes = [f"{text.rstrip()}\n\n{prefix} " for text in texts]
+        choices = [labels(len(requests[i][1])) for i in indices]
+        for local, logprobs in next_token_logprobs(judge.engine, [user_turn(prompts[i]) for i in indices],
+                                                   prefixes, choices):
+            probabilities = probabilities_from_logprobs(logprobs, len(choices[local]))
+            label = "?" if probabilities is None else choices[local][order_from_scores(probabilities)[0]]
+            error = "no probability on any label after the verdict prefix" if probabilities is None else None
+            raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {prefix} {label}"
+            yield local, probabilities, error, raw, {"verdict_reads": 1}
+    return read
