@@ -24,15 +24,14 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from rankkit.judges.base import GroupRequest, ParseStatus, add_usage
+from rankkit.judges.base import GroupRequest, ParseStatus
 from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
                                  order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs,
                                  strip_echoes)
 from rankkit.judges.llm_engine import LLMEngine, user_turn
-from rankkit.judges.modes import RETRY_TEMPERATURE, next_token_logprobs
+from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
 
@@ -82,14 +81,17 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
                                         raw=f"{prefix}{labels(k)[chosen]}", extras=extras)
         return
     if judge.verdict_path == "continuation":
-        for index, reply in _generate(judge, prompts, _label_reader(judge, prompts, requests, CHOICE_PREFIX)):
-            chosen = None if reply.value is None else order_from_scores(reply.value)[0]
-            yield index, ChoiceJudgment(chosen=chosen, probabilities=reply.value, raw=reply.raw, status=reply.status,
-                                        usage=reply.usage, extras=reply.extras("setwise", "continuation"))
+        read = _label_reader(judge, prompts, requests, CHOICE_PREFIX)
+        for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
+            chosen = None if reply.reading.value is None else order_from_scores(reply.reading.value)[0]
+            yield index, ChoiceJudgment(chosen=chosen, probabilities=reply.reading.value, raw=reply.raw,
+                                        status=reply.status, usage=reply.usage,
+                                        extras=_extras(reply, "setwise", "continuation"))
         return
-    for index, reply in _generate(judge, prompts, _text_reader(requests, parse_choice), batched=False):
-        yield index, ChoiceJudgment(chosen=reply.value, raw=reply.raw, status=reply.status, usage=reply.usage,
-                                    extras=reply.extras("setwise", "text"))
+    read = _text_reader(requests, parse_choice)
+    for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
+        yield index, ChoiceJudgment(chosen=reply.reading.value, raw=reply.raw, status=reply.status, usage=reply.usage,
+                                    extras=_extras(reply, "setwise", "text"))
 
 
 def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, OrderJudgment]]:
@@ -102,14 +104,16 @@ def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[t
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
     if judge.verdict_path == "continuation":
-        for index, reply in _generate(judge, prompts, _label_reader(judge, prompts, requests, ORDERING_PREFIX)):
-            permutation = None if reply.value is None else order_from_scores(reply.value)
+        read = _label_reader(judge, prompts, requests, ORDERING_PREFIX)
+        for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
+            permutation = None if reply.reading.value is None else order_from_scores(reply.reading.value)
             yield index, OrderJudgment(permutation=permutation, raw=reply.raw, status=reply.status,
-                                       usage=reply.usage, extras=reply.extras("listwise", "continuation"))
+                                       usage=reply.usage, extras=_extras(reply, "listwise", "continuation"))
         return
-    for index, reply in _generate(judge, prompts, _text_reader(requests, parse_ordering), batched=False):
-        yield index, OrderJudgment(permutation=reply.value, raw=reply.raw, status=reply.status, usage=reply.usage,
-                                   extras=reply.extras("listwise", "text"))
+    read = _text_reader(requests, parse_ordering)
+    for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
+        yield index, OrderJudgment(permutation=reply.reading.value, raw=reply.raw, status=reply.status,
+                                   usage=reply.usage, extras=_extras(reply, "listwise", "text"))
 
 
 def _own_text(text: str, request: GroupRequest) -> str:
@@ -119,89 +123,28 @@ def _own_text(text: str, request: GroupRequest) -> str:
     return strip_echoes(text, [piece for c in candidates for piece in (c.text, defuse_kway(c.text))])
 
 
-#: Reads the verdicts of a batch of generated replies: ``read(indices, texts)`` yields, per reply,
-#: ``(position in the batch, the verdict or None, why none, the raw text to keep, usage to add)``.
-Reader = Callable[[Sequence[int], Sequence[str]],
-                  Iterator[tuple[int, Any, "str | None", str, dict[str, int]]]]
-
-
-@dataclass
-class _Reply:
-    """A generated reply once its verdict was read (or could not be, after the retries)."""
-
-    raw: str
-    value: Any
-    error: str | None
-    status: ParseStatus
-    usage: dict[str, int]
-    history: list[str]
-
-    def extras(self, kind: str, path: str) -> dict[str, Any]:
-        extras: dict[str, Any] = {"mode": "generate", "kind": kind, "verdict_path": path}
-        if self.error:
-            extras["parse_error"] = self.error
-        if len(self.history) > 1:
-            extras["earlier_attempts"] = self.history[:-1]
-        return extras
-
-
-def _generate(judge: KwayJudge, prompts: Sequence[str], read: Reader, batched: bool = True
-              ) -> Iterator[tuple[int, _Reply]]:
-    """Generate each prompt's reply and read its verdict with ``read``; a reply without one is asked
-    again with the next seed, up to the judge's ``retries``. ``batched``: read a whole attempt's
-    replies at once (a continuation: one engine call), else each as it arrives (a text parse).
-    Yields ``(index, reply)`` as each is final."""
-    history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
-    usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
-    pending = list(range(len(prompts)))
-    for attempt in range(judge.retries + 1):
-        temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
-        failed: list[int] = []
-
-        def settle(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, _Reply]]:
-            for local, value, error, raw, read_usage in read(indices, texts):
-                index = indices[local]
-                add_usage(usage[index], read_usage)
-                if value is None and attempt < judge.retries:
-                    failed.append(index)
-                    continue
-                status = (ParseStatus.FAILED if value is None
-                          else ParseStatus.OK if attempt == 0 else ParseStatus.RETRIED)
-                yield index, _Reply(raw, value, error, status, usage[index], history[index])
-
-        generated: dict[int, str] = {}
-        for local, generation in judge.engine.generate([user_turn(prompts[i]) for i in pending],
-                                                       max_new_tokens=judge.max_new_tokens,
-                                                       temperature=temperature, seed=judge.seed + attempt):
-            index = pending[local]
-            history[index].append(generation.text)
-            add_usage(usage[index], generation.usage)
-            if batched:
-                generated[index] = generation.text
-            else:
-                yield from settle([index], [generation.text])
-        if generated:
-            order = sorted(generated)
-            yield from settle(order, [generated[i] for i in order])
-        pending = sorted(failed)
-        if not pending:
-            return
+def _extras(reply: Reply, kind: str, path: str) -> dict[str, Any]:
+    extras: dict[str, Any] = {"mode": "generate", "kind": kind, "verdict_path": path}
+    if reply.reading.error:
+        extras["parse_error"] = reply.reading.error
+    if len(reply.history) > 1:
+        extras["earlier_attempts"] = reply.history[:-1]
+    return extras
 
 
 def _text_reader(requests: Sequence[GroupRequest], parse: Callable[[str, int], tuple[Any, str | None]]) -> Reader:
     """The verdict line parsed strictly from the reply, after removing what it copied from the
     answers (the text fallback)."""
-    def read(indices: Sequence[int], texts: Sequence[str]):
+    def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         for local, (index, text) in enumerate(zip(indices, texts)):
-            value, error = parse(_own_text(text, requests[index]), len(requests[index][1]))
-            yield local, value, error, text, {}
+            yield local, Reading(*parse(_own_text(text, requests[index]), len(requests[index][1])))
     return read
 
 
 def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
     """P(best) per slot read after ``<reply>\n\n<prefix> `` (a continuation rankkit writes), all the
     batch's replies in one engine call."""
-    def read(indices: Sequence[int], texts: Sequence[str]):
+    def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         prefixes = [f"{text.rstrip()}\n\n{prefix} " for text in texts]
         choices = [labels(len(requests[i][1])) for i in indices]
         for local, logprobs in next_token_logprobs(judge.engine, [user_turn(prompts[i]) for i in indices],
@@ -210,5 +153,5 @@ def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[G
             label = "?" if probabilities is None else choices[local][order_from_scores(probabilities)[0]]
             error = "no probability on any label after the verdict prefix" if probabilities is None else None
             raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {prefix} {label}"
-            yield local, probabilities, error, raw, {"verdict_reads": 1}
+            yield local, Reading(probabilities, error, raw, {"verdict_reads": 1})
     return read

@@ -230,21 +230,84 @@ class JudgingMode(Protocol):
 # generate
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What a reader took from one generated reply: the verdict (None when there is none), why
+    none, the raw text to keep (None: the reply as generated), usage the reading itself cost, and
+    details for the judgment's extras."""
+
+    value: Any
+    error: str | None = None
+    raw: str | None = None
+    usage: Mapping[str, int] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: Reads the verdicts of a batch of generated replies: ``read(indices, texts)`` yields
+#: ``(position in the batch, Reading)`` per reply (a text parse, or continuations rankkit writes).
+Reader = Callable[[Sequence[int], Sequence[str]], Iterator[tuple[int, Reading]]]
+
+
 @dataclass
-class _Outcome:
-    """The end of the generate loop for one prompt."""
+class Reply:
+    """A generated reply once its verdict was read, or could not be after the retries."""
 
     text: str
-    verdict: ParsedVerdict
-    attempts: list[str]
+    reading: Reading
+    status: ParseStatus
     usage: dict[str, int]
-    read: dict[str, Any] = field(default_factory=dict)  # what the continuation read (continuation path)
+    history: list[str]  # every reply generated for the prompt, this one last
 
     @property
-    def status(self) -> ParseStatus:
-        if not self.verdict.ok:
-            return ParseStatus.FAILED
-        return ParseStatus.OK if len(self.attempts) == 1 else ParseStatus.RETRIED
+    def raw(self) -> str:
+        return self.text if self.reading.raw is None else self.reading.raw
+
+
+def generate_and_read(judge: ModeJudge, conversations: Sequence[Conversation], read: Reader,
+                      batched: bool = True) -> Iterator[tuple[int, Reply]]:
+    """Generate a reply to each conversation and read its verdict with ``read``; a reply without
+    one is asked again with the next seed (at :data:`RETRY_TEMPERATURE` when the judge decodes
+    greedily, since a greedy retry would repeat itself), up to the judge's ``retries``.
+
+    ``batched``: read a whole attempt's replies at once (continuations: one engine call each
+    round), else each as it arrives (a text parse). Yields ``(index, Reply)`` as each is final, so
+    the caller caches every judgment the moment it exists.
+    """
+    history: dict[int, list[str]] = {i: [] for i in range(len(conversations))}
+    usage: dict[int, dict[str, int]] = {i: {} for i in range(len(conversations))}
+    pending = list(range(len(conversations)))
+    for attempt in range(judge.retries + 1):
+        temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
+        failed: list[int] = []
+
+        def settle(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reply]]:
+            for local, reading in read(indices, texts):
+                index = indices[local]
+                add_usage(usage[index], reading.usage)
+                if reading.value is None and attempt < judge.retries:
+                    failed.append(index)
+                    continue
+                status = (ParseStatus.FAILED if reading.value is None
+                          else ParseStatus.OK if attempt == 0 else ParseStatus.RETRIED)
+                yield index, Reply(texts[local], reading, status, usage[index], history[index])
+
+        generated: dict[int, str] = {}
+        for local, generation in judge.engine.generate([conversations[i] for i in pending],
+                                                       max_new_tokens=judge.max_new_tokens,
+                                                       temperature=temperature, seed=judge.seed + attempt):
+            index = pending[local]
+            history[index].append(generation.text)
+            add_usage(usage[index], generation.usage)
+            if batched:
+                generated[index] = generation.text
+            else:
+                yield from settle([index], [generation.text])
+        if generated:
+            order = sorted(generated)
+            yield from settle(order, [generated[i] for i in order])
+        pending = sorted(failed)
+        if not pending:
+            return
 
 
 def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:
@@ -331,94 +394,66 @@ class GenerateMode:
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
-        for index, outcome in self._verdicts(judge, prompts, 1):
+        for index, reply in self._verdicts(judge, prompts, 1):
             task = requests[index][0]
             prompt = prompts[index]
-            score = None
-            if outcome.verdict.scores is not None:
-                score = to_task_scale(outcome.verdict.scores[0], prompt.max_points, task.scale)
-            yield index, Grade(value=score, raw=self._raw(outcome), status=outcome.status,
-                               usage=dict(outcome.usage), extras=self._extras(judge, prompt, outcome))
+            scores = reply.reading.value
+            score = None if scores is None else to_task_scale(scores[0], prompt.max_points, task.scale)
+            yield index, Grade(value=score, raw=reply.raw, status=reply.status,
+                               usage=dict(reply.usage), extras=self._extras(judge, prompt, reply))
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
-        for index, outcome in self._verdicts(judge, prompts, 2):
+        for index, reply in self._verdicts(judge, prompts, 2):
             task = requests[index][0]
             prompt = prompts[index]
-            extras = self._extras(judge, prompt, outcome)
-            if outcome.verdict.scores is None:
-                yield index, failed_comparison(task, self._raw(outcome), outcome.usage, extras)
+            extras = self._extras(judge, prompt, reply)
+            if reply.reading.value is None:
+                yield index, failed_comparison(task, reply.raw, reply.usage, extras)
                 continue
-            first, second = (to_task_scale(v, prompt.max_points, task.scale) for v in outcome.verdict.scores)
+            first, second = (to_task_scale(v, prompt.max_points, task.scale) for v in reply.reading.value)
             yield index, Verdict(first_grade=first, second_grade=second,
-                                 winner=winner_from_scores(first, second), raw=self._raw(outcome),
-                                 status=outcome.status, usage=dict(outcome.usage), extras=extras)
+                                 winner=winner_from_scores(first, second), raw=reply.raw,
+                                 status=reply.status, usage=dict(reply.usage), extras=extras)
 
     @staticmethod
-    def _verdicts(judge: ModeJudge, prompts: Sequence[Prompt], slots: int) -> Iterator[tuple[int, _Outcome]]:
-        """Generate, read each verdict, retry the unreadable with the next seed; yield as ready.
+    def _verdicts(judge: ModeJudge, prompts: Sequence[Prompt], slots: int) -> Iterator[tuple[int, Reply]]:
+        """Generate and read each prompt's verdict (:func:`generate_and_read`): on the continuation
+        path an attempt's explanations are generated first, then read in one or two batched
+        continuation calls; on the text path each is parsed as it arrives."""
+        conversations = [p.conversation for p in prompts]
+        if judge.verdict_path != "continuation":
+            parse = parse_pairwise if slots == 2 else parse_pointwise
 
-        On the continuation path a batch's explanations are generated first, then their verdicts
-        read in one or two batched continuation calls; on the text path each is parsed as it
-        arrives.
-        """
-        continuation = judge.verdict_path == "continuation"
-        parse = parse_pairwise if slots == 2 else parse_pointwise
-        history: dict[int, list[str]] = {i: [] for i in range(len(prompts))}
-        usage: dict[int, dict[str, int]] = {i: {} for i in range(len(prompts))}
-        pending = list(range(len(prompts)))
-        for attempt in range(judge.retries + 1):
-            temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
-            last = attempt == judge.retries
-            failed = []
-            generated: list[tuple[int, str]] = []
-            for local, generation in judge.engine.generate([prompts[i].conversation for i in pending],
-                                                           max_new_tokens=judge.max_new_tokens,
-                                                           temperature=temperature, seed=judge.seed + attempt):
-                index = pending[local]
-                history[index].append(generation.text)
-                add_usage(usage[index], generation.usage)
-                if continuation:
-                    generated.append((index, generation.text))
-                    continue
-                verdict = parse(generation.text, prompts[index].max_points, prompts[index].untrusted)
-                if verdict.ok or last:
-                    yield index, _Outcome(generation.text, verdict, history[index], usage[index])
-                else:
-                    failed.append(index)
-            if generated:
-                read = continuation_verdicts(judge.engine, [prompts[i] for i, _ in generated],
-                                             [text for _, text in generated], slots)
-                for (index, text), (verdict, what) in zip(generated, read):
-                    add_usage(usage[index], {"verdict_reads": len(what["logprobs"])})
-                    if verdict.ok or last:
-                        yield index, _Outcome(text, verdict, history[index], usage[index], what)
-                    else:
-                        failed.append(index)
-            pending = sorted(failed)
-            if not pending:
-                return
+            def parse_texts(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
+                for local, (index, text) in enumerate(zip(indices, texts)):
+                    verdict = parse(text, prompts[index].max_points, prompts[index].untrusted)
+                    yield local, Reading(verdict.scores, verdict.error)
+
+            return generate_and_read(judge, conversations, parse_texts, batched=False)
+
+        def read_continuations(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
+            read = continuation_verdicts(judge.engine, [prompts[i] for i in indices], texts, slots)
+            for local, (verdict, what) in enumerate(read):
+                raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {what['continuation']}"
+                yield local, Reading(verdict.scores, verdict.error, raw, {"verdict_reads": len(what["logprobs"])},
+                                     {"logprobs": what["logprobs"]})
+
+        return generate_and_read(judge, conversations, read_continuations)
 
     @staticmethod
-    def _raw(outcome: _Outcome) -> str:
-        """The judge's text, and on the continuation path the verdict line rankkit read after it."""
-        if outcome.read:
-            return f"{outcome.text.rstrip()}\n\n[read by rankkit] {outcome.read['continuation']}"
-        return outcome.text
-
-    @staticmethod
-    def _extras(judge: ModeJudge, prompt: Prompt, outcome: _Outcome) -> dict[str, Any]:
+    def _extras(judge: ModeJudge, prompt: Prompt, reply: Reply) -> dict[str, Any]:
+        reading = reply.reading
         extras: dict[str, Any] = {"mode": "generate", "template": prompt.template.name,
                                   "max_points": prompt.max_points,
-                                  "verdict_path": "continuation" if outcome.read else "text"}
-        if outcome.verdict.scores is not None:
-            extras["verdict"] = list(outcome.verdict.scores)
-        if outcome.read:
-            extras["logprobs"] = outcome.read["logprobs"]
-        if outcome.verdict.error:
-            extras["parse_error"] = outcome.verdict.error
-        if len(outcome.attempts) > 1:
-            extras["earlier_attempts"] = outcome.attempts[:-1]
+                                  "verdict_path": "continuation" if "logprobs" in reading.details else "text"}
+        if reading.value is not None:
+            extras["verdict"] = list(reading.value)
+        extras.update(reading.details)
+        if reading.error:
+            extras["parse_error"] = reading.error
+        if len(reply.history) > 1:
+            extras["earlier_attempts"] = reply.history[:-1]
         return extras
 
 
