@@ -151,5 +151,7 @@ def continuation_logprobs(assistant_prefix: str, choices: Sequence[str]) -> dict
         return {}
     value = float(found[-1].replace(",", "."))
     low = math.floor(value)
-    shares = {str(low): 1.0} if value == low else {str(low): 0.5, str(low + 1): 0.5}
-    return {digit: math.log(share) for digit, share in shares.items() if digit in choices}
+    digits = [str(low)] if value == low else [str(low), str(low + 1)]
+    # Equal weights as log 1 = 0 (readers renormalise): exp(0) is exact on every CPU, so the
+    # expected digit of a half point is exactly x.5, not x.5 give or take a libm rounding.
+    return {digit: 0.0 for digit in digits if digit in choices}
