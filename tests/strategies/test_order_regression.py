@@ -7,16 +7,22 @@ strategies share the judgments they both ask for). For each strategy and task th
 ``tests/data/order_regression.json`` holds:
 
 * the decisions, compared exactly: the comparisons asked (first, second, round) in order, each
-  verdict's winner, the ranking, the champion, the number of comparisons, and the integers and
-  strings in ``extras`` (rounds played, stopping reasons, ...);
-* the numbers, compared within ``REL``/``ABS``: scores, the verdicts' grades and the floats in
-  ``extras`` (posterior spreads, intervals, ...). They come from numpy, scipy and BLAS, whose last
+  verdict's winner, the k-way judgments asked in order (which answers were shown in which slots,
+  the round, what the judge chose or the order it gave), the ranking, the champion, the number of
+  comparisons, and the integers and strings in ``extras`` (rounds played, stopping reasons, ...);
+* the numbers, compared within ``REL``/``ABS``: scores, the verdicts' grades, the grades a k-way
+  choice gives its slots and the floats in ``extras`` (posterior spreads, intervals, ...). They come from numpy, scipy and BLAS, whose last
   bits differ between CPUs, so they are stored to ``DIGITS`` significant digits.
 
 The snapshot is compact: the simulated judge's verdict depends only on (task, first, second), so
 the grades and winner of each ordered pair are stored once per task (``verdicts``) and a
 comparison is stored as ``[first, second, round]``; a strategy whose shared run equals its alone
-run is listed in ``shared_as_alone`` instead of being stored twice.
+run is listed in ``shared_as_alone`` instead of being stored twice. A k-way strategy's entries add
+``group_comparisons``, each k-way judgment in full as ``[shown, round, ranking, grades]`` (see
+:func:`_group_comparison`); pairwise and pointwise entries have no such key.
+
+Every case this module records must be in the snapshot (a newly registered strategy fails
+``test_every_case_is_recorded`` until it is recorded).
 
 When a change of outputs is intended, re-record only the cases it changes (patterns match
 ``MODE/LABEL``, or a label in both modes) and review the diff of the snapshot, one line per case::
@@ -34,7 +40,10 @@ and the 0.2 code (after the vocabulary rename) reproduced the former snapshot bi
 (spec names changed from ``debias=`` to ``order=`` and null extras are no longer written, by
 conversion of the snapshot, not re-recording). The 95% intervals of ``bt:bootstrap=5`` again, when a
 percentile interval became widened to contain its estimate (issue 24, item 11): four bounds moved
-to their rating.
+to their rating. The k-way strategies (``setwise_knockout``, ``setwise_heapsort``, ``listwise``,
+``setwise_groups``), run but never compared since they were added, were recorded with their k-way
+judgments (``group_comparisons``) and a test that every recorded case is in the snapshot; the
+pairwise cases' lines did not change.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from typing import Any
 
 import pytest
 
+from rankkit.choices import GroupComparison
 from rankkit.judges import make_judge
 from rankkit.runner import run
 from rankkit.strategies import make_strategy, strategy_classes
@@ -58,7 +68,12 @@ SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "order_regression.json
 JUDGE = "sim:preset=chatgpt"
 SEED = 7
 EXTRA_SPECS = ["active:batch=3", "swiss:aggregate=points", "heapsort:top_k=3", "double_elimination:aggregate=bt",
-               "sliding:passes=3", "panel_elo:permutations=5", "bt:bootstrap=5"]
+               "sliding:passes=3", "panel_elo:permutations=5", "bt:bootstrap=5",
+               # k-way: every presentation order (given, random, both, permute with all or fewer shifts),
+               # knockout byes and a smaller last group (k=3), a partial heap sort, several listwise passes
+               "setwise_knockout:k=3", "setwise_knockout:order=both", "setwise_heapsort:k=3",
+               "setwise_heapsort:top_k=3,order=given", "listwise:passes=2", "listwise:window=3,step=1,order=permute",
+               "setwise_groups:k=4,order=permute,shifts=2", "setwise_groups:k=3,rounds=2,order=random"]
 MODES = ("alone", "shared")
 # Tolerance for every float (scores, grades, extras); observed differences between CPUs are ~1e-13.
 REL = 1e-9
@@ -68,13 +83,23 @@ REGENERATE = "python -m tests.strategies.test_order_regression --regenerate"
 
 
 def specs() -> list[str]:
-    """Each registered strategy with its defaults, then in both orders and in its one order."""
-    out = []
+    """Each registered strategy with its defaults, then in both orders and in its one order.
+
+    A spec that makes the same strategy as one before it (``bt:order=both`` is ``bt``) is left out:
+    it would pin the same case twice under two labels.
+    """
+    candidates = []
     for name, cls in strategy_classes().items():
-        out.append(name)
+        candidates.append(name)
         if cls.kind == "pairwise":
-            out += [f"{name}:order=both", f"{name}:order={cls.single_order or cls.default_order()}"]
-    return out + EXTRA_SPECS
+            candidates += [f"{name}:order=both", f"{name}:order={cls.single_order or cls.default_order()}"]
+    out, made = [], []
+    for spec in candidates + EXTRA_SPECS:
+        strategy = make_strategy(spec)
+        if strategy not in made:
+            out.append(spec)
+            made.append(strategy)
+    return out
 
 
 def tasks():
@@ -98,16 +123,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _group_comparison(comparison: GroupComparison) -> list[Any]:
+    """One k-way judgment as [shown, round, ranking, grades]: the candidates in slot order, the
+    strategy's round, what the judge put first (the chosen one alone for a choice, all of them best
+    first for an ordering; None when parsing failed) and the grade per slot (None: an ordering, or
+    a choice that carries none)."""
+    grades = getattr(comparison.judgment, "grades", None)
+    return [list(comparison.shown), comparison.round, comparison.ranking, grades]
+
+
 def _summary(result, names: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Each strategy's per-task outputs under its spec in ``names``; a comparison is
-    [first, second, round, grade, grade, winner]."""
+    [first, second, round, grade, grade, winner], a k-way judgment as :func:`_group_comparison`
+    (the key only where the strategy asked any, so pairwise entries keep their form)."""
     out = {}
     for name, strategy_run in zip(names, result.strategies):
         out[name] = [
             {"task": t.task_id, "scores": t.scores, "ranking": t.ranking, "champion": t.champion,
              "extras": {cid: e.to_dict() for cid, e in t.extras.items()}, "comparisons": t.cost.comparisons,
              "matches": [[c.first, c.second, c.round, c.verdict.first_grade, c.verdict.second_grade,
-                          c.verdict.winner.value] for c in t.comparisons]}
+                          c.verdict.winner.value] for c in t.comparisons],
+             **({"group_comparisons": [_group_comparison(g) for g in t.group_comparisons]}
+                if t.group_comparisons else {})}
             for t in strategy_run.tasks]
     return _plain(json.loads(json.dumps(_plain(out))))
 
@@ -250,6 +287,11 @@ def entry_differences(now: dict[str, Any], expected: dict[str, Any], where: str)
     return found
 
 
+def unrecorded(now: dict[str, Any], before: dict[str, Any]) -> list[str]:
+    """The cases (``MODE/LABEL``) this run records that the snapshot does not hold."""
+    return [f"{mode}/{label}" for mode in MODES for label in now[mode] if label not in before[mode]]
+
+
 def case_differences(now: dict[str, Any], before: dict[str, Any], mode: str) -> dict[str, list[str]]:
     """The differing cases of one mode: label -> its differences (a case missing now is one)."""
     out = {}
@@ -283,6 +325,14 @@ def test_every_strategy_makes_the_same_decisions_with_the_same_numbers_as_before
                            + " ".join(f"'{mode}/{label}'" for label in differing))
 
 
+def test_every_case_is_recorded(now, before):
+    """A case missing from the snapshot is compared with nothing, so a new strategy or spec would
+    pass whatever it decides: it must be recorded first."""
+    missing = unrecorded(now, before)
+    assert not missing, (f"{len(missing)} cases are not in {SNAPSHOT.name}: {', '.join(missing)}\n"
+                         f"Record them (and review the diff): {REGENERATE} " + " ".join(f"'{c}'" for c in missing))
+
+
 def test_the_snapshot_file_is_in_its_canonical_form(tmp_path):
     """Packing what the file stands for gives the file back: no hand edit left it inconsistent."""
     stored = json.loads(SNAPSHOT.read_text())
@@ -303,8 +353,8 @@ def regenerate(patterns: list[str]) -> None:
         for label, entries in fresh[mode].items():
             if any(fnmatch.fnmatchcase(f"{mode}/{label}", p) or fnmatch.fnmatchcase(label, p) for p in patterns):
                 merged[mode][label] = entries
-                changed = label in differing or label not in before[mode]
-                print(f"{mode}/{label}: {'changed' if changed else 'as before'}", file=sys.stderr)
+                status = "new" if label not in before[mode] else "changed" if label in differing else "as before"
+                print(f"{mode}/{label}: {status}", file=sys.stderr)
     write_snapshot(pack(merged))
     print(f"wrote {SNAPSHOT} ({SNAPSHOT.stat().st_size} bytes)", file=sys.stderr)
 
@@ -322,10 +372,18 @@ def main(argv: list[str] | None = None) -> int:
     now, before = record(), read_snapshot()
     differing = {f"{mode}/{label}": lines
                  for mode in MODES for label, lines in case_differences(now, before, mode).items()}
+    missing = unrecorded(now, before)
     for case, lines in differing.items():
         print(f"{case}: {len(lines)} differences, first: {lines[0]}")
-    print(f"{len(differing)} cases differ" if differing else "every case is as recorded", file=sys.stderr)
-    return 1 if differing else 0
+    for case in missing:
+        print(f"{case}: not recorded")
+    if differing or missing:
+        print(f"{len(differing)} cases differ, {len(missing)} are not recorded", file=sys.stderr)
+        return 1
+    cases = sum(len(now[mode]) for mode in MODES)
+    print(f"every case is as recorded ({cases} cases: {len(now['alone'])} alone, {len(now['shared'])} shared)",
+          file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
