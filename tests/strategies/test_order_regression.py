@@ -11,8 +11,9 @@ strategies share the judgments they both ask for). For each strategy and task th
   the round, what the judge chose or the order it gave), the ranking, the champion, the number of
   comparisons, and the integers and strings in ``extras`` (rounds played, stopping reasons, ...);
 * the numbers, compared within ``REL``/``ABS``: scores, the verdicts' grades, the grades a k-way
-  choice gives its slots and the floats in ``extras`` (posterior spreads, intervals, ...). They come from numpy, scipy and BLAS, whose last
-  bits differ between CPUs, so they are stored to ``DIGITS`` significant digits.
+  choice gives its slots and the floats in ``extras`` (posterior spreads, intervals, ...). They
+  come from numpy, scipy and BLAS, whose last bits differ between CPUs, so they are stored to
+  ``DIGITS`` significant digits.
 
 The snapshot is compact: the simulated judge's verdict depends only on (task, first, second), so
 the grades and winner of each ordered pair are stored once per task (``verdicts``) and a
