@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import http.server
 import json
 import os
 import platform
@@ -47,11 +46,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rankkit.cache import DEFAULT_LEASE_SECONDS, LEASED_COMMIT_SECONDS  # noqa: E402
+from tests.servers import StubRequest, StubServer  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results" / "concurrent_processes.md"
 STRATEGIES = "knockout:order=both,bt"
 
 
-class SlowStub:
+class SlowStub(StubServer):
     """An OpenAI-compatible chat endpoint on 127.0.0.1 that sleeps ``latency`` seconds per request,
     answers a pairwise verdict derived from the request, and counts what it receives.
 
@@ -60,63 +60,34 @@ class SlowStub:
     """
 
     def __init__(self, latency: float, unparseable: float = 0.0):
+        super().__init__()
+        self.latency = latency
         self.unparseable = unparseable
-        self.requests = 0
-        self.answered = 0
-        self.bodies: set[str] = set()
-        lock = threading.Lock()
-        stub = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                digest = hashlib.sha256(body).hexdigest()
-                with lock:
-                    stub.requests += 1
-                    stub.bodies.add(digest)
-                time.sleep(latency)
-                with lock:
-                    stub.answered += 1
-                first, second = int(digest[:2], 16) % 5, int(digest[2:4], 16) % 5  # 0..4: in every sample scale
-                content = f"Explanation: stub.\nAnswer 1: {first}\nAnswer 2: {second}"
-                if int(digest[4:8], 16) / 0x10000 < stub.unparseable:
-                    content = "I cannot decide."  # no verdict: the judge records a parse failure
-                data = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # the client was killed (crash scenario)
-                    pass
-
-        # Loopback only: nothing outside this machine can reach the stub.
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._lock = threading.Lock()
+        self.reset()
 
     def reset(self) -> None:
         self.requests = 0
         self.answered = 0
-        self.bodies = set()
+        self.bodies: set[str] = set()
 
-    def __enter__(self) -> "SlowStub":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+    def post(self, request: StubRequest, body: dict) -> None:
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            self.requests += 1
+            self.bodies.add(digest)
+        time.sleep(self.latency)
+        with self._lock:
+            self.answered += 1
+        first, second = int(digest[:2], 16) % 5, int(digest[2:4], 16) % 5  # 0..4: in every sample scale
+        content = f"Explanation: stub.\nAnswer 1: {first}\nAnswer 2: {second}"
+        if int(digest[4:8], 16) / 0x10000 < self.unparseable:
+            content = "I cannot decide."  # no verdict: the judge records a parse failure
+        try:
+            request.send_json(200, {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": content}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+        except (BrokenPipeError, ConnectionResetError):  # the client was killed (crash scenario)
+            pass
 
 
 def rankings(path: Path) -> list:

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import http.server
 import json
-import socket
 import sys
 import threading
 import time
@@ -36,68 +34,50 @@ if TYPE_CHECKING:
     import multiprocessing.connection
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.servers import StubRequest, StubServer  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "engine.md"
 STRATEGIES = ["knockout", "knockout:order=both", "heapsort", "swiss", "active", "bt"]
 
 
+class StatsStub(StubServer):
+    """A chat-completions stub that answers after ``latency`` seconds with a verdict drawn from the
+    request's hash; ``GET /stats`` returns how many requests it served and the most held at once."""
+
+    def __init__(self, latency: float):
+        super().__init__()
+        self.latency = latency
+        self.served = self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+
+    def get(self, request: StubRequest) -> None:
+        with self._lock:
+            request.send_json(200, {"served": self.served, "max_in_flight": self.max_in_flight})
+
+    def post(self, request: StubRequest, body: dict) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        time.sleep(self.latency)
+        text = json.dumps(body)
+        digest = hashlib.sha256(text.encode()).digest()
+        first, second = digest[0] % 11, digest[1] % 11
+        verdict = f"Answer 1: {first}/10 Answer 2: {second}/10" if "Answer 2" in text else f"Score: {first}/10"
+        request.send_json(200, {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": f"Explanation: stub. {verdict}"}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+        with self._lock:
+            self.in_flight -= 1
+            self.served += 1
+
+
 def serve_stub(latency: float, port_out: "multiprocessing.connection.Connection") -> None:
-    """The stub server's process: a threaded chat-completions server on a free loopback port that
-    answers after ``latency`` seconds; ``GET /stats`` returns what it served."""
-    served = in_flight = max_in_flight = 0
-    lock = threading.Lock()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def setup(self) -> None:
-            super().setup()
-            # Headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm and
-            # the client's delayed ACK add ~40 ms to every keep-alive request.
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            with lock:
-                data = json.dumps({"served": served, "max_in_flight": max_in_flight}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self) -> None:
-            nonlocal served, in_flight, max_in_flight
-            body = self.rfile.read(int(self.headers.get("content-length", 0)))
-            with lock:
-                in_flight += 1
-                max_in_flight = max(max_in_flight, in_flight)
-            time.sleep(latency)
-            digest = hashlib.sha256(body).digest()
-            first, second = digest[0] % 11, digest[1] % 11
-            text = body.decode("utf-8", "replace")
-            verdict = (f"Answer 1: {first}/10 Answer 2: {second}/10" if "Answer 2" in text
-                       else f"Score: {first}/10")
-            data = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
-                "role": "assistant", "content": f"Explanation: stub. {verdict}"}}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            with lock:
-                in_flight -= 1
-                served += 1
-
-    class Server(http.server.ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 256  # the default backlog of 5 resets connections opened in a burst
-
-    server = Server(("127.0.0.1", 0), Handler)
-    port_out.send(server.server_address[1])
-    server.serve_forever(poll_interval=0.05)
+    """The stub server's process: :class:`StatsStub` on a free loopback port, sent through ``port_out``."""
+    stub = StatsStub(latency)
+    port_out.send(stub.port)
+    stub.server.serve_forever(poll_interval=0.05)
 
 
 class VerdictStub:

@@ -25,16 +25,11 @@ Figures are printed and written to ``benchmarks/results/http_concurrency.md``.
 from __future__ import annotations
 
 import argparse
-import http.server
 import importlib.util
-import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -43,104 +38,25 @@ sys.path.insert(0, str(ROOT))
 
 from rankkit.judges import make_judge  # noqa: E402
 from rankkit.tasks import SAMPLE_DATA, load_tasks  # noqa: E402
+from tests.servers import LlamaServer, StubRequest, StubServer, free_port  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "http_concurrency.md"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONCURRENCY = (1, 2, 4, 8)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_ready(url: str, process: subprocess.Popen | None = None, limit: float = 180.0) -> None:
-    import httpx
-
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-        try:
-            if httpx.get(url, timeout=2.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"{url} not ready after {limit:g} s")
-
-
-class LatencyStub:
+class LatencyStub(StubServer):
     """Answers ``POST /v1/chat/completions`` with ``Score: 1`` after ``latency`` seconds."""
 
     def __init__(self, latency: float):
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        super().__init__()
+        self.latency = latency
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                time.sleep(latency)
-                data = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": "Explanation: stub. Score: 1"}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def __enter__(self) -> "LatencyStub":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-
-
-class LlamaServer:
-    """``python -m llama_cpp.server`` with SmolLM2 on a free loopback port, for a ``with`` block."""
-
-    def __init__(self, model: Path, threads: int):
-        self.model = model
-        self.threads = threads
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.process: subprocess.Popen | None = None
-        self.log = tempfile.NamedTemporaryFile(prefix="llama_server_", suffix=".log", delete=False)
-
-    def __enter__(self) -> "LlamaServer":
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--model_alias", "smollm2",
-                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
-                   "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads), "--verbose", "False"]
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        try:
-            wait_ready(f"{self.base_url}/models", self.process)
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=15)
-        self.log.close()
-        os.unlink(self.log.name)
+    def post(self, request: StubRequest, body: dict) -> None:
+        time.sleep(self.latency)
+        request.send_json(200, {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "Explanation: stub. Score: 1"}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
 
 
 def workload(count: int) -> list:
@@ -219,7 +135,8 @@ def main() -> None:
         import llama_cpp
 
         for threads in (int(t) for t in args.threads.split(",")):
-            with LlamaServer(model, threads) as server:
+            with tempfile.TemporaryDirectory() as logs, \
+                    LlamaServer(model, free_port(), Path(logs) / "server.log", threads=threads) as server:
                 rows = measure(server.base_url, requests, args.max_new_tokens, args.repeats)
             for r in rows:
                 print(f"llama_cpp.server n_threads={threads} concurrency={r['concurrency']}: "

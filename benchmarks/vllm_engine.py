@@ -117,7 +117,7 @@ def p6(server, requests) -> list[tuple[int, float, float]]:
 def prefix_caching(model_dir: Path, log_dir: Path, requests) -> dict[bool, tuple[float, float]]:
     """{prefix caching on/off: (server start seconds, j/s of its first pass)} at concurrency 8."""
     from rankkit.judges import make_judge
-    from tests.judges.conftest import VLLMServer, free_port
+    from tests.servers import VLLMServer, free_port
 
     out = {}
     for caching in (True, False):
@@ -200,7 +200,7 @@ def agreement(a: list[float], b: list[float]) -> tuple[float, float, float]:
 def main() -> None:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     from rankkit.judges.hf_loading import smollm2_copy_dir
-    from tests.judges.conftest import VLLMServer, free_port
+    from tests.servers import VLLMServer, free_port
 
     requests = requests_of_sample()
     model_dir = smollm2_copy_dir("bfloat16")

@@ -25,11 +25,11 @@ Like a real chat model it
 
 from __future__ import annotations
 
-import http.server
-import json
 import re
 import threading
 from typing import Any, Mapping
+
+from tests.servers import StubRequest, StubServer
 
 _BOX = {slot: re.compile(rf"<{tag}>\n(.*?)\n</{tag}>", re.DOTALL)
         for slot, tag in ((0, "answer"), (1, "answer_1"), (2, "answer_2"))}
@@ -37,7 +37,7 @@ _SCALE = re.compile(r"scale of 0 to (\d+)")
 _SLOT_PREFIX = re.compile(r"Final verdict:.*?(?:Answer (?P<slot>[12])|(?P<score>Score)):\s*$", re.DOTALL)
 
 
-class HonestJudgeServer:
+class HonestJudgeServer(StubServer):
     """See the module docstring.
 
     quality: base answer text -> its points on the prompt's scale 0..M (an answer containing none
@@ -50,43 +50,16 @@ class HonestJudgeServer:
 
     def __init__(self, quality: Mapping[str, float], quote: str = "none", continues: bool = True,
                  binary: bool = False):
+        super().__init__()
         self.quality = dict(quality)
         self.binary = binary
         self.quote = quote
         self.continues = continues
         self.requests = {"generate": 0, "continue": 0}
         self._lock = threading.Lock()
-        server = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms wait
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                data = json.dumps(server.complete(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
-
-    def __enter__(self) -> "HonestJudgeServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def post(self, request: StubRequest, body: dict[str, Any]) -> None:
+        request.send_json(200, self.complete(body))
 
     # -- judging ----------------------------------------------------------------------------------
     def points(self, answer: str) -> float:

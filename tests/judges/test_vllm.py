@@ -419,38 +419,35 @@ def test_concurrency_fills_the_server_beyond_one_task(vllm_server, sample_tasks,
 
 @pytest.mark.vllm
 def test_server_killed_mid_run_then_the_rerun_pays_only_what_is_missing(vllm_server, sample_tasks, cache_path):
+    # The run goes through a proxy that kills the server as it passes on the (kill_after + 1)-th
+    # answer (the first is the continuation probe), before that answer reaches rankkit: the kill
+    # falls at a known point of the run whatever the machine's speed. (Polling the server's own
+    # counters raced a fast server, which could finish the run before it was killed.)
+    from rankkit.cache import JudgmentCache
+    from tests.judges.fault_proxy import FaultProxy
+
     tasks = sample_tasks[:2]
     options = "mode=logprob,concurrency=2,max_attempts=2,backoff=0.05"
     needed = expected_calls(tasks, "bt")
     kill_after = 6
-    stop = threading.Event()
 
-    before = vllm_server.metric("vllm:request_success_total")  # the session's earlier tests
+    def kill_server(answered: int) -> None:
+        if answered == kill_after + 1:
+            vllm_server.kill()
 
-    def kill_when_some_are_answered():
-        # the server's own count of finished requests (the first is the continuation probe)
-        while not stop.is_set():
-            if vllm_server.metric("vllm:request_success_total") - before >= kill_after + 1:
-                vllm_server.kill()
-                return
-            stop.wait(0.02)
-
-    killer = threading.Thread(target=kill_when_some_are_answered, daemon=True)
-    killer.start()
     try:
-        with pytest.raises(JudgeError, match="after 2 attempts") as caught:
-            run_judge(openai_spec(vllm_server, options), tasks, "bt", cache_path)
+        with FaultProxy(upstream=vllm_server.root, on_success=kill_server) as proxy:
+            with pytest.raises(JudgeError, match="after 2 attempts") as caught:
+                run_judge(openai_spec(proxy, options), tasks, "bt", cache_path)
         assert caught.value.resumable
     finally:
-        stop.set()
-        killer.join()
         vllm_server.stop()
         vllm_server.start()  # a fresh server: its counters start at 0
-    from rankkit.cache import JudgmentCache
-
     with JudgmentCache(cache_path) as cache:
         cached = len(cache)
-    assert kill_after <= cached < needed  # the run died mid-way, with what it got cached
+    # every answer that reached rankkit is cached: the probe's and at most concurrency - 1 judgments
+    # forwarded before the kill can be answered besides the first kill_after
+    assert proxy.successes - 1 == cached and kill_after <= cached <= kill_after + 1 < needed
     result, _ = run_judge(openai_spec(vllm_server, options), tasks, "bt", cache_path)
     (bt,) = result.strategies
     assert bt.cost.cache_hits == cached and bt.cost.judge_calls == needed - cached
