@@ -28,7 +28,8 @@ The analyses, each a pure function of the results (plus a bootstrap seed):
     both are evaluated on the same resampled tasks, so the interval reflects only the noise in
     their difference (is knockout better than individual here, or within noise?).
 
-Plus the judge-bias views of the report (:func:`position_bias`, :func:`length_bias`).
+Plus the judge-bias views of the report (:func:`position_bias`, :func:`length_bias`, and for
+k-way judgments :func:`slot_bias`: how often the answer in each of the k slots was chosen).
 
 Intervals are percentile bootstrap intervals (:mod:`rankkit.stats`), widened to the estimate when
 resampling bias puts the estimate outside them, so each contains its estimate. The resamples are
@@ -44,7 +45,7 @@ The modules, in the order the analyses build on each other:
 * :mod:`~rankkit.analysis.correlations` — (a) and (e);
 * :mod:`~rankkit.analysis.elimination` — (b);
 * :mod:`~rankkit.analysis.breakdowns` — (c) and (d);
-* :mod:`~rankkit.analysis.judge_bias` — position and length bias;
+* :mod:`~rankkit.analysis.judge_bias` — position and length bias, and the slot bias of k-way judgments;
 * :mod:`~rankkit.analysis.combined` — all of them at once (:func:`analyze`);
 * :mod:`~rankkit.analysis.render` — the analysis as text tables and strict JSON.
 """
@@ -61,7 +62,14 @@ from rankkit.analysis.combined import analyze, default_baseline
 from rankkit.analysis.correlations import correlation_table, paired_difference
 from rankkit.analysis.draws import MetricDraws, TaskMetrics, metric_intervals, row_correlations
 from rankkit.analysis.elimination import elimination_group, elimination_rounds
-from rankkit.analysis.judge_bias import distinct_comparisons, length_bias, position_bias, winner_of
+from rankkit.analysis.judge_bias import (
+    distinct_comparisons,
+    distinct_group_comparisons,
+    length_bias,
+    position_bias,
+    slot_bias,
+    winner_of,
+)
 from rankkit.analysis.labelled import (
     DEFAULT_METRICS,
     LabelledTask,
@@ -77,8 +85,9 @@ from rankkit.analysis.render import analysis_tables, format_analysis, to_jsonabl
 __all__ = [
     "AGGREGATES", "AGGREGATE_METRICS", "DEFAULT_METRICS", "AggregateUnits", "LabelledTask", "MetricDraws",
     "TaskMetrics", "aggregate_level", "analysis_tables", "analyze", "breakdown", "breakdown_fields",
-    "check_metrics", "correlation_table", "default_baseline", "distinct_comparisons", "elimination_group",
+    "check_metrics", "correlation_table", "default_baseline", "distinct_comparisons", "distinct_group_comparisons",
+    "elimination_group",
     "elimination_rounds", "format_analysis", "human_scores", "labelled_tasks", "length_bias", "load_results",
     "metric_intervals", "paired_difference", "position_bias", "row_correlations", "strategy_names",
-    "strategy_run", "to_jsonable", "winner_of",
+    "slot_bias", "strategy_run", "to_jsonable", "winner_of",
 ]

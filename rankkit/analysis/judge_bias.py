@@ -2,15 +2,20 @@
 
 The report's bias views: how often the candidate shown first won, whether a pair judged in both
 orders got the same winner, and how often the longer answer won — each next to the rate a judge
-agreeing with the humans would show.
+agreeing with the humans would show. For k-way judgments (setwise and listwise strategies),
+:func:`slot_bias` gives how often the answer in each of the k slots was chosen, next to the
+uniform rate 1/k and the human rate.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Mapping, Sequence
 
 from rankkit.analysis.labelled import human_scores
-from rankkit.judges.base import Winner
+from rankkit.choices import GroupComparison
+from rankkit.judges.base import ParseStatus, Winner
+from rankkit.judges.kway import ChoiceJudgment
 from rankkit.matches import Comparison
 from rankkit.results import RunResult
 from rankkit.stats import DEFAULT_LEVEL, proportion_interval
@@ -107,3 +112,128 @@ def length_bias(results: RunResult, name: str | None = None, level: float = DEFA
             human_longer += truth[longer] > truth[shorter]
     return {"matches": decided, "longer_win_rate": proportion_interval(longer_won, decided, level),
             "human_longer_better": proportion_interval(human_longer, labelled, level)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Slot bias of k-way judgments (setwise and listwise strategies)
+
+
+def distinct_group_comparisons(results: RunResult, name: str | None = None) -> list[tuple[str, GroupComparison]]:
+    """The k-way judgments of strategy ``name``, or of all strategies with each judgment counted
+    once, as (task id, :class:`~rankkit.choices.GroupComparison`) pairs.
+
+    As for :func:`distinct_comparisons`: the memo shares a judgment exactly when the same group is
+    shown in the same order and asked the same question (choice or ordering), so (task, kind,
+    group in slot order) is one judgment whichever strategy or round used it.
+    """
+    seen: set[tuple[str, str, tuple[str, ...]]] = set()
+    out = []
+    for strategy in results.strategies:
+        if name is not None and strategy.name != name:
+            continue
+        for task in strategy.tasks:
+            for group in task.group_comparisons:
+                key = (task.task_id, group.kind, tuple(group.shown))
+                if key not in seen:
+                    seen.add(key)
+                    out.append((task.task_id, group))
+    return out
+
+
+def top_slot(group: GroupComparison) -> int | None:
+    """The slot the judge put first: the chosen slot of a choice, the first of an ordering; None
+    when the judgment failed to parse.
+
+    >>> from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
+    >>> top_slot(GroupComparison(("a", "b", "c"), ChoiceJudgment(chosen=2)))
+    2
+    >>> top_slot(GroupComparison(("a", "b", "c"), OrderJudgment(permutation=(1, 0, 2))))
+    1
+    """
+    judgment = group.judgment
+    if judgment.status is ParseStatus.FAILED:
+        return None
+    if isinstance(judgment, ChoiceJudgment):
+        return judgment.chosen
+    return judgment.permutation[0] if judgment.permutation else None
+
+
+def human_best_shares(shown: Sequence[str], human: Mapping[str, float]) -> tuple[float, ...]:
+    """Each slot's share of the human-best answer (highest human score) of a group in slot order:
+    1 for its slot, or split evenly among the slots of tied best answers.
+
+    >>> human_best_shares(["a", "b", "c"], {"a": 1.0, "b": 3.0, "c": 2.0})
+    (0.0, 1.0, 0.0)
+    >>> human_best_shares(["a", "b", "c", "d"], {"a": 3.0, "b": 1.0, "c": 3.0, "d": 2.0})
+    (0.5, 0.0, 0.5, 0.0)
+    """
+    best = max(human[cid] for cid in shown)
+    tied = sum(human[cid] == best for cid in shown)
+    return tuple(1.0 / tied if human[cid] == best else 0.0 for cid in shown)
+
+
+def slot_rates(top_slots: Sequence[int], human_shares: Sequence[Sequence[float]], k: int,
+               level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
+    """One row per slot of the parsed k-way judgments of one group size k.
+
+    Parameters
+    ----------
+    top_slots: the slot each parsed judgment put first (:func:`top_slot`).
+    human_shares: :func:`human_best_shares` of each parsed judgment on a task with human scores.
+    k: the group size.
+    level: the confidence level of the binomial intervals.
+
+    Returns
+    -------
+    Per slot (0 = shown first): ``slot``; ``chosen``, how many judgments put it first; ``rate``,
+    ``chosen`` over all judgments with its exact binomial interval; ``uniform``, 1/k (a judge
+    blind to the answers and to their order); ``human``, the share of labelled judgments whose
+    human-best answer sits in this slot (what a judge agreeing with the humans would show; NaN
+    without labelled judgments).
+
+    >>> rows = slot_rates([0, 0, 1], [(0.0, 1.0), (1.0, 0.0)], k=2)
+    >>> [(row["slot"], row["chosen"], round(row["rate"].estimate, 3), row["uniform"], row["human"]) for row in rows]
+    [(0, 2, 0.667, 0.5, 0.5), (1, 1, 0.333, 0.5, 0.5)]
+    """
+    rows = []
+    for slot in range(k):
+        chosen = sum(top == slot for top in top_slots)
+        human = sum(shares[slot] for shares in human_shares) / len(human_shares) if human_shares else math.nan
+        rows.append({"slot": slot, "chosen": chosen, "rate": proportion_interval(chosen, len(top_slots), level),
+                     "uniform": 1.0 / k, "human": human})
+    return rows
+
+
+def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
+    """How often a k-way judge chose the answer in each slot, per group size k.
+
+    The k-way analogue of :func:`position_bias`, over the distinct k-way judgments
+    (:func:`distinct_group_comparisons`): a choice counts for the slot chosen, an ordering for the
+    slot it ranked first. An unbiased judge shown answers in random order chooses each slot at
+    the human rate, and, blind to quality, at the uniform rate 1/k.
+
+    Parameters
+    ----------
+    results: a run's results.
+    name: one strategy's judgments; None: all strategies', each judgment once.
+    level: the confidence level of the exact binomial intervals.
+
+    Returns
+    -------
+    One entry per group size present, smallest first: ``k``; ``judgments``, the parsed judgments
+    (the denominator of every rate); ``failed``, the judgments that failed to parse (left out);
+    ``labelled``, the parsed judgments on tasks with human scores (the denominator of the human
+    rate); ``slots``, :func:`slot_rates`. Empty when the results hold no k-way judgments
+    (pairwise and pointwise strategies).
+    """
+    human = human_scores(results)
+    by_k: dict[int, list[tuple[str, GroupComparison]]] = {}
+    for task_id, group in distinct_group_comparisons(results, name):
+        by_k.setdefault(len(group.shown), []).append((task_id, group))
+    out = []
+    for k, judgments in sorted(by_k.items()):
+        parsed = [(task_id, group, top) for task_id, group in judgments if (top := top_slot(group)) is not None]
+        shares = [human_best_shares(group.shown, human[task_id]) for task_id, group, _ in parsed if task_id in human]
+        out.append({"k": k, "judgments": len(parsed), "failed": len(judgments) - len(parsed), "labelled": len(shares),
+                    "slots": slot_rates([top for _, _, top in parsed], shares, k, level)})
+    return out

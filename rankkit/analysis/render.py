@@ -9,6 +9,7 @@ import numpy as np
 
 from rankkit.analysis.breakdowns import AGGREGATE_METRICS
 from rankkit.formatting import Table, render_sections
+from rankkit.judges.kway import labels
 from rankkit.stats import Interval
 
 
@@ -162,7 +163,26 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     sections.append(Table("judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a "
                           "judge agreeing with the humans would show)", rows,
                           [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))
+    if bias.get("slots"):
+        sections.append(slot_table(bias["slots"]))
     return preamble, sections
+
+
+def slot_table(slots: list[Mapping[str, Any]]) -> Table:
+    """The slot bias of the k-way judgments (:func:`rankkit.analysis.slot_bias`): one row per
+    (k, slot), slots named by the labels the judge sees (A = shown first)."""
+    rows = []
+    for size in slots:
+        names = labels(size["k"])
+        for row in size["slots"]:
+            rows.append({"k": size["k"], "slot": names[row["slot"]], "rate": row["rate"], "uniform": row["uniform"],
+                         "human": row["human"], "chosen": row["chosen"], "judgments": size["judgments"],
+                         "failed": size["failed"]})
+    return Table("k-way slot bias over all distinct k-way judgments: how often the answer in each slot was chosen "
+                 "(orderings: ranked first; exact binomial intervals; 'uniform' = 1/k; 'human' = the rate a judge "
+                 "agreeing with the humans would show; failed judgments left out)", rows,
+                 [("k", "k"), ("slot", "slot"), ("rate", "judge"), ("uniform", "uniform"), ("human", "human"),
+                  ("chosen", "chosen"), ("judgments", "judgments"), ("failed", "failed")])
 
 
 def _verdict_text(verdict: str, diff: Mapping[str, Any]) -> str:
