@@ -10,7 +10,8 @@ Arena-lite's web demo (Arena-lite, appendix A.1):
   browser showing the prompt, both candidates in the order the judge saw them, the judge's raw
   output and the scores parsed from it;
 * **Judge bias** — how often the candidate shown first won, and how often the longer answer won,
-  each next to the rate a judge agreeing with the humans would show.
+  each next to the rate a judge agreeing with the humans would show; for k-way judgments, how
+  often the answer in each of the k slots was chosen, next to 1/k and the human rate.
 
 Candidates and judge outputs are untrusted text. Everything written into the HTML goes through
 :func:`html.escape`; the data the page's script reads is embedded as JSON in a
@@ -32,7 +33,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, strategy_names
+from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, slot_bias, strategy_names
+from rankkit.judges.kway import LABELS
 from rankkit.results import RunResult, TaskResult, strict_json
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
@@ -263,8 +265,9 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
     return _table(headers, rows, "leaderboard") + note + systems
 
 
-def _bar_svg(rate: Interval, human: Interval | None, width: int = 260) -> str:
-    """A 0–1 bar with the interval as a whisker, 0.5 as a dotted line and the human rate as a red tick."""
+def _bar_svg(rate: Interval, human: float | None, width: int = 260, reference: float = 0.5) -> str:
+    """A 0–1 bar with the interval as a whisker, ``reference`` (an unbiased judge's rate: 0.5 for
+    pairs, 1/k for k slots) as a dotted line and the human rate as a red tick."""
     if math.isnan(rate.estimate):
         return "–"
 
@@ -274,17 +277,27 @@ def _bar_svg(rate: Interval, human: Interval | None, width: int = 260) -> str:
     parts = [f"<svg class=bar width={width} height=22 viewBox='0 0 {width} 22' role=img>",
              f"<rect x=10 y=6 width={width - 20} height=10 fill='#eef1f5'/>",
              f"<rect x=10 y=6 width={x(rate.estimate) - 10:.1f} height=10 fill='#4a7bd0'/>",
-             f"<line x1={x(0.5):.1f} x2={x(0.5):.1f} y1=2 y2=20 stroke='#888' stroke-dasharray='2,2'/>"]
+             f"<line x1={x(reference):.1f} x2={x(reference):.1f} y1=2 y2=20 stroke='#888' stroke-dasharray='2,2'/>"]
     if not math.isnan(rate.low):
         parts.append(f"<line x1={x(rate.low):.1f} x2={x(rate.high):.1f} y1=11 y2=11 stroke='#1b2a4a' stroke-width=1.5/>")
-    if human is not None and not math.isnan(human.estimate):
-        parts.append(f"<line x1={x(human.estimate):.1f} x2={x(human.estimate):.1f} y1=3 y2=19 stroke='#d0452f' stroke-width=2.5/>")
+    if human is not None and not math.isnan(human):
+        parts.append(f"<line x1={x(human):.1f} x2={x(human):.1f} y1=3 y2=19 stroke='#d0452f' stroke-width=2.5/>")
     parts.append("</svg>")
     return "".join(parts)
 
 
 def bias_html(results: RunResult, level: float) -> str:
-    """First-slot and longer-answer win rates, over all distinct comparisons and per strategy."""
+    """First-slot and longer-answer win rates over all distinct comparisons and per strategy, and
+    the slot bias of the k-way judgments when there are any (:func:`slot_bias_html`)."""
+    pairwise = pairwise_bias_html(results, level)
+    slots = slot_bias_html(results, level)
+    if not pairwise and not slots:
+        return "<p class=note>No pairwise or k-way matches in these results (pointwise strategies only).</p>"
+    return pairwise + slots
+
+
+def pairwise_bias_html(results: RunResult, level: float) -> str:
+    """First-slot and longer-answer win rates of the pairwise comparisons ("" when there are none)."""
     position_rows, length_rows = [], []
     for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
         position = position_bias(results, name, level)
@@ -295,13 +308,13 @@ def bias_html(results: RunResult, level: float) -> str:
         longer, human_longer = length["longer_win_rate"], length["human_longer_better"]
         position_rows.append(
             f"<tr><td>{esc(label)}</td><td class=num>{position['matches'] - position['ties']}</td>"
-            f"<td class=num>{first.text()}</td><td class=num>{human_first.text()}</td><td>{_bar_svg(first, human_first)}</td>"
+            f"<td class=num>{first.text()}</td><td class=num>{human_first.text()}</td><td>{_bar_svg(first, human_first.estimate)}</td>"
             f"<td class=num>{position['order_consistency'].text()}</td></tr>")
         length_rows.append(
             f"<tr><td>{esc(label)}</td><td class=num>{length['matches']}</td>"
-            f"<td class=num>{longer.text()}</td><td class=num>{human_longer.text()}</td><td>{_bar_svg(longer, human_longer)}</td></tr>")
+            f"<td class=num>{longer.text()}</td><td class=num>{human_longer.text()}</td><td>{_bar_svg(longer, human_longer.estimate)}</td></tr>")
     if not position_rows:
-        return "<p class=note>No pairwise matches in these results (pointwise strategies only).</p>"
+        return ""
     return ("<h3>Position: does the candidate shown first win?</h3>"
             + _table(["matches of", "decided", "first shown wins", "humans prefer first", "judge (blue) vs humans (red)",
                       "same winner in both orders"], position_rows, "bias")
@@ -312,6 +325,30 @@ def bias_html(results: RunResult, level: float) -> str:
               "Bars: blue = the judge's rate with its interval, red tick = the rate a judge agreeing with the humans "
               "would show, dotted line = 0.5. A first-slot rate above the human rate is position bias; a longer-answer "
               "rate above the human rate is length bias. 'Same winner in both orders' counts pairs judged both ways.</p>")
+
+
+def slot_bias_html(results: RunResult, level: float) -> str:
+    """How often the answer in each slot of a k-way judgment was chosen (:func:`slot_bias`), over
+    all distinct k-way judgments and per strategy: one row per (k, slot); "" when there are none."""
+    rows = []
+    for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
+        for size in slot_bias(results, name, level):
+            for row in size["slots"]:
+                rate, k = row["rate"], size["k"]
+                rows.append(f"<tr><td>{esc(label)}</td><td class=num>{k}</td><td>{LABELS[row['slot']]}</td>"
+                            f"<td class=num>{size['judgments']}</td><td class=num>{rate.text()}</td>"
+                            f"<td class=num>{row['uniform']:.3f}</td><td class=num>{_number(row['human'])}</td>"
+                            f"<td>{_bar_svg(rate, row['human'], reference=row['uniform'])}</td>"
+                            f"<td class=num>{size['failed']}</td></tr>")
+    if not rows:
+        return ""
+    return ("<h3>Slots: is the answer shown first chosen in a k-way judgment?</h3>"
+            + _table(["judgments of", "k", "slot", "judgments", "chosen (orderings: ranked first)", "uniform 1/k",
+                      "human-best in slot", "judge (blue) vs humans (red)", "failed"], rows, "bias")
+            + f"<p class=note>Each slot's share of the parsed k-way judgments (slot A is shown first) with exact "
+              f"{level:.0%} binomial intervals; failed judgments are left out and counted. Bars: blue = the judge's "
+              "rate with its interval, red tick = the share of judgments whose human-best answer sits in that slot "
+              "(ties split evenly), dotted line = 1/k. A slot chosen well above its human rate is slot bias.</p>")
 
 
 # -------------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from rankkit.results import RunResult, TaskResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.tasks import load_tasks
-from tests.analysis.hand import cost, hand_results
+from tests.analysis.hand import cost, hand_results, kway_hand_results
 
 INJECTED_SCRIPT = "<script>document.title='PWNED';document.body.setAttribute('data-pwned','script')</script>"
 INJECTED_IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
@@ -148,6 +148,19 @@ def test_report_lists_strategies_brackets_and_bias(tmp_path):
     for text in ("Leaderboard", "Tasks &amp; matches", "Match browser", "Position: does the candidate shown first win?",
                  "Length: does the longer answer win?", "ko: systems"):
         assert text in page
+
+
+def test_bias_section_shows_the_slot_bias_only_for_k_way_judgments():
+    pairwise_only = report.bias_html(RunResult.from_dict(hand_results()), 0.95)
+    assert "Position: does the candidate shown first win?" in pairwise_only and "Slots:" not in pairwise_only
+    page = report.bias_html(RunResult.from_dict(kway_hand_results()), 0.95)
+    assert "Position: does the candidate shown first win?" in page
+    slots = page.split("Slots: is the answer shown first chosen in a k-way judgment?")[1]
+    # All strategies: 3 + 4 rows (k = 3 and 4); sw: 3 rows; lw: 3 + 4 rows. Slot A of k = 3 overall: 2 of 4.
+    assert slots.count("<tr><td>") == 7 + 3 + 7
+    assert "<td class=num>3</td><td>A</td><td class=num>4</td><td class=num>0.500 [0.068, 0.932]</td>" in slots
+    # The bars' dotted line is the uniform rate 1/k: x = 10 + 240/3 for k = 3.
+    assert "x1=90.0 x2=90.0 y1=2 y2=20" in slots
 
 
 def test_report_command(tmp_path):

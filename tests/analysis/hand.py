@@ -77,3 +77,46 @@ def hand_results() -> dict:
                                  for i, c in enumerate(IDS)]} for t in ("t1", "t2", "t3")]
     return {"judge": {"spec": "hand", "description": "hand-made", "fingerprint": "hand", "simulated": True},
             "data": "hand", "seed": 0, "criterion": "score", "strategies": strategies, "task_data": task_data}
+
+
+def choice(shown, chosen, round=1, status="ok"):
+    """A k-way choice as the results file stores it (``rankkit.choices.GroupComparison.to_dict``)."""
+    return {"kind": "choice", "shown": list(shown), "round": round, "chosen": chosen, "probabilities": None,
+            "grades": None, "raw": "" if chosen is None else f"Best: {'ABCDEFGH'[chosen]}", "status": status}
+
+
+def ordering(shown, permutation, round=1):
+    """A k-way ordering (slots best first) as the results file stores it."""
+    return {"kind": "ordering", "shown": list(shown), "round": round, "permutation": list(permutation), "raw": "",
+            "status": "ok"}
+
+
+#: The k-way judgments of :func:`kway_hand_results`, per strategy and task. Human-best answer of
+#: each group (HUMAN above): t1 (a, b, c) -> c in slot C; t2 (b, c, d) -> b in slot A; t3 (c, a, b)
+#: -> c in slot A; t2 (d, c, b, a) -> a in slot D.
+KWAY = {"sw": {"t1": [choice("abc", 0)],                                # chose A
+               "t2": [choice("bcd", 0)],                                # chose A
+               "t3": [choice("cab", 2), choice("abd", None, 2, "failed")]},  # chose C; one failed
+        "lw": {"t1": [ordering("abc", (1, 0, 2)),                      # ranked B first
+                      choice("abc", 0)],                                # sw's t1 judgment again
+               "t2": [ordering("dcba", (3, 2, 1, 0))],                 # k = 4, ranked D first
+               "t3": []}}
+
+
+def kway_hand_results() -> dict:
+    """:func:`hand_results` plus two k-way strategies, ``sw`` (choices of 3) and ``lw`` (orderings
+    of 3 and 4, and one choice shared with ``sw``), with the judgments of :data:`KWAY`."""
+    data = hand_results()
+    for name, per_task in KWAY.items():
+        tasks = []
+        for task_id, groups in per_task.items():
+            scores = {c: float(i + 1) for i, c in enumerate(IDS)}
+            tasks.append({"task_id": task_id, "scores": scores, "ranking": ranking_of(scores), "champion": None,
+                          "extras": {}, "cost": cost(len(groups), 0, len(groups)), "comparisons": [],
+                          "group_comparisons": groups})
+        calls = sum(len(groups) for groups in per_task.values())
+        data["strategies"].append({"name": name, "strategy": "setwise_knockout" if name == "sw" else "listwise",
+                                   "params": {}, "comparisons": calls, "grades": 0, "judge_calls": calls,
+                                   "cache_hits": 0, "cost": cost(calls, 0, calls), "seconds": 0.0, "metrics": {},
+                                   "tasks": tasks})
+    return data
