@@ -155,3 +155,22 @@ def continuation_logprobs(assistant_prefix: str, choices: Sequence[str]) -> dict
     # Equal weights as log 1 = 0 (readers renormalise): exp(0) is exact on every CPU, so the
     # expected digit of a half point is exactly x.5, not x.5 give or take a libm rounding.
     return {digit: 0.0 for digit in digits if digit in choices}
+
+
+def run_spec(judge_spec: str, tasks: Sequence[Task], strategies: str, cache_path):
+    """Run the comma-separated ``strategies`` on ``tasks`` with the judge ``judge_spec`` and a
+    SQLite cache at ``cache_path``; returns (result, judge). The judge is closed when the run
+    ends, even when it raises."""
+    from rankkit.cache import JudgmentCache
+    from rankkit.judges import make_judge
+    from rankkit.runner import run
+    from rankkit.specs import split_list
+    from rankkit.strategies import make_strategy
+
+    judge = make_judge(judge_spec)
+    try:
+        with JudgmentCache(cache_path) as cache:
+            return run(tasks, [make_strategy(s) for s in split_list(strategies)], judge, cache,
+                       progress=False, judge_spec=judge_spec), judge
+    finally:
+        judge.close()

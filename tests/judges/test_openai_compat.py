@@ -40,6 +40,7 @@ from rankkit.judges.openai_compat import (
 )
 from rankkit.specs import SpecError
 from tests.judges.fault_proxy import FaultProxy, stub_completion
+from tests.helpers import run_spec
 from tests.servers import LlamaServer, free_port
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -619,18 +620,8 @@ def test_compare_cli_knockout_and_individual_through_the_server(llama_server, tm
 
 def run_through(base_url: str, tasks, strategies: str, cache_path: Path, options: str = ""):
     """Run ``strategies`` over ``tasks`` with the openai judge at ``base_url``; returns (result, judge)."""
-    from rankkit.runner import run
-    from rankkit.specs import split_list
-    from rankkit.strategies import make_strategy
-
-    spec = f"openai:smollm2,base_url={base_url},{SERVER_JUDGE}" + (f",{options}" if options else "")
-    judge = make_judge(spec)
-    try:
-        with JudgmentCache(cache_path) as cache:
-            return run(tasks, [make_strategy(s) for s in split_list(strategies)], judge, cache,
-                       progress=False, judge_spec=spec), judge
-    finally:
-        judge.close()
+    return run_spec(f"openai:smollm2,base_url={base_url},{SERVER_JUDGE}" + (f",{options}" if options else ""),
+                    tasks, strategies, cache_path)
 
 
 @pytest.mark.slow

@@ -33,6 +33,7 @@ from rankkit.judges.vllm import (
     vllm_spec_parts,
 )
 from rankkit.specs import SpecError, parse_spec
+from tests.helpers import run_spec
 
 
 # == the spec ======================================================================================
@@ -260,23 +261,6 @@ SAME_WINNER = 0.95
 P_TOLERANCE = 0.1
 
 
-def run_judge(spec, tasks, strategies, cache_path):
-    """Run ``strategies`` on ``tasks`` with the judge ``spec``; returns (result, judge). The judge
-    is closed when the run ends (a vllm: engine stays loaded for the session)."""
-    from rankkit.cache import JudgmentCache
-    from rankkit.runner import run
-    from rankkit.specs import split_list
-    from rankkit.strategies import make_strategy
-
-    judge = make_judge(spec)
-    try:
-        with JudgmentCache(cache_path) as cache:
-            return run(tasks, [make_strategy(s) for s in split_list(strategies)], judge, cache,
-                       progress=False, judge_spec=spec), judge
-    finally:
-        judge.close()
-
-
 def expected_calls(tasks, strategy):
     """Judge calls of knockout (N-1) or bt (all ordered pairs, order=both) on fresh tasks."""
     n = [len(t.candidates) for t in tasks]
@@ -296,7 +280,7 @@ def vllm_judge_spec(smollm2_dir):
 @pytest.mark.vllm
 def test_openai_logprob_against_vllm_knockout_and_bt(vllm_server, sample_tasks, cache_path):
     tasks = sample_tasks[:2]
-    result, judge = run_judge(openai_spec(vllm_server, "mode=logprob,concurrency=8"), tasks, "knockout,bt", cache_path)
+    result, judge = run_spec(openai_spec(vllm_server, "mode=logprob,concurrency=8"), tasks, "knockout,bt", cache_path)
     knockout, bt = result.strategies
     assert knockout.cost.comparisons == expected_calls(tasks, "knockout")
     assert bt.cost.comparisons == expected_calls(tasks, "bt")
@@ -313,7 +297,7 @@ def test_openai_logprob_against_vllm_knockout_and_bt(vllm_server, sample_tasks, 
 @pytest.mark.vllm
 def test_openai_generate_against_vllm(vllm_server, sample_tasks, cache_path):
     tasks = sample_tasks[:1]
-    result, judge = run_judge(openai_spec(vllm_server, f"{GENERATE},concurrency=8,retries=0"), tasks,
+    result, judge = run_spec(openai_spec(vllm_server, f"{GENERATE},concurrency=8,retries=0"), tasks,
                               "knockout,individual", cache_path)
     knockout, individual = result.strategies
     n = len(tasks[0].candidates)
@@ -332,7 +316,7 @@ def test_openai_generate_against_vllm(vllm_server, sample_tasks, cache_path):
 @pytest.mark.vllm
 def test_vllm_in_process_knockout_and_bt(vllm_judge_spec, sample_tasks, cache_path):
     tasks = sample_tasks[:2]
-    result, judge = run_judge(vllm_judge_spec, tasks, "knockout,bt", cache_path)
+    result, judge = run_spec(vllm_judge_spec, tasks, "knockout,bt", cache_path)
     knockout, bt = result.strategies
     assert judge.description == "vllm:SmolLM2-135M-Instruct (mode=logprob)"
     assert knockout.cost.comparisons == expected_calls(tasks, "knockout")
@@ -343,7 +327,7 @@ def test_vllm_in_process_knockout_and_bt(vllm_judge_spec, sample_tasks, cache_pa
     # a batching backend: rows of both tasks share llm.generate calls
     assert judge.engine.stats["calls"] < rows / 2
     # a rerun is served by the cache
-    again, _ = run_judge(vllm_judge_spec, tasks, "knockout,bt", cache_path)
+    again, _ = run_spec(vllm_judge_spec, tasks, "knockout,bt", cache_path)
     assert sum(s.cost.judge_calls for s in again.strategies) == 0
 
 
@@ -409,7 +393,7 @@ def test_concurrency_fills_the_server_beyond_one_task(vllm_server, sample_tasks,
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        run_judge(openai_spec(vllm_server, "mode=generate,max_new_tokens=24,temperature=0,retries=0,concurrency=16"),
+        run_spec(openai_spec(vllm_server, "mode=generate,max_new_tokens=24,temperature=0,retries=0,concurrency=16"),
                   tasks, "knockout", cache_path)
     finally:
         done.set()
@@ -438,7 +422,7 @@ def test_server_killed_mid_run_then_the_rerun_pays_only_what_is_missing(vllm_ser
     try:
         with FaultProxy(upstream=vllm_server.root, on_success=kill_server) as proxy:
             with pytest.raises(JudgeError, match="after 2 attempts") as caught:
-                run_judge(openai_spec(proxy, options), tasks, "bt", cache_path)
+                run_spec(openai_spec(proxy, options), tasks, "bt", cache_path)
         assert caught.value.resumable
     finally:
         vllm_server.stop()
@@ -448,7 +432,7 @@ def test_server_killed_mid_run_then_the_rerun_pays_only_what_is_missing(vllm_ser
     # every answer that reached rankkit is cached: the probe's and at most concurrency - 1 judgments
     # forwarded before the kill can be answered besides the first kill_after
     assert proxy.successes - 1 == cached and kill_after <= cached <= kill_after + 1 < needed
-    result, _ = run_judge(openai_spec(vllm_server, options), tasks, "bt", cache_path)
+    result, _ = run_spec(openai_spec(vllm_server, options), tasks, "bt", cache_path)
     (bt,) = result.strategies
     assert bt.cost.cache_hits == cached and bt.cost.judge_calls == needed - cached
     # the server saw only the missing judgments (and the new judge's continuation probe)
