@@ -3,7 +3,8 @@
 Both engines render a conversation with the model's chat template up to where the assistant's
 reply starts (:func:`chat_text`), append the forced reply prefix and tokenize the result without
 adding special tokens again (:func:`encode`); :func:`choice_token_ids` finds the token each
-choice is read from. Sharing these is what makes ``hf:`` and ``vllm:`` judge the same token
+choice is read from, and :func:`answer_tokens` which tokens of a prompt are the answer whose
+log-likelihood ``loglik`` mode reads. Sharing these is what makes ``hf:`` and ``vllm:`` judge the same token
 sequences. Nothing here imports torch or transformers: the functions take a loaded tokenizer.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from rankkit.judges.base import JudgeError
+from rankkit.judges.hf_batching import common_prefix_length
 from rankkit.judges.llm_engine import Conversation
 
 
@@ -84,3 +86,38 @@ def choice_token_ids(tokenizer: Any, assistant_prefix: str, choices: Sequence[st
                 return prefix, ids
     raise JudgeError(f"{backend}: choices {list(choices)} after {assistant_prefix!r} do not start with "
                      f"distinct tokens for this tokenizer")
+
+
+def answer_tokens(tokenizer: Any, conversations: Sequence[Conversation], answers: Sequence[str],
+                  backend: str = "hf") -> tuple[list[list[int]], list[int]]:
+    """Each answer appended to its conversation as the assistant's reply, as token ids, and how
+    many of the last ids are the answer's (``loglik`` mode averages their log-probabilities).
+
+    The answer's tokens are those after the longest common prefix of the prompt's tokens and the
+    prompt-plus-answer's (a tokenizer may merge the prompt's last characters with the answer's first).
+
+    Parameters
+    ----------
+    tokenizer: a transformers tokenizer.
+    conversations / answers: one answer per conversation.
+    backend: names the judge in the error message.
+
+    Returns
+    -------
+    ``(sequences, lengths)``: the prompt-plus-answer token ids of each, and its answer's token count.
+
+    Raises
+    ------
+    JudgeError
+        An answer adds no token (an empty answer has no log-likelihood).
+    """
+    sequences, lengths = [], []
+    for conversation, answer in zip(conversations, answers):
+        prompt = chat_text(tokenizer, conversation)
+        prompt_ids, full_ids = encode(tokenizer, prompt), encode(tokenizer, prompt + answer)
+        length = len(full_ids) - common_prefix_length(prompt_ids, full_ids)
+        if length < 1:
+            raise JudgeError(f"{backend}: an empty answer has no log-likelihood")
+        sequences.append(full_ids)
+        lengths.append(length)
+    return sequences, lengths

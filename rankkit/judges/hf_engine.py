@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 from rankkit.judges import chat_tokens
-from rankkit.judges.base import JudgeError
 from rankkit.judges.hf_batching import (
     DEFAULT_MAX_BATCH_TOKENS,
     DEFAULT_MAX_PADDING,
@@ -23,7 +22,6 @@ from rankkit.judges.hf_batching import (
     PrefixCache,
     cache_argument,
     cache_tensors,
-    common_prefix_length,
     make_cache,
     plan_batches,
     prefix_lengths,
@@ -285,15 +283,7 @@ class HFEngine:
                        answers: Sequence[str]) -> Iterator[tuple[int, float]]:
         torch = self._torch()
 
-        sequences, answer_lengths = [], []
-        for conversation, answer in zip(conversations, answers):
-            prompt_text = self.chat_text(conversation)
-            prompt_ids, full_ids = self.encode(prompt_text), self.encode(prompt_text + answer)
-            n_answer = len(full_ids) - common_prefix_length(prompt_ids, full_ids)
-            if n_answer < 1:
-                raise JudgeError("hf: an empty answer has no log-likelihood")
-            sequences.append(full_ids)
-            answer_lengths.append(n_answer)
+        sequences, answer_lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, "hf")
         keep = [n + 1 for n in answer_lengths]  # the logits before each answer token are read
         if self._exact is not None:
             for index in _token_order(sequences):

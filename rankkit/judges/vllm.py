@@ -373,15 +373,7 @@ class VLLMEngine:
         log-probabilities (the answer is appended to the prompt)."""
         from vllm import SamplingParams
 
-        sequences, lengths = [], []
-        for conversation, answer in zip(conversations, answers):
-            prompt = chat_tokens.chat_text(self.tokenizer, conversation)
-            prompt_ids, full = chat_tokens.encode(self.tokenizer, prompt), chat_tokens.encode(self.tokenizer, prompt + answer)
-            shared = next((k for k, (a, b) in enumerate(zip(prompt_ids, full)) if a != b), min(len(prompt_ids), len(full)))
-            if len(full) - shared < 1:
-                raise JudgeError("vllm: an empty answer has no log-likelihood")
-            sequences.append(full)
-            lengths.append(len(full) - shared)
+        sequences, lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, self.backend)
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
         for index, output in self._run(sequences, params, reserve=1):
             sequence, n = sequences[index], lengths[index]
