@@ -1,4 +1,4 @@
-"""What the k-way strategies (``setwise_knockout``, ``setwise_heapsort``, ``listwise``) share.
+"""What the k-way strategies (``setwise_knockout``, ``setwise_heapsort``, ``listwise``, ``setwise_groups``) share.
 
 A k-way strategy shows the judge several answers at once (:mod:`rankkit.choices`); its ``order``
 is ``given``, ``random``, ``both`` or ``permute`` (with ``shifts``), checked here, and its group size is at
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
+import statistics
+from typing import ClassVar, Mapping, Sequence
 
 from rankkit.choices import KWAY_ORDERS, check_kway_order
 from rankkit.judges.kway import MAX_LABELS
@@ -40,3 +41,15 @@ class KwayStrategy(Strategy):
         if not 2 <= value <= MAX_LABELS:
             raise SpecError(f"strategy {self.name}: {name} must be 2 to {MAX_LABELS} (the labels A to "
                             f"{chr(ord('A') + MAX_LABELS - 1)}), got {value}")
+
+
+def mean_scores(received: Mapping[str, Sequence[float]], candidate_ids: Sequence[str]) -> dict[str, float]:
+    """Each answer's mean over the slot scores it received; an answer never scored (every group it
+    was in was undecided) gets the mean of all scores given, 0 when none was.
+
+    >>> mean_scores({"a": [4.0, 2.0], "b": [0.0], "c": []}, ["a", "b", "c"])
+    {'a': 3.0, 'b': 0.0, 'c': 2.0}
+    """
+    given = [score for scores in received.values() for score in scores]
+    neutral = statistics.fmean(given) if given else 0.0
+    return {cid: statistics.fmean(received[cid]) if received[cid] else neutral for cid in candidate_ids}

@@ -21,7 +21,7 @@ import heapq
 import math
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
 
 from rankkit.order import judgments_per_match
 from rankkit.specs import SpecError
@@ -76,6 +76,37 @@ class JudgedComparator:
         return len(self._winner)
 
 
+def ranking_from_pops(candidate_ids: Sequence[str], popped: Sequence[str], rest: Sequence[str],
+                      played: Mapping[str, int]) -> Ranking:
+    """A sort's ranking from the order its answers were popped (``heapsort``, ``setwise_heapsort``).
+
+    Parameters
+    ----------
+    candidate_ids: every answer, in the task's order (the order of the returned scores).
+    popped: the answers popped, best first; the i-th of N scores N − i.
+    rest: the answers a top-k sort never popped; they share the mean of the positions they fill,
+        (N − len(popped) − 1) / 2.
+    played: judgments each answer took part in (missing: 0).
+
+    Returns
+    -------
+    The :class:`Ranking`: scores, popped then rest as the ranking, the first popped as champion,
+    and each answer's ``position`` (popped only) and ``played`` in its extras.
+
+    >>> ranking = ranking_from_pops(["a", "b", "c", "d"], ["c", "a"], ["b", "d"], {"c": 2})
+    >>> ranking.scores, ranking.champion, ranking.extras["a"].position
+    ({'a': 2.0, 'b': 0.5, 'c': 3.0, 'd': 0.5}, 'c', 2)
+    """
+    n = len(candidate_ids)
+    scores = {cid: float(n - position) for position, cid in enumerate(popped, start=1)}
+    rest_score = (n - len(popped) - 1) / 2 if rest else 0.0
+    scores.update({cid: rest_score for cid in rest})
+    positions = {cid: position for position, cid in enumerate(popped, start=1)}
+    extras = {cid: CandidateExtras(position=positions.get(cid), played=played.get(cid, 0)) for cid in candidate_ids}
+    return Ranking(scores={cid: scores[cid] for cid in candidate_ids}, ranking=[*popped, *rest],
+                   champion=popped[0] if popped else None, extras=extras)
+
+
 @register("heapsort")
 @dataclass(frozen=True)
 class Heapsort(Strategy):
@@ -109,15 +140,7 @@ class Heapsort(Strategy):
         heap = [key(cid) for cid in ids]
         heapq.heapify(heap)
         popped = [heapq.heappop(heap).obj for _ in range(popped_count)]
-        rest = [item.obj for item in heap]
-        scores = {cid: float(n - position) for position, cid in enumerate(popped, start=1)}
-        rest_score = (n - popped_count - 1) / 2 if rest else 0.0
-        scores.update({cid: rest_score for cid in rest})
-        positions = {cid: position for position, cid in enumerate(popped, start=1)}
-        extras = {cid: CandidateExtras(position=positions.get(cid), played=comparator.played.get(cid, 0))
-                  for cid in task.candidate_ids}
-        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=popped + rest,
-                       champion=popped[0] if popped else None, extras=extras)
+        return ranking_from_pops(task.candidate_ids, popped, [item.obj for item in heap], comparator.played)
 
     def max_judgments(self, n_candidates: int) -> int:
         """heapq's heapify sifts each of the N/2 inner nodes down and back up its height (at most

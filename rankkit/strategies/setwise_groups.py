@@ -17,13 +17,12 @@ the same to every answer.
 from __future__ import annotations
 
 import random
-import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.choices import judgments_per_group
 from rankkit.specs import SpecError
-from rankkit.strategies._kway import KwayStrategy
+from rankkit.strategies._kway import KwayStrategy, mean_scores
 from rankkit.strategies.base import CandidateExtras, Ranking, register
 from rankkit.tasks import Task
 
@@ -76,9 +75,7 @@ class SetwiseGroups(KwayStrategy):
                     continue
                 for cid in match.members:
                     received[cid].append(match.scores[cid])
-        given = [score for scores in received.values() for score in scores]
-        neutral = statistics.fmean(given) if given else 0.0
-        scores = {cid: statistics.fmean(received[cid]) if received[cid] else neutral for cid in task.candidate_ids}
+        scores = mean_scores(received, task.candidate_ids)
         extras = {cid: CandidateExtras(played=len(received[cid]), grades=tuple(received[cid]))
                   for cid in task.candidate_ids}
         return Ranking(scores=scores, extras=extras)

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from rankkit.choices import judgments_per_group
 from rankkit.specs import SpecError
 from rankkit.strategies._kway import KwayStrategy
-from rankkit.strategies.base import CandidateExtras, Ranking, register
+from rankkit.strategies.base import Ranking, register
+from rankkit.strategies.heapsort import ranking_from_pops
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:
@@ -138,15 +139,7 @@ class SetwiseHeapsort(KwayStrategy):
         heap = SetwiseHeap(ids, self.k - 1, source, self.order, self.shifts, rng)
         heap.heapify()
         popped = [heap.pop() for _ in range(pops)]
-        rest = list(heap.items)
-        scores = {cid: float(n - position) for position, cid in enumerate(popped, start=1)}
-        rest_score = (n - pops - 1) / 2 if rest else 0.0
-        scores.update({cid: rest_score for cid in rest})
-        positions = {cid: position for position, cid in enumerate(popped, start=1)}
-        extras = {cid: CandidateExtras(position=positions.get(cid), played=heap.played[cid])
-                  for cid in task.candidate_ids}
-        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=popped + rest,
-                       champion=popped[0] if popped else None, extras=extras)
+        return ranking_from_pops(task.candidate_ids, popped, list(heap.items), heap.played)
 
     def max_judgments(self, n_candidates: int) -> int:
         """Every sift costs at most one group per level of the heap: the inner nodes while building

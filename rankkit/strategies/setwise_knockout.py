@@ -25,12 +25,11 @@ scores given on the task.
 from __future__ import annotations
 
 import random
-import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.choices import judgments_per_group
-from rankkit.strategies._kway import KwayStrategy
+from rankkit.strategies._kway import KwayStrategy, mean_scores
 from rankkit.strategies.base import CandidateExtras, Ranking, register
 from rankkit.tasks import Task
 
@@ -120,9 +119,7 @@ class SetwiseKnockout(KwayStrategy):
             if not decided:
                 break
         champion = remaining[0] if len(remaining) == 1 else None
-        given = [score for scores in received.values() for score in scores]
-        neutral = statistics.fmean(given) if given else 0.0
-        scores = {cid: statistics.fmean(received[cid]) if received[cid] else neutral for cid in task.candidate_ids}
+        scores = mean_scores(received, task.candidate_ids)
         extras = {cid: CandidateExtras(eliminated_round=eliminated[cid], played=len(received[cid]),
                                        grades=tuple(received[cid]), byes=byes[cid], rounds=round_)
                   for cid in task.candidate_ids}
