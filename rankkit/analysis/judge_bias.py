@@ -15,7 +15,6 @@ from typing import Any, Mapping, Sequence
 from rankkit.analysis.labelled import human_scores
 from rankkit.choices import GroupComparison
 from rankkit.judges.base import ParseStatus, Winner
-from rankkit.judges.kway import ChoiceJudgment
 from rankkit.matches import Comparison
 from rankkit.results import RunResult
 from rankkit.stats import DEFAULT_LEVEL, proportion_interval
@@ -150,12 +149,9 @@ def top_slot(group: GroupComparison) -> int | None:
     >>> top_slot(GroupComparison(("a", "b", "c"), OrderJudgment(permutation=(1, 0, 2))))
     1
     """
-    judgment = group.judgment
-    if judgment.status is ParseStatus.FAILED:
+    if group.judgment.status is ParseStatus.FAILED or not group.ranking:
         return None
-    if isinstance(judgment, ChoiceJudgment):
-        return judgment.chosen
-    return judgment.permutation[0] if judgment.permutation else None
+    return group.shown.index(group.ranking[0])
 
 
 def human_best_shares(shown: Sequence[str], human: Mapping[str, float]) -> tuple[float, ...]:
