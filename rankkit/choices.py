@@ -39,12 +39,13 @@ from rankkit.judges.kway import MAX_LABELS, ChoiceJudgment, OrderJudgment
 from rankkit.specs import SpecError
 
 
-
 class GroupSource(Protocol):
     """What :func:`play_groups` needs of a :class:`~rankkit.matches.MatchSource` (named here by
     its method only, so that this module and ``matches`` do not import each other)."""
 
     def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]: ...
+
+
 
 #: The presentation orders of a k-way strategy (see the module docstring).
 KWAY_ORDERS = ("given", "random", "both", "permute")

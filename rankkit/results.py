@@ -20,7 +20,6 @@ rankkit 0.1, is refused with a :class:`~rankkit.errors.TaskFormatError` naming t
 from __future__ import annotations
 
 import collections
-
 import dataclasses
 import functools
 import math

@@ -35,7 +35,6 @@ from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
 
-
 class KwayJudge(Protocol):
     """What these functions read from the judge they serve (an :class:`~rankkit.judges.llm.LLMJudge`,
     which imports this module, so it is named by what it has, as the modes name it)."""
@@ -50,6 +49,8 @@ class KwayJudge(Protocol):
     @property
     def verdict_path(self) -> str:
         """``continuation`` or ``text``: how generate mode reads a verdict (rankkit.judges.llm)."""
+
+
 
 #: Bumped when the reading of a k-way reply changes (part of the k-way cache key).
 KWAY_READER_VERSION = "2"  # 2: generate mode reads the labels after its own "Best: " / "Ranking: "

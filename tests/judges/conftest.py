@@ -41,9 +41,5 @@ def smollm2_dir() -> Path:
 @pytest.fixture(scope="session")
 def vllm_server(smollm2_dir, tmp_path_factory):
     """The vLLM OpenAI server with SmolLM2 for the whole session (skips where vLLM is missing)."""
-    server = VLLMServer(smollm2_dir, free_port(), tmp_path_factory.mktemp("vllm_server") / "server.log")
-    server.start()
-    try:
+    with VLLMServer(smollm2_dir, free_port(), tmp_path_factory.mktemp("vllm_server") / "server.log") as server:
         yield server
-    finally:
-        server.stop()

