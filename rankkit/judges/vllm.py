@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from rankkit.judges import chat_tokens
-from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, JudgeError, Verdict
+from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, GroupRequest, JudgeError, Verdict
 from rankkit.judges.hf_loading import import_torch
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Conversation, Generation, per_row
@@ -387,13 +387,20 @@ class VLLMEngine:
 
 class VLLMJudge(LLMJudge):
     """:class:`~rankkit.judges.llm.LLMJudge` on a :class:`VLLMEngine`, which names the task when
-    a prompt does not fit ``max_model_len`` (the engine sees conversations, not tasks)."""
+    a prompt (pairwise, pointwise or k-way) does not fit ``max_model_len`` (the engine sees
+    conversations, not tasks)."""
 
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         return _naming_task(super().grade_many(requests), [task for task, _ in requests])
 
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         return _naming_task(super().compare_raw(requests), [task for task, _, _ in requests])
+
+    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        return _naming_task(super().choose_many(requests), [task for task, _ in requests])
+
+    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        return _naming_task(super().order_many(requests), [task for task, _ in requests])
 
 
 def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:

@@ -219,6 +219,10 @@ def test_the_judge_names_the_task_whose_prompt_is_too_long(stand_in_vllm, sample
     requests = [(sample_tasks[0], *sample_tasks[0].candidates[:2]), (long_task, *long_task.candidates[:2])]
     with pytest.raises(PromptTooLong, match=rf"task {long_task.task_id!r}: .*max_model_len=2000"):
         list(judge.compare_many(requests))
+    groups = [(sample_tasks[0], tuple(sample_tasks[0].candidates[:3])), (long_task, tuple(long_task.candidates[:3]))]
+    for ask in (judge.choose_many, judge.order_many):  # k-way prompts too
+        with pytest.raises(PromptTooLong, match=rf"task {long_task.task_id!r}: .*max_model_len=2000"):
+            list(ask(groups))
 
 
 def test_calls_from_several_threads_are_serialized(stand_in_vllm):
