@@ -17,7 +17,6 @@ Only :mod:`rankkit.cli` imports this module; the library never does.
 from __future__ import annotations
 
 import collections
-
 import contextlib
 import functools
 import sys

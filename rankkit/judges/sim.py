@@ -284,7 +284,6 @@ class LatentJudge(_Simulated):
         return Verdict(first_grade=s1, second_grade=s2, winner=winner,
                             raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
-
     # -- k-way judgments ----------------------------------------------------------------------
     supports_kway = True
 
