@@ -49,12 +49,21 @@ SETTINGS = ("before", "continuation", "text")
 
 # -- the worker: one setting, run with whichever rankkit is on the path ------------------------------
 
-def _load(name: str) -> Any:
-    """A module of the attack suite by file (the rankkit under test may be another checkout)."""
-    spec = importlib.util.spec_from_file_location(f"adversarial_{name}", SUITE / f"{name}.py")
+def _load(name: str, path: Path) -> Any:
+    """The module at ``path``, imported by file as ``name`` (and registered under that name)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_suite() -> tuple[Any, Any]:
+    """The attack suite's ``attacks`` and ``stub_judge`` modules, by file from this checkout: the
+    rankkit under test may be another checkout, whose ``tests`` package may predate them. The stub
+    judge's own import, ``tests.servers``, is loaded from this checkout first for the same reason."""
+    _load("tests.servers", ROOT / "tests" / "servers.py")
+    return _load("adversarial_attacks", SUITE / "attacks.py"), _load("adversarial_stub_judge", SUITE / "stub_judge.py")
 
 
 def _attacker(result: Any) -> dict[str, dict[str, float]]:
@@ -71,7 +80,7 @@ def _attacker(result: Any) -> dict[str, dict[str, float]]:
 def worker(setting: str) -> dict[str, Any]:
     import rankkit
 
-    attacks, stub = _load("attacks"), _load("stub_judge")
+    attacks, stub = load_suite()
     options = OPTIONS + (",verdict=text" if setting == "text" else "")
     report: dict[str, Any] = {"placements": {}}
     for quote in ("after", "before"):

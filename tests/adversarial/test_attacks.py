@@ -11,6 +11,10 @@ or after it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,3 +168,19 @@ def test_a_server_that_cannot_continue_runs_on_the_text_fallback_with_one_warnin
         record = json.loads(out.read_text())
         assert record["judge"]["verdict_paths"] == {path: 6 + 24}  # knockout 3 + bt 12 per task
         assert {c["verdict_path"] for s in record["strategies"] for t in s["tasks"] for c in t["comparisons"]} == {path}
+
+
+def test_the_benchmark_loads_the_suite_beside_an_older_checkouts_tests_package(tmp_path):
+    """benchmarks/adversarial.py runs the suite of this checkout against another rankkit checkout
+    (its "before" setting), whose ``tests`` package may predate the suite's helpers: the suite and
+    the ``tests.servers`` it imports must come from this checkout."""
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")  # an older checkout's tests, without servers.py
+    code = (f"import sys; sys.path.insert(0, {str(benchmarks)!r}); import adversarial; "
+            "attacks, stub = adversarial.load_suite(); print(stub.HonestJudgeServer.__mro__[1].__name__, "
+            "len(attacks.ATTACKS))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["StubServer", str(len(ATTACKS))]
