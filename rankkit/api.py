@@ -1,12 +1,6 @@
 """The library in two calls: :func:`rank` one task with one strategy, :func:`compare` strategies on many.
 
-Both take what a researcher has at hand — a :class:`~rankkit.tasks.Task`, a dict in the task
-schema, a list of answer texts, a data file or a DataFrame; a strategy spec string
-(``"knockout:order=both"``) or a strategy object (``Knockout(order="both")``); a judge spec
-string (``"sim:preset=gpt4"``) or any :class:`~rankkit.judges.base.Judge` — and run them through
-:func:`rankkit.runner.run`, the same path ``rankkit compare`` takes. Everything they cannot use is
-refused with a :class:`~rankkit.errors.RankkitError` naming what is wrong, before anything is
-judged.
+More in ``docs/library.md``.
 
 >>> import rankkit
 >>> task = {"task_id": "q1", "prompt": "What is the capital of France?", "candidates": [

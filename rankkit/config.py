@@ -1,32 +1,6 @@
 """Run files: everything ``rankkit compare`` (or ``rank``) needs to run, in one TOML file.
 
-::
-
-    # run.toml
-    data = "tasks.jsonl"                 # relative paths are relative to this file
-    columns = { question_id = "task_id", model = "system" }
-    judge = "sim:preset=gpt4"
-    seed = 0
-    cache = ".rankkit/cache.sqlite"      # or: no_cache = true
-    out = "results.json"
-    format = "table"
-
-    [[strategies]]
-    name = "knockout"
-    order = "both"                       # the paper's spelling, debias = true, also works
-
-    [[strategies]]
-    name = "individual"
-
-``rankkit compare --config run.toml`` runs it; any flag given on the command line wins over the
-file. Strategies are tables (``name`` plus the strategy's parameters) or spec strings
-(``strategies = ["knockout:order=both", "individual"]``).
-
-Every ``compare --out`` results file stores the settings it ran with under its ``config`` key
-(:func:`config_record`: absolute paths, every strategy parameter spelled out, the resolved
-criterion), and ``--config`` accepts a results file too, so ``rankkit compare --config
-results.json --out again.json`` re-runs any result exactly. TOML is read with :mod:`tomllib`
-(Python 3.11+) or its backport ``tomli`` on 3.10.
+More in ``docs/cli.md``.
 """
 
 from __future__ import annotations

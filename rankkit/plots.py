@@ -1,18 +1,6 @@
 """Figures of a results file (``rankkit plot results.json -o DIR``): PNG via matplotlib.
 
-Four figures, each a function of the analyses in :mod:`rankkit.analysis`:
-
-* ``correlations.png`` — each strategy's agreement with the humans, one panel per metric, a dot
-  with its bootstrap 95% interval over tasks;
-* ``cost_accuracy.png`` — judgments used per task (comparisons + grades) against a metric
-  (``task_spearman`` by default): what each strategy buys with its judge calls;
-* ``elimination_rounds.png`` — for knockout-like strategies, the Pearson correlation of
-  candidates knocked out in round 1 vs those that went further (*Knockout LLM Assessment*, Table 2);
-* ``judge_vs_human.png`` — every candidate's score from each strategy against its human score.
-
-matplotlib is an optional dependency (``pip install 'rankkit[plot]'``) and is imported only
-inside these functions. Figures are drawn on :class:`matplotlib.figure.Figure` objects directly,
-which render with the Agg backend without touching pyplot's global state.
+More in ``docs/analysis.md``.
 """
 
 from __future__ import annotations

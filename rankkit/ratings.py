@@ -1,26 +1,6 @@
 """Rating models over match results: online Elo, Bradley–Terry, win rates, and bootstrap intervals.
 
-Everything here is a small pure function of a list of *outcomes*. An outcome is a triple
-``(a, b, outcome)`` where ``a`` and ``b`` are item names (candidate ids, system names) and
-``outcome`` is the result **for a**: ``1.0`` a won, ``0.0`` b won, ``0.5`` a tie. Which of a and b
-was shown first to the judge does not matter here; the strategies and leaderboards decide how a
-judged comparison becomes an outcome (e.g. a :class:`~rankkit.matches.Match`'s ``outcome``).
-
-Ratings come back as ``{item: rating}`` on the **Elo scale**: an item that has played no match
-sits at ``initial`` (1000), and a gap of ``scale`` (400) points means the stronger item is expected
-to win ``base``:1 (10:1). Every function takes ``items`` so that items without outcomes still get a
-rating and the output order is stable (the order of ``items``, else the order of first appearance).
-
-* :func:`online_elo` — the classic sequential Elo update with step ``k`` (order-dependent);
-* :func:`elo_over_permutations` — online Elo averaged over seeded random orders of the outcomes
-  (Chatbot Arena's remedy for that order dependence);
-* :func:`bradley_terry` — the (lightly regularised) maximum-likelihood Bradley–Terry strengths
-  fitted by choix, mapped to the Elo scale (order-independent; a tie is half a win each way); the
-  regularisation scales with the number of items (:func:`default_alpha`);
-* :func:`win_rates` — the share of points each item scored over its outcomes.
-
-Intervals for any of these come from :func:`rankkit.stats.bootstrap` with the outcomes as the
-units, e.g. ``bootstrap(lambda sample: bradley_terry(sample, items), outcomes, resamples=200)``.
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """What a run produces, and its one schema on disk: the results JSON of ``rankkit compare --out``.
 
-:class:`RunResult` holds every strategy's per-task scores, rankings, comparisons and cost, the tasks
-and (built on demand) the match graphs of what they used. ``to_dict`` is the results JSON; :meth:`RunResult.from_dict` reads it
-back into the same typed objects (the judge and any strategy that is not installed become
-:class:`RecordedJudge` / :class:`RecordedStrategy`, which describe themselves but cannot judge or
-rank again), so analyses written against these classes work on a live run and on a file alike.
-:meth:`RunResult.to_pandas` is the long table of one row per strategy × task × candidate.
-
-Top-level keys of the results JSON: ``judge`` (spec, description, fingerprint, simulated),
-``data``, ``seed``, ``criterion``, ``strategies`` (see :meth:`StrategyRun.to_dict`), ``task_data``
-(see :func:`task_record`) and, when the run came from the command line, ``config`` — the run
-settings ``rankkit compare --config`` reads back (:mod:`rankkit.config`).
-
-Reading is strict: every key :meth:`RunResult.to_dict` writes must be there (``config`` only
-when the run came from the command line). A file of another shape, such as one written by
-rankkit 0.1, is refused with a :class:`~rankkit.errors.TaskFormatError` naming the missing field.
+More in ``docs/library.md``.
 """
 
 from __future__ import annotations

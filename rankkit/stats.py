@@ -1,39 +1,6 @@
 """Confidence intervals: one :class:`Interval` type and one percentile :func:`bootstrap` over resampled units.
 
-Every interval rankkit reports comes from here — the analyses of a results file
-(:mod:`rankkit.analysis`), the judge report (:mod:`rankkit.judge_report`), the leaderboards and
-the ``bt`` strategy's per-candidate intervals (ratings resampled over outcomes)::
-
-    from rankkit.stats import bootstrap
-    interval = bootstrap(lambda sample: sum(sample) / len(sample), [0.2, 0.5, 0.4, 0.9], seed=1)
-    interval.estimate, interval.low, interval.high      # the mean and its 95% interval
-
-The bootstrap (the ``evalica.bootstrap`` idea: an interval for any method):
-
-* the **units** (tasks, outcomes) are resampled with replacement, ``resamples`` times; the
-  resamples are a pure function of (number of units, resamples, seed) (:func:`resample_indices`),
-  so two statistics bootstrapped with the same seed see the same resampled units — a *paired*
-  bootstrap, which is what makes the difference of two strategies meaningful;
-* the **method** is applied to every resample; the interval is the central ``level`` share of
-  its values (the percentile interval; 2.5th–97.5th percentiles for 95%), the estimate is the
-  method on the original units;
-* the interval always contains its estimate: where resampling bias puts the estimate outside the
-  percentile interval (a correlation near 1, which resamples with repeated units can only lower),
-  the nearer bound is moved to the estimate — a conservative interval rather than one that
-  excludes the value it is reported with.
-
-Defaults and conventions, the same for every caller:
-
-* ``resamples=1000``, ``level=0.95``, ``seed=0`` (:data:`DEFAULT_RESAMPLES`, :data:`DEFAULT_LEVEL`);
-* ``resamples=0`` gives the estimate with no interval, as do fewer than two units;
-* resamples on which the statistic is undefined (NaN, e.g. a correlation of a constant sample)
-  are left out, and the interval is NaN when fewer than :data:`MIN_DEFINED` (90%) of them remain —
-  an interval built on a minority of resamples would not be a 95% interval;
-* a bound that cannot be computed is NaN (``None`` in JSON, ``-`` in tables).
-
-Fast statistics take whole batches of resamples at once (``batched=True``): they receive an
-array of unit indices, one resample per row, and can weigh per-unit pieces with
-:func:`unit_counts` (how often each unit occurs in each resample) instead of a Python loop.
+More in ``docs/analysis.md``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Building a system leaderboard: Arena-lite tournaments, win rates against an anchor, or any per-task strategy.
 
-Candidates carry ``system``; a leaderboard pools what the judge said on every task into one rating
-per system. Three ways to build one, all asking the judge through a :class:`~rankkit.matches.MatchSource`
-on one :class:`~rankkit.matches.MatchGraph` per task and the judgment cache, like every strategy:
-
-* **arena** — Arena-lite (Algorithm 1): on every task a single-elimination tournament
-  between the systems' answers. The bracket is a seeded shuffle of the systems; each round pairs
-  neighbours in bracket order, and with an odd number the last one gets a bye. N systems cost
-  N − 1 matches per task. All matches of all tasks are fitted together by Bradley–Terry
-  (:func:`rankkit.ratings.bradley_terry`; ratings on the Elo scale, a tie is half a win each
-  way), with percentile-bootstrap intervals over the matches.
-* **anchored** — the baseline-mediated practice (AlpacaEval, Arena-Hard-Auto): every system's
-  answer against the ``anchor`` system's answer on the same task; the rating is the win rate
-  against the anchor (a tie counts half; the anchor itself sits at 0.5). N − 1 matches per task.
-* **any per-task strategy** (``knockout``, ``elo``, ``bt``, ``heapsort`` …): the strategy ranks
-  each task's candidates as usual (:func:`rankkit.runner.run`); each task's scores are then read
-  as all their induced pairwise results between systems — the higher-scored system beats the
-  lower, equal scores tie — and those are fitted by Bradley–Terry exactly like the arena matches.
-  Every task therefore weighs the same whatever its strategy's score scale (grades, Elo, ranks).
-  The induced results of one task are not independent, so bootstrap intervals over them are
-  narrower than they should be; read them as a rough guide.
+More in ``docs/leaderboards.md``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """What a ranking strategy is, and the registry that finds strategies by name.
 
-A strategy is a frozen dataclass whose fields are its parameters (scikit-learn style: the
-constructor only stores them). ``rank(task, source, rng)`` ranks one task, asking for every
-judgment through the :class:`~rankkit.matches.MatchSource` and drawing every random choice from
-``rng``, and returns a :class:`Ranking`. Everything else (the shared graph, the cache, counting the
-cost, metrics) is the runner's job, so a strategy is only its algorithm.
-
-A pairwise strategy has an ``order`` parameter (``given``, ``random`` or ``both``: which of two
-answers the judge sees first), passed to the match source with every match; its default is the
-field's default (see :mod:`rankkit.matches` for the policy). The paper's spelling ``debias=true|false``
-is accepted in a spec string only: :func:`make_strategy` turns it into ``order`` before the strategy
-is built, so strategies never see it.
-
-Strategies register with ``@register("name")``. Other packages add strategies without editing
-rankkit through the ``rankkit.strategies`` entry-point group::
-
-    [project.entry-points."rankkit.strategies"]
-    mystrategy = "mypackage.module:MyStrategy"
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -264,7 +248,7 @@ BUILTIN_STRATEGIES = {
     "swiss": "rankkit.strategies.swiss:Swiss",
 }
 
-#: Third-party strategies are found through this entry-point group (see the module docstring).
+#: Third-party strategies are found through this entry-point group (see ``docs/strategies.md``).
 ENTRY_POINT_GROUP = "rankkit.strategies"
 
 _REGISTRY: dict[str, type[Strategy]] = {}
