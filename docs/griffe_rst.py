@@ -50,13 +50,14 @@ def _table(lines: list[str]) -> list[str]:
         if TABLE_RULE.match(line):
             continue
         cells = []
-        for index, (start, end) in enumerate(spans):
+        for index, (start, _end) in enumerate(spans):
             stop = spans[index + 1][0] if index + 1 < len(spans) else len(line)
             cells.append(line[start:stop].strip())
         if rows and not cells[0]:  # a continuation line of the row above
             rows[-1] = [f"{old} {new}".strip() for old, new in zip(rows[-1], cells)]
         else:
             rows.append(cells)
+
     def row_line(cells: list[str]) -> str:
         return indent + "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
@@ -134,6 +135,6 @@ def rewrite(text: str) -> str:
 class RstToMarkdown(griffe.Extension):
     """Rewrites every docstring with :func:`rewrite` once the object tree is loaded."""
 
-    def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:  # noqa: D102
+    def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
             obj.docstring.value = rewrite(obj.docstring.value)
