@@ -425,8 +425,8 @@ def required(record: Any, name: str, where: str, path: str) -> Any:
     if not isinstance(record, Mapping):
         raise TaskFormatError(where, None, path or None, f"expected an object, got {type(record).__name__}")
     if name not in record:
-        raise TaskFormatError(where, None, field_name, "missing (results files of rankkit before 0.2 are "
-                                                       "not read; rerun rankkit compare to write one)")
+        raise TaskFormatError(where, None, field_name, "missing (results files of another rankkit version "
+                                                       "are not read; rerun rankkit compare to write one)")
     return record[name]
 
 
