@@ -161,8 +161,12 @@ def play_groups(source: GroupSource, kind: str, groups: Sequence[Sequence[str]],
                 rng: random.Random | None, round: int | None, shifts: int) -> list[GroupMatch]:
     """Show every group in its presentation orders and combine each group's judgments.
 
-    kind: ``choice`` or ``ordering``. Groups of one member are not judged (their member wins).
     Every presentation is drawn before any judgment, and all of them are asked in one batch.
+
+    Parameters
+    ----------
+    kind : str
+        ``choice`` or ``ordering``. Groups of one member are not judged (their member wins).
     """
     shown_per_group = [presentations(group, order, rng, shifts) if len(group) >= 2 else [] for group in groups]
     asked = [shown for shown_list in shown_per_group for shown in shown_list]

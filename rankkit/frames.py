@@ -94,9 +94,13 @@ def _first_char(path: Path) -> str:
 def read_source(source: Any, columns: Mapping[str, str] | None = None) -> tuple[str, list[Row]]:
     """Read ``source`` into ``(label, [(row, task object), ...])`` for :func:`rankkit.tasks.load_tasks`.
 
-    source: a pandas DataFrame, a ``datasets.Dataset``, a list of row dicts, or the path of a
-        ``.parquet``, ``.json`` (an array), ``.jsonl`` or ``.csv`` file.
-    columns: the column mapping (see ``docs/data.md``).
+    Parameters
+    ----------
+    source : Any
+        A pandas DataFrame, a ``datasets.Dataset``, a list of row dicts, or the path of a ``.parquet``,
+        ``.json`` (an array), ``.jsonl`` or ``.csv`` file.
+    columns : Mapping[str, str] | None
+        The column mapping (see ``docs/data.md``).
     """
     mapping = check_columns(columns or {})
     label, rows = _rows(source)

@@ -262,12 +262,19 @@ def judge_report(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_p
                  judge_spec: str = "", data: str = "") -> dict[str, Any]:
     """Judge the sampled pairs in both orders and measure the judge; returns the report as a dict.
 
-    tasks: the tasks (with human labels for the accuracy and human length rows).
-    judge, cache: the judge and the judgment cache (None = no persistent cache).
-    pairs_per_task: pairs sampled per task (None = all).
-    seed: seeds the pair sample and the bootstrap.
-    resamples, level: the bootstrap's number of resamples and interval coverage (stored in the
-        report as ``bootstrap.resamples`` and ``bootstrap.confidence``).
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The tasks (with human labels for the accuracy and human length rows).
+    judge, cache
+        The judge and the judgment cache (None = no persistent cache).
+    pairs_per_task : int | None
+        Pairs sampled per task (None = all).
+    seed : int
+        Seeds the pair sample and the bootstrap.
+    resamples, level
+        The bootstrap's number of resamples and interval coverage (stored in the report as
+        ``bootstrap.resamples`` and ``bootstrap.confidence``).
     """
     from rankkit.judges.panel import PanelJudge
     from rankkit.judges.replay import is_miss

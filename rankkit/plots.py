@@ -87,7 +87,10 @@ def cost_accuracy_points(results: RunResult, metric: str = "task_spearman", resa
                          rows: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One point per strategy: judgments used per task (comparisons + grades) and ``metric`` with its interval.
 
-    rows: an already computed :func:`rankkit.analysis.correlation_table` that includes ``metric``.
+    Parameters
+    ----------
+    rows : Sequence[Mapping[str, Any]] | None
+        An already computed :func:`rankkit.analysis.correlation_table` that includes ``metric``.
     """
     points = []
     for row in rows if rows is not None else correlation_table(results, [metric], resamples, seed, level):
@@ -103,8 +106,11 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
                        title: str | None = None, xlabel: str = "judgments per task (comparisons + grades)") -> Path:
     """Cost against accuracy, one labelled point (with its interval) per strategy.
 
-    points: dicts with ``label``, ``cost`` (x), ``estimate``, ``low``, ``high`` (y and its
-        interval; NaN bounds draw no bar). The x axis is logarithmic when costs span over 10x.
+    Parameters
+    ----------
+    points : Sequence[Mapping[str, Any]]
+        Dicts with ``label``, ``cost`` (x), ``estimate``, ``low``, ``high`` (y and its interval; NaN
+        bounds draw no bar). The x axis is logarithmic when costs span over 10x.
     """
     shown = [p for p in points if not math.isnan(p["estimate"]) and p["cost"] > 0]
     width_in, height_in = (7.5, 5.0) if len(shown) <= 12 else (10.0, 7.0)

@@ -59,11 +59,17 @@ def online_elo(outcomes: Sequence[Outcome], items: Sequence[str] | None = None, 
     After a match with outcome ``s`` for a, ``r_a += k·(s − E_a)`` and ``r_b −= k·(s − E_a)``, where
     ``E_a = 1 / (1 + base^((r_b − r_a)/scale))`` is a's expected score. Ratings start at ``initial``.
 
-    outcomes: (a, b, outcome for a) triples, played in this order (the result depends on it).
-    items: the items to rate (see :func:`item_order`).
-    k: the update step — how many points a fully unexpected result moves a rating (Chatbot Arena
-        used 4 over hundreds of thousands of votes; a ranking task has tens of outcomes, hence 16).
-    initial, scale, base: the Elo scale (1000, 400, 10 by convention).
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        (a, b, outcome for a) triples, played in this order (the result depends on it).
+    items : Sequence[str] | None
+        The items to rate (see :func:`item_order`).
+    k : float
+        The update step — how many points a fully unexpected result moves a rating (Chatbot Arena used 4
+        over hundreds of thousands of votes; a ranking task has tens of outcomes, hence 16).
+    initial, scale, base : float
+        The Elo scale (1000, 400, 10 by convention).
     """
     ratings = {name: float(initial) for name in item_order(outcomes, items)}
     for a, b, outcome in outcomes:
@@ -90,9 +96,14 @@ def elo_over_permutations(outcomes: Sequence[Outcome], items: Sequence[str] | No
     update per match position across all the orders), so the cost per match barely grows with
     ``permutations``; each order's ratings are exactly :func:`online_elo` on that order.
 
-    permutations: how many shuffled orders to average over (>= 1).
-    seed: an int, or a ``random.Random`` to draw the orders from (it is advanced by one draw).
-    k, initial, scale, base: as in :func:`online_elo`.
+    Parameters
+    ----------
+    permutations : int
+        How many shuffled orders to average over (>= 1).
+    seed : int | random.Random
+        An int, or a ``random.Random`` to draw the orders from (it is advanced by one draw).
+    k, initial, scale, base : float
+        As in :func:`online_elo`.
     """
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
@@ -154,7 +165,10 @@ def win_matrix(outcomes: Iterable[Outcome], index: Mapping[str, int]) -> np.ndar
     match adds 1 to the winner's cell. Fractional counts are exactly weighted comparisons in the
     likelihood, so nothing needs duplicating.
 
-    index: item name -> row/column of the matrix.
+    Parameters
+    ----------
+    index : Mapping[str, int]
+        Item name -> row/column of the matrix.
     """
     return _wins_from_arrays(*_outcome_arrays(outcomes, index), len(index))
 
@@ -204,13 +218,16 @@ def bradley_terry(outcomes: Sequence[Outcome], items: Sequence[str] | None = Non
     (few outcomes per pair, e.g. thousands of systems) to its ``ilsr_pairwise``, whose work per
     iteration grows with the outcomes rather than with N²; both find the same fixed point.
 
-    alpha: choix's regularisation (a small rate added between every pair of items in the LSR
-        Markov chain). It keeps every rating finite when an item never lost (or never won), which
-        is common in per-task tournaments, and joins items that never met. None (the default):
-        :func:`default_alpha`, ``0.2 / (N − 1)``, which gives each item the same small pull toward
-        the field whatever the number of items. Must be > 0 unless every item has both won and
-        lost within one connected set of outcomes.
-    initial, scale, base: the Elo scale.
+    Parameters
+    ----------
+    alpha : float | None
+        choix's regularisation (a small rate added between every pair of items in the LSR Markov chain).
+        It keeps every rating finite when an item never lost (or never won), which is common in per-task
+        tournaments, and joins items that never met. None (the default): :func:`default_alpha`, ``0.2 /
+        (N − 1)``, which gives each item the same small pull toward the field whatever the number of
+        items. Must be > 0 unless every item has both won and lost within one connected set of outcomes.
+    initial, scale, base : float
+        The Elo scale.
     """
     order = item_order(outcomes, items)
     if not order:

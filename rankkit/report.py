@@ -122,8 +122,16 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
     key ``matches``) are ``[judgment index, round]`` pairs into that list — all-pairs strategies would otherwise repeat
     the same judge outputs several times over.
 
-    max_tasks: keep only the first N tasks in the task and match views (a smaller file for very
-    large runs); the leaderboard and bias views always use every task.
+    Parameters
+    ----------
+    max_tasks : int | None
+        Keep only the first N tasks in the task and match views (a smaller file for very
+        large runs); the leaderboard and bias views always use every task.
+
+    Returns
+    -------
+    dict[str, Any]
+        The page's data, ready for JSON.
     """
     tasks = results.tasks[:max_tasks] if max_tasks else results.tasks
     kept = {t.task_id for t in tasks}

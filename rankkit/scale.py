@@ -59,12 +59,18 @@ def plan_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any
                tokens: bool = True) -> ScalePlan:
     """Count the judgments a run can ask for at most (the rules in ``docs/dry-run.md``).
 
-    Parameters:
-        tasks, strategies: the run's.
-        judge: the run's judge, for its prompts' sizes (None, or a judge without prompts: no tokens).
-        tokens: estimate prompt tokens (renders about one prompt per candidate and kind per task).
+    Parameters
+    ----------
+    tasks, strategies
+        The run's.
+    judge : Any
+        The run's judge, for its prompts' sizes (None, or a judge without prompts: no tokens).
+    tokens : bool
+        Estimate prompt tokens (renders about one prompt per candidate and kind per task).
 
-    Returns:
+    Returns
+    -------
+    ScalePlan
         The :class:`ScalePlan`.
     """
     sizes = None
@@ -99,16 +105,24 @@ def check_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: An
                 max_judgments: int | float | None = None) -> ScalePlan:
     """Refuse a run that plans more judgments than ``max_judgments`` (before anything is judged).
 
-    Parameters:
-        tasks, strategies, judge: the run's.
-        max_judgments: the limit; None: :data:`DEFAULT_MAX_JUDGMENTS`; ``math.inf``: no limit.
+    Parameters
+    ----------
+    tasks, strategies, judge
+        The run's.
+    max_judgments : int | float | None
+        The limit; None: :data:`DEFAULT_MAX_JUDGMENTS`; ``math.inf``: no limit.
 
-    Returns:
+    Returns
+    -------
+    ScalePlan
         The :class:`ScalePlan` (without prompt tokens when it is within the limit).
 
-    Raises:
-        TooManyJudgments: the plan passes the limit.
-        SpecError: the limit is not a non-negative number.
+    Raises
+    ------
+    TooManyJudgments
+        The plan passes the limit.
+    SpecError
+        The limit is not a non-negative number.
     """
     from rankkit.specs import SpecError
 

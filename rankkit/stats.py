@@ -78,13 +78,21 @@ def percentile_intervals(estimates: Sequence[float] | np.ndarray, draws: np.ndar
                          min_defined: float = MIN_DEFINED) -> list[Interval]:
     """Percentile intervals from a statistic's values on each resample.
 
-    estimates: the statistic on the original data, one value per column of ``draws``.
-    draws: (resamples, values) array; NaN where the statistic is undefined on a resample. Those
-        resamples are left out, and the interval is NaN when fewer than ``min_defined`` of them remain.
-    level: coverage of the two-sided interval.
+    Parameters
+    ----------
+    estimates : Sequence[float] | np.ndarray
+        The statistic on the original data, one value per column of ``draws``.
+    draws : np.ndarray
+        (resamples, values) array; NaN where the statistic is undefined on a resample. Those resamples
+        are left out, and the interval is NaN when fewer than ``min_defined`` of them remain.
+    level : float
+        Coverage of the two-sided interval.
 
-    Returns one :class:`Interval` per estimate; each contains its estimate (the nearer percentile
-    bound is moved to the estimate when the percentiles lie on one side of it).
+    Returns
+    -------
+    list[Interval]
+        One :class:`Interval` per estimate; each contains its estimate (the nearer percentile bound is
+        moved to the estimate when the percentiles lie on one side of it).
     """
     import numpy as np
 
@@ -111,18 +119,29 @@ def bootstrap(method: Callable[[Any], Any], units: Sequence[Any], *, resamples: 
               level: float = DEFAULT_LEVEL, seed: int = 0, batched: bool = False) -> Any:
     """Percentile bootstrap intervals of ``method`` over ``units`` resampled with replacement.
 
-    method: the statistic. Unbatched, it takes a list of units (a resample, repeats allowed) and
-        returns a number, a sequence of numbers or a mapping name -> number. Batched, it takes a
-        (k, n_units) array of unit indices (one resample per row) and returns k values, or a
-        (k, m) array of m values per resample.
-    units: the independent units (tasks, outcomes).
-    resamples: how many resamples (0: the estimate only, with NaN bounds).
-    level: coverage of the two-sided interval, in (0, 1).
-    seed: seeds the resamples (:func:`resample_indices`).
-
-    Returns the estimate (``method`` on all the units) with its interval, in the shape ``method``
-    returns: an :class:`Interval`, a list of them, or a dict name -> Interval in the mapping's order.
     Fewer than two units give NaN bounds: one unit resamples to itself, which says nothing of the spread.
+
+    Parameters
+    ----------
+    method : Callable[[Any], Any]
+        The statistic. Unbatched, it takes a list of units (a resample, repeats allowed) and returns a
+        number, a sequence of numbers or a mapping name -> number. Batched, it takes a (k, n_units)
+        array of unit indices (one resample per row) and returns k values, or a (k, m) array of m values
+        per resample.
+    units : Sequence[Any]
+        The independent units (tasks, outcomes).
+    resamples : int
+        How many resamples (0: the estimate only, with NaN bounds).
+    level : float
+        Coverage of the two-sided interval, in (0, 1).
+    seed : int
+        Seeds the resamples (:func:`resample_indices`).
+
+    Returns
+    -------
+    Any
+        The estimate (``method`` on all the units) with its interval, in the shape ``method``
+        returns: an :class:`Interval`, a list of them, or a dict name -> Interval in the mapping's order.
     """
     import numpy as np
 

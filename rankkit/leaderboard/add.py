@@ -83,11 +83,16 @@ def rating_against(outcomes: Sequence[Outcome], ratings: dict[str, float]) -> fl
     finite rating; against one opponent this is the anchored rating
     ``R_opp + ELO_SCALE · log_base(p / (1 − p))`` with p clipped to [½/n, 1 − ½/n].
 
-    Parameters:
-        outcomes: the newcomer's matches, each ``(newcomer, opponent, the newcomer's points)``.
-        ratings: the opponents' ratings.
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        The newcomer's matches, each ``(newcomer, opponent, the newcomer's points)``.
+    ratings : dict[str, float]
+        The opponents' ratings.
 
-    Returns:
+    Returns
+    -------
+    float
         The rating (found by bisection, to well below a rating point).
     """
     import numpy as np
@@ -111,11 +116,17 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                judge_spec: str = "", data: str = "") -> Leaderboard:
     """A new leaderboard with ``system`` added to ``board`` (see ``docs/leaderboards.md``).
 
-    tasks: tasks holding the answers of the newcomer and of the leaderboard's systems.
-    method: ``binary`` (Algorithm 2) or ``anchored`` (against the current top, or the board's anchor).
-    seed: defaults to the stored leaderboard's.
-    order: how the newcomer's matches are shown; default ``both`` when the leaderboard's were,
-        else ``random`` (a match against one opponent puts the newcomer in a seeded random slot).
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        Tasks holding the answers of the newcomer and of the leaderboard's systems.
+    method : str
+        ``binary`` (Algorithm 2) or ``anchored`` (against the current top, or the board's anchor).
+    seed : int | None
+        Defaults to the stored leaderboard's.
+    order : str | None
+        How the newcomer's matches are shown; default ``both`` when the leaderboard's were, else
+        ``random`` (a match against one opponent puts the newcomer in a seeded random slot).
     """
     if method not in ADD_METHODS:
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")

@@ -32,12 +32,18 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
           data: str = "") -> Leaderboard:
     """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
 
-    systems: only these systems take part (default: all in the data).
-    order: how each match is shown (:func:`~rankkit.leaderboard.tournament.play_tournament`):
-        ``given`` (default), ``random``, or ``both`` to decide on the grades averaged over both orders.
-    resamples: bootstrap resamples of the matches for the 95% intervals (0 = no intervals;
-        200 by default, not 1000 as elsewhere, because every resample refits the whole leaderboard).
-    alpha: the Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
+    Parameters
+    ----------
+    systems : Sequence[str] | None
+        Only these systems take part (default: all in the data).
+    order : str
+        How each match is shown (:func:`~rankkit.leaderboard.tournament.play_tournament`): ``given``
+        (default), ``random``, or ``both`` to decide on the grades averaged over both orders.
+    resamples : int
+        Bootstrap resamples of the matches for the 95% intervals (0 = no intervals; 200 by default, not
+        1000 as elsewhere, because every resample refits the whole leaderboard).
+    alpha : float
+        The Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
@@ -57,8 +63,11 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
              data: str = "") -> Leaderboard:
     """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate.
 
-    order: how each match is shown (:func:`~rankkit.leaderboard.tournament.play_against`):
-        ``random`` (default), ``both`` or ``given``.
+    Parameters
+    ----------
+    order : str
+        How each match is shown (:func:`~rankkit.leaderboard.tournament.play_against`): ``random``
+        (default), ``both`` or ``given``.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     if anchor not in names:
@@ -108,8 +117,16 @@ def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: st
     """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or any strategy
     spec (``knockout:order=both``, ``bt`` …), whose per-task results are aggregated.
 
-    order: how ``arena`` and ``anchored`` show each match; None: their default (``given``,
-    ``random``). A strategy spec names its own order, so giving one with it is an error.
+    Parameters
+    ----------
+    order : str | None
+        How ``arena`` and ``anchored`` show each match; None: their default (``given``,
+        ``random``). A strategy spec names its own order, so giving one with it is an error.
+
+    Returns
+    -------
+    Leaderboard
+        The systems' ratings, with the matches they were rated from.
     """
     if order is not None:
         check_order("leaderboard", order)

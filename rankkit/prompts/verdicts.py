@@ -117,14 +117,19 @@ def _quoted_note(dropped: int) -> str:
 def parse_pointwise(generated: str, max_points: float, untrusted: Sequence[str] = ()) -> ParsedVerdict:
     """Read ``Score: X/M`` (or ``Punktzahl: X/M``) from generated text.
 
-    generated: the judge's output (never the prompt).
-    max_points: the M the prompt asked for; other scales and values outside ``[0, M]`` fail.
-    untrusted: the texts the judge was shown but did not write (the candidate, its analysis):
-        echoes of them are removed and a verdict that re-quotes them is never taken
-        (:func:`strip_echoes`, :func:`normalised_tokens`).
-
     Every remaining ``Score`` must give the same value (repeating the verdict is fine); two
     different ones are ambiguous and fail.
+
+    Parameters
+    ----------
+    generated : str
+        The judge's output (never the prompt).
+    max_points : float
+        The M the prompt asked for; other scales and values outside ``[0, M]`` fail.
+    untrusted : Sequence[str]
+        The texts the judge was shown but did not write (the candidate, its analysis): echoes of them
+        are removed and a verdict that re-quotes them is never taken (:func:`strip_echoes`,
+        :func:`normalised_tokens`).
     """
     quotes = _Quotes(untrusted)
     matches, dropped = _own_verdicts(_POINT_PATTERN, strip_echoes(generated, untrusted), quotes)

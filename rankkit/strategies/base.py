@@ -210,8 +210,12 @@ def check_compatible(strategies: Iterable[Strategy], judge: "Judge") -> None:
     grades single answers, with a ``replay:`` or ``panel:`` judge, which only compares) stops at
     once instead of after the other strategies have paid for their judgments.
 
-    strategies: the strategies of a run; each declares what it needs in ``Strategy.kind``.
-    judge: the run's judge; it declares what it gives in ``supports_pairwise`` / ``supports_pointwise``.
+    Parameters
+    ----------
+    strategies : Iterable[Strategy]
+        The strategies of a run; each declares what it needs in ``Strategy.kind``.
+    judge : Judge
+        The run's judge; it declares what it gives in ``supports_pairwise`` / ``supports_pointwise``.
     """
     for strategy in strategies:
         if strategy.kind not in _NEEDS:
@@ -323,13 +327,25 @@ def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str)
     This is the only place that knows that spelling: ``debias=true`` is ``order=both``,
     ``debias=false`` the strategy's one-order alternative (``single_order``, else its default).
 
-    cls: the strategy the options are for.
-    options: the spec's ``key=value`` options, values still strings.
-    where: names the spec in error messages (``strategy knockout``).
+    Parameters
+    ----------
+    cls : type[Strategy]
+        The strategy the options are for.
+    options : dict[str, str]
+        The spec's ``key=value`` options, values still strings.
+    where : str
+        Names the spec in error messages (``strategy knockout``).
 
-    Returns the options with ``debias`` replaced by ``order`` (the same dict when there is no
-    ``debias``). Raises :class:`SpecError` when ``debias`` and ``order`` name different orders, or
-    for ``debias`` on a strategy without an ``order``.
+    Returns
+    -------
+    dict[str, str]
+        The options with ``debias`` replaced by ``order`` (the same dict when there is no ``debias``).
+
+    Raises
+    ------
+    SpecError
+        When ``debias`` and ``order`` name different orders, or for ``debias`` on a strategy without
+        an ``order``.
     """
     if "debias" not in options:
         return options

@@ -28,9 +28,14 @@ def bracket_pairs(alive: list[str], met: set[frozenset[str]], rng: random.Random
     one it has not met (the next one at all when it has met everyone left); returns the pairs and
     the answer left without an opponent (at most one).
 
-    alive: the answers still in the bracket.
-    met: pairs that have played before, in either bracket (frozensets).
-    rng: the seeded generator of the task.
+    Parameters
+    ----------
+    alive : list[str]
+        The answers still in the bracket.
+    met : set[frozenset[str]]
+        Pairs that have played before, in either bracket (frozensets).
+    rng : random.Random
+        The seeded generator of the task.
     """
     order = list(alive)
     rng.shuffle(order)

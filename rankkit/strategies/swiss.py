@@ -31,10 +31,16 @@ def swiss_pairing(candidates: list[str], points: Mapping[str, float], met: set[f
     """One Swiss round: pairs of candidates with equal or close points that have not met yet,
     ordered from the closest pair to the widest (see ``docs/strategies.md``).
 
-    candidates: the candidate ids.
-    points: running points (win 1, tie 0.5).
-    met: the pairs that have already played (as frozensets).
-    rng: orders candidates with equal points, and breaks ties between equally good matchings.
+    Parameters
+    ----------
+    candidates : list[str]
+        The candidate ids.
+    points : Mapping[str, float]
+        Running points (win 1, tie 0.5).
+    met : set[frozenset[str]]
+        The pairs that have already played (as frozensets).
+    rng : random.Random
+        Orders candidates with equal points, and breaks ties between equally good matchings.
     """
     standings = sorted(candidates, key=lambda cid: (-points[cid], rng.random()))
     position = {cid: i for i, cid in enumerate(standings)}
