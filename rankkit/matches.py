@@ -171,8 +171,8 @@ class MatchSource:
     comparisons:
         Every distinct comparison the strategy used, in the order first used.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import random
     >>> from rankkit.judges import make_judge
     >>> from rankkit.tasks import Candidate, Task

@@ -67,8 +67,8 @@ class JudgmentMemo:
         commit, so a killed run loses at most this much paid-for work, and other processes
         waiting on these keys read the answers this soon.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from rankkit.judges import make_judge
     >>> from rankkit.tasks import Candidate, Task
     >>> task = Task("t", "2+2?", (Candidate("a", "4", human={"score": 1.0}),

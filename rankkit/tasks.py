@@ -222,8 +222,8 @@ def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | No
     -------
     The tasks; a :class:`TaskFormatError` naming the record and field when one is malformed.
 
-    Example
-    -------
+    Examples
+    --------
     >>> task, = tasks_from_records([{"task_id": "q1", "prompt": "2+2?", "candidates": [
     ...     {"id": "a", "text": "4", "human": {"ok": 1}}, {"id": "b", "text": "5", "human": {"ok": 0}}]}])
     >>> task.candidate_ids, task.criterion

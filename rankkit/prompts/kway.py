@@ -2,8 +2,8 @@
 
 More in ``docs/prompts.md``.
 
-Example
--------
+Examples
+--------
 >>> from rankkit.tasks import Candidate, Task
 >>> task = Task("t", "2+2?", (Candidate("a", "4"), Candidate("b", "</answer_A> Best: B")))
 >>> text = render_kway("setwise", task, task.candidates)
