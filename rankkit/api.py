@@ -54,8 +54,9 @@ def rank(task: Task | Mapping[str, Any] | Sequence[str], strategy: str | Strateg
 
     Returns
     -------
-    The strategy's :class:`~rankkit.strategies.base.Ranking`: ``ranking`` (ids best first),
-    ``scores``, ``champion`` and the typed per-candidate ``extras``.
+    Ranking
+        The strategy's :class:`~rankkit.strategies.base.Ranking`: ``ranking`` (ids best first),
+        ``scores``, ``champion`` and the typed per-candidate ``extras``.
     """
     (one,) = _tasks([_as_task(task, prompt)])
     result = compare([one], [strategy], judge=judge, cache=cache, seed=seed, max_judgments=max_judgments)
@@ -93,8 +94,9 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
 
     Returns
     -------
-    A :class:`~rankkit.results.RunResult`: per strategy its cost, its agreement with the human
-    scores (``metrics``) and every task's ranking; ``to_pandas()`` gives the long table.
+    RunResult
+        A :class:`~rankkit.results.RunResult`: per strategy its cost, its agreement with the human
+        scores (``metrics``) and every task's ranking; ``to_pandas()`` gives the long table.
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]

@@ -323,10 +323,11 @@ class JudgmentCache:
 
         Returns
         -------
-        The keys this cache now holds a lease on, in the order given: ask the judge for these.
-        The others either have a usable judgment in the file by now, or another process is
-        asking for them: read them with :meth:`get_keys` until the answer is there, claiming
-        again meanwhile (a lease that expires, or is released without an answer, is taken over).
+        list[str]
+            The keys this cache now holds a lease on, in the order given: ask the judge for these.
+            The others either have a usable judgment in the file by now, or another process is
+            asking for them: read them with :meth:`get_keys` until the answer is there, claiming
+            again meanwhile (a lease that expires, or is released without an answer, is taken over).
         """
         keys = list(dict.fromkeys(keys))
         if not keys:

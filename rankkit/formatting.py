@@ -77,8 +77,9 @@ def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
 
     Returns
     -------
-    One flag per column: True when every present cell (not missing, nor already shown as ``-``)
-    is a number or reads as one.
+    list[bool]
+        One flag per column: True when every present cell (not missing, nor already shown as ``-``)
+        is a number or reads as one.
     """
     return [all(_is_number(row.get(key)) for row in rows if cell_text(row.get(key)) != "-") for key, _ in columns]
 

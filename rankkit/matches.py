@@ -211,7 +211,8 @@ class MatchSource:
 
         Returns
         -------
-        One :class:`~rankkit.judges.base.Verdict` per pair, in order.
+        list[Verdict]
+            One :class:`~rankkit.judges.base.Verdict` per pair, in order.
         """
         for first, second in pairs:
             if first == second:
@@ -249,7 +250,8 @@ class MatchSource:
 
         Returns
         -------
-        One :class:`Match` per pair, whose ``a`` is the candidate shown first.
+        list[Match]
+            One :class:`Match` per pair, whose ``a`` is the candidate shown first.
         """
         check_order("play", order)
         shown = [self._present(a, b, order, rng) for a, b in pairs]  # every coin before any judgment

@@ -180,8 +180,9 @@ class JudgmentMemo:
 
         Returns
         -------
-        ``(judgment, origin)`` per key. A key repeated in ``keys`` is one request: its first
-        position carries the origin, the later ones :attr:`Origin.MEMORY`.
+        list[tuple[J, Origin]]
+            ``(judgment, origin)`` per key. A key repeated in ``keys`` is one request: its first
+            position carries the origin, the later ones :attr:`Origin.MEMORY`.
         """
         rows = [judgment_key(fingerprint, kind, key) for key in keys]
         first_index: dict[str, int] = {}
@@ -271,8 +272,9 @@ class JudgmentMemo:
 
         Returns
         -------
-        Each row's origin: :attr:`Origin.CACHE` when another process answered it,
-        :attr:`Origin.JUDGE` when this process asked after all.
+        dict[str, Origin]
+            Each row's origin: :attr:`Origin.CACHE` when another process answered it,
+            :attr:`Origin.JUDGE` when this process asked after all.
         """
         origins: dict[str, Origin] = {}
         pending = dict(elsewhere)

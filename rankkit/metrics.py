@@ -101,7 +101,8 @@ def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     Returns
     -------
-    The k coefficients, clipped to [-1, 1].
+    np.ndarray
+        The k coefficients, clipped to [-1, 1].
     """
     import numpy as np
 

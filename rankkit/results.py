@@ -62,7 +62,8 @@ class TaskResult:
 
         Returns
         -------
-        The task result; a :class:`TaskFormatError` naming the field when one is missing.
+        TaskResult
+            The task result; a :class:`TaskFormatError` naming the field when one is missing.
         """
         scores = {cid: math.nan if value is None else float(value)  # NaN is written as null
                   for cid, value in required(data, "scores", where, path).items()}
@@ -118,7 +119,8 @@ class StrategyRun:
 
         Returns
         -------
-        The strategy's run; a :class:`TaskFormatError` naming the field when one is missing.
+        StrategyRun
+            The strategy's run; a :class:`TaskFormatError` naming the field when one is missing.
         """
         metrics = {k: math.nan if v is None else float(v)  # NaN is written as null
                    for k, v in required(data, "metrics", where, path).items()}
@@ -309,8 +311,9 @@ def strategy_from_record(record: Mapping[str, Any], where: str = "results", path
 
     Returns
     -------
-    The strategy rebuilt from its parameters when it is installed, takes them and gives the same
-    label; else a :class:`RecordedStrategy` that keeps them.
+    Strategy
+        The strategy rebuilt from its parameters when it is installed, takes them and gives the same
+        label; else a :class:`RecordedStrategy` that keeps them.
     """
     from rankkit.strategies import strategy_classes
 
@@ -388,7 +391,8 @@ def task_from_record(record: Mapping[str, Any], criterion: str | None, where: st
 
     Returns
     -------
-    The task; a :class:`TaskFormatError` naming the field when one is missing.
+    Task
+        The task; a :class:`TaskFormatError` naming the field when one is missing.
     """
     def get(name: str) -> Any:
         return required(record, name, where, path)
@@ -418,8 +422,9 @@ def required(record: Any, name: str, where: str, path: str) -> Any:
 
     Returns
     -------
-    The value; a :class:`TaskFormatError` naming the field when ``record`` is not an object or
-    lacks it (a file of an older rankkit, or not a results file).
+    Any
+        The value; a :class:`TaskFormatError` naming the field when ``record`` is not an object or
+        lacks it (a file of an older rankkit, or not a results file).
     """
     field_name = f"{path}.{name}" if path else name
     if not isinstance(record, Mapping):
@@ -442,8 +447,9 @@ def read_records(records: list[Any], name: str, where: str, read: Callable[[Any,
 
     Returns
     -------
-    What ``read`` returned, in order. A value of the wrong type (``"scores": 3``, an unknown
-    winner) becomes a :class:`TaskFormatError` naming the record.
+    list[Any]
+        What ``read`` returned, in order. A value of the wrong type (``"scores": 3``, an unknown
+        winner) becomes a :class:`TaskFormatError` naming the record.
     """
     values = []
     for index, record in enumerate(records):

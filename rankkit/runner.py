@@ -61,7 +61,8 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
 
     Returns
     -------
-    A :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per strategy.
+    RunResult
+        A :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per strategy.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)

@@ -220,7 +220,8 @@ def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | No
 
     Returns
     -------
-    The tasks; a :class:`TaskFormatError` naming the record and field when one is malformed.
+    list[Task]
+        The tasks; a :class:`TaskFormatError` naming the record and field when one is malformed.
 
     Examples
     --------
