@@ -1,4 +1,4 @@
-"""``round_robin``: the smallest complete third-party ranking strategy for rankkit 0.2.
+"""``round_robin``: the smallest complete third-party ranking strategy for rankkit.
 
 Every pair of candidates is played once, in the data's order (the first candidate shown first);
 a candidate's score is its number of wins, a tie counting half a win for each. That is all a

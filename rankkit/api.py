@@ -1,12 +1,6 @@
 """The library in two calls: :func:`rank` one task with one strategy, :func:`compare` strategies on many.
 
-Both take what a researcher has at hand — a :class:`~rankkit.tasks.Task`, a dict in the task
-schema, a list of answer texts, a data file or a DataFrame; a strategy spec string
-(``"knockout:order=both"``) or a strategy object (``Knockout(order="both")``); a judge spec
-string (``"sim:preset=gpt4"``) or any :class:`~rankkit.judges.base.Judge` — and run them through
-:func:`rankkit.runner.run`, the same path ``rankkit compare`` takes. Everything they cannot use is
-refused with a :class:`~rankkit.errors.RankkitError` naming what is wrong, before anything is
-judged.
+More in ``docs/library.md``.
 
 >>> import rankkit
 >>> task = {"task_id": "q1", "prompt": "What is the capital of France?", "candidates": [
@@ -60,8 +54,9 @@ def rank(task: Task | Mapping[str, Any] | Sequence[str], strategy: str | Strateg
 
     Returns
     -------
-    The strategy's :class:`~rankkit.strategies.base.Ranking`: ``ranking`` (ids best first),
-    ``scores``, ``champion`` and the typed per-candidate ``extras``.
+    Ranking
+        The strategy's :class:`~rankkit.strategies.base.Ranking`: ``ranking`` (ids best first),
+        ``scores``, ``champion`` and the typed per-candidate ``extras``.
     """
     (one,) = _tasks([_as_task(task, prompt)])
     result = compare([one], [strategy], judge=judge, cache=cache, seed=seed, max_judgments=max_judgments)
@@ -99,8 +94,9 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
 
     Returns
     -------
-    A :class:`~rankkit.results.RunResult`: per strategy its cost, its agreement with the human
-    scores (``metrics``) and every task's ranking; ``to_pandas()`` gives the long table.
+    RunResult
+        A :class:`~rankkit.results.RunResult`: per strategy its cost, its agreement with the human
+        scores (``metrics``) and every task's ranking; ``to_pandas()`` gives the long table.
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]

@@ -51,13 +51,24 @@ def play_bracket(entrants: Sequence[str], rng: random.Random, play_round: PlayRo
                  tie: str = "coin") -> Bracket:
     """Play a single-elimination bracket between ``entrants`` (see the module docstring).
 
-    entrants: the ids taking part (at least one); the bracket shuffles them before round 1.
-    rng: draws the shuffles and the tie coins.
-    play_round: plays one round's pairs (see :data:`PlayRound`).
-    reshuffle: shuffle before every round (Knockout Assessment) or only before the first, so the
-        bracket is fixed once drawn (Arena-lite).
-    tie: who advances from a tied match (see :data:`TIE_RULES`).
-    Returns the :class:`Bracket`.
+    Parameters
+    ----------
+    entrants : Sequence[str]
+        The ids taking part (at least one); the bracket shuffles them before round 1.
+    rng : random.Random
+        Draws the shuffles and the tie coins.
+    play_round : PlayRound
+        Plays one round's pairs (see :data:`PlayRound`).
+    reshuffle : bool
+        Shuffle before every round (Knockout Assessment) or only before the first, so the bracket is
+        fixed once drawn (Arena-lite).
+    tie : str
+        Who advances from a tied match (see :data:`TIE_RULES`).
+
+    Returns
+    -------
+    Bracket
+        The :class:`Bracket`.
     """
     if tie not in TIE_RULES:
         raise ValueError(f"tie must be one of {', '.join(TIE_RULES)}, got {tie!r}")

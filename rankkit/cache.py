@@ -1,41 +1,6 @@
 """A persistent judgment cache in SQLite, so no judgment is ever paid for twice.
 
-A judgment is stored under a key made of the judge's fingerprint, the kind of judgment and the
-judge's :meth:`~rankkit.judges.base.Judge.request_key` of the request: everything the answer
-depends on (for a prompt-reading judge the task's prompt, reference, scale, metadata and the texts
-shown; the simulator adds ids and human scores). Equal keys must mean interchangeable answers,
-otherwise the cache would change results.
-
-**First writer wins.** A key is written once: what is cached is what was used, even when two
-processes race. The exception is a failed judgment (a parse failure, an empty completion during a
-server fault): it is kept for the record, never served from the cache (the match layer asks
-again), and a later successful answer replaces it.
-
-**Writes are buffered** and committed in one transaction per :meth:`JudgmentCache.flush`, which
-the engine calls after every judge batch and at least every ``flush_seconds``; reads see buffered
-writes. So a run killed half-way keeps everything up to its last batch, and committing costs one
-transaction per batch rather than one per row. The database runs in WAL mode with a busy timeout,
-so two processes may share one file. ``NullCache`` is the ``--no-cache`` stand-in with the same
-interface.
-
-**Leases: a judgment another process is asking for is not paid for again.** Before asking the
-judge, a process claims a *lease* on each missing key: a row of the ``leases`` table (key, owner,
-expiry) taken in one transaction (:meth:`JudgmentCache.claim_leases`). A key whose lease another
-process holds is not asked; that process's answer is read from the cache once committed. The
-owner's lease is deleted in the same transaction that commits its answer, so a waiter that finds
-neither a lease nor an answer knows the key is free. A lease lasts ``lease_seconds`` (default
-:data:`DEFAULT_LEASE_SECONDS`, 120 s) and a background thread renews the leases a cache holds
-every quarter of that, so a long request keeps its lease while a crashed owner's leases expire and
-are taken over: nobody waits on a dead process longer than ``lease_seconds`` (and not at all when
-the owner ran on the same host and its process is gone). Leases decide only who pays, never what
-is stored: first writer wins as always. A failed judgment releases its lease like any other answer,
-and a process that was waiting for that very request uses the failure as the owner does
-(:meth:`JudgmentCache.get_fresh`); a failure from before is never served, so a later run asks again.
-
-Opening a cache checks everything a run will need from it, so a cache that cannot store
-judgments fails at once, before any judgment is paid for: the file must be a rankkit cache (or
-new), and must take a write. Every such problem raises :class:`CacheError`, which names the path
-and what to do.
+More in ``docs/cache.md``.
 """
 
 from __future__ import annotations
@@ -73,7 +38,7 @@ CREATE TABLE IF NOT EXISTS judgments (
 )
 """
 
-# Who is asking the judge for which key now (see "Leases" in the module docstring).
+# Who is asking the judge for which key now (see "Leases" in ``docs/cache.md``).
 _LEASES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS leases (
     key TEXT PRIMARY KEY,
@@ -347,7 +312,7 @@ class JudgmentCache:
                 self._held.difference_update(answered)
             self._flushed = time.monotonic()
 
-    # -- leases (see "Leases" in the module docstring) ----------------------------------------
+    # -- leases (see "Leases" in ``docs/cache.md``) ----------------------------------------
     def claim_leases(self, keys: Sequence[str]) -> list[str]:
         """Take a lease on every key of ``keys`` that needs asking and that no live process holds.
 
@@ -358,10 +323,11 @@ class JudgmentCache:
 
         Returns
         -------
-        The keys this cache now holds a lease on, in the order given: ask the judge for these.
-        The others either have a usable judgment in the file by now, or another process is
-        asking for them: read them with :meth:`get_keys` until the answer is there, claiming
-        again meanwhile (a lease that expires, or is released without an answer, is taken over).
+        list[str]
+            The keys this cache now holds a lease on, in the order given: ask the judge for these.
+            The others either have a usable judgment in the file by now, or another process is
+            asking for them: read them with :meth:`get_keys` until the answer is there, claiming
+            again meanwhile (a lease that expires, or is released without an answer, is taken over).
         """
         keys = list(dict.fromkeys(keys))
         if not keys:

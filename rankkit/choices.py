@@ -1,31 +1,6 @@
 """k-way judgments as strategies use them: groups shown in a presentation order, and their records.
 
-A k-way strategy names groups of candidates; the :class:`~rankkit.matches.MatchSource` shows
-each group to the judge (``source.choose_many``: which is best; ``source.order_many``: order them
-all) in the strategy's presentation order and returns one :class:`GroupMatch` per group. Every
-judgment goes through the run's memo (kinds ``"choice"`` and ``"ordering"``), so the usual rules
-hold: a judgment is shared exactly when the same group is shown in the same order, it is counted
-once in ``Cost.comparisons`` and once in ``judge_calls``/``cache_hits``/``shared_hits``, and a
-parse failure is counted in ``parse_failures``.
-
-**Presentation orders** (a k-way strategy's ``order`` parameter, :data:`KWAY_ORDERS`):
-
-* ``given`` — the group as the strategy passes it (knockout groups come from a shuffle);
-* ``random`` — a seeded shuffle per group, from the strategy's own generator;
-* ``both`` — the group as passed and reversed (2 judgments per group): slot i and slot k − 1 − i
-  change places, so a slot bias that falls evenly from first to last slot (the simulator's) adds
-  the same to every answer, and at k = 2 this is the pairwise ``both``;
-* ``permute`` — permutation self-consistency (Tang et al. 2023) with cyclic shifts: the group is
-  shown ``shifts`` times, rotated by one slot each time (``shifts=0``: k times, so every answer is
-  shown once in every slot and a per-slot bias adds the same to each), and the per-slot scores are
-  summed per answer. Costs ``shifts`` (or k) judgments per group.
-
-**Scores.** A choice gives every slot a score (:meth:`~rankkit.judges.kway.ChoiceJudgment.slot_scores`:
-k·P(best) in logprob mode, the grade from the simulator, k for a bare choice); an ordering gives
-slot at position r of k the Borda score ``k − 1 − r``. A group's ``scores`` are each member's mean
-over the orders shown; its ``winner`` has the highest, ties going to the member with more
-first places, then to the member passed first. A group whose every judgment failed to parse is
-*undecided*: ``winner`` is None and the strategy decides what to do (it is never scored).
+More in ``docs/matches.md``.
 """
 
 from __future__ import annotations
@@ -47,7 +22,7 @@ class GroupSource(Protocol):
 
 
 
-#: The presentation orders of a k-way strategy (see the module docstring).
+#: The presentation orders of a k-way strategy (see ``docs/matches.md``).
 KWAY_ORDERS = ("given", "random", "both", "permute")
 
 
@@ -124,7 +99,7 @@ class GroupMatch:
 
 
 def _slot_scores(judgment: ChoiceJudgment | OrderJudgment, k: int) -> tuple[float, ...] | None:
-    """Each slot's score in one judgment (module docstring); None when parsing failed."""
+    """Each slot's score in one judgment (``docs/matches.md``); None when parsing failed."""
     if judgment.status is ParseStatus.FAILED:
         return None
     if isinstance(judgment, ChoiceJudgment):
@@ -160,7 +135,7 @@ def make_group_match(members: Sequence[str], comparisons: Sequence[GroupComparis
 
 def presentations(members: Sequence[str], order: str, rng: random.Random | None, shifts: int = 0
                   ) -> list[tuple[str, ...]]:
-    """The orders a group is shown in (module docstring). ``random`` draws from ``rng``.
+    """The orders a group is shown in (``docs/matches.md``). ``random`` draws from ``rng``.
 
     >>> presentations(["a", "b", "c"], "permute", None)
     [('a', 'b', 'c'), ('b', 'c', 'a'), ('c', 'a', 'b')]
@@ -186,8 +161,12 @@ def play_groups(source: GroupSource, kind: str, groups: Sequence[Sequence[str]],
                 rng: random.Random | None, round: int | None, shifts: int) -> list[GroupMatch]:
     """Show every group in its presentation orders and combine each group's judgments.
 
-    kind: ``choice`` or ``ordering``. Groups of one member are not judged (their member wins).
     Every presentation is drawn before any judgment, and all of them are asked in one batch.
+
+    Parameters
+    ----------
+    kind : str
+        ``choice`` or ``ordering``. Groups of one member are not judged (their member wins).
     """
     shown_per_group = [presentations(group, order, rng, shifts) if len(group) >= 2 else [] for group in groups]
     asked = [shown for shown_list in shown_per_group for shown in shown_list]

@@ -79,8 +79,12 @@ def prepare_output(path: str | None, option: str = "--out") -> None:
     is opened for appending (and removed again if it was not there), which is the test that
     counts — permissions, read-only disks and files in the way all show there.
 
-    path: the output file (None: nothing to check).
-    option: the option that named it, for the message.
+    Parameters
+    ----------
+    path : str | None
+        The output file (None: nothing to check).
+    option : str
+        The option that named it, for the message.
     """
     if not path:
         return
@@ -197,12 +201,18 @@ def judgment_limit(tasks: Any, strategies: Any, judge: Any, yes: bool, max_judgm
     plans and goes on only with ``--yes``, or when a person at a terminal confirms; a
     non-interactive run without ``--yes`` exits 2 naming the option, before anything is judged.
 
-    Parameters:
-        tasks, strategies, judge: the run's.
-        yes: ``--yes`` was given.
-        max_judgments: ``--max-judgments`` (None: the default limit).
+    Parameters
+    ----------
+    tasks, strategies, judge : Any
+        The run's.
+    yes : bool
+        ``--yes`` was given.
+    max_judgments : int | None
+        ``--max-judgments`` (None: the default limit).
 
-    Returns:
+    Returns
+    -------
+    float | None
         ``math.inf`` (no limit) when the run may go on whatever it plans, else ``max_judgments``.
     """
     import math
@@ -247,9 +257,12 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
     when every judge call of a strategy failed, the command exits 1 (the judge failed) unless
     ``--allow-failures`` was given.
 
-    Parameters:
-        result: the run's :class:`~rankkit.results.RunResult`.
-        allow_failures: exit 0 even when a strategy's judgments all failed.
+    Parameters
+    ----------
+    result : Any
+        The run's :class:`~rankkit.results.RunResult`.
+    allow_failures : bool
+        Exit 0 even when a strategy's judgments all failed.
     """
     all_failed = []
     for strategy in result.strategies:

@@ -1,32 +1,6 @@
 """Run files: everything ``rankkit compare`` (or ``rank``) needs to run, in one TOML file.
 
-::
-
-    # run.toml
-    data = "tasks.jsonl"                 # relative paths are relative to this file
-    columns = { question_id = "task_id", model = "system" }
-    judge = "sim:preset=gpt4"
-    seed = 0
-    cache = ".rankkit/cache.sqlite"      # or: no_cache = true
-    out = "results.json"
-    format = "table"
-
-    [[strategies]]
-    name = "knockout"
-    order = "both"                       # the paper's spelling, debias = true, also works
-
-    [[strategies]]
-    name = "individual"
-
-``rankkit compare --config run.toml`` runs it; any flag given on the command line wins over the
-file. Strategies are tables (``name`` plus the strategy's parameters) or spec strings
-(``strategies = ["knockout:order=both", "individual"]``).
-
-Every ``compare --out`` results file stores the settings it ran with under its ``config`` key
-(:func:`config_record`: absolute paths, every strategy parameter spelled out, the resolved
-criterion), and ``--config`` accepts a results file too, so ``rankkit compare --config
-results.json --out again.json`` re-runs any result exactly. TOML is read with :mod:`tomllib`
-(Python 3.11+) or its backport ``tomli`` on 3.10.
+More in ``docs/cli.md``.
 """
 
 from __future__ import annotations
@@ -191,8 +165,11 @@ def click_defaults(settings: Mapping[str, Any], parameters: set[str], where: str
     """The click ``default_map`` of a command from checked settings: each setting becomes the
     default of its parameter, so a flag on the command line still wins.
 
-    parameters: the names of the command's parameters (a setting it has no parameter for is an
-        error naming ``where``; ``strategies`` with one entry also sets ``rank``'s ``strategy``).
+    Parameters
+    ----------
+    parameters : set[str]
+        The names of the command's parameters (a setting it has no parameter for is an error naming
+        ``where``; ``strategies`` with one entry also sets ``rank``'s ``strategy``).
     """
     defaults = {}
     for key, value in settings.items():
@@ -216,10 +193,24 @@ def config_record(*, data: str | Path | None, criterion: str | None, limit: int 
                   cache: str | Path | None) -> dict[str, Any]:
     """The settings a run used, for the results JSON's ``config`` key.
 
-    data: the data file (None: the bundled sample); cache: the cache file (None: ``--no-cache``);
-    strategies: the strategy objects — written as tables with every parameter, so a later change
-    of a default does not change what a re-run does. Paths are made absolute, so the record works
-    from any directory.
+    Paths are made absolute, so the record works from any directory.
+
+    Parameters
+    ----------
+    data : str | Path | None
+        The data file (None: the bundled sample).
+    criterion, limit, columns, judge, seed
+        The run's settings, as the command line gives them.
+    strategies : Sequence[Any]
+        The strategy objects — written as tables with every parameter, so a later change of a
+        default does not change what a re-run does.
+    cache : str | Path | None
+        The cache file (None: ``--no-cache``).
+
+    Returns
+    -------
+    dict[str, Any]
+        The record, as the run file format (``--config``) reads it.
     """
     record: dict[str, Any] = {"data": None if data is None else str(Path(data).resolve()), "criterion": criterion,
                               "limit": limit, "columns": dict(columns) if columns else None, "judge": judge,

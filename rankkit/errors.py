@@ -1,22 +1,6 @@
 """The errors rankkit reports to its users, and the exit code of each.
 
-Every error a user can act on derives from :class:`RankkitError`, which carries the exit code the
-command line ends with; the CLI maps them in one place (:func:`rankkit.cli.guarded`):
-
-* **2 — bad input or usage**, fixed by changing the command or the files: a malformed tasks,
-  results or judgments file (:class:`TaskFormatError`, defined here because every reader of
-  those files raises it), a spec that cannot be understood
-  (:class:`~rankkit.specs.SpecError`), an unusable cache (:class:`~rankkit.cache.CacheError`), a run
-  file (:class:`~rankkit.config.ConfigError`), a leaderboard that cannot be built
-  (:class:`~rankkit.leaderboard.LeaderboardError`), a missing optional dependency
-  (:class:`~rankkit.plots.PlotDependencyError`);
-* **1 — a failure a rerun may fix** (``resumable``): the judge or its server failed
-  (:class:`~rankkit.judges.base.JudgeError`); every judgment received is in the cache, so the same
-  command resumes. ``compare`` and ``rank`` also exit 1 when every judgment of a strategy failed to
-  parse (the judge never answered in the expected format), unless ``--allow-failures`` is given.
-
-Each is also the built-in exception its kind of failure is (``ValueError`` for bad input,
-``RuntimeError`` for a failed judge), so a caller may catch either.
+More in ``docs/library.md``.
 """
 
 from __future__ import annotations

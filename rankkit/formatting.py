@@ -1,20 +1,6 @@
 """Text renderers for tables: a fixed-width table, Markdown, CSV and JSON.
 
-Every command that prints rows (``compare``, ``rank``, ``leaderboard``, ``analyze``) and every
-library function that formats a report (:func:`rankkit.analysis.format_analysis`,
-:func:`rankkit.judge_report.format_report`) goes through here, so the library never imports the
-command line and each ``--format`` means the same thing everywhere.
-
-A table is a sequence of row mappings and a sequence of ``(key, header)`` columns: ``key`` is
-looked up in each row, ``header`` is what the reader sees. The formats differ in what they are for:
-
-* ``table`` — for a terminal: fixed width, floats at 3 decimals, missing values as ``-``; text
-  columns left-aligned, number columns right-aligned (:func:`numeric_columns`);
-* ``markdown`` — a GitHub pipe table, numbers and alignment as in ``table``; ``|`` inside a cell
-  is escaped;
-* ``csv`` — for a program: the headers on the first line, values at full precision, a missing
-  value is an empty cell;
-* ``json`` — a list of objects keyed by header, values at full precision, missing values null.
+More in ``docs/cli.md``.
 """
 
 from __future__ import annotations
@@ -91,8 +77,9 @@ def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
 
     Returns
     -------
-    One flag per column: True when every present cell (not missing, nor already shown as ``-``)
-    is a number or reads as one.
+    list[bool]
+        One flag per column: True when every present cell (not missing, nor already shown as ``-``)
+        is a number or reads as one.
     """
     return [all(_is_number(row.get(key)) for row in rows if cell_text(row.get(key)) != "-") for key, _ in columns]
 

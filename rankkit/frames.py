@@ -1,35 +1,6 @@
 """Task objects from long tables (one row per candidate answer) through a column mapping.
 
-Sources: pandas DataFrames, Hugging Face ``datasets``, Parquet, CSV, JSON arrays and JSONL. This
-module turns them into task objects shaped like the JSONL ones (plain dicts), which
-:func:`rankkit.tasks.load_tasks` validates into tasks; :func:`rankkit.tasks.task_rows` writes tasks
-back to a long table. :func:`json_object_line` is the line reader of every JSONL file rankkit reads.
-
-Evaluation tools keep answers in **long form**, one row per candidate answer (alpaca_eval's
-``instruction, output, generator``; arena-hard's ``question_id, model, ...``). rankkit's names for
-the columns are
-
-=============== ======================================================================
-``task_id``     the question (optional: without it, rows with the same prompt are one task)
-``prompt``      the question's text
-``candidate_id`` the answer's id within the task (optional: defaults to ``system``)
-``text``        the answer
-``system``      who wrote it (optional)
-``reference``   a reference answer (optional)
-``human.NAME``  a human score named NAME (higher is better)
-``meta.NAME``   task metadata NAME (``meta.max_points``, ``meta.main_score``, ``meta.language``...)
-=============== ======================================================================
-
-A **column mapping** renames the source's columns to these (``{"question_id": "task_id",
-"model": "system"}``; on the command line ``--columns question_id=task_id,model=system``); mapping a
-column to ``-`` drops it. Any other column holding only numbers is a human score criterion, as in
-the long CSV; any other column holding text is an error that says how to map it, so nothing is
-silently lost. Rows that carry a ``candidates`` list are task objects (the JSONL shape) instead.
-
-Rows are named in errors the way the source numbers them: the line for JSONL and CSV, the 0-based
-position for DataFrames (``df.iloc[i]``), Datasets (``ds[i]``), Parquet and JSON arrays. pandas,
-pyarrow and datasets are never imported by rankkit itself except pyarrow to read a Parquet file:
-a DataFrame or Dataset you pass in is read through its own ``to_dict``/``to_list``.
+More in ``docs/data.md``.
 """
 
 from __future__ import annotations
@@ -123,9 +94,13 @@ def _first_char(path: Path) -> str:
 def read_source(source: Any, columns: Mapping[str, str] | None = None) -> tuple[str, list[Row]]:
     """Read ``source`` into ``(label, [(row, task object), ...])`` for :func:`rankkit.tasks.load_tasks`.
 
-    source: a pandas DataFrame, a ``datasets.Dataset``, a list of row dicts, or the path of a
-        ``.parquet``, ``.json`` (an array), ``.jsonl`` or ``.csv`` file.
-    columns: the column mapping (see the module docstring).
+    Parameters
+    ----------
+    source : Any
+        A pandas DataFrame, a ``datasets.Dataset``, a list of row dicts, or the path of a ``.parquet``,
+        ``.json`` (an array), ``.jsonl`` or ``.csv`` file.
+    columns : Mapping[str, str] | None
+        The column mapping (see ``docs/data.md``).
     """
     mapping = check_columns(columns or {})
     label, rows = _rows(source)

@@ -1,38 +1,6 @@
 """Bias diagnostics for a pairwise judge: ``rankkit judge-report``.
 
-Every sampled pair (a, b) of a task is judged in **both** presentation orders — a shown first,
-then b shown first — through the usual graph -> cache -> judge lookup, and the two verdicts are
-measured against each other and against the human labels:
-
-* **first-slot preference** — among decisive verdicts (not a tie, not a failed parse), the share
-  that picked the candidate shown first. An unbiased judge sits at 0.5.
-* **order consistency** — among pairs where both verdicts exist, the share where both name the
-  same candidate (or both say tie): the verdict survives swapping the order.
-* **length preference** — among decisive verdicts on pairs whose answers differ in length (characters,
-  :attr:`~rankkit.tasks.Candidate.length`), the share that picked the longer answer; reported next to
-  **human length preference**, the share of those pairs (with a human preference) where the humans
-  preferred the longer answer.
-* **accuracy (one order)** — over pairs with a human preference, each of the two verdicts scores
-  1 if it names the human-preferred candidate, 0 if the other, and ½ if it is a tie or failed (what
-  a coin flip would score); the mean over both verdicts is LLMBar's "average accuracy".
-* **accuracy (both orders)** — the two verdicts combined into one (:func:`combine_orders`: the
-  decisive verdict when they agree or only one is decisive, else a draw). Scoring a draw ½ would
-  make this equal to the one-order accuracy identically (a disagreement is worth ½ either way), so
-  it is reported two ways: over the pairs the two orders *decide* (draws left out; ``n`` says how
-  many were decided), and **strict** — over all labelled pairs, a draw counting as wrong.
-
-Intervals are 95% percentile bootstrap intervals (:func:`rankkit.stats.bootstrap`) resampling
-**tasks** (a task's pairs stay together, since they share a prompt); each statistic is a ratio
-of per-task sums, so a resample reweighs tasks, not single judgments.
-
-**Pairs.** A task with N candidates has N(N−1)/2 pairs; with ``pairs_per_task=k`` a seeded sample
-of k of them is judged (drawn from :func:`rankkit.tasks.task_rng`, the generator a strategy ranks
-the task with), all of them when k is None or at least N(N−1)/2. Two-candidate sets such as LLMBar have
-one pair per task.
-
-**Panels.** For a ``panel`` judge the report adds each member's metrics (computed from the member
-votes the panel already gathered, so no new calls), Krippendorff's alpha between the members, and
-the number of draws (and the accuracy) at thresholds 1.0, 0.75, 0.5 and the panel's own.
+More in ``docs/analysis.md``.
 """
 
 from __future__ import annotations
@@ -157,7 +125,7 @@ def metric_json(interval: Interval) -> dict[str, float | None]:
 
 
 def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float], list[float]]]:
-    """Per-task (numerator, denominator) lists for every metric of the module docstring."""
+    """Per-task (numerator, denominator) lists for every metric in ``docs/analysis.md``."""
     task_ids = list(dict.fromkeys(r.task_id for r in records))
     index = {tid: i for i, tid in enumerate(task_ids)}
     names = ("first_slot", "order_consistency", "length_judge", "length_human", "accuracy_single", "accuracy_both",
@@ -191,7 +159,7 @@ def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float],
 
 def measure(records: Sequence[PairRecord], resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL,
             seed: int = 0) -> dict[str, Interval]:
-    """Every metric of the module docstring, with its bootstrap interval."""
+    """Every metric in ``docs/analysis.md``, with its bootstrap interval."""
     return {name: ratio_estimate(num, den, resamples, level, seed)
             for name, (num, den) in metric_counts(records).items()}
 
@@ -294,12 +262,19 @@ def judge_report(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_p
                  judge_spec: str = "", data: str = "") -> dict[str, Any]:
     """Judge the sampled pairs in both orders and measure the judge; returns the report as a dict.
 
-    tasks: the tasks (with human labels for the accuracy and human length rows).
-    judge, cache: the judge and the judgment cache (None = no persistent cache).
-    pairs_per_task: pairs sampled per task (None = all).
-    seed: seeds the pair sample and the bootstrap.
-    resamples, level: the bootstrap's number of resamples and interval coverage (stored in the
-        report as ``bootstrap.resamples`` and ``bootstrap.confidence``).
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The tasks (with human labels for the accuracy and human length rows).
+    judge, cache
+        The judge and the judgment cache (None = no persistent cache).
+    pairs_per_task : int | None
+        Pairs sampled per task (None = all).
+    seed : int
+        Seeds the pair sample and the bootstrap.
+    resamples, level
+        The bootstrap's number of resamples and interval coverage (stored in the report as
+        ``bootstrap.resamples`` and ``bootstrap.confidence``).
     """
     from rankkit.judges.panel import PanelJudge
     from rankkit.judges.replay import is_miss

@@ -1,49 +1,6 @@
 """What strategies ask for judgments through: the :class:`MatchSource`, and the records it keeps.
 
-**MatchSource.** One per strategy and task. A strategy names the comparisons it wants
-(``compare_many``: ordered pairs), the pairs it wants played (``play_many``: the source shows them
-in the strategy's presentation order) or the candidates it wants graded (``grade_many``); the
-source asks the run's :class:`~rankkit.memo.JudgmentMemo` for all of them in one batch (memory,
-then the cache, then the judge), records every comparison the strategy used (:class:`Comparison`)
-and counts what it used and where each judgment came from (:class:`Cost`). What a strategy is
-given depends only on its own requests, never on what other strategies of the run asked.
-
-**Presentation order.** A judge often prefers the answer shown first (or second), so which of two
-answers it sees first is part of every pairwise strategy. It is one parameter, ``order``, the same
-in every strategy; a strategy says which two candidates meet (``source.play_many(pairs,
-order=self.order, rng=rng)``) and the match source shows them:
-
-* ``given`` — the pair as the strategy passes it (a strategy that draws its pairs at random passes
-  them in a random orientation already);
-* ``random`` — a seeded coin flip per pair, from the strategy's own generator; a pair the strategy
-  played before is shown in the order it was *not* shown last, so a rematch is a new judgment.
-  The coins are a pure function of the seed, the task and the strategy's own draws;
-* ``both`` — the pair as passed, then reversed, combined into one :class:`Match` (grades averaged);
-  it costs two judgments, and budgets count it as two.
-
-**Default policy.** A strategy shows every pair in ``both`` orders when it judges every pair or
-sorts with the judge as comparator (``elo``, ``bt``, ``heapsort``, ``sliding``), and in one order
-otherwise. That one order is ``given`` when the strategy already draws its pairs at random
-(``knockout``, ``pairwise``: shuffled; ``swiss``, ``active``, ``panel_elo``: a coin per pair as it
-is drawn) and ``random`` when pairs can come back or come out of a sort (``double_elimination``'s
-rematches; ``heapsort``, ``sliding``); ``elo`` and ``bt`` in one order list every pair in data
-order (``given``). Each strategy declares this in one place: its ``order`` field's default.
-
-**Undecided comparisons.** A comparison whose verdict could not be read even after the judge's
-retry (status FAILED) decides nothing, and never by a coin: nobody must gain from a text that
-breaks the judge. :meth:`MatchSource.play_many` asks a match whose every comparison failed once
-more in the other order; if that fails too, each answer's own grade decides (judged alone, so
-neither text can touch the other's; a failed grade loses: :func:`settle_by_grades`). A match
-nothing decides is *undecided*: ``outcome`` None. The rating strategies leave failed comparisons
-out of their fits (:func:`rankkit.strategies.elo.comparison_outcomes`); a strategy that must name
-a winner (a bracket, a sort) lets the answer shown first go on, which only two equally suspect
-answers can reach (both grades failed or equal). Every candidate's count of failed comparisons is
-in the results (``undecided``, counted from the comparisons the strategy used), so a suppression
-attempt is visible.
-
-**MatchGraph.** A record, for reports and exports, of every comparison the strategies of a run
-used on one task and which strategies used it, built from their :class:`Comparison` records
-(:func:`rankkit.results.match_graphs`). Nothing reads it to decide what a strategy sees.
+More in ``docs/matches.md``.
 """
 
 from __future__ import annotations
@@ -117,7 +74,7 @@ class Match:
     the judges' own verdicts decide (they may carry information the scores lack, e.g. choice-token
     probabilities), and only when those balance too is it a tie.
 
-    ``settled_by`` says what decided it (see "Undecided comparisons" in the module docstring):
+    ``settled_by`` says what decided it (see "Undecided comparisons" in ``docs/matches.md``):
     ``verdicts`` (the comparisons), ``grades`` (every comparison failed, so each answer's own
     grade decided), or ``undecided`` (nothing did: ``outcome`` is None, and the grades are the
     middle of the scale, for display only).
@@ -194,7 +151,7 @@ def settle_by_grades(match: Match, grade_a: Grade, grade_b: Grade, scale: tuple[
 
 
 class MatchSource:
-    """The judgments one strategy asks for on one task (see the module docstring).
+    """The judgments one strategy asks for on one task (see ``docs/matches.md``).
 
     Parameters
     ----------
@@ -214,8 +171,8 @@ class MatchSource:
     comparisons:
         Every distinct comparison the strategy used, in the order first used.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import random
     >>> from rankkit.judges import make_judge
     >>> from rankkit.tasks import Candidate, Task
@@ -254,7 +211,8 @@ class MatchSource:
 
         Returns
         -------
-        One :class:`~rankkit.judges.base.Verdict` per pair, in order.
+        list[Verdict]
+            One :class:`~rankkit.judges.base.Verdict` per pair, in order.
         """
         for first, second in pairs:
             if first == second:
@@ -277,7 +235,7 @@ class MatchSource:
 
     def play_many(self, pairs: Sequence[tuple[str, str]], order: str = "given", rng: random.Random | None = None,
                   round: int | None = None) -> list[Match]:
-        """Play each pair (a, b) in the presentation order ``order`` (see the module docstring).
+        """Play each pair (a, b) in the presentation order ``order`` (see ``docs/matches.md``).
 
         Parameters
         ----------
@@ -292,7 +250,8 @@ class MatchSource:
 
         Returns
         -------
-        One :class:`Match` per pair, whose ``a`` is the candidate shown first.
+        list[Match]
+            One :class:`Match` per pair, whose ``a`` is the candidate shown first.
         """
         check_order("play", order)
         shown = [self._present(a, b, order, rng) for a, b in pairs]  # every coin before any judgment

@@ -1,35 +1,6 @@
 """The judgment memo: the one place a judgment is asked for — memory, then the cache, then the judge.
 
-Every judgment of a run is looked up here under its **row key**: the judge's fingerprint, the
-kind of judgment, and the judge's complete request key (what the judge sees: prompt, reference,
-scale, metadata and the candidates' texts *in presentation order*; see
-:meth:`rankkit.judges.base.Judge.request_key`). For a batch of requests the memo
-
-1. serves every request it already answered in this run (memory),
-2. serves every request the persistent cache holds (a failed judgment in the cache is not
-   served: a rerun asks it again),
-3. waits for requests another thread is already asking (one request per key in flight, so two
-   tasks or strategies that need the same judgment pay for it once),
-4. claims a lease in the cache on each remaining key (:meth:`~rankkit.cache.JudgmentCache.claim_leases`),
-   so that another process sharing the cache file does not ask for it too,
-5. asks the judge for the keys it leased in one batch, storing each answer in memory and in the
-   cache the moment it arrives (a judge that fails half-way loses nothing already paid for) and
-   committing at least every ``flush_seconds`` (a process waiting on the key reads it from there),
-6. then reads the keys another process holds leases on from the cache as that process commits
-   them (a failed judgment too: the owner uses it, and so does every process that waited for it,
-   as threads waiting in step 3 do), polling with backoff, and asks for any whose lease expired
-   or was given up without an answer (the owner crashed, or its judge raised). So processes
-   sharing a cache pay about once per judgment, and a crashed owner delays the others by at most
-   the lease's expiry.
-
-Two callers share a judgment exactly when they make the same request. A judgment in the other
-presentation order is a different request and is never substituted. Nothing else is looked up,
-so what a strategy is given never depends on what other strategies asked before it: only *where*
-an answer came from (:class:`Origin`) does, and that is what the run's cost columns count.
-
-The judge is asked directly, or, when tasks run concurrently, through a
-:class:`~rankkit.engine.Dispatcher` that feeds it from every worker thread (see
-:mod:`rankkit.engine`).
+More in ``docs/cache.md``.
 """
 
 from __future__ import annotations
@@ -79,7 +50,7 @@ class Origin(str, enum.Enum):
 
 
 class JudgmentMemo:
-    """Memory → cache → judge lookup of judgments, keyed by content (see the module docstring).
+    """Memory → cache → judge lookup of judgments, keyed by content (see ``docs/cache.md``).
 
     Parameters
     ----------
@@ -96,8 +67,8 @@ class JudgmentMemo:
         commit, so a killed run loses at most this much paid-for work, and other processes
         waiting on these keys read the answers this soon.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from rankkit.judges import make_judge
     >>> from rankkit.tasks import Candidate, Task
     >>> task = Task("t", "2+2?", (Candidate("a", "4", human={"score": 1.0}),
@@ -209,8 +180,9 @@ class JudgmentMemo:
 
         Returns
         -------
-        ``(judgment, origin)`` per key. A key repeated in ``keys`` is one request: its first
-        position carries the origin, the later ones :attr:`Origin.MEMORY`.
+        list[tuple[J, Origin]]
+            ``(judgment, origin)`` per key. A key repeated in ``keys`` is one request: its first
+            position carries the origin, the later ones :attr:`Origin.MEMORY`.
         """
         rows = [judgment_key(fingerprint, kind, key) for key in keys]
         first_index: dict[str, int] = {}
@@ -300,8 +272,9 @@ class JudgmentMemo:
 
         Returns
         -------
-        Each row's origin: :attr:`Origin.CACHE` when another process answered it,
-        :attr:`Origin.JUDGE` when this process asked after all.
+        dict[str, Origin]
+            Each row's origin: :attr:`Origin.CACHE` when another process answered it,
+            :attr:`Origin.JUDGE` when this process asked after all.
         """
         origins: dict[str, Origin] = {}
         pending = dict(elsewhere)

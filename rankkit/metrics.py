@@ -1,28 +1,6 @@
 """Agreement between a strategy's scores and the human scores.
 
-Correlations are computed two ways:
-
-* **pooled** (``pearson``, ``spearman``, ``kendall``): over all candidates of all tasks at once —
-  the paper's question-level correlation. Meaningful when scores share one scale across tasks,
-  as grades from ``individual`` and ``knockout`` do.
-* **per task, averaged** (``task_pearson``, ``task_spearman``, ``task_kendall``): computed within
-  each task, then averaged over the tasks where it is defined (a task whose human or strategy
-  scores are all equal has no correlation and is left out). This is the fair comparison between
-  strategies whose scores live on per-task scales (ranks, Elo ratings).
-
-Plus ``pairwise_accuracy`` (Kocmi et al. 2021): over all candidate pairs within a task whose human
-scores differ, the share whose score difference has the same sign as the human difference; a tie
-in the strategy's scores has no sign and so counts as wrong. And ``top1_accuracy``: the share of
-tasks whose top-scored candidate has the best human score, with two tie rules (:func:`top1_share`):
-a candidate tied with the human best counts as best, and when k candidates tie for the strategy's
-top score the task counts as the share of them that are human-best (the expected top-1 accuracy
-of picking one of them at random), so no data order decides.
-
-The pooled correlations are scipy's (``pearsonr``, ``spearmanr``, ``kendalltau`` tau-b). The
-per-task ones are the same closed forms evaluated for all tasks of one size at once: Pearson's r
-of the scores, of their average ranks (Spearman, as scipy defines it) and tau-b from the signs of
-all within-task pair differences, which also give the pairwise accuracy. They equal scipy's
-values up to floating-point rounding and cost no scipy call per task.
+More in ``docs/analysis.md``.
 """
 
 from __future__ import annotations
@@ -123,7 +101,8 @@ def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     Returns
     -------
-    The k coefficients, clipped to [-1, 1].
+    np.ndarray
+        The k coefficients, clipped to [-1, 1].
     """
     import numpy as np
 

@@ -1,8 +1,8 @@
 """The presentation orders (``given``, ``random``, ``both``) and the small helpers strategies share.
 
-What each order means, and which one every strategy uses by default, is stated once, in the
-module docstring of :mod:`rankkit.matches`, whose :class:`~rankkit.matches.MatchSource` applies
-it. This module has no heavy imports, so strategies use it without loading networkx.
+What each order means, and which one every strategy uses by default, is stated once, in
+``docs/matches.md``; :class:`~rankkit.matches.MatchSource` applies it.
+This module has no heavy imports, so strategies use it without loading networkx.
 """
 
 from __future__ import annotations

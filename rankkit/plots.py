@@ -1,18 +1,6 @@
 """Figures of a results file (``rankkit plot results.json -o DIR``): PNG via matplotlib.
 
-Four figures, each a function of the analyses in :mod:`rankkit.analysis`:
-
-* ``correlations.png`` — each strategy's agreement with the humans, one panel per metric, a dot
-  with its bootstrap 95% interval over tasks;
-* ``cost_accuracy.png`` — judgments used per task (comparisons + grades) against a metric
-  (``task_spearman`` by default): what each strategy buys with its judge calls;
-* ``elimination_rounds.png`` — for knockout-like strategies, the Pearson correlation of
-  candidates knocked out in round 1 vs those that went further (*Knockout LLM Assessment*, Table 2);
-* ``judge_vs_human.png`` — every candidate's score from each strategy against its human score.
-
-matplotlib is an optional dependency (``pip install 'rankkit[plot]'``) and is imported only
-inside these functions. Figures are drawn on :class:`matplotlib.figure.Figure` objects directly,
-which render with the Agg backend without touching pyplot's global state.
+More in ``docs/analysis.md``.
 """
 
 from __future__ import annotations
@@ -99,7 +87,10 @@ def cost_accuracy_points(results: RunResult, metric: str = "task_spearman", resa
                          rows: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One point per strategy: judgments used per task (comparisons + grades) and ``metric`` with its interval.
 
-    rows: an already computed :func:`rankkit.analysis.correlation_table` that includes ``metric``.
+    Parameters
+    ----------
+    rows : Sequence[Mapping[str, Any]] | None
+        An already computed :func:`rankkit.analysis.correlation_table` that includes ``metric``.
     """
     points = []
     for row in rows if rows is not None else correlation_table(results, [metric], resamples, seed, level):
@@ -115,8 +106,11 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
                        title: str | None = None, xlabel: str = "judgments per task (comparisons + grades)") -> Path:
     """Cost against accuracy, one labelled point (with its interval) per strategy.
 
-    points: dicts with ``label``, ``cost`` (x), ``estimate``, ``low``, ``high`` (y and its
-        interval; NaN bounds draw no bar). The x axis is logarithmic when costs span over 10x.
+    Parameters
+    ----------
+    points : Sequence[Mapping[str, Any]]
+        Dicts with ``label``, ``cost`` (x), ``estimate``, ``low``, ``high`` (y and its interval; NaN
+        bounds draw no bar). The x axis is logarithmic when costs span over 10x.
     """
     shown = [p for p in points if not math.isnan(p["estimate"]) and p["cost"] > 0]
     width_in, height_in = (7.5, 5.0) if len(shown) <= 12 else (10.0, 7.0)

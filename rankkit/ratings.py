@@ -1,26 +1,6 @@
 """Rating models over match results: online Elo, Bradley–Terry, win rates, and bootstrap intervals.
 
-Everything here is a small pure function of a list of *outcomes*. An outcome is a triple
-``(a, b, outcome)`` where ``a`` and ``b`` are item names (candidate ids, system names) and
-``outcome`` is the result **for a**: ``1.0`` a won, ``0.0`` b won, ``0.5`` a tie. Which of a and b
-was shown first to the judge does not matter here; the strategies and leaderboards decide how a
-judged comparison becomes an outcome (e.g. a :class:`~rankkit.matches.Match`'s ``outcome``).
-
-Ratings come back as ``{item: rating}`` on the **Elo scale**: an item that has played no match
-sits at ``initial`` (1000), and a gap of ``scale`` (400) points means the stronger item is expected
-to win ``base``:1 (10:1). Every function takes ``items`` so that items without outcomes still get a
-rating and the output order is stable (the order of ``items``, else the order of first appearance).
-
-* :func:`online_elo` — the classic sequential Elo update with step ``k`` (order-dependent);
-* :func:`elo_over_permutations` — online Elo averaged over seeded random orders of the outcomes
-  (Chatbot Arena's remedy for that order dependence);
-* :func:`bradley_terry` — the (lightly regularised) maximum-likelihood Bradley–Terry strengths
-  fitted by choix, mapped to the Elo scale (order-independent; a tie is half a win each way); the
-  regularisation scales with the number of items (:func:`default_alpha`);
-* :func:`win_rates` — the share of points each item scored over its outcomes.
-
-Intervals for any of these come from :func:`rankkit.stats.bootstrap` with the outcomes as the
-units, e.g. ``bootstrap(lambda sample: bradley_terry(sample, items), outcomes, resamples=200)``.
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -79,11 +59,17 @@ def online_elo(outcomes: Sequence[Outcome], items: Sequence[str] | None = None, 
     After a match with outcome ``s`` for a, ``r_a += k·(s − E_a)`` and ``r_b −= k·(s − E_a)``, where
     ``E_a = 1 / (1 + base^((r_b − r_a)/scale))`` is a's expected score. Ratings start at ``initial``.
 
-    outcomes: (a, b, outcome for a) triples, played in this order (the result depends on it).
-    items: the items to rate (see :func:`item_order`).
-    k: the update step — how many points a fully unexpected result moves a rating (Chatbot Arena
-        used 4 over hundreds of thousands of votes; a ranking task has tens of outcomes, hence 16).
-    initial, scale, base: the Elo scale (1000, 400, 10 by convention).
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        (a, b, outcome for a) triples, played in this order (the result depends on it).
+    items : Sequence[str] | None
+        The items to rate (see :func:`item_order`).
+    k : float
+        The update step — how many points a fully unexpected result moves a rating (Chatbot Arena used 4
+        over hundreds of thousands of votes; a ranking task has tens of outcomes, hence 16).
+    initial, scale, base : float
+        The Elo scale (1000, 400, 10 by convention).
     """
     ratings = {name: float(initial) for name in item_order(outcomes, items)}
     for a, b, outcome in outcomes:
@@ -110,9 +96,14 @@ def elo_over_permutations(outcomes: Sequence[Outcome], items: Sequence[str] | No
     update per match position across all the orders), so the cost per match barely grows with
     ``permutations``; each order's ratings are exactly :func:`online_elo` on that order.
 
-    permutations: how many shuffled orders to average over (>= 1).
-    seed: an int, or a ``random.Random`` to draw the orders from (it is advanced by one draw).
-    k, initial, scale, base: as in :func:`online_elo`.
+    Parameters
+    ----------
+    permutations : int
+        How many shuffled orders to average over (>= 1).
+    seed : int | random.Random
+        An int, or a ``random.Random`` to draw the orders from (it is advanced by one draw).
+    k, initial, scale, base : float
+        As in :func:`online_elo`.
     """
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
@@ -174,7 +165,10 @@ def win_matrix(outcomes: Iterable[Outcome], index: Mapping[str, int]) -> np.ndar
     match adds 1 to the winner's cell. Fractional counts are exactly weighted comparisons in the
     likelihood, so nothing needs duplicating.
 
-    index: item name -> row/column of the matrix.
+    Parameters
+    ----------
+    index : Mapping[str, int]
+        Item name -> row/column of the matrix.
     """
     return _wins_from_arrays(*_outcome_arrays(outcomes, index), len(index))
 
@@ -224,13 +218,16 @@ def bradley_terry(outcomes: Sequence[Outcome], items: Sequence[str] | None = Non
     (few outcomes per pair, e.g. thousands of systems) to its ``ilsr_pairwise``, whose work per
     iteration grows with the outcomes rather than with N²; both find the same fixed point.
 
-    alpha: choix's regularisation (a small rate added between every pair of items in the LSR
-        Markov chain). It keeps every rating finite when an item never lost (or never won), which
-        is common in per-task tournaments, and joins items that never met. None (the default):
-        :func:`default_alpha`, ``0.2 / (N − 1)``, which gives each item the same small pull toward
-        the field whatever the number of items. Must be > 0 unless every item has both won and
-        lost within one connected set of outcomes.
-    initial, scale, base: the Elo scale.
+    Parameters
+    ----------
+    alpha : float | None
+        choix's regularisation (a small rate added between every pair of items in the LSR Markov chain).
+        It keeps every rating finite when an item never lost (or never won), which is common in per-task
+        tournaments, and joins items that never met. None (the default): :func:`default_alpha`, ``0.2 /
+        (N − 1)``, which gives each item the same small pull toward the field whatever the number of
+        items. Must be > 0 unless every item has both won and lost within one connected set of outcomes.
+    initial, scale, base : float
+        The Elo scale.
     """
     order = item_order(outcomes, items)
     if not order:

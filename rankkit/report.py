@@ -1,25 +1,6 @@
 """A self-contained HTML report of a results file (``rankkit report results.json -o report.html``).
 
-One static file — no server, no network, no external scripts, fonts or images — with the views of
-Arena-lite's web demo (Arena-lite, appendix A.1):
-
-* **Leaderboard** — the strategies with their cost and agreement with the human scores (bootstrap
-  95% intervals over tasks), and, per strategy, the systems ranked by the mean rank it gave them;
-* **Tasks and matches** — pick a task and a strategy: the prompt, the candidates with their
-  scores, the knockout bracket drawn round by round (knockout-like strategies), and a match
-  browser showing the prompt, both candidates in the order the judge saw them, the judge's raw
-  output and the scores parsed from it;
-* **Judge bias** — how often the candidate shown first won, and how often the longer answer won,
-  each next to the rate a judge agreeing with the humans would show; for k-way judgments, how
-  often the answer in each of the k slots was chosen, next to 1/k and the human rate.
-
-Candidates and judge outputs are untrusted text. Everything written into the HTML goes through
-:func:`html.escape`; the data the page's script reads is embedded as JSON in a
-``<script type="application/json">`` element with ``<``, ``>`` and ``&`` written as ``\\u003c``
-etc., so no text can close that element; and the script only ever inserts text with
-``textContent``. As a second line of defence the page's Content-Security-Policy allows no network
-access and runs only the report's own script (by its SHA-256 hash), so even markup that slipped
-through could not execute.
+More in ``docs/analysis.md``.
 """
 
 from __future__ import annotations
@@ -141,8 +122,16 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
     key ``matches``) are ``[judgment index, round]`` pairs into that list — all-pairs strategies would otherwise repeat
     the same judge outputs several times over.
 
-    max_tasks: keep only the first N tasks in the task and match views (a smaller file for very
-    large runs); the leaderboard and bias views always use every task.
+    Parameters
+    ----------
+    max_tasks : int | None
+        Keep only the first N tasks in the task and match views (a smaller file for very
+        large runs); the leaderboard and bias views always use every task.
+
+    Returns
+    -------
+    dict[str, Any]
+        The page's data, ready for JSON.
     """
     tasks = results.tasks[:max_tasks] if max_tasks else results.tasks
     kept = {t.task_id for t in tasks}
@@ -363,7 +352,7 @@ SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 
 def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
                   level: float = DEFAULT_LEVEL, max_tasks: int | None = None, title: str = "rankkit report") -> str:
-    """The whole report as one HTML string (see the module docstring)."""
+    """The whole report as one HTML string (see ``docs/analysis.md``)."""
     judge = results.judge_record()
     simulated = "<span class=badge>simulated judge: verdicts derive from the human labels</span>" if judge["simulated"] else ""
     n_tasks = len(results.tasks)

@@ -1,20 +1,6 @@
 """What a run produces, and its one schema on disk: the results JSON of ``rankkit compare --out``.
 
-:class:`RunResult` holds every strategy's per-task scores, rankings, comparisons and cost, the tasks
-and (built on demand) the match graphs of what they used. ``to_dict`` is the results JSON; :meth:`RunResult.from_dict` reads it
-back into the same typed objects (the judge and any strategy that is not installed become
-:class:`RecordedJudge` / :class:`RecordedStrategy`, which describe themselves but cannot judge or
-rank again), so analyses written against these classes work on a live run and on a file alike.
-:meth:`RunResult.to_pandas` is the long table of one row per strategy × task × candidate.
-
-Top-level keys of the results JSON: ``judge`` (spec, description, fingerprint, simulated),
-``data``, ``seed``, ``criterion``, ``strategies`` (see :meth:`StrategyRun.to_dict`), ``task_data``
-(see :func:`task_record`) and, when the run came from the command line, ``config`` — the run
-settings ``rankkit compare --config`` reads back (:mod:`rankkit.config`).
-
-Reading is strict: every key :meth:`RunResult.to_dict` writes must be there (``config`` only
-when the run came from the command line). A file of another shape, such as one written by
-rankkit 0.1, is refused with a :class:`~rankkit.errors.TaskFormatError` naming the missing field.
+More in ``docs/library.md``.
 """
 
 from __future__ import annotations
@@ -76,7 +62,8 @@ class TaskResult:
 
         Returns
         -------
-        The task result; a :class:`TaskFormatError` naming the field when one is missing.
+        TaskResult
+            The task result; a :class:`TaskFormatError` naming the field when one is missing.
         """
         scores = {cid: math.nan if value is None else float(value)  # NaN is written as null
                   for cid, value in required(data, "scores", where, path).items()}
@@ -132,7 +119,8 @@ class StrategyRun:
 
         Returns
         -------
-        The strategy's run; a :class:`TaskFormatError` naming the field when one is missing.
+        StrategyRun
+            The strategy's run; a :class:`TaskFormatError` naming the field when one is missing.
         """
         metrics = {k: math.nan if v is None else float(v)  # NaN is written as null
                    for k, v in required(data, "metrics", where, path).items()}
@@ -323,8 +311,9 @@ def strategy_from_record(record: Mapping[str, Any], where: str = "results", path
 
     Returns
     -------
-    The strategy rebuilt from its parameters when it is installed, takes them and gives the same
-    label; else a :class:`RecordedStrategy` that keeps them.
+    Strategy
+        The strategy rebuilt from its parameters when it is installed, takes them and gives the same
+        label; else a :class:`RecordedStrategy` that keeps them.
     """
     from rankkit.strategies import strategy_classes
 
@@ -402,7 +391,8 @@ def task_from_record(record: Mapping[str, Any], criterion: str | None, where: st
 
     Returns
     -------
-    The task; a :class:`TaskFormatError` naming the field when one is missing.
+    Task
+        The task; a :class:`TaskFormatError` naming the field when one is missing.
     """
     def get(name: str) -> Any:
         return required(record, name, where, path)
@@ -432,15 +422,16 @@ def required(record: Any, name: str, where: str, path: str) -> Any:
 
     Returns
     -------
-    The value; a :class:`TaskFormatError` naming the field when ``record`` is not an object or
-    lacks it (a file of an older rankkit, or not a results file).
+    Any
+        The value; a :class:`TaskFormatError` naming the field when ``record`` is not an object or
+        lacks it (a file of an older rankkit, or not a results file).
     """
     field_name = f"{path}.{name}" if path else name
     if not isinstance(record, Mapping):
         raise TaskFormatError(where, None, path or None, f"expected an object, got {type(record).__name__}")
     if name not in record:
-        raise TaskFormatError(where, None, field_name, "missing (results files of rankkit before 0.2 are "
-                                                       "not read; rerun rankkit compare to write one)")
+        raise TaskFormatError(where, None, field_name, "missing (results files of another rankkit version "
+                                                       "are not read; rerun rankkit compare to write one)")
     return record[name]
 
 
@@ -456,8 +447,9 @@ def read_records(records: list[Any], name: str, where: str, read: Callable[[Any,
 
     Returns
     -------
-    What ``read`` returned, in order. A value of the wrong type (``"scores": 3``, an unknown
-    winner) becomes a :class:`TaskFormatError` naming the record.
+    list[Any]
+        What ``read`` returned, in order. A value of the wrong type (``"scores": 3``, an unknown
+        winner) becomes a :class:`TaskFormatError` naming the record.
     """
     values = []
     for index, record in enumerate(records):

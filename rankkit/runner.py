@@ -61,7 +61,8 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
 
     Returns
     -------
-    A :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per strategy.
+    RunResult
+        A :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per strategy.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
@@ -111,12 +112,16 @@ def map_tasks(tasks: Sequence[Task], work: Callable[[Task, JudgmentMemo], R], ju
     :class:`~rankkit.engine.Dispatcher`. ``work`` asks for judgments through the memo it is
     given (``MatchSource(task, memo)``) and must not share mutable state across tasks.
 
-    workers: tasks in progress at once (default: twice the judge's capacity, since a strategy often
-        has fewer requests open than the judge has slots; 1, with no threads, for capacity 1).
-    stats: filled, when given, with ``workers``, ``capacity`` and (concurrent runs) ``batches`` (the
-        size of every judge call) and ``max_in_flight``.
-
     Buffered cache writes are committed when the iteration ends, however it ends.
+
+    Parameters
+    ----------
+    workers : int | None
+        Tasks in progress at once (default: twice the judge's capacity, since a strategy often has fewer
+        requests open than the judge has slots; 1, with no threads, for capacity 1).
+    stats : dict[str, Any] | None
+        Filled, when given, with ``workers``, ``capacity`` and (concurrent runs) ``batches`` (the size
+        of every judge call) and ``max_in_flight``.
     """
     capacity = max(1, int(judge.capacity))
     if workers is None:

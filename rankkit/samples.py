@@ -24,8 +24,20 @@ SAMPLES = {
 def sample_path(name: str) -> Path:
     """The bundled sample ``name`` (a key of :data:`SAMPLES`).
 
-    Raises:
-        KeyError: no sample of that name (the message lists them).
+    Parameters
+    ----------
+    name : str
+        The sample's name: ``tasks``, ``judgments`` or ``leaderboard``.
+
+    Returns
+    -------
+    Path
+        The sample file inside the installed package.
+
+    Raises
+    ------
+    KeyError
+        No sample of that name (the message lists them).
     """
     if name not in SAMPLES:
         raise KeyError(f"no bundled sample {name!r}; choose one of {', '.join(SAMPLES)}")

@@ -1,24 +1,6 @@
 """The size check before a run: a run that would ask for more judgments than a limit does not start.
 
-``bt`` on one task of 1,000 candidates asks for 999,000 judgments: gigabytes with the simulator,
-real money with a paid judge. So :func:`rankkit.api.compare` (and the ``compare`` and ``rank``
-commands, which call it) first counts what the run can ask for, without judging and without
-running any strategy:
-
-* per task of N candidates and per strategy, the strategy's declared worst case
-  (:meth:`~rankkit.strategies.base.Strategy.max_judgments`, which defaults to its
-  :meth:`~rankkit.strategies.base.Strategy.exact_judgments`: ``bt``'s N(N − 1), ``knockout``'s
-  N − 1, ``individual``'s N); a strategy that declares neither counts as asking for every
-  judgment there is on the task, N(N − 1) + N (every ordered pair and every grade);
-* summed over the strategies, but at most N(N − 1) + N per task: a judgment two strategies ask
-  for is paid once;
-* summed over the tasks. Cached judgments are counted too (the cache is not read for the check),
-  so it is an upper bound of what the run pays.
-
-When the count passes the limit (:data:`DEFAULT_MAX_JUDGMENTS` unless the caller gives another),
-:func:`check_scale` raises :class:`TooManyJudgments` with the count and, for judges that read
-prompts, the estimated prompt tokens (4 characters per token, as ``--dry-run``), before anything
-is judged. ``--dry-run`` gives the exact figures, per strategy.
+More in ``docs/dry-run.md``.
 """
 
 from __future__ import annotations
@@ -40,7 +22,7 @@ DEFAULT_MAX_JUDGMENTS = 50_000
 
 @dataclass(frozen=True)
 class ScalePlan:
-    """What a run can ask for at most (see the module docstring).
+    """What a run can ask for at most (see ``docs/dry-run.md``).
 
     judgments: comparisons and grades, summed over tasks.
     prompt_tokens: their estimated prompt tokens; None for judges that read no prompts.
@@ -75,14 +57,20 @@ class TooManyJudgments(RankkitError, ValueError):
 
 def plan_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any = None,
                tokens: bool = True) -> ScalePlan:
-    """Count the judgments a run can ask for at most (the rules of the module docstring).
+    """Count the judgments a run can ask for at most (the rules in ``docs/dry-run.md``).
 
-    Parameters:
-        tasks, strategies: the run's.
-        judge: the run's judge, for its prompts' sizes (None, or a judge without prompts: no tokens).
-        tokens: estimate prompt tokens (renders about one prompt per candidate and kind per task).
+    Parameters
+    ----------
+    tasks, strategies
+        The run's.
+    judge : Any
+        The run's judge, for its prompts' sizes (None, or a judge without prompts: no tokens).
+    tokens : bool
+        Estimate prompt tokens (renders about one prompt per candidate and kind per task).
 
-    Returns:
+    Returns
+    -------
+    ScalePlan
         The :class:`ScalePlan`.
     """
     sizes = None
@@ -117,16 +105,24 @@ def check_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: An
                 max_judgments: int | float | None = None) -> ScalePlan:
     """Refuse a run that plans more judgments than ``max_judgments`` (before anything is judged).
 
-    Parameters:
-        tasks, strategies, judge: the run's.
-        max_judgments: the limit; None: :data:`DEFAULT_MAX_JUDGMENTS`; ``math.inf``: no limit.
+    Parameters
+    ----------
+    tasks, strategies, judge
+        The run's.
+    max_judgments : int | float | None
+        The limit; None: :data:`DEFAULT_MAX_JUDGMENTS`; ``math.inf``: no limit.
 
-    Returns:
+    Returns
+    -------
+    ScalePlan
         The :class:`ScalePlan` (without prompt tokens when it is within the limit).
 
-    Raises:
-        TooManyJudgments: the plan passes the limit.
-        SpecError: the limit is not a non-negative number.
+    Raises
+    ------
+    TooManyJudgments
+        The plan passes the limit.
+    SpecError
+        The limit is not a non-negative number.
     """
     from rankkit.specs import SpecError
 

@@ -88,11 +88,26 @@ def convert_value(value: str, annotation: object, *, where: str, allow_infinite:
     A float must be finite: ``nan``, ``inf`` and literals too large for a float (``1e309``) are a
     :class:`SpecError`, so that no parameter can fail after judging has started.
 
-    value: the text after ``=``.
-    annotation: the type to convert to.
-    where: how the message names the parameter (``strategy bt: alpha``).
-    allow_infinite: accept ``inf`` (never ``nan``), for a limit where ``inf`` means "no limit".
-    Returns the converted value; raises :class:`SpecError` naming ``where`` when it cannot.
+    Parameters
+    ----------
+    value : str
+        The text after ``=``.
+    annotation : object
+        The type to convert to.
+    where : str
+        How the message names the parameter (``strategy bt: alpha``).
+    allow_infinite : bool
+        Accept ``inf`` (never ``nan``), for a limit where ``inf`` means "no limit".
+
+    Returns
+    -------
+    object
+        The converted value.
+
+    Raises
+    ------
+    SpecError
+        Naming ``where``, when the value cannot be converted.
     """
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):

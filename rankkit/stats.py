@@ -1,39 +1,6 @@
 """Confidence intervals: one :class:`Interval` type and one percentile :func:`bootstrap` over resampled units.
 
-Every interval rankkit reports comes from here — the analyses of a results file
-(:mod:`rankkit.analysis`), the judge report (:mod:`rankkit.judge_report`), the leaderboards and
-the ``bt`` strategy's per-candidate intervals (ratings resampled over outcomes)::
-
-    from rankkit.stats import bootstrap
-    interval = bootstrap(lambda sample: sum(sample) / len(sample), [0.2, 0.5, 0.4, 0.9], seed=1)
-    interval.estimate, interval.low, interval.high      # the mean and its 95% interval
-
-The bootstrap (the ``evalica.bootstrap`` idea: an interval for any method):
-
-* the **units** (tasks, outcomes) are resampled with replacement, ``resamples`` times; the
-  resamples are a pure function of (number of units, resamples, seed) (:func:`resample_indices`),
-  so two statistics bootstrapped with the same seed see the same resampled units — a *paired*
-  bootstrap, which is what makes the difference of two strategies meaningful;
-* the **method** is applied to every resample; the interval is the central ``level`` share of
-  its values (the percentile interval; 2.5th–97.5th percentiles for 95%), the estimate is the
-  method on the original units;
-* the interval always contains its estimate: where resampling bias puts the estimate outside the
-  percentile interval (a correlation near 1, which resamples with repeated units can only lower),
-  the nearer bound is moved to the estimate — a conservative interval rather than one that
-  excludes the value it is reported with.
-
-Defaults and conventions, the same for every caller:
-
-* ``resamples=1000``, ``level=0.95``, ``seed=0`` (:data:`DEFAULT_RESAMPLES`, :data:`DEFAULT_LEVEL`);
-* ``resamples=0`` gives the estimate with no interval, as do fewer than two units;
-* resamples on which the statistic is undefined (NaN, e.g. a correlation of a constant sample)
-  are left out, and the interval is NaN when fewer than :data:`MIN_DEFINED` (90%) of them remain —
-  an interval built on a minority of resamples would not be a 95% interval;
-* a bound that cannot be computed is NaN (``None`` in JSON, ``-`` in tables).
-
-Fast statistics take whole batches of resamples at once (``batched=True``): they receive an
-array of unit indices, one resample per row, and can weigh per-unit pieces with
-:func:`unit_counts` (how often each unit occurs in each resample) instead of a Python loop.
+More in ``docs/analysis.md``.
 """
 
 from __future__ import annotations
@@ -111,13 +78,21 @@ def percentile_intervals(estimates: Sequence[float] | np.ndarray, draws: np.ndar
                          min_defined: float = MIN_DEFINED) -> list[Interval]:
     """Percentile intervals from a statistic's values on each resample.
 
-    estimates: the statistic on the original data, one value per column of ``draws``.
-    draws: (resamples, values) array; NaN where the statistic is undefined on a resample. Those
-        resamples are left out, and the interval is NaN when fewer than ``min_defined`` of them remain.
-    level: coverage of the two-sided interval.
+    Parameters
+    ----------
+    estimates : Sequence[float] | np.ndarray
+        The statistic on the original data, one value per column of ``draws``.
+    draws : np.ndarray
+        (resamples, values) array; NaN where the statistic is undefined on a resample. Those resamples
+        are left out, and the interval is NaN when fewer than ``min_defined`` of them remain.
+    level : float
+        Coverage of the two-sided interval.
 
-    Returns one :class:`Interval` per estimate; each contains its estimate (the nearer percentile
-    bound is moved to the estimate when the percentiles lie on one side of it).
+    Returns
+    -------
+    list[Interval]
+        One :class:`Interval` per estimate; each contains its estimate (the nearer percentile bound is
+        moved to the estimate when the percentiles lie on one side of it).
     """
     import numpy as np
 
@@ -144,18 +119,29 @@ def bootstrap(method: Callable[[Any], Any], units: Sequence[Any], *, resamples: 
               level: float = DEFAULT_LEVEL, seed: int = 0, batched: bool = False) -> Any:
     """Percentile bootstrap intervals of ``method`` over ``units`` resampled with replacement.
 
-    method: the statistic. Unbatched, it takes a list of units (a resample, repeats allowed) and
-        returns a number, a sequence of numbers or a mapping name -> number. Batched, it takes a
-        (k, n_units) array of unit indices (one resample per row) and returns k values, or a
-        (k, m) array of m values per resample.
-    units: the independent units (tasks, outcomes).
-    resamples: how many resamples (0: the estimate only, with NaN bounds).
-    level: coverage of the two-sided interval, in (0, 1).
-    seed: seeds the resamples (:func:`resample_indices`).
-
-    Returns the estimate (``method`` on all the units) with its interval, in the shape ``method``
-    returns: an :class:`Interval`, a list of them, or a dict name -> Interval in the mapping's order.
     Fewer than two units give NaN bounds: one unit resamples to itself, which says nothing of the spread.
+
+    Parameters
+    ----------
+    method : Callable[[Any], Any]
+        The statistic. Unbatched, it takes a list of units (a resample, repeats allowed) and returns a
+        number, a sequence of numbers or a mapping name -> number. Batched, it takes a (k, n_units)
+        array of unit indices (one resample per row) and returns k values, or a (k, m) array of m values
+        per resample.
+    units : Sequence[Any]
+        The independent units (tasks, outcomes).
+    resamples : int
+        How many resamples (0: the estimate only, with NaN bounds).
+    level : float
+        Coverage of the two-sided interval, in (0, 1).
+    seed : int
+        Seeds the resamples (:func:`resample_indices`).
+
+    Returns
+    -------
+    Any
+        The estimate (``method`` on all the units) with its interval, in the shape ``method``
+        returns: an :class:`Interval`, a list of them, or a dict name -> Interval in the mapping's order.
     """
     import numpy as np
 

@@ -1,22 +1,6 @@
 """Task files read into task objects for :func:`rankkit.tasks.load_tasks`: JSONL, CSV and TSV.
 
-The extension decides the reader (:data:`READERS`); a file with any other extension is read as
-JSONL only when its content is JSONL:
-
-* **JSONL** (``.jsonl``, or JSON lines under ``.json``), one task per line::
-
-    {"task_id": "q1", "prompt": "...", "reference": null,
-     "candidates": [{"id": "a", "text": "...", "system": "m1", "human": {"score": 3.5}}, ...],
-     "meta": {"main_score": "score", "max_points": 5}}
-
-* **CSV in long form** (``.csv``, or tab-separated ``.tsv``), one row per candidate, with columns
-  ``task_id, prompt, candidate_id, text`` and optionally ``system``, ``reference``; every other
-  column is a human score criterion. A task's rows need not be contiguous but must agree on the
-  prompt and reference.
-
-Files are UTF-8; a leading byte-order mark (Excel's "CSV UTF-8") is accepted. Every problem is a
-:class:`~rankkit.errors.TaskFormatError` naming the file, the line and the field; the task
-objects are validated by :mod:`rankkit.tasks`.
+More in ``docs/data.md``.
 """
 
 from __future__ import annotations

@@ -125,11 +125,22 @@ def task_rng(seed: int, task_id: str, purpose: str | None = None) -> random.Rand
     ``task_rng(seed, task_id)``; other uses name a ``purpose`` (``arena``, ``anchored``) so that
     their draws are not a strategy's.
 
-    seed: the run's seed.
-    task_id: the task's id.
-    purpose: what the draws are for, when not a strategy ranking the task.
-    Returns a fresh :class:`random.Random`.
+    Parameters
+    ----------
+    seed : int
+        The run's seed.
+    task_id : str
+        The task's id.
+    purpose : str | None
+        What the draws are for, when not a strategy ranking the task.
 
+    Returns
+    -------
+    random.Random
+        A fresh :class:`random.Random`.
+
+    Examples
+    --------
     >>> task_rng(0, "q1").randrange(1000), task_rng(0, "q1").randrange(1000)
     (426, 426)
     >>> task_rng(0, "q1", purpose="arena").randrange(1000), task_rng(1, "q1").randrange(1000)
@@ -146,16 +157,29 @@ def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int 
                columns: Mapping[str, str] | None = None) -> list[Task]:
     """Read tasks and resolve the ground-truth criterion.
 
-    path: a ``.jsonl`` (or ``.json`` lines) file, or a long-form ``.csv`` / ``.tsv``; a file with
-        another extension is read as JSONL only when its content is JSONL (see :data:`rankkit.task_files.READERS`).
-        Also a ``.parquet`` or JSON-array file, a pandas DataFrame, a ``datasets.Dataset`` or a
-        list of row dicts in long form (see :mod:`rankkit.frames`).
-    criterion: the human score used as ground truth (default ``meta.main_score``, else the only one).
-    limit: keep only the first N tasks.
-    columns: maps the source's column names to rankkit's (``{"question_id": "task_id",
-        "model": "system"}``).
+    Parameters
+    ----------
+    path : str | Path | Any
+        A ``.jsonl`` (or ``.json`` lines) file, or a long-form ``.csv`` / ``.tsv``; a file with another
+        extension is read as JSONL only when its content is JSONL (see
+        :data:`rankkit.task_files.READERS`). Also a ``.parquet`` or JSON-array file, a pandas DataFrame,
+        a ``datasets.Dataset`` or a list of row dicts in long form (see :mod:`rankkit.frames`).
+    criterion : str | None
+        The human score used as ground truth (default ``meta.main_score``, else the only one).
+    limit : int | None
+        Keep only the first N tasks.
+    columns : Mapping[str, str] | None
+        Maps the source's column names to rankkit's (``{"question_id": "task_id", "model": "system"}``).
 
-    Raises :class:`TaskFormatError` on any problem, naming the file, the line and the field.
+    Returns
+    -------
+    list[Task]
+        The tasks, validated, each with its ground-truth criterion resolved.
+
+    Raises
+    ------
+    TaskFormatError
+        On any problem, naming the file, the line and the field.
     """
     if handles(path, columns):
         path, raw = read_source(path, columns)
@@ -196,10 +220,11 @@ def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | No
 
     Returns
     -------
-    The tasks; a :class:`TaskFormatError` naming the record and field when one is malformed.
+    list[Task]
+        The tasks; a :class:`TaskFormatError` naming the record and field when one is malformed.
 
-    Example
-    -------
+    Examples
+    --------
     >>> task, = tasks_from_records([{"task_id": "q1", "prompt": "2+2?", "candidates": [
     ...     {"id": "a", "text": "4", "human": {"ok": 1}}, {"id": "b", "text": "5", "human": {"ok": 0}}]}])
     >>> task.candidate_ids, task.criterion

@@ -40,15 +40,18 @@ def breakdown(results: RunResult, name: str, field: str, metrics: Sequence[str] 
               resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
     """(c) Metrics of strategy ``name`` within groups defined by ``field``.
 
-    field: ``system`` groups *candidates* by the system (examinee) that wrote them; any other name
-        (optionally written ``meta.NAME``) groups *tasks* by ``meta[NAME]`` (difficulty,
-        language, ...). Tasks without the field are grouped under ``(none)``.
-
     For a meta field every metric is computed within the group's tasks, with intervals from
     resampling them. For ``system`` a group holds about one candidate per task, so only the pooled
     correlations (pearson, spearman, kendall; the thesis's Table 4.5) are defined; the interval
     resamples the group's tasks. Each row also has ``mean_score`` and ``mean_human`` (the thesis's
     Table 4.4: do judges grade higher than the experts?).
+
+    Parameters
+    ----------
+    field : str
+        ``system`` groups *candidates* by the system (examinee) that wrote them; any other name
+        (optionally written ``meta.NAME``) groups *tasks* by ``meta[NAME]`` (difficulty, language, ...).
+        Tasks without the field are grouped under ``(none)``.
     """
     metrics = check_metrics(metrics)
     tasks = labelled_tasks(results, name)
@@ -175,15 +178,22 @@ def aggregate_level(results: RunResult, name: str, how: str = "mean", unit_field
                     resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
     """(d) Correlation between systems' aggregated scores and their aggregated human scores.
 
-    how: ``sum`` (the thesis's exam-level grade: the sum over an exam's questions) or ``mean``
-        (the same ranking when every system answers every task; fairer when some are missing).
-    unit_field: a meta field grouping tasks into exams (one aggregate per exam and system, and
-        pairwise accuracy within each exam); None aggregates each system over all tasks (the
-        system level of MT evaluation).
+    Parameters
+    ----------
+    how : str
+        ``sum`` (the thesis's exam-level grade: the sum over an exam's questions) or ``mean`` (the same
+        ranking when every system answers every task; fairer when some are missing).
+    unit_field : str | None
+        A meta field grouping tasks into exams (one aggregate per exam and system, and pairwise accuracy
+        within each exam); None aggregates each system over all tasks (the system level of MT
+        evaluation).
 
-    Returns None when fewer than two systems are named. Keys: ``metrics`` (pearson, spearman,
-    pairwise_accuracy -> :class:`Interval`, resampling tasks), ``units``, ``systems`` and
-    ``leaderboard`` (per unit and system: aggregated score and human score, best first).
+    Returns
+    -------
+    dict[str, Any] | None
+        None when fewer than two systems are named. Keys: ``metrics`` (pearson, spearman,
+        pairwise_accuracy -> :class:`Interval`, resampling tasks), ``units``, ``systems`` and
+        ``leaderboard`` (per unit and system: aggregated score and human score, best first).
     """
     if how not in AGGREGATES:
         raise SpecError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")

@@ -28,9 +28,26 @@ def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = N
             level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None) -> dict[str, Any]:
     """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
 
-    by: breakdown fields (``system`` or meta fields). baseline: the strategy every other one is
-    compared with (default :func:`default_baseline`). aggregate / unit_field: see
-    :func:`aggregate_level`. The other parameters are the bootstrap's (:func:`rankkit.stats.bootstrap`).
+    Parameters
+    ----------
+    results : RunResult
+        The run to analyse.
+    by : Sequence[str]
+        Breakdown fields (``system`` or meta fields).
+    baseline : str | None
+        The strategy every other one is compared with (default :func:`default_baseline`).
+    metrics : Sequence[str]
+        The metrics of :mod:`rankkit.metrics` to report.
+    aggregate, unit_field
+        See :func:`aggregate_level`.
+    resamples, seed, level
+        The bootstrap's (:func:`rankkit.stats.bootstrap`).
+
+    Returns
+    -------
+    dict[str, Any]
+        One entry per analysis (correlations, differences, elimination rounds, breakdowns, aggregate
+        level, judge bias).
     """
     check_metrics(metrics)
     if not human_scores(results):

@@ -181,11 +181,12 @@ def slot_rates(top_slots: Sequence[int], human_shares: Sequence[Sequence[float]]
 
     Returns
     -------
-    Per slot (0 = shown first): ``slot``; ``chosen``, how many judgments put it first; ``rate``,
-    ``chosen`` over all judgments with its exact binomial interval; ``uniform``, 1/k (a judge
-    blind to the answers and to their order); ``human``, the share of labelled judgments whose
-    human-best answer sits in this slot (what a judge agreeing with the humans would show; NaN
-    without labelled judgments).
+    list[dict[str, Any]]
+        Per slot (0 = shown first): ``slot``; ``chosen``, how many judgments put it first; ``rate``,
+        ``chosen`` over all judgments with its exact binomial interval; ``uniform``, 1/k (a judge
+        blind to the answers and to their order); ``human``, the share of labelled judgments whose
+        human-best answer sits in this slot (what a judge agreeing with the humans would show; NaN
+        without labelled judgments).
 
     >>> rows = slot_rates([0, 0, 1], [(0.0, 1.0), (1.0, 0.0)], k=2)
     >>> [(row["slot"], row["chosen"], round(row["rate"].estimate, 3), row["uniform"], row["human"]) for row in rows]
@@ -216,11 +217,12 @@ def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAUL
 
     Returns
     -------
-    One entry per group size present, smallest first: ``k``; ``judgments``, the parsed judgments
-    (the denominator of every rate); ``failed``, the judgments that failed to parse (left out);
-    ``labelled``, the parsed judgments on tasks with human scores (the denominator of the human
-    rate); ``slots``, :func:`slot_rates`. Empty when the results hold no k-way judgments
-    (pairwise and pointwise strategies).
+    list[dict[str, Any]]
+        One entry per group size present, smallest first: ``k``; ``judgments``, the parsed judgments
+        (the denominator of every rate); ``failed``, the judgments that failed to parse (left out);
+        ``labelled``, the parsed judgments on tasks with human scores (the denominator of the human
+        rate); ``slots``, :func:`slot_rates`. Empty when the results hold no k-way judgments
+        (pairwise and pointwise strategies).
     """
     human = human_scores(results)
     by_k: dict[int, list[tuple[str, GroupComparison]]] = {}

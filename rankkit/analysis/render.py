@@ -57,7 +57,8 @@ def interval_cells(table: Table, split: bool) -> Table:
 
     Returns
     -------
-    A new :class:`Table` with no :class:`Interval` left in it.
+    Table
+        A new :class:`Table` with no :class:`Interval` left in it.
     """
     interval_keys = {key for key, _ in table.columns if any(isinstance(row.get(key), Interval) for row in table.rows)}
     if not split:

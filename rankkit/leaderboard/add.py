@@ -1,25 +1,6 @@
 """Adding a system to a stored leaderboard without rebuilding it: by binary search or against an anchor.
 
-Arena-lite, appendix A.6:
-
-* ``binary`` — Algorithm 2: binary search over the leaderboard's order. With |L| systems and |X|
-  tasks, each step plays ⌊|X| / ⌊log2 |L|⌋⌋ matches of the newcomer against the system in the
-  middle, on tasks drawn without replacement from a shuffled doubled task list; more than half
-  the points moves the search up, fewer moves it down, exactly half plays another batch (or
-  ends as a tie when the tasks run out). It yields a *position*; on a Bradley–Terry leaderboard
-  the newcomer also gets a rating fitted to the matches it played (:func:`rating_against`: the
-  opponents' ratings held fixed, with a bootstrap interval over those matches). The rank stays
-  the search's. On a win-rate leaderboard a rating is the win rate against the anchor, which the
-  search need not play: the newcomer's rating is left empty and ``placement["rating_note"]``
-  says why.
-* ``anchored`` — A.6.2: the newcomer plays the current top system on every task. On a
-  Bradley–Terry leaderboard its win rate p is turned back into a rating,
-  ``R_top + scale · log_base(p / (1 − p))`` (p clipped to [½|X|⁻¹, 1 − ½|X|⁻¹]), which is
-  the rating the BT model says wins p of the time against the top; on an anchored leaderboard
-  the newcomer simply plays the leaderboard's anchor and its rating is that win rate.
-
-Judgments are reused wherever they already exist, in the persistent cache, so adding a system pays only for matches never judged before. The
-stored leaderboard's own matches are kept in its JSON and carried over.
+More in ``docs/leaderboards.md``.
 """
 
 from __future__ import annotations
@@ -102,11 +83,16 @@ def rating_against(outcomes: Sequence[Outcome], ratings: dict[str, float]) -> fl
     finite rating; against one opponent this is the anchored rating
     ``R_opp + ELO_SCALE · log_base(p / (1 − p))`` with p clipped to [½/n, 1 − ½/n].
 
-    Parameters:
-        outcomes: the newcomer's matches, each ``(newcomer, opponent, the newcomer's points)``.
-        ratings: the opponents' ratings.
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        The newcomer's matches, each ``(newcomer, opponent, the newcomer's points)``.
+    ratings : dict[str, float]
+        The opponents' ratings.
 
-    Returns:
+    Returns
+    -------
+    float
         The rating (found by bisection, to well below a rating point).
     """
     import numpy as np
@@ -128,13 +114,19 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                cache: Any = None, seed: int | None = None, order: str | None = None,
                resamples: int = 200,
                judge_spec: str = "", data: str = "") -> Leaderboard:
-    """A new leaderboard with ``system`` added to ``board`` (see the module docstring).
+    """A new leaderboard with ``system`` added to ``board`` (see ``docs/leaderboards.md``).
 
-    tasks: tasks holding the answers of the newcomer and of the leaderboard's systems.
-    method: ``binary`` (Algorithm 2) or ``anchored`` (against the current top, or the board's anchor).
-    seed: defaults to the stored leaderboard's.
-    order: how the newcomer's matches are shown; default ``both`` when the leaderboard's were,
-        else ``random`` (a match against one opponent puts the newcomer in a seeded random slot).
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        Tasks holding the answers of the newcomer and of the leaderboard's systems.
+    method : str
+        ``binary`` (Algorithm 2) or ``anchored`` (against the current top, or the board's anchor).
+    seed : int | None
+        Defaults to the stored leaderboard's.
+    order : str | None
+        How the newcomer's matches are shown; default ``both`` when the leaderboard's were, else
+        ``random`` (a match against one opponent puts the newcomer in a seeded random slot).
     """
     if method not in ADD_METHODS:
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")

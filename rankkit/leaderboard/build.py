@@ -1,25 +1,6 @@
 """Building a system leaderboard: Arena-lite tournaments, win rates against an anchor, or any per-task strategy.
 
-Candidates carry ``system``; a leaderboard pools what the judge said on every task into one rating
-per system. Three ways to build one, all asking the judge through a :class:`~rankkit.matches.MatchSource`
-on one :class:`~rankkit.matches.MatchGraph` per task and the judgment cache, like every strategy:
-
-* **arena** — Arena-lite (Algorithm 1): on every task a single-elimination tournament
-  between the systems' answers. The bracket is a seeded shuffle of the systems; each round pairs
-  neighbours in bracket order, and with an odd number the last one gets a bye. N systems cost
-  N − 1 matches per task. All matches of all tasks are fitted together by Bradley–Terry
-  (:func:`rankkit.ratings.bradley_terry`; ratings on the Elo scale, a tie is half a win each
-  way), with percentile-bootstrap intervals over the matches.
-* **anchored** — the baseline-mediated practice (AlpacaEval, Arena-Hard-Auto): every system's
-  answer against the ``anchor`` system's answer on the same task; the rating is the win rate
-  against the anchor (a tie counts half; the anchor itself sits at 0.5). N − 1 matches per task.
-* **any per-task strategy** (``knockout``, ``elo``, ``bt``, ``heapsort`` …): the strategy ranks
-  each task's candidates as usual (:func:`rankkit.runner.run`); each task's scores are then read
-  as all their induced pairwise results between systems — the higher-scored system beats the
-  lower, equal scores tie — and those are fitted by Bradley–Terry exactly like the arena matches.
-  Every task therefore weighs the same whatever its strategy's score scale (grades, Elo, ranks).
-  The induced results of one task are not independent, so bootstrap intervals over them are
-  narrower than they should be; read them as a rough guide.
+More in ``docs/leaderboards.md``.
 """
 
 from __future__ import annotations
@@ -51,12 +32,18 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
           data: str = "") -> Leaderboard:
     """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
 
-    systems: only these systems take part (default: all in the data).
-    order: how each match is shown (:func:`~rankkit.leaderboard.tournament.play_tournament`):
-        ``given`` (default), ``random``, or ``both`` to decide on the grades averaged over both orders.
-    resamples: bootstrap resamples of the matches for the 95% intervals (0 = no intervals;
-        200 by default, not 1000 as elsewhere, because every resample refits the whole leaderboard).
-    alpha: the Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
+    Parameters
+    ----------
+    systems : Sequence[str] | None
+        Only these systems take part (default: all in the data).
+    order : str
+        How each match is shown (:func:`~rankkit.leaderboard.tournament.play_tournament`): ``given``
+        (default), ``random``, or ``both`` to decide on the grades averaged over both orders.
+    resamples : int
+        Bootstrap resamples of the matches for the 95% intervals (0 = no intervals; 200 by default, not
+        1000 as elsewhere, because every resample refits the whole leaderboard).
+    alpha : float
+        The Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
@@ -76,8 +63,11 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
              data: str = "") -> Leaderboard:
     """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate.
 
-    order: how each match is shown (:func:`~rankkit.leaderboard.tournament.play_against`):
-        ``random`` (default), ``both`` or ``given``.
+    Parameters
+    ----------
+    order : str
+        How each match is shown (:func:`~rankkit.leaderboard.tournament.play_against`): ``random``
+        (default), ``both`` or ``given``.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     if anchor not in names:
@@ -127,8 +117,16 @@ def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: st
     """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or any strategy
     spec (``knockout:order=both``, ``bt`` …), whose per-task results are aggregated.
 
-    order: how ``arena`` and ``anchored`` show each match; None: their default (``given``,
-    ``random``). A strategy spec names its own order, so giving one with it is an error.
+    Parameters
+    ----------
+    order : str | None
+        How ``arena`` and ``anchored`` show each match; None: their default (``given``,
+        ``random``). A strategy spec names its own order, so giving one with it is an error.
+
+    Returns
+    -------
+    Leaderboard
+        The systems' ratings, with the matches they were rated from.
     """
     if order is not None:
         check_order("leaderboard", order)

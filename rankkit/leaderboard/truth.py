@@ -30,8 +30,11 @@ def human_system_scores(tasks: Sequence[Task]) -> dict[str, float]:
 def load_truth(path: str | Path, field_name: str | None = None) -> dict[str, float]:
     """Read a system-level ground truth: JSONL with ``system`` and a numeric score per line.
 
-    field_name: the score's key; by default ``rating`` if present, else the first key (in file
-        order) whose value is a number — ``arena_elo_hard_en`` for Arena-Hard's ``systems.jsonl``.
+    Parameters
+    ----------
+    field_name : str | None
+        The score's key; by default ``rating`` if present, else the first key (in file order) whose
+        value is a number — ``arena_elo_hard_en`` for Arena-Hard's ``systems.jsonl``.
     """
     import json
 

@@ -1,25 +1,6 @@
 """Prompt templates: the file format, the built-in files, and loading a template by name or path.
 
-Each built-in template is a file in ``rankkit/templates/`` with a small header
-between ``---`` lines (``name``, ``version``, ``kind``, ``language``, ``source`` and optionally
-``max_points``, ``score_prefix``, ``choice_prefix``) followed by the prompt text with named fields:
-
-=================  ===============================================================================
-``{question}``     the task prompt
-``{answer}``       the candidate (pointwise templates)
-``{answer_1}``     the candidate shown first (pairwise templates)
-``{answer_2}``     the candidate shown second (pairwise templates)
-``{reference}``    the task's reference answer
-``{max_points}``   the top of the grading scale (see :func:`prompt_max_points`)
-``{source}``       the text to translate (``meta.input``, else the prompt) — for MT templates
-=================  ===============================================================================
-
-A user template (``--judge hf:MODEL,template=FILE``) may omit the header; its kind is then read
-from its fields. Every field value is inserted literally (braces in answers are harmless), and
-candidate text sits between tags such as ``<answer_1>...</answer_1>``; any such tag *inside* a
-value is defused first, so an answer cannot close its own box and pose as the grader. The full
-file text is hashed into the judge fingerprint, so editing a template never reuses stale
-judgments from the cache.
+More in ``docs/prompts.md``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
 """Scores from the grades a judge gives inside its pairwise judgments, corrected for its slot bias.
 
-A pairwise judgment grades both answers (*Knockout LLM Assessment*'s prompt: "Answer 1: X/M Answer 2: Y/M"). The
-knockout paper scores an answer by the mean of the grades it received; but a judge that prefers
-the first slot lifts the first answer's grade and lowers the second's, so when each pair is shown
-in one order only, a mean grade also measures how often the answer happened to be shown first.
-
-**Model** (least squares; :func:`corrected_grades`). Every grade is
-
-    grade = θ_answer + β/2 · (+1 if shown first, −1 if second) + noise,
-
-θ the answer's level on the judge's grading scale and β the judge's slot effect (the first
-grade minus the second, beyond the answers' difference). Minimising the squared residuals over
-θ and β has a closed form: for a given β each θ is the answer's mean grade corrected by β/2 times
-its first-minus-second slot share, and substituting that into β's normal equation leaves one
-linear equation in β. So the fit costs O(judgments + answers), with no iterative solver. When
-every answer is shown first and second equally often (``order=both``), θ is the plain mean
-grade; when the design cannot tell β from the answers (every answer always in the same slot), β
-is taken as 0 and θ is the mean grade.
-
-Why not the grade *differences* alone (``grade_first − grade_second = θ_first − θ_second + β``,
-a Thurstone-style margin model)? It would also hold for a judge whose grades are relative to the
-opponent, but when grades carry their own level it throws away half the information (the pair's
-sum), and on a knockout-like design, where most answers meet few others, it is poorly
-connected; in the simulations of ``benchmarks/adaptive.py`` it ranked worse than this model.
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -35,7 +13,7 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 
 
 def corrected_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
-    """Each candidate's slot-corrected grade level θ (see the module docstring).
+    """Each candidate's slot-corrected grade level θ (see ``docs/strategies.md``).
 
     comparisons: the judgments (a match played in both orders gives two).
     candidates: every candidate id; one that never played gets ``unplayed``.

@@ -1,63 +1,6 @@
 """``active``: active Bradley–Terry — ask the judge only the comparisons worth asking.
 
-**Model.** Bradley–Terry: candidate i has a log-strength θ_i and ``P(i beats j) = σ(θ_i − θ_j)``
-with σ the logistic function. θ has a Gaussian prior ``N(0, prior_sd² I)``. After the matches played
-so far, the posterior over θ is approximated by a Gaussian (Laplace's method): its mean is the
-maximum a posteriori θ and its covariance the inverse Hessian of the negative log-posterior there
-(:mod:`rankkit.strategies._bt_posterior`). A tie counts as half a win each way, and with
-``order=both`` each order of a pair is an outcome of its own, as in ``bt``. (choix's ``ep_pairwise`` gives an EP posterior too, but
-it is about ten times slower per update than choix's own MAP fit and hundreds of times slower
-than this vectorised one, and it draws its update order from NumPy's global random state, which
-would break determinism by seed.)
-
-**Which pair next.** For a pair (i, j) not yet played the posterior gives the strength gap
-``d = θ_i − θ_j ~ N(m, s²)``. Two criteria:
-
-* ``information`` (default) — the expected information the outcome gives about θ (BALD, Houlsby
-  et al. 2011): ``H(E[σ(d)]) − E[H(σ(d))]`` with H the binary entropy, the expectations taken by
-  Gauss–Hermite quadrature. It is large when the outcome is uncertain *because θ is uncertain*,
-  not merely because the two are evenly matched; so it explores poorly measured candidates and
-  then refines close calls.
-* ``order`` — the posterior probability that the pair's current order is wrong, ``Φ(−|m|/s)``: it
-  spends the budget on the pairs whose order in the ranking is least certain.
-
-Each step picks the ``batch`` best pairs (best first, preferring pairs that share no candidate,
-so one batch measures many candidates), plays them in one ``play_many`` call, and refits. Ties
-between equally valuable pairs are broken by a seeded random order. No pair is played twice.
-
-**Stopping rule.** It stops when the budget is spent, when every pair has been played, or — with
-``settle`` (the default) — when the ranking is *settled*: the decisive results so far contain no
-cycle and admit exactly one order (every two neighbours in that order have met, and the winner
-was the one ranked higher). Every further result is then already implied by transitivity, so
-only a judge's mistake could change the ranking. (A rule on the posterior, such as "every two
-neighbours are ordered right with probability 0.99", never fires here: the Bradley–Terry posterior
-cannot become that sure of a pair met only once, and pairs are never repeated.) Ties order
-nothing, so a tie between neighbours keeps the ranking unsettled.
-
-**Scores** (``aggregate``). ``bt`` (default): the Bradley–Terry ratings (Elo scale) of all the
-judgments, from :func:`rankkit.ratings.bradley_terry` — the same aggregation as ``swiss`` and
-all-pairs ``bt``; its near-maximum-likelihood fit respects a settled order, where the prior-shrunk
-posterior mean used for choosing pairs sometimes does not (a candidate with one win over a
-much-played one is pulled toward the middle). ``grades``: the mean grade each candidate received
-(the knockout paper's score averaging), which also uses how much better an answer was graded.
-``extras`` give each candidate's posterior standard deviation (Elo scale) and why it stopped.
-
-**Computation** (``benchmarks/results/scaling.md``; the posterior in
-:mod:`rankkit.strategies._bt_posterior`, the choice of pairs in
-:mod:`rankkit.strategies._pair_choice`). Everything works on arrays of the outcomes (``Evidence``): the gradient is O(outcomes + N) and the Hessian a weighted graph Laplacian plus
-the prior's precision. Up to :data:`EXACT_UP_TO` (256) candidates each step refits exactly:
-Newton's method from the previous mean (Cholesky solves) to the MAP, the covariance as the
-inverse Hessian there, and every unplayed pair is a candidate. The expensive BALD quadrature is
-computed only for the pairs whose cheap upper bound (a precomputed table, :func:`choose_pairs`)
-could still beat the batch chosen, which provably gives the batch that scoring every pair gives.
-Above 256 candidates a refit (O(N³)) every step is too slow, so the posterior is updated
-incrementally (:class:`Posterior`: a rank-one covariance update per outcome, the mean moved to the
-exact MAP by line searches along ``Σ·g``, an exact covariance every N/16 steps) and the candidate
-pairs are pre-selected: each candidate with its neighbours in the posterior-mean order
-(:func:`candidate_pairs`). These two approximations can choose other pairs than an exact refit
-would; on 200 candidates they rank as well (the scaling benchmark compares the two). BLAS runs
-single-threaded inside :meth:`Active.rank`: the matrices are small and a multi-threaded
-BLAS waiting for busy cores was 10–50 times slower.
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -85,7 +28,7 @@ AGGREGATES = ("bt", "grades", "corrected")
 
 #: Up to this many candidates every step refits the posterior exactly and scores every unplayed
 #: pair; above it the posterior is updated incrementally and only pre-selected pairs are scored
-#: (see "Computation" in the module docstring).
+#: (see "Computation" in ``docs/strategies.md``).
 EXACT_UP_TO = 256
 
 

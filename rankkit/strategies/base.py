@@ -1,22 +1,6 @@
 """What a ranking strategy is, and the registry that finds strategies by name.
 
-A strategy is a frozen dataclass whose fields are its parameters (scikit-learn style: the
-constructor only stores them). ``rank(task, source, rng)`` ranks one task, asking for every
-judgment through the :class:`~rankkit.matches.MatchSource` and drawing every random choice from
-``rng``, and returns a :class:`Ranking`. Everything else (the shared graph, the cache, counting the
-cost, metrics) is the runner's job, so a strategy is only its algorithm.
-
-A pairwise strategy has an ``order`` parameter (``given``, ``random`` or ``both``: which of two
-answers the judge sees first), passed to the match source with every match; its default is the
-field's default (see :mod:`rankkit.matches` for the policy). The paper's spelling ``debias=true|false``
-is accepted in a spec string only: :func:`make_strategy` turns it into ``order`` before the strategy
-is built, so strategies never see it.
-
-Strategies register with ``@register("name")``. Other packages add strategies without editing
-rankkit through the ``rankkit.strategies`` entry-point group::
-
-    [project.entry-points."rankkit.strategies"]
-    mystrategy = "mypackage.module:MyStrategy"
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -226,8 +210,12 @@ def check_compatible(strategies: Iterable[Strategy], judge: "Judge") -> None:
     grades single answers, with a ``replay:`` or ``panel:`` judge, which only compares) stops at
     once instead of after the other strategies have paid for their judgments.
 
-    strategies: the strategies of a run; each declares what it needs in ``Strategy.kind``.
-    judge: the run's judge; it declares what it gives in ``supports_pairwise`` / ``supports_pointwise``.
+    Parameters
+    ----------
+    strategies : Iterable[Strategy]
+        The strategies of a run; each declares what it needs in ``Strategy.kind``.
+    judge : Judge
+        The run's judge; it declares what it gives in ``supports_pairwise`` / ``supports_pointwise``.
     """
     for strategy in strategies:
         if strategy.kind not in _NEEDS:
@@ -264,7 +252,7 @@ BUILTIN_STRATEGIES = {
     "swiss": "rankkit.strategies.swiss:Swiss",
 }
 
-#: Third-party strategies are found through this entry-point group (see the module docstring).
+#: Third-party strategies are found through this entry-point group (see ``docs/strategies.md``).
 ENTRY_POINT_GROUP = "rankkit.strategies"
 
 _REGISTRY: dict[str, type[Strategy]] = {}
@@ -339,13 +327,25 @@ def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str)
     This is the only place that knows that spelling: ``debias=true`` is ``order=both``,
     ``debias=false`` the strategy's one-order alternative (``single_order``, else its default).
 
-    cls: the strategy the options are for.
-    options: the spec's ``key=value`` options, values still strings.
-    where: names the spec in error messages (``strategy knockout``).
+    Parameters
+    ----------
+    cls : type[Strategy]
+        The strategy the options are for.
+    options : dict[str, str]
+        The spec's ``key=value`` options, values still strings.
+    where : str
+        Names the spec in error messages (``strategy knockout``).
 
-    Returns the options with ``debias`` replaced by ``order`` (the same dict when there is no
-    ``debias``). Raises :class:`SpecError` when ``debias`` and ``order`` name different orders, or
-    for ``debias`` on a strategy without an ``order``.
+    Returns
+    -------
+    dict[str, str]
+        The options with ``debias`` replaced by ``order`` (the same dict when there is no ``debias``).
+
+    Raises
+    ------
+    SpecError
+        When ``debias`` and ``order`` name different orders, or for ``debias`` on a strategy without
+        an ``order``.
     """
     if "debias" not in options:
         return options

@@ -1,26 +1,6 @@
 """``double_elimination``: a double-elimination tournament — an answer is out after its second loss.
 
-A knockout learns about an answer only until its first loss, so one unlucky verdict (a judge's
-slot preference, a close call) decides how often an answer is graded. Double elimination gives
-every answer a second chance: losers drop into a *losers' bracket* and leave only when they lose
-there too; the two brackets' survivors meet in a grand final, replayed once ("bracket reset") if
-the losers' bracket survivor wins it, since both then have one loss.
-
-**Rounds.** Every round pairs the answers still alive in each bracket at random (seeded), as
-knockout does, preferring opponents not yet met; an odd one out waits for the next round. The
-winners' bracket's losers join the losers' bracket from the next round on. Both brackets' matches
-go to the judge in one batch. N answers cost 2N − 2 matches (2N − 1 with a bracket reset): every
-match gives exactly one loss, and all answers but the champion end with two. By default
-(``order=random``) a match is shown in a seeded random order — and a rematch, as the match source
-does for any strategy, in the order the pair was *not* shown before, so it is a new judgment —
-which makes the cost 2N − 2 comparisons, a knockout's with ``order=both``; with ``order=both`` every match is
-judged in both orders (twice the cost), and a rematch repeats the result.
-
-**Scores** (``aggregate``). ``corrected`` (default): each answer's grade level from every grade it
-received, corrected for the judge's first-slot effect by least squares
-(:func:`rankkit.strategies._graded.corrected_grades`) — a mean grade would also measure how
-often the answer happened to be shown first. ``grades``: the plain mean grade received (the
-knockout paper's averaging). ``bt``: Bradley–Terry ratings (Elo scale) of the verdicts.
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -48,9 +28,14 @@ def bracket_pairs(alive: list[str], met: set[frozenset[str]], rng: random.Random
     one it has not met (the next one at all when it has met everyone left); returns the pairs and
     the answer left without an opponent (at most one).
 
-    alive: the answers still in the bracket.
-    met: pairs that have played before, in either bracket (frozensets).
-    rng: the seeded generator of the task.
+    Parameters
+    ----------
+    alive : list[str]
+        The answers still in the bracket.
+    met : set[frozenset[str]]
+        Pairs that have played before, in either bracket (frozensets).
+    rng : random.Random
+        The seeded generator of the task.
     """
     order = list(alive)
     rng.shuffle(order)

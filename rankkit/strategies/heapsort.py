@@ -90,8 +90,9 @@ def ranking_from_pops(candidate_ids: Sequence[str], popped: Sequence[str], rest:
 
     Returns
     -------
-    The :class:`Ranking`: scores, popped then rest as the ranking, the first popped as champion,
-    and each answer's ``position`` (popped only) and ``played`` in its extras.
+    Ranking
+        The :class:`Ranking`: scores, popped then rest as the ranking, the first popped as champion,
+        and each answer's ``position`` (popped only) and ``played`` in its extras.
 
     >>> ranking = ranking_from_pops(["a", "b", "c", "d"], ["c", "a"], ["b", "d"], {"c": 2})
     >>> ranking.scores, ranking.champion, ranking.extras["a"].position

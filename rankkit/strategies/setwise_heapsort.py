@@ -1,20 +1,6 @@
 """``setwise_heapsort``: heap sort on a k-ary heap, one k-way choice per sift (Zhuang et al., SIGIR 2024).
 
-The candidates, in a seeded random initial order, fill a heap in which every node has up to
-k − 1 children. Sifting a node down shows the judge the node and its children as one group and
-asks which is best (setwise prompting); if a child wins, it swaps with the node and the sift goes
-on from there. Building the heap sifts every inner node; then the best is popped ``top_k`` times
-(unset or 0: all), each pop moving the last leaf to the root and sifting it down. A heap of
-branching k − 1 is log_(k−1) N deep, so a top-k sort needs far fewer judgments than a pairwise
-one — each judgment compares k answers.
-
-**No group is judged twice.** The strategy remembers the winner of every set of answers it has
-shown, so a sift that meets the same set again gets the same answer at no cost (as the pairwise
-``heapsort`` remembers pairs). An undecided group (its judgment failed to parse) keeps the node in
-place.
-
-**Score from rank**, as ``heapsort``: the i-th popped scores N − i; answers never popped share the
-mean of the positions they fill.
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -108,7 +94,7 @@ def heap_height(n: int, branching: int) -> int:
 @dataclass(frozen=True)
 class SetwiseHeapsort(KwayStrategy):
     """Heap sort on a heap of branching k − 1, the judge choosing the best of a node and its
-    children (module docstring).
+    children (``docs/strategies.md``).
 
     k: answers per judgment, a node and its k − 1 children (2 to 8).
     top_k: stop once the best ``top_k`` are out (0: sort everything).

@@ -1,25 +1,6 @@
 """``setwise_knockout``: a knockout tournament in groups of k, one k-way choice per group.
 
-Each round the remaining answers are shuffled and cut into groups of ``k``; the judge is shown
-each group and chooses the best (setwise prompting, Zhuang et al. 2024), which advances; the
-others are eliminated in that round. When fewer than k answers remain they play one last, smaller
-group; otherwise the answers left over after the full groups advance unplayed (a bye). So every
-judgment eliminates k − 1 answers but perhaps the last, and N answers cost exactly
-
-    ⌈(N − 1) / (k − 1)⌉ judgments        (× 2 with ``order=both``; × k with ``order=permute``, × ``shifts`` if set)
-
-— N − 1 at k = 2, the pairwise knockout's count. A task with fewer answers than k is one group.
-
-**Scores** are the knockout paper's: each judgment gives every answer in it a score
-(:meth:`~rankkit.judges.kway.ChoiceJudgment.slot_scores`: k·P(best) in logprob mode, the grade
-from the simulator, k to the chosen answer and 0 to the others for a bare choice), and an answer's
-final score is the mean over the rounds it played, so ``eliminated_round`` and the elimination
-analyses read it as they read a knockout.
-
-**Undecided groups.** A group whose judgment failed to parse (after the judge's retry) eliminates
-no one: its members all advance and meet in new groups next round. A round that decides nothing
-ends the tournament with no champion; answers that never got a score then get the mean of the
-scores given on the task.
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -71,7 +52,7 @@ def bracket_group_sizes(n: int, k: int) -> list[int]:
 @register("setwise_knockout")
 @dataclass(frozen=True)
 class SetwiseKnockout(KwayStrategy):
-    """Knockout in groups of k: the judge's choice advances (module docstring).
+    """Knockout in groups of k: the judge's choice advances (``docs/strategies.md``).
 
     k: answers per group (2 to 8).
     order: how each group is shown (:mod:`rankkit.choices`): ``given`` (default; groups come from

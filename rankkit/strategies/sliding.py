@@ -1,19 +1,6 @@
 """``sliding``: K bubble passes with a window of two (PRP-Sliding-K, Qin et al. 2024).
 
-Starting from a seeded random order (Qin et al. start from a first-stage retrieval ranking; here
-there is none), each pass slides a window of two candidates from the bottom of the list to the
-top, swapping the pair when the judge prefers the lower one. The best candidate met on the way is
-carried up, so after pass p the top p positions hold the best p candidates in order (for a
-consistent judge). Pass p stops below those settled positions, so K passes cost
-(N−1) + (N−2) + … + (N−K) comparisons, and K ≥ N−1 passes are a full bubble sort.
-
-The comparator is :class:`~rankkit.strategies.heapsort.JudgedComparator`: no pair is asked twice
-(a pair met again in a later pass gets its remembered verdict).
-
-**Score from rank.** The candidate at position i (1 = top) of the final list scores N − i. Unlike
-heapsort's leftovers, the positions below the settled top K are still an order the passes
-improved (each pass also moves weak candidates down), so every position is scored.
-``extras.settled`` says whether a position was fixed by a pass.
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations

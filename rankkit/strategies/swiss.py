@@ -1,33 +1,6 @@
 """``swiss``: a Swiss-system tournament under a fixed comparison budget.
 
-A knockout stops learning about an answer the moment it loses; all-pairs comparison spends most
-of its budget on pairs whose result is obvious. A Swiss system sits between: nobody is eliminated,
-and every round pairs answers whose results so far are equal or close, so each match is between
-answers the tournament cannot yet tell apart — the matches that carry the most information about
-the order (Arena-lite's limitations section asks for such adaptive match-making).
-
-**Rounds.** Each round ranks the candidates by running points (a win is 1 point, a tie ½; within
-equal points in a seeded random order) and pairs them top-down, as Swiss pairing rules do: the
-highest unpaired candidate meets the next one down the standings it has *not* met yet. So equal
-scores meet first and no pair meets twice. When that greedy pass strands more candidates than it
-must (late in a tournament, when the fresh pairs run out), the round is instead a maximum
-matching of the fresh pairs with the least total squared points gap (networkx's blossom
-algorithm, ``min_weight_matching``), so as many candidates as possible still play. A round's matches
-go to the judge in one batch; when the budget runs out inside a round, the round's closest pairs
-are played.
-
-**Budget.** ``budget`` comparisons per candidate (``floor(budget · N)`` per task) or exactly
-``comparisons`` per task, counted as judgments: a match in both orders (``order=both``) costs 2. A Swiss round is about
-N/2 matches, so ``budget=3`` is 6 rounds, or 3 in both orders. The tournament also ends when every pair
-has met.
-
-**Aggregation.** ``bt`` (default): Bradley–Terry ratings (Elo scale) of all the judgments, from
-:func:`rankkit.ratings.bradley_terry` — it weighs a win by whom it was against; with ``order=both``
-each order is an outcome of its own, as in ``bt``. ``grades``: the mean grade a candidate received
-over all its judgments — the knockout paper's score averaging (*Knockout LLM Assessment*), which uses how much
-better an answer was graded, not only whether it won. ``points``: the Swiss standings — the share
-of points scored (byes and partial rounds leave counts uneven, hence a share), ties broken by the
-opponents' mean share (Buchholz-like).
+More in ``docs/strategies.md``.
 """
 
 from __future__ import annotations
@@ -56,12 +29,18 @@ AGGREGATES = ("bt", "grades", "corrected", "points")
 def swiss_pairing(candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]],
                   rng: random.Random) -> list[tuple[str, str]]:
     """One Swiss round: pairs of candidates with equal or close points that have not met yet,
-    ordered from the closest pair to the widest (see the module docstring).
+    ordered from the closest pair to the widest (see ``docs/strategies.md``).
 
-    candidates: the candidate ids.
-    points: running points (win 1, tie 0.5).
-    met: the pairs that have already played (as frozensets).
-    rng: orders candidates with equal points, and breaks ties between equally good matchings.
+    Parameters
+    ----------
+    candidates : list[str]
+        The candidate ids.
+    points : Mapping[str, float]
+        Running points (win 1, tie 0.5).
+    met : set[frozenset[str]]
+        The pairs that have already played (as frozensets).
+    rng : random.Random
+        Orders candidates with equal points, and breaks ties between equally good matchings.
     """
     standings = sorted(candidates, key=lambda cid: (-points[cid], rng.random()))
     position = {cid: i for i, cid in enumerate(standings)}
