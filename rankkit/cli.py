@@ -20,7 +20,7 @@ import click
 from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
                                  current_columns, data_options, dry_run_option, fail, guarded, judge_caveat,
                                  judge_options, judging, prepare_output, print_dry_run, scale_options,
-                                 judgment_limit)
+                                 judgment_limit, trust_file_judge_option)
 from rankkit.formatting import render
 from rankkit.order import ORDERS
 
@@ -366,6 +366,7 @@ def _defaults_from_the_board(command: click.Command) -> click.Command:
 @click.option("--leaderboard", "board_path", type=click.Path(dir_okay=False, exists=True), required=True,
               help="A leaderboard JSON written by `rankkit leaderboard --out`.")
 @click.option("--system", required=True, help="The system to add (its answers must be in --data).")
+@trust_file_judge_option
 @click.option("--method", type=click.Choice(["binary", "anchored"]), default="binary", show_default=True,
               help="binary: binary search over the leaderboard (Arena-lite Algorithm 2); anchored: play the "
                    "current top system on every task and convert the win rate to a rating.")
@@ -380,8 +381,10 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
 
     prepare_output(out)
     board = Leaderboard.from_dict(json.loads(Path(board_path).read_text(encoding="utf-8")))
+    # The board's judge is used only where a file may choose it (checked by judging()).
+    judge_from = (board_path, "judge.spec") if not judge_spec and board.judge.get("spec") else None
     with judging(data_path or board.data or None, criterion, limit, judge_spec or board.judge.get("spec") or None,
-                 cache_path, no_cache) as inputs:
+                 cache_path, no_cache, judge_from=judge_from) as inputs:
         judge = inputs.judge
         if board.judge.get("fingerprint") and board.judge["fingerprint"] != judge.fingerprint:
             click.echo(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
