@@ -28,7 +28,7 @@ import click
 
 from rankkit.errors import RankkitError
 from rankkit.specs import SpecError
-from rankkit.tasks import SAMPLE_DATA
+from rankkit.tasks import DEFAULT_MAX_CANDIDATE_CHARS, DEFAULT_MAX_PROMPT_CHARS, SAMPLE_DATA
 
 #: The --format choices every command that prints a table accepts.
 OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
@@ -159,6 +159,22 @@ def _store_columns(ctx: click.Context, param: click.Parameter, value: str | None
         raise click.BadParameter(str(err).removeprefix("--columns: "), ctx=ctx, param=param) from None
 
 
+LIMITS_META = "rankkit.size_limits"  # --max-candidate-chars / --max-prompt-chars (ctx.meta)
+
+
+def _store_limit(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+    """A size limit is kept in the context, as --columns is: 0 means none, unset the default."""
+    if value is not None:
+        ctx.meta.setdefault(LIMITS_META, {})[param.name] = value or None
+
+
+def current_limits() -> dict[str, int | None]:
+    """The size limits the running command was given (``load_tasks`` keyword arguments; a limit
+    not given is left out, so the library's default applies)."""
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get(LIMITS_META, {})) if ctx is not None else {}
+
+
 def current_columns() -> dict[str, str] | None:
     """The column mapping given with --columns to the running command (None when none)."""
     ctx = click.get_current_context(silent=True)
@@ -175,6 +191,14 @@ def data_options(func: Callable) -> Callable:
                              "- to drop).")(func)
     func = click.option("--criterion", default=None, help="Human score to compare against (default meta.main_score).")(func)
     func = click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N tasks.")(func)
+    func = click.option("--max-candidate-chars", type=click.IntRange(min=0), default=None, expose_value=False,
+                        callback=_store_limit,
+                        help=f"Refuse a candidate text longer than this many characters, naming its file, line "
+                             f"and field (default {DEFAULT_MAX_CANDIDATE_CHARS:,}; 0: no limit).")(func)
+    func = click.option("--max-prompt-chars", type=click.IntRange(min=0), default=None, expose_value=False,
+                        callback=_store_limit,
+                        help=f"Refuse a prompt or reference longer than this many characters (default "
+                             f"{DEFAULT_MAX_PROMPT_CHARS:,}; 0: no limit).")(func)
     return func
 
 
@@ -283,7 +307,7 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
 
     spec = checked_judge_spec(judge_spec)
     path = Path(data_path) if data_path else SAMPLE_DATA
-    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
+    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns(), **current_limits())
     judge = plan_judge(spec)
     cache = read_only_cache(cache_path, no_cache)
     try:
@@ -292,6 +316,9 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
         cache.close()
     fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
     click.echo(format_dry_run(report, fmt, data=str(path)))
+    if fmt in ("json", "csv"):  # the rows only on stdout: the warnings go where a person sees them
+        for warning in report.warnings:
+            click.echo(f"warning: {warning}", err=True)
 
 
 def scale_options(func: Callable) -> Callable:
@@ -428,7 +455,7 @@ def judging(data_path: str | None, criterion: str | None, limit: int | None, jud
 
     spec = checked_judge_spec(judge_spec, judge_from)
     path = Path(data_path) if data_path else SAMPLE_DATA
-    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
+    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns(), **current_limits())
     cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
     judge = None
     try:

@@ -8,6 +8,7 @@
     judge = "sim:preset=gpt4"
     seed = 0
     cache = ".rankkit/cache.sqlite"      # or: no_cache = true
+    max_candidate_chars = 100000         # the size limits (0: none)
     out = "results.json"
     format = "table"
 
@@ -44,12 +45,12 @@ PARAMETERS = {
     "data": "data_path", "criterion": "criterion", "limit": "limit", "columns": "columns",
     "judge": "judge_spec", "seed": "seed", "cache": "cache_path", "no_cache": "no_cache", "quiet": "quiet",
     "strategies": "strategy_specs", "strategy": "strategy_spec", "out": "out", "format": "output_format",
-    "dry_run": "dry_run",
+    "dry_run": "dry_run", "max_candidate_chars": "max_candidate_chars", "max_prompt_chars": "max_prompt_chars",
 }
 _PATHS = ("data", "cache", "out")
 _STRINGS = ("criterion", "judge", "format")
 _BOOLS = ("no_cache", "quiet", "dry_run")
-_INTS = ("limit", "seed")
+_INTS = ("limit", "seed", "max_candidate_chars", "max_prompt_chars")
 
 
 class ConfigError(RankkitError, ValueError):

@@ -155,3 +155,29 @@ def test_other_files_are_not_rankkits(tmp_path, text):
     path = tmp_path / "f"
     path.write_bytes(text.encode("latin-1"))
     assert not rankkit_output(path)
+
+
+def test_a_2mb_candidate_exits_2_before_judging_and_the_limit_is_an_option(tmp_path):
+    data = tmp_path / "big.jsonl"
+    data.write_text(json.dumps({"task_id": "q1", "prompt": "Say A.", "candidates": [
+        {"id": "a", "text": "A" * 2_000_000, "human": {"s": 1}}, {"id": "b", "text": "A", "human": {"s": 2}}]}) + "\n")
+    for command in (["rank"], ["compare"], ["rank", "--dry-run"]):
+        result = CliRunner().invoke(main, [*command, "--data", str(data), "--judge", "sim", "--no-cache", "--quiet"])
+        assert result.exit_code == 2, result.output
+        assert f"{data}:1: field 'candidates[0].text': candidate 'a' of task 'q1' is 2,000,000 characters" in result.output
+        assert "judge:" not in result.output  # refused before the judge was built
+    lifted = CliRunner().invoke(main, ["rank", "--data", str(data), "--judge", "sim", "--no-cache", "--quiet",
+                                       "--max-candidate-chars", "0"])
+    assert lifted.exit_code == 0, lifted.output
+    tight = CliRunner().invoke(main, ["rank", "--data", str(SAMPLE_DATA), "--judge", "sim", "--no-cache", "--quiet",
+                                      "--max-prompt-chars", "10"])
+    assert tight.exit_code == 2 and "field 'prompt'" in tight.output and "over the limit of 10 " in tight.output
+
+
+def test_a_run_file_sets_the_size_limits(tmp_path):
+    path = run_file(tmp_path, "sim:preset=gpt4")
+    path.write_text(path.read_text() + "max_prompt_chars = 10\n")
+    result = CliRunner().invoke(main, ["compare", "--config", str(path), "--quiet"])
+    assert result.exit_code == 2 and "over the limit of 10 (max_prompt_chars" in result.output
+    # the command line wins
+    assert CliRunner().invoke(main, ["compare", "--config", str(path), "--quiet", "--max-prompt-chars", "0"]).exit_code == 0
