@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator, Sequence
 import click
 
 from rankkit.errors import RankkitError
+from rankkit.formatting import inert
 from rankkit.specs import SpecError
 from rankkit.tasks import DEFAULT_MAX_CANDIDATE_CHARS, DEFAULT_MAX_PROMPT_CHARS, SAMPLE_DATA
 
@@ -35,8 +36,16 @@ OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 
 
 def fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
+    """Print ``error: message`` on stderr (:func:`say`) and exit with ``code``."""
+    say(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def say(text: str, err: bool = False) -> None:
+    """Print text for people (a table, a summary, a note, an error): control characters from the
+    data are shown escaped (:func:`rankkit.formatting.inert`), so a candidate id, a system name or
+    a task id cannot act on the terminal. Output for programs (CSV, JSON) goes out exact instead."""
+    click.echo(inert(text), err=err)
 
 
 def guarded(func: Callable) -> Callable:
@@ -315,10 +324,14 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
     finally:
         cache.close()
     fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
-    click.echo(format_dry_run(report, fmt, data=str(path)))
+    text = format_dry_run(report, fmt, data=str(path))
+    if fmt in ("json", "csv"):  # for a program: the data exact
+        click.echo(text)
+    else:
+        say(text)
     if fmt in ("json", "csv"):  # the rows only on stdout: the warnings go where a person sees them
         for warning in report.warnings:
-            click.echo(f"warning: {warning}", err=True)
+            say(f"warning: {warning}", err=True)
 
 
 def scale_options(func: Callable) -> Callable:
@@ -361,7 +374,7 @@ def judgment_limit(tasks: Any, strategies: Any, judge: Any, yes: bool, max_judgm
         if not sys.stdin.isatty():
             fail(f"{planned}; pass --yes to run it (or raise --max-judgments, or see the exact figures with "
                  f"--dry-run). Nothing was judged")
-        click.echo(planned, err=True)
+        say(planned, err=True)
         if not click.confirm("Run it?", default=False, err=True):
             fail("not run; nothing was judged")
         return math.inf
@@ -397,7 +410,7 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
     for strategy in result.strategies:
         failed, calls = strategy.cost.parse_failures, strategy.cost.judge_calls
         if calls and failed / calls > FAILURE_WARN_SHARE:
-            click.echo(f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
+            say(f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
                        f"({failed / calls:.0%}); a failed comparison decides nothing (undecided), so its "
                        f"scores say little", err=True)
         undecided = collections.Counter()
@@ -407,7 +420,7 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
                     undecided[cid] += extras.undecided
         if undecided:
             shown = ", ".join(f"{cid} ({count})" for cid, count in undecided.most_common(5))
-            click.echo(f"note: {strategy.name}: undecided comparisons by candidate: {shown}"
+            say(f"note: {strategy.name}: undecided comparisons by candidate: {shown}"
                        f"{', ...' if len(undecided) > 5 else ''} (extras 'undecided' in the results)", err=True)
         if calls and failed == calls:
             all_failed.append(strategy.name)
@@ -482,4 +495,4 @@ def judge_caveat(spec: str) -> str | None:
 
 def announce_judge(judge: Any, spec: str) -> None:
     note = " — no LLM is called; verdicts derive from the human labels" if judge.simulated else ""
-    click.echo(f"judge: {judge.description}{note}", err=True)
+    say(f"judge: {judge.description}{note}", err=True)
