@@ -18,7 +18,8 @@ from typing import Any, Callable
 import click
 
 from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
-                                 current_columns, data_options, dry_run_option, fail, guarded, judge_caveat,
+                                 current_columns, data_options, dry_run_option, fail, given_limits, guarded,
+                                 judge_caveat,
                                  judge_options, judging, prepare_output, print_dry_run, scale_options,
                                  judgment_limit, say, trust_file_judge_option)
 from rankkit.formatting import inert_json, render
@@ -129,7 +130,8 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 
     result.config = config_record(data=data_path, criterion=tasks[0].criterion, limit=limit, columns=current_columns(),
                                   judge=spec, strategies=strategies, seed=seed,
-                                  cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH)
+                                  cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH,
+                                  size_limits=given_limits())
     # The results JSON holds every match (65 MB at 80k comparisons): build it only to write it.
     payload = result.to_dict() if out or output_format == "json" else None
     if out:

@@ -172,16 +172,21 @@ LIMITS_META = "rankkit.size_limits"  # --max-candidate-chars / --max-prompt-char
 
 
 def _store_limit(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
-    """A size limit is kept in the context, as --columns is: 0 means none, unset the default."""
+    """A size limit is kept in the context, as --columns is (0: no limit; not given: the default)."""
     if value is not None:
-        ctx.meta.setdefault(LIMITS_META, {})[param.name] = value or None
+        ctx.meta.setdefault(LIMITS_META, {})[param.name] = value
+
+
+def given_limits() -> dict[str, int]:
+    """The size limits given to the running command, as given (0: no limit), for the run's record."""
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get(LIMITS_META, {})) if ctx is not None else {}
 
 
 def current_limits() -> dict[str, int | None]:
-    """The size limits the running command was given (``load_tasks`` keyword arguments; a limit
-    not given is left out, so the library's default applies)."""
-    ctx = click.get_current_context(silent=True)
-    return dict(ctx.meta.get(LIMITS_META, {})) if ctx is not None else {}
+    """The size limits the running command was given, as ``load_tasks`` keyword arguments (None:
+    no limit; a limit not given is left out, so the library's default applies)."""
+    return {name: value or None for name, value in given_limits().items()}
 
 
 def current_columns() -> dict[str, str] | None:

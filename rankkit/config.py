@@ -214,17 +214,19 @@ def click_defaults(settings: Mapping[str, Any], parameters: set[str], where: str
 
 def config_record(*, data: str | Path | None, criterion: str | None, limit: int | None,
                   columns: Mapping[str, str] | None, judge: str, strategies: Sequence[Any], seed: int,
-                  cache: str | Path | None) -> dict[str, Any]:
+                  cache: str | Path | None, size_limits: Mapping[str, int] | None = None) -> dict[str, Any]:
     """The settings a run used, for the results JSON's ``config`` key.
 
     data: the data file (None: the bundled sample); cache: the cache file (None: ``--no-cache``);
     strategies: the strategy objects — written as tables with every parameter, so a later change
     of a default does not change what a re-run does. Paths are made absolute, so the record works
-    from any directory.
+    from any directory. size_limits: the ``max_candidate_chars`` / ``max_prompt_chars`` given (0:
+    none), recorded so a re-run loads the same data.
     """
     record: dict[str, Any] = {"data": None if data is None else str(Path(data).resolve()), "criterion": criterion,
                               "limit": limit, "columns": dict(columns) if columns else None, "judge": judge,
                               "strategies": [strategy_table(s) for s in strategies], "seed": seed}
+    record.update(size_limits or {})
     if cache is None:
         record["no_cache"] = True
     else:

@@ -181,3 +181,16 @@ def test_a_run_file_sets_the_size_limits(tmp_path):
     assert result.exit_code == 2 and "over the limit of 10 (max_prompt_chars" in result.output
     # the command line wins
     assert CliRunner().invoke(main, ["compare", "--config", str(path), "--quiet", "--max-prompt-chars", "0"]).exit_code == 0
+
+
+def test_a_results_file_re_runs_with_the_size_limits_it_was_given(tmp_path):
+    data = tmp_path / "big.jsonl"
+    data.write_text(json.dumps({"task_id": "q1", "prompt": "Say A.", "candidates": [
+        {"id": "a", "text": "A" * 100_001, "human": {"s": 1}}, {"id": "b", "text": "A", "human": {"s": 2}}]}) + "\n")
+    results = tmp_path / "results.json"
+    first = CliRunner().invoke(main, ["compare", "--data", str(data), "--judge", "sim", "--no-cache", "--quiet",
+                                      "--strategies", "individual", "--max-candidate-chars", "0", "--out", str(results)])
+    assert first.exit_code == 0, first.output
+    assert json.loads(results.read_text())["config"]["max_candidate_chars"] == 0
+    again = CliRunner().invoke(main, ["compare", "--config", str(results), "--quiet"])
+    assert again.exit_code == 0, again.output
