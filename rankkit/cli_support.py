@@ -6,8 +6,11 @@
 * :func:`data_options`, :func:`judge_options`, :func:`config_option`, :func:`dry_run_option`: the
   options the commands have in common, declared once.
 * :func:`judging`: load the data, open the cache, build the judge, and close them however the
-  command ends.
-* :func:`prepare_output`: an output path is checked before any judgment is paid for.
+  command ends; :func:`checked_judge_spec`: a judge spec read from a file (a leaderboard, a run
+  or results file) may not choose where prompts and keys go (``--trust-file-judge``).
+* :func:`prepare_output`: an output path is checked before any judgment is paid for (a run
+  file's ``out`` replaces only rankkit's own output, unless ``--force``).
+* :func:`say`: everything printed for people is inert (control characters from the data escaped).
 * :func:`judgment_limit`: a run that plans more judgments than ``--max-judgments`` needs ``--yes``.
 * :func:`check_parse_failures`: judgments that failed to parse are named, not hidden.
 
