@@ -18,10 +18,11 @@ from typing import Any, Callable
 import click
 
 from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
-                                 current_columns, data_options, dry_run_option, fail, guarded, judge_caveat,
+                                 current_columns, data_options, dry_run_option, fail, given_limits, guarded,
+                                 judge_caveat,
                                  judge_options, judging, prepare_output, print_dry_run, scale_options,
-                                 judgment_limit)
-from rankkit.formatting import render
+                                 judgment_limit, say, trust_file_judge_option)
+from rankkit.formatting import inert_json, render
 from rankkit.order import ORDERS
 
 TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall", "task_spearman",
@@ -129,13 +130,15 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 
     result.config = config_record(data=data_path, criterion=tasks[0].criterion, limit=limit, columns=current_columns(),
                                   judge=spec, strategies=strategies, seed=seed,
-                                  cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH)
+                                  cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH,
+                                  size_limits=given_limits())
     # The results JSON holds every match (65 MB at 80k comparisons): build it only to write it.
     payload = result.to_dict() if out or output_format == "json" else None
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
-        click.echo(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1, ensure_ascii=False))
+        click.echo(inert_json(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1,
+                                         ensure_ascii=False)))
         check_parse_failures(result, allow_failures)
         return
     rows = compare_rows(result)
@@ -143,17 +146,17 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     if output_format == "csv":  # nothing but the table on stdout, for a program to read
         click.echo(table)
         if out:
-            click.echo(f"results written to {out}", err=True)
+            say(f"results written to {out}", err=True)
         check_parse_failures(result, allow_failures)
         return
     criterion_name = tasks[0].criterion or "none"
-    click.echo(f"{len(tasks)} tasks from {path} · criterion {criterion_name} · judge {result.judge.description} · seed {seed}")
+    say(f"{len(tasks)} tasks from {path} · criterion {criterion_name} · judge {result.judge.description} · seed {seed}")
     caveat = judge_caveat(spec)
     if caveat:
-        click.echo(caveat)
-    click.echo(("\n" if output_format == "markdown" else "") + table)
+        say(caveat)
+    say(("\n" if output_format == "markdown" else "") + table)
     if out:
-        click.echo(f"results written to {out}")
+        say(f"results written to {out}")
     check_parse_failures(result, allow_failures)
 
 
@@ -189,15 +192,15 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     columns = rank_columns(result.strategies[0])
     rows = [{key: row[key] for key, _ in columns} for row in result.rows()]
     if output_format == "jsonl":
-        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        text = "".join(inert_json(json.dumps(row, ensure_ascii=False)) + "\n" for row in rows)
     else:
         text = render(rows, columns, output_format) + "\n"
     for note in (judge_caveat(spec), champion_note(result.strategies[0])):
         if note:
-            click.echo(note, err=True)
+            say(note, err=True)
     if out:
         Path(out).write_text(text, encoding="utf-8")
-        click.echo(f"{len(rows)} candidates ranked; written to {out}", err=True)
+        say(f"{len(rows)} candidates ranked; written to {out}", err=True)
     else:
         click.echo(text, nl=False)
     check_parse_failures(result, allow_failures)
@@ -236,10 +239,10 @@ def judge_report_command(data_path, criterion, limit, judge_spec, seed, cache_pa
         report = judge_report(inputs.tasks, inputs.judge, inputs.cache, pairs_per_task=pairs_per_task or None,
                               seed=seed, resamples=resamples, progress=not quiet, judge_spec=inputs.spec,
                               data=str(inputs.path))
-    click.echo(format_report(report))
+    say(format_report(report))
     if out:
         Path(out).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
-        click.echo(f"report written to {out}")
+        say(f"report written to {out}")
 
 
 @main.command("record")
@@ -263,13 +266,13 @@ def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, 
         run = RunResult.from_dict(json.loads(Path(from_run).read_text(encoding="utf-8")), where=from_run)
         rows = rows_from_results(run, label, method_label)
         count = write_judgments(rows, out)
-        click.echo(f"{count} recorded comparisons from {from_run} written to {out}", err=True)
+        say(f"{count} recorded comparisons from {from_run} written to {out}", err=True)
         return
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         tasks, spec = inputs.tasks, inputs.spec
         rows, cost = record_grid(tasks, inputs.judge, inputs.cache, label or spec, method_label, progress=not quiet)
     count = write_judgments(rows, out)
-    click.echo(f"{count} comparisons of {len(tasks)} tasks ({cost.judge_calls} new judge calls, "
+    say(f"{count} comparisons of {len(tasks)} tasks ({cost.judge_calls} new judge calls, "
                f"{cost.cache_hits} from the cache) written to {out}; replay with --judge replay:{out}", err=True)
 
 
@@ -283,7 +286,8 @@ def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: s
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
-        click.echo(json.dumps({k: v for k, v in payload.items() if k != "matches"}, indent=1, ensure_ascii=False))
+        click.echo(inert_json(json.dumps({k: v for k, v in payload.items() if k != "matches"}, indent=1,
+                                         ensure_ascii=False)))
         return
     columns = [("rank", "rank"), ("name", "system"), ("rating", "rating"), ("ci_low", "ci_low"),
                ("ci_high", "ci_high"), ("matches", "matches")] + ([("truth", "truth")] if truth else [])
@@ -291,14 +295,14 @@ def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: s
     if output_format == "csv":
         click.echo(table)
         if out:
-            click.echo(f"leaderboard written to {out}", err=True)
+            say(f"leaderboard written to {out}", err=True)
         return
-    click.echo(lines[0])
-    click.echo(("\n" + table + "\n") if output_format == "markdown" else table)
+    say(lines[0])
+    say(("\n" + table + "\n") if output_format == "markdown" else table)
     for line in lines[1:]:
-        click.echo(line)
+        say(line)
     if out:
-        click.echo(f"leaderboard written to {out}")
+        say(f"leaderboard written to {out}")
 
 
 def _leaderboard_common(func: Callable) -> Callable:
@@ -366,6 +370,7 @@ def _defaults_from_the_board(command: click.Command) -> click.Command:
 @click.option("--leaderboard", "board_path", type=click.Path(dir_okay=False, exists=True), required=True,
               help="A leaderboard JSON written by `rankkit leaderboard --out`.")
 @click.option("--system", required=True, help="The system to add (its answers must be in --data).")
+@trust_file_judge_option
 @click.option("--method", type=click.Choice(["binary", "anchored"]), default="binary", show_default=True,
               help="binary: binary search over the leaderboard (Arena-lite Algorithm 2); anchored: play the "
                    "current top system on every task and convert the win rate to a rating.")
@@ -380,11 +385,13 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
 
     prepare_output(out)
     board = Leaderboard.from_dict(json.loads(Path(board_path).read_text(encoding="utf-8")))
+    # The board's judge is used only where a file may choose it (checked by judging()).
+    judge_from = (board_path, "judge.spec") if not judge_spec and board.judge.get("spec") else None
     with judging(data_path or board.data or None, criterion, limit, judge_spec or board.judge.get("spec") or None,
-                 cache_path, no_cache) as inputs:
+                 cache_path, no_cache, judge_from=judge_from) as inputs:
         judge = inputs.judge
         if board.judge.get("fingerprint") and board.judge["fingerprint"] != judge.fingerprint:
-            click.echo(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
+            say(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
                        f"not by {judge.description}", err=True)
         new_board = add_system(board, inputs.tasks, judge, system, method, cache=inputs.cache, seed=seed,
                                resamples=resamples, judge_spec=inputs.spec, data=str(inputs.path))
@@ -423,12 +430,16 @@ def analyze_command(results_path, by_fields, baseline, metric_names, resamples, 
     report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), resamples=resamples,
                      seed=seed, aggregate=aggregate, unit_field=exam_field)
     if output_format == "json":
-        click.echo(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False))
+        click.echo(inert_json(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)))
     else:
-        click.echo(format_analysis(report, output_format))
+        text = format_analysis(report, output_format)
+        if output_format == "csv":  # for a program: the data exact
+            click.echo(text)
+        else:
+            say(text)
     if out:
         Path(out).write_text(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False), encoding="utf-8")
-        click.echo(f"analysis written to {out}", err=output_format in ("json", "csv"))
+        say(f"analysis written to {out}", err=output_format in ("json", "csv"))
 
 
 @main.command("plot")

@@ -6,8 +6,11 @@
 * :func:`data_options`, :func:`judge_options`, :func:`config_option`, :func:`dry_run_option`: the
   options the commands have in common, declared once.
 * :func:`judging`: load the data, open the cache, build the judge, and close them however the
-  command ends.
-* :func:`prepare_output`: an output path is checked before any judgment is paid for.
+  command ends; :func:`checked_judge_spec`: a judge spec read from a file (a leaderboard, a run
+  or results file) may not choose where prompts and keys go (``--trust-file-judge``).
+* :func:`prepare_output`: an output path is checked before any judgment is paid for (a run
+  file's ``out`` replaces only rankkit's own output, unless ``--force``).
+* :func:`say`: everything printed for people is inert (control characters from the data escaped).
 * :func:`judgment_limit`: a run that plans more judgments than ``--max-judgments`` needs ``--yes``.
 * :func:`check_parse_failures`: judgments that failed to parse are named, not hidden.
 
@@ -27,16 +30,25 @@ from typing import Any, Callable, Iterator, Sequence
 import click
 
 from rankkit.errors import RankkitError
+from rankkit.formatting import inert
 from rankkit.specs import SpecError
-from rankkit.tasks import SAMPLE_DATA
+from rankkit.tasks import DEFAULT_MAX_CANDIDATE_CHARS, DEFAULT_MAX_PROMPT_CHARS, SAMPLE_DATA
 
 #: The --format choices every command that prints a table accepts.
 OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 
 
 def fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
+    """Print ``error: message`` on stderr (:func:`say`) and exit with ``code``."""
+    say(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def say(text: str, err: bool = False) -> None:
+    """Print text for people (a table, a summary, a note, an error): control characters from the
+    data are shown escaped (:func:`rankkit.formatting.inert`), so a candidate id, a system name or
+    a task id cannot act on the terminal. Output for programs (CSV, JSON) goes out exact instead."""
+    click.echo(inert(text), err=err)
 
 
 def guarded(func: Callable) -> Callable:
@@ -71,13 +83,15 @@ def guarded(func: Callable) -> Callable:
 RESUME_HINT = "\nevery judgment received before the failure is in the cache; rerun the same command to resume"
 
 
-def prepare_output(path: str | None, option: str = "--out") -> None:
+def prepare_output(path: str | None, option: str = "--out", parameter: str = "out") -> None:
     """Check, before any judging, that the output file ``path`` can be written (exit 2 if not).
 
     A run must not pay for its judgments and then lose its results to a typo in a path: the
     file's folder is created (as ``plot`` and ``report`` do), a directory is refused, and the file
     is opened for appending (and removed again if it was not there), which is the test that
-    counts — permissions, read-only disks and files in the way all show there.
+    counts — permissions, read-only disks and files in the way all show there. A path that a run
+    file chose (``--config``) may replace only a file rankkit wrote (:func:`rankkit_output`),
+    unless ``--force`` is given: a run file from someone else must not overwrite any file it names.
 
     Parameters
     ----------
@@ -85,12 +99,18 @@ def prepare_output(path: str | None, option: str = "--out") -> None:
         The output file (None: nothing to check).
     option : str
         The option that named it, for the message.
+    parameter : str
+        The command's parameter that holds it (to tell whether a run file set it).
     """
     if not path:
         return
     target = Path(path)
     if target.is_dir():
         fail(f"{option} {path}: is a directory; give a file path")
+    run_file = from_run_file(parameter)
+    if run_file and target.exists() and not _context_flag(FORCE_META) and not rankkit_output(target):
+        fail(f"{run_file}: field 'out': {path} exists and does not look like rankkit output; a run file may not "
+             f"overwrite it. Give --out on the command line, or pass --force to overwrite it")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         existed = target.exists()
@@ -100,6 +120,44 @@ def prepare_output(path: str | None, option: str = "--out") -> None:
             target.unlink()
     except OSError as err:
         fail(f"{option} {path}: cannot write there ({err.strerror or err})")
+
+
+#: The first columns of ``rankkit rank``'s output in every format (a file that starts with them is
+#: one rankkit wrote).
+RANK_OUTPUT_KEYS = ("task_id", "candidate_id", "system", "strategy", "score", "rank")
+#: The keys of a ``compare --out`` results JSON.
+RESULTS_KEYS = ("judge", "strategies", "task_data")
+
+
+def rankkit_output(path: Path) -> bool:
+    """Whether the file at ``path`` holds what ``compare --out`` or ``rank --out`` writes (so
+    replacing it loses nothing that rankkit cannot write again), or nothing at all.
+
+    A results JSON is an object with :data:`RESULTS_KEYS`; ``rank``'s output starts with the
+    :data:`RANK_OUTPUT_KEYS`: as the keys of its first JSON object (JSONL or a JSON list), or as
+    the header line of its table, CSV or Markdown.
+    """
+    import json
+    import re
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if not text.strip():
+        return True
+    first = text.lstrip().splitlines()[0]
+    for candidate in (text, first):
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(data, list) and data:
+            data = data[0]
+        if isinstance(data, dict):
+            keys = list(data)
+            return all(key in keys for key in RESULTS_KEYS) or tuple(keys[:len(RANK_OUTPUT_KEYS)]) == RANK_OUTPUT_KEYS
+    return tuple(re.findall(r"\w+", first)[:len(RANK_OUTPUT_KEYS)]) == RANK_OUTPUT_KEYS
 
 
 # -- shared options -------------------------------------------------------------------------------
@@ -118,6 +176,27 @@ def _store_columns(ctx: click.Context, param: click.Parameter, value: str | None
         raise click.BadParameter(str(err).removeprefix("--columns: "), ctx=ctx, param=param) from None
 
 
+LIMITS_META = "rankkit.size_limits"  # --max-candidate-chars / --max-prompt-chars (ctx.meta)
+
+
+def _store_limit(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+    """A size limit is kept in the context, as --columns is (0: no limit; not given: the default)."""
+    if value is not None:
+        ctx.meta.setdefault(LIMITS_META, {})[param.name] = value
+
+
+def given_limits() -> dict[str, int]:
+    """The size limits given to the running command, as given (0: no limit), for the run's record."""
+    ctx = click.get_current_context(silent=True)
+    return dict(ctx.meta.get(LIMITS_META, {})) if ctx is not None else {}
+
+
+def current_limits() -> dict[str, int | None]:
+    """The size limits the running command was given, as ``load_tasks`` keyword arguments (None:
+    no limit; a limit not given is left out, so the library's default applies)."""
+    return {name: value or None for name, value in given_limits().items()}
+
+
 def current_columns() -> dict[str, str] | None:
     """The column mapping given with --columns to the running command (None when none)."""
     ctx = click.get_current_context(silent=True)
@@ -134,6 +213,14 @@ def data_options(func: Callable) -> Callable:
                              "- to drop).")(func)
     func = click.option("--criterion", default=None, help="Human score to compare against (default meta.main_score).")(func)
     func = click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N tasks.")(func)
+    func = click.option("--max-candidate-chars", type=click.IntRange(min=0), default=None, expose_value=False,
+                        callback=_store_limit,
+                        help=f"Refuse a candidate text longer than this many characters, naming its file, line "
+                             f"and field (default {DEFAULT_MAX_CANDIDATE_CHARS:,}; 0: no limit).")(func)
+    func = click.option("--max-prompt-chars", type=click.IntRange(min=0), default=None, expose_value=False,
+                        callback=_store_limit,
+                        help=f"Refuse a prompt or reference longer than this many characters (default "
+                             f"{DEFAULT_MAX_PROMPT_CHARS:,}; 0: no limit).")(func)
     return func
 
 
@@ -148,13 +235,83 @@ def _apply_config(ctx: click.Context, param: click.Parameter, value: str | None)
     except ConfigError as err:
         raise click.BadParameter(str(err), ctx=ctx, param=param) from None
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    ctx.meta[CONFIG_META] = value
+
+
+CONFIG_META = "rankkit.config"  # the run file given with --config (ctx.meta)
+TRUST_META = "rankkit.trust_file_judge"  # --trust-file-judge was given (ctx.meta)
+FORCE_META = "rankkit.force"  # --force was given (ctx.meta)
+
+
+def _store_flag(key: str) -> Callable:
+    def store(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        ctx.meta[key] = bool(value)
+
+    return store
 
 
 def config_option(func: Callable) -> Callable:
+    func = click.option("--force", is_flag=True, expose_value=False, callback=_store_flag(FORCE_META),
+                        help="Let the run file's 'out' overwrite an existing file that rankkit did not write.")(func)
+    func = trust_file_judge_option(func)
     return click.option("--config", type=click.Path(dir_okay=False, exists=True), is_eager=True, expose_value=False,
                         callback=_apply_config,
                         help="A run file (TOML: data, judge, strategies, seed, cache, out, format...) or a results "
                              "JSON to re-run; flags given on the command line win.")(func)
+
+
+def trust_file_judge_option(func: Callable) -> Callable:
+    return click.option("--trust-file-judge", is_flag=True, expose_value=False, callback=_store_flag(TRUST_META),
+                        help="Use a judge spec read from a file (leaderboard, run or results file) even where it "
+                             "chooses where prompts and keys go (base_url, api_key_env, a network backend).")(func)
+
+
+def _context_flag(key: str) -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(key))
+
+
+def from_run_file(parameter: str) -> str | None:
+    """The run file (``--config``) that set ``parameter`` of the running command, None when the
+    command line or the command's own default did."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or CONFIG_META not in ctx.meta:
+        return None
+    if ctx.get_parameter_source(parameter) is not click.core.ParameterSource.DEFAULT_MAP:
+        return None
+    return ctx.meta[CONFIG_META]
+
+
+def checked_judge_spec(judge_spec: str | None, judge_from: tuple[str, str] | None = None) -> str:
+    """The judge spec to build: ``judge_spec``, or the default; a spec that came from a file is
+    refused (exit 2) where it chooses where prompts and keys go (:mod:`rankkit.judges.trust`),
+    unless ``--trust-file-judge`` was given. A spec given with ``--judge`` is the user's own.
+
+    Parameters:
+        judge_spec: the spec the command will use (None: the default judge).
+        judge_from: ``(file, field)`` when the command took ``judge_spec`` from a file (a
+            leaderboard's ``judge.spec``); None: from the run file when ``--config`` set it, else
+            from the command line.
+
+    Returns:
+        The spec.
+    """
+    from rankkit.judges import default_judge_spec
+    from rankkit.judges.trust import file_spec_risks
+
+    if judge_spec is None:
+        return default_judge_spec()
+    if judge_from is None:
+        run_file = from_run_file("judge_spec")
+        judge_from = (run_file, "judge") if run_file else None
+    if judge_from is not None and not _context_flag(TRUST_META):
+        risks = file_spec_risks(judge_spec)
+        if risks:
+            path, field = judge_from
+            fail(f"{path}: field {field!r}: the judge spec {judge_spec!r} chooses where prompts and keys go "
+                 f"({'; '.join(risks)}), and a file may not choose that. Nothing was sent. Give the judge on the "
+                 f"command line (--judge '{judge_spec}'), or pass --trust-file-judge if you trust {path}")
+    return judge_spec
 
 
 def dry_run_option(func: Callable) -> Callable:
@@ -167,20 +324,27 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
                   seed: int, cache_path: str | None, no_cache: bool, strategies: Sequence[Any],
                   output_format: str) -> None:
     """--dry-run: load the data, build the judge without its model, read the cache, print the plan."""
-    from rankkit.judges import default_judge_spec
     from rankkit.plan import dry_run, format_dry_run, plan_judge, read_only_cache
     from rankkit.tasks import load_tasks
 
+    spec = checked_judge_spec(judge_spec)
     path = Path(data_path) if data_path else SAMPLE_DATA
-    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
-    judge = plan_judge(judge_spec or default_judge_spec())
+    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns(), **current_limits())
+    judge = plan_judge(spec)
     cache = read_only_cache(cache_path, no_cache)
     try:
         report = dry_run(tasks, strategies, judge, cache, seed=seed)
     finally:
         cache.close()
     fmt = output_format if output_format in ("json", "csv", "markdown") else "table"
-    click.echo(format_dry_run(report, fmt, data=str(path)))
+    text = format_dry_run(report, fmt, data=str(path))
+    if fmt in ("json", "csv"):  # for a program: the data exact
+        click.echo(text)
+    else:
+        say(text)
+    if fmt in ("json", "csv"):  # the rows only on stdout: the warnings go where a person sees them
+        for warning in report.warnings:
+            say(f"warning: {warning}", err=True)
 
 
 def scale_options(func: Callable) -> Callable:
@@ -229,7 +393,7 @@ def judgment_limit(tasks: Any, strategies: Any, judge: Any, yes: bool, max_judgm
         if not sys.stdin.isatty():
             fail(f"{planned}; pass --yes to run it (or raise --max-judgments, or see the exact figures with "
                  f"--dry-run). Nothing was judged")
-        click.echo(planned, err=True)
+        say(planned, err=True)
         if not click.confirm("Run it?", default=False, err=True):
             fail("not run; nothing was judged")
         return math.inf
@@ -268,7 +432,7 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
     for strategy in result.strategies:
         failed, calls = strategy.cost.parse_failures, strategy.cost.judge_calls
         if calls and failed / calls > FAILURE_WARN_SHARE:
-            click.echo(f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
+            say(f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
                        f"({failed / calls:.0%}); a failed comparison decides nothing (undecided), so its "
                        f"scores say little", err=True)
         undecided = collections.Counter()
@@ -278,7 +442,7 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
                     undecided[cid] += extras.undecided
         if undecided:
             shown = ", ".join(f"{cid} ({count})" for cid, count in undecided.most_common(5))
-            click.echo(f"note: {strategy.name}: undecided comparisons by candidate: {shown}"
+            say(f"note: {strategy.name}: undecided comparisons by candidate: {shown}"
                        f"{', ...' if len(undecided) > 5 else ''} (extras 'undecided' in the results)", err=True)
         if calls and failed == calls:
             all_failed.append(strategy.name)
@@ -312,20 +476,21 @@ class RunInputs:
 
 @contextlib.contextmanager
 def judging(data_path: str | None, criterion: str | None, limit: int | None, judge_spec: str | None,
-            cache_path: str | None, no_cache: bool) -> Iterator[RunInputs]:
+            cache_path: str | None, no_cache: bool, judge_from: tuple[str, str] | None = None) -> Iterator[RunInputs]:
     """Load tasks, open the cache and build the judge, as every judging command does; the judge
     and the cache are closed when the block ends, however it ends (closing the cache commits it).
 
-    The cheap checks come first: bad data or an unusable cache (CacheError) stop the command
-    before a model is loaded, and long before any judgment is paid for.
+    The cheap checks come first: a judge spec a file may not choose (:func:`checked_judge_spec`;
+    ``judge_from`` names the file and field it came from), bad data or an unusable cache
+    (CacheError) stop the command before a model is loaded, and long before any judgment is paid for.
     """
     from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache, NullCache
-    from rankkit.judges import default_judge_spec, make_judge
+    from rankkit.judges import make_judge
     from rankkit.tasks import load_tasks
 
+    spec = checked_judge_spec(judge_spec, judge_from)
     path = Path(data_path) if data_path else SAMPLE_DATA
-    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns())
-    spec = judge_spec or default_judge_spec()
+    tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns(), **current_limits())
     cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
     judge = None
     try:
@@ -352,4 +517,4 @@ def judge_caveat(spec: str) -> str | None:
 
 def announce_judge(judge: Any, spec: str) -> None:
     note = " — no LLM is called; verdicts derive from the human labels" if judge.simulated else ""
-    click.echo(f"judge: {judge.description}{note}", err=True)
+    say(f"judge: {judge.description}{note}", err=True)

@@ -18,12 +18,12 @@ PARAMETERS = {
     "data": "data_path", "criterion": "criterion", "limit": "limit", "columns": "columns",
     "judge": "judge_spec", "seed": "seed", "cache": "cache_path", "no_cache": "no_cache", "quiet": "quiet",
     "strategies": "strategy_specs", "strategy": "strategy_spec", "out": "out", "format": "output_format",
-    "dry_run": "dry_run",
+    "dry_run": "dry_run", "max_candidate_chars": "max_candidate_chars", "max_prompt_chars": "max_prompt_chars",
 }
 _PATHS = ("data", "cache", "out")
 _STRINGS = ("criterion", "judge", "format")
 _BOOLS = ("no_cache", "quiet", "dry_run")
-_INTS = ("limit", "seed")
+_INTS = ("limit", "seed", "max_candidate_chars", "max_prompt_chars")
 
 
 class ConfigError(RankkitError, ValueError):
@@ -190,7 +190,7 @@ def click_defaults(settings: Mapping[str, Any], parameters: set[str], where: str
 
 def config_record(*, data: str | Path | None, criterion: str | None, limit: int | None,
                   columns: Mapping[str, str] | None, judge: str, strategies: Sequence[Any], seed: int,
-                  cache: str | Path | None) -> dict[str, Any]:
+                  cache: str | Path | None, size_limits: Mapping[str, int] | None = None) -> dict[str, Any]:
     """The settings a run used, for the results JSON's ``config`` key.
 
     Paths are made absolute, so the record works from any directory.
@@ -207,6 +207,10 @@ def config_record(*, data: str | Path | None, criterion: str | None, limit: int 
     cache : str | Path | None
         The cache file (None: ``--no-cache``).
 
+    size_limits : Mapping[str, int] | None
+        The ``max_candidate_chars`` / ``max_prompt_chars`` given (0: none), recorded so a re-run
+        loads the same data.
+
     Returns
     -------
     dict[str, Any]
@@ -215,6 +219,7 @@ def config_record(*, data: str | Path | None, criterion: str | None, limit: int 
     record: dict[str, Any] = {"data": None if data is None else str(Path(data).resolve()), "criterion": criterion,
                               "limit": limit, "columns": dict(columns) if columns else None, "judge": judge,
                               "strategies": [strategy_table(s) for s in strategies], "seed": seed}
+    record.update(size_limits or {})
     if cache is None:
         record["no_cache"] = True
     else:

@@ -16,6 +16,61 @@ from typing import Any, Mapping, Sequence
 #: The output formats every table-printing command accepts.
 FORMATS = ("table", "json", "csv", "markdown")
 
+#: What :func:`inert` escapes: C0 controls, DEL, C1 controls, and the bidirectional embeddings,
+#: overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make a terminal show text reordered.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: The ones ``json.dumps`` leaves raw (it escapes C0 controls in strings; newlines outside strings are layout).
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def inert(text: str, keep: str = "\n\t") -> str:
+    r"""``text`` safe to print to a terminal: every control character except those in ``keep``
+    shown as its escape (``\x1b``, ``\u202e``), so nothing in it acts on the terminal.
+
+    Used for everything rankkit prints for people that may hold data: tables, progress bar
+    labels, notes and error messages. Backslashes are left as they are (a path stays readable),
+    so the escaping is for safety, not a reversible encoding.
+
+    Parameters
+    ----------
+    text:
+        The text to print (anything else is converted with ``str``).
+    keep:
+        Control characters to leave as they are: by default newline and tab, which lay out a
+        message; a table cell keeps none.
+
+    Returns
+    -------
+    The text with each other control character replaced by its escape.
+
+    >>> inert("sys\x1b]0;owned\x07tem")
+    'sys\\x1b]0;owned\\x07tem'
+    >>> inert("two\nlines\u202e"), inert("a\tb", keep="")
+    ('two\nlines\\u202e', 'a\\x09b')
+    """
+    def escape(match: re.Match) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+    return _CONTROL.sub(escape, str(text))
+
+
+def inert_json(text: str) -> str:
+    r"""JSON text with the control characters :func:`inert` escapes written as JSON escapes
+    (````): the same data for any JSON reader, nothing raw for a terminal. ``json.dumps``
+    escapes C0 controls itself but, with ``ensure_ascii=False``, not DEL, C1 controls or
+    bidirectional overrides.
+
+    >>> import json
+    >>> text = inert_json(json.dumps({"id": "a2J‮"}, ensure_ascii=False))
+    >>> text, json.loads(text) == {"id": "a2J‮"}
+    ('{"id": "a\\u009b2J\\u202e"}', True)
+    """
+    return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 Columns = Sequence[tuple[str, str]]
 Rows = Sequence[Mapping[str, Any]]
 
@@ -85,21 +140,24 @@ def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
 
 
 def format_table(rows: Rows, columns: Columns) -> str:
-    """A plain fixed-width table: text columns left-aligned, number columns right-aligned."""
-    body = [[cell_text(row.get(key)) for key, _ in columns] for row in rows]
+    """A plain fixed-width table: text columns left-aligned, number columns right-aligned; every
+    cell :func:`inert` on one line (a newline in a cell is shown as ``\\x0a``)."""
+    body = [[inert(cell_text(row.get(key)), keep="") for key, _ in columns] for row in rows]
+    headers = [inert(header, keep="") for _, header in columns]
     widths = [max(len(header), *(len(r[i]) for r in body)) if body else len(header)
-              for i, (_, header) in enumerate(columns)]
+              for i, header in enumerate(headers)]
     numeric = numeric_columns(rows, columns)
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if right else c.ljust(w) for c, w, right in zip(cells, widths, numeric))
 
-    return "\n".join([line([h for _, h in columns]), "  ".join("-" * w for w in widths), *map(line, body)])
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, body)])
 
 
 def _markdown_cell(text: str) -> str:
     # A pipe would end the cell and a newline the row; both are legal inside candidate text.
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    # Other control characters are escaped (inert), as in the table.
+    return inert(text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " "), keep="")
 
 
 def format_markdown(rows: Rows, columns: Columns) -> str:
@@ -128,7 +186,7 @@ def table_records(rows: Rows, columns: Columns) -> list[dict[str, Any]]:
 
 def format_json(rows: Rows, columns: Columns) -> str:
     """A JSON list of objects keyed by header (strict JSON: NaN becomes null)."""
-    return json.dumps(table_records(rows, columns), indent=1, ensure_ascii=False)
+    return inert_json(json.dumps(table_records(rows, columns), indent=1, ensure_ascii=False))
 
 
 _RENDERERS = {"table": format_table, "markdown": format_markdown, "csv": format_csv, "json": format_json}
@@ -154,12 +212,12 @@ def render_sections(tables: Sequence[Table], fmt: str = "table", preamble: str =
         rows = [{"section": t.title, **record} for t in tables for record in table_records(t.rows, t.columns)]
         return format_csv(rows, [("section", "section"), *((h, h) for h in headers)])
     if fmt == "json":
-        return json.dumps([{"section": t.title, "rows": table_records(t.rows, t.columns)} for t in tables],
-                          indent=1, ensure_ascii=False)
+        return inert_json(json.dumps([{"section": t.title, "rows": table_records(t.rows, t.columns)} for t in tables],
+                                     indent=1, ensure_ascii=False))
     if fmt == "markdown":
-        parts = [preamble] if preamble else []
-        parts += [f"### {t.title}\n\n{format_markdown(t.rows, t.columns)}" for t in tables]
+        parts = [inert(preamble)] if preamble else []
+        parts += [f"### {inert(t.title, keep='')}\n\n{format_markdown(t.rows, t.columns)}" for t in tables]
         return "\n\n".join(parts)
-    parts = [preamble] if preamble else []
-    parts += [f"{t.title}\n{render(t.rows, t.columns, fmt)}" for t in tables]
+    parts = [inert(preamble)] if preamble else []
+    parts += [f"{inert(t.title, keep='')}\n{render(t.rows, t.columns, fmt)}" for t in tables]
     return "\n\n".join(parts)

@@ -64,8 +64,20 @@ def _read_delimited(path: Path, limit: int | None, delimiter: str = ",") -> list
     ``limit`` is applied by the caller: a task's rows may come anywhere in the file.
     """
     text = _decode(path, path.read_bytes())
-    tasks: dict[str, tuple[int, dict]] = {}
+    # The csv module refuses a field over 131,072 characters; rankkit's own limits
+    # (max_candidate_chars, max_prompt_chars) decide, naming the field, once the row is read.
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        return _delimited_tasks(path, reader)
+    except csv.Error as err:  # an unclosed quote at the end of the file, a NUL byte...
+        raise TaskFormatError(path, reader.line_num, None, f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {err}") from None
+
+
+def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict]]:
+    """The task objects of a long-form table (see :func:`_read_delimited`)."""
+    tasks: dict[str, tuple[int, dict]] = {}
+    delimiter = reader.reader.dialect.delimiter
     header = reader.fieldnames or []
     check_header(path, header)
     for required in ("task_id", "prompt", "candidate_id", "text"):

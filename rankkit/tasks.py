@@ -152,9 +152,41 @@ def task_rng(seed: int, task_id: str, purpose: str | None = None) -> random.Rand
 # ---------------------------------------------------------------------------------------------
 # Loading
 
+#: The longest candidate text accepted by default, in characters: about 25,000 tokens (at 4
+#: characters a token), several times the longest reply a chat model writes in one answer (output
+#: caps run from 4k to 16k tokens), so no real answer is refused; a 2 MB text is not an answer.
+DEFAULT_MAX_CANDIDATE_CHARS = 100_000
+#: The longest prompt (and reference) accepted by default, in characters: about 50,000 tokens, a
+#: long document with its question. A comparison at both limits (a 200k-character prompt and two
+#: 100k-character answers) is about 100,000 tokens, which a 128k-token judge still takes: what the
+#: limits refuse, no common judge could read whole.
+DEFAULT_MAX_PROMPT_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """The largest texts a task may hold, in characters (None: no limit).
+
+    max_candidate_chars: each candidate's text.
+    max_prompt_chars: the task's prompt and its reference.
+    """
+
+    max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS
+    max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS
+
+
+def _check_size(path: Path, line: int, field_name: str, text: str, limit: int | None, option: str, what: str) -> None:
+    """Refuse ``text`` when it is longer than ``limit`` characters, naming the limit's option."""
+    if limit is not None and len(text) > limit:
+        raise TaskFormatError(path, line, field_name, f"{what} is {len(text):,} characters long, over the limit of "
+                                                      f"{limit:,} ({option}; --{option.replace('_', '-')} on the "
+                                                      f"command line, 0 for none)")
+
 
 def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int | None = None,
-               columns: Mapping[str, str] | None = None) -> list[Task]:
+               columns: Mapping[str, str] | None = None,
+               max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS,
+               max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS) -> list[Task]:
     """Read tasks and resolve the ground-truth criterion.
 
     Parameters
@@ -170,6 +202,12 @@ def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int 
         Keep only the first N tasks.
     columns : Mapping[str, str] | None
         Maps the source's column names to rankkit's (``{"question_id": "task_id", "model": "system"}``).
+    max_candidate_chars : int | None
+        The longest candidate text accepted, in characters (None: no limit; default
+        :data:`DEFAULT_MAX_CANDIDATE_CHARS`).
+    max_prompt_chars : int | None
+        The longest prompt or reference accepted (None: no limit; default
+        :data:`DEFAULT_MAX_PROMPT_CHARS`).
 
     Returns
     -------
@@ -198,14 +236,16 @@ def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int 
         raw = raw[:limit]
     if not raw:
         raise TaskFormatError(path, None, None, "no tasks in file")
-    tasks = [_validate(path, line, obj) for line, obj in raw]
+    sizes = SizeLimits(max_candidate_chars, max_prompt_chars)
+    tasks = [_validate(path, line, obj, sizes) for line, obj in raw]
     lines = [line for line, _ in raw]
     _check_unique_task_ids(path, tasks, lines)
     return _resolve_criterion(path, tasks, lines, criterion)
 
 
 def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | None = None,
-                       where: str = "tasks") -> list[Task]:
+                       where: str = "tasks", max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS,
+                       max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS) -> list[Task]:
     """Tasks from dicts in the task schema (what one JSONL line holds), validated like a file.
 
     Parameters
@@ -217,6 +257,9 @@ def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | No
         The human score used as ground truth (as in :func:`load_tasks`).
     where:
         How errors name the source (``where:N`` is the N-th record, counting from 1).
+    max_candidate_chars, max_prompt_chars:
+        The longest candidate text and prompt (or reference) accepted, in characters, as in
+        :func:`load_tasks` (None: no limit).
 
     Returns
     -------
@@ -241,7 +284,8 @@ def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | No
     if not raw:
         raise TaskFormatError(where, None, None, "no tasks given")
     path = Path(where)
-    tasks = [_validate(path, line, obj) for line, obj in raw]
+    sizes = SizeLimits(max_candidate_chars, max_prompt_chars)
+    tasks = [_validate(path, line, obj, sizes) for line, obj in raw]
     lines = [line for line, _ in raw]
     _check_unique_task_ids(path, tasks, lines)
     return _resolve_criterion(path, tasks, lines, criterion)
@@ -348,7 +392,7 @@ def _candidate_id(path: Path, line: int, where: str, value: Any) -> str:
     return text
 
 
-def _validate(path: Path, line: int, obj: dict) -> Task:
+def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()) -> Task:
     _check_values(path, line, {name: value for name, value in obj.items() if name != "candidates"})
     task_id = str(_require(path, line, obj, "task_id", (str, int)))
     if not task_id.strip():
@@ -358,6 +402,10 @@ def _validate(path: Path, line: int, obj: dict) -> Task:
     reference = obj.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise TaskFormatError(path, line, "reference", "expected a string or null")
+    for name, text in (("prompt", prompt), ("reference", reference)):
+        if text is not None:
+            _check_size(path, line, name, text, sizes.max_prompt_chars, "max_prompt_chars",
+                        f"the {name} of task {task_id!r}")
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise TaskFormatError(path, line, "meta", "expected an object")
@@ -385,6 +433,8 @@ def _validate(path: Path, line: int, obj: dict) -> Task:
                                                                    f"(candidate {cand_id!r})")
         if not text.strip():
             raise TaskFormatError(path, cand_line, f"{where}.text", f"empty text for candidate {cand_id!r}")
+        _check_size(path, cand_line, f"{where}.text", text, sizes.max_candidate_chars, "max_candidate_chars",
+                    f"candidate {cand_id!r} of task {task_id!r}")
         human_raw = cand.get("human") or {}
         if not isinstance(human_raw, dict):
             raise TaskFormatError(path, cand_line, f"{where}.human", "expected an object mapping criterion to score")

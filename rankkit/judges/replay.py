@@ -14,7 +14,14 @@ comparison per line::
 is part of the record: ``compare(task, first, second)`` looks up exactly ``(task_id, first.id,
 second.id)`` and never answers one order from the other. ``winner`` is a candidate id, ``"tie"``,
 or null when the recorded judge's answer could not be parsed. ``judge``, ``method``, ``swap``,
-``grade_a`` and ``grade_b`` are optional.
+``score_a`` and ``score_b`` are optional.
+
+**Checked as task files are.** Every row is checked when the file is read, before anything is
+judged; a problem is a :class:`~rankkit.errors.TaskFormatError` (exit 2) naming the file, the line
+and the field: ids of the right types, a winner (or choice, or ranking) among the ids shown, every
+number finite, grades within ±1,000,000 (the widest task scale; a recording's grades are on the
+recorded judge's own scale), probabilities in [0, 1], and each k-way list of the right type and
+length (one entry per shown id; a ranking a permutation of them).
 
 **k-way judgments** (for ``setwise_knockout``, ``setwise_heapsort``, ``listwise``) are rows with
 ``shown``, the candidate ids in the order shown, and ``kind``: a ``choice`` names the ``chosen``
@@ -45,7 +52,7 @@ null (``unparsed``), is a *miss*. A miss is never answered with a guess:
 The judge also keeps counters (``judge.misses`` by reason, ``judge.hits``) of what it answered
 in this process; judgments served from the cache do not pass through it.
 
-**Scores.** With ``scores=recorded`` (the default) a row's ``grade_a``/``grade_b`` are the two
+**Scores.** With ``scores=recorded`` (the default) a row's ``score_a``/``score_b`` are the two
 grades when the row has them (they are on the recorded judge's own scale). Otherwise the grades
 follow the verdict on the task's scale: the winner gets the top of the scale and the loser the
 bottom (1 and 0 on LLMBar's 0–1 preference scale), and a recorded tie gives both the middle.
@@ -80,7 +87,7 @@ from rankkit.frames import json_object_line
 from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
 from rankkit.judges.kway import CHOICE_KIND, MAX_LABELS, ORDERING_KIND, ChoiceJudgment, OrderJudgment
 from rankkit.specs import Spec, SpecError
-from rankkit.tasks import Candidate, Task
+from rankkit.tasks import MAX_POINTS_LIMIT, Candidate, Task, finite_number
 
 if TYPE_CHECKING:  # rankkit.results imports the strategies; replay is imported by the judge registry
     from rankkit.results import RunResult
@@ -108,38 +115,96 @@ RecordKey = tuple[str, str, str]  # (task_id, id shown first, id shown second)
 # Reading recordings
 
 
+#: The largest grade a recording may hold, in absolute value: the widest scale a task may have
+#: (``meta.max_points``). A recording's grades are on the recorded judge's own scale, which the
+#: file does not state, so this is the range they are checked against.
+MAX_RECORDED_GRADE = MAX_POINTS_LIMIT
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _recorded_number(path: Path, line: int, name: str, value: Any, low: float, high: float) -> float:
+    """``value`` as a finite float in [low, high]; else a :class:`TaskFormatError` naming the field."""
+    number = finite_number(value)
+    if number is None:
+        raise TaskFormatError(path, line, name, f"expected a finite number, got {_short(value)}")
+    if not low <= number <= high:
+        raise TaskFormatError(path, line, name, f"{number:g} is outside [{low:g}, {high:g}]")
+    return number
+
+
 def _optional_number(path: Path, line: int, row: dict, name: str) -> float | None:
     value = row.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TaskFormatError(path, line, name, f"expected a number, got {value!r}")
-    return float(value)
+    return _recorded_number(path, line, name, value, -MAX_RECORDED_GRADE, MAX_RECORDED_GRADE)
+
+
+def _number_list(path: Path, line: int, row: dict, name: str, length: int, low: float, high: float) -> None:
+    """Refuse ``row[name]`` unless it is null or a list of ``length`` finite numbers in [low, high]."""
+    values = row.get(name)
+    if values is None:
+        return
+    if not isinstance(values, list) or len(values) != length:
+        raise TaskFormatError(path, line, name, f"expected a list of {length} numbers, one per shown candidate "
+                                                f"(or null), got {_short(values)}")
+    for index, value in enumerate(values):
+        _recorded_number(path, line, f"{name}[{index}]", value, low, high)
+
+
+def _check_labels(path: Path, line: int, row: dict) -> None:
+    """``judge`` and ``method`` are labels: a string (or a number) or null, never a list or an
+    object (they are filtered on and counted)."""
+    for name in ("judge", "method"):
+        if isinstance(row.get(name), (list, dict)):
+            raise TaskFormatError(path, line, name, f"expected a string or null, got {_short(row[name])}")
+
+
+def check_pair_row(path: Path, number: int, row: dict[str, Any]) -> None:
+    """Refuse a malformed pairwise row: ``task_id``, ``a`` and ``b`` ids (``a`` not ``b``),
+    ``winner`` one of them, ``"tie"`` or null, grades (``score_a``, ``score_b``) finite numbers
+    within ±:data:`MAX_RECORDED_GRADE` or null, and labels of the right types."""
+    for name in ("task_id", "a", "b"):
+        if not isinstance(row.get(name), (str, int)) or isinstance(row.get(name), bool):
+            raise TaskFormatError(path, number, name, "missing field or not a string")
+    if str(row["a"]) == str(row["b"]):
+        raise TaskFormatError(path, number, "b", f"the same candidate as a ({row['a']!r})")
+    if "winner" not in row:
+        raise TaskFormatError(path, number, "winner", "missing field (use null for an unparsed answer)")
+    winner = row["winner"]
+    if winner is not None and (isinstance(winner, bool) or not isinstance(winner, (str, int))
+                               or str(winner) not in (str(row["a"]), str(row["b"]), TIE)):
+        raise TaskFormatError(path, number, "winner",
+                              f"{_short(winner)} is neither a ({row['a']!r}), b ({row['b']!r}), 'tie' nor null")
+    for name in ("score_a", "score_b"):
+        _optional_number(path, number, row, name)
+    _check_labels(path, number, row)
 
 
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, row)`` for every non-empty line, checking the required fields."""
+    """Yield ``(line number, row)`` for every non-empty line, each checked as a task file's rows are
+    (:func:`check_pair_row`, :func:`check_kway_row`): a problem is a :class:`TaskFormatError`
+    naming the file, the line and the field."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"replay: recorded judgments file not found: {path}")
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
+    with path.open("rb") as handle:  # bytes, so a bad byte is reported with its line
+        for number, data in enumerate(handle, start=1):
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise TaskFormatError(path, number, None, f"not valid UTF-8 (byte 0x{data[err.start]:02x} at "
+                                                          f"byte {err.start + 1}); save the file as UTF-8") from None
             if not text.strip():
                 continue
             row = json_object_line(path, number, text)
             if "shown" in row:  # a k-way judgment (see the module docstring)
                 check_kway_row(path, number, row)
-                yield number, row
-                continue
-            for name in ("task_id", "a", "b"):
-                if not isinstance(row.get(name), (str, int)) or isinstance(row.get(name), bool):
-                    raise TaskFormatError(path, number, name, "missing field or not a string")
-            if "winner" not in row:
-                raise TaskFormatError(path, number, "winner", "missing field (use null for an unparsed answer)")
-            winner = row["winner"]
-            if winner is not None and str(winner) not in (str(row["a"]), str(row["b"]), TIE):
-                raise TaskFormatError(path, number, "winner",
-                                      f"{winner!r} is neither a ({row['a']!r}), b ({row['b']!r}), 'tie' nor null")
+            else:
+                check_pair_row(path, number, row)
             yield number, row
 
 
@@ -148,23 +213,41 @@ def recorded_labels(path: str | Path) -> Counter:
     return Counter((row.get("judge"), row.get("method")) for _, row in read_rows(path))
 
 
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
 def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
     """Refuse a malformed k-way row: ``shown`` 2 to 8 distinct ids, ``kind`` choice or ordering,
-    ``chosen`` one of them (or null), ``ranking`` each of them exactly once (or null)."""
+    ``chosen`` one of them (or null), ``ranking`` a list of each of them exactly once (or null),
+    ``probabilities`` one per shown id in [0, 1] summing to at most 1 (or null), ``grades`` one
+    per shown id within ±:data:`MAX_RECORDED_GRADE` (or null), and labels of the right types."""
     shown = row.get("shown")
-    if not isinstance(row.get("task_id"), (str, int)) or isinstance(row.get("task_id"), bool):
+    if not _is_id(row.get("task_id")):
         raise TaskFormatError(path, number, "task_id", "missing field or not a string")
-    if not (isinstance(shown, list) and 2 <= len(shown) <= MAX_LABELS and len({str(c) for c in shown}) == len(shown)):
+    if not (isinstance(shown, list) and 2 <= len(shown) <= MAX_LABELS and all(_is_id(c) for c in shown)
+            and len({str(c) for c in shown}) == len(shown)):
         raise TaskFormatError(path, number, "shown", f"expected a list of 2 to {MAX_LABELS} distinct candidate ids")
     kind = row.get("kind", CHOICE_KIND)
     if kind not in (CHOICE_KIND, ORDERING_KIND):
-        raise TaskFormatError(path, number, "kind", f"expected {CHOICE_KIND!r} or {ORDERING_KIND!r}, got {kind!r}")
+        raise TaskFormatError(path, number, "kind", f"expected {CHOICE_KIND!r} or {ORDERING_KIND!r}, got {_short(kind)}")
     ids = [str(c) for c in shown]
     if kind == CHOICE_KIND:
-        if "chosen" not in row or (row["chosen"] is not None and str(row["chosen"]) not in ids):
+        chosen = row.get("chosen")
+        if "chosen" not in row or (chosen is not None and (not _is_id(chosen) or str(chosen) not in ids)):
             raise TaskFormatError(path, number, "chosen", "missing, or not one of the shown ids (null when unparsed)")
-    elif "ranking" not in row or (row["ranking"] is not None and sorted(map(str, row["ranking"])) != sorted(ids)):
-        raise TaskFormatError(path, number, "ranking", "missing, or not every shown id exactly once (null when unparsed)")
+    else:
+        ranking = row.get("ranking")
+        if "ranking" not in row or (ranking is not None and not (
+                isinstance(ranking, list) and all(_is_id(c) for c in ranking)
+                and sorted(map(str, ranking)) == sorted(ids))):
+            raise TaskFormatError(path, number, "ranking", "missing, or not a list of every shown id exactly once "
+                                                           "(null when unparsed)")
+    _number_list(path, number, row, "probabilities", len(shown), 0.0, 1.0)
+    if row.get("probabilities") is not None and sum(row["probabilities"]) > 1 + 1e-6:
+        raise TaskFormatError(path, number, "probabilities", f"sum to {sum(row['probabilities']):g}, more than 1")
+    _number_list(path, number, row, "grades", len(shown), -MAX_RECORDED_GRADE, MAX_RECORDED_GRADE)
+    _check_labels(path, number, row)
 
 
 def load_recorded(path: str | Path, judge: str | None = None,

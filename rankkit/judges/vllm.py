@@ -48,8 +48,8 @@ functions only: ``import rankkit`` and the CLI's start-up never load it.
 
 **Errors.** Without vLLM installed, the spec fails (exit 2) naming the ``vllm`` extra. A model
 directory that does not exist or holds no ``config.json`` fails naming it (exit 2). A prompt longer
-than ``max_model_len`` stops the run with :class:`PromptTooLong` (exit 2) naming the task and the
-option, after the judgments of the call that fit were made (and cached). A KV cache too small for
+than ``max_model_len`` stops the run with :class:`~rankkit.judges.context.PromptTooLong` (exit 2)
+naming the task and the option, before any prompt of its call is run. A KV cache too small for
 one ``max_model_len`` sequence fails at start (exit 2) naming ``kv_cache_gib``,
 ``gpu_memory_utilization`` and ``max_model_len``.
 """
@@ -64,9 +64,10 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from rankkit.judges import chat_tokens
-from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, GroupRequest, JudgeError, Verdict
+from rankkit.judges.base import JudgeError
+from rankkit.judges.context import LocalLLMJudge, check_fit
 from rankkit.judges.hf_loading import import_torch
-from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
+from rankkit.judges.llm import LLM_OPTIONS, split_llm_options
 from rankkit.judges.llm_engine import Conversation, Generation, per_row
 from rankkit.judges.modes import MODES
 from rankkit.specs import Spec, SpecError, convert_value
@@ -85,19 +86,6 @@ DEFAULTS: dict[str, Any] = {"dtype": "bfloat16", "max_model_len": 4096, "max_num
                             "prefix_caching": True, "kv_cache_gib": 2.0, "tensor_parallel_size": 1}
 #: smollm2's default mode, as for the HF judge: one forward pass per judgment.
 SMOLLM2_DEFAULT_MODE = "logprob"
-
-
-class PromptTooLong(JudgeError):
-    """A prompt does not fit ``max_model_len``. Rerunning the same command fails the same way, so
-    the command line exits 2: raise ``max_model_len`` (the model must support it)."""
-
-    exit_code = 2
-    resumable = False
-
-    def __init__(self, message: str, prompt: str = ""):
-        super().__init__(message)
-        #: The rendered prompt that did not fit (the judge finds its task from it).
-        self.prompt = prompt
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,7 +260,7 @@ class VLLMEngine:
 
     llm: the loaded engine (shared: :meth:`close` leaves it running for other judges).
     identity: what names the weights in the fingerprint.
-    max_model_len: the engine's limit; longer prompts raise :class:`PromptTooLong`.
+    max_model_len: the engine's limit; longer prompts raise :class:`~rankkit.judges.context.PromptTooLong`.
     capacity: requests one call should get (``max_num_seqs``).
 
     Each method renders all its conversations, sends the ones that fit in one ``llm.generate``
@@ -305,35 +293,26 @@ class VLLMEngine:
         """The token ids of a conversation's prompt followed by a forced reply ``prefix``."""
         return chat_tokens.encode(self.tokenizer, chat_tokens.chat_text(self.tokenizer, conversation) + prefix)
 
-    def _too_long(self, sequence: Sequence[int], reserve: int) -> PromptTooLong | None:
-        """The error for a prompt that leaves no room for ``reserve`` tokens, else None."""
-        if len(sequence) + reserve <= self.max_model_len:
-            return None
-        return PromptTooLong(f"vllm: a prompt of {len(sequence)} tokens (+{reserve} to read or write) does not "
-                             f"fit max_model_len={self.max_model_len}; raise it: vllm:MODEL,max_model_len=N",
-                             prompt=self.tokenizer.decode(list(sequence)))
-
     def _run(self, sequences: Sequence[Sequence[int]], params: Any, reserve: int) -> Iterator[tuple[int, Any]]:
-        """``llm.generate`` on the sequences that fit; yields ``(index, RequestOutput)``, then
-        raises :class:`PromptTooLong` for the first that did not fit."""
+        """``llm.generate`` on the sequences; yields ``(index, RequestOutput)``. A sequence that
+        leaves no room for ``reserve`` tokens raises :class:`~rankkit.judges.context.PromptTooLong` before any is run."""
         from vllm.inputs import TokensPrompt
 
-        errors = [self._too_long(s, reserve) for s in sequences]
-        fits = [i for i, error in enumerate(errors) if error is None]
-        if fits:
-            prompts = [TokensPrompt(prompt_token_ids=list(sequences[i])) for i in fits]
-            with self._lock:
-                self.stats["calls"] += 1
-                self.stats["rows"] += len(fits)
-                self.stats["prompt_tokens"] += sum(len(sequences[i]) for i in fits)
-                try:
-                    outputs = self.llm.generate(prompts, params, use_tqdm=False)
-                except Exception as err:  # the engine process died, ran out of memory...
-                    raise JudgeError(f"vllm: the engine failed: {type(err).__name__}: {err}") from err
-            yield from zip(fits, outputs)
-        error = next((e for e in errors if e is not None), None)
-        if error is not None:
-            raise error
+        check_fit(sequences, reserve, self.max_model_len,
+                  f"vllm's max_model_len={self.max_model_len}; raise it: vllm:MODEL,max_model_len=N",
+                  self.tokenizer.decode)
+        if not sequences:
+            return
+        prompts = [TokensPrompt(prompt_token_ids=list(sequence)) for sequence in sequences]
+        with self._lock:
+            self.stats["calls"] += 1
+            self.stats["rows"] += len(sequences)
+            self.stats["prompt_tokens"] += sum(len(sequence) for sequence in sequences)
+            try:
+                outputs = self.llm.generate(prompts, params, use_tqdm=False)
+            except Exception as err:  # the engine process died, ran out of memory...
+                raise JudgeError(f"vllm: the engine failed: {type(err).__name__}: {err}") from err
+        yield from enumerate(outputs)
 
     # -- the LLMEngine protocol ------------------------------------------------------------------
     def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
@@ -385,37 +364,7 @@ class VLLMEngine:
 # The judge
 
 
-class VLLMJudge(LLMJudge):
-    """:class:`~rankkit.judges.llm.LLMJudge` on a :class:`VLLMEngine`, which names the task when
-    a prompt (pairwise, pointwise or k-way) does not fit ``max_model_len`` (the engine sees
-    conversations, not tasks)."""
-
-    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        return _naming_task(super().grade_many(requests), [task for task, _ in requests])
-
-    def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        return _naming_task(super().compare_raw(requests), [task for task, _, _ in requests])
-
-    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        return _naming_task(super().choose_many(requests), [task for task, _ in requests])
-
-    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        return _naming_task(super().order_many(requests), [task for task, _ in requests])
-
-
-def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-    """Pass ``judgments`` on; a :class:`PromptTooLong` is raised again naming the task whose
-    prompt it was (found by its prompt text in the rendered prompt)."""
-    try:
-        yield from judgments
-    except PromptTooLong as err:
-        task = next((t for t in tasks if t.prompt and t.prompt in err.prompt), None)
-        if task is None:
-            raise
-        raise PromptTooLong(f"task {task.task_id!r}: {err}", prompt=err.prompt) from err
-
-
-def from_spec(spec: Spec) -> VLLMJudge:
+def from_spec(spec: Spec) -> LocalLLMJudge:
     """``vllm:MODEL[,dtype=..,max_model_len=..,max_num_seqs=..,enforce_eager=..,prefix_caching=..,
     kv_cache_gib=..,tensor_parallel_size=..,gpu_memory_utilization=..,mode=..,template=..]``."""
     model_ref, options, judge_kwargs = vllm_spec_parts(spec)
@@ -430,4 +379,4 @@ def from_spec(spec: Spec) -> VLLMJudge:
         source = str(local) if local is not None else model_ref
     llm = load_llm(source, options)
     engine = VLLMEngine(llm, identity, max_model_len=options["max_model_len"], capacity=options["max_num_seqs"])
-    return VLLMJudge(engine, **judge_kwargs)
+    return LocalLLMJudge(engine, **judge_kwargs)

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from rankkit.brackets import play_bracket
+from rankkit.formatting import inert
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import systems_of
 from rankkit.matches import Cost, MatchSource
@@ -80,7 +81,7 @@ def play_all(tasks: Sequence[Task], play: Callable[[Task, MatchSource], list[Out
 
     outcomes: list[Outcome] = []
     total = Cost()
-    for played, cost in tqdm(map_tasks(tasks, work, judge, cache), total=len(tasks), desc=method, unit="task",
+    for played, cost in tqdm(map_tasks(tasks, work, judge, cache), total=len(tasks), desc=inert(method), unit="task",
                              file=sys.stderr, disable=not progress):
         outcomes += played
         total.add(cost)

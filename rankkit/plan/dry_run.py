@@ -140,12 +140,14 @@ class PlanRow:
 
 @dataclass
 class DryRun:
-    """The figures of a dry run: one row per strategy, the number of tasks and judge-level notes."""
+    """The figures of a dry run: one row per strategy, the number of tasks, judge-level notes and
+    warnings (tasks whose prompts would not fit the judge's context: :func:`over_context`)."""
 
     rows: list[PlanRow]
     tasks: int
     judge: str
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def new(self) -> int:
@@ -180,7 +182,31 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             history = [[per_task[task_index] for per_task in figures[:index + 1]] for figures in runs]
             add_task(row, strategy, task, history, cache_empty, sizes)
         rows.append(row)
-    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=judge_notes(judge, sizes))
+    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=judge_notes(judge, sizes),
+                  warnings=over_context(tasks, judge, sizes))
+
+
+def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None) -> list[str]:
+    """One warning per task whose largest prompt of the dry run does not fit the judge's context.
+
+    Parameters:
+        tasks: the run's tasks.
+        judge: the judge of the dry run; its engine's ``context`` (tokens, setting) is the limit,
+            where known without loading the model (:class:`~rankkit.plan.judge.PlanEngine`).
+        sizes: the prompt sizes the stand-in runs recorded (None: the judge reads no prompts).
+
+    Returns:
+        The warnings, in task order; empty when the context is unknown or every prompt fits. Sizes
+        are estimates (:data:`~rankkit.plan.tokens.CHARS_PER_TOKEN` characters a token), so a
+        prompt near the limit may go either way.
+    """
+    context = getattr(getattr(judge, "engine", None), "context", None)
+    if sizes is None or context is None:
+        return []
+    limit, setting = context
+    return [f"task {task.task_id!r}: its largest prompt is about {sizes.largest[task.task_id]:,} tokens (estimated), "
+            f"past the judge's context of {limit:,} tokens ({setting}): the run would stop there (exit 2)"
+            for task in tasks if sizes.largest.get(task.task_id, 0) > limit]
 
 
 def task_context(task: Task, history: Sequence[Sequence[Figures]], cache_empty: bool) -> set[str]:

@@ -14,11 +14,16 @@ from rankkit.judges.hf_loading import hub_revision
 
 class PlanEngine:
     """An :class:`~rankkit.judges.llm.LLMEngine` with a model's identity and no model: enough for
-    the judge's fingerprint and prompts; any request raises :class:`JudgeError`."""
+    the judge's fingerprint and prompts; any request raises :class:`JudgeError`.
 
-    def __init__(self, backend: str, identity: dict[str, Any]):
+    context: the model's context in tokens and the setting that gives it, where known without
+    loading the model (a dry run flags the tasks whose prompts would not fit); None: unknown.
+    """
+
+    def __init__(self, backend: str, identity: dict[str, Any], context: tuple[int, str] | None = None):
         self.backend = backend
         self._identity = identity
+        self.context = context
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
@@ -57,16 +62,34 @@ def _llm_plan_judge(spec: Any) -> Judge:
     """``hf:`` / ``smollm2`` read as :func:`rankkit.judges.hf.from_spec` and ``smollm2_from_spec``
     read them (same options, defaults and identity), minus loading the weights."""
     from rankkit.judges import hf
-    from rankkit.judges.hf_loading import smollm2_identity
+    from rankkit.judges.hf_loading import SMOLLM2_CONTEXT, smollm2_identity
     from rankkit.judges.llm import LLMJudge
 
     if spec.name == "smollm2":
         options, judge_kwargs = hf.smollm2_spec_parts(spec)
         identity = smollm2_identity(options.get("dtype", "bfloat16"))
-        return LLMJudge(PlanEngine("hf", hf.engine_identity(identity, options, smollm2=True)), **judge_kwargs)
+        engine = PlanEngine("hf", hf.engine_identity(identity, options, smollm2=True),
+                            context=(SMOLLM2_CONTEXT, "max_position_embeddings"))
+        return LLMJudge(engine, **judge_kwargs)
     model_ref, gguf, options, judge_kwargs = hf.hf_spec_parts(spec, spec.name)
     identity = hf.model_identity(model_ref, gguf, options.get("dtype", "bfloat16"), hub_revision(model_ref))
-    return LLMJudge(PlanEngine("hf", hf.engine_identity(identity, options, smollm2=False)), **judge_kwargs)
+    engine = PlanEngine("hf", hf.engine_identity(identity, options, smollm2=False), context=_local_context(model_ref))
+    return LLMJudge(engine, **judge_kwargs)
+
+
+def _local_context(model_ref: str) -> tuple[int, str] | None:
+    """A local model directory's context, from its ``config.json`` (None for a hub id or a config
+    that names none: the dry run then cannot check prompts against it)."""
+    import json
+    from pathlib import Path
+
+    from rankkit.judges.context import config_context
+
+    config = Path(model_ref).expanduser() / "config.json"
+    try:
+        return config_context(json.loads(config.read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError):  # no directory, no config, not a JSON object
+        return None
 
 
 def _vllm_plan_judge(spec: Any) -> Judge:
@@ -77,4 +100,4 @@ def _vllm_plan_judge(spec: Any) -> Judge:
 
     model_ref, options, judge_kwargs = vllm.vllm_spec_parts(spec)
     identity = vllm.model_identity(model_ref, options["dtype"])
-    return LLMJudge(PlanEngine("vllm", identity), **judge_kwargs)
+    return LLMJudge(PlanEngine("vllm", identity, context=(options["max_model_len"], "max_model_len")), **judge_kwargs)

@@ -27,7 +27,8 @@ def display_rows(report: DryRun) -> list[dict[str, Any]]:
 
 
 def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
-    """The dry run as ``fmt`` (table, markdown, csv or json); the human formats add a summary."""
+    """The dry run as ``fmt`` (table, markdown, csv or json); the human formats add a summary, its
+    notes and its warnings (csv and json hold the rows only)."""
     from rankkit.formatting import render
 
     if fmt in ("csv", "json"):
@@ -45,6 +46,7 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
     if tokens:
         lines[-1] += f" · estimated prompt tokens {'≤' if marks == {'≤'} else '≈'}{round(sum(tokens))}"
     lines += [f"note: {note}" for note in report.notes]
+    lines += [f"warning: {warning}" for warning in report.warnings]
     if not report.exact:
         lines.append("≤ at most, ~ an estimate: where a strategy's path depends on verdicts not yet given, it "
                      "was run on several kinds of stand-in verdicts (see rankkit.plan.dry_run)")

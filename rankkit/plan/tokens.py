@@ -19,11 +19,21 @@ def estimate_tokens(text: str) -> int:
 
 
 class PromptSizes:
-    """Estimated prompt tokens of an LLM judge's requests, rendered with its own templates."""
+    """Estimated prompt tokens of an LLM judge's requests, rendered with its own templates.
+
+    ``largest`` keeps, per task id, the largest prompt sized so far (what a dry run checks against
+    the judge's context).
+    """
 
     def __init__(self, judge: Any):
         self.judge = judge
         self._means: dict[tuple[str, str], float] = {}
+        self.largest: dict[str, int] = {}
+
+    def _seen(self, task: Task, tokens: int) -> int:
+        if tokens > self.largest.get(task.task_id, -1):
+            self.largest[task.task_id] = tokens
+        return tokens
 
     @staticmethod
     def applies(judge: Any) -> bool:
@@ -31,11 +41,12 @@ class PromptSizes:
 
     def point(self, task: Task, candidate: Candidate) -> int:
         if self.judge.mode == "loglik":  # the bare question, then the answer
-            return estimate_tokens(task.prompt + candidate.text)
-        return self._conversation(self.judge.point_prompt(task, candidate).conversation)
+            return self._seen(task, estimate_tokens(task.prompt + candidate.text))
+        return self._seen(task, self._conversation(self.judge.point_prompt(task, candidate).conversation))
 
     def pair(self, task: Task, first: Candidate, second: Candidate) -> int:
-        if self.judge.mode == "loglik":  # each answer after the bare question
+        if self.judge.mode == "loglik":  # each answer after the bare question (the longer is one prompt)
+            self._seen(task, estimate_tokens(task.prompt + max(first.text, second.text, key=len)))
             return estimate_tokens(2 * task.prompt + first.text + second.text)
         if getattr(self.judge, "prepair", False):
             # Rendering PREPAIR's decision prompt would need the analyses; the plain pairwise
@@ -43,14 +54,16 @@ class PromptSizes:
             from rankkit.prompts import PAIRWISE, prompt_max_points, render_pairwise
 
             template = self.judge.templates.template(task, PAIRWISE)
-            return estimate_tokens(render_pairwise(template, task, first, second, prompt_max_points(task, template)))
-        return self._conversation(self.judge.pair_prompts([(task, first, second)])[0].conversation)
+            return self._seen(task, estimate_tokens(render_pairwise(template, task, first, second,
+                                                                    prompt_max_points(task, template))))
+        return self._seen(task, self._conversation(self.judge.pair_prompts([(task, first, second)])[0].conversation))
 
     def group(self, task: Task, candidates: Sequence[Candidate], kind: str) -> int:
         """A k-way prompt (``kind`` ``choice``: setwise, ``ordering``: listwise), rendered as the judge would."""
         from rankkit.prompts.kway import render_kway
 
-        return estimate_tokens(render_kway("setwise" if kind == "choice" else "listwise", task, candidates))
+        return self._seen(task, estimate_tokens(render_kway("setwise" if kind == "choice" else "listwise", task,
+                                                            candidates)))
 
     def mean(self, task: Task, kind: str) -> float:
         """The task's mean prompt size of a grade (``point``) or a comparison (``pair``: over

@@ -115,7 +115,7 @@ def test_filters_must_pick_one_judgment_per_comparison(recording):
     ({"task_id": "t1", "a": "c0", "b": "c1", "winner": "c9"}, "field 'winner': 'c9' is neither"),
     ({"task_id": "t1", "a": "c0", "b": "c1"}, "field 'winner': missing field"),
     ({"task_id": "t1", "b": "c1", "winner": "c1"}, "field 'a': missing field"),
-    ({"task_id": "t1", "a": "c0", "b": "c1", "winner": "c0", "score_a": "high"}, "field 'score_a': expected a number"),
+    ({"task_id": "t1", "a": "c0", "b": "c1", "winner": "c0", "score_a": "high"}, "field 'score_a': expected a finite number"),
 ])
 def test_malformed_rows_name_the_line_and_field(tmp_path, row, needle):
     path = write_rows(tmp_path / "bad.jsonl", [{"task_id": "t0", "a": "c0", "b": "c1", "winner": "c0"}, row])
@@ -250,3 +250,69 @@ def test_replay_reproduces_recorded_accuracy_on_llmbar_natural(judge_name):
         assert expected == pytest.approx(0.955)  # the figure the sim preset was calibrated on
     if judge_name == "PaLM2":
         assert nulls == 4  # PaLM2/Vanilla has 4 unparsed answers on Natural
+
+
+# -- recordings are validated like task files (issue 30) ------------------------------------------
+
+PAIR = {"task_id": "t1", "judge": "J", "method": "M", "a": "c0", "b": "c1", "winner": "c0"}
+CHOICE = {"task_id": "t1", "judge": "J", "method": "M", "kind": "choice", "shown": ["c0", "c1", "c2"], "chosen": "c1"}
+ORDERING = {"task_id": "t1", "judge": "J", "method": "M", "kind": "ordering", "shown": ["c0", "c1", "c2"],
+            "ranking": ["c1", "c0", "c2"]}
+BAD_RECORDINGS = [
+    ("NaN score", {**PAIR, "score_a": float("nan"), "score_b": 6.0}, "score_a", "expected a finite number, got nan"),
+    ("+1e308 score", {**PAIR, "score_a": 1e308, "score_b": 6.0}, "score_a", "outside [-1e+06, 1e+06]"),
+    ("-1e308 score", {**PAIR, "score_a": 1.0, "score_b": -1e308}, "score_b", "outside [-1e+06, 1e+06]"),
+    ("infinite score", {**PAIR, "score_a": float("inf")}, "score_a", "expected a finite number"),
+    ("text score", {**PAIR, "score_a": "7"}, "score_a", "expected a finite number, got '7'"),
+    ("same candidate twice", {**PAIR, "b": "c0"}, "b", "the same candidate as a"),
+    ("list label", {**PAIR, "judge": ["J"]}, "judge", "expected a string or null"),
+    ("text probabilities", {**CHOICE, "probabilities": "abcd"}, "probabilities", "expected a list of 3 numbers"),
+    ("short probabilities", {**CHOICE, "probabilities": [0.5, 0.5]}, "probabilities", "expected a list of 3 numbers"),
+    ("probability above 1", {**CHOICE, "probabilities": [0.2, 1.5, 0.0]}, "probabilities[1]", "outside [0, 1]"),
+    ("NaN probability", {**CHOICE, "probabilities": [0.2, float("nan"), 0.0]}, "probabilities[1]", "finite"),
+    ("probabilities over 1", {**CHOICE, "probabilities": [0.6, 0.6, 0.0]}, "probabilities", "more than 1"),
+    ("grades too long", {**CHOICE, "grades": [1, 2, 3, 4]}, "grades", "expected a list of 3 numbers"),
+    ("grades too short", {**CHOICE, "grades": [1, 2]}, "grades", "expected a list of 3 numbers"),
+    ("1e308 grade", {**CHOICE, "grades": [1, 1e308, 2]}, "grades[1]", "outside"),
+    ("text ranking", {**ORDERING, "ranking": "c1c0c2"}, "ranking", "not a list of every shown id"),
+    ("ranking with a repeat", {**ORDERING, "ranking": ["c1", "c1", "c2"]}, "ranking", "exactly once"),
+    ("chosen as a list", {**CHOICE, "chosen": ["c1"]}, "chosen", "not one of the shown ids"),
+    ("shown holds null", {**CHOICE, "shown": ["c0", None]}, "shown", "distinct candidate ids"),
+]
+
+
+@pytest.mark.parametrize("name,row,field,message", BAD_RECORDINGS, ids=[b[0] for b in BAD_RECORDINGS])
+def test_a_bad_recorded_value_names_file_line_and_field(tmp_path, name, row, field, message):
+    path = write_rows(tmp_path / "judgments.jsonl", [PAIR, row])  # json.dumps writes NaN and Infinity as JSON does not
+    with pytest.raises(TaskFormatError) as err:
+        make_judge(f"replay:{path}")  # the recording is read when the judge is built, before anything runs
+    assert (err.value.path, err.value.line, err.value.field) == (str(path), 2, field)
+    assert message in err.value.message
+
+
+@pytest.mark.parametrize("row", [PAIR, CHOICE, ORDERING, {**PAIR, "score_a": -3, "score_b": 1e6},
+                                 {**CHOICE, "probabilities": [0.2, 0.7, 0.1], "grades": [1, 9, 0]}])
+def test_well_formed_recordings_still_load(tmp_path, row):
+    path = write_rows(tmp_path / "judgments.jsonl", [row])
+    make_judge(f"replay:{path}")
+
+
+@pytest.mark.parametrize("value,shown", [("NaN", "nan"), ("1e308", "1e+308"), ("-1e308", "-1e+308")])
+def test_the_issues_recordings_exit_2_naming_the_line(tmp_path, value, shown):
+    # Issue 30: NaN moved a candidate from 3rd to 1st with score null (exit 0); ±1e308 was a traceback.
+    path = tmp_path / "judgments.jsonl"
+    rows = [json.dumps({**PAIR, "a": a, "b": b, "winner": a, "score_a": 5, "score_b": 1})
+            for a, b in (("a1", "a2"), ("a2", "a1"))]
+    rows.insert(1, json.dumps({**PAIR, "a": "a1", "b": "a3", "winner": "a1", "score_b": 1}).replace(
+        '"score_b": 1', f'"score_a": {value}, "score_b": 1'))
+    path.write_text("\n".join(rows) + "\n")
+    result = CliRunner().invoke(main, ["rank", "--judge", f"replay:{path}", "--no-cache", "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert f"{path}:2: field 'score_a':" in result.output and "Traceback" not in result.output
+
+
+def test_a_recording_that_is_not_utf8_names_the_line(tmp_path):
+    path = tmp_path / "judgments.jsonl"
+    path.write_bytes((json.dumps(PAIR) + "\n").encode() + b'{"task_id": "t\xff"}\n')
+    with pytest.raises(TaskFormatError, match=r":2: not valid UTF-8"):
+        make_judge(f"replay:{path}")

@@ -23,11 +23,10 @@ import pytest
 
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError
+from rankkit.judges.context import LocalLLMJudge, PromptTooLong
 from rankkit.judges.vllm import (
     DEFAULTS,
-    PromptTooLong,
     VLLMEngine,
-    VLLMJudge,
     llm_kwargs,
     local_model_dir,
     vllm_spec_parts,
@@ -201,20 +200,20 @@ def test_engine_generates_and_counts_tokens(stand_in_vllm):
     assert generation.usage == {"prompt_tokens": 7, "completion_tokens": 3}
 
 
-def test_a_prompt_longer_than_max_model_len_stops_after_the_others_are_judged(stand_in_vllm):
-    engine = VLLMEngine(FakeLLM(), {"name": "fake"}, max_model_len=20)
+def test_a_prompt_longer_than_max_model_len_stops_its_call_before_anything_runs(stand_in_vllm):
+    llm = FakeLLM()
+    engine = VLLMEngine(llm, {"name": "fake"}, max_model_len=20)
     rows = [conversation("short"), conversation("x" * 40), conversation("also short")]
     results = engine.next_token_logprobs(rows, assistant_prefix="a", choices=["1", "2"])
-    got = [next(results)[0], next(results)[0]]
-    assert got == [0, 2]  # the rows that fit are judged (and so cached) first
     with pytest.raises(PromptTooLong, match=r"max_model_len=20; raise it") as caught:
         next(results)
     assert caught.value.exit_code == 2 and not caught.value.resumable
+    assert llm.calls == [] and engine.stats["rows"] == 0  # nothing of the call was judged
 
 
 def test_the_judge_names_the_task_whose_prompt_is_too_long(stand_in_vllm, sample_tasks):
     engine = VLLMEngine(FakeLLM(), {"name": "fake"}, max_model_len=2000)  # a sample prompt fits
-    judge = VLLMJudge(engine, mode="logprob", template="generic")
+    judge = LocalLLMJudge(engine, mode="logprob", template="generic")
     long_task = replace(sample_tasks[1], prompt="Explain. " * 300)
     requests = [(sample_tasks[0], *sample_tasks[0].candidates[:2]), (long_task, *long_task.candidates[:2])]
     with pytest.raises(PromptTooLong, match=rf"task {long_task.task_id!r}: .*max_model_len=2000"):

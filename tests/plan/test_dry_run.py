@@ -195,3 +195,19 @@ def test_a_progress_total_that_is_a_bound_says_so(sample_tasks, capsys):
     shown = capsys.readouterr().err
     assert "judging (total at most): " in shown and f"0/{total}" in shown  # the bar starts at the bound
     assert PROGRESS_LABELS[""] == "judging" and "estimated" in PROGRESS_LABELS["~"]
+
+
+def test_tasks_whose_prompts_pass_the_judges_context_are_flagged(sample_tasks):
+    from dataclasses import replace
+
+    from rankkit.plan import plan_judge
+
+    judge = plan_judge("vllm:smollm2,max_model_len=2048,mode=logprob")  # vLLM need not be installed
+    assert judge.engine.context == (2048, "max_model_len")
+    long = replace(sample_tasks[1], prompt="Explain every step of your reasoning. " * 300)
+    report = dry_run([sample_tasks[0], long], [make_strategy("knockout")], judge)
+    warning, = report.warnings
+    assert warning.startswith(f"task {long.task_id!r}: its largest prompt is about ")
+    assert "past the judge's context of 2,048 tokens (max_model_len)" in warning
+    assert dry_run([sample_tasks[0]], [make_strategy("knockout")], judge).warnings == []
+    assert dry_run([long], [make_strategy("knockout")], FixedAccuracyJudge()).warnings == []  # reads no prompts

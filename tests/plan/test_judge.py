@@ -35,7 +35,7 @@ def no_loading(monkeypatch):
     monkeypatch.setattr(hf, "HFEngine", FakeEngine)
     monkeypatch.setattr(hf, "load_pretrained", lambda *a, **k: (
         SimpleNamespace(config=SimpleNamespace(_commit_hash="c0ffee")), None))
-    monkeypatch.setattr(hf, "load_smollm2", lambda *a, **k: (None, None, None))
+    monkeypatch.setattr(hf, "load_smollm2", lambda *a, **k: (SimpleNamespace(config=SimpleNamespace()), None, None))
     return hf
 
 

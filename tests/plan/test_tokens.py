@@ -31,3 +31,13 @@ def test_prompt_tokens_of_a_bounded_strategy_count_every_judgment_of_its_bound(s
              if a is not b]
     assert row.bounds["new"] == "≤"
     assert min(sizes) * row.new <= row.prompt_tokens <= max(sizes) * row.new
+
+
+def test_prompt_sizes_keep_each_tasks_largest_prompt(sample_tasks):
+    judge = plan_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1")
+    sizes = PromptSizes(judge)
+    task = sample_tasks[0]
+    a, b, c = task.candidates[:3]
+    pairs = [sizes.pair(task, a, b), sizes.pair(task, b, c)]
+    point = sizes.point(task, a)
+    assert sizes.largest == {task.task_id: max(*pairs, point)}

@@ -1,0 +1,111 @@
+"""Prompts against a local model's context: a prompt that does not fit stops its batch before anything in it is judged.
+
+A model judges only the tokens it can attend to: a prompt past its context is cut or misread,
+silently. So every local engine (``hf:``/``smollm2``: the config's ``max_position_embeddings``;
+``vllm:``: ``max_model_len``) checks each prompt of a call before it computes anything
+(:func:`check_fit`), and refuses the call with :class:`PromptTooLong` (exit 2: a rerun fails the
+same way) naming the option or setting that sets the limit. The engine sees conversations, not
+tasks, so :class:`LocalLLMJudge` names the task whose prompt it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, GroupRequest, JudgeError, Verdict
+from rankkit.judges.llm import LLMJudge
+
+
+class PromptTooLong(JudgeError):
+    """A prompt does not fit the model's context. Rerunning the same command fails the same way,
+    so the command line exits 2: shorten the texts, or raise the limit where the model allows it."""
+
+    exit_code = 2
+    resumable = False
+
+    def __init__(self, message: str, prompt: str = ""):
+        super().__init__(message)
+        #: The rendered prompt that did not fit (the judge finds its task from it).
+        self.prompt = prompt
+
+
+def check_fit(sequences: Sequence[Sequence[int]], reserve: int, limit: int | None, what: str,
+              decode: Callable[[list[int]], str]) -> None:
+    """Refuse a call before any of it runs when one prompt leaves no room for ``reserve`` tokens.
+
+    Parameters
+    ----------
+    sequences:
+        The token ids of the call's prompts.
+    reserve:
+        Tokens each prompt needs beyond itself (to read the next token's probabilities, or to write
+        a reply).
+    limit:
+        The model's context in tokens; None: unknown, nothing is checked.
+    what:
+        The limit as the message names it, with how to change it (``max_model_len=4096; raise it: ...``).
+    decode:
+        Token ids to text, so the error carries the prompt (its task is found from it).
+
+    Raises
+    ------
+    PromptTooLong
+        For the first prompt that does not fit.
+    """
+    if limit is None:
+        return
+    for sequence in sequences:
+        if len(sequence) + reserve > limit:
+            raise PromptTooLong(f"a prompt of {len(sequence):,} tokens (+{reserve} to read or write) does not fit "
+                                f"{what}", prompt=decode(list(sequence)))
+
+
+#: The config fields that hold a transformers model's context, in the order they are read.
+CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+
+
+def config_context(config: Any) -> tuple[int, str] | None:
+    """A transformers model's context from its config (an object or a ``config.json`` mapping):
+    ``(tokens, field)``, None when the config names none.
+
+    >>> config_context({"max_position_embeddings": 8192})
+    (8192, 'max_position_embeddings')
+    >>> config_context({"hidden_size": 64}) is None
+    True
+    """
+    for name in CONTEXT_FIELDS:
+        value = config.get(name) if isinstance(config, Mapping) else getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, name
+    return None
+
+
+class LocalLLMJudge(LLMJudge):
+    """:class:`~rankkit.judges.llm.LLMJudge` on a local engine that checks its context: a
+    :class:`PromptTooLong` (pairwise, pointwise or k-way) names the task whose prompt it was."""
+
+    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        return naming_task(super().grade_many(requests), [task for task, _ in requests])
+
+    def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        return naming_task(super().compare_raw(requests), [task for task, _, _ in requests])
+
+    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        return naming_task(super().choose_many(requests), [task for task, _ in requests])
+
+    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        return naming_task(super().order_many(requests), [task for task, _ in requests])
+
+
+def naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    """Pass ``judgments`` on; a :class:`PromptTooLong` is raised again naming the task whose
+    prompt it was: found by its prompt text in the rendered prompt (the longest that is, when one
+    task's prompt is part of another's)."""
+    try:
+        yield from judgments
+    except PromptTooLong as err:
+        found = [t for t in tasks if t.prompt and t.prompt in err.prompt]
+        if not found:
+            raise
+        task = max(found, key=lambda t: len(t.prompt))
+        raise PromptTooLong(f"task {task.task_id!r}: {err}", prompt=err.prompt) from err
