@@ -20,7 +20,7 @@ parse failure is counted in ``parse_failures``.
   shown once in every slot and a per-slot bias adds the same to each), and the per-slot scores are
   summed per answer. Costs ``shifts`` (or k) judgments per group.
 
-**Scores.** A choice gives every slot a score (:meth:`~rankkit.judges.kway.ChoiceJudgment.slot_scores`:
+**Scores.** A choice gives every slot a score (:meth:`~rankkit.judgments.ChoiceJudgment.slot_scores`:
 k·P(best) in logprob mode, the grade from the simulator, k for a bare choice); an ordering gives
 slot at position r of k the Borda score ``k − 1 − r``. A group's ``scores`` are each member's mean
 over the orders shown; its ``winner`` has the highest, ties going to the member with more
@@ -34,8 +34,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from rankkit.judges.base import ParseStatus
-from rankkit.judges.kway import MAX_LABELS, ChoiceJudgment, OrderJudgment
+from rankkit.judgments import ParseStatus, MAX_LABELS, ChoiceJudgment, OrderJudgment
 from rankkit.specs import SpecError
 
 
@@ -77,7 +76,7 @@ def judgments_per_group(order: str, size: int, shifts: int = 0) -> int:
 @dataclass(frozen=True)
 class GroupComparison:
     """One k-way judgment as a strategy used it: the candidates in the order shown, the judgment
-    (a :class:`~rankkit.judges.kway.ChoiceJudgment` or :class:`~rankkit.judges.kway.OrderJudgment`)
+    (a :class:`~rankkit.judgments.ChoiceJudgment` or :class:`~rankkit.judgments.OrderJudgment`)
     and the strategy's round."""
 
     shown: tuple[str, ...]

@@ -54,7 +54,7 @@ from typing import Any, Iterator, Sequence
 
 import networkx as nx
 
-from rankkit.judges.base import Grade, ParseStatus, Verdict, Winner
+from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
 from rankkit.memo import JudgmentMemo, Origin
 from rankkit.order import check_order, coin_order
 from rankkit.tasks import Task
@@ -254,7 +254,7 @@ class MatchSource:
 
         Returns
         -------
-        One :class:`~rankkit.judges.base.Verdict` per pair, in order.
+        One :class:`~rankkit.judgments.Verdict` per pair, in order.
         """
         for first, second in pairs:
             if first == second:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, slot_bias, strategy_names
-from rankkit.judges.kway import LABELS
+from rankkit.judgments import LABELS
 from rankkit.results import RunResult, TaskResult, strict_json
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 

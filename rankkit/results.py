@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from rankkit.errors import TaskFormatError
-from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import Verdict, ParseStatus, Winner
 from rankkit.matches import Comparison, Cost, MatchGraph
 from rankkit.strategies.base import CandidateExtras, Strategy
 from rankkit.tasks import Candidate, Task

@@ -23,7 +23,8 @@ from tqdm import tqdm
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.engine import Dispatcher
-from rankkit.judges.base import Judge, ParseStatus
+from rankkit.judges.base import Judge
+from rankkit.judgments import ParseStatus
 from rankkit.matches import Comparison, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.metrics import evaluate

@@ -13,7 +13,7 @@ from rankkit.choices import GroupComparison, make_group_match, presentations
 from rankkit.cli import main
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError
-from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
+from rankkit.judgments import ChoiceJudgment, OrderJudgment
 from rankkit.judges.sim import LatentJudge
 from rankkit.matches import MatchSource
 from rankkit.memo import JudgmentMemo, Origin

@@ -26,10 +26,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from rankkit.judges.base import GroupRequest, ParseStatus
-from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
-                                 order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs,
-                                 strip_echoes)
+from rankkit.judgments import GroupRequest, ParseStatus, ChoiceJudgment, OrderJudgment, labels
+from rankkit.judges.kway import (
+    CHOICE_PREFIX,
+    ORDERING_PREFIX,
+    order_from_scores,
+    parse_choice,
+    parse_ordering,
+    probabilities_from_logprobs,
+    strip_echoes,
+)
 from rankkit.judges.llm_engine import LLMEngine, user_turn
 from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint

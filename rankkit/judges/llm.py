@@ -48,18 +48,11 @@ import threading
 from dataclasses import replace
 from typing import Any, Iterator, Mapping, Sequence
 
-from rankkit.judges.base import (
-    Judge,
-    JudgeError,
-    Verdict,
-    ComparisonRequest,
-    Grade,
-    GradeRequest,
-    add_usage,
-)
+from rankkit.judges.base import Judge, JudgeError, add_usage
+from rankkit.judgments import Verdict, ComparisonRequest, Grade, GradeRequest, VERDICT_KIND
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
 from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
-from rankkit.memo import JudgmentMemo, Origin, VERDICT_KIND, memo_of
+from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.judges.modes import (
     JUDGING_MODES,
     MODES,

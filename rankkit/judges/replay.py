@@ -77,8 +77,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import json_object_line
-from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
-from rankkit.judges.kway import CHOICE_KIND, MAX_LABELS, ORDERING_KIND, ChoiceJudgment, OrderJudgment
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import (
+    Verdict,
+    ParseStatus,
+    Winner,
+    CHOICE_KIND,
+    MAX_LABELS,
+    ORDERING_KIND,
+    ChoiceJudgment,
+    OrderJudgment,
+)
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
 

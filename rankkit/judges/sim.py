@@ -88,9 +88,9 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Sequence
 
-from rankkit.judges.base import Judge, Verdict, Grade, Winner
-from rankkit.judges.kway import (CHOICE_PREFIX, LABELS, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
-                                 order_from_scores)
+from rankkit.judges.base import Judge
+from rankkit.judgments import Verdict, Grade, Winner, LABELS, ChoiceJudgment, OrderJudgment, labels
+from rankkit.judges.kway import CHOICE_PREFIX, ORDERING_PREFIX, order_from_scores
 from rankkit.specs import Spec, SpecError, build_dataclass
 from rankkit.tasks import Candidate, Task
 

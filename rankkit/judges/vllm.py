@@ -64,7 +64,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from rankkit.judges import chat_tokens
-from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, GroupRequest, JudgeError, Verdict
+from rankkit.judges.base import JudgeError
+from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, GroupRequest, Verdict
 from rankkit.judges.hf_loading import import_torch
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Conversation, Generation, per_row

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rankkit.cache import NullCache
-from rankkit.judges.base import Grade, Judge, Verdict, Winner
-from rankkit.judges.kway import ChoiceJudgment, OrderJudgment, order_from_scores
+from rankkit.judges.base import Judge
+from rankkit.judgments import Grade, Verdict, Winner, ChoiceJudgment, OrderJudgment
+from rankkit.judges.kway import order_from_scores
 from rankkit.plan.tokens import PromptSizes
 from rankkit.tasks import Candidate, Task
 

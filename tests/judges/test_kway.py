@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from rankkit.judges.base import ParseStatus, Winner
-from rankkit.judges.kway import (ChoiceJudgment, OrderJudgment, labels, order_from_scores, parse_choice,
-                                 parse_ordering, probabilities_from_logprobs)
+from rankkit.judgments import ParseStatus, Winner, ChoiceJudgment, OrderJudgment, labels
+from rankkit.judges.kway import order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs
 from rankkit.judges.llm import LLMJudge
 from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, from_spec
 from rankkit.memo import JudgmentMemo

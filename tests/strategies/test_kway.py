@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from rankkit.judges.base import ParseStatus
-from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
+from rankkit.judgments import ParseStatus, ChoiceJudgment, OrderJudgment
 from rankkit.judges.sim import LatentJudge
 from rankkit.specs import SpecError
 from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
