@@ -164,7 +164,8 @@ def test_compare_and_its_dry_run_agree_on_the_k_way_counts():
 
 
 def test_a_run_exported_and_replayed_gives_the_same_k_way_results(tmp_path):
-    from rankkit.judges.replay import ReplayJudge, rows_from_results, write_judgments
+    from rankkit.judges.replay import ReplayJudge
+    from rankkit.recording import rows_from_results, write_judgments
 
     tasks = planted_tasks({f"s{i}": 80.0 * i for i in range(9)}, prompts=2, seed=4)
     strategies = [make_strategy(s) for s in ("setwise_knockout:k=3", "listwise", "knockout")]

@@ -52,10 +52,9 @@ bottom (1 and 0 on LLMBar's 0–1 preference scale), and a recorded tie gives bo
 LLMBar's Rating methods store scores only on their ``swap=false`` rows, so when replaying them
 in both orders (``order=both``, grades averaged) use ``scores=verdict`` to keep both orders on one scale.
 
-**Record once, replay any strategy.** :func:`record_grid` judges every ordered pair of every
-task with any judge (through the cache) and :func:`write_judgments` writes them in this format;
-:func:`rows_from_results` exports the comparisons a run made. The
-``rankkit record`` command wraps them. Then ``--judge replay:FILE`` runs any pairwise strategy on
+**Record once, replay any strategy.** :mod:`rankkit.recording` writes this format: every ordered
+pair of every task judged by any judge (through the cache), or the comparisons a run made. The
+``rankkit record`` command wraps it. Then ``--judge replay:FILE`` runs any pairwise strategy on
 the recorded grid for free.
 
 The fingerprint holds the SHA-256 of the file's bytes, the filter and both options (not the
@@ -67,13 +66,10 @@ from __future__ import annotations
 import functools
 
 import hashlib
-import json
-import sys
 from collections import Counter
 from dataclasses import dataclass
-from itertools import permutations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Sequence
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import json_object_line
@@ -90,9 +86,6 @@ from rankkit.judgments import (
 )
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
-
-if TYPE_CHECKING:  # rankkit.results imports the strategies; replay is imported by the judge registry
-    from rankkit.results import RunResult
 
 ON_MISS = ("error", "tie")
 SCORE_SOURCES = ("recorded", "verdict")
@@ -423,122 +416,3 @@ def from_spec(spec: Spec) -> ReplayJudge:
     if not judge.kway_table:
         judge.table
     return judge
-
-
-# ---------------------------------------------------------------------------------------------
-# Recording: write judgments in the replay format
-
-
-def judgment_row(task: Task, first: str, second: str, judgment: Verdict, judge_label: str,
-                 method: str) -> dict[str, Any]:
-    """One judged comparison as a recording row (``swap`` = shown against the task's order).
-
-    A tie is recorded as ``"tie"``; a judgment whose output could not be parsed as null, so that
-    replaying it is a counted miss rather than a made-up verdict.
-    """
-    if judgment.status is ParseStatus.FAILED:
-        winner: str | None = None
-    elif judgment.winner is Winner.TIE:
-        winner = TIE
-    else:
-        winner = first if judgment.winner is Winner.FIRST else second
-    order = task.candidate_ids
-    return {"task_id": task.task_id, "judge": judge_label, "method": method,
-            "swap": order.index(first) > order.index(second), "a": first, "b": second, "winner": winner,
-            "score_a": judgment.first_grade, "score_b": judgment.second_grade}
-
-
-def record_grid(tasks: Sequence[Task], judge: Judge, cache: Any, judge_label: str, method: str,
-                progress: bool = False) -> tuple[list[dict[str, Any]], Any]:
-    """Judge every ordered pair of every task (N·(N−1) comparisons per task) and return the rows.
-
-    Judgments go through the usual memory -> cache -> judge lookup, one batch per task, so an
-    interrupted recording resumes from the cache. Returns ``(rows, cost)``.
-    """
-    from tqdm import tqdm
-
-    from rankkit.matches import Cost, MatchSource
-    from rankkit.memo import JudgmentMemo
-
-    memo = JudgmentMemo(judge, cache)
-    judge.bind_memo(memo)
-    judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
-    cost = Cost()
-    rows: list[dict[str, Any]] = []
-    try:
-        for task in tqdm(tasks, desc="recording", unit="task", file=sys.stderr, disable=not progress):
-            source = MatchSource(task, memo, strategy="record")
-            pairs = list(permutations(task.candidate_ids, 2))
-            for (first, second), verdict in zip(pairs, source.compare_many(pairs, round=1)):
-                rows.append(judgment_row(task, first, second, verdict, judge_label, method))
-            cost.add(source.cost)
-    finally:
-        memo.flush()
-    return rows, cost
-
-
-def rows_from_results(results: RunResult, judge_label: str | None = None,
-                      method: str = "recorded") -> list[dict[str, Any]]:
-    """Every distinct comparison of a run (e.g. a ``rankkit compare --out`` file read by
-    :meth:`rankkit.results.RunResult.from_dict`), as recording rows.
-
-    The results hold each strategy's comparisons (who was shown first and the verdict); a comparison
-    used by several strategies is written once. ``judge_label`` defaults to the run's judge spec.
-    """
-    label = judge_label or results.judge_spec or "unknown"
-    order = {t.task_id: t.candidate_ids for t in results.tasks}
-    seen: set[tuple[str, str, str]] = set()
-    rows = []
-    for strategy in results.strategies:
-        for task in strategy.tasks:
-            for comparison in task.comparisons:
-                key = (task.task_id, comparison.first, comparison.second)
-                if key in seen:
-                    continue
-                seen.add(key)
-                verdict = comparison.verdict
-                if verdict.status is ParseStatus.FAILED:
-                    winner = None
-                elif verdict.winner is Winner.TIE:
-                    winner = TIE
-                else:
-                    winner = comparison.first if verdict.winner is Winner.FIRST else comparison.second
-                ids = order.get(task.task_id, [])
-                swap = ids.index(comparison.first) > ids.index(comparison.second) if comparison.first in ids else None
-                rows.append({"task_id": task.task_id, "judge": label, "method": method, "swap": swap,
-                             "a": comparison.first, "b": comparison.second, "winner": winner,
-                             "score_a": verdict.first_grade, "score_b": verdict.second_grade})
-            for group in task.group_comparisons:
-                kway_key = (task.task_id, group.kind, group.shown)
-                if kway_key in seen:
-                    continue
-                seen.add(kway_key)
-                rows.append(kway_row(task.task_id, group, label, method))
-    return rows
-
-
-def kway_row(task_id: str, group: Any, judge_label: str, method: str) -> dict[str, Any]:
-    """One k-way judgment (a :class:`rankkit.choices.GroupComparison`) as a recording row; an
-    unparsed one records null, so that replaying it is a counted miss."""
-    judgment = group.judgment
-    row: dict[str, Any] = {"task_id": task_id, "judge": judge_label, "method": method, "kind": group.kind,
-                           "shown": list(group.shown)}
-    ranking = group.ranking
-    if group.kind == CHOICE_KIND:
-        row["chosen"] = None if ranking is None else ranking[0]
-        for name in ("probabilities", "grades"):
-            if getattr(judgment, name) is not None:
-                row[name] = list(getattr(judgment, name))
-    else:
-        row["ranking"] = None if ranking is None else list(ranking)
-    return row
-
-
-def write_judgments(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:
-    """Write recording rows as JSON Lines; returns how many were written."""
-    count = 0
-    with Path(path).open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count
