@@ -1,5 +1,6 @@
-"""Recording judgments for replay: turn a grid of judgments, or a run's results, into the rows that
-``replay:FILE`` reads (the format is described in :mod:`rankkit.judges.replay`).
+"""Recording judgments for replay: a grid of judgments, or a run's results, as rows replay reads.
+
+The format is described in :mod:`rankkit.judges.replay` (``replay:FILE``).
 
 This is the writer side of replay. It sits above what it records (the match layer, the memo and
 a run's :class:`~rankkit.results.RunResult`), so the replay judge itself only reads files.
