@@ -1,10 +1,12 @@
 """The judgments a judge gives, as values: their types, their cache kinds and the k-way slot labels.
 
-Four kinds of judgment, each cached under its own kind (:data:`KINDS`): a :class:`Grade` of one
-answer alone, a :class:`Verdict` on two answers as shown, a :class:`ChoiceJudgment` of the best of
-a group shown at once, an :class:`OrderJudgment` of a whole group, best first. Every judge backend
-returns them, the memo and the cache store them (``to_dict`` / ``from_dict``), strategies read
-them; this module imports nothing above the tasks, so every layer can.
+Four kinds of judgment, one name each in types, cache kinds, JSON and judge methods: a
+:class:`Grade` of one answer alone (kind ``grade``, ``grade_many``), a :class:`Verdict` on two
+answers as shown (``verdict``, ``compare_many``), a :class:`GroupChoice` of the best of a group
+shown at once (``choice``, ``choose_many``) and a :class:`GroupRanking` of a whole group, best
+first (``ranking``, ``rank_many``). Every judge backend returns them, the memo and the cache store
+them (``to_dict`` / ``from_dict``), strategies read them; this module imports nothing above the
+tasks, so every layer can.
 
 Example
 -------
@@ -29,8 +31,7 @@ from rankkit.tasks import Candidate, Task
 VERDICT_KIND = "verdict"
 GRADE_KIND = "grade"
 CHOICE_KIND = "choice"
-ORDERING_KIND = "ordering"
-KINDS = (GRADE_KIND, VERDICT_KIND, CHOICE_KIND, ORDERING_KIND)
+RANKING_KIND = "ranking"
 
 
 class Winner(str, enum.Enum):
@@ -134,7 +135,7 @@ def labels(k: int) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class ChoiceJudgment:
+class GroupChoice:
     """The judge's choice of the best of k answers, in the order they were shown.
 
     chosen: the slot chosen (0-based; None when parsing failed).
@@ -169,7 +170,7 @@ class ChoiceJudgment:
                 "status": self.status.value, "usage": dict(self.usage), "extras": dict(self.extras)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ChoiceJudgment":
+    def from_dict(cls, data: Mapping[str, Any]) -> "GroupChoice":
         probabilities, grades = data.get("probabilities"), data.get("grades")
         return cls(chosen=data.get("chosen"), probabilities=None if probabilities is None else tuple(probabilities),
                    grades=None if grades is None else tuple(grades), raw=data.get("raw", ""),
@@ -178,8 +179,8 @@ class ChoiceJudgment:
 
 
 @dataclass(frozen=True)
-class OrderJudgment:
-    """The judge's ordering of k answers, best first, as slots of the order shown.
+class GroupRanking:
+    """The judge's ranking of k answers, best first, as slots of the order shown.
 
     permutation: slots best first, each slot exactly once (None when parsing failed).
     raw / status / usage / extras: as in :class:`Verdict`.
@@ -196,7 +197,7 @@ class OrderJudgment:
                 "status": self.status.value, "usage": dict(self.usage), "extras": dict(self.extras)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "OrderJudgment":
+    def from_dict(cls, data: Mapping[str, Any]) -> "GroupRanking":
         permutation = data.get("permutation")
         return cls(permutation=None if permutation is None else tuple(permutation), raw=data.get("raw", ""),
                    status=ParseStatus(data.get("status", "ok")), usage=dict(data.get("usage") or {}),

@@ -28,8 +28,8 @@ so what a strategy is given never depends on what other strategies asked before 
 an answer came from (:class:`Origin`) does, and that is what the run's cost columns count.
 
 The judge is asked directly, or, when tasks run concurrently, through a
-:class:`~rankkit.engine.Dispatcher` that feeds it from every worker thread (see
-:mod:`rankkit.engine`).
+:class:`~rankkit.dispatch.Dispatcher` that feeds it from every worker thread (see
+:mod:`rankkit.dispatch`).
 """
 
 from __future__ import annotations
@@ -43,12 +43,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 from rankkit.cache import JudgmentCache, NullCache, is_failed, judgment_key
-from rankkit.judgments import (CHOICE_KIND, GRADE_KIND, ORDERING_KIND, VERDICT_KIND, ChoiceJudgment, ComparisonRequest,
-                               Grade, GradeRequest, GroupRequest, OrderJudgment, Verdict)
+from rankkit.judgments import (CHOICE_KIND, GRADE_KIND, RANKING_KIND, VERDICT_KIND, GroupChoice, ComparisonRequest,
+                               Grade, GradeRequest, GroupRequest, GroupRanking, Verdict)
 from rankkit.tasks import Candidate, Task
 
 if TYPE_CHECKING:
-    from rankkit.engine import Dispatcher
+    from rankkit.dispatch import Dispatcher
 
 J = TypeVar("J")
 
@@ -81,9 +81,9 @@ class MemoJudge(Protocol):
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]: ...
 
-    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, ChoiceJudgment]]: ...
+    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]: ...
 
-    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, OrderJudgment]]: ...
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]: ...
 
 
 class Origin(str, enum.Enum):
@@ -109,7 +109,7 @@ class JudgmentMemo:
     cache:
         A :class:`~rankkit.cache.JudgmentCache`, or None for no persistent cache.
     dispatcher:
-        The run's :class:`~rankkit.engine.Dispatcher` when tasks run concurrently; None asks the
+        The run's :class:`~rankkit.dispatch.Dispatcher` when tasks run concurrently; None asks the
         judge from the calling thread.
     flush_seconds:
         Commit buffered cache writes as answers arrive once this long has passed since the last
@@ -170,17 +170,17 @@ class JudgmentMemo:
         return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
 
     def choices(self, requests: Sequence[GroupRequest], judge: "MemoJudge | None" = None
-                ) -> list[tuple[ChoiceJudgment, Origin]]:
+                ) -> list[tuple[GroupChoice, Origin]]:
         """The k-way choice on every ``(task, candidates)`` request (candidates in the order
         shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
         of the key, so a shuffle of the same answers is another request."""
-        return self._ask_judge(requests, judge, CHOICE_KIND, ChoiceJudgment, "choose_many")
+        return self._ask_judge(requests, judge, CHOICE_KIND, GroupChoice, "choose_many")
 
-    def orderings(self, requests: Sequence[GroupRequest], judge: "MemoJudge | None" = None
-                  ) -> list[tuple[OrderJudgment, Origin]]:
-        """The k-way ordering of every ``(task, candidates)`` request, in order, with its origin
-        (kind ``"ordering"``)."""
-        return self._ask_judge(requests, judge, ORDERING_KIND, OrderJudgment, "order_many")
+    def rankings(self, requests: Sequence[GroupRequest], judge: "MemoJudge | None" = None
+                  ) -> list[tuple[GroupRanking, Origin]]:
+        """The k-way ranking of every ``(task, candidates)`` request, in order, with its origin
+        (kind ``"ranking"``)."""
+        return self._ask_judge(requests, judge, RANKING_KIND, GroupRanking, "rank_many")
 
     def _ask_judge(self, requests: Sequence[tuple[Any, ...]], judge: "MemoJudge | None", kind: str,
                    judgment_type: Any, method: str) -> list[tuple[Any, Origin]]:

@@ -10,7 +10,7 @@ from rankkit.cache import JudgmentCache
 from rankkit.choices import GroupComparison
 from rankkit.cli import main
 from rankkit.judges import make_judge
-from rankkit.judgments import ChoiceJudgment, OrderJudgment, ParseStatus
+from rankkit.judgments import GroupChoice, GroupRanking, ParseStatus
 from rankkit.recording import kway_row, record_grid, rows_from_results, write_judgments
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
@@ -55,15 +55,15 @@ def test_export_from_a_run_and_from_its_results_json(tmp_path):
 
 
 def test_k_way_rows_name_ids_and_record_an_unparsed_judgment_as_null():
-    chosen = GroupComparison(("c2", "c0", "c1"), ChoiceJudgment(chosen=1, probabilities=(0.2, 0.5, 0.3)))
+    chosen = GroupComparison(("c2", "c0", "c1"), GroupChoice(chosen=1, probabilities=(0.2, 0.5, 0.3)))
     row = kway_row("t1", chosen, "J", "M")
     assert row["kind"] == "choice" and row["chosen"] == "c0" and row["shown"] == ["c2", "c0", "c1"]
     assert row["probabilities"] == [0.2, 0.5, 0.3] and "grades" not in row
-    ordered = GroupComparison(("c2", "c0", "c1"), OrderJudgment(permutation=(2, 0, 1)))
+    ordered = GroupComparison(("c2", "c0", "c1"), GroupRanking(permutation=(2, 0, 1)))
     assert kway_row("t1", ordered, "J", "M")["ranking"] == ["c1", "c2", "c0"]
-    unparsed = GroupComparison(("c0", "c1"), OrderJudgment(permutation=None, status=ParseStatus.FAILED))
+    unparsed = GroupComparison(("c0", "c1"), GroupRanking(permutation=None, status=ParseStatus.FAILED))
     assert kway_row("t1", unparsed, "J", "M")["ranking"] is None
-    unchosen = GroupComparison(("c0", "c1"), ChoiceJudgment(chosen=None, status=ParseStatus.FAILED))
+    unchosen = GroupComparison(("c0", "c1"), GroupChoice(chosen=None, status=ParseStatus.FAILED))
     assert kway_row("t1", unchosen, "J", "M")["chosen"] is None
 
 

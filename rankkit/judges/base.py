@@ -24,7 +24,7 @@ import json
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from rankkit.errors import RankkitError
-from rankkit.judgments import (ChoiceJudgment, ComparisonRequest, Grade, GradeRequest, GroupRequest, OrderJudgment,
+from rankkit.judgments import (GroupChoice, ComparisonRequest, Grade, GradeRequest, GroupRequest, GroupRanking,
                                Verdict)
 from rankkit.tasks import Candidate, Task
 
@@ -82,7 +82,7 @@ class Judge:
     simulated: ClassVar[bool] = False
     supports_pointwise: ClassVar[bool] = True
     supports_pairwise: ClassVar[bool] = True
-    #: Whether the judge gives k-way judgments (``choose``/``order``, :mod:`rankkit.judges.kway`).
+    #: Whether the judge gives k-way judgments (``choose``/``rank``, :mod:`rankkit.judges.kway`).
     supports_kway: ClassVar[bool] = False
     #: How many requests the backend can usefully work on at once (an HTTP judge: its concurrency
     #: times its replicas; a local model: its batch size). 1 means "call me from one thread, one
@@ -168,23 +168,23 @@ class Judge:
             yield index, self.compare(task, first, second)
 
     # -- k-way judgments (rankkit.judges.kway) -------------------------------------------------
-    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         """The best of ``candidates`` as shown, in this order."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
-        """``candidates`` ordered best first."""
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
+        """``candidates`` ranked best first."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
-    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, ChoiceJudgment]]:
-        """Yield ``(index, ChoiceJudgment)`` for each ``(task, candidates)`` request (default: one by one)."""
+    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
+        """Yield ``(index, GroupChoice)`` for each ``(task, candidates)`` request (default: one by one)."""
         for index, (task, candidates) in enumerate(requests):
             yield index, self.choose(task, candidates)
 
-    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, OrderJudgment]]:
-        """Yield ``(index, OrderJudgment)`` for each ``(task, candidates)`` request (default: one by one)."""
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
+        """Yield ``(index, GroupRanking)`` for each ``(task, candidates)`` request (default: one by one)."""
         for index, (task, candidates) in enumerate(requests):
-            yield index, self.order(task, candidates)
+            yield index, self.rank(task, candidates)
 
     def kway_key(self) -> list[Any]:
         """What a k-way judgment depends on besides the fingerprint and the request key (an LLM

@@ -3,11 +3,11 @@
 A k-way judge is shown k answers at once; a k-way prompt asks one of two questions:
 
 * ``choose(task, candidates)`` — *setwise* (Zhuang et al., SIGIR 2024): which of the k answers,
-  shown in this order, is best? A :class:`~rankkit.judgments.ChoiceJudgment` holds the chosen slot and, when the
+  shown in this order, is best? A :class:`~rankkit.judgments.GroupChoice` holds the chosen slot and, when the
   backend knows them, the probability of every slot being the best (logprob mode reads them from
   one forward pass over the label tokens ``A``…``H``) or a grade per slot (the simulator).
-* ``order(task, candidates)`` — *listwise* (RankGPT, Sun et al. 2023): all k answers ordered best
-  first. An :class:`~rankkit.judgments.OrderJudgment` holds the permutation of slots.
+* ``rank(task, candidates)`` — *listwise* (RankGPT, Sun et al. 2023): all k answers ranked best
+  first. A :class:`~rankkit.judgments.GroupRanking` holds the permutation of slots.
 
 Slots are 0-based positions in the order shown; labels are the letters the judge sees (slot 0 is
 ``A``). k is at most :data:`~rankkit.judgments.MAX_LABELS` (8).
@@ -15,15 +15,15 @@ Slots are 0-based positions in the order shown; labels are the letters the judge
 Parsing is strict, as the pairwise parser is: only text the judge itself generated is read (the
 candidates' texts are never searched, so an answer that contains ``Ranking: C > A > B`` cannot
 choose for the judge), the verdict must follow a fixed prefix the template asks for
-(``Best:`` / ``Ranking:``), and an ordering must name every label exactly once
-(:func:`parse_ordering`). When the verdict line occurs more than once the *last* one counts: a
+(``Best:`` / ``Ranking:``), and a ranking must name every label exactly once
+(:func:`parse_ranking`). When the verdict line occurs more than once the *last* one counts: a
 model that quotes an answer and then concludes is read by its conclusion.
 
 Example
 -------
->>> parse_ordering("Ranking: B > A > C", 3)
+>>> parse_ranking("Ranking: B > A > C", 3)
 ((1, 0, 2), None)
->>> parse_ordering("Ranking: B > A > B", 3)[1]
+>>> parse_ranking("Ranking: B > A > B", 3)[1]
 'label B named twice'
 >>> parse_choice("I compared them.\\nBest: C", 3)
 (2, None)
@@ -39,7 +39,7 @@ from rankkit.judgments import LABELS, labels
 
 #: The verdict lines a k-way template asks the judge to end with.
 CHOICE_PREFIX = "Best:"
-ORDERING_PREFIX = "Ranking:"
+RANKING_PREFIX = "Ranking:"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,8 +88,8 @@ def parse_choice(text: str, k: int, prefix: str = CHOICE_PREFIX) -> tuple[int | 
     return names.index(label), None
 
 
-def parse_ordering(text: str, k: int, prefix: str = ORDERING_PREFIX) -> tuple[tuple[int, ...] | None, str | None]:
-    """The ordering a generated reply gave, from its last ``Ranking: X > Y > ...`` line.
+def parse_ranking(text: str, k: int, prefix: str = RANKING_PREFIX) -> tuple[tuple[int, ...] | None, str | None]:
+    """The ranking a generated reply gave, from its last ``Ranking: X > Y > ...`` line.
 
     Every one of the k labels must appear exactly once, separated by ``>`` (or commas); anything
     else is a parse failure with its reason.
@@ -98,9 +98,9 @@ def parse_ordering(text: str, k: int, prefix: str = ORDERING_PREFIX) -> tuple[tu
     -------
     ``(slots best first, None)``, or ``(None, reason)``.
 
-    >>> parse_ordering("Ranking: [C] > [A] > [B]", 3)
+    >>> parse_ranking("Ranking: [C] > [A] > [B]", 3)
     ((2, 0, 1), None)
-    >>> parse_ordering("Ranking: A > B", 3)[1]
+    >>> parse_ranking("Ranking: A > B", 3)[1]
     'label C missing'
     """
     line = _last_line_after(text, prefix)
@@ -157,10 +157,10 @@ def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[
     return tuple(weight / total for weight in weights)
 
 
-def order_from_scores(scores: Sequence[float]) -> tuple[int, ...]:
+def ranking_from_scores(scores: Sequence[float]) -> tuple[int, ...]:
     """Slots ordered by score, highest first; equal scores keep the order shown.
 
-    >>> order_from_scores([0.2, 0.5, 0.3])
+    >>> ranking_from_scores([0.2, 0.5, 0.3])
     (1, 2, 0)
     """
     return tuple(sorted(range(len(scores)), key=lambda slot: (-scores[slot], slot)))

@@ -337,7 +337,7 @@ class LLMJudge(Judge):
     # -- k-way judgments (rankkit.judges.kway_llm) ----------------------------------------------
     @property
     def supports_kway(self) -> bool:  # type: ignore[override]
-        """k-way choices and orderings in ``logprob`` and ``generate`` mode, without PREPAIR."""
+        """k-way choices and rankings in ``logprob`` and ``generate`` mode, without PREPAIR."""
         return self.mode in ("logprob", "generate") and not self.prepair
 
     def kway_key(self) -> list[Any]:
@@ -348,18 +348,18 @@ class LLMJudge(Judge):
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
         return next(self.choose_many([(task, tuple(candidates))]))[1]
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        return next(self.order_many([(task, tuple(candidates))]))[1]
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        return next(self.rank_many([(task, tuple(candidates))]))[1]
 
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
         return kway_llm.choose_many(self, requests) if requests else iter(())
 
-    def order_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
-        return kway_llm.order_many(self, requests) if requests else iter(())
+        return kway_llm.rank_many(self, requests) if requests else iter(())
 
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The mode's comparisons before any calibration (with PREPAIR's analysis charges):

@@ -400,8 +400,8 @@ class VLLMJudge(LLMJudge):
     def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
         return _naming_task(super().choose_many(requests), [task for task, _ in requests])
 
-    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        return _naming_task(super().order_many(requests), [task for task, _ in requests])
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        return _naming_task(super().rank_many(requests), [task for task, _ in requests])
 
 
 def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
