@@ -18,6 +18,7 @@ from rankkit.formatting import (
     format_json,
     format_markdown,
     format_table,
+    plain,
     render,
     render_sections,
 )
@@ -124,3 +125,18 @@ def test_text_columns_are_left_aligned_and_numbers_right_aligned():
     lines = format_table(rows, columns).splitlines()
     assert lines[2][lines[0].index("system"):].startswith("gpt-4 ")  # text: left
     assert lines[2][lines[0].index("rank"):].startswith("   1")  # numbers: right
+
+
+def test_plain_makes_nan_infinities_and_numpy_values_strict_json_throughout():
+    np = pytest.importorskip("numpy")
+    value = {"a": np.float64("nan"), "b": [np.int64(3), (np.float32(0.5), math.inf)], "c": np.array([1.0, -math.inf]),
+             "d": {"e": -math.inf}}
+    assert plain(value) == {"a": None, "b": [3, [0.5, None]], "c": [1.0, None], "d": {"e": None}}
+    assert json.loads(json.dumps(plain(value), allow_nan=False)) == plain(value)
+    assert plain({"e": -math.inf}, infinities=True) == {"e": -math.inf}
+    assert plain(math.nan, infinities=True) is None
+
+
+def test_plain_reads_pandas_missing_values_as_none():
+    pd = pytest.importorskip("pandas")
+    assert plain([pd.NA, pd.NaT, pd.Timestamp("2024-01-01").year]) == [None, None, 2024]
