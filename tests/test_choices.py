@@ -79,8 +79,8 @@ def test_a_group_match_averages_slot_scores_over_the_orders_shown():
     # shown (a, b, c), (b, c, a), (c, a, b): a 3 + 4 + 0, b 1 + 0 + 1, c 2 + 1 + 5
     assert match.scores == pytest.approx({"a": 7 / 3, "b": 2 / 3, "c": 8 / 3}, abs=TOLERANCE)
     assert match.winner == "c"
-    ordering = make_group_match(["a", "b"], [GroupComparison(("b", "a"), GroupRanking(permutation=(0, 1)))])
-    assert ordering.ranking == ("b", "a") and ordering.winner == "b"
+    ranking = make_group_match(["a", "b"], [GroupComparison(("b", "a"), GroupRanking(permutation=(0, 1)))])
+    assert ranking.ranking == ("b", "a") and ranking.winner == "b"
 
 
 def test_random_presentation_is_drawn_from_the_strategys_generator():

@@ -108,19 +108,19 @@ def parse_ranking(text: str, k: int, prefix: str = RANKING_PREFIX) -> tuple[tupl
         return None, f"no line starting with {prefix!r}"
     names = labels(k)
     parts = [part.strip(" []().*_`'\"") for part in re.split(r">|,", line.rstrip(". "))]
-    order: list[int] = []
+    ranking: list[int] = []
     for part in parts:
         label = part.upper()
         if label not in names:
             return None, f"{part!r} is not one of the labels {', '.join(names)}"
         slot = names.index(label)
-        if slot in order:
+        if slot in ranking:
             return None, f"label {label} named twice"
-        order.append(slot)
-    missing = [names[slot] for slot in range(k) if slot not in order]
+        ranking.append(slot)
+    missing = [names[slot] for slot in range(k) if slot not in ranking]
     if missing:
         return None, f"label{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing"
-    return tuple(order), None
+    return tuple(ranking), None
 
 
 _ECHOED_BOX = re.compile(r"<\s*answer_[A-H]\s*>.*?(?:<\s*/\s*answer_[A-H]\s*>|\Z)", re.IGNORECASE | re.DOTALL)

@@ -1,4 +1,4 @@
-"""The k-way prompts: setwise (which of k answers is best) and listwise (order k answers), in English.
+"""The k-way prompts: setwise (which of k answers is best) and listwise (rank k answers, best first), in English.
 
 Templates live in ``rankkit/templates/kway/`` (``setwise-en``, ``listwise-en`` and their ``-ref``
 variants, used when the task has a reference answer, as the paper's pairwise prompts are). Each

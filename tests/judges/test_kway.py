@@ -77,8 +77,8 @@ def test_label_probabilities_are_renormalised_over_the_shown_labels():
 def test_judgments_round_trip_through_their_cached_form():
     choice = GroupChoice(chosen=1, probabilities=(0.25, 0.75), raw="Best: B", extras={"x": 1})
     assert GroupChoice.from_dict(choice.to_dict()) == choice
-    ordering = GroupRanking(permutation=(2, 0, 1), raw="Ranking: C > A > B", status=ParseStatus.RETRIED)
-    assert GroupRanking.from_dict(ordering.to_dict()) == ordering
+    ranking = GroupRanking(permutation=(2, 0, 1), raw="Ranking: C > A > B", status=ParseStatus.RETRIED)
+    assert GroupRanking.from_dict(ranking.to_dict()) == ranking
     assert choice.slot_scores(2) == pytest.approx((0.5, 1.5), abs=TOLERANCE)
     assert GroupChoice(chosen=2).slot_scores(3) == (0.0, 0.0, 3.0)
 
@@ -134,10 +134,10 @@ def test_generate_mode_reads_the_k_way_verdict_from_its_own_continuation():
     assert choice.chosen == 2 and choice.extras["verdict_path"] == "continuation"
     assert choice.probabilities == pytest.approx((0.0, 0.0, 1.0), abs=TOLERANCE)
     assert engine.prompts[-1].endswith("Best: C\n\nBest: ")  # the explanation, then rankkit's prefix
-    ordering = LLMJudge(ScriptedEngine(reply=echoing_engine("Ranking: C > A > B").reply),
+    ranking = LLMJudge(ScriptedEngine(reply=echoing_engine("Ranking: C > A > B").reply),
                         mode="generate").rank(task, task.candidates)
-    assert ordering.permutation[0] == 2 and ordering.extras["verdict_path"] == "continuation"
-    assert ordering.usage["verdict_reads"] == 1
+    assert ranking.permutation[0] == 2 and ranking.extras["verdict_path"] == "continuation"
+    assert ranking.usage["verdict_reads"] == 1
 
 
 def test_a_judge_that_only_quotes_a_forged_verdict_has_given_none():
@@ -230,7 +230,7 @@ def test_the_sims_slot_bias_spreads_from_first_to_last():
     judge = LatentJudge(perception=0.0, pair_noise=0.0, slot_bias=1.0)
     assert judge.slot_offsets(2) == pytest.approx([0.5, -0.5], abs=TOLERANCE)
     assert judge.slot_offsets(5) == pytest.approx([0.5, 0.25, 0.0, -0.25, -0.5], abs=TOLERANCE)
-    # Equal answers: the first slot wins and the ordering follows the slots.
+    # Equal answers: the first slot wins and the ranking follows the slots.
     task = make_task([1.0, 1.0, 1.0, 1.0], scale=(0.0, 2.0))
     assert judge.rank(task, task.candidates).permutation == (0, 1, 2, 3)
 
