@@ -40,15 +40,12 @@ import threading
 import time
 from concurrent.futures import Future
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 from rankkit.cache import JudgmentCache, NullCache, is_failed, judgment_key
 from rankkit.judgments import (CHOICE_KIND, GRADE_KIND, RANKING_KIND, VERDICT_KIND, GroupChoice, ComparisonRequest,
                                Grade, GradeRequest, GroupRequest, GroupRanking, Verdict)
 from rankkit.tasks import Candidate, Task
-
-if TYPE_CHECKING:
-    from rankkit.dispatch import Dispatcher
 
 J = TypeVar("J")
 
@@ -61,6 +58,15 @@ POLL_MAX_SECONDS = 0.5
 #: ready, ``position`` indexing the list of indices it was given.
 Ask = Callable[[list[int]], Iterator[tuple[int, Any]]]
 
+
+
+class Feeder(Protocol):
+    """What the memo needs of the run's :class:`~rankkit.dispatch.Dispatcher`: hand it a judge's
+    batched method and requests from any worker thread, get ``(index, judgment)`` back as each is
+    answered. Named here, so the memo does not import the dispatcher (a floor above it)."""
+
+    def judge_many(self, call: Callable[[Sequence[Any]], Iterator[tuple[int, Any]]], requests: Sequence[Any]
+                   ) -> Iterator[tuple[int, Any]]: ...
 
 
 class MemoJudge(Protocol):
@@ -130,7 +136,7 @@ class JudgmentMemo:
     """
 
     def __init__(self, judge: "MemoJudge | None" = None, cache: JudgmentCache | NullCache | None = None,
-                 dispatcher: "Dispatcher | None" = None, flush_seconds: float = 0.1):
+                 dispatcher: Feeder | None = None, flush_seconds: float = 0.1):
         self.judge = judge
         self.cache = cache if cache is not None else NullCache()
         self.dispatcher = dispatcher
