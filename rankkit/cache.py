@@ -12,7 +12,7 @@ server fault): it is kept for the record, never served from the cache (the match
 again), and a later successful answer replaces it.
 
 **Writes are buffered** and committed in one transaction per :meth:`JudgmentCache.flush`, which
-the engine calls after every judge batch and at least every ``flush_seconds``; reads see buffered
+the memo calls after every judge batch and at least every ``flush_seconds``; reads see buffered
 writes. So a run killed half-way keeps everything up to its last batch, and committing costs one
 transaction per batch rather than one per row. The database runs in WAL mode with a busy timeout,
 so two processes may share one file. ``NullCache`` is the ``--no-cache`` stand-in with the same
@@ -176,7 +176,7 @@ class JudgmentCache:
         """Open (or create) the cache at ``path``; raises :class:`CacheError` when it cannot be used.
 
         flush_rows / flush_seconds: commit buffered writes once this many are pending or this
-            long has passed since the last commit (the engine also commits after judge batches).
+            long has passed since the last commit (the memo also commits after judge batches).
         lease_seconds: how long a lease on a key lasts unless renewed (see "Leases" in the module
             docstring): the longest another process waits on this one if it crashes.
         """
