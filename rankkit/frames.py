@@ -288,7 +288,8 @@ def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> l
                                                        f"too; drop one: map it to '-' (columns={{{target!r}: '-'}}; "
                                                        f"--columns {target}=- on the command line)")
     # A cell as plain data (NaN, pandas NA and NaT: a missing value); an infinite score stays, to be refused by name.
-    renamed = [(line, {mapping.get(k, k): plain(v, infinities=True) for k, v in row.items() if mapping.get(k, k) != DROP})
+    renamed = [(line, {mapping.get(k, k): plain(v, infinities=True) for k, v in row.items()
+                       if mapping.get(k, k) != DROP})
                for line, row in rows]
     shaped = {"candidates" in row for _, row in renamed}
     if shaped == {True}:
