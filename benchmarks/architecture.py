@@ -13,12 +13,16 @@ figure is read from that checkout's code or from running it:
   modules that reach each other) counting function-level (lazy) imports too — every import that
   runs, i.e. all but those under ``if TYPE_CHECKING:``; and the same counting every import
   statement, ``TYPE_CHECKING`` ones included (as ``tests/test_architecture.py`` does: a circle closed
-  by a type-only import still ties the modules together);
-* **upward imports** — module-level or lazy imports (again all but ``TYPE_CHECKING`` ones) from a
-  core module (``tasks``, ``matches``, ``cache``, ``metrics``, ``ratings``, ``specs``, ``engine``,
-  ``stats``, and ``memo`` where ``rankkit/memo.py`` exists) into a strategy or a judge backend by
-  name, i.e. ``rankkit.strategies.*`` or ``rankkit.judges.*`` other than their ``base`` modules (the
-  interfaces; goal: none);
+  by a type-only import still ties the modules together); and, every import statement counted,
+  the circles between packages (each subpackage's modules taken as one: ``memo`` importing
+  ``judges.base`` while ``judges.llm`` imports ``memo`` is a circle of ``memo`` and ``judges``);
+* **upward imports** — every import statement (module-level, inside a function, under
+  ``TYPE_CHECKING``) from a module into a module on a higher floor (:data:`FLOORS`: errors and
+  specs, judgments, cache, memo, prompts, matches, strategies, judges, runner and api, front ends;
+  a module may import its own floor and those below; goal: none). How many of them only under
+  ``TYPE_CHECKING`` is said beside. The **core** is every module below the strategies. Modules on
+  no floor are listed; a checkout older than the floors is measured with its modules' current
+  names (0.2's ``engine`` as ``dispatch``);
 * **one of each** — how many modules define a bootstrap, an interval type, or measure an answer's
   length (goal: one each);
 * **a role in one line** — modules whose docstring's first line is missing or does not end a
@@ -80,7 +84,28 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parents[1]  # the checkout this script lives in (and writes to)
 RESULTS = ROOT / "benchmarks" / "results"
 MAX_LINES = 500
-CORE = ("tasks", "matches", "cache", "metrics", "ratings", "specs", "engine", "stats")
+#: The package's floors, lowest first (issue 29; docs: the design notes' "Floors"): a module may
+#: import modules of its own floor and of lower ones, never of a higher one, not even lazily or
+#: under ``TYPE_CHECKING``. Names are relative to ``rankkit``; a package stands for its modules too
+#: (``judges`` covers ``judges.*``) and ``""`` is ``rankkit/__init__.py`` (its lazy public names).
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("errors, specs, data", ("errors", "specs", "frames", "task_files", "tasks", "samples", "synthetic",
+                             "stats", "metrics", "ratings", "formatting")),
+    ("judgments", ("judgments",)),
+    ("cache", ("cache",)),
+    ("memo", ("memo",)),
+    ("prompts", ("prompts",)),
+    ("matches", ("matches", "choices", "order")),
+    ("strategies", ("strategies", "brackets")),
+    ("judges", ("judges",)),
+    ("runner, api", ("runner", "api", "dispatch", "results", "recording", "scale", "plan")),
+    ("front ends", ("", "__main__", "cli", "cli_support", "config", "report", "plots", "judge_report",
+                    "leaderboard", "analysis", "data")),
+)
+#: The core: every floor below the strategies.
+CORE = tuple(name for label, names in FLOORS[:[f[0] for f in FLOORS].index("strategies")] for name in names)
+#: Modules of earlier releases measured under their current name (a checkout given with --repo).
+FORMER_NAMES = {"engine": "dispatch"}
 JUDGE_METHODS = ("compare_many", "compare", "grade_many", "score_many")
 SIM_MODULE = "rankkit.judges.sim"
 DATA_SUFFIXES = (".jsonl", ".csv", ".tsv", ".parquet", ".json")
@@ -167,16 +192,49 @@ def import_graph(mods: dict[str, Path], scope: str) -> nx.DiGraph:
     return graph
 
 
+def floor_of(module: str) -> int | None:
+    """The index in :data:`FLOORS` of ``module`` (a full name, ``rankkit.x.y``): the floor of the
+    longest entry that is the module or a package above it; None when no entry covers it."""
+    relative = module.removeprefix("rankkit").removeprefix(".")
+    head, _, rest = relative.partition(".")
+    relative = ".".join(filter(None, (FORMER_NAMES.get(head, head), rest)))
+    best: tuple[int, int] | None = None  # (length of the entry, floor)
+    for floor, (_, names) in enumerate(FLOORS):
+        for name in names:
+            covers = relative == name or (name and relative.startswith(name + ".")) or (not name and not relative)
+            if covers and (best is None or len(name) > best[0]):
+                best = (len(name), floor)
+    return None if best is None else best[1]
+
+
+def without_floor(mods: dict[str, Path]) -> list[str]:
+    """The modules on no floor of :data:`FLOORS` (a new module must be given one)."""
+    return sorted(name for name in mods if floor_of(name) is None)
+
+
 def core_modules(mods: dict[str, Path]) -> set[str]:
-    """The core: CORE, plus ``memo`` where the checkout has a top-level ``rankkit/memo.py``."""
-    return {f"rankkit.{c}" for c in (*CORE, "memo") if f"rankkit.{c}" in mods}
+    """The modules of ``mods`` below the strategies' floor."""
+    strategies = [label for label, _ in FLOORS].index("strategies")
+    return {name for name in mods if (floor := floor_of(name)) is not None and floor < strategies}
 
 
-def upward_imports(graph: nx.DiGraph, core: set[str]) -> list[str]:
-    """Edges from a core module into a strategy or judge backend other than their ``base``."""
+def upward_imports(graph: nx.DiGraph) -> list[str]:
+    """Edges ``a -> b`` of ``graph`` where ``b`` is on a higher floor than ``a``."""
     return sorted(f"{a} -> {b}" for a, b in graph.edges
-                  if a in core and b.startswith(("rankkit.strategies.", "rankkit.judges."))
-                  and not b.endswith(".base"))
+                  if None not in (floor_of(a), floor_of(b)) and floor_of(a) < floor_of(b))
+
+
+def package_graph(graph: nx.DiGraph) -> nx.DiGraph:
+    """``graph`` with every subpackage's modules merged into one node (``rankkit.judges.llm`` ->
+    ``rankkit.judges``): a circle through a package (the memo importing ``judges.base`` while
+    ``judges.llm`` imports the memo) ties the two together as much as a circle between modules."""
+    def unit(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    merged = nx.DiGraph()
+    merged.add_nodes_from(unit(n) for n in graph)
+    merged.add_edges_from((unit(a), unit(b)) for a, b in graph.edges if unit(a) != unit(b))
+    return merged
 
 
 def circles(graph: nx.DiGraph) -> list[list[str]]:
@@ -439,12 +497,14 @@ def measure(repo: Path, example: str | None) -> dict[str, object]:
         "over_limit": sorted((n, s) for n, s in sizes.items() if s > MAX_LINES),
         "cli_importers": cli_importers,
         "core": sorted(core),
-        "upward_imports": upward_imports(runtime, core),
-        "upward_type_only": sorted(set(upward_imports(everywhere, core)) - set(upward_imports(runtime, core))),
+        "without_floor": without_floor(mods),
+        "upward_imports": upward_imports(everywhere),
+        "upward_type_only": sorted(set(upward_imports(everywhere)) - set(upward_imports(runtime))),
         "cycles": sorted(sorted(c) for c in nx.simple_cycles(top_level)),
         "lazy_circles": circles(runtime),
         "every_circles": circles(everywhere),
         "type_checking_circles": [c for c in circles(everywhere) if c not in circles(runtime)],
+        "package_circles": circles(package_graph(everywhere)),
         "bootstraps": defines(mods, r"_?bootstrap\w*"),
         "interval_types": defines(mods, r"\w*(Interval|Estimate)"),
         "length_definitions": length_definitions(mods),
@@ -478,13 +538,15 @@ def table_rows(f: dict) -> list[tuple[str, str]]:
     concepts = len(f["concepts_imported"]) + len(f["concepts_received"])
     largest = ", ".join(f"{n} {s}" for n, s in f["largest"])
     over = ", ".join(f"{n} {s}" for n, s in f["over_limit"]) or "none"
-    type_only = f" (+{len(f['upward_type_only'])} under TYPE_CHECKING)" if f["upward_type_only"] else ""
+    type_only = f" ({len(f['upward_type_only'])} of them only under TYPE_CHECKING)" if f["upward_type_only"] else ""
     return [
         ("modules / lines", f"{f['modules']} / {f['lines']}"),
         ("largest modules", largest),
         (f"modules over {MAX_LINES} lines", f"{len(f['over_limit'])}: {over}"),
         ("modules importing rankkit.cli", names(f["cli_importers"])),
-        ("upward imports (core -> strategy/backend, module-level or lazy)", f"{len(f['upward_imports'])}{type_only}"),
+        ("upward imports (to a higher floor; module-level, lazy or under TYPE_CHECKING)",
+         f"{len(f['upward_imports'])}{type_only}"),
+        ("modules on no floor", names(f["without_floor"])),
         ("import cycles (module level)", str(len(f["cycles"]))),
         ("import circles counting lazy imports (strongly connected components)",
          f"{len(f['lazy_circles'])} ({names([len(c) for c in f['lazy_circles']])} modules)" if f["lazy_circles"]
@@ -492,6 +554,9 @@ def table_rows(f: dict) -> list[tuple[str, str]]:
         ("import circles counting lazy and `TYPE_CHECKING` imports too (every import statement)",
          f"{len(f['every_circles'])} ({names([len(c) for c in f['every_circles']])} modules)" if f["every_circles"]
          else "0"),
+        ("import circles between packages (a subpackage counted as one module; every import statement)",
+         f"{len(f['package_circles'])} ({names([len(c) for c in f['package_circles']])} modules)"
+         if f["package_circles"] else "0"),
         ("modules defining a bootstrap", names(f["bootstraps"])),
         ("modules defining an interval type", names(f["interval_types"])),
         ("modules measuring answer length", names(f["length_definitions"])),
@@ -514,13 +579,17 @@ def detail_lists(f: dict) -> list[str]:
     probe = f["probe"]
     circle_lines = [f"  {i}. {', '.join(c)}" for i, c in enumerate(f["lazy_circles"], 1)] or ["  none"]
     lines = [
-        f"* **Core modules** (for upward imports): {names(f['core'])}.",
-        f"* **Upward imports** (module-level or lazy): {names(f['upward_imports'])}."
+        "* **Floors**, lowest first: " + "; ".join(f"{label}: {', '.join(n or '(the package)' for n in names)}"
+                                                   for label, names in FLOORS) + ".",
+        f"* **Core modules** (below the strategies): {names(f['core'])}.",
+        f"* **Upward imports** (every import statement): {names(f['upward_imports'])}."
         + (f" Under `TYPE_CHECKING` only: {names(f['upward_type_only'])}." if f["upward_type_only"] else ""),
         "* **Import circles counting lazy imports** (strongly connected components of two or more modules):",
         *circle_lines,
         *([f"  - Counting imports under `TYPE_CHECKING` too (they never run), also: "
            f"{'; '.join(', '.join(c) for c in f['type_checking_circles'])}."] if f["type_checking_circles"] else []),
+        "* **Import circles between packages** (every import statement; a subpackage counted as one module): "
+        + ("; ".join(", ".join(c) for c in f["package_circles"]) if f["package_circles"] else "none") + ".",
         f"* **The probed run**: `rankkit.cli.main([\"compare\", \"--data\", \"{f['sample']}\", \"--strategies\", "
         f"\"knockout\", \"--judge\", \"sim\", \"--no-cache\"], standalone_mode=False)`; wrapped: "
         f"{names(probe['wrapped'])}; first called: {probe['method']} (defined as {probe['defined_in']}). "

@@ -7,8 +7,9 @@ that promise is measured rather than assumed. It runs the same commands with the
 what they wrote:
 
 * ``compare --out`` on two datasets of ``../shared/data`` with every strategy (defaults, one-order
-  and both-order variants, ``bt:bootstrap=20``), and ``heapsort``/``sliding`` in one order ranking
-  alone; ``analyze`` (JSON), ``report`` (HTML) and ``record --from-run`` of the shared runs;
+  and both-order variants, ``bt:bootstrap=20``; the k-way strategies too when both commits have
+  them, i.e. from 0.2 on), and ``heapsort``/``sliding`` in one order ranking alone; ``analyze``
+  (JSON), ``report`` (HTML) and ``record --from-run`` of the shared runs;
 * ``judge-report`` on LLMBar Natural, and ``leaderboard`` (arena, anchored with both orders,
   ``leaderboard add`` by binary search and against an anchor) on Arena-Hard.
 
@@ -17,9 +18,12 @@ its analyses, its rows and data in the HTML report), and the rest of the output 
 compared in three steps:
 
 1. **Renames.** The ``--before`` output is translated into the new vocabulary by
-   :data:`RENAMES`, each a named rule with its reason (``matches`` → ``comparisons``,
-   ``debias`` → ``order``, ...). A rename changes names and layout, never a value; those that
-   move a value (a count now kept in ``cost``) check that nothing is lost.
+   :data:`RENAMES`, each a named rule with its reason (0.1 → 0.2: ``matches`` → ``comparisons``,
+   ``debias`` → ``order``, ...; 0.2 → 0.3: the listwise judgment's kind ``ordering`` →
+   ``ranking``). The renames of each release are applied in turn, so a 0.1 output is read in 0.3's
+   vocabulary too, and a rename finds nothing to change in an output that already uses it. A
+   rename changes names and layout, never a value; those that move a value (a count now kept in
+   ``cost``) check that nothing is lost.
 2. **Comparison.** What still differs is listed field by field (``seconds`` aside).
 3. **Intended differences.** A differing part is explained only when every differing field is
    claimed by a rule of :data:`INTENDED` whose check passes on that part (e.g. the co-runner fix:
@@ -27,9 +31,10 @@ compared in three steps:
    reported as UNEXPLAINED; a rule is never added to hide a change nobody intended.
 
     python benchmarks/output_identity.py [--before REV] [--before-dir DIR] [--tasks 20] [--keep DIR]
+        [--shared DIR] [--label 0.1_vs_0.2]
 
 Prints a table and writes ``benchmarks/results/output_identity_<label>.md`` (default label
-``0.1_vs_0.2``). Needs ``../shared/data``; about a minute on two cores.
+``0.1_vs_0.2``). Needs ``../shared/data`` (or ``--shared``); about a minute on two cores.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ JUDGE = "sim:preset=chatgpt"
 STRATEGIES = ("individual,pairwise,knockout,knockout:debias=true,double_elimination,elo,bt,bt:bootstrap=20,"
               "heapsort,heapsort:debias=false,sliding,sliding:debias=false,swiss,swiss:debias=true,active,"
               "active:debias=true,panel_elo")
+#: The k-way strategies (0.2 on), ranking beside the others when both commits have them.
+KWAY_STRATEGIES = "setwise_knockout,setwise_knockout:k=3,setwise_heapsort,listwise"
 ALONE = ("heapsort:debias=false", "sliding:debias=false")  # also ranked alone: the co-runner fix's witnesses
 DATASETS = ("newsroom", "wmt23_sxs_mqm_ende")
 ARENA = "arena_hard_v01_arena_elo"
@@ -72,15 +79,17 @@ def alone_file(dataset: str, spec: str) -> str:
     return f"{dataset}.alone_{spec.partition(':')[0]}.json"
 
 
-def commands(tasks: int) -> list[tuple[str, list[str]]]:
+def commands(tasks: int, kway: bool = False) -> list[tuple[str, list[str]]]:
     """(output file, rankkit arguments) for every output compared, in the order they must run.
 
-    Arguments are spelled as this checkout spells them (see :data:`BEFORE_SPELLING`)."""
+    Arguments are spelled as this checkout spells them (see :data:`BEFORE_SPELLING`). kway: the
+    shared runs rank with :data:`KWAY_STRATEGIES` too."""
     out: list[tuple[str, list[str]]] = []
     run = ["--limit", str(tasks), "--judge", JUDGE, "--no-cache", "--quiet", "--seed", "3", "--format", "csv"]
+    strategies = f"{STRATEGIES},{KWAY_STRATEGIES}" if kway else STRATEGIES
     for name in DATASETS:
         data = str(SHARED / name / "tasks.jsonl")
-        out += [(f"{name}.json", ["compare", "--data", data, *run, "--strategies", STRATEGIES,
+        out += [(f"{name}.json", ["compare", "--data", data, *run, "--strategies", strategies,
                                   "--out", f"{name}.json"]),
                 (f"{name}.analyze.json", ["analyze", f"{name}.json", "--format", "json", "--bootstrap", "200",
                                           "--out", f"{name}.analyze.json"]),
@@ -123,7 +132,12 @@ def spelled_before(args: list[str]) -> list[str]:
     return out
 
 
-def run_all(source: Path, folder: Path, tasks: int, before: bool = False) -> None:
+def has_kway(checkout: Path) -> bool:
+    """Whether the rankkit at ``checkout`` has the k-way strategies (0.2 on)."""
+    return (checkout / "rankkit" / "strategies" / "listwise.py").is_file()
+
+
+def run_all(source: Path, folder: Path, tasks: int, before: bool = False, kway: bool = False) -> None:
     """Run every command with the rankkit at ``source`` (first on the path), writing into ``folder``.
 
     before: spell the arguments as the ``--before`` commit does. Each command runs in ``folder``, so
@@ -131,7 +145,7 @@ def run_all(source: Path, folder: Path, tasks: int, before: bool = False) -> Non
     """
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(source)}
-    for _, args in commands(tasks):
+    for _, args in commands(tasks, kway):
         args = spelled_before(args) if before else args
         done = subprocess.run([sys.executable, "-m", "rankkit", *args], cwd=folder, env=env, capture_output=True,
                               text=True)
@@ -310,6 +324,29 @@ def _leaderboard_matches(d: dict, owner: str) -> dict:
                              else m for m in d["matches"]]}
 
 
+def _ranking_kind(d: dict, owner: str) -> dict:
+    """A k-way judgment's ``kind`` (a result's group comparison, a recording row): ``ordering`` ->
+    ``ranking``."""
+    if d.get("kind") == "ordering" and "shown" in d:
+        return {**d, "kind": "ranking"}
+    return d
+
+
+#: Text of outputs that named the listwise judgment an ordering, and its 0.3 wording.
+RANKING_TEXT = {"chosen (orderings: ranked first)": "chosen (rankings: ranked first)"}
+
+
+def _ranking_text(d: dict, owner: str) -> dict:
+    """Table cells and notes that said "orderings" for listwise judgments say "rankings"."""
+    def fix(value: Any) -> Any:
+        if isinstance(value, str):
+            return RANKING_TEXT.get(value, value)
+        if isinstance(value, list):
+            return [fix(v) for v in value]
+        return value
+    return {k: fix(v) for k, v in d.items()}
+
+
 RENAMES: list[Rename] = [
     Rename("labels", "strategies are labelled with `order=` (`knockout:debias=true` is `knockout:order=both`, "
            "`heapsort:debias=false` is `heapsort:order=random`); the spec parser still reads `debias=`", _labels),
@@ -333,13 +370,29 @@ RENAMES: list[Rename] = [
            "written as null", _null_extras),
     Rename("leaderboard matches", "a leaderboard's matches are (a, b, outcome) triples: the rating's input, without "
            "task_id and round", _leaderboard_matches),
+    # 0.2 -> 0.3
+    Rename("ordering→ranking", "0.3 gives the four judgment kinds one name each (Grade, Verdict, GroupChoice, "
+           "GroupRanking; kinds grade, verdict, choice, ranking) and keeps \"order\" for the presentation order: a "
+           "listwise judgment's `kind` in a result's `group_comparisons`, a `record` row and the report's data is "
+           "`ranking` (it was `ordering`); the cache kind too (so a 0.2 cache's listwise judgments are asked "
+           "again, once)", _ranking_kind),
+    Rename("orderings→rankings (text)", "the report's k-way slot table heads its column `chosen (rankings: ranked "
+           "first)` (it said orderings), the same rename in words", _ranking_text),
 ]
 
 
-def renamed(value: Any) -> tuple[Any, list[str]]:
-    """A ``--before`` JSON value in the new vocabulary, and the names of the renames that changed it."""
+#: The renames that apply to a recording (``record --from-run``): its rows keep the replay format's
+#: own names (``score_a``...), which the results' renames do not touch.
+RECORDING_RENAMES = ("ordering→ranking",)
+
+
+def renamed(value: Any, only: tuple[str, ...] | None = None) -> tuple[Any, list[str]]:
+    """A ``--before`` JSON value in the new vocabulary, and the names of the renames that changed it
+    (only: the names of the renames to apply; None: all)."""
     used = []
     for rename in RENAMES:
+        if only is not None and rename.name not in only:
+            continue
         new = walk(value, rename.fix)
         if new != value:
             used.append(rename.name)
@@ -435,7 +488,12 @@ def parts(name: str, before_dir: Path, after_dir: Path) -> list[Part]:
     """The parts of one output (see :class:`Part`), ``--before``'s renamed."""
     old, new = before_dir / name, after_dir / name
     if name.endswith(".jsonl"):
-        return [Part(name, "whole file", old.read_bytes(), new.read_bytes())]
+        if old.read_bytes() == new.read_bytes():
+            return [Part(name, "whole file", old.read_bytes(), new.read_bytes())]
+        rows = [[json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+                for path in (old, new)]
+        value, used = renamed(rows[0], RECORDING_RENAMES)
+        return [Part(name, "whole file", value, rows[1], tuple(used))]
     if name.endswith(".html"):
         raw = old.read_text(encoding="utf-8")
         before_text = LABEL.sub(lambda m: new_label(m.group(0)), raw)
@@ -691,14 +749,14 @@ def load_runs(folder: Path, renamed_too: bool) -> tuple[dict, dict]:
     return runs, alone
 
 
-def compare(before_dir: Path, after_dir: Path, tasks: int) -> tuple[list[Verdict], dict]:
+def compare(before_dir: Path, after_dir: Path, tasks: int, kway: bool = False) -> tuple[list[Verdict], dict]:
     """Every output's parts, compared (see the module docstring), and what the checks read."""
     after_runs, after_alone = load_runs(after_dir, False)
     before_runs, before_alone = load_runs(before_dir, True)
     context: dict = {"after runs": after_runs, "after alone": after_alone, "before runs": before_runs,
                      "before alone": before_alone}
     verdicts = []
-    for name, _ in commands(tasks):
+    for name, _ in commands(tasks, kway):
         for part in parts(name, before_dir, after_dir):
             if isinstance(part.before, bytes):
                 fields = [] if part.before == part.after else ["(bytes)"]
@@ -747,7 +805,8 @@ def report(verdicts: list[Verdict], context: dict, before: str, head: str, comma
         if n:
             lines.append(f"| {rule.name} | {rule.reason} | {n} |")
     lines += ["", "The co-runner fix in numbers (comparisons / task Spearman over the tasks; a shared run ranks "
-              f"with all {len(STRATEGIES.split(','))} strategies):", "", *co_runner_table(context, before, head)]
+              f"with all {len(next(iter(context['after runs'].values())))} strategies):", "",
+              *co_runner_table(context, before, head)]
     lines += ["", "## Every part", "", "| output | part | verdict | renames | differing fields |",
               "|---|---|---|---|---|"]
     for v in verdicts:
@@ -759,6 +818,7 @@ def report(verdicts: list[Verdict], context: dict, before: str, head: str, comma
 
 
 def main() -> None:
+    global SHARED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE, help="the commit to compare this checkout with (default: 0.1)")
     parser.add_argument("--before-dir", type=Path, default=None,
@@ -766,7 +826,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=20, help="tasks per dataset (twice as many on Arena-Hard)")
     parser.add_argument("--label", default="0.1_vs_0.2", help="names the results file: output_identity_<label>.md")
     parser.add_argument("--keep", type=Path, default=None, help="keep both sides' outputs in this folder")
+    parser.add_argument("--shared", type=Path, default=SHARED, help=f"the shared datasets (default: {SHARED})")
     args = parser.parse_args()
+    SHARED = args.shared.resolve()
     if not SHARED.is_dir():
         raise SystemExit(f"needs the shared datasets at {SHARED}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -776,9 +838,12 @@ def main() -> None:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(worktree), args.before],
                            check=True)
         try:
-            run_all(worktree, tmp_path / "out_before", args.tasks, before=True)
-            run_all(ROOT, tmp_path / "out_after", args.tasks)
-            verdicts, context = compare(tmp_path / "out_before", tmp_path / "out_after", args.tasks)
+            kway = has_kway(worktree) and has_kway(ROOT)
+            # 0.1 spelled some arguments otherwise; a checkout with 0.2's `--order` does not
+            spelled = '"--debias"' in (worktree / "rankkit" / "cli.py").read_text(encoding="utf-8")
+            run_all(worktree, tmp_path / "out_before", args.tasks, before=spelled, kway=kway)
+            run_all(ROOT, tmp_path / "out_after", args.tasks, kway=kway)
+            verdicts, context = compare(tmp_path / "out_before", tmp_path / "out_after", args.tasks, kway)
             if args.keep:
                 for side in ("out_before", "out_after"):
                     shutil.copytree(tmp_path / side, args.keep / side, dirs_exist_ok=True)
@@ -788,6 +853,9 @@ def main() -> None:
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True).stdout.strip()
     command = shlex.join(["python", "benchmarks/output_identity.py", *sys.argv[1:]])
+    if args.before_dir is not None:  # name the checkout by its commit, not the default --before
+        args.before = subprocess.run(["git", "-C", str(args.before_dir), "rev-parse", "--short", "HEAD"],
+                                     capture_output=True, text=True).stdout.strip() or str(args.before_dir)
     text = report(verdicts, context, args.before, head, command)
     print(text)
     (RESULTS / f"output_identity_{args.label}.md").write_text(text, encoding="utf-8")

@@ -141,7 +141,7 @@ class JudgmentCache:
         """Open (or create) the cache at ``path``; raises :class:`CacheError` when it cannot be used.
 
         flush_rows / flush_seconds: commit buffered writes once this many are pending or this
-            long has passed since the last commit (the engine also commits after judge batches).
+            long has passed since the last commit (the memo also commits after judge batches).
         lease_seconds: how long a lease on a key lasts unless renewed (see "Leases" in the module
             docstring): the longest another process waits on this one if it crashes.
         """

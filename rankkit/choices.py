@@ -9,8 +9,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from rankkit.judges.base import ParseStatus
-from rankkit.judges.kway import MAX_LABELS, ChoiceJudgment, OrderJudgment
+from rankkit.judgments import CHOICE_KIND, MAX_LABELS, RANKING_KIND, GroupChoice, GroupRanking, ParseStatus
 from rankkit.specs import SpecError
 
 
@@ -52,24 +51,24 @@ def judgments_per_group(order: str, size: int, shifts: int = 0) -> int:
 @dataclass(frozen=True)
 class GroupComparison:
     """One k-way judgment as a strategy used it: the candidates in the order shown, the judgment
-    (a :class:`~rankkit.judges.kway.ChoiceJudgment` or :class:`~rankkit.judges.kway.OrderJudgment`)
+    (a :class:`~rankkit.judgments.GroupChoice` or :class:`~rankkit.judgments.GroupRanking`)
     and the strategy's round."""
 
     shown: tuple[str, ...]
-    judgment: ChoiceJudgment | OrderJudgment
+    judgment: GroupChoice | GroupRanking
     round: int | None = None
 
     @property
     def kind(self) -> str:
-        """``choice`` or ``ordering``."""
-        return "choice" if isinstance(self.judgment, ChoiceJudgment) else "ordering"
+        """``choice`` or ``ranking``."""
+        return CHOICE_KIND if isinstance(self.judgment, GroupChoice) else RANKING_KIND
 
     @property
     def ranking(self) -> tuple[str, ...] | None:
         """The candidates the judge put first: the chosen one alone for a choice, all of them
-        best first for an ordering; None when parsing failed."""
+        best first for a ranking; None when parsing failed."""
         judgment = self.judgment
-        if isinstance(judgment, ChoiceJudgment):
+        if isinstance(judgment, GroupChoice):
             return None if judgment.chosen is None else (self.shown[judgment.chosen],)
         return None if judgment.permutation is None else tuple(self.shown[slot] for slot in judgment.permutation)
 
@@ -78,7 +77,7 @@ class GroupComparison:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "GroupComparison":
-        decode = ChoiceJudgment.from_dict if data.get("kind", "choice") == "choice" else OrderJudgment.from_dict
+        decode = GroupChoice.from_dict if data.get("kind", CHOICE_KIND) == CHOICE_KIND else GroupRanking.from_dict
         return cls(shown=tuple(data["shown"]), judgment=decode(data), round=data.get("round"))
 
 
@@ -98,11 +97,11 @@ class GroupMatch:
         return tuple(sorted(self.members, key=lambda cid: -self.scores[cid]))
 
 
-def _slot_scores(judgment: ChoiceJudgment | OrderJudgment, k: int) -> tuple[float, ...] | None:
+def _slot_scores(judgment: GroupChoice | GroupRanking, k: int) -> tuple[float, ...] | None:
     """Each slot's score in one judgment (``docs/matches.md``); None when parsing failed."""
     if judgment.status is ParseStatus.FAILED:
         return None
-    if isinstance(judgment, ChoiceJudgment):
+    if isinstance(judgment, GroupChoice):
         return judgment.slot_scores(k)
     scores = [0.0] * k
     for position, slot in enumerate(judgment.permutation or ()):
@@ -166,7 +165,7 @@ def play_groups(source: GroupSource, kind: str, groups: Sequence[Sequence[str]],
     Parameters
     ----------
     kind : str
-        ``choice`` or ``ordering``. Groups of one member are not judged (their member wins).
+        ``choice`` or ``ranking``. Groups of one member are not judged (their member wins).
     """
     shown_per_group = [presentations(group, order, rng, shifts) if len(group) >= 2 else [] for group in groups]
     asked = [shown for shown_list in shown_per_group for shown in shown_list]

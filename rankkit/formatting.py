@@ -102,12 +102,44 @@ def cell_text(value: Any) -> str:
     return str(value)
 
 
-def _plain(value: Any) -> Any:
-    """A value as the machine-readable formats keep it: NaN and infinities become None."""
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+def plain(value: Any, *, infinities: bool = False) -> Any:
+    """``value`` as plain Python data, as strict JSON can hold it: NaN, pandas' NA and NaT become
+    None, numpy scalars and arrays become Python numbers and lists, dicts, lists and tuples are
+    converted throughout (a tuple becomes a list).
+
+    Parameters
+    ----------
+    value:
+        A cell, a payload, a whole results structure.
+    infinities:
+        Keep ±infinity (a task reader does, to refuse an infinite score by name rather than read
+        it as a missing one); by default it becomes None, which JSON lacks too.
+
+    Returns
+    -------
+    Any
+
+    Example
+    -------
+    >>> plain({"a": float("nan"), "b": [1.5, float("inf")], "c": (1, "x")})
+    {'a': None, 'b': [1.5, None], 'c': [1, 'x']}
+    >>> plain(float("-inf"), infinities=True)
+    -inf
+    """
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) or (math.isinf(value) and not infinities) else value
+    if isinstance(value, dict):
+        return {key: plain(item, infinities=infinities) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item, infinities=infinities) for item in value]
+    if type(value).__name__ in ("NAType", "NaTType"):
         return None
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
-        return _plain(value.item())
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy scalars
+        return plain(value.item(), infinities=infinities)
+    if hasattr(value, "tolist"):  # numpy arrays (list cells of a DataFrame)
+        return plain(value.tolist(), infinities=infinities)
     return value
 
 
@@ -175,13 +207,13 @@ def format_csv(rows: Rows, columns: Columns) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([h for _, h in columns])
     for row in rows:
-        writer.writerow(["" if _missing(v := _plain(row.get(key))) else v for key, _ in columns])
+        writer.writerow(["" if _missing(v := plain(row.get(key))) else v for key, _ in columns])
     return buffer.getvalue().rstrip("\n")
 
 
 def table_records(rows: Rows, columns: Columns) -> list[dict[str, Any]]:
     """The rows as plain objects keyed by header (what ``format_json`` writes)."""
-    return [{header: _plain(row.get(key)) for key, header in columns} for row in rows]
+    return [{header: plain(row.get(key)) for key, header in columns} for row in rows]
 
 
 def format_json(rows: Rows, columns: Columns) -> str:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from os import PathLike
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rankkit.errors import TaskFormatError
+from rankkit.formatting import plain
 from rankkit.specs import SpecError
 
 #: rankkit's names for the columns of a long table (besides ``human.NAME`` and ``meta.NAME``).
@@ -246,21 +246,6 @@ def json_object_line(path: str | PathLike[str], number: int, text: str) -> dict[
     return obj
 
 
-def plain(value: Any) -> Any:
-    """A cell as a plain Python value: numpy scalars unboxed, NaN / pandas NA / NaT become None."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if type(value).__name__ in ("NAType", "NaTType"):
-        return None
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:  # numpy scalars
-        return plain(value.item())
-    if hasattr(value, "tolist"):  # numpy arrays (list cells of a DataFrame)
-        return value.tolist()
-    return value
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -277,7 +262,9 @@ def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> l
             raise TaskFormatError(label, None, target, f"the data has this column and {source!r} is mapped to it "
                                                        f"too; drop one: map it to '-' (columns={{{target!r}: '-'}}; "
                                                        f"--columns {target}=- on the command line)")
-    renamed = [(line, {mapping.get(k, k): plain(v) for k, v in row.items() if mapping.get(k, k) != DROP})
+    # A cell as plain data (NaN, pandas NA and NaT: a missing value); an infinite score stays, to be refused by name.
+    renamed = [(line, {mapping.get(k, k): plain(v, infinities=True) for k, v in row.items()
+                       if mapping.get(k, k) != DROP})
                for line, row in rows]
     shaped = {"candidates" in row for _, row in renamed}
     if shaped == {True}:

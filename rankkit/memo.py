@@ -11,15 +11,12 @@ import threading
 import time
 from concurrent.futures import Future
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 from rankkit.cache import JudgmentCache, NullCache, is_failed, judgment_key
-
-if TYPE_CHECKING:  # judges.base imports tasks only; kept lazy so `import rankkit.memo` stays small
-    from rankkit.engine import Dispatcher
-    from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, Judge, Verdict
-    from rankkit.judges.base import GroupRequest
-    from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
+from rankkit.judgments import (CHOICE_KIND, GRADE_KIND, RANKING_KIND, VERDICT_KIND, GroupChoice, ComparisonRequest,
+                               Grade, GradeRequest, GroupRequest, GroupRanking, Verdict)
+from rankkit.tasks import Candidate, Task
 
 J = TypeVar("J")
 
@@ -32,9 +29,38 @@ POLL_MAX_SECONDS = 0.5
 #: ready, ``position`` indexing the list of indices it was given.
 Ask = Callable[[list[int]], Iterator[tuple[int, Any]]]
 
-#: The cache's kind for a pairwise verdict and for a single-answer grade.
-VERDICT_KIND = "verdict"
-GRADE_KIND = "grade"
+
+
+class Feeder(Protocol):
+    """What the memo needs of the run's :class:`~rankkit.dispatch.Dispatcher`: hand it a judge's
+    batched method and requests from any worker thread, get ``(index, judgment)`` back as each is
+    answered. Named here, so the memo does not import the dispatcher (a floor above it)."""
+
+    def judge_many(self, call: Callable[[Sequence[Any]], Iterator[tuple[int, Any]]], requests: Sequence[Any]
+                   ) -> Iterator[tuple[int, Any]]: ...
+
+
+class MemoJudge(Protocol):
+    """What the memo needs of a judge (every :class:`rankkit.judges.base.Judge` has it): its
+    identity, each request's key, and one batched method per kind of judgment, each yielding
+    ``(index, judgment)`` as judgments are ready. Named here, so the memo never imports a judge."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]: ...
+
+    def kway_key(self) -> list[Any]: ...
+
+    def bind_memo(self, memo: "JudgmentMemo") -> None: ...
+
+    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]: ...
+
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]: ...
+
+    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]: ...
+
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]: ...
 
 
 class Origin(str, enum.Enum):
@@ -60,7 +86,7 @@ class JudgmentMemo:
     cache:
         A :class:`~rankkit.cache.JudgmentCache`, or None for no persistent cache.
     dispatcher:
-        The run's :class:`~rankkit.engine.Dispatcher` when tasks run concurrently; None asks the
+        The run's :class:`~rankkit.dispatch.Dispatcher` when tasks run concurrently; None asks the
         judge from the calling thread.
     flush_seconds:
         Commit buffered cache writes as answers arrive once this long has passed since the last
@@ -80,8 +106,8 @@ class JudgmentMemo:
     'memory'
     """
 
-    def __init__(self, judge: "Judge | None" = None, cache: JudgmentCache | NullCache | None = None,
-                 dispatcher: "Dispatcher | None" = None, flush_seconds: float = 0.1):
+    def __init__(self, judge: "MemoJudge | None" = None, cache: JudgmentCache | NullCache | None = None,
+                 dispatcher: Feeder | None = None, flush_seconds: float = 0.1):
         self.judge = judge
         self.cache = cache if cache is not None else NullCache()
         self.dispatcher = dispatcher
@@ -105,43 +131,35 @@ class JudgmentMemo:
         return self.judge.fingerprint if self.judge is not None else ""
 
     # -- typed entry points -------------------------------------------------------------------
-    def verdicts(self, requests: Sequence["ComparisonRequest"], judge: "Judge | None" = None
-                 ) -> list[tuple["Verdict", Origin]]:
+    def verdicts(self, requests: Sequence[ComparisonRequest], judge: "MemoJudge | None" = None
+                 ) -> list[tuple[Verdict, Origin]]:
         """The verdict on every ``(task, first, second)`` request, in order, with its origin.
 
         judge: whose verdicts (default: the memo's judge). A judge built on other judges (a
             panel, a calibrated judge) asks for its members' verdicts here, under their own
             fingerprints, straight from the calling thread.
         """
-        from rankkit.judges.base import Verdict
-
         return self._ask_judge(requests, judge, VERDICT_KIND, Verdict, "compare_many")
 
-    def grades(self, requests: Sequence["GradeRequest"], judge: "Judge | None" = None
-               ) -> list[tuple["Grade", Origin]]:
+    def grades(self, requests: Sequence[GradeRequest], judge: "MemoJudge | None" = None
+               ) -> list[tuple[Grade, Origin]]:
         """The grade of every ``(task, candidate)`` request, in order, with its origin."""
-        from rankkit.judges.base import Grade
-
         return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
 
-    def choices(self, requests: Sequence["GroupRequest"], judge: "Judge | None" = None
-                ) -> list[tuple["ChoiceJudgment", Origin]]:
+    def choices(self, requests: Sequence[GroupRequest], judge: "MemoJudge | None" = None
+                ) -> list[tuple[GroupChoice, Origin]]:
         """The k-way choice on every ``(task, candidates)`` request (candidates in the order
         shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
         of the key, so a shuffle of the same answers is another request."""
-        from rankkit.judges.kway import CHOICE_KIND, ChoiceJudgment
+        return self._ask_judge(requests, judge, CHOICE_KIND, GroupChoice, "choose_many")
 
-        return self._ask_judge(requests, judge, CHOICE_KIND, ChoiceJudgment, "choose_many")
+    def rankings(self, requests: Sequence[GroupRequest], judge: "MemoJudge | None" = None
+                  ) -> list[tuple[GroupRanking, Origin]]:
+        """The k-way ranking of every ``(task, candidates)`` request, in order, with its origin
+        (kind ``"ranking"``)."""
+        return self._ask_judge(requests, judge, RANKING_KIND, GroupRanking, "rank_many")
 
-    def orderings(self, requests: Sequence["GroupRequest"], judge: "Judge | None" = None
-                  ) -> list[tuple["OrderJudgment", Origin]]:
-        """The k-way ordering of every ``(task, candidates)`` request, in order, with its origin
-        (kind ``"ordering"``)."""
-        from rankkit.judges.kway import ORDERING_KIND, OrderJudgment
-
-        return self._ask_judge(requests, judge, ORDERING_KIND, OrderJudgment, "order_many")
-
-    def _ask_judge(self, requests: Sequence[tuple[Any, ...]], judge: "Judge | None", kind: str,
+    def _ask_judge(self, requests: Sequence[tuple[Any, ...]], judge: "MemoJudge | None", kind: str,
                    judgment_type: Any, method: str) -> list[tuple[Any, Origin]]:
         own = judge is None or judge is self.judge
         judge = self.judge if judge is None else judge
@@ -356,7 +374,7 @@ class JudgmentMemo:
         self.cache.flush()
 
 
-def memo_of(judge: "Judge") -> JudgmentMemo:
+def memo_of(judge: MemoJudge) -> JudgmentMemo:
     """The memo ``judge``'s own lookups go through: the run's once bound (``Judge.bind_memo``),
     else one of its own (memory only), bound on first use."""
     memo = judge.__dict__.get("_bound_memo")

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, slot_bias, strategy_names
-from rankkit.judges.kway import LABELS
-from rankkit.results import RunResult, TaskResult, strict_json
+from rankkit.judgments import LABELS
+from rankkit.formatting import plain
+from rankkit.results import RunResult, TaskResult
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
 REPORT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy", "top1_accuracy")
@@ -172,13 +173,13 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
                                  "champion": task_result.champion, "extras": extras,
                                  "bracket": knockout_bracket(task_result), "matches": comparisons}
         strategies.append({"name": strategy.name, "knockout_like": strategy.has_elimination_rounds, "tasks": per_task})
-    return strict_json({"criterion": results.criterion, "tasks": data_tasks, "judgments": dict(judgments),
+    return plain({"criterion": results.criterion, "tasks": data_tasks, "judgments": dict(judgments),
                         "strategies": strategies})
 
 
 def group_judgment_record(group: Any) -> dict[str, Any]:
     """A k-way judgment (:class:`rankkit.choices.GroupComparison`) as the page reads it: the ids in
-    the order shown, each slot's grade or P(best), the judge's pick (``best``) or its ordering
+    the order shown, each slot's grade or P(best), the judge's pick (``best``) or its ranking
     (``ranking``, best first), parse status and raw output."""
     judgment = group.judgment
     scores = getattr(judgment, "grades", None) or getattr(judgment, "probabilities", None)
@@ -186,7 +187,7 @@ def group_judgment_record(group: Any) -> dict[str, Any]:
     return {"shown": list(group.shown), "kind": group.kind, "scores": None if scores is None else list(scores),
             "score_kind": "grade" if getattr(judgment, "grades", None) else "P(best)",
             "best": ranking[0] if ranking else None,
-            "ranking": list(ranking) if ranking and group.kind == "ordering" else None,
+            "ranking": list(ranking) if ranking and group.kind == "ranking" else None,
             "status": judgment.status.value, "raw": judgment.raw}
 
 
@@ -332,7 +333,7 @@ def slot_bias_html(results: RunResult, level: float) -> str:
     if not rows:
         return ""
     return ("<h3>Slots: is the answer shown first chosen in a k-way judgment?</h3>"
-            + _table(["judgments of", "k", "slot", "judgments", "chosen (orderings: ranked first)", "uniform 1/k",
+            + _table(["judgments of", "k", "slot", "judgments", "chosen (rankings: ranked first)", "uniform 1/k",
                       "human-best in slot", "judge (blue) vs humans (red)", "failed"], rows, "bias")
             + f"<p class=note>Each slot's share of the parsed k-way judgments (slot A is shown first) with exact "
               f"{level:.0%} binomial intervals; failed judgments are left out and counted. Bars: blue = the judge's "

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from rankkit.errors import TaskFormatError
-from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
+from rankkit.formatting import plain
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import Verdict, ParseStatus, Winner
 from rankkit.matches import Comparison, Cost, MatchGraph
 from rankkit.strategies.base import CandidateExtras, Strategy
 from rankkit.tasks import Candidate, Task
@@ -148,7 +150,7 @@ class RunResult:
     config: dict[str, Any] | None = None
     #: How the run used the judge: ``workers`` (tasks ranked at once), ``capacity``, and with
     #: concurrent workers ``batches`` (the size of every judge call) and ``max_in_flight``.
-    engine: dict[str, Any] = field(default_factory=dict)
+    dispatch: dict[str, Any] = field(default_factory=dict)
 
     @functools.cached_property
     def graphs(self) -> dict[str, MatchGraph]:
@@ -184,7 +186,7 @@ class RunResult:
         }
         if self.config is not None:
             payload["config"] = self.config
-        return strict_json(payload)
+        return plain(payload)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "results") -> "RunResult":
@@ -200,7 +202,7 @@ class RunResult:
         judge_info = data["judge"]
         judge_field = {name: required(judge_info, name, where, "judge")
                        for name in ("spec", "description", "fingerprint", "simulated")}
-        judge = RecordedJudge(spec=judge_field["spec"], description=judge_field["description"],
+        judge = JudgeRecord(spec=judge_field["spec"], description=judge_field["description"],
                               fingerprint=judge_field["fingerprint"], simulated=bool(judge_field["simulated"]))
         criterion = required(data, "criterion", where, "")
         tasks = read_records(data["task_data"], "task_data", where,
@@ -251,7 +253,7 @@ class RunResult:
 # Records of what is no longer live
 
 
-class RecordedJudge(Judge):
+class JudgeRecord(Judge):
     """The judge of a results file: its identity only. Asking it to judge raises JudgeError."""
 
     backend = "recorded"
@@ -461,17 +463,6 @@ def read_records(records: list[Any], name: str, where: str, read: Callable[[Any,
         except (AttributeError, TypeError, ValueError) as err:
             raise TaskFormatError(where, None, path, f"cannot be read: {err!r}") from None
     return values
-
-
-def strict_json(value: Any) -> Any:
-    """Make a structure strict JSON: NaN and infinities (which JSON lacks) become null."""
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {k: strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
-    return value
 
 
 def match_graphs(tasks: Iterable[Task], strategies: Iterable[StrategyRun], fingerprint: str) -> dict[str, MatchGraph]:

@@ -19,12 +19,31 @@ architecture = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(architecture)
 
 
-def test_the_core_never_imports_a_strategy_or_a_judge_backend():
+def test_every_module_is_on_a_floor():
+    """A new module is given its floor in ``benchmarks/architecture.py``'s FLOORS, so the test
+    below checks its imports too."""
+    assert architecture.without_floor(architecture.modules(ROOT)) == []
+
+
+def test_no_import_reaches_a_higher_floor_counting_lazy_and_type_checking_imports():
     graph = architecture.import_graph(architecture.modules(ROOT), scope="all")
-    core = {f"rankkit.{name}" for name in architecture.CORE}
-    backward = [(a, b) for a, b in graph.edges if a in core and b.startswith(("rankkit.strategies.", "rankkit.judges."))
-                and not b.endswith(".base")]
-    assert backward == []
+    assert architecture.upward_imports(graph) == []
+
+
+def test_the_core_is_every_module_below_the_strategies_the_memo_and_the_judgments_included():
+    core = architecture.core_modules(architecture.modules(ROOT))
+    assert {"rankkit.judgments", "rankkit.memo", "rankkit.cache", "rankkit.matches", "rankkit.tasks",
+            "rankkit.prompts.kway"} <= core
+    assert not any(name.startswith(("rankkit.strategies", "rankkit.judges", "rankkit.runner", "rankkit.dispatch"))
+                   for name in core)
+    assert {name.removeprefix("rankkit.") for name in core if name.count(".") == 1} <= set(architecture.CORE)
+
+
+def test_no_import_circle_between_packages():
+    """A subpackage taken as one module: the memo importing ``judges.base`` while ``judges.llm``
+    imports the memo would be a circle here, though no two modules import each other."""
+    graph = architecture.import_graph(architecture.modules(ROOT), scope="all")
+    assert architecture.circles(architecture.package_graph(graph)) == []
 
 
 def test_no_import_cycle_among_module_level_imports():
@@ -61,3 +80,47 @@ def test_the_import_graph_sees_a_cycle_when_there_is_one(tmp_path, monkeypatch):
     graph = architecture.import_graph(architecture.modules(tmp_path), scope="module")
     assert sorted(map(sorted, nx.simple_cycles(graph))) == [["rankkit.a", "rankkit.b"]]
     assert ast.get_docstring(ast.parse((package / "a.py").read_text())) == "A."
+
+
+def fake_package(root, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / "rankkit" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_a_lazy_or_type_checking_import_into_a_higher_floor_is_upward(tmp_path):
+    """The floors check reads every import statement: one inside a function and one under
+    ``TYPE_CHECKING`` count, and so does a package-level circle they close."""
+    fake_package(tmp_path, {
+        "__init__.py": '"""Package."""\n',
+        "memo.py": '"""Memo."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n'
+                   '    from rankkit.judges.base import Judge\n',
+        "matches.py": '"""Matches."""\ndef ask():\n    from rankkit.strategies import knockout\n',
+        "judges/__init__.py": '"""Judges."""\n',
+        "judges/base.py": '"""Base."""\nclass Judge:\n    pass\n',
+        "judges/llm.py": '"""LLM."""\nfrom rankkit.memo import x\n',
+        "strategies/__init__.py": '"""Strategies."""\n',
+        "strategies/knockout.py": '"""Knockout."""\nimport rankkit.judges\n',
+    })
+    mods = architecture.modules(tmp_path)
+    everywhere = architecture.import_graph(mods, scope="all")
+    assert architecture.upward_imports(everywhere) == [
+        "rankkit.matches -> rankkit.strategies", "rankkit.matches -> rankkit.strategies.knockout",
+        "rankkit.memo -> rankkit.judges.base", "rankkit.strategies.knockout -> rankkit.judges"]
+    assert architecture.upward_imports(architecture.import_graph(mods, scope="runtime")) == [
+        "rankkit.matches -> rankkit.strategies", "rankkit.matches -> rankkit.strategies.knockout",
+        "rankkit.strategies.knockout -> rankkit.judges"]
+    assert list(nx.simple_cycles(everywhere)) == []  # no two modules import each other...
+    assert architecture.circles(architecture.package_graph(everywhere)) == [["rankkit.judges", "rankkit.memo"]]
+
+
+def test_floors_cover_packages_and_measure_earlier_releases_under_current_names():
+    floors = [label for label, _ in architecture.FLOORS]
+    assert architecture.floor_of("rankkit.judges.llm") == floors.index("judges")
+    assert architecture.floor_of("rankkit.prompts.kway") == floors.index("prompts")
+    assert architecture.floor_of("rankkit") == floors.index("front ends")
+    assert architecture.floor_of("rankkit.dispatch") == floors.index("runner, api")
+    for former, current in architecture.FORMER_NAMES.items():  # 0.2's engine.py is 0.3's dispatch.py
+        assert architecture.floor_of(f"rankkit.{former}") == architecture.floor_of(f"rankkit.{current}")
+    assert architecture.floor_of("rankkit.nowhere") is None

@@ -19,6 +19,7 @@ from rankkit.formatting import (
     format_markdown,
     format_table,
     inert,
+    plain,
     render,
     render_sections,
 )
@@ -153,3 +154,16 @@ def test_tables_for_people_are_inert_and_machine_formats_exact():
     c1 = [{"id": "a\x9b2J\x7f\u202e"}]  # C1 CSI, DEL, right-to-left override: json.dumps leaves them raw
     text = render(c1, [("id", "id")], "json")
     assert not any(char in text for char in "\x9b\x7f\u202e") and json.loads(text)[0]["id"] == c1[0]["id"]
+def test_plain_makes_nan_infinities_and_numpy_values_strict_json_throughout():
+    np = pytest.importorskip("numpy")
+    value = {"a": np.float64("nan"), "b": [np.int64(3), (np.float32(0.5), math.inf)], "c": np.array([1.0, -math.inf]),
+             "d": {"e": -math.inf}}
+    assert plain(value) == {"a": None, "b": [3, [0.5, None]], "c": [1.0, None], "d": {"e": None}}
+    assert json.loads(json.dumps(plain(value), allow_nan=False)) == plain(value)
+    assert plain({"e": -math.inf}, infinities=True) == {"e": -math.inf}
+    assert plain(math.nan, infinities=True) is None
+
+
+def test_plain_reads_pandas_missing_values_as_none():
+    pd = pytest.importorskip("pandas")
+    assert plain([pd.NA, pd.NaT, pd.Timestamp("2024-01-01").year]) == [None, None, 2024]

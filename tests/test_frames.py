@@ -169,6 +169,9 @@ def test_a_mapped_csv_naming_a_column_twice_is_refused(tmp_path):
     ({"prompt": "Q", "text": 123, "system": "m1"}, "text", "text must be a string, got 123"),
     ({"prompt": "Q", "text": "x\ud800", "system": "m1"}, "candidates[0].text", "lone surrogate"),
     ({"prompt": "Q", "text": "x", "system": "m1", "score": 10 ** 400}, "candidates[0].human.score", "not a finite number"),
+    # An infinite score is refused by name, not read as a missing one (the cell conversion keeps it).
+    ({"prompt": "Q", "text": "x", "system": "m1", "score": float("inf")}, "candidates[0].human.score",
+     "not a finite number"),
     ({"prompt": "Q", "text": "x", "candidate_id": 1.5}, "candidates[0].id", "expected a string or integer id"),
     ({"prompt": "Q", "text": "x", "system": "m1", "meta.max_points": "ten"}, "meta.max_points", "expected a number"),
 ])

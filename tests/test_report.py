@@ -275,8 +275,8 @@ def test_a_k_way_judgment_is_one_match_with_its_answers_in_the_order_shown():
     cards = [judgments[index] for index, _ in setwise["tasks"][first_task]["matches"]]
     assert len(cards) == 3 and [len(card["shown"]) for card in cards] == [4, 4, 3]  # 9 answers: 4, 4, then 3
     assert all(card["kind"] == "choice" and card["best"] in card["shown"] for card in cards)
-    orderings = [judgments[index] for index, _ in listwise["tasks"][first_task]["matches"]]
-    assert all(sorted(card["ranking"]) == sorted(card["shown"]) for card in orderings)
+    rankings = [judgments[index] for index, _ in listwise["tasks"][first_task]["matches"]]
+    assert all(sorted(card["ranking"]) == sorted(card["shown"]) for card in rankings)
     assert all("first" in judgments[index] for index, _ in knockout["tasks"][first_task]["matches"])
 
 

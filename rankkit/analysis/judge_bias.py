@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from rankkit.analysis.labelled import human_scores
 from rankkit.choices import GroupComparison
-from rankkit.judges.base import ParseStatus, Winner
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Comparison
 from rankkit.results import RunResult
 from rankkit.stats import DEFAULT_LEVEL, proportion_interval
@@ -122,7 +122,7 @@ def distinct_group_comparisons(results: RunResult, name: str | None = None) -> l
     once, as (task id, :class:`~rankkit.choices.GroupComparison`) pairs.
 
     As for :func:`distinct_comparisons`: the memo shares a judgment exactly when the same group is
-    shown in the same order and asked the same question (choice or ordering), so (task, kind,
+    shown in the same order and asked the same question (choice or ranking), so (task, kind,
     group in slot order) is one judgment whichever strategy or round used it.
     """
     seen: set[tuple[str, str, tuple[str, ...]]] = set()
@@ -140,13 +140,13 @@ def distinct_group_comparisons(results: RunResult, name: str | None = None) -> l
 
 
 def top_slot(group: GroupComparison) -> int | None:
-    """The slot the judge put first: the chosen slot of a choice, the first of an ordering; None
+    """The slot the judge put first: the chosen slot of a choice, the first of a ranking; None
     when the judgment failed to parse.
 
-    >>> from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
-    >>> top_slot(GroupComparison(("a", "b", "c"), ChoiceJudgment(chosen=2)))
+    >>> from rankkit.judgments import GroupChoice, GroupRanking
+    >>> top_slot(GroupComparison(("a", "b", "c"), GroupChoice(chosen=2)))
     2
-    >>> top_slot(GroupComparison(("a", "b", "c"), OrderJudgment(permutation=(1, 0, 2))))
+    >>> top_slot(GroupComparison(("a", "b", "c"), GroupRanking(permutation=(1, 0, 2))))
     1
     """
     if group.judgment.status is ParseStatus.FAILED or not group.ranking:
@@ -205,7 +205,7 @@ def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAUL
     """How often a k-way judge chose the answer in each slot, per group size k.
 
     The k-way analogue of :func:`position_bias`, over the distinct k-way judgments
-    (:func:`distinct_group_comparisons`): a choice counts for the slot chosen, an ordering for the
+    (:func:`distinct_group_comparisons`): a choice counts for the slot chosen, a ranking for the
     slot it ranked first. An unbiased judge shown answers in random order chooses each slot at
     the human rate, and, blind to quality, at the uniform rate 1/k.
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from rankkit.analysis.breakdowns import AGGREGATE_METRICS
 from rankkit.formatting import Table, render_sections
-from rankkit.judges.kway import labels
+from rankkit.judgments import labels
 from rankkit.stats import Interval
 
 
@@ -180,7 +180,7 @@ def slot_table(slots: list[Mapping[str, Any]]) -> Table:
                          "human": row["human"], "chosen": row["chosen"], "judgments": size["judgments"],
                          "failed": size["failed"]})
     return Table("k-way slot bias over all distinct k-way judgments: how often the answer in each slot was chosen "
-                 "(orderings: ranked first; exact binomial intervals; 'uniform' = 1/k; 'human' = the rate a judge "
+                 "(rankings: ranked first; exact binomial intervals; 'uniform' = 1/k; 'human' = the rate a judge "
                  "agreeing with the humans would show; failed judgments left out)", rows,
                  [("k", "k"), ("slot", "slot"), ("rate", "judge"), ("uniform", "uniform"), ("human", "human"),
                   ("chosen", "chosen"), ("judgments", "judgments"), ("failed", "failed")])

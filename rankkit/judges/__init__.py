@@ -15,18 +15,11 @@ from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Callable
 
-from rankkit.judges.base import (
-    Judge,
-    JudgeError,
-    Verdict,
-    ParseStatus,
-    Grade,
-    Winner,
-)
+from rankkit.judges.base import Judge, JudgeError
 from rankkit.specs import Spec, SpecError, parse_spec
 
 __all__ = [
-    "Judge", "JudgeError", "Verdict", "ParseStatus", "Grade", "Winner",
+    "Judge", "JudgeError",
     "BACKENDS", "make_judge", "default_judge_spec",
 ]
 

@@ -1,4 +1,4 @@
-"""The judge protocol every backend implements, and the judgments it returns.
+"""The judge protocol every backend implements (the judgments it returns: :mod:`rankkit.judgments`).
 
 A judge answers two questions about a task:
 
@@ -19,91 +19,14 @@ fingerprint is the cache key.
 
 from __future__ import annotations
 
-import enum
 import inspect
 import json
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from rankkit.errors import RankkitError
+from rankkit.judgments import (GroupChoice, ComparisonRequest, Grade, GradeRequest, GroupRequest, GroupRanking,
+                               Verdict)
 from rankkit.tasks import Candidate, Task
-
-
-class Winner(str, enum.Enum):
-    """Which presented candidate won a comparison."""
-
-    FIRST = "first"
-    SECOND = "second"
-    TIE = "tie"
-
-
-class ParseStatus(str, enum.Enum):
-    """How a judge's raw output was read: cleanly, after a retry, or not at all."""
-
-    OK = "ok"
-    RETRIED = "retried"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class Grade:
-    """The judge's grade for one answer alone. ``value`` is on the task's scale (None only when parsing failed)."""
-
-    value: float | None
-    raw: str = ""
-    status: ParseStatus = ParseStatus.OK
-    usage: dict[str, int] = field(default_factory=dict)
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "raw": self.raw, "status": self.status.value,
-                "usage": dict(self.usage), "extras": dict(self.extras)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Grade":
-        return cls(value=data["value"], raw=data.get("raw", ""), status=ParseStatus(data.get("status", "ok")),
-                   usage=data.get("usage") or {}, extras=data.get("extras") or {})
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A pairwise verdict on (first, second) in the order they were presented.
-
-    ``first_grade`` / ``second_grade`` are the grades the judge gave each; ``winner`` is its
-    verdict (it may disagree with the scores only when the backend decides by another signal,
-    e.g. choice-token probabilities). ``probability`` is P(first wins) when the backend knows it.
-    """
-
-    first_grade: float
-    second_grade: float
-    winner: Winner
-    raw: str = ""
-    status: ParseStatus = ParseStatus.OK
-    probability: float | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def swapped(self) -> "Verdict":
-        """The same judgment seen from the other side (second becomes first)."""
-        flip = {Winner.FIRST: Winner.SECOND, Winner.SECOND: Winner.FIRST, Winner.TIE: Winner.TIE}
-        return Verdict(
-            first_grade=self.second_grade, second_grade=self.first_grade, winner=flip[self.winner],
-            raw=self.raw, status=self.status,
-            probability=None if self.probability is None else 1.0 - self.probability,
-            usage=self.usage, extras=self.extras,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"first_grade": self.first_grade, "second_grade": self.second_grade,
-                "winner": self.winner.value, "raw": self.raw, "status": self.status.value,
-                "probability": self.probability, "usage": dict(self.usage), "extras": dict(self.extras)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
-        return cls(first_grade=data["first_grade"], second_grade=data["second_grade"],
-                   winner=Winner(data["winner"]), raw=data.get("raw", ""),
-                   status=ParseStatus(data.get("status", "ok")), probability=data.get("probability"),
-                   usage=data.get("usage") or {}, extras=data.get("extras") or {})
 
 
 def content_key(task: Task, *candidates: Candidate) -> list[Any]:
@@ -116,12 +39,6 @@ def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
     """Add a judgment's ``usage`` counters (tokens, retries, analyses...) into ``total``."""
     for key, value in usage.items():
         total[key] = total.get(key, 0) + int(value)
-
-
-GradeRequest = tuple[Task, Candidate]
-ComparisonRequest = tuple[Task, Candidate, Candidate]
-#: A k-way request: a task and the candidates in the order shown.
-GroupRequest = tuple[Task, tuple[Candidate, ...]]
 
 
 class JudgeError(RankkitError, RuntimeError):
@@ -165,7 +82,7 @@ class Judge:
     simulated: ClassVar[bool] = False
     supports_pointwise: ClassVar[bool] = True
     supports_pairwise: ClassVar[bool] = True
-    #: Whether the judge gives k-way judgments (``choose``/``order``, :mod:`rankkit.judges.kway`).
+    #: Whether the judge gives k-way judgments (``choose``/``rank``, :mod:`rankkit.judges.kway`).
     supports_kway: ClassVar[bool] = False
     #: How many requests the backend can usefully work on at once (an HTTP judge: its concurrency
     #: times its replicas; a local model: its batch size). 1 means "call me from one thread, one
@@ -251,23 +168,23 @@ class Judge:
             yield index, self.compare(task, first, second)
 
     # -- k-way judgments (rankkit.judges.kway) -------------------------------------------------
-    def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        """The best of ``candidates`` as shown, in this order: a :class:`~rankkit.judges.kway.ChoiceJudgment`."""
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
+        """The best of ``candidates`` as shown, in this order."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        """``candidates`` ordered best first: an :class:`~rankkit.judges.kway.OrderJudgment`."""
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
+        """``candidates`` ranked best first."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
-    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        """Yield ``(index, ChoiceJudgment)`` for each ``(task, candidates)`` request (default: one by one)."""
+    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
+        """Yield ``(index, GroupChoice)`` for each ``(task, candidates)`` request (default: one by one)."""
         for index, (task, candidates) in enumerate(requests):
             yield index, self.choose(task, candidates)
 
-    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        """Yield ``(index, OrderJudgment)`` for each ``(task, candidates)`` request (default: one by one)."""
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
+        """Yield ``(index, GroupRanking)`` for each ``(task, candidates)`` request (default: one by one)."""
         for index, (task, candidates) in enumerate(requests):
-            yield index, self.order(task, candidates)
+            yield index, self.rank(task, candidates)
 
     def kway_key(self) -> list[Any]:
         """What a k-way judgment depends on besides the fingerprint and the request key (an LLM

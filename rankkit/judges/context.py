@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, GroupRequest, JudgeError, Verdict
+from rankkit.judges.base import JudgeError
+from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, GroupRequest, Verdict
 from rankkit.judges.llm import LLMJudge
 
 
@@ -93,8 +94,8 @@ class LocalLLMJudge(LLMJudge):
     def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
         return naming_task(super().choose_many(requests), [task for task, _ in requests])
 
-    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        return naming_task(super().order_many(requests), [task for task, _ in requests])
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        return naming_task(super().rank_many(requests), [task for task, _ in requests])
 
 
 def naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:

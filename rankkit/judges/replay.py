@@ -25,7 +25,7 @@ length (one entry per shown id; a ranking a permutation of them).
 
 **k-way judgments** (for ``setwise_knockout``, ``setwise_heapsort``, ``listwise``) are rows with
 ``shown``, the candidate ids in the order shown, and ``kind``: a ``choice`` names the ``chosen``
-id (optional ``probabilities`` or ``grades``, one per slot), an ``ordering`` gives the ``ranking``
+id (optional ``probabilities`` or ``grades``, one per slot), a ``ranking`` gives the ``ranking``
 of every shown id, best first; null when the recorded answer could not be parsed::
 
     {"task_id": "q1", "judge": "GPT-4", "method": "setwise", "kind": "choice", "shown": ["o3", "o1", "o2"], "chosen": "o1"}
@@ -59,10 +59,9 @@ bottom (1 and 0 on LLMBar's 0–1 preference scale), and a recorded tie gives bo
 LLMBar's Rating methods store scores only on their ``swap=false`` rows, so when replaying them
 in both orders (``order=both``, grades averaged) use ``scores=verdict`` to keep both orders on one scale.
 
-**Record once, replay any strategy.** :func:`record_grid` judges every ordered pair of every
-task with any judge (through the cache) and :func:`write_judgments` writes them in this format;
-:func:`rows_from_results` exports the comparisons a run made. The
-``rankkit record`` command wraps them. Then ``--judge replay:FILE`` runs any pairwise strategy on
+**Record once, replay any strategy.** :mod:`rankkit.recording` writes this format: every ordered
+pair of every task judged by any judge (through the cache), or the comparisons a run made. The
+``rankkit record`` command wraps it. Then ``--judge replay:FILE`` runs any pairwise strategy on
 the recorded grid for free.
 
 The fingerprint holds the SHA-256 of the file's bytes, the filter and both options (not the
@@ -74,23 +73,26 @@ from __future__ import annotations
 import functools
 
 import hashlib
-import json
-import sys
 from collections import Counter
 from dataclasses import dataclass
-from itertools import permutations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Sequence
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import json_object_line
-from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
-from rankkit.judges.kway import CHOICE_KIND, MAX_LABELS, ORDERING_KIND, ChoiceJudgment, OrderJudgment
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import (
+    Verdict,
+    ParseStatus,
+    Winner,
+    CHOICE_KIND,
+    MAX_LABELS,
+    RANKING_KIND,
+    GroupChoice,
+    GroupRanking,
+)
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import MAX_POINTS_LIMIT, Candidate, Task, finite_number
-
-if TYPE_CHECKING:  # rankkit.results imports the strategies; replay is imported by the judge registry
-    from rankkit.results import RunResult
 
 ON_MISS = ("error", "tie")
 SCORE_SOURCES = ("recorded", "verdict")
@@ -218,7 +220,7 @@ def _is_id(value: Any) -> bool:
 
 
 def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
-    """Refuse a malformed k-way row: ``shown`` 2 to 8 distinct ids, ``kind`` choice or ordering,
+    """Refuse a malformed k-way row: ``shown`` 2 to 8 distinct ids, ``kind`` choice or ranking,
     ``chosen`` one of them (or null), ``ranking`` a list of each of them exactly once (or null),
     ``probabilities`` one per shown id in [0, 1] summing to at most 1 (or null), ``grades`` one
     per shown id within ±:data:`MAX_RECORDED_GRADE` (or null), and labels of the right types."""
@@ -229,8 +231,8 @@ def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
             and len({str(c) for c in shown}) == len(shown)):
         raise TaskFormatError(path, number, "shown", f"expected a list of 2 to {MAX_LABELS} distinct candidate ids")
     kind = row.get("kind", CHOICE_KIND)
-    if kind not in (CHOICE_KIND, ORDERING_KIND):
-        raise TaskFormatError(path, number, "kind", f"expected {CHOICE_KIND!r} or {ORDERING_KIND!r}, got {_short(kind)}")
+    if kind not in (CHOICE_KIND, RANKING_KIND):
+        raise TaskFormatError(path, number, "kind", f"expected {CHOICE_KIND!r} or {RANKING_KIND!r}, got {_short(kind)}")
     ids = [str(c) for c in shown]
     if kind == CHOICE_KIND:
         chosen = row.get("chosen")
@@ -406,7 +408,7 @@ class ReplayJudge(Judge):
         return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw,
                             extras={"replay": "recorded"})
 
-    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         shown = tuple(c.id for c in candidates)
         row = self.kway_table.get((task.task_id, CHOICE_KIND, shown))
         answer = None if row is None else row.get("chosen")
@@ -414,20 +416,20 @@ class ReplayJudge(Judge):
             return self._kway_miss(task, shown, CHOICE_KIND, "unrecorded" if row is None else "unparsed")
         self.hits += 1
         probabilities, grades = row.get("probabilities"), row.get("grades")
-        return ChoiceJudgment(chosen=shown.index(str(answer)),
+        return GroupChoice(chosen=shown.index(str(answer)),
                               probabilities=None if probabilities is None else tuple(probabilities),
                               grades=None if grades is None or self.scores != "recorded" else tuple(grades),
                               raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: best {answer}",
                               extras={"replay": "recorded"})
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
         shown = tuple(c.id for c in candidates)
-        row = self.kway_table.get((task.task_id, ORDERING_KIND, shown))
+        row = self.kway_table.get((task.task_id, RANKING_KIND, shown))
         ranking = None if row is None else row.get("ranking")
         if ranking is None:
-            return self._kway_miss(task, shown, ORDERING_KIND, "unrecorded" if row is None else "unparsed")
+            return self._kway_miss(task, shown, RANKING_KIND, "unrecorded" if row is None else "unparsed")
         self.hits += 1
-        return OrderJudgment(permutation=tuple(shown.index(str(cid)) for cid in ranking),
+        return GroupRanking(permutation=tuple(shown.index(str(cid)) for cid in ranking),
                              raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: "
                                  + " > ".join(map(str, ranking)), extras={"replay": "recorded"})
 
@@ -439,8 +441,8 @@ class ReplayJudge(Judge):
                              f"way: pass on_miss=tie to count misses as failed judgments, or fix the recorded file")
         extras = {"replay_miss": reason}
         if kind == CHOICE_KIND:
-            return ChoiceJudgment(chosen=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
-        return OrderJudgment(permutation=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
+            return GroupChoice(chosen=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
+        return GroupRanking(permutation=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
 
     def _miss(self, task: Task, first: Candidate, second: Candidate, reason: str) -> Verdict:
         self.misses[reason] += 1
@@ -497,122 +499,3 @@ def from_spec(spec: Spec) -> ReplayJudge:
     if not judge.kway_table:
         judge.table
     return judge
-
-
-# ---------------------------------------------------------------------------------------------
-# Recording: write judgments in the replay format
-
-
-def judgment_row(task: Task, first: str, second: str, judgment: Verdict, judge_label: str,
-                 method: str) -> dict[str, Any]:
-    """One judged comparison as a recording row (``swap`` = shown against the task's order).
-
-    A tie is recorded as ``"tie"``; a judgment whose output could not be parsed as null, so that
-    replaying it is a counted miss rather than a made-up verdict.
-    """
-    if judgment.status is ParseStatus.FAILED:
-        winner: str | None = None
-    elif judgment.winner is Winner.TIE:
-        winner = TIE
-    else:
-        winner = first if judgment.winner is Winner.FIRST else second
-    order = task.candidate_ids
-    return {"task_id": task.task_id, "judge": judge_label, "method": method,
-            "swap": order.index(first) > order.index(second), "a": first, "b": second, "winner": winner,
-            "score_a": judgment.first_grade, "score_b": judgment.second_grade}
-
-
-def record_grid(tasks: Sequence[Task], judge: Judge, cache: Any, judge_label: str, method: str,
-                progress: bool = False) -> tuple[list[dict[str, Any]], Any]:
-    """Judge every ordered pair of every task (N·(N−1) comparisons per task) and return the rows.
-
-    Judgments go through the usual memory -> cache -> judge lookup, one batch per task, so an
-    interrupted recording resumes from the cache. Returns ``(rows, cost)``.
-    """
-    from tqdm import tqdm
-
-    from rankkit.matches import Cost, MatchSource
-    from rankkit.memo import JudgmentMemo
-
-    memo = JudgmentMemo(judge, cache)
-    judge.bind_memo(memo)
-    judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
-    cost = Cost()
-    rows: list[dict[str, Any]] = []
-    try:
-        for task in tqdm(tasks, desc="recording", unit="task", file=sys.stderr, disable=not progress):
-            source = MatchSource(task, memo, strategy="record")
-            pairs = list(permutations(task.candidate_ids, 2))
-            for (first, second), verdict in zip(pairs, source.compare_many(pairs, round=1)):
-                rows.append(judgment_row(task, first, second, verdict, judge_label, method))
-            cost.add(source.cost)
-    finally:
-        memo.flush()
-    return rows, cost
-
-
-def rows_from_results(results: RunResult, judge_label: str | None = None,
-                      method: str = "recorded") -> list[dict[str, Any]]:
-    """Every distinct comparison of a run (e.g. a ``rankkit compare --out`` file read by
-    :meth:`rankkit.results.RunResult.from_dict`), as recording rows.
-
-    The results hold each strategy's comparisons (who was shown first and the verdict); a comparison
-    used by several strategies is written once. ``judge_label`` defaults to the run's judge spec.
-    """
-    label = judge_label or results.judge_spec or "unknown"
-    order = {t.task_id: t.candidate_ids for t in results.tasks}
-    seen: set[tuple[str, str, str]] = set()
-    rows = []
-    for strategy in results.strategies:
-        for task in strategy.tasks:
-            for comparison in task.comparisons:
-                key = (task.task_id, comparison.first, comparison.second)
-                if key in seen:
-                    continue
-                seen.add(key)
-                verdict = comparison.verdict
-                if verdict.status is ParseStatus.FAILED:
-                    winner = None
-                elif verdict.winner is Winner.TIE:
-                    winner = TIE
-                else:
-                    winner = comparison.first if verdict.winner is Winner.FIRST else comparison.second
-                ids = order.get(task.task_id, [])
-                swap = ids.index(comparison.first) > ids.index(comparison.second) if comparison.first in ids else None
-                rows.append({"task_id": task.task_id, "judge": label, "method": method, "swap": swap,
-                             "a": comparison.first, "b": comparison.second, "winner": winner,
-                             "score_a": verdict.first_grade, "score_b": verdict.second_grade})
-            for group in task.group_comparisons:
-                kway_key = (task.task_id, group.kind, group.shown)
-                if kway_key in seen:
-                    continue
-                seen.add(kway_key)
-                rows.append(kway_row(task.task_id, group, label, method))
-    return rows
-
-
-def kway_row(task_id: str, group: Any, judge_label: str, method: str) -> dict[str, Any]:
-    """One k-way judgment (a :class:`rankkit.choices.GroupComparison`) as a recording row; an
-    unparsed one records null, so that replaying it is a counted miss."""
-    judgment = group.judgment
-    row: dict[str, Any] = {"task_id": task_id, "judge": judge_label, "method": method, "kind": group.kind,
-                           "shown": list(group.shown)}
-    ranking = group.ranking
-    if group.kind == CHOICE_KIND:
-        row["chosen"] = None if ranking is None else ranking[0]
-        for name in ("probabilities", "grades"):
-            if getattr(judgment, name) is not None:
-                row[name] = list(getattr(judgment, name))
-    else:
-        row["ranking"] = None if ranking is None else list(ranking)
-    return row
-
-
-def write_judgments(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:
-    """Write recording rows as JSON Lines; returns how many were written."""
-    count = 0
-    with Path(path).open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count

@@ -29,7 +29,7 @@ what order consistency measures), and a pointwise pair is ordered right with pro
 
 **k-way judgments** (latent model only; :mod:`rankkit.judges.kway`). Shown k answers, the judge
 grades each as in a pair, ``p_i + sd · (b_i + pair_noise · e_i)`` with the slot bias ``b_i`` spread
-evenly from +slot_bias/2 (first slot) to −slot_bias/2 (last), and chooses the highest (an ordering
+evenly from +slot_bias/2 (first slot) to −slot_bias/2 (last), and chooses the highest (a ranking
 sorts them). At k = 2 this is the pairwise model exactly (same draws, same ±slot_bias/2). For
 k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. ``kway=grades`` (default)
 returns every answer's grade with the choice; ``kway=choice`` only the choice.
@@ -88,9 +88,9 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Sequence
 
-from rankkit.judges.base import Judge, Verdict, Grade, Winner
-from rankkit.judges.kway import (CHOICE_PREFIX, LABELS, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
-                                 order_from_scores)
+from rankkit.judges.base import Judge
+from rankkit.judgments import Verdict, Grade, Winner, LABELS, GroupChoice, GroupRanking, labels
+from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
 from rankkit.specs import Spec, SpecError, build_dataclass
 from rankkit.tasks import Candidate, Task
 
@@ -307,21 +307,21 @@ class LatentJudge(_Simulated):
         return [self.perceived(task, c) + spread * (offset + self.pair_noise * e)
                 for c, offset, e in zip(candidates, self.slot_offsets(len(candidates)), noise)]
 
-    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         """The best of k answers: the one with the highest grade (:meth:`group_grades`); at k = 2
         the pairwise verdict's winner, with the pairwise grades."""
         labels(len(candidates))  # 2 to 8 answers
         grades = self.group_grades(task, candidates)
-        chosen = order_from_scores(grades)[0]
+        chosen = ranking_from_scores(grades)[0]
         clipped = tuple(_clip(task, grade) for grade in grades) if self.kway == "grades" else None
-        return ChoiceJudgment(chosen=chosen, grades=clipped, raw=f"{CHOICE_PREFIX} {LABELS[chosen]}")
+        return GroupChoice(chosen=chosen, grades=clipped, raw=f"{CHOICE_PREFIX} {LABELS[chosen]}")
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
         """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s choice)."""
         labels(len(candidates))
-        permutation = order_from_scores(self.group_grades(task, candidates))
-        return OrderJudgment(permutation=permutation,
-                             raw=f"{ORDERING_PREFIX} " + " > ".join(LABELS[slot] for slot in permutation))
+        permutation = ranking_from_scores(self.group_grades(task, candidates))
+        return GroupRanking(permutation=permutation,
+                             raw=f"{RANKING_PREFIX} " + " > ".join(LABELS[slot] for slot in permutation))
 
 
 def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:

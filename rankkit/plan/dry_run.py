@@ -48,49 +48,50 @@ bounds that hold.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rankkit.cache import NullCache
 from rankkit.judges.base import Judge
+from rankkit.matches import Cost
 from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
 from rankkit.strategies.base import Strategy
 from rankkit.tasks import Task
+
+if TYPE_CHECKING:  # results imports every strategy; planning reads only the runs it gets
+    from rankkit.results import TaskResult
 
 #: Why a figure is marked, shown in the row's note.
 BOUND_NOTE = "its path depends on verdicts: at most its declared max_judgments"
 ESTIMATE_NOTE = "its path depends on verdicts: the most seen under stand-in verdicts (no max_judgments declared)"
 
 
-@dataclass
-class Figures:
-    """What one strategy used on one task in one stand-in run (the columns of the module docstring),
-    and the comparisons it asked, in order (first shown, second shown)."""
+def column_counts(cost: Cost) -> dict[str, int]:
+    """A run's cost on one task as the dry run's columns (:data:`COUNTS`) name it.
 
-    comparisons: int = 0
-    grades: int = 0
-    cached: int = 0
-    shared: int = 0
-    new: int = 0
-    prompt_tokens: int = 0
-    asked: tuple[tuple[str, str], ...] = ()
+    ``cached`` is its cache hits and ``new`` its judge calls; ``shared`` is what was used and
+    neither cached nor new, so a judgment the strategy reuses from its own earlier rounds is not
+    counted twice.
 
-    @classmethod
-    def of(cls, task_result: Any) -> "Figures":
-        """The figures of a run's :class:`~rankkit.results.TaskResult`. ``shared`` is what was used
-        and neither cached nor new, so a judgment the strategy reuses from its own earlier rounds is
-        not counted twice."""
-        cost = task_result.cost
-        used = cost.comparisons + cost.grades
-        return cls(comparisons=cost.comparisons, grades=cost.grades, cached=cost.cache_hits,
-                   shared=used - cost.cache_hits - cost.judge_calls, new=cost.judge_calls,
-                   prompt_tokens=cost.prompt_tokens,
-                   asked=(*((c.first, c.second) for c in task_result.comparisons),
-                          *(g.shown for g in task_result.group_comparisons)))
+    Parameters
+    ----------
+    cost:
+        A :class:`~rankkit.results.TaskResult`'s cost.
 
-    def counts(self) -> tuple[int, ...]:
-        """The counted figures (:data:`COUNTS`; prompt tokens are an estimate, not a count)."""
-        return tuple(getattr(self, figure) for figure in COUNTS)
+    Returns
+    -------
+    dict
+        Column -> count, in the order of :data:`COUNTS`.
+    """
+    used = cost.comparisons + cost.grades
+    return {"comparisons": cost.comparisons, "grades": cost.grades, "cached": cost.cache_hits,
+            "shared": used - cost.cache_hits - cost.judge_calls, "new": cost.judge_calls}
+
+
+def asked_of(task_result: TaskResult) -> tuple[tuple[str, ...], ...]:
+    """What a strategy asked on a task, in order: each comparison (first shown, second shown), then
+    each k-way group (as shown)."""
+    return (*((c.first, c.second) for c in task_result.comparisons), *(g.shown for g in task_result.group_comparisons))
 
 
 #: The figures that are counted (tokens are estimated, and follow ``new``).
@@ -209,7 +210,7 @@ def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None)
             for task in tasks if sizes.largest.get(task.task_id, 0) > limit]
 
 
-def task_context(task: Task, history: Sequence[Sequence[Figures]], cache_empty: bool) -> set[str]:
+def task_context(task: Task, history: Sequence[Sequence[TaskResult]], cache_empty: bool) -> set[str]:
     """What holds on a task for a strategy whatever the verdicts:
 
     * ``all_cached`` — every verdict given on the task, up to and including this strategy's, came
@@ -219,46 +220,46 @@ def task_context(task: Task, history: Sequence[Sequence[Figures]], cache_empty: 
       asks is shared;
     * ``cache_empty`` — the persistent cache holds nothing.
 
-    history: per policy, the figures on the task of every strategy up to this one (this one last).
+    history: per policy, what every strategy up to this one (this one last) did on the task.
     """
     n = len(task.candidates)
-    earlier = [figures for policy in history for figures in policy[:-1]]
+    earlier = [result.cost for policy in history for result in policy[:-1]]
     context = {"cache_empty"} if cache_empty else set()
-    if not any(figures.new for policy in history for figures in policy):
+    if not any(result.cost.judge_calls for policy in history for result in policy):
         context.add("all_cached")
-    if not any(figures.comparisons + figures.grades for figures in earlier):
+    if not any(cost.comparisons + cost.grades for cost in earlier):
         context.add("first_on_task")
-    if all(len({pair for figures in policy[:-1] for pair in figures.asked if len(pair) == 2}) == n * (n - 1)
+    if all(len({pair for result in policy[:-1] for pair in asked_of(result) if len(pair) == 2}) == n * (n - 1)
            for policy in history):
         context.add("pairs_covered")
     return context
 
 
 def stand_in_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any, seed: int,
-                 policy: str, sizes: PromptSizes | None = None) -> list[list[Figures]]:
-    """Run the strategies on stand-in verdicts of ``policy``; returns each strategy's figures per task.
+                 policy: str, sizes: PromptSizes | None = None) -> list[list[TaskResult]]:
+    """Run the strategies on stand-in verdicts of ``policy``; returns each strategy's result per task.
 
     Parameters:
         judge: the judge stood in for; cache: the persistent cache (None: none), never written.
-        sizes: prompt sizes to count in the figures' ``prompt_tokens`` (None: none).
+        sizes: prompt sizes to count in the costs' ``prompt_tokens`` (None: none).
     """
     from rankkit.runner import run  # the runner pulls in the metrics, which listing plans never needs
 
     # --no-cache remembers nothing across strategies beyond the run's own memo; a cache does.
     memo = NullCache() if cache is None or isinstance(cache, NullCache) else ReadOnlyCache(cache)
     result = run(tasks, strategies, StandInJudge(judge, policy, sizes), memo, seed=seed, progress=False)
-    return [[Figures.of(task_result) for task_result in strategy_run.tasks] for strategy_run in result.strategies]
+    return [list(strategy_run.tasks) for strategy_run in result.strategies]
 
 
 #: One figure of one task: its value, and its mark ("" exact, "≤" at most, "~" an estimate).
 Estimate = tuple[int, str]
 
 
-def add_task(row: PlanRow, strategy: Strategy, task: Task, history: Sequence[Sequence[Figures]],
+def add_task(row: PlanRow, strategy: Strategy, task: Task, history: Sequence[Sequence[TaskResult]],
              cache_empty: bool, sizes: PromptSizes | None) -> None:
     """Add one task's figures (:func:`task_figures`) to ``row``, and the prompt tokens of its new judgments.
 
-    history: per policy, the figures on the task of every strategy up to this one (this one last).
+    history: per policy, what every strategy up to this one (this one last) did on the task.
     """
     observed = [policy[-1] for policy in history]
     figures = task_figures(strategy, task, observed, task_context(task, history, cache_empty))
@@ -268,17 +269,18 @@ def add_task(row: PlanRow, strategy: Strategy, task: Task, history: Sequence[Seq
             row.mark(figure, mark, BOUND_NOTE if mark == "≤" else ESTIMATE_NOTE if figure in ("new", *USED) else "")
     if sizes is not None:
         # The most tokens seen; judgments the declared bound adds count the task's mean prompt.
-        added = figures["new"][0] - max(f.new for f in observed)
+        added = figures["new"][0] - max(result.cost.judge_calls for result in observed)
         kind = "point" if strategy.kind == "pointwise" else "pair"
-        row.prompt_tokens += max(f.prompt_tokens for f in observed) + added * sizes.mean(task, kind)
+        row.prompt_tokens += max(result.cost.prompt_tokens for result in observed) + added * sizes.mean(task, kind)
 
 
-def task_figures(strategy: Strategy, task: Task, observed: Sequence[Figures], context: set[str]) -> dict[str, Estimate]:
+def task_figures(strategy: Strategy, task: Task, observed: Sequence[TaskResult], context: set[str]
+                 ) -> dict[str, Estimate]:
     """One task's figures, from what the strategy did on it under each policy (the rules of the
     module docstring).
 
     Parameters:
-        observed: the strategy's figures on the task, one per policy.
+        observed: what the strategy did on the task, one per policy.
         context: what holds on the task whatever the verdicts (:func:`task_context`).
 
     Returns:
@@ -286,7 +288,8 @@ def task_figures(strategy: Strategy, task: Task, observed: Sequence[Figures], co
     """
     n = len(task.candidates)
     exact, worst = strategy.exact_judgments(n), strategy.max_judgments(n)
-    seen = {figure: [getattr(figures, figure) for figures in observed] for figure in COUNTS}
+    counts = [column_counts(result.cost) for result in observed]
+    seen = {figure: [count[figure] for count in counts] for figure in COUNTS}
     if strategy.kind == "kway":  # k-way judgments are never among the pairs others asked
         context = context - {"pairs_covered"}
     if takes_the_run_path(observed, exact, worst, context):
@@ -296,14 +299,16 @@ def task_figures(strategy: Strategy, task: Task, observed: Sequence[Figures], co
     return figures
 
 
-def takes_the_run_path(observed: Sequence[Figures], exact: int | None, worst: int | None, context: set[str]) -> bool:
+def takes_the_run_path(observed: Sequence[TaskResult], exact: int | None, worst: int | None, context: set[str]
+                       ) -> bool:
     """Rules 1 and 2: every verdict on the task came from the cache, or the strategy took one path
     under every policy and does not declare that its path depends on verdicts (a worst case with
     no fixed number)."""
     if "all_cached" in context:
         return True
     declared_adaptive = worst is not None and exact is None
-    return not declared_adaptive and len({(figures.asked, figures.counts()) for figures in observed}) == 1
+    paths = {(asked_of(result), tuple(column_counts(result.cost).values())) for result in observed}
+    return not declared_adaptive and len(paths) == 1
 
 
 def used_figures(kind: str, seen: dict[str, list[int]], exact: int | None, worst: int | None) -> dict[str, Estimate]:
@@ -390,11 +395,11 @@ def expected_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy], se
     """
     if (judge is not None and judge.simulated) or any(len(task.candidates) > max_candidates for task in tasks):
         return None
-    figures = stand_in_run(tasks, strategies, judge if judge is not None else Judge(), None, seed, "ranked")
+    runs = stand_in_run(tasks, strategies, judge if judge is not None else Judge(), None, seed, "ranked")
     total, marks = 0, set()
-    for strategy, per_task in zip(strategies, figures):
-        for task, f in zip(tasks, per_task):
-            used, n = f.comparisons + f.grades, len(task.candidates)
+    for strategy, per_task in zip(strategies, runs):
+        for task, result in zip(tasks, per_task):
+            used, n = result.cost.comparisons + result.cost.grades, len(task.candidates)
             if strategy.exact_judgments(n) is not None:
                 total += used
             elif (worst := strategy.max_judgments(n)) is not None:

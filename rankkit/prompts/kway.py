@@ -1,4 +1,4 @@
-"""The k-way prompts: setwise (which of k answers is best) and listwise (order k answers), in English.
+"""The k-way prompts: setwise (which of k answers is best) and listwise (rank k answers, best first), in English.
 
 More in ``docs/prompts.md``.
 
@@ -19,7 +19,7 @@ import re
 from importlib import resources
 from typing import Sequence
 
-from rankkit.judges.kway import labels
+from rankkit.judgments import labels
 from rankkit.prompts.render import defuse, task_values
 from rankkit.tasks import Candidate, Task
 

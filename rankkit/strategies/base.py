@@ -11,14 +11,13 @@ import math
 import random
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Protocol
 
 from rankkit.order import ORDERS, check_order
 from rankkit.specs import Spec, SpecError, build_dataclass, convert_value, parse_spec
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.judges.base import Judge
     from rankkit.matches import MatchSource
 
 
@@ -203,7 +202,19 @@ _NEEDS = {"pairwise": ("supports_pairwise", "pairwise comparisons"),
           "kway": ("supports_kway", "k-way judgments (several answers at once)")}
 
 
-def check_compatible(strategies: Iterable[Strategy], judge: "Judge") -> None:
+class JudgeCapabilities(Protocol):
+    """What :func:`check_compatible` reads of a judge (a :class:`rankkit.judges.base.Judge`): its
+    name and the kinds of judgment it declares it gives."""
+
+    @property
+    def description(self) -> str: ...
+
+    supports_pairwise: bool
+    supports_pointwise: bool
+    supports_kway: bool
+
+
+def check_compatible(strategies: Iterable[Strategy], judge: JudgeCapabilities) -> None:
     """Raise :class:`SpecError` when a strategy needs a kind of judgment the judge cannot give.
 
     Called before any judgment is asked, so an impossible pairing (say ``individual``, which

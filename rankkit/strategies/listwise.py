@@ -1,4 +1,4 @@
-"""``listwise``: RankGPT's sliding window (Sun et al. 2023), one k-way ordering per window.
+"""``listwise``: RankGPT's sliding window (Sun et al. 2023), one k-way ranking per window.
 
 The candidates start in a seeded random order. A window of ``window`` answers slides from the
 bottom of the list to the top, ``step`` places at a time; the judge orders each window best first
@@ -53,7 +53,7 @@ class Listwise(KwayStrategy):
     step: how far the window moves (1 to window − 1).
     passes: how many bottom-up passes.
     order: how each window is shown: ``given`` (default: in the list's current order, as RankGPT),
-        ``random``, ``both`` (as shown and reversed) or ``permute`` (orderings of every cyclic shift
+        ``random``, ``both`` (as shown and reversed) or ``permute`` (rankings of every cyclic shift
         combined by Borda count).
     shifts: with ``permute``, how many cyclic shifts (0: all).
     """
@@ -64,7 +64,7 @@ class Listwise(KwayStrategy):
     order: str = "given"
     shifts: int = 0
 
-    description = "RankGPT sliding window from the bottom up, one k-way ordering per window"
+    description = "RankGPT sliding window from the bottom up, one k-way ranking per window"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -82,7 +82,7 @@ class Listwise(KwayStrategy):
         for pass_ in range(1, self.passes + 1):
             for start in window_starts(n, self.window, self.step):
                 window = ranking[start:start + self.window]
-                match, = source.order_many([window], order=self.order, rng=rng, round=pass_, shifts=self.shifts)
+                match, = source.rank_many([window], order=self.order, rng=rng, round=pass_, shifts=self.shifts)
                 for cid in window:
                     played[cid] += 1
                 if match.winner is not None:  # an undecided window keeps its order

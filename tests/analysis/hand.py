@@ -85,9 +85,9 @@ def choice(shown, chosen, round=1, status="ok"):
             "grades": None, "raw": "" if chosen is None else f"Best: {'ABCDEFGH'[chosen]}", "status": status}
 
 
-def ordering(shown, permutation, round=1):
-    """A k-way ordering (slots best first) as the results file stores it."""
-    return {"kind": "ordering", "shown": list(shown), "round": round, "permutation": list(permutation), "raw": "",
+def ranking(shown, permutation, round=1):
+    """A k-way ranking (slots best first) as the results file stores it."""
+    return {"kind": "ranking", "shown": list(shown), "round": round, "permutation": list(permutation), "raw": "",
             "status": "ok"}
 
 
@@ -97,14 +97,14 @@ def ordering(shown, permutation, round=1):
 KWAY = {"sw": {"t1": [choice("abc", 0)],                                # chose A
                "t2": [choice("bcd", 0)],                                # chose A
                "t3": [choice("cab", 2), choice("abd", None, 2, "failed")]},  # chose C; one failed
-        "lw": {"t1": [ordering("abc", (1, 0, 2)),                      # ranked B first
+        "lw": {"t1": [ranking("abc", (1, 0, 2)),                      # ranked B first
                       choice("abc", 0)],                                # sw's t1 judgment again
-               "t2": [ordering("dcba", (3, 2, 1, 0))],                 # k = 4, ranked D first
+               "t2": [ranking("dcba", (3, 2, 1, 0))],                 # k = 4, ranked D first
                "t3": []}}
 
 
 def kway_hand_results() -> dict:
-    """:func:`hand_results` plus two k-way strategies, ``sw`` (choices of 3) and ``lw`` (orderings
+    """:func:`hand_results` plus two k-way strategies, ``sw`` (choices of 3) and ``lw`` (rankings
     of 3 and 4, and one choice shared with ``sw``), with the judgments of :data:`KWAY`."""
     data = hand_results()
     for name, per_task in KWAY.items():

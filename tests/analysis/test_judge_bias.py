@@ -55,16 +55,16 @@ def rates(size):
 
 def test_slot_bias_by_hand(kway_results):
     three, four = analysis.slot_bias(kway_results)
-    # k = 3, distinct and parsed: sw's three choices (A, A, C) and lw's ordering of t1 (B first);
+    # k = 3, distinct and parsed: sw's three choices (A, A, C) and lw's ranking of t1 (B first);
     # lw's repeat of sw's t1 choice is the same judgment, and sw's failed choice is left out.
     assert (three["k"], three["judgments"], three["failed"], three["labelled"]) == (3, 4, 1, 4)
     assert [row["slot"] for row in three["slots"]] == [0, 1, 2]
     assert [row["chosen"] for row in three["slots"]] == [2, 1, 1]
     assert rates(three) == pytest.approx([2 / 4, 1 / 4, 1 / 4], abs=1e-12)
     assert [row["uniform"] for row in three["slots"]] == pytest.approx([1 / 3] * 3, abs=1e-12)
-    # Human-best answer in slot C (t1, twice: the choice and the ordering), A (t2), A (t3).
+    # Human-best answer in slot C (t1, twice: the choice and the ranking), A (t2), A (t3).
     assert [row["human"] for row in three["slots"]] == pytest.approx([2 / 4, 0.0, 2 / 4], abs=1e-12)
-    # k = 4: lw's one ordering of t2, which ranked slot D first, where the human-best answer sits.
+    # k = 4: lw's one ranking of t2, which ranked slot D first, where the human-best answer sits.
     assert (four["k"], four["judgments"], four["failed"]) == (4, 1, 0)
     assert rates(four) == pytest.approx([0.0, 0.0, 0.0, 1.0], abs=1e-12)
     assert [row["human"] for row in four["slots"]] == pytest.approx([0.0, 0.0, 0.0, 1.0], abs=1e-12)
@@ -98,8 +98,8 @@ def test_distinct_group_comparisons_count_each_judgment_once(kway_results):
     judgments = analysis.distinct_group_comparisons(kway_results)
     keys = [(task_id, group.kind, group.shown) for task_id, group in judgments]
     assert len(keys) == len(set(keys)) == 6
-    # The same group in the same order, asked for an ordering rather than a choice, is another judgment.
-    assert ("t1", "choice", ("a", "b", "c")) in keys and ("t1", "ordering", ("a", "b", "c")) in keys
+    # The same group in the same order, asked for a ranking rather than a choice, is another judgment.
+    assert ("t1", "choice", ("a", "b", "c")) in keys and ("t1", "ranking", ("a", "b", "c")) in keys
 
 
 def test_human_best_shares_split_ties_evenly():

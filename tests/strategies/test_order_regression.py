@@ -127,7 +127,7 @@ def _plain(value: Any) -> Any:
 def _group_comparison(comparison: GroupComparison) -> list[Any]:
     """One k-way judgment as [shown, round, ranking, grades]: the candidates in slot order, the
     strategy's round, what the judge put first (the chosen one alone for a choice, all of them best
-    first for an ordering; None when parsing failed) and the grade per slot (None: an ordering, or
+    first for a ranking; None when parsing failed) and the grade per slot (None: a ranking, or
     a choice that carries none)."""
     grades = getattr(comparison.judgment, "grades", None)
     return [list(comparison.shown), comparison.round, comparison.ranking, grades]

@@ -1,4 +1,4 @@
-"""How busy the engine keeps a judge server: utilisation across many tasks (issue 12).
+"""How busy the dispatcher keeps a judge server: utilisation across many tasks (issue 12).
 
 A stub OpenAI-compatible server on 127.0.0.1 answers every chat completion after a fixed
 ``--latency`` with a verdict derived from a hash of the request (so strategies get varied,
@@ -8,14 +8,14 @@ candidates with each strategy in turn (no cache, so every judgment is a request)
 
     utilisation = achieved requests/s ÷ (C / latency)
 
-is the share of the judge's capacity the engine used (1.0 = every slot busy all the time).
+is the share of the judge's capacity the dispatcher used (1.0 = every slot busy all the time).
 
 With ``--hf`` it also runs the embedded SmolLM2 judge (``smollm2``, logprob mode) on a multi-task
 knockout and reports batch fill = mean judge-call size ÷ ``batch_size``.
 
-    python benchmarks/engine.py [--tasks 64] [--size 8] [--latency 0.2] [--concurrency 32] [--hf]
+    python benchmarks/dispatch.py [--tasks 64] [--size 8] [--latency 0.2] [--concurrency 32] [--hf]
 
-Figures are printed and written to ``benchmarks/results/engine.md`` (``--label`` names the row
+Figures are printed and written to ``benchmarks/results/dispatch.md`` (``--label`` names the row
 set, e.g. ``before`` when run against an older checkout with ``PYTHONPATH``).
 """
 
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.servers import StubRequest, StubServer  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results" / "engine.md"
+RESULTS = ROOT / "benchmarks" / "results" / "dispatch.md"
 STRATEGIES = ["knockout", "knockout:order=both", "heapsort", "swiss", "active", "bt"]
 
 
@@ -132,7 +132,7 @@ def http_rows(args) -> list[dict]:
             judge = make_judge(f"openai:stub,base_url={stub.base_url},concurrency={args.concurrency},"
                                f"retries=0,max_new_tokens=32")
             # One warm-up request outside the timing: importing httpx and opening the client
-            # (~0.5 s here) is start-up, not what the engine does with the judge's slots; so is
+            # (~0.5 s here) is start-up, not what the dispatcher does with the judge's slots; so is
             # importing scipy.stats for the metrics at the end of the run (~1 s).
             import scipy.stats  # noqa: F401
 
@@ -162,7 +162,8 @@ def hf_row(args) -> dict:
     started = time.perf_counter()
     result = run(tasks, [make_strategy("knockout")], judge, None, seed=0, progress=False)
     wall = time.perf_counter() - started
-    batches = getattr(result, "engine", {}).get("batches") or []
+    dispatch = getattr(result, "dispatch", None) or getattr(result, "engine", {})  # 0.2 called it engine
+    batches = dispatch.get("batches") or []
     judge.close()
     fill = (sum(batches) / len(batches) / args.batch_size) if batches else float("nan")
     print(f"hf knockout: {len(tasks)} tasks, batch_size={args.batch_size}, judge calls={len(batches)}, "
@@ -186,7 +187,7 @@ def main() -> int:
     rows = http_rows(args)
     lines = [f"## {args.label}: {args.tasks} tasks × {args.size} candidates, stub latency {args.latency:g} s, "
              f"concurrency {args.concurrency} (ideal {args.concurrency / args.latency:.0f} requests/s)", "",
-             f"`python benchmarks/engine.py --tasks {args.tasks} --size {args.size} --latency {args.latency:g} "
+             f"`python benchmarks/dispatch.py --tasks {args.tasks} --size {args.size} --latency {args.latency:g} "
              f"--concurrency {args.concurrency}{' --hf' if args.hf else ''}`", "",
              "| strategy | requests | seconds | requests/s | utilisation | max in flight |", "|---|---|---|---|---|---|"]
     for row in rows:

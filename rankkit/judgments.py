@@ -1,0 +1,204 @@
+"""The judgments a judge gives, as values: their types, their cache kinds and the k-way slot labels.
+
+Four kinds of judgment, one name each in types, cache kinds, JSON and judge methods: a
+:class:`Grade` of one answer alone (kind ``grade``, ``grade_many``), a :class:`Verdict` on two
+answers as shown (``verdict``, ``compare_many``), a :class:`GroupChoice` of the best of a group
+shown at once (``choice``, ``choose_many``) and a :class:`GroupRanking` of a whole group, best
+first (``ranking``, ``rank_many``). Every judge backend returns them, the memo and the cache store
+them (``to_dict`` / ``from_dict``), strategies read them; this module imports nothing above the
+tasks, so every layer can.
+
+Example
+-------
+>>> verdict = Verdict(first_grade=7.0, second_grade=4.0, winner=Winner.FIRST, probability=0.8)
+>>> verdict.swapped().winner, round(verdict.swapped().probability, 3)
+(<Winner.SECOND: 'second'>, 0.2)
+>>> Verdict.from_dict(verdict.to_dict()) == verdict
+True
+>>> labels(3)
+('A', 'B', 'C')
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from rankkit.tasks import Candidate, Task
+
+#: The cache kind of each judgment (the memo's and the cache's name for it).
+VERDICT_KIND = "verdict"
+GRADE_KIND = "grade"
+CHOICE_KIND = "choice"
+RANKING_KIND = "ranking"
+
+
+class Winner(str, enum.Enum):
+    """Which presented candidate won a comparison."""
+
+    FIRST = "first"
+    SECOND = "second"
+    TIE = "tie"
+
+
+class ParseStatus(str, enum.Enum):
+    """How a judge's raw output was read: cleanly, after a retry, or not at all."""
+
+    OK = "ok"
+    RETRIED = "retried"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The judge's grade for one answer alone. ``value`` is on the task's scale (None only when parsing failed)."""
+
+    value: float | None
+    raw: str = ""
+    status: ParseStatus = ParseStatus.OK
+    usage: dict[str, int] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "raw": self.raw, "status": self.status.value,
+                "usage": dict(self.usage), "extras": dict(self.extras)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Grade":
+        return cls(value=data["value"], raw=data.get("raw", ""), status=ParseStatus(data.get("status", "ok")),
+                   usage=data.get("usage") or {}, extras=data.get("extras") or {})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A pairwise verdict on (first, second) in the order they were presented.
+
+    ``first_grade`` / ``second_grade`` are the grades the judge gave each; ``winner`` is its
+    verdict (it may disagree with the scores only when the backend decides by another signal,
+    e.g. choice-token probabilities). ``probability`` is P(first wins) when the backend knows it.
+    """
+
+    first_grade: float
+    second_grade: float
+    winner: Winner
+    raw: str = ""
+    status: ParseStatus = ParseStatus.OK
+    probability: float | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def swapped(self) -> "Verdict":
+        """The same judgment seen from the other side (second becomes first)."""
+        flip = {Winner.FIRST: Winner.SECOND, Winner.SECOND: Winner.FIRST, Winner.TIE: Winner.TIE}
+        return Verdict(
+            first_grade=self.second_grade, second_grade=self.first_grade, winner=flip[self.winner],
+            raw=self.raw, status=self.status,
+            probability=None if self.probability is None else 1.0 - self.probability,
+            usage=self.usage, extras=self.extras,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first_grade": self.first_grade, "second_grade": self.second_grade,
+                "winner": self.winner.value, "raw": self.raw, "status": self.status.value,
+                "probability": self.probability, "usage": dict(self.usage), "extras": dict(self.extras)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
+        return cls(first_grade=data["first_grade"], second_grade=data["second_grade"],
+                   winner=Winner(data["winner"]), raw=data.get("raw", ""),
+                   status=ParseStatus(data.get("status", "ok")), probability=data.get("probability"),
+                   usage=data.get("usage") or {}, extras=data.get("extras") or {})
+
+
+#: What a judge is asked: a task and one answer (a grade), two answers as shown (a verdict), or
+#: a task and the candidates in the order shown (a k-way judgment).
+GradeRequest = tuple[Task, Candidate]
+ComparisonRequest = tuple[Task, Candidate, Candidate]
+GroupRequest = tuple[Task, tuple[Candidate, ...]]
+
+
+#: The labels a k-way prompt names its slots with, in slot order; k is at most their number.
+LABELS = ("A", "B", "C", "D", "E", "F", "G", "H")
+MAX_LABELS = len(LABELS)
+
+
+def labels(k: int) -> tuple[str, ...]:
+    """The labels of k slots (``A``, ``B``, ...). Raises ValueError outside 2..:data:`MAX_LABELS`.
+
+    >>> labels(3)
+    ('A', 'B', 'C')
+    """
+    if not 2 <= k <= MAX_LABELS:
+        raise ValueError(f"a k-way judgment shows 2 to {MAX_LABELS} answers, got {k}")
+    return LABELS[:k]
+
+
+@dataclass(frozen=True)
+class GroupChoice:
+    """The judge's choice of the best of k answers, in the order they were shown.
+
+    chosen: the slot chosen (0-based; None when parsing failed).
+    probabilities: P(best = slot i) per slot when the backend knows them (logprob mode), else None.
+    grades: a grade per slot on the task's scale when the backend gives them (the simulator), else None.
+    raw / status / usage / extras: as in :class:`Verdict`.
+    """
+
+    chosen: int | None
+    probabilities: tuple[float, ...] | None = None
+    grades: tuple[float, ...] | None = None
+    raw: str = ""
+    status: ParseStatus = ParseStatus.OK
+    usage: dict[str, int] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def slot_scores(self, k: int) -> tuple[float, ...]:
+        """One score per slot for strategies that average scores over rounds: ``k · P(best)`` when
+        probabilities are known (1 is what a uniform choice gives each slot), else the grades, else
+        ``k`` for the chosen slot and 0 for the others (a bare choice; all 1 when parsing failed)."""
+        if self.probabilities is not None:
+            return tuple(k * p for p in self.probabilities)
+        if self.grades is not None:
+            return self.grades
+        if self.chosen is None:
+            return (1.0,) * k
+        return tuple(float(k) if slot == self.chosen else 0.0 for slot in range(k))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chosen": self.chosen, "probabilities": None if self.probabilities is None else list(self.probabilities),
+                "grades": None if self.grades is None else list(self.grades), "raw": self.raw,
+                "status": self.status.value, "usage": dict(self.usage), "extras": dict(self.extras)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "GroupChoice":
+        probabilities, grades = data.get("probabilities"), data.get("grades")
+        return cls(chosen=data.get("chosen"), probabilities=None if probabilities is None else tuple(probabilities),
+                   grades=None if grades is None else tuple(grades), raw=data.get("raw", ""),
+                   status=ParseStatus(data.get("status", "ok")), usage=dict(data.get("usage") or {}),
+                   extras=dict(data.get("extras") or {}))
+
+
+@dataclass(frozen=True)
+class GroupRanking:
+    """The judge's ranking of k answers, best first, as slots of the order shown.
+
+    permutation: slots best first, each slot exactly once (None when parsing failed).
+    raw / status / usage / extras: as in :class:`Verdict`.
+    """
+
+    permutation: tuple[int, ...] | None
+    raw: str = ""
+    status: ParseStatus = ParseStatus.OK
+    usage: dict[str, int] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"permutation": None if self.permutation is None else list(self.permutation), "raw": self.raw,
+                "status": self.status.value, "usage": dict(self.usage), "extras": dict(self.extras)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "GroupRanking":
+        permutation = data.get("permutation")
+        return cls(permutation=None if permutation is None else tuple(permutation), raw=data.get("raw", ""),
+                   status=ParseStatus(data.get("status", "ok")), usage=dict(data.get("usage") or {}),
+                   extras=dict(data.get("extras") or {}))
