@@ -46,7 +46,7 @@ import json
 import sys
 import threading
 from dataclasses import replace
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from rankkit.judges.base import (
     Judge,
@@ -57,8 +57,9 @@ from rankkit.judges.base import (
     GradeRequest,
     add_usage,
 )
+from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
-from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
+from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, PlanEngine, PromptTooLong, user_turn
 from rankkit.memo import JudgmentMemo, Origin, VERDICT_KIND, memo_of
 from rankkit.judges.modes import (
     JUDGING_MODES,
@@ -78,10 +79,10 @@ from rankkit.prompts import (
     render_pairwise,
     render_pointwise,
 )
-from rankkit.specs import Spec, SpecError, convert_value
+from rankkit.specs import Spec, SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 
-__all__ = ["LLMJudge", "CalibratedJudge", "LLM_OPTIONS", "split_llm_options"]
+__all__ = ["LLMJudge", "CalibratedJudge", "LLM_OPTIONS", "llm_backend"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,23 +115,18 @@ class LLMJudge(Judge):
                  max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1,
                  prepair: bool = False, analysis_max_new_tokens: int | None = None, calibrate: bool = False,
                  verdict: str = "auto"):
-        if mode not in MODES:
-            raise SpecError(f"{engine.backend}: mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if max_new_tokens < 1:
-            raise SpecError(f"{engine.backend}: max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise SpecError(f"{engine.backend}: temperature must be >= 0, got {temperature}")
-        if retries < 0:
-            raise SpecError(f"{engine.backend}: retries must be >= 0, got {retries}")
+        # The spec options' rules (LLM_OPTIONS), for judges built in Python too; the template is
+        # read on first use (see :attr:`templates`), so it is not checked here.
+        given = {"mode": mode, "max_new_tokens": max_new_tokens, "temperature": temperature, "retries": retries,
+                 "verdict": verdict, "analysis_max_new_tokens": analysis_max_new_tokens}
+        for option in LLM_OPTIONS:
+            if option.name in given and given[option.name] is not None:
+                check_value(option, given[option.name], engine.backend)
         if calibrate and mode != "logprob":
             raise SpecError(f"{engine.backend}: calibrate=true corrects choice probabilities and needs "
                             f"mode=logprob (mode is {mode})")
         if prepair and mode == "loglik":
             raise SpecError(f"{engine.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
-        if verdict not in VERDICT_PATHS:
-            raise SpecError(f"{engine.backend}: verdict must be one of {', '.join(VERDICT_PATHS)}, got {verdict!r}")
-        if analysis_max_new_tokens is not None and analysis_max_new_tokens < 1:
-            raise SpecError(f"{engine.backend}: analysis_max_new_tokens must be >= 1, got {analysis_max_new_tokens}")
         self.engine = engine
         self.backend = engine.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
@@ -334,7 +330,7 @@ class LLMJudge(Judge):
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         if not requests:
             return iter(())
-        return self.judging_mode.grade(self, requests)
+        return _naming_task(self.judging_mode.grade(self, requests), [task for task, _ in requests])
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         if self.calibrated is not None:
@@ -361,20 +357,36 @@ class LLMJudge(Judge):
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
-        return kway_llm.choose_many(self, requests) if requests else iter(())
+        if not requests:
+            return iter(())
+        return _naming_task(kway_llm.choose_many(self, requests), [task for task, _ in requests])
 
     def order_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
-        return kway_llm.order_many(self, requests) if requests else iter(())
+        if not requests:
+            return iter(())
+        return _naming_task(kway_llm.order_many(self, requests), [task for task, _ in requests])
 
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The mode's comparisons before any calibration (with PREPAIR's analysis charges):
         what an uncalibrated judge answers, and what a calibrated one builds on."""
         if not requests:
             return iter(())
-        judgments = self.judging_mode.compare(self, requests)
+        judgments = _naming_task(self.judging_mode.compare(self, requests), [task for task, _, _ in requests])
         return self._with_analysis_charges(requests, judgments) if self.prepair else judgments
+
+
+def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) -> Iterator[tuple[int, Any]]:
+    """Pass ``judgments`` on; a runtime's :class:`PromptTooLong` is raised again naming the task
+    whose prompt it was (found by its prompt text in the rendered prompt)."""
+    try:
+        yield from judgments
+    except PromptTooLong as err:
+        task = next((t for t in tasks if t.prompt and t.prompt in err.prompt), None)
+        if task is None:
+            raise
+        raise PromptTooLong(f"task {task.task_id!r}: {err}", prompt=err.prompt) from err
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,30 +492,65 @@ class CalibratedJudge(Judge):
 
 
 # ---------------------------------------------------------------------------------------------
-# Spec options shared by every LLM backend
+# Spec options shared by every LLM backend, and the backend descriptor of an LLM runtime
 
 
-#: Options every LLM backend accepts, with their types; backends add their own.
-LLM_OPTIONS: dict[str, type] = {"mode": str, "template": str, "max_new_tokens": int, "temperature": float,
-                                "seed": int, "retries": int, "prepair": bool, "analysis_max_new_tokens": int,
-                                "calibrate": bool, "verdict": str}
+def _template_complaint(name: str) -> None:
+    """Read the template now, so a spec naming a bad one fails before a model loads (raises)."""
+    TemplateChoice(name)
 
 
-def split_llm_options(spec: Spec, where: str, defaults: Mapping[str, Any] | None = None
-                      ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Split a spec's options into :class:`LLMJudge` keyword arguments (converted) and the rest.
+#: Options every LLM backend accepts: :class:`LLMJudge`'s keyword arguments, with its defaults.
+LLM_OPTIONS: tuple[Option, ...] = (
+    Option("mode", str, "generate", "generate | logprob | loglik (see rankkit.judges.modes)", choices=tuple(MODES)),
+    Option("template", str, "auto", "auto, paper, generic, mt, a template name or a FILE",
+           check=_template_complaint),
+    Option("max_new_tokens", int, 256, "length cap of a generated verdict", check=at_least(1)),
+    Option("temperature", float, 0.1, "sampling temperature of generate mode (0: greedy)", check=at_least(0)),
+    Option("seed", int, 0, "seeds sampling; seed+1 is used for the retry"),
+    Option("retries", int, 1, "how often an unreadable verdict is asked again", check=at_least(0)),
+    Option("prepair", bool, False, "compare through per-answer analyses first (PREPAIR)"),
+    Option("analysis_max_new_tokens", int, None, "length cap of a PREPAIR analysis (default: max_new_tokens)",
+           check=at_least(1)),
+    Option("calibrate", bool, False, "average logprob comparisons over both orders (mode=logprob)"),
+    Option("verdict", str, "auto", "how generate mode reads its verdict", choices=tuple(VERDICT_PATHS)),
+)
 
-    ``defaults`` fills judge options the spec does not set (e.g. ``mode`` for smollm2). A
-    ``template`` is read here, so every LLM backend refuses a bad one before it connects to a
-    server or loads a model (the judge's constructor only stores the name).
+
+def llm_backend(name: str, summary: str, runtime: Callable[[Settings], LLMEngine], *,
+                options: Sequence[Option] = (), argument: Argument | None = None,
+                identity: Callable[[Settings], dict[str, Any]] | None = None, runtime_name: str | None = None,
+                defaults: Callable[[str | None], Mapping[str, Any]] | None = None,
+                llm_options: Sequence[Option] = LLM_OPTIONS, read: Callable[[str], Spec] = parse_spec) -> Backend:
+    """The :class:`~rankkit.judges.backends.Backend` of a judge on an LLM runtime.
+
+    Parameters
+    ----------
+    name, summary, argument, defaults, read : see :class:`~rankkit.judges.backends.Backend`.
+    runtime : callable
+        ``runtime(settings)``: the loaded runtime for the parsed spec.
+    options : sequence of Option
+        The runtime's own options, besides :data:`LLM_OPTIONS`.
+    identity : callable or None
+        ``identity(settings)``: the runtime's identity without loading it, for the dry run's
+        stand-in judge; None when ``runtime`` loads nothing (the dry run builds the real one).
+    runtime_name : str or None
+        The runtime's ``backend`` when it differs from ``name`` (``smollm2`` runs on ``hf``).
+    llm_options : sequence of Option
+        :data:`LLM_OPTIONS`, possibly with other defaults (:meth:`Backend.with_defaults`).
+
+    Returns
+    -------
+    Backend
+        Options: ``llm_options`` then ``options``; builds ``LLMJudge(runtime(settings), ...)``.
     """
-    judge_kwargs: dict[str, Any] = dict(defaults or {})
-    rest: dict[str, str] = {}
-    for key, value in spec.options.items():
-        if key in LLM_OPTIONS:
-            judge_kwargs[key] = convert_value(value, LLM_OPTIONS[key], where=f"{where}: {key}")
-        else:
-            rest[key] = value
-    if "template" in judge_kwargs:
-        TemplateChoice(judge_kwargs["template"])
-    return judge_kwargs, rest
+    judge_names = [o.name for o in llm_options]
+
+    def build(settings: Settings) -> LLMJudge:
+        return LLMJudge(runtime(settings), **settings.subset(judge_names))
+
+    def stand_in(settings: Settings) -> LLMJudge:
+        return LLMJudge(PlanEngine(runtime_name or name, identity(settings)), **settings.subset(judge_names))
+
+    return Backend(name, summary, (*llm_options, *options), build, argument=argument,
+                   stand_in=stand_in if identity is not None else None, defaults=defaults, read=read)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
+from rankkit.judges.base import JudgeError
+
 #: Chat messages, e.g. ``[{"role": "user", "content": "..."}]``.
 Conversation = list[dict[str, str]]
 
@@ -43,6 +45,20 @@ def per_row(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
     if len(prefixes) != rows:
         raise ValueError(f"{len(prefixes)} assistant prefixes for {rows} conversations")
     return prefixes
+
+
+class PromptTooLong(JudgeError):
+    """A prompt does not fit the runtime's context (``max_model_len``). Rerunning the same command
+    fails the same way, so the command line exits 2. The runtime sees conversations, not tasks:
+    :class:`~rankkit.judges.llm.LLMJudge` raises it again naming the task whose ``prompt`` it was."""
+
+    exit_code = 2
+    resumable = False
+
+    def __init__(self, message: str, prompt: str = ""):
+        super().__init__(message)
+        #: The rendered prompt that did not fit (the judge finds its task from it).
+        self.prompt = prompt
 
 
 @runtime_checkable
@@ -81,3 +97,23 @@ class LLMEngine(Protocol):
                        answers: Sequence[str]) -> Iterator[tuple[int, float]]: ...
 
     def close(self) -> None: ...
+
+
+class PlanEngine:
+    """An :class:`LLMEngine` with a model's identity and no model: the dry run's stand-in, enough for
+    the judge's fingerprint and prompts; any request raises :class:`~rankkit.judges.base.JudgeError`."""
+
+    def __init__(self, backend: str, identity: dict[str, Any]):
+        self.backend = backend
+        self._identity = identity
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        raise JudgeError("a dry-run judge has no model loaded")
+
+    generate = next_token_logprobs = answer_logliks = _refuse
+
+    def close(self) -> None:
+        return None

@@ -70,9 +70,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 from rankkit.judges.base import JudgeError
 from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, RetryingClient, RetryPolicy
-from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
+from rankkit.judges.backends import Argument, Option, Settings
+from rankkit.judges.llm import llm_backend
 from rankkit.judges.llm_engine import Generation, per_row
-from rankkit.specs import Spec, SpecError, convert_value
+from rankkit.specs import Spec, SpecError, parse_spec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -392,16 +393,34 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 
 # -- the spec ---------------------------------------------------------------------------------------
 
-#: Engine options of the spec, with their types (the judge's own options are in ``LLM_OPTIONS``).
-ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
-                                   "backoff": float, "max_backoff": float, "api_key_env": str,
-                                   "max_response_bytes": int}
+#: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS` (none of them
+#: changes the fingerprint: see "Identity" in the module docstring).
+OPENAI_OPTIONS: tuple[Option, ...] = (
+    Option("base_url", str, None, "the server, |-joined replicas (default: $OPENAI_BASE_URL, else OpenAI's API)",
+           identity=False),
+    Option("concurrency", int, 4, "requests in flight per replica", identity=False),
+    Option("timeout", float, 120.0, "seconds per request", identity=False),
+    Option("max_attempts", int, RetryPolicy.max_attempts, "attempts per request, the first included", identity=False),
+    Option("backoff", float, RetryPolicy.backoff, "first retry's wait, seconds (doubles each time)", identity=False),
+    Option("max_backoff", float, RetryPolicy.max_backoff, "longest wait between attempts", identity=False),
+    Option("api_key_env", str, None, f"the variable holding the API key (default {DEFAULT_API_KEY_ENV})",
+           identity=False),
+    Option("max_response_bytes", int, DEFAULT_MAX_RESPONSE_BYTES, "largest response body read", identity=False),
+)
 
 
-def from_spec(spec: Spec) -> LLMJudge:
-    """``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
-    [,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,mode=generate|logprob][,template=...]
-    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N]``.
+def _read_spec(text: str) -> Spec:
+    """Parse an ``openai:`` spec, refusing an API key in it without echoing the value."""
+    spec = parse_spec(text)
+    if "api_key" in spec.options:  # a secret typed where it should not be: it would end up in shell history and results
+        raise SpecError("openai: do not put the API key in the spec (it would end up in shell history and "
+                        "results); export it and name the variable with api_key_env=NAME (default OPENAI_API_KEY)")
+    return spec
+
+
+def _openai_runtime(settings: Settings) -> OpenAIEngine:
+    """The runtime of ``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K]
+    [,backoff=S][,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME]``.
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's own API; several replicas of the
     same model are ``|``-joined. The key is read from ``$OPENAI_API_KEY`` or the variable
@@ -409,32 +428,26 @@ def from_spec(spec: Spec) -> LLMJudge:
     and OpenAI's own API (no ``base_url`` at all) needs one: without it the spec is refused at
     once instead of failing every request with HTTP 401.
     """
-    if len(spec.positional) != 1:
-        raise SpecError(f"judge {spec.text or 'openai'!r}: name exactly one model, "
-                        f"e.g. openai:meta-llama/Llama-3.1-70B-Instruct,base_url=http://HOST:8000/v1")
-    judge_kwargs, rest = split_llm_options(spec, "openai")
-    if "api_key" in rest:  # do not echo the value: it is a secret typed where it should not be
-        raise SpecError("openai: do not put the API key in the spec (it would end up in shell history and "
-                        "results); export it and name the variable with api_key_env=NAME (default OPENAI_API_KEY)")
-    options: dict[str, Any] = {}
-    for key, value in rest.items():
-        if key not in ENGINE_OPTIONS:
-            known = ", ".join(sorted([*ENGINE_OPTIONS, *LLM_OPTIONS]))
-            raise SpecError(f"openai: unknown parameter {key!r} (known: {known})")
-        options[key] = convert_value(value, ENGINE_OPTIONS[key], where=f"openai: {key}")
-    if judge_kwargs.get("mode") == "loglik":
+    if settings["mode"] == "loglik":
         raise SpecError("openai: mode=loglik needs the log-likelihood of a given answer, which chat "
                         "completions do not return; use mode=generate or mode=logprob")
-    key_env = options.pop("api_key_env", None)
+    key_env = settings["api_key_env"]
     api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
     if key_env and not api_key:
         raise SpecError(f"openai: api_key_env={key_env} names an environment variable that is not set")
-    retry = RetryPolicy(**{k: options.pop(k) for k in ("max_attempts", "backoff", "max_backoff") if k in options})
-    base_url = options.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL")
+    retry = RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff")))
+    base_url = settings["base_url"] or os.environ.get("OPENAI_BASE_URL")
     if not base_url and not api_key:
         raise SpecError(f"openai: no base_url and no API key: for a local server (vLLM, llama.cpp...) add "
                         f"base_url=http://HOST:PORT/v1 (or set $OPENAI_BASE_URL); for OpenAI's API export "
                         f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)")
-    engine = OpenAIEngine(spec.positional[0], base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
-                          retry=retry, **options)
-    return LLMJudge(engine, **judge_kwargs)
+    return OpenAIEngine(settings.argument, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key, retry=retry,
+                        **settings.subset(("concurrency", "timeout", "max_response_bytes")))
+
+
+#: ``openai:MODEL[,option=value...]``: any OpenAI-compatible chat-completions server. Building it
+#: sends nothing (the continuation probe waits for the first logprob request), so the dry run builds it.
+BACKEND = llm_backend("openai", "any OpenAI-compatible HTTP server (vLLM, llama.cpp, SGLang, OpenAI)",
+                      _openai_runtime, options=OPENAI_OPTIONS,
+                      argument=Argument("model", "openai:meta-llama/Llama-3.1-70B-Instruct,base_url=http://HOST:8000/v1"),
+                      read=_read_spec)

@@ -162,7 +162,7 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
 
     Parameters:
         tasks, strategies, seed: as the run gets them.
-        judge: only its identity is used (build it with :func:`~rankkit.plan.judge.plan_judge` to
+        judge: only its identity is used (build it with ``make_judge(spec, stand_in=True)`` to
             avoid loading a model); it is never asked anything.
         cache: the persistent cache, read and never written (None: no cache).
 

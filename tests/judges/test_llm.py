@@ -11,7 +11,8 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.base import JudgeError, ParseStatus, Winner
-from rankkit.judges.llm import LLMJudge, split_llm_options
+from rankkit.judges.backends import read_settings
+from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
 from rankkit.judges.llm_engine import Generation, LLMEngine
 from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
 from rankkit.matches import Cost, MatchSource
@@ -361,10 +362,27 @@ def test_bad_options_are_spec_errors():
         LLMJudge(ScriptedEngine(), mode="vibes")
     with pytest.raises(SpecError, match="temperature"):
         LLMJudge(ScriptedEngine(), temperature=-1)
-    kwargs, rest = split_llm_options(parse_spec("x:mode=logprob,temperature=0,batch_size=4"), "x", {"mode": "generate"})
-    assert kwargs == {"mode": "logprob", "temperature": 0.0} and rest == {"batch_size": "4"}
-    with pytest.raises(SpecError, match="temperature"):
-        split_llm_options(parse_spec("x:temperature=hot"), "x")
+    toy = llm_backend("x", "a toy", lambda settings: ScriptedEngine())
+    settings = read_settings(toy, "x:mode=logprob,temperature=0")
+    assert settings["mode"] == "logprob" and settings["temperature"] == pytest.approx(0.0, abs=0)
+    assert settings.given == {"mode", "temperature"} and settings["retries"] == 1
+    with pytest.raises(SpecError, match="unknown option 'batch_size' for x"):
+        read_settings(toy, "x:batch_size=4")
+    with pytest.raises(SpecError, match="x: temperature: expected a number"):
+        read_settings(toy, "x:temperature=hot")
+    with pytest.raises(SpecError, match="x: temperature must be >= 0, got -1.0"):
+        read_settings(toy, "x:temperature=-1")
+
+
+def test_llm_options_default_to_the_judges_own_defaults():
+    """LLM_OPTIONS declares LLMJudge's keyword arguments with the constructor's defaults: a spec
+    that sets nothing builds the judge a bare ``LLMJudge(runtime)`` is."""
+    import inspect
+
+    parameters = inspect.signature(LLMJudge).parameters
+    assert [o.name for o in LLM_OPTIONS] == [name for name in parameters if name != "engine"]
+    for option in LLM_OPTIONS:
+        assert option.default == parameters[option.name].default, option.name
 
 
 def test_the_constructor_only_stores_the_template_and_the_spec_reads_it(tmp_path, monkeypatch):
@@ -376,7 +394,7 @@ def test_the_constructor_only_stores_the_template_and_the_spec_reads_it(tmp_path
     with pytest.raises(SpecError, match="neither a file nor a built-in template"):
         judge.fingerprint
     with pytest.raises(SpecError, match="neither a file nor a built-in template"):
-        split_llm_options(parse_spec(f"x:template={path}"), "x")
+        read_settings(llm_backend("x", "a toy", lambda settings: ScriptedEngine()), f"x:template={path}")
     from rankkit.judges import make_judge
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -487,7 +487,7 @@ def test_spec_options_and_errors(monkeypatch):
     assert judge.mode == "logprob" and judge.description == "openai:my-model (mode=logprob)"
     with pytest.raises(SpecError, match="exactly one model"):
         make_judge("openai:base_url=http://127.0.0.1:9/v1")
-    with pytest.raises(SpecError, match="unknown parameter 'concurency'"):
+    with pytest.raises(SpecError, match=r"unknown option 'concurency' for openai; known: .*concurrency=4 \(int\)"):
         make_judge("openai:m,concurency=2")
     with pytest.raises(SpecError, match="mode=loglik"):
         make_judge("openai:m,mode=loglik")

@@ -8,7 +8,9 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.base import ParseStatus, Winner
-from rankkit.judges.llm import LLMJudge, split_llm_options
+from rankkit.judges import make_judge
+from rankkit.judges.backends import backend, read_settings
+from rankkit.judges.llm import LLMJudge
 from rankkit.judges.prepair import EMPTY_ANALYSIS, prepair_templates
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
@@ -127,8 +129,8 @@ def test_fingerprint_names_prepair_and_its_templates():
 
 
 def test_spec_options_and_invalid_combinations():
-    kwargs, rest = split_llm_options(parse_spec("hf:m,prepair=true,analysis_max_new_tokens=48,batch_size=2"), "hf")
-    assert kwargs == {"prepair": True, "analysis_max_new_tokens": 48} and rest == {"batch_size": "2"}
+    settings = read_settings(backend("hf"), "hf:m,prepair=true,analysis_max_new_tokens=48,batch_size=2")
+    assert (settings["prepair"], settings["analysis_max_new_tokens"], settings["batch_size"]) == (True, 48, 2)
     with pytest.raises(SpecError, match="needs a judge prompt"):
         LLMJudge(ScriptedEngine(), mode="loglik", prepair=True)
     with pytest.raises(SpecError, match="analysis_max_new_tokens"):
@@ -161,11 +163,9 @@ def tiny_model_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("mode", ["generate", "logprob"])
 def test_prepair_on_a_tiny_real_model_generates_one_analysis_per_answer(mode, tiny_model_dir):
-    from rankkit.judges import hf
-
     directory = tiny_model_dir
-    judge = hf.from_spec(parse_spec(f"hf:{directory},dtype=float32,mode={mode},prepair=true,"
-                                    "max_new_tokens=4,analysis_max_new_tokens=3,retries=0"))
+    judge = make_judge(f"hf:{directory},dtype=float32,mode={mode},prepair=true,"
+                       "max_new_tokens=4,analysis_max_new_tokens=3,retries=0")
     counted = []
     generate = judge.engine.generate
 

