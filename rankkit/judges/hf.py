@@ -1,7 +1,7 @@
 """Judges on Hugging Face transformers: ``hf:MODEL`` and the embedded ``smollm2``.
 
 ``--judge hf:MODEL[,option=value...]`` runs a causal LM from the hub (an id such as
-``meta-llama/Llama-3.2-1B-Instruct``) or a local directory, through :class:`HFEngine` and the
+``meta-llama/Llama-3.2-1B-Instruct``) or a local directory, through :class:`HFRuntime` and the
 backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
 
 ======================  ==========================================================================
@@ -52,19 +52,19 @@ the machine's kernels (CPU type, torch version, thread count), like any float co
 cost is batching: one row per pass streams all the weights each pass, so on 2 CPU cores SmolLM2
 judges ~1.5-2x fewer comparisons per second than batched (``benchmarks/results/hf_exact.md``).
 The fingerprint names exact mode and its block size (``"exact": true, "block": 512``), so its
-judgments are cached apart from batched ones; the batched engine's identity is unchanged.
+judgments are cached apart from batched ones; the batched runtime's identity is unchanged.
 
 torch and transformers are imported inside functions only: ``import rankkit``, ``rankkit --help``
 and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
 cache keyed by what was loaded), however many judges use it.
 
-**Batching** (``exact=false``). An engine call takes any number of conversations — a dispatcher may
+**Batching** (``exact=false``). A runtime call takes any number of conversations — a dispatcher may
 pass hundreds, from many tasks (``capacity`` = ``batch_size`` requests fill one batch;
 ``fills_batches`` says waiting for that pays) — and plans its own batches. Each prompt first gets a
 prefix (:func:`.hf_batching.prefix_lengths`): the deepest one it shares with other prompts of the
 call (chat header and template instruction; then its task's question) that is at least
 ``shared_prefix`` tokens long and saves as many, or a longer one already cached. That prefix's keys
-and values are computed once (:meth:`.hf_engine.HFEngine._prefix_kv`) and only the rest of the
+and values are computed once (:meth:`.hf_runtime.HFRuntime._prefix_kv`) and only the rest of the
 prompt, its suffix, runs in a batch. Batches (:func:`.hf_batching.plan_batches`) take rows by
 suffix length, so little padding is computed, with at most ``batch_size`` rows,
 ``max_batch_tokens`` padded tokens and ``max_padding`` waste each; rows of different tasks share a
@@ -82,7 +82,7 @@ temperature 0, else sampled from a generator seeded per row).
 **Modules.** This one reads the specs and builds the judges; the model loading and identity
 helpers are in :mod:`rankkit.judges.hf_loading`, the batch planning and prefix caches in
 :mod:`rankkit.judges.hf_batching`, exact mode's block prefixes in :mod:`rankkit.judges.hf_exact`,
-the engine in :mod:`rankkit.judges.hf_engine`. Import their names from those modules.
+the runtime in :mod:`rankkit.judges.hf_runtime`. Import their names from those modules.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ from typing import Any
 
 from rankkit.judges.backends import Argument, Option, Settings, at_least, with_defaults
 from rankkit.judges.hf_batching import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING, DEFAULT_SHARED_PREFIX
-from rankkit.judges.hf_engine import HFEngine
+from rankkit.judges.hf_runtime import HFRuntime
 from rankkit.judges.hf_exact import DEFAULT_BLOCK, exact_identity
 from rankkit.judges.hf_loading import (
     DTYPES,
@@ -141,13 +141,13 @@ def exact_default(exact: bool | None, device: str, smollm2: bool) -> bool:
     return smollm2 or device == "cpu"
 
 
-def engine_identity(identity: dict[str, Any], settings: Settings, smollm2: bool) -> dict[str, Any]:
+def runtime_identity(identity: dict[str, Any], settings: Settings, smollm2: bool) -> dict[str, Any]:
     """The identity the runtime built from these settings reports (the dry run's, without loading)."""
     return exact_identity(identity, exact_default(settings["exact"], settings["device"], smollm2), settings["block"])
 
 
-def _engine_kwargs(settings: Settings, smollm2: bool) -> dict[str, Any]:
-    """The :class:`HFEngine` keyword arguments of parsed spec settings."""
+def _runtime_kwargs(settings: Settings, smollm2: bool) -> dict[str, Any]:
+    """The :class:`HFRuntime` keyword arguments of parsed spec settings."""
     kwargs = settings.subset(("batch_size", "shared_prefix", "max_batch_tokens", "max_padding", "threads", "block"))
     return {**kwargs, "exact": exact_default(settings["exact"], settings["device"], smollm2)}
 
@@ -174,29 +174,29 @@ def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str |
     return identity
 
 
-def _hf_runtime(settings: Settings) -> HFEngine:
+def _hf_runtime(settings: Settings) -> HFRuntime:
     _require_torch("hf")
     model_ref, gguf, dtype = settings.argument, settings["gguf"], settings["dtype"]
     model, tokenizer = load_pretrained(model_ref, gguf, dtype, settings["device"])
     identity = model_identity(model_ref, gguf, dtype, getattr(model.config, "_commit_hash", None))
-    return HFEngine(model, tokenizer, identity, **_engine_kwargs(settings, smollm2=False))
+    return HFRuntime(model, tokenizer, identity, **_runtime_kwargs(settings, smollm2=False))
 
 
 def _hf_identity(settings: Settings) -> dict[str, Any]:
     model_ref = settings.argument
     identity = model_identity(model_ref, settings["gguf"], settings["dtype"], hub_revision(model_ref))
-    return engine_identity(identity, settings, smollm2=False)
+    return runtime_identity(identity, settings, smollm2=False)
 
 
-def _smollm2_runtime(settings: Settings) -> HFEngine:
+def _smollm2_runtime(settings: Settings) -> HFRuntime:
     _require_torch("smollm2")
     dtype = settings["dtype"]
     model, tokenizer, _ = load_smollm2(dtype, settings["device"])
-    return HFEngine(model, tokenizer, smollm2_identity(dtype), **_engine_kwargs(settings, smollm2=True))
+    return HFRuntime(model, tokenizer, smollm2_identity(dtype), **_runtime_kwargs(settings, smollm2=True))
 
 
 def _smollm2_identity(settings: Settings) -> dict[str, Any]:
-    return engine_identity(smollm2_identity(settings["dtype"]), settings, smollm2=True)
+    return runtime_identity(smollm2_identity(settings["dtype"]), settings, smollm2=True)
 
 
 #: ``hf:MODEL[,option=value...]``: a causal LM from the hub or a local directory.

@@ -1,15 +1,15 @@
 """An LLM as the judge, independent of where the model runs: :class:`LLMJudge`.
 
-:class:`LLMJudge` turns tasks into chat prompts (:mod:`rankkit.prompts`), drives an *engine*
-(:class:`~rankkit.judges.llm_engine.LLMEngine`: transformers in :mod:`rankkit.judges.hf`, an
-HTTP server in :mod:`rankkit.judges.openai_compat`) and turns the engine's output into judgments
+:class:`LLMJudge` turns tasks into chat prompts (:mod:`rankkit.prompts`), drives an *runtime*
+(:class:`~rankkit.judges.llm_runtime.LLMRuntime`: transformers in :mod:`rankkit.judges.hf`, an
+HTTP server in :mod:`rankkit.judges.openai_compat`) and turns the runtime's output into judgments
 through one of three *modes* (:mod:`rankkit.judges.modes`):
 
 * ``generate`` — the judge writes its reasoning and a verdict, which is parsed (the paper's way);
 * ``logprob`` — one forward pass: the probabilities of the score digits or of the two choices;
 * ``loglik`` — no judge prompt: each answer's likelihood as the model's own reply.
 
-**Engines** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.grade_many`
+**Runtimes** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.grade_many`
 / :meth:`LLMJudge.compare_many` pass each judgment on the moment it exists, so the match layer
 caches every judgment even when a batch fails half-way.
 
@@ -29,13 +29,13 @@ caches every judgment even when a batch fails half-way.
 
 **Concurrent callers.** :meth:`LLMJudge.grade_many` / :meth:`LLMJudge.compare_many` may be
 called from several threads at once (as a dispatcher does, sizing its work from
-:attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the engine's). The judge's own
+:attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the runtime's). The judge's own
 state tolerates it: a PREPAIR analysis or a calibration's raw choice that two calls need is
 computed by one and waited for by the other (the run's :class:`~rankkit.memo.JudgmentMemo`
-keeps one request per key in flight); whether the engine itself may be called concurrently is
-the engine's to say (the HTTP engine may).
+keeps one request per key in flight); whether the runtime itself may be called concurrently is
+the runtime's to say (the HTTP runtime may).
 
-The engine contract lives in :mod:`rankkit.judges.llm_engine` and the modes' scoring rules in
+The runtime contract lives in :mod:`rankkit.judges.llm_runtime` and the modes' scoring rules in
 :mod:`rankkit.judges.modes`.
 """
 
@@ -59,7 +59,7 @@ from rankkit.judges.base import (
 )
 from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
-from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, PlanEngine, PromptTooLong, user_turn
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, StandInRuntime, PromptTooLong, user_turn
 from rankkit.memo import JudgmentMemo, Origin, VERDICT_KIND, memo_of
 from rankkit.judges.modes import (
     JUDGING_MODES,
@@ -90,9 +90,9 @@ __all__ = ["LLMJudge", "CalibratedJudge", "LLM_OPTIONS", "llm_backend"]
 
 
 class LLMJudge(Judge):
-    """A judge backed by an :class:`LLMEngine`; see :mod:`rankkit.judges.modes` for the modes.
+    """A judge backed by an :class:`LLMRuntime`; see :mod:`rankkit.judges.modes` for the modes.
 
-    engine: the model runtime (owned: :meth:`close` closes it).
+    runtime: the model runtime (owned: :meth:`close` closes it).
     mode: ``generate``, ``logprob`` or ``loglik``.
     template: ``auto``, a family (``paper``/``generic``/``mt``), a built-in template name or a
         file, ``+``-joined (see :class:`rankkit.prompts.TemplateChoice`).
@@ -108,10 +108,10 @@ class LLMJudge(Judge):
         ``Final verdict: Answer 1:`` after the explanation and reads the score digits' probabilities:
         nothing in the free text can pose as the verdict), ``text`` (parsed from the free text: the
         weaker fallback for servers that cannot continue a prefix), or ``auto`` (the default:
-        continuation where the engine supports it, else text with one warning line on stderr).
+        continuation where the runtime supports it, else text with one warning line on stderr).
     """
 
-    def __init__(self, engine: LLMEngine, *, mode: str = "generate", template: str = "auto",
+    def __init__(self, runtime: LLMRuntime, *, mode: str = "generate", template: str = "auto",
                  max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1,
                  prepair: bool = False, analysis_max_new_tokens: int | None = None, calibrate: bool = False,
                  verdict: str = "auto"):
@@ -121,14 +121,14 @@ class LLMJudge(Judge):
                  "verdict": verdict, "analysis_max_new_tokens": analysis_max_new_tokens}
         for option in LLM_OPTIONS:
             if option.name in given and given[option.name] is not None:
-                check_value(option, given[option.name], engine.backend)
+                check_value(option, given[option.name], runtime.backend)
         if calibrate and mode != "logprob":
-            raise SpecError(f"{engine.backend}: calibrate=true corrects choice probabilities and needs "
+            raise SpecError(f"{runtime.backend}: calibrate=true corrects choice probabilities and needs "
                             f"mode=logprob (mode is {mode})")
         if prepair and mode == "loglik":
-            raise SpecError(f"{engine.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
-        self.engine = engine
-        self.backend = engine.backend  # instance attribute: the fingerprint names the real backend
+            raise SpecError(f"{runtime.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
+        self.runtime = runtime
+        self.backend = runtime.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
         self.template = template
         self.max_new_tokens = max_new_tokens
@@ -142,7 +142,7 @@ class LLMJudge(Judge):
         self._verdict_path: str | None = None
         self._verdict_lock = threading.Lock()
         #: PREPAIR's analyses (:class:`~rankkit.judges.prepair.AnalysisStore`; None without
-        #: prepair). It names the engine's model only once the first analysis is asked for.
+        #: prepair). It names the runtime's model only once the first analysis is asked for.
         self.analyses: Any = None
         if prepair:
             from rankkit.judges.prepair import AnalysisStore
@@ -164,7 +164,7 @@ class LLMJudge(Judge):
     def verdict_path(self) -> str:
         """The path generate mode reads verdicts by: ``continuation`` or ``text`` (see ``verdict``).
 
-        Decided on first use, not in the constructor: an HTTP engine answers whether it continues
+        Decided on first use, not in the constructor: an HTTP runtime answers whether it continues
         a prefix with one probe request, which a dry run must never send.
         """
         with self._verdict_lock:
@@ -175,8 +175,7 @@ class LLMJudge(Judge):
     def _choose_verdict_path(self) -> str:
         if self.verdict == "text":
             return "text"
-        supports = getattr(self.engine, "supports_continuation", None)
-        if supports is None or supports():
+        if self.runtime.continues_prefix:
             return "continuation"
         if self.verdict == "continuation":
             raise JudgeError(f"{self.backend}: verdict=continuation, but the server does not continue a final "
@@ -194,7 +193,7 @@ class LLMJudge(Judge):
 
     # -- identity -----------------------------------------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {"model": self.engine.identity(), "mode": self.mode,
+        fields: dict[str, Any] = {"model": self.runtime.identity(), "mode": self.mode,
                                   **self.judging_mode.fingerprint_fields(self)}
         if self.prepair:
             from rankkit.judges.prepair import ANALYSIS_VERSION, templates_fingerprint
@@ -223,24 +222,24 @@ class LLMJudge(Judge):
     def describe(self, *, calibrated: bool) -> str:
         """``backend:model (mode=..., prepair, calibrate)``, naming calibration when ``calibrated``
         (a :class:`CalibratedJudge` around this judge asks so)."""
-        identity = self.engine.identity()
+        identity = self.runtime.identity()
         name = identity.get("name") or identity.get("model") or "?"
         extra = "".join(f", {flag}" for flag, on in (("prepair", self.prepair), ("calibrate", calibrated)) if on)
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
     @property
     def capacity(self) -> int:
-        """How many requests the engine can usefully have in flight (1 when it does not say):
-        a dispatcher sizes the work it hands over from it."""
-        return getattr(self.engine, "capacity", 1)
+        """How many requests the runtime can usefully have in flight: a dispatcher sizes the work
+        it hands over from it."""
+        return self.runtime.capacity
 
     @property
     def fills_batches(self) -> bool:
-        """Whether the engine gains from full batches (a local model) or streams requests (HTTP)."""
-        return getattr(self.engine, "fills_batches", False)
+        """Whether the runtime gains from full batches (a local model) or streams requests (HTTP)."""
+        return self.runtime.fills_batches
 
     def close(self) -> None:
-        self.engine.close()
+        self.runtime.close()
 
     # -- prompts (extension points) -----------------------------------------------------------
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
@@ -280,10 +279,10 @@ class LLMJudge(Judge):
     def _analysis_fingerprint(self) -> str:
         from rankkit.judges.prepair import analysis_fingerprint
 
-        return analysis_fingerprint(self.engine.identity(), self.analysis_max_new_tokens, self.temperature, self.seed)
+        return analysis_fingerprint(self.runtime.identity(), self.analysis_max_new_tokens, self.temperature, self.seed)
 
     def _generate_analyses(self, conversations: Sequence[Conversation]) -> Iterator[tuple[int, Generation]]:
-        return self.engine.generate(conversations, max_new_tokens=self.analysis_max_new_tokens,
+        return self.runtime.generate(conversations, max_new_tokens=self.analysis_max_new_tokens,
                                     temperature=self.temperature, seed=self.seed)
 
     def prepair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
@@ -402,8 +401,8 @@ class CalibratedJudge(Judge):
         orders and combined; the run's memo is the judge's (:func:`rankkit.memo.memo_of`, set by
         :meth:`bind_memo`).
 
-    ``CalibratedJudge(LLMJudge(engine, mode="logprob"))`` judges exactly as
-    ``LLMJudge(engine, mode="logprob", calibrate=True)``, which is that wrapper around itself (the
+    ``CalibratedJudge(LLMJudge(runtime, mode="logprob"))`` judges exactly as
+    ``LLMJudge(runtime, mode="logprob", calibrate=True)``, which is that wrapper around itself (the
     spec option ``calibrate=true`` builds the latter); the method is in
     :mod:`rankkit.judges.calibration`. Grades pass through to the wrapped judge. A raw judgment's
     usage (e.g. PREPAIR analyses it paid for) is charged to the first calibrated judgment that
@@ -517,7 +516,7 @@ LLM_OPTIONS: tuple[Option, ...] = (
 )
 
 
-def llm_backend(name: str, summary: str, runtime: Callable[[Settings], LLMEngine], *,
+def llm_backend(name: str, summary: str, runtime: Callable[[Settings], LLMRuntime], *,
                 options: Sequence[Option] = (), argument: Argument | None = None,
                 identity: Callable[[Settings], dict[str, Any]] | None = None, runtime_name: str | None = None,
                 defaults: Callable[[str | None], Mapping[str, Any]] | None = None,
@@ -550,7 +549,7 @@ def llm_backend(name: str, summary: str, runtime: Callable[[Settings], LLMEngine
         return LLMJudge(runtime(settings), **settings.subset(judge_names))
 
     def stand_in(settings: Settings) -> LLMJudge:
-        return LLMJudge(PlanEngine(runtime_name or name, identity(settings)), **settings.subset(judge_names))
+        return LLMJudge(StandInRuntime(runtime_name or name, identity(settings)), **settings.subset(judge_names))
 
     return Backend(name, summary, (*llm_options, *options), build, argument=argument,
                    stand_in=stand_in if identity is not None else None, defaults=defaults, read=read)

@@ -2,7 +2,7 @@
 
 ``--judge vllm:MODEL[,option=value...]`` is the same judge as ``hf:MODEL`` and ``openai:MODEL`` —
 the same prompts, modes, choice tokens and verdict arithmetic
-(:class:`~rankkit.judges.llm.LLMJudge`) — on a third engine. MODEL is a local model directory, a
+(:class:`~rankkit.judges.llm.LLMJudge`) — on a third runtime. MODEL is a local model directory, a
 hub id (for users who have the hub) or ``smollm2``: the embedded SmolLM2-135M-Instruct, loaded from
 the bf16 safetensors copy the HF judge writes under ``~/.cache/rankkit``
 (:func:`~rankkit.judges.hf_loading.smollm2_copy_dir`, made from the GGUF on first use). Options:
@@ -24,15 +24,15 @@ the bf16 safetensors copy the HF judge writes under ``~/.cache/rankkit``
 ``mode``, ``template``, ``max_new_tokens``, ``temperature``, ``seed``, ``retries``, ...: the judge's
 ==========================  ========================================================================
 
-**Engine.** :class:`VLLMEngine` renders each conversation with the model's chat template and
-appends the forced reply prefix exactly as the hf engine does (:mod:`rankkit.judges.chat_tokens`),
+**Runtime.** :class:`VLLMRuntime` renders each conversation with the model's chat template and
+appends the forced reply prefix exactly as the hf runtime does (:mod:`rankkit.judges.chat_tokens`),
 then hands vLLM token ids, so ``hf:`` and ``vllm:`` read the same token sequences. ``logprob`` mode
 asks for one token with ``logprob_token_ids`` = the choice tokens: their log-probabilities come
 from one forward pass, whatever their rank (the HTTP judge sees only the top 20). The forced
 prefix may differ per row (the hardened generate mode continues each judge's own explanation).
 ``generate`` mode samples with vLLM (greedy at temperature 0, else seeded per request), and
 ``loglik`` reads prompt log-probabilities. vLLM schedules whole calls itself (continuous batching,
-prefix caching), so the engine is a batching backend (``fills_batches``): the runner hands it up to
+prefix caching), so the runtime is a batching backend (``fills_batches``): the runner hands it up to
 ``max_num_seqs`` requests from many tasks at once, from one thread.
 
 **Fingerprint.** The judge's fingerprint names backend ``vllm``, the model (weights signature or hub
@@ -68,7 +68,7 @@ from rankkit.judges.backends import Argument, Option, Settings, above, at_least
 from rankkit.judges.base import JudgeError
 from rankkit.judges.hf_loading import DTYPES, LOAD_LOCK, LOADED, SMOLLM2_JUDGE_DEFAULTS, import_torch
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_engine import Conversation, Generation, PromptTooLong, per_row
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, PromptTooLong, per_row
 from rankkit.specs import SpecError
 
 #: What to run when vLLM is missing (see the README's "GPU box" for a GPU's vLLM build).
@@ -220,11 +220,11 @@ atexit.register(shutdown_all)
 
 
 # ---------------------------------------------------------------------------------------------
-# The engine
+# The runtime
 
 
-class VLLMEngine:
-    """An :class:`~rankkit.judges.llm_engine.LLMEngine` on a loaded ``vllm.LLM``.
+class VLLMRuntime(LLMRuntime):
+    """An :class:`~rankkit.judges.llm_runtime.LLMRuntime` on a loaded ``vllm.LLM``.
 
     llm: the loaded engine (shared: :meth:`close` leaves it running for other judges).
     identity: what names the weights in the fingerprint.
@@ -291,7 +291,7 @@ class VLLMEngine:
         if error is not None:
             raise error
 
-    # -- the LLMEngine protocol ------------------------------------------------------------------
+    # -- the LLMRuntime protocol ------------------------------------------------------------------
     def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
                             choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the next token after ``assistant_prefix``
@@ -341,7 +341,7 @@ class VLLMEngine:
 # The backend
 
 
-def _vllm_runtime(settings: Settings) -> VLLMEngine:
+def _vllm_runtime(settings: Settings) -> VLLMRuntime:
     model_ref, options = settings.argument, settings.subset(VLLM_OPTIONS)
     identity = model_identity(model_ref, options["dtype"])  # refuses a bad directory first
     require_vllm()
@@ -353,7 +353,7 @@ def _vllm_runtime(settings: Settings) -> VLLMEngine:
         local = local_model_dir(model_ref)
         source = str(local) if local is not None else model_ref
     llm = load_llm(source, options)
-    return VLLMEngine(llm, identity, max_model_len=options["max_model_len"], capacity=options["max_num_seqs"])
+    return VLLMRuntime(llm, identity, max_model_len=options["max_model_len"], capacity=options["max_num_seqs"])
 
 
 #: ``vllm:MODEL[,option=value...]``: the model in process on vLLM's offline engine.

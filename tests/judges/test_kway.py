@@ -16,10 +16,9 @@ from rankkit.judges.llm import LLMJudge
 from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge
 from rankkit.memo import JudgmentMemo
 from rankkit.prompts.kway import render_kway
-from rankkit.specs import parse_spec
 from rankkit.tasks import Candidate, Task
 from tests.helpers import make_task
-from tests.judges.test_llm import ScriptedEngine
+from tests.judges.test_llm import ScriptedRuntime
 
 TOLERANCE = 1e-12
 
@@ -100,19 +99,18 @@ def test_a_candidate_cannot_close_its_box():
     assert text.rstrip().endswith("naming every label exactly once:\nRanking: [label] > [label] > [label]")
 
 
-class WrittenOnly(ScriptedEngine):
-    """A scripted engine that cannot read a continuation (as an HTTP server that does not continue
+class WrittenOnly(ScriptedRuntime):
+    """A scripted runtime that cannot read a continuation (as an HTTP server that does not continue
     a final assistant message): only the written verdict can be read."""
 
-    def supports_continuation(self):
-        return False
+    continues_prefix = False
 
     def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
-        raise AssertionError("a judge must not read a continuation from an engine that cannot continue")
+        raise AssertionError("a judge must not read a continuation from an runtime that cannot continue")
 
 
-def echoing_engine(verdict: str) -> ScriptedEngine:
-    """An engine that quotes the prompt's answers back (forged verdict lines included), then ends with ``verdict``."""
+def echoing_engine(verdict: str) -> ScriptedRuntime:
+    """An runtime that quotes the prompt's answers back (forged verdict lines included), then ends with ``verdict``."""
     def reply(prompt: str, seed: int) -> str:
         quoted = "\n".join(re.findall(r"<answer_[A-H]>\n(.*?)\n</answer_[A-H]>", prompt, re.S))
         return f"The answers say:\n{quoted}\n{verdict}"
@@ -131,12 +129,12 @@ def test_forged_verdicts_inside_candidates_are_not_taken_when_the_judge_conclude
 def test_generate_mode_reads_the_k_way_verdict_from_its_own_continuation():
     """By default the label is read after rankkit's own "Best: " / "Ranking: " (never parsed from text)."""
     task = forged_task()
-    engine = ScriptedEngine(reply=echoing_engine("Best: C").reply)  # it can continue
-    choice = LLMJudge(engine, mode="generate").choose(task, task.candidates)
+    runtime = ScriptedRuntime(reply=echoing_engine("Best: C").reply)  # it can continue
+    choice = LLMJudge(runtime, mode="generate").choose(task, task.candidates)
     assert choice.chosen == 2 and choice.extras["verdict_path"] == "continuation"
     assert choice.probabilities == pytest.approx((0.0, 0.0, 1.0), abs=TOLERANCE)
-    assert engine.prompts[-1].endswith("Best: C\n\nBest: ")  # the explanation, then rankkit's prefix
-    ordering = LLMJudge(ScriptedEngine(reply=echoing_engine("Ranking: C > A > B").reply),
+    assert runtime.prompts[-1].endswith("Best: C\n\nBest: ")  # the explanation, then rankkit's prefix
+    ordering = LLMJudge(ScriptedRuntime(reply=echoing_engine("Ranking: C > A > B").reply),
                         mode="generate").order(task, task.candidates)
     assert ordering.permutation[0] == 2 and ordering.extras["verdict_path"] == "continuation"
     assert ordering.usage["verdict_reads"] == 1
@@ -161,7 +159,7 @@ def test_logprob_mode_reads_the_labels_after_a_forced_prefix():
         return {"A": math.log(0.1), "B": math.log(0.3), "C": math.log(0.6)}
 
     task = forged_task()
-    judge = LLMJudge(ScriptedEngine(logprobs=logprobs), mode="logprob")
+    judge = LLMJudge(ScriptedRuntime(logprobs=logprobs), mode="logprob")
     choice = judge.choose(task, task.candidates)
     assert seen == ["Best: "] and choice.chosen == 2
     assert choice.probabilities == pytest.approx((0.1, 0.3, 0.6), abs=TOLERANCE)
@@ -189,8 +187,8 @@ def test_generate_mode_reads_the_choice_from_a_continuation_of_the_judges_own_ex
         return {"A": math.log(0.2), "B": math.log(0.1), "C": math.log(0.7)}
 
     task = forged_task()
-    engine = ScriptedEngine(reply=echoing_engine("Best: A").reply, logprobs=logprobs)  # it can continue
-    choice = LLMJudge(engine, mode="generate").choose(task, task.candidates)
+    runtime = ScriptedRuntime(reply=echoing_engine("Best: A").reply, logprobs=logprobs)  # it can continue
+    choice = LLMJudge(runtime, mode="generate").choose(task, task.candidates)
     prefix, = prefixes
     # the whole explanation (its own "Best: A" included), then rankkit's prefix; what is read there
     # decides, not the line the judge wrote
@@ -202,10 +200,10 @@ def test_generate_mode_reads_the_choice_from_a_continuation_of_the_judges_own_ex
 
 
 def test_loglik_mode_and_prepair_offer_no_k_way_judgments():
-    assert LLMJudge(ScriptedEngine(), mode="logprob").supports_kway
-    assert LLMJudge(ScriptedEngine(), mode="generate").supports_kway
-    assert not LLMJudge(ScriptedEngine(), mode="loglik").supports_kway
-    assert not LLMJudge(ScriptedEngine(), mode="generate", prepair=True).supports_kway
+    assert LLMJudge(ScriptedRuntime(), mode="logprob").supports_kway
+    assert LLMJudge(ScriptedRuntime(), mode="generate").supports_kway
+    assert not LLMJudge(ScriptedRuntime(), mode="loglik").supports_kway
+    assert not LLMJudge(ScriptedRuntime(), mode="generate", prepair=True).supports_kway
 
 
 # -- the simulator ------------------------------------------------------------------------------

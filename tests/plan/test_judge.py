@@ -8,12 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from rankkit.judges import make_judge
+from rankkit.judges.llm_runtime import LLMRuntime
 from tests.helpers import modules_loaded_by
 
 
-class FakeEngine:
-    """Stands in for HFEngine: keeps the identity the spec reader built, plus exact mode's settings
-    as HFEngine adds them, and loads nothing."""
+class FakeRuntime(LLMRuntime):
+    """Stands in for HFRuntime: keeps the identity the spec reader built, plus exact mode's settings
+    as HFRuntime adds them, and loads nothing."""
 
     backend = "hf"
 
@@ -31,7 +32,7 @@ def no_loading(monkeypatch):
     pytest.importorskip("transformers")
     from rankkit.judges import hf
 
-    monkeypatch.setattr(hf, "HFEngine", FakeEngine)
+    monkeypatch.setattr(hf, "HFRuntime", FakeRuntime)
     monkeypatch.setattr(hf, "load_pretrained", lambda *a, **k: (
         SimpleNamespace(config=SimpleNamespace(_commit_hash="c0ffee")), None))
     monkeypatch.setattr(hf, "load_smollm2", lambda *a, **k: (None, None, None))

@@ -1,9 +1,9 @@
-"""The contract between an LLM judge and a model runtime: :class:`LLMEngine` and the values it passes.
+"""The contract between an LLM judge and a model runtime: :class:`LLMRuntime` and the values it passes.
 
-An engine runs a model — transformers in :mod:`rankkit.judges.hf`, an HTTP server in
+A runtime runs a model — transformers in :mod:`rankkit.judges.hf`, an HTTP server in
 :mod:`rankkit.judges.openai_compat` — and knows nothing about tasks, templates or verdicts; the
 judge (:class:`~rankkit.judges.llm.LLMJudge`) and its modes (:mod:`rankkit.judges.modes`) turn
-tasks into conversations and the engine's output into judgments.
+tasks into conversations and the runtime's output into judgments.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def user_turn(content: str) -> Conversation:
 @dataclass(frozen=True)
 class Generation:
     """One generated reply: its text and token counts (``prompt_tokens``/``completion_tokens``
-    when the engine knows them, else empty)."""
+    when the runtime knows them, else empty)."""
 
     text: str
     usage: dict[str, int] = field(default_factory=dict)
@@ -62,8 +62,9 @@ class PromptTooLong(JudgeError):
 
 
 @runtime_checkable
-class LLMEngine(Protocol):
-    """What :class:`~rankkit.judges.llm.LLMJudge` needs from a model runtime.
+class LLMRuntime(Protocol):
+    """What :class:`~rankkit.judges.llm.LLMJudge` needs from a model runtime: four methods and four
+    declared attributes, every one present on every runtime (the judge never probes).
 
     ``conversations`` are chat messages ``[{"role": "user", "content": ...}]``. Every method
     yields ``(index, result)`` in any order as results become ready, ``index`` being the
@@ -75,15 +76,24 @@ class LLMEngine(Protocol):
       for every conversation, or one per conversation: generate mode's verdict continues each
       judge's own explanation); returns the log-probability of each of ``choices`` as the next
       token (``-inf`` when impossible). Choices must differ in their first token.
-    * ``supports_continuation()`` (optional; True when absent): whether ``next_token_logprobs`` really continues a prefix (an
-      HTTP server may start a fresh reply instead); generate mode reads its verdict that way
-      only when it does.
     * ``answer_logliks``: the mean per-token log-likelihood of ``answers[i]`` as the assistant's
       reply to ``conversations[i]``. May raise ``NotImplementedError``.
     * ``identity``: what identifies the model for the cache fingerprint (never secrets).
+
+    A prompt that does not fit the runtime's context raises :class:`PromptTooLong`; the judge
+    names its task. A class that subclasses this protocol inherits the attributes' defaults
+    below and a ``close`` that releases nothing.
     """
 
+    #: The backend name the fingerprint records (``hf``, ``vllm``, ``openai``).
     backend: str
+    #: Whether ``next_token_logprobs`` really continues a forced prefix (an HTTP server may start a
+    #: fresh reply instead); generate mode reads its verdict by continuation only when it does.
+    continues_prefix: bool = True
+    #: How many requests it can usefully have in flight: a dispatcher sizes its work from it.
+    capacity: int = 1
+    #: Whether it gains from full batches (a local model) or streams requests (HTTP).
+    fills_batches: bool = False
 
     def identity(self) -> dict[str, Any]: ...
 
@@ -96,12 +106,18 @@ class LLMEngine(Protocol):
     def answer_logliks(self, conversations: Sequence[Conversation],
                        answers: Sequence[str]) -> Iterator[tuple[int, float]]: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what the runtime holds (a shared, cached model stays loaded)."""
+        return None
 
 
-class PlanEngine:
-    """An :class:`LLMEngine` with a model's identity and no model: the dry run's stand-in, enough for
-    the judge's fingerprint and prompts; any request raises :class:`~rankkit.judges.base.JudgeError`."""
+class StandInRuntime(LLMRuntime):
+    """A runtime with a model's identity and no model: the dry run's stand-in, enough for the judge's
+    fingerprint and prompts; any request raises :class:`~rankkit.judges.base.JudgeError`.
+
+    backend: the real runtime's backend name.
+    identity: the identity the real runtime would report (its descriptor computes it unloaded).
+    """
 
     def __init__(self, backend: str, identity: dict[str, Any]):
         self.backend = backend
@@ -114,6 +130,3 @@ class PlanEngine:
         raise JudgeError("a dry-run judge has no model loaded")
 
     generate = next_token_logprobs = answer_logliks = _refuse
-
-    def close(self) -> None:
-        return None
