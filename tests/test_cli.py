@@ -182,6 +182,38 @@ def test_plugin_strategy_from_an_entry_point(tmp_path):
     assert names == ["length:bonus=1.0", "knockout"]
 
 
+def test_plugin_judge_from_an_entry_point(tmp_path):
+    """A test-only package registers examples/callable_judge.py's backend through the entry-point
+    group; rankkit lists it, plans it and judges with it."""
+    package = tmp_path / "rankkit_judge_demo"
+    package.mkdir()
+    example = (REPO_ROOT / "examples" / "callable_judge.py").read_text(encoding="utf-8")
+    (package / "__init__.py").write_text(example + textwrap.dedent('''
+        FUNCTIONS["first"] = lambda prompt, choices: {c: 0.0 if c in ("1", "4") else -9.0 for c in choices}
+    '''))
+    dist = tmp_path / "rankkit_judge_demo-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rankkit-judge-demo\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[rankkit.judges]\ncallable = rankkit_judge_demo:BACKEND\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)])}
+
+    def rankkit_cli(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "rankkit.cli", *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    listed = rankkit_cli("judges").stdout
+    assert "callable:FUNCTION" in listed and "a Python function returning next-token log-probabilities" in listed
+    planned = rankkit_cli("compare", "--judge", "callable:first,mode=logprob", "--no-cache", "--dry-run",
+                          "--strategies", "knockout")
+    assert "knockout" in planned.stdout
+    ran = rankkit_cli("compare", "--judge", "callable:first,mode=logprob", "--no-cache", "--quiet",
+                      "--strategies", "knockout", "--format", "json")
+    payload = json.loads(ran.stdout)
+    assert payload["judge"]["spec"] == "callable:first,mode=logprob" and payload["strategies"][0]["judge_calls"] > 0
+
+
 def test_import_and_help_stay_light():
     script = ("import rankkit, rankkit.cli\n"
               "from click.testing import CliRunner\n"

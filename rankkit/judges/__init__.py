@@ -4,14 +4,25 @@ Each backend module declares its options once in a :class:`~rankkit.judges.backe
 (``BACKEND``); :func:`make_judge` reads a spec against it. Modules are imported only when their
 judge is asked for, so heavy dependencies (torch, transformers, httpx) are never loaded by
 ``import rankkit`` or by a CLI command that does not use them. Other packages add backends through
-the ``rankkit.judges`` entry-point group (name -> ``module:BACKEND``).
+the ``rankkit.judges`` entry-point group (name -> ``module:BACKEND``), or in one process with
+:func:`register_backend` (``examples/callable_judge.py`` is a complete third-party judge).
 """
 
 from __future__ import annotations
 
 import importlib.util
 
-from rankkit.judges.backends import BUILTIN_BACKENDS, Backend, Option, backend, read_settings, spec_name, spec_text
+from rankkit.judges.backends import (
+    BUILTIN_BACKENDS,
+    Argument,
+    Backend,
+    Option,
+    backend,
+    read_settings,
+    register_backend,
+    spec_name,
+    spec_text,
+)
 from rankkit.judges.base import (
     Judge,
     JudgeError,
@@ -24,7 +35,7 @@ from rankkit.specs import Spec
 
 __all__ = [
     "Judge", "JudgeError", "Verdict", "ParseStatus", "Grade", "Winner",
-    "Backend", "Option", "BUILTIN_BACKENDS", "make_judge", "default_judge_spec",
+    "Argument", "Backend", "Option", "BUILTIN_BACKENDS", "make_judge", "default_judge_spec", "register_backend",
 ]
 
 

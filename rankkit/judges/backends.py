@@ -20,7 +20,7 @@ from rankkit.specs import Spec, SpecError, convert_value, parse_spec
 if TYPE_CHECKING:
     from rankkit.judges.base import Judge
 
-__all__ = ["Option", "Argument", "Backend", "Settings", "BUILTIN_BACKENDS", "backend", "backend_names",
+__all__ = ["Option", "Argument", "Backend", "Settings", "BUILTIN_BACKENDS", "backend", "backend_names", "register_backend",
            "read_settings", "check_value", "with_defaults", "at_least", "above"]
 
 #: Built-in backends: spec name -> ``module:attribute`` of its :class:`Backend`, imported on first use.
@@ -276,18 +276,38 @@ def check_value(option: Option, value: Any, where: str) -> None:
 # The registry: built-in backends and entry points
 
 
+#: Backends registered in this process by :func:`register_backend`: name -> descriptor.
+_REGISTERED: dict[str, Backend] = {}
+
+
+def register_backend(descriptor: Backend) -> Backend:
+    """Make ``descriptor`` a judge under its name in this process (an entry point does so for every
+    process that has the package installed); returns it.
+
+    Raises
+    ------
+    ValueError
+        The name is a built-in backend's.
+    """
+    if descriptor.name in BUILTIN_BACKENDS:
+        raise ValueError(f"judge {descriptor.name!r} is built in; choose another name")
+    _REGISTERED[descriptor.name] = descriptor
+    return descriptor
+
+
 def _entry_points() -> dict[str, Any]:
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def backend_names() -> list[str]:
-    """Every judge backend's name: the built-in ones, then those installed packages register."""
-    return [*BUILTIN_BACKENDS, *sorted(set(_entry_points()) - set(BUILTIN_BACKENDS))]
+    """Every judge backend's name: the built-in ones, then those registered in this process or by
+    installed packages."""
+    return [*BUILTIN_BACKENDS, *sorted((set(_REGISTERED) | set(_entry_points())) - set(BUILTIN_BACKENDS))]
 
 
 def backend(name: str) -> Backend:
-    """The :class:`Backend` named ``name``: a built-in one, else an entry point of the
-    ``rankkit.judges`` group.
+    """The :class:`Backend` named ``name``: a built-in one, else one registered in this process
+    (:func:`register_backend`), else an entry point of the ``rankkit.judges`` group.
 
     Raises
     ------
@@ -298,6 +318,8 @@ def backend(name: str) -> Backend:
     if target is not None:
         module_name, _, attribute = target.partition(":")
         return getattr(importlib.import_module(module_name), attribute)
+    if name in _REGISTERED:
+        return _REGISTERED[name]
     entry = _entry_points().get(name)
     if entry is None:
         raise SpecError(f"unknown judge {name!r} (known: {', '.join(backend_names())})")

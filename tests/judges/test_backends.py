@@ -222,3 +222,17 @@ def test_checks_run_on_given_values_only():
     assert read_settings(descriptor, "c")["n"] == 0  # the default is trusted
     with pytest.raises(SpecError, match="c: n must be >= 1, got 0"):
         read_settings(descriptor, "c:n=0")
+
+
+def test_a_backend_registered_in_process_is_found_and_completed(monkeypatch):
+    from dataclasses import replace
+
+    from rankkit.cli_support import complete_judge_spec
+
+    monkeypatch.setattr(backends, "_REGISTERED", {})
+    assert backends.register_backend(TOY) is TOY
+    assert backend_names()[-1] == "toy" and backend("toy") is TOY
+    assert [item.value for item in complete_judge_spec(None, None, "to")] == ["toy"]
+    assert [item.value for item in complete_judge_spec(None, None, "toy:")] == ["toy:preset="]
+    with pytest.raises(ValueError, match="judge 'sim' is built in"):
+        backends.register_backend(replace(TOY, name="sim"))
