@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from rankkit.specs import Spec, SpecError, convert_value, parse_spec
 
@@ -138,8 +138,8 @@ class Settings:
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
 
-    def subset(self, names: Any) -> dict[str, Any]:
-        """The values of ``names`` (an iterable of option names or :class:`Option`\\ s)."""
+    def subset(self, names: Iterable[str | Option]) -> dict[str, Any]:
+        """The values of ``names`` (option names or :class:`Option` objects), by name."""
         names = [n.name if isinstance(n, Option) else n for n in names]
         return {name: self.values[name] for name in names}
 
