@@ -23,14 +23,8 @@ from rankkit.judges.backends import (
     spec_name,
     spec_text,
 )
-from rankkit.judges.base import (
-    Judge,
-    JudgeError,
-    Verdict,
-    ParseStatus,
-    Grade,
-    Winner,
-)
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import Verdict, ParseStatus, Grade, Winner
 from rankkit.specs import Spec
 
 __all__ = [

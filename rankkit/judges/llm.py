@@ -48,19 +48,12 @@ import threading
 from dataclasses import replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from rankkit.judges.base import (
-    Judge,
-    JudgeError,
-    Verdict,
-    ComparisonRequest,
-    Grade,
-    GradeRequest,
-    add_usage,
-)
+from rankkit.judges.base import Judge, JudgeError, add_usage
+from rankkit.judgments import Verdict, ComparisonRequest, Grade, GradeRequest, VERDICT_KIND
 from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
 from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, StandInRuntime, PromptTooLong, user_turn
-from rankkit.memo import JudgmentMemo, Origin, VERDICT_KIND, memo_of
+from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.judges.modes import (
     JUDGING_MODES,
     MODES,
@@ -350,8 +343,8 @@ class LLMJudge(Judge):
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
         return next(self.choose_many([(task, tuple(candidates))]))[1]
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        return next(self.order_many([(task, tuple(candidates))]))[1]
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        return next(self.rank_many([(task, tuple(candidates))]))[1]
 
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
@@ -360,12 +353,12 @@ class LLMJudge(Judge):
             return iter(())
         return _naming_task(kway_llm.choose_many(self, requests), [task for task, _ in requests])
 
-    def order_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
         if not requests:
             return iter(())
-        return _naming_task(kway_llm.order_many(self, requests), [task for task, _ in requests])
+        return _naming_task(kway_llm.rank_many(self, requests), [task for task, _ in requests])
 
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The mode's comparisons before any calibration (with PREPAIR's analysis charges):

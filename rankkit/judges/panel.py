@@ -49,14 +49,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from rankkit.judges.backends import Argument, Backend, Option, Settings, spec_name
-from rankkit.judges.base import (
-    Judge,
-    Verdict,
-    ComparisonRequest,
-    ParseStatus,
-    Winner,
-    add_usage,
-)
+from rankkit.judges.base import Judge, add_usage
+from rankkit.judgments import Verdict, ComparisonRequest, ParseStatus, Winner
 from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task

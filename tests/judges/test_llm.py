@@ -10,7 +10,8 @@ from typing import Callable
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
-from rankkit.judges.base import JudgeError, ParseStatus, Winner
+from rankkit.judges.base import JudgeError
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.backends import read_settings
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
 from rankkit.judges.llm_runtime import Generation, LLMRuntime

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
-from rankkit.judges.base import ParseStatus, Winner
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges import make_judge
 from rankkit.judges.backends import backend, read_settings
 from rankkit.judges.llm import LLMJudge
