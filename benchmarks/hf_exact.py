@@ -57,7 +57,7 @@ def rank(tasks, exact: bool, run: str) -> tuple[dict, float, int, dict]:
     seconds = time.perf_counter() - started
     payload = result.to_dict()
     calls = sum(s["cost"]["judge_calls"] for s in payload["strategies"])
-    return payload, seconds, calls, dict(judge.engine.stats)
+    return payload, seconds, calls, dict(judge.runtime.stats)
 
 
 def matches(payload: dict) -> dict[tuple, tuple]:
@@ -101,7 +101,7 @@ def block_sweep(tasks) -> list[str]:
         started = time.perf_counter()
         dict(judge.compare_many(requests))
         seconds = time.perf_counter() - started
-        s, eng = judge.engine.stats, judge.engine
+        s, eng = judge.runtime.stats, judge.runtime
         if eng.exact:
             passes, tokens = s["exact_rows"] + s["blocks_computed"], s["real_tokens"] + s["blocks_computed"] * eng.block
         else:

@@ -143,8 +143,8 @@ def engine_groups(judge, requests) -> list[list[list[int]]]:
     the MT prompts end in "Translation", the others in "Answer")."""
     groups: dict[str, list[list[int]]] = {}
     for prompt in judge.pair_prompts(requests):
-        prefix, _ = judge.engine.choice_token_ids(prompt.template.choice_prefix + " ", ["1", "2"])
-        groups.setdefault(prefix, []).append(judge.engine.encode(judge.engine.chat_text(prompt.conversation) + prefix))
+        prefix, _ = judge.runtime.choice_token_ids(prompt.template.choice_prefix + " ", ["1", "2"])
+        groups.setdefault(prefix, []).append(judge.runtime.encode(judge.runtime.chat_text(prompt.conversation) + prefix))
     return list(groups.values())
 
 
@@ -171,14 +171,14 @@ def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, dat
     """Section 5: fill, padding and speed of per-task calls vs one coalesced call (see the module
     docstring); writes its lines through ``say``."""
     from rankkit.judges.hf_batching import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING, DEFAULT_SHARED_PREFIX
-    from rankkit.judges.hf_engine import HFEngine
+    from rankkit.judges.hf_runtime import HFRuntime
     from rankkit.judges.llm import LLMJudge
 
     per_task = fill_workload(limit, data)
     requests = [r for task_requests in per_task for r in task_requests]
 
     def new_judge():
-        return LLMJudge(HFEngine(model, tokenizer, identity, batch_size=batch_size), mode="logprob")
+        return LLMJudge(HFRuntime(model, tokenizer, identity, batch_size=batch_size), mode="logprob")
 
     probe = new_judge()
     groups = engine_groups(probe, requests)
@@ -209,7 +209,7 @@ def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, dat
         else:
             results = dict(judge.compare_many(requests))
             judged = [results[i] for i in range(len(requests))]
-        runs[label] = (time.perf_counter() - started, judge.engine.stats, judged)
+        runs[label] = (time.perf_counter() - started, judge.runtime.stats, judged)
     say("| arrival | batches | mean batch | fill | tokens computed in batches | of which padding | "
         "prompt tokens from prefix caches | prefix passes (tokens) | judgments/s |")
     say("|---|---|---|---|---|---|---|---|---|")
@@ -282,7 +282,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from rankkit.judges import hf_loading
-    from rankkit.judges.hf_engine import HFEngine
+    from rankkit.judges.hf_runtime import HFRuntime
     from rankkit.judges.llm import LLMJudge
     from rankkit.tasks import SAMPLE_DATA, load_tasks
 
@@ -330,14 +330,14 @@ def main() -> None:
 
     say("## (a) one generate() per match vs (b) batched logprob judging")
     say()
-    paper = LLMJudge(HFEngine(model, tokenizer, identity, batch_size=1), mode="generate",
+    paper = LLMJudge(HFRuntime(model, tokenizer, identity, batch_size=1), mode="generate",
                      max_new_tokens=args.max_new_tokens, temperature=0.1, retries=0)
     # SmolLM2 ignores the format and stops after ~10 tokens; a judge that follows it writes an
     # explanation first. (a') times that: the same call, forced to write --explanation-tokens.
-    paper_length = LLMJudge(HFEngine(model, tokenizer, identity, batch_size=1,
+    paper_length = LLMJudge(HFRuntime(model, tokenizer, identity, batch_size=1,
                                      min_new_tokens=args.explanation_tokens), mode="generate",
                             max_new_tokens=args.explanation_tokens, temperature=0.1, retries=0)
-    fast = LLMJudge(HFEngine(model, tokenizer, identity, batch_size=args.batch_size), mode="logprob")
+    fast = LLMJudge(HFRuntime(model, tokenizer, identity, batch_size=args.batch_size), mode="logprob")
     batched_requests = pairs_of(tasks)
     generate_requests = pairs_of(tasks, per_task=1)[: args.generate_matches]
     fast_rate_1, _ = judge_rate(fast, batched_requests, one_by_one=False)
@@ -371,7 +371,7 @@ def main() -> None:
         say()
         topical = load_tasks(topical_chat, limit=2)
         requests = pairs_of(topical, per_task=8)
-        engines = {n: HFEngine(model, tokenizer, identity, batch_size=args.batch_size, shared_prefix=n)
+        engines = {n: HFRuntime(model, tokenizer, identity, batch_size=args.batch_size, shared_prefix=n)
                    for n in (0, SHARED)}
         judges = {n: LLMJudge(e, mode="logprob") for n, e in engines.items()}
         rates: dict[int, list[float]] = {0: [], SHARED: []}

@@ -167,7 +167,7 @@ def p7_one(name: str) -> dict:
         profile.disable()
         text = io.StringIO()
         pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(6)
-        row.update(profile=text.getvalue(), stats=dict(judge.engine.stats))
+        row.update(profile=text.getvalue(), stats=dict(judge.runtime.stats))
     judge.close()
     return row
 

@@ -220,6 +220,22 @@ def list_strategies() -> None:
             click.echo(f"{'':<14}{param}={shown}  ({type_name})")
 
 
+@main.command("judges")
+def list_judges() -> None:
+    """List the judge backends with their options: type, default and whether it is in the fingerprint."""
+    from rankkit.judges.backends import backend, backend_names
+
+    click.echo("Specs are name[:ARGUMENT][,key=value,...]. Options marked * belong to the judge's identity:\n"
+               "changing one changes its fingerprint, so judgments cached under the old value are not reused.\n")
+    for name in backend_names():
+        descriptor = backend(name)
+        argument = f":{descriptor.argument.name.upper().replace(' ', '_')}" if descriptor.argument else ""
+        click.echo(f"{name + argument:<20} {descriptor.summary}")
+        for option in descriptor.options:
+            mark = "*" if option.identity else " "
+            click.echo(f"{'':<2}{mark} {option.describe():<44} {option.help}")
+
+
 @main.command("judge-report")
 @data_options
 @judge_options

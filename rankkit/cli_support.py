@@ -324,13 +324,14 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
                   seed: int, cache_path: str | None, no_cache: bool, strategies: Sequence[Any],
                   output_format: str) -> None:
     """--dry-run: load the data, build the judge without its model, read the cache, print the plan."""
-    from rankkit.plan import dry_run, format_dry_run, plan_judge, read_only_cache
+    from rankkit.judges import make_judge
+    from rankkit.plan import dry_run, format_dry_run, read_only_cache
     from rankkit.tasks import load_tasks
 
     spec = checked_judge_spec(judge_spec)
     path = Path(data_path) if data_path else SAMPLE_DATA
     tasks = load_tasks(path, criterion=criterion, limit=limit, columns=current_columns(), **current_limits())
-    judge = plan_judge(spec)
+    judge = make_judge(spec, stand_in=True)
     cache = read_only_cache(cache_path, no_cache)
     try:
         report = dry_run(tasks, strategies, judge, cache, seed=seed)
@@ -451,8 +452,41 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
              f"judge (its model, server, mode or prompt format), or pass --allow-failures to accept it", 1)
 
 
+def complete_judge_spec(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Shell completion of ``--judge``: backend names, then (after ``:`` or ``,``) the backend's
+    option names not yet given.
+
+    Parameters
+    ----------
+    ctx, param : the click context and parameter (unused).
+    incomplete : str
+        What the user typed so far.
+
+    Returns
+    -------
+    list of click.shell_completion.CompletionItem
+    """
+    from click.shell_completion import CompletionItem
+
+    from rankkit.judges.backends import backend, backend_names, spec_name
+    from rankkit.specs import SpecError
+
+    if ":" not in incomplete:
+        return [CompletionItem(name) for name in backend_names() if name.startswith(incomplete)]
+    try:
+        descriptor = backend(spec_name(incomplete))
+    except SpecError:
+        return []
+    name, _, rest = incomplete.partition(":")
+    done, _, last = rest.rpartition(",")  # the items already written, and the one being typed
+    prefix = f"{name}:{done}," if done else f"{name}:"
+    given = {item.partition("=")[0] for item in done.split(",")}
+    return [CompletionItem(f"{prefix}{o.name}=", help=o.help)
+            for o in descriptor.options if o.name.startswith(last) and o.name not in given]
+
+
 def judge_options(func: Callable) -> Callable:
-    func = click.option("--judge", "judge_spec", default=None,
+    func = click.option("--judge", "judge_spec", default=None, shell_complete=complete_judge_spec,
                         help="Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim).")(func)
     func = click.option("--seed", type=int, default=0, show_default=True, help="Seeds every random choice.")(func)
     func = click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,

@@ -53,7 +53,8 @@ class TaskResult:
                    if self.group_comparisons else {})}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "task") -> "TaskResult":
+    def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "task",
+                  extras_type: type[CandidateExtras] = CandidateExtras) -> "TaskResult":
         """Read :meth:`to_dict` output back.
 
         Parameters
@@ -61,6 +62,7 @@ class TaskResult:
         data: one task's record, as :meth:`to_dict` wrote it.
         where: the file it came from, for errors.
         path: where the record sits in the file, for errors (e.g. ``strategies[0].tasks[2]``).
+        extras_type: the strategy's :attr:`~rankkit.strategies.base.Strategy.extras_type`.
 
         Returns
         -------
@@ -70,10 +72,16 @@ class TaskResult:
         scores = {cid: math.nan if value is None else float(value)  # NaN is written as null
                   for cid, value in required(data, "scores", where, path).items()}
         comparisons = required(data, "comparisons", where, path)
+        extras = {}
+        for cid, record in required(data, "extras", where, path).items():
+            try:
+                extras[cid] = extras_type.from_dict(record)
+            except ValueError as err:  # a key the strategy does not report
+                raise TaskFormatError(where, None, f"{path}.extras.{cid}", str(err)) from None
         return cls(task_id=str(required(data, "task_id", where, path)), scores=scores,
                    ranking=list(required(data, "ranking", where, path)),
                    champion=required(data, "champion", where, path),
-                   extras={k: CandidateExtras.from_dict(v) for k, v in required(data, "extras", where, path).items()},
+                   extras=extras,
                    comparisons=[comparison_from_dict(c, where, f"{path}.comparisons[{i}]")
                                 for i, c in enumerate(comparisons)],
                    cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
@@ -126,9 +134,14 @@ class StrategyRun:
         """
         metrics = {k: math.nan if v is None else float(v)  # NaN is written as null
                    for k, v in required(data, "metrics", where, path).items()}
-        tasks = [TaskResult.from_dict(t, where, f"{path}.tasks[{i}]")
-                 for i, t in enumerate(required(data, "tasks", where, path))]
-        return cls(strategy=strategy_from_record(data, where, path), tasks=tasks,
+        strategy = strategy_from_record(data, where, path)
+        records = required(data, "tasks", where, path)
+        extras_type = strategy.extras_type
+        if isinstance(strategy, RecordedStrategy) and not strategy.installed:  # keep what it reported, typed loosely
+            extras_type = extras_type.with_fields(key for task in records for extras in (task.get("extras") or {}).values()
+                                                  for key in extras)
+        tasks = [TaskResult.from_dict(t, where, f"{path}.tasks[{i}]", extras_type) for i, t in enumerate(records)]
+        return cls(strategy=strategy, tasks=tasks,
                    cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
                    seconds=float(required(data, "seconds", where, path)), metrics=metrics)
 
@@ -287,10 +300,14 @@ class RecordedStrategy(Strategy):
     """A strategy from a results file that cannot be rebuilt here (not installed, or its
     parameters changed): it keeps its name, label and parameters; ``rank`` raises."""
 
-    def __init__(self, name: str, label: str, params: Mapping[str, Any]):
+    def __init__(self, name: str, label: str, params: Mapping[str, Any], cls: type[Strategy] | None = None):
         self.name = name  # type: ignore[misc]
         self._label = label
         self._params = dict(params)
+        #: Whether the strategy is installed here (only its parameters changed): its extras are read
+        #: into its own ``extras_type``; otherwise into one made from the keys the file holds.
+        self.installed = cls is not None
+        self.extras_type = cls.extras_type if cls is not None else CandidateExtras  # type: ignore[misc]
 
     @property
     def label(self) -> str:
@@ -330,15 +347,17 @@ def strategy_from_record(record: Mapping[str, Any], where: str = "results", path
                 return strategy
         except (TypeError, ValueError):  # parameters this version's class does not take
             pass
-    return RecordedStrategy(name, label, params)
+    return RecordedStrategy(name, label, params, cls)
 
 
 def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
     """The :class:`~rankkit.strategies.base.CandidateExtras` fields holding one value (not a
     sequence) that the strategy reported for at least one candidate, in field order."""
     reported = {name for result in strategy_run.tasks for extras in result.extras.values()
-                for name, value in extras.to_dict().items() if not isinstance(value, list)}
-    return [f.name for f in dataclasses.fields(CandidateExtras) if f.name in reported]
+                for name, value in extras.to_dict().items() if not isinstance(value, (list, dict))}
+    names = dict.fromkeys(f.name for result in strategy_run.tasks for extras in result.extras.values()
+                          for f in dataclasses.fields(extras))  # the strategy's own fields after the common ones
+    return [name for name in names if name in reported]
 
 
 def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "cost") -> Cost:

@@ -80,7 +80,8 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             results.append((TaskResult(
                 task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
-                extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons), comparisons=source.comparisons,
+                extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons,
+                                      strategy_run.strategy), comparisons=source.comparisons,
                 cost=source.cost, group_comparisons=source.group_comparisons), seconds))
         bar.task_done()
         return results
@@ -227,10 +228,23 @@ class RunProgress:
 
 
 def with_undecided(extras: Mapping[str, CandidateExtras], comparisons: Sequence[Comparison],
-                   group_comparisons: Sequence[Any] = ()) -> dict[str, CandidateExtras]:
+                   group_comparisons: Sequence[Any] = (), strategy: Strategy | None = None) -> dict[str, CandidateExtras]:
     """A strategy's candidate extras with ``undecided``: each candidate's failed comparisons (pairwise,
     and k-way judgments it was shown in), so a text that breaks the judge shows in the results
-    (candidates without one are left as they are)."""
+    (candidates without one are left as they are).
+
+    Raises
+    ------
+    TypeError
+        ``strategy`` reports extras that are not its :attr:`~rankkit.strategies.base.Strategy.extras_type`
+        (its results could not be read back).
+    """
+    extras_type = strategy.extras_type if strategy is not None else CandidateExtras
+    known = {f.name for f in dataclasses.fields(extras_type)}
+    for cid, reported in extras.items():
+        if not isinstance(reported, extras_type) or any(f.name not in known for f in dataclasses.fields(reported)):
+            raise TypeError(f"strategy {strategy.name!r} reports {type(reported).__name__} extras for {cid!r}; "
+                            f"declare extras_type = {type(reported).__name__} in the strategy class")
     counts: dict[str, int] = {}
     failed = [(c.first, c.second) for c in comparisons if c.verdict.status is ParseStatus.FAILED]
     failed += [tuple(g.shown) for g in group_comparisons if g.judgment.status is ParseStatus.FAILED]
@@ -239,5 +253,5 @@ def with_undecided(extras: Mapping[str, CandidateExtras], comparisons: Sequence[
             counts[cid] = counts.get(cid, 0) + 1
     merged = dict(extras)
     for cid, count in counts.items():
-        merged[cid] = dataclasses.replace(merged.get(cid, CandidateExtras()), undecided=count)
+        merged[cid] = dataclasses.replace(merged.get(cid, extras_type()), undecided=count)
     return merged

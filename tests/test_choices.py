@@ -212,10 +212,10 @@ def test_the_dry_run_renders_k_way_prompts_to_estimate_their_tokens():
     from rankkit.judges.llm import LLMJudge
     from rankkit.plan.tokens import estimate_tokens
     from rankkit.prompts.kway import render_kway
-    from tests.judges.test_llm import ScriptedEngine
+    from tests.judges.test_llm import ScriptedRuntime
 
     task = make_task([1.0, 2.0, 3.0])
-    plan = dry_run([task], [make_strategy("setwise_knockout:k=3")], LLMJudge(ScriptedEngine(), mode="logprob"))
+    plan = dry_run([task], [make_strategy("setwise_knockout:k=3")], LLMJudge(ScriptedRuntime(), mode="logprob"))
     row, = plan.rows
     assert row.comparisons == 1 and row.prompt_tokens > 0
     # every order of the same answers renders to the same length: the group's prompt, once

@@ -114,6 +114,39 @@ def test_strategies_lists_parameters():
     assert "debias=" not in result.output.split("\n\n", 1)[1]
 
 
+def test_judges_lists_every_backend_with_its_options():
+    from rankkit.judges.backends import backend, backend_names
+
+    result = invoke("judges")
+    assert result.exit_code == 0
+    for name in backend_names():
+        assert any(line.startswith(name) for line in result.output.splitlines()), name
+        for option in backend(name).options:
+            assert f"{'*' if option.identity else ' '} {option.describe()}" in result.output, (name, option.name)
+    assert "  * dtype=bfloat16 (bfloat16|float32|float16|auto)" in result.output
+    assert "    batch_size=8 (int)" in result.output  # not in the identity: no mark
+    assert "hf:MODEL" in result.output and "replay:RECORDED_JUDGMENTS_FILE" in result.output
+
+
+def complete(args: list[str], incomplete: str) -> list[str]:
+    from click.shell_completion import BashComplete
+
+    return [item.value for item in BashComplete(main, {}, "rankkit", "_RANKKIT_COMPLETE").get_completions(args, incomplete)]
+
+
+def test_judge_completion_offers_backends_then_their_options():
+    assert complete(["compare", "--judge"], "") == ["sim", "hf", "smollm2", "openai", "vllm", "replay", "panel"]
+    assert complete(["compare", "--judge"], "s") == ["sim", "smollm2"]
+    assert complete(["rank", "--judge"], "hf:org/m,dt") == ["hf:org/m,dtype="]
+    offered = complete(["compare", "--judge"], "vllm:m,dtype=float32,")
+    assert "vllm:m,dtype=float32,max_model_len=" in offered and not any(o.endswith(",dtype=") for o in offered)
+    assert complete(["compare", "--judge"], "sim:") == [f"sim:{o}=" for o in ("model", "preset", "seed", "perception",
+                                                                                "pair_noise", "slot_bias", "grade_noise",
+                                                                                "kway", "accuracy", "position_bias",
+                                                                                "noise")]
+    assert complete(["compare", "--judge"], "nosuch:") == []
+
+
 def test_plugin_strategy_from_an_entry_point(tmp_path):
     """A test-only package registers a strategy through the entry-point group; rankkit lists and runs it."""
     package = tmp_path / "rankkit_plugin_demo"
@@ -149,11 +182,44 @@ def test_plugin_strategy_from_an_entry_point(tmp_path):
     assert names == ["length:bonus=1.0", "knockout"]
 
 
+def test_plugin_judge_from_an_entry_point(tmp_path):
+    """A test-only package registers examples/callable_judge.py's backend through the entry-point
+    group; rankkit lists it, plans it and judges with it."""
+    package = tmp_path / "rankkit_judge_demo"
+    package.mkdir()
+    example = (REPO_ROOT / "examples" / "callable_judge.py").read_text(encoding="utf-8")
+    (package / "__init__.py").write_text(example + textwrap.dedent('''
+        FUNCTIONS["first"] = lambda prompt, choices: {c: 0.0 if c in ("1", "4") else -9.0 for c in choices}
+    '''))
+    dist = tmp_path / "rankkit_judge_demo-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rankkit-judge-demo\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[rankkit.judges]\ncallable = rankkit_judge_demo:BACKEND\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)])}
+
+    def rankkit_cli(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "rankkit.cli", *args], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    listed = rankkit_cli("judges").stdout
+    assert "callable:FUNCTION" in listed and "a Python function returning next-token log-probabilities" in listed
+    planned = rankkit_cli("compare", "--judge", "callable:first,mode=logprob", "--no-cache", "--dry-run",
+                          "--strategies", "knockout")
+    assert "knockout" in planned.stdout
+    ran = rankkit_cli("compare", "--judge", "callable:first,mode=logprob", "--no-cache", "--quiet",
+                      "--strategies", "knockout", "--format", "json")
+    payload = json.loads(ran.stdout)
+    assert payload["judge"]["spec"] == "callable:first,mode=logprob" and payload["strategies"][0]["judge_calls"] > 0
+
+
 def test_import_and_help_stay_light():
     script = ("import rankkit, rankkit.cli\n"
               "from click.testing import CliRunner\n"
               "CliRunner().invoke(rankkit.cli.main, ['--help'])\n"
-              "CliRunner().invoke(rankkit.cli.main, ['strategies'])")
+              "CliRunner().invoke(rankkit.cli.main, ['strategies'])\n"
+              "assert CliRunner().invoke(rankkit.cli.main, ['judges']).exit_code == 0")
     assert modules_loaded_by(script, ("torch", "transformers", "vllm", "matplotlib", "httpx")) == []
 
 

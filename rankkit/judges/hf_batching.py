@@ -1,11 +1,11 @@
-"""Batch planning and shared-prefix key/value caches for the hf engine.
+"""Batch planning and shared-prefix key/value caches for the hf runtime.
 
-:func:`prefix_lengths` picks, for each prompt of an engine call, the prefix whose keys and values
+:func:`prefix_lengths` picks, for each prompt of a runtime call, the prefix whose keys and values
 are computed once and shared; :func:`plan_batches` groups rows by suffix length under the
 ``batch_size``, ``max_batch_tokens`` and ``max_padding`` caps; :class:`PrefixCache` keeps prefix
 caches between calls (a bounded LRU). All of it is pure Python over token ids except the two
 adapters to transformers' cache objects at the end (:func:`cache_tensors`, :func:`make_cache`).
-See :mod:`rankkit.judges.hf` for how the engine uses them.
+See :mod:`rankkit.judges.hf` for how the runtime uses them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ DEFAULT_MAX_BATCH_TOKENS = 8192
 #: no cap, 60 mixed prompts in one call computed 41% padding; with 0.25, 13% (in 12 batches
 #: instead of 9). Raise it (``max_padding=inf``) where fuller batches pay, on a GPU.
 DEFAULT_MAX_PADDING = 0.25
-#: Bounds on the shared prefixes' key/value caches an engine keeps between calls (an LRU): at
+#: Bounds on the shared prefixes' key/value caches a runtime keeps between calls (an LRU): at
 #: most this many prefixes and this many bytes. SmolLM2-135M in bf16 holds 23 KB per token, so
 #: 256 MiB is ~11,000 prefix tokens: the instruction and question of a few dozen tasks.
 PREFIX_CACHE_ENTRIES = 64
@@ -184,7 +184,7 @@ def kv_prefix(kv: Sequence[tuple[Any, Any]], length: int) -> list[tuple[Any, Any
 
 
 class PrefixCache:
-    """Key/value caches of prompt prefixes kept between engine calls, least recently used first
+    """Key/value caches of prompt prefixes kept between runtime calls, least recently used first
     out, bounded by ``max_entries`` and ``max_bytes``.
 
     :meth:`longest` finds the cached prefix sharing the most leading tokens with a new one, and

@@ -1,4 +1,4 @@
-"""Exact mode of the hf engine: each prompt runs alone, from canonical block prefixes, so its numbers depend on it only.
+"""Exact mode of the hf runtime: each prompt runs alone, from canonical block prefixes, so its numbers depend on it only.
 
 A batched forward pass is not *batch-invariant*: in bfloat16 a row's logits move with its
 batch-mates, its padding and where its shared prefix was cut (``benchmarks/results/
@@ -10,7 +10,7 @@ caching does:
   always from the keys and values of blocks 0..k-1 (computed the same way) plus block k's tokens,
   so the cache of a prefix at a block boundary is the same tensor whoever computed it, whenever,
   and recomputing an evicted block gives it again bit for bit;
-* the blocks are kept in the engine's :class:`~rankkit.judges.hf_batching.PrefixCache`, one entry
+* the blocks are kept in the runtime's :class:`~rankkit.judges.hf_batching.PrefixCache`, one entry
   per block keyed by the token tuple of the prefix it ends (so a template's instruction, or a
   task's question, is computed once and reused by every prompt that starts with it);
 * one final forward pass runs the rest of the prompt, from its last full block boundary that
@@ -44,9 +44,9 @@ BLOCK_CACHE_ENTRIES = 4096
 
 
 def exact_identity(identity: dict[str, Any], exact: bool, block: int) -> dict[str, Any]:
-    """An engine's identity with its exact-mode settings: exact judgments differ from batched ones
+    """A runtime's identity with its exact-mode settings: exact judgments differ from batched ones
     (and from another block size's) in the last bits, so they are cached apart. The batched
-    engine's identity is left as it was, so judgments cached before exact mode existed are found."""
+    runtime's identity is left as it was, so judgments cached before exact mode existed are found."""
     return {**identity, "exact": True, "block": block} if exact else dict(identity)
 
 
@@ -56,7 +56,7 @@ class ExactRows:
     model: the loaded causal LM.
     block: block size in tokens.
     blocks: the cache of blocks (entries keyed by the token tuple of the prefix a block ends).
-    stats: the engine's counters, updated in place.
+    stats: the runtime's counters, updated in place.
     """
 
     def __init__(self, model: Any, block: int, blocks: PrefixCache, stats: dict[str, int]):

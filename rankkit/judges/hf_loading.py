@@ -1,6 +1,6 @@
 """Loading the hf judges' models once per process: hub or local models, SmolLM2's GGUF and its bf16 copy.
 
-A model is loaded once per process (:data:`_LOADED`, keyed by what was loaded), however many
+A model is loaded once per process (:data:`LOADED`, keyed by what was loaded), however many
 judges use it. ``smollm2``'s GGUF takes 15-20 s to convert, so after the first load a bf16
 safetensors copy is saved under :func:`user_cache_dir` and later processes load that in about
 2.5 s. The identity helpers (:func:`file_signature`, :func:`directory_signature`,
@@ -29,11 +29,16 @@ SMOLLM2_NAME = "SmolLM2-135M-Instruct"
 #: loads nothing; a loaded model's engine reads its own config.
 SMOLLM2_CONTEXT = 8192
 
+#: The dtypes a judge's weights may be loaded in (hf and vllm).
 DTYPES = ("bfloat16", "float32", "float16", "auto")
+#: The judge options SmolLM2 defaults to, whatever runs it (hf or vllm): one forward pass per
+#: judgment, since in generate mode SmolLM2 ignores the paper's answer format.
+SMOLLM2_JUDGE_DEFAULTS: dict[str, object] = {"mode": "logprob", "max_new_tokens": 192}
 
-#: Models loaded in this process: key -> (model, tokenizer). A model loads once per process.
-_LOADED: dict[tuple, tuple[Any, Any]] = {}
-_LOAD_LOCK = threading.Lock()
+#: Models loaded in this process, by every local runtime: key (its first item names the loader) ->
+#: what it loaded, e.g. (model, tokenizer). A model loads once per process, under :data:`LOAD_LOCK`.
+LOADED: dict[tuple, tuple[Any, Any]] = {}
+LOAD_LOCK = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,8 +176,8 @@ def load_pretrained(model_ref: str, gguf: str | None = None, dtype: str = "bfloa
                     device: str = "cpu") -> tuple[Any, Any]:
     """Load (model, tokenizer) once per process; later calls with the same arguments reuse them."""
     key = ("pretrained", model_ref, gguf, dtype, device)
-    with _LOAD_LOCK:
-        if key not in _LOADED:
+    with LOAD_LOCK:
+        if key not in LOADED:
             import_torch()
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -184,8 +189,8 @@ def load_pretrained(model_ref: str, gguf: str | None = None, dtype: str = "bfloa
             except OSError as err:
                 raise JudgeError(f"hf: cannot load model {model_ref!r}{f' (gguf={gguf})' if gguf else ''}: {err}") from err
             model.to(device).eval()
-            _LOADED[key] = (model, _prepare_tokenizer(tokenizer))
-        return _LOADED[key]
+            LOADED[key] = (model, _prepare_tokenizer(tokenizer))
+        return LOADED[key]
 
 
 def _save_dequantized(model: Any, tokenizer: Any, target: Path) -> None:
@@ -221,16 +226,16 @@ def load_smollm2(dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bo
     signature = file_signature(gguf)
     copy_dir = smollm2_copy_path(dtype)
     key = ("smollm2", signature, dtype, device)
-    with _LOAD_LOCK:
-        if key in _LOADED:
-            model, tokenizer = _LOADED[key]
+    with LOAD_LOCK:
+        if key in LOADED:
+            model, tokenizer = LOADED[key]
             return model, tokenizer, {"source": "memory", "copy": str(copy_dir)}
         import_torch()
         info: dict[str, Any] = {"copy": str(copy_dir)}
         with _QuietTransformers():
             model, tokenizer = _load_smollm2_weights(gguf, copy_dir, dtype, use_cache_dir, info)
         model.to(device).eval()
-        _LOADED[key] = (model, _prepare_tokenizer(tokenizer))
+        LOADED[key] = (model, _prepare_tokenizer(tokenizer))
         return model, tokenizer, info
 
 
@@ -245,7 +250,7 @@ def smollm2_copy_dir(dtype: str = "bfloat16") -> Path:
     once): the directory other runtimes (the ``vllm:`` judge) load the embedded model from."""
     copy_dir = smollm2_copy_path(dtype)
     if not (copy_dir / "config.json").is_file():
-        _LOADED.pop(("smollm2", file_signature(smollm2_gguf()), dtype, "cpu"), None)  # load from the GGUF, save
+        LOADED.pop(("smollm2", file_signature(smollm2_gguf()), dtype, "cpu"), None)  # load from the GGUF, save
         load_smollm2(dtype, "cpu")
     if not (copy_dir / "config.json").is_file():
         raise SpecError(f"smollm2: could not write SmolLM2's copy under {copy_dir}; "

@@ -6,7 +6,7 @@ retries connection errors, timeouts, HTTP 429/5xx and bad bodies with jittered e
 backoff (:class:`RetryPolicy`, honouring ``Retry-After``), reads at most ``max_response_bytes``
 of a body (:func:`read_capped`), and never lets the API key into a message (:func:`excerpt`
 redacts before it cuts). It knows nothing about chat completions: that is
-:class:`~rankkit.judges.openai_compat.OpenAIEngine`, built on it. See
+:class:`~rankkit.judges.openai_compat.OpenAIRuntime`, built on it. See
 :mod:`rankkit.judges.openai_compat` for the behaviour as a whole.
 """
 
@@ -173,7 +173,7 @@ class RetryPolicy:
 
 @dataclass
 class RequestStats:
-    """What the engine sent: HTTP attempts, retries by reason, requests that gave up. Thread-safe."""
+    """What the runtime sent: HTTP attempts, retries by reason, requests that gave up. Thread-safe."""
 
     attempts: int = 0
     succeeded: int = 0
@@ -211,13 +211,13 @@ class RetryableError(Exception):
 
 class BadResponse(ValueError):
     """A response body that is not a chat completion of the expected shape (wrong JSON types,
-    missing fields). The engine retries it like a server error: a proxy or an overloaded server
+    missing fields). The runtime retries it like a server error: a proxy or an overloaded server
     can send a broken body once."""
 
 
 @dataclass
 class Replica:
-    """One server of the engine and its load: ``in_flight`` requests now, ``sent`` attempts so
+    """One server of the runtime and its load: ``in_flight`` requests now, ``sent`` attempts so
     far, ``failures`` consecutive failed attempts (0 after a success)."""
 
     url: str
@@ -308,11 +308,11 @@ class RetryingClient:
 
     @property
     def capacity(self) -> int:
-        """How many requests this engine can usefully have in flight: ``concurrency`` per replica."""
+        """How many requests this runtime can usefully have in flight: ``concurrency`` per replica."""
         return self.concurrency * len(self.replicas)
 
     def request_subject(self) -> str:
-        """What the requests are for, named when one fails for good (the engine: its model)."""
+        """What the requests are for, named when one fails for good (the runtime: its model)."""
         return "requests"
 
     # -- plumbing ---------------------------------------------------------------------------------

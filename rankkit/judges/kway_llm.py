@@ -12,7 +12,7 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
   :mod:`rankkit.judges.modes`), rankkit appends its own ``Best: `` (setwise) or ``Ranking: ``
   (listwise) after it and reads the label tokens' probabilities as the next token: the chosen
   slot, or the slots sorted by them. Nothing the answers say can stand in for the verdict. Only
-  where the engine cannot continue a prefix (the judge's ``verdict_path`` is ``text``) is the
+  where the runtime cannot continue a prefix (the judge's ``verdict_path`` is ``text``) is the
   verdict line (``Best: X`` or ``Ranking: X > Y > ...``) parsed from the generated text, after
   removing whatever it copied verbatim from the answers (:func:`~rankkit.judges.kway.strip_echoes`).
   A verdict that cannot be read is asked again once with the next seed (``retries``), then the
@@ -36,7 +36,7 @@ from rankkit.judges.kway import (
     probabilities_from_logprobs,
     strip_echoes,
 )
-from rankkit.judges.llm_engine import LLMEngine, user_turn
+from rankkit.judges.llm_runtime import LLMRuntime, user_turn
 from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
@@ -45,7 +45,7 @@ class KwayJudge(Protocol):
     """What these functions read from the judge they serve (an :class:`~rankkit.judges.llm.LLMJudge`,
     which imports this module, so it is named by what it has, as the modes name it)."""
 
-    engine: LLMEngine
+    runtime: LLMRuntime
     mode: str
     max_new_tokens: int
     temperature: float
@@ -75,7 +75,7 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
         prefix = CHOICE_PREFIX + " "
         choices = [labels(len(candidates)) for _, candidates in requests]
         conversations = [user_turn(prompt) for prompt in prompts]
-        for index, logprobs in next_token_logprobs(judge.engine, conversations, [prefix] * len(prompts), choices):
+        for index, logprobs in next_token_logprobs(judge.runtime, conversations, [prefix] * len(prompts), choices):
             k = len(choices[index])
             probabilities = probabilities_from_logprobs(logprobs, k)
             extras = {"mode": "logprob", "kind": "setwise", "logprobs": dict(logprobs)}
@@ -150,11 +150,11 @@ def _text_reader(requests: Sequence[GroupRequest], parse: Callable[[str, int], t
 
 def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
     """P(best) per slot read after ``<reply>\n\n<prefix> `` (a continuation rankkit writes), all the
-    batch's replies in one engine call."""
+    batch's replies in one runtime call."""
     def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         prefixes = [f"{text.rstrip()}\n\n{prefix} " for text in texts]
         choices = [labels(len(requests[i][1])) for i in indices]
-        for local, logprobs in next_token_logprobs(judge.engine, [user_turn(prompts[i]) for i in indices],
+        for local, logprobs in next_token_logprobs(judge.runtime, [user_turn(prompts[i]) for i in indices],
                                                    prefixes, choices):
             probabilities = probabilities_from_logprobs(logprobs, len(choices[local]))
             label = "?" if probabilities is None else choices[local][ranking_from_scores(probabilities)[0]]

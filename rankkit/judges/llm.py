@@ -1,15 +1,15 @@
 """An LLM as the judge, independent of where the model runs: :class:`LLMJudge`.
 
-:class:`LLMJudge` turns tasks into chat prompts (:mod:`rankkit.prompts`), drives an *engine*
-(:class:`~rankkit.judges.llm_engine.LLMEngine`: transformers in :mod:`rankkit.judges.hf`, an
-HTTP server in :mod:`rankkit.judges.openai_compat`) and turns the engine's output into judgments
+:class:`LLMJudge` turns tasks into chat prompts (:mod:`rankkit.prompts`), drives an *runtime*
+(:class:`~rankkit.judges.llm_runtime.LLMRuntime`: transformers in :mod:`rankkit.judges.hf`, an
+HTTP server in :mod:`rankkit.judges.openai_compat`) and turns the runtime's output into judgments
 through one of three *modes* (:mod:`rankkit.judges.modes`):
 
 * ``generate`` — the judge writes its reasoning and a verdict, which is parsed (the paper's way);
 * ``logprob`` — one forward pass: the probabilities of the score digits or of the two choices;
 * ``loglik`` — no judge prompt: each answer's likelihood as the model's own reply.
 
-**Engines** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.grade_many`
+**Runtimes** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.grade_many`
 / :meth:`LLMJudge.compare_many` pass each judgment on the moment it exists, so the match layer
 caches every judgment even when a batch fails half-way.
 
@@ -29,13 +29,13 @@ caches every judgment even when a batch fails half-way.
 
 **Concurrent callers.** :meth:`LLMJudge.grade_many` / :meth:`LLMJudge.compare_many` may be
 called from several threads at once (as a dispatcher does, sizing its work from
-:attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the engine's). The judge's own
+:attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the runtime's). The judge's own
 state tolerates it: a PREPAIR analysis or a calibration's raw choice that two calls need is
 computed by one and waited for by the other (the run's :class:`~rankkit.memo.JudgmentMemo`
-keeps one request per key in flight); whether the engine itself may be called concurrently is
-the engine's to say (the HTTP engine may).
+keeps one request per key in flight); whether the runtime itself may be called concurrently is
+the runtime's to say (the HTTP runtime may).
 
-The engine contract lives in :mod:`rankkit.judges.llm_engine` and the modes' scoring rules in
+The runtime contract lives in :mod:`rankkit.judges.llm_runtime` and the modes' scoring rules in
 :mod:`rankkit.judges.modes`.
 """
 
@@ -46,12 +46,13 @@ import json
 import sys
 import threading
 from dataclasses import replace
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from rankkit.judges.base import Judge, JudgeError, add_usage
 from rankkit.judgments import Verdict, ComparisonRequest, Grade, GradeRequest, VERDICT_KIND
+from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
-from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, StandInRuntime, PromptTooLong, user_turn
 from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.judges.modes import (
     JUDGING_MODES,
@@ -71,10 +72,10 @@ from rankkit.prompts import (
     render_pairwise,
     render_pointwise,
 )
-from rankkit.specs import Spec, SpecError, convert_value
+from rankkit.specs import Spec, SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 
-__all__ = ["LLMJudge", "CalibratedJudge", "LLM_OPTIONS", "split_llm_options"]
+__all__ = ["LLMJudge", "CalibratedJudge", "LLM_OPTIONS", "llm_backend"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -82,9 +83,9 @@ __all__ = ["LLMJudge", "CalibratedJudge", "LLM_OPTIONS", "split_llm_options"]
 
 
 class LLMJudge(Judge):
-    """A judge backed by an :class:`LLMEngine`; see :mod:`rankkit.judges.modes` for the modes.
+    """A judge backed by an :class:`LLMRuntime`; see :mod:`rankkit.judges.modes` for the modes.
 
-    engine: the model runtime (owned: :meth:`close` closes it).
+    runtime: the model runtime (owned: :meth:`close` closes it).
     mode: ``generate``, ``logprob`` or ``loglik``.
     template: ``auto``, a family (``paper``/``generic``/``mt``), a built-in template name or a
         file, ``+``-joined (see :class:`rankkit.prompts.TemplateChoice`).
@@ -100,32 +101,27 @@ class LLMJudge(Judge):
         ``Final verdict: Answer 1:`` after the explanation and reads the score digits' probabilities:
         nothing in the free text can pose as the verdict), ``text`` (parsed from the free text: the
         weaker fallback for servers that cannot continue a prefix), or ``auto`` (the default:
-        continuation where the engine supports it, else text with one warning line on stderr).
+        continuation where the runtime supports it, else text with one warning line on stderr).
     """
 
-    def __init__(self, engine: LLMEngine, *, mode: str = "generate", template: str = "auto",
+    def __init__(self, runtime: LLMRuntime, *, mode: str = "generate", template: str = "auto",
                  max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1,
                  prepair: bool = False, analysis_max_new_tokens: int | None = None, calibrate: bool = False,
                  verdict: str = "auto"):
-        if mode not in MODES:
-            raise SpecError(f"{engine.backend}: mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if max_new_tokens < 1:
-            raise SpecError(f"{engine.backend}: max_new_tokens must be >= 1, got {max_new_tokens}")
-        if temperature < 0:
-            raise SpecError(f"{engine.backend}: temperature must be >= 0, got {temperature}")
-        if retries < 0:
-            raise SpecError(f"{engine.backend}: retries must be >= 0, got {retries}")
+        # The spec options' rules (LLM_OPTIONS), for judges built in Python too; the template is
+        # read on first use (see :attr:`templates`), so it is not checked here.
+        given = {"mode": mode, "max_new_tokens": max_new_tokens, "temperature": temperature, "retries": retries,
+                 "verdict": verdict, "analysis_max_new_tokens": analysis_max_new_tokens}
+        for option in LLM_OPTIONS:
+            if option.name in given and given[option.name] is not None:
+                check_value(option, given[option.name], runtime.backend)
         if calibrate and mode != "logprob":
-            raise SpecError(f"{engine.backend}: calibrate=true corrects choice probabilities and needs "
+            raise SpecError(f"{runtime.backend}: calibrate=true corrects choice probabilities and needs "
                             f"mode=logprob (mode is {mode})")
         if prepair and mode == "loglik":
-            raise SpecError(f"{engine.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
-        if verdict not in VERDICT_PATHS:
-            raise SpecError(f"{engine.backend}: verdict must be one of {', '.join(VERDICT_PATHS)}, got {verdict!r}")
-        if analysis_max_new_tokens is not None and analysis_max_new_tokens < 1:
-            raise SpecError(f"{engine.backend}: analysis_max_new_tokens must be >= 1, got {analysis_max_new_tokens}")
-        self.engine = engine
-        self.backend = engine.backend  # instance attribute: the fingerprint names the real backend
+            raise SpecError(f"{runtime.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
+        self.runtime = runtime
+        self.backend = runtime.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
         self.template = template
         self.max_new_tokens = max_new_tokens
@@ -139,7 +135,7 @@ class LLMJudge(Judge):
         self._verdict_path: str | None = None
         self._verdict_lock = threading.Lock()
         #: PREPAIR's analyses (:class:`~rankkit.judges.prepair.AnalysisStore`; None without
-        #: prepair). It names the engine's model only once the first analysis is asked for.
+        #: prepair). It names the runtime's model only once the first analysis is asked for.
         self.analyses: Any = None
         if prepair:
             from rankkit.judges.prepair import AnalysisStore
@@ -161,7 +157,7 @@ class LLMJudge(Judge):
     def verdict_path(self) -> str:
         """The path generate mode reads verdicts by: ``continuation`` or ``text`` (see ``verdict``).
 
-        Decided on first use, not in the constructor: an HTTP engine answers whether it continues
+        Decided on first use, not in the constructor: an HTTP runtime answers whether it continues
         a prefix with one probe request, which a dry run must never send.
         """
         with self._verdict_lock:
@@ -172,8 +168,7 @@ class LLMJudge(Judge):
     def _choose_verdict_path(self) -> str:
         if self.verdict == "text":
             return "text"
-        supports = getattr(self.engine, "supports_continuation", None)
-        if supports is None or supports():
+        if self.runtime.continues_prefix:
             return "continuation"
         if self.verdict == "continuation":
             raise JudgeError(f"{self.backend}: verdict=continuation, but the server does not continue a final "
@@ -191,7 +186,7 @@ class LLMJudge(Judge):
 
     # -- identity -----------------------------------------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {"model": self.engine.identity(), "mode": self.mode,
+        fields: dict[str, Any] = {"model": self.runtime.identity(), "mode": self.mode,
                                   **self.judging_mode.fingerprint_fields(self)}
         if self.prepair:
             from rankkit.judges.prepair import ANALYSIS_VERSION, templates_fingerprint
@@ -220,24 +215,24 @@ class LLMJudge(Judge):
     def describe(self, *, calibrated: bool) -> str:
         """``backend:model (mode=..., prepair, calibrate)``, naming calibration when ``calibrated``
         (a :class:`CalibratedJudge` around this judge asks so)."""
-        identity = self.engine.identity()
+        identity = self.runtime.identity()
         name = identity.get("name") or identity.get("model") or "?"
         extra = "".join(f", {flag}" for flag, on in (("prepair", self.prepair), ("calibrate", calibrated)) if on)
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
     @property
     def capacity(self) -> int:
-        """How many requests the engine can usefully have in flight (1 when it does not say):
-        a dispatcher sizes the work it hands over from it."""
-        return getattr(self.engine, "capacity", 1)
+        """How many requests the runtime can usefully have in flight: a dispatcher sizes the work
+        it hands over from it."""
+        return self.runtime.capacity
 
     @property
     def fills_batches(self) -> bool:
-        """Whether the engine gains from full batches (a local model) or streams requests (HTTP)."""
-        return getattr(self.engine, "fills_batches", False)
+        """Whether the runtime gains from full batches (a local model) or streams requests (HTTP)."""
+        return self.runtime.fills_batches
 
     def close(self) -> None:
-        self.engine.close()
+        self.runtime.close()
 
     # -- prompts (extension points) -----------------------------------------------------------
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
@@ -277,10 +272,10 @@ class LLMJudge(Judge):
     def _analysis_fingerprint(self) -> str:
         from rankkit.judges.prepair import analysis_fingerprint
 
-        return analysis_fingerprint(self.engine.identity(), self.analysis_max_new_tokens, self.temperature, self.seed)
+        return analysis_fingerprint(self.runtime.identity(), self.analysis_max_new_tokens, self.temperature, self.seed)
 
     def _generate_analyses(self, conversations: Sequence[Conversation]) -> Iterator[tuple[int, Generation]]:
-        return self.engine.generate(conversations, max_new_tokens=self.analysis_max_new_tokens,
+        return self.runtime.generate(conversations, max_new_tokens=self.analysis_max_new_tokens,
                                     temperature=self.temperature, seed=self.seed)
 
     def prepair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
@@ -327,7 +322,7 @@ class LLMJudge(Judge):
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         if not requests:
             return iter(())
-        return self.judging_mode.grade(self, requests)
+        return _naming_task(self.judging_mode.grade(self, requests), [task for task, _ in requests])
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         if self.calibrated is not None:
@@ -354,20 +349,37 @@ class LLMJudge(Judge):
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
-        return kway_llm.choose_many(self, requests) if requests else iter(())
+        if not requests:
+            return iter(())
+        return _naming_task(kway_llm.choose_many(self, requests), [task for task, _ in requests])
 
     def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
-        return kway_llm.rank_many(self, requests) if requests else iter(())
+        if not requests:
+            return iter(())
+        return _naming_task(kway_llm.rank_many(self, requests), [task for task, _ in requests])
 
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The mode's comparisons before any calibration (with PREPAIR's analysis charges):
         what an uncalibrated judge answers, and what a calibrated one builds on."""
         if not requests:
             return iter(())
-        judgments = self.judging_mode.compare(self, requests)
+        judgments = _naming_task(self.judging_mode.compare(self, requests), [task for task, _, _ in requests])
         return self._with_analysis_charges(requests, judgments) if self.prepair else judgments
+
+
+def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) -> Iterator[tuple[int, Any]]:
+    """Pass ``judgments`` on; a runtime's :class:`PromptTooLong` is raised again naming the task
+    whose prompt it was (found by its prompt text in the rendered prompt: the longest that is)."""
+    try:
+        yield from judgments
+    except PromptTooLong as err:
+        found = [t for t in tasks if t.prompt and t.prompt in err.prompt]
+        if not found:
+            raise
+        task = max(found, key=lambda t: len(t.prompt))  # one task's prompt may be part of another's
+        raise PromptTooLong(f"task {task.task_id!r}: {err}", prompt=err.prompt) from err
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,8 +395,8 @@ class CalibratedJudge(Judge):
         orders and combined; the run's memo is the judge's (:func:`rankkit.memo.memo_of`, set by
         :meth:`bind_memo`).
 
-    ``CalibratedJudge(LLMJudge(engine, mode="logprob"))`` judges exactly as
-    ``LLMJudge(engine, mode="logprob", calibrate=True)``, which is that wrapper around itself (the
+    ``CalibratedJudge(LLMJudge(runtime, mode="logprob"))`` judges exactly as
+    ``LLMJudge(runtime, mode="logprob", calibrate=True)``, which is that wrapper around itself (the
     spec option ``calibrate=true`` builds the latter); the method is in
     :mod:`rankkit.judges.calibration`. Grades pass through to the wrapped judge. A raw judgment's
     usage (e.g. PREPAIR analyses it paid for) is charged to the first calibrated judgment that
@@ -473,30 +485,73 @@ class CalibratedJudge(Judge):
 
 
 # ---------------------------------------------------------------------------------------------
-# Spec options shared by every LLM backend
+# Spec options shared by every LLM backend, and the backend descriptor of an LLM runtime
 
 
-#: Options every LLM backend accepts, with their types; backends add their own.
-LLM_OPTIONS: dict[str, type] = {"mode": str, "template": str, "max_new_tokens": int, "temperature": float,
-                                "seed": int, "retries": int, "prepair": bool, "analysis_max_new_tokens": int,
-                                "calibrate": bool, "verdict": str}
+def _template_complaint(name: str) -> None:
+    """Read the template now, so a spec naming a bad one fails before a model loads (raises)."""
+    TemplateChoice(name)
 
 
-def split_llm_options(spec: Spec, where: str, defaults: Mapping[str, Any] | None = None
-                      ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Split a spec's options into :class:`LLMJudge` keyword arguments (converted) and the rest.
+#: Options every LLM backend accepts: :class:`LLMJudge`'s keyword arguments, with its defaults.
+LLM_OPTIONS: tuple[Option, ...] = (
+    Option("mode", str, "generate", "generate | logprob | loglik (see rankkit.judges.modes)", choices=tuple(MODES)),
+    Option("template", str, "auto", "auto, paper, generic, mt, a template name or a FILE",
+           check=_template_complaint),
+    Option("max_new_tokens", int, 256, "length cap of a generated verdict", check=at_least(1)),
+    Option("temperature", float, 0.1, "sampling temperature of generate mode (0: greedy)", check=at_least(0)),
+    Option("seed", int, 0, "seeds sampling; seed+1 is used for the retry"),
+    Option("retries", int, 1, "how often an unreadable verdict is asked again", check=at_least(0)),
+    Option("prepair", bool, False, "compare through per-answer analyses first (PREPAIR)"),
+    Option("analysis_max_new_tokens", int, None, "length cap of a PREPAIR analysis (default: max_new_tokens)",
+           check=at_least(1)),
+    Option("calibrate", bool, False, "average logprob comparisons over both orders (mode=logprob)"),
+    Option("verdict", str, "auto", "how generate mode reads its verdict", choices=tuple(VERDICT_PATHS)),
+)
 
-    ``defaults`` fills judge options the spec does not set (e.g. ``mode`` for smollm2). A
-    ``template`` is read here, so every LLM backend refuses a bad one before it connects to a
-    server or loads a model (the judge's constructor only stores the name).
+
+def llm_backend(name: str, summary: str, runtime: Callable[[Settings], LLMRuntime], *,
+                options: Sequence[Option] = (), argument: Argument | None = None,
+                identity: Callable[[Settings], dict[str, Any]] | None = None, runtime_name: str | None = None,
+                context: Callable[[Settings], tuple[int, str] | None] | None = None, network: bool = False,
+                defaults: Callable[[str | None], Mapping[str, Any]] | None = None,
+                llm_options: Sequence[Option] = LLM_OPTIONS, read: Callable[[str], Spec] = parse_spec) -> Backend:
+    """The :class:`~rankkit.judges.backends.Backend` of a judge on an LLM runtime.
+
+    Parameters
+    ----------
+    name, summary, argument, defaults, read : see :class:`~rankkit.judges.backends.Backend`.
+    runtime : callable
+        ``runtime(settings)``: the loaded runtime for the parsed spec.
+    options : sequence of Option
+        The runtime's own options, besides :data:`LLM_OPTIONS`.
+    identity : callable or None
+        ``identity(settings)``: the runtime's identity without loading it, for the dry run's
+        stand-in judge; None when ``runtime`` loads nothing (the dry run builds the real one).
+    context : callable or None
+        ``context(settings)``: the model's context ``(tokens, setting)`` without loading it, for the
+        dry run's stand-in (it warns about prompts that would not fit); None: unknown.
+    network : bool
+        The runtime sends every prompt over the network (see :class:`~rankkit.judges.backends.Backend`).
+    runtime_name : str or None
+        The runtime's ``backend`` when it differs from ``name`` (``smollm2`` runs on ``hf``).
+    llm_options : sequence of Option
+        :data:`LLM_OPTIONS`, possibly with other defaults (:meth:`Backend.with_defaults`).
+
+    Returns
+    -------
+    Backend
+        Options: ``llm_options`` then ``options``; builds ``LLMJudge(runtime(settings), ...)``.
     """
-    judge_kwargs: dict[str, Any] = dict(defaults or {})
-    rest: dict[str, str] = {}
-    for key, value in spec.options.items():
-        if key in LLM_OPTIONS:
-            judge_kwargs[key] = convert_value(value, LLM_OPTIONS[key], where=f"{where}: {key}")
-        else:
-            rest[key] = value
-    if "template" in judge_kwargs:
-        TemplateChoice(judge_kwargs["template"])
-    return judge_kwargs, rest
+    judge_names = [o.name for o in llm_options]
+
+    def build(settings: Settings) -> LLMJudge:
+        return LLMJudge(runtime(settings), **settings.subset(judge_names))
+
+    def stand_in(settings: Settings) -> LLMJudge:
+        runtime = StandInRuntime(runtime_name or name, identity(settings), context(settings) if context else None)
+        return LLMJudge(runtime, **settings.subset(judge_names))
+
+    return Backend(name, summary, (*llm_options, *options), build, argument=argument,
+                   stand_in=stand_in if identity is not None else None, defaults=defaults, read=read,
+                   network=network)

@@ -2,8 +2,8 @@
 
 Each mode implements :class:`JudgingMode`: what it adds to the judge's fingerprint, the grading
 scale its pointwise prompt shows, and how it turns requests into judgments through the judge's
-engine. :class:`~rankkit.judges.llm.LLMJudge` picks one by name (:data:`JUDGING_MODES`) and
-gives it itself, for its prompts, decoding parameters and engine; the modes keep no state.
+runtime. :class:`~rankkit.judges.llm.LLMJudge` picks one by name (:data:`JUDGING_MODES`) and
+gives it itself, for its prompts, decoding parameters and runtime; the modes keep no state.
 
 ``generate`` (:class:`GenerateMode`) — the paper's way, hardened. The judge writes its explanation
     freely; the verdict is **never searched for in that text**. rankkit appends its own prefix
@@ -12,7 +12,7 @@ gives it itself, for its prompts, decoding parameters and engine; the modes keep
     second answer (:func:`continuation_verdicts`); pointwise: ``Final verdict: Score: ``. The prompt
     shows the digit scale ``0..K`` (K as in ``logprob`` mode) and scores are mapped onto the
     task's scale. A candidate that writes a verdict, or makes the judge repeat one, changes
-    nothing that is read. Engines that cannot continue a prefix (llama-cpp-python's server,
+    nothing that is read. Runtimes that cannot continue a prefix (llama-cpp-python's server,
     OpenAI) fall back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`:
     strict, but a pattern over text a candidate can influence), with one warning line; every
     judgment records its ``verdict_path``. A verdict that cannot be read is asked again once
@@ -38,7 +38,7 @@ gives it itself, for its prompts, decoding parameters and engine; the modes keep
     the two answers' mean log-likelihoods, with ``probability = sigmoid(ll_first - ll_second)``;
     it has no position bias because neither answer is "first" to the model.
 
-Every mode yields ``(index, judgment)`` as the engine's results arrive, so the match layer caches
+Every mode yields ``(index, judgment)`` as the runtime's results arrive, so the match layer caches
 each judgment the moment it exists.
 """
 
@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rankkit.judges.base import add_usage
 from rankkit.judgments import Verdict, ComparisonRequest, ParseStatus, Grade, GradeRequest, Winner
-from rankkit.judges.llm_engine import Conversation, LLMEngine, user_turn
+from rankkit.judges.llm_runtime import Conversation, LLMRuntime, user_turn
 from rankkit.prompts import (
     Template,
     TemplateChoice,
@@ -67,7 +67,7 @@ PARSER_VERSION = "3"  # 3: ASCII digits only; generate prompts show the digit sc
 #: How generate mode reads a verdict from a continuation (part of the fingerprint).
 VERDICT_RULE = "1"  # expected digit after "<explanation>\n\nFinal verdict: Answer 1: " (then "... Answer 2: ")
 #: The verdict paths of generate mode: ``continuation`` reads the verdict after a prefix rankkit
-#: appends; ``text`` parses it from the free text (the fallback); ``auto`` picks the first the engine can do.
+#: appends; ``text`` parses it from the free text (the fallback); ``auto`` picks the first the runtime can do.
 VERDICT_PATHS = ("auto", "continuation", "text")
 LOGPROB_RULE = "1"  # digits 0..min(M,9); P(1)/(P(1)+P(2)) after the choice prefix
 LOGLIK_RULE = "1"   # mean token log-likelihood of the answer after the bare question
@@ -172,10 +172,10 @@ class Prompt:
 
 class ModeJudge(Protocol):
     """What a mode reads from the judge it serves (an :class:`~rankkit.judges.llm.LLMJudge`): its
-    engine, decoding parameters, templates and prompts. Modes are given the judge; they never
+    runtime, decoding parameters, templates and prompts. Modes are given the judge; they never
     build one, so they depend on this, not on the judge's class."""
 
-    engine: LLMEngine
+    runtime: LLMRuntime
     max_new_tokens: int
     temperature: float
     seed: int
@@ -262,7 +262,7 @@ def generate_and_read(judge: ModeJudge, conversations: Sequence[Conversation], r
     one is asked again with the next seed (at :data:`RETRY_TEMPERATURE` when the judge decodes
     greedily, since a greedy retry would repeat itself), up to the judge's ``retries``.
 
-    ``batched``: read a whole attempt's replies at once (continuations: one engine call each
+    ``batched``: read a whole attempt's replies at once (continuations: one runtime call each
     round), else each as it arrives (a text parse). Yields ``(index, Reply)`` as each is final, so
     the caller caches every judgment the moment it exists.
     """
@@ -285,7 +285,7 @@ def generate_and_read(judge: ModeJudge, conversations: Sequence[Conversation], r
                 yield index, Reply(texts[local], reading, status, usage[index], history[index])
 
         generated: dict[int, str] = {}
-        for local, generation in judge.engine.generate([conversations[i] for i in pending],
+        for local, generation in judge.runtime.generate([conversations[i] for i in pending],
                                                        max_new_tokens=judge.max_new_tokens,
                                                        temperature=temperature, seed=judge.seed + attempt):
             index = pending[local]
@@ -317,11 +317,11 @@ def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:
     return f"{explanation.rstrip()}\n\n{template.verdict_prefix} {label} "
 
 
-def read_scores(engine: LLMEngine, prompts: Sequence[Prompt], prefixes: Sequence[str]
+def read_scores(runtime: LLMRuntime, prompts: Sequence[Prompt], prefixes: Sequence[str]
                 ) -> Iterator[tuple[int, dict[str, float]]]:
     """The digit log-probabilities ``0..K`` after each prompt's prefix (K = its ``max_points``),
-    one engine call per distinct K."""
-    return next_token_logprobs(engine, [p.conversation for p in prompts], prefixes,
+    one runtime call per distinct K."""
+    return next_token_logprobs(runtime, [p.conversation for p in prompts], prefixes,
                                [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts])
 
 
@@ -329,7 +329,7 @@ def _argmax_digit(logprobs: Mapping[str, float]) -> str:
     return max(logprobs, key=lambda digit: (logprobs[digit], -int(digit)))
 
 
-def continuation_verdicts(engine: LLMEngine, prompts: Sequence[Prompt], texts: Sequence[str],
+def continuation_verdicts(runtime: LLMRuntime, prompts: Sequence[Prompt], texts: Sequence[str],
                           slots: int) -> list[tuple[ParsedVerdict, dict[str, Any]]]:
     """The verdict of each generated explanation, read from continuations rankkit controls.
 
@@ -345,13 +345,13 @@ def continuation_verdicts(engine: LLMEngine, prompts: Sequence[Prompt], texts: S
     """
     results: list[tuple[ParsedVerdict, dict[str, Any]]] = []
     prefixes = [verdict_prefix(p, t, 1 if slots == 2 else None) for p, t in zip(prompts, texts)]
-    first = dict(read_scores(engine, prompts, prefixes))
+    first = dict(read_scores(runtime, prompts, prefixes))
     second: dict[int, dict[str, float]] = {}
     if slots == 2:
         readable = [i for i in range(len(prompts)) if expected_digit(first[i])[0] is not None]
         follow = [f"{prefixes[i]}{_argmax_digit(first[i])}/{format_points(prompts[i].max_points)} "
                   f"{prompts[i].template.slot_label} 2: " for i in readable]
-        for local, logprobs in read_scores(engine, [prompts[i] for i in readable], follow):
+        for local, logprobs in read_scores(runtime, [prompts[i] for i in readable], follow):
             second[readable[local]] = logprobs
     for index, prompt in enumerate(prompts):
         tables = [first[index]] + ([second[index]] if index in second else [])
@@ -371,7 +371,7 @@ def continuation_verdicts(engine: LLMEngine, prompts: Sequence[Prompt], texts: S
 
 class GenerateMode:
     """The judge writes its reasoning; the verdict is read from a continuation rankkit controls
-    (or, where the engine cannot continue a prefix, parsed from the text: the flagged fallback).
+    (or, where the runtime cannot continue a prefix, parsed from the text: the flagged fallback).
     One retry with the next seed when no verdict can be read."""
 
     name = "generate"
@@ -426,7 +426,7 @@ class GenerateMode:
             return generate_and_read(judge, conversations, parse_texts, batched=False)
 
         def read_continuations(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
-            read = continuation_verdicts(judge.engine, [prompts[i] for i in indices], texts, slots)
+            read = continuation_verdicts(judge.runtime, [prompts[i] for i in indices], texts, slots)
             for local, (verdict, what) in enumerate(read):
                 raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {what['continuation']}"
                 yield local, Reading(verdict.scores, verdict.error, raw, {"verdict_reads": len(what["logprobs"])},
@@ -454,14 +454,14 @@ class GenerateMode:
 # logprob
 
 
-def next_token_logprobs(engine: LLMEngine, conversations: Sequence[Conversation], prefixes: Sequence[str],
+def next_token_logprobs(runtime: LLMRuntime, conversations: Sequence[Conversation], prefixes: Sequence[str],
                         choices: Sequence[tuple[str, ...]]) -> Iterator[tuple[int, dict[str, float]]]:
-    """Group prompts by (prefix, choices) — e.g. English and German tasks — and ask the engine."""
+    """Group prompts by (prefix, choices) — e.g. English and German tasks — and ask the runtime."""
     groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
     for index, key in enumerate(zip(prefixes, choices)):
         groups.setdefault(key, []).append(index)
     for (prefix, group_choices), indices in groups.items():
-        for local, logprobs in engine.next_token_logprobs(
+        for local, logprobs in runtime.next_token_logprobs(
                 [conversations[i] for i in indices], assistant_prefix=prefix, choices=list(group_choices)):
             yield indices[local], logprobs
 
@@ -481,7 +481,7 @@ class LogprobMode:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
         choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
-        for index, logprobs in next_token_logprobs(judge.engine, [p.conversation for p in prompts], prefixes,
+        for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes,
                                                    choices):
             task = requests[index][0]
             prompt = prompts[index]
@@ -500,7 +500,7 @@ class LogprobMode:
         prompts = judge.pair_prompts(requests)
         prefixes = [p.template.choice_prefix + " " for p in prompts]
         choices = [("1", "2")] * len(prompts)
-        for index, logprobs in next_token_logprobs(judge.engine, [p.conversation for p in prompts], prefixes,
+        for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes,
                                                    choices):
             task, first, second = requests[index]
             raw_probability = choice_probability(logprobs["1"], logprobs["2"])
@@ -536,7 +536,7 @@ class LoglikMode:
         for index, (task, candidate) in enumerate(pairs):
             unique.setdefault((task.prompt, candidate.text), []).append(index)
         keys = list(unique)
-        for local, value in judge.engine.answer_logliks([user_turn(q) for q, _ in keys], [a for _, a in keys]):
+        for local, value in judge.runtime.answer_logliks([user_turn(q) for q, _ in keys], [a for _, a in keys]):
             for index in unique[keys[local]]:
                 yield index, value
 

@@ -7,7 +7,7 @@ Spec::
 
 The judging itself — prompt templates, the modes ``generate`` / ``logprob``, the strict parser
 and its retry, the fingerprint — is :class:`rankkit.judges.llm.LLMJudge`, shared with the Hugging
-Face judge. This module only supplies the engine that turns conversations into chat-completion
+Face judge. This module only supplies the runtime that turns conversations into chat-completion
 requests, and it is built for scale-out deployments:
 
 **Concurrency.** ``concurrency=N`` requests are in flight at once per server (a thread pool over
@@ -16,7 +16,7 @@ at once (a knockout round, all pairs of a tournament), so N requests keep N serv
 Results are yielded the moment each response arrives, whatever the order, so each judgment
 reaches the cache at once. ``generate`` / ``next_token_logprobs`` may be called from several
 threads at once; they share the pool and the slots, so the total in flight never exceeds
-:attr:`OpenAIEngine.capacity`.
+:attr:`OpenAIRuntime.capacity`.
 
 **Replicas.** ``base_url=http://h1:8000/v1|http://h2:8000/v1`` spreads requests over several
 servers of the same model, client-side: ``concurrency`` applies per replica (capacity =
@@ -33,13 +33,13 @@ read past the limit) — are retried with exponential backoff and jitter, honour
 names the cause. Before raising, requests already in flight are allowed to finish and their
 results are yielded, so every judgment the server answered is cached and a rerun continues where
 this one stopped. Retries are counted per judgment (``usage["retries"]``, summed per strategy into
-``Cost.retries``) and in :attr:`OpenAIEngine.stats`.
+``Cost.retries``) and in :attr:`OpenAIRuntime.stats`.
 
 **Modes.** ``generate`` works against any chat-completions server. ``logprob`` needs the
 first-token ``logprobs``/``top_logprobs`` of a reply that continues a forced prefix (``Score: ``):
 vLLM, SGLang and llama.cpp's ``llama-server`` do that (see :func:`prefill_fields`). Before its
-first logprob request the engine checks this with one probe request whose continuation is known
-(:meth:`OpenAIEngine.check_continuation`); a server that returns no log-probabilities, or does not
+first logprob request the runtime checks this with one probe request whose continuation is known
+(:meth:`OpenAIRuntime.check_continuation`); a server that returns no log-probabilities, or does not
 continue the prefix (llama-cpp-python's server), stops the run before any judgment with
 :class:`LogprobsUnavailable` (exit 2), whose message says to use ``mode=generate``. ``loglik`` (likelihood of a given answer) is not offered: chat
 completions never score a given text.
@@ -56,7 +56,7 @@ interchangeable judgments, so its cached judgments stay valid. The flip side: se
 weights under different model names (vLLM's ``--served-model-name``), or cached judgments of one
 will be reused for the other.
 
-**Modules.** This one holds the engine (chat-completion requests and responses) and the spec;
+**Modules.** This one holds the runtime (chat-completion requests and responses) and the spec;
 the HTTP client under it — pool, replicas, retries, redaction, response cap — is
 :mod:`rankkit.judges.http_client`.
 """
@@ -70,9 +70,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 from rankkit.judges.base import JudgeError
 from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, RetryingClient, RetryPolicy
-from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
-from rankkit.judges.llm_engine import Generation, per_row
-from rankkit.specs import Spec, SpecError, convert_value
+from rankkit.judges.backends import Argument, Option, Settings
+from rankkit.judges.llm import llm_backend
+from rankkit.judges.llm_runtime import Generation, LLMRuntime, per_row
+from rankkit.specs import Spec, SpecError, parse_spec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -97,12 +98,12 @@ PROBE_PREFIX = "1, 2, 3, 4, 5, 6, 7, 8,"
 PROBE_NEXT, PROBE_FRESH = "9", "1"
 
 
-# -- the engine -------------------------------------------------------------------------------------
+# -- the runtime -------------------------------------------------------------------------------------
 
-class OpenAIEngine(RetryingClient):
+class OpenAIRuntime(RetryingClient, LLMRuntime):
     """Sends conversations to ``{base_url}/chat/completions``, ``concurrency`` at a time per replica.
 
-    The :class:`~rankkit.judges.llm_engine.LLMEngine` of the openai judge: it builds chat
+    The :class:`~rankkit.judges.llm_runtime.LLMRuntime` of the openai judge: it builds chat
     completion requests and reads their responses; sending them (replicas, concurrency, retries)
     is :class:`~rankkit.judges.http_client.RetryingClient`'s.
 
@@ -128,7 +129,7 @@ class OpenAIEngine(RetryingClient):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
                          jitter_seed=jitter_seed, max_response_bytes=max_response_bytes)
         self.model = model
-        # The continuation probe runs once per engine (so once per judge), before its first
+        # The continuation probe runs once per runtime (so once per judge), before its first
         # logprob request; its error is kept so every later call refuses the same way.
         self._probe_lock = threading.Lock()
         self._probe_done = False
@@ -136,7 +137,7 @@ class OpenAIEngine(RetryingClient):
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
-        return (f"OpenAIEngine(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
+        return (f"OpenAIRuntime(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
                 f"timeout={self.timeout}, api_key={key})")
 
     def identity(self) -> dict[str, Any]:
@@ -147,7 +148,7 @@ class OpenAIEngine(RetryingClient):
     def request_subject(self) -> str:
         return f"model {self.model!r}"
 
-    # -- the LLMEngine protocol -------------------------------------------------------------------
+    # -- the LLMRuntime protocol -------------------------------------------------------------------
     def _chat_body(self, conversation: list[dict[str, str]], **options: Any) -> dict[str, Any]:
         return {"model": self.model, "messages": list(conversation), **options}
 
@@ -206,7 +207,7 @@ class OpenAIEngine(RetryingClient):
         reply, so the first-token log-probabilities belong to another question and every verdict
         would look confident and mean nothing. One request tells: the reply to "count from 1 to
         20" forced to start with ``1, 2, …, 8,`` must go on with ``9``; a fresh reply starts with
-        ``1``. The answer is kept for the engine's lifetime (one probe per judge instance).
+        ``1``. The answer is kept for the runtime's lifetime (one probe per judge instance).
 
         Raises
         ------
@@ -237,9 +238,10 @@ class OpenAIEngine(RetryingClient):
             if self._probe_error is not None:
                 raise self._probe_error
 
-    def supports_continuation(self) -> bool:
+    @property
+    def continues_prefix(self) -> bool:  # type: ignore[override]  # a probe, read on first use
         """Whether the server continues a final assistant message with log-probabilities (one probe
-        request per engine, :meth:`check_continuation`)."""
+        request per runtime, :meth:`check_continuation`)."""
         try:
             self.check_continuation()
         except LogprobsUnavailable:
@@ -392,22 +394,34 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 
 # -- the spec ---------------------------------------------------------------------------------------
 
-#: A judge spec read from a file (a leaderboard, a run or results file) may not choose where the
-#: prompts and a key go: these options, and this backend at all (every prompt goes over the
-#: network), need the command line's confirmation (:mod:`rankkit.judges.trust`).
-TRUSTED_ONLY_OPTIONS = frozenset({"base_url", "api_key_env"})
-NETWORK_BACKEND = True
+#: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS` (none of them
+#: changes the fingerprint: see "Identity" in the module docstring).
+OPENAI_OPTIONS: tuple[Option, ...] = (
+    Option("base_url", str, None, "the server, |-joined replicas (default: $OPENAI_BASE_URL, else OpenAI's API)",
+           identity=False, trusted_only=True),
+    Option("concurrency", int, 4, "requests in flight per replica", identity=False),
+    Option("timeout", float, 120.0, "seconds per request", identity=False),
+    Option("max_attempts", int, RetryPolicy.max_attempts, "attempts per request, the first included", identity=False),
+    Option("backoff", float, RetryPolicy.backoff, "first retry's wait, seconds (doubles each time)", identity=False),
+    Option("max_backoff", float, RetryPolicy.max_backoff, "longest wait between attempts", identity=False),
+    Option("api_key_env", str, None, f"the variable holding the API key (default {DEFAULT_API_KEY_ENV})",
+           identity=False, trusted_only=True),
+    Option("max_response_bytes", int, DEFAULT_MAX_RESPONSE_BYTES, "largest response body read", identity=False),
+)
 
-#: Engine options of the spec, with their types (the judge's own options are in ``LLM_OPTIONS``).
-ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
-                                   "backoff": float, "max_backoff": float, "api_key_env": str,
-                                   "max_response_bytes": int}
+
+def _read_spec(text: str) -> Spec:
+    """Parse an ``openai:`` spec, refusing an API key in it without echoing the value."""
+    spec = parse_spec(text)
+    if "api_key" in spec.options:  # a secret typed where it should not be: it would end up in shell history and results
+        raise SpecError("openai: do not put the API key in the spec (it would end up in shell history and "
+                        "results); export it and name the variable with api_key_env=NAME (default OPENAI_API_KEY)")
+    return spec
 
 
-def from_spec(spec: Spec) -> LLMJudge:
-    """``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
-    [,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,mode=generate|logprob][,template=...]
-    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N]``.
+def _openai_runtime(settings: Settings) -> OpenAIRuntime:
+    """The runtime of ``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K]
+    [,backoff=S][,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME]``.
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's own API; several replicas of the
     same model are ``|``-joined. The key is read from ``$OPENAI_API_KEY`` or the variable
@@ -415,32 +429,26 @@ def from_spec(spec: Spec) -> LLMJudge:
     and OpenAI's own API (no ``base_url`` at all) needs one: without it the spec is refused at
     once instead of failing every request with HTTP 401.
     """
-    if len(spec.positional) != 1:
-        raise SpecError(f"judge {spec.text or 'openai'!r}: name exactly one model, "
-                        f"e.g. openai:meta-llama/Llama-3.1-70B-Instruct,base_url=http://HOST:8000/v1")
-    judge_kwargs, rest = split_llm_options(spec, "openai")
-    if "api_key" in rest:  # do not echo the value: it is a secret typed where it should not be
-        raise SpecError("openai: do not put the API key in the spec (it would end up in shell history and "
-                        "results); export it and name the variable with api_key_env=NAME (default OPENAI_API_KEY)")
-    options: dict[str, Any] = {}
-    for key, value in rest.items():
-        if key not in ENGINE_OPTIONS:
-            known = ", ".join(sorted([*ENGINE_OPTIONS, *LLM_OPTIONS]))
-            raise SpecError(f"openai: unknown parameter {key!r} (known: {known})")
-        options[key] = convert_value(value, ENGINE_OPTIONS[key], where=f"openai: {key}")
-    if judge_kwargs.get("mode") == "loglik":
+    if settings["mode"] == "loglik":
         raise SpecError("openai: mode=loglik needs the log-likelihood of a given answer, which chat "
                         "completions do not return; use mode=generate or mode=logprob")
-    key_env = options.pop("api_key_env", None)
+    key_env = settings["api_key_env"]
     api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
     if key_env and not api_key:
         raise SpecError(f"openai: api_key_env={key_env} names an environment variable that is not set")
-    retry = RetryPolicy(**{k: options.pop(k) for k in ("max_attempts", "backoff", "max_backoff") if k in options})
-    base_url = options.pop("base_url", None) or os.environ.get("OPENAI_BASE_URL")
+    retry = RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff")))
+    base_url = settings["base_url"] or os.environ.get("OPENAI_BASE_URL")
     if not base_url and not api_key:
         raise SpecError(f"openai: no base_url and no API key: for a local server (vLLM, llama.cpp...) add "
                         f"base_url=http://HOST:PORT/v1 (or set $OPENAI_BASE_URL); for OpenAI's API export "
                         f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)")
-    engine = OpenAIEngine(spec.positional[0], base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
-                          retry=retry, **options)
-    return LLMJudge(engine, **judge_kwargs)
+    return OpenAIRuntime(settings.argument, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key, retry=retry,
+                        **settings.subset(("concurrency", "timeout", "max_response_bytes")))
+
+
+#: ``openai:MODEL[,option=value...]``: any OpenAI-compatible chat-completions server. Building it
+#: sends nothing (the continuation probe waits for the first logprob request), so the dry run builds it.
+BACKEND = llm_backend("openai", "any OpenAI-compatible HTTP server (vLLM, llama.cpp, SGLang, OpenAI)",
+                      _openai_runtime, options=OPENAI_OPTIONS,
+                      argument=Argument("model", "openai:meta-llama/Llama-3.1-70B-Instruct,base_url=http://HOST:8000/v1"),
+                      read=_read_spec, network=True)

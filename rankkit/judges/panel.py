@@ -48,6 +48,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from rankkit.judges.backends import Argument, Backend, Option, Settings, spec_name
 from rankkit.judges.base import Judge, add_usage
 from rankkit.judgments import Verdict, ComparisonRequest, ParseStatus, Winner
 from rankkit.memo import JudgmentMemo, Origin, memo_of
@@ -55,7 +56,7 @@ from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
 
 #: Options of the panel itself (everything else in the spec is the member list).
-PANEL_OPTIONS = ("threshold",)
+PANEL_OPTIONS: tuple[Option, ...] = (Option("threshold", float, 0.5, "share of the members a verdict needs"),)
 
 #: A vote, as the outcome for the request's *first* candidate: 1.0 won, 0.0 lost, 0.5 tie, None abstained.
 Vote = float | None
@@ -274,8 +275,9 @@ class PanelJudge(Judge):
 # Spec parsing
 
 
-def split_panel_spec(text: str) -> tuple[list[str], dict[str, str]]:
-    """Split ``panel:M1+M2+...,threshold=T`` into member specs (``;`` -> ``,``) and panel options."""
+def read_spec(text: str) -> Spec:
+    """Split ``panel:M1+M2+...,threshold=T`` into its members (one argument, ``+``-joined, each
+    member's own options separated by ``;``) and the panel's options."""
     _, _, rest = text.strip().partition(":")
     member_pieces: list[str] = []
     options: dict[str, str] = {}
@@ -283,7 +285,7 @@ def split_panel_spec(text: str) -> tuple[list[str], dict[str, str]]:
         if not piece:
             continue
         key, eq, value = piece.partition("=")
-        if eq and key.strip() in PANEL_OPTIONS:
+        if eq and key.strip() in {o.name for o in PANEL_OPTIONS}:
             options[key.strip()] = value.strip()
         else:
             member_pieces.append(piece)
@@ -291,22 +293,35 @@ def split_panel_spec(text: str) -> tuple[list[str], dict[str, str]]:
         raise SpecError(
             f"panel: cannot read {text!r}: write the members as one '+'-joined list and separate a "
             f"member's own options with ';' (e.g. panel:sim:preset=gpt4;seed=1+sim:preset=falcon,threshold=0.5); "
-            f"the panel's own options are {', '.join(PANEL_OPTIONS)}")
-    members = [m.strip().replace(";", ",") for m in member_pieces[0].split("+") if m.strip()]
-    return members, options
+            f"the panel's own options are {', '.join(o.name for o in PANEL_OPTIONS)}")
+    return Spec(name="panel", positional=(member_pieces[0],), options=options, text=text)
 
 
-def from_spec(spec: Spec) -> PanelJudge:
+def member_specs(settings: Settings) -> list[str]:
+    """The members' specs (``;`` -> ``,``); a panel cannot be a member of a panel."""
+    members = [m.strip().replace(";", ",") for m in settings.argument.split("+") if m.strip()]
+    if any(spec_name(member) == "panel" for member in members):
+        raise SpecError("panel: a panel cannot be a member of a panel")
+    return members
+
+
+def build(settings: Settings) -> PanelJudge:
     """``panel:MEMBER+MEMBER+...[,threshold=0.5]`` (see the module docstring)."""
     from rankkit.judges import make_judge
-    from rankkit.specs import convert_value, parse_spec
 
-    text = spec.text or f"{spec.name}:" + ",".join([*spec.positional, *(f"{k}={v}" for k, v in spec.options.items())])
-    member_specs, options = split_panel_spec(text)
-    members = []
-    for member_spec in member_specs:
-        if parse_spec(member_spec).name == "panel":
-            raise SpecError("panel: a panel cannot be a member of a panel")
-        members.append(make_judge(member_spec))
-    threshold = convert_value(options.get("threshold", "0.5"), float, where="panel: threshold")
-    return PanelJudge(members, threshold=threshold)
+    return PanelJudge([make_judge(member) for member in member_specs(settings)], threshold=settings["threshold"])
+
+
+def stand_in(settings: Settings) -> PanelJudge:
+    """The dry run's panel: each member's stand-in judge."""
+    from rankkit.judges import make_judge
+
+    return PanelJudge([make_judge(member, stand_in=True) for member in member_specs(settings)],
+                      threshold=settings["threshold"])
+
+
+#: ``panel:MEMBER+MEMBER+...[,threshold=T]``: several judges and an agreement threshold.
+BACKEND = Backend("panel", "several judges; a verdict needs the threshold's share of their votes",
+                  PANEL_OPTIONS, build,
+                  argument=Argument("members", "panel:sim:preset=gpt4;seed=1+sim:preset=falcon,threshold=0.5"),
+                  stand_in=stand_in, read=read_spec)

@@ -138,7 +138,7 @@ class Analysis:
         return {"text": self.text, "usage": dict(self.usage)}
 
 
-#: Generates analyses: takes conversations, yields ``(index, Generation)`` (an engine's ``generate``
+#: Generates analyses: takes conversations, yields ``(index, Generation)`` (a runtime's ``generate``
 #: with decoding already bound).
 Generate = Callable[[Sequence[list[dict[str, str]]]], Iterator[tuple[int, Any]]]
 
@@ -147,7 +147,7 @@ class AnalysisStore:
     """Looks analyses up in memory, then in the run's cache, and generates the rest in one batch.
 
     fingerprint: gives :func:`analysis_fingerprint` of the judge (the cache key's first part); a
-        function, called when analyses are first looked up, so building a judge asks its engine
+        function, called when analyses are first looked up, so building a judge asks its runtime
         nothing.
     generate: how to generate replies to a batch of conversations.
     judge: the judge the analyses are for; they are looked up through its ``memo`` (the run's

@@ -80,6 +80,7 @@ from typing import Any, Iterator, Sequence
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import json_object_line
+from rankkit.judges.backends import Argument, Backend, Option, Settings, check_value
 from rankkit.judges.base import Judge, JudgeError
 from rankkit.judgments import (
     Verdict,
@@ -91,12 +92,20 @@ from rankkit.judgments import (
     GroupChoice,
     GroupRanking,
 )
-from rankkit.specs import Spec, SpecError
+from rankkit.specs import SpecError
 from rankkit.tasks import MAX_POINTS_LIMIT, Candidate, Task, finite_number
 
 ON_MISS = ("error", "tie")
 SCORE_SOURCES = ("recorded", "verdict")
 TIE = "tie"
+
+#: The spec options (all four are the judge's identity: they choose which rows answer).
+REPLAY_OPTIONS: tuple[Option, ...] = (
+    Option("judge", str, None, "only rows of this judge label"),
+    Option("method", str, None, "only rows of this method label"),
+    Option("on_miss", str, "error", "an unrecorded comparison: error, or a tie", choices=ON_MISS),
+    Option("scores", str, "recorded", "grades: the recorded scores, or 1/0 from the verdict", choices=SCORE_SOURCES),
+)
 
 
 @dataclass(frozen=True)
@@ -347,10 +356,8 @@ class ReplayJudge(Judge):
 
     def __init__(self, path: str | Path, judge: str | None = None, method: str | None = None,
                  on_miss: str = "error", scores: str = "recorded"):
-        if on_miss not in ON_MISS:
-            raise SpecError(f"replay: on_miss must be one of {', '.join(ON_MISS)}, got {on_miss!r}")
-        if scores not in SCORE_SOURCES:
-            raise SpecError(f"replay: scores must be one of {', '.join(SCORE_SOURCES)}, got {scores!r}")
+        for option, value in zip(REPLAY_OPTIONS[2:], (on_miss, scores)):
+            check_value(option, value, "replay")
         self.path = Path(path)
         self.judge_label = judge
         self.method = method
@@ -483,19 +490,17 @@ def is_miss(judgment: Verdict) -> bool:
     return "replay_miss" in judgment.extras
 
 
-def from_spec(spec: Spec) -> ReplayJudge:
+def build(settings: Settings) -> ReplayJudge:
     """``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]``."""
-    if len(spec.positional) != 1:
-        raise SpecError("replay: give exactly one recorded judgments file, e.g. "
-                        "replay:judgments.jsonl,judge=GPT-4,method=Vanilla")
-    known = {"judge", "method", "on_miss", "scores"}
-    unknown = set(spec.options) - known
-    if unknown:
-        raise SpecError(f"replay: unknown parameter(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
-    judge = ReplayJudge(spec.positional[0], judge=spec.options.get("judge"), method=spec.options.get("method"),
-                        on_miss=spec.options.get("on_miss", "error"), scores=spec.options.get("scores", "recorded"))
+    judge = ReplayJudge(settings.argument, **settings.subset(REPLAY_OPTIONS))
     # Read the recording now: a bad file or filter is reported before anything runs. A recording of
     # k-way judgments only has no pairs to check.
     if not judge.kway_table:
         judge.table
     return judge
+
+
+#: ``replay:FILE[,option=value...]``: judgments recorded earlier (``rankkit record``) or elsewhere.
+BACKEND = Backend("replay", "judgments recorded in a file (rankkit record, or a paper's data)", REPLAY_OPTIONS,
+                  build, argument=Argument("recorded judgments file",
+                                           "replay:judgments.jsonl,judge=GPT-4,method=Vanilla"))

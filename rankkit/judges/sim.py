@@ -88,10 +88,11 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Sequence
 
+from rankkit.judges.backends import Backend, Option, Settings
 from rankkit.judges.base import Judge
 from rankkit.judgments import Verdict, Grade, Winner, LABELS, GroupChoice, GroupRanking, labels
 from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
-from rankkit.specs import Spec, SpecError, build_dataclass
+from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
 
 # ---------------------------------------------------------------------------------------------
@@ -420,55 +421,76 @@ MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway"),
     "fixed": ("accuracy", "position_bias", "noise"),
 }
-_COMMON_KEYS = ("model", "preset", "seed")
 
 
-def from_spec(spec: Spec) -> LatentJudge | FixedAccuracyJudge:
+_GPT4 = LATENT_PRESETS["gpt4"]
+
+#: The spec options of both models (each model's own are in :data:`MODEL_KEYS`).
+SIM_OPTIONS: tuple[Option, ...] = (
+    Option("model", str, "latent", "latent (perception + noise) or fixed (accuracy + position bias)",
+           choices=tuple(MODEL_KEYS)),
+    Option("preset", str, None, f"fills the parameters not given (latent: {', '.join(LATENT_PRESETS)}; "
+           f"fixed: {', '.join(FIXED_PRESET_RATES)}); latent without parameters is gpt4"),
+    Option("seed", int, 0, "seeds every draw"),
+    Option("perception", float, _GPT4.perception, "latent: sd of the perception of an answer"),
+    Option("pair_noise", float, _GPT4.pair_noise, "latent: sd of the noise on a pairwise grade"),
+    Option("slot_bias", float, _GPT4.slot_bias, "latent: first slot's advantage (> 0 favours it)"),
+    Option("grade_noise", float, _GPT4.grade_noise, "latent: sd of the noise on a pointwise grade"),
+    Option("kway", str, "grades", "latent: what a k-way choice carries: grades or choice", choices=KWAY_READINGS),
+    Option("accuracy", float, 0.8, "fixed: probability of picking the human-better answer"),
+    Option("position_bias", float, 0.0, "fixed: probability of picking the answer shown first"),
+    Option("noise", float, 0.5, "fixed: sd of the noise on every grade"),
+)
+
+
+def _shown(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def build(settings: Settings) -> LatentJudge | FixedAccuracyJudge:
     """Build a simulated judge from ``sim:[model=latent|fixed,][preset=NAME,]PARAMETERS...,seed=N``.
 
     Parameters
     ----------
-    spec: the parsed spec. ``model`` is ``latent`` unless given; ``sim`` alone is
-        ``sim:preset=gpt4``, and ``sim:model=fixed`` alone is the fixed model's defaults. A
+    settings : Settings
+        The spec read against :data:`BACKEND`. ``model`` is ``latent`` unless given; ``sim`` alone
+        is ``sim:preset=gpt4``, and ``sim:model=fixed`` alone is the fixed model's defaults. A
         preset fills in the parameters not given explicitly.
 
     Returns
     -------
-    A :class:`LatentJudge` or a :class:`FixedAccuracyJudge`.
+    LatentJudge or FixedAccuracyJudge
 
     Raises
     ------
-    SpecError: an unknown parameter, model or preset, or a parameter of the other model (the
-        message names the ``model=`` it belongs to).
+    SpecError
+        An unknown preset, or a parameter of the other model (the message names the ``model=``
+        it belongs to).
     """
-    if spec.positional:
-        raise SpecError(f"sim: unexpected value(s) {', '.join(spec.positional)}; use key=value")
-    options = dict(spec.options)
-    known = sorted({*_COMMON_KEYS, *(key for keys in MODEL_KEYS.values() for key in keys)})
-    for key in options:
-        if key not in known:
-            raise SpecError(f"sim: unknown parameter {key!r} (known: {', '.join(known)})")
-    model = options.pop("model", "latent")
-    if model not in MODEL_KEYS:
-        raise SpecError(f"sim: model must be one of {', '.join(MODEL_KEYS)}, got {model!r}")
+    model = settings["model"]
     for other, keys in MODEL_KEYS.items():
-        wrong = [key for key in keys if key in options and other != model]
+        wrong = [key for key in keys if key in settings.given and other != model]
         if wrong:
             raise SpecError(f"sim: {', '.join(wrong)} belong(s) to model={other}, not model={model}; "
-                            f"write sim:model={other},{wrong[0]}={options[wrong[0]]}")
-    preset = options.get("preset")
+                            f"write sim:model={other},{wrong[0]}={_shown(settings[wrong[0]])}")
+    preset = settings["preset"]
     presets = FIXED_PRESET_RATES if model == "fixed" else LATENT_PRESETS
     if preset is not None and preset not in presets:
         raise SpecError(f"sim: unknown preset {preset!r} for model={model} (known: {', '.join(presets)})")
+    explicit = {key: settings[key] for key in MODEL_KEYS[model] if key in settings.given}
     if model == "fixed":
         if preset is not None:
             accuracy, bias = fixed_parameters(*FIXED_PRESET_RATES[preset])
-            options.setdefault("accuracy", repr(round(accuracy, 4)))
-            options.setdefault("position_bias", repr(round(bias, 4)))
-        return build_dataclass(FixedAccuracyJudge, options, where="sim")
-    if preset is None and not any(key in options for key in asdict(LATENT_PRESETS["gpt4"])):
-        preset = options["preset"] = "gpt4"
+            explicit.setdefault("accuracy", round(accuracy, 4))
+            explicit.setdefault("position_bias", round(bias, 4))
+        return FixedAccuracyJudge(**explicit, seed=settings["seed"], preset=preset)
+    if preset is None and not any(key in explicit for key in asdict(_GPT4)):
+        preset = "gpt4"
     if preset is not None:
         for key, value in asdict(LATENT_PRESETS[preset]).items():
-            options.setdefault(key, repr(value))
-    return build_dataclass(LatentJudge, options, where="sim")
+            explicit.setdefault(key, value)
+    return LatentJudge(**explicit, seed=settings["seed"], preset=preset)
+
+
+#: ``sim:...``: the simulated judges (research; they read the data's human scores).
+BACKEND = Backend("sim", "a simulated judge drawn from the data's human scores (research)", SIM_OPTIONS, build)

@@ -2,7 +2,7 @@
 
 ``--judge vllm:MODEL[,option=value...]`` is the same judge as ``hf:MODEL`` and ``openai:MODEL`` —
 the same prompts, modes, choice tokens and verdict arithmetic
-(:class:`~rankkit.judges.llm.LLMJudge`) — on a third engine. MODEL is a local model directory, a
+(:class:`~rankkit.judges.llm.LLMJudge`) — on a third runtime. MODEL is a local model directory, a
 hub id (for users who have the hub) or ``smollm2``: the embedded SmolLM2-135M-Instruct, loaded from
 the bf16 safetensors copy the HF judge writes under ``~/.cache/rankkit``
 (:func:`~rankkit.judges.hf_loading.smollm2_copy_dir`, made from the GGUF on first use). Options:
@@ -24,15 +24,15 @@ the bf16 safetensors copy the HF judge writes under ``~/.cache/rankkit``
 ``mode``, ``template``, ``max_new_tokens``, ``temperature``, ``seed``, ``retries``, ...: the judge's
 ==========================  ========================================================================
 
-**Engine.** :class:`VLLMEngine` renders each conversation with the model's chat template and
-appends the forced reply prefix exactly as the hf engine does (:mod:`rankkit.judges.chat_tokens`),
+**Runtime.** :class:`VLLMRuntime` renders each conversation with the model's chat template and
+appends the forced reply prefix exactly as the hf runtime does (:mod:`rankkit.judges.chat_tokens`),
 then hands vLLM token ids, so ``hf:`` and ``vllm:`` read the same token sequences. ``logprob`` mode
 asks for one token with ``logprob_token_ids`` = the choice tokens: their log-probabilities come
 from one forward pass, whatever their rank (the HTTP judge sees only the top 20). The forced
 prefix may differ per row (the hardened generate mode continues each judge's own explanation).
 ``generate`` mode samples with vLLM (greedy at temperature 0, else seeded per request), and
 ``loglik`` reads prompt log-probabilities. vLLM schedules whole calls itself (continuous batching,
-prefix caching), so the engine is a batching backend (``fills_batches``): the runner hands it up to
+prefix caching), so the runtime is a batching backend (``fills_batches``): the runner hands it up to
 ``max_num_seqs`` requests from many tasks at once, from one thread.
 
 **Fingerprint.** The judge's fingerprint names backend ``vllm``, the model (weights signature or hub
@@ -48,7 +48,7 @@ functions only: ``import rankkit`` and the CLI's start-up never load it.
 
 **Errors.** Without vLLM installed, the spec fails (exit 2) naming the ``vllm`` extra. A model
 directory that does not exist or holds no ``config.json`` fails naming it (exit 2). A prompt longer
-than ``max_model_len`` stops the run with :class:`~rankkit.judges.context.PromptTooLong` (exit 2)
+than ``max_model_len`` stops the run with :class:`~rankkit.judges.llm_runtime.PromptTooLong` (exit 2)
 naming the task and the option, before any prompt of its call is run. A KV cache too small for
 one ``max_model_len`` sequence fails at start (exit 2) naming ``kv_cache_gib``,
 ``gpu_memory_utilization`` and ``max_model_len``.
@@ -64,70 +64,37 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from rankkit.judges import chat_tokens
+from rankkit.judges.backends import Argument, Option, Settings, above, at_least
 from rankkit.judges.base import JudgeError
-from rankkit.judges.context import LocalLLMJudge, check_fit
-from rankkit.judges.hf_loading import import_torch
-from rankkit.judges.llm import LLM_OPTIONS, split_llm_options
-from rankkit.judges.llm_engine import Conversation, Generation, per_row
-from rankkit.judges.modes import MODES
-from rankkit.specs import Spec, SpecError, convert_value
+from rankkit.judges.context import check_fit
+from rankkit.judges.hf_loading import DTYPES, LOAD_LOCK, LOADED, SMOLLM2_JUDGE_DEFAULTS, import_torch
+from rankkit.judges.llm import llm_backend
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, per_row
+from rankkit.specs import SpecError
 
 #: What to run when vLLM is missing (see the README's "GPU box" for a GPU's vLLM build).
 INSTALL_HINT = ("pip install torch==2.13.0 -e '.[vllm]' && pip uninstall -y torchvision torchaudio torchcodec "
                 "(the vllm extra; see the README)")
-VLLM_DTYPES = ("bfloat16", "float32", "float16", "auto")
 
-#: Engine options of the spec, with their types (the judge's own options are ``LLM_OPTIONS``).
-ENGINE_OPTIONS: dict[str, type] = {"dtype": str, "max_model_len": int, "max_num_seqs": int, "enforce_eager": bool,
-                                   "prefix_caching": bool, "kv_cache_gib": float, "tensor_parallel_size": int,
-                                   "gpu_memory_utilization": float}
-#: Defaults of the engine options (``gpu_memory_utilization`` is left to vLLM).
-DEFAULTS: dict[str, Any] = {"dtype": "bfloat16", "max_model_len": 4096, "max_num_seqs": 64, "enforce_eager": True,
-                            "prefix_caching": True, "kv_cache_gib": 2.0, "tensor_parallel_size": 1}
-#: smollm2's default mode, as for the HF judge: one forward pass per judgment.
-SMOLLM2_DEFAULT_MODE = "logprob"
+#: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS`.
+VLLM_OPTIONS: tuple[Option, ...] = (
+    Option("dtype", str, "bfloat16", "the weights' dtype (smollm2: bfloat16 or float32)", choices=DTYPES),
+    Option("max_model_len", int, 4096, "longest prompt plus reply, in tokens", identity=False, check=at_least(1)),
+    Option("max_num_seqs", int, 64, "requests vLLM batches at once (the judge's capacity)", identity=False,
+           check=at_least(1)),
+    Option("enforce_eager", bool, True, "no CUDA graphs (faster start)", identity=False),
+    Option("prefix_caching", bool, True, "vLLM's automatic prefix caching", identity=False),
+    Option("kv_cache_gib", float, 2.0, "KV cache size on a CPU, GiB", identity=False, check=above(0)),
+    Option("tensor_parallel_size", int, 1, "GPUs the model is split over", identity=False, check=at_least(1)),
+    Option("gpu_memory_utilization", float, None, "fraction of GPU memory vLLM may use (default: vLLM's)",
+           identity=False, check=lambda value: None if 0 < value <= 1 else "must be in (0, 1]"),
+)
+#: The runtime options' defaults (``gpu_memory_utilization`` None: left to vLLM).
+DEFAULTS: dict[str, Any] = {o.name: o.default for o in VLLM_OPTIONS}
 
 
 # ---------------------------------------------------------------------------------------------
 # Specs (nothing loaded)
-
-
-def vllm_spec_parts(spec: Spec) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """Read a ``vllm:`` spec without loading anything: ``(model_ref, engine options, judge
-    options)``, checked and with defaults filled in (used by :func:`from_spec` and the dry run).
-
-    >>> from rankkit.specs import parse_spec
-    >>> model, options, judge = vllm_spec_parts(parse_spec("vllm:smollm2,max_model_len=2048"))
-    >>> model, options["max_model_len"], options["enforce_eager"], judge["mode"]
-    ('smollm2', 2048, True, 'logprob')
-    """
-    where = "vllm"
-    if len(spec.positional) != 1:
-        raise SpecError(f"{where}: name exactly one model (a directory, a hub id or smollm2), "
-                        f"e.g. vllm:smollm2 or vllm:./my-model, got {list(spec.positional)}")
-    model_ref = spec.positional[0]
-    defaults = {"mode": SMOLLM2_DEFAULT_MODE, "max_new_tokens": 192} if model_ref == "smollm2" else None
-    judge_kwargs, rest = split_llm_options(spec, where, defaults=defaults)
-    options = dict(DEFAULTS)
-    for key, value in rest.items():
-        if key not in ENGINE_OPTIONS:
-            known = ", ".join(sorted([*ENGINE_OPTIONS, *LLM_OPTIONS]))
-            raise SpecError(f"{where}: unknown option {key!r} (known: {known})")
-        options[key] = convert_value(value, ENGINE_OPTIONS[key], where=f"{where}: {key}")
-    if options["dtype"] not in VLLM_DTYPES:
-        raise SpecError(f"{where}: dtype must be one of {', '.join(VLLM_DTYPES)}, got {options['dtype']!r}")
-    for key in ("max_model_len", "max_num_seqs", "tensor_parallel_size"):
-        if options[key] < 1:
-            raise SpecError(f"{where}: {key} must be >= 1, got {options[key]}")
-    if not options["kv_cache_gib"] > 0:
-        raise SpecError(f"{where}: kv_cache_gib must be > 0, got {options['kv_cache_gib']}")
-    if "gpu_memory_utilization" in options and not 0 < options["gpu_memory_utilization"] <= 1:
-        raise SpecError(f"{where}: gpu_memory_utilization must be in (0, 1], got {options['gpu_memory_utilization']}")
-    if judge_kwargs.get("mode", "generate") not in MODES:
-        raise SpecError(f"{where}: mode must be one of {', '.join(MODES)}, got {judge_kwargs['mode']!r}")
-    if model_ref == "smollm2" and options["dtype"] not in ("bfloat16", "float32"):
-        raise SpecError(f"{where}: smollm2's copy is made in bfloat16 or float32, got dtype={options['dtype']}")
-    return model_ref, options, judge_kwargs
 
 
 def local_model_dir(model_ref: str) -> Path | None:
@@ -163,6 +130,8 @@ def model_identity(model_ref: str, dtype: str) -> dict[str, Any]:
     from rankkit.judges.hf_loading import smollm2_identity
 
     if model_ref == "smollm2":
+        if dtype not in ("bfloat16", "float32"):
+            raise SpecError(f"vllm: smollm2's copy is made in bfloat16 or float32, got dtype={dtype}")
         return smollm2_identity(dtype)
     local = local_model_dir(model_ref)
     if local is not None:
@@ -182,15 +151,15 @@ def require_vllm() -> None:
 # Loading (once per process)
 
 
-#: vLLM engines loaded in this process: key -> ``vllm.LLM``. Shut down at exit.
-_LOADED: dict[tuple, Any] = {}
-_LOAD_LOCK = threading.Lock()
+#: vLLM engines are kept with the hf models in :data:`~rankkit.judges.hf_loading.LOADED` (one
+#: lock for every model load), under keys starting with this; shut down at exit.
+LOADED_KEY = "vllm"
 
 
 def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, Any]:
     """``vllm.LLM`` keyword arguments for parsed spec options.
 
-    >>> kwargs = llm_kwargs("/m", dict(DEFAULTS), on_cpu=True)
+    >>> kwargs = llm_kwargs("/m", DEFAULTS, on_cpu=True)
     >>> kwargs["enable_prefix_caching"], kwargs["kv_cache_memory_bytes"]
     (True, 2147483648)
     """
@@ -198,7 +167,7 @@ def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, 
                               "max_num_seqs": options["max_num_seqs"], "enforce_eager": options["enforce_eager"],
                               "enable_prefix_caching": options["prefix_caching"],
                               "tensor_parallel_size": options["tensor_parallel_size"]}
-    if "gpu_memory_utilization" in options:
+    if options["gpu_memory_utilization"] is not None:
         kwargs["gpu_memory_utilization"] = options["gpu_memory_utilization"]
     if on_cpu:
         kwargs["kv_cache_memory_bytes"] = int(options["kv_cache_gib"] * (1 << 30))
@@ -215,9 +184,9 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
     JudgeError
         vLLM could not load the model (the message names it and vLLM's reason).
     """
-    key = (source, *sorted(options.items()))
-    with _LOAD_LOCK:
-        if key not in _LOADED:
+    key = (LOADED_KEY, source, *sorted(options.items()))
+    with LOAD_LOCK:
+        if key not in LOADED:
             os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # its INFO and WARNING lines would drown rankkit's output
             # torch first, through rankkit: OpenMP then sleeps rather than spins while it waits, in
             # this process and the engine's (measured: an hf judge sharing a process with vLLM ran
@@ -227,22 +196,22 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
             from vllm.platforms import current_platform
 
             try:
-                _LOADED[key] = LLM(**llm_kwargs(source, options, current_platform.is_cpu()))
+                LOADED[key] = LLM(**llm_kwargs(source, options, current_platform.is_cpu()))
             except Exception as err:  # vLLM raises many types; all mean "this model did not load"
                 if "kv cache" in str(err).lower():  # too small for one max_model_len sequence: a setting
                     raise SpecError(f"vllm: the KV cache cannot hold one sequence of max_model_len="
                                     f"{options['max_model_len']} tokens for {source!r}; raise kv_cache_gib (CPU) or "
                                     f"gpu_memory_utilization (GPU), or lower max_model_len ({err})") from err
                 raise JudgeError(f"vllm: cannot load model {source!r}: {type(err).__name__}: {err}") from err
-        return _LOADED[key]
+        return LOADED[key]
 
 
 def shutdown_all() -> None:
     """Stop every vLLM engine this process loaded (its engine-core process too). Registered to
     run at interpreter exit; tests call it to free memory between engines."""
-    with _LOAD_LOCK:
-        while _LOADED:
-            _, llm = _LOADED.popitem()
+    with LOAD_LOCK:
+        for key in [k for k in LOADED if k[0] == LOADED_KEY]:
+            llm = LOADED.pop(key)
             core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
             if core is not None:
                 core.shutdown()
@@ -252,15 +221,15 @@ atexit.register(shutdown_all)
 
 
 # ---------------------------------------------------------------------------------------------
-# The engine
+# The runtime
 
 
-class VLLMEngine:
-    """An :class:`~rankkit.judges.llm_engine.LLMEngine` on a loaded ``vllm.LLM``.
+class VLLMRuntime(LLMRuntime):
+    """An :class:`~rankkit.judges.llm_runtime.LLMRuntime` on a loaded ``vllm.LLM``.
 
     llm: the loaded engine (shared: :meth:`close` leaves it running for other judges).
     identity: what names the weights in the fingerprint.
-    max_model_len: the engine's limit; longer prompts raise :class:`~rankkit.judges.context.PromptTooLong`.
+    max_model_len: the engine's limit; longer prompts raise :class:`~rankkit.judges.llm_runtime.PromptTooLong`.
     capacity: requests one call should get (``max_num_seqs``).
 
     Each method renders all its conversations, sends the ones that fit in one ``llm.generate``
@@ -277,6 +246,7 @@ class VLLMEngine:
         self.tokenizer = llm.get_tokenizer()
         self._identity = dict(identity)
         self.max_model_len = max_model_len
+        self.context = (max_model_len, "max_model_len")
         self.capacity = capacity
         self._lock = threading.Lock()
         #: calls: llm.generate calls; rows: prompts sent; prompt_tokens: their tokens.
@@ -295,7 +265,7 @@ class VLLMEngine:
 
     def _run(self, sequences: Sequence[Sequence[int]], params: Any, reserve: int) -> Iterator[tuple[int, Any]]:
         """``llm.generate`` on the sequences; yields ``(index, RequestOutput)``. A sequence that
-        leaves no room for ``reserve`` tokens raises :class:`~rankkit.judges.context.PromptTooLong` before any is run."""
+        leaves no room for ``reserve`` tokens raises :class:`~rankkit.judges.llm_runtime.PromptTooLong` before any is run."""
         from vllm.inputs import TokensPrompt
 
         check_fit(sequences, reserve, self.max_model_len,
@@ -314,7 +284,7 @@ class VLLMEngine:
                 raise JudgeError(f"vllm: the engine failed: {type(err).__name__}: {err}") from err
         yield from enumerate(outputs)
 
-    # -- the LLMEngine protocol ------------------------------------------------------------------
+    # -- the LLMRuntime protocol ------------------------------------------------------------------
     def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
                             choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the next token after ``assistant_prefix``
@@ -361,13 +331,11 @@ class VLLMEngine:
 
 
 # ---------------------------------------------------------------------------------------------
-# The judge
+# The backend
 
 
-def from_spec(spec: Spec) -> LocalLLMJudge:
-    """``vllm:MODEL[,dtype=..,max_model_len=..,max_num_seqs=..,enforce_eager=..,prefix_caching=..,
-    kv_cache_gib=..,tensor_parallel_size=..,gpu_memory_utilization=..,mode=..,template=..]``."""
-    model_ref, options, judge_kwargs = vllm_spec_parts(spec)
+def _vllm_runtime(settings: Settings) -> VLLMRuntime:
+    model_ref, options = settings.argument, settings.subset(VLLM_OPTIONS)
     identity = model_identity(model_ref, options["dtype"])  # refuses a bad directory first
     require_vllm()
     if model_ref == "smollm2":
@@ -378,5 +346,13 @@ def from_spec(spec: Spec) -> LocalLLMJudge:
         local = local_model_dir(model_ref)
         source = str(local) if local is not None else model_ref
     llm = load_llm(source, options)
-    engine = VLLMEngine(llm, identity, max_model_len=options["max_model_len"], capacity=options["max_num_seqs"])
-    return LocalLLMJudge(engine, **judge_kwargs)
+    return VLLMRuntime(llm, identity, max_model_len=options["max_model_len"], capacity=options["max_num_seqs"])
+
+
+#: ``vllm:MODEL[,option=value...]``: the model in process on vLLM's offline engine.
+BACKEND = llm_backend("vllm", "vLLM's offline engine, in process (MODEL: a directory, a hub id or smollm2)",
+                      _vllm_runtime, options=VLLM_OPTIONS,
+                      identity=lambda settings: model_identity(settings.argument, settings["dtype"]),
+                      context=lambda settings: (settings["max_model_len"], "max_model_len"),
+                      argument=Argument("model", "vllm:smollm2 or vllm:./my-model"),
+                      defaults=lambda model: SMOLLM2_JUDGE_DEFAULTS if model == "smollm2" else {})

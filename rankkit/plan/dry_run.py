@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from rankkit.cache import NullCache
+from rankkit.judges.llm import LLMJudge
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost
 from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
@@ -165,7 +166,7 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
 
     Parameters:
         tasks, strategies, seed: as the run gets them.
-        judge: only its identity is used (build it with :func:`~rankkit.plan.judge.plan_judge` to
+        judge: only its identity is used (build it with ``make_judge(spec, stand_in=True)`` to
             avoid loading a model); it is never asked anything.
         cache: the persistent cache, read and never written (None: no cache).
 
@@ -192,8 +193,9 @@ def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None)
 
     Parameters:
         tasks: the run's tasks.
-        judge: the judge of the dry run; its engine's ``context`` (tokens, setting) is the limit,
-            where known without loading the model (:class:`~rankkit.plan.judge.PlanEngine`).
+        judge: the judge of the dry run; an LLM judge's runtime ``context`` (tokens, setting) is the
+            limit, where known without loading the model
+            (:class:`~rankkit.judges.llm_runtime.StandInRuntime`).
         sizes: the prompt sizes the stand-in runs recorded (None: the judge reads no prompts).
 
     Returns:
@@ -201,7 +203,7 @@ def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None)
         are estimates (:data:`~rankkit.plan.tokens.CHARS_PER_TOKEN` characters a token), so a
         prompt near the limit may go either way.
     """
-    context = getattr(getattr(judge, "engine", None), "context", None)
+    context = judge.runtime.context if isinstance(judge, LLMJudge) else None
     if sizes is None or context is None:
         return []
     limit, setting = context

@@ -69,7 +69,7 @@ POLICIES: dict[str, Policy] = {"first": _first, "ranked": _consistent("ranked"),
 class StandInJudge(Judge):
     """The run's judge as a dry run sees it: its identity, and stand-in verdicts (module docstring).
 
-    inner: the judge stood in for (e.g. from :func:`~rankkit.plan.judge.plan_judge`); only its
+    inner: the judge stood in for (e.g. from ``make_judge(spec, stand_in=True)``); only its
         identity is read, it is never asked anything.
     policy: the name of the verdict policy (:data:`POLICIES`).
     sizes: prompt sizes to put in each verdict's ``usage`` (None: no prompts to count).

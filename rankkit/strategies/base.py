@@ -28,7 +28,10 @@ class CandidateExtras:
     Each built-in strategy fills the fields that apply to it (named in parentheses); a field left None
     is not reported. In the results JSON a candidate's extras are :meth:`to_dict`: these field
     names as keys, unreported ones left out (the HTML report's script reads ``eliminated_round``,
-    ``played`` and ``byes`` there). A third-party strategy may report none.
+    ``played`` and ``byes`` there). A third-party strategy may report none, or extras of its own:
+    it subclasses this class as a frozen dataclass with more fields (each defaulting to None) and
+    names the subclass as its :attr:`Strategy.extras_type`; results files then round-trip those
+    fields, and :meth:`~rankkit.results.RunResult.rows` shows the scalar ones as ``extra_<field>``.
 
     wins / draws / losses: matches it won, drew, lost (panel_elo; losses also double_elimination).
     eliminated_round: the round it was knocked out in (knockout, double_elimination); None for the
@@ -82,12 +85,34 @@ class CandidateExtras:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CandidateExtras":
-        """Read :meth:`to_dict` back. Raises ValueError naming a key that is not a field."""
+        """Read :meth:`to_dict` back (into this class or a strategy's subclass).
+
+        Raises
+        ------
+        ValueError
+            Naming a key that is not a field of ``cls``.
+        """
         known = {f.name for f in dataclasses.fields(cls)}
         for key in data:
             if key not in known:
                 raise ValueError(f"unknown candidate extra {key!r} (known: {', '.join(sorted(known))})")
         return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+
+    @classmethod
+    def with_fields(cls, names: Iterable[str]) -> type["CandidateExtras"]:
+        """``cls``, or a frozen subclass that also holds ``names`` (any JSON value, default None):
+        how the extras of a strategy that is not installed here are read from a results file.
+
+        >>> Recorded = CandidateExtras.with_fields(["margin"])
+        >>> Recorded.from_dict({"played": 2, "margin": 0.5}).to_dict()
+        {'played': 2, 'margin': 0.5}
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        extra = [name for name in dict.fromkeys(names) if name not in known]
+        if not extra:
+            return cls
+        return dataclasses.make_dataclass("RecordedExtras", [(name, Any, field(default=None)) for name in extra],
+                                          bases=(cls,), frozen=True)
 
 
 @dataclass(frozen=True)
@@ -136,6 +161,9 @@ class Strategy:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: The class of the extras its rankings report: :class:`CandidateExtras`, or a subclass of it
+    #: with fields of the strategy's own (results files are read back into it).
+    extras_type: ClassVar[type[CandidateExtras]] = CandidateExtras
     kind: ClassVar[str] = "pairwise"
     single_order: ClassVar[str | None] = None
 

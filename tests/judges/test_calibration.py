@@ -22,7 +22,7 @@ from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
-from tests.judges.test_llm import ScriptedEngine
+from tests.judges.test_llm import ScriptedRuntime
 
 #: How much the simulated judge favours slot 1, in log-odds: enough to pick it for every pair.
 SLOT_BIAS = 6.0
@@ -84,11 +84,11 @@ def accuracy(judged) -> float:
 
 def test_calibration_removes_a_planted_slot_bias():
     tasks = make_tasks()
-    raw, _ = judge_all(LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob"), tasks)
+    raw, _ = judge_all(LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob"), tasks)
     assert first_slot_share(raw) == pytest.approx(1.0, abs=1e-12)  # the planted bias: slot 1 always wins
     assert accuracy(raw) == pytest.approx(0.5, abs=1e-12)
 
-    calibrated, _ = judge_all(LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob", calibrate=True),
+    calibrated, _ = judge_all(LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True),
                               tasks)
     assert first_slot_share(calibrated) == pytest.approx(0.5, abs=1e-12)
     assert accuracy(calibrated) == pytest.approx(1.0, abs=1e-12)
@@ -104,14 +104,14 @@ def test_calibration_removes_a_planted_slot_bias():
 def test_each_pair_is_read_once_per_order_and_raw_judgments_are_the_uncalibrated_judges(tmp_path):
     tasks = make_tasks()
     with JudgmentCache(tmp_path / "cache.sqlite") as cache:
-        engine = ScriptedEngine(logprobs=biased_logprobs)
-        calibrated_judge = LLMJudge(engine, mode="logprob", calibrate=True)
+        runtime = ScriptedRuntime(logprobs=biased_logprobs)
+        calibrated_judge = LLMJudge(runtime, mode="logprob", calibrate=True)
         _, cost = judge_all(calibrated_judge, tasks, cache)
         assert cost.judge_calls == 36
-        assert len(engine.prompts) == 36  # 12 ordered pairs a task: each read once, never twice
+        assert len(runtime.prompts) == 36  # 12 ordered pairs a task: each read once, never twice
 
         # The uncalibrated judge finds every raw judgment in the cache and calls nothing.
-        plain_engine = ScriptedEngine(logprobs=biased_logprobs)
+        plain_engine = ScriptedRuntime(logprobs=biased_logprobs)
         plain = LLMJudge(plain_engine, mode="logprob")
         assert plain.fingerprint == calibrated_judge.raw_fingerprint != calibrated_judge.fingerprint
         judged, cost = judge_all(plain, tasks, cache)
@@ -119,7 +119,7 @@ def test_each_pair_is_read_once_per_order_and_raw_judgments_are_the_uncalibrated
         assert first_slot_share(judged) == pytest.approx(1.0, abs=1e-12)
 
         # A calibrated judge in a new process reuses the raw judgments for pairs it never judged.
-        fresh_engine = ScriptedEngine(logprobs=biased_logprobs)
+        fresh_engine = ScriptedRuntime(logprobs=biased_logprobs)
         fresh = LLMJudge(fresh_engine, mode="logprob", calibrate=True)
         fresh.bind_memo(JudgmentMemo(fresh, JudgmentCacheView(cache, hide=fresh.fingerprint)))
         task = tasks[0]
@@ -148,16 +148,16 @@ class JudgmentCacheView:
 def test_a_calibrated_judgment_does_not_depend_on_the_rest_of_the_batch():
     task = make_tasks()[0]
     a, b, c = task.candidates[:3]
-    alone = LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob", calibrate=True).compare(task, a, b)
-    batch = dict(LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob", calibrate=True)
+    alone = LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True).compare(task, a, b)
+    batch = dict(LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True)
                  .compare_many([(task, c, a), (task, a, b), (task, b, c)]))
     assert batch[1].probability == alone.probability
 
 
 def test_judge_report_shows_the_effect():
     tasks = make_tasks()
-    raw = judge_report(tasks, LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob"), resamples=50)
-    calibrated = judge_report(tasks, LLMJudge(ScriptedEngine(logprobs=biased_logprobs), mode="logprob",
+    raw = judge_report(tasks, LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob"), resamples=50)
+    calibrated = judge_report(tasks, LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob",
                                               calibrate=True), resamples=50)
     assert raw["metrics"]["first_slot"]["value"] == pytest.approx(1.0, abs=1e-12)
     assert raw["metrics"]["order_consistency"]["value"] == pytest.approx(0.0, abs=1e-12)
@@ -168,15 +168,15 @@ def test_judge_report_shows_the_effect():
 
 
 def test_a_choice_with_no_probability_fails_as_a_tie():
-    engine = ScriptedEngine(logprobs=lambda prompt, prefix: {})
+    runtime = ScriptedRuntime(logprobs=lambda prompt, prefix: {})
     task = make_tasks()[0]
-    judgment = LLMJudge(engine, mode="logprob", calibrate=True).compare(task, task.candidates[0], task.candidates[1])
+    judgment = LLMJudge(runtime, mode="logprob", calibrate=True).compare(task, task.candidates[0], task.candidates[1])
     assert judgment.status is ParseStatus.FAILED and judgment.winner is Winner.TIE and judgment.probability == 0.5
 
 
 def test_calibrate_needs_logprob_mode():
     with pytest.raises(SpecError, match="mode=logprob"):
-        LLMJudge(ScriptedEngine(), mode="generate", calibrate=True)
+        LLMJudge(ScriptedRuntime(), mode="generate", calibrate=True)
 
 
 def test_pure_functions():

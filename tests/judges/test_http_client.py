@@ -1,7 +1,7 @@
 """The openai judge's HTTP client (rankkit.judges.http_client): its pure pieces — backoff,
 Retry-After, which statuses are retried, replica choice, key redaction and capped reads.
 
-The client's behaviour against a live (stub or llama.cpp) server is tested through the engine
+The client's behaviour against a live (stub or llama.cpp) server is tested through the runtime
 that uses it, in test_openai_compat.py.
 """
 

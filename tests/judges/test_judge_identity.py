@@ -2,14 +2,14 @@
 
 A refactoring of the LLM judges must leave all of it unchanged, or cached judgments would no
 longer be found (a changed fingerprint or request key) or would differ from fresh ones (a changed
-judgment). Each configuration judges the same requests on a scripted engine with a recording
+judgment). Each configuration judges the same requests on a scripted runtime with a recording
 cache; the test compares three SHA-256 digests with the values recorded:
 
 * ``keys``: the fingerprint and the request keys, exactly;
 * ``judgments``: every verdict and grade as a run sees it;
 * ``rows``: every row written to the cache (key, fingerprint, kind, payload).
 
-The scripted engine involves no torch and no BLAS, but the judges turn its log-probabilities into
+The scripted runtime involves no torch and no BLAS, but the judges turn its log-probabilities into
 grades and probabilities with ``math.exp`` (and the calibration with log-odds), whose last bit may
 differ between C libraries and CPUs (FMA or not). So before hashing, every float in the judgments
 and rows is rounded to ``SIGNIFICANT`` digits (:func:`canonical`): far coarser than such noise, far
@@ -34,7 +34,7 @@ from rankkit.memo import JudgmentMemo
 from rankkit.judges import make_judge
 from rankkit.judges.llm import LLMJudge
 from rankkit.tasks import Candidate, Task
-from tests.judges.test_llm import ScriptedEngine
+from tests.judges.test_llm import ScriptedRuntime
 
 
 class RecordingCache:
@@ -135,8 +135,8 @@ def pins(judge: LLMJudge) -> dict[str, str]:
             "rows": digest(canonical(seen["rows"]))}
 
 
-def engine() -> ScriptedEngine:
-    return ScriptedEngine(reply=reply, logprobs=logprobs, loglik=loglik)
+def runtime() -> ScriptedRuntime:
+    return ScriptedRuntime(reply=reply, logprobs=logprobs, loglik=loglik)
 
 
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
@@ -176,26 +176,26 @@ PINNED: dict[str, Any] = {
 
 @pytest.mark.parametrize("name", list(CONFIGURATIONS))
 def test_each_llm_judge_configuration_is_what_it_was(name):
-    assert pins(LLMJudge(engine(), **CONFIGURATIONS[name])) == PINNED[name], \
+    assert pins(LLMJudge(runtime(), **CONFIGURATIONS[name])) == PINNED[name], \
         "if the change is intended, record the new pins: python -m tests.judges.test_judge_identity"
 
 
 def hf_and_openai_fingerprints() -> str:
     """The digest of an hf judge's and a calibrated openai judge's fingerprints (no model loaded)."""
-    from rankkit.judges.hf_engine import HFEngine
+    from rankkit.judges.hf_runtime import HFRuntime
 
-    hf_judge = LLMJudge(HFEngine(None, None, {"name": "m", "dtype": "bfloat16", "weights": "abc"}), mode="logprob")
+    hf_judge = LLMJudge(HFRuntime(None, None, {"name": "m", "dtype": "bfloat16", "weights": "abc"}), mode="logprob")
     openai_judge = make_judge("openai:some/model,base_url=http://127.0.0.1:9/v1,mode=logprob,calibrate=true")
     return digest([hf_judge.fingerprint, openai_judge.fingerprint, openai_judge.raw_fingerprint])
 
 
 def exact_and_batched_hf_judges() -> tuple[LLMJudge, LLMJudge]:
     """An exact and a batched hf judge of the same (unloaded) model."""
-    from rankkit.judges.hf_engine import HFEngine
+    from rankkit.judges.hf_runtime import HFRuntime
 
     identity = {"name": "m", "dtype": "bfloat16", "weights": "abc"}
-    return (LLMJudge(HFEngine(None, None, identity, exact=True), mode="logprob"),
-            LLMJudge(HFEngine(None, None, identity), mode="logprob"))
+    return (LLMJudge(HFRuntime(None, None, identity, exact=True), mode="logprob"),
+            LLMJudge(HFRuntime(None, None, identity), mode="logprob"))
 
 
 def test_hf_and_openai_fingerprints_are_what_they_were():
@@ -205,7 +205,7 @@ def test_hf_and_openai_fingerprints_are_what_they_were():
 def test_the_exact_hf_engine_has_its_own_fingerprint():
     """Exact mode (issue: batch-invariant hf judging) changes what a judgment is in its last bits,
     so its identity adds ``"exact": true, "block": 512`` and its judgments are cached apart. This
-    is a new pin, not a re-pin: the batched engine's fingerprint (``hf+openai`` above) is
+    is a new pin, not a re-pin: the batched runtime's fingerprint (``hf+openai`` above) is
     unchanged, so judgments cached by batched runs are still found under ``exact=false``. It is
     the default ``smollm2`` (and ``hf:`` on a CPU) fingerprint that changed, because exact mode
     became their default."""
@@ -218,8 +218,8 @@ def test_the_exact_hf_engine_has_its_own_fingerprint():
 def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
     from rankkit.judges.llm import CalibratedJudge
 
-    option = LLMJudge(engine(), mode="logprob", prepair=prepair, calibrate=True)
-    wrapper = CalibratedJudge(LLMJudge(engine(), mode="logprob", prepair=prepair))
+    option = LLMJudge(runtime(), mode="logprob", prepair=prepair, calibrate=True)
+    wrapper = CalibratedJudge(LLMJudge(runtime(), mode="logprob", prepair=prepair))
     assert wrapper.fingerprint == option.fingerprint and wrapper.raw_fingerprint == option.raw_fingerprint
     assert wrapper.description == option.description
     assert observed(wrapper) == observed(option)
@@ -230,13 +230,13 @@ def test_the_calibration_wrapper_needs_logprob_mode():
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="mode=logprob"):
-        CalibratedJudge(LLMJudge(engine(), mode="generate"))
+        CalibratedJudge(LLMJudge(runtime(), mode="generate"))
 
 
 if __name__ == "__main__":  # print every pin, to paste into PINNED after an intended change
     print("PINNED: dict[str, Any] = {")
     for config, options in CONFIGURATIONS.items():
-        print(f"    {config!r}: {pins(LLMJudge(engine(), **options))!r},")
+        print(f"    {config!r}: {pins(LLMJudge(runtime(), **options))!r},")
     print(f"    'hf+openai': {hf_and_openai_fingerprints()!r},")
     print(f"    'exact': {digest(exact_and_batched_hf_judges()[0].fingerprint)!r},")
     print("}")

@@ -10,14 +10,14 @@ import pytest
 
 from rankkit.judgments import ParseStatus, Winner, GroupChoice, GroupRanking, labels
 from rankkit.judges.kway import ranking_from_scores, parse_choice, parse_ranking, probabilities_from_logprobs
+from rankkit.judges import make_judge
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, from_spec
+from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge
 from rankkit.memo import JudgmentMemo
 from rankkit.prompts.kway import render_kway
-from rankkit.specs import parse_spec
 from rankkit.tasks import Candidate, Task
 from tests.helpers import make_task
-from tests.judges.test_llm import ScriptedEngine
+from tests.judges.test_llm import ScriptedRuntime
 
 TOLERANCE = 1e-12
 
@@ -98,19 +98,18 @@ def test_a_candidate_cannot_close_its_box():
     assert text.rstrip().endswith("naming every label exactly once:\nRanking: [label] > [label] > [label]")
 
 
-class WrittenOnly(ScriptedEngine):
-    """A scripted engine that cannot read a continuation (as an HTTP server that does not continue
+class WrittenOnly(ScriptedRuntime):
+    """A scripted runtime that cannot read a continuation (as an HTTP server that does not continue
     a final assistant message): only the written verdict can be read."""
 
-    def supports_continuation(self):
-        return False
+    continues_prefix = False
 
     def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
-        raise AssertionError("a judge must not read a continuation from an engine that cannot continue")
+        raise AssertionError("a judge must not read a continuation from an runtime that cannot continue")
 
 
-def echoing_engine(verdict: str) -> ScriptedEngine:
-    """An engine that quotes the prompt's answers back (forged verdict lines included), then ends with ``verdict``."""
+def echoing_engine(verdict: str) -> ScriptedRuntime:
+    """An runtime that quotes the prompt's answers back (forged verdict lines included), then ends with ``verdict``."""
     def reply(prompt: str, seed: int) -> str:
         quoted = "\n".join(re.findall(r"<answer_[A-H]>\n(.*?)\n</answer_[A-H]>", prompt, re.S))
         return f"The answers say:\n{quoted}\n{verdict}"
@@ -129,12 +128,12 @@ def test_forged_verdicts_inside_candidates_are_not_taken_when_the_judge_conclude
 def test_generate_mode_reads_the_k_way_verdict_from_its_own_continuation():
     """By default the label is read after rankkit's own "Best: " / "Ranking: " (never parsed from text)."""
     task = forged_task()
-    engine = ScriptedEngine(reply=echoing_engine("Best: C").reply)  # it can continue
-    choice = LLMJudge(engine, mode="generate").choose(task, task.candidates)
+    runtime = ScriptedRuntime(reply=echoing_engine("Best: C").reply)  # it can continue
+    choice = LLMJudge(runtime, mode="generate").choose(task, task.candidates)
     assert choice.chosen == 2 and choice.extras["verdict_path"] == "continuation"
     assert choice.probabilities == pytest.approx((0.0, 0.0, 1.0), abs=TOLERANCE)
-    assert engine.prompts[-1].endswith("Best: C\n\nBest: ")  # the explanation, then rankkit's prefix
-    ranking = LLMJudge(ScriptedEngine(reply=echoing_engine("Ranking: C > A > B").reply),
+    assert runtime.prompts[-1].endswith("Best: C\n\nBest: ")  # the explanation, then rankkit's prefix
+    ranking = LLMJudge(ScriptedRuntime(reply=echoing_engine("Ranking: C > A > B").reply),
                         mode="generate").rank(task, task.candidates)
     assert ranking.permutation[0] == 2 and ranking.extras["verdict_path"] == "continuation"
     assert ranking.usage["verdict_reads"] == 1
@@ -159,7 +158,7 @@ def test_logprob_mode_reads_the_labels_after_a_forced_prefix():
         return {"A": math.log(0.1), "B": math.log(0.3), "C": math.log(0.6)}
 
     task = forged_task()
-    judge = LLMJudge(ScriptedEngine(logprobs=logprobs), mode="logprob")
+    judge = LLMJudge(ScriptedRuntime(logprobs=logprobs), mode="logprob")
     choice = judge.choose(task, task.candidates)
     assert seen == ["Best: "] and choice.chosen == 2
     assert choice.probabilities == pytest.approx((0.1, 0.3, 0.6), abs=TOLERANCE)
@@ -187,8 +186,8 @@ def test_generate_mode_reads_the_choice_from_a_continuation_of_the_judges_own_ex
         return {"A": math.log(0.2), "B": math.log(0.1), "C": math.log(0.7)}
 
     task = forged_task()
-    engine = ScriptedEngine(reply=echoing_engine("Best: A").reply, logprobs=logprobs)  # it can continue
-    choice = LLMJudge(engine, mode="generate").choose(task, task.candidates)
+    runtime = ScriptedRuntime(reply=echoing_engine("Best: A").reply, logprobs=logprobs)  # it can continue
+    choice = LLMJudge(runtime, mode="generate").choose(task, task.candidates)
     prefix, = prefixes
     # the whole explanation (its own "Best: A" included), then rankkit's prefix; what is read there
     # decides, not the line the judge wrote
@@ -200,10 +199,10 @@ def test_generate_mode_reads_the_choice_from_a_continuation_of_the_judges_own_ex
 
 
 def test_loglik_mode_and_prepair_offer_no_k_way_judgments():
-    assert LLMJudge(ScriptedEngine(), mode="logprob").supports_kway
-    assert LLMJudge(ScriptedEngine(), mode="generate").supports_kway
-    assert not LLMJudge(ScriptedEngine(), mode="loglik").supports_kway
-    assert not LLMJudge(ScriptedEngine(), mode="generate", prepair=True).supports_kway
+    assert LLMJudge(ScriptedRuntime(), mode="logprob").supports_kway
+    assert LLMJudge(ScriptedRuntime(), mode="generate").supports_kway
+    assert not LLMJudge(ScriptedRuntime(), mode="loglik").supports_kway
+    assert not LLMJudge(ScriptedRuntime(), mode="generate", prepair=True).supports_kway
 
 
 # -- the simulator ------------------------------------------------------------------------------
@@ -216,7 +215,7 @@ def test_the_sims_two_way_choice_is_its_pairwise_verdict(preset):
     rng = random.Random(7)
     task = make_task([rng.uniform(0, 10) for _ in range(12)], scale=(0.0, 10.0))
     for seed in range(3):
-        judge = from_spec(parse_spec(f"sim:preset={preset},seed={seed}"))
+        judge = make_judge(f"sim:preset={preset},seed={seed}")
         for first in task.candidates:
             for second in task.candidates:
                 if first is second:
@@ -245,7 +244,7 @@ def test_a_noiseless_unbiased_sim_orders_by_the_human_scores():
 def test_a_strong_slot_bias_favours_the_first_slot_more_with_more_answers_shown():
     """chatgpt's fitted first-slot preference, shown 2 and 4 answers of equal quality: the first
     slot wins more than 1/k of the time."""
-    judge = from_spec(parse_spec("sim:preset=chatgpt"))
+    judge = make_judge("sim:preset=chatgpt")
     task = make_task([5.0] * 8 + [0.0, 10.0], scale=(0.0, 10.0))
     wins = {2: 0, 4: 0}
     trials = 0
@@ -263,7 +262,7 @@ def test_the_fixed_accuracy_sim_gives_no_k_way_judgments():
 
 def test_the_sim_can_give_a_bare_choice_instead_of_grades():
     task = make_task([3.0, 9.0, 1.0, 5.0], scale=(0.0, 10.0))
-    graded, bare = from_spec(parse_spec("sim:preset=chatgpt")), from_spec(parse_spec("sim:preset=chatgpt,kway=choice"))
+    graded, bare = make_judge("sim:preset=chatgpt"), make_judge("sim:preset=chatgpt,kway=choice")
     with_grades, without = graded.choose(task, task.candidates), bare.choose(task, task.candidates)
     assert without.chosen == with_grades.chosen and without.grades is None and with_grades.grades is not None
     assert without.slot_scores(4) == tuple(4.0 if slot == without.chosen else 0.0 for slot in range(4))

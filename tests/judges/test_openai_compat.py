@@ -33,7 +33,7 @@ from rankkit.judges.http_client import ERROR_EXCERPT_CHARS, RetryPolicy, excerpt
 from rankkit.judges.openai_compat import (
     PROBE_PREFIX,
     LogprobsUnavailable,
-    OpenAIEngine,
+    OpenAIRuntime,
     choice_logprobs,
     first_token_alternatives,
     usage_of,
@@ -51,11 +51,11 @@ def conversation(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
-def fast_engine(base_url: str, **overrides: Any) -> OpenAIEngine:
+def fast_engine(base_url: str, **overrides: Any) -> OpenAIRuntime:
     options: dict[str, Any] = dict(model="stub", base_url=base_url, concurrency=4, timeout=5.0,
                                    retry=RetryPolicy(max_attempts=4, backoff=0.01, max_backoff=0.05), jitter_seed=0)
     options.update(overrides)
-    return OpenAIEngine(**options)
+    return OpenAIRuntime(**options)
 
 
 # == pure functions (the HTTP client's: test_http_client.py) =====================================
@@ -75,10 +75,10 @@ def test_usage_and_logprob_readers():
         first_token_alternatives(stub_completion({"messages": conversation("hi")}))
 
 
-# == the engine against the stub server ==============================================================
+# == the runtime against the stub server ==============================================================
 
-def generate_all(engine: OpenAIEngine, texts: list[str]) -> dict[int, Any]:
-    return dict(engine.generate([conversation(t) for t in texts], max_new_tokens=8, temperature=0.0, seed=0))
+def generate_all(runtime: OpenAIRuntime, texts: list[str]) -> dict[int, Any]:
+    return dict(runtime.generate([conversation(t) for t in texts], max_new_tokens=8, temperature=0.0, seed=0))
 
 
 def test_engine_keeps_concurrency_requests_in_flight():
@@ -90,52 +90,52 @@ def test_engine_keeps_concurrency_requests_in_flight():
         return "pass"
 
     with FaultProxy(plan=plan) as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=4)
+        runtime = fast_engine(proxy.base_url, concurrency=4)
         try:
-            results = generate_all(engine, [f"question {i}" for i in range(8)])
+            results = generate_all(runtime, [f"question {i}" for i in range(8)])
         finally:
-            engine.close()
+            runtime.close()
     assert sorted(results) == list(range(8))
     assert results[5].text == "stub reply to: question 5"
     assert results[5].usage == {"prompt_tokens": 11, "completion_tokens": 7}
-    assert engine.stats.to_dict() == {"attempts": 8, "succeeded": 8, "failed": 0, "retries": {}}
+    assert runtime.stats.to_dict() == {"attempts": 8, "succeeded": 8, "failed": 0, "retries": {}}
 
 
 def test_engine_retries_429_and_500_honouring_retry_after():
     faults = {1: 429, 3: 500}
     with FaultProxy(plan=lambda number, body: faults.get(number, "pass"), retry_after=0.2) as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=1)
+        runtime = fast_engine(proxy.base_url, concurrency=1)
         try:
-            results = generate_all(engine, ["a", "b", "c"])
+            results = generate_all(runtime, ["a", "b", "c"])
         finally:
-            engine.close()
+            runtime.close()
     assert proxy.outcomes() == [429, 200, 500, 200, 200]
-    assert engine.stats.retries == {"429": 1, "5xx": 1}
+    assert runtime.stats.retries == {"429": 1, "5xx": 1}
     assert [results[i].usage.get("retries", 0) for i in range(3)] == [1, 1, 0]
     assert all(results[i].text.startswith("stub reply") for i in range(3))
 
 
 def test_engine_times_out_a_hung_request_and_retries():
     with FaultProxy(plan=lambda number, body: "hang" if number == 1 else "pass", hang_limit=10) as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=2, timeout=0.5)
+        runtime = fast_engine(proxy.base_url, concurrency=2, timeout=0.5)
         try:
-            results = generate_all(engine, ["slow", "fast"])
+            results = generate_all(runtime, ["slow", "fast"])
         finally:
-            engine.close()
+            runtime.close()
     assert sorted(results) == [0, 1]
-    assert engine.stats.retries == {"timeout": 1}
+    assert runtime.stats.retries == {"timeout": 1}
     assert proxy.outcomes().count("hang") == 1 and proxy.outcomes().count(200) == 2
 
 
 def test_engine_retries_dropped_connections():
     with FaultProxy(plan=lambda number, body: "drop" if number <= 2 else "pass") as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=1)
+        runtime = fast_engine(proxy.base_url, concurrency=1)
         try:
-            results = generate_all(engine, ["x"])
+            results = generate_all(runtime, ["x"])
         finally:
-            engine.close()
+            runtime.close()
     assert results[0].usage["retries"] == 2
-    assert engine.stats.retries == {"connection": 2}
+    assert runtime.stats.retries == {"connection": 2}
 
 
 def test_engine_gives_up_after_max_attempts_but_yields_what_succeeded():
@@ -144,17 +144,17 @@ def test_engine_gives_up_after_max_attempts_but_yields_what_succeeded():
 
     received: dict[int, Any] = {}
     with FaultProxy(plan=plan) as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=4, retry=RetryPolicy(max_attempts=3, backoff=0.05))
+        runtime = fast_engine(proxy.base_url, concurrency=4, retry=RetryPolicy(max_attempts=3, backoff=0.05))
         try:
             with pytest.raises(JudgeError, match=r"after 3 attempts.*HTTP 503"):
-                for index, generation in engine.generate([conversation(t) for t in ["ok 0", "doomed", "ok 2", "ok 3"]],
+                for index, generation in runtime.generate([conversation(t) for t in ["ok 0", "doomed", "ok 2", "ok 3"]],
                                                          max_new_tokens=8, temperature=0.0, seed=0):
                     received[index] = generation
         finally:
-            engine.close()
+            runtime.close()
     assert sorted(received) == [0, 2, 3]  # the answered requests reached the caller before the error
     assert proxy.outcomes().count(503) == 3
-    assert engine.stats.failed == 1 and engine.stats.retries == {"5xx": 2}
+    assert runtime.stats.failed == 1 and runtime.stats.retries == {"5xx": 2}
 
 
 def test_engine_stops_sending_when_the_caller_stops_reading():
@@ -166,14 +166,14 @@ def test_engine_stops_sending_when_the_caller_stops_reading():
         return "pass"
 
     with FaultProxy(plan=plan) as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=1)
-        stream = engine.generate([conversation(f"q{i}") for i in range(5)], max_new_tokens=8, temperature=0.0, seed=0)
+        runtime = fast_engine(proxy.base_url, concurrency=1)
+        stream = runtime.generate([conversation(f"q{i}") for i in range(5)], max_new_tokens=8, temperature=0.0, seed=0)
         assert next(stream)[0] == 0
         stream.close()  # e.g. the strategy raised: the queued requests are cancelled
         release.set()
         # the pool runs jobs in order, so once this probe is answered every surviving job has run
-        assert generate_all(engine, ["probe"])[0].text == "stub reply to: probe"
-        engine.close()
+        assert generate_all(runtime, ["probe"])[0].text == "stub reply to: probe"
+        runtime.close()
     sent = [body["messages"][-1]["content"] for _, body, _ in proxy.log]
     assert sent[0] == "q0" and sent[-1] == "probe"
     assert not {"q2", "q3", "q4"} & set(sent)  # at most q1 was already on its way
@@ -181,75 +181,75 @@ def test_engine_stops_sending_when_the_caller_stops_reading():
 
 def test_engine_does_not_retry_client_errors():
     with FaultProxy(plan=lambda number, body: 404) as proxy:
-        engine = fast_engine(proxy.base_url)
+        runtime = fast_engine(proxy.base_url)
         try:
             with pytest.raises(JudgeError, match="HTTP 404"):
-                generate_all(engine, ["x"])
+                generate_all(runtime, ["x"])
         finally:
-            engine.close()
+            runtime.close()
     assert proxy.outcomes() == [404]
-    assert engine.stats.total_retries == 0
+    assert runtime.stats.total_retries == 0
 
 
 def test_engine_reports_an_unreachable_server():
     port = free_port()  # nothing listens there
-    engine = fast_engine(f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_attempts=2, backoff=0.01))
+    runtime = fast_engine(f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_attempts=2, backoff=0.01))
     try:
         with pytest.raises(JudgeError, match=r"after 2 attempts.*ConnectError"):
-            generate_all(engine, ["x"])
+            generate_all(runtime, ["x"])
     finally:
-        engine.close()
-    assert engine.stats.retries == {"connection": 1}
+        runtime.close()
+    assert runtime.stats.retries == {"connection": 1}
 
 
 def test_engine_logprobs_and_the_clear_fallback_message():
     with FaultProxy() as proxy:
-        engine = fast_engine(proxy.base_url)
+        runtime = fast_engine(proxy.base_url)
         try:
-            results = dict(engine.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
+            results = dict(runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
         finally:
-            engine.close()
+            runtime.close()
     assert results[0]["A"] == pytest.approx(-0.2)
     # no prefix: the conversation as given; a prefix: sent as an assistant message to continue
     assert proxy.log[0][1]["messages"] == conversation("which?")
     with FaultProxy() as proxy:
-        engine = fast_engine(proxy.base_url)
+        runtime = fast_engine(proxy.base_url)
         try:
-            dict(engine.next_token_logprobs([conversation("grade")], assistant_prefix="Score: ", choices=["0", "1"]))
+            dict(runtime.next_token_logprobs([conversation("grade")], assistant_prefix="Score: ", choices=["0", "1"]))
         finally:
-            engine.close()
+            runtime.close()
     sent = proxy.log[-1][1]  # after the continuation probe
     assert proxy.log[0][1]["messages"][-1] == {"role": "assistant", "content": PROBE_PREFIX}
     assert sent["messages"][-1] == {"role": "assistant", "content": "Score: "}
     assert sent["continue_final_message"] is True and sent["add_generation_prompt"] is False
     assert sent["logprobs"] is True and sent["max_tokens"] == 1
     with FaultProxy(logprobs=False) as proxy:
-        engine = fast_engine(proxy.base_url)
+        runtime = fast_engine(proxy.base_url)
         try:
             with pytest.raises(LogprobsUnavailable, match="use mode=generate"):
-                dict(engine.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
+                dict(runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
         finally:
-            engine.close()
+            runtime.close()
 
 
-def fail_with_key_in_errors(error_text: str, caplog) -> tuple[FaultProxy, OpenAIEngine, JudgeError]:
+def fail_with_key_in_errors(error_text: str, caplog) -> tuple[FaultProxy, OpenAIRuntime, JudgeError]:
     """One request against a proxy whose error bodies say ``error_text`` (as some servers echo the
     key in their 401 messages): a 500, logged and retried, then a final 401. Logs at DEBUG."""
     with FaultProxy(plan=lambda number, body: 500 if number == 1 else 401, error_text=error_text) as proxy:
-        engine = fast_engine(proxy.base_url, api_key=SECRET)
+        runtime = fast_engine(proxy.base_url, api_key=SECRET)
         caplog.set_level(logging.DEBUG)
         try:
             with pytest.raises(JudgeError) as failure:
-                generate_all(engine, ["x"])
+                generate_all(runtime, ["x"])
         finally:
-            engine.close()
-    return proxy, engine, failure.value
+            runtime.close()
+    return proxy, runtime, failure.value
 
 
 def test_api_key_is_sent_but_never_shown(caplog):
-    proxy, engine, error = fail_with_key_in_errors(f"bad key {SECRET}", caplog)
+    proxy, runtime, error = fail_with_key_in_errors(f"bad key {SECRET}", caplog)
     assert proxy.headers_seen[0]["Authorization"] == f"Bearer {SECRET}"
-    assert SECRET not in repr(engine) and SECRET not in str(engine.identity())
+    assert SECRET not in repr(runtime) and SECRET not in str(runtime.identity())
     assert "HTTP 401" in str(error) and "bad key ***" in str(error)
     assert SECRET not in str(error)
     assert "retrying" in caplog.text and "bad key ***" in caplog.text and SECRET not in caplog.text
@@ -279,25 +279,25 @@ BAD_BODIES = {
 @pytest.mark.parametrize("bad", BAD_BODIES.values(), ids=BAD_BODIES.keys())
 def test_wrong_typed_json_is_a_bad_response_that_is_retried(bad):
     with FaultProxy(plan=lambda number, body: ("body", bad) if number == 1 else "pass") as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=1)
+        runtime = fast_engine(proxy.base_url, concurrency=1)
         try:
-            results = generate_all(engine, ["x"])
+            results = generate_all(runtime, ["x"])
         finally:
-            engine.close()
+            runtime.close()
     assert results[0].text == "stub reply to: x" and results[0].usage["retries"] == 1
-    assert engine.stats.retries == {"bad_response": 1} and proxy.outcomes() == ["body", 200]
+    assert runtime.stats.retries == {"bad_response": 1} and proxy.outcomes() == ["body", 200]
 
 
 @pytest.mark.parametrize("bad", [BAD_BODIES["choices is a string"], BAD_BODIES["content is a number"]])
 def test_a_server_that_keeps_sending_bad_json_ends_in_a_clear_judge_error(bad, caplog):
     with FaultProxy(plan=lambda number, body: ("body", bad)) as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=1)
+        runtime = fast_engine(proxy.base_url, concurrency=1)
         try:
             with pytest.raises(JudgeError, match=r"after 4 attempts.*(choices is str|content is int)"):
-                generate_all(engine, ["x"])
+                generate_all(runtime, ["x"])
         finally:
-            engine.close()
-    assert engine.stats.retries == {"bad_response": 3} and engine.stats.failed == 1
+            runtime.close()
+    assert runtime.stats.retries == {"bad_response": 3} and runtime.stats.failed == 1
     assert "retrying" in caplog.text  # backoff between attempts, as for a server error
 
 
@@ -315,34 +315,34 @@ def logprob_body(logprobs: Any) -> bytes:
 ])
 def test_wrong_typed_logprobs_are_a_bad_response_that_is_retried(logprobs):
     with FaultProxy(plan=lambda number, body: ("body", logprob_body(logprobs)) if number == 1 else "pass") as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=1)
+        runtime = fast_engine(proxy.base_url, concurrency=1)
         try:
-            results = dict(engine.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A"]))
+            results = dict(runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A"]))
         finally:
-            engine.close()
+            runtime.close()
     assert results[0]["A"] == pytest.approx(-0.2)
-    assert engine.stats.retries == {"bad_response": 1}
+    assert runtime.stats.retries == {"bad_response": 1}
 
 
 def test_an_oversized_completion_is_a_bad_response_not_stored():
     huge = reply_body("Answer 1: 1/4 Answer 2: 2/4 " + "x" * 200_000)
     with FaultProxy(plan=lambda number, body: ("body", huge) if number == 1 else "pass") as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=1, max_response_bytes=64 * 1024)
+        runtime = fast_engine(proxy.base_url, concurrency=1, max_response_bytes=64 * 1024)
         try:
-            results = generate_all(engine, ["x"])
+            results = generate_all(runtime, ["x"])
             assert results[0].text == "stub reply to: x"
-            assert engine.stats.retries == {"bad_response": 1}
+            assert runtime.stats.retries == {"bad_response": 1}
         finally:
-            engine.close()
+            runtime.close()
     with FaultProxy(plan=lambda number, body: ("body", huge)) as proxy:
-        engine = fast_engine(proxy.base_url, concurrency=1, retry=RetryPolicy(max_attempts=2, backoff=0.01),
+        runtime = fast_engine(proxy.base_url, concurrency=1, retry=RetryPolicy(max_attempts=2, backoff=0.01),
                              max_response_bytes=64 * 1024)
         try:
             with pytest.raises(JudgeError, match="larger than max_response_bytes=65536"):
-                generate_all(engine, ["x"])
+                generate_all(runtime, ["x"])
         finally:
-            engine.close()
-    assert OpenAIEngine("m", base_url="http://127.0.0.1:9/v1").max_response_bytes == 4 * 1024 * 1024
+            runtime.close()
+    assert OpenAIRuntime("m", base_url="http://127.0.0.1:9/v1").max_response_bytes == 4 * 1024 * 1024
 
 
 def test_a_key_that_straddles_the_excerpt_cut_is_redacted_whole(caplog):
@@ -369,10 +369,10 @@ def test_openai_without_base_url_or_key_fails_at_once(monkeypatch, tmp_path):
                                        "--limit", "1", "--cache", str(tmp_path / "c.sqlite"), "--quiet"])
     assert result.exit_code == 2 and "no base_url and no API key" in result.output
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # OpenAI's own API with a key: fine
-    assert make_judge("openai:gpt-4o").engine.base_url == "https://api.openai.com/v1"
+    assert make_judge("openai:gpt-4o").runtime.base_url == "https://api.openai.com/v1"
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # a local server needs no key
-    assert make_judge("openai:m").engine.base_url == "http://127.0.0.1:9/v1"
+    assert make_judge("openai:m").runtime.base_url == "http://127.0.0.1:9/v1"
     with pytest.raises(SpecError, match="not an http"):
         make_judge("openai:m,base_url=127.0.0.1:8000")
 
@@ -402,12 +402,12 @@ class InFlightTracker:
 def test_replicas_share_the_load_within_concurrency_per_replica():
     tracker = InFlightTracker()
     with FaultProxy(plan=tracker) as one, FaultProxy(plan=tracker) as two:
-        engine = fast_engine(f"{one.base_url}|{two.base_url}", concurrency=2)
-        assert engine.capacity == 4 and engine.fills_batches is False
+        runtime = fast_engine(f"{one.base_url}|{two.base_url}", concurrency=2)
+        assert runtime.capacity == 4 and runtime.fills_batches is False
         try:
-            results = generate_all(engine, [f"q{i}" for i in range(16)])
+            results = generate_all(runtime, [f"q{i}" for i in range(16)])
         finally:
-            engine.close()
+            runtime.close()
     assert [results[i].text for i in range(16)] == [f"stub reply to: q{i}" for i in range(16)]
     assert one.outcomes().count(200) > 0 and two.outcomes().count(200) > 0
     assert one.outcomes().count(200) + two.outcomes().count(200) == 16
@@ -418,16 +418,16 @@ def test_replicas_share_the_load_within_concurrency_per_replica():
 def test_a_failing_replica_is_retried_on_another(failure):
     with FaultProxy(plan=lambda number, body: 503) as bad, FaultProxy() as good:
         bad_url = bad.base_url if failure == "503" else f"http://127.0.0.1:{free_port()}/v1"
-        engine = fast_engine(f"{bad_url}|{good.base_url}", concurrency=1,
+        runtime = fast_engine(f"{bad_url}|{good.base_url}", concurrency=1,
                              retry=RetryPolicy(max_attempts=2, backoff=5.0))  # a backoff would be long
         try:
-            results = generate_all(engine, [f"q{i}" for i in range(6)])
+            results = generate_all(runtime, [f"q{i}" for i in range(6)])
         finally:
-            engine.close()
+            runtime.close()
     assert [results[i].text for i in range(6)] == [f"stub reply to: q{i}" for i in range(6)]
     assert good.outcomes() == [200] * 6
-    assert engine.stats.total_retries >= 1 and engine.stats.failed == 0
-    assert set(engine.stats.retries) == {"5xx" if failure == "503" else "connection"}
+    assert runtime.stats.total_retries >= 1 and runtime.stats.failed == 0
+    assert set(runtime.stats.retries) == {"5xx" if failure == "503" else "connection"}
 
 
 def test_fingerprint_does_not_depend_on_the_replicas(monkeypatch):
@@ -437,7 +437,7 @@ def test_fingerprint_does_not_depend_on_the_replicas(monkeypatch):
     swapped = make_judge("openai:m,base_url=http://h2:8000/v1/|http://h1:8000/v1")
     assert one.fingerprint == two.fingerprint == swapped.fingerprint
     assert (one.capacity, two.capacity, two.fills_batches) == (3, 6, False)
-    assert [r.url for r in swapped.engine.replicas] == ["http://h2:8000/v1", "http://h1:8000/v1"]
+    assert [r.url for r in swapped.runtime.replicas] == ["http://h2:8000/v1", "http://h1:8000/v1"]
     with pytest.raises(SpecError, match="twice"):
         make_judge("openai:m,base_url=http://h1:8000/v1|http://h1:8000/v1/")
 
@@ -451,13 +451,13 @@ def test_concurrent_callers_share_the_capacity(monkeypatch):
         return tracker(number, body)
 
     with FaultProxy(plan=plan) as one, FaultProxy(plan=plan) as two:
-        engine = fast_engine(f"{one.base_url}|{two.base_url}", concurrency=2)  # capacity 4
+        runtime = fast_engine(f"{one.base_url}|{two.base_url}", concurrency=2)  # capacity 4
         outcomes: dict[int, Any] = {}
 
         def caller(number: int) -> None:
             texts = [f"t{number} q{i}" for i in range(6)] + (["doomed"] if number == 0 else [])
             try:
-                outcomes[number] = generate_all(engine, texts)
+                outcomes[number] = generate_all(runtime, texts)
             except JudgeError as err:
                 outcomes[number] = err
 
@@ -466,28 +466,28 @@ def test_concurrent_callers_share_the_capacity(monkeypatch):
             thread.start()
         for thread in threads:
             thread.join(30)
-        in_flight_after = engine.in_flight()
-        engine.close()
+        in_flight_after = runtime.in_flight()
+        runtime.close()
     assert isinstance(outcomes[0], JudgeError)  # one caller's failure...
     for number in range(1, 5):  # ...does not touch the others
         assert [outcomes[number][i].text for i in range(6)] == [f"stub reply to: t{number} q{i}" for i in range(6)]
-    assert tracker.most <= engine.capacity == 4
+    assert tracker.most <= runtime.capacity == 4
     assert one.max_in_flight <= 2 and two.max_in_flight <= 2 and in_flight_after == 0
 
 
-# == the judge (LLMJudge over the engine) against the stub server =====================================
+# == the judge (LLMJudge over the runtime) against the stub server =====================================
 
 def test_spec_options_and_errors(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     judge = make_judge("openai:my-model,base_url=http://127.0.0.1:9/v1,concurrency=3,timeout=7,max_attempts=2,"
                        "backoff=0.1,mode=logprob,template=generic")
-    engine = judge.engine
-    assert (engine.model, engine.base_url, engine.concurrency, engine.timeout) == ("my-model", "http://127.0.0.1:9/v1", 3, 7.0)
-    assert engine.retry == RetryPolicy(max_attempts=2, backoff=0.1)
+    runtime = judge.runtime
+    assert (runtime.model, runtime.base_url, runtime.concurrency, runtime.timeout) == ("my-model", "http://127.0.0.1:9/v1", 3, 7.0)
+    assert runtime.retry == RetryPolicy(max_attempts=2, backoff=0.1)
     assert judge.mode == "logprob" and judge.description == "openai:my-model (mode=logprob)"
     with pytest.raises(SpecError, match="exactly one model"):
         make_judge("openai:base_url=http://127.0.0.1:9/v1")
-    with pytest.raises(SpecError, match="unknown parameter 'concurency'"):
+    with pytest.raises(SpecError, match=r"unknown option 'concurency' for openai; known: .*concurrency=4 \(int\)"):
         make_judge("openai:m,concurency=2")
     with pytest.raises(SpecError, match="mode=loglik"):
         make_judge("openai:m,mode=loglik")
@@ -504,7 +504,7 @@ def test_fingerprint_names_the_model_not_the_address_or_key(monkeypatch):
     there = make_judge("openai:m,base_url=http://127.0.0.1:10/v1,concurrency=16,timeout=5")
     other = make_judge("openai:n,base_url=http://127.0.0.1:9/v1")
     assert here.fingerprint == there.fingerprint != other.fingerprint
-    assert here.engine._api_key == SECRET and SECRET not in here.fingerprint + repr(here.engine)
+    assert here.runtime._api_key == SECRET and SECRET not in here.fingerprint + repr(here.runtime)
 
 
 def test_run_caches_every_judgment_counts_retries_and_tokens(monkeypatch, sample_tasks, cache_path):
@@ -526,7 +526,7 @@ def test_run_caches_every_judgment_counts_retries_and_tokens(monkeypatch, sample
     costs = [s.cost for s in result.strategies]
     calls = sum(c.judge_calls for c in costs)
     assert calls == stored == sum(len(t.candidates) - 1 + len(t.candidates) for t in tasks)
-    assert sum(c.retries for c in costs) == 3 == judge.engine.stats.total_retries
+    assert sum(c.retries for c in costs) == 3 == judge.runtime.stats.total_retries
     assert proxy.outcomes().count(200) == calls  # every verdict parsed: one successful request each
     assert all(c.prompt_tokens == 11 * c.judge_calls and c.completion_tokens == 7 * c.judge_calls for c in costs)
     assert result.strategies[0].tasks[0].champion is not None
@@ -675,7 +675,7 @@ def test_faulty_proxy_429_and_500_run_completes_with_retries_counted(llama_serve
     # one request per judgment (a failed comparison adds its reverse and the grades: rankkit.matches)
     assert cost.judge_calls == cost.comparisons + cost.grades >= len(sample_tasks[0].candidates) - 1
     assert cost.retries == 3
-    assert judge.engine.stats.retries == {"429": 1, "5xx": 2}
+    assert judge.runtime.stats.retries == {"429": 1, "5xx": 2}
     assert result.strategies[0].tasks[0].champion is not None
 
 
@@ -688,7 +688,7 @@ def test_hung_request_times_out_and_is_retried(llama_server, sample_tasks, cache
                                     "concurrency=1,timeout=8,backoff=0.05,max_attempts=3")
         outcomes = proxy.outcomes()
     assert outcomes[0] == "hang" and outcomes[1] == 200
-    assert judge.engine.stats.retries.get("timeout", 0) >= 1
+    assert judge.runtime.stats.retries.get("timeout", 0) >= 1
     cost = result.strategies[0].cost
     assert cost.judge_calls == cost.comparisons + cost.grades >= 1 and cost.retries >= 1
 
@@ -739,7 +739,7 @@ def test_the_probe_runs_once_per_judge_and_lets_a_continuing_server_judge(tmp_pa
     with FaultProxy(plan=continuing_server) as proxy:
         judge = make_judge(f"openai:stub,base_url={proxy.base_url},mode=logprob,backoff=0.01")
         result = run(sample_tasks[:2], [make_strategy("knockout")], judge)
-        judge.engine.close()
+        judge.runtime.close()
     probes = [entry for entry in proxy.log if entry[1]["messages"][-1]["content"] == PROBE_PREFIX]
     assert len(probes) == 1 and proxy.log[0][1]["messages"][-1]["content"] == PROBE_PREFIX
     comparisons = [c for outcome in result.strategies[0].tasks for c in outcome.comparisons]

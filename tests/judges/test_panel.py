@@ -16,7 +16,7 @@ from rankkit.judges.panel import (
     decide,
     draws_by_threshold,
     krippendorff_alpha,
-    split_panel_spec,
+    read_spec,
 )
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo, memo_of
@@ -173,9 +173,9 @@ def test_the_documented_spec_builds_three_sim_members():
 
 def test_member_options_use_semicolons():
     spec = "panel:sim:model=fixed;accuracy=0.9;seed=3+sim:preset=falcon;seed=4,threshold=1"
-    members, options = split_panel_spec(spec)
-    assert members == ["sim:model=fixed,accuracy=0.9,seed=3", "sim:preset=falcon,seed=4"]
-    assert options == {"threshold": "1"}
+    read = read_spec(spec)
+    assert read.positional == ("sim:model=fixed;accuracy=0.9;seed=3+sim:preset=falcon;seed=4",)
+    assert read.options == {"threshold": "1"}
     panel = make_judge(spec)
     assert [m.seed for m in panel.members] == [3, 4] and panel.members[0].accuracy == 0.9
 

@@ -140,7 +140,7 @@ def test_spec_parsing(recording):
     assert (judge.judge_label, judge.method, judge.on_miss, judge.scores) == ("K", "M", "tie", "verdict")
     with pytest.raises(SpecError, match="exactly one recorded judgments file"):
         make_judge("replay:judge=K")
-    with pytest.raises(SpecError, match="unknown parameter"):
+    with pytest.raises(SpecError, match="unknown option .typo. for replay; known: judge="):
         make_judge(f"replay:{recording},judge=K,typo=1")
     with pytest.raises(SpecError, match="on_miss must be one of"):
         make_judge(f"replay:{recording},judge=K,on_miss=guess")

@@ -183,7 +183,7 @@ def test_model_fixed_takes_its_parameters_or_a_preset():
 @pytest.mark.parametrize("spec, message", [
     ("sim:preset=gpt5", "unknown preset 'gpt5' for model=latent"),
     ("sim:model=fixed,preset=gpt5", "unknown preset 'gpt5' for model=fixed"),
-    ("sim:acuracy=0.5", "unknown parameter 'acuracy'"),
+    ("sim:acuracy=0.5", "unknown option 'acuracy' for sim; known: accuracy=0.8 (float)"),
     # the fixed model's parameters never switch models silently: the error names model=fixed
     ("sim:accuracy=0.9", "accuracy belong(s) to model=fixed, not model=latent; write sim:model=fixed,accuracy=0.9"),
     ("sim:noise=0.3", "noise belong(s) to model=fixed, not model=latent; write sim:model=fixed,noise=0.3"),

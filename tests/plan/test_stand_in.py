@@ -53,9 +53,10 @@ def test_stand_in_verdicts_are_flagged_and_follow_their_policy(sample_tasks):
 
 
 def test_stand_in_counts_prompt_tokens_of_judges_that_read_prompts(sample_tasks):
-    from rankkit.plan import PromptSizes, plan_judge
+    from rankkit.judges import make_judge
+    from rankkit.plan import PromptSizes
 
-    inner = plan_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1")
+    inner = make_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1", stand_in=True)
     task = sample_tasks[0]
     a, b = task.candidates[:2]
     stand_in = StandInJudge(inner, sizes=PromptSizes(inner))

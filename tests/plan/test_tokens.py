@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from rankkit.judges import make_judge
-from rankkit.plan import PromptSizes, dry_run, estimate_tokens, plan_judge
+from rankkit.plan import PromptSizes, dry_run, estimate_tokens
 from rankkit.strategies import make_strategy
 
 
 def test_prompt_tokens_of_an_llm_judge_are_its_rendered_prompts(sample_tasks):
-    judge = plan_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1")
+    judge = make_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1", stand_in=True)
     report = dry_run(sample_tasks, [make_strategy("individual"), make_strategy("bt:debias=false")], judge)
     expected = sum(estimate_tokens(judge.point_prompt(t, c).conversation[0]["content"])
                    for t in sample_tasks for c in t.candidates)
@@ -25,7 +25,7 @@ def test_prompt_tokens_of_an_llm_judge_are_its_rendered_prompts(sample_tasks):
 
 def test_prompt_tokens_of_a_bounded_strategy_count_every_judgment_of_its_bound(sample_tasks):
     """heapsort's ``new`` is its declared worst case: every judgment of it is counted at a prompt's size."""
-    judge = plan_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1")
+    judge = make_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1", stand_in=True)
     row, = dry_run(sample_tasks, [make_strategy("heapsort")], judge).rows
     sizes = [PromptSizes(judge).pair(t, a, b) for t in sample_tasks for a in t.candidates for b in t.candidates
              if a is not b]
@@ -34,7 +34,7 @@ def test_prompt_tokens_of_a_bounded_strategy_count_every_judgment_of_its_bound(s
 
 
 def test_prompt_sizes_keep_each_tasks_largest_prompt(sample_tasks):
-    judge = plan_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1")
+    judge = make_judge("openai:some-model,mode=logprob,base_url=http://127.0.0.1:9/v1", stand_in=True)
     sizes = PromptSizes(judge)
     task = sample_tasks[0]
     a, b, c = task.candidates[:3]

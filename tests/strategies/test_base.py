@@ -82,3 +82,115 @@ def test_a_ranking_refuses_untyped_extras():
     assert Ranking(scores={"a": 1.0}).extras == {}
     with pytest.raises(TypeError, match=r"Ranking.extras\['a'\] must be a CandidateExtras, got dict"):
         Ranking(scores={"a": 1.0}, extras={"a": {"played": 1}})
+
+
+# == a third-party strategy's own extras ========================================================
+
+@dataclass(frozen=True)
+class MarginExtras(CandidateExtras):
+    """Extras of the test's strategy: its own fields besides the common ones."""
+
+    margin: float | None = None
+    beaten: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class MarginWins(Strategy):
+    """A third-party strategy (defined here, registered per test): wins over every pair, reporting
+    each candidate's total margin and whom it beat as extras of its own."""
+
+    description = "wins over every pair, with margins"
+    extras_type = MarginExtras
+
+    def rank(self, task, source, rng):
+        from itertools import combinations
+
+        wins = dict.fromkeys(task.candidate_ids, 0.0)
+        margin = dict.fromkeys(task.candidate_ids, 0.0)
+        beaten = {cid: [] for cid in task.candidate_ids}
+        for match in source.play_many(list(combinations(task.candidate_ids, 2))):
+            wins[match.a] += match.outcome
+            wins[match.b] += 1.0 - match.outcome
+            margin[match.a] += match.grade_a - match.grade_b
+            margin[match.b] += match.grade_b - match.grade_a
+            (beaten[match.a] if match.outcome > 0.5 else beaten[match.b]).append(match.b if match.outcome > 0.5 else match.a)
+        return Ranking(scores=wins, extras={cid: MarginExtras(played=len(task.candidates) - 1, margin=margin[cid],
+                                                              beaten=tuple(beaten[cid])) for cid in wins})
+
+
+@pytest.fixture
+def margin_wins(monkeypatch):
+    from rankkit.strategies import base
+
+    monkeypatch.setitem(base._REGISTRY, "margin_wins", MarginWins)
+    monkeypatch.setattr(MarginWins, "name", "margin_wins")
+    return MarginWins
+
+
+def test_a_strategys_own_extras_round_trip_through_the_results_json(margin_wins, sample_tasks):
+    import json
+
+    import rankkit
+    from rankkit.results import RunResult
+
+    result = rankkit.compare(sample_tasks[:2], strategies=["margin_wins"], judge="sim:preset=gpt4")
+    extras = result.strategies[0].tasks[0].extras
+    assert all(isinstance(e, MarginExtras) and e.played == len(sample_tasks[0].candidates) - 1 for e in extras.values())
+    payload = json.loads(json.dumps(result.to_dict()))
+    first = payload["strategies"][0]["tasks"][0]["extras"]
+    some = next(iter(first.values()))
+    assert set(some) >= {"played", "margin", "beaten"} and isinstance(some["beaten"], list)
+    read = RunResult.from_dict(payload)
+    assert read.strategies[0].tasks[0].extras == extras  # the subclass, every field, tuples as tuples
+    assert read.to_dict() == payload
+    rows = read.rows()
+    assert "extra_margin" in rows[0] and "extra_beaten" not in rows[0]  # scalars only, as for built-in fields
+    margins = sorted(e.margin for t in result.strategies[0].tasks for e in t.extras.values())
+    assert sorted(row["extra_margin"] for row in rows) == pytest.approx(margins, abs=1e-12)
+
+
+def test_extras_of_a_strategy_not_installed_here_are_kept(margin_wins, sample_tasks, monkeypatch):
+    import json
+
+    import rankkit
+    from rankkit.results import RecordedStrategy, RunResult
+    from rankkit.strategies import base
+
+    result = rankkit.compare(sample_tasks[:1], strategies=["margin_wins"], judge="sim:preset=gpt4")
+    payload = json.loads(json.dumps(result.to_dict()))
+    monkeypatch.delitem(base._REGISTRY, "margin_wins")  # the package is gone
+    read = RunResult.from_dict(payload)
+    assert isinstance(read.strategies[0].strategy, RecordedStrategy)
+    extras = next(iter(read.strategies[0].tasks[0].extras.values()))
+    assert isinstance(extras, CandidateExtras) and extras.played == len(sample_tasks[0].candidates) - 1
+    assert extras.margin is not None and isinstance(extras.beaten, tuple)
+    assert read.to_dict() == payload
+
+
+def test_an_unknown_extra_of_an_installed_strategy_names_where_it_is(margin_wins, sample_tasks):
+    import json
+
+    import rankkit
+    from rankkit.errors import TaskFormatError
+    from rankkit.results import RunResult
+
+    payload = json.loads(json.dumps(rankkit.compare(sample_tasks[:1], strategies=["margin_wins"],
+                                                    judge="sim:preset=gpt4").to_dict()))
+    extras = payload["strategies"][0]["tasks"][0]["extras"]
+    cid = next(iter(extras))
+    extras[cid]["margn"] = 1.0
+    with pytest.raises(TaskFormatError, match=rf"strategies\[0\]\.tasks\[0\]\.extras\.{cid}.*unknown candidate extra 'margn'"):
+        RunResult.from_dict(payload, where="r.json")
+
+
+def test_extras_the_strategy_does_not_declare_are_refused_when_it_runs(sample_tasks, monkeypatch):
+    import rankkit
+    from rankkit.strategies import base
+
+    class Undeclared(MarginWins):
+        extras_type = CandidateExtras
+
+    monkeypatch.setitem(base._REGISTRY, "undeclared", dataclass(frozen=True)(Undeclared))
+    monkeypatch.setattr(Undeclared, "name", "undeclared")
+    with pytest.raises(TypeError, match="reports MarginExtras extras .* declare extras_type = MarginExtras"):
+        rankkit.compare(sample_tasks[:1], strategies=["undeclared"], judge="sim:preset=gpt4")

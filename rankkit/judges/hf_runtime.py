@@ -1,4 +1,4 @@
-"""The hf engine: :class:`HFEngine` runs an LLM judge's engine calls on a loaded transformers model.
+"""The hf runtime: :class:`HFRuntime` runs an LLM judge's runtime calls on a loaded transformers model.
 
 It tokenizes conversations with the model's chat template, plans each call's batches and shared
 prefixes (:mod:`rankkit.judges.hf_batching`) and runs forward passes or ``model.generate`` under
@@ -30,12 +30,12 @@ from rankkit.judges.hf_batching import (
 from rankkit.judges.context import check_fit
 from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
-from rankkit.judges.llm_engine import Conversation, Generation, per_row
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, per_row
 from rankkit.specs import SpecError
 
 
-class HFEngine:
-    """An :class:`~rankkit.judges.llm_engine.LLMEngine` on a loaded transformers causal LM.
+class HFRuntime(LLMRuntime):
+    """An :class:`~rankkit.judges.llm_runtime.LLMRuntime` on a loaded transformers causal LM.
 
     Every method takes any number of conversations (from any tasks) and plans its own batches
     (:func:`plan_batches`), yielding ``(index, result)`` for each batch as soon as it is done.
@@ -47,7 +47,7 @@ class HFEngine:
     max_batch_tokens: most padded tokens per batch (:func:`padded_tokens`: rows x padded prompt
         width, + max_new_tokens when generating); a longer prompt runs alone.
     max_padding: most padding a batch computes, as a fraction of its real prompt tokens.
-    threads: torch CPU threads (None: leave torch's setting), set when the engine computes.
+    threads: torch CPU threads (None: leave torch's setting), set when the runtime computes.
     min_new_tokens: make ``generate`` write at least this many tokens (0; the throughput
         benchmark uses it to time a paper-length explanation on a model that stops early).
     prefix_cache_entries / prefix_cache_bytes: bounds of the prefix KV cache kept between calls
@@ -58,21 +58,23 @@ class HFEngine:
     block: exact mode's block size, in tokens.
     context: the model's context in tokens and the config field that gives it
         (:func:`~rankkit.judges.context.config_context`); a call with a prompt past it raises
-        :class:`~rankkit.judges.context.PromptTooLong` before anything is computed. None: unchecked.
+        :class:`~rankkit.judges.llm_runtime.PromptTooLong` before anything is computed. None: unchecked.
 
     ``capacity`` and ``fills_batches`` tell a dispatcher that coalesces requests how to feed the
-    engine: ``capacity`` requests per call fill a batch, and waiting briefly for a full batch is
+    runtime: ``capacity`` requests per call fill a batch, and waiting briefly for a full batch is
     worth it (on a GPU a forward pass costs little more for 8 rows than for 1; on a CPU, where
     cost follows tokens, a full batch is no slower). In exact mode ``capacity`` is 1: rows run one
     at a time whatever a call holds, and the block cache serves a prefix to any later call, so
     neither waiting for a batch nor interleaving tasks gains anything (interleaving many tasks
     would only make their blocks compete for the cache); the runner then ranks tasks one after
-    another, and a dispatcher, if one is used, sends each request as soon as the engine is free.
+    another, and a dispatcher, if one is used, sends each request as soon as the runtime is free.
     """
 
     backend = "hf"
     #: Waiting until ``capacity`` requests are pending pays (see the class docstring).
     fills_batches = True
+    #: The runtime appends a forced prefix to the prompt tokens itself.
+    continues_prefix = True
 
     def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
                  shared_prefix: int = DEFAULT_SHARED_PREFIX, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
@@ -134,8 +136,8 @@ class HFEngine:
         """Nothing to release: the model stays loaded for other judges in this process."""
 
     def _torch(self):
-        """torch, with this engine's CPU threads (a process-wide setting, so it is applied when
-        this engine computes rather than when it is built)."""
+        """torch, with this runtime's CPU threads (a process-wide setting, so it is applied when
+        this runtime computes rather than when it is built)."""
         torch = import_torch()
         if self.threads is not None and torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
@@ -261,10 +263,6 @@ class HFEngine:
         out = decoder(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=bool(past),
                       **kwargs)
         return out.last_hidden_state
-
-    def supports_continuation(self) -> bool:
-        """Always: the engine appends the prefix to the prompt tokens itself."""
-        return True
 
     def _logits(self, hidden):
         return self.model.get_output_embeddings()(hidden).float()

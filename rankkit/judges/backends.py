@@ -1,0 +1,358 @@
+"""Judge backends as descriptors: each backend declares its spec options once, and everything reads that.
+
+A backend module declares ``BACKEND = Backend(...)``: its name, its options (:class:`Option`: name,
+type, default, whether it belongs to the judge's identity), its bare argument if it takes one, and
+how to build the judge from the parsed :class:`Settings`. :func:`read_settings` is the one loop that
+parses a spec against that declaration; ``make_judge``, the dry run's stand-in judge, error messages,
+shell completion and ``rankkit judges`` all read it. Other packages add backends through the
+``rankkit.judges`` entry-point group (name -> ``module:BACKEND``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, replace
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+from rankkit.specs import Spec, SpecError, convert_value, parse_spec
+
+if TYPE_CHECKING:
+    from rankkit.judges.base import Judge
+
+__all__ = ["Option", "Argument", "Backend", "Settings", "BUILTIN_BACKENDS", "backend", "backend_names", "register_backend",
+           "read_settings", "check_value", "with_defaults", "at_least", "above"]
+
+#: Built-in backends: spec name -> ``module:attribute`` of its :class:`Backend`, imported on first use.
+BUILTIN_BACKENDS: dict[str, str] = {
+    "sim": "rankkit.judges.sim:BACKEND",
+    "hf": "rankkit.judges.hf:BACKEND",
+    "smollm2": "rankkit.judges.hf:SMOLLM2_BACKEND",
+    "openai": "rankkit.judges.openai_compat:BACKEND",
+    "vllm": "rankkit.judges.vllm:BACKEND",
+    "replay": "rankkit.judges.replay:BACKEND",
+    "panel": "rankkit.judges.panel:BACKEND",
+}
+
+#: The entry-point group third-party backends register in (name -> ``module:BACKEND``).
+ENTRY_POINT_GROUP = "rankkit.judges"
+
+
+def at_least(low: float) -> Callable[[Any], str | None]:
+    """A :attr:`Option.check`: the value must be ``>= low``.
+
+    >>> at_least(1)(0), at_least(1)(1)
+    ('must be >= 1', None)
+    """
+    return lambda value: None if value >= low else f"must be >= {low:g}"
+
+
+def above(low: float) -> Callable[[Any], str | None]:
+    """A :attr:`Option.check`: the value must be ``> low``.
+
+    >>> above(0)(0.0)
+    'must be > 0'
+    """
+    return lambda value: None if value > low else f"must be > {low:g}"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One spec option of a backend, declared once.
+
+    Parameters
+    ----------
+    name : str
+        The key in ``name:key=value``.
+    type : type
+        ``str``, ``int``, ``float`` or ``bool``: what the value converts to.
+    default : Any
+        The value when the spec does not set it (None: unset, the backend decides).
+    help : str
+        One line for ``rankkit judges``.
+    identity : bool
+        Whether the value can change the judge's fingerprint (its cached judgments); False for
+        options that only change speed or transport (batch sizes, URLs, timeouts).
+    choices : tuple of str
+        The allowed values, when there is a fixed list.
+    check : callable or None
+        ``check(value)`` returns what is wrong (``"must be >= 1"``) or None; runs on given values.
+    unbounded : bool
+        A float option that accepts ``inf`` (no limit).
+    trusted_only : bool
+        Only the person running the command may choose it: it redirects where prompts or keys go
+        (``base_url``, ``api_key_env``), so a spec read from a file may not set it on its own
+        (:mod:`rankkit.judges.trust`).
+    """
+
+    name: str
+    type: type
+    default: Any = None
+    help: str = ""
+    identity: bool = True
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any], str | None] | None = None
+    unbounded: bool = False
+    trusted_only: bool = False
+
+    def describe(self) -> str:
+        """``name=default (type)``, as ``rankkit judges`` and error messages show it.
+
+        >>> Option("exact", bool, True).describe()
+        'exact=true (bool)'
+        """
+        shown = str(self.default).lower() if isinstance(self.default, bool) else self.default
+        kind = "|".join(self.choices) if self.choices else self.type.__name__
+        return f"{self.name}={'' if shown is None else shown} ({kind})"
+
+
+@dataclass(frozen=True)
+class Argument:
+    """The bare value a backend takes (``hf:MODEL``): ``name`` as help shows it, an ``example`` spec,
+    and whether it may also be given as ``name=value`` (``hf:model=...``)."""
+
+    name: str
+    example: str
+    as_option: bool = False
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A spec read against its backend's declaration: every option's value (given or default).
+
+    Parameters
+    ----------
+    backend : str
+        The backend's name (error messages start with it).
+    argument : str or None
+        The bare value (``MODEL``, ``FILE``), None for backends that take none.
+    values : Mapping[str, Any]
+        Option name -> converted value, defaults filled in.
+    given : frozenset of str
+        The options the spec set explicitly.
+    text : str
+        The spec text it was read from.
+    """
+
+    backend: str
+    argument: str | None
+    values: Mapping[str, Any]
+    given: frozenset[str] = frozenset()
+    text: str = ""
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def subset(self, names: Iterable[str | Option]) -> dict[str, Any]:
+        """The values of ``names`` (option names or :class:`Option` objects), by name."""
+        names = [n.name if isinstance(n, Option) else n for n in names]
+        return {name: self.values[name] for name in names}
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A judge backend: its spec options, declared once, and how to build its judge.
+
+    Parameters
+    ----------
+    name : str
+        The spec name (``hf`` in ``hf:MODEL``).
+    summary : str
+        One line for ``rankkit judges``.
+    options : tuple of Option
+        Every option the spec may set.
+    build : callable
+        ``build(settings) -> Judge``: the judge, loading what it needs.
+    argument : Argument or None
+        The bare value it takes (exactly one), or None when it takes none.
+    stand_in : callable or None
+        ``stand_in(settings) -> Judge``: the dry run's judge, with the real fingerprint and
+        prompts but nothing loaded; None when ``build`` loads nothing heavy (the dry run builds it).
+    defaults : callable or None
+        ``defaults(argument)``: option defaults that depend on the argument (``vllm:smollm2``
+        judges in logprob mode); applied to options the spec does not set.
+    read : callable
+        ``read(text) -> Spec``: how the spec text splits into argument and options (a panel's
+        members hold commas of their own).
+    network : bool
+        The judge sends every prompt over the network (``openai``), so a spec read from a file may
+        not choose this backend on its own (:mod:`rankkit.judges.trust`).
+    """
+
+    name: str
+    summary: str
+    options: tuple[Option, ...]
+    build: Callable[[Settings], "Judge"]
+    argument: Argument | None = None
+    stand_in: Callable[[Settings], "Judge"] | None = None
+    defaults: Callable[[str | None], Mapping[str, Any]] | None = None
+    read: Callable[[str], Spec] = parse_spec
+    network: bool = False
+
+    def option(self, name: str) -> Option:
+        """The declared option ``name``; KeyError when there is none."""
+        for option in self.options:
+            if option.name == name:
+                return option
+        raise KeyError(name)
+
+    def known(self) -> str:
+        """The options as an error message lists them: ``a=1 (int), b= (str)``."""
+        return ", ".join(o.describe() for o in sorted(self.options, key=lambda o: o.name))
+
+
+def with_defaults(options: Sequence[Option], defaults: Mapping[str, Any]) -> tuple[Option, ...]:
+    """``options`` with some defaults replaced (for a variant such as ``smollm2``'s judge options).
+
+    >>> with_defaults([Option("mode", str, "generate")], {"mode": "logprob"})[0].default
+    'logprob'
+    """
+    return tuple(replace(o, default=defaults[o.name]) if o.name in defaults else o for o in options)
+
+
+def read_settings(backend: Backend, text: str) -> Settings:
+    """Read spec ``text`` against ``backend``'s declaration: the one option-parsing loop.
+
+    Parameters
+    ----------
+    backend : Backend
+        The declaration to read against.
+    text : str
+        The whole spec, e.g. ``hf:MODEL,dtype=float32``.
+
+    Returns
+    -------
+    Settings
+        Every option converted and checked, defaults filled in.
+
+    Raises
+    ------
+    SpecError
+        An unknown option (the message lists the known ones with their types and defaults), a
+        value of the wrong type or outside its choices or bounds, a missing or extra argument.
+
+    >>> from rankkit.judges.backends import Backend, Option
+    >>> toy = Backend("toy", "a toy", (Option("k", int, 1, check=at_least(1)),), build=print)
+    >>> read_settings(toy, "toy:k=3")["k"]
+    3
+    >>> read_settings(toy, "toy:q=3")
+    Traceback (most recent call last):
+    ...
+    rankkit.specs.SpecError: unknown option 'q' for toy; known: k=1 (int)
+    """
+    spec = backend.read(text)
+    where = backend.name
+    options = dict(spec.options)
+    positional = list(spec.positional)
+    argument = backend.argument
+    if argument is not None and argument.as_option and argument.name.lower() in options:
+        positional.append(options.pop(argument.name.lower()))
+    if argument is None and positional:
+        raise SpecError(f"{where}: unexpected value(s) {', '.join(positional)}; use key=value")
+    if argument is not None and len(positional) != 1:
+        raise SpecError(f"{where}: give exactly one {argument.name}, e.g. {argument.example}; got {positional}")
+    value_of = positional[0] if positional else None
+    declared = {o.name: o for o in backend.options}
+    values = {name: o.default for name, o in declared.items()}
+    if backend.defaults is not None:
+        values.update({k: v for k, v in backend.defaults(value_of).items() if k not in options})
+    for key, raw in options.items():
+        option = declared.get(key)
+        if option is None:
+            raise SpecError(f"unknown option {key!r} for {where}; known: {backend.known()}")
+        value = convert_value(raw, option.type, where=f"{where}: {key}", allow_infinite=option.unbounded)
+        check_value(option, value, where)
+        values[key] = value
+    return Settings(backend.name, value_of, values, frozenset(options), text)
+
+
+def check_value(option: Option, value: Any, where: str) -> None:
+    """Refuse ``value`` for ``option`` when it is not among its choices or fails its check.
+
+    Raises
+    ------
+    SpecError
+        Naming ``where`` (the backend), the option, the rule and the value.
+    """
+    if option.choices and value not in option.choices:
+        raise SpecError(f"{where}: {option.name} must be one of {', '.join(option.choices)}, got {value!r}")
+    complaint = option.check(value) if option.check is not None else None
+    if complaint:
+        raise SpecError(f"{where}: {option.name} {complaint}, got {value!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry: built-in backends and entry points
+
+
+#: Backends registered in this process by :func:`register_backend`: name -> descriptor.
+_REGISTERED: dict[str, Backend] = {}
+
+
+def register_backend(descriptor: Backend) -> Backend:
+    """Make ``descriptor`` a judge under its name in this process (an entry point does so for every
+    process that has the package installed); returns it.
+
+    Raises
+    ------
+    ValueError
+        The name is a built-in backend's.
+    """
+    if descriptor.name in BUILTIN_BACKENDS:
+        raise ValueError(f"judge {descriptor.name!r} is built in; choose another name")
+    _REGISTERED[descriptor.name] = descriptor
+    return descriptor
+
+
+def _entry_points() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def backend_names() -> list[str]:
+    """Every judge backend's name: the built-in ones, then those registered in this process or by
+    installed packages."""
+    return [*BUILTIN_BACKENDS, *sorted((set(_REGISTERED) | set(_entry_points())) - set(BUILTIN_BACKENDS))]
+
+
+def backend(name: str) -> Backend:
+    """The :class:`Backend` named ``name``: a built-in one, else one registered in this process
+    (:func:`register_backend`), else an entry point of the ``rankkit.judges`` group.
+
+    Raises
+    ------
+    SpecError
+        No backend has that name, or its entry point is not a :class:`Backend`.
+    """
+    target = BUILTIN_BACKENDS.get(name)
+    if target is not None:
+        module_name, _, attribute = target.partition(":")
+        return getattr(importlib.import_module(module_name), attribute)
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    entry = _entry_points().get(name)
+    if entry is None:
+        raise SpecError(f"unknown judge {name!r} (known: {', '.join(backend_names())})")
+    loaded = entry.load()
+    if not isinstance(loaded, Backend) or loaded.name != name:
+        raise SpecError(f"judge entry point {name!r} ({entry.value}) is not a rankkit Backend named {name!r}")
+    return loaded
+
+
+def spec_text(spec: str | Spec) -> str:
+    """The text of a spec given as text or parsed (a parsed one without its text is written back)."""
+    if isinstance(spec, str):
+        return spec.strip()
+    if spec.text:
+        return spec.text
+    items = [*spec.positional, *(f"{k}={v}" for k, v in spec.options.items())]
+    return f"{spec.name}:{','.join(items)}" if items else spec.name
+
+
+def spec_name(text: str) -> str:
+    """The backend name a spec starts with.
+
+    >>> spec_name("hf:org/model,dtype=float32")
+    'hf'
+    """
+    return text.partition(":")[0].strip()
+

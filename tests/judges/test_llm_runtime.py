@@ -1,0 +1,80 @@
+"""The LLM runtime protocol: every runtime declares every member; the judge never probes."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from rankkit.judges.base import JudgeError
+from rankkit.judges.hf_runtime import HFRuntime
+from rankkit.judges.llm import LLMJudge
+from rankkit.judges.llm_runtime import LLMRuntime, PromptTooLong, StandInRuntime
+from rankkit.judges.openai_compat import OpenAIRuntime
+from rankkit.judges.vllm import VLLMRuntime
+from tests.judges.test_llm import ScriptedRuntime
+
+METHODS = ("identity", "generate", "next_token_logprobs", "answer_logliks")
+ATTRIBUTES = {"backend": str, "continues_prefix": bool, "capacity": int, "fills_batches": bool}
+
+
+@pytest.mark.parametrize("runtime_class", [HFRuntime, VLLMRuntime, OpenAIRuntime, StandInRuntime])
+def test_every_builtin_runtime_implements_every_method(runtime_class):
+    assert LLMRuntime in runtime_class.__mro__  # declared, so its attribute defaults are inherited
+    for name in METHODS:  # its own, not the protocol's empty stub
+        assert getattr(runtime_class, name) is not getattr(LLMRuntime, name), (runtime_class.__name__, name)
+
+
+def test_the_protocol_declares_typed_attributes_and_methods():
+    hints = inspect.get_annotations(LLMRuntime, eval_str=True)
+    assert hints == ATTRIBUTES
+    for name in METHODS:
+        signature = inspect.signature(getattr(LLMRuntime, name))
+        assert signature.return_annotation is not inspect.Signature.empty, name
+
+
+def test_runtimes_report_their_capabilities_without_a_model():
+    stand_in = StandInRuntime("hf", {"name": "m"})
+    assert (stand_in.continues_prefix, stand_in.capacity, stand_in.fills_batches) == (True, 1, False)
+    http = OpenAIRuntime("m", base_url="http://127.0.0.1:9/v1", concurrency=3)
+    assert (http.capacity, http.fills_batches) == (3, False)
+    hf = HFRuntime(None, None, {"name": "m"}, batch_size=5, exact=False)
+    assert (hf.continues_prefix, hf.capacity, hf.fills_batches) == (True, 5, True)
+    judge = LLMJudge(hf)
+    assert (judge.capacity, judge.fills_batches) == (5, True)
+
+
+def test_the_stand_in_refuses_every_request():
+    stand_in = StandInRuntime("vllm", {"name": "m"})
+    assert stand_in.identity() == {"name": "m"}
+    for call in (lambda: stand_in.generate([], max_new_tokens=1, temperature=0.0, seed=0),
+                 lambda: stand_in.next_token_logprobs([], assistant_prefix="", choices=["1"]),
+                 lambda: stand_in.answer_logliks([], [])):
+        with pytest.raises(JudgeError, match="no model loaded"):
+            call()
+
+
+class ShortContext(ScriptedRuntime):
+    """A runtime whose context holds short prompts only: a long one raises PromptTooLong."""
+
+    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
+        for index, conversation in enumerate(conversations):
+            text = conversation[-1]["content"]
+            if len(text) > 2000:
+                raise PromptTooLong(f"a prompt of {len(text)} characters does not fit", prompt=text)
+            yield index, {choice: -1.0 for choice in choices}
+
+
+def test_the_judge_names_the_task_of_any_runtimes_prompt_too_long(sample_tasks):
+    from dataclasses import replace
+
+    judge = LLMJudge(ShortContext(), mode="logprob", template="generic")
+    long_task = replace(sample_tasks[1], prompt="Explain. " * 300)
+    with pytest.raises(PromptTooLong, match=rf"^task {long_task.task_id!r}: a prompt of \d+ characters") as caught:
+        list(judge.grade_many([(sample_tasks[0], sample_tasks[0].candidates[0]), (long_task, long_task.candidates[0])]))
+    assert caught.value.exit_code == 2 and long_task.prompt in caught.value.prompt
+
+
+def test_the_judge_reads_capabilities_it_never_probes():
+    source = inspect.getsource(LLMJudge)
+    assert "getattr(self.runtime" not in source and "hasattr(self.runtime" not in source
