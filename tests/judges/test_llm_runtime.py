@@ -15,7 +15,8 @@ from rankkit.judges.vllm import VLLMRuntime
 from tests.judges.test_llm import ScriptedRuntime
 
 METHODS = ("identity", "generate", "next_token_logprobs", "answer_logliks")
-ATTRIBUTES = {"backend": str, "continues_prefix": bool, "capacity": int, "fills_batches": bool}
+ATTRIBUTES = {"backend": str, "continues_prefix": bool, "capacity": int, "fills_batches": bool,
+              "context": tuple[int, str] | None}
 
 
 @pytest.mark.parametrize("runtime_class", [HFRuntime, VLLMRuntime, OpenAIRuntime, StandInRuntime])

@@ -26,7 +26,6 @@ from rankkit.judges.base import JudgeError
 from rankkit.judges.llm_runtime import PromptTooLong
 from rankkit.judges.vllm import (
     DEFAULTS,
-    PromptTooLong,
     VLLMRuntime,
     VLLM_OPTIONS,
     llm_kwargs,
