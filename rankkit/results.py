@@ -353,7 +353,13 @@ def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
 def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "cost") -> Cost:
     """A :class:`~rankkit.matches.Cost` as :meth:`~rankkit.matches.Cost.to_dict` stored it: every
     field must be there (a :class:`TaskFormatError` naming the first one missing)."""
-    return Cost(**{f.name: int(required(data, f.name, where, path)) for f in dataclasses.fields(Cost)})
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Cost):
+        if f.name in Cost.OPTIONAL and f.name not in data:
+            continue  # a file written before the field existed
+        convert = float if f.name == "usd" else int
+        values[f.name] = convert(required(data, f.name, where, path))
+    return Cost(**values)
 
 
 def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "comparison") -> Comparison:

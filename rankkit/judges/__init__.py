@@ -34,6 +34,7 @@ BACKENDS: dict[str, str] = {
     "hf": "rankkit.judges.hf:from_spec",                   # Hugging Face transformers model
     "smollm2": "rankkit.judges.hf:smollm2_from_spec",      # the embedded SmolLM2-135M-Instruct
     "openai": "rankkit.judges.openai_compat:from_spec",    # any OpenAI-compatible HTTP server
+    "anthropic": "rankkit.judges.anthropic:from_spec",     # Anthropic's Messages API
     "vllm": "rankkit.judges.vllm:from_spec",               # vLLM's offline engine, in process
     "replay": "rankkit.judges.replay:from_spec",           # recorded judgments
     "panel": "rankkit.judges.panel:from_spec",             # several judges with an agreement threshold

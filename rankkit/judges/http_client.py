@@ -207,6 +207,21 @@ class RetryableError(Exception):
         self.retry_after = retry_after
 
 
+class HTTPStatusError(JudgeError):
+    """A final (not retried) HTTP error status: ``status`` and the server's ``text`` (API key
+    redacted, at most :data:`ERROR_BODY_CHARS` characters), so an engine can learn from a refusal
+    (HTTP 400 naming a request field it does not take) instead of failing the run."""
+
+    def __init__(self, message: str, status: int, text: str):
+        super().__init__(message)
+        self.status = status
+        self.text = text
+
+
+#: How much of a refused request's error body :class:`HTTPStatusError` keeps for the engine to read.
+ERROR_BODY_CHARS = 2000
+
+
 class BadResponse(ValueError):
     """A response body that is not a chat completion of the expected shape (wrong JSON types,
     missing fields). The engine retries it like a server error: a proxy or an overloaded server
@@ -313,13 +328,23 @@ class RetryingClient:
         """What the requests are for, named when one fails for good (the engine: its model)."""
         return "requests"
 
+    @property
+    def backend_label(self) -> str:
+        """The judge backend named in log lines and errors (the engine's ``backend``)."""
+        return getattr(self, "backend", "openai")
+
+    def request_headers(self) -> dict[str, str]:
+        """Headers of every request: ``Authorization: Bearer KEY`` when a key is set (the
+        Anthropic engine sends ``x-api-key`` and ``anthropic-version`` instead)."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
     # -- plumbing ---------------------------------------------------------------------------------
     def _ensure_started(self) -> ThreadPoolExecutor:
         with self._setup_lock:
             if self._pool is None:
                 import httpx  # heavy-ish; only when a request is made
 
-                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+                headers = self.request_headers()
                 limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
                 self._clients = [httpx.Client(base_url=replica.url, headers=headers,
                                               timeout=httpx.Timeout(self.timeout), limits=limits)
@@ -381,7 +406,7 @@ class RetryingClient:
             message = f"HTTP {status} from {where}: {excerpt(text, self._api_key)}"
             reason = retry_reason(status)
             if reason is None:
-                raise JudgeError(message)
+                raise HTTPStatusError(message, status, excerpt(text, self._api_key, ERROR_BODY_CHARS))
             raise RetryableError(reason, message, parse_retry_after(retry_after))
         if not complete:
             raise RetryableError("bad_response", f"response from {where} is larger than max_response_bytes="
@@ -439,7 +464,7 @@ class RetryingClient:
                 break
             untried = len(failed_on) < len(self.replicas)
             delay = 0.0 if untried else self._wait_seconds(attempts, last.retry_after)
-            logger.warning("openai: %s (attempt %d of %d); retrying %s", last, attempts, self.retry.max_attempts,
+            logger.warning("%s: %s (attempt %d of %d); retrying %s", self.backend_label, last, attempts, self.retry.max_attempts,
                            "on another replica" if untried else f"in {delay:.2f} s")
             if abort.wait(delay):
                 break
@@ -447,7 +472,7 @@ class RetryingClient:
         self.stats.count("failed")
         why = "" if attempts >= self.retry.max_attempts else " (stopped early: another request of the batch failed)"
         target = f"{self.base_url}{path}" if len(self.replicas) == 1 else f"{path} on {self.base_url}"
-        raise JudgeError(f"openai: request to {target} failed after {attempts} attempt"
+        raise JudgeError(f"{self.backend_label}: request to {target} failed after {attempts} attempt"
                          f"{'s' if attempts > 1 else ''}{why} ({self.request_subject()}); last error: {last}")
 
     def _run_all(self, jobs: Sequence[Callable[[threading.Event], T]]) -> Iterator[tuple[int, T]]:

@@ -31,7 +31,7 @@ from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment,
                                  order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs,
                                  strip_echoes)
 from rankkit.judges.llm_engine import LLMEngine, user_turn
-from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs
+from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs, read_usage
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
 
@@ -75,19 +75,20 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
             extras = {"mode": "logprob", "kind": "setwise", "logprobs": dict(logprobs)}
             if probabilities is None:
                 yield index, ChoiceJudgment(chosen=None, raw=prefix, status=ParseStatus.FAILED,
+                                            usage=read_usage([logprobs]),
                                             extras={**extras, "parse_error": "no probability on any label"})
                 continue
             chosen = order_from_scores(probabilities)[0]
-            yield index, ChoiceJudgment(chosen=chosen, probabilities=probabilities,
+            yield index, ChoiceJudgment(chosen=chosen, probabilities=probabilities, usage=read_usage([logprobs]),
                                         raw=f"{prefix}{labels(k)[chosen]}", extras=extras)
         return
-    if judge.verdict_path == "continuation":
+    if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
         read = _label_reader(judge, prompts, requests, CHOICE_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
             chosen = None if reply.reading.value is None else order_from_scores(reply.reading.value)[0]
             yield index, ChoiceJudgment(chosen=chosen, probabilities=reply.reading.value, raw=reply.raw,
                                         status=reply.status, usage=reply.usage,
-                                        extras=_extras(reply, "setwise", "continuation"))
+                                        extras=_extras(reply, "setwise", judge.verdict_path))
         return
     read = _text_reader(requests, parse_choice)
     for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
@@ -104,12 +105,12 @@ def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[t
                                        usage=choice.usage, extras={**choice.extras, "kind": "listwise"})
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
-    if judge.verdict_path == "continuation":
+    if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
         read = _label_reader(judge, prompts, requests, ORDERING_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
             permutation = None if reply.reading.value is None else order_from_scores(reply.reading.value)
             yield index, OrderJudgment(permutation=permutation, raw=reply.raw, status=reply.status,
-                                       usage=reply.usage, extras=_extras(reply, "listwise", "continuation"))
+                                       usage=reply.usage, extras=_extras(reply, "listwise", judge.verdict_path))
         return
     read = _text_reader(requests, parse_ordering)
     for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
@@ -154,5 +155,5 @@ def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[G
             label = "?" if probabilities is None else choices[local][order_from_scores(probabilities)[0]]
             error = "no probability on any label after the verdict prefix" if probabilities is None else None
             raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {prefix} {label}"
-            yield local, Reading(probabilities, error, raw, {"verdict_reads": 1})
+            yield local, Reading(probabilities, error, raw, {"verdict_reads": 1, **read_usage([logprobs])})
     return read

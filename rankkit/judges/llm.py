@@ -166,7 +166,9 @@ class LLMJudge(Judge):
 
     @property
     def verdict_path(self) -> str:
-        """The path generate mode reads verdicts by: ``continuation`` or ``text`` (see ``verdict``).
+        """The path generate mode reads verdicts by: ``continuation`` or ``text`` (see ``verdict``),
+        or the engine's own name for a read rankkit controls (``followup``, ``followup_enum``,
+        ``prefill``: :mod:`rankkit.judges.hosted_verdict`, :mod:`rankkit.judges.anthropic`).
 
         Decided on first use, not in the constructor: an HTTP engine answers whether it continues
         a prefix with one probe request, which a dry run must never send.
@@ -181,7 +183,9 @@ class LLMJudge(Judge):
             return "text"
         supports = getattr(self.engine, "supports_continuation", None)
         if supports is None or supports():
-            return "continuation"
+            # hosted APIs: the engine may read it from a follow-up turn instead (rankkit.judges.hosted_verdict)
+            path = getattr(self.engine, "continuation_path", None)
+            return (path() if path is not None else None) or "continuation"
         if self.verdict == "continuation":
             raise JudgeError(f"{self.backend}: verdict=continuation, but the server does not continue a final "
                              f"assistant message with log-probabilities; use verdict=text (weaker: the verdict is "

@@ -45,7 +45,7 @@ each judgment the moment it exists.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rankkit.judges.base import (
@@ -332,6 +332,15 @@ def read_scores(engine: LLMEngine, prompts: Sequence[Prompt], prefixes: Sequence
                                [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts])
 
 
+def read_usage(tables: Sequence[Mapping[str, float]]) -> dict[str, int]:
+    """What reading ``tables`` cost, when the engine says (a hosted API's follow-up reads carry
+    ``usage``: :class:`~rankkit.judges.openai_compat.ChoiceLogprobs`); empty otherwise."""
+    total: dict[str, int] = {}
+    for table in tables:
+        add_usage(total, getattr(table, "usage", {}))
+    return total
+
+
 def _argmax_digit(logprobs: Mapping[str, float]) -> str:
     return max(logprobs, key=lambda digit: (logprobs[digit], -int(digit)))
 
@@ -368,7 +377,7 @@ def continuation_verdicts(engine: LLMEngine, prompts: Sequence[Prompt], texts: S
         shown = template.verdict_prefix + "".join(
             f" {label} {'?' if v is None else format(v, '.2f')}/{format_points(prompt.max_points)}"
             for label, v in zip(labels, values))
-        read = {"logprobs": tables, "continuation": shown}
+        read = {"logprobs": tables, "continuation": shown, "usage": read_usage(tables)}
         if len(values) < slots or any(v is None for v in values):
             results.append((ParsedVerdict(None, "no probability on any score digit after the verdict prefix"), read))
         else:
@@ -422,7 +431,7 @@ class GenerateMode:
         path an attempt's explanations are generated first, then read in one or two batched
         continuation calls; on the text path each is parsed as it arrives."""
         conversations = [p.conversation for p in prompts]
-        if judge.verdict_path != "continuation":
+        if judge.verdict_path == "text":
             parse = parse_pairwise if slots == 2 else parse_pointwise
 
             def parse_texts(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
@@ -436,7 +445,8 @@ class GenerateMode:
             read = continuation_verdicts(judge.engine, [prompts[i] for i in indices], texts, slots)
             for local, (verdict, what) in enumerate(read):
                 raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {what['continuation']}"
-                yield local, Reading(verdict.scores, verdict.error, raw, {"verdict_reads": len(what["logprobs"])},
+                yield local, Reading(verdict.scores, verdict.error, raw,
+                                     {"verdict_reads": len(what["logprobs"]), **what["usage"]},
                                      {"logprobs": what["logprobs"]})
 
         return generate_and_read(judge, conversations, read_continuations)
@@ -446,7 +456,7 @@ class GenerateMode:
         reading = reply.reading
         extras: dict[str, Any] = {"mode": "generate", "template": prompt.template.name,
                                   "max_points": prompt.max_points,
-                                  "verdict_path": "continuation" if "logprobs" in reading.details else "text"}
+                                  "verdict_path": judge.verdict_path if "logprobs" in reading.details else "text"}
         if reading.value is not None:
             extras["verdict"] = list(reading.value)
         extras.update(reading.details)
@@ -494,14 +504,15 @@ class LogprobMode:
             prompt = prompts[index]
             value, mass = expected_digit(logprobs)
             extras = {"mode": "logprob", "template": prompt.template.name, "max_points": prompt.max_points,
-                      "score_mass": mass, "logprobs": logprobs}
+                      "score_mass": mass, "logprobs": dict(logprobs)}
+            usage = read_usage([logprobs])
             if value is None:
-                yield index, Grade(value=None, raw=prefixes[index], status=ParseStatus.FAILED,
+                yield index, Grade(value=None, raw=prefixes[index], status=ParseStatus.FAILED, usage=usage,
                                            extras={**extras, "parse_error": "no probability on any score token"})
                 continue
             yield index, Grade(value=to_task_scale(value, prompt.max_points, task.scale),
                                        raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
-                                       extras=extras)
+                                       usage=usage, extras=extras)
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
@@ -513,7 +524,9 @@ class LogprobMode:
             raw_probability = choice_probability(logprobs["1"], logprobs["2"])
             probability = None if raw_probability is None else \
                 judge.calibrate_pair_probability(task, first, second, raw_probability)
-            yield index, choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs, probability)
+            judgment = choice_judgment(task, prompts[index].template.name, prefixes[index], dict(logprobs), probability)
+            usage = read_usage([logprobs])
+            yield index, replace(judgment, usage=usage) if usage else judgment
 
 
 # ---------------------------------------------------------------------------------------------

@@ -69,9 +69,25 @@ import threading
 from typing import Any, Callable, Iterator, Sequence
 
 from rankkit.judges.base import JudgeError
-from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, RetryingClient, RetryPolicy
+from rankkit.judges.hosted_verdict import (  # hosted APIs: follow-up verdicts, refusals learned
+    enum_response_format,
+    followup_conversation,
+    known_hosted,
+    one_hot,
+    read_enum_reply,
+    refused_field,
+)
+from rankkit.judges.http_client import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BadResponse,
+    HTTPStatusError,
+    RetryingClient,
+    RetryPolicy,
+    logger,
+)
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Generation, per_row
+from rankkit.judges.prices import Price, price_for, with_cost
 from rankkit.specs import Spec, SpecError, convert_value
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -95,6 +111,8 @@ class LogprobsUnavailable(JudgeError):
 PROBE_QUESTION = "Count from 1 to 20, separated by commas. Write nothing else."
 PROBE_PREFIX = "1, 2, 3, 4, 5, 6, 7, 8,"
 PROBE_NEXT, PROBE_FRESH = "9", "1"
+#: The structured-outputs probe (servers without log-probabilities): any digit it returns will do.
+ENUM_PROBE_QUESTION = "Which digit comes after 8? Reply with the digit only."
 
 
 # -- the engine -------------------------------------------------------------------------------------
@@ -111,6 +129,8 @@ class OpenAIEngine(RetryingClient):
     base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
         client's (:class:`~rankkit.judges.http_client.RetryingClient`); ``base_url`` defaults to
         OpenAI's own API.
+    price: USD per million tokens (:mod:`rankkit.judges.prices`); each response's usage then
+        carries its cost (``usd_nano``). None: the cost is not counted.
 
     ``generate`` and ``next_token_logprobs`` may be called from several threads at once: all
     calls share the client's pool of :attr:`capacity` workers, and each attempt holds a replica
@@ -124,15 +144,23 @@ class OpenAIEngine(RetryingClient):
 
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
-                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
+                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 price: Price | None = None):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
                          jitter_seed=jitter_seed, max_response_bytes=max_response_bytes)
         self.model = model
-        # The continuation probe runs once per engine (so once per judge), before its first
-        # logprob request; its error is kept so every later call refuses the same way.
+        self.price = price
+        # How verdicts are read (continuation_path) is found by probe requests, once per engine
+        # (so once per judge), before the first read that needs it.
         self._probe_lock = threading.Lock()
         self._probe_done = False
-        self._probe_error: LogprobsUnavailable | None = None
+        self._path: str | None = None
+        # What the server refused, learned from HTTP 400s and kept for the run (_send_chat).
+        self._learned_lock = threading.Lock()
+        self._dropped: set[str] = set()
+        self._completion_tokens_field = "max_tokens"
+        self._prefill_fields = False  # whether continuations need vLLM's chat-template switches
+        self._prefill_fields_refused = False
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
@@ -147,10 +175,60 @@ class OpenAIEngine(RetryingClient):
     def request_subject(self) -> str:
         return f"model {self.model!r}"
 
-    # -- the LLMEngine protocol -------------------------------------------------------------------
+    # -- requests, and what the server refuses ----------------------------------------------------
     def _chat_body(self, conversation: list[dict[str, str]], **options: Any) -> dict[str, Any]:
         return {"model": self.model, "messages": list(conversation), **options}
 
+    def _adapted(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as this server takes it: fields it refused dropped, ``max_tokens`` renamed."""
+        with self._learned_lock:
+            adapted = {key: value for key, value in body.items() if key not in self._dropped}
+            if "max_tokens" in adapted and self._completion_tokens_field != "max_tokens":
+                adapted[self._completion_tokens_field] = adapted.pop("max_tokens")
+        return adapted
+
+    def _learn_refusal(self, field: str) -> bool:
+        """Adapt to a server that refused ``field`` (HTTP 400): True when the request can be sent
+        again without it; raises :class:`LogprobsUnavailable` when the refused field is what the
+        request is for (log-probabilities, a continuation)."""
+        with self._learned_lock:
+            if field in PREFILL_SWITCHES:
+                self._prefill_fields_refused = True
+                raise LogprobsUnavailable(f"the server refuses {field!r}, so it cannot be asked to continue a "
+                                          f"final assistant message")
+            if field in ("logprobs", "top_logprobs"):
+                raise LogprobsUnavailable(f"the server refuses {field!r}: the model returns no log-probabilities")
+            if field == "max_tokens" and self._completion_tokens_field == "max_tokens":
+                self._completion_tokens_field = "max_completion_tokens"  # OpenAI's reasoning models
+                return True
+            if field in DROPPABLE_FIELDS and field not in self._dropped:
+                self._dropped.add(field)
+                return True
+            return False
+
+    def _send_chat(self, body: dict[str, Any], abort: threading.Event | None,
+                   read: Callable[[dict[str, Any]], Any]) -> tuple[Any, int]:
+        """POST a chat completion; on an HTTP 400 that names a field the server does not take
+        (:func:`~rankkit.judges.hosted_verdict.refused_field`), learn it for the run (drop or
+        rename it: :meth:`_learn_refusal`) and send the request again, so a run never fails on
+        a field, and later requests never carry it."""
+        retries = 0
+        while True:
+            try:
+                result, used = self.post("/chat/completions", self._adapted(body), abort, read)
+                return result, retries + used
+            except HTTPStatusError as err:
+                field = refused_field(err.text) if err.status == 400 else None
+                if field is None or not self._learn_refusal(field):
+                    raise
+                logger.info("openai: %s does not take %r; sending the request without it from now on",
+                            self.base_url, field)
+                retries += 1
+
+    def _with_usage(self, payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
+        return with_cost(usage_of(payload, retries), self.price)
+
+    # -- the LLMEngine protocol -------------------------------------------------------------------
     def generate(self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
                  temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
         """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives."""
@@ -159,10 +237,10 @@ class OpenAIEngine(RetryingClient):
             body = self._chat_body(conversation, max_tokens=max_new_tokens, temperature=temperature, seed=seed)
 
             def call(abort: threading.Event) -> Generation:
-                (text, usage), retries = self.post("/chat/completions", body, abort, read_reply)
+                (text, usage), retries = self._send_chat(body, abort, read_reply)
                 if retries:
                     usage["retries"] = retries
-                return Generation(text=text, usage=usage)
+                return Generation(text=text, usage=with_cost(usage, self.price))
 
             return call
 
@@ -174,77 +252,155 @@ class OpenAIEngine(RetryingClient):
 
         Asks for one token with ``logprobs``/``top_logprobs``; a choice is matched to a returned
         token ignoring surrounding spaces (``" A"`` counts for ``"A"``), and a choice absent from the
-        top alternatives gets ``-inf``. A server that answers without log-probabilities raises
-        :class:`LogprobsUnavailable`, which says to use ``mode=generate``. The reply is forced to
-        start with ``assistant_prefix`` (one for all, or one per conversation) as described in
-        :func:`prefill_fields`.
+        top alternatives gets ``-inf``. The reply is forced to start with ``assistant_prefix`` (one
+        for all, or one per conversation) by the server's way of reading a verdict
+        (:meth:`continuation_path`): a continuation of a final assistant message
+        (:func:`prefill_fields`), or, where the server cannot continue one, a fresh one-token reply
+        to a follow-up turn (:func:`~rankkit.judges.hosted_verdict.followup_conversation`), read from
+        its ``top_logprobs`` or, without log-probabilities, from a reply constrained to the choices
+        (one-hot). An empty prefix reads a fresh reply. A server that offers none of these raises
+        :class:`LogprobsUnavailable`, which says to use ``mode=generate``. Each result is a
+        :class:`ChoiceLogprobs`, whose ``usage`` holds the request's tokens and cost.
         """
         prefixes = per_row(assistant_prefix, len(conversations))
-        if any(prefixes):  # the reading depends on the server continuing the prefix: check it once
-            self.check_continuation()
+        path = self.continuation_path() if any(prefixes) else None
+        if any(prefixes) and path is None:
+            self.check_continuation()  # raises, naming why
 
-        def read(payload: dict[str, Any]) -> dict[str, float]:
-            return choice_logprobs(first_token_alternatives(payload, "the server"), choices)
-
-        def job(conversation: list[dict[str, str]], prefix: str) -> Callable[[threading.Event], dict[str, float]]:
-            body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
-                                   top_logprobs=TOP_LOGPROBS)
-            if prefix:
-                body.update(prefill_fields(conversation, prefix))
-
-            def call(abort: threading.Event) -> dict[str, float]:
-                return self.post("/chat/completions", body, abort, read)[0]
-
-            return call
+        def job(conversation: list[dict[str, str]], prefix: str) -> Callable[[threading.Event], ChoiceLogprobs]:
+            if prefix and path == "continuation":
+                return self._continuation_read(conversation, prefix, choices)
+            messages = followup_conversation(conversation, prefix, choices) if prefix else list(conversation)
+            return self._fresh_read(messages, choices, enum=(path == "followup_enum"))
 
         yield from self._run_all([job(c, p) for c, p in zip(conversations, prefixes)])
 
-    def check_continuation(self) -> None:
-        """Refuse a server that does not continue a final assistant message, before any judgment.
+    def _continuation_read(self, conversation: list[dict[str, str]], prefix: str,
+                           choices: Sequence[str]) -> Callable[[threading.Event], ChoiceLogprobs]:
+        body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
+                               top_logprobs=TOP_LOGPROBS)
+        body.update(prefill_fields(conversation, prefix, switches=self._prefill_fields))
 
-        Such a server (llama-cpp-python's, OpenAI's) closes the forced prefix and opens a fresh
-        reply, so the first-token log-probabilities belong to another question and every verdict
-        would look confident and mean nothing. One request tells: the reply to "count from 1 to
-        20" forced to start with ``1, 2, …, 8,`` must go on with ``9``; a fresh reply starts with
-        ``1``. The answer is kept for the engine's lifetime (one probe per judge instance).
+        def call(abort: threading.Event) -> ChoiceLogprobs:
+            (alternatives, usage), retries = self._send_chat(
+                body, abort, lambda payload: (first_token_alternatives(payload, "the server"), self._with_usage(payload)))
+            return ChoiceLogprobs(choice_logprobs(alternatives, choices), usage, retries)
+
+        return call
+
+    def _fresh_read(self, messages: list[dict[str, str]], choices: Sequence[str],
+                    enum: bool) -> Callable[[threading.Event], ChoiceLogprobs]:
+        """One fresh reply of one token with its ``top_logprobs`` or, with ``enum``, a reply
+        constrained to ``choices`` by structured outputs (read as one-hot)."""
+        if enum:
+            body = self._chat_body(messages, max_tokens=ENUM_MAX_TOKENS, temperature=0.0,
+                                   response_format=enum_response_format(choices))
+
+            def read(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
+                text, _ = read_reply(payload)
+                return one_hot(read_enum_reply(text), choices), self._with_usage(payload)
+        else:
+            body = self._chat_body(messages, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS)
+
+            def read(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
+                return choice_logprobs(first_token_alternatives(payload, "the server"), choices), \
+                    self._with_usage(payload)
+
+        def call(abort: threading.Event) -> ChoiceLogprobs:
+            (logprobs, usage), retries = self._send_chat(body, abort, read)
+            return ChoiceLogprobs(logprobs, usage, retries)
+
+        return call
+
+    # -- how verdicts are read: the probes ----------------------------------------------------------
+    def continuation_path(self) -> str | None:
+        """How this server's verdicts are read, found by probe requests once per engine:
+
+        * ``continuation``: it continues a final assistant message with log-probabilities (vLLM,
+          SGLang with :func:`prefill_fields`' switches; llama-server without them);
+        * ``followup``: it does not, but returns log-probabilities: a fresh one-token reply to a
+          follow-up turn is read instead (OpenAI, most hosted APIs);
+        * ``followup_enum``: no log-probabilities, but structured outputs: the follow-up's reply
+          is constrained to the choices (a sampled value, read one-hot);
+        * None: none of these (the judge falls back to parsing free text).
+
+        The probe: "count from 1 to 20" with the reply forced to start ``1, 2, ..., 8,``; a
+        continuation goes on with ``9``, a fresh reply starts with ``1``. It is first sent as a
+        plain final assistant message; only a server that does not continue that, is not a
+        known hosted API and does not call itself OpenAI's (``owned_by`` in ``/models``) is
+        asked again with vLLM's switches, and a 400 refusing them is remembered, not fatal.
+        """
+        with self._probe_lock:
+            if not self._probe_done:
+                self._path = self._probe()
+                self._probe_done = True
+            return self._path
+
+    def _probe_alternatives(self, switches: bool) -> dict[str, float] | None:
+        conversation = [{"role": "user", "content": PROBE_QUESTION}]
+        body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS)
+        body.update(prefill_fields(conversation, PROBE_PREFIX, switches=switches))
+        try:
+            return self._send_chat(body, None, lambda payload: first_token_alternatives(payload, "the server"))[0]
+        except LogprobsUnavailable:
+            return None
+
+    def _probe(self) -> str | None:
+        alternatives = self._probe_alternatives(switches=False)
+        if alternatives is not None and continues_probe(alternatives):
+            return "continuation"
+        if self._may_take_switches():
+            switched = self._probe_alternatives(switches=True)
+            if switched is not None and continues_probe(switched):
+                self._prefill_fields = True
+                return "continuation"
+        if alternatives is not None:
+            return "followup"
+        digits = [str(d) for d in range(10)]
+        try:
+            value = self._send_chat(self._chat_body([{"role": "user", "content": ENUM_PROBE_QUESTION}],
+                                                    max_tokens=ENUM_MAX_TOKENS, temperature=0.0,
+                response_format=enum_response_format(digits)), None, lambda payload: read_reply(payload)[0])[0]
+        except HTTPStatusError:
+            return None
+        return "followup_enum" if read_enum_reply(value) in digits else None
+
+    def _may_take_switches(self) -> bool:
+        """Whether vLLM's chat-template switches may be tried: not on a known hosted API, not on
+        a server that refused them, not on one whose ``/models`` says OpenAI owns the model."""
+        if self._prefill_fields_refused or any(known_hosted(replica.url) for replica in self.replicas):
+            return False
+        return model_owner(self._models_listing(), self.model) not in OPENAI_OWNERS
+
+    def _models_listing(self) -> Any:
+        """``GET /models`` of the first replica (None when it fails: the listing only hints)."""
+        self._ensure_started()
+        try:
+            response = self._clients[0].get("/models", timeout=min(self.timeout, 10.0))
+            return response.json() if response.status_code == 200 else None
+        except Exception:  # noqa: BLE001 - any failure means "no hint"
+            return None
+
+    def check_continuation(self) -> None:
+        """Refuse a server whose verdicts cannot be read without parsing text, before any judgment.
 
         Raises
         ------
         LogprobsUnavailable
-            The server returns no log-probabilities, or does not continue the prefix; the message
-            says to use ``mode=generate``.
+            :meth:`continuation_path` found no way: the server neither continues a final
+            assistant message nor returns log-probabilities nor takes structured outputs; the
+            message says to use ``mode=generate``.
         """
-        with self._probe_lock:
-            if not self._probe_done:
-                conversation = [{"role": "user", "content": PROBE_QUESTION}]
-                body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
-                                       top_logprobs=TOP_LOGPROBS)
-                body.update(prefill_fields(conversation, PROBE_PREFIX))
-                try:
-                    alternatives = self.post("/chat/completions", body, None,
-                                             lambda payload: first_token_alternatives(payload, "the server"))[0]
-                    if not continues_probe(alternatives):
-                        top = max(alternatives, key=alternatives.get)
-                        raise LogprobsUnavailable(
-                            f"the server does not continue a final assistant message (a reply forced to start "
-                            f"with {PROBE_PREFIX!r} went on with {top!r}, not {PROBE_NEXT!r}), so mode=logprob would "
-                            f"read the first token of a fresh reply and its verdicts would mean nothing; use "
-                            f"mode=generate (vLLM, SGLang and llama-server continue it; llama-cpp-python's "
-                            f"server and OpenAI do not)")
-                except LogprobsUnavailable as err:
-                    self._probe_error = err
-                self._probe_done = True
-            if self._probe_error is not None:
-                raise self._probe_error
+        if self.continuation_path() is None:
+            raise LogprobsUnavailable(
+                "the server does not continue a final assistant message, returns no log-probabilities "
+                "and refuses structured outputs, so mode=logprob has nothing to read; use mode=generate "
+                "(its verdict is then parsed from free text, the weaker fallback)")
 
     def supports_continuation(self) -> bool:
-        """Whether the server continues a final assistant message with log-probabilities (one probe
-        request per engine, :meth:`check_continuation`)."""
-        try:
-            self.check_continuation()
-        except LogprobsUnavailable:
-            return False
-        return True
+        """Whether :meth:`next_token_logprobs` can read a verdict after a prefix by any path (one
+        set of probe requests per engine, :meth:`continuation_path`)."""
+        return self.continuation_path() is not None
 
     def answer_logliks(self, conversations: Sequence[list[dict[str, str]]],
                        answers: Sequence[str]) -> Iterator[tuple[int, float]]:
@@ -253,6 +409,42 @@ class OpenAIEngine(RetryingClient):
         raise NotImplementedError(
             "the openai judge cannot score a given answer's likelihood (chat completions return "
             "log-probabilities of generated tokens only); use mode=generate or mode=logprob")
+
+
+class ChoiceLogprobs(dict):
+    """The log-probabilities of the choices (a plain ``dict`` to every reader) and what reading
+    them cost: ``usage`` (tokens, ``usd_nano``, ``retries``), which generate mode charges to the
+    judgment."""
+
+    def __init__(self, logprobs: dict[str, float], usage: dict[str, int] | None = None, retries: int = 0):
+        super().__init__(logprobs)
+        self.usage = dict(usage or {})
+        if retries:
+            self.usage["retries"] = self.usage.get("retries", 0) + retries
+
+
+#: vLLM's chat-template switches that make a reply continue a final assistant message.
+PREFILL_SWITCHES = ("continue_final_message", "add_generation_prompt")
+#: Fields a request still works without when a server refuses them (the server's default then applies).
+DROPPABLE_FIELDS = ("seed", "temperature", "top_p")
+#: ``owned_by`` values of OpenAI's own ``/models`` listing: such a server never takes vLLM's switches.
+OPENAI_OWNERS = ("openai", "system", "openai-internal")
+#: Tokens of a structured one-value reply (``{"value": "7"}``).
+ENUM_MAX_TOKENS = 16
+
+
+def model_owner(listing: Any, model: str) -> str | None:
+    """``owned_by`` of ``model`` (else of the first model) in a ``/models`` listing, or None.
+
+    >>> model_owner({"data": [{"id": "m", "owned_by": "vllm"}]}, "m")
+    'vllm'
+    """
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return None
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == model), entries[0])
+    owner = entry.get("owned_by") if isinstance(entry, dict) else None
+    return owner if isinstance(owner, str) else None
 
 
 # -- reading responses (pure functions) ---------------------------------------------------------------
@@ -298,12 +490,16 @@ def usage_of(payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
         value = reported.get(key) if isinstance(reported, dict) else None
         if isinstance(value, int) and not isinstance(value, bool):
             usage[key] = value
+    details = reported.get("prompt_tokens_details") if isinstance(reported, dict) else None
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(cached, int) and not isinstance(cached, bool) and cached > 0:
+        usage["cached_tokens"] = cached  # OpenAI's prompt caching: billed at the cached-input price
     if retries:
         usage["retries"] = retries
     return usage
 
 
-def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str) -> dict[str, Any]:
+def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str, switches: bool = True) -> dict[str, Any]:
     """Request fields that make the reply continue ``assistant_prefix`` instead of starting afresh.
 
     The prefix is sent as a final, unfinished assistant message with vLLM's chat-template switches
@@ -311,9 +507,13 @@ def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str) ->
     and llama.cpp's ``llama-server`` continues a final assistant message by default). A server
     that ignores them — llama-cpp-python's, OpenAI's — closes the assistant turn and opens a new
     one, so the log-probabilities would be those of a fresh reply: use ``mode=generate`` there.
+    ``switches`` False sends the final assistant message alone (llama-server continues it; a
+    strict server refuses the switches with HTTP 400).
     """
-    return {"messages": [*conversation, {"role": "assistant", "content": assistant_prefix}],
-            "continue_final_message": True, "add_generation_prompt": False}
+    fields: dict[str, Any] = {"messages": [*conversation, {"role": "assistant", "content": assistant_prefix}]}
+    if switches:
+        fields.update(continue_final_message=True, add_generation_prompt=False)
+    return fields
 
 
 def _logprob(value: Any, where: str) -> float:
@@ -395,13 +595,17 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 #: Engine options of the spec, with their types (the judge's own options are in ``LLM_OPTIONS``).
 ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
                                    "backoff": float, "max_backoff": float, "api_key_env": str,
-                                   "max_response_bytes": int}
+                                   "max_response_bytes": int, "price_in": float, "price_out": float}
 
 
 def from_spec(spec: Spec) -> LLMJudge:
     """``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
     [,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,mode=generate|logprob][,template=...]
-    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N]``.
+    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N][,price_in=USD][,price_out=USD]``.
+
+    ``price_in``/``price_out``: USD per million input/output tokens, overriding the built-in
+    price of the model (:mod:`rankkit.judges.prices`); with a price, each judgment's usage
+    carries its cost and every strategy's ``cost.usd`` adds them up.
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's own API; several replicas of the
     same model are ``|``-joined. The key is read from ``$OPENAI_API_KEY`` or the variable
@@ -435,6 +639,7 @@ def from_spec(spec: Spec) -> LLMJudge:
         raise SpecError(f"openai: no base_url and no API key: for a local server (vLLM, llama.cpp...) add "
                         f"base_url=http://HOST:PORT/v1 (or set $OPENAI_BASE_URL); for OpenAI's API export "
                         f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)")
+    price = price_for(spec.positional[0], options.pop("price_in", None), options.pop("price_out", None))
     engine = OpenAIEngine(spec.positional[0], base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
-                          retry=retry, **options)
+                          retry=retry, price=price, **options)
     return LLMJudge(engine, **judge_kwargs)
