@@ -125,3 +125,16 @@ def test_to_pandas_matches_the_rows(sample_run):
     assert set(means.index) == set(SPECS)
     individual = frame[frame.strategy == "individual"]
     assert (individual.groupby("task_id")["rank"].min() == 1).all()
+
+
+def test_a_cost_in_dollars_survives_the_results_file_and_older_files_read_as_unpriced():
+    from rankkit.matches import Cost
+    from rankkit.results import cost_from_dict
+
+    cost = Cost(comparisons=3, judge_calls=3, prompt_tokens=900, cached_tokens=300, usd=0.001234567891)
+    record = cost.to_dict()
+    assert record["usd"] == pytest.approx(0.001234568, abs=1e-12)  # nano-dollars, as usage carries them
+    assert cost_from_dict(record) == Cost(comparisons=3, judge_calls=3, prompt_tokens=900, cached_tokens=300,
+                                          usd=record["usd"])
+    older = {k: v for k, v in record.items() if k not in ("usd", "cached_tokens")}
+    assert cost_from_dict(older).usd == pytest.approx(0.0, abs=1e-12) and cost_from_dict(older).cached_tokens == 0
