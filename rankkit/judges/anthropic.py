@@ -4,7 +4,7 @@ Spec::
 
     anthropic:MODEL[,base_url=URL][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
               [,max_backoff=S][,api_key_env=ANTHROPIC_API_KEY][,anthropic_version=2023-06-01]
-              [,prompt_cache=true][,price_in=USD][,price_out=USD][,template=...][,max_new_tokens=N]
+              [,prompt_cache=true][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N][,template=...][,max_new_tokens=N]
               [,temperature=T][,retries=N]
 
 The judging itself is :class:`~rankkit.judges.llm.LLMJudge`'s; :class:`AnthropicEngine` turns
@@ -45,6 +45,7 @@ from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, 
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Conversation, Generation, per_row
 from rankkit.judges.openai_compat import ChoiceLogprobs
+from rankkit.judges.pacing import Pacer
 from rankkit.judges.prices import Price, price_for, with_cost
 from rankkit.specs import Spec, SpecError, convert_value
 
@@ -64,6 +65,8 @@ class AnthropicEngine(RetryingClient):
     version: the ``anthropic-version`` header.
     prompt_cache: mark the judge prompt with ``cache_control`` (see "Prompt caching").
     price: USD per million tokens; each response's usage then carries its cost (``usd_nano``).
+    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``;
+        ``anthropic-ratelimit-*`` headers are honoured either way).
     """
 
     backend = "anthropic"
@@ -72,9 +75,10 @@ class AnthropicEngine(RetryingClient):
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
                  jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 version: str = DEFAULT_VERSION, prompt_cache: bool = True, price: Price | None = None):
+                 version: str = DEFAULT_VERSION, prompt_cache: bool = True, price: Price | None = None,
+                 pacer: Pacer | None = None):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
-                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes)
+                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
         self.model = model
         self.version = version
         self.prompt_cache = prompt_cache
@@ -229,7 +233,7 @@ def written_choice(text: str, choices: Sequence[str]) -> str | None:
 ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
                                    "backoff": float, "max_backoff": float, "api_key_env": str,
                                    "max_response_bytes": int, "anthropic_version": str, "prompt_cache": bool,
-                                   "price_in": float, "price_out": float}
+                                   "price_in": float, "price_out": float, "rpm": float, "tpm": float}
 
 
 def from_spec(spec: Spec) -> LLMJudge:
@@ -268,6 +272,7 @@ def from_spec(spec: Spec) -> LLMJudge:
     price = price_for(spec.positional[0], options.pop("price_in", None), options.pop("price_out", None))
     version = options.pop("anthropic_version", DEFAULT_VERSION)
     prompt_cache = options.pop("prompt_cache", True)
+    pacer = Pacer(options.pop("rpm", None), options.pop("tpm", None))
     engine = AnthropicEngine(spec.positional[0], base_url=base_url or DEFAULT_BASE_URL, api_key=api_key, retry=retry,
-                             version=version, prompt_cache=prompt_cache, price=price, **options)
+                             version=version, prompt_cache=prompt_cache, price=price, pacer=pacer, **options)
     return LLMJudge(engine, **judge_kwargs)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from rankkit.judges.base import JudgeError
+from rankkit.judges.pacing import MAX_RATE_LIMIT_WAIT, Pacer, estimate_request_tokens
 from rankkit.specs import SpecError
 
 if TYPE_CHECKING:  # httpx is imported only when the first request is made
@@ -284,6 +285,10 @@ class RetryingClient:
     retry: the :class:`RetryPolicy`.
     jitter_seed: seeds the backoff jitter (so tests are reproducible; it never affects results).
     max_response_bytes: the largest response body read; a bigger one is a bad response.
+    pacer: rate-limit pacing shared by every request (:class:`~rankkit.judges.pacing.Pacer`:
+        ``rpm``/``tpm`` and the providers' rate-limit headers); default: headers only. HTTP 429
+        is retried for up to :data:`~rankkit.judges.pacing.MAX_RATE_LIMIT_WAIT` seconds of
+        waiting, whatever ``max_attempts`` says: a burst of them never fails a long run.
 
     :meth:`post` and :meth:`_run_all` may be called from several threads at once: all calls share
     one pool of :attr:`capacity` workers, and each attempt holds a replica slot, so at most
@@ -292,7 +297,7 @@ class RetryingClient:
 
     def __init__(self, base_url: str | Sequence[str], api_key: str | None = None, concurrency: int = 4,
                  timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(), jitter_seed: int | None = None,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES, pacer: Pacer | None = None):
         if concurrency < 1:
             raise SpecError(f"openai: concurrency must be >= 1, got {concurrency}")
         if timeout <= 0:
@@ -306,6 +311,7 @@ class RetryingClient:
         self.retry = retry
         self.max_response_bytes = max_response_bytes
         self.stats = RequestStats()
+        self.pacer = pacer or Pacer()
         self._api_key = api_key or None
         self._rng = random.Random(jitter_seed)
         self._rng_lock = threading.Lock()
@@ -392,6 +398,7 @@ class RetryingClient:
                 data, complete = read_capped(response.iter_bytes(), self.max_response_bytes)
                 status, encoding = response.status_code, response.encoding or "utf-8"
                 retry_after = response.headers.get("retry-after")
+                self.pacer.observe(response.headers)  # x-ratelimit-*, anthropic-ratelimit-*
         except httpx.TimeoutException as err:
             raise RetryableError("timeout", f"no response from {where} within {self.timeout:g} s "
                                  f"({type(err).__name__})") from None
@@ -437,8 +444,12 @@ class RetryingClient:
         abort = abort or threading.Event()
         failed_on: dict[int, int] = {}
         attempts = 0
+        counted = 0  # attempts that count against max_attempts (a 429 does not, within its time budget)
+        rate_limited_wait = 0.0
+        tokens = estimate_request_tokens(body) if self.pacer.tpm else 0
         while True:
             attempts += 1
+            self.pacer.wait_turn(tokens, abort)  # before taking a slot: a paced request holds none
             index = self._acquire(failed_on)
             healthy = False
             try:
@@ -460,17 +471,23 @@ class RetryingClient:
             finally:
                 self._release(index, healthy)
             failed_on[index] = failed_on.get(index, 0) + 1
-            if attempts >= self.retry.max_attempts or abort.is_set():
+            rate_limited = last.reason == "429" and rate_limited_wait < MAX_RATE_LIMIT_WAIT
+            counted += 0 if rate_limited else 1
+            if counted >= self.retry.max_attempts or abort.is_set():
                 break
             untried = len(failed_on) < len(self.replicas)
-            delay = 0.0 if untried else self._wait_seconds(attempts, last.retry_after)
+            delay = 0.0 if untried else self._wait_seconds(min(attempts, 16), last.retry_after)
+            if rate_limited:
+                rate_limited_wait += delay
+                if len(self.replicas) == 1:  # one account's limit: every request holds back, not just this one
+                    self.pacer.pause(delay)
             logger.warning("%s: %s (attempt %d of %d); retrying %s", self.backend_label, last, attempts, self.retry.max_attempts,
                            "on another replica" if untried else f"in {delay:.2f} s")
             if abort.wait(delay):
                 break
             self.stats.count("retry", last.reason)
         self.stats.count("failed")
-        why = "" if attempts >= self.retry.max_attempts else " (stopped early: another request of the batch failed)"
+        why = "" if counted >= self.retry.max_attempts else " (stopped early: another request of the batch failed)"
         target = f"{self.base_url}{path}" if len(self.replicas) == 1 else f"{path} on {self.base_url}"
         raise JudgeError(f"{self.backend_label}: request to {target} failed after {attempts} attempt"
                          f"{'s' if attempts > 1 else ''}{why} ({self.request_subject()}); last error: {last}")

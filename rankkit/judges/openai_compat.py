@@ -87,6 +87,7 @@ from rankkit.judges.http_client import (
 )
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Generation, per_row
+from rankkit.judges.pacing import Pacer
 from rankkit.judges.prices import Price, price_for, with_cost
 from rankkit.specs import Spec, SpecError, convert_value
 
@@ -131,6 +132,7 @@ class OpenAIEngine(RetryingClient):
         OpenAI's own API.
     price: USD per million tokens (:mod:`rankkit.judges.prices`); each response's usage then
         carries its cost (``usd_nano``). None: the cost is not counted.
+    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``).
 
     ``generate`` and ``next_token_logprobs`` may be called from several threads at once: all
     calls share the client's pool of :attr:`capacity` workers, and each attempt holds a replica
@@ -145,9 +147,9 @@ class OpenAIEngine(RetryingClient):
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
                  jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 price: Price | None = None):
+                 price: Price | None = None, pacer: Pacer | None = None):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
-                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes)
+                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
         self.model = model
         self.price = price
         # How verdicts are read (continuation_path) is found by probe requests, once per engine
@@ -595,13 +597,17 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 #: Engine options of the spec, with their types (the judge's own options are in ``LLM_OPTIONS``).
 ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
                                    "backoff": float, "max_backoff": float, "api_key_env": str,
-                                   "max_response_bytes": int, "price_in": float, "price_out": float}
+                                   "max_response_bytes": int, "price_in": float, "price_out": float,
+                                   "rpm": float, "tpm": float}
 
 
 def from_spec(spec: Spec) -> LLMJudge:
     """``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
     [,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,mode=generate|logprob][,template=...]
-    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N][,price_in=USD][,price_out=USD]``.
+    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N]``.
+
+    ``rpm``/``tpm``: requests/tokens per minute to stay under (:mod:`rankkit.judges.pacing`; the
+    server's rate-limit headers are honoured either way).
 
     ``price_in``/``price_out``: USD per million input/output tokens, overriding the built-in
     price of the model (:mod:`rankkit.judges.prices`); with a price, each judgment's usage
@@ -640,6 +646,7 @@ def from_spec(spec: Spec) -> LLMJudge:
                         f"base_url=http://HOST:PORT/v1 (or set $OPENAI_BASE_URL); for OpenAI's API export "
                         f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)")
     price = price_for(spec.positional[0], options.pop("price_in", None), options.pop("price_out", None))
+    pacer = Pacer(options.pop("rpm", None), options.pop("tpm", None))
     engine = OpenAIEngine(spec.positional[0], base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
-                          retry=retry, price=price, **options)
+                          retry=retry, price=price, pacer=pacer, **options)
     return LLMJudge(engine, **judge_kwargs)
