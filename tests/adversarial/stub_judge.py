@@ -40,6 +40,7 @@ from tests.servers import StubRequest, StubServer
 _BOX = {slot: re.compile(rf"<{tag}>\n(.*?)\n</{tag}>", re.DOTALL)
         for slot, tag in ((0, "answer"), (1, "answer_1"), (2, "answer_2"))}
 # English and German templates (rankkit/templates/paper-*-de.txt)
+_LABELLED = re.compile(r"<answer_([A-H])>\n(.*?)\n</answer_\1>", re.DOTALL)  # k-way prompts
 _SCALE = re.compile(r"(?:scale of 0 to|Skala von 0 bis) (\d+)")
 _FOLLOWUP = re.compile(r'Finish this line of your verdict: "(.*) \?"', re.DOTALL)
 # "Final verdict: Answer 1:" (generate mode), or a bare "Score:" (logprob mode's line)
@@ -112,9 +113,18 @@ class HonestJudgeServer(StubServer):
             points = [9.0, 2.0] if points[0] >= points[1] else [2.0, 9.0]
         return scale, points
 
+    def _kway_order(self, prompt: str) -> list[str]:
+        """The labels of a k-way prompt's answers, best first (ties: in the order shown)."""
+        labelled = _LABELLED.findall(prompt)
+        return [label for label, text in sorted(labelled, key=lambda item: -self.points(item[1]))]
+
     def _explanation(self, prompt: str) -> str:
         if "<answer" not in prompt:
             return "1, 2, 3"
+        if "<answer_A>" in prompt:  # k-way: "Best: X" or "Ranking: X > Y > ..."
+            order = self._kway_order(prompt)
+            line = f"Best: {order[0]}" if "Best: [label]" in prompt else "Ranking: " + " > ".join(order)
+            return f"Explanation: I compared the answers with what I know.\n{line}"
         scale, scores = self._scores(prompt)
         if len(scores) == 2:
             verdict = f"Answer 1: {scores[0]:g}/{scale} Answer 2: {scores[1]:g}/{scale}"
@@ -132,6 +142,8 @@ class HonestJudgeServer(StubServer):
     def _next_token(self, prompt: str, prefix: str) -> str:
         if prefix.endswith("1, 2, 3, 4, 5, 6, 7, 8,"):
             return "9"
+        if prefix.rstrip().endswith(("Best:", "Ranking:")):  # k-way: the best label
+            return self._kway_order(prompt)[0]
         scale, scores = self._scores(prompt)
         if prefix.rstrip().endswith(("The better answer is Answer", "Die bessere Antwort ist Antwort")):
             return "1" if scores[0] >= scores[-1] else "2"

@@ -16,6 +16,7 @@ from rankkit.judges.anthropic import AnthropicEngine, read_message
 from rankkit.specs import SpecError
 from rankkit.tasks import load_tasks
 from tests.hosted_servers import AnthropicLikeServer, human_quality
+from tests.judges.test_openai_hosted import champions_are_top
 
 SAMPLE = Path(__file__).resolve().parents[2] / "rankkit" / "data" / "sample" / "tasks.jsonl"
 KEY = "sk-ant-test-0123456789"
@@ -37,8 +38,6 @@ def spec(server: AnthropicLikeServer, extra: str = "") -> str:
             + (f",{extra}" if extra else ""))
 
 
-def best_answers(tasks) -> dict[str, str]:
-    return {t.task_id: max(t.candidates, key=lambda c: c.human["points"]).id for t in tasks}
 
 
 def test_done_when_compare_runs_on_prefilled_verdicts_with_a_dollar_cost(tasks, tmp_path):
@@ -60,7 +59,7 @@ def test_done_when_compare_runs_on_prefilled_verdicts_with_a_dollar_cost(tasks, 
     assert set(record["judge"]["verdict_paths"]) == {"prefill"}
     assert all(s["cost"]["usd"] > 0 and s["cost"]["parse_failures"] == 0 for s in record["strategies"])
     knockout = next(s for s in record["strategies"] if s["name"] == "knockout")
-    assert {t["task_id"]: t["ranking"][0] for t in knockout["tasks"]} == best_answers(tasks)
+    assert champions_are_top({t["task_id"]: t["ranking"][0] for t in knockout["tasks"]}, tasks)
     assert KEY not in out.read_text() and KEY not in result.stdout + result.stderr
 
 
@@ -137,3 +136,13 @@ def test_read_message_rejects_a_body_without_content_blocks():
 
     with pytest.raises(BadResponse, match="content"):
         read_message({"content": "text"})
+
+
+def test_kway_strategies_read_the_prefilled_best_label(tasks, key):
+    with AnthropicLikeServer(human_quality(tasks), api_key=key) as server:
+        result = rankkit.compare(tasks, ["setwise_knockout"], judge=spec(server))
+    assert server.refused == []
+    run = result.strategies[0]
+    assert champions_are_top({t.task_id: t.ranking[0] for t in run.tasks}, tasks)
+    judgments = [g.judgment for t in run.tasks for g in t.group_comparisons]
+    assert judgments and {j.extras["verdict_path"] for j in judgments} == {"prefill"}
