@@ -473,11 +473,16 @@ class GenerateMode:
 
 def next_token_logprobs(engine: LLMEngine, conversations: Sequence[Conversation], prefixes: Sequence[str],
                         choices: Sequence[tuple[str, ...]]) -> Iterator[tuple[int, dict[str, float]]]:
-    """Group prompts by (prefix, choices) — e.g. English and German tasks — and ask the engine."""
-    groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-    for index, key in enumerate(zip(prefixes, choices)):
-        groups.setdefault(key, []).append(index)
-    for (prefix, group_choices), indices in groups.items():
+    """Group prompts by their choices (e.g. the digit scales of tasks with different M) and ask
+    the engine once per group, each prompt with its own prefix: generate mode's prefixes hold each
+    judge's explanation, and one call per group lets an HTTP engine send them all at once (or in
+    one batch) rather than one after another."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for index, key in enumerate(choices):
+        groups.setdefault(tuple(key), []).append(index)
+    for group_choices, indices in groups.items():
+        group_prefixes = [prefixes[i] for i in indices]
+        prefix: str | list[str] = group_prefixes[0] if len(set(group_prefixes)) == 1 else group_prefixes
         for local, logprobs in engine.next_token_logprobs(
                 [conversations[i] for i in indices], assistant_prefix=prefix, choices=list(group_choices)):
             yield indices[local], logprobs
