@@ -77,6 +77,11 @@ class _HostedServer(HonestJudgeServer):
         self.headers_seen: list[dict[str, str]] = []
         self._cache: set[str] = set()
         self._log_lock = threading.Lock()
+        #: The batch API: polls a batch stays in progress, custom ids to fail once, and what ran where.
+        self.batch_polls = 2
+        self.batch_failures: set[str] = set()
+        self.direct_chats = 0
+        self.batched_chats = 0
 
     def _refuse(self, request: StubRequest, status: int, payload: dict[str, Any],
                 headers: dict[str, str] | None = None) -> None:
@@ -115,6 +120,18 @@ class _HostedServer(HonestJudgeServer):
         return hits * CACHE_BLOCK_TOKENS
 
 
+def multipart_fields(content_type: str, data: bytes) -> dict[str, bytes]:
+    """The fields of a ``multipart/form-data`` body, by name."""
+    from email.parser import BytesParser
+    from email.policy import default
+
+    message = BytesParser(policy=default).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + data)
+    if not message.is_multipart():
+        return {}
+    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in message.iter_parts()}
+
+
 class OpenAILikeServer(_HostedServer):
     """See the module docstring. ``logprobs``: whether the model returns log-probabilities."""
 
@@ -122,37 +139,140 @@ class OpenAILikeServer(_HostedServer):
                  cache_min_tokens: int = 1024, logprobs: bool = True):
         super().__init__(quality, quote=quote, api_key=api_key, cache_min_tokens=cache_min_tokens)
         self.model_logprobs = logprobs
+        self.files: dict[str, bytes] = {}
+        self.batch_jobs: dict[str, dict[str, Any]] = {}
+        self.uploads = 0
 
     def get(self, request: StubRequest) -> None:
-        request.send_json(200, {"object": "list", "data": [{"id": "gpt-4.1", "object": "model", "owned_by": "system"}]})
+        path = request.path.rstrip("/")
+        if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return self._refuse(request, 401, self.error("Incorrect API key provided", kind="invalid_api_key"))
+        if path == "/v1/models":
+            return request.send_json(200, {"object": "list",
+                                           "data": [{"id": "gpt-4.1", "object": "model", "owned_by": "system"}]})
+        if path.startswith("/v1/batches/") and path[len("/v1/batches/"):] in self.batch_jobs:
+            return request.send_json(200, self.poll_batch(path[len("/v1/batches/"):]))
+        if path.startswith("/v1/files/") and path.endswith("/content"):
+            file_id = path[len("/v1/files/"):-len("/content")]
+            if file_id in self.files:
+                return request.send_bytes(200, self.files[file_id])
+        return self._refuse(request, 404, self.error(f"Invalid URL (GET {request.path})"))
 
     @staticmethod
     def error(message: str, param: str | None = None, kind: str = "invalid_request_error") -> dict[str, Any]:
         return {"error": {"message": message, "type": kind, "param": param, "code": None}}
 
+    def receive(self, request: StubRequest, data: bytes) -> None:
+        if request.path.rstrip("/") == "/v1/files":
+            return self.upload(request, data)
+        super().receive(request, data)
+
     def post(self, request: StubRequest, body: dict[str, Any]) -> None:
         self._log(request, body)
-        if request.path.rstrip("/") != "/v1/chat/completions":
-            return self._refuse(request, 404, self.error(f"Invalid URL (POST {request.path})"))
         if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return self._refuse(request, 401, self.error("Incorrect API key provided", kind="invalid_api_key"))
+        if request.path.rstrip("/") == "/v1/batches":
+            return self.create_batch(request, body)
+        if request.path.rstrip("/") != "/v1/chat/completions":
+            return self._refuse(request, 404, self.error(f"Invalid URL (POST {request.path})"))
         fault = self._next_fault()
         if fault is not None:
             status, headers = fault
             return request.send_json(status, self.error(f"injected {status}", kind="server_error"), headers)
+        problem = self.chat_problem(body)
+        if problem is not None:
+            return self._refuse(request, 400, problem)
+        with self._log_lock:
+            self.direct_chats += 1
+        request.send_json(200, self.complete_fresh(body))
+
+    def chat_problem(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The 400 error api.openai.com would answer ``body`` with (None: it takes it)."""
         for field in body:
             if field not in OPENAI_CHAT_FIELDS:
-                return self._refuse(request, 400, self.error(f"Unrecognized request argument supplied: {field}"))
+                return self.error(f"Unrecognized request argument supplied: {field}")
         if "model" not in body or not isinstance(body.get("messages"), list) or not body["messages"]:
-            return self._refuse(request, 400, self.error("you must provide a model parameter and messages"))
+            return self.error("you must provide a model parameter and messages")
         if body.get("logprobs") and not self.model_logprobs:
-            return self._refuse(request, 400, self.error(
-                "Unsupported parameter: 'logprobs' is not supported with this model.", "logprobs"))
+            return self.error("Unsupported parameter: 'logprobs' is not supported with this model.", "logprobs")
         top = body.get("top_logprobs")
         if top is not None and (not body.get("logprobs") or not 0 <= top <= 20):
-            return self._refuse(request, 400, self.error(
-                f"Invalid 'top_logprobs': expected a value <= 20 with logprobs=true, got {top}", "top_logprobs"))
-        request.send_json(200, self.complete_fresh(body))
+            return self.error(f"Invalid 'top_logprobs': expected a value <= 20 with logprobs=true, got {top}",
+                              "top_logprobs")
+        return None
+
+    # -- the Batch API ---------------------------------------------------------------------------------
+    def upload(self, request: StubRequest, data: bytes) -> None:
+        """``POST /v1/files`` (multipart: ``purpose``, ``file``)."""
+        if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return self._refuse(request, 401, self.error("Incorrect API key provided", kind="invalid_api_key"))
+        fields = multipart_fields(request.headers.get("content-type", ""), data)
+        if fields.get("purpose") != b"batch" or "file" not in fields:
+            return self._refuse(request, 400, self.error("purpose must be 'batch' and a file is required"))
+        with self._log_lock:
+            file_id = f"file-{len(self.files) + 1}"
+            self.files[file_id] = fields["file"]
+            self.uploads += 1
+        request.send_json(200, {"id": file_id, "object": "file", "purpose": "batch", "bytes": len(fields["file"])})
+
+    def create_batch(self, request: StubRequest, body: dict[str, Any]) -> None:
+        """``POST /v1/batches``."""
+        allowed = {"input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"}
+        unknown = [field for field in body if field not in allowed]
+        if unknown:
+            return self._refuse(request, 400, self.error(f"Unrecognized request argument supplied: {unknown[0]}"))
+        if body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h" or \
+                body.get("input_file_id") not in self.files:
+            return self._refuse(request, 400, self.error("invalid endpoint, completion_window or input_file_id"))
+        lines = [json.loads(line) for line in self.files[body["input_file_id"]].decode().splitlines() if line.strip()]
+        with self._log_lock:
+            batch_id = f"batch_{len(self.batch_jobs) + 1}"
+            self.batch_jobs[batch_id] = {"id": batch_id, "object": "batch", "endpoint": body["endpoint"],
+                                         "input_file_id": body["input_file_id"], "completion_window": "24h",
+                                         "status": "validating", "output_file_id": None, "error_file_id": None,
+                                         "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                                         "polls": 0, "lines": lines}
+        request.send_json(200, self.public(self.batch_jobs[batch_id]))
+
+    @staticmethod
+    def public(batch: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in batch.items() if key not in ("polls", "lines")}
+
+    def poll_batch(self, batch_id: str) -> dict[str, Any]:
+        """``GET /v1/batches/{id}``: validating, in progress for ``batch_polls`` polls, then completed."""
+        with self._log_lock:
+            batch = self.batch_jobs[batch_id]
+            batch["polls"] += 1
+            finish = batch["status"] != "completed" and batch["polls"] > self.batch_polls
+            if batch["status"] == "validating":
+                batch["status"] = "in_progress"
+        if finish:
+            self.run_batch(batch)
+        return self.public(batch)
+
+    def run_batch(self, batch: dict[str, Any]) -> None:
+        output, errors = [], []
+        for line in batch["lines"]:
+            cid, body = line["custom_id"], line["body"]
+            problem = self.chat_problem(body) if line.get("url") == "/v1/chat/completions" else self.error("bad url")
+            with self._log_lock:
+                injected = cid in self.batch_failures
+                self.batch_failures.discard(cid)
+                self.batched_chats += 0 if problem or injected else 1
+            if problem is not None or injected:
+                error = problem["error"] if problem else {"code": "server_error", "message": "injected failure"}
+                errors.append({"id": f"req-{cid}", "custom_id": cid, "response": None, "error": error})
+            else:
+                output.append({"id": f"req-{cid}", "custom_id": cid, "error": None,
+                               "response": {"status_code": 200, "request_id": cid, "body": self.complete_fresh(body)}})
+        with self._log_lock:
+            for name, records in (("output_file_id", output), ("error_file_id", errors)):
+                if records:
+                    file_id = f"file-{len(self.files) + 1}"
+                    self.files[file_id] = "".join(json.dumps(r) + "\n" for r in records).encode()
+                    batch[name] = file_id
+            batch["request_counts"] = {"total": len(batch["lines"]), "completed": len(output), "failed": len(errors)}
+            batch["status"] = "completed"
 
     def complete_fresh(self, body: dict[str, Any]) -> dict[str, Any]:
         """A fresh reply to the conversation: a final assistant message is a past turn."""
@@ -193,19 +313,41 @@ class AnthropicLikeServer(_HostedServer):
     def __init__(self, quality: Mapping[str, float], api_key: str, quote: str = "none", cache_min_tokens: int = 1024):
         super().__init__(quality, quote=quote, api_key=api_key, cache_min_tokens=cache_min_tokens)
         self.requests["prefill"] = 0
+        self.batch_jobs: dict[str, dict[str, Any]] = {}
 
     @staticmethod
     def error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
         return {"type": "error", "error": {"type": kind, "message": message}}
 
+    def _headers_problem(self, request: StubRequest) -> tuple[int, dict[str, Any]] | None:
+        if request.headers.get("x-api-key") != self.api_key:
+            return 401, self.error("invalid x-api-key", "authentication_error")
+        if not request.headers.get("anthropic-version"):
+            return 400, self.error("anthropic-version: header is required")
+        return None
+
+    def get(self, request: StubRequest) -> None:
+        problem = self._headers_problem(request)
+        if problem is not None:
+            return self._refuse(request, *problem)
+        parts = request.path.rstrip("/").split("/")  # ["", "v1", "messages", "batches", ID, ("results")]
+        if parts[:4] == ["", "v1", "messages", "batches"] and len(parts) in (5, 6) and parts[4] in self.batch_jobs:
+            batch = self.batch_jobs[parts[4]]
+            if len(parts) == 5:
+                return request.send_json(200, self.poll_batch(parts[4]))
+            if parts[5] == "results" and batch["processing_status"] == "ended":
+                return request.send_bytes(200, batch["results"])
+        return self._refuse(request, 404, self.error(f"Not found: {request.path}", "not_found_error"))
+
     def post(self, request: StubRequest, body: dict[str, Any]) -> None:
         self._log(request, body)
+        problem = self._headers_problem(request)
+        if problem is not None:
+            return self._refuse(request, *problem)
+        if request.path.rstrip("/") == "/v1/messages/batches":
+            return self.create_batch(request, body)
         if request.path.rstrip("/") != "/v1/messages":
             return self._refuse(request, 404, self.error(f"Not found: {request.path}", "not_found_error"))
-        if request.headers.get("x-api-key") != self.api_key:
-            return self._refuse(request, 401, self.error("invalid x-api-key", "authentication_error"))
-        if not request.headers.get("anthropic-version"):
-            return self._refuse(request, 400, self.error("anthropic-version: header is required"))
         fault = self._next_fault()
         if fault is not None:
             status, headers = fault
@@ -214,7 +356,59 @@ class AnthropicLikeServer(_HostedServer):
         problem = self.invalid(body)
         if problem is not None:
             return self._refuse(request, 400, self.error(problem))
+        with self._log_lock:
+            self.direct_chats += 1
         request.send_json(200, self.reply(body))
+
+    # -- the Message Batches API -------------------------------------------------------------------
+    def create_batch(self, request: StubRequest, body: dict[str, Any]) -> None:
+        """``POST /v1/messages/batches``: every request's params are checked as a message would be."""
+        requests = body.get("requests")
+        if set(body) != {"requests"} or not isinstance(requests, list) or not requests:
+            return self._refuse(request, 400, self.error("requests: a non-empty list is required (and nothing else)"))
+        for index, item in enumerate(requests):
+            problem = self.invalid(item.get("params") or {}) if set(item) == {"custom_id", "params"} else \
+                "custom_id and params are required"
+            if problem is not None:
+                return self._refuse(request, 400, self.error(f"requests.{index}.params: {problem}"))
+        with self._log_lock:
+            batch_id = f"msgbatch_{len(self.batch_jobs) + 1}"
+            self.batch_jobs[batch_id] = {"id": batch_id, "type": "message_batch", "processing_status": "in_progress",
+                                         "request_counts": {"processing": len(requests), "succeeded": 0,
+                                                            "errored": 0, "canceled": 0, "expired": 0},
+                                         "ended_at": None, "results_url": None, "polls": 0, "requests": requests}
+        request.send_json(200, self.public(self.batch_jobs[batch_id]))
+
+    @staticmethod
+    def public(batch: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in batch.items() if key not in ("polls", "requests", "results")}
+
+    def poll_batch(self, batch_id: str) -> dict[str, Any]:
+        """``GET /v1/messages/batches/{id}``: in progress for ``batch_polls`` polls, then ended."""
+        with self._log_lock:
+            batch = self.batch_jobs[batch_id]
+            batch["polls"] += 1
+            finish = batch["processing_status"] != "ended" and batch["polls"] > self.batch_polls
+        if finish:
+            lines, counts = [], {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+            for item in batch["requests"]:
+                with self._log_lock:
+                    injected = item["custom_id"] in self.batch_failures
+                    self.batch_failures.discard(item["custom_id"])
+                    self.batched_chats += 0 if injected else 1
+                if injected:
+                    result = {"type": "errored", "error": {"type": "error",
+                                                           "error": {"type": "api_error", "message": "injected"}}}
+                    counts["errored"] += 1
+                else:
+                    result = {"type": "succeeded", "message": self.reply(item["params"])}
+                    counts["succeeded"] += 1
+                lines.append(json.dumps({"custom_id": item["custom_id"], "result": result}) + "\n")
+            with self._log_lock:
+                batch.update(processing_status="ended", request_counts=counts, ended_at="2026-11-27T00:00:00Z",
+                             results_url=f"{self.root}/v1/messages/batches/{batch_id}/results",
+                             results="".join(lines).encode())
+        return self.public(batch)
 
     def invalid(self, body: dict[str, Any]) -> str | None:
         """Why the Messages API would refuse ``body`` (None: it would not)."""

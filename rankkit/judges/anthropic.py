@@ -5,7 +5,7 @@ Spec::
     anthropic:MODEL[,base_url=URL][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
               [,max_backoff=S][,api_key_env=ANTHROPIC_API_KEY][,anthropic_version=2023-06-01]
               [,prompt_cache=true][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N][,template=...][,max_new_tokens=N]
-              [,temperature=T][,retries=N]
+              [,temperature=T][,retries=N][,batch=true][,batch_poll=S][,batch_journal=PATH]
 
 The judging itself is :class:`~rankkit.judges.llm.LLMJudge`'s; :class:`AnthropicEngine` turns
 conversations into ``POST {base_url}/messages`` requests (``x-api-key``, ``anthropic-version``;
@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions
+from rankkit.judges.batches import AnthropicBatches
 from rankkit.judges.hosted_verdict import one_hot
 from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, RetryingClient, RetryPolicy
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
@@ -49,6 +51,7 @@ from rankkit.judges.pacing import Pacer
 from rankkit.judges.prices import Price, price_for, with_cost
 from rankkit.specs import Spec, SpecError, convert_value
 
+T = TypeVar("T")
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_VERSION = "2023-06-01"
@@ -67,6 +70,7 @@ class AnthropicEngine(RetryingClient):
     price: USD per million tokens; each response's usage then carries its cost (``usd_nano``).
     pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``;
         ``anthropic-ratelimit-*`` headers are honoured either way).
+    batch: send each call's requests as one Message Batch (:mod:`rankkit.judges.batches`; ``batch=true``).
     """
 
     backend = "anthropic"
@@ -76,13 +80,15 @@ class AnthropicEngine(RetryingClient):
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
                  jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                  version: str = DEFAULT_VERSION, prompt_cache: bool = True, price: Price | None = None,
-                 pacer: Pacer | None = None):
+                 pacer: Pacer | None = None, batch: BatchOptions | None = None):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
                          jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
         self.model = model
         self.version = version
         self.prompt_cache = prompt_cache
         self.price = price
+        #: With ``batch=true``: what sends each engine call's requests as one batch (else None).
+        self.batcher = None if batch is None else batch.runner(self, AnthropicBatches())
 
     def __repr__(self) -> str:  # never shows the key
         return (f"AnthropicEngine(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
@@ -126,21 +132,32 @@ class AnthropicEngine(RetryingClient):
             body["system"] = system
         return body
 
-    def _call(self, body: dict[str, Any], abort: threading.Event) -> tuple[str, dict[str, int]]:
-        (text, usage), retries = self.post("/messages", body, abort, read_message)
-        if retries:
-            usage["retries"] = retries
-        return text, with_cost(usage, self.price)
+    def _dispatch(self, bodies: Sequence[dict[str, Any]], finish: Callable[[str, dict[str, int]], T]
+                  ) -> Iterator[tuple[int, T]]:
+        """Send ``bodies`` directly (``concurrency`` at a time) or, with ``batch``, as one Message
+        Batch; yields ``(index, finish(text, usage))`` as each arrives (usage with its cost)."""
+        if self.batcher is not None:
+            for index, (text, usage) in self.batcher.run(bodies, lambda i, payload: read_message(payload)):
+                yield index, finish(text, with_cost(usage, self.price, batch=True))
+            return
+
+        def job(body: dict[str, Any]) -> Callable[[threading.Event], T]:
+            def call(abort: threading.Event) -> T:
+                (text, usage), retries = self.post("/messages", body, abort, read_message)
+                if retries:
+                    usage["retries"] = retries
+                return finish(text, with_cost(usage, self.price))
+
+            return call
+
+        yield from self._run_all([job(body) for body in bodies])
 
     # -- the LLMEngine protocol -----------------------------------------------------------------------
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
                  temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
         """The reply to each conversation (``seed`` is ignored: the API has none)."""
-        def job(conversation: Conversation) -> Callable[[threading.Event], Generation]:
-            body = self.message_body(conversation, max_new_tokens, temperature)
-            return lambda abort: Generation(*self._call(body, abort))
-
-        yield from self._run_all([job(c) for c in conversations])
+        bodies = [self.message_body(c, max_new_tokens, temperature) for c in conversations]
+        yield from self._dispatch(bodies, lambda text, usage: Generation(text=text, usage=usage))
 
     def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
                             choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
@@ -148,17 +165,9 @@ class AnthropicEngine(RetryingClient):
         the others; all ``-inf`` when it writes none of them): the API has no log-probabilities.
         Each result is a :class:`~rankkit.judges.openai_compat.ChoiceLogprobs` carrying its usage."""
         prefixes = per_row(assistant_prefix, len(conversations))
-
-        def job(conversation: Conversation, prefix: str) -> Callable[[threading.Event], ChoiceLogprobs]:
-            body = self.message_body(conversation, PREFILL_MAX_TOKENS, 0.0, prefill=prefix)
-
-            def call(abort: threading.Event) -> ChoiceLogprobs:
-                text, usage = self._call(body, abort)
-                return ChoiceLogprobs(one_hot(written_choice(text, choices), choices), usage)
-
-            return call
-
-        yield from self._run_all([job(c, p) for c, p in zip(conversations, prefixes)])
+        bodies = [self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p) for c, p in zip(conversations, prefixes)]
+        yield from self._dispatch(bodies, lambda text, usage: ChoiceLogprobs(one_hot(written_choice(text, choices),
+                                                                                     choices), usage))
 
     def continuation_path(self) -> str:
         """``prefill``: verdicts are the digit the model writes after rankkit's prefix."""
@@ -233,7 +242,8 @@ def written_choice(text: str, choices: Sequence[str]) -> str | None:
 ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
                                    "backoff": float, "max_backoff": float, "api_key_env": str,
                                    "max_response_bytes": int, "anthropic_version": str, "prompt_cache": bool,
-                                   "price_in": float, "price_out": float, "rpm": float, "tpm": float}
+                                   "price_in": float, "price_out": float, "rpm": float, "tpm": float,
+                                   **BATCH_OPTIONS}
 
 
 def from_spec(spec: Spec) -> LLMJudge:
@@ -273,6 +283,8 @@ def from_spec(spec: Spec) -> LLMJudge:
     version = options.pop("anthropic_version", DEFAULT_VERSION)
     prompt_cache = options.pop("prompt_cache", True)
     pacer = Pacer(options.pop("rpm", None), options.pop("tpm", None))
+    batch = BatchOptions.pop_from(options)
     engine = AnthropicEngine(spec.positional[0], base_url=base_url or DEFAULT_BASE_URL, api_key=api_key, retry=retry,
-                             version=version, prompt_cache=prompt_cache, price=price, pacer=pacer, **options)
+                             version=version, prompt_cache=prompt_cache, price=price, pacer=pacer, batch=batch,
+                             **options)
     return LLMJudge(engine, **judge_kwargs)

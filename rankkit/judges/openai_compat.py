@@ -66,9 +66,11 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from rankkit.judges.base import JudgeError
+from rankkit.judges.batches import OpenAIBatches
+from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions
 from rankkit.judges.hosted_verdict import (  # hosted APIs: follow-up verdicts, refusals learned
     enum_response_format,
     followup_conversation,
@@ -93,6 +95,7 @@ from rankkit.specs import Spec, SpecError, convert_value
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+T = TypeVar("T")
 #: How many alternatives ``logprob`` mode asks for at the first answer token (OpenAI's limit is 20;
 #: vLLM's default ``--max-logprobs`` is 20 too).
 TOP_LOGPROBS = 20
@@ -133,6 +136,7 @@ class OpenAIEngine(RetryingClient):
     price: USD per million tokens (:mod:`rankkit.judges.prices`); each response's usage then
         carries its cost (``usd_nano``). None: the cost is not counted.
     pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``).
+    batch: send each call's requests as one batch (:mod:`rankkit.judges.batches`; ``batch=true``).
 
     ``generate`` and ``next_token_logprobs`` may be called from several threads at once: all
     calls share the client's pool of :attr:`capacity` workers, and each attempt holds a replica
@@ -147,11 +151,13 @@ class OpenAIEngine(RetryingClient):
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
                  jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 price: Price | None = None, pacer: Pacer | None = None):
+                 price: Price | None = None, pacer: Pacer | None = None, batch: BatchOptions | None = None):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
                          jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
         self.model = model
         self.price = price
+        #: With ``batch=true``: what sends each engine call's requests as one batch (else None).
+        self.batcher = None if batch is None else batch.runner(self, OpenAIBatches())
         # How verdicts are read (continuation_path) is found by probe requests, once per engine
         # (so once per judge), before the first read that needs it.
         self._probe_lock = threading.Lock()
@@ -227,26 +233,37 @@ class OpenAIEngine(RetryingClient):
                             self.base_url, field)
                 retries += 1
 
-    def _with_usage(self, payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
-        return with_cost(usage_of(payload, retries), self.price)
-
     # -- the LLMEngine protocol -------------------------------------------------------------------
-    def generate(self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
-                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
-        """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives."""
+    def _dispatch(self, requests: Sequence[tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]]],
+                  finish: Callable[[Any, dict[str, int]], T]) -> Iterator[tuple[int, T]]:
+        """Send ``(body, read)`` requests — directly, ``concurrency`` at a time per replica, or with
+        ``batch`` as one batch (:mod:`rankkit.judges.batches`) — and yield ``(index, finish(value,
+        usage))`` as each arrives; ``read`` turns a response into ``(value, usage)``, and the usage
+        gets its retries and its cost (at the batch discount in a batch)."""
+        if self.batcher is not None:
+            bodies = [self._adapted(body) for body, _ in requests]
+            for index, (value, usage) in self.batcher.run(bodies, lambda i, payload: requests[i][1](payload)):
+                yield index, finish(value, with_cost(usage, self.price, batch=True))
+            return
 
-        def job(conversation: list[dict[str, str]]) -> Callable[[threading.Event], Generation]:
-            body = self._chat_body(conversation, max_tokens=max_new_tokens, temperature=temperature, seed=seed)
-
-            def call(abort: threading.Event) -> Generation:
-                (text, usage), retries = self._send_chat(body, abort, read_reply)
+        def job(body: dict[str, Any], read: Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]
+                ) -> Callable[[threading.Event], T]:
+            def call(abort: threading.Event) -> T:
+                (value, usage), retries = self._send_chat(body, abort, read)
                 if retries:
-                    usage["retries"] = retries
-                return Generation(text=text, usage=with_cost(usage, self.price))
+                    usage["retries"] = usage.get("retries", 0) + retries
+                return finish(value, with_cost(usage, self.price))
 
             return call
 
-        yield from self._run_all([job(c) for c in conversations])
+        yield from self._run_all([job(body, read) for body, read in requests])
+
+    def generate(self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
+                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
+        """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives."""
+        requests = [(self._chat_body(c, max_tokens=max_new_tokens, temperature=temperature, seed=seed), read_reply)
+                    for c in conversations]
+        yield from self._dispatch(requests, lambda text, usage: Generation(text=text, usage=usage))
 
     def next_token_logprobs(self, conversations: Sequence[list[dict[str, str]]], *, assistant_prefix: str | Sequence[str],
                             choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
@@ -268,51 +285,33 @@ class OpenAIEngine(RetryingClient):
         path = self.continuation_path() if any(prefixes) else None
         if any(prefixes) and path is None:
             self.check_continuation()  # raises, naming why
+        requests = [self._read_request(c, p, choices, path) for c, p in zip(conversations, prefixes)]
+        yield from self._dispatch(requests, ChoiceLogprobs)
 
-        def job(conversation: list[dict[str, str]], prefix: str) -> Callable[[threading.Event], ChoiceLogprobs]:
-            if prefix and path == "continuation":
-                return self._continuation_read(conversation, prefix, choices)
-            messages = followup_conversation(conversation, prefix, choices) if prefix else list(conversation)
-            return self._fresh_read(messages, choices, enum=(path == "followup_enum"))
-
-        yield from self._run_all([job(c, p) for c, p in zip(conversations, prefixes)])
-
-    def _continuation_read(self, conversation: list[dict[str, str]], prefix: str,
-                           choices: Sequence[str]) -> Callable[[threading.Event], ChoiceLogprobs]:
-        body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
-                               top_logprobs=TOP_LOGPROBS)
-        body.update(prefill_fields(conversation, prefix, switches=self._prefill_fields))
-
-        def call(abort: threading.Event) -> ChoiceLogprobs:
-            (alternatives, usage), retries = self._send_chat(
-                body, abort, lambda payload: (first_token_alternatives(payload, "the server"), self._with_usage(payload)))
-            return ChoiceLogprobs(choice_logprobs(alternatives, choices), usage, retries)
-
-        return call
-
-    def _fresh_read(self, messages: list[dict[str, str]], choices: Sequence[str],
-                    enum: bool) -> Callable[[threading.Event], ChoiceLogprobs]:
-        """One fresh reply of one token with its ``top_logprobs`` or, with ``enum``, a reply
-        constrained to ``choices`` by structured outputs (read as one-hot)."""
-        if enum:
-            body = self._chat_body(messages, max_tokens=ENUM_MAX_TOKENS, temperature=0.0,
-                                   response_format=enum_response_format(choices))
-
-            def read(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
-                text, _ = read_reply(payload)
-                return one_hot(read_enum_reply(text), choices), self._with_usage(payload)
+    def _read_request(self, conversation: list[dict[str, str]], prefix: str, choices: Sequence[str],
+                      path: str | None) -> tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[dict[str, float], dict[str, int]]]]:
+        """The request that reads ``choices`` after ``prefix`` by ``path``, and how to read its response."""
+        if prefix and path == "continuation":
+            body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
+                                   top_logprobs=TOP_LOGPROBS)
+            body.update(prefill_fields(conversation, prefix, switches=self._prefill_fields))
         else:
+            messages = followup_conversation(conversation, prefix, choices) if prefix else list(conversation)
+            if path == "followup_enum":  # a reply constrained to the choices by structured outputs: one-hot
+                body = self._chat_body(messages, max_tokens=ENUM_MAX_TOKENS, temperature=0.0,
+                                       response_format=enum_response_format(choices))
+
+                def read_enum(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
+                    text, usage = read_reply(payload)
+                    return one_hot(read_enum_reply(text), choices), usage
+
+                return body, read_enum
             body = self._chat_body(messages, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS)
 
-            def read(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
-                return choice_logprobs(first_token_alternatives(payload, "the server"), choices), \
-                    self._with_usage(payload)
+        def read(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
+            return choice_logprobs(first_token_alternatives(payload, "the server"), choices), usage_of(payload)
 
-        def call(abort: threading.Event) -> ChoiceLogprobs:
-            (logprobs, usage), retries = self._send_chat(body, abort, read)
-            return ChoiceLogprobs(logprobs, usage, retries)
-
-        return call
+        return body, read
 
     # -- how verdicts are read: the probes ----------------------------------------------------------
     def continuation_path(self) -> str | None:
@@ -598,13 +597,17 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
                                    "backoff": float, "max_backoff": float, "api_key_env": str,
                                    "max_response_bytes": int, "price_in": float, "price_out": float,
-                                   "rpm": float, "tpm": float}
+                                   "rpm": float, "tpm": float, **BATCH_OPTIONS}
 
 
 def from_spec(spec: Spec) -> LLMJudge:
     """``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
     [,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,mode=generate|logprob][,template=...]
-    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N]``.
+    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N]
+    [,batch=true][,batch_poll=S][,batch_journal=PATH]``.
+
+    ``batch=true``: each engine call (a round's explanations, then their verdict reads) goes out
+    as one batch on OpenAI's Batch API at half the price (:mod:`rankkit.judges.batches`).
 
     ``rpm``/``tpm``: requests/tokens per minute to stay under (:mod:`rankkit.judges.pacing`; the
     server's rate-limit headers are honoured either way).
@@ -647,6 +650,7 @@ def from_spec(spec: Spec) -> LLMJudge:
                         f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)")
     price = price_for(spec.positional[0], options.pop("price_in", None), options.pop("price_out", None))
     pacer = Pacer(options.pop("rpm", None), options.pop("tpm", None))
+    batch = BatchOptions.pop_from(options)
     engine = OpenAIEngine(spec.positional[0], base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
-                          retry=retry, price=price, pacer=pacer, **options)
+                          retry=retry, price=price, pacer=pacer, batch=batch, **options)
     return LLMJudge(engine, **judge_kwargs)

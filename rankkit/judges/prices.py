@@ -148,8 +148,11 @@ def _or(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
-def with_cost(usage: dict[str, int], price: Price | None) -> dict[str, int]:
-    """``usage`` with its cost added as ``usd_nano`` (unchanged without a price)."""
+def with_cost(usage: dict[str, int], price: Price | None, batch: bool = False) -> dict[str, int]:
+    """``usage`` with its cost added as ``usd_nano`` (unchanged without a price); ``batch``: it
+    came through a batch API (:data:`BATCH_DISCOUNT`), counted in ``usage["batched"]`` too."""
+    if batch:
+        usage["batched"] = 1
     if price is not None:
-        usage["usd_nano"] = usd_nanos(usage, price)
+        usage["usd_nano"] = usd_nanos(usage, price, batch)
     return usage
