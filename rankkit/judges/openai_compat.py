@@ -169,6 +169,7 @@ class OpenAIEngine(RetryingClient):
         self._completion_tokens_field = "max_tokens"
         self._prefill_fields = False  # whether continuations need vLLM's chat-template switches
         self._prefill_fields_refused = False
+        self._logprobs_refused = False
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
@@ -205,6 +206,7 @@ class OpenAIEngine(RetryingClient):
                 raise LogprobsUnavailable(f"the server refuses {field!r}, so it cannot be asked to continue a "
                                           f"final assistant message")
             if field in ("logprobs", "top_logprobs"):
+                self._logprobs_refused = True
                 raise LogprobsUnavailable(f"the server refuses {field!r}: the model returns no log-probabilities")
             if field == "max_tokens" and self._completion_tokens_field == "max_tokens":
                 self._completion_tokens_field = "max_completion_tokens"  # OpenAI's reasoning models
@@ -345,6 +347,25 @@ class OpenAIEngine(RetryingClient):
             return self._send_chat(body, None, lambda payload: first_token_alternatives(payload, "the server"))[0]
         except LogprobsUnavailable:
             return None
+        except HTTPStatusError as err:
+            if err.status != 400:
+                raise
+            return None  # e.g. a server that refuses a final assistant message: it cannot continue one
+
+    def _fresh_logprobs(self) -> bool:
+        """Whether a fresh reply comes with log-probabilities (asked when the prefix probe could
+        not tell: it was refused, or answered without them)."""
+        body = self._chat_body([{"role": "user", "content": ENUM_PROBE_QUESTION}], max_tokens=1, temperature=0.0,
+                               logprobs=True, top_logprobs=TOP_LOGPROBS)
+        try:
+            self._send_chat(body, None, lambda payload: first_token_alternatives(payload, "the server"))
+        except LogprobsUnavailable:
+            return False
+        except HTTPStatusError as err:
+            if err.status != 400:
+                raise
+            return False
+        return True
 
     def _probe(self) -> str | None:
         alternatives = self._probe_alternatives(switches=False)
@@ -355,7 +376,7 @@ class OpenAIEngine(RetryingClient):
             if switched is not None and continues_probe(switched):
                 self._prefill_fields = True
                 return "continuation"
-        if alternatives is not None:
+        if alternatives is not None or (not self._logprobs_refused and self._fresh_logprobs()):
             return "followup"
         digits = [str(d) for d in range(10)]
         try:

@@ -725,7 +725,7 @@ def test_logprob_mode_refuses_a_server_that_offers_no_verdict_read(tmp_path):
     assert result.exit_code == 2, result.output
     assert "does not continue a final assistant message" in result.output and "mode=generate" in result.output
     assert "rerun" not in result.output
-    assert len(proxy.log) == 3  # the probes only (plain, vLLM's switches, structured outputs): no judgment
+    assert len(proxy.log) == 4  # the probes only (plain, vLLM's switches, a fresh reply's logprobs, structured outputs)
     with JudgmentCache(cache) as stored:
         assert len(stored) == 0
 

@@ -196,3 +196,22 @@ def test_kway_strategies_read_the_best_label_by_a_followup(tasks, mode):
     assert judgments and all(j.status.value == "ok" and j.usage.get("usd_nano", 0) > 0 for j in judgments)
     if mode == "generate":
         assert {j.extras["verdict_path"] for j in judgments} == {"followup"}
+
+
+class NoAssistantLastServer(OpenAILikeServer):
+    """Refuses a conversation that ends with an assistant message (some providers do)."""
+
+    def post(self, request, body):
+        messages = body.get("messages") or []
+        if messages and messages[-1].get("role") == "assistant":
+            return self._refuse(request, 400, self.error("the last message must be from the user"))
+        return super().post(request, body)
+
+
+def test_a_server_that_refuses_a_final_assistant_message_is_read_by_followups(tasks):
+    with NoAssistantLastServer(human_quality(tasks)) as server:
+        result = rankkit.compare(tasks[:2], ["knockout"], judge=spec(server))
+    assert len(server.refused) == 1  # the probe's prefix, once
+    run = result.strategies[0]
+    assert {c.verdict.extras["verdict_path"] for t in run.tasks for c in t.comparisons} == {"followup"}
+    assert run.cost.parse_failures == 0
