@@ -5,7 +5,7 @@ Spec::
     anthropic:MODEL[,base_url=URL][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
               [,max_backoff=S][,api_key_env=ANTHROPIC_API_KEY][,anthropic_version=2023-06-01]
               [,prompt_cache=true][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N][,template=...][,max_new_tokens=N]
-              [,temperature=T][,retries=N][,batch=true][,batch_poll=S][,batch_journal=PATH]
+              [,temperature=T][,retries=N][,batch=true][,batch_poll=S][,batch_journal=PATH][,batch_size=N]
 
 The judging itself is :class:`~rankkit.judges.llm.LLMJudge`'s; :class:`AnthropicEngine` turns
 conversations into ``POST {base_url}/messages`` requests (``x-api-key``, ``anthropic-version``;
@@ -74,7 +74,6 @@ class AnthropicEngine(RetryingClient):
     """
 
     backend = "anthropic"
-    fills_batches = False
 
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
@@ -89,6 +88,19 @@ class AnthropicEngine(RetryingClient):
         self.price = price
         #: With ``batch=true``: what sends each engine call's requests as one batch (else None).
         self.batcher = None if batch is None else batch.runner(self, AnthropicBatches())
+        self.batch_size = batch.size if batch is not None else 0
+
+    @property
+    def fills_batches(self) -> bool:
+        """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
+        ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""
+        return self.batcher is not None
+
+    @property
+    def capacity(self) -> int:
+        """Requests usefully in flight: ``concurrency`` per replica, or with ``batch=true`` the
+        batch size (``batch_size``)."""
+        return self.batch_size if self.batcher is not None else super().capacity
 
     def __repr__(self) -> str:  # never shows the key
         return (f"AnthropicEngine(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "

@@ -355,7 +355,9 @@ class RetryingClient:
                 self._clients = [httpx.Client(base_url=replica.url, headers=headers,
                                               timeout=httpx.Timeout(self.timeout), limits=limits)
                                  for replica in self.replicas]
-                self._pool = ThreadPoolExecutor(max_workers=self.capacity, thread_name_prefix="rankkit-http")
+                # concurrency per replica, whatever a subclass reports as its capacity (a batching engine: its batch size)
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency * len(self.replicas),
+                                                thread_name_prefix="rankkit-http")
             return self._pool
 
     def _wait_seconds(self, retry: int, retry_after: float | None) -> float:

@@ -145,8 +145,6 @@ class OpenAIEngine(RetryingClient):
     """
 
     backend = "openai"
-    #: Requests are streamed to the server one by one; nothing is gained by waiting for a full batch.
-    fills_batches = False
 
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
@@ -158,6 +156,7 @@ class OpenAIEngine(RetryingClient):
         self.price = price
         #: With ``batch=true``: what sends each engine call's requests as one batch (else None).
         self.batcher = None if batch is None else batch.runner(self, OpenAIBatches())
+        self.batch_size = batch.size if batch is not None else 0
         # How verdicts are read (continuation_path) is found by probe requests, once per engine
         # (so once per judge), before the first read that needs it.
         self._probe_lock = threading.Lock()
@@ -170,6 +169,18 @@ class OpenAIEngine(RetryingClient):
         self._prefill_fields = False  # whether continuations need vLLM's chat-template switches
         self._prefill_fields_refused = False
         self._logprobs_refused = False
+
+    @property
+    def fills_batches(self) -> bool:
+        """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
+        ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""
+        return self.batcher is not None
+
+    @property
+    def capacity(self) -> int:
+        """Requests usefully in flight: ``concurrency`` per replica, or with ``batch=true`` the
+        batch size (``batch_size``)."""
+        return self.batch_size if self.batcher is not None else super().capacity
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
@@ -625,7 +636,7 @@ def from_spec(spec: Spec) -> LLMJudge:
     """``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
     [,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,mode=generate|logprob][,template=...]
     [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N]
-    [,batch=true][,batch_poll=S][,batch_journal=PATH]``.
+    [,batch=true][,batch_poll=S][,batch_journal=PATH][,batch_size=N]``.
 
     ``batch=true``: each engine call (a round's explanations, then their verdict reads) goes out
     as one batch on OpenAI's Batch API at half the price (:mod:`rankkit.judges.batches`).

@@ -53,9 +53,12 @@ def test_batched_judgments_equal_the_direct_ones_at_half_the_price(kind, tasks, 
         batched = rankkit.compare(tasks, STRATEGIES, judge=judge_spec(kind, server, tmp_path / "b.json"))
         outside = server.direct_chats
         created = len(server.batch_jobs)
+        batched_requests = server.batched_chats
     assert outside == (1 if kind == "openai" else 0)  # the continuation probe, nothing else
     assert server.refused == []
-    assert created >= 2  # at least the explanations, then their verdict reads
+    # the dispatcher gathers what the tasks in progress ask into one call, so batches hold several
+    # requests each (not one batch per request; the exact grouping depends on the tasks' timing)
+    assert created >= 2 and batched_requests >= 3 * created, (created, batched_requests)
     for one, other in zip(direct.strategies, batched.strategies):
         assert [t.ranking for t in one.tasks] == [t.ranking for t in other.tasks], one.name
         assert [[c.verdict.raw for c in t.comparisons] for t in one.tasks] == \
@@ -123,7 +126,16 @@ def test_the_journal_key_names_the_provider_the_server_and_the_request(tmp_path)
 
 
 def test_batch_options_need_batch_true():
-    with pytest.raises(SpecError, match="need batch=true"):
+    with pytest.raises(SpecError, match="need batch=true"):  # batch_poll, batch_journal and batch_size
         make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,batch_poll=3")
     with pytest.raises(SpecError, match="batch_poll must be > 0"):
         make_judge("anthropic:claude-sonnet-4-5,base_url=http://127.0.0.1:9/v1,batch=true,batch_poll=0")
+
+
+def test_a_batching_judge_asks_the_dispatcher_for_whole_steps():
+    judge = make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,concurrency=4,batch=true,batch_size=64")
+    direct = make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,concurrency=4")
+    assert (judge.capacity, judge.fills_batches) == (64, True)
+    assert (direct.capacity, direct.fills_batches) == (4, False)
+    with pytest.raises(SpecError, match="batch_size must be >= 1"):
+        make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,batch=true,batch_size=0")
