@@ -11,8 +11,9 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
 * ``generate`` — the judge writes a short explanation; then, as for pairs (see
   :mod:`rankkit.judges.modes`), rankkit appends its own ``Best: `` (setwise) or ``Ranking: ``
   (listwise) after it and reads the label tokens' probabilities as the next token: the chosen
-  slot, or the slots sorted by them. Nothing the answers say can stand in for the verdict. Only
-  where the engine cannot continue a prefix (the judge's ``verdict_path`` is ``text``) is the
+  slot, or the slots sorted by them (hosted APIs: read from a follow-up turn or a prefill, as
+  for pairs). Nothing the answers say can stand in for the verdict. Only where the engine offers
+  no such read (the judge's ``verdict_path`` is ``text``) is the
   verdict line (``Best: X`` or ``Ranking: X > Y > ...``) parsed from the generated text, after
   removing whatever it copied verbatim from the answers (:func:`~rankkit.judges.kway.strip_echoes`).
   A verdict that cannot be read is asked again once with the next seed (``retries``), then the

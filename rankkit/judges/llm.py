@@ -105,9 +105,11 @@ class LLMJudge(Judge):
         presentation orders (:class:`CalibratedJudge`).
     verdict: how ``generate`` mode reads the verdict: ``continuation`` (rankkit appends
         ``Final verdict: Answer 1:`` after the explanation and reads the score digits' probabilities:
-        nothing in the free text can pose as the verdict), ``text`` (parsed from the free text: the
-        weaker fallback for servers that cannot continue a prefix), or ``auto`` (the default:
-        continuation where the engine supports it, else text with one warning line on stderr).
+        nothing in the free text can pose as the verdict; on hosted APIs the engine's equivalent:
+        a follow-up turn or a prefill, :mod:`rankkit.judges.hosted_verdict`), ``text`` (parsed
+        from the free text: the weaker fallback for servers that offer none of these), or
+        ``auto`` (the default: a read rankkit controls where the engine offers one, else text with
+        one warning line on stderr).
     """
 
     def __init__(self, engine: LLMEngine, *, mode: str = "generate", template: str = "auto",
@@ -187,10 +189,11 @@ class LLMJudge(Judge):
             path = getattr(self.engine, "continuation_path", None)
             return (path() if path is not None else None) or "continuation"
         if self.verdict == "continuation":
-            raise JudgeError(f"{self.backend}: verdict=continuation, but the server does not continue a final "
-                             f"assistant message with log-probabilities; use verdict=text (weaker: the verdict is "
-                             f"parsed from free text) or a server that does (vLLM, SGLang, llama-server)")
-        print(f"rankkit: warning: {self.backend}: the server cannot continue a prefix, so verdicts are parsed "
+            raise JudgeError(f"{self.backend}: verdict=continuation, but the server neither continues a final "
+                             f"assistant message nor returns log-probabilities or structured outputs for a follow-up; "
+                             f"use verdict=text (weaker: the verdict is parsed from free text) or a server that does")
+        print(f"rankkit: warning: {self.backend}: the server offers no verdict read rankkit controls (no "
+              f"continuation, no log-probabilities, no structured outputs), so verdicts are parsed "
               f"from the judge's free text (verdict=text, the weaker fallback: see the README's 'Untrusted "
               f"candidates'); each judgment records verdict_path=text", file=sys.stderr)
         return "text"

@@ -12,10 +12,13 @@ gives it itself, for its prompts, decoding parameters and engine; the modes keep
     second answer (:func:`continuation_verdicts`); pointwise: ``Final verdict: Score: ``. The prompt
     shows the digit scale ``0..K`` (K as in ``logprob`` mode) and scores are mapped onto the
     task's scale. A candidate that writes a verdict, or makes the judge repeat one, changes
-    nothing that is read. Engines that cannot continue a prefix (llama-cpp-python's server,
-    OpenAI) fall back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`:
-    strict, but a pattern over text a candidate can influence), with one warning line; every
-    judgment records its ``verdict_path``. A verdict that cannot be read is asked again once
+    nothing that is read. An HTTP engine whose server cannot continue a prefix (OpenAI, hosted
+    APIs, llama-cpp-python's server) reads the same value from a follow-up turn instead
+    (``verdict_path`` ``followup``/``followup_enum``: :mod:`rankkit.judges.hosted_verdict`), and
+    Anthropic's from a prefilled reply (``prefill``); only engines that offer none of these fall
+    back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`: strict, but
+    a pattern over text a candidate can influence), with one warning line; every judgment records
+    its ``verdict_path``. A verdict that cannot be read is asked again once
     with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy retry
     would repeat itself); if that fails too the judgment is recorded with status FAILED: a
     failed grade has ``value=None``, a failed comparison has both answers at the middle of the

@@ -1,4 +1,4 @@
-"""A judge behind any OpenAI-compatible HTTP endpoint: vLLM, llama.cpp's server, TGI, OpenAI itself.
+"""A judge behind any OpenAI-compatible HTTP endpoint: vLLM, llama.cpp's server, TGI, OpenAI itself, hosted APIs.
 
 Spec::
 
@@ -35,14 +35,31 @@ results are yielded, so every judgment the server answered is cached and a rerun
 this one stopped. Retries are counted per judgment (``usage["retries"]``, summed per strategy into
 ``Cost.retries``) and in :attr:`OpenAIEngine.stats`.
 
-**Modes.** ``generate`` works against any chat-completions server. ``logprob`` needs the
-first-token ``logprobs``/``top_logprobs`` of a reply that continues a forced prefix (``Score: ``):
-vLLM, SGLang and llama.cpp's ``llama-server`` do that (see :func:`prefill_fields`). Before its
-first logprob request the engine checks this with one probe request whose continuation is known
-(:meth:`OpenAIEngine.check_continuation`); a server that returns no log-probabilities, or does not
-continue the prefix (llama-cpp-python's server), stops the run before any judgment with
-:class:`LogprobsUnavailable` (exit 2), whose message says to use ``mode=generate``. ``loglik`` (likelihood of a given answer) is not offered: chat
-completions never score a given text.
+**Modes and verdicts.** Verdicts are read, in ``generate`` mode after the judge's explanation and
+in ``logprob`` mode after the prompt, from a reply rankkit controls, found once per engine by
+probe requests (:meth:`OpenAIEngine.continuation_path`): a *continuation* of a forced prefix
+(``Final verdict: Answer 1: ``, ``Score: ``) with first-token ``logprobs``/``top_logprobs`` where
+the server continues a final assistant message (vLLM, SGLang: :func:`prefill_fields`;
+llama.cpp's ``llama-server``); elsewhere — OpenAI, the hosted OpenAI-compatible APIs,
+llama-cpp-python's server — a *follow-up* turn asking for the one value that completes
+rankkit's verdict line, read from a one-token reply's ``top_logprobs`` (``followup``) or, for a
+model without log-probabilities, from a reply constrained to the choices by structured outputs
+(``followup_enum``) (:mod:`rankkit.judges.hosted_verdict`). Only a server that offers none of
+these falls back to parsing free text (generate mode, with a warning) or stops ``logprob`` mode
+before any judgment with :class:`LogprobsUnavailable` (exit 2). ``loglik`` (likelihood of a given
+answer) is not offered: chat completions never score a given text.
+
+**What a server refuses.** No field is sent that a server is not known to take: vLLM's
+chat-template switches go only to a server that is not a known hosted API and whose ``/models``
+does not call the model OpenAI's; an HTTP 400 naming a field (``Unrecognized request argument
+supplied: X``, ``Unsupported parameter: 'max_tokens'``...) is learned for the run — the field is
+dropped or renamed (``max_tokens`` -> ``max_completion_tokens``) and the request sent again.
+
+**Cost, pacing, batches.** With a price (built in for the model, or ``price_in=``/``price_out=``:
+:mod:`rankkit.judges.prices`) each response's usage carries its cost in dollars, cached input
+tokens at the cached price; ``rpm=``/``tpm=`` and the rate-limit headers pace requests
+(:mod:`rankkit.judges.pacing`); ``batch=true`` sends each engine call as one batch on OpenAI's Batch
+API at half the price (:mod:`rankkit.judges.batches`).
 
 **Secrets.** The API key is read from the environment variable ``api_key_env`` (default
 ``OPENAI_API_KEY``; a local server needs none). It is sent only as the ``Authorization`` header:
