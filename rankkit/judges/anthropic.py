@@ -21,8 +21,8 @@ no log-probabilities, so the score is the **digit the model writes** (a sampled 
 one-hot), not an expected value over the digits as with logprobs: judgments are coarser, and
 ``verdict_path`` is ``prefill``. Nothing a candidate writes is parsed. ``mode=logprob`` (which is
 nothing but such distributions) and ``mode=loglik`` are refused. k-way strategies read ``Best:``
-the same way; a listwise ordering then knows its first place only (the others stay in the order
-shown), so prefer setwise k-way strategies with this judge.
+the same way, and a listwise ``Ranking:`` place by place (``Ranking: B >``, then the best of the
+rest...: k - 1 reads).
 
 **Prompt caching.** With ``prompt_cache=true`` (the default) the judge prompt carries
 ``cache_control: ephemeral``: the verdict reads resend the same prompt after the explanation, and
@@ -180,6 +180,10 @@ class AnthropicEngine(RetryingClient):
         bodies = [self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p) for c, p in zip(conversations, prefixes)]
         yield from self._dispatch(bodies, lambda text, usage: ChoiceLogprobs(one_hot(written_choice(text, choices),
                                                                                      choices), usage))
+
+    #: Reads are the one choice the model writes (one-hot), not a distribution: a listwise
+    #: ranking is read place by place (:mod:`rankkit.judges.kway_llm`).
+    sampled_reads = True
 
     def continuation_path(self) -> str:
         """``prefill``: verdicts are the digit the model writes after rankkit's prefix."""

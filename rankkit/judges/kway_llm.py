@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from rankkit.judges.base import GroupRequest, ParseStatus
+from rankkit.judges.base import GroupRequest, ParseStatus, add_usage
 from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
                                  order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs,
                                  strip_echoes)
@@ -107,7 +107,8 @@ def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[t
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
     if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
-        read = _label_reader(judge, prompts, requests, ORDERING_PREFIX)
+        sampled = getattr(judge.engine, "sampled_reads", False)
+        read = (_ranking_reader if sampled else _label_reader)(judge, prompts, requests, ORDERING_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
             permutation = None if reply.reading.value is None else order_from_scores(reply.reading.value)
             yield index, OrderJudgment(permutation=permutation, raw=reply.raw, status=reply.status,
@@ -157,4 +158,45 @@ def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[G
             error = "no probability on any label after the verdict prefix" if probabilities is None else None
             raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {prefix} {label}"
             yield local, Reading(probabilities, error, raw, {"verdict_reads": 1, **read_usage([logprobs])})
+    return read
+
+
+def _ranking_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
+    """A whole ranking read label by label, for an engine whose reads are a sampled label, not a
+    distribution (Anthropic's prefill): after ``<reply>\n\nRanking: `` the first place, then after
+    ``... Ranking: B > `` the best of the rest, and so on (k - 1 reads, each one engine call for the
+    batch). The reading is the slots' places as scores (first: k, last: 1), so sorting by them
+    gives the ranking; a place the model does not fill with a remaining label fails the reading."""
+    def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
+        sizes = [len(requests[i][1]) for i in indices]
+        chosen: list[list[str]] = [[] for _ in indices]
+        usage: list[dict[str, int]] = [{} for _ in indices]
+        failed: set[int] = set()
+        for place in range(max(sizes) - 1):
+            active = [n for n, k in enumerate(sizes) if place < k - 1 and n not in failed]
+            if not active:
+                break
+            heads = [f"{texts[n].rstrip()}\n\n{prefix} " + "".join(f"{label} > " for label in chosen[n])
+                     for n in active]
+            remaining = [tuple(label for label in labels(sizes[n]) if label not in chosen[n]) for n in active]
+            for local, logprobs in next_token_logprobs(judge.engine, [user_turn(prompts[indices[n]]) for n in active],
+                                                       heads, remaining):
+                n = active[local]
+                add_usage(usage[n], read_usage([logprobs]))
+                best = [label for label, value in logprobs.items() if value > float("-inf")]
+                if len(best) != 1:
+                    failed.add(n)
+                else:
+                    chosen[n].append(best[0])
+        for n, index in enumerate(indices):
+            k = sizes[n]
+            if n in failed:
+                yield n, Reading(None, f"no remaining label after '{prefix} {' > '.join(chosen[n])}'",
+                                 f"{texts[n].rstrip()}\n\n[read by rankkit] {prefix} {' > '.join(chosen[n])} > ?",
+                                 {"verdict_reads": len(chosen[n]) + 1, **usage[n]})
+                continue
+            order = chosen[n] + [label for label in labels(k) if label not in chosen[n]]
+            scores = tuple(float(k - order.index(label)) for label in labels(k))
+            raw = f"{texts[n].rstrip()}\n\n[read by rankkit] {prefix} {' > '.join(order)}"
+            yield n, Reading(scores, None, raw, {"verdict_reads": k - 1, **usage[n]})
     return read

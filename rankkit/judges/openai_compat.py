@@ -188,6 +188,12 @@ class OpenAIEngine(RetryingClient):
         self._logprobs_refused = False
 
     @property
+    def sampled_reads(self) -> bool:
+        """Whether reads are a sampled choice (``followup_enum``: one-hot), not a distribution:
+        a listwise ranking is then read place by place (:mod:`rankkit.judges.kway_llm`)."""
+        return self._path == "followup_enum"
+
+    @property
     def fills_batches(self) -> bool:
         """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
         ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""

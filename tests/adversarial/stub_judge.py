@@ -41,6 +41,7 @@ _BOX = {slot: re.compile(rf"<{tag}>\n(.*?)\n</{tag}>", re.DOTALL)
         for slot, tag in ((0, "answer"), (1, "answer_1"), (2, "answer_2"))}
 # English and German templates (rankkit/templates/paper-*-de.txt)
 _LABELLED = re.compile(r"<answer_([A-H])>\n(.*?)\n</answer_\1>", re.DOTALL)  # k-way prompts
+_RANKING_SO_FAR = re.compile(r"(?:Best:|Ranking:((?:\s*[A-H]\s*>)*))\s*$")
 _SCALE = re.compile(r"(?:scale of 0 to|Skala von 0 bis) (\d+)")
 _FOLLOWUP = re.compile(r'Finish this line of your verdict: "(.*) \?"', re.DOTALL)
 # "Final verdict: Answer 1:" (generate mode), or a bare "Score:" (logprob mode's line)
@@ -142,8 +143,10 @@ class HonestJudgeServer(StubServer):
     def _next_token(self, prompt: str, prefix: str) -> str:
         if prefix.endswith("1, 2, 3, 4, 5, 6, 7, 8,"):
             return "9"
-        if prefix.rstrip().endswith(("Best:", "Ranking:")):  # k-way: the best label
-            return self._kway_order(prompt)[0]
+        ranking = _RANKING_SO_FAR.search(prefix)
+        if ranking is not None:  # k-way: the best label not placed yet ("Best:", "Ranking: B > ")
+            placed = re.findall(r"[A-H]", ranking.group(1) or "")
+            return next(label for label in self._kway_order(prompt) if label not in placed)
         scale, scores = self._scores(prompt)
         if prefix.rstrip().endswith(("The better answer is Answer", "Die bessere Antwort ist Antwort")):
             return "1" if scores[0] >= scores[-1] else "2"

@@ -146,3 +146,19 @@ def test_kway_strategies_read_the_prefilled_best_label(tasks, key):
     assert champions_are_top({t.task_id: t.ranking[0] for t in run.tasks}, tasks)
     judgments = [g.judgment for t in run.tasks for g in t.group_comparisons]
     assert judgments and {j.extras["verdict_path"] for j in judgments} == {"prefill"}
+
+
+def test_a_listwise_ranking_is_read_place_by_place(tasks, key):
+    """No log-probabilities: the ranking is k - 1 prefilled reads (``Ranking: B > ...``), so the
+    whole order is the judge's, not just its first place."""
+    with AnthropicLikeServer(human_quality(tasks), api_key=key) as server:
+        result = rankkit.compare(tasks, ["listwise"], judge=spec(server))
+        prefills = [b["messages"][-1]["content"] for b in server.bodies
+                    if b["messages"][-1]["role"] == "assistant" and "Ranking:" in b["messages"][-1]["content"]]
+    assert server.refused == []
+    assert any(p.endswith(">") for p in prefills)  # later places prefilled with the ones before
+    run = result.strategies[0]
+    assert run.cost.parse_failures == 0
+    for task, outcome in zip(tasks, run.tasks):
+        points = [task.candidate(cid).human["points"] for cid in outcome.ranking]
+        assert points == sorted(points, reverse=True), task.task_id  # the honest judge's full order

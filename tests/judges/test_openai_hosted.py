@@ -215,3 +215,13 @@ def test_a_server_that_refuses_a_final_assistant_message_is_read_by_followups(ta
     run = result.strategies[0]
     assert {c.verdict.extras["verdict_path"] for t in run.tasks for c in t.comparisons} == {"followup"}
     assert run.cost.parse_failures == 0
+
+
+def test_a_listwise_ranking_without_logprobs_is_read_place_by_place(tasks):
+    with OpenAILikeServer(human_quality(tasks), logprobs=False) as server:
+        result = rankkit.compare(tasks, ["listwise"], judge=spec(server))
+    run = result.strategies[0]
+    assert run.cost.parse_failures == 0
+    for task, outcome in zip(tasks, run.tasks):
+        points = [task.candidate(cid).human["points"] for cid in outcome.ranking]
+        assert points == sorted(points, reverse=True), task.task_id
