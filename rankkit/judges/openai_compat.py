@@ -242,10 +242,11 @@ class OpenAIEngine(RetryingClient):
             if field in ("logprobs", "top_logprobs"):
                 self._logprobs_refused = True
                 raise LogprobsUnavailable(f"the server refuses {field!r}: the model returns no log-probabilities")
-            if field == "max_tokens" and self._completion_tokens_field == "max_tokens":
+            # (already learned from a request sent at the same time: sending again adapts it too)
+            if field == "max_tokens":
                 self._completion_tokens_field = "max_completion_tokens"  # OpenAI's reasoning models
                 return True
-            if field in DROPPABLE_FIELDS and field not in self._dropped:
+            if field in DROPPABLE_FIELDS:
                 self._dropped.add(field)
                 return True
             return False
@@ -263,7 +264,7 @@ class OpenAIEngine(RetryingClient):
                 return result, retries + used
             except HTTPStatusError as err:
                 field = refused_field(err.text) if err.status == 400 else None
-                if field is None or not self._learn_refusal(field):
+                if field is None or retries >= MAX_REFUSALS or not self._learn_refusal(field):
                     raise
                 logger.info("openai: %s does not take %r; sending the request without it from now on",
                             self.base_url, field)
@@ -485,6 +486,9 @@ PREFILL_SWITCHES = ("continue_final_message", "add_generation_prompt")
 DROPPABLE_FIELDS = ("seed", "temperature", "top_p")
 #: ``owned_by`` values of OpenAI's own ``/models`` listing: such a server never takes vLLM's switches.
 OPENAI_OWNERS = ("openai", "system", "openai-internal")
+#: Refused fields one request may learn from before its refusal is final (a server that keeps
+#: refusing what it was just sent without is not adapted to forever).
+MAX_REFUSALS = 4
 #: Tokens of a structured one-value reply (``{"value": "7"}``).
 ENUM_MAX_TOKENS = 16
 
