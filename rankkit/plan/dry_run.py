@@ -52,6 +52,7 @@ from typing import Any, Sequence
 
 from rankkit.cache import NullCache
 from rankkit.judges.base import Judge
+from rankkit.plan.batches import batch_note
 from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
 from rankkit.plan.usd import ASSUMPTIONS as USD_ASSUMPTIONS, estimate_usd, judge_price
@@ -185,7 +186,9 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
         if row.prompt_tokens is not None:
             row.usd = estimate_usd(judge, strategy.kind, row.new, row.prompt_tokens)
         rows.append(row)
-    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=judge_notes(judge, sizes))
+    notes = judge_notes(judge, sizes)
+    batches = batch_note(tasks, strategies, judge, seed)  # batch=true: the sequential batches, its wall time
+    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=notes + ([batches] if batches else []))
 
 
 def task_context(task: Task, history: Sequence[Sequence[Figures]], cache_empty: bool) -> set[str]:
