@@ -271,6 +271,19 @@ class AnthropicBatches:
         return outcomes
 
 
+def status_text(batch_id: str, state: str, counts: dict[str, int]) -> str:
+    """A batch's state for the progress bar: its id, state and requests done of all.
+
+    >>> status_text("batch_1", "in_progress", {"total": 40, "completed": 12, "failed": 1})
+    'batch batch_1 in_progress 13/40'
+    >>> status_text("msgbatch_2", "ended", {"processing": 0, "succeeded": 9, "errored": 1})
+    'batch msgbatch_2 ended 10/10'
+    """
+    done = sum(counts.get(key, 0) for key in ("completed", "failed", "succeeded", "errored", "canceled", "expired"))
+    total = counts.get("total") or done + counts.get("processing", 0)
+    return f"batch {batch_id} {state} {done}/{total}"
+
+
 # -- running a batch ----------------------------------------------------------------------------------
 
 class BatchRunner:
@@ -295,6 +308,8 @@ class BatchRunner:
         self.max_rounds = max_rounds
         self.transport = transport or HTTPTransport(client)
         self.sleep = sleep
+        #: Told each batch's state as it changes (the run's progress bar: LLMJudge.show_progress).
+        self.on_status: Callable[[str], Any] | None = None
         #: Batches created by this runner, and the ids of batches it resumed from the journal.
         self.created = 0
         self.resumed_ids: set[str] = set()
@@ -374,6 +389,8 @@ class BatchRunner:
             if (state, counts) != shown:
                 logger.info("%s: batch %s %s %s", self.protocol.name, batch_id, state, counts)
                 shown = (state, counts)
+                if self.on_status is not None:
+                    self.on_status(status_text(batch_id, state, counts))
             if ended:
                 return self.protocol.results(self.transport, batch)
             self.sleep(wait)

@@ -253,6 +253,13 @@ class LLMJudge(Judge):
     def close(self) -> None:
         self.engine.close()
 
+    def show_progress(self, note: Any) -> None:
+        """Have a batching engine report each batch's state to ``note`` (the run's progress bar:
+        :meth:`rankkit.runner.RunProgress.note`); nothing for an engine that does not batch."""
+        batcher = getattr(self.engine, "batcher", None)
+        if batcher is not None:
+            batcher.on_status = note
+
     # -- prompts (extension points) -----------------------------------------------------------
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
         """The pointwise prompt for one candidate in the current mode."""

@@ -139,3 +139,12 @@ def test_a_batching_judge_asks_the_dispatcher_for_whole_steps():
     assert (direct.capacity, direct.fills_batches) == (4, False)
     with pytest.raises(SpecError, match="batch_size must be >= 1"):
         make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,batch=true,batch_size=0")
+
+
+def test_the_progress_bar_shows_each_batchs_state(tasks, tmp_path, capsys):
+    with make_server("anthropic", tasks) as server:
+        judge = make_judge(judge_spec("anthropic", server, tmp_path / "b.json"))
+        rankkit.compare(tasks[:1], ["bt"], judge=judge, progress=True)
+        judge.close()
+    shown = capsys.readouterr().err
+    assert "batch msgbatch_1 in_progress 0/" in shown  # the bar's postfix while the batch runs
