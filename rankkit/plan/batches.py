@@ -2,7 +2,7 @@
 
 With batches, wall time is the number of batches sent one after another, not the number of
 requests. The run's dispatcher hands the judge, in one call, what every task in progress asks
-once they all wait (:mod:`rankkit.engine`); each such call is one *step* (a knockout round of every
+once they all wait (:mod:`rankkit.dispatch`); each such call is one *step* (a knockout round of every
 task, all pairs of ``bt``...). :func:`batch_steps` counts the steps of the run on stand-in
 verdicts (the ``ranked`` policy): the most sequential judge calls of any one task, since tasks
 advance side by side (the real dispatcher may split a step when tasks fall out of step, so a run
@@ -43,8 +43,8 @@ class CountingStandIn(StandInJudge):
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         return self._counted(super().choose_many, requests)
 
-    def order_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        return self._counted(super().order_many, requests)
+    def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        return self._counted(super().rank_many, requests)
 
 
 def batching(judge: Any) -> bool:

@@ -731,7 +731,7 @@ def test_logprob_mode_refuses_a_server_that_offers_no_verdict_read(tmp_path):
 
 
 def test_the_probe_runs_once_per_judge_and_lets_a_continuing_server_judge(tmp_path, sample_tasks):
-    from rankkit.judges.base import ParseStatus
+    from rankkit.judgments import ParseStatus
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
 
