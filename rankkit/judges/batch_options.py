@@ -44,7 +44,7 @@ class BatchOptions:
             raise SpecError(f"batch_size must be >= 1, got {self.size}")
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "BatchOptions | None":
+    def from_settings(cls, settings: Settings) -> BatchOptions | None:
         """The batch options of a spec read against :data:`BATCH_OPTIONS`.
 
         Parameters

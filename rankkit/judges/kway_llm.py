@@ -196,7 +196,7 @@ def _ranking_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence
                     failed.add(n)
                 else:
                     chosen[n].append(best[0])
-        for n, index in enumerate(indices):
+        for n in range(len(indices)):
             k = sizes[n]
             if n in failed:
                 yield n, Reading(None, f"no remaining label after '{prefix} {' > '.join(chosen[n])}'",

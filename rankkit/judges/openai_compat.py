@@ -442,7 +442,7 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
         try:
             response = self._clients[0].get("/models", timeout=min(self.timeout, 10.0))
             return response.json() if response.status_code == 200 else None
-        except Exception:  # noqa: BLE001 - any failure means "no hint"
+        except Exception:  # any failure means "no hint"
             return None
 
     def check_continuation(self) -> None:

@@ -8,10 +8,10 @@ import pytest
 
 from rankkit.judges.anthropic import AnthropicRuntime
 from rankkit.judges.base import JudgeError
+from rankkit.judges.batch_options import BatchOptions
 from rankkit.judges.hf_runtime import HFRuntime
 from rankkit.judges.llm import LLMJudge
 from rankkit.judges.llm_runtime import LLMRuntime, PromptTooLong, StandInRuntime
-from rankkit.judges.batch_options import BatchOptions
 from rankkit.judges.openai_compat import OpenAIRuntime
 from rankkit.judges.prices import Price
 from rankkit.judges.vllm import VLLMRuntime
