@@ -1,6 +1,6 @@
-"""Batch APIs of OpenAI and Anthropic: one engine call's requests as one batch (``batch=true``).
+"""Batch APIs of OpenAI and Anthropic: one runtime call's requests as one batch (``batch=true``).
 
-With ``batch=true`` an HTTP judge sends everything one engine call holds — a knockout round's
+With ``batch=true`` an HTTP judge sends everything one runtime call holds — a knockout round's
 explanations, then their verdict reads, all pairs of ``bt`` — as one batch, at half the price
 (:data:`rankkit.judges.prices.BATCH_DISCOUNT`), and waits for it: a strategy then takes as many
 sequential batches as it has rounds (times the reads of a judgment: an explanation, then its
@@ -114,7 +114,7 @@ class BatchJournal:
 
 def request_key(provider: str, base_url: str, body: dict[str, Any]) -> str:
     """The journal key of one request: a hash of the provider, the server and the request body.
-    Requests are journaled one by one, so a rerun finds them whichever engine calls (and so
+    Requests are journaled one by one, so a rerun finds them whichever runtime calls (and so
     batches) its dispatcher groups them into this time."""
     text = json.dumps([provider, base_url, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -123,14 +123,14 @@ def request_key(provider: str, base_url: str, body: dict[str, Any]) -> str:
 # -- talking to a batch API -----------------------------------------------------------------------------
 
 class Transport(Protocol):
-    """What the protocols need from the engine's client: one HTTP call with retries."""
+    """What the protocols need from the runtime's client: one HTTP call with retries."""
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any: ...
 
 
 class HTTPTransport:
-    """Batch-API calls over an engine's pooled ``httpx`` client (its first replica, its headers),
-    retried on connection errors, timeouts, 429 and 5xx like the engine's own requests."""
+    """Batch-API calls over a runtime's pooled ``httpx`` client (its first replica, its headers),
+    retried on connection errors, timeouts, 429 and 5xx like the runtime's own requests."""
 
     def __init__(self, client: Any):
         self.client = client
@@ -287,9 +287,9 @@ def status_text(batch_id: str, state: str, counts: dict[str, int]) -> str:
 # -- running a batch ----------------------------------------------------------------------------------
 
 class BatchRunner:
-    """Runs an engine call's requests as batches; see the module docstring.
+    """Runs a runtime call's requests as batches; see the module docstring.
 
-    client: the engine (a :class:`~rankkit.judges.http_client.RetryingClient`): its server,
+    client: the runtime (a :class:`~rankkit.judges.http_client.RetryingClient`): its server,
         headers and retry policy. protocol: :class:`OpenAIBatches` or :class:`AnthropicBatches`.
     journal: where batch ids are kept until their results are read.
     poll: the first wait between polls, in seconds (it grows by half each time, to :data:`MAX_POLL`).

@@ -15,7 +15,7 @@ verdict is a reply the judge writes to rankkit's question under a constraint, ne
 for in what a candidate could have written.
 
 The module also reads refusals: :func:`refused_field` names the request field an HTTP 400
-complains about, so an engine can drop or rename it and remember that for the run, and
+complains about, so a runtime can drop or rename it and remember that for the run, and
 :func:`known_hosted` tells hosted APIs (which never take vLLM's chat-template switches) by URL.
 """
 

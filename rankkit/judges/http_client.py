@@ -213,7 +213,7 @@ class RetryableError(Exception):
 
 class HTTPStatusError(JudgeError):
     """A final (not retried) HTTP error status: ``status`` and the server's ``text`` (API key
-    redacted, at most :data:`ERROR_BODY_CHARS` characters), so an engine can learn from a refusal
+    redacted, at most :data:`ERROR_BODY_CHARS` characters), so a runtime can learn from a refusal
     (HTTP 400 naming a request field it does not take) instead of failing the run."""
 
     def __init__(self, message: str, status: int, text: str):
@@ -222,7 +222,7 @@ class HTTPStatusError(JudgeError):
         self.text = text
 
 
-#: How much of a refused request's error body :class:`HTTPStatusError` keeps for the engine to read.
+#: How much of a refused request's error body :class:`HTTPStatusError` keeps for the runtime to read.
 ERROR_BODY_CHARS = 2000
 
 
@@ -374,7 +374,7 @@ class RetryingClient:
 
     def request_headers(self) -> dict[str, str]:
         """Headers of every request: ``Authorization: Bearer KEY`` when a key is set (the
-        Anthropic engine sends ``x-api-key`` and ``anthropic-version`` instead)."""
+        Anthropic runtime sends ``x-api-key`` and ``anthropic-version`` instead)."""
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -388,7 +388,7 @@ class RetryingClient:
                 self._clients = [httpx.Client(base_url=replica.url, headers=headers,
                                               timeout=httpx.Timeout(self.timeout), limits=limits)
                                  for replica in self.replicas]
-                # concurrency per replica, whatever a subclass reports as its capacity (a batching engine: its batch size)
+                # concurrency per replica, whatever a subclass reports as its capacity (a batching runtime: its batch size)
                 self._pool = ThreadPoolExecutor(max_workers=self.concurrency * len(self.replicas),
                                                 thread_name_prefix="rankkit-http")
             return self._pool

@@ -6,7 +6,7 @@ once they all wait (:mod:`rankkit.dispatch`); each such call is one *step* (a kn
 task, all pairs of ``bt``...). :func:`batch_steps` counts the steps of the run on stand-in
 verdicts (the ``ranked`` policy): the most sequential judge calls of any one task, since tasks
 advance side by side (the real dispatcher may split a step when tasks fall out of step, so a run
-can take a few more); a step costs one batch per engine
+can take a few more); a step costs one batch per runtime
 call of its judgments (:func:`batches_per_step`): in ``generate`` mode the explanations, then one
 verdict read per score (two for a comparison), in ``logprob`` mode one.
 """

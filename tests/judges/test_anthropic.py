@@ -73,8 +73,8 @@ def test_the_verdict_is_a_prefill_without_trailing_whitespace_and_a_two_token_re
 
 
 def test_system_messages_go_top_level_and_the_prompt_is_marked_for_caching():
-    engine = AnthropicRuntime("claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", api_key=KEY)
-    body = engine.message_body([{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}], 10, 0.0,
+    runtime = AnthropicRuntime("claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", api_key=KEY)
+    body = runtime.message_body([{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}], 10, 0.0,
                                prefill="Score: ")
     assert body["system"] == "Be fair."
     assert body["messages"] == [

@@ -64,12 +64,12 @@ def test_the_server_refuses_vllm_fields_and_does_not_continue(tasks):
 
 def test_the_probe_learns_the_followup_path_without_a_refused_request(tasks):
     with OpenAILikeServer(human_quality(tasks)) as server:
-        engine = OpenAIRuntime("gpt-4.1", base_url=server.base_url)
+        runtime = OpenAIRuntime("gpt-4.1", base_url=server.base_url)
         try:
-            assert engine.prefix_read == "followup"
-            assert engine.prefix_read == "followup"  # remembered: no second probe
+            assert runtime.prefix_read == "followup"
+            assert runtime.prefix_read == "followup"  # remembered: no second probe
         finally:
-            engine.close()
+            runtime.close()
     assert server.refused == []
     assert len(server.bodies) == 1  # one plain probe; /models said OpenAI, so vLLM's switches were never tried
     assert not any(field in body for body in server.bodies for field in ("continue_final_message",
