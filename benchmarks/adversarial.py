@@ -85,26 +85,26 @@ def worker(setting: str) -> dict[str, Any]:
     report: dict[str, Any] = {"placements": {}}
     for quote in ("after", "before"):
         rows = {}
-        with stub.HonestJudgeServer(attacks.quality_table(), quote=quote, continues=setting != "text") as server:
+        with stub.HonestJudgeServer(attacks.quality_table(), quote=quote, continues=setting != "text", logprobs=setting != "text") as server:
             spec = f"openai:honest,base_url={server.base_url},{options}"
             for name in [None, *attacks.ATTACKS]:
                 result = rankkit.compare(attacks.four_candidate_tasks(None if name is None else attacks.ATTACKS[name]),
                                          STRATEGIES, judge=spec)
                 rows[name or "(no attack)"] = _attacker(result)
         report["placements"][quote] = rows
-    with stub.HonestJudgeServer(attacks.quality_table(), quote="after", continues=setting != "text") as server:
+    with stub.HonestJudgeServer(attacks.quality_table(), quote="after", continues=setting != "text", logprobs=setting != "text") as server:
         spec = f"openai:honest,base_url={server.base_url},{options}"
         two = rankkit.compare(attacks.two_candidate_tasks(attacks.ATTACKS["every_verdict"]),
                               ["knockout", "knockout:order=both"], judge=spec)
         report["suppression_wins"] = {run.name: sum(t.champion == "attacker" for t in run.tasks)
                                       for run in two.strategies}
         report["suppression_failures"] = {run.name: run.cost.parse_failures for run in two.strategies}
-    with stub.HonestJudgeServer(attacks.quality_table(), quote="after", continues=setting != "text",
+    with stub.HonestJudgeServer(attacks.quality_table(), quote="after", continues=setting != "text", logprobs=setting != "text",
                                 binary=True) as binary:
         four = rankkit.compare(attacks.four_candidate_tasks(attacks.ATTACKS["targeted_lines"]), ["bt"],
                                judge=f"openai:honest,base_url={binary.base_url},{options}")
         report["targeted_bt_ranks"] = [t.ranking.index("attacker") + 1 for t in four.strategies[0].tasks]
-    with stub.HonestJudgeServer(attacks.quality_table(), quote="after", continues=setting != "text") as server:
+    with stub.HonestJudgeServer(attacks.quality_table(), quote="after", continues=setting != "text", logprobs=setting != "text") as server:
         spec = f"openai:honest,base_url={server.base_url},{options}"
         # The cost of the verdict path on the baseline run (no attack): requests and time.
         requests_before = dict(server.requests)

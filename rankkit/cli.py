@@ -35,6 +35,8 @@ COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("grade
                    ("seconds", "seconds"), *TABLE_METRICS)
 #: Added after ``shared_hits`` when any strategy has judgments that failed to parse (counted as ties).
 FAILURE_COLUMN = ("parse_failures", "parse_failures")
+#: Added before ``seconds`` when the judge is priced: what the strategy's new judgments cost in USD.
+USD_COLUMN = ("usd", "usd")
 #: The columns of `rankkit rank`, in the order of its JSONL rows (``champion`` only for a strategy
 #: that crowns one: see :func:`rank_columns`).
 RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
@@ -71,18 +73,24 @@ def compare_rows(result: Any) -> list[dict[str, Any]]:
     for s in result.strategies:
         row = {"name": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.grades,
                "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits,
-               "shared_hits": s.cost.shared_hits, "parse_failures": s.cost.parse_failures, "seconds": s.seconds}
+               "shared_hits": s.cost.shared_hits, "parse_failures": s.cost.parse_failures,
+               "usd": round(s.cost.usd, 6), "seconds": s.seconds}
         row.update(s.metrics)
         rows.append(row)
     return rows
 
 
 def compare_columns(rows: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
-    """COMPARE_COLUMNS, with the ``parse_failures`` column when any strategy has failed judgments."""
+    """COMPARE_COLUMNS, with the ``parse_failures`` column when any strategy has failed judgments
+    and the ``usd`` column (before ``seconds``) when the judge is priced."""
+    columns = COMPARE_COLUMNS
+    if any(row["usd"] for row in rows):
+        at = [key for key, _ in columns].index("seconds")
+        columns = (*columns[:at], USD_COLUMN, *columns[at:])
     if not any(row["parse_failures"] for row in rows):
-        return COMPARE_COLUMNS
-    at = [key for key, _ in COMPARE_COLUMNS].index("shared_hits") + 1
-    return (*COMPARE_COLUMNS[:at], FAILURE_COLUMN, *COMPARE_COLUMNS[at:])
+        return columns
+    at = [key for key, _ in columns].index("shared_hits") + 1
+    return (*columns[:at], FAILURE_COLUMN, *columns[at:])
 
 
 # -- commands -------------------------------------------------------------------------------------

@@ -37,13 +37,17 @@ class Cost:
     completion_tokens: int = 0
     retries: int = 0  # requests a judge had to repeat (HTTP backends: 429, 5xx, timeouts)
     analyses: int = 0  # PREPAIR per-answer analyses generated (their tokens are in the token counts)
+    cached_tokens: int = 0  # prompt tokens the provider read from its prompt cache (in prompt_tokens)
+    usd: float = 0.0  # what the new judgments cost, priced by the judge (rankkit.judges.prices); 0 unpriced
 
     def add(self, other: "Cost") -> None:
         for name, value in asdict(other).items():
             setattr(self, name, getattr(self, name) + value)
 
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, int | float]:
+        record = asdict(self)
+        record["usd"] = round(self.usd, 9)  # nano-dollars: what usage carries
+        return record
 
 
 @dataclass(frozen=True)
@@ -383,6 +387,8 @@ class MatchSource:
             cost.completion_tokens += int(judgment.usage.get("completion_tokens", 0))
             cost.retries += int(judgment.usage.get("retries", 0))
             cost.analyses += int(judgment.usage.get("analyses", 0))
+            cost.cached_tokens += int(judgment.usage.get("cached_tokens", 0))
+            cost.usd += int(judgment.usage.get("usd_nano", 0)) / 1e9
             if judgment.status is ParseStatus.FAILED:
                 cost.parse_failures += 1
 

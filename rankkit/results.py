@@ -363,7 +363,8 @@ def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
 def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "cost") -> Cost:
     """A :class:`~rankkit.matches.Cost` as :meth:`~rankkit.matches.Cost.to_dict` stored it: every
     field must be there (a :class:`TaskFormatError` naming the first one missing)."""
-    return Cost(**{f.name: int(required(data, f.name, where, path)) for f in dataclasses.fields(Cost)})
+    return Cost(**{f.name: (float if f.name == "usd" else int)(required(data, f.name, where, path))
+                   for f in dataclasses.fields(Cost)})
 
 
 def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "comparison") -> Comparison:

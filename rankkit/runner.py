@@ -68,6 +68,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
     check_compatible(strategies, judge)  # before any judgment is paid for
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
     bar = RunProgress(len(tasks), disable=not progress, expected=expected)
+    judge.show_progress(bar.note)  # a batching judge: its batches' state on the bar
     runs = [StrategyRun(strategy=s) for s in strategies]
 
     def rank_task(task: Task, memo: JudgmentMemo) -> list[tuple[TaskResult, float]]:
@@ -206,6 +207,7 @@ class RunProgress:
                          disable=disable, dynamic_ncols=True, mininterval=0.5)
         self._tasks, self._total_tasks = 0, total_tasks
         self._paid = self._cached = self._reused = 0
+        self._note = ""
 
     def judged(self, used: int, paid: int, cached: int, reused: int) -> None:
         with self._lock:
@@ -217,8 +219,18 @@ class RunProgress:
     def task_done(self) -> None:
         with self._lock:
             self._tasks += 1
-            self._bar.set_postfix_str(f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
-                                      f"cache_hits={self._cached} shared_hits={self._reused}", refresh=False)
+            self._show(refresh=False)
+
+    def note(self, text: str) -> None:
+        """Show ``text`` after the counts (a batching judge's batch: its state and request counts)."""
+        with self._lock:
+            self._note = text
+            self._show(refresh=True)
+
+    def _show(self, refresh: bool) -> None:
+        self._bar.set_postfix_str(f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
+                                  f"cache_hits={self._cached} shared_hits={self._reused}"
+                                  + (f" {self._note}" if self._note else ""), refresh=refresh)
 
     def close(self) -> None:
         if self._bar.total is not None and self._bar.n < self._bar.total:

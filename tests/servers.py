@@ -51,8 +51,7 @@ class StubRequest(http.server.BaseHTTPRequestHandler):
         self.server.stub.get(self)
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-        self.server.stub.post(self, body)
+        self.server.stub.receive(self, self.rfile.read(int(self.headers.get("content-length", 0))))
 
     def send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         """Answer with ``payload`` as JSON and HTTP ``status`` (plus ``headers``)."""
@@ -93,6 +92,11 @@ class StubServer:
 
     def get(self, request: StubRequest) -> None:
         request.send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+    def receive(self, request: StubRequest, data: bytes) -> None:
+        """Answer one ``POST`` of raw ``data``: by default a JSON body, for :meth:`post` (a stub
+        that takes uploads, such as a batch API's files, reads ``data`` itself)."""
+        self.post(request, json.loads(data or b"{}"))
 
     def post(self, request: StubRequest, body: dict[str, Any]) -> None:
         """Answer one ``POST`` whose JSON body is ``body`` (with ``request.send_json``)."""

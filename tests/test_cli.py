@@ -135,7 +135,8 @@ def complete(args: list[str], incomplete: str) -> list[str]:
 
 
 def test_judge_completion_offers_backends_then_their_options():
-    assert complete(["compare", "--judge"], "") == ["sim", "hf", "smollm2", "openai", "vllm", "replay", "panel"]
+    assert complete(["compare", "--judge"], "") == ["sim", "hf", "smollm2", "openai", "anthropic", "vllm", "replay",
+                                                         "panel"]
     assert complete(["compare", "--judge"], "s") == ["sim", "smollm2"]
     assert complete(["rank", "--judge"], "hf:org/m,dt") == ["hf:org/m,dtype="]
     offered = complete(["compare", "--judge"], "vllm:m,dtype=float32,")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -125,3 +126,18 @@ def test_to_pandas_matches_the_rows(sample_run):
     assert set(means.index) == set(SPECS)
     individual = frame[frame.strategy == "individual"]
     assert (individual.groupby("task_id")["rank"].min() == 1).all()
+
+
+def test_a_cost_in_dollars_survives_the_results_file_and_a_file_without_it_is_refused():
+    from rankkit.matches import Cost
+    from rankkit.results import cost_from_dict
+
+    cost = Cost(comparisons=3, judge_calls=3, prompt_tokens=900, cached_tokens=300, usd=0.001234567891)
+    record = cost.to_dict()
+    assert record["usd"] == pytest.approx(0.001234568, abs=1e-12)  # nano-dollars, as usage carries them
+    read = cost_from_dict(record)
+    assert read.usd == pytest.approx(0.001234568, abs=1e-12)
+    assert dataclasses.replace(read, usd=0.0) == Cost(comparisons=3, judge_calls=3, prompt_tokens=900, cached_tokens=300)
+    older = {k: v for k, v in record.items() if k != "usd"}
+    with pytest.raises(TaskFormatError, match=r"cost\.usd"):
+        cost_from_dict(older)

@@ -29,6 +29,7 @@ BUILTIN_BACKENDS: dict[str, str] = {
     "hf": "rankkit.judges.hf:BACKEND",
     "smollm2": "rankkit.judges.hf:SMOLLM2_BACKEND",
     "openai": "rankkit.judges.openai_compat:BACKEND",
+    "anthropic": "rankkit.judges.anthropic:BACKEND",
     "vllm": "rankkit.judges.vllm:BACKEND",
     "replay": "rankkit.judges.replay:BACKEND",
     "panel": "rankkit.judges.panel:BACKEND",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, ClassVar, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from rankkit.errors import RankkitError
 from rankkit.judgments import (GroupChoice, ComparisonRequest, Grade, GradeRequest, GroupRequest, GroupRanking,
@@ -202,6 +202,10 @@ class Judge:
 
     def close(self) -> None:
         """Release resources (connections, models). Judges are usable as context managers."""
+
+    def show_progress(self, note: Callable[[str], None]) -> None:
+        """Called by the runner with its progress bar's ``note``: a judge with something to show
+        beside the counts (a batching LLM judge: each batch's state) reports it there."""
 
     def __enter__(self) -> "Judge":
         return self

@@ -74,7 +74,7 @@ class HFRuntime(LLMRuntime):
     #: Waiting until ``capacity`` requests are pending pays (see the class docstring).
     fills_batches = True
     #: The runtime appends a forced prefix to the prompt tokens itself.
-    continues_prefix = True
+    prefix_read = "continuation"
 
     def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
                  shared_prefix: int = DEFAULT_SHARED_PREFIX, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from rankkit.formatting import inert
+from rankkit.judges.backends import Option
 from rankkit.judges.base import JudgeError
+from rankkit.judges.pacing import MAX_RATE_LIMIT_WAIT, Pacer, estimate_request_tokens
 from rankkit.specs import SpecError
 
 if TYPE_CHECKING:  # httpx is imported only when the first request is made
@@ -209,6 +211,21 @@ class RetryableError(Exception):
         self.retry_after = retry_after
 
 
+class HTTPStatusError(JudgeError):
+    """A final (not retried) HTTP error status: ``status`` and the server's ``text`` (API key
+    redacted, at most :data:`ERROR_BODY_CHARS` characters), so a runtime can learn from a refusal
+    (HTTP 400 naming a request field it does not take) instead of failing the run."""
+
+    def __init__(self, message: str, status: int, text: str):
+        super().__init__(message)
+        self.status = status
+        self.text = text
+
+
+#: How much of a refused request's error body :class:`HTTPStatusError` keeps for the runtime to read.
+ERROR_BODY_CHARS = 2000
+
+
 class BadResponse(ValueError):
     """A response body that is not a chat completion of the expected shape (wrong JSON types,
     missing fields). The runtime retries it like a server error: a proxy or an overloaded server
@@ -260,6 +277,38 @@ def read_capped(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
 
 # -- the client -------------------------------------------------------------------------------------
 
+def client_options(base_url_help: str, api_key_env: str) -> tuple[Option, ...]:
+    """The spec options of a judge on :class:`RetryingClient` (none changes the fingerprint).
+
+    Parameters
+    ----------
+    base_url_help : str
+        What ``base_url`` says in ``rankkit judges`` (its default differs per provider).
+    api_key_env : str
+        The variable the key is read from by default.
+
+    Returns
+    -------
+    tuple of Option
+        ``base_url`` and ``api_key_env`` (trusted only: a file may not choose where prompts and
+        keys go), ``concurrency``, ``timeout``, ``max_attempts``, ``backoff``, ``max_backoff``,
+        ``max_response_bytes``.
+    """
+    return (
+        Option("base_url", str, None, base_url_help, identity=False, trusted_only=True),
+        Option("concurrency", int, 4, "requests in flight per replica", identity=False),
+        Option("timeout", float, 120.0, "seconds per request", identity=False),
+        Option("max_attempts", int, RetryPolicy.max_attempts, "attempts per request, the first included",
+               identity=False),
+        Option("backoff", float, RetryPolicy.backoff, "first retry's wait, seconds (doubles each time)",
+               identity=False),
+        Option("max_backoff", float, RetryPolicy.max_backoff, "longest wait between attempts", identity=False),
+        Option("api_key_env", str, None, f"the variable holding the API key (default {api_key_env})",
+               identity=False, trusted_only=True),
+        Option("max_response_bytes", int, DEFAULT_MAX_RESPONSE_BYTES, "largest response body read", identity=False),
+    )
+
+
 class RetryingClient:
     """POSTs JSON to ``{replica}{path}``, ``concurrency`` requests at a time per replica, with retries.
 
@@ -271,21 +320,28 @@ class RetryingClient:
     retry: the :class:`RetryPolicy`.
     jitter_seed: seeds the backoff jitter (so tests are reproducible; it never affects results).
     max_response_bytes: the largest response body read; a bigger one is a bad response.
+    pacer: rate-limit pacing shared by every request (:class:`~rankkit.judges.pacing.Pacer`:
+        ``rpm``/``tpm`` and the providers' rate-limit headers); default: headers only. HTTP 429
+        is retried for up to :data:`~rankkit.judges.pacing.MAX_RATE_LIMIT_WAIT` seconds of
+        waiting, whatever ``max_attempts`` says: a burst of them never fails a long run.
 
     :meth:`post` and :meth:`_run_all` may be called from several threads at once: all calls share
     one pool of :attr:`capacity` workers, and each attempt holds a replica slot, so at most
     ``concurrency`` requests are in flight per replica and :attr:`capacity` in total.
     """
 
+    #: The judge backend named in log lines and errors (a runtime's own ``backend``).
+    backend: str = "openai"
+
     def __init__(self, base_url: str | Sequence[str], api_key: str | None = None, concurrency: int = 4,
                  timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(), jitter_seed: int | None = None,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES, pacer: Pacer | None = None):
         if concurrency < 1:
-            raise SpecError(f"openai: concurrency must be >= 1, got {concurrency}")
+            raise SpecError(f"{self.backend}: concurrency must be >= 1, got {concurrency}")
         if timeout <= 0:
-            raise SpecError(f"openai: timeout must be > 0 seconds, got {timeout}")
+            raise SpecError(f"{self.backend}: timeout must be > 0 seconds, got {timeout}")
         if max_response_bytes < 1024:
-            raise SpecError(f"openai: max_response_bytes must be >= 1024, got {max_response_bytes}")
+            raise SpecError(f"{self.backend}: max_response_bytes must be >= 1024, got {max_response_bytes}")
         urls = split_base_urls(base_url if isinstance(base_url, str) else REPLICA_SEPARATOR.join(base_url))
         self.replicas = [Replica(url) for url in urls]
         self.concurrency = concurrency
@@ -293,6 +349,7 @@ class RetryingClient:
         self.retry = retry
         self.max_response_bytes = max_response_bytes
         self.stats = RequestStats()
+        self.pacer = pacer or Pacer()
         self._api_key = api_key or None
         self._rng = random.Random(jitter_seed)
         self._rng_lock = threading.Lock()
@@ -315,18 +372,25 @@ class RetryingClient:
         """What the requests are for, named when one fails for good (the runtime: its model)."""
         return "requests"
 
+    def request_headers(self) -> dict[str, str]:
+        """Headers of every request: ``Authorization: Bearer KEY`` when a key is set (the
+        Anthropic runtime sends ``x-api-key`` and ``anthropic-version`` instead)."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
     # -- plumbing ---------------------------------------------------------------------------------
     def _ensure_started(self) -> ThreadPoolExecutor:
         with self._setup_lock:
             if self._pool is None:
                 import httpx  # heavy-ish; only when a request is made
 
-                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+                headers = self.request_headers()
                 limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
                 self._clients = [httpx.Client(base_url=replica.url, headers=headers,
                                               timeout=httpx.Timeout(self.timeout), limits=limits)
                                  for replica in self.replicas]
-                self._pool = ThreadPoolExecutor(max_workers=self.capacity, thread_name_prefix="rankkit-http")
+                # concurrency per replica, whatever a subclass reports as its capacity (a batching runtime: its batch size)
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency * len(self.replicas),
+                                                thread_name_prefix="rankkit-http")
             return self._pool
 
     def _wait_seconds(self, retry: int, retry_after: float | None) -> float:
@@ -369,6 +433,7 @@ class RetryingClient:
                 data, complete = read_capped(response.iter_bytes(), self.max_response_bytes)
                 status, encoding = response.status_code, response.encoding or "utf-8"
                 retry_after = response.headers.get("retry-after")
+                self.pacer.observe(response.headers)  # x-ratelimit-*, anthropic-ratelimit-*
         except httpx.TimeoutException as err:
             raise RetryableError("timeout", f"no response from {where} within {self.timeout:g} s "
                                  f"({type(err).__name__})") from None
@@ -383,7 +448,7 @@ class RetryingClient:
             message = f"HTTP {status} from {where}: {excerpt(text, self._api_key)}"
             reason = retry_reason(status)
             if reason is None:
-                raise JudgeError(message)
+                raise HTTPStatusError(message, status, excerpt(text, self._api_key, ERROR_BODY_CHARS))
             raise RetryableError(reason, message, parse_retry_after(retry_after))
         if not complete:
             raise RetryableError("bad_response", f"response from {where} is larger than max_response_bytes="
@@ -414,8 +479,12 @@ class RetryingClient:
         abort = abort or threading.Event()
         failed_on: dict[int, int] = {}
         attempts = 0
+        counted = 0  # attempts that count against max_attempts (a 429 does not, within its time budget)
+        rate_limited_wait = 0.0
+        tokens = estimate_request_tokens(body) if self.pacer.tpm else 0
         while True:
             attempts += 1
+            self.pacer.wait_turn(tokens, abort)  # before taking a slot: a paced request holds none
             index = self._acquire(failed_on)
             healthy = False
             try:
@@ -437,19 +506,25 @@ class RetryingClient:
             finally:
                 self._release(index, healthy)
             failed_on[index] = failed_on.get(index, 0) + 1
-            if attempts >= self.retry.max_attempts or abort.is_set():
+            rate_limited = last.reason == "429" and rate_limited_wait < MAX_RATE_LIMIT_WAIT
+            counted += 0 if rate_limited else 1
+            if counted >= self.retry.max_attempts or abort.is_set():
                 break
             untried = len(failed_on) < len(self.replicas)
-            delay = 0.0 if untried else self._wait_seconds(attempts, last.retry_after)
-            logger.warning("openai: %s (attempt %d of %d); retrying %s", last, attempts, self.retry.max_attempts,
+            delay = 0.0 if untried else self._wait_seconds(min(attempts, 16), last.retry_after)
+            if rate_limited:
+                rate_limited_wait += delay
+                if len(self.replicas) == 1:  # one account's limit: every request holds back, not just this one
+                    self.pacer.pause(delay)
+            logger.warning("%s: %s (attempt %d of %d); retrying %s", self.backend, last, attempts, self.retry.max_attempts,
                            "on another replica" if untried else f"in {delay:.2f} s")
             if abort.wait(delay):
                 break
             self.stats.count("retry", last.reason)
         self.stats.count("failed")
-        why = "" if attempts >= self.retry.max_attempts else " (stopped early: another request of the batch failed)"
+        why = "" if counted >= self.retry.max_attempts else " (stopped early: another request of the batch failed)"
         target = f"{self.base_url}{path}" if len(self.replicas) == 1 else f"{path} on {self.base_url}"
-        raise JudgeError(f"openai: request to {target} failed after {attempts} attempt"
+        raise JudgeError(f"{self.backend}: request to {target} failed after {attempts} attempt"
                          f"{'s' if attempts > 1 else ''}{why} ({self.request_subject()}); last error: {last}")
 
     def _run_all(self, jobs: Sequence[Callable[[threading.Event], T]]) -> Iterator[tuple[int, T]]:

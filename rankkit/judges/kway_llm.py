@@ -11,8 +11,9 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
 * ``generate`` — the judge writes a short explanation; then, as for pairs (see
   :mod:`rankkit.judges.modes`), rankkit appends its own ``Best: `` (setwise) or ``Ranking: ``
   (listwise) after it and reads the label tokens' probabilities as the next token: the chosen
-  slot, or the slots sorted by them. Nothing the answers say can stand in for the verdict. Only
-  where the runtime cannot continue a prefix (the judge's ``verdict_path`` is ``text``) is the
+  slot, or the slots sorted by them (hosted APIs: read from a follow-up turn or a prefill, as
+  for pairs). Nothing the answers say can stand in for the verdict. Only where the runtime offers
+  no such read (the judge's ``verdict_path`` is ``text``) is the
   verdict line (``Best: X`` or ``Ranking: X > Y > ...``) parsed from the generated text, after
   removing whatever it copied verbatim from the answers (:func:`~rankkit.judges.kway.strip_echoes`).
   A verdict that cannot be read is asked again once with the next seed (``retries``), then the
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
+from rankkit.judges.base import add_usage
 from rankkit.judgments import GroupRequest, ParseStatus, GroupChoice, GroupRanking, labels
 from rankkit.judges.kway import (
     CHOICE_PREFIX,
@@ -36,8 +38,8 @@ from rankkit.judges.kway import (
     probabilities_from_logprobs,
     strip_echoes,
 )
-from rankkit.judges.llm_runtime import LLMRuntime, user_turn
-from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs
+from rankkit.judges.llm_runtime import SAMPLED_READS, LLMRuntime, user_turn
+from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs, read_usage
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
 
@@ -54,7 +56,8 @@ class KwayJudge(Protocol):
 
     @property
     def verdict_path(self) -> str:
-        """``continuation`` or ``text``: how generate mode reads a verdict (rankkit.judges.llm)."""
+        """How generate mode reads a verdict: ``text``, or a read rankkit controls (``continuation``,
+        ``followup``, ``prefill``...: rankkit.judges.llm)."""
 
 
 
@@ -81,19 +84,20 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
             extras = {"mode": "logprob", "kind": "setwise", "logprobs": dict(logprobs)}
             if probabilities is None:
                 yield index, GroupChoice(chosen=None, raw=prefix, status=ParseStatus.FAILED,
+                                            usage=read_usage([logprobs]),
                                             extras={**extras, "parse_error": "no probability on any label"})
                 continue
             chosen = ranking_from_scores(probabilities)[0]
-            yield index, GroupChoice(chosen=chosen, probabilities=probabilities,
+            yield index, GroupChoice(chosen=chosen, probabilities=probabilities, usage=read_usage([logprobs]),
                                         raw=f"{prefix}{labels(k)[chosen]}", extras=extras)
         return
-    if judge.verdict_path == "continuation":
+    if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
         read = _label_reader(judge, prompts, requests, CHOICE_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
             chosen = None if reply.reading.value is None else ranking_from_scores(reply.reading.value)[0]
             yield index, GroupChoice(chosen=chosen, probabilities=reply.reading.value, raw=reply.raw,
                                         status=reply.status, usage=reply.usage,
-                                        extras=_extras(reply, "setwise", "continuation"))
+                                        extras=_extras(reply, "setwise", judge.verdict_path))
         return
     read = _text_reader(requests, parse_choice)
     for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
@@ -110,12 +114,13 @@ def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tu
                                        usage=choice.usage, extras={**choice.extras, "kind": "listwise"})
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
-    if judge.verdict_path == "continuation":
-        read = _label_reader(judge, prompts, requests, RANKING_PREFIX)
+    if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
+        sampled = judge.verdict_path in SAMPLED_READS  # one label per read: the ranking is read place by place
+        read = (_ranking_reader if sampled else _label_reader)(judge, prompts, requests, RANKING_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
             permutation = None if reply.reading.value is None else ranking_from_scores(reply.reading.value)
             yield index, GroupRanking(permutation=permutation, raw=reply.raw, status=reply.status,
-                                       usage=reply.usage, extras=_extras(reply, "listwise", "continuation"))
+                                       usage=reply.usage, extras=_extras(reply, "listwise", judge.verdict_path))
         return
     read = _text_reader(requests, parse_ranking)
     for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
@@ -160,5 +165,46 @@ def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[G
             label = "?" if probabilities is None else choices[local][ranking_from_scores(probabilities)[0]]
             error = "no probability on any label after the verdict prefix" if probabilities is None else None
             raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {prefix} {label}"
-            yield local, Reading(probabilities, error, raw, {"verdict_reads": 1})
+            yield local, Reading(probabilities, error, raw, {"verdict_reads": 1, **read_usage([logprobs])})
+    return read
+
+
+def _ranking_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
+    """A whole ranking read label by label, for a runtime whose reads are a sampled label, not a
+    distribution (Anthropic's prefill): after ``<reply>\n\nRanking: `` the first place, then after
+    ``... Ranking: B > `` the best of the rest, and so on (k - 1 reads, each one runtime call for the
+    batch). The reading is the slots' places as scores (first: k, last: 1), so sorting by them
+    gives the ranking; a place the model does not fill with a remaining label fails the reading."""
+    def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
+        sizes = [len(requests[i][1]) for i in indices]
+        chosen: list[list[str]] = [[] for _ in indices]
+        usage: list[dict[str, int]] = [{} for _ in indices]
+        failed: set[int] = set()
+        for place in range(max(sizes) - 1):
+            active = [n for n, k in enumerate(sizes) if place < k - 1 and n not in failed]
+            if not active:
+                break
+            heads = [f"{texts[n].rstrip()}\n\n{prefix} " + "".join(f"{label} > " for label in chosen[n])
+                     for n in active]
+            remaining = [tuple(label for label in labels(sizes[n]) if label not in chosen[n]) for n in active]
+            for local, logprobs in next_token_logprobs(judge.runtime, [user_turn(prompts[indices[n]]) for n in active],
+                                                       heads, remaining):
+                n = active[local]
+                add_usage(usage[n], read_usage([logprobs]))
+                best = [label for label, value in logprobs.items() if value > float("-inf")]
+                if len(best) != 1:
+                    failed.add(n)
+                else:
+                    chosen[n].append(best[0])
+        for n in range(len(indices)):
+            k = sizes[n]
+            if n in failed:
+                yield n, Reading(None, f"no remaining label after '{prefix} {' > '.join(chosen[n])}'",
+                                 f"{texts[n].rstrip()}\n\n[read by rankkit] {prefix} {' > '.join(chosen[n])} > ?",
+                                 {"verdict_reads": len(chosen[n]) + 1, **usage[n]})
+                continue
+            order = chosen[n] + [label for label in labels(k) if label not in chosen[n]]
+            scores = tuple(float(k - order.index(label)) for label in labels(k))
+            raw = f"{texts[n].rstrip()}\n\n[read by rankkit] {prefix} {' > '.join(order)}"
+            yield n, Reading(scores, None, raw, {"verdict_reads": k - 1, **usage[n]})
     return read

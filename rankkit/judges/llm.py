@@ -99,9 +99,12 @@ class LLMJudge(Judge):
         presentation orders (:class:`CalibratedJudge`).
     verdict: how ``generate`` mode reads the verdict: ``continuation`` (rankkit appends
         ``Final verdict: Answer 1:`` after the explanation and reads the score digits' probabilities:
-        nothing in the free text can pose as the verdict), ``text`` (parsed from the free text: the
-        weaker fallback for servers that cannot continue a prefix), or ``auto`` (the default:
-        continuation where the runtime supports it, else text with one warning line on stderr).
+        nothing in the free text can pose as the verdict; on hosted APIs the runtime's equivalent:
+        a follow-up turn or a prefill, :mod:`rankkit.judges.hosted_verdict`), ``text`` (parsed
+        from the free text: the weaker fallback for servers that offer none of these), or
+        ``auto`` (the default: a read rankkit controls where the runtime offers one
+        (:attr:`~rankkit.judges.llm_runtime.LLMRuntime.prefix_read`), else text with one warning
+        line on stderr).
     """
 
     def __init__(self, runtime: LLMRuntime, *, mode: str = "generate", template: str = "auto",
@@ -155,7 +158,9 @@ class LLMJudge(Judge):
 
     @property
     def verdict_path(self) -> str:
-        """The path generate mode reads verdicts by: ``continuation`` or ``text`` (see ``verdict``).
+        """The path generate mode reads verdicts by: ``continuation`` or ``text`` (see ``verdict``),
+        or the runtime's own name for a read rankkit controls (``followup``, ``followup_enum``,
+        ``prefill``: :mod:`rankkit.judges.hosted_verdict`, :mod:`rankkit.judges.anthropic`).
 
         Decided on first use, not in the constructor: an HTTP runtime answers whether it continues
         a prefix with one probe request, which a dry run must never send.
@@ -168,13 +173,15 @@ class LLMJudge(Judge):
     def _choose_verdict_path(self) -> str:
         if self.verdict == "text":
             return "text"
-        if self.runtime.continues_prefix:
-            return "continuation"
+        path = self.runtime.prefix_read  # hosted APIs: a follow-up turn or a prefill (rankkit.judges.hosted_verdict)
+        if path is not None:
+            return path
         if self.verdict == "continuation":
-            raise JudgeError(f"{self.backend}: verdict=continuation, but the server does not continue a final "
-                             f"assistant message with log-probabilities; use verdict=text (weaker: the verdict is "
-                             f"parsed from free text) or a server that does (vLLM, SGLang, llama-server)")
-        print(f"rankkit: warning: {self.backend}: the server cannot continue a prefix, so verdicts are parsed "
+            raise JudgeError(f"{self.backend}: verdict=continuation, but the server neither continues a final "
+                             f"assistant message nor returns log-probabilities or structured outputs for a follow-up; "
+                             f"use verdict=text (weaker: the verdict is parsed from free text) or a server that does")
+        print(f"rankkit: warning: {self.backend}: the server offers no verdict read rankkit controls (no "
+              f"continuation, no log-probabilities, no structured outputs), so verdicts are parsed "
               f"from the judge's free text (verdict=text, the weaker fallback: see the README's 'Untrusted "
               f"candidates'); each judgment records verdict_path=text", file=sys.stderr)
         return "text"
@@ -233,6 +240,11 @@ class LLMJudge(Judge):
 
     def close(self) -> None:
         self.runtime.close()
+
+    def show_progress(self, note: Callable[[str], None]) -> None:
+        """Have the runtime report what the progress bar shows beside its counts (a batching
+        runtime: each batch's state) to ``note`` (:meth:`rankkit.runner.RunProgress.note`)."""
+        self.runtime.show_progress(note)
 
     # -- prompts (extension points) -----------------------------------------------------------
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
@@ -440,6 +452,9 @@ class CalibratedJudge(Judge):
 
     def close(self) -> None:
         self.judge.close()
+
+    def show_progress(self, note: Callable[[str], None]) -> None:
+        self.judge.show_progress(note)
 
     # -- judgments ----------------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:

@@ -9,9 +9,10 @@ tasks into conversations and the runtime's output into judgments.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
 
 from rankkit.judges.base import JudgeError
+from rankkit.judges.prices import Price
 
 #: Chat messages, e.g. ``[{"role": "user", "content": "..."}]``.
 Conversation = list[dict[str, str]]
@@ -31,6 +32,24 @@ class Generation:
     usage: dict[str, int] = field(default_factory=dict)
 
 
+class ChoiceLogprobs(dict):
+    """What ``next_token_logprobs`` may yield instead of a plain dict: the choices'
+    log-probabilities (a ``dict`` to every reader) and what reading them cost, ``usage`` (tokens,
+    ``usd_nano``, ``retries``), which the judge charges to the judgment (a hosted API's follow-up
+    and prefill reads are requests of their own).
+
+    >>> read = ChoiceLogprobs({"1": -0.1, "2": -2.5}, {"prompt_tokens": 40}, retries=1)
+    >>> dict(read), read.usage
+    ({'1': -0.1, '2': -2.5}, {'prompt_tokens': 40, 'retries': 1})
+    """
+
+    def __init__(self, logprobs: dict[str, float], usage: dict[str, int] | None = None, retries: int = 0):
+        super().__init__(logprobs)
+        self.usage = dict(usage or {})
+        if retries:
+            self.usage["retries"] = self.usage.get("retries", 0) + retries
+
+
 def per_row(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
     """``assistant_prefix`` as one prefix per row (a single string is every row's).
 
@@ -45,6 +64,11 @@ def per_row(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
     if len(prefixes) != rows:
         raise ValueError(f"{len(prefixes)} assistant prefixes for {rows} conversations")
     return prefixes
+
+
+#: The :attr:`LLMRuntime.prefix_read` values whose reads are one sampled choice (a one-hot
+#: distribution: a structured-output reply, a prefilled reply's written digit), not probabilities.
+SAMPLED_READS = frozenset({"followup_enum", "prefill"})
 
 
 class PromptTooLong(JudgeError):
@@ -63,8 +87,8 @@ class PromptTooLong(JudgeError):
 
 @runtime_checkable
 class LLMRuntime(Protocol):
-    """What :class:`~rankkit.judges.llm.LLMJudge` needs from a model runtime: four methods and four
-    declared attributes, every one present on every runtime (the judge never probes).
+    """What :class:`~rankkit.judges.llm.LLMJudge` needs from a model runtime: four methods, and
+    declared attributes with defaults, every one present on every runtime (the judge never probes).
 
     ``conversations`` are chat messages ``[{"role": "user", "content": ...}]``. Every method
     yields ``(index, result)`` in any order as results become ready, ``index`` being the
@@ -75,7 +99,8 @@ class LLMRuntime(Protocol):
     * ``next_token_logprobs``: the reply is forced to begin with ``assistant_prefix`` (one string
       for every conversation, or one per conversation: generate mode's verdict continues each
       judge's own explanation); returns the log-probability of each of ``choices`` as the next
-      token (``-inf`` when impossible). Choices must differ in their first token.
+      token (``-inf`` when impossible). Choices must differ in their first token. A read that is
+      a request of its own may yield a :class:`ChoiceLogprobs`, whose ``usage`` the judge charges.
     * ``answer_logliks``: the mean per-token log-likelihood of ``answers[i]`` as the assistant's
       reply to ``conversations[i]``. May raise ``NotImplementedError``.
     * ``identity``: what identifies the model for the cache fingerprint (never secrets).
@@ -87,9 +112,14 @@ class LLMRuntime(Protocol):
 
     #: The backend name the fingerprint records (``hf``, ``vllm``, ``openai``).
     backend: str
-    #: Whether ``next_token_logprobs`` really continues a forced prefix (an HTTP server may start a
-    #: fresh reply instead); generate mode reads its verdict by continuation only when it does.
-    continues_prefix: bool = True
+    #: How ``next_token_logprobs`` reads the value that follows ``assistant_prefix``, recorded as
+    #: each generate-mode verdict's ``verdict_path``: ``continuation`` (the reply continues the
+    #: forced prefix), a hosted API's read of the same value that no answer can steer
+    #: (``followup``, ``followup_enum``, ``prefill``: :mod:`rankkit.judges.hosted_verdict`), or
+    #: None where it has none (an HTTP server that starts a fresh reply): generate mode then parses
+    #: the free text. Reads named in :data:`SAMPLED_READS` are one-hot. An HTTP runtime finds it
+    #: by probing on first use (a property), never when built.
+    prefix_read: str | None = "continuation"
     #: How many requests it can usefully have in flight: a dispatcher sizes its work from it.
     capacity: int = 1
     #: Whether it gains from full batches (a local model) or streams requests (HTTP).
@@ -98,6 +128,12 @@ class LLMRuntime(Protocol):
     #: "max_position_embeddings")``), where the runtime checks prompts against it; None: unknown.
     #: The dry run warns about tasks whose prompts would not fit.
     context: tuple[int, str] | None = None
+    #: USD per million tokens (:mod:`rankkit.judges.prices`): each result's usage then carries its
+    #: cost (``usd_nano``) and the dry run estimates one. None: unpriced (a local model).
+    price: Price | None = None
+    #: Whether it sends requests through a provider's batch API (``batch=true``): the dry run
+    #: counts sequential batches and applies the batch discount.
+    batched: bool = False
 
     def identity(self) -> dict[str, Any]: ...
 
@@ -112,6 +148,11 @@ class LLMRuntime(Protocol):
 
     def close(self) -> None:
         """Release what the runtime holds (a shared, cached model stays loaded)."""
+        return None
+
+    def show_progress(self, note: Callable[[str], None]) -> None:
+        """Report what the run's progress bar should show beside its counts to ``note`` (a batching
+        runtime: each batch's id, state and requests done); a runtime with nothing to add ignores it."""
         return None
 
 

@@ -12,10 +12,13 @@ gives it itself, for its prompts, decoding parameters and runtime; the modes kee
     second answer (:func:`continuation_verdicts`); pointwise: ``Final verdict: Score: ``. The prompt
     shows the digit scale ``0..K`` (K as in ``logprob`` mode) and scores are mapped onto the
     task's scale. A candidate that writes a verdict, or makes the judge repeat one, changes
-    nothing that is read. Runtimes that cannot continue a prefix (llama-cpp-python's server,
-    OpenAI) fall back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`:
-    strict, but a pattern over text a candidate can influence), with one warning line; every
-    judgment records its ``verdict_path``. A verdict that cannot be read is asked again once
+    nothing that is read. An HTTP runtime whose server cannot continue a prefix (OpenAI, hosted
+    APIs, llama-cpp-python's server) reads the same value from a follow-up turn instead
+    (``verdict_path`` ``followup``/``followup_enum``: :mod:`rankkit.judges.hosted_verdict`), and
+    Anthropic's from a prefilled reply (``prefill``); only runtimes that offer none of these fall
+    back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`: strict, but
+    a pattern over text a candidate can influence), with one warning line; every judgment records
+    its ``verdict_path``. A verdict that cannot be read is asked again once
     with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy retry
     would repeat itself); if that fails too the judgment is recorded with status FAILED: a
     failed grade has ``value=None``, a failed comparison has both answers at the middle of the
@@ -45,12 +48,12 @@ each judgment the moment it exists.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rankkit.judges.base import add_usage
 from rankkit.judgments import Verdict, ComparisonRequest, ParseStatus, Grade, GradeRequest, Winner
-from rankkit.judges.llm_runtime import Conversation, LLMRuntime, user_turn
+from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, LLMRuntime, user_turn
 from rankkit.prompts import (
     Template,
     TemplateChoice,
@@ -325,6 +328,16 @@ def read_scores(runtime: LLMRuntime, prompts: Sequence[Prompt], prefixes: Sequen
                                [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts])
 
 
+def read_usage(tables: Sequence[Mapping[str, float]]) -> dict[str, int]:
+    """What reading ``tables`` cost, when the runtime says (a hosted API's follow-up reads are
+    :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` with their ``usage``); empty otherwise."""
+    total: dict[str, int] = {}
+    for table in tables:
+        if isinstance(table, ChoiceLogprobs):
+            add_usage(total, table.usage)
+    return total
+
+
 def _argmax_digit(logprobs: Mapping[str, float]) -> str:
     return max(logprobs, key=lambda digit: (logprobs[digit], -int(digit)))
 
@@ -361,7 +374,7 @@ def continuation_verdicts(runtime: LLMRuntime, prompts: Sequence[Prompt], texts:
         shown = template.verdict_prefix + "".join(
             f" {label} {'?' if v is None else format(v, '.2f')}/{format_points(prompt.max_points)}"
             for label, v in zip(labels, values))
-        read = {"logprobs": tables, "continuation": shown}
+        read = {"logprobs": tables, "continuation": shown, "usage": read_usage(tables)}
         if len(values) < slots or any(v is None for v in values):
             results.append((ParsedVerdict(None, "no probability on any score digit after the verdict prefix"), read))
         else:
@@ -415,7 +428,7 @@ class GenerateMode:
         path an attempt's explanations are generated first, then read in one or two batched
         continuation calls; on the text path each is parsed as it arrives."""
         conversations = [p.conversation for p in prompts]
-        if judge.verdict_path != "continuation":
+        if judge.verdict_path == "text":
             parse = parse_pairwise if slots == 2 else parse_pointwise
 
             def parse_texts(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
@@ -429,7 +442,8 @@ class GenerateMode:
             read = continuation_verdicts(judge.runtime, [prompts[i] for i in indices], texts, slots)
             for local, (verdict, what) in enumerate(read):
                 raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {what['continuation']}"
-                yield local, Reading(verdict.scores, verdict.error, raw, {"verdict_reads": len(what["logprobs"])},
+                yield local, Reading(verdict.scores, verdict.error, raw,
+                                     {"verdict_reads": len(what["logprobs"]), **what["usage"]},
                                      {"logprobs": what["logprobs"]})
 
         return generate_and_read(judge, conversations, read_continuations)
@@ -439,7 +453,7 @@ class GenerateMode:
         reading = reply.reading
         extras: dict[str, Any] = {"mode": "generate", "template": prompt.template.name,
                                   "max_points": prompt.max_points,
-                                  "verdict_path": "continuation" if "logprobs" in reading.details else "text"}
+                                  "verdict_path": judge.verdict_path if "logprobs" in reading.details else "text"}
         if reading.value is not None:
             extras["verdict"] = list(reading.value)
         extras.update(reading.details)
@@ -456,11 +470,16 @@ class GenerateMode:
 
 def next_token_logprobs(runtime: LLMRuntime, conversations: Sequence[Conversation], prefixes: Sequence[str],
                         choices: Sequence[tuple[str, ...]]) -> Iterator[tuple[int, dict[str, float]]]:
-    """Group prompts by (prefix, choices) — e.g. English and German tasks — and ask the runtime."""
-    groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-    for index, key in enumerate(zip(prefixes, choices)):
-        groups.setdefault(key, []).append(index)
-    for (prefix, group_choices), indices in groups.items():
+    """Group prompts by their choices (e.g. the digit scales of tasks with different M) and ask
+    the runtime once per group, each prompt with its own prefix: generate mode's prefixes hold each
+    judge's explanation, and one call per group lets an HTTP runtime send them all at once (or in
+    one batch) rather than one after another."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for index, key in enumerate(choices):
+        groups.setdefault(tuple(key), []).append(index)
+    for group_choices, indices in groups.items():
+        group_prefixes = [prefixes[i] for i in indices]
+        prefix: str | list[str] = group_prefixes[0] if len(set(group_prefixes)) == 1 else group_prefixes
         for local, logprobs in runtime.next_token_logprobs(
                 [conversations[i] for i in indices], assistant_prefix=prefix, choices=list(group_choices)):
             yield indices[local], logprobs
@@ -487,14 +506,15 @@ class LogprobMode:
             prompt = prompts[index]
             value, mass = expected_digit(logprobs)
             extras = {"mode": "logprob", "template": prompt.template.name, "max_points": prompt.max_points,
-                      "score_mass": mass, "logprobs": logprobs}
+                      "score_mass": mass, "logprobs": dict(logprobs)}
+            usage = read_usage([logprobs])
             if value is None:
-                yield index, Grade(value=None, raw=prefixes[index], status=ParseStatus.FAILED,
+                yield index, Grade(value=None, raw=prefixes[index], status=ParseStatus.FAILED, usage=usage,
                                            extras={**extras, "parse_error": "no probability on any score token"})
                 continue
             yield index, Grade(value=to_task_scale(value, prompt.max_points, task.scale),
                                        raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
-                                       extras=extras)
+                                       usage=usage, extras=extras)
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
@@ -506,7 +526,9 @@ class LogprobMode:
             raw_probability = choice_probability(logprobs["1"], logprobs["2"])
             probability = None if raw_probability is None else \
                 judge.calibrate_pair_probability(task, first, second, raw_probability)
-            yield index, choice_judgment(task, prompts[index].template.name, prefixes[index], logprobs, probability)
+            judgment = choice_judgment(task, prompts[index].template.name, prefixes[index], dict(logprobs), probability)
+            usage = read_usage([logprobs])
+            yield index, replace(judgment, usage=usage) if usage else judgment
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""A judge behind any OpenAI-compatible HTTP endpoint: vLLM, llama.cpp's server, TGI, OpenAI itself.
+"""A judge behind any OpenAI-compatible HTTP endpoint: vLLM, llama.cpp's server, TGI, OpenAI itself, hosted APIs.
 
 Spec::
 
@@ -35,14 +35,31 @@ results are yielded, so every judgment the server answered is cached and a rerun
 this one stopped. Retries are counted per judgment (``usage["retries"]``, summed per strategy into
 ``Cost.retries``) and in :attr:`OpenAIRuntime.stats`.
 
-**Modes.** ``generate`` works against any chat-completions server. ``logprob`` needs the
-first-token ``logprobs``/``top_logprobs`` of a reply that continues a forced prefix (``Score: ``):
-vLLM, SGLang and llama.cpp's ``llama-server`` do that (see :func:`prefill_fields`). Before its
-first logprob request the runtime checks this with one probe request whose continuation is known
-(:meth:`OpenAIRuntime.check_continuation`); a server that returns no log-probabilities, or does not
-continue the prefix (llama-cpp-python's server), stops the run before any judgment with
-:class:`LogprobsUnavailable` (exit 2), whose message says to use ``mode=generate``. ``loglik`` (likelihood of a given answer) is not offered: chat
-completions never score a given text.
+**Modes and verdicts.** Verdicts are read, in ``generate`` mode after the judge's explanation and
+in ``logprob`` mode after the prompt, from a reply rankkit controls, found once per runtime by
+probe requests (:attr:`OpenAIRuntime.prefix_read`): a *continuation* of a forced prefix
+(``Final verdict: Answer 1: ``, ``Score: ``) with first-token ``logprobs``/``top_logprobs`` where
+the server continues a final assistant message (vLLM, SGLang: :func:`prefill_fields`;
+llama.cpp's ``llama-server``); elsewhere — OpenAI, the hosted OpenAI-compatible APIs,
+llama-cpp-python's server — a *follow-up* turn asking for the one value that completes
+rankkit's verdict line, read from a one-token reply's ``top_logprobs`` (``followup``) or, for a
+model without log-probabilities, from a reply constrained to the choices by structured outputs
+(``followup_enum``) (:mod:`rankkit.judges.hosted_verdict`). Only a server that offers none of
+these falls back to parsing free text (generate mode, with a warning) or stops ``logprob`` mode
+before any judgment with :class:`LogprobsUnavailable` (exit 2). ``loglik`` (likelihood of a given
+answer) is not offered: chat completions never score a given text.
+
+**What a server refuses.** No field is sent that a server is not known to take: vLLM's
+chat-template switches go only to a server that is not a known hosted API and whose ``/models``
+does not call the model OpenAI's; an HTTP 400 naming a field (``Unrecognized request argument
+supplied: X``, ``Unsupported parameter: 'max_tokens'``...) is learned for the run — the field is
+dropped or renamed (``max_tokens`` -> ``max_completion_tokens``) and the request sent again.
+
+**Cost, pacing, batches.** With a price (built in for the model, or ``price_in=``/``price_out=``:
+:mod:`rankkit.judges.prices`) each response's usage carries its cost in dollars, cached input
+tokens at the cached price; ``rpm=``/``tpm=`` and the rate-limit headers pace requests
+(:mod:`rankkit.judges.pacing`); ``batch=true`` sends each runtime call as one batch on OpenAI's Batch
+API at half the price (:mod:`rankkit.judges.batches`).
 
 **Secrets.** The API key is read from the environment variable ``api_key_env`` (default
 ``OPENAI_API_KEY``; a local server needs none). It is sent only as the ``Authorization`` header:
@@ -66,17 +83,38 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from rankkit.judges.base import JudgeError
-from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, RetryingClient, RetryPolicy
 from rankkit.judges.backends import Argument, Option, Settings
+from rankkit.judges.base import JudgeError
+from rankkit.judges.batches import OpenAIBatches
+from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions
+from rankkit.judges.hosted_verdict import (  # hosted APIs: follow-up verdicts, refusals learned
+    enum_response_format,
+    followup_conversation,
+    known_hosted,
+    one_hot,
+    read_enum_reply,
+    refused_field,
+)
+from rankkit.judges.http_client import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BadResponse,
+    HTTPStatusError,
+    RetryingClient,
+    RetryPolicy,
+    client_options,
+    logger,
+)
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import Generation, LLMRuntime, per_row
+from rankkit.judges.llm_runtime import ChoiceLogprobs, Generation, LLMRuntime, per_row
+from rankkit.judges.pacing import PACING_OPTIONS, Pacer
+from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
 from rankkit.specs import Spec, SpecError, parse_spec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+T = TypeVar("T")
 #: How many alternatives ``logprob`` mode asks for at the first answer token (OpenAI's limit is 20;
 #: vLLM's default ``--max-logprobs`` is 20 too).
 TOP_LOGPROBS = 20
@@ -96,6 +134,8 @@ class LogprobsUnavailable(JudgeError):
 PROBE_QUESTION = "Count from 1 to 20, separated by commas. Write nothing else."
 PROBE_PREFIX = "1, 2, 3, 4, 5, 6, 7, 8,"
 PROBE_NEXT, PROBE_FRESH = "9", "1"
+#: The structured-outputs probe (servers without log-probabilities): any digit it returns will do.
+ENUM_PROBE_QUESTION = "Which digit comes after 8? Reply with the digit only."
 
 
 # -- the runtime -------------------------------------------------------------------------------------
@@ -112,6 +152,10 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
     base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
         client's (:class:`~rankkit.judges.http_client.RetryingClient`); ``base_url`` defaults to
         OpenAI's own API.
+    price: USD per million tokens (:mod:`rankkit.judges.prices`); each response's usage then
+        carries its cost (``usd_nano``). None: the cost is not counted.
+    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``).
+    batch: send each call's requests as one batch (:mod:`rankkit.judges.batches`; ``batch=true``).
 
     ``generate`` and ``next_token_logprobs`` may be called from several threads at once: all
     calls share the client's pool of :attr:`capacity` workers, and each attempt holds a replica
@@ -120,20 +164,52 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
     """
 
     backend = "openai"
-    #: Requests are streamed to the server one by one; nothing is gained by waiting for a full batch.
-    fills_batches = False
 
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
-                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
+                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 price: Price | None = None, pacer: Pacer | None = None, batch: BatchOptions | None = None):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
-                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes)
+                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
         self.model = model
-        # The continuation probe runs once per runtime (so once per judge), before its first
-        # logprob request; its error is kept so every later call refuses the same way.
+        self.price = price
+        #: With ``batch=true``: what sends each runtime call's requests as one batch (else None).
+        self.batcher = None if batch is None else batch.runner(self, OpenAIBatches())
+        self.batch_size = batch.size if batch is not None else 0
+        # How verdicts are read (prefix_read) is found by probe requests, once per runtime
+        # (so once per judge), before the first read that needs it.
         self._probe_lock = threading.Lock()
         self._probe_done = False
-        self._probe_error: LogprobsUnavailable | None = None
+        self._path: str | None = None
+        # What the server refused, learned from HTTP 400s and kept for the run (_send_chat).
+        self._learned_lock = threading.Lock()
+        self._dropped: set[str] = set()
+        self._completion_tokens_field = "max_tokens"
+        self._prefill_fields = False  # whether continuations need vLLM's chat-template switches
+        self._prefill_fields_refused = False
+        self._logprobs_refused = False
+
+    @property
+    def batched(self) -> bool:  # type: ignore[override]  # set by batch=true
+        """Whether requests go out as batches (``batch=true``)."""
+        return self.batcher is not None
+
+    def show_progress(self, note: Callable[[str], None]) -> None:
+        """With ``batch=true``: each batch's id, state and requests done go to ``note``."""
+        if self.batcher is not None:
+            self.batcher.on_status = note
+
+    @property
+    def fills_batches(self) -> bool:  # type: ignore[override]
+        """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
+        ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""
+        return self.batcher is not None
+
+    @property
+    def capacity(self) -> int:  # type: ignore[override]
+        """Requests usefully in flight: ``concurrency`` per replica, or with ``batch=true`` the
+        batch size (``batch_size``)."""
+        return self.batch_size if self.batcher is not None else super().capacity
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
@@ -148,26 +224,89 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
     def request_subject(self) -> str:
         return f"model {self.model!r}"
 
-    # -- the LLMRuntime protocol -------------------------------------------------------------------
+    # -- requests, and what the server refuses ----------------------------------------------------
     def _chat_body(self, conversation: list[dict[str, str]], **options: Any) -> dict[str, Any]:
         return {"model": self.model, "messages": list(conversation), **options}
+
+    def _adapted(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as this server takes it: fields it refused dropped, ``max_tokens`` renamed."""
+        with self._learned_lock:
+            adapted = {key: value for key, value in body.items() if key not in self._dropped}
+            if "max_tokens" in adapted and self._completion_tokens_field != "max_tokens":
+                adapted[self._completion_tokens_field] = adapted.pop("max_tokens")
+        return adapted
+
+    def _learn_refusal(self, field: str) -> bool:
+        """Adapt to a server that refused ``field`` (HTTP 400): True when the request can be sent
+        again without it; raises :class:`LogprobsUnavailable` when the refused field is what the
+        request is for (log-probabilities, a continuation)."""
+        with self._learned_lock:
+            if field in PREFILL_SWITCHES:
+                self._prefill_fields_refused = True
+                raise LogprobsUnavailable(f"the server refuses {field!r}, so it cannot be asked to continue a "
+                                          f"final assistant message")
+            if field in ("logprobs", "top_logprobs"):
+                self._logprobs_refused = True
+                raise LogprobsUnavailable(f"the server refuses {field!r}: the model returns no log-probabilities")
+            # (already learned from a request sent at the same time: sending again adapts it too)
+            if field == "max_tokens":
+                self._completion_tokens_field = "max_completion_tokens"  # OpenAI's reasoning models
+                return True
+            if field in DROPPABLE_FIELDS:
+                self._dropped.add(field)
+                return True
+            return False
+
+    def _send_chat(self, body: dict[str, Any], abort: threading.Event | None,
+                   read: Callable[[dict[str, Any]], Any]) -> tuple[Any, int]:
+        """POST a chat completion; on an HTTP 400 that names a field the server does not take
+        (:func:`~rankkit.judges.hosted_verdict.refused_field`), learn it for the run (drop or
+        rename it: :meth:`_learn_refusal`) and send the request again, so a run never fails on
+        a field, and later requests never carry it."""
+        retries = 0
+        while True:
+            try:
+                result, used = self.post("/chat/completions", self._adapted(body), abort, read)
+                return result, retries + used
+            except HTTPStatusError as err:
+                field = refused_field(err.text) if err.status == 400 else None
+                if field is None or retries >= MAX_REFUSALS or not self._learn_refusal(field):
+                    raise
+                logger.info("openai: %s does not take %r; sending the request without it from now on",
+                            self.base_url, field)
+                retries += 1
+
+    # -- the LLMRuntime protocol -------------------------------------------------------------------
+    def _dispatch(self, requests: Sequence[tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]]],
+                  finish: Callable[[Any, dict[str, int]], T]) -> Iterator[tuple[int, T]]:
+        """Send ``(body, read)`` requests — directly, ``concurrency`` at a time per replica, or with
+        ``batch`` as one batch (:mod:`rankkit.judges.batches`) — and yield ``(index, finish(value,
+        usage))`` as each arrives; ``read`` turns a response into ``(value, usage)``, and the usage
+        gets its retries and its cost (at the batch discount in a batch)."""
+        if self.batcher is not None:
+            bodies = [self._adapted(body) for body, _ in requests]
+            for index, (value, usage) in self.batcher.run(bodies, lambda i, payload: requests[i][1](payload)):
+                yield index, finish(value, with_cost(usage, self.price, batch=True))
+            return
+
+        def job(body: dict[str, Any], read: Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]
+                ) -> Callable[[threading.Event], T]:
+            def call(abort: threading.Event) -> T:
+                (value, usage), retries = self._send_chat(body, abort, read)
+                if retries:
+                    usage["retries"] = usage.get("retries", 0) + retries
+                return finish(value, with_cost(usage, self.price))
+
+            return call
+
+        yield from self._run_all([job(body, read) for body, read in requests])
 
     def generate(self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
                  temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
         """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives."""
-
-        def job(conversation: list[dict[str, str]]) -> Callable[[threading.Event], Generation]:
-            body = self._chat_body(conversation, max_tokens=max_new_tokens, temperature=temperature, seed=seed)
-
-            def call(abort: threading.Event) -> Generation:
-                (text, usage), retries = self.post("/chat/completions", body, abort, read_reply)
-                if retries:
-                    usage["retries"] = retries
-                return Generation(text=text, usage=usage)
-
-            return call
-
-        yield from self._run_all([job(c) for c in conversations])
+        requests = [(self._chat_body(c, max_tokens=max_new_tokens, temperature=temperature, seed=seed), read_reply)
+                    for c in conversations]
+        yield from self._dispatch(requests, lambda text, usage: Generation(text=text, usage=usage))
 
     def next_token_logprobs(self, conversations: Sequence[list[dict[str, str]]], *, assistant_prefix: str | Sequence[str],
                             choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
@@ -175,78 +314,152 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
 
         Asks for one token with ``logprobs``/``top_logprobs``; a choice is matched to a returned
         token ignoring surrounding spaces (``" A"`` counts for ``"A"``), and a choice absent from the
-        top alternatives gets ``-inf``. A server that answers without log-probabilities raises
-        :class:`LogprobsUnavailable`, which says to use ``mode=generate``. The reply is forced to
-        start with ``assistant_prefix`` (one for all, or one per conversation) as described in
-        :func:`prefill_fields`.
+        top alternatives gets ``-inf``. The reply is forced to start with ``assistant_prefix`` (one
+        for all, or one per conversation) by the server's way of reading a verdict
+        (:attr:`prefix_read`): a continuation of a final assistant message
+        (:func:`prefill_fields`), or, where the server cannot continue one, a fresh one-token reply
+        to a follow-up turn (:func:`~rankkit.judges.hosted_verdict.followup_conversation`), read from
+        its ``top_logprobs`` or, without log-probabilities, from a reply constrained to the choices
+        (one-hot). An empty prefix reads a fresh reply. A server that offers none of these raises
+        :class:`LogprobsUnavailable`, which says to use ``mode=generate``. Each result is a
+        :class:`ChoiceLogprobs`, whose ``usage`` holds the request's tokens and cost.
         """
         prefixes = per_row(assistant_prefix, len(conversations))
-        if any(prefixes):  # the reading depends on the server continuing the prefix: check it once
-            self.check_continuation()
+        path = self.prefix_read if any(prefixes) else None
+        if any(prefixes) and path is None:
+            self.check_continuation()  # raises, naming why
+        requests = [self._read_request(c, p, choices, path) for c, p in zip(conversations, prefixes)]
+        yield from self._dispatch(requests, ChoiceLogprobs)
 
-        def read(payload: dict[str, Any]) -> dict[str, float]:
-            return choice_logprobs(first_token_alternatives(payload, "the server"), choices)
-
-        def job(conversation: list[dict[str, str]], prefix: str) -> Callable[[threading.Event], dict[str, float]]:
+    def _read_request(self, conversation: list[dict[str, str]], prefix: str, choices: Sequence[str],
+                      path: str | None) -> tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[dict[str, float], dict[str, int]]]]:
+        """The request that reads ``choices`` after ``prefix`` by ``path``, and how to read its response."""
+        if prefix and path == "continuation":
             body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
                                    top_logprobs=TOP_LOGPROBS)
-            if prefix:
-                body.update(prefill_fields(conversation, prefix))
+            body.update(prefill_fields(conversation, prefix, switches=self._prefill_fields))
+        else:
+            messages = followup_conversation(conversation, prefix, choices) if prefix else list(conversation)
+            if path == "followup_enum":  # a reply constrained to the choices by structured outputs: one-hot
+                body = self._chat_body(messages, max_tokens=ENUM_MAX_TOKENS, temperature=0.0,
+                                       response_format=enum_response_format(choices))
 
-            def call(abort: threading.Event) -> dict[str, float]:
-                return self.post("/chat/completions", body, abort, read)[0]
+                def read_enum(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
+                    text, usage = read_reply(payload)
+                    return one_hot(read_enum_reply(text), choices), usage
 
-            return call
+                return body, read_enum
+            body = self._chat_body(messages, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS)
 
-        yield from self._run_all([job(c, p) for c, p in zip(conversations, prefixes)])
+        def read(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
+            return choice_logprobs(first_token_alternatives(payload, "the server"), choices), usage_of(payload)
+
+        return body, read
+
+    # -- how verdicts are read: the probes ----------------------------------------------------------
+    @property
+    def prefix_read(self) -> str | None:  # type: ignore[override]  # probed on first use
+        """How this server's verdicts are read, found by probe requests once per runtime:
+
+        * ``continuation``: it continues a final assistant message with log-probabilities (vLLM,
+          SGLang with :func:`prefill_fields`' switches; llama-server without them);
+        * ``followup``: it does not, but returns log-probabilities: a fresh one-token reply to a
+          follow-up turn is read instead (OpenAI, most hosted APIs);
+        * ``followup_enum``: no log-probabilities, but structured outputs: the follow-up's reply
+          is constrained to the choices (a sampled value, read one-hot);
+        * None: none of these (the judge falls back to parsing free text).
+
+        The probe: "count from 1 to 20" with the reply forced to start ``1, 2, ..., 8,``; a
+        continuation goes on with ``9``, a fresh reply starts with ``1``. It is first sent as a
+        plain final assistant message; only a server that does not continue that, is not a
+        known hosted API and does not call itself OpenAI's (``owned_by`` in ``/models``) is
+        asked again with vLLM's switches, and a 400 refusing them is remembered, not fatal.
+        """
+        with self._probe_lock:
+            if not self._probe_done:
+                self._path = self._probe()
+                self._probe_done = True
+            return self._path
+
+    def _probe_alternatives(self, switches: bool) -> dict[str, float] | None:
+        conversation = [{"role": "user", "content": PROBE_QUESTION}]
+        body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS)
+        body.update(prefill_fields(conversation, PROBE_PREFIX, switches=switches))
+        try:
+            return self._send_chat(body, None, lambda payload: first_token_alternatives(payload, "the server"))[0]
+        except LogprobsUnavailable:
+            return None
+        except HTTPStatusError as err:
+            if err.status != 400:
+                raise
+            return None  # e.g. a server that refuses a final assistant message: it cannot continue one
+
+    def _fresh_logprobs(self) -> bool:
+        """Whether a fresh reply comes with log-probabilities (asked when the prefix probe could
+        not tell: it was refused, or answered without them)."""
+        body = self._chat_body([{"role": "user", "content": ENUM_PROBE_QUESTION}], max_tokens=1, temperature=0.0,
+                               logprobs=True, top_logprobs=TOP_LOGPROBS)
+        try:
+            self._send_chat(body, None, lambda payload: first_token_alternatives(payload, "the server"))
+        except LogprobsUnavailable:
+            return False
+        except HTTPStatusError as err:
+            if err.status != 400:
+                raise
+            return False
+        return True
+
+    def _probe(self) -> str | None:
+        alternatives = self._probe_alternatives(switches=False)
+        if alternatives is not None and continues_probe(alternatives):
+            return "continuation"
+        if self._may_take_switches():
+            switched = self._probe_alternatives(switches=True)
+            if switched is not None and continues_probe(switched):
+                self._prefill_fields = True
+                return "continuation"
+        if alternatives is not None or (not self._logprobs_refused and self._fresh_logprobs()):
+            return "followup"
+        digits = [str(d) for d in range(10)]
+        try:
+            value = self._send_chat(self._chat_body([{"role": "user", "content": ENUM_PROBE_QUESTION}],
+                                                    max_tokens=ENUM_MAX_TOKENS, temperature=0.0,
+                response_format=enum_response_format(digits)), None, lambda payload: read_reply(payload)[0])[0]
+        except HTTPStatusError:
+            return None
+        return "followup_enum" if read_enum_reply(value) in digits else None
+
+    def _may_take_switches(self) -> bool:
+        """Whether vLLM's chat-template switches may be tried: not on a known hosted API, not on
+        a server that refused them, not on one whose ``/models`` says OpenAI owns the model."""
+        if self._prefill_fields_refused or any(known_hosted(replica.url) for replica in self.replicas):
+            return False
+        return model_owner(self._models_listing(), self.model) not in OPENAI_OWNERS
+
+    def _models_listing(self) -> Any:
+        """``GET /models`` of the first replica (None when it fails: the listing only hints)."""
+        self._ensure_started()
+        try:
+            response = self._clients[0].get("/models", timeout=min(self.timeout, 10.0))
+            return response.json() if response.status_code == 200 else None
+        except Exception:  # any failure means "no hint"
+            return None
 
     def check_continuation(self) -> None:
-        """Refuse a server that does not continue a final assistant message, before any judgment.
-
-        Such a server (llama-cpp-python's, OpenAI's) closes the forced prefix and opens a fresh
-        reply, so the first-token log-probabilities belong to another question and every verdict
-        would look confident and mean nothing. One request tells: the reply to "count from 1 to
-        20" forced to start with ``1, 2, …, 8,`` must go on with ``9``; a fresh reply starts with
-        ``1``. The answer is kept for the runtime's lifetime (one probe per judge instance).
+        """Refuse a server whose verdicts cannot be read without parsing text, before any judgment.
 
         Raises
         ------
         LogprobsUnavailable
-            The server returns no log-probabilities, or does not continue the prefix; the message
-            says to use ``mode=generate``.
+            :attr:`prefix_read` found no way: the server neither continues a final
+            assistant message nor returns log-probabilities nor takes structured outputs; the
+            message says to use ``mode=generate``.
         """
-        with self._probe_lock:
-            if not self._probe_done:
-                conversation = [{"role": "user", "content": PROBE_QUESTION}]
-                body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
-                                       top_logprobs=TOP_LOGPROBS)
-                body.update(prefill_fields(conversation, PROBE_PREFIX))
-                try:
-                    alternatives = self.post("/chat/completions", body, None,
-                                             lambda payload: first_token_alternatives(payload, "the server"))[0]
-                    if not continues_probe(alternatives):
-                        top = max(alternatives, key=alternatives.get)
-                        raise LogprobsUnavailable(
-                            f"the server does not continue a final assistant message (a reply forced to start "
-                            f"with {PROBE_PREFIX!r} went on with {top!r}, not {PROBE_NEXT!r}), so mode=logprob would "
-                            f"read the first token of a fresh reply and its verdicts would mean nothing; use "
-                            f"mode=generate (vLLM, SGLang and llama-server continue it; llama-cpp-python's "
-                            f"server and OpenAI do not)")
-                except LogprobsUnavailable as err:
-                    self._probe_error = err
-                self._probe_done = True
-            if self._probe_error is not None:
-                raise self._probe_error
-
-    @property
-    def continues_prefix(self) -> bool:  # type: ignore[override]  # a probe, read on first use
-        """Whether the server continues a final assistant message with log-probabilities (one probe
-        request per runtime, :meth:`check_continuation`)."""
-        try:
-            self.check_continuation()
-        except LogprobsUnavailable:
-            return False
-        return True
+        if self.prefix_read is None:
+            raise LogprobsUnavailable(
+                "the server does not continue a final assistant message, returns no log-probabilities "
+                "and refuses structured outputs, so mode=logprob has nothing to read; use mode=generate "
+                "(its verdict is then parsed from free text, the weaker fallback)")
 
     def answer_logliks(self, conversations: Sequence[list[dict[str, str]]],
                        answers: Sequence[str]) -> Iterator[tuple[int, float]]:
@@ -255,6 +468,33 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
         raise NotImplementedError(
             "the openai judge cannot score a given answer's likelihood (chat completions return "
             "log-probabilities of generated tokens only); use mode=generate or mode=logprob")
+
+
+#: vLLM's chat-template switches that make a reply continue a final assistant message.
+PREFILL_SWITCHES = ("continue_final_message", "add_generation_prompt")
+#: Fields a request still works without when a server refuses them (the server's default then applies).
+DROPPABLE_FIELDS = ("seed", "temperature", "top_p")
+#: ``owned_by`` values of OpenAI's own ``/models`` listing: such a server never takes vLLM's switches.
+OPENAI_OWNERS = ("openai", "system", "openai-internal")
+#: Refused fields one request may learn from before its refusal is final (a server that keeps
+#: refusing what it was just sent without is not adapted to forever).
+MAX_REFUSALS = 4
+#: Tokens of a structured one-value reply (``{"value": "7"}``).
+ENUM_MAX_TOKENS = 16
+
+
+def model_owner(listing: Any, model: str) -> str | None:
+    """``owned_by`` of ``model`` (else of the first model) in a ``/models`` listing, or None.
+
+    >>> model_owner({"data": [{"id": "m", "owned_by": "vllm"}]}, "m")
+    'vllm'
+    """
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return None
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == model), entries[0])
+    owner = entry.get("owned_by") if isinstance(entry, dict) else None
+    return owner if isinstance(owner, str) else None
 
 
 # -- reading responses (pure functions) ---------------------------------------------------------------
@@ -300,12 +540,16 @@ def usage_of(payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
         value = reported.get(key) if isinstance(reported, dict) else None
         if isinstance(value, int) and not isinstance(value, bool):
             usage[key] = value
+    details = reported.get("prompt_tokens_details") if isinstance(reported, dict) else None
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(cached, int) and not isinstance(cached, bool) and cached > 0:
+        usage["cached_tokens"] = cached  # OpenAI's prompt caching: billed at the cached-input price
     if retries:
         usage["retries"] = retries
     return usage
 
 
-def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str) -> dict[str, Any]:
+def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str, switches: bool = True) -> dict[str, Any]:
     """Request fields that make the reply continue ``assistant_prefix`` instead of starting afresh.
 
     The prefix is sent as a final, unfinished assistant message with vLLM's chat-template switches
@@ -313,9 +557,13 @@ def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str) ->
     and llama.cpp's ``llama-server`` continues a final assistant message by default). A server
     that ignores them — llama-cpp-python's, OpenAI's — closes the assistant turn and opens a new
     one, so the log-probabilities would be those of a fresh reply: use ``mode=generate`` there.
+    ``switches`` False sends the final assistant message alone (llama-server continues it; a
+    strict server refuses the switches with HTTP 400).
     """
-    return {"messages": [*conversation, {"role": "assistant", "content": assistant_prefix}],
-            "continue_final_message": True, "add_generation_prompt": False}
+    fields: dict[str, Any] = {"messages": [*conversation, {"role": "assistant", "content": assistant_prefix}]}
+    if switches:
+        fields.update(continue_final_message=True, add_generation_prompt=False)
+    return fields
 
 
 def _logprob(value: Any, where: str) -> float:
@@ -397,16 +645,9 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 #: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS` (none of them
 #: changes the fingerprint: see "Identity" in the module docstring).
 OPENAI_OPTIONS: tuple[Option, ...] = (
-    Option("base_url", str, None, "the server, |-joined replicas (default: $OPENAI_BASE_URL, else OpenAI's API)",
-           identity=False, trusted_only=True),
-    Option("concurrency", int, 4, "requests in flight per replica", identity=False),
-    Option("timeout", float, 120.0, "seconds per request", identity=False),
-    Option("max_attempts", int, RetryPolicy.max_attempts, "attempts per request, the first included", identity=False),
-    Option("backoff", float, RetryPolicy.backoff, "first retry's wait, seconds (doubles each time)", identity=False),
-    Option("max_backoff", float, RetryPolicy.max_backoff, "longest wait between attempts", identity=False),
-    Option("api_key_env", str, None, f"the variable holding the API key (default {DEFAULT_API_KEY_ENV})",
-           identity=False, trusted_only=True),
-    Option("max_response_bytes", int, DEFAULT_MAX_RESPONSE_BYTES, "largest response body read", identity=False),
+    *client_options("the server, |-joined replicas (default: $OPENAI_BASE_URL, else OpenAI's API)",
+                    DEFAULT_API_KEY_ENV),
+    *PRICE_OPTIONS, *PACING_OPTIONS, *BATCH_OPTIONS,
 )
 
 
@@ -421,13 +662,22 @@ def _read_spec(text: str) -> Spec:
 
 def _openai_runtime(settings: Settings) -> OpenAIRuntime:
     """The runtime of ``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K]
-    [,backoff=S][,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME]``.
+    [,backoff=S][,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,price_in=USD][,price_out=USD]
+    [,rpm=N][,tpm=N][,batch=true][,batch_poll=S][,batch_journal=PATH][,batch_size=N]``.
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's own API; several replicas of the
     same model are ``|``-joined. The key is read from ``$OPENAI_API_KEY`` or the variable
     ``api_key_env`` names; a local server needs none, but a variable named explicitly must be set,
     and OpenAI's own API (no ``base_url`` at all) needs one: without it the spec is refused at
     once instead of failing every request with HTTP 401.
+
+    ``price_in``/``price_out``: USD per million input/output tokens, overriding the built-in
+    price of the model (:mod:`rankkit.judges.prices`); with a price, each judgment's usage
+    carries its cost and every strategy's ``cost.usd`` adds them up. ``rpm``/``tpm``: requests/
+    tokens per minute to stay under (:mod:`rankkit.judges.pacing`; the server's rate-limit
+    headers are honoured either way). ``batch=true``: each runtime call (a round's explanations,
+    then their verdict reads) goes out as one batch on OpenAI's Batch API at half the price
+    (:mod:`rankkit.judges.batches`).
     """
     if settings["mode"] == "loglik":
         raise SpecError("openai: mode=loglik needs the log-likelihood of a given answer, which chat "
@@ -436,19 +686,21 @@ def _openai_runtime(settings: Settings) -> OpenAIRuntime:
     api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
     if key_env and not api_key:
         raise SpecError(f"openai: api_key_env={key_env} names an environment variable that is not set")
-    retry = RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff")))
     base_url = settings["base_url"] or os.environ.get("OPENAI_BASE_URL")
     if not base_url and not api_key:
         raise SpecError(f"openai: no base_url and no API key: for a local server (vLLM, llama.cpp...) add "
                         f"base_url=http://HOST:PORT/v1 (or set $OPENAI_BASE_URL); for OpenAI's API export "
                         f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)")
-    return OpenAIRuntime(settings.argument, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key, retry=retry,
-                        **settings.subset(("concurrency", "timeout", "max_response_bytes")))
+    return OpenAIRuntime(settings.argument, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
+                         retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
+                         price=price_for(settings.argument, settings["price_in"], settings["price_out"]),
+                         pacer=Pacer(settings["rpm"], settings["tpm"]), batch=BatchOptions.from_settings(settings),
+                         **settings.subset(("concurrency", "timeout", "max_response_bytes")))
 
 
 #: ``openai:MODEL[,option=value...]``: any OpenAI-compatible chat-completions server. Building it
 #: sends nothing (the continuation probe waits for the first logprob request), so the dry run builds it.
-BACKEND = llm_backend("openai", "any OpenAI-compatible HTTP server (vLLM, llama.cpp, SGLang, OpenAI)",
+BACKEND = llm_backend("openai", "any OpenAI-compatible HTTP server (OpenAI, hosted APIs, vLLM, llama.cpp, SGLang)",
                       _openai_runtime, options=OPENAI_OPTIONS,
                       argument=Argument("model", "openai:meta-llama/Llama-3.1-70B-Instruct,base_url=http://HOST:8000/v1"),
                       read=_read_spec, network=True)

@@ -5,8 +5,9 @@ A judge spec can come from a file rather than the command line: a leaderboard's 
 may have been written by someone else, so it must not choose where the task prompts and answers
 are sent, or which secret goes with them. Each backend declares what only the person running the
 command may choose, in its descriptor (:mod:`rankkit.judges.backends`): options marked
-``trusted_only`` (``openai``: ``base_url``, ``api_key_env``) and ``network=True`` for a backend
-that sends every prompt over the network (``openai``), which a file may not choose at all.
+``trusted_only`` (``openai``, ``anthropic``: ``base_url``, ``api_key_env``, ``batch_journal``) and
+``network=True`` for a backend that sends every prompt over the network (``openai``,
+``anthropic``), which a file may not choose at all.
 :func:`file_spec_risks` lists what a spec sets of those (a panel's members included); the command
 line refuses a file's spec with any (exit 2) unless the same judge is given on the command line
 (``--judge``) or ``--trust-file-judge`` is passed (:mod:`rankkit.cli_support`).

@@ -54,8 +54,10 @@ from rankkit.cache import NullCache
 from rankkit.judges.llm import LLMJudge
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost
+from rankkit.plan.batches import batch_note
 from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
+from rankkit.plan.usd import ASSUMPTIONS as USD_ASSUMPTIONS, estimate_usd, judge_price
 from rankkit.strategies.base import Strategy
 from rankkit.tasks import Task
 
@@ -117,6 +119,7 @@ class PlanRow:
     shared: int = 0
     new: int = 0
     prompt_tokens: float | None = None
+    usd: float | None = None  # estimated USD of the new judgments (rankkit.plan.usd); None: no price
     bounds: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -136,6 +139,7 @@ class PlanRow:
         tokens = None if self.prompt_tokens is None else round(self.prompt_tokens)
         return {"strategy": self.strategy, "comparisons": self.comparisons, "grades": self.grades,
                 "cached": self.cached, "shared": self.shared, "new": self.new, "est_prompt_tokens": tokens,
+                "est_usd": None if self.usd is None else round(self.usd, 4),
                 "exact": self.exact, "bounds": " ".join(f"{k}{v}" for k, v in self.bounds.items()),
                 "note": "; ".join(self.notes)}
 
@@ -183,8 +187,12 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             # Per policy, the figures on this task of every strategy up to this one (this one last).
             history = [[per_task[task_index] for per_task in figures[:index + 1]] for figures in runs]
             add_task(row, strategy, task, history, cache_empty, sizes)
+        if row.prompt_tokens is not None:
+            row.usd = estimate_usd(judge, strategy.kind, row.new, row.prompt_tokens)
         rows.append(row)
-    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=judge_notes(judge, sizes),
+    notes = judge_notes(judge, sizes)
+    batches = batch_note(tasks, strategies, judge, seed)  # batch=true: the sequential batches, its wall time
+    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=notes + ([batches] if batches else []),
                   warnings=over_context(tasks, judge, sizes))
 
 
@@ -362,6 +370,8 @@ def judge_notes(judge: Judge, sizes: PromptSizes | None) -> list[str]:
     if getattr(judge, "mode", "") == "generate":
         notes.append(f"plus up to {judge.max_new_tokens} generated tokens per new judgment (and one retry "
                      f"per verdict that fails to parse)")
+    if judge_price(judge) is not None:
+        notes.append(USD_ASSUMPTIONS)
     if getattr(judge, "prepair", False):
         notes.append("PREPAIR: one analysis per answer not yet analysed comes on top, and its text on top of "
                      "each decision prompt")

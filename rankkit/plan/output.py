@@ -8,7 +8,8 @@ from rankkit.plan.dry_run import DryRun
 
 #: Columns of the dry-run table: what each strategy uses and where each judgment would come from.
 COLUMNS = (("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("cached", "cached"),
-           ("shared", "shared"), ("new", "new"), ("est_prompt_tokens", "est_prompt_tokens"), ("exact", "exact"),
+           ("shared", "shared"), ("new", "new"), ("est_prompt_tokens", "est_prompt_tokens"), ("est_usd", "est_usd"),
+           ("exact", "exact"),
            ("bounds", "bounds"), ("note", "note"))
 
 
@@ -22,6 +23,8 @@ def display_rows(report: DryRun) -> list[dict[str, Any]]:
             record[figure] = f"{symbol}{record[figure]}"
         if record["est_prompt_tokens"] is not None:
             record["est_prompt_tokens"] = f"{row.bounds.get('new', '≈')}{record['est_prompt_tokens']}"
+        if record["est_usd"] is not None:
+            record["est_usd"] = f"{row.bounds.get('new', '≈')}{record['est_usd']:.4f}"
         rows.append(record)
     return rows
 
@@ -36,6 +39,8 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
     columns = COLUMNS[:-3] + ((("note", "note"),) if any(row.notes for row in report.rows) else ())
     if all(row.prompt_tokens is None for row in report.rows):
         columns = tuple(c for c in columns if c[0] != "est_prompt_tokens")
+    if all(row.usd is None for row in report.rows):
+        columns = tuple(c for c in columns if c[0] != "est_usd")
     marks = {row.bounds["new"] for row in report.rows if "new" in row.bounds}
     total = f"{'about ' if '~' in marks else 'at most ' if marks else ''}{report.new}"
     lines = [f"dry run: {report.tasks} tasks{f' from {data}' if data else ''} · judge {report.judge} · "
@@ -45,6 +50,9 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
     tokens = [row.prompt_tokens for row in report.rows if row.prompt_tokens is not None]
     if tokens:
         lines[-1] += f" · estimated prompt tokens {'≤' if marks == {'≤'} else '≈'}{round(sum(tokens))}"
+    dollars = [row.usd for row in report.rows if row.usd is not None]
+    if dollars:
+        lines[-1] += f" · estimated USD {'≤' if marks == {'≤'} else '≈'}{sum(dollars):.4f}"
     lines += [f"note: {note}" for note in report.notes]
     lines += [f"warning: {warning}" for warning in report.warnings]
     if not report.exact:

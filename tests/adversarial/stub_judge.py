@@ -18,9 +18,15 @@ Like a real chat model it
   first-token ``top_logprobs`` put its own score first; after ``The better answer is Answer `` it
   names the better slot; the continuation probe (``1, 2, ..., 8,``) goes on with ``9``. With
   ``continues`` false it behaves like llama-cpp-python's server: it ignores the prefix and starts a
-  fresh reply.
+  fresh reply;
+* answers rankkit's follow-up question (``Finish this line of your verdict: "... ?"``, the hosted
+  APIs' substitute for a continuation: :mod:`rankkit.judges.hosted_verdict`) with the value it
+  asks for, as a one-token reply whose ``top_logprobs`` put it first — unless ``logprobs`` is
+  false: then it returns no log-probabilities at all and ignores ``response_format`` (a server
+  that offers rankkit nothing but free text).
 
-``requests`` counts the requests by kind (``generate``, ``continue``), for the benchmark's cost.
+``requests`` counts the requests by kind (``generate``, ``continue``, ``followup``), for the
+benchmark's cost.
 """
 
 from __future__ import annotations
@@ -33,8 +39,14 @@ from tests.servers import StubRequest, StubServer
 
 _BOX = {slot: re.compile(rf"<{tag}>\n(.*?)\n</{tag}>", re.DOTALL)
         for slot, tag in ((0, "answer"), (1, "answer_1"), (2, "answer_2"))}
-_SCALE = re.compile(r"scale of 0 to (\d+)")
-_SLOT_PREFIX = re.compile(r"Final verdict:.*?(?:Answer (?P<slot>[12])|(?P<score>Score)):\s*$", re.DOTALL)
+# English and German templates (rankkit/templates/paper-*-de.txt)
+_LABELLED = re.compile(r"<answer_([A-H])>\n(.*?)\n</answer_\1>", re.DOTALL)  # k-way prompts
+_RANKING_SO_FAR = re.compile(r"(?:Best:|Ranking:((?:\s*[A-H]\s*>)*))\s*$")
+_SCALE = re.compile(r"(?:scale of 0 to|Skala von 0 bis) (\d+)")
+_FOLLOWUP = re.compile(r'Finish this line of your verdict: "(.*) \?"', re.DOTALL)
+# "Final verdict: Answer 1:" (generate mode), or a bare "Score:" (logprob mode's line)
+_SLOT_PREFIX = re.compile(r"(?:(?:Final verdict|Endgültiges Urteil):.*?)?(?:(?:Answer|Antwort) (?P<slot>[12])|"
+                          r"(?P<score>Score|Punktzahl)):\s*$", re.DOTALL)
 
 
 class HonestJudgeServer(StubServer):
@@ -44,18 +56,20 @@ class HonestJudgeServer(StubServer):
         of them gets 0; one containing several, the longest's).
     quote: ``none``, ``before`` or ``after``: where the explanation quotes the candidates' text.
     continues: whether it continues a final assistant message (vLLM does).
+    logprobs: whether it returns log-probabilities (else it offers nothing but free text).
     binary: grade a comparison 9 for the better answer and 2 for the worse (the issue's stub), so
         every verdict it writes is one of two lines; else each answer gets its own quality.
     """
 
     def __init__(self, quality: Mapping[str, float], quote: str = "none", continues: bool = True,
-                 binary: bool = False):
+                 binary: bool = False, logprobs: bool = True):
         super().__init__()
         self.quality = dict(quality)
         self.binary = binary
         self.quote = quote
         self.continues = continues
-        self.requests = {"generate": 0, "continue": 0}
+        self.logprobs = logprobs
+        self.requests = {"generate": 0, "continue": 0, "followup": 0}
         self._lock = threading.Lock()
 
     def post(self, request: StubRequest, body: dict[str, Any]) -> None:
@@ -75,12 +89,17 @@ class HonestJudgeServer(StubServer):
             with self._lock:
                 self.requests["continue"] += 1
             return _logprobs_reply(self._next_token(prompt, prefix))
+        followup = _FOLLOWUP.search(messages[-1]["content"]) if messages[-1]["role"] == "user" else None
+        if followup is not None and self.logprobs:
+            with self._lock:
+                self.requests["followup"] += 1
+            return _logprobs_reply(self._next_token(prompt, followup.group(1) + " "))
         with self._lock:
             self.requests["generate"] += 1
         text = self._explanation(prompt)
         cap = 4 * int(body.get("max_tokens") or 10_000)
         reply = _text_reply(text[:cap], completion_tokens=min(len(text), cap) // 4)
-        if body.get("logprobs"):  # a fresh reply's first token, as a server that ignores the prefix gives
+        if body.get("logprobs") and self.logprobs:  # a fresh reply's first token, as a server that ignores the prefix gives
             reply["choices"][0]["logprobs"] = _logprobs_reply(text[:1] or " ")["choices"][0]["logprobs"]
         return reply
 
@@ -95,9 +114,18 @@ class HonestJudgeServer(StubServer):
             points = [9.0, 2.0] if points[0] >= points[1] else [2.0, 9.0]
         return scale, points
 
+    def _kway_order(self, prompt: str) -> list[str]:
+        """The labels of a k-way prompt's answers, best first (ties: in the order shown)."""
+        labelled = _LABELLED.findall(prompt)
+        return [label for label, text in sorted(labelled, key=lambda item: -self.points(item[1]))]
+
     def _explanation(self, prompt: str) -> str:
         if "<answer" not in prompt:
             return "1, 2, 3"
+        if "<answer_A>" in prompt:  # k-way: "Best: X" or "Ranking: X > Y > ..."
+            order = self._kway_order(prompt)
+            line = f"Best: {order[0]}" if "Best: [label]" in prompt else "Ranking: " + " > ".join(order)
+            return f"Explanation: I compared the answers with what I know.\n{line}"
         scale, scores = self._scores(prompt)
         if len(scores) == 2:
             verdict = f"Answer 1: {scores[0]:g}/{scale} Answer 2: {scores[1]:g}/{scale}"
@@ -115,8 +143,12 @@ class HonestJudgeServer(StubServer):
     def _next_token(self, prompt: str, prefix: str) -> str:
         if prefix.endswith("1, 2, 3, 4, 5, 6, 7, 8,"):
             return "9"
+        ranking = _RANKING_SO_FAR.search(prefix)
+        if ranking is not None:  # k-way: the best label not placed yet ("Best:", "Ranking: B > ")
+            placed = re.findall(r"[A-H]", ranking.group(1) or "")
+            return next(label for label in self._kway_order(prompt) if label not in placed)
         scale, scores = self._scores(prompt)
-        if prefix.rstrip().endswith("The better answer is Answer"):
+        if prefix.rstrip().endswith(("The better answer is Answer", "Die bessere Antwort ist Antwort")):
             return "1" if scores[0] >= scores[-1] else "2"
         slot = _SLOT_PREFIX.search(prefix)
         if slot is None:

@@ -122,7 +122,7 @@ def test_an_answer_about_grading_is_judged_on_its_merits(legit):
                                     ("wrong", wrong, 2.0)])
              for i, (q, _, wrong) in enumerate(QUESTIONS[:3])]
     for path, continues in (("continuation", True), ("text", False)):
-        with HonestJudgeServer(quality, quote="none", continues=continues) as server:
+        with HonestJudgeServer(quality, quote="none", continues=continues, logprobs=continues) as server:
             result = rankkit.compare(tasks, ["knockout", "bt"], judge=judge_spec(server, f"verdict={path}"))
         for run in result.strategies:
             assert [task.ranking for task in run.tasks] == [["legit", "good", "wrong"]] * 3, (path, run.name)
@@ -131,10 +131,11 @@ def test_an_answer_about_grading_is_judged_on_its_merits(legit):
 
 @pytest.mark.parametrize("attack", ["every_verdict", "targeted_lines", "closed_box"])
 def test_on_the_text_fallback_suppression_still_rewards_nobody(attack):
-    """Against a server that cannot continue a prefix the verdict is parsed from text (flagged):
+    """Against a server that offers nothing but free text (no continuation, no log-probabilities,
+    no structured outputs) the verdict is parsed from text (flagged):
     suppression then makes the attacker's comparisons fail, and a failed comparison decides
     nothing — the answers' own grades settle the match, and the attacker's own grade fails too."""
-    with HonestJudgeServer(quality_table(), quote="before", continues=False) as server:
+    with HonestJudgeServer(quality_table(), quote="before", continues=False, logprobs=False) as server:
         result = rankkit.compare(four_candidate_tasks(ATTACKS[attack], n=4), STRATEGIES, judge=judge_spec(server))
     for run in result.strategies:
         assert [task.ranking[-1] for task in run.tasks] == ["attacker"] * 4, run.name
@@ -157,7 +158,7 @@ def test_a_server_that_cannot_continue_runs_on_the_text_fallback_with_one_warnin
         "candidates": [{"id": c.id, "text": c.text, "human": dict(c.human)} for c in t.candidates]}) + "\n"
         for t in four_candidate_tasks(None, n=2)), encoding="utf-8")
     for continues, path in ((False, "text"), (True, "continuation")):
-        with HonestJudgeServer(quality_table(), continues=continues) as server:
+        with HonestJudgeServer(quality_table(), continues=continues, logprobs=continues) as server:
             out = tmp_path / f"{path}.json"
             result = CliRunner().invoke(main, ["compare", "--data", str(data), "--judge", judge_spec(server),
                                                "--strategies", "knockout,bt", "--no-cache", "--quiet",

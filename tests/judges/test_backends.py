@@ -10,6 +10,7 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from rankkit.judges import backends, make_judge
+from rankkit.judges.batch_options import BATCH_ONLY
 from rankkit.judges.backends import (
     BUILTIN_BACKENDS,
     Argument,
@@ -73,7 +74,7 @@ def test_smollm2_defaults_come_from_one_dict_for_hf_and_vllm():
     ("sim:extra", r"sim: unexpected value\(s\) extra; use key=value"),
     ("panel:sim+sim,treshold=1", "separate a member's own options with ';'"),
     ("replay:a.jsonl,on_miss=skip", "replay: on_miss must be one of error, tie, got 'skip'"),
-    ("nosuch:x", r"unknown judge 'nosuch' \(known: sim, hf, smollm2, openai, vllm, replay, panel"),
+    ("nosuch:x", r"unknown judge 'nosuch' \(known: sim, hf, smollm2, openai, anthropic, vllm, replay, panel"),
 ])
 def test_bad_options_name_the_option(spec, message):
     with pytest.raises(SpecError, match=message) as caught:
@@ -97,7 +98,8 @@ def test_every_builtin_backend_declares_each_option_once():
 
 #: A valid value other than the default, for options whose type alone does not give one.
 OTHER_VALUES = {"base_url": "http://127.0.0.1:8/v1", "api_key_env": "RANKKIT_TEST_KEY", "device": "cuda",
-                "threads": "2", "gpu_memory_utilization": "0.5", "max_padding": "inf"}
+                "threads": "2", "gpu_memory_utilization": "0.5", "max_padding": "inf",
+                "batch_journal": "elsewhere/batches.json", "anthropic_version": "2024-01-01"}
 
 
 def other_value(option: Option) -> str:
@@ -114,10 +116,11 @@ def other_value(option: Option) -> str:
 
 def base_specs(model_dir) -> dict[str, str]:
     return {"hf": f"hf:{model_dir},device=cpu,exact=true", "vllm": f"vllm:{model_dir}",
-            "openai": "openai:my-model,base_url=http://127.0.0.1:9/v1"}
+            "openai": "openai:my-model,base_url=http://127.0.0.1:9/v1",
+            "anthropic": "anthropic:claude-sonnet-4-5,base_url=http://127.0.0.1:9/v1"}
 
 
-@pytest.mark.parametrize("name", ["hf", "vllm", "openai"])
+@pytest.mark.parametrize("name", ["hf", "vllm", "openai", "anthropic"])
 def test_options_outside_the_identity_leave_the_fingerprint_alone(name, model_dir, monkeypatch):
     monkeypatch.setenv("RANKKIT_TEST_KEY", "secret")
     spec = base_specs(model_dir)[name]
@@ -129,6 +132,8 @@ def test_options_outside_the_identity_leave_the_fingerprint_alone(name, model_di
         if option.name in spec:  # the base spec sets it: replace its value
             changed = ",".join(item if not item.startswith(f"{option.name}=") else f"{option.name}={other_value(option)}"
                                for item in spec.split(","))
+        if option.name in BATCH_ONLY and name in ("openai", "anthropic"):  # accepted with batch=true only
+            changed += ",batch=true"
         assert make_judge(changed, stand_in=True).fingerprint == reference, option.name
 
 

@@ -14,7 +14,7 @@ from rankkit.judges.base import JudgeError
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.backends import read_settings
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
-from rankkit.judges.llm_runtime import Generation, LLMRuntime
+from rankkit.judges.llm_runtime import Generation, LLMRuntime, per_row
 from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo, memo_of
@@ -64,11 +64,12 @@ class ScriptedRuntime(LLMRuntime):
 
     def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
         self.calls.append(("logprobs", len(conversations)))
-        for index, conversation in enumerate(conversations):
+        for index, (conversation, prefix) in enumerate(zip(conversations, per_row(assistant_prefix,
+                                                                                  len(conversations)))):
             self._tick()
             prompt = conversation[-1]["content"]
-            self.prompts.append(prompt + "|" + assistant_prefix)
-            table = self.logprobs(prompt, assistant_prefix)
+            self.prompts.append(prompt + "|" + prefix)
+            table = self.logprobs(prompt, prefix)
             yield index, {c: table.get(c, -math.inf) for c in choices}
 
     def answer_logliks(self, conversations, answers):
@@ -276,15 +277,18 @@ def test_logprob_compare_reads_the_choice_tokens():
     assert runtime.prompts[0].endswith("|The better answer is Answer ")
 
 
-def test_logprob_compare_groups_languages_by_prefix():
+def test_logprob_compare_asks_languages_together_each_with_its_prefix():
     runtime = ScriptedRuntime(logprobs=lambda prompt, prefix: {"1": -1.0, "2": -2.0})
     en, de = task(), task(language="de")
     requests = [(en, en.candidates[0], en.candidates[1]), (de, de.candidates[0], de.candidates[1]),
                 (en, en.candidates[1], en.candidates[2])]
     results = dict(LLMJudge(runtime, mode="logprob").compare_many(requests))
     assert sorted(results) == [0, 1, 2]
-    assert runtime.calls == [("logprobs", 2), ("logprobs", 1)]
-    assert any(p.endswith("|Die bessere Antwort ist Antwort ") for p in runtime.prompts)
+    # one runtime call for the batch (an HTTP runtime sends them at once), each prompt with its language's prefix
+    assert runtime.calls == [("logprobs", 3)]
+    assert [p.rsplit("|", 1)[1] for p in runtime.prompts] == ["The better answer is Answer ",
+                                                             "Die bessere Antwort ist Antwort ",
+                                                             "The better answer is Answer "]
 
 
 def test_calibration_hook_changes_the_probability():

@@ -6,20 +6,23 @@ import inspect
 
 import pytest
 
+from rankkit.judges.anthropic import AnthropicRuntime
 from rankkit.judges.base import JudgeError
+from rankkit.judges.batch_options import BatchOptions
 from rankkit.judges.hf_runtime import HFRuntime
 from rankkit.judges.llm import LLMJudge
 from rankkit.judges.llm_runtime import LLMRuntime, PromptTooLong, StandInRuntime
 from rankkit.judges.openai_compat import OpenAIRuntime
+from rankkit.judges.prices import Price
 from rankkit.judges.vllm import VLLMRuntime
 from tests.judges.test_llm import ScriptedRuntime
 
 METHODS = ("identity", "generate", "next_token_logprobs", "answer_logliks")
-ATTRIBUTES = {"backend": str, "continues_prefix": bool, "capacity": int, "fills_batches": bool,
-              "context": tuple[int, str] | None}
+ATTRIBUTES = {"backend": str, "prefix_read": str | None, "capacity": int, "fills_batches": bool,
+              "context": tuple[int, str] | None, "price": Price | None, "batched": bool}
 
 
-@pytest.mark.parametrize("runtime_class", [HFRuntime, VLLMRuntime, OpenAIRuntime, StandInRuntime])
+@pytest.mark.parametrize("runtime_class", [HFRuntime, VLLMRuntime, OpenAIRuntime, AnthropicRuntime, StandInRuntime])
 def test_every_builtin_runtime_implements_every_method(runtime_class):
     assert LLMRuntime in runtime_class.__mro__  # declared, so its attribute defaults are inherited
     for name in METHODS:  # its own, not the protocol's empty stub
@@ -36,13 +39,31 @@ def test_the_protocol_declares_typed_attributes_and_methods():
 
 def test_runtimes_report_their_capabilities_without_a_model():
     stand_in = StandInRuntime("hf", {"name": "m"})
-    assert (stand_in.continues_prefix, stand_in.capacity, stand_in.fills_batches) == (True, 1, False)
+    assert (stand_in.prefix_read, stand_in.capacity, stand_in.fills_batches) == ("continuation", 1, False)
+    assert (stand_in.price, stand_in.batched) == (None, False)
     http = OpenAIRuntime("m", base_url="http://127.0.0.1:9/v1", concurrency=3)
-    assert (http.capacity, http.fills_batches) == (3, False)
+    assert (http.capacity, http.fills_batches, http.batched, http.price) == (3, False, False, None)
     hf = HFRuntime(None, None, {"name": "m"}, batch_size=5, exact=False)
-    assert (hf.continues_prefix, hf.capacity, hf.fills_batches) == (True, 5, True)
+    assert (hf.prefix_read, hf.capacity, hf.fills_batches) == ("continuation", 5, True)
     judge = LLMJudge(hf)
     assert (judge.capacity, judge.fills_batches) == (5, True)
+
+
+def test_hosted_runtimes_declare_price_batches_and_their_verdict_read(tmp_path):
+    price = Price(3.0, 15.0)
+    batch = BatchOptions(journal=str(tmp_path / "batches.json"), size=64)
+    anthropic = AnthropicRuntime("claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", concurrency=2, price=price,
+                                 batch=batch)
+    assert anthropic.prefix_read == "prefill"  # known without a request: the Messages API continues a prefill
+    assert (anthropic.price, anthropic.batched, anthropic.capacity, anthropic.fills_batches) == (price, True, 64, True)
+    direct = OpenAIRuntime("gpt-4.1", base_url="http://127.0.0.1:9/v1", concurrency=2)
+    batched = OpenAIRuntime("gpt-4.1", base_url="http://127.0.0.1:9/v1", concurrency=2, batch=batch)
+    assert (direct.batched, direct.capacity) == (False, 2) and (batched.batched, batched.capacity) == (True, 64)
+    notes: list[str] = []
+    batched.show_progress(notes.append)  # a batching runtime hands its batches' state to the progress bar
+    batched.batcher.on_status("batch b1: in_progress 3/64")
+    StandInRuntime("hf", {"name": "m"}).show_progress(notes.append)  # the protocol's default: nothing to show
+    assert notes == ["batch b1: in_progress 3/64"]
 
 
 def test_the_stand_in_refuses_every_request():
@@ -79,3 +100,11 @@ def test_the_judge_names_the_task_of_any_runtimes_prompt_too_long(sample_tasks):
 def test_the_judge_reads_capabilities_it_never_probes():
     source = inspect.getsource(LLMJudge)
     assert "getattr(self.runtime" not in source and "hasattr(self.runtime" not in source
+    import rankkit.judges.kway_llm
+    import rankkit.plan.batches
+    import rankkit.plan.usd
+    import rankkit.runner
+
+    for module in (rankkit.judges.kway_llm, rankkit.plan.batches, rankkit.plan.usd, rankkit.runner):
+        text = inspect.getsource(module)
+        assert "getattr(" not in text and "hasattr(" not in text, module.__name__

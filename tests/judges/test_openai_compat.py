@@ -221,7 +221,8 @@ def test_engine_logprobs_and_the_clear_fallback_message():
     sent = proxy.log[-1][1]  # after the continuation probe
     assert proxy.log[0][1]["messages"][-1] == {"role": "assistant", "content": PROBE_PREFIX}
     assert sent["messages"][-1] == {"role": "assistant", "content": "Score: "}
-    assert sent["continue_final_message"] is True and sent["add_generation_prompt"] is False
+    # the stub continues a plain final assistant message (as llama-server does): no switches needed
+    assert "continue_final_message" not in sent and "add_generation_prompt" not in sent
     assert sent["logprobs"] is True and sent["max_tokens"] == 1
     with FaultProxy(logprobs=False) as proxy:
         runtime = fast_engine(proxy.base_url)
@@ -701,11 +702,6 @@ def first_tokens(*tokens: tuple[str, float]) -> bytes:
     return logprob_body({"content": [{"token": tokens[0][0], "logprob": tokens[0][1], "top_logprobs": top}]})
 
 
-def fresh_reply_server(number: int, body: dict) -> tuple[str, bytes]:
-    """llama-cpp-python's server: it closes the forced prefix and starts a fresh reply, whatever it was."""
-    return "body", first_tokens(("The", -0.4), ("I", -1.2))
-
-
 def continuing_server(number: int, body: dict) -> tuple[str, bytes]:
     """A server that continues the final assistant message: the probe goes on with 9, a verdict is 1 or 2."""
     if body["messages"][-1]["content"] == PROBE_PREFIX:
@@ -713,20 +709,23 @@ def continuing_server(number: int, body: dict) -> tuple[str, bytes]:
     return "body", first_tokens(("1", -0.3), ("2", -1.5))
 
 
-def test_logprob_mode_refuses_a_server_that_does_not_continue_the_prefix(tmp_path):
+def test_logprob_mode_refuses_a_server_that_offers_no_verdict_read(tmp_path):
+    """No continuation, no log-probabilities, no structured outputs: nothing rankkit controls can
+    be read, so logprob mode stops before any judgment (a server that only lacks continuation is
+    read by follow-up turns: tests/judges/test_openai_hosted.py)."""
     from click.testing import CliRunner
 
     from rankkit.cli import main
 
     cache = tmp_path / "c.sqlite"
-    with FaultProxy(plan=fresh_reply_server) as proxy:
+    with FaultProxy(logprobs=False) as proxy:
         spec = f"openai:stub,base_url={proxy.base_url},mode=logprob,backoff=0.01"
         result = CliRunner().invoke(main, ["compare", "--judge", spec, "--strategies", "knockout", "--quiet",
                                            "--cache", str(cache)])
     assert result.exit_code == 2, result.output
     assert "does not continue a final assistant message" in result.output and "mode=generate" in result.output
     assert "rerun" not in result.output
-    assert len(proxy.log) == 1  # the probe only: no judgment was asked, none recorded as ok
+    assert len(proxy.log) == 4  # the probes only (plain, vLLM's switches, a fresh reply's logprobs, structured outputs)
     with JudgmentCache(cache) as stored:
         assert len(stored) == 0
 

@@ -1,0 +1,316 @@
+"""A judge on Anthropic's Messages API: ``anthropic:MODEL``.
+
+Spec::
+
+    anthropic:MODEL[,base_url=URL][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
+              [,max_backoff=S][,api_key_env=ANTHROPIC_API_KEY][,anthropic_version=2023-06-01]
+              [,prompt_cache=true][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N][,template=...][,max_new_tokens=N]
+              [,temperature=T][,retries=N][,batch=true][,batch_poll=S][,batch_journal=PATH][,batch_size=N]
+
+The judging itself is :class:`~rankkit.judges.llm.LLMJudge`'s; :class:`AnthropicRuntime` turns
+conversations into ``POST {base_url}/messages`` requests (``x-api-key``, ``anthropic-version``;
+the system prompt, if any, as the top-level ``system``) over the same client as the openai judge
+(:class:`~rankkit.judges.http_client.RetryingClient`: concurrency, replicas, retries of 429 with
+``retry-after``, 529 "overloaded" and 5xx, key redaction, response cap).
+
+**Verdicts.** The Messages API continues a final assistant message (prefill), so the verdict is
+read as on vLLM: after the judge's explanation rankkit writes its own verdict prefix
+(``Final verdict: Answer 1:``, trailing whitespace removed as the API requires) and the model
+writes the next token (``max_tokens`` :data:`PREFILL_MAX_TOKENS`, temperature 0). The API returns
+no log-probabilities, so the score is the **digit the model writes** (a sampled digit, read
+one-hot), not an expected value over the digits as with logprobs: judgments are coarser, and
+``verdict_path`` is ``prefill``. Nothing a candidate writes is parsed. ``mode=logprob`` (which is
+nothing but such distributions) and ``mode=loglik`` are refused. k-way strategies read ``Best:``
+the same way, and a listwise ``Ranking:`` place by place (``Ranking: B >``, then the best of the
+rest...: k - 1 reads).
+
+**Prompt caching.** With ``prompt_cache=true`` (the default) the judge prompt carries
+``cache_control: ephemeral``: the verdict reads resend the same prompt after the explanation, and
+read it from the cache at a tenth of the input price (once the prompt reaches the model's minimum
+cacheable length, 1024 tokens for Sonnet and Opus); the usage's cache reads and writes are counted
+(``cached_tokens``, ``cache_write_tokens``) and priced (:mod:`rankkit.judges.prices`).
+
+**Determinism.** The API has no ``seed``: a regenerated explanation may differ; the cache keeps a
+run's judgments, so a rerun reuses them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+from rankkit.judges.backends import Argument, Option, Settings
+from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions
+from rankkit.judges.batches import AnthropicBatches
+from rankkit.judges.hosted_verdict import one_hot
+from rankkit.judges.http_client import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    BadResponse,
+    RetryingClient,
+    RetryPolicy,
+    client_options,
+)
+from rankkit.judges.llm import llm_backend
+from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, Generation, LLMRuntime, per_row
+from rankkit.judges.pacing import PACING_OPTIONS, Pacer
+from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
+from rankkit.specs import Spec, SpecError, parse_spec
+
+T = TypeVar("T")
+DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
+DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
+DEFAULT_VERSION = "2023-06-01"
+#: Tokens of a verdict read: the digit may come as its own token after a space token.
+PREFILL_MAX_TOKENS = 2
+
+
+class AnthropicRuntime(RetryingClient, LLMRuntime):
+    """Sends conversations to ``{base_url}/messages``; see the module docstring.
+
+    model: the model name (``claude-sonnet-4-5``).
+    base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
+        client's (:class:`~rankkit.judges.http_client.RetryingClient`).
+    version: the ``anthropic-version`` header.
+    prompt_cache: mark the judge prompt with ``cache_control`` (see "Prompt caching").
+    price: USD per million tokens; each response's usage then carries its cost (``usd_nano``).
+    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``;
+        ``anthropic-ratelimit-*`` headers are honoured either way).
+    batch: send each call's requests as one Message Batch (:mod:`rankkit.judges.batches`; ``batch=true``).
+    """
+
+    backend = "anthropic"
+
+    def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
+                 concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
+                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 version: str = DEFAULT_VERSION, prompt_cache: bool = True, price: Price | None = None,
+                 pacer: Pacer | None = None, batch: BatchOptions | None = None):
+        super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
+                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
+        self.model = model
+        self.version = version
+        self.prompt_cache = prompt_cache
+        self.price = price
+        #: With ``batch=true``: what sends each runtime call's requests as one batch (else None).
+        self.batcher = None if batch is None else batch.runner(self, AnthropicBatches())
+        self.batch_size = batch.size if batch is not None else 0
+
+    #: The verdict is the digit the model writes after rankkit's prefix (one-hot: no log-probabilities).
+    prefix_read = "prefill"
+
+    @property
+    def batched(self) -> bool:  # type: ignore[override]  # set by batch=true
+        """Whether requests go out as Message Batches (``batch=true``)."""
+        return self.batcher is not None
+
+    def show_progress(self, note: Callable[[str], None]) -> None:
+        """With ``batch=true``: each batch's id, state and requests done go to ``note``."""
+        if self.batcher is not None:
+            self.batcher.on_status = note
+
+    @property
+    def fills_batches(self) -> bool:  # type: ignore[override]
+        """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
+        ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""
+        return self.batcher is not None
+
+    @property
+    def capacity(self) -> int:  # type: ignore[override]
+        """Requests usefully in flight: ``concurrency`` per replica, or with ``batch=true`` the
+        batch size (``batch_size``)."""
+        return self.batch_size if self.batcher is not None else super().capacity
+
+    def __repr__(self) -> str:  # never shows the key
+        return (f"AnthropicRuntime(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
+                f"api_key={'set' if self._api_key else 'none'})")
+
+    def request_headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": self.version}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def identity(self) -> dict[str, Any]:
+        """The model name (as for the openai judge, never the address)."""
+        return {"model": self.model}
+
+    def request_subject(self) -> str:
+        return f"model {self.model!r}"
+
+    # -- requests -----------------------------------------------------------------------------------
+    def message_body(self, conversation: Conversation, max_tokens: int, temperature: float,
+                     prefill: str | None = None) -> dict[str, Any]:
+        """The Messages API body of ``conversation``: system messages joined into ``system``, the
+        first user message marked for prompt caching, ``prefill`` (trailing whitespace removed, as
+        the API requires) as a final assistant message the reply continues."""
+        system = "\n\n".join(m["content"] for m in conversation if m["role"] == "system")
+        messages: list[dict[str, Any]] = []
+        marked = False
+        for message in conversation:
+            if message["role"] == "system":
+                continue
+            content: Any = message["content"]
+            if self.prompt_cache and not marked and message["role"] == "user":
+                content = [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]
+                marked = True
+            messages.append({"role": message["role"], "content": content})
+        if prefill:
+            messages.append({"role": "assistant", "content": prefill.rstrip()})
+        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature,
+                                "messages": messages}
+        if system:
+            body["system"] = system
+        return body
+
+    def _dispatch(self, bodies: Sequence[dict[str, Any]], finish: Callable[[str, dict[str, int]], T]
+                  ) -> Iterator[tuple[int, T]]:
+        """Send ``bodies`` directly (``concurrency`` at a time) or, with ``batch``, as one Message
+        Batch; yields ``(index, finish(text, usage))`` as each arrives (usage with its cost)."""
+        if self.batcher is not None:
+            for index, (text, usage) in self.batcher.run(bodies, lambda i, payload: read_message(payload)):
+                yield index, finish(text, with_cost(usage, self.price, batch=True))
+            return
+
+        def job(body: dict[str, Any]) -> Callable[[threading.Event], T]:
+            def call(abort: threading.Event) -> T:
+                (text, usage), retries = self.post("/messages", body, abort, read_message)
+                if retries:
+                    usage["retries"] = retries
+                return finish(text, with_cost(usage, self.price))
+
+            return call
+
+        yield from self._run_all([job(body) for body in bodies])
+
+    # -- the LLMRuntime protocol -----------------------------------------------------------------------
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
+                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
+        """The reply to each conversation (``seed`` is ignored: the API has none)."""
+        bodies = [self.message_body(c, max_new_tokens, temperature) for c in conversations]
+        yield from self._dispatch(bodies, lambda text, usage: Generation(text=text, usage=usage))
+
+    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
+                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
+        """The choice the model writes after ``assistant_prefix``, one-hot (0 for it, ``-inf`` for
+        the others; all ``-inf`` when it writes none of them): the API has no log-probabilities.
+        Each result is a :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` carrying its usage."""
+        prefixes = per_row(assistant_prefix, len(conversations))
+        bodies = [self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p) for c, p in zip(conversations, prefixes)]
+        yield from self._dispatch(bodies, lambda text, usage: ChoiceLogprobs(one_hot(written_choice(text, choices),
+                                                                                     choices), usage))
+
+    def answer_logliks(self, conversations: Sequence[Conversation], answers: Sequence[str]) -> Iterator[tuple[int, float]]:
+        """Not offered: the Messages API returns no log-probabilities."""
+        raise NotImplementedError("the anthropic judge cannot score an answer's likelihood (no log-probabilities)")
+
+
+# -- reading responses ---------------------------------------------------------------------------------
+
+def read_message(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
+    """The text and usage of a Messages API response.
+
+    ``usage.input_tokens`` counts only the uncached input; rankkit's ``prompt_tokens`` is all of
+    it (uncached + ``cache_read_input_tokens`` + ``cache_creation_input_tokens``), with the
+    cache reads as ``cached_tokens`` and the writes as ``cache_write_tokens``.
+
+    >>> read_message({"content": [{"type": "text", "text": " 7"}],
+    ...               "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 1}})
+    (' 7', {'prompt_tokens': 105, 'completion_tokens': 1, 'cached_tokens': 100})
+    """
+    content = payload.get("content")
+    if not isinstance(content, list):
+        raise BadResponse(f"content is {type(content).__name__}, not a list of blocks")
+    texts = []
+    for block in content:
+        if not isinstance(block, dict):
+            raise BadResponse("a content block is not an object")
+        if block.get("type") == "text":
+            if not isinstance(block.get("text"), str):
+                raise BadResponse("a text block has no text")
+            texts.append(block["text"])
+    reported = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+
+    def count(key: str) -> int:
+        value = reported.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    read, written = count("cache_read_input_tokens"), count("cache_creation_input_tokens")
+    usage = {"prompt_tokens": count("input_tokens") + read + written, "completion_tokens": count("output_tokens")}
+    if read:
+        usage["cached_tokens"] = read
+    if written:
+        usage["cache_write_tokens"] = written
+    return "".join(texts), usage
+
+
+def written_choice(text: str, choices: Sequence[str]) -> str | None:
+    """The choice a prefilled reply starts with (its first non-space character), or None.
+
+    >>> written_choice(" 7/9", [str(d) for d in range(10)]), written_choice("B", ["A", "B"])
+    ('7', 'B')
+    >>> written_choice(" x", ["1", "2"]) is None
+    True
+    """
+    stripped = text.lstrip()
+    for choice in sorted((c.strip() for c in choices), key=len, reverse=True):
+        if choice and stripped.startswith(choice):
+            return choice
+    return None
+
+
+# -- the spec ------------------------------------------------------------------------------------------
+
+#: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS` (none of them
+#: changes the fingerprint: the model's name is its identity, as for the openai judge).
+ANTHROPIC_OPTIONS: tuple[Option, ...] = (
+    *client_options("the API root (default: Anthropic's, https://api.anthropic.com/v1)", DEFAULT_API_KEY_ENV),
+    Option("anthropic_version", str, DEFAULT_VERSION, "the anthropic-version header", identity=False),
+    Option("prompt_cache", bool, True, "mark the judge prompt with cache_control (cache reads at 0.1x)",
+           identity=False),
+    *PRICE_OPTIONS, *PACING_OPTIONS, *BATCH_OPTIONS,
+)
+
+
+def _read_spec(text: str) -> Spec:
+    """Parse an ``anthropic:`` spec, refusing an API key in it without echoing the value."""
+    spec = parse_spec(text)
+    if "api_key" in spec.options:
+        raise SpecError("anthropic: do not put the API key in the spec (it would end up in shell history and "
+                        "results); export it and name the variable with api_key_env=NAME (default ANTHROPIC_API_KEY)")
+    return spec
+
+
+def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
+    """The runtime of ``anthropic:MODEL[,base_url=URL][,...]`` (see the module docstring for the options).
+
+    The key is read from ``$ANTHROPIC_API_KEY`` or the variable ``api_key_env`` names; without a
+    key and without ``base_url`` (a proxy that adds it) the spec is refused at once.
+    ``mode=logprob``/``mode=loglik`` (and so ``calibrate=true``) are refused: the API returns no
+    log-probabilities.
+    """
+    mode = settings["mode"]
+    if mode != "generate":
+        raise SpecError(f"anthropic: mode={mode} needs log-probabilities, which the Messages API does not return; "
+                        f"use mode=generate (the verdict is the digit the model writes after rankkit's prefix)")
+    key_env = settings["api_key_env"]
+    api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
+    if key_env and not api_key:
+        raise SpecError(f"anthropic: api_key_env={key_env} names an environment variable that is not set")
+    base_url = settings["base_url"]
+    if not base_url and not api_key:
+        raise SpecError(f"anthropic: no API key: export {DEFAULT_API_KEY_ENV} (or name the variable with "
+                        f"api_key_env=NAME)")
+    return AnthropicRuntime(settings.argument, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
+                            retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
+                            version=settings["anthropic_version"], prompt_cache=settings["prompt_cache"],
+                            price=price_for(settings.argument, settings["price_in"], settings["price_out"]),
+                            pacer=Pacer(settings["rpm"], settings["tpm"]), batch=BatchOptions.from_settings(settings),
+                            **settings.subset(("concurrency", "timeout", "max_response_bytes")))
+
+
+#: ``anthropic:MODEL[,option=value...]``: Anthropic's Messages API. Building it sends nothing, so
+#: the dry run builds it.
+BACKEND = llm_backend("anthropic", "Anthropic's Messages API (Claude; verdicts read by prefill)",
+                      _anthropic_runtime, options=ANTHROPIC_OPTIONS,
+                      argument=Argument("model", "anthropic:claude-sonnet-4-5"), read=_read_spec, network=True)

@@ -1,0 +1,164 @@
+"""Reading a verdict from a hosted API that will not continue an assistant prefix.
+
+rankkit reads a verdict by writing its own verdict line after the judge's explanation
+(``<explanation>\\n\\nFinal verdict: Answer 1: ``) and reading the next token
+(:mod:`rankkit.judges.modes`). OpenAI's API, and most OpenAI-compatible hosts, treat a final
+assistant message as a past turn and start a fresh reply, so there is no "next token" to read.
+Their substitute here is a **follow-up turn**: the judge's explanation becomes an assistant
+turn of its own, and rankkit asks, as the user, for the one value that completes its verdict line
+(:func:`followup_conversation`); the reply is one token (``max_tokens=1``) whose
+``top_logprobs`` give the distribution over the choices, read exactly as a continuation's are
+(score = expected digit). Where a model returns no log-probabilities, the reply is constrained to
+the choices by structured outputs (:func:`enum_response_format`: a JSON object with one ``enum``
+field) and read as a one-hot distribution (a sampled value, not an expected one). Either way the
+verdict is a reply the judge writes to rankkit's question under a constraint, never text searched
+for in what a candidate could have written.
+
+The module also reads refusals: :func:`refused_field` names the request field an HTTP 400
+complains about, so a runtime can drop or rename it and remember that for the run, and
+:func:`known_hosted` tells hosted APIs (which never take vLLM's chat-template switches) by URL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Sequence
+from urllib.parse import urlsplit
+
+#: Separates the judge's explanation from the verdict line rankkit writes after it
+#: (:func:`rankkit.judges.modes.verdict_prefix`, and the k-way readers).
+EXPLANATION_SEPARATOR = "\n\n"
+#: The placeholder the follow-up question asks the judge to replace.
+BLANK = "?"
+
+_REFUSAL_PATTERNS = [re.compile(pattern) for pattern in (
+    r"Unrecognized request arguments? supplied:\s*'?([A-Za-z_][\w]*)",  # OpenAI
+    r"Unsupported parameter:\s*'([A-Za-z_]\w*)'",                        # OpenAI, reasoning models
+    r"Unsupported value:\s*'([A-Za-z_]\w*)'",                            # OpenAI (e.g. temperature)
+    r"Unknown name \"([A-Za-z_]\w*)\"",                                  # Google's OpenAI endpoint
+    r"property '([A-Za-z_]\w*)' is unsupported",                         # Groq
+    r"([A-Za-z_]\w*): Extra inputs are not permitted",                   # pydantic-based servers, Anthropic
+    r"'([A-Za-z_]\w*)' is not supported",                                # DeepSeek, Together
+)]
+
+#: Hosts of hosted APIs: none takes vLLM's ``continue_final_message``/``add_generation_prompt``,
+#: so they are never sent there (a strict one refuses the whole request).
+HOSTED_API_HOSTS = ("api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai", "api.together.xyz",
+                    "api.groq.com", "api.deepseek.com", "api.mistral.ai", "api.fireworks.ai", "openai.azure.com",
+                    "api.anthropic.com", "api.x.ai")
+
+
+def refused_field(text: str) -> str | None:
+    """The request field a server's error text says it refuses, or None.
+
+    Reads the messages of OpenAI and the common OpenAI-compatible hosts, and the ``param`` of an
+    OpenAI error object.
+
+    >>> refused_field('{"error": {"message": "Unrecognized request argument supplied: add_generation_prompt"}}')
+    'add_generation_prompt'
+    >>> refused_field("Unsupported parameter: 'max_tokens' is not supported with this model.")
+    'max_tokens'
+    >>> refused_field("model not found") is None
+    True
+    """
+    for pattern in _REFUSAL_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return match.group(1)
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        return None
+    param = error.get("param") if isinstance(error, dict) else None
+    return param if isinstance(param, str) and param.isidentifier() else None
+
+
+def known_hosted(base_url: str) -> bool:
+    """Whether ``base_url`` is a hosted API that never continues an assistant prefix on request.
+
+    >>> known_hosted("https://api.openai.com/v1"), known_hosted("https://x.openai.azure.com/openai")
+    (True, True)
+    >>> known_hosted("http://127.0.0.1:8000/v1")
+    False
+    """
+    host = (urlsplit(base_url).hostname or "").lower()
+    return any(host == known or host.endswith("." + known) for known in HOSTED_API_HOSTS)
+
+
+def split_prefix(assistant_prefix: str) -> tuple[str, str]:
+    """``(explanation, verdict line)`` of a prefix rankkit forces a reply to start with.
+
+    The verdict line is what follows the last blank line (rankkit writes none inside it); a
+    prefix without one (``logprob`` mode's ``Score: ``) has no explanation.
+
+    >>> split_prefix("It is right.\\n\\nSo.\\n\\nFinal verdict: Answer 1: ")
+    ('It is right.\\n\\nSo.', 'Final verdict: Answer 1:')
+    >>> split_prefix("Score: ")
+    ('', 'Score:')
+    """
+    explanation, separator, line = assistant_prefix.rpartition(EXPLANATION_SEPARATOR)
+    return explanation.rstrip(), line.strip()
+
+
+def followup_question(verdict_line: str, choices: Sequence[str]) -> str:
+    """The user turn that asks for the one value completing ``verdict_line``.
+
+    >>> followup_question("Final verdict: Answer 1:", ["0", "1", "2"])
+    'Finish this line of your verdict: "Final verdict: Answer 1: ?". Reply with only what replaces "?" (one of 0, 1, 2), nothing else.'
+    """
+    options = ", ".join(choice.strip() for choice in choices)
+    return (f'Finish this line of your verdict: "{verdict_line} {BLANK}". Reply with only what replaces '
+            f'"{BLANK}" (one of {options}), nothing else.')
+
+
+def followup_conversation(conversation: Sequence[dict[str, str]], assistant_prefix: str,
+                          choices: Sequence[str]) -> list[dict[str, str]]:
+    """The conversation whose fresh one-token reply stands in for the continuation of
+    ``assistant_prefix``: the judge's explanation (if any) as its own assistant turn, then the
+    follow-up question (:func:`followup_question`) as a user turn."""
+    explanation, line = split_prefix(assistant_prefix)
+    messages = list(conversation)
+    if explanation:
+        messages.append({"role": "assistant", "content": explanation})
+    messages.append({"role": "user", "content": followup_question(line, choices)})
+    return messages
+
+
+#: The field of the structured reply (:func:`enum_response_format`).
+ENUM_FIELD = "value"
+
+
+def enum_response_format(choices: Sequence[str]) -> dict[str, Any]:
+    """OpenAI's ``response_format`` for a reply that is one of ``choices`` and nothing else
+    (structured outputs: a JSON object whose one field is an ``enum``)."""
+    return {"type": "json_schema",
+            "json_schema": {"name": "verdict", "strict": True,
+                            "schema": {"type": "object", "additionalProperties": False, "required": [ENUM_FIELD],
+                                       "properties": {ENUM_FIELD: {"type": "string",
+                                                                   "enum": [c.strip() for c in choices]}}}}}
+
+
+def one_hot(chosen: str | None, choices: Sequence[str]) -> dict[str, float]:
+    """Log-probabilities of a sampled choice: 0 for ``chosen``, ``-inf`` for the others (all
+    ``-inf`` when nothing readable was chosen, which fails the reading as an empty
+    distribution does).
+
+    >>> one_hot("2", ["1", "2"])
+    {'1': -inf, '2': 0.0}
+    """
+    wanted = None if chosen is None else chosen.strip()
+    return {choice: 0.0 if choice.strip() == wanted else float("-inf") for choice in choices}
+
+
+def read_enum_reply(text: str) -> str | None:
+    """The value of a structured reply (:func:`enum_response_format`), or None when it is not one.
+
+    >>> read_enum_reply('{"value": "7"}'), read_enum_reply("7")
+    ('7', None)
+    """
+    try:
+        value = json.loads(text).get(ENUM_FIELD)
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
