@@ -413,22 +413,29 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
               help="How scores are aggregated per system at the aggregate (exam) level.")
 @click.option("--exam-field", default=None,
               help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).")
+@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="The robustness report's top k (besides the #1).")
+@click.option("--robustness-budget", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Recomputed rankings each robustness search may try exhaustively before it turns greedy "
+                   "(an upper bound, shown with <=); 0 leaves the robustness report out.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the analysis as JSON.")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table, json (the whole analysis), csv (all sections in one table, with a section column) "
                    "or markdown.")
 @guarded
-def analyze_command(results_path, by_fields, baseline, metric_names, resamples, seed, aggregate, exam_field, out,
-                    output_format) -> None:
-    """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level and
-    paired differences for a results file of `rankkit compare --out`."""
+def analyze_command(results_path, by_fields, baseline, metric_names, resamples, seed, aggregate, exam_field, top_k,
+                    robustness_budget, out, output_format) -> None:
+    """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level,
+    paired differences and robustness (fewest judgments whose flip or removal changes the #1 or
+    top k) for a results file of `rankkit compare --out`."""
     from rankkit.analysis import analyze, format_analysis, load_results, to_jsonable
     from rankkit.specs import split_list
 
     prepare_output(out)
     results = load_results(results_path)
     report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), resamples=resamples,
-                     seed=seed, aggregate=aggregate, unit_field=exam_field)
+                     seed=seed, aggregate=aggregate, unit_field=exam_field, top_k=top_k,
+                     robustness_budget=robustness_budget)
     if output_format == "json":
         click.echo(inert_json(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)))
     else:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping
 from rankkit.errors import TaskFormatError
 from rankkit.formatting import plain
 from rankkit.judges.base import Judge, JudgeError
-from rankkit.judgments import Verdict, ParseStatus, Winner
+from rankkit.judgments import Grade, Verdict, ParseStatus, Winner
 from rankkit.matches import Comparison, Cost, MatchGraph
 from rankkit.strategies.base import CandidateExtras, Strategy
 from rankkit.tasks import Candidate, Task
@@ -35,6 +35,10 @@ class TaskResult:
     #: The k-way judgments the strategy used (:class:`rankkit.choices.GroupComparison`; empty for
     #: strategies that judge pairs or single answers, and then not written).
     group_comparisons: list[Any] = field(default_factory=list)
+    #: The grades of single answers the strategy used, ``(candidate id, Grade)`` in the order first
+    #: used (``individual``'s, and those that settled an undecided match; empty for the others,
+    #: and then not written).
+    grades: list[tuple[str, Grade]] = field(default_factory=list)
 
     @property
     def has_elimination_rounds(self) -> bool:
@@ -50,7 +54,8 @@ class TaskResult:
                 "cost": self.cost.to_dict(),
                 "comparisons": [c.to_dict() for c in self.comparisons],
                 **({"group_comparisons": [g.to_dict() for g in self.group_comparisons]}
-                   if self.group_comparisons else {})}
+                   if self.group_comparisons else {}),
+                **({"grades": [grade_record(cid, grade) for cid, grade in self.grades]} if self.grades else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "task") -> "TaskResult":
@@ -78,7 +83,8 @@ class TaskResult:
                                 for i, c in enumerate(comparisons)],
                    cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
                    group_comparisons=[group_comparison_from_dict(g, where, f"{path}.group_comparisons[{i}]")
-                                      for i, g in enumerate(data.get("group_comparisons") or [])])
+                                      for i, g in enumerate(data.get("group_comparisons") or [])],
+                   grades=[grade_from_dict(g, where, f"{path}.grades[{i}]") for i, g in enumerate(data.get("grades") or [])])
 
 
 @dataclass
@@ -359,6 +365,21 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
                       extras={"verdict_path": data["verdict_path"]} if "verdict_path" in data else {})
     return Comparison(first=str(get("first")), second=str(get("second")), verdict=verdict,
                       round=get("round"))
+
+
+def grade_record(candidate: str, grade: Grade) -> dict[str, Any]:
+    """One used grade as the results JSON stores it: the candidate, the value, the parse status
+    and the judge's raw text."""
+    return {"candidate": candidate, "value": grade.value, "status": grade.status.value, "raw": grade.raw}
+
+
+def grade_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "grade") -> tuple[str, Grade]:
+    """Read one used grade (:func:`grade_record`) back as ``(candidate id, Grade)`` (a
+    :class:`TaskFormatError` naming the first field missing)."""
+    value = required(data, "value", where, path)
+    return (str(required(data, "candidate", where, path)),
+            Grade(value=None if value is None else float(value), raw=str(required(data, "raw", where, path)),
+                  status=ParseStatus(required(data, "status", where, path))))
 
 
 def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results",
