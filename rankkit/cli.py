@@ -486,14 +486,20 @@ def plot_command(results_path, out_dir, metric, resamples, seed) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap.")
 @click.option("--max-tasks", type=click.IntRange(min=1), default=None,
               help="Put only the first N tasks in the task and match views (smaller file for big runs).")
+@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="The robustness section's top k (besides the #1).")
+@click.option("--robustness-budget", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="Recomputed rankings each robustness search may try exhaustively (0 leaves the section out).")
 @guarded
-def report_command(results_path, out, resamples, seed, max_tasks) -> None:
-    """Write one self-contained HTML file: leaderboard, tasks with knockout brackets, match browser, judge bias."""
+def report_command(results_path, out, resamples, seed, max_tasks, top_k, robustness_budget) -> None:
+    """Write one self-contained HTML file: leaderboard, tasks with knockout brackets, match browser, judge bias,
+    robustness."""
     from rankkit.analysis import load_results
     from rankkit.report import write_report
 
     results = load_results(results_path)
-    path = write_report(results, out, resamples=resamples, seed=seed, max_tasks=max_tasks)
+    path = write_report(results, out, resamples=resamples, seed=seed, max_tasks=max_tasks, top_k=top_k,
+                        robustness_budget=robustness_budget)
     size = path.stat().st_size
     click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
 
