@@ -99,7 +99,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("strategies", ("strategies", "brackets")),
     ("judges", ("judges",)),
     ("runner, api", ("runner", "api", "dispatch", "results", "recording", "scale", "plan", "rerank",
-                     "rejudge")),
+                     "rejudging")),
     ("front ends", ("", "__main__", "cli", "cli_support", "config", "report", "plots", "judge_report",
                     "leaderboard", "analysis", "data")),
 )

@@ -2,7 +2,7 @@
 
 Commands: ``compare`` (several strategies on one judge, with metrics), ``rank`` (one strategy,
 per-candidate scores out), ``strategies`` (what is registered), ``judge-report``, ``record``,
-``leaderboard`` (and ``leaderboard add``), ``analyze``, ``plot``, ``report`` and ``samples``. Each command is
+``leaderboard`` (and ``leaderboard add``), ``analyze``, ``rejudge``, ``plot``, ``report`` and ``samples``. Each command is
 thin: it parses options and calls one library function. What the commands share — options, the
 mapping of errors to exit codes (2 bad input, 1 judge or server failure), the judging session —
 is :mod:`rankkit.cli_support`. Heavy modules are imported inside commands, so ``rankkit --help``
@@ -455,6 +455,58 @@ def analyze_command(results_path, by_fields, baseline, metric_names, resamples, 
     if out:
         Path(out).write_text(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False), encoding="utf-8")
         say(f"analysis written to {out}", err=output_format in ("json", "csv"))
+
+
+@main.command("rejudge")
+@click.argument("results_path", type=click.Path(dir_okay=False))
+@click.option("--judge", "judge_spec", required=True,
+              help="The judge or panel to ask again, e.g. sim:preset=chatgpt (the results file's own judge is "
+                   "never used).")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
+              help="SQLite judgment cache (default .rankkit/cache.sqlite): a rejudge that stops resumes from it.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the report as JSON.")
+@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
+              help="table, json (the whole report), csv (both tables, with a section column) or markdown.")
+@guarded
+def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, output_format) -> None:
+    """Re-ask every judgment of a `rankkit compare --out` run of another judge: agreement per
+    judgment, rank correlation per task and the winners that change."""
+    from rankkit.analysis.render import to_jsonable
+    from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache, NullCache
+    from rankkit.cli_support import announce_judge, checked_judge_spec
+    from rankkit.formatting import render_sections
+    from rankkit.judges import make_judge
+    from rankkit.rejudging import rejudge, rejudge_tables
+    from rankkit.results import read_results
+
+    prepare_output(out)
+    results = read_results(results_path)
+    spec = checked_judge_spec(judge_spec)  # given on the command line: the user's own
+    cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
+    judge = None
+    try:
+        judge = make_judge(spec)
+        announce_judge(judge, spec)
+        report = rejudge(results, judge, cache, judge_spec=spec, progress=not quiet)
+    finally:
+        cache.close()
+        if judge is not None:
+            judge.close()
+    payload = to_jsonable(report)
+    if output_format == "json":
+        click.echo(inert_json(json.dumps(payload, indent=1, ensure_ascii=False)))
+    else:
+        preamble, tables = rejudge_tables(report)
+        text = render_sections(tables, output_format, preamble)
+        if output_format == "csv":
+            click.echo(text)
+        else:
+            say(text)
+    if out:
+        Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+        say(f"rejudge report written to {out}", err=output_format in ("json", "csv"))
 
 
 @main.command("plot")

@@ -5,7 +5,7 @@ the task's recorded judgments, optionally changed: a judgment flipped (its winne
 removed (it gives no answer, like a judgment whose answer could not be read). A strategy that
 then asks for a judgment the run never made — a bracket whose flipped match sends another
 answer on — has left the record, and :class:`OffRecord` says so. The robustness report
-(:mod:`rankkit.analysis.robustness`) and ``rankkit rejudge`` (:mod:`rankkit.rejudge`) rank this
+(:mod:`rankkit.analysis.robustness`) and ``rankkit rejudge`` (:mod:`rankkit.rejudging`) rank this
 way; ``docs/robustness.md`` explains both.
 """
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import json
 import math
 from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from rankkit.errors import TaskFormatError
@@ -484,6 +487,31 @@ def read_records(records: list[Any], name: str, where: str, read: Callable[[Any,
         except (AttributeError, TypeError, ValueError) as err:
             raise TaskFormatError(where, None, path, f"cannot be read: {err!r}") from None
     return values
+
+
+def read_results(path: str | PathLike[str]) -> RunResult:
+    """Read a results file written by ``rankkit compare --out``.
+
+    Parameters
+    ----------
+    path: the file.
+
+    Returns
+    -------
+    RunResult
+        The run; FileNotFoundError when there is no file, :class:`TaskFormatError` naming the file
+        and the field when it is not a results file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise TaskFormatError(path, None, None, "expected a JSON object (the output of rankkit compare --out)")
+    return RunResult.from_dict(data, where=str(path))
 
 
 def match_graphs(tasks: Iterable[Task], strategies: Iterable[StrategyRun], fingerprint: str) -> dict[str, MatchGraph]:
