@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rankkit.analysis.combined import ANALYZE_BUDGET
-from rankkit.analysis.robustness import DEFAULT_TOP_K, FRAGILE_SHARE, robustness
+from rankkit.analysis.robustness import DEFAULT_TOP_K, FRAGILE_SHARE, robustness_report
 from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, slot_bias, strategy_names
 from rankkit.judgments import LABELS
 from rankkit.formatting import plain
@@ -357,7 +357,7 @@ def robustness_html(results: RunResult, top_k: int = DEFAULT_TOP_K, budget: int 
     """Per strategy, the fewest judgments whose flip or removal changes each task's #1 and top k
     (:func:`rankkit.analysis.robustness.robustness`): the medians, and the tasks in a fold-out
     table with the fragile ones marked."""
-    report = robustness(results, top_k, budget)
+    report = robustness_report(results, top_k, budget)
     figures = [("top1", "flip", "#1 flip"), ("top1", "remove", "#1 remove"), ("top_k", "flip", f"top-{top_k} flip"),
                ("top_k", "remove", f"top-{top_k} remove")]
     summary_rows, details = [], []

@@ -9,7 +9,7 @@ from rankkit.analysis.correlations import correlation_table, paired_difference
 from rankkit.analysis.draws import MetricDraws
 from rankkit.analysis.elimination import elimination_rounds
 from rankkit.analysis.judge_bias import length_bias, position_bias, slot_bias
-from rankkit.analysis.robustness import DEFAULT_TOP_K, robustness
+from rankkit.analysis.robustness import DEFAULT_TOP_K, robustness_report
 from rankkit.analysis.labelled import DEFAULT_METRICS, check_metrics, human_scores, strategy_names, strategy_run
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
@@ -78,7 +78,7 @@ def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = N
         "aggregate_level": [a for a in (aggregate_level(results, name, aggregate, unit_field, resamples, seed, level) for name in names) if a],
         "breakdowns": {field: {name: breakdown(results, name, field, metrics, resamples, seed, level) for name in names} for field in by},
         "judge_bias": judge_bias(results, level),
-        "robustness": robustness(results, top_k, robustness_budget) if robustness_budget else [],
+        "robustness": robustness_report(results, top_k, robustness_budget) if robustness_budget else [],
     }
 
 

@@ -304,7 +304,7 @@ def _undefined_reason(strategy_run: StrategyRun, record: Sequence[RecordedJudgme
     return None
 
 
-def robustness(results: RunResult, k: int = DEFAULT_TOP_K, budget: int = DEFAULT_BUDGET) -> list[dict[str, Any]]:
+def robustness_report(results: RunResult, k: int = DEFAULT_TOP_K, budget: int = DEFAULT_BUDGET) -> list[dict[str, Any]]:
     """Every strategy's robustness on every task of a results file (:func:`task_robustness`),
     with a summary per strategy.
 

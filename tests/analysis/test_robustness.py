@@ -13,7 +13,7 @@ from rankkit.analysis.robustness import (
     Fewest,
     fewest_changes,
     ranking_robustness,
-    robustness,
+    robustness_report,
     robustness_tables,
     task_robustness,
 )
@@ -172,7 +172,7 @@ def test_a_knockout_changes_champion_when_its_final_is_flipped():
 def test_grades_alone_are_reported_as_not_defined():
     tasks = random_tasks(2, (4,), 5)
     result = rankkit.compare(tasks, ["individual", "bt:order=given"], judge="sim:preset=gpt4", seed=0)
-    report = robustness(result, k=2)
+    report = robustness_report(result, k=2)
     by_name = {item["strategy"]: item for item in report}
     assert all(not t["defined"] and "grades" in t["reason"] for t in by_name["individual"]["tasks"])
     assert all(t["judgments"] == 4 for t in by_name["individual"]["tasks"])  # the grades it used
@@ -187,7 +187,7 @@ def test_a_results_file_read_back_gives_the_same_report(tmp_path):
                              judge="sim:preset=gpt4", seed=3)
     again = RunResult.from_dict(result.to_dict())
     assert again.strategies[2].tasks[0].grades == result.strategies[2].tasks[0].grades  # grades are recorded
-    assert [item["tasks"] for item in robustness(again)] == [item["tasks"] for item in robustness(result)]
+    assert [item["tasks"] for item in robustness_report(again)] == [item["tasks"] for item in robustness_report(result)]
 
 
 def test_rankkit_analyze_prints_and_writes_the_robustness_report(tmp_path):
