@@ -38,8 +38,19 @@ _NEEDS = {VERDICT_KIND: ("supports_pairwise", "pairwise verdicts"), GRADE_KIND: 
 
 
 def questions(results: RunResult) -> dict[str, dict[tuple[str, tuple[str, ...]], None]]:
-    """Per task id, every distinct judgment any strategy used (kind, candidates as shown), in the
-    order first used."""
+    """The questions a run asked.
+
+    Parameters
+    ----------
+    results:
+        The finished run.
+
+    Returns
+    -------
+    dict
+        Per task id, every distinct judgment any strategy used, as (kind, candidates as shown), in
+        the order first used.
+    """
     asked: dict[str, dict[tuple[str, tuple[str, ...]], None]] = {}
     for strategy_run in results.strategies:
         for result in strategy_run.tasks:
@@ -155,10 +166,18 @@ def rejudge(results: RunResult, judge: Judge, cache: Any = None, judge_spec: str
 def agreement(pairs: Sequence[tuple[RecordedJudgment, Any]]) -> dict[str, Any]:
     """How often the new answers agree with the old.
 
-    ``judgments``; ``same_winner`` (share of the verdicts and k-way judgments with the same winner:
-    the same outcome of a verdict, the same answer chosen or ranked first; a failed answer is a
-    winner of its own) over ``decisive`` of them; for grades ``grades``, ``grade_correlation``
-    (Pearson, over grades read on both sides) and ``same_grade``.
+    Parameters
+    ----------
+    pairs:
+        (old recorded judgment, new answer to the same question) pairs.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``judgments``; ``same_winner`` (share of the verdicts and k-way judgments with the same winner:
+        the same outcome of a verdict, the same answer chosen or ranked first; a failed answer is a
+        winner of its own) over ``decisive`` of them; for grades ``grades``, ``grade_correlation``
+        (Pearson, over grades read on both sides) and ``same_grade``.
     """
     same = decisive = 0
     old_grades, new_grades = [], []
@@ -200,6 +219,17 @@ def compare_rankings(strategy_run: StrategyRun, tasks: Mapping[str, Task],
     The strategy is replayed on the new answers (:data:`REPLAY`); when it cannot be on some task
     (its path depends on the verdicts and leaves the questions asked, or it cannot be rebuilt),
     every task of it is compared by :data:`MEAN_GRADE` instead, old and new alike.
+
+    Parameters
+    ----------
+    strategy_run:
+        The strategy's run.
+    tasks:
+        The tasks by id.
+    new:
+        Per task id, the new answer to each question (:func:`ask_again`).
+    seed:
+        The run's seed.
 
     Returns
     -------
@@ -250,9 +280,22 @@ def compare_rankings(strategy_run: StrategyRun, tasks: Mapping[str, Task],
 
 
 def mean_grades(record: Sequence[RecordedJudgment], ids: Sequence[str]) -> dict[str, float]:
-    """Each candidate's mean grade over the judgments: both sides of every verdict, every grade,
-    and for a k-way judgment its grade per slot when the judge gave them, else 1 for the answer
-    chosen (or ranked first) and 0 for the others; a candidate with none scores NaN."""
+    """Each candidate's mean grade over some judgments.
+
+    Parameters
+    ----------
+    record:
+        The judgments.
+    ids:
+        The task's candidates.
+
+    Returns
+    -------
+    dict[str, float]
+        Per candidate the mean over both sides of every verdict, every grade, and for a k-way
+        judgment its grade per slot when the judge gave them, else 1 for the answer chosen (or
+        ranked first) and 0 for the others; NaN for a candidate with none.
+    """
     received: dict[str, list[float]] = {cid: [] for cid in ids}
     for item in record:
         judgment = item.judgment
@@ -277,7 +320,19 @@ def _best(scores: Mapping[str, float], ids: Sequence[str]) -> str:
 
 
 def rejudge_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
-    """The rejudge report as a preamble and tables: per strategy, then the winners that changed."""
+    """The rejudge report as text tables.
+
+    Parameters
+    ----------
+    report:
+        :func:`rejudge`'s result.
+
+    Returns
+    -------
+    tuple[str, list[Table]]
+        A preamble (the two judges, what the new judgments cost) and two tables: per strategy,
+        then the winners that changed.
+    """
     cost, overall = report["cost"], report["agreement"]
     preamble = (f"{report['original_judge'].get('description')} -> {report['judge']['description']} · "
                 f"{overall['judgments']} distinct judgments re-asked ({cost['judge_calls']} new judge calls, "

@@ -354,9 +354,21 @@ SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 
 
 def robustness_html(results: RunResult, top_k: int = DEFAULT_TOP_K, budget: int = ANALYZE_BUDGET) -> str:
-    """Per strategy, the fewest judgments whose flip or removal changes each task's #1 and top k
-    (:func:`rankkit.analysis.robustness.robustness`): the medians, and the tasks in a fold-out
-    table with the fragile ones marked."""
+    """The report's robustness section.
+
+    Parameters
+    ----------
+    results:
+        The run.
+    top_k, budget:
+        As in :func:`rankkit.analysis.robustness.robustness_report`.
+
+    Returns
+    -------
+    str
+        HTML: per strategy the median fewest judgments whose flip or removal changes each task's
+        #1 and top k, and its tasks in a fold-out table with the fragile ones marked.
+    """
     report = robustness_report(results, top_k, budget)
     figures = [("top1", "flip", "#1 flip"), ("top1", "remove", "#1 remove"), ("top_k", "flip", f"top-{top_k} flip"),
                ("top_k", "remove", f"top-{top_k} remove")]

@@ -42,8 +42,18 @@ class RecordedJudgment:
 
 
 def recorded_judgments(result: Any) -> list[RecordedJudgment]:
-    """Every judgment a :class:`~rankkit.results.TaskResult` records: its comparisons, its k-way
-    judgments and its grades, in that order."""
+    """Every judgment a task result records.
+
+    Parameters
+    ----------
+    result:
+        A :class:`~rankkit.results.TaskResult`.
+
+    Returns
+    -------
+    list[RecordedJudgment]
+        Its comparisons, its k-way judgments and its grades, in that order.
+    """
     record = [RecordedJudgment(VERDICT_KIND, (c.first, c.second), c.verdict) for c in result.comparisons]
     record += [RecordedJudgment(g.kind, tuple(g.shown), g.judgment) for g in result.group_comparisons]
     record += [RecordedJudgment(GRADE_KIND, (cid,), grade) for cid, grade in result.grades]
@@ -51,8 +61,19 @@ def recorded_judgments(result: Any) -> list[RecordedJudgment]:
 
 
 def verdict_outcome(judgment: RecordedJudgment) -> float | None:
-    """A verdict's outcome for the answer shown first (1 won, 0.5 tie, 0 lost; read as everywhere
-    in rankkit: the higher grade, then the verdict), or None for a failed one or another kind."""
+    """A verdict's outcome for the answer shown first.
+
+    Parameters
+    ----------
+    judgment:
+        A recorded judgment.
+
+    Returns
+    -------
+    float | None
+        1 won, 0.5 tie, 0 lost (read as everywhere in rankkit: the higher grade, then the verdict);
+        None for a failed verdict or a judgment of another kind.
+    """
     if judgment.kind != VERDICT_KIND:
         return None
     comparison = Comparison(judgment.shown[0], judgment.shown[1], judgment.judgment)
@@ -62,19 +83,54 @@ def verdict_outcome(judgment: RecordedJudgment) -> float | None:
 
 
 def flippable(judgment: RecordedJudgment) -> bool:
-    """Whether flipping the judgment changes it: a decided verdict that is not a tie (a tie
-    reversed is the same tie; a grade or a k-way judgment has no single winner to reverse)."""
+    """Whether flipping the judgment changes it.
+
+    Parameters
+    ----------
+    judgment:
+        A recorded judgment.
+
+    Returns
+    -------
+    bool
+        True for a decided verdict that is not a tie (a tie reversed is the same tie; a grade or a
+        k-way judgment has no single winner to reverse).
+    """
     outcome = verdict_outcome(judgment)
     return outcome is not None and outcome != 0.5
 
 
 def flipped(judgment: Any) -> Verdict:
-    """The verdict with its winner reversed, shown in the same order: the grades swap sides."""
+    """A verdict with its winner reversed.
+
+    Parameters
+    ----------
+    judgment:
+        The :class:`~rankkit.judgments.Verdict`.
+
+    Returns
+    -------
+    Verdict
+        The same two answers in the same order, the grades swapped sides and the winner reversed.
+    """
     return judgment.swapped()
 
 
 def removed(kind: str, judgment: Any = None) -> Any:
-    """A judgment that gives no answer: ``judgment`` with a failed parse status and no value."""
+    """A judgment that gives no answer.
+
+    Parameters
+    ----------
+    kind:
+        ``verdict``, ``grade``, ``choice`` or ``ranking``.
+    judgment:
+        The judgment to empty (a verdict may be None: a verdict on a pair nobody answered).
+
+    Returns
+    -------
+    Any
+        The judgment with a failed parse status and no value, as an unreadable answer would be.
+    """
     if kind == VERDICT_KIND:
         base = judgment or Verdict(0.0, 0.0, Winner.TIE)
         return replace(base, winner=Winner.TIE, status=ParseStatus.FAILED)
@@ -135,15 +191,63 @@ class RecordedMemo:
         raise OffRecord(f"the run recorded no {kind} of {', '.join(shown)}")
 
     def verdicts(self, requests: Iterable[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
+        """The recorded verdicts, as :meth:`rankkit.memo.JudgmentMemo.verdicts` answers.
+
+        Parameters
+        ----------
+        requests:
+            ``(task, first, second)`` per verdict.
+
+        Returns
+        -------
+        list[tuple[Any, Origin]]
+            Each recorded (changed) verdict; :class:`OffRecord` for one never recorded.
+        """
         return [self._answer(VERDICT_KIND, (first.id, second.id)) for _, first, second in requests]
 
     def grades(self, requests: Iterable[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
+        """The recorded grades, as :meth:`verdicts` answers verdicts.
+
+        Parameters
+        ----------
+        requests:
+            ``(task, candidate)`` per grade.
+
+        Returns
+        -------
+        list[tuple[Any, Origin]]
+            Each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
+        """
         return [self._answer(GRADE_KIND, (candidate.id,)) for _, candidate in requests]
 
     def choices(self, requests: Iterable[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
+        """The recorded choices, as :meth:`verdicts` answers verdicts.
+
+        Parameters
+        ----------
+        requests:
+            ``(task, group)`` per k-way choice.
+
+        Returns
+        -------
+        list[tuple[Any, Origin]]
+            Each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
+        """
         return [self._answer(CHOICE_KIND, tuple(c.id for c in group)) for _, group in requests]
 
     def rankings(self, requests: Iterable[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
+        """The recorded rankings, as :meth:`verdicts` answers verdicts.
+
+        Parameters
+        ----------
+        requests:
+            ``(task, group)`` per k-way ranking.
+
+        Returns
+        -------
+        list[tuple[Any, Origin]]
+            Each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
+        """
         return [self._answer(RANKING_KIND, tuple(c.id for c in group)) for _, group in requests]
 
 
@@ -189,5 +293,18 @@ def replay(strategy: Strategy, task: Task, record: Sequence[RecordedJudgment], s
 
 
 def leader(ranking: Ranking, candidate_ids: Sequence[str]) -> str:
-    """The #1 of a ranking: its champion when the strategy crowns one, else the first ranked."""
+    """The #1 of a ranking.
+
+    Parameters
+    ----------
+    ranking:
+        A strategy's :class:`~rankkit.strategies.base.Ranking`.
+    candidate_ids:
+        The task's candidates in data order (ties in the scores keep it).
+
+    Returns
+    -------
+    str
+        Its champion when the strategy crowns one, else the first ranked.
+    """
     return ranking.champion if ranking.champion is not None else ranking.ordered(list(candidate_ids))[0]

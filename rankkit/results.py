@@ -371,14 +371,34 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
 
 
 def grade_record(candidate: str, grade: Grade) -> dict[str, Any]:
-    """One used grade as the results JSON stores it: the candidate, the value, the parse status
-    and the judge's raw text."""
+    """One used grade as the results JSON stores it.
+
+    Parameters
+    ----------
+    candidate: the graded candidate's id.
+    grade: its grade.
+
+    Returns
+    -------
+    dict[str, Any]
+        The candidate, the value, the parse status and the judge's raw text.
+    """
     return {"candidate": candidate, "value": grade.value, "status": grade.status.value, "raw": grade.raw}
 
 
 def grade_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "grade") -> tuple[str, Grade]:
-    """Read one used grade (:func:`grade_record`) back as ``(candidate id, Grade)`` (a
-    :class:`TaskFormatError` naming the first field missing)."""
+    """Read one used grade (:func:`grade_record`) back.
+
+    Parameters
+    ----------
+    data: the record.
+    where, path: the file and the record's place in it, for errors.
+
+    Returns
+    -------
+    tuple[str, Grade]
+        ``(candidate id, Grade)``; a :class:`TaskFormatError` naming the first field missing.
+    """
     value = required(data, "value", where, path)
     return (str(required(data, "candidate", where, path)),
             Grade(value=None if value is None else float(value), raw=str(required(data, "raw", where, path)),

@@ -55,13 +55,26 @@ class Fewest:
     replays: int
 
     def text(self) -> str:
-        """``2`` (exact), ``≤ 5`` (an upper bound), ``none`` (nothing changes it) or ``> 3``
-        (nothing found: every set of up to 3 tried, the greedy search found none)."""
+        """The figure as shown in tables.
+
+        Returns
+        -------
+        str
+            ``2`` (exact), ``≤ 5`` (an upper bound), ``none`` (nothing changes it) or ``> 3``
+            (nothing found: every set of up to 3 tried, the greedy search found none).
+        """
         if self.count is None:
             return "none" if self.exact else f"> {self.at_least - 1}"
         return str(self.count) if self.exact else f"≤ {self.count}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The figure as JSON.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, and ``text`` (:meth:`text`).
+        """
         return {"count": self.count, "exact": self.exact, "at_least": self.at_least,
                 "judgments": list(self.judgments), "replays": self.replays, "text": self.text()}
 
@@ -150,6 +163,11 @@ def support_order(pairs: Sequence[tuple[str, str, float | None]], ahead: str, be
         The current ranking, best first.
     candidates:
         The indices to order.
+
+    Returns
+    -------
+    list[int]
+        ``candidates``, most supporting first.
     """
     place = {cid: i for i, cid in enumerate(order)}
 
@@ -338,8 +356,20 @@ def robustness_report(results: RunResult, k: int = DEFAULT_TOP_K, budget: int = 
 
 
 def summarize(tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Medians of the per-task figures (a ``none`` counts as one more than the judgments used),
-    how many of them are exact, and the fragile tasks."""
+    """One strategy's per-task figures summarised.
+
+    Parameters
+    ----------
+    tasks:
+        The per-task figures (:func:`task_robustness`).
+
+    Returns
+    -------
+    dict[str, Any]
+        ``tasks`` (with figures), ``undefined`` and their ``reasons``, ``fragile_tasks``,
+        ``exact_share`` and the median of each figure (``top1_flip_median``, ...; a ``none``
+        counts as one more than the judgments used).
+    """
     defined = [t for t in tasks if t["defined"]]
     summary: dict[str, Any] = {"tasks": len(defined), "undefined": len(tasks) - len(defined),
                                "reasons": sorted({t["reason"] for t in tasks if not t["defined"]}),
@@ -355,7 +385,18 @@ def summarize(tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
-    """The robustness report as two tables: a summary per strategy and the figures per task."""
+    """The robustness report as tables.
+
+    Parameters
+    ----------
+    report:
+        :func:`robustness_report`'s result.
+
+    Returns
+    -------
+    list[Table]
+        A summary per strategy and the figures per task (none for an empty report).
+    """
     if not report:
         return []
     k = report[0]["k"]

@@ -20,7 +20,20 @@ BOARD_ALPHA = 0.01
 
 
 def board_order(board: Leaderboard, battles: Sequence[tuple[str, str, float]]) -> list[str]:
-    """The board's systems best first, refitted from ``battles`` as the board was rated."""
+    """The board's systems refitted from ``battles`` as the board was rated.
+
+    Parameters
+    ----------
+    board:
+        The leaderboard (its scale and anchor say how it was rated).
+    battles:
+        The battles to fit, (system a, system b, a's points).
+
+    Returns
+    -------
+    list[str]
+        The systems best first (equal ratings by name).
+    """
     names = board.names
     if board.scale == "win_rate":
         others = [name for name in names if name != board.anchor]
@@ -75,7 +88,18 @@ def leaderboard_robustness(board: Leaderboard, k: int = DEFAULT_TOP_K, budget: i
 
 
 def robustness_lines(figures: dict[str, Any]) -> list[str]:
-    """What ``rankkit leaderboard`` prints about its robustness (one line, two with a note)."""
+    """What ``rankkit leaderboard`` prints about its robustness.
+
+    Parameters
+    ----------
+    figures:
+        :func:`leaderboard_robustness`'s result.
+
+    Returns
+    -------
+    list[str]
+        One line, two with a note.
+    """
     if not figures["defined"]:
         return [f"robustness: not defined ({figures['reason']})"]
     used, k = figures["judgments"], figures["k"]
