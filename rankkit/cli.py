@@ -423,7 +423,7 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
               help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).")
 @click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
               help="The robustness report's top k (besides the #1).")
-@click.option("--robustness-budget", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
               help="Recomputed rankings each robustness search may try exhaustively before it turns greedy "
                    "(an upper bound, shown with <=); 0 leaves the robustness report out.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the analysis as JSON.")
@@ -540,7 +540,7 @@ def plot_command(results_path, out_dir, metric, resamples, seed) -> None:
               help="Put only the first N tasks in the task and match views (smaller file for big runs).")
 @click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
               help="The robustness section's top k (besides the #1).")
-@click.option("--robustness-budget", type=click.IntRange(min=0), default=1000, show_default=True,
+@click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
               help="Recomputed rankings each robustness search may try exhaustively (0 leaves the section out).")
 @guarded
 def report_command(results_path, out, resamples, seed, max_tasks, top_k, robustness_budget) -> None:

@@ -15,9 +15,10 @@ from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES
 
-#: The robustness searches' budget in ``rankkit analyze`` (smaller than the library's default, so
-#: that the analysis of a large run stays quick; ``--robustness-budget`` raises it).
-ANALYZE_BUDGET = 1000
+#: The robustness searches' budget in ``rankkit analyze`` and the HTML report: every set of 8
+#: judgments, every set of up to two of 20, or every single one of 240 (16 answers, both orders).
+#: Smaller than the library's default, so that a large run's analysis stays quick.
+ANALYZE_BUDGET = 300
 
 
 def default_baseline(results: RunResult) -> str | None:

@@ -83,11 +83,12 @@ def fewest_changes(candidates: Sequence[int], changes: Callable[[frozenset[int]]
                    greedy_order: Sequence[int], budget: int = DEFAULT_BUDGET) -> Fewest:
     """The smallest set of ``candidates`` for which ``changes(set)`` holds.
 
-    Sets are tried by size, every set of one size before the next, while the sets tried stay
-    within ``budget``: the first hit is the exact fewest. When the next size would overrun the
-    budget, a greedy search adds ``greedy_order``'s candidates one by one (skipping one whose
+    First a greedy search adds ``greedy_order``'s candidates one by one (skipping one whose
     addition makes the recomputation undefined) until ``changes`` holds, then drops every member
-    it can do without: an upper bound.
+    it can do without: a set of size ``u``, an upper bound. Then every smaller set is tried, size
+    by size, while the sets tried stay within ``budget``: a hit there is the exact fewest, and when
+    every size below ``u`` was tried without one, ``u`` is. Otherwise ``u`` stays an upper bound.
+    When the greedy search finds nothing, every size is tried within the budget.
 
     Parameters
     ----------
@@ -115,17 +116,6 @@ def fewest_changes(candidates: Sequence[int], changes: Callable[[frozenset[int]]
     """
     pool = list(candidates)
     tried = 0
-    at_least = 1
-    for size in range(1, len(pool) + 1):
-        if tried + math.comb(len(pool), size) > budget:
-            break
-        for subset in combinations(pool, size):
-            tried += 1
-            if changes(frozenset(subset)):
-                return Fewest(size, True, size, tuple(subset), tried)
-        at_least = size + 1
-    else:
-        return Fewest(None, True, at_least, (), tried)
     chosen: list[int] = []
     hit = False
     for index in greedy_order:
@@ -137,14 +127,26 @@ def fewest_changes(candidates: Sequence[int], changes: Callable[[frozenset[int]]
             break
         if changed is None:
             chosen.pop()
-    if not hit:
-        return Fewest(None, False, at_least, (), tried)
-    for index in list(chosen[:-1]):  # the last one was needed: without it nothing changed
-        smaller = [i for i in chosen if i != index]
-        tried += 1
-        if changes(frozenset(smaller)):
-            chosen = smaller
-    return Fewest(len(chosen), len(chosen) <= at_least, at_least, tuple(chosen), tried)
+    if hit:
+        for index in list(chosen[:-1]):  # the last one was needed: without it nothing changed
+            smaller = [i for i in chosen if i != index]
+            tried += 1
+            if changes(frozenset(smaller)):
+                chosen = smaller
+    bound = len(chosen) if hit else len(pool) + 1
+    searched = 0
+    at_least = 1
+    for size in range(1, bound):
+        if searched + math.comb(len(pool), size) > budget:
+            break
+        for subset in combinations(pool, size):
+            searched += 1
+            if changes(frozenset(subset)):
+                return Fewest(size, True, size, tuple(subset), tried + searched)
+        at_least = size + 1
+    if hit:
+        return Fewest(len(chosen), at_least >= len(chosen), at_least, tuple(chosen), tried + searched)
+    return Fewest(None, at_least > len(pool), at_least, (), tried + searched)
 
 
 def support_order(pairs: Sequence[tuple[str, str, float | None]], ahead: str, behind: str,

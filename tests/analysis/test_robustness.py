@@ -123,6 +123,17 @@ def test_past_the_budget_the_figure_is_a_greedy_upper_bound():
     assert (exact.count, exact.exact, exact.text()) == (1, True, "1")
 
 
+def test_a_greedy_figure_is_proven_exact_by_trying_every_smaller_set():
+    one = fewest_changes(range(500), lambda s: 7 in s, greedy_order=[7], budget=0)
+    assert (one.text(), one.replays) == ("1", 1)  # nothing is smaller than one judgment
+    two = fewest_changes(range(50), lambda s: {3, 9} <= s, greedy_order=[3, 9], budget=50)
+    assert (two.text(), two.at_least, two.replays) == ("2", 2, 2 + 1 + 50)  # greedy, pruning, every single
+    short = fewest_changes(range(50), lambda s: {3, 9} <= s, greedy_order=[3, 9], budget=49)
+    assert short.text() == "≤ 2"
+    smaller = fewest_changes(range(10), lambda s: 4 in s or {1, 2, 3} <= s, greedy_order=[1, 2, 3], budget=10)
+    assert (smaller.text(), smaller.judgments) == ("1", (4,))  # the exhaustive search beats the greedy set
+
+
 def test_an_undefined_recomputation_is_left_out_of_the_greedy_set():
     def changes(subset):
         if 0 in subset:
