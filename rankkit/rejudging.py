@@ -9,6 +9,7 @@ twice. Each strategy's ranking is then recomputed from the new answers to the sa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -84,11 +85,10 @@ def ask_again(results: RunResult, judge: Judge, cache: Any = None, progress: boo
         new, ``cache_hits`` from the cache).
     """
     asked = questions(results)
-    kinds = {kind for keys in asked.values() for kind, _ in keys}
-    for kind in sorted(kinds):
-        flag, what = _NEEDS[kind]
-        if not getattr(judge, flag, True):
-            raise SpecError(f"the run used {what}, which judge {judge.description} cannot give")
+    for kind in sorted({kind for keys in asked.values() for kind, _ in keys}):
+        reason = unsupported(kind, judge)
+        if reason:
+            raise SpecError(f"the run used {reason}")
     tasks = [task for task in results.tasks if asked.get(task.task_id)]
     judge.check_tasks(tasks)
     bar = RunProgress(len(tasks), disable=not progress)
@@ -119,6 +119,25 @@ def ask_again(results: RunResult, judge: Judge, cache: Any = None, progress: boo
     return new, cost
 
 
+def unsupported(kind: str, judge: Judge) -> str | None:
+    """Why ``judge`` cannot answer a judgment of ``kind`` (None when it can).
+
+    Parameters
+    ----------
+    kind:
+        ``verdict``, ``grade``, ``choice`` or ``ranking``.
+    judge:
+        The judge; it declares what it gives in ``supports_pairwise`` and the like.
+
+    Returns
+    -------
+    str | None
+        e.g. ``grades, which judge panel:... cannot give``.
+    """
+    flag, what = _NEEDS[kind]
+    return None if getattr(judge, flag, True) else f"{what}, which judge {judge.description} cannot give"
+
+
 def rejudge(results: RunResult, judge: Judge, cache: Any = None, judge_spec: str = "", progress: bool = False,
             workers: int | None = None) -> dict[str, Any]:
     """Re-ask every judgment of a finished run of ``judge`` and compare the two rankings.
@@ -142,8 +161,22 @@ def rejudge(results: RunResult, judge: Judge, cache: Any = None, judge_spec: str
         ``judge`` and ``original_judge``, ``cost`` (of the new judgments), ``agreement`` over
         every distinct judgment, and per strategy (``strategies``): its ``aggregation``, judgment
         agreement, the mean per-task Spearman correlation of the two rankings and ``tasks`` with
-        the old and new #1 (``changed``).
+        the old and new #1 (``changed``); ``skipped``: the strategies whose judgments the judge
+        cannot give (a pairwise-only panel and ``individual``'s grades), with the reason.
     """
+    skipped = []
+    kept = []
+    for strategy_run in results.strategies:
+        kinds = sorted({item.kind for result in strategy_run.tasks for item in recorded_judgments(result)})
+        reasons = [reason for kind in kinds if (reason := unsupported(kind, judge))]
+        if reasons:
+            skipped.append({"strategy": strategy_run.name, "reason": f"it used {'; '.join(reasons)}"})
+        else:
+            kept.append(strategy_run)
+    if not kept:
+        reasons = "; ".join(f"{item['strategy']}: {item['reason']}" for item in skipped)
+        raise SpecError(f"nothing to rejudge: {reasons}")
+    results = dataclasses.replace(results, strategies=kept)
     new, cost = ask_again(results, judge, cache, progress, workers)
     by_id = {task.task_id: task for task in results.tasks}
     everything: dict[tuple[str, tuple[str, tuple[str, ...]]], tuple[RecordedJudgment, Any]] = {}
@@ -160,7 +193,7 @@ def rejudge(results: RunResult, judge: Judge, cache: Any = None, judge_spec: str
     return {"judge": {"spec": judge_spec, "description": judge.description, "fingerprint": judge.fingerprint,
                       "simulated": judge.simulated},
             "original_judge": results.judge_record(), "data": results.data, "cost": cost.to_dict(),
-            "agreement": agreement(list(everything.values())), "strategies": strategies}
+            "agreement": agreement(list(everything.values())), "strategies": strategies, "skipped": skipped}
 
 
 def agreement(pairs: Sequence[tuple[RecordedJudgment, Any]]) -> dict[str, Any]:
@@ -354,4 +387,8 @@ def rejudge_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     changes = Table("winners that changed" + ("" if changed else ": none"), changed,
                     [("strategy", "strategy"), ("task_id", "task"), ("old_winner", "was"),
                      ("new_winner", "now"), ("spearman", "rank correlation")])
-    return preamble, [summary, changes]
+    tables = [summary, changes]
+    if report.get("skipped"):
+        tables.append(Table("strategies not rejudged", list(report["skipped"]),
+                            [("strategy", "strategy"), ("reason", "why")]))
+    return preamble, tables

@@ -16,6 +16,7 @@ from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.ratings import bradley_terry
 from rankkit.rejudging import MEAN_GRADE, REPLAY, questions
 from rankkit.results import RunResult
+from rankkit.specs import SpecError
 from rankkit.strategies.elo import comparison_outcomes
 from tests.helpers import CountingJudge, make_task
 
@@ -89,6 +90,19 @@ def test_a_strategy_whose_path_leaves_the_questions_is_compared_by_mean_grade(fi
     knockout = next(item for item in report["strategies"] if item["strategy"] == "knockout:order=both")
     assert knockout["aggregation"] == MEAN_GRADE and knockout["departed"] > 0
     assert report["agreement"]["same_winner"] < 0.2
+
+
+def test_strategies_whose_judgments_the_judge_cannot_give_are_skipped(finished):
+    results, _ = finished
+    panel = "panel:sim:preset=gpt4+sim:preset=chatgpt"
+    report = rankkit.rejudge(results, panel)  # a panel compares pairs only
+    assert [s["strategy"] for s in report["strategies"]] == ["knockout:order=both", "bt"]
+    assert {s["strategy"]: s["reason"].split(",")[0] for s in report["skipped"]} == {
+        "individual": "it used grades", "setwise_groups:k=3": "it used k-way judgments"}
+    only_grades = RunResult.from_dict(results.to_dict())
+    only_grades.strategies = [s for s in only_grades.strategies if s.name == "individual"]
+    with pytest.raises(SpecError, match="nothing to rejudge: individual: it used grades"):
+        rankkit.rejudge(only_grades, panel)
 
 
 def test_a_killed_rejudge_resumes_without_paying_twice(finished, tmp_path):
