@@ -276,7 +276,8 @@ def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, 
                f"{cost.cache_hits} from the cache) written to {out}; replay with --judge replay:{out}", err=True)
 
 
-def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: str, top_k: int = 3) -> None:
+def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: str, top_k: int = 3,
+                       robustness_budget: int = 300) -> None:
     """Table (or JSON) of a system leaderboard, with its correlation against the truth and its
     robustness (the fewest battles whose flip or removal changes its #1 and top k)."""
     from rankkit.analysis.render import to_jsonable
@@ -284,11 +285,12 @@ def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: s
     from rankkit.leaderboard.robustness import leaderboard_robustness, robustness_lines
 
     rows, lines, truth_block = report(board, truth)
-    figures = leaderboard_robustness(board, k=top_k)
-    lines += robustness_lines(figures)
     payload = board.to_dict()
     payload["truth"] = truth_block
-    payload["robustness"] = to_jsonable(figures)
+    if robustness_budget:
+        figures = leaderboard_robustness(board, k=top_k, budget=robustness_budget)
+        lines += robustness_lines(figures)
+        payload["robustness"] = to_jsonable(figures)
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
@@ -320,6 +322,9 @@ def _leaderboard_common(func: Callable) -> Callable:
     func = click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")(func)
     func = click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
                         help="The top k whose robustness is reported besides the #1.")(func)
+    func = click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
+                        help="Refits each robustness search may try exhaustively before its figure stays a "
+                             "greedy upper bound (<=); 0 leaves the robustness line out.")(func)
     func = click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table",
                         show_default=True, help="table, json (the leaderboard without its matches), csv or markdown.")(func)
     return func
@@ -341,7 +346,8 @@ def _leaderboard_common(func: Callable) -> Callable:
 @click.pass_context
 @guarded
 def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                resamples, top_k, out, output_format, method, anchor, systems_text, order) -> None:
+                resamples, robustness_budget, top_k, out, output_format, method, anchor, systems_text,
+                order) -> None:
     """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
     if ctx.invoked_subcommand is not None:
         return
@@ -354,7 +360,7 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
                       resamples=resamples, systems=systems, progress=not quiet,
                       judge_spec=inputs.spec, data=str(inputs.path))
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
-    _print_leaderboard(board, truth, out, output_format, top_k)
+    _print_leaderboard(board, truth, out, output_format, top_k, robustness_budget)
 
 
 def _defaults_from_the_board(command: click.Command) -> click.Command:
@@ -384,7 +390,8 @@ def _defaults_from_the_board(command: click.Command) -> click.Command:
                    "current top system on every task and convert the win rate to a rating.")
 @guarded
 def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                    resamples, top_k, out, output_format, board_path, system, method) -> None:
+                    resamples, robustness_budget, top_k, out, output_format, board_path, system,
+                    method) -> None:
     """Add a system to a stored leaderboard, paying only for matches never judged before.
 
     --data and --judge default to the ones the leaderboard was built with.
@@ -404,7 +411,7 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
         new_board = add_system(board, inputs.tasks, judge, system, method, cache=inputs.cache, seed=seed,
                                resamples=resamples, judge_spec=inputs.spec, data=str(inputs.path))
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
-    _print_leaderboard(new_board, truth, out, output_format, top_k)
+    _print_leaderboard(new_board, truth, out, output_format, top_k, robustness_budget)
 
 
 @main.command("analyze")

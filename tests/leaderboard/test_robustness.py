@@ -86,3 +86,25 @@ def test_a_placed_system_is_not_defined():
     figures = leaderboard_robustness(board)
     assert not figures["defined"] and "binary search" in figures["reason"]
     assert robustness_lines(figures) == [f"robustness: not defined ({figures['reason']})"]
+
+
+def test_rankkit_leaderboard_prints_and_writes_its_robustness(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from rankkit.cli import main
+    from rankkit.samples import sample_path
+
+    args = ["leaderboard", "--data", str(sample_path("leaderboard")), "--judge", "sim:preset=gpt4", "--no-cache",
+            "--quiet", "--bootstrap", "0"]
+    out = tmp_path / "board.json"
+    ran = CliRunner().invoke(main, [*args, "--top-k", "2", "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    written = json.loads(out.read_text())
+    figures = written["robustness"]
+    assert figures["defined"] and figures["judgments"] == len(written["matches"]) and figures["k"] == 2
+    flips = figures["top1"]["flip"]["text"]
+    assert f"robustness over {len(written['matches'])} battles: #1 changes with {flips} flipped" in ran.output
+    quiet = CliRunner().invoke(main, [*args, "--robustness-budget", "0", "--out", str(out)])
+    assert "robustness" not in quiet.output and "robustness" not in json.loads(out.read_text())
