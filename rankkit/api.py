@@ -1,4 +1,5 @@
-"""The library in two calls: :func:`rank` one task with one strategy, :func:`compare` strategies on many.
+"""The library's calls: :func:`rank` one task with one strategy, :func:`compare` strategies on many,
+:func:`rejudge` a finished run with another judge.
 
 More in ``docs/library.md``.
 
@@ -13,6 +14,9 @@ More in ``docs/library.md``.
 >>> result = rankkit.compare([task], strategies=["knockout", "bt"], judge="sim:preset=gpt4")
 >>> [(run.name, run.cost.comparisons, run.cost.shared_hits) for run in result.strategies]
 [('knockout', 2, 0), ('bt', 6, 2)]
+>>> report = rankkit.rejudge(result, judge="sim:preset=gpt4")  # the same judge: the same answers
+>>> report["agreement"]["same_winner"], report["cost"]["judge_calls"], report["strategies"][1]["winners_changed"]
+(1.0, 6, 0)
 """
 
 from __future__ import annotations
