@@ -1,5 +1,4 @@
-"""The library's calls: :func:`rank` one task with one strategy, :func:`compare` strategies on many,
-:func:`rejudge` a finished run with another judge.
+"""The library in three calls: :func:`rank` one task, :func:`compare` strategies, :func:`rejudge` a run.
 
 More in ``docs/library.md``.
 
