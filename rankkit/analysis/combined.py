@@ -9,8 +9,8 @@ from rankkit.analysis.correlations import correlation_table, paired_difference
 from rankkit.analysis.draws import MetricDraws
 from rankkit.analysis.elimination import elimination_rounds
 from rankkit.analysis.judge_bias import length_bias, position_bias, slot_bias
-from rankkit.analysis.robustness import DEFAULT_TOP_K, robustness_report
 from rankkit.analysis.labelled import DEFAULT_METRICS, check_metrics, human_scores, strategy_names, strategy_run
+from rankkit.analysis.robustness import DEFAULT_TOP_K, robustness_report
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES
