@@ -98,7 +98,8 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("matches", ("matches", "choices", "order")),
     ("strategies", ("strategies", "brackets")),
     ("judges", ("judges",)),
-    ("runner, api", ("runner", "api", "dispatch", "results", "recording", "scale", "plan")),
+    ("runner, api", ("runner", "api", "dispatch", "results", "recording", "scale", "plan", "rerank",
+                     "rejudging")),
     ("front ends", ("", "__main__", "cli", "cli_support", "config", "report", "plots", "judge_report",
                     "leaderboard", "analysis", "data")),
 )

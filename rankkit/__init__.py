@@ -19,7 +19,7 @@ __version__ = "0.2.0"
 
 #: Public names, each loaded from its module on first use, so `import rankkit` stays light.
 _EXPORTS = {
-    "rank": "rankkit.api", "compare": "rankkit.api",
+    "rank": "rankkit.api", "compare": "rankkit.api", "rejudge": "rankkit.api",
     "Task": "rankkit.tasks", "Candidate": "rankkit.tasks", "load_tasks": "rankkit.tasks",
     "RankkitError": "rankkit.errors", "TaskFormatError": "rankkit.errors",
     "Judge": "rankkit.judges.base", "make_judge": "rankkit.judges",

@@ -1,4 +1,4 @@
-"""The library in two calls: :func:`rank` one task with one strategy, :func:`compare` strategies on many.
+"""The library in three calls: :func:`rank` one task, :func:`compare` strategies, :func:`rejudge` a run.
 
 More in ``docs/library.md``.
 
@@ -13,6 +13,9 @@ More in ``docs/library.md``.
 >>> result = rankkit.compare([task], strategies=["knockout", "bt"], judge="sim:preset=gpt4")
 >>> [(run.name, run.cost.comparisons, run.cost.shared_hits) for run in result.strategies]
 [('knockout', 2, 0), ('bt', 6, 2)]
+>>> report = rankkit.rejudge(result, judge="sim:preset=gpt4")  # the same judge: the same answers
+>>> report["agreement"]["same_winner"], report["cost"]["judge_calls"], report["strategies"][1]["winners_changed"]
+(1.0, 6, 0)
 """
 
 from __future__ import annotations
@@ -118,8 +121,41 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
                    data=label, workers=workers, expected=expected)
 
 
+def rejudge(results: RunResult | str | PathLike[str], judge: str | Judge,
+            cache: str | PathLike[str] | JudgmentCache | None = None, progress: bool = False,
+            workers: int | None = None) -> dict[str, Any]:
+    """Re-ask every judgment a finished run used of another judge, and compare the rankings.
+
+    Parameters
+    ----------
+    results:
+        The run: a :class:`~rankkit.results.RunResult` or the path of a ``rankkit compare --out``
+        file. Its own judge is never rebuilt from the file.
+    judge:
+        The judge or panel to ask again: a spec string or a :class:`~rankkit.judges.base.Judge`.
+    cache:
+        As in :func:`rank`: an interrupted rejudge resumes from it without paying twice.
+    progress, workers:
+        As in :func:`compare`.
+
+    Returns
+    -------
+    dict[str, Any]
+        :func:`rankkit.rejudging.rejudge`'s report: the cost of the new judgments, per-judgment
+        agreement, per strategy the rank correlation of the two rankings and the winners that changed.
+    """
+    from rankkit.rejudging import rejudge as rejudge_run
+    from rankkit.results import read_results
+
+    if judge is None:
+        raise SpecError("rejudge: give the judge to ask again (a spec string or a Judge)")
+    run_result = results if isinstance(results, RunResult) else read_results(results)
+    with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
+        return rejudge_run(run_result, judge_object, cache_object, judge_spec=spec, progress=progress, workers=workers)
+
+
 # ---------------------------------------------------------------------------------------------
-# What the two calls accept
+# What the calls accept
 
 
 def _as_task(task: Any, prompt: str | None) -> Task | Mapping[str, Any]:

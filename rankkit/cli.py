@@ -2,7 +2,7 @@
 
 Commands: ``compare`` (several strategies on one judge, with metrics), ``rank`` (one strategy,
 per-candidate scores out), ``strategies`` (what is registered), ``judge-report``, ``record``,
-``leaderboard`` (and ``leaderboard add``), ``analyze``, ``plot``, ``report`` and ``samples``. Each command is
+``leaderboard`` (and ``leaderboard add``), ``analyze``, ``rejudge``, ``plot``, ``report`` and ``samples``. Each command is
 thin: it parses options and calls one library function. What the commands share — options, the
 mapping of errors to exit codes (2 bad input, 1 judge or server failure), the judging session —
 is :mod:`rankkit.cli_support`. Heavy modules are imported inside commands, so ``rankkit --help``
@@ -300,13 +300,21 @@ def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, 
                f"{cost.cache_hits} from the cache) written to {out}; replay with --judge replay:{out}", err=True)
 
 
-def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: str) -> None:
-    """Table (or JSON) of a system leaderboard, with its correlation against the truth."""
+def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: str, top_k: int = 3,
+                       robustness_budget: int = 300) -> None:
+    """Table (or JSON) of a system leaderboard, with its correlation against the truth and its
+    robustness (the fewest battles whose flip or removal changes its #1 and top k)."""
+    from rankkit.analysis.render import to_jsonable
     from rankkit.leaderboard import report
+    from rankkit.leaderboard.robustness import leaderboard_robustness, robustness_lines
 
     rows, lines, truth_block = report(board, truth)
     payload = board.to_dict()
     payload["truth"] = truth_block
+    if robustness_budget:
+        figures = leaderboard_robustness(board, k=top_k, budget=robustness_budget)
+        lines += robustness_lines(figures)
+        payload["robustness"] = to_jsonable(figures)
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
@@ -336,6 +344,11 @@ def _leaderboard_common(func: Callable) -> Callable:
     func = click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=200, show_default=True,
                         help="Bootstrap resamples of the matches for 95% intervals (0 = none).")(func)
     func = click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")(func)
+    func = click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
+                        help="The top k whose robustness is reported besides the #1.")(func)
+    func = click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
+                        help="Refits each robustness search may try exhaustively before its figure stays a "
+                             "greedy upper bound (<=); 0 leaves the robustness line out.")(func)
     func = click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table",
                         show_default=True, help="table, json (the leaderboard without its matches), csv or markdown.")(func)
     return func
@@ -357,7 +370,8 @@ def _leaderboard_common(func: Callable) -> Callable:
 @click.pass_context
 @guarded
 def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                resamples, out, output_format, method, anchor, systems_text, order) -> None:
+                resamples, robustness_budget, top_k, out, output_format, method, anchor, systems_text,
+                order) -> None:
     """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
     if ctx.invoked_subcommand is not None:
         return
@@ -370,7 +384,7 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
                       resamples=resamples, systems=systems, progress=not quiet,
                       judge_spec=inputs.spec, data=str(inputs.path))
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
-    _print_leaderboard(board, truth, out, output_format)
+    _print_leaderboard(board, truth, out, output_format, top_k, robustness_budget)
 
 
 def _defaults_from_the_board(command: click.Command) -> click.Command:
@@ -400,7 +414,8 @@ def _defaults_from_the_board(command: click.Command) -> click.Command:
                    "current top system on every task and convert the win rate to a rating.")
 @guarded
 def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                    resamples, out, output_format, board_path, system, method) -> None:
+                    resamples, robustness_budget, top_k, out, output_format, board_path, system,
+                    method) -> None:
     """Add a system to a stored leaderboard, paying only for matches never judged before.
 
     --data and --judge default to the ones the leaderboard was built with.
@@ -420,7 +435,7 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
         new_board = add_system(board, inputs.tasks, judge, system, method, cache=inputs.cache, seed=seed,
                                resamples=resamples, judge_spec=inputs.spec, data=str(inputs.path))
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
-    _print_leaderboard(new_board, truth, out, output_format)
+    _print_leaderboard(new_board, truth, out, output_format, top_k, robustness_budget)
 
 
 @main.command("analyze")
@@ -437,22 +452,29 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
               help="How scores are aggregated per system at the aggregate (exam) level.")
 @click.option("--exam-field", default=None,
               help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).")
+@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="The robustness report's top k (besides the #1).")
+@click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
+              help="Recomputed rankings each robustness search may try exhaustively before it turns greedy "
+                   "(an upper bound, shown with <=); 0 leaves the robustness report out.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the analysis as JSON.")
 @click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
               help="table, json (the whole analysis), csv (all sections in one table, with a section column) "
                    "or markdown.")
 @guarded
-def analyze_command(results_path, by_fields, baseline, metric_names, resamples, seed, aggregate, exam_field, out,
-                    output_format) -> None:
-    """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level and
-    paired differences for a results file of `rankkit compare --out`."""
+def analyze_command(results_path, by_fields, baseline, metric_names, resamples, seed, aggregate, exam_field, top_k,
+                    robustness_budget, out, output_format) -> None:
+    """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level,
+    paired differences and robustness (fewest judgments whose flip or removal changes the #1 or
+    top k) for a results file of `rankkit compare --out`."""
     from rankkit.analysis import analyze, format_analysis, load_results, to_jsonable
     from rankkit.specs import split_list
 
     prepare_output(out)
     results = load_results(results_path)
     report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), resamples=resamples,
-                     seed=seed, aggregate=aggregate, unit_field=exam_field)
+                     seed=seed, aggregate=aggregate, unit_field=exam_field, top_k=top_k,
+                     robustness_budget=robustness_budget)
     if output_format == "json":
         click.echo(inert_json(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)))
     else:
@@ -464,6 +486,58 @@ def analyze_command(results_path, by_fields, baseline, metric_names, resamples, 
     if out:
         Path(out).write_text(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False), encoding="utf-8")
         say(f"analysis written to {out}", err=output_format in ("json", "csv"))
+
+
+@main.command("rejudge")
+@click.argument("results_path", type=click.Path(dir_okay=False))
+@click.option("--judge", "judge_spec", required=True,
+              help="The judge or panel to ask again, e.g. sim:preset=chatgpt (the results file's own judge is "
+                   "never used).")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
+              help="SQLite judgment cache (default .rankkit/cache.sqlite): a rejudge that stops resumes from it.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the report as JSON.")
+@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
+              help="table, json (the whole report), csv (both tables, with a section column) or markdown.")
+@guarded
+def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, output_format) -> None:
+    """Re-ask every judgment of a `rankkit compare --out` run of another judge: agreement per
+    judgment, rank correlation per task and the winners that change."""
+    from rankkit.analysis.render import to_jsonable
+    from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache, NullCache
+    from rankkit.cli_support import announce_judge, checked_judge_spec
+    from rankkit.formatting import render_sections
+    from rankkit.judges import make_judge
+    from rankkit.rejudging import rejudge, rejudge_tables
+    from rankkit.results import read_results
+
+    prepare_output(out)
+    results = read_results(results_path)
+    spec = checked_judge_spec(judge_spec)  # given on the command line: the user's own
+    cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
+    judge = None
+    try:
+        judge = make_judge(spec)
+        announce_judge(judge, spec)
+        report = rejudge(results, judge, cache, judge_spec=spec, progress=not quiet)
+    finally:
+        cache.close()
+        if judge is not None:
+            judge.close()
+    payload = to_jsonable(report)
+    if output_format == "json":
+        click.echo(inert_json(json.dumps(payload, indent=1, ensure_ascii=False)))
+    else:
+        preamble, tables = rejudge_tables(report)
+        text = render_sections(tables, output_format, preamble)
+        if output_format == "csv":
+            click.echo(text)
+        else:
+            say(text)
+    if out:
+        Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+        say(f"rejudge report written to {out}", err=output_format in ("json", "csv"))
 
 
 @main.command("plot")
@@ -495,14 +569,20 @@ def plot_command(results_path, out_dir, metric, resamples, seed) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap.")
 @click.option("--max-tasks", type=click.IntRange(min=1), default=None,
               help="Put only the first N tasks in the task and match views (smaller file for big runs).")
+@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
+              help="The robustness section's top k (besides the #1).")
+@click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
+              help="Recomputed rankings each robustness search may try exhaustively (0 leaves the section out).")
 @guarded
-def report_command(results_path, out, resamples, seed, max_tasks) -> None:
-    """Write one self-contained HTML file: leaderboard, tasks with knockout brackets, match browser, judge bias."""
+def report_command(results_path, out, resamples, seed, max_tasks, top_k, robustness_budget) -> None:
+    """Write one self-contained HTML file: leaderboard, tasks with knockout brackets, match browser, judge bias,
+    robustness."""
     from rankkit.analysis import load_results
     from rankkit.report import write_report
 
     results = load_results(results_path)
-    path = write_report(results, out, resamples=resamples, seed=seed, max_tasks=max_tasks)
+    path = write_report(results, out, resamples=resamples, seed=seed, max_tasks=max_tasks, top_k=top_k,
+                        robustness_budget=robustness_budget)
     size = path.stat().st_size
     click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
 

@@ -197,6 +197,8 @@ class MatchSource:
         self.comparisons: list[Comparison] = []
         self._verdicts: dict[tuple[str, str], Verdict] = {}  # ordered pairs used so far
         self._grades: dict[str, Grade] = {}  # candidates graded so far
+        #: Every distinct grade the strategy used, (candidate id, grade), in the order first used.
+        self.grades: list[tuple[str, Grade]] = []
         self._last_shown: dict[frozenset[str], tuple[str, str]] = {}  # per pair, the order shown last
         #: Every distinct k-way judgment the strategy used, in the order first used (rankkit.choices).
         self.group_comparisons: list[Any] = []
@@ -365,6 +367,7 @@ class MatchSource:
             answers = self.memo.grades([(task, task.candidate(cid)) for cid in new])
             for cid, (grade, origin) in zip(new, answers):
                 self._grades[cid] = grade
+                self.grades.append((cid, grade))
                 self.cost.grades += 1
                 self._charge(grade, origin)
             self._report(answers)

@@ -14,6 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
+from rankkit.analysis.combined import ANALYZE_BUDGET
+from rankkit.analysis.robustness import DEFAULT_TOP_K, FRAGILE_SHARE, robustness_report
 from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, slot_bias, strategy_names
 from rankkit.judgments import LABELS
 from rankkit.formatting import plain
@@ -351,9 +353,65 @@ CSS = (ASSETS / "report.css").read_text(encoding="utf-8")
 SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 
 
+def robustness_html(results: RunResult, top_k: int = DEFAULT_TOP_K, budget: int = ANALYZE_BUDGET) -> str:
+    """The report's robustness section.
+
+    Parameters
+    ----------
+    results:
+        The run.
+    top_k, budget:
+        As in :func:`rankkit.analysis.robustness.robustness_report`.
+
+    Returns
+    -------
+    str
+        HTML: per strategy the median fewest judgments whose flip or removal changes each task's
+        #1 and top k, and its tasks in a fold-out table with the fragile ones marked.
+    """
+    report = robustness_report(results, top_k, budget)
+    figures = [("top1", "flip", "#1 flip"), ("top1", "remove", "#1 remove"), ("top_k", "flip", f"top-{top_k} flip"),
+               ("top_k", "remove", f"top-{top_k} remove")]
+    summary_rows, details = [], []
+    for item in report:
+        summary = item["summary"]
+        if not summary["tasks"]:
+            summary_rows.append(f"<tr><td>{esc(item['strategy'])}</td><td class=num>0</td>"
+                                f"<td colspan={len(figures) + 1}>not defined: {esc('; '.join(summary['reasons']))}</td></tr>")
+            continue
+        fragile = len(summary["fragile_tasks"])
+        cells = "".join(f"<td class=num>{_number(summary[f'{target}_{change}_median'], 1)}</td>"
+                        for target, change, _ in figures)
+        summary_rows.append(f"<tr><td>{esc(item['strategy'])}</td><td class=num>{summary['tasks']}</td>{cells}"
+                            f"<td class='num{' fragile' if fragile else ''}'>{fragile}</td></tr>")
+        rows = []
+        for task in item["tasks"]:
+            if not task["defined"]:
+                rows.append(f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>"
+                            f"<td colspan={len(figures) + 1}>not defined: {esc(task['reason'])}</td></tr>")
+                continue
+            cells = "".join(f"<td class=num>{esc(task[target][change].text() if task[target] else '–')}</td>"
+                            for target, change, _ in figures)
+            flag = ", ".join(task["fragile"])
+            rows.append(f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>{cells}"
+                        f"<td class=fragile>{esc(flag)}</td></tr>")
+        details.append(f"<details><summary>{esc(item['strategy'])}: per task</summary>"
+                       + _table(["task", "judgments", *[h for _, _, h in figures], "fragile"], rows) + "</details>")
+    note = (f"<p class=note>The fewest judgments whose flip (winner reversed) or removal changes the #1 or the top "
+            f"{top_k}, recomputed from the judgments each strategy used (ratings refitted, brackets replayed): a "
+            f"number is exact, <code>≤ n</code> a greedy upper bound, <code>none</code>: no such change does. Medians "
+            f"over tasks (<code>none</code> counted as the judgments + 1). Fragile: a figure at most "
+            f"{FRAGILE_SHARE:.0%} of the judgments used. See docs/robustness.md.</p>")
+    return (_table(["strategy", "tasks", *[h for _, _, h in figures], "fragile tasks"], summary_rows, "robustness")
+            + note + "".join(details))
+
+
 def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                  level: float = DEFAULT_LEVEL, max_tasks: int | None = None, title: str = "rankkit report") -> str:
-    """The whole report as one HTML string (see ``docs/analysis.md``)."""
+                  level: float = DEFAULT_LEVEL, max_tasks: int | None = None, title: str = "rankkit report",
+                  top_k: int = DEFAULT_TOP_K, robustness_budget: int = ANALYZE_BUDGET) -> str:
+    """The whole report as one HTML string (see ``docs/analysis.md``); ``top_k`` and
+    ``robustness_budget`` are the robustness section's (:func:`robustness_html`; a budget of 0
+    leaves it out)."""
     judge = results.judge_record()
     simulated = "<span class=badge>simulated judge: verdicts derive from the human labels</span>" if judge["simulated"] else ""
     n_tasks = len(results.tasks)
@@ -363,6 +421,9 @@ def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: 
     policy = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{script_hash}'; "
               "base-uri 'none'; form-action 'none'")
     limited = f" (the first {shown} of {n_tasks})" if shown < n_tasks else ""
+    robustness_section = (f'<section id="robustness"><h2>Robustness</h2>\n{robustness_html(results, top_k, robustness_budget)}'
+                          f'\n</section>') if robustness_budget else ""
+    robustness_link = '<a href="#robustness">Robustness</a>' if robustness_budget else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -378,7 +439,7 @@ def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: 
 <div class="meta">data {esc(results.data)} · {n_tasks} tasks · criterion {esc(results.criterion or 'none')}
  · judge {esc(judge['description'] or judge['spec'])} · seed {esc(results.seed)} {simulated}</div>
 </header>
-<nav><a href="#leaderboard">Leaderboard</a><a href="#tasks">Tasks &amp; matches</a><a href="#bias">Judge bias</a></nav>
+<nav><a href="#leaderboard">Leaderboard</a><a href="#tasks">Tasks &amp; matches</a><a href="#bias">Judge bias</a>{robustness_link}</nav>
 <main>
 <section id="leaderboard"><h2>Leaderboard</h2>
 {leaderboard_html(results, resamples, seed, level)}
@@ -397,6 +458,7 @@ def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: 
 <section id="bias"><h2>Judge bias</h2>
 {bias_html(results, level)}
 </section>
+{robustness_section}
 </main>
 <script type="application/json" id="rankkit-data">{data_json}</script>
 <script>{SCRIPT}</script>

@@ -8,14 +8,17 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import json
 import math
 from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from rankkit.errors import TaskFormatError
 from rankkit.formatting import plain
 from rankkit.judges.base import Judge, JudgeError
-from rankkit.judgments import Verdict, ParseStatus, Winner
+from rankkit.judgments import Grade, Verdict, ParseStatus, Winner
 from rankkit.matches import Comparison, Cost, MatchGraph
 from rankkit.strategies.base import CandidateExtras, Strategy
 from rankkit.tasks import Candidate, Task
@@ -35,6 +38,10 @@ class TaskResult:
     #: The k-way judgments the strategy used (:class:`rankkit.choices.GroupComparison`; empty for
     #: strategies that judge pairs or single answers, and then not written).
     group_comparisons: list[Any] = field(default_factory=list)
+    #: The grades of single answers the strategy used, ``(candidate id, Grade)`` in the order first
+    #: used (``individual``'s, and those that settled an undecided match; empty for the others,
+    #: and then not written).
+    grades: list[tuple[str, Grade]] = field(default_factory=list)
 
     @property
     def has_elimination_rounds(self) -> bool:
@@ -50,7 +57,8 @@ class TaskResult:
                 "cost": self.cost.to_dict(),
                 "comparisons": [c.to_dict() for c in self.comparisons],
                 **({"group_comparisons": [g.to_dict() for g in self.group_comparisons]}
-                   if self.group_comparisons else {})}
+                   if self.group_comparisons else {}),
+                **({"grades": [grade_record(cid, grade) for cid, grade in self.grades]} if self.grades else {})}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "task",
@@ -86,7 +94,8 @@ class TaskResult:
                                 for i, c in enumerate(comparisons)],
                    cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
                    group_comparisons=[group_comparison_from_dict(g, where, f"{path}.group_comparisons[{i}]")
-                                      for i, g in enumerate(data.get("group_comparisons") or [])])
+                                      for i, g in enumerate(data.get("group_comparisons") or [])],
+                   grades=[grade_from_dict(g, where, f"{path}.grades[{i}]") for i, g in enumerate(data.get("grades") or [])])
 
 
 @dataclass
@@ -381,6 +390,41 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
                       round=get("round"))
 
 
+def grade_record(candidate: str, grade: Grade) -> dict[str, Any]:
+    """One used grade as the results JSON stores it.
+
+    Parameters
+    ----------
+    candidate: the graded candidate's id.
+    grade: its grade.
+
+    Returns
+    -------
+    dict[str, Any]
+        The candidate, the value, the parse status and the judge's raw text.
+    """
+    return {"candidate": candidate, "value": grade.value, "status": grade.status.value, "raw": grade.raw}
+
+
+def grade_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "grade") -> tuple[str, Grade]:
+    """Read one used grade (:func:`grade_record`) back.
+
+    Parameters
+    ----------
+    data: the record.
+    where, path: the file and the record's place in it, for errors.
+
+    Returns
+    -------
+    tuple[str, Grade]
+        ``(candidate id, Grade)``; a :class:`TaskFormatError` naming the first field missing.
+    """
+    value = required(data, "value", where, path)
+    return (str(required(data, "candidate", where, path)),
+            Grade(value=None if value is None else float(value), raw=str(required(data, "raw", where, path)),
+                  status=ParseStatus(required(data, "status", where, path))))
+
+
 def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results",
                                path: str = "group_comparison") -> Any:
     """Read one recorded k-way judgment (:meth:`rankkit.choices.GroupComparison.to_dict`)."""
@@ -483,6 +527,31 @@ def read_records(records: list[Any], name: str, where: str, read: Callable[[Any,
         except (AttributeError, TypeError, ValueError) as err:
             raise TaskFormatError(where, None, path, f"cannot be read: {err!r}") from None
     return values
+
+
+def read_results(path: str | PathLike[str]) -> RunResult:
+    """Read a results file written by ``rankkit compare --out``.
+
+    Parameters
+    ----------
+    path: the file.
+
+    Returns
+    -------
+    RunResult
+        The run; FileNotFoundError when there is no file, :class:`TaskFormatError` naming the file
+        and the field when it is not a results file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg}") from None
+    if not isinstance(data, dict):
+        raise TaskFormatError(path, None, None, "expected a JSON object (the output of rankkit compare --out)")
+    return RunResult.from_dict(data, where=str(path))
 
 
 def match_graphs(tasks: Iterable[Task], strategies: Iterable[StrategyRun], fingerprint: str) -> dict[str, MatchGraph]:

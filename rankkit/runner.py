@@ -83,7 +83,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
                 extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons,
                                       strategy_run.strategy), comparisons=source.comparisons,
-                cost=source.cost, group_comparisons=source.group_comparisons), seconds))
+                cost=source.cost, group_comparisons=source.group_comparisons, grades=source.grades), seconds))
         bar.task_done()
         return results
 

@@ -163,6 +163,21 @@ def test_bias_section_shows_the_slot_bias_only_for_k_way_judgments():
     assert "x1=90.0 x2=90.0 y1=2 y2=20" in slots
 
 
+def test_robustness_section_lists_each_strategy_and_its_tasks():
+    tasks = load_tasks(Path(__file__).parent.parent / "rankkit" / "data" / "sample" / "tasks.jsonl")[:3]
+    results = run(tasks, [make_strategy("knockout"), make_strategy("individual")], make_judge("sim:preset=gpt4"))
+    page = report.render_report(results, resamples=0, top_k=2)
+    section = page.split('<section id="robustness"><h2>Robustness</h2>')[1].split("</section>")[0]
+    assert '<a href="#robustness">Robustness</a>' in page
+    assert "<th>top-2 flip</th>" in section and "knockout: per task" in section
+    # knockout: its final flipped changes the champion on every task; individual only grades.
+    assert "<tr><td>knockout</td><td class=num>3</td><td class=num>1</td>" in section
+    assert "<td colspan=5>not defined: grades judge one answer alone" in section
+    assert section.count("<tr><td>q0") == 3  # the per-task rows of knockout
+    without = report.render_report(results, resamples=0, robustness_budget=0)
+    assert 'id="robustness"' not in without and "#robustness" not in without
+
+
 def test_report_command(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(hand_results()), encoding="utf-8")

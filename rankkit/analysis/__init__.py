@@ -34,12 +34,21 @@ from rankkit.analysis.labelled import (
     strategy_run,
 )
 from rankkit.analysis.render import analysis_tables, format_analysis, to_jsonable
+from rankkit.analysis.robustness import (
+    Fewest,
+    fewest_changes,
+    ranking_robustness,
+    robustness_report,
+    robustness_tables,
+    task_robustness,
+)
 
 __all__ = [
-    "AGGREGATES", "AGGREGATE_METRICS", "DEFAULT_METRICS", "AggregateUnits", "LabelledTask", "MetricDraws",
+    "AGGREGATES", "AGGREGATE_METRICS", "DEFAULT_METRICS", "AggregateUnits", "Fewest", "LabelledTask", "MetricDraws",
     "TaskMetrics", "aggregate_level", "analysis_tables", "analyze", "breakdown", "breakdown_fields",
     "check_metrics", "correlation_table", "default_baseline", "distinct_comparisons", "distinct_group_comparisons",
-    "elimination_group",
+    "elimination_group", "fewest_changes", "ranking_robustness", "robustness_report", "robustness_tables",
+    "task_robustness",
     "elimination_rounds", "format_analysis", "human_scores", "labelled_tasks", "length_bias", "load_results",
     "metric_intervals", "paired_difference", "position_bias", "row_correlations", "strategy_names",
     "slot_bias", "strategy_run", "to_jsonable", "winner_of",

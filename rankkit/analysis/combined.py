@@ -10,9 +10,15 @@ from rankkit.analysis.draws import MetricDraws
 from rankkit.analysis.elimination import elimination_rounds
 from rankkit.analysis.judge_bias import length_bias, position_bias, slot_bias
 from rankkit.analysis.labelled import DEFAULT_METRICS, check_metrics, human_scores, strategy_names, strategy_run
+from rankkit.analysis.robustness import DEFAULT_TOP_K, robustness_report
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+
+#: The robustness searches' budget in ``rankkit analyze`` and the HTML report: every set of 8
+#: judgments, every set of up to two of 20, or every single one of 240 (16 answers, both orders).
+#: Smaller than the library's default, so that a large run's analysis stays quick.
+ANALYZE_BUDGET = 300
 
 
 def default_baseline(results: RunResult) -> str | None:
@@ -25,7 +31,8 @@ def default_baseline(results: RunResult) -> str | None:
 
 def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = None,
             metrics: Sequence[str] = DEFAULT_METRICS, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-            level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None) -> dict[str, Any]:
+            level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None,
+            top_k: int = DEFAULT_TOP_K, robustness_budget: int = ANALYZE_BUDGET) -> dict[str, Any]:
     """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
 
     Parameters
@@ -42,12 +49,15 @@ def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = N
         See :func:`aggregate_level`.
     resamples, seed, level
         The bootstrap's (:func:`rankkit.stats.bootstrap`).
+    top_k, robustness_budget
+        The robustness report's top k and each search's budget (:func:`rankkit.analysis.robustness.robustness`);
+        a budget of 0 leaves the report out.
 
     Returns
     -------
     dict[str, Any]
         One entry per analysis (correlations, differences, elimination rounds, breakdowns, aggregate
-        level, judge bias).
+        level, judge bias, robustness).
     """
     check_metrics(metrics)
     if not human_scores(results):
@@ -69,6 +79,7 @@ def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = N
         "aggregate_level": [a for a in (aggregate_level(results, name, aggregate, unit_field, resamples, seed, level) for name in names) if a],
         "breakdowns": {field: {name: breakdown(results, name, field, metrics, resamples, seed, level) for name in names} for field in by},
         "judge_bias": judge_bias(results, level),
+        "robustness": robustness_report(results, top_k, robustness_budget) if robustness_budget else [],
     }
 
 

@@ -7,14 +7,12 @@ take no part). :func:`check_metrics` validates metric names once for all of them
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from rankkit.errors import TaskFormatError
 from rankkit.metrics import METRIC_NAMES
-from rankkit.results import RunResult, StrategyRun
+from rankkit.results import RunResult, StrategyRun, read_results
 from rankkit.specs import SpecError
 from rankkit.strategies.base import CandidateExtras
 
@@ -24,18 +22,8 @@ DEFAULT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
 
 
 def load_results(path: str | Path) -> RunResult:
-    """Read a results file written by ``rankkit compare --out``; raises TaskFormatError naming the
-    file and the field if it is not one."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: file not found")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg}") from None
-    if not isinstance(data, dict):
-        raise TaskFormatError(path, None, None, "expected a JSON object (the output of rankkit compare --out)")
-    return RunResult.from_dict(data, where=str(path))
+    """Read a results file written by ``rankkit compare --out`` (:func:`rankkit.results.read_results`)."""
+    return read_results(path)
 
 
 def strategy_names(results: RunResult) -> list[str]:

@@ -8,14 +8,15 @@ from typing import Any, Mapping
 import numpy as np
 
 from rankkit.analysis.breakdowns import AGGREGATE_METRICS
+from rankkit.analysis.robustness import Fewest, robustness_tables
 from rankkit.formatting import Table, render_sections
 from rankkit.judgments import labels
 from rankkit.stats import Interval
 
 
 def to_jsonable(value: Any) -> Any:
-    """Intervals become dicts and NaN becomes null, so the analysis is strict JSON."""
-    if isinstance(value, Interval):
+    """Intervals and robustness figures become dicts and NaN becomes null, so the analysis is strict JSON."""
+    if isinstance(value, (Interval, Fewest)):
         return to_jsonable(value.to_dict())
     if isinstance(value, float):
         return None if math.isnan(value) or math.isinf(value) else value
@@ -166,6 +167,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
                           [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))
     if bias.get("slots"):
         sections.append(slot_table(bias["slots"]))
+    sections += robustness_tables(report.get("robustness") or [])
     return preamble, sections
 
 

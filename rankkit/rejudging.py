@@ -1,0 +1,394 @@
+"""Re-ask a finished run's judgments of another judge, and say how much its rankings change.
+
+:func:`rejudge` asks the new judge exactly the questions the run's strategies used (the same
+tasks, candidates, presentation orders and kinds: verdicts, grades, k-way choices and rankings),
+through the run's memo and the persistent cache, so an interrupted rejudge resumes without paying
+twice. Each strategy's ranking is then recomputed from the new answers to the same questions
+(:func:`rankkit.rerank.replay`); ``docs/robustness.md`` says what that means for adaptive strategies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rankkit.formatting import Table
+from rankkit.judges.base import Judge
+from rankkit.judgments import CHOICE_KIND, GRADE_KIND, RANKING_KIND, VERDICT_KIND, ParseStatus
+from rankkit.matches import Cost, MatchSource
+from rankkit.metrics import correlation
+from rankkit.rerank import OffRecord, RecordedJudgment, leader, recorded_judgments, replay, verdict_outcome
+from rankkit.results import RecordedStrategy, RunResult, StrategyRun
+from rankkit.runner import RunProgress, map_tasks
+from rankkit.specs import SpecError
+from rankkit.tasks import Task
+
+#: How a strategy's ranking on the new judgments was computed.
+REPLAY = "replay"
+MEAN_GRADE = "mean grade"
+#: What each aggregation means, for the report.
+AGGREGATIONS = {
+    REPLAY: "the strategy recomputed from the new answers to its own questions",
+    MEAN_GRADE: ("each answer's mean grade over the same judgments, old and new: the strategy's path depends on "
+                 "the verdicts, so recomputing it would ask questions the run never asked"),
+}
+_NEEDS = {VERDICT_KIND: ("supports_pairwise", "pairwise verdicts"), GRADE_KIND: ("supports_pointwise", "grades"),
+          CHOICE_KIND: ("supports_kway", "k-way judgments"), RANKING_KIND: ("supports_kway", "k-way judgments")}
+
+
+def questions(results: RunResult) -> dict[str, dict[tuple[str, tuple[str, ...]], None]]:
+    """The questions a run asked.
+
+    Parameters
+    ----------
+    results:
+        The finished run.
+
+    Returns
+    -------
+    dict
+        Per task id, every distinct judgment any strategy used, as (kind, candidates as shown), in
+        the order first used.
+    """
+    asked: dict[str, dict[tuple[str, tuple[str, ...]], None]] = {}
+    for strategy_run in results.strategies:
+        for result in strategy_run.tasks:
+            keys = asked.setdefault(result.task_id, {})
+            for item in recorded_judgments(result):
+                keys.setdefault(item.key, None)
+    return asked
+
+
+def ask_again(results: RunResult, judge: Judge, cache: Any = None, progress: bool = False,
+              workers: int | None = None) -> tuple[dict[str, dict[tuple[str, tuple[str, ...]], Any]], Cost]:
+    """The new judge's answer to every question of :func:`questions`, and what they cost.
+
+    Parameters
+    ----------
+    results:
+        The finished run.
+    judge:
+        The judge (or panel) to ask.
+    cache:
+        The persistent judgment cache (a :class:`~rankkit.cache.JudgmentCache`), or None.
+    progress:
+        Show a progress bar on stderr.
+    workers:
+        Tasks judged at once (:func:`rankkit.runner.map_tasks`).
+
+    Returns
+    -------
+    tuple
+        Per task id, question -> answer; and the :class:`~rankkit.matches.Cost` (``judge_calls``
+        new, ``cache_hits`` from the cache).
+    """
+    asked = questions(results)
+    for kind in sorted({kind for keys in asked.values() for kind, _ in keys}):
+        reason = unsupported(kind, judge)
+        if reason:
+            raise SpecError(f"the run used {reason}")
+    tasks = [task for task in results.tasks if asked.get(task.task_id)]
+    judge.check_tasks(tasks)
+    bar = RunProgress(len(tasks), disable=not progress)
+
+    def work(task: Task, memo: Any) -> tuple[str, dict[tuple[str, tuple[str, ...]], Any], Cost]:
+        source = MatchSource(task, memo, strategy="rejudge", progress=bar)
+        keys = list(asked[task.task_id])
+        answers: dict[tuple[str, tuple[str, ...]], Any] = {}
+        pairs = [shown for kind, shown in keys if kind == VERDICT_KIND]
+        answers.update(((VERDICT_KIND, pair), v) for pair, v in zip(pairs, source.compare_many(pairs)))
+        graded = [shown for kind, shown in keys if kind == GRADE_KIND]
+        answers.update(((GRADE_KIND, one), g) for one, g in zip(graded, source.grade_many([s[0] for s in graded])))
+        for kind in (CHOICE_KIND, RANKING_KIND):
+            groups = [shown for k, shown in keys if k == kind]
+            if groups:
+                answers.update(((kind, group), j) for group, j in zip(groups, source.group_judgments(kind, groups)))
+        bar.task_done()
+        return task.task_id, answers, source.cost
+
+    new: dict[str, dict[tuple[str, tuple[str, ...]], Any]] = {}
+    cost = Cost()
+    try:
+        for task_id, answers, task_cost in map_tasks(tasks, work, judge, cache, workers):
+            new[task_id] = answers
+            cost.add(task_cost)
+    finally:
+        bar.close()
+    return new, cost
+
+
+def unsupported(kind: str, judge: Judge) -> str | None:
+    """Why ``judge`` cannot answer a judgment of ``kind`` (None when it can).
+
+    Parameters
+    ----------
+    kind:
+        ``verdict``, ``grade``, ``choice`` or ``ranking``.
+    judge:
+        The judge; it declares what it gives in ``supports_pairwise`` and the like.
+
+    Returns
+    -------
+    str | None
+        e.g. ``grades, which judge panel:... cannot give``.
+    """
+    flag, what = _NEEDS[kind]
+    return None if getattr(judge, flag, True) else f"{what}, which judge {judge.description} cannot give"
+
+
+def rejudge(results: RunResult, judge: Judge, cache: Any = None, judge_spec: str = "", progress: bool = False,
+            workers: int | None = None) -> dict[str, Any]:
+    """Re-ask every judgment of a finished run of ``judge`` and compare the two rankings.
+
+    Parameters
+    ----------
+    results:
+        The finished run (a ``rankkit compare --out`` file read back); its judge is never rebuilt.
+    judge:
+        The judge or panel to ask again.
+    cache:
+        The persistent judgment cache, or None.
+    judge_spec:
+        How the judge was named, for the report.
+    progress, workers:
+        As in :func:`ask_again`.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``judge`` and ``original_judge``, ``cost`` (of the new judgments), ``agreement`` over
+        every distinct judgment, and per strategy (``strategies``): its ``aggregation``, judgment
+        agreement, the mean per-task Spearman correlation of the two rankings and ``tasks`` with
+        the old and new #1 (``changed``); ``skipped``: the strategies whose judgments the judge
+        cannot give (a pairwise-only panel and ``individual``'s grades), with the reason.
+    """
+    skipped = []
+    kept = []
+    for strategy_run in results.strategies:
+        kinds = sorted({item.kind for result in strategy_run.tasks for item in recorded_judgments(result)})
+        reasons = [reason for kind in kinds if (reason := unsupported(kind, judge))]
+        if reasons:
+            skipped.append({"strategy": strategy_run.name, "reason": f"it used {'; '.join(reasons)}"})
+        else:
+            kept.append(strategy_run)
+    if not kept:
+        reasons = "; ".join(f"{item['strategy']}: {item['reason']}" for item in skipped)
+        raise SpecError(f"nothing to rejudge: {reasons}")
+    results = dataclasses.replace(results, strategies=kept)
+    new, cost = ask_again(results, judge, cache, progress, workers)
+    by_id = {task.task_id: task for task in results.tasks}
+    everything: dict[tuple[str, tuple[str, tuple[str, ...]]], tuple[RecordedJudgment, Any]] = {}
+    strategies = []
+    for strategy_run in results.strategies:
+        pairs = []
+        for result in strategy_run.tasks:
+            for item in recorded_judgments(result):
+                answer = new[result.task_id][item.key]
+                pairs.append((item, answer))
+                everything[(result.task_id, item.key)] = (item, answer)
+        strategies.append({"strategy": strategy_run.name, **agreement(pairs),
+                           **compare_rankings(strategy_run, by_id, new, results.seed)})
+    return {"judge": {"spec": judge_spec, "description": judge.description, "fingerprint": judge.fingerprint,
+                      "simulated": judge.simulated},
+            "original_judge": results.judge_record(), "data": results.data, "cost": cost.to_dict(),
+            "agreement": agreement(list(everything.values())), "strategies": strategies, "skipped": skipped}
+
+
+def agreement(pairs: Sequence[tuple[RecordedJudgment, Any]]) -> dict[str, Any]:
+    """How often the new answers agree with the old.
+
+    Parameters
+    ----------
+    pairs:
+        (old recorded judgment, new answer to the same question) pairs.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``judgments``; ``same_winner`` (share of the verdicts and k-way judgments with the same winner:
+        the same outcome of a verdict, the same answer chosen or ranked first; a failed answer is a
+        winner of its own) over ``decisive`` of them; for grades ``grades``, ``grade_correlation``
+        (Pearson, over grades read on both sides) and ``same_grade``.
+    """
+    same = decisive = 0
+    old_grades, new_grades = [], []
+    equal_grades = 0
+    for item, answer in pairs:
+        if item.kind == GRADE_KIND:
+            before, after = _grade_value(item.judgment), _grade_value(answer)
+            equal_grades += before == after
+            if before is not None and after is not None:
+                old_grades.append(before)
+                new_grades.append(after)
+            continue
+        decisive += 1
+        same += _winner(item.kind, item.shown, item.judgment) == _winner(item.kind, item.shown, answer)
+    graded = sum(1 for item, _ in pairs if item.kind == GRADE_KIND)
+    return {"judgments": len(pairs), "decisive": decisive, "same_winner": same / decisive if decisive else None,
+            "grades": graded, "same_grade": equal_grades / graded if graded else None,
+            "grade_correlation": correlation("pearson", old_grades, new_grades) if graded else None}
+
+
+def _grade_value(grade: Any) -> float | None:
+    return None if grade.value is None or grade.status is ParseStatus.FAILED else float(grade.value)
+
+
+def _winner(kind: str, shown: tuple[str, ...], judgment: Any) -> Any:
+    if kind == VERDICT_KIND:
+        return verdict_outcome(RecordedJudgment(kind, shown, judgment))
+    if judgment.status is ParseStatus.FAILED:
+        return None
+    if kind == CHOICE_KIND:
+        return None if judgment.chosen is None else shown[judgment.chosen]
+    return None if judgment.permutation is None else shown[judgment.permutation[0]]
+
+
+def compare_rankings(strategy_run: StrategyRun, tasks: Mapping[str, Task],
+                     new: Mapping[str, Mapping[tuple[str, tuple[str, ...]], Any]], seed: int) -> dict[str, Any]:
+    """One strategy's rankings from the old and the new judgments, task by task.
+
+    The strategy is replayed on the new answers (:data:`REPLAY`); when it cannot be on some task
+    (its path depends on the verdicts and leaves the questions asked, or it cannot be rebuilt),
+    every task of it is compared by :data:`MEAN_GRADE` instead, old and new alike.
+
+    Parameters
+    ----------
+    strategy_run:
+        The strategy's run.
+    tasks:
+        The tasks by id.
+    new:
+        Per task id, the new answer to each question (:func:`ask_again`).
+    seed:
+        The run's seed.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``aggregation``, ``departed`` (tasks a replay left the record on), ``rank_correlation``
+        (mean per-task Spearman over tasks where it is defined), ``winners_changed`` and ``tasks``.
+    """
+    pending = []
+    departed = 0
+    for result in strategy_run.tasks:
+        task = tasks[result.task_id]
+        old = recorded_judgments(result)
+        fresh = [RecordedJudgment(item.kind, item.shown, new[result.task_id][item.key]) for item in old]
+        pending.append((result, task, old, fresh))
+    rankings = None
+    if not isinstance(strategy_run.strategy, RecordedStrategy):
+        rankings = []
+        for _result, task, _old, fresh in pending:
+            try:
+                again = replay(strategy_run.strategy, task, fresh, seed)
+            except OffRecord:
+                departed += 1
+                continue
+            ids = list(task.candidate_ids)
+            rankings.append((leader(again, ids), {cid: float(v) for cid, v in again.scores.items()}))
+        if departed:
+            rankings = None
+    method = REPLAY if rankings is not None else MEAN_GRADE
+    rows = []
+    for index, (result, task, old, fresh) in enumerate(pending):
+        ids = list(task.candidate_ids)
+        if rankings is not None:
+            old_first = result.champion if result.champion is not None else result.ranking[0]
+            old_scores = result.scores
+            new_first, new_scores = rankings[index]
+        else:
+            old_scores, new_scores = mean_grades(old, ids), mean_grades(fresh, ids)
+            old_first, new_first = _best(old_scores, ids), _best(new_scores, ids)
+        rho = correlation("spearman", [old_scores[c] for c in ids], [new_scores[c] for c in ids])
+        rows.append({"task_id": result.task_id, "old_winner": old_first, "new_winner": new_first,
+                     "changed": old_first != new_first, "spearman": None if math.isnan(rho) else rho,
+                     "old_scores": dict(old_scores), "new_scores": new_scores})
+    defined = [row["spearman"] for row in rows if row["spearman"] is not None]
+    return {"aggregation": method, "departed": departed,
+            "rank_correlation": sum(defined) / len(defined) if defined else None,
+            "correlated_tasks": len(defined), "winners_changed": sum(row["changed"] for row in rows),
+            "tasks": rows}
+
+
+def mean_grades(record: Sequence[RecordedJudgment], ids: Sequence[str]) -> dict[str, float]:
+    """Each candidate's mean grade over some judgments.
+
+    Parameters
+    ----------
+    record:
+        The judgments.
+    ids:
+        The task's candidates.
+
+    Returns
+    -------
+    dict[str, float]
+        Per candidate the mean over both sides of every verdict, every grade, and for a k-way
+        judgment its grade per slot when the judge gave them, else 1 for the answer chosen (or
+        ranked first) and 0 for the others; NaN for a candidate with none.
+    """
+    received: dict[str, list[float]] = {cid: [] for cid in ids}
+    for item in record:
+        judgment = item.judgment
+        if judgment.status is ParseStatus.FAILED:
+            continue
+        if item.kind == VERDICT_KIND:
+            received[item.shown[0]].append(judgment.first_grade)
+            received[item.shown[1]].append(judgment.second_grade)
+        elif item.kind == GRADE_KIND and judgment.value is not None:
+            received[item.shown[0]].append(float(judgment.value))
+        elif item.kind in (CHOICE_KIND, RANKING_KIND):
+            grades = getattr(judgment, "grades", None)
+            first = _winner(item.kind, item.shown, judgment)
+            for slot, cid in enumerate(item.shown):
+                received[cid].append(float(grades[slot]) if grades else float(cid == first))
+    return {cid: sum(values) / len(values) if values else math.nan for cid, values in received.items()}
+
+
+def _best(scores: Mapping[str, float], ids: Sequence[str]) -> str:
+    """The highest score (NaN lowest; ties: the first in the data)."""
+    return min(ids, key=lambda cid: (-(scores[cid] if not math.isnan(scores[cid]) else -math.inf), ids.index(cid)))
+
+
+def rejudge_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
+    """The rejudge report as text tables.
+
+    Parameters
+    ----------
+    report:
+        :func:`rejudge`'s result.
+
+    Returns
+    -------
+    tuple[str, list[Table]]
+        A preamble (the two judges, what the new judgments cost) and two tables: per strategy,
+        then the winners that changed.
+    """
+    cost, overall = report["cost"], report["agreement"]
+    preamble = (f"{report['original_judge'].get('description')} -> {report['judge']['description']} · "
+                f"{overall['judgments']} distinct judgments re-asked ({cost['judge_calls']} new judge calls, "
+                f"{cost['cache_hits']} from the cache)")
+    rows = [{"strategy": "all (distinct judgments)", "judgments": overall["judgments"],
+             "same_winner": overall["same_winner"], "grade_correlation": overall["grade_correlation"]}]
+    for item in report["strategies"]:
+        rows.append({key: item[key] for key in ("strategy", "judgments", "same_winner", "grade_correlation",
+                                                "rank_correlation", "aggregation")}
+                    | {"winners_changed": f"{item['winners_changed']} of {len(item['tasks'])}"})
+    summary = Table("agreement per judgment (same winner; grades: Pearson) and per task (Spearman of the two "
+                    "rankings, mean over tasks; aggregation: how the new ranking was computed)", rows,
+                    [("strategy", "strategy"), ("judgments", "judgments"), ("same_winner", "same winner"),
+                     ("grade_correlation", "grade correlation"), ("rank_correlation", "rank correlation"),
+                     ("winners_changed", "winners changed"), ("aggregation", "aggregation")])
+    changed = [{"strategy": item["strategy"], "task_id": row["task_id"], "old_winner": row["old_winner"],
+                "new_winner": row["new_winner"], "spearman": row["spearman"]}
+               for item in report["strategies"] for row in item["tasks"] if row["changed"]]
+    changes = Table("winners that changed" + ("" if changed else ": none"), changed,
+                    [("strategy", "strategy"), ("task_id", "task"), ("old_winner", "was"),
+                     ("new_winner", "now"), ("spearman", "rank correlation")])
+    tables = [summary, changes]
+    if report.get("skipped"):
+        tables.append(Table("strategies not rejudged", list(report["skipped"]),
+                            [("strategy", "strategy"), ("reason", "why")]))
+    return preamble, tables
