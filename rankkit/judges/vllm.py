@@ -302,8 +302,9 @@ class VLLMEngine:
 
     # -- prompts ---------------------------------------------------------------------------------
     def prompt_ids(self, conversation: Conversation, prefix: str = "") -> list[int]:
-        """The token ids of a conversation's prompt followed by a forced reply ``prefix``."""
-        return chat_tokens.encode(self.tokenizer, chat_tokens.chat_text(self.tokenizer, conversation) + prefix)
+        """The token ids of a conversation's prompt followed by a forced reply ``prefix``, messages
+        and prefix tokenized as text (:func:`.chat_tokens.encode_chat`)."""
+        return chat_tokens.encode_chat(self.tokenizer, conversation, prefix)
 
     def _too_long(self, sequence: Sequence[int], reserve: int) -> PromptTooLong | None:
         """The error for a prompt that leaves no room for ``reserve`` tokens, else None."""
