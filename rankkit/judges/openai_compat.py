@@ -50,6 +50,14 @@ it is not part of the spec, the fingerprint, the cache, the results, ``repr`` or
 (server error text is redacted *before* it is cut to length, so no piece of the key survives). With
 neither a ``base_url`` nor a key the spec is refused at once.
 
+**Special-token strings.** The server tokenizes what it is sent, and a server may turn a
+candidate's ``<|im_end|>`` into the real end-of-turn token (a vLLM pull request to escape them in
+user content was closed unmerged). So by default every message and forced reply prefix is sent
+with the chat-template tokens of the known families rewritten visibly (``<|im_end|>`` ->
+``‹|im_end|›``, :func:`rankkit.prompts.protocol.neutralize_special_tokens`); text without one is
+sent as it is. ``neutralize_special=false`` sends the text untouched (a server that escapes them
+itself); that is part of the fingerprint.
+
 **Identity.** The fingerprint names the *model*, not ``base_url``: the same model served at
 another address (a vLLM replica, a moved deployment, a proxy) or by any number of replicas gives
 interchangeable judgments, so its cached judgments stay valid. The flip side: serve different
@@ -72,6 +80,7 @@ from rankkit.judges.base import JudgeError
 from rankkit.judges.http_client import DEFAULT_MAX_RESPONSE_BYTES, BadResponse, RetryingClient, RetryPolicy
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Generation, per_row
+from rankkit.prompts.protocol import neutralize_special_tokens
 from rankkit.specs import Spec, SpecError, convert_value
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -111,6 +120,8 @@ class OpenAIEngine(RetryingClient):
     base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
         client's (:class:`~rankkit.judges.http_client.RetryingClient`); ``base_url`` defaults to
         OpenAI's own API.
+    neutralize_special: rewrite chat-template special-token strings in what is sent (the
+        default; see "Special-token strings" in the module docstring).
 
     ``generate`` and ``next_token_logprobs`` may be called from several threads at once: all
     calls share the client's pool of :attr:`capacity` workers, and each attempt holds a replica
@@ -124,10 +135,12 @@ class OpenAIEngine(RetryingClient):
 
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
-                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES):
+                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 neutralize_special: bool = True):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
                          jitter_seed=jitter_seed, max_response_bytes=max_response_bytes)
         self.model = model
+        self.neutralize_special = neutralize_special
         # The continuation probe runs once per engine (so once per judge), before its first
         # logprob request; its error is kept so every later call refuses the same way.
         self._probe_lock = threading.Lock()
@@ -141,15 +154,21 @@ class OpenAIEngine(RetryingClient):
 
     def identity(self) -> dict[str, Any]:
         """The model name only: see "Identity" in the module docstring for why not ``base_url``
-        (nor how many replicas serve it)."""
-        return {"model": self.model}
+        (nor how many replicas serve it); with ``neutralize_special=false`` that too (absent by
+        default, so the default judge's fingerprint is the model's alone)."""
+        return {"model": self.model} if self.neutralize_special else {"model": self.model, "neutralize_special": False}
 
     def request_subject(self) -> str:
         return f"model {self.model!r}"
 
     # -- the LLMEngine protocol -------------------------------------------------------------------
+    def _sent(self, text: str) -> str:
+        """``text`` as sent: special-token strings neutralised unless ``neutralize_special`` is off."""
+        return neutralize_special_tokens(text) if self.neutralize_special else text
+
     def _chat_body(self, conversation: list[dict[str, str]], **options: Any) -> dict[str, Any]:
-        return {"model": self.model, "messages": list(conversation), **options}
+        messages = [{**message, "content": self._sent(message["content"])} for message in conversation]
+        return {"model": self.model, "messages": messages, **options}
 
     def generate(self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
                  temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
@@ -190,7 +209,7 @@ class OpenAIEngine(RetryingClient):
             body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
                                    top_logprobs=TOP_LOGPROBS)
             if prefix:
-                body.update(prefill_fields(conversation, prefix))
+                body.update(prefill_fields(body["messages"], self._sent(prefix)))
 
             def call(abort: threading.Event) -> dict[str, float]:
                 return self.post("/chat/completions", body, abort, read)[0]
@@ -395,13 +414,13 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 #: Engine options of the spec, with their types (the judge's own options are in ``LLM_OPTIONS``).
 ENGINE_OPTIONS: dict[str, type] = {"base_url": str, "concurrency": int, "timeout": float, "max_attempts": int,
                                    "backoff": float, "max_backoff": float, "api_key_env": str,
-                                   "max_response_bytes": int}
+                                   "max_response_bytes": int, "neutralize_special": bool}
 
 
 def from_spec(spec: Spec) -> LLMJudge:
     """``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
-    [,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,mode=generate|logprob][,template=...]
-    [,max_new_tokens=N][,temperature=T][,seed=N][,retries=N]``.
+    [,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,neutralize_special=false]
+    [,mode=generate|logprob][,template=...][,max_new_tokens=N][,temperature=T][,seed=N][,retries=N]``.
 
     ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's own API; several replicas of the
     same model are ``|``-joined. The key is read from ``$OPENAI_API_KEY`` or the variable
