@@ -19,8 +19,8 @@ import click
 
 from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
                                  current_columns, data_options, dry_run_option, fail, guarded, judge_caveat,
-                                 judge_options, judging, prepare_output, print_dry_run, scale_options,
-                                 judgment_limit)
+                                 judge_options, judging, note_suspicious, prepare_output, print_dry_run,
+                                 scale_options, judgment_limit)
 from rankkit.formatting import render
 from rankkit.order import ORDERS
 
@@ -136,6 +136,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
         click.echo(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1, ensure_ascii=False))
+        note_suspicious(result)
         check_parse_failures(result, allow_failures)
         return
     rows = compare_rows(result)
@@ -144,6 +145,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
         click.echo(table)
         if out:
             click.echo(f"results written to {out}", err=True)
+        note_suspicious(result)
         check_parse_failures(result, allow_failures)
         return
     criterion_name = tasks[0].criterion or "none"
@@ -154,6 +156,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     click.echo(("\n" if output_format == "markdown" else "") + table)
     if out:
         click.echo(f"results written to {out}")
+    note_suspicious(result)
     check_parse_failures(result, allow_failures)
 
 
@@ -200,6 +203,7 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
         click.echo(f"{len(rows)} candidates ranked; written to {out}", err=True)
     else:
         click.echo(text, nl=False)
+    note_suspicious(result)
     check_parse_failures(result, allow_failures)
 
 

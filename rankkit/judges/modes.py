@@ -11,8 +11,10 @@ gives it itself, for its prompts, decoding parameters and engine; the modes keep
     ``0..K`` as the next token (score = their expected value), then ``... 7/9 Answer 2: `` for the
     second answer (:func:`continuation_verdicts`); pointwise: ``Final verdict: Score: ``. The prompt
     shows the digit scale ``0..K`` (K as in ``logprob`` mode) and scores are mapped onto the
-    task's scale. A candidate that writes a verdict, or makes the judge repeat one, changes
-    nothing that is read. Engines that cannot continue a prefix (llama-cpp-python's server,
+    task's scale. A verdict a candidate writes, or makes the judge repeat, is never what is
+    parsed; but the model reads the whole prompt, so such text can still move the digits it
+    puts probability on (``sanitize=true`` rewrites it before rendering:
+    :mod:`rankkit.prompts.protocol`). Engines that cannot continue a prefix (llama-cpp-python's server,
     OpenAI) fall back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`:
     strict, but a pattern over text a candidate can influence), with one warning line; every
     judgment records its ``verdict_path``. A verdict that cannot be read is asked again once
