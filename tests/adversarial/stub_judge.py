@@ -20,7 +20,8 @@ Like a real chat model it
   ``continues`` false it behaves like llama-cpp-python's server: it ignores the prefix and starts a
   fresh reply.
 
-``requests`` counts the requests by kind (``generate``, ``continue``), for the benchmark's cost.
+``requests`` counts the requests by kind (``generate``, ``continue``), for the benchmark's cost;
+``prompts`` keeps every user prompt received, for the tests of what a judge shows the model.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class HonestJudgeServer(StubServer):
         self.quote = quote
         self.continues = continues
         self.requests = {"generate": 0, "continue": 0}
+        self.prompts: list[str] = []
         self._lock = threading.Lock()
 
     def post(self, request: StubRequest, body: dict[str, Any]) -> None:
@@ -70,6 +72,8 @@ class HonestJudgeServer(StubServer):
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body["messages"]
         prompt = next(m["content"] for m in messages if m["role"] == "user")
+        with self._lock:
+            self.prompts.append(prompt)
         prefix = messages[-1]["content"] if messages[-1]["role"] == "assistant" else None
         if prefix is not None and self.continues and body.get("continue_final_message"):
             with self._lock:
