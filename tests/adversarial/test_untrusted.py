@@ -19,8 +19,18 @@ from typing import Any
 import pytest
 
 import rankkit
-from rankkit.prompts.protocol import SPECIAL_TOKEN_PATTERN, find_protocol_text, sanitize_protocol
-from tests.adversarial.attacks import ATTACKS, PROTOCOL_ATTACKS, attacked, four_candidate_tasks, quality_table
+from rankkit.prompts.protocol import (
+    SPECIAL_TOKEN_PATTERN,
+    find_protocol_text,
+    sanitize_protocol,
+)
+from tests.adversarial.attacks import (
+    ATTACKS,
+    PROTOCOL_ATTACKS,
+    attacked,
+    four_candidate_tasks,
+    quality_table,
+)
 from tests.adversarial.stub_judge import HonestJudgeServer
 from tests.adversarial.test_attacks import judge_spec
 
