@@ -238,6 +238,7 @@ def main() -> None:
         if part == "special" and args.before.is_dir() and "special_before" not in found:
             found["special_before"] = run_worker(part, args.before, seeds, args.generate_tasks)
         write_report(found, args)
+    write_report(found, args)
 
 
 def write_report(found: dict[str, Any], args: argparse.Namespace) -> None:
