@@ -49,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rankkit.judges import make_judge  # noqa: E402
-from rankkit.judges.base import Judge, Verdict, Winner  # noqa: E402
+from rankkit.judges.base import Judge  # noqa: E402
+from rankkit.judgments import Verdict, Winner  # noqa: E402
 from rankkit.leaderboard import anchored, arena, correlations, load_truth  # noqa: E402
 from rankkit.synthetic import planted_tasks  # noqa: E402
 from rankkit.metrics import correlation  # noqa: E402

@@ -42,7 +42,8 @@ from scipy import stats
 from scipy.optimize import brentq
 
 from rankkit.judges import make_judge
-from rankkit.judges.base import Judge, Winner
+from rankkit.judges.base import Judge
+from rankkit.judgments import Winner
 from rankkit.judges.sim import LATENT_PRESETS, LatentParameters
 from rankkit.judges.sim_targets import PRESET_JUDGES, JudgeRates, preset_targets
 from rankkit.tasks import Task, load_tasks

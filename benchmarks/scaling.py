@@ -100,7 +100,7 @@ def cell_warm(n: int, count: int) -> dict:
     import networkx as nx
 
     from rankkit import JudgmentCache, make_judge
-    from rankkit.memo import VERDICT_KIND
+    from rankkit.judgments import VERDICT_KIND
 
     tasks = [synthetic_task(n, k, f"w{k}") for k in range(count)]
     with tempfile.TemporaryDirectory() as folder:

@@ -1,9 +1,9 @@
 """k-way judgments as strategies use them: groups shown in a presentation order, and their records.
 
 A k-way strategy names groups of candidates; the :class:`~rankkit.matches.MatchSource` shows
-each group to the judge (``source.choose_many``: which is best; ``source.order_many``: order them
+each group to the judge (``source.choose_many``: which is best; ``source.rank_many``: order them
 all) in the strategy's presentation order and returns one :class:`GroupMatch` per group. Every
-judgment goes through the run's memo (kinds ``"choice"`` and ``"ordering"``), so the usual rules
+judgment goes through the run's memo (kinds ``"choice"`` and ``"ranking"``), so the usual rules
 hold: a judgment is shared exactly when the same group is shown in the same order, it is counted
 once in ``Cost.comparisons`` and once in ``judge_calls``/``cache_hits``/``shared_hits``, and a
 parse failure is counted in ``parse_failures``.
@@ -20,7 +20,7 @@ parse failure is counted in ``parse_failures``.
   shown once in every slot and a per-slot bias adds the same to each), and the per-slot scores are
   summed per answer. Costs ``shifts`` (or k) judgments per group.
 
-**Scores.** A choice gives every slot a score (:meth:`~rankkit.judges.kway.ChoiceJudgment.slot_scores`:
+**Scores.** A choice gives every slot a score (:meth:`~rankkit.judgments.GroupChoice.slot_scores`:
 k·P(best) in logprob mode, the grade from the simulator, k for a bare choice); an ordering gives
 slot at position r of k the Borda score ``k − 1 − r``. A group's ``scores`` are each member's mean
 over the orders shown; its ``winner`` has the highest, ties going to the member with more
@@ -34,8 +34,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from rankkit.judges.base import ParseStatus
-from rankkit.judges.kway import MAX_LABELS, ChoiceJudgment, OrderJudgment
+from rankkit.judgments import ParseStatus, MAX_LABELS, GroupChoice, GroupRanking
 from rankkit.specs import SpecError
 
 
@@ -77,24 +76,24 @@ def judgments_per_group(order: str, size: int, shifts: int = 0) -> int:
 @dataclass(frozen=True)
 class GroupComparison:
     """One k-way judgment as a strategy used it: the candidates in the order shown, the judgment
-    (a :class:`~rankkit.judges.kway.ChoiceJudgment` or :class:`~rankkit.judges.kway.OrderJudgment`)
+    (a :class:`~rankkit.judgments.GroupChoice` or :class:`~rankkit.judgments.GroupRanking`)
     and the strategy's round."""
 
     shown: tuple[str, ...]
-    judgment: ChoiceJudgment | OrderJudgment
+    judgment: GroupChoice | GroupRanking
     round: int | None = None
 
     @property
     def kind(self) -> str:
-        """``choice`` or ``ordering``."""
-        return "choice" if isinstance(self.judgment, ChoiceJudgment) else "ordering"
+        """``choice`` or ``ranking``."""
+        return "choice" if isinstance(self.judgment, GroupChoice) else "ranking"
 
     @property
     def ranking(self) -> tuple[str, ...] | None:
         """The candidates the judge put first: the chosen one alone for a choice, all of them
         best first for an ordering; None when parsing failed."""
         judgment = self.judgment
-        if isinstance(judgment, ChoiceJudgment):
+        if isinstance(judgment, GroupChoice):
             return None if judgment.chosen is None else (self.shown[judgment.chosen],)
         return None if judgment.permutation is None else tuple(self.shown[slot] for slot in judgment.permutation)
 
@@ -103,7 +102,7 @@ class GroupComparison:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "GroupComparison":
-        decode = ChoiceJudgment.from_dict if data.get("kind", "choice") == "choice" else OrderJudgment.from_dict
+        decode = GroupChoice.from_dict if data.get("kind", "choice") == "choice" else GroupRanking.from_dict
         return cls(shown=tuple(data["shown"]), judgment=decode(data), round=data.get("round"))
 
 
@@ -123,11 +122,11 @@ class GroupMatch:
         return tuple(sorted(self.members, key=lambda cid: -self.scores[cid]))
 
 
-def _slot_scores(judgment: ChoiceJudgment | OrderJudgment, k: int) -> tuple[float, ...] | None:
+def _slot_scores(judgment: GroupChoice | GroupRanking, k: int) -> tuple[float, ...] | None:
     """Each slot's score in one judgment (module docstring); None when parsing failed."""
     if judgment.status is ParseStatus.FAILED:
         return None
-    if isinstance(judgment, ChoiceJudgment):
+    if isinstance(judgment, GroupChoice):
         return judgment.slot_scores(k)
     scores = [0.0] * k
     for position, slot in enumerate(judgment.permutation or ()):
@@ -186,7 +185,7 @@ def play_groups(source: GroupSource, kind: str, groups: Sequence[Sequence[str]],
                 rng: random.Random | None, round: int | None, shifts: int) -> list[GroupMatch]:
     """Show every group in its presentation orders and combine each group's judgments.
 
-    kind: ``choice`` or ``ordering``. Groups of one member are not judged (their member wins).
+    kind: ``choice`` or ``ranking``. Groups of one member are not judged (their member wins).
     Every presentation is drawn before any judgment, and all of them are asked in one batch.
     """
     shown_per_group = [presentations(group, order, rng, shifts) if len(group) >= 2 else [] for group in groups]

@@ -259,7 +259,7 @@ def judge_report_command(data_path, criterion, limit, judge_spec, seed, cache_pa
 def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out, label, method_label,
            from_run) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
-    from rankkit.judges.replay import record_grid, rows_from_results, write_judgments
+    from rankkit.recording import record_grid, rows_from_results, write_judgments
     from rankkit.results import RunResult
 
     prepare_output(out)

@@ -45,7 +45,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rankkit.judges.base import Judge, Verdict, ParseStatus, Winner
+from rankkit.judges.base import Judge
+from rankkit.judgments import Verdict, ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap

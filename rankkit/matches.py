@@ -54,7 +54,7 @@ from typing import Any, Iterator, Sequence
 
 import networkx as nx
 
-from rankkit.judges.base import Grade, ParseStatus, Verdict, Winner
+from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
 from rankkit.memo import JudgmentMemo, Origin
 from rankkit.order import check_order, coin_order
 from rankkit.tasks import Task
@@ -254,7 +254,7 @@ class MatchSource:
 
         Returns
         -------
-        One :class:`~rankkit.judges.base.Verdict` per pair, in order.
+        One :class:`~rankkit.judgments.Verdict` per pair, in order.
         """
         for first, second in pairs:
             if first == second:
@@ -366,15 +366,15 @@ class MatchSource:
 
         return play_groups(self, "choice", groups, order, rng, round, shifts)
 
-    def order_many(self, groups: Sequence[Sequence[str]], order: str = "given", rng: random.Random | None = None,
+    def rank_many(self, groups: Sequence[Sequence[str]], order: str = "given", rng: random.Random | None = None,
                    round: int | None = None, shifts: int = 0) -> list[Any]:
         """Show each group and ask for its members best first: one :class:`~rankkit.choices.GroupMatch` per group."""
         from rankkit.choices import play_groups
 
-        return play_groups(self, "ordering", groups, order, rng, round, shifts)
+        return play_groups(self, "ranking", groups, order, rng, round, shifts)
 
     def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]:
-        """The judge's k-way judgment (``kind`` ``choice`` or ``ordering``) of each group, members
+        """The judge's k-way judgment (``kind`` ``choice`` or ``ranking``) of each group, members
         in the order shown; a group shown again in the same order is free. Each is counted once in
         ``cost.comparisons``."""
         from rankkit.choices import GroupComparison
@@ -383,7 +383,7 @@ class MatchSource:
         if new:
             task = self.task
             requests = [(task, tuple(task.candidate(cid) for cid in group)) for group in new]
-            ask = self.memo.choices if kind == "choice" else self.memo.orderings
+            ask = self.memo.choices if kind == "choice" else self.memo.rankings
             answers = ask(requests)
             for group, (judgment, origin) in zip(new, answers):
                 self._group_judgments[(kind, group)] = judgment

@@ -28,8 +28,8 @@ so what a strategy is given never depends on what other strategies asked before 
 an answer came from (:class:`Origin`) does, and that is what the run's cost columns count.
 
 The judge is asked directly, or, when tasks run concurrently, through a
-:class:`~rankkit.engine.Dispatcher` that feeds it from every worker thread (see
-:mod:`rankkit.engine`).
+:class:`~rankkit.dispatch.Dispatcher` that feeds it from every worker thread (see
+:mod:`rankkit.dispatch`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 from rankkit.cache import JudgmentCache, NullCache, is_failed, judgment_key
 
 if TYPE_CHECKING:  # judges.base imports tasks only; kept lazy so `import rankkit.memo` stays small
-    from rankkit.engine import Dispatcher
-    from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, Judge, Verdict
-    from rankkit.judges.base import GroupRequest
-    from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
+    from rankkit.dispatch import Dispatcher
+    from rankkit.judges.base import Judge
+    from rankkit.judgments import (
+        ComparisonRequest,
+        Grade,
+        GradeRequest,
+        Verdict,
+        GroupRequest,
+        GroupChoice,
+        GroupRanking,
+    )
 
 J = TypeVar("J")
 
@@ -89,7 +96,7 @@ class JudgmentMemo:
     cache:
         A :class:`~rankkit.cache.JudgmentCache`, or None for no persistent cache.
     dispatcher:
-        The run's :class:`~rankkit.engine.Dispatcher` when tasks run concurrently; None asks the
+        The run's :class:`~rankkit.dispatch.Dispatcher` when tasks run concurrently; None asks the
         judge from the calling thread.
     flush_seconds:
         Commit buffered cache writes as answers arrive once this long has passed since the last
@@ -142,33 +149,33 @@ class JudgmentMemo:
             panel, a calibrated judge) asks for its members' verdicts here, under their own
             fingerprints, straight from the calling thread.
         """
-        from rankkit.judges.base import Verdict
+        from rankkit.judgments import Verdict
 
         return self._ask_judge(requests, judge, VERDICT_KIND, Verdict, "compare_many")
 
     def grades(self, requests: Sequence["GradeRequest"], judge: "Judge | None" = None
                ) -> list[tuple["Grade", Origin]]:
         """The grade of every ``(task, candidate)`` request, in order, with its origin."""
-        from rankkit.judges.base import Grade
+        from rankkit.judgments import Grade
 
         return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
 
     def choices(self, requests: Sequence["GroupRequest"], judge: "Judge | None" = None
-                ) -> list[tuple["ChoiceJudgment", Origin]]:
+                ) -> list[tuple["GroupChoice", Origin]]:
         """The k-way choice on every ``(task, candidates)`` request (candidates in the order
         shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
         of the key, so a shuffle of the same answers is another request."""
-        from rankkit.judges.kway import CHOICE_KIND, ChoiceJudgment
+        from rankkit.judgments import CHOICE_KIND, GroupChoice
 
-        return self._ask_judge(requests, judge, CHOICE_KIND, ChoiceJudgment, "choose_many")
+        return self._ask_judge(requests, judge, CHOICE_KIND, GroupChoice, "choose_many")
 
-    def orderings(self, requests: Sequence["GroupRequest"], judge: "Judge | None" = None
-                  ) -> list[tuple["OrderJudgment", Origin]]:
+    def rankings(self, requests: Sequence["GroupRequest"], judge: "Judge | None" = None
+                  ) -> list[tuple["GroupRanking", Origin]]:
         """The k-way ordering of every ``(task, candidates)`` request, in order, with its origin
-        (kind ``"ordering"``)."""
-        from rankkit.judges.kway import ORDERING_KIND, OrderJudgment
+        (kind ``"ranking"``)."""
+        from rankkit.judgments import RANKING_KIND, GroupRanking
 
-        return self._ask_judge(requests, judge, ORDERING_KIND, OrderJudgment, "order_many")
+        return self._ask_judge(requests, judge, RANKING_KIND, GroupRanking, "rank_many")
 
     def _ask_judge(self, requests: Sequence[tuple[Any, ...]], judge: "Judge | None", kind: str,
                    judgment_type: Any, method: str) -> list[tuple[Any, Origin]]:

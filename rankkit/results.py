@@ -3,7 +3,7 @@
 :class:`RunResult` holds every strategy's per-task scores, rankings, comparisons and cost, the tasks
 and (built on demand) the match graphs of what they used. ``to_dict`` is the results JSON; :meth:`RunResult.from_dict` reads it
 back into the same typed objects (the judge and any strategy that is not installed become
-:class:`RecordedJudge` / :class:`RecordedStrategy`, which describe themselves but cannot judge or
+:class:`JudgeRecord` / :class:`RecordedStrategy`, which describe themselves but cannot judge or
 rank again), so analyses written against these classes work on a live run and on a file alike.
 :meth:`RunResult.to_pandas` is the long table of one row per strategy × task × candidate.
 
@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from rankkit.errors import TaskFormatError
-from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import Verdict, ParseStatus, Winner
 from rankkit.matches import Comparison, Cost, MatchGraph
 from rankkit.strategies.base import CandidateExtras, Strategy
 from rankkit.tasks import Candidate, Task
@@ -205,7 +206,7 @@ class RunResult:
         }
         if self.config is not None:
             payload["config"] = self.config
-        return strict_json(payload)
+        return plain(payload)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "results") -> "RunResult":
@@ -221,7 +222,7 @@ class RunResult:
         judge_info = data["judge"]
         judge_field = {name: required(judge_info, name, where, "judge")
                        for name in ("spec", "description", "fingerprint", "simulated")}
-        judge = RecordedJudge(spec=judge_field["spec"], description=judge_field["description"],
+        judge = JudgeRecord(spec=judge_field["spec"], description=judge_field["description"],
                               fingerprint=judge_field["fingerprint"], simulated=bool(judge_field["simulated"]))
         criterion = required(data, "criterion", where, "")
         tasks = read_records(data["task_data"], "task_data", where,
@@ -272,7 +273,7 @@ class RunResult:
 # Records of what is no longer live
 
 
-class RecordedJudge(Judge):
+class JudgeRecord(Judge):
     """The judge of a results file: its identity only. Asking it to judge raises JudgeError."""
 
     backend = "recorded"
@@ -515,14 +516,14 @@ def read_records(records: list[Any], name: str, where: str, read: Callable[[Any,
     return values
 
 
-def strict_json(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """Make a structure strict JSON: NaN and infinities (which JSON lacks) become null."""
     if isinstance(value, float):
         return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, dict):
-        return {k: strict_json(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 

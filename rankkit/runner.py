@@ -22,8 +22,9 @@ from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 from tqdm import tqdm
 
 from rankkit.cache import JudgmentCache, NullCache
-from rankkit.engine import Dispatcher
-from rankkit.judges.base import Judge, ParseStatus
+from rankkit.dispatch import Dispatcher
+from rankkit.judges.base import Judge
+from rankkit.judgments import ParseStatus
 from rankkit.matches import Comparison, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.metrics import evaluate
@@ -108,7 +109,7 @@ def map_tasks(tasks: Sequence[Task], work: Callable[[Task, JudgmentMemo], R], ju
     This is how anything that judges many tasks runs (``run``, the leaderboards): one
     :class:`~rankkit.memo.JudgmentMemo` over ``cache`` bound to the judge, and, when the judge
     has ``capacity`` > 1, up to ``workers`` tasks in progress at once feeding one
-    :class:`~rankkit.engine.Dispatcher`. ``work`` asks for judgments through the memo it is
+    :class:`~rankkit.dispatch.Dispatcher`. ``work`` asks for judgments through the memo it is
     given (``MatchSource(task, memo)``) and must not share mutable state across tasks.
 
     workers: tasks in progress at once (default: twice the judge's capacity, since a strategy often

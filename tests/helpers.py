@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from rankkit.judges.base import Judge, JudgeError, Verdict, Grade
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import Verdict, Grade
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.tasks import Candidate, Task
 

@@ -13,7 +13,7 @@ from rankkit.choices import GroupComparison, make_group_match, presentations
 from rankkit.cli import main
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError
-from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
+from rankkit.judgments import GroupChoice, GroupRanking
 from rankkit.judges.sim import LatentJudge
 from rankkit.matches import MatchSource
 from rankkit.memo import JudgmentMemo, Origin
@@ -55,7 +55,7 @@ def test_the_order_shown_is_part_of_a_k_way_request():
     # a k-way choice of two is not the pairwise verdict on them: another kind, another row
     assert memo.verdicts([(task, a, b)])[0][1] is Origin.JUDGE
     assert memo.choices([(task, (a, b))])[0][1] is Origin.JUDGE
-    assert memo.orderings([(task, (a, b, c))])[0][1] is Origin.JUDGE
+    assert memo.rankings([(task, (a, b, c))])[0][1] is Origin.JUDGE
 
 
 def test_the_match_source_counts_k_way_judgments_as_comparisons():
@@ -73,13 +73,13 @@ def test_the_match_source_counts_k_way_judgments_as_comparisons():
 
 def test_a_group_match_averages_slot_scores_over_the_orders_shown():
     shown = presentations(["a", "b", "c"], "permute", None)
-    judgments = [ChoiceJudgment(chosen=0, grades=(3.0, 1.0, 2.0)), ChoiceJudgment(chosen=2, grades=(0.0, 1.0, 4.0)),
-                 ChoiceJudgment(chosen=0, grades=(5.0, 0.0, 1.0))]
+    judgments = [GroupChoice(chosen=0, grades=(3.0, 1.0, 2.0)), GroupChoice(chosen=2, grades=(0.0, 1.0, 4.0)),
+                 GroupChoice(chosen=0, grades=(5.0, 0.0, 1.0))]
     match = make_group_match(["a", "b", "c"], [GroupComparison(s, j) for s, j in zip(shown, judgments)])
     # shown (a, b, c), (b, c, a), (c, a, b): a 3 + 4 + 0, b 1 + 0 + 1, c 2 + 1 + 5
     assert match.scores == pytest.approx({"a": 7 / 3, "b": 2 / 3, "c": 8 / 3}, abs=TOLERANCE)
     assert match.winner == "c"
-    ordering = make_group_match(["a", "b"], [GroupComparison(("b", "a"), OrderJudgment(permutation=(0, 1)))])
+    ordering = make_group_match(["a", "b"], [GroupComparison(("b", "a"), GroupRanking(permutation=(0, 1)))])
     assert ordering.ranking == ("b", "a") and ordering.winner == "b"
 
 
@@ -164,7 +164,8 @@ def test_compare_and_its_dry_run_agree_on_the_k_way_counts():
 
 
 def test_a_run_exported_and_replayed_gives_the_same_k_way_results(tmp_path):
-    from rankkit.judges.replay import ReplayJudge, rows_from_results, write_judgments
+    from rankkit.judges.replay import ReplayJudge
+    from rankkit.recording import rows_from_results, write_judgments
 
     tasks = planted_tasks({f"s{i}": 80.0 * i for i in range(9)}, prompts=2, seed=4)
     strategies = [make_strategy(s) for s in ("setwise_knockout:k=3", "listwise", "knockout")]
@@ -194,7 +195,7 @@ def test_a_recording_of_pairs_cannot_serve_a_k_way_strategy(tmp_path):
 @pytest.mark.parametrize("row, field", [
     ({"task_id": "t", "shown": ["a"], "chosen": "a"}, "shown"),
     ({"task_id": "t", "shown": ["a", "b"], "chosen": "c"}, "chosen"),
-    ({"task_id": "t", "kind": "ordering", "shown": ["a", "b", "c"], "ranking": ["a", "a", "b"]}, "ranking"),
+    ({"task_id": "t", "kind": "ranking", "shown": ["a", "b", "c"], "ranking": ["a", "a", "b"]}, "ranking"),
     ({"task_id": "t", "kind": "pick", "shown": ["a", "b"], "chosen": "a"}, "kind"),
 ])
 def test_malformed_k_way_rows_are_refused_naming_the_field(tmp_path, row, field):

@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 
 from rankkit.cache import JudgmentCache
-from rankkit.judges.base import JudgeError, ParseStatus, Winner
+from rankkit.judges.base import JudgeError
+from rankkit.judgments import ParseStatus, Winner, Verdict
 from rankkit.matches import Comparison, MatchGraph, MatchSource, make_match
 from rankkit.memo import JudgmentMemo
-from rankkit.judges.base import Verdict
 from rankkit.runner import with_undecided
 from rankkit.strategies.base import CandidateExtras
 from tests.helpers import CountingJudge, make_task, perfect_judge

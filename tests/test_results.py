@@ -10,7 +10,7 @@ import pytest
 from rankkit.errors import TaskFormatError
 from rankkit.judges.base import JudgeError
 from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.results import RecordedJudge, RecordedStrategy, RunResult
+from rankkit.results import JudgeRecord, RecordedStrategy, RunResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 
@@ -50,7 +50,7 @@ def test_rebuilt_graphs_hold_every_comparison_used(sample_run):
 
 def test_the_recorded_judge_describes_but_never_judges(sample_run):
     again = RunResult.from_dict(sample_run.to_dict())
-    assert isinstance(again.judge, RecordedJudge)
+    assert isinstance(again.judge, JudgeRecord)
     assert again.judge.fingerprint == sample_run.judge.fingerprint and again.judge.simulated is True
     task = again.tasks[0]
     with pytest.raises(JudgeError, match="record from a results file"):

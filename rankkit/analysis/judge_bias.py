@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 from rankkit.analysis.labelled import human_scores
 from rankkit.choices import GroupComparison
-from rankkit.judges.base import ParseStatus, Winner
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Comparison
 from rankkit.results import RunResult
 from rankkit.stats import DEFAULT_LEVEL, proportion_interval
@@ -143,10 +143,10 @@ def top_slot(group: GroupComparison) -> int | None:
     """The slot the judge put first: the chosen slot of a choice, the first of an ordering; None
     when the judgment failed to parse.
 
-    >>> from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
-    >>> top_slot(GroupComparison(("a", "b", "c"), ChoiceJudgment(chosen=2)))
+    >>> from rankkit.judgments import GroupChoice, GroupRanking
+    >>> top_slot(GroupComparison(("a", "b", "c"), GroupChoice(chosen=2)))
     2
-    >>> top_slot(GroupComparison(("a", "b", "c"), OrderJudgment(permutation=(1, 0, 2))))
+    >>> top_slot(GroupComparison(("a", "b", "c"), GroupRanking(permutation=(1, 0, 2))))
     1
     """
     if group.judgment.status is ParseStatus.FAILED or not group.ranking:

@@ -9,7 +9,7 @@ import numpy as np
 
 from rankkit.analysis.breakdowns import AGGREGATE_METRICS
 from rankkit.formatting import Table, render_sections
-from rankkit.judges.kway import labels
+from rankkit.judgments import labels
 from rankkit.stats import Interval
 
 

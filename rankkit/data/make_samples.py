@@ -92,7 +92,7 @@ def recorded_judgments() -> list[dict]:
     """Every ordered pair of the bundled sample judged by ``sim:preset=gpt4``, as replay rows."""
     from rankkit.cache import NullCache
     from rankkit.judges import make_judge
-    from rankkit.judges.replay import record_grid
+    from rankkit.recording import record_grid
     from rankkit.tasks import SAMPLE_DATA, load_tasks
 
     judge = make_judge("sim:preset=gpt4")

@@ -13,14 +13,8 @@ import importlib.util
 from importlib.metadata import entry_points
 from typing import Callable
 
-from rankkit.judges.base import (
-    Judge,
-    JudgeError,
-    Verdict,
-    ParseStatus,
-    Grade,
-    Winner,
-)
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import Verdict, ParseStatus, Grade, Winner
 from rankkit.specs import Spec, SpecError, parse_spec
 
 __all__ = [

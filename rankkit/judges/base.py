@@ -252,22 +252,22 @@ class Judge:
 
     # -- k-way judgments (rankkit.judges.kway) -------------------------------------------------
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        """The best of ``candidates`` as shown, in this order: a :class:`~rankkit.judges.kway.ChoiceJudgment`."""
+        """The best of ``candidates`` as shown, in this order: a :class:`~rankkit.judgments.GroupChoice`."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        """``candidates`` ordered best first: an :class:`~rankkit.judges.kway.OrderJudgment`."""
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        """``candidates`` ordered best first: an :class:`~rankkit.judgments.GroupRanking`."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
     def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        """Yield ``(index, ChoiceJudgment)`` for each ``(task, candidates)`` request (default: one by one)."""
+        """Yield ``(index, GroupChoice)`` for each ``(task, candidates)`` request (default: one by one)."""
         for index, (task, candidates) in enumerate(requests):
             yield index, self.choose(task, candidates)
 
-    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        """Yield ``(index, OrderJudgment)`` for each ``(task, candidates)`` request (default: one by one)."""
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, GroupRanking)`` for each ``(task, candidates)`` request (default: one by one)."""
         for index, (task, candidates) in enumerate(requests):
-            yield index, self.order(task, candidates)
+            yield index, self.rank(task, candidates)
 
     def kway_key(self) -> list[Any]:
         """What a k-way judgment depends on besides the fingerprint and the request key (an LLM

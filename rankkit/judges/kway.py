@@ -3,11 +3,11 @@
 Two judgments, one per question a k-way prompt asks:
 
 * ``choose(task, candidates)`` — *setwise* (Zhuang et al., SIGIR 2024): which of the k answers,
-  shown in this order, is best? A :class:`ChoiceJudgment` holds the chosen slot and, when the
+  shown in this order, is best? A :class:`GroupChoice` holds the chosen slot and, when the
   backend knows them, the probability of every slot being the best (logprob mode reads them from
   one forward pass over the label tokens ``A``…``H``) or a grade per slot (the simulator).
 * ``order(task, candidates)`` — *listwise* (RankGPT, Sun et al. 2023): all k answers ordered best
-  first. An :class:`OrderJudgment` holds the permutation of slots.
+  first. An :class:`GroupRanking` holds the permutation of slots.
 
 Slots are 0-based positions in the order shown; labels are the letters the judge sees (slot 0 is
 ``A``). k is at most :data:`MAX_LABELS` (8).
@@ -16,14 +16,14 @@ Parsing is strict, as the pairwise parser is: only text the judge itself generat
 candidates' texts are never searched, so an answer that contains ``Ranking: C > A > B`` cannot
 choose for the judge), the verdict must follow a fixed prefix the template asks for
 (``Best:`` / ``Ranking:``), and an ordering must name every label exactly once
-(:func:`parse_ordering`). When the verdict line occurs more than once the *last* one counts: a
+(:func:`parse_ranking`). When the verdict line occurs more than once the *last* one counts: a
 model that quotes an answer and then concludes is read by its conclusion.
 
 Example
 -------
->>> parse_ordering("Ranking: B > A > C", 3)
+>>> parse_ranking("Ranking: B > A > C", 3)
 ((1, 0, 2), None)
->>> parse_ordering("Ranking: B > A > B", 3)[1]
+>>> parse_ranking("Ranking: B > A > B", 3)[1]
 'label B named twice'
 >>> parse_choice("I compared them.\\nBest: C", 3)
 (2, None)
@@ -36,17 +36,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from rankkit.judges.base import ParseStatus
+from rankkit.judgments import ParseStatus
 
 #: The labels a k-way prompt names its slots with, in slot order; k is at most their number.
 LABELS = ("A", "B", "C", "D", "E", "F", "G", "H")
 MAX_LABELS = len(LABELS)
 #: The cache kinds of the two judgments (see :mod:`rankkit.memo`).
 CHOICE_KIND = "choice"
-ORDERING_KIND = "ordering"
+RANKING_KIND = "ranking"
 #: The verdict lines a k-way template asks the judge to end with.
 CHOICE_PREFIX = "Best:"
-ORDERING_PREFIX = "Ranking:"
+RANKING_PREFIX = "Ranking:"
 
 
 def labels(k: int) -> tuple[str, ...]:
@@ -61,13 +61,13 @@ def labels(k: int) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class ChoiceJudgment:
+class GroupChoice:
     """The judge's choice of the best of k answers, in the order they were shown.
 
     chosen: the slot chosen (0-based; None when parsing failed).
     probabilities: P(best = slot i) per slot when the backend knows them (logprob mode), else None.
     grades: a grade per slot on the task's scale when the backend gives them (the simulator), else None.
-    raw / status / usage / extras: as in :class:`~rankkit.judges.base.Verdict`.
+    raw / status / usage / extras: as in :class:`~rankkit.judgments.Verdict`.
     """
 
     chosen: int | None
@@ -96,7 +96,7 @@ class ChoiceJudgment:
                 "status": self.status.value, "usage": dict(self.usage), "extras": dict(self.extras)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ChoiceJudgment":
+    def from_dict(cls, data: Mapping[str, Any]) -> "GroupChoice":
         probabilities, grades = data.get("probabilities"), data.get("grades")
         return cls(chosen=data.get("chosen"), probabilities=None if probabilities is None else tuple(probabilities),
                    grades=None if grades is None else tuple(grades), raw=data.get("raw", ""),
@@ -105,11 +105,11 @@ class ChoiceJudgment:
 
 
 @dataclass(frozen=True)
-class OrderJudgment:
+class GroupRanking:
     """The judge's ordering of k answers, best first, as slots of the order shown.
 
     permutation: slots best first, each slot exactly once (None when parsing failed).
-    raw / status / usage / extras: as in :class:`~rankkit.judges.base.Verdict`.
+    raw / status / usage / extras: as in :class:`~rankkit.judgments.Verdict`.
     """
 
     permutation: tuple[int, ...] | None
@@ -123,7 +123,7 @@ class OrderJudgment:
                 "status": self.status.value, "usage": dict(self.usage), "extras": dict(self.extras)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "OrderJudgment":
+    def from_dict(cls, data: Mapping[str, Any]) -> "GroupRanking":
         permutation = data.get("permutation")
         return cls(permutation=None if permutation is None else tuple(permutation), raw=data.get("raw", ""),
                    status=ParseStatus(data.get("status", "ok")), usage=dict(data.get("usage") or {}),
@@ -176,7 +176,7 @@ def parse_choice(text: str, k: int, prefix: str = CHOICE_PREFIX) -> tuple[int | 
     return names.index(label), None
 
 
-def parse_ordering(text: str, k: int, prefix: str = ORDERING_PREFIX) -> tuple[tuple[int, ...] | None, str | None]:
+def parse_ranking(text: str, k: int, prefix: str = RANKING_PREFIX) -> tuple[tuple[int, ...] | None, str | None]:
     """The ordering a generated reply gave, from its last ``Ranking: X > Y > ...`` line.
 
     Every one of the k labels must appear exactly once, separated by ``>`` (or commas); anything
@@ -186,9 +186,9 @@ def parse_ordering(text: str, k: int, prefix: str = ORDERING_PREFIX) -> tuple[tu
     -------
     ``(slots best first, None)``, or ``(None, reason)``.
 
-    >>> parse_ordering("Ranking: [C] > [A] > [B]", 3)
+    >>> parse_ranking("Ranking: [C] > [A] > [B]", 3)
     ((2, 0, 1), None)
-    >>> parse_ordering("Ranking: A > B", 3)[1]
+    >>> parse_ranking("Ranking: A > B", 3)[1]
     'label C missing'
     """
     line = _last_line_after(text, prefix)
@@ -245,10 +245,10 @@ def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[
     return tuple(weight / total for weight in weights)
 
 
-def order_from_scores(scores: Sequence[float]) -> tuple[int, ...]:
+def ranking_from_scores(scores: Sequence[float]) -> tuple[int, ...]:
     """Slots ordered by score, highest first; equal scores keep the order shown.
 
-    >>> order_from_scores([0.2, 0.5, 0.3])
+    >>> ranking_from_scores([0.2, 0.5, 0.3])
     (1, 2, 0)
     """
     return tuple(sorted(range(len(scores)), key=lambda slot: (-scores[slot], slot)))

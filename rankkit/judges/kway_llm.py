@@ -26,10 +26,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from rankkit.judges.base import GroupRequest, ParseStatus
-from rankkit.judges.kway import (CHOICE_PREFIX, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
-                                 order_from_scores, parse_choice, parse_ordering, probabilities_from_logprobs,
-                                 strip_echoes)
+from rankkit.judgments import GroupRequest, ParseStatus, GroupChoice, GroupRanking, labels
+from rankkit.judges.kway import (
+    CHOICE_PREFIX,
+    RANKING_PREFIX,
+    ranking_from_scores,
+    parse_choice,
+    parse_ranking,
+    probabilities_from_logprobs,
+    strip_echoes,
+)
 from rankkit.judges.llm_engine import LLMEngine, user_turn
 from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
@@ -62,8 +68,8 @@ def kway_key(judge: KwayJudge) -> list[Any]:
     return [{"kway_templates": templates_fingerprint(), "kway_reader": KWAY_READER_VERSION}]
 
 
-def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, ChoiceJudgment]]:
-    """Yield ``(index, ChoiceJudgment)`` per ``(task, candidates)`` request (module docstring)."""
+def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
+    """Yield ``(index, GroupChoice)`` per ``(task, candidates)`` request (module docstring)."""
     prompts = [render_kway("setwise", task, candidates) for task, candidates in requests]
     if judge.mode == "logprob":
         prefix = CHOICE_PREFIX + " "
@@ -74,46 +80,46 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
             probabilities = probabilities_from_logprobs(logprobs, k)
             extras = {"mode": "logprob", "kind": "setwise", "logprobs": dict(logprobs)}
             if probabilities is None:
-                yield index, ChoiceJudgment(chosen=None, raw=prefix, status=ParseStatus.FAILED,
+                yield index, GroupChoice(chosen=None, raw=prefix, status=ParseStatus.FAILED,
                                             extras={**extras, "parse_error": "no probability on any label"})
                 continue
-            chosen = order_from_scores(probabilities)[0]
-            yield index, ChoiceJudgment(chosen=chosen, probabilities=probabilities,
+            chosen = ranking_from_scores(probabilities)[0]
+            yield index, GroupChoice(chosen=chosen, probabilities=probabilities,
                                         raw=f"{prefix}{labels(k)[chosen]}", extras=extras)
         return
     if judge.verdict_path == "continuation":
         read = _label_reader(judge, prompts, requests, CHOICE_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
-            chosen = None if reply.reading.value is None else order_from_scores(reply.reading.value)[0]
-            yield index, ChoiceJudgment(chosen=chosen, probabilities=reply.reading.value, raw=reply.raw,
+            chosen = None if reply.reading.value is None else ranking_from_scores(reply.reading.value)[0]
+            yield index, GroupChoice(chosen=chosen, probabilities=reply.reading.value, raw=reply.raw,
                                         status=reply.status, usage=reply.usage,
                                         extras=_extras(reply, "setwise", "continuation"))
         return
     read = _text_reader(requests, parse_choice)
     for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
-        yield index, ChoiceJudgment(chosen=reply.reading.value, raw=reply.raw, status=reply.status, usage=reply.usage,
+        yield index, GroupChoice(chosen=reply.reading.value, raw=reply.raw, status=reply.status, usage=reply.usage,
                                     extras=_extras(reply, "setwise", "text"))
 
 
-def order_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, OrderJudgment]]:
-    """Yield ``(index, OrderJudgment)`` per ``(task, candidates)`` request (module docstring)."""
+def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
+    """Yield ``(index, GroupRanking)`` per ``(task, candidates)`` request (module docstring)."""
     if judge.mode == "logprob":
         for index, choice in choose_many(judge, requests):
-            permutation = None if choice.probabilities is None else order_from_scores(choice.probabilities)
-            yield index, OrderJudgment(permutation=permutation, raw=choice.raw, status=choice.status,
+            permutation = None if choice.probabilities is None else ranking_from_scores(choice.probabilities)
+            yield index, GroupRanking(permutation=permutation, raw=choice.raw, status=choice.status,
                                        usage=choice.usage, extras={**choice.extras, "kind": "listwise"})
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
     if judge.verdict_path == "continuation":
-        read = _label_reader(judge, prompts, requests, ORDERING_PREFIX)
+        read = _label_reader(judge, prompts, requests, RANKING_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
-            permutation = None if reply.reading.value is None else order_from_scores(reply.reading.value)
-            yield index, OrderJudgment(permutation=permutation, raw=reply.raw, status=reply.status,
+            permutation = None if reply.reading.value is None else ranking_from_scores(reply.reading.value)
+            yield index, GroupRanking(permutation=permutation, raw=reply.raw, status=reply.status,
                                        usage=reply.usage, extras=_extras(reply, "listwise", "continuation"))
         return
-    read = _text_reader(requests, parse_ordering)
+    read = _text_reader(requests, parse_ranking)
     for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
-        yield index, OrderJudgment(permutation=reply.reading.value, raw=reply.raw, status=reply.status,
+        yield index, GroupRanking(permutation=reply.reading.value, raw=reply.raw, status=reply.status,
                                    usage=reply.usage, extras=_extras(reply, "listwise", "text"))
 
 
@@ -151,7 +157,7 @@ def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[G
         for local, logprobs in next_token_logprobs(judge.engine, [user_turn(prompts[i]) for i in indices],
                                                    prefixes, choices):
             probabilities = probabilities_from_logprobs(logprobs, len(choices[local]))
-            label = "?" if probabilities is None else choices[local][order_from_scores(probabilities)[0]]
+            label = "?" if probabilities is None else choices[local][ranking_from_scores(probabilities)[0]]
             error = "no probability on any label after the verdict prefix" if probabilities is None else None
             raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {prefix} {label}"
             yield local, Reading(probabilities, error, raw, {"verdict_reads": 1})

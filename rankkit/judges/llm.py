@@ -53,18 +53,11 @@ import threading
 from dataclasses import replace
 from typing import Any, Iterator, Mapping, Sequence
 
-from rankkit.judges.base import (
-    Judge,
-    JudgeError,
-    Verdict,
-    ComparisonRequest,
-    Grade,
-    GradeRequest,
-    add_usage,
-)
+from rankkit.judges.base import Judge, JudgeError, add_usage
+from rankkit.judgments import Verdict, ComparisonRequest, Grade, GradeRequest, VERDICT_KIND
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
 from rankkit.judges.llm_engine import Conversation, Generation, LLMEngine, user_turn
-from rankkit.memo import JudgmentMemo, Origin, VERDICT_KIND, memo_of
+from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.judges.modes import (
     JUDGING_MODES,
     MODES,
@@ -395,18 +388,18 @@ class LLMJudge(Judge):
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
         return next(self.choose_many([(task, tuple(candidates))]))[1]
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        return next(self.order_many([(task, tuple(candidates))]))[1]
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        return next(self.rank_many([(task, tuple(candidates))]))[1]
 
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
         return kway_llm.choose_many(self, self._shown_groups(requests)) if requests else iter(())
 
-    def order_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
-        return kway_llm.order_many(self, self._shown_groups(requests)) if requests else iter(())
+        return kway_llm.rank_many(self, self._shown_groups(requests)) if requests else iter(())
 
     def _shown_groups(self, requests: Sequence[Any]) -> list[Any]:
         """k-way requests with each candidate as shown (:meth:`shown`)."""

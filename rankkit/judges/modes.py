@@ -50,15 +50,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
-from rankkit.judges.base import (
-    Verdict,
-    ComparisonRequest,
-    ParseStatus,
-    Grade,
-    GradeRequest,
-    Winner,
-    add_usage,
-)
+from rankkit.judges.base import add_usage
+from rankkit.judgments import Verdict, ComparisonRequest, ParseStatus, Grade, GradeRequest, Winner
 from rankkit.judges.llm_engine import Conversation, LLMEngine, user_turn
 from rankkit.prompts import (
     Template,

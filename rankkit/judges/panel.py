@@ -48,14 +48,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from rankkit.judges.base import (
-    Judge,
-    Verdict,
-    ComparisonRequest,
-    ParseStatus,
-    Winner,
-    add_usage,
-)
+from rankkit.judges.base import Judge, add_usage
+from rankkit.judgments import Verdict, ComparisonRequest, ParseStatus, Winner
 from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task

@@ -18,7 +18,7 @@ or null when the recorded judge's answer could not be parsed. ``judge``, ``metho
 
 **k-way judgments** (for ``setwise_knockout``, ``setwise_heapsort``, ``listwise``) are rows with
 ``shown``, the candidate ids in the order shown, and ``kind``: a ``choice`` names the ``chosen``
-id (optional ``probabilities`` or ``grades``, one per slot), an ``ordering`` gives the ``ranking``
+id (optional ``probabilities`` or ``grades``, one per slot), an ``ranking`` gives the ``ranking``
 of every shown id, best first; null when the recorded answer could not be parsed::
 
     {"task_id": "q1", "judge": "GPT-4", "method": "setwise", "kind": "choice", "shown": ["o3", "o1", "o2"], "chosen": "o1"}
@@ -77,8 +77,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import json_object_line
-from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Winner
-from rankkit.judges.kway import CHOICE_KIND, MAX_LABELS, ORDERING_KIND, ChoiceJudgment, OrderJudgment
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import (
+    Verdict,
+    ParseStatus,
+    Winner,
+    CHOICE_KIND,
+    MAX_LABELS,
+    RANKING_KIND,
+    GroupChoice,
+    GroupRanking,
+)
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
 
@@ -157,8 +166,8 @@ def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
     if not (isinstance(shown, list) and 2 <= len(shown) <= MAX_LABELS and len({str(c) for c in shown}) == len(shown)):
         raise TaskFormatError(path, number, "shown", f"expected a list of 2 to {MAX_LABELS} distinct candidate ids")
     kind = row.get("kind", CHOICE_KIND)
-    if kind not in (CHOICE_KIND, ORDERING_KIND):
-        raise TaskFormatError(path, number, "kind", f"expected {CHOICE_KIND!r} or {ORDERING_KIND!r}, got {kind!r}")
+    if kind not in (CHOICE_KIND, RANKING_KIND):
+        raise TaskFormatError(path, number, "kind", f"expected {CHOICE_KIND!r} or {RANKING_KIND!r}, got {kind!r}")
     ids = [str(c) for c in shown]
     if kind == CHOICE_KIND:
         if "chosen" not in row or (row["chosen"] is not None and str(row["chosen"]) not in ids):
@@ -323,7 +332,7 @@ class ReplayJudge(Judge):
         return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw,
                             extras={"replay": "recorded"})
 
-    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         shown = tuple(c.id for c in candidates)
         row = self.kway_table.get((task.task_id, CHOICE_KIND, shown))
         answer = None if row is None else row.get("chosen")
@@ -331,20 +340,20 @@ class ReplayJudge(Judge):
             return self._kway_miss(task, shown, CHOICE_KIND, "unrecorded" if row is None else "unparsed")
         self.hits += 1
         probabilities, grades = row.get("probabilities"), row.get("grades")
-        return ChoiceJudgment(chosen=shown.index(str(answer)),
+        return GroupChoice(chosen=shown.index(str(answer)),
                               probabilities=None if probabilities is None else tuple(probabilities),
                               grades=None if grades is None or self.scores != "recorded" else tuple(grades),
                               raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: best {answer}",
                               extras={"replay": "recorded"})
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
         shown = tuple(c.id for c in candidates)
-        row = self.kway_table.get((task.task_id, ORDERING_KIND, shown))
+        row = self.kway_table.get((task.task_id, RANKING_KIND, shown))
         ranking = None if row is None else row.get("ranking")
         if ranking is None:
-            return self._kway_miss(task, shown, ORDERING_KIND, "unrecorded" if row is None else "unparsed")
+            return self._kway_miss(task, shown, RANKING_KIND, "unrecorded" if row is None else "unparsed")
         self.hits += 1
-        return OrderJudgment(permutation=tuple(shown.index(str(cid)) for cid in ranking),
+        return GroupRanking(permutation=tuple(shown.index(str(cid)) for cid in ranking),
                              raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: "
                                  + " > ".join(map(str, ranking)), extras={"replay": "recorded"})
 
@@ -356,8 +365,8 @@ class ReplayJudge(Judge):
                              f"way: pass on_miss=tie to count misses as failed judgments, or fix the recorded file")
         extras = {"replay_miss": reason}
         if kind == CHOICE_KIND:
-            return ChoiceJudgment(chosen=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
-        return OrderJudgment(permutation=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
+            return GroupChoice(chosen=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
+        return GroupRanking(permutation=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
 
     def _miss(self, task: Task, first: Candidate, second: Candidate, reason: str) -> Verdict:
         self.misses[reason] += 1

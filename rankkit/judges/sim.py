@@ -88,9 +88,9 @@ from dataclasses import asdict, dataclass
 from statistics import NormalDist
 from typing import Sequence
 
-from rankkit.judges.base import Judge, Verdict, Grade, Winner
-from rankkit.judges.kway import (CHOICE_PREFIX, LABELS, ORDERING_PREFIX, ChoiceJudgment, OrderJudgment, labels,
-                                 order_from_scores)
+from rankkit.judges.base import Judge
+from rankkit.judgments import Verdict, Grade, Winner, LABELS, GroupChoice, GroupRanking, labels
+from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
 from rankkit.specs import Spec, SpecError, build_dataclass
 from rankkit.tasks import Candidate, Task
 
@@ -307,21 +307,21 @@ class LatentJudge(_Simulated):
         return [self.perceived(task, c) + spread * (offset + self.pair_noise * e)
                 for c, offset, e in zip(candidates, self.slot_offsets(len(candidates)), noise)]
 
-    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         """The best of k answers: the one with the highest grade (:meth:`group_grades`); at k = 2
         the pairwise verdict's winner, with the pairwise grades."""
         labels(len(candidates))  # 2 to 8 answers
         grades = self.group_grades(task, candidates)
-        chosen = order_from_scores(grades)[0]
+        chosen = ranking_from_scores(grades)[0]
         clipped = tuple(_clip(task, grade) for grade in grades) if self.kway == "grades" else None
-        return ChoiceJudgment(chosen=chosen, grades=clipped, raw=f"{CHOICE_PREFIX} {LABELS[chosen]}")
+        return GroupChoice(chosen=chosen, grades=clipped, raw=f"{CHOICE_PREFIX} {LABELS[chosen]}")
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
         """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s choice)."""
         labels(len(candidates))
-        permutation = order_from_scores(self.group_grades(task, candidates))
-        return OrderJudgment(permutation=permutation,
-                             raw=f"{ORDERING_PREFIX} " + " > ".join(LABELS[slot] for slot in permutation))
+        permutation = ranking_from_scores(self.group_grades(task, candidates))
+        return GroupRanking(permutation=permutation,
+                             raw=f"{RANKING_PREFIX} " + " > ".join(LABELS[slot] for slot in permutation))
 
 
 def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:

@@ -64,7 +64,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from rankkit.judges import chat_tokens
-from rankkit.judges.base import ComparisonRequest, Grade, GradeRequest, GroupRequest, JudgeError, Verdict
+from rankkit.judges.base import JudgeError
+from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, GroupRequest, Verdict
 from rankkit.judges.hf_loading import import_torch
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Conversation, Generation, per_row
@@ -400,8 +401,8 @@ class VLLMJudge(LLMJudge):
     def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
         return _naming_task(super().choose_many(requests), [task for task, _ in requests])
 
-    def order_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
-        return _naming_task(super().order_many(requests), [task for task, _ in requests])
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, Any]]:
+        return _naming_task(super().rank_many(requests), [task for task, _ in requests])
 
 
 def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Any]) -> Iterator[tuple[int, Any]]:

@@ -14,7 +14,7 @@ from rankkit.errors import RankkitError
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost
 from rankkit.ratings import Outcome
-from rankkit.results import strict_json
+from rankkit.formatting import plain
 from rankkit.tasks import Task
 
 
@@ -86,7 +86,7 @@ class Leaderboard:
         raise KeyError(f"system {name!r} is not on the leaderboard")
 
     def to_dict(self) -> dict[str, Any]:
-        return strict_json({
+        return plain({
             "method": self.method, "scale": self.scale, "anchor": self.anchor, "seed": self.seed,
             "order": self.order, "judge": self.judge, "data": self.data,
             "systems": [s.to_dict() for s in self.systems],

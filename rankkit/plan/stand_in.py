@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rankkit.cache import NullCache
-from rankkit.judges.base import Grade, Judge, Verdict, Winner
-from rankkit.judges.kway import ChoiceJudgment, OrderJudgment, order_from_scores
+from rankkit.judges.base import Judge
+from rankkit.judgments import Grade, Verdict, Winner, GroupChoice, GroupRanking
+from rankkit.judges.kway import ranking_from_scores
 from rankkit.plan.tokens import PromptSizes
 from rankkit.tasks import Candidate, Task
 
@@ -115,17 +116,17 @@ class StandInJudge(Judge):
                        usage=self._usage(lambda: self.sizes.pair(task, first, second)),
                        extras={"stand_in": True, "policy": self.policy})
 
-    def choose(self, task: Task, candidates: Sequence[Candidate]) -> ChoiceJudgment:
+    def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         grades = tuple(self._grades(task, candidates))
-        return ChoiceJudgment(chosen=order_from_scores(grades)[0], grades=grades,
+        return GroupChoice(chosen=ranking_from_scores(grades)[0], grades=grades,
                               raw=f"stand-in choice ({self.policy})",
                               usage=self._usage(lambda: self.sizes.group(task, candidates, "choice")),
                               extras={"stand_in": True, "policy": self.policy})
 
-    def order(self, task: Task, candidates: Sequence[Candidate]) -> OrderJudgment:
+    def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
         grades = self._grades(task, candidates)
-        return OrderJudgment(permutation=order_from_scores(grades), raw=f"stand-in ordering ({self.policy})",
-                             usage=self._usage(lambda: self.sizes.group(task, candidates, "ordering")),
+        return GroupRanking(permutation=ranking_from_scores(grades), raw=f"stand-in ordering ({self.policy})",
+                             usage=self._usage(lambda: self.sizes.group(task, candidates, "ranking")),
                              extras={"stand_in": True, "policy": self.policy})
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:

@@ -47,7 +47,7 @@ class PromptSizes:
         return self._conversation(self.judge.pair_prompts([(task, first, second)])[0].conversation)
 
     def group(self, task: Task, candidates: Sequence[Candidate], kind: str) -> int:
-        """A k-way prompt (``kind`` ``choice``: setwise, ``ordering``: listwise), rendered as the judge would."""
+        """A k-way prompt (``kind`` ``choice``: setwise, ``ranking``: listwise), rendered as the judge would."""
         from rankkit.prompts.kway import render_kway
 
         return estimate_tokens(render_kway("setwise" if kind == "choice" else "listwise", task, candidates))

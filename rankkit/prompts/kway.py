@@ -24,7 +24,7 @@ import re
 from importlib import resources
 from typing import Sequence
 
-from rankkit.judges.kway import labels
+from rankkit.judgments import labels
 from rankkit.prompts.render import defuse, task_values
 from rankkit.tasks import Candidate, Task
 

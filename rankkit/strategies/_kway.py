@@ -13,7 +13,7 @@ import statistics
 from typing import ClassVar, Mapping, Sequence
 
 from rankkit.choices import KWAY_ORDERS, check_kway_order
-from rankkit.judges.kway import MAX_LABELS
+from rankkit.judgments import MAX_LABELS
 from rankkit.specs import SpecError
 from rankkit.strategies.base import Strategy
 

@@ -82,7 +82,7 @@ class Listwise(KwayStrategy):
         for pass_ in range(1, self.passes + 1):
             for start in window_starts(n, self.window, self.step):
                 window = ranking[start:start + self.window]
-                match, = source.order_many([window], order=self.order, rng=rng, round=pass_, shifts=self.shifts)
+                match, = source.rank_many([window], order=self.order, rng=rng, round=pass_, shifts=self.shifts)
                 for cid in window:
                     played[cid] += 1
                 if match.winner is not None:  # an undecided window keeps its order

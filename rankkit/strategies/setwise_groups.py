@@ -2,7 +2,7 @@
 
 Each round the answers are shuffled and cut into groups of ``k`` (the last one smaller; an answer
 left alone sits the round out); the judge is shown each group (setwise prompting) and every answer
-gets the group's score for it (:meth:`~rankkit.judges.kway.ChoiceJudgment.slot_scores`: its grade
+gets the group's score for it (:meth:`~rankkit.judgments.GroupChoice.slot_scores`: its grade
 from the simulator, k·P(best) in logprob mode, k or 0 for a bare choice). After ``rounds`` rounds
 an answer's score is the mean over the groups it was in. Nothing is eliminated: it is the k-way
 counterpart of averaging grades over random pairs, for when each answer needs many judgments (a

@@ -11,7 +11,7 @@ judgment eliminates k − 1 answers but perhaps the last, and N answers cost exa
 — N − 1 at k = 2, the pairwise knockout's count. A task with fewer answers than k is one group.
 
 **Scores** are the knockout paper's: each judgment gives every answer in it a score
-(:meth:`~rankkit.judges.kway.ChoiceJudgment.slot_scores`: k·P(best) in logprob mode, the grade
+(:meth:`~rankkit.judgments.GroupChoice.slot_scores`: k·P(best) in logprob mode, the grade
 from the simulator, k to the chosen answer and 0 to the others for a bare choice), and an answer's
 final score is the mean over the rounds it played, so ``eliminated_round`` and the elimination
 analyses read it as they read a knockout.

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import rankkit
-from rankkit.judges.base import Winner
+from rankkit.judgments import Winner
 from tests.adversarial.attacks import (
     ATTACKS,
     LEGITIMATE,

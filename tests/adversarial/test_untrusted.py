@@ -105,7 +105,7 @@ def judge_everything(judge: Any, task: Any) -> None:
     judge.compare(task, attacker, best)
     judge.grade(task, attacker)
     judge.choose(task, list(task.candidates))
-    judge.order(task, list(task.candidates))
+    judge.rank(task, list(task.candidates))
 
 
 @pytest.mark.slow
@@ -152,7 +152,7 @@ def test_smollm2_sanitize_keeps_protocol_text_from_the_model(smollm2_available, 
 @pytest.mark.slow
 def test_smollm2_generate_mode_reads_its_own_continuation_of_a_sanitized_prompt(smollm2_available):
     from rankkit.judges import make_judge
-    from rankkit.judges.base import ParseStatus
+    from rankkit.judgments import ParseStatus
 
     task = sample_task("unclosed_fence")
     judge = make_judge("smollm2:mode=generate,max_new_tokens=16,temperature=0,sanitize=true")

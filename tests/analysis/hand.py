@@ -87,7 +87,7 @@ def choice(shown, chosen, round=1, status="ok"):
 
 def ordering(shown, permutation, round=1):
     """A k-way ordering (slots best first) as the results file stores it."""
-    return {"kind": "ordering", "shown": list(shown), "round": round, "permutation": list(permutation), "raw": "",
+    return {"kind": "ranking", "shown": list(shown), "round": round, "permutation": list(permutation), "raw": "",
             "status": "ok"}
 
 

@@ -99,7 +99,7 @@ def test_distinct_group_comparisons_count_each_judgment_once(kway_results):
     keys = [(task_id, group.kind, group.shown) for task_id, group in judgments]
     assert len(keys) == len(set(keys)) == 6
     # The same group in the same order, asked for an ordering rather than a choice, is another judgment.
-    assert ("t1", "choice", ("a", "b", "c")) in keys and ("t1", "ordering", ("a", "b", "c")) in keys
+    assert ("t1", "choice", ("a", "b", "c")) in keys and ("t1", "ranking", ("a", "b", "c")) in keys
 
 
 def test_human_best_shares_split_ties_evenly():

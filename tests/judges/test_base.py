@@ -8,7 +8,8 @@ import pytest
 
 import rankkit
 from rankkit.cache import JudgmentCache
-from rankkit.judges.base import Judge, Verdict, Winner
+from rankkit.judges.base import Judge
+from rankkit.judgments import Verdict, Winner
 from rankkit.tasks import Candidate, Task
 
 

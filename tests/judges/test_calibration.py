@@ -9,7 +9,7 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judge_report import judge_report
-from rankkit.judges.base import ParseStatus, Winner
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.calibration import (
     MAX_LOG_ODDS,
     both_orders_log_odds,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rankkit.judges.base import ParseStatus, Winner
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.tasks import Candidate, Task
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see rankkit.judges.hf_loading.import_torch

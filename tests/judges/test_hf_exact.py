@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from rankkit.judges.base import Winner
+from rankkit.judgments import Winner
 from tests.judges.test_hf import (INJECTED, _NoEngine, build_tiny_model_single_threaded, engine, make_task,
                                   mixed_task_prompts)
 

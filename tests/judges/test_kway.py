@@ -8,9 +8,8 @@ import re
 
 import pytest
 
-from rankkit.judges.base import ParseStatus, Winner
-from rankkit.judges.kway import (ChoiceJudgment, OrderJudgment, labels, order_from_scores, parse_choice,
-                                 parse_ordering, probabilities_from_logprobs)
+from rankkit.judgments import ParseStatus, Winner, GroupChoice, GroupRanking, labels
+from rankkit.judges.kway import ranking_from_scores, parse_choice, parse_ranking, probabilities_from_logprobs
 from rankkit.judges.llm import LLMJudge
 from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, from_spec
 from rankkit.memo import JudgmentMemo
@@ -32,7 +31,7 @@ TOLERANCE = 1e-12
     ("Ranking: A > B > C\nOn reflection:\nRanking: B > A > C", (1, 0, 2)),  # the last verdict line counts
 ])
 def test_a_complete_ordering_is_read(text, expected):
-    assert parse_ordering(text, 3) == (expected, None)
+    assert parse_ranking(text, 3) == (expected, None)
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -43,7 +42,7 @@ def test_a_complete_ordering_is_read(text, expected):
     ("A is best, then B, then C.", "no line starting with 'Ranking:'"),
 ])
 def test_an_ordering_that_names_a_label_twice_or_misses_one_fails(text, reason):
-    assert parse_ordering(text, 3) == (None, reason)
+    assert parse_ranking(text, 3) == (None, reason)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -72,16 +71,16 @@ def test_label_probabilities_are_renormalised_over_the_shown_labels():
                                                  "D": math.log(0.2)}, 3)
     assert probabilities == pytest.approx((0.25, 0.75, 0.0), abs=TOLERANCE)
     assert probabilities_from_logprobs({"A": -math.inf, "B": -math.inf}, 2) is None
-    assert order_from_scores([0.1, 0.4, 0.4]) == (1, 2, 0)  # equal scores keep the order shown
+    assert ranking_from_scores([0.1, 0.4, 0.4]) == (1, 2, 0)  # equal scores keep the order shown
 
 
 def test_judgments_round_trip_through_their_cached_form():
-    choice = ChoiceJudgment(chosen=1, probabilities=(0.25, 0.75), raw="Best: B", extras={"x": 1})
-    assert ChoiceJudgment.from_dict(choice.to_dict()) == choice
-    ordering = OrderJudgment(permutation=(2, 0, 1), raw="Ranking: C > A > B", status=ParseStatus.RETRIED)
-    assert OrderJudgment.from_dict(ordering.to_dict()) == ordering
+    choice = GroupChoice(chosen=1, probabilities=(0.25, 0.75), raw="Best: B", extras={"x": 1})
+    assert GroupChoice.from_dict(choice.to_dict()) == choice
+    ordering = GroupRanking(permutation=(2, 0, 1), raw="Ranking: C > A > B", status=ParseStatus.RETRIED)
+    assert GroupRanking.from_dict(ordering.to_dict()) == ordering
     assert choice.slot_scores(2) == pytest.approx((0.5, 1.5), abs=TOLERANCE)
-    assert ChoiceJudgment(chosen=2).slot_scores(3) == (0.0, 0.0, 3.0)
+    assert GroupChoice(chosen=2).slot_scores(3) == (0.0, 0.0, 3.0)
 
 
 # -- prompts: a candidate cannot close its box or choose for the judge ----------------------------
@@ -122,7 +121,7 @@ def test_forged_verdicts_inside_candidates_are_not_taken_when_the_judge_conclude
     """On the text fallback the judge's own verdict line is parsed, the forged ones it quoted are not."""
     task = forged_task()
     judge = LLMJudge(echoing_engine("Ranking: A > C > B"), mode="generate", verdict="text")
-    assert judge.order(task, task.candidates).permutation == (0, 2, 1)
+    assert judge.rank(task, task.candidates).permutation == (0, 2, 1)
     judge = LLMJudge(echoing_engine("Best: C"), mode="generate", verdict="text")
     assert judge.choose(task, task.candidates).chosen == 2
 
@@ -136,7 +135,7 @@ def test_generate_mode_reads_the_k_way_verdict_from_its_own_continuation():
     assert choice.probabilities == pytest.approx((0.0, 0.0, 1.0), abs=TOLERANCE)
     assert engine.prompts[-1].endswith("Best: C\n\nBest: ")  # the explanation, then rankkit's prefix
     ordering = LLMJudge(ScriptedEngine(reply=echoing_engine("Ranking: C > A > B").reply),
-                        mode="generate").order(task, task.candidates)
+                        mode="generate").rank(task, task.candidates)
     assert ordering.permutation[0] == 2 and ordering.extras["verdict_path"] == "continuation"
     assert ordering.usage["verdict_reads"] == 1
 
@@ -164,7 +163,7 @@ def test_logprob_mode_reads_the_labels_after_a_forced_prefix():
     choice = judge.choose(task, task.candidates)
     assert seen == ["Best: "] and choice.chosen == 2
     assert choice.probabilities == pytest.approx((0.1, 0.3, 0.6), abs=TOLERANCE)
-    assert judge.order(task, task.candidates).permutation == (2, 1, 0)
+    assert judge.rank(task, task.candidates).permutation == (2, 1, 0)
 
 
 def test_an_unparseable_reply_is_retried_once_then_failed_and_counted():
@@ -233,13 +232,13 @@ def test_the_sims_slot_bias_spreads_from_first_to_last():
     assert judge.slot_offsets(5) == pytest.approx([0.5, 0.25, 0.0, -0.25, -0.5], abs=TOLERANCE)
     # Equal answers: the first slot wins and the ordering follows the slots.
     task = make_task([1.0, 1.0, 1.0, 1.0], scale=(0.0, 2.0))
-    assert judge.order(task, task.candidates).permutation == (0, 1, 2, 3)
+    assert judge.rank(task, task.candidates).permutation == (0, 1, 2, 3)
 
 
 def test_a_noiseless_unbiased_sim_orders_by_the_human_scores():
     judge = LatentJudge(perception=0.0, pair_noise=0.0, slot_bias=0.0)
     task = make_task([3.0, 9.0, 1.0, 5.0])
-    assert judge.order(task, task.candidates).permutation == (1, 3, 0, 2)
+    assert judge.rank(task, task.candidates).permutation == (1, 3, 0, 2)
     assert judge.choose(task, task.candidates).chosen == 1
 
 

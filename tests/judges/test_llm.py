@@ -10,7 +10,8 @@ from typing import Callable
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
-from rankkit.judges.base import JudgeError, ParseStatus, Winner
+from rankkit.judges.base import JudgeError
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.llm import LLMJudge, split_llm_options
 from rankkit.judges.llm_engine import Generation, LLMEngine
 from rankkit.judges.modes import choice_probability, expected_digit, logprob_points

@@ -732,7 +732,7 @@ def test_logprob_mode_refuses_a_server_that_does_not_continue_the_prefix(tmp_pat
 
 
 def test_the_probe_runs_once_per_judge_and_lets_a_continuing_server_judge(tmp_path, sample_tasks):
-    from rankkit.judges.base import ParseStatus
+    from rankkit.judgments import ParseStatus
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
 

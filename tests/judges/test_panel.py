@@ -8,7 +8,8 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
-from rankkit.judges.base import Judge, Verdict, ParseStatus, Winner
+from rankkit.judges.base import Judge
+from rankkit.judgments import Verdict, ParseStatus, Winner
 from rankkit.judges.panel import (
     PanelJudge,
     VoteCount,

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
-from rankkit.judges.base import ParseStatus, Winner
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.llm import LLMJudge, split_llm_options
 from rankkit.judges.prepair import EMPTY_ANALYSIS, prepair_templates
 from rankkit.matches import Cost, MatchSource

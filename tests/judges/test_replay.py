@@ -14,8 +14,10 @@ from rankkit.cli import main
 from rankkit.errors import TaskFormatError
 from rankkit.judge_report import judge_report
 from rankkit.judges import make_judge
-from rankkit.judges.base import JudgeError, ParseStatus, Winner
-from rankkit.judges.replay import ReplayJudge, load_recorded, record_grid, rows_from_results, write_judgments
+from rankkit.judges.base import JudgeError
+from rankkit.judgments import ParseStatus, Winner
+from rankkit.judges.replay import ReplayJudge, load_recorded
+from rankkit.recording import record_grid, rows_from_results, write_judgments
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.runner import run

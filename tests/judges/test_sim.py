@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from rankkit.judges import make_judge
-from rankkit.judges.base import Winner
+from rankkit.judgments import Winner
 from rankkit.judges.sim import FIXED_PRESET_RATES, LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, fixed_parameters
 from rankkit.judges.sim_targets import debiased_discriminability, llmbar_rates, preset_targets
 from rankkit.specs import SpecError

@@ -220,7 +220,7 @@ def test_the_judge_names_the_task_whose_prompt_is_too_long(stand_in_vllm, sample
     with pytest.raises(PromptTooLong, match=rf"task {long_task.task_id!r}: .*max_model_len=2000"):
         list(judge.compare_many(requests))
     groups = [(sample_tasks[0], tuple(sample_tasks[0].candidates[:3])), (long_task, tuple(long_task.candidates[:3]))]
-    for ask in (judge.choose_many, judge.order_many):  # k-way prompts too
+    for ask in (judge.choose_many, judge.rank_many):  # k-way prompts too
         with pytest.raises(PromptTooLong, match=rf"task {long_task.task_id!r}: .*max_model_len=2000"):
             list(ask(groups))
 

@@ -127,7 +127,7 @@ def test_arena_hard_with_a_simulated_judge():
 
 
 def test_arena_runs_tasks_concurrently_with_the_same_result(system_level_tasks):
-    from tests.test_engine import PacedJudge
+    from tests.test_dispatch import PacedJudge
 
     paced = PacedJudge(8, delay=0.001)
     concurrent = arena(system_level_tasks, paced, seed=2, resamples=0)

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache, judgment_key
-from rankkit.judges.base import ParseStatus, Winner
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.plan import POLICIES, ReadOnlyCache, StandInJudge, dry_run, read_only_cache
 from rankkit.runner import run

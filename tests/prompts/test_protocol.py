@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from rankkit.judges.kway import CHOICE_PREFIX, ORDERING_PREFIX
+from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX
 from rankkit.judges.modes import Prompt, verdict_prefix
 from rankkit.prompts import builtin_templates
 from rankkit.prompts.protocol import (
@@ -50,7 +50,7 @@ def test_rankkit_own_continuations_are_what_is_flagged():
             assert find_protocol_text(prefix), prefix
             assert find_protocol_text(sanitize_protocol(prefix)) == []
         assert find_protocol_text(template.choice_prefix)
-    for prefix in (CHOICE_PREFIX, ORDERING_PREFIX):
+    for prefix in (CHOICE_PREFIX, RANKING_PREFIX):
         assert find_protocol_text(prefix + " A")
 
 

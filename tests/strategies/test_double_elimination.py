@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from rankkit.judges.base import Verdict, Winner
+from rankkit.judgments import Verdict, Winner
 from rankkit.judges.sim import LatentJudge, FixedAccuracyJudge
 from rankkit.matches import Comparison
 from rankkit.runner import run

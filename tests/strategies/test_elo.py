@@ -7,7 +7,8 @@ from typing import Iterator, Sequence
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.judges.base import Judge, Verdict
+from rankkit.judges.base import Judge
+from rankkit.judgments import Verdict
 from rankkit.synthetic import planted_tasks
 from rankkit.runner import run
 from rankkit.specs import SpecError

@@ -85,7 +85,8 @@ def test_tie_rules():
     task = make_task([1.0, 1.0])  # equal humans: sim scores are equal without noise
     judge = FixedAccuracyJudge(accuracy=1.0, noise=0.0)
     # sim keeps scores strictly ordered with its verdict, so build ties by a judge that always ties
-    from rankkit.judges.base import Judge, Verdict, Winner
+    from rankkit.judges.base import Judge
+    from rankkit.judgments import Verdict, Winner
 
     class TieJudge(Judge):
         backend = "tie"

@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from rankkit.judges.base import ParseStatus
-from rankkit.judges.kway import ChoiceJudgment, OrderJudgment
+from rankkit.judgments import ParseStatus, GroupChoice, GroupRanking
 from rankkit.judges.sim import LatentJudge
 from rankkit.specs import SpecError
 from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
@@ -89,7 +88,7 @@ def test_listwise_costs_its_windows(n, window, step, expected):
     strategy = make_strategy(f"listwise:window={window},step={step}")
     _, cost, source = rank_once(task, strategy, LatentJudge(seed=5))
     assert cost.comparisons == expected == strategy.exact_judgments(n)
-    assert all(g.kind == "ordering" for g in source.group_comparisons)
+    assert all(g.kind == "ranking" for g in source.group_comparisons)
 
 
 def test_listwise_carries_the_best_answer_to_the_top_in_one_pass():
@@ -128,10 +127,10 @@ class FailingJudge(LatentJudge):
     """A k-way judge whose every judgment failed to parse."""
 
     def choose(self, task, candidates):
-        return ChoiceJudgment(chosen=None, raw="?", status=ParseStatus.FAILED)
+        return GroupChoice(chosen=None, raw="?", status=ParseStatus.FAILED)
 
-    def order(self, task, candidates):
-        return OrderJudgment(permutation=None, raw="?", status=ParseStatus.FAILED)
+    def rank(self, task, candidates):
+        return GroupRanking(permutation=None, raw="?", status=ParseStatus.FAILED)
 
 
 @pytest.mark.parametrize("spec", KWAY)

@@ -9,7 +9,8 @@ import pytest
 
 from rankkit.cache import NullCache
 from rankkit.judges import make_judge
-from rankkit.judges.base import Judge, Verdict, Winner
+from rankkit.judges.base import Judge
+from rankkit.judgments import Verdict, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.runner import run

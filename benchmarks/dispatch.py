@@ -13,9 +13,9 @@ is the share of the judge's capacity the engine used (1.0 = every slot busy all 
 With ``--hf`` it also runs the embedded SmolLM2 judge (``smollm2``, logprob mode) on a multi-task
 knockout and reports batch fill = mean judge-call size ÷ ``batch_size``.
 
-    python benchmarks/engine.py [--tasks 64] [--size 8] [--latency 0.2] [--concurrency 32] [--hf]
+    python benchmarks/dispatch.py [--tasks 64] [--size 8] [--latency 0.2] [--concurrency 32] [--hf]
 
-Figures are printed and written to ``benchmarks/results/engine.md`` (``--label`` names the row
+Figures are printed and written to ``benchmarks/results/dispatch.md`` (``--label`` names the row
 set, e.g. ``before`` when run against an older checkout with ``PYTHONPATH``).
 """
 
@@ -186,7 +186,7 @@ def main() -> int:
     rows = http_rows(args)
     lines = [f"## {args.label}: {args.tasks} tasks × {args.size} candidates, stub latency {args.latency:g} s, "
              f"concurrency {args.concurrency} (ideal {args.concurrency / args.latency:.0f} requests/s)", "",
-             f"`python benchmarks/engine.py --tasks {args.tasks} --size {args.size} --latency {args.latency:g} "
+             f"`python benchmarks/dispatch.py --tasks {args.tasks} --size {args.size} --latency {args.latency:g} "
              f"--concurrency {args.concurrency}{' --hf' if args.hf else ''}`", "",
              "| strategy | requests | seconds | requests/s | utilisation | max in flight |", "|---|---|---|---|---|---|"]
     for row in rows:

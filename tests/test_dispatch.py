@@ -9,9 +9,10 @@ import time
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
-from rankkit.engine import Dispatcher
+from rankkit.dispatch import Dispatcher
 from rankkit.memo import JudgmentMemo, Origin
-from rankkit.judges.base import Judge, JudgeError, Verdict, ParseStatus, Grade, Winner
+from rankkit.judges.base import Judge, JudgeError
+from rankkit.judgments import Verdict, ParseStatus, Grade, Winner
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
