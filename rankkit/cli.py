@@ -21,7 +21,8 @@ from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_pa
                                  current_columns, data_options, dry_run_option, fail, given_limits, guarded,
                                  judge_caveat,
                                  judge_options, judging, prepare_output, print_dry_run, scale_options,
-                                 judgment_limit, say, trust_file_judge_option)
+                                 judgment_limit, note_suspicious, say,
+                                 trust_file_judge_option)
 from rankkit.formatting import inert_json, render
 from rankkit.order import ORDERS
 
@@ -147,6 +148,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     if output_format == "json":
         click.echo(inert_json(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1,
                                          ensure_ascii=False)))
+        note_suspicious(result)
         check_parse_failures(result, allow_failures)
         return
     rows = compare_rows(result)
@@ -155,6 +157,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
         click.echo(table)
         if out:
             say(f"results written to {out}", err=True)
+        note_suspicious(result)
         check_parse_failures(result, allow_failures)
         return
     criterion_name = tasks[0].criterion or "none"
@@ -165,6 +168,7 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     say(("\n" if output_format == "markdown" else "") + table)
     if out:
         say(f"results written to {out}")
+    note_suspicious(result)
     check_parse_failures(result, allow_failures)
 
 
@@ -211,6 +215,7 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
         say(f"{len(rows)} candidates ranked; written to {out}", err=True)
     else:
         click.echo(text, nl=False)
+    note_suspicious(result)
     check_parse_failures(result, allow_failures)
 
 

@@ -485,6 +485,27 @@ def complete_judge_spec(ctx: click.Context, param: click.Parameter, incomplete: 
             for o in descriptor.options if o.name.startswith(last) and o.name not in given]
 
 
+def note_suspicious(result: Any) -> None:
+    """Name on stderr the candidates that carry judge-protocol text (``Final verdict``, ``Score:``,
+    ``Best:``, box tags, chat-template tokens...), after the results are out: such text can sway
+    a model's reading even though no verdict is parsed from it. At most five are named; all are in
+    the results' ``suspicious`` key.
+
+    Parameters
+    ----------
+    result : RunResult
+        The run's :class:`~rankkit.results.RunResult`.
+    """
+    flagged = [(task_id, cid, names) for task_id, by_task in result.suspicious.items()
+               for cid, names in by_task.items()]
+    if not flagged:
+        return
+    shown = "; ".join(f"{task_id}/{cid} ({', '.join(names)})" for task_id, cid, names in flagged[:5])
+    say(f"note: {len(flagged)} candidate(s) carry judge-protocol text that may sway the judge: {shown}"
+               f"{'; ...' if len(flagged) > 5 else ''} ('suspicious' in the results; an LLM judge's sanitize=true "
+               f"rewrites it before judging)", err=True)
+
+
 def judge_options(func: Callable) -> Callable:
     func = click.option("--judge", "judge_spec", default=None, shell_complete=complete_judge_spec,
                         help="Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim).")(func)

@@ -343,6 +343,24 @@ def slot_bias_html(results: RunResult, level: float) -> str:
               "(ties split evenly), dotted line = 1/k. A slot chosen well above its human rate is slot bias.</p>")
 
 
+def suspicious_html(results: RunResult) -> str:
+    """The table of candidates carrying judge-protocol text ("" when there are none)."""
+    by_id = {t.task_id: t for t in results.tasks}
+    rows = []
+    for task_id, by_task in results.suspicious.items():
+        task = by_id[task_id]
+        for cid, names in by_task.items():
+            rows.append(f"<tr><td>{esc(task_id)}</td><td>{esc(cid)}</td><td>{esc(task.candidate(cid).system)}</td>"
+                        f"<td>{esc(', '.join(names))}</td></tr>")
+    if not rows:
+        return ""
+    return (f"<section id=\"untrusted\"><h2>Untrusted text</h2><p class=note>{len(rows)} candidate(s) carry text that "
+            "rankkit's judge prompts and verdict continuations use, or a chat template's turn markers. No verdict is "
+            "read from it, but a model's reading is conditioned on it; an LLM judge's <code>sanitize=true</code> "
+            "rewrites it before judging.</p>"
+            + _table(["task", "candidate", "system", "carries"], rows, "suspicious") + "</section>")
+
+
 # -------------------------------------------------------------------------------------------------
 # The page
 
@@ -424,6 +442,10 @@ def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: 
     robustness_section = (f'<section id="robustness"><h2>Robustness</h2>\n{robustness_html(results, top_k, robustness_budget)}'
                           f'\n</section>') if robustness_budget else ""
     robustness_link = '<a href="#robustness">Robustness</a>' if robustness_budget else ""
+    untrusted = suspicious_html(results)
+    flagged = sum(len(by_task) for by_task in results.suspicious.values())
+    flagged_note = f" · <a href=\"#untrusted\">{flagged} suspicious candidate(s)</a>" if flagged else ""
+    untrusted_link = '<a href="#untrusted">Untrusted text</a>' if flagged else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -437,9 +459,9 @@ def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: 
 <header>
 <h1>{esc(title)}</h1>
 <div class="meta">data {esc(results.data)} · {n_tasks} tasks · criterion {esc(results.criterion or 'none')}
- · judge {esc(judge['description'] or judge['spec'])} · seed {esc(results.seed)} {simulated}</div>
+ · judge {esc(judge['description'] or judge['spec'])} · seed {esc(results.seed)}{flagged_note} {simulated}</div>
 </header>
-<nav><a href="#leaderboard">Leaderboard</a><a href="#tasks">Tasks &amp; matches</a><a href="#bias">Judge bias</a>{robustness_link}</nav>
+<nav><a href="#leaderboard">Leaderboard</a><a href="#tasks">Tasks &amp; matches</a>{untrusted_link}<a href="#bias">Judge bias</a>{robustness_link}</nav>
 <main>
 <section id="leaderboard"><h2>Leaderboard</h2>
 {leaderboard_html(results, resamples, seed, level)}
@@ -455,6 +477,7 @@ def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: 
 <div id="match-list" class="matchlist"></div>
 <div id="match-detail"></div>
 </section>
+{untrusted}
 <section id="bias"><h2>Judge bias</h2>
 {bias_html(results, level)}
 </section>

@@ -149,8 +149,13 @@ class HFRuntime(LLMRuntime):
         return chat_tokens.chat_text(self.tokenizer, conversation)
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of ``text``, no special tokens added (:func:`.chat_tokens.encode`)."""
+        """Token ids of trusted ``text``, no special tokens added (:func:`.chat_tokens.encode`)."""
         return chat_tokens.encode(self.tokenizer, text)
+
+    def prompt_ids(self, conversation: Conversation, continuation: str = "") -> list[int]:
+        """The token ids of a conversation's prompt followed by ``continuation`` (a forced reply
+        prefix), messages and continuation tokenized as text (:func:`.chat_tokens.encode_chat`)."""
+        return chat_tokens.encode_chat(self.tokenizer, conversation, continuation)
 
     def choice_token_ids(self, assistant_prefix: str, choices: Sequence[str]) -> tuple[str, list[int]]:
         """The prefix to append and the token id of each choice right after it
@@ -273,7 +278,7 @@ class HFRuntime(LLMRuntime):
 
         prefixes = per_row(assistant_prefix, len(conversations))
         read = {prefix: self.choice_token_ids(prefix, choices) for prefix in dict.fromkeys(prefixes)}
-        sequences = [self.encode(self.chat_text(c) + read[p][0]) for c, p in zip(conversations, prefixes)]
+        sequences = [self.prompt_ids(c, read[p][0]) for c, p in zip(conversations, prefixes)]
         choice_ids = [read[p][1] for p in prefixes]
         self._check_fit(sequences, reserve=1)
         if self._exact is not None:
@@ -329,7 +334,7 @@ class HFRuntime(LLMRuntime):
         sampled with its own seeded generator: the reply is a function of its prompt and seed."""
         torch = self._torch()
 
-        sequences = [self.encode(self.chat_text(c)) for c in conversations]
+        sequences = [self.prompt_ids(c) for c in conversations]
         self._check_fit(sequences, reserve=max_new_tokens)
         stop_ids = self._stop_ids()
         if self._exact is not None:

@@ -20,6 +20,11 @@ caches every judgment even when a batch fails half-way.
   and cached through the run's memo (:func:`rankkit.memo.memo_of`, bound by :meth:`bind_memo`); everything downstream
   (generation, parsing, retries, logprob choice) is unchanged. Works in ``generate`` and
   ``logprob`` mode.
+* ``sanitize=true`` — every candidate's judge-protocol text (``Final verdict``, ``Answer 1:``,
+  ``Score:``, ``Best:``, ``Ranking:``, box tags, chat-template tokens) is rewritten visibly and
+  inertly before any prompt is rendered (:func:`rankkit.prompts.protocol.sanitize_protocol`), so
+  what the judge reads cannot echo the verdict prefix rankkit appends. Judgments stay cached
+  under the original texts; the option is part of the fingerprint when on.
 * ``calibrate=true`` — position-bias calibration of ``logprob`` comparisons: the judge's
   comparisons go through a :class:`CalibratedJudge` (below) wrapped around itself, which reads
   each pair in both orders (:meth:`LLMJudge.compare_raw`) and averages the log-odds (the method:
@@ -72,6 +77,7 @@ from rankkit.prompts import (
     render_pairwise,
     render_pointwise,
 )
+from rankkit.prompts.protocol import SANITIZE_VERSION, sanitize_protocol
 from rankkit.specs import Spec, SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 
@@ -105,12 +111,14 @@ class LLMJudge(Judge):
         ``auto`` (the default: a read rankkit controls where the runtime offers one
         (:attr:`~rankkit.judges.llm_runtime.LLMRuntime.prefix_read`), else text with one warning
         line on stderr).
+    sanitize: rewrite the judge-protocol text of every candidate inertly before rendering
+        (:func:`rankkit.prompts.protocol.sanitize_protocol`; not with ``loglik``, which renders no prompt).
     """
 
     def __init__(self, runtime: LLMRuntime, *, mode: str = "generate", template: str = "auto",
                  max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1,
                  prepair: bool = False, analysis_max_new_tokens: int | None = None, calibrate: bool = False,
-                 verdict: str = "auto"):
+                 verdict: str = "auto", sanitize: bool = False):
         # The spec options' rules (LLM_OPTIONS), for judges built in Python too; the template is
         # read on first use (see :attr:`templates`), so it is not checked here.
         given = {"mode": mode, "max_new_tokens": max_new_tokens, "temperature": temperature, "retries": retries,
@@ -123,6 +131,9 @@ class LLMJudge(Judge):
                             f"mode=logprob (mode is {mode})")
         if prepair and mode == "loglik":
             raise SpecError(f"{runtime.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
+        if sanitize and mode == "loglik":
+            raise SpecError(f"{runtime.backend}: sanitize=true rewrites text in judge prompts, and mode=loglik has "
+                            f"none (use mode=generate or logprob)")
         self.runtime = runtime
         self.backend = runtime.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
@@ -135,6 +146,7 @@ class LLMJudge(Judge):
         self.analysis_max_new_tokens = analysis_max_new_tokens or max_new_tokens
         self.calibrate = calibrate
         self.verdict = verdict
+        self.sanitize = sanitize
         self._verdict_path: str | None = None
         self._verdict_lock = threading.Lock()
         #: PREPAIR's analyses (:class:`~rankkit.judges.prepair.AnalysisStore`; None without
@@ -203,6 +215,8 @@ class LLMJudge(Judge):
                                  "temperature": self.temperature, "seed": self.seed}
         if self.calibrate:
             fields["calibrate"] = CALIBRATION_METHOD
+        if self.sanitize:  # absent when off: the fingerprints of judges without it do not change
+            fields["sanitize"] = SANITIZE_VERSION
         return fields
 
     @property
@@ -224,7 +238,8 @@ class LLMJudge(Judge):
         (a :class:`CalibratedJudge` around this judge asks so)."""
         identity = self.runtime.identity()
         name = identity.get("name") or identity.get("model") or "?"
-        extra = "".join(f", {flag}" for flag, on in (("prepair", self.prepair), ("calibrate", calibrated)) if on)
+        extra = "".join(f", {flag}" for flag, on in (("prepair", self.prepair), ("calibrate", calibrated),
+                                                     ("sanitize", self.sanitize)) if on)
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
     @property
@@ -247,12 +262,27 @@ class LLMJudge(Judge):
         self.runtime.show_progress(note)
 
     # -- prompts (extension points) -----------------------------------------------------------
+    def shown(self, candidate: Candidate) -> Candidate:
+        """The candidate as the judge's prompts show it: with ``sanitize``, its protocol text
+        rewritten (:func:`~rankkit.prompts.protocol.sanitize_protocol`); else itself."""
+        if not self.sanitize:
+            return candidate
+        text = sanitize_protocol(candidate.text)
+        return candidate if text == candidate.text else replace(candidate, text=text)
+
+    @staticmethod
+    def _untrusted(*candidates: Candidate, shown: Sequence[Candidate]) -> tuple[str, ...]:
+        """The texts a reply is checked against for echoes and forged verdicts: each candidate as
+        written and, when sanitized, as shown."""
+        return tuple(dict.fromkeys([c.text for c in candidates] + [c.text for c in shown]))
+
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
         """The pointwise prompt for one candidate in the current mode."""
         template = self.templates.template(task, POINTWISE)
         max_points = self.judging_mode.prompt_points(prompt_max_points(task, template))
-        return Prompt(user_turn(render_pointwise(template, task, candidate, max_points)), template, max_points,
-                      (candidate.text,))
+        shown = self.shown(candidate)
+        return Prompt(user_turn(render_pointwise(template, task, shown, max_points)), template, max_points,
+                      self._untrusted(candidate, shown=[shown]))
 
     def pair_template(self, task: Task) -> Template:
         """The template of this judge's comparisons of ``task`` (with ``prepair``: the decision's)."""
@@ -270,9 +300,14 @@ class LLMJudge(Judge):
         for task, first, second in requests:
             template = self.pair_template(task)
             max_points = self.pair_points(task, template)
-            prompts.append(Prompt(user_turn(render_pairwise(template, task, first, second, max_points)),
-                                  template, max_points, (first.text, second.text)))
+            shown = [self.shown(first), self.shown(second)]
+            prompts.append(Prompt(user_turn(render_pairwise(template, task, *shown, max_points)),
+                                  template, max_points, self._untrusted(first, second, shown=shown)))
         return prompts
+
+    def shown_pairs(self, requests: Sequence[ComparisonRequest]) -> list[ComparisonRequest]:
+        """The comparison requests with each candidate as shown (:meth:`shown`)."""
+        return [(task, self.shown(first), self.shown(second)) for task, first, second in requests]
 
     def pair_points(self, task: Task, template: Template) -> float:
         """The M a pairwise prompt shows: the task's, except in generate mode, whose verdict is
@@ -294,23 +329,28 @@ class LLMJudge(Judge):
         """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
         from rankkit.judges.prepair import render_decision
 
-        self.analyses.ensure([(task, c) for task, first, second in requests for c in (first, second)])
+        # Analyses are of the answers as shown, cached under those texts.
+        shown_requests = self.shown_pairs(requests)
+        self.analyses.ensure([(task, c) for task, first, second in shown_requests for c in (first, second)])
         prompts = []
-        for task, first, second in requests:
-            first_analysis = self.analyses.text(task, first)
-            second_analysis = self.analyses.text(task, second)
+        for (task, first, second), (_, shown_first, shown_second) in zip(requests, shown_requests):
+            first_analysis = self.analyses.text(task, shown_first)
+            second_analysis = self.analyses.text(task, shown_second)
             max_points = self.pair_points(task, self.pair_template(task))
-            template, text = render_decision(task, first, second, first_analysis, second_analysis, max_points)
+            template, text = render_decision(task, shown_first, shown_second, first_analysis, second_analysis,
+                                             max_points)
+            untrusted = self._untrusted(first, second, shown=[shown_first, shown_second])
             prompts.append(Prompt(user_turn(text), template, max_points,
-                                  (first.text, second.text, first_analysis, second_analysis)))
+                                  (*untrusted, first_analysis, second_analysis)))
         return prompts
 
     def _with_analysis_charges(self, requests: Sequence[ComparisonRequest],
                                judgments: Iterator[tuple[int, Verdict]]) -> Iterator[tuple[int, Verdict]]:
         """Generate the batch's missing analyses first, then charge each fresh one (tokens and an
         ``analyses`` count in ``usage``) to the first judgment that used it."""
-        fresh = self.analyses.ensure([(task, c) for task, first, second in requests for c in (first, second)])
-        charges = self.analyses.charges(requests, fresh)
+        shown_requests = self.shown_pairs(requests)
+        fresh = self.analyses.ensure([(task, c) for task, first, second in shown_requests for c in (first, second)])
+        charges = self.analyses.charges(shown_requests, fresh)
         for index, judgment in judgments:
             if charges[index]:
                 usage = dict(judgment.usage)
@@ -363,14 +403,18 @@ class LLMJudge(Judge):
 
         if not requests:
             return iter(())
-        return _naming_task(kway_llm.choose_many(self, requests), [task for task, _ in requests])
+        return _naming_task(kway_llm.choose_many(self, self._shown_groups(requests)), [task for task, _ in requests])
 
     def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         from rankkit.judges import kway_llm
 
         if not requests:
             return iter(())
-        return _naming_task(kway_llm.rank_many(self, requests), [task for task, _ in requests])
+        return _naming_task(kway_llm.rank_many(self, self._shown_groups(requests)), [task for task, _ in requests])
+
+    def _shown_groups(self, requests: Sequence[Any]) -> list[Any]:
+        """k-way requests with each candidate as shown (:meth:`shown`)."""
+        return [(task, tuple(self.shown(c) for c in candidates)) for task, candidates in requests]
 
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The mode's comparisons before any calibration (with PREPAIR's analysis charges):
@@ -522,6 +566,7 @@ LLM_OPTIONS: tuple[Option, ...] = (
            check=at_least(1)),
     Option("calibrate", bool, False, "average logprob comparisons over both orders (mode=logprob)"),
     Option("verdict", str, "auto", "how generate mode reads its verdict", choices=tuple(VERDICT_PATHS)),
+    Option("sanitize", bool, False, "rewrite judge-protocol text in candidates inertly before rendering"),
 )
 
 

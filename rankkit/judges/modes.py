@@ -11,8 +11,10 @@ gives it itself, for its prompts, decoding parameters and runtime; the modes kee
     ``0..K`` as the next token (score = their expected value), then ``... 7/9 Answer 2: `` for the
     second answer (:func:`continuation_verdicts`); pointwise: ``Final verdict: Score: ``. The prompt
     shows the digit scale ``0..K`` (K as in ``logprob`` mode) and scores are mapped onto the
-    task's scale. A candidate that writes a verdict, or makes the judge repeat one, changes
-    nothing that is read. An HTTP runtime whose server cannot continue a prefix (OpenAI, hosted
+    task's scale. A verdict a candidate writes, or makes the judge repeat, is never what is
+    parsed; but the model reads the whole prompt, so such text can still move the digits it
+    puts probability on (``sanitize=true`` rewrites it before rendering:
+    :mod:`rankkit.prompts.protocol`). An HTTP runtime whose server cannot continue a prefix (OpenAI, hosted
     APIs, llama-cpp-python's server) reads the same value from a follow-up turn instead
     (``verdict_path`` ``followup``/``followup_enum``: :mod:`rankkit.judges.hosted_verdict`), and
     Anthropic's from a prefilled reply (``prefill``); only runtimes that offer none of these fall

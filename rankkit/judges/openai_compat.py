@@ -67,6 +67,14 @@ it is not part of the spec, the fingerprint, the cache, the results, ``repr`` or
 (server error text is redacted *before* it is cut to length, so no piece of the key survives). With
 neither a ``base_url`` nor a key the spec is refused at once.
 
+**Special-token strings.** The server tokenizes what it is sent, and a server may turn a
+candidate's ``<|im_end|>`` into the real end-of-turn token (a vLLM pull request to escape them in
+user content was closed unmerged). So by default every message and forced reply prefix is sent
+with the chat-template tokens of the known families rewritten visibly (``<|im_end|>`` ->
+``‹|im_end|›``, :func:`rankkit.prompts.protocol.neutralize_special_tokens`); text without one is
+sent as it is. ``neutralize_special=false`` sends the text untouched (a server that escapes them
+itself); that is part of the fingerprint.
+
 **Identity.** The fingerprint names the *model*, not ``base_url``: the same model served at
 another address (a vLLM replica, a moved deployment, a proxy) or by any number of replicas gives
 interchangeable judgments, so its cached judgments stay valid. The flip side: serve different
@@ -110,6 +118,7 @@ from rankkit.judges.llm import llm_backend
 from rankkit.judges.llm_runtime import ChoiceLogprobs, Generation, LLMRuntime, per_row
 from rankkit.judges.pacing import PACING_OPTIONS, Pacer
 from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
+from rankkit.prompts.protocol import neutralize_special_tokens
 from rankkit.specs import Spec, SpecError, parse_spec
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -152,6 +161,8 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
     base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
         client's (:class:`~rankkit.judges.http_client.RetryingClient`); ``base_url`` defaults to
         OpenAI's own API.
+    neutralize_special: rewrite chat-template special-token strings in what is sent (the
+        default; see "Special-token strings" in the module docstring).
     price: USD per million tokens (:mod:`rankkit.judges.prices`); each response's usage then
         carries its cost (``usd_nano``). None: the cost is not counted.
     pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``).
@@ -168,11 +179,13 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
     def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
                  concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
                  jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 price: Price | None = None, pacer: Pacer | None = None, batch: BatchOptions | None = None):
+                 price: Price | None = None, pacer: Pacer | None = None, batch: BatchOptions | None = None,
+                 neutralize_special: bool = True):
         super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
                          jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
         self.model = model
         self.price = price
+        self.neutralize_special = neutralize_special
         #: With ``batch=true``: what sends each runtime call's requests as one batch (else None).
         self.batcher = None if batch is None else batch.runner(self, OpenAIBatches())
         self.batch_size = batch.size if batch is not None else 0
@@ -218,15 +231,21 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
 
     def identity(self) -> dict[str, Any]:
         """The model name only: see "Identity" in the module docstring for why not ``base_url``
-        (nor how many replicas serve it)."""
-        return {"model": self.model}
+        (nor how many replicas serve it); with ``neutralize_special=false`` that too (absent by
+        default, so the default judge's fingerprint is the model's alone)."""
+        return {"model": self.model} if self.neutralize_special else {"model": self.model, "neutralize_special": False}
 
     def request_subject(self) -> str:
         return f"model {self.model!r}"
 
     # -- requests, and what the server refuses ----------------------------------------------------
+    def _sent(self, text: str) -> str:
+        """``text`` as sent: special-token strings neutralised unless ``neutralize_special`` is off."""
+        return neutralize_special_tokens(text) if self.neutralize_special else text
+
     def _chat_body(self, conversation: list[dict[str, str]], **options: Any) -> dict[str, Any]:
-        return {"model": self.model, "messages": list(conversation), **options}
+        messages = [{**message, "content": self._sent(message["content"])} for message in conversation]
+        return {"model": self.model, "messages": messages, **options}
 
     def _adapted(self, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as this server takes it: fields it refused dropped, ``max_tokens`` renamed."""
@@ -337,7 +356,7 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
         if prefix and path == "continuation":
             body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
                                    top_logprobs=TOP_LOGPROBS)
-            body.update(prefill_fields(conversation, prefix, switches=self._prefill_fields))
+            body.update(prefill_fields(body["messages"], self._sent(prefix), switches=self._prefill_fields))
         else:
             messages = followup_conversation(conversation, prefix, choices) if prefix else list(conversation)
             if path == "followup_enum":  # a reply constrained to the choices by structured outputs: one-hot
@@ -642,12 +661,14 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 
 # -- the spec ---------------------------------------------------------------------------------------
 
-#: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS` (none of them
-#: changes the fingerprint: see "Identity" in the module docstring).
+#: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS` (only
+#: ``neutralize_special=false`` changes the fingerprint: see "Identity" in the module docstring).
 OPENAI_OPTIONS: tuple[Option, ...] = (
     *client_options("the server, |-joined replicas (default: $OPENAI_BASE_URL, else OpenAI's API)",
                     DEFAULT_API_KEY_ENV),
     *PRICE_OPTIONS, *PACING_OPTIONS, *BATCH_OPTIONS,
+    Option("neutralize_special", bool, True, "rewrite chat-template special-token strings in what is sent "
+           "(false: send text untouched; then part of the fingerprint)"),
 )
 
 
@@ -695,7 +716,7 @@ def _openai_runtime(settings: Settings) -> OpenAIRuntime:
                          retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
                          price=price_for(settings.argument, settings["price_in"], settings["price_out"]),
                          pacer=Pacer(settings["rpm"], settings["tpm"]), batch=BatchOptions.from_settings(settings),
-                         **settings.subset(("concurrency", "timeout", "max_response_bytes")))
+                         **settings.subset(("concurrency", "timeout", "max_response_bytes", "neutralize_special")))
 
 
 #: ``openai:MODEL[,option=value...]``: any OpenAI-compatible chat-completions server. Building it

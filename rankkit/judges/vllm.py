@@ -260,8 +260,9 @@ class VLLMRuntime(LLMRuntime):
 
     # -- prompts ---------------------------------------------------------------------------------
     def prompt_ids(self, conversation: Conversation, prefix: str = "") -> list[int]:
-        """The token ids of a conversation's prompt followed by a forced reply ``prefix``."""
-        return chat_tokens.encode(self.tokenizer, chat_tokens.chat_text(self.tokenizer, conversation) + prefix)
+        """The token ids of a conversation's prompt followed by a forced reply ``prefix``, messages
+        and prefix tokenized as text (:func:`.chat_tokens.encode_chat`)."""
+        return chat_tokens.encode_chat(self.tokenizer, conversation, prefix)
 
     def _run(self, sequences: Sequence[Sequence[int]], params: Any, reserve: int) -> Iterator[tuple[int, Any]]:
         """``llm.generate`` on the sequences; yields ``(index, RequestOutput)``. A sequence that

@@ -9,7 +9,10 @@ One module per step:
   delimiter tags inside untrusted text defused;
 * :mod:`~rankkit.prompts.verdicts` — :func:`parse_pointwise` and :func:`parse_pairwise`, which
   read a verdict from the judge's generated text only and never take one re-quoted from a
-  candidate.
+  candidate;
+* :mod:`~rankkit.prompts.protocol` — judge-protocol text and chat-template tokens inside
+  candidates: found (the run's ``suspicious`` candidates) and rewritten inertly (``sanitize=true``;
+  the HTTP judge's token neutralisation).
 """
 
 from rankkit.prompts.choice import (

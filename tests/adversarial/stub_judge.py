@@ -26,7 +26,8 @@ Like a real chat model it
   that offers rankkit nothing but free text).
 
 ``requests`` counts the requests by kind (``generate``, ``continue``, ``followup``), for the
-benchmark's cost.
+benchmark's cost; ``prompts`` keeps every user prompt received, for the tests of what a judge
+shows the model.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class HonestJudgeServer(StubServer):
         self.continues = continues
         self.logprobs = logprobs
         self.requests = {"generate": 0, "continue": 0, "followup": 0}
+        self.prompts: list[str] = []
         self._lock = threading.Lock()
 
     def post(self, request: StubRequest, body: dict[str, Any]) -> None:
@@ -84,6 +86,8 @@ class HonestJudgeServer(StubServer):
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body["messages"]
         prompt = next(m["content"] for m in messages if m["role"] == "user")
+        with self._lock:
+            self.prompts.append(prompt)
         prefix = messages[-1]["content"] if messages[-1]["role"] == "assistant" else None
         if prefix is not None and self.continues and body.get("continue_final_message"):
             with self._lock:
