@@ -41,7 +41,7 @@ import threading
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from rankkit.judges.backends import Argument, Option, Settings
-from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions
+from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions, BatchSwitch
 from rankkit.judges.batches import AnthropicBatches
 from rankkit.judges.hosted_verdict import one_hot
 from rankkit.judges.http_client import (
@@ -65,7 +65,7 @@ DEFAULT_VERSION = "2023-06-01"
 PREFILL_MAX_TOKENS = 2
 
 
-class AnthropicRuntime(RetryingClient, LLMRuntime):
+class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     """Sends conversations to ``{base_url}/messages``; see the module docstring.
 
     model: the model name (``claude-sonnet-4-5``).
@@ -98,28 +98,6 @@ class AnthropicRuntime(RetryingClient, LLMRuntime):
 
     #: The verdict is the digit the model writes after rankkit's prefix (one-hot: no log-probabilities).
     prefix_read = "prefill"
-
-    @property
-    def batched(self) -> bool:  # type: ignore[override]  # set by batch=true
-        """Whether requests go out as Message Batches (``batch=true``)."""
-        return self.batcher is not None
-
-    def show_progress(self, note: Callable[[str], None]) -> None:
-        """With ``batch=true``: each batch's id, state and requests done go to ``note``."""
-        if self.batcher is not None:
-            self.batcher.on_status = note
-
-    @property
-    def fills_batches(self) -> bool:  # type: ignore[override]
-        """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
-        ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""
-        return self.batcher is not None
-
-    @property
-    def capacity(self) -> int:  # type: ignore[override]
-        """Requests usefully in flight: ``concurrency`` per replica, or with ``batch=true`` the
-        batch size (``batch_size``)."""
-        return self.batch_size if self.batcher is not None else super().capacity
 
     def __repr__(self) -> str:  # never shows the key
         return (f"AnthropicRuntime(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "

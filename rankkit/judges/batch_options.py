@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from rankkit.judges.backends import Option, Settings, above, at_least
 from rankkit.specs import SpecError
@@ -70,3 +70,36 @@ class BatchOptions:
         from rankkit.judges.batches import DEFAULT_JOURNAL, BatchJournal, BatchRunner
 
         return BatchRunner(client, protocol, BatchJournal(self.journal or DEFAULT_JOURNAL), poll=self.poll)
+
+
+class BatchSwitch:
+    """What ``batch=true`` changes in an HTTP runtime, written once for the openai and anthropic
+    runtimes: with a ``batcher`` (set by the runtime from :class:`BatchOptions`), requests go out
+    as batches, the dispatcher gathers a whole step of every task into one call (``fills_batches``,
+    ``capacity`` = ``batch_size``), and each batch's state reaches the progress bar. Mixed in
+    before the HTTP client, whose ``capacity`` (``concurrency`` per replica) it falls back to."""
+
+    batcher: Any = None
+    batch_size: int = 0
+
+    @property
+    def batched(self) -> bool:
+        """Whether requests go out as batches (``batch=true``)."""
+        return self.batcher is not None
+
+    def show_progress(self, note: Callable[[str], None]) -> None:
+        """With ``batch=true``: each batch's id, state and requests done go to ``note``."""
+        if self.batcher is not None:
+            self.batcher.on_status = note
+
+    @property
+    def fills_batches(self) -> bool:
+        """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
+        ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""
+        return self.batcher is not None
+
+    @property
+    def capacity(self) -> int:
+        """Requests usefully in flight: ``concurrency`` per replica, or with ``batch=true`` the
+        batch size (``batch_size``)."""
+        return self.batch_size if self.batcher is not None else super().capacity  # type: ignore[misc]

@@ -96,7 +96,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 from rankkit.judges.backends import Argument, Option, Settings
 from rankkit.judges.base import JudgeError
 from rankkit.judges.batches import OpenAIBatches
-from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions
+from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions, BatchSwitch
 from rankkit.judges.hosted_verdict import (  # hosted APIs: follow-up verdicts, refusals learned
     enum_response_format,
     followup_conversation,
@@ -149,7 +149,7 @@ ENUM_PROBE_QUESTION = "Which digit comes after 8? Reply with the digit only."
 
 # -- the runtime -------------------------------------------------------------------------------------
 
-class OpenAIRuntime(RetryingClient, LLMRuntime):
+class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     """Sends conversations to ``{base_url}/chat/completions``, ``concurrency`` at a time per replica.
 
     The :class:`~rankkit.judges.llm_runtime.LLMRuntime` of the openai judge: it builds chat
@@ -201,28 +201,6 @@ class OpenAIRuntime(RetryingClient, LLMRuntime):
         self._prefill_fields = False  # whether continuations need vLLM's chat-template switches
         self._prefill_fields_refused = False
         self._logprobs_refused = False
-
-    @property
-    def batched(self) -> bool:  # type: ignore[override]  # set by batch=true
-        """Whether requests go out as batches (``batch=true``)."""
-        return self.batcher is not None
-
-    def show_progress(self, note: Callable[[str], None]) -> None:
-        """With ``batch=true``: each batch's id, state and requests done go to ``note``."""
-        if self.batcher is not None:
-            self.batcher.on_status = note
-
-    @property
-    def fills_batches(self) -> bool:  # type: ignore[override]
-        """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
-        ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""
-        return self.batcher is not None
-
-    @property
-    def capacity(self) -> int:  # type: ignore[override]
-        """Requests usefully in flight: ``concurrency`` per replica, or with ``batch=true`` the
-        batch size (``batch_size``)."""
-        return self.batch_size if self.batcher is not None else super().capacity
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
