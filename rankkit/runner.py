@@ -67,7 +67,9 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
-    bar = RunProgress(len(tasks), disable=not progress, expected=expected)
+    from rankkit.plan.price import price_per_judgment  # here: rankkit.plan's dry run imports this module
+
+    bar = RunProgress(len(tasks), disable=not progress, expected=expected, price=price_per_judgment(judge))
     runs = [StrategyRun(strategy=s) for s in strategies]
 
     def rank_task(task: Task, memo: JudgmentMemo) -> list[tuple[TaskResult, float]]:
@@ -82,7 +84,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
                 ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
                 extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons), comparisons=source.comparisons,
                 cost=source.cost, group_comparisons=source.group_comparisons), seconds))
-        bar.task_done()
+        bar.task_done(task.task_id)
         return results
 
     stats: dict[str, Any] = {}
@@ -198,8 +200,13 @@ class RunProgress:
     the judge was paid for and how many came from the cache or were shared with another strategy
     instead; and tasks done of all."""
 
-    def __init__(self, total_tasks: int, disable: bool, expected: tuple[int, str] | None = None):
+    def __init__(self, total_tasks: int, disable: bool, expected: tuple[int, str] | None = None,
+                 price: float | None = None):
         self._lock = threading.Lock()
+        #: Whether strategies with a stopping target should send forecasts (only when the bar is shown).
+        self.shows_forecast = not disable
+        self._price = price
+        self._forecasts: dict[tuple[str, str], Any] = {}  # (task, strategy) -> its latest Forecast
         total, mark = expected if expected is not None else (None, "")
         self._bar = tqdm(total=total, desc=PROGRESS_LABELS[mark], unit="judgment", file=sys.stderr,
                          disable=disable, dynamic_ncols=True, mininterval=0.5)
@@ -213,11 +220,29 @@ class RunProgress:
             self._reused += reused
             self._bar.update(used)
 
-    def task_done(self) -> None:
+    def forecast(self, task_id: str, strategy: str, remaining: Any) -> None:
+        """A stopping strategy's latest :class:`~rankkit.strategies._stopping.Forecast` of the
+        judgments its task still needs to reach the target (shown summed over the tasks in progress)."""
+        with self._lock:
+            self._forecasts[(task_id, strategy)] = remaining
+            self._bar.set_postfix_str(self._postfix(), refresh=False)
+
+    def _postfix(self) -> str:
+        text = (f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
+                f"cache_hits={self._cached} shared_hits={self._reused}")
+        if self._forecasts:
+            total = None
+            for remaining in self._forecasts.values():
+                total = remaining if total is None else total + remaining
+            text += f" to_target={total.describe(self._price)} ({len(self._forecasts)} in progress)"
+        return text
+
+    def task_done(self, task_id: str | None = None) -> None:
         with self._lock:
             self._tasks += 1
-            self._bar.set_postfix_str(f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
-                                      f"cache_hits={self._cached} shared_hits={self._reused}", refresh=False)
+            if task_id is not None:  # its strategies have stopped: nothing more to forecast
+                self._forecasts = {key: value for key, value in self._forecasts.items() if key[0] != task_id}
+            self._bar.set_postfix_str(self._postfix(), refresh=False)
 
     def close(self) -> None:
         if self._bar.total is not None and self._bar.n < self._bar.total:

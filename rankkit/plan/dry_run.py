@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from rankkit.cache import NullCache
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost
+from rankkit.plan.price import price_per_judgment
 from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
 from rankkit.strategies.base import Strategy
@@ -118,6 +119,9 @@ class PlanRow:
     prompt_tokens: float | None = None
     bounds: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: For a strategy with a stopping target (``until``): the judgments it is forecast to need over
+    #: all tasks, a prior-based estimate (:func:`target_forecast`); None otherwise.
+    to_target: Any = None
 
     @property
     def exact(self) -> bool:
@@ -149,6 +153,8 @@ class DryRun:
     judge: str
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The judge's price of one judgment in USD (:func:`rankkit.plan.price.price_per_judgment`), None when unpriced.
+    price: float | None = None
 
     @property
     def new(self) -> int:
@@ -182,9 +188,28 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             # Per policy, the figures on this task of every strategy up to this one (this one last).
             history = [[per_task[task_index] for per_task in figures[:index + 1]] for figures in runs]
             add_task(row, strategy, task, history, cache_empty, sizes)
+        row.to_target = target_forecast(strategy, tasks)
         rows.append(row)
     return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=judge_notes(judge, sizes),
-                  warnings=over_context(tasks, judge, sizes))
+                  warnings=over_context(tasks, judge, sizes), price=price_per_judgment(judge))
+
+
+def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:
+    """The judgments a strategy with a stopping target is forecast to need on ``tasks`` before any
+    judgment: the sum of its per-task ``forecast_judgments`` (a prior-based estimate, see
+    :func:`rankkit.strategies._stopping.prior_forecast`), or None when it has no target."""
+    forecast = getattr(strategy, "forecast_judgments", None)
+    if forecast is None:
+        return None
+    from rankkit.strategies._stopping import task_seed
+
+    total = None
+    for task in tasks:
+        one = forecast(len(task.candidates), task_seed(task.task_id))
+        if one is None:
+            return None
+        total = one if total is None else total + one
+    return total
 
 
 def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None) -> list[str]:

@@ -45,6 +45,10 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
     tokens = [row.prompt_tokens for row in report.rows if row.prompt_tokens is not None]
     if tokens:
         lines[-1] += f" · estimated prompt tokens {'≤' if marks == {'≤'} else '≈'}{round(sum(tokens))}"
+    for row in report.rows:
+        if row.to_target is not None:
+            lines.append(f"to target, {row.strategy}: {row.to_target.describe(report.price)} over all tasks — a "
+                         f"prior-based estimate before any judgment (docs/stopping.md), capped by the budget")
     lines += [f"note: {note}" for note in report.notes]
     lines += [f"warning: {warning}" for warning in report.warnings]
     if not report.exact:
