@@ -31,14 +31,24 @@ TARGETS = ("top1", "top:K", "order")
 #: Why a task stopped (the candidates' extras ``stopped``) when a strategy has a target.
 STOP_REASONS = ("target", "budget", "exhausted")
 
-#: Posterior draws per probability estimate: a probability near 0.95 is estimated to about ±0.004.
-DRAWS = 4000
+#: Posterior draws per probability estimate (per prior scale): a probability near 0.95 is estimated to about ±0.005.
+DRAWS = 2000
 
 #: The importance sampler's proposal: the Laplace Gaussian with its sd times this.
 PROPOSAL_WIDTH = 1.5
 
 #: The least effective sample size, as a share of the draws, an importance-weighted estimate may rest on.
 LEAST_EFFECTIVE_SHARE = 0.02
+
+#: The hyperprior of the pairwise strategies' stopping rule: the strengths' prior sd τ is one of
+#: these, each equally likely (a factor 2 apart: from a judge that barely tells answers apart to
+#: one that prefers an answer one τ better 98 times in 100). Going on to 8 made the rule
+#: overconfident on the simulated judges (a consistent sweep then favours τ = 8, under which two
+#: close answers are rarely close).
+SCALES = (0.5, 1.0, 2.0, 4.0)
+
+#: The screen before the Monte Carlo (:func:`is_target_settled`) divides the Laplace sd by this.
+SCREEN_SHARPENING = 2.0
 
 #: Posterior draws per forecast.
 FORECAST_DRAWS = 400
@@ -142,82 +152,132 @@ def pairwise_bound(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> floa
     return float(ndtr((mean[i] - mean[j]) / sd).min())
 
 
-def _log_likelihood(theta: np.ndarray, evidence: Evidence | None) -> np.ndarray:
-    """Each draw's Bradley–Terry log-likelihood of the evidence (0 without evidence)."""
-    import numpy as np
-
-    if evidence is None or not len(evidence):
-        return np.zeros(len(theta))
+def _log_likelihood(theta: np.ndarray, evidence: Evidence) -> np.ndarray:
+    """Each draw's Bradley–Terry log-likelihood of the evidence."""
     first, second, outcome = evidence.arrays
     gaps = theta[:, first] - theta[:, second]
+    import numpy as np
+
     return -(outcome * np.logaddexp(0.0, -gaps) + (1.0 - outcome) * np.logaddexp(0.0, gaps)).sum(axis=1)
 
 
-def target_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, seed: int, draws: int = DRAWS,
-                       evidence: Evidence | None = None, prior_sd: float | None = None) -> float:
-    """The posterior probability that the answer by posterior mean is the true one.
+def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np.ndarray:
+    """For each row of strengths ``theta``, whether the answer given by ``order`` (best first) is
+    the true one under it: its best is best (``top1``), its K best are the K best (``top:K``), its
+    order is the order (``order``)."""
+    size = target.size(len(order))
+    if target.kind == "top":  # the worst of the K best beats the best of the rest
+        if size >= len(order):
+            import numpy as np
+
+            return np.ones(len(theta), dtype=bool)
+        return theta[:, order[:size]].min(axis=1) > theta[:, order[size:]].max(axis=1)
+    pairs = relevant_pairs(order, target)
+    return (theta[:, pairs[:, 0]] > theta[:, pairs[:, 1]]).all(axis=1)
+
+
+def gaussian_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, seed: int,
+                         draws: int = DRAWS) -> float:
+    """The probability, under the Gaussian posterior ``N(mean, cov)``, that the answer by
+    posterior mean is the true one: the share of ``draws`` seeded draws under which it holds."""
+    import numpy as np
+
+    order = current_order(mean)
+    return float(np.mean(answer_holds(_draws(mean, cov, draws, seed), order, target)))
+
+
+def importance_estimate(order: np.ndarray, target: StopTarget, evidence: Evidence, scale: float,
+                        start: np.ndarray, seed: int, draws: int = DRAWS) -> tuple[float, float, float]:
+    """The exact Bradley–Terry posterior under the prior ``N(0, scale² I)``, by importance sampling.
+
+    The proposal is the Laplace Gaussian at that prior, its sd widened by :data:`PROPOSAL_WIDTH`
+    (the Laplace approximation is symmetric about the mode, and too wide on the losing side of a
+    candidate that won every judgment); each draw is weighted by posterior / proposal density.
+
+    Returns
+    -------
+    (probability, log marginal likelihood, effective share)
+        The weighted share of draws under which the answer ``order`` holds; the log of the
+        evidence's marginal likelihood under this prior (the mean of the unnormalised weights);
+        the effective sample size over the draws.
+    """
+    import numpy as np
+
+    from rankkit.strategies._bt_posterior import exact_posterior
+
+    mean, cov = exact_posterior(evidence, scale, start)
+    proposal = cov * PROPOSAL_WIDTH ** 2
+    factor = np.linalg.cholesky(proposal + np.eye(len(mean)) * 1e-12 * max(1.0, float(np.trace(proposal))))
+    normals = np.random.default_rng(seed).standard_normal((draws, len(mean)))
+    theta = mean + normals @ factor.T
+    n = len(mean)
+    log_prior = -(theta * theta).sum(axis=1) / (2.0 * scale ** 2) - n * math.log(scale) - n / 2 * math.log(2 * math.pi)
+    log_proposal = (-(normals * normals).sum(axis=1) / 2 - float(np.log(np.diag(factor)).sum())
+                    - n / 2 * math.log(2 * math.pi))
+    log_weight = _log_likelihood(theta, evidence) + log_prior - log_proposal
+    top = float(log_weight.max())
+    weight = np.exp(log_weight - top)
+    log_marginal = top + math.log(float(weight.mean()))
+    effective = float(weight.sum() ** 2 / (weight * weight).sum()) / draws
+    return float(weight @ answer_holds(theta, order, target) / weight.sum()), log_marginal, effective
+
+
+def bt_probability(order: np.ndarray, target: StopTarget, evidence: Evidence, seed: int, start: np.ndarray,
+                   scales: Sequence[float] = SCALES, draws: int = DRAWS) -> float:
+    """The posterior probability that the answer ``order`` (best first) is the true one, under a
+    Bradley–Terry judge whose strengths are ``N(0, τ² I)`` with τ unknown, equally likely any of
+    ``scales`` (a hierarchical prior: the data say how decisive the judge is).
+
+    Each τ's exact posterior is estimated by :func:`importance_estimate`; the τ are weighted by
+    their marginal likelihoods (Bayes' rule over the grid). An estimate resting on too few
+    effective draws (below :data:`LEAST_EFFECTIVE_SHARE`, for a τ of weight above 1%) is not to be
+    trusted, and 0 is returned: never settled on it.
 
     Parameters
     ----------
-    mean, cov: the Gaussian (Laplace) posterior of the log-strengths.
-    target: what the answer is (:class:`StopTarget`).
+    order: the answer, candidate rows best first.
+    target: what the answer asserts (:class:`StopTarget`).
+    evidence: the distinct judgments' outcomes.
     seed: the Monte Carlo seed (:func:`task_seed`).
-    draws: posterior draws.
-    evidence, prior_sd: the Bradley–Terry outcomes and prior the Laplace posterior approximates.
-        With them the draws come from the Laplace Gaussian widened by :data:`PROPOSAL_WIDTH` and
-        are importance-weighted to the exact posterior (the Laplace approximation is symmetric
-        about the mode, and far too wide on the losing side of a candidate that won every
-        judgment); when the weights leave fewer than :data:`LEAST_EFFECTIVE_SHARE` of the draws
-        effective, the estimate is unreliable and 0 is returned (never settled on it). Without
-        them the Gaussian itself is the posterior.
+    start: where each fit starts (the strategy's posterior mean).
+    scales, draws: the grid of τ and the draws per τ.
 
     Returns
     -------
     float
-        The (weighted) share of posterior draws under which every pair of :func:`relevant_pairs`
-        is ordered as the answer says, i.e. the draw's top1 / top-K set / order equals the answer.
+        The probability.
     """
     import numpy as np
 
-    order = current_order(mean)
-    pairs = relevant_pairs(order, target)
-    if not len(pairs):
-        return 1.0
-    exact = evidence is not None and prior_sd is not None
-    width = PROPOSAL_WIDTH if exact else 1.0
-    theta = _draws(mean, cov * width ** 2, draws, seed)
-    if target.kind == "top":  # the K best beat the rest: compare the worst of them with the best of the rest
-        size = target.size(len(mean))
-        right = theta[:, order[:size]].min(axis=1) > theta[:, order[size:]].max(axis=1)
-    else:
-        right = (theta[:, pairs[:, 0]] > theta[:, pairs[:, 1]]).all(axis=1)
-    if not exact:
-        return float(np.mean(right))
-    # log target - log proposal, up to constants: the proposal is N(mean, width² cov).
-    centred = theta - mean
-    precision = np.linalg.inv(cov * width ** 2)
-    log_proposal = -0.5 * np.einsum("si,ij,sj->s", centred, precision, centred)
-    log_weight = _log_likelihood(theta, evidence) - (theta * theta).sum(axis=1) / (2.0 * prior_sd ** 2) - log_proposal
-    weight = np.exp(log_weight - log_weight.max())
-    effective = weight.sum() ** 2 / (weight * weight).sum()
-    if effective < LEAST_EFFECTIVE_SHARE * draws:
+    estimates = [importance_estimate(order, target, evidence, scale, start, seed + k, draws)
+                 for k, scale in enumerate(scales)]
+    logs = np.array([log_marginal for _, log_marginal, _ in estimates])
+    weights = np.exp(logs - logs.max())
+    weights /= weights.sum()
+    if any(weight > 0.01 and effective < LEAST_EFFECTIVE_SHARE for weight, (_, _, effective) in zip(weights, estimates)):
         return 0.0
-    return float(weight @ right / weight.sum())
+    return float(sum(weight * probability for weight, (probability, _, _) in zip(weights, estimates)))
 
 
 def is_target_settled(mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float, seed: int,
-                      evidence: Evidence | None = None, prior_sd: float | None = None) -> bool:
-    """Whether :func:`target_probability` reaches ``confidence``.
+                      evidence: Evidence | None = None) -> bool:
+    """Whether the answer by posterior mean (``mean``) is the true one with probability ``confidence``.
 
-    Without ``evidence`` the Monte Carlo runs only when the cheap bound :func:`pairwise_bound`
-    allows it (under a Gaussian posterior a single pair below the confidence already rules it out).
+    With ``evidence`` (pairwise strategies) the probability is :func:`bt_probability`'s; without,
+    the Gaussian ``N(mean, cov)`` is the posterior (:func:`gaussian_probability`). Either way a
+    cheap screen runs first: when some pair the answer rests on has a Gaussian probability
+    ``Φ(m / s)`` below ``confidence`` even with its sd divided by :data:`SCREEN_SHARPENING`, the
+    answer is not near settled and no Monte Carlo is run. The screen can only delay a stop, never
+    cause one.
     """
-    if evidence is None or prior_sd is None:
-        if pairwise_bound(mean, cov, relevant_pairs(current_order(mean), target)) < confidence:
-            return False
-    elif pairwise_bound(mean, cov / PROPOSAL_WIDTH ** 2, relevant_pairs(current_order(mean), target)) < confidence:
-        return False  # not even close: the exact posterior is not that much sharper than Laplace's
-    return target_probability(mean, cov, target, seed, evidence=evidence, prior_sd=prior_sd) >= confidence
+    order = current_order(mean)
+    pairs = relevant_pairs(order, target)
+    sharpening = 1.0 if evidence is None else SCREEN_SHARPENING
+    if pairwise_bound(mean, cov / sharpening ** 2, pairs) < confidence:
+        return False
+    if evidence is None:
+        return gaussian_probability(mean, cov, target, seed) >= confidence
+    return bt_probability(order, target, evidence, seed, mean) >= confidence
 
 
 # ---------------------------------------------------------------------------------------------

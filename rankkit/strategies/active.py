@@ -204,14 +204,18 @@ class Active(Strategy):
         posterior = Posterior(n, self.prior_sd, exact=n <= EXACT_UP_TO)
         asked: set[tuple[str, str]] = set()  # distinct judgments: (first, second) as shown
         seed = task_seed(task.task_id)
+        # The target is checked every `check_every` steps (each check fits the posterior under every
+        # prior scale), and always before the budget or the questions run out.
+        check_every = max(1, math.ceil(n / 16))
         steps = 0
         stopped = None
         while stopped is None:
-            if is_target_settled(posterior.mean, posterior.cov, target, self.confidence, seed, posterior.evidence,
-                                 self.prior_sd):
+            open_pairs = np.triu(plays < plays_per_pair, 1)
+            last = matches_left <= 0 or not open_pairs.any()
+            if (last or not steps % check_every) and is_target_settled(posterior.mean, posterior.cov, target,
+                                                                        self.confidence, seed, posterior.evidence):
                 stopped = "target"
                 break
-            open_pairs = np.triu(plays < plays_per_pair, 1)
             if not open_pairs.any():
                 stopped = "exhausted"
                 break

@@ -253,7 +253,7 @@ class _TargetWatch:
     def settled(self) -> bool:
         if self._settled is None:
             self._settled = is_target_settled(self.posterior.mean, self.posterior.cov, self.target, self.confidence,
-                                              self.seed, self.posterior.evidence, self.prior_sd)
+                                              self.seed, self.posterior.evidence)
         return self._settled
 
     def scores(self) -> dict[str, float]:

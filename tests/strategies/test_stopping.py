@@ -12,7 +12,7 @@ from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from rankkit.strategies._bt_posterior import Evidence
 from rankkit.strategies._stopping import (Forecast, StopTarget, forecast_more, parse_until, prior_forecast,
-                                          relevant_pairs, target_probability)
+                                          bt_probability, gaussian_probability, relevant_pairs)
 from tests.helpers import make_task
 
 
@@ -36,23 +36,33 @@ def test_the_gaussian_probability_matches_the_closed_form_for_two_candidates():
     from scipy.stats import norm
 
     mean, cov = np.array([1.0, 0.0]), np.diag([0.5, 0.5])
-    assert target_probability(mean, cov, StopTarget("top1"), seed=1) == pytest.approx(norm.cdf(1.0), abs=0.02)
+    assert gaussian_probability(mean, cov, StopTarget("top1"), seed=1) == pytest.approx(norm.cdf(1.0), abs=0.02)
 
 
-def test_importance_weights_reach_the_exact_posterior_of_one_comparison():
-    # One win of a over b, prior N(0, 1) each: P(θa > θb | win) = E[σ(d) 1{d>0}] / E[σ(d)], d ~ N(0, 2).
+def _exact_two_wins(scales):
+    """P(θa > θb | a beat b twice) under the hyperprior: by quadrature over d = θa − θb ~ N(0, 2τ²)."""
     from scipy import integrate
     from scipy.stats import norm
 
+    def sigma(d):
+        return 1 / (1 + np.exp(-d))
+
+    marginals, above = [], []
+    for tau in scales:
+        density = norm(0, np.sqrt(2) * tau).pdf
+        marginals.append(integrate.quad(lambda d: sigma(d) ** 2 * density(d), -60, 60, limit=200)[0])
+        above.append(integrate.quad(lambda d: sigma(d) ** 2 * density(d), 0, 60, limit=200)[0])
+    return sum(above) / sum(marginals)
+
+
+@pytest.mark.parametrize("scales", [(1.0,), (0.5, 2.0, 8.0)])
+def test_importance_weights_reach_the_exact_posterior_under_the_hyperprior(scales):
     evidence = Evidence(2)
     evidence.add(0, 1, 1.0)
-    sigma = lambda d: 1 / (1 + np.exp(-d))  # noqa: E731
-    density = norm(0, np.sqrt(2)).pdf
-    exact = (integrate.quad(lambda d: sigma(d) * density(d), 0, 20)[0]
-             / integrate.quad(lambda d: sigma(d) * density(d), -20, 20)[0])
-    mean, cov = np.array([0.2, -0.2]), np.array([[0.9, 0.1], [0.1, 0.9]])  # any reasonable proposal centre
-    estimate = target_probability(mean, cov, StopTarget("top1"), seed=3, evidence=evidence, prior_sd=1.0)
-    assert estimate == pytest.approx(exact, abs=0.02)
+    evidence.add(1, 0, 0.0)  # the other order, a again
+    estimate = bt_probability(np.array([0, 1]), StopTarget("top1"), evidence, seed=3, start=np.zeros(2),
+                              scales=scales, draws=20000)
+    assert estimate == pytest.approx(_exact_two_wins(scales), abs=0.01)
 
 
 def test_forecasts_are_capped_and_shrink_as_the_answer_clears():
