@@ -193,6 +193,7 @@ class Active(Strategy):
         per_match = 2 if self.order == "both" else 1
         plays_per_pair = 2 // per_match
         most = self.max_judgments(n)
+        task_match_count("active", task.task_id, n, self.budget, self.comparisons, self.order)  # refuses a budget buying none
         matches_left = most // per_match
         upper = np.triu_indices(n, 1)
         tiebreak = np.zeros((n, n))

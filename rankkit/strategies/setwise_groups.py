@@ -116,6 +116,10 @@ class SetwiseGroups(KwayStrategy):
         index = {cid: k for k, cid in enumerate(ids)}
         received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
         most = self.max_judgments(len(ids))
+        sizes = group_sizes(len(ids), self.k)
+        if sizes and most < min(judgments_per_group(self.order, size, self.shifts) for size in sizes):
+            raise SpecError(f"strategy {self.name}: budget={self.budget:g} buys no group on task {task.task_id!r} "
+                            f"({len(ids)} candidates, groups of up to {self.k})")
         seed = task_seed(task.task_id)
         asked: set[tuple[str, ...]] = set()  # distinct judgments: the members in the order shown
         choices: list[tuple[tuple[int, ...], int]] = []

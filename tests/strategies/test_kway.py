@@ -189,3 +189,9 @@ def test_setwise_groups_is_exhausted_when_every_order_of_every_group_was_shown()
     (reason,) = {e.stopped for e in ranking.extras.values()}
     assert reason == "exhausted" and cost.comparisons == 6
     assert len({g.shown for g in source.group_comparisons}) == 6
+
+
+def test_setwise_groups_refuses_a_budget_that_buys_no_group():
+    task = make_task([0, 1, 2, 3])
+    with pytest.raises(SpecError, match="buys no group"):
+        rank_once(task, make_strategy("setwise_groups:until=top1,k=4,budget=0.1"), LatentJudge(seed=1))
