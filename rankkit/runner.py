@@ -24,6 +24,7 @@ from tqdm import tqdm
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.dispatch import Dispatcher
 from rankkit.judges.base import Judge
+from rankkit.judges.price import price_per_judgment
 from rankkit.judgments import ParseStatus
 from rankkit.matches import Comparison, MatchSource
 from rankkit.memo import JudgmentMemo
@@ -67,8 +68,6 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
-    from rankkit.plan.price import price_per_judgment  # here: rankkit.plan's dry run imports this module
-
     bar = RunProgress(len(tasks), disable=not progress, expected=expected, price=price_per_judgment(judge))
     runs = [StrategyRun(strategy=s) for s in strategies]
 

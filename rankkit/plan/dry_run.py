@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from rankkit.cache import NullCache
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost
-from rankkit.plan.price import price_per_judgment
+from rankkit.judges.price import price_per_judgment
 from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
 from rankkit.strategies.base import Strategy
@@ -153,7 +153,7 @@ class DryRun:
     judge: str
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: The judge's price of one judgment in USD (:func:`rankkit.plan.price.price_per_judgment`), None when unpriced.
+    #: The judge's price of one judgment in USD (:func:`rankkit.judges.price.price_per_judgment`), None when unpriced.
     price: float | None = None
 
     @property

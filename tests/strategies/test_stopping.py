@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rankkit.plan.dry_run import target_forecast
-from rankkit.plan.price import price_per_judgment
+from rankkit.judges.price import price_per_judgment
 from rankkit.runner import RunProgress
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
