@@ -1,10 +1,12 @@
 """Stopping rules of the adaptive strategies: stop once the target is settled at a confidence.
 
 A strategy given ``until=top1|top:K|order`` keeps a Gaussian (Laplace) posterior over its
-candidates' log-strengths and stops as soon as the posterior probability that its current answer
-(the best candidate, the set of the K best, or the whole order, by posterior mean) is the true one
-reaches ``confidence``. The probability is a Monte Carlo estimate from posterior draws with a
-seed fixed per task. :func:`forecast_more` and :func:`prior_forecast` forecast how many judgments
+candidates' log-strengths and stops as soon as the probability that its current answer (the best
+candidate, the set of the K best, or the whole order, by posterior mean) is the true one reaches
+``confidence``: for the pairwise strategies under the exact Bradley–Terry posterior with a
+hyperprior on the strengths' scale (:func:`bt_probability`, importance sampling), for
+``setwise_groups`` under its Gaussian posterior (:func:`gaussian_probability`). Draws are seeded
+per task. :func:`forecast_more` and :func:`prior_forecast` forecast how many judgments
 that will take. Why this stays valid when the next pair is chosen from the data: ``docs/stopping.md``.
 numpy and scipy load on first use.
 """
@@ -154,10 +156,10 @@ def pairwise_bound(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> floa
 
 def _log_likelihood(theta: np.ndarray, evidence: Evidence) -> np.ndarray:
     """Each draw's Bradley–Terry log-likelihood of the evidence."""
-    first, second, outcome = evidence.arrays
-    gaps = theta[:, first] - theta[:, second]
     import numpy as np
 
+    first, second, outcome = evidence.arrays
+    gaps = theta[:, first] - theta[:, second]
     return -(outcome * np.logaddexp(0.0, -gaps) + (1.0 - outcome) * np.logaddexp(0.0, gaps)).sum(axis=1)
 
 
@@ -165,11 +167,11 @@ def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np
     """For each row of strengths ``theta``, whether the answer given by ``order`` (best first) is
     the true one under it: its best is best (``top1``), its K best are the K best (``top:K``), its
     order is the order (``order``)."""
+    import numpy as np
+
     size = target.size(len(order))
     if target.kind == "top":  # the worst of the K best beats the best of the rest
         if size >= len(order):
-            import numpy as np
-
             return np.ones(len(theta), dtype=bool)
         return theta[:, order[:size]].min(axis=1) > theta[:, order[size:]].max(axis=1)
     pairs = relevant_pairs(order, target)
@@ -407,15 +409,3 @@ def prior_forecast(n_items: int, target: StopTarget, confidence: float, prior_sd
         gap = float(np.min(np.abs(strengths[pairs[:, 0]] - strengths[pairs[:, 1]]))) if len(pairs) else math.inf
         needed[row] = min(float(most), z * z * n_items / (0.2 * pairs_per_judgment * max(gap, 1e-12) ** 2))
     return _summarise(needed, "prior")
-
-
-def stop_counts(reasons: Sequence[str]) -> dict[str, int]:
-    """How many tasks stopped for each reason of :data:`STOP_REASONS` (others counted as they come).
-
-    >>> stop_counts(["target", "budget", "target"])
-    {'target': 2, 'budget': 1, 'exhausted': 0}
-    """
-    counts = dict.fromkeys(STOP_REASONS, 0)
-    for reason in reasons:
-        counts[reason] = counts.get(reason, 0) + 1
-    return counts

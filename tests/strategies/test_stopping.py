@@ -50,8 +50,11 @@ def _exact_two_wins(scales):
     marginals, above = [], []
     for tau in scales:
         density = norm(0, np.sqrt(2) * tau).pdf
-        marginals.append(integrate.quad(lambda d: sigma(d) ** 2 * density(d), -60, 60, limit=200)[0])
-        above.append(integrate.quad(lambda d: sigma(d) ** 2 * density(d), 0, 60, limit=200)[0])
+        def weight(d, density=density):
+            return sigma(d) ** 2 * density(d)
+
+        marginals.append(integrate.quad(weight, -60, 60, limit=200)[0])
+        above.append(integrate.quad(weight, 0, 60, limit=200)[0])
     return sum(above) / sum(marginals)
 
 
