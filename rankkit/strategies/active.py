@@ -66,9 +66,10 @@ class Active(Strategy):
         :func:`rankkit.strategies._graded.corrected_grades`).
     until: a stopping target (``docs/stopping.md``): ``top1`` (the winner), ``top:K`` (the set of
         the K best) or ``order`` (the whole ranking); None (default) plays to the budget or
-        ``settle`` as above. With a target the strategy stops as soon as the Laplace posterior
-        gives its answer (by posterior mean) probability ``confidence`` of being the true one
-        (Monte Carlo, seeded per task), or when the budget is spent (the budget always wins), or
+        ``settle`` as above. With a target the strategy stops as soon as its answer (by the
+        posterior mean) has probability ``confidence`` of being the true one under the exact
+        Bradley–Terry posterior with a hyperprior on the strengths' scale (importance-sampled
+        Monte Carlo, seeded per task; checked every ⌈N/16⌉ steps), or when the budget is spent (the budget always wins), or
         when every distinct judgment has been asked (each pair in both orders, since a judge asked
         the same question twice answers the same: only distinct judgments are evidence). The
         scores are then the posterior means (Elo scale), the answer whose probability was

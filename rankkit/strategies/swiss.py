@@ -103,9 +103,10 @@ class Swiss(Strategy):
         (:func:`rankkit.strategies._graded.corrected_grades`); ``points`` — the share of points
         scored, ties broken by the opponents' mean share.
     until: a stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
-        plays to the budget. With one, after every round the Laplace Bradley–Terry posterior
-        (prior sd ``prior_sd``) of the distinct judgments so far is refitted, and the tournament stops
-        once it gives its answer probability ``confidence`` (``stopped``: ``target``), when the
+        plays to the budget. With one, after every round the Bradley–Terry posterior of the
+        distinct judgments so far is refitted (its mean, under the prior sd ``prior_sd``, gives the
+        answer), and the tournament stops once the exact posterior under a hyperprior on the
+        strengths' scale gives that answer probability ``confidence`` (``stopped``: ``target``), when the
         budget is spent (``budget``; the budget always wins, cutting a round short), or when every
         pair has met (``exhausted``: a Swiss tournament never plays a pair twice, so use
         ``order=both`` to ask both orders). The scores are then the posterior means (Elo scale);
