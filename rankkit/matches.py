@@ -301,6 +301,17 @@ class MatchSource:
                 matches[i] = settle_by_grades(match, grades[match.a], grades[match.b], self.task.scale)
         return matches
 
+    @property
+    def wants_forecast(self) -> bool:
+        """Whether anyone shows a stopping strategy's :meth:`forecast` (the run's progress bar, when shown)."""
+        return bool(getattr(self.progress, "shows_forecast", False))
+
+    def forecast(self, remaining: Any) -> None:
+        """Tell the run's progress bar how many more judgments this task's strategy expects to need
+        to reach its stopping target (a :class:`~rankkit.strategies._stopping.Forecast`)."""
+        if self.wants_forecast:
+            self.progress.forecast(self.task.task_id, self.strategy, remaining)
+
     def play(self, a: str, b: str, order: str = "given", rng: random.Random | None = None,
              round: int | None = None) -> Match:
         """One pair's :meth:`play_many`."""
@@ -399,8 +410,10 @@ class MatchSource:
         """Tell the run's progress bar what the last batch used and where it came from."""
         if self.progress is not None:
             origins = [origin for _, origin in answers]
+            usd = sum(int(judgment.usage.get("usd_nano", 0)) for judgment, origin in answers
+                      if origin is Origin.JUDGE) / 1e9
             self.progress.judged(len(origins), origins.count(Origin.JUDGE), origins.count(Origin.CACHE),
-                                 origins.count(Origin.MEMORY))
+                                 origins.count(Origin.MEMORY), usd)
 
 
 # ---------------------------------------------------------------------------------------------

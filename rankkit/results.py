@@ -186,11 +186,18 @@ class RunResult:
         return self.tasks[0].criterion if self.tasks else None
 
     def judge_record(self) -> dict[str, Any]:
-        """The judge as the results JSON stores it: spec, description, fingerprint, simulated, and
+        """The judge as the results JSON stores it: spec, description, fingerprint, simulated,
         for a generate-mode judge ``verdict_paths``: how many comparisons had their verdict read
-        from a continuation and how many parsed from free text (the weaker fallback)."""
+        from a continuation and how many parsed from free text (the weaker fallback), and for a
+        simulated judge that knows its own truth ``latent``: task id -> candidate id -> the value
+        its judgments are noisy readings of (:meth:`rankkit.judges.sim.LatentJudge.latent`)."""
         record = {"spec": self.judge_spec, "description": self.judge.description,
                   "fingerprint": self.judge.fingerprint, "simulated": self.judge.simulated}
+        if isinstance(self.judge, JudgeRecord):  # a results file read back: write what it recorded
+            if self.judge.recorded_latent is not None:
+                record["latent"] = self.judge.recorded_latent
+        elif self.judge.simulated and callable(latent := getattr(self.judge, "latent", None)):
+            record["latent"] = {task.task_id: latent(task) for task in self.tasks}
         paths = collections.Counter(c.verdict.extras["verdict_path"] for s in self.strategies for t in s.tasks
                                     for c in t.comparisons if "verdict_path" in c.verdict.extras)
         if paths:
@@ -232,8 +239,14 @@ class RunResult:
         judge_info = data["judge"]
         judge_field = {name: required(judge_info, name, where, "judge")
                        for name in ("spec", "description", "fingerprint", "simulated")}
+        latent = judge_info.get("latent")  # only simulated judges write it
+        if latent is not None and not (isinstance(latent, dict) and all(
+                isinstance(values, dict) and all(isinstance(v, (int, float)) for v in values.values())
+                for values in latent.values())):
+            raise TaskFormatError(where, None, "judge.latent", "not an object of task id -> {candidate id: number}")
         judge = JudgeRecord(spec=judge_field["spec"], description=judge_field["description"],
-                              fingerprint=judge_field["fingerprint"], simulated=bool(judge_field["simulated"]))
+                              fingerprint=judge_field["fingerprint"], simulated=bool(judge_field["simulated"]),
+                              latent=latent)
         criterion = required(data, "criterion", where, "")
         tasks = read_records(data["task_data"], "task_data", where,
                              lambda record, path: task_from_record(record, criterion, where, path))
@@ -284,15 +297,32 @@ class RunResult:
 
 
 class JudgeRecord(Judge):
-    """The judge of a results file: its identity only. Asking it to judge raises JudgeError."""
+    """The judge of a results file: its identity, and a simulated judge's recorded truth
+    (:meth:`latent`). Asking it to judge raises JudgeError."""
 
     backend = "recorded"
 
-    def __init__(self, spec: str, description: str, fingerprint: str, simulated: bool):
+    def __init__(self, spec: str, description: str, fingerprint: str, simulated: bool,
+                 latent: Mapping[str, Mapping[str, float]] | None = None):
         self.spec = spec
         self._description = description
         self._fingerprint = fingerprint
         self.simulated = simulated  # type: ignore[misc]  (instance value of a class-level flag)
+        self._latent = None if latent is None else {task_id: {cid: float(value) for cid, value in values.items()}
+                                                     for task_id, values in latent.items()}
+
+    @property
+    def recorded_latent(self) -> dict[str, dict[str, float]] | None:
+        """The ``judge.latent`` of the results file (task id -> candidate id -> value), None without one."""
+        return None if self._latent is None else {task_id: dict(values) for task_id, values in self._latent.items()}
+
+    def latent(self, task: Task) -> dict[str, float]:
+        """The recorded latent values of ``task`` (a simulated judge's truth, see
+        :meth:`rankkit.judges.sim.LatentJudge.latent`); JudgeError when the file holds none for it."""
+        if self._latent is None or task.task_id not in self._latent:
+            raise JudgeError(f"{self._description or 'the recorded judge'}: the results file records no latent "
+                             f"values for task {task.task_id!r}")
+        return dict(self._latent[task.task_id])
 
     @property
     def fingerprint(self) -> str:

@@ -84,7 +84,7 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
                 extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons,
                                       strategy_run.strategy), comparisons=source.comparisons,
                 cost=source.cost, group_comparisons=source.group_comparisons, grades=source.grades), seconds))
-        bar.task_done()
+        bar.task_done(task.task_id)
         return results
 
     stats: dict[str, Any] = {}
@@ -202,23 +202,49 @@ class RunProgress:
 
     def __init__(self, total_tasks: int, disable: bool, expected: tuple[int, str] | None = None):
         self._lock = threading.Lock()
+        #: Whether strategies with a stopping target should send forecasts (only when the bar is shown).
+        self.shows_forecast = not disable
+        self._forecasts: dict[tuple[str, str], Any] = {}  # (task, strategy) -> its latest Forecast
         total, mark = expected if expected is not None else (None, "")
         self._bar = tqdm(total=total, desc=PROGRESS_LABELS[mark], unit="judgment", file=sys.stderr,
                          disable=disable, dynamic_ncols=True, mininterval=0.5)
         self._tasks, self._total_tasks = 0, total_tasks
         self._paid = self._cached = self._reused = 0
+        self._usd = 0.0  # what the judgments paid for so far cost (a priced judge's usage)
         self._note = ""
 
-    def judged(self, used: int, paid: int, cached: int, reused: int) -> None:
+    def judged(self, used: int, paid: int, cached: int, reused: int, usd: float = 0.0) -> None:
         with self._lock:
             self._paid += paid
+            self._usd += usd
             self._cached += cached
             self._reused += reused
             self._bar.update(used)
 
-    def task_done(self) -> None:
+    def forecast(self, task_id: str, strategy: str, remaining: Any) -> None:
+        """A stopping strategy's latest :class:`~rankkit.strategies._stopping.Forecast` of the
+        judgments its task still needs to reach the target (shown summed over the tasks in progress)."""
+        with self._lock:
+            self._forecasts[(task_id, strategy)] = remaining
+            self._bar.set_postfix_str(self._postfix(), refresh=False)
+
+    def _postfix(self) -> str:
+        text = (f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
+                f"cache_hits={self._cached} shared_hits={self._reused}")
+        if self._forecasts:
+            total = None
+            for remaining in self._forecasts.values():
+                total = remaining if total is None else total + remaining
+            # dollars at the mean price of the judgments paid for so far (None until one was priced)
+            price = self._usd / self._paid if self._usd and self._paid else None
+            text += f" to_target={total.describe(price)} ({len(self._forecasts)} in progress)"
+        return text + (f" {self._note}" if self._note else "")
+
+    def task_done(self, task_id: str | None = None) -> None:
         with self._lock:
             self._tasks += 1
+            if task_id is not None:  # its strategies have stopped: nothing more to forecast
+                self._forecasts = {key: value for key, value in self._forecasts.items() if key[0] != task_id}
             self._show(refresh=False)
 
     def note(self, text: str) -> None:
@@ -228,9 +254,7 @@ class RunProgress:
             self._show(refresh=True)
 
     def _show(self, refresh: bool) -> None:
-        self._bar.set_postfix_str(f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
-                                  f"cache_hits={self._cached} shared_hits={self._reused}"
-                                  + (f" {self._note}" if self._note else ""), refresh=refresh)
+        self._bar.set_postfix_str(self._postfix(), refresh=refresh)
 
     def close(self) -> None:
         if self._bar.total is not None and self._bar.n < self._bar.total:

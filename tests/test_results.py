@@ -58,6 +58,33 @@ def test_the_recorded_judge_describes_but_never_judges(sample_run):
         again.judge.compare(task, task.candidates[0], task.candidates[1])
 
 
+def test_a_simulated_judge_records_its_latent_truth_and_reading_keeps_it(sample_run):
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    latent = payload["judge"]["latent"]
+    assert set(latent) == {t.task_id for t in sample_run.tasks}
+    for task in sample_run.tasks:
+        assert latent[task.task_id] == pytest.approx(sample_run.judge.latent(task), abs=1e-12)
+    again = RunResult.from_dict(payload)
+    assert again.judge.latent(again.tasks[0]) == pytest.approx(latent[again.tasks[0].task_id], abs=1e-12)
+    assert again.to_dict()["judge"]["latent"] == latent
+
+
+def test_a_malformed_latent_record_is_refused_naming_the_field(sample_run):
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    payload["judge"]["latent"] = {"t": {"c0": "high"}}
+    with pytest.raises(TaskFormatError, match="judge.latent"):
+        RunResult.from_dict(payload, where="r.json")
+
+
+def test_a_results_file_without_latent_values_has_none_to_give(sample_run):
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    del payload["judge"]["latent"]
+    again = RunResult.from_dict(payload)
+    assert "latent" not in again.to_dict()["judge"]
+    with pytest.raises(JudgeError, match="no latent values"):
+        again.judge.latent(again.tasks[0])
+
+
 def test_a_strategy_that_is_not_installed_stays_a_record(sample_run):
     payload = sample_run.to_dict()
     payload["strategies"][1].update(name="mystery:depth=3", strategy="mystery", params={"depth": 3})

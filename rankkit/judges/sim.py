@@ -160,6 +160,23 @@ class _Simulated(Judge):
     backend = "sim"
     simulated = True
 
+    def latent(self, task: Task) -> dict[str, float]:
+        """The judge's truth on ``task``: per candidate id, the value its judgments are noisy readings of.
+
+        Ordering the candidates by it gives the order this judge would give in the limit of
+        unlimited independent judgments (the yardstick of calibrated stopping, ``docs/stopping.md``).
+
+        Parameters
+        ----------
+        task: a task with a human score for every candidate.
+
+        Returns
+        -------
+        dict[str, float]
+            candidate id -> latent value (higher is better), in the task's candidate order.
+        """
+        raise NotImplementedError
+
     def check_tasks(self, tasks: Sequence[Task]) -> None:
         """Refuse data without a human score for every candidate: the simulator's verdicts are
         drawn from them (its latent truth), so it cannot judge a candidate that has none."""
@@ -263,6 +280,20 @@ class LatentJudge(_Simulated):
         """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks."""
         (z,) = _normals(str(self.seed), task.task_id, candidate.id, "perception")
         return task.human_score(candidate.id) + self.perception * task.human_spread * z
+
+    def latent(self, task: Task) -> dict[str, float]:
+        """Each answer's perception (:meth:`perceived`): the quality before the per-judgment noise
+        (``pair_noise``, ``grade_noise``) and the slot bias, which average out over unlimited
+        judgments in both orders, so the order of these values is the judge's order in the limit.
+
+        >>> from rankkit.tasks import Candidate, Task
+        >>> task = Task(task_id="t", prompt="q", criterion="h", candidates=(
+        ...     Candidate(id="a", text="x", human={"h": 1.0}), Candidate(id="b", text="y", human={"h": 0.0})))
+        >>> LatentJudge(perception=0.0).latent(task)
+        {'a': 1.0, 'b': 0.0}
+        """
+        _require_truth(task)
+        return {candidate.id: self.perceived(task, candidate) for candidate in task.candidates}
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
@@ -377,6 +408,14 @@ class FixedAccuracyJudge(_Simulated):
             return f"sim:model=fixed,preset={self.preset} (simulated)"
         return (f"sim:model=fixed,accuracy={self.accuracy:g},position_bias={self.position_bias:g},"
                 f"noise={self.noise:g} (simulated)")
+
+    def latent(self, task: Task) -> dict[str, float]:
+        """The human scores: the answers this judge is right about with probability ``accuracy``,
+        whatever their gap, so the majority of unlimited judgments follows their order (equal
+        human scores are equal here too: their order is a coin, and any order of them is right).
+        """
+        _require_truth(task)
+        return {candidate.id: task.human_score(candidate.id) for candidate in task.candidates}
 
     def _rng(self, *parts: str) -> random.Random:
         # str seeds are hashed with SHA-512 by `random`, so this is stable across runs and machines.

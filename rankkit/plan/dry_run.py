@@ -122,6 +122,9 @@ class PlanRow:
     usd: float | None = None  # estimated USD of the new judgments (rankkit.plan.usd); None: no price
     bounds: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: For a strategy with a stopping target (``until``): the judgments it is forecast to need over
+    #: all tasks, a prior-based estimate (:func:`target_forecast`); None otherwise.
+    to_target: Any = None
 
     @property
     def exact(self) -> bool:
@@ -189,11 +192,30 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             add_task(row, strategy, task, history, cache_empty, sizes)
         if row.prompt_tokens is not None:
             row.usd = estimate_usd(judge, strategy.kind, row.new, row.prompt_tokens)
+        row.to_target = target_forecast(strategy, tasks)
         rows.append(row)
     notes = judge_notes(judge, sizes)
     batches = batch_note(tasks, strategies, judge, seed)  # batch=true: the sequential batches, its wall time
     return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=notes + ([batches] if batches else []),
                   warnings=over_context(tasks, judge, sizes))
+
+
+def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:
+    """The judgments a strategy with a stopping target is forecast to need on ``tasks`` before any
+    judgment: the sum of its per-task ``forecast_judgments`` (a prior-based estimate, see
+    :func:`rankkit.strategies._stopping.prior_forecast`), or None when it has no target."""
+    forecast = getattr(strategy, "forecast_judgments", None)
+    if forecast is None:
+        return None
+    from rankkit.strategies._stopping import task_seed
+
+    total = None
+    for task in tasks:
+        one = forecast(len(task.candidates), task_seed(task.task_id))
+        if one is None:
+            return None
+        total = one if total is None else total + one
+    return total
 
 
 def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None) -> list[str]:

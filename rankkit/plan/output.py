@@ -53,6 +53,11 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
     dollars = [row.usd for row in report.rows if row.usd is not None]
     if dollars:
         lines[-1] += f" · estimated USD {'≤' if marks == {'≤'} else '≈'}{sum(dollars):.4f}"
+    for row in report.rows:
+        if row.to_target is not None:
+            price = row.usd / row.new if row.usd is not None and row.new else None  # this run's estimate per judgment
+            lines.append(f"to target, {row.strategy}: {row.to_target.describe(price)} over all tasks — a "
+                         f"prior-based estimate before any judgment (docs/stopping.md), capped by the budget")
     lines += [f"note: {note}" for note in report.notes]
     lines += [f"warning: {warning}" for warning in report.warnings]
     if not report.exact:

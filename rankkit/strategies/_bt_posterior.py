@@ -284,3 +284,54 @@ class Posterior:
         inverse[upper] = inverse.T[upper]  # dpotri fills the lower triangle only
         self.cov = inverse
         self._since_refresh = 0
+
+
+def choice_posterior(choices: Sequence[tuple[Sequence[int], int]], n_items: int, prior_sd: float,
+                     start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Laplace approximation of the posterior of first-choice (multinomial logit, Plackett–Luce's
+    first stage) log-strengths: (mean, covariance).
+
+    A choice ``(members, chosen)`` — row indices shown together and the row picked as best — has
+    likelihood ``exp(θ_chosen) / Σ_members exp(θ_m)``; with two members it is a Bradley–Terry
+    outcome. The prior is ``N(0, prior_sd² I)``. The negative log-posterior is strictly convex; its
+    gradient is ``Σ (softmax over members − e_chosen) + θ / prior_sd²`` and its Hessian
+    ``Σ (diag p − p pᵀ) + I / prior_sd²`` (on each choice's members), minimised by Newton's method
+    with step halving.
+
+    >>> mean, cov = choice_posterior([((0, 1, 2), 0)] * 5, 3, 2.0)
+    >>> bool(mean[0] > mean[1] == mean[2]) or bool(mean[0] > max(mean[1], mean[2]))
+    True
+    """
+    import numpy as np
+
+    theta = np.zeros(n_items) if start is None else np.asarray(start, dtype=float).copy()
+    precision = 1.0 / prior_sd ** 2
+
+    def terms(theta: np.ndarray, hessian: bool) -> tuple[float, np.ndarray, np.ndarray | None]:
+        value = float(theta @ theta) * precision / 2
+        gradient = theta * precision
+        matrix = np.eye(n_items) * precision if hessian else None
+        for members, chosen in choices:
+            rows = np.asarray(members, dtype=np.intp)
+            logits = theta[rows]
+            top = logits.max()
+            weights = np.exp(logits - top)
+            total = weights.sum()
+            value += float(top + math.log(total) - theta[chosen])
+            p = weights / total
+            np.add.at(gradient, rows, p)
+            gradient[chosen] -= 1.0
+            if matrix is not None:
+                matrix[np.ix_(rows, rows)] += np.diag(p) - np.outer(p, p)
+        return value, gradient, matrix
+
+    for _ in range(100):
+        value, gradient, hessian = terms(theta, True)
+        step = np.linalg.solve(hessian, gradient)
+        size = 1.0
+        while size > 1e-12 and terms(theta - size * step, False)[0] > value - 1e-4 * size * float(gradient @ step):
+            size /= 2
+        theta = theta - size * step
+        if size * float(np.abs(step).max(initial=0.0)) < 1e-10:
+            break
+    return theta, np.linalg.inv(terms(theta, True)[2])

@@ -10,14 +10,18 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import coin_order
-from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, bradley_terry
+from rankkit.order import coin_order, judgments_per_match
+from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import Posterior
-from rankkit.strategies._budget import budget_judgments, check_budget, match_outcomes, task_match_count
+from rankkit.strategies._budget import (budget_judgments, check_budget, comparison_budget, match_outcomes,
+                                        task_match_count)
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
+from rankkit.strategies._stopping import (Forecast, check_stopping, forecast_more, is_target_settled, prior_forecast,
+                                          task_seed)
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
+from rankkit.strategies.elo import comparison_outcome
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
@@ -30,6 +34,9 @@ AGGREGATES = ("bt", "grades", "corrected")
 #: pair; above it the posterior is updated incrementally and only pre-selected pairs are scored
 #: (see "Computation" in ``docs/strategies.md``).
 EXACT_UP_TO = 256
+
+#: With a stopping target and a progress bar, the forecast is refreshed every this many steps.
+FORECAST_EVERY = 8
 
 
 @register("active")
@@ -57,6 +64,18 @@ class Active(Strategy):
     aggregate: the final scores: ``bt`` (Bradley–Terry ratings, Elo scale), ``grades`` (mean
         grade received) or ``corrected`` (mean grade corrected for the judge's first-slot effect,
         :func:`rankkit.strategies._graded.corrected_grades`).
+    until: a stopping target (``docs/stopping.md``): ``top1`` (the winner), ``top:K`` (the set of
+        the K best) or ``order`` (the whole ranking); None (default) plays to the budget or
+        ``settle`` as above. With a target the strategy stops as soon as its answer (by the
+        posterior mean) has probability ``confidence`` of being the true one under the exact
+        Bradley–Terry posterior with a hyperprior on the strengths' scale (importance-sampled
+        Monte Carlo, seeded per task; checked every ⌈N/16⌉ steps), or when the budget is spent (the budget always wins), or
+        when every distinct judgment has been asked (each pair in both orders, since a judge asked
+        the same question twice answers the same: only distinct judgments are evidence). The
+        scores are then the posterior means (Elo scale), the answer whose probability was
+        computed; ``settle`` is not used, and ``aggregate`` must be ``bt``. Every candidate's
+        ``stopped`` says why: ``target``, ``budget`` or ``exhausted``.
+    confidence: the posterior probability the target must reach (strictly between 0 and 1).
     """
 
     budget: float = 3.0
@@ -67,6 +86,8 @@ class Active(Strategy):
     prior_sd: float = 2.0
     order: str = "given"
     aggregate: str = "bt"
+    until: str | None = None
+    confidence: float = 0.95
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
 
@@ -81,6 +102,9 @@ class Active(Strategy):
             raise SpecError(f"strategy active: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
         if self.prior_sd <= 0:
             raise SpecError(f"strategy active: prior_sd must be > 0, got {self.prior_sd}")
+        if check_stopping("strategy active", self.until, self.confidence) is not None and self.aggregate != "bt":
+            raise SpecError(f"strategy active: until needs aggregate=bt (the answer it settles is the "
+                            f"posterior's), got aggregate={self.aggregate}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         from threadpoolctl import threadpool_limits
@@ -88,6 +112,8 @@ class Active(Strategy):
         # One BLAS thread: these matrices are small, and a multi-threaded BLAS waiting for busy
         # cores made one 128 x 128 factorisation 10-50 times slower on a shared 2-core machine.
         with threadpool_limits(limits=1, user_api="blas"):
+            if self.until is not None:
+                return self._rank_until(task, source, rng)
             return self._rank(task, source, rng)
 
     def _rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
@@ -155,9 +181,106 @@ class Active(Strategy):
                                        stopped=stopped) for k, cid in enumerate(ids)}
         return Ranking(scores=scores, extras=extras)
 
+    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """:meth:`rank` with a stopping target (``until``): see the class docstring and ``docs/stopping.md``."""
+        import numpy as np
+
+        target = check_stopping("strategy active", self.until, self.confidence)
+        ids = task.candidate_ids
+        n = len(ids)
+        index = {cid: k for k, cid in enumerate(ids)}
+        # A pair may be asked once per presentation order: twice in one order at a time, once as a
+        # two-order match. Asking it again in an order already asked would only repeat an answer.
+        per_match = 2 if self.order == "both" else 1
+        plays_per_pair = 2 // per_match
+        most = self.max_judgments(n)
+        task_match_count("active", task.task_id, n, self.budget, self.comparisons, self.order)  # refuses a budget buying none
+        matches_left = most // per_match
+        upper = np.triu_indices(n, 1)
+        tiebreak = np.zeros((n, n))
+        pair_count = n * (n - 1) // 2
+        tiebreak[upper] = np.fromiter((rng.random() for _ in range(pair_count)), dtype=float, count=pair_count)
+        plays = np.zeros((n, n), dtype=np.intp)
+        first_shown: dict[tuple[int, int], tuple[str, str]] = {}
+        opponents = np.zeros(n, dtype=np.intp)
+        posterior = Posterior(n, self.prior_sd, exact=n <= EXACT_UP_TO)
+        asked: set[tuple[str, str]] = set()  # distinct judgments: (first, second) as shown
+        seed = task_seed(task.task_id)
+        # The target is checked every `check_every` steps (each check fits the posterior under every
+        # prior scale), and always before the budget or the questions run out.
+        check_every = max(1, math.ceil(n / 16))
+        steps = 0
+        stopped = None
+        while stopped is None:
+            open_pairs = np.triu(plays < plays_per_pair, 1)
+            last = matches_left <= 0 or not open_pairs.any()
+            if (last or not steps % check_every) and is_target_settled(posterior.mean, posterior.cov, target,
+                                                                        self.confidence, seed, posterior.evidence):
+                stopped = "target"
+                break
+            if not open_pairs.any():
+                stopped = "exhausted"
+                break
+            if matches_left <= 0:
+                stopped = "budget"
+                break
+            if steps and steps % FORECAST_EVERY == 0 and source.wants_forecast:
+                source.forecast(forecast_more(posterior.mean, posterior.cov, target, self.confidence, len(asked),
+                                              most, seed))
+            size = min(self.batch, matches_left)
+            pairs = None if posterior.exact else candidate_pairs(posterior.mean, plays >= plays_per_pair,
+                                                                 int(opponents.max()))
+            if pairs is None or len(pairs) < size:
+                pairs = np.column_stack(np.nonzero(open_pairs))
+            chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, self.criterion, self.prior_sd)
+            steps += 1
+            drawn = []
+            for i, j in chosen:
+                if (i, j) in first_shown:  # its second play: the order not yet asked
+                    a, b = first_shown[(i, j)]
+                    drawn.append((b, a))
+                else:
+                    drawn.append(first_shown.setdefault((i, j), coin_order(ids[i], ids[j], rng)))
+            # order=random reverses a rematch itself (the match source remembers the last order shown).
+            step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
+            new = []
+            for match in step_matches:
+                for comparison in match.comparisons:
+                    outcome = comparison_outcome(comparison, match)
+                    if outcome is not None and (comparison.first, comparison.second) not in asked:
+                        asked.add((comparison.first, comparison.second))
+                        new.append((index[outcome[0]], index[outcome[1]], outcome[2]))
+            for i, j in chosen:
+                plays[i, j] += 1
+                opponents[[i, j]] += 1
+            matches_left -= len(chosen)
+            posterior.update(new)
+        if not posterior.exact:
+            posterior.refresh()
+        factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
+        posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
+        scores = {cid: float(posterior.mean[k] * factor + ELO_INITIAL) for k, cid in enumerate(ids)}
+        extras = {cid: CandidateExtras(played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps,
+                                       stopped=stopped) for k, cid in enumerate(ids)}
+        return Ranking(scores=scores, extras=extras)
+
     def exact_judgments(self, n_candidates: int) -> int | None:
-        """The budget, without ``settle`` (with it, it may stop sooner once settled)."""
-        return None if self.settle else self.max_judgments(n_candidates)
+        """The budget, without ``settle`` or ``until`` (with them, it may stop sooner)."""
+        return None if self.settle or self.until is not None else self.max_judgments(n_candidates)
 
     def max_judgments(self, n_candidates: int) -> int:
-        return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
+        """The budget; with ``until`` up to two plays of each pair (once per presentation order)."""
+        if self.until is None:
+            return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
+        every = n_candidates * (n_candidates - 1)  # every ordered pair: the distinct judgments
+        return min(every, comparison_budget(n_candidates, self.budget, self.comparisons)
+                   // judgments_per_match(self.order) * judgments_per_match(self.order))
+
+    def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
+        """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`
+        of the judgments the target needs on a task of ``n_candidates``; None without ``until``."""
+        target = check_stopping("strategy active", self.until, self.confidence)
+        if target is None:
+            return None
+        return prior_forecast(n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates),
+                              seed)

@@ -16,13 +16,17 @@ the same to every answer.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rankkit.choices import judgments_per_group
 from rankkit.specs import SpecError
+from rankkit.strategies._bt_posterior import choice_posterior
 from rankkit.strategies._kway import KwayStrategy, mean_scores
+from rankkit.strategies._stopping import (Forecast, check_stopping, forecast_more, is_target_settled, prior_forecast,
+                                          task_seed)
 from rankkit.strategies.base import CandidateExtras, Ranking, register
 from rankkit.tasks import Task
 
@@ -48,12 +52,28 @@ class SetwiseGroups(KwayStrategy):
     rounds: how many times every answer is grouped (at least 1).
     order: ``given`` (default; groups come from a shuffle), ``random``, ``both`` or ``permute``.
     shifts: with ``permute``, how many cyclic shifts (0: all).
+    until: a stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
+        plays every round. With one, after every round the Laplace posterior of the first-choice
+        (multinomial logit) log-strengths is refitted from the distinct judgments so far (each
+        group in each order shown counts once: the judge answers a repeated question the same), and
+        the rounds stop once it gives its answer probability ``confidence`` (``stopped``:
+        ``target``), when ``rounds`` rounds or the ``budget`` are spent (``budget``), or when every
+        group of the round's sizes has been shown in every order (``exhausted``; a group shown again
+        in an order already shown is free and tells nothing new). The scores are then the posterior means.
+    confidence: the posterior probability the target must reach.
+    budget: judgments per candidate, at most ``floor(budget · N)`` per task (None: the rounds
+        alone bound it); the budget always wins, cutting a round short.
+    prior_sd: the prior sd of the log-strengths in that posterior (only with ``until``).
     """
 
     k: int = 8
     rounds: int = 3
     order: str = "given"
     shifts: int = 0
+    until: str | None = None
+    confidence: float = 0.95
+    budget: float | None = None
+    prior_sd: float = 2.0
 
     description = "random groups of k for several rounds, score = mean slot score (no elimination)"
 
@@ -62,8 +82,15 @@ class SetwiseGroups(KwayStrategy):
         self.check_size("k", self.k)
         if self.rounds < 1:
             raise SpecError(f"strategy {self.name}: rounds must be >= 1, got {self.rounds}")
+        check_stopping(f"strategy {self.name}", self.until, self.confidence)
+        if self.budget is not None and not self.budget > 0:
+            raise SpecError(f"strategy {self.name}: budget must be > 0 judgments per candidate, got {self.budget}")
+        if self.prior_sd <= 0:
+            raise SpecError(f"strategy {self.name}: prior_sd must be > 0, got {self.prior_sd}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        if self.until is not None or self.budget is not None:
+            return self._rank_until(task, source, rng)
         ids = task.candidate_ids
         received: dict[str, list[float]] = {cid: [] for cid in ids}
         for round_ in range(1, self.rounds + 1):
@@ -80,7 +107,92 @@ class SetwiseGroups(KwayStrategy):
                   for cid in task.candidate_ids}
         return Ranking(scores=scores, extras=extras)
 
+    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """:meth:`rank` with a stopping target or a budget (see the class docstring)."""
+        import numpy as np
+
+        target = check_stopping(f"strategy {self.name}", self.until, self.confidence)
+        ids = task.candidate_ids
+        index = {cid: k for k, cid in enumerate(ids)}
+        received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
+        most = self.max_judgments(len(ids))
+        sizes = group_sizes(len(ids), self.k)
+        if sizes and most < min(judgments_per_group(self.order, size, self.shifts) for size in sizes):
+            raise SpecError(f"strategy {self.name}: budget={self.budget:g} buys no group on task {task.task_id!r} "
+                            f"({len(ids)} candidates, groups of up to {self.k})")
+        seed = task_seed(task.task_id)
+        asked: set[tuple[str, ...]] = set()  # distinct judgments: the members in the order shown
+        choices: list[tuple[tuple[int, ...], int]] = []
+        mean, cov = np.zeros(len(ids)), np.eye(len(ids)) * self.prior_sd ** 2
+        # Every distinct question: each group of each size in each order (only small tasks get there).
+        possible = sum(math.perm(len(ids), size) for size in set(group_sizes(len(ids), self.k)))
+        used = 0
+        stopped: str | None = "budget" if target is not None else None
+        for round_ in range(1, self.rounds + 1):
+            if target is not None and is_target_settled(mean, cov, target, self.confidence, seed):
+                stopped = "target"
+                break
+            rng.shuffle(ids)
+            groups = [ids[start:start + self.k] for start in range(0, len(ids), self.k)]
+            groups = [group for group in groups if len(group) >= 2]
+            affordable = []
+            planned = used
+            for group in groups:  # the budget always wins: a round is cut short where it could run out
+                cost = judgments_per_group(self.order, len(group), self.shifts)
+                if planned + cost > most:
+                    break
+                affordable.append(group)
+                planned += cost
+            if not affordable:
+                stopped = "budget"
+                break
+            new = 0
+            for match in source.choose_many(affordable, order=self.order, rng=rng, round=round_, shifts=self.shifts):
+                for comparison in match.comparisons:
+                    best = comparison.ranking
+                    if best is not None and comparison.shown not in asked:
+                        asked.add(comparison.shown)
+                        choices.append((tuple(index[cid] for cid in comparison.shown), index[best[0]]))
+                        new += 1
+                if match.winner is not None:
+                    for cid in match.members:
+                        received[cid].append(match.scores[cid])
+            if target is not None and new:
+                mean, cov = choice_posterior(choices, len(ids), self.prior_sd, mean)
+                if source.wants_forecast:
+                    source.forecast(forecast_more(mean, cov, target, self.confidence, len(asked), most, seed))
+            used += new  # a group shown again in an order already shown is free
+            if target is not None and len(asked) >= possible:
+                stopped = "target" if is_target_settled(mean, cov, target, self.confidence, seed) else "exhausted"
+                break
+            if len(affordable) < len(groups):
+                stopped = "budget"
+                break
+        else:
+            if target is not None and is_target_settled(mean, cov, target, self.confidence, seed):
+                stopped = "target"
+        if target is not None:
+            scores = {cid: float(mean[index[cid]]) for cid in task.candidate_ids}
+        else:
+            scores = mean_scores(received, task.candidate_ids)
+        extras = {cid: CandidateExtras(played=len(received[cid]), grades=tuple(received[cid]), stopped=stopped)
+                  for cid in task.candidate_ids}
+        return Ranking(scores=scores, extras=extras)
+
     def max_judgments(self, n_candidates: int) -> int:
-        """Every round's groups, each its presentations (a group shown again in the same order is free)."""
-        return self.rounds * sum(judgments_per_group(self.order, size, self.shifts)
-                                 for size in group_sizes(n_candidates, self.k))
+        """Every round's groups, each its presentations (a group shown again in the same order is
+        free), at most the budget."""
+        rounds = self.rounds * sum(judgments_per_group(self.order, size, self.shifts)
+                                   for size in group_sizes(n_candidates, self.k))
+        if self.budget is None:
+            return rounds
+        return min(rounds, math.floor(self.budget * n_candidates + 1e-9))
+
+    def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
+        """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`,
+        a choice among k counted as k − 1 pairwise outcomes; None without ``until``."""
+        target = check_stopping(f"strategy {self.name}", self.until, self.confidence)
+        if target is None:
+            return None
+        return prior_forecast(n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates),
+                              seed, pairs_per_judgment=min(self.k, n_candidates) - 1)

@@ -10,13 +10,15 @@ import random
 import statistics
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rankkit.order import coin_order
-from rankkit.ratings import Outcome, bradley_terry, win_rates
+from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry, win_rates
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import budget_judgments, check_budget, match_outcomes, task_match_count
 from rankkit.strategies._graded import corrected_grades, mean_grades
+from rankkit.strategies._stopping import (Forecast, check_stopping, forecast_more, is_target_settled, prior_forecast,
+                                          task_seed)
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
@@ -100,12 +102,26 @@ class Swiss(Strategy):
         corrected for the judge's first-slot effect by least squares
         (:func:`rankkit.strategies._graded.corrected_grades`); ``points`` — the share of points
         scored, ties broken by the opponents' mean share.
+    until: a stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
+        plays to the budget. With one, after every round the Bradley–Terry posterior of the
+        distinct judgments so far is refitted (its mean, under the prior sd ``prior_sd``, gives the
+        answer), and the tournament stops once the exact posterior under a hyperprior on the
+        strengths' scale gives that answer probability ``confidence`` (``stopped``: ``target``), when the
+        budget is spent (``budget``; the budget always wins, cutting a round short), or when every
+        pair has met (``exhausted``: a Swiss tournament never plays a pair twice, so use
+        ``order=both`` to ask both orders). The scores are then the posterior means (Elo scale);
+        ``aggregate`` must be ``bt``.
+    confidence: the posterior probability the target must reach.
+    prior_sd: the prior sd of the log-strengths in that posterior (only with ``until``).
     """
 
     budget: float = 3.0
     comparisons: int | None = None
     order: str = "given"
     aggregate: str = "bt"
+    until: str | None = None
+    confidence: float = 0.95
+    prior_sd: float = 2.0
 
     description = "Swiss-system tournament: rounds pair close running scores, budget x N comparisons"
 
@@ -114,6 +130,11 @@ class Swiss(Strategy):
         check_budget("swiss", self.budget, self.comparisons, self.order)
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy swiss: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
+        if self.prior_sd <= 0:
+            raise SpecError(f"strategy swiss: prior_sd must be > 0, got {self.prior_sd}")
+        if check_stopping("strategy swiss", self.until, self.confidence) is not None and self.aggregate != "bt":
+            raise SpecError(f"strategy swiss: until needs aggregate=bt (the answer it settles is the "
+                            f"posterior's), got aggregate={self.aggregate}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
@@ -124,7 +145,10 @@ class Swiss(Strategy):
         matches: list[Match] = []
         outcomes: list[Outcome] = []
         round_number = 0
+        stopping = _TargetWatch(self, task) if self.until is not None else None
         while matches_left > 0:
+            if stopping is not None and stopping.settled():
+                break
             pairs = swiss_pairing(ids, points, met, rng)[:matches_left]
             if not pairs:  # every pair has met
                 break
@@ -144,8 +168,18 @@ class Swiss(Strategy):
             matches += round_matches
             outcomes += round_outcomes
             matches_left -= len(round_matches)
+            if stopping is not None:
+                stopping.add(round_matches, matches_left, source)
 
         ranking = None
+        if stopping is not None:
+            every_pair_met = len(met) == len(ids) * (len(ids) - 1) // 2
+            stopped = "target" if stopping.settled() else "exhausted" if every_pair_met else "budget"
+            scores = stopping.scores()
+            extras = {cid: CandidateExtras(played=len(opponents[cid]), points=points[cid],
+                                           opponents=tuple(opponents[cid]), rounds=round_number, stopped=stopped)
+                      for cid in ids}
+            return Ranking(scores=scores, extras=extras)
         if self.aggregate == "bt":
             scores = bradley_terry(outcomes, items=ids)
         elif self.aggregate == "grades":
@@ -163,7 +197,67 @@ class Swiss(Strategy):
                                        rounds=round_number) for cid in ids}
         return Ranking(scores=scores, ranking=ranking, extras=extras)
 
-    def exact_judgments(self, n_candidates: int) -> int:
+    def exact_judgments(self, n_candidates: int) -> int | None:
         """The budget, exactly: every round pairs at least two candidates that have not met while
-        such a pair remains, so the tournament plays min(budget, all pairs) matches."""
+        such a pair remains, so the tournament plays min(budget, all pairs) matches. With ``until``
+        it may stop sooner: None."""
+        return None if self.until is not None else self.max_judgments(n_candidates)
+
+    def max_judgments(self, n_candidates: int) -> int:
         return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
+
+    def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
+        """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`
+        of the judgments the target needs; None without ``until``."""
+        target = check_stopping("strategy swiss", self.until, self.confidence)
+        if target is None:
+            return None
+        return prior_forecast(n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates),
+                              seed)
+
+
+class _TargetWatch:
+    """The posterior a Swiss tournament with ``until`` keeps: fed each round's distinct judgments,
+    it says whether the target is settled and forecasts the judgments left."""
+
+    def __init__(self, swiss: Swiss, task: Task):
+        from rankkit.strategies._bt_posterior import Posterior
+
+        self.ids = task.candidate_ids
+        self.index = {cid: k for k, cid in enumerate(self.ids)}
+        self.target = check_stopping("strategy swiss", swiss.until, swiss.confidence)
+        self.confidence = swiss.confidence
+        self.prior_sd = swiss.prior_sd
+        self.most = swiss.max_judgments(len(self.ids))
+        self.seed = task_seed(task.task_id)
+        self.posterior = Posterior(len(self.ids), swiss.prior_sd, exact=True)
+        self.asked: set[tuple[str, str]] = set()
+        self._settled: bool | None = None
+
+    def add(self, matches: Sequence[Match], matches_left: int, source: MatchSource) -> None:
+        """Add a round's matches (each distinct (first, second) judgment once) and refit."""
+        from rankkit.strategies.elo import comparison_outcome
+
+        new = []
+        for match in matches:
+            for comparison in match.comparisons:
+                outcome = comparison_outcome(comparison, match)
+                if outcome is not None and (comparison.first, comparison.second) not in self.asked:
+                    self.asked.add((comparison.first, comparison.second))
+                    new.append((self.index[outcome[0]], self.index[outcome[1]], outcome[2]))
+        self.posterior.update(new)
+        self._settled = None
+        if matches_left > 0 and source.wants_forecast and not self.settled():
+            source.forecast(forecast_more(self.posterior.mean, self.posterior.cov, self.target, self.confidence,
+                                          len(self.asked), self.most, self.seed))
+
+    def settled(self) -> bool:
+        if self._settled is None:
+            self._settled = is_target_settled(self.posterior.mean, self.posterior.cov, self.target, self.confidence,
+                                              self.seed, self.posterior.evidence)
+        return self._settled
+
+    def scores(self) -> dict[str, float]:
+        """The posterior means on the Elo scale: the answer whose probability was computed."""
+        factor = ELO_SCALE / math.log(ELO_BASE)
+        return {cid: float(self.posterior.mean[k] * factor + ELO_INITIAL) for k, cid in enumerate(self.ids)}

@@ -55,6 +55,37 @@ def test_a_perception_is_one_draw_per_answer_whichever_pair_or_mode_reads_it():
         assert len(seen) == 1 and seen != {x.human["score"]}
 
 
+def test_the_latent_values_are_the_perceptions_and_the_limit_of_both_orders():
+    task = make_task([0, 1, 2, 3, 4, 5], scale=WIDE)
+    judge = LatentJudge(perception=0.8, pair_noise=0.0, slot_bias=0.0, grade_noise=0.0, seed=3)
+    latent = judge.latent(task)
+    assert list(latent) == task.candidate_ids
+    assert latent == {c.id: pytest.approx(judge.perceived(task, c), abs=1e-12) for c in task.candidates}
+    assert latent != task.human_scores()  # perception moved them
+    # Without per-judgment noise or slot bias every verdict follows the latent order.
+    for a, b in pairs_of(task):
+        assert (judge.compare(task, a, b).winner is Winner.FIRST) == (latent[a.id] > latent[b.id])
+
+
+def test_the_latent_order_is_what_many_noisy_judgments_converge_to():
+    # pair noise and slot bias are per judgment: over many seeds' worth of noise (the perception
+    # fixed by perception=0 here) the majority of both orders follows the latent values.
+    task = make_task([0, 0.5, 1.0], scale=WIDE)
+    wins = 0
+    trials = 400
+    for seed in range(trials):
+        judge = LatentJudge(perception=0.0, pair_noise=1.0, slot_bias=0.5, grade_noise=0.0, seed=seed)
+        a, b = task.candidates[2], task.candidates[0]
+        wins += (judge.compare(task, a, b).winner is Winner.FIRST) + (judge.compare(task, b, a).winner is Winner.SECOND)
+    assert judge.latent(task) == task.human_scores()
+    assert wins / (2 * trials) > 0.7  # Φ(1 / √2) ≈ 0.76 in expectation, well above one half
+
+
+def test_the_fixed_accuracy_judge_is_right_about_the_human_scores():
+    task = make_task([3, 1, 2], scale=(0, 5))
+    assert FixedAccuracyJudge(accuracy=0.7, seed=4).latent(task) == task.human_scores()
+
+
 def test_pair_noise_is_drawn_per_pair_and_order():
     task = make_task([0, 0, 0], scale=WIDE)
     judge = LatentJudge(perception=0.0, pair_noise=1.0, slot_bias=0.0, grade_noise=0.0, seed=1)

@@ -283,3 +283,81 @@ def test_above_the_exact_size_pairs_are_preselected_and_the_order_still_recovere
     assert cost.comparisons == 96 and len(scored) == 96
     assert max(scored) < 24 * 23 // 2  # never every pair
     assert spearmanr(score_order(ranking), human_order(task)) > 0.95
+
+
+# -- stopping rules (until=, confidence=; docs/stopping.md) ----------------------------------
+
+
+def stop_reason(ranking):
+    reasons = {extras.stopped for extras in ranking.extras.values()}
+    assert len(reasons) == 1
+    return reasons.pop()
+
+
+@pytest.mark.parametrize(("spec", "word"), [
+    ("active:until=top0", "until must be one of"), ("active:until=best", "until must be one of"),
+    ("active:until=top1,confidence=1", "confidence"), ("active:until=order,aggregate=grades", "aggregate=bt"),
+])
+def test_bad_stopping_rules_are_refused(spec, word):
+    with pytest.raises(SpecError, match=word):
+        make_strategy(spec)
+
+
+@pytest.mark.parametrize("until", ["top1", "top:3", "order"])
+def test_the_budget_always_wins(until):
+    task = distinct_scores_task(3)
+    strategy = make_strategy(f"active:until={until},confidence=0.999,comparisons=5")
+    ranking, cost, _ = rank_once(task, strategy, FixedAccuracyJudge(accuracy=0.7, seed=1), 0)
+    assert cost.comparisons == 5 and stop_reason(ranking) == "budget"
+
+
+@pytest.mark.parametrize("order", ["given", "random", "both"])
+def test_every_distinct_judgment_asked_once_then_exhausted(order):
+    # A coin-flipping judge settles nothing at 0.999: every ordered pair is asked exactly once.
+    task = make_task([1, 2, 3, 4])
+    strategy = make_strategy(f"active:until=order,confidence=0.999,budget=100,order={order}")
+    ranking, cost, source = rank_once(task, strategy, FixedAccuracyJudge(accuracy=0.5, seed=2), 0)
+    asked = [(c.first, c.second) for c in source.comparisons]
+    assert sorted(asked) == sorted((a, b) for a in task.candidate_ids for b in task.candidate_ids if a != b)
+    assert cost.comparisons == 12 and stop_reason(ranking) == "exhausted"
+    assert strategy.max_judgments(4) == 12
+
+
+def test_a_clear_target_stops_early_with_the_posterior_answer():
+    used = []
+    for seed in range(8):
+        task = distinct_scores_task(seed)
+        ranking, cost, _ = rank_once(task, make_strategy("active:until=top1,confidence=0.8,budget=7"),
+                                     perfect_judge(seed=seed), seed)
+        assert stop_reason(ranking) == "target"
+        assert score_order(ranking)[0] == human_order(task)[0]
+        used.append(cost.comparisons)
+    assert max(used) < 8 * 7  # every ordered pair of 8 would be 56
+
+
+def test_without_until_the_stopping_reasons_are_the_old_ones():
+    ranking, _, _ = rank_once(distinct_scores_task(1), Active(budget=3.5), perfect_judge(seed=1), 1)
+    assert stop_reason(ranking) == "settled"
+
+
+def test_stopping_on_target_is_calibrated_on_a_simulated_judge():
+    """Among tasks stopped with ``target`` the answer is the judge's latent one in at least
+    ``confidence`` of them, up to two binomial standard errors (the tolerance)."""
+    from rankkit.judges.sim import LatentJudge, LATENT_PRESETS
+    from dataclasses import asdict
+
+    confidence = 0.8
+    rng = random.Random(5)
+    right = stopped = 0
+    for t in range(100):
+        task = make_task([rng.gauss(0, 1) for _ in range(4)], task_id=f"t{t}", scale=(-10, 10))
+        judge = LatentJudge(**asdict(LATENT_PRESETS["chatgpt"]), seed=t)
+        ranking, _, _ = rank_once(task, make_strategy(f"active:until=top1,confidence={confidence},budget=100"),
+                                  judge, t)
+        if stop_reason(ranking) == "target":
+            stopped += 1
+            latent = judge.latent(task)
+            right += score_order(ranking)[0] == max(latent, key=latent.get)
+    assert stopped >= 25  # enough stops for the check to mean something
+    tolerance = 2 * (confidence * (1 - confidence) / stopped) ** 0.5
+    assert right / stopped >= confidence - tolerance

@@ -164,3 +164,34 @@ def test_setwise_groups_averages_grades_into_the_human_order_with_a_perfect_judg
     assert ranking.ordered(task.candidate_ids) == sorted(task.candidate_ids, key=lambda cid: -task.human_score(cid))
     with pytest.raises(SpecError, match="strategy setwise_groups: rounds must be >= 1"):
         make_strategy("setwise_groups:rounds=0")
+
+
+# -- setwise_groups stopping rules (until=, budget=; docs/stopping.md) ---------------------------
+
+
+def test_setwise_groups_until_stops_on_target_or_budget_and_the_budget_always_wins():
+    task = make_task([0, 1, 2, 3, 4, 20], scale=(-100, 100))
+    judge = LatentJudge(perception=0.0, pair_noise=0.1, slot_bias=0.0, grade_noise=0.1, seed=2)
+    clear, _, _ = rank_once(task, make_strategy("setwise_groups:until=top1,confidence=0.9,k=3,rounds=50"), judge)
+    (reason,) = {e.stopped for e in clear.extras.values()}
+    assert reason == "target" and max(clear.scores, key=clear.scores.get) == "c5"
+    capped, cost, _ = rank_once(task, make_strategy("setwise_groups:until=order,confidence=0.999,k=3,rounds=50,"
+                                                    "budget=1"), judge)
+    (reason,) = {e.stopped for e in capped.extras.values()}
+    assert reason == "budget" and cost.comparisons <= 6
+
+
+def test_setwise_groups_is_exhausted_when_every_order_of_every_group_was_shown():
+    task = make_task([0, 0, 0])  # one group of 3 a round: 3! = 6 distinct questions, no answer better
+    judge = LatentJudge(perception=0.0, pair_noise=1.0, slot_bias=0.0, grade_noise=1.0, seed=1)
+    ranking, cost, source = rank_once(task, make_strategy("setwise_groups:until=order,confidence=0.999,k=3,"
+                                                          "rounds=500"), judge)
+    (reason,) = {e.stopped for e in ranking.extras.values()}
+    assert reason == "exhausted" and cost.comparisons == 6
+    assert len({g.shown for g in source.group_comparisons}) == 6
+
+
+def test_setwise_groups_refuses_a_budget_that_buys_no_group():
+    task = make_task([0, 1, 2, 3])
+    with pytest.raises(SpecError, match="buys no group"):
+        rank_once(task, make_strategy("setwise_groups:until=top1,k=4,budget=0.1"), LatentJudge(seed=1))

@@ -200,3 +200,32 @@ def test_corrected_aggregate_removes_a_slot_bias_that_misleads_mean_grades(spec)
         assert score_order(corrected) == human_order(task)
         misled += score_order(plain) != human_order(task)
     assert misled > 0
+
+
+# -- stopping rules (until=; docs/stopping.md) -----------------------------------------------
+
+
+def _stop_reason(ranking):
+    (reason,) = {extras.stopped for extras in ranking.extras.values()}
+    return reason
+
+
+def test_until_stops_on_target_budget_or_when_every_pair_has_met():
+    from tests.helpers import make_task, perfect_judge, rank_once
+
+    task = make_task([0, 10, 20, 30, 40, 90])
+    clear, _, _ = rank_once(task, make_strategy("swiss:until=top1,confidence=0.8,budget=100,order=both"),
+                            perfect_judge(seed=1))
+    assert _stop_reason(clear) == "target" and max(clear.scores, key=clear.scores.get) == "c5"
+    capped, cost, _ = rank_once(task, make_strategy("swiss:until=order,confidence=0.999,comparisons=4"),
+                                FixedAccuracyJudge(accuracy=0.5, seed=3))
+    assert _stop_reason(capped) == "budget" and cost.comparisons == 4
+    spent, cost, source = rank_once(task, make_strategy("swiss:until=order,confidence=0.999,budget=100,order=both"),
+                                    FixedAccuracyJudge(accuracy=0.5, seed=3))
+    assert _stop_reason(spent) == "exhausted" and cost.comparisons == 30
+    assert len({(c.first, c.second) for c in source.comparisons}) == 30
+
+
+def test_until_needs_the_bt_aggregate():
+    with pytest.raises(SpecError, match="aggregate=bt"):
+        make_strategy("swiss:until=top1,aggregate=points")

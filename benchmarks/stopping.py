@@ -1,0 +1,150 @@
+"""Calibrated stopping rules (issue 32): do tasks stopped on ``target`` give the judge's latent answer?
+
+For each dataset (the shared N-way sets under ``shared/data``, skipped when absent, and planted
+tasks with N = 100 from :func:`rankkit.synthetic.planted_tasks`), each simulated preset judge
+(``sim:preset=gpt4``, ``sim:preset=chatgpt``) and each of 3 seeds (the judge's seed: fresh judge
+noise per trial), every stopping strategy ranks the same tasks in its own run. Per strategy the
+table gives, pooled over tasks and seeds:
+
+* **calibration**: among tasks stopped with ``target``, the share whose answer (the best
+  candidate, the set of the 3 best, by the strategy's scores) equals the judge's latent one
+  (:meth:`rankkit.judges.sim.LatentJudge.latent`); goal >= the confidence, 0.95;
+* **target**: the share of tasks stopped by ``target`` (the rest by ``budget`` or ``exhausted``);
+* **judgments / bt**: the judgments used as a share of all-pairs ``bt:order=both``'s N(N − 1)
+  (goal <= 30% on the shared tasks, <= 10% at N = 100), mean over tasks.
+
+Each strategy's budget (which always wins over the target) is set to the goal: ``budget`` =
+goal share · (N − 1) judgments per candidate, so the question is how often the target is reached
+within it and whether those stops are right. On the small shared sets (newsroom, usr_topicalchat)
+the pairwise strategies also run with ``budget = 2(N − 1)``, every distinct judgment: the
+calibration over more ``target`` stops, and the cost of the target when nothing cuts it short.
+To keep the run short on a shared 2-core machine only the first ``--limit`` tasks of each small
+set are used, a third as many of realsumm, and ``--planted`` planted tasks.
+
+    python benchmarks/stopping.py                  # writes benchmarks/results/stopping.md
+    python benchmarks/stopping.py --limit 5 --planted 2 --seeds 1   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+from rankkit.judges import make_judge
+from rankkit.runner import run
+from rankkit.strategies import make_strategy
+from rankkit.synthetic import planted_tasks
+from rankkit.tasks import Task, load_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The shared data: next to the checkout, or one level up (a worktree under wt/).
+SHARED = next((path for path in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data")
+               if path.exists()), ROOT.parent / "shared" / "data")
+RESULTS = ROOT / "benchmarks" / "results"
+
+DATASETS = ["newsroom", "usr_topicalchat", "realsumm"]
+PRESETS = ["gpt4", "chatgpt"]
+#: The strategies; ``{budget}`` is the judgments per candidate that reach the goal share of
+#: all-pairs bt's judgments (:func:`budget_for`), so the budget (which always wins) caps the cost at the goal.
+SPECS = ["active:until=top1,confidence=0.95,budget={budget}", "active:until=top:3,confidence=0.95,budget={budget}",
+         "swiss:until=top1,confidence=0.95,order=both,budget={budget}",
+         "setwise_groups:until=top1,confidence=0.95,k=4,rounds=1000,budget={budget}"]
+#: On the small shared sets also without a binding budget (every distinct judgment may be asked):
+#: the calibration with more ``target`` stops, and what the target costs when nothing cuts it short.
+UNBOUNDED = ["active:until=top1,confidence=0.95,budget={every}", "active:until=top:3,confidence=0.95,budget={every}",
+             "swiss:until=top1,confidence=0.95,order=both,budget={every}"]
+#: Datasets small enough for :data:`UNBOUNDED`.
+SMALL = ("newsroom", "usr_topicalchat")
+
+
+def goal_share(n: int) -> float:
+    """The goal for the judgments used, as a share of all-pairs bt's: 30% up to 24 answers, 10% above."""
+    return 0.3 if n <= 24 else 0.1
+
+
+def budget_for(n: int) -> float:
+    """Judgments per candidate that buy the goal share of N(N − 1) judgments."""
+    return math.floor(goal_share(n) * (n - 1) * 100) / 100
+
+
+def planted(n: int, prompts: int) -> list[Task]:
+    """Tasks of ``n`` answers from systems 25 Elo apart (answer noise as Bradley–Terry's)."""
+    return planted_tasks({f"s{i:03d}": 25.0 * i for i in range(n)}, prompts=prompts, seed=7, prefix="n100-")
+
+
+def answer_is_latent(ranking: list[str], latent: dict[str, float], spec: str) -> bool:
+    """Whether the strategy's answer (its best, or its 3 best as a set) is the latent one."""
+    size = 3 if "top:3" in spec else 1
+    truth = sorted(latent, key=lambda cid: -latent[cid])[:size]
+    return set(ranking[:size]) == set(truth)
+
+
+def measure(tasks: list[Task], preset: str, seeds: int, templates: list[str]) -> dict[str, dict[str, float]]:
+    rows: dict[str, dict[str, float]] = {}
+    n = len(tasks[0].candidates)
+    for template in templates:
+        spec = template.format(budget=budget_for(n), every=2 * (n - 1))
+        target = right = total = 0
+        share = 0.0
+        started = time.perf_counter()
+        for seed in range(seeds):
+            judge = make_judge(f"sim:preset={preset},seed={seed}")
+            result = run(tasks, [make_strategy(spec)], judge, seed=seed)
+            for task, task_result in zip(tasks, result.strategies[0].tasks):
+                n = len(task.candidates)
+                reason = next(iter(task_result.extras.values())).stopped
+                total += 1
+                share += task_result.cost.comparisons / (n * (n - 1))
+                if reason == "target":
+                    target += 1
+                    right += answer_is_latent(task_result.ranking, judge.latent(task), spec)
+        rows[spec] = {"calibration": right / target if target else math.nan, "stops": target,
+                      "target": target / total, "share": share / total, "seconds": time.perf_counter() - started}
+        print(f"  {preset} {spec}: {rows[spec]}", file=sys.stderr)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=15, help="tasks per shared dataset")
+    parser.add_argument("--planted", type=int, default=2, help="planted tasks with N = 100")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=RESULTS / "stopping.md")
+    args = parser.parse_args()
+
+    sets: list[tuple[str, list[Task]]] = []
+    for name in DATASETS:
+        path = SHARED / name / "tasks.jsonl"
+        if not path.exists():
+            print(f"skipping {name}: {path} is absent", file=sys.stderr)
+            continue
+        # realsumm's 24 answers cost 12 times newsroom's per task: a third of the tasks.
+        sets.append((name, load_tasks(path, limit=args.limit if name in SMALL else max(1, args.limit // 3))))
+    sets.append(("planted N=100", planted(100, args.planted)))
+
+    lines = ["# Calibrated stopping rules (issue 32)", "",
+             f"`python benchmarks/stopping.py --limit {args.limit} --planted {args.planted} --seeds {args.seeds}` "
+             f"(seeds 0..{args.seeds - 1}; the judge's seed varies). Calibration: among tasks stopped with "
+             "`target`, the share whose answer equals the judge's latent one (goal >= 0.95). Target: share of "
+             "tasks stopped by `target`. Judgments / bt: judgments used over all-pairs `bt:order=both`'s "
+             "N(N - 1) (goal <= 30% at N <= 24, <= 10% at N = 100); each budget is set to that goal (it always wins).", "",
+             "| data (N, tasks) | judge | strategy | calibration (stops) | target | judgments / bt | seconds |",
+             "|---|---|---|---|---|---|---|"]
+    for name, tasks in sets:
+        n = len(tasks[0].candidates)
+        for preset in PRESETS:
+            print(f"{name} {preset}", file=sys.stderr)
+            templates = SPECS + (UNBOUNDED if name in SMALL else [])
+            for spec, row in measure(tasks, preset, args.seeds, templates).items():
+                calibration = "–" if math.isnan(row["calibration"]) else f"{row['calibration']:.3f}"
+                lines.append(f"| {name} ({n}, {len(tasks)}) | {preset} | `{spec}` | {calibration} ({row['stops']}) "
+                             f"| {row['target']:.2f} | {row['share']:.1%} | {row['seconds']:.0f} |")
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,411 @@
+"""Stopping rules of the adaptive strategies: stop once the target is settled at a confidence.
+
+A strategy given ``until=top1|top:K|order`` keeps a Gaussian (Laplace) posterior over its
+candidates' log-strengths and stops as soon as the probability that its current answer (the best
+candidate, the set of the K best, or the whole order, by posterior mean) is the true one reaches
+``confidence``: for the pairwise strategies under the exact Bradley–Terry posterior with a
+hyperprior on the strengths' scale (:func:`bt_probability`, importance sampling), for
+``setwise_groups`` under its Gaussian posterior (:func:`gaussian_probability`). Draws are seeded
+per task. :func:`forecast_more` and :func:`prior_forecast` forecast how many judgments
+that will take. Why this stays valid when the next pair is chosen from the data: ``docs/stopping.md``.
+numpy and scipy load on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Sequence
+
+from rankkit.specs import SpecError
+
+if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
+    import numpy as np
+
+    from rankkit.strategies._bt_posterior import Evidence
+
+#: The targets ``until`` names: ``top1`` (the winner), ``top:K`` (the set of the K best, in any
+#: order) and ``order`` (the whole ranking).
+TARGETS = ("top1", "top:K", "order")
+
+#: Why a task stopped (the candidates' extras ``stopped``) when a strategy has a target.
+STOP_REASONS = ("target", "budget", "exhausted")
+
+#: Posterior draws per probability estimate (per prior scale): a probability near 0.95 is estimated to about ±0.005.
+DRAWS = 2000
+
+#: The importance sampler's proposal: the Laplace Gaussian with its sd times this.
+PROPOSAL_WIDTH = 1.5
+
+#: The least effective sample size, as a share of the draws, an importance-weighted estimate may rest on.
+LEAST_EFFECTIVE_SHARE = 0.02
+
+#: The hyperprior of the pairwise strategies' stopping rule: the strengths' prior sd τ is one of
+#: these, each equally likely (a factor 2 apart: from a judge that barely tells answers apart to
+#: one that prefers an answer one τ better 98 times in 100). Going on to 8 made the rule
+#: overconfident on the simulated judges (a consistent sweep then favours τ = 8, under which two
+#: close answers are rarely close).
+SCALES = (0.5, 1.0, 2.0, 4.0)
+
+#: The screen before the Monte Carlo (:func:`is_target_settled`) divides the Laplace sd by this.
+SCREEN_SHARPENING = 2.0
+
+#: Posterior draws per forecast.
+FORECAST_DRAWS = 400
+
+#: The forecast interval's quantiles.
+FORECAST_QUANTILES = (0.1, 0.9)
+
+
+@dataclass(frozen=True)
+class StopTarget:
+    """What must be settled: ``kind`` ``top1``, ``top`` (with ``k``) or ``order``.
+
+    >>> parse_until("s", "top:3")
+    StopTarget(kind='top', k=3)
+    """
+
+    kind: str
+    k: int = 1
+
+    def size(self, n_items: int) -> int:
+        """How many leading places of the order the target fixes on ``n_items`` candidates."""
+        return {"top1": 1, "top": min(self.k, n_items), "order": n_items}[self.kind]
+
+
+def parse_until(where: str, until: str | None) -> StopTarget | None:
+    """The target of an ``until`` parameter (None: no target, the strategy's fixed budget).
+
+    Parameters
+    ----------
+    where: the strategy, for the message.
+    until: ``top1``, ``top:K`` (K >= 1) or ``order``.
+
+    Returns
+    -------
+    StopTarget | None
+        The target; :class:`SpecError` naming the choices when ``until`` is none of them.
+    """
+    if until is None:
+        return None
+    if until in ("top1", "order"):
+        return StopTarget(until)
+    if until.startswith("top:"):
+        text = until[4:]
+        if text.isdigit() and int(text) >= 1:
+            return StopTarget("top", int(text))
+    raise SpecError(f"{where}: until must be one of {', '.join(TARGETS)} (K a whole number >= 1), got {until!r}")
+
+
+def check_stopping(where: str, until: str | None, confidence: float) -> StopTarget | None:
+    """Check ``until`` and ``confidence`` (strictly between 0 and 1); the target, or None."""
+    target = parse_until(where, until)
+    if not 0.0 < confidence < 1.0:
+        raise SpecError(f"{where}: confidence must be strictly between 0 and 1, got {confidence}")
+    return target
+
+
+def task_seed(task_id: str) -> int:
+    """The Monte Carlo seed of a task: a pure function of its id (stable across runs and machines)."""
+    return int.from_bytes(hashlib.blake2b(task_id.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def current_order(mean: np.ndarray) -> np.ndarray:
+    """Row indices best first by posterior mean (equal means: the data's order)."""
+    import numpy as np
+
+    return np.argsort(-mean, kind="stable")
+
+
+def relevant_pairs(order: np.ndarray, target: StopTarget) -> np.ndarray:
+    """The (better, worse) rows whose order the answer asserts and that decide it: the winner
+    against every other (``top1``), each of the K best against each of the rest (``top:K``), and
+    every two neighbours (``order``). The answer is right exactly when every such pair is."""
+    import numpy as np
+
+    size = target.size(len(order))
+    if target.kind == "order":
+        return np.column_stack([order[:-1], order[1:]])
+    inside, outside = order[:size], order[size:]
+    return np.array([(i, j) for i in inside for j in outside], dtype=np.intp).reshape(-1, 2)
+
+
+def _draws(mean: np.ndarray, cov: np.ndarray, count: int, seed: int) -> np.ndarray:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    # Cholesky with a jitter that only matters for a numerically singular covariance.
+    factor = np.linalg.cholesky(cov + np.eye(len(mean)) * 1e-12 * max(1.0, float(np.trace(cov))))
+    return mean + rng.standard_normal((count, len(mean))) @ factor.T
+
+
+def pairwise_bound(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> float:
+    """The smallest posterior probability ``Φ(m / s)`` that one of ``pairs`` is ordered as the
+    answer says: an upper bound of the probability that all of them are (1 without pairs)."""
+    import numpy as np
+    from scipy.special import ndtr
+
+    if not len(pairs):
+        return 1.0
+    i, j = pairs[:, 0], pairs[:, 1]
+    sd = np.sqrt(np.maximum(cov[i, i] + cov[j, j] - 2.0 * cov[i, j], 1e-24))
+    return float(ndtr((mean[i] - mean[j]) / sd).min())
+
+
+def _log_likelihood(theta: np.ndarray, evidence: Evidence) -> np.ndarray:
+    """Each draw's Bradley–Terry log-likelihood of the evidence."""
+    import numpy as np
+
+    first, second, outcome = evidence.arrays
+    gaps = theta[:, first] - theta[:, second]
+    return -(outcome * np.logaddexp(0.0, -gaps) + (1.0 - outcome) * np.logaddexp(0.0, gaps)).sum(axis=1)
+
+
+def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np.ndarray:
+    """For each row of strengths ``theta``, whether the answer given by ``order`` (best first) is
+    the true one under it: its best is best (``top1``), its K best are the K best (``top:K``), its
+    order is the order (``order``)."""
+    import numpy as np
+
+    size = target.size(len(order))
+    if target.kind == "top":  # the worst of the K best beats the best of the rest
+        if size >= len(order):
+            return np.ones(len(theta), dtype=bool)
+        return theta[:, order[:size]].min(axis=1) > theta[:, order[size:]].max(axis=1)
+    pairs = relevant_pairs(order, target)
+    return (theta[:, pairs[:, 0]] > theta[:, pairs[:, 1]]).all(axis=1)
+
+
+def gaussian_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, seed: int,
+                         draws: int = DRAWS) -> float:
+    """The probability, under the Gaussian posterior ``N(mean, cov)``, that the answer by
+    posterior mean is the true one: the share of ``draws`` seeded draws under which it holds."""
+    import numpy as np
+
+    order = current_order(mean)
+    return float(np.mean(answer_holds(_draws(mean, cov, draws, seed), order, target)))
+
+
+def importance_estimate(order: np.ndarray, target: StopTarget, evidence: Evidence, scale: float,
+                        start: np.ndarray, seed: int, draws: int = DRAWS) -> tuple[float, float, float]:
+    """The exact Bradley–Terry posterior under the prior ``N(0, scale² I)``, by importance sampling.
+
+    The proposal is the Laplace Gaussian at that prior, its sd widened by :data:`PROPOSAL_WIDTH`
+    (the Laplace approximation is symmetric about the mode, and too wide on the losing side of a
+    candidate that won every judgment); each draw is weighted by posterior / proposal density.
+
+    Returns
+    -------
+    (probability, log marginal likelihood, effective share)
+        The weighted share of draws under which the answer ``order`` holds; the log of the
+        evidence's marginal likelihood under this prior (the mean of the unnormalised weights);
+        the effective sample size over the draws.
+    """
+    import numpy as np
+
+    from rankkit.strategies._bt_posterior import exact_posterior
+
+    mean, cov = exact_posterior(evidence, scale, start)
+    proposal = cov * PROPOSAL_WIDTH ** 2
+    factor = np.linalg.cholesky(proposal + np.eye(len(mean)) * 1e-12 * max(1.0, float(np.trace(proposal))))
+    normals = np.random.default_rng(seed).standard_normal((draws, len(mean)))
+    theta = mean + normals @ factor.T
+    n = len(mean)
+    log_prior = -(theta * theta).sum(axis=1) / (2.0 * scale ** 2) - n * math.log(scale) - n / 2 * math.log(2 * math.pi)
+    log_proposal = (-(normals * normals).sum(axis=1) / 2 - float(np.log(np.diag(factor)).sum())
+                    - n / 2 * math.log(2 * math.pi))
+    log_weight = _log_likelihood(theta, evidence) + log_prior - log_proposal
+    top = float(log_weight.max())
+    weight = np.exp(log_weight - top)
+    log_marginal = top + math.log(float(weight.mean()))
+    effective = float(weight.sum() ** 2 / (weight * weight).sum()) / draws
+    return float(weight @ answer_holds(theta, order, target) / weight.sum()), log_marginal, effective
+
+
+def bt_probability(order: np.ndarray, target: StopTarget, evidence: Evidence, seed: int, start: np.ndarray,
+                   scales: Sequence[float] = SCALES, draws: int = DRAWS) -> float:
+    """The posterior probability that the answer ``order`` (best first) is the true one, under a
+    Bradley–Terry judge whose strengths are ``N(0, τ² I)`` with τ unknown, equally likely any of
+    ``scales`` (a hierarchical prior: the data say how decisive the judge is).
+
+    Each τ's exact posterior is estimated by :func:`importance_estimate`; the τ are weighted by
+    their marginal likelihoods (Bayes' rule over the grid). An estimate resting on too few
+    effective draws (below :data:`LEAST_EFFECTIVE_SHARE`, for a τ of weight above 1%) is not to be
+    trusted, and 0 is returned: never settled on it.
+
+    Parameters
+    ----------
+    order: the answer, candidate rows best first.
+    target: what the answer asserts (:class:`StopTarget`).
+    evidence: the distinct judgments' outcomes.
+    seed: the Monte Carlo seed (:func:`task_seed`).
+    start: where each fit starts (the strategy's posterior mean).
+    scales, draws: the grid of τ and the draws per τ.
+
+    Returns
+    -------
+    float
+        The probability.
+    """
+    import numpy as np
+
+    estimates = [importance_estimate(order, target, evidence, scale, start, seed + k, draws)
+                 for k, scale in enumerate(scales)]
+    logs = np.array([log_marginal for _, log_marginal, _ in estimates])
+    weights = np.exp(logs - logs.max())
+    weights /= weights.sum()
+    if any(weight > 0.01 and effective < LEAST_EFFECTIVE_SHARE for weight, (_, _, effective) in zip(weights, estimates)):
+        return 0.0
+    return float(sum(weight * probability for weight, (probability, _, _) in zip(weights, estimates)))
+
+
+def is_target_settled(mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float, seed: int,
+                      evidence: Evidence | None = None) -> bool:
+    """Whether the answer by posterior mean (``mean``) is the true one with probability ``confidence``.
+
+    With ``evidence`` (pairwise strategies) the probability is :func:`bt_probability`'s; without,
+    the Gaussian ``N(mean, cov)`` is the posterior (:func:`gaussian_probability`). Either way a
+    cheap screen runs first: when some pair the answer rests on has a Gaussian probability
+    ``Φ(m / s)`` below ``confidence`` even with its sd divided by :data:`SCREEN_SHARPENING`, the
+    answer is not near settled and no Monte Carlo is run. The screen can only delay a stop, never
+    cause one.
+    """
+    order = current_order(mean)
+    pairs = relevant_pairs(order, target)
+    sharpening = 1.0 if evidence is None else SCREEN_SHARPENING
+    if pairwise_bound(mean, cov / sharpening ** 2, pairs) < confidence:
+        return False
+    if evidence is None:
+        return gaussian_probability(mean, cov, target, seed) >= confidence
+    return bt_probability(order, target, evidence, seed, mean) >= confidence
+
+
+# ---------------------------------------------------------------------------------------------
+# Forecasts
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Judgments still needed to reach the target: the expected number, an interval
+    (:data:`FORECAST_QUANTILES`), and ``basis``: ``posterior`` (from a run's current posterior)
+    or ``prior`` (before any judgment, from the prior: a rough estimate)."""
+
+    expected: float
+    low: float
+    high: float
+    basis: str
+
+    def __add__(self, other: "Forecast") -> "Forecast":
+        """Two tasks' forecasts together (the intervals add, which is conservative)."""
+        basis = self.basis if self.basis == other.basis else "mixed"
+        return Forecast(self.expected + other.expected, self.low + other.low, self.high + other.high, basis)
+
+    def describe(self, price: float | None = None) -> str:
+        """``~E (L–H) judgments``, plus dollars when ``price`` (USD per judgment) is known.
+
+        >>> Forecast(12.4, 5, 30, "posterior").describe(0.01)
+        '~12 (5–30) judgments, ~$0.12 ($0.05–$0.30)'
+        """
+        text = f"~{self.expected:.0f} ({self.low:.0f}–{self.high:.0f}) judgments"
+        if price is not None:
+            text += f", ~${self.expected * price:.2f} (${self.low * price:.2f}–${self.high * price:.2f})"
+        return text
+
+
+def _summarise(more: np.ndarray, basis: str) -> Forecast:
+    import numpy as np
+
+    low, high = np.quantile(more, FORECAST_QUANTILES)
+    return Forecast(float(np.mean(more)), float(low), float(high), basis)
+
+
+def forecast_more(mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float, used: int,
+                  most: int, seed: int, draws: int = FORECAST_DRAWS) -> Forecast:
+    """How many more judgments the target needs, from the current posterior.
+
+    The model (stated, simple): the posterior sd of every strength gap shrinks as 1/√(judgments),
+    as it does when the strategy keeps spreading its judgments as it has so far. For a posterior
+    draw of the strengths, each gap the answer rests on (:func:`relevant_pairs`, on the draw's own
+    answer), now with sd ``s`` and true size ``g``, is settled at ``z = Φ⁻¹(confidence)`` once
+    ``used · (z·s/g)²`` judgments are in; the target needs the largest of these. The expected
+    number and the interval are over the draws, each capped at ``most`` (the budget, or every
+    distinct judgment).
+
+    Parameters
+    ----------
+    mean, cov: the current Gaussian posterior.
+    target, confidence: the stopping rule.
+    used: judgments used so far (> 0; with none, use :func:`prior_forecast`).
+    most: the most judgments the task can still use in all (used + what is left).
+    seed: the Monte Carlo seed.
+    draws: posterior draws.
+
+    Returns
+    -------
+    Forecast
+        Judgments still to use (0 when settled), basis ``posterior``.
+    """
+    import numpy as np
+
+    left = max(0, most - used)
+    if used <= 0 or left == 0:
+        return Forecast(0.0 if left == 0 else float(left), 0.0 if left == 0 else float(left), float(left), "posterior")
+    z = NormalDist().inv_cdf(confidence)
+    theta = _draws(mean, cov, draws, seed ^ 0x5EED)
+    more = np.empty(draws)
+    variance = np.diag(cov)
+    for row, strengths in enumerate(theta):
+        pairs = relevant_pairs(current_order(strengths), target)
+        if not len(pairs):
+            more[row] = 0.0
+            continue
+        i, j = pairs[:, 0], pairs[:, 1]
+        sd = np.sqrt(np.maximum(variance[i] + variance[j] - 2.0 * cov[i, j], 1e-24))
+        gap = np.maximum(np.abs(strengths[i] - strengths[j]), 1e-12)
+        needed = used * float(np.max((z * sd / gap) ** 2))
+        more[row] = min(float(left), max(0.0, needed - used))
+    return _summarise(more, "posterior")
+
+
+def prior_forecast(n_items: int, target: StopTarget, confidence: float, prior_sd: float, most: int,
+                   seed: int = 0, pairs_per_judgment: int = 1, draws: int = FORECAST_DRAWS) -> Forecast:
+    """How many judgments the target needs before any is made: a prior-based estimate.
+
+    The model (stated, rough): true log-strengths drawn from the prior ``N(0, prior_sd²)``; the
+    judgments spread evenly, each worth ``pairs_per_judgment`` pairwise outcomes of Fisher
+    information 0.2 (a Bradley–Terry outcome's is σ(d)σ(−d) ≤ 0.25), so after n judgments a gap's
+    variance is about ``N / (0.2 · n · pairs_per_judgment)``; a gap g is settled once
+    ``g / sd ≥ Φ⁻¹(confidence)``, and the target needs all of its gaps. An adaptive strategy
+    spends its judgments where the answer is in doubt, so this tends to be pessimistic; the judge's
+    real noise is unknown before judging, so it may also be far off. Capped at ``most``.
+
+    Parameters
+    ----------
+    n_items: candidates in the task.
+    target, confidence: the stopping rule.
+    prior_sd: the strategy's prior sd of the log-strengths.
+    most: the most judgments the task can use (its budget, or every distinct judgment).
+    seed: the Monte Carlo seed.
+    pairs_per_judgment: pairwise outcomes one judgment is worth (k − 1 for a choice among k).
+    draws: prior draws.
+
+    Returns
+    -------
+    Forecast
+        Judgments to use, basis ``prior``.
+    """
+    import numpy as np
+
+    if n_items < 2:
+        return Forecast(0.0, 0.0, 0.0, "prior")
+    z = NormalDist().inv_cdf(confidence)
+    rng = np.random.default_rng(seed)
+    needed = np.empty(draws)
+    for row in range(draws):
+        strengths = rng.normal(0.0, prior_sd, n_items)
+        pairs = relevant_pairs(current_order(strengths), target)
+        gap = float(np.min(np.abs(strengths[pairs[:, 0]] - strengths[pairs[:, 1]]))) if len(pairs) else math.inf
+        needed[row] = min(float(most), z * z * n_items / (0.2 * pairs_per_judgment * max(gap, 1e-12) ** 2))
+    return _summarise(needed, "prior")
