@@ -34,6 +34,19 @@ sorts them). At k = 2 this is the pairwise model exactly (same draws, same ±slo
 k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. ``kway=grades`` (default)
 returns every answer's grade with the choice; ``kway=choice`` only the choice.
 
+**Style biases** (both models; 0 by default, and then nothing below changes a draw). ``length_bias``
+and ``format_bias`` shift the quality the judge perceives, in units of ``sd``: an answer's *style
+score* is ``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` (characters and the
+count of markdown headers, list items and bold spans, from :func:`rankkit.tasks.style_features`),
+and each answer is shifted by ``sd ·`` (its style score − a reference): in a pair or a k-way group
+the reference is the group's mean style score (so a pair's grades move by ±½ of the difference: at
+``length_bias=0.5`` an answer twice as long as the other gains 0.5 ``sd`` over it), and a pointwise
+grade is shifted against the task's median answer (median log-length, median format score). So
+``length_bias`` is the shift per doubling of the length relative to the other answer(s), and
+``format_bias`` the shift per doubling of (1 + formatting elements). The latent model adds the
+shift to the grades it compares; the fixed model decides which answer is "better" on the shifted
+human scores (its accuracy applies to that) and grades them.
+
 **Presets** (``sim:preset=NAME``) are fitted by ``benchmarks/calibrate_sim.py`` (report in
 ``benchmarks/results/sim_calibration.md``) to the recorded judgments of LLMBar Natural
 (``shared/data/llmbar_natural/judgments.jsonl``; :func:`~rankkit.judges.sim_targets.preset_targets`): the Vanilla prompt,
@@ -92,7 +105,7 @@ from rankkit.judges.base import Judge
 from rankkit.judgments import Verdict, Grade, Winner, LABELS, GroupChoice, GroupRanking, labels
 from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
 from rankkit.specs import Spec, SpecError, build_dataclass
-from rankkit.tasks import Candidate, Task
+from rankkit.tasks import Candidate, Task, style_features
 
 # ---------------------------------------------------------------------------------------------
 # Fitted parameters
@@ -203,9 +216,73 @@ def _normals(*parts: str, count: int = 1) -> list[float]:
 
 _STANDARD_NORMAL = NormalDist()
 
+#: The style-bias parameters both models take (0 by default: no shift, no change to the fingerprint).
+STYLE_BIAS_KEYS = ("length_bias", "format_bias")
+
+
+class _StyleBias:
+    """The planted style biases both models share (``length_bias``, ``format_bias``; see the module
+    docstring): each answer's shift of perceived quality, in units of the task's spread."""
+
+    length_bias: float
+    format_bias: float
+
+    def _check_style_bias(self) -> None:
+        for name in STYLE_BIAS_KEYS:
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise SpecError(f"sim: {name} must be finite, got {value}")
+
+    @property
+    def has_style_bias(self) -> bool:
+        return self.length_bias != 0 or self.format_bias != 0
+
+    def _style_fields(self) -> dict:
+        # Only nonzero biases enter the fingerprint, so judges (and caches) made before them stay valid.
+        return {name: getattr(self, name) for name in STYLE_BIAS_KEYS if getattr(self, name) != 0}
+
+    def _style_description(self) -> str:
+        return "".join(f",{name}={value:g}" for name, value in self._style_fields().items())
+
+    def style_score(self, candidate: Candidate) -> float:
+        """``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` of one answer."""
+        features = style_features(candidate.text)
+        return (self.length_bias * math.log2(max(1, features.chars))
+                + self.format_bias * features.format_score)
+
+    def group_style_shifts(self, candidates: Sequence[Candidate]) -> list[float]:
+        """Each shown answer's shift (units of ``sd``) in a pair or k-way group: its style score
+        minus the group's mean; all 0 without a style bias.
+
+        >>> a, b = Candidate("a", "x" * 200), Candidate("b", "x" * 100)
+        >>> LatentJudge(length_bias=0.5).group_style_shifts([a, b])
+        [0.25, -0.25]
+        """
+        if not self.has_style_bias:
+            return [0.0] * len(candidates)
+        scores = [self.style_score(c) for c in candidates]
+        mean = sum(scores) / len(scores)
+        return [score - mean for score in scores]
+
+    def point_style_shift(self, task: Task, candidate: Candidate) -> float:
+        """An answer's shift (units of ``sd``) when graded alone: its style score minus the task's
+        median answer's (median log-length, median format score); 0 without a style bias."""
+        if not self.has_style_bias:
+            return 0.0
+        features = [style_features(c.text) for c in task.candidates]
+        mine = style_features(candidate.text)
+        return (self.length_bias * (math.log2(max(1, mine.chars)) - _median([math.log2(max(1, f.chars)) for f in features]))
+                + self.format_bias * (mine.format_score - _median([f.format_score for f in features])))
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
 
 @dataclass(frozen=True)
-class LatentJudge(_Simulated):
+class LatentJudge(_StyleBias, _Simulated):
     """Latent-perception simulated judge; see the module docstring for the model.
 
     perception: sd of the judge's perception of an answer, shared by both modes and every pair.
@@ -218,6 +295,8 @@ class LatentJudge(_Simulated):
     kway: what a k-way choice carries: ``grades`` (default: the grade of every answer shown, as a
         pairwise verdict carries both grades) or ``choice`` (only the chosen slot, as a real judge's
         bare "Best: X" — strategies then score k for the chosen answer and 0 for the others).
+    length_bias, format_bias: planted style biases (module docstring), in units of ``sd`` per
+        doubling of the length, and of 1 + the formatting elements, relative to the other answers.
 
     All four noise terms are in units of the task's human-score spread (``Task.human_spread``).
     """
@@ -229,6 +308,8 @@ class LatentJudge(_Simulated):
     seed: int = 0
     preset: str | None = None
     kway: str = "grades"
+    length_bias: float = 0.0
+    format_bias: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kway not in KWAY_READINGS:
@@ -239,12 +320,14 @@ class LatentJudge(_Simulated):
                 raise SpecError(f"sim: {name} must be a finite number >= 0, got {value}")
         if not math.isfinite(self.slot_bias):
             raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
+        self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
         fields = {"model": "latent", "perception": self.perception, "pair_noise": self.pair_noise,
                   "slot_bias": self.slot_bias, "grade_noise": self.grade_noise, "seed": self.seed}
         if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
             fields["kway"] = self.kway
+        fields.update(self._style_fields())
         return fields
 
     @property
@@ -256,7 +339,7 @@ class LatentJudge(_Simulated):
                     f"slot_bias={self.slot_bias:g},grade_noise={self.grade_noise:g}")
         if self.kway != "grades":
             name += f",kway={self.kway}"
-        return f"sim:{name} (simulated)"
+        return f"sim:{name}{self._style_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
         """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks."""
@@ -266,15 +349,17 @@ class LatentJudge(_Simulated):
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
-        value = _clip(task, self.perceived(task, candidate) + self.grade_noise * task.human_spread * w)
+        value = _clip(task, self.perceived(task, candidate)
+                      + task.human_spread * (self.grade_noise * w + self.point_style_shift(task, candidate)))
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         _require_truth(task)
         spread = task.human_spread
         e1, e2 = _normals(str(self.seed), task.task_id, first.id, second.id, "pair", count=2)
-        t1 = self.perceived(task, first) + spread * (self.slot_bias / 2 + self.pair_noise * e1)
-        t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2)
+        style1, style2 = self.group_style_shifts((first, second))
+        t1 = self.perceived(task, first) + spread * (self.slot_bias / 2 + self.pair_noise * e1 + style1)
+        t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2 + style2)
         if t1 == t2:  # only without noise, between equal answers and no slot bias
             s = _clip(task, t1)
             return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE,
@@ -299,13 +384,14 @@ class LatentJudge(_Simulated):
 
     def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
         """Each shown answer's grade in one k-way judgment, before clipping:
-        ``p_i + sd · (offset_i + pair_noise · e_i)``, the e_i drawn per group *and order* exactly
+        ``p_i + sd · (offset_i + pair_noise · e_i + style_i)`` (style_i: :meth:`group_style_shifts`), the e_i drawn per group *and order* exactly
         as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades)."""
         _require_truth(task)
         spread = task.human_spread
         noise = _normals(str(self.seed), task.task_id, *(c.id for c in candidates), "pair", count=len(candidates))
-        return [self.perceived(task, c) + spread * (offset + self.pair_noise * e)
-                for c, offset, e in zip(candidates, self.slot_offsets(len(candidates)), noise)]
+        styles = self.group_style_shifts(candidates)
+        return [self.perceived(task, c) + spread * (offset + self.pair_noise * e + style)
+                for c, offset, e, style in zip(candidates, self.slot_offsets(len(candidates)), noise, styles)]
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         """The best of k answers: the one with the highest grade (:meth:`group_grades`); at k = 2
@@ -340,7 +426,7 @@ def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class FixedAccuracyJudge(_Simulated):
+class FixedAccuracyJudge(_StyleBias, _Simulated):
     """Fixed-accuracy simulated judge; see the module docstring for the model.
 
     accuracy: probability of picking the human-better answer when the first-slot preference does
@@ -350,6 +436,8 @@ class FixedAccuracyJudge(_Simulated):
         human-score spread (``Task.human_spread``).
     seed: seeds every draw together with the task and the answers.
     preset: the name the parameters came from (for descriptions only).
+    length_bias, format_bias: planted style biases (module docstring): the answer it takes for the
+        better one, and its grades, are read from the human scores shifted by them.
     """
 
     accuracy: float = 0.8
@@ -357,6 +445,8 @@ class FixedAccuracyJudge(_Simulated):
     noise: float = 0.5
     seed: int = 0
     preset: str | None = None
+    length_bias: float = 0.0
+    format_bias: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.accuracy <= 1.0:
@@ -365,17 +455,18 @@ class FixedAccuracyJudge(_Simulated):
             raise SpecError(f"sim: position_bias must be in [0, 1], got {self.position_bias}")
         if not (self.noise >= 0 and math.isfinite(self.noise)):
             raise SpecError(f"sim: noise must be a finite number >= 0, got {self.noise}")
+        self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
         return {"model": "fixed", "accuracy": self.accuracy, "position_bias": self.position_bias,
-                "noise": self.noise, "seed": self.seed}
+                "noise": self.noise, "seed": self.seed, **self._style_fields()}
 
     @property
     def description(self) -> str:
         if self.preset:
-            return f"sim:model=fixed,preset={self.preset} (simulated)"
+            return f"sim:model=fixed,preset={self.preset}{self._style_description()} (simulated)"
         return (f"sim:model=fixed,accuracy={self.accuracy:g},position_bias={self.position_bias:g},"
-                f"noise={self.noise:g} (simulated)")
+                f"noise={self.noise:g}{self._style_description()} (simulated)")
 
     def _rng(self, *parts: str) -> random.Random:
         # str seeds are hashed with SHA-512 by `random`, so this is stable across runs and machines.
@@ -387,13 +478,17 @@ class FixedAccuracyJudge(_Simulated):
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         rng = self._rng(task.task_id, candidate.id, "point")
-        value = self._noisy(task, task.human_score(candidate.id), rng)
+        shifted = task.human_score(candidate.id) + task.human_spread * self.point_style_shift(task, candidate)
+        value = self._noisy(task, shifted, rng)
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         _require_truth(task)
         rng = self._rng(task.task_id, first.id, second.id, "pair")
         h1, h2 = task.human_score(first.id), task.human_score(second.id)
+        if self.has_style_bias:
+            style1, style2 = self.group_style_shifts((first, second))
+            h1, h2 = h1 + task.human_spread * style1, h2 + task.human_spread * style2
         if rng.random() < self.position_bias:
             first_wins = True
         elif h1 == h2:
@@ -420,7 +515,7 @@ MODEL_KEYS: dict[str, tuple[str, ...]] = {
     "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway"),
     "fixed": ("accuracy", "position_bias", "noise"),
 }
-_COMMON_KEYS = ("model", "preset", "seed")
+_COMMON_KEYS = ("model", "preset", "seed", *STYLE_BIAS_KEYS)
 
 
 def from_spec(spec: Spec) -> LatentJudge | FixedAccuracyJudge:
