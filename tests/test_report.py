@@ -286,3 +286,13 @@ def test_a_k_way_match_renders_as_one_card_with_k_answers(tmp_path):
     dom, console, _ = open_in_chromium(page, tmp_path)
     assert console == [] and 'data-ready="1"' in dom
     assert all(f"shown {label}: " in dom for label in "ABCD") and "choice of 4 · best: " in dom
+
+
+def test_report_shows_the_style_preference_and_style_controlled_systems(tmp_path):
+    results = RunResult.from_dict(hand_results())
+    page = report.render_report(results, resamples=20)
+    assert "Style: length and formatting preferred beyond the human scores?" in page
+    assert "Systems with style control" in page and "ko: style-controlled systems" in page
+    style = report.style_controlled_html(results, resamples=10, seed=0)
+    assert "coefficient (log-odds per unit of (a-b)/(a+b))" in style
+    assert style.count("<td>length</td>") == len(results.strategies)  # one coefficient table per strategy
