@@ -10,17 +10,15 @@ tanh length term and the instruction's difficulty, read with the length term at 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rankkit.leaderboard.board import LeaderboardError, SystemRating, systems_of
 from rankkit.leaderboard.rating import none_if_nan, rows_from_intervals
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome
 from rankkit.stats import Interval, bootstrap, logistic_regression
 from rankkit.tasks import StyleFeatures, Task
-
-if TYPE_CHECKING:  # numpy loads where it is used
-    import numpy as np
 
 #: control name -> the style covariates it adds (each a :class:`~rankkit.tasks.StyleFeatures` count).
 CONTROLS: dict[str, tuple[str, ...]] = {"length": ("tokens",), "format": ("headers", "list_items", "bold")}
