@@ -37,10 +37,11 @@ returns every answer's grade with the choice; ``kway=choice`` only the choice.
 **Style biases** (both models; 0 by default, and then nothing below changes a draw). ``length_bias``
 and ``format_bias`` shift the quality the judge perceives, in units of ``sd``: an answer's *style
 score* is ``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` (characters and the
-count of markdown headers, list items and bold spans, from :func:`rankkit.tasks.style_features`),
-and each answer is shifted by ``sd ·`` (its style score − a reference): in a pair or a k-way group
-the reference is the group's mean style score (so a pair's grades move by ±½ of the difference: at
-``length_bias=0.5`` an answer twice as long as the other gains 0.5 ``sd`` over it), and a pointwise
+count of markdown headers, list items and bold spans: :func:`rankkit.tasks.style_features`, cached
+as ``Candidate.style``), and each answer is shifted by ``sd ·`` (its style score − a reference): in
+a pair or a k-way group the reference is the group's mean style score (so a pair's grades move by ±½
+of the difference: at ``length_bias=0.5`` an answer twice as long as the other gains 0.5 ``sd`` over
+it), and a pointwise
 grade is shifted against the task's median answer (median log-length, median format score). So
 ``length_bias`` is the shift per doubling of the length relative to the other answer(s), and
 ``format_bias`` the shift per doubling of (1 + formatting elements). The latent model adds the
@@ -105,7 +106,7 @@ from rankkit.judges.base import Judge
 from rankkit.judgments import Verdict, Grade, Winner, LABELS, GroupChoice, GroupRanking, labels
 from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
 from rankkit.specs import Spec, SpecError, build_dataclass
-from rankkit.tasks import Candidate, Task, style_features
+from rankkit.tasks import Candidate, Task
 
 # ---------------------------------------------------------------------------------------------
 # Fitted parameters
@@ -246,7 +247,7 @@ class _StyleBias:
 
     def style_score(self, candidate: Candidate) -> float:
         """``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` of one answer."""
-        features = style_features(candidate.text)
+        features = candidate.style
         return (self.length_bias * math.log2(max(1, features.chars))
                 + self.format_bias * features.format_score)
 
@@ -269,8 +270,8 @@ class _StyleBias:
         median answer's (median log-length, median format score); 0 without a style bias."""
         if not self.has_style_bias:
             return 0.0
-        features = [style_features(c.text) for c in task.candidates]
-        mine = style_features(candidate.text)
+        features = [c.style for c in task.candidates]
+        mine = candidate.style
         return (self.length_bias * (math.log2(max(1, mine.chars)) - _median([math.log2(max(1, f.chars)) for f in features]))
                 + self.format_bias * (mine.format_score - _median([f.format_score for f in features])))
 

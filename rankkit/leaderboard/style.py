@@ -154,21 +154,33 @@ def contextual_bradley_terry(battles: Sequence[Battle], systems: Sequence[str], 
     dict[str, float]
         System name -> rating, then ``style:LABEL`` -> coefficient per covariate.
     """
+    design, target = _style_design(battles, systems, len(features))
+    return _fit_style_design(design, target, systems, features, alpha)
+
+
+def _style_design(battles: Sequence[Battle], systems: Sequence[str], n_features: int) -> tuple[Any, Any]:
+    """The contextual BT design: +1 for a, −1 for b, then the covariates; and the outcomes."""
     import numpy as np
 
     index = {name: i for i, name in enumerate(systems)}
-    n_systems, n_features = len(systems), len(features)
-    design = np.zeros((len(battles), n_systems + n_features))
-    target = np.empty(len(battles))
-    for row, battle in enumerate(battles):
-        design[row, index[battle.a]] += 1.0
-        design[row, index[battle.b]] -= 1.0
-        design[row, n_systems:] = battle.covariates
-        target[row] = battle.outcome
-    beta = logistic_regression(design, target, np.full(n_systems + n_features, max(alpha, 1e-6)))
+    rows = np.arange(len(battles))
+    design = np.zeros((len(battles), len(systems) + n_features))
+    design[rows, [index[b.a] for b in battles]] += 1.0
+    design[rows, [index[b.b] for b in battles]] -= 1.0
+    if n_features:
+        design[:, len(systems):] = np.array([b.covariates for b in battles], dtype=float).reshape(len(battles), n_features)
+    return design, np.array([b.outcome for b in battles], dtype=float)
+
+
+def _fit_style_design(design: Any, target: Any, systems: Sequence[str], features: Sequence[str],
+                      alpha: float) -> dict[str, float]:
+    import numpy as np
+
+    n_systems = len(systems)
+    beta = logistic_regression(design, target, np.full(design.shape[1], max(alpha, 1e-6)))
     strengths = beta[:n_systems] - beta[:n_systems].mean()
     factor = ELO_SCALE / math.log(ELO_BASE)
-    out = {name: float(ELO_INITIAL + factor * strengths[index[name]]) for name in systems}
+    out = {name: float(ELO_INITIAL + factor * strengths[i]) for i, name in enumerate(systems)}
     for k, feature in enumerate(features):
         varies = bool(np.any(design[:, n_systems + k]))  # no answers differ in it: nothing to estimate
         out[f"style:{COVARIATE_LABELS[feature]}"] = float(beta[n_systems + k]) if varies else math.nan
@@ -191,8 +203,16 @@ def rate_style_bt(battles: Sequence[Battle], systems: Sequence[str], features: S
         The rows, ranked by the style-adjusted rating, and the coefficients with their intervals
         (``{label: {"estimate", "ci_low", "ci_high"}}``, log-odds per unit of normalised difference).
     """
-    intervals = bootstrap(lambda sample: contextual_bradley_terry(sample, systems, features, alpha), battles,
-                          resamples=resamples, seed=seed)
+    import numpy as np
+
+    # The design is built once; each resample is a selection of its rows.
+    design, target = _style_design(battles, systems, len(features))
+
+    def fit(sample: Sequence[int]) -> dict[str, float]:
+        rows = np.asarray(sample, dtype=int)
+        return _fit_style_design(design[rows], target[rows], systems, features, alpha)
+
+    intervals = bootstrap(fit, range(len(battles)), resamples=resamples, seed=seed)
     ratings = {name: intervals[name] for name in systems}
     return rows_from_intervals(ratings, [(b.a, b.b, b.outcome) for b in battles]), _coefficients(intervals)
 
@@ -235,6 +255,13 @@ def length_controlled_win_rates(battles: Sequence[Battle], task_ids: Sequence[st
         System -> length-controlled win rate, then ``style:length`` -> β (log-odds per unit of the
         tanh length term).
     """
+    design, target, task_column = _lc_design(battles, task_ids, others)
+    return _fit_lc_design(design, target, task_column, others, alpha)
+
+
+def _lc_design(battles: Sequence[Battle], task_ids: Sequence[str], others: Sequence[str]) -> tuple[Any, Any, Any]:
+    """The LC GLM's design (system indicators, the tanh length term, task indicators), the outcomes
+    and each battle's task column."""
     import numpy as np
 
     system_index = {name: i for i, name in enumerate(others)}
@@ -242,23 +269,27 @@ def length_controlled_win_rates(battles: Sequence[Battle], task_ids: Sequence[st
     task_index = {task_id: i for i, task_id in enumerate(tasks)}
     lengths = np.array([battle.covariates[0] for battle in battles], dtype=float)
     scale = float(np.std(lengths)) or 1.0
-    n_systems, n_tasks = len(others), len(tasks)
-    design = np.zeros((len(battles), n_systems + 1 + n_tasks))
-    target = np.empty(len(battles))
-    for row, (battle, task_id) in enumerate(zip(battles, task_ids)):
-        design[row, system_index[battle.a]] = 1.0
-        design[row, n_systems] = math.tanh(lengths[row] / scale)
-        design[row, n_systems + 1 + task_index[task_id]] = 1.0
-        target[row] = battle.outcome
+    n_systems = len(others)
+    rows = np.arange(len(battles))
+    design = np.zeros((len(battles), n_systems + 1 + len(tasks)))
+    design[rows, [system_index[b.a] for b in battles]] = 1.0
+    design[:, n_systems] = np.tanh(lengths / scale)
+    task_column = np.array([n_systems + 1 + task_index[task_id] for task_id in task_ids], dtype=int)
+    design[rows, task_column] = 1.0
+    return design, np.array([b.outcome for b in battles], dtype=float), task_column
+
+
+def _fit_lc_design(design: Any, target: Any, task_column: Any, others: Sequence[str], alpha: float) -> dict[str, float]:
+    import numpy as np
+
+    n_systems = len(others)
+    n_tasks = design.shape[1] - n_systems - 1
     penalty = np.concatenate([np.full(n_systems + 1, max(alpha, 1e-6)), np.full(n_tasks, DIFFICULTY_PENALTY)])
     beta = logistic_regression(design, target, penalty)
-    played: dict[str, set[int]] = {name: set() for name in others}
-    for battle, task_id in zip(battles, task_ids):
-        played[battle.a].add(task_index[task_id])
     out = {}
-    for name in others:
-        effects = np.array([beta[n_systems + 1 + t] for t in sorted(played[name])])
-        out[name] = float(np.mean(1.0 / (1.0 + np.exp(-(beta[system_index[name]] + effects))))) if len(effects) else math.nan
+    for i, name in enumerate(others):
+        played = np.unique(task_column[design[:, i] == 1.0])  # the tasks this system played the anchor on
+        out[name] = float(np.mean(1.0 / (1.0 + np.exp(-(beta[i] + beta[played]))))) if len(played) else math.nan
     out["style:length"] = float(beta[n_systems])
     return out
 
@@ -267,11 +298,17 @@ def rate_length_controlled(battles: Sequence[Battle], task_ids: Sequence[str], s
                            resamples: int, seed: int) -> tuple[list[SystemRating], dict[str, Any]]:
     """Length-controlled win rates against ``anchor`` with bootstrap intervals (matches resampled),
     best first; the anchor sits at 0.5. Returns the rows and the length coefficient with its interval."""
+    import numpy as np
+
     others = [name for name in systems if name != anchor]
-    units = list(zip(battles, task_ids))
-    intervals = bootstrap(lambda sample: length_controlled_win_rates([u[0] for u in sample], [u[1] for u in sample],
-                                                                     others),
-                          units, resamples=resamples, seed=seed)
+    # The design is built once (its length scale from all the matches); each resample is a selection of its rows.
+    design, target, task_column = _lc_design(battles, task_ids, others)
+
+    def fit(sample: Sequence[int]) -> dict[str, float]:
+        rows = np.asarray(sample, dtype=int)
+        return _fit_lc_design(design[rows], target[rows], task_column[rows], others, 0.01)
+
+    intervals = bootstrap(fit, range(len(battles)), resamples=resamples, seed=seed)
     ratings = {name: intervals[name] for name in others}
     ratings[anchor] = Interval(0.5, 0.5, 0.5)
     return rows_from_intervals(ratings, [(b.a, b.b, b.outcome) for b in battles]), _coefficients(intervals)
