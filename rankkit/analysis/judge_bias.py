@@ -272,12 +272,12 @@ def style_rows(results: RunResult, name: str | None = None) -> dict[str, list[tu
     return grouped
 
 
-def _style_fit(rows: Sequence[tuple[float, float, float, float]]) -> dict[str, float]:
+def _style_fit(data: Any) -> dict[str, float]:
+    """The regression on an (n, 4) array of :func:`style_rows` rows."""
     import numpy as np
 
     from rankkit.stats import logistic_regression
 
-    data = np.asarray(rows, dtype=float)
     design = np.column_stack([np.ones(len(data)), data[:, 1:]])
     # A light ridge: keeps a perfectly separating judge (always right) finite; negligible otherwise.
     beta = logistic_regression(design, data[:, 0], np.full(design.shape[1], 1e-3))
@@ -329,11 +329,16 @@ def style_preference(results: RunResult, name: str | None = None, resamples: int
     keys = ("length", "format", "slot_sd", "human", "length_logit", "format_logit", "slot")
     if matches < 20:
         return {"matches": matches, "tasks": len(grouped), **{key: Interval(math.nan, level=level) for key in keys}}
-    units = list(grouped.values())
+    import numpy as np
 
-    def fit(sample: Sequence[list[tuple[float, float, float, float]]]) -> dict[str, float]:
-        rows = [row for task_rows in sample for row in task_rows]
-        return _style_fit(rows) if len(rows) >= 2 else dict.fromkeys(keys, math.nan)
+    # All rows in one array, task after task; a resample of tasks is a selection of row ranges.
+    data = np.array([row for rows in grouped.values() for row in rows], dtype=float)
+    ends = np.cumsum([len(rows) for rows in grouped.values()])
+    starts = ends - np.array([len(rows) for rows in grouped.values()])
 
-    intervals = bootstrap(fit, units, resamples=resamples, seed=seed, level=level)
+    def fit(sample: Sequence[int]) -> dict[str, float]:
+        rows = np.concatenate([np.arange(starts[i], ends[i]) for i in sample])
+        return _style_fit(data[rows]) if len(rows) >= 2 else dict.fromkeys(keys, math.nan)
+
+    intervals = bootstrap(fit, range(len(grouped)), resamples=resamples, seed=seed, level=level)
     return {"matches": matches, "tasks": len(grouped), **{key: intervals[key] for key in keys}}
