@@ -16,7 +16,7 @@
    spreads per doubling of the length ratio), so its interval should contain the planted value.
 
 Writes ``benchmarks/results/style_control.md``; skips (exit 0, a message) when the shared data are absent.
-Runtime: about 3 minutes on one core with the defaults.
+Runtime: about 40 seconds with the defaults (2 shared CPU cores).
 """
 
 from __future__ import annotations
