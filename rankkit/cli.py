@@ -327,7 +327,8 @@ def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: s
                                          ensure_ascii=False)))
         return
     columns = [("rank", "rank"), ("name", "system"), ("rating", "rating"), ("ci_low", "ci_low"),
-               ("ci_high", "ci_high"), ("matches", "matches")] + ([("truth", "truth")] if truth else [])
+               ("ci_high", "ci_high"), ("matches", "matches")] + ([("unadjusted", "unadjusted")] if board.control else []) \
+        + ([("truth", "truth")] if truth else [])
     table = render(rows, [columns[1], columns[0], *columns[2:]], output_format)
     if output_format == "csv":
         click.echo(table)
@@ -356,6 +357,11 @@ def _leaderboard_common(func: Callable) -> Callable:
                              "greedy upper bound (<=); 0 leaves the robustness line out.")(func)
     func = click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table",
                         show_default=True, help="table, json (the leaderboard without its matches), csv or markdown.")(func)
+    func = click.option("--control", default=None,
+                        help="Style control: length, format or length,format — rate by the strengths fitted jointly "
+                             "with the answers' style differences (contextual Bradley-Terry; on an anchored "
+                             "leaderboard: length, the length-controlled win rate). See docs/bias-control.md. "
+                             "`leaderboard add` defaults to the stored leaderboard's.")(func)
     return func
 
 
@@ -375,7 +381,7 @@ def _leaderboard_common(func: Callable) -> Callable:
 @click.pass_context
 @guarded
 def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                resamples, robustness_budget, top_k, out, output_format, method, anchor, systems_text,
+                resamples, robustness_budget, top_k, out, output_format, control, method, anchor, systems_text,
                 order) -> None:
     """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
     if ctx.invoked_subcommand is not None:
@@ -387,7 +393,7 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         board = build(inputs.tasks, inputs.judge, method, anchor=anchor, cache=inputs.cache, seed=seed, order=order,
                       resamples=resamples, systems=systems, progress=not quiet,
-                      judge_spec=inputs.spec, data=str(inputs.path))
+                      judge_spec=inputs.spec, data=str(inputs.path), control=control)
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
     _print_leaderboard(board, truth, out, output_format, top_k, robustness_budget)
 
@@ -419,7 +425,7 @@ def _defaults_from_the_board(command: click.Command) -> click.Command:
                    "current top system on every task and convert the win rate to a rating.")
 @guarded
 def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                    resamples, robustness_budget, top_k, out, output_format, board_path, system,
+                    resamples, robustness_budget, top_k, out, output_format, control, board_path, system,
                     method) -> None:
     """Add a system to a stored leaderboard, paying only for matches never judged before.
 
@@ -438,7 +444,7 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
             say(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
                        f"not by {judge.description}", err=True)
         new_board = add_system(board, inputs.tasks, judge, system, method, cache=inputs.cache, seed=seed,
-                               resamples=resamples, judge_spec=inputs.spec, data=str(inputs.path))
+                               resamples=resamples, judge_spec=inputs.spec, data=str(inputs.path), control=control)
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
     _print_leaderboard(new_board, truth, out, output_format, top_k, robustness_budget)
 

@@ -16,7 +16,9 @@ from typing import Any, Sequence
 
 from rankkit.analysis.combined import ANALYZE_BUDGET
 from rankkit.analysis.robustness import DEFAULT_TOP_K, FRAGILE_SHARE, robustness_report
-from rankkit.analysis import correlation_table, human_scores, length_bias, position_bias, slot_bias, strategy_names
+from rankkit.analysis import (correlation_table, human_scores, length_bias, position_bias, slot_bias, strategy_names,
+                              strategy_run)
+from rankkit.analysis.judge_bias import style_preference
 from rankkit.judgments import LABELS
 from rankkit.formatting import plain
 from rankkit.results import RunResult, TaskResult
@@ -254,7 +256,46 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
     systems = ("<h3>Systems per strategy</h3><p class=note>Ranked by the mean position each strategy gave the "
                "system's answers (1 = best), which is comparable across strategies whatever their score scale.</p>"
                + "".join(boards)) if boards else ""
-    return _table(headers, rows, "leaderboard") + note + systems
+    return _table(headers, rows, "leaderboard") + note + systems + style_controlled_html(results, resamples, seed)
+
+
+#: The most bootstrap resamples of a style-controlled system leaderboard in the report: each refits
+#: it, and an all-pairs strategy on 100 prompts x 32 systems induces 49,600 results per refit.
+STYLE_RESAMPLES = 50
+
+
+def style_controlled_html(results: RunResult, resamples: int, seed: int) -> str:
+    """Each strategy's systems rated by style-controlled Bradley–Terry (length and format) on the
+    pairwise results its per-task rankings induce, with the style coefficients and their intervals
+    (:mod:`rankkit.leaderboard.style`); "" when the candidates do not all name a system."""
+    from rankkit.leaderboard import LeaderboardError, all_systems, from_strategy
+
+    try:
+        if len(all_systems(results.tasks)) < 2:
+            return ""
+    except LeaderboardError:
+        return ""
+    draws = min(resamples, STYLE_RESAMPLES)
+    blocks = []
+    for name in strategy_names(results):
+        board = from_strategy(strategy_run(results, name), results.tasks, seed=seed, resamples=draws,
+                              control=("length", "format"))
+        rows = [f"<tr><td class=num>{row.rank}</td><td>{esc(row.name)}</td><td class=num>{_number(row.rating, 1)}</td>"
+                f"<td class=num>{_number(row.ci_low, 1)} – {_number(row.ci_high, 1)}</td>"
+                f"<td class=num>{_number(row.unadjusted, 1)}</td></tr>" for row in board.systems]
+        coefficients = [f"<tr><td>{esc(term)}</td><td class=num>{_number(value['estimate'])}</td>"
+                        f"<td class=num>{_number(value['ci_low'])} – {_number(value['ci_high'])}</td></tr>"
+                        for term, value in board.style["coefficients"].items()]
+        blocks.append(f"<details><summary>{esc(name)}: style-controlled systems</summary>"
+                      + _table(["#", "system", "style-controlled rating", "95% interval", "plain BT rating"], rows)
+                      + _table(["style covariate", "coefficient (log-odds per unit of (a-b)/(a+b))", "95% interval"],
+                               coefficients)
+                      + "</details>")
+    return ("<h3>Systems with style control</h3><p class=note>Bradley–Terry ratings (Elo scale) fitted on the "
+            "pairwise results each strategy's per-task rankings induce, jointly with the answers' normalised "
+            "length (tokens ≈ characters / 4), header, list-item and bold differences (LMArena's style control), "
+            f"ranked by the style-adjusted rating; {draws} bootstrap resamples of the induced results. A positive "
+            "coefficient: the ranking favours that style beyond the systems' strengths.</p>" + "".join(blocks))
 
 
 def _bar_svg(rate: Interval, human: float | None, width: int = 260, reference: float = 0.5) -> str:
@@ -278,14 +319,36 @@ def _bar_svg(rate: Interval, human: float | None, width: int = 260, reference: f
     return "".join(parts)
 
 
-def bias_html(results: RunResult, level: float) -> str:
-    """First-slot and longer-answer win rates over all distinct comparisons and per strategy, and
-    the slot bias of the k-way judgments when there are any (:func:`slot_bias_html`)."""
+def bias_html(results: RunResult, level: float, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> str:
+    """First-slot and longer-answer win rates over all distinct comparisons and per strategy, the
+    style preference beyond the human scores (:func:`style_html`), and the slot bias of the k-way
+    judgments when there are any (:func:`slot_bias_html`)."""
     pairwise = pairwise_bias_html(results, level)
     slots = slot_bias_html(results, level)
     if not pairwise and not slots:
         return "<p class=note>No pairwise or k-way matches in these results (pointwise strategies only).</p>"
-    return pairwise + slots
+    return pairwise + style_html(results, level, resamples, seed) + slots
+
+
+def style_html(results: RunResult, level: float, resamples: int, seed: int) -> str:
+    """The judge's preference for length, formatting and the first slot beyond what the human scores
+    explain (:func:`~rankkit.analysis.judge_bias.style_preference`); "" without labelled pairwise matches."""
+    style = style_preference(results, resamples=resamples, seed=seed, level=level)
+    if not style["matches"]:
+        return ""
+    terms = [("length: per doubling of the length ratio", "length", "length_logit"),
+             ("formatting: per doubling of 1 + headers, list items, bold", "format", "format_logit"),
+             ("first slot", "slot_sd", "slot")]
+    rows = [f"<tr><td>{esc(label)}</td><td class=num>{style[spreads].text()}</td><td class=num>{style[logit].text()}</td></tr>"
+            for label, spreads, logit in terms]
+    rows.append(f"<tr><td>human score: per spread</td><td class=num>-</td><td class=num>{style['human'].text()}</td></tr>")
+    return ("<h3>Style: length and formatting preferred beyond the human scores?</h3>"
+            + _table(["term", "worth to the judge, in human-score spreads", "log-odds"], rows, "bias")
+            + f"<p class=note>A logistic regression of 'first shown won' on the human-score difference (in the task's "
+              f"spreads) and the answers' style differences, over the {style['matches']} decided matches on "
+              f"{style['tasks']} labelled tasks; {level:.0%} bootstrap intervals over tasks ({resamples} resamples). "
+              "A term's worth is its coefficient over the human-score one; 0 means no preference beyond the "
+              "humans'. '-' : the answers never differ in it.</p>")
 
 
 def pairwise_bias_html(results: RunResult, level: float) -> str:
@@ -479,7 +542,7 @@ def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: 
 </section>
 {untrusted}
 <section id="bias"><h2>Judge bias</h2>
-{bias_html(results, level)}
+{bias_html(results, level, resamples, seed)}
 </section>
 {robustness_section}
 </main>

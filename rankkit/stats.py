@@ -184,3 +184,52 @@ def proportion_interval(successes: int, trials: int, level: float = DEFAULT_LEVE
         return Interval(math.nan, level=level, n=0)
     ci = stats.binomtest(successes, trials).proportion_ci(confidence_level=level)
     return Interval(successes / trials, float(ci.low), float(ci.high), level=level, n=trials)
+
+
+def logistic_regression(design: np.ndarray, target: np.ndarray, penalty: np.ndarray, iterations: int = 50) -> np.ndarray:
+    """Coefficients of ``P(y = 1) = σ(design · β)`` maximising the log-likelihood minus ``½ Σ penalty·β²``.
+
+    ``target`` may hold ½ (a tie: half a win each way). Newton's method from 0; the penalty keeps
+    the problem strictly convex (and sets the level of coefficients the data cannot identify, such
+    as a common shift of all system strengths, to the smallest-norm solution).
+
+    Parameters
+    ----------
+    design : np.ndarray
+        (n, p) covariates.
+    target : np.ndarray
+        (n,) outcomes in [0, 1].
+    penalty : np.ndarray
+        (p,) L2 weights, > 0 where a coefficient is not identified.
+    iterations : int
+        Newton steps at most (it stops when a step changes nothing above 1e-10).
+
+    Returns
+    -------
+    np.ndarray
+        (p,) coefficients.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[1.0], [1.0], [1.0], [1.0]]); y = np.array([1.0, 1.0, 1.0, 0.0])
+    >>> round(float(logistic_regression(x, y, np.array([0.0]))[0]), 4)  # log(3/1)
+    1.0986
+    """
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    beta = np.zeros(design.shape[1])
+    # One BLAS thread: the matrices are small (tens of columns), and a multi-threaded BLAS waiting for
+    # busy cores made one Newton step on 50,000 x 40 about 100 times slower on a shared 2-core machine.
+    with threadpool_limits(limits=1, user_api="blas"):
+        for _ in range(iterations):
+            p = 1.0 / (1.0 + np.exp(-(design @ beta)))
+            gradient = design.T @ (target - p) - penalty * beta
+            weights = p * (1.0 - p)
+            hessian = (design * weights[:, None]).T @ design + np.diag(penalty)
+            step = np.linalg.solve(hessian + 1e-12 * np.eye(len(beta)), gradient)
+            beta = beta + step
+            if float(np.max(np.abs(step))) < 1e-10:
+                break
+    return beta

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -43,6 +44,73 @@ class Candidate:
         no spaces, so a word count would call a paragraph one word.
         """
         return len(self.text)
+
+    @cached_property
+    def style(self) -> "StyleFeatures":
+        """The answer's style features (length and markdown formatting): :func:`style_features`."""
+        return style_features(self.text)
+
+
+#: A markdown header line (``# Title`` to ``###### Title``).
+_HEADER = re.compile(r"^ {0,3}#{1,6}\s+\S", re.MULTILINE)
+#: A markdown list item: ``-``, ``*`` or ``+`` bullets and ``1.`` / ``1)`` numbers, at any indentation.
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S", re.MULTILINE)
+#: A bold span, ``**text**`` or ``__text__`` (not crossing a line).
+_BOLD = re.compile(r"\*\*[^*\n]+?\*\*|__[^_\n]+?__")
+
+
+@dataclass(frozen=True)
+class StyleFeatures:
+    """An answer's length and markdown formatting, as style control and style bias measure them.
+
+    chars: Unicode characters (:attr:`Candidate.length`).
+    tokens: an approximate token count, ``ceil(chars / 4)`` (the usual four characters per token of
+        English BPE vocabularies; no tokenizer is loaded, and whitespace words would call a
+        Chinese paragraph one word). Normalised differences of tokens are those of characters.
+    headers: markdown header lines; list_items: bullet or numbered list lines; bold: bold spans.
+    """
+
+    chars: int
+    tokens: int
+    headers: int
+    list_items: int
+    bold: int
+
+    @property
+    def formatting(self) -> int:
+        """How many formatting elements the answer has: headers + list items + bold spans."""
+        return self.headers + self.list_items + self.bold
+
+    @property
+    def format_score(self) -> float:
+        """``log2(1 + formatting)``: what the simulator's ``format_bias`` is per unit of (one
+        doubling of 1 + the formatting elements), so the first few headers or bullets count most."""
+        return math.log2(1 + self.formatting)
+
+
+def style_features(text: str) -> StyleFeatures:
+    """Measure an answer's style: its length and its markdown headers, list items and bold spans.
+
+    The one place rankkit measures style: the simulator's planted biases, the leaderboards' style
+    control and the judge-bias diagnostics all read these counts.
+
+    Parameters
+    ----------
+    text : str
+        The answer.
+
+    Returns
+    -------
+    StyleFeatures
+        The counts.
+
+    Examples
+    --------
+    >>> style_features("# Plan\\n\\n- **one**\\n- two\\n1. three")
+    StyleFeatures(chars=32, tokens=8, headers=1, list_items=3, bold=1)
+    """
+    return StyleFeatures(chars=len(text), tokens=math.ceil(len(text) / 4), headers=len(_HEADER.findall(text)),
+                         list_items=len(_LIST_ITEM.findall(text)), bold=len(_BOLD.findall(text)))
 
 
 def longer_candidate(task: "Task", a: str, b: str) -> str | None:

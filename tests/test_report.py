@@ -312,3 +312,13 @@ def test_candidates_carrying_protocol_text_are_listed_escaped(tmp_path):
     assert "1 candidate(s)" in section and "1 suspicious candidate(s)" in page
     assert "<td>evil</td><td>c1</td><td>&lt;b id=pwned-system&gt;sys&lt;/b&gt;</td>" in section
     assert "Final verdict, Score:, chat-template token" in section
+
+
+def test_report_shows_the_style_preference_and_style_controlled_systems(tmp_path):
+    results = RunResult.from_dict(hand_results())
+    page = report.render_report(results, resamples=20)
+    assert "Style: length and formatting preferred beyond the human scores?" in page
+    assert "Systems with style control" in page and "ko: style-controlled systems" in page
+    style = report.style_controlled_html(results, resamples=10, seed=0)
+    assert "coefficient (log-odds per unit of (a-b)/(a+b))" in style
+    assert style.count("<td>length</td>") == len(results.strategies)  # one coefficient table per strategy

@@ -207,3 +207,20 @@ def test_a_statistic_that_resampling_can_only_lower_keeps_its_estimate_inside_th
     assert interval.estimate == pytest.approx(1.0, abs=1e-12)
     assert interval.low <= interval.estimate <= interval.high
     assert interval.low < 0.8  # the lower percentile bound is still the resamples'
+
+
+def test_logistic_regression_recovers_planted_coefficients_and_takes_half_wins():
+    from rankkit.stats import logistic_regression
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(20000, 2))
+    design = np.column_stack([np.ones(len(x)), x])
+    truth = np.array([0.3, 1.5, -0.7])
+    target = (rng.random(len(x)) < 1 / (1 + np.exp(-(design @ truth)))).astype(float)
+    fitted = logistic_regression(design, target, np.zeros(3))
+    assert fitted == pytest.approx(truth, abs=0.06)
+    # a tie is half a win: all ties give even odds
+    assert logistic_regression(np.ones((10, 1)), np.full(10, 0.5), np.zeros(1))[0] == pytest.approx(0.0, abs=1e-9)
+    # the penalty keeps a separating design finite
+    separated = logistic_regression(np.ones((5, 1)), np.ones(5), np.array([1.0]))
+    assert math.isfinite(separated[0]) and separated[0] > 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import math
 import pytest
 
 from rankkit.errors import TaskFormatError
@@ -388,3 +389,15 @@ def test_a_csv_field_past_the_csv_modules_own_limit_meets_rankkits_limit(tmp_pat
         load_tasks(path)
     assert (info.value.line, info.value.field) == (2, "candidates[0].text")
     assert len(load_tasks(path, max_candidate_chars=None)[0].candidates[0].text) == 200_000
+
+
+def test_style_features_count_markdown_headers_list_items_and_bold_spans():
+    from rankkit.tasks import Candidate, style_features
+
+    text = "## Steps\n1. **First** do\n2) then\n   - nested __point__\nplain line with a # not a header\n* last"
+    features = style_features(text)
+    assert (features.headers, features.list_items, features.bold) == (1, 4, 2)
+    assert features.chars == len(text) and features.tokens == -(-len(text) // 4)
+    assert features.format_score == pytest.approx(math.log2(8), abs=1e-12)
+    assert style_features("no formatting at all").formatting == 0
+    assert Candidate("c", text).style == features

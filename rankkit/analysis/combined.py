@@ -8,7 +8,7 @@ from rankkit.analysis.breakdowns import aggregate_level, breakdown
 from rankkit.analysis.correlations import correlation_table, paired_difference
 from rankkit.analysis.draws import MetricDraws
 from rankkit.analysis.elimination import elimination_rounds
-from rankkit.analysis.judge_bias import length_bias, position_bias, slot_bias
+from rankkit.analysis.judge_bias import length_bias, position_bias, slot_bias, style_preference
 from rankkit.analysis.labelled import DEFAULT_METRICS, check_metrics, human_scores, strategy_names, strategy_run
 from rankkit.analysis.robustness import DEFAULT_TOP_K, robustness_report
 from rankkit.results import RunResult
@@ -78,16 +78,19 @@ def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = N
         "elimination_rounds": [e for e in (elimination_rounds(results, name, "pearson", resamples, seed, level) for name in names) if e],
         "aggregate_level": [a for a in (aggregate_level(results, name, aggregate, unit_field, resamples, seed, level) for name in names) if a],
         "breakdowns": {field: {name: breakdown(results, name, field, metrics, resamples, seed, level) for name in names} for field in by},
-        "judge_bias": judge_bias(results, level),
+        "judge_bias": judge_bias(results, level, resamples, seed),
         "robustness": robustness_report(results, top_k, robustness_budget) if robustness_budget else [],
     }
 
 
-def judge_bias(results: RunResult, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
-    """Position and length bias over all distinct pairwise comparisons, and ``slots``
-    (:func:`slot_bias`) only when the results hold k-way judgments, so that a pairwise run's
-    analysis has the same keys as before k-way strategies existed."""
-    bias = {"position": position_bias(results, level=level), "length": length_bias(results, level=level)}
+def judge_bias(results: RunResult, level: float = DEFAULT_LEVEL, resamples: int = DEFAULT_RESAMPLES,
+               seed: int = 0) -> dict[str, Any]:
+    """Position and length bias over all distinct pairwise comparisons, the style preference beyond
+    the human scores (:func:`style_preference`, bootstrapped over tasks with ``resamples`` and
+    ``seed``), and ``slots`` (:func:`slot_bias`) only when the results hold k-way judgments, so that
+    a pairwise run's analysis has the same keys as before k-way strategies existed."""
+    bias = {"position": position_bias(results, level=level), "length": length_bias(results, level=level),
+            "style": style_preference(results, resamples=resamples, seed=seed, level=level)}
     slots = slot_bias(results, level=level)
     if slots:
         bias["slots"] = slots

@@ -4,7 +4,9 @@ The report's bias views: how often the candidate shown first won, whether a pair
 orders got the same winner, and how often the longer answer won — each next to the rate a judge
 agreeing with the humans would show. For k-way judgments (setwise and listwise strategies),
 :func:`slot_bias` gives how often the answer in each of the k slots was chosen, next to the
-uniform rate 1/k and the human rate.
+uniform rate 1/k and the human rate. :func:`style_preference` regresses the verdicts on the human
+scores and the answers' style differences: the judge's preference for length and formatting beyond
+what the humans' scores explain, in human-score spreads, with bootstrap intervals over tasks.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from rankkit.choices import GroupComparison
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Comparison
 from rankkit.results import RunResult
-from rankkit.stats import DEFAULT_LEVEL, proportion_interval
+from rankkit.stats import DEFAULT_LEVEL, Interval, bootstrap, proportion_interval
 from rankkit.tasks import longer_candidate
 
 
@@ -235,3 +237,108 @@ def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAUL
         out.append({"k": k, "judgments": len(parsed), "failed": len(judgments) - len(parsed), "labelled": len(shares),
                     "slots": slot_rates([top for _, _, top in parsed], shares, k, level)})
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Style preference beyond the human scores (a logistic regression of the verdict)
+
+#: The covariates of :func:`style_preference`, after the human-score difference.
+STYLE_TERMS = ("length", "format")
+
+
+def style_rows(results: RunResult, name: str | None = None) -> dict[str, list[tuple[float, float, float, float]]]:
+    """The decided pairwise comparisons on labelled tasks as regression rows, grouped by task.
+
+    Each row is ``(first won: 1 or 0, human difference / the task's spread, log2 of the length ratio,
+    format-score difference)``, all first minus second, lengths and formatting from
+    :func:`rankkit.tasks.style_features` (characters; log2(1 + headers + list items + bold)).
+    Ties and tasks without human scores are left out.
+    """
+    tasks = {t.task_id: t for t in results.tasks}
+    human = human_scores(results)
+    grouped: dict[str, list[tuple[float, float, float, float]]] = {}
+    for task_id, c in distinct_comparisons(results, name):
+        winner = winner_of(c)
+        if winner is None or task_id not in human:
+            continue
+        task = tasks[task_id]
+        first, second = task.candidate(c.first).style, task.candidate(c.second).style
+        spread = task.human_spread
+        row = (1.0 if winner == c.first else 0.0,
+               (human[task_id][c.first] - human[task_id][c.second]) / spread,
+               math.log2(max(1, first.chars) / max(1, second.chars)),
+               first.format_score - second.format_score)
+        grouped.setdefault(task_id, []).append(row)
+    return grouped
+
+
+def _style_fit(data: Any) -> dict[str, float]:
+    """The regression on an (n, 4) array of :func:`style_rows` rows."""
+    import numpy as np
+
+    from rankkit.stats import logistic_regression
+
+    design = np.column_stack([np.ones(len(data)), data[:, 1:]])
+    # A light ridge: keeps a perfectly separating judge (always right) finite; negligible otherwise.
+    beta = logistic_regression(design, data[:, 0], np.full(design.shape[1], 1e-3))
+    human = beta[1]
+    out = {"human": float(human), "slot": float(beta[0]), "length_logit": float(beta[2]),
+           "format_logit": float(beta[3])}
+    for key, column in (("slot_sd", 0), ("length", 2), ("format", 3)):
+        out[key] = float(beta[column] / human) if human > 0 else math.nan
+    for key, column in (("length", 2), ("format", 3)):
+        if not np.any(data[:, column]):  # no such differences (plain-text answers): nothing to estimate
+            out[key] = out[f"{key}_logit"] = math.nan
+    return out
+
+
+def style_preference(results: RunResult, name: str | None = None, resamples: int = 1000, seed: int = 0,
+                     level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+    """The judge's preference for length and formatting beyond what the human scores explain.
+
+    A logistic regression of the pairwise verdict (first shown won) on an intercept, the human-score
+    difference in units of the task's spread, the log2 length ratio and the format-score difference
+    (:func:`style_rows`). Dividing a style coefficient by the human-score coefficient puts it in
+    human-score spreads: ``length`` is how many spreads of human quality one doubling of the length
+    (relative to the other answer) is worth to the judge, ``format`` the same per doubling of 1 +
+    the formatting elements, and ``slot_sd`` the first slot's worth — the units of the simulator's
+    ``length_bias``, ``format_bias`` and ``slot_bias``, so a planted bias is recovered as itself.
+    0 means no preference beyond the humans'. Intervals: percentile bootstrap over tasks (the
+    comparisons of one task share answers).
+
+    Parameters
+    ----------
+    results : RunResult
+        A run's results (pairwise comparisons on tasks with human scores).
+    name : str | None
+        One strategy's comparisons; None: all strategies', each judgment once.
+    resamples, seed, level : int, int, float
+        The bootstrap over tasks.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``matches`` and ``tasks`` used, then :class:`~rankkit.stats.Interval` s: ``length``,
+        ``format``, ``slot_sd`` (spreads), ``human`` (log-odds per spread), ``length_logit``,
+        ``format_logit`` and ``slot`` (raw log-odds); all NaN with fewer than 20 comparisons or when
+        the judge's verdicts do not follow the human scores (coefficient ≤ 0), and a style term NaN
+        when no compared answers differ in it (plain-text answers have no formatting).
+    """
+    grouped = style_rows(results, name)
+    matches = sum(len(rows) for rows in grouped.values())
+    keys = ("length", "format", "slot_sd", "human", "length_logit", "format_logit", "slot")
+    if matches < 20:
+        return {"matches": matches, "tasks": len(grouped), **{key: Interval(math.nan, level=level) for key in keys}}
+    import numpy as np
+
+    # All rows in one array, task after task; a resample of tasks is a selection of row ranges.
+    data = np.array([row for rows in grouped.values() for row in rows], dtype=float)
+    ends = np.cumsum([len(rows) for rows in grouped.values()])
+    starts = ends - np.array([len(rows) for rows in grouped.values()])
+
+    def fit(sample: Sequence[int]) -> dict[str, float]:
+        rows = np.concatenate([np.arange(starts[i], ends[i]) for i in sample])
+        return _style_fit(data[rows]) if len(rows) >= 2 else dict.fromkeys(keys, math.nan)
+
+    intervals = bootstrap(fit, range(len(grouped)), resamples=resamples, seed=seed, level=level)
+    return {"matches": matches, "tasks": len(grouped), **{key: intervals[key] for key in keys}}

@@ -165,10 +165,27 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     sections.append(Table("judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a "
                           "judge agreeing with the humans would show)", rows,
                           [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))
+    if bias.get("style") and bias["style"]["matches"]:
+        sections.append(style_table(bias["style"]))
     if bias.get("slots"):
         sections.append(slot_table(bias["slots"]))
     sections += robustness_tables(report.get("robustness") or [])
     return preamble, sections
+
+
+def style_table(style: Mapping[str, Any]) -> Table:
+    """The judge's style preference beyond the human scores (:func:`rankkit.analysis.judge_bias.style_preference`)."""
+    rows = [{"term": "length (per doubling of the length ratio)", "spreads": style["length"],
+             "logit": style["length_logit"]},
+            {"term": "formatting (per doubling of 1 + headers, list items, bold)", "spreads": style["format"],
+             "logit": style["format_logit"]},
+            {"term": "first slot", "spreads": style["slot_sd"], "logit": style["slot"]},
+            {"term": "human score (per spread)", "spreads": None, "logit": style["human"]}]
+    return Table(f"judge style preference beyond the human scores: logistic regression of 'first shown won' on the "
+                 f"human-score difference and the style differences ({style['matches']} decided matches on "
+                 f"{style['tasks']} labelled tasks; bootstrap over tasks). 'spreads' = the term's coefficient over "
+                 f"the human-score one: how many human-score spreads it is worth to the judge (0 = none beyond "
+                 f"the humans)", rows, [("term", "term"), ("spreads", "spreads"), ("logit", "log-odds")])
 
 
 def slot_table(slots: list[Mapping[str, Any]]) -> Table:

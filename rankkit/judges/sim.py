@@ -34,6 +34,20 @@ sorts them). At k = 2 this is the pairwise model exactly (same draws, same ±slo
 k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. ``kway=grades`` (default)
 returns every answer's grade with the choice; ``kway=choice`` only the choice.
 
+**Style biases** (both models; 0 by default, and then nothing below changes a draw). ``length_bias``
+and ``format_bias`` shift the quality the judge perceives, in units of ``sd``: an answer's *style
+score* is ``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` (characters and the
+count of markdown headers, list items and bold spans: :func:`rankkit.tasks.style_features`, cached
+as ``Candidate.style``), and each answer is shifted by ``sd ·`` (its style score − a reference): in
+a pair or a k-way group the reference is the group's mean style score (so a pair's grades move by ±½
+of the difference: at ``length_bias=0.5`` an answer twice as long as the other gains 0.5 ``sd`` over
+it), and a pointwise
+grade is shifted against the task's median answer (median log-length, median format score). So
+``length_bias`` is the shift per doubling of the length relative to the other answer(s), and
+``format_bias`` the shift per doubling of (1 + formatting elements). The latent model adds the
+shift to the grades it compares; the fixed model decides which answer is "better" on the shifted
+human scores (its accuracy applies to that) and grades them.
+
 **Presets** (``sim:preset=NAME``) are fitted by ``benchmarks/calibrate_sim.py`` (report in
 ``benchmarks/results/sim_calibration.md``) to the recorded judgments of LLMBar Natural
 (``shared/data/llmbar_natural/judgments.jsonl``; :func:`~rankkit.judges.sim_targets.preset_targets`): the Vanilla prompt,
@@ -221,9 +235,73 @@ def _normals(*parts: str, count: int = 1) -> list[float]:
 
 _STANDARD_NORMAL = NormalDist()
 
+#: The style-bias parameters both models take (0 by default: no shift, no change to the fingerprint).
+STYLE_BIAS_KEYS = ("length_bias", "format_bias")
+
+
+class _StyleBias:
+    """The planted style biases both models share (``length_bias``, ``format_bias``; see the module
+    docstring): each answer's shift of perceived quality, in units of the task's spread."""
+
+    length_bias: float
+    format_bias: float
+
+    def _check_style_bias(self) -> None:
+        for name in STYLE_BIAS_KEYS:
+            value = getattr(self, name)
+            if not math.isfinite(value):
+                raise SpecError(f"sim: {name} must be finite, got {value}")
+
+    @property
+    def has_style_bias(self) -> bool:
+        return self.length_bias != 0 or self.format_bias != 0
+
+    def _style_fields(self) -> dict:
+        # Only nonzero biases enter the fingerprint, so judges (and caches) made before them stay valid.
+        return {name: getattr(self, name) for name in STYLE_BIAS_KEYS if getattr(self, name) != 0}
+
+    def _style_description(self) -> str:
+        return "".join(f",{name}={value:g}" for name, value in self._style_fields().items())
+
+    def style_score(self, candidate: Candidate) -> float:
+        """``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` of one answer."""
+        features = candidate.style
+        return (self.length_bias * math.log2(max(1, features.chars))
+                + self.format_bias * features.format_score)
+
+    def group_style_shifts(self, candidates: Sequence[Candidate]) -> list[float]:
+        """Each shown answer's shift (units of ``sd``) in a pair or k-way group: its style score
+        minus the group's mean; all 0 without a style bias.
+
+        >>> a, b = Candidate("a", "x" * 200), Candidate("b", "x" * 100)
+        >>> LatentJudge(length_bias=0.5).group_style_shifts([a, b])
+        [0.25, -0.25]
+        """
+        if not self.has_style_bias:
+            return [0.0] * len(candidates)
+        scores = [self.style_score(c) for c in candidates]
+        mean = sum(scores) / len(scores)
+        return [score - mean for score in scores]
+
+    def point_style_shift(self, task: Task, candidate: Candidate) -> float:
+        """An answer's shift (units of ``sd``) when graded alone: its style score minus the task's
+        median answer's (median log-length, median format score); 0 without a style bias."""
+        if not self.has_style_bias:
+            return 0.0
+        features = [c.style for c in task.candidates]
+        mine = candidate.style
+        return (self.length_bias * (math.log2(max(1, mine.chars)) - _median([math.log2(max(1, f.chars)) for f in features]))
+                + self.format_bias * (mine.format_score - _median([f.format_score for f in features])))
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
 
 @dataclass(frozen=True)
-class LatentJudge(_Simulated):
+class LatentJudge(_StyleBias, _Simulated):
     """Latent-perception simulated judge; see the module docstring for the model.
 
     perception: sd of the judge's perception of an answer, shared by both modes and every pair.
@@ -236,6 +314,8 @@ class LatentJudge(_Simulated):
     kway: what a k-way choice carries: ``grades`` (default: the grade of every answer shown, as a
         pairwise verdict carries both grades) or ``choice`` (only the chosen slot, as a real judge's
         bare "Best: X" — strategies then score k for the chosen answer and 0 for the others).
+    length_bias, format_bias: planted style biases (module docstring), in units of ``sd`` per
+        doubling of the length, and of 1 + the formatting elements, relative to the other answers.
 
     All four noise terms are in units of the task's human-score spread (``Task.human_spread``).
     """
@@ -247,6 +327,8 @@ class LatentJudge(_Simulated):
     seed: int = 0
     preset: str | None = None
     kway: str = "grades"
+    length_bias: float = 0.0
+    format_bias: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kway not in KWAY_READINGS:
@@ -257,12 +339,14 @@ class LatentJudge(_Simulated):
                 raise SpecError(f"sim: {name} must be a finite number >= 0, got {value}")
         if not math.isfinite(self.slot_bias):
             raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
+        self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
         fields = {"model": "latent", "perception": self.perception, "pair_noise": self.pair_noise,
                   "slot_bias": self.slot_bias, "grade_noise": self.grade_noise, "seed": self.seed}
         if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
             fields["kway"] = self.kway
+        fields.update(self._style_fields())
         return fields
 
     @property
@@ -274,7 +358,7 @@ class LatentJudge(_Simulated):
                     f"slot_bias={self.slot_bias:g},grade_noise={self.grade_noise:g}")
         if self.kway != "grades":
             name += f",kway={self.kway}"
-        return f"sim:{name} (simulated)"
+        return f"sim:{name}{self._style_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
         """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks."""
@@ -298,15 +382,17 @@ class LatentJudge(_Simulated):
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
-        value = _clip(task, self.perceived(task, candidate) + self.grade_noise * task.human_spread * w)
+        value = _clip(task, self.perceived(task, candidate)
+                      + task.human_spread * (self.grade_noise * w + self.point_style_shift(task, candidate)))
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         _require_truth(task)
         spread = task.human_spread
         e1, e2 = _normals(str(self.seed), task.task_id, first.id, second.id, "pair", count=2)
-        t1 = self.perceived(task, first) + spread * (self.slot_bias / 2 + self.pair_noise * e1)
-        t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2)
+        style1, style2 = self.group_style_shifts((first, second))
+        t1 = self.perceived(task, first) + spread * (self.slot_bias / 2 + self.pair_noise * e1 + style1)
+        t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2 + style2)
         if t1 == t2:  # only without noise, between equal answers and no slot bias
             s = _clip(task, t1)
             return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE,
@@ -331,13 +417,14 @@ class LatentJudge(_Simulated):
 
     def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
         """Each shown answer's grade in one k-way judgment, before clipping:
-        ``p_i + sd · (offset_i + pair_noise · e_i)``, the e_i drawn per group *and order* exactly
+        ``p_i + sd · (offset_i + pair_noise · e_i + style_i)`` (style_i: :meth:`group_style_shifts`), the e_i drawn per group *and order* exactly
         as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades)."""
         _require_truth(task)
         spread = task.human_spread
         noise = _normals(str(self.seed), task.task_id, *(c.id for c in candidates), "pair", count=len(candidates))
-        return [self.perceived(task, c) + spread * (offset + self.pair_noise * e)
-                for c, offset, e in zip(candidates, self.slot_offsets(len(candidates)), noise)]
+        styles = self.group_style_shifts(candidates)
+        return [self.perceived(task, c) + spread * (offset + self.pair_noise * e + style)
+                for c, offset, e, style in zip(candidates, self.slot_offsets(len(candidates)), noise, styles)]
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         """The best of k answers: the one with the highest grade (:meth:`group_grades`); at k = 2
@@ -372,7 +459,7 @@ def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class FixedAccuracyJudge(_Simulated):
+class FixedAccuracyJudge(_StyleBias, _Simulated):
     """Fixed-accuracy simulated judge; see the module docstring for the model.
 
     accuracy: probability of picking the human-better answer when the first-slot preference does
@@ -382,6 +469,8 @@ class FixedAccuracyJudge(_Simulated):
         human-score spread (``Task.human_spread``).
     seed: seeds every draw together with the task and the answers.
     preset: the name the parameters came from (for descriptions only).
+    length_bias, format_bias: planted style biases (module docstring): the answer it takes for the
+        better one, and its grades, are read from the human scores shifted by them.
     """
 
     accuracy: float = 0.8
@@ -389,6 +478,8 @@ class FixedAccuracyJudge(_Simulated):
     noise: float = 0.5
     seed: int = 0
     preset: str | None = None
+    length_bias: float = 0.0
+    format_bias: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.accuracy <= 1.0:
@@ -397,17 +488,18 @@ class FixedAccuracyJudge(_Simulated):
             raise SpecError(f"sim: position_bias must be in [0, 1], got {self.position_bias}")
         if not (self.noise >= 0 and math.isfinite(self.noise)):
             raise SpecError(f"sim: noise must be a finite number >= 0, got {self.noise}")
+        self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
         return {"model": "fixed", "accuracy": self.accuracy, "position_bias": self.position_bias,
-                "noise": self.noise, "seed": self.seed}
+                "noise": self.noise, "seed": self.seed, **self._style_fields()}
 
     @property
     def description(self) -> str:
         if self.preset:
-            return f"sim:model=fixed,preset={self.preset} (simulated)"
+            return f"sim:model=fixed,preset={self.preset}{self._style_description()} (simulated)"
         return (f"sim:model=fixed,accuracy={self.accuracy:g},position_bias={self.position_bias:g},"
-                f"noise={self.noise:g} (simulated)")
+                f"noise={self.noise:g}{self._style_description()} (simulated)")
 
     def latent(self, task: Task) -> dict[str, float]:
         """The human scores: the answers this judge is right about with probability ``accuracy``,
@@ -427,13 +519,17 @@ class FixedAccuracyJudge(_Simulated):
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         rng = self._rng(task.task_id, candidate.id, "point")
-        value = self._noisy(task, task.human_score(candidate.id), rng)
+        shifted = task.human_score(candidate.id) + task.human_spread * self.point_style_shift(task, candidate)
+        value = self._noisy(task, shifted, rng)
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         _require_truth(task)
         rng = self._rng(task.task_id, first.id, second.id, "pair")
         h1, h2 = task.human_score(first.id), task.human_score(second.id)
+        if self.has_style_bias:
+            style1, style2 = self.group_style_shifts((first, second))
+            h1, h2 = h1 + task.human_spread * style1, h2 + task.human_spread * style2
         if rng.random() < self.position_bias:
             first_wins = True
         elif h1 == h2:
@@ -479,6 +575,10 @@ SIM_OPTIONS: tuple[Option, ...] = (
     Option("accuracy", float, 0.8, "fixed: probability of picking the human-better answer"),
     Option("position_bias", float, 0.0, "fixed: probability of picking the answer shown first"),
     Option("noise", float, 0.5, "fixed: sd of the noise on every grade"),
+    Option("length_bias", float, 0.0, "both: planted preference, in human-score sds, per doubling of the "
+           "answer's length relative to the other(s)"),
+    Option("format_bias", float, 0.0, "both: planted preference, in human-score sds, per doubling of "
+           "(1 + headers, list items, bold)"),
 )
 
 
@@ -517,18 +617,19 @@ def build(settings: Settings) -> LatentJudge | FixedAccuracyJudge:
     if preset is not None and preset not in presets:
         raise SpecError(f"sim: unknown preset {preset!r} for model={model} (known: {', '.join(presets)})")
     explicit = {key: settings[key] for key in MODEL_KEYS[model] if key in settings.given}
+    styles = settings.subset(STYLE_BIAS_KEYS)  # both models; 0 (the default) plants nothing
     if model == "fixed":
         if preset is not None:
             accuracy, bias = fixed_parameters(*FIXED_PRESET_RATES[preset])
             explicit.setdefault("accuracy", round(accuracy, 4))
             explicit.setdefault("position_bias", round(bias, 4))
-        return FixedAccuracyJudge(**explicit, seed=settings["seed"], preset=preset)
+        return FixedAccuracyJudge(**explicit, **styles, seed=settings["seed"], preset=preset)
     if preset is None and not any(key in explicit for key in asdict(_GPT4)):
         preset = "gpt4"
     if preset is not None:
         for key, value in asdict(LATENT_PRESETS[preset]).items():
             explicit.setdefault(key, value)
-    return LatentJudge(**explicit, seed=settings["seed"], preset=preset)
+    return LatentJudge(**explicit, **styles, seed=settings["seed"], preset=preset)
 
 
 #: ``sim:...``: the simulated judges (research; they read the data's human scores).

@@ -22,6 +22,13 @@ from rankkit.leaderboard.build import (
 )
 from rankkit.leaderboard.display import leaderboard_rows, report
 from rankkit.leaderboard.rating import rate_bt, rate_win_rate
+from rankkit.leaderboard.style import (
+    CONTROLS,
+    controlled_ratings,
+    length_controlled_win_rates,
+    parse_control,
+    self_preference_systems,
+)
 from rankkit.leaderboard.tournament import play_against, play_tournament
 from rankkit.leaderboard.truth import (
     correlations,
@@ -32,7 +39,8 @@ from rankkit.leaderboard.truth import (
 )
 
 __all__ = [
-    "ADD_METHODS", "BUILD_METHODS", "Leaderboard", "LeaderboardError", "SystemRating",
+    "ADD_METHODS", "BUILD_METHODS", "CONTROLS", "controlled_ratings", "length_controlled_win_rates",
+    "parse_control", "self_preference_systems", "Leaderboard", "LeaderboardError", "SystemRating",
     "add_system", "all_systems", "anchored", "arena", "binary_search_placement", "build", "correlations",
     "find_truth_file", "from_strategy", "human_system_scores", "induced_outcomes", "leaderboard_rows",
     "load_truth", "play_against", "play_tournament", "rate_bt", "rate_win_rate", "report", "resolve_truth",

@@ -21,6 +21,7 @@ from rankkit.leaderboard.board import (
     systems_of,
 )
 from rankkit.leaderboard.rating import finite_or_lowest, none_if_nan
+from rankkit.leaderboard.style import controlled_ratings, parse_control
 from rankkit.leaderboard.tournament import play_against
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
@@ -113,7 +114,7 @@ def rating_against(outcomes: Sequence[Outcome], ratings: dict[str, float]) -> fl
 def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: str, method: str = "binary",
                cache: Any = None, seed: int | None = None, order: str | None = None,
                resamples: int = 200,
-               judge_spec: str = "", data: str = "") -> Leaderboard:
+               judge_spec: str = "", data: str = "", control: str | Sequence[str] | None = None) -> Leaderboard:
     """A new leaderboard with ``system`` added to ``board`` (see ``docs/leaderboards.md``).
 
     Parameters
@@ -127,6 +128,12 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     order : str | None
         How the newcomer's matches are shown; default ``both`` when the leaderboard's were, else
         ``random`` (a match against one opponent puts the newcomer in a seeded random slot).
+    control : str | Sequence[str] | None
+        Style control (``length``, ``format``); default: the stored leaderboard's. With one, the
+        newcomer's matches are played as ``method`` says, then every system is re-rated on all the
+        matches, old and new, by the controlled model (:func:`rankkit.leaderboard.style.controlled_ratings`),
+        and ranked by it (``placement`` still records where the binary search put the newcomer).
+        The stored matches must carry their tasks (leaderboards written by rankkit 0.3 do).
     """
     if method not in ADD_METHODS:
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")
@@ -136,7 +143,12 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     seed = board.seed if seed is None else seed
     order = order or ("both" if board.order == "both" else "random")
     used = _check_newcomer(board, tasks, system)
+    control = parse_control(control) if control else tuple(board.control)
+    if control and len(board.match_tasks) != len(board.matches):
+        raise LeaderboardError("style control re-rates every match, and this leaderboard's stored matches do not "
+                               "record their tasks (it was written before rankkit 0.3): rebuild it")
     new_outcomes: list[Outcome] = []
+    new_task_ids: list[str] = []
     sources: dict[str, MatchSource] = {}
 
     def source_for(task: Task) -> MatchSource:
@@ -150,6 +162,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
         def play(task: Task, opponent: str) -> float:
             played = play_against(task, source_for(task), rng, opponent, [system], order)
             new_outcomes.extend(played)
+            new_task_ids.extend([task.task_id] * len(played))
             if not played:
                 return 0.5
             _, _, points = played[0]
@@ -165,7 +178,9 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     else:
         opponent = board.anchor if board.scale == "win_rate" and board.anchor else rows[0].name
         for task in used:
-            new_outcomes += play_against(task, source_for(task), rng, opponent, [system], order)
+            played = play_against(task, source_for(task), rng, opponent, [system], order)
+            new_outcomes += played
+            new_task_ids += [task.task_id] * len(played)
         if not new_outcomes:
             raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
         if board.scale == "win_rate":
@@ -196,10 +211,17 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     total = Cost()
     total.add(board.cost)
     total.add(cost)
-    return Leaderboard(method=board.method, systems=systems, matches=[*board.matches, *new_outcomes], cost=total,
+    matches, match_tasks = [*board.matches, *new_outcomes], [*board.match_tasks, *new_task_ids]
+    style = None
+    if control:
+        systems, style = controlled_ratings(tasks, matches, match_tasks, [*board.names, system], control, board.scale,
+                                            board.anchor, resamples, seed)
+        placement["controlled_rank"] = [row.name for row in systems].index(system) + 1
+    return Leaderboard(method=board.method, systems=systems, matches=matches, cost=total,
                        scale=board.scale, anchor=board.anchor, seed=board.seed, order=board.order,
                        judge=board.judge or judge_info(judge, judge_spec), data=data or board.data,
-                       placement=placement)
+                       placement=placement, match_tasks=match_tasks if len(match_tasks) == len(matches) else [],
+                       control=control, style=style)
 
 
 def _searched_rating(board: Leaderboard, system: str, outcomes: Sequence[Outcome], resamples: int,

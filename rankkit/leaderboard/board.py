@@ -29,7 +29,9 @@ class LeaderboardError(RankkitError, ValueError):
 @dataclass(frozen=True)
 class SystemRating:
     """A leaderboard row. ``rating`` is None when it cannot be computed (see
-    :mod:`rankkit.leaderboard.add` for a system placed by binary search)."""
+    :mod:`rankkit.leaderboard.add` for a system placed by binary search). ``unadjusted``: on a
+    style-controlled leaderboard, the rating without the control (plain BT, raw win rate); None
+    otherwise."""
 
     name: str
     rating: float | None
@@ -37,15 +39,20 @@ class SystemRating:
     ci_high: float | None
     rank: int
     matches: int = 0
+    unadjusted: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "rating": self.rating, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "rank": self.rank, "matches": self.matches}
+        out = {"name": self.name, "rating": self.rating, "ci_low": self.ci_low, "ci_high": self.ci_high,
+               "rank": self.rank, "matches": self.matches}
+        if self.unadjusted is not None:
+            out["unadjusted"] = self.unadjusted
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "SystemRating":
         return cls(name=data["name"], rating=data.get("rating"), ci_low=data.get("ci_low"),
-                   ci_high=data.get("ci_high"), rank=int(data["rank"]), matches=int(data.get("matches", 0)))
+                   ci_high=data.get("ci_high"), rank=int(data["rank"]), matches=int(data.get("matches", 0)),
+                   unadjusted=data.get("unadjusted"))
 
 
 @dataclass
@@ -61,6 +68,11 @@ class Leaderboard:
     order: how the arena's or anchored matches were shown (``given``, ``random``, ``both``); None
         for a leaderboard aggregated from a strategy, whose label (``method``) names its order.
     placement: for a leaderboard made by :func:`add_system`, how the newcomer was placed.
+    match_tasks: the task each match was played on, parallel to ``matches`` (empty for a
+        leaderboard stored before they were recorded); style control reads the answers there.
+    control: the style control the ratings were fitted with (``length``, ``format``; empty: none).
+    style: with a control, the model and its coefficients with their intervals
+        (:mod:`rankkit.leaderboard.style`); None without.
     """
 
     method: str
@@ -74,6 +86,9 @@ class Leaderboard:
     judge: dict[str, Any] = field(default_factory=dict)
     data: str = ""
     placement: dict[str, Any] | None = None
+    match_tasks: list[str] = field(default_factory=list)
+    control: tuple[str, ...] = ()
+    style: dict[str, Any] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -92,8 +107,13 @@ class Leaderboard:
             "systems": [s.to_dict() for s in self.systems],
             "judge_calls": self.cost.judge_calls, "comparisons": self.cost.comparisons,
             "cost": self.cost.to_dict(), "placement": self.placement,
-            "matches": [{"a": a, "b": b, "outcome": outcome} for a, b, outcome in self.matches],
+            "control": list(self.control), "style": self.style,
+            "matches": [{"a": a, "b": b, "outcome": outcome, **({"task": task} if task is not None else {})}
+                        for (a, b, outcome), task in zip(self.matches, self._tasks_or_none())],
         })
+
+    def _tasks_or_none(self) -> list[str | None]:
+        return list(self.match_tasks) if len(self.match_tasks) == len(self.matches) else [None] * len(self.matches)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Leaderboard":
@@ -103,7 +123,15 @@ class Leaderboard:
                    cost=cost,
                    scale=data.get("scale", "elo"), anchor=data.get("anchor"), seed=int(data.get("seed", 0)),
                    order=data.get("order"), judge=dict(data.get("judge") or {}),
-                   data=data.get("data", ""), placement=data.get("placement"))
+                   data=data.get("data", ""), placement=data.get("placement"),
+                   match_tasks=_match_tasks(data.get("matches") or []),
+                   control=tuple(data.get("control") or ()), style=data.get("style"))
+
+
+def _match_tasks(matches: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The stored matches' task ids, or none when any match lacks one (a leaderboard from 0.2)."""
+    tasks = [m.get("task") for m in matches]
+    return [str(task) for task in tasks] if tasks and all(task is not None for task in tasks) else []
 
 
 def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:

@@ -17,6 +17,7 @@ from rankkit.leaderboard.board import (
     systems_of,
 )
 from rankkit.leaderboard.rating import rate_bt, rate_win_rate
+from rankkit.leaderboard.style import controlled_ratings, parse_control
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
 from rankkit.matches import MatchSource
 from rankkit.order import check_order
@@ -29,7 +30,7 @@ BUILD_METHODS = ("arena", "anchored")
 def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, order: str = "given",
           resamples: int = 200, alpha: float = 0.01, systems: Sequence[str] | None = None,
           progress: bool = False, judge_spec: str = "",
-          data: str = "") -> Leaderboard:
+          data: str = "", control: str | Sequence[str] | None = None) -> Leaderboard:
     """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
 
     Parameters
@@ -44,6 +45,9 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
         1000 as elsewhere, because every resample refits the whole leaderboard).
     alpha : float
         The Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
+    control : str | Sequence[str] | None
+        ``length``, ``format`` or ``length,format``: rate by the style-controlled Bradley–Terry
+        strengths (:mod:`rankkit.leaderboard.style`), the plain rating kept as ``unadjusted``.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
@@ -51,16 +55,29 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     def play(task: Task, source: MatchSource) -> list[Outcome]:
         return play_tournament(task, source, task_rng(seed, task.task_id, purpose="arena"), order)
 
-    outcomes, cost = play_all(used, play, judge, cache, progress, "arena")
-    return Leaderboard(method="arena", systems=rate_bt(outcomes, names, resamples, seed, alpha),
-                       matches=outcomes, cost=cost, scale="elo", seed=seed, order=order,
-                       judge=judge_info(judge, judge_spec), data=data)
+    control = parse_control(control)
+    outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "arena")
+    rows, style = _rate(used, outcomes, task_ids, names, control, "elo", None, resamples, seed, alpha)
+    return Leaderboard(method="arena", systems=rows, matches=outcomes, cost=cost, scale="elo", seed=seed, order=order,
+                       judge=judge_info(judge, judge_spec), data=data, match_tasks=task_ids, control=control,
+                       style=style)
+
+
+def _rate(tasks: Sequence[Task], outcomes: Sequence[Outcome], task_ids: Sequence[str], names: Sequence[str],
+          control: tuple[str, ...], scale: str, anchor: str | None, resamples: int, seed: int,
+          alpha: float = 0.01) -> tuple[list, dict[str, Any] | None]:
+    """The rows (and, with a control, the style block) of a leaderboard's matches."""
+    if control:
+        return controlled_ratings(tasks, outcomes, task_ids, names, control, scale, anchor, resamples, seed, alpha)
+    if scale == "win_rate":
+        return rate_win_rate(outcomes, names, anchor, resamples, seed), None
+    return rate_bt(outcomes, names, resamples, seed, alpha), None
 
 
 def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None, seed: int = 0,
              order: str = "random", resamples: int = 200, systems: Sequence[str] | None = None,
              progress: bool = False, judge_spec: str = "",
-             data: str = "") -> Leaderboard:
+             data: str = "", control: str | Sequence[str] | None = None) -> Leaderboard:
     """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate.
 
     Parameters
@@ -68,6 +85,10 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
     order : str
         How each match is shown (:func:`~rankkit.leaderboard.tournament.play_against`): ``random``
         (default), ``both`` or ``given``.
+    control : str | Sequence[str] | None
+        ``length``: rate by the length-controlled win rate (alpaca_eval's GLM,
+        :func:`rankkit.leaderboard.style.length_controlled_win_rates`), the raw win rate kept as
+        ``unadjusted``.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     if anchor not in names:
@@ -77,10 +98,15 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
     def play(task: Task, source: MatchSource) -> list[Outcome]:
         return play_against(task, source, task_rng(seed, task.task_id, purpose="anchored"), anchor, names, order)
 
-    outcomes, cost = play_all(used, play, judge, cache, progress, "anchored")
-    return Leaderboard(method="anchored", systems=rate_win_rate(outcomes, names, anchor, resamples, seed),
-                       matches=outcomes, cost=cost, scale="win_rate", anchor=anchor, seed=seed, order=order,
-                       judge=judge_info(judge, judge_spec), data=data)
+    control = parse_control(control)
+    if control and control != ("length",):
+        raise LeaderboardError("the anchored leaderboard takes control=length only (the length-controlled win "
+                               "rate); use the arena leaderboard for format control")
+    outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "anchored")
+    rows, style = _rate(used, outcomes, task_ids, names, control, "win_rate", anchor, resamples, seed)
+    return Leaderboard(method="anchored", systems=rows, matches=outcomes, cost=cost, scale="win_rate", anchor=anchor,
+                       seed=seed, order=order, judge=judge_info(judge, judge_spec), data=data, match_tasks=task_ids,
+                       control=control, style=style)
 
 
 def induced_outcomes(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
@@ -97,28 +123,38 @@ def induced_outcomes(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
 
 
 def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, resamples: int = 200,
-                  alpha: float = 0.01, judge: dict[str, Any] | None = None, data: str = "") -> Leaderboard:
+                  alpha: float = 0.01, judge: dict[str, Any] | None = None, data: str = "",
+                  control: str | Sequence[str] | None = None) -> Leaderboard:
     """A leaderboard from any per-task strategy's results (a :class:`rankkit.runner.StrategyRun`):
-    each task's scores become induced pairwise results (:func:`induced_outcomes`), fitted by BT."""
+    each task's scores become induced pairwise results (:func:`induced_outcomes`), fitted by BT
+    (style-controlled BT with a ``control``)."""
     by_id = {t.task_id: t for t in tasks}
     outcomes: list[Outcome] = []
+    task_ids: list[str] = []
     for result in strategy_run.tasks:
-        outcomes += induced_outcomes(by_id[result.task_id], result.scores)
+        induced = induced_outcomes(by_id[result.task_id], result.scores)
+        outcomes += induced
+        task_ids += [result.task_id] * len(induced)
     names = all_systems(tasks)
-    return Leaderboard(method=strategy_run.name, systems=rate_bt(outcomes, names, resamples, seed, alpha),
-                       matches=outcomes, cost=strategy_run.cost, scale="elo", seed=seed,
-                       judge=judge or {}, data=data)
+    control = parse_control(control)
+    rows, style = _rate(tasks, outcomes, task_ids, names, control, "elo", None, resamples, seed, alpha)
+    return Leaderboard(method=strategy_run.name, systems=rows, matches=outcomes, cost=strategy_run.cost, scale="elo",
+                       seed=seed, judge=judge or {}, data=data, match_tasks=task_ids, control=control, style=style)
 
 
 def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: str | None = None,
           cache: Any = None, seed: int = 0, order: str | None = None, resamples: int = 200,
           systems: Sequence[str] | None = None, progress: bool = False, judge_spec: str = "",
-          data: str = "") -> Leaderboard:
+          data: str = "", control: str | Sequence[str] | None = None) -> Leaderboard:
     """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or any strategy
     spec (``knockout:order=both``, ``bt`` …), whose per-task results are aggregated.
 
     Parameters
     ----------
+    control : str | Sequence[str] | None
+        Style control (``length``, ``format``, ``length,format``): the ratings are fitted with the
+        answers' style differences as covariates (:mod:`rankkit.leaderboard.style`; an anchored
+        leaderboard takes ``length``, its length-controlled win rate). None: plain ratings.
     order : str | None
         How ``arena`` and ``anchored`` show each match; None: their default (``given``,
         ``random``). A strategy spec names its own order, so giving one with it is an error.
@@ -135,12 +171,12 @@ def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: st
                                    f"{method!r} takes its own in the spec (e.g. {method.partition(':')[0]}:order={order})")
     if method == "arena":
         return arena(tasks, judge, cache, seed, order or "given", resamples, systems=systems, progress=progress,
-                     judge_spec=judge_spec, data=data)
+                     judge_spec=judge_spec, data=data, control=control)
     if method == "anchored":
         if anchor is None:
             raise LeaderboardError(f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})")
         return anchored(tasks, judge, anchor, cache, seed, order or "random", resamples, systems=systems,
-                        progress=progress, judge_spec=judge_spec, data=data)
+                        progress=progress, judge_spec=judge_spec, data=data, control=control)
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
 
@@ -149,4 +185,4 @@ def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: st
     all_systems(used)  # fail early when candidates lack systems
     result = run(used, [strategy], judge, cache, seed=seed, progress=progress, judge_spec=judge_spec, data=data)
     return from_strategy(result.strategies[0], used, seed, resamples, judge=judge_info(judge, judge_spec),
-                         data=data)
+                         data=data, control=control)

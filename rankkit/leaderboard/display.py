@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from rankkit.leaderboard.board import Leaderboard
+from rankkit.leaderboard.style import self_preference_systems
 from rankkit.leaderboard.truth import correlations
 
 
@@ -14,6 +15,8 @@ def leaderboard_rows(board: Leaderboard, truth: Mapping[str, float] | None = Non
     for row in board.systems:
         item = {"rank": row.rank, "name": row.name, "rating": row.rating, "ci_low": row.ci_low,
                 "ci_high": row.ci_high, "matches": row.matches}
+        if board.control:
+            item["unadjusted"] = row.unadjusted
         if truth is not None:
             item["truth"] = truth.get(row.name)
         rows.append(item)
@@ -25,6 +28,9 @@ def report(board: Leaderboard, truth: tuple[str, dict[str, float]] | None
     """Table rows, summary lines and the truth block (also stored in the JSON) for a leaderboard."""
     rows = leaderboard_rows(board, truth[1] if truth else None)
     kind = "Bradley-Terry rating (Elo scale)" if board.scale == "elo" else f"win rate against {board.anchor}"
+    if board.control:
+        kind = (f"style-controlled ({','.join(board.control)}) {kind}" if board.scale == "elo"
+                else f"length-controlled {kind}")
     lines = [f"{len(board.systems)} systems · {board.method} · {kind} · "
              f"judge_calls {board.cost.judge_calls} · comparisons {board.cost.comparisons}"]
     if board.placement:
@@ -34,9 +40,30 @@ def report(board: Leaderboard, truth: tuple[str, dict[str, float]] | None
                      f"({where['judge_calls']} new judge calls)")
         if where.get("rating_note"):
             lines.append(f"{where['system']}: {where['rating_note']}")
+    lines += style_lines(board)
     block = None
     if truth is not None:
         block = {"source": truth[0], **correlations(board, truth[1])}
         lines.append(f"against {truth[0]} ({block['systems']} systems): "
                      f"Spearman {block['spearman']:.3f} · Kendall {block['kendall']:.3f}")
     return rows, lines, block
+
+
+def style_lines(board: Leaderboard) -> list[str]:
+    """Summary lines on style: the control's coefficients with their intervals, and the systems a
+    self-preferring judge may favour (:func:`~rankkit.leaderboard.style.self_preference_systems`)."""
+    lines = []
+    if board.style:
+        parts = []
+        for name, value in board.style["coefficients"].items():
+            text = "-" if value["estimate"] is None else f"{value['estimate']:+.3f}"
+            if value["ci_low"] is not None and value["ci_high"] is not None:
+                text += f" [{value['ci_low']:+.3f}, {value['ci_high']:+.3f}]"
+            parts.append(f"{name} {text}")
+        lines.append(f"style coefficients ({board.style['unit']}): " + " · ".join(parts)
+                     + "; the 'unadjusted' column is the rating without the control")
+    flagged = self_preference_systems(board.judge, board.names)
+    if flagged:
+        lines.append(f"self-preference: {', '.join(flagged)} look(s) like the judge's own model (a name match); "
+                     f"judges tend to favour their own answers, so read their ratings with care")
+    return lines

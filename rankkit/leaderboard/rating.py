@@ -18,7 +18,7 @@ def rate_bt(outcomes: Sequence[Outcome], systems: Sequence[str], resamples: int,
             alpha: float = 0.01) -> list[SystemRating]:
     """Bradley–Terry ratings (Elo scale) with ``resamples`` bootstrap resamples, best first."""
     intervals = bootstrap(lambda sample: bradley_terry(sample, systems, alpha=alpha), outcomes, resamples=resamples, seed=seed)
-    return _rows(intervals, outcomes)
+    return rows_from_intervals(intervals, outcomes)
 
 
 def rate_win_rate(outcomes: Sequence[Outcome], systems: Sequence[str], anchor: str, resamples: int,
@@ -28,10 +28,11 @@ def rate_win_rate(outcomes: Sequence[Outcome], systems: Sequence[str], anchor: s
     intervals = bootstrap(lambda sample: win_rates(sample, others), outcomes, resamples=resamples, seed=seed)
     intervals = {name: intervals[name] for name in others}
     intervals[anchor] = Interval(0.5, 0.5, 0.5)
-    return _rows(intervals, outcomes)
+    return rows_from_intervals(intervals, outcomes)
 
 
-def _rows(intervals: Mapping[str, Interval], outcomes: Sequence[Outcome]) -> list[SystemRating]:
+def rows_from_intervals(intervals: Mapping[str, Interval], outcomes: Sequence[Outcome]) -> list[SystemRating]:
+    """Leaderboard rows from each system's rating interval, best first; ``matches`` counted from ``outcomes``."""
     played: dict[str, int] = {}
     for a, b, _ in outcomes:
         played[a] = played.get(a, 0) + 1

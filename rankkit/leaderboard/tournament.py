@@ -66,23 +66,25 @@ def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: 
 
 
 def play_all(tasks: Sequence[Task], play: Callable[[Task, MatchSource], list[Outcome]], judge: Judge,
-             cache: Any, progress: bool, method: str) -> tuple[list[Outcome], Cost]:
+             cache: Any, progress: bool, method: str) -> tuple[list[Outcome], Cost, list[str]]:
     """Play ``play`` on every task through :func:`rankkit.runner.map_tasks` (tasks concurrently when
-    the judge has capacity), and gather the outcomes and the cost in task order."""
+    the judge has capacity), and gather the outcomes, the cost and each outcome's task id in task order."""
     from tqdm import tqdm
 
     from rankkit.runner import map_tasks
 
     judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
 
-    def work(task: Task, memo: JudgmentMemo) -> tuple[list[Outcome], Cost]:
+    def work(task: Task, memo: JudgmentMemo) -> tuple[str, list[Outcome], Cost]:
         source = MatchSource(task, memo, strategy=method)
-        return play(task, source), source.cost
+        return task.task_id, play(task, source), source.cost
 
     outcomes: list[Outcome] = []
+    task_ids: list[str] = []
     total = Cost()
-    for played, cost in tqdm(map_tasks(tasks, work, judge, cache), total=len(tasks), desc=inert(method), unit="task",
-                             file=sys.stderr, disable=not progress):
+    for task_id, played, cost in tqdm(map_tasks(tasks, work, judge, cache), total=len(tasks), desc=inert(method),
+                                      unit="task", file=sys.stderr, disable=not progress):
         outcomes += played
+        task_ids += [task_id] * len(played)
         total.add(cost)
-    return outcomes, total
+    return outcomes, total, task_ids

@@ -4,6 +4,7 @@ of k-way judgments, by hand."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from click.testing import CliRunner
@@ -110,7 +111,7 @@ def test_human_best_shares_split_ties_evenly():
 
 def test_analyze_adds_slots_only_for_k_way_judgments(kway_results, results):
     pairwise_only = analysis.analyze(results, resamples=0)
-    assert set(pairwise_only["judge_bias"]) == {"position", "length"}
+    assert set(pairwise_only["judge_bias"]) == {"position", "length", "style"}
     assert "slot bias" not in analysis.format_analysis(pairwise_only)
     report = analysis.analyze(kway_results, resamples=0)
     assert [size["judgments"] for size in report["judge_bias"]["slots"]] == [4, 1]
@@ -153,3 +154,36 @@ def test_compare_analyze_and_report_show_the_slot_bias_of_a_k_way_run(tmp_path, 
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "Slots: is the answer shown first chosen in a k-way judgment?" in page
     assert four["slots"][0]["rate"].text() in page
+
+
+def _sim_results(spec: str, n_tasks: int = 40):
+    """A round robin in both orders on generated tasks (7 answers of varied length and quality)."""
+    import random
+
+    from rankkit.judges import make_judge
+    from rankkit.runner import run
+    from rankkit.strategies import make_strategy
+    from rankkit.tasks import Candidate, Task
+
+    rng = random.Random(2)
+    tasks = [Task(task_id=f"t{t}", prompt="q", criterion="score", scale=(0.0, 10.0), candidates=tuple(
+        Candidate(id=f"c{i}", text="word " * rng.randint(10, 400), human={"score": rng.uniform(0, 10)})
+        for i in range(7))) for t in range(n_tasks)]
+    return run(tasks, [make_strategy("bt:order=both")], make_judge(spec), None, seed=0)
+
+
+@pytest.mark.parametrize("planted", [0.0, 0.6])
+def test_style_preference_recovers_a_planted_length_bias_in_human_score_spreads(planted):
+    style = judge_bias.style_preference(_sim_results(f"sim:preset=gpt4,length_bias={planted}"), resamples=200)
+    assert style["matches"] == 40 * 42 and style["tasks"] == 40
+    assert style["length"].low <= planted <= style["length"].high
+    assert style["length"].high - style["length"].low < 0.5
+    assert math.isnan(style["format"].estimate)  # plain-text answers: nothing to estimate
+    assert style["human"].low > 0
+
+
+def test_style_preference_needs_labelled_pairwise_matches(results):
+    import dataclasses
+
+    style = judge_bias.style_preference(dataclasses.replace(results, strategies=[]), resamples=0)
+    assert style["matches"] == 0 and math.isnan(style["length"].estimate)

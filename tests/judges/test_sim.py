@@ -468,3 +468,102 @@ def test_sim_refuses_data_without_human_scores_before_judging(spec, monkeypatch)
     with pytest.raises(SpecError, match=r"sim needs human scores for every candidate \(task 'q1', candidate 'c0'"):
         run(_unlabelled_tasks(), [make_strategy("knockout")], judge, progress=False)
     assert asked == []  # refused before any judgment
+
+
+# -- planted style biases (both models) ---------------------------------------------------------
+
+
+def styled_task(texts, scores, scale=WIDE):
+    from rankkit.tasks import Candidate
+
+    candidates = tuple(Candidate(id=f"c{i}", text=text, system=f"s{i}", human={"score": float(score)})
+                       for i, (text, score) in enumerate(zip(texts, scores)))
+    return Task(task_id="styled", prompt="q", candidates=candidates, criterion="score", scale=scale)
+
+
+NOISELESS = dict(perception=0.0, pair_noise=0.0, slot_bias=0.0, grade_noise=0.0)
+
+
+def test_length_bias_shifts_a_pair_by_its_value_per_doubling_of_the_length_ratio():
+    task = styled_task(["x" * 400, "x" * 100, "x" * 100], [1.0, 1.0, 2.0])  # spread = 0.4714
+    short, longer = task.candidates[1], task.candidates[0]
+    judge = LatentJudge(length_bias=0.5, **NOISELESS)
+    verdict = judge.compare(task, short, longer)
+    assert verdict.winner is Winner.SECOND  # equal humans: the longer wins
+    # four times as long = two doublings: 2 · 0.5 · sd between the two grades, half each way
+    assert verdict.second_grade - verdict.first_grade == pytest.approx(2 * 0.5 * task.human_spread, abs=1e-9)
+    assert verdict.second_grade - 1.0 == pytest.approx(0.5 * task.human_spread, abs=1e-9)
+    # a shorter answer one spread... better still loses to a length gain of two spreads
+    strong = LatentJudge(length_bias=1.5, **NOISELESS)
+    assert strong.compare(task, task.candidates[2], longer).winner is Winner.SECOND
+    assert LatentJudge(**NOISELESS).compare(task, task.candidates[2], longer).winner is Winner.FIRST
+
+
+def test_k_way_style_shifts_are_against_the_groups_mean_log_length_and_match_the_pair_at_k2():
+    task = styled_task(["x" * 100, "x" * 200, "x" * 400, "x" * 50], [1, 1, 1, 1])
+    judge = LatentJudge(length_bias=1.0, seed=3)
+    shifts = judge.group_style_shifts(task.candidates[:3])
+    assert shifts == pytest.approx([-1.0, 0.0, 1.0], abs=1e-12)
+    for a, b in pairs_of(task):
+        pair = judge.compare(task, a, b)
+        grades = judge.group_grades(task, [a, b])
+        assert (pair.winner is Winner.FIRST) == (grades[0] > grades[1])
+    noiseless = LatentJudge(length_bias=1.0, **NOISELESS)
+    assert noiseless.choose(task, task.candidates).chosen == 2
+    assert [task.candidates[i].id for i in noiseless.rank(task, task.candidates).permutation] == ["c2", "c1", "c0", "c3"]
+
+
+def test_pointwise_style_shift_is_against_the_tasks_median_answer():
+    task = styled_task(["x" * 100, "x" * 200, "x" * 400], [1, 1, 1])  # median 200 chars
+    judge = LatentJudge(length_bias=1.0, **NOISELESS)
+    spread = task.human_spread
+    values = [judge.grade(task, c).value for c in task.candidates]
+    assert values == pytest.approx([1 - spread, 1.0, 1 + spread], abs=1e-9)
+
+
+def test_format_bias_prefers_formatted_answers_per_doubling_of_one_plus_the_elements():
+    plain, formatted = "word " * 40, "# Title\n- **one**\n- two\n"  # 1 header + 2 items + 1 bold = 4
+    task = styled_task([plain, formatted], [1.0, 1.2])
+    judge = LatentJudge(format_bias=1.0, **NOISELESS)
+    shifts = judge.group_style_shifts(task.candidates)
+    assert shifts[1] - shifts[0] == pytest.approx(math.log2(5), abs=1e-12)
+    assert judge.compare(task, task.candidates[1], task.candidates[0]).winner is Winner.FIRST
+    assert LatentJudge(**NOISELESS).compare(task, task.candidates[0], task.candidates[1]).winner is Winner.SECOND
+
+
+def test_the_fixed_model_takes_the_shifted_answer_for_the_better_one():
+    task = styled_task(["x" * 800, "x" * 100], [1.0, 1.5])  # spread 0.25: the longer is 2 spreads worse
+    fixed = dict(accuracy=1.0, position_bias=0.0, noise=0.0)
+    assert FixedAccuracyJudge(**fixed).compare(task, *task.candidates).winner is Winner.SECOND
+    biased = FixedAccuracyJudge(length_bias=1.0, **fixed)  # 3 doublings: +3 spreads for the longer
+    verdict = biased.compare(task, *task.candidates)
+    assert verdict.winner is Winner.FIRST
+    assert verdict.first_grade - verdict.second_grade == pytest.approx((3 - 2) * 0.25, abs=1e-9)
+    mean = [biased.grade(task, c).value for c in task.candidates]  # median log-length: 4.5 doublings above 1 char
+    assert mean[0] - mean[1] == pytest.approx(0.25 * 3 - 0.5, abs=1e-9)
+
+
+def test_zero_style_biases_change_nothing_and_stay_out_of_fingerprints_and_descriptions():
+    task = make_task([1, 2, 3, 5], scale=(0, 10))
+    for plain, zero in [(LatentJudge(seed=4), LatentJudge(seed=4, length_bias=0.0, format_bias=0.0)),
+                        (FixedAccuracyJudge(seed=4), FixedAccuracyJudge(seed=4, length_bias=0.0))]:
+        assert plain.fingerprint == zero.fingerprint and plain.description == zero.description
+    biased = make_judge("sim:length_bias=0.5")
+    assert biased.fingerprint != make_judge("sim").fingerprint
+    assert biased.perception == LATENT_PRESETS["gpt4"].perception  # the default preset, plus the bias
+    assert "length_bias=0.5" in biased.description
+    fixed = make_judge("sim:model=fixed,format_bias=0.3")
+    assert isinstance(fixed, FixedAccuracyJudge) and fixed.format_bias == pytest.approx(0.3)
+    assert "format_bias=0.3" in fixed.description
+    assert fixed.fingerprint != make_judge("sim:model=fixed").fingerprint
+    for a, b in pairs_of(task):  # no formatting, equal lengths: a format bias moves nothing
+        assert fixed.compare(task, a, b) == dataclasses.replace(fixed, format_bias=0.0).compare(task, a, b)
+
+
+def test_non_finite_style_biases_are_refused():
+    with pytest.raises(SpecError, match="length_bias must be finite"):
+        LatentJudge(length_bias=math.inf)
+    with pytest.raises(SpecError, match="format_bias must be finite"):
+        FixedAccuracyJudge(format_bias=math.nan)
+    with pytest.raises(SpecError, match="length_bias"):
+        make_judge("sim:length_bias=inf")
