@@ -144,7 +144,7 @@ def test_judge_completion_offers_backends_then_their_options():
     assert complete(["compare", "--judge"], "sim:") == [f"sim:{o}=" for o in ("model", "preset", "seed", "perception",
                                                                                 "pair_noise", "slot_bias", "grade_noise",
                                                                                 "kway", "accuracy", "position_bias",
-                                                                                "noise")]
+                                                                                "noise", "length_bias", "format_bias")]
     assert complete(["compare", "--judge"], "nosuch:") == []
 
 
