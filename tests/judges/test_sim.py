@@ -479,8 +479,8 @@ def test_the_temperature_solves_its_calibration_equation_by_independent_quadratu
     spread = math.sqrt(2 * params.perception ** 2 + 2 * params.pair_noise ** 2)
     confidence = 0.0
     for mean in (2 + params.slot_bias, 2 - params.slot_bias):
-        value, _ = integrate.quad(lambda d: stats.norm.pdf(d, mean, spread) / (1 + math.exp(-abs(d) / tau)),
-                                  -np.inf, np.inf, points=None)
+        value, _ = integrate.quad(lambda d, mean=mean: stats.norm.pdf(d, mean, spread) / (1 + math.exp(-abs(d) / tau)),
+                                  -np.inf, np.inf)
         confidence += value / 2
     assert confidence == pytest.approx(latent_pair_accuracy(params.perception, params.pair_noise, params.slot_bias),
                                        abs=1e-5)
