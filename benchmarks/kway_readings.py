@@ -46,8 +46,7 @@ SUMMARISATION = ("newsroom", "realsumm")
 def p8_tables(args, datasets: list[str], presets: list[str], started: float) -> dict:
     """(reading, seeds label) -> {(preset, dataset): each P8 spec's figures}."""
     specs = [kway.BASELINE, *kway.KWAY_SPECS]
-    seed_sets = {f"0–{args.seeds - 1}": range(args.seeds), f"{args.seeds}–{2 * args.seeds - 1}":
-                 range(args.seeds, 2 * args.seeds)}
+    seed_sets = seed_labels(args)
     tables: dict = {}
     for reading in args.readings:
         for label, seeds in seed_sets.items():
@@ -63,6 +62,14 @@ def p8_tables(args, datasets: list[str], presets: list[str], started: float) -> 
             raise AssertionError("the pairwise baseline differs between readings: the sim's pairwise "
                                  "judgments must not depend on kway")
     return tables
+
+
+def seed_labels(args) -> dict[str, range]:
+    """P8's seed sets by label: seeds 0..S−1, then (unless ``--no-fresh``) the fresh seeds S..2S−1."""
+    sets = {f"0–{args.seeds - 1}": range(args.seeds)}
+    if args.fresh:
+        sets[f"{args.seeds}–{2 * args.seeds - 1}"] = range(args.seeds, 2 * args.seeds)
+    return sets
 
 
 def p2_tables(args, presets: list[str], started: float) -> dict:
@@ -186,10 +193,11 @@ def main() -> None:
     parser.add_argument("--presets", default=",".join(kway.PRESETS))
     parser.add_argument("--readings", default=",".join(KWAY_READINGS))
     parser.add_argument("--seeds", type=int, default=3, help="P8: seeds 0..S-1, then fresh seeds S..2S-1")
+    parser.add_argument("--no-fresh", dest="fresh", action="store_false", help="P8: seeds 0..S-1 only")
     parser.add_argument("--size", type=int, default=100, help="P2′: the number of candidates per task")
     parser.add_argument("--frontier-seeds", type=int, default=3)
     parser.add_argument("--parts", default=",".join(PARTS))
-    parser.add_argument("--out", default=str(RESULTS / "kway_readings.md"))
+    parser.add_argument("--out", default=str(RESULTS / "kway_readings.md"), help="the report (Markdown)")
     args = parser.parse_args()
     args.readings = args.readings.split(",")
     unknown = [r for r in args.readings if r not in KWAY_READINGS]
@@ -212,8 +220,9 @@ def main() -> None:
         f" --{name.replace('_', '-')} {value}" for name, value, default in (
             ("datasets", args.datasets, ",".join(kway.DATASETS)), ("presets", args.presets, ",".join(kway.PRESETS)),
             ("readings", ",".join(args.readings), ",".join(KWAY_READINGS)), ("seeds", args.seeds, 3),
-            ("size", args.size, 100), ("frontier_seeds", args.frontier_seeds, 3), ("parts", args.parts, ",".join(PARTS)))
-        if value != default)
+            ("size", args.size, 100), ("frontier_seeds", args.frontier_seeds, 3), ("parts", args.parts, ",".join(PARTS)),
+            ("out", args.out, str(RESULTS / "kway_readings.md")))
+        if value != default) + ("" if args.fresh else " --no-fresh")
     lines += ["# P8 and P2′ under the three k-way readings", "",
               f"Made by `{command}` ({elapsed:.0f} s on a shared 2-core machine). The simulator's k-way choice "
               "(latent model; k = 2 is its pairwise model) carries every shown answer's grade (`grades`), the bare "
@@ -225,7 +234,7 @@ def main() -> None:
               "(checked: the baselines' figures are identical).", ""]
     lines += temperatures_table(presets)
     if p8 is not None:
-        labels = [f"0–{args.seeds - 1}", f"{args.seeds}–{2 * args.seeds - 1}"]
+        labels = list(seed_labels(args))
         lines += ["## P8: `setwise_knockout:k=4,order=both` against `knockout:order=both`", "",
                   f"Datasets {', '.join(datasets)}; means over datasets (each weighs the same) of the means over "
                   "seeds. P8 holds where the candidate is within 0.01 task Spearman, has equal or better top-1 and "
