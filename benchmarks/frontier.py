@@ -26,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from rankkit.judges import make_judge
+from rankkit.judges.sim import KWAY_READINGS
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.synthetic import planted_tasks
@@ -62,9 +63,11 @@ def answers_per_judgment(spec: str) -> float:
     return 1.0
 
 
-def measure(n: int, preset: str, seeds: int, sim_kway: str) -> dict[str, dict[str, float]]:
-    """Each spec's mean task Spearman and judgments per task over the seeds (fresh tasks per seed)."""
-    specs = [REFERENCE, *(spec for family in families(n).values() for spec in family)]
+def measure(n: int, preset: str, seeds: int, sim_kway: str, specs: list[str] | None = None
+            ) -> dict[str, dict[str, float]]:
+    """Each spec's mean task Spearman and judgments per task over the seeds (fresh tasks per seed);
+    ``specs``: the reference and every family's unless given."""
+    specs = specs or [REFERENCE, *(spec for family in families(n).values() for spec in family)]
     strategies = [make_strategy(spec) for spec in specs]
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for seed in range(seeds):
@@ -95,7 +98,7 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--presets", default=",".join(PRESETS))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--sim-kway", default="grades", choices=("grades", "choice"))
+    parser.add_argument("--sim-kway", default="grades", choices=KWAY_READINGS)
     parser.add_argument("--out", default=str(RESULTS / "frontier.md"))
     args = parser.parse_args()
     sizes, presets = [int(s) for s in args.sizes.split(",")], args.presets.split(",")

@@ -80,10 +80,10 @@ def prompt_tokens(task_result, size: PromptSize) -> float:
             + sum(size.group(g.kind, g.shown) for g in task_result.group_comparisons))
 
 
-def measure(dataset: str, preset: str, seeds: range, specs: list[str], sim_kway: str = "grades"
-            ) -> dict[str, dict[str, float]]:
-    """Each strategy's means over seeds on one dataset and preset (``sim_kway``: the sim's ``kway=``)."""
-    tasks = load_tasks(SHARED / dataset / "tasks.jsonl")
+def measure(dataset: str, preset: str, seeds: range, specs: list[str], sim_kway: str = "grades",
+            data: Path = SHARED) -> dict[str, dict[str, float]]:
+    """Each strategy's means over seeds on one dataset (under ``data``) and preset (``sim_kway``: the sim's ``kway=``)."""
+    tasks = load_tasks(data / dataset / "tasks.jsonl")
     sizes = {t.task_id: PromptSize(t) for t in tasks}
     strategies = [make_strategy(spec) for spec in specs]
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

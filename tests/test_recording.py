@@ -78,3 +78,23 @@ def test_a_judgment_several_strategies_used_is_written_once(tmp_path):
     assert set(keys) == used
     assert write_judgments(rows, tmp_path / "rows.jsonl") == len(rows)
     assert [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()] == rows
+
+
+def test_the_sims_probability_choices_round_trip_through_a_recording_and_the_cache(tmp_path):
+    """k-way choices carrying P(best) (``sim:kway=probabilities``), written from a run and replayed,
+    or read back from the cache, give the strategies the same scores as the live judge."""
+    tasks = load_tasks(SAMPLE_DATA)
+    live = make_judge("sim:preset=chatgpt,kway=probabilities")
+    strategies = [make_strategy(s) for s in ("setwise_knockout:k=3,order=both", "setwise_heapsort", "listwise")]
+    cache = JudgmentCache(tmp_path / "c.sqlite")
+    expected = run(tasks, strategies, live, cache=cache, progress=False)
+    rows = rows_from_results(expected, "chatgpt-sim", "kway")
+    choices = [row for row in rows if row.get("kind") == "choice"]
+    assert choices and all(len(row["probabilities"]) == len(row["shown"]) and "grades" not in row for row in choices)
+    write_judgments(rows, tmp_path / "kway.jsonl")
+    for judge, cached in ((make_judge(f"replay:{tmp_path / 'kway.jsonl'}"), None), (live, cache)):
+        again = run(tasks, strategies, judge, cache=cached, progress=False)
+        for a, b in zip(expected.strategies, again.strategies):
+            assert [t.scores for t in a.tasks] == [t.scores for t in b.tasks]
+            assert b.cost.parse_failures == 0
+    assert again.strategies[0].cost.cache_hits > 0

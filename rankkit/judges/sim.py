@@ -31,8 +31,11 @@ what order consistency measures), and a pointwise pair is ordered right with pro
 grades each as in a pair, ``p_i + sd · (b_i + pair_noise · e_i)`` with the slot bias ``b_i`` spread
 evenly from +slot_bias/2 (first slot) to −slot_bias/2 (last), and chooses the highest (a ranking
 sorts them). At k = 2 this is the pairwise model exactly (same draws, same ±slot_bias/2). For
-k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. ``kway=grades`` (default)
-returns every answer's grade with the choice; ``kway=choice`` only the choice.
+k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. What a choice carries is
+the ``kway`` reading: ``grades`` (default) every answer's grade with the choice; ``choice`` only
+the choice; ``probabilities`` P(best) per slot, as a logprob judge gives it: a softmax of those
+grades (in ``sd`` units) at the temperature :func:`kway_temperature` fits so that, at k = 2, the
+judge's mean confidence in its own choice equals its pairwise accuracy (``docs/judges-sim.md``).
 
 **Style biases** (both models; 0 by default, and then nothing below changes a draw). ``length_bias``
 and ``format_bias`` shift the quality the judge perceives, in units of ``sd``: an answer's *style
@@ -99,6 +102,7 @@ import hashlib
 import math
 import random
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from statistics import NormalDist
 from typing import Sequence
 
@@ -124,7 +128,10 @@ class LatentParameters:
 
 
 #: What a k-way choice of the latent model carries (its ``kway`` parameter).
-KWAY_READINGS = ("grades", "choice")
+KWAY_READINGS = ("grades", "choice", "probabilities")
+
+#: How far apart (in ``sd``) the answers of a calibration pair are: LLMBar's 0/1 preferences.
+CALIBRATION_GAP = 2.0
 
 #: preset -> fitted latent parameters (``benchmarks/calibrate_sim.py``; table in the module docstring).
 LATENT_PRESETS: dict[str, LatentParameters] = {
@@ -157,6 +164,104 @@ def fixed_parameters(right: float, first: float) -> tuple[float, float]:
     bias = max(0.0, 2.0 * first - 1.0)
     accuracy = (right - bias / 2.0) / (1.0 - bias) if bias < 1 else 0.5
     return min(1.0, max(0.0, accuracy)), bias
+
+
+def latent_pair_accuracy(perception: float, pair_noise: float, slot_bias: float,
+                         gap: float = CALIBRATION_GAP) -> float:
+    """The latent model's pairwise accuracy on pairs ``gap`` spreads apart, each in both orders.
+
+    Parameters
+    ----------
+    perception, pair_noise, slot_bias: the latent parameters (units of ``sd``).
+    gap: how far apart the two answers are (LLMBar's calibration pairs: 2).
+
+    Returns
+    -------
+    ``½·[Φ((gap + slot_bias)/s) + Φ((gap − slot_bias)/s)]`` with ``s = √(2·perception² +
+    2·pair_noise²)``; for a preset, its fitted LLMBar accuracy (up to the parameters' rounding).
+
+    >>> round(latent_pair_accuracy(perception=0.7301, pair_noise=0.4010, slot_bias=0.0623), 3)
+    0.955
+    """
+    spread = math.sqrt(2 * perception ** 2 + 2 * pair_noise ** 2)
+    if spread == 0:
+        return 0.5 * sum(1.0 if gap + bias > 0 else 0.5 if gap + bias == 0 else 0.0 for bias in (slot_bias, -slot_bias))
+    return 0.5 * sum(_STANDARD_NORMAL.cdf((gap + bias) / spread) for bias in (slot_bias, -slot_bias))
+
+
+#: The grid (in standard deviations) the expected confidence is integrated over: trapezoid rule.
+_QUADRATURE = [i / 100 - 8.0 for i in range(1601)]
+_QUADRATURE_WEIGHTS = [math.exp(-z * z / 2) / math.sqrt(2 * math.pi) * (0.5 if abs(z) == 8.0 else 1.0) / 100
+                       for z in _QUADRATURE]
+
+
+def _mean_confidence(temperature: float, means: tuple[float, ...], spread: float) -> float:
+    """E[σ(|d| / temperature)] for d ~ N(mean, spread²), averaged over ``means`` (the two orders)."""
+    total = 0.0
+    for mean in means:
+        for z, weight in zip(_QUADRATURE, _QUADRATURE_WEIGHTS):
+            total += weight / (1.0 + math.exp(-abs(mean + spread * z) / temperature))
+    return total / len(means)
+
+
+@lru_cache(maxsize=64)
+def kway_temperature(perception: float, pair_noise: float, slot_bias: float, gap: float = CALIBRATION_GAP) -> float:
+    """The softmax temperature (in ``sd``) of the ``kway=probabilities`` reading: calibrated at k = 2.
+
+    At k = 2 the reading gives P(first) = σ(d / τ) for the two grades' difference d (in ``sd``),
+    and the choice is the higher grade, as in the pairwise model. On calibration pairs (``gap``
+    apart, both orders) d ~ N(gap ± slot_bias, 2·perception² + 2·pair_noise²), so the judge's mean
+    confidence in its own choice is E[σ(|d| / τ)], which falls from 1 (τ → 0) to ½ (τ → ∞). τ
+    is the one value at which it equals the pairwise accuracy :func:`latent_pair_accuracy` —
+    the judge is as confident as it is right, on average (no over- or under-confidence). It is
+    found by bisection on log τ, the expectation by the trapezoid rule on ±8 standard deviations
+    (0.01 apart): deterministic, to about 1e-6 in the confidence.
+
+    Parameters
+    ----------
+    perception, pair_noise, slot_bias: the latent parameters (units of ``sd``).
+    gap: how far apart the calibration pairs' answers are (LLMBar's: 2).
+
+    Returns
+    -------
+    τ > 0; 0 for a judge that is always right (its probabilities are then certain), ``inf`` for
+    one no better than chance (uniform probabilities).
+
+    >>> round(kway_temperature(0.7301, 0.4010, 0.0623), 3)
+    0.348
+    """
+    accuracy = latent_pair_accuracy(perception, pair_noise, slot_bias, gap)
+    if accuracy >= 1.0 - 1e-12:
+        return 0.0
+    if accuracy <= 0.5 + 1e-12:
+        return math.inf
+    means, spread = (gap + slot_bias, gap - slot_bias), math.sqrt(2 * perception ** 2 + 2 * pair_noise ** 2)
+    low, high = math.log(1e-6), math.log(1e6)  # confidence(low) > accuracy > confidence(high)
+    for _ in range(60):
+        middle = (low + high) / 2
+        if _mean_confidence(math.exp(middle), means, spread) > accuracy:
+            low = middle
+        else:
+            high = middle
+    return math.exp((low + high) / 2)
+
+
+def softmax_probabilities(values: Sequence[float], temperature: float) -> tuple[float, ...]:
+    """softmax(values / temperature); temperature 0: all mass on the largest, ``inf``: uniform.
+
+    >>> [round(p, 3) for p in softmax_probabilities([1.0, 0.0], 1.0)]
+    [0.731, 0.269]
+    """
+    k = len(values)
+    if temperature == 0:
+        best = ranking_from_scores(values)[0]
+        return tuple(1.0 if slot == best else 0.0 for slot in range(k))
+    if math.isinf(temperature):
+        return (1.0 / k,) * k
+    top = max(values)
+    weights = [math.exp((value - top) / temperature) for value in values]
+    mass = sum(weights)
+    return tuple(weight / mass for weight in weights)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,8 +417,11 @@ class LatentJudge(_StyleBias, _Simulated):
     seed: seeds every draw together with the task, the answers and the order.
     preset: the name the parameters came from (for descriptions only).
     kway: what a k-way choice carries: ``grades`` (default: the grade of every answer shown, as a
-        pairwise verdict carries both grades) or ``choice`` (only the chosen slot, as a real judge's
-        bare "Best: X" — strategies then score k for the chosen answer and 0 for the others).
+        pairwise verdict carries both grades), ``choice`` (only the chosen slot, as a real judge's
+        bare "Best: X" — strategies then score k for the chosen answer and 0 for the others) or
+        ``probabilities`` (P(best) per slot, as a logprob judge gives it: the softmax of the
+        grades in ``sd`` units at :meth:`kway_temperature`; strategies score k·P(best)). The
+        chosen slot and a ranking's order are the same in every reading.
     length_bias, format_bias: planted style biases (module docstring), in units of ``sd`` per
         doubling of the length, and of 1 + the formatting elements, relative to the other answers.
 
@@ -426,17 +534,34 @@ class LatentJudge(_StyleBias, _Simulated):
         return [self.perceived(task, c) + spread * (offset + self.pair_noise * e + style)
                 for c, offset, e, style in zip(candidates, self.slot_offsets(len(candidates)), noise, styles)]
 
+    def kway_temperature(self) -> float:
+        """The temperature (in ``sd``) of this judge's ``kway=probabilities`` reading: the one at
+        which, at k = 2, its mean confidence in its choice equals its pairwise accuracy
+        (:func:`kway_temperature`, where the derivation is)."""
+        return kway_temperature(self.perception, self.pair_noise, self.slot_bias)
+
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         """The best of k answers: the one with the highest grade (:meth:`group_grades`); at k = 2
-        the pairwise verdict's winner, with the pairwise grades."""
+        the pairwise verdict's winner, with the pairwise grades (``kway=grades``), nothing more
+        (``choice``) or P(best) per slot (``probabilities``: the softmax of the unclipped grades
+        over ``sd`` at :meth:`kway_temperature`; at k = 2, P(first) = σ(d / τ) for the grades'
+        difference d in ``sd``)."""
         labels(len(candidates))  # 2 to 8 answers
         grades = self.group_grades(task, candidates)
         chosen = ranking_from_scores(grades)[0]
+        raw = f"{CHOICE_PREFIX} {LABELS[chosen]}"
+        if self.kway == "probabilities":
+            spread = task.human_spread
+            probabilities = softmax_probabilities([grade / spread for grade in grades], self.kway_temperature())
+            return GroupChoice(chosen=chosen, probabilities=probabilities, raw=raw)
         clipped = tuple(_clip(task, grade) for grade in grades) if self.kway == "grades" else None
-        return GroupChoice(chosen=chosen, grades=clipped, raw=f"{CHOICE_PREFIX} {LABELS[chosen]}")
+        return GroupChoice(chosen=chosen, grades=clipped, raw=raw)
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
-        """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s choice)."""
+        """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s
+        choice). The same in every ``kway`` reading: a ranking carries no grades or probabilities,
+        and a logprob judge's ranking sorts the slots by their P(best), which orders them as the
+        grades do."""
         labels(len(candidates))
         permutation = ranking_from_scores(self.group_grades(task, candidates))
         return GroupRanking(permutation=permutation,
@@ -571,7 +696,7 @@ SIM_OPTIONS: tuple[Option, ...] = (
     Option("pair_noise", float, _GPT4.pair_noise, "latent: sd of the noise on a pairwise grade"),
     Option("slot_bias", float, _GPT4.slot_bias, "latent: first slot's advantage (> 0 favours it)"),
     Option("grade_noise", float, _GPT4.grade_noise, "latent: sd of the noise on a pointwise grade"),
-    Option("kway", str, "grades", "latent: what a k-way choice carries: grades or choice", choices=KWAY_READINGS),
+    Option("kway", str, "grades", "latent: what a k-way choice carries: grades, choice or probabilities (P(best) per slot)", choices=KWAY_READINGS),
     Option("accuracy", float, 0.8, "fixed: probability of picking the human-better answer"),
     Option("position_bias", float, 0.0, "fixed: probability of picking the answer shown first"),
     Option("noise", float, 0.5, "fixed: sd of the noise on every grade"),

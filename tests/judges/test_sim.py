@@ -8,12 +8,14 @@ import math
 import re
 from statistics import NormalDist
 
+import numpy as np
 import pytest
 from scipy import stats
 
 from rankkit.judges import make_judge
 from rankkit.judgments import Winner
-from rankkit.judges.sim import FIXED_PRESET_RATES, LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, fixed_parameters
+from rankkit.judges.sim import (FIXED_PRESET_RATES, LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, fixed_parameters,
+                                kway_temperature, latent_pair_accuracy, softmax_probabilities)
 from rankkit.judges.sim_targets import debiased_discriminability, llmbar_rates, preset_targets
 from rankkit.specs import SpecError
 from rankkit.tasks import Task, load_tasks
@@ -567,3 +569,113 @@ def test_non_finite_style_biases_are_refused():
         FixedAccuracyJudge(format_bias=math.nan)
     with pytest.raises(SpecError, match="length_bias"):
         make_judge("sim:length_bias=inf")
+
+
+# -- the k-way readings --------------------------------------------------------------------------
+
+def calibration_pairs(count):
+    """``count`` one-pair tasks whose answers are 2 spreads apart (human scores 0 and 1, as
+    LLMBar's preferences), each in both orders: the pairs the presets were fitted on."""
+    tasks = [make_task([0.0, 1.0], task_id=f"p{i}", scale=WIDE) for i in range(count)]
+    return [(task, pair) for task in tasks for pair in (task.candidates, task.candidates[::-1])]
+
+
+@pytest.mark.parametrize("preset", sorted(LATENT_PRESETS))
+def test_the_probabilities_temperature_makes_mean_confidence_equal_the_pairwise_accuracy(preset):
+    """At k = 2 on 6000 calibration judgments, the mean probability the judge gives its own
+    choice is its pairwise accuracy (analytic, and the preset's LLMBar rate) within 0.01, and the
+    choice is right at that rate within 0.015 (sd of a rate over 6000 judgments ≤ 0.006)."""
+    judge = make_judge(f"sim:preset={preset},kway=probabilities")
+    params = LATENT_PRESETS[preset]
+    accuracy = latent_pair_accuracy(params.perception, params.pair_noise, params.slot_bias)
+    assert accuracy == pytest.approx(FIXED_PRESET_RATES[preset][0], abs=1e-3)  # the fitted LLMBar accuracy
+    confidence, right = [], 0
+    for task, shown in calibration_pairs(3000):
+        choice = judge.choose(task, shown)
+        confidence.append(choice.probabilities[choice.chosen])
+        right += task.human_score(shown[choice.chosen].id) == 1.0
+    assert sum(confidence) / len(confidence) == pytest.approx(accuracy, abs=0.01)
+    assert right / len(confidence) == pytest.approx(accuracy, abs=0.015)
+
+
+@pytest.mark.parametrize("preset", sorted(LATENT_PRESETS))
+def test_the_temperature_solves_its_calibration_equation_by_independent_quadrature(preset):
+    """E[σ(|d|/τ)] for d ~ N(2 ± slot_bias, 2·perception² + 2·pair_noise²), integrated by scipy
+    rather than the module's trapezoid rule, equals the analytic accuracy to 1e-5."""
+    from scipy import integrate
+
+    params = LATENT_PRESETS[preset]
+    tau = kway_temperature(params.perception, params.pair_noise, params.slot_bias)
+    spread = math.sqrt(2 * params.perception ** 2 + 2 * params.pair_noise ** 2)
+    confidence = 0.0
+    for mean in (2 + params.slot_bias, 2 - params.slot_bias):
+        value, _ = integrate.quad(lambda d, mean=mean: stats.norm.pdf(d, mean, spread) / (1 + math.exp(-abs(d) / tau)),
+                                  -np.inf, np.inf)
+        confidence += value / 2
+    assert confidence == pytest.approx(latent_pair_accuracy(params.perception, params.pair_noise, params.slot_bias),
+                                       abs=1e-5)
+
+
+def test_a_noisier_judge_gets_a_higher_temperature_and_the_extremes_are_certain_or_uniform():
+    temperatures = [kway_temperature(0.5, noise, 0.0) for noise in (0.2, 0.5, 1.0, 2.0)]
+    assert temperatures == sorted(temperatures) and temperatures[0] > 0
+    assert kway_temperature(0.0, 0.0, 0.0) == 0.0  # always right: certain
+    assert math.isinf(kway_temperature(0.0, 0.0, 10.0))  # the slot alone decides: chance, uniform
+    assert softmax_probabilities([1.0, 3.0, 2.0], 0.0) == (0.0, 1.0, 0.0)
+    assert softmax_probabilities([1.0, 3.0, 2.0], math.inf) == pytest.approx((1 / 3,) * 3, abs=1e-12)
+
+
+def test_probabilities_sum_to_one_and_pick_the_same_choice_and_ranking_as_the_other_readings():
+    task = make_task([3.0, 9.0, 1.0, 5.0, 7.0, 2.0], scale=(0.0, 10.0))
+    readings = {kway: make_judge(f"sim:preset=chatgpt,kway={kway}") for kway in ("grades", "choice", "probabilities")}
+    for start in range(6):
+        shown = tuple(task.candidates[(start + i) % 6] for i in range(4))
+        choices = {kway: judge.choose(task, shown) for kway, judge in readings.items()}
+        probabilities = choices["probabilities"].probabilities
+        assert len(probabilities) == 4 and sum(probabilities) == pytest.approx(1.0, abs=1e-12)
+        assert all(0.0 <= p <= 1.0 for p in probabilities) and choices["probabilities"].grades is None
+        assert {c.chosen for c in choices.values()} == {max(range(4), key=probabilities.__getitem__)}
+        assert choices["probabilities"].slot_scores(4) == pytest.approx(tuple(4 * p for p in probabilities), abs=1e-12)
+        assert len({judge.rank(task, shown).permutation for judge in readings.values()}) == 1
+
+
+def test_the_probabilities_reading_is_a_softmax_of_the_grades_at_the_judges_temperature():
+    judge = LatentJudge(perception=0.3, pair_noise=0.6, slot_bias=0.4, kway="probabilities")
+    task = make_task([2.0, 4.0, 3.0], scale=WIDE)
+    grades = judge.group_grades(task, task.candidates)
+    tau, spread = judge.kway_temperature(), task.human_spread
+    weights = [math.exp(g / (spread * tau)) for g in grades]
+    expected = tuple(w / sum(weights) for w in weights)
+    assert judge.choose(task, task.candidates).probabilities == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_slot_bias_shows_in_the_probabilities():
+    """chatgpt's first-slot preference, shown 4 answers of equal quality from 800 tasks: the mean
+    P(best) of the first slot is above 1/4 and the last slot's below; without slot bias, each slot's
+    is 1/4 within 0.03 (sd of each mean ≤ 0.01)."""
+    biased = make_judge("sim:preset=chatgpt,kway=probabilities")
+    unbiased = make_judge("sim:preset=chatgpt,slot_bias=0,kway=probabilities")
+    tasks = [make_task([5.0] * 4 + [0.0, 10.0], task_id=f"e{i}", scale=(0.0, 10.0)) for i in range(800)]
+
+    def mean_per_slot(judge):
+        rows = [judge.choose(task, task.candidates[:4]).probabilities for task in tasks]
+        return [sum(row[slot] for row in rows) / len(rows) for slot in range(4)]
+
+    first, *_, last = mean_per_slot(biased)
+    assert first > 0.25 + 0.05 and last < 0.25 - 0.05
+    assert mean_per_slot(unbiased) == pytest.approx([0.25] * 4, abs=0.03)
+
+
+def test_the_probabilities_reading_is_seeded_and_named_in_the_fingerprint_only():
+    task = make_task([3.0, 9.0, 1.0, 5.0], scale=(0.0, 10.0))
+    judge = make_judge("sim:preset=gpt4,kway=probabilities")
+    again = make_judge("sim:preset=gpt4,kway=probabilities")
+    other_seed = make_judge("sim:preset=gpt4,kway=probabilities,seed=1")
+    assert judge.choose(task, task.candidates) == again.choose(task, task.candidates)
+    assert judge.choose(task, task.candidates).probabilities != other_seed.choose(task, task.candidates).probabilities
+    default = make_judge("sim:preset=gpt4")
+    assert "kway" not in default.fingerprint and '"probabilities"' in judge.fingerprint
+    assert len({default.fingerprint, judge.fingerprint, make_judge("sim:preset=gpt4,kway=choice").fingerprint}) == 3
+    assert judge.description == "sim:preset=gpt4,kway=probabilities (simulated)"
+    with pytest.raises(SpecError, match="kway must be one of grades, choice, probabilities"):
+        make_judge("sim:kway=logits")
