@@ -66,8 +66,13 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 #: (dataset, tasks used by default). Fewer tasks for larger N keep each dataset's share of the
 #: run time comparable (all-pairs BT costs N(N − 1) judgments per task).
-DATASETS = [("usr_topicalchat", 8), ("wmt23_sxs_mqm_ende", 5), ("wmt21_mqm_ted_ende", 3), ("realsumm", 6),
-            ("arena_hard_v01_arena_elo", 3)]
+DATASETS = [
+    ("usr_topicalchat", 8),
+    ("wmt23_sxs_mqm_ende", 5),
+    ("wmt21_mqm_ted_ende", 3),
+    ("realsumm", 6),
+    ("arena_hard_v01_arena_elo", 3),
+]
 PRESETS = ["gpt4", "chatgpt", "falcon"]
 FRACTIONS = [0.1, 0.15, 0.25, 0.5]
 REFERENCE = "bt:order=both"
@@ -77,14 +82,23 @@ BASELINES = ["knockout", "knockout:order=both", "heapsort"]
 FIXED = ["double_elimination", "double_elimination:aggregate=grades"]
 #: The adaptive variants; each runs at every budget fraction (``comparisons=`` is appended, and
 #: ``batch=`` for active: N // 4 pairs per posterior update, about half a Swiss round).
-ADAPTIVE = ["swiss", "swiss:aggregate=grades", "swiss:aggregate=grades,order=both",
-            "active", "active:aggregate=grades", "active:aggregate=grades,order=both"]
+ADAPTIVE = [
+    "swiss",
+    "swiss:aggregate=grades",
+    "swiss:aggregate=grades,order=both",
+    "active",
+    "active:aggregate=grades",
+    "active:aggregate=grades,order=both",
+]
 #: The baseline every adaptive variant must match at its own cost (issue 16, P2).
 EQUAL_COST = "knockout:order=both"
 #: Variants re-scored *post hoc* from the very judgments they used, with the slot-corrected grade
 #: levels of :mod:`rankkit.strategies._graded` (what an ``aggregate=corrected`` option of swiss and
 #: active would give: neither chooses its pairs from its aggregate, so the pairs are the same).
-POSTHOC = {"swiss:aggregate=grades": "swiss:aggregate=corrected†", "active:aggregate=grades": "active:aggregate=corrected†"}
+POSTHOC = {
+    "swiss:aggregate=grades": "swiss:aggregate=corrected†",
+    "active:aggregate=grades": "active:aggregate=corrected†",
+}
 VARIANTS = ADAPTIVE + list(POSTHOC.values())
 TARGET_GAP = 0.01
 TARGET_FRACTION = 0.25
@@ -139,8 +153,9 @@ def paired_gap(row: Row, reference: Row) -> list[float]:
     return [a - b for a, b in zip(row.spearman, reference.spearman)]
 
 
-def run_dataset(name: str, limit: int, seeds: int, fractions: list[float],
-                fixed_accuracy: bool = False) -> tuple[int, dict[str, list[Row]]]:
+def run_dataset(
+    name: str, limit: int, seeds: int, fractions: list[float], fixed_accuracy: bool = False
+) -> tuple[int, dict[str, list[Row]]]:
     """All strategies on one dataset under every preset (of the latent model, or of the
     fixed-accuracy model with ``fixed_accuracy``); returns N and {preset: rows}."""
     tasks = load_tasks(SHARED / name / "tasks.jsonl", limit=limit)
@@ -158,21 +173,35 @@ def run_dataset(name: str, limit: int, seeds: int, fractions: list[float],
     by_preset: dict[str, list[Row]] = {}
     derived = [(i, POSTHOC[variant]) for i, (_, variant, _) in enumerate(specs) if variant in POSTHOC]
     for preset in PRESETS:
-        rows = [Row(label=spec, variant=variant, fraction=fraction, spearman=[], comparisons=[])
-                for spec, variant, fraction in specs]
-        rows += [Row(label=f"{specs[i][0].replace('aggregate=grades', 'aggregate=corrected')}†", variant=variant,
-                     fraction=specs[i][2], spearman=[], comparisons=[]) for i, variant in derived]
+        rows = [
+            Row(label=spec, variant=variant, fraction=fraction, spearman=[], comparisons=[])
+            for spec, variant, fraction in specs
+        ]
+        rows += [
+            Row(
+                label=f"{specs[i][0].replace('aggregate=grades', 'aggregate=corrected')}†",
+                variant=variant,
+                fraction=specs[i][2],
+                spearman=[],
+                comparisons=[],
+            )
+            for i, variant in derived
+        ]
         for seed in range(seeds):
             # The reference runs first: it judges every ordered pair, so the others reuse its
             # judgments from the shared graph (same judge, same seed) instead of recomputing them.
-            result = run(tasks, [make_strategy(spec) for spec, _, _ in specs],
-                         make_judge(f"sim:{'model=fixed,' if fixed_accuracy else ''}preset={preset},seed={seed}"),
-                         seed=seed, progress=False)
+            result = run(
+                tasks,
+                [make_strategy(spec) for spec, _, _ in specs],
+                make_judge(f"sim:{'model=fixed,' if fixed_accuracy else ''}preset={preset},seed={seed}"),
+                seed=seed,
+                progress=False,
+            )
             for row, strategy_run in zip(rows, result.strategies):
                 row.spearman.append(strategy_run.metrics["task_spearman"])
                 row.comparisons.append(strategy_run.cost.comparisons / len(tasks))
                 row.seconds += strategy_run.seconds
-            for row, (i, _) in zip(rows[len(specs):], derived):
+            for row, (i, _) in zip(rows[len(specs) :], derived):
                 row.spearman.append(corrected_spearman(result.strategies[i], tasks))
                 row.comparisons.append(result.strategies[i].cost.comparisons / len(tasks))
         by_preset[preset] = rows
@@ -214,10 +243,23 @@ def plot(results: dict[str, tuple[int, dict[str, list[Row]]]], path: Path) -> No
     import matplotlib.pyplot as plt
 
     names = list(results)
-    fig, axes = plt.subplots(len(names), len(PRESETS), figsize=(4.2 * len(PRESETS), 3.2 * len(names)),
-                             squeeze=False)
-    colours = dict(zip(VARIANTS, ["tab:blue", "tab:cyan", "tab:purple", "tab:red", "tab:orange", "tab:brown",
-                                  "tab:green", "tab:olive", "tab:pink"]))
+    fig, axes = plt.subplots(len(names), len(PRESETS), figsize=(4.2 * len(PRESETS), 3.2 * len(names)), squeeze=False)
+    colours = dict(
+        zip(
+            VARIANTS,
+            [
+                "tab:blue",
+                "tab:cyan",
+                "tab:purple",
+                "tab:red",
+                "tab:orange",
+                "tab:brown",
+                "tab:green",
+                "tab:olive",
+                "tab:pink",
+            ],
+        )
+    )
     markers = dict(zip(BASELINES + FIXED, ["s", "D", "^", "v", "<"]))
     for i, name in enumerate(names):
         n, by_preset = results[name]
@@ -240,8 +282,15 @@ def plot(results: dict[str, tuple[int, dict[str, list[Row]]]], path: Path) -> No
             for row in rows:
                 if row.label in markers:
                     mean, low, high = interval(row.spearman)
-                    ax.errorbar([statistics.fmean(row.comparisons)], [mean], yerr=[[mean - low], [high - mean]],
-                                fmt=markers[row.label], color="dimgrey", ms=4, label=row.label)
+                    ax.errorbar(
+                        [statistics.fmean(row.comparisons)],
+                        [mean],
+                        yerr=[[mean - low], [high - mean]],
+                        fmt=markers[row.label],
+                        color="dimgrey",
+                        ms=4,
+                        label=row.label,
+                    )
             ax.set_title(f"{name} (N={n}) · {preset}", fontsize=9)
             ax.set_xlabel("comparisons per task", fontsize=8)
             ax.set_ylabel("task Spearman", fontsize=8)
@@ -253,59 +302,82 @@ def plot(results: dict[str, tuple[int, dict[str, list[Row]]]], path: Path) -> No
     plt.close(fig)
 
 
-def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.Namespace,
-           limits: dict[str, int], seconds: float, plot_name: str | None) -> tuple[str, list[tuple]]:
+def report(
+    results: dict[str, tuple[int, dict[str, list[Row]]]],
+    args: argparse.Namespace,
+    limits: dict[str, int],
+    seconds: float,
+    plot_name: str | None,
+) -> tuple[str, list[tuple]]:
     """The Markdown report, and the (dataset, judge, variant, within-mean, within-CI, Δ) verdicts
     at the target budget."""
     fractions = args.fractions
     out = ["# Adaptive match-making: Spearman against comparisons (issue 8)", ""]
-    out.append(f"Generated by `python benchmarks/adaptive.py --seeds {args.seeds} --scale {args.scale:g}"
-               + (f" --datasets {args.datasets}" if args.datasets != ",".join(n for n, _ in DATASETS) else "")
-               + (" --fixed-accuracy" if args.fixed_accuracy else "") + "` "
-               f"in {seconds / 60:.1f} min wall, {args.cpu_minutes:.1f} min CPU (a shared 2-core machine; timings "
-               "are indicative only).")
+    out.append(
+        f"Generated by `python benchmarks/adaptive.py --seeds {args.seeds} --scale {args.scale:g}"
+        + (f" --datasets {args.datasets}" if args.datasets != ",".join(n for n, _ in DATASETS) else "")
+        + (" --fixed-accuracy" if args.fixed_accuracy else "")
+        + "` "
+        f"in {seconds / 60:.1f} min wall, {args.cpu_minutes:.1f} min CPU (a shared 2-core machine; timings "
+        "are indicative only)."
+    )
     out.append("")
-    out.append("* Data: " + ", ".join(f"`{name}` (N={results[name][0]}, first {limits[name]} tasks)"
-                                     for name in results) + ".")
+    out.append(
+        "* Data: " + ", ".join(f"`{name}` (N={results[name][0]}, first {limits[name]} tasks)" for name in results) + "."
+    )
     model = "model=fixed," if args.fixed_accuracy else ""
-    out.append(f"* Judges: `sim:{model}preset=P,seed=S` for P in {', '.join(PRESETS)}; S = 0…{args.seeds - 1} is both the "
-               "judge's and the strategies' seed, so every trial draws fresh judge noise.")
-    out.append("* Metric: `task_spearman` (per task, averaged). Intervals: 95% t-intervals over the seeds. "
-               "Δ = strategy − all-pairs BT, paired by seed, with its 95% interval.")
-    out.append(f"* Reference: `{REFERENCE}` — all N(N−1) ordered pairs. Adaptive budgets: "
-               f"{', '.join(f'{f:g}' for f in fractions)} × N(N−1) comparisons (`comparisons=` per task), and 2/N "
-               "(a debiased knockout's 2(N − 1)). Without `order=both` a pair is judged once, in a seeded random order; "
-               "`active` picks N // 4 pairs per posterior update (`batch=`).")
+    out.append(
+        f"* Judges: `sim:{model}preset=P,seed=S` for P in {', '.join(PRESETS)}; S = 0…{args.seeds - 1} is both the "
+        "judge's and the strategies' seed, so every trial draws fresh judge noise."
+    )
+    out.append(
+        "* Metric: `task_spearman` (per task, averaged). Intervals: 95% t-intervals over the seeds. "
+        "Δ = strategy − all-pairs BT, paired by seed, with its 95% interval."
+    )
+    out.append(
+        f"* Reference: `{REFERENCE}` — all N(N−1) ordered pairs. Adaptive budgets: "
+        f"{', '.join(f'{f:g}' for f in fractions)} × N(N−1) comparisons (`comparisons=` per task), and 2/N "
+        "(a debiased knockout's 2(N − 1)). Without `order=both` a pair is judged once, in a seeded random order; "
+        "`active` picks N // 4 pairs per posterior update (`batch=`)."
+    )
     out.append("")
     if args.fixed_accuracy:
-        model_text = ("The fixed-accuracy sim judge's grades are the human scores plus noise (0.5 × the task's score "
-                      "spread) ordered to agree with its verdict, whatever the preset, so they stay informative even "
-                      "when the verdict is a first-slot coin flip; its error rate does not depend on how far apart two "
-                      "answers are.")
+        model_text = (
+            "The fixed-accuracy sim judge's grades are the human scores plus noise (0.5 × the task's score "
+            "spread) ordered to agree with its verdict, whatever the preset, so they stay informative even "
+            "when the verdict is a first-slot coin flip; its error rate does not depend on how far apart two "
+            "answers are."
+        )
     else:
-        model_text = ("The latent-perception sim judge perceives each answer once with noise (the same perception in "
-                      "every pair), and its grades inside a pair are that perception plus pair noise and ± half its "
-                      "first-slot bias; the verdict goes to the higher grade. So every strategy is capped by the "
-                      "perception noise (gpt4's is 0.73 spreads: all-pairs BT gets a per-task Spearman near 0.78 on "
-                      "realsumm, not 0.96 as with the fixed-accuracy model), a mean of pairwise grades converges on "
-                      "the perception whoever the opponents are, and a single-order grade carries the slot bias (falcon's "
-                      "is 2 spreads) unless both orders are played or it is corrected for.")
-    out.append("**Reading these results.** `bt`-aggregated variants use only the verdicts, as all-pairs BT does. "
-               "The `aggregate=grades` variants average the grades the judge gives each answer inside its pairwise "
-               f"judgments (seed 000's score averaging). {model_text} How much a real LLM judge's pairwise grades "
-               "carry is an empirical question this benchmark cannot answer. `active` stops early once the results "
-               "admit exactly one order (`settle=true`), so at small N it can use fewer comparisons than its budget: "
-               "the comparisons column is what was used. Rows marked † re-score the `aggregate=grades` variant's own "
-               "judgments with grade levels corrected for the judge's first-slot effect by least squares "
-               "(`rankkit.strategies._graded`): what `aggregate=corrected` in `swiss`/`active` would give (neither picks "
-               "its pairs from its aggregate). `double_elimination` (new) plays 2N − 2 single-order duels, a debiased "
-               "knockout's cost, and scores slot-corrected grades.")
+        model_text = (
+            "The latent-perception sim judge perceives each answer once with noise (the same perception in "
+            "every pair), and its grades inside a pair are that perception plus pair noise and ± half its "
+            "first-slot bias; the verdict goes to the higher grade. So every strategy is capped by the "
+            "perception noise (gpt4's is 0.73 spreads: all-pairs BT gets a per-task Spearman near 0.78 on "
+            "realsumm, not 0.96 as with the fixed-accuracy model), a mean of pairwise grades converges on "
+            "the perception whoever the opponents are, and a single-order grade carries the slot bias (falcon's "
+            "is 2 spreads) unless both orders are played or it is corrected for."
+        )
+    out.append(
+        "**Reading these results.** `bt`-aggregated variants use only the verdicts, as all-pairs BT does. "
+        "The `aggregate=grades` variants average the grades the judge gives each answer inside its pairwise "
+        f"judgments (seed 000's score averaging). {model_text} How much a real LLM judge's pairwise grades "
+        "carry is an empirical question this benchmark cannot answer. `active` stops early once the results "
+        "admit exactly one order (`settle=true`), so at small N it can use fewer comparisons than its budget: "
+        "the comparisons column is what was used. Rows marked † re-score the `aggregate=grades` variant's own "
+        "judgments with grade levels corrected for the judge's first-slot effect by least squares "
+        "(`rankkit.strategies._graded`): what `aggregate=corrected` in `swiss`/`active` would give (neither picks "
+        "its pairs from its aggregate). `double_elimination` (new) plays 2N − 2 single-order duels, a debiased "
+        "knockout's cost, and scores slot-corrected grades."
+    )
     out.append("")
 
     # Headline: the target (N >= 16) at the target fraction.
     out.append(f"## Headline: the target at {TARGET_FRACTION:.0%} of all-pairs comparisons, N ≥ {TARGET_MIN_N}")
     out.append("")
-    out.append("| dataset | judge | all-pairs BT (comparisons) | strategy at 25% (comparisons) | Spearman | Δ vs all-pairs [95% CI] | within 0.01? |")
+    out.append(
+        "| dataset | judge | all-pairs BT (comparisons) | strategy at 25% (comparisons) | Spearman | Δ vs all-pairs [95% CI] | within 0.01? |"
+    )
     out.append("|---|---|---|---|---|---|---|")
     verdicts = []
     for name, (n, by_preset) in results.items():
@@ -322,9 +394,11 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
                 sure = gap_low >= -TARGET_GAP
                 verdict = "**yes** (CI too)" if sure else ("yes (mean; CI reaches below)" if met else "no")
                 verdicts.append((name, preset, row.variant, met, sure, gap_mean))
-                out.append(f"| {name} | {preset} | {fmt_interval(reference.spearman)} ({statistics.fmean(reference.comparisons):.0f}) "
-                           f"| `{row.variant}` ({statistics.fmean(row.comparisons):.0f}) | {fmt_interval(row.spearman)} "
-                           f"| {gap_mean:+.3f} [{gap_low:+.3f}, {gap_high:+.3f}] | {verdict} |")
+                out.append(
+                    f"| {name} | {preset} | {fmt_interval(reference.spearman)} ({statistics.fmean(reference.comparisons):.0f}) "
+                    f"| `{row.variant}` ({statistics.fmean(row.comparisons):.0f}) | {fmt_interval(row.spearman)} "
+                    f"| {gap_mean:+.3f} [{gap_low:+.3f}, {gap_high:+.3f}] | {verdict} |"
+                )
     out.append("")
     out.append("**Verdict** (target: mean within 0.01 of all-pairs BT with ≤ 25% of its comparisons, N ≥ 16):")
     out.append("")
@@ -337,16 +411,21 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
         sure = [f"{v[0]}/{v[1]}" for v in mine if v[4]]
         line = f"* `{variant}`: met in {len(met)} of {len(mine)}"
         line += (": " + ", ".join(met)) if met else ""
-        line += (f"; not met in {', '.join(missed)}" if missed else "")
-        line += (f"; with the whole 95% interval of Δ above −0.01 in {', '.join(sure)}" if sure else
-                 "; in no case is the whole 95% interval of Δ above −0.01")
+        line += f"; not met in {', '.join(missed)}" if missed else ""
+        line += (
+            f"; with the whole 95% interval of Δ above −0.01 in {', '.join(sure)}"
+            if sure
+            else "; in no case is the whole 95% interval of Δ above −0.01"
+        )
         out.append(line + ".")
     out.append("")
 
     # Headline 2: at a debiased knockout's own cost, against it.
     out.append(f"## Headline: at `{EQUAL_COST}`'s cost (2(N − 1) comparisons), against it, N ≥ {TARGET_MIN_N}")
     out.append("")
-    out.append(f"| dataset | judge | `{EQUAL_COST}` (comparisons) | strategy (comparisons) | Spearman | Δ vs `{EQUAL_COST}` [95% CI] | no worse? |")
+    out.append(
+        f"| dataset | judge | `{EQUAL_COST}` (comparisons) | strategy (comparisons) | Spearman | Δ vs `{EQUAL_COST}` [95% CI] | no worse? |"
+    )
     out.append("|---|---|---|---|---|---|---|")
     equal_verdicts = []
     for name, (n, by_preset) in results.items():
@@ -362,16 +441,23 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
                 if not (at_cost or row.label in FIXED):
                     continue
                 gap_mean, gap_low, gap_high = interval(paired_gap(row, baseline))
-                verdict = "**yes** (CI too)" if gap_low >= 0 else ("yes (mean)" if gap_mean >= 0 else
-                                                                 ("within noise" if gap_high >= 0 else "no"))
+                verdict = (
+                    "**yes** (CI too)"
+                    if gap_low >= 0
+                    else ("yes (mean)" if gap_mean >= 0 else ("within noise" if gap_high >= 0 else "no"))
+                )
                 variant = row.variant or row.label
                 equal_verdicts.append((name, preset, variant, gap_mean >= 0, gap_high >= 0, gap_mean))
-                out.append(f"| {name} | {preset} | {fmt_interval(baseline.spearman)} ({statistics.fmean(baseline.comparisons):.0f}) "
-                           f"| `{variant}` ({statistics.fmean(row.comparisons):.0f}) | {fmt_interval(row.spearman)} "
-                           f"| {gap_mean:+.3f} [{gap_low:+.3f}, {gap_high:+.3f}] | {verdict} |")
+                out.append(
+                    f"| {name} | {preset} | {fmt_interval(baseline.spearman)} ({statistics.fmean(baseline.comparisons):.0f}) "
+                    f"| `{variant}` ({statistics.fmean(row.comparisons):.0f}) | {fmt_interval(row.spearman)} "
+                    f"| {gap_mean:+.3f} [{gap_low:+.3f}, {gap_high:+.3f}] | {verdict} |"
+                )
     out.append("")
-    out.append(f"**Verdict** (no worse than `{EQUAL_COST}` at its cost: mean Δ ≥ 0; \"within noise\" = mean below 0 "
-               "but the 95% interval reaches 0):")
+    out.append(
+        f'**Verdict** (no worse than `{EQUAL_COST}` at its cost: mean Δ ≥ 0; "within noise" = mean below 0 '
+        "but the 95% interval reaches 0):"
+    )
     out.append("")
     for variant in VARIANTS + FIXED if equal_verdicts else ():
         mine = [v for v in equal_verdicts if v[2] == variant]
@@ -379,17 +465,19 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
         noise = [f"{v[0]}/{v[1]} (Δ {v[5]:+.3f})" for v in mine if not v[3] and v[4]]
         missed = [f"{v[0]}/{v[1]} (Δ {v[5]:+.3f})" for v in mine if not v[4]]
         line = f"* `{variant}`: no worse in {len(met)} of {len(mine)}" + ((": " + ", ".join(met)) if met else "")
-        line += (f"; within noise in {', '.join(noise)}" if noise else "")
-        line += (f"; worse in {', '.join(missed)}" if missed else "")
+        line += f"; within noise in {', '.join(noise)}" if noise else ""
+        line += f"; worse in {', '.join(missed)}" if missed else ""
         out.append(line + ".")
     out.append("")
 
     # The ratio at which all-pairs accuracy is matched.
     out.append("## Budget at which all-pairs accuracy is reached")
     out.append("")
-    out.append("For the smallest tested budget at which the mean paired Δ is ≥ −0.01 (\"within\") and ≥ 0 "
-               "(\"matched\"): the comparisons used there as a share of all-pairs BT's N(N−1). "
-               f"`> {max(fractions):g}` = not reached at any tested budget; `≤` = reached already at the smallest.")
+    out.append(
+        'For the smallest tested budget at which the mean paired Δ is ≥ −0.01 ("within") and ≥ 0 '
+        '("matched"): the comparisons used there as a share of all-pairs BT\'s N(N−1). '
+        f"`> {max(fractions):g}` = not reached at any tested budget; `≤` = reached already at the smallest."
+    )
     out.append("")
     out.append("| dataset | judge | " + " | ".join(f"`{v}` within / matched" for v in VARIANTS) + " |")
     out.append("|---|---|" + "---|" * len(VARIANTS))
@@ -418,14 +506,22 @@ def report(results: dict[str, tuple[int, dict[str, list[Row]]]], args: argparse.
             out.append("")
             out.append(f"### {name} (N={n}) · {preset}")
             out.append("")
-            out.append("| strategy | comparisons/task | share of all-pairs | task Spearman [95% CI] | Δ vs all-pairs [95% CI] | s/task |")
+            out.append(
+                "| strategy | comparisons/task | share of all-pairs | task Spearman [95% CI] | Δ vs all-pairs [95% CI] | s/task |"
+            )
             out.append("|---|---|---|---|---|---|")
             ref_cost = statistics.fmean(reference.comparisons)
             for row in rows:
                 cost = statistics.fmean(row.comparisons)
-                gap = "—" if row is reference else "{:+.3f} [{:+.3f}, {:+.3f}]".format(*interval(paired_gap(row, reference)))
+                gap = (
+                    "—"
+                    if row is reference
+                    else "{:+.3f} [{:+.3f}, {:+.3f}]".format(*interval(paired_gap(row, reference)))
+                )
                 per_task = row.seconds / (len(row.spearman) * limits[name])
-                out.append(f"| `{row.label}` | {cost:.1f} | {cost / ref_cost:.2f} | {fmt_interval(row.spearman)} | {gap} | {per_task:.3f} |")
+                out.append(
+                    f"| `{row.label}` | {cost:.1f} | {cost / ref_cost:.2f} | {fmt_interval(row.spearman)} | {gap} | {per_task:.3f} |"
+                )
     out.append("")
     return "\n".join(out), verdicts
 
@@ -438,8 +534,9 @@ def main() -> None:
     parser.add_argument("--fractions", type=lambda s: [float(x) for x in s.split(",")], default=FRACTIONS)
     parser.add_argument("--out", default=str(RESULTS / "adaptive.md"))
     parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--fixed-accuracy", action="store_true",
-                        help="use the fixed-accuracy simulator (sim:model=fixed,preset=P)")
+    parser.add_argument(
+        "--fixed-accuracy", action="store_true", help="use the fixed-accuracy simulator (sim:model=fixed,preset=P)"
+    )
     args = parser.parse_args()
     if TARGET_FRACTION not in args.fractions:
         args.fractions = sorted(args.fractions + [TARGET_FRACTION])
@@ -454,8 +551,11 @@ def main() -> None:
     for name, limit in limits.items():
         t0 = time.perf_counter()
         results[name] = run_dataset(name, limit, args.seeds, args.fractions, args.fixed_accuracy)
-        print(f"{name}: N={results[name][0]}, {limit} tasks x {args.seeds} seeds x {len(PRESETS)} judges "
-              f"in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        print(
+            f"{name}: N={results[name][0]}, {limit} tasks x {args.seeds} seeds x {len(PRESETS)} judges "
+            f"in {time.perf_counter() - t0:.0f} s",
+            file=sys.stderr,
+        )
     seconds = time.perf_counter() - started
     args.cpu_minutes = (time.process_time() - cpu_started) / 60
 

@@ -76,8 +76,8 @@ import sys
 import tempfile
 import time
 import tokenize
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import networkx as nx
 
@@ -89,8 +89,22 @@ MAX_LINES = 500
 #: under ``TYPE_CHECKING``. Names are relative to ``rankkit``; a package stands for its modules too
 #: (``judges`` covers ``judges.*``) and ``""`` is ``rankkit/__init__.py`` (its lazy public names).
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("errors, specs, data", ("errors", "specs", "frames", "task_files", "tasks", "samples", "synthetic",
-                             "stats", "metrics", "ratings", "formatting")),
+    (
+        "errors, specs, data",
+        (
+            "errors",
+            "specs",
+            "frames",
+            "task_files",
+            "tasks",
+            "samples",
+            "synthetic",
+            "stats",
+            "metrics",
+            "ratings",
+            "formatting",
+        ),
+    ),
     ("judgments", ("judgments",)),
     ("cache", ("cache",)),
     ("memo", ("memo",)),
@@ -98,13 +112,26 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("matches", ("matches", "choices", "order")),
     ("strategies", ("strategies", "brackets")),
     ("judges", ("judges",)),
-    ("runner, api", ("runner", "api", "dispatch", "results", "recording", "scale", "plan", "rerank",
-                     "rejudging")),
-    ("front ends", ("", "__main__", "cli", "cli_support", "config", "report", "plots", "judge_report",
-                    "leaderboard", "analysis", "data")),
+    ("runner, api", ("runner", "api", "dispatch", "results", "recording", "scale", "plan", "rerank", "rejudging")),
+    (
+        "front ends",
+        (
+            "",
+            "__main__",
+            "cli",
+            "cli_support",
+            "config",
+            "report",
+            "plots",
+            "judge_report",
+            "leaderboard",
+            "analysis",
+            "data",
+        ),
+    ),
 )
 #: The core: every floor below the strategies.
-CORE = tuple(name for label, names in FLOORS[:[f[0] for f in FLOORS].index("strategies")] for name in names)
+CORE = tuple(name for label, names in FLOORS[: [f[0] for f in FLOORS].index("strategies")] for name in names)
 #: Modules of earlier releases measured under their current name (a checkout given with --repo).
 FORMER_NAMES = {"engine": "dispatch"}
 JUDGE_METHODS = ("compare_many", "compare", "grade_many", "score_many")
@@ -113,6 +140,7 @@ DATA_SUFFIXES = (".jsonl", ".csv", ".tsv", ".parquet", ".json")
 
 
 # -- the import graph --------------------------------------------------------------------------
+
 
 def module_name(path: Path, repo: Path) -> str:
     parts = list(path.relative_to(repo).with_suffix("").parts)
@@ -130,7 +158,8 @@ def is_type_checking(node: ast.AST) -> bool:
     """``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:``."""
     test = node.test if isinstance(node, ast.If) else None
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
@@ -221,14 +250,16 @@ def core_modules(mods: dict[str, Path]) -> set[str]:
 
 def upward_imports(graph: nx.DiGraph) -> list[str]:
     """Edges ``a -> b`` of ``graph`` where ``b`` is on a higher floor than ``a``."""
-    return sorted(f"{a} -> {b}" for a, b in graph.edges
-                  if None not in (floor_of(a), floor_of(b)) and floor_of(a) < floor_of(b))
+    return sorted(
+        f"{a} -> {b}" for a, b in graph.edges if None not in (floor_of(a), floor_of(b)) and floor_of(a) < floor_of(b)
+    )
 
 
 def package_graph(graph: nx.DiGraph) -> nx.DiGraph:
     """``graph`` with every subpackage's modules merged into one node (``rankkit.judges.llm`` ->
     ``rankkit.judges``): a circle through a package (the memo importing ``judges.base`` while
     ``judges.llm`` imports the memo) ties the two together as much as a circle between modules."""
+
     def unit(name: str) -> str:
         return ".".join(name.split(".")[:2])
 
@@ -240,11 +271,13 @@ def package_graph(graph: nx.DiGraph) -> nx.DiGraph:
 
 def circles(graph: nx.DiGraph) -> list[list[str]]:
     """Strongly connected components of two or more modules, largest first."""
-    return sorted((sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1),
-                  key=lambda c: (-len(c), c))
+    return sorted(
+        (sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1), key=lambda c: (-len(c), c)
+    )
 
 
 # -- reading modules ---------------------------------------------------------------------------
+
 
 def first_line_role(path: Path) -> str | None:
     """The docstring's first line, or None when the module has no docstring."""
@@ -270,8 +303,11 @@ def length_definitions(mods: dict[str, Path]) -> list[str]:
     hits = []
     for name, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        calls = (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                 and n.func.id == "len" and n.args)
+        calls = (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and n.args
+        )
         if any(regex.search(ast.unparse(call.args[0])) for call in calls):
             hits.append(name)
     return hits
@@ -281,19 +317,19 @@ def length_definitions(mods: dict[str, Path]) -> list[str]:
 
 #: Runs in a subprocess: argv = output JSON, package dir, judge module, data file. Wraps the judge
 #: module's entry methods, runs ``compare`` through ``rankkit.cli.main`` and writes what it saw.
-PROBE = r'''
+PROBE = rf"""
 import functools, importlib, inspect, json, os, sys
 
 out_path, package_dir, judge_module, data = sys.argv[1:5]
-METHODS = %(methods)r
+METHODS = {JUDGE_METHODS!r}
 import rankkit
 
 def inside(filename):
     return os.path.abspath(filename).startswith(package_dir + os.sep)
 
 if not inside(rankkit.__file__):
-    sys.exit(f"rankkit was imported from {rankkit.__file__}, not from {package_dir}")
-seen, anchor, wrapped = {}, {}, []
+    sys.exit(f"rankkit was imported from {{rankkit.__file__}}, not from {{package_dir}}")
+seen, anchor, wrapped = {{}}, {{}}, []
 
 def recorder(method, name):
     @functools.wraps(method)
@@ -303,12 +339,12 @@ def recorder(method, name):
             below = len(stack) - anchor["depth"]  # frames below main's: stack[below] is main's frame
             main_thread = 0 < below < len(stack) - 1 and stack[below + 1].frame is anchor["frame"]
             between = stack[1:below] if main_thread else []
-            seen.update(method=f"{type(args[0]).__name__}.{name}",
-                        defined_in=f"{method.__module__}.{method.__qualname__}",
+            seen.update(method=f"{{type(args[0]).__name__}}.{{name}}",
+                        defined_in=f"{{method.__module__}}.{{method.__qualname__}}",
                         main_thread=main_thread, frames=below if main_thread else None,
                         rankkit_frames=sum(inside(f.filename) for f in between) + inside(method.__code__.co_filename)
                         if main_thread else None,
-                        path=[f"{os.path.relpath(f.filename, package_dir)}:{f.function}"
+                        path=[f"{{os.path.relpath(f.filename, package_dir)}}:{{f.function}}"
                               for f in reversed(between) if inside(f.filename)])
         return method(*args, **kwargs)
     wrapper.probe_wrapped = True
@@ -321,7 +357,7 @@ for cls in list(vars(judges).values()):
             method = inspect.getattr_static(cls, name, None)
             if inspect.isfunction(method) and not getattr(method, "probe_wrapped", False):
                 setattr(cls, name, recorder(method, name))
-                wrapped.append(f"{cls.__name__}.{name}")
+                wrapped.append(f"{{cls.__name__}}.{{name}}")
 
 def drive():
     from rankkit.cli import main
@@ -336,8 +372,8 @@ def drive():
 status = drive()
 names = sorted(n for n in list(sys.modules) if n == "rankkit" or n.startswith("rankkit."))
 with open(out_path, "w", encoding="utf-8") as out:
-    json.dump({**seen, "status": status, "wrapped": wrapped, "modules": names}, out)
-''' % {"methods": JUDGE_METHODS}
+    json.dump({{**seen, "status": status, "wrapped": wrapped, "modules": names}}, out)
+"""
 
 
 def sample_data(repo: Path) -> Path:
@@ -369,14 +405,18 @@ def probe_cli_run(repo: Path) -> dict:
 
 # -- a third-party strategy --------------------------------------------------------------------
 
+
 def docstring_lines(tree: ast.Module) -> set[int]:
     """Line numbers of the module's, classes' and functions' docstrings."""
     lines: set[int] = set()
     for node in [tree, *ast.walk(tree)]:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 lines.update(range(first.lineno, first.end_lineno + 1))
     return lines
 
@@ -384,8 +424,15 @@ def docstring_lines(tree: ast.Module) -> set[int]:
 def code_lines(path: Path) -> int:
     """Lines holding code: not blank, not only a comment, not in a docstring."""
     text = path.read_text(encoding="utf-8")
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-            tokenize.ENCODING, tokenize.ENDMARKER}
+    skip = {
+        tokenize.COMMENT,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENCODING,
+        tokenize.ENDMARKER,
+    }
     lines: set[int] = set()
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type not in skip:
@@ -414,7 +461,8 @@ def task_data(repo: Path) -> set[str]:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             data.add(node.target.id)
         elif isinstance(node, ast.FunctionDef) and any(
-                ast.unparse(d).rpartition(".")[2] in ("property", "cached_property") for d in node.decorator_list):
+            ast.unparse(d).rpartition(".")[2] in ("property", "cached_property") for d in node.decorator_list
+        ):
             data.add(node.name)
     return data
 
@@ -428,8 +476,11 @@ def rankkit_imports(tree: ast.Module) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.Import):
             aliases.update(a.asname for a in node.names if a.asname and a.name.startswith("rankkit"))
-    names.update(n.attr for n in ast.walk(tree)
-                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases)
+    names.update(
+        n.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in aliases
+    )
     return names
 
 
@@ -457,6 +508,7 @@ def strategy_concepts(path: Path, repo: Path) -> tuple[list[str], list[str]]:
 
 # -- start-up and the rest ---------------------------------------------------------------------
 
+
 def median_seconds(command: list[str], repo: Path, runs: int = 15) -> float:
     """Median wall time of ``command``, with the measured checkout first on the path (not an
     installed rankkit, whose import hooks would be timed too)."""
@@ -482,8 +534,11 @@ def measure(repo: Path, example: str | None) -> dict[str, object]:
     top_level = import_graph(mods, "module")
     cli_importers = sorted(n for n in everywhere.predecessors("rankkit.cli")) if "rankkit.cli" in everywhere else []
     core = core_modules(mods)
-    no_role = sorted(name for name, path in mods.items()
-                     if not (role := first_line_role(path)) or not role.rstrip().endswith((".", ")", ":")))
+    no_role = sorted(
+        name
+        for name, path in mods.items()
+        if not (role := first_line_role(path)) or not role.rstrip().endswith((".", ")", ":"))
+    )
     probe = probe_cli_run(repo)
     example_path = find_example(repo, example)
     imported, received = strategy_concepts(example_path, repo) if example_path else ([], [])
@@ -523,6 +578,7 @@ def measure(repo: Path, example: str | None) -> dict[str, object]:
 
 # -- the report --------------------------------------------------------------------------------
 
+
 def names(items: list) -> str:
     return ", ".join(str(i) for i in items) if items else "none"
 
@@ -545,32 +601,49 @@ def table_rows(f: dict) -> list[tuple[str, str]]:
         ("largest modules", largest),
         (f"modules over {MAX_LINES} lines", f"{len(f['over_limit'])}: {over}"),
         ("modules importing rankkit.cli", names(f["cli_importers"])),
-        ("upward imports (to a higher floor; module-level, lazy or under TYPE_CHECKING)",
-         f"{len(f['upward_imports'])}{type_only}"),
+        (
+            "upward imports (to a higher floor; module-level, lazy or under TYPE_CHECKING)",
+            f"{len(f['upward_imports'])}{type_only}",
+        ),
         ("modules on no floor", names(f["without_floor"])),
         ("import cycles (module level)", str(len(f["cycles"]))),
-        ("import circles counting lazy imports (strongly connected components)",
-         f"{len(f['lazy_circles'])} ({names([len(c) for c in f['lazy_circles']])} modules)" if f["lazy_circles"]
-         else "0"),
-        ("import circles counting lazy and `TYPE_CHECKING` imports too (every import statement)",
-         f"{len(f['every_circles'])} ({names([len(c) for c in f['every_circles']])} modules)" if f["every_circles"]
-         else "0"),
-        ("import circles between packages (a subpackage counted as one module; every import statement)",
-         f"{len(f['package_circles'])} ({names([len(c) for c in f['package_circles']])} modules)"
-         if f["package_circles"] else "0"),
+        (
+            "import circles counting lazy imports (strongly connected components)",
+            f"{len(f['lazy_circles'])} ({names([len(c) for c in f['lazy_circles']])} modules)"
+            if f["lazy_circles"]
+            else "0",
+        ),
+        (
+            "import circles counting lazy and `TYPE_CHECKING` imports too (every import statement)",
+            f"{len(f['every_circles'])} ({names([len(c) for c in f['every_circles']])} modules)"
+            if f["every_circles"]
+            else "0",
+        ),
+        (
+            "import circles between packages (a subpackage counted as one module; every import statement)",
+            f"{len(f['package_circles'])} ({names([len(c) for c in f['package_circles']])} modules)"
+            if f["package_circles"]
+            else "0",
+        ),
         ("modules defining a bootstrap", names(f["bootstraps"])),
         ("modules defining an interval type", names(f["interval_types"])),
         ("modules measuring answer length", names(f["length_definitions"])),
         ("modules without a one-line role", names(f["no_one_line_role"])),
-        ("frames from `main(...)` to the first judge call", "n/a (worker thread)" if probe["frames"] is None
-         else f"{probe['frames']} (first call: {probe['method']})"),
+        (
+            "frames from `main(...)` to the first judge call",
+            "n/a (worker thread)" if probe["frames"] is None else f"{probe['frames']} (first call: {probe['method']})",
+        ),
         ("... of them inside rankkit", "n/a" if probe["rankkit_frames"] is None else str(probe["rankkit_frames"])),
         ("rankkit modules imported by `compare --strategies knockout`", str(len(modules_run))),
         ("... of them rankkit.strategies.*", str(len(strategies_run))),
         ("lines of the smallest third-party strategy", "n/a" if f["example"] is None else str(f["example_lines"])),
-        ("concepts a new strategy must use", "n/a" if f["example"] is None
-         else f"{concepts} ({len(f['concepts_imported'])} imported + {len(f['concepts_received'])} "
-              "read on what its methods get)"),
+        (
+            "concepts a new strategy must use",
+            "n/a"
+            if f["example"] is None
+            else f"{concepts} ({len(f['concepts_imported'])} imported + {len(f['concepts_received'])} "
+            "read on what its methods get)",
+        ),
         ("import rankkit (s over python)", f"{f['import_seconds']:.3f}"),
         ("rankkit --help (s over python)", f"{f['help_seconds']:.3f}"),
     ]
@@ -580,19 +653,27 @@ def detail_lists(f: dict) -> list[str]:
     probe = f["probe"]
     circle_lines = [f"  {i}. {', '.join(c)}" for i, c in enumerate(f["lazy_circles"], 1)] or ["  none"]
     lines = [
-        "* **Floors**, lowest first: " + "; ".join(f"{label}: {', '.join(n or '(the package)' for n in names)}"
-                                                   for label, names in FLOORS) + ".",
+        "* **Floors**, lowest first: "
+        + "; ".join(f"{label}: {', '.join(n or '(the package)' for n in names)}" for label, names in FLOORS)
+        + ".",
         f"* **Core modules** (below the strategies): {names(f['core'])}.",
         f"* **Upward imports** (every import statement): {names(f['upward_imports'])}."
         + (f" Under `TYPE_CHECKING` only: {names(f['upward_type_only'])}." if f["upward_type_only"] else ""),
         "* **Import circles counting lazy imports** (strongly connected components of two or more modules):",
         *circle_lines,
-        *([f"  - Counting imports under `TYPE_CHECKING` too (they never run), also: "
-           f"{'; '.join(', '.join(c) for c in f['type_checking_circles'])}."] if f["type_checking_circles"] else []),
+        *(
+            [
+                f"  - Counting imports under `TYPE_CHECKING` too (they never run), also: "
+                f"{'; '.join(', '.join(c) for c in f['type_checking_circles'])}."
+            ]
+            if f["type_checking_circles"]
+            else []
+        ),
         "* **Import circles between packages** (every import statement; a subpackage counted as one module): "
-        + ("; ".join(", ".join(c) for c in f["package_circles"]) if f["package_circles"] else "none") + ".",
-        f"* **The probed run**: `rankkit.cli.main([\"compare\", \"--data\", \"{f['sample']}\", \"--strategies\", "
-        f"\"knockout\", \"--judge\", \"sim\", \"--no-cache\"], standalone_mode=False)`; wrapped: "
+        + ("; ".join(", ".join(c) for c in f["package_circles"]) if f["package_circles"] else "none")
+        + ".",
+        f'* **The probed run**: `rankkit.cli.main(["compare", "--data", "{f["sample"]}", "--strategies", '
+        f'"knockout", "--judge", "sim", "--no-cache"], standalone_mode=False)`; wrapped: '
         f"{names(probe['wrapped'])}; first called: {probe['method']} (defined as {probe['defined_in']}). "
         "Frames = `len(inspect.stack())` at that call minus the depth of the `main(...)` frame (the judge "
         "method counted, `main`'s own frame not).",
@@ -617,8 +698,14 @@ def detail_lists(f: dict) -> list[str]:
 def report(figures: dict[str, object], label: str) -> str:
     where = f"`{figures['repo']}`" + (f" at {figures['commit']}" if figures["commit"] else "")
     command = shlex.join(["python", "benchmarks/architecture.py", *sys.argv[1:]])
-    lines = [f"# Architecture figures ({label})", "", f"Written by `{command}`; measured checkout: {where}.", "",
-             "| figure | value |", "|---|---|"]
+    lines = [
+        f"# Architecture figures ({label})",
+        "",
+        f"Written by `{command}`; measured checkout: {where}.",
+        "",
+        "| figure | value |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {v} |" for k, v in table_rows(figures)]
     lines += ["", *detail_lists(figures)]
     return "\n".join(lines) + "\n"
@@ -639,12 +726,21 @@ def side_by_side(old_text: str, new_text: str, old_label: str, new_label: str) -
     "—" where a file lacks it."""
     old, new = figure_rows(old_text), figure_rows(new_text)
     first_lines = [t.splitlines()[2] for t in (old_text, new_text)]  # "Written by ...; measured checkout: ..."
-    lines = [f"# Architecture figures, {old_label} vs {new_label}", "",
-             f"* {old_label}: {first_lines[0]}", f"* {new_label}: {first_lines[1]}", "",
-             "Each file has the details (which modules, which frames, which circles).", "",
-             f"| figure | {old_label} | {new_label} |", "|---|---|---|"]
-    lines += [f"| {figure} | {old.get(figure, '—')} | {new.get(figure, '—')} |"
-              for figure in [*new, *(f for f in old if f not in new)]]
+    lines = [
+        f"# Architecture figures, {old_label} vs {new_label}",
+        "",
+        f"* {old_label}: {first_lines[0]}",
+        f"* {new_label}: {first_lines[1]}",
+        "",
+        "Each file has the details (which modules, which frames, which circles).",
+        "",
+        f"| figure | {old_label} | {new_label} |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {figure} | {old.get(figure, '—')} | {new.get(figure, '—')} |"
+        for figure in [*new, *(f for f in old if f not in new)]
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -652,10 +748,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
     parser.add_argument("--label", default="current", help="names the results file: architecture_<label>.md")
-    parser.add_argument("--example", default=None,
-                        help="a third-party strategy file, used when the checkout has no examples/*strategy*.py")
-    parser.add_argument("--versus", default=None, metavar="LABEL",
-                        help="also write architecture_<LABEL>_vs_<label>.md from architecture_<LABEL>.md and this run")
+    parser.add_argument(
+        "--example",
+        default=None,
+        help="a third-party strategy file, used when the checkout has no examples/*strategy*.py",
+    )
+    parser.add_argument(
+        "--versus",
+        default=None,
+        metavar="LABEL",
+        help="also write architecture_<LABEL>_vs_<label>.md from architecture_<LABEL>.md and this run",
+    )
     args = parser.parse_args()
     repo = args.repo.resolve()
     if not (repo / "rankkit" / "__init__.py").is_file():
@@ -667,8 +770,9 @@ def main() -> None:
     if args.versus:
         before = RESULTS / f"architecture_{args.versus}.md"
         if not before.is_file():
-            parser.error(f"--versus {args.versus}: {shown_path(before)} does not exist "
-                         f"(run with --label {args.versus} first)")
+            parser.error(
+                f"--versus {args.versus}: {shown_path(before)} does not exist (run with --label {args.versus} first)"
+            )
         both = side_by_side(before.read_text(encoding="utf-8"), text, args.versus, args.label)
         (RESULTS / f"architecture_{args.versus}_vs_{args.label}.md").write_text(both, encoding="utf-8")
 

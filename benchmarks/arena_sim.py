@@ -52,8 +52,8 @@ from rankkit.judges import make_judge  # noqa: E402
 from rankkit.judges.base import Judge  # noqa: E402
 from rankkit.judgments import Verdict, Winner  # noqa: E402
 from rankkit.leaderboard import anchored, arena, correlations, load_truth  # noqa: E402
-from rankkit.synthetic import planted_tasks  # noqa: E402
 from rankkit.metrics import correlation  # noqa: E402
+from rankkit.synthetic import planted_tasks  # noqa: E402
 
 ARENA_HARD = ROOT.parent / "shared" / "data" / "arena_hard_v01_arena_elo"
 RESULTS = ROOT / "benchmarks" / "results" / "arena_sim.md"
@@ -87,8 +87,11 @@ class StochasticEloJudge(Judge):
         p_truth = 1.0 / (1.0 + 10.0 ** ((elo[second.id] - elo[first.id]) / 400.0))
         p_first = self.accuracy * p_truth + (1.0 - self.accuracy) / 2.0
         first_wins = random.Random(f"{self.seed}|{task.task_id}|{first.id}|{second.id}").random() < p_first
-        return Verdict(first_grade=float(first_wins), second_grade=float(not first_wins),
-                            winner=Winner.FIRST if first_wins else Winner.SECOND)
+        return Verdict(
+            first_grade=float(first_wins),
+            second_grade=float(not first_wins),
+            winner=Winner.FIRST if first_wins else Winner.SECOND,
+        )
 
 
 def elo_pool() -> dict[str, float]:
@@ -109,8 +112,9 @@ def summary(values: list[float]) -> tuple[float, float, float]:
     return float(q50), float(q25), float(q75)
 
 
-def pure_simulation(trials: int, accuracies: list[float], prompt_counts: list[int], n_systems: int,
-                    model: str) -> list[dict]:
+def pure_simulation(
+    trials: int, accuracies: list[float], prompt_counts: list[int], n_systems: int, model: str
+) -> list[dict]:
     """model: ``eq3`` (independent matches, :class:`StochasticEloJudge`) or ``prompt`` (per-answer
     quality with Gumbel noise, rankkit's ``sim:model=fixed`` judge)."""
     pool = elo_pool()
@@ -139,10 +143,23 @@ def pure_simulation(trials: int, accuracies: list[float], prompt_counts: list[in
                 calls["anchored"] += baseline.cost.judge_calls
             for method in ("arena", "anchored"):
                 median, q25, q75 = summary(scores[method])
-                rows.append({"model": model, "accuracy": accuracy, "prompts": prompts, "method": method, "median": median,
-                             "q25": q25, "q75": q75, "judge_calls": calls[method] / trials})
-            print(f"  {model:6s} accuracy {accuracy:.1f}  prompts {prompts:4d}  arena {rows[-2]['median']:.3f}  "
-                  f"anchored {rows[-1]['median']:.3f}", flush=True)
+                rows.append(
+                    {
+                        "model": model,
+                        "accuracy": accuracy,
+                        "prompts": prompts,
+                        "method": method,
+                        "median": median,
+                        "q25": q25,
+                        "q75": q75,
+                        "judge_calls": calls[method] / trials,
+                    }
+                )
+            print(
+                f"  {model:6s} accuracy {accuracy:.1f}  prompts {prompts:4d}  arena {rows[-2]['median']:.3f}  "
+                f"anchored {rows[-1]['median']:.3f}",
+                flush=True,
+            )
     return rows
 
 
@@ -179,41 +196,69 @@ def arena_hard(trials: int, judges: list[str], prompt_counts: list[int], anchors
                     calls[method] = calls.get(method, 0) + board.cost.judge_calls / trials
             for method, entry in results.items():
                 median, q25, q75 = summary(entry["spearman"])
-                rows.append({"judge": label, "prompts": prompts, "method": method, "median": median, "q25": q25,
-                             "q75": q75, "kendall": statistics.median(entry["kendall"]), "judge_calls": calls[method]})
-                print(f"  {label:18s} prompts {prompts:3d}  {method:40s} spearman {median:.3f}  "
-                      f"kendall {rows[-1]['kendall']:.3f}", flush=True)
+                rows.append(
+                    {
+                        "judge": label,
+                        "prompts": prompts,
+                        "method": method,
+                        "median": median,
+                        "q25": q25,
+                        "q75": q75,
+                        "kendall": statistics.median(entry["kendall"]),
+                        "judge_calls": calls[method],
+                    }
+                )
+                print(
+                    f"  {label:18s} prompts {prompts:3d}  {method:40s} spearman {median:.3f}  "
+                    f"kendall {rows[-1]['kendall']:.3f}",
+                    flush=True,
+                )
     return rows
 
 
 MODEL_TITLES = {
-    "eq3": ("1a. Eq. 3 judge: independent matches (the paper's model)",
-            "Every answer's human score is its system's Elo; each match is decided independently with "
-            "P(i preferred) = A·P_gt(i>j) + (1−A)/2."),
-    "prompt": ("1b. Per-prompt answer quality: correlated matches within a prompt",
-               "Every answer's quality is its system's Elo + Gumbel noise (scale 400/ln 10, so the better answer "
-               "of a pair follows the Elo odds); rankkit's `sim:model=fixed` judge picks the better answer with "
-               "probability A. An answer that is good on a prompt is good in every match it plays on that prompt."),
+    "eq3": (
+        "1a. Eq. 3 judge: independent matches (the paper's model)",
+        "Every answer's human score is its system's Elo; each match is decided independently with "
+        "P(i preferred) = A·P_gt(i>j) + (1−A)/2.",
+    ),
+    "prompt": (
+        "1b. Per-prompt answer quality: correlated matches within a prompt",
+        "Every answer's quality is its system's Elo + Gumbel noise (scale 400/ln 10, so the better answer "
+        "of a pair follows the Elo odds); rankkit's `sim:model=fixed` judge picks the better answer with "
+        "probability A. An answer that is good on a prompt is good in every match it plays on that prompt.",
+    ),
 }
 
 
 def markdown(sim_rows: list[dict], real_rows: list[dict], args: argparse.Namespace, seconds: float) -> str:
-    lines = ["# Arena-lite experiment 1: tournament (arena) vs anchored leaderboards", "",
-             f"`python benchmarks/arena_sim.py --trials {args.trials}{' --quick' if args.quick else ''}` "
-             f"({seconds:.0f} s on a shared 2-core machine, other jobs running). Medians over "
-             f"{args.trials} trials; [25th–75th percentile] in brackets.", "",
-             "## 1. Pure simulation (planted strengths, seed 003 §4.2)", "",
-             f"{args.systems} systems drawn per trial from the 32 Chatbot Arena Elo ratings of `systems.jsonl`. "
-             "Anchor: the drawn system closest to Elo 1233 (the paper's gpt-4-1106-preview). Both methods cost "
-             "(systems − 1) × prompts judge calls. Spearman with the planted order; bold = the better method."]
+    lines = [
+        "# Arena-lite experiment 1: tournament (arena) vs anchored leaderboards",
+        "",
+        f"`python benchmarks/arena_sim.py --trials {args.trials}{' --quick' if args.quick else ''}` "
+        f"({seconds:.0f} s on a shared 2-core machine, other jobs running). Medians over "
+        f"{args.trials} trials; [25th–75th percentile] in brackets.",
+        "",
+        "## 1. Pure simulation (planted strengths, seed 003 §4.2)",
+        "",
+        f"{args.systems} systems drawn per trial from the 32 Chatbot Arena Elo ratings of `systems.jsonl`. "
+        "Anchor: the drawn system closest to Elo 1233 (the paper's gpt-4-1106-preview). Both methods cost "
+        "(systems − 1) × prompts judge calls. Spearman with the planted order; bold = the better method.",
+    ]
     for model in ("eq3", "prompt"):
         rows = [r for r in sim_rows if r["model"] == model]
         if not rows:
             continue
         title, text = MODEL_TITLES[model]
-        lines += ["", f"### {title}", "", text, "",
-                  "| judge accuracy A | prompts | arena (tournament + BT) | anchored (win rate) | judge calls each |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"### {title}",
+            "",
+            text,
+            "",
+            "| judge accuracy A | prompts | arena (tournament + BT) | anchored (win rate) | judge calls each |",
+            "|---|---|---|---|---|",
+        ]
         by_key = {(r["accuracy"], r["prompts"], r["method"]): r for r in rows}
         differences = []
         for accuracy in sorted({r["accuracy"] for r in rows}):
@@ -225,20 +270,31 @@ def markdown(sim_rows: list[dict], real_rows: list[dict], args: argparse.Namespa
                 differences.append(a["median"] - b["median"])
                 lines.append(f"| {accuracy:.1f} | {prompts} | {cells[0]} | {cells[1]} | {a['judge_calls']:.0f} |")
         ahead = sum(d > 0 for d in differences)
-        lines += ["", f"Arena ahead in {ahead} of {len(differences)} settings; median difference "
-                      f"(arena − anchored) {statistics.median(differences):+.3f}."]
+        lines += [
+            "",
+            f"Arena ahead in {ahead} of {len(differences)} settings; median difference "
+            f"(arena − anchored) {statistics.median(differences):+.3f}.",
+        ]
     if real_rows:
-        lines += ["", "## 2. Arena-Hard v0.1 answers (32 systems × 100 prompts) with simulated judges", "",
-                  "Truth: Chatbot Arena Elo (hard prompts, English) from `systems.jsonl`. Every answer's human label "
-                  "is that same Elo, so the texts play no role: `sim:model=fixed,preset=…` picks the higher-Elo "
-                  "system's answer with the preset's accuracy (and slot bias) whatever the gap; `eq3:A` is the Eq. 3 judge above. "
-                  "Prompts are a random subset per trial (all 100 at 100, where only judge and bracket seeds vary). "
-                  "Anchors: gpt-4-0125-preview (Elo 1237, near Arena-Hard's GPT-4 baseline) and "
-                  "claude-3-haiku-20240307 (Elo 1170, mid-table).", "",
-                  "| judge | prompts | method | Spearman | Kendall | judge calls |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## 2. Arena-Hard v0.1 answers (32 systems × 100 prompts) with simulated judges",
+            "",
+            "Truth: Chatbot Arena Elo (hard prompts, English) from `systems.jsonl`. Every answer's human label "
+            "is that same Elo, so the texts play no role: `sim:model=fixed,preset=…` picks the higher-Elo "
+            "system's answer with the preset's accuracy (and slot bias) whatever the gap; `eq3:A` is the Eq. 3 judge above. "
+            "Prompts are a random subset per trial (all 100 at 100, where only judge and bracket seeds vary). "
+            "Anchors: gpt-4-0125-preview (Elo 1237, near Arena-Hard's GPT-4 baseline) and "
+            "claude-3-haiku-20240307 (Elo 1170, mid-table).",
+            "",
+            "| judge | prompts | method | Spearman | Kendall | judge calls |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in real_rows:
-            lines.append(f"| {r['judge']} | {r['prompts']} | {r['method']} | {r['median']:.3f} "
-                         f"[{r['q25']:.3f}–{r['q75']:.3f}] | {r['kendall']:.3f} | {r['judge_calls']:.0f} |")
+            lines.append(
+                f"| {r['judge']} | {r['prompts']} | {r['method']} | {r['median']:.3f} "
+                f"[{r['q25']:.3f}–{r['q75']:.3f}] | {r['kendall']:.3f} | {r['judge_calls']:.0f} |"
+            )
     if real_rows:
         lines += ["", "Median Spearman ranges over the prompt counts above:", ""]
         for family, prefix in (("sim presets (gap-blind accuracy)", "sim:"), ("Eq. 3 judges (gap-aware)", "eq3:")):
@@ -249,13 +305,20 @@ def markdown(sim_rows: list[dict], real_rows: list[dict], args: argparse.Namespa
             parts = [f"{m} {min(v):.3f}–{max(v):.3f}" for m, v in by_method.items()]
             if parts:
                 lines.append(f"* {family}: " + "; ".join(parts) + ".")
-        lines += ["", "A judge whose accuracy does not depend on the gap between two systems, compared against one "
-                  "anchor, can only tell the systems above the anchor from those below it (seed 003, Eq. 2), "
-                  "which caps the anchored Spearman however many prompts are judged; the tournament compares "
-                  "neighbours directly."]
-    lines += ["", "Notes: every simulated verdict is a pure function of (seed, task, pair, order), so the figures "
-              "are reproducible with the same command. Ratings are fitted without bootstrap here "
-              "(`resamples=0`); only point estimates enter the correlations.", ""]
+        lines += [
+            "",
+            "A judge whose accuracy does not depend on the gap between two systems, compared against one "
+            "anchor, can only tell the systems above the anchor from those below it (seed 003, Eq. 2), "
+            "which caps the anchored Spearman however many prompts are judged; the tournament compares "
+            "neighbours directly.",
+        ]
+    lines += [
+        "",
+        "Notes: every simulated verdict is a pure function of (seed, task, pair, order), so the figures "
+        "are reproducible with the same command. Ratings are fitted without bootstrap here "
+        "(`resamples=0`); only point estimates enter the correlations.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -288,8 +351,9 @@ def main() -> None:
     text = markdown(sim_rows, real_rows, args, seconds)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(text, encoding="utf-8")
-    (RESULTS.with_suffix(".json")).write_text(json.dumps({"pure_simulation": sim_rows, "arena_hard": real_rows},
-                                                         indent=1), encoding="utf-8")
+    (RESULTS.with_suffix(".json")).write_text(
+        json.dumps({"pure_simulation": sim_rows, "arena_hard": real_rows}, indent=1), encoding="utf-8"
+    )
     print(f"written to {RESULTS} ({seconds:.0f} s)")
 
 

@@ -28,8 +28,14 @@ STRATEGIES = ["knockout:order=both", "bt", "individual", "heapsort", "swiss"]
 
 def decisions(result) -> list:
     """What a run decided, strategy by strategy and task by task (costs and timings aside)."""
-    return [(s.name, s.metrics, [(t.task_id, t.scores, t.ranking, t.champion, [c.to_dict() for c in t.comparisons])
-                                 for t in s.tasks]) for s in result.strategies]
+    return [
+        (
+            s.name,
+            s.metrics,
+            [(t.task_id, t.scores, t.ranking, t.champion, [c.to_dict() for c in t.comparisons]) for t in s.tasks],
+        )
+        for s in result.strategies
+    ]
 
 
 def check(path: Path, judge_spec: str, seed: int, limit: int | None) -> dict:
@@ -43,9 +49,14 @@ def check(path: Path, judge_spec: str, seed: int, limit: int | None) -> dict:
     none = run(tasks, strategies, make_judge(judge_spec), None, seed=seed, progress=False)
     paid = lambda result: sum(s.cost.judge_calls for s in result.strategies)  # noqa: E731
     duplicates = sum(len(t.candidates) - len({c.text for c in t.candidates}) for t in tasks)
-    return {"tasks": len(tasks), "duplicate_texts": duplicates,
-            "cold_paid": paid(cold), "warm_paid": paid(warm), "nocache_paid": paid(none),
-            "identical": decisions(cold) == decisions(warm) == decisions(none)}
+    return {
+        "tasks": len(tasks),
+        "duplicate_texts": duplicates,
+        "cold_paid": paid(cold),
+        "warm_paid": paid(warm),
+        "nocache_paid": paid(none),
+        "identical": decisions(cold) == decisions(warm) == decisions(none),
+    }
 
 
 def main() -> int:
@@ -62,18 +73,27 @@ def main() -> int:
         good = row["identical"] and row["warm_paid"] == 0 and row["cold_paid"] == row["nocache_paid"]
         ok &= good
         rows.append((path.parent.name, row, good))
-        print(f"{path.parent.name:28s} tasks={row['tasks']:4d} duplicate texts={row['duplicate_texts']:4d} "
-              f"paid cold/warm/no-cache={row['cold_paid']}/{row['warm_paid']}/{row['nocache_paid']} "
-              f"identical={row['identical']}", flush=True)
-    lines = ["# Cold cache = warm cache = no cache", "",
-             f"`python benchmarks/cache_identity.py --judge {args.judge} --seed {args.seed}`"
-             f"{f' --limit {args.limit}' if args.limit else ''}; strategies {', '.join(STRATEGIES)}; "
-             f"{time.perf_counter() - started:.0f} s.", "",
-             "| dataset | tasks | candidates with a duplicate text | judge calls cold | warm | no cache | identical results |",
-             "|---|---|---|---|---|---|---|"]
-    for name, row, good in rows:
-        lines.append(f"| {name} | {row['tasks']} | {row['duplicate_texts']} | {row['cold_paid']} | {row['warm_paid']} | "
-                     f"{row['nocache_paid']} | {'yes' if row['identical'] else 'NO'} |")
+        print(
+            f"{path.parent.name:28s} tasks={row['tasks']:4d} duplicate texts={row['duplicate_texts']:4d} "
+            f"paid cold/warm/no-cache={row['cold_paid']}/{row['warm_paid']}/{row['nocache_paid']} "
+            f"identical={row['identical']}",
+            flush=True,
+        )
+    lines = [
+        "# Cold cache = warm cache = no cache",
+        "",
+        f"`python benchmarks/cache_identity.py --judge {args.judge} --seed {args.seed}`"
+        f"{f' --limit {args.limit}' if args.limit else ''}; strategies {', '.join(STRATEGIES)}; "
+        f"{time.perf_counter() - started:.0f} s.",
+        "",
+        "| dataset | tasks | candidates with a duplicate text | judge calls cold | warm | no cache | identical results |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, row, _good in rows:
+        lines.append(
+            f"| {name} | {row['tasks']} | {row['duplicate_texts']} | {row['cold_paid']} | {row['warm_paid']} | "
+            f"{row['nocache_paid']} | {'yes' if row['identical'] else 'NO'} |"
+        )
     lines += ["", f"All datasets pass: {'yes' if ok else 'NO'}."]
     out = ROOT / "benchmarks" / "results" / "cache_identity.md"
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -43,9 +43,9 @@ from scipy.optimize import brentq
 
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge
-from rankkit.judgments import Winner
 from rankkit.judges.sim import LATENT_PRESETS, LatentParameters
 from rankkit.judges.sim_targets import PRESET_JUDGES, JudgeRates, preset_targets
+from rankkit.judgments import Winner
 from rankkit.tasks import Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,15 +64,17 @@ def consistency(a: float, b: float, rho: float) -> float:
 
 def model_rates(params: LatentParameters, gap: float) -> JudgeRates:
     """The latent model's four rates, in closed form, on pairs ``gap`` spreads apart."""
-    s = math.sqrt(2 * params.perception ** 2 + 2 * params.pair_noise ** 2)
+    s = math.sqrt(2 * params.perception**2 + 2 * params.pair_noise**2)
     a, b = (gap + params.slot_bias) / s, (gap - params.slot_bias) / s
-    rho = 2 * params.perception ** 2 / s ** 2
+    rho = 2 * params.perception**2 / s**2
     right_first, right_second = stats.norm.cdf(a), stats.norm.cdf(b)
-    pointwise_sd = math.sqrt(2 * params.perception ** 2 + 2 * params.grade_noise ** 2)
-    return JudgeRates(pairwise_accuracy=float(right_first + right_second) / 2,
-                      first_slot=float(right_first + 1 - right_second) / 2,
-                      order_consistency=consistency(a, b, rho),
-                      pointwise_accuracy=float(stats.norm.cdf(gap / pointwise_sd)) if pointwise_sd else 1.0)
+    pointwise_sd = math.sqrt(2 * params.perception**2 + 2 * params.grade_noise**2)
+    return JudgeRates(
+        pairwise_accuracy=float(right_first + right_second) / 2,
+        first_slot=float(right_first + 1 - right_second) / 2,
+        order_consistency=consistency(a, b, rho),
+        pointwise_accuracy=float(stats.norm.cdf(gap / pointwise_sd)) if pointwise_sd else 1.0,
+    )
 
 
 def fit(target: JudgeRates, gap: float) -> tuple[LatentParameters, dict[str, str]]:
@@ -85,8 +87,10 @@ def fit(target: JudgeRates, gap: float) -> tuple[LatentParameters, dict[str, str
     low, high = consistency(a, b, 0.0), consistency(a, b, 1.0)
     if target.order_consistency >= high:
         rho = 1.0
-        notes["order_consistency"] = (f"{target.order_consistency:.3f} is at or above the model's ceiling {high:.3f} "
-                                      "for this accuracy and slot share: all noise is perception (pair_noise 0)")
+        notes["order_consistency"] = (
+            f"{target.order_consistency:.3f} is at or above the model's ceiling {high:.3f} "
+            "for this accuracy and slot share: all noise is perception (pair_noise 0)"
+        )
     elif target.order_consistency <= low:
         rho = 0.0
         notes["order_consistency"] = f"{target.order_consistency:.3f} is at or below the model's floor {low:.3f}"
@@ -95,7 +99,7 @@ def fit(target: JudgeRates, gap: float) -> tuple[LatentParameters, dict[str, str
     perception = s * math.sqrt(rho / 2)
     pair_noise = s * math.sqrt((1 - rho) / 2)
     total = gap / stats.norm.ppf(target.pointwise_accuracy)  # √(2·perception² + 2·grade_noise²)
-    grade_var = total ** 2 / 2 - perception ** 2
+    grade_var = total**2 / 2 - perception**2
     if grade_var < 0:
         notes["pointwise_accuracy"] = "perception alone grades worse than recorded: grade_noise 0"
     return LatentParameters(perception, pair_noise, slot_bias, math.sqrt(max(0.0, grade_var))), notes
@@ -177,33 +181,53 @@ def main() -> None:
 
     header = "| | pairwise accuracy | first slot | order consistency | pointwise-pair accuracy |"
     rule = "|---|---:|---:|---:|---:|"
-    lines = ["# Calibrating the simulated judge on LLMBar Natural (issue 16)", "",
-             f"Made by `python benchmarks/calibrate_sim.py --seeds {args.seeds}`. Targets from "
-             "`shared/data/llmbar_natural/judgments.jsonl` (`rankkit.judges.sim_targets.preset_targets`): Vanilla rows (each of "
-             "the 100 pairs in both orders) for pairwise accuracy, first-slot share and order consistency; Rating rows "
-             "(each answer graded alone) for the pointwise-pair accuracy, a tied pair counting one half. "
-             f"LLMBar's answers are {gap:g} human-score spreads apart (preference 1 vs 0).", "",
-             "## Fitted latent parameters (units of the task's human-score spread)", "",
-             "| preset | recorded judge | perception | pair_noise | slot_bias | grade_noise | notes |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Calibrating the simulated judge on LLMBar Natural (issue 16)",
+        "",
+        f"Made by `python benchmarks/calibrate_sim.py --seeds {args.seeds}`. Targets from "
+        "`shared/data/llmbar_natural/judgments.jsonl` (`rankkit.judges.sim_targets.preset_targets`): Vanilla rows (each of "
+        "the 100 pairs in both orders) for pairwise accuracy, first-slot share and order consistency; Rating rows "
+        "(each answer graded alone) for the pointwise-pair accuracy, a tied pair counting one half. "
+        f"LLMBar's answers are {gap:g} human-score spreads apart (preference 1 vs 0).",
+        "",
+        "## Fitted latent parameters (units of the task's human-score spread)",
+        "",
+        "| preset | recorded judge | perception | pair_noise | slot_bias | grade_noise | notes |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for preset, params in fitted.items():
         note = "; ".join(notes[preset].values())
         if targets[preset].pointwise_derived:
-            note = ("pointwise target derived (no Rating judgments): the ChatGPT ratio of pointwise to pairwise "
-                    "discriminability" + ("; " + note if note else ""))
+            note = (
+                "pointwise target derived (no Rating judgments): the ChatGPT ratio of pointwise to pairwise "
+                "discriminability" + ("; " + note if note else "")
+            )
         p = rounded(params)
-        lines.append(f"| {preset} | {PRESET_JUDGES[preset]} | {p.perception:.4f} | {p.pair_noise:.4f} | "
-                     f"{p.slot_bias:.4f} | {p.grade_noise:.4f} | {note} |")
-    lines += ["", "Stored in `rankkit/judges/sim.py` as `LATENT_PRESETS`"
-              + (f" — **out of date for {', '.join(stored_differs)}**; paste the block printed by this script."
-                 if stored_differs else " (identical to this fit)."), ""]
+        lines.append(
+            f"| {preset} | {PRESET_JUDGES[preset]} | {p.perception:.4f} | {p.pair_noise:.4f} | "
+            f"{p.slot_bias:.4f} | {p.grade_noise:.4f} | {note} |"
+        )
+    lines += [
+        "",
+        "Stored in `rankkit/judges/sim.py` as `LATENT_PRESETS`"
+        + (
+            f" — **out of date for {', '.join(stored_differs)}**; paste the block printed by this script."
+            if stored_differs
+            else " (identical to this fit)."
+        ),
+        "",
+    ]
 
-    lines += ["## Checks", "",
-              f"Each preset: the recorded target, the model's rates in closed form with the stored (rounded) constants, "
-              f"and the rates simulated by `sim:preset=P` itself on the 100 LLMBar pairs × {args.seeds} judge seeds "
-              "(grades read on a scale wide enough not to clip: LLMBar's human scale is the 0/1 preference itself). "
-              f"✗ marks a rate more than {TOLERANCE} from its target. The last row is the fixed-accuracy model "
-              "(`sim:model=fixed,preset=P`) on the same pairs.", ""]
+    lines += [
+        "## Checks",
+        "",
+        f"Each preset: the recorded target, the model's rates in closed form with the stored (rounded) constants, "
+        f"and the rates simulated by `sim:preset=P` itself on the 100 LLMBar pairs × {args.seeds} judge seeds "
+        "(grades read on a scale wide enough not to clip: LLMBar's human scale is the 0/1 preference itself). "
+        f"✗ marks a rate more than {TOLERANCE} from its target. The last row is the fixed-accuracy model "
+        "(`sim:model=fixed,preset=P`) on the same pairs.",
+        "",
+    ]
     failures = []
     for preset in targets:
         target = targets[preset]
@@ -215,22 +239,34 @@ def main() -> None:
             for got, goal in zip(rates.as_tuple(), target.as_tuple()):
                 if abs(got - goal) > TOLERANCE:
                     failures.append(f"{preset} {name}")
-        lines += [f"### {preset}", "", header, rule,
-                  row("recorded target" + (" (pointwise derived)" if target.pointwise_derived else ""), target),
-                  row("latent model, closed form", analytic, target),
-                  row(f"latent model, simulated ({args.seeds} seeds)", simulated, target),
-                  row("fixed-accuracy model, simulated", fixed, target), ""]
-    lines += ["## Reading it", "",
-              "* The fixed-accuracy model grades every answer as its human score plus 0.5 spreads of noise in both "
-              "modes, so its pointwise-pair accuracy on LLMBar is ≈ 1 for every preset — far above what GPT-4 (0.92) and ChatGPT "
-              "(0.685) did when grading answers alone — and its order consistency is set by accuracy and slot bias "
-              "only. The latent model reproduces all four rates.",
-              "* ChatGPT's Rating grades tie on 47% of the pairs (GPT-4: 10%); counting a tie as one half, a "
-              "continuous grade with large `grade_noise` reproduces the rate, not the ties themselves.",
-              "* 100 pairs per judge: each target carries a binomial standard error of about 0.02–0.05, so the "
-              "fitted numbers are estimates of that size, not properties of the judges.", ""]
-    lines.append(f"Checks: {'all rates within ' + str(TOLERANCE) if not failures else 'FAILED: ' + ', '.join(failures)}. "
-                 f"{time.perf_counter() - started:.0f} s.")
+        lines += [
+            f"### {preset}",
+            "",
+            header,
+            rule,
+            row("recorded target" + (" (pointwise derived)" if target.pointwise_derived else ""), target),
+            row("latent model, closed form", analytic, target),
+            row(f"latent model, simulated ({args.seeds} seeds)", simulated, target),
+            row("fixed-accuracy model, simulated", fixed, target),
+            "",
+        ]
+    lines += [
+        "## Reading it",
+        "",
+        "* The fixed-accuracy model grades every answer as its human score plus 0.5 spreads of noise in both "
+        "modes, so its pointwise-pair accuracy on LLMBar is ≈ 1 for every preset — far above what GPT-4 (0.92) and ChatGPT "
+        "(0.685) did when grading answers alone — and its order consistency is set by accuracy and slot bias "
+        "only. The latent model reproduces all four rates.",
+        "* ChatGPT's Rating grades tie on 47% of the pairs (GPT-4: 10%); counting a tie as one half, a "
+        "continuous grade with large `grade_noise` reproduces the rate, not the ties themselves.",
+        "* 100 pairs per judge: each target carries a binomial standard error of about 0.02–0.05, so the "
+        "fitted numbers are estimates of that size, not properties of the judges.",
+        "",
+    ]
+    lines.append(
+        f"Checks: {'all rates within ' + str(TOLERANCE) if not failures else 'FAILED: ' + ', '.join(failures)}. "
+        f"{time.perf_counter() - started:.0f} s."
+    )
     text = "\n".join(lines) + "\n"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -239,8 +275,10 @@ def main() -> None:
     print("LATENT_PRESETS: dict[str, LatentParameters] = {")
     for preset, params in fitted.items():
         p = rounded(params)
-        print(f'    "{preset}": LatentParameters(perception={p.perception}, pair_noise={p.pair_noise}, '
-              f'slot_bias={p.slot_bias}, grade_noise={p.grade_noise}),')
+        print(
+            f'    "{preset}": LatentParameters(perception={p.perception}, pair_noise={p.pair_noise}, '
+            f"slot_bias={p.slot_bias}, grade_noise={p.grade_noise}),"
+        )
     print("}")
     if failures or stored_differs:
         sys.exit(1)

@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from rankkit.cache import DEFAULT_LEASE_SECONDS, LEASED_COMMIT_SECONDS  # noqa: E402
 from tests.servers import StubRequest, StubServer  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "concurrent_processes.md"
 STRATEGIES = "knockout:order=both,bt"
 
@@ -84,8 +85,15 @@ class SlowStub(StubServer):
         if int(digest[4:8], 16) / 0x10000 < self.unparseable:
             content = "I cannot decide."  # no verdict: the judge records a parse failure
         try:
-            request.send_json(200, {"choices": [{"index": 0, "finish_reason": "stop", "message": {
-                "role": "assistant", "content": content}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+            request.send_json(
+                200,
+                {
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+                },
+            )
         except (BrokenPipeError, ConnectionResetError):  # the client was killed (crash scenario)
             pass
 
@@ -94,17 +102,35 @@ def rankings(path: Path) -> list:
     """What a results file says about the ranking (strategy, task, scores, ranking), without
     timings, costs or origins (those legitimately differ between processes)."""
     data = json.loads(path.read_text())
-    return [(s["name"], [(t["task_id"], t["scores"], t["ranking"]) for t in s["tasks"]])
-            for s in data["strategies"]]
+    return [(s["name"], [(t["task_id"], t["scores"], t["ranking"]) for t in s["tasks"]]) for s in data["strategies"]]
 
 
 def start(stub: SlowStub, concurrency: int, cache: Path, out: Path) -> subprocess.Popen:
     """Start one ``rankkit compare`` on the shared ``cache`` against the stub, writing ``out``."""
     judge = f"openai:stub,base_url={stub.base_url},concurrency={concurrency}"
     return subprocess.Popen(
-        [sys.executable, "-m", "rankkit", "compare", "--strategies", STRATEGIES, "--judge", judge,
-         "--cache", str(cache), "--quiet", "--format", "csv", "--out", str(out)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "rankkit",
+            "compare",
+            "--strategies",
+            STRATEGIES,
+            "--judge",
+            judge,
+            "--cache",
+            str(cache),
+            "--quiet",
+            "--format",
+            "csv",
+            "--out",
+            str(out),
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def measure(stub: SlowStub, processes: int, concurrency: int, folder: Path) -> dict:
@@ -121,10 +147,15 @@ def measure(stub: SlowStub, processes: int, concurrency: int, folder: Path) -> d
             raise RuntimeError(f"rankkit compare exited with {command.returncode}:\n{err}")
     seconds = time.monotonic() - started
     results = [rankings(out) for out in outs]
-    return {"processes": processes, "requests": stub.requests, "distinct": len(stub.bodies),
-            "ratio": stub.requests / len(stub.bodies), "seconds": seconds,
-            "split": [judge_calls(out) for out in outs],
-            "identical": all(r == results[0] for r in results)}
+    return {
+        "processes": processes,
+        "requests": stub.requests,
+        "distinct": len(stub.bodies),
+        "ratio": stub.requests / len(stub.bodies),
+        "seconds": seconds,
+        "split": [judge_calls(out) for out in outs],
+        "identical": all(r == results[0] for r in results),
+    }
 
 
 def measure_crash(stub: SlowStub, concurrency: int, folder: Path, kill_after: float) -> dict:
@@ -144,8 +175,13 @@ def measure_crash(stub: SlowStub, concurrency: int, folder: Path, kill_after: fl
     _, err = survivor.communicate(timeout=600)
     if survivor.returncode != 0:
         raise RuntimeError(f"rankkit compare exited with {survivor.returncode}:\n{err}")
-    return {"requests": stub.requests, "distinct": len(stub.bodies), "in_flight": in_flight_at_kill,
-            "seconds_after_kill": time.monotonic() - killed, "rankings": rankings(outs[1])}
+    return {
+        "requests": stub.requests,
+        "distinct": len(stub.bodies),
+        "in_flight": in_flight_at_kill,
+        "seconds_after_kill": time.monotonic() - killed,
+        "rankings": rankings(outs[1]),
+    }
 
 
 def judge_calls(path: Path) -> int:
@@ -155,11 +191,16 @@ def judge_calls(path: Path) -> int:
 
 def table(rows: list[dict]) -> list[str]:
     """The markdown table of one scenario's measurements."""
-    lines = ["| processes | requests | distinct requests | requests per distinct request | judgments paid, "
-             "per process | wall s | same rankings in every process |", "|---:|---:|---:|---:|:---|---:|:---|"]
-    lines += [f"| {r['processes']} | {r['requests']} | {r['distinct']} | {r['ratio']:.3f} | "
-              f"{' + '.join(map(str, r['split']))} | {r['seconds']:.1f} | {'yes' if r['identical'] else 'NO'} |"
-              for r in rows]
+    lines = [
+        "| processes | requests | distinct requests | requests per distinct request | judgments paid, "
+        "per process | wall s | same rankings in every process |",
+        "|---:|---:|---:|---:|:---|---:|:---|",
+    ]
+    lines += [
+        f"| {r['processes']} | {r['requests']} | {r['distinct']} | {r['ratio']:.3f} | "
+        f"{' + '.join(map(str, r['split']))} | {r['seconds']:.1f} | {'yes' if r['identical'] else 'NO'} |"
+        for r in rows
+    ]
     return lines
 
 
@@ -168,10 +209,15 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.3, help="seconds the stub takes per request")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight per process")
     parser.add_argument("--processes", default="1,2,4", help="comma-separated process counts")
-    parser.add_argument("--kill-after", type=float, default=6.0,
-                        help="crash scenario: seconds after its start the first process is killed")
-    parser.add_argument("--unparseable", type=float, default=0.25,
-                        help="share of answers without a verdict in the second scenario")
+    parser.add_argument(
+        "--kill-after",
+        type=float,
+        default=6.0,
+        help="crash scenario: seconds after its start the first process is killed",
+    )
+    parser.add_argument(
+        "--unparseable", type=float, default=0.25, help="share of answers without a verdict in the second scenario"
+    )
     args = parser.parse_args()
     counts = [int(n) for n in args.processes.split(",")]
     failing = f"{args.unparseable:.0%} of answers have no verdict (parse failures, each retried once)"
@@ -184,22 +230,28 @@ def main() -> None:
             for count in counts:
                 row = measure(stub, count, args.concurrency, Path(tmp))
                 rows.append(row)
-                print(f"{title}: {count} process(es): {row['requests']} requests for {row['distinct']} distinct "
-                      f"= {row['ratio']:.3f}x, paid per process {row['split']}, {row['seconds']:.1f} s, "
-                      f"identical results: {row['identical']}")
+                print(
+                    f"{title}: {count} process(es): {row['requests']} requests for {row['distinct']} distinct "
+                    f"= {row['ratio']:.3f}x, paid per process {row['split']}, {row['seconds']:.1f} s, "
+                    f"identical results: {row['identical']}"
+                )
                 if count == 1 and unparseable == 0:
                     reference = rankings(Path(tmp) / "out-1-0.json")
     with SlowStub(args.latency) as stub, tempfile.TemporaryDirectory() as tmp:
         crash = measure_crash(stub, args.concurrency, Path(tmp), args.kill_after)
     crash["identical"] = crash["rankings"] == reference
-    print(f"crash: {crash['requests']} requests for {crash['distinct']} distinct, "
-          f"{crash['in_flight']} in flight at the kill, "
-          f"survivor done {crash['seconds_after_kill']:.1f} s after the kill, same rankings: {crash['identical']}")
+    print(
+        f"crash: {crash['requests']} requests for {crash['distinct']} distinct, "
+        f"{crash['in_flight']} in flight at the kill, "
+        f"survivor done {crash['seconds_after_kill']:.1f} s after the kill, same rankings: {crash['identical']}"
+    )
     lines = [
-        "# Processes sharing one cache file: requests per distinct judgment", "",
+        "# Processes sharing one cache file: requests per distinct judgment",
+        "",
         "Produced by `python benchmarks/concurrent_processes.py "
         f"--latency {args.latency:g} --concurrency {args.concurrency} --processes {args.processes} "
-        f"--unparseable {args.unparseable:g} --kill-after {args.kill_after:g}`.", "",
+        f"--unparseable {args.unparseable:g} --kill-after {args.kill_after:g}`.",
+        "",
         f"N identical `rankkit compare --strategies {STRATEGIES} --cache SHARED.sqlite` processes, started "
         "together on a fresh cache, on the bundled sample (6 tasks), with an OpenAI-compatible stub "
         f"server on 127.0.0.1 that takes {args.latency:g} s per request (concurrency={args.concurrency} per "
@@ -211,19 +263,24 @@ def main() -> None:
     for title, rows in measured.items():
         lines += [f"## {title[0].upper() + title[1:]}", ""] + table(rows) + [""]
     lines += [
-        "## A process killed while asking", "",
+        "## A process killed while asking",
+        "",
         f"Two processes, the second started {args.kill_after / 2:g} s after the first; the first is killed "
         f"(SIGKILL) {args.kill_after:g} s after its start, holding leases on the requests it had in flight. "
         "The survivor takes those over at once (the dead owner ran on this host and its process is gone; "
-        f"from another host it would wait for the lease to expire, at most {DEFAULT_LEASE_SECONDS:g} s).", "",
+        f"from another host it would wait for the lease to expire, at most {DEFAULT_LEASE_SECONDS:g} s).",
+        "",
         "| requests | distinct requests | in flight at the kill | survivor done after the kill, s "
-        "| survivor's rankings = one process alone |", "|---:|---:|---:|---:|:---|",
+        "| survivor's rankings = one process alone |",
+        "|---:|---:|---:|---:|:---|",
         f"| {crash['requests']} | {crash['distinct']} | {crash['in_flight']} | {crash['seconds_after_kill']:.1f} | "
-        f"{'yes' if crash['identical'] else 'NO'} |", "",
+        f"{'yes' if crash['identical'] else 'NO'} |",
+        "",
         f"Paid twice: {crash['requests'] - crash['distinct']} requests, those the killed process had in flight "
         "(as the stub counted them just before the kill) plus any it had sent or received but not yet "
         "committed at the instant it died (answers to leased keys are committed within "
-        f"{LEASED_COMMIT_SECONDS:g} s). The survivor asked these again, as intended.", "",
+        f"{LEASED_COMMIT_SECONDS:g} s). The survivor asked these again, as intended.",
+        "",
     ]
     lines += [
         "Before leases, 4 processes paid 3.97 requests per distinct judgment (issue 24); the goal is ≤ 1.1.",

@@ -91,8 +91,12 @@ def pareto(points: list[dict]) -> set[str]:
     """Labels of the points no other point beats on both cost (lower) and accuracy (higher)."""
     front = set()
     for p in points:
-        if not any(q["cost"] <= p["cost"] and q["estimate"] >= p["estimate"] and
-                   (q["cost"] < p["cost"] or q["estimate"] > p["estimate"]) for q in points):
+        if not any(
+            q["cost"] <= p["cost"]
+            and q["estimate"] >= p["estimate"]
+            and (q["cost"] < p["cost"] or q["estimate"] > p["estimate"])
+            for q in points
+        ):
             front.add(p["label"])
     return front
 
@@ -131,7 +135,9 @@ def main() -> None:
     points = []
     for label, row in values.items():
         estimate, low, high = mean_interval(row[args.metric])
-        points.append({"label": label, "cost": statistics.fmean(row["cost"]), "estimate": estimate, "low": low, "high": high})
+        points.append(
+            {"label": label, "cost": statistics.fmean(row["cost"]), "estimate": estimate, "low": low, "high": high}
+        )
     front = pareto(points)
     points.sort(key=lambda p: (p["cost"], -p["estimate"]))
 
@@ -141,7 +147,8 @@ def main() -> None:
         f"# Cost vs accuracy: {dataset}, judge {args.judge}",
         "",
         f"Made by `python benchmarks/cost_accuracy.py --data {args.data} --judge {args.judge} --seeds {args.seeds}"
-        + (f" --limit {args.limit}" if args.limit else "") + "`.",
+        + (f" --limit {args.limit}" if args.limit else "")
+        + "`.",
         "",
         f"{len(tasks)} tasks, {n_candidates:.1f} candidates per task, {args.seeds} seeds; every seed re-draws the "
         "judge's noise (sim judge) and the strategies' random choices. Cost is the judgments a strategy used per task "
@@ -155,27 +162,41 @@ def main() -> None:
         "not a real LLM's behaviour.",
         "",
         f"| strategy | judgments / task | {args.metric} [95% CI over seeds] | sd | "
-        + " | ".join(m for m in METRICS if m != args.metric) + " | seconds | front |",
+        + " | ".join(m for m in METRICS if m != args.metric)
+        + " | seconds | front |",
         "|---|---:|---|---:|" + "---:|" * (len(METRICS) - 1) + "---:|:---:|",
     ]
     for p in points:
         row = values[p["label"]]
         spread = statistics.stdev(row[args.metric]) if len(row[args.metric]) > 1 else float("nan")
         others = " | ".join(f"{statistics.fmean(row[m]):.3f}" for m in METRICS if m != args.metric)
-        interval = f"{p['estimate']:.3f} [{p['low']:.3f}, {p['high']:.3f}]" if p["low"] == p["low"] else f"{p['estimate']:.3f}"
-        lines.append(f"| {p['label']} | {p['cost']:.1f} | {interval} | {spread:.3f} | {others} | "
-                     f"{seconds[p['label']]:.1f} | {'✓' if p['label'] in front else ''} |")
-    lines += ["", f"Total wall time {elapsed:.0f} s on a shared 2-core machine (other jobs were running); "
-              "`seconds` is each strategy's ranking time summed over seeds, including the judge calls it was "
-              "first to make (a judgment shared through the match graph is paid for by whichever strategy asked "
-              "first; the sim judge is cheap).", ""]
+        interval = (
+            f"{p['estimate']:.3f} [{p['low']:.3f}, {p['high']:.3f}]" if p["low"] == p["low"] else f"{p['estimate']:.3f}"
+        )
+        lines.append(
+            f"| {p['label']} | {p['cost']:.1f} | {interval} | {spread:.3f} | {others} | "
+            f"{seconds[p['label']]:.1f} | {'✓' if p['label'] in front else ''} |"
+        )
+    lines += [
+        "",
+        f"Total wall time {elapsed:.0f} s on a shared 2-core machine (other jobs were running); "
+        "`seconds` is each strategy's ranking time summed over seeds, including the judge calls it was "
+        "first to make (a judgment shared through the match graph is paid for by whichever strategy asked "
+        "first; the sim judge is cheap).",
+        "",
+    ]
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         from rankkit.plots import plot_cost_accuracy
-        png = plot_cost_accuracy(points, out.with_suffix(".png"), args.metric,
-                                 title=f"{dataset}, {args.judge}: {args.metric} vs cost ({args.seeds} seeds, 95% CI)")
+
+        png = plot_cost_accuracy(
+            points,
+            out.with_suffix(".png"),
+            args.metric,
+            title=f"{dataset}, {args.judge}: {args.metric} vs cost ({args.seeds} seeds, 95% CI)",
+        )
         lines.insert(2, f"![cost vs accuracy]({png.name})\n")
     except ImportError:  # pragma: no cover - matplotlib missing
         print("matplotlib not installed: no PNG", file=sys.stderr)

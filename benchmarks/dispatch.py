@@ -65,15 +65,25 @@ class StatsStub(StubServer):
         digest = hashlib.sha256(text.encode()).digest()
         first, second = digest[0] % 11, digest[1] % 11
         verdict = f"Answer 1: {first}/10 Answer 2: {second}/10" if "Answer 2" in text else f"Score: {first}/10"
-        request.send_json(200, {"choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": f"Explanation: stub. {verdict}"}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+        request.send_json(
+            200,
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": f"Explanation: stub. {verdict}"},
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+            },
+        )
         with self._lock:
             self.in_flight -= 1
             self.served += 1
 
 
-def serve_stub(latency: float, port_out: "multiprocessing.connection.Connection") -> None:
+def serve_stub(latency: float, port_out: multiprocessing.connection.Connection) -> None:
     """The stub server's process: :class:`StatsStub` on a free loopback port, sent through ``port_out``."""
     stub = StatsStub(latency)
     port_out.send(stub.port)
@@ -89,7 +99,7 @@ class VerdictStub:
         self.latency = latency
         self.served = self.max_in_flight = 0
 
-    def __enter__(self) -> "VerdictStub":
+    def __enter__(self) -> VerdictStub:
         import multiprocessing
 
         receiver, sender = multiprocessing.Pipe(duplex=False)
@@ -115,10 +125,23 @@ def synthetic_tasks(count: int, size: int):
 
     tasks = []
     for k in range(count):
-        candidates = tuple(Candidate(id=f"c{i}", text=f"answer {i} to question {k}: " + "word " * (5 + (i * 7 + k) % 40),
-                                     human={"score": float((i * 5 + k * 3) % 10)}) for i in range(size))
-        tasks.append(Task(task_id=f"q{k:03d}", prompt=f"Question {k}: explain topic {k}.", candidates=candidates,
-                          criterion="score", scale=(0.0, 10.0)))
+        candidates = tuple(
+            Candidate(
+                id=f"c{i}",
+                text=f"answer {i} to question {k}: " + "word " * (5 + (i * 7 + k) % 40),
+                human={"score": float((i * 5 + k * 3) % 10)},
+            )
+            for i in range(size)
+        )
+        tasks.append(
+            Task(
+                task_id=f"q{k:03d}",
+                prompt=f"Question {k}: explain topic {k}.",
+                candidates=candidates,
+                criterion="score",
+                scale=(0.0, 10.0),
+            )
+        )
     return tasks
 
 
@@ -129,8 +152,9 @@ def http_rows(args) -> list[dict]:
     rows = []
     for spec in args.strategies.split(","):
         with VerdictStub(args.latency) as stub:
-            judge = make_judge(f"openai:stub,base_url={stub.base_url},concurrency={args.concurrency},"
-                               f"retries=0,max_new_tokens=32")
+            judge = make_judge(
+                f"openai:stub,base_url={stub.base_url},concurrency={args.concurrency},retries=0,max_new_tokens=32"
+            )
             # One warm-up request outside the timing: importing httpx and opening the client
             # (~0.5 s here) is start-up, not what the dispatcher does with the judge's slots; so is
             # importing scipy.stats for the metrics at the end of the run (~1 s).
@@ -146,10 +170,21 @@ def http_rows(args) -> list[dict]:
         stub.served -= warm
         rate = stub.served / wall
         ideal = args.concurrency / args.latency
-        rows.append({"strategy": spec, "requests": stub.served, "seconds": wall, "rate": rate,
-                     "utilisation": rate / ideal, "max_in_flight": stub.max_in_flight})
-        print(f"{spec:22s} requests={stub.served:5d} {wall:6.1f} s {rate:7.1f} req/s "
-              f"utilisation={rate / ideal:.2f} max in flight={stub.max_in_flight}", flush=True)
+        rows.append(
+            {
+                "strategy": spec,
+                "requests": stub.served,
+                "seconds": wall,
+                "rate": rate,
+                "utilisation": rate / ideal,
+                "max_in_flight": stub.max_in_flight,
+            }
+        )
+        print(
+            f"{spec:22s} requests={stub.served:5d} {wall:6.1f} s {rate:7.1f} req/s "
+            f"utilisation={rate / ideal:.2f} max in flight={stub.max_in_flight}",
+            flush=True,
+        )
     return rows
 
 
@@ -166,10 +201,19 @@ def hf_row(args) -> dict:
     batches = dispatch.get("batches") or []
     judge.close()
     fill = (sum(batches) / len(batches) / args.batch_size) if batches else float("nan")
-    print(f"hf knockout: {len(tasks)} tasks, batch_size={args.batch_size}, judge calls={len(batches)}, "
-          f"mean batch={sum(batches) / max(len(batches), 1):.1f}, fill={fill:.2f}, {wall:.1f} s", flush=True)
-    return {"tasks": len(tasks), "batch_size": args.batch_size, "calls": len(batches), "fill": fill,
-            "seconds": wall, "batches": batches}
+    print(
+        f"hf knockout: {len(tasks)} tasks, batch_size={args.batch_size}, judge calls={len(batches)}, "
+        f"mean batch={sum(batches) / max(len(batches), 1):.1f}, fill={fill:.2f}, {wall:.1f} s",
+        flush=True,
+    )
+    return {
+        "tasks": len(tasks),
+        "batch_size": args.batch_size,
+        "calls": len(batches),
+        "fill": fill,
+        "seconds": wall,
+        "batches": batches,
+    }
 
 
 def main() -> int:
@@ -185,19 +229,29 @@ def main() -> int:
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated strategy specs")
     args = parser.parse_args()
     rows = http_rows(args)
-    lines = [f"## {args.label}: {args.tasks} tasks × {args.size} candidates, stub latency {args.latency:g} s, "
-             f"concurrency {args.concurrency} (ideal {args.concurrency / args.latency:.0f} requests/s)", "",
-             f"`python benchmarks/dispatch.py --tasks {args.tasks} --size {args.size} --latency {args.latency:g} "
-             f"--concurrency {args.concurrency}{' --hf' if args.hf else ''}`", "",
-             "| strategy | requests | seconds | requests/s | utilisation | max in flight |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"## {args.label}: {args.tasks} tasks × {args.size} candidates, stub latency {args.latency:g} s, "
+        f"concurrency {args.concurrency} (ideal {args.concurrency / args.latency:.0f} requests/s)",
+        "",
+        f"`python benchmarks/dispatch.py --tasks {args.tasks} --size {args.size} --latency {args.latency:g} "
+        f"--concurrency {args.concurrency}{' --hf' if args.hf else ''}`",
+        "",
+        "| strategy | requests | seconds | requests/s | utilisation | max in flight |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        lines.append(f"| {row['strategy']} | {row['requests']} | {row['seconds']:.1f} | {row['rate']:.1f} | "
-                     f"{row['utilisation']:.2f} | {row['max_in_flight']} |")
+        lines.append(
+            f"| {row['strategy']} | {row['requests']} | {row['seconds']:.1f} | {row['rate']:.1f} | "
+            f"{row['utilisation']:.2f} | {row['max_in_flight']} |"
+        )
     if args.hf:
         hf = hf_row(args)
-        lines += ["", f"HF (SmolLM2, logprob mode) knockout on {hf['tasks']} tasks × 8 candidates, batch_size "
-                  f"{hf['batch_size']}: {hf['calls']} judge calls, batch fill **{hf['fill']:.2f}** "
-                  f"(call sizes {hf['batches']}), {hf['seconds']:.1f} s."]
+        lines += [
+            "",
+            f"HF (SmolLM2, logprob mode) knockout on {hf['tasks']} tasks × 8 candidates, batch_size "
+            f"{hf['batch_size']}: {hf['calls']} judge calls, batch fill **{hf['fill']:.2f}** "
+            f"(call sizes {hf['batches']}), {hf['seconds']:.1f} s.",
+        ]
     section = "\n".join(lines) + "\n"
     previous = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Engine utilisation\n"
     marker = f"## {args.label}:"

@@ -47,8 +47,11 @@ def families(n: int) -> dict[str, list[str]]:
         "swiss": [f"swiss:budget={b}" for b in (1, 2, 3, 5, 8)],
         "swiss (grades)": [f"swiss:budget={b},aggregate=grades" for b in (1, 2, 3, 5, 8)],
         "active": [f"active:budget={b},batch={batch}" for b in (1, 2, 3, 5)],
-        "setwise_knockout k=8": ["setwise_knockout:k=8", "setwise_knockout:k=8,order=both",
-                                 "setwise_knockout:k=8,order=permute"],
+        "setwise_knockout k=8": [
+            "setwise_knockout:k=8",
+            "setwise_knockout:k=8,order=both",
+            "setwise_knockout:k=8,order=permute",
+        ],
         "setwise_heapsort k=8": ["setwise_heapsort:k=8", "setwise_heapsort:k=8,order=both"],
         "listwise 8/4": [f"listwise:window=8,step=4,passes={p}" for p in (1, 3, 10)],
         "setwise_groups k=8": [f"setwise_groups:k=8,rounds={r},order=permute" for r in (1, 2, 3, 4, 6)],
@@ -63,8 +66,9 @@ def answers_per_judgment(spec: str) -> float:
     return 1.0
 
 
-def measure(n: int, preset: str, seeds: int, sim_kway: str, specs: list[str] | None = None
-            ) -> dict[str, dict[str, float]]:
+def measure(
+    n: int, preset: str, seeds: int, sim_kway: str, specs: list[str] | None = None
+) -> dict[str, dict[str, float]]:
     """Each spec's mean task Spearman and judgments per task over the seeds (fresh tasks per seed);
     ``specs``: the reference and every family's unless given."""
     specs = specs or [REFERENCE, *(spec for family in families(n).values() for spec in family)]
@@ -115,22 +119,31 @@ def main() -> None:
 
 def report(table, sizes: list[int], presets: list[str], args, elapsed: float) -> str:
     command = "python benchmarks/frontier.py" + "".join(
-        f" --{name.replace('_', '-')} {getattr(args, name)}" for name, default in
-        (("sizes", ",".join(map(str, SIZES))), ("presets", ",".join(PRESETS)), ("seeds", 3), ("sim_kway", "grades"))
-        if getattr(args, name) != default)
+        f" --{name.replace('_', '-')} {getattr(args, name)}"
+        for name, default in (
+            ("sizes", ",".join(map(str, SIZES))),
+            ("presets", ",".join(PRESETS)),
+            ("seeds", 3),
+            ("sim_kway", "grades"),
+        )
+        if getattr(args, name) != default
+    )
     lines = [
-        "# The large-N frontier (goal P2′)", "",
+        "# The large-N frontier (goal P2′)",
+        "",
         f"Made by `{command}` ({elapsed:.0f} s on a shared 2-core machine). Planted-strength tasks "
         f"({', '.join(f'{TASKS[n]} tasks of N = {n}' for n in sizes)} per seed, fresh tasks every seed), "
         f"simulated judges {', '.join(presets)} (k-way choices carry `kway={args.sim_kway}`), {args.seeds} seeds. "
         f"A family *reaches* all-pairs BT at the smallest fraction of BT's N(N−1) judgments whose mean task "
         f"Spearman is within {WITHIN} of BT's; `tokens ×` weights each k-way judgment by k/2 (the answers it "
-        "shows, over a pair's two). Goal P2′: ≤ 5% at N = 100.", "",
+        "shows, over a pair's two). Goal P2′: ≤ 5% at N = 100.",
+        "",
         "In the simulator every judgment of an answer shares that answer's *perception* draw (its fixed "
         "misreading by the judge), so all-pairs BT does not converge to the human order but to the judge's "
         "perceived order: its Spearman is a ceiling that any strategy averaging out the per-judgment noise reaches.",
         "",
-        "## Smallest fraction of all-pairs BT that comes within 0.01 of it", "",
+        "## Smallest fraction of all-pairs BT that comes within 0.01 of it",
+        "",
         "| N | preset | BT spearman | " + " | ".join(families(sizes[0])) + " |",
         "|---:|---|---:|" + "---|" * len(families(sizes[0])),
     ]
@@ -140,19 +153,28 @@ def report(table, sizes: list[int], presets: list[str], args, elapsed: float) ->
             cells = []
             for family in families(n).values():
                 spec, fraction, other = reached(rows, family, n)
-                cells.append(f"{100 * fraction:.1f}% (tokens × {100 * other:.1f}%)" if spec else
-                             f"not reached (best {100 * fraction:.1f}%: {other:+.3f})")
+                cells.append(
+                    f"{100 * fraction:.1f}% (tokens × {100 * other:.1f}%)"
+                    if spec
+                    else f"not reached (best {100 * fraction:.1f}%: {other:+.3f})"
+                )
             lines.append(f"| {n} | {preset} | {rows[REFERENCE]['spearman']:.3f} | " + " | ".join(cells) + " |")
     lines += ["", "## Every setting", ""]
     for n in sizes:
         for preset in presets:
             rows = table[(n, preset)]
-            lines += [f"### N = {n}, {preset}", "", "| strategy | judgments / task | % of all pairs | spearman | Δ vs BT |",
-                      "|---|---:|---:|---:|---:|"]
+            lines += [
+                f"### N = {n}, {preset}",
+                "",
+                "| strategy | judgments / task | % of all pairs | spearman | Δ vs BT |",
+                "|---|---:|---:|---:|---:|",
+            ]
             for spec in [REFERENCE, *(s for family in families(n).values() for s in family)]:
                 row = rows[spec]
-                lines.append(f"| `{spec}` | {row['judgments']:.0f} | {100 * row['judgments'] / (n * (n - 1)):.2f}% | "
-                             f"{row['spearman']:.3f} | {row['spearman'] - rows[REFERENCE]['spearman']:+.3f} |")
+                lines.append(
+                    f"| `{spec}` | {row['judgments']:.0f} | {100 * row['judgments'] / (n * (n - 1)):.2f}% | "
+                    f"{row['spearman']:.3f} | {row['spearman'] - rows[REFERENCE]['spearman']:+.3f} |"
+                )
             lines.append("")
     return "\n".join(lines)
 

@@ -52,8 +52,16 @@ def rank(tasks, exact: bool, run: str) -> tuple[dict, float, int, dict]:
     spec = f"smollm2:exact={str(exact).lower()}{RUNS[run]['options']}"
     judge = make_judge(spec)
     started = time.perf_counter()
-    result = run_tasks(tasks, [make_strategy(STRATEGY)], judge, cache=NullCache(), seed=0, progress=False,
-                       judge_spec="smollm2", workers=RUNS[run]["workers"])
+    result = run_tasks(
+        tasks,
+        [make_strategy(STRATEGY)],
+        judge,
+        cache=NullCache(),
+        seed=0,
+        progress=False,
+        judge_spec="smollm2",
+        workers=RUNS[run]["workers"],
+    )
     seconds = time.perf_counter() - started
     payload = result.to_dict()
     calls = sum(s["cost"]["judge_calls"] for s in payload["strategies"])
@@ -81,12 +89,16 @@ def without_timings(payload):
 def differences(a: dict, b: dict) -> dict:
     ma, mb = matches(a), matches(b)
     both = sorted(set(ma) & set(mb))
-    return {"common": len(both), "only_one": len(set(ma) ^ set(mb)),
-            "probability": sum(ma[k][0] != mb[k][0] for k in both),
-            "winner": sum(ma[k][1] != mb[k][1] for k in both),
-            "max_delta": max((abs(ma[k][0] - mb[k][0]) for k in both if ma[k][0] is not None
-                              and mb[k][0] is not None), default=0.0),
-            "identical": without_timings(a) == without_timings(b)}
+    return {
+        "common": len(both),
+        "only_one": len(set(ma) ^ set(mb)),
+        "probability": sum(ma[k][0] != mb[k][0] for k in both),
+        "winner": sum(ma[k][1] != mb[k][1] for k in both),
+        "max_delta": max(
+            (abs(ma[k][0] - mb[k][0]) for k in both if ma[k][0] is not None and mb[k][0] is not None), default=0.0
+        ),
+        "identical": without_timings(a) == without_timings(b),
+    }
 
 
 def block_sweep(tasks) -> list[str]:
@@ -108,10 +120,16 @@ def block_sweep(tasks) -> list[str]:
             passes = s["forward_batches"] + s["prefix_passes"]
             tokens = s["real_tokens"] + s["padding_tokens"] + s["prefix_tokens_computed"]
         print(f"{options}: {len(requests) / seconds:.2f}/s, {passes} passes, {tokens} tokens", flush=True)
-        rows.append(f"| `{options}` | {len(requests)} | {seconds:.1f} | {len(requests) / seconds:.2f} | {passes} | "
-                    f"{tokens} | {os.getloadavg()[0]:.1f} |")
-    return ["| engine | judgments | seconds | judgments/s | forward passes | tokens computed | load avg |",
-            "|---|---|---|---|---|---|---|", *rows, ""]
+        rows.append(
+            f"| `{options}` | {len(requests)} | {seconds:.1f} | {len(requests) / seconds:.2f} | {passes} | "
+            f"{tokens} | {os.getloadavg()[0]:.1f} |"
+        )
+    return [
+        "| engine | judgments | seconds | judgments/s | forward passes | tokens computed | load avg |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def main() -> None:
@@ -130,14 +148,19 @@ def main() -> None:
     if args.topical and topical.is_file():
         datasets.append((f"Topical-Chat, first {args.topical} tasks", load_tasks(topical, limit=args.topical)))
     hf_loading.load_smollm2()  # load once, outside the timings
-    lines = ["# Exact vs batched smollm2 judging (CPU)", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} with "
-             f"{torch.get_num_threads()} threads, bf16, block {DEFAULT_BLOCK} (the default). **Shared 2-core machine**: 1-min load "
-             f"average {os.getloadavg()[0]:.1f} at start; runs are back to back (never in parallel), in "
-             f"the order exact A, batched A, exact B, batched B per dataset.", "",
-             f"Strategy `{STRATEGY}`, no judgment cache, a fresh engine per run. Run A: 4 tasks at once "
-             f"through the dispatcher (batched mode: calls mixing tasks, batch_size 8); run B: one task at "
-             f"a time, batch_size 4.", ""]
+    lines = [
+        "# Exact vs batched smollm2 judging (CPU)",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} with "
+        f"{torch.get_num_threads()} threads, bf16, block {DEFAULT_BLOCK} (the default). **Shared 2-core machine**: 1-min load "
+        f"average {os.getloadavg()[0]:.1f} at start; runs are back to back (never in parallel), in "
+        f"the order exact A, batched A, exact B, batched B per dataset.",
+        "",
+        f"Strategy `{STRATEGY}`, no judgment cache, a fresh engine per run. Run A: 4 tasks at once "
+        f"through the dispatcher (batched mode: calls mixing tasks, batch_size 8); run B: one task at "
+        f"a time, batch_size 4.",
+        "",
+    ]
     for name, tasks in datasets:
         print(f"== {name}", flush=True)
         runs = {}
@@ -146,39 +169,66 @@ def main() -> None:
                 load = os.getloadavg()[0]
                 runs[exact, run] = rank(tasks, exact, run) + (load,)
                 _, seconds, calls, stats, _ = runs[exact, run]
-                print(f"exact={exact} run {run}: {calls} judgments in {seconds:.1f}s = {calls / seconds:.2f}/s "
-                      f"(load {load:.1f})", flush=True)
-        lines += [f"## {name}", "",
-                  "| mode | run | judgments | seconds | judgments/s | load avg | engine |",
-                  "|---|---|---|---|---|---|---|"]
+                print(
+                    f"exact={exact} run {run}: {calls} judgments in {seconds:.1f}s = {calls / seconds:.2f}/s "
+                    f"(load {load:.1f})",
+                    flush=True,
+                )
+        lines += [
+            f"## {name}",
+            "",
+            "| mode | run | judgments | seconds | judgments/s | load avg | engine |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for (exact, run), (_, seconds, calls, stats, load) in runs.items():
-            engine = (f"{stats['exact_rows']} rows alone; blocks: {stats['blocks_computed']} computed, "
-                      f"{stats['blocks_reused']} reused" if exact else
-                      f"{stats['forward_batches']} batches, {stats['batch_rows']} rows, "
-                      f"{stats['prefix_tokens_saved']} prefix tokens reused")
-            lines.append(f"| {'exact' if exact else 'batched'} | {run} | {calls} | {seconds:.1f} | "
-                         f"{calls / seconds:.2f} | {load:.1f} | {engine} |")
-        speed = {exact: sum(runs[exact, r][2] for r in "AB") / sum(runs[exact, r][1] for r in "AB")
-                 for exact in (True, False)}
-        lines += ["", f"Judgments/s over both runs: exact **{speed[True]:.2f}**, batched **{speed[False]:.2f}** "
-                      f"(exact/batched **{speed[True] / speed[False]:.2f}x**).", "",
-                  "| mode | matches in both runs | probability differs | winner differs | max abs diff "
-                  "| played by one run only | results JSON identical |", "|---|---|---|---|---|---|---|"]
+            engine = (
+                f"{stats['exact_rows']} rows alone; blocks: {stats['blocks_computed']} computed, "
+                f"{stats['blocks_reused']} reused"
+                if exact
+                else f"{stats['forward_batches']} batches, {stats['batch_rows']} rows, "
+                f"{stats['prefix_tokens_saved']} prefix tokens reused"
+            )
+            lines.append(
+                f"| {'exact' if exact else 'batched'} | {run} | {calls} | {seconds:.1f} | "
+                f"{calls / seconds:.2f} | {load:.1f} | {engine} |"
+            )
+        speed = {
+            exact: sum(runs[exact, r][2] for r in "AB") / sum(runs[exact, r][1] for r in "AB")
+            for exact in (True, False)
+        }
+        lines += [
+            "",
+            f"Judgments/s over both runs: exact **{speed[True]:.2f}**, batched **{speed[False]:.2f}** "
+            f"(exact/batched **{speed[True] / speed[False]:.2f}x**).",
+            "",
+            "| mode | matches in both runs | probability differs | winner differs | max abs diff "
+            "| played by one run only | results JSON identical |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for exact in (True, False):
             d = differences(runs[exact, "A"][0], runs[exact, "B"][0])
             print(f"exact={exact}: {d}", flush=True)
-            lines.append(f"| {'exact' if exact else 'batched'} | {d['common']} | {d['probability']} | "
-                         f"{d['winner']} | {d['max_delta']:.3g} | {d['only_one']} | "
-                         f"{'yes' if d['identical'] else 'no'} |")
+            lines.append(
+                f"| {'exact' if exact else 'batched'} | {d['common']} | {d['probability']} | "
+                f"{d['winner']} | {d['max_delta']:.3g} | {d['only_one']} | "
+                f"{'yes' if d['identical'] else 'no'} |"
+            )
         lines.append("")
-    lines += ["## Block size", "",
-              "Each task's candidates paired off, both orders, one call, a fresh engine per line, run in "
-              "the order listed. Tokens computed: exact, the rows' final passes plus the blocks computed; "
-              "batched, batch rows with their padding plus shared-prefix passes.", ""]
+    lines += [
+        "## Block size",
+        "",
+        "Each task's candidates paired off, both orders, one call, a fresh engine per line, run in "
+        "the order listed. Tokens computed: exact, the rows' final passes plus the blocks computed; "
+        "batched, batch rows with their padding plus shared-prefix passes.",
+        "",
+    ]
     for name, tasks in datasets:
         print(f"== block sweep: {name}", flush=True)
-        lines += [f"### {name if 'sample' in name else 'Topical-Chat, first 4 tasks'}", "",
-                  *block_sweep(tasks if "sample" in name else tasks[:4])]
+        lines += [
+            f"### {name if 'sample' in name else 'Topical-Chat, first 4 tasks'}",
+            "",
+            *block_sweep(tasks if "sample" in name else tasks[:4]),
+        ]
     RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 

@@ -65,13 +65,17 @@ def run_setting(provider: str, tasks, batch: bool, cache_min: int, journal: Path
 def main() -> None:
     os.environ["ANTHROPIC_API_KEY"] = KEY
     tasks = load_tasks(SAMPLE)
-    lines = ["# P9: USD per ranked task, direct vs batch + prompt caching", "",
-             f"`{STRATEGY}` on the bundled sample ({len(tasks)} tasks), loopback stand-ins of the hosted APIs "
-             "with an honest judge, built-in list prices (`rankkit/judges/prices.py`). Produced by "
-             "`python benchmarks/hosted_cost.py`.", "",
-             "| provider | setting | USD per task | vs direct | prompt tokens | cached | requests outside batches "
-             "| rankings as direct |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# P9: USD per ranked task, direct vs batch + prompt caching",
+        "",
+        f"`{STRATEGY}` on the bundled sample ({len(tasks)} tasks), loopback stand-ins of the hosted APIs "
+        "with an honest judge, built-in list prices (`rankkit/judges/prices.py`). Produced by "
+        "`python benchmarks/hosted_cost.py`.",
+        "",
+        "| provider | setting | USD per task | vs direct | prompt tokens | cached | requests outside batches "
+        "| rankings as direct |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     with tempfile.TemporaryDirectory() as scratch:
         for provider in ("openai", "anthropic"):
             direct, _ = run_setting(provider, tasks, False, 10**9, Path(scratch) / "none.json")
@@ -81,11 +85,16 @@ def main() -> None:
                 rows.append((name, run, outside))
             for name, run, outside in rows:
                 same = [t.ranking for t in run.tasks] == [t.ranking for t in direct.tasks]
-                lines.append(f"| {provider} | {name} | {run.cost.usd / len(tasks):.6f} | "
-                             f"{run.cost.usd / direct.cost.usd:.1%} | {run.cost.prompt_tokens} | "
-                             f"{run.cost.cached_tokens} | {'-' if outside is None else outside} | {same} |")
-    lines += ["", "Requests outside batches: the openai judge's one continuation probe (the Anthropic judge "
-              "needs none). `vs direct` is the ratio of the strategy's `cost.usd`."]
+                lines.append(
+                    f"| {provider} | {name} | {run.cost.usd / len(tasks):.6f} | "
+                    f"{run.cost.usd / direct.cost.usd:.1%} | {run.cost.prompt_tokens} | "
+                    f"{run.cost.cached_tokens} | {'-' if outside is None else outside} | {same} |"
+                )
+    lines += [
+        "",
+        "Requests outside batches: the openai judge's one continuation probe (the Anthropic judge "
+        "needs none). `vs direct` is the ratio of the strategy's `cost.usd`.",
+    ]
     text = "\n".join(lines) + "\n"
     RESULTS.write_text(text, encoding="utf-8")
     print(text)

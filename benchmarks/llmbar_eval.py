@@ -30,21 +30,25 @@ sections replaces only their blocks.
 from __future__ import annotations
 
 import argparse
-from rankkit.memo import JudgmentMemo
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from rankkit.memo import JudgmentMemo
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 RESULTS = REPO / "benchmarks" / "results" / "llmbar_eval.md"
 DATASETS = ("llmbar_natural", "llmbar_faireval", "llmbar_llmeval2")
 #: Pairwise methods recorded for every judge: Vanilla only exists on Natural; the other two on all three.
-METHODS = {"llmbar_natural": ("Vanilla", "Vanilla_NoRules", "Metrics_Reference"),
-           "llmbar_faireval": ("Vanilla_NoRules", "Metrics_Reference"),
-           "llmbar_llmeval2": ("Vanilla_NoRules", "Metrics_Reference")}
+METHODS = {
+    "llmbar_natural": ("Vanilla", "Vanilla_NoRules", "Metrics_Reference"),
+    "llmbar_faireval": ("Vanilla_NoRules", "Metrics_Reference"),
+    "llmbar_llmeval2": ("Vanilla_NoRules", "Metrics_Reference"),
+}
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -79,8 +83,9 @@ def report_for(spec: str, dataset: str, resamples: int, seed: int) -> dict[str, 
     tasks = load_tasks(DATA / dataset / "tasks.jsonl")
     judge = make_judge(spec)
     try:
-        return judge_report(tasks, judge, resamples=resamples, seed=seed, judge_spec=spec,
-                            data=str(DATA / dataset / "tasks.jsonl"))
+        return judge_report(
+            tasks, judge, resamples=resamples, seed=seed, judge_spec=spec, data=str(DATA / dataset / "tasks.jsonl")
+        )
     finally:
         judge.close()
 
@@ -90,18 +95,25 @@ def report_for(spec: str, dataset: str, resamples: int, seed: int) -> dict[str, 
 
 
 def section_a(resamples: int, seed: int, headline: dict[str, Any]) -> str:
-    lines = ["## (a) Recorded judges replayed: one order vs both orders", "",
-             "`--judge replay:judgments.jsonl,judge=J,method=M,on_miss=tie`, every pair asked in both orders. "
-             "*one order*: LLMBar's average accuracy over the two orders (a miss or tie scores ½). "
-             "*both orders, decided*: the two verdicts combined — kept when they agree (or only one is "
-             "decisive), a draw when they disagree — accuracy over the decided pairs (n = how many). "
-             "*both orders, strict*: the same over all pairs, a draw counting as wrong. 95% bootstrap "
-             f"intervals over tasks ({resamples} resamples, seed {seed}).", ""]
+    lines = [
+        "## (a) Recorded judges replayed: one order vs both orders",
+        "",
+        "`--judge replay:judgments.jsonl,judge=J,method=M,on_miss=tie`, every pair asked in both orders. "
+        "*one order*: LLMBar's average accuracy over the two orders (a miss or tie scores ½). "
+        "*both orders, decided*: the two verdicts combined — kept when they agree (or only one is "
+        "decisive), a draw when they disagree — accuracy over the decided pairs (n = how many). "
+        "*both orders, strict*: the same over all pairs, a draw counting as wrong. 95% bootstrap "
+        f"intervals over tasks ({resamples} resamples, seed {seed}).",
+        "",
+    ]
     for dataset in DATASETS:
-        lines += [f"### {dataset}", "",
-                  "| judge | method | acc, one order [95% CI] | acc, both orders, decided (n) | acc, both orders, strict "
-                  "| first-slot share | order consistency | misses |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"### {dataset}",
+            "",
+            "| judge | method | acc, one order [95% CI] | acc, both orders, decided (n) | acc, both orders, strict "
+            "| first-slot share | order consistency | misses |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for method in METHODS[dataset]:
             for judge in judges_of(dataset, method):
                 report = report_for(replay_spec(dataset, judge, method), dataset, resamples, seed)
@@ -112,10 +124,13 @@ def section_a(resamples: int, seed: int, headline: dict[str, Any]) -> str:
                     f"| {judge} | {method} | {fmt_ci(m['accuracy_single'])} | {fmt(decided['value'])} "
                     f"({int(decided['n'] or 0)}) | {fmt(m['accuracy_both_strict']['value'])} "
                     f"| {fmt(m['first_slot']['value'])} | {fmt(m['order_consistency']['value'])} "
-                    f"| {report['counts']['misses']} |")
-                print(f"(a) {dataset} {method} {judge}: one order {fmt(m['accuracy_single']['value'])}, "
-                      f"both decided {fmt(decided['value'])}, strict {fmt(m['accuracy_both_strict']['value'])}",
-                      flush=True)
+                    f"| {report['counts']['misses']} |"
+                )
+                print(
+                    f"(a) {dataset} {method} {judge}: one order {fmt(m['accuracy_single']['value'])}, "
+                    f"both decided {fmt(decided['value'])}, strict {fmt(m['accuracy_both_strict']['value'])}",
+                    flush=True,
+                )
         lines.append("")
     return "\n".join(lines)
 
@@ -130,42 +145,57 @@ def panel_spec(dataset: str, method: str, judges: list[str]) -> str:
 
 
 def section_b(resamples: int, seed: int, headline: dict[str, Any]) -> str:
-    lines = ["## (b) Panels of the recorded judges at agreement thresholds", "",
-             "`--judge panel:replay:...;judge=J1;method=M+replay:...;judge=J2;method=M+...,threshold=T`: every "
-             "member votes on every pair in both orders; the majority wins when its share of the votes "
-             "reaches T, else the decision is a draw. *acc (draw = ½)* is what a strategy gets in expectation "
-             "when it breaks draws by a coin; *decided* is accuracy over the non-draws; *strict* counts a draw "
-             "as wrong. *best single* is the member with the highest one-order accuracy (its strict both-order "
-             "accuracy in brackets). α: Krippendorff's alpha (nominal) between the members' votes.", "",
-             "| dataset | method | panel | α | threshold | draws | acc (draw = ½) | acc, decided | acc, strict "
-             "| best single: one order (strict) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## (b) Panels of the recorded judges at agreement thresholds",
+        "",
+        "`--judge panel:replay:...;judge=J1;method=M+replay:...;judge=J2;method=M+...,threshold=T`: every "
+        "member votes on every pair in both orders; the majority wins when its share of the votes "
+        "reaches T, else the decision is a draw. *acc (draw = ½)* is what a strategy gets in expectation "
+        "when it breaks draws by a coin; *decided* is accuracy over the non-draws; *strict* counts a draw "
+        "as wrong. *best single* is the member with the highest one-order accuracy (its strict both-order "
+        "accuracy in brackets). α: Krippendorff's alpha (nominal) between the members' votes.",
+        "",
+        "| dataset | method | panel | α | threshold | draws | acc (draw = ½) | acc, decided | acc, strict "
+        "| best single: one order (strict) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for dataset in DATASETS:
         for method in METHODS[dataset]:
             everyone = judges_of(dataset, method)
-            variants = [("all " + str(len(everyone)), everyone),
-                        (f"all but GPT-4 ({len(everyone) - 1})", [j for j in everyone if j != "GPT-4"])]
+            variants = [
+                ("all " + str(len(everyone)), everyone),
+                (f"all but GPT-4 ({len(everyone) - 1})", [j for j in everyone if j != "GPT-4"]),
+            ]
             for name, judges in variants:
                 report = report_for(panel_spec(dataset, method, judges), dataset, resamples, seed)
                 section = report["panel"]
                 members = {m["member"]: m["metrics"] for m in section["members"]}
                 best_name, best = max(members.items(), key=lambda item: item[1]["accuracy_single"]["value"])
                 best_label = re.search(r"judge=([^,)]+)", best_name).group(1)
-                best_text = (f"{best_label} {fmt(best['accuracy_single']['value'])} "
-                             f"({fmt(best['accuracy_both_strict']['value'])})")
+                best_text = (
+                    f"{best_label} {fmt(best['accuracy_single']['value'])} "
+                    f"({fmt(best['accuracy_both_strict']['value'])})"
+                )
                 for row in section["thresholds"]:
                     lines.append(
                         f"| {dataset} | {method} | {name} | {fmt(section['krippendorff_alpha'], 2)} "
                         f"| {row['threshold']:g} | {row['draws']}/{row['decisions']} | {fmt(row['accuracy'])} "
-                        f"| {fmt(row['accuracy_decided'])} | {fmt(row['accuracy_strict'])} | {best_text} |")
+                        f"| {fmt(row['accuracy_decided'])} | {fmt(row['accuracy_strict'])} | {best_text} |"
+                    )
                     if row["threshold"] == 0.5:
                         variant = "without_gpt4" if "but" in name else "all"
                         headline.setdefault("panels", {}).setdefault((dataset, method), {})[variant] = (
-                            row, best_label, best)
+                            row,
+                            best_label,
+                            best,
+                        )
                 at_half = next(r for r in section["thresholds"] if r["threshold"] == 0.5)
-                print(f"(b) {dataset} {method} panel {name}: at 0.5 acc {fmt(at_half['accuracy'])} "
-                      f"(strict {fmt(at_half['accuracy_strict'])}, draws {at_half['draws']}) vs best single "
-                      f"{best_text}", flush=True)
+                print(
+                    f"(b) {dataset} {method} panel {name}: at 0.5 acc {fmt(at_half['accuracy'])} "
+                    f"(strict {fmt(at_half['accuracy_strict'])}, draws {at_half['draws']}) vs best single "
+                    f"{best_text}",
+                    flush=True,
+                )
     lines.append("")
     return "\n".join(lines)
 
@@ -230,8 +260,12 @@ def section_c(resamples: int, seed: int, headline: dict[str, Any]) -> str:
     subsets = {d: load_tasks(DATA / d / "tasks.jsonl")[:LIVE_LIMIT] for d in DATASETS}
     pooled = [task for tasks in subsets.values() for task in tasks]
     prepair = f"smollm2:prepair=true,analysis_max_new_tokens={ANALYSIS_TOKENS}"
-    pairwise_specs = [("pairwise", "smollm2"), ("pairwise, calibrated", "smollm2:calibrate=true"),
-                      ("PREPAIR", prepair), ("PREPAIR, calibrated", prepair + ",calibrate=true")]
+    pairwise_specs = [
+        ("pairwise", "smollm2"),
+        ("pairwise, calibrated", "smollm2:calibrate=true"),
+        ("PREPAIR", prepair),
+        ("PREPAIR, calibrated", prepair + ",calibrate=true"),
+    ]
     rows = []
     with tempfile.TemporaryDirectory() as scratch, JudgmentCache(Path(scratch) / "cache.sqlite") as cache:
         pointwise = make_judge("smollm2")
@@ -240,9 +274,20 @@ def section_c(resamples: int, seed: int, headline: dict[str, Any]) -> str:
         per_set = {d: pointwise_accuracy(tasks, pointwise, cache) for d, tasks in subsets.items()}
         calls = sum(c for _, c in per_set.values())
         accuracy = sum(acc * len(subsets[d]) for d, (acc, _) in per_set.items()) / len(pooled)
-        rows.append({"method": "pointwise", "spec": "smollm2", "per_set": {d: a for d, (a, _) in per_set.items()},
-                     "accuracy": accuracy, "strict": None, "first_slot": None, "consistency": None,
-                     "calls": calls, "analyses": 0, "seconds": time.perf_counter() - started})
+        rows.append(
+            {
+                "method": "pointwise",
+                "spec": "smollm2",
+                "per_set": {d: a for d, (a, _) in per_set.items()},
+                "accuracy": accuracy,
+                "strict": None,
+                "first_slot": None,
+                "consistency": None,
+                "calls": calls,
+                "analyses": 0,
+                "seconds": time.perf_counter() - started,
+            }
+        )
         print(f"(c) pointwise: {fmt(accuracy)}", flush=True)
         for method, spec in pairwise_specs:
             judge = make_judge(spec)
@@ -257,50 +302,81 @@ def section_c(resamples: int, seed: int, headline: dict[str, Any]) -> str:
                 analyses = judge.analyses.stats["generated"]
             pooled_report = judge_report(pooled, judge, cache, resamples=resamples, seed=seed, judge_spec=spec)
             m = pooled_report["metrics"]
-            rows.append({"method": method, "spec": spec, "per_set": per_set, "accuracy_metric": m["accuracy_single"],
-                         "accuracy": m["accuracy_single"]["value"], "strict": m["accuracy_both_strict"]["value"],
-                         "first_slot": m["first_slot"]["value"], "consistency": m["order_consistency"]["value"],
-                         "calls": calls, "analyses": analyses, "seconds": seconds})
-            print(f"(c) {method}: acc {fmt(m['accuracy_single']['value'])}, first slot "
-                  f"{fmt(m['first_slot']['value'])}, consistency {fmt(m['order_consistency']['value'])}, "
-                  f"{calls} calls, {analyses} analyses, {seconds:.0f} s", flush=True)
+            rows.append(
+                {
+                    "method": method,
+                    "spec": spec,
+                    "per_set": per_set,
+                    "accuracy_metric": m["accuracy_single"],
+                    "accuracy": m["accuracy_single"]["value"],
+                    "strict": m["accuracy_both_strict"]["value"],
+                    "first_slot": m["first_slot"]["value"],
+                    "consistency": m["order_consistency"]["value"],
+                    "calls": calls,
+                    "analyses": analyses,
+                    "seconds": seconds,
+                }
+            )
+            print(
+                f"(c) {method}: acc {fmt(m['accuracy_single']['value'])}, first slot "
+                f"{fmt(m['first_slot']['value'])}, consistency {fmt(m['order_consistency']['value'])}, "
+                f"{calls} calls, {analyses} analyses, {seconds:.0f} s",
+                flush=True,
+            )
             if method in ("pairwise", "PREPAIR"):
                 prior = prior_balanced(pooled, judge, cache)
-                rows.append({"method": f"{method}, prior-balanced threshold (β = {prior['threshold']:.2f})",
-                             "spec": f"{spec} + task-set threshold", "per_set": {}, "accuracy": prior["accuracy"],
-                             "strict": None, "first_slot": prior["first_slot"], "consistency": None,
-                             "calls": 0, "analyses": 0, "seconds": None})
-                print(f"(c) {method} prior-balanced: acc {fmt(prior['accuracy'])}, β {prior['threshold']:.2f}",
-                      flush=True)
+                rows.append(
+                    {
+                        "method": f"{method}, prior-balanced threshold (β = {prior['threshold']:.2f})",
+                        "spec": f"{spec} + task-set threshold",
+                        "per_set": {},
+                        "accuracy": prior["accuracy"],
+                        "strict": None,
+                        "first_slot": prior["first_slot"],
+                        "consistency": None,
+                        "calls": 0,
+                        "analyses": 0,
+                        "seconds": None,
+                    }
+                )
+                print(
+                    f"(c) {method} prior-balanced: acc {fmt(prior['accuracy'])}, β {prior['threshold']:.2f}", flush=True
+                )
             judge.close()
         pointwise.close()
     headline["smollm2"] = rows
     n = len(pooled)
-    lines = ["## (c) SmolLM2-135M live: pointwise, pairwise, calibrated, PREPAIR", "",
-             f"The first {LIVE_LIMIT} pairs of each set ({n} pairs; bf16 on a shared 2-core CPU — other helpers' jobs "
-             f"ran at the same time, so seconds are indicative). Every pairwise judge is asked both orders "
-             "(`rankkit judge-report`). *acc* is one-order accuracy (LLMBar's average over the two orders, a "
-             "tie ½) with a 95% bootstrap interval over tasks; *strict*: both orders combined, a disagreement "
-             "counting as wrong. Pointwise: `Score:` expected digit per answer, the higher grade wins (equal ½). "
-             "*calibrated*: `calibrate=true` (log-odds averaged over both orders: the slot bias of each pair is "
-             "estimated from its two orders and removed). *prior-balanced*: one threshold β for the whole task "
-             "set (Liusie et al.: the median raw log-odds over all presented orders; the first slot wins when "
-             "its log-odds exceed β) — computed from the same raw judgments. PREPAIR: one analysis per answer "
-             f"(greedy-ish decoding at the judge's temperature 0.1, at most {ANALYSIS_TOKENS} tokens), then a "
-             "logprob decision that sees both analyses. *calls*: new judgments (decisions); a calibrated row's "
-             "judgments are new under its own fingerprint but reuse the raw forward passes of the row above "
-             "through the shared cache, so they cost (almost) no model time. *analyses*: PREPAIR analyses "
-             "generated.", "",
-             "| method | spec | " + " | ".join(DATASETS) + " | all: acc [95% CI] | strict | first-slot share "
-             "| order consistency | calls | analyses | seconds |",
-             "|---|---|" + "---|" * len(DATASETS) + "---|---|---|---|---|---|---|"]
+    lines = [
+        "## (c) SmolLM2-135M live: pointwise, pairwise, calibrated, PREPAIR",
+        "",
+        f"The first {LIVE_LIMIT} pairs of each set ({n} pairs; bf16 on a shared 2-core CPU — other helpers' jobs "
+        f"ran at the same time, so seconds are indicative). Every pairwise judge is asked both orders "
+        "(`rankkit judge-report`). *acc* is one-order accuracy (LLMBar's average over the two orders, a "
+        "tie ½) with a 95% bootstrap interval over tasks; *strict*: both orders combined, a disagreement "
+        "counting as wrong. Pointwise: `Score:` expected digit per answer, the higher grade wins (equal ½). "
+        "*calibrated*: `calibrate=true` (log-odds averaged over both orders: the slot bias of each pair is "
+        "estimated from its two orders and removed). *prior-balanced*: one threshold β for the whole task "
+        "set (Liusie et al.: the median raw log-odds over all presented orders; the first slot wins when "
+        "its log-odds exceed β) — computed from the same raw judgments. PREPAIR: one analysis per answer "
+        f"(greedy-ish decoding at the judge's temperature 0.1, at most {ANALYSIS_TOKENS} tokens), then a "
+        "logprob decision that sees both analyses. *calls*: new judgments (decisions); a calibrated row's "
+        "judgments are new under its own fingerprint but reuse the raw forward passes of the row above "
+        "through the shared cache, so they cost (almost) no model time. *analyses*: PREPAIR analyses "
+        "generated.",
+        "",
+        "| method | spec | " + " | ".join(DATASETS) + " | all: acc [95% CI] | strict | first-slot share "
+        "| order consistency | calls | analyses | seconds |",
+        "|---|---|" + "---|" * len(DATASETS) + "---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         acc = fmt_ci(row["accuracy_metric"]) if "accuracy_metric" in row else fmt(row["accuracy"])
         per_set = " | ".join(fmt(row["per_set"].get(d)) for d in DATASETS)
         seconds = "–" if row["seconds"] is None else f"{row['seconds']:.0f}"
-        lines.append(f"| {row['method']} | `{row['spec']}` | {per_set} | {acc} | {fmt(row['strict'])} "
-                     f"| {fmt(row['first_slot'])} | {fmt(row['consistency'])} | {row['calls']} | {row['analyses']} "
-                     f"| {seconds} |")
+        lines.append(
+            f"| {row['method']} | `{row['spec']}` | {per_set} | {acc} | {fmt(row['strict'])} "
+            f"| {fmt(row['first_slot'])} | {fmt(row['consistency'])} | {row['calls']} | {row['analyses']} "
+            f"| {seconds} |"
+        )
     lines.append("")
     return "\n".join(lines)
 
@@ -313,18 +389,24 @@ def headline_text(headline: dict[str, Any]) -> str:
     panels = headline.get("panels")
     if not panels:
         return ""
-    lines = ["## Headline: panel at threshold 0.5 vs the best single judge", "",
-             "Accuracy with a draw counted ½ (what a coin tie-break gets) and, in brackets, strict (a draw or "
-             "a disagreement between the two orders counts as wrong). The best single judge is the panel "
-             "member with the highest one-order accuracy; its strict figure combines its own two orders.", "",
-             "| dataset | method | panel of all | best single judge | panel without GPT-4 | its best member |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "## Headline: panel at threshold 0.5 vs the best single judge",
+        "",
+        "Accuracy with a draw counted ½ (what a coin tie-break gets) and, in brackets, strict (a draw or "
+        "a disagreement between the two orders counts as wrong). The best single judge is the panel "
+        "member with the highest one-order accuracy; its strict figure combines its own two orders.",
+        "",
+        "| dataset | method | panel of all | best single judge | panel without GPT-4 | its best member |",
+        "|---|---|---|---|---|---|",
+    ]
 
     def pair(row_or_metrics: dict[str, Any], is_row: bool) -> str:
         if is_row:
             return f"{fmt(row_or_metrics['accuracy'])} ({fmt(row_or_metrics['accuracy_strict'])})"
-        return (f"{fmt(row_or_metrics['accuracy_single']['value'])} "
-                f"({fmt(row_or_metrics['accuracy_both_strict']['value'])})")
+        return (
+            f"{fmt(row_or_metrics['accuracy_single']['value'])} "
+            f"({fmt(row_or_metrics['accuracy_both_strict']['value'])})"
+        )
 
     for (dataset, method), variants in panels.items():
         cells = []
@@ -339,11 +421,13 @@ def merge_blocks(existing: str, blocks: dict[str, str]) -> str:
     """Replace (or add) the ``<!-- section X -->`` blocks of the results file."""
     found = dict(re.findall(r"<!-- section (\w+) -->\n(.*?)<!-- /section \1 -->\n", existing, flags=re.S))
     found.update(blocks)
-    header = ("# LLMBar evaluation of judges\n\n"
-              "Generated by `python benchmarks/llmbar_eval.py` from `shared/data/llmbar_*` (LLMBar, "
-              "princeton-nlp/LLMBar@900616b: 100 Natural, 66 FairEval, 199 LLMEval² pairs). Sections (a) and "
-              "(b) replay the judgments recorded in the LLMBar repository — no model is run, so they take "
-              "seconds; the figures do not depend on the machine.\n\n")
+    header = (
+        "# LLMBar evaluation of judges\n\n"
+        "Generated by `python benchmarks/llmbar_eval.py` from `shared/data/llmbar_*` (LLMBar, "
+        "princeton-nlp/LLMBar@900616b: 100 Natural, 66 FairEval, 199 LLMEval² pairs). Sections (a) and "
+        "(b) replay the judgments recorded in the LLMBar repository — no model is run, so they take "
+        "seconds; the figures do not depend on the machine.\n\n"
+    )
     body = "".join(f"<!-- section {key} -->\n{found[key]}<!-- /section {key} -->\n" for key in sorted(found))
     return header + body
 

@@ -49,19 +49,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results"
 BEFORE = "fbcd9c3"  # rankkit 0.1
 JUDGE = "sim:preset=chatgpt"
-STRATEGIES = ("individual,pairwise,knockout,knockout:debias=true,double_elimination,elo,bt,bt:bootstrap=20,"
-              "heapsort,heapsort:debias=false,sliding,sliding:debias=false,swiss,swiss:debias=true,active,"
-              "active:debias=true,panel_elo")
+STRATEGIES = (
+    "individual,pairwise,knockout,knockout:debias=true,double_elimination,elo,bt,bt:bootstrap=20,"
+    "heapsort,heapsort:debias=false,sliding,sliding:debias=false,swiss,swiss:debias=true,active,"
+    "active:debias=true,panel_elo"
+)
 #: The k-way strategies (0.2 on), ranking beside the others when both commits have them.
 KWAY_STRATEGIES = "setwise_knockout,setwise_knockout:k=3,setwise_heapsort,listwise"
 ALONE = ("heapsort:debias=false", "sliding:debias=false")  # also ranked alone: the co-runner fix's witnesses
@@ -89,28 +92,98 @@ def commands(tasks: int, kway: bool = False) -> list[tuple[str, list[str]]]:
     strategies = f"{STRATEGIES},{KWAY_STRATEGIES}" if kway else STRATEGIES
     for name in DATASETS:
         data = str(SHARED / name / "tasks.jsonl")
-        out += [(f"{name}.json", ["compare", "--data", data, *run, "--strategies", strategies,
-                                  "--out", f"{name}.json"]),
-                (f"{name}.analyze.json", ["analyze", f"{name}.json", "--format", "json", "--bootstrap", "200",
-                                          "--out", f"{name}.analyze.json"]),
-                (f"{name}.report.html", ["report", f"{name}.json", "-o", f"{name}.report.html", "--bootstrap", "100"]),
-                (f"{name}.record.jsonl", ["record", "--from-run", f"{name}.json", "--out", f"{name}.record.jsonl"])]
+        out += [
+            (f"{name}.json", ["compare", "--data", data, *run, "--strategies", strategies, "--out", f"{name}.json"]),
+            (
+                f"{name}.analyze.json",
+                ["analyze", f"{name}.json", "--format", "json", "--bootstrap", "200", "--out", f"{name}.analyze.json"],
+            ),
+            (f"{name}.report.html", ["report", f"{name}.json", "-o", f"{name}.report.html", "--bootstrap", "100"]),
+            (f"{name}.record.jsonl", ["record", "--from-run", f"{name}.json", "--out", f"{name}.record.jsonl"]),
+        ]
         for spec in ALONE:
-            out.append((alone_file(name, spec),
-                        ["compare", "--data", data, *run, "--strategies", spec, "--out", alone_file(name, spec)]))
+            out.append(
+                (
+                    alone_file(name, spec),
+                    ["compare", "--data", data, *run, "--strategies", spec, "--out", alone_file(name, spec)],
+                )
+            )
     arena = str(SHARED / ARENA / "tasks.jsonl")
     board = ["--data", arena, "--limit", str(2 * tasks), "--no-cache", "--quiet", "--format", "json"]
-    out += [("judge_report.json", ["judge-report", "--data", str(SHARED / "llmbar_natural" / "tasks.jsonl"), "--limit",
-                                   str(2 * tasks), "--judge", JUDGE, "--no-cache", "--quiet", "--out", "judge_report.json"]),
-            ("arena.json", ["leaderboard", *board, "--judge", "sim:preset=gpt4", "--out", "arena.json"]),
-            ("anchored.json", ["leaderboard", *board, "--judge", "sim:preset=gpt4", "--order", "both", "--strategy",
-                               "anchored", "--anchor", "gpt-3.5-turbo-0125", "--bootstrap", "0", "--out", "anchored.json"]),
-            ("board.json", ["leaderboard", *board, "--judge", "sim:preset=gpt4", "--systems", BOARD_SYSTEMS,
-                            "--bootstrap", "0", "--out", "board.json"])]
+    out += [
+        (
+            "judge_report.json",
+            [
+                "judge-report",
+                "--data",
+                str(SHARED / "llmbar_natural" / "tasks.jsonl"),
+                "--limit",
+                str(2 * tasks),
+                "--judge",
+                JUDGE,
+                "--no-cache",
+                "--quiet",
+                "--out",
+                "judge_report.json",
+            ],
+        ),
+        ("arena.json", ["leaderboard", *board, "--judge", "sim:preset=gpt4", "--out", "arena.json"]),
+        (
+            "anchored.json",
+            [
+                "leaderboard",
+                *board,
+                "--judge",
+                "sim:preset=gpt4",
+                "--order",
+                "both",
+                "--strategy",
+                "anchored",
+                "--anchor",
+                "gpt-3.5-turbo-0125",
+                "--bootstrap",
+                "0",
+                "--out",
+                "anchored.json",
+            ],
+        ),
+        (
+            "board.json",
+            [
+                "leaderboard",
+                *board,
+                "--judge",
+                "sim:preset=gpt4",
+                "--systems",
+                BOARD_SYSTEMS,
+                "--bootstrap",
+                "0",
+                "--out",
+                "board.json",
+            ],
+        ),
+    ]
     for method in ("binary", "anchored"):
-        out.append((f"add_{method}.json", ["leaderboard", "add", "--method", method, "--leaderboard", "board.json",
-                                           *board, "--system", "gpt-4o-2024-05-13", "--bootstrap", "0",
-                                           "--out", f"add_{method}.json"]))
+        out.append(
+            (
+                f"add_{method}.json",
+                [
+                    "leaderboard",
+                    "add",
+                    "--method",
+                    method,
+                    "--leaderboard",
+                    "board.json",
+                    *board,
+                    "--system",
+                    "gpt-4o-2024-05-13",
+                    "--bootstrap",
+                    "0",
+                    "--out",
+                    f"add_{method}.json",
+                ],
+            )
+        )
     return out
 
 
@@ -122,7 +195,7 @@ def spelled_before(args: list[str]) -> list[str]:
     """``args`` in the ``--before`` commit's spelling (see :data:`BEFORE_SPELLING`)."""
     out, i = [], 0
     while i < len(args):
-        pair = tuple(args[i:i + 2])
+        pair = tuple(args[i : i + 2])
         if pair in BEFORE_SPELLING:
             out += BEFORE_SPELLING[pair]
             i += 2
@@ -147,8 +220,9 @@ def run_all(source: Path, folder: Path, tasks: int, before: bool = False, kway: 
     env = {**os.environ, "PYTHONPATH": str(source)}
     for _, args in commands(tasks, kway):
         args = spelled_before(args) if before else args
-        done = subprocess.run([sys.executable, "-m", "rankkit", *args], cwd=folder, env=env, capture_output=True,
-                              text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "rankkit", *args], cwd=folder, env=env, capture_output=True, text=True
+        )
         if done.returncode != 0:
             raise SystemExit(f"{source}: rankkit {shlex.join(args)} failed:\n{done.stderr[-2000:]}")
 
@@ -227,9 +301,19 @@ def differing_fields(before: Any, after: Any, prefix: str = "") -> list[str]:
 
 #: 0.2's default presentation order per strategy (``rankkit strategies``), and the one order a
 #: both-order strategy falls back to with the paper's ``debias=false`` (``single_order``).
-DEFAULT_ORDER = {"individual": None, "pairwise": "given", "knockout": "given", "double_elimination": "random",
-                 "elo": "both", "bt": "both", "heapsort": "both", "sliding": "both", "swiss": "given",
-                 "active": "given", "panel_elo": "given"}
+DEFAULT_ORDER = {
+    "individual": None,
+    "pairwise": "given",
+    "knockout": "given",
+    "double_elimination": "random",
+    "elo": "both",
+    "bt": "both",
+    "heapsort": "both",
+    "sliding": "both",
+    "swiss": "given",
+    "active": "given",
+    "panel_elo": "given",
+}
 ONE_ORDER = {"double_elimination": "random", "heapsort": "random", "sliding": "random"}  # else given
 #: A leaderboard's order with 0.1's ``debias: false``: the method's default.
 LEADERBOARD_ONE_ORDER = {"arena": "given", "anchored": "random"}
@@ -278,12 +362,14 @@ class Rename:
 def _rename_keys(mapping: dict[str, str], when: Callable[[Any], bool] = lambda v: True) -> Callable[[dict, str], dict]:
     def fix(d: dict, owner: str) -> dict:
         return {mapping.get(k, k) if when(v) else k: v for k, v in d.items()}
+
     return fix
 
 
 def _labels(d: dict, owner: str) -> dict:
     def relabel(v: Any) -> Any:
         return LABEL.sub(lambda m: new_label(m.group(0)), v) if isinstance(v, str) else v
+
     return {relabel(k): relabel(v) for k, v in d.items()}
 
 
@@ -320,8 +406,13 @@ def _null_extras(d: dict, owner: str) -> dict:
 def _leaderboard_matches(d: dict, owner: str) -> dict:
     if not owner.startswith("leaderboard:") or not isinstance(d.get("matches"), list):
         return d
-    return {**d, "matches": [{k: v for k, v in m.items() if k not in ("task_id", "round")} if isinstance(m, dict)
-                             else m for m in d["matches"]]}
+    return {
+        **d,
+        "matches": [
+            {k: v for k, v in m.items() if k not in ("task_id", "round")} if isinstance(m, dict) else m
+            for m in d["matches"]
+        ],
+    }
 
 
 def _ranking_kind(d: dict, owner: str) -> dict:
@@ -338,46 +429,88 @@ RANKING_TEXT = {"chosen (orderings: ranked first)": "chosen (rankings: ranked fi
 
 def _ranking_text(d: dict, owner: str) -> dict:
     """Table cells and notes that said "orderings" for listwise judgments say "rankings"."""
+
     def fix(value: Any) -> Any:
         if isinstance(value, str):
             return RANKING_TEXT.get(value, value)
         if isinstance(value, list):
             return [fix(v) for v in value]
         return value
+
     return {k: fix(v) for k, v in d.items()}
 
 
 RENAMES: list[Rename] = [
-    Rename("labels", "strategies are labelled with `order=` (`knockout:debias=true` is `knockout:order=both`, "
-           "`heapsort:debias=false` is `heapsort:order=random`); the spec parser still reads `debias=`", _labels),
-    Rename("debias→order", "parameters, run configs and leaderboards store `order` (given/random/both) instead of "
-           "the boolean `debias` (true: both; false: the strategy's one order, `random` for "
-           "double_elimination/heapsort/sliding and anchored leaderboards, else `given`)", _debias),
-    Rename("task counts in cost", "a task's `comparisons`/`judge_calls` counts are read from its `cost` (they were "
-           "written twice; dropped here only where `cost` holds the same numbers)", _task_counts),
-    Rename("matches→comparisons", "a task's list of judged comparisons is called `comparisons` (one word per "
-           "concept: a Match is a pair played under an order policy)", _task_comparisons),
-    Rename("score→grade", "a comparison's grades are `first_grade`/`second_grade` (a bracket pairing's "
-           "`grade_a`/`grade_b`): a score is a candidate's final number, a grade the judge's",
-           _rename_keys({"first_score": "first_grade", "second_score": "second_grade", "score_a": "grade_a",
-                         "score_b": "grade_b"})),
-    Rename("scores→grades", "the count of pointwise judgments is `grades` (it was the JSON's `scores`, the table's "
-           "`grades`)", _rename_keys({"scores": "grades"}, when=lambda v: isinstance(v, int))),
-    Rename("graph_hits→shared_hits", "judgments another strategy of the run paid for come from the judgment memo, "
-           "not a match graph (the count itself: see the intended difference `shared_hits`)",
-           _rename_keys({"graph_hits": "shared_hits"})),
-    Rename("null extras", "extras are a typed dataclass; fields a strategy does not report are left out instead of "
-           "written as null", _null_extras),
-    Rename("leaderboard matches", "a leaderboard's matches are (a, b, outcome) triples: the rating's input, without "
-           "task_id and round", _leaderboard_matches),
+    Rename(
+        "labels",
+        "strategies are labelled with `order=` (`knockout:debias=true` is `knockout:order=both`, "
+        "`heapsort:debias=false` is `heapsort:order=random`); the spec parser still reads `debias=`",
+        _labels,
+    ),
+    Rename(
+        "debias→order",
+        "parameters, run configs and leaderboards store `order` (given/random/both) instead of "
+        "the boolean `debias` (true: both; false: the strategy's one order, `random` for "
+        "double_elimination/heapsort/sliding and anchored leaderboards, else `given`)",
+        _debias,
+    ),
+    Rename(
+        "task counts in cost",
+        "a task's `comparisons`/`judge_calls` counts are read from its `cost` (they were "
+        "written twice; dropped here only where `cost` holds the same numbers)",
+        _task_counts,
+    ),
+    Rename(
+        "matches→comparisons",
+        "a task's list of judged comparisons is called `comparisons` (one word per "
+        "concept: a Match is a pair played under an order policy)",
+        _task_comparisons,
+    ),
+    Rename(
+        "score→grade",
+        "a comparison's grades are `first_grade`/`second_grade` (a bracket pairing's "
+        "`grade_a`/`grade_b`): a score is a candidate's final number, a grade the judge's",
+        _rename_keys(
+            {"first_score": "first_grade", "second_score": "second_grade", "score_a": "grade_a", "score_b": "grade_b"}
+        ),
+    ),
+    Rename(
+        "scores→grades",
+        "the count of pointwise judgments is `grades` (it was the JSON's `scores`, the table's `grades`)",
+        _rename_keys({"scores": "grades"}, when=lambda v: isinstance(v, int)),
+    ),
+    Rename(
+        "graph_hits→shared_hits",
+        "judgments another strategy of the run paid for come from the judgment memo, "
+        "not a match graph (the count itself: see the intended difference `shared_hits`)",
+        _rename_keys({"graph_hits": "shared_hits"}),
+    ),
+    Rename(
+        "null extras",
+        "extras are a typed dataclass; fields a strategy does not report are left out instead of written as null",
+        _null_extras,
+    ),
+    Rename(
+        "leaderboard matches",
+        "a leaderboard's matches are (a, b, outcome) triples: the rating's input, without task_id and round",
+        _leaderboard_matches,
+    ),
     # 0.2 -> 0.3
-    Rename("ordering→ranking", "0.3 gives the four judgment kinds one name each (Grade, Verdict, GroupChoice, "
-           "GroupRanking; kinds grade, verdict, choice, ranking) and keeps \"order\" for the presentation order: a "
-           "listwise judgment's `kind` in a result's `group_comparisons`, a `record` row and the report's data is "
-           "`ranking` (it was `ordering`); the cache kind too (so a 0.2 cache's listwise judgments are asked "
-           "again, once)", _ranking_kind),
-    Rename("orderings→rankings (text)", "the report's k-way slot table heads its column `chosen (rankings: ranked "
-           "first)` (it said orderings), the same rename in words", _ranking_text),
+    Rename(
+        "ordering→ranking",
+        "0.3 gives the four judgment kinds one name each (Grade, Verdict, GroupChoice, "
+        'GroupRanking; kinds grade, verdict, choice, ranking) and keeps "order" for the presentation order: a '
+        "listwise judgment's `kind` in a result's `group_comparisons`, a `record` row and the report's data is "
+        "`ranking` (it was `ordering`); the cache kind too (so a 0.2 cache's listwise judgments are asked "
+        "again, once)",
+        _ranking_kind,
+    ),
+    Rename(
+        "orderings→rankings (text)",
+        "the report's k-way slot table heads its column `chosen (rankings: ranked "
+        "first)` (it said orderings), the same rename in words",
+        _ranking_text,
+    ),
 ]
 
 
@@ -471,15 +604,24 @@ def report_page(html: str, labels: list[str]) -> dict[str, Any]:
             leaderboard.append(cells[0])
     text = re.sub(r"<table.*?</table>", "[table]", markup, flags=re.S)  # the rows are compared above
     runs = {s["name"]: s for s in data.pop("strategies")}
-    return {"script": SCRIPT.search(html).group(1), "data": data, "markup": text, "rows": rest,
-            "leaderboard order": leaderboard,
-            "strategies": {label: {"data": runs.get(label), "rows": rows[label]} for label in labels}}
+    return {
+        "script": SCRIPT.search(html).group(1),
+        "data": data,
+        "markup": text,
+        "rows": rest,
+        "leaderboard order": leaderboard,
+        "strategies": {label: {"data": runs.get(label), "rows": rows[label]} for label in labels},
+    }
 
 
 def script_renamed(script: str) -> str:
     """0.1's report script with the renamed fields it reads (see the ``score→grade`` rename)."""
-    for old, new in (("first_score", "first_grade"), ("second_score", "second_grade"), ("score_a", "grade_a"),
-                     ("score_b", "grade_b")):
+    for old, new in (
+        ("first_score", "first_grade"),
+        ("second_score", "second_grade"),
+        ("score_a", "grade_a"),
+        ("score_b", "grade_b"),
+    ):
         script = re.sub(rf"\b{old}\b", new, script)
     return script
 
@@ -490,8 +632,10 @@ def parts(name: str, before_dir: Path, after_dir: Path) -> list[Part]:
     if name.endswith(".jsonl"):
         if old.read_bytes() == new.read_bytes():
             return [Part(name, "whole file", old.read_bytes(), new.read_bytes())]
-        rows = [[json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-                for path in (old, new)]
+        rows = [
+            [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            for path in (old, new)
+        ]
         value, used = renamed(rows[0], RECORDING_RENAMES)
         return [Part(name, "whole file", value, rows[1], tuple(used))]
     if name.endswith(".html"):
@@ -504,8 +648,15 @@ def parts(name: str, before_dir: Path, after_dir: Path) -> list[Part]:
         labels = [s["name"] for s in json.loads(DATA.search(after_text).group(1))["strategies"]]
         b, a = report_page(before_text, labels), report_page(after_text, labels)
         script = b.pop("script")
-        out = [Part(name, "page script", script_renamed(script), a.pop("script"),
-                    ("score→grade",) if script_renamed(script) != script else ())]
+        out = [
+            Part(
+                name,
+                "page script",
+                script_renamed(script),
+                a.pop("script"),
+                ("score→grade",) if script_renamed(script) != script else (),
+            )
+        ]
         b_runs, a_runs = b.pop("strategies"), a.pop("strategies")
         for label in labels:
             value, used = renamed(b_runs[label])
@@ -534,9 +685,17 @@ def cut(doc: Any) -> dict[str, Any]:
         return out
     if "correlations" in doc:  # an analysis: a strategy's entries in each section (differences: as "a")
         labels = [new_label(entry["strategy"]) for entry in doc["correlations"]]
-        out = {label: {section: [e for e in doc.get(section, [])
-                                 if label in (new_label(str(e.get("strategy"))), new_label(str(e.get("a"))))]
-                       for section in ANALYSIS_SECTIONS} for label in labels}
+        out = {
+            label: {
+                section: [
+                    e
+                    for e in doc.get(section, [])
+                    if label in (new_label(str(e.get("strategy"))), new_label(str(e.get("a"))))
+                ]
+                for section in ANALYSIS_SECTIONS
+            }
+            for label in labels
+        }
         out["judge, bootstrap, judge bias"] = {k: v for k, v in doc.items() if k not in ANALYSIS_SECTIONS}
         return out
     return {"whole file": doc}
@@ -566,9 +725,11 @@ def _costs_add_up(value: Any) -> str | None:
     """Every cost record in ``value`` adds up: judge calls + cache hits + shared hits = the
     judgments used (comparisons + grades). None when they do, else the first that does not."""
     for record, _ in dict_pairs(value, value):
-        if all(isinstance(record.get(k), int) for k in COST_COUNTS) and \
-                record["judge_calls"] + record["cache_hits"] + record["shared_hits"] \
-                != record["comparisons"] + record["grades"]:
+        if (
+            all(isinstance(record.get(k), int) for k in COST_COUNTS)
+            and record["judge_calls"] + record["cache_hits"] + record["shared_hits"]
+            != record["comparisons"] + record["grades"]
+        ):
             return f"a cost record does not add up: {record}"
     return None
 
@@ -594,8 +755,11 @@ def _results(run: dict | None) -> Any:
     and its metrics), not what it cost."""
     if run is None:
         return None
-    return {"metrics": run.get("metrics"), "comparisons": run.get("comparisons"),
-            "tasks": [{k: t.get(k) for k in ("task_id", *RESULT_KEYS)} for t in run.get("tasks", [])]}
+    return {
+        "metrics": run.get("metrics"),
+        "comparisons": run.get("comparisons"),
+        "tasks": [{k: t.get(k) for k in ("task_id", *RESULT_KEYS)} for t in run.get("tasks", [])],
+    }
 
 
 def _co_runner(part: Part, context: dict) -> str | None:
@@ -615,9 +779,12 @@ def _co_runner(part: Part, context: dict) -> str | None:
         shared = _results(context["after runs"][dataset].get(label))
         alone_after = _results(context["after alone"][(dataset, spec)])
         alone_before = _results(context["before alone"][(dataset, spec)])
-        problems = [what for what, other in (("0.2 alone", alone_after), ("0.1 alone", alone_before))
-                    if differing_fields(shared, other)]
-        verified[key] = (f"the shared run differs from the run {' and '.join(problems)}" if problems else None)
+        problems = [
+            what
+            for what, other in (("0.2 alone", alone_after), ("0.1 alone", alone_before))
+            if differing_fields(shared, other)
+        ]
+        verified[key] = f"the shared run differs from the run {' and '.join(problems)}" if problems else None
     return verified[key]
 
 
@@ -625,13 +792,14 @@ def _co_runner_order(part: Part, context: dict) -> str | None:
     """The report's leaderboard rows keep their order once the co-runner fix's strategies (whose
     metrics moved) are left out, and those strategies passed :func:`_co_runner`."""
     dataset = part.output.split(".")[0]
-    moved = [label for label in CO_RUNNER_LABELS]
+    moved = list(CO_RUNNER_LABELS)
     for label in moved:
         problem = _co_runner(Part(part.output, label, None, None), context)
         if problem:
             return problem
-    orders = [[label for label in side["leaderboard order"] if label not in moved]
-              for side in (part.before, part.after)]
+    orders = [
+        [label for label in side["leaderboard order"] if label not in moved] for side in (part.before, part.after)
+    ]
     return None if orders[0] == orders[1] else f"the other strategies' order changed in {dataset}'s report"
 
 
@@ -657,33 +825,57 @@ def _binary_add_rating(part: Part, context: dict) -> str | None:
             return f"{name}'s rank changed"
     return None
 
+
 INTENDED: list[Intended] = [
-    Intended("co-runner fix", "the co-runner fix (issue 21, item 2): `heapsort`/`sliding` with `order=random` no "
-             "longer reuse an order other strategies asked for, so in a shared run they now decide what they decide "
-             "alone (their comparisons, hence their scores, rankings, metrics and cost, change). Checked: their "
-             "shared-run decisions (per task: scores, ranking, champion, extras, comparisons; metrics) equal their "
-             "runs alone, in 0.2 and in 0.1, and their cost records add up", r".*", _co_runner,
-             applies=lambda part: part.name in CO_RUNNER_LABELS),
-    Intended("co-runner fix: report order", "the report sorts its leaderboard table by a metric, so the co-runner "
-             "fix's strategies moved in it. Checked: those passed the check above, and the other strategies keep "
-             "their order", r"^leaderboard order$", _co_runner_order),
-    Intended("binary add rates the newcomer", "`leaderboard add --method binary` on a Bradley-Terry "
-             "leaderboard now fits the newcomer a rating (the others held fixed) and says so under the table "
-             "(issue 24, item 16); 0.1 showed `-`. Checked: only the newcomer's rating (and interval) appear, "
-             "every rank and every other rating is unchanged",
-             r"^(systems(\.|\[).*|placement\.rating_note)$", _binary_add_rating,
-             applies=lambda part: part.output == "add_binary.json"),
-    Intended("interval contains its estimate", "every bootstrap interval now contains its estimate (issue 24, "
-             "item 11: a percentile bound is moved to the estimate where all resamples fall on one side), and "
-             "`analyze` says so in its bootstrap record's method. Checked: only that description changed "
-             "in these parts", r"^bootstrap\.method$", lambda part, context: None,
-             applies=lambda part: part.output.endswith(".analyze.json")),
-    Intended("shared_hits", "`shared_hits` (was `graph_hits`) counts judgments another strategy of the run paid for; "
-             "0.1 also counted a strategy re-asking a judgment it had itself asked before (double_elimination does, "
-             "13 times on these 20 newsroom tasks), so its count could exceed the judgments used. Checked: every "
-             "cost record now adds up "
-             "(judge calls + cache hits + shared hits = comparisons + grades) and no count grew",
-             r"(^|\.)shared_hits$", _shared_hits),
+    Intended(
+        "co-runner fix",
+        "the co-runner fix (issue 21, item 2): `heapsort`/`sliding` with `order=random` no "
+        "longer reuse an order other strategies asked for, so in a shared run they now decide what they decide "
+        "alone (their comparisons, hence their scores, rankings, metrics and cost, change). Checked: their "
+        "shared-run decisions (per task: scores, ranking, champion, extras, comparisons; metrics) equal their "
+        "runs alone, in 0.2 and in 0.1, and their cost records add up",
+        r".*",
+        _co_runner,
+        applies=lambda part: part.name in CO_RUNNER_LABELS,
+    ),
+    Intended(
+        "co-runner fix: report order",
+        "the report sorts its leaderboard table by a metric, so the co-runner "
+        "fix's strategies moved in it. Checked: those passed the check above, and the other strategies keep "
+        "their order",
+        r"^leaderboard order$",
+        _co_runner_order,
+    ),
+    Intended(
+        "binary add rates the newcomer",
+        "`leaderboard add --method binary` on a Bradley-Terry "
+        "leaderboard now fits the newcomer a rating (the others held fixed) and says so under the table "
+        "(issue 24, item 16); 0.1 showed `-`. Checked: only the newcomer's rating (and interval) appear, "
+        "every rank and every other rating is unchanged",
+        r"^(systems(\.|\[).*|placement\.rating_note)$",
+        _binary_add_rating,
+        applies=lambda part: part.output == "add_binary.json",
+    ),
+    Intended(
+        "interval contains its estimate",
+        "every bootstrap interval now contains its estimate (issue 24, "
+        "item 11: a percentile bound is moved to the estimate where all resamples fall on one side), and "
+        "`analyze` says so in its bootstrap record's method. Checked: only that description changed "
+        "in these parts",
+        r"^bootstrap\.method$",
+        lambda part, context: None,
+        applies=lambda part: part.output.endswith(".analyze.json"),
+    ),
+    Intended(
+        "shared_hits",
+        "`shared_hits` (was `graph_hits`) counts judgments another strategy of the run paid for; "
+        "0.1 also counted a strategy re-asking a judgment it had itself asked before (double_elimination does, "
+        "13 times on these 20 newsroom tasks), so its count could exceed the judgments used. Checked: every "
+        "cost record now adds up "
+        "(judge calls + cache hits + shared hits = comparisons + grades) and no count grew",
+        r"(^|\.)shared_hits$",
+        _shared_hits,
+    ),
 ]
 
 
@@ -710,8 +902,14 @@ def explain(part: Part, fields: list[str], context: dict) -> tuple[list[str], li
 def collapse(fields: list[str], most: int = 12) -> str:
     """The differing fields with candidate and task ids folded (``tasks.extras.*.played``),
     comma-joined; past ``most`` of them, how many more."""
-    folded = sorted({re.sub(r"(^|\.)(extras|scores|human|tasks)\.[^.]+", r"\1\2.*", f) if f.startswith("data.")
-                     else re.sub(r"\.(extras|scores|human)\.[^.]+", r".\1.*", f) for f in fields})
+    folded = sorted(
+        {
+            re.sub(r"(^|\.)(extras|scores|human|tasks)\.[^.]+", r"\1\2.*", f)
+            if f.startswith("data.")
+            else re.sub(r"\.(extras|scores|human)\.[^.]+", r".\1.*", f)
+            for f in fields
+        }
+    )
     more = f" (+{len(folded) - most} more)" if len(folded) > most else ""
     return ", ".join(folded[:most]) + more
 
@@ -741,9 +939,11 @@ class Verdict:
 
 def load_runs(folder: Path, renamed_too: bool) -> tuple[dict, dict]:
     """The shared runs by dataset and label, and the alone runs by (dataset, spec)."""
+
     def read(name: str) -> Any:
         value = json.loads((folder / name).read_text(encoding="utf-8"))
         return renamed(value)[0] if renamed_too else value
+
     runs = {d: {s["name"]: s for s in read(f"{d}.json")["strategies"]} for d in DATASETS}
     alone = {(d, spec): read(alone_file(d, spec))["strategies"][0] for d in DATASETS for spec in ALONE}
     return runs, alone
@@ -753,8 +953,12 @@ def compare(before_dir: Path, after_dir: Path, tasks: int, kway: bool = False) -
     """Every output's parts, compared (see the module docstring), and what the checks read."""
     after_runs, after_alone = load_runs(after_dir, False)
     before_runs, before_alone = load_runs(before_dir, True)
-    context: dict = {"after runs": after_runs, "after alone": after_alone, "before runs": before_runs,
-                     "before alone": before_alone}
+    context: dict = {
+        "after runs": after_runs,
+        "after alone": after_alone,
+        "before runs": before_runs,
+        "before alone": before_alone,
+    }
     verdicts = []
     for name, _ in commands(tasks, kway):
         for part in parts(name, before_dir, after_dir):
@@ -770,50 +974,77 @@ def compare(before_dir: Path, after_dir: Path, tasks: int, kway: bool = False) -
 def co_runner_table(context: dict, before: str, head: str) -> list[str]:
     """The co-runner fix in numbers: comparisons and task Spearman of each one-order heapsort and
     sliding, in the shared run and alone, at both commits."""
+
     def figures(run: dict) -> str:
         return f"{run['comparisons']} / {run['metrics']['task_spearman']:.4f}"
-    lines = [f"| dataset | strategy | {before} shared | {before} alone | {head} shared | {head} alone |",
-             "|---|---|---|---|---|---|"]
+
+    lines = [
+        f"| dataset | strategy | {before} shared | {before} alone | {head} shared | {head} alone |",
+        "|---|---|---|---|---|---|",
+    ]
     for dataset in DATASETS:
         for spec in ALONE:
             label = new_label(spec)
-            cells = [context["before runs"][dataset][label], context["before alone"][(dataset, spec)],
-                     context["after runs"][dataset][label], context["after alone"][(dataset, spec)]]
+            cells = [
+                context["before runs"][dataset][label],
+                context["before alone"][(dataset, spec)],
+                context["after runs"][dataset][label],
+                context["after alone"][(dataset, spec)],
+            ]
             lines.append(f"| {dataset} | {label} | " + " | ".join(figures(run) for run in cells) + " |")
     return lines
 
 
 def report(verdicts: list[Verdict], context: dict, before: str, head: str, command: str) -> str:
-    counts = {kind: sum(v.kind == kind for v in verdicts) for kind in
-              ("identical", "identical after renames", "intended difference", "UNEXPLAINED")}
+    counts = {
+        kind: sum(v.kind == kind for v in verdicts)
+        for kind in ("identical", "identical after renames", "intended difference", "UNEXPLAINED")
+    }
     same = counts["identical"] + counts["identical after renames"]
     used = {name for v in verdicts for name in v.part.renames}
-    lines = [f"# Outputs of rankkit {before} and {head}, compared", "",
-             f"Written by `{command}`: the same commands (judge `{JUDGE}`, leaderboards `sim:preset=gpt4`, no "
-             "cache, fixed seeds) at both commits; each output cut into parts (one per strategy where it holds "
-             f"several); {before}'s parts translated by the renames below, then compared field by field (`seconds` "
-             "aside).", "",
-             f"**{same} of {len(verdicts)} parts identical** ({counts['identical']} as written, "
-             f"{counts['identical after renames']} after renames); **{counts['intended difference']} intended "
-             f"differences**, each checked; **{counts['UNEXPLAINED']} unexplained**.", "",
-             "## Renames (names and layout, no value changes)", "",
-             "| rename | why |", "|---|---|"]
+    lines = [
+        f"# Outputs of rankkit {before} and {head}, compared",
+        "",
+        f"Written by `{command}`: the same commands (judge `{JUDGE}`, leaderboards `sim:preset=gpt4`, no "
+        "cache, fixed seeds) at both commits; each output cut into parts (one per strategy where it holds "
+        f"several); {before}'s parts translated by the renames below, then compared field by field (`seconds` "
+        "aside).",
+        "",
+        f"**{same} of {len(verdicts)} parts identical** ({counts['identical']} as written, "
+        f"{counts['identical after renames']} after renames); **{counts['intended difference']} intended "
+        f"differences**, each checked; **{counts['UNEXPLAINED']} unexplained**.",
+        "",
+        "## Renames (names and layout, no value changes)",
+        "",
+        "| rename | why |",
+        "|---|---|",
+    ]
     lines += [f"| {r.name} | {r.reason} |" for r in RENAMES if r.name in used]
     lines += ["", "## Intended differences", "", "| difference | why, and what is checked | parts |", "|---|---|---|"]
     for rule in INTENDED:
         n = sum(rule.name in v.reasons for v in verdicts)
         if n:
             lines.append(f"| {rule.name} | {rule.reason} | {n} |")
-    lines += ["", "The co-runner fix in numbers (comparisons / task Spearman over the tasks; a shared run ranks "
-              f"with all {len(next(iter(context['after runs'].values())))} strategies):", "",
-              *co_runner_table(context, before, head)]
-    lines += ["", "## Every part", "", "| output | part | verdict | renames | differing fields |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "The co-runner fix in numbers (comparisons / task Spearman over the tasks; a shared run ranks "
+        f"with all {len(next(iter(context['after runs'].values())))} strategies):",
+        "",
+        *co_runner_table(context, before, head),
+    ]
+    lines += [
+        "",
+        "## Every part",
+        "",
+        "| output | part | verdict | renames | differing fields |",
+        "|---|---|---|---|---|",
+    ]
     for v in verdicts:
         verdict = v.kind + (f" ({'; '.join(v.reasons)})" if v.reasons else "")
         fields = collapse(v.unexplained if v.unexplained else v.fields)
-        lines.append(f"| {v.part.output} | {v.part.name} | {verdict} | {', '.join(v.part.renames) or '—'} | "
-                     f"{fields or '—'} |")
+        lines.append(
+            f"| {v.part.output} | {v.part.name} | {verdict} | {', '.join(v.part.renames) or '—'} | {fields or '—'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -821,8 +1052,12 @@ def main() -> None:
     global SHARED
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE, help="the commit to compare this checkout with (default: 0.1)")
-    parser.add_argument("--before-dir", type=Path, default=None,
-                        help="an existing checkout of --before, used as it is (read only) instead of a worktree")
+    parser.add_argument(
+        "--before-dir",
+        type=Path,
+        default=None,
+        help="an existing checkout of --before, used as it is (read only) instead of a worktree",
+    )
     parser.add_argument("--tasks", type=int, default=20, help="tasks per dataset (twice as many on Arena-Hard)")
     parser.add_argument("--label", default="0.1_vs_0.2", help="names the results file: output_identity_<label>.md")
     parser.add_argument("--keep", type=Path, default=None, help="keep both sides' outputs in this folder")
@@ -835,8 +1070,9 @@ def main() -> None:
         tmp_path = Path(tmp)
         worktree = args.before_dir.resolve() if args.before_dir else tmp_path / "before"
         if args.before_dir is None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(worktree), args.before],
-                           check=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(worktree), args.before], check=True
+            )
         try:
             kway = has_kway(worktree) and has_kway(ROOT)
             # 0.1 spelled some arguments otherwise; a checkout with 0.2's `--order` does not
@@ -850,12 +1086,14 @@ def main() -> None:
         finally:
             if args.before_dir is None:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False)
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     command = shlex.join(["python", "benchmarks/output_identity.py", *sys.argv[1:]])
     if args.before_dir is not None:  # name the checkout by its commit, not the default --before
-        args.before = subprocess.run(["git", "-C", str(args.before_dir), "rev-parse", "--short", "HEAD"],
-                                     capture_output=True, text=True).stdout.strip() or str(args.before_dir)
+        args.before = subprocess.run(
+            ["git", "-C", str(args.before_dir), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip() or str(args.before_dir)
     text = report(verdicts, context, args.before, head, command)
     print(text)
     (RESULTS / f"output_identity_{args.label}.md").write_text(text, encoding="utf-8")

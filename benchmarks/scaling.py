@@ -48,15 +48,19 @@ GOAL_RATIO = 2.0
 
 # -- the measurements (each runs in a child process: `--cell JSON`) ------------------------------
 
+
 def synthetic_task(n: int, seed: int, task_id: str):
     """A task of n candidates with distinct random human scores on a 0-10 scale."""
     from rankkit.tasks import Candidate, Task
 
     rng = random.Random(seed)
-    candidates = tuple(Candidate(id=f"c{i:05d}", text=f"answer {i} of {task_id}",
-                                 human={"score": round(rng.uniform(0, 10), 3)}) for i in range(n))
-    return Task(task_id=task_id, prompt=f"question {task_id}", candidates=candidates, criterion="score",
-                scale=(0.0, 10.0))
+    candidates = tuple(
+        Candidate(id=f"c{i:05d}", text=f"answer {i} of {task_id}", human={"score": round(rng.uniform(0, 10), 3)})
+        for i in range(n)
+    )
+    return Task(
+        task_id=task_id, prompt=f"question {task_id}", candidates=candidates, criterion="score", scale=(0.0, 10.0)
+    )
 
 
 def peak_mb() -> float:
@@ -81,16 +85,23 @@ def cell_strategy(spec: str, n: int, target: int, repeats: int) -> dict:
     per_task = probe.cost.comparisons + probe.cost.grades
     count = max(1, min(2000, math.ceil(target / max(1, per_task))))
     if count == 1:  # the probe is a measurement already; repeat only short ones
-        runs = [(probe_seconds, probe)] + [timed_run(spec, [synthetic_task(n, 0, "t0")])
-                                           for _ in range(repeats - 1 if probe_seconds < 2 else 0)]
+        runs = [(probe_seconds, probe)] + [
+            timed_run(spec, [synthetic_task(n, 0, "t0")]) for _ in range(repeats - 1 if probe_seconds < 2 else 0)
+        ]
     else:
         tasks = [synthetic_task(n, k, f"t{k}") for k in range(count)]
         runs = [timed_run(spec, tasks) for _ in range(repeats)]
     best, strategy_run = min(runs, key=lambda pair: pair[0])
     judgments = strategy_run.cost.comparisons + strategy_run.cost.grades
     extras = next(iter(strategy_run.tasks[0].extras.values()), None)
-    return {"us": best / judgments * 1e6, "judgments": judgments, "tasks": count, "seconds": best,
-            "steps": extras.steps if extras else None, "peak_mb": peak_mb()}
+    return {
+        "us": best / judgments * 1e6,
+        "judgments": judgments,
+        "tasks": count,
+        "seconds": best,
+        "steps": extras.steps if extras else None,
+        "peak_mb": peak_mb(),
+    }
 
 
 def cell_warm(n: int, count: int) -> dict:
@@ -109,8 +120,11 @@ def cell_warm(n: int, count: int) -> dict:
         warm, strategy_run = timed_run("bt", tasks, cache)
         assert strategy_run.cost.judge_calls == 0, "the warm run asked the judge"
         judge = make_judge(JUDGE)
-        lookups = [(task.candidate(c.first), task.candidate(c.second), task)
-                   for task, result in zip(tasks, strategy_run.tasks) for c in result.comparisons]
+        lookups = [
+            (task.candidate(c.first), task.candidate(c.second), task)
+            for task, result in zip(tasks, strategy_run.tasks)
+            for c in result.comparisons
+        ]
         keys = [judge.request_key(task, a, b) for a, b, task in lookups]
         graph = nx.MultiDiGraph()
         started = time.perf_counter()
@@ -120,8 +134,12 @@ def cell_warm(n: int, count: int) -> dict:
         floor = time.perf_counter() - started
         cache.close()
     comparisons = strategy_run.cost.comparisons
-    return {"cold_us": cold / comparisons * 1e6, "warm_us": warm / comparisons * 1e6,
-            "floor_us": floor / len(lookups) * 1e6, "comparisons": comparisons}
+    return {
+        "cold_us": cold / comparisons * 1e6,
+        "warm_us": warm / comparisons * 1e6,
+        "floor_us": floor / len(lookups) * 1e6,
+        "comparisons": comparisons,
+    }
 
 
 def cell_memory(count: int) -> dict:
@@ -132,8 +150,14 @@ def cell_memory(count: int) -> dict:
     tasks = [synthetic_task(2, k, f"m{k}") for k in range(count)]
     loaded = peak_mb()
     seconds, strategy_run = timed_run("knockout", tasks)
-    return {"tasks": count, "start_mb": before, "tasks_mb": loaded, "peak_mb": peak_mb(), "seconds": seconds,
-            "comparisons": strategy_run.cost.comparisons}
+    return {
+        "tasks": count,
+        "start_mb": before,
+        "tasks_mb": loaded,
+        "peak_mb": peak_mb(),
+        "seconds": seconds,
+        "comparisons": strategy_run.cost.comparisons,
+    }
 
 
 def cell_active_exactness(n: int, seeds: int) -> dict:
@@ -149,8 +173,13 @@ def cell_active_exactness(n: int, seeds: int) -> dict:
             values, seconds = [], []
             for seed in range(seeds):
                 started = time.perf_counter()
-                result = run([synthetic_task(n, 100 + seed, f"a{seed}")], [make_strategy("active")],
-                             make_judge(f"sim:preset={preset},seed={seed}"), progress=False, seed=seed)
+                result = run(
+                    [synthetic_task(n, 100 + seed, f"a{seed}")],
+                    [make_strategy("active")],
+                    make_judge(f"sim:preset={preset},seed={seed}"),
+                    progress=False,
+                    seed=seed,
+                )
                 seconds.append(time.perf_counter() - started)
                 values.append(result.strategies[0].metrics["task_spearman"])
             out.setdefault(preset, {})[mode] = values
@@ -177,7 +206,10 @@ def run_cell(kind: str, timeout: float, **params) -> dict:
 def startup_ratio(runs: int) -> dict:
     """Median wall time of ``rankkit strategies`` and of ``python -c pass``, interleaved."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    commands = {"bare": [sys.executable, "-c", "pass"], "strategies": [sys.executable, "-m", "rankkit.cli", "strategies"]}
+    commands = {
+        "bare": [sys.executable, "-c", "pass"],
+        "strategies": [sys.executable, "-m", "rankkit.cli", "strategies"],
+    }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, command in commands.items():
@@ -189,6 +221,7 @@ def startup_ratio(runs: int) -> dict:
 
 
 # -- the sweep and the report ---------------------------------------------------------------------
+
 
 def strategy_names() -> list[str]:
     from rankkit.strategies import strategy_classes
@@ -204,10 +237,14 @@ def sweep(quick: bool, timeout: float) -> list[str]:
     small = 32
     large, large_all_pairs, active_large = (256, 128, 512) if quick else (2048, 512, 2048)
     target, repeats = (5_000, 2) if quick else (20_000, 3)
-    lines = ["# Scaling: rankkit's own cost as N grows (issue 13)", "",
-             f"Simulated judge `{JUDGE}`, no cache unless said: time per judgment is rankkit's own overhead. "
-             f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs (shared); "
-             f"{'--quick' if quick else 'full'} sweep; each cell in its own process, limit {timeout:.0f} s.", ""]
+    lines = [
+        "# Scaling: rankkit's own cost as N grows (issue 13)",
+        "",
+        f"Simulated judge `{JUDGE}`, no cache unless said: time per judgment is rankkit's own overhead. "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs (shared); "
+        f"{'--quick' if quick else 'full'} sweep; each cell in its own process, limit {timeout:.0f} s.",
+        "",
+    ]
 
     def say(text: str = "") -> None:
         print(text, flush=True)
@@ -222,24 +259,31 @@ def sweep(quick: bool, timeout: float) -> list[str]:
     for name in strategy_names():
         big = large_all_pairs if name in ALL_PAIRS else (active_large if name == "active" else large)
         low = run_cell("strategy", timeout, spec=name, n=small, target=target, repeats=repeats)
-        high = run_cell("strategy", timeout * (5 if name == "active" else 1), spec=name, n=big, target=0,
-                        repeats=repeats)  # one task at large N
+        high = run_cell(
+            "strategy", timeout * (5 if name == "active" else 1), spec=name, n=big, target=0, repeats=repeats
+        )  # one task at large N
         if name == "active":
             active_total = high
         ratio = high["us"] / low["us"] if "us" in low and "us" in high else None
         mark = "" if ratio is None or name == "active" else (" ✓" if ratio <= GOAL_RATIO else " ✗")
         if "error" in high and name in ALL_PAIRS:
             timed_out.append(name)
-        say(f"| {name} | {small} | {fmt(low.get('us'))} | {fmt(low.get('judgments'), 0)} | {big} | "
+        say(
+            f"| {name} | {small} | {fmt(low.get('us'))} | {fmt(low.get('judgments'), 0)} | {big} | "
             f"{fmt(high.get('us')) if 'us' in high else high['error']} | {fmt(high.get('judgments'), 0)} | "
-            f"{fmt(ratio, 2)}{mark} |")
+            f"{fmt(ratio, 2)}{mark} |"
+        )
     say()
-    say("`active` does O(N²) work per step by design (a dense posterior covariance), so its cost per "
-        "judgment grows with N; its goals are per step and in total, below.")
+    say(
+        "`active` does O(N²) work per step by design (a dense posterior covariance), so its cost per "
+        "judgment grows with N; its goals are per step and in total, below."
+    )
     if timed_out:
-        say(f"{', '.join(timed_out)} at N = {large_all_pairs} ran out of time in the match source, whose "
+        say(
+            f"{', '.join(timed_out)} at N = {large_all_pairs} ran out of time in the match source, whose "
             "de-duplication of a batch scans a list (quadratic in the batch, i.e. O(N⁴) for all pairs); "
-            "those rows need the engine's set-based de-duplication.")
+            "those rows need the engine's set-based de-duplication."
+        )
     say()
 
     say("## active")
@@ -247,11 +291,15 @@ def sweep(quick: bool, timeout: float) -> list[str]:
     step = run_cell("strategy", timeout, spec="active", n=128, target=0, repeats=3)
     say("| measure | value |")
     say("|---|---:|")
-    say(f"| ms per step at N = 128 (default budget, {fmt(step.get('steps'), 0)} steps; goal ≤ 5) | "
-        f"{fmt(step['seconds'] / step['steps'] * 1e3, 2) if 'steps' in step else step['error']} |")
+    say(
+        f"| ms per step at N = 128 (default budget, {fmt(step.get('steps'), 0)} steps; goal ≤ 5) | "
+        f"{fmt(step['seconds'] / step['steps'] * 1e3, 2) if 'steps' in step else step['error']} |"
+    )
     if active_total and "seconds" in active_total:
-        say(f"| total at N = {active_large}, default budget ({active_total['judgments']:,} comparisons, "
-            f"{active_total['steps']:,} steps) | {active_total['seconds']:.1f} s |")
+        say(
+            f"| total at N = {active_large}, default budget ({active_total['judgments']:,} comparisons, "
+            f"{active_total['steps']:,} steps) | {active_total['seconds']:.1f} s |"
+        )
         say(f"| its peak memory | {active_total['peak_mb']:.0f} MB |")
     else:
         say(f"| total at N = {active_large} | {(active_total or {}).get('error')} |")
@@ -286,29 +334,35 @@ def sweep(quick: bool, timeout: float) -> list[str]:
 
     say("## Memory: many small tasks (knockout, N = 2)")
     say()
-    say("Peak resident memory of the process; \"per task\" is the growth over the peak after a warm-up run.")
+    say('Peak resident memory of the process; "per task" is the growth over the peak after a warm-up run.')
     say()
     say("| tasks | tasks built | peak after the run | per task | run time |")
     say("|---:|---:|---:|---:|---:|")
-    for count in ((2_000, 20_000) if quick else (10_000, 100_000)):
+    for count in (2_000, 20_000) if quick else (10_000, 100_000):
         memory = run_cell("memory", timeout * 2, count=count)
         if "peak_mb" in memory:
             per_task = (memory["peak_mb"] - memory["start_mb"]) / count * 1024
-            say(f"| {count:,} | {memory['tasks_mb']:.0f} MB | {memory['peak_mb']:.0f} MB | {per_task:.1f} kB | "
-                f"{memory['seconds']:.1f} s |")
+            say(
+                f"| {count:,} | {memory['tasks_mb']:.0f} MB | {memory['peak_mb']:.0f} MB | {per_task:.1f} kB | "
+                f"{memory['seconds']:.1f} s |"
+            )
         else:
             say(f"| {count:,} | {memory['error']} | | | |")
     say()
 
     n_check, seeds = (96, 3) if quick else (200, 8)
-    say(f"## active above its exact size: incremental posterior and pre-selected pairs vs the exact refit (N = {n_check})")
+    say(
+        f"## active above its exact size: incremental posterior and pre-selected pairs vs the exact refit (N = {n_check})"
+    )
     say()
     check = run_cell("active_exactness", timeout * 4, n=n_check, seeds=seeds)
     if "error" in check:
         say(f"failed: {check['error']}")
     else:
-        say(f"Task Spearman with the human scores, default budget, {seeds} tasks and judge seeds per preset "
-            "(median seconds per task).")
+        say(
+            f"Task Spearman with the human scores, default budget, {seeds} tasks and judge seeds per preset "
+            "(median seconds per task)."
+        )
         say()
         say("| judge | exact: Spearman | s/task | incremental: Spearman | s/task | paired difference [95% CI] |")
         say("|---|---:|---:|---:|---:|---:|")
@@ -318,9 +372,11 @@ def sweep(quick: bool, timeout: float) -> list[str]:
             exact, incremental = statistics.fmean(modes["exact"]), statistics.fmean(modes["incremental"])
             gaps = [b - a for a, b in zip(modes["exact"], modes["incremental"])]
             half = student_t.ppf(0.975, len(gaps) - 1) * statistics.stdev(gaps) / math.sqrt(len(gaps))
-            say(f"| {preset} | {exact:.4f} | {statistics.median(modes['exact_seconds']):.1f} | {incremental:.4f} | "
+            say(
+                f"| {preset} | {exact:.4f} | {statistics.median(modes['exact_seconds']):.1f} | {incremental:.4f} | "
                 f"{statistics.median(modes['incremental_seconds']):.1f} | {statistics.fmean(gaps):+.4f} "
-                f"[{statistics.fmean(gaps) - half:+.3f}, {statistics.fmean(gaps) + half:+.3f}] |")
+                f"[{statistics.fmean(gaps) - half:+.3f}, {statistics.fmean(gaps) + half:+.3f}] |"
+            )
     say()
     return lines
 
@@ -337,8 +393,10 @@ def main() -> None:
         return
     started = time.perf_counter()
     lines = sweep(args.quick, args.timeout)
-    lines.append(f"Whole sweep: {time.perf_counter() - started:.0f} s (`python benchmarks/scaling.py"
-                 f"{' --quick' if args.quick else ''}`).")
+    lines.append(
+        f"Whole sweep: {time.perf_counter() - started:.0f} s (`python benchmarks/scaling.py"
+        f"{' --quick' if args.quick else ''}`)."
+    )
     print(lines[-1])
     if not args.quick:
         RESULTS.mkdir(parents=True, exist_ok=True)

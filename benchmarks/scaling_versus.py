@@ -67,13 +67,20 @@ def cell(checkout: Path, strategy: str, n: int, judgments: int, repeats: int, ti
 def strategy_names(checkout: Path) -> list[str]:
     """The built-in strategies of ``checkout``."""
     code = "from rankkit.strategies import strategy_classes; print(' '.join(strategy_classes()))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(checkout)}, cwd=checkout)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+        cwd=checkout,
+    )
     return done.stdout.split()
 
 
-def measure(checkouts: dict[str, Path], sizes: list[tuple[str, int]], rounds: int, repeats: int,
-            judgments: int, timeout: float) -> dict[tuple[str, int, str], dict]:
+def measure(
+    checkouts: dict[str, Path], sizes: list[tuple[str, int]], rounds: int, repeats: int, judgments: int, timeout: float
+) -> dict[tuple[str, int, str], dict]:
     """The fastest cell per (strategy, N, version) over ``rounds`` interleaved rounds."""
     best: dict[tuple[str, int, str], dict] = {}
     for round_number in range(1, rounds + 1):
@@ -93,7 +100,7 @@ def measure(checkouts: dict[str, Path], sizes: list[tuple[str, int]], rounds: in
 #: Runs in a subprocess with a checkout first on the path: argv = its benchmarks folder, then data
 #: files. Prints JSON: per task, its characters (prompt + two answers), the µs of request_key and of
 #: judgment_key for one comparison request.
-KEY_COST = r'''
+KEY_COST = r"""
 import json, sys, timeit
 sys.path.insert(0, sys.argv[1])
 import scaling
@@ -115,7 +122,7 @@ for name, task in tasks:
                 "key_chars": len(json.dumps(list(key), ensure_ascii=False)),
                 "request_us": request * 1e6, "row_us": row * 1e6})
 print(json.dumps(out))
-'''
+"""
 DATASETS = ("newsroom", "usr_topicalchat")
 
 
@@ -123,55 +130,92 @@ def key_cost(checkout: Path) -> list[dict]:
     """What keying one comparison request costs with ``checkout`` (see :data:`KEY_COST`)."""
     shared = ROOT.parent / "shared" / "data"
     data = [str(shared / name / "tasks.jsonl") for name in DATASETS if (shared / name / "tasks.jsonl").is_file()]
-    done = subprocess.run([sys.executable, "-c", KEY_COST, str(checkout / "benchmarks"), *data], capture_output=True,
-                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(checkout)}, cwd=checkout)
+    done = subprocess.run(
+        [sys.executable, "-c", KEY_COST, str(checkout / "benchmarks"), *data],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(checkout)},
+        cwd=checkout,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def key_cost_lines(costs: dict[str, list[dict]]) -> list[str]:
     """A table of :func:`key_cost` at each commit."""
     versions = list(costs)
-    lines = ["## Keying a request: the price of the content-keyed judgment lookup", "",
-             "Every judgment is looked up under a key of its content: the judge's `request_key` (prompt, "
-             "reference, scale, metadata, the candidates' texts in the order shown; the simulator adds ids "
-             "and human scores), then the row key, SHA-256 of the JSON of fingerprint, kind and request key "
-             "(`rankkit.cache.judgment_key`). µs per comparison request, fastest of 3 × 2,000:", "",
-             "| task | prompt + 2 answers (chars) | request key (JSON chars) | "
-             + " | ".join(f"{v}: request_key + row key" for v in versions) + " |",
-             "|---|---:|---:|" + "---:|" * len(versions)]
+    lines = [
+        "## Keying a request: the price of the content-keyed judgment lookup",
+        "",
+        "Every judgment is looked up under a key of its content: the judge's `request_key` (prompt, "
+        "reference, scale, metadata, the candidates' texts in the order shown; the simulator adds ids "
+        "and human scores), then the row key, SHA-256 of the JSON of fingerprint, kind and request key "
+        "(`rankkit.cache.judgment_key`). µs per comparison request, fastest of 3 × 2,000:",
+        "",
+        "| task | prompt + 2 answers (chars) | request key (JSON chars) | "
+        + " | ".join(f"{v}: request_key + row key" for v in versions)
+        + " |",
+        "|---|---:|---:|" + "---:|" * len(versions),
+    ]
     for i, row in enumerate(costs[versions[0]]):
-        cells = [f"{c[i]['request_us']:.1f} + {c[i]['row_us']:.1f} = **{c[i]['request_us'] + c[i]['row_us']:.1f}**"
-                 for c in costs.values()]
+        cells = [
+            f"{c[i]['request_us']:.1f} + {c[i]['row_us']:.1f} = **{c[i]['request_us'] + c[i]['row_us']:.1f}**"
+            for c in costs.values()
+        ]
         lines.append(f"| {row['task']} | {row['chars']:,} | {row['key_chars']:,} | " + " | ".join(cells) + " |")
     return lines
 
 
 def sweep_lines(checkouts: dict[str, Path]) -> list[str]:
     """Each checkout's whole ``scaling.py --quick`` output, run one after the other."""
-    lines = ["## The two `scaling.py --quick` sweeps", "",
-             "Each commit's own sweep, run one after the other (minutes apart on a shared machine, so "
-             "single cells compare less reliably than the interleaved table above).", ""]
+    lines = [
+        "## The two `scaling.py --quick` sweeps",
+        "",
+        "Each commit's own sweep, run one after the other (minutes apart on a shared machine, so "
+        "single cells compare less reliably than the interleaved table above).",
+        "",
+    ]
     for version, checkout in checkouts.items():
-        done = subprocess.run([sys.executable, str(checkout / "benchmarks" / "scaling.py"), "--quick"],
-                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(checkout)},
-                              cwd=checkout)
+        done = subprocess.run(
+            [sys.executable, str(checkout / "benchmarks" / "scaling.py"), "--quick"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(checkout)},
+            cwd=checkout,
+        )
         body = done.stdout if done.returncode == 0 else f"failed: {done.stderr[-2000:]}"
-        lines += [f"### {version}", "", body.replace("\n## ", "\n#### ").replace("## Strategies", "#### Strategies"),
-                  ""]
+        lines += [
+            f"### {version}",
+            "",
+            body.replace("\n## ", "\n#### ").replace("## Strategies", "#### Strategies"),
+            "",
+        ]
     return lines
 
 
-def report(best: dict, sizes: list[tuple[str, int]], before: str, after: str, command: str, rounds: int,
-           repeats: int, judgments: int) -> str:
-    lines = [f"# Overhead per judgment: rankkit {before} vs {after}", "",
-             f"Written by `{command}`. Simulated judge `sim:preset=gpt4`, no cache, so a judgment costs "
-             "microseconds and the time per judgment is rankkit's own overhead (strategy, match source, judgment "
-             f"lookup, metrics). Each figure: the fastest of {rounds} rounds × {repeats} runs, the two commits "
-             f"measured in turn within each round (each commit's own `benchmarks/scaling.py --cell strategy`); "
-             f"large-N cells judge at least {judgments:,} judgments (several tasks where one has fewer). "
-             f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs shared with other work.", "",
-             f"| strategy | N | judgments | {before} µs/judgment | {after} µs/judgment | change |",
-             "|---|---:|---:|---:|---:|---:|"]
+def report(
+    best: dict,
+    sizes: list[tuple[str, int]],
+    before: str,
+    after: str,
+    command: str,
+    rounds: int,
+    repeats: int,
+    judgments: int,
+) -> str:
+    lines = [
+        f"# Overhead per judgment: rankkit {before} vs {after}",
+        "",
+        f"Written by `{command}`. Simulated judge `sim:preset=gpt4`, no cache, so a judgment costs "
+        "microseconds and the time per judgment is rankkit's own overhead (strategy, match source, judgment "
+        f"lookup, metrics). Each figure: the fastest of {rounds} rounds × {repeats} runs, the two commits "
+        f"measured in turn within each round (each commit's own `benchmarks/scaling.py --cell strategy`); "
+        f"large-N cells judge at least {judgments:,} judgments (several tasks where one has fewer). "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs shared with other work.",
+        "",
+        f"| strategy | N | judgments | {before} µs/judgment | {after} µs/judgment | change |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     worse = []
     for strategy, n in sizes:
         old, new = best[(strategy, n, before)], best[(strategy, n, after)]
@@ -179,10 +223,14 @@ def report(best: dict, sizes: list[tuple[str, int]], before: str, after: str, co
             change = new["us"] / old["us"] - 1
             if change > WORSE:
                 worse.append(f"{strategy} (N = {n})")
-            lines.append(f"| {strategy} | {n} | {new['judgments']:,} | {old['us']:.1f} | {new['us']:.1f} | "
-                         f"{change:+.0%}{' ✗' if change > WORSE else ''} |")
+            lines.append(
+                f"| {strategy} | {n} | {new['judgments']:,} | {old['us']:.1f} | {new['us']:.1f} | "
+                f"{change:+.0%}{' ✗' if change > WORSE else ''} |"
+            )
         else:
-            lines.append(f"| {strategy} | {n} | | {old.get('us', old.get('error'))} | {new.get('us', new.get('error'))} | |")
+            lines.append(
+                f"| {strategy} | {n} | | {old.get('us', old.get('error'))} | {new.get('us', new.get('error'))} | |"
+            )
     lines += ["", f"Worse by more than {WORSE:.0%}: {', '.join(worse) if worse else 'none'}."]
     return "\n".join(lines) + "\n"
 
@@ -190,8 +238,12 @@ def report(best: dict, sizes: list[tuple[str, int]], before: str, after: str, co
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE, help="the commit to compare this checkout with (default: 0.1)")
-    parser.add_argument("--before-dir", type=Path, default=None,
-                        help="an existing checkout of --before, used as it is (read only) instead of a worktree")
+    parser.add_argument(
+        "--before-dir",
+        type=Path,
+        default=None,
+        help="an existing checkout of --before, used as it is (read only) instead of a worktree",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; each figure is the fastest")
     parser.add_argument("--repeats", type=int, default=3, help="runs per cell (its fastest is the cell's figure)")
     parser.add_argument("--judgments", type=int, default=2_000, help="the least judgments of a large-N cell")
@@ -201,14 +253,16 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per cell")
     parser.add_argument("--label", default="0.1_vs_0.2", help="names the results file: scaling_<label>.md")
     args = parser.parse_args()
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         before_dir = args.before_dir.resolve() if args.before_dir else Path(tmp) / "before"
         if args.before_dir is None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(before_dir), args.before],
-                           check=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(before_dir), args.before], check=True
+            )
         try:
             strategies = args.strategies.split(",") if args.strategies else strategy_names(ROOT)
             sizes = [(s, n) for s in strategies for n in ([SMALL] if args.small else []) + [large_n(s)]]

@@ -41,21 +41,29 @@ from rankkit.tasks import Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The shared data: next to the checkout, or one level up (a worktree under wt/).
-SHARED = next((path for path in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data")
-               if path.exists()), ROOT.parent / "shared" / "data")
+SHARED = next(
+    (path for path in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data") if path.exists()),
+    ROOT.parent / "shared" / "data",
+)
 RESULTS = ROOT / "benchmarks" / "results"
 
 DATASETS = ["newsroom", "usr_topicalchat", "realsumm"]
 PRESETS = ["gpt4", "chatgpt"]
 #: The strategies; ``{budget}`` is the judgments per candidate that reach the goal share of
 #: all-pairs bt's judgments (:func:`budget_for`), so the budget (which always wins) caps the cost at the goal.
-SPECS = ["active:until=top1,confidence=0.95,budget={budget}", "active:until=top:3,confidence=0.95,budget={budget}",
-         "swiss:until=top1,confidence=0.95,order=both,budget={budget}",
-         "setwise_groups:until=top1,confidence=0.95,k=4,rounds=1000,budget={budget}"]
+SPECS = [
+    "active:until=top1,confidence=0.95,budget={budget}",
+    "active:until=top:3,confidence=0.95,budget={budget}",
+    "swiss:until=top1,confidence=0.95,order=both,budget={budget}",
+    "setwise_groups:until=top1,confidence=0.95,k=4,rounds=1000,budget={budget}",
+]
 #: On the small shared sets also without a binding budget (every distinct judgment may be asked):
 #: the calibration with more ``target`` stops, and what the target costs when nothing cuts it short.
-UNBOUNDED = ["active:until=top1,confidence=0.95,budget={every}", "active:until=top:3,confidence=0.95,budget={every}",
-             "swiss:until=top1,confidence=0.95,order=both,budget={every}"]
+UNBOUNDED = [
+    "active:until=top1,confidence=0.95,budget={every}",
+    "active:until=top:3,confidence=0.95,budget={every}",
+    "swiss:until=top1,confidence=0.95,order=both,budget={every}",
+]
 #: Datasets small enough for :data:`UNBOUNDED`.
 SMALL = ("newsroom", "usr_topicalchat")
 
@@ -101,8 +109,13 @@ def measure(tasks: list[Task], preset: str, seeds: int, templates: list[str]) ->
                 if reason == "target":
                     target += 1
                     right += answer_is_latent(task_result.ranking, judge.latent(task), spec)
-        rows[spec] = {"calibration": right / target if target else math.nan, "stops": target,
-                      "target": target / total, "share": share / total, "seconds": time.perf_counter() - started}
+        rows[spec] = {
+            "calibration": right / target if target else math.nan,
+            "stops": target,
+            "target": target / total,
+            "share": share / total,
+            "seconds": time.perf_counter() - started,
+        }
         print(f"  {preset} {spec}: {rows[spec]}", file=sys.stderr)
     return rows
 
@@ -125,14 +138,18 @@ def main() -> None:
         sets.append((name, load_tasks(path, limit=args.limit if name in SMALL else max(1, args.limit // 3))))
     sets.append(("planted N=100", planted(100, args.planted)))
 
-    lines = ["# Calibrated stopping rules (issue 32)", "",
-             f"`python benchmarks/stopping.py --limit {args.limit} --planted {args.planted} --seeds {args.seeds}` "
-             f"(seeds 0..{args.seeds - 1}; the judge's seed varies). Calibration: among tasks stopped with "
-             "`target`, the share whose answer equals the judge's latent one (goal >= 0.95). Target: share of "
-             "tasks stopped by `target`. Judgments / bt: judgments used over all-pairs `bt:order=both`'s "
-             "N(N - 1) (goal <= 30% at N <= 24, <= 10% at N = 100); each budget is set to that goal (it always wins).", "",
-             "| data (N, tasks) | judge | strategy | calibration (stops) | target | judgments / bt | seconds |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Calibrated stopping rules (issue 32)",
+        "",
+        f"`python benchmarks/stopping.py --limit {args.limit} --planted {args.planted} --seeds {args.seeds}` "
+        f"(seeds 0..{args.seeds - 1}; the judge's seed varies). Calibration: among tasks stopped with "
+        "`target`, the share whose answer equals the judge's latent one (goal >= 0.95). Target: share of "
+        "tasks stopped by `target`. Judgments / bt: judgments used over all-pairs `bt:order=both`'s "
+        "N(N - 1) (goal <= 30% at N <= 24, <= 10% at N = 100); each budget is set to that goal (it always wins).",
+        "",
+        "| data (N, tasks) | judge | strategy | calibration (stops) | target | judgments / bt | seconds |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, tasks in sets:
         n = len(tasks[0].candidates)
         for preset in PRESETS:
@@ -140,8 +157,10 @@ def main() -> None:
             templates = SPECS + (UNBOUNDED if name in SMALL else [])
             for spec, row in measure(tasks, preset, args.seeds, templates).items():
                 calibration = "–" if math.isnan(row["calibration"]) else f"{row['calibration']:.3f}"
-                lines.append(f"| {name} ({n}, {len(tasks)}) | {preset} | `{spec}` | {calibration} ({row['stops']}) "
-                             f"| {row['target']:.2f} | {row['share']:.1%} | {row['seconds']:.0f} |")
+                lines.append(
+                    f"| {name} ({n}, {len(tasks)}) | {preset} | `{spec}` | {calibration} ({row['stops']}) "
+                    f"| {row['target']:.2f} | {row['share']:.1%} | {row['seconds']:.0f} |"
+                )
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -122,27 +122,39 @@ def main() -> None:
     ]
     datasets = sorted({d for d, _, _ in rows})
     for judge_options in judges:
-        lines += [f"### judge `sim:{judge_options}`", "",
-                  "| strategy | judgments/task | task_spearman | spearman | pearson | pairwise_acc |",
-                  "|---|---|---|---|---|---|"]
-        for spec in [s for s in dict.fromkeys(st for _, _, st in rows)]:
+        lines += [
+            f"### judge `sim:{judge_options}`",
+            "",
+            "| strategy | judgments/task | task_spearman | spearman | pearson | pairwise_acc |",
+            "|---|---|---|---|---|---|",
+        ]
+        for spec in list(dict.fromkeys(st for _, _, st in rows)):
             cells = [rows[(d, judge_options, spec)] for d in datasets if (d, judge_options, spec) in rows]
-            per_dataset = {m: [statistics.fmean([v for v in c[m] if v == v] or [float('nan')]) for c in cells]
-                           for m in METRICS + ["judgments"]}
-            lines.append(f"| {spec} | {statistics.fmean(per_dataset['judgments']):.1f} | "
-                         + " | ".join(f"{statistics.fmean(per_dataset[m]):.3f}" for m in METRICS) + " |")
+            per_dataset = {
+                m: [statistics.fmean([v for v in c[m] if v == v] or [float("nan")]) for c in cells]
+                for m in METRICS + ["judgments"]
+            }
+            lines.append(
+                f"| {spec} | {statistics.fmean(per_dataset['judgments']):.1f} | "
+                + " | ".join(f"{statistics.fmean(per_dataset[m]):.3f}" for m in METRICS)
+                + " |"
+            )
         lines.append("")
     lines += ["## Per dataset (presets)", ""]
     for dataset in datasets:
-        lines += [f"### {dataset}", "",
-                  "| judge | strategy | comparisons/task | judgments/task | task_spearman | spearman | pearson | pairwise_acc |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"### {dataset}",
+            "",
+            "| judge | strategy | comparisons/task | judgments/task | task_spearman | spearman | pearson | pairwise_acc |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for (d, judge_options, spec), cell in rows.items():
             if d != dataset or judge_options not in PRESETS + FIXED_PRESETS:
                 continue
-            lines.append(f"| {preset_label(judge_options)} | {spec} | {statistics.fmean(cell['comparisons']):.1f} | "
-                         f"{statistics.fmean(cell['judgments']):.1f} | "
-                         + " | ".join(mean_sd(cell[m]) for m in METRICS) + " |")
+            lines.append(
+                f"| {preset_label(judge_options)} | {spec} | {statistics.fmean(cell['comparisons']):.1f} | "
+                f"{statistics.fmean(cell['judgments']):.1f} | " + " | ".join(mean_sd(cell[m]) for m in METRICS) + " |"
+            )
         lines.append("")
     text = "\n".join(lines)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

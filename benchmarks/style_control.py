@@ -43,8 +43,16 @@ JUDGE = "sim:preset=gpt4"
 #: on average) and llama-3-8b-instruct (Elo 1144; 2147 characters, the median system's length).
 ANCHORS = ("gpt-3.5-turbo-0125", "llama-3-8b-instruct")
 #: Systems of the formatting experiments (8 of 32, spread over the Elo range, to keep a round robin cheap).
-FORMAT_SYSTEMS = ("gpt-4o-2024-05-13", "claude-3-opus-20240229", "llama-3-70b-instruct", "qwen2-72b-instruct",
-                  "mixtral-8x7b-instruct-v0.1", "gpt-3.5-turbo-0125", "llama-2-70b-chat", "gemma-2b-it")
+FORMAT_SYSTEMS = (
+    "gpt-4o-2024-05-13",
+    "claude-3-opus-20240229",
+    "llama-3-70b-instruct",
+    "qwen2-72b-instruct",
+    "mixtral-8x7b-instruct-v0.1",
+    "gpt-3.5-turbo-0125",
+    "llama-2-70b-chat",
+    "gemma-2b-it",
+)
 
 
 def shared_root() -> Path | None:
@@ -65,13 +73,21 @@ def leaderboard_figures(tasks, truth, bias: float, seed: int, anchors: list[str]
     judge = make_judge(f"{JUDGE},length_bias={bias:g},seed={seed}")
     plain = build(tasks, judge, "arena", seed=seed, resamples=0)
     controlled = build(tasks, judge, "arena", seed=seed, resamples=0, control="length")
-    figures = {"arena": spearman(plain, truth), "arena_controlled": spearman(controlled, truth),
-               "gamma_arena": controlled.style["coefficients"]["length"]["estimate"]}
+    figures = {
+        "arena": spearman(plain, truth),
+        "arena_controlled": spearman(controlled, truth),
+        "gamma_arena": controlled.style["coefficients"]["length"]["estimate"],
+    }
     for anchor in anchors:
         raw = build(tasks, judge, "anchored", anchor=anchor, seed=seed, resamples=0)
         lc = build(tasks, judge, "anchored", anchor=anchor, seed=seed, resamples=0, control="length")
-        figures.update({f"anchored:{anchor}": spearman(raw, truth), f"lc:{anchor}": spearman(lc, truth),
-                        f"gamma_lc:{anchor}": lc.style["coefficients"]["length"]["estimate"]})
+        figures.update(
+            {
+                f"anchored:{anchor}": spearman(raw, truth),
+                f"lc:{anchor}": spearman(lc, truth),
+                f"gamma_lc:{anchor}": lc.style["coefficients"]["length"]["estimate"],
+            }
+        )
     return figures
 
 
@@ -86,41 +102,54 @@ def format_figures(tasks, truth, bias: float, seed: int) -> dict[str, float]:
     return out
 
 
-def leaderboard_table(rows: dict[float, list[dict[str, float]]], plain_key: str, controlled_key: str,
-                      label: str) -> tuple[list[str], list[str]]:
+def leaderboard_table(
+    rows: dict[float, list[dict[str, float]]], plain_key: str, controlled_key: str, label: str
+) -> tuple[list[str], list[str]]:
     """A markdown table (bias, plain, controlled, drop, gap, verdicts) and the goal lines."""
     mean = {bias: {key: statistics.fmean(r[key] for r in runs) for key in runs[0]} for bias, runs in rows.items()}
     unbiased = mean[0.0][plain_key]
-    lines = [f"| planted length_bias | plain Spearman | {label} Spearman | plain drop vs unbiased | "
-             f"{label} − unbiased plain | per seed (plain / {label}) |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"| planted length_bias | plain Spearman | {label} Spearman | plain drop vs unbiased | "
+        f"{label} − unbiased plain | per seed (plain / {label}) |",
+        "|---|---|---|---|---|---|",
+    ]
     verdicts = []
     for bias, figures in mean.items():
         per_seed = ", ".join(f"{r[plain_key]:.4f} / {r[controlled_key]:.4f}" for r in rows[bias])
         drop = unbiased - figures[plain_key]
         gap = figures[controlled_key] - unbiased
-        lines.append(f"| {bias:g} | {figures[plain_key]:.4f} | {figures[controlled_key]:.4f} | {drop:+.4f} | "
-                     f"{gap:+.4f} | {per_seed} |")
+        lines.append(
+            f"| {bias:g} | {figures[plain_key]:.4f} | {figures[controlled_key]:.4f} | {drop:+.4f} | "
+            f"{gap:+.4f} | {per_seed} |"
+        )
         if bias == 0.0:
             cost = figures[plain_key] - figures[controlled_key]
-            verdicts.append(f"* no planted bias: {label} costs {cost:+.4f} (goal ≤ 0.01): "
-                            f"**{'met' if cost <= 0.01 else 'NOT met'}**")
+            verdicts.append(
+                f"* no planted bias: {label} costs {cost:+.4f} (goal ≤ 0.01): "
+                f"**{'met' if cost <= 0.01 else 'NOT met'}**"
+            )
         elif drop >= 0.05:
-            verdicts.append(f"* length_bias={bias:g} lowers the plain Spearman by {drop:.4f} (≥ 0.05); {label} is "
-                            f"{gap:+.4f} from the unbiased judge's (goal: within 0.02): "
-                            f"**{'met' if abs(gap) <= 0.02 or gap > 0 else 'NOT met'}**")
+            verdicts.append(
+                f"* length_bias={bias:g} lowers the plain Spearman by {drop:.4f} (≥ 0.05); {label} is "
+                f"{gap:+.4f} from the unbiased judge's (goal: within 0.02): "
+                f"**{'met' if abs(gap) <= 0.02 or gap > 0 else 'NOT met'}**"
+            )
         else:
-            verdicts.append(f"* length_bias={bias:g} lowers the plain Spearman by only {drop:.4f} (< 0.05: not a "
-                            f"test bias); {label} is {gap:+.4f} from the unbiased judge's")
+            verdicts.append(
+                f"* length_bias={bias:g} lowers the plain Spearman by only {drop:.4f} (< 0.05: not a "
+                f"test bias); {label} is {gap:+.4f} from the unbiased judge's"
+            )
     return lines, verdicts
 
 
-def diagnostic_rows(tasks, biases: list[float], seeds: list[int], resamples: int,
-                    term: str = "length") -> list[str]:
+def diagnostic_rows(tasks, biases: list[float], seeds: list[int], resamples: int, term: str = "length") -> list[str]:
     """Markdown rows: planted bias, seed, estimate and interval, whether it contains the planted value."""
     unit = "spreads per doubling of the length ratio" if term == "length" else "spreads per unit of format score"
-    lines = [f"| planted {term}_bias | seed | comparisons | estimated {term} preference ({unit}) "
-             "[95% interval] | interval contains planted | human-score log-odds per spread |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"| planted {term}_bias | seed | comparisons | estimated {term} preference ({unit}) "
+        "[95% interval] | interval contains planted | human-score log-odds per spread |",
+        "|---|---|---|---|---|---|",
+    ]
     for bias in biases:
         for seed in seeds:
             judge = make_judge(f"{JUDGE},{term}_bias={bias:g},seed={seed}")
@@ -128,8 +157,10 @@ def diagnostic_rows(tasks, biases: list[float], seeds: list[int], resamples: int
             style = style_preference(results, resamples=resamples, seed=seed)
             estimate = style[term]
             inside = estimate.low <= bias <= estimate.high
-            lines.append(f"| {bias:g} | {seed} | {style['matches']} | {estimate.text()} | "
-                         f"{'yes' if inside else '**no**'} | {style['human'].text()} |")
+            lines.append(
+                f"| {bias:g} | {seed} | {style['matches']} | {estimate.text()} | "
+                f"{'yes' if inside else '**no**'} | {style['human'].text()} |"
+            )
     return lines
 
 
@@ -163,12 +194,18 @@ def main(argv: list[str] | None = None) -> int:
     for anchor in anchors:
         lc_lines, lc_verdicts = leaderboard_table(rows, f"anchored:{anchor}", f"lc:{anchor}", "length-controlled")
         anchored_sections += [f"### Anchor {anchor}", "", *lc_lines, "", *lc_verdicts, ""]
-    gammas = [f"| {bias:g} | {statistics.fmean(r['gamma_arena'] for r in runs):.3f} | "
-              + " | ".join(f"{statistics.fmean(r[f'gamma_lc:{a}'] for r in runs):.3f}" for a in anchors) + " |"
-              for bias, runs in rows.items()]
+    gammas = [
+        f"| {bias:g} | {statistics.fmean(r['gamma_arena'] for r in runs):.3f} | "
+        + " | ".join(f"{statistics.fmean(r[f'gamma_lc:{a}'] for r in runs):.3f}" for a in anchors)
+        + " |"
+        for bias, runs in rows.items()
+    ]
     format_biases = [0.0] + [float(b) for b in args.format_biases.split(",") if b.strip()]
-    format_lines = ["| planted format_bias | plain | control=format | control=length,format | per seed (plain / format / "
-                    "length,format) |", "|---|---|---|---|---|"]
+    format_lines = [
+        "| planted format_bias | plain | control=format | control=length,format | per seed (plain / format / "
+        "length,format) |",
+        "|---|---|---|---|---|",
+    ]
     for bias in format_biases:
         runs = [format_figures(tasks, truth, bias, seed) for seed in seeds]
         means = [statistics.fmean(r[key] for r in runs) for key in ("plain", "format", "length,format")]
@@ -179,43 +216,70 @@ def main(argv: list[str] | None = None) -> int:
 
     newsroom = root / "newsroom" / "tasks.jsonl"
     diag_biases = [0.0] + [float(b) for b in args.diagnostic_biases.split(",") if b.strip()]
-    diagnostic = (diagnostic_rows(load_tasks(newsroom), diag_biases, seeds, args.resamples) if newsroom.exists()
-                  else ["(newsroom data absent: skipped)"])
+    diagnostic = (
+        diagnostic_rows(load_tasks(newsroom), diag_biases, seeds, args.resamples)
+        if newsroom.exists()
+        else ["(newsroom data absent: skipped)"]
+    )
     elapsed = time.perf_counter() - started
 
-    text = "\n".join([
-        "# Style control against a planted length bias (benchmarks/style_control.py)", "",
-        f"Simulated judge `{JUDGE}` (latent model) with a planted `length_bias` (human-score spreads per doubling "
-        f"of the length ratio; docs/judges-sim.md), seeds {seeds}. Arena-Hard shared half: "
-        f"{len(tasks)} prompts × {len(truth)} systems; truth = recorded Chatbot Arena Elo (hard-en, systems.jsonl); "
-        "the task's spread is the spread of the 32 systems' Elos (70.3), so length_bias=1 makes an answer twice as "
-        "long as its opponent worth 70 Elo more to the judge. Spearman of each leaderboard's ratings with the Elo, "
-        "mean over seeds.", "",
-        "## Arena leaderboard (Arena-lite tournaments + Bradley–Terry) vs `--control length`", "",
-        *arena_lines, "", *arena_verdicts, "",
-        "## Anchored leaderboard (win rate against an anchor) vs the length-controlled win rate", "",
-        "Two anchors: the terse gpt-3.5-turbo-0125 (1367 characters per answer on average, the second shortest "
-        "of 32) and llama-3-8b-instruct (2147, the median length).", "",
-        *anchored_sections,
-        "Fitted length coefficients (mean over seeds): style-controlled BT, log-odds per unit of (a−b)/(a+b) of "
-        "the token counts; LC win rate, log-odds per unit of tanh(normalised difference / its sd).", "",
-        "| planted length_bias | arena γ_length | " + " | ".join(f"LC β_length ({a})" for a in anchors) + " |",
-        "|---|---|" + "---|" * len(anchors), *gammas, "",
-        f"## Formatting: arena on 8 systems ({', '.join(FORMAT_SYSTEMS)}) with a planted format_bias", "",
-        "format_bias is the shift (spreads) per unit of log2(1 + headers + list items + bold) difference. "
-        "Spearman with the Elo over the 8 systems, mean over seeds.", "",
-        *format_lines, "",
-        "## Diagnostic: the judge's length preference beyond the human scores (Newsroom, bt:order=both)", "",
-        "The regression's length term divided by its human-score term is in the simulator's units (spreads per "
-        f"doubling of the length ratio), so a planted bias should be recovered as itself. {args.resamples} "
-        "bootstrap resamples over tasks.", "",
-        *diagnostic, "",
-        "## Diagnostic: the judge's format preference beyond the human scores (Arena-Hard, the 8 systems above, "
-        "bt:order=both)", "",
-        "Format score difference in log2(1 + formatting elements), so the term divided by the human-score term is "
-        "in the simulator's format_bias units. The human score is the system's Elo (the same for all its answers).", "",
-        *format_diagnostic, "",
-        f"Runtime: {elapsed:.0f} s.", ""])
+    text = "\n".join(
+        [
+            "# Style control against a planted length bias (benchmarks/style_control.py)",
+            "",
+            f"Simulated judge `{JUDGE}` (latent model) with a planted `length_bias` (human-score spreads per doubling "
+            f"of the length ratio; docs/judges-sim.md), seeds {seeds}. Arena-Hard shared half: "
+            f"{len(tasks)} prompts × {len(truth)} systems; truth = recorded Chatbot Arena Elo (hard-en, systems.jsonl); "
+            "the task's spread is the spread of the 32 systems' Elos (70.3), so length_bias=1 makes an answer twice as "
+            "long as its opponent worth 70 Elo more to the judge. Spearman of each leaderboard's ratings with the Elo, "
+            "mean over seeds.",
+            "",
+            "## Arena leaderboard (Arena-lite tournaments + Bradley–Terry) vs `--control length`",
+            "",
+            *arena_lines,
+            "",
+            *arena_verdicts,
+            "",
+            "## Anchored leaderboard (win rate against an anchor) vs the length-controlled win rate",
+            "",
+            "Two anchors: the terse gpt-3.5-turbo-0125 (1367 characters per answer on average, the second shortest "
+            "of 32) and llama-3-8b-instruct (2147, the median length).",
+            "",
+            *anchored_sections,
+            "Fitted length coefficients (mean over seeds): style-controlled BT, log-odds per unit of (a−b)/(a+b) of "
+            "the token counts; LC win rate, log-odds per unit of tanh(normalised difference / its sd).",
+            "",
+            "| planted length_bias | arena γ_length | " + " | ".join(f"LC β_length ({a})" for a in anchors) + " |",
+            "|---|---|" + "---|" * len(anchors),
+            *gammas,
+            "",
+            f"## Formatting: arena on 8 systems ({', '.join(FORMAT_SYSTEMS)}) with a planted format_bias",
+            "",
+            "format_bias is the shift (spreads) per unit of log2(1 + headers + list items + bold) difference. "
+            "Spearman with the Elo over the 8 systems, mean over seeds.",
+            "",
+            *format_lines,
+            "",
+            "## Diagnostic: the judge's length preference beyond the human scores (Newsroom, bt:order=both)",
+            "",
+            "The regression's length term divided by its human-score term is in the simulator's units (spreads per "
+            f"doubling of the length ratio), so a planted bias should be recovered as itself. {args.resamples} "
+            "bootstrap resamples over tasks.",
+            "",
+            *diagnostic,
+            "",
+            "## Diagnostic: the judge's format preference beyond the human scores (Arena-Hard, the 8 systems above, "
+            "bt:order=both)",
+            "",
+            "Format score difference in log2(1 + formatting elements), so the term divided by the human-score term is "
+            "in the simulator's format_bias units. The human score is the system's Elo (the same for all its answers).",
+            "",
+            *format_diagnostic,
+            "",
+            f"Runtime: {elapsed:.0f} s.",
+            "",
+        ]
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

@@ -66,8 +66,14 @@ def request_bodies(judge, requests) -> list[dict]:
 
     bodies = []
     for prompt in judge.pair_prompts(requests):
-        body = {"model": "smollm2", "messages": list(prompt.conversation), "max_tokens": 1, "temperature": 0.0,
-                "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        body = {
+            "model": "smollm2",
+            "messages": list(prompt.conversation),
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+        }
         body.update(prefill_fields(prompt.conversation, prompt.template.choice_prefix + " "))
         bodies.append(body)
     return bodies
@@ -81,6 +87,7 @@ async def bare_client(base_url: str, bodies: list[dict], concurrency: int) -> fl
     limit = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=base_url, timeout=120.0, limits=limits) as client:
+
         async def one(body: dict) -> None:
             async with limit:
                 response = await client.post("/chat/completions", json=body)
@@ -103,7 +110,7 @@ def p6(server, requests) -> list[tuple[int, float, float]]:
         judge.compare_many(requests[:1]).__next__()  # the continuation probe, outside the timing
         bodies = request_bodies(judge, requests)
         runs = {}
-        for client in (("rankkit", "bare") if position % 2 == 0 else ("bare", "rankkit")):
+        for client in ("rankkit", "bare") if position % 2 == 0 else ("bare", "rankkit"):
             if client == "rankkit":
                 runs[client] = timed_compare(judge, requests)[0]
             else:
@@ -137,8 +144,11 @@ def prefix_caching(model_dir: Path, log_dir: Path, requests) -> dict[bool, tuple
 #: The in-process judges of P7, each measured in a fresh process of its own, so none inherits
 #: another's threads, torch settings or memory (a first version ran them in one process, after
 #: vLLM had imported torch with OpenMP's spinning wait, which slowed the hf judges ~8x).
-P7_SPECS = {"hf exact": "smollm2", "hf batched": "smollm2:exact=false",
-            "vllm": "vllm:smollm2,max_model_len=2048,kv_cache_gib=1,max_num_seqs=128"}
+P7_SPECS = {
+    "hf exact": "smollm2",
+    "hf batched": "smollm2:exact=false",
+    "vllm": "vllm:smollm2,max_model_len=2048,kv_cache_gib=1,max_num_seqs=128",
+}
 
 
 P7_MARKER = "P7 FIGURES: "
@@ -161,8 +171,13 @@ def p7_one(name: str) -> dict:
     if profile:
         profile.enable()
     seconds, probabilities = timed_compare(judge, requests)
-    row = {"seconds": seconds, "jps": len(requests) / seconds, "load": load, "warmup": warmup,
-           "probabilities": probabilities}
+    row = {
+        "seconds": seconds,
+        "jps": len(requests) / seconds,
+        "load": load,
+        "warmup": warmup,
+        "probabilities": probabilities,
+    }
     if profile:
         profile.disable()
         text = io.StringIO()
@@ -178,14 +193,22 @@ def p7() -> dict[str, dict]:
 
     out = {}
     for name in P7_SPECS:
-        done = subprocess.run([sys.executable, __file__, "--p7-one", name], capture_output=True, text=True,
-                              timeout=900, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [sys.executable, __file__, "--p7-one", name],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         if done.returncode != 0:
             raise RuntimeError(f"P7 {name} failed:\n{done.stderr[-3000:]}")
         # vLLM prints to stdout too (its shutdown): the figures are the line after the marker
         out[name] = json.loads(done.stdout.split(P7_MARKER, 1)[1].splitlines()[0])
-        print(f"P7 {name}: load {out[name]['load']:.1f} s, warm-up {out[name]['warmup']:.1f} s, "
-              f"{out[name]['jps']:.2f} j/s", flush=True)
+        print(
+            f"P7 {name}: load {out[name]['load']:.1f} s, warm-up {out[name]['warmup']:.1f} s, "
+            f"{out[name]['jps']:.2f} j/s",
+            flush=True,
+        )
     return out
 
 
@@ -275,15 +298,30 @@ def write(requests, start_seconds, p6_rows, caching, p7_rows, openai_probabiliti
         "| pair | same winner | mean dP | max dP |",
         "|---|---:|---:|---:|",
     ]
-    probabilities = {"vllm:": p7_rows["vllm"]["probabilities"], "hf: exact": p7_rows["hf exact"]["probabilities"],
-                     "hf: batched": p7_rows["hf batched"]["probabilities"], "openai:->vLLM": openai_probabilities}
-    for a, b in (("vllm:", "hf: exact"), ("openai:->vLLM", "hf: exact"), ("openai:->vLLM", "vllm:"),
-                 ("hf: batched", "hf: exact")):
+    probabilities = {
+        "vllm:": p7_rows["vllm"]["probabilities"],
+        "hf: exact": p7_rows["hf exact"]["probabilities"],
+        "hf: batched": p7_rows["hf batched"]["probabilities"],
+        "openai:->vLLM": openai_probabilities,
+    }
+    for a, b in (
+        ("vllm:", "hf: exact"),
+        ("openai:->vLLM", "hf: exact"),
+        ("openai:->vLLM", "vllm:"),
+        ("hf: batched", "hf: exact"),
+    ):
         same, mean, largest = agreement(probabilities[a], probabilities[b])
         lines.append(f"| {a} vs {b} | {same:.1%} | {mean:.4f} | {largest:.4f} |")
-    lines += ["", "Profile of the timed vllm: call (the judge's process; the model runs in vLLM's engine-core "
-              "process, so the time spent computing shows here as waiting on a lock):", "", "```",
-              p7_rows["vllm"]["profile"].strip(), "```", ""]
+    lines += [
+        "",
+        "Profile of the timed vllm: call (the judge's process; the model runs in vLLM's engine-core "
+        "process, so the time spent computing shows here as waiting on a lock):",
+        "",
+        "```",
+        p7_rows["vllm"]["profile"].strip(),
+        "```",
+        "",
+    ]
     RESULTS.write_text("\n".join(lines))
     print(f"wrote {RESULTS}")
 

@@ -60,6 +60,11 @@ class CallableRuntime(LLMRuntime):
     answer_logliks = generate
 
 
-BACKEND = register_backend(llm_backend("callable", "a Python function returning next-token log-probabilities",
-                                       lambda settings: CallableRuntime(settings.argument),
-                                       argument=Argument("function", "callable:longer,mode=logprob")))
+BACKEND = register_backend(
+    llm_backend(
+        "callable",
+        "a Python function returning next-token log-probabilities",
+        lambda settings: CallableRuntime(settings.argument),
+        argument=Argument("function", "callable:longer,mode=logprob"),
+    )
+)

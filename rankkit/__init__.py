@@ -19,13 +19,23 @@ __version__ = "0.2.0"
 
 #: Public names, each loaded from its module on first use, so `import rankkit` stays light.
 _EXPORTS = {
-    "rank": "rankkit.api", "compare": "rankkit.api", "rejudge": "rankkit.api",
-    "Task": "rankkit.tasks", "Candidate": "rankkit.tasks", "load_tasks": "rankkit.tasks",
-    "RankkitError": "rankkit.errors", "TaskFormatError": "rankkit.errors",
-    "Judge": "rankkit.judges.base", "make_judge": "rankkit.judges",
-    "Strategy": "rankkit.strategies.base", "Ranking": "rankkit.strategies.base",
-    "make_strategy": "rankkit.strategies.base", "register": "rankkit.strategies.base",
-    "JudgmentCache": "rankkit.cache", "RunResult": "rankkit.results", "run": "rankkit.runner",
+    "rank": "rankkit.api",
+    "compare": "rankkit.api",
+    "rejudge": "rankkit.api",
+    "Task": "rankkit.tasks",
+    "Candidate": "rankkit.tasks",
+    "load_tasks": "rankkit.tasks",
+    "RankkitError": "rankkit.errors",
+    "TaskFormatError": "rankkit.errors",
+    "Judge": "rankkit.judges.base",
+    "make_judge": "rankkit.judges",
+    "Strategy": "rankkit.strategies.base",
+    "Ranking": "rankkit.strategies.base",
+    "make_strategy": "rankkit.strategies.base",
+    "register": "rankkit.strategies.base",
+    "JudgmentCache": "rankkit.cache",
+    "RunResult": "rankkit.results",
+    "run": "rankkit.runner",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

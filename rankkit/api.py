@@ -21,8 +21,9 @@ More in ``docs/library.md``.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from os import PathLike
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.base import Judge
@@ -31,9 +32,16 @@ from rankkit.specs import SpecError
 from rankkit.strategies.base import Ranking, Strategy, make_strategy
 from rankkit.tasks import Candidate, Task, load_tasks, tasks_from_records
 
-def rank(task: Task | Mapping[str, Any] | Sequence[str], strategy: str | Strategy = "knockout",
-         judge: str | Judge | None = None, seed: int = 0, cache: str | PathLike[str] | JudgmentCache | None = None,
-         prompt: str | None = None, max_judgments: int | float | None = None) -> Ranking:
+
+def rank(
+    task: Task | Mapping[str, Any] | Sequence[str],
+    strategy: str | Strategy = "knockout",
+    judge: str | Judge | None = None,
+    seed: int = 0,
+    cache: str | PathLike[str] | JudgmentCache | None = None,
+    prompt: str | None = None,
+    max_judgments: int | float | None = None,
+) -> Ranking:
     """Rank one task's candidates with one strategy.
 
     Parameters
@@ -67,10 +75,18 @@ def rank(task: Task | Mapping[str, Any] | Sequence[str], strategy: str | Strateg
     return Ranking(scores=outcome.scores, ranking=outcome.ranking, champion=outcome.champion, extras=outcome.extras)
 
 
-def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"), judge: str | Judge | None = None,
-            cache: str | PathLike[str] | JudgmentCache | None = None, seed: int = 0, progress: bool = False,
-            criterion: str | None = None, workers: int | None = None, data: str = "",
-            max_judgments: int | float | None = None) -> RunResult:
+def compare(
+    tasks: Any,
+    strategies: Sequence[str | Strategy] = ("knockout", "bt"),
+    judge: str | Judge | None = None,
+    cache: str | PathLike[str] | JudgmentCache | None = None,
+    seed: int = 0,
+    progress: bool = False,
+    criterion: str | None = None,
+    workers: int | None = None,
+    data: str = "",
+    max_judgments: int | float | None = None,
+) -> RunResult:
     """Run several strategies on the same tasks and the same judge, sharing its judgments.
 
     Parameters
@@ -117,13 +133,27 @@ def compare(tasks: Any, strategies: Sequence[str | Strategy] = ("knockout", "bt"
         from rankkit.runner import run
 
         label = data or (str(tasks) if isinstance(tasks, (str, PathLike)) else "")
-        return run(loaded, built, judge_object, cache_object, seed=seed, progress=progress, judge_spec=spec,
-                   data=label, workers=workers, expected=expected)
+        return run(
+            loaded,
+            built,
+            judge_object,
+            cache_object,
+            seed=seed,
+            progress=progress,
+            judge_spec=spec,
+            data=label,
+            workers=workers,
+            expected=expected,
+        )
 
 
-def rejudge(results: RunResult | str | PathLike[str], judge: str | Judge,
-            cache: str | PathLike[str] | JudgmentCache | None = None, progress: bool = False,
-            workers: int | None = None) -> dict[str, Any]:
+def rejudge(
+    results: RunResult | str | PathLike[str],
+    judge: str | Judge,
+    cache: str | PathLike[str] | JudgmentCache | None = None,
+    progress: bool = False,
+    workers: int | None = None,
+) -> dict[str, Any]:
     """Re-ask every judgment a finished run used of another judge, and compare the rankings.
 
     Parameters
@@ -164,10 +194,14 @@ def _as_task(task: Any, prompt: str | None) -> Task | Mapping[str, Any]:
     if isinstance(task, Sequence) and not isinstance(task, str) and all(isinstance(t, str) for t in task):
         if prompt is None:
             raise SpecError("rank: a list of answer texts needs prompt= (the question they answer)")
-        return Task(task_id="task", prompt=prompt, candidates=tuple(Candidate(id=f"c{i}", text=text)
-                                                                   for i, text in enumerate(task)))
-    raise SpecError(f"rank: task must be a Task, a dict in the task schema or a list of answer texts, "
-                    f"got {type(task).__name__}")
+        return Task(
+            task_id="task",
+            prompt=prompt,
+            candidates=tuple(Candidate(id=f"c{i}", text=text) for i, text in enumerate(task)),
+        )
+    raise SpecError(
+        f"rank: task must be a Task, a dict in the task schema or a list of answer texts, got {type(task).__name__}"
+    )
 
 
 def _tasks(tasks: Any, criterion: str | None = None) -> list[Task]:
@@ -218,4 +252,3 @@ def _cache(cache: Any) -> Iterator[JudgmentCache | NullCache]:
             yield opened
     else:
         raise SpecError(f"cache must be a path or a JudgmentCache, got {type(cache).__name__}")
-

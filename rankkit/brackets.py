@@ -14,8 +14,9 @@ advance in their pairs' order; with an odd number the last entrant advances unpl
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; a bracket only reads a match's a, b and outcome
     from rankkit.matches import Match
@@ -47,8 +48,9 @@ class Bracket:
     byes: Mapping[str, int]
 
 
-def play_bracket(entrants: Sequence[str], rng: random.Random, play_round: PlayRound, reshuffle: bool = True,
-                 tie: str = "coin") -> Bracket:
+def play_bracket(
+    entrants: Sequence[str], rng: random.Random, play_round: PlayRound, reshuffle: bool = True, tie: str = "coin"
+) -> Bracket:
     """Play a single-elimination bracket between ``entrants`` (see the module docstring).
 
     Parameters

@@ -14,8 +14,9 @@ import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from rankkit.errors import RankkitError
 
@@ -102,14 +103,20 @@ def explain_sqlite_error(path: str | Path, err: sqlite3.Error) -> CacheError:
     if "not a database" in text or "malformed" in text:
         return CacheError(path, f"damaged, or not a rankkit cache ({err})", f"delete it or {ELSEWHERE}")
     if "readonly" in text or "read-only" in text:
-        return CacheError(path, "read-only (the file or its folder)",
-                          f"make them writable, {ELSEWHERE}, or {WITHOUT}")
+        return CacheError(path, "read-only (the file or its folder)", f"make them writable, {ELSEWHERE}, or {WITHOUT}")
     if "unable to open" in text:
-        return CacheError(path, f"cannot open or create the file ({err})",
-                          f"check that its folder is writable, {ELSEWHERE}, or {WITHOUT}")
+        return CacheError(
+            path,
+            f"cannot open or create the file ({err})",
+            f"check that its folder is writable, {ELSEWHERE}, or {WITHOUT}",
+        )
     if "disk i/o error" in text:
-        return CacheError(path, f"{err}", "if its -wal or -shm file was deleted while another process had the cache "
-                                          "open, stop that process and rerun; otherwise check the disk")
+        return CacheError(
+            path,
+            f"{err}",
+            "if its -wal or -shm file was deleted while another process had the cache "
+            "open, stop that process and rerun; otherwise check the disk",
+        )
     return CacheError(path, f"{type(err).__name__}: {err}", f"{ELSEWHERE}, or {WITHOUT}")
 
 
@@ -136,8 +143,13 @@ class JudgmentCache:
     the match layer uses ``"pair"`` and ``"point"``.
     """
 
-    def __init__(self, path: str | Path = DEFAULT_CACHE_PATH, flush_rows: int = 256, flush_seconds: float = 1.0,
-                 lease_seconds: float = DEFAULT_LEASE_SECONDS):
+    def __init__(
+        self,
+        path: str | Path = DEFAULT_CACHE_PATH,
+        flush_rows: int = 256,
+        flush_seconds: float = 1.0,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ):
         """Open (or create) the cache at ``path``; raises :class:`CacheError` when it cannot be used.
 
         flush_rows / flush_seconds: commit buffered writes once this many are pending or this
@@ -172,13 +184,17 @@ class JudgmentCache:
 
     def _prepare_folder(self) -> None:
         if self.path.is_dir():
-            raise CacheError(self.path, "is a directory",
-                             "give a file path (cache= in a library call, --cache on the command line)")
+            raise CacheError(
+                self.path, "is a directory", "give a file path (cache= in a library call, --cache on the command line)"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise CacheError(self.path, f"cannot create its folder {self.path.parent} ({err.strerror or err})",
-                             f"{ELSEWHERE}, or {WITHOUT}") from None
+            raise CacheError(
+                self.path,
+                f"cannot create its folder {self.path.parent} ({err.strerror or err})",
+                f"{ELSEWHERE}, or {WITHOUT}",
+            ) from None
 
     def _connect(self) -> sqlite3.Connection:
         """The connection to the file (its own method so tests can open the file read-only)."""
@@ -211,8 +227,11 @@ class JudgmentCache:
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(judgments)")}
         if not _COLUMNS <= columns:
             # Someone else's database: never suggest deleting it.
-            raise CacheError(self.path, "not a rankkit cache (an SQLite database without rankkit's judgments table)",
-                             "give the cache a path of its own (cache= in a library call, --cache on the command line)")
+            raise CacheError(
+                self.path,
+                "not a rankkit cache (an SQLite database without rankkit's judgments table)",
+                "give the cache a path of its own (cache= in a library call, --cache on the command line)",
+            )
 
     def _probe_write(self) -> None:
         """Fail now if the cache cannot take writes (a read-only file or folder), rather than after
@@ -248,10 +267,11 @@ class JudgmentCache:
                 else:
                     wanted.append(key)
             for start in range(0, len(wanted), _SQL_CHUNK):
-                chunk = wanted[start:start + _SQL_CHUNK]
+                chunk = wanted[start : start + _SQL_CHUNK]
                 marks = ",".join("?" * len(chunk))
-                found.update(self._db.execute(
-                    f"SELECT key, payload FROM judgments WHERE key IN ({marks})", chunk).fetchall())
+                found.update(
+                    self._db.execute(f"SELECT key, payload FROM judgments WHERE key IN ({marks})", chunk).fetchall()
+                )
         return [None if key not in found else json.loads(found[key]) for key in keys]
 
     def get_fresh(self, keys: Sequence[str], since: float) -> list[dict[str, Any] | None]:
@@ -266,10 +286,14 @@ class JudgmentCache:
         found: dict[str, tuple[str, float]] = {}
         with self._lock, self._explained():
             for start in range(0, len(keys), _SQL_CHUNK):
-                chunk = list(keys[start:start + _SQL_CHUNK])
+                chunk = list(keys[start : start + _SQL_CHUNK])
                 marks = ",".join("?" * len(chunk))
-                found.update((key, (payload, created)) for key, payload, created in self._db.execute(
-                    f"SELECT key, payload, created FROM judgments WHERE key IN ({marks})", chunk))
+                found.update(
+                    (key, (payload, created))
+                    for key, payload, created in self._db.execute(
+                        f"SELECT key, payload, created FROM judgments WHERE key IN ({marks})", chunk
+                    )
+                )
         out: list[dict[str, Any] | None] = []
         for key in keys:
             payload = json.loads(found[key][0]) if key in found else None
@@ -284,7 +308,7 @@ class JudgmentCache:
         data = json.dumps(payload, ensure_ascii=False)
         with self._lock:
             earlier = self._pending.get(key)
-            if earlier is None or '"status": "failed"' in earlier[3] and is_failed(json.loads(earlier[3])):
+            if earlier is None or ('"status": "failed"' in earlier[3] and is_failed(json.loads(earlier[3]))):
                 # first writer wins here too, but a failure is replaced
                 self._pending[key] = (key, fingerprint, kind, data, time.time())
             due = len(self._pending) >= self.flush_rows or time.monotonic() - self._flushed >= self.flush_seconds
@@ -297,8 +321,9 @@ class JudgmentCache:
         with self._lock, self._explained():
             if self._pending:
                 now = time.time()  # stamped at commit: when other processes can first read them
-                rows = [(key, fingerprint, kind, data, now)
-                        for key, fingerprint, kind, data, _ in self._pending.values()]
+                rows = [
+                    (key, fingerprint, kind, data, now) for key, fingerprint, kind, data, _ in self._pending.values()
+                ]
                 answered = [key for key in self._pending if key in self._held]
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
@@ -359,10 +384,14 @@ class JudgmentCache:
         """Which of ``keys`` this cache holds a lease on (inside the caller's transaction)."""
         owned: set[str] = set()
         for start in range(0, len(keys), _SQL_CHUNK):
-            chunk = keys[start:start + _SQL_CHUNK]
+            chunk = keys[start : start + _SQL_CHUNK]
             marks = ",".join("?" * len(chunk))
-            owned.update(key for (key,) in self._db.execute(
-                f"SELECT key FROM leases WHERE owner = ? AND key IN ({marks})", [self.owner, *chunk]))
+            owned.update(
+                key
+                for (key,) in self._db.execute(
+                    f"SELECT key FROM leases WHERE owner = ? AND key IN ({marks})", [self.owner, *chunk]
+                )
+            )
         return owned
 
     def _take_over_dead_owners(self, keys: list[str], expires: float) -> None:
@@ -370,14 +399,17 @@ class JudgmentCache:
         killed run): no need to wait for them to expire (inside the caller's transaction)."""
         host = self.owner.rsplit("/", 2)[0]
         for start in range(0, len(keys), _SQL_CHUNK):
-            chunk = keys[start:start + _SQL_CHUNK]
+            chunk = keys[start : start + _SQL_CHUNK]
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
-                f"SELECT key, owner FROM leases WHERE owner != ? AND key IN ({marks})", [self.owner, *chunk]).fetchall()
+                f"SELECT key, owner FROM leases WHERE owner != ? AND key IN ({marks})", [self.owner, *chunk]
+            ).fetchall()
             for key, owner in rows:
                 if _dead_on_this_host(owner, host):
-                    self._db.execute("UPDATE leases SET owner = ?, expires = ? WHERE key = ? AND owner = ?",
-                                     (self.owner, expires, key, owner))
+                    self._db.execute(
+                        "UPDATE leases SET owner = ?, expires = ? WHERE key = ? AND owner = ?",
+                        (self.owner, expires, key, owner),
+                    )
 
     def _delete_leases(self, keys: list[str]) -> None:
         """Delete this cache's leases on ``keys`` (inside the caller's transaction, if any)."""
@@ -420,8 +452,10 @@ class JudgmentCache:
                 return
             expires = time.time() + self.lease_seconds
             with self._transaction():
-                self._db.executemany("UPDATE leases SET expires = ? WHERE key = ? AND owner = ?",
-                                     [(expires, key, self.owner) for key in self._held])
+                self._db.executemany(
+                    "UPDATE leases SET expires = ? WHERE key = ? AND owner = ?",
+                    [(expires, key, self.owner) for key in self._held],
+                )
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -457,7 +491,7 @@ class JudgmentCache:
             if self._renewer is not None and self._renewer is not threading.current_thread():
                 self._renewer.join()
 
-    def __enter__(self) -> "JudgmentCache":
+    def __enter__(self) -> JudgmentCache:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -6,8 +6,9 @@ More in ``docs/matches.md``.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from rankkit.judgments import CHOICE_KIND, MAX_LABELS, RANKING_KIND, GroupChoice, GroupRanking, ParseStatus
 from rankkit.specs import SpecError
@@ -18,7 +19,6 @@ class GroupSource(Protocol):
     its method only, so that this module and ``matches`` do not import each other)."""
 
     def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]: ...
-
 
 
 #: The presentation orders of a k-way strategy (see ``docs/matches.md``).
@@ -76,7 +76,7 @@ class GroupComparison:
         return {"kind": self.kind, "shown": list(self.shown), "round": self.round, **self.judgment.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "GroupComparison":
+    def from_dict(cls, data: dict[str, Any]) -> GroupComparison:
         decode = GroupChoice.from_dict if data.get("kind", CHOICE_KIND) == CHOICE_KIND else GroupRanking.from_dict
         return cls(shown=tuple(data["shown"]), judgment=decode(data), round=data.get("round"))
 
@@ -132,8 +132,9 @@ def make_group_match(members: Sequence[str], comparisons: Sequence[GroupComparis
     return GroupMatch(tuple(members), means, winner, tuple(comparisons))
 
 
-def presentations(members: Sequence[str], order: str, rng: random.Random | None, shifts: int = 0
-                  ) -> list[tuple[str, ...]]:
+def presentations(
+    members: Sequence[str], order: str, rng: random.Random | None, shifts: int = 0
+) -> list[tuple[str, ...]]:
     """The orders a group is shown in (``docs/matches.md``). ``random`` draws from ``rng``.
 
     >>> presentations(["a", "b", "c"], "permute", None)
@@ -156,8 +157,15 @@ def presentations(members: Sequence[str], order: str, rng: random.Random | None,
     raise SpecError(f"order must be one of {', '.join(KWAY_ORDERS)}, got {order!r}")
 
 
-def play_groups(source: GroupSource, kind: str, groups: Sequence[Sequence[str]], order: str,
-                rng: random.Random | None, round: int | None, shifts: int) -> list[GroupMatch]:
+def play_groups(
+    source: GroupSource,
+    kind: str,
+    groups: Sequence[Sequence[str]],
+    order: str,
+    rng: random.Random | None,
+    round: int | None,
+    shifts: int,
+) -> list[GroupMatch]:
     """Show every group in its presentation orders and combine each group's judgments.
 
     Every presentation is drawn before any judgment, and all of them are asked in one batch.

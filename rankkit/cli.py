@@ -12,36 +12,62 @@ stays fast and never loads torch.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
-from rankkit.cli_support import (OUTPUT_FORMATS, allow_failures_option, check_parse_failures, config_option,
-                                 current_columns, data_options, dry_run_option, fail, given_limits, guarded,
-                                 judge_caveat,
-                                 judge_options, judging, prepare_output, print_dry_run, scale_options,
-                                 judgment_limit, note_suspicious, say,
-                                 trust_file_judge_option)
+from rankkit.cli_support import (
+    OUTPUT_FORMATS,
+    allow_failures_option,
+    check_parse_failures,
+    config_option,
+    current_columns,
+    data_options,
+    dry_run_option,
+    fail,
+    given_limits,
+    guarded,
+    judge_caveat,
+    judge_options,
+    judging,
+    judgment_limit,
+    note_suspicious,
+    prepare_output,
+    print_dry_run,
+    say,
+    scale_options,
+    trust_file_judge_option,
+)
 from rankkit.formatting import inert_json, render
 from rankkit.order import ORDERS
 
-TABLE_METRICS = tuple((name, name) for name in ("pearson", "spearman", "kendall", "task_spearman",
-                                                 "pairwise_accuracy", "top1_accuracy"))
+TABLE_METRICS = tuple(
+    (name, name) for name in ("pearson", "spearman", "kendall", "task_spearman", "pairwise_accuracy", "top1_accuracy")
+)
 #: The columns of `rankkit compare`: what each strategy used (comparisons + grades), where each
 #: judgment came from (judge_calls = new and paid for, cache_hits = the persistent cache, shared_hits
 #: = reused inside this run), its time and its agreement with the humans.
-COMPARE_COLUMNS = (("name", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"),
-                   ("judge_calls", "judge_calls"), ("cache_hits", "cache_hits"), ("shared_hits", "shared_hits"),
-                   ("seconds", "seconds"), *TABLE_METRICS)
+COMPARE_COLUMNS = (
+    ("name", "strategy"),
+    ("comparisons", "comparisons"),
+    ("grades", "grades"),
+    ("judge_calls", "judge_calls"),
+    ("cache_hits", "cache_hits"),
+    ("shared_hits", "shared_hits"),
+    ("seconds", "seconds"),
+    *TABLE_METRICS,
+)
 #: Added after ``shared_hits`` when any strategy has judgments that failed to parse (counted as ties).
 FAILURE_COLUMN = ("parse_failures", "parse_failures")
 #: Added before ``seconds`` when the judge is priced: what the strategy's new judgments cost in USD.
 USD_COLUMN = ("usd", "usd")
 #: The columns of `rankkit rank`, in the order of its JSONL rows (``champion`` only for a strategy
 #: that crowns one: see :func:`rank_columns`).
-RANK_COLUMNS = tuple((key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank",
-                                            "champion", "human"))
+RANK_COLUMNS = tuple(
+    (key, key) for key in ("task_id", "candidate_id", "system", "strategy", "score", "rank", "champion", "human")
+)
 
 
 def rank_columns(strategy_run: Any) -> tuple[tuple[str, str], ...]:
@@ -64,18 +90,27 @@ def champion_note(strategy_run: Any) -> str:
     if not unranked:
         return ""
     shown = ", ".join(unranked[:3]) + (", ..." if len(unranked) > 3 else "")
-    return (f"note: in {len(unranked)} of {len(tasks)} tasks ({shown}) the {strategy_run.name} champion is not "
-            f"ranked first: scores are means over the rounds played; the champion column marks the winner")
+    return (
+        f"note: in {len(unranked)} of {len(tasks)} tasks ({shown}) the {strategy_run.name} champion is not "
+        f"ranked first: scores are means over the rounds played; the champion column marks the winner"
+    )
 
 
 def compare_rows(result: Any) -> list[dict[str, Any]]:
     """One row per strategy of a run, keyed as in COMPARE_COLUMNS."""
     rows = []
     for s in result.strategies:
-        row = {"name": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.grades,
-               "judge_calls": s.cost.judge_calls, "cache_hits": s.cost.cache_hits,
-               "shared_hits": s.cost.shared_hits, "parse_failures": s.cost.parse_failures,
-               "usd": round(s.cost.usd, 6), "seconds": s.seconds}
+        row = {
+            "name": s.name,
+            "comparisons": s.cost.comparisons,
+            "grades": s.cost.grades,
+            "judge_calls": s.cost.judge_calls,
+            "cache_hits": s.cost.cache_hits,
+            "shared_hits": s.cost.shared_hits,
+            "parse_failures": s.cost.parse_failures,
+            "usd": round(s.cost.usd, 6),
+            "seconds": s.seconds,
+        }
         row.update(s.metrics)
         rows.append(row)
     return rows
@@ -96,6 +131,7 @@ def compare_columns(rows: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
 
 # -- commands -------------------------------------------------------------------------------------
 
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rankkit")
 def main() -> None:
@@ -105,18 +141,44 @@ def main() -> None:
 @main.command()
 @data_options
 @judge_options
-@click.option("--strategies", "strategy_specs", default="knockout,individual", show_default=True,
-              help="Comma-separated strategy specs, e.g. knockout:order=both,pairwise,individual.")
+@click.option(
+    "--strategies",
+    "strategy_specs",
+    default="knockout,individual",
+    show_default=True,
+    help="Comma-separated strategy specs, e.g. knockout:order=both,pairwise,individual.",
+)
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full results as JSON.")
-@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
-              help="table (for people), json (the results without task texts), csv or markdown (the table).")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(OUTPUT_FORMATS),
+    default="table",
+    show_default=True,
+    help="table (for people), json (the results without task texts), csv or markdown (the table).",
+)
 @dry_run_option
 @scale_options
 @allow_failures_option
 @config_option
 @guarded
-def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet,
-            strategy_specs, out, output_format, dry_run, max_judgments, yes, allow_failures) -> None:
+def compare(
+    data_path,
+    criterion,
+    limit,
+    judge_spec,
+    seed,
+    cache_path,
+    no_cache,
+    quiet,
+    strategy_specs,
+    out,
+    output_format,
+    dry_run,
+    max_judgments,
+    yes,
+    allow_failures,
+) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
     from rankkit.api import compare as compare_strategies
     from rankkit.specs import split_list
@@ -132,22 +194,38 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         path, tasks, spec = inputs.path, inputs.tasks, inputs.spec
         most = judgment_limit(tasks, strategies, inputs.judge, yes, max_judgments)
-        result = compare_strategies(tasks, strategies, inputs.judge, inputs.cache, seed=seed, progress=not quiet,
-                                    data=str(path), max_judgments=most)
+        result = compare_strategies(
+            tasks,
+            strategies,
+            inputs.judge,
+            inputs.cache,
+            seed=seed,
+            progress=not quiet,
+            data=str(path),
+            max_judgments=most,
+        )
     from rankkit.cache import DEFAULT_CACHE_PATH
     from rankkit.config import config_record
 
-    result.config = config_record(data=data_path, criterion=tasks[0].criterion, limit=limit, columns=current_columns(),
-                                  judge=spec, strategies=strategies, seed=seed,
-                                  cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH,
-                                  size_limits=given_limits())
+    result.config = config_record(
+        data=data_path,
+        criterion=tasks[0].criterion,
+        limit=limit,
+        columns=current_columns(),
+        judge=spec,
+        strategies=strategies,
+        seed=seed,
+        cache=None if no_cache else cache_path or DEFAULT_CACHE_PATH,
+        size_limits=given_limits(),
+    )
     # The results JSON holds every match (65 MB at 80k comparisons): build it only to write it.
     payload = result.to_dict() if out or output_format == "json" else None
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
-        click.echo(inert_json(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1,
-                                         ensure_ascii=False)))
+        click.echo(
+            inert_json(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1, ensure_ascii=False))
+        )
         note_suspicious(result)
         check_parse_failures(result, allow_failures)
         return
@@ -176,17 +254,42 @@ def compare(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache,
 @data_options
 @judge_options
 @click.option("--strategy", "strategy_spec", default="knockout", show_default=True, help="One strategy spec.")
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Write per-candidate scores to this file instead of printing them.")
-@click.option("--format", "output_format", type=click.Choice(["jsonl", *OUTPUT_FORMATS]), default="jsonl",
-              show_default=True, help="jsonl (one object per candidate), table, json (a list), csv or markdown.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write per-candidate scores to this file instead of printing them.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["jsonl", *OUTPUT_FORMATS]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl (one object per candidate), table, json (a list), csv or markdown.",
+)
 @dry_run_option
 @scale_options
 @allow_failures_option
 @config_option
 @guarded
-def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, strategy_spec, out,
-         output_format, dry_run, max_judgments, yes, allow_failures) -> None:
+def rank(
+    data_path,
+    criterion,
+    limit,
+    judge_spec,
+    seed,
+    cache_path,
+    no_cache,
+    quiet,
+    strategy_spec,
+    out,
+    output_format,
+    dry_run,
+    max_judgments,
+    yes,
+    allow_failures,
+) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
     from rankkit.api import compare as compare_strategies
     from rankkit.strategies import make_strategy
@@ -199,8 +302,16 @@ def rank(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, qu
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
         spec = inputs.spec
         most = judgment_limit(inputs.tasks, [strategy], inputs.judge, yes, max_judgments)
-        result = compare_strategies(inputs.tasks, [strategy], inputs.judge, inputs.cache, seed=seed,
-                                    progress=not quiet, data=str(inputs.path), max_judgments=most)
+        result = compare_strategies(
+            inputs.tasks,
+            [strategy],
+            inputs.judge,
+            inputs.cache,
+            seed=seed,
+            progress=not quiet,
+            data=str(inputs.path),
+            max_judgments=most,
+        )
     columns = rank_columns(result.strategies[0])
     rows = [{key: row[key] for key, _ in columns} for row in result.rows()]
     if output_format == "jsonl":
@@ -224,8 +335,10 @@ def list_strategies() -> None:
     """List the registered strategies with their parameters and defaults."""
     from rankkit.strategies import describe_parameters, strategy_classes
 
-    click.echo("Specs are name:key=value,... A spec may also use the paper's spelling: debias=true for\n"
-               "order=both, debias=false for the strategy's one-order setting.\n")
+    click.echo(
+        "Specs are name:key=value,... A spec may also use the paper's spelling: debias=true for\n"
+        "order=both, debias=false for the strategy's one-order setting.\n"
+    )
     for name, cls in strategy_classes().items():
         click.echo(f"{name:<12} {cls.description}")
         for param, type_name, default in describe_parameters(cls):
@@ -238,8 +351,10 @@ def list_judges() -> None:
     """List the judge backends with their options: type, default and whether it is in the fingerprint."""
     from rankkit.judges.backends import backend, backend_names
 
-    click.echo("Specs are name[:ARGUMENT][,key=value,...]. Options marked * belong to the judge's identity:\n"
-               "changing one changes its fingerprint, so judgments cached under the old value are not reused.\n")
+    click.echo(
+        "Specs are name[:ARGUMENT][,key=value,...]. Options marked * belong to the judge's identity:\n"
+        "changing one changes its fingerprint, so judgments cached under the old value are not reused.\n"
+    )
     for name in backend_names():
         descriptor = backend(name)
         argument = f":{descriptor.argument.name.upper().replace(' ', '_')}" if descriptor.argument else ""
@@ -253,21 +368,40 @@ def list_judges() -> None:
 @data_options
 @judge_options
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full report as JSON.")
-@click.option("--pairs-per-task", type=click.IntRange(min=0), default=10, show_default=True,
-              help="Candidate pairs sampled per task (seeded); 0 = every pair.")
-@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Bootstrap resamples over tasks for the 95% intervals (0 = none).")
+@click.option(
+    "--pairs-per-task",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Candidate pairs sampled per task (seeded); 0 = every pair.",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples over tasks for the 95% intervals (0 = none).",
+)
 @guarded
-def judge_report_command(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out,
-                         pairs_per_task, resamples) -> None:
+def judge_report_command(
+    data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out, pairs_per_task, resamples
+) -> None:
     """Measure a judge's slot and length biases, order consistency and accuracy (both orders per pair)."""
     from rankkit.judge_report import format_report, judge_report
 
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
-        report = judge_report(inputs.tasks, inputs.judge, inputs.cache, pairs_per_task=pairs_per_task or None,
-                              seed=seed, resamples=resamples, progress=not quiet, judge_spec=inputs.spec,
-                              data=str(inputs.path))
+        report = judge_report(
+            inputs.tasks,
+            inputs.judge,
+            inputs.cache,
+            pairs_per_task=pairs_per_task or None,
+            seed=seed,
+            resamples=resamples,
+            progress=not quiet,
+            judge_spec=inputs.spec,
+            data=str(inputs.path),
+        )
     say(format_report(report))
     if out:
         Path(out).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -279,13 +413,19 @@ def judge_report_command(data_path, criterion, limit, judge_spec, seed, cache_pa
 @judge_options
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="The judgments.jsonl to write.")
 @click.option("--label", default=None, help="The judge name written on every row (default: the judge spec).")
-@click.option("--method", "method_label", default="recorded", show_default=True,
-              help="The method name written on every row.")
-@click.option("--from-run", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Export the comparisons of a `rankkit compare --out` results file instead of judging.")
+@click.option(
+    "--method", "method_label", default="recorded", show_default=True, help="The method name written on every row."
+)
+@click.option(
+    "--from-run",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Export the comparisons of a `rankkit compare --out` results file instead of judging.",
+)
 @guarded
-def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out, label, method_label,
-           from_run) -> None:
+def record(
+    data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out, label, method_label, from_run
+) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
     from rankkit.recording import record_grid, rows_from_results, write_judgments
     from rankkit.results import RunResult
@@ -301,12 +441,16 @@ def record(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, 
         tasks, spec = inputs.tasks, inputs.spec
         rows, cost = record_grid(tasks, inputs.judge, inputs.cache, label or spec, method_label, progress=not quiet)
     count = write_judgments(rows, out)
-    say(f"{count} comparisons of {len(tasks)} tasks ({cost.judge_calls} new judge calls, "
-               f"{cost.cache_hits} from the cache) written to {out}; replay with --judge replay:{out}", err=True)
+    say(
+        f"{count} comparisons of {len(tasks)} tasks ({cost.judge_calls} new judge calls, "
+        f"{cost.cache_hits} from the cache) written to {out}; replay with --judge replay:{out}",
+        err=True,
+    )
 
 
-def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: str, top_k: int = 3,
-                       robustness_budget: int = 300) -> None:
+def _print_leaderboard(
+    board: Any, truth: Any, out: str | None, output_format: str, top_k: int = 3, robustness_budget: int = 300
+) -> None:
     """Table (or JSON) of a system leaderboard, with its correlation against the truth and its
     robustness (the fewest battles whose flip or removal changes its #1 and top k)."""
     from rankkit.analysis.render import to_jsonable
@@ -323,12 +467,22 @@ def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: s
     if out:
         Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
     if output_format == "json":
-        click.echo(inert_json(json.dumps({k: v for k, v in payload.items() if k != "matches"}, indent=1,
-                                         ensure_ascii=False)))
+        click.echo(
+            inert_json(json.dumps({k: v for k, v in payload.items() if k != "matches"}, indent=1, ensure_ascii=False))
+        )
         return
-    columns = [("rank", "rank"), ("name", "system"), ("rating", "rating"), ("ci_low", "ci_low"),
-               ("ci_high", "ci_high"), ("matches", "matches")] + ([("unadjusted", "unadjusted")] if board.control else []) \
+    columns = (
+        [
+            ("rank", "rank"),
+            ("name", "system"),
+            ("rating", "rating"),
+            ("ci_low", "ci_low"),
+            ("ci_high", "ci_high"),
+            ("matches", "matches"),
+        ]
+        + ([("unadjusted", "unadjusted")] if board.control else [])
         + ([("truth", "truth")] if truth else [])
+    )
     table = render(rows, [columns[1], columns[0], *columns[2:]], output_format)
     if output_format == "csv":
         click.echo(table)
@@ -344,24 +498,56 @@ def _print_leaderboard(board: Any, truth: Any, out: str | None, output_format: s
 
 
 def _leaderboard_common(func: Callable) -> Callable:
-    func = click.option("--truth", "truth_path", type=click.Path(dir_okay=False, exists=True), default=None,
-                        help="System-level truth JSONL (system + score); default systems.jsonl beside the data, "
-                             "else the mean human score per system.")(func)
-    func = click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=200, show_default=True,
-                        help="Bootstrap resamples of the matches for 95% intervals (0 = none).")(func)
-    func = click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")(func)
-    func = click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
-                        help="The top k whose robustness is reported besides the #1.")(func)
-    func = click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
-                        help="Refits each robustness search may try exhaustively before its figure stays a "
-                             "greedy upper bound (<=); 0 leaves the robustness line out.")(func)
-    func = click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table",
-                        show_default=True, help="table, json (the leaderboard without its matches), csv or markdown.")(func)
-    func = click.option("--control", default=None,
-                        help="Style control: length, format or length,format — rate by the strengths fitted jointly "
-                             "with the answers' style differences (contextual Bradley-Terry; on an anchored "
-                             "leaderboard: length, the length-controlled win rate). See docs/bias-control.md. "
-                             "`leaderboard add` defaults to the stored leaderboard's.")(func)
+    func = click.option(
+        "--truth",
+        "truth_path",
+        type=click.Path(dir_okay=False, exists=True),
+        default=None,
+        help="System-level truth JSONL (system + score); default systems.jsonl beside the data, "
+        "else the mean human score per system.",
+    )(func)
+    func = click.option(
+        "--bootstrap",
+        "resamples",
+        type=click.IntRange(min=0),
+        default=200,
+        show_default=True,
+        help="Bootstrap resamples of the matches for 95% intervals (0 = none).",
+    )(func)
+    func = click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON.")(
+        func
+    )
+    func = click.option(
+        "--top-k",
+        type=click.IntRange(min=1),
+        default=3,
+        show_default=True,
+        help="The top k whose robustness is reported besides the #1.",
+    )(func)
+    func = click.option(
+        "--robustness-budget",
+        type=click.IntRange(min=0),
+        default=300,
+        show_default=True,
+        help="Refits each robustness search may try exhaustively before its figure stays a "
+        "greedy upper bound (<=); 0 leaves the robustness line out.",
+    )(func)
+    func = click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(OUTPUT_FORMATS),
+        default="table",
+        show_default=True,
+        help="table, json (the leaderboard without its matches), csv or markdown.",
+    )(func)
+    func = click.option(
+        "--control",
+        default=None,
+        help="Style control: length, format or length,format — rate by the strengths fitted jointly "
+        "with the answers' style differences (contextual Bradley-Terry; on an anchored "
+        "leaderboard: length, the length-controlled win rate). See docs/bias-control.md. "
+        "`leaderboard add` defaults to the stored leaderboard's.",
+    )(func)
     return func
 
 
@@ -369,20 +555,48 @@ def _leaderboard_common(func: Callable) -> Callable:
 @data_options
 @judge_options
 @_leaderboard_common
-@click.option("--strategy", "method", default="arena", show_default=True,
-              help="arena (tournaments + Bradley-Terry), anchored (win rate vs --anchor), or any per-task "
-                   "strategy spec, whose per-task rankings are aggregated by Bradley-Terry.")
+@click.option(
+    "--strategy",
+    "method",
+    default="arena",
+    show_default=True,
+    help="arena (tournaments + Bradley-Terry), anchored (win rate vs --anchor), or any per-task "
+    "strategy spec, whose per-task rankings are aggregated by Bradley-Terry.",
+)
 @click.option("--anchor", default=None, help="The anchor system of --strategy anchored.")
 @click.option("--systems", "systems_text", default=None, help="Comma-separated systems to rank (default: all).")
-@click.option("--order", type=click.Choice(ORDERS), default=None,
-              help="Which answer the judge sees first in arena and anchored matches (default: given for arena, "
-                   "random for anchored; both = every match in both orders, the paper's debiasing). A strategy "
-                   "spec names its own (knockout:order=both).")
+@click.option(
+    "--order",
+    type=click.Choice(ORDERS),
+    default=None,
+    help="Which answer the judge sees first in arena and anchored matches (default: given for arena, "
+    "random for anchored; both = every match in both orders, the paper's debiasing). A strategy "
+    "spec names its own (knockout:order=both).",
+)
 @click.pass_context
 @guarded
-def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                resamples, robustness_budget, top_k, out, output_format, control, method, anchor, systems_text,
-                order) -> None:
+def leaderboard(
+    ctx,
+    data_path,
+    criterion,
+    limit,
+    judge_spec,
+    seed,
+    cache_path,
+    no_cache,
+    quiet,
+    truth_path,
+    resamples,
+    robustness_budget,
+    top_k,
+    out,
+    output_format,
+    control,
+    method,
+    anchor,
+    systems_text,
+    order,
+) -> None:
     """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
     if ctx.invoked_subcommand is not None:
         return
@@ -391,20 +605,34 @@ def leaderboard(ctx, data_path, criterion, limit, judge_spec, seed, cache_path, 
     prepare_output(out)
     systems = [s.strip() for s in systems_text.split(",") if s.strip()] if systems_text else None
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:
-        board = build(inputs.tasks, inputs.judge, method, anchor=anchor, cache=inputs.cache, seed=seed, order=order,
-                      resamples=resamples, systems=systems, progress=not quiet,
-                      judge_spec=inputs.spec, data=str(inputs.path), control=control)
+        board = build(
+            inputs.tasks,
+            inputs.judge,
+            method,
+            anchor=anchor,
+            cache=inputs.cache,
+            seed=seed,
+            order=order,
+            resamples=resamples,
+            systems=systems,
+            progress=not quiet,
+            judge_spec=inputs.spec,
+            data=str(inputs.path),
+            control=control,
+        )
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
     _print_leaderboard(board, truth, out, output_format, top_k, robustness_budget)
 
 
 def _defaults_from_the_board(command: click.Command) -> click.Command:
     """`leaderboard add` takes --data and --judge from the stored leaderboard: say so in their help."""
-    helps = {"data_path": "Tasks holding the new system's answers and the leaderboard's (default: the data the "
-                          "leaderboard was built on, as its JSON names it; the bundled synthetic sample if it names "
-                          "none).",
-             "judge_spec": "Judge spec (default: the leaderboard's judge, as its JSON names it; smollm2 when "
-                           "installed, else sim, if it names none)."}
+    helps = {
+        "data_path": "Tasks holding the new system's answers and the leaderboard's (default: the data the "
+        "leaderboard was built on, as its JSON names it; the bundled synthetic sample if it names "
+        "none).",
+        "judge_spec": "Judge spec (default: the leaderboard's judge, as its JSON names it; smollm2 when "
+        "installed, else sim, if it names none).",
+    }
     for param in command.params:
         if param.name in helps:
             param.help = helps[param.name]
@@ -416,17 +644,44 @@ def _defaults_from_the_board(command: click.Command) -> click.Command:
 @data_options
 @judge_options
 @_leaderboard_common
-@click.option("--leaderboard", "board_path", type=click.Path(dir_okay=False, exists=True), required=True,
-              help="A leaderboard JSON written by `rankkit leaderboard --out`.")
+@click.option(
+    "--leaderboard",
+    "board_path",
+    type=click.Path(dir_okay=False, exists=True),
+    required=True,
+    help="A leaderboard JSON written by `rankkit leaderboard --out`.",
+)
 @click.option("--system", required=True, help="The system to add (its answers must be in --data).")
 @trust_file_judge_option
-@click.option("--method", type=click.Choice(["binary", "anchored"]), default="binary", show_default=True,
-              help="binary: binary search over the leaderboard (Arena-lite Algorithm 2); anchored: play the "
-                   "current top system on every task and convert the win rate to a rating.")
+@click.option(
+    "--method",
+    type=click.Choice(["binary", "anchored"]),
+    default="binary",
+    show_default=True,
+    help="binary: binary search over the leaderboard (Arena-lite Algorithm 2); anchored: play the "
+    "current top system on every task and convert the win rate to a rating.",
+)
 @guarded
-def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, truth_path,
-                    resamples, robustness_budget, top_k, out, output_format, control, board_path, system,
-                    method) -> None:
+def leaderboard_add(
+    data_path,
+    criterion,
+    limit,
+    judge_spec,
+    seed,
+    cache_path,
+    no_cache,
+    quiet,
+    truth_path,
+    resamples,
+    robustness_budget,
+    top_k,
+    out,
+    output_format,
+    control,
+    board_path,
+    system,
+    method,
+) -> None:
     """Add a system to a stored leaderboard, paying only for matches never judged before.
 
     --data and --judge default to the ones the leaderboard was built with.
@@ -437,44 +692,116 @@ def leaderboard_add(data_path, criterion, limit, judge_spec, seed, cache_path, n
     board = Leaderboard.from_dict(json.loads(Path(board_path).read_text(encoding="utf-8")))
     # The board's judge is used only where a file may choose it (checked by judging()).
     judge_from = (board_path, "judge.spec") if not judge_spec and board.judge.get("spec") else None
-    with judging(data_path or board.data or None, criterion, limit, judge_spec or board.judge.get("spec") or None,
-                 cache_path, no_cache, judge_from=judge_from) as inputs:
+    with judging(
+        data_path or board.data or None,
+        criterion,
+        limit,
+        judge_spec or board.judge.get("spec") or None,
+        cache_path,
+        no_cache,
+        judge_from=judge_from,
+    ) as inputs:
         judge = inputs.judge
         if board.judge.get("fingerprint") and board.judge["fingerprint"] != judge.fingerprint:
-            say(f"warning: the leaderboard was judged by {board.judge.get('description')}, "
-                       f"not by {judge.description}", err=True)
-        new_board = add_system(board, inputs.tasks, judge, system, method, cache=inputs.cache, seed=seed,
-                               resamples=resamples, judge_spec=inputs.spec, data=str(inputs.path), control=control)
+            say(
+                f"warning: the leaderboard was judged by {board.judge.get('description')}, not by {judge.description}",
+                err=True,
+            )
+        new_board = add_system(
+            board,
+            inputs.tasks,
+            judge,
+            system,
+            method,
+            cache=inputs.cache,
+            seed=seed,
+            resamples=resamples,
+            judge_spec=inputs.spec,
+            data=str(inputs.path),
+            control=control,
+        )
         truth = resolve_truth(inputs.tasks, inputs.path, truth_path)
     _print_leaderboard(new_board, truth, out, output_format, top_k, robustness_budget)
 
 
 @main.command("analyze")
 @click.argument("results_path", type=click.Path(dir_okay=False))
-@click.option("--by", "by_fields", multiple=True,
-              help="Break down by 'system' (examinee) or a meta field such as difficulty or language; repeatable.")
-@click.option("--baseline", default=None, help="Strategy the others are compared with (default: individual, else the first).")
-@click.option("--metrics", "metric_names", default="pearson,spearman,task_spearman,pairwise_accuracy", show_default=True,
-              help="Comma-separated metrics of rankkit.metrics to analyse.")
-@click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Bootstrap resamples of the tasks (0: no intervals).")
+@click.option(
+    "--by",
+    "by_fields",
+    multiple=True,
+    help="Break down by 'system' (examinee) or a meta field such as difficulty or language; repeatable.",
+)
+@click.option(
+    "--baseline", default=None, help="Strategy the others are compared with (default: individual, else the first)."
+)
+@click.option(
+    "--metrics",
+    "metric_names",
+    default="pearson,spearman,task_spearman,pairwise_accuracy",
+    show_default=True,
+    help="Comma-separated metrics of rankkit.metrics to analyse.",
+)
+@click.option(
+    "--bootstrap",
+    "resamples",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples of the tasks (0: no intervals).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap.")
-@click.option("--aggregate", type=click.Choice(["mean", "sum"]), default="mean", show_default=True,
-              help="How scores are aggregated per system at the aggregate (exam) level.")
-@click.option("--exam-field", default=None,
-              help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).")
-@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
-              help="The robustness report's top k (besides the #1).")
-@click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
-              help="Recomputed rankings each robustness search may try exhaustively before it turns greedy "
-                   "(an upper bound, shown with <=); 0 leaves the robustness report out.")
+@click.option(
+    "--aggregate",
+    type=click.Choice(["mean", "sum"]),
+    default="mean",
+    show_default=True,
+    help="How scores are aggregated per system at the aggregate (exam) level.",
+)
+@click.option(
+    "--exam-field",
+    default=None,
+    help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).",
+)
+@click.option(
+    "--top-k",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="The robustness report's top k (besides the #1).",
+)
+@click.option(
+    "--robustness-budget",
+    type=click.IntRange(min=0),
+    default=300,
+    show_default=True,
+    help="Recomputed rankings each robustness search may try exhaustively before it turns greedy "
+    "(an upper bound, shown with <=); 0 leaves the robustness report out.",
+)
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the analysis as JSON.")
-@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
-              help="table, json (the whole analysis), csv (all sections in one table, with a section column) "
-                   "or markdown.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(OUTPUT_FORMATS),
+    default="table",
+    show_default=True,
+    help="table, json (the whole analysis), csv (all sections in one table, with a section column) or markdown.",
+)
 @guarded
-def analyze_command(results_path, by_fields, baseline, metric_names, resamples, seed, aggregate, exam_field, top_k,
-                    robustness_budget, out, output_format) -> None:
+def analyze_command(
+    results_path,
+    by_fields,
+    baseline,
+    metric_names,
+    resamples,
+    seed,
+    aggregate,
+    exam_field,
+    top_k,
+    robustness_budget,
+    out,
+    output_format,
+) -> None:
     """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level,
     paired differences and robustness (fewest judgments whose flip or removal changes the #1 or
     top k) for a results file of `rankkit compare --out`."""
@@ -483,9 +810,18 @@ def analyze_command(results_path, by_fields, baseline, metric_names, resamples, 
 
     prepare_output(out)
     results = load_results(results_path)
-    report = analyze(results, by=by_fields, baseline=baseline, metrics=split_list(metric_names), resamples=resamples,
-                     seed=seed, aggregate=aggregate, unit_field=exam_field, top_k=top_k,
-                     robustness_budget=robustness_budget)
+    report = analyze(
+        results,
+        by=by_fields,
+        baseline=baseline,
+        metrics=split_list(metric_names),
+        resamples=resamples,
+        seed=seed,
+        aggregate=aggregate,
+        unit_field=exam_field,
+        top_k=top_k,
+        robustness_budget=robustness_budget,
+    )
     if output_format == "json":
         click.echo(inert_json(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)))
     else:
@@ -501,16 +837,30 @@ def analyze_command(results_path, by_fields, baseline, metric_names, resamples, 
 
 @main.command("rejudge")
 @click.argument("results_path", type=click.Path(dir_okay=False))
-@click.option("--judge", "judge_spec", required=True,
-              help="The judge or panel to ask again, e.g. sim:preset=chatgpt (the results file's own judge is "
-                   "never used).")
-@click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
-              help="SQLite judgment cache (default .rankkit/cache.sqlite): a rejudge that stops resumes from it.")
+@click.option(
+    "--judge",
+    "judge_spec",
+    required=True,
+    help="The judge or panel to ask again, e.g. sim:preset=chatgpt (the results file's own judge is never used).",
+)
+@click.option(
+    "--cache",
+    "cache_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="SQLite judgment cache (default .rankkit/cache.sqlite): a rejudge that stops resumes from it.",
+)
 @click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the report as JSON.")
-@click.option("--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default="table", show_default=True,
-              help="table, json (the whole report), csv (both tables, with a section column) or markdown.")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(OUTPUT_FORMATS),
+    default="table",
+    show_default=True,
+    help="table, json (the whole report), csv (both tables, with a section column) or markdown.",
+)
 @guarded
 def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, output_format) -> None:
     """Re-ask every judgment of a `rankkit compare --out` run of another judge: agreement per
@@ -553,11 +903,23 @@ def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, 
 
 @main.command("plot")
 @click.argument("results_path", type=click.Path(dir_okay=False))
-@click.option("-o", "--out-dir", type=click.Path(file_okay=False), default="plots", show_default=True,
-              help="Folder the PNG files are written to.")
+@click.option(
+    "-o",
+    "--out-dir",
+    type=click.Path(file_okay=False),
+    default="plots",
+    show_default=True,
+    help="Folder the PNG files are written to.",
+)
 @click.option("--metric", default="task_spearman", show_default=True, help="Accuracy axis of the cost-accuracy plot.")
-@click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Bootstrap resamples of the tasks for the intervals (0: none).")
+@click.option(
+    "--bootstrap",
+    "resamples",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples of the tasks for the intervals (0: none).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap and the scatter jitter.")
 @guarded
 def plot_command(results_path, out_dir, metric, resamples, seed) -> None:
@@ -573,17 +935,43 @@ def plot_command(results_path, out_dir, metric, resamples, seed) -> None:
 
 @main.command("report")
 @click.argument("results_path", type=click.Path(dir_okay=False))
-@click.option("-o", "--out", default="report.html", show_default=True, type=click.Path(dir_okay=False),
-              help="The HTML file to write.")
-@click.option("--bootstrap", "resamples", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="Bootstrap resamples for the leaderboard's intervals (0: none).")
+@click.option(
+    "-o",
+    "--out",
+    default="report.html",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="The HTML file to write.",
+)
+@click.option(
+    "--bootstrap",
+    "resamples",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples for the leaderboard's intervals (0: none).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap.")
-@click.option("--max-tasks", type=click.IntRange(min=1), default=None,
-              help="Put only the first N tasks in the task and match views (smaller file for big runs).")
-@click.option("--top-k", type=click.IntRange(min=1), default=3, show_default=True,
-              help="The robustness section's top k (besides the #1).")
-@click.option("--robustness-budget", type=click.IntRange(min=0), default=300, show_default=True,
-              help="Recomputed rankings each robustness search may try exhaustively (0 leaves the section out).")
+@click.option(
+    "--max-tasks",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Put only the first N tasks in the task and match views (smaller file for big runs).",
+)
+@click.option(
+    "--top-k",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="The robustness section's top k (besides the #1).",
+)
+@click.option(
+    "--robustness-budget",
+    type=click.IntRange(min=0),
+    default=300,
+    show_default=True,
+    help="Recomputed rankings each robustness search may try exhaustively (0 leaves the section out).",
+)
 @guarded
 def report_command(results_path, out, resamples, seed, max_tasks, top_k, robustness_budget) -> None:
     """Write one self-contained HTML file: leaderboard, tasks with knockout brackets, match browser, judge bias,
@@ -592,11 +980,21 @@ def report_command(results_path, out, resamples, seed, max_tasks, top_k, robustn
     from rankkit.report import write_report
 
     results = load_results(results_path)
-    path = write_report(results, out, resamples=resamples, seed=seed, max_tasks=max_tasks, top_k=top_k,
-                        robustness_budget=robustness_budget)
+    path = write_report(
+        results,
+        out,
+        resamples=resamples,
+        seed=seed,
+        max_tasks=max_tasks,
+        top_k=top_k,
+        robustness_budget=robustness_budget,
+    )
     size = path.stat().st_size
-    click.echo(f"report written to {path} ({size / 1e6:.1f} MB)" if size >= 1e6 else f"report written to {path} ({size / 1e3:.0f} kB)")
-
+    click.echo(
+        f"report written to {path} ({size / 1e6:.1f} MB)"
+        if size >= 1e6
+        else f"report written to {path} ({size / 1e3:.0f} kB)"
+    )
 
 
 @main.command("samples")
@@ -615,6 +1013,7 @@ def samples_command(name) -> None:
     if name not in SAMPLES:
         fail(f"no bundled sample {name!r}; choose one of {', '.join(SAMPLES)}")
     click.echo(str(sample_path(name)))
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

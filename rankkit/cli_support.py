@@ -23,9 +23,10 @@ import collections
 import contextlib
 import functools
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import click
 
@@ -58,6 +59,7 @@ def guarded(func: Callable) -> Callable:
     failure (or an interruption) and a persistent cache holds what was already received. A command
     uses the cache unless it has a ``no_cache`` parameter that is set, or none at all.
     """
+
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         cached = "no_cache" in kwargs and not kwargs["no_cache"]
@@ -70,8 +72,15 @@ def guarded(func: Callable) -> Callable:
         except FileNotFoundError as err:
             fail(str(err), 2)
         except KeyboardInterrupt:
-            fail("interrupted; " + ("every judgment received so far is in the cache, rerun to resume" if cached
-                                    else "no cache is in use, so the judgments received were not kept"), 130)
+            fail(
+                "interrupted; "
+                + (
+                    "every judgment received so far is in the cache, rerun to resume"
+                    if cached
+                    else "no cache is in use, so the judgments received were not kept"
+                ),
+                130,
+            )
         except (ConnectionError, TimeoutError) as err:  # a server went away: a rerun may succeed
             fail(f"{type(err).__name__}: {err}" + (RESUME_HINT if cached else ""), 1)
         except (NotImplementedError, OSError) as err:  # a rerun would fail the same way
@@ -109,8 +118,10 @@ def prepare_output(path: str | None, option: str = "--out", parameter: str = "ou
         fail(f"{option} {path}: is a directory; give a file path")
     run_file = from_run_file(parameter)
     if run_file and target.exists() and not _context_flag(FORCE_META) and not rankkit_output(target):
-        fail(f"{run_file}: field 'out': {path} exists and does not look like rankkit output; a run file may not "
-             f"overwrite it. Give --out on the command line, or pass --force to overwrite it")
+        fail(
+            f"{run_file}: field 'out': {path} exists and does not look like rankkit output; a run file may not "
+            f"overwrite it. Give --out on the command line, or pass --force to overwrite it"
+        )
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         existed = target.exists()
@@ -156,8 +167,8 @@ def rankkit_output(path: Path) -> bool:
             data = data[0]
         if isinstance(data, dict):
             keys = list(data)
-            return all(key in keys for key in RESULTS_KEYS) or tuple(keys[:len(RANK_OUTPUT_KEYS)]) == RANK_OUTPUT_KEYS
-    return tuple(re.findall(r"\w+", first)[:len(RANK_OUTPUT_KEYS)]) == RANK_OUTPUT_KEYS
+            return all(key in keys for key in RESULTS_KEYS) or tuple(keys[: len(RANK_OUTPUT_KEYS)]) == RANK_OUTPUT_KEYS
+    return tuple(re.findall(r"\w+", first)[: len(RANK_OUTPUT_KEYS)]) == RANK_OUTPUT_KEYS
 
 
 # -- shared options -------------------------------------------------------------------------------
@@ -204,23 +215,44 @@ def current_columns() -> dict[str, str] | None:
 
 
 def data_options(func: Callable) -> Callable:
-    func = click.option("--data", "data_path", type=click.Path(dir_okay=False), default=None,
-                        help="Tasks as .jsonl, long-form .csv, .parquet or a .json array "
-                             "(default: the bundled synthetic sample).")(func)
-    func = click.option("--columns", expose_value=False, callback=_store_columns, default=None,
-                        help="Map the data's column names to rankkit's, e.g. question_id=task_id,model=system "
-                             "(targets: task_id prompt candidate_id text system reference human.NAME meta.NAME, "
-                             "- to drop).")(func)
-    func = click.option("--criterion", default=None, help="Human score to compare against (default meta.main_score).")(func)
+    func = click.option(
+        "--data",
+        "data_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Tasks as .jsonl, long-form .csv, .parquet or a .json array (default: the bundled synthetic sample).",
+    )(func)
+    func = click.option(
+        "--columns",
+        expose_value=False,
+        callback=_store_columns,
+        default=None,
+        help="Map the data's column names to rankkit's, e.g. question_id=task_id,model=system "
+        "(targets: task_id prompt candidate_id text system reference human.NAME meta.NAME, "
+        "- to drop).",
+    )(func)
+    func = click.option("--criterion", default=None, help="Human score to compare against (default meta.main_score).")(
+        func
+    )
     func = click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N tasks.")(func)
-    func = click.option("--max-candidate-chars", type=click.IntRange(min=0), default=None, expose_value=False,
-                        callback=_store_limit,
-                        help=f"Refuse a candidate text longer than this many characters, naming its file, line "
-                             f"and field (default {DEFAULT_MAX_CANDIDATE_CHARS:,}; 0: no limit).")(func)
-    func = click.option("--max-prompt-chars", type=click.IntRange(min=0), default=None, expose_value=False,
-                        callback=_store_limit,
-                        help=f"Refuse a prompt or reference longer than this many characters (default "
-                             f"{DEFAULT_MAX_PROMPT_CHARS:,}; 0: no limit).")(func)
+    func = click.option(
+        "--max-candidate-chars",
+        type=click.IntRange(min=0),
+        default=None,
+        expose_value=False,
+        callback=_store_limit,
+        help=f"Refuse a candidate text longer than this many characters, naming its file, line "
+        f"and field (default {DEFAULT_MAX_CANDIDATE_CHARS:,}; 0: no limit).",
+    )(func)
+    func = click.option(
+        "--max-prompt-chars",
+        type=click.IntRange(min=0),
+        default=None,
+        expose_value=False,
+        callback=_store_limit,
+        help=f"Refuse a prompt or reference longer than this many characters (default "
+        f"{DEFAULT_MAX_PROMPT_CHARS:,}; 0: no limit).",
+    )(func)
     return func
 
 
@@ -251,19 +283,34 @@ def _store_flag(key: str) -> Callable:
 
 
 def config_option(func: Callable) -> Callable:
-    func = click.option("--force", is_flag=True, expose_value=False, callback=_store_flag(FORCE_META),
-                        help="Let the run file's 'out' overwrite an existing file that rankkit did not write.")(func)
+    func = click.option(
+        "--force",
+        is_flag=True,
+        expose_value=False,
+        callback=_store_flag(FORCE_META),
+        help="Let the run file's 'out' overwrite an existing file that rankkit did not write.",
+    )(func)
     func = trust_file_judge_option(func)
-    return click.option("--config", type=click.Path(dir_okay=False, exists=True), is_eager=True, expose_value=False,
-                        callback=_apply_config,
-                        help="A run file (TOML: data, judge, strategies, seed, cache, out, format...) or a results "
-                             "JSON to re-run; flags given on the command line win.")(func)
+    return click.option(
+        "--config",
+        type=click.Path(dir_okay=False, exists=True),
+        is_eager=True,
+        expose_value=False,
+        callback=_apply_config,
+        help="A run file (TOML: data, judge, strategies, seed, cache, out, format...) or a results "
+        "JSON to re-run; flags given on the command line win.",
+    )(func)
 
 
 def trust_file_judge_option(func: Callable) -> Callable:
-    return click.option("--trust-file-judge", is_flag=True, expose_value=False, callback=_store_flag(TRUST_META),
-                        help="Use a judge spec read from a file (leaderboard, run or results file) even where it "
-                             "chooses where prompts and keys go (base_url, api_key_env, a network backend).")(func)
+    return click.option(
+        "--trust-file-judge",
+        is_flag=True,
+        expose_value=False,
+        callback=_store_flag(TRUST_META),
+        help="Use a judge spec read from a file (leaderboard, run or results file) even where it "
+        "chooses where prompts and keys go (base_url, api_key_env, a network backend).",
+    )(func)
 
 
 def _context_flag(key: str) -> bool:
@@ -308,21 +355,34 @@ def checked_judge_spec(judge_spec: str | None, judge_from: tuple[str, str] | Non
         risks = file_spec_risks(judge_spec)
         if risks:
             path, field = judge_from
-            fail(f"{path}: field {field!r}: the judge spec {judge_spec!r} chooses where prompts and keys go "
-                 f"({'; '.join(risks)}), and a file may not choose that. Nothing was sent. Give the judge on the "
-                 f"command line (--judge '{judge_spec}'), or pass --trust-file-judge if you trust {path}")
+            fail(
+                f"{path}: field {field!r}: the judge spec {judge_spec!r} chooses where prompts and keys go "
+                f"({'; '.join(risks)}), and a file may not choose that. Nothing was sent. Give the judge on the "
+                f"command line (--judge '{judge_spec}'), or pass --trust-file-judge if you trust {path}"
+            )
     return judge_spec
 
 
 def dry_run_option(func: Callable) -> Callable:
-    return click.option("--dry-run", is_flag=True,
-                        help="Print what the run would ask the judge (per strategy: judgments needed, cached, "
-                             "shared, new, estimated prompt tokens) without judging or loading a model.")(func)
+    return click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Print what the run would ask the judge (per strategy: judgments needed, cached, "
+        "shared, new, estimated prompt tokens) without judging or loading a model.",
+    )(func)
 
 
-def print_dry_run(data_path: str | None, criterion: str | None, limit: int | None, judge_spec: str | None,
-                  seed: int, cache_path: str | None, no_cache: bool, strategies: Sequence[Any],
-                  output_format: str) -> None:
+def print_dry_run(
+    data_path: str | None,
+    criterion: str | None,
+    limit: int | None,
+    judge_spec: str | None,
+    seed: int,
+    cache_path: str | None,
+    no_cache: bool,
+    strategies: Sequence[Any],
+    output_format: str,
+) -> None:
     """--dry-run: load the data, build the judge without its model, read the cache, print the plan."""
     from rankkit.judges import make_judge
     from rankkit.plan import dry_run, format_dry_run, read_only_cache
@@ -351,11 +411,16 @@ def print_dry_run(data_path: str | None, criterion: str | None, limit: int | Non
 def scale_options(func: Callable) -> Callable:
     from rankkit.scale import DEFAULT_MAX_JUDGMENTS
 
-    func = click.option("--yes", "-y", "yes", is_flag=True,
-                        help="Run even when the run plans more judgments than --max-judgments.")(func)
-    func = click.option("--max-judgments", type=click.IntRange(min=0), default=None,
-                        help=f"The most judgments a run may plan (cached ones included) before it asks for --yes "
-                             f"(default: {DEFAULT_MAX_JUDGMENTS:,}).")(func)
+    func = click.option(
+        "--yes", "-y", "yes", is_flag=True, help="Run even when the run plans more judgments than --max-judgments."
+    )(func)
+    func = click.option(
+        "--max-judgments",
+        type=click.IntRange(min=0),
+        default=None,
+        help=f"The most judgments a run may plan (cached ones included) before it asks for --yes "
+        f"(default: {DEFAULT_MAX_JUDGMENTS:,}).",
+    )(func)
     return func
 
 
@@ -392,8 +457,10 @@ def judgment_limit(tasks: Any, strategies: Any, judge: Any, yes: bool, max_judgm
     except TooManyJudgments as err:
         planned = f"this run plans {err.plan.describe()}, more than --max-judgments {err.limit:,}"
         if not sys.stdin.isatty():
-            fail(f"{planned}; pass --yes to run it (or raise --max-judgments, or see the exact figures with "
-                 f"--dry-run). Nothing was judged")
+            fail(
+                f"{planned}; pass --yes to run it (or raise --max-judgments, or see the exact figures with "
+                f"--dry-run). Nothing was judged"
+            )
         say(planned, err=True)
         if not click.confirm("Run it?", default=False, err=True):
             fail("not run; nothing was judged")
@@ -405,9 +472,12 @@ FAILURE_WARN_SHARE = 0.10
 
 
 def allow_failures_option(func: Callable) -> Callable:
-    return click.option("--allow-failures", is_flag=True,
-                        help="Exit 0 even when every judgment of a strategy failed to parse (by default: exit 1, "
-                             "as its scores carry no information).")(func)
+    return click.option(
+        "--allow-failures",
+        is_flag=True,
+        help="Exit 0 even when every judgment of a strategy failed to parse (by default: exit 1, "
+        "as its scores carry no information).",
+    )(func)
 
 
 def check_parse_failures(result: Any, allow_failures: bool) -> None:
@@ -433,9 +503,12 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
     for strategy in result.strategies:
         failed, calls = strategy.cost.parse_failures, strategy.cost.judge_calls
         if calls and failed / calls > FAILURE_WARN_SHARE:
-            say(f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
-                       f"({failed / calls:.0%}); a failed comparison decides nothing (undecided), so its "
-                       f"scores say little", err=True)
+            say(
+                f"warning: {failed} of {strategy.name}'s {calls} judge calls failed to parse "
+                f"({failed / calls:.0%}); a failed comparison decides nothing (undecided), so its "
+                f"scores say little",
+                err=True,
+            )
         undecided = collections.Counter()
         for task in strategy.tasks:
             for cid, extras in task.extras.items():
@@ -443,13 +516,19 @@ def check_parse_failures(result: Any, allow_failures: bool) -> None:
                     undecided[cid] += extras.undecided
         if undecided:
             shown = ", ".join(f"{cid} ({count})" for cid, count in undecided.most_common(5))
-            say(f"note: {strategy.name}: undecided comparisons by candidate: {shown}"
-                       f"{', ...' if len(undecided) > 5 else ''} (extras 'undecided' in the results)", err=True)
+            say(
+                f"note: {strategy.name}: undecided comparisons by candidate: {shown}"
+                f"{', ...' if len(undecided) > 5 else ''} (extras 'undecided' in the results)",
+                err=True,
+            )
         if calls and failed == calls:
             all_failed.append(strategy.name)
     if all_failed and not allow_failures:
-        fail(f"every judgment of {', '.join(all_failed)} failed to parse, so its ranking is meaningless; check the "
-             f"judge (its model, server, mode or prompt format), or pass --allow-failures to accept it", 1)
+        fail(
+            f"every judgment of {', '.join(all_failed)} failed to parse, so its ranking is meaningless; check the "
+            f"judge (its model, server, mode or prompt format), or pass --allow-failures to accept it",
+            1,
+        )
 
 
 def complete_judge_spec(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -481,8 +560,11 @@ def complete_judge_spec(ctx: click.Context, param: click.Parameter, incomplete: 
     done, _, last = rest.rpartition(",")  # the items already written, and the one being typed
     prefix = f"{name}:{done}," if done else f"{name}:"
     given = {item.partition("=")[0] for item in done.split(",")}
-    return [CompletionItem(f"{prefix}{o.name}=", help=o.help)
-            for o in descriptor.options if o.name.startswith(last) and o.name not in given]
+    return [
+        CompletionItem(f"{prefix}{o.name}=", help=o.help)
+        for o in descriptor.options
+        if o.name.startswith(last) and o.name not in given
+    ]
 
 
 def note_suspicious(result: Any) -> None:
@@ -496,22 +578,36 @@ def note_suspicious(result: Any) -> None:
     result : RunResult
         The run's :class:`~rankkit.results.RunResult`.
     """
-    flagged = [(task_id, cid, names) for task_id, by_task in result.suspicious.items()
-               for cid, names in by_task.items()]
+    flagged = [
+        (task_id, cid, names) for task_id, by_task in result.suspicious.items() for cid, names in by_task.items()
+    ]
     if not flagged:
         return
     shown = "; ".join(f"{task_id}/{cid} ({', '.join(names)})" for task_id, cid, names in flagged[:5])
-    say(f"note: {len(flagged)} candidate(s) carry judge-protocol text that may sway the judge: {shown}"
-               f"{'; ...' if len(flagged) > 5 else ''} ('suspicious' in the results; an LLM judge's sanitize=true "
-               f"rewrites it before judging)", err=True)
+    say(
+        f"note: {len(flagged)} candidate(s) carry judge-protocol text that may sway the judge: {shown}"
+        f"{'; ...' if len(flagged) > 5 else ''} ('suspicious' in the results; an LLM judge's sanitize=true "
+        f"rewrites it before judging)",
+        err=True,
+    )
 
 
 def judge_options(func: Callable) -> Callable:
-    func = click.option("--judge", "judge_spec", default=None, shell_complete=complete_judge_spec,
-                        help="Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim).")(func)
+    func = click.option(
+        "--judge",
+        "judge_spec",
+        default=None,
+        shell_complete=complete_judge_spec,
+        help="Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim).",
+    )(func)
     func = click.option("--seed", type=int, default=0, show_default=True, help="Seeds every random choice.")(func)
-    func = click.option("--cache", "cache_path", type=click.Path(dir_okay=False), default=None,
-                        help="SQLite judgment cache (default .rankkit/cache.sqlite).")(func)
+    func = click.option(
+        "--cache",
+        "cache_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="SQLite judgment cache (default .rankkit/cache.sqlite).",
+    )(func)
     func = click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")(func)
     func = click.option("--quiet", is_flag=True, help="No progress bar.")(func)
     return func
@@ -530,8 +626,15 @@ class RunInputs:
 
 
 @contextlib.contextmanager
-def judging(data_path: str | None, criterion: str | None, limit: int | None, judge_spec: str | None,
-            cache_path: str | None, no_cache: bool, judge_from: tuple[str, str] | None = None) -> Iterator[RunInputs]:
+def judging(
+    data_path: str | None,
+    criterion: str | None,
+    limit: int | None,
+    judge_spec: str | None,
+    cache_path: str | None,
+    no_cache: bool,
+    judge_from: tuple[str, str] | None = None,
+) -> Iterator[RunInputs]:
     """Load tasks, open the cache and build the judge, as every judging command does; the judge
     and the cache are closed when the block ends, however it ends (closing the cache commits it).
 
@@ -565,8 +668,10 @@ def judge_caveat(spec: str) -> str | None:
 
     parsed = parse_spec(spec)
     if parsed.name == "smollm2" or (parsed.name == "vllm" and parsed.positional == ("smollm2",)):
-        return ("note: SmolLM2-135M is a plumbing-grade judge (near-chance accuracy, a strong slot preference): "
-                "use it to try rankkit end to end, and a real judge (hf:MODEL, openai:MODEL) for results")
+        return (
+            "note: SmolLM2-135M is a plumbing-grade judge (near-chance accuracy, a strong slot preference): "
+            "use it to try rankkit end to end, and a real judge (hf:MODEL, openai:MODEL) for results"
+        )
     return None
 
 

@@ -7,18 +7,31 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rankkit.errors import RankkitError
 from rankkit.specs import SpecError
 
 #: Config key -> the parameter name of the click command it sets.
 PARAMETERS = {
-    "data": "data_path", "criterion": "criterion", "limit": "limit", "columns": "columns",
-    "judge": "judge_spec", "seed": "seed", "cache": "cache_path", "no_cache": "no_cache", "quiet": "quiet",
-    "strategies": "strategy_specs", "strategy": "strategy_spec", "out": "out", "format": "output_format",
-    "dry_run": "dry_run", "max_candidate_chars": "max_candidate_chars", "max_prompt_chars": "max_prompt_chars",
+    "data": "data_path",
+    "criterion": "criterion",
+    "limit": "limit",
+    "columns": "columns",
+    "judge": "judge_spec",
+    "seed": "seed",
+    "cache": "cache_path",
+    "no_cache": "no_cache",
+    "quiet": "quiet",
+    "strategies": "strategy_specs",
+    "strategy": "strategy_spec",
+    "out": "out",
+    "format": "output_format",
+    "dry_run": "dry_run",
+    "max_candidate_chars": "max_candidate_chars",
+    "max_prompt_chars": "max_prompt_chars",
 }
 _PATHS = ("data", "cache", "out")
 _STRINGS = ("criterion", "judge", "format")
@@ -56,6 +69,7 @@ def read_file(path: str | Path) -> dict[str, Any]:
 def _toml() -> Any:
     if sys.version_info >= (3, 11):
         import tomllib
+
         return tomllib
     try:
         import tomli
@@ -68,8 +82,10 @@ def settings_of_results(results: Mapping[str, Any]) -> dict[str, Any]:
     """The run settings of a results file: its ``config``, else what its other keys still tell."""
     if isinstance(results.get("config"), dict):
         return dict(results["config"])
-    settings: dict[str, Any] = {"seed": results.get("seed", 0),
-                                "strategies": [s["name"] for s in results.get("strategies") or []]}
+    settings: dict[str, Any] = {
+        "seed": results.get("seed", 0),
+        "strategies": [s["name"] for s in results.get("strategies") or []],
+    }
     if (results.get("judge") or {}).get("spec"):
         settings["judge"] = results["judge"]["spec"]
     if results.get("data"):
@@ -122,7 +138,7 @@ def _check(path: Path, key: str, value: Any, base: Path) -> Any:
         if isinstance(value, str):
             return value
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            raise wrong("a table of column names (question_id = \"task_id\") or a string")
+            raise wrong('a table of column names (question_id = "task_id") or a string')
         from rankkit.frames import check_columns, format_columns
 
         try:
@@ -188,9 +204,18 @@ def click_defaults(settings: Mapping[str, Any], parameters: set[str], where: str
     return defaults
 
 
-def config_record(*, data: str | Path | None, criterion: str | None, limit: int | None,
-                  columns: Mapping[str, str] | None, judge: str, strategies: Sequence[Any], seed: int,
-                  cache: str | Path | None, size_limits: Mapping[str, int] | None = None) -> dict[str, Any]:
+def config_record(
+    *,
+    data: str | Path | None,
+    criterion: str | None,
+    limit: int | None,
+    columns: Mapping[str, str] | None,
+    judge: str,
+    strategies: Sequence[Any],
+    seed: int,
+    cache: str | Path | None,
+    size_limits: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
     """The settings a run used, for the results JSON's ``config`` key.
 
     Paths are made absolute, so the record works from any directory.
@@ -216,9 +241,15 @@ def config_record(*, data: str | Path | None, criterion: str | None, limit: int 
     dict[str, Any]
         The record, as the run file format (``--config``) reads it.
     """
-    record: dict[str, Any] = {"data": None if data is None else str(Path(data).resolve()), "criterion": criterion,
-                              "limit": limit, "columns": dict(columns) if columns else None, "judge": judge,
-                              "strategies": [strategy_table(s) for s in strategies], "seed": seed}
+    record: dict[str, Any] = {
+        "data": None if data is None else str(Path(data).resolve()),
+        "criterion": criterion,
+        "limit": limit,
+        "columns": dict(columns) if columns else None,
+        "judge": judge,
+        "strategies": [strategy_table(s) for s in strategies],
+        "seed": seed,
+    }
     record.update(size_limits or {})
     if cache is None:
         record["no_cache"] = True

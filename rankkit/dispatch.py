@@ -20,9 +20,9 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Iterator, Sequence
-
+from typing import Any
 
 #: A judge's batched method (``compare_many`` or ``grade_many``): yields ``(index, judgment)``.
 JudgeCall = Callable[[Sequence[Any]], Iterator[tuple[int, Any]]]

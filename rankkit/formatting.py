@@ -10,8 +10,9 @@ import io
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 #: The output formats every table-printing command accepts.
 FORMATS = ("table", "json", "csv", "markdown")
@@ -48,6 +49,7 @@ def inert(text: str, keep: str = "\n\t") -> str:
     >>> inert("two\nlines\u202e"), inert("a\tb", keep="")
     ('two\nlines\\u202e', 'a\\x09b')
     """
+
     def escape(match: re.Match) -> str:
         char = match.group()
         if char in keep:
@@ -176,8 +178,7 @@ def format_table(rows: Rows, columns: Columns) -> str:
     cell :func:`inert` on one line (a newline in a cell is shown as ``\\x0a``)."""
     body = [[inert(cell_text(row.get(key)), keep="") for key, _ in columns] for row in rows]
     headers = [inert(header, keep="") for _, header in columns]
-    widths = [max(len(header), *(len(r[i]) for r in body)) if body else len(header)
-              for i, header in enumerate(headers)]
+    widths = [max(len(header), *(len(r[i]) for r in body)) if body else len(header) for i, header in enumerate(headers)]
     numeric = numeric_columns(rows, columns)
 
     def line(cells: Sequence[str]) -> str:
@@ -244,8 +245,13 @@ def render_sections(tables: Sequence[Table], fmt: str = "table", preamble: str =
         rows = [{"section": t.title, **record} for t in tables for record in table_records(t.rows, t.columns)]
         return format_csv(rows, [("section", "section"), *((h, h) for h in headers)])
     if fmt == "json":
-        return inert_json(json.dumps([{"section": t.title, "rows": table_records(t.rows, t.columns)} for t in tables],
-                                     indent=1, ensure_ascii=False))
+        return inert_json(
+            json.dumps(
+                [{"section": t.title, "rows": table_records(t.rows, t.columns)} for t in tables],
+                indent=1,
+                ensure_ascii=False,
+            )
+        )
     if fmt == "markdown":
         parts = [inert(preamble)] if preamble else []
         parts += [f"### {inert(t.title, keep='')}\n\n{format_markdown(t.rows, t.columns)}" for t in tables]

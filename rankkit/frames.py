@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rankkit.errors import TaskFormatError
 from rankkit.formatting import plain
@@ -52,8 +53,10 @@ def check_columns(mapping: Mapping[str, str]) -> dict[str, str]:
             raise SpecError(f"columns: expected column names, got {source!r}={target!r}")
         prefix, dot, name = target.partition(".")
         if target != DROP and target not in CANONICAL and not (dot and name and prefix in ("human", "meta")):
-            raise SpecError(f"columns: cannot map {source!r} to {target!r}: the targets are "
-                            f"{', '.join(CANONICAL)}, human.NAME, meta.NAME or - (drop)")
+            raise SpecError(
+                f"columns: cannot map {source!r} to {target!r}: the targets are "
+                f"{', '.join(CANONICAL)}, human.NAME, meta.NAME or - (drop)"
+            )
         if target != DROP and target in targets:
             raise SpecError(f"columns: {targets[target]!r} and {source!r} are both mapped to {target!r}")
         targets[target] = source
@@ -112,8 +115,12 @@ def _rows(source: Any) -> tuple[str, list[Row]]:
     if isinstance(source, (str, PathLike)):
         return str(source), _file_rows(Path(source))
     if hasattr(source, "keys") and hasattr(source, "column_names") and not hasattr(source, "to_list"):
-        raise TaskFormatError("DatasetDict", None, None, f"a dataset with several splits ({', '.join(source.keys())}); "
-                                                         f"pass one split, e.g. dataset['test']")
+        raise TaskFormatError(
+            "DatasetDict",
+            None,
+            None,
+            f"a dataset with several splits ({', '.join(source.keys())}); pass one split, e.g. dataset['test']",
+        )
     if hasattr(source, "to_dict") and hasattr(source, "columns"):
         return "DataFrame", list(enumerate(source.to_dict("records")))
     if hasattr(source, "column_names") and hasattr(source, "to_list"):
@@ -123,9 +130,13 @@ def _rows(source: Any) -> tuple[str, list[Row]]:
             if not isinstance(row, Mapping):
                 raise TaskFormatError("records", index, None, f"expected a mapping per row, got {type(row).__name__}")
         return "records", [(index, dict(row)) for index, row in enumerate(source)]
-    raise TaskFormatError(type(source).__name__, None, None,
-                          "cannot read tasks from this object: pass a path, a pandas DataFrame, a datasets.Dataset "
-                          "or a list of row dicts")
+    raise TaskFormatError(
+        type(source).__name__,
+        None,
+        None,
+        "cannot read tasks from this object: pass a path, a pandas DataFrame, a datasets.Dataset "
+        "or a list of row dicts",
+    )
 
 
 def _file_rows(path: Path) -> list[Row]:
@@ -136,7 +147,9 @@ def _file_rows(path: Path) -> list[Row]:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise TaskFormatError(path, None, None, "reading Parquet needs pyarrow: pip install 'rankkit[parquet]'") from None
+            raise TaskFormatError(
+                path, None, None, "reading Parquet needs pyarrow: pip install 'rankkit[parquet]'"
+            ) from None
         import pyarrow
 
         try:
@@ -196,8 +209,9 @@ def parse_json(path: str | PathLike[str], number: int | None, text: str) -> Any:
     except _DuplicateKey as err:
         raise TaskFormatError(path, number, err.key, "the key appears twice in one JSON object; keep one") from None
     except RecursionError:
-        raise TaskFormatError(path, number, _deep_field(text), "nested too deeply to read "
-                                                               "(task data nests a few levels, not hundreds)") from None
+        raise TaskFormatError(
+            path, number, _deep_field(text), "nested too deeply to read (task data nests a few levels, not hundreds)"
+        ) from None
     except ValueError as err:  # e.g. an integer of more than 4300 digits
         raise TaskFormatError(path, number, None, f"malformed JSON: {err}") from None
 
@@ -256,28 +270,44 @@ def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> l
     present = {name for _, row in rows for name in row}
     for source, target in mapping.items():
         if source not in present:
-            raise TaskFormatError(label, None, source, f"column named in the mapping is not in the data "
-                                                       f"(columns: {', '.join(sorted(map(str, present)))})")
+            raise TaskFormatError(
+                label,
+                None,
+                source,
+                f"column named in the mapping is not in the data (columns: {', '.join(sorted(map(str, present)))})",
+            )
         if target in present and target not in mapping:
-            raise TaskFormatError(label, None, target, f"the data has this column and {source!r} is mapped to it "
-                                                       f"too; drop one: map it to '-' (columns={{{target!r}: '-'}}; "
-                                                       f"--columns {target}=- on the command line)")
+            raise TaskFormatError(
+                label,
+                None,
+                target,
+                f"the data has this column and {source!r} is mapped to it "
+                f"too; drop one: map it to '-' (columns={{{target!r}: '-'}}; "
+                f"--columns {target}=- on the command line)",
+            )
     # A cell as plain data (NaN, pandas NA and NaT: a missing value); an infinite score stays, to be refused by name.
-    renamed = [(line, {mapping.get(k, k): plain(v, infinities=True) for k, v in row.items()
-                       if mapping.get(k, k) != DROP})
-               for line, row in rows]
+    renamed = [
+        (line, {mapping.get(k, k): plain(v, infinities=True) for k, v in row.items() if mapping.get(k, k) != DROP})
+        for line, row in rows
+    ]
     shaped = {"candidates" in row for _, row in renamed}
     if shaped == {True}:
         return renamed
     if shaped == {True, False}:
         line = next(line for line, row in renamed if "candidates" not in row)
-        raise TaskFormatError(label, line, "candidates", "mixes task objects (with a candidates list) and "
-                                                         "one-answer rows; use one shape")
+        raise TaskFormatError(
+            label, line, "candidates", "mixes task objects (with a candidates list) and one-answer rows; use one shape"
+        )
     for field in ("prompt", "text"):
         line = next((line for line, row in renamed if field not in row), None)
         if line is not None:
-            raise TaskFormatError(label, line, field, f"missing column (columns: {', '.join(map(str, renamed[0][1]))}); "
-                                                      f"map yours with columns={{'NAME': {field!r}}} (--columns NAME={field} on the command line)")
+            raise TaskFormatError(
+                label,
+                line,
+                field,
+                f"missing column (columns: {', '.join(map(str, renamed[0][1]))}); "
+                f"map yours with columns={{'NAME': {field!r}}} (--columns NAME={field} on the command line)",
+            )
     criteria = _criteria_columns(label, renamed, mapping)
     return _group_long(label, renamed, criteria, {v: k for k, v in mapping.items()})
 
@@ -285,16 +315,21 @@ def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> l
 def _criteria_columns(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> list[str]:
     """The bare extra columns: each must hold numbers only (a human score criterion)."""
     fixed = set(CANONICAL) | {"human", "meta"}
-    extra = list(dict.fromkeys(k for _, row in rows for k in row
-                               if k not in fixed and not k.startswith(("human.", "meta."))))
+    extra = list(
+        dict.fromkeys(k for _, row in rows for k in row if k not in fixed and not k.startswith(("human.", "meta.")))
+    )
     for name in extra:
         for line, row in rows:
             value = row.get(name)
             if value is not None and not _is_number(value) and not (isinstance(value, str) and _numeric_text(value)):
-                raise TaskFormatError(label, line, name,
-                                      f"not a number ({_short(value)}), so not a human score; map it to "
-                                      f"meta.{name} (task metadata) or - (ignore it): columns={{{name!r}: "
-                                      f"'meta.{name}'}} (--columns {name}=meta.{name} on the command line)")
+                raise TaskFormatError(
+                    label,
+                    line,
+                    name,
+                    f"not a number ({_short(value)}), so not a human score; map it to "
+                    f"meta.{name} (task metadata) or - (ignore it): columns={{{name!r}: "
+                    f"'meta.{name}'}} (--columns {name}=meta.{name} on the command line)",
+                )
     return extra
 
 
@@ -326,7 +361,9 @@ def _group_long(label: str, rows: Sequence[Row], criteria: Sequence[str], source
             if row.get(field) == "":
                 row[field] = None
         if not isinstance(row["prompt"], str) or not row["prompt"].strip():
-            raise TaskFormatError(label, line, name("prompt"), f"expected a non-empty string, got {_short(row['prompt'])}")
+            raise TaskFormatError(
+                label, line, name("prompt"), f"expected a non-empty string, got {_short(row['prompt'])}"
+            )
         task_id = row.get("task_id")
         if task_id is None:
             if "task_id" in row:
@@ -338,29 +375,51 @@ def _group_long(label: str, rows: Sequence[Row], criteria: Sequence[str], source
         task_id = str(task_id)
         cand_id = row.get("candidate_id", row.get("system"))
         if cand_id is None or cand_id == "":
-            raise TaskFormatError(label, line, name("candidate_id"),
-                                  "missing: give a candidate_id column, or a system column to name the answers by")
+            raise TaskFormatError(
+                label,
+                line,
+                name("candidate_id"),
+                "missing: give a candidate_id column, or a system column to name the answers by",
+            )
         if not isinstance(row["text"], str):
             raise TaskFormatError(label, line, name("text"), f"text must be a string, got {_short(row['text'])}")
         if not row["text"].strip():
             raise TaskFormatError(label, line, name("text"), f"empty text for candidate {str(cand_id)!r}")
-        meta = {**(row.get("meta") or {}), **{k[5:]: v for k, v in row.items() if k.startswith("meta.") and v is not None}}
+        meta = {
+            **(row.get("meta") or {}),
+            **{k[5:]: v for k, v in row.items() if k.startswith("meta.") and v is not None},
+        }
         human = _human(label, line, row, criteria, name)
         if task_id not in tasks:
-            tasks[task_id] = (line, {"task_id": task_id, "prompt": row["prompt"], "reference": row.get("reference"),
-                                     "meta": meta, "candidates": []})
+            tasks[task_id] = (
+                line,
+                {
+                    "task_id": task_id,
+                    "prompt": row["prompt"],
+                    "reference": row.get("reference"),
+                    "meta": meta,
+                    "candidates": [],
+                },
+            )
         else:
             first_line, task = tasks[task_id]
             for field in _TASK_FIELDS:
                 if row.get(field) != task.get(field):
-                    raise TaskFormatError(label, line, name(field), f"differs from row {first_line} of the same task "
-                                                                    f"{task_id!r}; a task's rows must agree on it")
+                    raise TaskFormatError(
+                        label,
+                        line,
+                        name(field),
+                        f"differs from row {first_line} of the same task {task_id!r}; a task's rows must agree on it",
+                    )
             for key, value in meta.items():
                 if task["meta"].setdefault(key, value) != value:
-                    raise TaskFormatError(label, line, f"meta.{key}", f"differs from an earlier row of task {task_id!r}")
+                    raise TaskFormatError(
+                        label, line, f"meta.{key}", f"differs from an earlier row of task {task_id!r}"
+                    )
         # The id as read: rankkit.tasks turns an integer into its digits and refuses other kinds.
-        tasks[task_id][1]["candidates"].append({"id": cand_id, "text": row["text"], "system": row.get("system"),
-                                                "human": human, "_line": line})
+        tasks[task_id][1]["candidates"].append(
+            {"id": cand_id, "text": row["text"], "system": row.get("system"), "human": human, "_line": line}
+        )
     return list(tasks.values())
 
 

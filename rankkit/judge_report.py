@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from rankkit.judges.base import Judge
-from rankkit.judgments import Verdict, ParseStatus, Winner
+from rankkit.judgments import ParseStatus, Verdict, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap
@@ -94,8 +95,13 @@ def sample_pairs(task: Task, pairs_per_task: int | None, seed: int) -> list[tupl
 # Statistics
 
 
-def ratio_estimate(numerators: Sequence[float], denominators: Sequence[float], resamples: int = DEFAULT_RESAMPLES,
-                   level: float = DEFAULT_LEVEL, seed: int = 0) -> Interval:
+def ratio_estimate(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+) -> Interval:
     """``sum(numerators) / sum(denominators)`` with a percentile bootstrap interval over tasks.
 
     numerators, denominators: one entry per task. Tasks with a zero denominator take no part in
@@ -120,17 +126,30 @@ def ratio_estimate(numerators: Sequence[float], denominators: Sequence[float], r
 
 def metric_json(interval: Interval) -> dict[str, float | None]:
     """A metric as the report's JSON stores it: ``value``, ``low``, ``high``, ``n`` (NaN as None)."""
-    return {name: None if value is None or math.isnan(value) else value
-            for name, value in (("value", interval.estimate), ("low", interval.low), ("high", interval.high),
-                                ("n", interval.n))}
+    return {
+        name: None if value is None or math.isnan(value) else value
+        for name, value in (
+            ("value", interval.estimate),
+            ("low", interval.low),
+            ("high", interval.high),
+            ("n", interval.n),
+        )
+    }
 
 
 def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float], list[float]]]:
     """Per-task (numerator, denominator) lists for every metric in ``docs/analysis.md``."""
     task_ids = list(dict.fromkeys(r.task_id for r in records))
     index = {tid: i for i, tid in enumerate(task_ids)}
-    names = ("first_slot", "order_consistency", "length_judge", "length_human", "accuracy_single", "accuracy_both",
-             "accuracy_both_strict")
+    names = (
+        "first_slot",
+        "order_consistency",
+        "length_judge",
+        "length_human",
+        "accuracy_single",
+        "accuracy_both",
+        "accuracy_both_strict",
+    )
     counts = {name: ([0.0] * len(task_ids), [0.0] * len(task_ids)) for name in names}
 
     def add(name: str, i: int, num: float, den: float = 1.0) -> None:
@@ -158,11 +177,13 @@ def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float],
     return counts
 
 
-def measure(records: Sequence[PairRecord], resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL,
-            seed: int = 0) -> dict[str, Interval]:
+def measure(
+    records: Sequence[PairRecord], resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL, seed: int = 0
+) -> dict[str, Interval]:
     """Every metric in ``docs/analysis.md``, with its bootstrap interval."""
-    return {name: ratio_estimate(num, den, resamples, level, seed)
-            for name, (num, den) in metric_counts(records).items()}
+    return {
+        name: ratio_estimate(num, den, resamples, level, seed) for name, (num, den) in metric_counts(records).items()
+    }
 
 
 def verdict_counts(records: Sequence[PairRecord]) -> dict[str, int]:
@@ -174,8 +195,14 @@ def verdict_counts(records: Sequence[PairRecord]) -> dict[str, int]:
 # Collecting judgments
 
 
-def collect(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_task: int | None = None,
-            seed: int = 0, progress: bool = False) -> tuple[list[PairRecord], list[tuple[Task, list[Verdict]]], Cost]:
+def collect(
+    tasks: Sequence[Task],
+    judge: Judge,
+    cache: Any = None,
+    pairs_per_task: int | None = None,
+    seed: int = 0,
+    progress: bool = False,
+) -> tuple[list[PairRecord], list[tuple[Task, list[Verdict]]], Cost]:
     """Judge every sampled pair of every task in both orders (one batch per task).
 
     Returns ``(records, judgments, cost)``: a :class:`PairRecord` per pair, the raw judgments per
@@ -197,15 +224,24 @@ def collect(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_ta
         cost.add(source.cost)
         raw.append((task, judgments))
         for (a, b), a_first, b_first in zip(pairs, judgments[0::2], judgments[1::2]):
-            records.append(PairRecord(task_id=task.task_id, a=a, b=b,
-                                      a_first=verdict_of(a_first, a, b), b_first=verdict_of(b_first, b, a),
-                                      human=human_preference(task, a, b), longer=longer_candidate(task, a, b)))
+            records.append(
+                PairRecord(
+                    task_id=task.task_id,
+                    a=a,
+                    b=b,
+                    a_first=verdict_of(a_first, a, b),
+                    b_first=verdict_of(b_first, b, a),
+                    human=human_preference(task, a, b),
+                    longer=longer_candidate(task, a, b),
+                )
+            )
     memo.flush()
     return records, raw, cost
 
 
-def panel_section(panel: Any, tasks: Sequence[Task], records: Sequence[PairRecord], resamples: int,
-                  level: float, seed: int) -> dict[str, Any]:
+def panel_section(
+    panel: Any, tasks: Sequence[Task], records: Sequence[PairRecord], resamples: int, level: float, seed: int
+) -> dict[str, Any]:
     """Per-member metrics, inter-member agreement and draws by threshold for a panel judge.
 
     Reads the member votes the panel gathered while judging (its memory or the cache), so it
@@ -222,18 +258,31 @@ def panel_section(panel: Any, tasks: Sequence[Task], records: Sequence[PairRecor
         task = by_task[record.task_id]
         (per_member,), _ = panel.member_judgments([(task, task.candidate(record.a), task.candidate(record.b))])
         for m, (a_first, b_first) in enumerate(per_member):
-            member_records[m].append(PairRecord(
-                task_id=record.task_id, a=record.a, b=record.b, a_first=verdict_of(a_first, record.a, record.b),
-                b_first=verdict_of(b_first, record.b, record.a), human=record.human, longer=record.longer))
+            member_records[m].append(
+                PairRecord(
+                    task_id=record.task_id,
+                    a=record.a,
+                    b=record.b,
+                    a_first=verdict_of(a_first, record.a, record.b),
+                    b_first=verdict_of(b_first, record.b, record.a),
+                    human=record.human,
+                    longer=record.longer,
+                )
+            )
         votes = panel.votes(per_member)
         for m in range(len(panel.members)):
-            alpha_rows[m].extend(votes[2 * m: 2 * m + 2])
+            alpha_rows[m].extend(votes[2 * m : 2 * m + 2])
         decided.append((record, VoteCount.of(votes)))
     members = []
     for member, recs in zip(panel.members, member_records):
         estimates = measure(recs, resamples, level, seed)
-        members.append({"member": member.description, **verdict_counts(recs),
-                        "metrics": {k: metric_json(v) for k, v in estimates.items()}})
+        members.append(
+            {
+                "member": member.description,
+                **verdict_counts(recs),
+                "metrics": {k: metric_json(v) for k, v in estimates.items()},
+            }
+        )
     by_threshold = []
     for threshold in sorted({*PANEL_THRESHOLDS, panel.threshold}, reverse=True):
         draws, credits, decided_right = 0, [], []
@@ -245,22 +294,36 @@ def panel_section(panel: Any, tasks: Sequence[Task], records: Sequence[PairRecor
                 credits.append(credit(verdict, record.human))
                 if verdict != TIE:
                     decided_right.append(float(verdict == record.human))
-        by_threshold.append({"threshold": threshold, "decisions": len(decided), "draws": draws,
-                             "accuracy": float(np.mean(credits)) if credits else None,
-                             "accuracy_decided": float(np.mean(decided_right)) if decided_right else None,
-                             "accuracy_strict": float(np.sum(decided_right) / len(credits)) if credits else None})
+        by_threshold.append(
+            {
+                "threshold": threshold,
+                "decisions": len(decided),
+                "draws": draws,
+                "accuracy": float(np.mean(credits)) if credits else None,
+                "accuracy_decided": float(np.mean(decided_right)) if decided_right else None,
+                "accuracy_strict": float(np.sum(decided_right) / len(credits)) if credits else None,
+            }
+        )
     alpha = krippendorff_alpha(alpha_rows)
-    return {"members": members, "krippendorff_alpha": None if math.isnan(alpha) else alpha,
-            "thresholds": by_threshold}
+    return {"members": members, "krippendorff_alpha": None if math.isnan(alpha) else alpha, "thresholds": by_threshold}
 
 
 # ---------------------------------------------------------------------------------------------
 # The report
 
 
-def judge_report(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_per_task: int | None = None,
-                 seed: int = 0, resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL, progress: bool = False,
-                 judge_spec: str = "", data: str = "") -> dict[str, Any]:
+def judge_report(
+    tasks: Sequence[Task],
+    judge: Judge,
+    cache: Any = None,
+    pairs_per_task: int | None = None,
+    seed: int = 0,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    progress: bool = False,
+    judge_spec: str = "",
+    data: str = "",
+) -> dict[str, Any]:
     """Judge the sampled pairs in both orders and measure the judge; returns the report as a dict.
 
     Parameters
@@ -284,14 +347,27 @@ def judge_report(tasks: Sequence[Task], judge: Judge, cache: Any = None, pairs_p
     estimates = measure(records, resamples, level, seed)
     misses = sum(is_miss(j) for _, judgments in raw for j in judgments)
     report: dict[str, Any] = {
-        "judge": {"spec": judge_spec, "description": judge.description, "fingerprint": judge.fingerprint,
-                  "simulated": judge.simulated},
-        "data": data, "seed": seed, "pairs_per_task": pairs_per_task,
+        "judge": {
+            "spec": judge_spec,
+            "description": judge.description,
+            "fingerprint": judge.fingerprint,
+            "simulated": judge.simulated,
+        },
+        "data": data,
+        "seed": seed,
+        "pairs_per_task": pairs_per_task,
         "bootstrap": {"resamples": resamples, "confidence": level, "unit": "task"},
-        "tasks": len(tasks), "pairs": len(records), "judgments": 2 * len(records),
-        "counts": {**verdict_counts(records), "misses": misses, "judge_calls": cost.judge_calls,
-                   "cache_hits": cost.cache_hits, "prompt_tokens": cost.prompt_tokens,
-                   "completion_tokens": cost.completion_tokens},
+        "tasks": len(tasks),
+        "pairs": len(records),
+        "judgments": 2 * len(records),
+        "counts": {
+            **verdict_counts(records),
+            "misses": misses,
+            "judge_calls": cost.judge_calls,
+            "cache_hits": cost.cache_hits,
+            "prompt_tokens": cost.prompt_tokens,
+            "completion_tokens": cost.completion_tokens,
+        },
         "metrics": {name: metric_json(estimate) for name, estimate in estimates.items()},
     }
     if isinstance(judge, PanelJudge):
@@ -316,8 +392,14 @@ def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     for name, label in METRIC_LABELS:
         metric = report["metrics"][name]
         interval = "-" if metric["low"] is None else f"[{metric['low']:.3f}, {metric['high']:.3f}]"
-        rows.append({"metric": label, "value": metric["value"], "interval": interval,
-                     "n": None if metric["n"] is None else int(metric["n"])})
+        rows.append(
+            {
+                "metric": label,
+                "value": metric["value"],
+                "interval": interval,
+                "n": None if metric["n"] is None else int(metric["n"]),
+            }
+        )
     return rows
 
 
@@ -326,10 +408,17 @@ def panel_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
     members = []
     for member in report["panel"]["members"]:
         metrics = member["metrics"]
-        members.append({"member": member["member"], "acc1": metrics["accuracy_single"]["value"],
-                        "acc2": metrics["accuracy_both"]["value"], "strict": metrics["accuracy_both_strict"]["value"],
-                        "first": metrics["first_slot"]["value"],
-                        "consistency": metrics["order_consistency"]["value"], "failed": member["failed"]})
+        members.append(
+            {
+                "member": member["member"],
+                "acc1": metrics["accuracy_single"]["value"],
+                "acc2": metrics["accuracy_both"]["value"],
+                "strict": metrics["accuracy_both_strict"]["value"],
+                "first": metrics["first_slot"]["value"],
+                "consistency": metrics["order_consistency"]["value"],
+                "failed": member["failed"],
+            }
+        )
     return members, list(report["panel"]["thresholds"])
 
 
@@ -338,25 +427,52 @@ def format_report(report: dict[str, Any]) -> str:
     from rankkit.formatting import format_table
 
     counts = report["counts"]
-    lines = [f"judge {report['judge']['description']} · {report['tasks']} tasks, {report['pairs']} pairs, "
-             f"{report['judgments']} judgments (each pair in both orders) · seed {report['seed']}",
-             f"ties {counts['ties']} · failed {counts['failed']} (replay misses {counts['misses']}) · "
-             f"judge calls {counts['judge_calls']} · cache hits {counts['cache_hits']}",
-             format_table(report_rows(report), [("metric", "metric"), ("value", "value"),
-                                                ("interval", f"{report['bootstrap']['confidence']:.0%} CI"),
-                                                ("n", "n")])]
+    lines = [
+        f"judge {report['judge']['description']} · {report['tasks']} tasks, {report['pairs']} pairs, "
+        f"{report['judgments']} judgments (each pair in both orders) · seed {report['seed']}",
+        f"ties {counts['ties']} · failed {counts['failed']} (replay misses {counts['misses']}) · "
+        f"judge calls {counts['judge_calls']} · cache hits {counts['cache_hits']}",
+        format_table(
+            report_rows(report),
+            [
+                ("metric", "metric"),
+                ("value", "value"),
+                ("interval", f"{report['bootstrap']['confidence']:.0%} CI"),
+                ("n", "n"),
+            ],
+        ),
+    ]
     if "panel" in report:
         members, thresholds = panel_rows(report)
         alpha = report["panel"]["krippendorff_alpha"]
-        lines += ["", "panel members (accuracy: one order / both orders on decided pairs / both orders, draw = wrong):",
-                  format_table(members, [("member", "member"), ("acc1", "acc_1order"), ("acc2", "acc_2orders"),
-                                         ("strict", "acc_strict"),
-                                         ("first", "first_slot"), ("consistency", "consistency"),
-                                         ("failed", "failed")]),
-                  f"inter-judge agreement (Krippendorff's alpha, nominal): "
-                  f"{'-' if alpha is None else f'{alpha:.3f}'}",
-                  "", "decisions by agreement threshold:",
-                  format_table(thresholds, [("threshold", "threshold"), ("decisions", "decisions"),
-                                            ("draws", "draws"), ("accuracy", "acc_draw=1/2"),
-                                            ("accuracy_decided", "acc_decided"), ("accuracy_strict", "acc_strict")])]
+        lines += [
+            "",
+            "panel members (accuracy: one order / both orders on decided pairs / both orders, draw = wrong):",
+            format_table(
+                members,
+                [
+                    ("member", "member"),
+                    ("acc1", "acc_1order"),
+                    ("acc2", "acc_2orders"),
+                    ("strict", "acc_strict"),
+                    ("first", "first_slot"),
+                    ("consistency", "consistency"),
+                    ("failed", "failed"),
+                ],
+            ),
+            f"inter-judge agreement (Krippendorff's alpha, nominal): {'-' if alpha is None else f'{alpha:.3f}'}",
+            "",
+            "decisions by agreement threshold:",
+            format_table(
+                thresholds,
+                [
+                    ("threshold", "threshold"),
+                    ("decisions", "decisions"),
+                    ("draws", "draws"),
+                    ("accuracy", "acc_draw=1/2"),
+                    ("accuracy_decided", "acc_decided"),
+                    ("accuracy_strict", "acc_strict"),
+                ],
+            ),
+        ]
     return "\n".join(lines)

@@ -22,8 +22,9 @@ True
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from rankkit.tasks import Candidate, Task
 
@@ -61,13 +62,23 @@ class Grade:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "raw": self.raw, "status": self.status.value,
-                "usage": dict(self.usage), "extras": dict(self.extras)}
+        return {
+            "value": self.value,
+            "raw": self.raw,
+            "status": self.status.value,
+            "usage": dict(self.usage),
+            "extras": dict(self.extras),
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Grade":
-        return cls(value=data["value"], raw=data.get("raw", ""), status=ParseStatus(data.get("status", "ok")),
-                   usage=data.get("usage") or {}, extras=data.get("extras") or {})
+    def from_dict(cls, data: dict[str, Any]) -> Grade:
+        return cls(
+            value=data["value"],
+            raw=data.get("raw", ""),
+            status=ParseStatus(data.get("status", "ok")),
+            usage=data.get("usage") or {},
+            extras=data.get("extras") or {},
+        )
 
 
 @dataclass(frozen=True)
@@ -88,27 +99,44 @@ class Verdict:
     usage: dict[str, int] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
 
-    def swapped(self) -> "Verdict":
+    def swapped(self) -> Verdict:
         """The same judgment seen from the other side (second becomes first)."""
         flip = {Winner.FIRST: Winner.SECOND, Winner.SECOND: Winner.FIRST, Winner.TIE: Winner.TIE}
         return Verdict(
-            first_grade=self.second_grade, second_grade=self.first_grade, winner=flip[self.winner],
-            raw=self.raw, status=self.status,
+            first_grade=self.second_grade,
+            second_grade=self.first_grade,
+            winner=flip[self.winner],
+            raw=self.raw,
+            status=self.status,
             probability=None if self.probability is None else 1.0 - self.probability,
-            usage=self.usage, extras=self.extras,
+            usage=self.usage,
+            extras=self.extras,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"first_grade": self.first_grade, "second_grade": self.second_grade,
-                "winner": self.winner.value, "raw": self.raw, "status": self.status.value,
-                "probability": self.probability, "usage": dict(self.usage), "extras": dict(self.extras)}
+        return {
+            "first_grade": self.first_grade,
+            "second_grade": self.second_grade,
+            "winner": self.winner.value,
+            "raw": self.raw,
+            "status": self.status.value,
+            "probability": self.probability,
+            "usage": dict(self.usage),
+            "extras": dict(self.extras),
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
-        return cls(first_grade=data["first_grade"], second_grade=data["second_grade"],
-                   winner=Winner(data["winner"]), raw=data.get("raw", ""),
-                   status=ParseStatus(data.get("status", "ok")), probability=data.get("probability"),
-                   usage=data.get("usage") or {}, extras=data.get("extras") or {})
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        return cls(
+            first_grade=data["first_grade"],
+            second_grade=data["second_grade"],
+            winner=Winner(data["winner"]),
+            raw=data.get("raw", ""),
+            status=ParseStatus(data.get("status", "ok")),
+            probability=data.get("probability"),
+            usage=data.get("usage") or {},
+            extras=data.get("extras") or {},
+        )
 
 
 #: What a judge is asked: a task and one answer (a grade), two answers as shown (a verdict), or
@@ -165,17 +193,28 @@ class GroupChoice:
         return tuple(float(k) if slot == self.chosen else 0.0 for slot in range(k))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"chosen": self.chosen, "probabilities": None if self.probabilities is None else list(self.probabilities),
-                "grades": None if self.grades is None else list(self.grades), "raw": self.raw,
-                "status": self.status.value, "usage": dict(self.usage), "extras": dict(self.extras)}
+        return {
+            "chosen": self.chosen,
+            "probabilities": None if self.probabilities is None else list(self.probabilities),
+            "grades": None if self.grades is None else list(self.grades),
+            "raw": self.raw,
+            "status": self.status.value,
+            "usage": dict(self.usage),
+            "extras": dict(self.extras),
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "GroupChoice":
+    def from_dict(cls, data: Mapping[str, Any]) -> GroupChoice:
         probabilities, grades = data.get("probabilities"), data.get("grades")
-        return cls(chosen=data.get("chosen"), probabilities=None if probabilities is None else tuple(probabilities),
-                   grades=None if grades is None else tuple(grades), raw=data.get("raw", ""),
-                   status=ParseStatus(data.get("status", "ok")), usage=dict(data.get("usage") or {}),
-                   extras=dict(data.get("extras") or {}))
+        return cls(
+            chosen=data.get("chosen"),
+            probabilities=None if probabilities is None else tuple(probabilities),
+            grades=None if grades is None else tuple(grades),
+            raw=data.get("raw", ""),
+            status=ParseStatus(data.get("status", "ok")),
+            usage=dict(data.get("usage") or {}),
+            extras=dict(data.get("extras") or {}),
+        )
 
 
 @dataclass(frozen=True)
@@ -193,12 +232,21 @@ class GroupRanking:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"permutation": None if self.permutation is None else list(self.permutation), "raw": self.raw,
-                "status": self.status.value, "usage": dict(self.usage), "extras": dict(self.extras)}
+        return {
+            "permutation": None if self.permutation is None else list(self.permutation),
+            "raw": self.raw,
+            "status": self.status.value,
+            "usage": dict(self.usage),
+            "extras": dict(self.extras),
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "GroupRanking":
+    def from_dict(cls, data: Mapping[str, Any]) -> GroupRanking:
         permutation = data.get("permutation")
-        return cls(permutation=None if permutation is None else tuple(permutation), raw=data.get("raw", ""),
-                   status=ParseStatus(data.get("status", "ok")), usage=dict(data.get("usage") or {}),
-                   extras=dict(data.get("extras") or {}))
+        return cls(
+            permutation=None if permutation is None else tuple(permutation),
+            raw=data.get("raw", ""),
+            status=ParseStatus(data.get("status", "ok")),
+            usage=dict(data.get("usage") or {}),
+            extras=dict(data.get("extras") or {}),
+        )

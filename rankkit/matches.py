@@ -6,8 +6,9 @@ More in ``docs/matches.md``.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import networkx as nx
 
@@ -15,6 +16,7 @@ from rankkit.judgments import CHOICE_KIND, RANKING_KIND, Grade, ParseStatus, Ver
 from rankkit.memo import JudgmentMemo, Origin
 from rankkit.order import check_order, coin_order
 from rankkit.tasks import Task
+
 
 @dataclass
 class Cost:
@@ -40,7 +42,7 @@ class Cost:
     cached_tokens: int = 0  # prompt tokens the provider read from its prompt cache (in prompt_tokens)
     usd: float = 0.0  # what the new judgments cost, priced by the judge (rankkit.judges.prices); 0 unpriced
 
-    def add(self, other: "Cost") -> None:
+    def add(self, other: Cost) -> None:
         for name, value in asdict(other).items():
             setattr(self, name, getattr(self, name) + value)
 
@@ -60,10 +62,17 @@ class Comparison:
     round: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        record = {"first": self.first, "second": self.second, "round": self.round,
-                  "first_grade": self.verdict.first_grade, "second_grade": self.verdict.second_grade,
-                  "winner": self.verdict.winner.value, "probability": self.verdict.probability,
-                  "status": self.verdict.status.value, "raw": self.verdict.raw}
+        record = {
+            "first": self.first,
+            "second": self.second,
+            "round": self.round,
+            "first_grade": self.verdict.first_grade,
+            "second_grade": self.verdict.second_grade,
+            "winner": self.verdict.winner.value,
+            "probability": self.verdict.probability,
+            "status": self.verdict.status.value,
+            "raw": self.verdict.raw,
+        }
         if "verdict_path" in self.verdict.extras:  # generate mode: how the verdict was read
             record["verdict_path"] = self.verdict.extras["verdict_path"]
         return record
@@ -119,13 +128,23 @@ def make_match(a: str, b: str, comparisons: Sequence[Comparison]) -> Match:
     if not counted:
         placeholder = [c.verdict.first_grade for c in comparisons] or [0.0]
         middle = sum(placeholder) / len(placeholder)
-        return Match(a=a, b=b, grade_a=middle, grade_b=middle, outcome=None, comparisons=tuple(comparisons),
-                     settled_by="undecided")
+        return Match(
+            a=a,
+            b=b,
+            grade_a=middle,
+            grade_b=middle,
+            outcome=None,
+            comparisons=tuple(comparisons),
+            settled_by="undecided",
+        )
     grade_a = grade_b = 0.0
     for comparison in counted:
         verdict = comparison.verdict
-        sa, sb = ((verdict.first_grade, verdict.second_grade) if comparison.first == a
-                  else (verdict.second_grade, verdict.first_grade))
+        sa, sb = (
+            (verdict.first_grade, verdict.second_grade)
+            if comparison.first == a
+            else (verdict.second_grade, verdict.first_grade)
+        )
         grade_a += sa
         grade_b += sb
     grade_a /= len(counted)
@@ -143,15 +162,17 @@ def settle_by_grades(match: Match, grade_a: Grade, grade_b: Grade, scale: tuple[
     touch the other's): the higher grade wins, a failed grade loses to any read one; equal grades
     or two failed ones leave the match undecided. The grades become the match's grades (a failed
     one the bottom of the scale)."""
-    value_a, value_b = (g.value if g.value is not None and g.status is not ParseStatus.FAILED else None
-                        for g in (grade_a, grade_b))
-    if value_a is None and value_b is None or value_a == value_b:
+    value_a, value_b = (
+        g.value if g.value is not None and g.status is not ParseStatus.FAILED else None for g in (grade_a, grade_b)
+    )
+    if (value_a is None and value_b is None) or value_a == value_b:
         return match
     low = scale[0]
     value_a = low if value_a is None else value_a
     value_b = low if value_b is None else value_b
-    return replace(match, grade_a=value_a, grade_b=value_b, outcome=1.0 if value_a > value_b else 0.0,
-                   settled_by="grades")
+    return replace(
+        match, grade_a=value_a, grade_b=value_b, outcome=1.0 if value_a > value_b else 0.0, settled_by="grades"
+    )
 
 
 class MatchSource:
@@ -239,8 +260,13 @@ class MatchSource:
         """One pair's :meth:`compare_many`."""
         return self.compare_many([(first, second)], round)[0]
 
-    def play_many(self, pairs: Sequence[tuple[str, str]], order: str = "given", rng: random.Random | None = None,
-                  round: int | None = None) -> list[Match]:
+    def play_many(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        order: str = "given",
+        rng: random.Random | None = None,
+        round: int | None = None,
+    ) -> list[Match]:
         """Play each pair (a, b) in the presentation order ``order`` (see ``docs/matches.md``).
 
         Parameters
@@ -275,8 +301,11 @@ class MatchSource:
     def _rejudge_reversed(self, played: dict[tuple[str, str], list[Comparison]], round: int | None) -> None:
         """A match whose every comparison failed is asked once more in the other order (a
         failure tied to one presentation order, e.g. a long first answer, may not recur)."""
-        retry = [(first, second) for (first, second), comparisons in played.items()
-                 if len(comparisons) == 1 and not decided(comparisons[0])]
+        retry = [
+            (first, second)
+            for (first, second), comparisons in played.items()
+            if len(comparisons) == 1 and not decided(comparisons[0])
+        ]
         if retry:
             reversed_verdicts = self.compare_many([(second, first) for first, second in retry], round)
             for (first, second), verdict in zip(retry, reversed_verdicts):
@@ -312,8 +341,9 @@ class MatchSource:
         if self.wants_forecast:
             self.progress.forecast(self.task.task_id, self.strategy, remaining)
 
-    def play(self, a: str, b: str, order: str = "given", rng: random.Random | None = None,
-             round: int | None = None) -> Match:
+    def play(
+        self, a: str, b: str, order: str = "given", rng: random.Random | None = None, round: int | None = None
+    ) -> Match:
         """One pair's :meth:`play_many`."""
         return self.play_many([(a, b)], order, rng, round)[0]
 
@@ -334,16 +364,28 @@ class MatchSource:
         return shown
 
     # -- k-way judgments (rankkit.choices) ----------------------------------------------------
-    def choose_many(self, groups: Sequence[Sequence[str]], order: str = "given", rng: random.Random | None = None,
-                    round: int | None = None, shifts: int = 0) -> list[Any]:
+    def choose_many(
+        self,
+        groups: Sequence[Sequence[str]],
+        order: str = "given",
+        rng: random.Random | None = None,
+        round: int | None = None,
+        shifts: int = 0,
+    ) -> list[Any]:
         """Show each group and ask which member is best: one :class:`~rankkit.choices.GroupMatch`
         per group (``order`` ``given``/``random``/``permute``: :mod:`rankkit.choices`)."""
         from rankkit.choices import play_groups
 
         return play_groups(self, CHOICE_KIND, groups, order, rng, round, shifts)
 
-    def rank_many(self, groups: Sequence[Sequence[str]], order: str = "given", rng: random.Random | None = None,
-                   round: int | None = None, shifts: int = 0) -> list[Any]:
+    def rank_many(
+        self,
+        groups: Sequence[Sequence[str]],
+        order: str = "given",
+        rng: random.Random | None = None,
+        round: int | None = None,
+        shifts: int = 0,
+    ) -> list[Any]:
         """Show each group and ask for its members best first: one :class:`~rankkit.choices.GroupMatch` per group."""
         from rankkit.choices import play_groups
 
@@ -410,10 +452,17 @@ class MatchSource:
         """Tell the run's progress bar what the last batch used and where it came from."""
         if self.progress is not None:
             origins = [origin for _, origin in answers]
-            usd = sum(int(judgment.usage.get("usd_nano", 0)) for judgment, origin in answers
-                      if origin is Origin.JUDGE) / 1e9
-            self.progress.judged(len(origins), origins.count(Origin.JUDGE), origins.count(Origin.CACHE),
-                                 origins.count(Origin.MEMORY), usd)
+            usd = (
+                sum(int(judgment.usage.get("usd_nano", 0)) for judgment, origin in answers if origin is Origin.JUDGE)
+                / 1e9
+            )
+            self.progress.judged(
+                len(origins),
+                origins.count(Origin.JUDGE),
+                origins.count(Origin.CACHE),
+                origins.count(Origin.MEMORY),
+                usd,
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,8 +488,15 @@ class MatchGraph:
         first, second = comparison.first, comparison.second
         data = self.graph.get_edge_data(first, second, key=fingerprint)
         if data is None:
-            self.graph.add_edge(first, second, key=fingerprint, verdict=comparison.verdict, strategy=strategy,
-                                round=comparison.round, used_by=[])
+            self.graph.add_edge(
+                first,
+                second,
+                key=fingerprint,
+                verdict=comparison.verdict,
+                strategy=strategy,
+                round=comparison.round,
+                used_by=[],
+            )
             data = self.graph.edges[first, second, fingerprint]
         data["used_by"].append({"strategy": strategy, "round": comparison.round})
 

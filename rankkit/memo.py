@@ -9,13 +9,25 @@ import contextlib
 import enum
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from functools import cached_property
-from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rankkit.cache import JudgmentCache, NullCache, is_failed, judgment_key
-from rankkit.judgments import (CHOICE_KIND, GRADE_KIND, RANKING_KIND, VERDICT_KIND, GroupChoice, ComparisonRequest,
-                               Grade, GradeRequest, GroupRequest, GroupRanking, Verdict)
+from rankkit.judgments import (
+    CHOICE_KIND,
+    GRADE_KIND,
+    RANKING_KIND,
+    VERDICT_KIND,
+    ComparisonRequest,
+    Grade,
+    GradeRequest,
+    GroupChoice,
+    GroupRanking,
+    GroupRequest,
+    Verdict,
+)
 from rankkit.tasks import Candidate, Task
 
 J = TypeVar("J")
@@ -30,14 +42,14 @@ POLL_MAX_SECONDS = 0.5
 Ask = Callable[[list[int]], Iterator[tuple[int, Any]]]
 
 
-
 class Feeder(Protocol):
     """What the memo needs of the run's :class:`~rankkit.dispatch.Dispatcher`: hand it a judge's
     batched method and requests from any worker thread, get ``(index, judgment)`` back as each is
     answered. Named here, so the memo does not import the dispatcher (a floor above it)."""
 
-    def judge_many(self, call: Callable[[Sequence[Any]], Iterator[tuple[int, Any]]], requests: Sequence[Any]
-                   ) -> Iterator[tuple[int, Any]]: ...
+    def judge_many(
+        self, call: Callable[[Sequence[Any]], Iterator[tuple[int, Any]]], requests: Sequence[Any]
+    ) -> Iterator[tuple[int, Any]]: ...
 
 
 class MemoJudge(Protocol):
@@ -52,7 +64,7 @@ class MemoJudge(Protocol):
 
     def kway_key(self) -> list[Any]: ...
 
-    def bind_memo(self, memo: "JudgmentMemo") -> None: ...
+    def bind_memo(self, memo: JudgmentMemo) -> None: ...
 
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]: ...
 
@@ -106,8 +118,13 @@ class JudgmentMemo:
     'memory'
     """
 
-    def __init__(self, judge: "MemoJudge | None" = None, cache: JudgmentCache | NullCache | None = None,
-                 dispatcher: Feeder | None = None, flush_seconds: float = 0.1):
+    def __init__(
+        self,
+        judge: MemoJudge | None = None,
+        cache: JudgmentCache | NullCache | None = None,
+        dispatcher: Feeder | None = None,
+        flush_seconds: float = 0.1,
+    ):
         self.judge = judge
         self.cache = cache if cache is not None else NullCache()
         self.dispatcher = dispatcher
@@ -131,8 +148,9 @@ class JudgmentMemo:
         return self.judge.fingerprint if self.judge is not None else ""
 
     # -- typed entry points -------------------------------------------------------------------
-    def verdicts(self, requests: Sequence[ComparisonRequest], judge: "MemoJudge | None" = None
-                 ) -> list[tuple[Verdict, Origin]]:
+    def verdicts(
+        self, requests: Sequence[ComparisonRequest], judge: MemoJudge | None = None
+    ) -> list[tuple[Verdict, Origin]]:
         """The verdict on every ``(task, first, second)`` request, in order, with its origin.
 
         judge: whose verdicts (default: the memo's judge). A judge built on other judges (a
@@ -141,26 +159,28 @@ class JudgmentMemo:
         """
         return self._ask_judge(requests, judge, VERDICT_KIND, Verdict, "compare_many")
 
-    def grades(self, requests: Sequence[GradeRequest], judge: "MemoJudge | None" = None
-               ) -> list[tuple[Grade, Origin]]:
+    def grades(self, requests: Sequence[GradeRequest], judge: MemoJudge | None = None) -> list[tuple[Grade, Origin]]:
         """The grade of every ``(task, candidate)`` request, in order, with its origin."""
         return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
 
-    def choices(self, requests: Sequence[GroupRequest], judge: "MemoJudge | None" = None
-                ) -> list[tuple[GroupChoice, Origin]]:
+    def choices(
+        self, requests: Sequence[GroupRequest], judge: MemoJudge | None = None
+    ) -> list[tuple[GroupChoice, Origin]]:
         """The k-way choice on every ``(task, candidates)`` request (candidates in the order
         shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
         of the key, so a shuffle of the same answers is another request."""
         return self._ask_judge(requests, judge, CHOICE_KIND, GroupChoice, "choose_many")
 
-    def rankings(self, requests: Sequence[GroupRequest], judge: "MemoJudge | None" = None
-                  ) -> list[tuple[GroupRanking, Origin]]:
+    def rankings(
+        self, requests: Sequence[GroupRequest], judge: MemoJudge | None = None
+    ) -> list[tuple[GroupRanking, Origin]]:
         """The k-way ranking of every ``(task, candidates)`` request, in order, with its origin
         (kind ``"ranking"``)."""
         return self._ask_judge(requests, judge, RANKING_KIND, GroupRanking, "rank_many")
 
-    def _ask_judge(self, requests: Sequence[tuple[Any, ...]], judge: "MemoJudge | None", kind: str,
-                   judgment_type: Any, method: str) -> list[tuple[Any, Origin]]:
+    def _ask_judge(
+        self, requests: Sequence[tuple[Any, ...]], judge: MemoJudge | None, kind: str, judgment_type: Any, method: str
+    ) -> list[tuple[Any, Origin]]:
         own = judge is None or judge is self.judge
         judge = self.judge if judge is None else judge
         call = getattr(judge, method)
@@ -179,9 +199,15 @@ class JudgmentMemo:
         return self.fetch(fingerprint, kind, keys, ask, judgment_type.from_dict, judgment_type.to_dict)
 
     # -- any kind of judgment -----------------------------------------------------------------
-    def fetch(self, fingerprint: str, kind: str, keys: Sequence[Sequence[Any]], ask: Ask,
-              decode: Callable[[dict[str, Any]], J], encode: Callable[[J], dict[str, Any]]
-              ) -> list[tuple[J, Origin]]:
+    def fetch(
+        self,
+        fingerprint: str,
+        kind: str,
+        keys: Sequence[Sequence[Any]],
+        ask: Ask,
+        decode: Callable[[dict[str, Any]], J],
+        encode: Callable[[J], dict[str, Any]],
+    ) -> list[tuple[J, Origin]]:
         """The judgment of every request, in order, with where it came from.
 
         Parameters
@@ -233,8 +259,9 @@ class JudgmentMemo:
             for row, future in mine.items():
                 found[row] = (future.result(), Origin.JUDGE)
         if elsewhere:
-            origins = self._await_other_processes(fingerprint, kind, elsewhere, since, first_index, rows,
-                                                  ask, decode, encode)
+            origins = self._await_other_processes(
+                fingerprint, kind, elsewhere, since, first_index, rows, ask, decode, encode
+            )
             for row, future in elsewhere.items():
                 found[row] = (future.result(), origins[row])
         if waiting:
@@ -279,10 +306,18 @@ class JudgmentMemo:
             del mine[row]
         return elsewhere
 
-    def _await_other_processes(self, fingerprint: str, kind: str, elsewhere: dict[str, Future], since: float,
-                               first_index: dict[str, int], rows: list[str], ask: Ask,
-                               decode: Callable[[dict[str, Any]], Any], encode: Callable[[Any], dict[str, Any]]
-                               ) -> dict[str, Origin]:
+    def _await_other_processes(
+        self,
+        fingerprint: str,
+        kind: str,
+        elsewhere: dict[str, Future],
+        since: float,
+        first_index: dict[str, int],
+        rows: list[str],
+        ask: Ask,
+        decode: Callable[[dict[str, Any]], Any],
+        encode: Callable[[Any], dict[str, Any]],
+    ) -> dict[str, Origin]:
         """Settle every future of ``elsewhere`` (rows another process holds a lease on): read each
         from the cache once its owner commits it (a failed answer too, when committed at or after
         ``since``: the owner's answer to this very request, which it uses as well), and ask the
@@ -333,8 +368,16 @@ class JudgmentMemo:
         return origins
 
     # -- asking the judge ---------------------------------------------------------------------
-    def _ask(self, fingerprint: str, kind: str, indices: list[int], rows: list[str],
-             mine: dict[str, Future], ask: Ask, encode: Callable[[Any], dict[str, Any]]) -> None:
+    def _ask(
+        self,
+        fingerprint: str,
+        kind: str,
+        indices: list[int],
+        rows: list[str],
+        mine: dict[str, Future],
+        ask: Ask,
+        encode: Callable[[Any], dict[str, Any]],
+    ) -> None:
         try:
             for position, judgment in ask(indices):
                 row = rows[indices[position]]

@@ -6,7 +6,8 @@ More in ``docs/analysis.md``.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy and scipy load when metrics are computed, not on `import rankkit`
     import numpy as np
@@ -19,8 +20,16 @@ CORRELATIONS = {
     "kendall": "kendalltau",
 }
 
-METRIC_NAMES = ("pearson", "spearman", "kendall", "task_pearson", "task_spearman", "task_kendall",
-                "pairwise_accuracy", "top1_accuracy")
+METRIC_NAMES = (
+    "pearson",
+    "spearman",
+    "kendall",
+    "task_pearson",
+    "task_spearman",
+    "task_kendall",
+    "pairwise_accuracy",
+    "top1_accuracy",
+)
 
 #: Tasks are evaluated in chunks holding at most this many within-task pairs (bounded memory).
 _PAIRS_PER_CHUNK = 1 << 20
@@ -54,8 +63,9 @@ def pairwise_accuracy_counts(scores: Mapping[str, float], human: Mapping[str, fl
     import numpy as np
 
     ids = list(human)
-    signs = _pair_signs(np.array([[scores[c] for c in ids]], dtype=float),
-                        np.array([list(human.values())], dtype=float))
+    signs = _pair_signs(
+        np.array([[scores[c] for c in ids]], dtype=float), np.array([list(human.values())], dtype=float)
+    )
     return int(signs["correct"][0]), int(signs["untied_human"][0])
 
 
@@ -86,10 +96,12 @@ def _pair_signs(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray]:
     score_sign = np.sign(scores[:, second] - scores[:, first]).astype(np.int8)
     human_sign = np.sign(human[:, second] - human[:, first]).astype(np.int8)
     agree = score_sign * human_sign
-    return {"concordance": agree.sum(axis=1, dtype=np.int64),
-            "untied_scores": np.abs(score_sign).sum(axis=1, dtype=np.int64),
-            "untied_human": np.abs(human_sign).sum(axis=1, dtype=np.int64),
-            "correct": (agree > 0).sum(axis=1)}
+    return {
+        "concordance": agree.sum(axis=1, dtype=np.int64),
+        "untied_scores": np.abs(score_sign).sum(axis=1, dtype=np.int64),
+        "untied_human": np.abs(human_sign).sum(axis=1, dtype=np.int64),
+        "correct": (agree > 0).sum(axis=1),
+    }
 
 
 def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -109,8 +121,9 @@ def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     xm = x - x.mean(axis=1, keepdims=True)
     ym = y - y.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.sum((xm / np.linalg.norm(xm, axis=1, keepdims=True)) * (ym / np.linalg.norm(ym, axis=1, keepdims=True)),
-                   axis=1)
+        r = np.sum(
+            (xm / np.linalg.norm(xm, axis=1, keepdims=True)) * (ym / np.linalg.norm(ym, axis=1, keepdims=True)), axis=1
+        )
     return np.clip(r, -1.0, 1.0)
 
 
@@ -120,8 +133,11 @@ def _task_metrics(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray
     import numpy as np
     from scipy.stats import rankdata
 
-    defined = (np.ptp(scores, axis=1) > 0) & (np.ptp(human, axis=1) > 0) if scores.shape[1] >= 2 \
+    defined = (
+        (np.ptp(scores, axis=1) > 0) & (np.ptp(human, axis=1) > 0)
+        if scores.shape[1] >= 2
         else np.zeros(len(scores), dtype=bool)
+    )
     out = {name: np.full(len(scores), math.nan) for name in CORRELATIONS}
     signs = _pair_signs(scores, human)
     if defined.any():
@@ -130,8 +146,11 @@ def _task_metrics(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray
         out["spearman"][defined] = row_pearson(rankdata(s, axis=1), rankdata(h, axis=1))
         # tau-b = (concordant − discordant) / sqrt(pairs untied in x) / sqrt(pairs untied in y),
         # divided in that order as scipy.stats.kendalltau does.
-        tau = (signs["concordance"][defined] / np.sqrt(signs["untied_scores"][defined])
-               / np.sqrt(signs["untied_human"][defined]))
+        tau = (
+            signs["concordance"][defined]
+            / np.sqrt(signs["untied_scores"][defined])
+            / np.sqrt(signs["untied_human"][defined])
+        )
         out["kendall"][defined] = np.clip(tau, -1.0, 1.0)
     top = scores == scores.max(axis=1, keepdims=True)
     best = human == human.max(axis=1, keepdims=True)
@@ -157,7 +176,7 @@ def evaluate(per_task: Sequence[tuple[Mapping[str, float], Sequence[str], Mappin
     for size, tasks in by_size.items():
         chunk = max(1, _PAIRS_PER_CHUNK // max(1, size * (size - 1) // 2))
         for start in range(0, len(tasks), chunk):
-            rows = tasks[start:start + chunk]
+            rows = tasks[start : start + chunk]
             scores = np.array([[s[c] for c in h] for s, h in rows], dtype=float)
             human = np.array([list(h.values()) for _, h in rows], dtype=float)
             for name, values in _task_metrics(scores, human).items():

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rankkit.analysis import (
     correlation_table,
@@ -36,7 +37,9 @@ def _figure(width: float, height: float) -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise PlotDependencyError("plots need matplotlib: pip install 'rankkit[plot]' (or pip install matplotlib)") from err
+        raise PlotDependencyError(
+            "plots need matplotlib: pip install 'rankkit[plot]' (or pip install matplotlib)"
+        ) from err
     return Figure(figsize=(width, height), layout="constrained")
 
 
@@ -72,8 +75,16 @@ def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level
             interval = row["metrics"][metric]
             if math.isnan(interval.estimate):
                 continue
-            axis.errorbar(interval.estimate, y, xerr=[[e] for e in _error_bar(interval)], fmt="o", color="tab:blue",
-                          ecolor="tab:blue", capsize=3, markersize=5)
+            axis.errorbar(
+                interval.estimate,
+                y,
+                xerr=[[e] for e in _error_bar(interval)],
+                fmt="o",
+                color="tab:blue",
+                ecolor="tab:blue",
+                capsize=3,
+                markersize=5,
+            )
         axis.set_title(_literal(metric))
         axis.grid(axis="x", alpha=0.3)
         axis.set_yticks(positions, [_literal(name) for name in names])
@@ -82,9 +93,14 @@ def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level
     return _save(figure, Path(path))
 
 
-def cost_accuracy_points(results: RunResult, metric: str = "task_spearman", resamples: int = DEFAULT_RESAMPLES,
-                         seed: int = 0, level: float = DEFAULT_LEVEL,
-                         rows: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+def cost_accuracy_points(
+    results: RunResult,
+    metric: str = "task_spearman",
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    rows: Sequence[Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """One point per strategy: judgments used per task (comparisons + grades) and ``metric`` with its interval.
 
     Parameters
@@ -97,13 +113,25 @@ def cost_accuracy_points(results: RunResult, metric: str = "task_spearman", resa
         tasks = max(1, len(strategy_run(results, row["strategy"]).tasks))
         cost = ((row["comparisons"] or 0) + (row["grades"] or 0)) / tasks
         interval = row["metrics"][metric]
-        points.append({"label": row["strategy"], "cost": cost, "estimate": interval.estimate,
-                       "low": interval.low, "high": interval.high})
+        points.append(
+            {
+                "label": row["strategy"],
+                "cost": cost,
+                "estimate": interval.estimate,
+                "low": interval.low,
+                "high": interval.high,
+            }
+        )
     return points
 
 
-def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, metric: str = "task_spearman",
-                       title: str | None = None, xlabel: str = "judgments per task (comparisons + grades)") -> Path:
+def plot_cost_accuracy(
+    points: Sequence[Mapping[str, Any]],
+    path: str | Path,
+    metric: str = "task_spearman",
+    title: str | None = None,
+    xlabel: str = "judgments per task (comparisons + grades)",
+) -> Path:
     """Cost against accuracy, one labelled point (with its interval) per strategy.
 
     Parameters
@@ -122,11 +150,25 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
         axis.set_xscale("log")
     for index, point in enumerate(shown):
         interval = Interval(point["estimate"], point["low"], point["high"])
-        axis.errorbar(point["cost"], point["estimate"], yerr=[[e] for e in _error_bar(interval)], fmt="o",
-                      color=f"C{index % 10}", capsize=3, markersize=6)
+        axis.errorbar(
+            point["cost"],
+            point["estimate"],
+            yerr=[[e] for e in _error_bar(interval)],
+            fmt="o",
+            color=f"C{index % 10}",
+            capsize=3,
+            markersize=6,
+        )
     for (point, offset, align), index in zip(_label_places(shown, logarithmic, width_in, height_in), range(len(shown))):
-        axis.annotate(_literal(point["label"]), (point["cost"], point["estimate"]), textcoords="offset points", xytext=offset,
-                      ha=align, fontsize=8, color=f"C{index % 10}")
+        axis.annotate(
+            _literal(point["label"]),
+            (point["cost"], point["estimate"]),
+            textcoords="offset points",
+            xytext=offset,
+            ha=align,
+            fontsize=8,
+            color=f"C{index % 10}",
+        )
     axis.set_xlabel(_literal(xlabel))
     axis.set_ylabel(_literal(metric))
     axis.grid(alpha=0.3)
@@ -134,8 +176,9 @@ def plot_cost_accuracy(points: Sequence[Mapping[str, Any]], path: str | Path, me
     return _save(figure, Path(path))
 
 
-def _label_places(points: Sequence[Mapping[str, Any]], logarithmic: bool, width_in: float,
-                  height_in: float) -> list[tuple[Mapping[str, Any], tuple[int, int], str]]:
+def _label_places(
+    points: Sequence[Mapping[str, Any]], logarithmic: bool, width_in: float, height_in: float
+) -> list[tuple[Mapping[str, Any], tuple[int, int], str]]:
     """Where each point's label goes: the first of a ring of offsets whose text box overlaps no
     label placed before and no other point (a greedy placement; boxes are estimated in axis
     fractions from the label's length at font size 8)."""
@@ -148,9 +191,21 @@ def _label_places(points: Sequence[Mapping[str, Any]], logarithmic: bool, width_
     anchors = [(0.05 + 0.9 * (x - min(xs)) / x_span, 0.05 + 0.9 * (y - min(ys)) / y_span) for x, y in zip(xs, ys)]
     per_point_x, per_point_y = 1 / (72 * width_in * 0.8), 1 / (72 * height_in * 0.8)  # one typographic point
     height = 10 * per_point_y
-    offsets = [(dx, dy, align) for distance in (1, 2, 3) for dx, dy, align in
-               ((6, 3, "left"), (6, -10, "left"), (-6, 3, "right"), (-6, -10, "right"), (0, 8, "center"), (0, -17, "center"))
-               for dx, dy in [(dx * (1 if distance == 1 else distance * 0.8), dy * distance if dy > 0 else dy - 8 * (distance - 1))]]
+    offsets = [
+        (dx, dy, align)
+        for distance in (1, 2, 3)
+        for dx, dy, align in (
+            (6, 3, "left"),
+            (6, -10, "left"),
+            (-6, 3, "right"),
+            (-6, -10, "right"),
+            (0, 8, "center"),
+            (0, -17, "center"),
+        )
+        for dx, dy in [
+            (dx * (1 if distance == 1 else distance * 0.8), dy * distance if dy > 0 else dy - 8 * (distance - 1))
+        ]
+    ]
     boxes: list[tuple[float, float, float, float]] = []
     out = []
     for point, (fx, fy) in zip(points, anchors):
@@ -161,8 +216,10 @@ def _label_places(points: Sequence[Mapping[str, Any]], logarithmic: bool, width_
             bottom = fy + dy * per_point_y
             box = (left, bottom, left + width, bottom + height)
             clear_of_labels = all(box[2] < b[0] or box[0] > b[2] or box[3] < b[1] or box[1] > b[3] for b in boxes)
-            clear_of_points = all(not (box[0] - 0.005 < ax < box[2] + 0.005 and box[1] - 0.005 < ay < box[3] + 0.005)
-                                  for ax, ay in anchors)
+            clear_of_points = all(
+                not (box[0] - 0.005 < ax < box[2] + 0.005 and box[1] - 0.005 < ay < box[3] + 0.005)
+                for ax, ay in anchors
+            )
             if clear_of_labels and clear_of_points:
                 choice = (box, (round(dx), round(dy)), align)
                 break
@@ -194,13 +251,20 @@ def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path
             errors[0].append(low_err)
             errors[1].append(high_err)
         axis.bar(xs, heights, width, yerr=errors, capsize=3, label=f"eliminated in {label}", color=color, alpha=0.85)
-    ticks = [_literal(f"{item['strategy']}\nn = {item['groups']['first round']['candidates']} / {item['groups']['later rounds']['candidates']}")
-             for item in items]
+    ticks = [
+        _literal(
+            f"{item['strategy']}\nn = {item['groups']['first round']['candidates']} / {item['groups']['later rounds']['candidates']}"
+        )
+        for item in items
+    ]
     axis.set_xticks(range(len(items)), ticks, fontsize=8)
     axis.axhline(0, color="black", linewidth=0.8)
     axis.set_ylabel(_literal(f"{items[0]['method']} with human scores"))
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
-    axis.set_title("graded once (round-1 losers) vs several times\n(Knockout LLM Assessment, Table 2; 95% intervals over tasks)", fontsize=10)
+    axis.set_title(
+        "graded once (round-1 losers) vs several times\n(Knockout LLM Assessment, Table 2; 95% intervals over tasks)",
+        fontsize=10,
+    )
     axis.grid(axis="y", alpha=0.3)
     return _save(figure, Path(path))
 
@@ -231,13 +295,19 @@ def plot_judge_vs_human(results: RunResult, path: str | Path, seed: int = 0) -> 
         axis.set_xlabel(_literal(f"human ({results.criterion or 'score'})"), fontsize=8)
         axis.set_ylabel("strategy score", fontsize=8)
         axis.grid(alpha=0.3)
-    for axis in axes[len(names):]:
+    for axis in axes[len(names) :]:
         axis.set_visible(False)
     return _save(figure, Path(path))
 
 
-def plot_all(results: RunResult, out_dir: str | Path, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-             level: float = DEFAULT_LEVEL, metric: str = "task_spearman") -> list[Path]:
+def plot_all(
+    results: RunResult,
+    out_dir: str | Path,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    metric: str = "task_spearman",
+) -> list[Path]:
     """Write every figure for ``results`` into ``out_dir``; returns the paths written."""
     if not human_scores(results):
         raise SpecError("the results have no human scores (no criterion), so there is nothing to plot against")
@@ -245,11 +315,24 @@ def plot_all(results: RunResult, out_dir: str | Path, resamples: int = DEFAULT_R
     written = []
     rows = correlation_table(results, CORRELATION_METRICS, resamples, seed, level)
     written.append(plot_correlations(rows, out / "correlations.png", level))
-    points = cost_accuracy_points(results, metric, rows=rows if metric in CORRELATION_METRICS else None,
-                                  resamples=resamples, seed=seed, level=level)
-    written.append(plot_cost_accuracy(points, out / "cost_accuracy.png", metric,
-                                      title=f"cost vs {metric} ({level:.0%} intervals over tasks)"))
-    items = [e for e in (elimination_rounds(results, n, "pearson", resamples, seed, level) for n in strategy_names(results)) if e]
+    points = cost_accuracy_points(
+        results,
+        metric,
+        rows=rows if metric in CORRELATION_METRICS else None,
+        resamples=resamples,
+        seed=seed,
+        level=level,
+    )
+    written.append(
+        plot_cost_accuracy(
+            points, out / "cost_accuracy.png", metric, title=f"cost vs {metric} ({level:.0%} intervals over tasks)"
+        )
+    )
+    items = [
+        e
+        for e in (elimination_rounds(results, n, "pearson", resamples, seed, level) for n in strategy_names(results))
+        if e
+    ]
     elimination = plot_elimination_rounds(items, out / "elimination_rounds.png")
     if elimination is not None:
         written.append(elimination)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 import random
 import threading
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy loads where it is used: `rankkit strategies` imports this module
     import numpy as np
@@ -52,8 +53,14 @@ def elo_expected(rating_a: float, rating_b: float, scale: float = ELO_SCALE, bas
     return 1.0 / (1.0 + base ** ((rating_b - rating_a) / scale))
 
 
-def online_elo(outcomes: Sequence[Outcome], items: Sequence[str] | None = None, k: float = 16.0,
-               initial: float = ELO_INITIAL, scale: float = ELO_SCALE, base: float = ELO_BASE) -> dict[str, float]:
+def online_elo(
+    outcomes: Sequence[Outcome],
+    items: Sequence[str] | None = None,
+    k: float = 16.0,
+    initial: float = ELO_INITIAL,
+    scale: float = ELO_SCALE,
+    base: float = ELO_BASE,
+) -> dict[str, float]:
     """Online Elo: play the outcomes in the given order, updating both ratings after each.
 
     After a match with outcome ``s`` for a, ``r_a += k·(s − E_a)`` and ``r_b −= k·(s − E_a)``, where
@@ -84,10 +91,16 @@ def online_elo(outcomes: Sequence[Outcome], items: Sequence[str] | None = None, 
 _ELO_BLOCK_ENTRIES = 1 << 24
 
 
-def elo_over_permutations(outcomes: Sequence[Outcome], items: Sequence[str] | None = None,
-                          permutations: int = 100, seed: int | random.Random = 0, k: float = 16.0,
-                          initial: float = ELO_INITIAL, scale: float = ELO_SCALE,
-                          base: float = ELO_BASE) -> dict[str, float]:
+def elo_over_permutations(
+    outcomes: Sequence[Outcome],
+    items: Sequence[str] | None = None,
+    permutations: int = 100,
+    seed: int | random.Random = 0,
+    k: float = 16.0,
+    initial: float = ELO_INITIAL,
+    scale: float = ELO_SCALE,
+    base: float = ELO_BASE,
+) -> dict[str, float]:
     """Online Elo averaged over ``permutations`` random orders of the outcomes.
 
     Online Elo depends on the order of the outcomes (the last ones weigh most); averaging over
@@ -207,8 +220,14 @@ def default_alpha(n_items: int) -> float:
     return BT_PRIOR / max(1, n_items - 1)
 
 
-def bradley_terry(outcomes: Sequence[Outcome], items: Sequence[str] | None = None, alpha: float | None = None,
-                  initial: float = ELO_INITIAL, scale: float = ELO_SCALE, base: float = ELO_BASE) -> dict[str, float]:
+def bradley_terry(
+    outcomes: Sequence[Outcome],
+    items: Sequence[str] | None = None,
+    alpha: float | None = None,
+    initial: float = ELO_INITIAL,
+    scale: float = ELO_SCALE,
+    base: float = ELO_BASE,
+) -> dict[str, float]:
     """Bradley–Terry ratings on the Elo scale, fitted with choix's iterative Luce spectral ranking.
 
     The model: ``P(i beats j) = 1 / (1 + exp(θ_j − θ_i))`` with log-strengths ``θ`` (mean zero, as
@@ -277,16 +296,18 @@ def _fit_lsr(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_items
     loser = np.where(outcome == 1.0, second, first)[decisive]
     pairs = np.column_stack([winner, loser])
     if doubled:
-        pairs = np.concatenate([pairs, pairs, np.column_stack([first[ties], second[ties]]),
-                                np.column_stack([second[ties], first[ties]])])
+        pairs = np.concatenate(
+            [pairs, pairs, np.column_stack([first[ties], second[ties]]), np.column_stack([second[ties], first[ties]])]
+        )
     if n_items > _SPARSE_SOLVE_ITEMS and alpha > 0:
         return sparse_ilsr(n_items, pairs[:, 0], pairs[:, 1], alpha=2 * alpha if doubled else alpha, max_iter=1000)
     with CHOIX_LOCK:
         return choix.ilsr_pairwise(n_items, pairs.tolist(), alpha=2 * alpha if doubled else alpha, max_iter=1000)
 
 
-def sparse_ilsr(n_items: int, winners: np.ndarray, losers: np.ndarray, alpha: float, max_iter: int = 1000,
-                tol: float = 1e-8) -> np.ndarray:
+def sparse_ilsr(
+    n_items: int, winners: np.ndarray, losers: np.ndarray, alpha: float, max_iter: int = 1000, tol: float = 1e-8
+) -> np.ndarray:
     """choix's I-LSR (``ilsr_pairwise``: the same chain, the same fixed point, the same convergence
     test) with the stationary distribution found by a *sparse iterative* solve (BiCGSTAB with a
     Jacobi preconditioner, to 1e-14), so an iteration costs about the outcomes rather than a dense
@@ -318,8 +339,9 @@ def sparse_ilsr(n_items: int, winners: np.ndarray, losers: np.ndarray, alpha: fl
         right = np.full(n_items, alpha)
         # The system is an M-matrix (diagonally dominant by alpha·N), where a Jacobi-preconditioned
         # BiCGSTAB converges in a few dozen products; a direct solve is the fallback.
-        stationary, info = bicgstab(system, right, M=sparse.diags(1.0 / row_sums), rtol=1e-14, atol=0.0,
-                                    maxiter=10 * n_items)
+        stationary, info = bicgstab(
+            system, right, M=sparse.diags(1.0 / row_sums), rtol=1e-14, atol=0.0, maxiter=10 * n_items
+        )
         if info != 0 or not np.all(stationary > 0):
             stationary = spsolve(system.tocsc(), right)
         params = np.log(stationary)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import permutations
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.choices import GroupComparison
@@ -58,8 +59,9 @@ def recorded_winner(verdict: Verdict, first: str, second: str) -> str | None:
     return first if verdict.winner is Winner.FIRST else second
 
 
-def judgment_row(task: Task, first: str, second: str, judgment: Verdict, judge_label: str,
-                 method: str) -> dict[str, Any]:
+def judgment_row(
+    task: Task, first: str, second: str, judgment: Verdict, judge_label: str, method: str
+) -> dict[str, Any]:
     """One judged comparison as a recording row (``swap`` = shown against the task's order).
 
     Parameters
@@ -79,14 +81,27 @@ def judgment_row(task: Task, first: str, second: str, judgment: Verdict, judge_l
         The row (:func:`recorded_winner` names its winner).
     """
     order = task.candidate_ids
-    return {"task_id": task.task_id, "judge": judge_label, "method": method,
-            "swap": order.index(first) > order.index(second), "a": first, "b": second,
-            "winner": recorded_winner(judgment, first, second),
-            "score_a": judgment.first_grade, "score_b": judgment.second_grade}
+    return {
+        "task_id": task.task_id,
+        "judge": judge_label,
+        "method": method,
+        "swap": order.index(first) > order.index(second),
+        "a": first,
+        "b": second,
+        "winner": recorded_winner(judgment, first, second),
+        "score_a": judgment.first_grade,
+        "score_b": judgment.second_grade,
+    }
 
 
-def record_grid(tasks: Sequence[Task], judge: Judge, cache: JudgmentCache | NullCache | None, judge_label: str,
-                method: str, progress: bool = False) -> tuple[list[dict[str, Any]], Cost]:
+def record_grid(
+    tasks: Sequence[Task],
+    judge: Judge,
+    cache: JudgmentCache | NullCache | None,
+    judge_label: str,
+    method: str,
+    progress: bool = False,
+) -> tuple[list[dict[str, Any]], Cost]:
     """Judge every ordered pair of every task (N·(N−1) comparisons per task) and return the rows.
 
     Judgments go through the usual memory -> cache -> judge lookup, one batch per task, so an
@@ -129,8 +144,9 @@ def record_grid(tasks: Sequence[Task], judge: Judge, cache: JudgmentCache | Null
     return rows, cost
 
 
-def rows_from_results(results: RunResult, judge_label: str | None = None,
-                      method: str = "recorded") -> list[dict[str, Any]]:
+def rows_from_results(
+    results: RunResult, judge_label: str | None = None, method: str = "recorded"
+) -> list[dict[str, Any]]:
     """Every distinct judgment of a run (e.g. a ``rankkit compare --out`` file read by
     :meth:`rankkit.results.RunResult.from_dict`), as recording rows.
 
@@ -164,10 +180,19 @@ def rows_from_results(results: RunResult, judge_label: str | None = None,
                 verdict = comparison.verdict
                 ids = order.get(task.task_id, [])
                 swap = ids.index(comparison.first) > ids.index(comparison.second) if comparison.first in ids else None
-                rows.append({"task_id": task.task_id, "judge": label, "method": method, "swap": swap,
-                             "a": comparison.first, "b": comparison.second,
-                             "winner": recorded_winner(verdict, comparison.first, comparison.second),
-                             "score_a": verdict.first_grade, "score_b": verdict.second_grade})
+                rows.append(
+                    {
+                        "task_id": task.task_id,
+                        "judge": label,
+                        "method": method,
+                        "swap": swap,
+                        "a": comparison.first,
+                        "b": comparison.second,
+                        "winner": recorded_winner(verdict, comparison.first, comparison.second),
+                        "score_a": verdict.first_grade,
+                        "score_b": verdict.second_grade,
+                    }
+                )
             for group in task.group_comparisons:
                 kway_key = (task.task_id, group.kind, group.shown)
                 if kway_key in seen:
@@ -195,8 +220,13 @@ def kway_row(task_id: str, group: GroupComparison, judge_label: str, method: str
     dict
     """
     judgment = group.judgment
-    row: dict[str, Any] = {"task_id": task_id, "judge": judge_label, "method": method, "kind": group.kind,
-                           "shown": list(group.shown)}
+    row: dict[str, Any] = {
+        "task_id": task_id,
+        "judge": judge_label,
+        "method": method,
+        "kind": group.kind,
+        "shown": list(group.shown),
+    }
     ranking = group.ranking
     if group.kind == CHOICE_KIND:
         row["chosen"] = None if ranking is None else ranking[0]

@@ -31,11 +31,17 @@ MEAN_GRADE = "mean grade"
 #: What each aggregation means, for the report.
 AGGREGATIONS = {
     REPLAY: "the strategy recomputed from the new answers to its own questions",
-    MEAN_GRADE: ("each answer's mean grade over the same judgments, old and new: the strategy's path depends on "
-                 "the verdicts, so recomputing it would ask questions the run never asked"),
+    MEAN_GRADE: (
+        "each answer's mean grade over the same judgments, old and new: the strategy's path depends on "
+        "the verdicts, so recomputing it would ask questions the run never asked"
+    ),
 }
-_NEEDS = {VERDICT_KIND: ("supports_pairwise", "pairwise verdicts"), GRADE_KIND: ("supports_pointwise", "grades"),
-          CHOICE_KIND: ("supports_kway", "k-way judgments"), RANKING_KIND: ("supports_kway", "k-way judgments")}
+_NEEDS = {
+    VERDICT_KIND: ("supports_pairwise", "pairwise verdicts"),
+    GRADE_KIND: ("supports_pointwise", "grades"),
+    CHOICE_KIND: ("supports_kway", "k-way judgments"),
+    RANKING_KIND: ("supports_kway", "k-way judgments"),
+}
 
 
 def questions(results: RunResult) -> dict[str, dict[tuple[str, tuple[str, ...]], None]]:
@@ -61,8 +67,9 @@ def questions(results: RunResult) -> dict[str, dict[tuple[str, tuple[str, ...]],
     return asked
 
 
-def ask_again(results: RunResult, judge: Judge, cache: Any = None, progress: bool = False,
-              workers: int | None = None) -> tuple[dict[str, dict[tuple[str, tuple[str, ...]], Any]], Cost]:
+def ask_again(
+    results: RunResult, judge: Judge, cache: Any = None, progress: bool = False, workers: int | None = None
+) -> tuple[dict[str, dict[tuple[str, tuple[str, ...]], Any]], Cost]:
     """The new judge's answer to every question of :func:`questions`, and what they cost.
 
     Parameters
@@ -138,8 +145,14 @@ def unsupported(kind: str, judge: Judge) -> str | None:
     return None if getattr(judge, flag, True) else f"{what}, which judge {judge.description} cannot give"
 
 
-def rejudge(results: RunResult, judge: Judge, cache: Any = None, judge_spec: str = "", progress: bool = False,
-            workers: int | None = None) -> dict[str, Any]:
+def rejudge(
+    results: RunResult,
+    judge: Judge,
+    cache: Any = None,
+    judge_spec: str = "",
+    progress: bool = False,
+    workers: int | None = None,
+) -> dict[str, Any]:
     """Re-ask every judgment of a finished run of ``judge`` and compare the two rankings.
 
     Parameters
@@ -188,12 +201,27 @@ def rejudge(results: RunResult, judge: Judge, cache: Any = None, judge_spec: str
                 answer = new[result.task_id][item.key]
                 pairs.append((item, answer))
                 everything[(result.task_id, item.key)] = (item, answer)
-        strategies.append({"strategy": strategy_run.name, **agreement(pairs),
-                           **compare_rankings(strategy_run, by_id, new, results.seed)})
-    return {"judge": {"spec": judge_spec, "description": judge.description, "fingerprint": judge.fingerprint,
-                      "simulated": judge.simulated},
-            "original_judge": results.judge_record(), "data": results.data, "cost": cost.to_dict(),
-            "agreement": agreement(list(everything.values())), "strategies": strategies, "skipped": skipped}
+        strategies.append(
+            {
+                "strategy": strategy_run.name,
+                **agreement(pairs),
+                **compare_rankings(strategy_run, by_id, new, results.seed),
+            }
+        )
+    return {
+        "judge": {
+            "spec": judge_spec,
+            "description": judge.description,
+            "fingerprint": judge.fingerprint,
+            "simulated": judge.simulated,
+        },
+        "original_judge": results.judge_record(),
+        "data": results.data,
+        "cost": cost.to_dict(),
+        "agreement": agreement(list(everything.values())),
+        "strategies": strategies,
+        "skipped": skipped,
+    }
 
 
 def agreement(pairs: Sequence[tuple[RecordedJudgment, Any]]) -> dict[str, Any]:
@@ -226,9 +254,14 @@ def agreement(pairs: Sequence[tuple[RecordedJudgment, Any]]) -> dict[str, Any]:
         decisive += 1
         same += _winner(item.kind, item.shown, item.judgment) == _winner(item.kind, item.shown, answer)
     graded = sum(1 for item, _ in pairs if item.kind == GRADE_KIND)
-    return {"judgments": len(pairs), "decisive": decisive, "same_winner": same / decisive if decisive else None,
-            "grades": graded, "same_grade": equal_grades / graded if graded else None,
-            "grade_correlation": correlation("pearson", old_grades, new_grades) if graded else None}
+    return {
+        "judgments": len(pairs),
+        "decisive": decisive,
+        "same_winner": same / decisive if decisive else None,
+        "grades": graded,
+        "same_grade": equal_grades / graded if graded else None,
+        "grade_correlation": correlation("pearson", old_grades, new_grades) if graded else None,
+    }
 
 
 def _grade_value(grade: Any) -> float | None:
@@ -245,8 +278,12 @@ def _winner(kind: str, shown: tuple[str, ...], judgment: Any) -> Any:
     return None if judgment.permutation is None else shown[judgment.permutation[0]]
 
 
-def compare_rankings(strategy_run: StrategyRun, tasks: Mapping[str, Task],
-                     new: Mapping[str, Mapping[tuple[str, tuple[str, ...]], Any]], seed: int) -> dict[str, Any]:
+def compare_rankings(
+    strategy_run: StrategyRun,
+    tasks: Mapping[str, Task],
+    new: Mapping[str, Mapping[tuple[str, tuple[str, ...]], Any]],
+    seed: int,
+) -> dict[str, Any]:
     """One strategy's rankings from the old and the new judgments, task by task.
 
     The strategy is replayed on the new answers (:data:`REPLAY`); when it cannot be on some task
@@ -302,14 +339,26 @@ def compare_rankings(strategy_run: StrategyRun, tasks: Mapping[str, Task],
             old_scores, new_scores = mean_grades(old, ids), mean_grades(fresh, ids)
             old_first, new_first = _best(old_scores, ids), _best(new_scores, ids)
         rho = correlation("spearman", [old_scores[c] for c in ids], [new_scores[c] for c in ids])
-        rows.append({"task_id": result.task_id, "old_winner": old_first, "new_winner": new_first,
-                     "changed": old_first != new_first, "spearman": None if math.isnan(rho) else rho,
-                     "old_scores": dict(old_scores), "new_scores": new_scores})
+        rows.append(
+            {
+                "task_id": result.task_id,
+                "old_winner": old_first,
+                "new_winner": new_first,
+                "changed": old_first != new_first,
+                "spearman": None if math.isnan(rho) else rho,
+                "old_scores": dict(old_scores),
+                "new_scores": new_scores,
+            }
+        )
     defined = [row["spearman"] for row in rows if row["spearman"] is not None]
-    return {"aggregation": method, "departed": departed,
-            "rank_correlation": sum(defined) / len(defined) if defined else None,
-            "correlated_tasks": len(defined), "winners_changed": sum(row["changed"] for row in rows),
-            "tasks": rows}
+    return {
+        "aggregation": method,
+        "departed": departed,
+        "rank_correlation": sum(defined) / len(defined) if defined else None,
+        "correlated_tasks": len(defined),
+        "winners_changed": sum(row["changed"] for row in rows),
+        "tasks": rows,
+    }
 
 
 def mean_grades(record: Sequence[RecordedJudgment], ids: Sequence[str]) -> dict[str, float]:
@@ -367,28 +416,74 @@ def rejudge_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
         then the winners that changed.
     """
     cost, overall = report["cost"], report["agreement"]
-    preamble = (f"{report['original_judge'].get('description')} -> {report['judge']['description']} · "
-                f"{overall['judgments']} distinct judgments re-asked ({cost['judge_calls']} new judge calls, "
-                f"{cost['cache_hits']} from the cache)")
-    rows = [{"strategy": "all (distinct judgments)", "judgments": overall["judgments"],
-             "same_winner": overall["same_winner"], "grade_correlation": overall["grade_correlation"]}]
+    preamble = (
+        f"{report['original_judge'].get('description')} -> {report['judge']['description']} · "
+        f"{overall['judgments']} distinct judgments re-asked ({cost['judge_calls']} new judge calls, "
+        f"{cost['cache_hits']} from the cache)"
+    )
+    rows = [
+        {
+            "strategy": "all (distinct judgments)",
+            "judgments": overall["judgments"],
+            "same_winner": overall["same_winner"],
+            "grade_correlation": overall["grade_correlation"],
+        }
+    ]
     for item in report["strategies"]:
-        rows.append({key: item[key] for key in ("strategy", "judgments", "same_winner", "grade_correlation",
-                                                "rank_correlation", "aggregation")}
-                    | {"winners_changed": f"{item['winners_changed']} of {len(item['tasks'])}"})
-    summary = Table("agreement per judgment (same winner; grades: Pearson) and per task (Spearman of the two "
-                    "rankings, mean over tasks; aggregation: how the new ranking was computed)", rows,
-                    [("strategy", "strategy"), ("judgments", "judgments"), ("same_winner", "same winner"),
-                     ("grade_correlation", "grade correlation"), ("rank_correlation", "rank correlation"),
-                     ("winners_changed", "winners changed"), ("aggregation", "aggregation")])
-    changed = [{"strategy": item["strategy"], "task_id": row["task_id"], "old_winner": row["old_winner"],
-                "new_winner": row["new_winner"], "spearman": row["spearman"]}
-               for item in report["strategies"] for row in item["tasks"] if row["changed"]]
-    changes = Table("winners that changed" + ("" if changed else ": none"), changed,
-                    [("strategy", "strategy"), ("task_id", "task"), ("old_winner", "was"),
-                     ("new_winner", "now"), ("spearman", "rank correlation")])
+        rows.append(
+            {
+                key: item[key]
+                for key in (
+                    "strategy",
+                    "judgments",
+                    "same_winner",
+                    "grade_correlation",
+                    "rank_correlation",
+                    "aggregation",
+                )
+            }
+            | {"winners_changed": f"{item['winners_changed']} of {len(item['tasks'])}"}
+        )
+    summary = Table(
+        "agreement per judgment (same winner; grades: Pearson) and per task (Spearman of the two "
+        "rankings, mean over tasks; aggregation: how the new ranking was computed)",
+        rows,
+        [
+            ("strategy", "strategy"),
+            ("judgments", "judgments"),
+            ("same_winner", "same winner"),
+            ("grade_correlation", "grade correlation"),
+            ("rank_correlation", "rank correlation"),
+            ("winners_changed", "winners changed"),
+            ("aggregation", "aggregation"),
+        ],
+    )
+    changed = [
+        {
+            "strategy": item["strategy"],
+            "task_id": row["task_id"],
+            "old_winner": row["old_winner"],
+            "new_winner": row["new_winner"],
+            "spearman": row["spearman"],
+        }
+        for item in report["strategies"]
+        for row in item["tasks"]
+        if row["changed"]
+    ]
+    changes = Table(
+        "winners that changed" + ("" if changed else ": none"),
+        changed,
+        [
+            ("strategy", "strategy"),
+            ("task_id", "task"),
+            ("old_winner", "was"),
+            ("new_winner", "now"),
+            ("spearman", "rank correlation"),
+        ],
+    )
     tables = [summary, changes]
     if report.get("skipped"):
-        tables.append(Table("strategies not rejudged", list(report["skipped"]),
-                            [("strategy", "strategy"), ("reason", "why")]))
+        tables.append(
+            Table("strategies not rejudged", list(report["skipped"]), [("strategy", "strategy"), ("reason", "why")])
+        )
     return preamble, tables

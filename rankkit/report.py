@@ -11,16 +11,24 @@ import html
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from rankkit.analysis import (
+    correlation_table,
+    human_scores,
+    length_bias,
+    position_bias,
+    slot_bias,
+    strategy_names,
+    strategy_run,
+)
 from rankkit.analysis.combined import ANALYZE_BUDGET
-from rankkit.analysis.robustness import DEFAULT_TOP_K, FRAGILE_SHARE, robustness_report
-from rankkit.analysis import (correlation_table, human_scores, length_bias, position_bias, slot_bias, strategy_names,
-                              strategy_run)
 from rankkit.analysis.judge_bias import style_preference
-from rankkit.judgments import LABELS
+from rankkit.analysis.robustness import DEFAULT_TOP_K, FRAGILE_SHARE, robustness_report
 from rankkit.formatting import plain
+from rankkit.judgments import LABELS
 from rankkit.results import RunResult, TaskResult
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
 
@@ -37,7 +45,13 @@ def embed_json(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` appear raw,
     so no string in it can end the element (``</script>``) or open a comment."""
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for raw, escaped in (
+        ("&", "\\u0026"),
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, escaped)
     return text
 
@@ -64,8 +78,9 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
             if comparison.round != number:
                 continue
             key = frozenset((comparison.first, comparison.second))
-            pair = pairs.setdefault(key, {"a": comparison.first, "b": comparison.second, "grades": defaultdict(list),
-                                          "matches": []})
+            pair = pairs.setdefault(
+                key, {"a": comparison.first, "b": comparison.second, "grades": defaultdict(list), "matches": []}
+            )
             pair["grades"][comparison.first].append(comparison.verdict.first_grade)
             pair["grades"][comparison.second].append(comparison.verdict.second_grade)
             pair["matches"].append(index)
@@ -80,8 +95,9 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
                 winner = b
             else:  # not a knockout match (e.g. a strategy that also plays extra games): higher grade
                 winner = a if grade_a >= grade_b else b
-            pairings.append({"a": a, "b": b, "grade_a": grade_a, "grade_b": grade_b, "winner": winner,
-                             "matches": pair["matches"]})
+            pairings.append(
+                {"a": a, "b": b, "grade_a": grade_a, "grade_b": grade_b, "winner": winner, "matches": pair["matches"]}
+            )
         alive = [cid for cid, r in eliminated.items() if r is None or r >= number]
         playing = {cid for p in pairings for cid in (p["a"], p["b"])}
         rounds.append({"round": number, "pairings": pairings, "byes": [cid for cid in alive if cid not in playing]})
@@ -110,9 +126,16 @@ def system_leaderboard(results: RunResult, name: str) -> list[dict[str, Any]]:
                     row["human"].append(human[task.task_id][cid])
     board = []
     for system, row in collected.items():
-        board.append({"system": system, "tasks": len(row["rank"]), "mean_rank": sum(row["rank"]) / len(row["rank"]),
-                      "mean_score": sum(row["score"]) / len(row["score"]), "won": int(sum(row["won"])),
-                      "mean_human": sum(row["human"]) / len(row["human"]) if row["human"] else math.nan})
+        board.append(
+            {
+                "system": system,
+                "tasks": len(row["rank"]),
+                "mean_rank": sum(row["rank"]) / len(row["rank"]),
+                "mean_score": sum(row["score"]) / len(row["score"]),
+                "won": int(sum(row["won"])),
+                "mean_human": sum(row["human"]) / len(row["human"]) if row["human"] else math.nan,
+            }
+        )
     return sorted(board, key=lambda r: (r["mean_rank"], -r["mean_score"]))
 
 
@@ -142,12 +165,28 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
     kept = {t.task_id for t in tasks}
     data_tasks = []
     for task in tasks:
-        meta = {k: v for k, v in task.meta.items()
-                if isinstance(v, (str, int, float, bool)) and len(str(v)) <= MAX_META_CHARS}
-        data_tasks.append({"task_id": task.task_id, "prompt": task.prompt, "reference": task.reference,
-                           "meta": meta, "candidates": [{"id": c.id, "system": c.system, "text": c.text,
-                                                         "human": c.human.get(task.criterion) if task.criterion else None}
-                                                        for c in task.candidates]})
+        meta = {
+            k: v
+            for k, v in task.meta.items()
+            if isinstance(v, (str, int, float, bool)) and len(str(v)) <= MAX_META_CHARS
+        }
+        data_tasks.append(
+            {
+                "task_id": task.task_id,
+                "prompt": task.prompt,
+                "reference": task.reference,
+                "meta": meta,
+                "candidates": [
+                    {
+                        "id": c.id,
+                        "system": c.system,
+                        "text": c.text,
+                        "human": c.human.get(task.criterion) if task.criterion else None,
+                    }
+                    for c in task.candidates
+                ],
+            }
+        )
     judgments: dict[str, list[dict[str, Any]]] = defaultdict(list)
     judgment_index: dict[tuple[str, str, str], int] = {}
     strategies = []
@@ -171,14 +210,22 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
                     judgment_index[key] = len(judgments[task_id])
                     judgments[task_id].append(group_judgment_record(group))
                 comparisons.append([judgment_index[key], group.round])
-            extras = {cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes", "undecided")}
-                      for cid, e in task_result.extras.items()}
-            per_task[task_id] = {"scores": task_result.scores, "ranking": task_result.ranking,
-                                 "champion": task_result.champion, "extras": extras,
-                                 "bracket": knockout_bracket(task_result), "matches": comparisons}
+            extras = {
+                cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes", "undecided")}
+                for cid, e in task_result.extras.items()
+            }
+            per_task[task_id] = {
+                "scores": task_result.scores,
+                "ranking": task_result.ranking,
+                "champion": task_result.champion,
+                "extras": extras,
+                "bracket": knockout_bracket(task_result),
+                "matches": comparisons,
+            }
         strategies.append({"name": strategy.name, "knockout_like": strategy.has_elimination_rounds, "tasks": per_task})
-    return plain({"criterion": results.criterion, "tasks": data_tasks, "judgments": dict(judgments),
-                        "strategies": strategies})
+    return plain(
+        {"criterion": results.criterion, "tasks": data_tasks, "judgments": dict(judgments), "strategies": strategies}
+    )
 
 
 def group_judgment_record(group: Any) -> dict[str, Any]:
@@ -188,11 +235,16 @@ def group_judgment_record(group: Any) -> dict[str, Any]:
     judgment = group.judgment
     scores = getattr(judgment, "grades", None) or getattr(judgment, "probabilities", None)
     ranking = group.ranking
-    return {"shown": list(group.shown), "kind": group.kind, "scores": None if scores is None else list(scores),
-            "score_kind": "grade" if getattr(judgment, "grades", None) else "P(best)",
-            "best": ranking[0] if ranking else None,
-            "ranking": list(ranking) if ranking and group.kind == "ranking" else None,
-            "status": judgment.status.value, "raw": judgment.raw}
+    return {
+        "shown": list(group.shown),
+        "kind": group.kind,
+        "scores": None if scores is None else list(scores),
+        "score_kind": "grade" if getattr(judgment, "grades", None) else "P(best)",
+        "best": ranking[0] if ranking else None,
+        "ranking": list(ranking) if ranking and group.kind == "ranking" else None,
+        "status": judgment.status.value,
+        "raw": judgment.raw,
+    }
 
 
 # -------------------------------------------------------------------------------------------------
@@ -227,35 +279,70 @@ def _table(headers: Sequence[str], rows: Sequence[str], css_class: str = "") -> 
 def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float) -> str:
     """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard."""
     labelled = bool(human_scores(results))
-    rows_data = correlation_table(results, REPORT_METRICS, resamples, seed, level) if labelled else [
-        {"strategy": s.name, "comparisons": s.cost.comparisons, "grades": s.cost.grades,
-         "judge_calls": s.cost.judge_calls, "tasks": len(s.tasks), "metrics": {}} for s in results.strategies]
+    rows_data = (
+        correlation_table(results, REPORT_METRICS, resamples, seed, level)
+        if labelled
+        else [
+            {
+                "strategy": s.name,
+                "comparisons": s.cost.comparisons,
+                "grades": s.cost.grades,
+                "judge_calls": s.cost.judge_calls,
+                "tasks": len(s.tasks),
+                "metrics": {},
+            }
+            for s in results.strategies
+        ]
+    )
     if labelled:
-        rows_data.sort(key=lambda r: -(r["metrics"]["task_spearman"].estimate if not math.isnan(r["metrics"]["task_spearman"].estimate) else -9))
+        rows_data.sort(
+            key=lambda r: (
+                -(
+                    r["metrics"]["task_spearman"].estimate
+                    if not math.isnan(r["metrics"]["task_spearman"].estimate)
+                    else -9
+                )
+            )
+        )
     rows = []
     for row in rows_data:
         cells = "".join(_interval_cell(row["metrics"][m]) for m in REPORT_METRICS) if labelled else ""
-        rows.append(f"<tr><td>{esc(row['strategy'])}</td><td class=num>{_number(row['comparisons'])}</td>"
-                    f"<td class=num>{_number(row['grades'])}</td><td class=num>{_number(row['judge_calls'])}</td>{cells}</tr>")
+        rows.append(
+            f"<tr><td>{esc(row['strategy'])}</td><td class=num>{_number(row['comparisons'])}</td>"
+            f"<td class=num>{_number(row['grades'])}</td><td class=num>{_number(row['judge_calls'])}</td>{cells}</tr>"
+        )
     headers = ["strategy", "comparisons", "grades", "judge calls"] + (list(REPORT_METRICS) if labelled else [])
-    note = (f"<p class=note>Sorted by task_spearman. Brackets: {level:.0%} bootstrap intervals over tasks "
-            f"({resamples} resamples, seed {seed}).</p>" if labelled else
-            "<p class=note>These results have no human scores, so only the cost is shown.</p>")
+    note = (
+        f"<p class=note>Sorted by task_spearman. Brackets: {level:.0%} bootstrap intervals over tasks "
+        f"({resamples} resamples, seed {seed}).</p>"
+        if labelled
+        else "<p class=note>These results have no human scores, so only the cost is shown.</p>"
+    )
     boards = []
     for name in strategy_names(results):
         board = system_leaderboard(results, name)
         if not board:
             continue
-        board_rows = [f"<tr><td class=num>{i}</td><td>{esc(r['system'])}</td><td class=num>{r['mean_rank']:.2f}</td>"
-                      f"<td class=num>{_number(r['mean_score'])}</td><td class=num>{r['won']}</td>"
-                      f"<td class=num>{_number(r['mean_human'])}</td><td class=num>{r['tasks']}</td></tr>"
-                      for i, r in enumerate(board, start=1)]
-        boards.append(f"<details><summary>{esc(name)}: systems</summary>"
-                      + _table(["#", "system", "mean rank", "mean score", "ranked first", "mean human", "tasks"], board_rows)
-                      + "</details>")
-    systems = ("<h3>Systems per strategy</h3><p class=note>Ranked by the mean position each strategy gave the "
-               "system's answers (1 = best), which is comparable across strategies whatever their score scale.</p>"
-               + "".join(boards)) if boards else ""
+        board_rows = [
+            f"<tr><td class=num>{i}</td><td>{esc(r['system'])}</td><td class=num>{r['mean_rank']:.2f}</td>"
+            f"<td class=num>{_number(r['mean_score'])}</td><td class=num>{r['won']}</td>"
+            f"<td class=num>{_number(r['mean_human'])}</td><td class=num>{r['tasks']}</td></tr>"
+            for i, r in enumerate(board, start=1)
+        ]
+        boards.append(
+            f"<details><summary>{esc(name)}: systems</summary>"
+            + _table(["#", "system", "mean rank", "mean score", "ranked first", "mean human", "tasks"], board_rows)
+            + "</details>"
+        )
+    systems = (
+        (
+            "<h3>Systems per strategy</h3><p class=note>Ranked by the mean position each strategy gave the "
+            "system's answers (1 = best), which is comparable across strategies whatever their score scale.</p>"
+            + "".join(boards)
+        )
+        if boards
+        else ""
+    )
     return _table(headers, rows, "leaderboard") + note + systems + style_controlled_html(results, resamples, seed)
 
 
@@ -278,24 +365,35 @@ def style_controlled_html(results: RunResult, resamples: int, seed: int) -> str:
     draws = min(resamples, STYLE_RESAMPLES)
     blocks = []
     for name in strategy_names(results):
-        board = from_strategy(strategy_run(results, name), results.tasks, seed=seed, resamples=draws,
-                              control=("length", "format"))
-        rows = [f"<tr><td class=num>{row.rank}</td><td>{esc(row.name)}</td><td class=num>{_number(row.rating, 1)}</td>"
-                f"<td class=num>{_number(row.ci_low, 1)} – {_number(row.ci_high, 1)}</td>"
-                f"<td class=num>{_number(row.unadjusted, 1)}</td></tr>" for row in board.systems]
-        coefficients = [f"<tr><td>{esc(term)}</td><td class=num>{_number(value['estimate'])}</td>"
-                        f"<td class=num>{_number(value['ci_low'])} – {_number(value['ci_high'])}</td></tr>"
-                        for term, value in board.style["coefficients"].items()]
-        blocks.append(f"<details><summary>{esc(name)}: style-controlled systems</summary>"
-                      + _table(["#", "system", "style-controlled rating", "95% interval", "plain BT rating"], rows)
-                      + _table(["style covariate", "coefficient (log-odds per unit of (a-b)/(a+b))", "95% interval"],
-                               coefficients)
-                      + "</details>")
-    return ("<h3>Systems with style control</h3><p class=note>Bradley–Terry ratings (Elo scale) fitted on the "
-            "pairwise results each strategy's per-task rankings induce, jointly with the answers' normalised "
-            "length (tokens ≈ characters / 4), header, list-item and bold differences (LMArena's style control), "
-            f"ranked by the style-adjusted rating; {draws} bootstrap resamples of the induced results. A positive "
-            "coefficient: the ranking favours that style beyond the systems' strengths.</p>" + "".join(blocks))
+        board = from_strategy(
+            strategy_run(results, name), results.tasks, seed=seed, resamples=draws, control=("length", "format")
+        )
+        rows = [
+            f"<tr><td class=num>{row.rank}</td><td>{esc(row.name)}</td><td class=num>{_number(row.rating, 1)}</td>"
+            f"<td class=num>{_number(row.ci_low, 1)} – {_number(row.ci_high, 1)}</td>"
+            f"<td class=num>{_number(row.unadjusted, 1)}</td></tr>"
+            for row in board.systems
+        ]
+        coefficients = [
+            f"<tr><td>{esc(term)}</td><td class=num>{_number(value['estimate'])}</td>"
+            f"<td class=num>{_number(value['ci_low'])} – {_number(value['ci_high'])}</td></tr>"
+            for term, value in board.style["coefficients"].items()
+        ]
+        blocks.append(
+            f"<details><summary>{esc(name)}: style-controlled systems</summary>"
+            + _table(["#", "system", "style-controlled rating", "95% interval", "plain BT rating"], rows)
+            + _table(
+                ["style covariate", "coefficient (log-odds per unit of (a-b)/(a+b))", "95% interval"], coefficients
+            )
+            + "</details>"
+        )
+    return (
+        "<h3>Systems with style control</h3><p class=note>Bradley–Terry ratings (Elo scale) fitted on the "
+        "pairwise results each strategy's per-task rankings induce, jointly with the answers' normalised "
+        "length (tokens ≈ characters / 4), header, list-item and bold differences (LMArena's style control), "
+        f"ranked by the style-adjusted rating; {draws} bootstrap resamples of the induced results. A positive "
+        "coefficient: the ranking favours that style beyond the systems' strengths.</p>" + "".join(blocks)
+    )
 
 
 def _bar_svg(rate: Interval, human: float | None, width: int = 260, reference: float = 0.5) -> str:
@@ -307,12 +405,16 @@ def _bar_svg(rate: Interval, human: float | None, width: int = 260, reference: f
     def x(value: float) -> float:
         return 10 + value * (width - 20)
 
-    parts = [f"<svg class=bar width={width} height=22 viewBox='0 0 {width} 22' role=img>",
-             f"<rect x=10 y=6 width={width - 20} height=10 fill='#eef1f5'/>",
-             f"<rect x=10 y=6 width={x(rate.estimate) - 10:.1f} height=10 fill='#4a7bd0'/>",
-             f"<line x1={x(reference):.1f} x2={x(reference):.1f} y1=2 y2=20 stroke='#888' stroke-dasharray='2,2'/>"]
+    parts = [
+        f"<svg class=bar width={width} height=22 viewBox='0 0 {width} 22' role=img>",
+        f"<rect x=10 y=6 width={width - 20} height=10 fill='#eef1f5'/>",
+        f"<rect x=10 y=6 width={x(rate.estimate) - 10:.1f} height=10 fill='#4a7bd0'/>",
+        f"<line x1={x(reference):.1f} x2={x(reference):.1f} y1=2 y2=20 stroke='#888' stroke-dasharray='2,2'/>",
+    ]
     if not math.isnan(rate.low):
-        parts.append(f"<line x1={x(rate.low):.1f} x2={x(rate.high):.1f} y1=11 y2=11 stroke='#1b2a4a' stroke-width=1.5/>")
+        parts.append(
+            f"<line x1={x(rate.low):.1f} x2={x(rate.high):.1f} y1=11 y2=11 stroke='#1b2a4a' stroke-width=1.5/>"
+        )
     if human is not None and not math.isnan(human):
         parts.append(f"<line x1={x(human):.1f} x2={x(human):.1f} y1=3 y2=19 stroke='#d0452f' stroke-width=2.5/>")
     parts.append("</svg>")
@@ -336,19 +438,27 @@ def style_html(results: RunResult, level: float, resamples: int, seed: int) -> s
     style = style_preference(results, resamples=resamples, seed=seed, level=level)
     if not style["matches"]:
         return ""
-    terms = [("length: per doubling of the length ratio", "length", "length_logit"),
-             ("formatting: per doubling of 1 + headers, list items, bold", "format", "format_logit"),
-             ("first slot", "slot_sd", "slot")]
-    rows = [f"<tr><td>{esc(label)}</td><td class=num>{style[spreads].text()}</td><td class=num>{style[logit].text()}</td></tr>"
-            for label, spreads, logit in terms]
-    rows.append(f"<tr><td>human score: per spread</td><td class=num>-</td><td class=num>{style['human'].text()}</td></tr>")
-    return ("<h3>Style: length and formatting preferred beyond the human scores?</h3>"
-            + _table(["term", "worth to the judge, in human-score spreads", "log-odds"], rows, "bias")
-            + f"<p class=note>A logistic regression of 'first shown won' on the human-score difference (in the task's "
-              f"spreads) and the answers' style differences, over the {style['matches']} decided matches on "
-              f"{style['tasks']} labelled tasks; {level:.0%} bootstrap intervals over tasks ({resamples} resamples). "
-              "A term's worth is its coefficient over the human-score one; 0 means no preference beyond the "
-              "humans'. '-' : the answers never differ in it.</p>")
+    terms = [
+        ("length: per doubling of the length ratio", "length", "length_logit"),
+        ("formatting: per doubling of 1 + headers, list items, bold", "format", "format_logit"),
+        ("first slot", "slot_sd", "slot"),
+    ]
+    rows = [
+        f"<tr><td>{esc(label)}</td><td class=num>{style[spreads].text()}</td><td class=num>{style[logit].text()}</td></tr>"
+        for label, spreads, logit in terms
+    ]
+    rows.append(
+        f"<tr><td>human score: per spread</td><td class=num>-</td><td class=num>{style['human'].text()}</td></tr>"
+    )
+    return (
+        "<h3>Style: length and formatting preferred beyond the human scores?</h3>"
+        + _table(["term", "worth to the judge, in human-score spreads", "log-odds"], rows, "bias")
+        + f"<p class=note>A logistic regression of 'first shown won' on the human-score difference (in the task's "
+        f"spreads) and the answers' style differences, over the {style['matches']} decided matches on "
+        f"{style['tasks']} labelled tasks; {level:.0%} bootstrap intervals over tasks ({resamples} resamples). "
+        "A term's worth is its coefficient over the human-score one; 0 means no preference beyond the "
+        "humans'. '-' : the answers never differ in it.</p>"
+    )
 
 
 def pairwise_bias_html(results: RunResult, level: float) -> str:
@@ -364,22 +474,45 @@ def pairwise_bias_html(results: RunResult, level: float) -> str:
         position_rows.append(
             f"<tr><td>{esc(label)}</td><td class=num>{position['matches'] - position['ties']}</td>"
             f"<td class=num>{first.text()}</td><td class=num>{human_first.text()}</td><td>{_bar_svg(first, human_first.estimate)}</td>"
-            f"<td class=num>{position['order_consistency'].text()}</td></tr>")
+            f"<td class=num>{position['order_consistency'].text()}</td></tr>"
+        )
         length_rows.append(
             f"<tr><td>{esc(label)}</td><td class=num>{length['matches']}</td>"
-            f"<td class=num>{longer.text()}</td><td class=num>{human_longer.text()}</td><td>{_bar_svg(longer, human_longer.estimate)}</td></tr>")
+            f"<td class=num>{longer.text()}</td><td class=num>{human_longer.text()}</td><td>{_bar_svg(longer, human_longer.estimate)}</td></tr>"
+        )
     if not position_rows:
         return ""
-    return ("<h3>Position: does the candidate shown first win?</h3>"
-            + _table(["matches of", "decided", "first shown wins", "humans prefer first", "judge (blue) vs humans (red)",
-                      "same winner in both orders"], position_rows, "bias")
-            + "<h3>Length: does the longer answer win?</h3>"
-            + _table(["matches of", "decided, lengths differ", "longer wins", "humans prefer longer",
-                      "judge (blue) vs humans (red)"], length_rows, "bias")
-            + f"<p class=note>Rates over decided matches (ties left out) with exact {level:.0%} binomial intervals. "
-              "Bars: blue = the judge's rate with its interval, red tick = the rate a judge agreeing with the humans "
-              "would show, dotted line = 0.5. A first-slot rate above the human rate is position bias; a longer-answer "
-              "rate above the human rate is length bias. 'Same winner in both orders' counts pairs judged both ways.</p>")
+    return (
+        "<h3>Position: does the candidate shown first win?</h3>"
+        + _table(
+            [
+                "matches of",
+                "decided",
+                "first shown wins",
+                "humans prefer first",
+                "judge (blue) vs humans (red)",
+                "same winner in both orders",
+            ],
+            position_rows,
+            "bias",
+        )
+        + "<h3>Length: does the longer answer win?</h3>"
+        + _table(
+            [
+                "matches of",
+                "decided, lengths differ",
+                "longer wins",
+                "humans prefer longer",
+                "judge (blue) vs humans (red)",
+            ],
+            length_rows,
+            "bias",
+        )
+        + f"<p class=note>Rates over decided matches (ties left out) with exact {level:.0%} binomial intervals. "
+        "Bars: blue = the judge's rate with its interval, red tick = the rate a judge agreeing with the humans "
+        "would show, dotted line = 0.5. A first-slot rate above the human rate is position bias; a longer-answer "
+        "rate above the human rate is length bias. 'Same winner in both orders' counts pairs judged both ways.</p>"
+    )
 
 
 def slot_bias_html(results: RunResult, level: float) -> str:
@@ -390,20 +523,37 @@ def slot_bias_html(results: RunResult, level: float) -> str:
         for size in slot_bias(results, name, level):
             for row in size["slots"]:
                 rate, k = row["rate"], size["k"]
-                rows.append(f"<tr><td>{esc(label)}</td><td class=num>{k}</td><td>{LABELS[row['slot']]}</td>"
-                            f"<td class=num>{size['judgments']}</td><td class=num>{rate.text()}</td>"
-                            f"<td class=num>{row['uniform']:.3f}</td><td class=num>{_number(row['human'])}</td>"
-                            f"<td>{_bar_svg(rate, row['human'], reference=row['uniform'])}</td>"
-                            f"<td class=num>{size['failed']}</td></tr>")
+                rows.append(
+                    f"<tr><td>{esc(label)}</td><td class=num>{k}</td><td>{LABELS[row['slot']]}</td>"
+                    f"<td class=num>{size['judgments']}</td><td class=num>{rate.text()}</td>"
+                    f"<td class=num>{row['uniform']:.3f}</td><td class=num>{_number(row['human'])}</td>"
+                    f"<td>{_bar_svg(rate, row['human'], reference=row['uniform'])}</td>"
+                    f"<td class=num>{size['failed']}</td></tr>"
+                )
     if not rows:
         return ""
-    return ("<h3>Slots: is the answer shown first chosen in a k-way judgment?</h3>"
-            + _table(["judgments of", "k", "slot", "judgments", "chosen (rankings: ranked first)", "uniform 1/k",
-                      "human-best in slot", "judge (blue) vs humans (red)", "failed"], rows, "bias")
-            + f"<p class=note>Each slot's share of the parsed k-way judgments (slot A is shown first) with exact "
-              f"{level:.0%} binomial intervals; failed judgments are left out and counted. Bars: blue = the judge's "
-              "rate with its interval, red tick = the share of judgments whose human-best answer sits in that slot "
-              "(ties split evenly), dotted line = 1/k. A slot chosen well above its human rate is slot bias.</p>")
+    return (
+        "<h3>Slots: is the answer shown first chosen in a k-way judgment?</h3>"
+        + _table(
+            [
+                "judgments of",
+                "k",
+                "slot",
+                "judgments",
+                "chosen (rankings: ranked first)",
+                "uniform 1/k",
+                "human-best in slot",
+                "judge (blue) vs humans (red)",
+                "failed",
+            ],
+            rows,
+            "bias",
+        )
+        + f"<p class=note>Each slot's share of the parsed k-way judgments (slot A is shown first) with exact "
+        f"{level:.0%} binomial intervals; failed judgments are left out and counted. Bars: blue = the judge's "
+        "rate with its interval, red tick = the share of judgments whose human-best answer sits in that slot "
+        "(ties split evenly), dotted line = 1/k. A slot chosen well above its human rate is slot bias.</p>"
+    )
 
 
 def suspicious_html(results: RunResult) -> str:
@@ -413,15 +563,20 @@ def suspicious_html(results: RunResult) -> str:
     for task_id, by_task in results.suspicious.items():
         task = by_id[task_id]
         for cid, names in by_task.items():
-            rows.append(f"<tr><td>{esc(task_id)}</td><td>{esc(cid)}</td><td>{esc(task.candidate(cid).system)}</td>"
-                        f"<td>{esc(', '.join(names))}</td></tr>")
+            rows.append(
+                f"<tr><td>{esc(task_id)}</td><td>{esc(cid)}</td><td>{esc(task.candidate(cid).system)}</td>"
+                f"<td>{esc(', '.join(names))}</td></tr>"
+            )
     if not rows:
         return ""
-    return (f"<section id=\"untrusted\"><h2>Untrusted text</h2><p class=note>{len(rows)} candidate(s) carry text that "
-            "rankkit's judge prompts and verdict continuations use, or a chat template's turn markers. No verdict is "
-            "read from it, but a model's reading is conditioned on it; an LLM judge's <code>sanitize=true</code> "
-            "rewrites it before judging.</p>"
-            + _table(["task", "candidate", "system", "carries"], rows, "suspicious") + "</section>")
+    return (
+        f'<section id="untrusted"><h2>Untrusted text</h2><p class=note>{len(rows)} candidate(s) carry text that '
+        "rankkit's judge prompts and verdict continuations use, or a chat template's turn markers. No verdict is "
+        "read from it, but a model's reading is conditioned on it; an LLM judge's <code>sanitize=true</code> "
+        "rewrites it before judging.</p>"
+        + _table(["task", "candidate", "system", "carries"], rows, "suspicious")
+        + "</section>"
+    )
 
 
 # -------------------------------------------------------------------------------------------------
@@ -451,63 +606,103 @@ def robustness_html(results: RunResult, top_k: int = DEFAULT_TOP_K, budget: int 
         #1 and top k, and its tasks in a fold-out table with the fragile ones marked.
     """
     report = robustness_report(results, top_k, budget)
-    figures = [("top1", "flip", "#1 flip"), ("top1", "remove", "#1 remove"), ("top_k", "flip", f"top-{top_k} flip"),
-               ("top_k", "remove", f"top-{top_k} remove")]
+    figures = [
+        ("top1", "flip", "#1 flip"),
+        ("top1", "remove", "#1 remove"),
+        ("top_k", "flip", f"top-{top_k} flip"),
+        ("top_k", "remove", f"top-{top_k} remove"),
+    ]
     summary_rows, details = [], []
     for item in report:
         summary = item["summary"]
         if not summary["tasks"]:
-            summary_rows.append(f"<tr><td>{esc(item['strategy'])}</td><td class=num>0</td>"
-                                f"<td colspan={len(figures) + 1}>not defined: {esc('; '.join(summary['reasons']))}</td></tr>")
+            summary_rows.append(
+                f"<tr><td>{esc(item['strategy'])}</td><td class=num>0</td>"
+                f"<td colspan={len(figures) + 1}>not defined: {esc('; '.join(summary['reasons']))}</td></tr>"
+            )
             continue
         fragile = len(summary["fragile_tasks"])
-        cells = "".join(f"<td class=num>{_number(summary[f'{target}_{change}_median'], 1)}</td>"
-                        for target, change, _ in figures)
-        summary_rows.append(f"<tr><td>{esc(item['strategy'])}</td><td class=num>{summary['tasks']}</td>{cells}"
-                            f"<td class='num{' fragile' if fragile else ''}'>{fragile}</td></tr>")
+        cells = "".join(
+            f"<td class=num>{_number(summary[f'{target}_{change}_median'], 1)}</td>" for target, change, _ in figures
+        )
+        summary_rows.append(
+            f"<tr><td>{esc(item['strategy'])}</td><td class=num>{summary['tasks']}</td>{cells}"
+            f"<td class='num{' fragile' if fragile else ''}'>{fragile}</td></tr>"
+        )
         rows = []
         for task in item["tasks"]:
             if not task["defined"]:
-                rows.append(f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>"
-                            f"<td colspan={len(figures) + 1}>not defined: {esc(task['reason'])}</td></tr>")
+                rows.append(
+                    f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>"
+                    f"<td colspan={len(figures) + 1}>not defined: {esc(task['reason'])}</td></tr>"
+                )
                 continue
-            cells = "".join(f"<td class=num>{esc(task[target][change].text() if task[target] else '–')}</td>"
-                            for target, change, _ in figures)
+            cells = "".join(
+                f"<td class=num>{esc(task[target][change].text() if task[target] else '–')}</td>"
+                for target, change, _ in figures
+            )
             flag = ", ".join(task["fragile"])
-            rows.append(f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>{cells}"
-                        f"<td class=fragile>{esc(flag)}</td></tr>")
-        details.append(f"<details><summary>{esc(item['strategy'])}: per task</summary>"
-                       + _table(["task", "judgments", *[h for _, _, h in figures], "fragile"], rows) + "</details>")
-    note = (f"<p class=note>The fewest judgments whose flip (winner reversed) or removal changes the #1 or the top "
-            f"{top_k}, recomputed from the judgments each strategy used (ratings refitted, brackets replayed): a "
-            f"number is exact, <code>≤ n</code> a greedy upper bound, <code>none</code>: no such change does. Medians "
-            f"over tasks (<code>none</code> counted as the judgments + 1). Fragile: a figure at most "
-            f"{FRAGILE_SHARE:.0%} of the judgments used. See docs/robustness.md.</p>")
-    return (_table(["strategy", "tasks", *[h for _, _, h in figures], "fragile tasks"], summary_rows, "robustness")
-            + note + "".join(details))
+            rows.append(
+                f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>{cells}"
+                f"<td class=fragile>{esc(flag)}</td></tr>"
+            )
+        details.append(
+            f"<details><summary>{esc(item['strategy'])}: per task</summary>"
+            + _table(["task", "judgments", *[h for _, _, h in figures], "fragile"], rows)
+            + "</details>"
+        )
+    note = (
+        f"<p class=note>The fewest judgments whose flip (winner reversed) or removal changes the #1 or the top "
+        f"{top_k}, recomputed from the judgments each strategy used (ratings refitted, brackets replayed): a "
+        f"number is exact, <code>≤ n</code> a greedy upper bound, <code>none</code>: no such change does. Medians "
+        f"over tasks (<code>none</code> counted as the judgments + 1). Fragile: a figure at most "
+        f"{FRAGILE_SHARE:.0%} of the judgments used. See docs/robustness.md.</p>"
+    )
+    return (
+        _table(["strategy", "tasks", *[h for _, _, h in figures], "fragile tasks"], summary_rows, "robustness")
+        + note
+        + "".join(details)
+    )
 
 
-def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                  level: float = DEFAULT_LEVEL, max_tasks: int | None = None, title: str = "rankkit report",
-                  top_k: int = DEFAULT_TOP_K, robustness_budget: int = ANALYZE_BUDGET) -> str:
+def render_report(
+    results: RunResult,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    max_tasks: int | None = None,
+    title: str = "rankkit report",
+    top_k: int = DEFAULT_TOP_K,
+    robustness_budget: int = ANALYZE_BUDGET,
+) -> str:
     """The whole report as one HTML string (see ``docs/analysis.md``); ``top_k`` and
     ``robustness_budget`` are the robustness section's (:func:`robustness_html`; a budget of 0
     leaves it out)."""
     judge = results.judge_record()
-    simulated = "<span class=badge>simulated judge: verdicts derive from the human labels</span>" if judge["simulated"] else ""
+    simulated = (
+        "<span class=badge>simulated judge: verdicts derive from the human labels</span>" if judge["simulated"] else ""
+    )
     n_tasks = len(results.tasks)
     shown = min(n_tasks, max_tasks) if max_tasks else n_tasks
     data_json = embed_json(report_data(results, max_tasks))
     script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
-    policy = (f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{script_hash}'; "
-              "base-uri 'none'; form-action 'none'")
+    policy = (
+        f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{script_hash}'; "
+        "base-uri 'none'; form-action 'none'"
+    )
     limited = f" (the first {shown} of {n_tasks})" if shown < n_tasks else ""
-    robustness_section = (f'<section id="robustness"><h2>Robustness</h2>\n{robustness_html(results, top_k, robustness_budget)}'
-                          f'\n</section>') if robustness_budget else ""
+    robustness_section = (
+        (
+            f'<section id="robustness"><h2>Robustness</h2>\n{robustness_html(results, top_k, robustness_budget)}'
+            f"\n</section>"
+        )
+        if robustness_budget
+        else ""
+    )
     robustness_link = '<a href="#robustness">Robustness</a>' if robustness_budget else ""
     untrusted = suspicious_html(results)
     flagged = sum(len(by_task) for by_task in results.suspicious.values())
-    flagged_note = f" · <a href=\"#untrusted\">{flagged} suspicious candidate(s)</a>" if flagged else ""
+    flagged_note = f' · <a href="#untrusted">{flagged} suspicious candidate(s)</a>' if flagged else ""
     untrusted_link = '<a href="#untrusted">Untrusted text</a>' if flagged else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -521,8 +716,8 @@ def render_report(results: RunResult, resamples: int = DEFAULT_RESAMPLES, seed: 
 <body>
 <header>
 <h1>{esc(title)}</h1>
-<div class="meta">data {esc(results.data)} · {n_tasks} tasks · criterion {esc(results.criterion or 'none')}
- · judge {esc(judge['description'] or judge['spec'])} · seed {esc(results.seed)}{flagged_note} {simulated}</div>
+<div class="meta">data {esc(results.data)} · {n_tasks} tasks · criterion {esc(results.criterion or "none")}
+ · judge {esc(judge["description"] or judge["spec"])} · seed {esc(results.seed)}{flagged_note} {simulated}</div>
 </header>
 <nav><a href="#leaderboard">Leaderboard</a><a href="#tasks">Tasks &amp; matches</a>{untrusted_link}<a href="#bias">Judge bias</a>{robustness_link}</nav>
 <main>

@@ -161,8 +161,7 @@ class RecordedMemo:
         Indices into ``record`` of the judgments answered flipped (verdicts only) or with no answer.
     """
 
-    def __init__(self, record: Sequence[RecordedJudgment], flips: Collection[int] = (),
-                 removals: Collection[int] = ()):
+    def __init__(self, record: Sequence[RecordedJudgment], flips: Collection[int] = (), removals: Collection[int] = ()):
         self.answers: dict[tuple[str, tuple[str, ...]], Any] = {}
         for index, item in enumerate(record):
             judgment = item.judgment
@@ -251,8 +250,14 @@ class RecordedMemo:
         return [self._answer(RANKING_KIND, tuple(c.id for c in group)) for _, group in requests]
 
 
-def replay(strategy: Strategy, task: Task, record: Sequence[RecordedJudgment], seed: int,
-           flips: Collection[int] = (), removals: Collection[int] = ()) -> Ranking:
+def replay(
+    strategy: Strategy,
+    task: Task,
+    record: Sequence[RecordedJudgment],
+    seed: int,
+    flips: Collection[int] = (),
+    removals: Collection[int] = (),
+) -> Ranking:
     """The strategy's ranking of ``task`` recomputed from ``record`` (changed by ``flips`` and
     ``removals``), with the generator the run gave it (``task_rng(seed, task_id)``).
 

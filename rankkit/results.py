@@ -10,15 +10,16 @@ import dataclasses
 import functools
 import json
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from rankkit.errors import TaskFormatError
 from rankkit.formatting import plain
 from rankkit.judges.base import Judge, JudgeError
-from rankkit.judgments import Grade, Verdict, ParseStatus, Winner
+from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
 from rankkit.matches import Comparison, Cost, MatchGraph
 from rankkit.strategies.base import CandidateExtras, Strategy
 from rankkit.tasks import Candidate, Task
@@ -52,17 +53,26 @@ class TaskResult:
         return self.champion is not None and bool(others) and all(e.eliminated_round is not None for e in others)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "scores": self.scores, "ranking": self.ranking,
-                "champion": self.champion, "extras": {cid: e.to_dict() for cid, e in self.extras.items()},
-                "cost": self.cost.to_dict(),
-                "comparisons": [c.to_dict() for c in self.comparisons],
-                **({"group_comparisons": [g.to_dict() for g in self.group_comparisons]}
-                   if self.group_comparisons else {}),
-                **({"grades": [grade_record(cid, grade) for cid, grade in self.grades]} if self.grades else {})}
+        return {
+            "task_id": self.task_id,
+            "scores": self.scores,
+            "ranking": self.ranking,
+            "champion": self.champion,
+            "extras": {cid: e.to_dict() for cid, e in self.extras.items()},
+            "cost": self.cost.to_dict(),
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            **({"group_comparisons": [g.to_dict() for g in self.group_comparisons]} if self.group_comparisons else {}),
+            **({"grades": [grade_record(cid, grade) for cid, grade in self.grades]} if self.grades else {}),
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "task",
-                  extras_type: type[CandidateExtras] = CandidateExtras) -> "TaskResult":
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        where: str = "results",
+        path: str = "task",
+        extras_type: type[CandidateExtras] = CandidateExtras,
+    ) -> TaskResult:
         """Read :meth:`to_dict` output back.
 
         Parameters
@@ -77,8 +87,10 @@ class TaskResult:
         TaskResult
             The task result; a :class:`TaskFormatError` naming the field when one is missing.
         """
-        scores = {cid: math.nan if value is None else float(value)  # NaN is written as null
-                  for cid, value in required(data, "scores", where, path).items()}
+        scores = {
+            cid: math.nan if value is None else float(value)  # NaN is written as null
+            for cid, value in required(data, "scores", where, path).items()
+        }
         comparisons = required(data, "comparisons", where, path)
         extras = {}
         for cid, record in required(data, "extras", where, path).items():
@@ -86,16 +98,20 @@ class TaskResult:
                 extras[cid] = extras_type.from_dict(record)
             except ValueError as err:  # a key the strategy does not report
                 raise TaskFormatError(where, None, f"{path}.extras.{cid}", str(err)) from None
-        return cls(task_id=str(required(data, "task_id", where, path)), scores=scores,
-                   ranking=list(required(data, "ranking", where, path)),
-                   champion=required(data, "champion", where, path),
-                   extras=extras,
-                   comparisons=[comparison_from_dict(c, where, f"{path}.comparisons[{i}]")
-                                for i, c in enumerate(comparisons)],
-                   cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
-                   group_comparisons=[group_comparison_from_dict(g, where, f"{path}.group_comparisons[{i}]")
-                                      for i, g in enumerate(data.get("group_comparisons") or [])],
-                   grades=[grade_from_dict(g, where, f"{path}.grades[{i}]") for i, g in enumerate(data.get("grades") or [])])
+        return cls(
+            task_id=str(required(data, "task_id", where, path)),
+            scores=scores,
+            ranking=list(required(data, "ranking", where, path)),
+            champion=required(data, "champion", where, path),
+            extras=extras,
+            comparisons=[comparison_from_dict(c, where, f"{path}.comparisons[{i}]") for i, c in enumerate(comparisons)],
+            cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
+            group_comparisons=[
+                group_comparison_from_dict(g, where, f"{path}.group_comparisons[{i}]")
+                for i, g in enumerate(data.get("group_comparisons") or [])
+            ],
+            grades=[grade_from_dict(g, where, f"{path}.grades[{i}]") for i, g in enumerate(data.get("grades") or [])],
+        )
 
 
 @dataclass
@@ -116,18 +132,25 @@ class StrategyRun:
     def has_elimination_rounds(self) -> bool:
         """Whether the strategy eliminated candidates round by round (knockout, double elimination)
         on every task, and reported extras for every candidate (:attr:`TaskResult.has_elimination_rounds`)."""
-        return bool(self.tasks) and all(len(t.extras) == len(t.scores) and t.has_elimination_rounds
-                                        for t in self.tasks)
+        return bool(self.tasks) and all(len(t.extras) == len(t.scores) and t.has_elimination_rounds for t in self.tasks)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "strategy": self.strategy.name, "params": self.strategy.params(),
-                "comparisons": self.cost.comparisons, "grades": self.cost.grades,
-                "judge_calls": self.cost.judge_calls, "cache_hits": self.cost.cache_hits,
-                "cost": self.cost.to_dict(), "seconds": round(self.seconds, 4),
-                "metrics": self.metrics, "tasks": [t.to_dict() for t in self.tasks]}
+        return {
+            "name": self.name,
+            "strategy": self.strategy.name,
+            "params": self.strategy.params(),
+            "comparisons": self.cost.comparisons,
+            "grades": self.cost.grades,
+            "judge_calls": self.cost.judge_calls,
+            "cache_hits": self.cost.cache_hits,
+            "cost": self.cost.to_dict(),
+            "seconds": round(self.seconds, 4),
+            "metrics": self.metrics,
+            "tasks": [t.to_dict() for t in self.tasks],
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "strategy") -> "StrategyRun":
+    def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "strategy") -> StrategyRun:
         """Read :meth:`to_dict` output back.
 
         Parameters
@@ -141,18 +164,25 @@ class StrategyRun:
         StrategyRun
             The strategy's run; a :class:`TaskFormatError` naming the field when one is missing.
         """
-        metrics = {k: math.nan if v is None else float(v)  # NaN is written as null
-                   for k, v in required(data, "metrics", where, path).items()}
+        metrics = {
+            k: math.nan if v is None else float(v)  # NaN is written as null
+            for k, v in required(data, "metrics", where, path).items()
+        }
         strategy = strategy_from_record(data, where, path)
         records = required(data, "tasks", where, path)
         extras_type = strategy.extras_type
         if isinstance(strategy, RecordedStrategy) and not strategy.installed:  # keep what it reported, typed loosely
-            extras_type = extras_type.with_fields(key for task in records for extras in (task.get("extras") or {}).values()
-                                                  for key in extras)
+            extras_type = extras_type.with_fields(
+                key for task in records for extras in (task.get("extras") or {}).values() for key in extras
+            )
         tasks = [TaskResult.from_dict(t, where, f"{path}.tasks[{i}]", extras_type) for i, t in enumerate(records)]
-        return cls(strategy=strategy, tasks=tasks,
-                   cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
-                   seconds=float(required(data, "seconds", where, path)), metrics=metrics)
+        return cls(
+            strategy=strategy,
+            tasks=tasks,
+            cost=cost_from_dict(required(data, "cost", where, path), where, f"{path}.cost"),
+            seconds=float(required(data, "seconds", where, path)),
+            metrics=metrics,
+        )
 
 
 @dataclass
@@ -191,15 +221,24 @@ class RunResult:
         from a continuation and how many parsed from free text (the weaker fallback), and for a
         simulated judge that knows its own truth ``latent``: task id -> candidate id -> the value
         its judgments are noisy readings of (:meth:`rankkit.judges.sim.LatentJudge.latent`)."""
-        record = {"spec": self.judge_spec, "description": self.judge.description,
-                  "fingerprint": self.judge.fingerprint, "simulated": self.judge.simulated}
+        record = {
+            "spec": self.judge_spec,
+            "description": self.judge.description,
+            "fingerprint": self.judge.fingerprint,
+            "simulated": self.judge.simulated,
+        }
         if isinstance(self.judge, JudgeRecord):  # a results file read back: write what it recorded
             if self.judge.recorded_latent is not None:
                 record["latent"] = self.judge.recorded_latent
         elif self.judge.simulated and callable(latent := getattr(self.judge, "latent", None)):
             record["latent"] = {task.task_id: latent(task) for task in self.tasks}
-        paths = collections.Counter(c.verdict.extras["verdict_path"] for s in self.strategies for t in s.tasks
-                                    for c in t.comparisons if "verdict_path" in c.verdict.extras)
+        paths = collections.Counter(
+            c.verdict.extras["verdict_path"]
+            for s in self.strategies
+            for t in s.tasks
+            for c in t.comparisons
+            if "verdict_path" in c.verdict.extras
+        )
         if paths:
             record["verdict_paths"] = dict(sorted(paths.items()))
         return record
@@ -226,7 +265,7 @@ class RunResult:
         return plain(payload)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "results") -> "RunResult":
+    def from_dict(cls, data: Mapping[str, Any], where: str = "results") -> RunResult:
         """Read a results JSON (a :meth:`to_dict` payload) into typed objects.
 
         Raises :class:`TaskFormatError` naming
@@ -234,27 +273,49 @@ class RunResult:
         """
         for name, kind in (("strategies", list), ("task_data", list), ("judge", dict)):
             if not isinstance(data.get(name), kind):
-                raise TaskFormatError(where, None, name, f"missing or not a {'list' if kind is list else 'object'}; "
-                                                         f"is this a rankkit compare --out file?")
+                raise TaskFormatError(
+                    where,
+                    None,
+                    name,
+                    f"missing or not a {'list' if kind is list else 'object'}; is this a rankkit compare --out file?",
+                )
         judge_info = data["judge"]
-        judge_field = {name: required(judge_info, name, where, "judge")
-                       for name in ("spec", "description", "fingerprint", "simulated")}
+        judge_field = {
+            name: required(judge_info, name, where, "judge")
+            for name in ("spec", "description", "fingerprint", "simulated")
+        }
         latent = judge_info.get("latent")  # only simulated judges write it
-        if latent is not None and not (isinstance(latent, dict) and all(
+        if latent is not None and not (
+            isinstance(latent, dict)
+            and all(
                 isinstance(values, dict) and all(isinstance(v, (int, float)) for v in values.values())
-                for values in latent.values())):
+                for values in latent.values()
+            )
+        ):
             raise TaskFormatError(where, None, "judge.latent", "not an object of task id -> {candidate id: number}")
-        judge = JudgeRecord(spec=judge_field["spec"], description=judge_field["description"],
-                              fingerprint=judge_field["fingerprint"], simulated=bool(judge_field["simulated"]),
-                              latent=latent)
+        judge = JudgeRecord(
+            spec=judge_field["spec"],
+            description=judge_field["description"],
+            fingerprint=judge_field["fingerprint"],
+            simulated=bool(judge_field["simulated"]),
+            latent=latent,
+        )
         criterion = required(data, "criterion", where, "")
-        tasks = read_records(data["task_data"], "task_data", where,
-                             lambda record, path: task_from_record(record, criterion, where, path))
-        strategies = read_records(data["strategies"], "strategies", where,
-                                  lambda record, path: StrategyRun.from_dict(record, where, path))
-        return cls(judge=judge, judge_spec=judge.spec, data=required(data, "data", where, ""),
-                   seed=int(required(data, "seed", where, "")), tasks=tasks, strategies=strategies,
-                   config=data.get("config"))  # only runs from the command line have one
+        tasks = read_records(
+            data["task_data"], "task_data", where, lambda record, path: task_from_record(record, criterion, where, path)
+        )
+        strategies = read_records(
+            data["strategies"], "strategies", where, lambda record, path: StrategyRun.from_dict(record, where, path)
+        )
+        return cls(
+            judge=judge,
+            judge_spec=judge.spec,
+            data=required(data, "data", where, ""),
+            seed=int(required(data, "seed", where, "")),
+            tasks=tasks,
+            strategies=strategies,
+            config=data.get("config"),
+        )  # only runs from the command line have one
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per strategy × task × candidate, best first within a task.
@@ -274,10 +335,17 @@ class RunResult:
                 human = task.human_scores() if task else {}
                 for position, cid in enumerate(result.ranking, start=1):
                     system = task.candidate(cid).system if task and cid in task.candidate_ids else None
-                    row = {"strategy": strategy_run.name, "strategy_name": strategy_run.strategy.name,
-                           "task_id": result.task_id, "candidate_id": cid, "system": system,
-                           "score": result.scores.get(cid), "rank": position, "champion": cid == result.champion,
-                           "human": human.get(cid)}
+                    row = {
+                        "strategy": strategy_run.name,
+                        "strategy_name": strategy_run.strategy.name,
+                        "task_id": result.task_id,
+                        "candidate_id": cid,
+                        "system": system,
+                        "score": result.scores.get(cid),
+                        "rank": position,
+                        "champion": cid == result.champion,
+                        "human": human.get(cid),
+                    }
                     extras = result.extras.get(cid) or CandidateExtras()
                     row.update({f"extra_{name}": getattr(extras, name) for name in columns})
                     rows.append(row)
@@ -302,14 +370,23 @@ class JudgeRecord(Judge):
 
     backend = "recorded"
 
-    def __init__(self, spec: str, description: str, fingerprint: str, simulated: bool,
-                 latent: Mapping[str, Mapping[str, float]] | None = None):
+    def __init__(
+        self,
+        spec: str,
+        description: str,
+        fingerprint: str,
+        simulated: bool,
+        latent: Mapping[str, Mapping[str, float]] | None = None,
+    ):
         self.spec = spec
         self._description = description
         self._fingerprint = fingerprint
         self.simulated = simulated  # type: ignore[misc]  (instance value of a class-level flag)
-        self._latent = None if latent is None else {task_id: {cid: float(value) for cid, value in values.items()}
-                                                     for task_id, values in latent.items()}
+        self._latent = (
+            None
+            if latent is None
+            else {task_id: {cid: float(value) for cid, value in values.items()} for task_id, values in latent.items()}
+        )
 
     @property
     def recorded_latent(self) -> dict[str, dict[str, float]] | None:
@@ -320,8 +397,10 @@ class JudgeRecord(Judge):
         """The recorded latent values of ``task`` (a simulated judge's truth, see
         :meth:`rankkit.judges.sim.LatentJudge.latent`); JudgeError when the file holds none for it."""
         if self._latent is None or task.task_id not in self._latent:
-            raise JudgeError(f"{self._description or 'the recorded judge'}: the results file records no latent "
-                             f"values for task {task.task_id!r}")
+            raise JudgeError(
+                f"{self._description or 'the recorded judge'}: the results file records no latent "
+                f"values for task {task.task_id!r}"
+            )
         return dict(self._latent[task.task_id])
 
     @property
@@ -333,8 +412,10 @@ class JudgeRecord(Judge):
         return self._description
 
     def _refuse(self) -> JudgeError:
-        return JudgeError(f"{self._description or 'the recorded judge'} is a record from a results file; "
-                          f"rebuild it with make_judge({self.spec!r}) to judge again")
+        return JudgeError(
+            f"{self._description or 'the recorded judge'} is a record from a results file; "
+            f"rebuild it with make_judge({self.spec!r}) to judge again"
+        )
 
     def grade(self, task: Task, candidate: Candidate) -> Any:
         raise self._refuse()
@@ -400,32 +481,47 @@ def strategy_from_record(record: Mapping[str, Any], where: str = "results", path
 def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
     """The :class:`~rankkit.strategies.base.CandidateExtras` fields holding one value (not a
     sequence) that the strategy reported for at least one candidate, in field order."""
-    reported = {name for result in strategy_run.tasks for extras in result.extras.values()
-                for name, value in extras.to_dict().items() if not isinstance(value, (list, dict))}
-    names = dict.fromkeys(f.name for result in strategy_run.tasks for extras in result.extras.values()
-                          for f in dataclasses.fields(extras))  # the strategy's own fields after the common ones
+    reported = {
+        name
+        for result in strategy_run.tasks
+        for extras in result.extras.values()
+        for name, value in extras.to_dict().items()
+        if not isinstance(value, (list, dict))
+    }
+    names = dict.fromkeys(
+        f.name for result in strategy_run.tasks for extras in result.extras.values() for f in dataclasses.fields(extras)
+    )  # the strategy's own fields after the common ones
     return [name for name in names if name in reported]
 
 
 def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "cost") -> Cost:
     """A :class:`~rankkit.matches.Cost` as :meth:`~rankkit.matches.Cost.to_dict` stored it: every
     field must be there (a :class:`TaskFormatError` naming the first one missing)."""
-    return Cost(**{f.name: (float if f.name == "usd" else int)(required(data, f.name, where, path))
-                   for f in dataclasses.fields(Cost)})
+    return Cost(
+        **{
+            f.name: (float if f.name == "usd" else int)(required(data, f.name, where, path))
+            for f in dataclasses.fields(Cost)
+        }
+    )
 
 
 def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "comparison") -> Comparison:
     """A used comparison as stored by :meth:`rankkit.matches.Comparison.to_dict` (a
     :class:`TaskFormatError` naming the first field missing)."""
+
     def get(name: str) -> Any:
         return required(data, name, where, path)
 
-    verdict = Verdict(first_grade=get("first_grade"), second_grade=get("second_grade"),
-                      winner=Winner(get("winner")), raw=get("raw"), status=ParseStatus(get("status")),
-                      probability=get("probability"),
-                      extras={"verdict_path": data["verdict_path"]} if "verdict_path" in data else {})
-    return Comparison(first=str(get("first")), second=str(get("second")), verdict=verdict,
-                      round=get("round"))
+    verdict = Verdict(
+        first_grade=get("first_grade"),
+        second_grade=get("second_grade"),
+        winner=Winner(get("winner")),
+        raw=get("raw"),
+        status=ParseStatus(get("status")),
+        probability=get("probability"),
+        extras={"verdict_path": data["verdict_path"]} if "verdict_path" in data else {},
+    )
+    return Comparison(first=str(get("first")), second=str(get("second")), verdict=verdict, round=get("round"))
 
 
 def grade_record(candidate: str, grade: Grade) -> dict[str, Any]:
@@ -458,13 +554,17 @@ def grade_from_dict(data: Mapping[str, Any], where: str = "results", path: str =
         ``(candidate id, Grade)``; a :class:`TaskFormatError` naming the first field missing.
     """
     value = required(data, "value", where, path)
-    return (str(required(data, "candidate", where, path)),
-            Grade(value=None if value is None else float(value), raw=str(required(data, "raw", where, path)),
-                  status=ParseStatus(required(data, "status", where, path))))
+    return (
+        str(required(data, "candidate", where, path)),
+        Grade(
+            value=None if value is None else float(value),
+            raw=str(required(data, "raw", where, path)),
+            status=ParseStatus(required(data, "status", where, path)),
+        ),
+    )
 
 
-def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results",
-                               path: str = "group_comparison") -> Any:
+def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "group_comparison") -> Any:
     """Read one recorded k-way judgment (:meth:`rankkit.choices.GroupComparison.to_dict`)."""
     from rankkit.choices import GroupComparison
 
@@ -504,22 +604,37 @@ def suspicious_record(suspicious: Mapping[str, Mapping[str, list[str]]]) -> dict
     """The results JSON's ``suspicious`` key: ``{"count": candidates flagged, "candidates":
     {task_id: {candidate id: [what it carries]}}}``. It is derived from ``task_data``, so reading
     a results file recomputes it rather than trusting the file's copy."""
-    return {"count": sum(len(by_task) for by_task in suspicious.values()),
-            "candidates": {task_id: {cid: list(names) for cid, names in by_task.items()}
-                           for task_id, by_task in suspicious.items()}}
+    return {
+        "count": sum(len(by_task) for by_task in suspicious.values()),
+        "candidates": {
+            task_id: {cid: list(names) for cid, names in by_task.items()} for task_id, by_task in suspicious.items()
+        },
+    }
 
 
 def task_record(task: Task) -> dict[str, Any]:
     """A task as stored in results JSON (enough for analyses and reports to work offline)."""
-    return {"task_id": task.task_id, "prompt": task.prompt, "reference": task.reference,
-            "meta": dict(task.meta), "scale": list(task.scale),
-            "candidates": [{"id": c.id, "system": c.system, "text": c.text,
-                            "human": c.human.get(task.criterion) if task.criterion else None}
-                           for c in task.candidates]}
+    return {
+        "task_id": task.task_id,
+        "prompt": task.prompt,
+        "reference": task.reference,
+        "meta": dict(task.meta),
+        "scale": list(task.scale),
+        "candidates": [
+            {
+                "id": c.id,
+                "system": c.system,
+                "text": c.text,
+                "human": c.human.get(task.criterion) if task.criterion else None,
+            }
+            for c in task.candidates
+        ],
+    }
 
 
-def task_from_record(record: Mapping[str, Any], criterion: str | None, where: str = "results",
-                     path: str = "task") -> Task:
+def task_from_record(
+    record: Mapping[str, Any], criterion: str | None, where: str = "results", path: str = "task"
+) -> Task:
     """The inverse of :func:`task_record` (only the ground-truth criterion is in the file).
 
     Parameters
@@ -533,20 +648,35 @@ def task_from_record(record: Mapping[str, Any], criterion: str | None, where: st
     Task
         The task; a :class:`TaskFormatError` naming the field when one is missing.
     """
+
     def get(name: str) -> Any:
         return required(record, name, where, path)
 
     candidates = []
     for index, candidate in enumerate(get("candidates")):
-        values = {name: required(candidate, name, where, f"{path}.candidates[{index}]")
-                  for name in ("id", "text", "system", "human")}
+        values = {
+            name: required(candidate, name, where, f"{path}.candidates[{index}]")
+            for name in ("id", "text", "system", "human")
+        }
         human = values["human"]
-        candidates.append(Candidate(id=str(values["id"]), text=values["text"], system=values["system"],
-                                    human={criterion: float(human)} if criterion and human is not None else {}))
+        candidates.append(
+            Candidate(
+                id=str(values["id"]),
+                text=values["text"],
+                system=values["system"],
+                human={criterion: float(human)} if criterion and human is not None else {},
+            )
+        )
     low, high = get("scale")
-    return Task(task_id=str(get("task_id")), prompt=get("prompt"), candidates=tuple(candidates),
-                reference=get("reference"), meta=dict(get("meta")), criterion=criterion,
-                scale=(float(low), float(high)))
+    return Task(
+        task_id=str(get("task_id")),
+        prompt=get("prompt"),
+        candidates=tuple(candidates),
+        reference=get("reference"),
+        meta=dict(get("meta")),
+        criterion=criterion,
+        scale=(float(low), float(high)),
+    )
 
 
 def required(record: Any, name: str, where: str, path: str) -> Any:
@@ -569,8 +699,12 @@ def required(record: Any, name: str, where: str, path: str) -> Any:
     if not isinstance(record, Mapping):
         raise TaskFormatError(where, None, path or None, f"expected an object, got {type(record).__name__}")
     if name not in record:
-        raise TaskFormatError(where, None, field_name, "missing (results files of another rankkit version "
-                                                       "are not read; rerun rankkit compare to write one)")
+        raise TaskFormatError(
+            where,
+            None,
+            field_name,
+            "missing (results files of another rankkit version are not read; rerun rankkit compare to write one)",
+        )
     return record[name]
 
 

@@ -16,8 +16,9 @@ import itertools
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
@@ -35,10 +36,18 @@ from rankkit.tasks import Task, task_rng
 R = TypeVar("R")
 
 
-def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
-        cache: JudgmentCache | NullCache | None = None, seed: int = 0, progress: bool = False,
-        judge_spec: str = "", data: str = "", workers: int | None = None,
-        expected: tuple[int, str] | None = None) -> RunResult:
+def run(
+    tasks: Sequence[Task],
+    strategies: Sequence[Strategy],
+    judge: Judge,
+    cache: JudgmentCache | NullCache | None = None,
+    seed: int = 0,
+    progress: bool = False,
+    judge_spec: str = "",
+    data: str = "",
+    workers: int | None = None,
+    expected: tuple[int, str] | None = None,
+) -> RunResult:
     """Rank every task with every strategy.
 
     Parameters
@@ -78,12 +87,24 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
             started = time.perf_counter()
             ranking = strategy_run.strategy.rank(task, source, task_rng(seed, task.task_id))
             seconds = time.perf_counter() - started
-            results.append((TaskResult(
-                task_id=task.task_id, scores={k: float(v) for k, v in ranking.scores.items()},
-                ranking=ranking.ordered(task.candidate_ids), champion=ranking.champion,
-                extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons,
-                                      strategy_run.strategy), comparisons=source.comparisons,
-                cost=source.cost, group_comparisons=source.group_comparisons, grades=source.grades), seconds))
+            results.append(
+                (
+                    TaskResult(
+                        task_id=task.task_id,
+                        scores={k: float(v) for k, v in ranking.scores.items()},
+                        ranking=ranking.ordered(task.candidate_ids),
+                        champion=ranking.champion,
+                        extras=with_undecided(
+                            ranking.extras, source.comparisons, source.group_comparisons, strategy_run.strategy
+                        ),
+                        comparisons=source.comparisons,
+                        cost=source.cost,
+                        group_comparisons=source.group_comparisons,
+                        grades=source.grades,
+                    ),
+                    seconds,
+                )
+            )
         bar.task_done(task.task_id)
         return results
 
@@ -98,15 +119,22 @@ def run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
         bar.close()
     by_id = {t.task_id: t for t in tasks}
     for strategy_run in runs:
-        strategy_run.metrics = evaluate([(r.scores, r.ranking, by_id[r.task_id].human_scores())
-                                         for r in strategy_run.tasks])
-    return RunResult(judge=judge, judge_spec=judge_spec, data=data, seed=seed, tasks=list(tasks),
-                     strategies=runs, dispatch=stats)
+        strategy_run.metrics = evaluate(
+            [(r.scores, r.ranking, by_id[r.task_id].human_scores()) for r in strategy_run.tasks]
+        )
+    return RunResult(
+        judge=judge, judge_spec=judge_spec, data=data, seed=seed, tasks=list(tasks), strategies=runs, dispatch=stats
+    )
 
 
-def map_tasks(tasks: Sequence[Task], work: Callable[[Task, JudgmentMemo], R], judge: Judge,
-              cache: JudgmentCache | NullCache | None = None, workers: int | None = None,
-              stats: dict[str, Any] | None = None) -> Iterator[R]:
+def map_tasks(
+    tasks: Sequence[Task],
+    work: Callable[[Task, JudgmentMemo], R],
+    judge: Judge,
+    cache: JudgmentCache | NullCache | None = None,
+    workers: int | None = None,
+    stats: dict[str, Any] | None = None,
+) -> Iterator[R]:
     """Yield ``work(task, memo)`` for every task, in task order, with the judge kept busy.
 
     This is how anything that judges many tasks runs (``run``, the leaderboards): one
@@ -149,8 +177,9 @@ def map_tasks(tasks: Sequence[Task], work: Callable[[Task, JudgmentMemo], R], ju
                 stats.update(batches=list(dispatcher.batches), max_in_flight=dispatcher.max_in_flight)
 
 
-def _work_concurrently(tasks: Sequence[Task], work: Callable[[Task], Any], dispatcher: Dispatcher,
-                       workers: int) -> Iterator[Any]:
+def _work_concurrently(
+    tasks: Sequence[Task], work: Callable[[Task], Any], dispatcher: Dispatcher, workers: int
+) -> Iterator[Any]:
     """Yield ``work(task)`` for every task, in task order, with up to ``workers`` tasks in
     progress at once. The first failure cancels what is queued and is re-raised."""
 
@@ -206,8 +235,15 @@ class RunProgress:
         self.shows_forecast = not disable
         self._forecasts: dict[tuple[str, str], Any] = {}  # (task, strategy) -> its latest Forecast
         total, mark = expected if expected is not None else (None, "")
-        self._bar = tqdm(total=total, desc=PROGRESS_LABELS[mark], unit="judgment", file=sys.stderr,
-                         disable=disable, dynamic_ncols=True, mininterval=0.5)
+        self._bar = tqdm(
+            total=total,
+            desc=PROGRESS_LABELS[mark],
+            unit="judgment",
+            file=sys.stderr,
+            disable=disable,
+            dynamic_ncols=True,
+            mininterval=0.5,
+        )
         self._tasks, self._total_tasks = 0, total_tasks
         self._paid = self._cached = self._reused = 0
         self._usd = 0.0  # what the judgments paid for so far cost (a priced judge's usage)
@@ -229,8 +265,10 @@ class RunProgress:
             self._bar.set_postfix_str(self._postfix(), refresh=False)
 
     def _postfix(self) -> str:
-        text = (f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
-                f"cache_hits={self._cached} shared_hits={self._reused}")
+        text = (
+            f"tasks={self._tasks}/{self._total_tasks} judge_calls={self._paid} "
+            f"cache_hits={self._cached} shared_hits={self._reused}"
+        )
         if self._forecasts:
             total = None
             for remaining in self._forecasts.values():
@@ -263,8 +301,12 @@ class RunProgress:
         self._bar.close()
 
 
-def with_undecided(extras: Mapping[str, CandidateExtras], comparisons: Sequence[Comparison],
-                   group_comparisons: Sequence[Any] = (), strategy: Strategy | None = None) -> dict[str, CandidateExtras]:
+def with_undecided(
+    extras: Mapping[str, CandidateExtras],
+    comparisons: Sequence[Comparison],
+    group_comparisons: Sequence[Any] = (),
+    strategy: Strategy | None = None,
+) -> dict[str, CandidateExtras]:
     """A strategy's candidate extras with ``undecided``: each candidate's failed comparisons (pairwise,
     and k-way judgments it was shown in), so a text that breaks the judge shows in the results
     (candidates without one are left as they are).
@@ -279,8 +321,10 @@ def with_undecided(extras: Mapping[str, CandidateExtras], comparisons: Sequence[
     known = {f.name for f in dataclasses.fields(extras_type)}
     for cid, reported in extras.items():
         if not isinstance(reported, extras_type) or any(f.name not in known for f in dataclasses.fields(reported)):
-            raise TypeError(f"strategy {strategy.name!r} reports {type(reported).__name__} extras for {cid!r}; "
-                            f"declare extras_type = {type(reported).__name__} in the strategy class")
+            raise TypeError(
+                f"strategy {strategy.name!r} reports {type(reported).__name__} extras for {cid!r}; "
+                f"declare extras_type = {type(reported).__name__} in the strategy class"
+            )
     counts: dict[str, int] = {}
     failed = [(c.first, c.second) for c in comparisons if c.verdict.status is ParseStatus.FAILED]
     failed += [tuple(g.shown) for g in group_comparisons if g.judgment.status is ParseStatus.FAILED]

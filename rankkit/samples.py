@@ -14,10 +14,14 @@ DATA_DIR = Path(__file__).parent / "data"
 #: name -> (path under rankkit/data, what it holds)
 SAMPLES = {
     "tasks": ("sample/tasks.jsonl", "6 exam questions, 4-5 graded answers each (the default --data)"),
-    "judgments": ("sample/judgments.jsonl", "every ordered pair of `tasks` judged once by sim:preset=gpt4, "
-                                            "for --judge replay:FILE"),
-    "leaderboard": ("leaderboard/tasks.jsonl", "6 systems answering the same 12 word problems, graded, "
-                                               "for rankkit leaderboard"),
+    "judgments": (
+        "sample/judgments.jsonl",
+        "every ordered pair of `tasks` judged once by sim:preset=gpt4, for --judge replay:FILE",
+    ),
+    "leaderboard": (
+        "leaderboard/tasks.jsonl",
+        "6 systems answering the same 12 word problems, graded, for rankkit leaderboard",
+    ),
 }
 
 

@@ -6,8 +6,9 @@ More in ``docs/dry-run.md``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rankkit.errors import RankkitError
 
@@ -36,8 +37,12 @@ class ScalePlan:
     def describe(self) -> str:
         """The plan in words, e.g. ``up to 999,000 judgments (about 120,000,000 prompt tokens)``."""
         tokens = f" (about {self.prompt_tokens:,.0f} prompt tokens)" if self.prompt_tokens is not None else ""
-        generic = (f"; {', '.join(self.undeclared)} declare{'s' if len(self.undeclared) == 1 else ''} no worst case, "
-                   f"counted as every judgment of a task" if self.undeclared else "")
+        generic = (
+            f"; {', '.join(self.undeclared)} declare{'s' if len(self.undeclared) == 1 else ''} no worst case, "
+            f"counted as every judgment of a task"
+            if self.undeclared
+            else ""
+        )
         return f"up to {self.judgments:,} judgments{tokens}{generic}"
 
 
@@ -50,13 +55,16 @@ class TooManyJudgments(RankkitError, ValueError):
     def __init__(self, plan: ScalePlan, limit: int):
         self.plan = plan
         self.limit = limit
-        super().__init__(f"this run plans {plan.describe()}, more than max_judgments={limit:,} allows; pass "
-                         f"max_judgments={plan.judgments} (or more) to run it, or use fewer candidates or a "
-                         f"strategy that asks for fewer judgments")
+        super().__init__(
+            f"this run plans {plan.describe()}, more than max_judgments={limit:,} allows; pass "
+            f"max_judgments={plan.judgments} (or more) to run it, or use fewer candidates or a "
+            f"strategy that asks for fewer judgments"
+        )
 
 
-def plan_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any = None,
-               tokens: bool = True) -> ScalePlan:
+def plan_scale(
+    tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any = None, tokens: bool = True
+) -> ScalePlan:
     """Count the judgments a run can ask for at most (the rules in ``docs/dry-run.md``).
 
     Parameters
@@ -96,13 +104,15 @@ def plan_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any
             # Each strategy's judgments at the task's mean prompt size of their kind, scaled down
             # as the count was (judgments several strategies ask for are paid once).
             share = task_judgments / asked
-            prompt_tokens += share * sum(count * sizes.mean(task, "point" if s.kind == "pointwise" else "pair")
-                                         for s, count in counts if count)
+            prompt_tokens += share * sum(
+                count * sizes.mean(task, "point" if s.kind == "pointwise" else "pair") for s, count in counts if count
+            )
     return ScalePlan(judgments, prompt_tokens if sizes is not None else None, tuple(sorted(undeclared)))
 
 
-def check_scale(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any = None,
-                max_judgments: int | float | None = None) -> ScalePlan:
+def check_scale(
+    tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Any = None, max_judgments: int | float | None = None
+) -> ScalePlan:
     """Refuse a run that plans more judgments than ``max_judgments`` (before anything is judged).
 
     Parameters

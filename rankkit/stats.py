@@ -6,8 +6,9 @@ More in ``docs/analysis.md``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy loads where used: `rankkit strategies` imports bt, which imports this module
     import numpy as np
@@ -74,8 +75,12 @@ def unit_counts(samples: np.ndarray, n_units: int) -> np.ndarray:
     return counts
 
 
-def percentile_intervals(estimates: Sequence[float] | np.ndarray, draws: np.ndarray, level: float = DEFAULT_LEVEL,
-                         min_defined: float = MIN_DEFINED) -> list[Interval]:
+def percentile_intervals(
+    estimates: Sequence[float] | np.ndarray,
+    draws: np.ndarray,
+    level: float = DEFAULT_LEVEL,
+    min_defined: float = MIN_DEFINED,
+) -> list[Interval]:
     """Percentile intervals from a statistic's values on each resample.
 
     Parameters
@@ -115,8 +120,15 @@ def percentile_intervals(estimates: Sequence[float] | np.ndarray, draws: np.ndar
     return out
 
 
-def bootstrap(method: Callable[[Any], Any], units: Sequence[Any], *, resamples: int = DEFAULT_RESAMPLES,
-              level: float = DEFAULT_LEVEL, seed: int = 0, batched: bool = False) -> Any:
+def bootstrap(
+    method: Callable[[Any], Any],
+    units: Sequence[Any],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = DEFAULT_LEVEL,
+    seed: int = 0,
+    batched: bool = False,
+) -> Any:
     """Percentile bootstrap intervals of ``method`` over ``units`` resampled with replacement.
 
     Fewer than two units give NaN bounds: one unit resamples to itself, which says nothing of the spread.
@@ -186,7 +198,9 @@ def proportion_interval(successes: int, trials: int, level: float = DEFAULT_LEVE
     return Interval(successes / trials, float(ci.low), float(ci.high), level=level, n=trials)
 
 
-def logistic_regression(design: np.ndarray, target: np.ndarray, penalty: np.ndarray, iterations: int = 50) -> np.ndarray:
+def logistic_regression(
+    design: np.ndarray, target: np.ndarray, penalty: np.ndarray, iterations: int = 50
+) -> np.ndarray:
     """Coefficients of ``P(y = 1) = σ(design · β)`` maximising the log-likelihood minus ``½ Σ penalty·β²``.
 
     ``target`` may hold ½ (a tie: half a win each way). Newton's method from 0; the penalty keeps

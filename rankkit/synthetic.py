@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping
 
 from rankkit.ratings import ELO_BASE, ELO_SCALE
 from rankkit.tasks import Candidate, Task
 
 
-def planted_tasks(strengths: Mapping[str, float], prompts: int, noise: float = ELO_SCALE / math.log(ELO_BASE),
-                  seed: int = 0, prefix: str = "p") -> list[Task]:
+def planted_tasks(
+    strengths: Mapping[str, float],
+    prompts: int,
+    noise: float = ELO_SCALE / math.log(ELO_BASE),
+    seed: int = 0,
+    prefix: str = "p",
+) -> list[Task]:
     """Tasks whose answers' human scores come from planted system strengths.
 
     On each prompt, system s's answer scores ``strengths[s] + noise · G`` with G a standard
@@ -32,10 +37,17 @@ def planted_tasks(strengths: Mapping[str, float], prompts: int, noise: float = E
         candidates = []
         for index, name in enumerate(names):
             gumbel = -math.log(-math.log(rng.random() or 1e-12)) if noise else 0.0
-            candidates.append(Candidate(id=f"c{index:02d}", text=f"answer of {name} to prompt {p}", system=name,
-                                        human={"quality": strengths[name] + noise * gumbel}))
-        tasks.append(Task(task_id=f"{prefix}{p:04d}", prompt=f"prompt {p}", candidates=tuple(candidates),
-                          criterion="quality"))
+            candidates.append(
+                Candidate(
+                    id=f"c{index:02d}",
+                    text=f"answer of {name} to prompt {p}",
+                    system=name,
+                    human={"quality": strengths[name] + noise * gumbel},
+                )
+            )
+        tasks.append(
+            Task(task_id=f"{prefix}{p:04d}", prompt=f"prompt {p}", candidates=tuple(candidates), criterion="quality")
+        )
     values = [c.human["quality"] for t in tasks for c in t.candidates]
     scale = (min(values), max(values)) if min(values) < max(values) else (0.0, 1.0)
     return [replace(t, scale=scale) for t in tasks]

@@ -8,17 +8,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Callable, Optional
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import check_header, json_object_line
 
-
 #: A reader turns a file into ``(line, task object)`` pairs shaped like JSONL objects; ``limit``
 #: (when not None) lets it stop after that many tasks.
-Reader = Callable[[Path, Optional[int]], list[tuple[int, dict]]]
+Reader = Callable[[Path, int | None], list[tuple[int, dict]]]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -27,15 +26,19 @@ def _decode(path: Path, data: bytes, first_line: int = 1) -> str:
     """``data`` as UTF-8 text (a leading byte-order mark dropped, as Excel's "CSV UTF-8" writes one);
     bad bytes raise :class:`TaskFormatError` naming the line and column they are on."""
     if first_line == 1 and data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM):]
+        data = data[len(_UTF8_BOM) :]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
         line_start = data.rfind(b"\n", 0, err.start) + 1
         line = first_line + data.count(b"\n", 0, err.start)
-        column = len(data[line_start:err.start].decode("utf-8", errors="replace")) + 1
-        raise TaskFormatError(path, line, None, f"not valid UTF-8 (byte 0x{data[err.start]:02x} at column {column}); "
-                                                f"save the file as UTF-8") from None
+        column = len(data[line_start : err.start].decode("utf-8", errors="replace")) + 1
+        raise TaskFormatError(
+            path,
+            line,
+            None,
+            f"not valid UTF-8 (byte 0x{data[err.start]:02x} at column {column}); save the file as UTF-8",
+        ) from None
 
 
 def _read_jsonl(path: Path, limit: int | None) -> list[tuple[int, dict]]:
@@ -71,7 +74,9 @@ def _read_delimited(path: Path, limit: int | None, delimiter: str = ",") -> list
     try:
         return _delimited_tasks(path, reader)
     except csv.Error as err:  # an unclosed quote at the end of the file, a NUL byte...
-        raise TaskFormatError(path, reader.line_num, None, f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {err}") from None
+        raise TaskFormatError(
+            path, reader.line_num, None, f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {err}"
+        ) from None
 
 
 def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict]]:
@@ -83,8 +88,13 @@ def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict
     for required in ("task_id", "prompt", "candidate_id", "text"):
         if required not in header:
             found = ", ".join(repr(name) for name in header[:6]) or "nothing"
-            raise TaskFormatError(path, 1, required, f"missing column in the header (found {found}; "
-                                                     f"is the file {'comma' if delimiter == ',' else 'tab'}-separated?)")
+            raise TaskFormatError(
+                path,
+                1,
+                required,
+                f"missing column in the header (found {found}; "
+                f"is the file {'comma' if delimiter == ',' else 'tab'}-separated?)",
+            )
     criteria = [name for name in header if name not in _CSV_FIXED]
     for row in reader:
         number = reader.line_num
@@ -106,15 +116,22 @@ def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict
             first_line, first = tasks[task_id]
             for name in _CSV_TASK_FIELDS:
                 if first[name] != fields[name]:
-                    raise TaskFormatError(path, number, name, f"task {task_id!r} has another {name} on line "
-                                                              f"{first_line}; every row of a task must repeat the same {name}")
-        tasks[task_id][1]["candidates"].append({
-            "id": row["candidate_id"],
-            "text": row["text"],
-            "system": row.get("system") or None,
-            "human": human,
-            "_line": number,
-        })
+                    raise TaskFormatError(
+                        path,
+                        number,
+                        name,
+                        f"task {task_id!r} has another {name} on line "
+                        f"{first_line}; every row of a task must repeat the same {name}",
+                    )
+        tasks[task_id][1]["candidates"].append(
+            {
+                "id": row["candidate_id"],
+                "text": row["text"],
+                "system": row.get("system") or None,
+                "human": human,
+                "_line": number,
+            }
+        )
     return list(tasks.values())
 
 
@@ -122,8 +139,12 @@ def _check_row_width(path: Path, line: int, row: dict, width: int) -> None:
     """csv.DictReader files surplus values under the key None and fills missing ones with None;
     either means the row does not match the header (often an unquoted delimiter in a text)."""
     if None in row:
-        raise TaskFormatError(path, line, None, f"row has {width + len(row[None])} fields, the header has {width} "
-                                                f"(quote texts that contain the delimiter)")
+        raise TaskFormatError(
+            path,
+            line,
+            None,
+            f"row has {width + len(row[None])} fields, the header has {width} (quote texts that contain the delimiter)",
+        )
     missing = [name for name, value in row.items() if value is None]
     if missing:
         raise TaskFormatError(path, line, missing[0], f"row has {width - len(missing)} fields, the header has {width}")
@@ -148,8 +169,12 @@ def reader_for(path: Path) -> Reader:
         return _read_jsonl
     known = ", ".join(READERS)
     kind = f"extension {path.suffix!r}" if path.suffix else "no extension"
-    raise TaskFormatError(path, None, None, f"unknown data format ({kind}, and the content is not JSON lines); "
-                                            f"use one of {known} (long-form CSV/TSV)")
+    raise TaskFormatError(
+        path,
+        None,
+        None,
+        f"unknown data format ({kind}, and the content is not JSON lines); use one of {known} (long-form CSV/TSV)",
+    )
 
 
 def _starts_like_jsonl(path: Path) -> bool:
@@ -158,7 +183,7 @@ def _starts_like_jsonl(path: Path) -> bool:
         with path.open("rb") as handle:
             for number, data in enumerate(handle, start=1):
                 if number == 1 and data.startswith(_UTF8_BOM):
-                    data = data[len(_UTF8_BOM):]
+                    data = data[len(_UTF8_BOM) :]
                 if data.strip():
                     return isinstance(json.loads(data.decode("utf-8")), dict)
     except RecursionError:

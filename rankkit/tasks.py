@@ -15,10 +15,11 @@ import math
 import random
 import re
 from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import handles, read_source
@@ -46,7 +47,7 @@ class Candidate:
         return len(self.text)
 
     @cached_property
-    def style(self) -> "StyleFeatures":
+    def style(self) -> StyleFeatures:
         """The answer's style features (length and markdown formatting): :func:`style_features`."""
         return style_features(self.text)
 
@@ -109,11 +110,16 @@ def style_features(text: str) -> StyleFeatures:
     >>> style_features("# Plan\\n\\n- **one**\\n- two\\n1. three")
     StyleFeatures(chars=32, tokens=8, headers=1, list_items=3, bold=1)
     """
-    return StyleFeatures(chars=len(text), tokens=math.ceil(len(text) / 4), headers=len(_HEADER.findall(text)),
-                         list_items=len(_LIST_ITEM.findall(text)), bold=len(_BOLD.findall(text)))
+    return StyleFeatures(
+        chars=len(text),
+        tokens=math.ceil(len(text) / 4),
+        headers=len(_HEADER.findall(text)),
+        list_items=len(_LIST_ITEM.findall(text)),
+        bold=len(_BOLD.findall(text)),
+    )
 
 
-def longer_candidate(task: "Task", a: str, b: str) -> str | None:
+def longer_candidate(task: Task, a: str, b: str) -> str | None:
     """The id of the longer of two candidates (:attr:`Candidate.length`), None when equally long."""
     length_a, length_b = task.candidate(a).length, task.candidate(b).length
     if length_a == length_b:
@@ -246,15 +252,24 @@ class SizeLimits:
 def _check_size(path: Path, line: int, field_name: str, text: str, limit: int | None, option: str, what: str) -> None:
     """Refuse ``text`` when it is longer than ``limit`` characters, naming the limit's option."""
     if limit is not None and len(text) > limit:
-        raise TaskFormatError(path, line, field_name, f"{what} is {len(text):,} characters long, over the limit of "
-                                                      f"{limit:,} ({option}; --{option.replace('_', '-')} on the "
-                                                      f"command line, 0 for none)")
+        raise TaskFormatError(
+            path,
+            line,
+            field_name,
+            f"{what} is {len(text):,} characters long, over the limit of "
+            f"{limit:,} ({option}; --{option.replace('_', '-')} on the "
+            f"command line, 0 for none)",
+        )
 
 
-def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int | None = None,
-               columns: Mapping[str, str] | None = None,
-               max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS,
-               max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS) -> list[Task]:
+def load_tasks(
+    path: str | Path | Any,
+    criterion: str | None = None,
+    limit: int | None = None,
+    columns: Mapping[str, str] | None = None,
+    max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS,
+    max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS,
+) -> list[Task]:
     """Read tasks and resolve the ground-truth criterion.
 
     Parameters
@@ -311,9 +326,13 @@ def load_tasks(path: str | Path | Any, criterion: str | None = None, limit: int 
     return _resolve_criterion(path, tasks, lines, criterion)
 
 
-def tasks_from_records(records: Sequence[Mapping[str, Any]], criterion: str | None = None,
-                       where: str = "tasks", max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS,
-                       max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS) -> list[Task]:
+def tasks_from_records(
+    records: Sequence[Mapping[str, Any]],
+    criterion: str | None = None,
+    where: str = "tasks",
+    max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS,
+    max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS,
+) -> list[Task]:
     """Tasks from dicts in the task schema (what one JSONL line holds), validated like a file.
 
     Parameters
@@ -365,8 +384,9 @@ def _check_unique_task_ids(path: Path, tasks: list[Task], lines: list[int]) -> N
     first_line: dict[str, int] = {}
     for task, line in zip(tasks, lines):
         if task.task_id in first_line:
-            raise TaskFormatError(path, line, "task_id", f"duplicate task id {task.task_id!r} "
-                                                         f"(first on line {first_line[task.task_id]})")
+            raise TaskFormatError(
+                path, line, "task_id", f"duplicate task id {task.task_id!r} (first on line {first_line[task.task_id]})"
+            )
         first_line[task.task_id] = line
 
 
@@ -421,8 +441,12 @@ def _check_text(path: Path, line: int, name: str, text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as err:
-        raise TaskFormatError(path, line, _short_name(name), f"not valid Unicode text: a lone surrogate "
-                                                             f"\\u{ord(text[err.start]):04x} at character {err.start + 1}") from None
+        raise TaskFormatError(
+            path,
+            line,
+            _short_name(name),
+            f"not valid Unicode text: a lone surrogate \\u{ord(text[err.start]):04x} at character {err.start + 1}",
+        ) from None
     nul = text.find("\0")
     if nul >= 0:
         raise TaskFormatError(path, line, _short_name(name), f"contains a NUL character at character {nul + 1}")
@@ -472,14 +496,20 @@ def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()
         raise TaskFormatError(path, line, "reference", "expected a string or null")
     for name, text in (("prompt", prompt), ("reference", reference)):
         if text is not None:
-            _check_size(path, line, name, text, sizes.max_prompt_chars, "max_prompt_chars",
-                        f"the {name} of task {task_id!r}")
+            _check_size(
+                path, line, name, text, sizes.max_prompt_chars, "max_prompt_chars", f"the {name} of task {task_id!r}"
+            )
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise TaskFormatError(path, line, "meta", "expected an object")
     meta = _check_meta(path, line, meta)
     if len(candidates_raw) < 2:
-        raise TaskFormatError(path, line, "candidates", f"task {task_id!r} has {len(candidates_raw)} candidate(s); at least 2 are needed to rank")
+        raise TaskFormatError(
+            path,
+            line,
+            "candidates",
+            f"task {task_id!r} has {len(candidates_raw)} candidate(s); at least 2 are needed to rank",
+        )
     seen: set[str] = set()
     candidates = []
     for index, cand in enumerate(candidates_raw):
@@ -493,16 +523,29 @@ def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()
                 raise TaskFormatError(path, cand_line, f"{where}.{name}", "missing field")
         cand_id = _candidate_id(path, cand_line, f"{where}.id", cand["id"])
         if cand_id in seen:
-            raise TaskFormatError(path, cand_line, f"{where}.id", f"duplicate candidate id {cand_id!r} in task {task_id!r}")
+            raise TaskFormatError(
+                path, cand_line, f"{where}.id", f"duplicate candidate id {cand_id!r} in task {task_id!r}"
+            )
         seen.add(cand_id)
         text = cand["text"]
         if not isinstance(text, str):
-            raise TaskFormatError(path, cand_line, f"{where}.text", f"text must be a string, got {type(text).__name__} "
-                                                                   f"(candidate {cand_id!r})")
+            raise TaskFormatError(
+                path,
+                cand_line,
+                f"{where}.text",
+                f"text must be a string, got {type(text).__name__} (candidate {cand_id!r})",
+            )
         if not text.strip():
             raise TaskFormatError(path, cand_line, f"{where}.text", f"empty text for candidate {cand_id!r}")
-        _check_size(path, cand_line, f"{where}.text", text, sizes.max_candidate_chars, "max_candidate_chars",
-                    f"candidate {cand_id!r} of task {task_id!r}")
+        _check_size(
+            path,
+            cand_line,
+            f"{where}.text",
+            text,
+            sizes.max_candidate_chars,
+            "max_candidate_chars",
+            f"candidate {cand_id!r} of task {task_id!r}",
+        )
         human_raw = cand.get("human") or {}
         if not isinstance(human_raw, dict):
             raise TaskFormatError(path, cand_line, f"{where}.human", "expected an object mapping criterion to score")
@@ -510,8 +553,9 @@ def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()
         for name, value in human_raw.items():
             number = finite_number(value)
             if number is None:
-                raise TaskFormatError(path, cand_line, f"{where}.human.{name}",
-                                      f"score is not a finite number: {_short_repr(value)}")
+                raise TaskFormatError(
+                    path, cand_line, f"{where}.human.{name}", f"score is not a finite number: {_short_repr(value)}"
+                )
             human[name] = number
         system = cand.get("system")
         candidates.append(Candidate(id=cand_id, text=text, system=None if system is None else str(system), human=human))
@@ -537,11 +581,17 @@ def _check_meta(path: Path, line: int, meta: dict[str, Any]) -> dict[str, Any]:
                 pass  # refused below, naming the text
         number = finite_number(meta["max_points"])
         if number is None or not 0 < number <= MAX_POINTS_LIMIT:
-            raise TaskFormatError(path, line, "meta.max_points", f"expected a number above 0 and at most "
-                                                                 f"{MAX_POINTS_LIMIT:,}, got {_short_repr(meta['max_points'])}")
+            raise TaskFormatError(
+                path,
+                line,
+                "meta.max_points",
+                f"expected a number above 0 and at most {MAX_POINTS_LIMIT:,}, got {_short_repr(meta['max_points'])}",
+            )
     main = meta.get("main_score")
     if main is not None and not isinstance(main, str):
-        raise TaskFormatError(path, line, "meta.main_score", f"expected the name of a criterion, got {_short_repr(main)}")
+        raise TaskFormatError(
+            path, line, "meta.main_score", f"expected the name of a criterion, got {_short_repr(main)}"
+        )
     return meta
 
 
@@ -551,8 +601,13 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
     for task, line in zip(tasks, lines):
         main = task.meta.get("main_score")
         if main is not None and main not in present:
-            raise TaskFormatError(path, line, "meta.main_score", f"names {main!r}, which no candidate has a score "
-                                                                 f"for (criteria in the data: {', '.join(present) or 'none'})")
+            raise TaskFormatError(
+                path,
+                line,
+                "meta.main_score",
+                f"names {main!r}, which no candidate has a score "
+                f"for (criteria in the data: {', '.join(present) or 'none'})",
+            )
     if criterion is None:
         mains = {t.meta.get("main_score") for t in tasks} - {None}
         if len(mains) == 1 and next(iter(mains)) in present:
@@ -562,15 +617,27 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
         elif not present:
             criterion = None  # unlabelled data: rank it, but there is nothing to correlate with
         else:
-            raise TaskFormatError(path, None, "human", f"several human criteria and no meta.main_score; choose one with criterion= (--criterion on the command line): {', '.join(present)}")
+            raise TaskFormatError(
+                path,
+                None,
+                "human",
+                f"several human criteria and no meta.main_score; choose one with criterion= (--criterion on the command line): {', '.join(present)}",
+            )
     elif criterion not in present:
-        raise TaskFormatError(path, None, "human", f"criterion {criterion!r} not in the data (choices: {', '.join(present) or 'none'})")
+        raise TaskFormatError(
+            path, None, "human", f"criterion {criterion!r} not in the data (choices: {', '.join(present) or 'none'})"
+        )
     values = []
     if criterion is not None:
         for task, line in zip(tasks, lines):
             for index, cand in enumerate(task.candidates):
                 if criterion not in cand.human:
-                    raise TaskFormatError(path, line, f"candidates[{index}].human.{criterion}", f"candidate {cand.id!r} of task {task.task_id!r} has no score for the criterion")
+                    raise TaskFormatError(
+                        path,
+                        line,
+                        f"candidates[{index}].human.{criterion}",
+                        f"candidate {cand.id!r} of task {task.task_id!r} has no score for the criterion",
+                    )
                 values.append(cand.human[criterion])
     default_scale = (min(values), max(values)) if values and min(values) < max(values) else (0.0, 10.0)
     resolved = []
@@ -597,8 +664,14 @@ def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
     rows = []
     for task in tasks:
         for cand in task.candidates:
-            row = {"task_id": task.task_id, "prompt": task.prompt, "reference": task.reference,
-                   "candidate_id": cand.id, "text": cand.text, "system": cand.system}
+            row = {
+                "task_id": task.task_id,
+                "prompt": task.prompt,
+                "reference": task.reference,
+                "candidate_id": cand.id,
+                "text": cand.text,
+                "system": cand.system,
+            }
             row.update({name: cand.human.get(name) for name in criteria})
             row.update({f"meta.{key}": task.meta.get(key) for key in meta_keys})
             rows.append(row)

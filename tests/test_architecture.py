@@ -32,10 +32,17 @@ def test_no_import_reaches_a_higher_floor_counting_lazy_and_type_checking_import
 
 def test_the_core_is_every_module_below_the_strategies_the_memo_and_the_judgments_included():
     core = architecture.core_modules(architecture.modules(ROOT))
-    assert {"rankkit.judgments", "rankkit.memo", "rankkit.cache", "rankkit.matches", "rankkit.tasks",
-            "rankkit.prompts.kway"} <= core
-    assert not any(name.startswith(("rankkit.strategies", "rankkit.judges", "rankkit.runner", "rankkit.dispatch"))
-                   for name in core)
+    assert {
+        "rankkit.judgments",
+        "rankkit.memo",
+        "rankkit.cache",
+        "rankkit.matches",
+        "rankkit.tasks",
+        "rankkit.prompts.kway",
+    } <= core
+    assert not any(
+        name.startswith(("rankkit.strategies", "rankkit.judges", "rankkit.runner", "rankkit.dispatch")) for name in core
+    )
     assert {name.removeprefix("rankkit.") for name in core if name.count(".") == 1} <= set(architecture.CORE)
 
 
@@ -59,8 +66,11 @@ def test_no_import_cycle_counting_imports_in_functions_and_under_type_checking()
 
 
 def test_every_module_states_its_role_in_its_first_docstring_line():
-    missing = [name for name, path in architecture.modules(ROOT).items()
-               if not (role := architecture.first_line_role(path)) or not role.rstrip().endswith((".", ")", ":"))]
+    missing = [
+        name
+        for name, path in architecture.modules(ROOT).items()
+        if not (role := architecture.first_line_role(path)) or not role.rstrip().endswith((".", ")", ":"))
+    ]
     assert missing == []
 
 
@@ -92,25 +102,33 @@ def fake_package(root, files: dict[str, str]) -> None:
 def test_a_lazy_or_type_checking_import_into_a_higher_floor_is_upward(tmp_path):
     """The floors check reads every import statement: one inside a function and one under
     ``TYPE_CHECKING`` count, and so does a package-level circle they close."""
-    fake_package(tmp_path, {
-        "__init__.py": '"""Package."""\n',
-        "memo.py": '"""Memo."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n'
-                   '    from rankkit.judges.base import Judge\n',
-        "matches.py": '"""Matches."""\ndef ask():\n    from rankkit.strategies import knockout\n',
-        "judges/__init__.py": '"""Judges."""\n',
-        "judges/base.py": '"""Base."""\nclass Judge:\n    pass\n',
-        "judges/llm.py": '"""LLM."""\nfrom rankkit.memo import x\n',
-        "strategies/__init__.py": '"""Strategies."""\n',
-        "strategies/knockout.py": '"""Knockout."""\nimport rankkit.judges\n',
-    })
+    fake_package(
+        tmp_path,
+        {
+            "__init__.py": '"""Package."""\n',
+            "memo.py": '"""Memo."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n'
+            "    from rankkit.judges.base import Judge\n",
+            "matches.py": '"""Matches."""\ndef ask():\n    from rankkit.strategies import knockout\n',
+            "judges/__init__.py": '"""Judges."""\n',
+            "judges/base.py": '"""Base."""\nclass Judge:\n    pass\n',
+            "judges/llm.py": '"""LLM."""\nfrom rankkit.memo import x\n',
+            "strategies/__init__.py": '"""Strategies."""\n',
+            "strategies/knockout.py": '"""Knockout."""\nimport rankkit.judges\n',
+        },
+    )
     mods = architecture.modules(tmp_path)
     everywhere = architecture.import_graph(mods, scope="all")
     assert architecture.upward_imports(everywhere) == [
-        "rankkit.matches -> rankkit.strategies", "rankkit.matches -> rankkit.strategies.knockout",
-        "rankkit.memo -> rankkit.judges.base", "rankkit.strategies.knockout -> rankkit.judges"]
+        "rankkit.matches -> rankkit.strategies",
+        "rankkit.matches -> rankkit.strategies.knockout",
+        "rankkit.memo -> rankkit.judges.base",
+        "rankkit.strategies.knockout -> rankkit.judges",
+    ]
     assert architecture.upward_imports(architecture.import_graph(mods, scope="runtime")) == [
-        "rankkit.matches -> rankkit.strategies", "rankkit.matches -> rankkit.strategies.knockout",
-        "rankkit.strategies.knockout -> rankkit.judges"]
+        "rankkit.matches -> rankkit.strategies",
+        "rankkit.matches -> rankkit.strategies.knockout",
+        "rankkit.strategies.knockout -> rankkit.judges",
+    ]
     assert list(nx.simple_cycles(everywhere)) == []  # no two modules import each other...
     assert architecture.circles(architecture.package_graph(everywhere)) == [["rankkit.judges", "rankkit.memo"]]
 

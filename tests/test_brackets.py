@@ -39,7 +39,8 @@ def test_n_entrants_play_n_minus_one_matches_and_all_but_the_champion_lose_once(
     assert len(bracket.rounds) == math.ceil(math.log2(n))
     assert bracket.eliminated_round["e0"] is None
     assert sorted(r for r in bracket.eliminated_round.values() if r is not None) == sorted(
-        number for number, matches in enumerate(bracket.rounds, start=1) for _ in matches)
+        number for number, matches in enumerate(bracket.rounds, start=1) for _ in matches
+    )
     alive, odd_rounds = n, 0
     for matches in bracket.rounds:  # a round with an odd number alive gives one bye
         odd_rounds += alive % 2

@@ -64,13 +64,24 @@ def test_null_cache_remembers_nothing():
 
 # -- results never depend on the cache (issue 11, item 1) ---------------------------------------
 
-SHARED_DATASETS = ["usr_topicalchat", "wmt23_sxs_mqm_ende", "wmt21_mqm_ted_ende", "realsumm", "newsroom",
-                   "llmbar_natural", "llmbar_faireval", "llmbar_llmeval2", "arena_hard_v01_arena_elo"]
+SHARED_DATASETS = [
+    "usr_topicalchat",
+    "wmt23_sxs_mqm_ende",
+    "wmt21_mqm_ted_ende",
+    "realsumm",
+    "newsroom",
+    "llmbar_natural",
+    "llmbar_faireval",
+    "llmbar_llmeval2",
+    "arena_hard_v01_arena_elo",
+]
 
 
 def _decisions(result):
-    return [(s.name, s.metrics, [(t.task_id, t.scores, t.ranking, [c.to_dict() for c in t.comparisons])
-                                 for t in s.tasks]) for s in result.strategies]
+    return [
+        (s.name, s.metrics, [(t.task_id, t.scores, t.ranking, [c.to_dict() for c in t.comparisons]) for t in s.tasks])
+        for s in result.strategies
+    ]
 
 
 @pytest.mark.parametrize("name", SHARED_DATASETS)
@@ -98,8 +109,12 @@ def test_candidates_with_identical_texts_do_not_share_a_simulated_verdict(tmp_pa
 
     # c1 and c2 say the same thing but humans scored them differently: the simulator's verdicts
     # depend on that, so a cached verdict for one must not be served for the other.
-    candidates = (Candidate("c0", "alpha", human={"s": 1.0}), Candidate("c1", "same", human={"s": 5.0}),
-                  Candidate("c2", "same", human={"s": 0.0}), Candidate("c3", "omega", human={"s": 3.0}))
+    candidates = (
+        Candidate("c0", "alpha", human={"s": 1.0}),
+        Candidate("c1", "same", human={"s": 5.0}),
+        Candidate("c2", "same", human={"s": 0.0}),
+        Candidate("c3", "omega", human={"s": 3.0}),
+    )
     task = Task("t", "q", candidates, criterion="s", scale=(0.0, 5.0))
     judge = FixedAccuracyJudge(accuracy=0.9, noise=0.5)
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
@@ -108,7 +123,9 @@ def test_candidates_with_identical_texts_do_not_share_a_simulated_verdict(tmp_pa
         warm = run([task], [make_strategy("bt"), make_strategy("individual")], judge, cache, progress=False)
     assert _decisions(cold) == _decisions(warm)
 
+
 # -- a cache that cannot be used fails at once, naming the path (issue 11, item 6) ----------------
+
 
 class ReadOnlyCache(JudgmentCache):
     """Opens the file through SQLite's read-only URI: a read-only cache even for root, whom
@@ -162,9 +179,11 @@ def test_read_only_cache_fails_at_construction(cache_path):
         ReadOnlyCache(cache_path)
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root writes through file permissions; test_read_only_cache_fails_at_construction "
-                           "covers the read-only path with SQLite's mode=ro")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0,
+    reason="root writes through file permissions; test_read_only_cache_fails_at_construction "
+    "covers the read-only path with SQLite's mode=ro",
+)
 def test_read_only_file_and_folder_by_permissions(tmp_path):
     path = filled_cache(tmp_path / "ro" / "cache.sqlite")
     path.chmod(0o444)

@@ -13,8 +13,8 @@ from rankkit.choices import GroupComparison, make_group_match, presentations
 from rankkit.cli import main
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError
-from rankkit.judgments import GroupChoice, GroupRanking
 from rankkit.judges.sim import LatentJudge
+from rankkit.judgments import GroupChoice, GroupRanking
 from rankkit.matches import MatchSource
 from rankkit.memo import JudgmentMemo, Origin
 from rankkit.plan import dry_run
@@ -73,8 +73,11 @@ def test_the_match_source_counts_k_way_judgments_as_comparisons():
 
 def test_a_group_match_averages_slot_scores_over_the_orders_shown():
     shown = presentations(["a", "b", "c"], "permute", None)
-    judgments = [GroupChoice(chosen=0, grades=(3.0, 1.0, 2.0)), GroupChoice(chosen=2, grades=(0.0, 1.0, 4.0)),
-                 GroupChoice(chosen=0, grades=(5.0, 0.0, 1.0))]
+    judgments = [
+        GroupChoice(chosen=0, grades=(3.0, 1.0, 2.0)),
+        GroupChoice(chosen=2, grades=(0.0, 1.0, 4.0)),
+        GroupChoice(chosen=0, grades=(5.0, 0.0, 1.0)),
+    ]
     match = make_group_match(["a", "b", "c"], [GroupComparison(s, j) for s, j in zip(shown, judgments)])
     # shown (a, b, c), (b, c, a), (c, a, b): a 3 + 4 + 0, b 1 + 0 + 1, c 2 + 1 + 5
     assert match.scores == pytest.approx({"a": 7 / 3, "b": 2 / 3, "c": 8 / 3}, abs=TOLERANCE)
@@ -84,8 +87,9 @@ def test_a_group_match_averages_slot_scores_over_the_orders_shown():
 
 
 def test_random_presentation_is_drawn_from_the_strategys_generator():
-    assert presentations(list("abcd"), "random", random.Random(1)) == presentations(list("abcd"), "random",
-                                                                                     random.Random(1))
+    assert presentations(list("abcd"), "random", random.Random(1)) == presentations(
+        list("abcd"), "random", random.Random(1)
+    )
     with pytest.raises(ValueError, match="rng"):
         presentations(list("abc"), "random", None)
 
@@ -108,8 +112,10 @@ def test_a_failed_run_resumes_from_the_cache_without_paying_twice(tmp_path):
 
 def test_the_dry_run_counts_k_way_strategies_exactly_where_they_are_fixed():
     tasks = planted_tasks({f"s{i}": 50.0 * i for i in range(10)}, prompts=3, seed=2)
-    strategies = [make_strategy(s) for s in ("setwise_knockout", "setwise_knockout:order=permute", "listwise",
-                                             "setwise_heapsort:top_k=2")]
+    strategies = [
+        make_strategy(s)
+        for s in ("setwise_knockout", "setwise_knockout:order=permute", "listwise", "setwise_heapsort:top_k=2")
+    ]
     plan = dry_run(tasks, strategies, make_judge("sim"), None, seed=0)
     rows = {row.strategy: row for row in plan.rows}
     assert (rows["setwise_knockout"].comparisons, rows["setwise_knockout"].bounds) == (9, {})
@@ -123,8 +129,12 @@ def test_the_dry_run_counts_k_way_strategies_exactly_where_they_are_fixed():
 
 def test_k_way_judgments_are_written_to_and_read_from_results_files():
     tasks = planted_tasks({f"s{i}": 80.0 * i for i in range(7)}, prompts=2, seed=3)
-    result = run(tasks, [make_strategy("listwise"), make_strategy("setwise_knockout"), make_strategy("knockout")],
-                 make_judge("sim"), seed=0)
+    result = run(
+        tasks,
+        [make_strategy("listwise"), make_strategy("setwise_knockout"), make_strategy("knockout")],
+        make_judge("sim"),
+        seed=0,
+    )
     data = json.loads(json.dumps(result.to_dict()))
     assert "group_comparisons" not in data["strategies"][2]["tasks"][0]  # pairwise results unchanged
     back = RunResult.from_dict(data)
@@ -150,10 +160,28 @@ def test_bad_k_way_parameters_exit_2_naming_the_strategy():
 
 
 def test_compare_and_its_dry_run_agree_on_the_k_way_counts():
-    plan = invoke("compare", "--strategies", "setwise_knockout:k=3,listwise", "--judge", "sim", "--no-cache",
-                  "--dry-run", "--format", "json")
-    ran = invoke("compare", "--strategies", "setwise_knockout:k=3,listwise", "--judge", "sim", "--no-cache",
-                 "--quiet", "--format", "json")
+    plan = invoke(
+        "compare",
+        "--strategies",
+        "setwise_knockout:k=3,listwise",
+        "--judge",
+        "sim",
+        "--no-cache",
+        "--dry-run",
+        "--format",
+        "json",
+    )
+    ran = invoke(
+        "compare",
+        "--strategies",
+        "setwise_knockout:k=3,listwise",
+        "--judge",
+        "sim",
+        "--no-cache",
+        "--quiet",
+        "--format",
+        "json",
+    )
     assert plan.exit_code == ran.exit_code == 0
     planned = {row["strategy"]: row["comparisons"] for row in json.loads(plan.stdout)}
     done = {run["name"]: run["comparisons"] for run in json.loads(ran.stdout)["strategies"]}
@@ -187,17 +215,29 @@ def test_a_run_exported_and_replayed_gives_the_same_k_way_results(tmp_path):
 def test_a_recording_of_pairs_cannot_serve_a_k_way_strategy(tmp_path):
     path = tmp_path / "pairs.jsonl"
     path.write_text(json.dumps({"task_id": "t", "a": "c0", "b": "c1", "winner": "c0"}) + "\n")
-    result = invoke("compare", "--data", str(SAMPLE_DATA), "--strategies", "listwise", "--judge", f"replay:{path}",
-                    "--no-cache", "--quiet")
+    result = invoke(
+        "compare",
+        "--data",
+        str(SAMPLE_DATA),
+        "--strategies",
+        "listwise",
+        "--judge",
+        f"replay:{path}",
+        "--no-cache",
+        "--quiet",
+    )
     assert result.exit_code == 2 and "strategy listwise needs k-way judgments" in result.output
 
 
-@pytest.mark.parametrize("row, field", [
-    ({"task_id": "t", "shown": ["a"], "chosen": "a"}, "shown"),
-    ({"task_id": "t", "shown": ["a", "b"], "chosen": "c"}, "chosen"),
-    ({"task_id": "t", "kind": "ranking", "shown": ["a", "b", "c"], "ranking": ["a", "a", "b"]}, "ranking"),
-    ({"task_id": "t", "kind": "pick", "shown": ["a", "b"], "chosen": "a"}, "kind"),
-])
+@pytest.mark.parametrize(
+    "row, field",
+    [
+        ({"task_id": "t", "shown": ["a"], "chosen": "a"}, "shown"),
+        ({"task_id": "t", "shown": ["a", "b"], "chosen": "c"}, "chosen"),
+        ({"task_id": "t", "kind": "ranking", "shown": ["a", "b", "c"], "ranking": ["a", "a", "b"]}, "ranking"),
+        ({"task_id": "t", "kind": "pick", "shown": ["a", "b"], "chosen": "a"}, "kind"),
+    ],
+)
 def test_malformed_k_way_rows_are_refused_naming_the_field(tmp_path, row, field):
     from rankkit.errors import TaskFormatError
     from rankkit.judges.replay import load_recorded_kway
@@ -216,7 +256,7 @@ def test_the_dry_run_renders_k_way_prompts_to_estimate_their_tokens():
 
     task = make_task([1.0, 2.0, 3.0])
     plan = dry_run([task], [make_strategy("setwise_knockout:k=3")], LLMJudge(ScriptedRuntime(), mode="logprob"))
-    row, = plan.rows
+    (row,) = plan.rows
     assert row.comparisons == 1 and row.prompt_tokens > 0
     # every order of the same answers renders to the same length: the group's prompt, once
     assert row.prompt_tokens == pytest.approx(estimate_tokens(render_kway("setwise", task, task.candidates)), abs=0.5)

@@ -28,8 +28,19 @@ def cache(tmp_path_factory):
 
 
 def compare(cache: str, fmt: str, *extra: str):
-    return invoke("compare", "--judge", "sim:preset=chatgpt", "--cache", cache, "--strategies", STRATEGIES,
-                  "--quiet", "--format", fmt, *extra)
+    return invoke(
+        "compare",
+        "--judge",
+        "sim:preset=chatgpt",
+        "--cache",
+        cache,
+        "--strategies",
+        STRATEGIES,
+        "--quiet",
+        "--format",
+        fmt,
+        *extra,
+    )
 
 
 def test_compare_csv_and_markdown_carry_the_json_figures(cache, tmp_path):
@@ -37,16 +48,28 @@ def test_compare_csv_and_markdown_carry_the_json_figures(cache, tmp_path):
     reference = {s["name"]: s for s in json.loads(compare(cache, "json", "--out", str(out)).stdout)["strategies"]}
     records = list(csv.DictReader(io.StringIO(compare(cache, "csv").stdout)))
     assert [r["strategy"] for r in records] == STRATEGIES.split(",")
-    assert list(records[0]) == ["strategy", "comparisons", "grades", "judge_calls", "cache_hits", "shared_hits",
-                                "seconds", "pearson", "spearman", "kendall", "task_spearman", "pairwise_accuracy",
-                                "top1_accuracy"]
+    assert list(records[0]) == [
+        "strategy",
+        "comparisons",
+        "grades",
+        "judge_calls",
+        "cache_hits",
+        "shared_hits",
+        "seconds",
+        "pearson",
+        "spearman",
+        "kendall",
+        "task_spearman",
+        "pairwise_accuracy",
+        "top1_accuracy",
+    ]
     for record in records:
         expected = reference[record["strategy"]]
         assert int(record["comparisons"]) == expected["comparisons"]
         assert int(record["grades"]) == expected["grades"]
         assert float(record["task_spearman"]) == pytest.approx(expected["metrics"]["task_spearman"], abs=1e-12)
     markdown = compare(cache, "markdown").stdout
-    cells = parse_markdown(markdown[markdown.index("| strategy"):])
+    cells = parse_markdown(markdown[markdown.index("| strategy") :])
     assert cells[0][:3] == ["strategy", "comparisons", "grades"]
     assert [row[0] for row in cells[1:]] == STRATEGIES.split(",")
     assert [int(row[1]) for row in cells[1:]] == [reference[n]["comparisons"] for n in STRATEGIES.split(",")]
@@ -54,8 +77,9 @@ def test_compare_csv_and_markdown_carry_the_json_figures(cache, tmp_path):
 
 def test_cost_columns_add_up(cache):
     """Every judgment a strategy used was paid for, read from the cache or reused in the run."""
-    fresh = invoke("compare", "--judge", "sim:preset=gpt4", "--no-cache", "--strategies", STRATEGIES, "--quiet",
-                   "--format", "csv").stdout
+    fresh = invoke(
+        "compare", "--judge", "sim:preset=gpt4", "--no-cache", "--strategies", STRATEGIES, "--quiet", "--format", "csv"
+    ).stdout
     for record in csv.DictReader(io.StringIO(fresh)):
         used = int(record["comparisons"]) + int(record["grades"])
         assert used == int(record["judge_calls"]) + int(record["cache_hits"]) + int(record["shared_hits"])
@@ -73,8 +97,9 @@ def test_smollm2_results_say_the_judge_is_plumbing_grade(cache, monkeypatch):
     from rankkit.judges.sim import FixedAccuracyJudge
 
     real = rankkit.judges.make_judge
-    monkeypatch.setattr(rankkit.judges, "make_judge",
-                        lambda spec: FixedAccuracyJudge() if spec == "smollm2" else real(spec))
+    monkeypatch.setattr(
+        rankkit.judges, "make_judge", lambda spec: FixedAccuracyJudge() if spec == "smollm2" else real(spec)
+    )
     with_smollm2 = invoke("compare", "--judge", "smollm2", "--no-cache", "--quiet", "--strategies", "individual")
     notes = [line for line in with_smollm2.stdout.splitlines() if "plumbing-grade" in line]
     assert len(notes) == 1
@@ -85,8 +110,9 @@ def test_rank_formats(tmp_path):
     args = ("rank", "--judge", "sim", "--no-cache", "--strategy", "knockout", "--quiet")
     lines = [json.loads(line) for line in invoke(*args).stdout.splitlines()]
     records = list(csv.DictReader(io.StringIO(invoke(*args, "--format", "csv").stdout)))
-    assert [(r["task_id"], r["candidate_id"], int(r["rank"])) for r in records] == \
-        [(r["task_id"], r["candidate_id"], r["rank"]) for r in lines]
+    assert [(r["task_id"], r["candidate_id"], int(r["rank"])) for r in records] == [
+        (r["task_id"], r["candidate_id"], r["rank"]) for r in lines
+    ]
     assert json.loads(invoke(*args, "--format", "json").stdout) == lines
     out = tmp_path / "ranked.md"
     invoke(*args, "--format", "markdown", "--out", str(out))
@@ -102,7 +128,7 @@ def test_leaderboard_formats():
     assert [r["system"] for r in records] == [s["name"] for s in board["systems"]]
     assert [float(r["rating"]) for r in records] == pytest.approx([s["rating"] for s in board["systems"]])
     markdown = invoke(*args, "--format", "markdown").stdout
-    cells = parse_markdown(markdown[markdown.index("| system"):markdown.index("\n\n", markdown.index("| system"))])
+    cells = parse_markdown(markdown[markdown.index("| system") : markdown.index("\n\n", markdown.index("| system"))])
     assert [row[0] for row in cells[1:]] == [s["name"] for s in board["systems"]]
 
 

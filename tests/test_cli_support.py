@@ -12,7 +12,6 @@ from rankkit.cli import main
 from rankkit.cli_support import rankkit_output
 from rankkit.synthetic import planted_tasks
 from rankkit.tasks import SAMPLE_DATA
-
 from tests.adversarial.stub_judge import HonestJudgeServer
 
 SYSTEMS = {"s0": 1000.0, "s1": 1100.0, "s2": 1200.0, "s3": 1300.0}
@@ -46,13 +45,41 @@ def board(tmp_path):
     """A leaderboard of s0, s1, s3 built with the sim judge, and its tasks (s2 is to be added)."""
     tasks = planted_tasks(SYSTEMS, 4, noise=0.0, seed=1)
     data = tmp_path / "tasks.jsonl"
-    data.write_text("".join(json.dumps({
-        "task_id": t.task_id, "prompt": t.prompt,
-        "candidates": [{"id": c.id, "text": c.text, "system": c.system, "human": dict(c.human)} for c in t.candidates],
-        "meta": {"main_score": "quality"}}) + "\n" for t in tasks))
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "candidates": [
+                        {"id": c.id, "text": c.text, "system": c.system, "human": dict(c.human)} for c in t.candidates
+                    ],
+                    "meta": {"main_score": "quality"},
+                }
+            )
+            + "\n"
+            for t in tasks
+        )
+    )
     path = tmp_path / "board.json"
-    result = CliRunner().invoke(main, ["leaderboard", "--data", str(data), "--judge", "sim:preset=gpt4", "--no-cache",
-                                       "--quiet", "--systems", "s0,s1,s3", "--bootstrap", "0", "--out", str(path)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "leaderboard",
+            "--data",
+            str(data),
+            "--judge",
+            "sim:preset=gpt4",
+            "--no-cache",
+            "--quiet",
+            "--systems",
+            "s0,s1,s3",
+            "--bootstrap",
+            "0",
+            "--out",
+            str(path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     return path, tasks
 
@@ -94,8 +121,9 @@ def test_leaderboard_add_refuses_a_boards_foreign_endpoint_and_key_before_any_re
 
 def test_leaderboard_add_uses_a_boards_local_judge_without_confirmation(board):
     board_path, _ = board
-    result = CliRunner().invoke(main, ["leaderboard", "add", "--leaderboard", str(board_path), "--system", "s2",
-                                       "--no-cache", "--quiet"])
+    result = CliRunner().invoke(
+        main, ["leaderboard", "add", "--leaderboard", str(board_path), "--system", "s2", "--no-cache", "--quiet"]
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -144,8 +172,24 @@ def test_a_run_files_out_does_not_overwrite_a_file_rankkit_did_not_write(tmp_pat
 @pytest.mark.parametrize("output_format", ["jsonl", "json", "csv", "table", "markdown"])
 def test_rank_output_in_every_format_is_recognised_as_rankkits(tmp_path, output_format):
     out = tmp_path / "ranked.txt"
-    result = CliRunner().invoke(main, ["rank", "--data", str(SAMPLE_DATA), "--judge", "sim:preset=gpt4", "--no-cache",
-                                       "--quiet", "--limit", "2", "--format", output_format, "--out", str(out)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "rank",
+            "--data",
+            str(SAMPLE_DATA),
+            "--judge",
+            "sim:preset=gpt4",
+            "--no-cache",
+            "--quiet",
+            "--limit",
+            "2",
+            "--format",
+            output_format,
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert rankkit_output(out)
 
@@ -159,18 +203,34 @@ def test_other_files_are_not_rankkits(tmp_path, text):
 
 def test_a_2mb_candidate_exits_2_before_judging_and_the_limit_is_an_option(tmp_path):
     data = tmp_path / "big.jsonl"
-    data.write_text(json.dumps({"task_id": "q1", "prompt": "Say A.", "candidates": [
-        {"id": "a", "text": "A" * 2_000_000, "human": {"s": 1}}, {"id": "b", "text": "A", "human": {"s": 2}}]}) + "\n")
+    data.write_text(
+        json.dumps(
+            {
+                "task_id": "q1",
+                "prompt": "Say A.",
+                "candidates": [
+                    {"id": "a", "text": "A" * 2_000_000, "human": {"s": 1}},
+                    {"id": "b", "text": "A", "human": {"s": 2}},
+                ],
+            }
+        )
+        + "\n"
+    )
     for command in (["rank"], ["compare"], ["rank", "--dry-run"]):
         result = CliRunner().invoke(main, [*command, "--data", str(data), "--judge", "sim", "--no-cache", "--quiet"])
         assert result.exit_code == 2, result.output
-        assert f"{data}:1: field 'candidates[0].text': candidate 'a' of task 'q1' is 2,000,000 characters" in result.output
+        assert (
+            f"{data}:1: field 'candidates[0].text': candidate 'a' of task 'q1' is 2,000,000 characters" in result.output
+        )
         assert "judge:" not in result.output  # refused before the judge was built
-    lifted = CliRunner().invoke(main, ["rank", "--data", str(data), "--judge", "sim", "--no-cache", "--quiet",
-                                       "--max-candidate-chars", "0"])
+    lifted = CliRunner().invoke(
+        main, ["rank", "--data", str(data), "--judge", "sim", "--no-cache", "--quiet", "--max-candidate-chars", "0"]
+    )
     assert lifted.exit_code == 0, lifted.output
-    tight = CliRunner().invoke(main, ["rank", "--data", str(SAMPLE_DATA), "--judge", "sim", "--no-cache", "--quiet",
-                                      "--max-prompt-chars", "10"])
+    tight = CliRunner().invoke(
+        main,
+        ["rank", "--data", str(SAMPLE_DATA), "--judge", "sim", "--no-cache", "--quiet", "--max-prompt-chars", "10"],
+    )
     assert tight.exit_code == 2 and "field 'prompt'" in tight.output and "over the limit of 10 " in tight.output
 
 
@@ -180,16 +240,46 @@ def test_a_run_file_sets_the_size_limits(tmp_path):
     result = CliRunner().invoke(main, ["compare", "--config", str(path), "--quiet"])
     assert result.exit_code == 2 and "over the limit of 10 (max_prompt_chars" in result.output
     # the command line wins
-    assert CliRunner().invoke(main, ["compare", "--config", str(path), "--quiet", "--max-prompt-chars", "0"]).exit_code == 0
+    assert (
+        CliRunner().invoke(main, ["compare", "--config", str(path), "--quiet", "--max-prompt-chars", "0"]).exit_code
+        == 0
+    )
 
 
 def test_a_results_file_re_runs_with_the_size_limits_it_was_given(tmp_path):
     data = tmp_path / "big.jsonl"
-    data.write_text(json.dumps({"task_id": "q1", "prompt": "Say A.", "candidates": [
-        {"id": "a", "text": "A" * 100_001, "human": {"s": 1}}, {"id": "b", "text": "A", "human": {"s": 2}}]}) + "\n")
+    data.write_text(
+        json.dumps(
+            {
+                "task_id": "q1",
+                "prompt": "Say A.",
+                "candidates": [
+                    {"id": "a", "text": "A" * 100_001, "human": {"s": 1}},
+                    {"id": "b", "text": "A", "human": {"s": 2}},
+                ],
+            }
+        )
+        + "\n"
+    )
     results = tmp_path / "results.json"
-    first = CliRunner().invoke(main, ["compare", "--data", str(data), "--judge", "sim", "--no-cache", "--quiet",
-                                      "--strategies", "individual", "--max-candidate-chars", "0", "--out", str(results)])
+    first = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--data",
+            str(data),
+            "--judge",
+            "sim",
+            "--no-cache",
+            "--quiet",
+            "--strategies",
+            "individual",
+            "--max-candidate-chars",
+            "0",
+            "--out",
+            str(results),
+        ],
+    )
     assert first.exit_code == 0, first.output
     assert json.loads(results.read_text())["config"]["max_candidate_chars"] == 0
     again = CliRunner().invoke(main, ["compare", "--config", str(results), "--quiet"])

@@ -63,8 +63,20 @@ def test_a_run_file_runs_and_is_written_back(run_file):
 
 def test_flags_win_over_the_file(run_file, tmp_path):
     out = tmp_path / "other.json"
-    invoke("compare", "--config", str(run_file), "--quiet", "--seed", "7", "--strategies", "individual",
-           "--out", str(out), "--format", "json")
+    invoke(
+        "compare",
+        "--config",
+        str(run_file),
+        "--quiet",
+        "--seed",
+        "7",
+        "--strategies",
+        "individual",
+        "--out",
+        str(out),
+        "--format",
+        "json",
+    )
     results = json.loads(out.read_text())
     assert results["seed"] == 7 and [s["name"] for s in results["strategies"]] == ["individual"]
     assert results["config"]["seed"] == 7
@@ -92,13 +104,16 @@ def test_rank_takes_a_run_file_with_one_strategy(tmp_path):
     assert {r["strategy"] for r in rows} == {"knockout:order=both"} and len({r["task_id"] for r in rows}) == 2
 
 
-@pytest.mark.parametrize("text,needle", [
-    ('judgee = "sim"', "unknown key 'judgee'"),
-    ("seed = \"zero\"", "key 'seed': expected an integer"),
-    ("strategies = [{ debias = true }]", "key 'strategies': expected a spec string or a table with a 'name'"),
-    ("columns = { model = \"author\" }", "key 'columns': cannot map 'model' to 'author'"),
-    ("seed = ", "malformed TOML"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('judgee = "sim"', "unknown key 'judgee'"),
+        ('seed = "zero"', "key 'seed': expected an integer"),
+        ("strategies = [{ debias = true }]", "key 'strategies': expected a spec string or a table with a 'name'"),
+        ('columns = { model = "author" }', "key 'columns': cannot map 'model' to 'author'"),
+        ("seed = ", "malformed TOML"),
+    ],
+)
 def test_bad_run_files_exit_2_naming_file_and_key(tmp_path, text, needle):
     path = tmp_path / "bad.toml"
     path.write_text(text + "\n")
@@ -109,10 +124,12 @@ def test_bad_run_files_exit_2_naming_file_and_key(tmp_path, text, needle):
 
 def test_settings_become_click_defaults(tmp_path):
     path = tmp_path / "run.toml"
-    path.write_text(textwrap.dedent("""
+    path.write_text(
+        textwrap.dedent("""
         strategies = ["knockout:debias=true,tie=first", { name = "swiss", budget = 2.5 }]
         cache = "c.sqlite"
-    """))
+    """)
+    )
     settings = load_config(path)
     assert settings["strategies"] == "knockout:debias=true,tie=first,swiss:budget=2.5"
     assert settings["cache"] == str(tmp_path / "c.sqlite")

@@ -10,10 +10,10 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.dispatch import Dispatcher
-from rankkit.memo import JudgmentMemo, Origin
 from rankkit.judges.base import Judge, JudgeError
-from rankkit.judgments import Verdict, ParseStatus, Grade, Winner
 from rankkit.judges.sim import FixedAccuracyJudge
+from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
+from rankkit.memo import JudgmentMemo, Origin
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from tests.helpers import make_task
@@ -29,8 +29,7 @@ class PacedJudge(Judge):
 
     backend = "paced"
 
-    def __init__(self, capacity: int, fills_batches: bool = False, delay: float = 0.002,
-                 fail_on: str | None = None):
+    def __init__(self, capacity: int, fills_batches: bool = False, delay: float = 0.002, fail_on: str | None = None):
         self.inner = FixedAccuracyJudge(accuracy=0.8, position_bias=0.1, noise=0.3, seed=5)
         self.capacity = capacity
         self.fills_batches = fills_batches
@@ -83,9 +82,16 @@ def _summary(result):
     """Everything a run decided, per strategy and task (no timings)."""
     out = []
     for strategy in result.strategies:
-        out.append((strategy.name, strategy.cost.to_dict(), [
-            (t.task_id, t.scores, t.ranking, t.champion, [c.to_dict() for c in t.comparisons], t.cost.to_dict())
-            for t in strategy.tasks]))
+        out.append(
+            (
+                strategy.name,
+                strategy.cost.to_dict(),
+                [
+                    (t.task_id, t.scores, t.ranking, t.champion, [c.to_dict() for c in t.comparisons], t.cost.to_dict())
+                    for t in strategy.tasks
+                ],
+            )
+        )
     return out
 
 
@@ -148,8 +154,7 @@ class FlakyJudge(Judge):
     def compare(self, task, first, second):
         self.asked += 1
         if self.failing:
-            return Verdict(first_grade=0.5, second_grade=0.5, winner=Winner.TIE, raw="",
-                                status=ParseStatus.FAILED)
+            return Verdict(first_grade=0.5, second_grade=0.5, winner=Winner.TIE, raw="", status=ParseStatus.FAILED)
         return Verdict(first_grade=1.0, second_grade=0.0, winner=Winner.FIRST, raw="Answer 1: 1 Answer 2: 0")
 
 
@@ -201,12 +206,18 @@ def test_the_memo_asks_a_key_once_while_it_is_in_flight():
         raise AssertionError("a key in flight must not be asked again")
 
     results = {}
-    first = threading.Thread(target=lambda: results.setdefault("first", store.fetch(
-        "fp", "point", [["k"]], slow_ask, Grade.from_dict, Grade.to_dict)))
+    first = threading.Thread(
+        target=lambda: results.setdefault(
+            "first", store.fetch("fp", "point", [["k"]], slow_ask, Grade.from_dict, Grade.to_dict)
+        )
+    )
     first.start()
     started.wait(5)
-    second = threading.Thread(target=lambda: results.setdefault("second", store.fetch(
-        "fp", "point", [["k"]], quick_ask, Grade.from_dict, Grade.to_dict)))
+    second = threading.Thread(
+        target=lambda: results.setdefault(
+            "second", store.fetch("fp", "point", [["k"]], quick_ask, Grade.from_dict, Grade.to_dict)
+        )
+    )
     second.start()
     time.sleep(0.05)
     release.set()

@@ -24,8 +24,10 @@ from rankkit.formatting import (
     render_sections,
 )
 
-ROWS = [{"name": "knockout:order=both", "n": 10, "r": 0.81234, "note": "a|b"},
-        {"name": "individual", "n": 5, "r": float("nan"), "note": None}]
+ROWS = [
+    {"name": "knockout:order=both", "n": 10, "r": 0.81234, "note": "a|b"},
+    {"name": "individual", "n": 5, "r": float("nan"), "note": None},
+]
 COLUMNS = [("name", "strategy"), ("n", "comparisons"), ("r", "spearman"), ("note", "note")]
 
 
@@ -107,8 +109,13 @@ def test_only_the_command_line_imports_the_command_line():
     offenders = []
     for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
                 module = next((m for m in allowed if name == m or name.startswith(m + ".")), None)
                 if module and str(path.relative_to(package)) not in allowed[module]:
@@ -118,23 +125,26 @@ def test_only_the_command_line_imports_the_command_line():
 
 def test_text_columns_are_left_aligned_and_numbers_right_aligned():
     # Issue 24, item 19: Markdown right-aligned every column but the first, text included.
-    rows = [{"task": "q01", "system": "gpt-4", "rank": 1, "score": 0.5, "champion": True, "ci": "0.680 [0.631, 0.722]"},
-            {"task": "q01", "system": "a-much-longer-name", "rank": 12, "score": None, "champion": False, "ci": "-"}]
+    rows = [
+        {"task": "q01", "system": "gpt-4", "rank": 1, "score": 0.5, "champion": True, "ci": "0.680 [0.631, 0.722]"},
+        {"task": "q01", "system": "a-much-longer-name", "rank": 12, "score": None, "champion": False, "ci": "-"},
+    ]
     columns = [(k, k) for k in rows[0]]
     rule = format_markdown(rows, columns).splitlines()[1]
     assert rule == "|:---|:---|---:|---:|:---|---:|"
     lines = format_table(rows, columns).splitlines()
-    assert lines[2][lines[0].index("system"):].startswith("gpt-4 ")  # text: left
-    assert lines[2][lines[0].index("rank"):].startswith("   1")  # numbers: right
+    assert lines[2][lines[0].index("system") :].startswith("gpt-4 ")  # text: left
+    assert lines[2][lines[0].index("rank") :].startswith("   1")  # numbers: right
 
 
 # -- inert output (issue 30) --------------------------------------------------------------------
+
 
 def test_inert_escapes_every_control_character_and_keeps_text():
     hostile = "a\x1b]0;title\x07b\x1b[2J\x9bc\x7f\x00\r\u202eevil\u2066"
     shown = inert(hostile)
     assert shown == "a\\x1b]0;title\\x07b\\x1b[2J\\x9bc\\x7f\\x00\\x0d\\u202eevil\\u2066"
-    assert all(ord(char) >= 0x20 and not 0x7f <= ord(char) <= 0x9f for char in shown)
+    assert all(ord(char) >= 0x20 and not 0x7F <= ord(char) <= 0x9F for char in shown)
     text = "Schrödinger's 猫 — ok\n\tindented"
     assert inert(text) == text  # printable Unicode, newlines and tabs stay
     assert inert(text, keep="") == "Schrödinger's 猫 — ok\\x0a\\x09indented"
@@ -154,10 +164,16 @@ def test_tables_for_people_are_inert_and_machine_formats_exact():
     c1 = [{"id": "a\x9b2J\x7f\u202e"}]  # C1 CSI, DEL, right-to-left override: json.dumps leaves them raw
     text = render(c1, [("id", "id")], "json")
     assert not any(char in text for char in "\x9b\x7f\u202e") and json.loads(text)[0]["id"] == c1[0]["id"]
+
+
 def test_plain_makes_nan_infinities_and_numpy_values_strict_json_throughout():
     np = pytest.importorskip("numpy")
-    value = {"a": np.float64("nan"), "b": [np.int64(3), (np.float32(0.5), math.inf)], "c": np.array([1.0, -math.inf]),
-             "d": {"e": -math.inf}}
+    value = {
+        "a": np.float64("nan"),
+        "b": [np.int64(3), (np.float32(0.5), math.inf)],
+        "c": np.array([1.0, -math.inf]),
+        "d": {"e": -math.inf},
+    }
     assert plain(value) == {"a": None, "b": [3, [0.5, None]], "c": [1.0, None], "d": {"e": None}}
     assert json.loads(json.dumps(plain(value), allow_nan=False)) == plain(value)
     assert plain({"e": -math.inf}, infinities=True) == {"e": -math.inf}

@@ -22,11 +22,20 @@ def sample():
 def alpaca_rows() -> list[dict]:
     """Model outputs as alpaca_eval keeps them: no task or candidate ids, extra text columns."""
     rows = []
-    for prompt, answers in (("Name a prime.", {"m1": "7", "m2": "9 is prime", "m3": "2"}),
-                            ("Capital of France?", {"m1": "Paris", "m2": "Lyon", "m3": "Paris, France"})):
+    for prompt, answers in (
+        ("Name a prime.", {"m1": "7", "m2": "9 is prime", "m3": "2"}),
+        ("Capital of France?", {"m1": "Paris", "m2": "Lyon", "m3": "Paris, France"}),
+    ):
         for model, output in answers.items():
-            rows.append({"instruction": prompt, "output": output, "generator": model, "dataset": "toy",
-                         "preference": float(len(output))})
+            rows.append(
+                {
+                    "instruction": prompt,
+                    "output": output,
+                    "generator": model,
+                    "dataset": "toy",
+                    "preference": float(len(output)),
+                }
+            )
     return rows
 
 
@@ -84,8 +93,10 @@ def test_a_mapping_reads_alpaca_style_outputs():
 
 def test_a_mapping_reads_a_long_csv_with_other_names(tmp_path):
     path = tmp_path / "answers.csv"
-    path.write_text("question_id,question,model,answer,score\n"
-                    "1,What is 2+2?,gpt,4,1\n1,What is 2+2?,llama,5,0\n2,Say hi,gpt,hi,1\n2,Say hi,llama,hello,1\n")
+    path.write_text(
+        "question_id,question,model,answer,score\n"
+        "1,What is 2+2?,gpt,4,1\n1,What is 2+2?,llama,5,0\n2,Say hi,gpt,hi,1\n2,Say hi,llama,hello,1\n"
+    )
     tasks = load_tasks(path, columns=parse_columns("question_id=task_id,question=prompt,model=system,answer=text"))
     assert [t.task_id for t in tasks] == ["1", "2"]
     assert tasks[0].human_scores() == {"gpt": 1.0, "llama": 0.0}
@@ -99,7 +110,10 @@ def test_bad_rows_name_the_source_row_and_column():
     with pytest.raises(TaskFormatError) as err:
         load_tasks(pd.DataFrame(rows), columns=ALPACA_COLUMNS)
     assert str(err.value).startswith("DataFrame:3: field 'output (as text)': empty text")
-    with pytest.raises(TaskFormatError, match=r"DataFrame:0: field 'dataset': not a number .* columns=\{'dataset': 'meta.dataset'\} \(--columns dataset=meta.dataset on the command line\)"):
+    with pytest.raises(
+        TaskFormatError,
+        match=r"DataFrame:0: field 'dataset': not a number .* columns=\{'dataset': 'meta.dataset'\} \(--columns dataset=meta.dataset on the command line\)",
+    ):
         load_tasks(pd.DataFrame(alpaca_rows()), columns={k: v for k, v in ALPACA_COLUMNS.items() if k != "dataset"})
     rows = alpaca_rows()
     rows[1]["preference"] = "high"
@@ -127,11 +141,13 @@ def test_mapping_errors():
 
 
 def test_reading_tables_never_imports_pandas_unless_given_one():
-    code = ("import sys, rankkit\n"
-            "from rankkit.tasks import task_rows\n"
-            f"tasks = rankkit.load_tasks({str(SAMPLE_DATA)!r})\n"
-            "rankkit.load_tasks(task_rows(tasks))\n"
-            "print(','.join(m for m in ('pandas', 'pyarrow', 'datasets') if m in sys.modules))")
+    code = (
+        "import sys, rankkit\n"
+        "from rankkit.tasks import task_rows\n"
+        f"tasks = rankkit.load_tasks({str(SAMPLE_DATA)!r})\n"
+        "rankkit.load_tasks(task_rows(tasks))\n"
+        "print(','.join(m for m in ('pandas', 'pyarrow', 'datasets') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
@@ -165,16 +181,30 @@ def test_a_mapped_csv_naming_a_column_twice_is_refused(tmp_path):
     assert info.value.field == "model"
 
 
-@pytest.mark.parametrize("row, field, message", [
-    ({"prompt": "Q", "text": 123, "system": "m1"}, "text", "text must be a string, got 123"),
-    ({"prompt": "Q", "text": "x\ud800", "system": "m1"}, "candidates[0].text", "lone surrogate"),
-    ({"prompt": "Q", "text": "x", "system": "m1", "score": 10 ** 400}, "candidates[0].human.score", "not a finite number"),
-    # An infinite score is refused by name, not read as a missing one (the cell conversion keeps it).
-    ({"prompt": "Q", "text": "x", "system": "m1", "score": float("inf")}, "candidates[0].human.score",
-     "not a finite number"),
-    ({"prompt": "Q", "text": "x", "candidate_id": 1.5}, "candidates[0].id", "expected a string or integer id"),
-    ({"prompt": "Q", "text": "x", "system": "m1", "meta.max_points": "ten"}, "meta.max_points", "expected a number"),
-])
+@pytest.mark.parametrize(
+    "row, field, message",
+    [
+        ({"prompt": "Q", "text": 123, "system": "m1"}, "text", "text must be a string, got 123"),
+        ({"prompt": "Q", "text": "x\ud800", "system": "m1"}, "candidates[0].text", "lone surrogate"),
+        (
+            {"prompt": "Q", "text": "x", "system": "m1", "score": 10**400},
+            "candidates[0].human.score",
+            "not a finite number",
+        ),
+        # An infinite score is refused by name, not read as a missing one (the cell conversion keeps it).
+        (
+            {"prompt": "Q", "text": "x", "system": "m1", "score": float("inf")},
+            "candidates[0].human.score",
+            "not a finite number",
+        ),
+        ({"prompt": "Q", "text": "x", "candidate_id": 1.5}, "candidates[0].id", "expected a string or integer id"),
+        (
+            {"prompt": "Q", "text": "x", "system": "m1", "meta.max_points": "ten"},
+            "meta.max_points",
+            "expected a number",
+        ),
+    ],
+)
 def test_bad_long_rows_are_refused_naming_the_field(row, field, message):
     rows = [row, {"prompt": "Q", "text": "other", "system": "m2", "candidate_id": "b"}]
     with pytest.raises(TaskFormatError) as info:
@@ -185,6 +215,7 @@ def test_bad_long_rows_are_refused_naming_the_field(row, field, message):
 def test_a_numeric_text_max_points_from_a_csv_column_is_its_number(tmp_path):
     path = tmp_path / "rows.csv"
     path.write_text("question,answer,model,points\nQ,x,m1,5\nQ,y,m2,5\n", encoding="utf-8")
-    task, = load_tasks(path, columns={"question": "prompt", "answer": "text", "model": "system",
-                                      "points": "meta.max_points"})
+    (task,) = load_tasks(
+        path, columns={"question": "prompt", "answer": "text", "model": "system", "points": "meta.max_points"}
+    )
     assert task.scale == pytest.approx((0.0, 5.0), abs=1e-12)

@@ -51,10 +51,16 @@ def tasks():
 
 def outputs(strategy_run) -> list[tuple]:
     """What a strategy decided on every task (the numbers apart)."""
-    return [(task.task_id, task.ranking, task.champion,
-             [(c.first, c.second, c.round, c.verdict.winner.value) for c in task.comparisons],
-             [(g.shown, g.round, g.ranking) for g in task.group_comparisons])
-            for task in strategy_run.tasks]
+    return [
+        (
+            task.task_id,
+            task.ranking,
+            task.champion,
+            [(c.first, c.second, c.round, c.verdict.winner.value) for c in task.comparisons],
+            [(g.shown, g.round, g.ranking) for g in task.group_comparisons],
+        )
+        for task in strategy_run.tasks
+    ]
 
 
 def scores(strategy_run) -> list[dict[str, float]]:
@@ -72,8 +78,12 @@ def runs(tmp_path_factory):
     with JudgmentCache(path) as cache:
         reversed_warm = run(data, strategies[::-1], make_judge(JUDGE), cache, seed=SEED).strategies[::-1]
         alone_warm = [run(data, [s], make_judge(JUDGE), cache, seed=SEED).strategies[0] for s in strategies]
-    return names, {"alone": alone, "together, cold cache": together, "reversed, warm cache": reversed_warm,
-                   "alone, warm cache": alone_warm}
+    return names, {
+        "alone": alone,
+        "together, cold cache": together,
+        "reversed, warm cache": reversed_warm,
+        "alone, warm cache": alone_warm,
+    }
 
 
 def test_every_strategy_order_is_covered(runs):
@@ -94,8 +104,9 @@ def test_each_strategy_decides_the_same_alone_and_in_any_company(runs, setting):
 
 def test_only_where_judgments_came_from_differs(runs):
     names, by_setting = runs
-    for name, alone, together, warm in zip(names, by_setting["alone"], by_setting["together, cold cache"],
-                                           by_setting["reversed, warm cache"]):
+    for name, alone, together, warm in zip(
+        names, by_setting["alone"], by_setting["together, cold cache"], by_setting["reversed, warm cache"]
+    ):
         for strategy_run in (alone, together, warm):
             cost = strategy_run.cost
             assert cost.comparisons + cost.grades == cost.judge_calls + cost.cache_hits + cost.shared_hits, name

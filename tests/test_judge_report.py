@@ -63,8 +63,19 @@ def fixture_files(tmp_path: Path) -> tuple[Path, Path]:
     judgments_path = tmp_path / "judgments.jsonl"
     with tasks_path.open("w") as handle:
         for task_id, hx, hy, tx, ty in FIXTURE_TASKS:
-            handle.write(json.dumps({"task_id": task_id, "prompt": f"prompt {task_id}", "candidates": [
-                {"id": "x", "text": tx, "human": {"pref": hx}}, {"id": "y", "text": ty, "human": {"pref": hy}}]}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "task_id": task_id,
+                        "prompt": f"prompt {task_id}",
+                        "candidates": [
+                            {"id": "x", "text": tx, "human": {"pref": hx}},
+                            {"id": "y", "text": ty, "human": {"pref": hy}},
+                        ],
+                    }
+                )
+                + "\n"
+            )
     with judgments_path.open("w") as handle:
         for task_id, (x_first, y_first) in FIXTURE_VERDICTS.items():
             handle.write(json.dumps({"task_id": task_id, "a": "x", "b": "y", "winner": x_first}) + "\n")
@@ -87,8 +98,20 @@ def test_every_figure_matches_the_hand_computation(fixture_files):
 def test_the_command_prints_the_table_and_writes_the_same_json(fixture_files, tmp_path):
     tasks_path, judgments_path = fixture_files
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(main, ["judge-report", "--judge", f"replay:{judgments_path},on_miss=tie",
-                                       "--data", str(tasks_path), "--no-cache", "--quiet", "--out", str(out)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "judge-report",
+            "--judge",
+            f"replay:{judgments_path},on_miss=tie",
+            "--data",
+            str(tasks_path),
+            "--no-cache",
+            "--quiet",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "first-slot preference" in result.output and "95% CI" in result.output
     assert "replay misses 1" in result.output
@@ -96,8 +119,10 @@ def test_the_command_prints_the_table_and_writes_the_same_json(fixture_files, tm
     assert report["metrics"]["accuracy_single"]["value"] == pytest.approx(5 / 8)
     assert report["bootstrap"] == {"resamples": 1000, "confidence": 0.95, "unit": "task"}
     # Without on_miss=tie the unparsed answer stops the report with a clear message.
-    strict = CliRunner().invoke(main, ["judge-report", "--judge", f"replay:{judgments_path}", "--data",
-                                       str(tasks_path), "--no-cache", "--quiet"])
+    strict = CliRunner().invoke(
+        main,
+        ["judge-report", "--judge", f"replay:{judgments_path}", "--data", str(tasks_path), "--no-cache", "--quiet"],
+    )
     assert strict.exit_code == 2 and "could not be parsed" in strict.output
 
 
@@ -128,13 +153,15 @@ def test_bootstrap_is_seeded_and_collapses_on_identical_tasks():
 
 def test_intervals_resample_tasks_not_judgments():
     """Many pairs in one task move the interval less than the same pairs spread over many tasks."""
+
     def records(tasks: int, pairs_per_task: int) -> list[PairRecord]:
         out = []
         for t in range(tasks):
             for p in range(pairs_per_task):
-                right = (t % 2 == 0)  # whole tasks right or wrong
-                out.append(PairRecord(f"t{t}", f"a{p}", f"b{p}", "a0" if right else "b0", "a0" if right else "b0",
-                                      "a0", None))
+                right = t % 2 == 0  # whole tasks right or wrong
+                out.append(
+                    PairRecord(f"t{t}", f"a{p}", f"b{p}", "a0" if right else "b0", "a0" if right else "b0", "a0", None)
+                )
         return out
 
     clustered = measure(records(4, 10), resamples=500)["accuracy_single"]

@@ -9,7 +9,7 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judges.base import JudgeError
-from rankkit.judgments import ParseStatus, Winner, Verdict
+from rankkit.judgments import ParseStatus, Verdict, Winner
 from rankkit.matches import Comparison, MatchGraph, MatchSource, make_match
 from rankkit.memo import JudgmentMemo
 from rankkit.runner import with_undecided
@@ -111,6 +111,7 @@ def test_self_comparison_is_refused():
 
 # -- presentation order ------------------------------------------------------------------------
 
+
 def shown(matches):
     return [(c.first, c.second) for match in matches for c in match.comparisons]
 
@@ -181,6 +182,7 @@ def test_order_is_checked_and_random_needs_a_generator():
 
 
 # -- undecided comparisons ------------------------------------------------------------------------
+
 
 class BreakableJudge(perfect_judge().__class__):
     """A perfect judge whose judgments fail whenever a text in ``breakers`` is shown (as a verdict
@@ -262,5 +264,5 @@ def test_a_bracket_lets_the_answer_shown_first_go_on_from_an_undecided_match():
     task, source = _source(judge, scores=(9.0, 6.0))
     rng = random.Random(3)
     bracket = play_bracket(["c0", "c1"], rng, lambda pairs, round: source.play_many(pairs, round=round))
-    (match,), = bracket.rounds
+    ((match,),) = bracket.rounds
     assert match.outcome is None and bracket.champion == match.a

@@ -25,12 +25,14 @@ KIND = "verdict"
 def _slow_ask(keys: list[list[str]], calls: Path, seconds: float):
     """An ``Ask`` for :meth:`JudgmentMemo.fetch` that sleeps ``seconds`` per request and appends
     one line per request to ``calls``; the answer is a function of the key alone."""
+
     def ask(indices: list[int]):
         for position, index in enumerate(indices):
             time.sleep(seconds)
             with open(calls, "a") as out:
                 out.write(f"{os.getpid()} {keys[index][0]}\n")
             yield position, {"answer": keys[index][0].upper()}
+
     return ask
 
 
@@ -41,7 +43,7 @@ def _fetch_in_batches(cache_path: str, calls: str, names: list[str], batch: int,
     with JudgmentCache(cache_path) as cache:
         memo = JudgmentMemo(cache=cache)
         for start in range(0, len(names), batch):
-            keys = [[name] for name in names[start:start + batch]]
+            keys = [[name] for name in names[start : start + batch]]
             fetched = memo.fetch(FINGERPRINT, KIND, keys, _slow_ask(keys, Path(calls), seconds), dict, dict)
             out += [(key[0], answer, origin.value) for key, (answer, origin) in zip(keys, fetched)]
         memo.flush()
@@ -58,8 +60,10 @@ def test_two_processes_asking_the_same_keys_through_a_slow_judge_pay_once(tmp_pa
     context = multiprocessing.get_context("spawn")
     with context.Pool(2) as pool:
         # opposite orders and small batches, so each process leases some keys and waits on others
-        jobs = [pool.apply_async(_fetch_in_batches, (str(tmp_path / "c.sqlite"), str(calls), order, 4, 0.05))
-                for order in (names, names[::-1])]
+        jobs = [
+            pool.apply_async(_fetch_in_batches, (str(tmp_path / "c.sqlite"), str(calls), order, 4, 0.05))
+            for order in (names, names[::-1])
+        ]
         first, second = (job.get(timeout=120) for job in jobs)
     paid = _paid(calls)
     assert sorted(line.split()[1] for line in paid) == names  # every key asked exactly once in total
@@ -183,11 +187,12 @@ def test_a_lease_is_renewed_while_its_owner_asks(tmp_path):
         assert cache.claim_leases(["slow"]) == ["slow"]
         time.sleep(2.5)  # well past the first expiry: the renewer (every 0.25 s here) keeps it alive
         with sqlite3.connect(path) as db:
-            expires, = db.execute("SELECT expires FROM leases WHERE key = 'slow'").fetchone()
+            (expires,) = db.execute("SELECT expires FROM leases WHERE key = 'slow'").fetchone()
         assert expires > time.time()
 
 
 # -- results never depend on who paid -------------------------------------------------------------
+
 
 def _slow_sim_run(cache_path: str | None, calls: str, seconds: float) -> tuple[list, int]:
     """Run in a spawned process: knockout (both orders) and bt on the bundled sample with the
@@ -206,6 +211,7 @@ def _slow_sim_run(cache_path: str | None, calls: str, seconds: float) -> tuple[l
             with open(calls, "a") as out:
                 out.write(f"{os.getpid()}\n")
             return method(self, *args)
+
         return judged
 
     LatentJudge.compare, LatentJudge.grade = slowed(compare), slowed(grade)
@@ -225,8 +231,10 @@ def test_results_are_identical_with_and_without_contention(tmp_path):
     context = multiprocessing.get_context("spawn")
     with context.Pool(3) as pool:
         alone = pool.apply_async(_slow_sim_run, (None, str(tmp_path / "alone.txt"), 0.0))
-        shared = [pool.apply_async(_slow_sim_run, (str(tmp_path / "c.sqlite"), str(tmp_path / "shared.txt"), 0.01))
-                  for _ in range(2)]
+        shared = [
+            pool.apply_async(_slow_sim_run, (str(tmp_path / "c.sqlite"), str(tmp_path / "shared.txt"), 0.01))
+            for _ in range(2)
+        ]
         (decisions, judge_calls), *contended = [job.get(timeout=300) for job in (alone, *shared)]
     assert [d for d, _ in contended] == [decisions, decisions]
     assert len(_paid(tmp_path / "shared.txt")) == judge_calls  # two processes paid once in total

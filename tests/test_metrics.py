@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import random
-
 import warnings
 
 import numpy as np
@@ -74,8 +73,9 @@ def test_per_task_metrics_equal_scipy_task_by_task():
         per_task = [correlation(method, [s[c] for c in h], list(h.values())) for s, _, h in tasks]
         assert result[f"task_{method}"] == pytest.approx(np.nanmean(per_task), abs=1e-12)
     counts = [pairwise_accuracy_counts(s, h) for s, _, h in tasks]
-    assert result["pairwise_accuracy"] == pytest.approx(sum(c for c, _ in counts) / sum(t for _, t in counts),
-                                                        abs=1e-12)
+    assert result["pairwise_accuracy"] == pytest.approx(
+        sum(c for c, _ in counts) / sum(t for _, t in counts), abs=1e-12
+    )
 
 
 def test_evaluate_calls_scipy_a_fixed_number_of_times_whatever_the_task_count(monkeypatch):
@@ -104,8 +104,10 @@ def test_top1_tie_at_the_top_counts_the_expected_share():
     assert top1_share({"a": 1.0, "b": 5.0, "c": 5.0, "d": 0.0}, human) == pytest.approx(0.0, abs=1e-12)
     # a candidate tied with the human best counts as best
     assert top1_share({"a": 1.0, "b": 2.0}, {"a": 2.0, "b": 2.0}) == pytest.approx(1.0, abs=1e-12)
-    tasks = [({"a": 5.0, "b": 5.0, "c": 1.0, "d": 0.0}, ["b", "a", "c", "d"], human),
-             ({"a": 9.0, "b": 1.0, "c": 1.0, "d": 0.0}, ["a", "b", "c", "d"], human)]
+    tasks = [
+        ({"a": 5.0, "b": 5.0, "c": 1.0, "d": 0.0}, ["b", "a", "c", "d"], human),
+        ({"a": 9.0, "b": 1.0, "c": 1.0, "d": 0.0}, ["a", "b", "c", "d"], human),
+    ]
     assert evaluate(tasks)["top1_accuracy"] == pytest.approx(0.75)  # (0.5 + 1) / 2, not by data order
 
 
@@ -146,7 +148,9 @@ def test_metrics_never_swap_the_process_wide_warning_filters(monkeypatch):
 
     entered: list[str] = []
     original = warnings.catch_warnings
-    monkeypatch.setattr(warnings, "catch_warnings", lambda *a, **k: entered.append("catch_warnings") or original(*a, **k))
+    monkeypatch.setattr(
+        warnings, "catch_warnings", lambda *a, **k: entered.append("catch_warnings") or original(*a, **k)
+    )
     evaluate(random_tasks(20, [3, 5]))
     xs = [np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 1.0])]
     row_correlations("pearson", xs, [np.array([3.0, 1.0, 2.0]), np.array([1.0, 0.0, 2.0])])
@@ -165,9 +169,11 @@ def test_choix_fits_run_one_at_a_time(monkeypatch):
     held: list[bool] = []
     for name in ("ilsr_pairwise_dense", "ilsr_pairwise"):
         original = getattr(choix, name)
-        monkeypatch.setattr(choix, name, lambda *a, _f=original, **k: held.append(ratings.CHOIX_LOCK.locked()) or _f(*a, **k))
-    ratings.bradley_terry(_outcomes(6, 60, seed=1))    # dense fit
-    ratings.bradley_terry(_outcomes(40, 30, seed=2))   # sparse fit, small
+        monkeypatch.setattr(
+            choix, name, lambda *a, _f=original, **k: held.append(ratings.CHOIX_LOCK.locked()) or _f(*a, **k)
+        )
+    ratings.bradley_terry(_outcomes(6, 60, seed=1))  # dense fit
+    ratings.bradley_terry(_outcomes(40, 30, seed=2))  # sparse fit, small
     assert held == [True, True]
 
 

@@ -29,7 +29,12 @@ def test_plot_all_writes_four_nonblank_figures(tmp_path):
     from rankkit.plots import plot_all
 
     paths = plot_all(RunResult.from_dict(hand_results()), tmp_path / "figs", resamples=40)
-    assert [p.name for p in paths] == ["correlations.png", "cost_accuracy.png", "elimination_rounds.png", "judge_vs_human.png"]
+    assert [p.name for p in paths] == [
+        "correlations.png",
+        "cost_accuracy.png",
+        "elimination_rounds.png",
+        "judge_vs_human.png",
+    ]
     for path in paths:
         pixels = read_png(path)
         assert pixels[..., :3].std() > 0.05, f"{path.name} looks blank"
@@ -48,7 +53,9 @@ def test_no_elimination_figure_without_knockout_like_strategies(tmp_path):
 def test_cost_accuracy_points_by_hand():
     from rankkit.plots import cost_accuracy_points
 
-    points = {p["label"]: p for p in cost_accuracy_points(RunResult.from_dict(hand_results()), "task_spearman", resamples=0)}
+    points = {
+        p["label"]: p for p in cost_accuracy_points(RunResult.from_dict(hand_results()), "task_spearman", resamples=0)
+    }
     # ko: 9 comparisons over 3 tasks; oracle: 12 grades over 3 tasks.
     assert (points["ko"]["cost"], points["oracle"]["cost"]) == pytest.approx((3.0, 4.0), abs=1e-12)
     assert points["ko"]["estimate"] == pytest.approx((1 - 1 + 0.8) / 3)
@@ -59,9 +66,11 @@ def test_cost_accuracy_points_by_hand():
 def test_plot_cost_accuracy_skips_undefined_points(tmp_path):
     from rankkit.plots import plot_cost_accuracy
 
-    points = [{"label": "a", "cost": 2.0, "estimate": 0.5, "low": 0.4, "high": 0.6},
-              {"label": "undefined", "cost": 5.0, "estimate": math.nan, "low": math.nan, "high": math.nan},
-              {"label": "b", "cost": 50.0, "estimate": 0.7, "low": math.nan, "high": math.nan}]
+    points = [
+        {"label": "a", "cost": 2.0, "estimate": 0.5, "low": 0.4, "high": 0.6},
+        {"label": "undefined", "cost": 5.0, "estimate": math.nan, "low": math.nan, "high": math.nan},
+        {"label": "b", "cost": 50.0, "estimate": 0.7, "low": math.nan, "high": math.nan},
+    ]
     read_png(plot_cost_accuracy(points, tmp_path / "c.png"))
 
 
@@ -92,7 +101,8 @@ def test_dollar_signs_in_names_are_drawn_literally(tmp_path):
 
 
 def test_matplotlib_is_imported_only_when_plotting():
-    code = ("import sys, rankkit.plots, rankkit.report, rankkit.analysis, rankkit.cli; "
-            "print('matplotlib' in sys.modules)")
+    code = (
+        "import sys, rankkit.plots, rankkit.report, rankkit.analysis, rankkit.cli; print('matplotlib' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

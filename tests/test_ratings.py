@@ -51,7 +51,9 @@ def test_online_elo_depends_on_order_and_permutations_average_it_out():
     assert forward["a"] < 1000 < backward["a"]  # the last results weigh most
     averaged = elo_over_permutations(outcomes, permutations=400, seed=1, k=32)
     assert abs(averaged["a"] - 1000) < abs(forward["a"] - 1000)
-    assert elo_over_permutations(outcomes, permutations=10, seed=3) == elo_over_permutations(outcomes, permutations=10, seed=3)
+    assert elo_over_permutations(outcomes, permutations=10, seed=3) == elo_over_permutations(
+        outcomes, permutations=10, seed=3
+    )
 
 
 def test_outcomes_must_be_win_tie_or_loss():
@@ -136,8 +138,9 @@ def test_bradley_terry_sparse_fit_equals_the_dense_one_with_ties():
     # 150 outcomes among 80 items: sparse, so choix's ilsr_pairwise runs (ties listed both ways)
     outcomes = [(*rng.sample(items, 2), rng.choice([0.0, 0.5, 1.0, 1.0])) for _ in range(150)]
     ratings = bradley_terry(outcomes, items)
-    dense = choix.ilsr_pairwise_dense(win_matrix(outcomes, {n: i for i, n in enumerate(items)}),
-                                      alpha=default_alpha(len(items)), max_iter=1000)
+    dense = choix.ilsr_pairwise_dense(
+        win_matrix(outcomes, {n: i for i, n in enumerate(items)}), alpha=default_alpha(len(items)), max_iter=1000
+    )
     dense = 1000 + (dense - dense.mean()) * 400 / math.log(10)
     np.testing.assert_allclose([ratings[n] for n in items], dense, atol=1e-4)
 

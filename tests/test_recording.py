@@ -47,7 +47,9 @@ def test_export_from_a_run_and_from_its_results_json(tmp_path):
     cli = CliRunner().invoke(main, ["record", "--from-run", str(results_json), "--out", str(out)])
     assert cli.exit_code == 0, cli.output
     exported = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted((r["task_id"], r["a"], r["b"]) for r in exported) == sorted((r["task_id"], r["a"], r["b"]) for r in rows)
+    assert sorted((r["task_id"], r["a"], r["b"]) for r in exported) == sorted(
+        (r["task_id"], r["a"], r["b"]) for r in rows
+    )
     assert {r["winner"] for r in exported} <= {c.id for t in tasks for c in t.candidates}
     # The same knockout replayed from the export gives the same scores for free.
     again = run(tasks, [make_strategy("knockout")], make_judge(f"replay:{out}"), progress=False)
@@ -69,8 +71,9 @@ def test_k_way_rows_name_ids_and_record_an_unparsed_judgment_as_null():
 
 def test_a_judgment_several_strategies_used_is_written_once(tmp_path):
     tasks = load_tasks(SAMPLE_DATA)
-    result = run(tasks, [make_strategy("knockout"), make_strategy("knockout:order=given")], perfect_judge(),
-                 progress=False)
+    result = run(
+        tasks, [make_strategy("knockout"), make_strategy("knockout:order=given")], perfect_judge(), progress=False
+    )
     rows = rows_from_results(result, "perfect", "two")
     keys = [(r["task_id"], r["a"], r["b"]) for r in rows]
     assert len(keys) == len(set(keys))

@@ -25,8 +25,10 @@ STRATEGIES = ["knockout:order=both", "bt", "individual", "setwise_groups:k=3"]
 
 def tasks(count: int = 5, seed: int = 0) -> list:
     rng = random.Random(seed)
-    return [make_task([rng.uniform(0, 5) for _ in range(rng.choice([4, 5, 6]))], task_id=f"t{i}", scale=(0.0, 5.0))
-            for i in range(count)]
+    return [
+        make_task([rng.uniform(0, 5) for _ in range(rng.choice([4, 5, 6]))], task_id=f"t{i}", scale=(0.0, 5.0))
+        for i in range(count)
+    ]
 
 
 @pytest.fixture
@@ -71,8 +73,10 @@ def test_another_judge_reports_agreement_correlation_and_changed_winners(finishe
     again = make_judge("sim:preset=chatgpt,seed=5")
     for task, row in zip(results.tasks, bt["tasks"]):
         result = next(t for t in results.strategies[1].tasks if t.task_id == task.task_id)
-        renewed = [c.__class__(c.first, c.second, again.compare(task, task.candidate(c.first), task.candidate(c.second)))
-                   for c in result.comparisons]
+        renewed = [
+            c.__class__(c.first, c.second, again.compare(task, task.candidate(c.first), task.candidate(c.second)))
+            for c in result.comparisons
+        ]
         ratings = bradley_terry(comparison_outcomes(renewed), task.candidate_ids)
         assert row["new_scores"] == pytest.approx(ratings, abs=1e-6)
         best = max(task.candidate_ids, key=lambda c: ratings[c])
@@ -98,7 +102,9 @@ def test_strategies_whose_judgments_the_judge_cannot_give_are_skipped(finished):
     report = rankkit.rejudge(results, panel)  # a panel compares pairs only
     assert [s["strategy"] for s in report["strategies"]] == ["knockout:order=both", "bt"]
     assert {s["strategy"]: s["reason"].split(",")[0] for s in report["skipped"]} == {
-        "individual": "it used grades", "setwise_groups:k=3": "it used k-way judgments"}
+        "individual": "it used grades",
+        "setwise_groups:k=3": "it used k-way judgments",
+    }
     only_grades = RunResult.from_dict(results.to_dict())
     only_grades.strategies = [s for s in only_grades.strategies if s.name == "individual"]
     with pytest.raises(SpecError, match="nothing to rejudge: individual: it used grades"):
@@ -107,7 +113,9 @@ def test_strategies_whose_judgments_the_judge_cannot_give_are_skipped(finished):
 
 def test_a_killed_rejudge_resumes_without_paying_twice(finished, tmp_path):
     results, _ = finished
-    results.strategies = [s for s in results.strategies if not s.name.startswith("setwise")]  # judge counts pairs and grades
+    results.strategies = [
+        s for s in results.strategies if not s.name.startswith("setwise")
+    ]  # judge counts pairs and grades
     cache = tmp_path / "rejudge.sqlite"
     total = distinct(results)
     killed = CountingJudge(make_judge("sim:preset=chatgpt"), fail_after=total // 2)
@@ -130,14 +138,16 @@ def test_rankkit_rejudge_command(finished, tmp_path):
     path.write_text(json.dumps(record), encoding="utf-8")
     assert CliRunner().invoke(main, ["rejudge", str(path)]).exit_code == 2  # --judge is required
     out = tmp_path / "rejudge.json"
-    ran = CliRunner().invoke(main, ["rejudge", str(path), "--judge", "sim:preset=gpt4", "--cache", str(cache),
-                                    "--quiet", "--out", str(out)])
+    ran = CliRunner().invoke(
+        main, ["rejudge", str(path), "--judge", "sim:preset=gpt4", "--cache", str(cache), "--quiet", "--out", str(out)]
+    )
     assert ran.exit_code == 0, ran.output
     assert "0 new judge calls" in ran.output and "winners that changed: none" in ran.output
     written = json.loads(out.read_text())
     assert written["judge"]["spec"] == "sim:preset=gpt4" and written["agreement"]["same_winner"] == 1.0
     assert "example.invalid" in written["original_judge"]["spec"]  # reported, not used
     for fmt, marker in (("csv", "section,"), ("markdown", "### "), ("json", '"agreement"')):
-        shown = CliRunner().invoke(main, ["rejudge", str(path), "--judge", "sim:preset=gpt4", "--no-cache", "--quiet",
-                                          "--format", fmt])
+        shown = CliRunner().invoke(
+            main, ["rejudge", str(path), "--judge", "sim:preset=gpt4", "--no-cache", "--quiet", "--format", fmt]
+        )
         assert shown.exit_code == 0 and marker in shown.output, (fmt, shown.output)

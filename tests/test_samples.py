@@ -6,10 +6,10 @@ import fnmatch
 import importlib.util
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 from click.testing import CliRunner
 
 from rankkit.cli import main
@@ -79,10 +79,13 @@ def test_readme_examples_point_at_no_development_data():
     assert "$(rankkit samples leaderboard)" in examples and "replay:$(rankkit samples judgments)" in examples
 
 
-@pytest.mark.parametrize("args", [
-    ["leaderboard", "--data", str(sample_path("leaderboard")), "--judge", "sim:preset=gpt4", "--strategy", "arena"],
-    ["compare", "--strategies", "knockout:order=both,bt", "--judge", f"replay:{sample_path('judgments')}"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["leaderboard", "--data", str(sample_path("leaderboard")), "--judge", "sim:preset=gpt4", "--strategy", "arena"],
+        ["compare", "--strategies", "knockout:order=both,bt", "--judge", f"replay:{sample_path('judgments')}"],
+    ],
+)
 def test_the_readme_examples_run_on_the_samples(args):
     result = CliRunner().invoke(main, [*args, "--no-cache", "--quiet"])
     assert result.exit_code == 0, result.output

@@ -31,7 +31,10 @@ def test_bt_on_1000_candidates_is_refused_before_any_judgment():
 
 def test_the_count_takes_declared_worst_cases_and_pays_shared_judgments_once():
     task = make_task(range(10))  # 90 ordered pairs, 10 grades
-    count = lambda *specs: plan_scale([task], [make_strategy(s) for s in specs]).judgments
+
+    def count(*specs):
+        return plan_scale([task], [make_strategy(s) for s in specs]).judgments
+
     assert count("knockout") == 9
     assert count("knockout:order=both") == 18
     assert count("individual") == 10
@@ -89,6 +92,7 @@ def test_cli_exits_2_naming_yes_and_runs_with_it(tmp_path):
         assert "pass --yes" in refused.stderr and "Nothing was judged" in refused.stderr
         accepted = CliRunner().invoke(main, [*command, *args, "--yes"])
         assert accepted.exit_code == 0, accepted.output
-    default = CliRunner().invoke(main, ["compare", "--strategies", "bt", "--data", data, "--judge", "sim",
-                                        "--no-cache", "--quiet"])
+    default = CliRunner().invoke(
+        main, ["compare", "--strategies", "bt", "--data", data, "--judge", "sim", "--no-cache", "--quiet"]
+    )
     assert default.exit_code == 0, default.output  # 870 is well under the default limit

@@ -38,28 +38,36 @@ def test_inf_is_accepted_only_where_it_means_no_limit():
         convert_value("nan", float, where="hf: max_padding", allow_infinite=True)
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("bt:alpha=nan", "alpha: expected a finite number, got 'nan'"),
-    ("bt:alpha=inf", "alpha: expected a finite number, got 'inf'"),
-    ("active:budget=1e309", "budget: expected a finite number, got '1e309'"),
-    ("swiss:budget=-inf", "budget: expected a finite number"),
-    ("elo:k=nan", "k: expected a finite number"),
-    ("heapsort:top_k=-1", "top_k must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("bt:alpha=nan", "alpha: expected a finite number, got 'nan'"),
+        ("bt:alpha=inf", "alpha: expected a finite number, got 'inf'"),
+        ("active:budget=1e309", "budget: expected a finite number, got '1e309'"),
+        ("swiss:budget=-inf", "budget: expected a finite number"),
+        ("elo:k=nan", "k: expected a finite number"),
+        ("heapsort:top_k=-1", "top_k must be >= 0"),
+    ],
+)
 def test_strategy_specs_refuse_numbers_out_of_range(spec, message):
     with pytest.raises(SpecError, match=message):
         strategies_base.make_strategy(spec)
 
 
 def test_strategies_built_in_python_refuse_non_finite_numbers():
-    for build in (lambda: BradleyTerry(alpha=math.nan), lambda: BradleyTerry(alpha=math.inf),
-                  lambda: Active(budget=math.inf), lambda: Swiss(budget=math.nan)):
+    for build in (
+        lambda: BradleyTerry(alpha=math.nan),
+        lambda: BradleyTerry(alpha=math.inf),
+        lambda: Active(budget=math.inf),
+        lambda: Swiss(budget=math.nan),
+    ):
         with pytest.raises(SpecError, match="must be a finite number|budget must be > 0"):
             build()
 
 
 def test_a_huge_finite_budget_is_all_pairs_not_an_overflow():
     from rankkit.strategies._budget import comparison_budget, matches_in_budget
+
     judgments = comparison_budget(5, 1e308, None)
     assert matches_in_budget(5, judgments, "both") == 10
 

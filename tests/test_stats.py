@@ -49,8 +49,14 @@ def test_the_interval_is_numpys_percentile_of_the_resampled_statistic():
     assert (interval.low, interval.high) == pytest.approx(tuple(np.percentile(means, [5, 95])))
     assert interval.level == 0.9
     # ... which is scipy's percentile bootstrap drawn from the same generator
-    reference = scipy_stats.bootstrap((np.asarray(units),), np.mean, n_resamples=500, confidence_level=0.9,
-                                      method="percentile", rng=np.random.default_rng(7)).confidence_interval
+    reference = scipy_stats.bootstrap(
+        (np.asarray(units),),
+        np.mean,
+        n_resamples=500,
+        confidence_level=0.9,
+        method="percentile",
+        rng=np.random.default_rng(7),
+    ).confidence_interval
     assert (interval.low, interval.high) == pytest.approx((reference.low, reference.high), rel=1e-12)
 
 
@@ -68,8 +74,9 @@ def test_the_result_has_the_shape_of_the_statistic():
     assert list(by_name) == ["max", "min"] and by_name["max"].estimate == 4.0
     pair = bootstrap(lambda s: [min(s), max(s)], units, resamples=50)
     assert [i.estimate for i in pair] == [1.0, 4.0]
-    columns = bootstrap(lambda rows: np.column_stack([rows.min(axis=1), rows.max(axis=1)]), units, resamples=50,
-                        batched=True)
+    columns = bootstrap(
+        lambda rows: np.column_stack([rows.min(axis=1), rows.max(axis=1)]), units, resamples=50, batched=True
+    )
     assert [i.estimate for i in columns] == [0.0, 3.0]  # batched statistics see unit indices
 
 
@@ -107,8 +114,9 @@ def test_nan_statistics_are_left_out_unless_they_are_more_than_a_tenth():
     assert (kept.low, kept.high) == pytest.approx((1.0, 1.0), abs=1e-12)
     (lost,) = percentile_intervals([1.0], np.array([[1.0]] * 80 + [[math.nan]] * 20))
     assert kept.has_bounds and not lost.has_bounds and lost.estimate == pytest.approx(1.0, abs=1e-12)
-    undefined_point = bootstrap(lambda s: float(np.mean(s)) if len(set(s)) > 1 else math.nan, [1.0, 2.0, 3.0, 4.0],
-                                resamples=200)
+    undefined_point = bootstrap(
+        lambda s: float(np.mean(s)) if len(set(s)) > 1 else math.nan, [1.0, 2.0, 3.0, 4.0], resamples=200
+    )
     assert undefined_point.estimate == pytest.approx(2.5, abs=1e-12)
 
 

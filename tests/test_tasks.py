@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
-import math
 import pytest
 
 from rankkit.errors import TaskFormatError
@@ -19,10 +19,15 @@ def write_jsonl(path: Path, rows: list) -> Path:
 
 
 def task(task_id="t1", n=3, **overrides):
-    row = {"task_id": task_id, "prompt": "Q?", "reference": None,
-           "candidates": [{"id": f"c{i}", "text": f"answer {i}", "system": f"s{i}", "human": {"score": float(i)}}
-                          for i in range(n)],
-           "meta": {}}
+    row = {
+        "task_id": task_id,
+        "prompt": "Q?",
+        "reference": None,
+        "candidates": [
+            {"id": f"c{i}", "text": f"answer {i}", "system": f"s{i}", "human": {"score": float(i)}} for i in range(n)
+        ],
+        "meta": {},
+    }
     row.update(overrides)
     return row
 
@@ -45,7 +50,10 @@ def test_human_scores_follow_the_criterion(tmp_path):
         cand["human"]["other"] = -cand["human"]["score"]
     path = write_jsonl(tmp_path / "t.jsonl", [row])
     assert load_tasks(path, criterion="other")[0].human_scores() == {"c0": -0.0, "c1": -1.0, "c2": -2.0}
-    with pytest.raises(TaskFormatError, match=r"several human criteria .*choose one with criterion= \(--criterion on the command line\): other, score"):
+    with pytest.raises(
+        TaskFormatError,
+        match=r"several human criteria .*choose one with criterion= \(--criterion on the command line\): other, score",
+    ):
         load_tasks(path)
     with pytest.raises(TaskFormatError, match="criterion 'nope' not in the data"):
         load_tasks(path, criterion="nope")
@@ -68,13 +76,49 @@ def test_unlabelled_data_loads_without_criterion(tmp_path):
 BAD_INPUTS = [
     ("malformed JSON", ['{"task_id": "t1", "prompt": '], 1, None, "malformed JSON"),
     ("missing field", [task(), {k: v for k, v in task("t2").items() if k != "prompt"}], 2, "prompt", "missing field"),
-    ("duplicate id", [task(candidates=[{"id": "a", "text": "x", "human": {"score": 1}},
-                                      {"id": "a", "text": "y", "human": {"score": 2}}])], 1, "candidates[1].id", "duplicate candidate id"),
-    ("empty text", [task(candidates=[{"id": "a", "text": "  ", "human": {"score": 1}},
-                                    {"id": "b", "text": "y", "human": {"score": 2}}])], 1, "candidates[0].text", "empty text"),
+    (
+        "duplicate id",
+        [
+            task(
+                candidates=[
+                    {"id": "a", "text": "x", "human": {"score": 1}},
+                    {"id": "a", "text": "y", "human": {"score": 2}},
+                ]
+            )
+        ],
+        1,
+        "candidates[1].id",
+        "duplicate candidate id",
+    ),
+    (
+        "empty text",
+        [
+            task(
+                candidates=[
+                    {"id": "a", "text": "  ", "human": {"score": 1}},
+                    {"id": "b", "text": "y", "human": {"score": 2}},
+                ]
+            )
+        ],
+        1,
+        "candidates[0].text",
+        "empty text",
+    ),
     ("one candidate", [task(n=1)], 1, "candidates", "at least 2"),
-    ("non-numeric score", [task(candidates=[{"id": "a", "text": "x", "human": {"score": "high"}},
-                                           {"id": "b", "text": "y", "human": {"score": 2}}])], 1, "candidates[0].human.score", "not a finite number"),
+    (
+        "non-numeric score",
+        [
+            task(
+                candidates=[
+                    {"id": "a", "text": "x", "human": {"score": "high"}},
+                    {"id": "b", "text": "y", "human": {"score": 2}},
+                ]
+            )
+        ],
+        1,
+        "candidates[0].human.score",
+        "not a finite number",
+    ),
 ]
 
 
@@ -95,7 +139,9 @@ def test_csv_long_form(tmp_path):
         "q1,What is 2+2?,a,4,m1,2\n"
         "q1,What is 2+2?,b,5,m2,0\n"
         "q2,Capital of France?,a,Paris,m1,1\n"
-        "q2,Capital of France?,b,Lyon,m2,0.5\n", encoding="utf-8")
+        "q2,Capital of France?,b,Lyon,m2,0.5\n",
+        encoding="utf-8",
+    )
     tasks = load_tasks(path)
     assert [t.task_id for t in tasks] == ["q1", "q2"]
     assert tasks[0].criterion == "grade"
@@ -125,6 +171,7 @@ def test_shared_dataset_loads():
 
 # -- duplicate task ids, bytes and formats (issue 11, items 4 and 5) ----------------------------
 
+
 def load_error(path: Path) -> TaskFormatError:
     with pytest.raises(TaskFormatError) as info:
         load_tasks(path)
@@ -145,16 +192,20 @@ def test_task_ids_are_compared_as_text(tmp_path):
 
 def test_csv_rows_of_a_task_need_not_be_contiguous(tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("task_id,prompt,candidate_id,text,grade\n"
-                    "q1,Q1,a,x,1\nq2,Q2,a,x,1\nq1,Q1,b,y,2\nq2,Q2,b,y,0\n", encoding="utf-8")
+    path.write_text(
+        "task_id,prompt,candidate_id,text,grade\nq1,Q1,a,x,1\nq2,Q2,a,x,1\nq1,Q1,b,y,2\nq2,Q2,b,y,0\n", encoding="utf-8"
+    )
     tasks = load_tasks(path)
     assert [(t.task_id, t.candidate_ids) for t in tasks] == [("q1", ["a", "b"]), ("q2", ["a", "b"])]
 
 
-@pytest.mark.parametrize("column,rows", [
-    ("prompt", "q1,Q1,,a,x,1\nq2,Q2,,a,x,1\nq1,Another,,b,y,2\n"),
-    ("reference", "q1,Q1,R,a,x,1\nq1,Q1,S,b,y,2\n"),
-])
+@pytest.mark.parametrize(
+    "column,rows",
+    [
+        ("prompt", "q1,Q1,,a,x,1\nq2,Q2,,a,x,1\nq1,Another,,b,y,2\n"),
+        ("reference", "q1,Q1,R,a,x,1\nq1,Q1,S,b,y,2\n"),
+    ],
+)
 def test_csv_task_with_conflicting_prompt_or_reference_names_the_line(tmp_path, column, rows):
     path = tmp_path / "t.csv"
     path.write_text("task_id,prompt,reference,candidate_id,text,grade\n" + rows, encoding="utf-8")
@@ -189,7 +240,7 @@ def test_non_utf8_csv_names_the_line(tmp_path):
 
 def test_utf8_bom_is_accepted_in_csv_and_jsonl(tmp_path):
     csv_path = tmp_path / "excel.csv"
-    csv_path.write_bytes(b"\xef\xbb\xbf" + "task_id,prompt,candidate_id,text,grade\nq1,Q,a,x,1\nq1,Q,b,y,2\n".encode())
+    csv_path.write_bytes(b"\xef\xbb\xbf" + b"task_id,prompt,candidate_id,text,grade\nq1,Q,a,x,1\nq1,Q,b,y,2\n")
     assert load_tasks(csv_path)[0].task_id == "q1"
     jsonl_path = tmp_path / "bom.jsonl"
     jsonl_path.write_bytes(b"\xef\xbb\xbf" + json.dumps(task("q1")).encode() + b"\n")
@@ -198,8 +249,10 @@ def test_utf8_bom_is_accepted_in_csv_and_jsonl(tmp_path):
 
 def test_tsv_is_read_as_tab_separated_long_form(tmp_path):
     path = tmp_path / "t.tsv"
-    path.write_text("task_id\tprompt\tcandidate_id\ttext\tgrade\nq1\tA, B or C?\ta\tB, surely\t1\n"
-                    "q1\tA, B or C?\tb\tC\t0\n", encoding="utf-8")
+    path.write_text(
+        "task_id\tprompt\tcandidate_id\ttext\tgrade\nq1\tA, B or C?\ta\tB, surely\t1\nq1\tA, B or C?\tb\tC\t0\n",
+        encoding="utf-8",
+    )
     loaded = load_tasks(path)[0]
     assert loaded.prompt == "A, B or C?" and loaded.candidate("a").text == "B, surely"
     assert loaded.human_scores() == {"a": 1.0, "b": 0.0}
@@ -244,8 +297,16 @@ def test_task_rng_is_seeded_by_seed_task_and_purpose_and_its_doctest_holds():
     import rankkit.tasks
 
     assert doctest.testmod(rankkit.tasks).failed == 0
-    draws = [task_rng(seed, task_id, purpose).getrandbits(64) for seed, task_id, purpose in
-             [(0, "q1", None), (0, "q1", None), (0, "q2", None), (1, "q1", None), (0, "q1", "arena")]]
+    draws = [
+        task_rng(seed, task_id, purpose).getrandbits(64)
+        for seed, task_id, purpose in [
+            (0, "q1", None),
+            (0, "q1", None),
+            (0, "q2", None),
+            (1, "q1", None),
+            (0, "q1", "arena"),
+        ]
+    ]
     assert draws[0] == draws[1]  # the same seed, task and purpose: the same draws
     assert len(set(draws[1:])) == 4  # any other seed, task or purpose: other draws
 
@@ -255,8 +316,12 @@ def test_task_rng_is_seeded_by_seed_task_and_purpose_and_its_doctest_holds():
 
 def two_candidates(**first_overrides):
     """A task whose first candidate takes ``first_overrides``."""
-    return task(candidates=[{"id": "a", "text": "x", "human": {"score": 1}, **first_overrides},
-                            {"id": "b", "text": "y", "human": {"score": 2}}])
+    return task(
+        candidates=[
+            {"id": "a", "text": "x", "human": {"score": 1}, **first_overrides},
+            {"id": "b", "text": "y", "human": {"score": 2}},
+        ]
+    )
 
 
 def deeply_nested(levels: int) -> str:
@@ -268,27 +333,64 @@ def deeply_nested(levels: int) -> str:
 # (name, lines of the file, line, field, words of the message)
 REFUSED_INPUTS = [
     # item 5: tracebacks before
-    ("score 10**400", ['{"task_id": "t1", "prompt": "Q?", "candidates": [{"id": "a", "text": "x", "human": {"score": 1'
-                       + "0" * 400 + '}}, {"id": "b", "text": "y", "human": {"score": 2}}]}'],
-     1, "candidates[0].human.score", "not a finite number"),
+    (
+        "score 10**400",
+        [
+            '{"task_id": "t1", "prompt": "Q?", "candidates": [{"id": "a", "text": "x", "human": {"score": 1'
+            + "0" * 400
+            + '}}, {"id": "b", "text": "y", "human": {"score": 2}}]}'
+        ],
+        1,
+        "candidates[0].human.score",
+        "not a finite number",
+    ),
     ("meta 100k levels deep", [deeply_nested(100_000)], 1, "meta", "nested too deeply"),
     ("meta 100 levels deep", [deeply_nested(100)], 1, "meta", "nested deeper than 64 levels"),
-    ("lone surrogate in a text", [json.dumps(two_candidates(text="\ud800x"))], 1, "candidates[0].text",
-     "lone surrogate \\ud800 at character 1"),
+    (
+        "lone surrogate in a text",
+        [json.dumps(two_candidates(text="\ud800x"))],
+        1,
+        "candidates[0].text",
+        "lone surrogate \\ud800 at character 1",
+    ),
     ("lone surrogate in the prompt", [json.dumps(task(prompt="Q\udfff"))], 1, "prompt", "lone surrogate"),
     # item 6: silently accepted before
     ("max_points 'ten'", [task(meta={"max_points": "ten"})], 1, "meta.max_points", "expected a number above 0"),
     ("max_points -4", [task(meta={"max_points": -4})], 1, "meta.max_points", "got -4"),
     ("max_points 0", [task(meta={"max_points": 0})], 1, "meta.max_points", "got 0"),
-    ("max_points NaN", ['{"task_id": "t1", "prompt": "Q?", "candidates": [{"id": "a", "text": "x"}, '
-                        '{"id": "b", "text": "y"}], "meta": {"max_points": NaN}}'], 1, "meta.max_points", "got nan"),
+    (
+        "max_points NaN",
+        [
+            '{"task_id": "t1", "prompt": "Q?", "candidates": [{"id": "a", "text": "x"}, '
+            '{"id": "b", "text": "y"}], "meta": {"max_points": NaN}}'
+        ],
+        1,
+        "meta.max_points",
+        "got nan",
+    ),
     ("max_points 1e300", [task(meta={"max_points": 1e300})], 1, "meta.max_points", "at most 1,000,000"),
-    ("main_score not a criterion", [task(meta={"main_score": "points"})], 1, "meta.main_score",
-     "names 'points', which no candidate has a score for (criteria in the data: score)"),
-    ("candidate id null", [two_candidates(id=None)], 1, "candidates[0].id", "expected a string or integer id, got None"),
+    (
+        "main_score not a criterion",
+        [task(meta={"main_score": "points"})],
+        1,
+        "meta.main_score",
+        "names 'points', which no candidate has a score for (criteria in the data: score)",
+    ),
+    (
+        "candidate id null",
+        [two_candidates(id=None)],
+        1,
+        "candidates[0].id",
+        "expected a string or integer id, got None",
+    ),
     ("candidate id true", [two_candidates(id=True)], 1, "candidates[0].id", "expected a string or integer id"),
-    ("duplicate JSON key", ['{"task_id": "t1", "prompt": "Q?", "prompt": "R?", "candidates": []}'], 1, "prompt",
-     "the key appears twice"),
+    (
+        "duplicate JSON key",
+        ['{"task_id": "t1", "prompt": "Q?", "prompt": "R?", "candidates": []}'],
+        1,
+        "prompt",
+        "the key appears twice",
+    ),
     ("NUL in a text", [two_candidates(text="x\u0000y")], 1, "candidates[0].text", "NUL character at character 2"),
     # item 7: misleading before
     ("text 123", [two_candidates(text=123)], 1, "candidates[0].text", "text must be a string, got int"),
@@ -306,11 +408,29 @@ def test_bad_values_are_refused_at_load_naming_line_and_field(tmp_path, name, ro
 
 
 def test_integer_candidate_ids_are_read_as_their_digits(tmp_path):
-    path = write_jsonl(tmp_path / "t.jsonl", [task(candidates=[{"id": 7, "text": "x", "human": {"score": 1}},
-                                                              {"id": "8", "text": "y", "human": {"score": 2}}])])
+    path = write_jsonl(
+        tmp_path / "t.jsonl",
+        [
+            task(
+                candidates=[
+                    {"id": 7, "text": "x", "human": {"score": 1}},
+                    {"id": "8", "text": "y", "human": {"score": 2}},
+                ]
+            )
+        ],
+    )
     assert load_tasks(path)[0].candidate_ids == ["7", "8"]
-    same = write_jsonl(tmp_path / "u.jsonl", [task(candidates=[{"id": 7, "text": "x", "human": {"score": 1}},
-                                                              {"id": "7", "text": "y", "human": {"score": 2}}])])
+    same = write_jsonl(
+        tmp_path / "u.jsonl",
+        [
+            task(
+                candidates=[
+                    {"id": 7, "text": "x", "human": {"score": 1}},
+                    {"id": "7", "text": "y", "human": {"score": 2}},
+                ]
+            )
+        ],
+    )
     with pytest.raises(TaskFormatError, match="duplicate candidate id '7'"):
         load_tasks(same)
 
@@ -338,28 +458,39 @@ def test_nul_in_a_csv_text_is_refused_on_its_row(tmp_path):
 
 def test_records_built_in_python_are_checked_like_a_file():
     from rankkit.tasks import tasks_from_records
+
     nested: dict = {}
     for _ in range(5000):
         nested = {"a": nested}
     with pytest.raises(TaskFormatError, match="nested deeper than 64 levels"):
         tasks_from_records([task(meta=nested)])
     with pytest.raises(TaskFormatError, match="score is not a finite number: an integer too long to print"):
-        tasks_from_records([two_candidates(human={"score": 10 ** 5000})])
+        tasks_from_records([two_candidates(human={"score": 10**5000})])
 
 
 # -- size limits -------------------------------------------------------------------------------
 
+
 def two_answers(first: str, prompt: str = "Q?", reference: str | None = None) -> dict:
-    return task(prompt=prompt, reference=reference, candidates=[{"id": "big", "text": first, "human": {"score": 1}},
-                                                                {"id": "ok", "text": "fine", "human": {"score": 2}}])
+    return task(
+        prompt=prompt,
+        reference=reference,
+        candidates=[
+            {"id": "big", "text": first, "human": {"score": 1}},
+            {"id": "ok", "text": "fine", "human": {"score": 2}},
+        ],
+    )
 
 
-@pytest.mark.parametrize("name,row,field,length", [
-    ("2 MB candidate", two_answers("A" * 2_000_000), "candidates[0].text", "2,000,000"),
-    ("100k newlines", two_answers("The answer is A." + "\n" * 100_000), "candidates[0].text", "100,016"),
-    ("long prompt", two_answers("A", prompt="Q" * 200_001), "prompt", "200,001"),
-    ("long reference", two_answers("A", reference="R" * 300_000), "reference", "300,000"),
-])
+@pytest.mark.parametrize(
+    "name,row,field,length",
+    [
+        ("2 MB candidate", two_answers("A" * 2_000_000), "candidates[0].text", "2,000,000"),
+        ("100k newlines", two_answers("The answer is A." + "\n" * 100_000), "candidates[0].text", "100,016"),
+        ("long prompt", two_answers("A", prompt="Q" * 200_001), "prompt", "200,001"),
+        ("long reference", two_answers("A", reference="R" * 300_000), "reference", "300,000"),
+    ],
+)
 def test_oversized_texts_are_refused_at_loading_naming_file_line_and_field(tmp_path, name, row, field, length):
     path = write_jsonl(tmp_path / "big.jsonl", [task("small"), row])
     with pytest.raises(TaskFormatError) as info:

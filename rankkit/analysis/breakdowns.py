@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,6 @@ from rankkit.metrics import CORRELATIONS, pairwise_accuracy_counts
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap, unit_counts
-
 
 # -------------------------------------------------------------------------------------------------
 # (c) breakdowns
@@ -36,8 +36,15 @@ def breakdown_fields(results: RunResult) -> list[str]:
     return sorted(fields)
 
 
-def breakdown(results: RunResult, name: str, field: str, metrics: Sequence[str] = DEFAULT_METRICS,
-              resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
+def breakdown(
+    results: RunResult,
+    name: str,
+    field: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+) -> list[dict[str, Any]]:
     """(c) Metrics of strategy ``name`` within groups defined by ``field``.
 
     For a meta field every metric is computed within the group's tasks, with intervals from
@@ -68,8 +75,15 @@ def breakdown(results: RunResult, name: str, field: str, metrics: Sequence[str] 
             for cid in task.human:
                 by_system[systems[task.task_id][cid]].append(cid)
             for system, cids in by_system.items():
-                groups[system].append(LabelledTask(task.task_id, {c: task.scores[c] for c in cids}, [c for c in task.ranking if c in cids],
-                                                   {c: task.human[c] for c in cids}, {}))
+                groups[system].append(
+                    LabelledTask(
+                        task.task_id,
+                        {c: task.scores[c] for c in cids},
+                        [c for c in task.ranking if c in cids],
+                        {c: task.human[c] for c in cids},
+                        {},
+                    )
+                )
         pooled = [m for m in metrics if m in CORRELATIONS] or ["pearson"]
         for system in sorted(groups):
             members = groups[system]
@@ -84,14 +98,26 @@ def breakdown(results: RunResult, name: str, field: str, metrics: Sequence[str] 
     return rows
 
 
-def _group_row(field: str, value: str, members: Sequence[LabelledTask], metrics: Sequence[str], resamples: int,
-               seed: int, level: float) -> dict[str, Any]:
+def _group_row(
+    field: str,
+    value: str,
+    members: Sequence[LabelledTask],
+    metrics: Sequence[str],
+    resamples: int,
+    seed: int,
+    level: float,
+) -> dict[str, Any]:
     scores = [s for t in members for s in t.scores.values()]
     human = [t.human[c] for t in members for c in t.scores]
-    return {"field": field, "group": value, "tasks": len(members), "candidates": len(scores),
-            "metrics": metric_intervals(members, metrics, resamples, seed, level),
-            "mean_score": float(np.mean(scores)) if scores else math.nan,
-            "mean_human": float(np.mean(human)) if human else math.nan}
+    return {
+        "field": field,
+        "group": value,
+        "tasks": len(members),
+        "candidates": len(scores),
+        "metrics": metric_intervals(members, metrics, resamples, seed, level),
+        "mean_score": float(np.mean(scores)) if scores else math.nan,
+        "mean_human": float(np.mean(human)) if human else math.nan,
+    }
 
 
 # -------------------------------------------------------------------------------------------------
@@ -109,8 +135,14 @@ class AggregateUnits:
     with no candidate in it).
     """
 
-    def __init__(self, tasks: Sequence[LabelledTask], systems: Mapping[str, Mapping[str, str | None]],
-                 meta: Mapping[str, Mapping[str, Any]], unit_field: str | None, how: str):
+    def __init__(
+        self,
+        tasks: Sequence[LabelledTask],
+        systems: Mapping[str, Mapping[str, str | None]],
+        meta: Mapping[str, Mapping[str, Any]],
+        unit_field: str | None,
+        how: str,
+    ):
         if how not in AGGREGATES:
             raise SpecError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
         self.how = how
@@ -131,7 +163,9 @@ class AggregateUnits:
                 units.append(index[key])
                 scores.append(task.scores[cid])
                 human.append(truth)
-            self.members.append((np.array(units, dtype=int), np.array(scores, dtype=float), np.array(human, dtype=float)))
+            self.members.append(
+                (np.array(units, dtype=int), np.array(scores, dtype=float), np.array(human, dtype=float))
+            )
 
     def table(self, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(scores, human): two (resamples, units) arrays of aggregates."""
@@ -160,8 +194,9 @@ class AggregateUnits:
         present = [~np.isnan(row) for row in scores]
         out = np.full((len(samples), len(AGGREGATE_METRICS)), math.nan)
         for column, method in enumerate(AGGREGATE_METRICS[:2]):
-            out[:, column] = row_correlations(method, [s[p] for s, p in zip(scores, present)],
-                                              [h[p] for h, p in zip(human, present)])
+            out[:, column] = row_correlations(
+                method, [s[p] for s, p in zip(scores, present)], [h[p] for h, p in zip(human, present)]
+            )
         exams = sorted({unit for unit, _ in self.keys})
         by_exam = [[k for k, key in enumerate(self.keys) if key[0] == exam] for exam in exams]
         for row, (s, h, p) in enumerate(zip(scores, human, present)):
@@ -174,8 +209,15 @@ class AggregateUnits:
         return out
 
 
-def aggregate_level(results: RunResult, name: str, how: str = "mean", unit_field: str | None = None,
-                    resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
+def aggregate_level(
+    results: RunResult,
+    name: str,
+    how: str = "mean",
+    unit_field: str | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+) -> dict[str, Any] | None:
     """(d) Correlation between systems' aggregated scores and their aggregated human scores.
 
     Parameters
@@ -209,8 +251,19 @@ def aggregate_level(results: RunResult, name: str, how: str = "mean", unit_field
         return None
     intervals = bootstrap(units.metrics, tasks, resamples=resamples, seed=seed, level=level, batched=True)
     scores, human = units.table(np.arange(len(tasks))[None, :])
-    leaderboard = sorted(({"unit": unit, "system": system, "score": float(scores[0, k]), "human": float(human[0, k])}
-                          for k, (unit, system) in enumerate(units.keys)), key=lambda r: (r["unit"], -r["score"]))
-    return {"strategy": name, "how": how, "unit_field": unit_field, "units": len(units.keys),
-            "systems": len({system for _, system in units.keys}), "metrics": dict(zip(AGGREGATE_METRICS, intervals)),
-            "leaderboard": leaderboard}
+    leaderboard = sorted(
+        (
+            {"unit": unit, "system": system, "score": float(scores[0, k]), "human": float(human[0, k])}
+            for k, (unit, system) in enumerate(units.keys)
+        ),
+        key=lambda r: (r["unit"], -r["score"]),
+    )
+    return {
+        "strategy": name,
+        "how": how,
+        "unit_field": unit_field,
+        "units": len(units.keys),
+        "systems": len({system for _, system in units.keys}),
+        "metrics": dict(zip(AGGREGATE_METRICS, intervals)),
+        "leaderboard": leaderboard,
+    }

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rankkit.analysis.breakdowns import aggregate_level, breakdown
 from rankkit.analysis.correlations import correlation_table, paired_difference
@@ -29,10 +30,19 @@ def default_baseline(results: RunResult) -> str | None:
     return "individual" if "individual" in names else names[0]
 
 
-def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = None,
-            metrics: Sequence[str] = DEFAULT_METRICS, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-            level: float = DEFAULT_LEVEL, aggregate: str = "mean", unit_field: str | None = None,
-            top_k: int = DEFAULT_TOP_K, robustness_budget: int = ANALYZE_BUDGET) -> dict[str, Any]:
+def analyze(
+    results: RunResult,
+    by: Sequence[str] = (),
+    baseline: str | None = None,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    aggregate: str = "mean",
+    unit_field: str | None = None,
+    top_k: int = DEFAULT_TOP_K,
+    robustness_budget: int = ANALYZE_BUDGET,
+) -> dict[str, Any]:
     """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
 
     Parameters
@@ -68,29 +78,53 @@ def analyze(results: RunResult, by: Sequence[str] = (), baseline: str | None = N
         strategy_run(results, baseline)  # fail early on a typo
     draws = MetricDraws(results, metrics, resamples, seed)
     return {
-        "data": results.data, "judge": results.judge_record(), "criterion": results.criterion,
-        "seed": results.seed, "bootstrap": {"resamples": resamples, "seed": seed, "level": level, "unit": "task",
-                                                    "method": "percentile, widened to contain the estimate"},
+        "data": results.data,
+        "judge": results.judge_record(),
+        "criterion": results.criterion,
+        "seed": results.seed,
+        "bootstrap": {
+            "resamples": resamples,
+            "seed": seed,
+            "level": level,
+            "unit": "task",
+            "method": "percentile, widened to contain the estimate",
+        },
         "correlations": correlation_table(results, level=level, draws=draws),
         "baseline": baseline,
-        "differences": [paired_difference(results, name, baseline, level=level, draws=draws)
-                        for name in names if baseline is not None and name != baseline],
-        "elimination_rounds": [e for e in (elimination_rounds(results, name, "pearson", resamples, seed, level) for name in names) if e],
-        "aggregate_level": [a for a in (aggregate_level(results, name, aggregate, unit_field, resamples, seed, level) for name in names) if a],
-        "breakdowns": {field: {name: breakdown(results, name, field, metrics, resamples, seed, level) for name in names} for field in by},
+        "differences": [
+            paired_difference(results, name, baseline, level=level, draws=draws)
+            for name in names
+            if baseline is not None and name != baseline
+        ],
+        "elimination_rounds": [
+            e for e in (elimination_rounds(results, name, "pearson", resamples, seed, level) for name in names) if e
+        ],
+        "aggregate_level": [
+            a
+            for a in (aggregate_level(results, name, aggregate, unit_field, resamples, seed, level) for name in names)
+            if a
+        ],
+        "breakdowns": {
+            field: {name: breakdown(results, name, field, metrics, resamples, seed, level) for name in names}
+            for field in by
+        },
         "judge_bias": judge_bias(results, level, resamples, seed),
         "robustness": robustness_report(results, top_k, robustness_budget) if robustness_budget else [],
     }
 
 
-def judge_bias(results: RunResult, level: float = DEFAULT_LEVEL, resamples: int = DEFAULT_RESAMPLES,
-               seed: int = 0) -> dict[str, Any]:
+def judge_bias(
+    results: RunResult, level: float = DEFAULT_LEVEL, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
     """Position and length bias over all distinct pairwise comparisons, the style preference beyond
     the human scores (:func:`style_preference`, bootstrapped over tasks with ``resamples`` and
     ``seed``), and ``slots`` (:func:`slot_bias`) only when the results hold k-way judgments, so that
     a pairwise run's analysis has the same keys as before k-way strategies existed."""
-    bias = {"position": position_bias(results, level=level), "length": length_bias(results, level=level),
-            "style": style_preference(results, resamples=resamples, seed=seed, level=level)}
+    bias = {
+        "position": position_bias(results, level=level),
+        "length": length_bias(results, level=level),
+        "style": style_preference(results, resamples=resamples, seed=seed, level=level),
+    }
     slots = slot_bias(results, level=level)
     if slots:
         bias["slots"] = slots

@@ -7,7 +7,8 @@ the same task sets (one seed), so a difference of two strategies' values on each
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rankkit.analysis.draws import MetricDraws
 from rankkit.analysis.labelled import DEFAULT_METRICS, labelled_tasks, strategy_names, strategy_run
@@ -15,9 +16,15 @@ from rankkit.results import RunResult
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, percentile_intervals
 
 
-def correlation_table(results: RunResult, metrics: Sequence[str] = DEFAULT_METRICS,
-                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
-                      strategies: Sequence[str] | None = None, draws: MetricDraws | None = None) -> list[dict[str, Any]]:
+def correlation_table(
+    results: RunResult,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    strategies: Sequence[str] | None = None,
+    draws: MetricDraws | None = None,
+) -> list[dict[str, Any]]:
     """(a) Per strategy: cost and every metric with a bootstrap interval over tasks.
 
     Each row: ``strategy``, ``comparisons``, ``grades`` (pointwise judgments), ``judge_calls``,
@@ -30,15 +37,29 @@ def correlation_table(results: RunResult, metrics: Sequence[str] = DEFAULT_METRI
     for name in strategies or strategy_names(results):
         cost = strategy_run(results, name).cost
         estimates, values = draws.get(name)
-        rows.append({"strategy": name, "comparisons": cost.comparisons, "grades": cost.grades,
-                     "judge_calls": cost.judge_calls, "tasks": len(labelled_tasks(results, name)),
-                     "metrics": dict(zip(draws.metrics, percentile_intervals(estimates, values, level)))})
+        rows.append(
+            {
+                "strategy": name,
+                "comparisons": cost.comparisons,
+                "grades": cost.grades,
+                "judge_calls": cost.judge_calls,
+                "tasks": len(labelled_tasks(results, name)),
+                "metrics": dict(zip(draws.metrics, percentile_intervals(estimates, values, level))),
+            }
+        )
     return rows
 
 
-def paired_difference(results: RunResult, a: str, b: str, metrics: Sequence[str] = DEFAULT_METRICS,
-                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL,
-                      draws: MetricDraws | None = None) -> dict[str, Any]:
+def paired_difference(
+    results: RunResult,
+    a: str,
+    b: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+    draws: MetricDraws | None = None,
+) -> dict[str, Any]:
     """(e) Metric of strategy ``a`` minus that of ``b``, with a paired bootstrap interval over tasks.
 
     Both strategies are evaluated on the same resampled tasks, which removes the between-task

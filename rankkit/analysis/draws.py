@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats
@@ -23,6 +23,7 @@ from rankkit.metrics import CORRELATIONS, METRIC_NAMES, correlation, pairwise_ac
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap, resample_indices, unit_counts
+
 
 def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]) -> np.ndarray:
     """``rankkit.metrics.correlation(method, xs[k], ys[k])`` for every k, batched for speed.
@@ -75,9 +76,13 @@ class TaskMetrics:
         self.tasks = list(tasks)
         self.scores = [np.array([t.scores[c] for c in t.human], dtype=float) for t in self.tasks]
         self.human = [np.array(list(t.human.values()), dtype=float) for t in self.tasks]
-        self.task_correlation = {method: np.array([correlation(method, s, h) for s, h in zip(self.scores, self.human)])
-                                 for method in CORRELATIONS}
-        self.pair_counts = np.array([pairwise_accuracy_counts(t.scores, t.human) for t in self.tasks], dtype=float).reshape(-1, 2)
+        self.task_correlation = {
+            method: np.array([correlation(method, s, h) for s, h in zip(self.scores, self.human)])
+            for method in CORRELATIONS
+        }
+        self.pair_counts = np.array(
+            [pairwise_accuracy_counts(t.scores, t.human) for t in self.tasks], dtype=float
+        ).reshape(-1, 2)
         self.top1 = np.array([top1_share(t.scores, t.human) for t in self.tasks], dtype=float)
 
     def __len__(self) -> int:
@@ -117,13 +122,24 @@ class TaskMetrics:
         return float(self.values([name], np.asarray(idx)[None, :])[0, 0])
 
 
-def metric_intervals(tasks: Sequence[LabelledTask], metrics: Sequence[str] = DEFAULT_METRICS,
-                     resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Interval]:
+def metric_intervals(
+    tasks: Sequence[LabelledTask],
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+) -> dict[str, Interval]:
     """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`rankkit.stats.bootstrap`)."""
     metrics = check_metrics(metrics)
     pieces = TaskMetrics(tasks)
-    intervals = bootstrap(lambda samples: pieces.values(metrics, samples), pieces.tasks, resamples=resamples,
-                          seed=seed, level=level, batched=True)
+    intervals = bootstrap(
+        lambda samples: pieces.values(metrics, samples),
+        pieces.tasks,
+        resamples=resamples,
+        seed=seed,
+        level=level,
+        batched=True,
+    )
     return dict(zip(metrics, intervals))
 
 
@@ -134,8 +150,13 @@ class MetricDraws:
     difference of two strategies' values on the same resampled tasks, so it costs nothing more.
     """
 
-    def __init__(self, results: RunResult, metrics: Sequence[str] = DEFAULT_METRICS,
-                 resamples: int = DEFAULT_RESAMPLES, seed: int = 0):
+    def __init__(
+        self,
+        results: RunResult,
+        metrics: Sequence[str] = DEFAULT_METRICS,
+        resamples: int = DEFAULT_RESAMPLES,
+        seed: int = 0,
+    ):
         self.results = results
         self.metrics = check_metrics(metrics)
         self.resamples = resamples

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +27,14 @@ def elimination_group(extras: CandidateExtras) -> str:
     return "first round" if extras.eliminated_round == 1 else "later rounds"
 
 
-def elimination_rounds(results: RunResult, name: str, method: str = "pearson", resamples: int = DEFAULT_RESAMPLES,
-                       seed: int = 0, level: float = DEFAULT_LEVEL) -> dict[str, Any] | None:
+def elimination_rounds(
+    results: RunResult,
+    name: str,
+    method: str = "pearson",
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = DEFAULT_LEVEL,
+) -> dict[str, Any] | None:
     """(b) Table 2 of *Knockout LLM Assessment*: correlation of first-round losers vs the rest, for a knockout-like strategy.
 
     Candidates knocked out in round 1 were graded in one match; the others (eliminated in a later
@@ -58,8 +65,14 @@ def elimination_rounds(results: RunResult, name: str, method: str = "pearson", r
 
     def group_correlations(per_task: list[dict[str, list[str]]], label: str, samples: np.ndarray) -> np.ndarray:
         """The pooled correlation of the group's candidates in each resample."""
-        scores = [np.array([tasks[i].scores[c] for c in groups.get(label, [])], dtype=float) for i, groups in enumerate(per_task)]
-        human = [np.array([tasks[i].human[c] for c in groups.get(label, [])], dtype=float) for i, groups in enumerate(per_task)]
+        scores = [
+            np.array([tasks[i].scores[c] for c in groups.get(label, [])], dtype=float)
+            for i, groups in enumerate(per_task)
+        ]
+        human = [
+            np.array([tasks[i].human[c] for c in groups.get(label, [])], dtype=float)
+            for i, groups in enumerate(per_task)
+        ]
         xs = [np.concatenate([scores[i] for i in row]) for row in samples]
         ys = [np.concatenate([human[i] for i in row]) for row in samples]
         return row_correlations(method, xs, ys)
@@ -71,26 +84,48 @@ def elimination_rounds(results: RunResult, name: str, method: str = "pearson", r
             a, b = group_correlations(per_task, first, samples), group_correlations(per_task, later, samples)
             return np.column_stack([a, b, b - a])
 
-        first_ci, later_ci, diff_ci = bootstrap(statistic, tasks, resamples=resamples, seed=seed, level=level,
-                                                batched=True)
+        first_ci, later_ci, diff_ci = bootstrap(
+            statistic, tasks, resamples=resamples, seed=seed, level=level, batched=True
+        )
         groups = {}
         for label, interval in ((first, first_ci), (later, later_ci)):
-            played = [math.nan if (n := tasks[i].extras[c].played) is None else n
-                      for i in range(len(tasks)) for c in per_task[i].get(label, [])]
-            groups[label] = {"candidates": len(played), "correlation": interval,
-                             "mean_played": float(np.mean(played)) if played else math.nan}
+            played = [
+                math.nan if (n := tasks[i].extras[c].played) is None else n
+                for i in range(len(tasks))
+                for c in per_task[i].get(label, [])
+            ]
+            groups[label] = {
+                "candidates": len(played),
+                "correlation": interval,
+                "mean_played": float(np.mean(played)) if played else math.nan,
+            }
         return {"groups": groups, "difference": diff_ci}
 
     by_round = split(elimination_group, "first round", "later rounds")
-    by_played = split(lambda e: "graded once" if e.played == 1 else "graded several times",
-                      "graded once", "graded several times")
+    by_played = split(
+        lambda e: "graded once" if e.played == 1 else "graded several times", "graded once", "graded several times"
+    )
     rounds: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for task in tasks:
         for cid in task.human:
             eliminated = task.extras[cid].eliminated_round
-            rounds["champion" if eliminated is None else f"round {eliminated}"].append((task.scores[cid], task.human[cid]))
+            rounds["champion" if eliminated is None else f"round {eliminated}"].append(
+                (task.scores[cid], task.human[cid])
+            )
     order = sorted(rounds, key=lambda k: (k == "champion", int(k.split()[1]) if k != "champion" else 0))
-    per_round = [{"eliminated": k, "candidates": len(rounds[k]),
-                  "correlation": correlation(method, [p[0] for p in rounds[k]], [p[1] for p in rounds[k]])} for k in order]
-    return {"strategy": name, "method": method, "groups": by_round["groups"], "difference": by_round["difference"],
-            "by_played": by_played, "rounds": per_round}
+    per_round = [
+        {
+            "eliminated": k,
+            "candidates": len(rounds[k]),
+            "correlation": correlation(method, [p[0] for p in rounds[k]], [p[1] for p in rounds[k]]),
+        }
+        for k in order
+    ]
+    return {
+        "strategy": name,
+        "method": method,
+        "groups": by_round["groups"],
+        "difference": by_round["difference"],
+        "by_played": by_played,
+        "rounds": per_round,
+    }

@@ -12,7 +12,8 @@ what the humans' scores explain, in human-score spreads, with bootstrap interval
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rankkit.analysis.labelled import human_scores
 from rankkit.choices import GroupComparison
@@ -75,13 +76,19 @@ def position_bias(results: RunResult, name: str | None = None, level: float = DE
             continue  # count each unordered pair once
         both += 1
         consistent += winner == other
-    labelled = [(task_id, c) for task_id, c in decided
-                if task_id in human and human[task_id][c.first] != human[task_id][c.second]]
+    labelled = [
+        (task_id, c)
+        for task_id, c in decided
+        if task_id in human and human[task_id][c.first] != human[task_id][c.second]
+    ]
     human_first = sum(human[task_id][c.first] > human[task_id][c.second] for task_id, c in labelled)
-    return {"matches": len(comparisons), "ties": len(comparisons) - len(decided),
-            "first_slot_win_rate": proportion_interval(first_wins, len(decided), level),
-            "order_consistency": proportion_interval(consistent, both, level),
-            "human_first_better": proportion_interval(human_first, len(labelled), level)}
+    return {
+        "matches": len(comparisons),
+        "ties": len(comparisons) - len(decided),
+        "first_slot_win_rate": proportion_interval(first_wins, len(decided), level),
+        "order_consistency": proportion_interval(consistent, both, level),
+        "human_first_better": proportion_interval(human_first, len(labelled), level),
+    }
 
 
 def length_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
@@ -111,8 +118,11 @@ def length_bias(results: RunResult, name: str | None = None, level: float = DEFA
         if truth and truth[longer] != truth[shorter]:
             labelled += 1
             human_longer += truth[longer] > truth[shorter]
-    return {"matches": decided, "longer_win_rate": proportion_interval(longer_won, decided, level),
-            "human_longer_better": proportion_interval(human_longer, labelled, level)}
+    return {
+        "matches": decided,
+        "longer_win_rate": proportion_interval(longer_won, decided, level),
+        "human_longer_better": proportion_interval(human_longer, labelled, level),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,8 +180,9 @@ def human_best_shares(shown: Sequence[str], human: Mapping[str, float]) -> tuple
     return tuple(1.0 / tied if human[cid] == best else 0.0 for cid in shown)
 
 
-def slot_rates(top_slots: Sequence[int], human_shares: Sequence[Sequence[float]], k: int,
-               level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
+def slot_rates(
+    top_slots: Sequence[int], human_shares: Sequence[Sequence[float]], k: int, level: float = DEFAULT_LEVEL
+) -> list[dict[str, Any]]:
     """One row per slot of the parsed k-way judgments of one group size k.
 
     Parameters
@@ -198,8 +209,15 @@ def slot_rates(top_slots: Sequence[int], human_shares: Sequence[Sequence[float]]
     for slot in range(k):
         chosen = sum(top == slot for top in top_slots)
         human = sum(shares[slot] for shares in human_shares) / len(human_shares) if human_shares else math.nan
-        rows.append({"slot": slot, "chosen": chosen, "rate": proportion_interval(chosen, len(top_slots), level),
-                     "uniform": 1.0 / k, "human": human})
+        rows.append(
+            {
+                "slot": slot,
+                "chosen": chosen,
+                "rate": proportion_interval(chosen, len(top_slots), level),
+                "uniform": 1.0 / k,
+                "human": human,
+            }
+        )
     return rows
 
 
@@ -234,8 +252,15 @@ def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAUL
     for k, judgments in sorted(by_k.items()):
         parsed = [(task_id, group, top) for task_id, group in judgments if (top := top_slot(group)) is not None]
         shares = [human_best_shares(group.shown, human[task_id]) for task_id, group, _ in parsed if task_id in human]
-        out.append({"k": k, "judgments": len(parsed), "failed": len(judgments) - len(parsed), "labelled": len(shares),
-                    "slots": slot_rates([top for _, _, top in parsed], shares, k, level)})
+        out.append(
+            {
+                "k": k,
+                "judgments": len(parsed),
+                "failed": len(judgments) - len(parsed),
+                "labelled": len(shares),
+                "slots": slot_rates([top for _, _, top in parsed], shares, k, level),
+            }
+        )
     return out
 
 
@@ -264,10 +289,12 @@ def style_rows(results: RunResult, name: str | None = None) -> dict[str, list[tu
         task = tasks[task_id]
         first, second = task.candidate(c.first).style, task.candidate(c.second).style
         spread = task.human_spread
-        row = (1.0 if winner == c.first else 0.0,
-               (human[task_id][c.first] - human[task_id][c.second]) / spread,
-               math.log2(max(1, first.chars) / max(1, second.chars)),
-               first.format_score - second.format_score)
+        row = (
+            1.0 if winner == c.first else 0.0,
+            (human[task_id][c.first] - human[task_id][c.second]) / spread,
+            math.log2(max(1, first.chars) / max(1, second.chars)),
+            first.format_score - second.format_score,
+        )
         grouped.setdefault(task_id, []).append(row)
     return grouped
 
@@ -282,8 +309,12 @@ def _style_fit(data: Any) -> dict[str, float]:
     # A light ridge: keeps a perfectly separating judge (always right) finite; negligible otherwise.
     beta = logistic_regression(design, data[:, 0], np.full(design.shape[1], 1e-3))
     human = beta[1]
-    out = {"human": float(human), "slot": float(beta[0]), "length_logit": float(beta[2]),
-           "format_logit": float(beta[3])}
+    out = {
+        "human": float(human),
+        "slot": float(beta[0]),
+        "length_logit": float(beta[2]),
+        "format_logit": float(beta[3]),
+    }
     for key, column in (("slot_sd", 0), ("length", 2), ("format", 3)):
         out[key] = float(beta[column] / human) if human > 0 else math.nan
     for key, column in (("length", 2), ("format", 3)):
@@ -292,8 +323,9 @@ def _style_fit(data: Any) -> dict[str, float]:
     return out
 
 
-def style_preference(results: RunResult, name: str | None = None, resamples: int = 1000, seed: int = 0,
-                     level: float = DEFAULT_LEVEL) -> dict[str, Any]:
+def style_preference(
+    results: RunResult, name: str | None = None, resamples: int = 1000, seed: int = 0, level: float = DEFAULT_LEVEL
+) -> dict[str, Any]:
     """The judge's preference for length and formatting beyond what the human scores explain.
 
     A logistic regression of the pairwise verdict (first shown won) on an intercept, the human-score

@@ -7,9 +7,9 @@ take no part). :func:`check_metrics` validates metric names once for all of them
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from rankkit.metrics import METRIC_NAMES
 from rankkit.results import RunResult, StrategyRun, read_results
@@ -67,8 +67,15 @@ def labelled_tasks(results: RunResult, name: str) -> list[LabelledTask]:
     for task in strategy_run(results, name).tasks:
         truth = human.get(task.task_id)
         if truth:
-            out.append(LabelledTask(task_id=task.task_id, scores=dict(task.scores), ranking=list(task.ranking),
-                                    human=truth, extras=task.extras))
+            out.append(
+                LabelledTask(
+                    task_id=task.task_id,
+                    scores=dict(task.scores),
+                    ranking=list(task.ranking),
+                    human=truth,
+                    extras=task.extras,
+                )
+            )
     return out
 
 

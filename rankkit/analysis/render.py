@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -63,8 +64,13 @@ def interval_cells(table: Table, split: bool) -> Table:
     """
     interval_keys = {key for key, _ in table.columns if any(isinstance(row.get(key), Interval) for row in table.rows)}
     if not split:
-        rows = [{key: (_interval_text(value, key in SIGNED_COLUMNS) if isinstance(value, Interval) else value)
-                 for key, value in row.items()} for row in table.rows]
+        rows = [
+            {
+                key: (_interval_text(value, key in SIGNED_COLUMNS) if isinstance(value, Interval) else value)
+                for key, value in row.items()
+            }
+            for row in table.rows
+        ]
         return Table(table.title, rows, table.columns)
     columns: list[tuple[str, str]] = []
     for key, header in table.columns:
@@ -92,79 +98,155 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     boot = report["bootstrap"]
     pct = f"{boot['level']:.0%}"
     judge = (report.get("judge") or {}).get("description", "?")
-    preamble = (f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
-                f"intervals: {pct} percentile bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']}), "
-                f"widened to the estimate where resampling bias puts it outside")
+    preamble = (
+        f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
+        f"intervals: {pct} percentile bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']}), "
+        f"widened to the estimate where resampling bias puts it outside"
+    )
     sections: list[Table] = []
 
-    rows, columns = [], [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")]
+    rows, columns = (
+        [],
+        [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")],
+    )
     metric_names = list(report["correlations"][0]["metrics"]) if report["correlations"] else []
     columns += [(m, m) for m in metric_names]
     for row in report["correlations"]:
-        rows.append({**{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
-                     **{m: row["metrics"][m] for m in metric_names}})
+        rows.append(
+            {
+                **{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
+                **{m: row["metrics"][m] for m in metric_names},
+            }
+        )
     sections.append(Table(f"(a) agreement with the human scores, {pct} intervals", rows, columns))
 
     if report["differences"]:
         rows = []
         for diff in report["differences"]:
             for metric, item in diff["metrics"].items():
-                rows.append({"pair": f"{diff['a']} - {diff['b']}", "metric": metric,
-                             "difference": item["difference"], "verdict": _verdict_text(item["verdict"], diff)})
-        sections.append(Table(f"(e) difference to the baseline {report['baseline']} (paired bootstrap)", rows,
-                              [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"),
-                               ("verdict", "verdict")]))
+                rows.append(
+                    {
+                        "pair": f"{diff['a']} - {diff['b']}",
+                        "metric": metric,
+                        "difference": item["difference"],
+                        "verdict": _verdict_text(item["verdict"], diff),
+                    }
+                )
+        sections.append(
+            Table(
+                f"(e) difference to the baseline {report['baseline']} (paired bootstrap)",
+                rows,
+                [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"), ("verdict", "verdict")],
+            )
+        )
 
     if report["elimination_rounds"]:
         rows = []
         for item in report["elimination_rounds"]:
             groups = item["groups"]
             played = item["by_played"]["groups"]
-            rows.append({"strategy": item["strategy"],
-                         "first": groups["first round"]["correlation"], "n_first": groups["first round"]["candidates"],
-                         "later": groups["later rounds"]["correlation"], "n_later": groups["later rounds"]["candidates"],
-                         "difference": item["difference"],
-                         "once_vs_more": item["by_played"]["difference"],
-                         "n_once": played["graded once"]["candidates"]})
-        sections.append(Table("(b) elimination rounds (Pearson of candidates knocked out in round 1 vs later; "
-                              "Knockout LLM Assessment, Table 2)", rows,
-                              [("strategy", "strategy"), ("first", "first round"), ("n_first", "n"),
-                               ("later", "later rounds"), ("n_later", "n"), ("difference", "later - first"),
-                               ("once_vs_more", "graded >1 - graded once"), ("n_once", "n once")]))
+            rows.append(
+                {
+                    "strategy": item["strategy"],
+                    "first": groups["first round"]["correlation"],
+                    "n_first": groups["first round"]["candidates"],
+                    "later": groups["later rounds"]["correlation"],
+                    "n_later": groups["later rounds"]["candidates"],
+                    "difference": item["difference"],
+                    "once_vs_more": item["by_played"]["difference"],
+                    "n_once": played["graded once"]["candidates"],
+                }
+            )
+        sections.append(
+            Table(
+                "(b) elimination rounds (Pearson of candidates knocked out in round 1 vs later; "
+                "Knockout LLM Assessment, Table 2)",
+                rows,
+                [
+                    ("strategy", "strategy"),
+                    ("first", "first round"),
+                    ("n_first", "n"),
+                    ("later", "later rounds"),
+                    ("n_later", "n"),
+                    ("difference", "later - first"),
+                    ("once_vs_more", "graded >1 - graded once"),
+                    ("n_once", "n once"),
+                ],
+            )
+        )
 
     if report["aggregate_level"]:
         first = report["aggregate_level"][0]
         unit = f"per {first['unit_field']} and system" if first["unit_field"] else "per system over all tasks"
-        rows = [{"strategy": a["strategy"], "units": a["units"],
-                 **{m: a["metrics"][m] for m in AGGREGATE_METRICS}} for a in report["aggregate_level"]]
-        sections.append(Table(f"(d) aggregate level: {first['how']} of scores {unit}, vs the same aggregate of "
-                              f"human scores", rows,
-                              [("strategy", "strategy"), ("units", "units"), *[(m, m) for m in AGGREGATE_METRICS]]))
+        rows = [
+            {"strategy": a["strategy"], "units": a["units"], **{m: a["metrics"][m] for m in AGGREGATE_METRICS}}
+            for a in report["aggregate_level"]
+        ]
+        sections.append(
+            Table(
+                f"(d) aggregate level: {first['how']} of scores {unit}, vs the same aggregate of human scores",
+                rows,
+                [("strategy", "strategy"), ("units", "units"), *[(m, m) for m in AGGREGATE_METRICS]],
+            )
+        )
 
     for field, per_strategy in report["breakdowns"].items():
         rows = []
         for name, groups in per_strategy.items():
             for g in groups:
-                rows.append({"group": g["group"], "strategy": name, "tasks": g["tasks"], "candidates": g["candidates"],
-                             **{m: g["metrics"][m] for m in g["metrics"]},
-                             "mean_score": g["mean_score"], "mean_human": g["mean_human"]})
+                rows.append(
+                    {
+                        "group": g["group"],
+                        "strategy": name,
+                        "tasks": g["tasks"],
+                        "candidates": g["candidates"],
+                        **{m: g["metrics"][m] for m in g["metrics"]},
+                        "mean_score": g["mean_score"],
+                        "mean_human": g["mean_human"],
+                    }
+                )
         rows.sort(key=lambda r: (r["group"], list(per_strategy).index(r["strategy"])))
         shown = list(dict.fromkeys(m for groups in per_strategy.values() for g in groups for m in g["metrics"]))
-        sections.append(Table(f"(c) by {field}", rows,
-                              [("group", field), ("strategy", "strategy"), ("tasks", "tasks"),
-                               ("candidates", "candidates"), *[(m, m) for m in shown],
-                               ("mean_score", "mean score"), ("mean_human", "mean human")]))
+        sections.append(
+            Table(
+                f"(c) by {field}",
+                rows,
+                [
+                    ("group", field),
+                    ("strategy", "strategy"),
+                    ("tasks", "tasks"),
+                    ("candidates", "candidates"),
+                    *[(m, m) for m in shown],
+                    ("mean_score", "mean score"),
+                    ("mean_human", "mean human"),
+                ],
+            )
+        )
 
     bias = report["judge_bias"]
-    rows = [{"view": "first-shown candidate wins", "rate": bias["position"]["first_slot_win_rate"],
-             "human": bias["position"]["human_first_better"], "n": bias["position"]["matches"] - bias["position"]["ties"]},
-            {"view": "same winner in both orders", "rate": bias["position"]["order_consistency"], "human": None,
-             "n": None},
-            {"view": "longer answer wins", "rate": bias["length"]["longer_win_rate"],
-             "human": bias["length"]["human_longer_better"], "n": bias["length"]["matches"]}]
-    sections.append(Table("judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a "
-                          "judge agreeing with the humans would show)", rows,
-                          [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")]))
+    rows = [
+        {
+            "view": "first-shown candidate wins",
+            "rate": bias["position"]["first_slot_win_rate"],
+            "human": bias["position"]["human_first_better"],
+            "n": bias["position"]["matches"] - bias["position"]["ties"],
+        },
+        {"view": "same winner in both orders", "rate": bias["position"]["order_consistency"], "human": None, "n": None},
+        {
+            "view": "longer answer wins",
+            "rate": bias["length"]["longer_win_rate"],
+            "human": bias["length"]["human_longer_better"],
+            "n": bias["length"]["matches"],
+        },
+    ]
+    sections.append(
+        Table(
+            "judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a "
+            "judge agreeing with the humans would show)",
+            rows,
+            [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")],
+        )
+    )
     if bias.get("style") and bias["style"]["matches"]:
         sections.append(style_table(bias["style"]))
     if bias.get("slots"):
@@ -175,17 +257,29 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
 
 def style_table(style: Mapping[str, Any]) -> Table:
     """The judge's style preference beyond the human scores (:func:`rankkit.analysis.judge_bias.style_preference`)."""
-    rows = [{"term": "length (per doubling of the length ratio)", "spreads": style["length"],
-             "logit": style["length_logit"]},
-            {"term": "formatting (per doubling of 1 + headers, list items, bold)", "spreads": style["format"],
-             "logit": style["format_logit"]},
-            {"term": "first slot", "spreads": style["slot_sd"], "logit": style["slot"]},
-            {"term": "human score (per spread)", "spreads": None, "logit": style["human"]}]
-    return Table(f"judge style preference beyond the human scores: logistic regression of 'first shown won' on the "
-                 f"human-score difference and the style differences ({style['matches']} decided matches on "
-                 f"{style['tasks']} labelled tasks; bootstrap over tasks). 'spreads' = the term's coefficient over "
-                 f"the human-score one: how many human-score spreads it is worth to the judge (0 = none beyond "
-                 f"the humans)", rows, [("term", "term"), ("spreads", "spreads"), ("logit", "log-odds")])
+    rows = [
+        {
+            "term": "length (per doubling of the length ratio)",
+            "spreads": style["length"],
+            "logit": style["length_logit"],
+        },
+        {
+            "term": "formatting (per doubling of 1 + headers, list items, bold)",
+            "spreads": style["format"],
+            "logit": style["format_logit"],
+        },
+        {"term": "first slot", "spreads": style["slot_sd"], "logit": style["slot"]},
+        {"term": "human score (per spread)", "spreads": None, "logit": style["human"]},
+    ]
+    return Table(
+        f"judge style preference beyond the human scores: logistic regression of 'first shown won' on the "
+        f"human-score difference and the style differences ({style['matches']} decided matches on "
+        f"{style['tasks']} labelled tasks; bootstrap over tasks). 'spreads' = the term's coefficient over "
+        f"the human-score one: how many human-score spreads it is worth to the judge (0 = none beyond "
+        f"the humans)",
+        rows,
+        [("term", "term"), ("spreads", "spreads"), ("logit", "log-odds")],
+    )
 
 
 def slot_table(slots: list[Mapping[str, Any]]) -> Table:
@@ -195,14 +289,34 @@ def slot_table(slots: list[Mapping[str, Any]]) -> Table:
     for size in slots:
         names = labels(size["k"])
         for row in size["slots"]:
-            rows.append({"k": size["k"], "slot": names[row["slot"]], "rate": row["rate"], "uniform": row["uniform"],
-                         "human": row["human"], "chosen": row["chosen"], "judgments": size["judgments"],
-                         "failed": size["failed"]})
-    return Table("k-way slot bias over all distinct k-way judgments: how often the answer in each slot was chosen "
-                 "(rankings: ranked first; exact binomial intervals; 'uniform' = 1/k; 'human' = the rate a judge "
-                 "agreeing with the humans would show; failed judgments left out)", rows,
-                 [("k", "k"), ("slot", "slot"), ("rate", "judge"), ("uniform", "uniform"), ("human", "human"),
-                  ("chosen", "chosen"), ("judgments", "judgments"), ("failed", "failed")])
+            rows.append(
+                {
+                    "k": size["k"],
+                    "slot": names[row["slot"]],
+                    "rate": row["rate"],
+                    "uniform": row["uniform"],
+                    "human": row["human"],
+                    "chosen": row["chosen"],
+                    "judgments": size["judgments"],
+                    "failed": size["failed"],
+                }
+            )
+    return Table(
+        "k-way slot bias over all distinct k-way judgments: how often the answer in each slot was chosen "
+        "(rankings: ranked first; exact binomial intervals; 'uniform' = 1/k; 'human' = the rate a judge "
+        "agreeing with the humans would show; failed judgments left out)",
+        rows,
+        [
+            ("k", "k"),
+            ("slot", "slot"),
+            ("rate", "judge"),
+            ("uniform", "uniform"),
+            ("human", "human"),
+            ("chosen", "chosen"),
+            ("judgments", "judgments"),
+            ("failed", "failed"),
+        ],
+    )
 
 
 def _verdict_text(verdict: str, diff: Mapping[str, Any]) -> str:

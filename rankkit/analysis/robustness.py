@@ -75,12 +75,22 @@ class Fewest:
         dict[str, Any]
             The fields, and ``text`` (:meth:`text`).
         """
-        return {"count": self.count, "exact": self.exact, "at_least": self.at_least,
-                "judgments": list(self.judgments), "replays": self.replays, "text": self.text()}
+        return {
+            "count": self.count,
+            "exact": self.exact,
+            "at_least": self.at_least,
+            "judgments": list(self.judgments),
+            "replays": self.replays,
+            "text": self.text(),
+        }
 
 
-def fewest_changes(candidates: Sequence[int], changes: Callable[[frozenset[int]], bool | None],
-                   greedy_order: Sequence[int], budget: int = DEFAULT_BUDGET) -> Fewest:
+def fewest_changes(
+    candidates: Sequence[int],
+    changes: Callable[[frozenset[int]], bool | None],
+    greedy_order: Sequence[int],
+    budget: int = DEFAULT_BUDGET,
+) -> Fewest:
     """The smallest set of ``candidates`` for which ``changes(set)`` holds.
 
     First a greedy search adds ``greedy_order``'s candidates one by one (skipping one whose
@@ -149,8 +159,13 @@ def fewest_changes(candidates: Sequence[int], changes: Callable[[frozenset[int]]
     return Fewest(None, at_least > len(pool), at_least, (), tried + searched)
 
 
-def support_order(pairs: Sequence[tuple[str, str, float | None]], ahead: str, behind: str,
-                  order: Sequence[str], candidates: Sequence[int]) -> list[int]:
+def support_order(
+    pairs: Sequence[tuple[str, str, float | None]],
+    ahead: str,
+    behind: str,
+    order: Sequence[str],
+    candidates: Sequence[int],
+) -> list[int]:
     """The candidates ordered by how much they hold ``ahead`` above ``behind``: their direct
     results first, then ``ahead``'s wins and ``behind``'s losses (against the strongest
     opponents first), then every other candidate.
@@ -189,10 +204,14 @@ def support_order(pairs: Sequence[tuple[str, str, float | None]], ahead: str, be
     return sorted(candidates, key=key)
 
 
-def ranking_robustness(pairs: Sequence[tuple[str, str, float | None]],
-                       recompute: Callable[[frozenset[int], frozenset[int]], Outcome],
-                       baseline: tuple[str, Sequence[str]], used: int, k: int = DEFAULT_TOP_K,
-                       budget: int = DEFAULT_BUDGET) -> dict[str, Any]:
+def ranking_robustness(
+    pairs: Sequence[tuple[str, str, float | None]],
+    recompute: Callable[[frozenset[int], frozenset[int]], Outcome],
+    baseline: tuple[str, Sequence[str]],
+    used: int,
+    k: int = DEFAULT_TOP_K,
+    budget: int = DEFAULT_BUDGET,
+) -> dict[str, Any]:
     """The four figures of one ranking: the fewest flips and removals changing its #1 and its top k.
 
     Parameters
@@ -234,10 +253,13 @@ def ranking_robustness(pairs: Sequence[tuple[str, str, float | None]],
             if got is None:
                 return None
             return got[0] != first if target == "top1" else frozenset(got[1][:k]) != top
+
         return changes
 
-    candidates = {"flip": [i for i, p in enumerate(pairs) if p[2] in (0.0, 1.0)],
-                  "remove": [i for i, p in enumerate(pairs) if p[2] is not None]}
+    candidates = {
+        "flip": [i for i, p in enumerate(pairs) if p[2] in (0.0, 1.0)],
+        "remove": [i for i, p in enumerate(pairs) if p[2] is not None],
+    }
     runner_up = next((cid for cid in order if cid != first), first)
     targets = {"top1": (first, runner_up)}
     if len(order) > k:
@@ -260,8 +282,14 @@ def ranking_robustness(pairs: Sequence[tuple[str, str, float | None]],
 # Per task and strategy
 
 
-def task_robustness(strategy_run: StrategyRun, result: TaskResult, task: Any, seed: int, k: int = DEFAULT_TOP_K,
-                    budget: int = DEFAULT_BUDGET) -> dict[str, Any]:
+def task_robustness(
+    strategy_run: StrategyRun,
+    result: TaskResult,
+    task: Any,
+    seed: int,
+    k: int = DEFAULT_TOP_K,
+    budget: int = DEFAULT_BUDGET,
+) -> dict[str, Any]:
     """The robustness of one strategy's ranking of one task (:func:`ranking_robustness`), from
     the judgments it used, replayed by :func:`rankkit.rerank.replay`.
 
@@ -294,8 +322,9 @@ def task_robustness(strategy_run: StrategyRun, result: TaskResult, task: Any, se
 
         def recompute(flips: frozenset[int], removals: frozenset[int]) -> Outcome:
             try:
-                ranking = replay(strategy, task, record, seed, {verdicts[i] for i in flips},
-                                 {verdicts[i] for i in removals})
+                ranking = replay(
+                    strategy, task, record, seed, {verdicts[i] for i in flips}, {verdicts[i] for i in removals}
+                )
             except OffRecord:
                 return None
             return leader(ranking, ids), tuple(ranking.ordered(list(ids)))
@@ -311,8 +340,9 @@ def task_robustness(strategy_run: StrategyRun, result: TaskResult, task: Any, se
     return {**head, "defined": True, **figures}
 
 
-def _undefined_reason(strategy_run: StrategyRun, record: Sequence[RecordedJudgment],
-                      verdicts: Sequence[int]) -> str | None:
+def _undefined_reason(
+    strategy_run: StrategyRun, record: Sequence[RecordedJudgment], verdicts: Sequence[int]
+) -> str | None:
     if isinstance(strategy_run.strategy, RecordedStrategy):
         return "the strategy cannot be rebuilt here, so its ranking cannot be recomputed"
     if not verdicts:
@@ -351,8 +381,11 @@ def robustness_report(results: RunResult, k: int = DEFAULT_TOP_K, budget: int = 
     by_id = {task.task_id: task for task in results.tasks}
     out = []
     for strategy_run in results.strategies:
-        tasks = [task_robustness(strategy_run, result, by_id[result.task_id], results.seed, k, budget)
-                 for result in strategy_run.tasks if result.task_id in by_id]
+        tasks = [
+            task_robustness(strategy_run, result, by_id[result.task_id], results.seed, k, budget)
+            for result in strategy_run.tasks
+            if result.task_id in by_id
+        ]
         out.append({"strategy": strategy_run.name, "k": k, "summary": summarize(tasks), "tasks": tasks})
     return out
 
@@ -373,15 +406,21 @@ def summarize(tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         counts as one more than the judgments used).
     """
     defined = [t for t in tasks if t["defined"]]
-    summary: dict[str, Any] = {"tasks": len(defined), "undefined": len(tasks) - len(defined),
-                               "reasons": sorted({t["reason"] for t in tasks if not t["defined"]}),
-                               "fragile_tasks": [t["task_id"] for t in defined if t["fragile"]]}
+    summary: dict[str, Any] = {
+        "tasks": len(defined),
+        "undefined": len(tasks) - len(defined),
+        "reasons": sorted({t["reason"] for t in tasks if not t["defined"]}),
+        "fragile_tasks": [t["task_id"] for t in defined if t["fragile"]],
+    }
     figures = [f for t in defined for target in ("top1", "top_k") if t[target] for f in t[target].values()]
     summary["exact_share"] = sum(f.exact for f in figures) / len(figures) if figures else None
     for target in ("top1", "top_k"):
         for change in CHANGES:
-            values = [(t[target][change].count if t[target][change].count is not None else t["judgments"] + 1)
-                      for t in defined if t[target]]
+            values = [
+                (t[target][change].count if t[target][change].count is not None else t["judgments"] + 1)
+                for t in defined
+                if t[target]
+            ]
             summary[f"{target}_{change}_median"] = statistics.median(values) if values else None
     return summary
 
@@ -405,10 +444,16 @@ def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
     summary_rows, task_rows = [], []
     for item in report:
         summary = item["summary"]
-        summary_rows.append({"strategy": item["strategy"], "tasks": summary["tasks"],
-                             **{key: summary[key] for key in summary if key.endswith("_median")},
-                             "exact": summary["exact_share"], "fragile": len(summary["fragile_tasks"]),
-                             "note": "; ".join(summary["reasons"])})
+        summary_rows.append(
+            {
+                "strategy": item["strategy"],
+                "tasks": summary["tasks"],
+                **{key: summary[key] for key in summary if key.endswith("_median")},
+                "exact": summary["exact_share"],
+                "fragile": len(summary["fragile_tasks"]),
+                "note": "; ".join(summary["reasons"]),
+            }
+        )
         for task in item["tasks"]:
             row = {"strategy": item["strategy"], "task_id": task["task_id"], "judgments": task["judgments"]}
             if task["defined"]:
@@ -419,17 +464,37 @@ def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
             else:
                 row["fragile"] = f"n/a: {task['reason']}"
             task_rows.append(row)
-    figure_columns = [("top1_flip", "#1 flip"), ("top1_remove", "#1 remove"), ("top_k_flip", f"top-{k} flip"),
-                      ("top_k_remove", f"top-{k} remove")]
+    figure_columns = [
+        ("top1_flip", "#1 flip"),
+        ("top1_remove", "#1 remove"),
+        ("top_k_flip", f"top-{k} flip"),
+        ("top_k_remove", f"top-{k} remove"),
+    ]
     return [
-        Table(f"robustness: fewest judgments whose flip (winner reversed) or removal changes the #1 or the top {k}, "
-              f"median over tasks ('none' counted as judgments + 1); exact = share of exact figures; fragile = "
-              f"tasks with a figure <= {FRAGILE_SHARE:.0%} of the judgments used", summary_rows,
-              [("strategy", "strategy"), ("tasks", "tasks"),
-               *[(f"{key}_median", header) for key, header in figure_columns],
-               ("exact", "exact"), ("fragile", "fragile"), ("note", "not defined")]),
-        Table("robustness per task (n = exact fewest; '≤ n' = greedy upper bound; 'none' = no change of that "
-              "kind changes it; replayed from the judgments each strategy used)", task_rows,
-              [("strategy", "strategy"), ("task_id", "task"), ("judgments", "judgments"), *figure_columns,
-               ("fragile", "fragile")]),
+        Table(
+            f"robustness: fewest judgments whose flip (winner reversed) or removal changes the #1 or the top {k}, "
+            f"median over tasks ('none' counted as judgments + 1); exact = share of exact figures; fragile = "
+            f"tasks with a figure <= {FRAGILE_SHARE:.0%} of the judgments used",
+            summary_rows,
+            [
+                ("strategy", "strategy"),
+                ("tasks", "tasks"),
+                *[(f"{key}_median", header) for key, header in figure_columns],
+                ("exact", "exact"),
+                ("fragile", "fragile"),
+                ("note", "not defined"),
+            ],
+        ),
+        Table(
+            "robustness per task (n = exact fewest; '≤ n' = greedy upper bound; 'none' = no change of that "
+            "kind changes it; replayed from the judgments each strategy used)",
+            task_rows,
+            [
+                ("strategy", "strategy"),
+                ("task_id", "task"),
+                ("judgments", "judgments"),
+                *figure_columns,
+                ("fragile", "fragile"),
+            ],
+        ),
     ]

@@ -24,12 +24,23 @@ from rankkit.judges.backends import (
     spec_text,
 )
 from rankkit.judges.base import Judge, JudgeError
-from rankkit.judgments import Verdict, ParseStatus, Grade, Winner
+from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
 from rankkit.specs import Spec
 
 __all__ = [
-    "Judge", "JudgeError", "Verdict", "ParseStatus", "Grade", "Winner",
-    "Argument", "Backend", "Option", "BUILTIN_BACKENDS", "make_judge", "default_judge_spec", "register_backend",
+    "BUILTIN_BACKENDS",
+    "Argument",
+    "Backend",
+    "Grade",
+    "Judge",
+    "JudgeError",
+    "Option",
+    "ParseStatus",
+    "Verdict",
+    "Winner",
+    "default_judge_spec",
+    "make_judge",
+    "register_backend",
 ]
 
 

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from rankkit.judges.backends import Argument, Option, Settings
 from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions, BatchSwitch
@@ -81,13 +82,32 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
 
     backend = "anthropic"
 
-    def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
-                 concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
-                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 version: str = DEFAULT_VERSION, prompt_cache: bool = True, price: Price | None = None,
-                 pacer: Pacer | None = None, batch: BatchOptions | None = None):
-        super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
-                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
+    def __init__(
+        self,
+        model: str,
+        base_url: str | Sequence[str] = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        concurrency: int = 4,
+        timeout: float = 120.0,
+        retry: RetryPolicy = RetryPolicy(),
+        jitter_seed: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        version: str = DEFAULT_VERSION,
+        prompt_cache: bool = True,
+        price: Price | None = None,
+        pacer: Pacer | None = None,
+        batch: BatchOptions | None = None,
+    ):
+        super().__init__(
+            base_url,
+            api_key=api_key,
+            concurrency=concurrency,
+            timeout=timeout,
+            retry=retry,
+            jitter_seed=jitter_seed,
+            max_response_bytes=max_response_bytes,
+            pacer=pacer,
+        )
         self.model = model
         self.version = version
         self.prompt_cache = prompt_cache
@@ -100,8 +120,10 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     prefix_read = "prefill"
 
     def __repr__(self) -> str:  # never shows the key
-        return (f"AnthropicRuntime(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
-                f"api_key={'set' if self._api_key else 'none'})")
+        return (
+            f"AnthropicRuntime(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
+            f"api_key={'set' if self._api_key else 'none'})"
+        )
 
     def request_headers(self) -> dict[str, str]:
         headers = {"anthropic-version": self.version}
@@ -117,8 +139,9 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         return f"model {self.model!r}"
 
     # -- requests -----------------------------------------------------------------------------------
-    def message_body(self, conversation: Conversation, max_tokens: int, temperature: float,
-                     prefill: str | None = None) -> dict[str, Any]:
+    def message_body(
+        self, conversation: Conversation, max_tokens: int, temperature: float, prefill: str | None = None
+    ) -> dict[str, Any]:
         """The Messages API body of ``conversation``: system messages joined into ``system``, the
         first user message marked for prompt caching, ``prefill`` (trailing whitespace removed, as
         the API requires) as a final assistant message the reply continues."""
@@ -135,14 +158,19 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             messages.append({"role": message["role"], "content": content})
         if prefill:
             messages.append({"role": "assistant", "content": prefill.rstrip()})
-        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature,
-                                "messages": messages}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "messages": messages,
+        }
         if system:
             body["system"] = system
         return body
 
-    def _dispatch(self, bodies: Sequence[dict[str, Any]], finish: Callable[[str, dict[str, int]], T]
-                  ) -> Iterator[tuple[int, T]]:
+    def _dispatch(
+        self, bodies: Sequence[dict[str, Any]], finish: Callable[[str, dict[str, int]], T]
+    ) -> Iterator[tuple[int, T]]:
         """Send ``bodies`` directly (``concurrency`` at a time) or, with ``batch``, as one Message
         Batch; yields ``(index, finish(text, usage))`` as each arrives (usage with its cost)."""
         if self.batcher is not None:
@@ -162,28 +190,34 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         yield from self._run_all([job(body) for body in bodies])
 
     # -- the LLMRuntime protocol -----------------------------------------------------------------------
-    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
-                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
+    def generate(
+        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+    ) -> Iterator[tuple[int, Generation]]:
         """The reply to each conversation (``seed`` is ignored: the API has none)."""
         bodies = [self.message_body(c, max_new_tokens, temperature) for c in conversations]
         yield from self._dispatch(bodies, lambda text, usage: Generation(text=text, usage=usage))
 
-    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
-                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
+    def next_token_logprobs(
+        self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, float]]]:
         """The choice the model writes after ``assistant_prefix``, one-hot (0 for it, ``-inf`` for
         the others; all ``-inf`` when it writes none of them): the API has no log-probabilities.
         Each result is a :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` carrying its usage."""
         prefixes = per_row(assistant_prefix, len(conversations))
         bodies = [self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p) for c, p in zip(conversations, prefixes)]
-        yield from self._dispatch(bodies, lambda text, usage: ChoiceLogprobs(one_hot(written_choice(text, choices),
-                                                                                     choices), usage))
+        yield from self._dispatch(
+            bodies, lambda text, usage: ChoiceLogprobs(one_hot(written_choice(text, choices), choices), usage)
+        )
 
-    def answer_logliks(self, conversations: Sequence[Conversation], answers: Sequence[str]) -> Iterator[tuple[int, float]]:
+    def answer_logliks(
+        self, conversations: Sequence[Conversation], answers: Sequence[str]
+    ) -> Iterator[tuple[int, float]]:
         """Not offered: the Messages API returns no log-probabilities."""
         raise NotImplementedError("the anthropic judge cannot score an answer's likelihood (no log-probabilities)")
 
 
 # -- reading responses ---------------------------------------------------------------------------------
+
 
 def read_message(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
     """The text and usage of a Messages API response.
@@ -244,9 +278,12 @@ def written_choice(text: str, choices: Sequence[str]) -> str | None:
 ANTHROPIC_OPTIONS: tuple[Option, ...] = (
     *client_options("the API root (default: Anthropic's, https://api.anthropic.com/v1)", DEFAULT_API_KEY_ENV),
     Option("anthropic_version", str, DEFAULT_VERSION, "the anthropic-version header", identity=False),
-    Option("prompt_cache", bool, True, "mark the judge prompt with cache_control (cache reads at 0.1x)",
-           identity=False),
-    *PRICE_OPTIONS, *PACING_OPTIONS, *BATCH_OPTIONS,
+    Option(
+        "prompt_cache", bool, True, "mark the judge prompt with cache_control (cache reads at 0.1x)", identity=False
+    ),
+    *PRICE_OPTIONS,
+    *PACING_OPTIONS,
+    *BATCH_OPTIONS,
 )
 
 
@@ -254,8 +291,10 @@ def _read_spec(text: str) -> Spec:
     """Parse an ``anthropic:`` spec, refusing an API key in it without echoing the value."""
     spec = parse_spec(text)
     if "api_key" in spec.options:
-        raise SpecError("anthropic: do not put the API key in the spec (it would end up in shell history and "
-                        "results); export it and name the variable with api_key_env=NAME (default ANTHROPIC_API_KEY)")
+        raise SpecError(
+            "anthropic: do not put the API key in the spec (it would end up in shell history and "
+            "results); export it and name the variable with api_key_env=NAME (default ANTHROPIC_API_KEY)"
+        )
     return spec
 
 
@@ -269,26 +308,41 @@ def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
     """
     mode = settings["mode"]
     if mode != "generate":
-        raise SpecError(f"anthropic: mode={mode} needs log-probabilities, which the Messages API does not return; "
-                        f"use mode=generate (the verdict is the digit the model writes after rankkit's prefix)")
+        raise SpecError(
+            f"anthropic: mode={mode} needs log-probabilities, which the Messages API does not return; "
+            f"use mode=generate (the verdict is the digit the model writes after rankkit's prefix)"
+        )
     key_env = settings["api_key_env"]
     api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
     if key_env and not api_key:
         raise SpecError(f"anthropic: api_key_env={key_env} names an environment variable that is not set")
     base_url = settings["base_url"]
     if not base_url and not api_key:
-        raise SpecError(f"anthropic: no API key: export {DEFAULT_API_KEY_ENV} (or name the variable with "
-                        f"api_key_env=NAME)")
-    return AnthropicRuntime(settings.argument, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
-                            retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
-                            version=settings["anthropic_version"], prompt_cache=settings["prompt_cache"],
-                            price=price_for(settings.argument, settings["price_in"], settings["price_out"]),
-                            pacer=Pacer(settings["rpm"], settings["tpm"]), batch=BatchOptions.from_settings(settings),
-                            **settings.subset(("concurrency", "timeout", "max_response_bytes")))
+        raise SpecError(
+            f"anthropic: no API key: export {DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)"
+        )
+    return AnthropicRuntime(
+        settings.argument,
+        base_url=base_url or DEFAULT_BASE_URL,
+        api_key=api_key,
+        retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
+        version=settings["anthropic_version"],
+        prompt_cache=settings["prompt_cache"],
+        price=price_for(settings.argument, settings["price_in"], settings["price_out"]),
+        pacer=Pacer(settings["rpm"], settings["tpm"]),
+        batch=BatchOptions.from_settings(settings),
+        **settings.subset(("concurrency", "timeout", "max_response_bytes")),
+    )
 
 
 #: ``anthropic:MODEL[,option=value...]``: Anthropic's Messages API. Building it sends nothing, so
 #: the dry run builds it.
-BACKEND = llm_backend("anthropic", "Anthropic's Messages API (Claude; verdicts read by prefill)",
-                      _anthropic_runtime, options=ANTHROPIC_OPTIONS,
-                      argument=Argument("model", "anthropic:claude-sonnet-4-5"), read=_read_spec, network=True)
+BACKEND = llm_backend(
+    "anthropic",
+    "Anthropic's Messages API (Claude; verdicts read by prefill)",
+    _anthropic_runtime,
+    options=ANTHROPIC_OPTIONS,
+    argument=Argument("model", "anthropic:claude-sonnet-4-5"),
+    read=_read_spec,
+    network=True,
+)

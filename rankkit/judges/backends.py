@@ -11,17 +11,31 @@ shell completion and ``rankkit judges`` all read it. Other packages add backends
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rankkit.specs import Spec, SpecError, convert_value, parse_spec
 
 if TYPE_CHECKING:
     from rankkit.judges.base import Judge
 
-__all__ = ["Option", "Argument", "Backend", "Settings", "BUILTIN_BACKENDS", "backend", "backend_names", "register_backend",
-           "read_settings", "check_value", "with_defaults", "at_least", "above"]
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "Argument",
+    "Backend",
+    "Option",
+    "Settings",
+    "above",
+    "at_least",
+    "backend",
+    "backend_names",
+    "check_value",
+    "read_settings",
+    "register_backend",
+    "with_defaults",
+]
 
 #: Built-in backends: spec name -> ``module:attribute`` of its :class:`Backend`, imported on first use.
 BUILTIN_BACKENDS: dict[str, str] = {
@@ -183,9 +197,9 @@ class Backend:
     name: str
     summary: str
     options: tuple[Option, ...]
-    build: Callable[[Settings], "Judge"]
+    build: Callable[[Settings], Judge]
     argument: Argument | None = None
-    stand_in: Callable[[Settings], "Judge"] | None = None
+    stand_in: Callable[[Settings], Judge] | None = None
     defaults: Callable[[str | None], Mapping[str, Any]] | None = None
     read: Callable[[str], Spec] = parse_spec
     network: bool = False
@@ -356,4 +370,3 @@ def spec_name(text: str) -> str:
     'hf'
     """
     return text.partition(":")[0].strip()
-

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 from rankkit.errors import RankkitError
-from rankkit.judgments import (GroupChoice, ComparisonRequest, Grade, GradeRequest, GroupRequest, GroupRanking,
-                               Verdict)
+from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, GroupChoice, GroupRanking, GroupRequest, Verdict
 from rankkit.tasks import Candidate, Task
 
 
@@ -110,8 +110,10 @@ class Judge:
             elif not isinstance(value, (str, int, float, bool, type(None), list, tuple, dict)):
                 text = repr(value)
                 if " at 0x" in text:
-                    raise TypeError(f"judge {type(self).__qualname__}: parameter {name!r} ({text}) has no stable "
-                                    f"identity; override fingerprint_fields() to name what changes its judgments")
+                    raise TypeError(
+                        f"judge {type(self).__qualname__}: parameter {name!r} ({text}) has no stable "
+                        f"identity; override fingerprint_fields() to name what changes its judgments"
+                    )
                 value = text
             fields[name] = value
         return fields
@@ -119,7 +121,11 @@ class Judge:
     @property
     def fingerprint(self) -> str:
         """The judge's identity as a JSON string (see the class docstring)."""
-        name = {"backend": self.backend} if self.backend else {"judge": f"{type(self).__module__}.{type(self).__qualname__}"}
+        name = (
+            {"backend": self.backend}
+            if self.backend
+            else {"judge": f"{type(self).__module__}.{type(self).__qualname__}"}
+        )
         fields = {**name, "version": self.version, **self.fingerprint_fields()}
         return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
 
@@ -207,7 +213,7 @@ class Judge:
         """Called by the runner with its progress bar's ``note``: a judge with something to show
         beside the counts (a batching LLM judge: each batch's state) reports it there."""
 
-    def __enter__(self) -> "Judge":
+    def __enter__(self) -> Judge:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rankkit.judges.backends import Option, Settings, above, at_least
 from rankkit.specs import SpecError
@@ -11,12 +12,29 @@ from rankkit.specs import SpecError
 #: The batch options of a hosted judge's spec (none of them changes the fingerprint: a batch
 #: returns the same judgments as direct requests).
 BATCH_OPTIONS: tuple[Option, ...] = (
-    Option("batch", bool, False, "send each step's requests as one batch on the provider's batch API (half price)",
-           identity=False),
-    Option("batch_poll", float, 5.0, "seconds before a batch's first poll (it grows to a minute)", identity=False,
-           check=above(0)),
-    Option("batch_journal", str, None, "the file batch ids are kept in until read (default .rankkit/batches.json)",
-           identity=False, trusted_only=True),
+    Option(
+        "batch",
+        bool,
+        False,
+        "send each step's requests as one batch on the provider's batch API (half price)",
+        identity=False,
+    ),
+    Option(
+        "batch_poll",
+        float,
+        5.0,
+        "seconds before a batch's first poll (it grows to a minute)",
+        identity=False,
+        check=above(0),
+    ),
+    Option(
+        "batch_journal",
+        str,
+        None,
+        "the file batch ids are kept in until read (default .rankkit/batches.json)",
+        identity=False,
+        trusted_only=True,
+    ),
     Option("batch_size", int, 500, "the most requests one batch holds", identity=False, check=at_least(1)),
 )
 #: The options that only mean something with ``batch=true``.

@@ -36,8 +36,9 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 from rankkit.judges.base import JudgeError
 from rankkit.judges.http_client import BadResponse, excerpt, parse_retry_after, retry_reason
@@ -53,6 +54,7 @@ CALL_ATTEMPTS = 5
 
 
 # -- the journal ----------------------------------------------------------------------------------------
+
 
 class BatchJournal:
     """Batch ids by request key, in a JSON file written atomically (safe for several threads of
@@ -122,6 +124,7 @@ def request_key(provider: str, base_url: str, body: dict[str, Any]) -> str:
 
 # -- talking to a batch API -----------------------------------------------------------------------------
 
+
 class Transport(Protocol):
     """What the protocols need from the runtime's client: one HTTP call with retries."""
 
@@ -164,8 +167,10 @@ class HTTPTransport:
                     retry_after = parse_retry_after(response.headers.get("retry-after"))
             if attempt < CALL_ATTEMPTS:
                 time.sleep(self.client._wait_seconds(attempt, retry_after))
-        raise JudgeError(f"{self.client.backend}: batch API {method} {path} failed after {CALL_ATTEMPTS} "
-                         f"attempts; last error: {last}")
+        raise JudgeError(
+            f"{self.client.backend}: batch API {method} {path} failed after {CALL_ATTEMPTS} "
+            f"attempts; last error: {last}"
+        )
 
 
 #: What a protocol reports of a batch: its state, whether it ended, and its request counts.
@@ -210,12 +215,22 @@ class OpenAIBatches:
     ENDPOINT = "/v1/chat/completions"
 
     def submit(self, transport: Transport, items: Sequence[tuple[str, dict[str, Any]]]) -> str:
-        lines = "".join(json.dumps({"custom_id": cid, "method": "POST", "url": self.ENDPOINT, "body": body},
-                                   ensure_ascii=False) + "\n" for cid, body in items)
-        uploaded = transport.call("POST", "/files", data={"purpose": "batch"},
-                                  files={"file": ("rankkit-batch.jsonl", lines.encode(), "application/jsonl")})
-        batch = transport.call("POST", "/batches", json={"input_file_id": uploaded["id"], "endpoint": self.ENDPOINT,
-                                                         "completion_window": "24h"})
+        lines = "".join(
+            json.dumps({"custom_id": cid, "method": "POST", "url": self.ENDPOINT, "body": body}, ensure_ascii=False)
+            + "\n"
+            for cid, body in items
+        )
+        uploaded = transport.call(
+            "POST",
+            "/files",
+            data={"purpose": "batch"},
+            files={"file": ("rankkit-batch.jsonl", lines.encode(), "application/jsonl")},
+        )
+        batch = transport.call(
+            "POST",
+            "/batches",
+            json={"input_file_id": uploaded["id"], "endpoint": self.ENDPOINT, "completion_window": "24h"},
+        )
         return batch["id"]
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
@@ -248,8 +263,9 @@ class AnthropicBatches:
     name = "anthropic"
 
     def submit(self, transport: Transport, items: Sequence[tuple[str, dict[str, Any]]]) -> str:
-        batch = transport.call("POST", "/messages/batches",
-                               json={"requests": [{"custom_id": cid, "params": body} for cid, body in items]})
+        batch = transport.call(
+            "POST", "/messages/batches", json={"requests": [{"custom_id": cid, "params": body} for cid, body in items]}
+        )
         return batch["id"]
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
@@ -286,6 +302,7 @@ def status_text(batch_id: str, state: str, counts: dict[str, int]) -> str:
 
 # -- running a batch ----------------------------------------------------------------------------------
 
+
 class BatchRunner:
     """Runs a runtime call's requests as batches; see the module docstring.
 
@@ -298,9 +315,16 @@ class BatchRunner:
     sleep: how polls wait (tests pass a fake).
     """
 
-    def __init__(self, client: Any, protocol: BatchProtocol, journal: BatchJournal, poll: float = 5.0,
-                 max_rounds: int = 3, transport: Transport | None = None,
-                 sleep: Callable[[float], Any] = time.sleep):
+    def __init__(
+        self,
+        client: Any,
+        protocol: BatchProtocol,
+        journal: BatchJournal,
+        poll: float = 5.0,
+        max_rounds: int = 3,
+        transport: Transport | None = None,
+        sleep: Callable[[float], Any] = time.sleep,
+    ):
         self.client = client
         self.protocol = protocol
         self.journal = journal
@@ -319,8 +343,9 @@ class BatchRunner:
         """How many distinct journaled batches this runner waited for instead of sending anew."""
         return len(self.resumed_ids)
 
-    def run(self, bodies: Sequence[dict[str, Any]], read: Callable[[int, dict[str, Any]], Any]
-            ) -> Iterator[tuple[int, Any]]:
+    def run(
+        self, bodies: Sequence[dict[str, Any]], read: Callable[[int, dict[str, Any]], Any]
+    ) -> Iterator[tuple[int, Any]]:
         """Send ``bodies`` as batches; yields ``(index, read(index, response JSON))`` for each
         request that succeeded, then raises :class:`JudgeError` when some failed every round."""
         pending = list(range(len(bodies)))
@@ -345,8 +370,10 @@ class BatchRunner:
                     why[index] = value
             pending = failed
         if pending:
-            raise JudgeError(f"{self.protocol.name}: {len(pending)} request(s) of a batch failed in each of "
-                             f"{self.max_rounds} batches; first error: {why[pending[0]]}")
+            raise JudgeError(
+                f"{self.protocol.name}: {len(pending)} request(s) of a batch failed in each of "
+                f"{self.max_rounds} batches; first error: {why[pending[0]]}"
+            )
 
     def _batches(self, bodies: Sequence[dict[str, Any]]) -> dict[int, Outcome]:
         """Each body's outcome by its position: from the journaled batch it is already in, or
@@ -367,12 +394,21 @@ class BatchRunner:
             batch_id = self.protocol.submit(self.transport, items)
             self.created += 1
             # written before waiting: a killed run resumes this batch instead of paying for another
-            self.journal.put_many({key: {"batch_id": batch_id, "custom_id": f"rankkit-{number}",
-                                         "provider": self.protocol.name, "created": time.time()}
-                                   for number, key in enumerate(fresh)})
+            self.journal.put_many(
+                {
+                    key: {
+                        "batch_id": batch_id,
+                        "custom_id": f"rankkit-{number}",
+                        "provider": self.protocol.name,
+                        "created": time.time(),
+                    }
+                    for number, key in enumerate(fresh)
+                }
+            )
             logger.info("%s: batch %s of %d requests submitted", self.protocol.name, batch_id, len(items))
-            members[batch_id] = [(local, f"rankkit-{number}") for number, locals_ in enumerate(fresh.values())
-                                 for local in locals_]
+            members[batch_id] = [
+                (local, f"rankkit-{number}") for number, locals_ in enumerate(fresh.values()) for local in locals_
+            ]
         outcomes: dict[int, Outcome] = {}
         for batch_id, found in members.items():
             results = self._wait(batch_id)

@@ -38,7 +38,7 @@ wrapper, the wrapper reads the judge's raw ones). This module needs no judge.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 #: Log-odds are clamped to this magnitude so an impossible choice (-inf) stays arithmetic.
 MAX_LOG_ODDS = 50.0

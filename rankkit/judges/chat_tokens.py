@@ -13,7 +13,8 @@ here imports torch or transformers: the functions take a loaded tokenizer.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rankkit.judges.base import JudgeError
 from rankkit.judges.hf_batching import common_prefix_length
@@ -54,8 +55,11 @@ def encode(tokenizer: Any, text: str) -> list[int]:
 def special_texts(tokenizer: Any) -> tuple[str, ...]:
     """Every string the tokenizer turns into one of its special tokens, longest first (empty for
     a tokenizer without any)."""
-    texts = {token.content for token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
-             if getattr(token, "special", False) and token.content}
+    texts = {
+        token.content
+        for token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
+        if getattr(token, "special", False) and token.content
+    }
     texts.update(getattr(tokenizer, "all_special_tokens", None) or ())
     return tuple(sorted(texts, key=lambda t: (-len(t), t)))
 
@@ -151,8 +155,10 @@ def encode_chat(tokenizer: Any, conversation: Conversation, continuation: str = 
     spans = message_spans(tokenizer, conversation, prompt)
     if spans is None:
         if any(pattern.search(m["content"]) for m in conversation) or pattern.search(continuation):
-            raise JudgeError("a message holds a special-token string and this chat template's layout cannot be "
-                             "located, so the template's own special tokens cannot be told from the message's")
+            raise JudgeError(
+                "a message holds a special-token string and this chat template's layout cannot be "
+                "located, so the template's own special tokens cannot be told from the message's"
+            )
         return encode(tokenizer, text)
     if continuation:
         spans.append((len(prompt), len(text)))
@@ -184,8 +190,9 @@ def _encode_split(tokenizer: Any, pattern: re.Pattern, text: str, spans: Sequenc
     position = 0
     for match in structural:
         if match.start() > position:
-            ids += tokenizer(text[position:match.start()], add_special_tokens=False,
-                             split_special_tokens=True)["input_ids"]
+            ids += tokenizer(text[position : match.start()], add_special_tokens=False, split_special_tokens=True)[
+                "input_ids"
+            ]
         ids.append(tokenizer.convert_tokens_to_ids(match.group(0)))
         position = match.end()
     if position < len(text):
@@ -193,8 +200,9 @@ def _encode_split(tokenizer: Any, pattern: re.Pattern, text: str, spans: Sequenc
     return ids
 
 
-def choice_token_ids(tokenizer: Any, assistant_prefix: str, choices: Sequence[str],
-                     backend: str = "hf") -> tuple[str, list[int]]:
+def choice_token_ids(
+    tokenizer: Any, assistant_prefix: str, choices: Sequence[str], backend: str = "hf"
+) -> tuple[str, list[int]]:
     """The prefix to append and the token id of each choice right after it.
 
     Usually ``encode(prefix + choice)`` is ``encode(prefix)`` plus one token. Tokenizers that
@@ -219,24 +227,29 @@ def choice_token_ids(tokenizer: Any, assistant_prefix: str, choices: Sequence[st
     JudgeError
         The choices do not start with distinct tokens after the prefix.
     """
-    for prefix, glue in ((assistant_prefix, ""),
-                         (assistant_prefix.rstrip(), assistant_prefix[len(assistant_prefix.rstrip()):])):
+    for prefix, glue in (
+        (assistant_prefix, ""),
+        (assistant_prefix.rstrip(), assistant_prefix[len(assistant_prefix.rstrip()) :]),
+    ):
         base = encode_text(tokenizer, prefix) if prefix else []
         ids = []
         for choice in choices:
             full = encode_text(tokenizer, prefix + glue + choice)
-            if full[:len(base)] != base or len(full) <= len(base):
+            if full[: len(base)] != base or len(full) <= len(base):
                 break
             ids.append(full[len(base)])
         else:
             if len(set(ids)) == len(ids):
                 return prefix, ids
-    raise JudgeError(f"{backend}: choices {list(choices)} after {assistant_prefix!r} do not start with "
-                     f"distinct tokens for this tokenizer")
+    raise JudgeError(
+        f"{backend}: choices {list(choices)} after {assistant_prefix!r} do not start with "
+        f"distinct tokens for this tokenizer"
+    )
 
 
-def answer_tokens(tokenizer: Any, conversations: Sequence[Conversation], answers: Sequence[str],
-                  backend: str = "hf") -> tuple[list[list[int]], list[int]]:
+def answer_tokens(
+    tokenizer: Any, conversations: Sequence[Conversation], answers: Sequence[str], backend: str = "hf"
+) -> tuple[list[list[int]], list[int]]:
     """Each answer appended to its conversation as the assistant's reply, as token ids, and how
     many of the last ids are the answer's (``loglik`` mode averages their log-probabilities).
 

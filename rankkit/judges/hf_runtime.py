@@ -9,9 +9,11 @@ mode it runs each prompt alone from canonical prefix blocks instead (:mod:`rankk
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from rankkit.judges import chat_tokens
+from rankkit.judges.context import check_fit
 from rankkit.judges.hf_batching import (
     DEFAULT_MAX_BATCH_TOKENS,
     DEFAULT_MAX_PADDING,
@@ -27,7 +29,6 @@ from rankkit.judges.hf_batching import (
     prefix_lengths,
     returned_cache,
 )
-from rankkit.judges.context import check_fit
 from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
 from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, per_row
@@ -76,11 +77,24 @@ class HFRuntime(LLMRuntime):
     #: The runtime appends a forced prefix to the prompt tokens itself.
     prefix_read = "continuation"
 
-    def __init__(self, model: Any, tokenizer: Any, identity: dict[str, Any], *, batch_size: int = 8,
-                 shared_prefix: int = DEFAULT_SHARED_PREFIX, max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
-                 max_padding: float = DEFAULT_MAX_PADDING, threads: int | None = None, min_new_tokens: int = 0,
-                 prefix_cache_entries: int | None = None, prefix_cache_bytes: int = PREFIX_CACHE_BYTES,
-                 exact: bool = False, block: int = DEFAULT_BLOCK, context: tuple[int, str] | None = None):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        identity: dict[str, Any],
+        *,
+        batch_size: int = 8,
+        shared_prefix: int = DEFAULT_SHARED_PREFIX,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        max_padding: float = DEFAULT_MAX_PADDING,
+        threads: int | None = None,
+        min_new_tokens: int = 0,
+        prefix_cache_entries: int | None = None,
+        prefix_cache_bytes: int = PREFIX_CACHE_BYTES,
+        exact: bool = False,
+        block: int = DEFAULT_BLOCK,
+        context: tuple[int, str] | None = None,
+    ):
         if batch_size < 1:
             raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
         if shared_prefix < 0:
@@ -111,12 +125,24 @@ class HFRuntime(LLMRuntime):
         # prefix_*: shared prefixes (tokens not recomputed per row, cache hits and extensions,
         # the one-row passes computing prefixes and their tokens);
         # past_padding_tokens: zero positions padding rows whose prefixes differ in length.
-        self.stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0,
-                      "shared_prefix_batches": 0, "prefix_tokens_saved": 0, "prefix_cache_hits": 0,
-                      "prefix_cache_extensions": 0, "prefix_tokens_reused": 0, "prefix_passes": 0,
-                      "prefix_tokens_computed": 0, "past_padding_tokens": 0,
-                      # exact mode: rows run alone, prefix blocks taken from the cache or computed
-                      "exact_rows": 0, "blocks_reused": 0, "blocks_computed": 0}
+        self.stats = {
+            "forward_batches": 0,
+            "batch_rows": 0,
+            "real_tokens": 0,
+            "padding_tokens": 0,
+            "shared_prefix_batches": 0,
+            "prefix_tokens_saved": 0,
+            "prefix_cache_hits": 0,
+            "prefix_cache_extensions": 0,
+            "prefix_tokens_reused": 0,
+            "prefix_passes": 0,
+            "prefix_tokens_computed": 0,
+            "past_padding_tokens": 0,
+            # exact mode: rows run alone, prefix blocks taken from the cache or computed
+            "exact_rows": 0,
+            "blocks_reused": 0,
+            "blocks_computed": 0,
+        }
         self._prefixes = PrefixCache(prefix_cache_entries, prefix_cache_bytes)
         self.exact = exact
         self.block = block
@@ -166,9 +192,15 @@ class HFRuntime(LLMRuntime):
         """Refuse the call before any forward pass when a prompt does not fit the model's context."""
         if self.context is not None:
             limit, field = self.context
-            check_fit(sequences, reserve, limit, f"the model's context of {limit:,} tokens ({field} in its config); "
-                      f"shorten the texts (--max-candidate-chars, --max-prompt-chars) or use a model with a "
-                      f"longer context", self.tokenizer.decode)
+            check_fit(
+                sequences,
+                reserve,
+                limit,
+                f"the model's context of {limit:,} tokens ({field} in its config); "
+                f"shorten the texts (--max-candidate-chars, --max-prompt-chars) or use a model with a "
+                f"longer context",
+                self.tokenizer.decode,
+            )
 
     # -- forward passes -----------------------------------------------------------------------
     def _prefix_kv(self, prefix: Sequence[int]) -> list:
@@ -214,8 +246,9 @@ class HFRuntime(LLMRuntime):
                 cached = min(self._prefixes.cached_length(sequence), limit)
                 if cached >= self.shared_prefix and cached > prefixes[i]:
                     prefixes[i] = cached
-        return plan_batches([len(s) for s in sequences], prefixes, self.batch_size, self.max_batch_tokens,
-                            max_padding=self.max_padding)
+        return plan_batches(
+            [len(s) for s in sequences], prefixes, self.batch_size, self.max_batch_tokens, max_padding=self.max_padding
+        )
 
     def _batch_past(self, sequences: Sequence[Sequence[int]], prefixes: Sequence[int]) -> Any:
         """The key/value cache a batch starts from: row i holds the cache of its first
@@ -237,8 +270,8 @@ class HFRuntime(LLMRuntime):
             values = values0.new_zeros((len(sequences), values0.shape[1], past, values0.shape[3]))
             for row, (kv, length) in enumerate(zip(row_kv, prefixes)):
                 if kv is not None:
-                    keys[row, :, past - length:] = kv[layer][0][0]
-                    values[row, :, past - length:] = kv[layer][1][0]
+                    keys[row, :, past - length :] = kv[layer][0][0]
+                    values[row, :, past - length :] = kv[layer][1][0]
             layers.append((keys, values))
         self.stats["past_padding_tokens"] += len(sequences) * past - sum(prefixes)
         return make_cache(layers, len(sequences), self.model.config)
@@ -265,15 +298,15 @@ class HFRuntime(LLMRuntime):
             self.stats["shared_prefix_batches"] += 1
             self.stats["prefix_tokens_saved"] += sum(prefixes)
         self._count_batch([len(s) for s in suffixes])
-        out = decoder(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=bool(past),
-                      **kwargs)
+        out = decoder(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=bool(past), **kwargs)
         return out.last_hidden_state
 
     def _logits(self, hidden):
         return self.model.get_output_embeddings()(hidden).float()
 
-    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
-                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
+    def next_token_logprobs(
+        self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, float]]]:
         torch = self._torch()
 
         prefixes = per_row(assistant_prefix, len(conversations))
@@ -296,8 +329,9 @@ class HFRuntime(LLMRuntime):
             for index, row in zip(batch.indices, rows):
                 yield index, dict(zip(choices, row))
 
-    def answer_logliks(self, conversations: Sequence[Conversation],
-                       answers: Sequence[str]) -> Iterator[tuple[int, float]]:
+    def answer_logliks(
+        self, conversations: Sequence[Conversation], answers: Sequence[str]
+    ) -> Iterator[tuple[int, float]]:
         torch = self._torch()
 
         sequences, answer_lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, "hf")
@@ -312,8 +346,10 @@ class HFRuntime(LLMRuntime):
         for batch in self._plan(sequences, keep):
             with torch.inference_mode():
                 hidden = self._hidden([sequences[i] for i in batch.indices], batch.prefixes)
-                values = [self._mean_loglik(hidden[row], sequences[index], answer_lengths[index])
-                          for row, index in enumerate(batch.indices)]
+                values = [
+                    self._mean_loglik(hidden[row], sequences[index], answer_lengths[index])
+                    for row, index in enumerate(batch.indices)
+                ]
             yield from zip(batch.indices, values)
 
     def _mean_loglik(self, hidden, sequence: Sequence[int], n: int) -> float:
@@ -321,12 +357,13 @@ class HFRuntime(LLMRuntime):
         states ``[length, hidden]``, right-aligned: state t predicts token t+1, so the states
         [-n-1, -1) predict the answer's n tokens."""
         torch = self._torch()
-        logits = self._logits(hidden[-n - 1:-1])
+        logits = self._logits(hidden[-n - 1 : -1])
         targets = torch.tensor(sequence[-n:], device=logits.device)
         return float(torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).mean())
 
-    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
-                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
+    def generate(
+        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+    ) -> Iterator[tuple[int, Generation]]:
         """Batched generation (sorted by length, left-padded). Sampling at ``temperature`` > 0
         is seeded per batch, so a sampled reply can depend on its batch-mates; temperature 0 is
         greedy, and reproducible up to batched float noise (a near-tie between two tokens can
@@ -340,36 +377,62 @@ class HFRuntime(LLMRuntime):
         if self._exact is not None:
             for index in _token_order(sequences):
                 with torch.inference_mode():
-                    new = self._exact.generate(sequences[index], lm_head=self.model.get_output_embeddings(),
-                                               max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                                               min_new_tokens=min(self.min_new_tokens, max_new_tokens),
-                                               stop_ids=stop_ids)
+                    new = self._exact.generate(
+                        sequences[index],
+                        lm_head=self.model.get_output_embeddings(),
+                        max_new_tokens=max_new_tokens,
+                        temperature=temperature,
+                        seed=seed,
+                        min_new_tokens=min(self.min_new_tokens, max_new_tokens),
+                        stop_ids=stop_ids,
+                    )
                 text = self.tokenizer.decode(new, skip_special_tokens=True)
-                yield index, Generation(text=text.strip(), usage={"prompt_tokens": len(sequences[index]),
-                                                                  "completion_tokens": len(new)})
+                yield (
+                    index,
+                    Generation(
+                        text=text.strip(), usage={"prompt_tokens": len(sequences[index]), "completion_tokens": len(new)}
+                    ),
+                )
             return
         pad = self.tokenizer.pad_token_id
         # Generation runs through model.generate, without a shared-prefix cache.
-        for batch in plan_batches([len(s) for s in sequences], None, self.batch_size, self.max_batch_tokens,
-                                  extra_tokens=max_new_tokens, max_padding=self.max_padding):
+        for batch in plan_batches(
+            [len(s) for s in sequences],
+            None,
+            self.batch_size,
+            self.max_batch_tokens,
+            extra_tokens=max_new_tokens,
+            max_padding=self.max_padding,
+        ):
             rows = [sequences[i] for i in batch.indices]
             length = max(len(r) for r in rows)
             input_ids = torch.tensor([[pad] * (length - len(r)) + r for r in rows], device=self.model.device)
             mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], device=self.model.device)
-            sampling = {"do_sample": True, "temperature": temperature, "top_k": None, "top_p": None} \
-                if temperature > 0 else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+            sampling = (
+                {"do_sample": True, "temperature": temperature, "top_k": None, "top_p": None}
+                if temperature > 0
+                else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+            )
             with torch.inference_mode():
                 torch.manual_seed(seed)
-                output = self.model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                             min_new_tokens=min(self.min_new_tokens, max_new_tokens) or None,
-                                             pad_token_id=pad, eos_token_id=stop_ids, **sampling)
+                output = self.model.generate(
+                    input_ids=input_ids,
+                    attention_mask=mask,
+                    max_new_tokens=max_new_tokens,
+                    min_new_tokens=min(self.min_new_tokens, max_new_tokens) or None,
+                    pad_token_id=pad,
+                    eos_token_id=stop_ids,
+                    **sampling,
+                )
             self._count_batch([len(r) for r in rows])
             for row, index in enumerate(batch.indices):
                 new = output[row, length:].tolist()
                 end = next((k for k, t in enumerate(new) if t in stop_ids), len(new))
                 text = self.tokenizer.decode(new[:end], skip_special_tokens=True)
-                yield index, Generation(text=text.strip(), usage={"prompt_tokens": len(rows[row]),
-                                                                  "completion_tokens": end})
+                yield (
+                    index,
+                    Generation(text=text.strip(), usage={"prompt_tokens": len(rows[row]), "completion_tokens": end}),
+                )
 
     def _stop_ids(self) -> list[int]:
         ids = set()

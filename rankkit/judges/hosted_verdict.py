@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 #: Separates the judge's explanation from the verdict line rankkit writes after it
@@ -32,21 +33,34 @@ EXPLANATION_SEPARATOR = "\n\n"
 #: The placeholder the follow-up question asks the judge to replace.
 BLANK = "?"
 
-_REFUSAL_PATTERNS = [re.compile(pattern) for pattern in (
-    r"Unrecognized request arguments? supplied:\s*'?([A-Za-z_][\w]*)",  # OpenAI
-    r"Unsupported parameter:\s*'([A-Za-z_]\w*)'",                        # OpenAI, reasoning models
-    r"Unsupported value:\s*'([A-Za-z_]\w*)'",                            # OpenAI (e.g. temperature)
-    r"Unknown name \"([A-Za-z_]\w*)\"",                                  # Google's OpenAI endpoint
-    r"property '([A-Za-z_]\w*)' is unsupported",                         # Groq
-    r"([A-Za-z_]\w*): Extra inputs are not permitted",                   # pydantic-based servers, Anthropic
-    r"'([A-Za-z_]\w*)' is not supported",                                # DeepSeek, Together
-)]
+_REFUSAL_PATTERNS = [
+    re.compile(pattern)
+    for pattern in (
+        r"Unrecognized request arguments? supplied:\s*'?([A-Za-z_][\w]*)",  # OpenAI
+        r"Unsupported parameter:\s*'([A-Za-z_]\w*)'",  # OpenAI, reasoning models
+        r"Unsupported value:\s*'([A-Za-z_]\w*)'",  # OpenAI (e.g. temperature)
+        r"Unknown name \"([A-Za-z_]\w*)\"",  # Google's OpenAI endpoint
+        r"property '([A-Za-z_]\w*)' is unsupported",  # Groq
+        r"([A-Za-z_]\w*): Extra inputs are not permitted",  # pydantic-based servers, Anthropic
+        r"'([A-Za-z_]\w*)' is not supported",  # DeepSeek, Together
+    )
+]
 
 #: Hosts of hosted APIs: none takes vLLM's ``continue_final_message``/``add_generation_prompt``,
 #: so they are never sent there (a strict one refuses the whole request).
-HOSTED_API_HOSTS = ("api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai", "api.together.xyz",
-                    "api.groq.com", "api.deepseek.com", "api.mistral.ai", "api.fireworks.ai", "openai.azure.com",
-                    "api.anthropic.com", "api.x.ai")
+HOSTED_API_HOSTS = (
+    "api.openai.com",
+    "generativelanguage.googleapis.com",
+    "openrouter.ai",
+    "api.together.xyz",
+    "api.groq.com",
+    "api.deepseek.com",
+    "api.mistral.ai",
+    "api.fireworks.ai",
+    "openai.azure.com",
+    "api.anthropic.com",
+    "api.x.ai",
+)
 
 
 def refused_field(text: str) -> str | None:
@@ -108,12 +122,15 @@ def followup_question(verdict_line: str, choices: Sequence[str]) -> str:
     'Finish this line of your verdict: "Final verdict: Answer 1: ?". Reply with only what replaces "?" (one of 0, 1, 2), nothing else.'
     """
     options = ", ".join(choice.strip() for choice in choices)
-    return (f'Finish this line of your verdict: "{verdict_line} {BLANK}". Reply with only what replaces '
-            f'"{BLANK}" (one of {options}), nothing else.')
+    return (
+        f'Finish this line of your verdict: "{verdict_line} {BLANK}". Reply with only what replaces '
+        f'"{BLANK}" (one of {options}), nothing else.'
+    )
 
 
-def followup_conversation(conversation: Sequence[dict[str, str]], assistant_prefix: str,
-                          choices: Sequence[str]) -> list[dict[str, str]]:
+def followup_conversation(
+    conversation: Sequence[dict[str, str]], assistant_prefix: str, choices: Sequence[str]
+) -> list[dict[str, str]]:
     """The conversation whose fresh one-token reply stands in for the continuation of
     ``assistant_prefix``: the judge's explanation (if any) as its own assistant turn, then the
     follow-up question (:func:`followup_question`) as a user turn."""
@@ -132,11 +149,19 @@ ENUM_FIELD = "value"
 def enum_response_format(choices: Sequence[str]) -> dict[str, Any]:
     """OpenAI's ``response_format`` for a reply that is one of ``choices`` and nothing else
     (structured outputs: a JSON object whose one field is an ``enum``)."""
-    return {"type": "json_schema",
-            "json_schema": {"name": "verdict", "strict": True,
-                            "schema": {"type": "object", "additionalProperties": False, "required": [ENUM_FIELD],
-                                       "properties": {ENUM_FIELD: {"type": "string",
-                                                                   "enum": [c.strip() for c in choices]}}}}}
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "verdict",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": [ENUM_FIELD],
+                "properties": {ENUM_FIELD: {"type": "string", "enum": [c.strip() for c in choices]}},
+            },
+        },
+    }
 
 
 def one_hot(chosen: str | None, choices: Sequence[str]) -> dict[str, float]:

@@ -19,9 +19,10 @@ import math
 import random
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rankkit.formatting import inert
 from rankkit.judges.backends import Option
@@ -52,6 +53,7 @@ T = TypeVar("T")
 
 
 # -- retry policy (pure functions) ------------------------------------------------------------------
+
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
     """Seconds to wait before retry number ``attempt`` (1 for the first retry).
@@ -136,8 +138,10 @@ def split_base_urls(value: str) -> list[str]:
     for url in urls:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise SpecError(f"openai: base_url {url!r} is not an http:// or https:// address "
-                            f"(e.g. http://HOST:8000/v1; separate replicas with '{REPLICA_SEPARATOR}')")
+            raise SpecError(
+                f"openai: base_url {url!r} is not an http:// or https:// address "
+                f"(e.g. http://HOST:8000/v1; separate replicas with '{REPLICA_SEPARATOR}')"
+            )
     if len(set(urls)) != len(urls):
         raise SpecError(f"openai: base_url names a replica twice: {value!r}")
     return urls
@@ -173,6 +177,7 @@ class RetryPolicy:
 
 # -- counters ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class RequestStats:
     """What the runtime sent: HTTP attempts, retries by reason, requests that gave up. Thread-safe."""
@@ -197,8 +202,12 @@ class RequestStats:
 
     def to_dict(self) -> dict[str, Any]:
         with self._lock:
-            return {"attempts": self.attempts, "succeeded": self.succeeded, "failed": self.failed,
-                    "retries": dict(self.retries)}
+            return {
+                "attempts": self.attempts,
+                "succeeded": self.succeeded,
+                "failed": self.failed,
+                "retries": dict(self.retries),
+            }
 
 
 class RetryableError(Exception):
@@ -268,7 +277,7 @@ def read_capped(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
     size = 0
     for chunk in chunks:
         if size + len(chunk) > limit:
-            parts.append(chunk[:limit - size])
+            parts.append(chunk[: limit - size])
             return b"".join(parts), False
         parts.append(chunk)
         size += len(chunk)
@@ -276,6 +285,7 @@ def read_capped(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
 
 
 # -- the client -------------------------------------------------------------------------------------
+
 
 def client_options(base_url_help: str, api_key_env: str) -> tuple[Option, ...]:
     """The spec options of a judge on :class:`RetryingClient` (none changes the fingerprint).
@@ -298,13 +308,21 @@ def client_options(base_url_help: str, api_key_env: str) -> tuple[Option, ...]:
         Option("base_url", str, None, base_url_help, identity=False, trusted_only=True),
         Option("concurrency", int, 4, "requests in flight per replica", identity=False),
         Option("timeout", float, 120.0, "seconds per request", identity=False),
-        Option("max_attempts", int, RetryPolicy.max_attempts, "attempts per request, the first included",
-               identity=False),
-        Option("backoff", float, RetryPolicy.backoff, "first retry's wait, seconds (doubles each time)",
-               identity=False),
+        Option(
+            "max_attempts", int, RetryPolicy.max_attempts, "attempts per request, the first included", identity=False
+        ),
+        Option(
+            "backoff", float, RetryPolicy.backoff, "first retry's wait, seconds (doubles each time)", identity=False
+        ),
         Option("max_backoff", float, RetryPolicy.max_backoff, "longest wait between attempts", identity=False),
-        Option("api_key_env", str, None, f"the variable holding the API key (default {api_key_env})",
-               identity=False, trusted_only=True),
+        Option(
+            "api_key_env",
+            str,
+            None,
+            f"the variable holding the API key (default {api_key_env})",
+            identity=False,
+            trusted_only=True,
+        ),
         Option("max_response_bytes", int, DEFAULT_MAX_RESPONSE_BYTES, "largest response body read", identity=False),
     )
 
@@ -333,9 +351,17 @@ class RetryingClient:
     #: The judge backend named in log lines and errors (a runtime's own ``backend``).
     backend: str = "openai"
 
-    def __init__(self, base_url: str | Sequence[str], api_key: str | None = None, concurrency: int = 4,
-                 timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(), jitter_seed: int | None = None,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES, pacer: Pacer | None = None):
+    def __init__(
+        self,
+        base_url: str | Sequence[str],
+        api_key: str | None = None,
+        concurrency: int = 4,
+        timeout: float = 120.0,
+        retry: RetryPolicy = RetryPolicy(),
+        jitter_seed: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        pacer: Pacer | None = None,
+    ):
         if concurrency < 1:
             raise SpecError(f"{self.backend}: concurrency must be >= 1, got {concurrency}")
         if timeout <= 0:
@@ -385,12 +411,16 @@ class RetryingClient:
 
                 headers = self.request_headers()
                 limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-                self._clients = [httpx.Client(base_url=replica.url, headers=headers,
-                                              timeout=httpx.Timeout(self.timeout), limits=limits)
-                                 for replica in self.replicas]
+                self._clients = [
+                    httpx.Client(
+                        base_url=replica.url, headers=headers, timeout=httpx.Timeout(self.timeout), limits=limits
+                    )
+                    for replica in self.replicas
+                ]
                 # concurrency per replica, whatever a subclass reports as its capacity (a batching runtime: its batch size)
-                self._pool = ThreadPoolExecutor(max_workers=self.concurrency * len(self.replicas),
-                                                thread_name_prefix="rankkit-http")
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self.concurrency * len(self.replicas), thread_name_prefix="rankkit-http"
+                )
             return self._pool
 
     def _wait_seconds(self, retry: int, retry_after: float | None) -> float:
@@ -435,14 +465,17 @@ class RetryingClient:
                 retry_after = response.headers.get("retry-after")
                 self.pacer.observe(response.headers)  # x-ratelimit-*, anthropic-ratelimit-*
         except httpx.TimeoutException as err:
-            raise RetryableError("timeout", f"no response from {where} within {self.timeout:g} s "
-                                 f"({type(err).__name__})") from None
+            raise RetryableError(
+                "timeout", f"no response from {where} within {self.timeout:g} s ({type(err).__name__})"
+            ) from None
         except httpx.DecodingError as err:
-            raise RetryableError("bad_response", excerpt(f"undecodable response from {where}: {err}",
-                                                         self._api_key)) from None
+            raise RetryableError(
+                "bad_response", excerpt(f"undecodable response from {where}: {err}", self._api_key)
+            ) from None
         except httpx.TransportError as err:
-            raise RetryableError("connection", excerpt(f"{type(err).__name__} from {where}: {err}",
-                                                       self._api_key)) from None
+            raise RetryableError(
+                "connection", excerpt(f"{type(err).__name__} from {where}: {err}", self._api_key)
+            ) from None
         text = data.decode(encoding, errors="replace")
         if status != 200:
             message = f"HTTP {status} from {where}: {excerpt(text, self._api_key)}"
@@ -451,20 +484,29 @@ class RetryingClient:
                 raise HTTPStatusError(message, status, excerpt(text, self._api_key, ERROR_BODY_CHARS))
             raise RetryableError(reason, message, parse_retry_after(retry_after))
         if not complete:
-            raise RetryableError("bad_response", f"response from {where} is larger than max_response_bytes="
-                                 f"{self.max_response_bytes}; not read further")
+            raise RetryableError(
+                "bad_response",
+                f"response from {where} is larger than max_response_bytes={self.max_response_bytes}; not read further",
+            )
         try:
             payload = json.loads(text)
         except ValueError:
-            raise RetryableError("bad_response", f"response from {where} is not JSON: "
-                                 f"{excerpt(text, self._api_key, 200)!r}") from None
+            raise RetryableError(
+                "bad_response", f"response from {where} is not JSON: {excerpt(text, self._api_key, 200)!r}"
+            ) from None
         if not isinstance(payload, dict):
-            raise RetryableError("bad_response", f"response from {where} is not a JSON object: "
-                                 f"{excerpt(text, self._api_key, 200)!r}")
+            raise RetryableError(
+                "bad_response", f"response from {where} is not a JSON object: {excerpt(text, self._api_key, 200)!r}"
+            )
         return payload
 
-    def post(self, path: str, body: dict[str, Any], abort: threading.Event | None = None,
-             read: Callable[[dict[str, Any]], T] | None = None) -> tuple[Any, int]:
+    def post(
+        self,
+        path: str,
+        body: dict[str, Any],
+        abort: threading.Event | None = None,
+        read: Callable[[dict[str, Any]], T] | None = None,
+    ) -> tuple[Any, int]:
         """POST ``body`` to ``path`` with retries; returns (``read(response JSON)``, retries it took).
 
         read: turns the JSON into the result, raising :class:`BadResponse` when it has the wrong
@@ -492,8 +534,9 @@ class RetryingClient:
                 result = read(payload) if read is not None else payload
                 healthy = True
             except BadResponse as err:
-                last = RetryableError("bad_response", excerpt(f"response from {self.replicas[index].url}{path}: "
-                                                              f"{err}", self._api_key))
+                last = RetryableError(
+                    "bad_response", excerpt(f"response from {self.replicas[index].url}{path}: {err}", self._api_key)
+                )
             except RetryableError as err:
                 last = err
             except JudgeError:
@@ -516,16 +559,24 @@ class RetryingClient:
                 rate_limited_wait += delay
                 if len(self.replicas) == 1:  # one account's limit: every request holds back, not just this one
                     self.pacer.pause(delay)
-            logger.warning("%s: %s (attempt %d of %d); retrying %s", self.backend, last, attempts, self.retry.max_attempts,
-                           "on another replica" if untried else f"in {delay:.2f} s")
+            logger.warning(
+                "%s: %s (attempt %d of %d); retrying %s",
+                self.backend,
+                last,
+                attempts,
+                self.retry.max_attempts,
+                "on another replica" if untried else f"in {delay:.2f} s",
+            )
             if abort.wait(delay):
                 break
             self.stats.count("retry", last.reason)
         self.stats.count("failed")
         why = "" if counted >= self.retry.max_attempts else " (stopped early: another request of the batch failed)"
         target = f"{self.base_url}{path}" if len(self.replicas) == 1 else f"{path} on {self.base_url}"
-        raise JudgeError(f"{self.backend}: request to {target} failed after {attempts} attempt"
-                         f"{'s' if attempts > 1 else ''}{why} ({self.request_subject()}); last error: {last}")
+        raise JudgeError(
+            f"{self.backend}: request to {target} failed after {attempts} attempt"
+            f"{'s' if attempts > 1 else ''}{why} ({self.request_subject()}); last error: {last}"
+        )
 
     def _run_all(self, jobs: Sequence[Callable[[threading.Event], T]]) -> Iterator[tuple[int, T]]:
         """Run ``jobs`` on the pool and yield ``(index, result)`` as each finishes.
@@ -566,4 +617,3 @@ class RetryingClient:
             for client in self._clients:
                 client.close()
             self._clients = []
-

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rankkit.judgments import LABELS, labels
 

@@ -25,21 +25,22 @@ The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
 
 from rankkit.judges.base import add_usage
-from rankkit.judgments import GroupRequest, ParseStatus, GroupChoice, GroupRanking, labels
 from rankkit.judges.kway import (
     CHOICE_PREFIX,
     RANKING_PREFIX,
-    ranking_from_scores,
     parse_choice,
     parse_ranking,
     probabilities_from_logprobs,
+    ranking_from_scores,
     strip_echoes,
 )
 from rankkit.judges.llm_runtime import SAMPLED_READS, LLMRuntime, user_turn
 from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs, read_usage
+from rankkit.judgments import GroupChoice, GroupRanking, GroupRequest, ParseStatus, labels
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
 
@@ -58,7 +59,6 @@ class KwayJudge(Protocol):
     def verdict_path(self) -> str:
         """How generate mode reads a verdict: ``text``, or a read rankkit controls (``continuation``,
         ``followup``, ``prefill``...: rankkit.judges.llm)."""
-
 
 
 #: Bumped when the reading of a k-way reply changes (part of the k-way cache key).
@@ -83,26 +83,57 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
             probabilities = probabilities_from_logprobs(logprobs, k)
             extras = {"mode": "logprob", "kind": "setwise", "logprobs": dict(logprobs)}
             if probabilities is None:
-                yield index, GroupChoice(chosen=None, raw=prefix, status=ParseStatus.FAILED,
-                                            usage=read_usage([logprobs]),
-                                            extras={**extras, "parse_error": "no probability on any label"})
+                yield (
+                    index,
+                    GroupChoice(
+                        chosen=None,
+                        raw=prefix,
+                        status=ParseStatus.FAILED,
+                        usage=read_usage([logprobs]),
+                        extras={**extras, "parse_error": "no probability on any label"},
+                    ),
+                )
                 continue
             chosen = ranking_from_scores(probabilities)[0]
-            yield index, GroupChoice(chosen=chosen, probabilities=probabilities, usage=read_usage([logprobs]),
-                                        raw=f"{prefix}{labels(k)[chosen]}", extras=extras)
+            yield (
+                index,
+                GroupChoice(
+                    chosen=chosen,
+                    probabilities=probabilities,
+                    usage=read_usage([logprobs]),
+                    raw=f"{prefix}{labels(k)[chosen]}",
+                    extras=extras,
+                ),
+            )
         return
     if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
         read = _label_reader(judge, prompts, requests, CHOICE_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
             chosen = None if reply.reading.value is None else ranking_from_scores(reply.reading.value)[0]
-            yield index, GroupChoice(chosen=chosen, probabilities=reply.reading.value, raw=reply.raw,
-                                        status=reply.status, usage=reply.usage,
-                                        extras=_extras(reply, "setwise", judge.verdict_path))
+            yield (
+                index,
+                GroupChoice(
+                    chosen=chosen,
+                    probabilities=reply.reading.value,
+                    raw=reply.raw,
+                    status=reply.status,
+                    usage=reply.usage,
+                    extras=_extras(reply, "setwise", judge.verdict_path),
+                ),
+            )
         return
     read = _text_reader(requests, parse_choice)
     for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
-        yield index, GroupChoice(chosen=reply.reading.value, raw=reply.raw, status=reply.status, usage=reply.usage,
-                                    extras=_extras(reply, "setwise", "text"))
+        yield (
+            index,
+            GroupChoice(
+                chosen=reply.reading.value,
+                raw=reply.raw,
+                status=reply.status,
+                usage=reply.usage,
+                extras=_extras(reply, "setwise", "text"),
+            ),
+        )
 
 
 def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
@@ -110,8 +141,16 @@ def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tu
     if judge.mode == "logprob":
         for index, choice in choose_many(judge, requests):
             permutation = None if choice.probabilities is None else ranking_from_scores(choice.probabilities)
-            yield index, GroupRanking(permutation=permutation, raw=choice.raw, status=choice.status,
-                                       usage=choice.usage, extras={**choice.extras, "kind": "listwise"})
+            yield (
+                index,
+                GroupRanking(
+                    permutation=permutation,
+                    raw=choice.raw,
+                    status=choice.status,
+                    usage=choice.usage,
+                    extras={**choice.extras, "kind": "listwise"},
+                ),
+            )
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
     if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
@@ -119,13 +158,29 @@ def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tu
         read = (_ranking_reader if sampled else _label_reader)(judge, prompts, requests, RANKING_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
             permutation = None if reply.reading.value is None else ranking_from_scores(reply.reading.value)
-            yield index, GroupRanking(permutation=permutation, raw=reply.raw, status=reply.status,
-                                       usage=reply.usage, extras=_extras(reply, "listwise", judge.verdict_path))
+            yield (
+                index,
+                GroupRanking(
+                    permutation=permutation,
+                    raw=reply.raw,
+                    status=reply.status,
+                    usage=reply.usage,
+                    extras=_extras(reply, "listwise", judge.verdict_path),
+                ),
+            )
         return
     read = _text_reader(requests, parse_ranking)
     for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read, batched=False):
-        yield index, GroupRanking(permutation=reply.reading.value, raw=reply.raw, status=reply.status,
-                                   usage=reply.usage, extras=_extras(reply, "listwise", "text"))
+        yield (
+            index,
+            GroupRanking(
+                permutation=reply.reading.value,
+                raw=reply.raw,
+                status=reply.status,
+                usage=reply.usage,
+                extras=_extras(reply, "listwise", "text"),
+            ),
+        )
 
 
 def _own_text(text: str, request: GroupRequest) -> str:
@@ -147,25 +202,30 @@ def _extras(reply: Reply, kind: str, path: str) -> dict[str, Any]:
 def _text_reader(requests: Sequence[GroupRequest], parse: Callable[[str, int], tuple[Any, str | None]]) -> Reader:
     """The verdict line parsed strictly from the reply, after removing what it copied from the
     answers (the text fallback)."""
+
     def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         for local, (index, text) in enumerate(zip(indices, texts)):
             yield local, Reading(*parse(_own_text(text, requests[index]), len(requests[index][1])))
+
     return read
 
 
 def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
     """P(best) per slot read after ``<reply>\n\n<prefix> `` (a continuation rankkit writes), all the
     batch's replies in one runtime call."""
+
     def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         prefixes = [f"{text.rstrip()}\n\n{prefix} " for text in texts]
         choices = [labels(len(requests[i][1])) for i in indices]
-        for local, logprobs in next_token_logprobs(judge.runtime, [user_turn(prompts[i]) for i in indices],
-                                                   prefixes, choices):
+        for local, logprobs in next_token_logprobs(
+            judge.runtime, [user_turn(prompts[i]) for i in indices], prefixes, choices
+        ):
             probabilities = probabilities_from_logprobs(logprobs, len(choices[local]))
             label = "?" if probabilities is None else choices[local][ranking_from_scores(probabilities)[0]]
             error = "no probability on any label after the verdict prefix" if probabilities is None else None
             raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {prefix} {label}"
             yield local, Reading(probabilities, error, raw, {"verdict_reads": 1, **read_usage([logprobs])})
+
     return read
 
 
@@ -175,6 +235,7 @@ def _ranking_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence
     ``... Ranking: B > `` the best of the rest, and so on (k - 1 reads, each one runtime call for the
     batch). The reading is the slots' places as scores (first: k, last: 1), so sorting by them
     gives the ranking; a place the model does not fill with a remaining label fails the reading."""
+
     def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         sizes = [len(requests[i][1]) for i in indices]
         chosen: list[list[str]] = [[] for _ in indices]
@@ -184,11 +245,13 @@ def _ranking_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence
             active = [n for n, k in enumerate(sizes) if place < k - 1 and n not in failed]
             if not active:
                 break
-            heads = [f"{texts[n].rstrip()}\n\n{prefix} " + "".join(f"{label} > " for label in chosen[n])
-                     for n in active]
+            heads = [
+                f"{texts[n].rstrip()}\n\n{prefix} " + "".join(f"{label} > " for label in chosen[n]) for n in active
+            ]
             remaining = [tuple(label for label in labels(sizes[n]) if label not in chosen[n]) for n in active]
-            for local, logprobs in next_token_logprobs(judge.runtime, [user_turn(prompts[indices[n]]) for n in active],
-                                                       heads, remaining):
+            for local, logprobs in next_token_logprobs(
+                judge.runtime, [user_turn(prompts[indices[n]]) for n in active], heads, remaining
+            ):
                 n = active[local]
                 add_usage(usage[n], read_usage([logprobs]))
                 best = [label for label, value in logprobs.items() if value > float("-inf")]
@@ -199,12 +262,19 @@ def _ranking_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence
         for n in range(len(indices)):
             k = sizes[n]
             if n in failed:
-                yield n, Reading(None, f"no remaining label after '{prefix} {' > '.join(chosen[n])}'",
-                                 f"{texts[n].rstrip()}\n\n[read by rankkit] {prefix} {' > '.join(chosen[n])} > ?",
-                                 {"verdict_reads": len(chosen[n]) + 1, **usage[n]})
+                yield (
+                    n,
+                    Reading(
+                        None,
+                        f"no remaining label after '{prefix} {' > '.join(chosen[n])}'",
+                        f"{texts[n].rstrip()}\n\n[read by rankkit] {prefix} {' > '.join(chosen[n])} > ?",
+                        {"verdict_reads": len(chosen[n]) + 1, **usage[n]},
+                    ),
+                )
                 continue
             order = chosen[n] + [label for label in labels(k) if label not in chosen[n]]
             scores = tuple(float(k - order.index(label)) for label in labels(k))
             raw = f"{texts[n].rstrip()}\n\n[read by rankkit] {prefix} {' > '.join(order)}"
             yield n, Reading(scores, None, raw, {"verdict_reads": k - 1, **usage[n]})
+
     return read

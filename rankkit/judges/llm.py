@@ -50,15 +50,14 @@ import functools
 import json
 import sys
 import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
-from rankkit.judges.base import Judge, JudgeError, add_usage
-from rankkit.judgments import Verdict, ComparisonRequest, Grade, GradeRequest, VERDICT_KIND
 from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
+from rankkit.judges.base import Judge, JudgeError, add_usage
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
-from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, StandInRuntime, PromptTooLong, user_turn
-from rankkit.memo import JudgmentMemo, Origin, memo_of
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, PromptTooLong, StandInRuntime, user_turn
 from rankkit.judges.modes import (
     JUDGING_MODES,
     MODES,
@@ -68,6 +67,8 @@ from rankkit.judges.modes import (
     choice_judgment,
     sigmoid,
 )
+from rankkit.judgments import VERDICT_KIND, ComparisonRequest, Grade, GradeRequest, Verdict
+from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.prompts import (
     PAIRWISE,
     POINTWISE,
@@ -81,7 +82,7 @@ from rankkit.prompts.protocol import SANITIZE_VERSION, sanitize_protocol
 from rankkit.specs import Spec, SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 
-__all__ = ["LLMJudge", "CalibratedJudge", "LLM_OPTIONS", "llm_backend"]
+__all__ = ["LLM_OPTIONS", "CalibratedJudge", "LLMJudge", "llm_backend"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,25 +116,47 @@ class LLMJudge(Judge):
         (:func:`rankkit.prompts.protocol.sanitize_protocol`; not with ``loglik``, which renders no prompt).
     """
 
-    def __init__(self, runtime: LLMRuntime, *, mode: str = "generate", template: str = "auto",
-                 max_new_tokens: int = 256, temperature: float = 0.1, seed: int = 0, retries: int = 1,
-                 prepair: bool = False, analysis_max_new_tokens: int | None = None, calibrate: bool = False,
-                 verdict: str = "auto", sanitize: bool = False):
+    def __init__(
+        self,
+        runtime: LLMRuntime,
+        *,
+        mode: str = "generate",
+        template: str = "auto",
+        max_new_tokens: int = 256,
+        temperature: float = 0.1,
+        seed: int = 0,
+        retries: int = 1,
+        prepair: bool = False,
+        analysis_max_new_tokens: int | None = None,
+        calibrate: bool = False,
+        verdict: str = "auto",
+        sanitize: bool = False,
+    ):
         # The spec options' rules (LLM_OPTIONS), for judges built in Python too; the template is
         # read on first use (see :attr:`templates`), so it is not checked here.
-        given = {"mode": mode, "max_new_tokens": max_new_tokens, "temperature": temperature, "retries": retries,
-                 "verdict": verdict, "analysis_max_new_tokens": analysis_max_new_tokens}
+        given = {
+            "mode": mode,
+            "max_new_tokens": max_new_tokens,
+            "temperature": temperature,
+            "retries": retries,
+            "verdict": verdict,
+            "analysis_max_new_tokens": analysis_max_new_tokens,
+        }
         for option in LLM_OPTIONS:
             if option.name in given and given[option.name] is not None:
                 check_value(option, given[option.name], runtime.backend)
         if calibrate and mode != "logprob":
-            raise SpecError(f"{runtime.backend}: calibrate=true corrects choice probabilities and needs "
-                            f"mode=logprob (mode is {mode})")
+            raise SpecError(
+                f"{runtime.backend}: calibrate=true corrects choice probabilities and needs "
+                f"mode=logprob (mode is {mode})"
+            )
         if prepair and mode == "loglik":
             raise SpecError(f"{runtime.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
         if sanitize and mode == "loglik":
-            raise SpecError(f"{runtime.backend}: sanitize=true rewrites text in judge prompts, and mode=loglik has "
-                            f"none (use mode=generate or logprob)")
+            raise SpecError(
+                f"{runtime.backend}: sanitize=true rewrites text in judge prompts, and mode=loglik has "
+                f"none (use mode=generate or logprob)"
+            )
         self.runtime = runtime
         self.backend = runtime.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
@@ -189,13 +212,18 @@ class LLMJudge(Judge):
         if path is not None:
             return path
         if self.verdict == "continuation":
-            raise JudgeError(f"{self.backend}: verdict=continuation, but the server neither continues a final "
-                             f"assistant message nor returns log-probabilities or structured outputs for a follow-up; "
-                             f"use verdict=text (weaker: the verdict is parsed from free text) or a server that does")
-        print(f"rankkit: warning: {self.backend}: the server offers no verdict read rankkit controls (no "
-              f"continuation, no log-probabilities, no structured outputs), so verdicts are parsed "
-              f"from the judge's free text (verdict=text, the weaker fallback: see the README's 'Untrusted "
-              f"candidates'); each judgment records verdict_path=text", file=sys.stderr)
+            raise JudgeError(
+                f"{self.backend}: verdict=continuation, but the server neither continues a final "
+                f"assistant message nor returns log-probabilities or structured outputs for a follow-up; "
+                f"use verdict=text (weaker: the verdict is parsed from free text) or a server that does"
+            )
+        print(
+            f"rankkit: warning: {self.backend}: the server offers no verdict read rankkit controls (no "
+            f"continuation, no log-probabilities, no structured outputs), so verdicts are parsed "
+            f"from the judge's free text (verdict=text, the weaker fallback: see the README's 'Untrusted "
+            f"candidates'); each judgment records verdict_path=text",
+            file=sys.stderr,
+        )
         return "text"
 
     @property
@@ -205,14 +233,21 @@ class LLMJudge(Judge):
 
     # -- identity -----------------------------------------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {"model": self.runtime.identity(), "mode": self.mode,
-                                  **self.judging_mode.fingerprint_fields(self)}
+        fields: dict[str, Any] = {
+            "model": self.runtime.identity(),
+            "mode": self.mode,
+            **self.judging_mode.fingerprint_fields(self),
+        }
         if self.prepair:
             from rankkit.judges.prepair import ANALYSIS_VERSION, templates_fingerprint
 
-            fields["prepair"] = {"templates": templates_fingerprint(), "version": ANALYSIS_VERSION,
-                                 "analysis_max_new_tokens": self.analysis_max_new_tokens,
-                                 "temperature": self.temperature, "seed": self.seed}
+            fields["prepair"] = {
+                "templates": templates_fingerprint(),
+                "version": ANALYSIS_VERSION,
+                "analysis_max_new_tokens": self.analysis_max_new_tokens,
+                "temperature": self.temperature,
+                "seed": self.seed,
+            }
         if self.calibrate:
             fields["calibrate"] = CALIBRATION_METHOD
         if self.sanitize:  # absent when off: the fingerprints of judges without it do not change
@@ -238,8 +273,11 @@ class LLMJudge(Judge):
         (a :class:`CalibratedJudge` around this judge asks so)."""
         identity = self.runtime.identity()
         name = identity.get("name") or identity.get("model") or "?"
-        extra = "".join(f", {flag}" for flag, on in (("prepair", self.prepair), ("calibrate", calibrated),
-                                                     ("sanitize", self.sanitize)) if on)
+        extra = "".join(
+            f", {flag}"
+            for flag, on in (("prepair", self.prepair), ("calibrate", calibrated), ("sanitize", self.sanitize))
+            if on
+        )
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
     @property
@@ -281,8 +319,12 @@ class LLMJudge(Judge):
         template = self.templates.template(task, POINTWISE)
         max_points = self.judging_mode.prompt_points(prompt_max_points(task, template))
         shown = self.shown(candidate)
-        return Prompt(user_turn(render_pointwise(template, task, shown, max_points)), template, max_points,
-                      self._untrusted(candidate, shown=[shown]))
+        return Prompt(
+            user_turn(render_pointwise(template, task, shown, max_points)),
+            template,
+            max_points,
+            self._untrusted(candidate, shown=[shown]),
+        )
 
     def pair_template(self, task: Task) -> Template:
         """The template of this judge's comparisons of ``task`` (with ``prepair``: the decision's)."""
@@ -301,8 +343,14 @@ class LLMJudge(Judge):
             template = self.pair_template(task)
             max_points = self.pair_points(task, template)
             shown = [self.shown(first), self.shown(second)]
-            prompts.append(Prompt(user_turn(render_pairwise(template, task, *shown, max_points)),
-                                  template, max_points, self._untrusted(first, second, shown=shown)))
+            prompts.append(
+                Prompt(
+                    user_turn(render_pairwise(template, task, *shown, max_points)),
+                    template,
+                    max_points,
+                    self._untrusted(first, second, shown=shown),
+                )
+            )
         return prompts
 
     def shown_pairs(self, requests: Sequence[ComparisonRequest]) -> list[ComparisonRequest]:
@@ -322,8 +370,9 @@ class LLMJudge(Judge):
         return analysis_fingerprint(self.runtime.identity(), self.analysis_max_new_tokens, self.temperature, self.seed)
 
     def _generate_analyses(self, conversations: Sequence[Conversation]) -> Iterator[tuple[int, Generation]]:
-        return self.runtime.generate(conversations, max_new_tokens=self.analysis_max_new_tokens,
-                                    temperature=self.temperature, seed=self.seed)
+        return self.runtime.generate(
+            conversations, max_new_tokens=self.analysis_max_new_tokens, temperature=self.temperature, seed=self.seed
+        )
 
     def prepair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
         """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
@@ -337,15 +386,16 @@ class LLMJudge(Judge):
             first_analysis = self.analyses.text(task, shown_first)
             second_analysis = self.analyses.text(task, shown_second)
             max_points = self.pair_points(task, self.pair_template(task))
-            template, text = render_decision(task, shown_first, shown_second, first_analysis, second_analysis,
-                                             max_points)
+            template, text = render_decision(
+                task, shown_first, shown_second, first_analysis, second_analysis, max_points
+            )
             untrusted = self._untrusted(first, second, shown=[shown_first, shown_second])
-            prompts.append(Prompt(user_turn(text), template, max_points,
-                                  (*untrusted, first_analysis, second_analysis)))
+            prompts.append(Prompt(user_turn(text), template, max_points, (*untrusted, first_analysis, second_analysis)))
         return prompts
 
-    def _with_analysis_charges(self, requests: Sequence[ComparisonRequest],
-                               judgments: Iterator[tuple[int, Verdict]]) -> Iterator[tuple[int, Verdict]]:
+    def _with_analysis_charges(
+        self, requests: Sequence[ComparisonRequest], judgments: Iterator[tuple[int, Verdict]]
+    ) -> Iterator[tuple[int, Verdict]]:
         """Generate the batch's missing analyses first, then charge each fresh one (tokens and an
         ``analyses`` count in ``usage``) to the first judgment that used it."""
         shown_requests = self.shown_pairs(requests)
@@ -358,8 +408,7 @@ class LLMJudge(Judge):
                 judgment = replace(judgment, usage=usage)
             yield index, judgment
 
-    def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate,
-                                   probability: float) -> float:
+    def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
         """Hook for a per-comparison calibration of logprob comparisons; identity by default
         (``calibrate=true`` is a wrapper instead: it needs both orders of the pair)."""
         return probability
@@ -461,8 +510,10 @@ class CalibratedJudge(Judge):
 
     def __init__(self, judge: LLMJudge):
         if judge.mode != "logprob":
-            raise SpecError(f"{judge.backend}: calibration corrects choice probabilities and needs "
-                            f"mode=logprob (mode is {judge.mode})")
+            raise SpecError(
+                f"{judge.backend}: calibration corrects choice probabilities and needs "
+                f"mode=logprob (mode is {judge.mode})"
+            )
         self.judge = judge
         self.backend = judge.backend  # instance attributes: the fingerprint names the real backend
         self.version = judge.version
@@ -517,9 +568,14 @@ class CalibratedJudge(Judge):
             return
         both_orders = list(requests) + [(task, second, first) for task, first, second in requests]
         judge = self.judge
-        raw = memo_of(judge).fetch(judge.raw_fingerprint, VERDICT_KIND, [judge.request_key(*r) for r in both_orders],
-                               lambda indices: judge.compare_raw([both_orders[i] for i in indices]),
-                               Verdict.from_dict, Verdict.to_dict)
+        raw = memo_of(judge).fetch(
+            judge.raw_fingerprint,
+            VERDICT_KIND,
+            [judge.request_key(*r) for r in both_orders],
+            lambda indices: judge.compare_raw([both_orders[i] for i in indices]),
+            Verdict.from_dict,
+            Verdict.to_dict,
+        )
         for index, (task, _, _) in enumerate(requests):
             (forward, forward_origin), (backward, backward_origin) = raw[index], raw[len(requests) + index]
             judgment = self._calibrated(task, dict(forward.extras["logprobs"]), dict(backward.extras["logprobs"]))
@@ -535,11 +591,17 @@ class CalibratedJudge(Judge):
         template, prefix = used.name, used.choice_prefix + " "
         forward_odds, backward_odds = choice_log_odds(forward), choice_log_odds(backward)
         if forward_odds is None or backward_odds is None:
-            return choice_judgment(task, template, prefix, forward, None,
-                                   {"calibration": CALIBRATION_METHOD, "swapped_logprobs": backward})
+            return choice_judgment(
+                task, template, prefix, forward, None, {"calibration": CALIBRATION_METHOD, "swapped_logprobs": backward}
+            )
         calibrated, bias = both_orders_log_odds(forward_odds, backward_odds)
-        extras = {"calibration": CALIBRATION_METHOD, "swapped_logprobs": dict(backward),
-                  "raw_log_odds": forward_odds, "swapped_raw_log_odds": backward_odds, "slot_bias": bias}
+        extras = {
+            "calibration": CALIBRATION_METHOD,
+            "swapped_logprobs": dict(backward),
+            "raw_log_odds": forward_odds,
+            "swapped_raw_log_odds": backward_odds,
+            "slot_bias": bias,
+        }
         return choice_judgment(task, template, prefix, forward, sigmoid(calibrated), extras)
 
 
@@ -555,27 +617,40 @@ def _template_complaint(name: str) -> None:
 #: Options every LLM backend accepts: :class:`LLMJudge`'s keyword arguments, with its defaults.
 LLM_OPTIONS: tuple[Option, ...] = (
     Option("mode", str, "generate", "generate | logprob | loglik (see rankkit.judges.modes)", choices=tuple(MODES)),
-    Option("template", str, "auto", "auto, paper, generic, mt, a template name or a FILE",
-           check=_template_complaint),
+    Option("template", str, "auto", "auto, paper, generic, mt, a template name or a FILE", check=_template_complaint),
     Option("max_new_tokens", int, 256, "length cap of a generated verdict", check=at_least(1)),
     Option("temperature", float, 0.1, "sampling temperature of generate mode (0: greedy)", check=at_least(0)),
     Option("seed", int, 0, "seeds sampling; seed+1 is used for the retry"),
     Option("retries", int, 1, "how often an unreadable verdict is asked again", check=at_least(0)),
     Option("prepair", bool, False, "compare through per-answer analyses first (PREPAIR)"),
-    Option("analysis_max_new_tokens", int, None, "length cap of a PREPAIR analysis (default: max_new_tokens)",
-           check=at_least(1)),
+    Option(
+        "analysis_max_new_tokens",
+        int,
+        None,
+        "length cap of a PREPAIR analysis (default: max_new_tokens)",
+        check=at_least(1),
+    ),
     Option("calibrate", bool, False, "average logprob comparisons over both orders (mode=logprob)"),
     Option("verdict", str, "auto", "how generate mode reads its verdict", choices=tuple(VERDICT_PATHS)),
     Option("sanitize", bool, False, "rewrite judge-protocol text in candidates inertly before rendering"),
 )
 
 
-def llm_backend(name: str, summary: str, runtime: Callable[[Settings], LLMRuntime], *,
-                options: Sequence[Option] = (), argument: Argument | None = None,
-                identity: Callable[[Settings], dict[str, Any]] | None = None, runtime_name: str | None = None,
-                context: Callable[[Settings], tuple[int, str] | None] | None = None, network: bool = False,
-                defaults: Callable[[str | None], Mapping[str, Any]] | None = None,
-                llm_options: Sequence[Option] = LLM_OPTIONS, read: Callable[[str], Spec] = parse_spec) -> Backend:
+def llm_backend(
+    name: str,
+    summary: str,
+    runtime: Callable[[Settings], LLMRuntime],
+    *,
+    options: Sequence[Option] = (),
+    argument: Argument | None = None,
+    identity: Callable[[Settings], dict[str, Any]] | None = None,
+    runtime_name: str | None = None,
+    context: Callable[[Settings], tuple[int, str] | None] | None = None,
+    network: bool = False,
+    defaults: Callable[[str | None], Mapping[str, Any]] | None = None,
+    llm_options: Sequence[Option] = LLM_OPTIONS,
+    read: Callable[[str], Spec] = parse_spec,
+) -> Backend:
     """The :class:`~rankkit.judges.backends.Backend` of a judge on an LLM runtime.
 
     Parameters
@@ -612,6 +687,14 @@ def llm_backend(name: str, summary: str, runtime: Callable[[Settings], LLMRuntim
         runtime = StandInRuntime(runtime_name or name, identity(settings), context(settings) if context else None)
         return LLMJudge(runtime, **settings.subset(judge_names))
 
-    return Backend(name, summary, (*llm_options, *options), build, argument=argument,
-                   stand_in=stand_in if identity is not None else None, defaults=defaults, read=read,
-                   network=network)
+    return Backend(
+        name,
+        summary,
+        (*llm_options, *options),
+        build,
+        argument=argument,
+        stand_in=stand_in if identity is not None else None,
+        defaults=defaults,
+        read=read,
+        network=network,
+    )

@@ -8,8 +8,9 @@ tasks into conversations and the runtime's output into judgments.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rankkit.judges.base import JudgeError
 from rankkit.judges.prices import Price
@@ -137,14 +138,17 @@ class LLMRuntime(Protocol):
 
     def identity(self) -> dict[str, Any]: ...
 
-    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int,
-                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]: ...
+    def generate(
+        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+    ) -> Iterator[tuple[int, Generation]]: ...
 
-    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
-                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]: ...
+    def next_token_logprobs(
+        self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, float]]]: ...
 
-    def answer_logliks(self, conversations: Sequence[Conversation],
-                       answers: Sequence[str]) -> Iterator[tuple[int, float]]: ...
+    def answer_logliks(
+        self, conversations: Sequence[Conversation], answers: Sequence[str]
+    ) -> Iterator[tuple[int, float]]: ...
 
     def close(self) -> None:
         """Release what the runtime holds (a shared, cached model stays loaded)."""

@@ -50,16 +50,17 @@ each judgment the moment it exists.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from rankkit.judges.base import add_usage
-from rankkit.judgments import Verdict, ComparisonRequest, ParseStatus, Grade, GradeRequest, Winner
 from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, LLMRuntime, user_turn
+from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, ParseStatus, Verdict, Winner
 from rankkit.prompts import (
+    ParsedVerdict,
     Template,
     TemplateChoice,
-    ParsedVerdict,
     format_points,
     parse_pairwise,
     parse_pointwise,
@@ -75,7 +76,7 @@ VERDICT_RULE = "1"  # expected digit after "<explanation>\n\nFinal verdict: Answ
 #: appends; ``text`` parses it from the free text (the fallback); ``auto`` picks the first the runtime can do.
 VERDICT_PATHS = ("auto", "continuation", "text")
 LOGPROB_RULE = "1"  # digits 0..min(M,9); P(1)/(P(1)+P(2)) after the choice prefix
-LOGLIK_RULE = "1"   # mean token log-likelihood of the answer after the bare question
+LOGLIK_RULE = "1"  # mean token log-likelihood of the answer after the bare question
 
 #: Temperature of the one retry when the judge decodes greedily (temperature 0).
 RETRY_TEMPERATURE = 0.7
@@ -135,12 +136,26 @@ def midpoint(task: Task) -> float:
 def failed_comparison(task: Task, raw: str, usage: Mapping[str, int], extras: Mapping[str, Any]) -> Verdict:
     """The documented failure rule of a comparison: a tie at the middle of the scale, P = 0.5."""
     middle = midpoint(task)
-    return Verdict(first_grade=middle, second_grade=middle, winner=Winner.TIE, raw=raw,
-                        status=ParseStatus.FAILED, probability=0.5, usage=dict(usage), extras=dict(extras))
+    return Verdict(
+        first_grade=middle,
+        second_grade=middle,
+        winner=Winner.TIE,
+        raw=raw,
+        status=ParseStatus.FAILED,
+        probability=0.5,
+        usage=dict(usage),
+        extras=dict(extras),
+    )
 
 
-def choice_judgment(task: Task, template: str, prefix: str, logprobs: Mapping[str, float],
-                    probability: float | None, extras: Mapping[str, Any] | None = None) -> Verdict:
+def choice_judgment(
+    task: Task,
+    template: str,
+    prefix: str,
+    logprobs: Mapping[str, float],
+    probability: float | None,
+    extras: Mapping[str, Any] | None = None,
+) -> Verdict:
     """A logprob comparison from its choice log-probabilities and P(first) (None: failed).
 
     ``probability`` may differ from the raw P(1) / (P(1) + P(2)) of ``logprobs`` (a calibrated
@@ -156,9 +171,14 @@ def choice_judgment(task: Task, template: str, prefix: str, logprobs: Mapping[st
     first_grade = low + probability * (high - low)
     second_grade = low + (1.0 - probability) * (high - low)
     chosen = "1" if probability > 0.5 else "2" if probability < 0.5 else "1|2"
-    return Verdict(first_grade=first_grade, second_grade=second_grade,
-                        winner=winner_from_scores(first_grade, second_grade),
-                        raw=f"{prefix}{chosen}", probability=probability, extras=extras)
+    return Verdict(
+        first_grade=first_grade,
+        second_grade=second_grade,
+        winner=winner_from_scores(first_grade, second_grade),
+        raw=f"{prefix}{chosen}",
+        probability=probability,
+        extras=extras,
+    )
 
 
 @dataclass(frozen=True)
@@ -201,8 +221,7 @@ class ModeJudge(Protocol):
     def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
         """The pairwise prompts of a batch, in order."""
 
-    def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate,
-                                   probability: float) -> float:
+    def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
         """A logprob comparison's P(first) after the judge's per-comparison calibration."""
 
 
@@ -261,8 +280,9 @@ class Reply:
         return self.text if self.reading.raw is None else self.reading.raw
 
 
-def generate_and_read(judge: ModeJudge, conversations: Sequence[Conversation], read: Reader,
-                      batched: bool = True) -> Iterator[tuple[int, Reply]]:
+def generate_and_read(
+    judge: ModeJudge, conversations: Sequence[Conversation], read: Reader, batched: bool = True
+) -> Iterator[tuple[int, Reply]]:
     """Generate a reply to each conversation and read its verdict with ``read``; a reply without
     one is asked again with the next seed (at :data:`RETRY_TEMPERATURE` when the judge decodes
     greedily, since a greedy retry would repeat itself), up to the judge's ``retries``.
@@ -278,21 +298,32 @@ def generate_and_read(judge: ModeJudge, conversations: Sequence[Conversation], r
         temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
         failed: list[int] = []
 
-        def settle(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reply]]:
+        # attempt and failed are bound now: settle runs within this attempt, but says so explicitly
+        def settle(
+            indices: Sequence[int], texts: Sequence[str], attempt: int = attempt, failed: list[int] = failed
+        ) -> Iterator[tuple[int, Reply]]:
             for local, reading in read(indices, texts):
                 index = indices[local]
                 add_usage(usage[index], reading.usage)
                 if reading.value is None and attempt < judge.retries:
                     failed.append(index)
                     continue
-                status = (ParseStatus.FAILED if reading.value is None
-                          else ParseStatus.OK if attempt == 0 else ParseStatus.RETRIED)
+                status = (
+                    ParseStatus.FAILED
+                    if reading.value is None
+                    else ParseStatus.OK
+                    if attempt == 0
+                    else ParseStatus.RETRIED
+                )
                 yield index, Reply(texts[local], reading, status, usage[index], history[index])
 
         generated: dict[int, str] = {}
-        for local, generation in judge.runtime.generate([conversations[i] for i in pending],
-                                                       max_new_tokens=judge.max_new_tokens,
-                                                       temperature=temperature, seed=judge.seed + attempt):
+        for local, generation in judge.runtime.generate(
+            [conversations[i] for i in pending],
+            max_new_tokens=judge.max_new_tokens,
+            temperature=temperature,
+            seed=judge.seed + attempt,
+        ):
             index = pending[local]
             history[index].append(generation.text)
             add_usage(usage[index], generation.usage)
@@ -322,12 +353,17 @@ def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:
     return f"{explanation.rstrip()}\n\n{template.verdict_prefix} {label} "
 
 
-def read_scores(runtime: LLMRuntime, prompts: Sequence[Prompt], prefixes: Sequence[str]
-                ) -> Iterator[tuple[int, dict[str, float]]]:
+def read_scores(
+    runtime: LLMRuntime, prompts: Sequence[Prompt], prefixes: Sequence[str]
+) -> Iterator[tuple[int, dict[str, float]]]:
     """The digit log-probabilities ``0..K`` after each prompt's prefix (K = its ``max_points``),
     one runtime call per distinct K."""
-    return next_token_logprobs(runtime, [p.conversation for p in prompts], prefixes,
-                               [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts])
+    return next_token_logprobs(
+        runtime,
+        [p.conversation for p in prompts],
+        prefixes,
+        [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts],
+    )
 
 
 def read_usage(tables: Sequence[Mapping[str, float]]) -> dict[str, int]:
@@ -344,8 +380,9 @@ def _argmax_digit(logprobs: Mapping[str, float]) -> str:
     return max(logprobs, key=lambda digit: (logprobs[digit], -int(digit)))
 
 
-def continuation_verdicts(runtime: LLMRuntime, prompts: Sequence[Prompt], texts: Sequence[str],
-                          slots: int) -> list[tuple[ParsedVerdict, dict[str, Any]]]:
+def continuation_verdicts(
+    runtime: LLMRuntime, prompts: Sequence[Prompt], texts: Sequence[str], slots: int
+) -> list[tuple[ParsedVerdict, dict[str, Any]]]:
     """The verdict of each generated explanation, read from continuations rankkit controls.
 
     After the judge's explanation rankkit appends its own verdict prefix (:func:`verdict_prefix`)
@@ -364,8 +401,11 @@ def continuation_verdicts(runtime: LLMRuntime, prompts: Sequence[Prompt], texts:
     second: dict[int, dict[str, float]] = {}
     if slots == 2:
         readable = [i for i in range(len(prompts)) if expected_digit(first[i])[0] is not None]
-        follow = [f"{prefixes[i]}{_argmax_digit(first[i])}/{format_points(prompts[i].max_points)} "
-                  f"{prompts[i].template.slot_label} 2: " for i in readable]
+        follow = [
+            f"{prefixes[i]}{_argmax_digit(first[i])}/{format_points(prompts[i].max_points)} "
+            f"{prompts[i].template.slot_label} 2: "
+            for i in readable
+        ]
         for local, logprobs in read_scores(runtime, [prompts[i] for i in readable], follow):
             second[readable[local]] = logprobs
     for index, prompt in enumerate(prompts):
@@ -375,7 +415,8 @@ def continuation_verdicts(runtime: LLMRuntime, prompts: Sequence[Prompt], texts:
         labels = [template.score_prefix] if slots == 1 else [f"{template.slot_label} {n}:" for n in (1, 2)]
         shown = template.verdict_prefix + "".join(
             f" {label} {'?' if v is None else format(v, '.2f')}/{format_points(prompt.max_points)}"
-            for label, v in zip(labels, values))
+            for label, v in zip(labels, values)
+        )
         read = {"logprobs": tables, "continuation": shown, "usage": read_usage(tables)}
         if len(values) < slots or any(v is None for v in values):
             results.append((ParsedVerdict(None, "no probability on any score digit after the verdict prefix"), read))
@@ -392,10 +433,17 @@ class GenerateMode:
     name = "generate"
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
-        return {"templates": judge.templates.fingerprint(), "parser": PARSER_VERSION,
-                "verdict": judge.verdict, "verdict_rule": VERDICT_RULE,
-                "max_new_tokens": judge.max_new_tokens, "temperature": judge.temperature, "seed": judge.seed,
-                "retries": judge.retries, "retry_temperature": RETRY_TEMPERATURE}
+        return {
+            "templates": judge.templates.fingerprint(),
+            "parser": PARSER_VERSION,
+            "verdict": judge.verdict,
+            "verdict_rule": VERDICT_RULE,
+            "max_new_tokens": judge.max_new_tokens,
+            "temperature": judge.temperature,
+            "seed": judge.seed,
+            "retries": judge.retries,
+            "retry_temperature": RETRY_TEMPERATURE,
+        }
 
     def prompt_points(self, max_points: float) -> float:
         return float(logprob_points(max_points))
@@ -407,8 +455,16 @@ class GenerateMode:
             prompt = prompts[index]
             scores = reply.reading.value
             score = None if scores is None else to_task_scale(scores[0], prompt.max_points, task.scale)
-            yield index, Grade(value=score, raw=reply.raw, status=reply.status,
-                               usage=dict(reply.usage), extras=self._extras(judge, prompt, reply))
+            yield (
+                index,
+                Grade(
+                    value=score,
+                    raw=reply.raw,
+                    status=reply.status,
+                    usage=dict(reply.usage),
+                    extras=self._extras(judge, prompt, reply),
+                ),
+            )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
@@ -420,9 +476,18 @@ class GenerateMode:
                 yield index, failed_comparison(task, reply.raw, reply.usage, extras)
                 continue
             first, second = (to_task_scale(v, prompt.max_points, task.scale) for v in reply.reading.value)
-            yield index, Verdict(first_grade=first, second_grade=second,
-                                 winner=winner_from_scores(first, second), raw=reply.raw,
-                                 status=reply.status, usage=dict(reply.usage), extras=extras)
+            yield (
+                index,
+                Verdict(
+                    first_grade=first,
+                    second_grade=second,
+                    winner=winner_from_scores(first, second),
+                    raw=reply.raw,
+                    status=reply.status,
+                    usage=dict(reply.usage),
+                    extras=extras,
+                ),
+            )
 
     @staticmethod
     def _verdicts(judge: ModeJudge, prompts: Sequence[Prompt], slots: int) -> Iterator[tuple[int, Reply]]:
@@ -444,18 +509,28 @@ class GenerateMode:
             read = continuation_verdicts(judge.runtime, [prompts[i] for i in indices], texts, slots)
             for local, (verdict, what) in enumerate(read):
                 raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {what['continuation']}"
-                yield local, Reading(verdict.scores, verdict.error, raw,
-                                     {"verdict_reads": len(what["logprobs"]), **what["usage"]},
-                                     {"logprobs": what["logprobs"]})
+                yield (
+                    local,
+                    Reading(
+                        verdict.scores,
+                        verdict.error,
+                        raw,
+                        {"verdict_reads": len(what["logprobs"]), **what["usage"]},
+                        {"logprobs": what["logprobs"]},
+                    ),
+                )
 
         return generate_and_read(judge, conversations, read_continuations)
 
     @staticmethod
     def _extras(judge: ModeJudge, prompt: Prompt, reply: Reply) -> dict[str, Any]:
         reading = reply.reading
-        extras: dict[str, Any] = {"mode": "generate", "template": prompt.template.name,
-                                  "max_points": prompt.max_points,
-                                  "verdict_path": judge.verdict_path if "logprobs" in reading.details else "text"}
+        extras: dict[str, Any] = {
+            "mode": "generate",
+            "template": prompt.template.name,
+            "max_points": prompt.max_points,
+            "verdict_path": judge.verdict_path if "logprobs" in reading.details else "text",
+        }
         if reading.value is not None:
             extras["verdict"] = list(reading.value)
         extras.update(reading.details)
@@ -470,8 +545,12 @@ class GenerateMode:
 # logprob
 
 
-def next_token_logprobs(runtime: LLMRuntime, conversations: Sequence[Conversation], prefixes: Sequence[str],
-                        choices: Sequence[tuple[str, ...]]) -> Iterator[tuple[int, dict[str, float]]]:
+def next_token_logprobs(
+    runtime: LLMRuntime,
+    conversations: Sequence[Conversation],
+    prefixes: Sequence[str],
+    choices: Sequence[tuple[str, ...]],
+) -> Iterator[tuple[int, dict[str, float]]]:
     """Group prompts by their choices (e.g. the digit scales of tasks with different M) and ask
     the runtime once per group, each prompt with its own prefix: generate mode's prefixes hold each
     judge's explanation, and one call per group lets an HTTP runtime send them all at once (or in
@@ -483,7 +562,8 @@ def next_token_logprobs(runtime: LLMRuntime, conversations: Sequence[Conversatio
         group_prefixes = [prefixes[i] for i in indices]
         prefix: str | list[str] = group_prefixes[0] if len(set(group_prefixes)) == 1 else group_prefixes
         for local, logprobs in runtime.next_token_logprobs(
-                [conversations[i] for i in indices], assistant_prefix=prefix, choices=list(group_choices)):
+            [conversations[i] for i in indices], assistant_prefix=prefix, choices=list(group_choices)
+        ):
             yield indices[local], logprobs
 
 
@@ -502,32 +582,52 @@ class LogprobMode:
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
         choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
-        for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes,
-                                                   choices):
+        for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes, choices):
             task = requests[index][0]
             prompt = prompts[index]
             value, mass = expected_digit(logprobs)
-            extras = {"mode": "logprob", "template": prompt.template.name, "max_points": prompt.max_points,
-                      "score_mass": mass, "logprobs": dict(logprobs)}
+            extras = {
+                "mode": "logprob",
+                "template": prompt.template.name,
+                "max_points": prompt.max_points,
+                "score_mass": mass,
+                "logprobs": dict(logprobs),
+            }
             usage = read_usage([logprobs])
             if value is None:
-                yield index, Grade(value=None, raw=prefixes[index], status=ParseStatus.FAILED, usage=usage,
-                                           extras={**extras, "parse_error": "no probability on any score token"})
+                yield (
+                    index,
+                    Grade(
+                        value=None,
+                        raw=prefixes[index],
+                        status=ParseStatus.FAILED,
+                        usage=usage,
+                        extras={**extras, "parse_error": "no probability on any score token"},
+                    ),
+                )
                 continue
-            yield index, Grade(value=to_task_scale(value, prompt.max_points, task.scale),
-                                       raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
-                                       usage=usage, extras=extras)
+            yield (
+                index,
+                Grade(
+                    value=to_task_scale(value, prompt.max_points, task.scale),
+                    raw=f"{prefixes[index]}{value:.3f}/{format_points(prompt.max_points)}",
+                    usage=usage,
+                    extras=extras,
+                ),
+            )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         prompts = judge.pair_prompts(requests)
         prefixes = [p.template.choice_prefix + " " for p in prompts]
         choices = [("1", "2")] * len(prompts)
-        for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes,
-                                                   choices):
+        for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes, choices):
             task, first, second = requests[index]
             raw_probability = choice_probability(logprobs["1"], logprobs["2"])
-            probability = None if raw_probability is None else \
-                judge.calibrate_pair_probability(task, first, second, raw_probability)
+            probability = (
+                None
+                if raw_probability is None
+                else judge.calibrate_pair_probability(task, first, second, raw_probability)
+            )
             judgment = choice_judgment(task, prompts[index].template.name, prefixes[index], dict(logprobs), probability)
             usage = read_usage([logprobs])
             yield index, replace(judgment, usage=usage) if usage else judgment
@@ -567,8 +667,14 @@ class LoglikMode:
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
         for index, value in self._answer_logliks(judge, requests):
             task = requests[index][0]
-            yield index, Grade(value=_loglik_score(task, value), raw=f"mean log-likelihood {value:.4f}",
-                                       extras={"mode": "loglik", "mean_loglik": value})
+            yield (
+                index,
+                Grade(
+                    value=_loglik_score(task, value),
+                    raw=f"mean log-likelihood {value:.4f}",
+                    extras={"mode": "loglik", "mean_loglik": value},
+                ),
+            )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         flat = [(task, cand) for task, first, second in requests for cand in (first, second)]
@@ -581,11 +687,17 @@ class LoglikMode:
             task = requests[index][0]
             first_ll, second_ll = values[2 * index], values[2 * index + 1]
             first_grade, second_grade = _loglik_score(task, first_ll), _loglik_score(task, second_ll)
-            yield index, Verdict(
-                first_grade=first_grade, second_grade=second_grade, winner=winner_from_scores(first_ll, second_ll),
-                raw=f"mean log-likelihoods {first_ll:.4f} vs {second_ll:.4f}",
-                probability=sigmoid(first_ll - second_ll),
-                extras={"mode": "loglik", "mean_loglik": [first_ll, second_ll]})
+            yield (
+                index,
+                Verdict(
+                    first_grade=first_grade,
+                    second_grade=second_grade,
+                    winner=winner_from_scores(first_ll, second_ll),
+                    raw=f"mean log-likelihoods {first_ll:.4f} vs {second_ll:.4f}",
+                    probability=sigmoid(first_ll - second_ll),
+                    extras={"mode": "loglik", "mean_loglik": [first_ll, second_ll]},
+                ),
+            )
 
 
 #: The modes by name (stateless: one instance each serves every judge).

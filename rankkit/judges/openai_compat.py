@@ -91,12 +91,13 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from rankkit.judges.backends import Argument, Option, Settings
 from rankkit.judges.base import JudgeError
-from rankkit.judges.batches import OpenAIBatches
 from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions, BatchSwitch
+from rankkit.judges.batches import OpenAIBatches
 from rankkit.judges.hosted_verdict import (  # hosted APIs: follow-up verdicts, refusals learned
     enum_response_format,
     followup_conversation,
@@ -149,6 +150,7 @@ ENUM_PROBE_QUESTION = "Which digit comes after 8? Reply with the digit only."
 
 # -- the runtime -------------------------------------------------------------------------------------
 
+
 class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     """Sends conversations to ``{base_url}/chat/completions``, ``concurrency`` at a time per replica.
 
@@ -176,13 +178,31 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
 
     backend = "openai"
 
-    def __init__(self, model: str, base_url: str | Sequence[str] = DEFAULT_BASE_URL, api_key: str | None = None,
-                 concurrency: int = 4, timeout: float = 120.0, retry: RetryPolicy = RetryPolicy(),
-                 jitter_seed: int | None = None, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 price: Price | None = None, pacer: Pacer | None = None, batch: BatchOptions | None = None,
-                 neutralize_special: bool = True):
-        super().__init__(base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry,
-                         jitter_seed=jitter_seed, max_response_bytes=max_response_bytes, pacer=pacer)
+    def __init__(
+        self,
+        model: str,
+        base_url: str | Sequence[str] = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        concurrency: int = 4,
+        timeout: float = 120.0,
+        retry: RetryPolicy = RetryPolicy(),
+        jitter_seed: int | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        price: Price | None = None,
+        pacer: Pacer | None = None,
+        batch: BatchOptions | None = None,
+        neutralize_special: bool = True,
+    ):
+        super().__init__(
+            base_url,
+            api_key=api_key,
+            concurrency=concurrency,
+            timeout=timeout,
+            retry=retry,
+            jitter_seed=jitter_seed,
+            max_response_bytes=max_response_bytes,
+            pacer=pacer,
+        )
         self.model = model
         self.price = price
         self.neutralize_special = neutralize_special
@@ -204,8 +224,10 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
 
     def __repr__(self) -> str:  # never shows the key
         key = "set" if self._api_key else "none"
-        return (f"OpenAIRuntime(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
-                f"timeout={self.timeout}, api_key={key})")
+        return (
+            f"OpenAIRuntime(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
+            f"timeout={self.timeout}, api_key={key})"
+        )
 
     def identity(self) -> dict[str, Any]:
         """The model name only: see "Identity" in the module docstring for why not ``base_url``
@@ -240,8 +262,9 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         with self._learned_lock:
             if field in PREFILL_SWITCHES:
                 self._prefill_fields_refused = True
-                raise LogprobsUnavailable(f"the server refuses {field!r}, so it cannot be asked to continue a "
-                                          f"final assistant message")
+                raise LogprobsUnavailable(
+                    f"the server refuses {field!r}, so it cannot be asked to continue a final assistant message"
+                )
             if field in ("logprobs", "top_logprobs"):
                 self._logprobs_refused = True
                 raise LogprobsUnavailable(f"the server refuses {field!r}: the model returns no log-probabilities")
@@ -254,8 +277,9 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
                 return True
             return False
 
-    def _send_chat(self, body: dict[str, Any], abort: threading.Event | None,
-                   read: Callable[[dict[str, Any]], Any]) -> tuple[Any, int]:
+    def _send_chat(
+        self, body: dict[str, Any], abort: threading.Event | None, read: Callable[[dict[str, Any]], Any]
+    ) -> tuple[Any, int]:
         """POST a chat completion; on an HTTP 400 that names a field the server does not take
         (:func:`~rankkit.judges.hosted_verdict.refused_field`), learn it for the run (drop or
         rename it: :meth:`_learn_refusal`) and send the request again, so a run never fails on
@@ -269,13 +293,17 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
                 field = refused_field(err.text) if err.status == 400 else None
                 if field is None or retries >= MAX_REFUSALS or not self._learn_refusal(field):
                     raise
-                logger.info("openai: %s does not take %r; sending the request without it from now on",
-                            self.base_url, field)
+                logger.info(
+                    "openai: %s does not take %r; sending the request without it from now on", self.base_url, field
+                )
                 retries += 1
 
     # -- the LLMRuntime protocol -------------------------------------------------------------------
-    def _dispatch(self, requests: Sequence[tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]]],
-                  finish: Callable[[Any, dict[str, int]], T]) -> Iterator[tuple[int, T]]:
+    def _dispatch(
+        self,
+        requests: Sequence[tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]]],
+        finish: Callable[[Any, dict[str, int]], T],
+    ) -> Iterator[tuple[int, T]]:
         """Send ``(body, read)`` requests — directly, ``concurrency`` at a time per replica, or with
         ``batch`` as one batch (:mod:`rankkit.judges.batches`) — and yield ``(index, finish(value,
         usage))`` as each arrives; ``read`` turns a response into ``(value, usage)``, and the usage
@@ -286,8 +314,9 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
                 yield index, finish(value, with_cost(usage, self.price, batch=True))
             return
 
-        def job(body: dict[str, Any], read: Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]
-                ) -> Callable[[threading.Event], T]:
+        def job(
+            body: dict[str, Any], read: Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]
+        ) -> Callable[[threading.Event], T]:
             def call(abort: threading.Event) -> T:
                 (value, usage), retries = self._send_chat(body, abort, read)
                 if retries:
@@ -298,15 +327,23 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
 
         yield from self._run_all([job(body, read) for body, read in requests])
 
-    def generate(self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int,
-                 temperature: float, seed: int) -> Iterator[tuple[int, Generation]]:
+    def generate(
+        self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int, temperature: float, seed: int
+    ) -> Iterator[tuple[int, Generation]]:
         """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives."""
-        requests = [(self._chat_body(c, max_tokens=max_new_tokens, temperature=temperature, seed=seed), read_reply)
-                    for c in conversations]
+        requests = [
+            (self._chat_body(c, max_tokens=max_new_tokens, temperature=temperature, seed=seed), read_reply)
+            for c in conversations
+        ]
         yield from self._dispatch(requests, lambda text, usage: Generation(text=text, usage=usage))
 
-    def next_token_logprobs(self, conversations: Sequence[list[dict[str, str]]], *, assistant_prefix: str | Sequence[str],
-                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
+    def next_token_logprobs(
+        self,
+        conversations: Sequence[list[dict[str, str]]],
+        *,
+        assistant_prefix: str | Sequence[str],
+        choices: Sequence[str],
+    ) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the first token of the reply.
 
         Asks for one token with ``logprobs``/``top_logprobs``; a choice is matched to a returned
@@ -328,18 +365,21 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         requests = [self._read_request(c, p, choices, path) for c, p in zip(conversations, prefixes)]
         yield from self._dispatch(requests, ChoiceLogprobs)
 
-    def _read_request(self, conversation: list[dict[str, str]], prefix: str, choices: Sequence[str],
-                      path: str | None) -> tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[dict[str, float], dict[str, int]]]]:
+    def _read_request(
+        self, conversation: list[dict[str, str]], prefix: str, choices: Sequence[str], path: str | None
+    ) -> tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[dict[str, float], dict[str, int]]]]:
         """The request that reads ``choices`` after ``prefix`` by ``path``, and how to read its response."""
         if prefix and path == "continuation":
-            body = self._chat_body(conversation, max_tokens=1, temperature=0.0, logprobs=True,
-                                   top_logprobs=TOP_LOGPROBS)
+            body = self._chat_body(
+                conversation, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=TOP_LOGPROBS
+            )
             body.update(prefill_fields(body["messages"], self._sent(prefix), switches=self._prefill_fields))
         else:
             messages = followup_conversation(conversation, prefix, choices) if prefix else list(conversation)
             if path == "followup_enum":  # a reply constrained to the choices by structured outputs: one-hot
-                body = self._chat_body(messages, max_tokens=ENUM_MAX_TOKENS, temperature=0.0,
-                                       response_format=enum_response_format(choices))
+                body = self._chat_body(
+                    messages, max_tokens=ENUM_MAX_TOKENS, temperature=0.0, response_format=enum_response_format(choices)
+                )
 
                 def read_enum(payload: dict[str, Any]) -> tuple[dict[str, float], dict[str, int]]:
                     text, usage = read_reply(payload)
@@ -394,8 +434,13 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def _fresh_logprobs(self) -> bool:
         """Whether a fresh reply comes with log-probabilities (asked when the prefix probe could
         not tell: it was refused, or answered without them)."""
-        body = self._chat_body([{"role": "user", "content": ENUM_PROBE_QUESTION}], max_tokens=1, temperature=0.0,
-                               logprobs=True, top_logprobs=TOP_LOGPROBS)
+        body = self._chat_body(
+            [{"role": "user", "content": ENUM_PROBE_QUESTION}],
+            max_tokens=1,
+            temperature=0.0,
+            logprobs=True,
+            top_logprobs=TOP_LOGPROBS,
+        )
         try:
             self._send_chat(body, None, lambda payload: first_token_alternatives(payload, "the server"))
         except LogprobsUnavailable:
@@ -419,9 +464,16 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             return "followup"
         digits = [str(d) for d in range(10)]
         try:
-            value = self._send_chat(self._chat_body([{"role": "user", "content": ENUM_PROBE_QUESTION}],
-                                                    max_tokens=ENUM_MAX_TOKENS, temperature=0.0,
-                response_format=enum_response_format(digits)), None, lambda payload: read_reply(payload)[0])[0]
+            value = self._send_chat(
+                self._chat_body(
+                    [{"role": "user", "content": ENUM_PROBE_QUESTION}],
+                    max_tokens=ENUM_MAX_TOKENS,
+                    temperature=0.0,
+                    response_format=enum_response_format(digits),
+                ),
+                None,
+                lambda payload: read_reply(payload)[0],
+            )[0]
         except HTTPStatusError:
             return None
         return "followup_enum" if read_enum_reply(value) in digits else None
@@ -456,15 +508,18 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             raise LogprobsUnavailable(
                 "the server does not continue a final assistant message, returns no log-probabilities "
                 "and refuses structured outputs, so mode=logprob has nothing to read; use mode=generate "
-                "(its verdict is then parsed from free text, the weaker fallback)")
+                "(its verdict is then parsed from free text, the weaker fallback)"
+            )
 
-    def answer_logliks(self, conversations: Sequence[list[dict[str, str]]],
-                       answers: Sequence[str]) -> Iterator[tuple[int, float]]:
+    def answer_logliks(
+        self, conversations: Sequence[list[dict[str, str]]], answers: Sequence[str]
+    ) -> Iterator[tuple[int, float]]:
         """Not offered: chat completions return log-probabilities of generated tokens only, never of
         a given answer (that needs prompt log-probabilities, which the API does not have)."""
         raise NotImplementedError(
             "the openai judge cannot score a given answer's likelihood (chat completions return "
-            "log-probabilities of generated tokens only); use mode=generate or mode=logprob")
+            "log-probabilities of generated tokens only); use mode=generate or mode=logprob"
+        )
 
 
 #: vLLM's chat-template switches that make a reply continue a final assistant message.
@@ -495,6 +550,7 @@ def model_owner(listing: Any, model: str) -> str | None:
 
 
 # -- reading responses (pure functions) ---------------------------------------------------------------
+
 
 def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
@@ -599,7 +655,8 @@ def first_token_alternatives(payload: dict[str, Any], where: str = "the server")
     if not alternatives:
         raise LogprobsUnavailable(
             f"{where} returned no logprobs/top_logprobs for a chat completion, so mode=logprob cannot "
-            f"work against it; use mode=generate (vLLM, llama.cpp's server and OpenAI return them)")
+            f"work against it; use mode=generate (vLLM, llama.cpp's server and OpenAI return them)"
+        )
     return alternatives
 
 
@@ -616,7 +673,9 @@ def continues_probe(alternatives: dict[str, float]) -> bool:
     """
     expected = choice_logprobs(alternatives, [PROBE_NEXT, PROBE_FRESH])
     top = max(alternatives, key=alternatives.get)
-    return expected[PROBE_NEXT] > expected[PROBE_FRESH] or (top.strip() == "" and alternatives[top] > expected[PROBE_FRESH])
+    return expected[PROBE_NEXT] > expected[PROBE_FRESH] or (
+        top.strip() == "" and alternatives[top] > expected[PROBE_FRESH]
+    )
 
 
 def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> dict[str, float]:
@@ -642,11 +701,19 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 #: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS` (only
 #: ``neutralize_special=false`` changes the fingerprint: see "Identity" in the module docstring).
 OPENAI_OPTIONS: tuple[Option, ...] = (
-    *client_options("the server, |-joined replicas (default: $OPENAI_BASE_URL, else OpenAI's API)",
-                    DEFAULT_API_KEY_ENV),
-    *PRICE_OPTIONS, *PACING_OPTIONS, *BATCH_OPTIONS,
-    Option("neutralize_special", bool, True, "rewrite chat-template special-token strings in what is sent "
-           "(false: send text untouched; then part of the fingerprint)"),
+    *client_options(
+        "the server, |-joined replicas (default: $OPENAI_BASE_URL, else OpenAI's API)", DEFAULT_API_KEY_ENV
+    ),
+    *PRICE_OPTIONS,
+    *PACING_OPTIONS,
+    *BATCH_OPTIONS,
+    Option(
+        "neutralize_special",
+        bool,
+        True,
+        "rewrite chat-template special-token strings in what is sent "
+        "(false: send text untouched; then part of the fingerprint)",
+    ),
 )
 
 
@@ -654,8 +721,10 @@ def _read_spec(text: str) -> Spec:
     """Parse an ``openai:`` spec, refusing an API key in it without echoing the value."""
     spec = parse_spec(text)
     if "api_key" in spec.options:  # a secret typed where it should not be: it would end up in shell history and results
-        raise SpecError("openai: do not put the API key in the spec (it would end up in shell history and "
-                        "results); export it and name the variable with api_key_env=NAME (default OPENAI_API_KEY)")
+        raise SpecError(
+            "openai: do not put the API key in the spec (it would end up in shell history and "
+            "results); export it and name the variable with api_key_env=NAME (default OPENAI_API_KEY)"
+        )
     return spec
 
 
@@ -679,27 +748,41 @@ def _openai_runtime(settings: Settings) -> OpenAIRuntime:
     (:mod:`rankkit.judges.batches`).
     """
     if settings["mode"] == "loglik":
-        raise SpecError("openai: mode=loglik needs the log-likelihood of a given answer, which chat "
-                        "completions do not return; use mode=generate or mode=logprob")
+        raise SpecError(
+            "openai: mode=loglik needs the log-likelihood of a given answer, which chat "
+            "completions do not return; use mode=generate or mode=logprob"
+        )
     key_env = settings["api_key_env"]
     api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
     if key_env and not api_key:
         raise SpecError(f"openai: api_key_env={key_env} names an environment variable that is not set")
     base_url = settings["base_url"] or os.environ.get("OPENAI_BASE_URL")
     if not base_url and not api_key:
-        raise SpecError(f"openai: no base_url and no API key: for a local server (vLLM, llama.cpp...) add "
-                        f"base_url=http://HOST:PORT/v1 (or set $OPENAI_BASE_URL); for OpenAI's API export "
-                        f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)")
-    return OpenAIRuntime(settings.argument, base_url=base_url or DEFAULT_BASE_URL, api_key=api_key,
-                         retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
-                         price=price_for(settings.argument, settings["price_in"], settings["price_out"]),
-                         pacer=Pacer(settings["rpm"], settings["tpm"]), batch=BatchOptions.from_settings(settings),
-                         **settings.subset(("concurrency", "timeout", "max_response_bytes", "neutralize_special")))
+        raise SpecError(
+            f"openai: no base_url and no API key: for a local server (vLLM, llama.cpp...) add "
+            f"base_url=http://HOST:PORT/v1 (or set $OPENAI_BASE_URL); for OpenAI's API export "
+            f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)"
+        )
+    return OpenAIRuntime(
+        settings.argument,
+        base_url=base_url or DEFAULT_BASE_URL,
+        api_key=api_key,
+        retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
+        price=price_for(settings.argument, settings["price_in"], settings["price_out"]),
+        pacer=Pacer(settings["rpm"], settings["tpm"]),
+        batch=BatchOptions.from_settings(settings),
+        **settings.subset(("concurrency", "timeout", "max_response_bytes", "neutralize_special")),
+    )
 
 
 #: ``openai:MODEL[,option=value...]``: any OpenAI-compatible chat-completions server. Building it
 #: sends nothing (the continuation probe waits for the first logprob request), so the dry run builds it.
-BACKEND = llm_backend("openai", "any OpenAI-compatible HTTP server (OpenAI, hosted APIs, vLLM, llama.cpp, SGLang)",
-                      _openai_runtime, options=OPENAI_OPTIONS,
-                      argument=Argument("model", "openai:meta-llama/Llama-3.1-70B-Instruct,base_url=http://HOST:8000/v1"),
-                      read=_read_spec, network=True)
+BACKEND = llm_backend(
+    "openai",
+    "any OpenAI-compatible HTTP server (OpenAI, hosted APIs, vLLM, llama.cpp, SGLang)",
+    _openai_runtime,
+    options=OPENAI_OPTIONS,
+    argument=Argument("model", "openai:meta-llama/Llama-3.1-70B-Instruct,base_url=http://HOST:8000/v1"),
+    read=_read_spec,
+    network=True,
+)

@@ -23,8 +23,9 @@ import math
 import re
 import threading
 import time
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone  # noqa: F401 - timezone: the doctest's
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from rankkit.judges.backends import Option, above
 from rankkit.specs import SpecError
@@ -75,8 +76,10 @@ def parse_reset(value: str | None, now: float | None = None) -> float | None:
 LIMIT_HEADERS = (
     ("x-ratelimit-remaining-requests", "x-ratelimit-reset-requests"),
     ("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
-    *((f"anthropic-ratelimit-{kind}-remaining", f"anthropic-ratelimit-{kind}-reset")
-      for kind in ("requests", "tokens", "input-tokens", "output-tokens")),
+    *(
+        (f"anthropic-ratelimit-{kind}-remaining", f"anthropic-ratelimit-{kind}-reset")
+        for kind in ("requests", "tokens", "input-tokens", "output-tokens")
+    ),
 )
 
 
@@ -110,8 +113,14 @@ def estimate_request_tokens(body: Mapping[str, Any]) -> int:
 
 #: The pacing options of a hosted judge's spec (speed only: not in the fingerprint).
 PACING_OPTIONS: tuple[Option, ...] = (
-    Option("rpm", float, None, "requests per minute to stay under (rate-limit headers are honoured either way)",
-           identity=False, check=above(0)),
+    Option(
+        "rpm",
+        float,
+        None,
+        "requests per minute to stay under (rate-limit headers are honoured either way)",
+        identity=False,
+        check=above(0),
+    ),
     Option("tpm", float, None, "tokens per minute to stay under", identity=False, check=above(0)),
 )
 
@@ -123,8 +132,13 @@ class Pacer:
     clock / sleep: the monotonic clock and the sleep it waits with (tests pass fakes).
     """
 
-    def __init__(self, rpm: float | None = None, tpm: float | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Any] | None = None):
+    def __init__(
+        self,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] | None = None,
+    ):
         for name, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and not value > 0:
                 raise SpecError(f"{name} must be > 0 per minute, got {value}")

@@ -45,12 +45,13 @@ Reporting helpers: :func:`draws_by_threshold` re-aggregates votes at other thres
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from rankkit.judges.backends import Argument, Backend, Option, Settings, spec_name
 from rankkit.judges.base import Judge, add_usage
-from rankkit.judgments import Verdict, ComparisonRequest, ParseStatus, Winner
+from rankkit.judgments import ComparisonRequest, ParseStatus, Verdict, Winner
 from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
@@ -82,9 +83,13 @@ class VoteCount:
         return max(self.first, self.second) / self.cast if self.cast else math.nan
 
     @classmethod
-    def of(cls, votes: Sequence[Vote]) -> "VoteCount":
-        return cls(first=sum(v == 1.0 for v in votes), second=sum(v == 0.0 for v in votes),
-                   tie=sum(v == 0.5 for v in votes), abstained=sum(v is None for v in votes))
+    def of(cls, votes: Sequence[Vote]) -> VoteCount:
+        return cls(
+            first=sum(v == 1.0 for v in votes),
+            second=sum(v == 0.0 for v in votes),
+            tie=sum(v == 0.5 for v in votes),
+            abstained=sum(v is None for v in votes),
+        )
 
 
 def decide(count: VoteCount, threshold: float) -> Winner:
@@ -203,7 +208,9 @@ class PanelJudge(Judge):
             member.check_tasks(tasks)
 
     # -- member votes -------------------------------------------------------------------------
-    def member_judgments(self, requests: Sequence[ComparisonRequest]) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
+    def member_judgments(
+        self, requests: Sequence[ComparisonRequest]
+    ) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
         """Every member's judgments of every request in both orders, from memory, cache or the member.
 
         Returns ``(pairs, fresh)``: ``pairs[i][m]`` is member m's (as requested, reversed) pair of
@@ -212,13 +219,16 @@ class PanelJudge(Judge):
         new judgment is cached the moment it arrives, under the member's own fingerprint and request
         key, so member votes are shared with single-judge runs of the member.
         """
-        both_orders = [order for task, first, second in requests for order in ((task, first, second),
-                                                                                (task, second, first))]
+        both_orders = [
+            order for task, first, second in requests for order in ((task, first, second), (task, second, first))
+        ]
         pairs: list[list[MemberPair]] = [[] for _ in requests]
         fresh: list[list[Verdict]] = [[] for _ in requests]
         for member in self.members:
-            judged = [(verdict, origin is Origin.JUDGE) for verdict, origin in
-                      memo_of(self).verdicts(both_orders, judge=member)]
+            judged = [
+                (verdict, origin is Origin.JUDGE)
+                for verdict, origin in memo_of(self).verdicts(both_orders, judge=member)
+            ]
             for index in range(len(requests)):
                 as_requested, reversed_order = judged[2 * index], judged[2 * index + 1]
                 pairs[index].append((as_requested[0], reversed_order[0]))
@@ -240,23 +250,40 @@ class PanelJudge(Judge):
         winner = decide(count, self.threshold)
         low, high = task.scale
         middle = (low + high) / 2
-        first_grade, second_grade = {Winner.FIRST: (high, low), Winner.SECOND: (low, high),
-                                     Winner.TIE: (middle, middle)}[winner]
+        first_grade, second_grade = {
+            Winner.FIRST: (high, low),
+            Winner.SECOND: (low, high),
+            Winner.TIE: (middle, middle),
+        }[winner]
         usage: dict[str, int] = {}
         for judgment in fresh:
             add_usage(usage, judgment.usage)
         share = count.share
-        raw = (f"votes first={count.first} second={count.second} tie={count.tie} abstained={count.abstained}; "
-               f"majority share {share:.3f} vs threshold {self.threshold:g} -> {winner.value}")
-        members = [{"member": member.description, "votes": [votes[2 * m], votes[2 * m + 1]]}
-                   for m, member in enumerate(self.members)]
-        extras = {"votes": {"first": count.first, "second": count.second, "tie": count.tie,
-                            "abstained": count.abstained},
-                  "share": None if math.isnan(share) else share, "threshold": self.threshold,
-                  "members": members, "member_calls": len(fresh)}
+        raw = (
+            f"votes first={count.first} second={count.second} tie={count.tie} abstained={count.abstained}; "
+            f"majority share {share:.3f} vs threshold {self.threshold:g} -> {winner.value}"
+        )
+        members = [
+            {"member": member.description, "votes": [votes[2 * m], votes[2 * m + 1]]}
+            for m, member in enumerate(self.members)
+        ]
+        extras = {
+            "votes": {"first": count.first, "second": count.second, "tie": count.tie, "abstained": count.abstained},
+            "share": None if math.isnan(share) else share,
+            "threshold": self.threshold,
+            "members": members,
+            "member_calls": len(fresh),
+        }
         status = ParseStatus.FAILED if count.cast == 0 else ParseStatus.OK
-        return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw,
-                            status=status, usage=usage, extras=extras)
+        return Verdict(
+            first_grade=first_grade,
+            second_grade=second_grade,
+            winner=winner,
+            raw=raw,
+            status=status,
+            usage=usage,
+            extras=extras,
+        )
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         return next(self.compare_many([(task, first, second)]))[1]
@@ -293,7 +320,8 @@ def read_spec(text: str) -> Spec:
         raise SpecError(
             f"panel: cannot read {text!r}: write the members as one '+'-joined list and separate a "
             f"member's own options with ';' (e.g. panel:sim:preset=gpt4;seed=1+sim:preset=falcon,threshold=0.5); "
-            f"the panel's own options are {', '.join(o.name for o in PANEL_OPTIONS)}")
+            f"the panel's own options are {', '.join(o.name for o in PANEL_OPTIONS)}"
+        )
     return Spec(name="panel", positional=(member_pieces[0],), options=options, text=text)
 
 
@@ -316,12 +344,18 @@ def stand_in(settings: Settings) -> PanelJudge:
     """The dry run's panel: each member's stand-in judge."""
     from rankkit.judges import make_judge
 
-    return PanelJudge([make_judge(member, stand_in=True) for member in member_specs(settings)],
-                      threshold=settings["threshold"])
+    return PanelJudge(
+        [make_judge(member, stand_in=True) for member in member_specs(settings)], threshold=settings["threshold"]
+    )
 
 
 #: ``panel:MEMBER+MEMBER+...[,threshold=T]``: several judges and an agreement threshold.
-BACKEND = Backend("panel", "several judges; a verdict needs the threshold's share of their votes",
-                  PANEL_OPTIONS, build,
-                  argument=Argument("members", "panel:sim:preset=gpt4;seed=1+sim:preset=falcon,threshold=0.5"),
-                  stand_in=stand_in, read=read_spec)
+BACKEND = Backend(
+    "panel",
+    "several judges; a verdict needs the threshold's share of their votes",
+    PANEL_OPTIONS,
+    build,
+    argument=Argument("members", "panel:sim:preset=gpt4;seed=1+sim:preset=falcon,threshold=0.5"),
+    stand_in=stand_in,
+    read=read_spec,
+)

@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from functools import cache
+from typing import Any
 
+from rankkit.judges.base import add_usage, content_key
 from rankkit.prompts import (
     TEMPLATE_DIR,
     Template,
@@ -45,7 +47,6 @@ from rankkit.prompts import (
     load_template_dir,
     task_values,
 )
-from rankkit.judges.base import add_usage, content_key
 from rankkit.tasks import Candidate, Task
 
 #: Bump when what an analysis is changes (how it is generated or stored).
@@ -57,7 +58,7 @@ PREPAIR_TEMPLATE_DIR = TEMPLATE_DIR / "prepair"
 EMPTY_ANALYSIS = "(no explanation was written)"
 
 
-@lru_cache(maxsize=None)
+@cache
 def prepair_templates() -> dict[str, Template]:
     """The PREPAIR templates shipped in ``rankkit/templates/prepair``, by name."""
     return load_template_dir(PREPAIR_TEMPLATE_DIR)
@@ -95,14 +96,18 @@ def render_analysis(task: Task, candidate: Candidate) -> tuple[Template, str]:
     return template, template.render(values)
 
 
-def render_decision(task: Task, first: Candidate, second: Candidate, first_analysis: str,
-                    second_analysis: str, max_points: float) -> tuple[Template, str]:
+def render_decision(
+    task: Task, first: Candidate, second: Candidate, first_analysis: str, second_analysis: str, max_points: float
+) -> tuple[Template, str]:
     """The decision prompt with ``first`` as answer 1, ``second`` as answer 2 and their analyses."""
     template = decision_template(task)
     values = task_values(task, max_points)
-    values.update(answer_1=defuse_all(first.text), answer_2=defuse_all(second.text),
-                  analysis_1=defuse_all(first_analysis.strip() or EMPTY_ANALYSIS),
-                  analysis_2=defuse_all(second_analysis.strip() or EMPTY_ANALYSIS))
+    values.update(
+        answer_1=defuse_all(first.text),
+        answer_2=defuse_all(second.text),
+        analysis_1=defuse_all(first_analysis.strip() or EMPTY_ANALYSIS),
+        analysis_2=defuse_all(second_analysis.strip() or EMPTY_ANALYSIS),
+    )
     return template, template.render(values)
 
 
@@ -114,10 +119,14 @@ def analysis_fingerprint(model: Mapping[str, Any], max_new_tokens: int, temperat
     """
     import json
 
-    fields = {"model": dict(model), "analysis_templates": {n: t.sha for n, t in prepair_templates().items()
-                                                           if t.kind == "pointwise"},
-              "max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
-              "version": ANALYSIS_VERSION}
+    fields = {
+        "model": dict(model),
+        "analysis_templates": {n: t.sha for n, t in prepair_templates().items() if t.kind == "pointwise"},
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "version": ANALYSIS_VERSION,
+    }
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -195,8 +204,14 @@ class AnalysisStore:
             for index, generation in self.generate(conversations):
                 yield index, Analysis(generation.text, dict(generation.usage))
 
-        found = memo_of(self.judge).fetch(self.fingerprint(), ANALYSIS_KIND, [analysis_parts(*missing[k]) for k in keys],
-                                      ask, lambda payload: Analysis(payload["text"]), Analysis.to_dict)
+        found = memo_of(self.judge).fetch(
+            self.fingerprint(),
+            ANALYSIS_KIND,
+            [analysis_parts(*missing[k]) for k in keys],
+            ask,
+            lambda payload: Analysis(payload["text"]),
+            Analysis.to_dict,
+        )
         fresh: dict[str, Analysis] = {}
         for key, (analysis, origin) in zip(keys, found):
             self.memo[key] = analysis.text
@@ -207,8 +222,9 @@ class AnalysisStore:
                 self.stats["cache_hits"] += 1
         return fresh
 
-    def charges(self, requests: Sequence[tuple[Task, Candidate, Candidate]],
-                fresh: Mapping[str, Analysis]) -> list[dict[str, int]]:
+    def charges(
+        self, requests: Sequence[tuple[Task, Candidate, Candidate]], fresh: Mapping[str, Analysis]
+    ) -> list[dict[str, int]]:
         """Per request, the usage of the fresh analyses it is the first to use (charged once)."""
         charged: set[str] = set()
         out = []

@@ -22,8 +22,8 @@ are from rankkit's authors' memory of OpenAI's page and were NOT confirmed by a 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from rankkit.judges.backends import Option, at_least
 from rankkit.specs import SpecError
@@ -119,16 +119,32 @@ def price_for(model: str, price_in: float | None = None, price_out: float | None
         return known
     ratio = 1.0 if price_in is None or known.input == 0 else price_in / known.input
     scale = lambda value: None if value is None else value * ratio  # noqa: E731
-    return Price(known.input * ratio, known.output if price_out is None else price_out,
-                 scale(known.cached_input), scale(known.cache_write))
+    return Price(
+        known.input * ratio,
+        known.output if price_out is None else price_out,
+        scale(known.cached_input),
+        scale(known.cache_write),
+    )
 
 
 #: The price options of a hosted judge's spec (the cost, not the judgments: not in the fingerprint).
 PRICE_OPTIONS: tuple[Option, ...] = (
-    Option("price_in", float, None, "USD per million input tokens (default: the model's built-in price)",
-           identity=False, check=at_least(0)),
-    Option("price_out", float, None, "USD per million output tokens (default: the model's built-in price)",
-           identity=False, check=at_least(0)),
+    Option(
+        "price_in",
+        float,
+        None,
+        "USD per million input tokens (default: the model's built-in price)",
+        identity=False,
+        check=at_least(0),
+    ),
+    Option(
+        "price_out",
+        float,
+        None,
+        "USD per million output tokens (default: the model's built-in price)",
+        identity=False,
+        check=at_least(0),
+    ),
 )
 
 
@@ -148,9 +164,12 @@ def usd_nanos(usage: Mapping[str, int], price: Price, batch: bool = False) -> in
     cached = int(usage.get("cached_tokens", 0))
     written = int(usage.get("cache_write_tokens", 0))
     fresh = max(0, prompt - cached - written)
-    dollars_per_million = (fresh * price.input + cached * _or(price.cached_input, price.input)
-                           + written * _or(price.cache_write, price.input)
-                           + int(usage.get("completion_tokens", 0)) * price.output)
+    dollars_per_million = (
+        fresh * price.input
+        + cached * _or(price.cached_input, price.input)
+        + written * _or(price.cache_write, price.input)
+        + int(usage.get("completion_tokens", 0)) * price.output
+    )
     return round(dollars_per_million * 1000 * (BATCH_DISCOUNT if batch else 1.0))
 
 

@@ -71,26 +71,26 @@ path), so the cache never mixes two recordings and a moved file keeps its cache.
 from __future__ import annotations
 
 import functools
-
 import hashlib
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from rankkit.errors import TaskFormatError
 from rankkit.frames import json_object_line
 from rankkit.judges.backends import Argument, Backend, Option, Settings, check_value
 from rankkit.judges.base import Judge, JudgeError
 from rankkit.judgments import (
-    Verdict,
-    ParseStatus,
-    Winner,
     CHOICE_KIND,
     MAX_LABELS,
     RANKING_KIND,
     GroupChoice,
     GroupRanking,
+    ParseStatus,
+    Verdict,
+    Winner,
 )
 from rankkit.specs import SpecError
 from rankkit.tasks import MAX_POINTS_LIMIT, Candidate, Task, finite_number
@@ -160,8 +160,12 @@ def _number_list(path: Path, line: int, row: dict, name: str, length: int, low: 
     if values is None:
         return
     if not isinstance(values, list) or len(values) != length:
-        raise TaskFormatError(path, line, name, f"expected a list of {length} numbers, one per shown candidate "
-                                                f"(or null), got {_short(values)}")
+        raise TaskFormatError(
+            path,
+            line,
+            name,
+            f"expected a list of {length} numbers, one per shown candidate (or null), got {_short(values)}",
+        )
     for index, value in enumerate(values):
         _recorded_number(path, line, f"{name}[{index}]", value, low, high)
 
@@ -186,10 +190,14 @@ def check_pair_row(path: Path, number: int, row: dict[str, Any]) -> None:
     if "winner" not in row:
         raise TaskFormatError(path, number, "winner", "missing field (use null for an unparsed answer)")
     winner = row["winner"]
-    if winner is not None and (isinstance(winner, bool) or not isinstance(winner, (str, int))
-                               or str(winner) not in (str(row["a"]), str(row["b"]), TIE)):
-        raise TaskFormatError(path, number, "winner",
-                              f"{_short(winner)} is neither a ({row['a']!r}), b ({row['b']!r}), 'tie' nor null")
+    if winner is not None and (
+        isinstance(winner, bool)
+        or not isinstance(winner, (str, int))
+        or str(winner) not in (str(row["a"]), str(row["b"]), TIE)
+    ):
+        raise TaskFormatError(
+            path, number, "winner", f"{_short(winner)} is neither a ({row['a']!r}), b ({row['b']!r}), 'tie' nor null"
+        )
     for name in ("score_a", "score_b"):
         _optional_number(path, number, row, name)
     _check_labels(path, number, row)
@@ -207,8 +215,12 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise TaskFormatError(path, number, None, f"not valid UTF-8 (byte 0x{data[err.start]:02x} at "
-                                                          f"byte {err.start + 1}); save the file as UTF-8") from None
+                raise TaskFormatError(
+                    path,
+                    number,
+                    None,
+                    f"not valid UTF-8 (byte 0x{data[err.start]:02x} at byte {err.start + 1}); save the file as UTF-8",
+                ) from None
             if not text.strip():
                 continue
             row = json_object_line(path, number, text)
@@ -236,8 +248,12 @@ def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
     shown = row.get("shown")
     if not _is_id(row.get("task_id")):
         raise TaskFormatError(path, number, "task_id", "missing field or not a string")
-    if not (isinstance(shown, list) and 2 <= len(shown) <= MAX_LABELS and all(_is_id(c) for c in shown)
-            and len({str(c) for c in shown}) == len(shown)):
+    if not (
+        isinstance(shown, list)
+        and 2 <= len(shown) <= MAX_LABELS
+        and all(_is_id(c) for c in shown)
+        and len({str(c) for c in shown}) == len(shown)
+    ):
         raise TaskFormatError(path, number, "shown", f"expected a list of 2 to {MAX_LABELS} distinct candidate ids")
     kind = row.get("kind", CHOICE_KIND)
     if kind not in (CHOICE_KIND, RANKING_KIND):
@@ -249,11 +265,17 @@ def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
             raise TaskFormatError(path, number, "chosen", "missing, or not one of the shown ids (null when unparsed)")
     else:
         ranking = row.get("ranking")
-        if "ranking" not in row or (ranking is not None and not (
-                isinstance(ranking, list) and all(_is_id(c) for c in ranking)
-                and sorted(map(str, ranking)) == sorted(ids))):
-            raise TaskFormatError(path, number, "ranking", "missing, or not a list of every shown id exactly once "
-                                                           "(null when unparsed)")
+        if "ranking" not in row or (
+            ranking is not None
+            and not (
+                isinstance(ranking, list)
+                and all(_is_id(c) for c in ranking)
+                and sorted(map(str, ranking)) == sorted(ids)
+            )
+        ):
+            raise TaskFormatError(
+                path, number, "ranking", "missing, or not a list of every shown id exactly once (null when unparsed)"
+            )
     _number_list(path, number, row, "probabilities", len(shown), 0.0, 1.0)
     if row.get("probabilities") is not None and sum(row["probabilities"]) > 1 + 1e-6:
         raise TaskFormatError(path, number, "probabilities", f"sum to {sum(row['probabilities']):g}, more than 1")
@@ -261,8 +283,9 @@ def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
     _check_labels(path, number, row)
 
 
-def load_recorded(path: str | Path, judge: str | None = None,
-                  method: str | None = None) -> dict[RecordKey, RecordedJudgment]:
+def load_recorded(
+    path: str | Path, judge: str | None = None, method: str | None = None
+) -> dict[RecordKey, RecordedJudgment]:
     """The recorded judgments of one judge and method, keyed by (task_id, first id, second id).
 
     path: a judgments.jsonl file (see the module docstring for its format).
@@ -286,17 +309,21 @@ def load_recorded(path: str | Path, judge: str | None = None,
             raise SpecError(
                 f"replay: {path} records task {key[0]!r} with {key[1]!r} shown first more than once "
                 f"(line {number}); the file holds {_describe_labels(recorded_labels(path))} — choose one with "
-                f"judge=NAME,method=NAME")
+                f"judge=NAME,method=NAME"
+            )
         winner = row["winner"]
         table[key] = RecordedJudgment(
             winner=None if winner is None else str(winner),
             grade_a=_optional_number(path, number, row, "score_a"),
             grade_b=_optional_number(path, number, row, "score_b"),
-            judge=row.get("judge"), method=row.get("method"))
+            judge=row.get("judge"),
+            method=row.get("method"),
+        )
     if not table:
         wanted = ", ".join(f"{k}={v}" for k, v in (("judge", judge), ("method", method)) if v is not None)
-        raise SpecError(f"replay: no rows of {path} match {wanted or 'anything'}; "
-                        f"the file holds {_describe_labels(labels)}")
+        raise SpecError(
+            f"replay: no rows of {path} match {wanted or 'anything'}; the file holds {_describe_labels(labels)}"
+        )
     return table
 
 
@@ -304,19 +331,25 @@ def load_recorded(path: str | Path, judge: str | None = None,
 KwayKey = tuple[str, str, tuple[str, ...]]
 
 
-def load_recorded_kway(path: str | Path, judge: str | None = None,
-                       method: str | None = None) -> dict[KwayKey, dict[str, Any]]:
+def load_recorded_kway(
+    path: str | Path, judge: str | None = None, method: str | None = None
+) -> dict[KwayKey, dict[str, Any]]:
     """The recorded k-way judgments of one judge and method, keyed by (task_id, kind, ids shown);
     empty when the file has none. Raises SpecError when one is recorded twice after filtering."""
     table: dict[KwayKey, dict[str, Any]] = {}
     for number, row in read_rows(path):
-        if "shown" not in row or (judge is not None and row.get("judge") != judge) or \
-                (method is not None and row.get("method") != method):
+        if (
+            "shown" not in row
+            or (judge is not None and row.get("judge") != judge)
+            or (method is not None and row.get("method") != method)
+        ):
             continue
         key = (str(row["task_id"]), row.get("kind", CHOICE_KIND), tuple(str(c) for c in row["shown"]))
         if key in table:
-            raise SpecError(f"replay: {path} records the {key[1]} of task {key[0]!r} shown as {list(key[2])} more "
-                            f"than once (line {number}); choose one judge and method with judge=NAME,method=NAME")
+            raise SpecError(
+                f"replay: {path} records the {key[1]} of task {key[0]!r} shown as {list(key[2])} more "
+                f"than once (line {number}); choose one judge and method with judge=NAME,method=NAME"
+            )
         table[key] = row
     return table
 
@@ -354,8 +387,14 @@ class ReplayJudge(Judge):
     supports_pointwise = False
     supports_pairwise = True
 
-    def __init__(self, path: str | Path, judge: str | None = None, method: str | None = None,
-                 on_miss: str = "error", scores: str = "recorded"):
+    def __init__(
+        self,
+        path: str | Path,
+        judge: str | None = None,
+        method: str | None = None,
+        on_miss: str = "error",
+        scores: str = "recorded",
+    ):
         for option, value in zip(REPLAY_OPTIONS[2:], (on_miss, scores)):
             check_value(option, value, "replay")
         self.path = Path(path)
@@ -391,8 +430,13 @@ class ReplayJudge(Judge):
         return [*super().request_key(task, *candidates), task.task_id, *(c.id for c in candidates)]
 
     def fingerprint_fields(self) -> dict[str, Any]:
-        return {"sha256": self.sha256, "judge": self.judge_label, "method": self.method,
-                "on_miss": self.on_miss, "scores": self.scores}
+        return {
+            "sha256": self.sha256,
+            "judge": self.judge_label,
+            "method": self.method,
+            "on_miss": self.on_miss,
+            "scores": self.scores,
+        }
 
     @property
     def description(self) -> str:
@@ -412,8 +456,9 @@ class ReplayJudge(Judge):
         else:
             first_grade, second_grade = verdict_scores(task, winner)
         raw = f"recorded {record.judge or '?'}/{record.method or '?'}: winner {record.winner}"
-        return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw,
-                            extras={"replay": "recorded"})
+        return Verdict(
+            first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw, extras={"replay": "recorded"}
+        )
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         shown = tuple(c.id for c in candidates)
@@ -423,11 +468,13 @@ class ReplayJudge(Judge):
             return self._kway_miss(task, shown, CHOICE_KIND, "unrecorded" if row is None else "unparsed")
         self.hits += 1
         probabilities, grades = row.get("probabilities"), row.get("grades")
-        return GroupChoice(chosen=shown.index(str(answer)),
-                              probabilities=None if probabilities is None else tuple(probabilities),
-                              grades=None if grades is None or self.scores != "recorded" else tuple(grades),
-                              raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: best {answer}",
-                              extras={"replay": "recorded"})
+        return GroupChoice(
+            chosen=shown.index(str(answer)),
+            probabilities=None if probabilities is None else tuple(probabilities),
+            grades=None if grades is None or self.scores != "recorded" else tuple(grades),
+            raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: best {answer}",
+            extras={"replay": "recorded"},
+        )
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
         shown = tuple(c.id for c in candidates)
@@ -436,16 +483,20 @@ class ReplayJudge(Judge):
         if ranking is None:
             return self._kway_miss(task, shown, RANKING_KIND, "unrecorded" if row is None else "unparsed")
         self.hits += 1
-        return GroupRanking(permutation=tuple(shown.index(str(cid)) for cid in ranking),
-                             raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: "
-                                 + " > ".join(map(str, ranking)), extras={"replay": "recorded"})
+        return GroupRanking(
+            permutation=tuple(shown.index(str(cid)) for cid in ranking),
+            raw=f"recorded {row.get('judge') or '?'}/{row.get('method') or '?'}: " + " > ".join(map(str, ranking)),
+            extras={"replay": "recorded"},
+        )
 
     def _kway_miss(self, task: Task, shown: tuple[str, ...], kind: str, reason: str) -> Any:
         self.misses[reason] += 1
         if self.on_miss == "error":
-            raise ReplayMiss(f"replay miss: no recorded {kind} ({reason}) for task {task.task_id!r} with "
-                             f"{list(shown)} shown in that order in {self.description}; a rerun fails the same "
-                             f"way: pass on_miss=tie to count misses as failed judgments, or fix the recorded file")
+            raise ReplayMiss(
+                f"replay miss: no recorded {kind} ({reason}) for task {task.task_id!r} with "
+                f"{list(shown)} shown in that order in {self.description}; a rerun fails the same "
+                f"way: pass on_miss=tie to count misses as failed judgments, or fix the recorded file"
+            )
         extras = {"replay_miss": reason}
         if kind == CHOICE_KIND:
             return GroupChoice(chosen=None, raw=f"replay miss: {reason}", status=ParseStatus.FAILED, extras=extras)
@@ -454,15 +505,25 @@ class ReplayJudge(Judge):
     def _miss(self, task: Task, first: Candidate, second: Candidate, reason: str) -> Verdict:
         self.misses[reason] += 1
         if self.on_miss == "error":
-            what = ("no recorded judgment" if reason == "unrecorded"
-                    else "the recorded answer could not be parsed (winner is null)")
-            raise ReplayMiss(f"replay miss: {what} for task {task.task_id!r} with {first.id!r} shown first "
-                             f"and {second.id!r} second in {self.description}; a rerun fails the same way: "
-                             f"pass on_miss=tie to count misses as failed ties, or fix the recorded file")
+            what = (
+                "no recorded judgment"
+                if reason == "unrecorded"
+                else "the recorded answer could not be parsed (winner is null)"
+            )
+            raise ReplayMiss(
+                f"replay miss: {what} for task {task.task_id!r} with {first.id!r} shown first "
+                f"and {second.id!r} second in {self.description}; a rerun fails the same way: "
+                f"pass on_miss=tie to count misses as failed ties, or fix the recorded file"
+            )
         middle = (task.scale[0] + task.scale[1]) / 2
-        return Verdict(first_grade=middle, second_grade=middle, winner=Winner.TIE,
-                            raw=f"replay miss: {reason}", status=ParseStatus.FAILED,
-                            extras={"replay_miss": reason})
+        return Verdict(
+            first_grade=middle,
+            second_grade=middle,
+            winner=Winner.TIE,
+            raw=f"replay miss: {reason}",
+            status=ParseStatus.FAILED,
+            extras={"replay_miss": reason},
+        )
 
 
 class ReplayMiss(JudgeError):
@@ -496,11 +557,15 @@ def build(settings: Settings) -> ReplayJudge:
     # Read the recording now: a bad file or filter is reported before anything runs. A recording of
     # k-way judgments only has no pairs to check.
     if not judge.kway_table:
-        judge.table
+        _ = judge.table  # a cached property: reading it parses and checks the file
     return judge
 
 
 #: ``replay:FILE[,option=value...]``: judgments recorded earlier (``rankkit record``) or elsewhere.
-BACKEND = Backend("replay", "judgments recorded in a file (rankkit record, or a paper's data)", REPLAY_OPTIONS,
-                  build, argument=Argument("recorded judgments file",
-                                           "replay:judgments.jsonl,judge=GPT-4,method=Vanilla"))
+BACKEND = Backend(
+    "replay",
+    "judgments recorded in a file (rankkit record, or a paper's data)",
+    REPLAY_OPTIONS,
+    build,
+    argument=Argument("recorded judgments file", "replay:judgments.jsonl,judge=GPT-4,method=Vanilla"),
+)

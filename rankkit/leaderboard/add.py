@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any
 
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import (
@@ -44,8 +45,9 @@ def _check_newcomer(board: Leaderboard, tasks: Sequence[Task], system: str) -> l
     return used
 
 
-def binary_search_placement(board_order: Sequence[str], tasks: Sequence[Task], system: str,
-                            play: Any, rng: random.Random) -> dict[str, Any]:
+def binary_search_placement(
+    board_order: Sequence[str], tasks: Sequence[Task], system: str, play: Any, rng: random.Random
+) -> dict[str, Any]:
     """Seed 003, Algorithm 2: where ``system`` belongs in ``board_order`` (best first).
 
     play(task, opponent) -> points the newcomer scored on that task (1, ½ or 0).
@@ -111,10 +113,20 @@ def rating_against(outcomes: Sequence[Outcome], ratings: dict[str, float]) -> fl
     return (low + high) / 2
 
 
-def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: str, method: str = "binary",
-               cache: Any = None, seed: int | None = None, order: str | None = None,
-               resamples: int = 200,
-               judge_spec: str = "", data: str = "", control: str | Sequence[str] | None = None) -> Leaderboard:
+def add_system(
+    board: Leaderboard,
+    tasks: Sequence[Task],
+    judge: Judge,
+    system: str,
+    method: str = "binary",
+    cache: Any = None,
+    seed: int | None = None,
+    order: str | None = None,
+    resamples: int = 200,
+    judge_spec: str = "",
+    data: str = "",
+    control: str | Sequence[str] | None = None,
+) -> Leaderboard:
     """A new leaderboard with ``system`` added to ``board`` (see ``docs/leaderboards.md``).
 
     Parameters
@@ -145,8 +157,10 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     used = _check_newcomer(board, tasks, system)
     control = parse_control(control) if control else tuple(board.control)
     if control and len(board.match_tasks) != len(board.matches):
-        raise LeaderboardError("style control re-rates every match, and this leaderboard's stored matches do not "
-                               "record their tasks (it was written before rankkit 0.3): rebuild it")
+        raise LeaderboardError(
+            "style control re-rates every match, and this leaderboard's stored matches do not "
+            "record their tasks (it was written before rankkit 0.3): rebuild it"
+        )
     new_outcomes: list[Outcome] = []
     new_task_ids: list[str] = []
     sources: dict[str, MatchSource] = {}
@@ -157,8 +171,9 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
         return sources[task.task_id]
 
     rng = random.Random(f"{seed}|add|{system}")
-    rows = [r for r in sorted(board.systems, key=lambda r: r.rank)]
+    rows = sorted(board.systems, key=lambda r: r.rank)
     if method == "binary":
+
         def play(task: Task, opponent: str) -> float:
             played = play_against(task, source_for(task), rng, opponent, [system], order)
             new_outcomes.extend(played)
@@ -184,6 +199,7 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
         if not new_outcomes:
             raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
         if board.scale == "win_rate":
+
             def rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
                 return {system: win_rates(sample, items)[system], opponent: 0.5}
         else:
@@ -195,14 +211,20 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
                 p = min(1.0 - floor, max(floor, p))
                 return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
 
-        interval = bootstrap(lambda sample: rate(sample, [system, opponent]), new_outcomes, resamples=resamples,
-                             seed=rng.getrandbits(64))[system]
-        newcomer = SystemRating(system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0,
-                                len(new_outcomes))
+        interval = bootstrap(
+            lambda sample: rate(sample, [system, opponent]), new_outcomes, resamples=resamples, seed=rng.getrandbits(64)
+        )[system]
+        newcomer = SystemRating(
+            system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0, len(new_outcomes)
+        )
         ordered_rows = sorted([*rows, newcomer], key=lambda r: -finite_or_lowest(r.rating))
         systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]
-        placement = {"position": [r.name for r in systems].index(system), "tie": False, "opponent": opponent,
-                     "win_rate": win_rates(new_outcomes, [system, opponent])[system]}
+        placement = {
+            "position": [r.name for r in systems].index(system),
+            "tie": False,
+            "opponent": opponent,
+            "win_rate": win_rates(new_outcomes, [system, opponent])[system],
+        }
     cost = Cost()
     for source in sources.values():
         cost.add(source.cost)
@@ -214,33 +236,57 @@ def add_system(board: Leaderboard, tasks: Sequence[Task], judge: Judge, system: 
     matches, match_tasks = [*board.matches, *new_outcomes], [*board.match_tasks, *new_task_ids]
     style = None
     if control:
-        systems, style = controlled_ratings(tasks, matches, match_tasks, [*board.names, system], control, board.scale,
-                                            board.anchor, resamples, seed)
+        systems, style = controlled_ratings(
+            tasks, matches, match_tasks, [*board.names, system], control, board.scale, board.anchor, resamples, seed
+        )
         placement["controlled_rank"] = [row.name for row in systems].index(system) + 1
-    return Leaderboard(method=board.method, systems=systems, matches=matches, cost=total,
-                       scale=board.scale, anchor=board.anchor, seed=board.seed, order=board.order,
-                       judge=board.judge or judge_info(judge, judge_spec), data=data or board.data,
-                       placement=placement, match_tasks=match_tasks if len(match_tasks) == len(matches) else [],
-                       control=control, style=style)
+    return Leaderboard(
+        method=board.method,
+        systems=systems,
+        matches=matches,
+        cost=total,
+        scale=board.scale,
+        anchor=board.anchor,
+        seed=board.seed,
+        order=board.order,
+        judge=board.judge or judge_info(judge, judge_spec),
+        data=data or board.data,
+        placement=placement,
+        match_tasks=match_tasks if len(match_tasks) == len(matches) else [],
+        control=control,
+        style=style,
+    )
 
 
-def _searched_rating(board: Leaderboard, system: str, outcomes: Sequence[Outcome], resamples: int,
-                     rng: random.Random, placement: dict[str, Any]) -> SystemRating:
+def _searched_rating(
+    board: Leaderboard,
+    system: str,
+    outcomes: Sequence[Outcome],
+    resamples: int,
+    rng: random.Random,
+    placement: dict[str, Any],
+) -> SystemRating:
     """The row of a system placed by binary search: its rating fitted to its matches
     (:func:`rating_against`) on a Bradley–Terry leaderboard, else none, with the reason in
     ``placement["rating_note"]``."""
     ratings = {row.name: row.rating for row in board.systems if row.rating is not None and math.isfinite(row.rating)}
     played = [outcome for outcome in outcomes if outcome[1] in ratings]
     if board.scale != "elo":
-        placement["rating_note"] = (f"no rating: on this leaderboard a rating is the win rate against {board.anchor}, "
-                                    f"which the binary search does not play; add it with --method anchored for one")
+        placement["rating_note"] = (
+            f"no rating: on this leaderboard a rating is the win rate against {board.anchor}, "
+            f"which the binary search does not play; add it with --method anchored for one"
+        )
         return SystemRating(system, None, None, None, 0, len(outcomes))
     if not played:
         placement["rating_note"] = "no rating: it played no system with a rating"
         return SystemRating(system, None, None, None, 0, len(outcomes))
-    interval = bootstrap(lambda sample: rating_against(sample, ratings), played, resamples=resamples,
-                         seed=rng.getrandbits(64))
-    placement["rating_note"] = (f"rating fitted to its {len(played)} matches, its opponents' ratings held fixed; "
-                                f"its rank is the binary search's")
-    return SystemRating(system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0,
-                        len(outcomes))
+    interval = bootstrap(
+        lambda sample: rating_against(sample, ratings), played, resamples=resamples, seed=rng.getrandbits(64)
+    )
+    placement["rating_note"] = (
+        f"rating fitted to its {len(played)} matches, its opponents' ratings held fixed; "
+        f"its rank is the binary search's"
+    )
+    return SystemRating(
+        system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0, len(outcomes)
+    )

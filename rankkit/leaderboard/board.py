@@ -7,14 +7,15 @@ task each system wrote, and :func:`restrict` keeps only some systems.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rankkit.errors import RankkitError
+from rankkit.formatting import plain
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost
 from rankkit.ratings import Outcome
-from rankkit.formatting import plain
 from rankkit.tasks import Task
 
 
@@ -42,17 +43,29 @@ class SystemRating:
     unadjusted: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"name": self.name, "rating": self.rating, "ci_low": self.ci_low, "ci_high": self.ci_high,
-               "rank": self.rank, "matches": self.matches}
+        out = {
+            "name": self.name,
+            "rating": self.rating,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "rank": self.rank,
+            "matches": self.matches,
+        }
         if self.unadjusted is not None:
             out["unadjusted"] = self.unadjusted
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SystemRating":
-        return cls(name=data["name"], rating=data.get("rating"), ci_low=data.get("ci_low"),
-                   ci_high=data.get("ci_high"), rank=int(data["rank"]), matches=int(data.get("matches", 0)),
-                   unadjusted=data.get("unadjusted"))
+    def from_dict(cls, data: Mapping[str, Any]) -> SystemRating:
+        return cls(
+            name=data["name"],
+            rating=data.get("rating"),
+            ci_low=data.get("ci_low"),
+            ci_high=data.get("ci_high"),
+            rank=int(data["rank"]),
+            matches=int(data.get("matches", 0)),
+            unadjusted=data.get("unadjusted"),
+        )
 
 
 @dataclass
@@ -101,31 +114,51 @@ class Leaderboard:
         raise KeyError(f"system {name!r} is not on the leaderboard")
 
     def to_dict(self) -> dict[str, Any]:
-        return plain({
-            "method": self.method, "scale": self.scale, "anchor": self.anchor, "seed": self.seed,
-            "order": self.order, "judge": self.judge, "data": self.data,
-            "systems": [s.to_dict() for s in self.systems],
-            "judge_calls": self.cost.judge_calls, "comparisons": self.cost.comparisons,
-            "cost": self.cost.to_dict(), "placement": self.placement,
-            "control": list(self.control), "style": self.style,
-            "matches": [{"a": a, "b": b, "outcome": outcome, **({"task": task} if task is not None else {})}
-                        for (a, b, outcome), task in zip(self.matches, self._tasks_or_none())],
-        })
+        return plain(
+            {
+                "method": self.method,
+                "scale": self.scale,
+                "anchor": self.anchor,
+                "seed": self.seed,
+                "order": self.order,
+                "judge": self.judge,
+                "data": self.data,
+                "systems": [s.to_dict() for s in self.systems],
+                "judge_calls": self.cost.judge_calls,
+                "comparisons": self.cost.comparisons,
+                "cost": self.cost.to_dict(),
+                "placement": self.placement,
+                "control": list(self.control),
+                "style": self.style,
+                "matches": [
+                    {"a": a, "b": b, "outcome": outcome, **({"task": task} if task is not None else {})}
+                    for (a, b, outcome), task in zip(self.matches, self._tasks_or_none())
+                ],
+            }
+        )
 
     def _tasks_or_none(self) -> list[str | None]:
         return list(self.match_tasks) if len(self.match_tasks) == len(self.matches) else [None] * len(self.matches)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Leaderboard":
+    def from_dict(cls, data: Mapping[str, Any]) -> Leaderboard:
         cost = Cost(**{k: int(v) for k, v in (data.get("cost") or {}).items() if k in Cost.__dataclass_fields__})
-        return cls(method=data["method"], systems=[SystemRating.from_dict(s) for s in data["systems"]],
-                   matches=[(str(m["a"]), str(m["b"]), float(m["outcome"])) for m in data.get("matches") or []],
-                   cost=cost,
-                   scale=data.get("scale", "elo"), anchor=data.get("anchor"), seed=int(data.get("seed", 0)),
-                   order=data.get("order"), judge=dict(data.get("judge") or {}),
-                   data=data.get("data", ""), placement=data.get("placement"),
-                   match_tasks=_match_tasks(data.get("matches") or []),
-                   control=tuple(data.get("control") or ()), style=data.get("style"))
+        return cls(
+            method=data["method"],
+            systems=[SystemRating.from_dict(s) for s in data["systems"]],
+            matches=[(str(m["a"]), str(m["b"]), float(m["outcome"])) for m in data.get("matches") or []],
+            cost=cost,
+            scale=data.get("scale", "elo"),
+            anchor=data.get("anchor"),
+            seed=int(data.get("seed", 0)),
+            order=data.get("order"),
+            judge=dict(data.get("judge") or {}),
+            data=data.get("data", ""),
+            placement=data.get("placement"),
+            match_tasks=_match_tasks(data.get("matches") or []),
+            control=tuple(data.get("control") or ()),
+            style=data.get("style"),
+        )
 
 
 def _match_tasks(matches: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -136,8 +169,12 @@ def _match_tasks(matches: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:
     """What a leaderboard stores about its judge (``spec`` is how it was asked for on the command line)."""
-    return {"spec": spec, "description": judge.description, "fingerprint": judge.fingerprint,
-            "simulated": judge.simulated}
+    return {
+        "spec": spec,
+        "description": judge.description,
+        "fingerprint": judge.fingerprint,
+        "simulated": judge.simulated,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,11 +186,15 @@ def systems_of(task: Task) -> dict[str, str]:
     found: dict[str, str] = {}
     for cand in task.candidates:
         if cand.system is None:
-            raise LeaderboardError(f"task {task.task_id!r}: candidate {cand.id!r} has no system; "
-                             f"system leaderboards need a 'system' on every candidate")
+            raise LeaderboardError(
+                f"task {task.task_id!r}: candidate {cand.id!r} has no system; "
+                f"system leaderboards need a 'system' on every candidate"
+            )
         if cand.system in found:
-            raise LeaderboardError(f"task {task.task_id!r}: system {cand.system!r} has two candidates "
-                             f"({found[cand.system]!r} and {cand.id!r})")
+            raise LeaderboardError(
+                f"task {task.task_id!r}: system {cand.system!r} has two candidates "
+                f"({found[cand.system]!r} and {cand.id!r})"
+            )
         found[cand.system] = cand.id
     return found
 

@@ -5,7 +5,8 @@ More in ``docs/leaderboards.md``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import (
@@ -27,10 +28,20 @@ from rankkit.tasks import Task, task_rng
 BUILD_METHODS = ("arena", "anchored")
 
 
-def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0, order: str = "given",
-          resamples: int = 200, alpha: float = 0.01, systems: Sequence[str] | None = None,
-          progress: bool = False, judge_spec: str = "",
-          data: str = "", control: str | Sequence[str] | None = None) -> Leaderboard:
+def arena(
+    tasks: Sequence[Task],
+    judge: Judge,
+    cache: Any = None,
+    seed: int = 0,
+    order: str = "given",
+    resamples: int = 200,
+    alpha: float = 0.01,
+    systems: Sequence[str] | None = None,
+    progress: bool = False,
+    judge_spec: str = "",
+    data: str = "",
+    control: str | Sequence[str] | None = None,
+) -> Leaderboard:
     """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
 
     Parameters
@@ -58,14 +69,34 @@ def arena(tasks: Sequence[Task], judge: Judge, cache: Any = None, seed: int = 0,
     control = parse_control(control)
     outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "arena")
     rows, style = _rate(used, outcomes, task_ids, names, control, "elo", None, resamples, seed, alpha)
-    return Leaderboard(method="arena", systems=rows, matches=outcomes, cost=cost, scale="elo", seed=seed, order=order,
-                       judge=judge_info(judge, judge_spec), data=data, match_tasks=task_ids, control=control,
-                       style=style)
+    return Leaderboard(
+        method="arena",
+        systems=rows,
+        matches=outcomes,
+        cost=cost,
+        scale="elo",
+        seed=seed,
+        order=order,
+        judge=judge_info(judge, judge_spec),
+        data=data,
+        match_tasks=task_ids,
+        control=control,
+        style=style,
+    )
 
 
-def _rate(tasks: Sequence[Task], outcomes: Sequence[Outcome], task_ids: Sequence[str], names: Sequence[str],
-          control: tuple[str, ...], scale: str, anchor: str | None, resamples: int, seed: int,
-          alpha: float = 0.01) -> tuple[list, dict[str, Any] | None]:
+def _rate(
+    tasks: Sequence[Task],
+    outcomes: Sequence[Outcome],
+    task_ids: Sequence[str],
+    names: Sequence[str],
+    control: tuple[str, ...],
+    scale: str,
+    anchor: str | None,
+    resamples: int,
+    seed: int,
+    alpha: float = 0.01,
+) -> tuple[list, dict[str, Any] | None]:
     """The rows (and, with a control, the style block) of a leaderboard's matches."""
     if control:
         return controlled_ratings(tasks, outcomes, task_ids, names, control, scale, anchor, resamples, seed, alpha)
@@ -74,10 +105,20 @@ def _rate(tasks: Sequence[Task], outcomes: Sequence[Outcome], task_ids: Sequence
     return rate_bt(outcomes, names, resamples, seed, alpha), None
 
 
-def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None, seed: int = 0,
-             order: str = "random", resamples: int = 200, systems: Sequence[str] | None = None,
-             progress: bool = False, judge_spec: str = "",
-             data: str = "", control: str | Sequence[str] | None = None) -> Leaderboard:
+def anchored(
+    tasks: Sequence[Task],
+    judge: Judge,
+    anchor: str,
+    cache: Any = None,
+    seed: int = 0,
+    order: str = "random",
+    resamples: int = 200,
+    systems: Sequence[str] | None = None,
+    progress: bool = False,
+    judge_spec: str = "",
+    data: str = "",
+    control: str | Sequence[str] | None = None,
+) -> Leaderboard:
     """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate.
 
     Parameters
@@ -100,13 +141,27 @@ def anchored(tasks: Sequence[Task], judge: Judge, anchor: str, cache: Any = None
 
     control = parse_control(control)
     if control and control != ("length",):
-        raise LeaderboardError("the anchored leaderboard takes control=length only (the length-controlled win "
-                               "rate); use the arena leaderboard for format control")
+        raise LeaderboardError(
+            "the anchored leaderboard takes control=length only (the length-controlled win "
+            "rate); use the arena leaderboard for format control"
+        )
     outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "anchored")
     rows, style = _rate(used, outcomes, task_ids, names, control, "win_rate", anchor, resamples, seed)
-    return Leaderboard(method="anchored", systems=rows, matches=outcomes, cost=cost, scale="win_rate", anchor=anchor,
-                       seed=seed, order=order, judge=judge_info(judge, judge_spec), data=data, match_tasks=task_ids,
-                       control=control, style=style)
+    return Leaderboard(
+        method="anchored",
+        systems=rows,
+        matches=outcomes,
+        cost=cost,
+        scale="win_rate",
+        anchor=anchor,
+        seed=seed,
+        order=order,
+        judge=judge_info(judge, judge_spec),
+        data=data,
+        match_tasks=task_ids,
+        control=control,
+        style=style,
+    )
 
 
 def induced_outcomes(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
@@ -116,15 +171,22 @@ def induced_outcomes(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
     names = list(candidate_of)
     outcomes = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             sa, sb = scores[candidate_of[a]], scores[candidate_of[b]]
             outcomes.append((a, b, 1.0 if sa > sb else 0.0 if sa < sb else 0.5))
     return outcomes
 
 
-def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, resamples: int = 200,
-                  alpha: float = 0.01, judge: dict[str, Any] | None = None, data: str = "",
-                  control: str | Sequence[str] | None = None) -> Leaderboard:
+def from_strategy(
+    strategy_run: Any,
+    tasks: Sequence[Task],
+    seed: int = 0,
+    resamples: int = 200,
+    alpha: float = 0.01,
+    judge: dict[str, Any] | None = None,
+    data: str = "",
+    control: str | Sequence[str] | None = None,
+) -> Leaderboard:
     """A leaderboard from any per-task strategy's results (a :class:`rankkit.runner.StrategyRun`):
     each task's scores become induced pairwise results (:func:`induced_outcomes`), fitted by BT
     (style-controlled BT with a ``control``)."""
@@ -138,14 +200,36 @@ def from_strategy(strategy_run: Any, tasks: Sequence[Task], seed: int = 0, resam
     names = all_systems(tasks)
     control = parse_control(control)
     rows, style = _rate(tasks, outcomes, task_ids, names, control, "elo", None, resamples, seed, alpha)
-    return Leaderboard(method=strategy_run.name, systems=rows, matches=outcomes, cost=strategy_run.cost, scale="elo",
-                       seed=seed, judge=judge or {}, data=data, match_tasks=task_ids, control=control, style=style)
+    return Leaderboard(
+        method=strategy_run.name,
+        systems=rows,
+        matches=outcomes,
+        cost=strategy_run.cost,
+        scale="elo",
+        seed=seed,
+        judge=judge or {},
+        data=data,
+        match_tasks=task_ids,
+        control=control,
+        style=style,
+    )
 
 
-def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: str | None = None,
-          cache: Any = None, seed: int = 0, order: str | None = None, resamples: int = 200,
-          systems: Sequence[str] | None = None, progress: bool = False, judge_spec: str = "",
-          data: str = "", control: str | Sequence[str] | None = None) -> Leaderboard:
+def build(
+    tasks: Sequence[Task],
+    judge: Judge,
+    method: str = "arena",
+    anchor: str | None = None,
+    cache: Any = None,
+    seed: int = 0,
+    order: str | None = None,
+    resamples: int = 200,
+    systems: Sequence[str] | None = None,
+    progress: bool = False,
+    judge_spec: str = "",
+    data: str = "",
+    control: str | Sequence[str] | None = None,
+) -> Leaderboard:
     """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or any strategy
     spec (``knockout:order=both``, ``bt`` …), whose per-task results are aggregated.
 
@@ -167,16 +251,43 @@ def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: st
     if order is not None:
         check_order("leaderboard", order)
         if method not in BUILD_METHODS:
-            raise LeaderboardError(f"an order applies to the arena and anchored leaderboards; the strategy "
-                                   f"{method!r} takes its own in the spec (e.g. {method.partition(':')[0]}:order={order})")
+            raise LeaderboardError(
+                f"an order applies to the arena and anchored leaderboards; the strategy "
+                f"{method!r} takes its own in the spec (e.g. {method.partition(':')[0]}:order={order})"
+            )
     if method == "arena":
-        return arena(tasks, judge, cache, seed, order or "given", resamples, systems=systems, progress=progress,
-                     judge_spec=judge_spec, data=data, control=control)
+        return arena(
+            tasks,
+            judge,
+            cache,
+            seed,
+            order or "given",
+            resamples,
+            systems=systems,
+            progress=progress,
+            judge_spec=judge_spec,
+            data=data,
+            control=control,
+        )
     if method == "anchored":
         if anchor is None:
-            raise LeaderboardError(f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})")
-        return anchored(tasks, judge, anchor, cache, seed, order or "random", resamples, systems=systems,
-                        progress=progress, judge_spec=judge_spec, data=data, control=control)
+            raise LeaderboardError(
+                f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})"
+            )
+        return anchored(
+            tasks,
+            judge,
+            anchor,
+            cache,
+            seed,
+            order or "random",
+            resamples,
+            systems=systems,
+            progress=progress,
+            judge_spec=judge_spec,
+            data=data,
+            control=control,
+        )
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
 
@@ -184,5 +295,6 @@ def build(tasks: Sequence[Task], judge: Judge, method: str = "arena", anchor: st
     used = restrict(tasks, systems) if systems is not None else list(tasks)
     all_systems(used)  # fail early when candidates lack systems
     result = run(used, [strategy], judge, cache, seed=seed, progress=progress, judge_spec=judge_spec, data=data)
-    return from_strategy(result.strategies[0], used, seed, resamples, judge=judge_info(judge, judge_spec),
-                         data=data, control=control)
+    return from_strategy(
+        result.strategies[0], used, seed, resamples, judge=judge_info(judge, judge_spec), data=data, control=control
+    )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rankkit.leaderboard.board import Leaderboard
 from rankkit.leaderboard.style import self_preference_systems
@@ -13,8 +14,14 @@ def leaderboard_rows(board: Leaderboard, truth: Mapping[str, float] | None = Non
     """Rows for :func:`rankkit.formatting.render`: rank, system, rating, interval, matches (and truth)."""
     rows = []
     for row in board.systems:
-        item = {"rank": row.rank, "name": row.name, "rating": row.rating, "ci_low": row.ci_low,
-                "ci_high": row.ci_high, "matches": row.matches}
+        item = {
+            "rank": row.rank,
+            "name": row.name,
+            "rating": row.rating,
+            "ci_low": row.ci_low,
+            "ci_high": row.ci_high,
+            "matches": row.matches,
+        }
         if board.control:
             item["unadjusted"] = row.unadjusted
         if truth is not None:
@@ -23,29 +30,39 @@ def leaderboard_rows(board: Leaderboard, truth: Mapping[str, float] | None = Non
     return rows
 
 
-def report(board: Leaderboard, truth: tuple[str, dict[str, float]] | None
-           ) -> tuple[list[dict[str, Any]], list[str], dict[str, Any] | None]:
+def report(
+    board: Leaderboard, truth: tuple[str, dict[str, float]] | None
+) -> tuple[list[dict[str, Any]], list[str], dict[str, Any] | None]:
     """Table rows, summary lines and the truth block (also stored in the JSON) for a leaderboard."""
     rows = leaderboard_rows(board, truth[1] if truth else None)
     kind = "Bradley-Terry rating (Elo scale)" if board.scale == "elo" else f"win rate against {board.anchor}"
     if board.control:
-        kind = (f"style-controlled ({','.join(board.control)}) {kind}" if board.scale == "elo"
-                else f"length-controlled {kind}")
-    lines = [f"{len(board.systems)} systems · {board.method} · {kind} · "
-             f"judge_calls {board.cost.judge_calls} · comparisons {board.cost.comparisons}"]
+        kind = (
+            f"style-controlled ({','.join(board.control)}) {kind}"
+            if board.scale == "elo"
+            else f"length-controlled {kind}"
+        )
+    lines = [
+        f"{len(board.systems)} systems · {board.method} · {kind} · "
+        f"judge_calls {board.cost.judge_calls} · comparisons {board.cost.comparisons}"
+    ]
     if board.placement:
         where = board.placement
-        lines.append(f"added {where['system']} by {where['method']}: rank {where['position'] + 1}"
-                     f"{' (tie)' if where.get('tie') else ''} after {where['matches']} matches "
-                     f"({where['judge_calls']} new judge calls)")
+        lines.append(
+            f"added {where['system']} by {where['method']}: rank {where['position'] + 1}"
+            f"{' (tie)' if where.get('tie') else ''} after {where['matches']} matches "
+            f"({where['judge_calls']} new judge calls)"
+        )
         if where.get("rating_note"):
             lines.append(f"{where['system']}: {where['rating_note']}")
     lines += style_lines(board)
     block = None
     if truth is not None:
         block = {"source": truth[0], **correlations(board, truth[1])}
-        lines.append(f"against {truth[0]} ({block['systems']} systems): "
-                     f"Spearman {block['spearman']:.3f} · Kendall {block['kendall']:.3f}")
+        lines.append(
+            f"against {truth[0]} ({block['systems']} systems): "
+            f"Spearman {block['spearman']:.3f} · Kendall {block['kendall']:.3f}"
+        )
     return rows, lines, block
 
 
@@ -60,10 +77,15 @@ def style_lines(board: Leaderboard) -> list[str]:
             if value["ci_low"] is not None and value["ci_high"] is not None:
                 text += f" [{value['ci_low']:+.3f}, {value['ci_high']:+.3f}]"
             parts.append(f"{name} {text}")
-        lines.append(f"style coefficients ({board.style['unit']}): " + " · ".join(parts)
-                     + "; the 'unadjusted' column is the rating without the control")
+        lines.append(
+            f"style coefficients ({board.style['unit']}): "
+            + " · ".join(parts)
+            + "; the 'unadjusted' column is the rating without the control"
+        )
     flagged = self_preference_systems(board.judge, board.names)
     if flagged:
-        lines.append(f"self-preference: {', '.join(flagged)} look(s) like the judge's own model (a name match); "
-                     f"judges tend to favour their own answers, so read their ratings with care")
+        lines.append(
+            f"self-preference: {', '.join(flagged)} look(s) like the judge's own model (a name match); "
+            f"judges tend to favour their own answers, so read their ratings with care"
+        )
     return lines

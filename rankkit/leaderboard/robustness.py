@@ -65,25 +65,36 @@ def leaderboard_robustness(board: Leaderboard, k: int = DEFAULT_TOP_K, budget: i
     """
     battles = list(board.matches)
     if board.placement is not None:
-        return {"defined": False, "reason": "a system placed by binary search has no rating to refit",
-                "judgments": len(battles)}
+        return {
+            "defined": False,
+            "reason": "a system placed by binary search has no rating to refit",
+            "judgments": len(battles),
+        }
     if not battles:
         return {"defined": False, "reason": "no battles", "judgments": 0}
     order = board_order(board, battles)
     if order != board.names:
-        return {"defined": False, "reason": "refitting the battles does not reproduce the board", "judgments": len(battles)}
+        return {
+            "defined": False,
+            "reason": "refitting the battles does not reproduce the board",
+            "judgments": len(battles),
+        }
 
     def recompute(flips: frozenset[int], removals: frozenset[int]) -> Outcome:
-        changed = [(a, b, 1.0 - outcome if i in flips else outcome) for i, (a, b, outcome) in enumerate(battles)
-                   if i not in removals]
+        changed = [
+            (a, b, 1.0 - outcome if i in flips else outcome)
+            for i, (a, b, outcome) in enumerate(battles)
+            if i not in removals
+        ]
         refit = board_order(board, changed)
         return refit[0], tuple(refit)
 
     figures = ranking_robustness(battles, recompute, (order[0], order), used=len(battles), k=k, budget=budget)
     note = None
     if board.method not in ("arena", "anchored"):
-        note = (f"the battles are the order {board.method}'s per-task scores put each two systems in, "
-                f"not single judgments")
+        note = (
+            f"the battles are the order {board.method}'s per-task scores put each two systems in, not single judgments"
+        )
     return {"defined": True, **figures, "note": note}
 
 

@@ -80,8 +80,9 @@ def _features(task: Task, system: str, candidate_of: Mapping[str, str]) -> Style
     return task.candidate(candidate_of[system]).style
 
 
-def battle_covariates(tasks: Mapping[str, Task], outcomes: Sequence[Outcome], task_ids: Sequence[str],
-                      features: Sequence[str]) -> list[tuple[float, ...]]:
+def battle_covariates(
+    tasks: Mapping[str, Task], outcomes: Sequence[Outcome], task_ids: Sequence[str], features: Sequence[str]
+) -> list[tuple[float, ...]]:
     """Each battle's normalised style differences (first system's answer minus the second's).
 
     Parameters
@@ -101,8 +102,10 @@ def battle_covariates(tasks: Mapping[str, Task], outcomes: Sequence[Outcome], ta
         One tuple of :func:`normalised_difference` values per battle.
     """
     if len(task_ids) != len(outcomes):
-        raise LeaderboardError("style control needs the task of every match; this leaderboard's matches "
-                               "do not record theirs (rebuild it with rankkit 0.3)")
+        raise LeaderboardError(
+            "style control needs the task of every match; this leaderboard's matches "
+            "do not record theirs (rebuild it with rankkit 0.3)"
+        )
     systems = {task_id: systems_of(task) for task_id, task in tasks.items()}
     rows = []
     for (a, b, _), task_id in zip(outcomes, task_ids):
@@ -128,8 +131,9 @@ class Battle:
     covariates: tuple[float, ...]
 
 
-def contextual_bradley_terry(battles: Sequence[Battle], systems: Sequence[str], features: Sequence[str],
-                             alpha: float = 0.01) -> dict[str, float]:
+def contextual_bradley_terry(
+    battles: Sequence[Battle], systems: Sequence[str], features: Sequence[str], alpha: float = 0.01
+) -> dict[str, float]:
     """Style-controlled Bradley–Terry: system ratings (Elo scale) and style coefficients, fitted jointly.
 
     ``P(a beats b) = σ(θ_a − θ_b + Σ_k γ_k · x_k)``, x_k the battle's normalised style differences.
@@ -168,12 +172,15 @@ def _style_design(battles: Sequence[Battle], systems: Sequence[str], n_features:
     design[rows, [index[b.a] for b in battles]] += 1.0
     design[rows, [index[b.b] for b in battles]] -= 1.0
     if n_features:
-        design[:, len(systems):] = np.array([b.covariates for b in battles], dtype=float).reshape(len(battles), n_features)
+        design[:, len(systems) :] = np.array([b.covariates for b in battles], dtype=float).reshape(
+            len(battles), n_features
+        )
     return design, np.array([b.outcome for b in battles], dtype=float)
 
 
-def _fit_style_design(design: Any, target: Any, systems: Sequence[str], features: Sequence[str],
-                      alpha: float) -> dict[str, float]:
+def _fit_style_design(
+    design: Any, target: Any, systems: Sequence[str], features: Sequence[str], alpha: float
+) -> dict[str, float]:
     import numpy as np
 
     n_systems = len(systems)
@@ -188,13 +195,25 @@ def _fit_style_design(design: Any, target: Any, systems: Sequence[str], features
 
 
 def _coefficients(intervals: Mapping[str, Interval]) -> dict[str, dict[str, float | None]]:
-    return {name.removeprefix("style:"): {"estimate": none_if_nan(interval.estimate),
-                                          "ci_low": none_if_nan(interval.low), "ci_high": none_if_nan(interval.high)}
-            for name, interval in intervals.items() if name.startswith("style:")}
+    return {
+        name.removeprefix("style:"): {
+            "estimate": none_if_nan(interval.estimate),
+            "ci_low": none_if_nan(interval.low),
+            "ci_high": none_if_nan(interval.high),
+        }
+        for name, interval in intervals.items()
+        if name.startswith("style:")
+    }
 
 
-def rate_style_bt(battles: Sequence[Battle], systems: Sequence[str], features: Sequence[str], resamples: int,
-                  seed: int, alpha: float = 0.01) -> tuple[list[SystemRating], dict[str, Any]]:
+def rate_style_bt(
+    battles: Sequence[Battle],
+    systems: Sequence[str],
+    features: Sequence[str],
+    resamples: int,
+    seed: int,
+    alpha: float = 0.01,
+) -> tuple[list[SystemRating], dict[str, Any]]:
     """Style-controlled ratings with bootstrap intervals (battles resampled), best first.
 
     Returns
@@ -226,8 +245,9 @@ def rate_style_bt(battles: Sequence[Battle], systems: Sequence[str], features: S
 DIFFICULTY_PENALTY = 1.0
 
 
-def length_controlled_win_rates(battles: Sequence[Battle], task_ids: Sequence[str], others: Sequence[str],
-                                alpha: float = 0.01) -> dict[str, float]:
+def length_controlled_win_rates(
+    battles: Sequence[Battle], task_ids: Sequence[str], others: Sequence[str], alpha: float = 0.01
+) -> dict[str, float]:
     """alpaca_eval's length-controlled win rate of each system against the anchor.
 
     The GLM: ``P(system m beats the anchor on task t) = σ(θ_m + β · tanh(Δ / sd(Δ)) + δ_t)``, Δ the
@@ -294,8 +314,9 @@ def _fit_lc_design(design: Any, target: Any, task_column: Any, others: Sequence[
     return out
 
 
-def rate_length_controlled(battles: Sequence[Battle], task_ids: Sequence[str], systems: Sequence[str], anchor: str,
-                           resamples: int, seed: int) -> tuple[list[SystemRating], dict[str, Any]]:
+def rate_length_controlled(
+    battles: Sequence[Battle], task_ids: Sequence[str], systems: Sequence[str], anchor: str, resamples: int, seed: int
+) -> tuple[list[SystemRating], dict[str, Any]]:
     """Length-controlled win rates against ``anchor`` with bootstrap intervals (matches resampled),
     best first; the anchor sits at 0.5. Returns the rows and the length coefficient with its interval."""
     import numpy as np
@@ -314,8 +335,9 @@ def rate_length_controlled(battles: Sequence[Battle], task_ids: Sequence[str], s
     return rows_from_intervals(ratings, [(b.a, b.b, b.outcome) for b in battles]), _coefficients(intervals)
 
 
-def battles_of(tasks: Iterable[Task], outcomes: Sequence[Outcome], task_ids: Sequence[str],
-               features: Sequence[str]) -> list[Battle]:
+def battles_of(
+    tasks: Iterable[Task], outcomes: Sequence[Outcome], task_ids: Sequence[str], features: Sequence[str]
+) -> list[Battle]:
     """The matches with their style covariates (:func:`battle_covariates`)."""
     by_id = {task.task_id: task for task in tasks}
     covariates = battle_covariates(by_id, outcomes, task_ids, features)
@@ -378,10 +400,18 @@ def self_preference_systems(judge: Mapping[str, Any], systems: Iterable[str]) ->
 # The one entry point the leaderboards use
 
 
-def controlled_ratings(tasks: Iterable[Task], outcomes: Sequence[Outcome], task_ids: Sequence[str],
-                       systems: Sequence[str], control: Sequence[str], scale: str = "elo", anchor: str | None = None,
-                       resamples: int = 200, seed: int = 0,
-                       alpha: float = 0.01) -> tuple[list[SystemRating], dict[str, Any]]:
+def controlled_ratings(
+    tasks: Iterable[Task],
+    outcomes: Sequence[Outcome],
+    task_ids: Sequence[str],
+    systems: Sequence[str],
+    control: Sequence[str],
+    scale: str = "elo",
+    anchor: str | None = None,
+    resamples: int = 200,
+    seed: int = 0,
+    alpha: float = 0.01,
+) -> tuple[list[SystemRating], dict[str, Any]]:
     """A leaderboard's rows with a style control, and the style block its JSON stores.
 
     Parameters
@@ -419,21 +449,27 @@ def controlled_ratings(tasks: Iterable[Task], outcomes: Sequence[Outcome], task_
     battles = battles_of(tasks, outcomes, task_ids, features)
     if scale == "win_rate":
         if control != ("length",):
-            raise LeaderboardError("an anchored (win-rate) leaderboard takes control=length only (the "
-                                   "length-controlled win rate); use the arena leaderboard for format control")
+            raise LeaderboardError(
+                "an anchored (win-rate) leaderboard takes control=length only (the "
+                "length-controlled win rate); use the arena leaderboard for format control"
+            )
         if anchor is None:
             raise LeaderboardError("the length-controlled win rate needs the anchor system")
         rows, coefficients = rate_length_controlled(battles, task_ids, systems, anchor, resamples, seed)
         others = [name for name in systems if name != anchor]
         plain = {**win_rates(outcomes, others), anchor: 0.5}
-        block = {"model": "length-controlled win rate (alpaca_eval GLM: system + tanh length term + "
-                          "instruction difficulty; length term shared by all systems)",
-                 "unit": "log-odds per unit of tanh(length difference / its sd)"}
+        block = {
+            "model": "length-controlled win rate (alpaca_eval GLM: system + tanh length term + "
+            "instruction difficulty; length term shared by all systems)",
+            "unit": "log-odds per unit of tanh(length difference / its sd)",
+        }
     else:
         rows, coefficients = rate_style_bt(battles, systems, features, resamples, seed, alpha)
         plain = bradley_terry(outcomes, systems, alpha=alpha)
-        block = {"model": "style-controlled Bradley-Terry (logistic regression on the systems and the "
-                          "answers' normalised style differences)",
-                 "unit": "log-odds per unit of normalised difference (a-b)/(a+b)"}
+        block = {
+            "model": "style-controlled Bradley-Terry (logistic regression on the systems and the "
+            "answers' normalised style differences)",
+            "unit": "log-odds per unit of normalised difference (a-b)/(a+b)",
+        }
     rows = [replace(row, unadjusted=none_if_nan(plain.get(row.name))) for row in rows]
     return rows, {"control": list(control), **block, "coefficients": coefficients}

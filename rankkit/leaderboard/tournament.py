@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import random
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from rankkit.brackets import play_bracket
 from rankkit.formatting import inert
@@ -37,12 +38,22 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, order: 
     system_of = {cid: name for name, cid in candidate_of.items()}
     play_round = functools.partial(source.play_many, order=order, rng=rng)
     bracket = play_bracket(list(candidate_of.values()), rng, play_round, reshuffle=False)
-    return [(system_of[match.a], system_of[match.b], match.outcome) for matches in bracket.rounds for match in matches
-            if match.decided]
+    return [
+        (system_of[match.a], system_of[match.b], match.outcome)
+        for matches in bracket.rounds
+        for match in matches
+        if match.decided
+    ]
 
 
-def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: str,
-                 systems: Sequence[str] | None = None, order: str = "random") -> list[Outcome]:
+def play_against(
+    task: Task,
+    source: MatchSource,
+    rng: random.Random,
+    opponent: str,
+    systems: Sequence[str] | None = None,
+    order: str = "random",
+) -> list[Outcome]:
     """Every system of the task (or of ``systems``) against ``opponent``'s answer, in one batch.
 
     ``order`` says how each match is shown (:mod:`rankkit.matches`): ``random`` (default) in a
@@ -65,8 +76,14 @@ def play_against(task: Task, source: MatchSource, rng: random.Random, opponent: 
     return outcomes
 
 
-def play_all(tasks: Sequence[Task], play: Callable[[Task, MatchSource], list[Outcome]], judge: Judge,
-             cache: Any, progress: bool, method: str) -> tuple[list[Outcome], Cost, list[str]]:
+def play_all(
+    tasks: Sequence[Task],
+    play: Callable[[Task, MatchSource], list[Outcome]],
+    judge: Judge,
+    cache: Any,
+    progress: bool,
+    method: str,
+) -> tuple[list[Outcome], Cost, list[str]]:
     """Play ``play`` on every task through :func:`rankkit.runner.map_tasks` (tasks concurrently when
     the judge has capacity), and gather the outcomes, the cost and each outcome's task id in task order."""
     from tqdm import tqdm
@@ -82,8 +99,14 @@ def play_all(tasks: Sequence[Task], play: Callable[[Task, MatchSource], list[Out
     outcomes: list[Outcome] = []
     task_ids: list[str] = []
     total = Cost()
-    for task_id, played, cost in tqdm(map_tasks(tasks, work, judge, cache), total=len(tasks), desc=inert(method),
-                                      unit="task", file=sys.stderr, disable=not progress):
+    for task_id, played, cost in tqdm(
+        map_tasks(tasks, work, judge, cache),
+        total=len(tasks),
+        desc=inert(method),
+        unit="task",
+        file=sys.stderr,
+        disable=not progress,
+    ):
         outcomes += played
         task_ids += [task_id] * len(played)
         total.add(cost)

@@ -8,8 +8,8 @@ candidates stands in.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from rankkit.leaderboard.board import Leaderboard, LeaderboardError
 from rankkit.tasks import Task
@@ -73,12 +73,16 @@ def correlations(board: Leaderboard, truth: Mapping[str, float]) -> dict[str, fl
     use_ratings = all(row.rating is not None and math.isfinite(row.rating) for row in shared)
     ours = [row.rating if use_ratings else -row.rank for row in shared]
     theirs = [truth[row.name] for row in shared]
-    return {"spearman": correlation("spearman", ours, theirs), "kendall": correlation("kendall", ours, theirs),
-            "systems": len(shared)}
+    return {
+        "spearman": correlation("spearman", ours, theirs),
+        "kendall": correlation("kendall", ours, theirs),
+        "systems": len(shared),
+    }
 
 
-def resolve_truth(tasks: Sequence[Task], data_path: str | Path | None = None,
-                  truth_path: str | Path | None = None) -> tuple[str, dict[str, float]] | None:
+def resolve_truth(
+    tasks: Sequence[Task], data_path: str | Path | None = None, truth_path: str | Path | None = None
+) -> tuple[str, dict[str, float]] | None:
     """The system-level truth to correlate with, and where it came from: ``truth_path``, else a
     ``systems.jsonl`` beside the data, else the mean human score per system (None without any)."""
     if truth_path is not None:

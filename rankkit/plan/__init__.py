@@ -20,8 +20,18 @@ from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge, read_on
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes, estimate_tokens
 
 __all__ = [
-    "CHARS_PER_TOKEN", "COLUMNS", "DryRun", "POLICIES", "PlanRow",
-    "PromptSizes", "ReadOnlyCache", "StandInJudge", "display_rows",
-    "dry_run", "estimate_tokens", "expected_judgments", "format_dry_run",
+    "CHARS_PER_TOKEN",
+    "COLUMNS",
+    "POLICIES",
+    "DryRun",
+    "PlanRow",
+    "PromptSizes",
+    "ReadOnlyCache",
+    "StandInJudge",
+    "display_rows",
+    "dry_run",
+    "estimate_tokens",
+    "expected_judgments",
+    "format_dry_run",
     "read_only_cache",
 ]

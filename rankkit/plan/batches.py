@@ -13,7 +13,8 @@ verdict read per score (two for a comparison), in ``logprob`` mode one.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from rankkit.judges.base import Judge
 from rankkit.plan.stand_in import StandInJudge
@@ -80,7 +81,9 @@ def batch_note(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Jud
         return None
     steps = batch_steps(tasks, strategies, judge, seed)
     per_step = batches_per_step(judge)
-    return (f"batch=true: about {steps} sequential step{'s' if steps != 1 else ''} for the whole run (each "
-            f"gathers what every task in "
-            f"progress asks), each sent as up to {per_step} batch{'es' if per_step > 1 else ''} one after "
-            f"another (about {steps * per_step} in all): the wall time is that many batch turnarounds")
+    return (
+        f"batch=true: about {steps} sequential step{'s' if steps != 1 else ''} for the whole run (each "
+        f"gathers what every task in "
+        f"progress asks), each sent as up to {per_step} batch{'es' if per_step > 1 else ''} one after "
+        f"another (about {steps * per_step} in all): the wall time is that many batch turnarounds"
+    )

@@ -47,17 +47,19 @@ bounds that hold.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rankkit.cache import NullCache
-from rankkit.judges.llm import LLMJudge
 from rankkit.judges.base import Judge
+from rankkit.judges.llm import LLMJudge
 from rankkit.matches import Cost
 from rankkit.plan.batches import batch_note
 from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
-from rankkit.plan.usd import ASSUMPTIONS as USD_ASSUMPTIONS, estimate_usd, judge_price
+from rankkit.plan.usd import ASSUMPTIONS as USD_ASSUMPTIONS
+from rankkit.plan.usd import estimate_usd, judge_price
 from rankkit.strategies.base import Strategy
 from rankkit.tasks import Task
 
@@ -87,8 +89,13 @@ def column_counts(cost: Cost) -> dict[str, int]:
         Column -> count, in the order of :data:`COUNTS`.
     """
     used = cost.comparisons + cost.grades
-    return {"comparisons": cost.comparisons, "grades": cost.grades, "cached": cost.cache_hits,
-            "shared": used - cost.cache_hits - cost.judge_calls, "new": cost.judge_calls}
+    return {
+        "comparisons": cost.comparisons,
+        "grades": cost.grades,
+        "cached": cost.cache_hits,
+        "shared": used - cost.cache_hits - cost.judge_calls,
+        "new": cost.judge_calls,
+    }
 
 
 def asked_of(task_result: TaskResult) -> tuple[tuple[str, ...], ...]:
@@ -140,11 +147,19 @@ class PlanRow:
 
     def as_dict(self) -> dict[str, Any]:
         tokens = None if self.prompt_tokens is None else round(self.prompt_tokens)
-        return {"strategy": self.strategy, "comparisons": self.comparisons, "grades": self.grades,
-                "cached": self.cached, "shared": self.shared, "new": self.new, "est_prompt_tokens": tokens,
-                "est_usd": None if self.usd is None else round(self.usd, 4),
-                "exact": self.exact, "bounds": " ".join(f"{k}{v}" for k, v in self.bounds.items()),
-                "note": "; ".join(self.notes)}
+        return {
+            "strategy": self.strategy,
+            "comparisons": self.comparisons,
+            "grades": self.grades,
+            "cached": self.cached,
+            "shared": self.shared,
+            "new": self.new,
+            "est_prompt_tokens": tokens,
+            "est_usd": None if self.usd is None else round(self.usd, 4),
+            "exact": self.exact,
+            "bounds": " ".join(f"{k}{v}" for k, v in self.bounds.items()),
+            "note": "; ".join(self.notes),
+        }
 
 
 @dataclass
@@ -167,8 +182,9 @@ class DryRun:
         return all(row.exact for row in self.rows)
 
 
-def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any = None,
-            seed: int = 0) -> DryRun:
+def dry_run(
+    tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any = None, seed: int = 0
+) -> DryRun:
     """Work out what ``run(tasks, strategies, judge, cache, seed)`` would ask, without asking.
 
     Parameters:
@@ -188,7 +204,7 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
         row = PlanRow(strategy.label, prompt_tokens=0.0 if sizes else None)
         for task_index, task in enumerate(tasks):
             # Per policy, the figures on this task of every strategy up to this one (this one last).
-            history = [[per_task[task_index] for per_task in figures[:index + 1]] for figures in runs]
+            history = [[per_task[task_index] for per_task in figures[: index + 1]] for figures in runs]
             add_task(row, strategy, task, history, cache_empty, sizes)
         if row.prompt_tokens is not None:
             row.usd = estimate_usd(judge, strategy.kind, row.new, row.prompt_tokens)
@@ -196,8 +212,13 @@ def dry_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge,
         rows.append(row)
     notes = judge_notes(judge, sizes)
     batches = batch_note(tasks, strategies, judge, seed)  # batch=true: the sequential batches, its wall time
-    return DryRun(rows=rows, tasks=len(tasks), judge=judge.description, notes=notes + ([batches] if batches else []),
-                  warnings=over_context(tasks, judge, sizes))
+    return DryRun(
+        rows=rows,
+        tasks=len(tasks),
+        judge=judge.description,
+        notes=notes + ([batches] if batches else []),
+        warnings=over_context(tasks, judge, sizes),
+    )
 
 
 def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:
@@ -237,9 +258,12 @@ def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None)
     if sizes is None or context is None:
         return []
     limit, setting = context
-    return [f"task {task.task_id!r}: its largest prompt is about {sizes.largest[task.task_id]:,} tokens (estimated), "
-            f"past the judge's context of {limit:,} tokens ({setting}): the run would stop there (exit 2)"
-            for task in tasks if sizes.largest.get(task.task_id, 0) > limit]
+    return [
+        f"task {task.task_id!r}: its largest prompt is about {sizes.largest[task.task_id]:,} tokens (estimated), "
+        f"past the judge's context of {limit:,} tokens ({setting}): the run would stop there (exit 2)"
+        for task in tasks
+        if sizes.largest.get(task.task_id, 0) > limit
+    ]
 
 
 def task_context(task: Task, history: Sequence[Sequence[TaskResult]], cache_empty: bool) -> set[str]:
@@ -261,14 +285,23 @@ def task_context(task: Task, history: Sequence[Sequence[TaskResult]], cache_empt
         context.add("all_cached")
     if not any(cost.comparisons + cost.grades for cost in earlier):
         context.add("first_on_task")
-    if all(len({pair for result in policy[:-1] for pair in asked_of(result) if len(pair) == 2}) == n * (n - 1)
-           for policy in history):
+    if all(
+        len({pair for result in policy[:-1] for pair in asked_of(result) if len(pair) == 2}) == n * (n - 1)
+        for policy in history
+    ):
         context.add("pairs_covered")
     return context
 
 
-def stand_in_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, cache: Any, seed: int,
-                 policy: str, sizes: PromptSizes | None = None) -> list[list[TaskResult]]:
+def stand_in_run(
+    tasks: Sequence[Task],
+    strategies: Sequence[Strategy],
+    judge: Judge,
+    cache: Any,
+    seed: int,
+    policy: str,
+    sizes: PromptSizes | None = None,
+) -> list[list[TaskResult]]:
     """Run the strategies on stand-in verdicts of ``policy``; returns each strategy's result per task.
 
     Parameters:
@@ -287,8 +320,14 @@ def stand_in_run(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: J
 Estimate = tuple[int, str]
 
 
-def add_task(row: PlanRow, strategy: Strategy, task: Task, history: Sequence[Sequence[TaskResult]],
-             cache_empty: bool, sizes: PromptSizes | None) -> None:
+def add_task(
+    row: PlanRow,
+    strategy: Strategy,
+    task: Task,
+    history: Sequence[Sequence[TaskResult]],
+    cache_empty: bool,
+    sizes: PromptSizes | None,
+) -> None:
     """Add one task's figures (:func:`task_figures`) to ``row``, and the prompt tokens of its new judgments.
 
     history: per policy, what every strategy up to this one (this one last) did on the task.
@@ -306,8 +345,9 @@ def add_task(row: PlanRow, strategy: Strategy, task: Task, history: Sequence[Seq
         row.prompt_tokens += max(result.cost.prompt_tokens for result in observed) + added * sizes.mean(task, kind)
 
 
-def task_figures(strategy: Strategy, task: Task, observed: Sequence[TaskResult], context: set[str]
-                 ) -> dict[str, Estimate]:
+def task_figures(
+    strategy: Strategy, task: Task, observed: Sequence[TaskResult], context: set[str]
+) -> dict[str, Estimate]:
     """One task's figures, from what the strategy did on it under each policy (the rules of the
     module docstring).
 
@@ -331,8 +371,7 @@ def task_figures(strategy: Strategy, task: Task, observed: Sequence[TaskResult],
     return figures
 
 
-def takes_the_run_path(observed: Sequence[TaskResult], exact: int | None, worst: int | None, context: set[str]
-                       ) -> bool:
+def takes_the_run_path(observed: Sequence[TaskResult], exact: int | None, worst: int | None, context: set[str]) -> bool:
     """Rules 1 and 2: every verdict on the task came from the cache, or the strategy took one path
     under every policy and does not declare that its path depends on verdicts (a worst case with
     no fixed number)."""
@@ -349,7 +388,7 @@ def used_figures(kind: str, seen: dict[str, list[int]], exact: int | None, worst
 
     kind: the strategy's kind (``pairwise`` or ``pointwise``); seen: each figure under each policy.
     """
-    totals = {used for used in map(sum, zip(seen["comparisons"], seen["grades"]))}
+    totals = set(map(sum, zip(seen["comparisons"], seen["grades"])))
     fixed = totals == {exact} and len(set(seen["comparisons"])) == 1
     main = "grades" if kind == "pointwise" else "comparisons"
     figures = {}
@@ -359,8 +398,9 @@ def used_figures(kind: str, seen: dict[str, list[int]], exact: int | None, worst
     return figures
 
 
-def origin_figures(used: dict[str, Estimate], seen: dict[str, list[int]], worst: int | None,
-                   context: set[str]) -> dict[str, Estimate]:
+def origin_figures(
+    used: dict[str, Estimate], seen: dict[str, list[int]], worst: int | None, context: set[str]
+) -> dict[str, Estimate]:
     """Rule 3 for ``cached``, ``shared`` and ``new``.
 
     used: the task's ``comparisons`` and ``grades`` (:func:`used_figures`); seen: each figure under
@@ -390,21 +430,32 @@ def judge_notes(judge: Judge, sizes: PromptSizes | None) -> list[str]:
         return []
     notes = [f"prompt tokens estimated at {CHARS_PER_TOKEN} characters per token"]
     if getattr(judge, "mode", "") == "generate":
-        notes.append(f"plus up to {judge.max_new_tokens} generated tokens per new judgment (and one retry "
-                     f"per verdict that fails to parse)")
+        notes.append(
+            f"plus up to {judge.max_new_tokens} generated tokens per new judgment (and one retry "
+            f"per verdict that fails to parse)"
+        )
     if judge_price(judge) is not None:
         notes.append(USD_ASSUMPTIONS)
     if getattr(judge, "prepair", False):
-        notes.append("PREPAIR: one analysis per answer not yet analysed comes on top, and its text on top of "
-                     "each decision prompt")
+        notes.append(
+            "PREPAIR: one analysis per answer not yet analysed comes on top, and its text on top of "
+            "each decision prompt"
+        )
     if getattr(judge, "calibrate", False):
-        notes.append("calibrate: a comparison whose swapped order is not judged anyway is also read swapped "
-                     "(up to twice the prompt tokens of comparisons)")
+        notes.append(
+            "calibrate: a comparison whose swapped order is not judged anyway is also read swapped "
+            "(up to twice the prompt tokens of comparisons)"
+        )
     return notes
 
 
-def expected_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy], seed: int, judge: Judge | None = None,
-                       max_candidates: int = 256) -> Estimate | None:
+def expected_judgments(
+    tasks: Sequence[Task],
+    strategies: Sequence[Strategy],
+    seed: int,
+    judge: Judge | None = None,
+    max_candidates: int = 256,
+) -> Estimate | None:
     """The judgments a run will use (cached, shared and new alike), for its progress bar's total,
     with its mark: exact, at most, or an estimate.
 

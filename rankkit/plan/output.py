@@ -7,10 +7,19 @@ from typing import Any
 from rankkit.plan.dry_run import DryRun
 
 #: Columns of the dry-run table: what each strategy uses and where each judgment would come from.
-COLUMNS = (("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("cached", "cached"),
-           ("shared", "shared"), ("new", "new"), ("est_prompt_tokens", "est_prompt_tokens"), ("est_usd", "est_usd"),
-           ("exact", "exact"),
-           ("bounds", "bounds"), ("note", "note"))
+COLUMNS = (
+    ("strategy", "strategy"),
+    ("comparisons", "comparisons"),
+    ("grades", "grades"),
+    ("cached", "cached"),
+    ("shared", "shared"),
+    ("new", "new"),
+    ("est_prompt_tokens", "est_prompt_tokens"),
+    ("est_usd", "est_usd"),
+    ("exact", "exact"),
+    ("bounds", "bounds"),
+    ("note", "note"),
+)
 
 
 def display_rows(report: DryRun) -> list[dict[str, Any]]:
@@ -43,10 +52,12 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
         columns = tuple(c for c in columns if c[0] != "est_usd")
     marks = {row.bounds["new"] for row in report.rows if "new" in row.bounds}
     total = f"{'about ' if '~' in marks else 'at most ' if marks else ''}{report.new}"
-    lines = [f"dry run: {report.tasks} tasks{f' from {data}' if data else ''} · judge {report.judge} · "
-             f"nothing was judged, no model was loaded",
-             render(display_rows(report), columns, fmt),
-             f"new judgments to pay for: {total}"]
+    lines = [
+        f"dry run: {report.tasks} tasks{f' from {data}' if data else ''} · judge {report.judge} · "
+        f"nothing was judged, no model was loaded",
+        render(display_rows(report), columns, fmt),
+        f"new judgments to pay for: {total}",
+    ]
     tokens = [row.prompt_tokens for row in report.rows if row.prompt_tokens is not None]
     if tokens:
         lines[-1] += f" · estimated prompt tokens {'≤' if marks == {'≤'} else '≈'}{round(sum(tokens))}"
@@ -56,11 +67,15 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
     for row in report.rows:
         if row.to_target is not None:
             price = row.usd / row.new if row.usd is not None and row.new else None  # this run's estimate per judgment
-            lines.append(f"to target, {row.strategy}: {row.to_target.describe(price)} over all tasks — a "
-                         f"prior-based estimate before any judgment (docs/stopping.md), capped by the budget")
+            lines.append(
+                f"to target, {row.strategy}: {row.to_target.describe(price)} over all tasks — a "
+                f"prior-based estimate before any judgment (docs/stopping.md), capped by the budget"
+            )
     lines += [f"note: {note}" for note in report.notes]
     lines += [f"warning: {warning}" for warning in report.warnings]
     if not report.exact:
-        lines.append("≤ at most, ~ an estimate: where a strategy's path depends on verdicts not yet given, it "
-                     "was run on several kinds of stand-in verdicts (see rankkit.plan.dry_run)")
+        lines.append(
+            "≤ at most, ~ an estimate: where a strategy's path depends on verdicts not yet given, it "
+            "was run on several kinds of stand-in verdicts (see rankkit.plan.dry_run)"
+        )
     return ("\n\n" if fmt == "markdown" else "\n").join(lines)

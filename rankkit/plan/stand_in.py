@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rankkit.cache import NullCache
 from rankkit.judges.base import Judge
-from rankkit.judgments import Grade, Verdict, Winner, GroupChoice, GroupRanking
 from rankkit.judges.kway import ranking_from_scores
+from rankkit.judgments import Grade, GroupChoice, GroupRanking, Verdict, Winner
 from rankkit.plan.tokens import PromptSizes
 from rankkit.tasks import Candidate, Task
 
@@ -40,8 +41,9 @@ def _first(task: Task, shown: Sequence[Candidate]) -> list[float]:
 def _places(salt: str, task_id: str, candidate_ids: tuple[str, ...]) -> dict[str, float]:
     """Where each candidate stands in a fixed pseudo-random order of its task, from 0 (bottom) to 1
     (top); ``salt`` picks the order. The same on every machine: a hash, not Python's salted ``hash``."""
+
     def key(cid: str) -> bytes:
-        return hashlib.sha256(f"{salt}\x00{task_id}\x00{cid}".encode("utf-8")).digest()
+        return hashlib.sha256(f"{salt}\x00{task_id}\x00{cid}".encode()).digest()
 
     ordered = sorted(candidate_ids, key=key)
     return {cid: i / max(1, len(ordered) - 1) for i, cid in enumerate(ordered)}
@@ -50,6 +52,7 @@ def _places(salt: str, task_id: str, candidate_ids: tuple[str, ...]) -> dict[str
 def _consistent(salt: str, reverse: bool = False) -> Policy:
     """A consistent judge: each answer graded by its place in a fixed pseudo-random order of the
     task's candidates (one order per ``salt``, upside down with ``reverse``), whichever is shown first."""
+
     def grades(task: Task, shown: Sequence[Candidate]) -> list[float]:
         low, high = task.scale
         places = _places(salt, task.task_id, tuple(task.candidate_ids))
@@ -62,8 +65,12 @@ def _consistent(salt: str, reverse: bool = False) -> Policy:
 #: consistent judge and its opposite (every verdict turned round); and a consistent judge with an
 #: order of its own (not the mirror image of the first two). A dry run runs every strategy under
 #: each of them (see :mod:`rankkit.plan.dry_run`).
-POLICIES: dict[str, Policy] = {"first": _first, "ranked": _consistent("ranked"),
-                               "reversed": _consistent("ranked", reverse=True), "shuffled": _consistent("shuffled")}
+POLICIES: dict[str, Policy] = {
+    "first": _first,
+    "ranked": _consistent("ranked"),
+    "reversed": _consistent("ranked", reverse=True),
+    "shuffled": _consistent("shuffled"),
+}
 
 
 class StandInJudge(Judge):
@@ -109,31 +116,45 @@ class StandInJudge(Judge):
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         first_grade, second_grade = self._grades(task, (first, second))
-        winner = (Winner.FIRST if first_grade > second_grade else Winner.SECOND if second_grade > first_grade
-                  else Winner.TIE)
-        return Verdict(first_grade=first_grade, second_grade=second_grade, winner=winner,
-                       raw=f"stand-in verdict ({self.policy})",
-                       usage=self._usage(lambda: self.sizes.pair(task, first, second)),
-                       extras={"stand_in": True, "policy": self.policy})
+        winner = (
+            Winner.FIRST if first_grade > second_grade else Winner.SECOND if second_grade > first_grade else Winner.TIE
+        )
+        return Verdict(
+            first_grade=first_grade,
+            second_grade=second_grade,
+            winner=winner,
+            raw=f"stand-in verdict ({self.policy})",
+            usage=self._usage(lambda: self.sizes.pair(task, first, second)),
+            extras={"stand_in": True, "policy": self.policy},
+        )
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         grades = tuple(self._grades(task, candidates))
-        return GroupChoice(chosen=ranking_from_scores(grades)[0], grades=grades,
-                              raw=f"stand-in choice ({self.policy})",
-                              usage=self._usage(lambda: self.sizes.group(task, candidates, "choice")),
-                              extras={"stand_in": True, "policy": self.policy})
+        return GroupChoice(
+            chosen=ranking_from_scores(grades)[0],
+            grades=grades,
+            raw=f"stand-in choice ({self.policy})",
+            usage=self._usage(lambda: self.sizes.group(task, candidates, "choice")),
+            extras={"stand_in": True, "policy": self.policy},
+        )
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
         grades = self._grades(task, candidates)
-        return GroupRanking(permutation=ranking_from_scores(grades), raw=f"stand-in ranking ({self.policy})",
-                             usage=self._usage(lambda: self.sizes.group(task, candidates, "ranking")),
-                             extras={"stand_in": True, "policy": self.policy})
+        return GroupRanking(
+            permutation=ranking_from_scores(grades),
+            raw=f"stand-in ranking ({self.policy})",
+            usage=self._usage(lambda: self.sizes.group(task, candidates, "ranking")),
+            extras={"stand_in": True, "policy": self.policy},
+        )
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
-        value, = self._grades(task, (candidate,))
-        return Grade(value=value, raw=f"stand-in grade ({self.policy})",
-                     usage=self._usage(lambda: self.sizes.point(task, candidate)),
-                     extras={"stand_in": True, "policy": self.policy})
+        (value,) = self._grades(task, (candidate,))
+        return Grade(
+            value=value,
+            raw=f"stand-in grade ({self.policy})",
+            usage=self._usage(lambda: self.sizes.point(task, candidate)),
+            extras={"stand_in": True, "policy": self.policy},
+        )
 
 
 class ReadOnlyCache:

@@ -6,7 +6,8 @@ No tokenizer is loaded: tokens are estimated at :data:`CHARS_PER_TOKEN` characte
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rankkit.tasks import Candidate, Task
 
@@ -54,16 +55,18 @@ class PromptSizes:
             from rankkit.prompts import PAIRWISE, prompt_max_points, render_pairwise
 
             template = self.judge.templates.template(task, PAIRWISE)
-            return self._seen(task, estimate_tokens(render_pairwise(template, task, first, second,
-                                                                    prompt_max_points(task, template))))
+            return self._seen(
+                task, estimate_tokens(render_pairwise(template, task, first, second, prompt_max_points(task, template)))
+            )
         return self._seen(task, self._conversation(self.judge.pair_prompts([(task, first, second)])[0].conversation))
 
     def group(self, task: Task, candidates: Sequence[Candidate], kind: str) -> int:
         """A k-way prompt (``kind`` ``choice``: setwise, ``ranking``: listwise), rendered as the judge would."""
         from rankkit.prompts.kway import render_kway
 
-        return self._seen(task, estimate_tokens(render_kway("setwise" if kind == "choice" else "listwise", task,
-                                                            candidates)))
+        return self._seen(
+            task, estimate_tokens(render_kway("setwise" if kind == "choice" else "listwise", task, candidates))
+        )
 
     def mean(self, task: Task, kind: str) -> float:
         """The task's mean prompt size of a grade (``point``) or a comparison (``pair``: over
@@ -82,4 +85,3 @@ class PromptSizes:
     @staticmethod
     def _conversation(conversation: Sequence[dict[str, str]]) -> int:
         return estimate_tokens("".join(turn["content"] for turn in conversation))
-

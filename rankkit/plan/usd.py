@@ -22,9 +22,11 @@ from rankkit.judges.prices import BATCH_DISCOUNT, Price
 #: Tokens of rankkit's follow-up question (or verdict prefix) added to each verdict read.
 READ_OVERHEAD_TOKENS = 40
 #: What the estimate assumes, as the dry run notes it.
-ASSUMPTIONS = ("USD estimated from the list price: max_new_tokens generated per new generate-mode judgment, "
-               "its prompt and explanation sent again for each verdict read (2 per comparison, 1 per grade) "
-               "with 1 output token; the batch discount with batch=true; no prompt-cache hits or retries")
+ASSUMPTIONS = (
+    "USD estimated from the list price: max_new_tokens generated per new generate-mode judgment, "
+    "its prompt and explanation sent again for each verdict read (2 per comparison, 1 per grade) "
+    "with 1 output token; the batch discount with batch=true; no prompt-cache hits or retries"
+)
 
 
 def llm_judge(judge: Judge) -> LLMJudge | None:

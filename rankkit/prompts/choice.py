@@ -100,4 +100,3 @@ class TemplateChoice:
     def fingerprint(self) -> dict[str, dict[str, str]]:
         """``{kind: {template name: sha}}`` for every template that may be used."""
         return {kind: {t.name: t.sha for t in self.candidates(kind)} for kind in KINDS}
-

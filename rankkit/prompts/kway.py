@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Sequence
 from importlib import resources
-from typing import Sequence
 
 from rankkit.judgments import labels
 from rankkit.prompts.render import defuse, task_values
@@ -29,7 +29,7 @@ _KWAY_TAG = re.compile(r"<(\s*/?\s*)(answer_[A-H])(\s*)>", re.IGNORECASE)
 _FIELD = re.compile(r"\{(k|labels|question|reference|answers|example)\}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kway_template(name: str) -> str:
     """The text of the k-way template ``name`` (e.g. ``setwise-en-ref``)."""
     return resources.files("rankkit").joinpath("templates", "kway", f"{name}.txt").read_text(encoding="utf-8")
@@ -57,10 +57,17 @@ def render_kway(kind: str, task: Task, candidates: Sequence[Candidate]) -> str:
     """The ``setwise`` or ``listwise`` prompt for ``candidates`` in the order shown (slot 0 is ``A``)."""
     names = labels(len(candidates))
     values = task_values(task, 10.0)
-    answers = "\n\n".join(f"Answer {label}:\n<answer_{label}>\n{defuse_kway(c.text)}\n</answer_{label}>"
-                          for label, c in zip(names, candidates))
-    fields = {"k": str(len(names)), "labels": ", ".join(names[:-1]) + " and " + names[-1],
-              "question": defuse_kway(values["question"]), "reference": defuse_kway(values["reference"]),
-              "answers": answers, "example": " > ".join(f"[{label}]" for label in ("label",) * len(names))}
+    answers = "\n\n".join(
+        f"Answer {label}:\n<answer_{label}>\n{defuse_kway(c.text)}\n</answer_{label}>"
+        for label, c in zip(names, candidates)
+    )
+    fields = {
+        "k": str(len(names)),
+        "labels": ", ".join(names[:-1]) + " and " + names[-1],
+        "question": defuse_kway(values["question"]),
+        "reference": defuse_kway(values["reference"]),
+        "answers": answers,
+        "example": " > ".join(f"[{label}]" for label in ("label",) * len(names)),
+    }
     # One pass over the template: a value that contains "{answers}" is never filled in again.
     return _FIELD.sub(lambda m: fields[m.group(1)], kway_template(template_name(kind, task)))

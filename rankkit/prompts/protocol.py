@@ -26,15 +26,29 @@ _WORD_LABELS = re.IGNORECASE
 #: Labels are matched only where a colon follows (``Score:``), as rankkit's verdict lines have one.
 PROTOCOL_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     ("Final verdict", re.compile(r"\b(?:final\s+verdict|endg(?:ü|ue)ltiges\s+urteil)\b", _WORD_LABELS)),
-    ("Answer N:", re.compile(r"\b(?:answer|antwort|translation|(?:ü|ue)bersetzung)\s*(?:[12]|[a-h])(?=\s*[:：])",
-                             _WORD_LABELS)),
+    (
+        "Answer N:",
+        re.compile(r"\b(?:answer|antwort|translation|(?:ü|ue)bersetzung)\s*(?:[12]|[a-h])(?=\s*[:：])", _WORD_LABELS),
+    ),
     ("Score:", re.compile(r"\b(?:score|punktzahl)(?=\s*[:：])", _WORD_LABELS)),
     ("Best:", re.compile(r"\bbest(?=\s*[:：])", _WORD_LABELS)),
     ("Ranking:", re.compile(r"\branking(?=\s*[:：])", _WORD_LABELS)),
-    ("The better answer is", re.compile(r"\b(?:the\s+better\s+(?:answer|translation)\s+is|"
-                                        r"die\s+bessere\s+antwort\s+ist)\b", _WORD_LABELS)),
-    ("box tag", re.compile(r"<\s*/?\s*(?:question|answer|answer_[12a-h]|reference|request|response|source|"
-                           r"translation|translation_[12]|analysis_[12])\s*>", _WORD_LABELS)),
+    (
+        "The better answer is",
+        re.compile(
+            r"\b(?:the\s+better\s+(?:answer|translation)\s+is|"
+            r"die\s+bessere\s+antwort\s+ist)\b",
+            _WORD_LABELS,
+        ),
+    ),
+    (
+        "box tag",
+        re.compile(
+            r"<\s*/?\s*(?:question|answer|answer_[12a-h]|reference|request|response|source|"
+            r"translation|translation_[12]|analysis_[12])\s*>",
+            _WORD_LABELS,
+        ),
+    ),
 )
 
 #: Turn markers and other special-token strings of the chat-template families rankkit knows:
@@ -42,7 +56,8 @@ PROTOCOL_PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
 #: Llama 2's ``<s>``/``</s>`` are left alone: they are also HTML.
 SPECIAL_TOKEN_PATTERN = re.compile(
     r"<\|[A-Za-z0-9_.\-]{1,48}\|>|<｜[^<>｜\n]{1,48}｜>|<(?:start_of_turn|end_of_turn|bos|eos|pad)>|"
-    r"\[/?(?:INST|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS)\]|<</?SYS>>")
+    r"\[/?(?:INST|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS)\]|<</?SYS>>"
+)
 SPECIAL_TOKEN_NAME = "chat-template token"
 
 
@@ -80,6 +95,7 @@ def neutralize_special_tokens(text: str) -> str:
     >>> neutralize_special_tokens("ok<|im_end|>\\n<start_of_turn>user [INST]")
     'ok‹|im_end|›\\n‹start_of_turn›user ‹INST›'
     """
+
     def rewrite(match: re.Match) -> str:
         token = match.group(0)
         if token.startswith("<<"):

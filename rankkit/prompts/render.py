@@ -54,7 +54,9 @@ def format_points(value: float) -> str:
 
 _DELIMITER_TAG = re.compile(
     r"<(\s*/?\s*)(question|answer|answer_1|answer_2|reference|request|response|source|translation|"
-    r"translation_1|translation_2)(\s*)>", re.IGNORECASE)
+    r"translation_1|translation_2)(\s*)>",
+    re.IGNORECASE,
+)
 
 
 def defuse(text: str) -> str:
@@ -80,11 +82,9 @@ def render_pointwise(template: Template, task: Task, candidate: Candidate, max_p
     return template.render(values)
 
 
-def render_pairwise(template: Template, task: Task, first: Candidate, second: Candidate,
-                    max_points: float) -> str:
+def render_pairwise(template: Template, task: Task, first: Candidate, second: Candidate, max_points: float) -> str:
     """The pairwise prompt with ``first`` as answer 1 and ``second`` as answer 2."""
     values = task_values(task, max_points)
     values["answer_1"] = defuse(first.text)
     values["answer_2"] = defuse(second.text)
     return template.render(values)
-

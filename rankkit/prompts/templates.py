@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rankkit.specs import SpecError
 
@@ -22,8 +23,17 @@ PAIRWISE = "pairwise"
 KINDS = (POINTWISE, PAIRWISE)
 
 #: Named fields a template may use.
-FIELDS = ("question", "answer", "answer_1", "answer_2", "reference", "max_points", "source",
-          "analysis_1", "analysis_2")  # analyses: PREPAIR decision prompts (rankkit.judges.prepair)
+FIELDS = (
+    "question",
+    "answer",
+    "answer_1",
+    "answer_2",
+    "reference",
+    "max_points",
+    "source",
+    "analysis_1",
+    "analysis_2",
+)  # analyses: PREPAIR decision prompts (rankkit.judges.prepair)
 
 #: Template families ``template=`` accepts besides template names and files.
 FAMILIES = ("auto", "paper", "generic", "mt")
@@ -87,8 +97,17 @@ class Template:
 
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(FIELDS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_ ]*)\}")
-_HEADER_KEYS = {"name", "version", "kind", "language", "source", "max_points", "score_prefix", "choice_prefix",
-                "verdict_prefix"}
+_HEADER_KEYS = {
+    "name",
+    "version",
+    "kind",
+    "language",
+    "source",
+    "max_points",
+    "score_prefix",
+    "choice_prefix",
+    "verdict_prefix",
+}
 
 
 def parse_template(file_text: str, *, where: str, default_name: str = "custom") -> Template:
@@ -107,15 +126,18 @@ def parse_template(file_text: str, *, where: str, default_name: str = "custom") 
             key, colon, value = line.partition(":")
             key = key.strip()
             if not colon or key not in _HEADER_KEYS:
-                raise TemplateError(f"{where}:{number}: unknown header line {line!r} "
-                                    f"(known keys: {', '.join(sorted(_HEADER_KEYS))})")
+                raise TemplateError(
+                    f"{where}:{number}: unknown header line {line!r} (known keys: {', '.join(sorted(_HEADER_KEYS))})"
+                )
             header[key] = value.strip()
-        body = "\n".join(lines[end + 1:])
+        body = "\n".join(lines[end + 1 :])
     body = body.strip("\n")
     unknown = sorted({name for name in _ANY_PLACEHOLDER.findall(body) if name not in FIELDS})
     if unknown:
-        raise TemplateError(f"{where}: unknown field(s) {', '.join('{' + n + '}' for n in unknown)} "
-                            f"(known: {', '.join('{' + f + '}' for f in FIELDS)})")
+        raise TemplateError(
+            f"{where}: unknown field(s) {', '.join('{' + n + '}' for n in unknown)} "
+            f"(known: {', '.join('{' + f + '}' for f in FIELDS)})"
+        )
     fields = set(_PLACEHOLDER.findall(body))
     kind = header.get("kind") or (PAIRWISE if {"answer_1", "answer_2"} & fields else POINTWISE)
     if kind not in KINDS:
@@ -132,13 +154,19 @@ def parse_template(file_text: str, *, where: str, default_name: str = "custom") 
     language = header.get("language", "en")
     german = language.lower().startswith("de")
     return Template(
-        name=header.get("name") or default_name, kind=kind, text=body, version=header.get("version", "1"),
-        language=language, source=header.get("source", ""), max_points=max_points,
+        name=header.get("name") or default_name,
+        kind=kind,
+        text=body,
+        version=header.get("version", "1"),
+        language=language,
+        source=header.get("source", ""),
+        max_points=max_points,
         score_prefix=header.get("score_prefix") or ("Punktzahl:" if german else "Score:"),
-        choice_prefix=header.get("choice_prefix") or ("Die bessere Antwort ist Antwort" if german
-                                                      else "The better answer is Answer"),
+        choice_prefix=header.get("choice_prefix")
+        or ("Die bessere Antwort ist Antwort" if german else "The better answer is Answer"),
         verdict_prefix=header.get("verdict_prefix") or ("Endgültiges Urteil:" if german else "Final verdict:"),
-        file_text=file_text, path=where,
+        file_text=file_text,
+        path=where,
     )
 
 
@@ -151,7 +179,7 @@ def load_template_dir(directory: Path) -> dict[str, Template]:
     return templates
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin_templates() -> dict[str, Template]:
     """Every template shipped in ``rankkit/templates``, by name."""
     return load_template_dir(TEMPLATE_DIR)
@@ -164,12 +192,23 @@ def load_template(name_or_path: str) -> Template:
         return builtins[name_or_path]
     path = Path(name_or_path).expanduser()
     if not path.is_file():
-        raise TemplateError(f"template {name_or_path!r} is neither a file nor a built-in template "
-                            f"(built-in: {', '.join(builtins)}; families: {', '.join(FAMILIES)})")
+        raise TemplateError(
+            f"template {name_or_path!r} is neither a file nor a built-in template "
+            f"(built-in: {', '.join(builtins)}; families: {', '.join(FAMILIES)})"
+        )
     return parse_template(path.read_text(encoding="utf-8"), where=str(path), default_name=path.stem)
 
 
 def describe_templates() -> list[dict[str, Any]]:
     """Name, kind, language and source of every built-in template (for docs and listings)."""
-    return [{"name": t.name, "kind": t.kind, "language": t.language, "version": t.version,
-             "max_points": t.max_points, "source": t.source} for t in builtin_templates().values()]
+    return [
+        {
+            "name": t.name,
+            "kind": t.kind,
+            "language": t.language,
+            "version": t.version,
+            "max_points": t.max_points,
+            "source": t.source,
+        }
+        for t in builtin_templates().values()
+    ]

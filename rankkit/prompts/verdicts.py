@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from rankkit.prompts.render import format_points
 
@@ -27,14 +27,15 @@ class ParsedVerdict:
 
 
 _NUMBER = r"[0-9]+(?:[.,][0-9]+)?"  # ASCII digits only: float() also reads Arabic-Indic and others
-_VALUE = (r"\**\s*[:=：]\s*\**\s*\[?\s*(?P<value>" + _NUMBER + r")\s*\]?"
-          r"(?:\s*(?:/|out\s+of|von)\s*\[?\s*(?P<max>" + _NUMBER + r")\s*\]?)?")
+_VALUE = (
+    r"\**\s*[:=：]\s*\**\s*\[?\s*(?P<value>" + _NUMBER + r")\s*\]?"
+    r"(?:\s*(?:/|out\s+of|von)\s*\[?\s*(?P<max>" + _NUMBER + r")\s*\]?)?"
+)
 _POINT_LABEL = r"(?:score|punktzahl)"
 _SLOT_LABEL = r"(?:answer|antwort|translation|übersetzung|uebersetzung)"
 _POINT_PATTERN = re.compile(r"\b" + _POINT_LABEL + r"\s*" + _VALUE, re.IGNORECASE)
 _SLOT_PATTERNS = {
-    slot: re.compile(r"\b" + _SLOT_LABEL + r"\s*" + str(slot) + r"\b\s*" + _VALUE, re.IGNORECASE)
-    for slot in (1, 2)
+    slot: re.compile(r"\b" + _SLOT_LABEL + r"\s*" + str(slot) + r"\b\s*" + _VALUE, re.IGNORECASE) for slot in (1, 2)
 }
 
 
@@ -78,8 +79,12 @@ class _Quotes:
 
     def __init__(self, untrusted: Sequence[str]):
         patterns = (_POINT_PATTERN, *_SLOT_PATTERNS.values())
-        self.verdicts = {normalised_tokens(match.group(0)) for value in untrusted
-                         for pattern in patterns for match in pattern.finditer(value)}
+        self.verdicts = {
+            normalised_tokens(match.group(0))
+            for value in untrusted
+            for pattern in patterns
+            for match in pattern.finditer(value)
+        }
 
     def covers(self, fragment: str) -> bool:
         needle = normalised_tokens(fragment)
@@ -169,7 +174,8 @@ def parse_pairwise(generated: str, max_points: float, untrusted: Sequence[str] =
 
 _ECHOED_BOX = re.compile(
     r"<\s*(answer|answer_1|answer_2|response|translation|translation_1|translation_2)\s*>.*?(?:<\s*/\s*\1\s*>|\Z)",
-    re.IGNORECASE | re.DOTALL)
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
@@ -184,4 +190,3 @@ def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
     for piece in sorted({value.strip() for value in untrusted if value.strip()}, key=len, reverse=True):
         text = text.replace(piece, " ")
     return text
-

@@ -24,8 +24,18 @@ from rankkit.strategies.base import (
 #: Class name -> its ``module:Class`` target, for the lazy exports below.
 _CLASSES = {target.partition(":")[2]: target for target in BUILTIN_STRATEGIES.values()}
 
-__all__ = ["CandidateExtras", "Ranking", "Strategy", "describe_parameters", "make_strategy", "rank_by_score",
-           "register", "strategy_class", "strategy_classes", *_CLASSES]
+__all__ = [
+    "CandidateExtras",
+    "Ranking",
+    "Strategy",
+    "describe_parameters",
+    "make_strategy",
+    "rank_by_score",
+    "register",
+    "strategy_class",
+    "strategy_classes",
+    *_CLASSES,
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,8 @@ many candidates — incrementally (see its docstring). numpy and scipy load on f
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rankkit.ratings import Outcome
 
@@ -43,8 +44,9 @@ class Evidence:
         import numpy as np
 
         if self._size == len(self._outcome):
-            self._first, self._second, self._outcome = (np.concatenate([buffer, np.zeros_like(buffer)])
-                                                         for buffer in (self._first, self._second, self._outcome))
+            self._first, self._second, self._outcome = (
+                np.concatenate([buffer, np.zeros_like(buffer)]) for buffer in (self._first, self._second, self._outcome)
+            )
         self._first[self._size], self._second[self._size], self._outcome[self._size] = first, second, outcome
         self._size += 1
 
@@ -54,10 +56,10 @@ class Evidence:
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows of a, rows of b, outcomes for a), views of the outcomes added so far."""
-        return self._first[:self._size], self._second[:self._size], self._outcome[:self._size]
+        return self._first[: self._size], self._second[: self._size], self._outcome[: self._size]
 
     @classmethod
-    def from_outcomes(cls, outcomes: Sequence[Outcome], items: Sequence[str]) -> "Evidence":
+    def from_outcomes(cls, outcomes: Sequence[Outcome], items: Sequence[str]) -> Evidence:
         index = {name: i for i, name in enumerate(items)}
         evidence = cls(len(items))
         for a, b, outcome in outcomes:
@@ -86,11 +88,13 @@ def bt_log_posterior(theta: np.ndarray, evidence: Evidence, prior_sd: float) -> 
     first, second, outcome = evidence.arrays
     n = evidence.n_items
     gaps = theta[first] - theta[second]
-    value = float(np.sum(outcome * np.logaddexp(0.0, -gaps) + (1.0 - outcome) * np.logaddexp(0.0, gaps))
-                  + theta @ theta / (2.0 * prior_sd ** 2))
+    value = float(
+        np.sum(outcome * np.logaddexp(0.0, -gaps) + (1.0 - outcome) * np.logaddexp(0.0, gaps))
+        + theta @ theta / (2.0 * prior_sd**2)
+    )
     beats = 1.0 / (1.0 + np.exp(-gaps))
     surprise = beats - outcome
-    gradient = _sum_at(first, surprise, n) - _sum_at(second, surprise, n) + theta / prior_sd ** 2
+    gradient = _sum_at(first, surprise, n) - _sum_at(second, surprise, n) + theta / prior_sd**2
     return value, gradient, beats * (1.0 - beats)
 
 
@@ -104,12 +108,13 @@ def posterior_hessian(evidence: Evidence, curvature: np.ndarray, prior_sd: float
     cells = n * n
     hessian = -_sum_at(first * n + second, curvature, cells) - _sum_at(second * n + first, curvature, cells)
     hessian = hessian.reshape(n, n)
-    hessian[np.diag_indices(n)] += _sum_at(first, curvature, n) + _sum_at(second, curvature, n) + 1.0 / prior_sd ** 2
+    hessian[np.diag_indices(n)] += _sum_at(first, curvature, n) + _sum_at(second, curvature, n) + 1.0 / prior_sd**2
     return hessian
 
 
-def _newton(theta: np.ndarray, evidence: Evidence, prior_sd: float, direction, tolerance: float,
-            max_steps: int = 100) -> np.ndarray:
+def _newton(
+    theta: np.ndarray, evidence: Evidence, prior_sd: float, direction, tolerance: float, max_steps: int = 100
+) -> np.ndarray:
     """Minimise :func:`bt_log_posterior` from ``theta`` by (quasi-)Newton steps ``direction(θ, g, c)``
     with a backtracking line search (the objective is strictly convex, so this converges); stops
     when a step moves no strength by more than ``tolerance``."""
@@ -138,14 +143,18 @@ def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> t
     def newton_step(theta, gradient, curvature):
         return cho_solve(cho_factor(posterior_hessian(evidence, curvature, prior_sd)), gradient)
 
-    mean = _newton(np.asarray(start, dtype=float).copy(), evidence, prior_sd, newton_step, 1e-10) if len(evidence) \
+    mean = (
+        _newton(np.asarray(start, dtype=float).copy(), evidence, prior_sd, newton_step, 1e-10)
+        if len(evidence)
         else np.zeros(evidence.n_items)
+    )
     curvature = bt_log_posterior(mean, evidence, prior_sd)[2]
     return mean, np.linalg.inv(posterior_hessian(evidence, curvature, prior_sd))
 
 
-def bt_posterior(outcomes: Sequence[Outcome], items: Sequence[str], prior_sd: float,
-                 start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def bt_posterior(
+    outcomes: Sequence[Outcome], items: Sequence[str], prior_sd: float, start: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Laplace approximation of the Bradley–Terry posterior: (mean, covariance) of θ over ``items``.
 
     The prior is ``θ ~ N(0, prior_sd² I)``; an outcome ``(a, b, s)`` has likelihood
@@ -170,12 +179,12 @@ def _line_minimum(theta: np.ndarray, direction: np.ndarray, evidence: Evidence, 
 
     first, second, outcome = evidence.arrays
     spread = direction[first] - direction[second]
-    length = float(direction @ direction) / prior_sd ** 2
+    length = float(direction @ direction) / prior_sd**2
     t = 0.0
     for _ in range(50):
         point = theta - t * direction
         beats = 1.0 / (1.0 + np.exp(-(point[first] - point[second])))
-        slope = -(float((beats - outcome) @ spread) + float(direction @ point) / prior_sd ** 2)
+        slope = -(float((beats - outcome) @ spread) + float(direction @ point) / prior_sd**2)
         bend = float((beats * (1.0 - beats)) @ (spread * spread)) + length
         move = slope / bend
         t -= move
@@ -187,20 +196,24 @@ def _line_minimum(theta: np.ndarray, direction: np.ndarray, evidence: Evidence, 
 def _newton_direction(evidence: Evidence, curvature: np.ndarray, gradient: np.ndarray, prior_sd: float) -> np.ndarray:
     """``H⁻¹ g`` to 0.1% by scipy's conjugate gradients on the sparse Hessian (each product
     O(outcomes + N); Jacobi preconditioner)."""
-    import numpy as np
     from scipy.sparse.linalg import LinearOperator, cg
 
     first, second, _ = evidence.arrays
     n = evidence.n_items
-    precision = 1.0 / prior_sd ** 2
+    precision = 1.0 / prior_sd**2
 
     def hessian_times(vector: np.ndarray) -> np.ndarray:
         weighted = curvature * (vector[first] - vector[second])
         return _sum_at(first, weighted, n) - _sum_at(second, weighted, n) + precision * vector
 
     diagonal = _sum_at(first, curvature, n) + _sum_at(second, curvature, n) + precision
-    direction, _ = cg(LinearOperator((n, n), matvec=hessian_times, dtype=float), gradient, rtol=1e-3, maxiter=200,
-                      M=LinearOperator((n, n), matvec=lambda vector: vector / diagonal, dtype=float))
+    direction, _ = cg(
+        LinearOperator((n, n), matvec=hessian_times, dtype=float),
+        gradient,
+        rtol=1e-3,
+        maxiter=200,
+        M=LinearOperator((n, n), matvec=lambda vector: vector / diagonal, dtype=float),
+    )
     return direction
 
 
@@ -227,7 +240,7 @@ class Posterior:
         self.exact = exact
         self.refresh_every = max(1, n_items // 16)
         self.mean = np.zeros(n_items)
-        self.cov = np.eye(n_items) * prior_sd ** 2
+        self.cov = np.eye(n_items) * prior_sd**2
         self._since_refresh = 0
 
     def update(self, new_outcomes: Sequence[tuple[int, int, float]]) -> None:
@@ -269,13 +282,11 @@ class Posterior:
     def refresh(self) -> None:
         """Recompute the covariance exactly at the current mean (O(N³))."""
         import numpy as np
-
         from scipy.linalg import lapack
 
         curvature = bt_log_posterior(self.mean, self.evidence, self.prior_sd)[2]
         # Cholesky factor and inverse in place: a third of the work of a general inverse.
-        factor, info = lapack.dpotrf(posterior_hessian(self.evidence, curvature, self.prior_sd), lower=1,
-                                     overwrite_a=1)
+        factor, info = lapack.dpotrf(posterior_hessian(self.evidence, curvature, self.prior_sd), lower=1, overwrite_a=1)
         if not info:
             inverse, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
         if info:
@@ -286,8 +297,9 @@ class Posterior:
         self._since_refresh = 0
 
 
-def choice_posterior(choices: Sequence[tuple[Sequence[int], int]], n_items: int, prior_sd: float,
-                     start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def choice_posterior(
+    choices: Sequence[tuple[Sequence[int], int]], n_items: int, prior_sd: float, start: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Laplace approximation of the posterior of first-choice (multinomial logit, Plackett–Luce's
     first stage) log-strengths: (mean, covariance).
 
@@ -305,7 +317,7 @@ def choice_posterior(choices: Sequence[tuple[Sequence[int], int]], n_items: int,
     import numpy as np
 
     theta = np.zeros(n_items) if start is None else np.asarray(start, dtype=float).copy()
-    precision = 1.0 / prior_sd ** 2
+    precision = 1.0 / prior_sd**2
 
     def terms(theta: np.ndarray, hessian: bool) -> tuple[float, np.ndarray, np.ndarray | None]:
         value = float(theta @ theta) * precision / 2

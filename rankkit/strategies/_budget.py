@@ -13,7 +13,8 @@ and never more than one match per pair of candidates — so at most the all-pair
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rankkit.order import judgments_per_match
 from rankkit.ratings import Outcome
@@ -41,8 +42,9 @@ def check_budget(name: str, budget: float, comparisons: int | None, order: str =
         raise SpecError(f"strategy {name}: comparisons must be >= {least}{why}, got {comparisons}")
 
 
-def task_match_count(name: str, task_id: str, n_candidates: int, budget: float, comparisons: int | None,
-                     order: str) -> int:
+def task_match_count(
+    name: str, task_id: str, n_candidates: int, budget: float, comparisons: int | None, order: str
+) -> int:
     """How many matches a task's budget buys (:func:`comparison_budget`, :func:`matches_in_budget`).
 
     A per-candidate ``budget`` too small for a task's number of candidates buys none; that is a
@@ -53,9 +55,11 @@ def task_match_count(name: str, task_id: str, n_candidates: int, budget: float, 
     if count == 0:
         least = judgments_per_match(order)
         smallest = math.ceil(least / n_candidates * 1000) / 1000
-        raise SpecError(f"strategy {name}: budget={budget:g} buys no match on task {task_id!r} "
-                        f"({n_candidates} candidates; a match costs {least}); use budget >= {smallest:g} "
-                        f"or comparisons={least}")
+        raise SpecError(
+            f"strategy {name}: budget={budget:g} buys no match on task {task_id!r} "
+            f"({n_candidates} candidates; a match costs {least}); use budget >= {smallest:g} "
+            f"or comparisons={least}"
+        )
     return count
 
 
@@ -70,7 +74,7 @@ def comparison_budget(n_candidates: int, budget: float, comparisons: int | None)
     # The epsilon keeps e.g. 0.1 · 30 = 3.0000000000000004 -> 3 and 2.9999999999999996 -> 3.
     # N² is more than all pairs in both orders cost, so the cap changes nothing but keeps a huge
     # finite budget (1e308 · N overflows to inf) a number.
-    return math.floor(min(budget * n_candidates, n_candidates ** 2) + 1e-9)
+    return math.floor(min(budget * n_candidates, n_candidates**2) + 1e-9)
 
 
 def matches_in_budget(n_candidates: int, judgments: int, order: str) -> int:
@@ -83,8 +87,9 @@ def matches_in_budget(n_candidates: int, judgments: int, order: str) -> int:
 def budget_judgments(n_candidates: int, budget: float, comparisons: int | None, order: str) -> int:
     """The most judgments a task's budget buys: its matches, one judgment per order each is shown in
     (for a strategy's :meth:`~rankkit.strategies.base.Strategy.max_judgments`)."""
-    return matches_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), order) * \
-        judgments_per_match(order)
+    return matches_in_budget(
+        n_candidates, comparison_budget(n_candidates, budget, comparisons), order
+    ) * judgments_per_match(order)
 
 
 def match_outcomes(matches: Sequence[Match]) -> list[Outcome]:
@@ -95,5 +100,9 @@ def match_outcomes(matches: Sequence[Match]) -> list[Outcome]:
     the order is one win each — no evidence either way — rather than a verdict decided by which of
     the two judgments had the wider grade gap.
     """
-    return [outcome for match in matches for comparison in match.comparisons
-            if (outcome := comparison_outcome(comparison, match)) is not None]
+    return [
+        outcome
+        for match in matches
+        for comparison in match.comparisons
+        if (outcome := comparison_outcome(comparison, match)) is not None
+    ]

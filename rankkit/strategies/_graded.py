@@ -6,7 +6,8 @@ More in ``docs/strategies.md``.
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
     from rankkit.matches import Comparison
@@ -32,8 +33,9 @@ def mean_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], un
     return {cid: statistics.fmean(values) if values else unplayed for cid, values in grades.items()}
 
 
-def fit_corrected_grades(comparisons: Iterable[Comparison], candidates: Sequence[str],
-                         unplayed: float) -> tuple[dict[str, float], float]:
+def fit_corrected_grades(
+    comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float
+) -> tuple[dict[str, float], float]:
     """:func:`corrected_grades` and the fitted slot effect β (0 when the design cannot identify it)."""
     count = dict.fromkeys(candidates, 0)
     total = dict.fromkeys(candidates, 0.0)
@@ -56,6 +58,5 @@ def fit_corrected_grades(comparisons: Iterable[Comparison], candidates: Sequence
     denominator = judgments - 0.5 * sum(slot[cid] ** 2 / count[cid] for cid in played)
     numerator = margin_sum - sum(slot[cid] * total[cid] / count[cid] for cid in played)
     beta = numerator / denominator if denominator > 1e-9 * max(1, judgments) else 0.0
-    levels = {cid: (total[cid] - beta / 2 * slot[cid]) / count[cid] if count[cid] else unplayed
-              for cid in candidates}
+    levels = {cid: (total[cid] - beta / 2 * slot[cid]) / count[cid] if count[cid] else unplayed for cid in candidates}
     return levels, beta

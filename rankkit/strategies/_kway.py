@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from typing import ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from rankkit.choices import KWAY_ORDERS, check_kway_order
 from rankkit.judgments import MAX_LABELS
@@ -39,8 +40,10 @@ class KwayStrategy(Strategy):
     def check_size(self, name: str, value: int) -> None:
         """Refuse a group size outside 2..8 (the k-way templates' labels A..H)."""
         if not 2 <= value <= MAX_LABELS:
-            raise SpecError(f"strategy {self.name}: {name} must be 2 to {MAX_LABELS} (the labels A to "
-                            f"{chr(ord('A') + MAX_LABELS - 1)}), got {value}")
+            raise SpecError(
+                f"strategy {self.name}: {name} must be 2 to {MAX_LABELS} (the labels A to "
+                f"{chr(ord('A') + MAX_LABELS - 1)}), got {value}"
+            )
 
 
 def mean_scores(received: Mapping[str, Sequence[float]], candidate_ids: Sequence[str]) -> dict[str, float]:

@@ -12,8 +12,10 @@ ranking. numpy, scipy and networkx load on first use.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rankkit.ratings import Outcome
 
@@ -92,11 +94,12 @@ def is_settled(outcomes: Sequence[Outcome], items: Sequence[str]) -> bool:
     if not nx.is_directed_acyclic_graph(wins):
         return False
     order = list(nx.topological_sort(wins))
-    return all(wins.has_edge(upper, lower) for upper, lower in zip(order, order[1:]))
+    return all(wins.has_edge(upper, lower) for upper, lower in itertools.pairwise(order))
 
 
-def pick_batch(pairs: Sequence[tuple[int, int]] | np.ndarray, values: np.ndarray, tiebreak: np.ndarray,
-               size: int) -> list[tuple[int, int]]:
+def pick_batch(
+    pairs: Sequence[tuple[int, int]] | np.ndarray, values: np.ndarray, tiebreak: np.ndarray, size: int
+) -> list[tuple[int, int]]:
     """The ``size`` most valuable pairs, best first, preferring pairs that share no candidate.
 
     pairs: (i, j) rows; values, tiebreak: one number per pair. Values equal to 12 decimals count
@@ -105,8 +108,9 @@ def pick_batch(pairs: Sequence[tuple[int, int]] | np.ndarray, values: np.ndarray
     return [(int(pairs[k][0]), int(pairs[k][1])) for k in _pick_rows(pairs, values, tiebreak, size)]
 
 
-def _pick_rows(pairs: Sequence[tuple[int, int]] | np.ndarray, values: np.ndarray, tiebreak: np.ndarray,
-               size: int) -> list[int]:
+def _pick_rows(
+    pairs: Sequence[tuple[int, int]] | np.ndarray, values: np.ndarray, tiebreak: np.ndarray, size: int
+) -> list[int]:
     """:func:`pick_batch` as row numbers of ``pairs``."""
     import numpy as np
 
@@ -158,8 +162,15 @@ def information_bound(gap_mean: np.ndarray, gap_sd: np.ndarray, max_sd: float) -
     return bound
 
 
-def choose_pairs(pairs: np.ndarray, mean: np.ndarray, cov: np.ndarray, tiebreak: np.ndarray, size: int,
-                 criterion: str, prior_sd: float) -> list[tuple[int, int]]:
+def choose_pairs(
+    pairs: np.ndarray,
+    mean: np.ndarray,
+    cov: np.ndarray,
+    tiebreak: np.ndarray,
+    size: int,
+    criterion: str,
+    prior_sd: float,
+) -> list[tuple[int, int]]:
     """:func:`pick_batch` over ``pairs`` under ``criterion``, computing the expensive BALD values
     only where they can matter.
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from rankkit.specs import SpecError
 
@@ -178,8 +179,7 @@ def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np
     return (theta[:, pairs[:, 0]] > theta[:, pairs[:, 1]]).all(axis=1)
 
 
-def gaussian_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, seed: int,
-                         draws: int = DRAWS) -> float:
+def gaussian_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, seed: int, draws: int = DRAWS) -> float:
     """The probability, under the Gaussian posterior ``N(mean, cov)``, that the answer by
     posterior mean is the true one: the share of ``draws`` seeded draws under which it holds."""
     import numpy as np
@@ -188,8 +188,15 @@ def gaussian_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, 
     return float(np.mean(answer_holds(_draws(mean, cov, draws, seed), order, target)))
 
 
-def importance_estimate(order: np.ndarray, target: StopTarget, evidence: Evidence, scale: float,
-                        start: np.ndarray, seed: int, draws: int = DRAWS) -> tuple[float, float, float]:
+def importance_estimate(
+    order: np.ndarray,
+    target: StopTarget,
+    evidence: Evidence,
+    scale: float,
+    start: np.ndarray,
+    seed: int,
+    draws: int = DRAWS,
+) -> tuple[float, float, float]:
     """The exact Bradley–Terry posterior under the prior ``N(0, scale² I)``, by importance sampling.
 
     The proposal is the Laplace Gaussian at that prior, its sd widened by :data:`PROPOSAL_WIDTH`
@@ -208,14 +215,15 @@ def importance_estimate(order: np.ndarray, target: StopTarget, evidence: Evidenc
     from rankkit.strategies._bt_posterior import exact_posterior
 
     mean, cov = exact_posterior(evidence, scale, start)
-    proposal = cov * PROPOSAL_WIDTH ** 2
+    proposal = cov * PROPOSAL_WIDTH**2
     factor = np.linalg.cholesky(proposal + np.eye(len(mean)) * 1e-12 * max(1.0, float(np.trace(proposal))))
     normals = np.random.default_rng(seed).standard_normal((draws, len(mean)))
     theta = mean + normals @ factor.T
     n = len(mean)
-    log_prior = -(theta * theta).sum(axis=1) / (2.0 * scale ** 2) - n * math.log(scale) - n / 2 * math.log(2 * math.pi)
-    log_proposal = (-(normals * normals).sum(axis=1) / 2 - float(np.log(np.diag(factor)).sum())
-                    - n / 2 * math.log(2 * math.pi))
+    log_prior = -(theta * theta).sum(axis=1) / (2.0 * scale**2) - n * math.log(scale) - n / 2 * math.log(2 * math.pi)
+    log_proposal = (
+        -(normals * normals).sum(axis=1) / 2 - float(np.log(np.diag(factor)).sum()) - n / 2 * math.log(2 * math.pi)
+    )
     log_weight = _log_likelihood(theta, evidence) + log_prior - log_proposal
     top = float(log_weight.max())
     weight = np.exp(log_weight - top)
@@ -224,8 +232,15 @@ def importance_estimate(order: np.ndarray, target: StopTarget, evidence: Evidenc
     return float(weight @ answer_holds(theta, order, target) / weight.sum()), log_marginal, effective
 
 
-def bt_probability(order: np.ndarray, target: StopTarget, evidence: Evidence, seed: int, start: np.ndarray,
-                   scales: Sequence[float] = SCALES, draws: int = DRAWS) -> float:
+def bt_probability(
+    order: np.ndarray,
+    target: StopTarget,
+    evidence: Evidence,
+    seed: int,
+    start: np.ndarray,
+    scales: Sequence[float] = SCALES,
+    draws: int = DRAWS,
+) -> float:
     """The posterior probability that the answer ``order`` (best first) is the true one, under a
     Bradley–Terry judge whose strengths are ``N(0, τ² I)`` with τ unknown, equally likely any of
     ``scales`` (a hierarchical prior: the data say how decisive the judge is).
@@ -251,18 +266,27 @@ def bt_probability(order: np.ndarray, target: StopTarget, evidence: Evidence, se
     """
     import numpy as np
 
-    estimates = [importance_estimate(order, target, evidence, scale, start, seed + k, draws)
-                 for k, scale in enumerate(scales)]
+    estimates = [
+        importance_estimate(order, target, evidence, scale, start, seed + k, draws) for k, scale in enumerate(scales)
+    ]
     logs = np.array([log_marginal for _, log_marginal, _ in estimates])
     weights = np.exp(logs - logs.max())
     weights /= weights.sum()
-    if any(weight > 0.01 and effective < LEAST_EFFECTIVE_SHARE for weight, (_, _, effective) in zip(weights, estimates)):
+    if any(
+        weight > 0.01 and effective < LEAST_EFFECTIVE_SHARE for weight, (_, _, effective) in zip(weights, estimates)
+    ):
         return 0.0
     return float(sum(weight * probability for weight, (probability, _, _) in zip(weights, estimates)))
 
 
-def is_target_settled(mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float, seed: int,
-                      evidence: Evidence | None = None) -> bool:
+def is_target_settled(
+    mean: np.ndarray,
+    cov: np.ndarray,
+    target: StopTarget,
+    confidence: float,
+    seed: int,
+    evidence: Evidence | None = None,
+) -> bool:
     """Whether the answer by posterior mean (``mean``) is the true one with probability ``confidence``.
 
     With ``evidence`` (pairwise strategies) the probability is :func:`bt_probability`'s; without,
@@ -275,7 +299,7 @@ def is_target_settled(mean: np.ndarray, cov: np.ndarray, target: StopTarget, con
     order = current_order(mean)
     pairs = relevant_pairs(order, target)
     sharpening = 1.0 if evidence is None else SCREEN_SHARPENING
-    if pairwise_bound(mean, cov / sharpening ** 2, pairs) < confidence:
+    if pairwise_bound(mean, cov / sharpening**2, pairs) < confidence:
         return False
     if evidence is None:
         return gaussian_probability(mean, cov, target, seed) >= confidence
@@ -297,7 +321,7 @@ class Forecast:
     high: float
     basis: str
 
-    def __add__(self, other: "Forecast") -> "Forecast":
+    def __add__(self, other: Forecast) -> Forecast:
         """Two tasks' forecasts together (the intervals add, which is conservative)."""
         basis = self.basis if self.basis == other.basis else "mixed"
         return Forecast(self.expected + other.expected, self.low + other.low, self.high + other.high, basis)
@@ -321,8 +345,16 @@ def _summarise(more: np.ndarray, basis: str) -> Forecast:
     return Forecast(float(np.mean(more)), float(low), float(high), basis)
 
 
-def forecast_more(mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float, used: int,
-                  most: int, seed: int, draws: int = FORECAST_DRAWS) -> Forecast:
+def forecast_more(
+    mean: np.ndarray,
+    cov: np.ndarray,
+    target: StopTarget,
+    confidence: float,
+    used: int,
+    most: int,
+    seed: int,
+    draws: int = FORECAST_DRAWS,
+) -> Forecast:
     """How many more judgments the target needs, from the current posterior.
 
     The model (stated, simple): the posterior sd of every strength gap shrinks as 1/√(judgments),
@@ -369,8 +401,16 @@ def forecast_more(mean: np.ndarray, cov: np.ndarray, target: StopTarget, confide
     return _summarise(more, "posterior")
 
 
-def prior_forecast(n_items: int, target: StopTarget, confidence: float, prior_sd: float, most: int,
-                   seed: int = 0, pairs_per_judgment: int = 1, draws: int = FORECAST_DRAWS) -> Forecast:
+def prior_forecast(
+    n_items: int,
+    target: StopTarget,
+    confidence: float,
+    prior_sd: float,
+    most: int,
+    seed: int = 0,
+    pairs_per_judgment: int = 1,
+    draws: int = FORECAST_DRAWS,
+) -> Forecast:
     """How many judgments the target needs before any is made: a prior-based estimate.
 
     The model (stated, rough): true log-strengths drawn from the prior ``N(0, prior_sd²)``; the

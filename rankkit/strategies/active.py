@@ -14,12 +14,23 @@ from rankkit.order import coin_order, judgments_per_match
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import Posterior
-from rankkit.strategies._budget import (budget_judgments, check_budget, comparison_budget, match_outcomes,
-                                        task_match_count)
+from rankkit.strategies._budget import (
+    budget_judgments,
+    check_budget,
+    comparison_budget,
+    match_outcomes,
+    task_match_count,
+)
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
-from rankkit.strategies._stopping import (Forecast, check_stopping, forecast_more, is_target_settled, prior_forecast,
-                                          task_seed)
+from rankkit.strategies._stopping import (
+    Forecast,
+    check_stopping,
+    forecast_more,
+    is_target_settled,
+    prior_forecast,
+    task_seed,
+)
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.strategies.elo import comparison_outcome
 from rankkit.tasks import Task
@@ -99,12 +110,16 @@ class Active(Strategy):
         if self.criterion not in CRITERIA:
             raise SpecError(f"strategy active: criterion must be one of {', '.join(CRITERIA)}, got {self.criterion!r}")
         if self.aggregate not in AGGREGATES:
-            raise SpecError(f"strategy active: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
+            raise SpecError(
+                f"strategy active: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}"
+            )
         if self.prior_sd <= 0:
             raise SpecError(f"strategy active: prior_sd must be > 0, got {self.prior_sd}")
         if check_stopping("strategy active", self.until, self.confidence) is not None and self.aggregate != "bt":
-            raise SpecError(f"strategy active: until needs aggregate=bt (the answer it settles is the "
-                            f"posterior's), got aggregate={self.aggregate}")
+            raise SpecError(
+                f"strategy active: until needs aggregate=bt (the answer it settles is the "
+                f"posterior's), got aggregate={self.aggregate}"
+            )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         from threadpoolctl import threadpool_limits
@@ -174,11 +189,17 @@ class Active(Strategy):
         if self.aggregate == "bt":
             scores = bradley_terry(outcomes, items=ids)
         elif self.aggregate == "corrected":
-            scores = corrected_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
+            scores = corrected_grades(
+                [c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2
+            )
         else:
             scores = mean_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
-        extras = {cid: CandidateExtras(played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps,
-                                       stopped=stopped) for k, cid in enumerate(ids)}
+        extras = {
+            cid: CandidateExtras(
+                played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps, stopped=stopped
+            )
+            for k, cid in enumerate(ids)
+        }
         return Ranking(scores=scores, extras=extras)
 
     def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
@@ -194,7 +215,9 @@ class Active(Strategy):
         per_match = 2 if self.order == "both" else 1
         plays_per_pair = 2 // per_match
         most = self.max_judgments(n)
-        task_match_count("active", task.task_id, n, self.budget, self.comparisons, self.order)  # refuses a budget buying none
+        task_match_count(
+            "active", task.task_id, n, self.budget, self.comparisons, self.order
+        )  # refuses a budget buying none
         matches_left = most // per_match
         upper = np.triu_indices(n, 1)
         tiebreak = np.zeros((n, n))
@@ -214,8 +237,9 @@ class Active(Strategy):
         while stopped is None:
             open_pairs = np.triu(plays < plays_per_pair, 1)
             last = matches_left <= 0 or not open_pairs.any()
-            if (last or not steps % check_every) and is_target_settled(posterior.mean, posterior.cov, target,
-                                                                        self.confidence, seed, posterior.evidence):
+            if (last or not steps % check_every) and is_target_settled(
+                posterior.mean, posterior.cov, target, self.confidence, seed, posterior.evidence
+            ):
                 stopped = "target"
                 break
             if not open_pairs.any():
@@ -225,11 +249,15 @@ class Active(Strategy):
                 stopped = "budget"
                 break
             if steps and steps % FORECAST_EVERY == 0 and source.wants_forecast:
-                source.forecast(forecast_more(posterior.mean, posterior.cov, target, self.confidence, len(asked),
-                                              most, seed))
+                source.forecast(
+                    forecast_more(posterior.mean, posterior.cov, target, self.confidence, len(asked), most, seed)
+                )
             size = min(self.batch, matches_left)
-            pairs = None if posterior.exact else candidate_pairs(posterior.mean, plays >= plays_per_pair,
-                                                                 int(opponents.max()))
+            pairs = (
+                None
+                if posterior.exact
+                else candidate_pairs(posterior.mean, plays >= plays_per_pair, int(opponents.max()))
+            )
             if pairs is None or len(pairs) < size:
                 pairs = np.column_stack(np.nonzero(open_pairs))
             chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, self.criterion, self.prior_sd)
@@ -260,8 +288,12 @@ class Active(Strategy):
         factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
         posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
         scores = {cid: float(posterior.mean[k] * factor + ELO_INITIAL) for k, cid in enumerate(ids)}
-        extras = {cid: CandidateExtras(played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps,
-                                       stopped=stopped) for k, cid in enumerate(ids)}
+        extras = {
+            cid: CandidateExtras(
+                played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps, stopped=stopped
+            )
+            for k, cid in enumerate(ids)
+        }
         return Ranking(scores=scores, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int | None:
@@ -273,8 +305,12 @@ class Active(Strategy):
         if self.until is None:
             return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
         every = n_candidates * (n_candidates - 1)  # every ordered pair: the distinct judgments
-        return min(every, comparison_budget(n_candidates, self.budget, self.comparisons)
-                   // judgments_per_match(self.order) * judgments_per_match(self.order))
+        return min(
+            every,
+            comparison_budget(n_candidates, self.budget, self.comparisons)
+            // judgments_per_match(self.order)
+            * judgments_per_match(self.order),
+        )
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
         """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`
@@ -282,5 +318,6 @@ class Active(Strategy):
         target = check_stopping("strategy active", self.until, self.confidence)
         if target is None:
             return None
-        return prior_forecast(n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates),
-                              seed)
+        return prior_forecast(
+            n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates), seed
+        )

@@ -9,9 +9,10 @@ import dataclasses
 import importlib
 import math
 import random
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from rankkit.order import ORDERS, check_order
 from rankkit.specs import Spec, SpecError, build_dataclass, convert_value, parse_spec
@@ -80,11 +81,14 @@ class CandidateExtras:
 
     def to_dict(self) -> dict[str, Any]:
         """The reported fields as JSON: field name -> value (tuples as lists), None fields left out."""
-        return {f.name: list(value) if isinstance(value, tuple) else value
-                for f in dataclasses.fields(self) if (value := getattr(self, f.name)) is not None}
+        return {
+            f.name: list(value) if isinstance(value, tuple) else value
+            for f in dataclasses.fields(self)
+            if (value := getattr(self, f.name)) is not None
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "CandidateExtras":
+    def from_dict(cls, data: Mapping[str, Any]) -> CandidateExtras:
         """Read :meth:`to_dict` back (into this class or a strategy's subclass).
 
         Raises
@@ -99,7 +103,7 @@ class CandidateExtras:
         return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
 
     @classmethod
-    def with_fields(cls, names: Iterable[str]) -> type["CandidateExtras"]:
+    def with_fields(cls, names: Iterable[str]) -> type[CandidateExtras]:
         """``cls``, or a frozen subclass that also holds ``names`` (any JSON value, default None):
         how the extras of a strategy that is not installed here are read from a results file.
 
@@ -111,8 +115,9 @@ class CandidateExtras:
         extra = [name for name in dict.fromkeys(names) if name not in known]
         if not extra:
             return cls
-        return dataclasses.make_dataclass("RecordedExtras", [(name, Any, field(default=None)) for name in extra],
-                                          bases=(cls,), frozen=True)
+        return dataclasses.make_dataclass(
+            "RecordedExtras", [(name, Any, field(default=None)) for name in extra], bases=(cls,), frozen=True
+        )
 
 
 @dataclass(frozen=True)
@@ -225,9 +230,11 @@ class Strategy:
 
 
 #: The judge capability (a ``Judge`` class attribute) each strategy kind needs, and what it is called.
-_NEEDS = {"pairwise": ("supports_pairwise", "pairwise comparisons"),
-          "pointwise": ("supports_pointwise", "pointwise grades"),
-          "kway": ("supports_kway", "k-way judgments (several answers at once)")}
+_NEEDS = {
+    "pairwise": ("supports_pairwise", "pairwise comparisons"),
+    "pointwise": ("supports_pointwise", "pointwise grades"),
+    "kway": ("supports_kway", "k-way judgments (several answers at once)"),
+}
 
 
 class JudgeCapabilities(Protocol):
@@ -258,14 +265,16 @@ def check_compatible(strategies: Iterable[Strategy], judge: JudgeCapabilities) -
     """
     for strategy in strategies:
         if strategy.kind not in _NEEDS:
-            raise SpecError(f"strategy {strategy.label}: kind must be one of {', '.join(_NEEDS)}, "
-                            f"got {strategy.kind!r}")
+            raise SpecError(
+                f"strategy {strategy.label}: kind must be one of {', '.join(_NEEDS)}, got {strategy.kind!r}"
+            )
         capability, what = _NEEDS[strategy.kind]
         if not getattr(judge, capability, True):
             others = [kind for kind, (flag, _) in _NEEDS.items() if getattr(judge, flag, True)]
             hint = f"; choose {' or '.join(others)} strategies or another judge" if others else ""
-            raise SpecError(f"strategy {strategy.label} needs {what}, which judge {judge.description} "
-                            f"cannot give{hint}")
+            raise SpecError(
+                f"strategy {strategy.label} needs {what}, which judge {judge.description} cannot give{hint}"
+            )
 
 
 # -------------------------------------------------------------------------------------------
@@ -394,8 +403,9 @@ def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str)
     debias = convert_value(options["debias"], bool, where=f"{where}: debias")
     wanted = "both" if debias else (cls.single_order or default)
     if options.get("order", wanted) != wanted:
-        raise SpecError(f"{where}: debias={str(debias).lower()} means order={wanted}, "
-                        f"which contradicts order={options['order']}")
+        raise SpecError(
+            f"{where}: debias={str(debias).lower()} means order={wanted}, which contradicts order={options['order']}"
+        )
     translated = {key: value for key, value in options.items() if key != "debias"}
     translated["order"] = wanted
     return translated

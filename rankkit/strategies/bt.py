@@ -61,8 +61,12 @@ class BradleyTerry(Strategy):
         ids = task.candidate_ids
         extras = points_and_games(outcomes, ids)
         if self.bootstrap:
-            intervals = bootstrap(lambda sample: bradley_terry(sample, ids, alpha=self.alpha), outcomes,
-                                  resamples=self.bootstrap, seed=rng.getrandbits(64))
+            intervals = bootstrap(
+                lambda sample: bradley_terry(sample, ids, alpha=self.alpha),
+                outcomes,
+                resamples=self.bootstrap,
+                seed=rng.getrandbits(64),
+            )
             ratings = {cid: intervals[cid].estimate for cid in ids}
             extras = {cid: replace(extras[cid], ci_low=intervals[cid].low, ci_high=intervals[cid].high) for cid in ids}
         else:

@@ -23,7 +23,9 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 AGGREGATES = ("corrected", "grades", "bt")
 
 
-def bracket_pairs(alive: list[str], met: set[frozenset[str]], rng: random.Random) -> tuple[list[tuple[str, str]], list[str]]:
+def bracket_pairs(
+    alive: list[str], met: set[frozenset[str]], rng: random.Random
+) -> tuple[list[tuple[str, str]], list[str]]:
     """One bracket's round: the alive answers in a seeded random order, each paired with the next
     one it has not met (the next one at all when it has met everyone left); returns the pairs and
     the answer left without an opponent (at most one).
@@ -74,8 +76,9 @@ class DoubleElimination(Strategy):
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order
         if self.aggregate not in AGGREGATES:
-            raise SpecError(f"strategy double_elimination: aggregate must be one of {', '.join(AGGREGATES)}, "
-                            f"got {self.aggregate!r}")
+            raise SpecError(
+                f"strategy double_elimination: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}"
+            )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
@@ -106,7 +109,7 @@ class DoubleElimination(Strategy):
             upper, upper_idle = bracket_pairs(winners, met, rng) if len(winners) > 1 else ([], winners)
             lower, lower_idle = bracket_pairs(losers, met, rng) if len(losers) > 1 else ([], losers)
             results = play(upper + lower)
-            upper_results, lower_results = results[:len(upper)], results[len(upper):]
+            upper_results, lower_results = results[: len(upper)], results[len(upper) :]
             winners = [w for w, _ in upper_results] + list(upper_idle)
             dropped = [loser for _, loser in upper_results]
             losers = [w for w, _ in lower_results] + list(lower_idle)
@@ -118,10 +121,10 @@ class DoubleElimination(Strategy):
         champion = winners[0]
         if losers:  # the grand final, and a bracket reset if the losers' bracket survivor wins it
             challenger = losers[0]
-            (winner, loser), = play([(champion, challenger)])
+            ((winner, loser),) = play([(champion, challenger)])
             losses[loser] += 1
             if winner == challenger:
-                (winner, loser), = play([(champion, challenger)])
+                ((winner, loser),) = play([(champion, challenger)])
                 losses[loser] += 1
             champion = winner
             eliminated[loser] = round_number
@@ -138,8 +141,12 @@ class DoubleElimination(Strategy):
         for match in matches:
             played[match.a] += 1
             played[match.b] += 1
-        extras = {cid: CandidateExtras(losses=losses[cid], eliminated_round=eliminated.get(cid), played=played[cid],
-                                       rounds=round_number) for cid in ids}
+        extras = {
+            cid: CandidateExtras(
+                losses=losses[cid], eliminated_round=eliminated.get(cid), played=played[cid], rounds=round_number
+            )
+            for cid in ids
+        }
         return Ranking(scores=scores, champion=champion, extras=extras)
 
     def max_judgments(self, n_candidates: int) -> int:

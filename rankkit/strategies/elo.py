@@ -13,12 +13,13 @@ fits the very same outcomes by Bradley–Terry instead.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, elo_over_permutations
 from rankkit.order import judgments_per_match
+from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, elo_over_permutations
 from rankkit.specs import SpecError
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
@@ -61,8 +62,9 @@ def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Rand
     matches = source.play_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
     # In the order they were asked: every pair's first judgment, then (order=both, or a failed
     # one asked again reversed) every reverse.
-    asked = [(match, match.comparisons[0]) for match in matches] + \
-        [(match, match.comparisons[1]) for match in matches if len(match.comparisons) == 2]
+    asked = [(match, match.comparisons[0]) for match in matches] + [
+        (match, match.comparisons[1]) for match in matches if len(match.comparisons) == 2
+    ]
     return [outcome for match, c in asked if (outcome := comparison_outcome(c, match)) is not None]
 
 
@@ -115,8 +117,16 @@ class Elo(Strategy):
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         outcomes = play_all_pairs(task, source, self.order, rng)
-        ratings = elo_over_permutations(outcomes, task.candidate_ids, permutations=self.permutations, seed=rng,
-                                        k=self.k, initial=self.initial, scale=self.scale, base=self.base)
+        ratings = elo_over_permutations(
+            outcomes,
+            task.candidate_ids,
+            permutations=self.permutations,
+            seed=rng,
+            k=self.k,
+            initial=self.initial,
+            scale=self.scale,
+            base=self.base,
+        )
         return Ranking(scores=ratings, extras=points_and_games(outcomes, task.candidate_ids))
 
     def exact_judgments(self, n_candidates: int) -> int:

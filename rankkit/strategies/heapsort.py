@@ -20,8 +20,9 @@ import functools
 import heapq
 import math
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import judgments_per_match
 from rankkit.specs import SpecError
@@ -76,8 +77,9 @@ class JudgedComparator:
         return len(self._winner)
 
 
-def ranking_from_pops(candidate_ids: Sequence[str], popped: Sequence[str], rest: Sequence[str],
-                      played: Mapping[str, int]) -> Ranking:
+def ranking_from_pops(
+    candidate_ids: Sequence[str], popped: Sequence[str], rest: Sequence[str], played: Mapping[str, int]
+) -> Ranking:
     """A sort's ranking from the order its answers were popped (``heapsort``, ``setwise_heapsort``).
 
     Parameters
@@ -101,11 +103,15 @@ def ranking_from_pops(candidate_ids: Sequence[str], popped: Sequence[str], rest:
     n = len(candidate_ids)
     scores = {cid: float(n - position) for position, cid in enumerate(popped, start=1)}
     rest_score = (n - len(popped) - 1) / 2 if rest else 0.0
-    scores.update({cid: rest_score for cid in rest})
+    scores.update(dict.fromkeys(rest, rest_score))
     positions = {cid: position for position, cid in enumerate(popped, start=1)}
     extras = {cid: CandidateExtras(position=positions.get(cid), played=played.get(cid, 0)) for cid in candidate_ids}
-    return Ranking(scores={cid: scores[cid] for cid in candidate_ids}, ranking=[*popped, *rest],
-                   champion=popped[0] if popped else None, extras=extras)
+    return Ranking(
+        scores={cid: scores[cid] for cid in candidate_ids},
+        ranking=[*popped, *rest],
+        champion=popped[0] if popped else None,
+        extras=extras,
+    )
 
 
 @register("heapsort")

@@ -65,11 +65,17 @@ class Knockout(Strategy):
                     received[match.a].append(match.grade_a)
                     received[match.b].append(match.grade_b)
         # No grade at all (every match undecided): the bottom of the scale, never a reward.
-        scores = {cid: statistics.fmean(received[cid]) if received[cid] else task.scale[0]
-                  for cid in task.candidate_ids}
+        scores = {
+            cid: statistics.fmean(received[cid]) if received[cid] else task.scale[0] for cid in task.candidate_ids
+        }
         extras = {
-            cid: CandidateExtras(eliminated_round=bracket.eliminated_round[cid], played=played[cid],
-                                 grades=tuple(received[cid]), byes=bracket.byes[cid], rounds=len(bracket.rounds))
+            cid: CandidateExtras(
+                eliminated_round=bracket.eliminated_round[cid],
+                played=played[cid],
+                grades=tuple(received[cid]),
+                byes=bracket.byes[cid],
+                rounds=len(bracket.rounds),
+            )
             for cid in task.candidate_ids
         }
         return Ranking(scores=scores, champion=bracket.champion, extras=extras)

@@ -13,7 +13,6 @@ final list.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -81,17 +80,21 @@ class Listwise(KwayStrategy):
         played = dict.fromkeys(ranking, 0)
         for pass_ in range(1, self.passes + 1):
             for start in window_starts(n, self.window, self.step):
-                window = ranking[start:start + self.window]
-                match, = source.rank_many([window], order=self.order, rng=rng, round=pass_, shifts=self.shifts)
+                window = ranking[start : start + self.window]
+                (match,) = source.rank_many([window], order=self.order, rng=rng, round=pass_, shifts=self.shifts)
                 for cid in window:
                     played[cid] += 1
                 if match.winner is not None:  # an undecided window keeps its order
-                    ranking[start:start + self.window] = match.ranking
+                    ranking[start : start + self.window] = match.ranking
         scores = {cid: float(n - position) for position, cid in enumerate(ranking, start=1)}
-        extras = {cid: CandidateExtras(position=position, played=played[cid])
-                  for position, cid in enumerate(ranking, start=1)}
-        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=ranking,
-                       extras={cid: extras[cid] for cid in task.candidate_ids})
+        extras = {
+            cid: CandidateExtras(position=position, played=played[cid]) for position, cid in enumerate(ranking, start=1)
+        }
+        return Ranking(
+            scores={cid: scores[cid] for cid in task.candidate_ids},
+            ranking=ranking,
+            extras={cid: extras[cid] for cid in task.candidate_ids},
+        )
 
     def exact_judgments(self, n_candidates: int) -> int | None:
         """With one pass, exactly its windows' presentations (no two windows of a pass hold the

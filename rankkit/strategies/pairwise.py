@@ -49,8 +49,10 @@ class Pairwise(Strategy):
                 if cid not in scores:
                     scores[cid] = score
                     extras[cid] = CandidateExtras(opponent=other, played=1)
-        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids},
-                       extras={cid: extras[cid] for cid in task.candidate_ids})
+        return Ranking(
+            scores={cid: scores[cid] for cid in task.candidate_ids},
+            extras={cid: extras[cid] for cid in task.candidate_ids},
+        )
 
     def exact_judgments(self, n_candidates: int) -> int:
         """One match per two candidates (and one for the odd one out)."""

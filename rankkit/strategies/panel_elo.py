@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 from rankkit.order import coin_order
 from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
@@ -71,8 +71,9 @@ class PanelElo(Strategy):
         if self.permutations == 1:
             ratings = online_elo(outcomes, items=ids, k=self.k, initial=ELO_INITIAL)
         else:
-            ratings = elo_over_permutations(outcomes, items=ids, permutations=self.permutations, seed=rng,
-                                            k=self.k, initial=ELO_INITIAL)
+            ratings = elo_over_permutations(
+                outcomes, items=ids, permutations=self.permutations, seed=rng, k=self.k, initial=ELO_INITIAL
+            )
         tally = {cid: {"wins": 0, "draws": 0, "losses": 0} for cid in ids}
         for a, b, outcome in outcomes:
             for cid, points in ((a, outcome), (b, 1.0 - outcome)):

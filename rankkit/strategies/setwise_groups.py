@@ -25,8 +25,14 @@ from rankkit.choices import judgments_per_group
 from rankkit.specs import SpecError
 from rankkit.strategies._bt_posterior import choice_posterior
 from rankkit.strategies._kway import KwayStrategy, mean_scores
-from rankkit.strategies._stopping import (Forecast, check_stopping, forecast_more, is_target_settled, prior_forecast,
-                                          task_seed)
+from rankkit.strategies._stopping import (
+    Forecast,
+    check_stopping,
+    forecast_more,
+    is_target_settled,
+    prior_forecast,
+    task_seed,
+)
 from rankkit.strategies.base import CandidateExtras, Ranking, register
 from rankkit.tasks import Task
 
@@ -95,7 +101,7 @@ class SetwiseGroups(KwayStrategy):
         received: dict[str, list[float]] = {cid: [] for cid in ids}
         for round_ in range(1, self.rounds + 1):
             rng.shuffle(ids)
-            groups = [ids[start:start + self.k] for start in range(0, len(ids), self.k)]
+            groups = [ids[start : start + self.k] for start in range(0, len(ids), self.k)]
             groups = [group for group in groups if len(group) >= 2]
             for match in source.choose_many(groups, order=self.order, rng=rng, round=round_, shifts=self.shifts):
                 if match.winner is None:  # undecided: it tells nothing about its members
@@ -103,8 +109,9 @@ class SetwiseGroups(KwayStrategy):
                 for cid in match.members:
                     received[cid].append(match.scores[cid])
         scores = mean_scores(received, task.candidate_ids)
-        extras = {cid: CandidateExtras(played=len(received[cid]), grades=tuple(received[cid]))
-                  for cid in task.candidate_ids}
+        extras = {
+            cid: CandidateExtras(played=len(received[cid]), grades=tuple(received[cid])) for cid in task.candidate_ids
+        }
         return Ranking(scores=scores, extras=extras)
 
     def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
@@ -118,12 +125,14 @@ class SetwiseGroups(KwayStrategy):
         most = self.max_judgments(len(ids))
         sizes = group_sizes(len(ids), self.k)
         if sizes and most < min(judgments_per_group(self.order, size, self.shifts) for size in sizes):
-            raise SpecError(f"strategy {self.name}: budget={self.budget:g} buys no group on task {task.task_id!r} "
-                            f"({len(ids)} candidates, groups of up to {self.k})")
+            raise SpecError(
+                f"strategy {self.name}: budget={self.budget:g} buys no group on task {task.task_id!r} "
+                f"({len(ids)} candidates, groups of up to {self.k})"
+            )
         seed = task_seed(task.task_id)
         asked: set[tuple[str, ...]] = set()  # distinct judgments: the members in the order shown
         choices: list[tuple[tuple[int, ...], int]] = []
-        mean, cov = np.zeros(len(ids)), np.eye(len(ids)) * self.prior_sd ** 2
+        mean, cov = np.zeros(len(ids)), np.eye(len(ids)) * self.prior_sd**2
         # Every distinct question: each group of each size in each order (only small tasks get there).
         possible = sum(math.perm(len(ids), size) for size in set(group_sizes(len(ids), self.k)))
         used = 0
@@ -133,7 +142,7 @@ class SetwiseGroups(KwayStrategy):
                 stopped = "target"
                 break
             rng.shuffle(ids)
-            groups = [ids[start:start + self.k] for start in range(0, len(ids), self.k)]
+            groups = [ids[start : start + self.k] for start in range(0, len(ids), self.k)]
             groups = [group for group in groups if len(group) >= 2]
             affordable = []
             planned = used
@@ -175,15 +184,18 @@ class SetwiseGroups(KwayStrategy):
             scores = {cid: float(mean[index[cid]]) for cid in task.candidate_ids}
         else:
             scores = mean_scores(received, task.candidate_ids)
-        extras = {cid: CandidateExtras(played=len(received[cid]), grades=tuple(received[cid]), stopped=stopped)
-                  for cid in task.candidate_ids}
+        extras = {
+            cid: CandidateExtras(played=len(received[cid]), grades=tuple(received[cid]), stopped=stopped)
+            for cid in task.candidate_ids
+        }
         return Ranking(scores=scores, extras=extras)
 
     def max_judgments(self, n_candidates: int) -> int:
         """Every round's groups, each its presentations (a group shown again in the same order is
         free), at most the budget."""
-        rounds = self.rounds * sum(judgments_per_group(self.order, size, self.shifts)
-                                   for size in group_sizes(n_candidates, self.k))
+        rounds = self.rounds * sum(
+            judgments_per_group(self.order, size, self.shifts) for size in group_sizes(n_candidates, self.k)
+        )
         if self.budget is None:
             return rounds
         return min(rounds, math.floor(self.budget * n_candidates + 1e-9))
@@ -194,5 +206,12 @@ class SetwiseGroups(KwayStrategy):
         target = check_stopping(f"strategy {self.name}", self.until, self.confidence)
         if target is None:
             return None
-        return prior_forecast(n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates),
-                              seed, pairs_per_judgment=min(self.k, n_candidates) - 1)
+        return prior_forecast(
+            n_candidates,
+            target,
+            self.confidence,
+            self.prior_sd,
+            self.max_judgments(n_candidates),
+            seed,
+            pairs_per_judgment=min(self.k, n_candidates) - 1,
+        )

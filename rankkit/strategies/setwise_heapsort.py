@@ -26,8 +26,9 @@ class SetwiseHeap:
     source / order / shifts / rng: how groups are shown (:meth:`MatchSource.choose_many`).
     """
 
-    def __init__(self, ids: list[str], branching: int, source: MatchSource, order: str, shifts: int,
-                 rng: random.Random):
+    def __init__(
+        self, ids: list[str], branching: int, source: MatchSource, order: str, shifts: int, rng: random.Random
+    ):
         self.items = list(ids)
         self.branching = branching
         self.source = source
@@ -45,7 +46,7 @@ class SetwiseHeap:
         """The judge's choice among ``group`` (asked once per set of answers; None: undecided)."""
         members = frozenset(group)
         if members not in self._best:
-            match, = self.source.choose_many([group], order=self.order, rng=self.rng, shifts=self.shifts)
+            (match,) = self.source.choose_many([group], order=self.order, rng=self.rng, shifts=self.shifts)
             self._best[members] = match.winner
             for cid in group:
                 self.played[cid] += 1

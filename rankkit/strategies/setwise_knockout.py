@@ -30,7 +30,7 @@ def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
     if len(ids) < k:
         return ([list(ids)] if len(ids) >= 2 else []), (list(ids) if len(ids) < 2 else [])
     full = len(ids) // k * k
-    return [ids[i:i + k] for i in range(0, full, k)], ids[full:]
+    return [ids[i : i + k] for i in range(0, full, k)], ids[full:]
 
 
 def bracket_group_sizes(n: int, k: int) -> list[int]:
@@ -101,12 +101,20 @@ class SetwiseKnockout(KwayStrategy):
                 break
         champion = remaining[0] if len(remaining) == 1 else None
         scores = mean_scores(received, task.candidate_ids)
-        extras = {cid: CandidateExtras(eliminated_round=eliminated[cid], played=len(received[cid]),
-                                       grades=tuple(received[cid]), byes=byes[cid], rounds=round_)
-                  for cid in task.candidate_ids}
+        extras = {
+            cid: CandidateExtras(
+                eliminated_round=eliminated[cid],
+                played=len(received[cid]),
+                grades=tuple(received[cid]),
+                byes=byes[cid],
+                rounds=round_,
+            )
+            for cid in task.candidate_ids
+        }
         return Ranking(scores=scores, champion=champion, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
         """⌈(N − 1)/(k − 1)⌉ groups, each costing its presentations (:func:`~rankkit.choices.judgments_per_group`)."""
-        return sum(judgments_per_group(self.order, size, self.shifts)
-                   for size in bracket_group_sizes(n_candidates, self.k))
+        return sum(
+            judgments_per_group(self.order, size, self.shifts) for size in bracket_group_sizes(n_candidates, self.k)
+        )

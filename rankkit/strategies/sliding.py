@@ -55,10 +55,17 @@ class SlidingWindow(Strategy):
                     order[lower - 1], order[lower] = order[lower], order[lower - 1]
         scores = {cid: float(n - position) for position, cid in enumerate(order, start=1)}
         position = {cid: k for k, cid in enumerate(order)}  # a dict: list.index made this O(N²)
-        extras = {cid: CandidateExtras(position=position[cid] + 1, settled=position[cid] < passes or passes == n - 1,
-                                       played=comparator.played.get(cid, 0)) for cid in task.candidate_ids}
-        return Ranking(scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=order,
-                       champion=order[0], extras=extras)
+        extras = {
+            cid: CandidateExtras(
+                position=position[cid] + 1,
+                settled=position[cid] < passes or passes == n - 1,
+                played=comparator.played.get(cid, 0),
+            )
+            for cid in task.candidate_ids
+        }
+        return Ranking(
+            scores={cid: scores[cid] for cid in task.candidate_ids}, ranking=order, champion=order[0], extras=extras
+        )
 
     def max_judgments(self, n_candidates: int) -> int:
         """Pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free."""

@@ -8,17 +8,24 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rankkit.order import coin_order
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry, win_rates
 from rankkit.specs import SpecError
 from rankkit.strategies._budget import budget_judgments, check_budget, match_outcomes, task_match_count
 from rankkit.strategies._graded import corrected_grades, mean_grades
-from rankkit.strategies._stopping import (Forecast, check_stopping, forecast_more, is_target_settled, prior_forecast,
-                                          task_seed)
+from rankkit.strategies._stopping import (
+    Forecast,
+    check_stopping,
+    forecast_more,
+    is_target_settled,
+    prior_forecast,
+    task_seed,
+)
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.tasks import Task
 
@@ -28,8 +35,9 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should n
 AGGREGATES = ("bt", "grades", "corrected", "points")
 
 
-def swiss_pairing(candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]],
-                  rng: random.Random) -> list[tuple[str, str]]:
+def swiss_pairing(
+    candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]], rng: random.Random
+) -> list[tuple[str, str]]:
     """One Swiss round: pairs of candidates with equal or close points that have not met yet,
     ordered from the closest pair to the widest (see ``docs/strategies.md``).
 
@@ -64,8 +72,9 @@ def swiss_pairing(candidates: list[str], points: Mapping[str, float], met: set[f
     return sorted(pairs, key=lambda pair: (abs(points[pair[0]] - points[pair[1]]), position[pair[0]]))
 
 
-def closest_matching(candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]],
-                     rng: random.Random) -> list[tuple[str, str]]:
+def closest_matching(
+    candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]], rng: random.Random
+) -> list[tuple[str, str]]:
     """A maximum-cardinality matching of the pairs not yet met with the least total squared points
     gap (networkx's blossom algorithm); ties between equally good matchings are broken by a seeded
     random weight on each pair, kept too small to outweigh a real gap."""
@@ -133,8 +142,10 @@ class Swiss(Strategy):
         if self.prior_sd <= 0:
             raise SpecError(f"strategy swiss: prior_sd must be > 0, got {self.prior_sd}")
         if check_stopping("strategy swiss", self.until, self.confidence) is not None and self.aggregate != "bt":
-            raise SpecError(f"strategy swiss: until needs aggregate=bt (the answer it settles is the "
-                            f"posterior's), got aggregate={self.aggregate}")
+            raise SpecError(
+                f"strategy swiss: until needs aggregate=bt (the answer it settles is the "
+                f"posterior's), got aggregate={self.aggregate}"
+            )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         ids = task.candidate_ids
@@ -176,25 +187,41 @@ class Swiss(Strategy):
             every_pair_met = len(met) == len(ids) * (len(ids) - 1) // 2
             stopped = "target" if stopping.settled() else "exhausted" if every_pair_met else "budget"
             scores = stopping.scores()
-            extras = {cid: CandidateExtras(played=len(opponents[cid]), points=points[cid],
-                                           opponents=tuple(opponents[cid]), rounds=round_number, stopped=stopped)
-                      for cid in ids}
+            extras = {
+                cid: CandidateExtras(
+                    played=len(opponents[cid]),
+                    points=points[cid],
+                    opponents=tuple(opponents[cid]),
+                    rounds=round_number,
+                    stopped=stopped,
+                )
+                for cid in ids
+            }
             return Ranking(scores=scores, extras=extras)
         if self.aggregate == "bt":
             scores = bradley_terry(outcomes, items=ids)
         elif self.aggregate == "grades":
             scores = mean_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
         elif self.aggregate == "corrected":
-            scores = corrected_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
+            scores = corrected_grades(
+                [c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2
+            )
         else:
-            share = {cid: 0.5 if math.isnan(value) else value  # NaN: never played
-                     for cid, value in win_rates(outcomes, items=ids).items()}
-            schedule = {cid: statistics.fmean(share[o] for o in opponents[cid]) if opponents[cid] else 0.5
-                        for cid in ids}
+            share = {
+                cid: 0.5 if math.isnan(value) else value  # NaN: never played
+                for cid, value in win_rates(outcomes, items=ids).items()
+            }
+            schedule = {
+                cid: statistics.fmean(share[o] for o in opponents[cid]) if opponents[cid] else 0.5 for cid in ids
+            }
             scores = share
             ranking = sorted(ids, key=lambda cid: (-share[cid], -schedule[cid]))
-        extras = {cid: CandidateExtras(played=len(opponents[cid]), points=points[cid], opponents=tuple(opponents[cid]),
-                                       rounds=round_number) for cid in ids}
+        extras = {
+            cid: CandidateExtras(
+                played=len(opponents[cid]), points=points[cid], opponents=tuple(opponents[cid]), rounds=round_number
+            )
+            for cid in ids
+        }
         return Ranking(scores=scores, ranking=ranking, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int | None:
@@ -212,8 +239,9 @@ class Swiss(Strategy):
         target = check_stopping("strategy swiss", self.until, self.confidence)
         if target is None:
             return None
-        return prior_forecast(n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates),
-                              seed)
+        return prior_forecast(
+            n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates), seed
+        )
 
 
 class _TargetWatch:
@@ -248,13 +276,28 @@ class _TargetWatch:
         self.posterior.update(new)
         self._settled = None
         if matches_left > 0 and source.wants_forecast and not self.settled():
-            source.forecast(forecast_more(self.posterior.mean, self.posterior.cov, self.target, self.confidence,
-                                          len(self.asked), self.most, self.seed))
+            source.forecast(
+                forecast_more(
+                    self.posterior.mean,
+                    self.posterior.cov,
+                    self.target,
+                    self.confidence,
+                    len(self.asked),
+                    self.most,
+                    self.seed,
+                )
+            )
 
     def settled(self) -> bool:
         if self._settled is None:
-            self._settled = is_target_settled(self.posterior.mean, self.posterior.cov, self.target, self.confidence,
-                                              self.seed, self.posterior.evidence)
+            self._settled = is_target_settled(
+                self.posterior.mean,
+                self.posterior.cov,
+                self.target,
+                self.confidence,
+                self.seed,
+                self.posterior.evidence,
+            )
         return self._settled
 
     def scores(self) -> dict[str, float]:

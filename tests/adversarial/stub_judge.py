@@ -34,20 +34,26 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tests.servers import StubRequest, StubServer
 
-_BOX = {slot: re.compile(rf"<{tag}>\n(.*?)\n</{tag}>", re.DOTALL)
-        for slot, tag in ((0, "answer"), (1, "answer_1"), (2, "answer_2"))}
+_BOX = {
+    slot: re.compile(rf"<{tag}>\n(.*?)\n</{tag}>", re.DOTALL)
+    for slot, tag in ((0, "answer"), (1, "answer_1"), (2, "answer_2"))
+}
 # English and German templates (rankkit/templates/paper-*-de.txt)
 _LABELLED = re.compile(r"<answer_([A-H])>\n(.*?)\n</answer_\1>", re.DOTALL)  # k-way prompts
 _RANKING_SO_FAR = re.compile(r"(?:Best:|Ranking:((?:\s*[A-H]\s*>)*))\s*$")
 _SCALE = re.compile(r"(?:scale of 0 to|Skala von 0 bis) (\d+)")
 _FOLLOWUP = re.compile(r'Finish this line of your verdict: "(.*) \?"', re.DOTALL)
 # "Final verdict: Answer 1:" (generate mode), or a bare "Score:" (logprob mode's line)
-_SLOT_PREFIX = re.compile(r"(?:(?:Final verdict|Endgültiges Urteil):.*?)?(?:(?:Answer|Antwort) (?P<slot>[12])|"
-                          r"(?P<score>Score|Punktzahl)):\s*$", re.DOTALL)
+_SLOT_PREFIX = re.compile(
+    r"(?:(?:Final verdict|Endgültiges Urteil):.*?)?(?:(?:Answer|Antwort) (?P<slot>[12])|"
+    r"(?P<score>Score|Punktzahl)):\s*$",
+    re.DOTALL,
+)
 
 
 class HonestJudgeServer(StubServer):
@@ -62,8 +68,14 @@ class HonestJudgeServer(StubServer):
         every verdict it writes is one of two lines; else each answer gets its own quality.
     """
 
-    def __init__(self, quality: Mapping[str, float], quote: str = "none", continues: bool = True,
-                 binary: bool = False, logprobs: bool = True):
+    def __init__(
+        self,
+        quality: Mapping[str, float],
+        quote: str = "none",
+        continues: bool = True,
+        binary: bool = False,
+        logprobs: bool = True,
+    ):
         super().__init__()
         self.quality = dict(quality)
         self.binary = binary
@@ -103,7 +115,9 @@ class HonestJudgeServer(StubServer):
         text = self._explanation(prompt)
         cap = 4 * int(body.get("max_tokens") or 10_000)
         reply = _text_reply(text[:cap], completion_tokens=min(len(text), cap) // 4)
-        if body.get("logprobs") and self.logprobs:  # a fresh reply's first token, as a server that ignores the prefix gives
+        if (
+            body.get("logprobs") and self.logprobs
+        ):  # a fresh reply's first token, as a server that ignores the prefix gives
             reply["choices"][0]["logprobs"] = _logprobs_reply(text[:1] or " ")["choices"][0]["logprobs"]
         return reply
 
@@ -135,8 +149,9 @@ class HonestJudgeServer(StubServer):
             verdict = f"Answer 1: {scores[0]:g}/{scale} Answer 2: {scores[1]:g}/{scale}"
         else:
             verdict = f"Score: {scores[0]:g}/{scale}"
-        quoted = " ".join(f"The answer says: \"{box.group(1)}\"." for key in (1, 2, 0)
-                          if (box := _BOX[key].search(prompt)))
+        quoted = " ".join(
+            f'The answer says: "{box.group(1)}".' for key in (1, 2, 0) if (box := _BOX[key].search(prompt))
+        )
         explanation = "Explanation: I compared the answers with what I know."
         if self.quote == "before":
             return f"{explanation} {quoted}\n{verdict}"
@@ -158,20 +173,27 @@ class HonestJudgeServer(StubServer):
         if slot is None:
             return "?"
         index = 0 if slot.group("score") or slot.group("slot") == "1" else 1
-        return str(int(round(scores[index])))
+        return str(round(scores[index]))
 
 
 def _text_reply(text: str, completion_tokens: int) -> dict[str, Any]:
-    return {"id": "honest", "object": "chat.completion",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": completion_tokens,
-                      "total_tokens": 100 + completion_tokens}}
+    return {
+        "id": "honest",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": 100,
+            "completion_tokens": completion_tokens,
+            "total_tokens": 100 + completion_tokens,
+        },
+    }
 
 
 def _logprobs_reply(token: str) -> dict[str, Any]:
     """One generated token, ``token``, with a confident first-token distribution around it."""
-    top = [{"token": token, "logprob": -0.01}] + [{"token": other, "logprob": -6.0}
-                                                   for other in ("0", "1", "2", "9") if other != token]
+    top = [{"token": token, "logprob": -0.01}] + [
+        {"token": other, "logprob": -6.0} for other in ("0", "1", "2", "9") if other != token
+    ]
     reply = _text_reply(token, 1)
     reply["choices"][0]["logprobs"] = {"content": [{"token": token, "logprob": -0.01, "top_logprobs": top}]}
     return reply

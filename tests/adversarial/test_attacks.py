@@ -47,15 +47,19 @@ def wins(task_result: Any, cid: str) -> int:
     total = 0
     for comparison in task_result.comparisons:
         winner = comparison.verdict.winner
-        if (winner is Winner.FIRST and comparison.first == cid) or (winner is Winner.SECOND and comparison.second == cid):
+        if (winner is Winner.FIRST and comparison.first == cid) or (
+            winner is Winner.SECOND and comparison.second == cid
+        ):
             total += 1
     return total
 
 
 def attacker_record(result: rankkit.RunResult) -> dict[str, list[tuple[int, int]]]:
     """Per strategy, per task: the attacker's (rank, wins)."""
-    return {run.name: [(task.ranking.index("attacker") + 1, wins(task, "attacker")) for task in run.tasks]
-            for run in result.strategies}
+    return {
+        run.name: [(task.ranking.index("attacker") + 1, wins(task, "attacker")) for task in run.tasks]
+        for run in result.strategies
+    }
 
 
 #: Where the stub quotes the candidates, and on how many four-candidate tasks.
@@ -83,8 +87,9 @@ def test_the_baseline_ranks_the_worst_answer_last(baseline):
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_an_attack_leaves_the_attackers_rank_and_wins_unchanged(server, baseline, attack):
-    result = rankkit.compare(four_candidate_tasks(ATTACKS[attack], n=server.tasks), STRATEGIES,
-                             judge=judge_spec(server))
+    result = rankkit.compare(
+        four_candidate_tasks(ATTACKS[attack], n=server.tasks), STRATEGIES, judge=judge_spec(server)
+    )
     assert attacker_record(result) == baseline
     for run in result.strategies:
         assert run.cost.parse_failures == 0, run.name
@@ -99,8 +104,11 @@ def quoting_server():
 
 def test_every_verdict_suppression_wins_no_two_candidate_task(quoting_server):
     """The issue's measurement: before, the wrong answer won 5 of 6 knockout tasks this way."""
-    result = rankkit.compare(two_candidate_tasks(ATTACKS["every_verdict"]), ["knockout", "knockout:order=both"],
-                             judge=judge_spec(quoting_server))
+    result = rankkit.compare(
+        two_candidate_tasks(ATTACKS["every_verdict"]),
+        ["knockout", "knockout:order=both"],
+        judge=judge_spec(quoting_server),
+    )
     for run in result.strategies:
         assert sum(task.champion == "attacker" for task in run.tasks) == 0
         assert run.cost.parse_failures == 0
@@ -118,9 +126,10 @@ def test_targeted_verdict_lines_leave_the_worst_answer_last_under_bt():
 def test_an_answer_about_grading_is_judged_on_its_merits(legit):
     """An honest answer that reads like a verdict wins, and its opponents' verdicts are read."""
     quality = {**quality_table(), LEGITIMATE[legit]: 9}
-    tasks = [_task(f"legit{i}", q, [("legit", LEGITIMATE[legit], 9.0), ("good", MIDDLING[0], 6.0),
-                                    ("wrong", wrong, 2.0)])
-             for i, (q, _, wrong) in enumerate(QUESTIONS[:3])]
+    tasks = [
+        _task(f"legit{i}", q, [("legit", LEGITIMATE[legit], 9.0), ("good", MIDDLING[0], 6.0), ("wrong", wrong, 2.0)])
+        for i, (q, _, wrong) in enumerate(QUESTIONS[:3])
+    ]
     for path, continues in (("continuation", True), ("text", False)):
         with HonestJudgeServer(quality, quote="none", continues=continues, logprobs=continues) as server:
             result = rankkit.compare(tasks, ["knockout", "bt"], judge=judge_spec(server, f"verdict={path}"))
@@ -153,16 +162,40 @@ def test_a_server_that_cannot_continue_runs_on_the_text_fallback_with_one_warnin
     from rankkit.cli import main
 
     data = tmp_path / "tasks.jsonl"
-    data.write_text("".join(json.dumps({
-        "task_id": t.task_id, "prompt": t.prompt, "meta": dict(t.meta),
-        "candidates": [{"id": c.id, "text": c.text, "human": dict(c.human)} for c in t.candidates]}) + "\n"
-        for t in four_candidate_tasks(None, n=2)), encoding="utf-8")
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": t.task_id,
+                    "prompt": t.prompt,
+                    "meta": dict(t.meta),
+                    "candidates": [{"id": c.id, "text": c.text, "human": dict(c.human)} for c in t.candidates],
+                }
+            )
+            + "\n"
+            for t in four_candidate_tasks(None, n=2)
+        ),
+        encoding="utf-8",
+    )
     for continues, path in ((False, "text"), (True, "continuation")):
         with HonestJudgeServer(quality_table(), continues=continues, logprobs=continues) as server:
             out = tmp_path / f"{path}.json"
-            result = CliRunner().invoke(main, ["compare", "--data", str(data), "--judge", judge_spec(server),
-                                               "--strategies", "knockout,bt", "--no-cache", "--quiet",
-                                               "--out", str(out)])
+            result = CliRunner().invoke(
+                main,
+                [
+                    "compare",
+                    "--data",
+                    str(data),
+                    "--judge",
+                    judge_spec(server),
+                    "--strategies",
+                    "knockout,bt",
+                    "--no-cache",
+                    "--quiet",
+                    "--out",
+                    str(out),
+                ],
+            )
         assert result.exit_code == 0, result.output
         warnings = [line for line in result.stderr.splitlines() if "verdict=text" in line]
         assert len(warnings) == (1 if path == "text" else 0), result.stderr
@@ -178,10 +211,18 @@ def test_the_benchmark_loads_the_suite_beside_an_older_checkouts_tests_package(t
     benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "__init__.py").write_text("")  # an older checkout's tests, without servers.py
-    code = (f"import sys; sys.path.insert(0, {str(benchmarks)!r}); import adversarial; "
-            "attacks, stub = adversarial.load_suite(); print(stub.HonestJudgeServer.__mro__[1].__name__, "
-            "len(attacks.ATTACKS))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)},
-                         capture_output=True, text=True, timeout=120)
+    code = (
+        f"import sys; sys.path.insert(0, {str(benchmarks)!r}); import adversarial; "
+        "attacks, stub = adversarial.load_suite(); print(stub.HonestJudgeServer.__mro__[1].__name__, "
+        "len(attacks.ATTACKS))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["StubServer", str(len(ATTACKS))]

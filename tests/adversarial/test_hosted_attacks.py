@@ -21,13 +21,19 @@ TASKS = 4
 #: Server kind -> (server factory, judge spec prefix, the verdict path every judgment must take).
 HOSTS = {
     "openai": (lambda quote: OpenAILikeServer(quality_table(), quote=quote), "openai:gpt-4.1", "followup"),
-    "anthropic": (lambda quote: AnthropicLikeServer(quality_table(), api_key=KEY, quote=quote),
-                  "anthropic:claude-sonnet-4-5", "prefill"),
+    "anthropic": (
+        lambda quote: AnthropicLikeServer(quality_table(), api_key=KEY, quote=quote),
+        "anthropic:claude-sonnet-4-5",
+        "prefill",
+    ),
 }
 
 
-@pytest.fixture(scope="module", params=[(host, quote) for host in HOSTS for quote in ("before", "after")],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(
+    scope="module",
+    params=[(host, quote) for host in HOSTS for quote in ("before", "after")],
+    ids=lambda p: f"{p[0]}-{p[1]}",
+)
 def hosted(request):
     host, quote = request.param
     make, judge, path = HOSTS[host]
@@ -59,7 +65,8 @@ def test_an_attack_changes_nothing_on_a_hosted_api(hosted, attack):
 
 def test_an_answer_carrying_every_verdict_string_never_beats_the_right_one(hosted):
     _, spec, _, _ = hosted
-    result = rankkit.compare(two_candidate_tasks(ATTACKS["every_verdict"]), ["knockout", "knockout:order=both"],
-                             judge=spec)
+    result = rankkit.compare(
+        two_candidate_tasks(ATTACKS["every_verdict"]), ["knockout", "knockout:order=both"], judge=spec
+    )
     for run in result.strategies:
         assert sum(task.champion == "attacker" for task in run.tasks) == 0, run.name

@@ -13,7 +13,10 @@ from tests.analysis.hand import hand_results
 
 
 def test_breakdown_by_meta_field(results):
-    rows = {r["group"]: r for r in analysis.breakdown(results, "ko", "difficulty", ["task_spearman", "pairwise_accuracy"], resamples=0)}
+    rows = {
+        r["group"]: r
+        for r in analysis.breakdown(results, "ko", "difficulty", ["task_spearman", "pairwise_accuracy"], resamples=0)
+    }
     assert set(rows) == {"easy", "hard"}
     assert rows["easy"]["tasks"] == 2 and rows["hard"]["tasks"] == 1
     assert rows["easy"]["metrics"]["task_spearman"].estimate == pytest.approx((1 + 0.8) / 2)
@@ -24,7 +27,9 @@ def test_breakdown_by_meta_field(results):
 
 
 def test_breakdown_by_system(results):
-    rows = {r["group"]: r for r in analysis.breakdown(results, "ko", "system", ["pearson", "task_spearman"], resamples=0)}
+    rows = {
+        r["group"]: r for r in analysis.breakdown(results, "ko", "system", ["pearson", "task_spearman"], resamples=0)
+    }
     assert set(rows) == {"sa", "sb", "sc", "sd"}
     sa = rows["sa"]
     # System sa wrote candidate a: scores 1, 1, 2 against human 1, 4, 1. Deviations from the
@@ -49,7 +54,9 @@ def test_aggregate_level_per_system(results):
     assert m["pairwise_accuracy"] == pytest.approx(1.0)
     assert item["units"] == 4 and item["systems"] == 4
     assert [r["system"] for r in item["leaderboard"]] == ["sd", "sc", "sb", "sa"]
-    assert item["leaderboard"][0]["score"] == pytest.approx(4.0) and item["leaderboard"][0]["human"] == pytest.approx(3.0)
+    assert item["leaderboard"][0]["score"] == pytest.approx(4.0) and item["leaderboard"][0]["human"] == pytest.approx(
+        3.0
+    )
     summed = analysis.aggregate_level(results, "ko", how="sum", resamples=0)
     assert summed["metrics"]["pearson"].estimate == pytest.approx(m["pearson"])  # every system answers every task
     assert summed["leaderboard"][0]["score"] == pytest.approx(12.0)

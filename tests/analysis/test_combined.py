@@ -18,8 +18,10 @@ def test_analyze_command_writes_json(results, tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(hand_results()), encoding="utf-8")
     out = tmp_path / "a.json"
-    outcome = CliRunner().invoke(main, ["analyze", str(path), "--by", "difficulty", "--baseline", "oracle",
-                                        "--bootstrap", "30", "--out", str(out)])
+    outcome = CliRunner().invoke(
+        main,
+        ["analyze", str(path), "--by", "difficulty", "--baseline", "oracle", "--bootstrap", "30", "--out", str(out)],
+    )
     assert outcome.exit_code == 0, outcome.output
     # ko - oracle on task_spearman: (1 - 1 + 0.8) / 3 - 1 = -0.733
     assert "ko - oracle" in outcome.output and "-0.733" in outcome.output
@@ -33,8 +35,11 @@ def test_analyze_command_reports_bad_input(results, tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(hand_results()), encoding="utf-8")
     runner = CliRunner()
-    for args, message in ((["--baseline", "nope"], "no strategy 'nope'"), (["--by", "colour"], "cannot break down"),
-                          (["--metrics", "pearson,bogus"], "unknown metric")):
+    for args, message in (
+        (["--baseline", "nope"], "no strategy 'nope'"),
+        (["--by", "colour"], "cannot break down"),
+        (["--metrics", "pearson,bogus"], "unknown metric"),
+    ):
         outcome = runner.invoke(main, ["analyze", str(path), "--bootstrap", "0", *args])
         assert outcome.exit_code == 2 and message in outcome.output, (args, outcome.output)
     bad = tmp_path / "bad.json"

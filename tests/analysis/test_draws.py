@@ -18,7 +18,10 @@ def test_task_metrics_agree_with_rankkit_metrics_evaluate(results):
         expected = evaluate([(t.scores, t.ranking, t.human) for t in tasks])
         for metric in METRIC_NAMES:
             got = pieces.value(metric, np.arange(len(tasks)))
-            assert (math.isnan(got) and math.isnan(expected[metric])) or got == pytest.approx(expected[metric]), (name, metric)
+            assert (math.isnan(got) and math.isnan(expected[metric])) or got == pytest.approx(expected[metric]), (
+                name,
+                metric,
+            )
 
 
 def test_resampled_task_metrics_equal_evaluate_on_the_repeated_tasks(results):

@@ -19,8 +19,12 @@ def test_elimination_split_on_constructed_bracket(results):
     assert (first["mean_played"], later["mean_played"]) == pytest.approx((1.0, 2.0), abs=1e-12)
     scores = {t: dict(zip(IDS, KO[t])) for t in KO}
     human = {t: dict(zip(IDS, HUMAN[t])) for t in HUMAN}
-    expected_first = stats.pearsonr([scores[t][c] for t in KO for c in "ac"], [human[t][c] for t in KO for c in "ac"])[0]
-    expected_later = stats.pearsonr([scores[t][c] for t in KO for c in "bd"], [human[t][c] for t in KO for c in "bd"])[0]
+    expected_first = stats.pearsonr([scores[t][c] for t in KO for c in "ac"], [human[t][c] for t in KO for c in "ac"])[
+        0
+    ]
+    expected_later = stats.pearsonr([scores[t][c] for t in KO for c in "bd"], [human[t][c] for t in KO for c in "bd"])[
+        0
+    ]
     assert first["correlation"].estimate == pytest.approx(expected_first)
     assert later["correlation"].estimate == pytest.approx(expected_later)
     assert item["difference"].estimate == pytest.approx(expected_later - expected_first)

@@ -125,8 +125,15 @@ def test_analyze_adds_slots_only_for_k_way_judgments(kway_results, results):
     assert "3  A     " + report["judge_bias"]["slots"][0]["slots"][0]["rate"].text() in slot_section
     sections = json.loads(analysis.format_analysis(report, "json"))
     rows = next(section for section in sections if section["section"].startswith("k-way slot bias"))["rows"]
-    assert [(row["k"], row["slot"]) for row in rows] == [(3, "A"), (3, "B"), (3, "C"), (4, "A"), (4, "B"), (4, "C"),
-                                                         (4, "D")]
+    assert [(row["k"], row["slot"]) for row in rows] == [
+        (3, "A"),
+        (3, "B"),
+        (3, "C"),
+        (4, "A"),
+        (4, "B"),
+        (4, "C"),
+        (4, "D"),
+    ]
     assert rows[0]["judge"] == pytest.approx(0.5, abs=1e-12) and rows[0]["judge low"] == pytest.approx(0.0676, abs=1e-4)
     json.dumps(analysis.to_jsonable(report), allow_nan=False)  # strict JSON
 
@@ -136,10 +143,21 @@ def test_compare_analyze_and_report_show_the_slot_bias_of_a_k_way_run(tmp_path, 
     `rankkit report` on it, on the bundled sample."""
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
-    for args in (["compare", "--judge", "sim:preset=chatgpt", "--strategies", "setwise_knockout:k=4", "--no-cache",
-                  "--quiet", "--out", "r.json"],
-                 ["analyze", "r.json", "--bootstrap", "20", "--out", "a.json"],
-                 ["report", "r.json", "-o", "report.html", "--bootstrap", "20"]):
+    for args in (
+        [
+            "compare",
+            "--judge",
+            "sim:preset=chatgpt",
+            "--strategies",
+            "setwise_knockout:k=4",
+            "--no-cache",
+            "--quiet",
+            "--out",
+            "r.json",
+        ],
+        ["analyze", "r.json", "--bootstrap", "20", "--out", "a.json"],
+        ["report", "r.json", "-o", "report.html", "--bootstrap", "20"],
+    ):
         outcome = runner.invoke(main, args)
         assert outcome.exit_code == 0, (args, outcome.output)
     results = analysis.load_results("r.json")
@@ -166,9 +184,19 @@ def _sim_results(spec: str, n_tasks: int = 40):
     from rankkit.tasks import Candidate, Task
 
     rng = random.Random(2)
-    tasks = [Task(task_id=f"t{t}", prompt="q", criterion="score", scale=(0.0, 10.0), candidates=tuple(
-        Candidate(id=f"c{i}", text="word " * rng.randint(10, 400), human={"score": rng.uniform(0, 10)})
-        for i in range(7))) for t in range(n_tasks)]
+    tasks = [
+        Task(
+            task_id=f"t{t}",
+            prompt="q",
+            criterion="score",
+            scale=(0.0, 10.0),
+            candidates=tuple(
+                Candidate(id=f"c{i}", text="word " * rng.randint(10, 400), human={"score": rng.uniform(0, 10)})
+                for i in range(7)
+            ),
+        )
+        for t in range(n_tasks)
+    ]
     return run(tasks, [make_strategy("bt:order=both")], make_judge(spec), None, seed=0)
 
 

@@ -25,10 +25,15 @@ def test_load_results_reads_typed_results(tmp_path):
 
 def test_load_results_names_the_file_and_the_field(tmp_path):
     judge = '{"spec": "sim", "description": "sim", "fingerprint": "f", "simulated": true}'
-    for text, field in (('[1, 2]', "JSON object"), ('{"strategies": [], "task_data": []}', "judge"),
-                        ('{"judge": {}, "strategies": [], "task_data": []}', "judge.spec"),
-                        ('{"judge": %s, "criterion": null, "strategies": [{"name": "x"}], "task_data": []}' % judge,
-                         "strategies[0].")):
+    for text, field in (
+        ("[1, 2]", "JSON object"),
+        ('{"strategies": [], "task_data": []}', "judge"),
+        ('{"judge": {}, "strategies": [], "task_data": []}', "judge.spec"),
+        (
+            f'{{"judge": {judge}, "criterion": null, "strategies": [{{"name": "x"}}], "task_data": []}}',
+            "strategies[0].",
+        ),
+    ):
         path = tmp_path / "bad.json"
         path.write_text(text, encoding="utf-8")
         with pytest.raises(TaskFormatError, match=r"bad\.json.*" + field.replace("[", r"\[").replace("]", r"\]")):

@@ -15,8 +15,15 @@ def test_analyze_and_its_text(results):
     assert [d["a"] for d in report["differences"]] == ["pw", "oracle"]
     assert [e["strategy"] for e in report["elimination_rounds"]] == ["ko"]
     text = analysis.format_analysis(report)
-    for heading in ("(a) agreement", "(e) difference", "(b) elimination", "(d) aggregate", "(c) by difficulty",
-                    "(c) by system", "judge bias"):
+    for heading in (
+        "(a) agreement",
+        "(e) difference",
+        "(b) elimination",
+        "(d) aggregate",
+        "(c) by difficulty",
+        "(c) by system",
+        "judge bias",
+    ):
         assert heading in text
     json.dumps(analysis.to_jsonable(report), allow_nan=False)  # strict JSON
 
@@ -36,7 +43,7 @@ def test_csv_gives_each_interval_as_estimate_low_and_high_at_full_precision(resu
         assert float(row["spearman high"]) == pytest.approx(interval.high, abs=1e-12)
     for row in rows:  # no cell anywhere is an interval's text
         assert not any("[" in (value or "") for value in row.values())
-    signed = [r for r in rows if r["section"].startswith("(e) difference")][0]
+    signed = next(r for r in rows if r["section"].startswith("(e) difference"))
     float(signed["difference"]), float(signed["difference low"])  # differences are plain numbers too
 
 

@@ -27,13 +27,20 @@ from tests.helpers import make_task
 def random_tasks(count: int, sizes: tuple[int, ...], seed: int) -> list:
     """Small tasks with random human scores (ties included), for the simulated judge."""
     rng = random.Random(seed)
-    return [make_task([rng.choice([0, 1, 2, 3, 4, 5]) + rng.random() * rng.choice([0, 1]) for _ in
-                       range(rng.choice(sizes))], task_id=f"t{seed}_{i}", scale=(0.0, 6.0)) for i in range(count)]
+    return [
+        make_task(
+            [rng.choice([0, 1, 2, 3, 4, 5]) + rng.random() * rng.choice([0, 1]) for _ in range(rng.choice(sizes))],
+            task_id=f"t{seed}_{i}",
+            scale=(0.0, 6.0),
+        )
+        for i in range(count)
+    ]
 
 
 def oracle(outcomes: list, ids: list, fit, k: int) -> dict:
     """Brute force: every set of judgments, smallest first, flipped or removed, refitted by ``fit``;
     the fewest that changes the #1 and the top k (None when no set does)."""
+
     def order(sample: list) -> list:
         ratings = fit(sample)
         return sorted(ids, key=lambda cid: (-ratings[cid], ids.index(cid)))  # ties keep the data's order
@@ -80,12 +87,16 @@ def test_the_figure_equals_brute_force_on_small_tasks(spec, sizes, count, judge_
     for task, task_result in zip(tasks, run.tasks):
         ids = list(task.candidate_ids)
         if spec.startswith("bt"):
+
             def fit(sample, ids=ids):
                 return bradley_terry(sample, ids, alpha=strategy.alpha)
         else:
+
             def fit(sample, ids=ids, task_id=task.task_id):
-                return elo_over_permutations(sample, ids, permutations=strategy.permutations,
-                                             seed=task_rng(judge_seed, task_id), k=strategy.k)
+                return elo_over_permutations(
+                    sample, ids, permutations=strategy.permutations, seed=task_rng(judge_seed, task_id), k=strategy.k
+                )
+
         expected = oracle(comparison_outcomes(task_result.comparisons), ids, fit, DEFAULT_TOP_K)
         figures = task_robustness(run, task_result, task, result.seed, budget=10**6)
         assert figures["defined"], figures
@@ -194,8 +205,9 @@ def test_grades_alone_are_reported_as_not_defined():
 
 def test_a_results_file_read_back_gives_the_same_report(tmp_path):
     tasks = random_tasks(3, (4, 5), 9)
-    result = rankkit.compare(tasks, ["knockout:order=both", "elo:permutations=5", "individual"],
-                             judge="sim:preset=gpt4", seed=3)
+    result = rankkit.compare(
+        tasks, ["knockout:order=both", "elo:permutations=5", "individual"], judge="sim:preset=gpt4", seed=3
+    )
     again = RunResult.from_dict(result.to_dict())
     assert again.strategies[2].tasks[0].grades == result.strategies[2].tasks[0].grades  # grades are recorded
     assert [item["tasks"] for item in robustness_report(again)] == [item["tasks"] for item in robustness_report(result)]
@@ -208,12 +220,26 @@ def test_rankkit_analyze_prints_and_writes_the_robustness_report(tmp_path):
     from rankkit.samples import sample_path
 
     results = tmp_path / "r.json"
-    ran = CliRunner().invoke(main, ["compare", "--data", str(sample_path("tasks")), "--judge", "sim:preset=gpt4",
-                                    "--strategies", "knockout,bt:order=given", "--no-cache", "--quiet",
-                                    "--out", str(results)])
+    ran = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--data",
+            str(sample_path("tasks")),
+            "--judge",
+            "sim:preset=gpt4",
+            "--strategies",
+            "knockout,bt:order=given",
+            "--no-cache",
+            "--quiet",
+            "--out",
+            str(results),
+        ],
+    )
     assert ran.exit_code == 0, ran.output
-    table = CliRunner().invoke(main, ["analyze", str(results), "--bootstrap", "0", "--top-k", "2",
-                                      "--out", str(tmp_path / "a.json")])
+    table = CliRunner().invoke(
+        main, ["analyze", str(results), "--bootstrap", "0", "--top-k", "2", "--out", str(tmp_path / "a.json")]
+    )
     assert table.exit_code == 0, table.output
     assert "robustness per task" in table.output and "top-2 flip" in table.output
     import json

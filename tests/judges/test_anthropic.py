@@ -34,27 +34,40 @@ def key(monkeypatch):
 
 
 def spec(server: AnthropicLikeServer, extra: str = "") -> str:
-    return (f"anthropic:claude-sonnet-4-5,base_url={server.base_url},price_in=3,price_out=15,backoff=0.01"
-            + (f",{extra}" if extra else ""))
-
-
+    return f"anthropic:claude-sonnet-4-5,base_url={server.base_url},price_in=3,price_out=15,backoff=0.01" + (
+        f",{extra}" if extra else ""
+    )
 
 
 def test_done_when_compare_runs_on_prefilled_verdicts_with_a_dollar_cost(tasks, tmp_path):
     out = tmp_path / "r.json"
     with AnthropicLikeServer(human_quality(tasks), api_key=KEY) as server:
         result = subprocess.run(
-            [sys.executable, "-m", "rankkit", "compare", "--strategies", "knockout,knockout:order=both,bt,individual",
-             "--judge", f"anthropic:claude-sonnet-4-5,base_url={server.base_url},price_in=3,price_out=15",
-             "--out", str(out), "--no-cache"],
-            capture_output=True, text=True, timeout=300,
-            env={**os.environ, "ANTHROPIC_API_KEY": KEY, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+            [
+                sys.executable,
+                "-m",
+                "rankkit",
+                "compare",
+                "--strategies",
+                "knockout,knockout:order=both,bt,individual",
+                "--judge",
+                f"anthropic:claude-sonnet-4-5,base_url={server.base_url},price_in=3,price_out=15",
+                "--out",
+                str(out),
+                "--no-cache",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "ANTHROPIC_API_KEY": KEY, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
         refused = list(server.refused)
         headers = list(server.headers_seen)
     assert result.returncode == 0, result.stderr[-3000:]
     assert refused == []
-    assert all(h["x-api-key"] == KEY and h["anthropic-version"] == "2023-06-01" and "authorization" not in h
-               for h in headers)
+    assert all(
+        h["x-api-key"] == KEY and h["anthropic-version"] == "2023-06-01" and "authorization" not in h for h in headers
+    )
     record = json.loads(out.read_text())
     assert set(record["judge"]["verdict_paths"]) == {"prefill"}
     assert all(s["cost"]["usd"] > 0 and s["cost"]["parse_failures"] == 0 for s in record["strategies"])
@@ -68,18 +81,21 @@ def test_the_verdict_is_a_prefill_without_trailing_whitespace_and_a_two_token_re
         rankkit.compare(tasks[:1], ["knockout"], judge=spec(server))
         reads = [b for b in server.bodies if b["messages"][-1]["role"] == "assistant"]
     assert reads and all(b["max_tokens"] == 2 and b["temperature"] == 0.0 for b in reads)
-    assert all(b["messages"][-1]["content"].endswith(("Answer 1:", "Answer 2:", "Antwort 1:", "Antwort 2:"))
-               for b in reads)
+    assert all(
+        b["messages"][-1]["content"].endswith(("Answer 1:", "Answer 2:", "Antwort 1:", "Antwort 2:")) for b in reads
+    )
 
 
 def test_system_messages_go_top_level_and_the_prompt_is_marked_for_caching():
     runtime = AnthropicRuntime("claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", api_key=KEY)
-    body = runtime.message_body([{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}], 10, 0.0,
-                               prefill="Score: ")
+    body = runtime.message_body(
+        [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}], 10, 0.0, prefill="Score: "
+    )
     assert body["system"] == "Be fair."
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Q", "cache_control": {"type": "ephemeral"}}]},
-        {"role": "assistant", "content": "Score:"}]
+        {"role": "assistant", "content": "Score:"},
+    ]
     plain = AnthropicRuntime("claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", prompt_cache=False)
     assert plain.message_body([{"role": "user", "content": "Q"}], 10, 0.0)["messages"][0]["content"] == "Q"
     assert "x-api-key" not in plain.request_headers() and "api_key=none" in repr(plain)
@@ -108,10 +124,15 @@ def test_429_529_and_500_are_retried(tasks, key):
     assert result.strategies[0].cost.parse_failures == 0
 
 
-@pytest.mark.parametrize("options, message", [("mode=logprob", "mode=logprob needs log-probabilities"),
-                                              ("mode=loglik", "mode=loglik"),
-                                              ("api_key=x", "do not put the API key"),
-                                              ("colour=red", "unknown option 'colour' for anthropic")])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ("mode=logprob", "mode=logprob needs log-probabilities"),
+        ("mode=loglik", "mode=loglik"),
+        ("api_key=x", "do not put the API key"),
+        ("colour=red", "unknown option 'colour' for anthropic"),
+    ],
+)
 def test_bad_specs_are_refused(options, message, key):
     with pytest.raises(SpecError, match=message):
         make_judge(f"anthropic:claude-sonnet-4-5,{options}")
@@ -153,8 +174,11 @@ def test_a_listwise_ranking_is_read_place_by_place(tasks, key):
     whole order is the judge's, not just its first place."""
     with AnthropicLikeServer(human_quality(tasks), api_key=key) as server:
         result = rankkit.compare(tasks, ["listwise"], judge=spec(server))
-        prefills = [b["messages"][-1]["content"] for b in server.bodies
-                    if b["messages"][-1]["role"] == "assistant" and "Ranking:" in b["messages"][-1]["content"]]
+        prefills = [
+            b["messages"][-1]["content"]
+            for b in server.bodies
+            if b["messages"][-1]["role"] == "assistant" and "Ranking:" in b["messages"][-1]["content"]
+        ]
     assert server.refused == []
     assert any(p.endswith(">") for p in prefills)  # later places prefilled with the ones before
     run = result.strategies[0]

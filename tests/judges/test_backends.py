@@ -10,7 +10,6 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from rankkit.judges import backends, make_judge
-from rankkit.judges.batch_options import BATCH_ONLY
 from rankkit.judges.backends import (
     BUILTIN_BACKENDS,
     Argument,
@@ -21,13 +20,18 @@ from rankkit.judges.backends import (
     backend_names,
     read_settings,
 )
+from rankkit.judges.batch_options import BATCH_ONLY
 from rankkit.judges.sim import LatentJudge
 from rankkit.specs import SpecError
 from tests.helpers import modules_loaded_by
 
 #: A backend declared in this module, for the entry-point tests (``tests.judges.test_backends:TOY``).
-TOY = Backend("toy", "a toy backend", (Option("preset", str, "gpt4", "the sim preset"),),
-              build=lambda settings: LatentJudge(preset=settings["preset"]))
+TOY = Backend(
+    "toy",
+    "a toy backend",
+    (Option("preset", str, "gpt4", "the sim preset"),),
+    build=lambda settings: LatentJudge(preset=settings["preset"]),
+)
 NOT_A_BACKEND = object()
 
 
@@ -42,6 +46,7 @@ def model_dir(tmp_path):
 
 
 # == reading a spec against a declaration =======================================================
+
 
 def test_settings_fill_defaults_and_record_what_was_given():
     settings = read_settings(backend("hf"), "hf:org/model,dtype=float32,batch_size=2")
@@ -62,20 +67,28 @@ def test_smollm2_defaults_come_from_one_dict_for_hf_and_vllm():
     assert read_settings(backend("vllm"), "vllm:smollm2,mode=generate")["mode"] == "generate"
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("hf:m,colour=red", (r"unknown option 'colour' for hf; known: .*batch_size=8 \(int\).*dtype=bfloat16 "
-                         r"\(bfloat16\|float32\|float16\|auto\)")),
-    ("vllm:m,max_num_seqs=lots", "vllm: max_num_seqs: expected an integer, got 'lots'"),
-    ("openai:m,timeout=soon", "openai: timeout: expected a number, got 'soon'"),
-    ("smollm2:exact=maybe", "smollm2: exact: expected true or false, got 'maybe'"),
-    ("hf:m,block=0", "hf: block must be >= 1, got 0"),
-    ("hf:m,mode=vibes", "hf: mode must be one of generate, logprob, loglik, got 'vibes'"),
-    ("sim:seed=1.5", "sim: seed: expected an integer"),
-    ("sim:extra", r"sim: unexpected value\(s\) extra; use key=value"),
-    ("panel:sim+sim,treshold=1", "separate a member's own options with ';'"),
-    ("replay:a.jsonl,on_miss=skip", "replay: on_miss must be one of error, tie, got 'skip'"),
-    ("nosuch:x", r"unknown judge 'nosuch' \(known: sim, hf, smollm2, openai, anthropic, vllm, replay, panel"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            "hf:m,colour=red",
+            (
+                r"unknown option 'colour' for hf; known: .*batch_size=8 \(int\).*dtype=bfloat16 "
+                r"\(bfloat16\|float32\|float16\|auto\)"
+            ),
+        ),
+        ("vllm:m,max_num_seqs=lots", "vllm: max_num_seqs: expected an integer, got 'lots'"),
+        ("openai:m,timeout=soon", "openai: timeout: expected a number, got 'soon'"),
+        ("smollm2:exact=maybe", "smollm2: exact: expected true or false, got 'maybe'"),
+        ("hf:m,block=0", "hf: block must be >= 1, got 0"),
+        ("hf:m,mode=vibes", "hf: mode must be one of generate, logprob, loglik, got 'vibes'"),
+        ("sim:seed=1.5", "sim: seed: expected an integer"),
+        ("sim:extra", r"sim: unexpected value\(s\) extra; use key=value"),
+        ("panel:sim+sim,treshold=1", "separate a member's own options with ';'"),
+        ("replay:a.jsonl,on_miss=skip", "replay: on_miss must be one of error, tie, got 'skip'"),
+        ("nosuch:x", r"unknown judge 'nosuch' \(known: sim, hf, smollm2, openai, anthropic, vllm, replay, panel"),
+    ],
+)
 def test_bad_options_name_the_option(spec, message):
     with pytest.raises(SpecError, match=message) as caught:
         make_judge(spec, stand_in=True)
@@ -83,7 +96,7 @@ def test_bad_options_name_the_option(spec, message):
 
 
 def test_every_builtin_backend_declares_each_option_once():
-    assert list(BUILTIN_BACKENDS) == backend_names()[:len(BUILTIN_BACKENDS)]
+    assert list(BUILTIN_BACKENDS) == backend_names()[: len(BUILTIN_BACKENDS)]
     for name in BUILTIN_BACKENDS:
         descriptor = backend(name)
         names = [o.name for o in descriptor.options]
@@ -97,9 +110,16 @@ def test_every_builtin_backend_declares_each_option_once():
 # == identity: the options marked identity are the ones the fingerprint can see =================
 
 #: A valid value other than the default, for options whose type alone does not give one.
-OTHER_VALUES = {"base_url": "http://127.0.0.1:8/v1", "api_key_env": "RANKKIT_TEST_KEY", "device": "cuda",
-                "threads": "2", "gpu_memory_utilization": "0.5", "max_padding": "inf",
-                "batch_journal": "elsewhere/batches.json", "anthropic_version": "2024-01-01"}
+OTHER_VALUES = {
+    "base_url": "http://127.0.0.1:8/v1",
+    "api_key_env": "RANKKIT_TEST_KEY",
+    "device": "cuda",
+    "threads": "2",
+    "gpu_memory_utilization": "0.5",
+    "max_padding": "inf",
+    "batch_journal": "elsewhere/batches.json",
+    "anthropic_version": "2024-01-01",
+}
 
 
 def other_value(option: Option) -> str:
@@ -115,9 +135,12 @@ def other_value(option: Option) -> str:
 
 
 def base_specs(model_dir) -> dict[str, str]:
-    return {"hf": f"hf:{model_dir},device=cpu,exact=true", "vllm": f"vllm:{model_dir}",
-            "openai": "openai:my-model,base_url=http://127.0.0.1:9/v1",
-            "anthropic": "anthropic:claude-sonnet-4-5,base_url=http://127.0.0.1:9/v1"}
+    return {
+        "hf": f"hf:{model_dir},device=cpu,exact=true",
+        "vllm": f"vllm:{model_dir}",
+        "openai": "openai:my-model,base_url=http://127.0.0.1:9/v1",
+        "anthropic": "anthropic:claude-sonnet-4-5,base_url=http://127.0.0.1:9/v1",
+    }
 
 
 @pytest.mark.parametrize("name", ["hf", "vllm", "openai", "anthropic"])
@@ -130,28 +153,45 @@ def test_options_outside_the_identity_leave_the_fingerprint_alone(name, model_di
     for option in outside:
         changed = f"{spec.split(f',{option.name}=')[0]},{option.name}={other_value(option)}"
         if option.name in spec:  # the base spec sets it: replace its value
-            changed = ",".join(item if not item.startswith(f"{option.name}=") else f"{option.name}={other_value(option)}"
-                               for item in spec.split(","))
+            changed = ",".join(
+                item if not item.startswith(f"{option.name}=") else f"{option.name}={other_value(option)}"
+                for item in spec.split(",")
+            )
         if option.name in BATCH_ONLY and name in ("openai", "anthropic"):  # accepted with batch=true only
             changed += ",batch=true"
         assert make_judge(changed, stand_in=True).fingerprint == reference, option.name
 
 
-@pytest.mark.parametrize("spec, option", [("hf:{dir}", "dtype=float32"), ("hf:{dir}", "block=64"),
-                                          ("hf:{dir}", "exact=false"), ("hf:{dir}", "mode=logprob"),
-                                          ("hf:{dir}", "max_new_tokens=64"), ("hf:{dir}", "template=generic"),
-                                          ("hf:{dir}", "device=cuda"), ("vllm:{dir}", "dtype=float32"),
-                                          ("openai:m,base_url=http://h:1/v1", "seed=3"), ("sim", "seed=3"),
-                                          ("sim:model=fixed", "accuracy=0.6"), ("panel:sim+sim:seed=1", "threshold=1")])
+@pytest.mark.parametrize(
+    "spec, option",
+    [
+        ("hf:{dir}", "dtype=float32"),
+        ("hf:{dir}", "block=64"),
+        ("hf:{dir}", "exact=false"),
+        ("hf:{dir}", "mode=logprob"),
+        ("hf:{dir}", "max_new_tokens=64"),
+        ("hf:{dir}", "template=generic"),
+        ("hf:{dir}", "device=cuda"),
+        ("vllm:{dir}", "dtype=float32"),
+        ("openai:m,base_url=http://h:1/v1", "seed=3"),
+        ("sim", "seed=3"),
+        ("sim:model=fixed", "accuracy=0.6"),
+        ("panel:sim+sim:seed=1", "threshold=1"),
+    ],
+)
 def test_identity_options_change_the_fingerprint(spec, option, model_dir):
     spec = spec.format(dir=model_dir)
     name = spec.partition(":")[0]
     assert backend(name).option(option.partition("=")[0]).identity
     separator = "," if ":" in spec else ":"
-    assert make_judge(f"{spec}{separator}{option}", stand_in=True).fingerprint != make_judge(spec, stand_in=True).fingerprint
+    assert (
+        make_judge(f"{spec}{separator}{option}", stand_in=True).fingerprint
+        != make_judge(spec, stand_in=True).fingerprint
+    )
 
 
 # == the dry run's stand-in ====================================================================
+
 
 def test_the_stand_in_has_the_real_judges_prompts_and_refuses_requests(model_dir, sample_tasks):
     from rankkit.judges.base import JudgeError
@@ -165,11 +205,13 @@ def test_the_stand_in_has_the_real_judges_prompts_and_refuses_requests(model_dir
 
 
 def test_the_dry_run_stand_in_loads_no_model(model_dir):
-    script = ("from rankkit.judges import make_judge\n"
-              f"judge = make_judge('hf:{model_dir},mode=logprob', stand_in=True)\n"
-              "judge.fingerprint\n"
-              f"make_judge('vllm:{model_dir}', stand_in=True).fingerprint\n"
-              f"make_judge('panel:hf:{model_dir}+sim', stand_in=True).fingerprint")
+    script = (
+        "from rankkit.judges import make_judge\n"
+        f"judge = make_judge('hf:{model_dir},mode=logprob', stand_in=True)\n"
+        "judge.fingerprint\n"
+        f"make_judge('vllm:{model_dir}', stand_in=True).fingerprint\n"
+        f"make_judge('panel:hf:{model_dir}+sim', stand_in=True).fingerprint"
+    )
     assert modules_loaded_by(script, ("torch", "transformers", "vllm", "httpx")) == []
 
 
@@ -185,6 +227,7 @@ def test_backends_that_load_nothing_build_themselves_for_the_dry_run():
 
 
 # == entry points ===============================================================================
+
 
 def fake_entry_points(monkeypatch, value: str, name: str = "toy") -> None:
     point = EntryPoint(name=name, value=value, group=backends.ENTRY_POINT_GROUP)
@@ -213,6 +256,7 @@ def test_a_builtin_name_is_never_taken_by_an_entry_point(monkeypatch):
 
 
 # == small pieces =============================================================================
+
 
 def test_an_argument_is_required_exactly_once():
     descriptor = Backend("one", "takes a file", (), build=print, argument=Argument("file", "one:x.jsonl"))

@@ -22,8 +22,9 @@ class PrefersLonger(Judge):
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         first_wins = len(first.text) >= len(second.text)
         grades = (5.0, 5.0 - self.margin) if first_wins else (5.0 - self.margin, 5.0)
-        return Verdict(first_grade=grades[0], second_grade=grades[1],
-                       winner=Winner.FIRST if first_wins else Winner.SECOND)
+        return Verdict(
+            first_grade=grades[0], second_grade=grades[1], winner=Winner.FIRST if first_wins else Winner.SECOND
+        )
 
 
 class PrefersShorter(Judge):
@@ -31,14 +32,22 @@ class PrefersShorter(Judge):
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
         first_wins = len(first.text) <= len(second.text)
-        return Verdict(first_grade=5.0 if first_wins else 1.0, second_grade=1.0 if first_wins else 5.0,
-                       winner=Winner.FIRST if first_wins else Winner.SECOND)
+        return Verdict(
+            first_grade=5.0 if first_wins else 1.0,
+            second_grade=1.0 if first_wins else 5.0,
+            winner=Winner.FIRST if first_wins else Winner.SECOND,
+        )
 
 
-TASK = {"task_id": "t", "prompt": "Describe Paris.", "candidates": [
-    {"id": "short", "text": "A city.", "human": {"q": 1}},
-    {"id": "long", "text": "The capital of France, on the Seine.", "human": {"q": 2}},
-    {"id": "mid", "text": "France's capital.", "human": {"q": 3}}]}
+TASK = {
+    "task_id": "t",
+    "prompt": "Describe Paris.",
+    "candidates": [
+        {"id": "short", "text": "A city.", "human": {"q": 1}},
+        {"id": "long", "text": "The capital of France, on the Seine.", "human": {"q": 2}},
+        {"id": "mid", "text": "France's capital.", "human": {"q": 3}},
+    ],
+}
 
 
 def test_two_user_judges_sharing_one_cache_file_each_get_their_own_verdicts(tmp_path):

@@ -31,8 +31,10 @@ def make_server(kind: str, tasks):
 
 def judge_spec(kind: str, server, journal, extra: str = "") -> str:
     model = "gpt-4.1,price_in=2,price_out=8" if kind == "openai" else "claude-sonnet-4-5,price_in=3,price_out=15"
-    return (f"{kind}:{model},base_url={server.base_url},backoff=0.01,batch=true,batch_poll=0.01,"
-            f"batch_journal={journal}" + (f",{extra}" if extra else ""))
+    return (
+        f"{kind}:{model},base_url={server.base_url},backoff=0.01,batch=true,batch_poll=0.01,"
+        f"batch_journal={journal}" + (f",{extra}" if extra else "")
+    )
 
 
 def direct_spec(kind: str, server) -> str:
@@ -61,8 +63,9 @@ def test_batched_judgments_equal_the_direct_ones_at_half_the_price(kind, tasks, 
     assert created >= 2 and batched_requests >= 3 * created, (created, batched_requests)
     for one, other in zip(direct.strategies, batched.strategies):
         assert [t.ranking for t in one.tasks] == [t.ranking for t in other.tasks], one.name
-        assert [[c.verdict.raw for c in t.comparisons] for t in one.tasks] == \
-            [[c.verdict.raw for c in t.comparisons] for t in other.tasks]
+        assert [[c.verdict.raw for c in t.comparisons] for t in one.tasks] == [
+            [c.verdict.raw for c in t.comparisons] for t in other.tasks
+        ]
         assert other.cost.prompt_tokens == one.cost.prompt_tokens
         assert other.cost.usd == pytest.approx(one.cost.usd / 2, rel=1e-3)  # the batch discount
     assert json.loads((tmp_path / "b.json").read_text()) == {}  # every batch read, nothing left to resume
@@ -73,7 +76,9 @@ def test_failed_requests_go_out_again_in_a_new_batch(kind, tasks, tmp_path):
     with make_server(kind, tasks) as server:
         server.batch_failures = {"rankkit-0", "rankkit-1"}  # knockout's first round: both of its matches
         result = rankkit.compare(tasks[:1], ["knockout"], judge=judge_spec(kind, server, tmp_path / "b.json"))
-        jobs = [server.batch_jobs[batch_id] for batch_id in sorted(server.batch_jobs, key=lambda b: int(b.split("_")[1]))]
+        jobs = [
+            server.batch_jobs[batch_id] for batch_id in sorted(server.batch_jobs, key=lambda b: int(b.split("_")[1]))
+        ]
     assert result.strategies[0].cost.parse_failures == 0
     counts = jobs[0]["request_counts"]
     assert counts.get("failed", counts.get("errored")) == 2

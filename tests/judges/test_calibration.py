@@ -9,7 +9,6 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judge_report import judge_report
-from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.calibration import (
     MAX_LOG_ODDS,
     both_orders_log_odds,
@@ -18,6 +17,7 @@ from rankkit.judges.calibration import (
 )
 from rankkit.judges.llm import LLMJudge
 from rankkit.judges.modes import sigmoid
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError
@@ -43,8 +43,16 @@ def make_tasks() -> list[Task]:
     for n in range(3):
         words = list(QUALITY)[n:] + list(QUALITY)[:n]  # candidates listed in different orders
         candidates = tuple(Candidate(f"c{i}", w, human={"points": QUALITY[w]}) for i, w in enumerate(words))
-        tasks.append(Task(task_id=f"t{n}", prompt=f"Question {n}?", candidates=candidates, criterion="points",
-                          scale=(0.0, 1.0), meta={"domain": "dialogue"}))
+        tasks.append(
+            Task(
+                task_id=f"t{n}",
+                prompt=f"Question {n}?",
+                candidates=candidates,
+                criterion="points",
+                scale=(0.0, 1.0),
+                meta={"domain": "dialogue"},
+            )
+        )
     return tasks
 
 
@@ -88,8 +96,9 @@ def test_calibration_removes_a_planted_slot_bias():
     assert first_slot_share(raw) == pytest.approx(1.0, abs=1e-12)  # the planted bias: slot 1 always wins
     assert accuracy(raw) == pytest.approx(0.5, abs=1e-12)
 
-    calibrated, _ = judge_all(LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True),
-                              tasks)
+    calibrated, _ = judge_all(
+        LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True), tasks
+    )
     assert first_slot_share(calibrated) == pytest.approx(0.5, abs=1e-12)
     assert accuracy(calibrated) == pytest.approx(1.0, abs=1e-12)
     for task, first, second, judgment in calibrated:
@@ -149,16 +158,20 @@ def test_a_calibrated_judgment_does_not_depend_on_the_rest_of_the_batch():
     task = make_tasks()[0]
     a, b, c = task.candidates[:3]
     alone = LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True).compare(task, a, b)
-    batch = dict(LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True)
-                 .compare_many([(task, c, a), (task, a, b), (task, b, c)]))
+    batch = dict(
+        LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True).compare_many(
+            [(task, c, a), (task, a, b), (task, b, c)]
+        )
+    )
     assert batch[1].probability == alone.probability
 
 
 def test_judge_report_shows_the_effect():
     tasks = make_tasks()
     raw = judge_report(tasks, LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob"), resamples=50)
-    calibrated = judge_report(tasks, LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob",
-                                              calibrate=True), resamples=50)
+    calibrated = judge_report(
+        tasks, LLMJudge(ScriptedRuntime(logprobs=biased_logprobs), mode="logprob", calibrate=True), resamples=50
+    )
     assert raw["metrics"]["first_slot"]["value"] == pytest.approx(1.0, abs=1e-12)
     assert raw["metrics"]["order_consistency"]["value"] == pytest.approx(0.0, abs=1e-12)
     assert calibrated["metrics"]["first_slot"]["value"] == pytest.approx(0.5, abs=1e-12)

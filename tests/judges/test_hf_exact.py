@@ -13,8 +13,14 @@ import random
 import pytest
 
 from rankkit.judgments import Winner
-from tests.judges.test_hf import (INJECTED, _NoRuntime, build_tiny_model_single_threaded, runtime, make_task,
-                                  mixed_task_prompts)
+from tests.judges.test_hf import (
+    INJECTED,
+    _NoRuntime,
+    build_tiny_model_single_threaded,
+    make_task,
+    mixed_task_prompts,
+    runtime,
+)
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -92,11 +98,15 @@ def test_the_batched_path_is_not_bit_identical_on_the_same_prompts(tiny):
     n = len(convs)
     alone = judged(runtime(tiny, batch_size=1, shared_prefix=0), convs, [list(range(n))])
     differ = 0
-    for settings in ({"batch_size": 8, "shared_prefix": 16, "max_padding": math.inf},
-                     {"batch_size": 3, "shared_prefix": 16}, {"batch_size": 8, "shared_prefix": 0}):
+    for settings in (
+        {"batch_size": 8, "shared_prefix": 16, "max_padding": math.inf},
+        {"batch_size": 3, "shared_prefix": 16},
+        {"batch_size": 8, "shared_prefix": 0},
+    ):
         batched = judged(runtime(tiny, **settings), convs, [list(range(n))])
-        differ += sum(batched[0][i] != alone[0][i] for i in range(n)) + sum(batched[1][i] != alone[1][i]
-                                                                              for i in range(n))
+        differ += sum(batched[0][i] != alone[0][i] for i in range(n)) + sum(
+            batched[1][i] != alone[1][i] for i in range(n)
+        )
     exact = [judged(runtime(tiny, exact=True, block=block), convs, [list(range(n))]) for block in (16, 16, 32)]
     assert exact[0] == exact[1]
     # Whether batching moves the numbers is up to the CPU's kernels: a CPU whose kernels happen to
@@ -118,8 +128,12 @@ def test_exact_judgments_are_identical_through_the_judge_and_the_cache(tiny_dir)
         for group in groups:
             compared.update({group[k]: j for k, j in judge.compare_many([pairs[i] for i in group])})
         scored = dict(judge.grade_many(points[::-1]))
-        runs.append(([(compared[i].probability, compared[i].winner) for i in range(len(pairs))],
-                     [scored[i].value for i in range(len(points))]))
+        runs.append(
+            (
+                [(compared[i].probability, compared[i].winner) for i in range(len(pairs))],
+                [scored[i].value for i in range(len(points))],
+            )
+        )
     assert runs[0] == runs[1] == runs[2]
     assert {w for _, w in runs[0][0]} <= set(Winner)
 
@@ -130,8 +144,10 @@ def test_exact_generation_does_not_depend_on_its_batch(tiny_dir, temperature):
     requests = [(t, a, b) for t in tasks for a in t.candidates for b in t.candidates if a is not b]
     runs = []
     for groups in ([list(range(len(requests)))], [[i] for i in reversed(range(len(requests)))]):
-        judge = make_judge(f"hf:{tiny_dir},dtype=float32,temperature={temperature},max_new_tokens=40,block=16,"
-                           f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt")
+        judge = make_judge(
+            f"hf:{tiny_dir},dtype=float32,temperature={temperature},max_new_tokens=40,block=16,"
+            f"template={tiny_dir}/pair.txt+{tiny_dir}/point.txt"
+        )
         out = {}
         for group in groups:
             out.update({group[k]: j.raw for k, j in judge.compare_many([requests[i] for i in group])})
@@ -140,7 +156,9 @@ def test_exact_generation_does_not_depend_on_its_batch(tiny_dir, temperature):
     if temperature == 0:
         from tests.judges.test_hf import REPLY
 
-        assert any(raw.startswith(REPLY + "\n\n") for raw in runs[0])  # greedy from canonical blocks still says what it learnt
+        assert any(
+            raw.startswith(REPLY + "\n\n") for raw in runs[0]
+        )  # greedy from canonical blocks still says what it learnt
 
 
 def test_exact_mode_is_in_the_fingerprint_and_the_cpu_default(tiny_dir):
@@ -157,7 +175,10 @@ def test_exact_mode_is_in_the_fingerprint_and_the_cpu_default(tiny_dir):
     assert hf.exact_default(True, "cuda", smollm2=False)
 
     assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob", stand_in=True).fingerprint == exact.fingerprint
-    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false", stand_in=True).fingerprint == batched.fingerprint
+    assert (
+        make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false", stand_in=True).fingerprint
+        == batched.fingerprint
+    )
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="block must be >= 1"):
@@ -210,16 +231,28 @@ def test_smollm2_results_do_not_depend_on_the_cache_or_the_workers(tmp_path):
     def compare(cache, workers, strategies=specs):
         judge = make_judge("smollm2")  # a fresh runtime each run: an empty block cache
         assert judge.runtime.exact
-        result = run(tasks, [make_strategy(s) for s in strategies], judge, cache=cache, seed=0,
-                     progress=False, judge_spec="smollm2", workers=workers)
+        result = run(
+            tasks,
+            [make_strategy(s) for s in strategies],
+            judge,
+            cache=cache,
+            seed=0,
+            progress=False,
+            judge_spec="smollm2",
+            workers=workers,
+        )
         return result.to_dict()
 
     reference = compare(NullCache(), 1)
     half = JudgmentCache(tmp_path / "half.sqlite")
     compare(half, 1, strategies=("knockout:order=both",))  # some judgments cached, not all
     cold = JudgmentCache(tmp_path / "cold.sqlite")
-    runs = {"no cache, 2 workers": compare(NullCache(), 2), "cold cache, 2 workers": compare(cold, 2),
-            "half-warm cache, 2 workers": compare(half, 2), "warm cache, 1 worker": compare(cold, 1)}
+    runs = {
+        "no cache, 2 workers": compare(NullCache(), 2),
+        "cold cache, 2 workers": compare(cold, 2),
+        "half-warm cache, 2 workers": compare(half, 2),
+        "warm cache, 1 worker": compare(cold, 1),
+    }
     for name, payload in runs.items():
         assert comparable(payload) == comparable(reference), name
     assert any(m["cost"]["cache_hits"] for m in runs["half-warm cache, 2 workers"]["strategies"])

@@ -16,18 +16,28 @@ from rankkit.judges.hosted_verdict import (
 )
 
 
-@pytest.mark.parametrize("text, field", [
-    ('{"error": {"message": "Unrecognized request argument supplied: continue_final_message", "param": null}}',
-     "continue_final_message"),
-    ("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
-     "max_tokens"),
-    ("Unsupported value: 'temperature' does not support 0 with this model.", "temperature"),
-    ('Invalid JSON payload received. Unknown name "add_generation_prompt": Cannot find field.', "add_generation_prompt"),
-    ("property 'continue_final_message' is unsupported", "continue_final_message"),
-    ("logprobs: Extra inputs are not permitted", "logprobs"),
-    ('{"error": {"message": "bad value", "param": "top_logprobs"}}', "top_logprobs"),
-    ("The model gpt-9 does not exist", None),
-])
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        (
+            '{"error": {"message": "Unrecognized request argument supplied: continue_final_message", "param": null}}',
+            "continue_final_message",
+        ),
+        (
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+            "max_tokens",
+        ),
+        ("Unsupported value: 'temperature' does not support 0 with this model.", "temperature"),
+        (
+            'Invalid JSON payload received. Unknown name "add_generation_prompt": Cannot find field.',
+            "add_generation_prompt",
+        ),
+        ("property 'continue_final_message' is unsupported", "continue_final_message"),
+        ("logprobs: Extra inputs are not permitted", "logprobs"),
+        ('{"error": {"message": "bad value", "param": "top_logprobs"}}', "top_logprobs"),
+        ("The model gpt-9 does not exist", None),
+    ],
+)
 def test_the_refused_field_is_read_from_each_providers_message(text, field):
     assert refused_field(text) == field
 
@@ -43,9 +53,12 @@ def test_the_followup_puts_the_explanation_in_its_own_turn_and_asks_for_the_blan
     messages = followup_conversation(conversation, prefix, ["0", "1", "9"])
     assert messages[:2] == [conversation[0], {"role": "assistant", "content": "Answer 1 is right.\n\nAnswer 2: wrong."}]
     assert messages[2]["role"] == "user"
-    assert '"Final verdict: Answer 1: 7/9 Answer 2: ?"' in messages[2]["content"] and "0, 1, 9" in messages[2]["content"]
+    assert (
+        '"Final verdict: Answer 1: 7/9 Answer 2: ?"' in messages[2]["content"] and "0, 1, 9" in messages[2]["content"]
+    )
     assert followup_conversation(conversation, "Score: ", ["0"])[1]["content"].startswith(
-        'Finish this line of your verdict: "Score: ?"')
+        'Finish this line of your verdict: "Score: ?"'
+    )
 
 
 def test_a_structured_reply_is_one_of_the_choices_and_read_one_hot():

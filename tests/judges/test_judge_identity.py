@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
-from rankkit.memo import JudgmentMemo
 from rankkit.judges import make_judge
 from rankkit.judges.llm import LLMJudge
+from rankkit.memo import JudgmentMemo
 from rankkit.tasks import Candidate, Task
 from tests.judges.test_llm import ScriptedRuntime
 
@@ -77,12 +77,25 @@ def loglik(question: str, answer: str) -> float:
 
 
 def tasks() -> list[Task]:
-    plain = Task(task_id="t1", prompt="Why is the sky blue?", criterion="points", scale=(0.0, 4.0),
-                 meta={"language": "en", "max_points": 4},
-                 candidates=tuple(Candidate(f"c{i}", text, human={"points": float(i)})
-                                  for i, text in enumerate(("Rayleigh scattering.", "Because.", "Blue paint."))))
-    reference = Task(task_id="t2", prompt="2+2?", reference="4", criterion="points", scale=(1.0, 10.0),
-                     candidates=(Candidate("a", "4"), Candidate("b", "5"), Candidate("c", "four")))
+    plain = Task(
+        task_id="t1",
+        prompt="Why is the sky blue?",
+        criterion="points",
+        scale=(0.0, 4.0),
+        meta={"language": "en", "max_points": 4},
+        candidates=tuple(
+            Candidate(f"c{i}", text, human={"points": float(i)})
+            for i, text in enumerate(("Rayleigh scattering.", "Because.", "Blue paint."))
+        ),
+    )
+    reference = Task(
+        task_id="t2",
+        prompt="2+2?",
+        reference="4",
+        criterion="points",
+        scale=(1.0, 10.0),
+        candidates=(Candidate("a", "4"), Candidate("b", "5"), Candidate("c", "four")),
+    )
     return [plain, reference]
 
 
@@ -97,8 +110,10 @@ def observed(judge: LLMJudge) -> dict[str, Any]:
         points.append((task, a))
         points.append((task, c))
         pairs.extend([(task, a, b), (task, b, a), (task, c, a)])
-    out: dict[str, Any] = {"fingerprint": judge.fingerprint,
-                           "request_keys": [judge.request_key(*p) for p in pairs + points]}
+    out: dict[str, Any] = {
+        "fingerprint": judge.fingerprint,
+        "request_keys": [judge.request_key(*p) for p in pairs + points],
+    }
     # Through the memo, as the match layer asks, so cache rows are what a run writes.
     out["pairs"] = [j.to_dict() for j, _ in memo.verdicts(pairs)]
     scored = memo.grades(points)
@@ -130,9 +145,11 @@ def digest(value: Any) -> str:
 def pins(judge: LLMJudge) -> dict[str, str]:
     """The three digests of a configuration: keys exactly, judgments and rows with floats rounded."""
     seen = observed(judge)
-    return {"keys": digest([seen["fingerprint"], seen["request_keys"]]),
-            "judgments": digest(canonical([seen["pairs"], seen["points"]])),
-            "rows": digest(canonical(seen["rows"]))}
+    return {
+        "keys": digest([seen["fingerprint"], seen["request_keys"]]),
+        "judgments": digest(canonical([seen["pairs"], seen["points"]])),
+        "rows": digest(canonical(seen["rows"])),
+    }
 
 
 def runtime() -> ScriptedRuntime:
@@ -161,23 +178,28 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
 # Recorded for 0.2: judgments' fields renamed (first_grade, second_grade, value) and cache kinds
 # `verdict`/`grade`; fingerprints and request keys are those of 0.1.
 PINNED: dict[str, Any] = {
-    'generate': {'keys': '46655514b0540f08', 'judgments': '687b6bfbee58d01c', 'rows': '3585ed4deffde021'},
-    'generate-options': {'keys': '789c2497e7869edc', 'judgments': '77da5f245e9756a9', 'rows': '92cb731e83a4148d'},
-    'generate-prepair': {'keys': '710a5430d247236e', 'judgments': 'e26603ed6e2f16db', 'rows': '08c52e48972fcabe'},
-    'logprob': {'keys': '8dbf429060a78047', 'judgments': '4f781a16af3adb35', 'rows': '3f26571f234c8311'},
-    'logprob-calibrate': {'keys': '865007531bf3bf2b', 'judgments': '412d8eab6f7d9ae4', 'rows': '049be565223275f9'},
-    'logprob-prepair': {'keys': 'd73ef7be6e10f593', 'judgments': '09baf4529d63628f', 'rows': 'fe00611bc26c85ee'},
-    'logprob-prepair-calibrate': {'keys': '5f16e25b28353e66', 'judgments': '5cff2836e7427402', 'rows': '0217aa0fd1a0843c'},
-    'loglik': {'keys': '5f38f8bcb4a5a748', 'judgments': 'e326961887f6cf50', 'rows': '5442dcbb818d6f65'},
-    'hf+openai': 'b58051c10c5e7930',
-    'exact': '64adc67eec398b3b',
+    "generate": {"keys": "46655514b0540f08", "judgments": "687b6bfbee58d01c", "rows": "3585ed4deffde021"},
+    "generate-options": {"keys": "789c2497e7869edc", "judgments": "77da5f245e9756a9", "rows": "92cb731e83a4148d"},
+    "generate-prepair": {"keys": "710a5430d247236e", "judgments": "e26603ed6e2f16db", "rows": "08c52e48972fcabe"},
+    "logprob": {"keys": "8dbf429060a78047", "judgments": "4f781a16af3adb35", "rows": "3f26571f234c8311"},
+    "logprob-calibrate": {"keys": "865007531bf3bf2b", "judgments": "412d8eab6f7d9ae4", "rows": "049be565223275f9"},
+    "logprob-prepair": {"keys": "d73ef7be6e10f593", "judgments": "09baf4529d63628f", "rows": "fe00611bc26c85ee"},
+    "logprob-prepair-calibrate": {
+        "keys": "5f16e25b28353e66",
+        "judgments": "5cff2836e7427402",
+        "rows": "0217aa0fd1a0843c",
+    },
+    "loglik": {"keys": "5f38f8bcb4a5a748", "judgments": "e326961887f6cf50", "rows": "5442dcbb818d6f65"},
+    "hf+openai": "b58051c10c5e7930",
+    "exact": "64adc67eec398b3b",
 }
 
 
 @pytest.mark.parametrize("name", list(CONFIGURATIONS))
 def test_each_llm_judge_configuration_is_what_it_was(name):
-    assert pins(LLMJudge(runtime(), **CONFIGURATIONS[name])) == PINNED[name], \
+    assert pins(LLMJudge(runtime(), **CONFIGURATIONS[name])) == PINNED[name], (
         "if the change is intended, record the new pins: python -m tests.judges.test_judge_identity"
+    )
 
 
 def hf_and_openai_fingerprints() -> str:
@@ -194,8 +216,10 @@ def exact_and_batched_hf_judges() -> tuple[LLMJudge, LLMJudge]:
     from rankkit.judges.hf_runtime import HFRuntime
 
     identity = {"name": "m", "dtype": "bfloat16", "weights": "abc"}
-    return (LLMJudge(HFRuntime(None, None, identity, exact=True), mode="logprob"),
-            LLMJudge(HFRuntime(None, None, identity), mode="logprob"))
+    return (
+        LLMJudge(HFRuntime(None, None, identity, exact=True), mode="logprob"),
+        LLMJudge(HFRuntime(None, None, identity), mode="logprob"),
+    )
 
 
 def test_hf_and_openai_fingerprints_are_what_they_were():

@@ -17,8 +17,10 @@ from tests.judges.test_openai_hosted import SAMPLE
 
 
 def live(variable: str):
-    return pytest.mark.skipif(not os.environ.get(variable) or bool(os.environ.get("CI")),
-                              reason=f"live test: needs {variable} exported, and never runs in CI")
+    return pytest.mark.skipif(
+        not os.environ.get(variable) or bool(os.environ.get("CI")),
+        reason=f"live test: needs {variable} exported, and never runs in CI",
+    )
 
 
 def check(result: rankkit.RunResult, paths: set[str]) -> None:

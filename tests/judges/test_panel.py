@@ -9,7 +9,6 @@ import pytest
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge
-from rankkit.judgments import Verdict, ParseStatus, Winner
 from rankkit.judges.panel import (
     PanelJudge,
     VoteCount,
@@ -18,6 +17,7 @@ from rankkit.judges.panel import (
     krippendorff_alpha,
     read_spec,
 )
+from rankkit.judgments import ParseStatus, Verdict, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo, memo_of
 from rankkit.specs import SpecError
@@ -78,23 +78,27 @@ def test_three_judges_voting_two_to_one_win_at_half_and_draw_at_unanimity(task):
     assert two_to_one(0.6)[0].compare(task, c0, c1).winner is Winner.FIRST
 
 
-@pytest.mark.parametrize("count,threshold,expected", [
-    (VoteCount(first=4, second=2), 0.5, Winner.FIRST),
-    (VoteCount(first=4, second=2), 1.0, Winner.TIE),
-    (VoteCount(first=2, second=4), 2 / 3, Winner.SECOND),      # exactly reaching the threshold wins
-    (VoteCount(first=3, second=1), 0.75, Winner.FIRST),
-    (VoteCount(first=3, second=3), 0.5, Winner.TIE),           # an even split is always a draw
-    (VoteCount(first=2, second=1, tie=3), 0.5, Winner.TIE),    # tie votes count in the share's denominator
-    (VoteCount(first=6, abstained=6), 1.0, Winner.FIRST),      # abstentions do not
-    (VoteCount(abstained=6), 0.5, Winner.TIE),
-])
+@pytest.mark.parametrize(
+    "count,threshold,expected",
+    [
+        (VoteCount(first=4, second=2), 0.5, Winner.FIRST),
+        (VoteCount(first=4, second=2), 1.0, Winner.TIE),
+        (VoteCount(first=2, second=4), 2 / 3, Winner.SECOND),  # exactly reaching the threshold wins
+        (VoteCount(first=3, second=1), 0.75, Winner.FIRST),
+        (VoteCount(first=3, second=3), 0.5, Winner.TIE),  # an even split is always a draw
+        (VoteCount(first=2, second=1, tie=3), 0.5, Winner.TIE),  # tie votes count in the share's denominator
+        (VoteCount(first=6, abstained=6), 1.0, Winner.FIRST),  # abstentions do not
+        (VoteCount(abstained=6), 0.5, Winner.TIE),
+    ],
+)
 def test_decide(count, threshold, expected):
     assert decide(count, threshold) is expected
 
 
 def test_the_decision_is_the_same_whichever_order_the_strategy_asks(task):
-    panel = PanelJudge([make_judge("sim:preset=gpt4"), make_judge("sim:preset=chatgpt"),
-                        make_judge("sim:preset=falcon")])
+    panel = PanelJudge(
+        [make_judge("sim:preset=gpt4"), make_judge("sim:preset=chatgpt"), make_judge("sim:preset=falcon")]
+    )
     for first, second in [(0, 1), (0, 2), (1, 2)]:
         a, b = task.candidates[first], task.candidates[second]
         assert panel.compare(task, a, b).winner == panel.compare(task, b, a).swapped().winner
@@ -180,14 +184,17 @@ def test_member_options_use_semicolons():
     assert [m.seed for m in panel.members] == [3, 4] and panel.members[0].accuracy == 0.9
 
 
-@pytest.mark.parametrize("spec,needle", [
-    ("panel:sim:preset=gpt4", "at least two member judges"),
-    ("panel:sim:preset=gpt4,noise=0.1+sim:preset=falcon", "separate a member's own options with ';'"),
-    ("panel:sim:preset=gpt4+sim:preset=gpt4", "listed twice"),
-    ("panel:sim+panel:sim;sim", "cannot be a member of a panel"),
-    ("panel:sim:preset=gpt4+sim:preset=falcon,threshold=0", "threshold must be in"),
-    ("panel:sim:preset=gpt4+sim:preset=falcon,threshold=high", "expected a number"),
-])
+@pytest.mark.parametrize(
+    "spec,needle",
+    [
+        ("panel:sim:preset=gpt4", "at least two member judges"),
+        ("panel:sim:preset=gpt4,noise=0.1+sim:preset=falcon", "separate a member's own options with ';'"),
+        ("panel:sim:preset=gpt4+sim:preset=gpt4", "listed twice"),
+        ("panel:sim+panel:sim;sim", "cannot be a member of a panel"),
+        ("panel:sim:preset=gpt4+sim:preset=falcon,threshold=0", "threshold must be in"),
+        ("panel:sim:preset=gpt4+sim:preset=falcon,threshold=high", "expected a number"),
+    ],
+)
 def test_bad_panel_specs_say_what_is_wrong(spec, needle):
     with pytest.raises(SpecError, match=needle):
         make_judge(spec)
@@ -197,7 +204,12 @@ def test_bad_panel_specs_say_what_is_wrong(spec, needle):
 
 
 def test_draws_by_threshold_counts_without_new_judgments():
-    counts = [VoteCount(first=6), VoteCount(first=4, second=2), VoteCount(first=3, second=3), VoteCount(second=5, first=1)]
+    counts = [
+        VoteCount(first=6),
+        VoteCount(first=4, second=2),
+        VoteCount(first=3, second=3),
+        VoteCount(second=5, first=1),
+    ]
     assert draws_by_threshold(counts, [1.0, 0.75, 0.5]) == {1.0: 3, 0.75: 2, 0.5: 1}
 
 
@@ -208,4 +220,3 @@ def test_krippendorff_alpha_matches_a_hand_computation():
     # A missing vote (None) drops out of its unit: only the first three units are pairable.
     assert krippendorff_alpha([[1.0, 1.0, 0.0, None], [1.0, 1.0, 0.0, 1.0]]) == pytest.approx(1.0)
     assert math.isnan(krippendorff_alpha([[1.0, 1.0], [1.0, 1.0]]))  # one category only: undefined
-

@@ -8,10 +8,19 @@ from rankkit.judges.prices import PRICES, PRICES_READ, Price, builtin_price, pri
 from rankkit.specs import SpecError
 
 
-@pytest.mark.parametrize("model, name", [("gpt-4.1", "gpt-4.1"), ("gpt-4.1-2025-04-14", "gpt-4.1"),
-                                         ("gpt-4.1-mini", "gpt-4.1-mini"), ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
-                                         ("openai/gpt-4o", "gpt-4o"), ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
-                                         ("claude-opus-4-1", "claude-opus-4-1"), ("claude-haiku-4-5", "claude-haiku-4-5")])
+@pytest.mark.parametrize(
+    "model, name",
+    [
+        ("gpt-4.1", "gpt-4.1"),
+        ("gpt-4.1-2025-04-14", "gpt-4.1"),
+        ("gpt-4.1-mini", "gpt-4.1-mini"),
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("openai/gpt-4o", "gpt-4o"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("claude-opus-4-1", "claude-opus-4-1"),
+        ("claude-haiku-4-5", "claude-haiku-4-5"),
+    ],
+)
 def test_a_model_gets_the_price_of_its_longest_matching_name(model, name):
     assert builtin_price(model) == PRICES[name]
 

@@ -15,8 +15,8 @@ from rankkit.errors import TaskFormatError
 from rankkit.judge_report import judge_report
 from rankkit.judges import make_judge
 from rankkit.judges.base import JudgeError
-from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.replay import ReplayJudge, load_recorded
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
 from rankkit.specs import SpecError
@@ -37,14 +37,26 @@ def task():
 
 @pytest.fixture
 def recording(tmp_path):
-    return write_rows(tmp_path / "judgments.jsonl", [
-        {"task_id": "t1", "judge": "J", "method": "M", "swap": False, "a": "c0", "b": "c1", "winner": "c0"},
-        {"task_id": "t1", "judge": "J", "method": "M", "swap": True, "a": "c1", "b": "c0", "winner": "c1"},
-        {"task_id": "t1", "judge": "K", "method": "M", "swap": False, "a": "c0", "b": "c1", "winner": "tie"},
-        {"task_id": "t1", "judge": "K", "method": "M", "swap": True, "a": "c1", "b": "c0", "winner": None},
-        {"task_id": "t1", "judge": "R", "method": "M", "swap": False, "a": "c0", "b": "c1", "winner": "c0",
-         "score_a": 7.0, "score_b": 6.0},
-    ])
+    return write_rows(
+        tmp_path / "judgments.jsonl",
+        [
+            {"task_id": "t1", "judge": "J", "method": "M", "swap": False, "a": "c0", "b": "c1", "winner": "c0"},
+            {"task_id": "t1", "judge": "J", "method": "M", "swap": True, "a": "c1", "b": "c0", "winner": "c1"},
+            {"task_id": "t1", "judge": "K", "method": "M", "swap": False, "a": "c0", "b": "c1", "winner": "tie"},
+            {"task_id": "t1", "judge": "K", "method": "M", "swap": True, "a": "c1", "b": "c0", "winner": None},
+            {
+                "task_id": "t1",
+                "judge": "R",
+                "method": "M",
+                "swap": False,
+                "a": "c0",
+                "b": "c1",
+                "winner": "c0",
+                "score_a": 7.0,
+                "score_b": 6.0,
+            },
+        ],
+    )
 
 
 def test_the_presentation_order_is_part_of_the_record(recording, task):
@@ -110,12 +122,18 @@ def test_filters_must_pick_one_judgment_per_comparison(recording):
     assert len(load_recorded(recording, judge="J", method="M")) == 2
 
 
-@pytest.mark.parametrize("row,needle", [
-    ({"task_id": "t1", "a": "c0", "b": "c1", "winner": "c9"}, "field 'winner': 'c9' is neither"),
-    ({"task_id": "t1", "a": "c0", "b": "c1"}, "field 'winner': missing field"),
-    ({"task_id": "t1", "b": "c1", "winner": "c1"}, "field 'a': missing field"),
-    ({"task_id": "t1", "a": "c0", "b": "c1", "winner": "c0", "score_a": "high"}, "field 'score_a': expected a finite number"),
-])
+@pytest.mark.parametrize(
+    "row,needle",
+    [
+        ({"task_id": "t1", "a": "c0", "b": "c1", "winner": "c9"}, "field 'winner': 'c9' is neither"),
+        ({"task_id": "t1", "a": "c0", "b": "c1"}, "field 'winner': missing field"),
+        ({"task_id": "t1", "b": "c1", "winner": "c1"}, "field 'a': missing field"),
+        (
+            {"task_id": "t1", "a": "c0", "b": "c1", "winner": "c0", "score_a": "high"},
+            "field 'score_a': expected a finite number",
+        ),
+    ],
+)
 def test_malformed_rows_name_the_line_and_field(tmp_path, row, needle):
     path = write_rows(tmp_path / "bad.jsonl", [{"task_id": "t0", "a": "c0", "b": "c1", "winner": "c0"}, row])
     with pytest.raises(TaskFormatError, match=":2:") as err:
@@ -149,30 +167,71 @@ def test_spec_parsing(recording):
 def test_record_command_writes_a_replayable_grid(tmp_path):
     out = tmp_path / "grid.jsonl"
     runner = CliRunner()
-    made = runner.invoke(main, ["record", "--judge", "sim:preset=gpt4", "--no-cache", "--out", str(out),
-                                "--label", "gpt4-sim", "--quiet"])
+    made = runner.invoke(
+        main,
+        ["record", "--judge", "sim:preset=gpt4", "--no-cache", "--out", str(out), "--label", "gpt4-sim", "--quiet"],
+    )
     assert made.exit_code == 0, made.output
     first = json.loads(out.read_text().splitlines()[0])
     assert first["judge"] == "gpt4-sim" and first["method"] == "recorded"
-    replayed = runner.invoke(main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet",
-                                    "--strategies", "knockout:order=both"])
+    replayed = runner.invoke(
+        main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet", "--strategies", "knockout:order=both"]
+    )
     assert replayed.exit_code == 0, replayed.output
-    missing = runner.invoke(main, ["compare", "--judge", f"replay:{out}", "--no-cache", "--quiet",
-                                   "--strategies", "knockout", "--data", str(tasks_not_in_the_recording(tmp_path))])
+    missing = runner.invoke(
+        main,
+        [
+            "compare",
+            "--judge",
+            f"replay:{out}",
+            "--no-cache",
+            "--quiet",
+            "--strategies",
+            "knockout",
+            "--data",
+            str(tasks_not_in_the_recording(tmp_path)),
+        ],
+    )
     assert missing.exit_code == 2 and "replay miss" in missing.output
 
 
 def test_unparseable_recorded_rows_say_what_to_change_not_to_rerun(tmp_path):
     """A rerun of a replay that misses fails identically: the error names on_miss=tie and the file."""
-    recording = write_rows(tmp_path / "nulls.jsonl", [
-        {"task_id": "t1", "a": a, "b": b, "winner": None}
-        for a, b in (("c0", "c1"), ("c1", "c0"))])
+    recording = write_rows(
+        tmp_path / "nulls.jsonl",
+        [{"task_id": "t1", "a": a, "b": b, "winner": None} for a, b in (("c0", "c1"), ("c1", "c0"))],
+    )
     data = tmp_path / "t1.jsonl"
-    data.write_text(json.dumps({"task_id": "t1", "prompt": "p", "scale": [0, 10], "candidates": [
-        {"id": "c0", "text": "x", "human": {"points": 1.0}}, {"id": "c1", "text": "y", "human": {"points": 2.0}}]}) + "\n")
+    data.write_text(
+        json.dumps(
+            {
+                "task_id": "t1",
+                "prompt": "p",
+                "scale": [0, 10],
+                "candidates": [
+                    {"id": "c0", "text": "x", "human": {"points": 1.0}},
+                    {"id": "c1", "text": "y", "human": {"points": 2.0}},
+                ],
+            }
+        )
+        + "\n"
+    )
     for member in (f"replay:{recording}", f"panel:replay:{recording}+sim:preset=gpt4"):
-        result = CliRunner().invoke(main, ["compare", "--judge", member, "--data", str(data), "--quiet",
-                                           "--cache", str(tmp_path / "c.sqlite"), "--strategies", "knockout"])
+        result = CliRunner().invoke(
+            main,
+            [
+                "compare",
+                "--judge",
+                member,
+                "--data",
+                str(data),
+                "--quiet",
+                "--cache",
+                str(tmp_path / "c.sqlite"),
+                "--strategies",
+                "knockout",
+            ],
+        )
         assert result.exit_code == 2, result.output
         assert "rerun the same command" not in result.output
         assert "on_miss=tie" in result.output and "fix the recorded file" in result.output
@@ -181,8 +240,19 @@ def test_unparseable_recorded_rows_say_what_to_change_not_to_rerun(tmp_path):
 def tasks_not_in_the_recording(tmp_path: Path) -> Path:
     """A tasks file whose task ids are not in the sample's recording."""
     path = tmp_path / "other.jsonl"
-    path.write_text(json.dumps({"task_id": "zz", "prompt": "p", "candidates": [
-        {"id": "a", "text": "x", "human": {"s": 1}}, {"id": "b", "text": "y", "human": {"s": 0}}]}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "task_id": "zz",
+                "prompt": "p",
+                "candidates": [
+                    {"id": "a", "text": "x", "human": {"s": 1}},
+                    {"id": "b", "text": "y", "human": {"s": 0}},
+                ],
+            }
+        )
+        + "\n"
+    )
     return path
 
 
@@ -219,8 +289,14 @@ def test_replay_reproduces_recorded_accuracy_on_llmbar_natural(judge_name):
 
 PAIR = {"task_id": "t1", "judge": "J", "method": "M", "a": "c0", "b": "c1", "winner": "c0"}
 CHOICE = {"task_id": "t1", "judge": "J", "method": "M", "kind": "choice", "shown": ["c0", "c1", "c2"], "chosen": "c1"}
-ORDERING = {"task_id": "t1", "judge": "J", "method": "M", "kind": "ranking", "shown": ["c0", "c1", "c2"],
-            "ranking": ["c1", "c0", "c2"]}
+ORDERING = {
+    "task_id": "t1",
+    "judge": "J",
+    "method": "M",
+    "kind": "ranking",
+    "shown": ["c0", "c1", "c2"],
+    "ranking": ["c1", "c0", "c2"],
+}
 BAD_RECORDINGS = [
     ("NaN score", {**PAIR, "score_a": float("nan"), "score_b": 6.0}, "score_a", "expected a finite number, got nan"),
     ("+1e308 score", {**PAIR, "score_a": 1e308, "score_b": 6.0}, "score_a", "outside [-1e+06, 1e+06]"),
@@ -253,8 +329,16 @@ def test_a_bad_recorded_value_names_file_line_and_field(tmp_path, name, row, fie
     assert message in err.value.message
 
 
-@pytest.mark.parametrize("row", [PAIR, CHOICE, ORDERING, {**PAIR, "score_a": -3, "score_b": 1e6},
-                                 {**CHOICE, "probabilities": [0.2, 0.7, 0.1], "grades": [1, 9, 0]}])
+@pytest.mark.parametrize(
+    "row",
+    [
+        PAIR,
+        CHOICE,
+        ORDERING,
+        {**PAIR, "score_a": -3, "score_b": 1e6},
+        {**CHOICE, "probabilities": [0.2, 0.7, 0.1], "grades": [1, 9, 0]},
+    ],
+)
 def test_well_formed_recordings_still_load(tmp_path, row):
     path = write_rows(tmp_path / "judgments.jsonl", [row])
     make_judge(f"replay:{path}")
@@ -264,10 +348,16 @@ def test_well_formed_recordings_still_load(tmp_path, row):
 def test_the_issues_recordings_exit_2_naming_the_line(tmp_path, value, shown):
     # Issue 30: NaN moved a candidate from 3rd to 1st with score null (exit 0); ±1e308 was a traceback.
     path = tmp_path / "judgments.jsonl"
-    rows = [json.dumps({**PAIR, "a": a, "b": b, "winner": a, "score_a": 5, "score_b": 1})
-            for a, b in (("a1", "a2"), ("a2", "a1"))]
-    rows.insert(1, json.dumps({**PAIR, "a": "a1", "b": "a3", "winner": "a1", "score_b": 1}).replace(
-        '"score_b": 1', f'"score_a": {value}, "score_b": 1'))
+    rows = [
+        json.dumps({**PAIR, "a": a, "b": b, "winner": a, "score_a": 5, "score_b": 1})
+        for a, b in (("a1", "a2"), ("a2", "a1"))
+    ]
+    rows.insert(
+        1,
+        json.dumps({**PAIR, "a": "a1", "b": "a3", "winner": "a1", "score_b": 1}).replace(
+            '"score_b": 1', f'"score_a": {value}, "score_b": 1'
+        ),
+    )
     path.write_text("\n".join(rows) + "\n")
     result = CliRunner().invoke(main, ["rank", "--judge", f"replay:{path}", "--no-cache", "--quiet"])
     assert result.exit_code == 2, result.output

@@ -13,10 +13,18 @@ import pytest
 from scipy import stats
 
 from rankkit.judges import make_judge
-from rankkit.judgments import Winner
-from rankkit.judges.sim import (FIXED_PRESET_RATES, LATENT_PRESETS, FixedAccuracyJudge, LatentJudge, fixed_parameters,
-                                kway_temperature, latent_pair_accuracy, softmax_probabilities)
+from rankkit.judges.sim import (
+    FIXED_PRESET_RATES,
+    LATENT_PRESETS,
+    FixedAccuracyJudge,
+    LatentJudge,
+    fixed_parameters,
+    kway_temperature,
+    latent_pair_accuracy,
+    softmax_probabilities,
+)
 from rankkit.judges.sim_targets import debiased_discriminability, llmbar_rates, preset_targets
+from rankkit.judgments import Winner
 from rankkit.specs import SpecError
 from rankkit.tasks import Task, load_tasks
 from tests.conftest import SHARED_DATA, shared_dataset
@@ -120,11 +128,14 @@ def test_close_answers_are_confused_more_often_than_far_ones():
     task = make_task([0.0] * 20 + [1.0] * 20 + [0.45, 0.55], scale=WIDE)  # spread ≈ 0.49
     judge = LatentJudge(perception=0.5, pair_noise=0.3, slot_bias=0.0, grade_noise=0.0)
     low, high = task.candidates[-2:]  # 0.2 spreads apart: right with probability ≈ 0.6
-    close = sum(dataclasses.replace(judge, seed=s).compare(task, high, low).winner is Winner.FIRST
-                for s in range(200)) / 200
+    close = (
+        sum(dataclasses.replace(judge, seed=s).compare(task, high, low).winner is Winner.FIRST for s in range(200))
+        / 200
+    )
     far = [(a, b) for a, b in pairs_of(task) if abs(a.human["score"] - b.human["score"]) == 1.0]  # ≈ 0.99
-    far_right = sum((judge.compare(task, a, b).winner is Winner.FIRST) == (a.human["score"] > b.human["score"])
-                    for a, b in far) / len(far)
+    far_right = sum(
+        (judge.compare(task, a, b).winner is Winner.FIRST) == (a.human["score"] > b.human["score"]) for a, b in far
+    ) / len(far)
     assert 0.5 < close < 0.75 and far_right > 0.95
 
 
@@ -165,8 +176,9 @@ def test_pointwise_grades_differ_between_presets_and_follow_their_grading_accura
             rho.append(stats.spearmanr(truth, [judge.grade(task, c).value for c in task.candidates])[0])
         correlation[preset] = sum(rho) / len(rho)
     assert correlation["gpt4"] > correlation["chatgpt"] + 0.2
-    fixed = [make_judge(f"sim:model=fixed,preset={p}").grade(task, task.candidates[0]).value
-             for p in FIXED_PRESET_RATES]
+    fixed = [
+        make_judge(f"sim:model=fixed,preset={p}").grade(task, task.candidates[0]).value for p in FIXED_PRESET_RATES
+    ]
     assert len(set(fixed)) == 1
     latent = [make_judge(f"sim:preset={p}").grade(task, task.candidates[0]).value for p in LATENT_PRESETS]
     assert len(set(latent)) == len(LATENT_PRESETS)
@@ -181,8 +193,9 @@ def test_identical_texts_under_other_ids_or_scores_have_other_request_keys():
     assert judge.request_key(task, a, c) != judge.request_key(task, b, c)
     assert judge.request_key(task, a) != judge.request_key(task, b)
     rescored = make_task([1.0, 5.0, 0.5])
-    rescored = dataclasses.replace(rescored, candidates=tuple(dataclasses.replace(x, text="same")
-                                                              for x in rescored.candidates))
+    rescored = dataclasses.replace(
+        rescored, candidates=tuple(dataclasses.replace(x, text="same") for x in rescored.candidates)
+    )
     assert judge.request_key(task, a, b) != judge.request_key(rescored, *rescored.candidates[:2])
 
 
@@ -193,7 +206,8 @@ def test_presets_select_the_latent_model_unless_model_fixed_is_given():
     judge = make_judge("sim:preset=chatgpt")
     assert isinstance(judge, LatentJudge)
     assert dataclasses.astuple(LATENT_PRESETS["chatgpt"]) == pytest.approx(
-        (judge.perception, judge.pair_noise, judge.slot_bias, judge.grade_noise), abs=1e-12)
+        (judge.perception, judge.pair_noise, judge.slot_bias, judge.grade_noise), abs=1e-12
+    )
     assert make_judge("sim:preset=chatgpt,slot_bias=0").slot_bias == pytest.approx(0.0, abs=1e-12)
     assert make_judge("sim:perception=0.3").perception == pytest.approx(0.3, abs=1e-12)
     assert make_judge("sim") == make_judge("sim:preset=gpt4") == make_judge("sim:model=latent")
@@ -210,27 +224,31 @@ def test_model_fixed_takes_its_parameters_or_a_preset():
     assert preset.description == "sim:model=fixed,preset=chatgpt (simulated)"
     # explicit parameters override the preset's
     assert make_judge("sim:model=fixed,preset=gpt4,accuracy=0.9") == FixedAccuracyJudge(
-        accuracy=0.9, position_bias=0.01, preset="gpt4")
+        accuracy=0.9, position_bias=0.01, preset="gpt4"
+    )
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("sim:preset=gpt5", "unknown preset 'gpt5' for model=latent"),
-    ("sim:model=fixed,preset=gpt5", "unknown preset 'gpt5' for model=fixed"),
-    ("sim:acuracy=0.5", "unknown option 'acuracy' for sim; known: accuracy=0.8 (float)"),
-    # the fixed model's parameters never switch models silently: the error names model=fixed
-    ("sim:accuracy=0.9", "accuracy belong(s) to model=fixed, not model=latent; write sim:model=fixed,accuracy=0.9"),
-    ("sim:noise=0.3", "noise belong(s) to model=fixed, not model=latent; write sim:model=fixed,noise=0.3"),
-    ("sim:preset=gpt4,position_bias=0.2", "position_bias belong(s) to model=fixed"),
-    ("sim:model=latent,accuracy=0.9", "accuracy belong(s) to model=fixed"),
-    ("sim:perception=1,accuracy=0.9", "accuracy belong(s) to model=fixed"),
-    ("sim:model=fixed,perception=1", "perception belong(s) to model=latent, not model=fixed"),
-    ("sim:model=thurstone", "model must be one of latent, fixed"),
-    ("sim:perception=-1", "perception must be"),
-    ("sim:slot_bias=nan", "slot_bias: expected a finite number"),
-    ("sim:model=fixed,accuracy=1.5", "accuracy must be in"),
-    ("sim:model=fixed,position_bias=-0.1", "position_bias must be in"),
-    ("sim:model=fixed,noise=-1", "noise must be a finite number"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("sim:preset=gpt5", "unknown preset 'gpt5' for model=latent"),
+        ("sim:model=fixed,preset=gpt5", "unknown preset 'gpt5' for model=fixed"),
+        ("sim:acuracy=0.5", "unknown option 'acuracy' for sim; known: accuracy=0.8 (float)"),
+        # the fixed model's parameters never switch models silently: the error names model=fixed
+        ("sim:accuracy=0.9", "accuracy belong(s) to model=fixed, not model=latent; write sim:model=fixed,accuracy=0.9"),
+        ("sim:noise=0.3", "noise belong(s) to model=fixed, not model=latent; write sim:model=fixed,noise=0.3"),
+        ("sim:preset=gpt4,position_bias=0.2", "position_bias belong(s) to model=fixed"),
+        ("sim:model=latent,accuracy=0.9", "accuracy belong(s) to model=fixed"),
+        ("sim:perception=1,accuracy=0.9", "accuracy belong(s) to model=fixed"),
+        ("sim:model=fixed,perception=1", "perception belong(s) to model=latent, not model=fixed"),
+        ("sim:model=thurstone", "model must be one of latent, fixed"),
+        ("sim:perception=-1", "perception must be"),
+        ("sim:slot_bias=nan", "slot_bias: expected a finite number"),
+        ("sim:model=fixed,accuracy=1.5", "accuracy must be in"),
+        ("sim:model=fixed,position_bias=-0.1", "position_bias must be in"),
+        ("sim:model=fixed,noise=-1", "noise must be a finite number"),
+    ],
+)
 def test_bad_specs_are_refused(spec, message):
     with pytest.raises(SpecError, match=re.escape(message)):
         make_judge(spec)
@@ -244,8 +262,10 @@ def test_fingerprints_name_the_model_and_differ_between_models_and_presets():
     assert '"model":"fixed"' in make_judge("sim:model=fixed,preset=gpt4").fingerprint
     # every parameter that changes a judgment changes the fingerprint; the preset name does not
     base = FixedAccuracyJudge()
-    changed = [dataclasses.replace(base, **{name: value})
-               for name, value in (("accuracy", 0.9), ("position_bias", 0.1), ("noise", 0.2), ("seed", 1))]
+    changed = [
+        dataclasses.replace(base, **{name: value})
+        for name, value in (("accuracy", 0.9), ("position_bias", 0.1), ("noise", 0.2), ("seed", 1))
+    ]
     assert len({judge.fingerprint for judge in [base, *changed]}) == 5
     assert dataclasses.replace(base, preset="gpt4").fingerprint == base.fingerprint
 
@@ -259,23 +279,56 @@ def write_jsonl(path, rows):
 
 
 def test_llmbar_rates_counts_ties_half_and_leaves_unparsed_rows_out(tmp_path):
-    tasks = write_jsonl(tmp_path / "tasks.jsonl", [{"task_id": t, "meta": {"preferred": p}}
-                                                   for t, p in (("t1", "o1"), ("t2", "o2"), ("t3", "o1"))])
+    tasks = write_jsonl(
+        tmp_path / "tasks.jsonl",
+        [{"task_id": t, "meta": {"preferred": p}} for t, p in (("t1", "o1"), ("t2", "o2"), ("t3", "o1"))],
+    )
     rows = []
     for task, swap_false, swap_true in (("t1", "o1", "o1"), ("t2", "o1", "o2"), ("t3", "o1", None)):
-        rows.append({"task_id": task, "judge": "J", "method": "Vanilla", "swap": False, "a": "o1", "b": "o2",
-                     "winner": swap_false})
-        rows.append({"task_id": task, "judge": "J", "method": "Vanilla", "swap": True, "a": "o2", "b": "o1",
-                     "winner": swap_true})
+        rows.append(
+            {
+                "task_id": task,
+                "judge": "J",
+                "method": "Vanilla",
+                "swap": False,
+                "a": "o1",
+                "b": "o2",
+                "winner": swap_false,
+            }
+        )
+        rows.append(
+            {
+                "task_id": task,
+                "judge": "J",
+                "method": "Vanilla",
+                "swap": True,
+                "a": "o2",
+                "b": "o1",
+                "winner": swap_true,
+            }
+        )
     for task, a, b in (("t1", 7, 3), ("t2", 5, 5), ("t3", 2, 9)):
-        rows.append({"task_id": task, "judge": "J", "method": "Rating", "swap": False, "a": "o1", "b": "o2",
-                     "winner": "o1", "score_a": a, "score_b": b})
-    rows.append({"task_id": "t1", "judge": "K", "method": "Vanilla", "swap": False, "a": "o1", "b": "o2", "winner": "o2"})
+        rows.append(
+            {
+                "task_id": task,
+                "judge": "J",
+                "method": "Rating",
+                "swap": False,
+                "a": "o1",
+                "b": "o2",
+                "winner": "o1",
+                "score_a": a,
+                "score_b": b,
+            }
+        )
+    rows.append(
+        {"task_id": "t1", "judge": "K", "method": "Vanilla", "swap": False, "a": "o1", "b": "o2", "winner": "o2"}
+    )
     judgments = write_jsonl(tmp_path / "judgments.jsonl", rows)
     rates = llmbar_rates(judgments, tasks, "J")
     # 5 parsed Vanilla rows: winners (o1, o1), (o1, o2), (o1, -); preferred o1, o2, o1
     assert rates.pairwise_accuracy == pytest.approx(4 / 5)
-    assert rates.first_slot == pytest.approx(4 / 5)       # all but t1's swapped row chose the first slot
+    assert rates.first_slot == pytest.approx(4 / 5)  # all but t1's swapped row chose the first slot
     assert rates.order_consistency == pytest.approx(1 / 2)  # t3 lacks an order
     assert rates.pointwise_accuracy == pytest.approx((1 + 0.5 + 0) / 3)
     only_one_order = llmbar_rates(judgments, tasks, "K")
@@ -291,7 +344,8 @@ def test_recorded_targets_and_the_derived_falcon_pointwise_rate():
     assert falcon.pointwise_derived and not chatgpt.pointwise_derived
     probit = NormalDist().inv_cdf
     assert probit(falcon.pointwise_accuracy) / debiased_discriminability(falcon) == pytest.approx(
-        probit(chatgpt.pointwise_accuracy) / debiased_discriminability(chatgpt))
+        probit(chatgpt.pointwise_accuracy) / debiased_discriminability(chatgpt)
+    )
 
 
 def simulate_llmbar(preset: str, tasks: list[Task], seeds: int) -> tuple[float, float, float, float]:
@@ -455,8 +509,10 @@ def test_fixed_preset_rates_are_the_recorded_vanilla_rates():
 
 def _unlabelled_tasks():
     from rankkit.tasks import tasks_from_records
-    return tasks_from_records([{"task_id": "q1", "prompt": "p", "candidates": [
-        {"id": f"c{i}", "text": f"answer {i}"} for i in range(15)]}])
+
+    return tasks_from_records(
+        [{"task_id": "q1", "prompt": "p", "candidates": [{"id": f"c{i}", "text": f"answer {i}"} for i in range(15)]}]
+    )
 
 
 @pytest.mark.parametrize("spec", ["sim", "sim:model=fixed", "panel:sim:seed=1+sim:seed=2"])
@@ -478,12 +534,14 @@ def test_sim_refuses_data_without_human_scores_before_judging(spec, monkeypatch)
 def styled_task(texts, scores, scale=WIDE):
     from rankkit.tasks import Candidate
 
-    candidates = tuple(Candidate(id=f"c{i}", text=text, system=f"s{i}", human={"score": float(score)})
-                       for i, (text, score) in enumerate(zip(texts, scores)))
+    candidates = tuple(
+        Candidate(id=f"c{i}", text=text, system=f"s{i}", human={"score": float(score)})
+        for i, (text, score) in enumerate(zip(texts, scores))
+    )
     return Task(task_id="styled", prompt="q", candidates=candidates, criterion="score", scale=scale)
 
 
-NOISELESS = dict(perception=0.0, pair_noise=0.0, slot_bias=0.0, grade_noise=0.0)
+NOISELESS = {"perception": 0.0, "pair_noise": 0.0, "slot_bias": 0.0, "grade_noise": 0.0}
 
 
 def test_length_bias_shifts_a_pair_by_its_value_per_doubling_of_the_length_ratio():
@@ -512,7 +570,12 @@ def test_k_way_style_shifts_are_against_the_groups_mean_log_length_and_match_the
         assert (pair.winner is Winner.FIRST) == (grades[0] > grades[1])
     noiseless = LatentJudge(length_bias=1.0, **NOISELESS)
     assert noiseless.choose(task, task.candidates).chosen == 2
-    assert [task.candidates[i].id for i in noiseless.rank(task, task.candidates).permutation] == ["c2", "c1", "c0", "c3"]
+    assert [task.candidates[i].id for i in noiseless.rank(task, task.candidates).permutation] == [
+        "c2",
+        "c1",
+        "c0",
+        "c3",
+    ]
 
 
 def test_pointwise_style_shift_is_against_the_tasks_median_answer():
@@ -535,7 +598,7 @@ def test_format_bias_prefers_formatted_answers_per_doubling_of_one_plus_the_elem
 
 def test_the_fixed_model_takes_the_shifted_answer_for_the_better_one():
     task = styled_task(["x" * 800, "x" * 100], [1.0, 1.5])  # spread 0.25: the longer is 2 spreads worse
-    fixed = dict(accuracy=1.0, position_bias=0.0, noise=0.0)
+    fixed = {"accuracy": 1.0, "position_bias": 0.0, "noise": 0.0}
     assert FixedAccuracyJudge(**fixed).compare(task, *task.candidates).winner is Winner.SECOND
     biased = FixedAccuracyJudge(length_bias=1.0, **fixed)  # 3 doublings: +3 spreads for the longer
     verdict = biased.compare(task, *task.candidates)
@@ -547,8 +610,10 @@ def test_the_fixed_model_takes_the_shifted_answer_for_the_better_one():
 
 def test_zero_style_biases_change_nothing_and_stay_out_of_fingerprints_and_descriptions():
     task = make_task([1, 2, 3, 5], scale=(0, 10))
-    for plain, zero in [(LatentJudge(seed=4), LatentJudge(seed=4, length_bias=0.0, format_bias=0.0)),
-                        (FixedAccuracyJudge(seed=4), FixedAccuracyJudge(seed=4, length_bias=0.0))]:
+    for plain, zero in [
+        (LatentJudge(seed=4), LatentJudge(seed=4, length_bias=0.0, format_bias=0.0)),
+        (FixedAccuracyJudge(seed=4), FixedAccuracyJudge(seed=4, length_bias=0.0)),
+    ]:
         assert plain.fingerprint == zero.fingerprint and plain.description == zero.description
     biased = make_judge("sim:length_bias=0.5")
     assert biased.fingerprint != make_judge("sim").fingerprint
@@ -572,6 +637,7 @@ def test_non_finite_style_biases_are_refused():
 
 
 # -- the k-way readings --------------------------------------------------------------------------
+
 
 def calibration_pairs(count):
     """``count`` one-pair tasks whose answers are 2 spreads apart (human scores 0 and 1, as
@@ -606,14 +672,16 @@ def test_the_temperature_solves_its_calibration_equation_by_independent_quadratu
 
     params = LATENT_PRESETS[preset]
     tau = kway_temperature(params.perception, params.pair_noise, params.slot_bias)
-    spread = math.sqrt(2 * params.perception ** 2 + 2 * params.pair_noise ** 2)
+    spread = math.sqrt(2 * params.perception**2 + 2 * params.pair_noise**2)
     confidence = 0.0
     for mean in (2 + params.slot_bias, 2 - params.slot_bias):
-        value, _ = integrate.quad(lambda d, mean=mean: stats.norm.pdf(d, mean, spread) / (1 + math.exp(-abs(d) / tau)),
-                                  -np.inf, np.inf)
+        value, _ = integrate.quad(
+            lambda d, mean=mean: stats.norm.pdf(d, mean, spread) / (1 + math.exp(-abs(d) / tau)), -np.inf, np.inf
+        )
         confidence += value / 2
-    assert confidence == pytest.approx(latent_pair_accuracy(params.perception, params.pair_noise, params.slot_bias),
-                                       abs=1e-5)
+    assert confidence == pytest.approx(
+        latent_pair_accuracy(params.perception, params.pair_noise, params.slot_bias), abs=1e-5
+    )
 
 
 def test_a_noisier_judge_gets_a_higher_temperature_and_the_extremes_are_certain_or_uniform():

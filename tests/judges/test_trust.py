@@ -16,19 +16,28 @@ def test_local_judges_carry_no_risk():
 
 def test_openai_names_each_trusted_only_option_and_the_network_backend():
     risks = file_spec_risks("openai:m,base_url=http://evil.example/v1,api_key_env=AWS_SECRET,concurrency=2")
-    assert risks == ["base_url=http://evil.example/v1", "api_key_env=AWS_SECRET",
-                     "backend openai (sends every prompt over the network)"]
+    assert risks == [
+        "base_url=http://evil.example/v1",
+        "api_key_env=AWS_SECRET",
+        "backend openai (sends every prompt over the network)",
+    ]
     # Without base_url the backend still sends the data (to $OPENAI_BASE_URL or OpenAI's API).
     assert file_spec_risks("openai:gpt-4o") == ["backend openai (sends every prompt over the network)"]
 
 
 def test_anthropic_is_a_network_backend_and_a_file_may_not_choose_where_batch_ids_are_written():
-    risks = file_spec_risks("anthropic:claude-sonnet-4-5,base_url=http://evil.example/v1,batch=true,"
-                            "batch_journal=/home/me/.bashrc,price_in=3")
-    assert risks == ["base_url=http://evil.example/v1", "batch_journal=/home/me/.bashrc",
-                     "backend anthropic (sends every prompt over the network)"]
+    risks = file_spec_risks(
+        "anthropic:claude-sonnet-4-5,base_url=http://evil.example/v1,batch=true,"
+        "batch_journal=/home/me/.bashrc,price_in=3"
+    )
+    assert risks == [
+        "base_url=http://evil.example/v1",
+        "batch_journal=/home/me/.bashrc",
+        "backend anthropic (sends every prompt over the network)",
+    ]
     assert file_spec_risks("openai:gpt-4.1,price_in=2,price_out=8,rpm=100") == [
-        "backend openai (sends every prompt over the network)"]  # prices and pacing are no risk of their own
+        "backend openai (sends every prompt over the network)"
+    ]  # prices and pacing are no risk of their own
 
 
 def test_a_panel_is_checked_member_by_member():

@@ -17,31 +17,31 @@ import sys
 import threading
 import types
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from rankkit.judges import make_judge
+from rankkit.judges.backends import backend, read_settings
 from rankkit.judges.base import JudgeError
+from rankkit.judges.llm import LLMJudge
 from rankkit.judges.llm_runtime import PromptTooLong
 from rankkit.judges.vllm import (
     DEFAULTS,
-    VLLMRuntime,
     VLLM_OPTIONS,
+    VLLMRuntime,
     llm_kwargs,
     local_model_dir,
 )
-from rankkit.judges.backends import backend, read_settings
-from rankkit.judges.llm import LLMJudge
 from rankkit.specs import SpecError
 from tests.helpers import run_spec
 
-
 # == the spec ======================================================================================
 
+
 def test_spec_defaults_and_options():
-    settings = read_settings(backend("vllm"),
-                             "vllm:smollm2,max_num_seqs=8,enforce_eager=false,kv_cache_gib=1.5,template=paper")
+    settings = read_settings(
+        backend("vllm"), "vllm:smollm2,max_num_seqs=8,enforce_eager=false,kv_cache_gib=1.5,template=paper"
+    )
     assert settings.argument == "smollm2"
     assert settings.subset(VLLM_OPTIONS) == {**DEFAULTS, "max_num_seqs": 8, "enforce_eager": False, "kv_cache_gib": 1.5}
     assert (settings["mode"], settings["max_new_tokens"], settings["template"]) == ("logprob", 192, "paper")
@@ -50,16 +50,19 @@ def test_spec_defaults_and_options():
     assert (other["mode"], other["max_new_tokens"]) == ("generate", 256)
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("vllm", "give exactly one model"),
-    ("vllm:smollm2,colour=red", "unknown option 'colour'"),
-    ("vllm:smollm2,dtype=int4", "dtype must be one of"),
-    ("vllm:smollm2,dtype=float16", "bfloat16 or float32"),
-    ("vllm:smollm2,max_model_len=0", "max_model_len must be >= 1"),
-    ("vllm:smollm2,gpu_memory_utilization=1.5", "gpu_memory_utilization must be in"),
-    ("vllm:smollm2,kv_cache_gib=0", "kv_cache_gib must be > 0"),
-    ("vllm:smollm2,mode=guess", "mode must be one of"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("vllm", "give exactly one model"),
+        ("vllm:smollm2,colour=red", "unknown option 'colour'"),
+        ("vllm:smollm2,dtype=int4", "dtype must be one of"),
+        ("vllm:smollm2,dtype=float16", "bfloat16 or float32"),
+        ("vllm:smollm2,max_model_len=0", "max_model_len must be >= 1"),
+        ("vllm:smollm2,gpu_memory_utilization=1.5", "gpu_memory_utilization must be in"),
+        ("vllm:smollm2,kv_cache_gib=0", "kv_cache_gib must be > 0"),
+        ("vllm:smollm2,mode=guess", "mode must be one of"),
+    ],
+)
 def test_bad_specs_are_refused_before_loading(spec, message):
     with pytest.raises(SpecError, match=message):
         make_judge(spec, stand_in=True)
@@ -81,8 +84,20 @@ def test_a_bad_model_directory_exits_2_naming_it(tmp_path):
     from rankkit.cli import main
 
     missing = tmp_path / "no-such-model"
-    result = CliRunner().invoke(main, ["compare", "--judge", f"vllm:{missing}", "--strategies", "individual",
-                                       "--limit", "1", "--quiet", "--no-cache"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--judge",
+            f"vllm:{missing}",
+            "--strategies",
+            "individual",
+            "--limit",
+            "1",
+            "--quiet",
+            "--no-cache",
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert str(missing) in result.output and "does not exist" in result.output
 
@@ -95,9 +110,13 @@ def test_without_vllm_the_judge_exits_2_naming_the_extra(monkeypatch):
     from rankkit.cli import main
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real_find_spec(name, *a))
-    result = CliRunner().invoke(main, ["compare", "--judge", "vllm:smollm2", "--strategies", "individual",
-                                       "--limit", "1", "--quiet", "--no-cache"])
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real_find_spec(name, *a)
+    )
+    result = CliRunner().invoke(
+        main,
+        ["compare", "--judge", "vllm:smollm2", "--strategies", "individual", "--limit", "1", "--quiet", "--no-cache"],
+    )
     assert result.exit_code == 2, result.output
     assert "vllm extra" in result.output and ".[vllm]" in result.output
 
@@ -123,6 +142,7 @@ def test_dry_run_judge_names_vllm_without_loading(monkeypatch):
 
 
 # == the runtime, through a stand-in vllm module ====================================================
+
 
 class CharTokenizer:
     """One token per character (id = code point); no chat template: plain turns."""
@@ -153,8 +173,12 @@ class FakeLLM:
         for prompt in prompts:
             ids = prompt["prompt_token_ids"]
             favoured = ord("1") if ids[-1] == ord("a") else ord("2")
-            logprobs = [{t: types.SimpleNamespace(logprob=math.log(0.8 if t == favoured else 0.2))
-                         for t in params.logprob_token_ids or []}]
+            logprobs = [
+                {
+                    t: types.SimpleNamespace(logprob=math.log(0.8 if t == favoured else 0.2))
+                    for t in params.logprob_token_ids or []
+                }
+            ]
             reply = types.SimpleNamespace(text=f" {len(ids)} ", token_ids=[1, 2, 3], logprobs=logprobs)
             outputs.append(types.SimpleNamespace(outputs=[reply]))
         return outputs
@@ -196,7 +220,7 @@ def test_engine_reads_choice_tokens_with_one_or_per_row_prefixes(stand_in_vllm):
 
 def test_engine_generates_and_counts_tokens(stand_in_vllm):
     runtime = VLLMRuntime(FakeLLM(), {"name": "fake"}, max_model_len=100)
-    (index, generation), = runtime.generate([conversation("hello")], max_new_tokens=8, temperature=0.0, seed=1)
+    ((index, generation),) = runtime.generate([conversation("hello")], max_new_tokens=8, temperature=0.0, seed=1)
     assert index == 0 and generation.text == str(len("hello\n\n"))
     assert generation.usage == {"prompt_tokens": 7, "completion_tokens": 3}
 
@@ -242,8 +266,12 @@ def test_calls_from_several_threads_are_serialized(stand_in_vllm):
                     active[0] -= 1
 
     runtime = VLLMRuntime(SlowLLM(), {"name": "fake"}, max_model_len=100)
-    threads = [threading.Thread(target=lambda: list(runtime.generate([conversation("q")], max_new_tokens=1,
-                                                                    temperature=0.0, seed=0))) for _ in range(4)]
+    threads = [
+        threading.Thread(
+            target=lambda: list(runtime.generate([conversation("q")], max_new_tokens=1, temperature=0.0, seed=0))
+        )
+        for _ in range(4)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -303,8 +331,9 @@ def test_openai_logprob_against_vllm_knockout_and_bt(vllm_server, sample_tasks, 
 @pytest.mark.vllm
 def test_openai_generate_against_vllm(vllm_server, sample_tasks, cache_path):
     tasks = sample_tasks[:1]
-    result, judge = run_spec(openai_spec(vllm_server, f"{GENERATE},concurrency=8,retries=0"), tasks,
-                              "knockout,individual", cache_path)
+    result, judge = run_spec(
+        openai_spec(vllm_server, f"{GENERATE},concurrency=8,retries=0"), tasks, "knockout,individual", cache_path
+    )
     knockout, individual = result.strategies
     n = len(tasks[0].candidates)
     assert knockout.cost.judge_calls == n - 1 and individual.cost.judge_calls == n
@@ -341,7 +370,7 @@ def test_vllm_in_process_knockout_and_bt(vllm_judge_spec, sample_tasks, cache_pa
 def test_vllm_in_process_generate(vllm_judge_spec, sample_tasks):
     judge = make_judge(f"{vllm_judge_spec},{GENERATE}")
     task = sample_tasks[0]
-    (index, verdict), = judge.compare_many([(task, *task.candidates[:2])])
+    ((index, verdict),) = judge.compare_many([(task, *task.candidates[:2])])
     assert index == 0 and verdict.raw  # a written reply, parsed by the strict parser or marked failed
     assert verdict.usage["completion_tokens"] >= 1 and verdict.usage["prompt_tokens"] > 100
 
@@ -367,8 +396,11 @@ def test_three_engines_agree_on_the_same_logprob_judgments(vllm_server, vllm_jud
     tasks = sample_tasks[:3]  # 52 ordered pairs
     requests = [(t, a, b) for t in tasks for a in t.candidates for b in t.candidates if a is not b]
     probabilities = {}
-    for name, spec in (("vllm", vllm_judge_spec), ("openai", openai_spec(vllm_server, "mode=logprob,concurrency=16")),
-                       ("hf", "smollm2")):  # smollm2: the hf judge, exact, mode=logprob
+    for name, spec in (
+        ("vllm", vllm_judge_spec),
+        ("openai", openai_spec(vllm_server, "mode=logprob,concurrency=16")),
+        ("hf", "smollm2"),
+    ):  # smollm2: the hf judge, exact, mode=logprob
         with make_judge(spec) as judge:
             verdicts = dict(judge.compare_many(requests))
         probabilities[name] = [verdicts[i].probability for i in range(len(requests))]
@@ -399,8 +431,12 @@ def test_concurrency_fills_the_server_beyond_one_task(vllm_server, sample_tasks,
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        run_spec(openai_spec(vllm_server, "mode=generate,max_new_tokens=24,temperature=0,retries=0,concurrency=16"),
-                  tasks, "knockout", cache_path)
+        run_spec(
+            openai_spec(vllm_server, "mode=generate,max_new_tokens=24,temperature=0,retries=0,concurrency=16"),
+            tasks,
+            "knockout",
+            cache_path,
+        )
     finally:
         done.set()
         watcher.join()
@@ -460,8 +496,10 @@ def test_a_kv_cache_too_small_for_one_sequence_names_the_options(stand_in_vllm, 
     from rankkit.judges import vllm as vllm_judge
 
     def refuse(**kwargs):
-        raise ValueError("To serve at least one request with max seq len (2048), 0.02 GiB KV cache is needed, "
-                         "which is larger than the available KV cache memory (0.01 GiB).")
+        raise ValueError(
+            "To serve at least one request with max seq len (2048), 0.02 GiB KV cache is needed, "
+            "which is larger than the available KV cache memory (0.01 GiB)."
+        )
 
     stand_in_vllm.LLM = refuse
     platforms = types.ModuleType("vllm.platforms")

@@ -7,7 +7,6 @@ import pytest
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
 from rankkit.leaderboard import LeaderboardError, add_system, anchored, arena
-
 from tests.leaderboard.conftest import HUMAN_ORDER, PERFECT, STRENGTHS
 
 

@@ -6,7 +6,6 @@ import json
 
 from rankkit.judges import make_judge
 from rankkit.leaderboard import Leaderboard, arena
-
 from tests.leaderboard.conftest import PERFECT
 
 

@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from rankkit.judges import make_judge
-from tests.helpers import CountingJudge
 from rankkit.leaderboard import (
     Leaderboard,
     LeaderboardError,
@@ -20,8 +19,8 @@ from rankkit.leaderboard import (
     load_truth,
 )
 from rankkit.specs import SpecError
-
 from tests.conftest import shared_dataset
+from tests.helpers import CountingJudge
 from tests.leaderboard.conftest import HUMAN_ORDER, PERFECT, STRENGTHS
 
 
@@ -74,8 +73,9 @@ def test_anchored_is_win_rate_against_the_anchor(system_level_tasks):
     assert board.scale == "win_rate" and board.anchor == "s3"
     assert board.cost.comparisons == 30 * 7
     rates = {row.name: row.rating for row in board.systems}
-    assert rates == pytest.approx({"s7": 1.0, "s6": 1.0, "s5": 1.0, "s4": 1.0, "s3": 0.5, "s2": 0.0, "s1": 0.0,
-                                   "s0": 0.0}, abs=1e-12)
+    assert rates == pytest.approx(
+        {"s7": 1.0, "s6": 1.0, "s5": 1.0, "s4": 1.0, "s3": 0.5, "s2": 0.0, "s1": 0.0, "s0": 0.0}, abs=1e-12
+    )
     # with a perfect judge the anchor only splits systems into better and worse: the failure mode
     # of baseline-mediated evaluation that Arena-lite points out (seed 003, Eq. 2)
     assert correlations(board, STRENGTHS)["spearman"] < 0.95

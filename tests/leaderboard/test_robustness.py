@@ -22,8 +22,13 @@ def random_board(seed: int, systems: int, battles: int, anchored: bool = False) 
         p = 1 / (1 + 2.718 ** (strength[b] - strength[a]))
         outcomes.append((a, b, rng.choice([1.0, 0.0, 0.5]) if rng.random() < 0.1 else float(rng.random() < p)))
     if anchored:
-        return Leaderboard(method="anchored", systems=rate_win_rate(outcomes, names, names[0], 0, seed),
-                           matches=outcomes, scale="win_rate", anchor=names[0])
+        return Leaderboard(
+            method="anchored",
+            systems=rate_win_rate(outcomes, names, names[0], 0, seed),
+            matches=outcomes,
+            scale="win_rate",
+            anchor=names[0],
+        )
     return Leaderboard(method="arena", systems=rate_bt(outcomes, names, 0, seed), matches=outcomes)
 
 
@@ -96,8 +101,17 @@ def test_rankkit_leaderboard_prints_and_writes_its_robustness(tmp_path):
     from rankkit.cli import main
     from rankkit.samples import sample_path
 
-    args = ["leaderboard", "--data", str(sample_path("leaderboard")), "--judge", "sim:preset=gpt4", "--no-cache",
-            "--quiet", "--bootstrap", "0"]
+    args = [
+        "leaderboard",
+        "--data",
+        str(sample_path("leaderboard")),
+        "--judge",
+        "sim:preset=gpt4",
+        "--no-cache",
+        "--quiet",
+        "--bootstrap",
+        "0",
+    ]
     out = tmp_path / "board.json"
     ran = CliRunner().invoke(main, [*args, "--top-k", "2", "--out", str(out)])
     assert ran.exit_code == 0, ran.output

@@ -37,9 +37,14 @@ def styled_tasks(n_tasks: int = 80, seed: int = 0) -> list[Task]:
     tasks = []
     for t in range(n_tasks):
         candidates = tuple(
-            Candidate(id=f"{name}-{t}", text="x" * int(LENGTH[name] * 2 ** rng.uniform(-1.5, 1.5)), system=name,
-                      human={"score": QUALITY[name]})
-            for name in QUALITY)
+            Candidate(
+                id=f"{name}-{t}",
+                text="x" * int(LENGTH[name] * 2 ** rng.uniform(-1.5, 1.5)),
+                system=name,
+                human={"score": QUALITY[name]},
+            )
+            for name in QUALITY
+        )
         tasks.append(Task(task_id=f"t{t}", prompt=f"q{t}", candidates=candidates, criterion="score", scale=(0.0, 4.0)))
     return tasks
 
@@ -146,7 +151,9 @@ def test_adding_a_system_to_a_controlled_leaderboard_rerates_every_match_with_th
     assert len(added.match_tasks) == len(added.matches) > len(board.matches)
     assert added.names[-1] == "verbose"  # its length no longer buys it a place
     assert added.placement["controlled_rank"] == 4
-    old = Leaderboard.from_dict({**board.to_dict(), "matches": [{"a": a, "b": b, "outcome": o} for a, b, o in board.matches]})
+    old = Leaderboard.from_dict(
+        {**board.to_dict(), "matches": [{"a": a, "b": b, "outcome": o} for a, b, o in board.matches]}
+    )
     with pytest.raises(LeaderboardError, match="do not record their tasks"):
         add_system(old, tasks, judge, "verbose", resamples=0)
 
@@ -155,29 +162,63 @@ def test_the_cli_fits_a_style_control_and_prints_its_coefficients(tmp_path):
     data = tmp_path / "tasks.jsonl"
     with data.open("w", encoding="utf-8") as handle:
         for task in styled_tasks(30):
-            handle.write(json.dumps({"task_id": task.task_id, "prompt": task.prompt, "candidates": [
-                {"id": c.id, "text": c.text, "system": c.system, "human": dict(c.human)} for c in task.candidates]}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "task_id": task.task_id,
+                        "prompt": task.prompt,
+                        "candidates": [
+                            {"id": c.id, "text": c.text, "system": c.system, "human": dict(c.human)}
+                            for c in task.candidates
+                        ],
+                    }
+                )
+                + "\n"
+            )
     out = tmp_path / "board.json"
-    result = CliRunner().invoke(main, ["leaderboard", "--data", str(data), "--judge", f"{JUDGE},length_bias=1.5",
-                                       "--control", "length", "--no-cache", "--quiet", "--bootstrap", "10",
-                                       "--out", str(out)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "leaderboard",
+            "--data",
+            str(data),
+            "--judge",
+            f"{JUDGE},length_bias=1.5",
+            "--control",
+            "length",
+            "--no-cache",
+            "--quiet",
+            "--bootstrap",
+            "10",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "style-controlled (length)" in result.output and "style coefficients" in result.output
     assert "unadjusted" in result.output
     assert json.loads(out.read_text())["style"]["coefficients"]["length"]["estimate"] > 0
-    bad = CliRunner().invoke(main, ["leaderboard", "--data", str(data), "--judge", JUDGE, "--control", "size",
-                                    "--no-cache", "--quiet"])
+    bad = CliRunner().invoke(
+        main, ["leaderboard", "--data", str(data), "--judge", JUDGE, "--control", "size", "--no-cache", "--quiet"]
+    )
     assert bad.exit_code == 2 and "unknown control 'size'" in bad.output
 
 
 def test_self_preference_flags_the_judges_own_model_by_name():
     judge = {"spec": "openai:model=gpt-4o,base_url=http://localhost", "simulated": False}
-    assert self_preference_systems(judge, ["gpt-4o-2024-05-13", "gpt-4-turbo", "claude-3-opus"]) == ["gpt-4o-2024-05-13"]
-    assert self_preference_systems({"spec": "hf:HuggingFaceTB/SmolLM2-360M-Instruct"},
-                                   ["smollm2-360m-instruct", "smollm2-1.7b"]) == ["smollm2-360m-instruct"]
+    assert self_preference_systems(judge, ["gpt-4o-2024-05-13", "gpt-4-turbo", "claude-3-opus"]) == [
+        "gpt-4o-2024-05-13"
+    ]
+    assert self_preference_systems(
+        {"spec": "hf:HuggingFaceTB/SmolLM2-360M-Instruct"}, ["smollm2-360m-instruct", "smollm2-1.7b"]
+    ) == ["smollm2-360m-instruct"]
     assert self_preference_systems({"spec": "sim:preset=gpt4", "simulated": True}, ["gpt4"]) == []
     board = Leaderboard(method="arena", systems=[], matches=[], judge=judge)
-    board.systems = Leaderboard.from_dict({"method": "arena", "systems": [
-        {"name": "gpt-4o-2024-05-13", "rating": 1, "ci_low": None, "ci_high": None, "rank": 1}]}).systems
+    board.systems = Leaderboard.from_dict(
+        {
+            "method": "arena",
+            "systems": [{"name": "gpt-4o-2024-05-13", "rating": 1, "ci_low": None, "ci_high": None, "rank": 1}],
+        }
+    ).systems
     assert any("self-preference: gpt-4o-2024-05-13" in line for line in style_lines(board))
     assert any("self-preference" in line for line in report(board, None)[1])

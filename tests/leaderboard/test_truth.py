@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rankkit.leaderboard import find_truth_file, human_system_scores, load_truth
-
 from tests.leaderboard.conftest import HUMAN_ORDER
 
 

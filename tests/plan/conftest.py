@@ -17,8 +17,13 @@ JUDGE = "sim:model=fixed,accuracy=0.8,position_bias=0.2,noise=1"
 
 def actual_figures(cost) -> dict[str, int]:
     """A real run's cost, as the dry run's columns name it."""
-    return {"comparisons": cost.comparisons, "grades": cost.grades, "new": cost.judge_calls,
-            "cached": cost.cache_hits, "shared": cost.comparisons + cost.grades - cost.cache_hits - cost.judge_calls}
+    return {
+        "comparisons": cost.comparisons,
+        "grades": cost.grades,
+        "new": cost.judge_calls,
+        "cached": cost.cache_hits,
+        "shared": cost.comparisons + cost.grades - cost.cache_hits - cost.judge_calls,
+    }
 
 
 def check_figures(report, result) -> None:

@@ -30,4 +30,5 @@ def test_only_a_batching_judge_gets_the_note_and_the_batch_discount(sample_tasks
     assert batch_note(sample_tasks, strategies, direct) is None
     assert any(note.startswith("batch=true: about") for note in dry_run(sample_tasks, strategies, batched).notes)
     assert estimate_usd(batched, "pairwise", 10, 1000.0) == pytest.approx(
-        estimate_usd(direct, "pairwise", 10, 1000.0) / 2, rel=1e-12)
+        estimate_usd(direct, "pairwise", 10, 1000.0) / 2, rel=1e-12
+    )

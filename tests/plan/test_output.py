@@ -24,6 +24,9 @@ def test_cli_dry_run_matches_the_run_and_creates_no_cache(tmp_path):
         assert int(row["comparisons"]) == int(real[row["strategy"]]["comparisons"])
         assert int(row["grades"]) == int(real[row["strategy"]]["grades"])
         assert int(row["new"]) == int(real[row["strategy"]]["judge_calls"])
-    table = CliRunner().invoke(main, ["rank", "--judge", JUDGE, "--cache", str(cache), "--strategy", "swiss",
-                                      "--dry-run"]).stdout
+    table = (
+        CliRunner()
+        .invoke(main, ["rank", "--judge", JUDGE, "--cache", str(cache), "--strategy", "swiss", "--dry-run"])
+        .stdout
+    )
     assert "nothing was judged" in table and "new judgments to pay for: 0" in table

@@ -7,8 +7,8 @@ import sqlite3
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache, judgment_key
-from rankkit.judgments import ParseStatus, Winner
 from rankkit.judges.sim import FixedAccuracyJudge
+from rankkit.judgments import ParseStatus, Winner
 from rankkit.plan import POLICIES, ReadOnlyCache, StandInJudge, dry_run, read_only_cache
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
@@ -43,7 +43,12 @@ def test_stand_in_verdicts_are_flagged_and_follow_their_policy(sample_tasks):
         verdict, grade = judge.compare(task, a, b), judge.grade(task, a)
         assert verdict.status is ParseStatus.OK and verdict.extras == {"stand_in": True, "policy": policy}
         assert grade.status is ParseStatus.OK and grade.extras["stand_in"]
-        assert low <= min(verdict.first_grade, verdict.second_grade) <= max(verdict.first_grade, verdict.second_grade) <= high
+        assert (
+            low
+            <= min(verdict.first_grade, verdict.second_grade)
+            <= max(verdict.first_grade, verdict.second_grade)
+            <= high
+        )
     assert judges["first"].compare(task, a, b).winner is judges["first"].compare(task, b, a).winner is Winner.FIRST
     ranked, flipped = judges["ranked"].compare(task, a, b), judges["reversed"].compare(task, a, b)
     assert {ranked.winner, flipped.winner} == {Winner.FIRST, Winner.SECOND}  # every verdict turned round

@@ -16,11 +16,13 @@ def test_a_priced_judge_gets_a_usd_estimate_from_its_rendered_prompts(sample_tas
     report = dry_run(sample_tasks, [make_strategy("knockout"), make_strategy("individual")], judge)
     knockout, individual = report.rows
     # generate mode: the prompt, then 2 reads resending prompt + explanation; 100 + 2 output tokens each
-    expected = ((3 * knockout.prompt_tokens + knockout.new * 2 * (100 + READ_OVERHEAD_TOKENS)) * 2
-                + knockout.new * 102 * 8) / 1e6
+    expected = (
+        (3 * knockout.prompt_tokens + knockout.new * 2 * (100 + READ_OVERHEAD_TOKENS)) * 2 + knockout.new * 102 * 8
+    ) / 1e6
     assert knockout.usd == pytest.approx(expected, rel=1e-9)
-    assert individual.usd == pytest.approx(((2 * individual.prompt_tokens + individual.new * 140) * 2
-                                            + individual.new * 101 * 8) / 1e6, rel=1e-9)
+    assert individual.usd == pytest.approx(
+        ((2 * individual.prompt_tokens + individual.new * 140) * 2 + individual.new * 101 * 8) / 1e6, rel=1e-9
+    )
     text = format_dry_run(report)
     assert "est_usd" in text and "estimated USD" in text and "no prompt-cache hits" in text
 

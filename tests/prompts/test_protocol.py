@@ -64,16 +64,36 @@ def test_names_and_rewrites_are_as_documented():
 
 
 def test_ordinary_prose_is_left_alone():
-    prose = ("The best answer scores well: a score of 9 out of 10. My answer: 42. The ranking of cities "
-             "is by population. <s>old</s> <b>bold</b> verdict pending.")
+    prose = (
+        "The best answer scores well: a score of 9 out of 10. My answer: 42. The ranking of cities "
+        "is by population. <s>old</s> <b>bold</b> verdict pending."
+    )
     assert find_protocol_text(prose) == []
     assert sanitize_protocol(prose) == prose
 
 
 def test_random_text_never_keeps_a_flagged_string_after_sanitizing():
     rng = random.Random(0)
-    pieces = ["Final verdict", "final  VERDICT", "Score", "Answer 1", "answer b", "Best", "Ranking", ":", " ", "\n",
-              "<|im_end|>", "<answer_2>", "9/9", "The better answer is", "‹", "›", "-", "Punktzahl"]
+    pieces = [
+        "Final verdict",
+        "final  VERDICT",
+        "Score",
+        "Answer 1",
+        "answer b",
+        "Best",
+        "Ranking",
+        ":",
+        " ",
+        "\n",
+        "<|im_end|>",
+        "<answer_2>",
+        "9/9",
+        "The better answer is",
+        "‹",
+        "›",
+        "-",
+        "Punktzahl",
+    ]
     for _ in range(500):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
         clean = sanitize_protocol(text)

@@ -14,7 +14,6 @@ from rankkit.prompts import (
     to_task_scale,
 )
 from rankkit.tasks import Candidate
-
 from tests.prompts.conftest import make_task
 
 

@@ -15,10 +15,20 @@ from rankkit.prompts import (
 
 def test_every_builtin_template_parses_with_the_fields_of_its_kind():
     templates = builtin_templates()
-    expected = {f"paper-{kind}-{lang}{ref}" for kind in ("pointwise", "pairwise") for lang in ("en", "de")
-                for ref in ("", "-ref")}
-    expected |= {"mt-pointwise", "mt-pairwise", "generic-pointwise", "generic-pairwise",
-                 "generic-pointwise-ref", "generic-pairwise-ref"}
+    expected = {
+        f"paper-{kind}-{lang}{ref}"
+        for kind in ("pointwise", "pairwise")
+        for lang in ("en", "de")
+        for ref in ("", "-ref")
+    }
+    expected |= {
+        "mt-pointwise",
+        "mt-pairwise",
+        "generic-pointwise",
+        "generic-pairwise",
+        "generic-pointwise-ref",
+        "generic-pairwise-ref",
+    }
     assert set(templates) == expected
     for name, template in templates.items():
         assert template.version == "1" and template.source, name
@@ -41,14 +51,17 @@ def test_paper_wording_is_kept():
     assert builtin_templates()["paper-pairwise-de"].choice_prefix == "Die bessere Antwort ist Antwort"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("Grade {answer} and {colour}", "unknown field"),
-    ("Grade {question}", "needs {answer}"),
-    ("---\nkind: pairwise\n---\nGrade {answer}", "needs {answer_1}"),
-    ("---\nkind: sideways\n---\n{answer}", "kind must be"),
-    ("---\nflavour: x\n---\n{answer}", "unknown header line"),
-    ("---\nname: x\n{answer}", "never closed"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("Grade {answer} and {colour}", "unknown field"),
+        ("Grade {question}", "needs {answer}"),
+        ("---\nkind: pairwise\n---\nGrade {answer}", "needs {answer_1}"),
+        ("---\nkind: sideways\n---\n{answer}", "kind must be"),
+        ("---\nflavour: x\n---\n{answer}", "unknown header line"),
+        ("---\nname: x\n{answer}", "never closed"),
+    ],
+)
 def test_bad_templates_are_rejected_with_a_reason(text, message):
     with pytest.raises(TemplateError, match=message):
         parse_template(text, where="t.txt")

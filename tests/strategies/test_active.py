@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr as _spearmanr
 
+import rankkit.strategies.active as active_module
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
-import rankkit.strategies.active as active_module
 from rankkit.strategies._bt_posterior import Posterior, bt_posterior
 from rankkit.strategies._pair_choice import (
     choose_pairs,
@@ -48,6 +48,7 @@ def distinct_scores_task(seed, n=8):
 
 # -- the model --------------------------------------------------------------------------------
 
+
 def test_posterior_mean_is_choix_map_estimate():
     import choix
 
@@ -58,7 +59,7 @@ def test_posterior_mean_is_choix_map_estimate():
     mean, cov = bt_posterior(outcomes, items, prior_sd)
     data = [(items.index(a), items.index(b)) if s == 1.0 else (items.index(b), items.index(a)) for a, b, s in outcomes]
     # choix's penalty alpha·|θ|² is the prior's |θ|² / (2 prior_sd²).
-    expected = choix.opt_pairwise(len(items), data, alpha=1 / (2 * prior_sd ** 2), method="Newton-CG", tol=1e-10)
+    expected = choix.opt_pairwise(len(items), data, alpha=1 / (2 * prior_sd**2), method="Newton-CG", tol=1e-10)
     np.testing.assert_allclose(mean, expected, atol=1e-5)
     assert np.all(np.linalg.eigvalsh(cov) > 0)
 
@@ -86,7 +87,9 @@ def test_expected_information_is_zero_for_known_strengths_and_grows_with_uncerta
 
 def test_order_doubt():
     assert order_doubt(np.array([0.0]), np.array([1.0]))[0] == pytest.approx(0.5)
-    assert order_doubt(np.array([-2.0]), np.array([1.0]))[0] == pytest.approx(order_doubt(np.array([2.0]), np.array([1.0]))[0])
+    assert order_doubt(np.array([-2.0]), np.array([1.0]))[0] == pytest.approx(
+        order_doubt(np.array([2.0]), np.array([1.0]))[0]
+    )
     assert order_doubt(np.array([2.0]), np.array([1.0]))[0] == pytest.approx(0.02275, abs=1e-4)
 
 
@@ -111,6 +114,7 @@ def test_pick_batch_prefers_disjoint_pairs_then_fills_with_the_best():
 
 
 # -- the strategy -----------------------------------------------------------------------------
+
 
 def test_perfect_judge_recovers_the_human_order_of_8_within_20_comparisons():
     strategy = Active(comparisons=20, settle=False)
@@ -163,16 +167,18 @@ def test_settling_never_exceeds_the_budget():
 @pytest.mark.parametrize("order", ["given", "both"])
 def test_no_pair_is_played_twice(order):
     task = make_task([float(i % 4) for i in range(10)])
-    _, _, source = rank_once(task, Active(budget=4.0, order=order, batch=2, settle=False),
-                             FixedAccuracyJudge(accuracy=0.6, seed=2))
+    _, _, source = rank_once(
+        task, Active(budget=4.0, order=order, batch=2, settle=False), FixedAccuracyJudge(accuracy=0.6, seed=2)
+    )
     unordered = Counter(frozenset((c.first, c.second)) for c in source.comparisons)
     assert set(unordered.values()) == {2 if order == "both" else 1}
 
 
 def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
     task = distinct_scores_task(5, n=8)
-    _, _, source = rank_once(task, Active(comparisons=14, batch=4, settle=False),
-                             FixedAccuracyJudge(accuracy=0.9, seed=1), seed=2)
+    _, _, source = rank_once(
+        task, Active(comparisons=14, batch=4, settle=False), FixedAccuracyJudge(accuracy=0.9, seed=1), seed=2
+    )
     per_step = Counter(c.round for c in source.comparisons)
     assert [per_step[step] for step in sorted(per_step)] == [4, 4, 4, 2]
     first = [c for c in source.comparisons if c.round == 1]
@@ -181,8 +187,9 @@ def test_batches_go_to_the_judge_together_and_the_first_covers_everyone():
 
 def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
-    ranking, _, source = rank_once(task, Active(budget=2.0, aggregate="grades", settle=False),
-                                   FixedAccuracyJudge(accuracy=0.8, noise=0.3, seed=5))
+    ranking, _, source = rank_once(
+        task, Active(budget=2.0, aggregate="grades", settle=False), FixedAccuracyJudge(accuracy=0.8, noise=0.3, seed=5)
+    )
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
 
@@ -204,14 +211,25 @@ def test_spec_parsing_and_validation():
     strategy = make_strategy("active:budget=2.5,batch=4,criterion=order,settle=false,order=both")
     assert strategy == Active(budget=2.5, batch=4, criterion="order", settle=False, order="both")
     assert make_strategy("active:comparisons=30").comparisons == 30
-    for bad, word in [("batch=0", "batch"), ("criterion=entropy", "criterion"), ("aggregate=elo", "aggregate"),
-                      ("prior_sd=0", "prior_sd"), ("budget=-2", "budget")]:
+    for bad, word in [
+        ("batch=0", "batch"),
+        ("criterion=entropy", "criterion"),
+        ("aggregate=elo", "aggregate"),
+        ("prior_sd=0", "prior_sd"),
+        ("budget=-2", "budget"),
+    ]:
         with pytest.raises(SpecError, match=word):
             make_strategy(f"active:{bad}")
 
 
-@pytest.mark.parametrize("spec,word", [("budget=0", "budget must be > 0"), ("comparisons=0", "comparisons must be >= 1"),
-                                       ("comparisons=1,order=both", "comparisons must be >= 2")])
+@pytest.mark.parametrize(
+    "spec,word",
+    [
+        ("budget=0", "budget must be > 0"),
+        ("comparisons=0", "comparisons must be >= 1"),
+        ("comparisons=1,order=both", "comparisons must be >= 2"),
+    ],
+)
 def test_budgets_that_cannot_rank_are_refused(spec, word):
     with pytest.raises(SpecError, match=word):
         make_strategy(f"active:{spec}")
@@ -221,8 +239,12 @@ def test_budgets_that_cannot_rank_are_refused(spec, word):
 
 
 def test_runs_in_the_runner_and_reports_cost(sample_tasks):
-    result = run(sample_tasks, [make_strategy("active:budget=2,settle=false")], FixedAccuracyJudge(accuracy=0.9, seed=0),
-                 progress=False)
+    result = run(
+        sample_tasks,
+        [make_strategy("active:budget=2,settle=false")],
+        FixedAccuracyJudge(accuracy=0.9, seed=0),
+        progress=False,
+    )
     (strategy_run,) = result.strategies
     for task, task_result in zip(sample_tasks, strategy_run.tasks):
         n = len(task.candidates)
@@ -231,6 +253,7 @@ def test_runs_in_the_runner_and_reports_cost(sample_tasks):
 
 
 # -- computation: pruned pair choice, incremental posterior ----------------------------------
+
 
 def test_information_bound_is_an_upper_bound():
     rng = np.random.default_rng(0)
@@ -250,8 +273,9 @@ def test_pruned_choice_equals_scoring_every_pair(batch):
         cov = cov * min(1.0, 4.0 / cov.diagonal().max())  # never wider than the prior (sd 2)
         pairs = np.array(list(combinations(range(n), 2)))
         tiebreak = rng.random((n, n))
-        full = pick_batch(pairs, expected_information(*gap_distribution(mean, cov, pairs)),
-                          tiebreak[pairs[:, 0], pairs[:, 1]], batch)
+        full = pick_batch(
+            pairs, expected_information(*gap_distribution(mean, cov, pairs)), tiebreak[pairs[:, 0], pairs[:, 1]], batch
+        )
         assert choose_pairs(pairs, mean, cov, tiebreak, batch, "information", prior_sd=2.0) == full
 
 
@@ -294,10 +318,15 @@ def stop_reason(ranking):
     return reasons.pop()
 
 
-@pytest.mark.parametrize(("spec", "word"), [
-    ("active:until=top0", "until must be one of"), ("active:until=best", "until must be one of"),
-    ("active:until=top1,confidence=1", "confidence"), ("active:until=order,aggregate=grades", "aggregate=bt"),
-])
+@pytest.mark.parametrize(
+    ("spec", "word"),
+    [
+        ("active:until=top0", "until must be one of"),
+        ("active:until=best", "until must be one of"),
+        ("active:until=top1,confidence=1", "confidence"),
+        ("active:until=order,aggregate=grades", "aggregate=bt"),
+    ],
+)
 def test_bad_stopping_rules_are_refused(spec, word):
     with pytest.raises(SpecError, match=word):
         make_strategy(spec)
@@ -327,8 +356,9 @@ def test_a_clear_target_stops_early_with_the_posterior_answer():
     used = []
     for seed in range(8):
         task = distinct_scores_task(seed)
-        ranking, cost, _ = rank_once(task, make_strategy("active:until=top1,confidence=0.8,budget=7"),
-                                     perfect_judge(seed=seed), seed)
+        ranking, cost, _ = rank_once(
+            task, make_strategy("active:until=top1,confidence=0.8,budget=7"), perfect_judge(seed=seed), seed
+        )
         assert stop_reason(ranking) == "target"
         assert score_order(ranking)[0] == human_order(task)[0]
         used.append(cost.comparisons)
@@ -343,8 +373,9 @@ def test_without_until_the_stopping_reasons_are_the_old_ones():
 def test_stopping_on_target_is_calibrated_on_a_simulated_judge():
     """Among tasks stopped with ``target`` the answer is the judge's latent one in at least
     ``confidence`` of them, up to two binomial standard errors (the tolerance)."""
-    from rankkit.judges.sim import LatentJudge, LATENT_PRESETS
     from dataclasses import asdict
+
+    from rankkit.judges.sim import LATENT_PRESETS, LatentJudge
 
     confidence = 0.8
     rng = random.Random(5)
@@ -352,8 +383,9 @@ def test_stopping_on_target_is_calibrated_on_a_simulated_judge():
     for t in range(100):
         task = make_task([rng.gauss(0, 1) for _ in range(4)], task_id=f"t{t}", scale=(-10, 10))
         judge = LatentJudge(**asdict(LATENT_PRESETS["chatgpt"]), seed=t)
-        ranking, _, _ = rank_once(task, make_strategy(f"active:until=top1,confidence={confidence},budget=100"),
-                                  judge, t)
+        ranking, _, _ = rank_once(
+            task, make_strategy(f"active:until=top1,confidence={confidence},budget=100"), judge, t
+        )
         if stop_reason(ranking) == "target":
             stopped += 1
             latent = judge.latent(task)

@@ -50,8 +50,9 @@ def test_pairwise_strategy_with_a_judge_that_only_grades():
 
 def test_compatible_pairings_pass():
     check_compatible([make_strategy("knockout"), make_strategy("individual")], FixedAccuracyJudge())
-    check_compatible([make_strategy("bt"), make_strategy("panel_elo")],
-                     make_judge("panel:sim:preset=gpt4+sim:preset=chatgpt"))
+    check_compatible(
+        [make_strategy("bt"), make_strategy("panel_elo")], make_judge("panel:sim:preset=gpt4+sim:preset=chatgpt")
+    )
 
 
 def test_unknown_kind_is_refused():
@@ -86,6 +87,7 @@ def test_a_ranking_refuses_untyped_extras():
 
 # == a third-party strategy's own extras ========================================================
 
+
 @dataclass(frozen=True)
 class MarginExtras(CandidateExtras):
     """Extras of the test's strategy: its own fields besides the common ones."""
@@ -113,9 +115,16 @@ class MarginWins(Strategy):
             wins[match.b] += 1.0 - match.outcome
             margin[match.a] += match.grade_a - match.grade_b
             margin[match.b] += match.grade_b - match.grade_a
-            (beaten[match.a] if match.outcome > 0.5 else beaten[match.b]).append(match.b if match.outcome > 0.5 else match.a)
-        return Ranking(scores=wins, extras={cid: MarginExtras(played=len(task.candidates) - 1, margin=margin[cid],
-                                                              beaten=tuple(beaten[cid])) for cid in wins})
+            (beaten[match.a] if match.outcome > 0.5 else beaten[match.b]).append(
+                match.b if match.outcome > 0.5 else match.a
+            )
+        return Ranking(
+            scores=wins,
+            extras={
+                cid: MarginExtras(played=len(task.candidates) - 1, margin=margin[cid], beaten=tuple(beaten[cid]))
+                for cid in wins
+            },
+        )
 
 
 @pytest.fixture
@@ -174,12 +183,15 @@ def test_an_unknown_extra_of_an_installed_strategy_names_where_it_is(margin_wins
     from rankkit.errors import TaskFormatError
     from rankkit.results import RunResult
 
-    payload = json.loads(json.dumps(rankkit.compare(sample_tasks[:1], strategies=["margin_wins"],
-                                                    judge="sim:preset=gpt4").to_dict()))
+    payload = json.loads(
+        json.dumps(rankkit.compare(sample_tasks[:1], strategies=["margin_wins"], judge="sim:preset=gpt4").to_dict())
+    )
     extras = payload["strategies"][0]["tasks"][0]["extras"]
     cid = next(iter(extras))
     extras[cid]["margn"] = 1.0
-    with pytest.raises(TaskFormatError, match=rf"strategies\[0\]\.tasks\[0\]\.extras\.{cid}.*unknown candidate extra 'margn'"):
+    with pytest.raises(
+        TaskFormatError, match=rf"strategies\[0\]\.tasks\[0\]\.extras\.{cid}.*unknown candidate extra 'margn'"
+    ):
         RunResult.from_dict(payload, where="r.json")
 
 

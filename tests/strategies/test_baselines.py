@@ -7,8 +7,7 @@ import pytest
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.strategies.individual import Individual
 from rankkit.strategies.pairwise import Pairwise
-from tests.helpers import make_task, perfect_judge
-from tests.helpers import rank_once
+from tests.helpers import make_task, perfect_judge, rank_once
 
 
 def test_individual_grades_each_candidate_once():
@@ -34,7 +33,7 @@ def test_pairwise_odd_one_out_keeps_opponent_score():
     extra = source.comparisons[-1]  # the odd one out's extra match, played in one order
     odd, opponent = extra.first, extra.second
     assert ranking.scores[odd] == pytest.approx(extra.verdict.first_grade)
-    own = [c for c in source.comparisons[:-1] if opponent in (c.first, c.second)][0]
+    own = next(c for c in source.comparisons[:-1] if opponent in (c.first, c.second))
     expected = own.verdict.first_grade if own.first == opponent else own.verdict.second_grade
     assert ranking.scores[opponent] == pytest.approx(expected)
 

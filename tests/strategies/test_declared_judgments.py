@@ -15,15 +15,42 @@ from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.strategies import Ranking, Strategy, make_strategy
 from tests.helpers import make_task, rank_once
 
-SPECS = ["individual", "pairwise", "pairwise:debias=true", "knockout", "knockout:debias=true", "elo",
-         "elo:debias=false", "bt", "panel_elo", "panel_elo:debias=true", "heapsort", "heapsort:debias=false",
-         "heapsort:top_k=2", "sliding", "sliding:passes=2,debias=false", "swiss", "swiss:debias=true,budget=1.5",
-         "swiss:comparisons=1000", "active", "active:settle=false,batch=3", "active:debias=true,budget=2",
-         # every strategy in an order other than its defaults
-         "knockout:order=random", "pairwise:order=random", "elo:order=random", "bt:order=random",
-         "panel_elo:order=random", "heapsort:order=given", "sliding:order=given", "swiss:order=random",
-         "active:order=random,settle=false", "double_elimination", "double_elimination:order=both",
-         "double_elimination:order=given"]
+SPECS = [
+    "individual",
+    "pairwise",
+    "pairwise:debias=true",
+    "knockout",
+    "knockout:debias=true",
+    "elo",
+    "elo:debias=false",
+    "bt",
+    "panel_elo",
+    "panel_elo:debias=true",
+    "heapsort",
+    "heapsort:debias=false",
+    "heapsort:top_k=2",
+    "sliding",
+    "sliding:passes=2,debias=false",
+    "swiss",
+    "swiss:debias=true,budget=1.5",
+    "swiss:comparisons=1000",
+    "active",
+    "active:settle=false,batch=3",
+    "active:debias=true,budget=2",
+    # every strategy in an order other than its defaults
+    "knockout:order=random",
+    "pairwise:order=random",
+    "elo:order=random",
+    "bt:order=random",
+    "panel_elo:order=random",
+    "heapsort:order=given",
+    "sliding:order=given",
+    "swiss:order=random",
+    "active:order=random,settle=false",
+    "double_elimination",
+    "double_elimination:order=both",
+    "double_elimination:order=given",
+]
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -42,10 +69,20 @@ def test_declared_counts_hold_whatever_the_verdicts(spec, n):
 
 def test_which_strategies_declare_a_fixed_count():
     fixed = {spec for spec in SPECS if make_strategy(spec).exact_judgments(5) is not None}
-    assert fixed == set(SPECS) - {"heapsort", "heapsort:debias=false", "heapsort:top_k=2", "sliding",
-                                  "sliding:passes=2,debias=false", "heapsort:order=given", "sliding:order=given",
-                                  "active", "active:debias=true,budget=2", "double_elimination",
-                                  "double_elimination:order=both", "double_elimination:order=given"}
+    assert fixed == set(SPECS) - {
+        "heapsort",
+        "heapsort:debias=false",
+        "heapsort:top_k=2",
+        "sliding",
+        "sliding:passes=2,debias=false",
+        "heapsort:order=given",
+        "sliding:order=given",
+        "active",
+        "active:debias=true,budget=2",
+        "double_elimination",
+        "double_elimination:order=both",
+        "double_elimination:order=given",
+    }
     assert make_strategy("knockout:debias=true").exact_judgments(5) == 8
 
 

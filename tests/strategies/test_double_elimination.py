@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
+from rankkit.judges.sim import FixedAccuracyJudge, LatentJudge
 from rankkit.judgments import Verdict, Winner
-from rankkit.judges.sim import LatentJudge, FixedAccuracyJudge
 from rankkit.matches import Comparison
 from rankkit.runner import run
 from rankkit.specs import SpecError
@@ -90,7 +90,9 @@ def test_aggregates_and_determinism(sample_tasks):
     first = run(sample_tasks, [make_strategy(s) for s in specs], judge, seed=2, progress=False)
     again = run(sample_tasks, [make_strategy(s) for s in specs], judge, seed=2, progress=False)
     other = run(sample_tasks, [make_strategy(s) for s in specs], judge, seed=3, progress=False)
-    assert [t.scores for s in first.strategies for t in s.tasks] == [t.scores for s in again.strategies for t in s.tasks]
+    assert [t.scores for s in first.strategies for t in s.tasks] == [
+        t.scores for s in again.strategies for t in s.tasks
+    ]
     assert [t.comparisons for t in first.strategies[0].tasks] != [t.comparisons for t in other.strategies[0].tasks]
     # The three aggregates read the same bracket: only the first paid for it.
     assert first.strategies[1].cost.judge_calls == first.strategies[2].cost.judge_calls == 0
@@ -120,9 +122,15 @@ def test_corrected_grades_recover_levels_and_slot_effect_from_an_unbalanced_desi
 
 
 def test_corrected_grades_are_mean_grades_on_a_balanced_or_unidentifiable_design():
-    balanced = [comparison("a", "b", 3.0, 1.0), comparison("b", "a", 2.5, 2.0), comparison("a", "c", 1.0, 0.0),
-                comparison("c", "a", 0.5, 1.5)]
-    assert corrected_grades(balanced, ["a", "b", "c"], 0.0) == pytest.approx(mean_grades(balanced, ["a", "b", "c"], 0.0))
+    balanced = [
+        comparison("a", "b", 3.0, 1.0),
+        comparison("b", "a", 2.5, 2.0),
+        comparison("a", "c", 1.0, 0.0),
+        comparison("c", "a", 0.5, 1.5),
+    ]
+    assert corrected_grades(balanced, ["a", "b", "c"], 0.0) == pytest.approx(
+        mean_grades(balanced, ["a", "b", "c"], 0.0)
+    )
     single = [comparison("a", "b", 3.0, 1.0)]  # one judgment: a slot effect cannot be told from the answers
     levels, beta = fit_corrected_grades(single, ["a", "b"], 0.0)
     assert beta == pytest.approx(0.0, abs=1e-12) and levels == pytest.approx({"a": 3.0, "b": 1.0}, abs=1e-12)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import pytest
 
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge
 from rankkit.judgments import Verdict
-from rankkit.synthetic import planted_tasks
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
+from rankkit.synthetic import planted_tasks
 
 PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
 
@@ -75,8 +75,9 @@ def test_ratings_are_seeded_by_the_run_seed():
 def test_comparisons_are_paid_once_per_run_whatever_the_strategy_order():
     data = tasks(8, 4)
     judge = make_judge("sim:preset=gpt4")
-    after = run(data, [make_strategy("knockout:order=both"), make_strategy("elo"), make_strategy("bt")], judge,
-                progress=False)
+    after = run(
+        data, [make_strategy("knockout:order=both"), make_strategy("elo"), make_strategy("bt")], judge, progress=False
+    )
     knockout, elo, bt = after.strategies
     assert elo.cost.comparisons == 4 * 8 * 7
     assert elo.cost.judge_calls == elo.cost.comparisons - knockout.cost.comparisons  # knockout's reused

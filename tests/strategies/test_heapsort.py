@@ -7,10 +7,10 @@ import math
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.synthetic import planted_tasks
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
+from rankkit.synthetic import planted_tasks
 from tests.helpers import RecordingJudge, human_order
 
 PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"

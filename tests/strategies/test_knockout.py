@@ -74,8 +74,9 @@ def test_same_seed_same_brackets_other_seed_other_brackets():
 
     def brackets(seed):
         result = run(tasks, [Knockout()], judge, seed=seed, progress=False)
-        return [[(c.first, c.second, c.round) for c in t.comparisons] for t in result.strategies[0].tasks], \
-            [t.scores for t in result.strategies[0].tasks]
+        return [[(c.first, c.second, c.round) for c in t.comparisons] for t in result.strategies[0].tasks], [
+            t.scores for t in result.strategies[0].tasks
+        ]
 
     assert brackets(0) == brackets(0)
     assert brackets(0)[0] != brackets(1)[0]

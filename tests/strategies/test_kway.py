@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from rankkit.judgments import ParseStatus, GroupChoice, GroupRanking
 from rankkit.judges.sim import LatentJudge
+from rankkit.judgments import GroupChoice, GroupRanking, ParseStatus
 from rankkit.specs import SpecError
 from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
 from rankkit.strategies.setwise_groups import group_sizes
@@ -37,10 +37,12 @@ def test_setwise_knockout_at_k_2_costs_what_the_pairwise_knockout_costs():
 
 def test_both_and_permute_cost_their_presentations():
     task = make_task([float(i) for i in range(10)])
-    for spec, expected in (("setwise_knockout:k=4,order=permute", 12),
-                           ("setwise_knockout:k=4,order=permute,shifts=2", 6),
-                           ("setwise_knockout:k=4,order=random", 3),
-                           ("setwise_knockout:k=4,order=both", 6)):
+    for spec, expected in (
+        ("setwise_knockout:k=4,order=permute", 12),
+        ("setwise_knockout:k=4,order=permute,shifts=2", 6),
+        ("setwise_knockout:k=4,order=random", 3),
+        ("setwise_knockout:k=4,order=both", 6),
+    ):
         _, cost, source = rank_once(task, make_strategy(spec), LatentJudge(seed=2))
         assert cost.comparisons == expected == make_strategy(spec).exact_judgments(10), spec
         first, second = source.group_comparisons[0].shown, source.group_comparisons[1].shown
@@ -50,8 +52,17 @@ def test_both_and_permute_cost_their_presentations():
             assert second == first[::-1]  # reversed: slot i and slot k - 1 - i change places
 
 
-@pytest.mark.parametrize("spec", ["setwise_knockout", "setwise_knockout:order=permute", "setwise_heapsort",
-                                  "setwise_heapsort:k=3", "listwise", "listwise:window=3,step=1,passes=2"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "setwise_knockout",
+        "setwise_knockout:order=permute",
+        "setwise_heapsort",
+        "setwise_heapsort:k=3",
+        "listwise",
+        "listwise:window=3,step=1,passes=2",
+    ],
+)
 def test_a_perfect_judge_gives_the_human_order_at_the_top(spec):
     task = make_task([3.0, 9.0, 1.0, 5.0, 7.0, 2.0, 8.0, 0.5, 4.0])
     ranking, _, _ = rank_once(task, make_strategy(spec), PERFECT, seed=4)
@@ -97,18 +108,24 @@ def test_listwise_carries_the_best_answer_to_the_top_in_one_pass():
     assert ranking.ranking[0] == "c11"
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("setwise_knockout:k=1", "strategy setwise_knockout: k must be 2 to 8"),
-    ("setwise_knockout:k=9", "strategy setwise_knockout: k must be 2 to 8"),
-    ("setwise_knockout:order=shuffled", "strategy setwise_knockout: order must be one of given, random, both, permute"),
-    ("setwise_knockout:debias=true,order=permute", "debias=true means order=both, which contradicts order=permute"),
-    ("setwise_knockout:shifts=9", "strategy setwise_knockout: shifts must be 0"),
-    ("setwise_heapsort:top_k=-1", "strategy setwise_heapsort: top_k must be >= 0"),
-    ("listwise:window=1", "strategy listwise: window must be 2 to 8"),
-    ("listwise:step=4", "strategy listwise: step must be 1 to window - 1"),
-    ("listwise:step=0", "strategy listwise: step must be 1 to window - 1"),
-    ("listwise:passes=0", "strategy listwise: passes must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("setwise_knockout:k=1", "strategy setwise_knockout: k must be 2 to 8"),
+        ("setwise_knockout:k=9", "strategy setwise_knockout: k must be 2 to 8"),
+        (
+            "setwise_knockout:order=shuffled",
+            "strategy setwise_knockout: order must be one of given, random, both, permute",
+        ),
+        ("setwise_knockout:debias=true,order=permute", "debias=true means order=both, which contradicts order=permute"),
+        ("setwise_knockout:shifts=9", "strategy setwise_knockout: shifts must be 0"),
+        ("setwise_heapsort:top_k=-1", "strategy setwise_heapsort: top_k must be >= 0"),
+        ("listwise:window=1", "strategy listwise: window must be 2 to 8"),
+        ("listwise:step=4", "strategy listwise: step must be 1 to window - 1"),
+        ("listwise:step=0", "strategy listwise: step must be 1 to window - 1"),
+        ("listwise:passes=0", "strategy listwise: passes must be >= 1"),
+    ],
+)
 def test_bad_parameters_are_refused_naming_the_strategy(spec, message):
     with pytest.raises(SpecError, match=message):
         make_strategy(spec)
@@ -145,10 +162,15 @@ def test_undecided_groups_are_counted_and_never_decided_by_a_coin(spec):
         assert cost.comparisons == make_strategy(spec).exact_judgments(9)
 
 
-@pytest.mark.parametrize("n, spec, expected", [
-    (10, "setwise_groups:k=4,rounds=3", 9), (9, "setwise_groups:k=4,rounds=2", 4),  # 9 = 4 + 4 + one left out
-    (10, "setwise_groups:k=4,rounds=2,order=permute", 2 * (4 + 4 + 2)), (3, "setwise_groups:k=8,rounds=5", 5),
-])
+@pytest.mark.parametrize(
+    "n, spec, expected",
+    [
+        (10, "setwise_groups:k=4,rounds=3", 9),
+        (9, "setwise_groups:k=4,rounds=2", 4),  # 9 = 4 + 4 + one left out
+        (10, "setwise_groups:k=4,rounds=2,order=permute", 2 * (4 + 4 + 2)),
+        (3, "setwise_groups:k=8,rounds=5", 5),
+    ],
+)
 def test_setwise_groups_costs_its_rounds_of_groups(n, spec, expected):
     task = make_task([float(i) for i in range(n)])
     strategy = make_strategy(spec)
@@ -175,8 +197,9 @@ def test_setwise_groups_until_stops_on_target_or_budget_and_the_budget_always_wi
     clear, _, _ = rank_once(task, make_strategy("setwise_groups:until=top1,confidence=0.9,k=3,rounds=50"), judge)
     (reason,) = {e.stopped for e in clear.extras.values()}
     assert reason == "target" and max(clear.scores, key=clear.scores.get) == "c5"
-    capped, cost, _ = rank_once(task, make_strategy("setwise_groups:until=order,confidence=0.999,k=3,rounds=50,"
-                                                    "budget=1"), judge)
+    capped, cost, _ = rank_once(
+        task, make_strategy("setwise_groups:until=order,confidence=0.999,k=3,rounds=50,budget=1"), judge
+    )
     (reason,) = {e.stopped for e in capped.extras.values()}
     assert reason == "budget" and cost.comparisons <= 6
 
@@ -184,8 +207,9 @@ def test_setwise_groups_until_stops_on_target_or_budget_and_the_budget_always_wi
 def test_setwise_groups_is_exhausted_when_every_order_of_every_group_was_shown():
     task = make_task([0, 0, 0])  # one group of 3 a round: 3! = 6 distinct questions, no answer better
     judge = LatentJudge(perception=0.0, pair_noise=1.0, slot_bias=0.0, grade_noise=1.0, seed=1)
-    ranking, cost, source = rank_once(task, make_strategy("setwise_groups:until=order,confidence=0.999,k=3,"
-                                                          "rounds=500"), judge)
+    ranking, cost, source = rank_once(
+        task, make_strategy("setwise_groups:until=order,confidence=0.999,k=3,rounds=500"), judge
+    )
     (reason,) = {e.stopped for e in ranking.extras.values()}
     assert reason == "exhausted" and cost.comparisons == 6
     assert len({g.shown for g in source.group_comparisons}) == 6

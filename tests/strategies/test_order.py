@@ -18,10 +18,18 @@ PAIRWISE = sorted(name for name, cls in strategy_classes().items() if cls.kind =
 #: The default policy (rankkit.matches): both orders for strategies that judge every pair or sort;
 #: one order otherwise — given where the strategy draws its pairs at random, random where pairs
 #: come back or come out of a sort; elo and bt in one order keep data order. (default, debias=false)
-POLICY = {"active": ("given", "given"), "bt": ("both", "given"), "double_elimination": ("random", "random"),
-          "elo": ("both", "given"), "heapsort": ("both", "random"), "knockout": ("given", "given"),
-          "pairwise": ("given", "given"), "panel_elo": ("given", "given"), "sliding": ("both", "random"),
-          "swiss": ("given", "given")}
+POLICY = {
+    "active": ("given", "given"),
+    "bt": ("both", "given"),
+    "double_elimination": ("random", "random"),
+    "elo": ("both", "given"),
+    "heapsort": ("both", "random"),
+    "knockout": ("given", "given"),
+    "pairwise": ("given", "given"),
+    "panel_elo": ("given", "given"),
+    "sliding": ("both", "random"),
+    "swiss": ("given", "given"),
+}
 
 
 def test_every_pairwise_strategy_declares_its_order_as_the_policy_says():
@@ -65,7 +73,9 @@ def test_labels_params_and_records_spell_order(name):
         assert strategy.label == (name if order == cls.default_order() else f"{name}:order={order}")
         record = {"name": strategy.label, "strategy": name, "params": strategy.params()}
         assert strategy_from_record(record) == strategy
-    assert make_strategy(f"{name}:debias=true").label == (name if cls.default_order() == "both" else f"{name}:order=both")
+    assert make_strategy(f"{name}:debias=true").label == (
+        name if cls.default_order() == "both" else f"{name}:order=both"
+    )
     listed = {param: (type_name, default) for param, type_name, default in describe_parameters(cls)}
     assert listed["order"] == ("given|random|both", cls.default_order()) and "debias" not in listed
 

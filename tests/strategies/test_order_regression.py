@@ -68,13 +68,25 @@ from rankkit.synthetic import planted_tasks
 SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "order_regression.json"
 JUDGE = "sim:preset=chatgpt"
 SEED = 7
-EXTRA_SPECS = ["active:batch=3", "swiss:aggregate=points", "heapsort:top_k=3", "double_elimination:aggregate=bt",
-               "sliding:passes=3", "panel_elo:permutations=5", "bt:bootstrap=5",
-               # k-way: every presentation order (given, random, both, permute with all or fewer shifts),
-               # knockout byes and a smaller last group (k=3), a partial heap sort, several listwise passes
-               "setwise_knockout:k=3", "setwise_knockout:order=both", "setwise_heapsort:k=3",
-               "setwise_heapsort:top_k=3,order=given", "listwise:passes=2", "listwise:window=3,step=1,order=permute",
-               "setwise_groups:k=4,order=permute,shifts=2", "setwise_groups:k=3,rounds=2,order=random"]
+EXTRA_SPECS = [
+    "active:batch=3",
+    "swiss:aggregate=points",
+    "heapsort:top_k=3",
+    "double_elimination:aggregate=bt",
+    "sliding:passes=3",
+    "panel_elo:permutations=5",
+    "bt:bootstrap=5",
+    # k-way: every presentation order (given, random, both, permute with all or fewer shifts),
+    # knockout byes and a smaller last group (k=3), a partial heap sort, several listwise passes
+    "setwise_knockout:k=3",
+    "setwise_knockout:order=both",
+    "setwise_heapsort:k=3",
+    "setwise_heapsort:top_k=3,order=given",
+    "listwise:passes=2",
+    "listwise:window=3,step=1,order=permute",
+    "setwise_groups:k=4,order=permute,shifts=2",
+    "setwise_groups:k=3,rounds=2,order=random",
+]
 MODES = ("alone", "shared")
 # Tolerance for every float (scores, grades, extras); observed differences between CPUs are ~1e-13.
 REL = 1e-9
@@ -106,8 +118,9 @@ def specs() -> list[str]:
 def tasks():
     strengths7 = {f"s{i}": 100.0 * i for i in range(7)}
     strengths10 = {f"s{i}": 60.0 * i for i in range(10)}
-    return planted_tasks(strengths7, prompts=2, seed=1, prefix="a") + planted_tasks(strengths10, prompts=1, seed=2,
-                                                                                     prefix="b")
+    return planted_tasks(strengths7, prompts=2, seed=1, prefix="a") + planted_tasks(
+        strengths10, prompts=1, seed=2, prefix="b"
+    )
 
 
 # -- recording: the full outputs ---------------------------------------------------------------
@@ -140,13 +153,25 @@ def _summary(result, names: list[str]) -> dict[str, list[dict[str, Any]]]:
     out = {}
     for name, strategy_run in zip(names, result.strategies):
         out[name] = [
-            {"task": t.task_id, "scores": t.scores, "ranking": t.ranking, "champion": t.champion,
-             "extras": {cid: e.to_dict() for cid, e in t.extras.items()}, "comparisons": t.cost.comparisons,
-             "matches": [[c.first, c.second, c.round, c.verdict.first_grade, c.verdict.second_grade,
-                          c.verdict.winner.value] for c in t.comparisons],
-             **({"group_comparisons": [_group_comparison(g) for g in t.group_comparisons]}
-                if t.group_comparisons else {})}
-            for t in strategy_run.tasks]
+            {
+                "task": t.task_id,
+                "scores": t.scores,
+                "ranking": t.ranking,
+                "champion": t.champion,
+                "extras": {cid: e.to_dict() for cid, e in t.extras.items()},
+                "comparisons": t.cost.comparisons,
+                "matches": [
+                    [c.first, c.second, c.round, c.verdict.first_grade, c.verdict.second_grade, c.verdict.winner.value]
+                    for c in t.comparisons
+                ],
+                **(
+                    {"group_comparisons": [_group_comparison(g) for g in t.group_comparisons]}
+                    if t.group_comparisons
+                    else {}
+                ),
+            }
+            for t in strategy_run.tasks
+        ]
     return _plain(json.loads(json.dumps(_plain(out))))
 
 
@@ -193,7 +218,7 @@ def pack(full: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
             packed = []
             for entry in entries:
                 table = verdicts.setdefault(entry["task"], {})
-                for first, second, round_, first_grade, second_grade, winner in entry["matches"]:
+                for first, second, _round, first_grade, second_grade, winner in entry["matches"]:
                     verdict = _rounded([first_grade, second_grade, winner])
                     known = table.setdefault(first, {}).setdefault(second, verdict)
                     if known != verdict:
@@ -201,17 +226,23 @@ def pack(full: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
                 packed.append(_rounded({**entry, "matches": [m[:3] for m in entry["matches"]]}))
             cases[mode][label] = packed
     same = [label for label, entries in cases["shared"].items() if cases["alone"].get(label) == entries]
-    return {"verdicts": verdicts, "alone": cases["alone"],
-            "shared": {label: e for label, e in cases["shared"].items() if label not in same},
-            "shared_as_alone": same}
+    return {
+        "verdicts": verdicts,
+        "alone": cases["alone"],
+        "shared": {label: e for label, e in cases["shared"].items() if label not in same},
+        "shared_as_alone": same,
+    }
 
 
 def unpack(snapshot: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """The record a snapshot stands for (the inverse of :func:`pack`, up to rounding)."""
+
     def full(entry: dict[str, Any]) -> dict[str, Any]:
         table = snapshot["verdicts"][entry["task"]]
-        return {**entry, "matches": [[first, second, round_, *table[first][second]]
-                                     for first, second, round_ in entry["matches"]]}
+        return {
+            **entry,
+            "matches": [[first, second, round_, *table[first][second]] for first, second, round_ in entry["matches"]],
+        }
 
     alone = {label: [full(e) for e in entries] for label, entries in snapshot["alone"].items()}
     stored = {label: [full(e) for e in entries] for label, entries in snapshot["shared"].items()}
@@ -222,6 +253,7 @@ def unpack(snapshot: dict[str, Any]) -> dict[str, dict[str, list[dict[str, Any]]
 
 def write_snapshot(snapshot: dict[str, Any], path: Path = SNAPSHOT) -> None:
     """Write the snapshot with one line per task table and per case, so that diffs show which changed."""
+
     def block(mapping: dict[str, Any]) -> str:
         lines = [f"  {json.dumps(key)}: {json.dumps(value, separators=(',', ':'))}" for key, value in mapping.items()]
         return "{\n" + ",\n".join(lines) + "\n}"
@@ -247,8 +279,12 @@ def differences(now: Any, expected: Any, where: str = "") -> list[str]:
     """
     is_number = (int, float)
     if isinstance(expected, float) or isinstance(now, float):
-        if isinstance(now, is_number) and isinstance(expected, is_number) and not isinstance(now, bool) \
-                and now == pytest.approx(expected, rel=REL, abs=ABS):
+        if (
+            isinstance(now, is_number)
+            and isinstance(expected, is_number)
+            and not isinstance(now, bool)
+            and now == pytest.approx(expected, rel=REL, abs=ABS)
+        ):
             return []
     elif isinstance(expected, dict) and isinstance(now, dict):
         if set(now) != set(expected):  # key order is not a decision
@@ -271,8 +307,11 @@ def tie_groups(ranking: list[str], scores: dict[str, Any]) -> list[set[str]]:
     """
     groups: list[set[str]] = []
     for previous, candidate in zip([None] + ranking, ranking):
-        tied = previous is not None and all(isinstance(scores.get(c), float) for c in (previous, candidate)) \
+        tied = (
+            previous is not None
+            and all(isinstance(scores.get(c), float) for c in (previous, candidate))
             and scores[candidate] == pytest.approx(scores[previous], rel=REL, abs=ABS)
+        )
         if tied:
             groups[-1].add(candidate)
         else:
@@ -301,8 +340,11 @@ def case_differences(now: dict[str, Any], before: dict[str, Any], mode: str) -> 
             out[label] = ["missing from this run"]
         elif len(now[mode][label]) != len(expected):
             out[label] = [f"{len(now[mode][label])} tasks, expected {len(expected)}"]
-        elif found := [line for i, (n, e) in enumerate(zip(now[mode][label], expected))
-                       for line in entry_differences(n, e, f"[{i}]")]:
+        elif found := [
+            line
+            for i, (n, e) in enumerate(zip(now[mode][label], expected))
+            for line in entry_differences(n, e, f"[{i}]")
+        ]:
             out[label] = found
     return out
 
@@ -320,18 +362,24 @@ def before() -> dict[str, Any]:
 @pytest.mark.parametrize("mode", MODES)
 def test_every_strategy_makes_the_same_decisions_with_the_same_numbers_as_before(now, before, mode):
     differing = case_differences(now, before, mode)
-    report = [f"{label}: {'; '.join(lines[:5])}{' ...' if len(lines) > 5 else ''}"
-              for label, lines in differing.items()]
-    assert not differing, ("\n".join(report) + f"\nIf intended, re-record them: {REGENERATE} "
-                           + " ".join(f"'{mode}/{label}'" for label in differing))
+    report = [
+        f"{label}: {'; '.join(lines[:5])}{' ...' if len(lines) > 5 else ''}" for label, lines in differing.items()
+    ]
+    assert not differing, (
+        "\n".join(report)
+        + f"\nIf intended, re-record them: {REGENERATE} "
+        + " ".join(f"'{mode}/{label}'" for label in differing)
+    )
 
 
 def test_every_case_is_recorded(now, before):
     """A case missing from the snapshot is compared with nothing, so a new strategy or spec would
     pass whatever it decides: it must be recorded first."""
     missing = unrecorded(now, before)
-    assert not missing, (f"{len(missing)} cases are not in {SNAPSHOT.name}: {', '.join(missing)}\n"
-                         f"Record them (and review the diff): {REGENERATE} " + " ".join(f"'{c}'" for c in missing))
+    assert not missing, (
+        f"{len(missing)} cases are not in {SNAPSHOT.name}: {', '.join(missing)}\n"
+        f"Record them (and review the diff): {REGENERATE} " + " ".join(f"'{c}'" for c in missing)
+    )
 
 
 def test_the_snapshot_file_is_in_its_canonical_form(tmp_path):
@@ -362,17 +410,23 @@ def regenerate(patterns: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """List the cases that differ from the snapshot, or re-record the ones named."""
-    parser = argparse.ArgumentParser(prog="python -m tests.strategies.test_order_regression",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--regenerate", nargs="+", metavar="PATTERN",
-                        help="re-record the cases matching MODE/LABEL or LABEL (shell-style: 'shared/heapsort*', '*')")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.strategies.test_order_regression", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--regenerate",
+        nargs="+",
+        metavar="PATTERN",
+        help="re-record the cases matching MODE/LABEL or LABEL (shell-style: 'shared/heapsort*', '*')",
+    )
     args = parser.parse_args(argv)
     if args.regenerate:
         regenerate(args.regenerate)
         return 0
     now, before = record(), read_snapshot()
-    differing = {f"{mode}/{label}": lines
-                 for mode in MODES for label, lines in case_differences(now, before, mode).items()}
+    differing = {
+        f"{mode}/{label}": lines for mode in MODES for label, lines in case_differences(now, before, mode).items()
+    }
     missing = unrecorded(now, before)
     for case, lines in differing.items():
         print(f"{case}: {len(lines)} differences, first: {lines[0]}")
@@ -382,8 +436,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(differing)} cases differ, {len(missing)} are not recorded", file=sys.stderr)
         return 1
     cases = sum(len(now[mode]) for mode in MODES)
-    print(f"every case is as recorded ({cases} cases: {len(now['alone'])} alone, {len(now['shared'])} shared)",
-          file=sys.stderr)
+    print(
+        f"every case is as recorded ({cases} cases: {len(now['alone'])} alone, {len(now['shared'])} shared)",
+        file=sys.stderr,
+    )
     return 0
 
 

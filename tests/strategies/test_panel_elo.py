@@ -54,7 +54,7 @@ def test_sequential_updates_follow_the_poster_formula():
     """Replay the strategy's own decisions through R += K(S − E) by hand."""
     task = make_task([3.0, 2.0, 1.0, 0.0])
     ranking, _, source = rank_once(task, PanelElo(k=20), perfect_judge())
-    ratings = {cid: 1000.0 for cid in task.candidate_ids}
+    ratings = dict.fromkeys(task.candidate_ids, 1000.0)
     for comparison in source.comparisons:
         a, b = comparison.first, comparison.second
         s = {Winner.FIRST: 1.0, Winner.SECOND: 0.0, Winner.TIE: 0.5}[comparison.verdict.winner]
@@ -69,7 +69,8 @@ def test_every_pair_is_decided_once_and_a_perfect_judge_gives_the_human_order(n)
     ranking, cost, source = rank_once(task, PanelElo(), perfect_judge())
     assert cost.comparisons == n * (n - 1) // 2
     assert {frozenset((c.first, c.second)) for c in source.comparisons} == {
-        frozenset(p) for p in combinations(task.candidate_ids, 2)}
+        frozenset(p) for p in combinations(task.candidate_ids, 2)
+    }
     assert ranking.ordered(task.candidate_ids) == [f"c{i}" for i in reversed(range(n))]
 
 
@@ -87,11 +88,16 @@ def test_a_unanimity_panel_draws_more_than_a_majority_panel(sample_tasks):
     members = "sim:preset=gpt4+sim:preset=chatgpt+sim:preset=falcon"
     draws = {}
     for threshold in ("1.0", "0.5"):
-        result = run(sample_tasks, [make_strategy("panel_elo")], make_judge(f"panel:{members},threshold={threshold}"),
-                     progress=False)
+        result = run(
+            sample_tasks,
+            [make_strategy("panel_elo")],
+            make_judge(f"panel:{members},threshold={threshold}"),
+            progress=False,
+        )
         draws[threshold] = sum(e.draws for t in result.strategies[0].tasks for e in t.extras.values())
         assert result.strategies[0].cost.comparisons == sum(
-            len(t.candidates) * (len(t.candidates) - 1) // 2 for t in sample_tasks)
+            len(t.candidates) * (len(t.candidates) - 1) // 2 for t in sample_tasks
+        )
     assert draws["1.0"] > draws["0.5"]
 
 

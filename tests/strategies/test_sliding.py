@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from rankkit.judges import make_judge
-from rankkit.synthetic import planted_tasks
 from rankkit.runner import run
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
+from rankkit.synthetic import planted_tasks
 from tests.helpers import RecordingJudge, human_order
 
 PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
@@ -22,8 +22,7 @@ def tasks(n_candidates: int, prompts: int = 3):
 @pytest.mark.parametrize("order", ["random", "both"])
 def test_full_passes_with_a_perfect_judge_give_the_human_order(n, order):
     data = tasks(n, 4)
-    result = run(data, [make_strategy(f"sliding:passes={n - 1},order={order}")], make_judge(PERFECT),
-                 progress=False)
+    result = run(data, [make_strategy(f"sliding:passes={n - 1},order={order}")], make_judge(PERFECT), progress=False)
     for task, task_result in zip(data, result.strategies[0].tasks):
         assert task_result.ranking == human_order(task)
         assert [task_result.scores[c] for c in task_result.ranking] == [float(n - i) for i in range(1, n + 1)]

@@ -10,8 +10,16 @@ from rankkit.runner import RunProgress
 from rankkit.specs import SpecError
 from rankkit.strategies import make_strategy
 from rankkit.strategies._bt_posterior import Evidence
-from rankkit.strategies._stopping import (Forecast, StopTarget, forecast_more, parse_until, prior_forecast,
-                                          bt_probability, gaussian_probability, relevant_pairs)
+from rankkit.strategies._stopping import (
+    Forecast,
+    StopTarget,
+    bt_probability,
+    forecast_more,
+    gaussian_probability,
+    parse_until,
+    prior_forecast,
+    relevant_pairs,
+)
 from tests.helpers import make_task
 
 
@@ -49,6 +57,7 @@ def _exact_two_wins(scales):
     marginals, above = [], []
     for tau in scales:
         density = norm(0, np.sqrt(2) * tau).pdf
+
         def weight(d, density=density):
             return sigma(d) ** 2 * density(d)
 
@@ -62,8 +71,9 @@ def test_importance_weights_reach_the_exact_posterior_under_the_hyperprior(scale
     evidence = Evidence(2)
     evidence.add(0, 1, 1.0)
     evidence.add(1, 0, 0.0)  # the other order, a again
-    estimate = bt_probability(np.array([0, 1]), StopTarget("top1"), evidence, seed=3, start=np.zeros(2),
-                              scales=scales, draws=20000)
+    estimate = bt_probability(
+        np.array([0, 1]), StopTarget("top1"), evidence, seed=3, start=np.zeros(2), scales=scales, draws=20000
+    )
     assert estimate == pytest.approx(_exact_two_wins(scales), abs=0.01)
 
 

@@ -52,8 +52,9 @@ def test_budget_is_spent_exactly(n, order, budget):
         with pytest.raises(SpecError, match="buys no match"):
             rank_once(task, Swiss(budget=budget, order=order), FixedAccuracyJudge())
         return
-    ranking, cost, source = rank_once(task, Swiss(budget=budget, order=order),
-                                      FixedAccuracyJudge(accuracy=0.7, position_bias=0.2, seed=3))
+    ranking, cost, source = rank_once(
+        task, Swiss(budget=budget, order=order), FixedAccuracyJudge(accuracy=0.7, position_bias=0.2, seed=3)
+    )
     assert cost.comparisons == match_count * per_match
     assert cost.judge_calls == cost.comparisons  # a fresh graph: every judgment is new
     assert set(ranking.scores) == set(task.candidate_ids)
@@ -111,9 +112,15 @@ def test_stops_when_every_pair_has_met():
     assert all(extra.played == 4 for extra in ranking.extras.values())
 
 
-@pytest.mark.parametrize("spec,word", [("budget=0", "budget must be > 0"), ("budget=nan", "budget: expected a finite number"),
-                                       ("comparisons=0", "comparisons must be >= 1"),
-                                       ("comparisons=1,order=both", r"comparisons must be >= 2 \(a match in both orders costs 2\)")])
+@pytest.mark.parametrize(
+    "spec,word",
+    [
+        ("budget=0", "budget must be > 0"),
+        ("budget=nan", "budget: expected a finite number"),
+        ("comparisons=0", "comparisons must be >= 1"),
+        ("comparisons=1,order=both", r"comparisons must be >= 2 \(a match in both orders costs 2\)"),
+    ],
+)
 def test_budgets_that_cannot_rank_are_refused(spec, word):
     with pytest.raises(SpecError, match=word):
         make_strategy(f"swiss:{spec}")
@@ -121,8 +128,11 @@ def test_budgets_that_cannot_rank_are_refused(spec, word):
 
 def test_budget_that_buys_no_match_is_refused():
     task = make_task([float(i) for i in range(3)], task_id="q7")
-    with pytest.raises(SpecError, match=r"budget=0.3 buys no match on task 'q7' \(3 candidates; a match costs 1\); "
-                                        r"use budget >= 0.334 or comparisons=1"):
+    with pytest.raises(
+        SpecError,
+        match=r"budget=0.3 buys no match on task 'q7' \(3 candidates; a match costs 1\); "
+        r"use budget >= 0.334 or comparisons=1",
+    ):
         rank_once(task, Swiss(budget=0.3), FixedAccuracyJudge())
     with pytest.raises(SpecError, match=r"a match costs 2\); use budget >= 0.667 or comparisons=2"):
         rank_once(task, Swiss(budget=0.5, order="both"), FixedAccuracyJudge())
@@ -142,8 +152,9 @@ def test_points_aggregate_is_the_share_of_points_with_a_schedule_tiebreak():
 
 def test_grades_aggregate_is_the_mean_grade_received():
     task = make_task([float(i) for i in range(6)])
-    ranking, _, source = rank_once(task, Swiss(budget=2.0, aggregate="grades"),
-                                   FixedAccuracyJudge(accuracy=0.8, noise=0.3, seed=5))
+    ranking, _, source = rank_once(
+        task, Swiss(budget=2.0, aggregate="grades"), FixedAccuracyJudge(accuracy=0.8, noise=0.3, seed=5)
+    )
     for cid, values in grades_received(task, source.comparisons).items():
         assert ranking.scores[cid] == pytest.approx(sum(values) / len(values))
 
@@ -173,8 +184,12 @@ def test_spec_parsing_and_validation():
 
 
 def test_runs_in_the_runner_and_reports_cost(sample_tasks):
-    result = run(sample_tasks, [make_strategy("swiss:budget=2"), make_strategy("swiss:budget=2,order=both")],
-                 FixedAccuracyJudge(accuracy=0.9, seed=0), progress=False)
+    result = run(
+        sample_tasks,
+        [make_strategy("swiss:budget=2"), make_strategy("swiss:budget=2,order=both")],
+        FixedAccuracyJudge(accuracy=0.9, seed=0),
+        progress=False,
+    )
     single, both_orders = result.strategies
     for task, one, both in zip(sample_tasks, single.tasks, both_orders.tasks):
         n = len(task.candidates)
@@ -214,14 +229,21 @@ def test_until_stops_on_target_budget_or_when_every_pair_has_met():
     from tests.helpers import make_task, perfect_judge, rank_once
 
     task = make_task([0, 10, 20, 30, 40, 90])
-    clear, _, _ = rank_once(task, make_strategy("swiss:until=top1,confidence=0.8,budget=100,order=both"),
-                            perfect_judge(seed=1))
+    clear, _, _ = rank_once(
+        task, make_strategy("swiss:until=top1,confidence=0.8,budget=100,order=both"), perfect_judge(seed=1)
+    )
     assert _stop_reason(clear) == "target" and max(clear.scores, key=clear.scores.get) == "c5"
-    capped, cost, _ = rank_once(task, make_strategy("swiss:until=order,confidence=0.999,comparisons=4"),
-                                FixedAccuracyJudge(accuracy=0.5, seed=3))
+    capped, cost, _ = rank_once(
+        task,
+        make_strategy("swiss:until=order,confidence=0.999,comparisons=4"),
+        FixedAccuracyJudge(accuracy=0.5, seed=3),
+    )
     assert _stop_reason(capped) == "budget" and cost.comparisons == 4
-    spent, cost, source = rank_once(task, make_strategy("swiss:until=order,confidence=0.999,budget=100,order=both"),
-                                    FixedAccuracyJudge(accuracy=0.5, seed=3))
+    spent, cost, source = rank_once(
+        task,
+        make_strategy("swiss:until=order,confidence=0.999,budget=100,order=both"),
+        FixedAccuracyJudge(accuracy=0.5, seed=3),
+    )
     assert _stop_reason(spent) == "exhausted" and cost.comparisons == 30
     assert len({(c.first, c.second) for c in source.comparisons}) == 30
 
