@@ -1,37 +1,9 @@
 """A judge on Anthropic's Messages API: ``anthropic:MODEL``.
 
-Spec::
+:class:`AnthropicRuntime` sends conversations as Messages requests over the shared HTTP client and
+reads verdicts from a prefilled reply (``verdict_path`` ``prefill``), with prompt caching.
 
-    anthropic:MODEL[,base_url=URL][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
-              [,max_backoff=S][,api_key_env=ANTHROPIC_API_KEY][,anthropic_version=2023-06-01]
-              [,prompt_cache=true][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N][,template=...][,max_new_tokens=N]
-              [,temperature=T][,retries=N][,batch=true][,batch_poll=S][,batch_journal=PATH][,batch_size=N]
-
-The judging itself is :class:`~rankkit.judges.llm.LLMJudge`'s; :class:`AnthropicRuntime` turns
-conversations into ``POST {base_url}/messages`` requests (``x-api-key``, ``anthropic-version``;
-the system prompt, if any, as the top-level ``system``) over the same client as the openai judge
-(:class:`~rankkit.judges.http_client.RetryingClient`: concurrency, replicas, retries of 429 with
-``retry-after``, 529 "overloaded" and 5xx, key redaction, response cap).
-
-**Verdicts.** The Messages API continues a final assistant message (prefill), so the verdict is
-read as on vLLM: after the judge's explanation rankkit writes its own verdict prefix
-(``Final verdict: Answer 1:``, trailing whitespace removed as the API requires) and the model
-writes the next token (``max_tokens`` :data:`PREFILL_MAX_TOKENS`, temperature 0). The API returns
-no log-probabilities, so the score is the **digit the model writes** (a sampled digit, read
-one-hot), not an expected value over the digits as with logprobs: judgments are coarser, and
-``verdict_path`` is ``prefill``. Nothing a candidate writes is parsed. ``mode=logprob`` (which is
-nothing but such distributions) and ``mode=loglik`` are refused. k-way strategies read ``Best:``
-the same way, and a listwise ``Ranking:`` place by place (``Ranking: B >``, then the best of the
-rest...: k - 1 reads).
-
-**Prompt caching.** With ``prompt_cache=true`` (the default) the judge prompt carries
-``cache_control: ephemeral``: the verdict reads resend the same prompt after the explanation, and
-read it from the cache at a tenth of the input price (once the prompt reaches the model's minimum
-cacheable length, 1024 tokens for Sonnet and Opus); the usage's cache reads and writes are counted
-(``cached_tokens``, ``cache_write_tokens``) and priced (:mod:`rankkit.judges.prices`).
-
-**Determinism.** The API has no ``seed``: a regenerated explanation may differ; the cache keeps a
-run's judgments, so a rerun reuses them.
+More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """The judge protocol every backend implements (the judgments it returns: :mod:`rankkit.judgments`).
 
-A judge answers two questions about a task:
+:class:`Judge`: ``grade`` / ``compare`` (and k-way ``choose`` / ``rank``), their batched ``*_many``
+forms yielding ``(index, judgment)`` as each is ready, and the ``fingerprint`` that keys the cache.
 
-* ``score(task, candidate)`` — a pointwise grade on the task's scale (:class:`Grade`);
-* ``compare(task, first, second)`` — a pairwise verdict on two candidates *as presented*, first
-  then second, with a score for each (:class:`Verdict`).
-
-The batched forms ``grade_many`` / ``compare_many`` take many requests at once and *yield*
-``(index, judgment)`` pairs as each judgment is ready, in any order. Yielding (rather than
-returning a list) is what lets the caller commit every judgment to the cache the moment it exists,
-so a judge that fails half-way through a batch loses nothing already paid for. Backends that can
-batch (transformers) or run requests concurrently (HTTP) override them; the defaults loop.
-
-Every judge has a ``fingerprint``: a string naming backend, model, template, decoding parameters
-and version. Two judges with the same fingerprint must give interchangeable judgments, because the
-fingerprint is the cache key.
+More in ``docs/judges.md``.
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """Batch APIs of OpenAI and Anthropic: one runtime call's requests as one batch (``batch=true``).
 
-With ``batch=true`` an HTTP judge sends everything one runtime call holds — a knockout round's
-explanations, then their verdict reads, all pairs of ``bt`` — as one batch, at half the price
-(:data:`rankkit.judges.prices.BATCH_DISCOUNT`), and waits for it: a strategy then takes as many
-sequential batches as it has rounds (times the reads of a judgment: an explanation, then its
-verdict reads), which is its wall time. The continuation probe stays a direct request.
+:class:`BatchRunner` submits, journals (:class:`BatchJournal`, so a restarted run waits instead of
+paying twice), polls and retries batches through :class:`OpenAIBatches` or :class:`AnthropicBatches`.
 
-* OpenAI (:class:`OpenAIBatches`): the requests as a JSONL file uploaded to ``/files`` with
-  ``purpose=batch``, a batch created on ``/batches`` for ``/v1/chat/completions``, polled at
-  ``/batches/{id}``, the results read from ``/files/{output_file_id}/content`` (and failures from
-  ``error_file_id``).
-* Anthropic (:class:`AnthropicBatches`): ``/messages/batches`` with the requests inline, polled
-  until ``processing_status`` is ``ended``, results from ``/messages/batches/{id}/results``.
-
-**Resuming.** Before it waits, :class:`BatchRunner` writes, for each request, the batch id and
-the request's id in it to a journal (:class:`BatchJournal`, by default ``.rankkit/batches.json``
-beside the judgment cache) under a key made of the provider, the server and the request itself
-(:func:`request_key`). A killed run that is started again asks the same requests for the
-judgments not yet cached, finds them in their batches and waits for those instead of paying
-again (however its dispatcher groups the requests this time); only requests found nowhere go
-into a new batch. Entries are removed once their results are read.
-
-**Failures.** Requests the batch reports failed or expired are sent again in a new batch, up to
-``max_rounds`` batches in all; requests that still fail stop the call with a
-:class:`~rankkit.judges.base.JudgeError` after the successful ones were yielded (and cached).
-Polling starts at ``poll`` seconds and backs off to :data:`MAX_POLL`.
+More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Exact mode of the hf runtime: each prompt runs alone, from canonical block prefixes, so its numbers depend on it only.
 
-A batched forward pass is not *batch-invariant*: in bfloat16 a row's logits move with its
-batch-mates, its padding and where its shared prefix was cut (``benchmarks/results/
-judge_throughput.md``). :class:`ExactRows` removes every such dependence, as vLLM's block prefix
-caching does:
+:class:`ExactRows` runs every prompt in a batch of one, its keys and values built in fixed blocks
+from position 0, so a judgment is the same bits whatever else ran.
 
-* every prompt runs in a batch of one, with no padding;
-* its keys and values are computed in fixed blocks of ``block`` tokens from position 0, block k
-  always from the keys and values of blocks 0..k-1 (computed the same way) plus block k's tokens,
-  so the cache of a prefix at a block boundary is the same tensor whoever computed it, whenever,
-  and recomputing an evicted block gives it again bit for bit;
-* the blocks are kept in the runtime's :class:`~rankkit.judges.hf_batching.PrefixCache`, one entry
-  per block keyed by the token tuple of the prefix it ends (so a template's instruction, or a
-  task's question, is computed once and reused by every prompt that starts with it);
-* one final forward pass runs the rest of the prompt, from its last full block boundary that
-  leaves at least ``keep`` tokens (whose logits are read) to the end.
-
-Which boundary a prompt's final pass starts from depends on its length only, never on what the
-cache holds, so the numbers are a function of the prompt (and of the model, dtype and torch's
-kernels on this machine and thread count). The price is batching: one row per pass streams all
-the weights per pass, so on 2 CPU cores SmolLM2 judges ~1.5-2x fewer comparisons per second than
-the batched path (``benchmarks/results/hf_exact.md``); on a GPU the gap is far larger, and the
-batched path stays the default there.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """Reading a verdict from a hosted API that will not continue an assistant prefix.
 
-rankkit reads a verdict by writing its own verdict line after the judge's explanation
-(``<explanation>\\n\\nFinal verdict: Answer 1: ``) and reading the next token
-(:mod:`rankkit.judges.modes`). OpenAI's API, and most OpenAI-compatible hosts, treat a final
-assistant message as a past turn and start a fresh reply, so there is no "next token" to read.
-Their substitute here is a **follow-up turn**: the judge's explanation becomes an assistant
-turn of its own, and rankkit asks, as the user, for the one value that completes its verdict line
-(:func:`followup_conversation`); the reply is one token (``max_tokens=1``) whose
-``top_logprobs`` give the distribution over the choices, read exactly as a continuation's are
-(score = expected digit). Where a model returns no log-probabilities, the reply is constrained to
-the choices by structured outputs (:func:`enum_response_format`: a JSON object with one ``enum``
-field) and read as a one-hot distribution (a sampled value, not an expected one). Either way the
-verdict is a reply the judge writes to rankkit's question under a constraint, never text searched
-for in what a candidate could have written.
+A follow-up turn asks for the one value that completes rankkit's verdict line, read from its
+``top_logprobs`` or constrained by structured outputs; also the refused-field and hosted-URL checks.
 
-The module also reads refusals: :func:`refused_field` names the request field an HTTP 400
-complains about, so a runtime can drop or rename it and remember that for the run, and
-:func:`known_hosted` tells hosted APIs (which never take vLLM's chat-template switches) by URL.
+More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations

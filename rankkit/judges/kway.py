@@ -1,23 +1,10 @@
 """Reading k-way judgments from what a judge generated: the strict parsers, their verdict lines.
 
-A k-way judge is shown k answers at once; a k-way prompt asks one of two questions:
+Setwise (``Best: C``) and listwise (``Ranking: B > A > C``) verdicts are read only from the judge's
+own text, after a fixed prefix, the last verdict line counting (:func:`parse_choice`,
+:func:`parse_ranking`).
 
-* ``choose(task, candidates)`` — *setwise* (Zhuang et al., SIGIR 2024): which of the k answers,
-  shown in this order, is best? A :class:`~rankkit.judgments.GroupChoice` holds the chosen slot and, when the
-  backend knows them, the probability of every slot being the best (logprob mode reads them from
-  one forward pass over the label tokens ``A``…``H``) or a grade per slot (the simulator).
-* ``rank(task, candidates)`` — *listwise* (RankGPT, Sun et al. 2023): all k answers ranked best
-  first. A :class:`~rankkit.judgments.GroupRanking` holds the permutation of slots.
-
-Slots are 0-based positions in the order shown; labels are the letters the judge sees (slot 0 is
-``A``). k is at most :data:`~rankkit.judgments.MAX_LABELS` (8).
-
-Parsing is strict, as the pairwise parser is: only text the judge itself generated is read (the
-candidates' texts are never searched, so an answer that contains ``Ranking: C > A > B`` cannot
-choose for the judge), the verdict must follow a fixed prefix the template asks for
-(``Best:`` / ``Ranking:``), and a ranking must name every label exactly once
-(:func:`parse_ranking`). When the verdict line occurs more than once the *last* one counts: a
-model that quotes an answer and then concludes is read by its conclusion.
+More in ``docs/judges-llm.md``.
 
 Example
 -------

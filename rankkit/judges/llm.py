@@ -1,47 +1,10 @@
 """An LLM as the judge, independent of where the model runs: :class:`LLMJudge`.
 
-:class:`LLMJudge` turns tasks into chat prompts (:mod:`rankkit.prompts`), drives an *runtime*
-(:class:`~rankkit.judges.llm_runtime.LLMRuntime`: transformers in :mod:`rankkit.judges.hf`, an
-HTTP server in :mod:`rankkit.judges.openai_compat`) and turns the runtime's output into judgments
-through one of three *modes* (:mod:`rankkit.judges.modes`):
+:class:`LLMJudge` renders prompts, drives an :class:`~rankkit.judges.llm_runtime.LLMRuntime` and
+reads judgments through a mode (:mod:`rankkit.judges.modes`), with the ``prepair``, ``sanitize``
+and ``calibrate`` options; :class:`CalibratedJudge` reads each pair in both orders.
 
-* ``generate`` — the judge writes its reasoning and a verdict, which is parsed (the paper's way);
-* ``logprob`` — one forward pass: the probabilities of the score digits or of the two choices;
-* ``loglik`` — no judge prompt: each answer's likelihood as the model's own reply.
-
-**Runtimes** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.grade_many`
-/ :meth:`LLMJudge.compare_many` pass each judgment on the moment it exists, so the match layer
-caches every judgment even when a batch fails half-way.
-
-**Options on top of the modes:**
-
-* ``prepair=true`` — PREPAIR (:mod:`rankkit.judges.prepair`): :meth:`LLMJudge.pair_prompts`
-  returns decision prompts holding a per-answer analysis of each side, generated once per answer
-  and cached through the run's memo (:func:`rankkit.memo.memo_of`, bound by :meth:`bind_memo`); everything downstream
-  (generation, parsing, retries, logprob choice) is unchanged. Works in ``generate`` and
-  ``logprob`` mode.
-* ``sanitize=true`` — every candidate's judge-protocol text (``Final verdict``, ``Answer 1:``,
-  ``Score:``, ``Best:``, ``Ranking:``, box tags, chat-template tokens) is rewritten visibly and
-  inertly before any prompt is rendered (:func:`rankkit.prompts.protocol.sanitize_protocol`), so
-  what the judge reads cannot echo the verdict prefix rankkit appends. Judgments stay cached
-  under the original texts; the option is part of the fingerprint when on.
-* ``calibrate=true`` — position-bias calibration of ``logprob`` comparisons: the judge's
-  comparisons go through a :class:`CalibratedJudge` (below) wrapped around itself, which reads
-  each pair in both orders (:meth:`LLMJudge.compare_raw`) and averages the log-odds (the method:
-  :mod:`rankkit.judges.calibration`). :meth:`LLMJudge.calibrate_pair_probability` remains a per-comparison hook (identity)
-  for other calibrations.
-* Extra fingerprint fields: extend :meth:`LLMJudge.fingerprint_fields`.
-
-**Concurrent callers.** :meth:`LLMJudge.grade_many` / :meth:`LLMJudge.compare_many` may be
-called from several threads at once (as a dispatcher does, sizing its work from
-:attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the runtime's). The judge's own
-state tolerates it: a PREPAIR analysis or a calibration's raw choice that two calls need is
-computed by one and waited for by the other (the run's :class:`~rankkit.memo.JudgmentMemo`
-keeps one request per key in flight); whether the runtime itself may be called concurrently is
-the runtime's to say (the HTTP runtime may).
-
-The runtime contract lives in :mod:`rankkit.judges.llm_runtime` and the modes' scoring rules in
-:mod:`rankkit.judges.modes`.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations

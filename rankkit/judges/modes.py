@@ -1,50 +1,10 @@
 """How an LLM judge reads a model: the judging modes ``generate``, ``logprob`` and ``loglik``, one class each.
 
-Each mode implements :class:`JudgingMode`: what it adds to the judge's fingerprint, the grading
-scale its pointwise prompt shows, and how it turns requests into judgments through the judge's
-runtime. :class:`~rankkit.judges.llm.LLMJudge` picks one by name (:data:`JUDGING_MODES`) and
-gives it itself, for its prompts, decoding parameters and runtime; the modes keep no state.
+Each implements :class:`JudgingMode` (fingerprint fields, grading scale, requests to judgments
+through the judge's runtime); :class:`~rankkit.judges.llm.LLMJudge` picks one by name from
+:data:`JUDGING_MODES`.
 
-``generate`` (:class:`GenerateMode`) — the paper's way, hardened. The judge writes its explanation
-    freely; the verdict is **never searched for in that text**. rankkit appends its own prefix
-    after it (``Final verdict: Answer 1: ``) and reads the probabilities of the score digits
-    ``0..K`` as the next token (score = their expected value), then ``... 7/9 Answer 2: `` for the
-    second answer (:func:`continuation_verdicts`); pointwise: ``Final verdict: Score: ``. The prompt
-    shows the digit scale ``0..K`` (K as in ``logprob`` mode) and scores are mapped onto the
-    task's scale. A verdict a candidate writes, or makes the judge repeat, is never what is
-    parsed; but the model reads the whole prompt, so such text can still move the digits it
-    puts probability on (``sanitize=true`` rewrites it before rendering:
-    :mod:`rankkit.prompts.protocol`). An HTTP runtime whose server cannot continue a prefix (OpenAI, hosted
-    APIs, llama-cpp-python's server) reads the same value from a follow-up turn instead
-    (``verdict_path`` ``followup``/``followup_enum``: :mod:`rankkit.judges.hosted_verdict`), and
-    Anthropic's from a prefilled reply (``prefill``); only runtimes that offer none of these fall
-    back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`: strict, but
-    a pattern over text a candidate can influence), with one warning line; every judgment records
-    its ``verdict_path``. A verdict that cannot be read is asked again once
-    with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy retry
-    would repeat itself); if that fails too the judgment is recorded with status FAILED: a
-    failed grade has ``value=None``, a failed comparison has both answers at the middle of the
-    scale and ``probability=0.5``, and the match layer treats it as **undecided**
-    (:func:`rankkit.matches.make_match`): it never decides a match, so it rewards nobody. Both
-    are counted as ``parse_failures`` and keep the raw output for inspection.
-
-``logprob`` (:class:`LogprobMode`) — no generation, one forward pass per prompt. Pointwise: the
-    reply is forced to start with the template's score prefix (``Score: ``) and the score is the
-    expected value of the next token over the digits ``0..K`` (the weighted sum of G-Eval, used by
-    PREPAIR, The Comparative Trap §5.3.4), where K is the task's M when it is a whole number up to
-    9 and 9 otherwise (the prompt then says "0 to 9"); it is mapped linearly onto the task's
-    scale. Pairwise: the reply is forced to start with the template's choice prefix (``The better
-    answer is Answer ``) and ``probability`` = P(1) / (P(1) + P(2)) of the two choice tokens; the
-    scores are that probability and its complement mapped onto the task's scale.
-
-``loglik`` (:class:`LoglikMode`) — pointwise score = mean token log-likelihood of the answer as a
-    reply to the bare question (no judge prompt), mapped onto the scale as
-    ``low + exp(mean) * (high-low)`` (the geometric-mean token probability). A comparison compares
-    the two answers' mean log-likelihoods, with ``probability = sigmoid(ll_first - ll_second)``;
-    it has no position bias because neither answer is "first" to the model.
-
-Every mode yields ``(index, judgment)`` as the runtime's results arrive, so the match layer caches
-each judgment the moment it exists.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations

@@ -1,89 +1,10 @@
 """A judge behind any OpenAI-compatible HTTP endpoint: vLLM, llama.cpp's server, TGI, OpenAI itself, hosted APIs.
 
-Spec::
+:class:`OpenAIRuntime` turns conversations into chat-completion requests and reads verdicts by
+continuation or follow-up turn; the spec ``openai:MODEL,...`` builds an
+:class:`~rankkit.judges.llm.LLMJudge` on it. The HTTP client is :mod:`rankkit.judges.http_client`.
 
-    openai:MODEL,base_url=http://HOST:PORT/v1,concurrency=8,timeout=60,max_attempts=5,
-           api_key_env=OPENAI_API_KEY,max_response_bytes=4194304,mode=generate,template=...
-
-The judging itself — prompt templates, the modes ``generate`` / ``logprob``, the strict parser
-and its retry, the fingerprint — is :class:`rankkit.judges.llm.LLMJudge`, shared with the Hugging
-Face judge. This module only supplies the runtime that turns conversations into chat-completion
-requests, and it is built for scale-out deployments:
-
-**Concurrency.** ``concurrency=N`` requests are in flight at once per server (a thread pool over
-pooled ``httpx.Client`` connections). The match layer hands the judge everything a strategy knows
-at once (a knockout round, all pairs of a tournament), so N requests keep N server slots busy.
-Results are yielded the moment each response arrives, whatever the order, so each judgment
-reaches the cache at once. ``generate`` / ``next_token_logprobs`` may be called from several
-threads at once; they share the pool and the slots, so the total in flight never exceeds
-:attr:`OpenAIRuntime.capacity`.
-
-**Replicas.** ``base_url=http://h1:8000/v1|http://h2:8000/v1`` spreads requests over several
-servers of the same model, client-side: ``concurrency`` applies per replica (capacity =
-concurrency × replicas), each request goes to the least-loaded replica that is not failing, and a
-failed attempt is retried at once on a replica this request has not failed on yet (the backoff
-applies once every replica has failed it). ``|`` is the separator because the spec parser splits
-on ``,`` and a URL never contains a raw ``|`` (quote the spec in the shell).
-
-**Robustness.** Each request has a timeout. Connection errors, timeouts, HTTP 429 and 5xx, and
-bad responses — not JSON, the wrong JSON types (``choices: "oops"``, ``content: 123``), missing
-fields, or a body larger than ``max_response_bytes`` (default 4 MiB; the body is streamed and not
-read past the limit) — are retried with exponential backoff and jitter, honouring the server's
-``Retry-After``; after ``max_attempts`` attempts the batch stops with a :class:`JudgeError` that
-names the cause. Before raising, requests already in flight are allowed to finish and their
-results are yielded, so every judgment the server answered is cached and a rerun continues where
-this one stopped. Retries are counted per judgment (``usage["retries"]``, summed per strategy into
-``Cost.retries``) and in :attr:`OpenAIRuntime.stats`.
-
-**Modes and verdicts.** Verdicts are read, in ``generate`` mode after the judge's explanation and
-in ``logprob`` mode after the prompt, from a reply rankkit controls, found once per runtime by
-probe requests (:attr:`OpenAIRuntime.prefix_read`): a *continuation* of a forced prefix
-(``Final verdict: Answer 1: ``, ``Score: ``) with first-token ``logprobs``/``top_logprobs`` where
-the server continues a final assistant message (vLLM, SGLang: :func:`prefill_fields`;
-llama.cpp's ``llama-server``); elsewhere — OpenAI, the hosted OpenAI-compatible APIs,
-llama-cpp-python's server — a *follow-up* turn asking for the one value that completes
-rankkit's verdict line, read from a one-token reply's ``top_logprobs`` (``followup``) or, for a
-model without log-probabilities, from a reply constrained to the choices by structured outputs
-(``followup_enum``) (:mod:`rankkit.judges.hosted_verdict`). Only a server that offers none of
-these falls back to parsing free text (generate mode, with a warning) or stops ``logprob`` mode
-before any judgment with :class:`LogprobsUnavailable` (exit 2). ``loglik`` (likelihood of a given
-answer) is not offered: chat completions never score a given text.
-
-**What a server refuses.** No field is sent that a server is not known to take: vLLM's
-chat-template switches go only to a server that is not a known hosted API and whose ``/models``
-does not call the model OpenAI's; an HTTP 400 naming a field (``Unrecognized request argument
-supplied: X``, ``Unsupported parameter: 'max_tokens'``...) is learned for the run — the field is
-dropped or renamed (``max_tokens`` -> ``max_completion_tokens``) and the request sent again.
-
-**Cost, pacing, batches.** With a price (built in for the model, or ``price_in=``/``price_out=``:
-:mod:`rankkit.judges.prices`) each response's usage carries its cost in dollars, cached input
-tokens at the cached price; ``rpm=``/``tpm=`` and the rate-limit headers pace requests
-(:mod:`rankkit.judges.pacing`); ``batch=true`` sends each runtime call as one batch on OpenAI's Batch
-API at half the price (:mod:`rankkit.judges.batches`).
-
-**Secrets.** The API key is read from the environment variable ``api_key_env`` (default
-``OPENAI_API_KEY``; a local server needs none). It is sent only as the ``Authorization`` header:
-it is not part of the spec, the fingerprint, the cache, the results, ``repr`` or any message
-(server error text is redacted *before* it is cut to length, so no piece of the key survives). With
-neither a ``base_url`` nor a key the spec is refused at once.
-
-**Special-token strings.** The server tokenizes what it is sent, and a server may turn a
-candidate's ``<|im_end|>`` into the real end-of-turn token (a vLLM pull request to escape them in
-user content was closed unmerged). So by default every message and forced reply prefix is sent
-with the chat-template tokens of the known families rewritten visibly (``<|im_end|>`` ->
-``‹|im_end|›``, :func:`rankkit.prompts.protocol.neutralize_special_tokens`); text without one is
-sent as it is. ``neutralize_special=false`` sends the text untouched (a server that escapes them
-itself); that is part of the fingerprint.
-
-**Identity.** The fingerprint names the *model*, not ``base_url``: the same model served at
-another address (a vLLM replica, a moved deployment, a proxy) or by any number of replicas gives
-interchangeable judgments, so its cached judgments stay valid. The flip side: serve different
-weights under different model names (vLLM's ``--served-model-name``), or cached judgments of one
-will be reused for the other.
-
-**Modules.** This one holds the runtime (chat-completion requests and responses) and the spec;
-the HTTP client under it — pool, replicas, retries, redaction, response cap — is
-:mod:`rankkit.judges.http_client`.
+More in ``docs/judges-servers.md``.
 """
 
 from __future__ import annotations

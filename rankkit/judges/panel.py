@@ -1,45 +1,9 @@
 """``panel``: several judges vote on every comparison, in both orders, with an agreement threshold.
 
-After the poster *Towards Scalable Reliable Automated Evaluation via LLMs* (*Towards Scalable Reliable Automated Evaluation via LLMs*): every pair
-is judged A-vs-B and B-vs-A by every member, and a tunable threshold (1.0 = unanimity ... 0.5 =
-simple majority) decides whether the votes become a win or a draw.
+:class:`PanelJudge` collects every member's verdict on A-vs-B and B-vs-A and turns the votes into a
+win or a draw by a tunable threshold (1.0 = unanimity ... 0.5 = simple majority).
 
-Spec::
-
-    panel:MEMBER+MEMBER+...[,threshold=0.5]
-
-Members are judge specs joined by ``+``. A member's own options are separated by ``;`` instead of
-``,`` (the comma separates the panel's options), e.g.::
-
-    panel:sim:preset=gpt4+sim:preset=chatgpt+sim:preset=falcon,threshold=0.5
-    panel:replay:judgments.jsonl;judge=GPT-4;method=Vanilla+replay:judgments.jsonl;judge=PaLM2;method=Vanilla
-
-**Votes.** A comparison of (first, second) asks every member for (first, second) *and* (second,
-first); each of those judgments is one vote: for the candidate it picked, or a tie. A judgment
-whose output could not be parsed (status ``failed``, which includes a replay miss) abstains.
-So 3 members give 6 votes; a member that contradicts itself across the orders gives one vote to
-each side, which cancels.
-
-**Decision** (:func:`decide`). Let ``f`` and ``s`` be the votes for each candidate and ``t`` the tie
-votes. The side with more votes wins when its share ``max(f, s) / (f + s + t)`` reaches the
-threshold; otherwise, and always when ``f == s``, the decision is a draw. With three consistent
-members voting 2–1 the share is 4/6: a win at ``threshold=0.5``, a draw at ``threshold=1.0``.
-When every vote abstains the decision is a draw with status ``failed``.
-
-The decision is returned as a :class:`Verdict` whose grades state it on the task's scale
-(winner top, loser bottom, a draw the middle twice), so every strategy reads it the same way; the
-vote counts, the share and each member's two votes are in ``extras``. Because both orders are
-always asked, the decision for (b, a) is the mirror of the one for (a, b): debiasing a panel
-costs nothing more but also changes nothing.
-
-**Caching.** Each member's votes are cached under the *member's* fingerprint with the same key
-the match layer uses, so a panel reuses single-judge runs of its members and vice versa, and
-changing the threshold re-aggregates cached votes without a single new call. The panel's own
-decision is cached by the match layer under the panel fingerprint (members + threshold). Within a
-run votes are also kept in memory, so ``--no-cache`` never asks a member twice.
-
-Reporting helpers: :func:`draws_by_threshold` re-aggregates votes at other thresholds and
-:func:`krippendorff_alpha` measures inter-judge agreement; ``rankkit judge-report`` uses both.
+More in ``docs/judges-replay-panels.md``.
 """
 
 from __future__ import annotations

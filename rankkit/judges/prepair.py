@@ -1,33 +1,9 @@
 """PREPAIR: pointwise reasoning inside a pairwise decision (The Comparative Trap, figure 2 and figure 7).
 
-A pairwise judge compares two answers directly and, the paper shows, lets superficial features
-(length, tone) sway it. PREPAIR first has the judge write an **analysis** of each answer on its
-own — it sees the question and that one answer, never the other — and then asks for the pairwise
-decision with both answers *and* both analyses in the prompt. ``--judge smollm2:prepair=true`` or
-``hf:MODEL,prepair=true`` or ``openai:...,prepair=true`` turn it on for any LLM judge, and every
-pairwise strategy (knockout, bt, elo, ...) then uses it unchanged.
+The templates and helpers of ``prepair=true``: an analysis of each answer on its own, generated
+once per answer and cached, then a pairwise decision prompt holding both answers and both analyses.
 
-**One analysis per answer.** An analysis depends only on the analysing model, the analysis
-prompt, its decoding and the (task, answer) texts — not on the opponent — so it is generated
-once and reused in all of that answer's matches: an in-memory memo within the process (so
-``--no-cache`` does not regenerate within a run) and the run's persistent cache (kind
-``prepair-analysis``) across runs. The analysis cache key is :func:`analysis_fingerprint`, which
-names only what shapes an analysis, so judges that differ only in how they *decide* (``mode``,
-``calibrate``) share analyses.
-
-**Decoding.** Analyses are generated text (whatever the judge's mode) with the judge's
-``temperature`` and ``seed`` and at most ``analysis_max_new_tokens`` tokens (default: the
-judge's ``max_new_tokens``). The decision then runs in the judge's mode: ``generate`` parses
-``Answer 1: X/M Answer 2: Y/M`` as usual, ``logprob`` reads P(1)/P(2) after the choice prefix.
-
-**Cost.** The decision is the judgment the match layer counts (``judge_calls``); a newly
-generated analysis is charged to the first new decision that needed it, through its ``usage``
-(``analyses``, plus the analysis tokens inside ``prompt_tokens``/``completion_tokens``), which
-the match layer sums into ``Cost.analyses`` per strategy. Reused analyses cost nothing.
-
-**Templates** live in ``rankkit/templates/prepair/`` (``prepair-analysis``, ``prepair-pairwise``
-and ``-ref`` variants used when the task has a reference answer); their hashes are part of the
-judge's fingerprint.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Token prices of hosted judges and the dollar cost of a request's token usage.
 
-:data:`PRICES` holds the published list prices of the models rankkit names (USD per million
-tokens: uncached input, cached input read, cache write, output); :func:`price_for` picks a
-model's (longest matching name prefix, so ``gpt-4.1-2025-04-14`` is ``gpt-4.1``) with the judge
-spec's ``price_in=``/``price_out=`` overrides applied, and :func:`usd_nanos` prices one response's
-usage. Costs travel inside a judgment's ``usage`` as whole nano-dollars (``usd_nano``), because
-usage counters are integers summed with :func:`rankkit.judges.base.add_usage`; the match layer
-adds them up per strategy as ``Cost.usd``.
+:data:`PRICES` (with the sources they were read from, in the docs), :func:`price_for` with the
+spec's overrides, and :func:`usd_nanos` for one response's usage.
 
-Sources, read on :data:`PRICES_READ` through a search of stored public pages (no live browsing):
-OpenAI's model pricing as quoted by tokenmath.io ("checked Jun 21, 2026": gpt-4.1 $2/$8,
-gpt-4.1-mini $0.40/$1.60) and deploybase.ai ("OpenAI API pricing, March 2026": gpt-4.1-nano
-$0.10/$0.40, batch 50% off); Anthropic's pricing page platform.claude.com/docs/en/about-claude/pricing
-(Opus 4.1: $15 input, $18.75 5-minute cache write, $1.50 cache hit, $75 output; cache writes 1.25x
-and reads 0.1x the input price; batch 50% off) and its "Sonnet (other)" $3/$15 and "Haiku (other)"
-$1/$5 rows as quoted by the synaps crate. The OpenAI cached-input prices (0.25x input for the
-gpt-4.1 family, 0.5x for gpt-4o, 0.1x for gpt-5) and the gpt-4o, gpt-5 and o-series list prices
-are from rankkit's authors' memory of OpenAI's page and were NOT confirmed by a source: check them
-(or override with ``price_in=``/``price_out=``) before relying on a figure.
+More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations

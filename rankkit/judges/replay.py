@@ -1,71 +1,10 @@
 """``replay``: a judge that answers comparisons from recorded judgments; no LLM is called.
 
-Spec::
+``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]`` reads a
+JSON Lines recording (pairwise and k-way rows, checked as task files are) and answers each request
+by its exact presentation order; a miss is never guessed.
 
-    replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]
-
-**The file** is JSON Lines in the format of ``shared/data/*/judgments.jsonl``, one judged
-comparison per line::
-
-    {"task_id": "q1", "judge": "GPT-4", "method": "Vanilla", "swap": false,
-     "a": "o1", "b": "o2", "winner": "o1", "score_a": 7.0, "score_b": 6.0}
-
-``a`` is the candidate id shown **first**, ``b`` the one shown second, so the presentation order
-is part of the record: ``compare(task, first, second)`` looks up exactly ``(task_id, first.id,
-second.id)`` and never answers one order from the other. ``winner`` is a candidate id, ``"tie"``,
-or null when the recorded judge's answer could not be parsed. ``judge``, ``method``, ``swap``,
-``score_a`` and ``score_b`` are optional.
-
-**Checked as task files are.** Every row is checked when the file is read, before anything is
-judged; a problem is a :class:`~rankkit.errors.TaskFormatError` (exit 2) naming the file, the line
-and the field: ids of the right types, a winner (or choice, or ranking) among the ids shown, every
-number finite, grades within ±1,000,000 (the widest task scale; a recording's grades are on the
-recorded judge's own scale), probabilities in [0, 1], and each k-way list of the right type and
-length (one entry per shown id; a ranking a permutation of them).
-
-**k-way judgments** (for ``setwise_knockout``, ``setwise_heapsort``, ``listwise``) are rows with
-``shown``, the candidate ids in the order shown, and ``kind``: a ``choice`` names the ``chosen``
-id (optional ``probabilities`` or ``grades``, one per slot), a ``ranking`` gives the ``ranking``
-of every shown id, best first; null when the recorded answer could not be parsed::
-
-    {"task_id": "q1", "judge": "GPT-4", "method": "setwise", "kind": "choice", "shown": ["o3", "o1", "o2"], "chosen": "o1"}
-
-A choice is looked up by exactly that order of ids. A recording without k-way rows cannot serve a
-k-way strategy: the run refuses it before judging anything (exit 2). ``rankkit record --from-run``
-exports a run's k-way judgments too.
-
-**Filters.** ``judge=`` and ``method=`` keep only the rows with those labels. After filtering each
-(task, first, second) must be recorded at most once; a file holding several judges or methods
-therefore needs the filter, and the error says which labels the file has.
-
-**Misses.** A comparison that is not in the file (``unrecorded``), or whose recorded winner is
-null (``unparsed``), is a *miss*. A miss is never answered with a guess:
-
-* ``on_miss=error`` (the default) raises :class:`ReplayMiss` (a
-  :class:`~rankkit.judges.base.JudgeError`; exit 2 on the command line, since a rerun fails the same
-  way) naming the task and the order, so a replay that does not cover the strategy's comparisons
-  stops loudly;
-* ``on_miss=tie`` answers a tie flagged ``status=failed`` with ``extras["replay_miss"]`` set to
-  the reason. The match layer counts failed judgments in ``Cost.parse_failures``, so a run's
-  ``parse_failures`` is its number of misses, and ``rankkit judge-report`` lists them as misses.
-
-The judge also keeps counters (``judge.misses`` by reason, ``judge.hits``) of what it answered
-in this process; judgments served from the cache do not pass through it.
-
-**Scores.** With ``scores=recorded`` (the default) a row's ``score_a``/``score_b`` are the two
-grades when the row has them (they are on the recorded judge's own scale). Otherwise the grades
-follow the verdict on the task's scale: the winner gets the top of the scale and the loser the
-bottom (1 and 0 on LLMBar's 0–1 preference scale), and a recorded tie gives both the middle.
-LLMBar's Rating methods store scores only on their ``swap=false`` rows, so when replaying them
-in both orders (``order=both``, grades averaged) use ``scores=verdict`` to keep both orders on one scale.
-
-**Record once, replay any strategy.** :mod:`rankkit.recording` writes this format: every ordered
-pair of every task judged by any judge (through the cache), or the comparisons a run made. The
-``rankkit record`` command wraps it. Then ``--judge replay:FILE`` runs any pairwise strategy on
-the recorded grid for free.
-
-The fingerprint holds the SHA-256 of the file's bytes, the filter and both options (not the
-path), so the cache never mixes two recordings and a moved file keeps its cache.
+More in ``docs/judges-replay-panels.md``.
 """
 
 from __future__ import annotations

@@ -1,99 +1,11 @@
 """Simulated judges for research: the human scores are the latent truth.
 
-Two models share this module, both chosen with ``sim:`` specs (``model=latent``, the default,
-or ``model=fixed``); every judgment either gives is a pure function of (seed, task, candidates,
-order), so the same question always gets the same answer, whichever strategy asks and in whatever
-sequence — which is what makes strategies comparable on one judge.
+:class:`LatentJudge` (``sim:``, the default; Thurstonian perception noise, slot bias, style
+biases, presets fitted to LLMBar) and :class:`FixedAccuracyJudge` (``sim:model=fixed``: a set
+accuracy and first-slot preference). Every judgment is a pure function of (seed, task, candidates,
+order).
 
-**The latent-perception model** (:class:`LatentJudge`, the default; Thurstonian, in the spirit of
-Arena-lite's stochastic judge, §4.2). All noise is in units of ``sd``, the standard
-deviation of the task's human scores. The judge *perceives* each answer once::
-
-    p = h + sd · perception · z                    z ~ N(0, 1), drawn per (seed, task, answer)
-
-and both of its modes read that perception, so a judge that over-rates an answer over-rates it
-everywhere:
-
-* **pointwise** — the grade is ``clip(p + sd · grade_noise · w)``, w ~ N(0, 1) per answer;
-* **pairwise** — for (first, second) the two grades are ``p_first + sd · (slot_bias/2 + pair_noise · e1)``
-  and ``p_second + sd · (−slot_bias/2 + pair_noise · e2)``, e1, e2 ~ N(0, 1) drawn per pair *and
-  order*; the verdict goes to the higher grade (exactly equal grades are a tie), and the grades
-  are then clipped to the task's scale (nudged apart if clipping made them equal), so verdict
-  and grades always agree. ``slot_bias`` > 0 favours the first slot, < 0 the second.
-
-So the pairwise verdict is right with probability ``Φ((Δ ± slot_bias) / √(2·perception² +
-2·pair_noise²))`` for answers Δ spreads apart — close answers are confused more often than far
-ones, as with a real judge — its two orders share the perception part of the noise (which is
-what order consistency measures), and a pointwise pair is ordered right with probability
-``Φ(Δ / √(2·perception² + 2·grade_noise²))``.
-
-**k-way judgments** (latent model only; :mod:`rankkit.judges.kway`). Shown k answers, the judge
-grades each as in a pair, ``p_i + sd · (b_i + pair_noise · e_i)`` with the slot bias ``b_i`` spread
-evenly from +slot_bias/2 (first slot) to −slot_bias/2 (last), and chooses the highest (a ranking
-sorts them). At k = 2 this is the pairwise model exactly (same draws, same ±slot_bias/2). For
-k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. What a choice carries is
-the ``kway`` reading: ``grades`` (default) every answer's grade with the choice; ``choice`` only
-the choice; ``probabilities`` P(best) per slot, as a logprob judge gives it: a softmax of those
-grades (in ``sd`` units) at the temperature :func:`kway_temperature` fits so that, at k = 2, the
-judge's mean confidence in its own choice equals its pairwise accuracy (``docs/judges-sim.md``).
-
-**Style biases** (both models; 0 by default, and then nothing below changes a draw). ``length_bias``
-and ``format_bias`` shift the quality the judge perceives, in units of ``sd``: an answer's *style
-score* is ``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` (characters and the
-count of markdown headers, list items and bold spans: :func:`rankkit.tasks.style_features`, cached
-as ``Candidate.style``), and each answer is shifted by ``sd ·`` (its style score − a reference): in
-a pair or a k-way group the reference is the group's mean style score (so a pair's grades move by ±½
-of the difference: at ``length_bias=0.5`` an answer twice as long as the other gains 0.5 ``sd`` over
-it), and a pointwise
-grade is shifted against the task's median answer (median log-length, median format score). So
-``length_bias`` is the shift per doubling of the length relative to the other answer(s), and
-``format_bias`` the shift per doubling of (1 + formatting elements). The latent model adds the
-shift to the grades it compares; the fixed model decides which answer is "better" on the shifted
-human scores (its accuracy applies to that) and grades them.
-
-**Presets** (``sim:preset=NAME``) are fitted by ``benchmarks/calibrate_sim.py`` (report in
-``benchmarks/results/sim_calibration.md``) to the recorded judgments of LLMBar Natural
-(``shared/data/llmbar_natural/judgments.jsonl``; :func:`~rankkit.judges.sim_targets.preset_targets`): the Vanilla prompt,
-each pair in both orders, gives the pairwise accuracy, the first-slot share and the order
-consistency; the Rating prompt (each answer graded alone, 1–10) gives the pointwise-pair accuracy.
-In those tasks the human truth is a preference (1 for the preferred answer, 0 for the other),
-so the two answers are 2 spreads apart: the fit reads every LLMBar pair as a pair 2 ``sd`` apart,
-and in other data a pair that far apart is judged as LLMBar's pairs were, closer ones worse.
-The fit is closed-form: accuracy and first-slot share fix ``slot_bias`` and the pair's total
-noise; order consistency splits that noise into ``perception`` (shared by both orders) and
-``pair_noise``; the pointwise accuracy then fixes ``grade_noise``.
-
-=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
-preset   acc.    first  consis  pointwise  perception  pair_noise  slot_bias  grade_noise
-=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
-gpt4     0.955   0.505  0.95    0.92       0.7301      0.4010      0.0623     0.6928
-chatgpt  0.815   0.605  0.71    0.685      0.7884      1.2100      0.8698     2.8279
-falcon   0.74    0.74   0.52    0.693 (*)  1.3772      0.0         2.0        2.4373
-=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
-
-(*) Falcon has no Rating judgments in LLMBar; its pointwise target is *derived*, not recorded:
-it is taken to lose as much discriminability from pairwise to pointwise as ChatGPT, the recorded
-judge whose (debiased) pairwise discriminability is closest to Falcon's — see
-:data:`~rankkit.judges.sim_targets.POINTWISE_DONOR`. Falcon's order consistency (0.52) is the most its accuracy and slot
-preference allow (every one of its inconsistent pairs went to the first slot), so its fit puts
-all of its noise in the perception and none in the pair.
-
-**The fixed-accuracy model** (:class:`FixedAccuracyJudge`; ``sim:model=fixed,accuracy=A,
-position_bias=B,noise=N`` or ``sim:model=fixed,preset=NAME``) is a judge that prefers the better
-answer with a fixed probability ``accuracy``, whatever the gap between the two, shows a first-slot
-preference ``position_bias``, and grades with Gaussian ``noise``. It serves the experiments that
-set a judge's accuracy directly (``benchmarks/arena_sim.py``, the accuracy grid of
-``benchmarks/strategy_sweep.py``) and the tests' perfect and always-first judges; its presets are
-the gap-blind counterpart of the latent presets (``benchmarks/strategy_sweep.py``,
-``paper_analyses.py``, ``calibrate_sim.py``, ``adaptive.py --fixed-accuracy``). With probability
-``b = position_bias`` it picks the first slot; otherwise the human-better answer with probability
-``a = accuracy`` (a fair coin on human ties). Its grades are noisy human scores, ``clip(h + N(0,
-(noise·sd)²))``, in both modes — independent of the verdict except for being ordered to agree
-with it. So ``accuracy=1,position_bias=0,noise=0`` is a perfect judge (the human order) and
-``position_bias=1`` always picks the first slot. Its presets reproduce the recorded judges'
-LLMBar Vanilla rates only (:data:`FIXED_PRESET_RATES`): right at rate r and first slot at rate f
-give b = 2f − 1, a = (r − b/2)/(1 − b) (gpt4: a 0.9596, b 0.01; chatgpt: 0.8987, 0.21; falcon:
-0.9615, 0.48), and every preset grades with the default ``noise`` 0.5.
+More in ``docs/judges-sim.md``.
 """
 
 from __future__ import annotations

@@ -1,57 +1,9 @@
 """The vLLM judge: ``vllm:MODEL`` runs the model in process on vLLM's offline engine (``vllm.LLM``).
 
-``--judge vllm:MODEL[,option=value...]`` is the same judge as ``hf:MODEL`` and ``openai:MODEL`` —
-the same prompts, modes, choice tokens and verdict arithmetic
-(:class:`~rankkit.judges.llm.LLMJudge`) — on a third runtime. MODEL is a local model directory, a
-hub id (for users who have the hub) or ``smollm2``: the embedded SmolLM2-135M-Instruct, loaded from
-the bf16 safetensors copy the HF judge writes under ``~/.cache/rankkit``
-(:func:`~rankkit.judges.hf_loading.smollm2_copy_dir`, made from the GGUF on first use). Options:
+The same :class:`~rankkit.judges.llm.LLMJudge` as ``hf:`` and ``openai:`` on :class:`VLLMRuntime`,
+which hands vLLM the token ids the hf runtime would read; vllm is imported inside functions only.
 
-==========================  ========================================================================
-``dtype``                   ``bfloat16`` (default), ``float32``, ``float16``, ``auto``
-``max_model_len``           longest prompt + reply in tokens (default 4096); a longer prompt stops
-                            the run naming its task and this option
-``max_num_seqs``            most sequences vLLM schedules at once, and how many requests a call
-                            takes (the judge's ``capacity``; default 64)
-``enforce_eager``           ``true`` (default): no graph compilation, so the engine starts in about
-                            half the time on a CPU (``benchmarks/results/vllm_engine.md``);
-                            ``false`` for long runs on a GPU, where CUDA graphs pay
-``prefix_caching``          ``true`` (default): prompts sharing a prefix (a task's question, the
-                            template's instruction) reuse its key/value cache
-``kv_cache_gib``            KV-cache size on a CPU, in GiB (default 2)
-``tensor_parallel_size``    GPUs one model is split over (default 1)
-``gpu_memory_utilization``  share of GPU memory vLLM may take (default: vLLM's, 0.9)
-``mode``, ``template``, ``max_new_tokens``, ``temperature``, ``seed``, ``retries``, ...: the judge's
-==========================  ========================================================================
-
-**Runtime.** :class:`VLLMRuntime` renders each conversation with the model's chat template and
-appends the forced reply prefix exactly as the hf runtime does (:mod:`rankkit.judges.chat_tokens`),
-then hands vLLM token ids, so ``hf:`` and ``vllm:`` read the same token sequences. ``logprob`` mode
-asks for one token with ``logprob_token_ids`` = the choice tokens: their log-probabilities come
-from one forward pass, whatever their rank (the HTTP judge sees only the top 20). The forced
-prefix may differ per row (the hardened generate mode continues each judge's own explanation).
-``generate`` mode samples with vLLM (greedy at temperature 0, else seeded per request), and
-``loglik`` reads prompt log-probabilities. vLLM schedules whole calls itself (continuous batching,
-prefix caching), so the runtime is a batching backend (``fills_batches``): the runner hands it up to
-``max_num_seqs`` requests from many tasks at once, from one thread.
-
-**Fingerprint.** The judge's fingerprint names backend ``vllm``, the model (weights signature or hub
-revision), dtype, template, mode and decoding: vLLM's kernels are not the transformers kernels, so
-its probabilities are close to ``hf:``'s but not equal (measured in
-``benchmarks/results/vllm_engine.md``), and judgments of one are never served as the other's.
-
-**Process.** vLLM runs its engine core in a child process. A model is loaded once per process
-(:func:`load_llm`, keyed by what was loaded) and shut down at interpreter exit
-(:func:`shutdown_all`); a script that builds a ``vllm:`` judge must do so under
-``if __name__ == "__main__":``, as with any code that starts processes. vllm is imported inside
-functions only: ``import rankkit`` and the CLI's start-up never load it.
-
-**Errors.** Without vLLM installed, the spec fails (exit 2) naming the ``vllm`` extra. A model
-directory that does not exist or holds no ``config.json`` fails naming it (exit 2). A prompt longer
-than ``max_model_len`` stops the run with :class:`~rankkit.judges.llm_runtime.PromptTooLong` (exit 2)
-naming the task and the option, before any prompt of its call is run. A KV cache too small for
-one ``max_model_len`` sequence fails at start (exit 2) naming ``kv_cache_gib``,
-``gpu_memory_utilization`` and ``max_model_len``.
+More in ``docs/judges-servers.md``.
 """
 
 from __future__ import annotations
