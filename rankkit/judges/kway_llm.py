@@ -50,12 +50,36 @@ KWAY_READER_VERSION = "2"  # 2: generate mode reads the labels after its own "Be
 
 def kway_key(judge: KwayJudge) -> list[Any]:
     """What an LLM judge's k-way judgments depend on beyond its fingerprint: the k-way templates
-    and the reader's version."""
+    and the reader's version.
+
+    Parameters
+    ----------
+    judge : KwayJudge
+        The LLM judge.
+
+    Returns
+    -------
+    list[Any]
+        JSON-ready values.
+    """
     return [{"kway_templates": templates_fingerprint(), "kway_reader": KWAY_READER_VERSION}]
 
 
 def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
-    """Yield ``(index, GroupChoice)`` per ``(task, candidates)`` request (module docstring)."""
+    """Yield ``(index, GroupChoice)`` per ``(task, candidates)`` request (module docstring).
+
+    Parameters
+    ----------
+    judge : KwayJudge
+        The LLM judge (its mode, k-way templates and runtime).
+    requests : Sequence[GroupRequest]
+        ``(task, candidates)`` requests, the candidates in the order shown.
+
+    Yields
+    ------
+    tuple[int, GroupChoice]
+        ``(index, choice)``: the index of the request in ``requests`` and its choice.
+    """
     prompts = [render_kway("setwise", task, candidates) for task, candidates in requests]
     if judge.mode == "logprob":
         prefix = CHOICE_PREFIX + " "
@@ -120,7 +144,20 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
 
 
 def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
-    """Yield ``(index, GroupRanking)`` per ``(task, candidates)`` request (module docstring)."""
+    """Yield ``(index, GroupRanking)`` per ``(task, candidates)`` request (module docstring).
+
+    Parameters
+    ----------
+    judge : KwayJudge
+        The LLM judge (its mode, k-way templates and runtime).
+    requests : Sequence[GroupRequest]
+        ``(task, candidates)`` requests, the candidates in the order shown.
+
+    Yields
+    ------
+    tuple[int, GroupRanking]
+        ``(index, ranking)``: the index of the request in ``requests`` and its ranking.
+    """
     if judge.mode == "logprob":
         for index, choice in choose_many(judge, requests):
             permutation = None if choice.probabilities is None else ranking_from_scores(choice.probabilities)
