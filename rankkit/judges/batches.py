@@ -187,7 +187,7 @@ def _jsonl(text: str, where: str) -> list[dict[str, Any]]:
 
 
 class OpenAIBatches:
-    """OpenAI's Batch API for chat completions (see the module docstring)."""
+    """OpenAI's Batch API for chat completions (see ``docs/hosted-judges.md``)."""
 
     name = "openai"
     #: The endpoint of each batch line, as the API wants it (whatever the base URL's path).
@@ -237,7 +237,7 @@ class OpenAIBatches:
 
 
 class AnthropicBatches:
-    """Anthropic's Message Batches API (see the module docstring)."""
+    """Anthropic's Message Batches API (see ``docs/hosted-judges.md``)."""
 
     name = "anthropic"
 
@@ -283,7 +283,7 @@ def status_text(batch_id: str, state: str, counts: dict[str, int]) -> str:
 
 
 class BatchRunner:
-    """Runs a runtime call's requests as batches; see the module docstring.
+    """Runs a runtime call's requests as batches; see ``docs/hosted-judges.md``.
 
     client: the runtime (a :class:`~rankkit.judges.http_client.RetryingClient`): its server,
         headers and retry policy. protocol: :class:`OpenAIBatches` or :class:`AnthropicBatches`.

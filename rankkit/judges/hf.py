@@ -71,6 +71,22 @@ def exact_default(exact: bool | None, device: str, smollm2: bool) -> bool:
     """Whether a spec's runtime runs in exact mode: as asked, else always for ``smollm2`` and on a
     CPU for ``hf:`` (batching buys ~nothing there); an ``hf:`` judge on a GPU batches.
 
+    Parameters
+    ----------
+    exact : bool | None
+        The spec's ``exact`` option, or None when not given.
+    device : str
+        The spec's ``device`` (``cpu``, ``cuda``...).
+    smollm2 : bool
+        Whether the judge is the embedded ``smollm2``.
+
+    Returns
+    -------
+    bool
+        Whether the runtime runs in exact mode.
+
+    Examples
+    --------
     >>> exact_default(None, "cuda", smollm2=False), exact_default(None, "cpu", smollm2=False)
     (False, True)
     """
@@ -80,7 +96,22 @@ def exact_default(exact: bool | None, device: str, smollm2: bool) -> bool:
 
 
 def runtime_identity(identity: dict[str, Any], settings: Settings, smollm2: bool) -> dict[str, Any]:
-    """The identity the runtime built from these settings reports (the dry run's, without loading)."""
+    """The identity the runtime built from these settings reports (the dry run's, without loading).
+
+    Parameters
+    ----------
+    identity : dict[str, Any]
+        The model's identity (:func:`model_identity` or the SmolLM2 one).
+    settings : Settings
+        The judge spec's option values, parsed and checked.
+    smollm2 : bool
+        Whether the judge is the embedded ``smollm2``.
+
+    Returns
+    -------
+    dict[str, Any]
+        The identity, with exact mode's settings when on (:func:`~rankkit.judges.hf_exact.exact_identity`).
+    """
     return exact_identity(identity, exact_default(settings["exact"], settings["device"], smollm2), settings["block"])
 
 
@@ -98,7 +129,24 @@ def _require_torch(where: str) -> None:
 
 def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str | None) -> dict[str, Any]:
     """What names an ``hf:`` model in the judge's fingerprint: a local directory by the signature
-    of its weight files, a hub model by id and the commit it resolved to (``revision``)."""
+    of its weight files, a hub model by id and the commit it resolved to (``revision``).
+
+    Parameters
+    ----------
+    model_ref : str
+        A hub id or a local directory.
+    gguf : str | None
+        A GGUF file inside the directory, or None.
+    dtype : str
+        The weights' dtype.
+    revision : str | None
+        The hub revision asked for, or None.
+
+    Returns
+    -------
+    dict[str, Any]
+        The identity: JSON-ready values, by name.
+    """
     local = Path(model_ref).expanduser()
     identity: dict[str, Any] = {"name": Path(model_ref).name if local.is_dir() else model_ref, "dtype": dtype}
     if gguf:

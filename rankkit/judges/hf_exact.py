@@ -29,12 +29,27 @@ BLOCK_CACHE_ENTRIES = 4096
 def exact_identity(identity: dict[str, Any], exact: bool, block: int) -> dict[str, Any]:
     """A runtime's identity with its exact-mode settings: exact judgments differ from batched ones
     (and from another block size's) in the last bits, so they are cached apart. The batched
-    runtime's identity is left as it was, so judgments cached before exact mode existed are found."""
+    runtime's identity is left as it was, so judgments cached before exact mode existed are found.
+
+    Parameters
+    ----------
+    identity : dict[str, Any]
+        The runtime's batched identity.
+    exact : bool
+        Whether the runtime runs in exact mode.
+    block : int
+        Exact mode's prefix block, in tokens.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``identity``, with ``"exact": true, "block": N`` added in exact mode.
+    """
     return {**identity, "exact": True, "block": block} if exact else dict(identity)
 
 
 class ExactRows:
-    """Forward passes of one prompt at a time from canonical block prefixes (module docstring).
+    """Forward passes of one prompt at a time from canonical block prefixes (``docs/judges-llm.md``).
 
     model: the loaded causal LM.
     block: block size in tokens.
@@ -50,7 +65,20 @@ class ExactRows:
 
     def boundary(self, length: int, keep: int) -> int:
         """Where a prompt of ``length`` tokens starts its final pass: the last block boundary that
-        leaves at least ``keep`` tokens to it."""
+        leaves at least ``keep`` tokens to it.
+
+        Parameters
+        ----------
+        length : int
+            The prompt's length in tokens.
+        keep : int
+            How many final tokens the final pass must compute (their logits are read).
+
+        Returns
+        -------
+        int
+            The boundary: a multiple of the block size (0 when none leaves ``keep`` tokens).
+        """
         return max(0, (length - keep) // self.block * self.block)
 
     def _forward(self, tokens: Sequence[int], start: int, past: list | None) -> Any:
@@ -70,7 +98,20 @@ class ExactRows:
     def prefix(self, sequence: Sequence[int], end: int) -> list | None:
         """Keys and values of ``sequence[:end]`` (``end`` a block boundary; None when 0): cached
         blocks are reused, missing ones computed in order, each from the blocks before it, and
-        cached."""
+        cached.
+
+        Parameters
+        ----------
+        sequence : Sequence[int]
+            The prompt's token ids.
+        end : int
+            A block boundary.
+
+        Returns
+        -------
+        list | None
+            Per-layer keys and values of the first ``end`` tokens, or None when ``end`` is 0.
+        """
         import torch
 
         ends = range(self.block, end + 1, self.block)
@@ -100,7 +141,20 @@ class ExactRows:
 
     def hidden(self, sequence: Sequence[int], keep: int = 1) -> Any:
         """Last hidden states ``[1, tokens, hidden]`` of the prompt's final pass, which covers its
-        last ``len(sequence) - boundary`` tokens (at least ``keep``)."""
+        last ``len(sequence) - boundary`` tokens (at least ``keep``).
+
+        Parameters
+        ----------
+        sequence : Sequence[int]
+            The prompt's token ids.
+        keep : int
+            How many final tokens the final pass must cover at least.
+
+        Returns
+        -------
+        torch.Tensor
+            The hidden states.
+        """
         start = self.boundary(len(sequence), keep)
         out = self._forward(sequence[start:], start, self.prefix(sequence, start))
         self.stats["exact_rows"] += 1
@@ -121,7 +175,30 @@ class ExactRows:
         """New tokens after the prompt (stop token excluded), one row: the prompt's final pass
         from its canonical prefix, then one token per pass. Greedy at temperature 0; otherwise
         sampled from a generator seeded with ``seed`` for this row alone, so a sampled reply
-        depends on its prompt and seed only."""
+        depends on its prompt and seed only.
+
+        Parameters
+        ----------
+        sequence : Sequence[int]
+            The prompt's token ids.
+        lm_head : Any
+            The model's output layer (hidden states to logits).
+        max_new_tokens : int
+            The most tokens generated.
+        min_new_tokens : int
+            The fewest tokens generated before a stop token counts.
+        temperature : float
+            The sampling temperature (0: greedy).
+        seed : int
+            The row's sampling seed.
+        stop_ids : Sequence[int]
+            Token ids that end the reply.
+
+        Returns
+        -------
+        list[int]
+            The new token ids.
+        """
         import torch
 
         start = self.boundary(len(sequence), 1)

@@ -66,7 +66,7 @@ def kway_key(judge: KwayJudge) -> list[Any]:
 
 
 def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
-    """Yield ``(index, GroupChoice)`` per ``(task, candidates)`` request (module docstring).
+    """Yield ``(index, GroupChoice)`` per ``(task, candidates)`` request (``docs/judges-llm.md``).
 
     Parameters
     ----------
@@ -144,7 +144,7 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
 
 
 def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
-    """Yield ``(index, GroupRanking)`` per ``(task, candidates)`` request (module docstring).
+    """Yield ``(index, GroupRanking)`` per ``(task, candidates)`` request (``docs/judges-llm.md``).
 
     Parameters
     ----------

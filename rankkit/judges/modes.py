@@ -335,7 +335,7 @@ class ModeJudge(Protocol):
 
 
 class JudgingMode(Protocol):
-    """One way of reading a model's judgment; see the module docstring for the three."""
+    """One way of reading a model's judgment; see ``docs/judges-llm.md`` for the three."""
 
     name: str
 

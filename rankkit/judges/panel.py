@@ -298,7 +298,7 @@ def member_specs(settings: Settings) -> list[str]:
 
 
 def build(settings: Settings) -> PanelJudge:
-    """``panel:MEMBER+MEMBER+...[,threshold=0.5]`` (see the module docstring)."""
+    """``panel:MEMBER+MEMBER+...[,threshold=0.5]`` (see ``docs/judges-replay-panels.md``)."""
     from rankkit.judges import make_judge
 
     return PanelJudge([make_judge(member) for member in member_specs(settings)], threshold=settings["threshold"])

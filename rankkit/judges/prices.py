@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from rankkit.judges.backends import Option, at_least
 from rankkit.specs import SpecError
 
-#: When the built-in prices were read (see the module docstring for the sources).
+#: When the built-in prices were read (see ``docs/hosted-judges.md`` for the sources).
 PRICES_READ = "2026-11-27"
 #: The batch APIs of OpenAI and Anthropic charge half the list price for input and output.
 BATCH_DISCOUNT = 0.5
@@ -50,7 +50,7 @@ def _anthropic(input_: float, output: float) -> Price:
     return Price(input_, output, cached_input=input_ * 0.1, cache_write=input_ * 1.25)
 
 
-#: Built-in list prices by model name prefix (see the module docstring for sources and caveats).
+#: Built-in list prices by model name prefix (see ``docs/hosted-judges.md`` for sources and caveats).
 PRICES: dict[str, Price] = {
     "gpt-4.1": _openai(2.00, 0.50, 8.00),
     "gpt-4.1-mini": _openai(0.40, 0.10, 1.60),

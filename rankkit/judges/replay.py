@@ -163,7 +163,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not text.strip():
                 continue
             row = json_object_line(path, number, text)
-            if "shown" in row:  # a k-way judgment (see the module docstring)
+            if "shown" in row:  # a k-way judgment (see ``docs/judges-replay-panels.md``)
                 check_kway_row(path, number, row)
             else:
                 check_pair_row(path, number, row)
@@ -227,7 +227,7 @@ def load_recorded(
 ) -> dict[RecordKey, RecordedJudgment]:
     """The recorded judgments of one judge and method, keyed by (task_id, first id, second id).
 
-    path: a judgments.jsonl file (see the module docstring for its format).
+    path: a judgments.jsonl file (see ``docs/judges-replay-panels.md`` for its format).
     judge, method: keep only rows with these labels (None keeps every row).
     Raises SpecError when the filter matches nothing, or when a comparison is recorded twice
     after filtering (the file holds several judges or methods and no filter chose one).
@@ -312,7 +312,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 class ReplayJudge(Judge):
-    """Answers ``compare`` from a recording; see the module docstring.
+    """Answers ``compare`` from a recording; see ``docs/judges-replay-panels.md``.
 
     path: the judgments.jsonl file.
     judge, method: label filters (None keeps every row).

@@ -45,7 +45,7 @@ KWAY_READINGS = ("grades", "choice", "probabilities")
 #: How far apart (in ``sd``) the answers of a calibration pair are: LLMBar's 0/1 preferences.
 CALIBRATION_GAP = 2.0
 
-#: preset -> fitted latent parameters (``benchmarks/calibrate_sim.py``; table in the module docstring).
+#: preset -> fitted latent parameters (``benchmarks/calibrate_sim.py``; table in ``docs/judges-sim.md``).
 LATENT_PRESETS: dict[str, LatentParameters] = {
     "gpt4": LatentParameters(perception=0.7301, pair_noise=0.4010, slot_bias=0.0623, grade_noise=0.6928),
     "chatgpt": LatentParameters(perception=0.7884, pair_noise=1.2100, slot_bias=0.8698, grade_noise=2.8279),
@@ -326,7 +326,7 @@ def _median(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class LatentJudge(_StyleBias, _Simulated):
-    """Latent-perception simulated judge; see the module docstring for the model.
+    """Latent-perception simulated judge; see ``docs/judges-sim.md`` for the model.
 
     perception: sd of the judge's perception of an answer, shared by both modes and every pair.
     pair_noise: sd of the extra noise on each grade inside one pairwise judgment (per order).
@@ -341,7 +341,7 @@ class LatentJudge(_StyleBias, _Simulated):
         ``probabilities`` (P(best) per slot, as a logprob judge gives it: the softmax of the
         grades in ``sd`` units at :meth:`kway_temperature`; strategies score k·P(best)). The
         chosen slot and a ranking's order are the same in every reading.
-    length_bias, format_bias: planted style biases (module docstring), in units of ``sd`` per
+    length_bias, format_bias: planted style biases (``docs/judges-sim.md``), in units of ``sd`` per
         doubling of the length, and of 1 + the formatting elements, relative to the other answers.
 
     All four noise terms are in units of the task's human-score spread (``Task.human_spread``).
@@ -516,7 +516,7 @@ def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class FixedAccuracyJudge(_StyleBias, _Simulated):
-    """Fixed-accuracy simulated judge; see the module docstring for the model.
+    """Fixed-accuracy simulated judge; see ``docs/judges-sim.md`` for the model.
 
     accuracy: probability of picking the human-better answer when the first-slot preference does
         not decide, whatever the gap between the two answers.
@@ -525,7 +525,7 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         human-score spread (``Task.human_spread``).
     seed: seeds every draw together with the task and the answers.
     preset: the name the parameters came from (for descriptions only).
-    length_bias, format_bias: planted style biases (module docstring): the answer it takes for the
+    length_bias, format_bias: planted style biases (``docs/judges-sim.md``): the answer it takes for the
         better one, and its grades, are read from the human scores shifted by them.
     """
 
