@@ -161,6 +161,20 @@ def kway_temperature(perception: float, pair_noise: float, slot_bias: float, gap
 def softmax_probabilities(values: Sequence[float], temperature: float) -> tuple[float, ...]:
     """softmax(values / temperature); temperature 0: all mass on the largest, ``inf``: uniform.
 
+    Parameters
+    ----------
+    values : Sequence[float]
+        The values (grades in ``sd`` units).
+    temperature : float
+        The softmax temperature (0 and ``inf`` allowed).
+
+    Returns
+    -------
+    tuple[float, ...]
+        The probabilities, one per value, summing to 1.
+
+    Examples
+    --------
     >>> [round(p, 3) for p in softmax_probabilities([1.0, 0.0], 1.0)]
     [0.731, 0.269]
     """
@@ -369,6 +383,13 @@ class LatentJudge(_StyleBias, _Simulated):
         self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
+        """Everything that changes a judgment: the model, its noise and slot bias, the seed, and the ``kway`` reading and style biases where not the default.
+
+        Returns
+        -------
+        dict
+            The fields, by name: JSON-ready values.
+        """
         fields = {
             "model": "latent",
             "perception": self.perception,
@@ -396,7 +417,20 @@ class LatentJudge(_StyleBias, _Simulated):
         return f"sim:{name}{self._style_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
-        """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks."""
+        """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer.
+
+        Returns
+        -------
+        float
+            The perceived quality ``p``, on the task's scale (unclipped).
+        """
         (z,) = _normals(str(self.seed), task.task_id, candidate.id, "perception")
         return task.human_score(candidate.id) + self.perception * task.human_spread * z
 
@@ -405,6 +439,18 @@ class LatentJudge(_StyleBias, _Simulated):
         (``pair_noise``, ``grade_noise``) and the slot bias, which average out over unlimited
         judgments in both orders, so the order of these values is the judge's order in the limit.
 
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+
+        Returns
+        -------
+        dict[str, float]
+            Each answer's perception, by candidate id.
+
+        Examples
+        --------
         >>> from rankkit.tasks import Candidate, Task
         >>> task = Task(task_id="t", prompt="q", criterion="h", candidates=(
         ...     Candidate(id="a", text="x", human={"h": 1.0}), Candidate(id="b", text="y", human={"h": 0.0})))
@@ -415,6 +461,20 @@ class LatentJudge(_StyleBias, _Simulated):
         return {candidate.id: self.perceived(task, candidate) for candidate in task.candidates}
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
+        """A pointwise grade: ``clip(p + sd · grade_noise · w)``, shifted by the style biases.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Grade
+            The grade.
+        """
         _require_truth(task)
         (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
         value = _clip(
@@ -425,6 +485,22 @@ class LatentJudge(_StyleBias, _Simulated):
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """A verdict from the two answers' noisy grades, each with its slot's bias (the module's model).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict; its grades agree with it.
+        """
         _require_truth(task)
         spread = task.human_spread
         e1, e2 = _normals(str(self.seed), task.task_id, first.id, second.id, "pair", count=2)
@@ -446,6 +522,18 @@ class LatentJudge(_StyleBias, _Simulated):
         from +slot_bias/2 (first slot) to −slot_bias/2 (last), so k = 2 is the pairwise model's
         ±slot_bias/2. For k > 2 this is an extrapolation: no recorded k-way judgments calibrate it.
 
+        Parameters
+        ----------
+        k : int
+            The number of answers shown.
+
+        Returns
+        -------
+        list[float]
+            One offset per slot, first slot first.
+
+        Examples
+        --------
         >>> LatentJudge(slot_bias=1.0).slot_offsets(3)
         [0.5, 0.0, -0.5]
         """
@@ -454,7 +542,20 @@ class LatentJudge(_StyleBias, _Simulated):
     def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
         """Each shown answer's grade in one k-way judgment, before clipping:
         ``p_i + sd · (offset_i + pair_noise · e_i + style_i)`` (style_i: :meth:`group_style_shifts`), the e_i drawn per group *and order* exactly
-        as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades)."""
+        as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        list[float]
+            One unclipped grade per shown answer, in the order shown.
+        """
         _require_truth(task)
         spread = task.human_spread
         noise = _normals(str(self.seed), task.task_id, *(c.id for c in candidates), "pair", count=len(candidates))
@@ -467,7 +568,13 @@ class LatentJudge(_StyleBias, _Simulated):
     def kway_temperature(self) -> float:
         """The temperature (in ``sd``) of this judge's ``kway=probabilities`` reading: the one at
         which, at k = 2, its mean confidence in its choice equals its pairwise accuracy
-        (:func:`kway_temperature`, where the derivation is)."""
+        (:func:`kway_temperature`, where the derivation is).
+
+        Returns
+        -------
+        float
+            The temperature, in units of ``sd``.
+        """
         return kway_temperature(self.perception, self.pair_noise, self.slot_bias)
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
@@ -475,7 +582,20 @@ class LatentJudge(_StyleBias, _Simulated):
         the pairwise verdict's winner, with the pairwise grades (``kway=grades``), nothing more
         (``choice``) or P(best) per slot (``probabilities``: the softmax of the unclipped grades
         over ``sd`` at :meth:`kway_temperature`; at k = 2, P(first) = σ(d / τ) for the grades'
-        difference d in ``sd``)."""
+        difference d in ``sd``).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupChoice
+            The chosen slot, with what the ``kway`` reading carries.
+        """
         labels(len(candidates))  # 2 to 8 answers
         grades = self.group_grades(task, candidates)
         chosen = ranking_from_scores(grades)[0]
@@ -491,7 +611,20 @@ class LatentJudge(_StyleBias, _Simulated):
         """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s
         choice). The same in every ``kway`` reading: a ranking carries no grades or probabilities,
         and a logprob judge's ranking sorts the slots by their P(best), which orders them as the
-        grades do."""
+        grades do.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupRanking
+            The permutation of slots, best first.
+        """
         labels(len(candidates))
         permutation = ranking_from_scores(self.group_grades(task, candidates))
         return GroupRanking(
@@ -547,6 +680,13 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
+        """Everything that changes a judgment: the model, accuracy, position bias, noise, seed and style biases.
+
+        Returns
+        -------
+        dict
+            The fields, by name: JSON-ready values.
+        """
         return {
             "model": "fixed",
             "accuracy": self.accuracy,
@@ -569,6 +709,16 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         """The human scores: the answers this judge is right about with probability ``accuracy``,
         whatever their gap, so the majority of unlimited judgments follows their order (equal
         human scores are equal here too: their order is a coin, and any order of them is right).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+
+        Returns
+        -------
+        dict[str, float]
+            Each answer's human score (style-shifted when a style bias is set), by candidate id.
         """
         _require_truth(task)
         return {candidate.id: task.human_score(candidate.id) for candidate in task.candidates}
@@ -581,6 +731,20 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         return _clip(task, value + rng.gauss(0.0, self.noise * task.human_spread))
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
+        """A pointwise grade: the human score plus Gaussian ``noise``, clipped to the scale.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Grade
+            The grade.
+        """
         _require_truth(task)
         rng = self._rng(task.task_id, candidate.id, "point")
         shifted = task.human_score(candidate.id) + task.human_spread * self.point_style_shift(task, candidate)
@@ -588,6 +752,22 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """The first slot with probability ``position_bias``, else the human-better answer with probability ``accuracy``.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict, with noisy human scores ordered to agree with it.
+        """
         _require_truth(task)
         rng = self._rng(task.task_id, first.id, second.id, "pair")
         h1, h2 = task.human_score(first.id), task.human_score(second.id)

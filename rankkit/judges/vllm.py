@@ -70,11 +70,23 @@ def local_model_dir(model_ref: str) -> Path | None:
     A reference is local when it exists or looks like a path (starts with ``.``, ``/`` or ``~``,
     or has more than one ``/``); a local one must be a model directory (with ``config.json``).
 
+    Parameters
+    ----------
+    model_ref : str
+        A model directory or a hub id.
+
+    Returns
+    -------
+    Path | None
+        The directory, or None for a hub id.
+
     Raises
     ------
     SpecError
         A local reference that is not a directory holding ``config.json``.
 
+    Examples
+    --------
     >>> local_model_dir("HuggingFaceTB/SmolLM2-135M-Instruct") is None
     True
     """
@@ -92,7 +104,20 @@ def local_model_dir(model_ref: str) -> Path | None:
 def model_identity(model_ref: str, dtype: str) -> dict[str, Any]:
     """What names the model in the fingerprint, as for the hf judge: the embedded SmolLM2 by its
     GGUF, a local directory by the signature of its weights, a hub id by the revision it
-    resolved to in the local hub cache."""
+    resolved to in the local hub cache.
+
+    Parameters
+    ----------
+    model_ref : str
+        ``smollm2``, a model directory or a hub id.
+    dtype : str
+        The weights' dtype.
+
+    Returns
+    -------
+    dict[str, Any]
+        The identity: JSON-ready values, by name.
+    """
     from rankkit.judges import hf
     from rankkit.judges.hf_loading import smollm2_identity
 
@@ -126,6 +151,22 @@ LOADED_KEY = "vllm"
 def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, Any]:
     """``vllm.LLM`` keyword arguments for parsed spec options.
 
+    Parameters
+    ----------
+    source : str
+        The model's directory or hub id.
+    options : dict[str, Any]
+        The spec's parsed options.
+    on_cpu : bool
+        Whether vLLM runs on a CPU (the KV cache is then sized by ``kv_cache_gib``).
+
+    Returns
+    -------
+    dict[str, Any]
+        The keyword arguments.
+
+    Examples
+    --------
     >>> kwargs = llm_kwargs("/m", DEFAULTS, on_cpu=True)
     >>> kwargs["enable_prefix_caching"], kwargs["kv_cache_memory_bytes"]
     (True, 2147483648)
@@ -148,6 +189,18 @@ def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, 
 
 def load_llm(source: str, options: dict[str, Any]) -> Any:
     """A ``vllm.LLM`` for ``source`` (a directory or hub id), loaded once per process.
+
+    Parameters
+    ----------
+    source : str
+        The model's directory or hub id.
+    options : dict[str, Any]
+        The spec's parsed options.
+
+    Returns
+    -------
+    vllm.LLM
+        The engine.
 
     Raises
     ------
@@ -229,6 +282,13 @@ class VLLMRuntime(LLMRuntime):
         self.stats = {"calls": 0, "rows": 0, "prompt_tokens": 0}
 
     def identity(self) -> dict[str, Any]:
+        """What names the model for the fingerprint: backend ``vllm``, weights and dtype.
+
+        Returns
+        -------
+        dict[str, Any]
+            The identity: JSON-ready values, by name.
+        """
         return dict(self._identity)
 
     def close(self) -> None:
@@ -237,7 +297,20 @@ class VLLMRuntime(LLMRuntime):
     # -- prompts ---------------------------------------------------------------------------------
     def prompt_ids(self, conversation: Conversation, prefix: str = "") -> list[int]:
         """The token ids of a conversation's prompt followed by a forced reply ``prefix``, messages
-        and prefix tokenized as text (:func:`.chat_tokens.encode_chat`)."""
+        and prefix tokenized as text (:func:`.chat_tokens.encode_chat`).
+
+        Parameters
+        ----------
+        conversation : Conversation
+            The chat conversation.
+        prefix : str
+            The forced reply prefix ("" for none).
+
+        Returns
+        -------
+        list[int]
+            The token ids.
+        """
         return chat_tokens.encode_chat(self.tokenizer, conversation, prefix)
 
     def _run(self, sequences: Sequence[Sequence[int]], params: Any, reserve: int) -> Iterator[tuple[int, Any]]:
@@ -270,7 +343,22 @@ class VLLMRuntime(LLMRuntime):
         self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the next token after ``assistant_prefix``
-        (one str for every row, or one per conversation), from one forward pass per prompt."""
+        (one str for every row, or one per conversation), from one forward pass per prompt.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        assistant_prefix : str | Sequence[str]
+            The forced start of the reply: one for every conversation, or one per conversation.
+        choices : Sequence[str]
+            The choices (their first tokens must differ).
+
+        Yields
+        ------
+        tuple[int, dict[str, float]]
+            ``(index, logprobs)``: the index of the conversation and each choice's log-probability.
+        """
         from vllm import SamplingParams
 
         prefixes = per_row(assistant_prefix, len(conversations))
@@ -293,7 +381,24 @@ class VLLMRuntime(LLMRuntime):
         self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
         """Each conversation's reply: greedy at temperature 0, else sampled with ``seed`` per
-        request (so a reply does not depend on what it was batched with, up to float noise)."""
+        request (so a reply does not depend on what it was batched with, up to float noise).
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        max_new_tokens : int
+            The most tokens generated per reply.
+        temperature : float
+            The sampling temperature (0: greedy).
+        seed : int
+            The sampling seed.
+
+        Yields
+        ------
+        tuple[int, Generation]
+            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        """
         from vllm import SamplingParams
 
         sequences = [self.prompt_ids(c) for c in conversations]
@@ -312,7 +417,20 @@ class VLLMRuntime(LLMRuntime):
         self, conversations: Sequence[Conversation], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
         """The mean log-likelihood of each answer's tokens as the reply, from vLLM's prompt
-        log-probabilities (the answer is appended to the prompt)."""
+        log-probabilities (the answer is appended to the prompt).
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations (the bare questions).
+        answers : Sequence[str]
+            One answer per conversation.
+
+        Yields
+        ------
+        tuple[int, float]
+            ``(index, loglik)``: the index of the conversation and the answer's mean token log-likelihood.
+        """
         from vllm import SamplingParams
 
         sequences, lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, self.backend)
