@@ -17,7 +17,18 @@ CALIBRATION_METHOD = "both-orders-logodds-v1"
 
 
 def choice_log_odds(logprobs: Mapping[str, float]) -> float | None:
-    """log P("1") - log P("2") of a choice, clamped to ±MAX_LOG_ODDS; None when both are impossible."""
+    """log P("1") - log P("2") of a choice, clamped to ±MAX_LOG_ODDS; None when both are impossible.
+
+    Parameters
+    ----------
+    logprobs : Mapping[str, float]
+        The log-probabilities of the choices ``"1"`` and ``"2"``.
+
+    Returns
+    -------
+    float | None
+        The log-odds, or None.
+    """
     first, second = logprobs["1"], logprobs["2"]
     if first == -math.inf and second == -math.inf:
         return None
@@ -31,7 +42,17 @@ def choice_log_odds(logprobs: Mapping[str, float]) -> float | None:
 def both_orders_log_odds(forward: float, backward: float) -> tuple[float, float]:
     """Calibrate l(a, b) with l(b, a): returns ``(l_cal(a, b), slot bias β̂)``.
 
-    forward: raw log-odds that the first slot wins with a first; backward: the same with b first.
+    Parameters
+    ----------
+    forward : float
+        Raw log-odds that the first slot wins, with a first.
+    backward : float
+        The same with b first.
+
+    Returns
+    -------
+    tuple[float, float]
+        The calibrated log-odds ``l(a, b) - β̂`` and the slot bias ``β̂ = (l(a, b) + l(b, a)) / 2``.
     """
     bias = (forward + backward) / 2.0
     return forward - bias, bias
@@ -39,7 +60,18 @@ def both_orders_log_odds(forward: float, backward: float) -> tuple[float, float]
 
 def prior_balancing_threshold(log_odds: Sequence[float]) -> float:
     """The threshold β of Liusie et al.'s prior matching: the median raw log-odds, so that
-    deciding "first" when l > β picks the first slot for half of the presented pairs."""
+    deciding "first" when l > β picks the first slot for half of the presented pairs.
+
+    Parameters
+    ----------
+    log_odds : Sequence[float]
+        Raw log-odds of the presented pairs.
+
+    Returns
+    -------
+    float
+        The median.
+    """
     import numpy as np  # only this dataset-level variant needs it: a calibrated judge never loads it
 
     if len(log_odds) == 0:

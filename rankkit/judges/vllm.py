@@ -282,7 +282,7 @@ class VLLMRuntime(LLMRuntime):
         self.stats = {"calls": 0, "rows": 0, "prompt_tokens": 0}
 
     def identity(self) -> dict[str, Any]:
-        """What names the model for the fingerprint: backend ``vllm``, weights and dtype.
+        """What names the model for the fingerprint: the identity it was built with (:func:`model_identity`).
 
         Returns
         -------
