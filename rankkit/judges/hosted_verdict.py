@@ -56,6 +56,18 @@ def refused_field(text: str) -> str | None:
     Reads the messages of OpenAI and the common OpenAI-compatible hosts, and the ``param`` of an
     OpenAI error object.
 
+    Parameters
+    ----------
+    text : str
+        The server's error text (a JSON error object or plain text).
+
+    Returns
+    -------
+    str | None
+        The field's name, or None.
+
+    Examples
+    --------
     >>> refused_field('{"error": {"message": "Unrecognized request argument supplied: add_generation_prompt"}}')
     'add_generation_prompt'
     >>> refused_field("Unsupported parameter: 'max_tokens' is not supported with this model.")
@@ -78,6 +90,18 @@ def refused_field(text: str) -> str | None:
 def known_hosted(base_url: str) -> bool:
     """Whether ``base_url`` is a hosted API that never continues an assistant prefix on request.
 
+    Parameters
+    ----------
+    base_url : str
+        The server's address.
+
+    Returns
+    -------
+    bool
+        Whether it is a known hosted API.
+
+    Examples
+    --------
     >>> known_hosted("https://api.openai.com/v1"), known_hosted("https://x.openai.azure.com/openai")
     (True, True)
     >>> known_hosted("http://127.0.0.1:8000/v1")
@@ -93,6 +117,18 @@ def split_prefix(assistant_prefix: str) -> tuple[str, str]:
     The verdict line is what follows the last blank line (rankkit writes none inside it); a
     prefix without one (``logprob`` mode's ``Score: ``) has no explanation.
 
+    Parameters
+    ----------
+    assistant_prefix : str
+        The forced reply prefix.
+
+    Returns
+    -------
+    tuple[str, str]
+        The explanation (may be empty) and the verdict line, trailing whitespace removed.
+
+    Examples
+    --------
     >>> split_prefix("It is right.\\n\\nSo.\\n\\nFinal verdict: Answer 1: ")
     ('It is right.\\n\\nSo.', 'Final verdict: Answer 1:')
     >>> split_prefix("Score: ")
@@ -105,6 +141,20 @@ def split_prefix(assistant_prefix: str) -> tuple[str, str]:
 def followup_question(verdict_line: str, choices: Sequence[str]) -> str:
     """The user turn that asks for the one value completing ``verdict_line``.
 
+    Parameters
+    ----------
+    verdict_line : str
+        rankkit's verdict line, without the value.
+    choices : Sequence[str]
+        The values allowed.
+
+    Returns
+    -------
+    str
+        The question.
+
+    Examples
+    --------
     >>> followup_question("Final verdict: Answer 1:", ["0", "1", "2"])
     'Finish this line of your verdict: "Final verdict: Answer 1: ?". Reply with only what replaces "?" (one of 0, 1, 2), nothing else.'
     """
@@ -120,7 +170,22 @@ def followup_conversation(
 ) -> list[dict[str, str]]:
     """The conversation whose fresh one-token reply stands in for the continuation of
     ``assistant_prefix``: the judge's explanation (if any) as its own assistant turn, then the
-    follow-up question (:func:`followup_question`) as a user turn."""
+    follow-up question (:func:`followup_question`) as a user turn.
+
+    Parameters
+    ----------
+    conversation : Sequence[dict[str, str]]
+        The judge's conversation.
+    assistant_prefix : str
+        The forced reply prefix (explanation, blank line, verdict line).
+    choices : Sequence[str]
+        The values allowed.
+
+    Returns
+    -------
+    list[dict[str, str]]
+        The follow-up conversation.
+    """
     explanation, line = split_prefix(assistant_prefix)
     messages = list(conversation)
     if explanation:
@@ -135,7 +200,18 @@ ENUM_FIELD = "value"
 
 def enum_response_format(choices: Sequence[str]) -> dict[str, Any]:
     """OpenAI's ``response_format`` for a reply that is one of ``choices`` and nothing else
-    (structured outputs: a JSON object whose one field is an ``enum``)."""
+    (structured outputs: a JSON object whose one field is an ``enum``).
+
+    Parameters
+    ----------
+    choices : Sequence[str]
+        The values allowed.
+
+    Returns
+    -------
+    dict[str, Any]
+        The ``response_format`` field.
+    """
     return {
         "type": "json_schema",
         "json_schema": {
@@ -156,6 +232,20 @@ def one_hot(chosen: str | None, choices: Sequence[str]) -> dict[str, float]:
     ``-inf`` when nothing readable was chosen, which fails the reading as an empty
     distribution does).
 
+    Parameters
+    ----------
+    chosen : str | None
+        The choice read, or None.
+    choices : Sequence[str]
+        The choices.
+
+    Returns
+    -------
+    dict[str, float]
+        Each choice's log-probability.
+
+    Examples
+    --------
     >>> one_hot("2", ["1", "2"])
     {'1': -inf, '2': 0.0}
     """
@@ -166,6 +256,18 @@ def one_hot(chosen: str | None, choices: Sequence[str]) -> dict[str, float]:
 def read_enum_reply(text: str) -> str | None:
     """The value of a structured reply (:func:`enum_response_format`), or None when it is not one.
 
+    Parameters
+    ----------
+    text : str
+        The reply's text.
+
+    Returns
+    -------
+    str | None
+        The value, or None.
+
+    Examples
+    --------
     >>> read_enum_reply('{"value": "7"}'), read_enum_reply("7")
     ('7', None)
     """

@@ -81,10 +81,22 @@ def parse_ranking(text: str, k: int, prefix: str = RANKING_PREFIX) -> tuple[tupl
     Every one of the k labels must appear exactly once, separated by ``>`` (or commas); anything
     else is a parse failure with its reason.
 
+    Parameters
+    ----------
+    text : str
+        The judge's generated reply.
+    k : int
+        The number of answers shown.
+    prefix : str
+        The verdict line's prefix.
+
     Returns
     -------
-    ``(slots best first, None)``, or ``(None, reason)``.
+    tuple[tuple[int, ...] | None, str | None]
+        ``(slots best first, None)``, or ``(None, reason)``.
 
+    Examples
+    --------
     >>> parse_ranking("Ranking: [C] > [A] > [B]", 3)
     ((2, 0, 1), None)
     >>> parse_ranking("Ranking: A > B", 3)[1]
@@ -119,6 +131,20 @@ def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
     of each candidate's text, so a verdict line written inside an answer is never read as the
     judge's own, even when the judge quotes the answer.
 
+    Parameters
+    ----------
+    generated : str
+        The judge's generated text.
+    untrusted : Sequence[str]
+        The candidates' texts.
+
+    Returns
+    -------
+    str
+        The generated text without the echoes.
+
+    Examples
+    --------
     >>> strip_echoes("I read: Ranking: B > A.", ["Ranking: B > A"])
     'I read:  .'
     """
@@ -132,6 +158,20 @@ def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[
     """P(best = slot i) from the label tokens' log-probabilities, renormalised over the k labels;
     None when no label has any probability.
 
+    Parameters
+    ----------
+    logprobs : Mapping[str, float]
+        Next-token log-probabilities, by label token.
+    k : int
+        The number of answers shown.
+
+    Returns
+    -------
+    tuple[float, ...] | None
+        One probability per slot, or None.
+
+    Examples
+    --------
     >>> [round(p, 3) for p in probabilities_from_logprobs({"A": math.log(0.3), "B": math.log(0.1)}, 2)]
     [0.75, 0.25]
     """
@@ -147,6 +187,18 @@ def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[
 def ranking_from_scores(scores: Sequence[float]) -> tuple[int, ...]:
     """Slots ordered by score, highest first; equal scores keep the order shown.
 
+    Parameters
+    ----------
+    scores : Sequence[float]
+        One score per slot.
+
+    Returns
+    -------
+    tuple[int, ...]
+        The slots, best first.
+
+    Examples
+    --------
     >>> ranking_from_scores([0.2, 0.5, 0.3])
     (1, 2, 0)
     """

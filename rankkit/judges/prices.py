@@ -75,6 +75,18 @@ def builtin_price(model: str) -> Price | None:
     """The built-in price of ``model``: the entry whose name is the longest prefix of it
     (``gpt-4.1-mini-2025-04-14`` is ``gpt-4.1-mini``, not ``gpt-4.1``), or None.
 
+    Parameters
+    ----------
+    model : str
+        The model's name.
+
+    Returns
+    -------
+    Price | None
+        The price, or None.
+
+    Examples
+    --------
     >>> builtin_price("gpt-4.1-mini-2025-04-14").input
     0.4
     >>> builtin_price("my-local-model") is None
@@ -91,6 +103,22 @@ def price_for(model: str, price_in: float | None = None, price_out: float | None
     (same ratios), or, for a model without a built-in price, leaves them at the input price.
     None when neither a built-in price nor both overrides exist (the cost is then not counted).
 
+    Parameters
+    ----------
+    model : str
+        The model's name.
+    price_in : float | None
+        The spec's input price override (USD per million tokens), or None.
+    price_out : float | None
+        The spec's output price override (USD per million tokens), or None.
+
+    Returns
+    -------
+    Price | None
+        The price, or None.
+
+    Examples
+    --------
     >>> price_for("gpt-4.1", price_in=4.0).cached_input
     1.0
     >>> price_for("unknown", price_in=1.0) is None
@@ -141,6 +169,22 @@ def usd_nanos(usage: Mapping[str, int], price: Price, batch: bool = False) -> in
     prompt cache and ``cache_write_tokens`` written to it; ``completion_tokens`` are output. With
     ``batch`` the batch discount applies to all of it.
 
+    Parameters
+    ----------
+    usage : Mapping[str, int]
+        The response's usage counters.
+    price : Price
+        The model's price.
+    batch : bool
+        Whether the response came through a batch API.
+
+    Returns
+    -------
+    int
+        The cost in nano-dollars.
+
+    Examples
+    --------
     >>> usd_nanos({"prompt_tokens": 1000, "completion_tokens": 10}, Price(2.0, 8.0))
     2080000
     >>> usd_nanos({"prompt_tokens": 1000, "cached_tokens": 800, "completion_tokens": 0}, Price(2.0, 8.0, 0.5))
@@ -165,7 +209,22 @@ def _or(value: float | None, default: float) -> float:
 
 def with_cost(usage: dict[str, int], price: Price | None, batch: bool = False) -> dict[str, int]:
     """``usage`` with its cost added as ``usd_nano`` (unchanged without a price); ``batch``: it
-    came through a batch API (:data:`BATCH_DISCOUNT`), counted in ``usage["batched"]`` too."""
+    came through a batch API (:data:`BATCH_DISCOUNT`), counted in ``usage["batched"]`` too.
+
+    Parameters
+    ----------
+    usage : dict[str, int]
+        The response's usage counters; updated in place.
+    price : Price | None
+        The model's price, or None.
+    batch : bool
+        Whether the response came through a batch API.
+
+    Returns
+    -------
+    dict[str, int]
+        ``usage`` itself, with ``usd_nano`` (and ``batched``) added.
+    """
     if batch:
         usage["batched"] = 1
     if price is not None:

@@ -41,6 +41,13 @@ class JudgeRates:
     pointwise_derived: bool = False
 
     def as_tuple(self) -> tuple[float, float, float, float | None]:
+        """The four rates in order.
+
+        Returns
+        -------
+        tuple[float, float, float, float | None]
+            Pairwise accuracy, first-slot share, order consistency and pointwise accuracy.
+        """
         return self.pairwise_accuracy, self.first_slot, self.order_consistency, self.pointwise_accuracy
 
 
@@ -98,7 +105,18 @@ def llmbar_rates(
 def debiased_discriminability(rates: JudgeRates) -> float:
     """The latent model's Δ/σ for a pairwise judge with these rates: the mean of the probits of
     its accuracy in the two orders (``r + f − ½`` with the preferred answer first, ``r − f + ½``
-    second), which removes the slot bias."""
+    second), which removes the slot bias.
+
+    Parameters
+    ----------
+    rates : JudgeRates
+        The judge's recorded rates.
+
+    Returns
+    -------
+    float
+        Δ/σ.
+    """
     probit = NormalDist().inv_cdf
     return (
         probit(rates.pairwise_accuracy + rates.first_slot - 0.5)
@@ -113,6 +131,18 @@ def preset_targets(judgments: str | Path, tasks: str | Path) -> dict[str, JudgeR
     pointwise probit ``Φ⁻¹(q)`` is its own pairwise discriminability times the donor's ratio
     ``Φ⁻¹(q_donor) / discriminability_donor``, i.e. it is assumed to lose as much when grading
     answers alone as the donor does.
+
+    Parameters
+    ----------
+    judgments : str | Path
+        The LLMBar ``judgments.jsonl``.
+    tasks : str | Path
+        The LLMBar ``tasks.jsonl``.
+
+    Returns
+    -------
+    dict[str, JudgeRates]
+        The rates, by preset name.
     """
     rates = {preset: llmbar_rates(judgments, tasks, judge) for preset, judge in PRESET_JUDGES.items()}
     normal = NormalDist()
