@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from rankkit.judges.base import JudgeError
@@ -178,7 +179,7 @@ def hub_revision(model_ref: str) -> str | None:
 # Loading
 
 
-def import_torch():
+def import_torch() -> ModuleType:
     """Import torch, first asking OpenMP to sleep rather than spin while it waits.
 
     On a machine whose cores are busy with other work, spinning OpenMP threads wait for a
@@ -188,7 +189,7 @@ def import_torch():
 
     Returns
     -------
-    module
+    ModuleType
         The ``torch`` module.
     """
     if "torch" not in sys.modules:

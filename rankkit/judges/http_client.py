@@ -62,10 +62,26 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
     is split into a fixed half and a uniformly random half, so the wait grows with each attempt
     while concurrent clients that failed together do not retry together.
 
-    attempt: which retry this is, starting at 1.
-    base: nominal delay of the first retry, in seconds.
-    cap: the largest nominal delay, in seconds.
-    rng: source of the jitter.
+    Parameters
+    ----------
+    attempt : int
+        Which retry this is, starting at 1.
+    base : float
+        Nominal delay of the first retry, in seconds.
+    cap : float
+        The largest nominal delay, in seconds.
+    rng : random.Random
+        Source of the jitter.
+
+    Returns
+    -------
+    float
+        The wait in seconds, between ``d / 2`` and ``d``.
+
+    Raises
+    ------
+    ValueError
+        ``attempt`` is below 1.
     """
     if attempt < 1:
         raise ValueError(f"attempt counts from 1, got {attempt}")
@@ -645,13 +661,26 @@ class RetryingClient:
     ) -> tuple[Any, int]:
         """POST ``body`` to ``path`` with retries; returns (``read(response JSON)``, retries it took).
 
-        read: turns the JSON into the result, raising :class:`BadResponse` when it has the wrong
-            shape (retried like a server error); default: the JSON itself.
-        abort: set by another thread (a sibling request gave up) stops retrying early: the batch
-            is failing anyway, and waiting would only delay the error.
-
         Each attempt goes to the replica :func:`pick_replica` chooses, so a retry moves to a replica
         this request has not failed on; it waits the backoff only once every replica has failed it.
+
+        Parameters
+        ----------
+        path : str
+            The path under the replica's base URL (``/chat/completions``).
+        body : dict[str, Any]
+            The JSON request body.
+        abort : threading.Event | None
+            Set by another thread (a sibling request gave up) stops retrying early: the batch
+            is failing anyway, and waiting would only delay the error.
+        read : Callable[[dict[str, Any]], T] | None
+            Turns the JSON into the result, raising :class:`BadResponse` when it has the wrong
+            shape (retried like a server error); default: the JSON itself.
+
+        Returns
+        -------
+        tuple[Any, int]
+            ``read(response JSON)`` and the number of retries it took.
         """
         self._ensure_started()
         abort = abort or threading.Event()

@@ -65,16 +65,28 @@ def llmbar_rates(
 ) -> JudgeRates:
     """A recorded judge's four rates on an LLMBar set (see :class:`JudgeRates`).
 
-    judgments: ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, grade_a,
-        grade_b]}``, ``a`` shown first; rows whose ``winner`` could not be parsed (null) are left
+    Parameters
+    ----------
+    judgments : str | Path
+        ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, score_a,
+        score_b]}``, ``a`` shown first; rows whose ``winner`` could not be parsed (null) are left
         out, and a pair counts for order consistency only when both of its orders were parsed
         (NaN when none was).
-    tasks: the ``tasks.jsonl`` naming each task's preferred answer (``meta.preferred``).
-    judge: the recorded judge's name, e.g. ``GPT-4``.
-    pairwise_method: the pairwise prompt whose two rows per pair give accuracy, first-slot share
+    tasks : str | Path
+        The ``tasks.jsonl`` naming each task's preferred answer (``meta.preferred``).
+    judge : str
+        The recorded judge's name, e.g. ``GPT-4``.
+    pairwise_method : str
+        The pairwise prompt whose two rows per pair give accuracy, first-slot share
         and consistency (``Vanilla``, LLMBar's plain prompt).
-    pointwise_method: the prompt whose rows carry the two answers' independent grades
-        (``grade_a``/``grade_b``; ``Rating``, the plain grading prompt); ties count one half.
+    pointwise_method : str
+        The prompt whose rows carry the two answers' independent grades
+        (``score_a``/``score_b``; ``Rating``, the plain grading prompt); ties count one half.
+
+    Returns
+    -------
+    JudgeRates
+        The judge's pairwise accuracy, first-slot share, order consistency and pointwise accuracy.
     """
     preferred = {row["task_id"]: row["meta"]["preferred"] for row in _read_jsonl(tasks)}
     rows = [row for row in _read_jsonl(judgments) if row["judge"] == judge]
