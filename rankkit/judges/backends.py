@@ -319,6 +319,8 @@ def read_settings(backend: Backend, text: str) -> Settings:
         An unknown option (the message lists the known ones with their types and defaults), a
         value of the wrong type or outside its choices or bounds, a missing or extra argument.
 
+    Examples
+    --------
     >>> from rankkit.judges.backends import Backend, Option
     >>> toy = Backend("toy", "a toy", (Option("k", int, 1, check=at_least(1)),), build=print)
     >>> read_settings(toy, "toy:k=3")["k"]

@@ -34,6 +34,8 @@ def chat_text(tokenizer: Any, conversation: Conversation) -> str:
     The rendered text; a base model without a chat template gets plain turns, each followed by
     a blank line.
 
+    Examples
+    --------
     >>> class Plain:  # a tokenizer without a chat template
     ...     chat_template = None
     >>> chat_text(Plain(), [{"role": "user", "content": "Hi"}])

@@ -55,6 +55,8 @@ def parse_choice(text: str, k: int, prefix: str = CHOICE_PREFIX) -> tuple[int | 
     ``(slot, None)``, or ``(None, reason)`` when there is no verdict line or it does not name
     exactly one of the k labels.
 
+    Examples
+    --------
     >>> parse_choice("Best: [B]", 2)
     (1, None)
     >>> parse_choice("Best: E", 3)

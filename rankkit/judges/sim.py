@@ -91,6 +91,8 @@ def latent_pair_accuracy(perception: float, pair_noise: float, slot_bias: float,
     ``½·[Φ((gap + slot_bias)/s) + Φ((gap − slot_bias)/s)]`` with ``s = √(2·perception² +
     2·pair_noise²)``; for a preset, its fitted LLMBar accuracy (up to the parameters' rounding).
 
+    Examples
+    --------
     >>> round(latent_pair_accuracy(perception=0.7301, pair_noise=0.4010, slot_bias=0.0623), 3)
     0.955
     """
@@ -139,6 +141,8 @@ def kway_temperature(perception: float, pair_noise: float, slot_bias: float, gap
     τ > 0; 0 for a judge that is always right (its probabilities are then certain), ``inf`` for
     one no better than chance (uniform probabilities).
 
+    Examples
+    --------
     >>> round(kway_temperature(0.7301, 0.4010, 0.0623), 3)
     0.348
     """
