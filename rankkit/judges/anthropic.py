@@ -1,37 +1,9 @@
 """A judge on Anthropic's Messages API: ``anthropic:MODEL``.
 
-Spec::
+:class:`AnthropicRuntime` sends conversations as Messages requests over the shared HTTP client and
+reads verdicts from a prefilled reply (``verdict_path`` ``prefill``), with prompt caching.
 
-    anthropic:MODEL[,base_url=URL][,concurrency=N][,timeout=S][,max_attempts=K][,backoff=S]
-              [,max_backoff=S][,api_key_env=ANTHROPIC_API_KEY][,anthropic_version=2023-06-01]
-              [,prompt_cache=true][,price_in=USD][,price_out=USD][,rpm=N][,tpm=N][,template=...][,max_new_tokens=N]
-              [,temperature=T][,retries=N][,batch=true][,batch_poll=S][,batch_journal=PATH][,batch_size=N]
-
-The judging itself is :class:`~rankkit.judges.llm.LLMJudge`'s; :class:`AnthropicRuntime` turns
-conversations into ``POST {base_url}/messages`` requests (``x-api-key``, ``anthropic-version``;
-the system prompt, if any, as the top-level ``system``) over the same client as the openai judge
-(:class:`~rankkit.judges.http_client.RetryingClient`: concurrency, replicas, retries of 429 with
-``retry-after``, 529 "overloaded" and 5xx, key redaction, response cap).
-
-**Verdicts.** The Messages API continues a final assistant message (prefill), so the verdict is
-read as on vLLM: after the judge's explanation rankkit writes its own verdict prefix
-(``Final verdict: Answer 1:``, trailing whitespace removed as the API requires) and the model
-writes the next token (``max_tokens`` :data:`PREFILL_MAX_TOKENS`, temperature 0). The API returns
-no log-probabilities, so the score is the **digit the model writes** (a sampled digit, read
-one-hot), not an expected value over the digits as with logprobs: judgments are coarser, and
-``verdict_path`` is ``prefill``. Nothing a candidate writes is parsed. ``mode=logprob`` (which is
-nothing but such distributions) and ``mode=loglik`` are refused. k-way strategies read ``Best:``
-the same way, and a listwise ``Ranking:`` place by place (``Ranking: B >``, then the best of the
-rest...: k - 1 reads).
-
-**Prompt caching.** With ``prompt_cache=true`` (the default) the judge prompt carries
-``cache_control: ephemeral``: the verdict reads resend the same prompt after the explanation, and
-read it from the cache at a tenth of the input price (once the prompt reaches the model's minimum
-cacheable length, 1024 tokens for Sonnet and Opus); the usage's cache reads and writes are counted
-(``cached_tokens``, ``cache_write_tokens``) and priced (:mod:`rankkit.judges.prices`).
-
-**Determinism.** The API has no ``seed``: a regenerated explanation may differ; the cache keeps a
-run's judgments, so a rerun reuses them.
+More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations
@@ -67,7 +39,7 @@ PREFILL_MAX_TOKENS = 2
 
 
 class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
-    """Sends conversations to ``{base_url}/messages``; see the module docstring.
+    """Sends conversations to ``{base_url}/messages``; see ``docs/hosted-judges.md``.
 
     model: the model name (``claude-sonnet-4-5``).
     base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
@@ -126,16 +98,36 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         )
 
     def request_headers(self) -> dict[str, str]:
+        """The headers of every request: ``anthropic-version`` and, with a key, ``x-api-key``.
+
+        Returns
+        -------
+        dict[str, str]
+            The headers, by name.
+        """
         headers = {"anthropic-version": self.version}
         if self._api_key:
             headers["x-api-key"] = self._api_key
         return headers
 
     def identity(self) -> dict[str, Any]:
-        """The model name (as for the openai judge, never the address)."""
+        """The model name (as for the openai judge, never the address).
+
+        Returns
+        -------
+        dict[str, Any]
+            ``{"model": ...}``.
+        """
         return {"model": self.model}
 
     def request_subject(self) -> str:
+        """What error messages call a request's target: the model.
+
+        Returns
+        -------
+        str
+            ``model 'NAME'``.
+        """
         return f"model {self.model!r}"
 
     # -- requests -----------------------------------------------------------------------------------
@@ -144,7 +136,24 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     ) -> dict[str, Any]:
         """The Messages API body of ``conversation``: system messages joined into ``system``, the
         first user message marked for prompt caching, ``prefill`` (trailing whitespace removed, as
-        the API requires) as a final assistant message the reply continues."""
+        the API requires) as a final assistant message the reply continues.
+
+        Parameters
+        ----------
+        conversation : Conversation
+            The chat conversation.
+        max_tokens : int
+            The most tokens of the reply.
+        temperature : float
+            The sampling temperature.
+        prefill : str | None
+            The start of the assistant's reply to continue, or None.
+
+        Returns
+        -------
+        dict[str, Any]
+            The request body.
+        """
         system = "\n\n".join(m["content"] for m in conversation if m["role"] == "system")
         messages: list[dict[str, Any]] = []
         marked = False
@@ -193,7 +202,24 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def generate(
         self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
-        """The reply to each conversation (``seed`` is ignored: the API has none)."""
+        """The reply to each conversation (``seed`` is ignored: the API has none).
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        max_new_tokens : int
+            The most tokens generated per reply.
+        temperature : float
+            The sampling temperature.
+        seed : int
+            Ignored (the API has no seed).
+
+        Yields
+        ------
+        tuple[int, Generation]
+            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        """
         bodies = [self.message_body(c, max_new_tokens, temperature) for c in conversations]
         yield from self._dispatch(bodies, lambda text, usage: Generation(text=text, usage=usage))
 
@@ -202,7 +228,22 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """The choice the model writes after ``assistant_prefix``, one-hot (0 for it, ``-inf`` for
         the others; all ``-inf`` when it writes none of them): the API has no log-probabilities.
-        Each result is a :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` carrying its usage."""
+        Each result is a :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` carrying its usage.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        assistant_prefix : str | Sequence[str]
+            The verdict prefix the reply continues: one for every conversation, or one per conversation.
+        choices : Sequence[str]
+            The choices.
+
+        Yields
+        ------
+        tuple[int, dict[str, float]]
+            ``(index, logprobs)``: the index of the conversation and the one-hot log-probabilities of the choices.
+        """
         prefixes = per_row(assistant_prefix, len(conversations))
         bodies = [self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p) for c, p in zip(conversations, prefixes)]
         yield from self._dispatch(
@@ -212,7 +253,20 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
-        """Not offered: the Messages API returns no log-probabilities."""
+        """Not offered: the Messages API returns no log-probabilities.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        answers : Sequence[str]
+            One answer per conversation.
+
+        Returns
+        -------
+        Iterator[tuple[int, float]]
+            Nothing: it raises.
+        """
         raise NotImplementedError("the anthropic judge cannot score an answer's likelihood (no log-probabilities)")
 
 
@@ -226,6 +280,18 @@ def read_message(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
     it (uncached + ``cache_read_input_tokens`` + ``cache_creation_input_tokens``), with the
     cache reads as ``cached_tokens`` and the writes as ``cache_write_tokens``.
 
+    Parameters
+    ----------
+    payload : dict[str, Any]
+        The parsed JSON of a Messages API response.
+
+    Returns
+    -------
+    tuple[str, dict[str, int]]
+        The reply text and its usage counters.
+
+    Examples
+    --------
     >>> read_message({"content": [{"type": "text", "text": " 7"}],
     ...               "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 1}})
     (' 7', {'prompt_tokens': 105, 'completion_tokens': 1, 'cached_tokens': 100})
@@ -259,6 +325,20 @@ def read_message(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
 def written_choice(text: str, choices: Sequence[str]) -> str | None:
     """The choice a prefilled reply starts with (its first non-space character), or None.
 
+    Parameters
+    ----------
+    text : str
+        The reply's text.
+    choices : Sequence[str]
+        The choices.
+
+    Returns
+    -------
+    str | None
+        The choice, or None when the reply starts with none of them.
+
+    Examples
+    --------
     >>> written_choice(" 7/9", [str(d) for d in range(10)]), written_choice("B", ["A", "B"])
     ('7', 'B')
     >>> written_choice(" x", ["1", "2"]) is None
@@ -299,7 +379,7 @@ def _read_spec(text: str) -> Spec:
 
 
 def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
-    """The runtime of ``anthropic:MODEL[,base_url=URL][,...]`` (see the module docstring for the options).
+    """The runtime of ``anthropic:MODEL[,base_url=URL][,...]`` (see ``docs/hosted-judges.md`` for the options).
 
     The key is read from ``$ANTHROPIC_API_KEY`` or the variable ``api_key_env`` names; without a
     key and without ``base_url`` (a proxy that adds it) the spec is refused at once.

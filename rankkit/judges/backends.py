@@ -56,6 +56,18 @@ ENTRY_POINT_GROUP = "rankkit.judges"
 def at_least(low: float) -> Callable[[Any], str | None]:
     """A :attr:`Option.check`: the value must be ``>= low``.
 
+    Parameters
+    ----------
+    low : float
+        The smallest value allowed.
+
+    Returns
+    -------
+    Callable[[Any], str | None]
+        The check: it returns an error message, or None for a value that passes.
+
+    Examples
+    --------
     >>> at_least(1)(0), at_least(1)(1)
     ('must be >= 1', None)
     """
@@ -65,6 +77,18 @@ def at_least(low: float) -> Callable[[Any], str | None]:
 def above(low: float) -> Callable[[Any], str | None]:
     """A :attr:`Option.check`: the value must be ``> low``.
 
+    Parameters
+    ----------
+    low : float
+        The value allowed values must exceed.
+
+    Returns
+    -------
+    Callable[[Any], str | None]
+        The check: it returns an error message, or None for a value that passes.
+
+    Examples
+    --------
     >>> above(0)(0.0)
     'must be > 0'
     """
@@ -113,6 +137,13 @@ class Option:
     def describe(self) -> str:
         """``name=default (type)``, as ``rankkit judges`` and error messages show it.
 
+        Returns
+        -------
+        str
+            The option as ``name=default (type)``.
+
+        Examples
+        --------
         >>> Option("exact", bool, True).describe()
         'exact=true (bool)'
         """
@@ -159,7 +190,18 @@ class Settings:
         return self.values[name]
 
     def subset(self, names: Iterable[str | Option]) -> dict[str, Any]:
-        """The values of ``names`` (option names or :class:`Option` objects), by name."""
+        """The values of ``names`` (option names or :class:`Option` objects), by name.
+
+        Parameters
+        ----------
+        names : Iterable[str | Option]
+            Option names, or the options themselves.
+
+        Returns
+        -------
+        dict[str, Any]
+            The values, by option name.
+        """
         names = [n.name if isinstance(n, Option) else n for n in names]
         return {name: self.values[name] for name in names}
 
@@ -205,20 +247,51 @@ class Backend:
     network: bool = False
 
     def option(self, name: str) -> Option:
-        """The declared option ``name``; KeyError when there is none."""
+        """The declared option ``name``; KeyError when there is none.
+
+        Parameters
+        ----------
+        name : str
+            The option's name.
+
+        Returns
+        -------
+        Option
+            The option.
+        """
         for option in self.options:
             if option.name == name:
                 return option
         raise KeyError(name)
 
     def known(self) -> str:
-        """The options as an error message lists them: ``a=1 (int), b= (str)``."""
+        """The options as an error message lists them: ``a=1 (int), b= (str)``.
+
+        Returns
+        -------
+        str
+            The options, comma-separated, each as ``name=default (type)``.
+        """
         return ", ".join(o.describe() for o in sorted(self.options, key=lambda o: o.name))
 
 
 def with_defaults(options: Sequence[Option], defaults: Mapping[str, Any]) -> tuple[Option, ...]:
     """``options`` with some defaults replaced (for a variant such as ``smollm2``'s judge options).
 
+    Parameters
+    ----------
+    options : Sequence[Option]
+        The declared options.
+    defaults : Mapping[str, Any]
+        New default values, by option name.
+
+    Returns
+    -------
+    tuple[Option, ...]
+        Copies of ``options``, in the same order, the defaults replaced.
+
+    Examples
+    --------
     >>> with_defaults([Option("mode", str, "generate")], {"mode": "logprob"})[0].default
     'logprob'
     """
@@ -246,6 +319,8 @@ def read_settings(backend: Backend, text: str) -> Settings:
         An unknown option (the message lists the known ones with their types and defaults), a
         value of the wrong type or outside its choices or bounds, a missing or extra argument.
 
+    Examples
+    --------
     >>> from rankkit.judges.backends import Backend, Option
     >>> toy = Backend("toy", "a toy", (Option("k", int, 1, check=at_least(1)),), build=print)
     >>> read_settings(toy, "toy:k=3")["k"]
@@ -284,6 +359,15 @@ def read_settings(backend: Backend, text: str) -> Settings:
 def check_value(option: Option, value: Any, where: str) -> None:
     """Refuse ``value`` for ``option`` when it is not among its choices or fails its check.
 
+    Parameters
+    ----------
+    option : Option
+        The option the value is for.
+    value : Any
+        The value given (already converted to the option's type).
+    where : str
+        The backend's name, for the message.
+
     Raises
     ------
     SpecError
@@ -308,6 +392,16 @@ def register_backend(descriptor: Backend) -> Backend:
     """Make ``descriptor`` a judge under its name in this process (an entry point does so for every
     process that has the package installed); returns it.
 
+    Parameters
+    ----------
+    descriptor : Backend
+        The backend: its name, options and builders.
+
+    Returns
+    -------
+    Backend
+        ``descriptor`` itself.
+
     Raises
     ------
     ValueError
@@ -325,13 +419,29 @@ def _entry_points() -> dict[str, Any]:
 
 def backend_names() -> list[str]:
     """Every judge backend's name: the built-in ones, then those registered in this process or by
-    installed packages."""
+    installed packages.
+
+    Returns
+    -------
+    list[str]
+        The names: built-in first, then registered ones.
+    """
     return [*BUILTIN_BACKENDS, *sorted((set(_REGISTERED) | set(_entry_points())) - set(BUILTIN_BACKENDS))]
 
 
 def backend(name: str) -> Backend:
     """The :class:`Backend` named ``name``: a built-in one, else one registered in this process
     (:func:`register_backend`), else an entry point of the ``rankkit.judges`` group.
+
+    Parameters
+    ----------
+    name : str
+        The backend's name, as a spec starts with it (``hf``, ``sim``...).
+
+    Returns
+    -------
+    Backend
+        The backend.
 
     Raises
     ------
@@ -354,7 +464,18 @@ def backend(name: str) -> Backend:
 
 
 def spec_text(spec: str | Spec) -> str:
-    """The text of a spec given as text or parsed (a parsed one without its text is written back)."""
+    """The text of a spec given as text or parsed (a parsed one without its text is written back).
+
+    Parameters
+    ----------
+    spec : str | Spec
+        The spec, as text or parsed.
+
+    Returns
+    -------
+    str
+        The spec's text.
+    """
     if isinstance(spec, str):
         return spec.strip()
     if spec.text:
@@ -366,6 +487,18 @@ def spec_text(spec: str | Spec) -> str:
 def spec_name(text: str) -> str:
     """The backend name a spec starts with.
 
+    Parameters
+    ----------
+    text : str
+        The spec text.
+
+    Returns
+    -------
+    str
+        The name before the first ``:`` (or the whole text when there is none).
+
+    Examples
+    --------
     >>> spec_name("hf:org/model,dtype=float32")
     'hf'
     """

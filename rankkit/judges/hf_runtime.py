@@ -156,6 +156,13 @@ class HFRuntime(LLMRuntime):
         return 1 if self.exact else self.batch_size
 
     def identity(self) -> dict[str, Any]:
+        """What names the model for the fingerprint: weights, dtype, and exact mode's settings when on.
+
+        Returns
+        -------
+        dict[str, Any]
+            The identity: JSON-ready values, by name.
+        """
         return exact_identity(self._identity, self.exact, self.block)
 
     def close(self) -> None:
@@ -171,21 +178,69 @@ class HFRuntime(LLMRuntime):
 
     # -- text -> tokens -----------------------------------------------------------------------
     def chat_text(self, conversation: Conversation) -> str:
-        """The prompt text up to where the assistant's reply starts (:func:`.chat_tokens.chat_text`)."""
+        """The prompt text up to where the assistant's reply starts (:func:`.chat_tokens.chat_text`).
+
+        Parameters
+        ----------
+        conversation : Conversation
+            The chat conversation.
+
+        Returns
+        -------
+        str
+            The prompt text.
+        """
         return chat_tokens.chat_text(self.tokenizer, conversation)
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of trusted ``text``, no special tokens added (:func:`.chat_tokens.encode`)."""
+        """Token ids of trusted ``text``, no special tokens added (:func:`.chat_tokens.encode`).
+
+        Parameters
+        ----------
+        text : str
+            Trusted text (a template's, never a candidate's).
+
+        Returns
+        -------
+        list[int]
+            The token ids.
+        """
         return chat_tokens.encode(self.tokenizer, text)
 
     def prompt_ids(self, conversation: Conversation, continuation: str = "") -> list[int]:
         """The token ids of a conversation's prompt followed by ``continuation`` (a forced reply
-        prefix), messages and continuation tokenized as text (:func:`.chat_tokens.encode_chat`)."""
+        prefix), messages and continuation tokenized as text (:func:`.chat_tokens.encode_chat`).
+
+        Parameters
+        ----------
+        conversation : Conversation
+            The chat conversation.
+        continuation : str
+            The forced reply prefix ("" for none).
+
+        Returns
+        -------
+        list[int]
+            The token ids.
+        """
         return chat_tokens.encode_chat(self.tokenizer, conversation, continuation)
 
     def choice_token_ids(self, assistant_prefix: str, choices: Sequence[str]) -> tuple[str, list[int]]:
         """The prefix to append and the token id of each choice right after it
-        (:func:`.chat_tokens.choice_token_ids`)."""
+        (:func:`.chat_tokens.choice_token_ids`).
+
+        Parameters
+        ----------
+        assistant_prefix : str
+            The forced reply prefix.
+        choices : Sequence[str]
+            The choices (their first tokens must differ).
+
+        Returns
+        -------
+        tuple[str, list[int]]
+            The prefix to append and one token id per choice.
+        """
         return chat_tokens.choice_token_ids(self.tokenizer, assistant_prefix, choices, "hf")
 
     def _check_fit(self, sequences: Sequence[Sequence[int]], reserve: int) -> None:
@@ -307,6 +362,22 @@ class HFRuntime(LLMRuntime):
     def next_token_logprobs(
         self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
     ) -> Iterator[tuple[int, dict[str, float]]]:
+        """Log-probabilities of each of ``choices`` as the next token after the forced reply prefix, batched.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        assistant_prefix : str | Sequence[str]
+            The forced start of the reply: one for every conversation, or one per conversation.
+        choices : Sequence[str]
+            The choices (their first tokens must differ).
+
+        Yields
+        ------
+        tuple[int, dict[str, float]]
+            ``(index, logprobs)``: the index of the conversation and each choice's log-probability.
+        """
         torch = self._torch()
 
         prefixes = per_row(assistant_prefix, len(conversations))
@@ -332,6 +403,20 @@ class HFRuntime(LLMRuntime):
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
+        """The mean per-token log-likelihood of each answer as the reply to its conversation, batched.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations (the bare questions).
+        answers : Sequence[str]
+            One answer per conversation.
+
+        Yields
+        ------
+        tuple[int, float]
+            ``(index, loglik)``: the index of the conversation and the answer's mean token log-likelihood.
+        """
         torch = self._torch()
 
         sequences, answer_lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, "hf")
@@ -368,7 +453,24 @@ class HFRuntime(LLMRuntime):
         is seeded per batch, so a sampled reply can depend on its batch-mates; temperature 0 is
         greedy, and reproducible up to batched float noise (a near-tie between two tokens can
         go either way). In exact mode each row runs alone from its canonical prefix, greedy or
-        sampled with its own seeded generator: the reply is a function of its prompt and seed."""
+        sampled with its own seeded generator: the reply is a function of its prompt and seed.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        max_new_tokens : int
+            The most tokens generated per reply.
+        temperature : float
+            The sampling temperature (0: greedy).
+        seed : int
+            The sampling seed.
+
+        Yields
+        ------
+        tuple[int, Generation]
+            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        """
         torch = self._torch()
 
         sequences = [self.prompt_ids(c) for c in conversations]

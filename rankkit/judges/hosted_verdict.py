@@ -1,22 +1,9 @@
 """Reading a verdict from a hosted API that will not continue an assistant prefix.
 
-rankkit reads a verdict by writing its own verdict line after the judge's explanation
-(``<explanation>\\n\\nFinal verdict: Answer 1: ``) and reading the next token
-(:mod:`rankkit.judges.modes`). OpenAI's API, and most OpenAI-compatible hosts, treat a final
-assistant message as a past turn and start a fresh reply, so there is no "next token" to read.
-Their substitute here is a **follow-up turn**: the judge's explanation becomes an assistant
-turn of its own, and rankkit asks, as the user, for the one value that completes its verdict line
-(:func:`followup_conversation`); the reply is one token (``max_tokens=1``) whose
-``top_logprobs`` give the distribution over the choices, read exactly as a continuation's are
-(score = expected digit). Where a model returns no log-probabilities, the reply is constrained to
-the choices by structured outputs (:func:`enum_response_format`: a JSON object with one ``enum``
-field) and read as a one-hot distribution (a sampled value, not an expected one). Either way the
-verdict is a reply the judge writes to rankkit's question under a constraint, never text searched
-for in what a candidate could have written.
+A follow-up turn asks for the one value that completes rankkit's verdict line, read from its
+``top_logprobs`` or constrained by structured outputs; also the refused-field and hosted-URL checks.
 
-The module also reads refusals: :func:`refused_field` names the request field an HTTP 400
-complains about, so a runtime can drop or rename it and remember that for the run, and
-:func:`known_hosted` tells hosted APIs (which never take vLLM's chat-template switches) by URL.
+More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations
@@ -69,6 +56,18 @@ def refused_field(text: str) -> str | None:
     Reads the messages of OpenAI and the common OpenAI-compatible hosts, and the ``param`` of an
     OpenAI error object.
 
+    Parameters
+    ----------
+    text : str
+        The server's error text (a JSON error object or plain text).
+
+    Returns
+    -------
+    str | None
+        The field's name, or None.
+
+    Examples
+    --------
     >>> refused_field('{"error": {"message": "Unrecognized request argument supplied: add_generation_prompt"}}')
     'add_generation_prompt'
     >>> refused_field("Unsupported parameter: 'max_tokens' is not supported with this model.")
@@ -91,6 +90,18 @@ def refused_field(text: str) -> str | None:
 def known_hosted(base_url: str) -> bool:
     """Whether ``base_url`` is a hosted API that never continues an assistant prefix on request.
 
+    Parameters
+    ----------
+    base_url : str
+        The server's address.
+
+    Returns
+    -------
+    bool
+        Whether it is a known hosted API.
+
+    Examples
+    --------
     >>> known_hosted("https://api.openai.com/v1"), known_hosted("https://x.openai.azure.com/openai")
     (True, True)
     >>> known_hosted("http://127.0.0.1:8000/v1")
@@ -106,6 +117,18 @@ def split_prefix(assistant_prefix: str) -> tuple[str, str]:
     The verdict line is what follows the last blank line (rankkit writes none inside it); a
     prefix without one (``logprob`` mode's ``Score: ``) has no explanation.
 
+    Parameters
+    ----------
+    assistant_prefix : str
+        The forced reply prefix.
+
+    Returns
+    -------
+    tuple[str, str]
+        The explanation (may be empty) and the verdict line, trailing whitespace removed.
+
+    Examples
+    --------
     >>> split_prefix("It is right.\\n\\nSo.\\n\\nFinal verdict: Answer 1: ")
     ('It is right.\\n\\nSo.', 'Final verdict: Answer 1:')
     >>> split_prefix("Score: ")
@@ -118,6 +141,20 @@ def split_prefix(assistant_prefix: str) -> tuple[str, str]:
 def followup_question(verdict_line: str, choices: Sequence[str]) -> str:
     """The user turn that asks for the one value completing ``verdict_line``.
 
+    Parameters
+    ----------
+    verdict_line : str
+        rankkit's verdict line, without the value.
+    choices : Sequence[str]
+        The values allowed.
+
+    Returns
+    -------
+    str
+        The question.
+
+    Examples
+    --------
     >>> followup_question("Final verdict: Answer 1:", ["0", "1", "2"])
     'Finish this line of your verdict: "Final verdict: Answer 1: ?". Reply with only what replaces "?" (one of 0, 1, 2), nothing else.'
     """
@@ -133,7 +170,22 @@ def followup_conversation(
 ) -> list[dict[str, str]]:
     """The conversation whose fresh one-token reply stands in for the continuation of
     ``assistant_prefix``: the judge's explanation (if any) as its own assistant turn, then the
-    follow-up question (:func:`followup_question`) as a user turn."""
+    follow-up question (:func:`followup_question`) as a user turn.
+
+    Parameters
+    ----------
+    conversation : Sequence[dict[str, str]]
+        The judge's conversation.
+    assistant_prefix : str
+        The forced reply prefix (explanation, blank line, verdict line).
+    choices : Sequence[str]
+        The values allowed.
+
+    Returns
+    -------
+    list[dict[str, str]]
+        The follow-up conversation.
+    """
     explanation, line = split_prefix(assistant_prefix)
     messages = list(conversation)
     if explanation:
@@ -148,7 +200,18 @@ ENUM_FIELD = "value"
 
 def enum_response_format(choices: Sequence[str]) -> dict[str, Any]:
     """OpenAI's ``response_format`` for a reply that is one of ``choices`` and nothing else
-    (structured outputs: a JSON object whose one field is an ``enum``)."""
+    (structured outputs: a JSON object whose one field is an ``enum``).
+
+    Parameters
+    ----------
+    choices : Sequence[str]
+        The values allowed.
+
+    Returns
+    -------
+    dict[str, Any]
+        The ``response_format`` field.
+    """
     return {
         "type": "json_schema",
         "json_schema": {
@@ -169,6 +232,20 @@ def one_hot(chosen: str | None, choices: Sequence[str]) -> dict[str, float]:
     ``-inf`` when nothing readable was chosen, which fails the reading as an empty
     distribution does).
 
+    Parameters
+    ----------
+    chosen : str | None
+        The choice read, or None.
+    choices : Sequence[str]
+        The choices.
+
+    Returns
+    -------
+    dict[str, float]
+        Each choice's log-probability.
+
+    Examples
+    --------
     >>> one_hot("2", ["1", "2"])
     {'1': -inf, '2': 0.0}
     """
@@ -179,6 +256,18 @@ def one_hot(chosen: str | None, choices: Sequence[str]) -> dict[str, float]:
 def read_enum_reply(text: str) -> str | None:
     """The value of a structured reply (:func:`enum_response_format`), or None when it is not one.
 
+    Parameters
+    ----------
+    text : str
+        The reply's text.
+
+    Returns
+    -------
+    str | None
+        The value, or None.
+
+    Examples
+    --------
     >>> read_enum_reply('{"value": "7"}'), read_enum_reply("7")
     ('7', None)
     """

@@ -62,10 +62,26 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
     is split into a fixed half and a uniformly random half, so the wait grows with each attempt
     while concurrent clients that failed together do not retry together.
 
-    attempt: which retry this is, starting at 1.
-    base: nominal delay of the first retry, in seconds.
-    cap: the largest nominal delay, in seconds.
-    rng: source of the jitter.
+    Parameters
+    ----------
+    attempt : int
+        Which retry this is, starting at 1.
+    base : float
+        Nominal delay of the first retry, in seconds.
+    cap : float
+        The largest nominal delay, in seconds.
+    rng : random.Random
+        Source of the jitter.
+
+    Returns
+    -------
+    float
+        The wait in seconds, between ``d / 2`` and ``d``.
+
+    Raises
+    ------
+    ValueError
+        ``attempt`` is below 1.
     """
     if attempt < 1:
         raise ValueError(f"attempt counts from 1, got {attempt}")
@@ -79,6 +95,18 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     The header is either a number of seconds (``"3"``, some servers send ``"1.5"``) or an
     HTTP date (``"Wed, 21 Oct 2015 07:28:00 GMT"``); ``now`` is the current Unix time for the
     latter (default: the clock). Anything unreadable gives None, i.e. "use the backoff".
+
+    Parameters
+    ----------
+    value : str | None
+        The header's value, or None when absent.
+    now : float | None
+        The current Unix time (default: the clock).
+
+    Returns
+    -------
+    float | None
+        The wait in seconds, or None.
     """
     if value is None or not value.strip():
         return None
@@ -104,6 +132,16 @@ def retry_reason(status: int) -> str | None:
     429 (rate limited) and every 5xx (server overloaded, restarting, a gateway without a backend)
     are transient; other 4xx are the request's own fault (bad model name, bad key, bad body) and
     retrying them only wastes time.
+
+    Parameters
+    ----------
+    status : int
+        The HTTP status code.
+
+    Returns
+    -------
+    str | None
+        ``"429"``, ``"5xx"``, or None.
     """
     if status == 429:
         return "429"
@@ -115,21 +153,60 @@ def retry_reason(status: int) -> str | None:
 
 
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***`` (servers may echo keys)."""
+    """``text`` with every occurrence of ``secret`` replaced by ``***`` (servers may echo keys).
+
+    Parameters
+    ----------
+    text : str
+        The text.
+    secret : str | None
+        The secret (None: nothing to redact).
+
+    Returns
+    -------
+    str
+        The redacted text.
+    """
     return text.replace(secret, "***") if secret else text
 
 
 def excerpt(text: str, secret: str | None, limit: int = ERROR_EXCERPT_CHARS) -> str:
     """The first ``limit`` characters of ``text`` for an error message, with ``secret`` redacted
     *before* cutting: cutting first could split the key and leave a piece no redaction finds. A
-    server's text is data: its control characters are escaped (:func:`rankkit.formatting.inert`)."""
+    server's text is data: its control characters are escaped (:func:`rankkit.formatting.inert`).
+
+    Parameters
+    ----------
+    text : str
+        A server's text.
+    secret : str | None
+        The secret to redact (None: nothing).
+    limit : int
+        The most characters kept.
+
+    Returns
+    -------
+    str
+        The excerpt.
+    """
     return inert(redact(text, secret)[:limit].strip())
 
 
 def split_base_urls(value: str) -> list[str]:
     """The replica URLs of a ``base_url`` value (``REPLICA_SEPARATOR``-joined), trailing ``/``
     removed. Raises :class:`SpecError` for an empty list, a repeated URL, or one that is not an
-    ``http(s)://HOST...`` address (it could never connect, and would only be retried)."""
+    ``http(s)://HOST...`` address (it could never connect, and would only be retried).
+
+    Parameters
+    ----------
+    value : str
+        The ``base_url`` option's value.
+
+    Returns
+    -------
+    list[str]
+        The replica URLs, in order.
+    """
     from urllib.parse import urlsplit
 
     urls = [part.strip().rstrip("/") for part in value.split(REPLICA_SEPARATOR) if part.strip()]
@@ -169,7 +246,22 @@ class RetryPolicy:
     def wait(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry``: the server's ``Retry-After`` when it gave
         one (capped at :data:`MAX_RETRY_AFTER`, plus a little jitter so that the clients it throttled
-        do not come back in lockstep), else the jittered exponential backoff."""
+        do not come back in lockstep), else the jittered exponential backoff.
+
+        Parameters
+        ----------
+        retry : int
+            The retry's number, starting at 1.
+        retry_after : float | None
+            The server's ``Retry-After`` in seconds, or None.
+        rng : random.Random
+            The source of the jitter.
+
+        Returns
+        -------
+        float
+            The wait in seconds.
+        """
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER) + rng.uniform(0.0, self.backoff / 2.0)
         return backoff_delay(retry, self.backoff, self.max_backoff, rng)
@@ -189,6 +281,15 @@ class RequestStats:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, name: str, reason: str | None = None) -> None:
+        """Count one ``attempts``, ``succeeded`` or ``failed``, or a ``retry`` under its reason (thread-safe).
+
+        Parameters
+        ----------
+        name : str
+            ``attempts``, ``succeeded``, ``failed`` or ``retry``.
+        reason : str | None
+            Why a retry was made (``"429"``, ``"5xx"``...); None counts as ``other``.
+        """
         with self._lock:
             if name == "retry":
                 self.retries[reason or "other"] = self.retries.get(reason or "other", 0) + 1
@@ -201,6 +302,13 @@ class RequestStats:
             return sum(self.retries.values())
 
     def to_dict(self) -> dict[str, Any]:
+        """The counters as a JSON-ready mapping.
+
+        Returns
+        -------
+        dict[str, Any]
+            ``attempts``, ``succeeded``, ``failed`` and ``retries`` (by reason).
+        """
         with self._lock:
             return {
                 "attempts": self.attempts,
@@ -260,6 +368,20 @@ def pick_replica(replicas: Sequence[Replica], limit: int, tried: dict[int, int])
     the one that just failed. Of those, one with fewer than ``limit`` requests in flight: first
     the ones not failing lately, then the least loaded, then the least used (so equal replicas
     take turns).
+
+    Parameters
+    ----------
+    replicas : Sequence[Replica]
+        The server's replicas.
+    limit : int
+        The most requests in flight per replica.
+    tried : dict[int, int]
+        Failed attempts of this request, by replica index.
+
+    Returns
+    -------
+    int | None
+        The replica's index, or None.
     """
     fewest = min(tried.get(i, 0) for i in range(len(replicas)))
     free = [i for i, replica in enumerate(replicas) if tried.get(i, 0) == fewest and replica.in_flight < limit]
@@ -272,6 +394,18 @@ def read_capped(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
     """Read at most ``limit`` bytes from ``chunks``: ``(what was read, whether that was all)``.
 
     Stops at the first chunk past the limit, so a 50 MB body costs ``limit`` bytes of memory.
+
+    Parameters
+    ----------
+    chunks : Iterator[bytes]
+        The response body's chunks.
+    limit : int
+        The most bytes to read.
+
+    Returns
+    -------
+    tuple[bytes, bool]
+        What was read, and whether that was the whole body.
     """
     parts: list[bytes] = []
     size = 0
@@ -395,12 +529,24 @@ class RetryingClient:
         return self.concurrency * len(self.replicas)
 
     def request_subject(self) -> str:
-        """What the requests are for, named when one fails for good (the runtime: its model)."""
+        """What the requests are for, named when one fails for good (the runtime: its model).
+
+        Returns
+        -------
+        str
+            The subject (the runtime: ``model 'NAME'``).
+        """
         return "requests"
 
     def request_headers(self) -> dict[str, str]:
         """Headers of every request: ``Authorization: Bearer KEY`` when a key is set (the
-        Anthropic runtime sends ``x-api-key`` and ``anthropic-version`` instead)."""
+        Anthropic runtime sends ``x-api-key`` and ``anthropic-version`` instead).
+
+        Returns
+        -------
+        dict[str, str]
+            The headers, by name.
+        """
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -447,7 +593,13 @@ class RetryingClient:
             self._slots.notify_all()
 
     def in_flight(self) -> int:
-        """Requests in flight now, over all replicas."""
+        """Requests in flight now, over all replicas.
+
+        Returns
+        -------
+        int
+            The number of requests.
+        """
         with self._slots:
             return sum(replica.in_flight for replica in self.replicas)
 
@@ -509,13 +661,26 @@ class RetryingClient:
     ) -> tuple[Any, int]:
         """POST ``body`` to ``path`` with retries; returns (``read(response JSON)``, retries it took).
 
-        read: turns the JSON into the result, raising :class:`BadResponse` when it has the wrong
-            shape (retried like a server error); default: the JSON itself.
-        abort: set by another thread (a sibling request gave up) stops retrying early: the batch
-            is failing anyway, and waiting would only delay the error.
-
         Each attempt goes to the replica :func:`pick_replica` chooses, so a retry moves to a replica
         this request has not failed on; it waits the backoff only once every replica has failed it.
+
+        Parameters
+        ----------
+        path : str
+            The path under the replica's base URL (``/chat/completions``).
+        body : dict[str, Any]
+            The JSON request body.
+        abort : threading.Event | None
+            Set by another thread (a sibling request gave up) stops retrying early: the batch
+            is failing anyway, and waiting would only delay the error.
+        read : Callable[[dict[str, Any]], T] | None
+            Turns the JSON into the result, raising :class:`BadResponse` when it has the wrong
+            shape (retried like a server error); default: the JSON itself.
+
+        Returns
+        -------
+        tuple[Any, int]
+            ``read(response JSON)`` and the number of retries it took.
         """
         self._ensure_started()
         abort = abort or threading.Event()

@@ -1,23 +1,10 @@
 """Reading k-way judgments from what a judge generated: the strict parsers, their verdict lines.
 
-A k-way judge is shown k answers at once; a k-way prompt asks one of two questions:
+Setwise (``Best: C``) and listwise (``Ranking: B > A > C``) verdicts are read only from the judge's
+own text, after a fixed prefix, the last verdict line counting (:func:`parse_choice`,
+:func:`parse_ranking`).
 
-* ``choose(task, candidates)`` — *setwise* (Zhuang et al., SIGIR 2024): which of the k answers,
-  shown in this order, is best? A :class:`~rankkit.judgments.GroupChoice` holds the chosen slot and, when the
-  backend knows them, the probability of every slot being the best (logprob mode reads them from
-  one forward pass over the label tokens ``A``…``H``) or a grade per slot (the simulator).
-* ``rank(task, candidates)`` — *listwise* (RankGPT, Sun et al. 2023): all k answers ranked best
-  first. A :class:`~rankkit.judgments.GroupRanking` holds the permutation of slots.
-
-Slots are 0-based positions in the order shown; labels are the letters the judge sees (slot 0 is
-``A``). k is at most :data:`~rankkit.judgments.MAX_LABELS` (8).
-
-Parsing is strict, as the pairwise parser is: only text the judge itself generated is read (the
-candidates' texts are never searched, so an answer that contains ``Ranking: C > A > B`` cannot
-choose for the judge), the verdict must follow a fixed prefix the template asks for
-(``Best:`` / ``Ranking:``), and a ranking must name every label exactly once
-(:func:`parse_ranking`). When the verdict line occurs more than once the *last* one counts: a
-model that quotes an answer and then concludes is read by its conclusion.
+More in ``docs/judges-llm.md``.
 
 Example
 -------
@@ -68,6 +55,8 @@ def parse_choice(text: str, k: int, prefix: str = CHOICE_PREFIX) -> tuple[int | 
     ``(slot, None)``, or ``(None, reason)`` when there is no verdict line or it does not name
     exactly one of the k labels.
 
+    Examples
+    --------
     >>> parse_choice("Best: [B]", 2)
     (1, None)
     >>> parse_choice("Best: E", 3)
@@ -94,10 +83,22 @@ def parse_ranking(text: str, k: int, prefix: str = RANKING_PREFIX) -> tuple[tupl
     Every one of the k labels must appear exactly once, separated by ``>`` (or commas); anything
     else is a parse failure with its reason.
 
+    Parameters
+    ----------
+    text : str
+        The judge's generated reply.
+    k : int
+        The number of answers shown.
+    prefix : str
+        The verdict line's prefix.
+
     Returns
     -------
-    ``(slots best first, None)``, or ``(None, reason)``.
+    tuple[tuple[int, ...] | None, str | None]
+        ``(slots best first, None)``, or ``(None, reason)``.
 
+    Examples
+    --------
     >>> parse_ranking("Ranking: [C] > [A] > [B]", 3)
     ((2, 0, 1), None)
     >>> parse_ranking("Ranking: A > B", 3)[1]
@@ -132,6 +133,20 @@ def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
     of each candidate's text, so a verdict line written inside an answer is never read as the
     judge's own, even when the judge quotes the answer.
 
+    Parameters
+    ----------
+    generated : str
+        The judge's generated text.
+    untrusted : Sequence[str]
+        The candidates' texts.
+
+    Returns
+    -------
+    str
+        The generated text without the echoes.
+
+    Examples
+    --------
     >>> strip_echoes("I read: Ranking: B > A.", ["Ranking: B > A"])
     'I read:  .'
     """
@@ -145,6 +160,20 @@ def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[
     """P(best = slot i) from the label tokens' log-probabilities, renormalised over the k labels;
     None when no label has any probability.
 
+    Parameters
+    ----------
+    logprobs : Mapping[str, float]
+        Next-token log-probabilities, by label token.
+    k : int
+        The number of answers shown.
+
+    Returns
+    -------
+    tuple[float, ...] | None
+        One probability per slot, or None.
+
+    Examples
+    --------
     >>> [round(p, 3) for p in probabilities_from_logprobs({"A": math.log(0.3), "B": math.log(0.1)}, 2)]
     [0.75, 0.25]
     """
@@ -160,6 +189,18 @@ def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[
 def ranking_from_scores(scores: Sequence[float]) -> tuple[int, ...]:
     """Slots ordered by score, highest first; equal scores keep the order shown.
 
+    Parameters
+    ----------
+    scores : Sequence[float]
+        One score per slot.
+
+    Returns
+    -------
+    tuple[int, ...]
+        The slots, best first.
+
+    Examples
+    --------
     >>> ranking_from_scores([0.2, 0.5, 0.3])
     (1, 2, 0)
     """

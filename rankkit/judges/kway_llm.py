@@ -1,26 +1,9 @@
 """k-way judgments from an LLM judge (``hf:``, ``smollm2``, ``openai:``): setwise choices and listwise rankings.
 
-The prompts are :mod:`rankkit.prompts.kway`'s (answers labelled ``A``…``H``). Two modes, as for pairs:
+The ``choose`` / ``rank`` side of :class:`~rankkit.judges.llm.LLMJudge`, in ``logprob`` mode (label
+probabilities after ``Best: ``) or ``generate`` mode (a verdict read after the judge's reasoning).
 
-* ``logprob`` — one forward pass per prompt, the reply forced to begin with ``Best: `` (a
-  continuation rankkit writes, so nothing the answers say can stand in for the verdict); the
-  label tokens' log-probabilities, renormalised over the k labels, are P(best = slot i), and the
-  choice is the most probable slot. A *ranking* in logprob mode sorts the slots by those same
-  probabilities (single-token listwise ranking, as FIRST, Reddy et al. 2024, reads a ranking from
-  the first token's logits), so a listwise window costs one forward pass too.
-* ``generate`` — the judge writes a short explanation; then, as for pairs (see
-  :mod:`rankkit.judges.modes`), rankkit appends its own ``Best: `` (setwise) or ``Ranking: ``
-  (listwise) after it and reads the label tokens' probabilities as the next token: the chosen
-  slot, or the slots sorted by them (hosted APIs: read from a follow-up turn or a prefill, as
-  for pairs). Nothing the answers say can stand in for the verdict. Only where the runtime offers
-  no such read (the judge's ``verdict_path`` is ``text``) is the
-  verdict line (``Best: X`` or ``Ranking: X > Y > ...``) parsed from the generated text, after
-  removing whatever it copied verbatim from the answers (:func:`~rankkit.judges.kway.strip_echoes`).
-  A verdict that cannot be read is asked again once with the next seed (``retries``), then the
-  judgment has status FAILED and the strategy treats its group as undecided.
-
-``loglik`` mode and PREPAIR have no k-way form: such a judge does not offer k-way judgments
-(:attr:`rankkit.judges.llm.LLMJudge.supports_kway`), and a k-way strategy is refused before anything is judged.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -67,12 +50,36 @@ KWAY_READER_VERSION = "2"  # 2: generate mode reads the labels after its own "Be
 
 def kway_key(judge: KwayJudge) -> list[Any]:
     """What an LLM judge's k-way judgments depend on beyond its fingerprint: the k-way templates
-    and the reader's version."""
+    and the reader's version.
+
+    Parameters
+    ----------
+    judge : KwayJudge
+        The LLM judge.
+
+    Returns
+    -------
+    list[Any]
+        JSON-ready values.
+    """
     return [{"kway_templates": templates_fingerprint(), "kway_reader": KWAY_READER_VERSION}]
 
 
 def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
-    """Yield ``(index, GroupChoice)`` per ``(task, candidates)`` request (module docstring)."""
+    """Yield ``(index, GroupChoice)`` per ``(task, candidates)`` request (``docs/judges-llm.md``).
+
+    Parameters
+    ----------
+    judge : KwayJudge
+        The LLM judge (its mode, k-way templates and runtime).
+    requests : Sequence[GroupRequest]
+        ``(task, candidates)`` requests, the candidates in the order shown.
+
+    Yields
+    ------
+    tuple[int, GroupChoice]
+        ``(index, choice)``: the index of the request in ``requests`` and its choice.
+    """
     prompts = [render_kway("setwise", task, candidates) for task, candidates in requests]
     if judge.mode == "logprob":
         prefix = CHOICE_PREFIX + " "
@@ -137,7 +144,20 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
 
 
 def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
-    """Yield ``(index, GroupRanking)`` per ``(task, candidates)`` request (module docstring)."""
+    """Yield ``(index, GroupRanking)`` per ``(task, candidates)`` request (``docs/judges-llm.md``).
+
+    Parameters
+    ----------
+    judge : KwayJudge
+        The LLM judge (its mode, k-way templates and runtime).
+    requests : Sequence[GroupRequest]
+        ``(task, candidates)`` requests, the candidates in the order shown.
+
+    Yields
+    ------
+    tuple[int, GroupRanking]
+        ``(index, ranking)``: the index of the request in ``requests`` and its ranking.
+    """
     if judge.mode == "logprob":
         for index, choice in choose_many(judge, requests):
             permutation = None if choice.probabilities is None else ranking_from_scores(choice.probabilities)

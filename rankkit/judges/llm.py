@@ -1,47 +1,10 @@
 """An LLM as the judge, independent of where the model runs: :class:`LLMJudge`.
 
-:class:`LLMJudge` turns tasks into chat prompts (:mod:`rankkit.prompts`), drives an *runtime*
-(:class:`~rankkit.judges.llm_runtime.LLMRuntime`: transformers in :mod:`rankkit.judges.hf`, an
-HTTP server in :mod:`rankkit.judges.openai_compat`) and turns the runtime's output into judgments
-through one of three *modes* (:mod:`rankkit.judges.modes`):
+:class:`LLMJudge` renders prompts, drives an :class:`~rankkit.judges.llm_runtime.LLMRuntime` and
+reads judgments through a mode (:mod:`rankkit.judges.modes`), with the ``prepair``, ``sanitize``
+and ``calibrate`` options; :class:`CalibratedJudge` reads each pair in both orders.
 
-* ``generate`` — the judge writes its reasoning and a verdict, which is parsed (the paper's way);
-* ``logprob`` — one forward pass: the probabilities of the score digits or of the two choices;
-* ``loglik`` — no judge prompt: each answer's likelihood as the model's own reply.
-
-**Runtimes** yield ``(index, result)`` pairs as results are ready, and :meth:`LLMJudge.grade_many`
-/ :meth:`LLMJudge.compare_many` pass each judgment on the moment it exists, so the match layer
-caches every judgment even when a batch fails half-way.
-
-**Options on top of the modes:**
-
-* ``prepair=true`` — PREPAIR (:mod:`rankkit.judges.prepair`): :meth:`LLMJudge.pair_prompts`
-  returns decision prompts holding a per-answer analysis of each side, generated once per answer
-  and cached through the run's memo (:func:`rankkit.memo.memo_of`, bound by :meth:`bind_memo`); everything downstream
-  (generation, parsing, retries, logprob choice) is unchanged. Works in ``generate`` and
-  ``logprob`` mode.
-* ``sanitize=true`` — every candidate's judge-protocol text (``Final verdict``, ``Answer 1:``,
-  ``Score:``, ``Best:``, ``Ranking:``, box tags, chat-template tokens) is rewritten visibly and
-  inertly before any prompt is rendered (:func:`rankkit.prompts.protocol.sanitize_protocol`), so
-  what the judge reads cannot echo the verdict prefix rankkit appends. Judgments stay cached
-  under the original texts; the option is part of the fingerprint when on.
-* ``calibrate=true`` — position-bias calibration of ``logprob`` comparisons: the judge's
-  comparisons go through a :class:`CalibratedJudge` (below) wrapped around itself, which reads
-  each pair in both orders (:meth:`LLMJudge.compare_raw`) and averages the log-odds (the method:
-  :mod:`rankkit.judges.calibration`). :meth:`LLMJudge.calibrate_pair_probability` remains a per-comparison hook (identity)
-  for other calibrations.
-* Extra fingerprint fields: extend :meth:`LLMJudge.fingerprint_fields`.
-
-**Concurrent callers.** :meth:`LLMJudge.grade_many` / :meth:`LLMJudge.compare_many` may be
-called from several threads at once (as a dispatcher does, sizing its work from
-:attr:`LLMJudge.capacity` and :attr:`LLMJudge.fills_batches`, both the runtime's). The judge's own
-state tolerates it: a PREPAIR analysis or a calibration's raw choice that two calls need is
-computed by one and waited for by the other (the run's :class:`~rankkit.memo.JudgmentMemo`
-keeps one request per key in flight); whether the runtime itself may be called concurrently is
-the runtime's to say (the HTTP runtime may).
-
-The runtime contract lives in :mod:`rankkit.judges.llm_runtime` and the modes' scoring rules in
-:mod:`rankkit.judges.modes`.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -188,7 +151,13 @@ class LLMJudge(Judge):
     def templates(self) -> TemplateChoice:
         """The templates ``template`` names, read once on first use (the fingerprint names them, so
         a bad template fails before the first judgment; the spec factories check it even before a
-        model is loaded). Not read in the constructor, which only stores parameters."""
+        model is loaded). Not read in the constructor, which only stores parameters.
+
+        Returns
+        -------
+        TemplateChoice
+            The pointwise, pairwise (and PREPAIR) templates chosen.
+        """
         return TemplateChoice(self.template)
 
     @property
@@ -233,6 +202,13 @@ class LLMJudge(Judge):
 
     # -- identity -----------------------------------------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
+        """Everything that changes a judgment: backend, model, template, mode, decoding, options.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
+        """
         fields: dict[str, Any] = {
             "model": self.runtime.identity(),
             "mode": self.mode,
@@ -270,7 +246,18 @@ class LLMJudge(Judge):
 
     def describe(self, *, calibrated: bool) -> str:
         """``backend:model (mode=..., prepair, calibrate)``, naming calibration when ``calibrated``
-        (a :class:`CalibratedJudge` around this judge asks so)."""
+        (a :class:`CalibratedJudge` around this judge asks so).
+
+        Parameters
+        ----------
+        calibrated : bool
+            Whether a :class:`CalibratedJudge` wraps this judge.
+
+        Returns
+        -------
+        str
+            The description.
+        """
         identity = self.runtime.identity()
         name = identity.get("name") or identity.get("model") or "?"
         extra = "".join(
@@ -296,13 +283,30 @@ class LLMJudge(Judge):
 
     def show_progress(self, note: Callable[[str], None]) -> None:
         """Have the runtime report what the progress bar shows beside its counts (a batching
-        runtime: each batch's state) to ``note`` (:meth:`rankkit.runner.RunProgress.note`)."""
+        runtime: each batch's state) to ``note`` (:meth:`rankkit.runner.RunProgress.note`).
+
+        Parameters
+        ----------
+        note : Callable[[str], None]
+            The progress bar's note: shows a line of text beside the counts.
+        """
         self.runtime.show_progress(note)
 
     # -- prompts (extension points) -----------------------------------------------------------
     def shown(self, candidate: Candidate) -> Candidate:
         """The candidate as the judge's prompts show it: with ``sanitize``, its protocol text
-        rewritten (:func:`~rankkit.prompts.protocol.sanitize_protocol`); else itself."""
+        rewritten (:func:`~rankkit.prompts.protocol.sanitize_protocol`); else itself.
+
+        Parameters
+        ----------
+        candidate : Candidate
+            The candidate as given.
+
+        Returns
+        -------
+        Candidate
+            The candidate as shown (itself without ``sanitize``).
+        """
         if not self.sanitize:
             return candidate
         text = sanitize_protocol(candidate.text)
@@ -315,7 +319,20 @@ class LLMJudge(Judge):
         return tuple(dict.fromkeys([c.text for c in candidates] + [c.text for c in shown]))
 
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
-        """The pointwise prompt for one candidate in the current mode."""
+        """The pointwise prompt for one candidate in the current mode.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Prompt
+            The rendered chat prompt.
+        """
         template = self.templates.template(task, POINTWISE)
         max_points = self.judging_mode.prompt_points(prompt_max_points(task, template))
         shown = self.shown(candidate)
@@ -327,7 +344,18 @@ class LLMJudge(Judge):
         )
 
     def pair_template(self, task: Task) -> Template:
-        """The template of this judge's comparisons of ``task`` (with ``prepair``: the decision's)."""
+        """The template of this judge's comparisons of ``task`` (with ``prepair``: the decision's).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+
+        Returns
+        -------
+        Template
+            The template.
+        """
         if self.prepair:
             from rankkit.judges.prepair import decision_template
 
@@ -335,7 +363,18 @@ class LLMJudge(Judge):
         return self.templates.template(task, PAIRWISE)
 
     def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts)."""
+        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts).
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Returns
+        -------
+        list[Prompt]
+            One prompt per request, in the order of ``requests``.
+        """
         if self.prepair:
             return self.prepair_prompts(requests)
         prompts = []
@@ -354,12 +393,36 @@ class LLMJudge(Judge):
         return prompts
 
     def shown_pairs(self, requests: Sequence[ComparisonRequest]) -> list[ComparisonRequest]:
-        """The comparison requests with each candidate as shown (:meth:`shown`)."""
+        """The comparison requests with each candidate as shown (:meth:`shown`).
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Returns
+        -------
+        list[ComparisonRequest]
+            The requests, in the same order, each candidate as shown.
+        """
         return [(task, self.shown(first), self.shown(second)) for task, first, second in requests]
 
     def pair_points(self, task: Task, template: Template) -> float:
         """The M a pairwise prompt shows: the task's, except in generate mode, whose verdict is
-        read as one digit per answer (the scale ``0..K`` of :func:`~rankkit.judges.modes.logprob_points`)."""
+        read as one digit per answer (the scale ``0..K`` of :func:`~rankkit.judges.modes.logprob_points`).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        template : Template
+            The pairwise template.
+
+        Returns
+        -------
+        float
+            The maximum score the prompt shows.
+        """
         max_points = prompt_max_points(task, template)
         return self.judging_mode.prompt_points(max_points) if self.mode == "generate" else max_points
 
@@ -375,7 +438,18 @@ class LLMJudge(Judge):
         )
 
     def prepair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
+        """PREPAIR decision prompts: both answers and each one's analysis (generated if missing).
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Returns
+        -------
+        list[Prompt]
+            One decision prompt per request, in the order of ``requests``.
+        """
         from rankkit.judges.prepair import render_decision
 
         # Analyses are of the answers as shown, cached under those texts.
@@ -410,22 +484,93 @@ class LLMJudge(Judge):
 
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
         """Hook for a per-comparison calibration of logprob comparisons; identity by default
-        (``calibrate=true`` is a wrapper instead: it needs both orders of the pair)."""
+        (``calibrate=true`` is a wrapper instead: it needs both orders of the pair).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+        probability : float
+            The probability that ``first`` is better, as read.
+
+        Returns
+        -------
+        float
+            The calibrated probability (``probability`` itself by default).
+        """
         return probability
 
     # -- judgments ----------------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:
+        """A pointwise grade of ``candidate`` (one request of :meth:`grade_many`).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Grade
+            The grade.
+        """
         return next(self.grade_many([(task, candidate)]))[1]
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """A verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict.
+        """
         return next(self.compare_many([(task, first, second)]))[1]
 
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        """Yield ``(index, grade)`` for each request as the runtime's results arrive, through the mode.
+
+        Parameters
+        ----------
+        requests : Sequence[GradeRequest]
+            ``(task, candidate)`` requests.
+
+        Returns
+        -------
+        Iterator[tuple[int, Grade]]
+            ``(index, grade)``: the index of the request in ``requests`` and its grade.
+        """
         if not requests:
             return iter(())
         return _naming_task(self.judging_mode.grade(self, requests), [task for task, _ in requests])
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        """Yield ``(index, verdict)`` for each request as it is ready (calibrated with ``calibrate=true``).
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Returns
+        -------
+        Iterator[tuple[int, Verdict]]
+            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
+        """
         if self.calibrated is not None:
             return self.calibrated.compare_many(requests)
         return self.compare_raw(requests)
@@ -437,17 +582,64 @@ class LLMJudge(Judge):
         return self.mode in ("logprob", "generate") and not self.prepair
 
     def kway_key(self) -> list[Any]:
+        """What a k-way judgment depends on besides the fingerprint: the judge's k-way templates.
+
+        Returns
+        -------
+        list[Any]
+            JSON-ready values (:func:`rankkit.judges.kway_llm.kway_key`).
+        """
         from rankkit.judges import kway_llm
 
         return kway_llm.kway_key(self)
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        """The best of ``candidates`` as shown (one request of :meth:`choose_many`).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupChoice
+            The chosen slot, with every slot's probability in ``logprob`` mode.
+        """
         return next(self.choose_many([(task, tuple(candidates))]))[1]
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> Any:
+        """``candidates`` ranked best first (one request of :meth:`rank_many`).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupRanking
+            The permutation of slots, best first.
+        """
         return next(self.rank_many([(task, tuple(candidates))]))[1]
 
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, GroupChoice)`` for each request as it is ready (:func:`rankkit.judges.kway_llm.choose_many`).
+
+        Parameters
+        ----------
+        requests : Sequence[GroupRequest]
+            ``(task, candidates)`` requests, the candidates in the order shown.
+
+        Returns
+        -------
+        tuple[int, GroupChoice]
+            ``(index, choice)``: the index of the request in ``requests`` and its choice.
+        """
         from rankkit.judges import kway_llm
 
         if not requests:
@@ -455,6 +647,18 @@ class LLMJudge(Judge):
         return _naming_task(kway_llm.choose_many(self, self._shown_groups(requests)), [task for task, _ in requests])
 
     def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, GroupRanking)`` for each request as it is ready (:func:`rankkit.judges.kway_llm.rank_many`).
+
+        Parameters
+        ----------
+        requests : Sequence[GroupRequest]
+            ``(task, candidates)`` requests, the candidates in the order shown.
+
+        Returns
+        -------
+        tuple[int, GroupRanking]
+            ``(index, ranking)``: the index of the request in ``requests`` and its ranking.
+        """
         from rankkit.judges import kway_llm
 
         if not requests:
@@ -467,7 +671,18 @@ class LLMJudge(Judge):
 
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The mode's comparisons before any calibration (with PREPAIR's analysis charges):
-        what an uncalibrated judge answers, and what a calibrated one builds on."""
+        what an uncalibrated judge answers, and what a calibrated one builds on.
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Returns
+        -------
+        Iterator[tuple[int, Verdict]]
+            ``(index, verdict)``: the index of the request in ``requests`` and its uncalibrated verdict.
+        """
         if not requests:
             return iter(())
         judgments = _naming_task(self.judging_mode.compare(self, requests), [task for task, _, _ in requests])
@@ -520,6 +735,13 @@ class CalibratedJudge(Judge):
 
     # -- identity and plumbing: the wrapped judge's -------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
+        """The wrapped judge's fingerprint fields, with the calibration method.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
+        """
         return {**self.judge.fingerprint_fields(), "calibrate": CALIBRATION_METHOD}
 
     @property
@@ -532,6 +754,20 @@ class CalibratedJudge(Judge):
         return self.judge.describe(calibrated=True)
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        """The wrapped judge's request key.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        *candidates : Candidate
+            The candidates, in the order shown.
+
+        Returns
+        -------
+        list[Any]
+            The key: JSON-ready values.
+        """
         return self.judge.request_key(task, *candidates)
 
     @property
@@ -543,27 +779,94 @@ class CalibratedJudge(Judge):
         return self.judge.fills_batches
 
     def bind_memo(self, memo: JudgmentMemo) -> None:
+        """Bind the run's memo to this judge and to the wrapped one.
+
+        Parameters
+        ----------
+        memo : JudgmentMemo
+            The run's :class:`~rankkit.memo.JudgmentMemo`.
+        """
         self.judge.bind_memo(memo)
 
     def close(self) -> None:
         self.judge.close()
 
     def show_progress(self, note: Callable[[str], None]) -> None:
+        """Pass the progress bar's ``note`` on to the wrapped judge.
+
+        Parameters
+        ----------
+        note : Callable[[str], None]
+            The progress bar's note: shows a line of text beside the counts.
+        """
         self.judge.show_progress(note)
 
     # -- judgments ----------------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:
+        """The wrapped judge's grade (calibration applies to comparisons only).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Grade
+            The grade.
+        """
         return self.judge.grade(task, candidate)
 
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        """The wrapped judge's grades (calibration applies to comparisons only).
+
+        Parameters
+        ----------
+        requests : Sequence[GradeRequest]
+            ``(task, candidate)`` requests.
+
+        Returns
+        -------
+        Iterator[tuple[int, Grade]]
+            ``(index, grade)``: the index of the request in ``requests`` and its grade.
+        """
         return self.judge.grade_many(requests)
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """The calibrated verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict, its probability calibrated.
+        """
         return next(self.compare_many([(task, first, second)]))[1]
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """Each pair read in both orders (raw judgments from memory, the store or the judge, the
-        missing ones in one batch), then calibrated; yields in request order once all are read."""
+        missing ones in one batch), then calibrated; yields in request order once all are read.
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Yields
+        ------
+        tuple[int, Verdict]
+            ``(index, verdict)``: the index of the request in ``requests`` and its calibrated verdict.
+        """
         if not requests:
             return
         both_orders = list(requests) + [(task, second, first) for task, first, second in requests]

@@ -20,7 +20,18 @@ Conversation = list[dict[str, str]]
 
 
 def user_turn(content: str) -> Conversation:
-    """A conversation of one user message."""
+    """A conversation of one user message.
+
+    Parameters
+    ----------
+    content : str
+        The user message's text.
+
+    Returns
+    -------
+    Conversation
+        The conversation: ``[{"role": "user", "content": content}]``.
+    """
     return [{"role": "user", "content": content}]
 
 
@@ -54,6 +65,20 @@ class ChoiceLogprobs(dict):
 def per_row(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
     """``assistant_prefix`` as one prefix per row (a single string is every row's).
 
+    Parameters
+    ----------
+    assistant_prefix : str | Sequence[str]
+        One prefix for every row, or one per row.
+    rows : int
+        The number of rows.
+
+    Returns
+    -------
+    list[str]
+        One prefix per row.
+
+    Examples
+    --------
     >>> per_row("Score: ", 2)
     ['Score: ', 'Score: ']
     >>> per_row(["a", "b"], 2)
@@ -136,19 +161,78 @@ class LLMRuntime(Protocol):
     #: counts sequential batches and applies the batch discount.
     batched: bool = False
 
-    def identity(self) -> dict[str, Any]: ...
+    def identity(self) -> dict[str, Any]:
+        """What identifies the model for the cache fingerprint (never secrets).
+
+        Returns
+        -------
+        dict[str, Any]
+            The identity: JSON-ready values, by name.
+        """
+        ...
 
     def generate(
         self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
-    ) -> Iterator[tuple[int, Generation]]: ...
+    ) -> Iterator[tuple[int, Generation]]:
+        """Generate a reply to each conversation; yield ``(index, generation)`` as each is ready.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        max_new_tokens : int
+            The most tokens generated per reply.
+        temperature : float
+            The sampling temperature (0: greedy).
+        seed : int
+            The sampling seed.
+
+        Returns
+        -------
+        Iterator[tuple[int, Generation]]
+            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        """
+        ...
 
     def next_token_logprobs(
         self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
-    ) -> Iterator[tuple[int, dict[str, float]]]: ...
+    ) -> Iterator[tuple[int, dict[str, float]]]:
+        """Each of ``choices``' log-probability as the next token after the forced reply prefix.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        assistant_prefix : str | Sequence[str]
+            The forced start of the reply: one for every conversation, or one per conversation.
+        choices : Sequence[str]
+            The choices (their first tokens must differ).
+
+        Returns
+        -------
+        Iterator[tuple[int, dict[str, float]]]
+            ``(index, logprobs)``: the index of the conversation and each choice's log-probability (``-inf`` when impossible); a read that is a request of its own may yield a :class:`ChoiceLogprobs`.
+        """
+        ...
 
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]
-    ) -> Iterator[tuple[int, float]]: ...
+    ) -> Iterator[tuple[int, float]]:
+        """The mean per-token log-likelihood of ``answers[i]`` as the reply to ``conversations[i]``.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations (the bare questions).
+        answers : Sequence[str]
+            One answer per conversation.
+
+        Returns
+        -------
+        Iterator[tuple[int, float]]
+            ``(index, loglik)``: the index of the conversation and the answer's mean token log-likelihood.
+        """
+        ...
 
     def close(self) -> None:
         """Release what the runtime holds (a shared, cached model stays loaded)."""
@@ -156,7 +240,13 @@ class LLMRuntime(Protocol):
 
     def show_progress(self, note: Callable[[str], None]) -> None:
         """Report what the run's progress bar should show beside its counts to ``note`` (a batching
-        runtime: each batch's id, state and requests done); a runtime with nothing to add ignores it."""
+        runtime: each batch's id, state and requests done); a runtime with nothing to add ignores it.
+
+        Parameters
+        ----------
+        note : Callable[[str], None]
+            The progress bar's note: shows a line of text beside the counts.
+        """
         return None
 
 
@@ -175,6 +265,13 @@ class StandInRuntime(LLMRuntime):
         self.context = context
 
     def identity(self) -> dict[str, Any]:
+        """The identity the real runtime would report.
+
+        Returns
+        -------
+        dict[str, Any]
+            A copy of the identity given.
+        """
         return dict(self._identity)
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Iterator[Any]:

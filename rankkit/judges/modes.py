@@ -1,50 +1,10 @@
 """How an LLM judge reads a model: the judging modes ``generate``, ``logprob`` and ``loglik``, one class each.
 
-Each mode implements :class:`JudgingMode`: what it adds to the judge's fingerprint, the grading
-scale its pointwise prompt shows, and how it turns requests into judgments through the judge's
-runtime. :class:`~rankkit.judges.llm.LLMJudge` picks one by name (:data:`JUDGING_MODES`) and
-gives it itself, for its prompts, decoding parameters and runtime; the modes keep no state.
+Each implements :class:`JudgingMode` (fingerprint fields, grading scale, requests to judgments
+through the judge's runtime); :class:`~rankkit.judges.llm.LLMJudge` picks one by name from
+:data:`JUDGING_MODES`.
 
-``generate`` (:class:`GenerateMode`) — the paper's way, hardened. The judge writes its explanation
-    freely; the verdict is **never searched for in that text**. rankkit appends its own prefix
-    after it (``Final verdict: Answer 1: ``) and reads the probabilities of the score digits
-    ``0..K`` as the next token (score = their expected value), then ``... 7/9 Answer 2: `` for the
-    second answer (:func:`continuation_verdicts`); pointwise: ``Final verdict: Score: ``. The prompt
-    shows the digit scale ``0..K`` (K as in ``logprob`` mode) and scores are mapped onto the
-    task's scale. A verdict a candidate writes, or makes the judge repeat, is never what is
-    parsed; but the model reads the whole prompt, so such text can still move the digits it
-    puts probability on (``sanitize=true`` rewrites it before rendering:
-    :mod:`rankkit.prompts.protocol`). An HTTP runtime whose server cannot continue a prefix (OpenAI, hosted
-    APIs, llama-cpp-python's server) reads the same value from a follow-up turn instead
-    (``verdict_path`` ``followup``/``followup_enum``: :mod:`rankkit.judges.hosted_verdict`), and
-    Anthropic's from a prefilled reply (``prefill``); only runtimes that offer none of these fall
-    back to parsing the free text (``verdict=text``, :mod:`rankkit.prompts.verdicts`: strict, but
-    a pattern over text a candidate can influence), with one warning line; every judgment records
-    its ``verdict_path``. A verdict that cannot be read is asked again once
-    with the next seed (at temperature 0.7 when the judge decodes greedily, since a greedy retry
-    would repeat itself); if that fails too the judgment is recorded with status FAILED: a
-    failed grade has ``value=None``, a failed comparison has both answers at the middle of the
-    scale and ``probability=0.5``, and the match layer treats it as **undecided**
-    (:func:`rankkit.matches.make_match`): it never decides a match, so it rewards nobody. Both
-    are counted as ``parse_failures`` and keep the raw output for inspection.
-
-``logprob`` (:class:`LogprobMode`) — no generation, one forward pass per prompt. Pointwise: the
-    reply is forced to start with the template's score prefix (``Score: ``) and the score is the
-    expected value of the next token over the digits ``0..K`` (the weighted sum of G-Eval, used by
-    PREPAIR, The Comparative Trap §5.3.4), where K is the task's M when it is a whole number up to
-    9 and 9 otherwise (the prompt then says "0 to 9"); it is mapped linearly onto the task's
-    scale. Pairwise: the reply is forced to start with the template's choice prefix (``The better
-    answer is Answer ``) and ``probability`` = P(1) / (P(1) + P(2)) of the two choice tokens; the
-    scores are that probability and its complement mapped onto the task's scale.
-
-``loglik`` (:class:`LoglikMode`) — pointwise score = mean token log-likelihood of the answer as a
-    reply to the bare question (no judge prompt), mapped onto the scale as
-    ``low + exp(mean) * (high-low)`` (the geometric-mean token probability). A comparison compares
-    the two answers' mean log-likelihoods, with ``probability = sigmoid(ll_first - ll_second)``;
-    it has no position bias because neither answer is "first" to the model.
-
-Every mode yields ``(index, judgment)`` as the runtime's results arrive, so the match layer caches
-each judgment the moment it exists.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -87,7 +47,18 @@ RETRY_TEMPERATURE = 0.7
 
 
 def logprob_points(max_points: float) -> int:
-    """K of the digit scale ``0..K`` a logprob grade reads: M if a whole number 1..9, else 9."""
+    """K of the digit scale ``0..K`` a logprob grade reads: M if a whole number 1..9, else 9.
+
+    Parameters
+    ----------
+    max_points : float
+        The task's (or template's) maximum score M.
+
+    Returns
+    -------
+    int
+        K.
+    """
     if float(max_points).is_integer() and 1 <= max_points <= 9:
         return int(max_points)
     return 9
@@ -99,6 +70,16 @@ def expected_digit(logprobs: Mapping[str, float]) -> tuple[float | None, float]:
     ``logprobs`` maps ``"0"..."K"`` to next-token log-probabilities. Returns
     ``(sum_k k * p_k / sum_k p_k, sum_k p_k)``; the second value is the probability mass the
     model put on any score at all. The expectation is None when that mass is zero.
+
+    Parameters
+    ----------
+    logprobs : Mapping[str, float]
+        Next-token log-probabilities of the digits ``"0"`` ... ``"K"``.
+
+    Returns
+    -------
+    tuple[float | None, float]
+        The expectation (None when no mass is on any digit) and the probability mass on the digits.
     """
     probabilities = {int(k): math.exp(v) for k, v in logprobs.items() if v > -math.inf}
     mass = sum(probabilities.values())
@@ -108,7 +89,20 @@ def expected_digit(logprobs: Mapping[str, float]) -> tuple[float | None, float]:
 
 
 def choice_probability(logprob_first: float, logprob_second: float) -> float | None:
-    """P(first) = p1 / (p1 + p2) from two log-probabilities (None when both are impossible)."""
+    """P(first) = p1 / (p1 + p2) from two log-probabilities (None when both are impossible).
+
+    Parameters
+    ----------
+    logprob_first : float
+        The log-probability of the first choice.
+    logprob_second : float
+        The log-probability of the second choice.
+
+    Returns
+    -------
+    float | None
+        P(first), or None when both are ``-inf``.
+    """
     top = max(logprob_first, logprob_second)
     if top == -math.inf:
         return None
@@ -117,11 +111,36 @@ def choice_probability(logprob_first: float, logprob_second: float) -> float | N
 
 
 def sigmoid(x: float) -> float:
-    """The logistic function, without overflow for large negative ``x``."""
+    """The logistic function, without overflow for large negative ``x``.
+
+    Parameters
+    ----------
+    x : float
+        Any real number.
+
+    Returns
+    -------
+    float
+        ``1 / (1 + exp(-x))``.
+    """
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def winner_from_scores(first: float, second: float) -> Winner:
+    """The verdict two scores give: the higher one wins; equal scores are a tie.
+
+    Parameters
+    ----------
+    first : float
+        The first answer's score.
+    second : float
+        The second answer's score.
+
+    Returns
+    -------
+    Winner
+        ``FIRST``, ``SECOND`` or ``TIE``.
+    """
     if first > second:
         return Winner.FIRST
     if second > first:
@@ -130,11 +149,40 @@ def winner_from_scores(first: float, second: float) -> Winner:
 
 
 def midpoint(task: Task) -> float:
+    """The middle of the task's grading scale.
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+
+    Returns
+    -------
+    float
+        ``(low + high) / 2``.
+    """
     return (task.scale[0] + task.scale[1]) / 2
 
 
 def failed_comparison(task: Task, raw: str, usage: Mapping[str, int], extras: Mapping[str, Any]) -> Verdict:
-    """The documented failure rule of a comparison: a tie at the middle of the scale, P = 0.5."""
+    """The documented failure rule of a comparison: a tie at the middle of the scale, P = 0.5.
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+    raw : str
+        The judge's raw output, kept for inspection.
+    usage : Mapping[str, int]
+        What the failed attempts cost (tokens, retries...).
+    extras : Mapping[str, Any]
+        Extra fields recorded with the judgment (mode, template, reason...).
+
+    Returns
+    -------
+    Verdict
+        A FAILED verdict: both answers at the middle of the scale, ``probability=0.5``.
+    """
     middle = midpoint(task)
     return Verdict(
         first_grade=middle,
@@ -160,6 +208,26 @@ def choice_judgment(
 
     ``probability`` may differ from the raw P(1) / (P(1) + P(2)) of ``logprobs`` (a calibrated
     judge's); the raw one is then kept in ``extras["raw_probability"]``.
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+    template : str
+        The template's name.
+    prefix : str
+        The forced reply prefix the choice was read after.
+    logprobs : Mapping[str, float]
+        The log-probabilities of the choices ``"1"`` and ``"2"``.
+    probability : float | None
+        P(first) as the judgment reports it (None: failed).
+    extras : Mapping[str, Any] | None
+        Extra fields recorded with the judgment.
+
+    Returns
+    -------
+    Verdict
+        The verdict: scores are ``probability`` and its complement on the task's scale.
     """
     extras = {"mode": "logprob", "template": template, "logprobs": dict(logprobs), **(extras or {})}
     raw_probability = choice_probability(logprobs["1"], logprobs["2"])
@@ -216,31 +284,120 @@ class ModeJudge(Protocol):
         """The templates the judge's prompts come from (their fingerprint is the mode's)."""
 
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
-        """The pointwise prompt for one candidate."""
+        """The pointwise prompt for one candidate.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Prompt
+            The rendered prompt.
+        """
 
     def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """The pairwise prompts of a batch, in order."""
+        """The pairwise prompts of a batch, in order.
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Returns
+        -------
+        list[Prompt]
+            One prompt per request, in the order of ``requests``.
+        """
 
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
-        """A logprob comparison's P(first) after the judge's per-comparison calibration."""
+        """A logprob comparison's P(first) after the judge's per-comparison calibration.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+        probability : float
+            P(first) as read.
+
+        Returns
+        -------
+        float
+            The calibrated P(first).
+        """
 
 
 class JudgingMode(Protocol):
-    """One way of reading a model's judgment; see the module docstring for the three."""
+    """One way of reading a model's judgment; see ``docs/judges-llm.md`` for the three."""
 
     name: str
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
-        """What this mode adds to the judge's fingerprint (templates, decoding, rule versions)."""
+        """What this mode adds to the judge's fingerprint (templates, decoding, rule versions).
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode (its templates and decoding parameters).
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
+        """
 
     def prompt_points(self, max_points: float) -> float:
-        """The M a pointwise prompt shows, given the task's and template's M."""
+        """The M a pointwise prompt shows, given the task's and template's M.
+
+        Parameters
+        ----------
+        max_points : float
+            The task's (or template's) maximum score M.
+
+        Returns
+        -------
+        float
+            The M the prompt shows.
+        """
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Grade every request; yield ``(index, judgment)`` as each is ready."""
+        """Grade every request; yield ``(index, judgment)`` as each is ready.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode (its prompts, decoding parameters and runtime).
+        requests : Sequence[GradeRequest]
+            ``(task, candidate)`` requests.
+
+        Returns
+        -------
+        Iterator[tuple[int, Grade]]
+            ``(index, grade)``: the index of the request in ``requests`` and its grade.
+        """
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Compare every request (first, second as presented); yield ``(index, judgment)`` as each is ready."""
+        """Compare every request (first, second as presented); yield ``(index, judgment)`` as each is ready.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode (its prompts, decoding parameters and runtime).
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Returns
+        -------
+        Iterator[tuple[int, Verdict]]
+            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
+        """
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,6 +447,22 @@ def generate_and_read(
     ``batched``: read a whole attempt's replies at once (continuations: one runtime call each
     round), else each as it arrives (a text parse). Yields ``(index, Reply)`` as each is final, so
     the caller caches every judgment the moment it exists.
+
+    Parameters
+    ----------
+    judge : ModeJudge
+        The judge (its runtime, decoding parameters and ``retries``).
+    conversations : Sequence[Conversation]
+        The chat conversations.
+    read : Reader
+        Reads the verdicts of replies: given their indices and texts, yields ``(index, Reading)``.
+    batched : bool
+        Read a whole attempt's replies at once (True), else each as it arrives.
+
+    Yields
+    ------
+    tuple[int, Reply]
+        ``(index, reply)``: the index of the conversation and its final reply with its reading.
     """
     history: dict[int, list[str]] = {i: [] for i in range(len(conversations))}
     usage: dict[int, dict[str, int]] = {i: {} for i in range(len(conversations))}
@@ -343,6 +516,22 @@ def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:
     r"""The assistant prefix rankkit appends to a generated explanation before reading a score:
     ``<explanation>\n\nFinal verdict: Answer 1: `` (``slot`` 1), ``... Score: `` (``slot`` None).
 
+    Parameters
+    ----------
+    prompt : Prompt
+        The prompt the explanation answers.
+    explanation : str
+        The judge's generated explanation (trailing whitespace is dropped).
+    slot : int | None
+        1 or 2 for a comparison's answer, None for a pointwise score.
+
+    Returns
+    -------
+    str
+        The assistant prefix.
+
+    Examples
+    --------
     >>> from rankkit.prompts import builtin_templates
     >>> prompt = Prompt([], builtin_templates()["paper-pairwise-en"], 4.0)
     >>> verdict_prefix(prompt, "Both are fine.  ", 1)
@@ -357,7 +546,22 @@ def read_scores(
     runtime: LLMRuntime, prompts: Sequence[Prompt], prefixes: Sequence[str]
 ) -> Iterator[tuple[int, dict[str, float]]]:
     """The digit log-probabilities ``0..K`` after each prompt's prefix (K = its ``max_points``),
-    one runtime call per distinct K."""
+    one runtime call per distinct K.
+
+    Parameters
+    ----------
+    runtime : LLMRuntime
+        The judge's runtime.
+    prompts : Sequence[Prompt]
+        The prompts (their conversations and ``max_points``).
+    prefixes : Sequence[str]
+        One forced reply prefix per prompt.
+
+    Returns
+    -------
+    Iterator[tuple[int, dict[str, float]]]
+        ``(index, logprobs)``: the index of the prompt and its digits' log-probabilities.
+    """
     return next_token_logprobs(
         runtime,
         [p.conversation for p in prompts],
@@ -368,7 +572,18 @@ def read_scores(
 
 def read_usage(tables: Sequence[Mapping[str, float]]) -> dict[str, int]:
     """What reading ``tables`` cost, when the runtime says (a hosted API's follow-up reads are
-    :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` with their ``usage``); empty otherwise."""
+    :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` with their ``usage``); empty otherwise.
+
+    Parameters
+    ----------
+    tables : Sequence[Mapping[str, float]]
+        The log-probability tables read.
+
+    Returns
+    -------
+    dict[str, int]
+        The summed usage counters (empty when the runtime reports none).
+    """
     total: dict[str, int] = {}
     for table in tables:
         if isinstance(table, ChoiceLogprobs):
@@ -394,6 +609,22 @@ def continuation_verdicts(
 
     Returns, per prompt, the :class:`ParsedVerdict` (scores on ``[0, K]``) and what was read
     (``{"logprobs": [...], "continuation": the verdict line}``).
+
+    Parameters
+    ----------
+    runtime : LLMRuntime
+        The judge's runtime.
+    prompts : Sequence[Prompt]
+        The prompts the explanations answer.
+    texts : Sequence[str]
+        The generated explanations, one per prompt.
+    slots : int
+        2 for a comparison, 1 for a pointwise grade.
+
+    Returns
+    -------
+    list[tuple[ParsedVerdict, dict[str, Any]]]
+        Per prompt, the :class:`ParsedVerdict` and what was read.
     """
     results: list[tuple[ParsedVerdict, dict[str, Any]]] = []
     prefixes = [verdict_prefix(p, t, 1 if slots == 2 else None) for p, t in zip(prompts, texts)]
@@ -433,6 +664,18 @@ class GenerateMode:
     name = "generate"
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
+        """What generate mode adds to the fingerprint: templates, parser and verdict rule, decoding, retries.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
+        """
         return {
             "templates": judge.templates.fingerprint(),
             "parser": PARSER_VERSION,
@@ -446,9 +689,35 @@ class GenerateMode:
         }
 
     def prompt_points(self, max_points: float) -> float:
+        """The digit scale's K (:func:`logprob_points`): the verdict is read as one digit.
+
+        Parameters
+        ----------
+        max_points : float
+            The task's (or template's) maximum score M.
+
+        Returns
+        -------
+        float
+            K.
+        """
         return float(logprob_points(max_points))
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        """Generate an explanation per request, then read its score after ``Final verdict: Score: ``.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+        requests : Sequence[GradeRequest]
+            ``(task, candidate)`` requests.
+
+        Yields
+        ------
+        tuple[int, Grade]
+            ``(index, grade)``: the index of the request in ``requests`` and its grade.
+        """
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         for index, reply in self._verdicts(judge, prompts, 1):
             task = requests[index][0]
@@ -467,6 +736,20 @@ class GenerateMode:
             )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        """Generate an explanation per pair, then read both answers' scores after rankkit's verdict prefix.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Yields
+        ------
+        tuple[int, Verdict]
+            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
+        """
         prompts = judge.pair_prompts(requests)
         for index, reply in self._verdicts(judge, prompts, 2):
             task = requests[index][0]
@@ -554,7 +837,24 @@ def next_token_logprobs(
     """Group prompts by their choices (e.g. the digit scales of tasks with different M) and ask
     the runtime once per group, each prompt with its own prefix: generate mode's prefixes hold each
     judge's explanation, and one call per group lets an HTTP runtime send them all at once (or in
-    one batch) rather than one after another."""
+    one batch) rather than one after another.
+
+    Parameters
+    ----------
+    runtime : LLMRuntime
+        The judge's runtime.
+    conversations : Sequence[Conversation]
+        The chat conversations.
+    prefixes : Sequence[str]
+        One forced reply prefix per conversation.
+    choices : Sequence[tuple[str, ...]]
+        The choices of each conversation.
+
+    Yields
+    ------
+    tuple[int, dict[str, float]]
+        ``(index, logprobs)``: the index of the conversation and its choices' log-probabilities.
+    """
     groups: dict[tuple[str, ...], list[int]] = {}
     for index, key in enumerate(choices):
         groups.setdefault(tuple(key), []).append(index)
@@ -573,12 +873,50 @@ class LogprobMode:
     name = "logprob"
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
+        """What logprob mode adds to the fingerprint: templates and rule versions.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
+        """
         return {"templates": judge.templates.fingerprint(), "rule": LOGPROB_RULE}
 
     def prompt_points(self, max_points: float) -> float:
+        """The digit scale's K (:func:`logprob_points`).
+
+        Parameters
+        ----------
+        max_points : float
+            The task's (or template's) maximum score M.
+
+        Returns
+        -------
+        float
+            K.
+        """
         return float(logprob_points(max_points))
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        """The expected score digit after ``Score: ``, one forward pass per request.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+        requests : Sequence[GradeRequest]
+            ``(task, candidate)`` requests.
+
+        Yields
+        ------
+        tuple[int, Grade]
+            ``(index, grade)``: the index of the request in ``requests`` and its grade.
+        """
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
         choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
@@ -617,6 +955,20 @@ class LogprobMode:
             )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        """P(1) / (P(1) + P(2)) of the choice tokens after the choice prefix, one forward pass per pair.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Yields
+        ------
+        tuple[int, Verdict]
+            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
+        """
         prompts = judge.pair_prompts(requests)
         prefixes = [p.template.choice_prefix + " " for p in prompts]
         choices = [("1", "2")] * len(prompts)
@@ -648,9 +1000,33 @@ class LoglikMode:
     name = "loglik"
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
+        """What loglik mode adds to the fingerprint.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
+        """
         return {"rule": LOGLIK_RULE}
 
     def prompt_points(self, max_points: float) -> float:
+        """The task's M unchanged (loglik mode shows no judge prompt).
+
+        Parameters
+        ----------
+        max_points : float
+            The task's (or template's) maximum score M.
+
+        Returns
+        -------
+        float
+            ``max_points``.
+        """
         return max_points
 
     @staticmethod
@@ -665,6 +1041,20 @@ class LoglikMode:
                 yield index, value
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        """Each answer's mean token log-likelihood as a reply to the bare question, mapped onto the scale.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+        requests : Sequence[GradeRequest]
+            ``(task, candidate)`` requests.
+
+        Yields
+        ------
+        tuple[int, Grade]
+            ``(index, grade)``: the index of the request in ``requests`` and its grade.
+        """
         for index, value in self._answer_logliks(judge, requests):
             task = requests[index][0]
             yield (
@@ -677,6 +1067,20 @@ class LoglikMode:
             )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        """The two answers' mean log-likelihoods compared, ``probability = sigmoid(ll_first - ll_second)``.
+
+        Parameters
+        ----------
+        judge : ModeJudge
+            The judge using the mode.
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Yields
+        ------
+        tuple[int, Verdict]
+            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
+        """
         flat = [(task, cand) for task, first, second in requests for cand in (first, second)]
         values: dict[int, float] = {}
         for flat_index, value in self._answer_logliks(judge, flat):

@@ -1,89 +1,10 @@
 """A judge behind any OpenAI-compatible HTTP endpoint: vLLM, llama.cpp's server, TGI, OpenAI itself, hosted APIs.
 
-Spec::
+:class:`OpenAIRuntime` turns conversations into chat-completion requests and reads verdicts by
+continuation or follow-up turn; the spec ``openai:MODEL,...`` builds an
+:class:`~rankkit.judges.llm.LLMJudge` on it. The HTTP client is :mod:`rankkit.judges.http_client`.
 
-    openai:MODEL,base_url=http://HOST:PORT/v1,concurrency=8,timeout=60,max_attempts=5,
-           api_key_env=OPENAI_API_KEY,max_response_bytes=4194304,mode=generate,template=...
-
-The judging itself — prompt templates, the modes ``generate`` / ``logprob``, the strict parser
-and its retry, the fingerprint — is :class:`rankkit.judges.llm.LLMJudge`, shared with the Hugging
-Face judge. This module only supplies the runtime that turns conversations into chat-completion
-requests, and it is built for scale-out deployments:
-
-**Concurrency.** ``concurrency=N`` requests are in flight at once per server (a thread pool over
-pooled ``httpx.Client`` connections). The match layer hands the judge everything a strategy knows
-at once (a knockout round, all pairs of a tournament), so N requests keep N server slots busy.
-Results are yielded the moment each response arrives, whatever the order, so each judgment
-reaches the cache at once. ``generate`` / ``next_token_logprobs`` may be called from several
-threads at once; they share the pool and the slots, so the total in flight never exceeds
-:attr:`OpenAIRuntime.capacity`.
-
-**Replicas.** ``base_url=http://h1:8000/v1|http://h2:8000/v1`` spreads requests over several
-servers of the same model, client-side: ``concurrency`` applies per replica (capacity =
-concurrency × replicas), each request goes to the least-loaded replica that is not failing, and a
-failed attempt is retried at once on a replica this request has not failed on yet (the backoff
-applies once every replica has failed it). ``|`` is the separator because the spec parser splits
-on ``,`` and a URL never contains a raw ``|`` (quote the spec in the shell).
-
-**Robustness.** Each request has a timeout. Connection errors, timeouts, HTTP 429 and 5xx, and
-bad responses — not JSON, the wrong JSON types (``choices: "oops"``, ``content: 123``), missing
-fields, or a body larger than ``max_response_bytes`` (default 4 MiB; the body is streamed and not
-read past the limit) — are retried with exponential backoff and jitter, honouring the server's
-``Retry-After``; after ``max_attempts`` attempts the batch stops with a :class:`JudgeError` that
-names the cause. Before raising, requests already in flight are allowed to finish and their
-results are yielded, so every judgment the server answered is cached and a rerun continues where
-this one stopped. Retries are counted per judgment (``usage["retries"]``, summed per strategy into
-``Cost.retries``) and in :attr:`OpenAIRuntime.stats`.
-
-**Modes and verdicts.** Verdicts are read, in ``generate`` mode after the judge's explanation and
-in ``logprob`` mode after the prompt, from a reply rankkit controls, found once per runtime by
-probe requests (:attr:`OpenAIRuntime.prefix_read`): a *continuation* of a forced prefix
-(``Final verdict: Answer 1: ``, ``Score: ``) with first-token ``logprobs``/``top_logprobs`` where
-the server continues a final assistant message (vLLM, SGLang: :func:`prefill_fields`;
-llama.cpp's ``llama-server``); elsewhere — OpenAI, the hosted OpenAI-compatible APIs,
-llama-cpp-python's server — a *follow-up* turn asking for the one value that completes
-rankkit's verdict line, read from a one-token reply's ``top_logprobs`` (``followup``) or, for a
-model without log-probabilities, from a reply constrained to the choices by structured outputs
-(``followup_enum``) (:mod:`rankkit.judges.hosted_verdict`). Only a server that offers none of
-these falls back to parsing free text (generate mode, with a warning) or stops ``logprob`` mode
-before any judgment with :class:`LogprobsUnavailable` (exit 2). ``loglik`` (likelihood of a given
-answer) is not offered: chat completions never score a given text.
-
-**What a server refuses.** No field is sent that a server is not known to take: vLLM's
-chat-template switches go only to a server that is not a known hosted API and whose ``/models``
-does not call the model OpenAI's; an HTTP 400 naming a field (``Unrecognized request argument
-supplied: X``, ``Unsupported parameter: 'max_tokens'``...) is learned for the run — the field is
-dropped or renamed (``max_tokens`` -> ``max_completion_tokens``) and the request sent again.
-
-**Cost, pacing, batches.** With a price (built in for the model, or ``price_in=``/``price_out=``:
-:mod:`rankkit.judges.prices`) each response's usage carries its cost in dollars, cached input
-tokens at the cached price; ``rpm=``/``tpm=`` and the rate-limit headers pace requests
-(:mod:`rankkit.judges.pacing`); ``batch=true`` sends each runtime call as one batch on OpenAI's Batch
-API at half the price (:mod:`rankkit.judges.batches`).
-
-**Secrets.** The API key is read from the environment variable ``api_key_env`` (default
-``OPENAI_API_KEY``; a local server needs none). It is sent only as the ``Authorization`` header:
-it is not part of the spec, the fingerprint, the cache, the results, ``repr`` or any message
-(server error text is redacted *before* it is cut to length, so no piece of the key survives). With
-neither a ``base_url`` nor a key the spec is refused at once.
-
-**Special-token strings.** The server tokenizes what it is sent, and a server may turn a
-candidate's ``<|im_end|>`` into the real end-of-turn token (a vLLM pull request to escape them in
-user content was closed unmerged). So by default every message and forced reply prefix is sent
-with the chat-template tokens of the known families rewritten visibly (``<|im_end|>`` ->
-``‹|im_end|›``, :func:`rankkit.prompts.protocol.neutralize_special_tokens`); text without one is
-sent as it is. ``neutralize_special=false`` sends the text untouched (a server that escapes them
-itself); that is part of the fingerprint.
-
-**Identity.** The fingerprint names the *model*, not ``base_url``: the same model served at
-another address (a vLLM replica, a moved deployment, a proxy) or by any number of replicas gives
-interchangeable judgments, so its cached judgments stay valid. The flip side: serve different
-weights under different model names (vLLM's ``--served-model-name``), or cached judgments of one
-will be reused for the other.
-
-**Modules.** This one holds the runtime (chat-completion requests and responses) and the spec;
-the HTTP client under it — pool, replicas, retries, redaction, response cap — is
-:mod:`rankkit.judges.http_client`.
+More in ``docs/judges-servers.md``.
 """
 
 from __future__ import annotations
@@ -164,7 +85,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         client's (:class:`~rankkit.judges.http_client.RetryingClient`); ``base_url`` defaults to
         OpenAI's own API.
     neutralize_special: rewrite chat-template special-token strings in what is sent (the
-        default; see "Special-token strings" in the module docstring).
+        default; see "Special-token strings" in ``docs/judges-servers.md``).
     price: USD per million tokens (:mod:`rankkit.judges.prices`); each response's usage then
         carries its cost (``usd_nano``). None: the cost is not counted.
     pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``).
@@ -230,12 +151,25 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         )
 
     def identity(self) -> dict[str, Any]:
-        """The model name only: see "Identity" in the module docstring for why not ``base_url``
+        """The model name only: see "Identity" in ``docs/judges-servers.md`` for why not ``base_url``
         (nor how many replicas serve it); with ``neutralize_special=false`` that too (absent by
-        default, so the default judge's fingerprint is the model's alone)."""
+        default, so the default judge's fingerprint is the model's alone).
+
+        Returns
+        -------
+        dict[str, Any]
+            ``{"model": ...}`` (and ``"neutralize_special": false`` when off).
+        """
         return {"model": self.model} if self.neutralize_special else {"model": self.model, "neutralize_special": False}
 
     def request_subject(self) -> str:
+        """What error messages call a request's target: the model.
+
+        Returns
+        -------
+        str
+            ``model 'NAME'``.
+        """
         return f"model {self.model!r}"
 
     # -- requests, and what the server refuses ----------------------------------------------------
@@ -330,7 +264,24 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def generate(
         self, conversations: Sequence[list[dict[str, str]]], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
-        """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives."""
+        """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives.
+
+        Parameters
+        ----------
+        conversations : Sequence[list[dict[str, str]]]
+            The chat conversations.
+        max_new_tokens : int
+            The most tokens generated per reply (``max_tokens``).
+        temperature : float
+            The sampling temperature.
+        seed : int
+            The sampling seed, sent as ``seed``.
+
+        Yields
+        ------
+        tuple[int, Generation]
+            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        """
         requests = [
             (self._chat_body(c, max_tokens=max_new_tokens, temperature=temperature, seed=seed), read_reply)
             for c in conversations
@@ -357,6 +308,20 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         (one-hot). An empty prefix reads a fresh reply. A server that offers none of these raises
         :class:`LogprobsUnavailable`, which says to use ``mode=generate``. Each result is a
         :class:`ChoiceLogprobs`, whose ``usage`` holds the request's tokens and cost.
+
+        Parameters
+        ----------
+        conversations : Sequence[list[dict[str, str]]]
+            The chat conversations.
+        assistant_prefix : str | Sequence[str]
+            The forced start of the reply: one for every conversation, or one per conversation.
+        choices : Sequence[str]
+            The choices (their first tokens must differ).
+
+        Yields
+        ------
+        tuple[int, dict[str, float]]
+            ``(index, logprobs)``: the index of the conversation and a :class:`ChoiceLogprobs` of the choices.
         """
         prefixes = per_row(assistant_prefix, len(conversations))
         path = self.prefix_read if any(prefixes) else None
@@ -515,7 +480,20 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         self, conversations: Sequence[list[dict[str, str]]], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
         """Not offered: chat completions return log-probabilities of generated tokens only, never of
-        a given answer (that needs prompt log-probabilities, which the API does not have)."""
+        a given answer (that needs prompt log-probabilities, which the API does not have).
+
+        Parameters
+        ----------
+        conversations : Sequence[list[dict[str, str]]]
+            The chat conversations.
+        answers : Sequence[str]
+            One answer per conversation.
+
+        Returns
+        -------
+        Iterator[tuple[int, float]]
+            Nothing: it raises.
+        """
         raise NotImplementedError(
             "the openai judge cannot score a given answer's likelihood (chat completions return "
             "log-probabilities of generated tokens only); use mode=generate or mode=logprob"
@@ -538,6 +516,20 @@ ENUM_MAX_TOKENS = 16
 def model_owner(listing: Any, model: str) -> str | None:
     """``owned_by`` of ``model`` (else of the first model) in a ``/models`` listing, or None.
 
+    Parameters
+    ----------
+    listing : Any
+        The parsed JSON of a ``/models`` response.
+    model : str
+        The model's name.
+
+    Returns
+    -------
+    str | None
+        The ``owned_by`` field, or None when the listing has none.
+
+    Examples
+    --------
     >>> model_owner({"data": [{"id": "m", "owned_by": "vllm"}]}, "m")
     'vllm'
     """
@@ -557,7 +549,18 @@ def _kind(value: Any) -> str:
 
 
 def first_choice(payload: dict[str, Any]) -> dict[str, Any]:
-    """``choices[0]`` of a chat completion; :class:`BadResponse` when it is missing or not an object."""
+    """``choices[0]`` of a chat completion; :class:`BadResponse` when it is missing or not an object.
+
+    Parameters
+    ----------
+    payload : dict[str, Any]
+        The parsed JSON of a chat-completion response.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``choices[0]``.
+    """
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices:
         raise BadResponse(f"has no choices list (choices is {_kind(choices)})")
@@ -572,6 +575,16 @@ def read_reply(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
     ``message.content`` null is an empty reply (the API allows it; the judgment then fails to
     parse, counted as usual); a missing ``message`` or ``content``, or one of the wrong type, is
     a :class:`BadResponse`.
+
+    Parameters
+    ----------
+    payload : dict[str, Any]
+        The parsed JSON of a chat-completion response.
+
+    Returns
+    -------
+    tuple[str, dict[str, int]]
+        The reply text and its usage counters.
     """
     message = first_choice(payload).get("message")
     if not isinstance(message, dict):
@@ -586,7 +599,20 @@ def read_reply(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
 
 def usage_of(payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
     """Token counts the server reported (``prompt_tokens``, ``completion_tokens``) and, when the
-    request needed any, how many ``retries``. Missing or non-integer counts are left out."""
+    request needed any, how many ``retries``. Missing or non-integer counts are left out.
+
+    Parameters
+    ----------
+    payload : dict[str, Any]
+        The parsed JSON of a chat-completion response.
+    retries : int
+        How many times the request was sent again.
+
+    Returns
+    -------
+    dict[str, int]
+        The counters: ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` and ``retries`` where nonzero.
+    """
     usage: dict[str, int] = {}
     reported = payload.get("usage") or {}
     for key in ("prompt_tokens", "completion_tokens"):
@@ -612,6 +638,20 @@ def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str, sw
     one, so the log-probabilities would be those of a fresh reply: use ``mode=generate`` there.
     ``switches`` False sends the final assistant message alone (llama-server continues it; a
     strict server refuses the switches with HTTP 400).
+
+    Parameters
+    ----------
+    conversation : list[dict[str, str]]
+        The chat conversation.
+    assistant_prefix : str
+        The start of the reply to continue.
+    switches : bool
+        Whether to send vLLM's chat-template switches.
+
+    Returns
+    -------
+    dict[str, Any]
+        The request fields: ``messages`` and, with ``switches``, the two switches.
     """
     fields: dict[str, Any] = {"messages": [*conversation, {"role": "assistant", "content": assistant_prefix}]}
     if switches:
@@ -631,6 +671,18 @@ def first_token_alternatives(payload: dict[str, Any], where: str = "the server")
     Raises :class:`LogprobsUnavailable` when the response carries no log-probabilities (the
     server does not implement them, or ignores ``logprobs: true``), and :class:`BadResponse`
     when they are there but of the wrong shape.
+
+    Parameters
+    ----------
+    payload : dict[str, Any]
+        The parsed JSON of a chat-completion response.
+    where : str
+        What the request was, for error messages.
+
+    Returns
+    -------
+    dict[str, float]
+        The alternatives' log-probabilities, by token.
     """
     logprobs = first_choice(payload).get("logprobs")
     if logprobs is not None and not isinstance(logprobs, dict):
@@ -666,6 +718,18 @@ def continues_probe(alternatives: dict[str, float]) -> bool:
     before it (tokenizers such as SmolLM2's split a space from the digit after it; a fresh reply
     does not open with a space).
 
+    Parameters
+    ----------
+    alternatives : dict[str, float]
+        The probe reply's first-token log-probabilities, by token.
+
+    Returns
+    -------
+    bool
+        Whether the server continued the prefix.
+
+    Examples
+    --------
     >>> continues_probe({" 9": -0.1, "1": -4.0}), continues_probe({" ": -0.2, "1": -3.0})
     (True, True)
     >>> continues_probe({"1": -0.1, " ": -2.0})
@@ -684,6 +748,18 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
     Tokens are compared with surrounding whitespace removed; when several tokens spell the same
     choice (``"A"`` and ``" A"``) their probabilities add up. A choice no alternative spells gets
     ``-inf`` (it was not among the top alternatives, so its probability is negligible).
+
+    Parameters
+    ----------
+    alternatives : dict[str, float]
+        First-token log-probabilities, by token.
+    choices : Sequence[str]
+        The choices.
+
+    Returns
+    -------
+    dict[str, float]
+        Each choice's log-probability (``-inf`` when no alternative spells it).
     """
     out: dict[str, float] = {}
     for choice in choices:
@@ -699,7 +775,7 @@ def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> d
 # -- the spec ---------------------------------------------------------------------------------------
 
 #: The runtime's options, besides the judge's :data:`~rankkit.judges.llm.LLM_OPTIONS` (only
-#: ``neutralize_special=false`` changes the fingerprint: see "Identity" in the module docstring).
+#: ``neutralize_special=false`` changes the fingerprint: see "Identity" in ``docs/judges-servers.md``).
 OPENAI_OPTIONS: tuple[Option, ...] = (
     *client_options(
         "the server, |-joined replicas (default: $OPENAI_BASE_URL, else OpenAI's API)", DEFAULT_API_KEY_ENV

@@ -46,6 +46,20 @@ def parse_reset(value: str | None, now: float | None = None) -> float | None:
     times (``"2026-11-27T04:00:00Z"``; ``now`` is the current Unix time, default the clock), some
     servers plain seconds.
 
+    Parameters
+    ----------
+    value : str | None
+        The header's value, or None when absent.
+    now : float | None
+        The current Unix time (default: the clock).
+
+    Returns
+    -------
+    float | None
+        The seconds, or None.
+
+    Examples
+    --------
     >>> parse_reset("6m0s"), parse_reset("20ms"), parse_reset("1.5")
     (360.0, 0.02, 1.5)
     >>> parse_reset("2026-11-27T04:00:10Z", now=datetime(2026, 11, 27, 4, 0, 0, tzinfo=timezone.utc).timestamp())
@@ -87,6 +101,20 @@ def header_pauses(headers: Mapping[str, str], now: float | None = None) -> float
     """Seconds every request should wait, by a response's rate-limit headers: until the latest
     reset of a limit with nothing remaining (0 when none is exhausted or the headers are absent).
 
+    Parameters
+    ----------
+    headers : Mapping[str, str]
+        A response's headers.
+    now : float | None
+        The current Unix time (default: the clock).
+
+    Returns
+    -------
+    float
+        The seconds.
+
+    Examples
+    --------
     >>> header_pauses({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2s"})
     2.0
     >>> header_pauses({"x-ratelimit-remaining-requests": "7", "x-ratelimit-reset-requests": "2s"})
@@ -106,7 +134,18 @@ def header_pauses(headers: Mapping[str, str], now: float | None = None) -> float
 
 def estimate_request_tokens(body: Mapping[str, Any]) -> int:
     """What a request will count against a tokens-per-minute limit: its JSON at 4 characters a
-    token, plus the completion tokens it allows (``max_tokens``/``max_completion_tokens``)."""
+    token, plus the completion tokens it allows (``max_tokens``/``max_completion_tokens``).
+
+    Parameters
+    ----------
+    body : Mapping[str, Any]
+        The request body.
+
+    Returns
+    -------
+    int
+        The estimated tokens.
+    """
     allowed = body.get("max_tokens") or body.get("max_completion_tokens") or 0
     return math.ceil(len(json.dumps(body, ensure_ascii=False)) / 4) + int(allowed)
 
@@ -179,7 +218,20 @@ class Pacer:
 
     def wait_turn(self, tokens: int = 0, abort: threading.Event | None = None) -> float:
         """Block until a request of ``tokens`` may be sent; returns the seconds waited. Stops
-        waiting early when ``abort`` is set (the batch is failing anyway)."""
+        waiting early when ``abort`` is set (the batch is failing anyway).
+
+        Parameters
+        ----------
+        tokens : int
+            The request's estimated tokens (:func:`estimate_request_tokens`).
+        abort : threading.Event | None
+            Set by another thread to stop waiting, or None.
+
+        Returns
+        -------
+        float
+            The seconds waited.
+        """
         waited = 0.0
         while True:
             with self._lock:
@@ -200,11 +252,23 @@ class Pacer:
 
     def pause(self, seconds: float) -> None:
         """Hold every request back for ``seconds`` from now (a 429's ``Retry-After``, or
-        exhausted rate-limit headers), capped at :data:`MAX_PAUSE`."""
+        exhausted rate-limit headers), capped at :data:`MAX_PAUSE`.
+
+        Parameters
+        ----------
+        seconds : float
+            How long to hold requests back.
+        """
         if seconds > 0:
             with self._lock:
                 self._paused_until = max(self._paused_until, self._clock() + min(seconds, MAX_PAUSE))
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Read a response's rate-limit headers (:func:`header_pauses`) and pause accordingly."""
+        """Read a response's rate-limit headers (:func:`header_pauses`) and pause accordingly.
+
+        Parameters
+        ----------
+        headers : Mapping[str, str]
+            A response's headers.
+        """
         self.pause(header_pauses(headers))

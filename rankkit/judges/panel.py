@@ -1,45 +1,9 @@
 """``panel``: several judges vote on every comparison, in both orders, with an agreement threshold.
 
-After the poster *Towards Scalable Reliable Automated Evaluation via LLMs* (*Towards Scalable Reliable Automated Evaluation via LLMs*): every pair
-is judged A-vs-B and B-vs-A by every member, and a tunable threshold (1.0 = unanimity ... 0.5 =
-simple majority) decides whether the votes become a win or a draw.
+:class:`PanelJudge` collects every member's verdict on A-vs-B and B-vs-A and turns the votes into a
+win or a draw by a tunable threshold (1.0 = unanimity ... 0.5 = simple majority).
 
-Spec::
-
-    panel:MEMBER+MEMBER+...[,threshold=0.5]
-
-Members are judge specs joined by ``+``. A member's own options are separated by ``;`` instead of
-``,`` (the comma separates the panel's options), e.g.::
-
-    panel:sim:preset=gpt4+sim:preset=chatgpt+sim:preset=falcon,threshold=0.5
-    panel:replay:judgments.jsonl;judge=GPT-4;method=Vanilla+replay:judgments.jsonl;judge=PaLM2;method=Vanilla
-
-**Votes.** A comparison of (first, second) asks every member for (first, second) *and* (second,
-first); each of those judgments is one vote: for the candidate it picked, or a tie. A judgment
-whose output could not be parsed (status ``failed``, which includes a replay miss) abstains.
-So 3 members give 6 votes; a member that contradicts itself across the orders gives one vote to
-each side, which cancels.
-
-**Decision** (:func:`decide`). Let ``f`` and ``s`` be the votes for each candidate and ``t`` the tie
-votes. The side with more votes wins when its share ``max(f, s) / (f + s + t)`` reaches the
-threshold; otherwise, and always when ``f == s``, the decision is a draw. With three consistent
-members voting 2–1 the share is 4/6: a win at ``threshold=0.5``, a draw at ``threshold=1.0``.
-When every vote abstains the decision is a draw with status ``failed``.
-
-The decision is returned as a :class:`Verdict` whose grades state it on the task's scale
-(winner top, loser bottom, a draw the middle twice), so every strategy reads it the same way; the
-vote counts, the share and each member's two votes are in ``extras``. Because both orders are
-always asked, the decision for (b, a) is the mirror of the one for (a, b): debiasing a panel
-costs nothing more but also changes nothing.
-
-**Caching.** Each member's votes are cached under the *member's* fingerprint with the same key
-the match layer uses, so a panel reuses single-judge runs of its members and vice versa, and
-changing the threshold re-aggregates cached votes without a single new call. The panel's own
-decision is cached by the match layer under the panel fingerprint (members + threshold). Within a
-run votes are also kept in memory, so ``--no-cache`` never asks a member twice.
-
-Reporting helpers: :func:`draws_by_threshold` re-aggregates votes at other thresholds and
-:func:`krippendorff_alpha` measures inter-judge agreement; ``rankkit judge-report`` uses both.
+More in ``docs/judges-replay-panels.md``.
 """
 
 from __future__ import annotations
@@ -84,6 +48,18 @@ class VoteCount:
 
     @classmethod
     def of(cls, votes: Sequence[Vote]) -> VoteCount:
+        """Count votes: for the first candidate (1.0), the second (0.0), a tie (0.5) or none (None).
+
+        Parameters
+        ----------
+        votes : Sequence[Vote]
+            The votes.
+
+        Returns
+        -------
+        VoteCount
+            The counts.
+        """
         return cls(
             first=sum(v == 1.0 for v in votes),
             second=sum(v == 0.0 for v in votes),
@@ -95,9 +71,20 @@ class VoteCount:
 def decide(count: VoteCount, threshold: float) -> Winner:
     """The panel's decision: the majority side wins when its share reaches ``threshold``, else a draw.
 
-    count: the votes (see :class:`VoteCount`).
-    threshold: the share of the votes cast the majority needs, in (0, 1]; 1.0 demands unanimity,
-        0.5 a simple majority. An even split is always a draw.
+    An even split is always a draw.
+
+    Parameters
+    ----------
+    count : VoteCount
+        The votes (see :class:`VoteCount`).
+    threshold : float
+        The share of the votes cast the majority needs, in (0, 1]; 1.0 demands unanimity,
+        0.5 a simple majority.
+
+    Returns
+    -------
+    Winner
+        ``FIRST`` or ``SECOND`` for the majority side, ``TIE`` for a draw.
     """
     if count.first == count.second:
         return Winner.TIE
@@ -108,7 +95,20 @@ def decide(count: VoteCount, threshold: float) -> Winner:
 
 
 def vote_of(judgment: Verdict, request_first_shown_first: bool) -> Vote:
-    """A member judgment as a vote for the request's first candidate (None when it failed)."""
+    """A member judgment as a vote for the request's first candidate (None when it failed).
+
+    Parameters
+    ----------
+    judgment : Verdict
+        A member's verdict.
+    request_first_shown_first : bool
+        Whether the member saw the request's first candidate first.
+
+    Returns
+    -------
+    Vote
+        1.0 for the request's first candidate, 0.0 for its second, 0.5 a tie, None when failed.
+    """
     if judgment.status is ParseStatus.FAILED:
         return None
     if judgment.winner is Winner.TIE:
@@ -118,18 +118,40 @@ def vote_of(judgment: Verdict, request_first_shown_first: bool) -> Vote:
 
 
 def draws_by_threshold(counts: Sequence[VoteCount], thresholds: Sequence[float]) -> dict[float, int]:
-    """How many of the comparisons would be draws at each threshold (no new judgments needed)."""
+    """How many of the comparisons would be draws at each threshold (no new judgments needed).
+
+    Parameters
+    ----------
+    counts : Sequence[VoteCount]
+        The vote counts of the comparisons.
+    thresholds : Sequence[float]
+        The thresholds to try.
+
+    Returns
+    -------
+    dict[float, int]
+        The number of draws, by threshold.
+    """
     return {t: sum(decide(c, t) is Winner.TIE for c in counts) for t in thresholds}
 
 
 def krippendorff_alpha(votes: Sequence[Sequence[Vote]]) -> float:
     """Krippendorff's alpha (nominal) of the members' votes; NaN when undefined.
 
-    votes: one row per member, one column per unit (a comparison in one presentation order),
-        each a vote as in :data:`Vote` (None = missing, which alpha handles).
     Alpha is 1 for perfect agreement, 0 for agreement at chance level. It is undefined (NaN here)
     when fewer than two members voted on any unit, or when a single category was ever used.
     Computed by the ``krippendorff`` package.
+
+    Parameters
+    ----------
+    votes : Sequence[Sequence[Vote]]
+        One row per member, one column per unit (a comparison in one presentation order),
+        each a vote as in :data:`Vote` (None = missing, which alpha handles).
+
+    Returns
+    -------
+    float
+        Alpha, or NaN when undefined.
     """
     import krippendorff  # small, numpy-only; imported here to keep `import rankkit` light
     import numpy as np
@@ -176,6 +198,13 @@ class PanelJudge(Judge):
         self.threshold = float(threshold)
 
     def fingerprint_fields(self) -> dict[str, Any]:
+        """The members' fingerprints and the threshold.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
+        """
         return {"members": sorted(m.fingerprint for m in self.members), "threshold": self.threshold}
 
     @property
@@ -187,7 +216,20 @@ class PanelJudge(Judge):
         return f"panel({' + '.join(m.description for m in self.members)}; threshold={self.threshold:g})"
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """The panel's decision depends on what each member's answer depends on."""
+        """The panel's decision depends on what each member's answer depends on.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        *candidates : Candidate
+            The candidates, in the order shown.
+
+        Returns
+        -------
+        list[Any]
+            The key: each member's request key.
+        """
         return [member.request_key(task, *candidates) for member in self.members]
 
     @property
@@ -199,11 +241,25 @@ class PanelJudge(Judge):
         return any(getattr(m, "fills_batches", False) for m in self.members)
 
     def bind_memo(self, memo: JudgmentMemo) -> None:
+        """Bind the run's memo to the panel and to every member.
+
+        Parameters
+        ----------
+        memo : JudgmentMemo
+            The run's :class:`~rankkit.memo.JudgmentMemo`.
+        """
         super().bind_memo(memo)
         for member in self.members:
             member.bind_memo(memo)
 
     def check_tasks(self, tasks: Sequence[Task]) -> None:
+        """Let every member check the tasks.
+
+        Parameters
+        ----------
+        tasks : Sequence[Task]
+            The tasks the run will judge.
+        """
         for member in self.members:
             member.check_tasks(tasks)
 
@@ -218,6 +274,16 @@ class PanelJudge(Judge):
         new (paid for). Each member gets one batch with everything it has not judged yet, and each
         new judgment is cached the moment it arrives, under the member's own fingerprint and request
         key, so member votes are shared with single-judge runs of the member.
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Returns
+        -------
+        tuple[list[list[MemberPair]], list[list[Verdict]]]
+            ``(pairs, fresh)``.
         """
         both_orders = [
             order for task, first, second in requests for order in ((task, first, second), (task, second, first))
@@ -236,7 +302,18 @@ class PanelJudge(Judge):
         return pairs, fresh
 
     def votes(self, member_pairs: Sequence[MemberPair]) -> list[Vote]:
-        """The 2·members votes on one request, for its first candidate (member by member, order by order)."""
+        """The 2·members votes on one request, for its first candidate (member by member, order by order).
+
+        Parameters
+        ----------
+        member_pairs : Sequence[MemberPair]
+            Each member's pair of judgments (as requested, reversed).
+
+        Returns
+        -------
+        list[Vote]
+            The votes.
+        """
         out: list[Vote] = []
         for as_requested, reversed_order in member_pairs:
             out.append(vote_of(as_requested, request_first_shown_first=True))
@@ -286,9 +363,37 @@ class PanelJudge(Judge):
         )
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """The panel's verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict.
+        """
         return next(self.compare_many([(task, first, second)]))[1]
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        """Yield ``(index, verdict)`` for each request once its members' votes are in.
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` requests, each pair in the order shown.
+
+        Yields
+        ------
+        tuple[int, Verdict]
+            ``(index, verdict)``: the index of the request in ``requests`` and the panel's verdict.
+        """
         pairs, fresh = self.member_judgments(requests)
         for index, (task, _, _) in enumerate(requests):
             yield index, self._decision(task, pairs[index], fresh[index])
@@ -304,7 +409,18 @@ class PanelJudge(Judge):
 
 def read_spec(text: str) -> Spec:
     """Split ``panel:M1+M2+...,threshold=T`` into its members (one argument, ``+``-joined, each
-    member's own options separated by ``;``) and the panel's options."""
+    member's own options separated by ``;``) and the panel's options.
+
+    Parameters
+    ----------
+    text : str
+        The spec text.
+
+    Returns
+    -------
+    Spec
+        The parsed spec.
+    """
     _, _, rest = text.strip().partition(":")
     member_pieces: list[str] = []
     options: dict[str, str] = {}
@@ -326,7 +442,18 @@ def read_spec(text: str) -> Spec:
 
 
 def member_specs(settings: Settings) -> list[str]:
-    """The members' specs (``;`` -> ``,``); a panel cannot be a member of a panel."""
+    """The members' specs (``;`` -> ``,``); a panel cannot be a member of a panel.
+
+    Parameters
+    ----------
+    settings : Settings
+        The judge spec's option values, parsed and checked.
+
+    Returns
+    -------
+    list[str]
+        The members' spec texts.
+    """
     members = [m.strip().replace(";", ",") for m in settings.argument.split("+") if m.strip()]
     if any(spec_name(member) == "panel" for member in members):
         raise SpecError("panel: a panel cannot be a member of a panel")
@@ -334,14 +461,36 @@ def member_specs(settings: Settings) -> list[str]:
 
 
 def build(settings: Settings) -> PanelJudge:
-    """``panel:MEMBER+MEMBER+...[,threshold=0.5]`` (see the module docstring)."""
+    """``panel:MEMBER+MEMBER+...[,threshold=0.5]`` (see ``docs/judges-replay-panels.md``).
+
+    Parameters
+    ----------
+    settings : Settings
+        The judge spec's option values, parsed and checked.
+
+    Returns
+    -------
+    PanelJudge
+        The panel judge, its members built.
+    """
     from rankkit.judges import make_judge
 
     return PanelJudge([make_judge(member) for member in member_specs(settings)], threshold=settings["threshold"])
 
 
 def stand_in(settings: Settings) -> PanelJudge:
-    """The dry run's panel: each member's stand-in judge."""
+    """The dry run's panel: each member's stand-in judge.
+
+    Parameters
+    ----------
+    settings : Settings
+        The judge spec's option values, parsed and checked.
+
+    Returns
+    -------
+    PanelJudge
+        The panel of stand-in judges.
+    """
     from rankkit.judges import make_judge
 
     return PanelJudge(

@@ -1,33 +1,9 @@
 """PREPAIR: pointwise reasoning inside a pairwise decision (The Comparative Trap, figure 2 and figure 7).
 
-A pairwise judge compares two answers directly and, the paper shows, lets superficial features
-(length, tone) sway it. PREPAIR first has the judge write an **analysis** of each answer on its
-own — it sees the question and that one answer, never the other — and then asks for the pairwise
-decision with both answers *and* both analyses in the prompt. ``--judge smollm2:prepair=true`` or
-``hf:MODEL,prepair=true`` or ``openai:...,prepair=true`` turn it on for any LLM judge, and every
-pairwise strategy (knockout, bt, elo, ...) then uses it unchanged.
+The templates and helpers of ``prepair=true``: an analysis of each answer on its own, generated
+once per answer and cached, then a pairwise decision prompt holding both answers and both analyses.
 
-**One analysis per answer.** An analysis depends only on the analysing model, the analysis
-prompt, its decoding and the (task, answer) texts — not on the opponent — so it is generated
-once and reused in all of that answer's matches: an in-memory memo within the process (so
-``--no-cache`` does not regenerate within a run) and the run's persistent cache (kind
-``prepair-analysis``) across runs. The analysis cache key is :func:`analysis_fingerprint`, which
-names only what shapes an analysis, so judges that differ only in how they *decide* (``mode``,
-``calibrate``) share analyses.
-
-**Decoding.** Analyses are generated text (whatever the judge's mode) with the judge's
-``temperature`` and ``seed`` and at most ``analysis_max_new_tokens`` tokens (default: the
-judge's ``max_new_tokens``). The decision then runs in the judge's mode: ``generate`` parses
-``Answer 1: X/M Answer 2: Y/M`` as usual, ``logprob`` reads P(1)/P(2) after the choice prefix.
-
-**Cost.** The decision is the judgment the match layer counts (``judge_calls``); a newly
-generated analysis is charged to the first new decision that needed it, through its ``usage``
-(``analyses``, plus the analysis tokens inside ``prompt_tokens``/``completion_tokens``), which
-the match layer sums into ``Cost.analyses`` per strategy. Reused analyses cost nothing.
-
-**Templates** live in ``rankkit/templates/prepair/`` (``prepair-analysis``, ``prepair-pairwise``
-and ``-ref`` variants used when the task has a reference answer); their hashes are part of the
-judge's fingerprint.
+More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -60,22 +36,56 @@ EMPTY_ANALYSIS = "(no explanation was written)"
 
 @cache
 def prepair_templates() -> dict[str, Template]:
-    """The PREPAIR templates shipped in ``rankkit/templates/prepair``, by name."""
+    """The PREPAIR templates shipped in ``rankkit/templates/prepair``, by name.
+
+    Returns
+    -------
+    dict[str, Template]
+        The templates, by name.
+    """
     return load_template_dir(PREPAIR_TEMPLATE_DIR)
 
 
 def analysis_template(task: Task) -> Template:
-    """The pointwise analysis prompt for ``task`` (the ``-ref`` variant when it has a reference)."""
+    """The pointwise analysis prompt for ``task`` (the ``-ref`` variant when it has a reference).
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+
+    Returns
+    -------
+    Template
+        The template.
+    """
     return prepair_templates()["prepair-analysis-ref" if task.reference else "prepair-analysis"]
 
 
 def decision_template(task: Task) -> Template:
-    """The pairwise decision prompt for ``task`` (the ``-ref`` variant when it has a reference)."""
+    """The pairwise decision prompt for ``task`` (the ``-ref`` variant when it has a reference).
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+
+    Returns
+    -------
+    Template
+        The template.
+    """
     return prepair_templates()["prepair-pairwise-ref" if task.reference else "prepair-pairwise"]
 
 
 def templates_fingerprint() -> dict[str, str]:
-    """``{template name: sha}`` of every PREPAIR template (what the judge fingerprint covers)."""
+    """``{template name: sha}`` of every PREPAIR template (what the judge fingerprint covers).
+
+    Returns
+    -------
+    dict[str, str]
+        The SHA of each template, by name.
+    """
     return {name: template.sha for name, template in prepair_templates().items()}
 
 
@@ -84,12 +94,36 @@ _ANALYSIS_TAG = re.compile(r"<(\s*/?\s*)(analysis_1|analysis_2)(\s*)>", re.IGNOR
 
 def defuse_all(text: str) -> str:
     """:func:`rankkit.prompts.defuse` plus the analysis tags only the decision prompt uses, so
-    neither an answer nor an analysis can close its box."""
+    neither an answer nor an analysis can close its box.
+
+    Parameters
+    ----------
+    text : str
+        An answer's or an analysis's text.
+
+    Returns
+    -------
+    str
+        The defused text.
+    """
     return _ANALYSIS_TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}›", defuse(text))
 
 
 def render_analysis(task: Task, candidate: Candidate) -> tuple[Template, str]:
-    """The analysis prompt for one answer: (template, text)."""
+    """The analysis prompt for one answer: (template, text).
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+    candidate : Candidate
+        The answer analysed.
+
+    Returns
+    -------
+    tuple[Template, str]
+        The template and the rendered prompt text.
+    """
     template = analysis_template(task)
     values = task_values(task, 10.0)  # analysis prompts use no scale; the value is never shown
     values["answer"] = defuse_all(candidate.text)
@@ -99,7 +133,28 @@ def render_analysis(task: Task, candidate: Candidate) -> tuple[Template, str]:
 def render_decision(
     task: Task, first: Candidate, second: Candidate, first_analysis: str, second_analysis: str, max_points: float
 ) -> tuple[Template, str]:
-    """The decision prompt with ``first`` as answer 1, ``second`` as answer 2 and their analyses."""
+    """The decision prompt with ``first`` as answer 1, ``second`` as answer 2 and their analyses.
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+    first : Candidate
+        The candidate shown first.
+    second : Candidate
+        The candidate shown second.
+    first_analysis : str
+        The analysis of ``first``.
+    second_analysis : str
+        The analysis of ``second``.
+    max_points : float
+        The M the prompt shows.
+
+    Returns
+    -------
+    tuple[Template, str]
+        The template and the rendered prompt text.
+    """
     template = decision_template(task)
     values = task_values(task, max_points)
     values.update(
@@ -116,6 +171,22 @@ def analysis_fingerprint(model: Mapping[str, Any], max_new_tokens: int, temperat
 
     It deliberately leaves out how the judge decides (mode, decision template, calibration), so
     judges that share a model and analysis decoding share analyses.
+
+    Parameters
+    ----------
+    model : Mapping[str, Any]
+        The model's identity.
+    max_new_tokens : int
+        The most tokens an analysis generates.
+    temperature : float
+        The analyses' sampling temperature.
+    seed : int
+        The analyses' sampling seed.
+
+    Returns
+    -------
+    str
+        The fingerprint.
     """
     import json
 
@@ -132,7 +203,20 @@ def analysis_fingerprint(model: Mapping[str, Any], max_new_tokens: int, temperat
 
 def analysis_parts(task: Task, candidate: Candidate) -> list[str | None]:
     """What an analysis depends on (the cache key's content part): the judge's view of the task
-    and the one answer."""
+    and the one answer.
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+    candidate : Candidate
+        The answer analysed.
+
+    Returns
+    -------
+    list[str | None]
+        The content part of the cache key.
+    """
     return content_key(task, candidate)
 
 
@@ -144,6 +228,13 @@ class Analysis:
     usage: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The analysis as a JSON-ready mapping (how the memo stores it).
+
+        Returns
+        -------
+        dict[str, Any]
+            ``text`` and ``usage``.
+        """
         return {"text": self.text, "usage": dict(self.usage)}
 
 
@@ -178,12 +269,36 @@ class AnalysisStore:
         return json.dumps(analysis_parts(task, candidate), ensure_ascii=False)
 
     def text(self, task: Task, candidate: Candidate) -> str:
-        """The analysis of an answer that :meth:`ensure` has already produced."""
+        """The analysis of an answer that :meth:`ensure` has already produced.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer analysed.
+
+        Returns
+        -------
+        str
+            The analysis text.
+        """
         return self.memo[self._key(task, candidate)]
 
     def ensure(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[str, Analysis]:
         """Make sure every (task, answer) has an analysis; returns the ones generated *now*
-        (with their usage), keyed like the memo — everything else was reused."""
+        (with their usage), keyed like the memo — everything else was reused.
+
+        Parameters
+        ----------
+        answers : Sequence[tuple[Task, Candidate]]
+            The ``(task, answer)`` pairs that need an analysis.
+
+        Yields
+        ------
+        dict[str, Analysis]
+            The analyses generated now, by memo key.
+        """
         from rankkit.memo import Origin, memo_of
 
         missing: dict[str, tuple[Task, Candidate]] = {}
@@ -225,7 +340,20 @@ class AnalysisStore:
     def charges(
         self, requests: Sequence[tuple[Task, Candidate, Candidate]], fresh: Mapping[str, Analysis]
     ) -> list[dict[str, int]]:
-        """Per request, the usage of the fresh analyses it is the first to use (charged once)."""
+        """Per request, the usage of the fresh analyses it is the first to use (charged once).
+
+        Parameters
+        ----------
+        requests : Sequence[tuple[Task, Candidate, Candidate]]
+            ``(task, first, second)`` requests.
+        fresh : Mapping[str, Analysis]
+            The analyses generated now, by memo key (:meth:`ensure`).
+
+        Returns
+        -------
+        list[dict[str, int]]
+            One usage mapping per request.
+        """
         charged: set[str] = set()
         out = []
         for task, first, second in requests:

@@ -1,23 +1,9 @@
 """Token prices of hosted judges and the dollar cost of a request's token usage.
 
-:data:`PRICES` holds the published list prices of the models rankkit names (USD per million
-tokens: uncached input, cached input read, cache write, output); :func:`price_for` picks a
-model's (longest matching name prefix, so ``gpt-4.1-2025-04-14`` is ``gpt-4.1``) with the judge
-spec's ``price_in=``/``price_out=`` overrides applied, and :func:`usd_nanos` prices one response's
-usage. Costs travel inside a judgment's ``usage`` as whole nano-dollars (``usd_nano``), because
-usage counters are integers summed with :func:`rankkit.judges.base.add_usage`; the match layer
-adds them up per strategy as ``Cost.usd``.
+:data:`PRICES` (with the sources they were read from, in the docs), :func:`price_for` with the
+spec's overrides, and :func:`usd_nanos` for one response's usage.
 
-Sources, read on :data:`PRICES_READ` through a search of stored public pages (no live browsing):
-OpenAI's model pricing as quoted by tokenmath.io ("checked Jun 21, 2026": gpt-4.1 $2/$8,
-gpt-4.1-mini $0.40/$1.60) and deploybase.ai ("OpenAI API pricing, March 2026": gpt-4.1-nano
-$0.10/$0.40, batch 50% off); Anthropic's pricing page platform.claude.com/docs/en/about-claude/pricing
-(Opus 4.1: $15 input, $18.75 5-minute cache write, $1.50 cache hit, $75 output; cache writes 1.25x
-and reads 0.1x the input price; batch 50% off) and its "Sonnet (other)" $3/$15 and "Haiku (other)"
-$1/$5 rows as quoted by the synaps crate. The OpenAI cached-input prices (0.25x input for the
-gpt-4.1 family, 0.5x for gpt-4o, 0.1x for gpt-5) and the gpt-4o, gpt-5 and o-series list prices
-are from rankkit's authors' memory of OpenAI's page and were NOT confirmed by a source: check them
-(or override with ``price_in=``/``price_out=``) before relying on a figure.
+More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations
@@ -28,7 +14,7 @@ from dataclasses import dataclass
 from rankkit.judges.backends import Option, at_least
 from rankkit.specs import SpecError
 
-#: When the built-in prices were read (see the module docstring for the sources).
+#: When the built-in prices were read (see ``docs/hosted-judges.md`` for the sources).
 PRICES_READ = "2026-11-27"
 #: The batch APIs of OpenAI and Anthropic charge half the list price for input and output.
 BATCH_DISCOUNT = 0.5
@@ -64,7 +50,7 @@ def _anthropic(input_: float, output: float) -> Price:
     return Price(input_, output, cached_input=input_ * 0.1, cache_write=input_ * 1.25)
 
 
-#: Built-in list prices by model name prefix (see the module docstring for sources and caveats).
+#: Built-in list prices by model name prefix (see ``docs/hosted-judges.md`` for sources and caveats).
 PRICES: dict[str, Price] = {
     "gpt-4.1": _openai(2.00, 0.50, 8.00),
     "gpt-4.1-mini": _openai(0.40, 0.10, 1.60),
@@ -89,6 +75,18 @@ def builtin_price(model: str) -> Price | None:
     """The built-in price of ``model``: the entry whose name is the longest prefix of it
     (``gpt-4.1-mini-2025-04-14`` is ``gpt-4.1-mini``, not ``gpt-4.1``), or None.
 
+    Parameters
+    ----------
+    model : str
+        The model's name.
+
+    Returns
+    -------
+    Price | None
+        The price, or None.
+
+    Examples
+    --------
     >>> builtin_price("gpt-4.1-mini-2025-04-14").input
     0.4
     >>> builtin_price("my-local-model") is None
@@ -105,6 +103,22 @@ def price_for(model: str, price_in: float | None = None, price_out: float | None
     (same ratios), or, for a model without a built-in price, leaves them at the input price.
     None when neither a built-in price nor both overrides exist (the cost is then not counted).
 
+    Parameters
+    ----------
+    model : str
+        The model's name.
+    price_in : float | None
+        The spec's input price override (USD per million tokens), or None.
+    price_out : float | None
+        The spec's output price override (USD per million tokens), or None.
+
+    Returns
+    -------
+    Price | None
+        The price, or None.
+
+    Examples
+    --------
     >>> price_for("gpt-4.1", price_in=4.0).cached_input
     1.0
     >>> price_for("unknown", price_in=1.0) is None
@@ -155,6 +169,22 @@ def usd_nanos(usage: Mapping[str, int], price: Price, batch: bool = False) -> in
     prompt cache and ``cache_write_tokens`` written to it; ``completion_tokens`` are output. With
     ``batch`` the batch discount applies to all of it.
 
+    Parameters
+    ----------
+    usage : Mapping[str, int]
+        The response's usage counters.
+    price : Price
+        The model's price.
+    batch : bool
+        Whether the response came through a batch API.
+
+    Returns
+    -------
+    int
+        The cost in nano-dollars.
+
+    Examples
+    --------
     >>> usd_nanos({"prompt_tokens": 1000, "completion_tokens": 10}, Price(2.0, 8.0))
     2080000
     >>> usd_nanos({"prompt_tokens": 1000, "cached_tokens": 800, "completion_tokens": 0}, Price(2.0, 8.0, 0.5))
@@ -179,7 +209,22 @@ def _or(value: float | None, default: float) -> float:
 
 def with_cost(usage: dict[str, int], price: Price | None, batch: bool = False) -> dict[str, int]:
     """``usage`` with its cost added as ``usd_nano`` (unchanged without a price); ``batch``: it
-    came through a batch API (:data:`BATCH_DISCOUNT`), counted in ``usage["batched"]`` too."""
+    came through a batch API (:data:`BATCH_DISCOUNT`), counted in ``usage["batched"]`` too.
+
+    Parameters
+    ----------
+    usage : dict[str, int]
+        The response's usage counters; updated in place.
+    price : Price | None
+        The model's price, or None.
+    batch : bool
+        Whether the response came through a batch API.
+
+    Returns
+    -------
+    dict[str, int]
+        ``usage`` itself, with ``usd_nano`` (and ``batched``) added.
+    """
     if batch:
         usage["batched"] = 1
     if price is not None:

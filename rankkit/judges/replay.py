@@ -1,71 +1,10 @@
 """``replay``: a judge that answers comparisons from recorded judgments; no LLM is called.
 
-Spec::
+``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]`` reads a
+JSON Lines recording (pairwise and k-way rows, checked as task files are) and answers each request
+by its exact presentation order; a miss is never guessed.
 
-    replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]
-
-**The file** is JSON Lines in the format of ``shared/data/*/judgments.jsonl``, one judged
-comparison per line::
-
-    {"task_id": "q1", "judge": "GPT-4", "method": "Vanilla", "swap": false,
-     "a": "o1", "b": "o2", "winner": "o1", "score_a": 7.0, "score_b": 6.0}
-
-``a`` is the candidate id shown **first**, ``b`` the one shown second, so the presentation order
-is part of the record: ``compare(task, first, second)`` looks up exactly ``(task_id, first.id,
-second.id)`` and never answers one order from the other. ``winner`` is a candidate id, ``"tie"``,
-or null when the recorded judge's answer could not be parsed. ``judge``, ``method``, ``swap``,
-``score_a`` and ``score_b`` are optional.
-
-**Checked as task files are.** Every row is checked when the file is read, before anything is
-judged; a problem is a :class:`~rankkit.errors.TaskFormatError` (exit 2) naming the file, the line
-and the field: ids of the right types, a winner (or choice, or ranking) among the ids shown, every
-number finite, grades within ±1,000,000 (the widest task scale; a recording's grades are on the
-recorded judge's own scale), probabilities in [0, 1], and each k-way list of the right type and
-length (one entry per shown id; a ranking a permutation of them).
-
-**k-way judgments** (for ``setwise_knockout``, ``setwise_heapsort``, ``listwise``) are rows with
-``shown``, the candidate ids in the order shown, and ``kind``: a ``choice`` names the ``chosen``
-id (optional ``probabilities`` or ``grades``, one per slot), a ``ranking`` gives the ``ranking``
-of every shown id, best first; null when the recorded answer could not be parsed::
-
-    {"task_id": "q1", "judge": "GPT-4", "method": "setwise", "kind": "choice", "shown": ["o3", "o1", "o2"], "chosen": "o1"}
-
-A choice is looked up by exactly that order of ids. A recording without k-way rows cannot serve a
-k-way strategy: the run refuses it before judging anything (exit 2). ``rankkit record --from-run``
-exports a run's k-way judgments too.
-
-**Filters.** ``judge=`` and ``method=`` keep only the rows with those labels. After filtering each
-(task, first, second) must be recorded at most once; a file holding several judges or methods
-therefore needs the filter, and the error says which labels the file has.
-
-**Misses.** A comparison that is not in the file (``unrecorded``), or whose recorded winner is
-null (``unparsed``), is a *miss*. A miss is never answered with a guess:
-
-* ``on_miss=error`` (the default) raises :class:`ReplayMiss` (a
-  :class:`~rankkit.judges.base.JudgeError`; exit 2 on the command line, since a rerun fails the same
-  way) naming the task and the order, so a replay that does not cover the strategy's comparisons
-  stops loudly;
-* ``on_miss=tie`` answers a tie flagged ``status=failed`` with ``extras["replay_miss"]`` set to
-  the reason. The match layer counts failed judgments in ``Cost.parse_failures``, so a run's
-  ``parse_failures`` is its number of misses, and ``rankkit judge-report`` lists them as misses.
-
-The judge also keeps counters (``judge.misses`` by reason, ``judge.hits``) of what it answered
-in this process; judgments served from the cache do not pass through it.
-
-**Scores.** With ``scores=recorded`` (the default) a row's ``score_a``/``score_b`` are the two
-grades when the row has them (they are on the recorded judge's own scale). Otherwise the grades
-follow the verdict on the task's scale: the winner gets the top of the scale and the loser the
-bottom (1 and 0 on LLMBar's 0–1 preference scale), and a recorded tie gives both the middle.
-LLMBar's Rating methods store scores only on their ``swap=false`` rows, so when replaying them
-in both orders (``order=both``, grades averaged) use ``scores=verdict`` to keep both orders on one scale.
-
-**Record once, replay any strategy.** :mod:`rankkit.recording` writes this format: every ordered
-pair of every task judged by any judge (through the cache), or the comparisons a run made. The
-``rankkit record`` command wraps it. Then ``--judge replay:FILE`` runs any pairwise strategy on
-the recorded grid for free.
-
-The fingerprint holds the SHA-256 of the file's bytes, the filter and both options (not the
-path), so the cache never mixes two recordings and a moved file keeps its cache.
+More in ``docs/judges-replay-panels.md``.
 """
 
 from __future__ import annotations
@@ -181,7 +120,17 @@ def _check_labels(path: Path, line: int, row: dict) -> None:
 def check_pair_row(path: Path, number: int, row: dict[str, Any]) -> None:
     """Refuse a malformed pairwise row: ``task_id``, ``a`` and ``b`` ids (``a`` not ``b``),
     ``winner`` one of them, ``"tie"`` or null, grades (``score_a``, ``score_b``) finite numbers
-    within ±:data:`MAX_RECORDED_GRADE` or null, and labels of the right types."""
+    within ±:data:`MAX_RECORDED_GRADE` or null, and labels of the right types.
+
+    Parameters
+    ----------
+    path : Path
+        The recording, for the message.
+    number : int
+        The row's line number.
+    row : dict[str, Any]
+        The parsed row.
+    """
     for name in ("task_id", "a", "b"):
         if not isinstance(row.get(name), (str, int)) or isinstance(row.get(name), bool):
             raise TaskFormatError(path, number, name, "missing field or not a string")
@@ -206,7 +155,18 @@ def check_pair_row(path: Path, number: int, row: dict[str, Any]) -> None:
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, row)`` for every non-empty line, each checked as a task file's rows are
     (:func:`check_pair_row`, :func:`check_kway_row`): a problem is a :class:`TaskFormatError`
-    naming the file, the line and the field."""
+    naming the file, the line and the field.
+
+    Parameters
+    ----------
+    path : str | Path
+        The recording.
+
+    Yields
+    ------
+    tuple[int, dict[str, Any]]
+        ``(line number, row)``.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"replay: recorded judgments file not found: {path}")
@@ -224,7 +184,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not text.strip():
                 continue
             row = json_object_line(path, number, text)
-            if "shown" in row:  # a k-way judgment (see the module docstring)
+            if "shown" in row:  # a k-way judgment (see ``docs/judges-replay-panels.md``)
                 check_kway_row(path, number, row)
             else:
                 check_pair_row(path, number, row)
@@ -232,7 +192,18 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def recorded_labels(path: str | Path) -> Counter:
-    """How many rows each (judge, method) label pair has in a recording."""
+    """How many rows each (judge, method) label pair has in a recording.
+
+    Parameters
+    ----------
+    path : str | Path
+        The recording.
+
+    Returns
+    -------
+    Counter
+        Row counts by ``(judge, method)``.
+    """
     return Counter((row.get("judge"), row.get("method")) for _, row in read_rows(path))
 
 
@@ -244,7 +215,17 @@ def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
     """Refuse a malformed k-way row: ``shown`` 2 to 8 distinct ids, ``kind`` choice or ranking,
     ``chosen`` one of them (or null), ``ranking`` a list of each of them exactly once (or null),
     ``probabilities`` one per shown id in [0, 1] summing to at most 1 (or null), ``grades`` one
-    per shown id within ±:data:`MAX_RECORDED_GRADE` (or null), and labels of the right types."""
+    per shown id within ±:data:`MAX_RECORDED_GRADE` (or null), and labels of the right types.
+
+    Parameters
+    ----------
+    path : Path
+        The recording, for the message.
+    number : int
+        The row's line number.
+    row : dict[str, Any]
+        The parsed row.
+    """
     shown = row.get("shown")
     if not _is_id(row.get("task_id")):
         raise TaskFormatError(path, number, "task_id", "missing field or not a string")
@@ -288,10 +269,25 @@ def load_recorded(
 ) -> dict[RecordKey, RecordedJudgment]:
     """The recorded judgments of one judge and method, keyed by (task_id, first id, second id).
 
-    path: a judgments.jsonl file (see the module docstring for its format).
-    judge, method: keep only rows with these labels (None keeps every row).
-    Raises SpecError when the filter matches nothing, or when a comparison is recorded twice
-    after filtering (the file holds several judges or methods and no filter chose one).
+    Parameters
+    ----------
+    path : str | Path
+        A judgments.jsonl file (see ``docs/judges-replay-panels.md`` for its format).
+    judge : str | None
+        Keep only rows with this ``judge`` label (None keeps every row).
+    method : str | None
+        Keep only rows with this ``method`` label (None keeps every row).
+
+    Returns
+    -------
+    dict[RecordKey, RecordedJudgment]
+        The recorded pairwise judgments, by ``(task_id, first id, second id)``.
+
+    Raises
+    ------
+    SpecError
+        The filter matches nothing, or a comparison is recorded twice after filtering (the file
+        holds several judges or methods and no filter chose one).
     """
     path = Path(path)
     table: dict[RecordKey, RecordedJudgment] = {}
@@ -335,7 +331,22 @@ def load_recorded_kway(
     path: str | Path, judge: str | None = None, method: str | None = None
 ) -> dict[KwayKey, dict[str, Any]]:
     """The recorded k-way judgments of one judge and method, keyed by (task_id, kind, ids shown);
-    empty when the file has none. Raises SpecError when one is recorded twice after filtering."""
+    empty when the file has none. Raises SpecError when one is recorded twice after filtering.
+
+    Parameters
+    ----------
+    path : str | Path
+        A judgments.jsonl file.
+    judge : str | None
+        Keep only rows with this ``judge`` label (None keeps every row).
+    method : str | None
+        Keep only rows with this ``method`` label (None keeps every row).
+
+    Returns
+    -------
+    dict[KwayKey, dict[str, Any]]
+        The recorded rows, by ``(task_id, kind, ids shown)``.
+    """
     table: dict[KwayKey, dict[str, Any]] = {}
     for number, row in read_rows(path):
         if (
@@ -361,6 +372,18 @@ def _describe_labels(labels: Counter) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB blocks.
+
+    Parameters
+    ----------
+    path : str | Path
+        The file.
+
+    Returns
+    -------
+    str
+        The hex digest.
+    """
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -373,7 +396,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 class ReplayJudge(Judge):
-    """Answers ``compare`` from a recording; see the module docstring.
+    """Answers ``compare`` from a recording; see ``docs/judges-replay-panels.md``.
 
     path: the judgments.jsonl file.
     judge, method: label filters (None keeps every row).
@@ -409,10 +432,24 @@ class ReplayJudge(Judge):
     # parameters: building a judge to describe it or check a spec costs nothing.
     @functools.cached_property
     def table(self) -> dict[tuple[str, str, str], Any]:
+        """The recorded pairwise judgments, read on first use.
+
+        Returns
+        -------
+        dict[tuple[str, str, str], Any]
+            The judgments, by ``(task_id, first id, second id)``.
+        """
         return load_recorded(self.path, self.judge_label, self.method)
 
     @functools.cached_property
     def kway_table(self) -> dict[KwayKey, dict[str, Any]]:
+        """The recorded k-way judgments, read on first use.
+
+        Returns
+        -------
+        dict[KwayKey, dict[str, Any]]
+            The rows, by ``(task_id, kind, ids shown)``.
+        """
         return load_recorded_kway(self.path, self.judge_label, self.method)
 
     @property
@@ -422,14 +459,41 @@ class ReplayJudge(Judge):
 
     @functools.cached_property
     def sha256(self) -> str:
+        """The SHA-256 of the recording's bytes, read on first use.
+
+        Returns
+        -------
+        str
+            The hex digest.
+        """
         return file_sha256(self.path)
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
         """A recorded verdict is looked up by task and candidate ids, so they are part of the key
-        (two candidates with the same text may have different recorded verdicts)."""
+        (two candidates with the same text may have different recorded verdicts).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        *candidates : Candidate
+            The candidates, in the order shown.
+
+        Returns
+        -------
+        list[Any]
+            The key: the texts' key (:func:`~rankkit.judges.base.content_key`) and the candidates' ids.
+        """
         return [*super().request_key(task, *candidates), task.task_id, *(c.id for c in candidates)]
 
     def fingerprint_fields(self) -> dict[str, Any]:
+        """The recording's SHA-256, the label filter and both options (not the path).
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields, by name: JSON-ready values.
+        """
         return {
             "sha256": self.sha256,
             "judge": self.judge_label,
@@ -444,6 +508,22 @@ class ReplayJudge(Judge):
         return f"replay:{self.path.name}" + (f" ({labels})" if labels else "")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """The recorded verdict of exactly ``(task_id, first.id, second.id)``; a miss raises or ties (``on_miss``).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict.
+        """
         record = self.table.get((task.task_id, first.id, second.id))
         if record is None:
             return self._miss(task, first, second, "unrecorded")
@@ -461,6 +541,20 @@ class ReplayJudge(Judge):
         )
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
+        """The recorded choice among exactly these ids in this order; a miss raises or fails (``on_miss``).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupChoice
+            The choice.
+        """
         shown = tuple(c.id for c in candidates)
         row = self.kway_table.get((task.task_id, CHOICE_KIND, shown))
         answer = None if row is None else row.get("chosen")
@@ -477,6 +571,20 @@ class ReplayJudge(Judge):
         )
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
+        """The recorded ranking of exactly these ids in this order; a miss raises or fails (``on_miss``).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupRanking
+            The ranking.
+        """
         shown = tuple(c.id for c in candidates)
         row = self.kway_table.get((task.task_id, RANKING_KIND, shown))
         ranking = None if row is None else row.get("ranking")
@@ -536,7 +644,20 @@ class ReplayMiss(JudgeError):
 
 
 def verdict_scores(task: Task, winner: Winner) -> tuple[float, float]:
-    """Grades that state a verdict on the task's scale: (top, bottom), (bottom, top) or the middle twice."""
+    """Grades that state a verdict on the task's scale: (top, bottom), (bottom, top) or the middle twice.
+
+    Parameters
+    ----------
+    task : Task
+        The task: prompt, reference, grading scale and metadata.
+    winner : Winner
+        The recorded winner.
+
+    Returns
+    -------
+    tuple[float, float]
+        The grades of the first and the second candidate.
+    """
     low, high = task.scale
     if winner is Winner.FIRST:
         return high, low
@@ -547,12 +668,34 @@ def verdict_scores(task: Task, winner: Winner) -> tuple[float, float]:
 
 
 def is_miss(judgment: Verdict) -> bool:
-    """Whether a judgment is a replay miss answered under ``on_miss=tie``."""
+    """Whether a judgment is a replay miss answered under ``on_miss=tie``.
+
+    Parameters
+    ----------
+    judgment : Verdict
+        A replay judge's verdict.
+
+    Returns
+    -------
+    bool
+        Whether it is a miss.
+    """
     return "replay_miss" in judgment.extras
 
 
 def build(settings: Settings) -> ReplayJudge:
-    """``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]``."""
+    """``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]``.
+
+    Parameters
+    ----------
+    settings : Settings
+        The judge spec's option values, parsed and checked.
+
+    Returns
+    -------
+    ReplayJudge
+        The judge.
+    """
     judge = ReplayJudge(settings.argument, **settings.subset(REPLAY_OPTIONS))
     # Read the recording now: a bad file or filter is reported before anything runs. A recording of
     # k-way judgments only has no pairs to check.

@@ -1,99 +1,11 @@
 """Simulated judges for research: the human scores are the latent truth.
 
-Two models share this module, both chosen with ``sim:`` specs (``model=latent``, the default,
-or ``model=fixed``); every judgment either gives is a pure function of (seed, task, candidates,
-order), so the same question always gets the same answer, whichever strategy asks and in whatever
-sequence — which is what makes strategies comparable on one judge.
+:class:`LatentJudge` (``sim:``, the default; Thurstonian perception noise, slot bias, style
+biases, presets fitted to LLMBar) and :class:`FixedAccuracyJudge` (``sim:model=fixed``: a set
+accuracy and first-slot preference). Every judgment is a pure function of (seed, task, candidates,
+order).
 
-**The latent-perception model** (:class:`LatentJudge`, the default; Thurstonian, in the spirit of
-Arena-lite's stochastic judge, §4.2). All noise is in units of ``sd``, the standard
-deviation of the task's human scores. The judge *perceives* each answer once::
-
-    p = h + sd · perception · z                    z ~ N(0, 1), drawn per (seed, task, answer)
-
-and both of its modes read that perception, so a judge that over-rates an answer over-rates it
-everywhere:
-
-* **pointwise** — the grade is ``clip(p + sd · grade_noise · w)``, w ~ N(0, 1) per answer;
-* **pairwise** — for (first, second) the two grades are ``p_first + sd · (slot_bias/2 + pair_noise · e1)``
-  and ``p_second + sd · (−slot_bias/2 + pair_noise · e2)``, e1, e2 ~ N(0, 1) drawn per pair *and
-  order*; the verdict goes to the higher grade (exactly equal grades are a tie), and the grades
-  are then clipped to the task's scale (nudged apart if clipping made them equal), so verdict
-  and grades always agree. ``slot_bias`` > 0 favours the first slot, < 0 the second.
-
-So the pairwise verdict is right with probability ``Φ((Δ ± slot_bias) / √(2·perception² +
-2·pair_noise²))`` for answers Δ spreads apart — close answers are confused more often than far
-ones, as with a real judge — its two orders share the perception part of the noise (which is
-what order consistency measures), and a pointwise pair is ordered right with probability
-``Φ(Δ / √(2·perception² + 2·grade_noise²))``.
-
-**k-way judgments** (latent model only; :mod:`rankkit.judges.kway`). Shown k answers, the judge
-grades each as in a pair, ``p_i + sd · (b_i + pair_noise · e_i)`` with the slot bias ``b_i`` spread
-evenly from +slot_bias/2 (first slot) to −slot_bias/2 (last), and chooses the highest (a ranking
-sorts them). At k = 2 this is the pairwise model exactly (same draws, same ±slot_bias/2). For
-k > 2 it is an extrapolation: no recorded k-way judgments calibrate it. What a choice carries is
-the ``kway`` reading: ``grades`` (default) every answer's grade with the choice; ``choice`` only
-the choice; ``probabilities`` P(best) per slot, as a logprob judge gives it: a softmax of those
-grades (in ``sd`` units) at the temperature :func:`kway_temperature` fits so that, at k = 2, the
-judge's mean confidence in its own choice equals its pairwise accuracy (``docs/judges-sim.md``).
-
-**Style biases** (both models; 0 by default, and then nothing below changes a draw). ``length_bias``
-and ``format_bias`` shift the quality the judge perceives, in units of ``sd``: an answer's *style
-score* is ``length_bias · log2(chars) + format_bias · log2(1 + formatting)`` (characters and the
-count of markdown headers, list items and bold spans: :func:`rankkit.tasks.style_features`, cached
-as ``Candidate.style``), and each answer is shifted by ``sd ·`` (its style score − a reference): in
-a pair or a k-way group the reference is the group's mean style score (so a pair's grades move by ±½
-of the difference: at ``length_bias=0.5`` an answer twice as long as the other gains 0.5 ``sd`` over
-it), and a pointwise
-grade is shifted against the task's median answer (median log-length, median format score). So
-``length_bias`` is the shift per doubling of the length relative to the other answer(s), and
-``format_bias`` the shift per doubling of (1 + formatting elements). The latent model adds the
-shift to the grades it compares; the fixed model decides which answer is "better" on the shifted
-human scores (its accuracy applies to that) and grades them.
-
-**Presets** (``sim:preset=NAME``) are fitted by ``benchmarks/calibrate_sim.py`` (report in
-``benchmarks/results/sim_calibration.md``) to the recorded judgments of LLMBar Natural
-(``shared/data/llmbar_natural/judgments.jsonl``; :func:`~rankkit.judges.sim_targets.preset_targets`): the Vanilla prompt,
-each pair in both orders, gives the pairwise accuracy, the first-slot share and the order
-consistency; the Rating prompt (each answer graded alone, 1–10) gives the pointwise-pair accuracy.
-In those tasks the human truth is a preference (1 for the preferred answer, 0 for the other),
-so the two answers are 2 spreads apart: the fit reads every LLMBar pair as a pair 2 ``sd`` apart,
-and in other data a pair that far apart is judged as LLMBar's pairs were, closer ones worse.
-The fit is closed-form: accuracy and first-slot share fix ``slot_bias`` and the pair's total
-noise; order consistency splits that noise into ``perception`` (shared by both orders) and
-``pair_noise``; the pointwise accuracy then fixes ``grade_noise``.
-
-=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
-preset   acc.    first  consis  pointwise  perception  pair_noise  slot_bias  grade_noise
-=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
-gpt4     0.955   0.505  0.95    0.92       0.7301      0.4010      0.0623     0.6928
-chatgpt  0.815   0.605  0.71    0.685      0.7884      1.2100      0.8698     2.8279
-falcon   0.74    0.74   0.52    0.693 (*)  1.3772      0.0         2.0        2.4373
-=======  ======  =====  ======  =========  ==========  ==========  =========  ===========
-
-(*) Falcon has no Rating judgments in LLMBar; its pointwise target is *derived*, not recorded:
-it is taken to lose as much discriminability from pairwise to pointwise as ChatGPT, the recorded
-judge whose (debiased) pairwise discriminability is closest to Falcon's — see
-:data:`~rankkit.judges.sim_targets.POINTWISE_DONOR`. Falcon's order consistency (0.52) is the most its accuracy and slot
-preference allow (every one of its inconsistent pairs went to the first slot), so its fit puts
-all of its noise in the perception and none in the pair.
-
-**The fixed-accuracy model** (:class:`FixedAccuracyJudge`; ``sim:model=fixed,accuracy=A,
-position_bias=B,noise=N`` or ``sim:model=fixed,preset=NAME``) is a judge that prefers the better
-answer with a fixed probability ``accuracy``, whatever the gap between the two, shows a first-slot
-preference ``position_bias``, and grades with Gaussian ``noise``. It serves the experiments that
-set a judge's accuracy directly (``benchmarks/arena_sim.py``, the accuracy grid of
-``benchmarks/strategy_sweep.py``) and the tests' perfect and always-first judges; its presets are
-the gap-blind counterpart of the latent presets (``benchmarks/strategy_sweep.py``,
-``paper_analyses.py``, ``calibrate_sim.py``, ``adaptive.py --fixed-accuracy``). With probability
-``b = position_bias`` it picks the first slot; otherwise the human-better answer with probability
-``a = accuracy`` (a fair coin on human ties). Its grades are noisy human scores, ``clip(h + N(0,
-(noise·sd)²))``, in both modes — independent of the verdict except for being ordered to agree
-with it. So ``accuracy=1,position_bias=0,noise=0`` is a perfect judge (the human order) and
-``position_bias=1`` always picks the first slot. Its presets reproduce the recorded judges'
-LLMBar Vanilla rates only (:data:`FIXED_PRESET_RATES`): right at rate r and first slot at rate f
-give b = 2f − 1, a = (r − b/2)/(1 − b) (gpt4: a 0.9596, b 0.01; chatgpt: 0.8987, 0.21; falcon:
-0.9615, 0.48), and every preset grades with the default ``noise`` 0.5.
+More in ``docs/judges-sim.md``.
 """
 
 from __future__ import annotations
@@ -133,7 +45,7 @@ KWAY_READINGS = ("grades", "choice", "probabilities")
 #: How far apart (in ``sd``) the answers of a calibration pair are: LLMBar's 0/1 preferences.
 CALIBRATION_GAP = 2.0
 
-#: preset -> fitted latent parameters (``benchmarks/calibrate_sim.py``; table in the module docstring).
+#: preset -> fitted latent parameters (``benchmarks/calibrate_sim.py``; table in ``docs/judges-sim.md``).
 LATENT_PRESETS: dict[str, LatentParameters] = {
     "gpt4": LatentParameters(perception=0.7301, pair_noise=0.4010, slot_bias=0.0623, grade_noise=0.6928),
     "chatgpt": LatentParameters(perception=0.7884, pair_noise=1.2100, slot_bias=0.8698, grade_noise=2.8279),
@@ -179,6 +91,8 @@ def latent_pair_accuracy(perception: float, pair_noise: float, slot_bias: float,
     ``½·[Φ((gap + slot_bias)/s) + Φ((gap − slot_bias)/s)]`` with ``s = √(2·perception² +
     2·pair_noise²)``; for a preset, its fitted LLMBar accuracy (up to the parameters' rounding).
 
+    Examples
+    --------
     >>> round(latent_pair_accuracy(perception=0.7301, pair_noise=0.4010, slot_bias=0.0623), 3)
     0.955
     """
@@ -227,6 +141,8 @@ def kway_temperature(perception: float, pair_noise: float, slot_bias: float, gap
     τ > 0; 0 for a judge that is always right (its probabilities are then certain), ``inf`` for
     one no better than chance (uniform probabilities).
 
+    Examples
+    --------
     >>> round(kway_temperature(0.7301, 0.4010, 0.0623), 3)
     0.348
     """
@@ -249,6 +165,20 @@ def kway_temperature(perception: float, pair_noise: float, slot_bias: float, gap
 def softmax_probabilities(values: Sequence[float], temperature: float) -> tuple[float, ...]:
     """softmax(values / temperature); temperature 0: all mass on the largest, ``inf``: uniform.
 
+    Parameters
+    ----------
+    values : Sequence[float]
+        The values (grades in ``sd`` units).
+    temperature : float
+        The softmax temperature (0 and ``inf`` allowed).
+
+    Returns
+    -------
+    tuple[float, ...]
+        The probabilities, one per value, summing to 1.
+
+    Examples
+    --------
     >>> [round(p, 3) for p in softmax_probabilities([1.0, 0.0], 1.0)]
     [0.731, 0.269]
     """
@@ -414,7 +344,7 @@ def _median(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class LatentJudge(_StyleBias, _Simulated):
-    """Latent-perception simulated judge; see the module docstring for the model.
+    """Latent-perception simulated judge; see ``docs/judges-sim.md`` for the model.
 
     perception: sd of the judge's perception of an answer, shared by both modes and every pair.
     pair_noise: sd of the extra noise on each grade inside one pairwise judgment (per order).
@@ -429,7 +359,7 @@ class LatentJudge(_StyleBias, _Simulated):
         ``probabilities`` (P(best) per slot, as a logprob judge gives it: the softmax of the
         grades in ``sd`` units at :meth:`kway_temperature`; strategies score k·P(best)). The
         chosen slot and a ranking's order are the same in every reading.
-    length_bias, format_bias: planted style biases (module docstring), in units of ``sd`` per
+    length_bias, format_bias: planted style biases (``docs/judges-sim.md``), in units of ``sd`` per
         doubling of the length, and of 1 + the formatting elements, relative to the other answers.
 
     All four noise terms are in units of the task's human-score spread (``Task.human_spread``).
@@ -457,6 +387,13 @@ class LatentJudge(_StyleBias, _Simulated):
         self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
+        """Everything that changes a judgment: the model, its noise and slot bias, the seed, and the ``kway`` reading and style biases where not the default.
+
+        Returns
+        -------
+        dict
+            The fields, by name: JSON-ready values.
+        """
         fields = {
             "model": "latent",
             "perception": self.perception,
@@ -484,7 +421,20 @@ class LatentJudge(_StyleBias, _Simulated):
         return f"sim:{name}{self._style_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
-        """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks."""
+        """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer.
+
+        Returns
+        -------
+        float
+            The perceived quality ``p``, on the task's scale (unclipped).
+        """
         (z,) = _normals(str(self.seed), task.task_id, candidate.id, "perception")
         return task.human_score(candidate.id) + self.perception * task.human_spread * z
 
@@ -493,6 +443,18 @@ class LatentJudge(_StyleBias, _Simulated):
         (``pair_noise``, ``grade_noise``) and the slot bias, which average out over unlimited
         judgments in both orders, so the order of these values is the judge's order in the limit.
 
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+
+        Returns
+        -------
+        dict[str, float]
+            Each answer's perception, by candidate id.
+
+        Examples
+        --------
         >>> from rankkit.tasks import Candidate, Task
         >>> task = Task(task_id="t", prompt="q", criterion="h", candidates=(
         ...     Candidate(id="a", text="x", human={"h": 1.0}), Candidate(id="b", text="y", human={"h": 0.0})))
@@ -503,6 +465,20 @@ class LatentJudge(_StyleBias, _Simulated):
         return {candidate.id: self.perceived(task, candidate) for candidate in task.candidates}
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
+        """A pointwise grade: ``clip(p + sd · grade_noise · w)``, shifted by the style biases.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Grade
+            The grade.
+        """
         _require_truth(task)
         (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
         value = _clip(
@@ -513,6 +489,22 @@ class LatentJudge(_StyleBias, _Simulated):
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """A verdict from the two answers' noisy grades, each with its slot's bias (the module's model).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict; its grades agree with it.
+        """
         _require_truth(task)
         spread = task.human_spread
         e1, e2 = _normals(str(self.seed), task.task_id, first.id, second.id, "pair", count=2)
@@ -534,6 +526,18 @@ class LatentJudge(_StyleBias, _Simulated):
         from +slot_bias/2 (first slot) to −slot_bias/2 (last), so k = 2 is the pairwise model's
         ±slot_bias/2. For k > 2 this is an extrapolation: no recorded k-way judgments calibrate it.
 
+        Parameters
+        ----------
+        k : int
+            The number of answers shown.
+
+        Returns
+        -------
+        list[float]
+            One offset per slot, first slot first.
+
+        Examples
+        --------
         >>> LatentJudge(slot_bias=1.0).slot_offsets(3)
         [0.5, 0.0, -0.5]
         """
@@ -542,7 +546,20 @@ class LatentJudge(_StyleBias, _Simulated):
     def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
         """Each shown answer's grade in one k-way judgment, before clipping:
         ``p_i + sd · (offset_i + pair_noise · e_i + style_i)`` (style_i: :meth:`group_style_shifts`), the e_i drawn per group *and order* exactly
-        as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades)."""
+        as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        list[float]
+            One unclipped grade per shown answer, in the order shown.
+        """
         _require_truth(task)
         spread = task.human_spread
         noise = _normals(str(self.seed), task.task_id, *(c.id for c in candidates), "pair", count=len(candidates))
@@ -555,7 +572,13 @@ class LatentJudge(_StyleBias, _Simulated):
     def kway_temperature(self) -> float:
         """The temperature (in ``sd``) of this judge's ``kway=probabilities`` reading: the one at
         which, at k = 2, its mean confidence in its choice equals its pairwise accuracy
-        (:func:`kway_temperature`, where the derivation is)."""
+        (:func:`kway_temperature`, where the derivation is).
+
+        Returns
+        -------
+        float
+            The temperature, in units of ``sd``.
+        """
         return kway_temperature(self.perception, self.pair_noise, self.slot_bias)
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
@@ -563,7 +586,20 @@ class LatentJudge(_StyleBias, _Simulated):
         the pairwise verdict's winner, with the pairwise grades (``kway=grades``), nothing more
         (``choice``) or P(best) per slot (``probabilities``: the softmax of the unclipped grades
         over ``sd`` at :meth:`kway_temperature`; at k = 2, P(first) = σ(d / τ) for the grades'
-        difference d in ``sd``)."""
+        difference d in ``sd``).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupChoice
+            The chosen slot, with what the ``kway`` reading carries.
+        """
         labels(len(candidates))  # 2 to 8 answers
         grades = self.group_grades(task, candidates)
         chosen = ranking_from_scores(grades)[0]
@@ -579,7 +615,20 @@ class LatentJudge(_StyleBias, _Simulated):
         """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s
         choice). The same in every ``kway`` reading: a ranking carries no grades or probabilities,
         and a logprob judge's ranking sorts the slots by their P(best), which orders them as the
-        grades do."""
+        grades do.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidates : Sequence[Candidate]
+            The candidates, in the order shown (slot 0 first).
+
+        Returns
+        -------
+        GroupRanking
+            The permutation of slots, best first.
+        """
         labels(len(candidates))
         permutation = ranking_from_scores(self.group_grades(task, candidates))
         return GroupRanking(
@@ -604,7 +653,7 @@ def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class FixedAccuracyJudge(_StyleBias, _Simulated):
-    """Fixed-accuracy simulated judge; see the module docstring for the model.
+    """Fixed-accuracy simulated judge; see ``docs/judges-sim.md`` for the model.
 
     accuracy: probability of picking the human-better answer when the first-slot preference does
         not decide, whatever the gap between the two answers.
@@ -613,7 +662,7 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         human-score spread (``Task.human_spread``).
     seed: seeds every draw together with the task and the answers.
     preset: the name the parameters came from (for descriptions only).
-    length_bias, format_bias: planted style biases (module docstring): the answer it takes for the
+    length_bias, format_bias: planted style biases (``docs/judges-sim.md``): the answer it takes for the
         better one, and its grades, are read from the human scores shifted by them.
     """
 
@@ -635,6 +684,13 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
+        """Everything that changes a judgment: the model, accuracy, position bias, noise, seed and style biases.
+
+        Returns
+        -------
+        dict
+            The fields, by name: JSON-ready values.
+        """
         return {
             "model": "fixed",
             "accuracy": self.accuracy,
@@ -657,6 +713,16 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         """The human scores: the answers this judge is right about with probability ``accuracy``,
         whatever their gap, so the majority of unlimited judgments follows their order (equal
         human scores are equal here too: their order is a coin, and any order of them is right).
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+
+        Returns
+        -------
+        dict[str, float]
+            Each answer's human score (style-shifted when a style bias is set), by candidate id.
         """
         _require_truth(task)
         return {candidate.id: task.human_score(candidate.id) for candidate in task.candidates}
@@ -669,6 +735,20 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         return _clip(task, value + rng.gauss(0.0, self.noise * task.human_spread))
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
+        """A pointwise grade: the human score plus Gaussian ``noise``, clipped to the scale.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        candidate : Candidate
+            The answer judged.
+
+        Returns
+        -------
+        Grade
+            The grade.
+        """
         _require_truth(task)
         rng = self._rng(task.task_id, candidate.id, "point")
         shifted = task.human_score(candidate.id) + task.human_spread * self.point_style_shift(task, candidate)
@@ -676,6 +756,22 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """The first slot with probability ``position_bias``, else the human-better answer with probability ``accuracy``.
+
+        Parameters
+        ----------
+        task : Task
+            The task: prompt, reference, grading scale and metadata.
+        first : Candidate
+            The candidate shown first.
+        second : Candidate
+            The candidate shown second.
+
+        Returns
+        -------
+        Verdict
+            The verdict, with noisy human scores ordered to agree with it.
+        """
         _require_truth(task)
         rng = self._rng(task.task_id, first.id, second.id, "pair")
         h1, h2 = task.human_score(first.id), task.human_score(second.id)

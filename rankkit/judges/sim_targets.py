@@ -41,6 +41,13 @@ class JudgeRates:
     pointwise_derived: bool = False
 
     def as_tuple(self) -> tuple[float, float, float, float | None]:
+        """The four rates in order.
+
+        Returns
+        -------
+        tuple[float, float, float, float | None]
+            Pairwise accuracy, first-slot share, order consistency and pointwise accuracy.
+        """
         return self.pairwise_accuracy, self.first_slot, self.order_consistency, self.pointwise_accuracy
 
 
@@ -58,16 +65,28 @@ def llmbar_rates(
 ) -> JudgeRates:
     """A recorded judge's four rates on an LLMBar set (see :class:`JudgeRates`).
 
-    judgments: ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, grade_a,
-        grade_b]}``, ``a`` shown first; rows whose ``winner`` could not be parsed (null) are left
+    Parameters
+    ----------
+    judgments : str | Path
+        ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, score_a,
+        score_b]}``, ``a`` shown first; rows whose ``winner`` could not be parsed (null) are left
         out, and a pair counts for order consistency only when both of its orders were parsed
         (NaN when none was).
-    tasks: the ``tasks.jsonl`` naming each task's preferred answer (``meta.preferred``).
-    judge: the recorded judge's name, e.g. ``GPT-4``.
-    pairwise_method: the pairwise prompt whose two rows per pair give accuracy, first-slot share
+    tasks : str | Path
+        The ``tasks.jsonl`` naming each task's preferred answer (``meta.preferred``).
+    judge : str
+        The recorded judge's name, e.g. ``GPT-4``.
+    pairwise_method : str
+        The pairwise prompt whose two rows per pair give accuracy, first-slot share
         and consistency (``Vanilla``, LLMBar's plain prompt).
-    pointwise_method: the prompt whose rows carry the two answers' independent grades
-        (``grade_a``/``grade_b``; ``Rating``, the plain grading prompt); ties count one half.
+    pointwise_method : str
+        The prompt whose rows carry the two answers' independent grades
+        (``score_a``/``score_b``; ``Rating``, the plain grading prompt); ties count one half.
+
+    Returns
+    -------
+    JudgeRates
+        The judge's pairwise accuracy, first-slot share, order consistency and pointwise accuracy.
     """
     preferred = {row["task_id"]: row["meta"]["preferred"] for row in _read_jsonl(tasks)}
     rows = [row for row in _read_jsonl(judgments) if row["judge"] == judge]
@@ -98,7 +117,18 @@ def llmbar_rates(
 def debiased_discriminability(rates: JudgeRates) -> float:
     """The latent model's Δ/σ for a pairwise judge with these rates: the mean of the probits of
     its accuracy in the two orders (``r + f − ½`` with the preferred answer first, ``r − f + ½``
-    second), which removes the slot bias."""
+    second), which removes the slot bias.
+
+    Parameters
+    ----------
+    rates : JudgeRates
+        The judge's recorded rates.
+
+    Returns
+    -------
+    float
+        Δ/σ.
+    """
     probit = NormalDist().inv_cdf
     return (
         probit(rates.pairwise_accuracy + rates.first_slot - 0.5)
@@ -113,6 +143,18 @@ def preset_targets(judgments: str | Path, tasks: str | Path) -> dict[str, JudgeR
     pointwise probit ``Φ⁻¹(q)`` is its own pairwise discriminability times the donor's ratio
     ``Φ⁻¹(q_donor) / discriminability_donor``, i.e. it is assumed to lose as much when grading
     answers alone as the donor does.
+
+    Parameters
+    ----------
+    judgments : str | Path
+        The LLMBar ``judgments.jsonl``.
+    tasks : str | Path
+        The LLMBar ``tasks.jsonl``.
+
+    Returns
+    -------
+    dict[str, JudgeRates]
+        The rates, by preset name.
     """
     rates = {preset: llmbar_rates(judgments, tasks, judge) for preset, judge in PRESET_JUDGES.items()}
     normal = NormalDist()

@@ -1,57 +1,9 @@
 """The vLLM judge: ``vllm:MODEL`` runs the model in process on vLLM's offline engine (``vllm.LLM``).
 
-``--judge vllm:MODEL[,option=value...]`` is the same judge as ``hf:MODEL`` and ``openai:MODEL`` —
-the same prompts, modes, choice tokens and verdict arithmetic
-(:class:`~rankkit.judges.llm.LLMJudge`) — on a third runtime. MODEL is a local model directory, a
-hub id (for users who have the hub) or ``smollm2``: the embedded SmolLM2-135M-Instruct, loaded from
-the bf16 safetensors copy the HF judge writes under ``~/.cache/rankkit``
-(:func:`~rankkit.judges.hf_loading.smollm2_copy_dir`, made from the GGUF on first use). Options:
+The same :class:`~rankkit.judges.llm.LLMJudge` as ``hf:`` and ``openai:`` on :class:`VLLMRuntime`,
+which hands vLLM the token ids the hf runtime would read; vllm is imported inside functions only.
 
-==========================  ========================================================================
-``dtype``                   ``bfloat16`` (default), ``float32``, ``float16``, ``auto``
-``max_model_len``           longest prompt + reply in tokens (default 4096); a longer prompt stops
-                            the run naming its task and this option
-``max_num_seqs``            most sequences vLLM schedules at once, and how many requests a call
-                            takes (the judge's ``capacity``; default 64)
-``enforce_eager``           ``true`` (default): no graph compilation, so the engine starts in about
-                            half the time on a CPU (``benchmarks/results/vllm_engine.md``);
-                            ``false`` for long runs on a GPU, where CUDA graphs pay
-``prefix_caching``          ``true`` (default): prompts sharing a prefix (a task's question, the
-                            template's instruction) reuse its key/value cache
-``kv_cache_gib``            KV-cache size on a CPU, in GiB (default 2)
-``tensor_parallel_size``    GPUs one model is split over (default 1)
-``gpu_memory_utilization``  share of GPU memory vLLM may take (default: vLLM's, 0.9)
-``mode``, ``template``, ``max_new_tokens``, ``temperature``, ``seed``, ``retries``, ...: the judge's
-==========================  ========================================================================
-
-**Runtime.** :class:`VLLMRuntime` renders each conversation with the model's chat template and
-appends the forced reply prefix exactly as the hf runtime does (:mod:`rankkit.judges.chat_tokens`),
-then hands vLLM token ids, so ``hf:`` and ``vllm:`` read the same token sequences. ``logprob`` mode
-asks for one token with ``logprob_token_ids`` = the choice tokens: their log-probabilities come
-from one forward pass, whatever their rank (the HTTP judge sees only the top 20). The forced
-prefix may differ per row (the hardened generate mode continues each judge's own explanation).
-``generate`` mode samples with vLLM (greedy at temperature 0, else seeded per request), and
-``loglik`` reads prompt log-probabilities. vLLM schedules whole calls itself (continuous batching,
-prefix caching), so the runtime is a batching backend (``fills_batches``): the runner hands it up to
-``max_num_seqs`` requests from many tasks at once, from one thread.
-
-**Fingerprint.** The judge's fingerprint names backend ``vllm``, the model (weights signature or hub
-revision), dtype, template, mode and decoding: vLLM's kernels are not the transformers kernels, so
-its probabilities are close to ``hf:``'s but not equal (measured in
-``benchmarks/results/vllm_engine.md``), and judgments of one are never served as the other's.
-
-**Process.** vLLM runs its engine core in a child process. A model is loaded once per process
-(:func:`load_llm`, keyed by what was loaded) and shut down at interpreter exit
-(:func:`shutdown_all`); a script that builds a ``vllm:`` judge must do so under
-``if __name__ == "__main__":``, as with any code that starts processes. vllm is imported inside
-functions only: ``import rankkit`` and the CLI's start-up never load it.
-
-**Errors.** Without vLLM installed, the spec fails (exit 2) naming the ``vllm`` extra. A model
-directory that does not exist or holds no ``config.json`` fails naming it (exit 2). A prompt longer
-than ``max_model_len`` stops the run with :class:`~rankkit.judges.llm_runtime.PromptTooLong` (exit 2)
-naming the task and the option, before any prompt of its call is run. A KV cache too small for
-one ``max_model_len`` sequence fails at start (exit 2) naming ``kv_cache_gib``,
-``gpu_memory_utilization`` and ``max_model_len``.
+More in ``docs/judges-servers.md``.
 """
 
 from __future__ import annotations
@@ -118,11 +70,23 @@ def local_model_dir(model_ref: str) -> Path | None:
     A reference is local when it exists or looks like a path (starts with ``.``, ``/`` or ``~``,
     or has more than one ``/``); a local one must be a model directory (with ``config.json``).
 
+    Parameters
+    ----------
+    model_ref : str
+        A model directory or a hub id.
+
+    Returns
+    -------
+    Path | None
+        The directory, or None for a hub id.
+
     Raises
     ------
     SpecError
         A local reference that is not a directory holding ``config.json``.
 
+    Examples
+    --------
     >>> local_model_dir("HuggingFaceTB/SmolLM2-135M-Instruct") is None
     True
     """
@@ -140,7 +104,20 @@ def local_model_dir(model_ref: str) -> Path | None:
 def model_identity(model_ref: str, dtype: str) -> dict[str, Any]:
     """What names the model in the fingerprint, as for the hf judge: the embedded SmolLM2 by its
     GGUF, a local directory by the signature of its weights, a hub id by the revision it
-    resolved to in the local hub cache."""
+    resolved to in the local hub cache.
+
+    Parameters
+    ----------
+    model_ref : str
+        ``smollm2``, a model directory or a hub id.
+    dtype : str
+        The weights' dtype.
+
+    Returns
+    -------
+    dict[str, Any]
+        The identity: JSON-ready values, by name.
+    """
     from rankkit.judges import hf
     from rankkit.judges.hf_loading import smollm2_identity
 
@@ -174,6 +151,22 @@ LOADED_KEY = "vllm"
 def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, Any]:
     """``vllm.LLM`` keyword arguments for parsed spec options.
 
+    Parameters
+    ----------
+    source : str
+        The model's directory or hub id.
+    options : dict[str, Any]
+        The spec's parsed options.
+    on_cpu : bool
+        Whether vLLM runs on a CPU (the KV cache is then sized by ``kv_cache_gib``).
+
+    Returns
+    -------
+    dict[str, Any]
+        The keyword arguments.
+
+    Examples
+    --------
     >>> kwargs = llm_kwargs("/m", DEFAULTS, on_cpu=True)
     >>> kwargs["enable_prefix_caching"], kwargs["kv_cache_memory_bytes"]
     (True, 2147483648)
@@ -196,6 +189,18 @@ def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, 
 
 def load_llm(source: str, options: dict[str, Any]) -> Any:
     """A ``vllm.LLM`` for ``source`` (a directory or hub id), loaded once per process.
+
+    Parameters
+    ----------
+    source : str
+        The model's directory or hub id.
+    options : dict[str, Any]
+        The spec's parsed options.
+
+    Returns
+    -------
+    vllm.LLM
+        The engine.
 
     Raises
     ------
@@ -277,6 +282,13 @@ class VLLMRuntime(LLMRuntime):
         self.stats = {"calls": 0, "rows": 0, "prompt_tokens": 0}
 
     def identity(self) -> dict[str, Any]:
+        """What names the model for the fingerprint: the identity it was built with (:func:`model_identity`).
+
+        Returns
+        -------
+        dict[str, Any]
+            The identity: JSON-ready values, by name.
+        """
         return dict(self._identity)
 
     def close(self) -> None:
@@ -285,7 +297,20 @@ class VLLMRuntime(LLMRuntime):
     # -- prompts ---------------------------------------------------------------------------------
     def prompt_ids(self, conversation: Conversation, prefix: str = "") -> list[int]:
         """The token ids of a conversation's prompt followed by a forced reply ``prefix``, messages
-        and prefix tokenized as text (:func:`.chat_tokens.encode_chat`)."""
+        and prefix tokenized as text (:func:`.chat_tokens.encode_chat`).
+
+        Parameters
+        ----------
+        conversation : Conversation
+            The chat conversation.
+        prefix : str
+            The forced reply prefix ("" for none).
+
+        Returns
+        -------
+        list[int]
+            The token ids.
+        """
         return chat_tokens.encode_chat(self.tokenizer, conversation, prefix)
 
     def _run(self, sequences: Sequence[Sequence[int]], params: Any, reserve: int) -> Iterator[tuple[int, Any]]:
@@ -318,7 +343,22 @@ class VLLMRuntime(LLMRuntime):
         self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the next token after ``assistant_prefix``
-        (one str for every row, or one per conversation), from one forward pass per prompt."""
+        (one str for every row, or one per conversation), from one forward pass per prompt.
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        assistant_prefix : str | Sequence[str]
+            The forced start of the reply: one for every conversation, or one per conversation.
+        choices : Sequence[str]
+            The choices (their first tokens must differ).
+
+        Yields
+        ------
+        tuple[int, dict[str, float]]
+            ``(index, logprobs)``: the index of the conversation and each choice's log-probability.
+        """
         from vllm import SamplingParams
 
         prefixes = per_row(assistant_prefix, len(conversations))
@@ -341,7 +381,24 @@ class VLLMRuntime(LLMRuntime):
         self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
         """Each conversation's reply: greedy at temperature 0, else sampled with ``seed`` per
-        request (so a reply does not depend on what it was batched with, up to float noise)."""
+        request (so a reply does not depend on what it was batched with, up to float noise).
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations.
+        max_new_tokens : int
+            The most tokens generated per reply.
+        temperature : float
+            The sampling temperature (0: greedy).
+        seed : int
+            The sampling seed.
+
+        Yields
+        ------
+        tuple[int, Generation]
+            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        """
         from vllm import SamplingParams
 
         sequences = [self.prompt_ids(c) for c in conversations]
@@ -360,7 +417,20 @@ class VLLMRuntime(LLMRuntime):
         self, conversations: Sequence[Conversation], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
         """The mean log-likelihood of each answer's tokens as the reply, from vLLM's prompt
-        log-probabilities (the answer is appended to the prompt)."""
+        log-probabilities (the answer is appended to the prompt).
+
+        Parameters
+        ----------
+        conversations : Sequence[Conversation]
+            The chat conversations (the bare questions).
+        answers : Sequence[str]
+            One answer per conversation.
+
+        Yields
+        ------
+        tuple[int, float]
+            ``(index, loglik)``: the index of the conversation and the answer's mean token log-likelihood.
+        """
         from vllm import SamplingParams
 
         sequences, lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, self.backend)
