@@ -66,13 +66,37 @@ class Dispatcher:
     # -- worker side --------------------------------------------------------------------------
     def expect_workers(self, count: int) -> None:
         """Say how many worker threads are ranking tasks now: a batch is sent early once that
-        many wait (no one else will add to it)."""
+        many wait (no one else will add to it).
+
+        Parameters
+        ----------
+        count : int
+            The number of worker threads.
+        """
         with self._cond:
             self._workers = count
             self._cond.notify_all()
 
     def judge_many(self, call: JudgeCall, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Queue the requests for ``call`` and yield ``(index, judgment)`` as each is answered."""
+        """Queue the requests for ``call`` and yield ``(index, judgment)`` as each is answered.
+
+        Parameters
+        ----------
+        call : JudgeCall
+            A judge's batched method.
+        requests : Sequence[Any]
+            Its requests.
+
+        Yields
+        ------
+        tuple[int, Any]
+            The request's index and its judgment, in the order answered.
+
+        Raises
+        ------
+        Cancelled
+            When another worker failed and the run is stopping.
+        """
         futures: list[Future] = []
         with self._cond:
             if self._error is not None:
@@ -93,7 +117,13 @@ class Dispatcher:
                 self._waiting -= 1
 
     def cancel(self, error: BaseException) -> None:
-        """Fail every queued request and refuse new ones (another worker hit ``error``)."""
+        """Fail every queued request and refuse new ones (another worker hit ``error``).
+
+        Parameters
+        ----------
+        error : BaseException
+            What the other worker hit.
+        """
         with self._cond:
             self._error = error
             while self._pending:

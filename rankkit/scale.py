@@ -35,7 +35,13 @@ class ScalePlan:
     undeclared: tuple[str, ...]
 
     def describe(self) -> str:
-        """The plan in words, e.g. ``up to 999,000 judgments (about 120,000,000 prompt tokens)``."""
+        """The plan in words, e.g. ``up to 999,000 judgments (about 120,000,000 prompt tokens)``.
+
+        Returns
+        -------
+        str
+            The description.
+        """
         tokens = f" (about {self.prompt_tokens:,.0f} prompt tokens)" if self.prompt_tokens is not None else ""
         generic = (
             f"; {', '.join(self.undeclared)} declare{'s' if len(self.undeclared) == 1 else ''} no worst case, "
