@@ -185,7 +185,10 @@ def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
 
     Parameters
     ----------
-    rows, columns: the table.
+    rows : Rows
+        The table's row mappings.
+    columns : Columns
+        Its ``(key, header)`` pairs, in display order.
 
     Returns
     -------

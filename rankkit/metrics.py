@@ -161,7 +161,8 @@ def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    x, y: (k, n) arrays, one sample per row.
+    x, y : np.ndarray
+        (k, n) arrays, one sample per row.
 
     Returns
     -------

@@ -385,9 +385,6 @@ def sparse_ilsr(
     the match rates and ``r_i = alpha·N + Σ_j S_ij`` are the chain's row sums: the all-pairs
     ``alpha`` term contributes ``alpha · Σπ = alpha`` to every column, so it never has to be stored.
 
-    winners / losers: item indices of every decisive match (a tie listed once each way, as choix's
-    pairwise data). alpha: choix's regularisation (> 0). max_iter / tol: as ``choix.ilsr_pairwise``.
-
     Parameters
     ----------
     n_items : int
@@ -396,8 +393,10 @@ def sparse_ilsr(
         Item indices of every decisive match (a tie listed once each way, as choix's pairwise data).
     alpha : float
         choix's regularisation (> 0).
-    max_iter, tol : int, float
-        As ``choix.ilsr_pairwise``.
+    max_iter : int
+        At most this many iterations, as ``choix.ilsr_pairwise``.
+    tol : float
+        The convergence tolerance, as ``choix.ilsr_pairwise``.
 
     Returns
     -------

@@ -276,10 +276,14 @@ def slot_rates(
 
     Parameters
     ----------
-    top_slots: the slot each parsed judgment put first (:func:`top_slot`).
-    human_shares: :func:`human_best_shares` of each parsed judgment on a task with human scores.
-    k: the group size.
-    level: the confidence level of the binomial intervals.
+    top_slots : Sequence[int]
+        The slot each parsed judgment put first (:func:`top_slot`).
+    human_shares : Sequence[Sequence[float]]
+        :func:`human_best_shares` of each parsed judgment on a task with human scores.
+    k : int
+        The group size.
+    level : float
+        The confidence level of the binomial intervals.
 
     Returns
     -------
@@ -290,6 +294,8 @@ def slot_rates(
         human-best answer sits in this slot (what a judge agreeing with the humans would show; NaN
         without labelled judgments).
 
+    Examples
+    --------
     >>> rows = slot_rates([0, 0, 1], [(0.0, 1.0), (1.0, 0.0)], k=2)
     >>> [(row["slot"], row["chosen"], round(row["rate"].estimate, 3), row["uniform"], row["human"]) for row in rows]
     [(0, 2, 0.667, 0.5, 0.5), (1, 1, 0.333, 0.5, 0.5)]
@@ -320,9 +326,12 @@ def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAUL
 
     Parameters
     ----------
-    results: a run's results.
-    name: one strategy's judgments; None: all strategies', each judgment once.
-    level: the confidence level of the exact binomial intervals.
+    results : RunResult
+        A run's results.
+    name : str | None
+        One strategy's judgments; None: all strategies', each judgment once.
+    level : float
+        The confidence level of the exact binomial intervals.
 
     Returns
     -------

@@ -76,8 +76,10 @@ def interval_cells(table: Table, split: bool) -> Table:
 
     Parameters
     ----------
-    table: a table whose cells may hold intervals.
-    split: True for the machine-readable formats: each interval column becomes three float
+    table : Table
+        A table whose cells may hold intervals.
+    split : bool
+        True for the machine-readable formats: each interval column becomes three float
         columns (estimate, low, high); False: each interval becomes its text.
 
     Returns
