@@ -308,7 +308,7 @@ class JudgmentCache:
         Returns
         -------
         dict[str, Any] or None
-            The payload, None when nothing (or only a failure) is stored.
+            The payload (a failure too: :func:`is_failed`), None when nothing is stored.
         """
         return self.get_keys([judgment_key(fingerprint, kind, parts)])[0]
 
@@ -332,7 +332,7 @@ class JudgmentCache:
         Returns
         -------
         list[dict[str, Any] or None]
-            One payload per key, None where nothing (or only a failure) is stored.
+            One payload per key (a failure too: :func:`is_failed`), None where nothing is stored.
         """
         found: dict[str, str] = {}
         with self._lock, self._explained():
@@ -369,7 +369,7 @@ class JudgmentCache:
         Returns
         -------
         list[dict[str, Any] or None]
-            One payload per key, None where there is none to use.
+            One payload per key, None where nothing is stored or only a failure older than ``since``.
         """
         found: dict[str, tuple[str, float]] = {}
         with self._lock, self._explained():

@@ -476,7 +476,7 @@ class MatchSource:
         groups : Sequence[Sequence[str]]
             The groups of candidate ids.
         order : str
-            ``given``, ``random`` or ``permute``.
+            ``given``, ``random``, ``both`` or ``permute``.
         rng : random.Random or None
             The generator for the random orders.
         round : int or None
@@ -508,7 +508,7 @@ class MatchSource:
         groups : Sequence[Sequence[str]]
             The groups of candidate ids.
         order : str
-            ``given``, ``random`` or ``permute``.
+            ``given``, ``random``, ``both`` or ``permute``.
         rng : random.Random or None
             The generator for the random orders.
         round : int or None

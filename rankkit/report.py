@@ -85,7 +85,7 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
     Returns
     -------
     dict[str, Any] or None
-        The bracket (``rounds``), or None.
+        ``rounds`` and ``champion``, or None.
     """
     if not task_result.has_elimination_rounds:
         return None

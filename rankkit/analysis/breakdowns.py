@@ -37,7 +37,7 @@ def breakdown_fields(results: RunResult) -> list[str]:
     Returns
     -------
     list[str]
-        ``system`` (when the candidates name one) and ``meta.NAME`` fields.
+        ``system`` (when a candidate names one) and the meta field names, sorted.
     """
     fields = {"system"} if any(c.system for t in results.tasks for c in t.candidates) else set()
     for task in results.tasks:
