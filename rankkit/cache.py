@@ -78,9 +78,14 @@ _COLUMNS = frozenset({"key", "fingerprint", "kind", "payload", "created"})
 class CacheError(RankkitError, RuntimeError):
     """The judgment cache cannot be used. ``str(error)`` reads ``judgment cache PATH: problem; advice``.
 
-    path: the cache file.
-    problem: what is wrong with it.
-    advice: what the user can do about it.
+    Parameters
+    ----------
+    path : str | Path
+        The cache file.
+    problem : str
+        What is wrong with it.
+    advice : str
+        What the user can do about it.
     """
 
     def __init__(self, path: str | Path, problem: str, advice: str):

@@ -39,11 +39,16 @@ class Dispatcher:
     ``grade_many``), which may be called from several threads at once when the judge streams
     (``fills_batches`` False), and from one thread when it batches.
 
-    capacity: requests the judge can usefully work on at once (HTTP: concurrency × replicas;
-        a local model: its batch size).
-    fills_batches: wait until a batch of ``capacity`` is ready (or every worker waits) before
-        calling the judge, rather than sending each request as a slot frees.
-    max_linger: the longest a request waits for its batch to fill, in seconds.
+    Parameters
+    ----------
+    capacity : int
+        Requests the judge can usefully work on at once (HTTP: concurrency × replicas; a local
+        model: its batch size).
+    fills_batches : bool
+        Wait until a batch of ``capacity`` is ready (or every worker waits) before calling the
+        judge, rather than sending each request as a slot frees.
+    max_linger : float
+        The longest a request waits for its batch to fill, in seconds.
     """
 
     def __init__(self, capacity: int, fills_batches: bool, max_linger: float = 0.5):

@@ -93,9 +93,14 @@ Rows = Sequence[Mapping[str, Any]]
 class Table:
     """One titled table of a report with several sections (``rankkit analyze``).
 
-    title: the line printed above the table (a heading in Markdown, the ``section`` column in CSV).
-    rows: the row mappings.
-    columns: ``(key, header)`` pairs, in display order.
+    Attributes
+    ----------
+    title : str
+        The line printed above the table (a heading in Markdown, the ``section`` column in CSV).
+    rows : Rows
+        The row mappings.
+    columns : Columns
+        ``(key, header)`` pairs, in display order.
     """
 
     title: str

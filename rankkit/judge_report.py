@@ -32,9 +32,18 @@ PANEL_THRESHOLDS = (1.0, 0.75, 0.5)
 class PairRecord:
     """One pair judged in both orders. ``a`` comes before ``b`` in the task's candidate order.
 
-    a_first / b_first: the verdict when a / b was shown first.
-    human: the human-preferred candidate, "tie" when the humans scored both equally, None without labels.
-    longer: the longer candidate (:attr:`rankkit.tasks.Candidate.length`), None when equally long.
+    Attributes
+    ----------
+    task_id : str
+        The task.
+    a, b : str
+        The two candidate ids.
+    a_first, b_first : Preference
+        The verdict when a / b was shown first.
+    human : Preference
+        The human-preferred candidate, "tie" when the humans scored both equally, None without labels.
+    longer : str | None
+        The longer candidate (:attr:`rankkit.tasks.Candidate.length`), None when equally long.
     """
 
     task_id: str

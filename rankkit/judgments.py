@@ -227,10 +227,16 @@ def labels(k: int) -> tuple[str, ...]:
 class GroupChoice:
     """The judge's choice of the best of k answers, in the order they were shown.
 
-    chosen: the slot chosen (0-based; None when parsing failed).
-    probabilities: P(best = slot i) per slot when the backend knows them (logprob mode), else None.
-    grades: a grade per slot on the task's scale when the backend gives them (the simulator), else None.
-    raw / status / usage / extras: as in :class:`Verdict`.
+    Attributes
+    ----------
+    chosen : int | None
+        The slot chosen (0-based; None when parsing failed).
+    probabilities : tuple[float, ...] | None
+        P(best = slot i) per slot when the backend knows them (logprob mode), else None.
+    grades : tuple[float, ...] | None
+        A grade per slot on the task's scale when the backend gives them (the simulator), else None.
+    raw, status, usage, extras
+        As in :class:`Verdict`.
     """
 
     chosen: int | None
@@ -312,8 +318,12 @@ class GroupChoice:
 class GroupRanking:
     """The judge's ranking of k answers, best first, as slots of the order shown.
 
-    permutation: slots best first, each slot exactly once (None when parsing failed).
-    raw / status / usage / extras: as in :class:`Verdict`.
+    Attributes
+    ----------
+    permutation : tuple[int, ...] | None
+        Slots best first, each slot exactly once (None when parsing failed).
+    raw, status, usage, extras
+        As in :class:`Verdict`.
     """
 
     permutation: tuple[int, ...] | None

@@ -210,8 +210,11 @@ class StrategyRun:
 class RunResult:
     """Everything a run produced; ``to_dict`` is the ``--out`` JSON, ``from_dict`` reads it back.
 
-    config: the run settings (data, judge, strategies, seed, ...) when the run came from the
-        command line, so the results file can be re-run (``rankkit compare --config FILE``).
+    Attributes
+    ----------
+    config : dict[str, Any] | None
+        The run settings (data, judge, strategies, seed, ...) when the run came from the command
+        line, so the results file can be re-run (``rankkit compare --config FILE``).
     """
 
     judge: Judge

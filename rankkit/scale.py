@@ -25,9 +25,14 @@ DEFAULT_MAX_JUDGMENTS = 50_000
 class ScalePlan:
     """What a run can ask for at most (see ``docs/dry-run.md``).
 
-    judgments: comparisons and grades, summed over tasks.
-    prompt_tokens: their estimated prompt tokens; None for judges that read no prompts.
-    undeclared: the strategies counted by the generic bound (they declare no worst case).
+    Attributes
+    ----------
+    judgments : int
+        Comparisons and grades, summed over tasks.
+    prompt_tokens : float | None
+        Their estimated prompt tokens; None for judges that read no prompts.
+    undeclared : tuple[str, ...]
+        The strategies counted by the generic bound (they declare no worst case).
     """
 
     judgments: int
@@ -55,7 +60,12 @@ class ScalePlan:
 class TooManyJudgments(RankkitError, ValueError):
     """A run plans more judgments than its limit allows (exit code 2): nothing was judged.
 
-    plan: the :class:`ScalePlan`; limit: the limit it passed.
+    Parameters
+    ----------
+    plan : ScalePlan
+        The plan.
+    limit : int
+        The limit it passed.
     """
 
     def __init__(self, plan: ScalePlan, limit: int):

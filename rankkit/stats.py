@@ -23,8 +23,16 @@ MIN_DEFINED = 0.9
 class Interval:
     """A point estimate with a confidence interval (NaN bounds when it cannot be computed).
 
-    level: the interval's coverage (0.95 for a 95% interval).
-    n: how much data the estimate rests on when that is worth reporting (the trials of a share,
+    Attributes
+    ----------
+    estimate : float
+        The point estimate.
+    low, high : float
+        The interval's bounds.
+    level : float
+        The interval's coverage (0.95 for a 95% interval).
+    n : float | None
+        How much data the estimate rests on when that is worth reporting (the trials of a share,
         the denominator of a ratio); None otherwise.
     """
 

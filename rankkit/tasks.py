@@ -70,11 +70,20 @@ _BOLD = re.compile(r"\*\*[^*\n]+?\*\*|__[^_\n]+?__")
 class StyleFeatures:
     """An answer's length and markdown formatting, as style control and style bias measure them.
 
-    chars: Unicode characters (:attr:`Candidate.length`).
-    tokens: an approximate token count, ``ceil(chars / 4)`` (the usual four characters per token of
+    Attributes
+    ----------
+    chars : int
+        Unicode characters (:attr:`Candidate.length`).
+    tokens : int
+        An approximate token count, ``ceil(chars / 4)`` (the usual four characters per token of
         English BPE vocabularies; no tokenizer is loaded, and whitespace words would call a
         Chinese paragraph one word). Normalised differences of tokens are those of characters.
-    headers: markdown header lines; list_items: bullet or numbered list lines; bold: bold spans.
+    headers : int
+        Markdown header lines.
+    list_items : int
+        Bullet or numbered list lines.
+    bold : int
+        Bold spans.
     """
 
     chars: int
@@ -306,8 +315,12 @@ DEFAULT_MAX_PROMPT_CHARS = 200_000
 class SizeLimits:
     """The largest texts a task may hold, in characters (None: no limit).
 
-    max_candidate_chars: each candidate's text.
-    max_prompt_chars: the task's prompt and its reference.
+    Attributes
+    ----------
+    max_candidate_chars : int | None
+        Each candidate's text.
+    max_prompt_chars : int | None
+        The task's prompt and its reference.
     """
 
     max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS
