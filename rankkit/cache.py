@@ -709,6 +709,7 @@ class NullCache:
         return None
 
     def flush(self) -> None:
+        """Nothing to commit."""
         return None
 
     def get_fresh(self, keys: Sequence[str], since: float) -> list[dict[str, Any] | None]:
@@ -757,4 +758,5 @@ class NullCache:
         return 0
 
     def close(self) -> None:
+        """Nothing to close."""
         return None

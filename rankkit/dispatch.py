@@ -137,6 +137,7 @@ class Dispatcher:
             self._cond.notify_all()
 
     def close(self) -> None:
+        """Stop taking requests and wait for the dispatching thread (and its pool of judge threads) to finish."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()

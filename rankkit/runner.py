@@ -346,6 +346,7 @@ class RunProgress:
         self._bar.set_postfix_str(self._postfix(), refresh=refresh)
 
     def close(self) -> None:
+        """Close the bar (its total set to the judgments used when it was a bound or an estimate)."""
         if self._bar.total is not None and self._bar.n < self._bar.total:
             self._bar.total = self._bar.n  # the total was a bound or an estimate: the run is complete
             self._bar.refresh()
