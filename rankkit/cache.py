@@ -205,12 +205,25 @@ class JudgmentCache:
         flush_seconds: float = 1.0,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ):
-        """Open (or create) the cache at ``path``; raises :class:`CacheError` when it cannot be used.
+        """Open (or create) the cache at ``path``.
 
-        flush_rows / flush_seconds: commit buffered writes once this many are pending or this
-            long has passed since the last commit (the memo also commits after judge batches).
-        lease_seconds: how long a lease on a key lasts unless renewed (see "Leases" in the module
+        Parameters
+        ----------
+        path : str | Path
+            The SQLite file.
+        flush_rows : int
+            Commit buffered writes once this many are pending ...
+        flush_seconds : float
+            ... or this long (seconds) has passed since the last commit (the memo also commits
+            after judge batches).
+        lease_seconds : float
+            How long a lease on a key lasts unless renewed (see "Leases" in the module
             docstring): the longest another process waits on this one if it crashes.
+
+        Raises
+        ------
+        CacheError
+            When the cache cannot be used.
         """
         self.path = Path(path)
         self.flush_rows = flush_rows
