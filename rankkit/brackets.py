@@ -36,10 +36,16 @@ PlayRound = Callable[..., Sequence["Match"]]
 class Bracket:
     """A bracket played to the end.
 
-    rounds: the matches of each round in play order, round 1 first (``len(rounds)`` rounds).
-    champion: the last entrant left.
-    eliminated_round: the round each entrant lost in; None for the champion.
-    byes: how many rounds each entrant advanced unplayed.
+    Attributes
+    ----------
+    rounds : tuple[tuple[Match, ...], ...]
+        The matches of each round in play order, round 1 first (``len(rounds)`` rounds).
+    champion : str
+        The last entrant left.
+    eliminated_round : Mapping[str, int | None]
+        The round each entrant lost in; None for the champion.
+    byes : Mapping[str, int]
+        How many rounds each entrant advanced unplayed.
     """
 
     rounds: tuple[tuple[Match, ...], ...]

@@ -78,9 +78,14 @@ _COLUMNS = frozenset({"key", "fingerprint", "kind", "payload", "created"})
 class CacheError(RankkitError, RuntimeError):
     """The judgment cache cannot be used. ``str(error)`` reads ``judgment cache PATH: problem; advice``.
 
-    path: the cache file.
-    problem: what is wrong with it.
-    advice: what the user can do about it.
+    Parameters
+    ----------
+    path : str | Path
+        The cache file.
+    problem : str
+        What is wrong with it.
+    advice : str
+        What the user can do about it.
     """
 
     def __init__(self, path: str | Path, problem: str, advice: str):
@@ -98,7 +103,20 @@ WITHOUT = "run without a cache (cache=None, or --no-cache)"
 
 def explain_sqlite_error(path: str | Path, err: sqlite3.Error) -> CacheError:
     """Turn an SQLite error met while opening the cache at ``path`` into a :class:`CacheError`
-    that says what is wrong and what to do (SQLite's messages are stable, its codes need 3.11)."""
+    that says what is wrong and what to do (SQLite's messages are stable, its codes need 3.11).
+
+    Parameters
+    ----------
+    path : str or Path
+        The cache file.
+    err : sqlite3.Error
+        The error SQLite raised.
+
+    Returns
+    -------
+    CacheError
+        The error to raise instead (``from err``).
+    """
     text = str(err).lower()
     if "not a database" in text or "malformed" in text:
         return CacheError(path, f"damaged, or not a rankkit cache ({err})", f"delete it or {ELSEWHERE}")
@@ -121,18 +139,55 @@ def explain_sqlite_error(path: str | Path, err: sqlite3.Error) -> CacheError:
 
 
 def content_hash(parts: Sequence[Any]) -> str:
-    """SHA-256 of a sequence of JSON values (None kept distinct from the empty string)."""
+    """SHA-256 of a sequence of JSON values (None kept distinct from the empty string).
+
+    Parameters
+    ----------
+    parts : Sequence[Any]
+        JSON-serialisable values.
+
+    Returns
+    -------
+    str
+        The hex digest.
+    """
     return hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def judgment_key(fingerprint: str, kind: str, parts: Sequence[Any]) -> str:
-    """The row key of a judgment: one SHA-256 over fingerprint, kind and request key."""
+    """The row key of a judgment: one SHA-256 over fingerprint, kind and request key.
+
+    Parameters
+    ----------
+    fingerprint : str
+        The judge's fingerprint.
+    kind : str
+        The kind of judgment (``pair``, ``point``, ``choice``, ...).
+    parts : Sequence[Any]
+        The request key (the judge's ``request_key``).
+
+    Returns
+    -------
+    str
+        The hex digest.
+    """
     text = json.dumps([fingerprint, kind, list(parts)], ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def is_failed(payload: dict[str, Any] | None) -> bool:
-    """A stored judgment the judge could not produce cleanly: kept, but never served."""
+    """A stored judgment the judge could not produce cleanly: kept, but never served.
+
+    Parameters
+    ----------
+    payload : dict[str, Any] or None
+        A stored payload (None: nothing stored).
+
+    Returns
+    -------
+    bool
+        True when its status is ``failed``.
+    """
     return payload is not None and payload.get("status") == "failed"
 
 
@@ -150,12 +205,25 @@ class JudgmentCache:
         flush_seconds: float = 1.0,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ):
-        """Open (or create) the cache at ``path``; raises :class:`CacheError` when it cannot be used.
+        """Open (or create) the cache at ``path``.
 
-        flush_rows / flush_seconds: commit buffered writes once this many are pending or this
-            long has passed since the last commit (the memo also commits after judge batches).
-        lease_seconds: how long a lease on a key lasts unless renewed (see "Leases" in the module
+        Parameters
+        ----------
+        path : str | Path
+            The SQLite file.
+        flush_rows : int
+            Commit buffered writes once this many are pending ...
+        flush_seconds : float
+            ... or this long (seconds) has passed since the last commit (the memo also commits
+            after judge batches).
+        lease_seconds : float
+            How long a lease on a key lasts unless renewed (see "Leases" in the module
             docstring): the longest another process waits on this one if it crashes.
+
+        Raises
+        ------
+        CacheError
+            When the cache cannot be used.
         """
         self.path = Path(path)
         self.flush_rows = flush_rows
@@ -244,7 +312,22 @@ class JudgmentCache:
             self._db.execute("ROLLBACK")
 
     def get(self, fingerprint: str, kind: str, parts: Sequence[Any]) -> dict[str, Any] | None:
-        """The stored payload of one request, or None."""
+        """The stored payload of one request, or None.
+
+        Parameters
+        ----------
+        fingerprint : str
+            The judge's fingerprint.
+        kind : str
+            The kind of judgment.
+        parts : Sequence[Any]
+            The request key.
+
+        Returns
+        -------
+        dict[str, Any] or None
+            The payload (a failure too: :func:`is_failed`), None when nothing is stored.
+        """
         return self.get_keys([judgment_key(fingerprint, kind, parts)])[0]
 
     @contextlib.contextmanager
@@ -257,7 +340,18 @@ class JudgmentCache:
             raise explain_sqlite_error(self.path, err) from err
 
     def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
-        """Stored payloads by row key (see :func:`judgment_key`), buffered writes included."""
+        """Stored payloads by row key (see :func:`judgment_key`), buffered writes included.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Row keys.
+
+        Returns
+        -------
+        list[dict[str, Any] or None]
+            One payload per key (a failure too: :func:`is_failed`), None where nothing is stored.
+        """
         found: dict[str, str] = {}
         with self._lock, self._explained():
             wanted = []
@@ -282,6 +376,18 @@ class JudgmentCache:
         as that process does (one request per key in flight, across processes as within one),
         instead of paying for the same request again; an older failure is not returned, so it is
         asked again as on any rerun.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Row keys.
+        since : float
+            A ``time.time()``: failures committed before it are not returned.
+
+        Returns
+        -------
+        list[dict[str, Any] or None]
+            One payload per key, None where nothing is stored or only a failure older than ``since``.
         """
         found: dict[str, tuple[str, float]] = {}
         with self._lock, self._explained():
@@ -301,10 +407,35 @@ class JudgmentCache:
         return out
 
     def put(self, fingerprint: str, kind: str, parts: Sequence[Any], payload: dict[str, Any]) -> None:
-        """Store one judgment (buffered; committed by the next :meth:`flush`)."""
+        """Store one judgment (buffered; committed by the next :meth:`flush`).
+
+        Parameters
+        ----------
+        fingerprint : str
+            The judge's fingerprint.
+        kind : str
+            The kind of judgment.
+        parts : Sequence[Any]
+            The request key.
+        payload : dict[str, Any]
+            The judgment, JSON-serialisable.
+        """
         self.put_key(judgment_key(fingerprint, kind, parts), fingerprint, kind, payload)
 
     def put_key(self, key: str, fingerprint: str, kind: str, payload: dict[str, Any]) -> None:
+        """Store one judgment under its row key (buffered; a pending failure is replaced, an answer is not).
+
+        Parameters
+        ----------
+        key : str
+            The row key (:func:`judgment_key`).
+        fingerprint : str
+            The judge's fingerprint.
+        kind : str
+            The kind of judgment.
+        payload : dict[str, Any]
+            The judgment, JSON-serialisable.
+        """
         data = json.dumps(payload, ensure_ascii=False)
         with self._lock:
             earlier = self._pending.get(key)
@@ -372,7 +503,13 @@ class JudgmentCache:
 
     def release_leases(self, keys: Sequence[str]) -> None:
         """Give up this cache's leases on ``keys`` without an answer (the judge failed), so that
-        another process may ask at once; answered keys are released by :meth:`flush`."""
+        another process may ask at once; answered keys are released by :meth:`flush`.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Row keys this cache leased.
+        """
         with self._lock, self._explained():
             mine = [key for key in keys if key in self._held and key not in self._pending]
             if mine and self._db is not None:
@@ -519,31 +656,120 @@ class NullCache:
     path = None
 
     def get(self, fingerprint: str, kind: str, parts: Sequence[Any]) -> dict[str, Any] | None:
+        """Nothing is stored: always None.
+
+        Parameters
+        ----------
+        fingerprint : str
+            The judge's fingerprint.
+        kind : str
+            The kind of judgment.
+        parts : Sequence[Any]
+            The request key.
+
+        Returns
+        -------
+        None
+            Always.
+        """
         return None
 
     def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
+        """Nothing is stored: None per key.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Row keys.
+
+        Returns
+        -------
+        list[None]
+            One None per key.
+        """
         return [None] * len(keys)
 
     def put(self, fingerprint: str, kind: str, parts: Sequence[Any], payload: dict[str, Any]) -> None:
+        """Forget the judgment.
+
+        Parameters
+        ----------
+        fingerprint : str
+            The judge's fingerprint.
+        kind : str
+            The kind of judgment.
+        parts : Sequence[Any]
+            The request key.
+        payload : dict[str, Any]
+            The judgment.
+        """
         return None
 
     def put_key(self, key: str, fingerprint: str, kind: str, payload: dict[str, Any]) -> None:
+        """Forget the judgment.
+
+        Parameters
+        ----------
+        key : str
+            The row key.
+        fingerprint : str
+            The judge's fingerprint.
+        kind : str
+            The kind of judgment.
+        payload : dict[str, Any]
+            The judgment.
+        """
         return None
 
     def flush(self) -> None:
+        """Nothing to commit."""
         return None
 
     def get_fresh(self, keys: Sequence[str], since: float) -> list[dict[str, Any] | None]:
+        """Nothing is stored: None per key.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Row keys.
+        since : float
+            Ignored.
+
+        Returns
+        -------
+        list[None]
+            One None per key.
+        """
         return [None] * len(keys)
 
     def claim_leases(self, keys: Sequence[str]) -> list[str]:
+        """Every key is this process's to ask (no other process shares the cache).
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Row keys.
+
+        Returns
+        -------
+        list[str]
+            The distinct keys, in order.
+        """
         return list(dict.fromkeys(keys))
 
     def release_leases(self, keys: Sequence[str]) -> None:
+        """No leases to release.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Row keys (ignored).
+        """
         return None
 
     def __len__(self) -> int:
         return 0
 
     def close(self) -> None:
+        """Nothing to close."""
         return None

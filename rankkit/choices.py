@@ -18,7 +18,23 @@ class GroupSource(Protocol):
     """What :func:`play_groups` needs of a :class:`~rankkit.matches.MatchSource` (named here by
     its method only, so that this module and ``matches`` do not import each other)."""
 
-    def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]: ...
+    def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]:
+        """The judge's k-way judgment of each group, members in the order shown.
+
+        Parameters
+        ----------
+        kind : str
+            ``choice`` or ``ranking``.
+        shown : Sequence[tuple[str, ...]]
+            Each group's candidate ids, in the order shown.
+        round : int or None
+            The strategy's round.
+
+        Returns
+        -------
+        list[GroupJudgment]
+            One per group, in order.
+        """
 
 
 #: The presentation orders of a k-way strategy (see ``docs/matches.md``).
@@ -26,7 +42,22 @@ KWAY_ORDERS = ("given", "random", "both", "permute")
 
 
 def check_kway_order(where: str, order: str, shifts: int) -> None:
-    """Raise :class:`SpecError` unless ``order`` is one of :data:`KWAY_ORDERS` and ``shifts`` is 0..8."""
+    """Raise :class:`SpecError` unless ``order`` is one of :data:`KWAY_ORDERS` and ``shifts`` is 0..8.
+
+    Parameters
+    ----------
+    where : str
+        What to name in the error (the strategy).
+    order : str
+        The presentation order.
+    shifts : int
+        The number of extra cyclic shifts.
+
+    Raises
+    ------
+    SpecError
+        When either is not allowed.
+    """
     if order not in KWAY_ORDERS:
         raise SpecError(f"{where}: order must be one of {', '.join(KWAY_ORDERS)}, got {order!r}")
     if not 0 <= shifts <= MAX_LABELS:
@@ -36,6 +67,22 @@ def check_kway_order(where: str, order: str, shifts: int) -> None:
 def judgments_per_group(order: str, size: int, shifts: int = 0) -> int:
     """What one group of ``size`` costs in judgments under ``order`` (``permute``: its shifts).
 
+    Parameters
+    ----------
+    order : str
+        The presentation order.
+    size : int
+        The group's size.
+    shifts : int
+        Extra cyclic shifts (``permute``).
+
+    Returns
+    -------
+    int
+        The number of judgments.
+
+    Examples
+    --------
     >>> judgments_per_group("given", 4), judgments_per_group("both", 4), judgments_per_group("permute", 4, 3)
     (1, 2, 3)
     """
@@ -73,10 +120,29 @@ class GroupComparison:
         return None if judgment.permutation is None else tuple(self.shown[slot] for slot in judgment.permutation)
 
     def to_dict(self) -> dict[str, Any]:
+        """The k-way judgment as the results JSON stores it (the judgment's fields flattened in).
+
+        Returns
+        -------
+        dict[str, Any]
+            ``kind``, ``shown``, ``round`` and the judgment's fields.
+        """
         return {"kind": self.kind, "shown": list(self.shown), "round": self.round, **self.judgment.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GroupComparison:
+        """A k-way judgment read back from :meth:`to_dict`'s dict.
+
+        Parameters
+        ----------
+        data : dict[str, Any]
+            A stored k-way judgment.
+
+        Returns
+        -------
+        GroupComparison
+            The judgment.
+        """
         decode = GroupChoice.from_dict if data.get("kind", CHOICE_KIND) == CHOICE_KIND else GroupRanking.from_dict
         return cls(shown=tuple(data["shown"]), judgment=decode(data), round=data.get("round"))
 
@@ -110,7 +176,20 @@ def _slot_scores(judgment: GroupChoice | GroupRanking, k: int) -> tuple[float, .
 
 
 def make_group_match(members: Sequence[str], comparisons: Sequence[GroupComparison]) -> GroupMatch:
-    """Combine the judgments of one group (in any orders) into a :class:`GroupMatch`."""
+    """Combine the judgments of one group (in any orders) into a :class:`GroupMatch`.
+
+    Parameters
+    ----------
+    members : Sequence[str]
+        The group's candidate ids.
+    comparisons : Sequence[GroupComparison]
+        Its judgments.
+
+    Returns
+    -------
+    GroupMatch
+        The combined match.
+    """
     k = len(members)
     totals = dict.fromkeys(members, 0.0)
     firsts = dict.fromkeys(members, 0)
@@ -137,6 +216,24 @@ def presentations(
 ) -> list[tuple[str, ...]]:
     """The orders a group is shown in (``docs/matches.md``). ``random`` draws from ``rng``.
 
+    Parameters
+    ----------
+    members : Sequence[str]
+        The group's candidate ids.
+    order : str
+        ``given``, ``random``, ``both`` or ``permute``.
+    rng : random.Random or None
+        The generator for ``random``.
+    shifts : int
+        Extra cyclic shifts (``permute``).
+
+    Returns
+    -------
+    list[tuple[str, ...]]
+        The orders shown.
+
+    Examples
+    --------
     >>> presentations(["a", "b", "c"], "permute", None)
     [('a', 'b', 'c'), ('b', 'c', 'a'), ('c', 'a', 'b')]
     """
@@ -172,8 +269,25 @@ def play_groups(
 
     Parameters
     ----------
+    source : GroupSource
+        Where the judgments come from (a :class:`~rankkit.matches.MatchSource`).
+    groups : Sequence[Sequence[str]]
+        The groups of candidate ids.
+    order : str
+        The presentation order.
+    rng : random.Random | None
+        The generator for ``random``.
+    round : int | None
+        The strategy's round.
+    shifts : int
+        Extra cyclic shifts (``permute``).
     kind : str
         ``choice`` or ``ranking``. Groups of one member are not judged (their member wins).
+
+    Returns
+    -------
+    list[GroupMatch]
+        One per group, in order.
     """
     shown_per_group = [presentations(group, order, rng, shifts) if len(group) >= 2 else [] for group in groups]
     asked = [shown for shown_list in shown_per_group for shown in shown_list]

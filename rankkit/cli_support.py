@@ -40,7 +40,20 @@ OUTPUT_FORMATS = ("table", "json", "csv", "markdown")
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print ``error: message`` on stderr (:func:`say`) and exit with ``code``."""
+    """Print ``error: message`` on stderr (:func:`say`) and exit with ``code``.
+
+    Parameters
+    ----------
+    message : str
+        The error message.
+    code : int
+        The exit code (2: bad input, 1: a judge failed).
+
+    Raises
+    ------
+    SystemExit
+        Always.
+    """
     say(f"error: {message}", err=True)
     sys.exit(code)
 
@@ -48,7 +61,15 @@ def fail(message: str, code: int = 2) -> None:
 def say(text: str, err: bool = False) -> None:
     """Print text for people (a table, a summary, a note, an error): control characters from the
     data are shown escaped (:func:`rankkit.formatting.inert`), so a candidate id, a system name or
-    a task id cannot act on the terminal. Output for programs (CSV, JSON) goes out exact instead."""
+    a task id cannot act on the terminal. Output for programs (CSV, JSON) goes out exact instead.
+
+    Parameters
+    ----------
+    text : str
+        The text.
+    err : bool
+        Print on stderr instead of stdout.
+    """
     click.echo(inert(text), err=err)
 
 
@@ -58,6 +79,16 @@ def guarded(func: Callable) -> Callable:
     The advice to rerun is given only when a rerun can help: the error is a judge or server
     failure (or an interruption) and a persistent cache holds what was already received. A command
     uses the cache unless it has a ``no_cache`` parameter that is set, or none at all.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The wrapped function.
     """
 
     @functools.wraps(func)
@@ -147,6 +178,16 @@ def rankkit_output(path: Path) -> bool:
     A results JSON is an object with :data:`RESULTS_KEYS`; ``rank``'s output starts with the
     :data:`RANK_OUTPUT_KEYS`: as the keys of its first JSON object (JSONL or a JSON list), or as
     the header line of its table, CSV or Markdown.
+
+    Parameters
+    ----------
+    path : Path
+        The file (it need not exist).
+
+    Returns
+    -------
+    bool
+        True when it is missing, empty or rankkit's output.
     """
     import json
     import re
@@ -197,24 +238,54 @@ def _store_limit(ctx: click.Context, param: click.Parameter, value: int | None) 
 
 
 def given_limits() -> dict[str, int]:
-    """The size limits given to the running command, as given (0: no limit), for the run's record."""
+    """The size limits given to the running command, as given (0: no limit), for the run's record.
+
+    Returns
+    -------
+    dict[str, int]
+        Option name to limit.
+    """
     ctx = click.get_current_context(silent=True)
     return dict(ctx.meta.get(LIMITS_META, {})) if ctx is not None else {}
 
 
 def current_limits() -> dict[str, int | None]:
     """The size limits the running command was given, as ``load_tasks`` keyword arguments (None:
-    no limit; a limit not given is left out, so the library's default applies)."""
+    no limit; a limit not given is left out, so the library's default applies).
+
+    Returns
+    -------
+    dict[str, int | None]
+        ``load_tasks`` keyword to limit.
+    """
     return {name: value or None for name, value in given_limits().items()}
 
 
 def current_columns() -> dict[str, str] | None:
-    """The column mapping given with --columns to the running command (None when none)."""
+    """The column mapping given with --columns to the running command (None when none).
+
+    Returns
+    -------
+    dict[str, str] or None
+        The data's column name to rankkit's.
+    """
     ctx = click.get_current_context(silent=True)
     return ctx.meta.get(COLUMNS_META) if ctx is not None else None
 
 
 def data_options(func: Callable) -> Callable:
+    """Add the data options (``--data``, ``--columns``, ``--criterion``, ``--limit`` and the size limits) to a command.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The function with the options.
+    """
     func = click.option(
         "--data",
         "data_path",
@@ -283,6 +354,18 @@ def _store_flag(key: str) -> Callable:
 
 
 def config_option(func: Callable) -> Callable:
+    """Add ``--config`` (a run file or results JSON giving the defaults), ``--force`` and ``--trust-file-judge`` to a command.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The function with the options.
+    """
     func = click.option(
         "--force",
         is_flag=True,
@@ -303,6 +386,18 @@ def config_option(func: Callable) -> Callable:
 
 
 def trust_file_judge_option(func: Callable) -> Callable:
+    """Add ``--trust-file-judge`` (accept a judge spec from a file) to a command.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The function with the option.
+    """
     return click.option(
         "--trust-file-judge",
         is_flag=True,
@@ -320,7 +415,18 @@ def _context_flag(key: str) -> bool:
 
 def from_run_file(parameter: str) -> str | None:
     """The run file (``--config``) that set ``parameter`` of the running command, None when the
-    command line or the command's own default did."""
+    command line or the command's own default did.
+
+    Parameters
+    ----------
+    parameter : str
+        The command's parameter name.
+
+    Returns
+    -------
+    str or None
+        The run file's path.
+    """
     ctx = click.get_current_context(silent=True)
     if ctx is None or CONFIG_META not in ctx.meta:
         return None
@@ -334,13 +440,18 @@ def checked_judge_spec(judge_spec: str | None, judge_from: tuple[str, str] | Non
     refused (exit 2) where it chooses where prompts and keys go (:mod:`rankkit.judges.trust`),
     unless ``--trust-file-judge`` was given. A spec given with ``--judge`` is the user's own.
 
-    Parameters:
-        judge_spec: the spec the command will use (None: the default judge).
-        judge_from: ``(file, field)`` when the command took ``judge_spec`` from a file (a
-            leaderboard's ``judge.spec``); None: from the run file when ``--config`` set it, else
-            from the command line.
+    Parameters
+    ----------
+    judge_spec : str or None
+        The spec the command will use (None: the default judge).
+    judge_from : tuple[str, str] or None
+        ``(file, field)`` when the command took ``judge_spec`` from a file (a leaderboard's
+        ``judge.spec``); None: from the run file when ``--config`` set it, else from the command
+        line.
 
-    Returns:
+    Returns
+    -------
+    str
         The spec.
     """
     from rankkit.judges import default_judge_spec
@@ -364,6 +475,18 @@ def checked_judge_spec(judge_spec: str | None, judge_from: tuple[str, str] | Non
 
 
 def dry_run_option(func: Callable) -> Callable:
+    """Add ``--dry-run`` (print the plan, judge nothing) to a command.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The function with the option.
+    """
     return click.option(
         "--dry-run",
         is_flag=True,
@@ -383,7 +506,29 @@ def print_dry_run(
     strategies: Sequence[Any],
     output_format: str,
 ) -> None:
-    """--dry-run: load the data, build the judge without its model, read the cache, print the plan."""
+    """--dry-run: load the data, build the judge without its model, read the cache, print the plan.
+
+    Parameters
+    ----------
+    data_path : str or None
+        The data file (None: the bundled sample).
+    criterion : str or None
+        The human criterion.
+    limit : int or None
+        Use only the first ``limit`` tasks.
+    judge_spec : str or None
+        The judge spec (None: the default judge).
+    seed : int
+        The run's seed.
+    cache_path : str or None
+        The cache file (None: the default).
+    no_cache : bool
+        Whether the persistent cache is off.
+    strategies : Sequence[Strategy]
+        The strategies to run.
+    output_format : str
+        The command's output format.
+    """
     from rankkit.judges import make_judge
     from rankkit.plan import dry_run, format_dry_run, read_only_cache
     from rankkit.tasks import load_tasks
@@ -409,6 +554,18 @@ def print_dry_run(
 
 
 def scale_options(func: Callable) -> Callable:
+    """Add ``--yes`` and ``--max-judgments`` (the guard against unexpectedly large runs) to a command.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The function with the options.
+    """
     from rankkit.scale import DEFAULT_MAX_JUDGMENTS
 
     func = click.option(
@@ -472,6 +629,18 @@ FAILURE_WARN_SHARE = 0.10
 
 
 def allow_failures_option(func: Callable) -> Callable:
+    """Add ``--allow-failures`` (do not exit 1 when judgments failed to parse) to a command.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The function with the option.
+    """
     return click.option(
         "--allow-failures",
         is_flag=True,
@@ -593,6 +762,18 @@ def note_suspicious(result: Any) -> None:
 
 
 def judge_options(func: Callable) -> Callable:
+    """Add the judge options (``--judge``, ``--seed``, ``--cache``, ``--no-cache``, ``--quiet``) to a command.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The function with the options.
+    """
     func = click.option(
         "--judge",
         "judge_spec",
@@ -641,6 +822,28 @@ def judging(
     The cheap checks come first: a judge spec a file may not choose (:func:`checked_judge_spec`;
     ``judge_from`` names the file and field it came from), bad data or an unusable cache
     (CacheError) stop the command before a model is loaded, and long before any judgment is paid for.
+
+    Parameters
+    ----------
+    data_path : str or None
+        The data file (None: the bundled sample).
+    criterion : str or None
+        The human criterion.
+    limit : int or None
+        Use only the first ``limit`` tasks.
+    judge_spec : str or None
+        The judge spec (None: the default judge).
+    cache_path : str or None
+        The cache file (None: the default).
+    no_cache : bool
+        Use no persistent cache.
+    judge_from : tuple[str, str] or None
+        ``(file, field)`` when ``judge_spec`` came from a file.
+
+    Yields
+    ------
+    RunInputs
+        The tasks, the judge and the cache.
     """
     from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache, NullCache
     from rankkit.judges import make_judge
@@ -663,7 +866,18 @@ def judging(
 
 def judge_caveat(spec: str) -> str | None:
     """One line that goes with the results of a judge whose verdicts must not be read as
-    results (the embedded SmolLM2), else None."""
+    results (the embedded SmolLM2), else None.
+
+    Parameters
+    ----------
+    spec : str
+        The judge spec.
+
+    Returns
+    -------
+    str or None
+        The caveat.
+    """
     from rankkit.specs import parse_spec
 
     parsed = parse_spec(spec)
@@ -676,5 +890,14 @@ def judge_caveat(spec: str) -> str | None:
 
 
 def announce_judge(judge: Any, spec: str) -> None:
+    """Print which judge the command uses on stderr (and that a simulated judge calls no LLM).
+
+    Parameters
+    ----------
+    judge : Judge
+        The judge.
+    spec : str
+        Its spec.
+    """
     note = " — no LLM is called; verdicts derive from the human labels" if judge.simulated else ""
     say(f"judge: {judge.description}{note}", err=True)

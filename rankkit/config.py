@@ -46,7 +46,23 @@ class ConfigError(RankkitError, ValueError):
 def read_file(path: str | Path) -> dict[str, Any]:
     """The raw settings of a ``.toml`` run file, or of a JSON file: a results file's ``config``
     (a run made from the library has none: rebuilt from its judge, data, seed and strategies) or
-    a plain JSON object of settings."""
+    a plain JSON object of settings.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+
+    Returns
+    -------
+    dict[str, Any]
+        The settings, unchecked.
+
+    Raises
+    ------
+    ConfigError
+        When the file cannot be read or parsed.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -79,7 +95,18 @@ def _toml() -> Any:
 
 
 def settings_of_results(results: Mapping[str, Any]) -> dict[str, Any]:
-    """The run settings of a results file: its ``config``, else what its other keys still tell."""
+    """The run settings of a results file: its ``config``, else what its other keys still tell.
+
+    Parameters
+    ----------
+    results : Mapping[str, Any]
+        A results JSON.
+
+    Returns
+    -------
+    dict[str, Any]
+        The settings.
+    """
     if isinstance(results.get("config"), dict):
         return dict(results["config"])
     settings: dict[str, Any] = {
@@ -98,7 +125,23 @@ def settings_of_results(results: Mapping[str, Any]) -> dict[str, Any]:
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read and check a run file; returns its settings with the values the command line would
     take (strategies as one spec list, columns as ``a=b,...``, paths resolved). Missing or null
-    settings are left out, so the command's own defaults apply."""
+    settings are left out, so the command's own defaults apply.
+
+    Parameters
+    ----------
+    path : str or Path
+        The run file.
+
+    Returns
+    -------
+    dict[str, Any]
+        Parameter name to value.
+
+    Raises
+    ------
+    ConfigError
+        When the file is unreadable or a setting is unknown or of the wrong type.
+    """
     path = Path(path)
     raw = read_file(path)
     base = path.resolve().parent
@@ -156,7 +199,18 @@ def _check(path: Path, key: str, value: Any, base: Path) -> Any:
 
 def strategy_spec(entry: str | Mapping[str, Any]) -> str:
     """A strategy of a run file as a spec string: ``{"name": "knockout", "order": "both"}`` ->
-    ``knockout:order=both``."""
+    ``knockout:order=both``.
+
+    Parameters
+    ----------
+    entry : str or Mapping[str, Any]
+        A spec string (returned as is) or a table with ``name``.
+
+    Returns
+    -------
+    str
+        The spec.
+    """
     if isinstance(entry, str):
         return entry
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
@@ -183,9 +237,23 @@ def click_defaults(settings: Mapping[str, Any], parameters: set[str], where: str
 
     Parameters
     ----------
+    settings : Mapping[str, Any]
+        Checked settings (:func:`load_config`).
+    where : str
+        What to name in errors.
     parameters : set[str]
         The names of the command's parameters (a setting it has no parameter for is an error naming
         ``where``; ``strategies`` with one entry also sets ``rank``'s ``strategy``).
+
+    Returns
+    -------
+    dict[str, Any]
+        Parameter name to default.
+
+    Raises
+    ------
+    ConfigError
+        When a setting does not apply to the command.
     """
     defaults = {}
     for key, value in settings.items():
@@ -260,5 +328,16 @@ def config_record(
 
 def strategy_table(strategy: Any) -> dict[str, Any]:
     """A strategy as a run-file table: its name and every parameter that has a value (TOML has
-    no null, and a parameter left out takes its default, which for these is None)."""
+    no null, and a parameter left out takes its default, which for these is None).
+
+    Parameters
+    ----------
+    strategy : Strategy
+        The strategy.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``name`` and the parameters set.
+    """
     return {"name": strategy.name, **{k: v for k, v in strategy.params().items() if v is not None}}

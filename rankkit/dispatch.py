@@ -39,11 +39,16 @@ class Dispatcher:
     ``grade_many``), which may be called from several threads at once when the judge streams
     (``fills_batches`` False), and from one thread when it batches.
 
-    capacity: requests the judge can usefully work on at once (HTTP: concurrency × replicas;
-        a local model: its batch size).
-    fills_batches: wait until a batch of ``capacity`` is ready (or every worker waits) before
-        calling the judge, rather than sending each request as a slot frees.
-    max_linger: the longest a request waits for its batch to fill, in seconds.
+    Parameters
+    ----------
+    capacity : int
+        Requests the judge can usefully work on at once (HTTP: concurrency × replicas; a local
+        model: its batch size).
+    fills_batches : bool
+        Wait until a batch of ``capacity`` is ready (or every worker waits) before calling the
+        judge, rather than sending each request as a slot frees.
+    max_linger : float
+        The longest a request waits for its batch to fill, in seconds.
     """
 
     def __init__(self, capacity: int, fills_batches: bool, max_linger: float = 0.5):
@@ -66,13 +71,37 @@ class Dispatcher:
     # -- worker side --------------------------------------------------------------------------
     def expect_workers(self, count: int) -> None:
         """Say how many worker threads are ranking tasks now: a batch is sent early once that
-        many wait (no one else will add to it)."""
+        many wait (no one else will add to it).
+
+        Parameters
+        ----------
+        count : int
+            The number of worker threads.
+        """
         with self._cond:
             self._workers = count
             self._cond.notify_all()
 
     def judge_many(self, call: JudgeCall, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Queue the requests for ``call`` and yield ``(index, judgment)`` as each is answered."""
+        """Queue the requests for ``call`` and yield ``(index, judgment)`` as each is answered.
+
+        Parameters
+        ----------
+        call : JudgeCall
+            A judge's batched method.
+        requests : Sequence[Any]
+            Its requests.
+
+        Yields
+        ------
+        tuple[int, Any]
+            The request's index and its judgment, in the order answered.
+
+        Raises
+        ------
+        Cancelled
+            When another worker failed and the run is stopping.
+        """
         futures: list[Future] = []
         with self._cond:
             if self._error is not None:
@@ -93,7 +122,13 @@ class Dispatcher:
                 self._waiting -= 1
 
     def cancel(self, error: BaseException) -> None:
-        """Fail every queued request and refuse new ones (another worker hit ``error``)."""
+        """Fail every queued request and refuse new ones (another worker hit ``error``).
+
+        Parameters
+        ----------
+        error : BaseException
+            What the other worker hit.
+        """
         with self._cond:
             self._error = error
             while self._pending:
@@ -102,6 +137,7 @@ class Dispatcher:
             self._cond.notify_all()
 
     def close(self) -> None:
+        """Stop taking requests and wait for the dispatching thread (and its pool of judge threads) to finish."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()

@@ -11,8 +11,12 @@ from os import PathLike
 class RankkitError(Exception):
     """Base of the errors rankkit reports to a user.
 
-    exit_code: what the command line exits with (2: bad input or usage; 1: a failure a rerun may fix).
-    resumable: whether rerunning the same command can succeed and resumes from the cache.
+    Attributes
+    ----------
+    exit_code : int
+        What the command line exits with (2: bad input or usage; 1: a failure a rerun may fix).
+    resumable : bool
+        Whether rerunning the same command can succeed and resumes from the cache.
     """
 
     exit_code: int = 2
@@ -22,8 +26,16 @@ class RankkitError(Exception):
 class TaskFormatError(RankkitError, ValueError):
     """Bad input data. ``str(error)`` reads ``FILE:LINE: field 'F': message``.
 
-    path: the file (or the kind of source, e.g. ``DataFrame``); line: its line or row, None when
-    the problem is not on one; field_name: the field or column, None when it is not one field.
+    Parameters
+    ----------
+    path : str | PathLike[str]
+        The file (or the kind of source, e.g. ``DataFrame``).
+    line : int | None
+        Its line or row, None when the problem is not on one.
+    field_name : str | None
+        The field or column, None when it is not one field.
+    message : str
+        What is wrong.
     """
 
     def __init__(self, path: str | PathLike[str], line: int | None, field_name: str | None, message: str):

@@ -65,6 +65,18 @@ def inert_json(text: str) -> str:
     escapes C0 controls itself but, with ``ensure_ascii=False``, not DEL, C1 controls or
     bidirectional overrides.
 
+    Parameters
+    ----------
+    text : str
+        JSON text.
+
+    Returns
+    -------
+    str
+        The same JSON with those characters escaped.
+
+    Examples
+    --------
     >>> import json
     >>> text = inert_json(json.dumps({"id": "a2J‮"}, ensure_ascii=False))
     >>> text, json.loads(text) == {"id": "a2J‮"}
@@ -81,9 +93,14 @@ Rows = Sequence[Mapping[str, Any]]
 class Table:
     """One titled table of a report with several sections (``rankkit analyze``).
 
-    title: the line printed above the table (a heading in Markdown, the ``section`` column in CSV).
-    rows: the row mappings.
-    columns: ``(key, header)`` pairs, in display order.
+    Attributes
+    ----------
+    title : str
+        The line printed above the table (a heading in Markdown, the ``section`` column in CSV).
+    rows : Rows
+        The row mappings.
+    columns : Columns
+        ``(key, header)`` pairs, in display order.
     """
 
     title: str
@@ -96,7 +113,18 @@ def _missing(value: Any) -> bool:
 
 
 def cell_text(value: Any) -> str:
-    """A value as the human-readable formats show it: ``-`` when missing, floats at 3 decimals."""
+    """A value as the human-readable formats show it: ``-`` when missing, floats at 3 decimals.
+
+    Parameters
+    ----------
+    value : Any
+        The cell's value.
+
+    Returns
+    -------
+    str
+        Its text.
+    """
     if _missing(value):
         return "-"
     if isinstance(value, float):
@@ -162,7 +190,10 @@ def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
 
     Parameters
     ----------
-    rows, columns: the table.
+    rows : Rows
+        The table's row mappings.
+    columns : Columns
+        Its ``(key, header)`` pairs, in display order.
 
     Returns
     -------
@@ -175,7 +206,20 @@ def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
 
 def format_table(rows: Rows, columns: Columns) -> str:
     """A plain fixed-width table: text columns left-aligned, number columns right-aligned; every
-    cell :func:`inert` on one line (a newline in a cell is shown as ``\\x0a``)."""
+    cell :func:`inert` on one line (a newline in a cell is shown as ``\\x0a``).
+
+    Parameters
+    ----------
+    rows : Rows
+        The row mappings.
+    columns : Columns
+        ``(key, header)`` pairs, in display order.
+
+    Returns
+    -------
+    str
+        The table.
+    """
     body = [[inert(cell_text(row.get(key)), keep="") for key, _ in columns] for row in rows]
     headers = [inert(header, keep="") for _, header in columns]
     widths = [max(len(header), *(len(r[i]) for r in body)) if body else len(header) for i, header in enumerate(headers)]
@@ -195,7 +239,20 @@ def _markdown_cell(text: str) -> str:
 
 def format_markdown(rows: Rows, columns: Columns) -> str:
     """A GitHub-flavoured Markdown table (text left-aligned, numbers right-aligned, as in
-    :func:`format_table`)."""
+    :func:`format_table`).
+
+    Parameters
+    ----------
+    rows : Rows
+        The row mappings.
+    columns : Columns
+        ``(key, header)`` pairs, in display order.
+
+    Returns
+    -------
+    str
+        The table.
+    """
     header = "| " + " | ".join(_markdown_cell(h) for _, h in columns) + " |"
     rule = "|" + "|".join("---:" if right else ":---" for right in numeric_columns(rows, columns)) + "|"
     body = ["| " + " | ".join(_markdown_cell(cell_text(row.get(key))) for key, _ in columns) + " |" for row in rows]
@@ -203,7 +260,20 @@ def format_markdown(rows: Rows, columns: Columns) -> str:
 
 
 def format_csv(rows: Rows, columns: Columns) -> str:
-    """CSV with a header line; full-precision values, missing values as empty cells."""
+    """CSV with a header line; full-precision values, missing values as empty cells.
+
+    Parameters
+    ----------
+    rows : Rows
+        The row mappings.
+    columns : Columns
+        ``(key, header)`` pairs, in display order.
+
+    Returns
+    -------
+    str
+        The CSV text.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([h for _, h in columns])
@@ -213,12 +283,38 @@ def format_csv(rows: Rows, columns: Columns) -> str:
 
 
 def table_records(rows: Rows, columns: Columns) -> list[dict[str, Any]]:
-    """The rows as plain objects keyed by header (what ``format_json`` writes)."""
+    """The rows as plain objects keyed by header (what ``format_json`` writes).
+
+    Parameters
+    ----------
+    rows : Rows
+        The row mappings.
+    columns : Columns
+        ``(key, header)`` pairs, in display order.
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        One dict per row.
+    """
     return [{header: plain(row.get(key)) for key, header in columns} for row in rows]
 
 
 def format_json(rows: Rows, columns: Columns) -> str:
-    """A JSON list of objects keyed by header (strict JSON: NaN becomes null)."""
+    """A JSON list of objects keyed by header (strict JSON: NaN becomes null).
+
+    Parameters
+    ----------
+    rows : Rows
+        The row mappings.
+    columns : Columns
+        ``(key, header)`` pairs, in display order.
+
+    Returns
+    -------
+    str
+        The JSON text.
+    """
     return inert_json(json.dumps(table_records(rows, columns), indent=1, ensure_ascii=False))
 
 
@@ -226,7 +322,27 @@ _RENDERERS = {"table": format_table, "markdown": format_markdown, "csv": format_
 
 
 def render(rows: Rows, columns: Columns, fmt: str = "table") -> str:
-    """Render one table in ``fmt`` (one of :data:`FORMATS`)."""
+    """Render one table in ``fmt`` (one of :data:`FORMATS`).
+
+    Parameters
+    ----------
+    rows : Rows
+        The row mappings.
+    columns : Columns
+        ``(key, header)`` pairs, in display order.
+    fmt : str
+        ``table``, ``markdown``, ``csv`` or ``json``.
+
+    Returns
+    -------
+    str
+        The rendered table.
+
+    Raises
+    ------
+    ValueError
+        For an unknown format.
+    """
     if fmt not in _RENDERERS:
         raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
     return _RENDERERS[fmt](rows, columns)
@@ -239,6 +355,20 @@ def render_sections(tables: Sequence[Table], fmt: str = "table", preamble: str =
     Markdown). ``csv``: one table — a ``section`` column holding the title, then the union of all
     headers in first-seen order — so any CSV reader loads the whole report at once. ``json``: a list
     of ``{"section": title, "rows": [...]}`` (the preamble is for people and is left out of both).
+
+    Parameters
+    ----------
+    tables : Sequence[Table]
+        The report's tables.
+    fmt : str
+        ``table``, ``markdown``, ``csv`` or ``json``.
+    preamble : str
+        Text printed first (``table`` and ``markdown`` only).
+
+    Returns
+    -------
+    str
+        The rendered report.
     """
     if fmt == "csv":
         headers = list(dict.fromkeys(h for t in tables for _, h in t.columns))

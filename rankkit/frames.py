@@ -30,7 +30,18 @@ Row = tuple[int, dict[str, Any]]
 
 
 def parse_columns(text: str) -> dict[str, str]:
-    """``"question_id=task_id,model=system"`` -> ``{"question_id": "task_id", "model": "system"}``."""
+    """``"question_id=task_id,model=system"`` -> ``{"question_id": "task_id", "model": "system"}``.
+
+    Parameters
+    ----------
+    text : str
+        ``source=target`` pairs, comma-separated.
+
+    Returns
+    -------
+    dict[str, str]
+        Source column to target.
+    """
     mapping: dict[str, str] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -46,7 +57,23 @@ def parse_columns(text: str) -> dict[str, str]:
 
 def check_columns(mapping: Mapping[str, str]) -> dict[str, str]:
     """Validate a column mapping's targets; returns it as a plain dict. Messages start with
-    ``columns:``, the name of the mapping in :func:`rankkit.tasks.load_tasks` and on the command line."""
+    ``columns:``, the name of the mapping in :func:`rankkit.tasks.load_tasks` and on the command line.
+
+    Parameters
+    ----------
+    mapping : Mapping[str, str]
+        Source column to target.
+
+    Returns
+    -------
+    dict[str, str]
+        The mapping.
+
+    Raises
+    ------
+    SpecError
+        When a name is empty, a target unknown, or two sources share a target.
+    """
     targets: dict[str, str] = {}
     for source, target in mapping.items():
         if not isinstance(source, str) or not isinstance(target, str):
@@ -64,7 +91,18 @@ def check_columns(mapping: Mapping[str, str]) -> dict[str, str]:
 
 
 def format_columns(mapping: Mapping[str, str]) -> str:
-    """The inverse of :func:`parse_columns`."""
+    """The inverse of :func:`parse_columns`.
+
+    Parameters
+    ----------
+    mapping : Mapping[str, str]
+        Source column to target.
+
+    Returns
+    -------
+    str
+        ``source=target`` pairs, comma-separated.
+    """
     return ",".join(f"{source}={target}" for source, target in mapping.items())
 
 
@@ -74,7 +112,20 @@ def format_columns(mapping: Mapping[str, str]) -> str:
 
 def handles(source: Any, columns: Mapping[str, str] | None = None) -> bool:
     """Whether :func:`rankkit.tasks.load_tasks` should read ``source`` here: an in-memory table,
-    a Parquet file, a JSON array file, or any file read with a column mapping."""
+    a Parquet file, a JSON array file, or any file read with a column mapping.
+
+    Parameters
+    ----------
+    source : Any
+        What ``load_tasks`` was given.
+    columns : Mapping[str, str] or None
+        The column mapping.
+
+    Returns
+    -------
+    bool
+        True when this module reads it.
+    """
     if not isinstance(source, (str, PathLike)):
         return True
     path = Path(source)
@@ -104,6 +155,11 @@ def read_source(source: Any, columns: Mapping[str, str] | None = None) -> tuple[
         ``.json`` (an array), ``.jsonl`` or ``.csv`` file.
     columns : Mapping[str, str] | None
         The column mapping (see ``docs/data.md``).
+
+    Returns
+    -------
+    tuple[str, list[Row]]
+        The label to name in errors, and ``(row number, task object)`` pairs.
     """
     mapping = check_columns(columns or {})
     label, rows = _rows(source)
@@ -200,7 +256,27 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(path: str | PathLike[str], number: int | None, text: str) -> Any:
     """``text`` parsed as JSON, or a :class:`TaskFormatError` naming the file and line (``number``,
     the line ``text`` is; None for a whole file, whose own line numbers are used) when it is not valid JSON, names a key twice in one object, holds
-    an integer too long to read (over 4300 digits) or nests too deeply to read."""
+    an integer too long to read (over 4300 digits) or nests too deeply to read.
+
+    Parameters
+    ----------
+    path : str or PathLike[str]
+        The file, for error messages.
+    number : int or None
+        The line ``text`` is (None: the whole file).
+    text : str
+        The JSON text.
+
+    Returns
+    -------
+    Any
+        The parsed value.
+
+    Raises
+    ------
+    TaskFormatError
+        When it cannot be read.
+    """
     try:
         return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as err:
@@ -243,7 +319,20 @@ def _deep_field(text: str) -> str | None:
 
 def check_header(path: str | PathLike[str], header: Sequence[str]) -> None:
     """Refuse a CSV header that names a column twice: a row read by name keeps only the last of
-    the two values, so the other would be lost without a word."""
+    the two values, so the other would be lost without a word.
+
+    Parameters
+    ----------
+    path : str or PathLike[str]
+        The CSV file, for error messages.
+    header : Sequence[str]
+        Its column names.
+
+    Raises
+    ------
+    TaskFormatError
+        When a column is named twice.
+    """
     seen: set[str] = set()
     for name in header:
         if name in seen:
@@ -253,7 +342,27 @@ def check_header(path: str | PathLike[str], header: Sequence[str]) -> None:
 
 def json_object_line(path: str | PathLike[str], number: int, text: str) -> dict[str, Any]:
     """Line ``number`` of a JSONL file as the JSON object it must hold; a :class:`TaskFormatError`
-    naming the line when it is not valid JSON (see :func:`parse_json`) or not an object."""
+    naming the line when it is not valid JSON (see :func:`parse_json`) or not an object.
+
+    Parameters
+    ----------
+    path : str or PathLike[str]
+        The file, for error messages.
+    number : int
+        The line number.
+    text : str
+        The line.
+
+    Returns
+    -------
+    dict[str, Any]
+        The object.
+
+    Raises
+    ------
+    TaskFormatError
+        When it is not a JSON object.
+    """
     obj = parse_json(path, number, text)
     if not isinstance(obj, dict):
         raise TaskFormatError(path, number, None, "expected a JSON object per line")
@@ -266,7 +375,22 @@ def _is_number(value: Any) -> bool:
 
 def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> list[Row]:
     """Apply the column mapping and group long-form rows into task objects (in order of first
-    appearance); rows that are already task objects (with ``candidates``) pass through."""
+    appearance); rows that are already task objects (with ``candidates``) pass through.
+
+    Parameters
+    ----------
+    label : str
+        The source's label, for error messages.
+    rows : Sequence[Row]
+        ``(row number, row)`` pairs.
+    mapping : Mapping[str, str]
+        The column mapping.
+
+    Returns
+    -------
+    list[Row]
+        ``(first row number, task object)`` pairs.
+    """
     present = {name for _, row in rows for name in row}
     for source, target in mapping.items():
         if source not in present:

@@ -32,9 +32,18 @@ PANEL_THRESHOLDS = (1.0, 0.75, 0.5)
 class PairRecord:
     """One pair judged in both orders. ``a`` comes before ``b`` in the task's candidate order.
 
-    a_first / b_first: the verdict when a / b was shown first.
-    human: the human-preferred candidate, "tie" when the humans scored both equally, None without labels.
-    longer: the longer candidate (:attr:`rankkit.tasks.Candidate.length`), None when equally long.
+    Attributes
+    ----------
+    task_id : str
+        The task.
+    a, b : str
+        The two candidate ids.
+    a_first, b_first : Preference
+        The verdict when a / b was shown first.
+    human : Preference
+        The human-preferred candidate, "tie" when the humans scored both equally, None without labels.
+    longer : str | None
+        The longer candidate (:attr:`rankkit.tasks.Candidate.length`), None when equally long.
     """
 
     task_id: str
@@ -47,7 +56,20 @@ class PairRecord:
 
 
 def verdict_of(judgment: Verdict, first: str, second: str) -> Preference:
-    """A judgment of (first shown, second shown) as a verdict naming a candidate."""
+    """A judgment of (first shown, second shown) as a verdict naming a candidate.
+
+    Parameters
+    ----------
+    judgment : Verdict
+        The judge's verdict.
+    first, second : str
+        The candidate ids, in the order shown.
+
+    Returns
+    -------
+    Preference
+        The winner's id, ``"tie"``, or None when the verdict failed.
+    """
     if judgment.status is ParseStatus.FAILED:
         return None
     if judgment.winner is Winner.TIE:
@@ -57,7 +79,18 @@ def verdict_of(judgment: Verdict, first: str, second: str) -> Preference:
 
 def combine_orders(one: Preference, other: Preference) -> Preference:
     """One verdict from the two orders: the decisive one when they agree or only one is decisive,
-    a tie when they disagree or both are ties, None when both failed."""
+    a tie when they disagree or both are ties, None when both failed.
+
+    Parameters
+    ----------
+    one, other : Preference
+        The verdicts of the two orders.
+
+    Returns
+    -------
+    Preference
+        A candidate id, ``"tie"`` or None.
+    """
     decisive = {v for v in (one, other) if v not in (None, TIE)}
     if len(decisive) == 1:
         return decisive.pop()
@@ -67,13 +100,40 @@ def combine_orders(one: Preference, other: Preference) -> Preference:
 
 
 def credit(verdict: Preference, human: str) -> float:
-    """Accuracy credit of a verdict against the human-preferred candidate (tie/failed = ½)."""
+    """Accuracy credit of a verdict against the human-preferred candidate (tie/failed = ½).
+
+    Parameters
+    ----------
+    verdict : Preference
+        The judge's verdict.
+    human : str
+        The human-preferred candidate id.
+
+    Returns
+    -------
+    float
+        1, 0 or ½.
+    """
     if verdict in (None, TIE):
         return 0.5
     return 1.0 if verdict == human else 0.0
 
 
 def human_preference(task: Task, a: str, b: str) -> Preference:
+    """The candidate the humans scored higher, ``"tie"`` when equal, None without labels.
+
+    Parameters
+    ----------
+    task : Task
+        The task.
+    a, b : str
+        The candidate ids.
+
+    Returns
+    -------
+    Preference
+        ``a``, ``b``, ``"tie"`` or None.
+    """
     scores = task.human_scores()
     if not scores:
         return None
@@ -83,7 +143,22 @@ def human_preference(task: Task, a: str, b: str) -> Preference:
 
 
 def sample_pairs(task: Task, pairs_per_task: int | None, seed: int) -> list[tuple[str, str]]:
-    """The task's unordered pairs to judge, each as (earlier, later) in the candidate order."""
+    """The task's unordered pairs to judge, each as (earlier, later) in the candidate order.
+
+    Parameters
+    ----------
+    task : Task
+        The task.
+    pairs_per_task : int or None
+        How many pairs to sample (None: all).
+    seed : int
+        Seeds the sample (with the task id).
+
+    Returns
+    -------
+    list[tuple[str, str]]
+        The pairs.
+    """
     pairs = list(combinations(task.candidate_ids, 2))
     if pairs_per_task is not None and pairs_per_task < len(pairs):
         position = {pair: i for i, pair in enumerate(pairs)}
@@ -104,10 +179,26 @@ def ratio_estimate(
 ) -> Interval:
     """``sum(numerators) / sum(denominators)`` with a percentile bootstrap interval over tasks.
 
-    numerators, denominators: one entry per task. Tasks with a zero denominator take no part in
-    the statistic and are left out of the resampling. The interval's ``n`` is the denominator (how
-    many judgments or pairs the ratio is a share of); the bounds are NaN when fewer than two tasks
-    contribute (:func:`rankkit.stats.bootstrap`).
+    Tasks with a zero denominator take no part in the statistic and are left out of the
+    resampling.
+
+    Parameters
+    ----------
+    numerators, denominators : Sequence[float]
+        One entry per task.
+    resamples : int
+        The bootstrap's number of resamples.
+    level : float
+        The interval's coverage.
+    seed : int
+        Seeds the resampling.
+
+    Returns
+    -------
+    Interval
+        The ratio; its ``n`` is the denominator (how many judgments or pairs the ratio is a share
+        of); the bounds are NaN when fewer than two tasks contribute
+        (:func:`rankkit.stats.bootstrap`).
     """
     num = np.asarray(numerators, dtype=float)
     den = np.asarray(denominators, dtype=float)
@@ -125,7 +216,18 @@ def ratio_estimate(
 
 
 def metric_json(interval: Interval) -> dict[str, float | None]:
-    """A metric as the report's JSON stores it: ``value``, ``low``, ``high``, ``n`` (NaN as None)."""
+    """A metric as the report's JSON stores it: ``value``, ``low``, ``high``, ``n`` (NaN as None).
+
+    Parameters
+    ----------
+    interval : Interval
+        The metric.
+
+    Returns
+    -------
+    dict[str, float | None]
+        ``value``, ``low``, ``high``, ``n``.
+    """
     return {
         name: None if value is None or math.isnan(value) else value
         for name, value in (
@@ -138,7 +240,18 @@ def metric_json(interval: Interval) -> dict[str, float | None]:
 
 
 def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float], list[float]]]:
-    """Per-task (numerator, denominator) lists for every metric in ``docs/analysis.md``."""
+    """Per-task (numerator, denominator) lists for every metric in ``docs/analysis.md``.
+
+    Parameters
+    ----------
+    records : Sequence[PairRecord]
+        The judged pairs.
+
+    Returns
+    -------
+    dict[str, tuple[list[float], list[float]]]
+        Metric name to its per-task numerators and denominators.
+    """
     task_ids = list(dict.fromkeys(r.task_id for r in records))
     index = {tid: i for i, tid in enumerate(task_ids)}
     names = (
@@ -180,13 +293,42 @@ def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float],
 def measure(
     records: Sequence[PairRecord], resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL, seed: int = 0
 ) -> dict[str, Interval]:
-    """Every metric in ``docs/analysis.md``, with its bootstrap interval."""
+    """Every metric in ``docs/analysis.md``, with its bootstrap interval.
+
+    Parameters
+    ----------
+    records : Sequence[PairRecord]
+        The judged pairs.
+    resamples : int
+        The bootstrap's number of resamples.
+    level : float
+        The intervals' coverage.
+    seed : int
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    dict[str, Interval]
+        Metric name to its estimate and interval.
+    """
     return {
         name: ratio_estimate(num, den, resamples, level, seed) for name, (num, den) in metric_counts(records).items()
     }
 
 
 def verdict_counts(records: Sequence[PairRecord]) -> dict[str, int]:
+    """How many of the verdicts (both orders of every pair) were ties and how many failed.
+
+    Parameters
+    ----------
+    records : Sequence[PairRecord]
+        The judged pairs.
+
+    Returns
+    -------
+    dict[str, int]
+        ``ties`` and ``failed``.
+    """
     verdicts = [v for r in records for v in (r.a_first, r.b_first)]
     return {"ties": sum(v == TIE for v in verdicts), "failed": sum(v is None for v in verdicts)}
 
@@ -207,6 +349,26 @@ def collect(
 
     Returns ``(records, judgments, cost)``: a :class:`PairRecord` per pair, the raw judgments per
     task (a-first and b-first alternating, in record order), and what was spent.
+
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The tasks.
+    judge : Judge
+        The judge.
+    cache : JudgmentCache or None
+        The judgment cache (None: no persistent cache).
+    pairs_per_task : int or None
+        Pairs sampled per task (None: all).
+    seed : int
+        Seeds the pair sample.
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    tuple[list[PairRecord], list[tuple[Task, list[Verdict]]], Cost]
+        ``(records, judgments, cost)``.
     """
     from tqdm import tqdm
 
@@ -247,6 +409,26 @@ def panel_section(
     Reads the member votes the panel gathered while judging (its memory or the cache), so it
     costs no new judgments. Krippendorff's alpha treats each (pair, presentation order) as a unit
     and each member as a rater; a failed vote is a missing value.
+
+    Parameters
+    ----------
+    panel : PanelJudge
+        The panel judge.
+    tasks : Sequence[Task]
+        The tasks.
+    records : Sequence[PairRecord]
+        The panel's judged pairs.
+    resamples : int
+        The bootstrap's number of resamples.
+    level : float
+        The intervals' coverage.
+    seed : int
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    dict[str, Any]
+        The report's ``panel`` section.
     """
     from rankkit.judges.panel import VoteCount, decide, krippendorff_alpha
 
@@ -328,6 +510,10 @@ def judge_report(
 
     Parameters
     ----------
+    progress : bool
+        Show a progress bar.
+    judge_spec, data : str
+        The judge spec and the data path, as the report records them.
     tasks : Sequence[Task]
         The tasks (with human labels for the accuracy and human length rows).
     judge, cache
@@ -339,6 +525,11 @@ def judge_report(
     resamples, level
         The bootstrap's number of resamples and interval coverage (stored in the report as
         ``bootstrap.resamples`` and ``bootstrap.confidence``).
+
+    Returns
+    -------
+    dict[str, Any]
+        The report (JSON-ready; see ``docs/analysis.md``).
     """
     from rankkit.judges.panel import PanelJudge
     from rankkit.judges.replay import is_miss
@@ -387,7 +578,18 @@ METRIC_LABELS = (
 
 
 def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Table rows (metric, value, interval, n) for the command line."""
+    """Table rows (metric, value, interval, n) for the command line.
+
+    Parameters
+    ----------
+    report : dict[str, Any]
+        A :func:`judge_report` report.
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        One row per metric.
+    """
     rows = []
     for name, label in METRIC_LABELS:
         metric = report["metrics"][name]
@@ -404,7 +606,18 @@ def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def panel_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(member rows, threshold rows) of a panel report, for the command line."""
+    """(member rows, threshold rows) of a panel report, for the command line.
+
+    Parameters
+    ----------
+    report : dict[str, Any]
+        A :func:`judge_report` report of a panel judge.
+
+    Returns
+    -------
+    tuple[list[dict[str, Any]], list[dict[str, Any]]]
+        The member rows and the threshold rows.
+    """
     members = []
     for member in report["panel"]["members"]:
         metrics = member["metrics"]
@@ -423,7 +636,18 @@ def panel_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """The report as the plain-text tables ``rankkit judge-report`` prints."""
+    """The report as the plain-text tables ``rankkit judge-report`` prints.
+
+    Parameters
+    ----------
+    report : dict[str, Any]
+        A :func:`judge_report` report.
+
+    Returns
+    -------
+    str
+        The tables.
+    """
     from rankkit.formatting import format_table
 
     counts = report["counts"]

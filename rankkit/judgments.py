@@ -62,6 +62,13 @@ class Grade:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The grade as a JSON-ready dict (what the cache stores).
+
+        Returns
+        -------
+        dict[str, Any]
+            One entry per field.
+        """
         return {
             "value": self.value,
             "raw": self.raw,
@@ -72,6 +79,18 @@ class Grade:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Grade:
+        """A grade read back from :meth:`to_dict`'s dict.
+
+        Parameters
+        ----------
+        data : dict[str, Any]
+            A stored grade.
+
+        Returns
+        -------
+        Grade
+            The grade.
+        """
         return cls(
             value=data["value"],
             raw=data.get("raw", ""),
@@ -100,7 +119,13 @@ class Verdict:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def swapped(self) -> Verdict:
-        """The same judgment seen from the other side (second becomes first)."""
+        """The same judgment seen from the other side (second becomes first).
+
+        Returns
+        -------
+        Verdict
+            Grades swapped, winner mirrored, probability ``1 - p``.
+        """
         flip = {Winner.FIRST: Winner.SECOND, Winner.SECOND: Winner.FIRST, Winner.TIE: Winner.TIE}
         return Verdict(
             first_grade=self.second_grade,
@@ -114,6 +139,13 @@ class Verdict:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as a JSON-ready dict (what the cache stores).
+
+        Returns
+        -------
+        dict[str, Any]
+            One entry per field.
+        """
         return {
             "first_grade": self.first_grade,
             "second_grade": self.second_grade,
@@ -127,6 +159,18 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        """A verdict read back from :meth:`to_dict`'s dict.
+
+        Parameters
+        ----------
+        data : dict[str, Any]
+            A stored verdict.
+
+        Returns
+        -------
+        Verdict
+            The verdict.
+        """
         return cls(
             first_grade=data["first_grade"],
             second_grade=data["second_grade"],
@@ -154,6 +198,23 @@ MAX_LABELS = len(LABELS)
 def labels(k: int) -> tuple[str, ...]:
     """The labels of k slots (``A``, ``B``, ...). Raises ValueError outside 2..:data:`MAX_LABELS`.
 
+    Parameters
+    ----------
+    k : int
+        The number of slots.
+
+    Returns
+    -------
+    tuple[str, ...]
+        The first ``k`` capital letters.
+
+    Raises
+    ------
+    ValueError
+        When ``k`` is outside 2..:data:`MAX_LABELS`.
+
+    Examples
+    --------
     >>> labels(3)
     ('A', 'B', 'C')
     """
@@ -166,10 +227,16 @@ def labels(k: int) -> tuple[str, ...]:
 class GroupChoice:
     """The judge's choice of the best of k answers, in the order they were shown.
 
-    chosen: the slot chosen (0-based; None when parsing failed).
-    probabilities: P(best = slot i) per slot when the backend knows them (logprob mode), else None.
-    grades: a grade per slot on the task's scale when the backend gives them (the simulator), else None.
-    raw / status / usage / extras: as in :class:`Verdict`.
+    Attributes
+    ----------
+    chosen : int | None
+        The slot chosen (0-based; None when parsing failed).
+    probabilities : tuple[float, ...] | None
+        P(best = slot i) per slot when the backend knows them (logprob mode), else None.
+    grades : tuple[float, ...] | None
+        A grade per slot on the task's scale when the backend gives them (the simulator), else None.
+    raw, status, usage, extras
+        As in :class:`Verdict`.
     """
 
     chosen: int | None
@@ -183,7 +250,18 @@ class GroupChoice:
     def slot_scores(self, k: int) -> tuple[float, ...]:
         """One score per slot for strategies that average scores over rounds: ``k · P(best)`` when
         probabilities are known (1 is what a uniform choice gives each slot), else the grades, else
-        ``k`` for the chosen slot and 0 for the others (a bare choice; all 1 when parsing failed)."""
+        ``k`` for the chosen slot and 0 for the others (a bare choice; all 1 when parsing failed).
+
+        Parameters
+        ----------
+        k : int
+            The number of slots.
+
+        Returns
+        -------
+        tuple[float, ...]
+            One score per slot.
+        """
         if self.probabilities is not None:
             return tuple(k * p for p in self.probabilities)
         if self.grades is not None:
@@ -193,6 +271,13 @@ class GroupChoice:
         return tuple(float(k) if slot == self.chosen else 0.0 for slot in range(k))
 
     def to_dict(self) -> dict[str, Any]:
+        """The choice as a JSON-ready dict (what the cache stores).
+
+        Returns
+        -------
+        dict[str, Any]
+            One entry per field.
+        """
         return {
             "chosen": self.chosen,
             "probabilities": None if self.probabilities is None else list(self.probabilities),
@@ -205,6 +290,18 @@ class GroupChoice:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GroupChoice:
+        """A choice read back from :meth:`to_dict`'s dict.
+
+        Parameters
+        ----------
+        data : Mapping[str, Any]
+            A stored choice.
+
+        Returns
+        -------
+        GroupChoice
+            The choice.
+        """
         probabilities, grades = data.get("probabilities"), data.get("grades")
         return cls(
             chosen=data.get("chosen"),
@@ -221,8 +318,12 @@ class GroupChoice:
 class GroupRanking:
     """The judge's ranking of k answers, best first, as slots of the order shown.
 
-    permutation: slots best first, each slot exactly once (None when parsing failed).
-    raw / status / usage / extras: as in :class:`Verdict`.
+    Attributes
+    ----------
+    permutation : tuple[int, ...] | None
+        Slots best first, each slot exactly once (None when parsing failed).
+    raw, status, usage, extras
+        As in :class:`Verdict`.
     """
 
     permutation: tuple[int, ...] | None
@@ -232,6 +333,13 @@ class GroupRanking:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ranking as a JSON-ready dict (what the cache stores).
+
+        Returns
+        -------
+        dict[str, Any]
+            One entry per field.
+        """
         return {
             "permutation": None if self.permutation is None else list(self.permutation),
             "raw": self.raw,
@@ -242,6 +350,18 @@ class GroupRanking:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GroupRanking:
+        """A ranking read back from :meth:`to_dict`'s dict.
+
+        Parameters
+        ----------
+        data : Mapping[str, Any]
+            A stored ranking.
+
+        Returns
+        -------
+        GroupRanking
+            The ranking.
+        """
         permutation = data.get("permutation")
         return cls(
             permutation=None if permutation is None else tuple(permutation),

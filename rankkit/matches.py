@@ -43,10 +43,24 @@ class Cost:
     usd: float = 0.0  # what the new judgments cost, priced by the judge (rankkit.judges.prices); 0 unpriced
 
     def add(self, other: Cost) -> None:
+        """Add another cost's counts into this one, field by field.
+
+        Parameters
+        ----------
+        other : Cost
+            The cost to add (left unchanged).
+        """
         for name, value in asdict(other).items():
             setattr(self, name, getattr(self, name) + value)
 
     def to_dict(self) -> dict[str, int | float]:
+        """The cost as a plain dict (``usd`` rounded to nano-dollars).
+
+        Returns
+        -------
+        dict[str, int | float]
+            One entry per field.
+        """
         record = asdict(self)
         record["usd"] = round(self.usd, 9)  # nano-dollars: what usage carries
         return record
@@ -62,6 +76,14 @@ class Comparison:
     round: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The comparison as a JSON-ready dict (the verdict's fields flattened in).
+
+        Returns
+        -------
+        dict[str, Any]
+            ``first``, ``second``, ``round``, the two grades, ``winner``, ``probability``, ``status``,
+            ``raw`` and, in generate mode, ``verdict_path``.
+        """
         record = {
             "first": self.first,
             "second": self.second,
@@ -107,7 +129,18 @@ class Match:
 
 
 def decided(comparison: Comparison) -> bool:
-    """Whether a comparison's verdict was read (a failed one decides nothing)."""
+    """Whether a comparison's verdict was read (a failed one decides nothing).
+
+    Parameters
+    ----------
+    comparison : Comparison
+        The comparison to check.
+
+    Returns
+    -------
+    bool
+        True when its verdict's status is a read one.
+    """
     return comparison.verdict.status is not ParseStatus.FAILED
 
 
@@ -123,6 +156,18 @@ def make_match(a: str, b: str, comparisons: Sequence[Comparison]) -> Match:
 
     Only decided comparisons count; when none is, the match is undecided (``outcome`` None,
     both grades the mean of the failed verdicts' placeholders).
+
+    Parameters
+    ----------
+    a, b : str
+        The two candidate ids.
+    comparisons : Sequence[Comparison]
+        Their comparisons, shown in either order.
+
+    Returns
+    -------
+    Match
+        The combined match, ``a`` against ``b``.
     """
     counted = [c for c in comparisons if decided(c)]
     if not counted:
@@ -161,7 +206,22 @@ def settle_by_grades(match: Match, grade_a: Grade, grade_b: Grade, scale: tuple[
     """An undecided match decided by each answer's own grade (judged alone, so neither text can
     touch the other's): the higher grade wins, a failed grade loses to any read one; equal grades
     or two failed ones leave the match undecided. The grades become the match's grades (a failed
-    one the bottom of the scale)."""
+    one the bottom of the scale).
+
+    Parameters
+    ----------
+    match : Match
+        The undecided match.
+    grade_a, grade_b : Grade
+        The grades of ``match.a`` and ``match.b``, each judged alone.
+    scale : tuple[float, float]
+        The task's grade scale (low, high); a failed grade counts as ``low``.
+
+    Returns
+    -------
+    Match
+        The match, decided when the grades differ.
+    """
     value_a, value_b = (
         g.value if g.value is not None and g.status is not ParseStatus.FAILED else None for g in (grade_a, grade_b)
     )
@@ -257,7 +317,20 @@ class MatchSource:
         return [self._verdicts[pair] for pair in pairs]
 
     def compare(self, first: str, second: str, round: int | None = None) -> Verdict:
-        """One pair's :meth:`compare_many`."""
+        """One pair's :meth:`compare_many`.
+
+        Parameters
+        ----------
+        first, second : str
+            The candidate ids, in the order shown.
+        round : int or None
+            The strategy's round, recorded with the comparison.
+
+        Returns
+        -------
+        Verdict
+            The judge's verdict.
+        """
         return self.compare_many([(first, second)], round)[0]
 
     def play_many(
@@ -337,14 +410,37 @@ class MatchSource:
 
     def forecast(self, remaining: Any) -> None:
         """Tell the run's progress bar how many more judgments this task's strategy expects to need
-        to reach its stopping target (a :class:`~rankkit.strategies._stopping.Forecast`)."""
+        to reach its stopping target (a :class:`~rankkit.strategies._stopping.Forecast`).
+
+        Parameters
+        ----------
+        remaining : Forecast
+            The strategy's forecast of the judgments still needed.
+        """
         if self.wants_forecast:
             self.progress.forecast(self.task.task_id, self.strategy, remaining)
 
     def play(
         self, a: str, b: str, order: str = "given", rng: random.Random | None = None, round: int | None = None
     ) -> Match:
-        """One pair's :meth:`play_many`."""
+        """One pair's :meth:`play_many`.
+
+        Parameters
+        ----------
+        a, b : str
+            The candidate ids.
+        order : str
+            ``given`` (a first), ``random`` (a coin flip from ``rng``) or ``both`` (both orders).
+        rng : random.Random or None
+            The generator for ``order="random"``.
+        round : int or None
+            The strategy's round.
+
+        Returns
+        -------
+        Match
+            The match of ``a`` against ``b``.
+        """
         return self.play_many([(a, b)], order, rng, round)[0]
 
     def _present(self, a: str, b: str, order: str, rng: random.Random | None) -> tuple[str, str]:
@@ -373,7 +469,26 @@ class MatchSource:
         shifts: int = 0,
     ) -> list[Any]:
         """Show each group and ask which member is best: one :class:`~rankkit.choices.GroupMatch`
-        per group (``order`` ``given``/``random``/``permute``: :mod:`rankkit.choices`)."""
+        per group (``order`` ``given``/``random``/``permute``: :mod:`rankkit.choices`).
+
+        Parameters
+        ----------
+        groups : Sequence[Sequence[str]]
+            The groups of candidate ids.
+        order : str
+            ``given``, ``random``, ``both`` or ``permute``.
+        rng : random.Random or None
+            The generator for the random orders.
+        round : int or None
+            The strategy's round.
+        shifts : int
+            How many extra cyclic shifts of each group to show (``permute``).
+
+        Returns
+        -------
+        list[GroupMatch]
+            One per group, in order.
+        """
         from rankkit.choices import play_groups
 
         return play_groups(self, CHOICE_KIND, groups, order, rng, round, shifts)
@@ -386,7 +501,26 @@ class MatchSource:
         round: int | None = None,
         shifts: int = 0,
     ) -> list[Any]:
-        """Show each group and ask for its members best first: one :class:`~rankkit.choices.GroupMatch` per group."""
+        """Show each group and ask for its members best first: one :class:`~rankkit.choices.GroupMatch` per group.
+
+        Parameters
+        ----------
+        groups : Sequence[Sequence[str]]
+            The groups of candidate ids.
+        order : str
+            ``given``, ``random``, ``both`` or ``permute``.
+        rng : random.Random or None
+            The generator for the random orders.
+        round : int or None
+            The strategy's round.
+        shifts : int
+            How many extra cyclic shifts of each group to show (``permute``).
+
+        Returns
+        -------
+        list[GroupMatch]
+            One per group, in order.
+        """
         from rankkit.choices import play_groups
 
         return play_groups(self, RANKING_KIND, groups, order, rng, round, shifts)
@@ -394,7 +528,22 @@ class MatchSource:
     def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]:
         """The judge's k-way judgment (``kind`` ``choice`` or ``ranking``) of each group, members
         in the order shown; a group shown again in the same order is free. Each is counted once in
-        ``cost.comparisons``."""
+        ``cost.comparisons``.
+
+        Parameters
+        ----------
+        kind : str
+            ``choice`` or ``ranking``.
+        shown : Sequence[tuple[str, ...]]
+            Each group's candidate ids, in the order shown.
+        round : int or None
+            The strategy's round.
+
+        Returns
+        -------
+        list[GroupJudgment]
+            One per group, in order.
+        """
         from rankkit.choices import GroupComparison
 
         new = list(dict.fromkeys(group for group in shown if (kind, group) not in self._group_judgments))
@@ -413,7 +562,18 @@ class MatchSource:
 
     # -- grades -------------------------------------------------------------------------------
     def grade_many(self, candidates: Sequence[str]) -> list[Grade]:
-        """The judge's grade of each candidate alone, in order (a candidate asked again is free)."""
+        """The judge's grade of each candidate alone, in order (a candidate asked again is free).
+
+        Parameters
+        ----------
+        candidates : Sequence[str]
+            The candidate ids.
+
+        Returns
+        -------
+        list[Grade]
+            One grade per candidate, in order.
+        """
         new = list(dict.fromkeys(cid for cid in candidates if cid not in self._grades))
         if new:
             task = self.task
@@ -427,7 +587,18 @@ class MatchSource:
         return [self._grades[cid] for cid in candidates]
 
     def grade(self, candidate: str) -> Grade:
-        """One candidate's :meth:`grade_many`."""
+        """One candidate's :meth:`grade_many`.
+
+        Parameters
+        ----------
+        candidate : str
+            The candidate id.
+
+        Returns
+        -------
+        Grade
+            The judge's grade.
+        """
         return self.grade_many([candidate])[0]
 
     # -- accounting ---------------------------------------------------------------------------
@@ -484,7 +655,17 @@ class MatchGraph:
             self.graph.add_node(cand.id)
 
     def record(self, fingerprint: str, comparison: Comparison, strategy: str) -> None:
-        """Add ``comparison`` as used by ``strategy`` (an edge the first time, a use after that)."""
+        """Add ``comparison`` as used by ``strategy`` (an edge the first time, a use after that).
+
+        Parameters
+        ----------
+        fingerprint : str
+            The judge's fingerprint (the edge key).
+        comparison : Comparison
+            The comparison used.
+        strategy : str
+            The strategy that used it.
+        """
         first, second = comparison.first, comparison.second
         data = self.graph.get_edge_data(first, second, key=fingerprint)
         if data is None:
@@ -501,7 +682,18 @@ class MatchGraph:
         data["used_by"].append({"strategy": strategy, "round": comparison.round})
 
     def comparisons(self, fingerprint: str | None = None) -> Iterator[tuple[str, str, Verdict]]:
-        """Every recorded comparison (first, second, verdict), optionally of one judge only."""
+        """Every recorded comparison (first, second, verdict), optionally of one judge only.
+
+        Parameters
+        ----------
+        fingerprint : str or None
+            Only this judge's comparisons; None for all.
+
+        Yields
+        ------
+        tuple[str, str, Verdict]
+            ``(first, second, verdict)`` per recorded comparison.
+        """
         for first, second, key, data in self.graph.edges(keys=True, data=True):
             if fingerprint is None or key == fingerprint:
                 yield first, second, data["verdict"]

@@ -49,7 +49,21 @@ class Feeder(Protocol):
 
     def judge_many(
         self, call: Callable[[Sequence[Any]], Iterator[tuple[int, Any]]], requests: Sequence[Any]
-    ) -> Iterator[tuple[int, Any]]: ...
+    ) -> Iterator[tuple[int, Any]]:
+        """Queue ``requests`` for ``call`` and yield ``(index, judgment)`` as each is answered.
+
+        Parameters
+        ----------
+        call : Callable[[Sequence[Any]], Iterator[tuple[int, Any]]]
+            A judge's batched method.
+        requests : Sequence[Any]
+            Its requests.
+
+        Yields
+        ------
+        tuple[int, Any]
+            The request's index and its judgment, in the order answered.
+        """
 
 
 class MemoJudge(Protocol):
@@ -60,19 +74,95 @@ class MemoJudge(Protocol):
     @property
     def fingerprint(self) -> str: ...
 
-    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]: ...
+    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        """The cache key of one request: what the judge is shown of the task and candidates.
 
-    def kway_key(self) -> list[Any]: ...
+        Parameters
+        ----------
+        task : Task
+            The task.
+        *candidates : Candidate
+            The candidates, in the order shown.
 
-    def bind_memo(self, memo: JudgmentMemo) -> None: ...
+        Returns
+        -------
+        list[Any]
+            JSON-serialisable key parts.
+        """
 
-    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]: ...
+    def kway_key(self) -> list[Any]:
+        """What a k-way request's key adds to :meth:`request_key` (its k-way prompt and reading).
 
-    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]: ...
+        Returns
+        -------
+        list[Any]
+            JSON-serialisable key parts.
+        """
 
-    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]: ...
+    def bind_memo(self, memo: JudgmentMemo) -> None:
+        """Route the judge's own lookups (a panel's members, a calibration) through ``memo``.
 
-    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]: ...
+        Parameters
+        ----------
+        memo : JudgmentMemo
+            The run's memo.
+        """
+
+    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        """Grade each ``(task, candidate)`` request.
+
+        Parameters
+        ----------
+        requests : Sequence[GradeRequest]
+            The requests.
+
+        Yields
+        ------
+        tuple[int, Grade]
+            The request's index and its grade, as each is ready.
+        """
+
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        """Judge each ``(task, first, second)`` request.
+
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            The requests.
+
+        Yields
+        ------
+        tuple[int, Verdict]
+            The request's index and its verdict, as each is ready.
+        """
+
+    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
+        """Ask, for each ``(task, candidates)`` request, which candidate is best.
+
+        Parameters
+        ----------
+        requests : Sequence[GroupRequest]
+            The requests.
+
+        Yields
+        ------
+        tuple[int, GroupChoice]
+            The request's index and its choice, as each is ready.
+        """
+
+    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
+        """Ask for each ``(task, candidates)`` request's candidates best first.
+
+        Parameters
+        ----------
+        requests : Sequence[GroupRequest]
+            The requests.
+
+        Yields
+        ------
+        tuple[int, GroupRanking]
+            The request's index and its ranking, as each is ready.
+        """
 
 
 class Origin(str, enum.Enum):
@@ -144,7 +234,13 @@ class JudgmentMemo:
     @cached_property
     def fingerprint(self) -> str:
         """The judge's fingerprint, computed once (it is a JSON dump of the judge's identity) and
-        only when first needed (an LLM judge's identity may need its model's)."""
+        only when first needed (an LLM judge's identity may need its model's).
+
+        Returns
+        -------
+        str
+            The fingerprint.
+        """
         return self.judge.fingerprint if self.judge is not None else ""
 
     # -- typed entry points -------------------------------------------------------------------
@@ -153,14 +249,37 @@ class JudgmentMemo:
     ) -> list[tuple[Verdict, Origin]]:
         """The verdict on every ``(task, first, second)`` request, in order, with its origin.
 
-        judge: whose verdicts (default: the memo's judge). A judge built on other judges (a
-            panel, a calibrated judge) asks for its members' verdicts here, under their own
-            fingerprints, straight from the calling thread.
+        Parameters
+        ----------
+        requests : Sequence[ComparisonRequest]
+            ``(task, first, second)`` triples.
+        judge : MemoJudge or None
+            Whose verdicts (default: the memo's judge). A judge built on other judges (a panel, a
+            calibrated judge) asks for its members' verdicts here, under their own fingerprints,
+            straight from the calling thread.
+
+        Returns
+        -------
+        list[tuple[Verdict, Origin]]
+            One per request, in order.
         """
         return self._ask_judge(requests, judge, VERDICT_KIND, Verdict, "compare_many")
 
     def grades(self, requests: Sequence[GradeRequest], judge: MemoJudge | None = None) -> list[tuple[Grade, Origin]]:
-        """The grade of every ``(task, candidate)`` request, in order, with its origin."""
+        """The grade of every ``(task, candidate)`` request, in order, with its origin.
+
+        Parameters
+        ----------
+        requests : Sequence[GradeRequest]
+            ``(task, candidate)`` pairs.
+        judge : MemoJudge or None
+            Whose grades (default: the memo's judge).
+
+        Returns
+        -------
+        list[tuple[Grade, Origin]]
+            One per request, in order.
+        """
         return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
 
     def choices(
@@ -168,14 +287,40 @@ class JudgmentMemo:
     ) -> list[tuple[GroupChoice, Origin]]:
         """The k-way choice on every ``(task, candidates)`` request (candidates in the order
         shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
-        of the key, so a shuffle of the same answers is another request."""
+        of the key, so a shuffle of the same answers is another request.
+
+        Parameters
+        ----------
+        requests : Sequence[GroupRequest]
+            ``(task, candidates)`` pairs.
+        judge : MemoJudge or None
+            Whose choices (default: the memo's judge).
+
+        Returns
+        -------
+        list[tuple[GroupChoice, Origin]]
+            One per request, in order.
+        """
         return self._ask_judge(requests, judge, CHOICE_KIND, GroupChoice, "choose_many")
 
     def rankings(
         self, requests: Sequence[GroupRequest], judge: MemoJudge | None = None
     ) -> list[tuple[GroupRanking, Origin]]:
         """The k-way ranking of every ``(task, candidates)`` request, in order, with its origin
-        (kind ``"ranking"``)."""
+        (kind ``"ranking"``).
+
+        Parameters
+        ----------
+        requests : Sequence[GroupRequest]
+            ``(task, candidates)`` pairs.
+        judge : MemoJudge or None
+            Whose rankings (default: the memo's judge).
+
+        Returns
+        -------
+        list[tuple[GroupRanking, Origin]]
+            One per request, in order.
+        """
         return self._ask_judge(requests, judge, RANKING_KIND, GroupRanking, "rank_many")
 
     def _ask_judge(
@@ -419,7 +564,18 @@ class JudgmentMemo:
 
 def memo_of(judge: MemoJudge) -> JudgmentMemo:
     """The memo ``judge``'s own lookups go through: the run's once bound (``Judge.bind_memo``),
-    else one of its own (memory only), bound on first use."""
+    else one of its own (memory only), bound on first use.
+
+    Parameters
+    ----------
+    judge : MemoJudge
+        The judge.
+
+    Returns
+    -------
+    JudgmentMemo
+        Its memo.
+    """
     memo = judge.__dict__.get("_bound_memo")
     if memo is None:
         memo = JudgmentMemo(judge)

@@ -43,6 +43,18 @@ def correlation(method: str, x: Sequence[float], y: Sequence[float]) -> float:
     ``warnings.catch_warnings``, which swaps a process-wide filter list and is not thread-safe
     (with several threads it let other code's warnings through). Nothing here warns, so nothing
     needs hiding.
+
+    Parameters
+    ----------
+    method : str
+        ``pearson``, ``spearman`` or ``kendall``.
+    x, y : Sequence[float]
+        The paired values.
+
+    Returns
+    -------
+    float
+        The coefficient, NaN when undefined.
     """
     import numpy as np
     from scipy import stats
@@ -59,7 +71,21 @@ def correlation(method: str, x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def pairwise_accuracy_counts(scores: Mapping[str, float], human: Mapping[str, float]) -> tuple[int, int]:
-    """(correct, total) over the pairs of one task with different human scores."""
+    """(correct, total) over the pairs of one task with different human scores.
+
+    Parameters
+    ----------
+    scores : Mapping[str, float]
+        The strategy's score per candidate.
+    human : Mapping[str, float]
+        The human score per candidate.
+
+    Returns
+    -------
+    tuple[int, int]
+        The pairs the scores order as the humans do (a tie in the scores is not), and the pairs
+        the humans do not tie.
+    """
     import numpy as np
 
     ids = list(human)
@@ -71,14 +97,40 @@ def pairwise_accuracy_counts(scores: Mapping[str, float], human: Mapping[str, fl
 
 def top1_correct(ranking: Sequence[str], human: Mapping[str, float]) -> bool:
     """Whether the first-ranked candidate is a human-best one (ties in the ranking are not seen
-    here; :func:`top1_share` applies the tie rule to scores)."""
+    here; :func:`top1_share` applies the tie rule to scores).
+
+    Parameters
+    ----------
+    ranking : Sequence[str]
+        Candidate ids, best first.
+    human : Mapping[str, float]
+        The human score per candidate.
+
+    Returns
+    -------
+    bool
+        True when ``ranking[0]`` has the best human score.
+    """
     return human[ranking[0]] == max(human.values())
 
 
 def top1_share(scores: Mapping[str, float], human: Mapping[str, float]) -> float:
     """Top-1 accuracy of one task under the tie rules: of the candidates sharing the strategy's
     top score, the share that have the best human score (1.0 or 0.0 without a tie at the top;
-    a candidate tied with the human best counts as best)."""
+    a candidate tied with the human best counts as best).
+
+    Parameters
+    ----------
+    scores : Mapping[str, float]
+        The strategy's score per candidate.
+    human : Mapping[str, float]
+        The human score per candidate.
+
+    Returns
+    -------
+    float
+        The share, in [0, 1].
+    """
     top = max(scores[c] for c in human)
     best = max(human.values())
     tied = [c for c in human if scores[c] == top]
@@ -109,7 +161,8 @@ def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    x, y: (k, n) arrays, one sample per row.
+    x, y : np.ndarray
+        (k, n) arrays, one sample per row.
 
     Returns
     -------
@@ -165,6 +218,17 @@ def evaluate(per_task: Sequence[tuple[Mapping[str, float], Sequence[str], Mappin
     Tasks without human scores are skipped; everything is NaN when none has them. The ranking is
     not needed (top-1 uses the scores, with the tie rule of :func:`top1_share`); it is accepted so
     that callers can pass what a run produced.
+
+    Parameters
+    ----------
+    per_task : Sequence[tuple[Mapping[str, float], Sequence[str], Mapping[str, float]]]
+        One ``(scores, ranking, human)`` triple per task.
+
+    Returns
+    -------
+    dict[str, float]
+        Each correlation pooled over the tasks and (``task_<method>``) averaged per task,
+        ``pairwise_accuracy``, ``top1_accuracy`` and ``tasks_evaluated``.
     """
     import numpy as np
 

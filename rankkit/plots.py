@@ -64,7 +64,22 @@ def _error_bar(interval: Interval) -> tuple[float, float]:
 
 
 def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level: float = DEFAULT_LEVEL) -> Path:
-    """Each strategy's metrics with intervals; ``rows`` as from :func:`rankkit.analysis.correlation_table`."""
+    """Each strategy's metrics with intervals; ``rows`` as from :func:`rankkit.analysis.correlation_table`.
+
+    Parameters
+    ----------
+    rows : Sequence[Mapping[str, Any]]
+        One row per strategy.
+    path : str or Path
+        The image file to write.
+    level : float
+        The intervals' coverage (for the axis label).
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     metrics = list(rows[0]["metrics"]) if rows else []
     names = [r["strategy"] for r in rows]
     figure = _figure(3.2 * max(1, len(metrics)), 0.9 + 0.38 * len(names))
@@ -105,8 +120,23 @@ def cost_accuracy_points(
 
     Parameters
     ----------
+    results : RunResult
+        The run.
+    metric : str
+        The metric on the y axis.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+    level : float
+        The intervals' coverage.
     rows : Sequence[Mapping[str, Any]] | None
         An already computed :func:`rankkit.analysis.correlation_table` that includes ``metric``.
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        ``label``, ``cost``, ``estimate``, ``low``, ``high`` per strategy.
     """
     points = []
     for row in rows if rows is not None else correlation_table(results, [metric], resamples, seed, level):
@@ -136,9 +166,22 @@ def plot_cost_accuracy(
 
     Parameters
     ----------
+    path : str | Path
+        The image file to write.
+    metric : str
+        The metric on the y axis.
+    title : str | None
+        The figure's title.
+    xlabel : str
+        The x axis label.
     points : Sequence[Mapping[str, Any]]
         Dicts with ``label``, ``cost`` (x), ``estimate``, ``low``, ``high`` (y and its interval; NaN
         bounds draw no bar). The x axis is logarithmic when costs span over 10x.
+
+    Returns
+    -------
+    Path
+        The file written.
     """
     shown = [p for p in points if not math.isnan(p["estimate"]) and p["cost"] > 0]
     width_in, height_in = (7.5, 5.0) if len(shown) <= 12 else (10.0, 7.0)
@@ -233,7 +276,20 @@ def _label_places(
 
 
 def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path) -> Path | None:
-    """Grouped bars: first-round losers vs the rest, per knockout-like strategy (None when there is none)."""
+    """Grouped bars: first-round losers vs the rest, per knockout-like strategy (None when there is none).
+
+    Parameters
+    ----------
+    items : Sequence[Mapping[str, Any]]
+        One :func:`rankkit.analysis.elimination_rounds` result per knockout-like strategy.
+    path : str or Path
+        The image file to write.
+
+    Returns
+    -------
+    Path or None
+        The file written.
+    """
     if not items:
         return None
     figure = _figure(max(4.5, 1.8 * len(items) + 1.5), 4.2)
@@ -274,6 +330,20 @@ def plot_judge_vs_human(results: RunResult, path: str | Path, seed: int = 0) -> 
 
     Human scores are often on a coarse scale, so points get a small seeded horizontal jitter
     (at most 1.5% of the human range) to keep overlapping points visible.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    path : str or Path
+        The image file to write.
+    seed : int
+        Seeds the jitter.
+
+    Returns
+    -------
+    Path
+        The file written.
     """
     from rankkit.metrics import correlation
 
@@ -308,7 +378,28 @@ def plot_all(
     level: float = DEFAULT_LEVEL,
     metric: str = "task_spearman",
 ) -> list[Path]:
-    """Write every figure for ``results`` into ``out_dir``; returns the paths written."""
+    """Write every figure for ``results`` into ``out_dir``; returns the paths written.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    out_dir : str or Path
+        The folder to write into.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap and the jitter.
+    level : float
+        The intervals' coverage.
+    metric : str
+        The cost-accuracy figure's metric.
+
+    Returns
+    -------
+    list[Path]
+        The files written.
+    """
     if not human_scores(results):
         raise SpecError("the results have no human scores (no criterion), so there is nothing to plot against")
     out = Path(out_dir)

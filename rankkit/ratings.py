@@ -27,7 +27,20 @@ ELO_BASE = 10.0
 
 def item_order(outcomes: Iterable[Outcome], items: Sequence[str] | None = None) -> list[str]:
     """The items to rate: ``items`` when given (plus any item of the outcomes missing from it, at
-    the end), else every item in order of first appearance in the outcomes."""
+    the end), else every item in order of first appearance in the outcomes.
+
+    Parameters
+    ----------
+    outcomes : Iterable[Outcome]
+        (a, b, outcome for a) triples.
+    items : Sequence[str] or None
+        The items in the order wanted.
+
+    Returns
+    -------
+    list[str]
+        The items, each once.
+    """
     order = list(items) if items is not None else []
     seen = set(order)
     for a, b, _ in outcomes:
@@ -49,7 +62,20 @@ def _check_outcome(outcome: float) -> float:
 
 
 def elo_expected(rating_a: float, rating_b: float, scale: float = ELO_SCALE, base: float = ELO_BASE) -> float:
-    """Expected score of a against b under the Elo model: ``1 / (1 + base ** ((r_b - r_a) / scale))``."""
+    """Expected score of a against b under the Elo model: ``1 / (1 + base ** ((r_b - r_a) / scale))``.
+
+    Parameters
+    ----------
+    rating_a, rating_b : float
+        The two ratings.
+    scale, base : float
+        The Elo scale (400 and 10 by convention).
+
+    Returns
+    -------
+    float
+        a's expected score, in (0, 1).
+    """
     return 1.0 / (1.0 + base ** ((rating_b - rating_a) / scale))
 
 
@@ -77,6 +103,11 @@ def online_elo(
         over hundreds of thousands of votes; a ranking task has tens of outcomes, hence 16).
     initial, scale, base : float
         The Elo scale (1000, 400, 10 by convention).
+
+    Returns
+    -------
+    dict[str, float]
+        The final rating of every item.
     """
     ratings = {name: float(initial) for name in item_order(outcomes, items)}
     for a, b, outcome in outcomes:
@@ -111,12 +142,21 @@ def elo_over_permutations(
 
     Parameters
     ----------
+    outcomes : Sequence[Outcome]
+        (a, b, outcome for a) triples.
+    items : Sequence[str] | None
+        The items to rate (see :func:`item_order`).
     permutations : int
         How many shuffled orders to average over (>= 1).
     seed : int | random.Random
         An int, or a ``random.Random`` to draw the orders from (it is advanced by one draw).
     k, initial, scale, base : float
         As in :func:`online_elo`.
+
+    Returns
+    -------
+    dict[str, float]
+        The mean rating of every item over the orders.
     """
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
@@ -180,8 +220,15 @@ def win_matrix(outcomes: Iterable[Outcome], index: Mapping[str, int]) -> np.ndar
 
     Parameters
     ----------
+    outcomes : Iterable[Outcome]
+        (a, b, outcome for a) triples.
     index : Mapping[str, int]
         Item name -> row/column of the matrix.
+
+    Returns
+    -------
+    numpy.ndarray
+        The (N, N) float matrix of wins.
     """
     return _wins_from_arrays(*_outcome_arrays(outcomes, index), len(index))
 
@@ -216,6 +263,16 @@ def default_alpha(n_items: int) -> float:
     with 49 real outcomes per item (0.98 with this default). Dividing by ``N − 1`` keeps
     that pull at about 0.8 comparisons' worth per item (0.4 wins and 0.4 losses), whatever N:
     still enough to keep an unbeaten item's rating finite, and small next to any real evidence.
+
+    Parameters
+    ----------
+    n_items : int
+        The number of items rated.
+
+    Returns
+    -------
+    float
+        ``0.2 / (n_items - 1)`` (0.2 for fewer than 2 items).
     """
     return BT_PRIOR / max(1, n_items - 1)
 
@@ -239,6 +296,10 @@ def bradley_terry(
 
     Parameters
     ----------
+    outcomes : Sequence[Outcome]
+        (a, b, outcome for a) triples.
+    items : Sequence[str] | None
+        The items to rate (see :func:`item_order`).
     alpha : float | None
         choix's regularisation (a small rate added between every pair of items in the LSR Markov chain).
         It keeps every rating finite when an item never lost (or never won), which is common in per-task
@@ -247,6 +308,11 @@ def bradley_terry(
         items. Must be > 0 unless every item has both won and lost within one connected set of outcomes.
     initial, scale, base : float
         The Elo scale.
+
+    Returns
+    -------
+    dict[str, float]
+        The rating of every item, on the Elo scale.
     """
     order = item_order(outcomes, items)
     if not order:
@@ -319,8 +385,23 @@ def sparse_ilsr(
     the match rates and ``r_i = alpha·N + Σ_j S_ij`` are the chain's row sums: the all-pairs
     ``alpha`` term contributes ``alpha · Σπ = alpha`` to every column, so it never has to be stored.
 
-    winners / losers: item indices of every decisive match (a tie listed once each way, as choix's
-    pairwise data). alpha: choix's regularisation (> 0). max_iter / tol: as ``choix.ilsr_pairwise``.
+    Parameters
+    ----------
+    n_items : int
+        The number of items.
+    winners, losers : numpy.ndarray
+        Item indices of every decisive match (a tie listed once each way, as choix's pairwise data).
+    alpha : float
+        choix's regularisation (> 0).
+    max_iter : int
+        At most this many iterations, as ``choix.ilsr_pairwise``.
+    tol : float
+        The convergence tolerance, as ``choix.ilsr_pairwise``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The log-strengths, mean zero.
     """
     import numpy as np
     from choix.convergence import NormOfDifferenceTest
@@ -360,6 +441,18 @@ def win_rates(outcomes: Sequence[Outcome], items: Sequence[str] | None = None) -
 
     An item that played no match gets NaN. This is the anchored-leaderboard statistic when every
     match is against the same anchor.
+
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        (a, b, outcome for a) triples.
+    items : Sequence[str] or None
+        The items to rate (see :func:`item_order`).
+
+    Returns
+    -------
+    dict[str, float]
+        Each item's share of points, in [0, 1] (NaN without a match).
     """
     order = item_order(outcomes, items)
     points = dict.fromkeys(order, 0.0)

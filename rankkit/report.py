@@ -43,7 +43,18 @@ MAX_META_CHARS = 200
 
 def embed_json(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` appear raw,
-    so no string in it can end the element (``</script>``) or open a comment."""
+    so no string in it can end the element (``</script>``) or open a comment.
+
+    Parameters
+    ----------
+    data : Any
+        JSON-serialisable data.
+
+    Returns
+    -------
+    str
+        The JSON text, with ``<``, ``>`` and ``&`` as JSON unicode escapes.
+    """
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for raw, escaped in (
         ("&", "\\u0026"),
@@ -65,6 +76,16 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
     that round) and, under the page's key ``matches``, the indices of the pair's comparisons in
     ``task_result.comparisons`` — and the candidates that advanced on a bye. Returns None when the
     result has no elimination rounds.
+
+    Parameters
+    ----------
+    task_result : TaskResult
+        One strategy's result on one task.
+
+    Returns
+    -------
+    dict[str, Any] or None
+        ``rounds`` and ``champion``, or None.
     """
     if not task_result.has_elimination_rounds:
         return None
@@ -106,7 +127,20 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
 
 def system_leaderboard(results: RunResult, name: str) -> list[dict[str, Any]]:
     """Systems ranked by one strategy: mean rank it gave them (1 = best; scale-free), mean score,
-    tasks won (ranked first) and the mean human score, best mean rank first."""
+    tasks won (ranked first) and the mean human score, best mean rank first.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str
+        The strategy's label.
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        One row per system.
+    """
     systems = {t.task_id: {c.id: c.system for c in t.candidates} for t in results.tasks}
     human = human_scores(results)
     collected: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -231,7 +265,18 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
 def group_judgment_record(group: Any) -> dict[str, Any]:
     """A k-way judgment (:class:`rankkit.choices.GroupComparison`) as the page reads it: the ids in
     the order shown, each slot's grade or P(best), the judge's pick (``best``) or its ranking
-    (``ranking``, best first), parse status and raw output."""
+    (``ranking``, best first), parse status and raw output.
+
+    Parameters
+    ----------
+    group : GroupComparison
+        The k-way judgment.
+
+    Returns
+    -------
+    dict[str, Any]
+        JSON-ready.
+    """
     judgment = group.judgment
     scores = getattr(judgment, "grades", None) or getattr(judgment, "probabilities", None)
     ranking = group.ranking
@@ -252,7 +297,18 @@ def group_judgment_record(group: Any) -> dict[str, Any]:
 
 
 def esc(value: Any) -> str:
-    """Any value as escaped HTML text (None as an empty string)."""
+    """Any value as escaped HTML text (None as an empty string).
+
+    Parameters
+    ----------
+    value : Any
+        The value.
+
+    Returns
+    -------
+    str
+        Its ``str``, HTML-escaped.
+    """
     return "" if value is None else html.escape(str(value), quote=True)
 
 
@@ -277,7 +333,24 @@ def _table(headers: Sequence[str], rows: Sequence[str], css_class: str = "") -> 
 
 
 def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float) -> str:
-    """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard."""
+    """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+    level : float
+        The intervals' coverage.
+
+    Returns
+    -------
+    str
+        An HTML fragment.
+    """
     labelled = bool(human_scores(results))
     rows_data = (
         correlation_table(results, REPORT_METRICS, resamples, seed, level)
@@ -354,7 +427,22 @@ STYLE_RESAMPLES = 50
 def style_controlled_html(results: RunResult, resamples: int, seed: int) -> str:
     """Each strategy's systems rated by style-controlled Bradley–Terry (length and format) on the
     pairwise results its per-task rankings induce, with the style coefficients and their intervals
-    (:mod:`rankkit.leaderboard.style`); "" when the candidates do not all name a system."""
+    (:mod:`rankkit.leaderboard.style`); "" when the candidates do not all name a system.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    str
+        An HTML fragment, or "".
+    """
     from rankkit.leaderboard import LeaderboardError, all_systems, from_strategy
 
     try:
@@ -424,7 +512,24 @@ def _bar_svg(rate: Interval, human: float | None, width: int = 260, reference: f
 def bias_html(results: RunResult, level: float, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> str:
     """First-slot and longer-answer win rates over all distinct comparisons and per strategy, the
     style preference beyond the human scores (:func:`style_html`), and the slot bias of the k-way
-    judgments when there are any (:func:`slot_bias_html`)."""
+    judgments when there are any (:func:`slot_bias_html`).
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    level : float
+        The intervals' coverage.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    str
+        An HTML fragment.
+    """
     pairwise = pairwise_bias_html(results, level)
     slots = slot_bias_html(results, level)
     if not pairwise and not slots:
@@ -434,7 +539,24 @@ def bias_html(results: RunResult, level: float, resamples: int = DEFAULT_RESAMPL
 
 def style_html(results: RunResult, level: float, resamples: int, seed: int) -> str:
     """The judge's preference for length, formatting and the first slot beyond what the human scores
-    explain (:func:`~rankkit.analysis.judge_bias.style_preference`); "" without labelled pairwise matches."""
+    explain (:func:`~rankkit.analysis.judge_bias.style_preference`); "" without labelled pairwise matches.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    level : float
+        The intervals' coverage.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    str
+        An HTML fragment, or "".
+    """
     style = style_preference(results, resamples=resamples, seed=seed, level=level)
     if not style["matches"]:
         return ""
@@ -462,7 +584,20 @@ def style_html(results: RunResult, level: float, resamples: int, seed: int) -> s
 
 
 def pairwise_bias_html(results: RunResult, level: float) -> str:
-    """First-slot and longer-answer win rates of the pairwise comparisons ("" when there are none)."""
+    """First-slot and longer-answer win rates of the pairwise comparisons ("" when there are none).
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    level : float
+        The intervals' coverage.
+
+    Returns
+    -------
+    str
+        An HTML fragment, or "".
+    """
     position_rows, length_rows = [], []
     for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
         position = position_bias(results, name, level)
@@ -517,7 +652,20 @@ def pairwise_bias_html(results: RunResult, level: float) -> str:
 
 def slot_bias_html(results: RunResult, level: float) -> str:
     """How often the answer in each slot of a k-way judgment was chosen (:func:`slot_bias`), over
-    all distinct k-way judgments and per strategy: one row per (k, slot); "" when there are none."""
+    all distinct k-way judgments and per strategy: one row per (k, slot); "" when there are none.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    level : float
+        The intervals' coverage.
+
+    Returns
+    -------
+    str
+        An HTML fragment, or "".
+    """
     rows = []
     for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
         for size in slot_bias(results, name, level):
@@ -557,7 +705,18 @@ def slot_bias_html(results: RunResult, level: float) -> str:
 
 
 def suspicious_html(results: RunResult) -> str:
-    """The table of candidates carrying judge-protocol text ("" when there are none)."""
+    """The table of candidates carrying judge-protocol text ("" when there are none).
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+
+    Returns
+    -------
+    str
+        An HTML fragment, or "".
+    """
     by_id = {t.task_id: t for t in results.tasks}
     rows = []
     for task_id, by_task in results.suspicious.items():
@@ -677,7 +836,32 @@ def render_report(
 ) -> str:
     """The whole report as one HTML string (see ``docs/analysis.md``); ``top_k`` and
     ``robustness_budget`` are the robustness section's (:func:`robustness_html`; a budget of 0
-    leaves it out)."""
+    leaves it out).
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+    level : float
+        The intervals' coverage.
+    max_tasks : int or None
+        Keep only the first N tasks in the task and match views (None: all; see :func:`report_data`).
+    title : str
+        The page's title.
+    top_k : int
+        The robustness section's top-k.
+    robustness_budget : int
+        The robustness section's judgment budget (0: no section).
+
+    Returns
+    -------
+    str
+        The HTML page.
+    """
     judge = results.judge_record()
     simulated = (
         "<span class=badge>simulated judge: verdicts derive from the human labels</span>" if judge["simulated"] else ""
@@ -749,7 +933,22 @@ def render_report(
 
 
 def write_report(results: RunResult, path: str | Path, **options: Any) -> Path:
-    """Render the report and write it to ``path`` (UTF-8); ``options`` go to :func:`render_report`."""
+    """Render the report and write it to ``path`` (UTF-8); ``options`` go to :func:`render_report`.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    path : str or Path
+        The file to write.
+    **options : Any
+        Keyword arguments of :func:`render_report`.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_report(results, **options), encoding="utf-8")

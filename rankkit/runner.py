@@ -147,12 +147,25 @@ def map_tasks(
 
     Parameters
     ----------
+    tasks : Sequence[Task]
+        The tasks.
+    work : Callable[[Task, JudgmentMemo], R]
+        What to do with one task.
+    judge : Judge
+        The judge.
+    cache : JudgmentCache | NullCache | None
+        Where judgments are stored (None: memory only).
     workers : int | None
         Tasks in progress at once (default: twice the judge's capacity, since a strategy often has fewer
         requests open than the judge has slots; 1, with no threads, for capacity 1).
     stats : dict[str, Any] | None
         Filled, when given, with ``workers``, ``capacity`` and (concurrent runs) ``batches`` (the size
         of every judge call) and ``max_in_flight``.
+
+    Yields
+    ------
+    R
+        ``work(task, memo)``, in task order.
     """
     capacity = max(1, int(judge.capacity))
     if workers is None:
@@ -250,6 +263,21 @@ class RunProgress:
         self._note = ""
 
     def judged(self, used: int, paid: int, cached: int, reused: int, usd: float = 0.0) -> None:
+        """Count judgments used (``used`` advances the bar) and where they came from.
+
+        Parameters
+        ----------
+        used : int
+            Judgments used.
+        paid : int
+            Of them, asked of the judge.
+        cached : int
+            Of them, read from the cache.
+        reused : int
+            Of them, shared with another strategy in this run.
+        usd : float
+            What the paid ones cost.
+        """
         with self._lock:
             self._paid += paid
             self._usd += usd
@@ -259,7 +287,17 @@ class RunProgress:
 
     def forecast(self, task_id: str, strategy: str, remaining: Any) -> None:
         """A stopping strategy's latest :class:`~rankkit.strategies._stopping.Forecast` of the
-        judgments its task still needs to reach the target (shown summed over the tasks in progress)."""
+        judgments its task still needs to reach the target (shown summed over the tasks in progress).
+
+        Parameters
+        ----------
+        task_id : str
+            The task.
+        strategy : str
+            The strategy's label.
+        remaining : Forecast
+            Its forecast.
+        """
         with self._lock:
             self._forecasts[(task_id, strategy)] = remaining
             self._bar.set_postfix_str(self._postfix(), refresh=False)
@@ -279,6 +317,13 @@ class RunProgress:
         return text + (f" {self._note}" if self._note else "")
 
     def task_done(self, task_id: str | None = None) -> None:
+        """Count one task done (and drop its strategies' forecasts).
+
+        Parameters
+        ----------
+        task_id : str or None
+            The task, when known.
+        """
         with self._lock:
             self._tasks += 1
             if task_id is not None:  # its strategies have stopped: nothing more to forecast
@@ -286,7 +331,13 @@ class RunProgress:
             self._show(refresh=False)
 
     def note(self, text: str) -> None:
-        """Show ``text`` after the counts (a batching judge's batch: its state and request counts)."""
+        """Show ``text`` after the counts (a batching judge's batch: its state and request counts).
+
+        Parameters
+        ----------
+        text : str
+            The note.
+        """
         with self._lock:
             self._note = text
             self._show(refresh=True)
@@ -295,6 +346,7 @@ class RunProgress:
         self._bar.set_postfix_str(self._postfix(), refresh=refresh)
 
     def close(self) -> None:
+        """Close the bar (its total set to the judgments used when it was a bound or an estimate)."""
         if self._bar.total is not None and self._bar.n < self._bar.total:
             self._bar.total = self._bar.n  # the total was a bound or an estimate: the run is complete
             self._bar.refresh()
@@ -310,6 +362,22 @@ def with_undecided(
     """A strategy's candidate extras with ``undecided``: each candidate's failed comparisons (pairwise,
     and k-way judgments it was shown in), so a text that breaks the judge shows in the results
     (candidates without one are left as they are).
+
+    Parameters
+    ----------
+    extras : Mapping[str, CandidateExtras]
+        The strategy's extras per candidate id.
+    comparisons : Sequence[Comparison]
+        The pairwise comparisons it used.
+    group_comparisons : Sequence[GroupComparison]
+        The k-way judgments it used.
+    strategy : Strategy | None
+        The strategy (to check its extras type).
+
+    Returns
+    -------
+    dict[str, CandidateExtras]
+        The extras, ``undecided`` set where a candidate had failures.
 
     Raises
     ------

@@ -25,9 +25,14 @@ DEFAULT_MAX_JUDGMENTS = 50_000
 class ScalePlan:
     """What a run can ask for at most (see ``docs/dry-run.md``).
 
-    judgments: comparisons and grades, summed over tasks.
-    prompt_tokens: their estimated prompt tokens; None for judges that read no prompts.
-    undeclared: the strategies counted by the generic bound (they declare no worst case).
+    Attributes
+    ----------
+    judgments : int
+        Comparisons and grades, summed over tasks.
+    prompt_tokens : float | None
+        Their estimated prompt tokens; None for judges that read no prompts.
+    undeclared : tuple[str, ...]
+        The strategies counted by the generic bound (they declare no worst case).
     """
 
     judgments: int
@@ -35,7 +40,13 @@ class ScalePlan:
     undeclared: tuple[str, ...]
 
     def describe(self) -> str:
-        """The plan in words, e.g. ``up to 999,000 judgments (about 120,000,000 prompt tokens)``."""
+        """The plan in words, e.g. ``up to 999,000 judgments (about 120,000,000 prompt tokens)``.
+
+        Returns
+        -------
+        str
+            The description.
+        """
         tokens = f" (about {self.prompt_tokens:,.0f} prompt tokens)" if self.prompt_tokens is not None else ""
         generic = (
             f"; {', '.join(self.undeclared)} declare{'s' if len(self.undeclared) == 1 else ''} no worst case, "
@@ -49,7 +60,12 @@ class ScalePlan:
 class TooManyJudgments(RankkitError, ValueError):
     """A run plans more judgments than its limit allows (exit code 2): nothing was judged.
 
-    plan: the :class:`ScalePlan`; limit: the limit it passed.
+    Parameters
+    ----------
+    plan : ScalePlan
+        The plan.
+    limit : int
+        The limit it passed.
     """
 
     def __init__(self, plan: ScalePlan, limit: int):

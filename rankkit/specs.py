@@ -36,7 +36,23 @@ class Spec:
 
 
 def parse_spec(text: str) -> Spec:
-    """Parse ``NAME[:ITEM,...]`` into a :class:`Spec` (see the module docstring)."""
+    """Parse ``NAME[:ITEM,...]`` into a :class:`Spec` (see the module docstring).
+
+    Parameters
+    ----------
+    text : str
+        The spec.
+
+    Returns
+    -------
+    Spec
+        Its name, positional items and options.
+
+    Raises
+    ------
+    SpecError
+        When it is empty, has no name or sets a key twice.
+    """
     text = text.strip()
     if not text:
         raise SpecError("empty spec")
@@ -65,6 +81,16 @@ def split_list(text: str) -> list[str]:
 
     A comma starts a new spec only when what follows does not look like ``key=value``, so
     ``knockout:order=both,tie=first,individual`` is two specs, not three.
+
+    Parameters
+    ----------
+    text : str
+        The list.
+
+    Returns
+    -------
+    list[str]
+        The specs.
     """
     specs: list[str] = []
     for piece in text.split(","):
@@ -144,6 +170,25 @@ def build_dataclass(cls: type, options: dict[str, str], *, where: str) -> object
     """Construct dataclass ``cls`` from string options, converting each to its field's type.
 
     Unknown keys are an error that lists the known ones, so ``knockout:oder=both`` fails loudly.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass.
+    options : dict[str, str]
+        Field name to value as text.
+    where : str
+        What to name in errors.
+
+    Returns
+    -------
+    object
+        The instance.
+
+    Raises
+    ------
+    SpecError
+        When a key is unknown or a value cannot be converted.
     """
     hints = typing.get_type_hints(cls)
     names = set(init_parameters(cls))
@@ -158,5 +203,16 @@ def build_dataclass(cls: type, options: dict[str, str], *, where: str) -> object
 
 
 def init_parameters(cls: type) -> list[str]:
-    """The keyword arguments dataclass ``cls`` takes: its init fields."""
+    """The keyword arguments dataclass ``cls`` takes: its init fields.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass.
+
+    Returns
+    -------
+    list[str]
+        The field names.
+    """
     return [f.name for f in dataclasses.fields(cls) if f.init]

@@ -23,8 +23,16 @@ MIN_DEFINED = 0.9
 class Interval:
     """A point estimate with a confidence interval (NaN bounds when it cannot be computed).
 
-    level: the interval's coverage (0.95 for a 95% interval).
-    n: how much data the estimate rests on when that is worth reporting (the trials of a share,
+    Attributes
+    ----------
+    estimate : float
+        The point estimate.
+    low, high : float
+        The interval's bounds.
+    level : float
+        The interval's coverage (0.95 for a 95% interval).
+    n : float | None
+        How much data the estimate rests on when that is worth reporting (the trials of a share,
         the denominator of a ratio); None otherwise.
     """
 
@@ -41,11 +49,28 @@ class Interval:
 
     def to_dict(self) -> dict[str, float]:
         """The JSON form of the analyses: ``estimate``, ``low``, ``high`` (NaN kept; see
-        :func:`rankkit.analysis.to_jsonable` for strict JSON)."""
+        :func:`rankkit.analysis.to_jsonable` for strict JSON).
+
+        Returns
+        -------
+        dict[str, float]
+            ``estimate``, ``low``, ``high``.
+        """
         return {"estimate": self.estimate, "low": self.low, "high": self.high}
 
     def text(self, digits: int = 3) -> str:
-        """``0.812 [0.760, 0.851]``, or ``-`` for an undefined estimate."""
+        """``0.812 [0.760, 0.851]``, or ``-`` for an undefined estimate.
+
+        Parameters
+        ----------
+        digits : int
+            Digits after the decimal point.
+
+        Returns
+        -------
+        str
+            The interval as text.
+        """
         if math.isnan(self.estimate):
             return "-"
         if not self.has_bounds:
@@ -59,6 +84,20 @@ def resample_indices(n_units: int, resamples: int = DEFAULT_RESAMPLES, seed: int
     The same (n_units, resamples, seed) always gives the same array — also the one
     ``scipy.stats.bootstrap`` draws with ``rng=np.random.default_rng(seed)`` — so statistics
     bootstrapped with one seed are resampled on the same units (a paired bootstrap).
+
+    Parameters
+    ----------
+    n_units : int
+        The number of units (tasks).
+    resamples : int
+        The number of resamples.
+    seed : int
+        The seed of NumPy's generator.
+
+    Returns
+    -------
+    numpy.ndarray
+        The (resamples, n_units) int array.
     """
     import numpy as np
 
@@ -66,7 +105,20 @@ def resample_indices(n_units: int, resamples: int = DEFAULT_RESAMPLES, seed: int
 
 
 def unit_counts(samples: np.ndarray, n_units: int) -> np.ndarray:
-    """How often each unit occurs in each resample: (k, n_units) counts for a (k, n) index array."""
+    """How often each unit occurs in each resample: (k, n_units) counts for a (k, n) index array.
+
+    Parameters
+    ----------
+    samples : numpy.ndarray
+        A (k, n) array of unit indices.
+    n_units : int
+        The number of units.
+
+    Returns
+    -------
+    numpy.ndarray
+        The (k, n_units) float counts.
+    """
     import numpy as np
 
     rows = np.repeat(np.arange(len(samples)), samples.shape[1])
@@ -189,7 +241,22 @@ def bootstrap(
 
 def proportion_interval(successes: int, trials: int, level: float = DEFAULT_LEVEL) -> Interval:
     """A share ``successes / trials`` with its exact (Clopper–Pearson) binomial interval; ``n`` is
-    the trials. NaN throughout when there are no trials."""
+    the trials. NaN throughout when there are no trials.
+
+    Parameters
+    ----------
+    successes : int
+        The successes.
+    trials : int
+        The trials.
+    level : float
+        The confidence level.
+
+    Returns
+    -------
+    Interval
+        The share and its interval.
+    """
     from scipy import stats  # scipy loads where it is used: `import rankkit.stats` stays light
 
     if trials == 0:

@@ -29,6 +29,24 @@ def planted_tasks(
     400/ln 10 the probability that s's answer is the human-better one is exactly the Bradley–Terry
     / Elo ``1 / (1 + 10^((R_t − R_s)/400))`` when strengths are Elo ratings (Arena-lite's stochastic
     model, Arena-lite §4.2). ``noise=0`` makes every prompt agree with the strengths.
+
+    Parameters
+    ----------
+    strengths : Mapping[str, float]
+        System name to planted strength (Elo points).
+    prompts : int
+        The number of tasks.
+    noise : float
+        The Gumbel scale.
+    seed : int
+        Seeds the draws.
+    prefix : str
+        The task ids' prefix.
+
+    Returns
+    -------
+    list[Task]
+        The tasks, one candidate per system.
     """
     rng = random.Random(seed)
     names = list(strengths)

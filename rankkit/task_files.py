@@ -161,7 +161,23 @@ READERS: dict[str, Reader] = {
 
 def reader_for(path: Path) -> Reader:
     """The reader for ``path``: by extension (:data:`READERS`); a file with any other extension is
-    read as JSONL when its first non-blank line is a JSON object, and rejected otherwise."""
+    read as JSONL when its first non-blank line is a JSON object, and rejected otherwise.
+
+    Parameters
+    ----------
+    path : Path
+        The data file.
+
+    Returns
+    -------
+    Reader
+        A function reading ``(path, limit)`` into ``(line, object)`` pairs.
+
+    Raises
+    ------
+    TaskFormatError
+        When the file's type cannot be told.
+    """
     reader = READERS.get(path.suffix.lower())
     if reader is not None:
         return reader

@@ -48,7 +48,13 @@ class Candidate:
 
     @cached_property
     def style(self) -> StyleFeatures:
-        """The answer's style features (length and markdown formatting): :func:`style_features`."""
+        """The answer's style features (length and markdown formatting): :func:`style_features`.
+
+        Returns
+        -------
+        StyleFeatures
+            Computed once per candidate.
+        """
         return style_features(self.text)
 
 
@@ -64,11 +70,20 @@ _BOLD = re.compile(r"\*\*[^*\n]+?\*\*|__[^_\n]+?__")
 class StyleFeatures:
     """An answer's length and markdown formatting, as style control and style bias measure them.
 
-    chars: Unicode characters (:attr:`Candidate.length`).
-    tokens: an approximate token count, ``ceil(chars / 4)`` (the usual four characters per token of
+    Attributes
+    ----------
+    chars : int
+        Unicode characters (:attr:`Candidate.length`).
+    tokens : int
+        An approximate token count, ``ceil(chars / 4)`` (the usual four characters per token of
         English BPE vocabularies; no tokenizer is loaded, and whitespace words would call a
         Chinese paragraph one word). Normalised differences of tokens are those of characters.
-    headers: markdown header lines; list_items: bullet or numbered list lines; bold: bold spans.
+    headers : int
+        Markdown header lines.
+    list_items : int
+        Bullet or numbered list lines.
+    bold : int
+        Bold spans.
     """
 
     chars: int
@@ -120,7 +135,20 @@ def style_features(text: str) -> StyleFeatures:
 
 
 def longer_candidate(task: Task, a: str, b: str) -> str | None:
-    """The id of the longer of two candidates (:attr:`Candidate.length`), None when equally long."""
+    """The id of the longer of two candidates (:attr:`Candidate.length`), None when equally long.
+
+    Parameters
+    ----------
+    task : Task
+        The task holding both candidates.
+    a, b : str
+        The candidate ids.
+
+    Returns
+    -------
+    str or None
+        ``a`` or ``b``, whichever is longer.
+    """
     length_a, length_b = task.candidate(a).length, task.candidate(b).length
     if length_a == length_b:
         return None
@@ -151,6 +179,23 @@ class Task:
         return {cand.id: cand for cand in self.candidates}
 
     def candidate(self, candidate_id: str) -> Candidate:
+        """The candidate with id ``candidate_id``.
+
+        Parameters
+        ----------
+        candidate_id : str
+            The candidate's id.
+
+        Returns
+        -------
+        Candidate
+            The candidate.
+
+        Raises
+        ------
+        KeyError
+            When the task has no such candidate.
+        """
         try:
             return self._by_id[candidate_id]
         except KeyError:
@@ -163,7 +208,13 @@ class Task:
     @cached_property
     def meta_key(self) -> str:
         """The metadata as one canonical JSON text (key order does not matter); part of every
-        cache key, so it is computed once per task."""
+        cache key, so it is computed once per task.
+
+        Returns
+        -------
+        str
+            Sorted-key JSON of ``meta``.
+        """
         return json.dumps(self.meta, sort_keys=True, ensure_ascii=False, default=str)
 
     @cached_property
@@ -173,16 +224,39 @@ class Task:
         return {c.id: float(c.human[self.criterion]) for c in self.candidates}
 
     def human_scores(self) -> dict[str, float]:
-        """The ground-truth score of every candidate (empty when the task has no criterion)."""
+        """The ground-truth score of every candidate (empty when the task has no criterion).
+
+        Returns
+        -------
+        dict[str, float]
+            Candidate id to score (a copy).
+        """
         return dict(self._human)
 
     def human_score(self, candidate_id: str) -> float:
-        """One candidate's ground-truth score, without copying the whole mapping."""
+        """One candidate's ground-truth score, without copying the whole mapping.
+
+        Parameters
+        ----------
+        candidate_id : str
+            The candidate's id.
+
+        Returns
+        -------
+        float
+            Its human score.
+        """
         return self._human[candidate_id]
 
     @cached_property
     def human_spread(self) -> float:
-        """Standard deviation of the human scores, falling back to a quarter of the scale."""
+        """Standard deviation of the human scores, falling back to a quarter of the scale.
+
+        Returns
+        -------
+        float
+            The spread, in the task's score units.
+        """
         values = list(self._human.values())
         # Plain float arithmetic: statistics.pstdev is exact (Fractions) and slow.
         mean = sum(values) / len(values) if values else 0.0
@@ -241,8 +315,12 @@ DEFAULT_MAX_PROMPT_CHARS = 200_000
 class SizeLimits:
     """The largest texts a task may hold, in characters (None: no limit).
 
-    max_candidate_chars: each candidate's text.
-    max_prompt_chars: the task's prompt and its reference.
+    Attributes
+    ----------
+    max_candidate_chars : int | None
+        Each candidate's text.
+    max_prompt_chars : int | None
+        The task's prompt and its reference.
     """
 
     max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS
@@ -454,7 +532,18 @@ def _check_text(path: Path, line: int, name: str, text: str) -> None:
 
 def finite_number(value: Any) -> float | None:
     """``value`` as a finite float; None when it is not a number (a bool is not one), is NaN or
-    infinite, or is an integer too large for a float (``10**400``)."""
+    infinite, or is an integer too large for a float (``10**400``).
+
+    Parameters
+    ----------
+    value : Any
+        The value to read.
+
+    Returns
+    -------
+    float or None
+        The finite float, or None.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -657,7 +746,18 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
 def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
     """Tasks in long form, one row per candidate: ``task_id, prompt, reference, candidate_id, text,
     system``, one column per human criterion (its bare name, as in the long CSV) and ``meta.NAME``
-    per metadata field. ``load_tasks`` reads the rows back (as a DataFrame, a Dataset or a list)."""
+    per metadata field. ``load_tasks`` reads the rows back (as a DataFrame, a Dataset or a list).
+
+    Parameters
+    ----------
+    tasks : Iterable[Task]
+        The tasks.
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        One row per candidate, tasks in order.
+    """
     tasks = list(tasks)
     criteria = list(dict.fromkeys(name for t in tasks for c in t.candidates for name in c.human))
     meta_keys = list(dict.fromkeys(key for t in tasks for key in t.meta))
@@ -679,7 +779,18 @@ def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
 
 
 def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
-    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``)."""
+    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``).
+
+    Parameters
+    ----------
+    tasks : Iterable[Task]
+        The tasks.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per candidate.
+    """
     try:
         import pandas as pd
     except ImportError:
@@ -688,7 +799,18 @@ def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
 
 
 def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
-    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit[datasets]'``)."""
+    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit[datasets]'``).
+
+    Parameters
+    ----------
+    tasks : Iterable[Task]
+        The tasks.
+
+    Returns
+    -------
+    datasets.Dataset
+        One row per candidate.
+    """
     try:
         import datasets
     except ImportError:
@@ -697,11 +819,34 @@ def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
 
 
 def score_spread(task: Task) -> float:
-    """Standard deviation of the task's human scores, falling back to a quarter of its scale."""
+    """Standard deviation of the task's human scores, falling back to a quarter of its scale.
+
+    Parameters
+    ----------
+    task : Task
+        The task.
+
+    Returns
+    -------
+    float
+        :attr:`Task.human_spread`.
+    """
     return task.human_spread
 
 
 def iter_candidates(tasks: Iterable[Task]) -> Iterable[tuple[Task, Candidate]]:
+    """Every (task, candidate) pair of ``tasks``, tasks in order.
+
+    Parameters
+    ----------
+    tasks : Iterable[Task]
+        The tasks.
+
+    Yields
+    ------
+    tuple[Task, Candidate]
+        Each task with each of its candidates.
+    """
     for task in tasks:
         for cand in task.candidates:
             yield task, cand

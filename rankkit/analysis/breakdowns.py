@@ -27,7 +27,18 @@ from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap, unit_coun
 
 
 def breakdown_fields(results: RunResult) -> list[str]:
-    """Fields a breakdown can use: ``system`` and every meta field with short scalar values."""
+    """Fields a breakdown can use: ``system`` and every meta field with short scalar values.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+
+    Returns
+    -------
+    list[str]
+        ``system`` (when a candidate names one) and the meta field names, sorted.
+    """
     fields = {"system"} if any(c.system for t in results.tasks for c in t.candidates) else set()
     for task in results.tasks:
         for key, value in task.meta.items():
@@ -55,10 +66,20 @@ def breakdown(
 
     Parameters
     ----------
+    results : RunResult
+        The run.
+    name : str
+        The strategy's label.
     field : str
         ``system`` groups *candidates* by the system (examinee) that wrote them; any other name
         (optionally written ``meta.NAME``) groups *tasks* by ``meta[NAME]`` (difficulty, language, ...).
         Tasks without the field are grouped under ``(none)``.
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        One row per group: ``field``, ``group``, ``tasks``, ``candidates``, ``metrics`` (metric
+        -> :class:`Interval`), ``mean_score`` and ``mean_human``.
     """
     metrics = check_metrics(metrics)
     tasks = labelled_tasks(results, name)
@@ -168,7 +189,18 @@ class AggregateUnits:
             )
 
     def table(self, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, human): two (resamples, units) arrays of aggregates."""
+        """(scores, human): two (resamples, units) arrays of aggregates.
+
+        Parameters
+        ----------
+        samples : numpy.ndarray
+            A (resamples, tasks) array of task indices.
+
+        Returns
+        -------
+        tuple[numpy.ndarray, numpy.ndarray]
+            The scores' and the human scores' aggregates.
+        """
         n_units = len(self.keys)
         counts = unit_counts(samples, len(self.members))
         score_sum = np.zeros((len(samples), n_units))
@@ -189,6 +221,16 @@ class AggregateUnits:
 
         Pairwise accuracy compares systems within the same unit (two examinees on one exam), as
         the thesis's §4.2.2 compares exam results; pairs tied in the human aggregate are left out.
+
+        Parameters
+        ----------
+        samples : numpy.ndarray
+            A (resamples, tasks) array of task indices.
+
+        Returns
+        -------
+        numpy.ndarray
+            A (resamples, 3) array.
         """
         scores, human = self.table(samples)
         present = [~np.isnan(row) for row in scores]

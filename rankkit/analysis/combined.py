@@ -23,7 +23,18 @@ ANALYZE_BUDGET = 300
 
 
 def default_baseline(results: RunResult) -> str | None:
-    """``individual`` when present (the paper's baseline), else the first strategy."""
+    """``individual`` when present (the paper's baseline), else the first strategy.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+
+    Returns
+    -------
+    str or None
+        A strategy label (None without strategies).
+    """
     names = strategy_names(results)
     if not names:
         return None
@@ -119,7 +130,24 @@ def judge_bias(
     """Position and length bias over all distinct pairwise comparisons, the style preference beyond
     the human scores (:func:`style_preference`, bootstrapped over tasks with ``resamples`` and
     ``seed``), and ``slots`` (:func:`slot_bias`) only when the results hold k-way judgments, so that
-    a pairwise run's analysis has the same keys as before k-way strategies existed."""
+    a pairwise run's analysis has the same keys as before k-way strategies existed.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    level : float
+        The intervals' coverage.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``position``, ``length``, ``style`` and (k-way runs) ``slots``.
+    """
     bias = {
         "position": position_bias(results, level=level),
         "length": length_bias(results, level=level),

@@ -31,6 +31,28 @@ def correlation_table(
     ``tasks`` (labelled tasks used) and ``metrics`` (metric -> :class:`Interval`). Every strategy
     is resampled with the same seed, so the rows see the same resampled task sets. ``draws``
     reuses already computed resamples (it then fixes the metrics, resamples and seed).
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    metrics : Sequence[str]
+        Metric names (:data:`rankkit.metrics.METRIC_NAMES`).
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+    level : float
+        The intervals' coverage.
+    strategies : Sequence[str] or None
+        The strategy labels to include (None: all).
+    draws : MetricDraws or None
+        Already computed resamples.
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        One row per strategy.
     """
     draws = draws or MetricDraws(results, metrics, resamples, seed)
     rows = []
@@ -65,6 +87,29 @@ def paired_difference(
     Both strategies are evaluated on the same resampled tasks, which removes the between-task
     variation they share. ``verdict`` per metric: ``a better`` / ``b better`` when the interval
     excludes 0, else ``within noise``. Only tasks both strategies ranked are used.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    a, b : str
+        The two strategy labels.
+    metrics : Sequence[str]
+        Metric names.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+    level : float
+        The intervals' coverage.
+    draws : MetricDraws or None
+        Already computed resamples.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``a``, ``b``, ``tasks`` (how many were used) and ``metrics``: metric -> ``difference``
+        (an :class:`Interval`) and ``verdict``.
     """
     draws = draws or MetricDraws(results, metrics, resamples, seed)
     ids_a = [t.task_id for t in labelled_tasks(results, a)]

@@ -34,6 +34,18 @@ def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndar
     ``scipy.stats.rankdata`` average ranks (which is how scipy's ``spearmanr`` defines it).
     Kendall's tau-b falls back to :func:`rankkit.metrics.correlation` row by row. Rows with fewer
     than two points or a constant side are NaN, as in ``correlation``.
+
+    Parameters
+    ----------
+    method : str
+        ``pearson``, ``spearman`` or ``kendall``.
+    xs, ys : Sequence[numpy.ndarray]
+        The paired rows.
+
+    Returns
+    -------
+    numpy.ndarray
+        One coefficient per row.
     """
     out = np.full(len(xs), math.nan)
     if method not in CORRELATIONS:
@@ -89,7 +101,20 @@ class TaskMetrics:
         return len(self.tasks)
 
     def values(self, names: Sequence[str], samples: np.ndarray) -> np.ndarray:
-        """Metrics ``names`` on each row of ``samples`` (task indices, repeats allowed): a (rows, names) array."""
+        """Metrics ``names`` on each row of ``samples`` (task indices, repeats allowed): a (rows, names) array.
+
+        Parameters
+        ----------
+        names : Sequence[str]
+            Metric names.
+        samples : numpy.ndarray
+            A (rows, tasks) array of task indices.
+
+        Returns
+        -------
+        numpy.ndarray
+            A (rows, len(names)) array.
+        """
         samples = np.atleast_2d(samples)
         out = np.full((len(samples), len(names)), math.nan)
         if not self.tasks or samples.shape[1] == 0:
@@ -116,7 +141,20 @@ class TaskMetrics:
         return out
 
     def value(self, name: str, idx: Sequence[int]) -> float:
-        """Metric ``name`` on the tasks ``idx`` (one multiset of task indices)."""
+        """Metric ``name`` on the tasks ``idx`` (one multiset of task indices).
+
+        Parameters
+        ----------
+        name : str
+            The metric.
+        idx : Sequence[int]
+            Task indices.
+
+        Returns
+        -------
+        float
+            Its value.
+        """
         if len(idx) == 0:
             return math.nan
         return float(self.values([name], np.asarray(idx)[None, :])[0, 0])
@@ -129,7 +167,26 @@ def metric_intervals(
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
 ) -> dict[str, Interval]:
-    """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`rankkit.stats.bootstrap`)."""
+    """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`rankkit.stats.bootstrap`).
+
+    Parameters
+    ----------
+    tasks : Sequence[LabelledTask]
+        The tasks.
+    metrics : Sequence[str]
+        Metric names.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+    level : float
+        The intervals' coverage.
+
+    Returns
+    -------
+    dict[str, Interval]
+        Metric name to its interval.
+    """
     metrics = check_metrics(metrics)
     pieces = TaskMetrics(tasks)
     intervals = bootstrap(
@@ -164,7 +221,21 @@ class MetricDraws:
         self._cache: dict[tuple[str, tuple[str, ...] | None], tuple[np.ndarray, np.ndarray]] = {}
 
     def get(self, name: str, task_ids: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(estimates, draws) of strategy ``name``, on all its labelled tasks or on ``task_ids`` only."""
+        """(estimates, draws) of strategy ``name``, on all its labelled tasks or on ``task_ids`` only.
+
+        Parameters
+        ----------
+        name : str
+            The strategy's label.
+        task_ids : Sequence[str] or None
+            Only these tasks (None: all its labelled tasks).
+
+        Returns
+        -------
+        tuple[numpy.ndarray, numpy.ndarray]
+            The metrics on the tasks (one per metric) and on each resample (resamples × metrics;
+            no rows for fewer than two tasks).
+        """
         key = (name, None if task_ids is None else tuple(task_ids))
         if key not in self._cache:
             tasks = labelled_tasks(self.results, name)

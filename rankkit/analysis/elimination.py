@@ -23,7 +23,18 @@ from rankkit.strategies.base import CandidateExtras
 
 
 def elimination_group(extras: CandidateExtras) -> str:
-    """``first round`` for a candidate knocked out in round 1, else ``later rounds`` (champion included)."""
+    """``first round`` for a candidate knocked out in round 1, else ``later rounds`` (champion included).
+
+    Parameters
+    ----------
+    extras : CandidateExtras
+        The candidate's extras.
+
+    Returns
+    -------
+    str
+        The group's label.
+    """
     return "first round" if extras.eliminated_round == 1 else "later rounds"
 
 
@@ -47,6 +58,26 @@ def elimination_rounds(
     ``groups`` (label -> {candidates, correlation: Interval, mean_played}), ``difference``
     (Interval of later − first), ``by_played`` (the same for graded once / several times) and
     ``rounds`` (per elimination round: candidates and correlation; ``champion`` for the winner).
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str
+        The strategy's label.
+    method : str
+        The correlation.
+    resamples : int
+        The bootstrap's number of resamples.
+    seed : int
+        Seeds the bootstrap.
+    level : float
+        The intervals' coverage.
+
+    Returns
+    -------
+    dict[str, Any] or None
+        The keys above, or None.
     """
     if method not in CORRELATIONS:
         raise SpecError(f"unknown correlation {method!r} (known: {', '.join(CORRELATIONS)})")

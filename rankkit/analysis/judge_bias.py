@@ -30,6 +30,18 @@ def distinct_comparisons(results: RunResult, name: str | None = None) -> list[tu
 
     Strategies of one run share one match graph, so the same (task, first, second) is the same
     judgment whichever strategy used it.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str or None
+        A strategy label (None: all strategies).
+
+    Returns
+    -------
+    list[tuple[str, Comparison]]
+        ``(task id, comparison)`` pairs.
     """
     seen: set[tuple[str, str, str]] = set()
     out = []
@@ -46,7 +58,18 @@ def distinct_comparisons(results: RunResult, name: str | None = None) -> list[tu
 
 
 def winner_of(comparison: Comparison) -> str | None:
-    """The candidate that won a decided comparison; None for a tie."""
+    """The candidate that won a decided comparison; None for a tie.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        A decided comparison.
+
+    Returns
+    -------
+    str or None
+        The winner's id.
+    """
     if comparison.verdict.winner is Winner.TIE:
         return None
     return comparison.first if comparison.verdict.winner is Winner.FIRST else comparison.second
@@ -63,6 +86,20 @@ def position_bias(results: RunResult, name: str | None = None, level: float = DE
     won both times (1.0 = never swayed by order).
     ``human_first_better``: share of decided comparisons whose first-shown candidate has the higher
     human score — the rate an unbiased, human-agreeing judge would show.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str or None
+        A strategy label (None: all strategies, each judgment once).
+    level : float
+        The intervals' coverage.
+
+    Returns
+    -------
+    dict[str, Any]
+        The keys above.
     """
     comparisons = distinct_comparisons(results, name)
     human = human_scores(results)
@@ -100,6 +137,20 @@ def length_bias(results: RunResult, name: str | None = None, level: float = DEFA
     ``longer_win_rate``: the share of them won by the longer one. ``human_longer_better``: among
     the same comparisons with different human scores, the share where the longer one is the
     human-better one. A judge whose rate is well above the humans' prefers length for its own sake.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str or None
+        A strategy label (None: all strategies, each judgment once).
+    level : float
+        The intervals' coverage.
+
+    Returns
+    -------
+    dict[str, Any]
+        The keys above.
     """
     tasks = {t.task_id: t for t in results.tasks}
     human = human_scores(results)
@@ -136,6 +187,18 @@ def distinct_group_comparisons(results: RunResult, name: str | None = None) -> l
     As for :func:`distinct_comparisons`: the memo shares a judgment exactly when the same group is
     shown in the same order and asked the same question (choice or ranking), so (task, kind,
     group in slot order) is one judgment whichever strategy or round used it.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str or None
+        A strategy label (None: all strategies).
+
+    Returns
+    -------
+    list[tuple[str, GroupComparison]]
+        ``(task id, judgment)`` pairs.
     """
     seen: set[tuple[str, str, tuple[str, ...]]] = set()
     out = []
@@ -155,6 +218,18 @@ def top_slot(group: GroupComparison) -> int | None:
     """The slot the judge put first: the chosen slot of a choice, the first of a ranking; None
     when the judgment failed to parse.
 
+    Parameters
+    ----------
+    group : GroupComparison
+        A k-way judgment.
+
+    Returns
+    -------
+    int or None
+        The slot (0 = shown first).
+
+    Examples
+    --------
     >>> from rankkit.judgments import GroupChoice, GroupRanking
     >>> top_slot(GroupComparison(("a", "b", "c"), GroupChoice(chosen=2)))
     2
@@ -170,6 +245,20 @@ def human_best_shares(shown: Sequence[str], human: Mapping[str, float]) -> tuple
     """Each slot's share of the human-best answer (highest human score) of a group in slot order:
     1 for its slot, or split evenly among the slots of tied best answers.
 
+    Parameters
+    ----------
+    shown : Sequence[str]
+        The candidate ids in slot order.
+    human : Mapping[str, float]
+        Their human scores.
+
+    Returns
+    -------
+    tuple[float, ...]
+        One share per slot, summing to 1.
+
+    Examples
+    --------
     >>> human_best_shares(["a", "b", "c"], {"a": 1.0, "b": 3.0, "c": 2.0})
     (0.0, 1.0, 0.0)
     >>> human_best_shares(["a", "b", "c", "d"], {"a": 3.0, "b": 1.0, "c": 3.0, "d": 2.0})
@@ -187,10 +276,14 @@ def slot_rates(
 
     Parameters
     ----------
-    top_slots: the slot each parsed judgment put first (:func:`top_slot`).
-    human_shares: :func:`human_best_shares` of each parsed judgment on a task with human scores.
-    k: the group size.
-    level: the confidence level of the binomial intervals.
+    top_slots : Sequence[int]
+        The slot each parsed judgment put first (:func:`top_slot`).
+    human_shares : Sequence[Sequence[float]]
+        :func:`human_best_shares` of each parsed judgment on a task with human scores.
+    k : int
+        The group size.
+    level : float
+        The confidence level of the binomial intervals.
 
     Returns
     -------
@@ -201,6 +294,8 @@ def slot_rates(
         human-best answer sits in this slot (what a judge agreeing with the humans would show; NaN
         without labelled judgments).
 
+    Examples
+    --------
     >>> rows = slot_rates([0, 0, 1], [(0.0, 1.0), (1.0, 0.0)], k=2)
     >>> [(row["slot"], row["chosen"], round(row["rate"].estimate, 3), row["uniform"], row["human"]) for row in rows]
     [(0, 2, 0.667, 0.5, 0.5), (1, 1, 0.333, 0.5, 0.5)]
@@ -231,9 +326,12 @@ def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAUL
 
     Parameters
     ----------
-    results: a run's results.
-    name: one strategy's judgments; None: all strategies', each judgment once.
-    level: the confidence level of the exact binomial intervals.
+    results : RunResult
+        A run's results.
+    name : str | None
+        One strategy's judgments; None: all strategies', each judgment once.
+    level : float
+        The confidence level of the exact binomial intervals.
 
     Returns
     -------
@@ -278,6 +376,18 @@ def style_rows(results: RunResult, name: str | None = None) -> dict[str, list[tu
     format-score difference)``, all first minus second, lengths and formatting from
     :func:`rankkit.tasks.style_features` (characters; log2(1 + headers + list items + bold)).
     Ties and tasks without human scores are left out.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str or None
+        A strategy label (None: all strategies, each judgment once).
+
+    Returns
+    -------
+    dict[str, list[tuple[float, float, float, float]]]
+        Task id to its rows.
     """
     tasks = {t.task_id: t for t in results.tasks}
     human = human_scores(results)

@@ -22,17 +22,57 @@ DEFAULT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
 
 
 def load_results(path: str | Path) -> RunResult:
-    """Read a results file written by ``rankkit compare --out`` (:func:`rankkit.results.read_results`)."""
+    """Read a results file written by ``rankkit compare --out`` (:func:`rankkit.results.read_results`).
+
+    Parameters
+    ----------
+    path : str or Path
+        The results JSON.
+
+    Returns
+    -------
+    RunResult
+        The run.
+    """
     return read_results(path)
 
 
 def strategy_names(results: RunResult) -> list[str]:
-    """The strategy labels in the file, in run order (e.g. ``knockout:order=both``)."""
+    """The strategy labels in the file, in run order (e.g. ``knockout:order=both``).
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+
+    Returns
+    -------
+    list[str]
+        The labels.
+    """
     return [s.name for s in results.strategies]
 
 
 def strategy_run(results: RunResult, name: str) -> StrategyRun:
-    """One strategy's results; raises SpecError naming the strategies present when absent."""
+    """One strategy's results; raises SpecError naming the strategies present when absent.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str
+        The strategy's label.
+
+    Returns
+    -------
+    StrategyRun
+        Its results.
+
+    Raises
+    ------
+    SpecError
+        When the run has no such strategy.
+    """
     for strategy in results.strategies:
         if strategy.name == name:
             return strategy
@@ -40,7 +80,18 @@ def strategy_run(results: RunResult, name: str) -> StrategyRun:
 
 
 def human_scores(results: RunResult) -> dict[str, dict[str, float]]:
-    """task id -> candidate id -> human score, for the tasks whose every candidate has one."""
+    """task id -> candidate id -> human score, for the tasks whose every candidate has one.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+
+    Returns
+    -------
+    dict[str, dict[str, float]]
+        The scores.
+    """
     out = {}
     for task in results.tasks:
         values = {c.id: c.human.get(task.criterion) for c in task.candidates} if task.criterion else {}
@@ -61,7 +112,20 @@ class LabelledTask:
 
 
 def labelled_tasks(results: RunResult, name: str) -> list[LabelledTask]:
-    """The tasks of strategy ``name`` that have human scores, in the order of the file."""
+    """The tasks of strategy ``name`` that have human scores, in the order of the file.
+
+    Parameters
+    ----------
+    results : RunResult
+        The run.
+    name : str
+        The strategy's label.
+
+    Returns
+    -------
+    list[LabelledTask]
+        The tasks.
+    """
     human = human_scores(results)
     out = []
     for task in strategy_run(results, name).tasks:
@@ -80,7 +144,23 @@ def labelled_tasks(results: RunResult, name: str) -> list[LabelledTask]:
 
 
 def check_metrics(names: Sequence[str]) -> list[str]:
-    """Validate metric names against :data:`rankkit.metrics.METRIC_NAMES`."""
+    """Validate metric names against :data:`rankkit.metrics.METRIC_NAMES`.
+
+    Parameters
+    ----------
+    names : Sequence[str]
+        Metric names.
+
+    Returns
+    -------
+    list[str]
+        The names.
+
+    Raises
+    ------
+    SpecError
+        When a name is unknown or none is given.
+    """
     unknown = [n for n in names if n not in METRIC_NAMES]
     if unknown:
         raise SpecError(f"unknown metric(s) {', '.join(unknown)} (known: {', '.join(METRIC_NAMES)})")

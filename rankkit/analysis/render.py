@@ -16,7 +16,18 @@ from rankkit.stats import Interval
 
 
 def to_jsonable(value: Any) -> Any:
-    """Intervals and robustness figures become dicts and NaN becomes null, so the analysis is strict JSON."""
+    """Intervals and robustness figures become dicts and NaN becomes null, so the analysis is strict JSON.
+
+    Parameters
+    ----------
+    value : Any
+        An analysis (or any part of it).
+
+    Returns
+    -------
+    Any
+        The same structure, JSON-ready.
+    """
     if isinstance(value, (Interval, Fewest)):
         return to_jsonable(value.to_dict())
     if isinstance(value, float):
@@ -42,6 +53,18 @@ def format_analysis(report: Mapping[str, Any], fmt: str = "table") -> str:
     In ``table`` and ``markdown`` an interval is one cell, ``0.680 [0.631, 0.722]``; in ``csv`` and
     ``json`` (for programs) it is three columns at full precision: the estimate under the column's
     header, then ``<header> low`` and ``<header> high``.
+
+    Parameters
+    ----------
+    report : Mapping[str, Any]
+        The analysis.
+    fmt : str
+        ``table``, ``markdown``, ``csv`` or ``json``.
+
+    Returns
+    -------
+    str
+        The text.
     """
     preamble, tables = analysis_tables(report)
     split = fmt in ("csv", "json")
@@ -53,8 +76,10 @@ def interval_cells(table: Table, split: bool) -> Table:
 
     Parameters
     ----------
-    table: a table whose cells may hold intervals.
-    split: True for the machine-readable formats: each interval column becomes three float
+    table : Table
+        A table whose cells may hold intervals.
+    split : bool
+        True for the machine-readable formats: each interval column becomes three float
         columns (estimate, low, high); False: each interval becomes its text.
 
     Returns
@@ -94,7 +119,18 @@ def _interval_text(interval: Interval, signed: bool) -> str:
 
 def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     """The analysis as a preamble (data, judge, bootstrap) and one :class:`Table` per section;
-    intervals stay :class:`Interval` cells (:func:`interval_cells` makes them text or columns)."""
+    intervals stay :class:`Interval` cells (:func:`interval_cells` makes them text or columns).
+
+    Parameters
+    ----------
+    report : Mapping[str, Any]
+        The analysis.
+
+    Returns
+    -------
+    tuple[str, list[Table]]
+        The preamble and the tables.
+    """
     boot = report["bootstrap"]
     pct = f"{boot['level']:.0%}"
     judge = (report.get("judge") or {}).get("description", "?")
@@ -256,7 +292,18 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
 
 
 def style_table(style: Mapping[str, Any]) -> Table:
-    """The judge's style preference beyond the human scores (:func:`rankkit.analysis.judge_bias.style_preference`)."""
+    """The judge's style preference beyond the human scores (:func:`rankkit.analysis.judge_bias.style_preference`).
+
+    Parameters
+    ----------
+    style : Mapping[str, Any]
+        The analysis's ``judge_bias.style``.
+
+    Returns
+    -------
+    Table
+        The table.
+    """
     rows = [
         {
             "term": "length (per doubling of the length ratio)",
@@ -284,7 +331,18 @@ def style_table(style: Mapping[str, Any]) -> Table:
 
 def slot_table(slots: list[Mapping[str, Any]]) -> Table:
     """The slot bias of the k-way judgments (:func:`rankkit.analysis.slot_bias`): one row per
-    (k, slot), slots named by the labels the judge sees (A = shown first)."""
+    (k, slot), slots named by the labels the judge sees (A = shown first).
+
+    Parameters
+    ----------
+    slots : list[Mapping[str, Any]]
+        The analysis's ``judge_bias.slots``.
+
+    Returns
+    -------
+    Table
+        The table.
+    """
     rows = []
     for size in slots:
         names = labels(size["k"])

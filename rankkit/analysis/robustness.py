@@ -40,12 +40,19 @@ Outcome = tuple[str, tuple[str, ...]] | None
 class Fewest:
     """The fewest judgments whose change changes a target (the #1 or the top k).
 
-    count: the fewest found; None when no set tried changes it.
-    exact: True when ``count`` is proven the fewest (every smaller set was tried), or, with
-        ``count`` None, when every set was tried; False: ``count`` is a greedy upper bound.
-    at_least: every set smaller than this was tried and changed nothing.
-    judgments: the indices (into the judgments searched) of one smallest set found.
-    replays: how many recomputed rankings the search tried.
+    Attributes
+    ----------
+    count : int | None
+        The fewest found; None when no set tried changes it.
+    exact : bool
+        True when ``count`` is proven the fewest (every smaller set was tried), or, with ``count``
+        None, when every set was tried; False: ``count`` is a greedy upper bound.
+    at_least : int
+        Every set smaller than this was tried and changed nothing.
+    judgments : tuple[int, ...]
+        The indices (into the judgments searched) of one smallest set found.
+    replays : int
+        How many recomputed rankings the search tried.
     """
 
     count: int | None
