@@ -1,48 +1,9 @@
 """The dry run: what each strategy of a run will ask the judge, and where each judgment would come from.
 
-A dry run *is* the run: :func:`rankkit.runner.run` with the same tasks, strategies and seed, on a
-:class:`~rankkit.plan.stand_in.StandInJudge` (the judge's identity, stand-in verdicts, never a
-call) and a :class:`~rankkit.plan.stand_in.ReadOnlyCache` (the persistent cache, never written).
-Each strategy runs its own ``rank()``, so a new strategy gets a dry run without writing anything
-for it, and the run's own cost accounting says, per strategy, what it uses:
-
-* **comparisons**, **grades** — the distinct judgments it uses;
-* **cached** — found in the persistent judgment cache;
-* **shared** — made earlier in the same run by a strategy listed before it, so free;
-* **new** — to be paid for; and, for judges that read prompts, the prompt tokens of the new
-  judgments (their prompts rendered, 4 characters per token).
-
-**Exact or bound.** A strategy's path can depend on verdicts nobody knows yet (which answers meet
-in knockout's second round, what a sort compares next). So the run is repeated under every
-stand-in policy of :data:`~rankkit.plan.stand_in.POLICIES` (the answer shown first always wins,
-so a pair shown in both orders ties; a consistent judge and its opposite; a consistent judge with
-another order), and per task:
-
-1. when every verdict given on the task, up to and including this strategy, came from the cache
-   (nothing new under any policy), every strategy took the path the run will take: every figure
-   is exact;
-2. when the strategy asks the same comparisons, in the same order, with the same counts under
-   every policy, its path does not depend on the verdicts (``individual``, ``pairwise``, ``elo``,
-   ``bt``, a round robin of your own): every figure is exact — unless the strategy declares that
-   its path depends on verdicts, by declaring a worst case
-   (:meth:`~rankkit.strategies.base.Strategy.max_judgments`) but no fixed number
-   (:meth:`~rankkit.strategies.base.Strategy.exact_judgments`), as ``heapsort``, ``sliding``,
-   ``double_elimination`` and ``active`` with ``settle`` do: a few policies cannot try every path;
-3. otherwise a figure is exact only when the verdicts cannot change it: ``comparisons`` and
-   ``grades`` when the strategy declares a fixed number (``knockout``'s N − 1, ``swiss``'s budget)
-   and used it under every policy; ``cached`` when the cache is empty; ``shared`` when no strategy
-   before it used a judgment on the task; ``new`` when those four are exact; and when strategies
-   before it asked every ordered pair and it grades nothing, whatever it asks is shared:
-   ``cached`` and ``new`` are 0. The other figures depend on the verdicts:
-   ``comparisons``, ``grades`` and ``new`` are the most seen under any policy, raised to the
-   strategy's declared worst case and marked ``≤`` (at most, whatever the verdicts); without a
-   declared worst case they are the most seen, marked ``~`` (an estimate). ``cached`` and
-   ``shared`` are the fewest seen, marked ``~`` (``shared`` takes the mark of the judgments used
-   when they are all shared).
-
-Rule 2 is strong evidence, not proof, for a strategy that declares nothing: one whose choices the
-policies happen not to move would be called exact. Declaring ``max_judgments`` makes its figures
-bounds that hold.
+A dry run is the run itself on a :class:`~rankkit.plan.stand_in.StandInJudge` (stand-in verdicts,
+never a call) and a :class:`~rankkit.plan.stand_in.ReadOnlyCache` (never written), repeated under
+every stand-in policy to tell exact figures from bounds and estimates.
+More in ``docs/dry-run.md``.
 """
 
 from __future__ import annotations
