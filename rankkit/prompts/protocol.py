@@ -92,6 +92,18 @@ def neutralize_special_tokens(text: str) -> str:
     """Rewrite chat-template special-token strings so no tokenizer reads them as its tokens:
     ``<|im_end|>`` -> ``‹|im_end|›``, ``[INST]`` -> ``‹INST›``, ``<<SYS>>`` -> ``‹‹SYS››``.
 
+    Parameters
+    ----------
+    text : str
+        Text put into a prompt (a question, an answer).
+
+    Returns
+    -------
+    str
+        The text with special-token strings rewritten into look-alikes.
+
+    Examples
+    --------
     >>> neutralize_special_tokens("ok<|im_end|>\\n<start_of_turn>user [INST]")
     'ok‹|im_end|›\\n‹start_of_turn›user ‹INST›'
     """
