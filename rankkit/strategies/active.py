@@ -122,6 +122,22 @@ class Active(Strategy):
             )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Play the most informative pairs until the budget is spent (or the target is settled), then rate by Bradley–Terry.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         from threadpoolctl import threadpool_limits
 
         # One BLAS thread: these matrices are small, and a multi-threaded BLAS waiting for busy
@@ -297,11 +313,33 @@ class Active(Strategy):
         return Ranking(scores=scores, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int | None:
-        """The budget, without ``settle`` or ``until`` (with them, it may stop sooner)."""
+        """The budget, without ``settle`` or ``until`` (with them, it may stop sooner).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int or None
+            The number of judgments, or None when it is not fixed.
+        """
         return None if self.settle or self.until is not None else self.max_judgments(n_candidates)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """The budget; with ``until`` up to two plays of each pair (once per presentation order)."""
+        """The budget; with ``until`` up to two plays of each pair (once per presentation order).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         if self.until is None:
             return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
         every = n_candidates * (n_candidates - 1)  # every ordered pair: the distinct judgments
@@ -314,7 +352,20 @@ class Active(Strategy):
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
         """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`
-        of the judgments the target needs on a task of ``n_candidates``; None without ``until``."""
+        of the judgments the target needs on a task of ``n_candidates``; None without ``until``.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+        seed : int, default 0
+            The Monte Carlo seed of the forecast.
+
+        Returns
+        -------
+        Forecast or None
+            The forecast, or None without ``until``.
+        """
         target = check_stopping("strategy active", self.until, self.confidence)
         if target is None:
             return None

@@ -57,6 +57,22 @@ class BradleyTerry(Strategy):
             raise SpecError(f"strategy bt: bootstrap must be >= 0, got {self.bootstrap}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Judge every pair and rate the candidates by Bradley–Terry.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         outcomes = play_all_pairs(task, source, self.order, rng)
         ids = task.candidate_ids
         extras = points_and_games(outcomes, ids)
@@ -74,4 +90,16 @@ class BradleyTerry(Strategy):
         return Ranking(scores=ratings, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
+        """Every pair, in each order shown (:func:`~rankkit.strategies.elo.all_pairs_judgments`).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return all_pairs_judgments(n_candidates, self.order)

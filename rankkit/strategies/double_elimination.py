@@ -81,6 +81,22 @@ class DoubleElimination(Strategy):
             )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Play a double-elimination tournament on the task's candidates.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         winners, losers = list(ids), []
         losses = dict.fromkeys(ids, 0)
@@ -151,6 +167,17 @@ class DoubleElimination(Strategy):
 
     def max_judgments(self, n_candidates: int) -> int:
         """2N − 1 matches (with a bracket reset), one judgment per order shown, and never more than
-        every ordered pair once."""
+        every ordered pair once.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         n = n_candidates
         return min(n * (n - 1), (2 * n - 1) * judgments_per_match(self.order))

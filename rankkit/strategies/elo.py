@@ -116,6 +116,22 @@ class Elo(Strategy):
             raise SpecError("strategy elo: k and scale must be > 0 and base > 1")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Judge every pair and rate the candidates by online Elo over shuffled orders of play.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         outcomes = play_all_pairs(task, source, self.order, rng)
         ratings = elo_over_permutations(
             outcomes,
@@ -130,4 +146,16 @@ class Elo(Strategy):
         return Ranking(scores=ratings, extras=points_and_games(outcomes, task.candidate_ids))
 
     def exact_judgments(self, n_candidates: int) -> int:
+        """Every pair, in each order shown (:func:`all_pairs_judgments`).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return all_pairs_judgments(n_candidates, self.order)

@@ -137,6 +137,22 @@ class Heapsort(Strategy):
             raise SpecError(f"strategy heapsort: top_k must be >= 0, got {self.top_k}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Heap-sort the task's candidates with the judge as comparator.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         rng.shuffle(ids)
         n = len(ids)
@@ -152,7 +168,18 @@ class Heapsort(Strategy):
     def max_judgments(self, n_candidates: int) -> int:
         """heapq's heapify sifts each of the N/2 inner nodes down and back up its height (at most
         2N comparisons in all), each pop sifts one leaf from the root, at most 2·⌈log2 N⌉; never
-        more than all pairs, since no pair is asked twice."""
+        more than all pairs, since no pair is asked twice.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         n = n_candidates
         pops = n if not self.top_k else min(self.top_k, n)
         match_count = min(n * (n - 1) // 2, 2 * n + 2 * pops * math.ceil(math.log2(max(n, 2))))

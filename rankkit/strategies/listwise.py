@@ -74,6 +74,22 @@ class Listwise(KwayStrategy):
             raise SpecError(f"strategy {self.name}: passes must be >= 1, got {self.passes}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Rank the task's candidates with sliding listwise windows, from the bottom up.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ranking = task.candidate_ids
         rng.shuffle(ranking)
         n = len(ranking)
@@ -98,12 +114,34 @@ class Listwise(KwayStrategy):
 
     def exact_judgments(self, n_candidates: int) -> int | None:
         """With one pass, exactly its windows' presentations (no two windows of a pass hold the
-        same answers, so none is free); with more, a window a pass left unchanged may repeat."""
+        same answers, so none is free); with more, a window a pass left unchanged may repeat.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int or None
+            The number of judgments, or None when it is not fixed.
+        """
         return self.max_judgments(n_candidates) if self.passes == 1 else None
 
     def max_judgments(self, n_candidates: int) -> int:
         """The windows of every pass, each its presentations (a window the list repeats is free,
-        so this is an upper bound)."""
+        so this is an upper bound).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         if n_candidates < 2:
             return 0
         windows = len(window_starts(n_candidates, self.window, self.step))

@@ -34,6 +34,22 @@ class Pairwise(Strategy):
     description = "naive pairwise baseline: random pairs, one match each (ceil(N/2) matches)"
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Pair the shuffled candidates up and play each pair once.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         rng.shuffle(ids)
         pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
@@ -55,5 +71,16 @@ class Pairwise(Strategy):
         )
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """One match per two candidates (and one for the odd one out)."""
+        """One match per two candidates (and one for the odd one out).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return (n_candidates + 1) // 2 * judgments_per_match(self.order) if n_candidates > 1 else 0

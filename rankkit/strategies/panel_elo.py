@@ -60,6 +60,22 @@ class PanelElo(Strategy):
             raise SpecError(f"strategy panel_elo: permutations must be >= 1, got {self.permutations}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Decide every pair once, in a seeded random sequence, with an Elo update after each decision.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         pairs = list(combinations(ids, 2))
         rng.shuffle(pairs)
@@ -82,4 +98,16 @@ class PanelElo(Strategy):
         return Ranking(scores={cid: ratings[cid] for cid in ids}, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
+        """Every pair, in each order shown (:func:`~rankkit.strategies.elo.all_pairs_judgments`).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return all_pairs_judgments(n_candidates, self.order)

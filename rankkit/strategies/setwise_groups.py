@@ -95,6 +95,22 @@ class SetwiseGroups(KwayStrategy):
             raise SpecError(f"strategy {self.name}: prior_sd must be > 0, got {self.prior_sd}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Group the candidates at random in groups of k for ``rounds`` rounds; score = mean slot score.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         if self.until is not None or self.budget is not None:
             return self._rank_until(task, source, rng)
         ids = task.candidate_ids
@@ -192,7 +208,18 @@ class SetwiseGroups(KwayStrategy):
 
     def max_judgments(self, n_candidates: int) -> int:
         """Every round's groups, each its presentations (a group shown again in the same order is
-        free), at most the budget."""
+        free), at most the budget.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         rounds = self.rounds * sum(
             judgments_per_group(self.order, size, self.shifts) for size in group_sizes(n_candidates, self.k)
         )
@@ -202,7 +229,20 @@ class SetwiseGroups(KwayStrategy):
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
         """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`,
-        a choice among k counted as k − 1 pairwise outcomes; None without ``until``."""
+        a choice among k counted as k − 1 pairwise outcomes; None without ``until``.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+        seed : int, default 0
+            The Monte Carlo seed of the forecast.
+
+        Returns
+        -------
+        Forecast or None
+            The forecast, or None without ``until``.
+        """
         target = check_stopping(f"strategy {self.name}", self.until, self.confidence)
         if target is None:
             return None

@@ -119,6 +119,22 @@ class SetwiseHeapsort(KwayStrategy):
             raise SpecError(f"strategy {self.name}: top_k must be >= 0 (0 sorts everything), got {self.top_k}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Heap-sort the task's candidates on a heap of branching k − 1, the judge choosing the best of a node and its children.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         rng.shuffle(ids)
         n = len(ids)
@@ -131,7 +147,18 @@ class SetwiseHeapsort(KwayStrategy):
     def max_judgments(self, n_candidates: int) -> int:
         """Every sift costs at most one group per level of the heap: the inner nodes while building
         it and one sift per pop (the last pop needs none), each at most the heap's height, each
-        group its presentations."""
+        group its presentations.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         n = n_candidates
         if n < 2:
             return 0

@@ -72,6 +72,22 @@ class SetwiseKnockout(KwayStrategy):
         self.check_size("k", self.k)
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Play a knockout in groups of k on the task's candidates: the judge's choice advances.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         remaining = task.candidate_ids
         received: dict[str, list[float]] = {cid: [] for cid in remaining}
         eliminated: dict[str, int | None] = dict.fromkeys(remaining)
@@ -114,7 +130,18 @@ class SetwiseKnockout(KwayStrategy):
         return Ranking(scores=scores, champion=champion, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """⌈(N − 1)/(k − 1)⌉ groups, each costing its presentations (:func:`~rankkit.choices.judgments_per_group`)."""
+        """⌈(N − 1)/(k − 1)⌉ groups, each costing its presentations (:func:`~rankkit.choices.judgments_per_group`).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return sum(
             judgments_per_group(self.order, size, self.shifts) for size in bracket_group_sizes(n_candidates, self.k)
         )

@@ -148,6 +148,22 @@ class Swiss(Strategy):
             )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Play a Swiss-system tournament on the task's candidates until the budget is spent.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         matches_left = task_match_count("swiss", task.task_id, len(ids), self.budget, self.comparisons, self.order)
         points = dict.fromkeys(ids, 0.0)
@@ -227,15 +243,51 @@ class Swiss(Strategy):
     def exact_judgments(self, n_candidates: int) -> int | None:
         """The budget, exactly: every round pairs at least two candidates that have not met while
         such a pair remains, so the tournament plays min(budget, all pairs) matches. With ``until``
-        it may stop sooner: None."""
+        it may stop sooner: None.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int or None
+            The number of judgments, or None when it is not fixed.
+        """
         return None if self.until is not None else self.max_judgments(n_candidates)
 
     def max_judgments(self, n_candidates: int) -> int:
+        """The budget's judgments (:func:`~rankkit.strategies._budget.budget_judgments`), whatever the verdicts.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
         """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`
-        of the judgments the target needs; None without ``until``."""
+        of the judgments the target needs; None without ``until``.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+        seed : int, default 0
+            The Monte Carlo seed of the forecast.
+
+        Returns
+        -------
+        Forecast or None
+            The forecast, or None without ``until``.
+        """
         target = check_stopping("strategy swiss", self.until, self.confidence)
         if target is None:
             return None
