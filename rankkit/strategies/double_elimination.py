@@ -38,6 +38,11 @@ def bracket_pairs(
         Pairs that have played before, in either bracket (frozensets).
     rng : random.Random
         The seeded generator of the task.
+
+    Returns
+    -------
+    tuple[list[tuple[str, str]], list[str]]
+        The pairs, and the answer left without an opponent (a list of at most one).
     """
     order = list(alive)
     rng.shuffle(order)

@@ -63,13 +63,40 @@ class JudgedComparator:
         return match.a if outcome == 1.0 else match.b
 
     def winner(self, a: str, b: str) -> str:
-        """The judge's preferred candidate of a and b (asked once per pair, then remembered)."""
+        """The judge's preferred candidate of a and b (asked once per pair, then remembered).
+
+        Parameters
+        ----------
+        a : str
+            A candidate id.
+        b : str
+            Another candidate id.
+
+        Returns
+        -------
+        str
+            ``a`` or ``b`` (a tie decided by a seeded coin).
+        """
         pair = frozenset((a, b))
         if pair not in self._winner:
             self._winner[pair] = self._ask(a, b)
         return self._winner[pair]
 
     def better(self, a: str, b: str) -> bool:
+        """Whether the judge prefers ``a`` to ``b`` (the sort's comparator).
+
+        Parameters
+        ----------
+        a : str
+            A candidate id.
+        b : str
+            Another candidate id.
+
+        Returns
+        -------
+        bool
+            True when :meth:`winner` is ``a``.
+        """
         return self.winner(a, b) == a
 
     @property

@@ -30,6 +30,22 @@ if TYPE_CHECKING:
 def window_starts(n: int, window: int, step: int) -> list[int]:
     """Where each window of one pass starts, bottom first (the last one at 0).
 
+    Parameters
+    ----------
+    n : int
+        The number of answers.
+    window : int
+        Answers per window.
+    step : int
+        How far the window moves.
+
+    Returns
+    -------
+    list[int]
+        The start of each window, bottom first, the last 0.
+
+    Examples
+    --------
     >>> window_starts(10, 4, 2)
     [6, 4, 2, 0]
     >>> window_starts(7, 4, 2), window_starts(3, 4, 2)

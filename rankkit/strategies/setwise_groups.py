@@ -43,6 +43,20 @@ if TYPE_CHECKING:
 def group_sizes(n: int, k: int) -> list[int]:
     """The sizes of one round's judged groups: groups of k, the last smaller, a lone answer unjudged.
 
+    Parameters
+    ----------
+    n : int
+        The number of answers.
+    k : int
+        Answers per group.
+
+    Returns
+    -------
+    list[int]
+        The judged groups' sizes (a lone answer left over is not judged).
+
+    Examples
+    --------
     >>> group_sizes(10, 4), group_sizes(9, 4), group_sizes(3, 4)
     ([4, 4, 2], [4, 4], [3])
     """

@@ -39,11 +39,34 @@ class SetwiseHeap:
         self.played: dict[str, int] = dict.fromkeys(ids, 0)
 
     def children(self, node: int) -> range:
+        """The positions of ``node``'s children in the heap.
+
+        Parameters
+        ----------
+        node : int
+            A position in the heap.
+
+        Returns
+        -------
+        range
+            Up to ``branching`` positions (empty for a leaf).
+        """
         first = self.branching * node + 1
         return range(first, min(first + self.branching, len(self.items)))
 
     def best_of(self, group: list[str]) -> str | None:
-        """The judge's choice among ``group`` (asked once per set of answers; None: undecided)."""
+        """The judge's choice among ``group`` (asked once per set of answers; None: undecided).
+
+        Parameters
+        ----------
+        group : list[str]
+            Candidate ids, a node first and then its children.
+
+        Returns
+        -------
+        str or None
+            The chosen candidate id, or None.
+        """
         members = frozenset(group)
         if members not in self._best:
             (match,) = self.source.choose_many([group], order=self.order, rng=self.rng, shifts=self.shifts)
@@ -53,6 +76,13 @@ class SetwiseHeap:
         return self._best[members]
 
     def sift_down(self, node: int) -> None:
+        """Move the item at ``node`` down while the judge chooses one of its children over it.
+
+        Parameters
+        ----------
+        node : int
+            A position in the heap.
+        """
         while True:
             kids = list(self.children(node))
             if not kids:
@@ -70,6 +100,13 @@ class SetwiseHeap:
             self.sift_down(node)
 
     def pop(self) -> str:
+        """Take the top of the heap off and restore the heap.
+
+        Returns
+        -------
+        str
+            The candidate id that was on top (the best of those left).
+        """
         top = self.items[0]
         last = self.items.pop()
         if self.items:
@@ -81,6 +118,20 @@ class SetwiseHeap:
 def heap_height(n: int, branching: int) -> int:
     """The depth of the last node of a heap of n items with ``branching`` children per node.
 
+    Parameters
+    ----------
+    n : int
+        The number of items.
+    branching : int
+        Children per node.
+
+    Returns
+    -------
+    int
+        The depth (0 for a single item).
+
+    Examples
+    --------
     >>> heap_height(13, 3), heap_height(1, 3), heap_height(5, 1)
     (2, 0, 4)
     """

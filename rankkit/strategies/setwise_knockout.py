@@ -22,6 +22,20 @@ def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
     """One round's groups and byes: as many full groups of k as fit, the rest advance unplayed;
     fewer than k answers are one group.
 
+    Parameters
+    ----------
+    ids : list[str]
+        The answers still in, in bracket order.
+    k : int
+        Answers per group.
+
+    Returns
+    -------
+    tuple[list[list[str]], list[str]]
+        The groups, and the answers that advance unplayed.
+
+    Examples
+    --------
     >>> round_groups(list("abcdefghij"), 4)
     ([['a', 'b', 'c', 'd'], ['e', 'f', 'g', 'h']], ['i', 'j'])
     >>> round_groups(list("abc"), 4)
@@ -36,6 +50,20 @@ def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
 def bracket_group_sizes(n: int, k: int) -> list[int]:
     """The sizes of the groups a tournament of n answers plays when every group is decided.
 
+    Parameters
+    ----------
+    n : int
+        The number of answers.
+    k : int
+        Answers per group.
+
+    Returns
+    -------
+    list[int]
+        The size of every group, round after round.
+
+    Examples
+    --------
     >>> bracket_group_sizes(10, 4)
     [4, 4, 4]
     >>> bracket_group_sizes(5, 4)

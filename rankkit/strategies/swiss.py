@@ -51,6 +51,12 @@ def swiss_pairing(
         The pairs that have already played (as frozensets).
     rng : random.Random
         Orders candidates with equal points, and breaks ties between equally good matchings.
+
+    Returns
+    -------
+    list[tuple[str, str]]
+        The round's pairs, closest points gap first (a maximum matching when the greedy pass leaves
+        pairable candidates unpaired).
     """
     standings = sorted(candidates, key=lambda cid: (-points[cid], rng.random()))
     position = {cid: i for i, cid in enumerate(standings)}
@@ -77,7 +83,24 @@ def closest_matching(
 ) -> list[tuple[str, str]]:
     """A maximum-cardinality matching of the pairs not yet met with the least total squared points
     gap (networkx's blossom algorithm); ties between equally good matchings are broken by a seeded
-    random weight on each pair, kept too small to outweigh a real gap."""
+    random weight on each pair, kept too small to outweigh a real gap.
+
+    Parameters
+    ----------
+    candidates : list[str]
+        The candidate ids.
+    points : Mapping[str, float]
+        Running points (win 1, tie 0.5).
+    met : set[frozenset[str]]
+        The pairs that have already played.
+    rng : random.Random
+        Draws the tie-breaking weights.
+
+    Returns
+    -------
+    list[tuple[str, str]]
+        The pairs, each in the candidates' order.
+    """
     import networkx as nx  # here, not at the top: `rankkit strategies` imports this module
 
     n = len(candidates)
