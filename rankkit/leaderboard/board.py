@@ -92,19 +92,29 @@ class SystemRating:
 class Leaderboard:
     """A system leaderboard, best first, with what it cost; ``to_dict`` is the ``--out`` JSON.
 
-    method: ``arena``, ``anchored`` or the label of the per-task strategy that was aggregated.
-    scale: ``elo`` (Bradley–Terry ratings on the Elo scale) or ``win_rate`` (against ``anchor``).
-    matches: every system-level result the ratings came from, in play order, each a
+    Parameters
+    ----------
+    method : str
+        ``arena``, ``anchored`` or the label of the per-task strategy that was aggregated.
+    scale : str, default "elo"
+        ``elo`` (Bradley–Terry ratings on the Elo scale) or ``win_rate`` (against ``anchor``).
+    matches : list[Outcome]
+        Every system-level result the ratings came from, in play order, each a
         :data:`rankkit.ratings.Outcome` ``(system a, system b, a's points)``: 1 a won, 0 b won,
         ½ a tie (in ``arena`` and ``anchored`` the judge's match between the two systems' answers
         on one task; for a per-task strategy, the order its scores put them in).
-    order: how the arena's or anchored matches were shown (``given``, ``random``, ``both``); None
+    order : str | None, default None
+        How the arena's or anchored matches were shown (``given``, ``random``, ``both``); None
         for a leaderboard aggregated from a strategy, whose label (``method``) names its order.
-    placement: for a leaderboard made by :func:`add_system`, how the newcomer was placed.
-    match_tasks: the task each match was played on, parallel to ``matches`` (empty for a
+    placement : dict[str, Any] | None, default None
+        For a leaderboard made by :func:`add_system`, how the newcomer was placed.
+    match_tasks : list[str]
+        The task each match was played on, parallel to ``matches`` (empty for a
         leaderboard stored before they were recorded); style control reads the answers there.
-    control: the style control the ratings were fitted with (``length``, ``format``; empty: none).
-    style: with a control, the model and its coefficients with their intervals
+    control : tuple[str, ...]
+        The style control the ratings were fitted with (``length``, ``format``; empty: none).
+    style : dict[str, Any] | None, default None
+        With a control, the model and its coefficients with their intervals
         (:mod:`rankkit.leaderboard.style`); None without.
     """
 

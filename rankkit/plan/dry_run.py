@@ -86,9 +86,14 @@ USED = ("comparisons", "grades")
 class PlanRow:
     """One strategy's figures over all tasks (see ``docs/dry-run.md`` for the columns).
 
-    prompt_tokens: estimated prompt tokens of the new judgments (None for judges without prompts).
-    bounds: the figures that are not exact, each with ``≤`` (at most) or ``~`` (an estimate).
-    notes: why figures are not exact.
+    Parameters
+    ----------
+    prompt_tokens : float | None, default None
+        Estimated prompt tokens of the new judgments (None for judges without prompts).
+    bounds : dict[str, str]
+        The figures that are not exact, each with ``≤`` (at most) or ``~`` (an estimate).
+    notes : list[str]
+        Why figures are not exact.
     """
 
     strategy: str

@@ -47,16 +47,26 @@ class TemplateError(SpecError):
 class Template:
     """One prompt template.
 
-    name / version / language / source: what it is and where its wording comes from.
-    kind: ``pointwise`` (one answer, one score) or ``pairwise`` (two answers, two scores).
-    text: the prompt with ``{field}`` placeholders.
-    max_points: a fixed top of the scale (MT prompts grade 0-100); None means "from the task".
-    score_prefix: what the judge's reply starts with before a pointwise score (logprob mode).
-    choice_prefix: what precedes the choice token "1"/"2" in a pairwise reply (logprob mode); its
+    Parameters
+    ----------
+    name, version, language, source : str
+        What it is and where its wording comes from.
+    kind : str
+        ``pointwise`` (one answer, one score) or ``pairwise`` (two answers, two scores).
+    text : str
+        The prompt with ``{field}`` placeholders.
+    max_points : float | None, default None
+        A fixed top of the scale (MT prompts grade 0-100); None means "from the task".
+    score_prefix : str, default "Score:"
+        What the judge's reply starts with before a pointwise score (logprob mode).
+    choice_prefix : str, default "The better answer is Answer"
+        What precedes the choice token "1"/"2" in a pairwise reply (logprob mode); its
         last word is the slot label (``Answer``, ``Antwort``, ``Translation``).
-    verdict_prefix: what rankkit appends after a generated explanation before it reads the
+    verdict_prefix : str, default "Final verdict:"
+        What rankkit appends after a generated explanation before it reads the
         verdict's score tokens (generate mode, :mod:`rankkit.judges.modes`).
-    file_text: the whole file, header included; its hash is the template's identity.
+    file_text : str, default ""
+        The whole file, header included; its hash is the template's identity.
     """
 
     name: str

@@ -34,26 +34,45 @@ class CandidateExtras:
     names the subclass as its :attr:`Strategy.extras_type`; results files then round-trip those
     fields, and :meth:`~rankkit.results.RunResult.rows` shows the scalar ones as ``extra_<field>``.
 
-    wins / draws / losses: matches it won, drew, lost (panel_elo; losses also double_elimination).
-    eliminated_round: the round it was knocked out in (knockout, double_elimination); None for the
+    Parameters
+    ----------
+    wins, draws, losses : int | None, default None
+        Matches it won, drew, lost (panel_elo; losses also double_elimination).
+    eliminated_round : int | None, default None
+        The round it was knocked out in (knockout, double_elimination); None for the
         champion, who never was.
-    position: its place in the sorted order, 1 best (heapsort: None for the unsorted rest; sliding).
-    settled: whether a pass fixed its position (sliding).
-    opponent: the candidate it was compared with (pairwise).
-    parse_failed: whether the judge's grade could not be read (individual).
-    points: points it won, a draw counting half (elo, bt, swiss).
-    played: matches it played (every built-in strategy; 0 in ``individual``; in elo and bt each
+    position : int | None, default None
+        Its place in the sorted order, 1 best (heapsort: None for the unsorted rest; sliding).
+    settled : bool | None, default None
+        Whether a pass fixed its position (sliding).
+    opponent : str | None, default None
+        The candidate it was compared with (pairwise).
+    parse_failed : bool | None, default None
+        Whether the judge's grade could not be read (individual).
+    points : float | None, default None
+        Points it won, a draw counting half (elo, bt, swiss).
+    played : int | None, default None
+        Matches it played (every built-in strategy; 0 in ``individual``; in elo and bt each
         order shown counts once, each order being an outcome of its own).
-    grades: every grade it received, in the order received (knockout).
-    byes: rounds it advanced unplayed (knockout).
-    opponents: every candidate it met, in order (swiss).
-    rounds: rounds the whole tournament took, the same for every candidate (knockout,
+    grades : tuple[float, ...] | None, default None
+        Every grade it received, in the order received (knockout).
+    byes : int | None, default None
+        Rounds it advanced unplayed (knockout).
+    opponents : tuple[str, ...] | None, default None
+        Every candidate it met, in order (swiss).
+    rounds : int | None, default None
+        Rounds the whole tournament took, the same for every candidate (knockout,
         double_elimination, swiss).
-    ci_low / ci_high: the bootstrap 95% interval of its score (bt with ``bootstrap``).
-    posterior_sd: the posterior standard deviation of its rating, Elo scale (active).
-    steps / stopped: how many steps the run took and why it stopped, the same for every
-        candidate (active).
-    undecided: how many of its comparisons failed, so decided nothing (every pairwise strategy,
+    ci_low, ci_high : float | None, default None
+        The bootstrap 95% interval of its score (bt with ``bootstrap``).
+    posterior_sd : float | None, default None
+        The posterior standard deviation of its rating, Elo scale (active).
+    steps : int | None, default None
+        How many steps the run took, the same for every candidate (active).
+    stopped : str | None, default None
+        Why it stopped, the same for every candidate (active).
+    undecided : int | None, default None
+        How many of its comparisons failed, so decided nothing (every pairwise strategy,
         filled in by the run when any did; see "Undecided comparisons" in :mod:`rankkit.matches`).
     """
 
@@ -152,11 +171,17 @@ class CandidateExtras:
 class Ranking:
     """A strategy's answer for one task.
 
-    scores: a score per candidate, higher is better (its scale is the strategy's own: grades for
+    Parameters
+    ----------
+    scores : Mapping[str, float]
+        A score per candidate, higher is better (its scale is the strategy's own: grades for
         ``individual`` and ``knockout``, ratings for ``elo``, rank-derived for sorting strategies).
-    ranking: candidate ids best first; derived from ``scores`` when not given.
-    champion: the winner, for strategies that crown one (a tournament's last survivor).
-    extras: per-candidate details, e.g. ``{"c01": CandidateExtras(eliminated_round=1, played=1)}``
+    ranking : list[str] | None, default None
+        Candidate ids best first; derived from ``scores`` when not given.
+    champion : str | None, default None
+        The winner, for strategies that crown one (a tournament's last survivor).
+    extras : Mapping[str, CandidateExtras]
+        Per-candidate details, e.g. ``{"c01": CandidateExtras(eliminated_round=1, played=1)}``
         (may be empty).
     """
 

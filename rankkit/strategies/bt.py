@@ -33,13 +33,18 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class BradleyTerry(Strategy):
     """All pairs judged, Bradley–Terry ratings (Elo scale); score = rating.
 
-    order: ``both`` (default) — judge every pair in both orders, each order an outcome of its own;
+    Parameters
+    ----------
+    order : str, default "both"
+        ``both`` (default) — judge every pair in both orders, each order an outcome of its own;
         ``given`` — each pair once, in data order; ``random`` — once, in a seeded random order.
-    alpha: choix's regularisation, keeping ratings finite when a candidate won (or lost) every
+    alpha : float | None, default None
+        choix's regularisation, keeping ratings finite when a candidate won (or lost) every
         match — a perfect judge makes that the rule, not the exception. None (the default):
         ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`), the same pull toward the field
         per candidate whatever N (0.01 at N = 21, more below, less above).
-    bootstrap: number of bootstrap resamples of the outcomes for 95% intervals (0 = none).
+    bootstrap : int, default 0
+        Number of bootstrap resamples of the outcomes for 95% intervals (0 = none).
     """
 
     order: str = "both"

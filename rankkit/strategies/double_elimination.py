@@ -63,14 +63,18 @@ def bracket_pairs(
 class DoubleElimination(Strategy):
     """Double-elimination tournament: out after two losses, a losers' bracket, a grand final.
 
-    order: ``random`` (default) — each match shown in a seeded random order, a rematch in the order
-        not shown before; ``both`` — every match judged in both orders (twice the cost); ``given`` —
-        as the bracket pairs it.
-    aggregate: ``corrected`` — grade levels corrected for the judge's first-slot effect (default);
-        ``grades`` — the mean grade received; ``bt`` — Bradley–Terry ratings of the verdicts.
-
     A tied match is decided by a seeded coin flip. Scores count each distinct judgment once (a
     rematch in both orders repeats the judgments already made).
+
+    Parameters
+    ----------
+    order : str, default "random"
+        ``random`` (default) — each match shown in a seeded random order, a rematch in the order
+        not shown before; ``both`` — every match judged in both orders (twice the cost); ``given`` —
+        as the bracket pairs it.
+    aggregate : str, default "corrected"
+        ``corrected`` — grade levels corrected for the judge's first-slot effect (default);
+        ``grades`` — the mean grade received; ``bt`` — Bradley–Terry ratings of the verdicts.
     """
 
     order: str = "random"

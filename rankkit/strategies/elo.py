@@ -157,12 +157,18 @@ def points_and_games(outcomes: Sequence[Outcome], candidate_ids: Sequence[str]) 
 class Elo(Strategy):
     """All pairs judged, online Elo averaged over shuffled orders of play; score = Elo rating.
 
-    order: ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
+    Parameters
+    ----------
+    order : str, default "both"
+        ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
         N(N−1)/2), each order an outcome of its own; ``given`` — each pair once, in data order;
         ``random`` — once, in a seeded random order.
-    k: the Elo update step (points moved by a fully unexpected result).
-    permutations: how many seeded random orders of play the ratings are averaged over.
-    initial, scale, base: the Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
+    k : float, default 16.0
+        The Elo update step (points moved by a fully unexpected result).
+    permutations : int, default 100
+        How many seeded random orders of play the ratings are averaged over.
+    initial, scale, base : float
+        The Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
     """
 
     order: str = "both"

@@ -36,13 +36,17 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class JudgedComparator:
     """The judge as a sort comparator on one task: each unordered pair is asked at most once.
 
-    order: the presentation order (:mod:`rankkit.matches`): ``both`` decides on the grades averaged
-        over both orders; ``random`` shows the pair in a seeded random order, so that no candidate is
-        systematically shown first.
-    rng: the strategy's generator (orders, and coin flips for ties).
-
     A sort needs a strict verdict, so a tied match is broken by a seeded coin flip — once, since
     the verdict is remembered.
+
+    Parameters
+    ----------
+    order : str
+        The presentation order (:mod:`rankkit.matches`): ``both`` decides on the grades averaged
+        over both orders; ``random`` shows the pair in a seeded random order, so that no candidate is
+        systematically shown first.
+    rng : random.Random
+        The strategy's generator (orders, and coin flips for ties).
     """
 
     def __init__(self, source: MatchSource, order: str, rng: random.Random):
@@ -146,8 +150,12 @@ def ranking_from_pops(
 class Heapsort(Strategy):
     """Heap sort with the judge as comparator; score derived from rank (see the module docstring).
 
-    top_k: stop once the best k are out (None or 0 = sort everything).
-    order: ``both`` (default) — judge every comparison in both orders and decide on the averaged
+    Parameters
+    ----------
+    top_k : int | None, default None
+        Stop once the best k are out (None or 0 = sort everything).
+    order : str, default "both"
+        ``both`` (default) — judge every comparison in both orders and decide on the averaged
         grades; ``random`` — one judgment, reusing one the graph holds (see
         :class:`JudgedComparator`); ``given`` — one, as the heap compares.
     """

@@ -32,11 +32,15 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class Knockout(Strategy):
     """Single-elimination tournament with scores averaged over rounds.
 
-    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
+    Parameters
+    ----------
+    order : str, default "given"
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
         pairs come from a shuffle), ``random``, or ``both`` — judge each match in both orders and
         average the two grades per answer (thesis §3.2.1, after Liusie et al. 2024; doubles the
         cost).
-    tie: who advances when both answers got the same (averaged) grade and the judge's verdicts
+    tie : str, default "coin"
+        Who advances when both answers got the same (averaged) grade and the judge's verdicts
         do not separate them: ``coin`` (a seeded coin flip, the default), ``first`` (the answer
         shown first) or ``second`` (the answer shown second — Algorithm 1 read literally, whose
         ``else`` branch advances r_{k+1}).

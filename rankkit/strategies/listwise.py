@@ -64,13 +64,20 @@ def window_starts(n: int, window: int, step: int) -> list[int]:
 class Listwise(KwayStrategy):
     """Sliding-window listwise ranking from the bottom up (module docstring).
 
-    window: answers per judgment (2 to 8).
-    step: how far the window moves (1 to window − 1).
-    passes: how many bottom-up passes.
-    order: how each window is shown: ``given`` (default: in the list's current order, as RankGPT),
+    Parameters
+    ----------
+    window : int, default 4
+        Answers per judgment (2 to 8).
+    step : int, default 2
+        How far the window moves (1 to window − 1).
+    passes : int, default 1
+        How many bottom-up passes.
+    order : str, default "given"
+        How each window is shown: ``given`` (default: in the list's current order, as RankGPT),
         ``random``, ``both`` (as shown and reversed) or ``permute`` (rankings of every cyclic shift
         combined by Borda count).
-    shifts: with ``permute``, how many cyclic shifts (0: all).
+    shifts : int, default 0
+        With ``permute``, how many cyclic shifts (0: all).
     """
 
     window: int = 4

@@ -24,7 +24,10 @@ class Pairwise(Strategy):
     from the others. Only the odd one's grade is taken from that match; the opponent keeps the
     grade of its own match, so every candidate is scored from exactly one match.
 
-    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
+    Parameters
+    ----------
+    order : str, default "given"
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
         pairs come from a shuffle), ``random``, or ``both`` — judge every match in both orders and
         average the two grades (thesis §3.2.1).
     """

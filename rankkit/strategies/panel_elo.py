@@ -37,10 +37,15 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class PanelElo(Strategy):
     """All pairs decided once, in a seeded random sequence, with an Elo update after each decision.
 
-    k: the Elo step K — how far one fully unexpected result moves a rating.
-    permutations: 1 plays the decisions once in the seeded order (the poster's online update);
+    Parameters
+    ----------
+    k : float, default 16.0
+        The Elo step K — how far one fully unexpected result moves a rating.
+    permutations : int, default 1
+        1 plays the decisions once in the seeded order (the poster's online update);
         more averages online Elo over that many seeded orders, removing the dependence on order.
-    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; each
+    order : str, default "given"
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; each
         pair is drawn in a seeded random orientation), ``random``, or ``both`` — ask the judge for
         both orders of each pair and combine them. A panel judge already asks every member both
         orders, so ``both`` is for single judges.

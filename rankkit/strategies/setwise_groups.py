@@ -68,11 +68,18 @@ def group_sizes(n: int, k: int) -> list[int]:
 class SetwiseGroups(KwayStrategy):
     """Random groups of k for ``rounds`` rounds; score = mean slot score (module docstring).
 
-    k: answers per group (2 to 8).
-    rounds: how many times every answer is grouped (at least 1).
-    order: ``given`` (default; groups come from a shuffle), ``random``, ``both`` or ``permute``.
-    shifts: with ``permute``, how many cyclic shifts (0: all).
-    until: a stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
+    Parameters
+    ----------
+    k : int, default 8
+        Answers per group (2 to 8).
+    rounds : int, default 3
+        How many times every answer is grouped (at least 1).
+    order : str, default "given"
+        ``given`` (default; groups come from a shuffle), ``random``, ``both`` or ``permute``.
+    shifts : int, default 0
+        With ``permute``, how many cyclic shifts (0: all).
+    until : str | None, default None
+        A stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
         plays every round. With one, after every round the Laplace posterior of the first-choice
         (multinomial logit) log-strengths is refitted from the distinct judgments so far (each
         group in each order shown counts once: the judge answers a repeated question the same), and
@@ -80,10 +87,13 @@ class SetwiseGroups(KwayStrategy):
         ``target``), when ``rounds`` rounds or the ``budget`` are spent (``budget``), or when every
         group of the round's sizes has been shown in every order (``exhausted``; a group shown again
         in an order already shown is free and tells nothing new). The scores are then the posterior means.
-    confidence: the posterior probability the target must reach.
-    budget: judgments per candidate, at most ``floor(budget · N)`` per task (None: the rounds
+    confidence : float, default 0.95
+        The posterior probability the target must reach.
+    budget : float | None, default None
+        Judgments per candidate, at most ``floor(budget · N)`` per task (None: the rounds
         alone bound it); the budget always wins, cutting a round short.
-    prior_sd: the prior sd of the log-strengths in that posterior (only with ``until``).
+    prior_sd : float, default 2.0
+        The prior sd of the log-strengths in that posterior (only with ``until``).
     """
 
     k: int = 8

@@ -23,7 +23,21 @@ if TYPE_CHECKING:
 class SetwiseHeap:
     """A max-heap of candidate ids with ``branching`` children per node, ordered by the judge.
 
-    source / order / shifts / rng: how groups are shown (:meth:`MatchSource.choose_many`).
+    Parameters
+    ----------
+    ids : list[str]
+        The candidate ids, in heap order.
+    branching : int
+        Children per node (k − 1).
+    source : MatchSource
+        Asked for the judge's choices; ``order``, ``shifts`` and ``rng`` say how groups are shown
+        (:meth:`MatchSource.choose_many`).
+    order : str
+        How each group is shown.
+    shifts : int
+        With ``permute``, how many cyclic shifts (0: all).
+    rng : random.Random
+        The strategy's generator for this task.
     """
 
     def __init__(
@@ -148,12 +162,18 @@ class SetwiseHeapsort(KwayStrategy):
     """Heap sort on a heap of branching k − 1, the judge choosing the best of a node and its
     children (``docs/strategies.md``).
 
-    k: answers per judgment, a node and its k − 1 children (2 to 8).
-    top_k: stop once the best ``top_k`` are out (0: sort everything).
-    order: how each group is shown: ``random`` (default: a seeded shuffle, so the node is not
+    Parameters
+    ----------
+    k : int, default 4
+        Answers per judgment, a node and its k − 1 children (2 to 8).
+    top_k : int, default 0
+        Stop once the best ``top_k`` are out (0: sort everything).
+    order : str, default "random"
+        How each group is shown: ``random`` (default: a seeded shuffle, so the node is not
         always shown first), ``given`` (node first, then its children), ``both`` (as drawn and
         reversed) or ``permute``.
-    shifts: with ``permute``, how many cyclic shifts (0: all).
+    shifts : int, default 0
+        With ``permute``, how many cyclic shifts (0: all).
     """
 
     k: int = 4

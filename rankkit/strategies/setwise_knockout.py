@@ -82,11 +82,16 @@ def bracket_group_sizes(n: int, k: int) -> list[int]:
 class SetwiseKnockout(KwayStrategy):
     """Knockout in groups of k: the judge's choice advances (``docs/strategies.md``).
 
-    k: answers per group (2 to 8).
-    order: how each group is shown (:mod:`rankkit.choices`): ``given`` (default; groups come from
+    Parameters
+    ----------
+    k : int, default 4
+        Answers per group (2 to 8).
+    order : str, default "given"
+        How each group is shown (:mod:`rankkit.choices`): ``given`` (default; groups come from
         a shuffle), ``random``, ``both`` (as drawn and reversed; 2× the judgments) or ``permute``
         (every cyclic shift, slot-balanced; k× the judgments).
-    shifts: with ``permute``, how many cyclic shifts (0: all k).
+    shifts : int, default 0
+        With ``permute``, how many cyclic shifts (0: all k).
     """
 
     k: int = 4

@@ -24,9 +24,13 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class SlidingWindow(Strategy):
     """K bottom-up bubble passes with a window of two; score derived from rank.
 
-    passes: the number of passes K (top K settled); capped at N − 1, which sorts fully. The
+    Parameters
+    ----------
+    passes : int, default 10
+        The number of passes K (top K settled); capped at N − 1, which sorts fully. The
         default 10 is Qin et al.'s PRP-Sliding-10.
-    order: ``both`` (default) — judge every comparison in both orders and decide on the averaged
+    order : str, default "both"
+        ``both`` (default) — judge every comparison in both orders and decide on the averaged
         grades; ``random`` — one judgment, reusing one the graph holds (see
         :class:`~rankkit.strategies.heapsort.JudgedComparator`); ``given`` — one, as the window
         compares.

@@ -122,19 +122,26 @@ class Swiss(Strategy):
     """Swiss-system tournament: each round pairs equal or close running scores, never the same
     pair twice, until the budget is spent; Bradley–Terry (or mean grades, or points) at the end.
 
-    budget: comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
+    Parameters
+    ----------
+    budget : float, default 3.0
+        Comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
         comparisons (judgments; a match in both orders costs 2). ``budget=3`` is about 6 rounds.
-    comparisons: exactly this many comparisons per task instead (overrides ``budget``).
-    order: ``given`` (default) — each match shown as drawn, its two candidates in a seeded random
+    comparisons : int | None, default None
+        Exactly this many comparisons per task instead (overrides ``budget``).
+    order : str, default "given"
+        ``given`` (default) — each match shown as drawn, its two candidates in a seeded random
         orientation; ``random`` — a further seeded coin per match; ``both`` — every match in both
         orders (thesis §3.2.1), each order an outcome of its own (as in ``bt``), a match costing 2
         comparisons.
-    aggregate: ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``grades`` — the mean
+    aggregate : str, default "bt"
+        ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``grades`` — the mean
         grade received (the knockout paper's score averaging); ``corrected`` — the mean grade
         corrected for the judge's first-slot effect by least squares
         (:func:`rankkit.strategies._graded.corrected_grades`); ``points`` — the share of points
         scored, ties broken by the opponents' mean share.
-    until: a stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
+    until : str | None, default None
+        A stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
         plays to the budget. With one, after every round the Bradley–Terry posterior of the
         distinct judgments so far is refitted (its mean, under the prior sd ``prior_sd``, gives the
         answer), and the tournament stops once the exact posterior under a hyperprior on the
@@ -143,8 +150,10 @@ class Swiss(Strategy):
         pair has met (``exhausted``: a Swiss tournament never plays a pair twice, so use
         ``order=both`` to ask both orders). The scores are then the posterior means (Elo scale);
         ``aggregate`` must be ``bt``.
-    confidence: the posterior probability the target must reach.
-    prior_sd: the prior sd of the log-strengths in that posterior (only with ``until``).
+    confidence : float, default 0.95
+        The posterior probability the target must reach.
+    prior_sd : float, default 2.0
+        The prior sd of the log-strengths in that posterior (only with ``until``).
     """
 
     budget: float = 3.0
