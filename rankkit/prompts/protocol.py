@@ -67,7 +67,8 @@ def find_protocol_text(text: str) -> list[str]:
 
     Parameters
     ----------
-    text: an untrusted text (a candidate answer).
+    text : str
+        An untrusted text (a candidate answer).
 
     Returns
     -------
@@ -125,7 +126,8 @@ def sanitize_protocol(text: str) -> str:
 
     Parameters
     ----------
-    text: an untrusted text (a candidate answer).
+    text : str
+        An untrusted text (a candidate answer).
 
     Returns
     -------

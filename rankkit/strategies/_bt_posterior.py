@@ -162,7 +162,10 @@ def bt_posterior(
     maximum a posteriori θ (Newton's method on :func:`bt_log_posterior`, which is strictly
     convex); the covariance is the inverse Hessian there.
 
-    start: where Newton's method starts (the previous posterior mean, so that a refit after a few
+    Parameters
+    ----------
+    start : np.ndarray | None, default None
+        Where Newton's method starts (the previous posterior mean, so that a refit after a few
         more matches takes a few steps); zeros when None.
     """
     import numpy as np

@@ -29,9 +29,14 @@ def check_budget(name: str, budget: float, comparisons: int | None, order: str =
     """Reject budgets that cannot rank anything: a ranking from no comparison is no ranking, and
     its metrics would be reported as if it were one.
 
-    name: the strategy's name, for the message.
-    budget: comparisons per candidate; must be > 0.
-    comparisons: the absolute budget per task when not None; must buy at least one match (2
+    Parameters
+    ----------
+    name : str
+        The strategy's name, for the message.
+    budget : float
+        Comparisons per candidate; must be > 0.
+    comparisons : int | None
+        The absolute budget per task when not None; must buy at least one match (2
         comparisons with ``order=both``).
     """
     if not budget > 0:  # also refuses NaN
@@ -66,8 +71,12 @@ def task_match_count(
 def comparison_budget(n_candidates: int, budget: float, comparisons: int | None) -> int:
     """The comparisons (judgments) a task may use.
 
-    budget: comparisons per candidate — the task gets ``floor(budget · N)``.
-    comparisons: an absolute number per task; when given it replaces ``budget``.
+    Parameters
+    ----------
+    budget : float
+        Comparisons per candidate — the task gets ``floor(budget · N)``.
+    comparisons : int | None
+        An absolute number per task; when given it replaces ``budget``.
     """
     if comparisons is not None:
         return comparisons

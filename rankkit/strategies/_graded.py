@@ -16,9 +16,14 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 def corrected_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
     """Each candidate's slot-corrected grade level θ (see ``docs/strategies.md``).
 
-    comparisons: the judgments (a match played in both orders gives two).
-    candidates: every candidate id; one that never played gets ``unplayed``.
-    unplayed: the score of a candidate without any judgment (e.g. the scale's midpoint).
+    Parameters
+    ----------
+    comparisons : Iterable[Comparison]
+        The judgments (a match played in both orders gives two).
+    candidates : Sequence[str]
+        Every candidate id; one that never played gets ``unplayed``.
+    unplayed : float
+        The score of a candidate without any judgment (e.g. the scale's midpoint).
     """
     return fit_corrected_grades(comparisons, candidates, unplayed)[0]
 

@@ -102,8 +102,24 @@ def pick_batch(
 ) -> list[tuple[int, int]]:
     """The ``size`` most valuable pairs, best first, preferring pairs that share no candidate.
 
-    pairs: (i, j) rows; values, tiebreak: one number per pair. Values equal to 12 decimals count
-    as equal and the seeded ``tiebreak`` numbers order them, so a fit's last-digit noise never decides.
+    Values equal to 12 decimals count as equal and the seeded ``tiebreak`` numbers order them, so a
+    fit's last-digit noise never decides.
+
+    Parameters
+    ----------
+    pairs : Sequence[tuple[int, int]] | np.ndarray
+        (i, j) rows.
+    values : np.ndarray
+        One number per pair: how valuable it is.
+    tiebreak : np.ndarray
+        One seeded number per pair, ordering equal values.
+    size : int
+        How many pairs to pick.
+
+    Returns
+    -------
+    list[tuple[int, int]]
+        The chosen pairs, best first.
     """
     return [(int(pairs[k][0]), int(pairs[k][1])) for k in _pick_rows(pairs, values, tiebreak, size)]
 
@@ -181,7 +197,10 @@ def choose_pairs(
     have ranked before any of them, so the batch is exactly the one all pairs would give;
     otherwise the threshold drops to the weakest chosen value and the candidates widen.
 
-    tiebreak: the seeded N x N tiebreak numbers.
+    Parameters
+    ----------
+    tiebreak : np.ndarray
+        The seeded N x N tiebreak numbers.
     """
     import numpy as np
 

@@ -81,8 +81,10 @@ def parse_until(where: str, until: str | None) -> StopTarget | None:
 
     Parameters
     ----------
-    where: the strategy, for the message.
-    until: ``top1``, ``top:K`` (K >= 1) or ``order``.
+    where : str
+        The strategy, for the message.
+    until : str | None
+        ``top1``, ``top:K`` (K >= 1) or ``order``.
 
     Returns
     -------
@@ -252,12 +254,20 @@ def bt_probability(
 
     Parameters
     ----------
-    order: the answer, candidate rows best first.
-    target: what the answer asserts (:class:`StopTarget`).
-    evidence: the distinct judgments' outcomes.
-    seed: the Monte Carlo seed (:func:`task_seed`).
-    start: where each fit starts (the strategy's posterior mean).
-    scales, draws: the grid of τ and the draws per τ.
+    order : np.ndarray
+        The answer, candidate rows best first.
+    target : StopTarget
+        What the answer asserts (:class:`StopTarget`).
+    evidence : Evidence
+        The distinct judgments' outcomes.
+    seed : int
+        The Monte Carlo seed (:func:`task_seed`).
+    start : np.ndarray
+        Where each fit starts (the strategy's posterior mean).
+    scales : Sequence[float], optional
+        The grid of τ (default :data:`SCALES`).
+    draws : int, optional
+        The draws per τ (default :data:`DRAWS`).
 
     Returns
     -------
@@ -367,12 +377,20 @@ def forecast_more(
 
     Parameters
     ----------
-    mean, cov: the current Gaussian posterior.
-    target, confidence: the stopping rule.
-    used: judgments used so far (> 0; with none, use :func:`prior_forecast`).
-    most: the most judgments the task can still use in all (used + what is left).
-    seed: the Monte Carlo seed.
-    draws: posterior draws.
+    mean, cov : np.ndarray
+        The current Gaussian posterior.
+    target : StopTarget
+        The stopping rule's target.
+    confidence : float
+        The stopping rule's posterior probability.
+    used : int
+        Judgments used so far (> 0; with none, use :func:`prior_forecast`).
+    most : int
+        The most judgments the task can still use in all (used + what is left).
+    seed : int
+        The Monte Carlo seed.
+    draws : int, optional
+        Posterior draws (default :data:`FORECAST_DRAWS`).
 
     Returns
     -------
@@ -423,13 +441,22 @@ def prior_forecast(
 
     Parameters
     ----------
-    n_items: candidates in the task.
-    target, confidence: the stopping rule.
-    prior_sd: the strategy's prior sd of the log-strengths.
-    most: the most judgments the task can use (its budget, or every distinct judgment).
-    seed: the Monte Carlo seed.
-    pairs_per_judgment: pairwise outcomes one judgment is worth (k − 1 for a choice among k).
-    draws: prior draws.
+    n_items : int
+        Candidates in the task.
+    target : StopTarget
+        The stopping rule's target.
+    confidence : float
+        The stopping rule's posterior probability.
+    prior_sd : float
+        The strategy's prior sd of the log-strengths.
+    most : int
+        The most judgments the task can use (its budget, or every distinct judgment).
+    seed : int, default 0
+        The Monte Carlo seed.
+    pairs_per_judgment : int, default 1
+        Pairwise outcomes one judgment is worth (k − 1 for a choice among k).
+    draws : int, optional
+        Prior draws (default :data:`FORECAST_DRAWS`).
 
     Returns
     -------

@@ -115,11 +115,15 @@ def ranking_from_pops(
 
     Parameters
     ----------
-    candidate_ids: every answer, in the task's order (the order of the returned scores).
-    popped: the answers popped, best first; the i-th of N scores N − i.
-    rest: the answers a top-k sort never popped; they share the mean of the positions they fill,
+    candidate_ids : Sequence[str]
+        Every answer, in the task's order (the order of the returned scores).
+    popped : Sequence[str]
+        The answers popped, best first; the i-th of N scores N − i.
+    rest : Sequence[str]
+        The answers a top-k sort never popped; they share the mean of the positions they fill,
         (N − len(popped) − 1) / 2.
-    played: judgments each answer took part in (missing: 0).
+    played : Mapping[str, int]
+        Judgments each answer took part in (missing: 0).
 
     Returns
     -------
