@@ -209,7 +209,7 @@ def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> t
     import numpy as np
     from scipy.linalg import cho_factor, cho_solve
 
-    def newton_step(theta, gradient, curvature):
+    def newton_step(theta: np.ndarray, gradient: np.ndarray, curvature: np.ndarray) -> np.ndarray:
         return cho_solve(cho_factor(posterior_hessian(evidence, curvature, prior_sd)), gradient)
 
     mean = (
