@@ -50,8 +50,24 @@ def binary_search_placement(
 ) -> dict[str, Any]:
     """Seed 003, Algorithm 2: where ``system`` belongs in ``board_order`` (best first).
 
-    play(task, opponent) -> points the newcomer scored on that task (1, ½ or 0).
-    Returns ``{"position": 0-based index to insert at, "tie": bool, "steps": [...]}``.
+    Parameters
+    ----------
+    board_order : Sequence[str]
+        The leaderboard's systems, best first.
+    tasks : Sequence[Task]
+        The tasks the newcomer's matches are played on (shuffled, each used at most twice).
+    system : str
+        The newcomer.
+    play : Any
+        ``play(task, opponent) -> points`` the newcomer scored on that task (1, ½ or 0).
+    rng : random.Random
+        Shuffles the tasks.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``{"position": 0-based index to insert at, "tie": bool, "steps": [...]}``, each step
+        ``{"opponent", "wins", "matches"}``.
     """
     n_comparisons = max(1, int(math.log2(len(board_order)))) if len(board_order) > 1 else 1
     n_matches = max(1, len(tasks) // n_comparisons)
@@ -146,6 +162,12 @@ def add_system(
         matches, old and new, by the controlled model (:func:`rankkit.leaderboard.style.controlled_ratings`),
         and ranked by it (``placement`` still records where the binary search put the newcomer).
         The stored matches must carry their tasks (leaderboards written by rankkit 0.3 do).
+
+    Returns
+    -------
+    Leaderboard
+        A new leaderboard (``board`` is unchanged): every system re-ranked with the newcomer, its
+        matches and cost added, and ``placement`` saying how the newcomer was placed.
     """
     if method not in ADD_METHODS:
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")

@@ -43,6 +43,14 @@ class SystemRating:
     unadjusted: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The row as the leaderboard JSON stores it.
+
+        Returns
+        -------
+        dict[str, Any]
+            ``name``, ``rating``, ``ci_low``, ``ci_high``, ``rank``, ``matches``, and ``unadjusted``
+            when there is one.
+        """
         out = {
             "name": self.name,
             "rating": self.rating,
@@ -57,6 +65,18 @@ class SystemRating:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SystemRating:
+        """Read :meth:`to_dict` back.
+
+        Parameters
+        ----------
+        data : Mapping[str, Any]
+            A stored row (``matches`` and ``unadjusted`` may be missing).
+
+        Returns
+        -------
+        SystemRating
+            The row.
+        """
         return cls(
             name=data["name"],
             rating=data.get("rating"),
@@ -72,19 +92,29 @@ class SystemRating:
 class Leaderboard:
     """A system leaderboard, best first, with what it cost; ``to_dict`` is the ``--out`` JSON.
 
-    method: ``arena``, ``anchored`` or the label of the per-task strategy that was aggregated.
-    scale: ``elo`` (Bradley–Terry ratings on the Elo scale) or ``win_rate`` (against ``anchor``).
-    matches: every system-level result the ratings came from, in play order, each a
+    Parameters
+    ----------
+    method : str
+        ``arena``, ``anchored`` or the label of the per-task strategy that was aggregated.
+    scale : str, default "elo"
+        ``elo`` (Bradley–Terry ratings on the Elo scale) or ``win_rate`` (against ``anchor``).
+    matches : list[Outcome]
+        Every system-level result the ratings came from, in play order, each a
         :data:`rankkit.ratings.Outcome` ``(system a, system b, a's points)``: 1 a won, 0 b won,
         ½ a tie (in ``arena`` and ``anchored`` the judge's match between the two systems' answers
         on one task; for a per-task strategy, the order its scores put them in).
-    order: how the arena's or anchored matches were shown (``given``, ``random``, ``both``); None
+    order : str | None, default None
+        How the arena's or anchored matches were shown (``given``, ``random``, ``both``); None
         for a leaderboard aggregated from a strategy, whose label (``method``) names its order.
-    placement: for a leaderboard made by :func:`add_system`, how the newcomer was placed.
-    match_tasks: the task each match was played on, parallel to ``matches`` (empty for a
+    placement : dict[str, Any] | None, default None
+        For a leaderboard made by :func:`add_system`, how the newcomer was placed.
+    match_tasks : list[str]
+        The task each match was played on, parallel to ``matches`` (empty for a
         leaderboard stored before they were recorded); style control reads the answers there.
-    control: the style control the ratings were fitted with (``length``, ``format``; empty: none).
-    style: with a control, the model and its coefficients with their intervals
+    control : tuple[str, ...]
+        The style control the ratings were fitted with (``length``, ``format``; empty: none).
+    style : dict[str, Any] | None, default None
+        With a control, the model and its coefficients with their intervals
         (:mod:`rankkit.leaderboard.style`); None without.
     """
 
@@ -108,12 +138,37 @@ class Leaderboard:
         return [s.name for s in self.systems]
 
     def system(self, name: str) -> SystemRating:
+        """The row of system ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A system on the leaderboard.
+
+        Returns
+        -------
+        SystemRating
+            Its row.
+
+        Raises
+        ------
+        KeyError
+            When ``name`` is not on the leaderboard.
+        """
         for row in self.systems:
             if row.name == name:
                 return row
         raise KeyError(f"system {name!r} is not on the leaderboard")
 
     def to_dict(self) -> dict[str, Any]:
+        """The leaderboard as the ``--out`` JSON (plain values only).
+
+        Returns
+        -------
+        dict[str, Any]
+            Its fields, the systems' rows, the cost, and each match as ``{"a", "b", "outcome"}`` (plus
+            ``"task"`` when the match tasks are recorded).
+        """
         return plain(
             {
                 "method": self.method,
@@ -142,6 +197,18 @@ class Leaderboard:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Leaderboard:
+        """Read :meth:`to_dict` back (also a leaderboard stored by an older rankkit).
+
+        Parameters
+        ----------
+        data : Mapping[str, Any]
+            The stored JSON.
+
+        Returns
+        -------
+        Leaderboard
+            The leaderboard; ``match_tasks`` empty when any stored match lacks its task.
+        """
         cost = Cost(**{k: int(v) for k, v in (data.get("cost") or {}).items() if k in Cost.__dataclass_fields__})
         return cls(
             method=data["method"],
@@ -168,7 +235,20 @@ def _match_tasks(matches: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:
-    """What a leaderboard stores about its judge (``spec`` is how it was asked for on the command line)."""
+    """What a leaderboard stores about its judge (``spec`` is how it was asked for on the command line).
+
+    Parameters
+    ----------
+    judge : Judge
+        The leaderboard's judge.
+    spec : str, default ""
+        The judge spec as given.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``spec``, ``description``, ``fingerprint`` and ``simulated``.
+    """
     return {
         "spec": spec,
         "description": judge.description,
@@ -182,7 +262,23 @@ def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:
 
 
 def systems_of(task: Task) -> dict[str, str]:
-    """System name -> candidate id for one task. Every candidate needs a distinct ``system``."""
+    """System name -> candidate id for one task. Every candidate needs a distinct ``system``.
+
+    Parameters
+    ----------
+    task : Task
+        The task.
+
+    Returns
+    -------
+    dict[str, str]
+        System name -> candidate id, in candidate order.
+
+    Raises
+    ------
+    LeaderboardError
+        When a candidate has no system, or two candidates share one.
+    """
     found: dict[str, str] = {}
     for cand in task.candidates:
         if cand.system is None:
@@ -200,7 +296,18 @@ def systems_of(task: Task) -> dict[str, str]:
 
 
 def all_systems(tasks: Iterable[Task]) -> list[str]:
-    """Every system of the tasks, in order of first appearance."""
+    """Every system of the tasks, in order of first appearance.
+
+    Parameters
+    ----------
+    tasks : Iterable[Task]
+        The tasks (each checked by :func:`systems_of`).
+
+    Returns
+    -------
+    list[str]
+        System names.
+    """
     names: dict[str, None] = {}
     for task in tasks:
         for name in systems_of(task):
@@ -212,6 +319,18 @@ def restrict(tasks: Sequence[Task], systems: Iterable[str]) -> list[Task]:
     """The tasks with only the candidates of ``systems`` (tasks left with fewer than 2 dropped).
 
     Candidate ids and texts are unchanged, so cached judgments still apply.
+
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The tasks.
+    systems : Iterable[str]
+        The systems to keep.
+
+    Returns
+    -------
+    list[Task]
+        The restricted tasks, in order.
     """
     keep = set(systems)
     out = []

@@ -59,6 +59,12 @@ def arena(
     control : str | Sequence[str] | None
         ``length``, ``format`` or ``length,format``: rate by the style-controlled Bradley–Terry
         strengths (:mod:`rankkit.leaderboard.style`), the plain rating kept as ``unadjusted``.
+
+    Returns
+    -------
+    Leaderboard
+        Method ``arena``, scale ``elo``: the systems best first with their BT ratings (Elo scale) and
+        intervals, the matches and the cost.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
@@ -130,6 +136,11 @@ def anchored(
         ``length``: rate by the length-controlled win rate (alpaca_eval's GLM,
         :func:`rankkit.leaderboard.style.length_controlled_win_rates`), the raw win rate kept as
         ``unadjusted``.
+
+    Returns
+    -------
+    Leaderboard
+        Method ``anchored``, scale ``win_rate``: each system's win rate against ``anchor``, best first.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     if anchor not in names:
@@ -166,7 +177,20 @@ def anchored(
 
 def induced_outcomes(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
     """A per-task ranking read as pairwise results between its systems: the higher score wins,
-    equal scores tie."""
+    equal scores tie.
+
+    Parameters
+    ----------
+    task : Task
+        The task (every candidate with a system).
+    scores : Mapping[str, float]
+        Candidate id -> the strategy's score.
+
+    Returns
+    -------
+    list[Outcome]
+        One ``(system a, system b, a's points)`` per pair of systems, in candidate order.
+    """
     candidate_of = systems_of(task)
     names = list(candidate_of)
     outcomes = []
@@ -189,7 +213,32 @@ def from_strategy(
 ) -> Leaderboard:
     """A leaderboard from any per-task strategy's results (a :class:`rankkit.runner.StrategyRun`):
     each task's scores become induced pairwise results (:func:`induced_outcomes`), fitted by BT
-    (style-controlled BT with a ``control``)."""
+    (style-controlled BT with a ``control``).
+
+    Parameters
+    ----------
+    strategy_run : Any
+        The strategy's :class:`rankkit.runner.StrategyRun`.
+    tasks : Sequence[Task]
+        The tasks it ran on.
+    seed : int, default 0
+        Seeds the bootstrap.
+    resamples : int, default 200
+        Bootstrap resamples for the 95% intervals (0 = none).
+    alpha : float, default 0.01
+        The Bradley–Terry regularisation.
+    judge : dict[str, Any] or None, optional
+        What the leaderboard stores about the judge (:func:`~rankkit.leaderboard.board.judge_info`).
+    data : str, default ""
+        The data's name.
+    control : str or Sequence[str] or None, optional
+        Style control (``length``, ``format``).
+
+    Returns
+    -------
+    Leaderboard
+        Method: the strategy's label, scale ``elo``.
+    """
     by_id = {t.task_id: t for t in tasks}
     outcomes: list[Outcome] = []
     task_ids: list[str] = []

@@ -24,9 +24,9 @@ def board_order(board: Leaderboard, battles: Sequence[tuple[str, str, float]]) -
 
     Parameters
     ----------
-    board:
+    board : Leaderboard
         The leaderboard (its scale and anchor say how it was rated).
-    battles:
+    battles : Sequence[tuple[str, str, float]]
         The battles to fit, (system a, system b, a's points).
 
     Returns
@@ -49,11 +49,11 @@ def leaderboard_robustness(board: Leaderboard, k: int = DEFAULT_TOP_K, budget: i
 
     Parameters
     ----------
-    board:
+    board : Leaderboard
         The leaderboard (built, or read from its JSON).
-    k:
+    k : int, default DEFAULT_TOP_K
         The top k measured besides the #1.
-    budget:
+    budget : int, default DEFAULT_BUDGET
         Each search's budget of refits (exact below it, a greedy upper bound past it).
 
     Returns
@@ -103,7 +103,7 @@ def robustness_lines(figures: dict[str, Any]) -> list[str]:
 
     Parameters
     ----------
-    figures:
+    figures : dict[str, Any]
         :func:`leaderboard_robustness`'s result.
 
     Returns

@@ -62,13 +62,38 @@ def parse_control(control: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def covariate_names(control: Sequence[str]) -> list[str]:
-    """The style covariates (feature names) a parsed control adds, in a fixed order."""
+    """The style covariates (feature names) a parsed control adds, in a fixed order.
+
+    Parameters
+    ----------
+    control : Sequence[str]
+        A parsed control (:func:`parse_control`).
+
+    Returns
+    -------
+    list[str]
+        Feature names.
+    """
     return [feature for name in control for feature in CONTROLS[name]]
 
 
 def normalised_difference(a: float, b: float) -> float:
     """LMArena's normalised style difference ``(a − b) / (a + b)``, 0 when both are 0.
 
+    Parameters
+    ----------
+    a : float
+        The first answer's feature (a length, a count).
+    b : float
+        The second answer's.
+
+    Returns
+    -------
+    float
+        In [-1, 1] for non-negative features.
+
+    Examples
+    --------
     >>> normalised_difference(300, 100), normalised_difference(0, 0)
     (0.5, 0.0)
     """
@@ -216,6 +241,21 @@ def rate_style_bt(
 ) -> tuple[list[SystemRating], dict[str, Any]]:
     """Style-controlled ratings with bootstrap intervals (battles resampled), best first.
 
+    Parameters
+    ----------
+    battles : Sequence[Battle]
+        The matches with their style covariates (:func:`battles_of`).
+    systems : Sequence[str]
+        The systems rated.
+    features : Sequence[str]
+        The covariates' names (:func:`covariate_names`).
+    resamples : int
+        Bootstrap resamples for the intervals (0 = none).
+    seed : int
+        Seeds the bootstrap.
+    alpha : float, default 0.01
+        The Bradley–Terry regularisation.
+
     Returns
     -------
     tuple[list[SystemRating], dict[str, Any]]
@@ -318,7 +358,28 @@ def rate_length_controlled(
     battles: Sequence[Battle], task_ids: Sequence[str], systems: Sequence[str], anchor: str, resamples: int, seed: int
 ) -> tuple[list[SystemRating], dict[str, Any]]:
     """Length-controlled win rates against ``anchor`` with bootstrap intervals (matches resampled),
-    best first; the anchor sits at 0.5. Returns the rows and the length coefficient with its interval."""
+    best first; the anchor sits at 0.5.
+
+    Parameters
+    ----------
+    battles : Sequence[Battle]
+        The matches with their style covariates (:func:`battles_of`).
+    task_ids : Sequence[str]
+        The task of each battle.
+    systems : Sequence[str]
+        The systems rated, the anchor among them.
+    anchor : str
+        The system every other one played.
+    resamples : int
+        Bootstrap resamples for the intervals (0 = none).
+    seed : int
+        Seeds the bootstrap.
+
+    Returns
+    -------
+    tuple[list[SystemRating], dict[str, Any]]
+        The rows, and the length coefficient with its interval.
+    """
     import numpy as np
 
     others = [name for name in systems if name != anchor]
@@ -338,7 +399,24 @@ def rate_length_controlled(
 def battles_of(
     tasks: Iterable[Task], outcomes: Sequence[Outcome], task_ids: Sequence[str], features: Sequence[str]
 ) -> list[Battle]:
-    """The matches with their style covariates (:func:`battle_covariates`)."""
+    """The matches with their style covariates (:func:`battle_covariates`).
+
+    Parameters
+    ----------
+    tasks : Iterable[Task]
+        The tasks the matches were played on.
+    outcomes : Sequence[Outcome]
+        The matches, ``(system a, system b, a's points)``.
+    task_ids : Sequence[str]
+        The task of each match.
+    features : Sequence[str]
+        The covariates' names.
+
+    Returns
+    -------
+    list[Battle]
+        One battle per match, in order.
+    """
     by_id = {task.task_id: task for task in tasks}
     covariates = battle_covariates(by_id, outcomes, task_ids, features)
     return [Battle(a, b, outcome, row) for (a, b, outcome), row in zip(outcomes, covariates)]
@@ -356,6 +434,18 @@ def judge_model_name(judge: Mapping[str, Any]) -> str | None:
     """The judge's model name as a leaderboard stores it (``judge["spec"]``'s ``model=`` option, else
     its first positional value after the backend), or None (a simulated judge has no model).
 
+    Parameters
+    ----------
+    judge : Mapping[str, Any]
+        The leaderboard's ``judge`` block (:func:`~rankkit.leaderboard.board.judge_info`).
+
+    Returns
+    -------
+    str or None
+        The model name, or None.
+
+    Examples
+    --------
     >>> judge_model_name({"spec": "openai:model=gpt-4o-2024-05-13,base_url=http://x"})
     'gpt-4o-2024-05-13'
     >>> judge_model_name({"spec": "sim:preset=gpt4", "simulated": True}) is None
@@ -384,6 +474,20 @@ def self_preference_systems(judge: Mapping[str, Any], systems: Iterable[str]) ->
     match, ``gpt-4o``'s ``gpt4o`` does). Different sizes of one family (``llama-3-8b`` judging
     ``llama-3-70b``) are not flagged.
 
+    Parameters
+    ----------
+    judge : Mapping[str, Any]
+        The leaderboard's ``judge`` block.
+    systems : Iterable[str]
+        The leaderboard's systems.
+
+    Returns
+    -------
+    list[str]
+        The flagged systems, in order (empty without a model name of 3 characters or more).
+
+    Examples
+    --------
     >>> self_preference_systems({"spec": "openai:model=gpt-4o"}, ["gpt-4o-2024-05-13", "claude-3-opus"])
     ['gpt-4o-2024-05-13']
     """

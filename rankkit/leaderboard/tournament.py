@@ -29,10 +29,24 @@ def play_tournament(task: Task, source: MatchSource, rng: random.Random, order: 
     The bracket (:func:`rankkit.brackets.play_bracket`) is a seeded shuffle of the systems, fixed
     once drawn; each round pairs neighbours in bracket order (one batch of matches per round),
     winners keep their bracket order, and with an odd number the last one gets a bye. A tied match
-    is recorded as a tie (half a win each way for BT); a seeded coin decides who advances. Each
-    pair is shown as ``order`` says (:mod:`rankkit.matches`): ``given`` (default) as the shuffled
-    bracket lists it, ``random`` in a seeded random order (coins from ``rng``), ``both`` in both
-    orders. Returns the matches' outcomes ``(system a, system b, a's points)`` in play order.
+    is recorded as a tie (half a win each way for BT); a seeded coin decides who advances.
+
+    Parameters
+    ----------
+    task : Task
+        The task (every candidate with a system).
+    source : MatchSource
+        Where the task's judgments come from.
+    rng : random.Random
+        Draws the bracket, the coins for ties and, with ``random``, the order of each pair.
+    order : str, default "given"
+        How each pair is shown (:mod:`rankkit.matches`): ``given`` as the shuffled bracket lists
+        it, ``random`` in a seeded random order, ``both`` in both orders.
+
+    Returns
+    -------
+    list[Outcome]
+        The matches' outcomes ``(system a, system b, a's points)`` in play order.
     """
     candidate_of = systems_of(task)
     system_of = {cid: name for name, cid in candidate_of.items()}
@@ -56,10 +70,28 @@ def play_against(
 ) -> list[Outcome]:
     """Every system of the task (or of ``systems``) against ``opponent``'s answer, in one batch.
 
-    ``order`` says how each match is shown (:mod:`rankkit.matches`): ``random`` (default) in a
-    seeded random order (coins from ``rng``), so the opponent is not always in the same slot;
-    ``both`` in both orders; ``given`` with the opponent always second. Returns each match's
-    outcome ``(system, opponent, the system's points)``; nothing when the task lacks the opponent.
+    Parameters
+    ----------
+    task : Task
+        The task (every candidate with a system).
+    source : MatchSource
+        Where the task's judgments come from.
+    rng : random.Random
+        The coins of the ``random`` order.
+    opponent : str
+        The system every other one plays (the anchor).
+    systems : Sequence[str] or None, optional
+        Only these systems play (default: all of the task's).
+    order : str, default "random"
+        How each match is shown (:mod:`rankkit.matches`): ``random`` in a seeded random order, so
+        the opponent is not always in the same slot; ``both`` in both orders; ``given`` with the
+        opponent always second.
+
+    Returns
+    -------
+    list[Outcome]
+        Each decided match's outcome ``(system, opponent, the system's points)``; empty when the
+        task lacks the opponent.
     """
     candidate_of = systems_of(task)
     if opponent not in candidate_of:
@@ -85,7 +117,28 @@ def play_all(
     method: str,
 ) -> tuple[list[Outcome], Cost, list[str]]:
     """Play ``play`` on every task through :func:`rankkit.runner.map_tasks` (tasks concurrently when
-    the judge has capacity), and gather the outcomes, the cost and each outcome's task id in task order."""
+    the judge has capacity), and gather the outcomes, the cost and each outcome's task id in task order.
+
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The tasks.
+    play : Callable[[Task, MatchSource], list[Outcome]]
+        Plays one task (e.g. :func:`play_tournament` with its options bound).
+    judge : Judge
+        The judge.
+    cache : Any
+        The persistent cache (None: none).
+    progress : bool
+        Show a progress bar.
+    method : str
+        The leaderboard method, recorded as the matches' strategy.
+
+    Returns
+    -------
+    tuple[list[Outcome], Cost, list[str]]
+        The outcomes, their cost, and the task id of each outcome.
+    """
     from tqdm import tqdm
 
     from rankkit.runner import map_tasks

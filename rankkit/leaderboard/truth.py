@@ -17,7 +17,18 @@ from rankkit.tasks import Task
 
 def human_system_scores(tasks: Sequence[Task]) -> dict[str, float]:
     """The mean human score of each system's candidates: the system-level truth the data imply
-    when no separate truth file is given (for Arena-Hard it is the system's Chatbot Arena Elo)."""
+    when no separate truth file is given (for Arena-Hard it is the system's Chatbot Arena Elo).
+
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The tasks.
+
+    Returns
+    -------
+    dict[str, float]
+        System -> mean human score (systems without human scores left out).
+    """
     totals: dict[str, list[float]] = {}
     for task in tasks:
         human = task.human_scores()
@@ -32,9 +43,21 @@ def load_truth(path: str | Path, field_name: str | None = None) -> dict[str, flo
 
     Parameters
     ----------
+    path : str or Path
+        The JSONL file.
     field_name : str | None
         The score's key; by default ``rating`` if present, else the first key (in file order) whose
         value is a number — ``arena_elo_hard_en`` for Arena-Hard's ``systems.jsonl``.
+
+    Returns
+    -------
+    dict[str, float]
+        System -> score (lines without a numeric score skipped).
+
+    Raises
+    ------
+    LeaderboardError
+        For a line without ``system``, or a file with no numeric score.
     """
     import json
 
@@ -59,14 +82,38 @@ def load_truth(path: str | Path, field_name: str | None = None) -> dict[str, flo
 
 
 def find_truth_file(data_path: str | Path) -> Path | None:
-    """``systems.jsonl`` beside the data file, if there is one."""
+    """``systems.jsonl`` beside the data file, if there is one.
+
+    Parameters
+    ----------
+    data_path : str or Path
+        The data file.
+
+    Returns
+    -------
+    Path or None
+        The truth file, or None.
+    """
     candidate = Path(data_path).parent / "systems.jsonl"
     return candidate if candidate.exists() else None
 
 
 def correlations(board: Leaderboard, truth: Mapping[str, float]) -> dict[str, float]:
     """Spearman and Kendall (tau-b) between the leaderboard and a system-level truth, over the
-    systems both know. Ratings are used when every such system has one, else ranks."""
+    systems both know. Ratings are used when every such system has one, else ranks.
+
+    Parameters
+    ----------
+    board : Leaderboard
+        The leaderboard.
+    truth : Mapping[str, float]
+        System -> truth score.
+
+    Returns
+    -------
+    dict[str, float]
+        ``spearman``, ``kendall`` and ``systems`` (how many systems were compared).
+    """
     from rankkit.metrics import correlation
 
     shared = [row for row in board.systems if row.name in truth]
@@ -84,7 +131,22 @@ def resolve_truth(
     tasks: Sequence[Task], data_path: str | Path | None = None, truth_path: str | Path | None = None
 ) -> tuple[str, dict[str, float]] | None:
     """The system-level truth to correlate with, and where it came from: ``truth_path``, else a
-    ``systems.jsonl`` beside the data, else the mean human score per system (None without any)."""
+    ``systems.jsonl`` beside the data, else the mean human score per system (None without any).
+
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The tasks (for human scores).
+    data_path : str or Path or None, optional
+        The data file, to look for ``systems.jsonl`` beside it.
+    truth_path : str or Path or None, optional
+        A truth file given explicitly.
+
+    Returns
+    -------
+    tuple[str, dict[str, float]] or None
+        ``(source, system -> score)``, or None (fewer than two systems with human scores).
+    """
     if truth_path is not None:
         return str(truth_path), load_truth(truth_path)
     found = find_truth_file(data_path) if data_path is not None else None

@@ -38,20 +38,79 @@ class CountingStandIn(StandInJudge):
         return method(requests)
 
     def grade_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Grade the requests, counting the call for the task of its requests.
+
+        Parameters
+        ----------
+        requests : Sequence
+            ``(task, candidate)`` requests, all of one task.
+
+        Returns
+        -------
+        Iterator[tuple[int, Any]]
+            ``(index, Grade)`` for each request, from the stand-in judge.
+        """
         return self._counted(super().grade_many, requests)
 
     def compare_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Compare the requests, counting the call for the task of its requests.
+
+        Parameters
+        ----------
+        requests : Sequence
+            ``(task, first, second)`` requests, all of one task.
+
+        Returns
+        -------
+        Iterator[tuple[int, Any]]
+            ``(index, Verdict)`` for each request, from the stand-in judge.
+        """
         return self._counted(super().compare_many, requests)
 
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Choose the best of each request's group, counting the call for the task of its requests.
+
+        Parameters
+        ----------
+        requests : Sequence
+            ``(task, candidates)`` requests, all of one task.
+
+        Returns
+        -------
+        Iterator[tuple[int, Any]]
+            ``(index, GroupChoice)`` for each request, from the stand-in judge.
+        """
         return self._counted(super().choose_many, requests)
 
     def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Rank each request's group, counting the call for the task of its requests.
+
+        Parameters
+        ----------
+        requests : Sequence
+            ``(task, candidates)`` requests, all of one task.
+
+        Returns
+        -------
+        Iterator[tuple[int, Any]]
+            ``(index, GroupRanking)`` for each request, from the stand-in judge.
+        """
         return self._counted(super().rank_many, requests)
 
 
 def batching(judge: Judge) -> bool:
-    """Whether ``judge`` sends its requests as batches (an LLM judge whose runtime has ``batch=true``)."""
+    """Whether ``judge`` sends its requests as batches (an LLM judge whose runtime has ``batch=true``).
+
+    Parameters
+    ----------
+    judge : Judge
+        The run's judge (an LLM judge may sit inside a calibration wrapper).
+
+    Returns
+    -------
+    bool
+        True for an LLM judge whose runtime batches.
+    """
     inner = llm_judge(judge)
     return inner is not None and inner.runtime.batched
 
@@ -59,7 +118,24 @@ def batching(judge: Judge) -> bool:
 def batch_steps(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, seed: int = 0) -> int:
     """The judge calls a run makes one after another when every call gathers what all tasks in
     progress ask: the most sequential calls of any one task (tasks advance side by side), on
-    stand-in verdicts with no cache (an upper bound for a run that finds some judgments cached)."""
+    stand-in verdicts with no cache (an upper bound for a run that finds some judgments cached).
+
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The run's tasks.
+    strategies : Sequence[Strategy]
+        The run's strategies.
+    judge : Judge
+        The run's judge; only its identity is used, never called.
+    seed : int, default 0
+        The run's seed.
+
+    Returns
+    -------
+    int
+        The number of sequential steps (0 when nothing is asked).
+    """
     from rankkit.cache import NullCache
     from rankkit.runner import run
 
@@ -70,13 +146,41 @@ def batch_steps(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Ju
 
 def batches_per_step(judge: Judge) -> int:
     """Batches one step costs: ``generate`` mode an explanation and two score reads (a
-    comparison), ``logprob`` mode one read."""
+    comparison), ``logprob`` mode one read.
+
+    Parameters
+    ----------
+    judge : Judge
+        The run's judge.
+
+    Returns
+    -------
+    int
+        3 for an LLM judge in ``generate`` mode, else 1.
+    """
     inner = llm_judge(judge)
     return 3 if inner is not None and inner.mode == "generate" else 1
 
 
 def batch_note(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, seed: int = 0) -> str | None:
-    """The dry run's note on sequential batches, or None for a judge that does not batch."""
+    """The dry run's note on sequential batches, or None for a judge that does not batch.
+
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The run's tasks.
+    strategies : Sequence[Strategy]
+        The run's strategies.
+    judge : Judge
+        The run's judge.
+    seed : int, default 0
+        The run's seed.
+
+    Returns
+    -------
+    str or None
+        One sentence giving the steps and batches, or None when ``judge`` does not batch.
+    """
     if not batching(judge):
         return None
     steps = batch_steps(tasks, strategies, judge, seed)

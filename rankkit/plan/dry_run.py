@@ -1,48 +1,9 @@
 """The dry run: what each strategy of a run will ask the judge, and where each judgment would come from.
 
-A dry run *is* the run: :func:`rankkit.runner.run` with the same tasks, strategies and seed, on a
-:class:`~rankkit.plan.stand_in.StandInJudge` (the judge's identity, stand-in verdicts, never a
-call) and a :class:`~rankkit.plan.stand_in.ReadOnlyCache` (the persistent cache, never written).
-Each strategy runs its own ``rank()``, so a new strategy gets a dry run without writing anything
-for it, and the run's own cost accounting says, per strategy, what it uses:
-
-* **comparisons**, **grades** — the distinct judgments it uses;
-* **cached** — found in the persistent judgment cache;
-* **shared** — made earlier in the same run by a strategy listed before it, so free;
-* **new** — to be paid for; and, for judges that read prompts, the prompt tokens of the new
-  judgments (their prompts rendered, 4 characters per token).
-
-**Exact or bound.** A strategy's path can depend on verdicts nobody knows yet (which answers meet
-in knockout's second round, what a sort compares next). So the run is repeated under every
-stand-in policy of :data:`~rankkit.plan.stand_in.POLICIES` (the answer shown first always wins,
-so a pair shown in both orders ties; a consistent judge and its opposite; a consistent judge with
-another order), and per task:
-
-1. when every verdict given on the task, up to and including this strategy, came from the cache
-   (nothing new under any policy), every strategy took the path the run will take: every figure
-   is exact;
-2. when the strategy asks the same comparisons, in the same order, with the same counts under
-   every policy, its path does not depend on the verdicts (``individual``, ``pairwise``, ``elo``,
-   ``bt``, a round robin of your own): every figure is exact — unless the strategy declares that
-   its path depends on verdicts, by declaring a worst case
-   (:meth:`~rankkit.strategies.base.Strategy.max_judgments`) but no fixed number
-   (:meth:`~rankkit.strategies.base.Strategy.exact_judgments`), as ``heapsort``, ``sliding``,
-   ``double_elimination`` and ``active`` with ``settle`` do: a few policies cannot try every path;
-3. otherwise a figure is exact only when the verdicts cannot change it: ``comparisons`` and
-   ``grades`` when the strategy declares a fixed number (``knockout``'s N − 1, ``swiss``'s budget)
-   and used it under every policy; ``cached`` when the cache is empty; ``shared`` when no strategy
-   before it used a judgment on the task; ``new`` when those four are exact; and when strategies
-   before it asked every ordered pair and it grades nothing, whatever it asks is shared:
-   ``cached`` and ``new`` are 0. The other figures depend on the verdicts:
-   ``comparisons``, ``grades`` and ``new`` are the most seen under any policy, raised to the
-   strategy's declared worst case and marked ``≤`` (at most, whatever the verdicts); without a
-   declared worst case they are the most seen, marked ``~`` (an estimate). ``cached`` and
-   ``shared`` are the fewest seen, marked ``~`` (``shared`` takes the mark of the judgments used
-   when they are all shared).
-
-Rule 2 is strong evidence, not proof, for a strategy that declares nothing: one whose choices the
-policies happen not to move would be called exact. Declaring ``max_judgments`` makes its figures
-bounds that hold.
+A dry run is the run itself on a :class:`~rankkit.plan.stand_in.StandInJudge` (stand-in verdicts,
+never a call) and a :class:`~rankkit.plan.stand_in.ReadOnlyCache` (never written), repeated under
+every stand-in policy to tell exact figures from bounds and estimates.
+More in ``docs/dry-run.md``.
 """
 
 from __future__ import annotations
@@ -80,12 +41,12 @@ def column_counts(cost: Cost) -> dict[str, int]:
 
     Parameters
     ----------
-    cost:
+    cost : Cost
         A :class:`~rankkit.results.TaskResult`'s cost.
 
     Returns
     -------
-    dict
+    dict[str, int]
         Column -> count, in the order of :data:`COUNTS`.
     """
     used = cost.comparisons + cost.grades
@@ -100,7 +61,18 @@ def column_counts(cost: Cost) -> dict[str, int]:
 
 def asked_of(task_result: TaskResult) -> tuple[tuple[str, ...], ...]:
     """What a strategy asked on a task, in order: each comparison (first shown, second shown), then
-    each k-way group (as shown)."""
+    each k-way group (as shown).
+
+    Parameters
+    ----------
+    task_result : TaskResult
+        What the strategy did on the task.
+
+    Returns
+    -------
+    tuple[tuple[str, ...], ...]
+        Candidate ids as shown: pairs for comparisons, then groups.
+    """
     return (*((c.first, c.second) for c in task_result.comparisons), *(g.shown for g in task_result.group_comparisons))
 
 
@@ -112,11 +84,16 @@ USED = ("comparisons", "grades")
 
 @dataclass
 class PlanRow:
-    """One strategy's figures over all tasks (see the module docstring for the columns).
+    """One strategy's figures over all tasks (see ``docs/dry-run.md`` for the columns).
 
-    prompt_tokens: estimated prompt tokens of the new judgments (None for judges without prompts).
-    bounds: the figures that are not exact, each with ``≤`` (at most) or ``~`` (an estimate).
-    notes: why figures are not exact.
+    Parameters
+    ----------
+    prompt_tokens : float | None, default None
+        Estimated prompt tokens of the new judgments (None for judges without prompts).
+    bounds : dict[str, str]
+        The figures that are not exact, each with ``≤`` (at most) or ``~`` (an estimate).
+    notes : list[str]
+        Why figures are not exact.
     """
 
     strategy: str
@@ -139,13 +116,31 @@ class PlanRow:
 
     def mark(self, figure: str, symbol: str, note: str = "") -> None:
         """Record that ``figure`` is a bound (``≤``) or an estimate (``~``) on at least one task,
-        and why; a figure that is ``≤`` on some tasks and ``~`` on others is ``~``."""
+        and why; a figure that is ``≤`` on some tasks and ``~`` on others is ``~``.
+
+        Parameters
+        ----------
+        figure : str
+            One of :data:`COUNTS`.
+        symbol : str
+            ``≤`` (at most) or ``~`` (an estimate).
+        note : str, default ""
+            Why, added to the row's notes once (nothing when empty).
+        """
         previous = self.bounds.get(figure)
         self.bounds[figure] = symbol if previous in (None, symbol) else "~"
         if note and note not in self.notes:
             self.notes.append(note)
 
     def as_dict(self) -> dict[str, Any]:
+        """The row as its columns name it, for csv and json and the table.
+
+        Returns
+        -------
+        dict[str, Any]
+            Column -> value: the counts, ``est_prompt_tokens`` (rounded), ``est_usd`` (4 decimals),
+            ``exact``, ``bounds`` (``figure≤`` ... joined by spaces) and ``note``.
+        """
         tokens = None if self.prompt_tokens is None else round(self.prompt_tokens)
         return {
             "strategy": self.strategy,
@@ -187,14 +182,26 @@ def dry_run(
 ) -> DryRun:
     """Work out what ``run(tasks, strategies, judge, cache, seed)`` would ask, without asking.
 
-    Parameters:
-        tasks, strategies, seed: as the run gets them.
-        judge: only its identity is used (build it with ``make_judge(spec, stand_in=True)`` to
-            avoid loading a model); it is never asked anything.
-        cache: the persistent cache, read and never written (None: no cache).
+    The rules for exact figures, bounds and estimates are in ``docs/dry-run.md``.
 
-    Returns:
-        One :class:`PlanRow` per strategy, in order.
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The run's tasks.
+    strategies : Sequence[Strategy]
+        The run's strategies, in order.
+    judge : Judge
+        Only its identity is used (build it with ``make_judge(spec, stand_in=True)`` to
+        avoid loading a model); it is never asked anything.
+    cache : Any, optional
+        The persistent cache, read and never written (None: no cache).
+    seed : int, default 0
+        The run's seed.
+
+    Returns
+    -------
+    DryRun
+        One :class:`PlanRow` per strategy, in order, with the judge's notes and warnings.
     """
     sizes = PromptSizes(judge) if PromptSizes.applies(judge) else None
     cache_empty = cache is None or len(cache) == 0
@@ -224,7 +231,21 @@ def dry_run(
 def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:
     """The judgments a strategy with a stopping target is forecast to need on ``tasks`` before any
     judgment: the sum of its per-task ``forecast_judgments`` (a prior-based estimate, see
-    :func:`rankkit.strategies._stopping.prior_forecast`), or None when it has no target."""
+    :func:`rankkit.strategies._stopping.prior_forecast`), or None when it has no target.
+
+    Parameters
+    ----------
+    strategy : Strategy
+        The strategy.
+    tasks : Sequence[Task]
+        The run's tasks.
+
+    Returns
+    -------
+    Any
+        The sum of the per-task forecasts (whatever type the strategy's forecast has), or None when
+        the strategy has no target or a task has no forecast.
+    """
     forecast = getattr(strategy, "forecast_judgments", None)
     if forecast is None:
         return None
@@ -242,14 +263,20 @@ def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:
 def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None) -> list[str]:
     """One warning per task whose largest prompt of the dry run does not fit the judge's context.
 
-    Parameters:
-        tasks: the run's tasks.
-        judge: the judge of the dry run; an LLM judge's runtime ``context`` (tokens, setting) is the
-            limit, where known without loading the model
-            (:class:`~rankkit.judges.llm_runtime.StandInRuntime`).
-        sizes: the prompt sizes the stand-in runs recorded (None: the judge reads no prompts).
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The run's tasks.
+    judge : Judge
+        The judge of the dry run; an LLM judge's runtime ``context`` (tokens, setting) is the
+        limit, where known without loading the model
+        (:class:`~rankkit.judges.llm_runtime.StandInRuntime`).
+    sizes : PromptSizes or None
+        The prompt sizes the stand-in runs recorded (None: the judge reads no prompts).
 
-    Returns:
+    Returns
+    -------
+    list[str]
         The warnings, in task order; empty when the context is unknown or every prompt fits. Sizes
         are estimates (:data:`~rankkit.plan.tokens.CHARS_PER_TOKEN` characters a token), so a
         prompt near the limit may go either way.
@@ -276,7 +303,19 @@ def task_context(task: Task, history: Sequence[Sequence[TaskResult]], cache_empt
       asks is shared;
     * ``cache_empty`` — the persistent cache holds nothing.
 
-    history: per policy, what every strategy up to this one (this one last) did on the task.
+    Parameters
+    ----------
+    task : Task
+        The task.
+    history : Sequence[Sequence[TaskResult]]
+        Per policy, what every strategy up to this one (this one last) did on the task.
+    cache_empty : bool
+        Whether the persistent cache holds nothing.
+
+    Returns
+    -------
+    set[str]
+        The names above that hold.
     """
     n = len(task.candidates)
     earlier = [result.cost for policy in history for result in policy[:-1]]
@@ -302,11 +341,29 @@ def stand_in_run(
     policy: str,
     sizes: PromptSizes | None = None,
 ) -> list[list[TaskResult]]:
-    """Run the strategies on stand-in verdicts of ``policy``; returns each strategy's result per task.
+    """Run the strategies on stand-in verdicts of ``policy``.
 
-    Parameters:
-        judge: the judge stood in for; cache: the persistent cache (None: none), never written.
-        sizes: prompt sizes to count in the costs' ``prompt_tokens`` (None: none).
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The run's tasks.
+    strategies : Sequence[Strategy]
+        The run's strategies.
+    judge : Judge
+        The judge stood in for.
+    cache : Any
+        The persistent cache (None: none), never written.
+    seed : int
+        The run's seed.
+    policy : str
+        One of :data:`~rankkit.plan.stand_in.POLICIES`.
+    sizes : PromptSizes or None, optional
+        Prompt sizes to count in the costs' ``prompt_tokens`` (None: none).
+
+    Returns
+    -------
+    list[list[TaskResult]]
+        Each strategy's result per task.
     """
     from rankkit.runner import run  # the runner pulls in the metrics, which listing plans never needs
 
@@ -330,7 +387,20 @@ def add_task(
 ) -> None:
     """Add one task's figures (:func:`task_figures`) to ``row``, and the prompt tokens of its new judgments.
 
-    history: per policy, what every strategy up to this one (this one last) did on the task.
+    Parameters
+    ----------
+    row : PlanRow
+        The strategy's row, updated in place.
+    strategy : Strategy
+        The strategy.
+    task : Task
+        The task.
+    history : Sequence[Sequence[TaskResult]]
+        Per policy, what every strategy up to this one (this one last) did on the task.
+    cache_empty : bool
+        Whether the persistent cache holds nothing.
+    sizes : PromptSizes or None
+        The prompt sizes (None: the judge reads no prompts, and no tokens are added).
     """
     observed = [policy[-1] for policy in history]
     figures = task_figures(strategy, task, observed, task_context(task, history, cache_empty))
@@ -348,14 +418,23 @@ def add_task(
 def task_figures(
     strategy: Strategy, task: Task, observed: Sequence[TaskResult], context: set[str]
 ) -> dict[str, Estimate]:
-    """One task's figures, from what the strategy did on it under each policy (the rules of the
-    module docstring).
+    """One task's figures, from what the strategy did on it under each policy (the rules in
+    ``docs/dry-run.md``).
 
-    Parameters:
-        observed: what the strategy did on the task, one per policy.
-        context: what holds on the task whatever the verdicts (:func:`task_context`).
+    Parameters
+    ----------
+    strategy : Strategy
+        The strategy.
+    task : Task
+        The task.
+    observed : Sequence[TaskResult]
+        What the strategy did on the task, one per policy.
+    context : set[str]
+        What holds on the task whatever the verdicts (:func:`task_context`).
 
-    Returns:
+    Returns
+    -------
+    dict[str, Estimate]
         Every figure of :data:`COUNTS`, with its mark.
     """
     n = len(task.candidates)
@@ -374,7 +453,24 @@ def task_figures(
 def takes_the_run_path(observed: Sequence[TaskResult], exact: int | None, worst: int | None, context: set[str]) -> bool:
     """Rules 1 and 2: every verdict on the task came from the cache, or the strategy took one path
     under every policy and does not declare that its path depends on verdicts (a worst case with
-    no fixed number)."""
+    no fixed number).
+
+    Parameters
+    ----------
+    observed : Sequence[TaskResult]
+        What the strategy did on the task, one per policy.
+    exact : int or None
+        The strategy's :meth:`~rankkit.strategies.base.Strategy.exact_judgments` on the task.
+    worst : int or None
+        Its :meth:`~rankkit.strategies.base.Strategy.max_judgments` on the task.
+    context : set[str]
+        What holds on the task (:func:`task_context`).
+
+    Returns
+    -------
+    bool
+        True when every figure is exact.
+    """
     if "all_cached" in context:
         return True
     declared_adaptive = worst is not None and exact is None
@@ -386,7 +482,21 @@ def used_figures(kind: str, seen: dict[str, list[int]], exact: int | None, worst
     """Rule 3 for ``comparisons`` and ``grades``: exact when the strategy declares a fixed number and
     used it under every policy (or when it never used a judgment of the kind it is not), else bounds.
 
-    kind: the strategy's kind (``pairwise`` or ``pointwise``); seen: each figure under each policy.
+    Parameters
+    ----------
+    kind : str
+        The strategy's kind (``pairwise`` or ``pointwise``).
+    seen : dict[str, list[int]]
+        Each figure under each policy.
+    exact : int or None
+        The strategy's declared fixed number of judgments on the task.
+    worst : int or None
+        Its declared worst case on the task.
+
+    Returns
+    -------
+    dict[str, Estimate]
+        ``comparisons`` and ``grades``, with their marks.
     """
     totals = set(map(sum, zip(seen["comparisons"], seen["grades"])))
     fixed = totals == {exact} and len(set(seen["comparisons"])) == 1
@@ -403,8 +513,21 @@ def origin_figures(
 ) -> dict[str, Estimate]:
     """Rule 3 for ``cached``, ``shared`` and ``new``.
 
-    used: the task's ``comparisons`` and ``grades`` (:func:`used_figures`); seen: each figure under
-    each policy; worst: the strategy's declared worst case; context: as :func:`task_figures` gets it.
+    Parameters
+    ----------
+    used : dict[str, Estimate]
+        The task's ``comparisons`` and ``grades`` (:func:`used_figures`).
+    seen : dict[str, list[int]]
+        Each figure under each policy.
+    worst : int or None
+        The strategy's declared worst case.
+    context : set[str]
+        As :func:`task_figures` gets it.
+
+    Returns
+    -------
+    dict[str, Estimate]
+        ``cached``, ``shared`` and ``new``, with their marks.
     """
     total = used["comparisons"][0] + used["grades"][0]
     marks = {mark for _, mark in used.values()} - {""}
@@ -420,12 +543,38 @@ def origin_figures(
 
 def at_most(values: Sequence[int], worst: int | None) -> Estimate:
     """A figure that depends on the verdicts: the most seen under any policy, raised to the
-    strategy's declared worst case (``≤``), or without one the most seen (``~``, an estimate)."""
+    strategy's declared worst case (``≤``), or without one the most seen (``~``, an estimate).
+
+    Parameters
+    ----------
+    values : Sequence[int]
+        The figure under each policy.
+    worst : int or None
+        The strategy's declared worst case.
+
+    Returns
+    -------
+    Estimate
+        ``(value, mark)``.
+    """
     return (max(values), "~") if worst is None else (max(max(values), worst), "≤")
 
 
 def judge_notes(judge: Judge, sizes: PromptSizes | None) -> list[str]:
-    """What the prompt-token estimate leaves out, for the judge's options that add work."""
+    """What the prompt-token estimate leaves out, for the judge's options that add work.
+
+    Parameters
+    ----------
+    judge : Judge
+        The dry run's judge.
+    sizes : PromptSizes or None
+        The prompt sizes (None: the judge reads no prompts, and there are no notes).
+
+    Returns
+    -------
+    list[str]
+        The notes, one sentence each.
+    """
     if sizes is None:
         return []
     notes = [f"prompt tokens estimated at {CHARS_PER_TOKEN} characters per token"]
@@ -469,11 +618,22 @@ def expected_judgments(
       undercut, and says so (a path that depends on the verdicts often uses fewer);
     * otherwise (nothing declared) that run's count, an estimate.
 
-    Parameters:
-        judge: the run's judge, for its identity (request keys); None: any judge's.
-        max_candidates: above this many candidates in a task, None.
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The run's tasks.
+    strategies : Sequence[Strategy]
+        The run's strategies.
+    seed : int
+        The run's seed.
+    judge : Judge or None, optional
+        The run's judge, for its identity (request keys); None: any judge's.
+    max_candidates : int, default 256
+        Above this many candidates in a task, None.
 
-    Returns:
+    Returns
+    -------
+    Estimate or None
         ``(total, mark)``: the number of comparisons and grades, and ``""`` when exact, ``"≤"``
         when at most, ``"~"`` when an estimate (the worst of the marks); None for a simulated
         judge or too many candidates.

@@ -76,10 +76,15 @@ POLICIES: dict[str, Policy] = {
 class StandInJudge(Judge):
     """The run's judge as a dry run sees it: its identity, and stand-in verdicts (module docstring).
 
-    inner: the judge stood in for (e.g. from ``make_judge(spec, stand_in=True)``); only its
+    Parameters
+    ----------
+    inner : Judge
+        The judge stood in for (e.g. from ``make_judge(spec, stand_in=True)``); only its
         identity is read, it is never asked anything.
-    policy: the name of the verdict policy (:data:`POLICIES`).
-    sizes: prompt sizes to put in each verdict's ``usage`` (None: no prompts to count).
+    policy : str, default "ranked"
+        The name of the verdict policy (:data:`POLICIES`).
+    sizes : PromptSizes or None, optional
+        Prompt sizes to put in each verdict's ``usage`` (None: no prompts to count).
     """
 
     backend = "stand-in"
@@ -103,18 +108,61 @@ class StandInJudge(Judge):
         return self.inner.description
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        """The request key of the judge stood in for, so cache keys match the run's.
+
+        Parameters
+        ----------
+        task : Task
+            The task.
+        *candidates : Candidate
+            The candidates of the request, as shown.
+
+        Returns
+        -------
+        list[Any]
+            The inner judge's request key.
+        """
         return self.inner.request_key(task, *candidates)
 
     def kway_key(self) -> list[Any]:
+        """The k-way key of the judge stood in for.
+
+        Returns
+        -------
+        list[Any]
+            The inner judge's :meth:`~rankkit.judges.base.Judge.kway_key`.
+        """
         return self.inner.kway_key()
 
     def bind_memo(self, memo: Any) -> None:
-        """The judge stood in for is never bound: nothing it caches of its own is read or written."""
+        """The judge stood in for is never bound: nothing it caches of its own is read or written.
+
+        Parameters
+        ----------
+        memo : Any
+            The run's memo, ignored.
+        """
 
     def _usage(self, tokens: Callable[[], int]) -> dict[str, int]:
         return {} if self.sizes is None else {"prompt_tokens": tokens()}
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
+        """A stand-in verdict on ``first`` against ``second``, from the policy's grades.
+
+        Parameters
+        ----------
+        task : Task
+            The task.
+        first : Candidate
+            The answer shown first.
+        second : Candidate
+            The answer shown second.
+
+        Returns
+        -------
+        Verdict
+            The higher grade wins (equal grades tie), marked ``extras={"stand_in": True, "policy": ...}``, with the prompt's estimated tokens in ``usage`` when sizes are counted.
+        """
         first_grade, second_grade = self._grades(task, (first, second))
         winner = (
             Winner.FIRST if first_grade > second_grade else Winner.SECOND if second_grade > first_grade else Winner.TIE
@@ -129,6 +177,20 @@ class StandInJudge(Judge):
         )
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
+        """A stand-in choice of the best of ``candidates``, from the policy's grades.
+
+        Parameters
+        ----------
+        task : Task
+            The task.
+        candidates : Sequence[Candidate]
+            The group, as shown.
+
+        Returns
+        -------
+        GroupChoice
+            The best-graded candidate's position, with the grades, marked ``extras={"stand_in": True, "policy": ...}``, with the prompt's estimated tokens in ``usage`` when sizes are counted.
+        """
         grades = tuple(self._grades(task, candidates))
         return GroupChoice(
             chosen=ranking_from_scores(grades)[0],
@@ -139,6 +201,20 @@ class StandInJudge(Judge):
         )
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
+        """A stand-in ranking of ``candidates``, from the policy's grades.
+
+        Parameters
+        ----------
+        task : Task
+            The task.
+        candidates : Sequence[Candidate]
+            The group, as shown.
+
+        Returns
+        -------
+        GroupRanking
+            The positions best first, marked ``extras={"stand_in": True, "policy": ...}``, with the prompt's estimated tokens in ``usage`` when sizes are counted.
+        """
         grades = self._grades(task, candidates)
         return GroupRanking(
             permutation=ranking_from_scores(grades),
@@ -148,6 +224,20 @@ class StandInJudge(Judge):
         )
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
+        """A stand-in grade of ``candidate``, from the policy.
+
+        Parameters
+        ----------
+        task : Task
+            The task.
+        candidate : Candidate
+            The answer graded.
+
+        Returns
+        -------
+        Grade
+            The policy's grade, marked ``extras={"stand_in": True, "policy": ...}``, with the prompt's estimated tokens in ``usage`` when sizes are counted.
+        """
         (value,) = self._grades(task, (candidate,))
         return Grade(
             value=value,
@@ -166,11 +256,36 @@ class ReadOnlyCache:
         self._written: dict[str, dict[str, Any]] = {}
 
     def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
+        """The payloads under ``keys``: what this dry run stored first, else what the file holds.
+
+        Parameters
+        ----------
+        keys : Sequence[str]
+            Cache keys.
+
+        Returns
+        -------
+        list[dict[str, Any] or None]
+            One payload per key, None where there is none.
+        """
         stored = self.inner.get_keys(keys)
         # What the run stored (only where the file had nothing it would serve) comes first.
         return [self._written.get(key, payload) for key, payload in zip(keys, stored)]
 
     def put_key(self, key: str, fingerprint: str, kind: str, payload: dict[str, Any]) -> None:
+        """Keep ``payload`` in memory under ``key`` (the first one stored wins); the file is never written.
+
+        Parameters
+        ----------
+        key : str
+            The cache key.
+        fingerprint : str
+            The judge's fingerprint (unused: kept for the cache interface).
+        kind : str
+            The judgment's kind (unused: kept for the cache interface).
+        payload : dict[str, Any]
+            The judgment as the cache stores it.
+        """
         self._written.setdefault(key, payload)
 
     def flush(self) -> None:
@@ -178,7 +293,20 @@ class ReadOnlyCache:
 
 
 def read_only_cache(path: str | Path | None, disabled: bool) -> Any:
-    """The cache a dry run reads: the file when it exists (never created), else an empty one."""
+    """The cache a dry run reads: the file when it exists (never created), else an empty one.
+
+    Parameters
+    ----------
+    path : str or Path or None
+        The cache file (None or empty: :data:`~rankkit.cache.DEFAULT_CACHE_PATH`).
+    disabled : bool
+        True for ``--no-cache``: an empty cache whatever the file.
+
+    Returns
+    -------
+    Any
+        A :class:`~rankkit.cache.JudgmentCache` on the file, or a :class:`~rankkit.cache.NullCache`.
+    """
     from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache
 
     path = Path(path) if path else DEFAULT_CACHE_PATH

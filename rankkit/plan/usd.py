@@ -31,7 +31,18 @@ ASSUMPTIONS = (
 
 def llm_judge(judge: Judge) -> LLMJudge | None:
     """The LLM judge of ``judge``: itself, or the one inside a calibration wrapper; None for
-    another judge (a simulated or recorded one has no price)."""
+    another judge (a simulated or recorded one has no price).
+
+    Parameters
+    ----------
+    judge : Judge
+        Any judge.
+
+    Returns
+    -------
+    LLMJudge or None
+        The LLM judge, or None.
+    """
     if isinstance(judge, CalibratedJudge):
         return judge.judge
     return judge if isinstance(judge, LLMJudge) else None
@@ -39,7 +50,18 @@ def llm_judge(judge: Judge) -> LLMJudge | None:
 
 def judge_price(judge: Judge) -> Price | None:
     """The price of ``judge``'s runtime (through a calibration wrapper), or None: not an LLM judge,
-    or a runtime without a price."""
+    or a runtime without a price.
+
+    Parameters
+    ----------
+    judge : Judge
+        Any judge.
+
+    Returns
+    -------
+    Price or None
+        The runtime's list price, or None.
+    """
     inner = llm_judge(judge)
     return None if inner is None else inner.runtime.price
 

@@ -21,21 +21,76 @@ from rankkit.tasks import Task
 
 
 def is_translation(task: Task) -> bool:
+    """Whether the task's ``meta['domain']`` says translation.
+
+    Parameters
+    ----------
+    task : Task
+        The task (its ``meta``).
+
+    Returns
+    -------
+    bool
+        True when the domain contains ``translat``.
+    """
     return "translat" in str(task.meta.get("domain", "")).lower()
 
 
 def is_german(task: Task) -> bool:
+    """Whether the task's ``meta['language']`` is German.
+
+    Parameters
+    ----------
+    task : Task
+        The task (its ``meta``).
+
+    Returns
+    -------
+    bool
+        True for ``de``, ``ger``, ``deu``, ``german`` or ``deutsch``.
+    """
     return str(task.meta.get("language", "")).lower() in {"de", "ger", "deu", "german", "deutsch"}
 
 
 def is_exam(task: Task) -> bool:
-    """No domain given (the bundled sample, user CSVs) or a domain that says exam/grading."""
+    """No domain given (the bundled sample, user CSVs) or a domain that says exam/grading.
+
+    Parameters
+    ----------
+    task : Task
+        The task (its ``meta``).
+
+    Returns
+    -------
+    bool
+        True for no domain, or one naming exam, grading, university or school.
+    """
     domain = str(task.meta.get("domain", "")).lower()
     return not domain or any(word in domain for word in ("exam", "grading", "university", "school"))
 
 
 def auto_template_name(task: Task, kind: str, family: str = "auto") -> str:
-    """The built-in template a task gets (see the module docstring for the rule)."""
+    """The built-in template a task gets (see the module docstring for the rule).
+
+    Parameters
+    ----------
+    task : Task
+        The task (its domain, language and reference).
+    kind : str
+        The template kind (``pointwise``, ``pairwise``).
+    family : str, default "auto"
+        ``auto`` (chosen from the task), ``paper``, ``generic`` or ``mt``.
+
+    Returns
+    -------
+    str
+        The built-in template's name (``paper-pairwise-en-ref``).
+
+    Raises
+    ------
+    TemplateError
+        For an unknown family.
+    """
     ref = "-ref" if task.reference else ""
     if family == "auto":
         if is_translation(task):
@@ -87,16 +142,47 @@ class TemplateChoice:
             self.fixed[template.kind] = template
 
     def template(self, task: Task, kind: str) -> Template:
+        """The template this choice uses for ``task`` and ``kind``.
+
+        Parameters
+        ----------
+        task : Task
+            The task.
+        kind : str
+            The template kind.
+
+        Returns
+        -------
+        Template
+            The fixed template of that kind, else the built-in one the family's rule picks.
+        """
         if kind in self.fixed:
             return self.fixed[kind]
         return builtin_templates()[auto_template_name(task, kind, self.family)]
 
     def candidates(self, kind: str) -> list[Template]:
-        """Every template this choice may return for ``kind`` (what the fingerprint covers)."""
+        """Every template this choice may return for ``kind`` (what the fingerprint covers).
+
+        Parameters
+        ----------
+        kind : str
+            The template kind.
+
+        Returns
+        -------
+        list[Template]
+            The fixed template, or the family's built-ins of that kind (sorted by name).
+        """
         if kind in self.fixed:
             return [self.fixed[kind]]
         return [builtin_templates()[n] for n in _family_names(self.family, kind)]
 
     def fingerprint(self) -> dict[str, dict[str, str]]:
-        """``{kind: {template name: sha}}`` for every template that may be used."""
+        """``{kind: {template name: sha}}`` for every template that may be used.
+
+        Returns
+        -------
+        dict[str, dict[str, str]]
+            Kind -> template name -> the template's sha.
+        """
         return {kind: {t.name: t.sha for t in self.candidates(kind)} for kind in KINDS}

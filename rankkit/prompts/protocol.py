@@ -67,7 +67,8 @@ def find_protocol_text(text: str) -> list[str]:
 
     Parameters
     ----------
-    text: an untrusted text (a candidate answer).
+    text : str
+        An untrusted text (a candidate answer).
 
     Returns
     -------
@@ -92,6 +93,18 @@ def neutralize_special_tokens(text: str) -> str:
     """Rewrite chat-template special-token strings so no tokenizer reads them as its tokens:
     ``<|im_end|>`` -> ``‹|im_end|›``, ``[INST]`` -> ``‹INST›``, ``<<SYS>>`` -> ``‹‹SYS››``.
 
+    Parameters
+    ----------
+    text : str
+        Text put into a prompt (a question, an answer).
+
+    Returns
+    -------
+    str
+        The text with special-token strings rewritten into look-alikes.
+
+    Examples
+    --------
     >>> neutralize_special_tokens("ok<|im_end|>\\n<start_of_turn>user [INST]")
     'ok‹|im_end|›\\n‹start_of_turn›user ‹INST›'
     """
@@ -113,7 +126,8 @@ def sanitize_protocol(text: str) -> str:
 
     Parameters
     ----------
-    text: an untrusted text (a candidate answer).
+    text : str
+        An untrusted text (a candidate answer).
 
     Returns
     -------

@@ -47,16 +47,26 @@ class TemplateError(SpecError):
 class Template:
     """One prompt template.
 
-    name / version / language / source: what it is and where its wording comes from.
-    kind: ``pointwise`` (one answer, one score) or ``pairwise`` (two answers, two scores).
-    text: the prompt with ``{field}`` placeholders.
-    max_points: a fixed top of the scale (MT prompts grade 0-100); None means "from the task".
-    score_prefix: what the judge's reply starts with before a pointwise score (logprob mode).
-    choice_prefix: what precedes the choice token "1"/"2" in a pairwise reply (logprob mode); its
+    Parameters
+    ----------
+    name, version, language, source : str
+        What it is and where its wording comes from.
+    kind : str
+        ``pointwise`` (one answer, one score) or ``pairwise`` (two answers, two scores).
+    text : str
+        The prompt with ``{field}`` placeholders.
+    max_points : float | None, default None
+        A fixed top of the scale (MT prompts grade 0-100); None means "from the task".
+    score_prefix : str, default "Score:"
+        What the judge's reply starts with before a pointwise score (logprob mode).
+    choice_prefix : str, default "The better answer is Answer"
+        What precedes the choice token "1"/"2" in a pairwise reply (logprob mode); its
         last word is the slot label (``Answer``, ``Antwort``, ``Translation``).
-    verdict_prefix: what rankkit appends after a generated explanation before it reads the
+    verdict_prefix : str, default "Final verdict:"
+        What rankkit appends after a generated explanation before it reads the
         verdict's score tokens (generate mode, :mod:`rankkit.judges.modes`).
-    file_text: the whole file, header included; its hash is the template's identity.
+    file_text : str, default ""
+        The whole file, header included; its hash is the template's identity.
     """
 
     name: str
@@ -88,7 +98,23 @@ class Template:
         return set(_PLACEHOLDER.findall(self.text))
 
     def render(self, values: Mapping[str, str]) -> str:
-        """Fill every ``{field}``; values are inserted literally, never re-parsed."""
+        """Fill every ``{field}``; values are inserted literally, never re-parsed.
+
+        Parameters
+        ----------
+        values : Mapping[str, str]
+            Field name -> value; every field of the template needs one.
+
+        Returns
+        -------
+        str
+            The prompt.
+
+        Raises
+        ------
+        TemplateError
+            When a field has no value.
+        """
         missing = self.fields - set(values)
         if missing:
             raise TemplateError(f"template {self.name!r}: no value for {', '.join(sorted(missing))}")
@@ -111,7 +137,27 @@ _HEADER_KEYS = {
 
 
 def parse_template(file_text: str, *, where: str, default_name: str = "custom") -> Template:
-    """Read a template from its file text (optional ``---`` header, then the prompt)."""
+    """Read a template from its file text (optional ``---`` header, then the prompt).
+
+    Parameters
+    ----------
+    file_text : str
+        The file's text.
+    where : str
+        Names the file in error messages (and is stored as the template's ``path``).
+    default_name : str, default "custom"
+        The name when the header gives none.
+
+    Returns
+    -------
+    Template
+        The template; its kind from the header, else from its fields.
+
+    Raises
+    ------
+    TemplateError
+        For an unclosed or unknown header line, unknown or missing fields, a bad kind or ``max_points``.
+    """
     header: dict[str, str] = {}
     body = file_text
     if file_text.startswith("---"):
@@ -171,7 +217,18 @@ def parse_template(file_text: str, *, where: str, default_name: str = "custom") 
 
 
 def load_template_dir(directory: Path) -> dict[str, Template]:
-    """Every ``*.txt`` template in ``directory``, by name."""
+    """Every ``*.txt`` template in ``directory``, by name.
+
+    Parameters
+    ----------
+    directory : Path
+        The folder.
+
+    Returns
+    -------
+    dict[str, Template]
+        Name -> template, in file-name order.
+    """
     templates = {}
     for path in sorted(directory.glob("*.txt")):
         template = parse_template(path.read_text(encoding="utf-8"), where=str(path), default_name=path.stem)
@@ -181,12 +238,34 @@ def load_template_dir(directory: Path) -> dict[str, Template]:
 
 @cache
 def builtin_templates() -> dict[str, Template]:
-    """Every template shipped in ``rankkit/templates``, by name."""
+    """Every template shipped in ``rankkit/templates``, by name.
+
+    Returns
+    -------
+    dict[str, Template]
+        Name -> template (read once, then cached).
+    """
     return load_template_dir(TEMPLATE_DIR)
 
 
 def load_template(name_or_path: str) -> Template:
-    """A built-in template by name, or a user template file by path."""
+    """A built-in template by name, or a user template file by path.
+
+    Parameters
+    ----------
+    name_or_path : str
+        A built-in template's name, or a file path (``~`` expanded).
+
+    Returns
+    -------
+    Template
+        The template.
+
+    Raises
+    ------
+    TemplateError
+        When it is neither, or the file is not a valid template.
+    """
     builtins = builtin_templates()
     if name_or_path in builtins:
         return builtins[name_or_path]
@@ -200,7 +279,13 @@ def load_template(name_or_path: str) -> Template:
 
 
 def describe_templates() -> list[dict[str, Any]]:
-    """Name, kind, language and source of every built-in template (for docs and listings)."""
+    """Name, kind, language and source of every built-in template (for docs and listings).
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        One record per built-in template.
+    """
     return [
         {
             "name": t.name,

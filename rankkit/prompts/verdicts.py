@@ -59,6 +59,16 @@ def normalised_tokens(text: str) -> str:
 
     ``"Answer 1:\n0/10"``, ``"ANSWER 1: 0 / 10"`` and ``"**answer1** - 0/10"`` all become
     ``" answer 1 0 10 "``: whitespace, case and punctuation changes do not matter, but numbers do.
+
+    Parameters
+    ----------
+    text : str
+        A verdict fragment or any text.
+
+    Returns
+    -------
+    str
+        The normalised tokens, space-joined and space-padded.
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
     return " " + " ".join(_TOKEN.findall(folded)) + " "
@@ -135,6 +145,11 @@ def parse_pointwise(generated: str, max_points: float, untrusted: Sequence[str] 
         The texts the judge was shown but did not write (the candidate, its analysis): echoes of them
         are removed and a verdict that re-quotes them is never taken (:func:`strip_echoes`,
         :func:`normalised_tokens`).
+
+    Returns
+    -------
+    ParsedVerdict
+        The score ``(X,)``, or no values and the reason the output could not be read.
     """
     quotes = _Quotes(untrusted)
     matches, dropped = _own_verdicts(_POINT_PATTERN, strip_echoes(generated, untrusted), quotes)
@@ -147,12 +162,23 @@ def parse_pointwise(generated: str, max_points: float, untrusted: Sequence[str] 
 def parse_pairwise(generated: str, max_points: float, untrusted: Sequence[str] = ()) -> ParsedVerdict:
     """Read ``Answer 1: X/M ... Answer 2: Y/M`` from generated text.
 
-    generated / max_points / untrusted: as for :func:`parse_pointwise` (``untrusted`` holds both
-    candidates, and with PREPAIR their analyses).
-
     An ``Answer 1`` score must come before the last ``Answer 2`` score; every ``Answer 1`` score
     must agree, and every ``Answer 2`` score (a restated verdict is fine, two different ones
     are ambiguous and fail). German ``Antwort`` and MT ``Translation`` labels are read the same way.
+
+    Parameters
+    ----------
+    generated : str
+        The judge's output (never the prompt).
+    max_points : float
+        The M the prompt asked for; other scales and values outside ``[0, M]`` fail.
+    untrusted : Sequence[str]
+        As for :func:`parse_pointwise`: both candidates, and with PREPAIR their analyses.
+
+    Returns
+    -------
+    ParsedVerdict
+        The scores ``(X, Y)``, or no values and the reason the output could not be read.
     """
     quotes = _Quotes(untrusted)
     text = strip_echoes(generated, untrusted)
@@ -185,6 +211,18 @@ def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
     removes (1) echoed answer boxes, from the opening tag to the closing tag or the end, and (2)
     verbatim copies of each untrusted text. Loose re-quotes (case, whitespace or punctuation
     changed, or only part of a candidate) are caught verdict by verdict by the parsers.
+
+    Parameters
+    ----------
+    generated : str
+        The judge's output.
+    untrusted : Sequence[str]
+        The texts the judge was shown but did not write.
+
+    Returns
+    -------
+    str
+        ``generated`` with the echoes replaced by spaces.
     """
     text = _ECHOED_BOX.sub(" ", generated)
     for piece in sorted({value.strip() for value in untrusted if value.strip()}, key=len, reverse=True):

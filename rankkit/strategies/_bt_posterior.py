@@ -41,6 +41,17 @@ class Evidence:
         self._size = 0
 
     def add(self, first: int, second: int, outcome: float) -> None:
+        """Add one outcome.
+
+        Parameters
+        ----------
+        first : int
+            The row of a.
+        second : int
+            The row of b.
+        outcome : float
+            The outcome for a (1, ½ or 0).
+        """
         import numpy as np
 
         if self._size == len(self._outcome):
@@ -60,6 +71,20 @@ class Evidence:
 
     @classmethod
     def from_outcomes(cls, outcomes: Sequence[Outcome], items: Sequence[str]) -> Evidence:
+        """The evidence of named outcomes.
+
+        Parameters
+        ----------
+        outcomes : Sequence[Outcome]
+            ``(a, b, outcome for a)`` by candidate name.
+        items : Sequence[str]
+            The candidates, in row order.
+
+        Returns
+        -------
+        Evidence
+            The outcomes as rows.
+        """
         index = {name: i for i, name in enumerate(items)}
         evidence = cls(len(items))
         for a, b, outcome in outcomes:
@@ -82,6 +107,20 @@ def bt_log_posterior(theta: np.ndarray, evidence: Evidence, prior_sd: float) -> 
     gradient is ``P_r − s_r`` at a and ``s_r − P_r`` at b (plus ``θ / prior_sd²``), and outcome r
     adds its curvature ``c_r = P_r (1 − P_r)`` to the Hessian as ``c_r (e_a − e_b)(e_a − e_b)ᵀ``
     (:func:`posterior_hessian`). Every term costs O(outcomes + N).
+
+    Parameters
+    ----------
+    theta : np.ndarray
+        The strengths, one per row.
+    evidence : Evidence
+        The outcomes.
+    prior_sd : float
+        The prior sd of the strengths.
+
+    Returns
+    -------
+    tuple[float, np.ndarray, np.ndarray]
+        The value, the gradient, and each outcome's curvature ``c_r``.
     """
     import numpy as np
 
@@ -100,7 +139,22 @@ def bt_log_posterior(theta: np.ndarray, evidence: Evidence, prior_sd: float) -> 
 
 def posterior_hessian(evidence: Evidence, curvature: np.ndarray, prior_sd: float) -> np.ndarray:
     """The dense Hessian ``Σ_r c_r (e_a − e_b)(e_a − e_b)ᵀ + I / prior_sd²`` (a weighted graph
-    Laplacian plus the prior's precision)."""
+    Laplacian plus the prior's precision).
+
+    Parameters
+    ----------
+    evidence : Evidence
+        The outcomes.
+    curvature : np.ndarray
+        Each outcome's curvature (:func:`bt_log_posterior`).
+    prior_sd : float
+        The prior sd of the strengths.
+
+    Returns
+    -------
+    np.ndarray
+        The N x N Hessian.
+    """
     import numpy as np
 
     first, second, _ = evidence.arrays
@@ -136,11 +190,26 @@ def _newton(
 
 def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Laplace approximation: the MAP strengths by Newton's method (Cholesky solves of the
-    Hessian) from ``start``, and the covariance = inverse Hessian there."""
+    Hessian) from ``start``, and the covariance = inverse Hessian there.
+
+    Parameters
+    ----------
+    evidence : Evidence
+        The outcomes.
+    prior_sd : float
+        The prior sd of the strengths.
+    start : np.ndarray
+        Where Newton's method starts.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        (mean, covariance).
+    """
     import numpy as np
     from scipy.linalg import cho_factor, cho_solve
 
-    def newton_step(theta, gradient, curvature):
+    def newton_step(theta: np.ndarray, gradient: np.ndarray, curvature: np.ndarray) -> np.ndarray:
         return cho_solve(cho_factor(posterior_hessian(evidence, curvature, prior_sd)), gradient)
 
     mean = (
@@ -162,8 +231,22 @@ def bt_posterior(
     maximum a posteriori θ (Newton's method on :func:`bt_log_posterior`, which is strictly
     convex); the covariance is the inverse Hessian there.
 
-    start: where Newton's method starts (the previous posterior mean, so that a refit after a few
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        ``(a, b, outcome for a)`` by candidate name.
+    items : Sequence[str]
+        The candidates, in row order.
+    prior_sd : float
+        The prior sd of the strengths.
+    start : np.ndarray | None, default None
+        Where Newton's method starts (the previous posterior mean, so that a refit after a few
         more matches takes a few steps); zeros when None.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        (mean, covariance) of θ, rows in the order of ``items``.
     """
     import numpy as np
 
@@ -244,7 +327,13 @@ class Posterior:
         self._since_refresh = 0
 
     def update(self, new_outcomes: Sequence[tuple[int, int, float]]) -> None:
-        """Add outcomes (row of a, row of b, outcome for a) and update mean and covariance."""
+        """Add outcomes (row of a, row of b, outcome for a) and update mean and covariance.
+
+        Parameters
+        ----------
+        new_outcomes : Sequence[tuple[int, int, float]]
+            The new outcomes, by row.
+        """
         import numpy as np
 
         for first, second, outcome in new_outcomes:
@@ -310,6 +399,24 @@ def choice_posterior(
     ``Σ (diag p − p pᵀ) + I / prior_sd²`` (on each choice's members), minimised by Newton's method
     with step halving.
 
+    Parameters
+    ----------
+    choices : Sequence[tuple[Sequence[int], int]]
+        ``(members, chosen)`` rows.
+    n_items : int
+        The number of candidates.
+    prior_sd : float
+        The prior sd of the log-strengths.
+    start : np.ndarray | None, optional
+        Where Newton's method starts (None: zeros).
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        (mean, covariance).
+
+    Examples
+    --------
     >>> mean, cov = choice_posterior([((0, 1, 2), 0)] * 5, 3, 2.0)
     >>> bool(mean[0] > mean[1] == mean[2]) or bool(mean[0] > max(mean[1], mean[2]))
     True

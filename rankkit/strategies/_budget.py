@@ -29,9 +29,14 @@ def check_budget(name: str, budget: float, comparisons: int | None, order: str =
     """Reject budgets that cannot rank anything: a ranking from no comparison is no ranking, and
     its metrics would be reported as if it were one.
 
-    name: the strategy's name, for the message.
-    budget: comparisons per candidate; must be > 0.
-    comparisons: the absolute budget per task when not None; must buy at least one match (2
+    Parameters
+    ----------
+    name : str
+        The strategy's name, for the message.
+    budget : float
+        Comparisons per candidate; must be > 0.
+    comparisons : int | None
+        The absolute budget per task when not None; must buy at least one match (2
         comparisons with ``order=both``).
     """
     if not budget > 0:  # also refuses NaN
@@ -50,6 +55,31 @@ def task_match_count(
     A per-candidate ``budget`` too small for a task's number of candidates buys none; that is a
     :class:`SpecError` naming the task and the least budget that would do, not a silent ranking
     from no comparison.
+
+    Parameters
+    ----------
+    name : str
+        The strategy's name, for the message.
+    task_id : str
+        The task's id, for the message.
+    n_candidates : int
+        The number of candidates of the task.
+    budget : float
+        Comparisons per candidate — the task gets ``floor(budget · N)``.
+    comparisons : int | None
+        An absolute number per task; when given it replaces ``budget``.
+    order : str
+        The order of presentation (``both``: a match costs 2).
+
+    Returns
+    -------
+    int
+        The number of matches (at least 1).
+
+    Raises
+    ------
+    SpecError
+        When the budget buys no match.
     """
     count = matches_in_budget(n_candidates, comparison_budget(n_candidates, budget, comparisons), order)
     if count == 0:
@@ -66,8 +96,19 @@ def task_match_count(
 def comparison_budget(n_candidates: int, budget: float, comparisons: int | None) -> int:
     """The comparisons (judgments) a task may use.
 
-    budget: comparisons per candidate — the task gets ``floor(budget · N)``.
-    comparisons: an absolute number per task; when given it replaces ``budget``.
+    Parameters
+    ----------
+    n_candidates : int
+        The number of candidates of the task.
+    budget : float
+        Comparisons per candidate — the task gets ``floor(budget · N)``.
+    comparisons : int | None
+        An absolute number per task; when given it replaces ``budget``.
+
+    Returns
+    -------
+    int
+        The number of comparisons.
     """
     if comparisons is not None:
         return comparisons
@@ -79,14 +120,46 @@ def comparison_budget(n_candidates: int, budget: float, comparisons: int | None)
 
 def matches_in_budget(n_candidates: int, judgments: int, order: str) -> int:
     """How many matches ``judgments`` comparisons buy: one each, two each in both orders, and at
-    most one match per pair of candidates."""
+    most one match per pair of candidates.
+
+    Parameters
+    ----------
+    n_candidates : int
+        The number of candidates of the task.
+    judgments : int
+        The comparisons available.
+    order : str
+        The order of presentation.
+
+    Returns
+    -------
+    int
+        The number of matches.
+    """
     all_pairs = n_candidates * (n_candidates - 1) // 2
     return min(all_pairs, judgments // judgments_per_match(order))
 
 
 def budget_judgments(n_candidates: int, budget: float, comparisons: int | None, order: str) -> int:
     """The most judgments a task's budget buys: its matches, one judgment per order each is shown in
-    (for a strategy's :meth:`~rankkit.strategies.base.Strategy.max_judgments`)."""
+    (for a strategy's :meth:`~rankkit.strategies.base.Strategy.max_judgments`).
+
+    Parameters
+    ----------
+    n_candidates : int
+        The number of candidates of the task.
+    budget : float
+        Comparisons per candidate — the task gets ``floor(budget · N)``.
+    comparisons : int | None
+        An absolute number per task; when given it replaces ``budget``.
+    order : str
+        The order of presentation.
+
+    Returns
+    -------
+    int
+        The number of judgments.
+    """
     return matches_in_budget(
         n_candidates, comparison_budget(n_candidates, budget, comparisons), order
     ) * judgments_per_match(order)
@@ -99,6 +172,16 @@ def match_outcomes(matches: Sequence[Match]) -> list[Outcome]:
     :func:`rankkit.strategies.elo.comparison_outcomes`): a two-order match whose verdict flips with
     the order is one win each — no evidence either way — rather than a verdict decided by which of
     the two judgments had the wider grade gap.
+
+    Parameters
+    ----------
+    matches : Sequence[Match]
+        The matches played.
+
+    Returns
+    -------
+    list[Outcome]
+        One outcome per decided judgment, in order.
     """
     return [
         outcome

@@ -38,7 +38,20 @@ class KwayStrategy(Strategy):
         check_kway_order(where, self.order, self.shifts)
 
     def check_size(self, name: str, value: int) -> None:
-        """Refuse a group size outside 2..8 (the k-way templates' labels A..H)."""
+        """Refuse a group size outside 2..8 (the k-way templates' labels A..H).
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name, for the message.
+        value : int
+            The group size.
+
+        Raises
+        ------
+        SpecError
+            When ``value`` is outside 2..8.
+        """
         if not 2 <= value <= MAX_LABELS:
             raise SpecError(
                 f"strategy {self.name}: {name} must be 2 to {MAX_LABELS} (the labels A to "
@@ -50,6 +63,20 @@ def mean_scores(received: Mapping[str, Sequence[float]], candidate_ids: Sequence
     """Each answer's mean over the slot scores it received; an answer never scored (every group it
     was in was undecided) gets the mean of all scores given, 0 when none was.
 
+    Parameters
+    ----------
+    received : Mapping[str, Sequence[float]]
+        Candidate id -> the slot scores it received.
+    candidate_ids : Sequence[str]
+        Every candidate of the task.
+
+    Returns
+    -------
+    dict[str, float]
+        Candidate id -> mean score.
+
+    Examples
+    --------
     >>> mean_scores({"a": [4.0, 2.0], "b": [0.0], "c": []}, ["a", "b", "c"])
     {'a': 3.0, 'b': 0.0, 'c': 2.0}
     """

@@ -37,7 +37,22 @@ def _hermite() -> tuple[np.ndarray, np.ndarray]:
 
 
 def gap_distribution(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior mean and standard deviation of ``θ_i − θ_j`` for each row (i, j) of ``pairs``."""
+    """Posterior mean and standard deviation of ``θ_i − θ_j`` for each row (i, j) of ``pairs``.
+
+    Parameters
+    ----------
+    mean : np.ndarray
+        The posterior mean of the strengths.
+    cov : np.ndarray
+        The posterior covariance.
+    pairs : np.ndarray
+        (i, j) rows.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        The gaps' means and standard deviations, one per row.
+    """
     import numpy as np
 
     i, j = pairs[:, 0], pairs[:, 1]
@@ -57,6 +72,18 @@ def expected_information(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray
 
     ``H(E[σ(d)]) − E[H(σ(d))]``: the entropy of the predicted outcome minus the entropy the outcome
     would keep if θ were known. Expectations by Gauss–Hermite quadrature.
+
+    Parameters
+    ----------
+    gap_mean : np.ndarray
+        Posterior mean of each gap ``θ_i − θ_j``.
+    gap_sd : np.ndarray
+        Posterior standard deviation of each gap.
+
+    Returns
+    -------
+    np.ndarray
+        The expected information of each gap's match, in nats.
     """
     import numpy as np
 
@@ -67,7 +94,20 @@ def expected_information(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray
 
 
 def order_doubt(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
-    """Posterior probability that a pair's order by posterior mean is wrong: ``Φ(−|m|/s)``."""
+    """Posterior probability that a pair's order by posterior mean is wrong: ``Φ(−|m|/s)``.
+
+    Parameters
+    ----------
+    gap_mean : np.ndarray
+        Posterior mean of each gap ``θ_i − θ_j``.
+    gap_sd : np.ndarray
+        Posterior standard deviation of each gap.
+
+    Returns
+    -------
+    np.ndarray
+        One probability per pair.
+    """
     import numpy as np
     from scipy.special import ndtr
 
@@ -80,6 +120,18 @@ def is_settled(outcomes: Sequence[Outcome], items: Sequence[str]) -> bool:
     True when the win graph (an edge winner -> loser per decisive outcome; ties are left out) has
     no cycle and its topological order is unique, which holds exactly when every two neighbours
     in that order are joined by an edge.
+
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        The results so far.
+    items : Sequence[str]
+        The candidates.
+
+    Returns
+    -------
+    bool
+        True when one order is left.
     """
     import networkx as nx
 
@@ -102,8 +154,24 @@ def pick_batch(
 ) -> list[tuple[int, int]]:
     """The ``size`` most valuable pairs, best first, preferring pairs that share no candidate.
 
-    pairs: (i, j) rows; values, tiebreak: one number per pair. Values equal to 12 decimals count
-    as equal and the seeded ``tiebreak`` numbers order them, so a fit's last-digit noise never decides.
+    Values equal to 12 decimals count as equal and the seeded ``tiebreak`` numbers order them, so a
+    fit's last-digit noise never decides.
+
+    Parameters
+    ----------
+    pairs : Sequence[tuple[int, int]] | np.ndarray
+        (i, j) rows.
+    values : np.ndarray
+        One number per pair: how valuable it is.
+    tiebreak : np.ndarray
+        One seeded number per pair, ordering equal values.
+    size : int
+        How many pairs to pick.
+
+    Returns
+    -------
+    list[tuple[int, int]]
+        The chosen pairs, best first.
     """
     return [(int(pairs[k][0]), int(pairs[k][1])) for k in _pick_rows(pairs, values, tiebreak, size)]
 
@@ -150,7 +218,22 @@ def _information_bounds(max_sd: float) -> tuple[float, float, np.ndarray]:
 
 def information_bound(gap_mean: np.ndarray, gap_sd: np.ndarray, max_sd: float) -> np.ndarray:
     """An upper bound of :func:`expected_information` for each gap, from a precomputed table
-    (``max_sd`` bounds every gap_sd; larger ones get an infinite bound)."""
+    (``max_sd`` bounds every gap_sd; larger ones get an infinite bound).
+
+    Parameters
+    ----------
+    gap_mean : np.ndarray
+        Posterior mean of each gap ``θ_i − θ_j``.
+    gap_sd : np.ndarray
+        Posterior standard deviation of each gap.
+    max_sd : float
+        The largest gap sd the table covers.
+
+    Returns
+    -------
+    np.ndarray
+        One bound per gap.
+    """
     import numpy as np
 
     m_step, s_step, table = _information_bounds(max_sd)
@@ -181,7 +264,27 @@ def choose_pairs(
     have ranked before any of them, so the batch is exactly the one all pairs would give;
     otherwise the threshold drops to the weakest chosen value and the candidates widen.
 
-    tiebreak: the seeded N x N tiebreak numbers.
+    Parameters
+    ----------
+    pairs : np.ndarray
+        (i, j) rows of the pairs that may be played.
+    mean : np.ndarray
+        The posterior mean of the strengths.
+    cov : np.ndarray
+        The posterior covariance.
+    tiebreak : np.ndarray
+        The seeded N x N tiebreak numbers.
+    size : int
+        How many pairs to choose.
+    criterion : str
+        ``information`` (BALD) or ``order`` (:func:`order_doubt`).
+    prior_sd : float
+        The prior sd of the strengths (bounds every gap's sd).
+
+    Returns
+    -------
+    list[tuple[int, int]]
+        The chosen pairs, best first.
     """
     import numpy as np
 
@@ -221,6 +324,20 @@ def candidate_pairs(mean: np.ndarray, played: np.ndarray, degree: int) -> np.nda
     uncertain; neighbours in the mean order are the close ones, and widening the window by the
     most opponents any candidate has met keeps unplayed partners in reach of everyone. Rows are
     (i, j) with i < j.
+
+    Parameters
+    ----------
+    mean : np.ndarray
+        The posterior mean of the strengths.
+    played : np.ndarray
+        N x N booleans: whether a pair has played.
+    degree : int
+        The most opponents any candidate has met.
+
+    Returns
+    -------
+    np.ndarray
+        (i, j) rows, i < j.
     """
     import numpy as np
 

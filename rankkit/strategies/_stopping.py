@@ -72,7 +72,18 @@ class StopTarget:
     k: int = 1
 
     def size(self, n_items: int) -> int:
-        """How many leading places of the order the target fixes on ``n_items`` candidates."""
+        """How many leading places of the order the target fixes on ``n_items`` candidates.
+
+        Parameters
+        ----------
+        n_items : int
+            The number of candidates.
+
+        Returns
+        -------
+        int
+            1 for ``top1``, min(K, n) for ``top:K``, n for ``order``.
+        """
         return {"top1": 1, "top": min(self.k, n_items), "order": n_items}[self.kind]
 
 
@@ -81,8 +92,10 @@ def parse_until(where: str, until: str | None) -> StopTarget | None:
 
     Parameters
     ----------
-    where: the strategy, for the message.
-    until: ``top1``, ``top:K`` (K >= 1) or ``order``.
+    where : str
+        The strategy, for the message.
+    until : str | None
+        ``top1``, ``top:K`` (K >= 1) or ``order``.
 
     Returns
     -------
@@ -101,7 +114,27 @@ def parse_until(where: str, until: str | None) -> StopTarget | None:
 
 
 def check_stopping(where: str, until: str | None, confidence: float) -> StopTarget | None:
-    """Check ``until`` and ``confidence`` (strictly between 0 and 1); the target, or None."""
+    """Check ``until`` and ``confidence`` (strictly between 0 and 1); the target, or None.
+
+    Parameters
+    ----------
+    where : str
+        The strategy, for the message.
+    until : str | None
+        ``top1``, ``top:K`` or ``order`` (None: no target).
+    confidence : float
+        The posterior probability the target must reach.
+
+    Returns
+    -------
+    StopTarget | None
+        The target, or None.
+
+    Raises
+    ------
+    SpecError
+        For an unknown target or a confidence outside (0, 1).
+    """
     target = parse_until(where, until)
     if not 0.0 < confidence < 1.0:
         raise SpecError(f"{where}: confidence must be strictly between 0 and 1, got {confidence}")
@@ -109,12 +142,34 @@ def check_stopping(where: str, until: str | None, confidence: float) -> StopTarg
 
 
 def task_seed(task_id: str) -> int:
-    """The Monte Carlo seed of a task: a pure function of its id (stable across runs and machines)."""
+    """The Monte Carlo seed of a task: a pure function of its id (stable across runs and machines).
+
+    Parameters
+    ----------
+    task_id : str
+        The task's id.
+
+    Returns
+    -------
+    int
+        A 64-bit seed (blake2b of the id).
+    """
     return int.from_bytes(hashlib.blake2b(task_id.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 def current_order(mean: np.ndarray) -> np.ndarray:
-    """Row indices best first by posterior mean (equal means: the data's order)."""
+    """Row indices best first by posterior mean (equal means: the data's order).
+
+    Parameters
+    ----------
+    mean : np.ndarray
+        The posterior mean of the strengths.
+
+    Returns
+    -------
+    np.ndarray
+        Row indices, best first.
+    """
     import numpy as np
 
     return np.argsort(-mean, kind="stable")
@@ -123,7 +178,20 @@ def current_order(mean: np.ndarray) -> np.ndarray:
 def relevant_pairs(order: np.ndarray, target: StopTarget) -> np.ndarray:
     """The (better, worse) rows whose order the answer asserts and that decide it: the winner
     against every other (``top1``), each of the K best against each of the rest (``top:K``), and
-    every two neighbours (``order``). The answer is right exactly when every such pair is."""
+    every two neighbours (``order``). The answer is right exactly when every such pair is.
+
+    Parameters
+    ----------
+    order : np.ndarray
+        The answer, candidate rows best first.
+    target : StopTarget
+        What must be settled.
+
+    Returns
+    -------
+    np.ndarray
+        An (m, 2) array of row pairs, better first.
+    """
     import numpy as np
 
     size = target.size(len(order))
@@ -144,7 +212,22 @@ def _draws(mean: np.ndarray, cov: np.ndarray, count: int, seed: int) -> np.ndarr
 
 def pairwise_bound(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> float:
     """The smallest posterior probability ``Φ(m / s)`` that one of ``pairs`` is ordered as the
-    answer says: an upper bound of the probability that all of them are (1 without pairs)."""
+    answer says: an upper bound of the probability that all of them are (1 without pairs).
+
+    Parameters
+    ----------
+    mean : np.ndarray
+        The posterior mean of the strengths, one per candidate row.
+    cov : np.ndarray
+        The posterior covariance.
+    pairs : np.ndarray
+        (better, worse) row pairs (:func:`relevant_pairs`).
+
+    Returns
+    -------
+    float
+        The bound.
+    """
     import numpy as np
     from scipy.special import ndtr
 
@@ -167,7 +250,22 @@ def _log_likelihood(theta: np.ndarray, evidence: Evidence) -> np.ndarray:
 def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np.ndarray:
     """For each row of strengths ``theta``, whether the answer given by ``order`` (best first) is
     the true one under it: its best is best (``top1``), its K best are the K best (``top:K``), its
-    order is the order (``order``)."""
+    order is the order (``order``).
+
+    Parameters
+    ----------
+    theta : np.ndarray
+        Strength draws, one row per draw, one column per candidate.
+    order : np.ndarray
+        The answer, candidate rows best first.
+    target : StopTarget
+        What must be settled.
+
+    Returns
+    -------
+    np.ndarray
+        One boolean per draw.
+    """
     import numpy as np
 
     size = target.size(len(order))
@@ -181,7 +279,26 @@ def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np
 
 def gaussian_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, seed: int, draws: int = DRAWS) -> float:
     """The probability, under the Gaussian posterior ``N(mean, cov)``, that the answer by
-    posterior mean is the true one: the share of ``draws`` seeded draws under which it holds."""
+    posterior mean is the true one: the share of ``draws`` seeded draws under which it holds.
+
+    Parameters
+    ----------
+    mean : np.ndarray
+        The posterior mean of the strengths, one per candidate row.
+    cov : np.ndarray
+        The posterior covariance.
+    target : StopTarget
+        What must be settled.
+    seed : int
+        The Monte Carlo seed.
+    draws : int, default DRAWS
+        How many draws.
+
+    Returns
+    -------
+    float
+        The probability.
+    """
     import numpy as np
 
     order = current_order(mean)
@@ -203,9 +320,27 @@ def importance_estimate(
     (the Laplace approximation is symmetric about the mode, and too wide on the losing side of a
     candidate that won every judgment); each draw is weighted by posterior / proposal density.
 
+    Parameters
+    ----------
+    order : np.ndarray
+        The answer, candidate rows best first.
+    target : StopTarget
+        What the answer asserts.
+    evidence : Evidence
+        The distinct judgments' outcomes.
+    scale : float
+        The prior sd τ of the strengths.
+    start : np.ndarray
+        Where the posterior fit starts.
+    seed : int
+        The Monte Carlo seed.
+    draws : int, default DRAWS
+        How many draws.
+
     Returns
     -------
-    (probability, log marginal likelihood, effective share)
+    tuple[float, float, float]
+        (probability, log marginal likelihood, effective share):
         The weighted share of draws under which the answer ``order`` holds; the log of the
         evidence's marginal likelihood under this prior (the mean of the unnormalised weights);
         the effective sample size over the draws.
@@ -252,12 +387,20 @@ def bt_probability(
 
     Parameters
     ----------
-    order: the answer, candidate rows best first.
-    target: what the answer asserts (:class:`StopTarget`).
-    evidence: the distinct judgments' outcomes.
-    seed: the Monte Carlo seed (:func:`task_seed`).
-    start: where each fit starts (the strategy's posterior mean).
-    scales, draws: the grid of τ and the draws per τ.
+    order : np.ndarray
+        The answer, candidate rows best first.
+    target : StopTarget
+        What the answer asserts (:class:`StopTarget`).
+    evidence : Evidence
+        The distinct judgments' outcomes.
+    seed : int
+        The Monte Carlo seed (:func:`task_seed`).
+    start : np.ndarray
+        Where each fit starts (the strategy's posterior mean).
+    scales : Sequence[float], optional
+        The grid of τ (default :data:`SCALES`).
+    draws : int, optional
+        The draws per τ (default :data:`DRAWS`).
 
     Returns
     -------
@@ -295,6 +438,26 @@ def is_target_settled(
     ``Φ(m / s)`` below ``confidence`` even with its sd divided by :data:`SCREEN_SHARPENING`, the
     answer is not near settled and no Monte Carlo is run. The screen can only delay a stop, never
     cause one.
+
+    Parameters
+    ----------
+    mean : np.ndarray
+        The posterior mean of the strengths, one per candidate row.
+    cov : np.ndarray
+        The posterior covariance.
+    target : StopTarget
+        What must be settled.
+    confidence : float
+        The probability it must reach.
+    seed : int
+        The Monte Carlo seed.
+    evidence : Evidence | None, optional
+        The distinct judgments' outcomes (None: use the Gaussian posterior).
+
+    Returns
+    -------
+    bool
+        True when the target is settled.
     """
     order = current_order(mean)
     pairs = relevant_pairs(order, target)
@@ -329,6 +492,18 @@ class Forecast:
     def describe(self, price: float | None = None) -> str:
         """``~E (L–H) judgments``, plus dollars when ``price`` (USD per judgment) is known.
 
+        Parameters
+        ----------
+        price : float | None, optional
+            USD per judgment (None: no dollars).
+
+        Returns
+        -------
+        str
+            The forecast as text.
+
+        Examples
+        --------
         >>> Forecast(12.4, 5, 30, "posterior").describe(0.01)
         '~12 (5–30) judgments, ~$0.12 ($0.05–$0.30)'
         """
@@ -367,12 +542,20 @@ def forecast_more(
 
     Parameters
     ----------
-    mean, cov: the current Gaussian posterior.
-    target, confidence: the stopping rule.
-    used: judgments used so far (> 0; with none, use :func:`prior_forecast`).
-    most: the most judgments the task can still use in all (used + what is left).
-    seed: the Monte Carlo seed.
-    draws: posterior draws.
+    mean, cov : np.ndarray
+        The current Gaussian posterior.
+    target : StopTarget
+        The stopping rule's target.
+    confidence : float
+        The stopping rule's posterior probability.
+    used : int
+        Judgments used so far (> 0; with none, use :func:`prior_forecast`).
+    most : int
+        The most judgments the task can still use in all (used + what is left).
+    seed : int
+        The Monte Carlo seed.
+    draws : int, optional
+        Posterior draws (default :data:`FORECAST_DRAWS`).
 
     Returns
     -------
@@ -423,13 +606,22 @@ def prior_forecast(
 
     Parameters
     ----------
-    n_items: candidates in the task.
-    target, confidence: the stopping rule.
-    prior_sd: the strategy's prior sd of the log-strengths.
-    most: the most judgments the task can use (its budget, or every distinct judgment).
-    seed: the Monte Carlo seed.
-    pairs_per_judgment: pairwise outcomes one judgment is worth (k − 1 for a choice among k).
-    draws: prior draws.
+    n_items : int
+        Candidates in the task.
+    target : StopTarget
+        The stopping rule's target.
+    confidence : float
+        The stopping rule's posterior probability.
+    prior_sd : float
+        The strategy's prior sd of the log-strengths.
+    most : int
+        The most judgments the task can use (its budget, or every distinct judgment).
+    seed : int, default 0
+        The Monte Carlo seed.
+    pairs_per_judgment : int, default 1
+        Pairwise outcomes one judgment is worth (k − 1 for a choice among k).
+    draws : int, optional
+        Prior draws (default :data:`FORECAST_DRAWS`).
 
     Returns
     -------

@@ -56,26 +56,37 @@ class Active(Strategy):
     """Active Bradley–Terry: play the pair (or batch of pairs) with the highest expected
     information under the current posterior; stop at the budget or when the ranking is settled.
 
-    budget: comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
+    Parameters
+    ----------
+    budget : float, default 3.0
+        Comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
         comparisons (judgments; a match in both orders costs 2).
-    comparisons: exactly this many comparisons per task instead (overrides ``budget``).
-    batch: matches chosen per step and sent to the judge together (1 = fully sequential; larger
+    comparisons : int | None, default None
+        Exactly this many comparisons per task instead (overrides ``budget``).
+    batch : int, default 1
+        Matches chosen per step and sent to the judge together (1 = fully sequential; larger
         batches keep a batching judge busy at some cost in information per match).
-    criterion: ``information`` (expected information about the strengths, BALD) or ``order``
+    criterion : str, default "information"
+        ``information`` (expected information about the strengths, BALD) or ``order``
         (probability that the pair is currently ordered wrongly).
-    settle: stop early once the decisive results admit exactly one order (no cycle, every two
+    settle : bool, default True
+        Stop early once the decisive results admit exactly one order (no cycle, every two
         neighbours met), since then no further result could change the ranking unless the judge
         errs; false spends the whole budget.
-    prior_sd: standard deviation of the Gaussian prior on the log-strengths θ (with 2, two
+    prior_sd : float, default 2.0
+        Standard deviation of the Gaussian prior on the log-strengths θ (with 2, two
         candidates one prior sd apart meet at about 88:12 odds).
-    order: ``given`` (default) — each match shown as chosen, its two candidates in a seeded random
+    order : str, default "given"
+        ``given`` (default) — each match shown as chosen, its two candidates in a seeded random
         orientation; ``random`` — a further seeded coin per match; ``both`` — every match in both
         orders (thesis §3.2.1), each order an outcome of its own in the fit (as in ``bt``), a match
         costing 2 comparisons.
-    aggregate: the final scores: ``bt`` (Bradley–Terry ratings, Elo scale), ``grades`` (mean
+    aggregate : str, default "bt"
+        The final scores: ``bt`` (Bradley–Terry ratings, Elo scale), ``grades`` (mean
         grade received) or ``corrected`` (mean grade corrected for the judge's first-slot effect,
         :func:`rankkit.strategies._graded.corrected_grades`).
-    until: a stopping target (``docs/stopping.md``): ``top1`` (the winner), ``top:K`` (the set of
+    until : str | None, default None
+        A stopping target (``docs/stopping.md``): ``top1`` (the winner), ``top:K`` (the set of
         the K best) or ``order`` (the whole ranking); None (default) plays to the budget or
         ``settle`` as above. With a target the strategy stops as soon as its answer (by the
         posterior mean) has probability ``confidence`` of being the true one under the exact
@@ -86,7 +97,8 @@ class Active(Strategy):
         scores are then the posterior means (Elo scale), the answer whose probability was
         computed; ``settle`` is not used, and ``aggregate`` must be ``bt``. Every candidate's
         ``stopped`` says why: ``target``, ``budget`` or ``exhausted``.
-    confidence: the posterior probability the target must reach (strictly between 0 and 1).
+    confidence : float, default 0.95
+        The posterior probability the target must reach (strictly between 0 and 1).
     """
 
     budget: float = 3.0
@@ -122,6 +134,22 @@ class Active(Strategy):
             )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Play the most informative pairs until the budget is spent (or the target is settled), then rate by Bradley–Terry.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         from threadpoolctl import threadpool_limits
 
         # One BLAS thread: these matrices are small, and a multi-threaded BLAS waiting for busy
@@ -297,11 +325,33 @@ class Active(Strategy):
         return Ranking(scores=scores, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int | None:
-        """The budget, without ``settle`` or ``until`` (with them, it may stop sooner)."""
+        """The budget, without ``settle`` or ``until`` (with them, it may stop sooner).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int or None
+            The number of judgments, or None when it is not fixed.
+        """
         return None if self.settle or self.until is not None else self.max_judgments(n_candidates)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """The budget; with ``until`` up to two plays of each pair (once per presentation order)."""
+        """The budget; with ``until`` up to two plays of each pair (once per presentation order).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         if self.until is None:
             return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
         every = n_candidates * (n_candidates - 1)  # every ordered pair: the distinct judgments
@@ -314,7 +364,20 @@ class Active(Strategy):
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
         """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`
-        of the judgments the target needs on a task of ``n_candidates``; None without ``until``."""
+        of the judgments the target needs on a task of ``n_candidates``; None without ``until``.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+        seed : int, default 0
+            The Monte Carlo seed of the forecast.
+
+        Returns
+        -------
+        Forecast or None
+            The forecast, or None without ``until``.
+        """
         target = check_stopping("strategy active", self.until, self.confidence)
         if target is None:
             return None

@@ -34,26 +34,45 @@ class CandidateExtras:
     names the subclass as its :attr:`Strategy.extras_type`; results files then round-trip those
     fields, and :meth:`~rankkit.results.RunResult.rows` shows the scalar ones as ``extra_<field>``.
 
-    wins / draws / losses: matches it won, drew, lost (panel_elo; losses also double_elimination).
-    eliminated_round: the round it was knocked out in (knockout, double_elimination); None for the
+    Parameters
+    ----------
+    wins, draws, losses : int | None, default None
+        Matches it won, drew, lost (panel_elo; losses also double_elimination).
+    eliminated_round : int | None, default None
+        The round it was knocked out in (knockout, double_elimination); None for the
         champion, who never was.
-    position: its place in the sorted order, 1 best (heapsort: None for the unsorted rest; sliding).
-    settled: whether a pass fixed its position (sliding).
-    opponent: the candidate it was compared with (pairwise).
-    parse_failed: whether the judge's grade could not be read (individual).
-    points: points it won, a draw counting half (elo, bt, swiss).
-    played: matches it played (every built-in strategy; 0 in ``individual``; in elo and bt each
+    position : int | None, default None
+        Its place in the sorted order, 1 best (heapsort: None for the unsorted rest; sliding).
+    settled : bool | None, default None
+        Whether a pass fixed its position (sliding).
+    opponent : str | None, default None
+        The candidate it was compared with (pairwise).
+    parse_failed : bool | None, default None
+        Whether the judge's grade could not be read (individual).
+    points : float | None, default None
+        Points it won, a draw counting half (elo, bt, swiss).
+    played : int | None, default None
+        Matches it played (every built-in strategy; 0 in ``individual``; in elo and bt each
         order shown counts once, each order being an outcome of its own).
-    grades: every grade it received, in the order received (knockout).
-    byes: rounds it advanced unplayed (knockout).
-    opponents: every candidate it met, in order (swiss).
-    rounds: rounds the whole tournament took, the same for every candidate (knockout,
+    grades : tuple[float, ...] | None, default None
+        Every grade it received, in the order received (knockout).
+    byes : int | None, default None
+        Rounds it advanced unplayed (knockout).
+    opponents : tuple[str, ...] | None, default None
+        Every candidate it met, in order (swiss).
+    rounds : int | None, default None
+        Rounds the whole tournament took, the same for every candidate (knockout,
         double_elimination, swiss).
-    ci_low / ci_high: the bootstrap 95% interval of its score (bt with ``bootstrap``).
-    posterior_sd: the posterior standard deviation of its rating, Elo scale (active).
-    steps / stopped: how many steps the run took and why it stopped, the same for every
-        candidate (active).
-    undecided: how many of its comparisons failed, so decided nothing (every pairwise strategy,
+    ci_low, ci_high : float | None, default None
+        The bootstrap 95% interval of its score (bt with ``bootstrap``).
+    posterior_sd : float | None, default None
+        The posterior standard deviation of its rating, Elo scale (active).
+    steps : int | None, default None
+        How many steps the run took, the same for every candidate (active).
+    stopped : str | None, default None
+        Why it stopped, the same for every candidate (active).
+    undecided : int | None, default None
+        How many of its comparisons failed, so decided nothing (every pairwise strategy,
         filled in by the run when any did; see "Undecided comparisons" in :mod:`rankkit.matches`).
     """
 
@@ -80,7 +99,13 @@ class CandidateExtras:
     undecided: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The reported fields as JSON: field name -> value (tuples as lists), None fields left out."""
+        """The reported fields as JSON: field name -> value (tuples as lists), None fields left out.
+
+        Returns
+        -------
+        dict[str, Any]
+            The fields that are not None, by name, tuples turned into lists.
+        """
         return {
             f.name: list(value) if isinstance(value, tuple) else value
             for f in dataclasses.fields(self)
@@ -90,6 +115,16 @@ class CandidateExtras:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CandidateExtras:
         """Read :meth:`to_dict` back (into this class or a strategy's subclass).
+
+        Parameters
+        ----------
+        data : Mapping[str, Any]
+            Field name -> value, as :meth:`to_dict` writes it (lists become tuples).
+
+        Returns
+        -------
+        CandidateExtras
+            An instance of ``cls``.
 
         Raises
         ------
@@ -107,6 +142,18 @@ class CandidateExtras:
         """``cls``, or a frozen subclass that also holds ``names`` (any JSON value, default None):
         how the extras of a strategy that is not installed here are read from a results file.
 
+        Parameters
+        ----------
+        names : Iterable[str]
+            Field names found in a results file; those ``cls`` already has are ignored.
+
+        Returns
+        -------
+        type[CandidateExtras]
+            ``cls`` itself when it has every name, else a ``RecordedExtras`` subclass of it.
+
+        Examples
+        --------
         >>> Recorded = CandidateExtras.with_fields(["margin"])
         >>> Recorded.from_dict({"played": 2, "margin": 0.5}).to_dict()
         {'played': 2, 'margin': 0.5}
@@ -124,11 +171,17 @@ class CandidateExtras:
 class Ranking:
     """A strategy's answer for one task.
 
-    scores: a score per candidate, higher is better (its scale is the strategy's own: grades for
+    Parameters
+    ----------
+    scores : Mapping[str, float]
+        A score per candidate, higher is better (its scale is the strategy's own: grades for
         ``individual`` and ``knockout``, ratings for ``elo``, rank-derived for sorting strategies).
-    ranking: candidate ids best first; derived from ``scores`` when not given.
-    champion: the winner, for strategies that crown one (a tournament's last survivor).
-    extras: per-candidate details, e.g. ``{"c01": CandidateExtras(eliminated_round=1, played=1)}``
+    ranking : list[str] | None, default None
+        Candidate ids best first; derived from ``scores`` when not given.
+    champion : str | None, default None
+        The winner, for strategies that crown one (a tournament's last survivor).
+    extras : Mapping[str, CandidateExtras]
+        Per-candidate details, e.g. ``{"c01": CandidateExtras(eliminated_round=1, played=1)}``
         (may be empty).
     """
 
@@ -143,7 +196,18 @@ class Ranking:
                 raise TypeError(f"Ranking.extras[{cid!r}] must be a CandidateExtras, got {type(extras).__name__}")
 
     def ordered(self, candidate_order: list[str]) -> list[str]:
-        """The ranking, or the candidates sorted by score (ties keep the data's order)."""
+        """The ranking, or the candidates sorted by score (ties keep the data's order).
+
+        Parameters
+        ----------
+        candidate_order : list[str]
+            The task's candidate ids in the data's order, used to break score ties.
+
+        Returns
+        -------
+        list[str]
+            Candidate ids, best first (a copy of ``ranking`` when it was given).
+        """
         if self.ranking is not None:
             return list(self.ranking)
         position = {cid: i for i, cid in enumerate(candidate_order)}
@@ -184,6 +248,22 @@ class Strategy:
                 raise SpecError(f"strategy {self.name}: {field_.name} must be a finite number, got {value}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Rank one task's candidates, asking ``source`` for the judgments it needs.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where judgments come from (the judge through the run's caches and cost accounting).
+        rng : random.Random
+            The strategy's random numbers for this task (seeded by the run).
+
+        Returns
+        -------
+        Ranking
+            Scores, ranking and extras for the task.
+        """
         raise NotImplementedError
 
     def exact_judgments(self, n_candidates: int) -> int | None:
@@ -197,23 +277,56 @@ class Strategy:
         :mod:`rankkit.plan.dry_run`), and the size check before a large run
         (:mod:`rankkit.scale`; a strategy that declares nothing counts as every ordered pair
         and every grade).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int or None
+            The fixed number of judgments, or None.
         """
         return None
 
     def max_judgments(self, n_candidates: int) -> int | None:
         """The most judgments :meth:`rank` can use on a task of ``n_candidates``, whatever the
-        verdicts (default: :meth:`exact_judgments`); None when not declared."""
+        verdicts (default: :meth:`exact_judgments`); None when not declared.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int or None
+            The worst-case number of judgments, or None.
+        """
         return self.exact_judgments(n_candidates)
 
     # -- presentation order -----------------------------------------------------------------
     @classmethod
     def default_order(cls) -> str | None:
-        """The default of the ``order`` field (None for a strategy without one)."""
+        """The default of the ``order`` field (None for a strategy without one).
+
+        Returns
+        -------
+        str or None
+            The default order (one of :data:`ORDERS`, or a k-way strategy's own), or None.
+        """
         field_ = cls.__dataclass_fields__.get("order") if dataclasses.is_dataclass(cls) else None
         return None if field_ is None or field_.default is dataclasses.MISSING else field_.default
 
     def params(self) -> dict[str, Any]:
-        """The parameters by name, as results files store them."""
+        """The parameters by name, as results files store them.
+
+        Returns
+        -------
+        dict[str, Any]
+            Field name -> value (empty for a strategy that is not a dataclass).
+        """
         return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
 
     @property
@@ -308,7 +421,23 @@ _REGISTRY: dict[str, type[Strategy]] = {}
 
 def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
     """Class decorator: make a strategy available under ``name`` (in this process; a package
-    makes it available to every user of rankkit with an entry point instead)."""
+    makes it available to every user of rankkit with an entry point instead).
+
+    Parameters
+    ----------
+    name : str
+        The strategy's name in specs (``knockout``); set as the class's ``name``.
+
+    Returns
+    -------
+    Callable[[type[Strategy]], type[Strategy]]
+        The decorator, which returns the class unchanged but registered.
+
+    Raises
+    ------
+    ValueError
+        From the decorator, when another class is already registered under ``name``.
+    """
 
     def decorate(cls: type[Strategy]) -> type[Strategy]:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
@@ -335,7 +464,21 @@ def strategy_class(name: str) -> type[Strategy]:
 
     Looks in this order: strategies registered in this process, the built-ins
     (:data:`BUILTIN_STRATEGIES`), then the ``rankkit.strategies`` entry points of installed packages.
-    Raises :class:`SpecError` naming the known strategies when there is none.
+
+    Parameters
+    ----------
+    name : str
+        The strategy's name (``knockout``).
+
+    Returns
+    -------
+    type[Strategy]
+        The registered class.
+
+    Raises
+    ------
+    SpecError
+        Naming the known strategies when there is none, or when an entry point is not a Strategy class.
     """
     if name not in _REGISTRY:
         if name in BUILTIN_STRATEGIES:
@@ -352,7 +495,13 @@ def strategy_class(name: str) -> type[Strategy]:
 
 def strategy_classes() -> dict[str, type[Strategy]]:
     """Every strategy by name (built-ins, plug-ins and those registered in this process); this
-    imports them all, for listings such as ``rankkit strategies``."""
+    imports them all, for listings such as ``rankkit strategies``.
+
+    Returns
+    -------
+    dict[str, type[Strategy]]
+        Name -> class, sorted by name.
+    """
     for name in [*BUILTIN_STRATEGIES, *_plug_ins()]:
         if name not in _REGISTRY:
             strategy_class(name)
@@ -360,7 +509,23 @@ def strategy_classes() -> dict[str, type[Strategy]]:
 
 
 def make_strategy(spec: str | Spec) -> Strategy:
-    """Build a strategy from a spec such as ``knockout:order=both`` (or ``knockout:debias=true``)."""
+    """Build a strategy from a spec such as ``knockout:order=both`` (or ``knockout:debias=true``).
+
+    Parameters
+    ----------
+    spec : str or Spec
+        The spec, as text or already parsed.
+
+    Returns
+    -------
+    Strategy
+        The strategy with the spec's parameters.
+
+    Raises
+    ------
+    SpecError
+        For an unknown strategy, positional values, or parameters it does not take or cannot convert.
+    """
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
     cls = strategy_class(parsed.name)
     if parsed.positional:
@@ -413,7 +578,18 @@ def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str)
 
 def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
     """(name, type, default) of each parameter, for ``rankkit strategies``; ``order``'s type lists
-    its allowed values."""
+    its allowed values.
+
+    Parameters
+    ----------
+    cls : type[Strategy]
+        The strategy class.
+
+    Returns
+    -------
+    list[tuple[str, str, Any]]
+        One (name, type name, default) per field, in field order; default None when there is none.
+    """
     rows = []
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
         default = f.default if f.default is not dataclasses.MISSING else None
@@ -425,5 +601,16 @@ def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
 
 
 def rank_by_score(scores: Mapping[str, float]) -> list[str]:
-    """Candidate ids sorted best first (ties keep insertion order)."""
+    """Candidate ids sorted best first (ties keep insertion order).
+
+    Parameters
+    ----------
+    scores : Mapping[str, float]
+        Candidate id -> score, higher is better.
+
+    Returns
+    -------
+    list[str]
+        Candidate ids, best first.
+    """
     return sorted(scores, key=lambda cid: -scores[cid])

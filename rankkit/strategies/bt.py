@@ -33,13 +33,18 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class BradleyTerry(Strategy):
     """All pairs judged, Bradley–Terry ratings (Elo scale); score = rating.
 
-    order: ``both`` (default) — judge every pair in both orders, each order an outcome of its own;
+    Parameters
+    ----------
+    order : str, default "both"
+        ``both`` (default) — judge every pair in both orders, each order an outcome of its own;
         ``given`` — each pair once, in data order; ``random`` — once, in a seeded random order.
-    alpha: choix's regularisation, keeping ratings finite when a candidate won (or lost) every
+    alpha : float | None, default None
+        choix's regularisation, keeping ratings finite when a candidate won (or lost) every
         match — a perfect judge makes that the rule, not the exception. None (the default):
         ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`), the same pull toward the field
         per candidate whatever N (0.01 at N = 21, more below, less above).
-    bootstrap: number of bootstrap resamples of the outcomes for 95% intervals (0 = none).
+    bootstrap : int, default 0
+        Number of bootstrap resamples of the outcomes for 95% intervals (0 = none).
     """
 
     order: str = "both"
@@ -57,6 +62,22 @@ class BradleyTerry(Strategy):
             raise SpecError(f"strategy bt: bootstrap must be >= 0, got {self.bootstrap}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Judge every pair and rate the candidates by Bradley–Terry.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         outcomes = play_all_pairs(task, source, self.order, rng)
         ids = task.candidate_ids
         extras = points_and_games(outcomes, ids)
@@ -74,4 +95,16 @@ class BradleyTerry(Strategy):
         return Ranking(scores=ratings, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
+        """Every pair, in each order shown (:func:`~rankkit.strategies.elo.all_pairs_judgments`).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return all_pairs_judgments(n_candidates, self.order)

@@ -36,6 +36,16 @@ def comparison_outcomes(comparisons: Sequence[Comparison]) -> list[Outcome]:
     orders judged, a pair whose verdict flips with the order (position bias) yields one win each,
     which the rating models treat like a draw. A failed comparison decided nothing and yields no
     outcome (see "Undecided comparisons" in :mod:`rankkit.matches`).
+
+    Parameters
+    ----------
+    comparisons : Sequence[Comparison]
+        The judgments, in order.
+
+    Returns
+    -------
+    list[Outcome]
+        One outcome per decided comparison, in order.
     """
     return [outcome for c in comparisons if (outcome := comparison_outcome(c)) is not None]
 
@@ -44,7 +54,20 @@ def comparison_outcome(comparison: Comparison, match: Match | None = None) -> Ou
     """One comparison's rating outcome ``(first, second, outcome for first)``, or None when it
     decided nothing: a failed comparison counts only when its match was settled by the two
     answers' own grades (then it carries the match's outcome; see "Undecided comparisons" in
-    :mod:`rankkit.matches`)."""
+    :mod:`rankkit.matches`).
+
+    Parameters
+    ----------
+    comparison : Comparison
+        The judgment.
+    match : Match or None, optional
+        The match it belongs to (None: unknown, so a failed comparison yields nothing).
+
+    Returns
+    -------
+    Outcome or None
+        The outcome, or None.
+    """
     from rankkit.matches import decided, make_match
 
     first, second = comparison.first, comparison.second
@@ -58,7 +81,25 @@ def comparison_outcome(comparison: Comparison, match: Match | None = None) -> Ou
 def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Random) -> list[Outcome]:
     """Judge every pair of the task (a before b in data order, shown in ``order``) in ONE batch,
     so batching and concurrent judges stay busy, reusing whatever the shared match graph and the
-    cache already hold; returns one outcome per judgment."""
+    cache already hold.
+
+    Parameters
+    ----------
+    task : Task
+        The task.
+    source : MatchSource
+        Where the task's judgments come from.
+    order : str
+        How each pair is shown (:data:`~rankkit.order.ORDERS`).
+    rng : random.Random
+        The coins of the ``random`` order.
+
+    Returns
+    -------
+    list[Outcome]
+        One outcome per decided judgment, in the order asked (every pair's first judgment, then the
+        reverses).
+    """
     matches = source.play_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
     # In the order they were asked: every pair's first judgment, then (order=both, or a failed
     # one asked again reversed) every reverse.
@@ -69,12 +110,38 @@ def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Rand
 
 
 def all_pairs_judgments(n_candidates: int, order: str) -> int:
-    """The judgments of an all-pairs strategy: every pair, once per order shown."""
+    """The judgments of an all-pairs strategy: every pair, once per order shown.
+
+    Parameters
+    ----------
+    n_candidates : int
+        The number of candidates.
+    order : str
+        The order of presentation (``both`` doubles the count).
+
+    Returns
+    -------
+    int
+        N(N − 1)/2 times the judgments per match.
+    """
     return n_candidates * (n_candidates - 1) // 2 * judgments_per_match(order)
 
 
 def points_and_games(outcomes: Sequence[Outcome], candidate_ids: Sequence[str]) -> dict[str, CandidateExtras]:
-    """Per candidate: ``points`` won (a tie is half) and ``played`` (one per outcome), for ``extras``."""
+    """Per candidate: ``points`` won (a tie is half) and ``played`` (one per outcome), for ``extras``.
+
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        The rating outcomes.
+    candidate_ids : Sequence[str]
+        Every candidate of the task (those without outcomes get 0 and 0).
+
+    Returns
+    -------
+    dict[str, CandidateExtras]
+        Candidate id -> extras with ``points`` and ``played``.
+    """
     points = dict.fromkeys(candidate_ids, 0.0)
     played = dict.fromkeys(candidate_ids, 0)
     for a, b, outcome in outcomes:
@@ -90,12 +157,18 @@ def points_and_games(outcomes: Sequence[Outcome], candidate_ids: Sequence[str]) 
 class Elo(Strategy):
     """All pairs judged, online Elo averaged over shuffled orders of play; score = Elo rating.
 
-    order: ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
+    Parameters
+    ----------
+    order : str, default "both"
+        ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
         N(N−1)/2), each order an outcome of its own; ``given`` — each pair once, in data order;
         ``random`` — once, in a seeded random order.
-    k: the Elo update step (points moved by a fully unexpected result).
-    permutations: how many seeded random orders of play the ratings are averaged over.
-    initial, scale, base: the Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
+    k : float, default 16.0
+        The Elo update step (points moved by a fully unexpected result).
+    permutations : int, default 100
+        How many seeded random orders of play the ratings are averaged over.
+    initial, scale, base : float
+        The Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
     """
 
     order: str = "both"
@@ -116,6 +189,22 @@ class Elo(Strategy):
             raise SpecError("strategy elo: k and scale must be > 0 and base > 1")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Judge every pair and rate the candidates by online Elo over shuffled orders of play.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         outcomes = play_all_pairs(task, source, self.order, rng)
         ratings = elo_over_permutations(
             outcomes,
@@ -130,4 +219,16 @@ class Elo(Strategy):
         return Ranking(scores=ratings, extras=points_and_games(outcomes, task.candidate_ids))
 
     def exact_judgments(self, n_candidates: int) -> int:
+        """Every pair, in each order shown (:func:`all_pairs_judgments`).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return all_pairs_judgments(n_candidates, self.order)

@@ -36,13 +36,17 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class JudgedComparator:
     """The judge as a sort comparator on one task: each unordered pair is asked at most once.
 
-    order: the presentation order (:mod:`rankkit.matches`): ``both`` decides on the grades averaged
-        over both orders; ``random`` shows the pair in a seeded random order, so that no candidate is
-        systematically shown first.
-    rng: the strategy's generator (orders, and coin flips for ties).
-
     A sort needs a strict verdict, so a tied match is broken by a seeded coin flip — once, since
     the verdict is remembered.
+
+    Parameters
+    ----------
+    order : str
+        The presentation order (:mod:`rankkit.matches`): ``both`` decides on the grades averaged
+        over both orders; ``random`` shows the pair in a seeded random order, so that no candidate is
+        systematically shown first.
+    rng : random.Random
+        The strategy's generator (orders, and coin flips for ties).
     """
 
     def __init__(self, source: MatchSource, order: str, rng: random.Random):
@@ -63,13 +67,40 @@ class JudgedComparator:
         return match.a if outcome == 1.0 else match.b
 
     def winner(self, a: str, b: str) -> str:
-        """The judge's preferred candidate of a and b (asked once per pair, then remembered)."""
+        """The judge's preferred candidate of a and b (asked once per pair, then remembered).
+
+        Parameters
+        ----------
+        a : str
+            A candidate id.
+        b : str
+            Another candidate id.
+
+        Returns
+        -------
+        str
+            ``a`` or ``b`` (a tie decided by a seeded coin).
+        """
         pair = frozenset((a, b))
         if pair not in self._winner:
             self._winner[pair] = self._ask(a, b)
         return self._winner[pair]
 
     def better(self, a: str, b: str) -> bool:
+        """Whether the judge prefers ``a`` to ``b`` (the sort's comparator).
+
+        Parameters
+        ----------
+        a : str
+            A candidate id.
+        b : str
+            Another candidate id.
+
+        Returns
+        -------
+        bool
+            True when :meth:`winner` is ``a``.
+        """
         return self.winner(a, b) == a
 
     @property
@@ -84,11 +115,15 @@ def ranking_from_pops(
 
     Parameters
     ----------
-    candidate_ids: every answer, in the task's order (the order of the returned scores).
-    popped: the answers popped, best first; the i-th of N scores N − i.
-    rest: the answers a top-k sort never popped; they share the mean of the positions they fill,
+    candidate_ids : Sequence[str]
+        Every answer, in the task's order (the order of the returned scores).
+    popped : Sequence[str]
+        The answers popped, best first; the i-th of N scores N − i.
+    rest : Sequence[str]
+        The answers a top-k sort never popped; they share the mean of the positions they fill,
         (N − len(popped) − 1) / 2.
-    played: judgments each answer took part in (missing: 0).
+    played : Mapping[str, int]
+        Judgments each answer took part in (missing: 0).
 
     Returns
     -------
@@ -119,8 +154,12 @@ def ranking_from_pops(
 class Heapsort(Strategy):
     """Heap sort with the judge as comparator; score derived from rank (see the module docstring).
 
-    top_k: stop once the best k are out (None or 0 = sort everything).
-    order: ``both`` (default) — judge every comparison in both orders and decide on the averaged
+    Parameters
+    ----------
+    top_k : int | None, default None
+        Stop once the best k are out (None or 0 = sort everything).
+    order : str, default "both"
+        ``both`` (default) — judge every comparison in both orders and decide on the averaged
         grades; ``random`` — one judgment, reusing one the graph holds (see
         :class:`JudgedComparator`); ``given`` — one, as the heap compares.
     """
@@ -137,6 +176,22 @@ class Heapsort(Strategy):
             raise SpecError(f"strategy heapsort: top_k must be >= 0, got {self.top_k}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Heap-sort the task's candidates with the judge as comparator.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         rng.shuffle(ids)
         n = len(ids)
@@ -152,7 +207,18 @@ class Heapsort(Strategy):
     def max_judgments(self, n_candidates: int) -> int:
         """heapq's heapify sifts each of the N/2 inner nodes down and back up its height (at most
         2N comparisons in all), each pop sifts one leaf from the root, at most 2·⌈log2 N⌉; never
-        more than all pairs, since no pair is asked twice."""
+        more than all pairs, since no pair is asked twice.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         n = n_candidates
         pops = n if not self.top_k else min(self.top_k, n)
         match_count = min(n * (n - 1) // 2, 2 * n + 2 * pops * math.ceil(math.log2(max(n, 2))))

@@ -28,6 +28,22 @@ class Individual(Strategy):
     kind = "pointwise"
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Grade each candidate once; the grade is its score.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         judgments = source.grade_many(ids)
         bottom = task.scale[0]
@@ -39,4 +55,16 @@ class Individual(Strategy):
         return Ranking(scores=scores, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
+        """One grade per candidate.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return n_candidates

@@ -32,11 +32,15 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class Knockout(Strategy):
     """Single-elimination tournament with scores averaged over rounds.
 
-    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
+    Parameters
+    ----------
+    order : str, default "given"
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
         pairs come from a shuffle), ``random``, or ``both`` — judge each match in both orders and
         average the two grades per answer (thesis §3.2.1, after Liusie et al. 2024; doubles the
         cost).
-    tie: who advances when both answers got the same (averaged) grade and the judge's verdicts
+    tie : str, default "coin"
+        Who advances when both answers got the same (averaged) grade and the judge's verdicts
         do not separate them: ``coin`` (a seeded coin flip, the default), ``first`` (the answer
         shown first) or ``second`` (the answer shown second — Algorithm 1 read literally, whose
         ``else`` branch advances r_{k+1}).
@@ -53,6 +57,22 @@ class Knockout(Strategy):
             raise SpecError(f"strategy knockout: tie must be one of {', '.join(TIE_RULES)}, got {self.tie!r}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Play a single-elimination tournament on the task's candidates.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         play_round = functools.partial(source.play_many, order=self.order, rng=rng)
         bracket = play_bracket(task.candidate_ids, rng, play_round, reshuffle=True, tie=self.tie)
         received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
@@ -81,5 +101,16 @@ class Knockout(Strategy):
         return Ranking(scores=scores, champion=bracket.champion, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """N − 1 matches exactly: each eliminates one answer, and no two answers meet twice."""
+        """N − 1 matches exactly: each eliminates one answer, and no two answers meet twice.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return judgments_per_match(self.order) * max(0, n_candidates - 1)

@@ -30,6 +30,22 @@ if TYPE_CHECKING:
 def window_starts(n: int, window: int, step: int) -> list[int]:
     """Where each window of one pass starts, bottom first (the last one at 0).
 
+    Parameters
+    ----------
+    n : int
+        The number of answers.
+    window : int
+        Answers per window.
+    step : int
+        How far the window moves.
+
+    Returns
+    -------
+    list[int]
+        The start of each window, bottom first, the last 0.
+
+    Examples
+    --------
     >>> window_starts(10, 4, 2)
     [6, 4, 2, 0]
     >>> window_starts(7, 4, 2), window_starts(3, 4, 2)
@@ -48,13 +64,20 @@ def window_starts(n: int, window: int, step: int) -> list[int]:
 class Listwise(KwayStrategy):
     """Sliding-window listwise ranking from the bottom up (module docstring).
 
-    window: answers per judgment (2 to 8).
-    step: how far the window moves (1 to window − 1).
-    passes: how many bottom-up passes.
-    order: how each window is shown: ``given`` (default: in the list's current order, as RankGPT),
+    Parameters
+    ----------
+    window : int, default 4
+        Answers per judgment (2 to 8).
+    step : int, default 2
+        How far the window moves (1 to window − 1).
+    passes : int, default 1
+        How many bottom-up passes.
+    order : str, default "given"
+        How each window is shown: ``given`` (default: in the list's current order, as RankGPT),
         ``random``, ``both`` (as shown and reversed) or ``permute`` (rankings of every cyclic shift
         combined by Borda count).
-    shifts: with ``permute``, how many cyclic shifts (0: all).
+    shifts : int, default 0
+        With ``permute``, how many cyclic shifts (0: all).
     """
 
     window: int = 4
@@ -74,6 +97,22 @@ class Listwise(KwayStrategy):
             raise SpecError(f"strategy {self.name}: passes must be >= 1, got {self.passes}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Rank the task's candidates with sliding listwise windows, from the bottom up.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ranking = task.candidate_ids
         rng.shuffle(ranking)
         n = len(ranking)
@@ -98,12 +137,34 @@ class Listwise(KwayStrategy):
 
     def exact_judgments(self, n_candidates: int) -> int | None:
         """With one pass, exactly its windows' presentations (no two windows of a pass hold the
-        same answers, so none is free); with more, a window a pass left unchanged may repeat."""
+        same answers, so none is free); with more, a window a pass left unchanged may repeat.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int or None
+            The number of judgments, or None when it is not fixed.
+        """
         return self.max_judgments(n_candidates) if self.passes == 1 else None
 
     def max_judgments(self, n_candidates: int) -> int:
         """The windows of every pass, each its presentations (a window the list repeats is free,
-        so this is an upper bound)."""
+        so this is an upper bound).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         if n_candidates < 2:
             return 0
         windows = len(window_starts(n_candidates, self.window, self.step))

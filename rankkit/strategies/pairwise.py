@@ -24,7 +24,10 @@ class Pairwise(Strategy):
     from the others. Only the odd one's grade is taken from that match; the opponent keeps the
     grade of its own match, so every candidate is scored from exactly one match.
 
-    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
+    Parameters
+    ----------
+    order : str, default "given"
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
         pairs come from a shuffle), ``random``, or ``both`` — judge every match in both orders and
         average the two grades (thesis §3.2.1).
     """
@@ -34,6 +37,22 @@ class Pairwise(Strategy):
     description = "naive pairwise baseline: random pairs, one match each (ceil(N/2) matches)"
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Pair the shuffled candidates up and play each pair once.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         rng.shuffle(ids)
         pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
@@ -55,5 +74,16 @@ class Pairwise(Strategy):
         )
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """One match per two candidates (and one for the odd one out)."""
+        """One match per two candidates (and one for the odd one out).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return (n_candidates + 1) // 2 * judgments_per_match(self.order) if n_candidates > 1 else 0

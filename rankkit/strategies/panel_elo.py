@@ -37,10 +37,15 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class PanelElo(Strategy):
     """All pairs decided once, in a seeded random sequence, with an Elo update after each decision.
 
-    k: the Elo step K — how far one fully unexpected result moves a rating.
-    permutations: 1 plays the decisions once in the seeded order (the poster's online update);
+    Parameters
+    ----------
+    k : float, default 16.0
+        The Elo step K — how far one fully unexpected result moves a rating.
+    permutations : int, default 1
+        1 plays the decisions once in the seeded order (the poster's online update);
         more averages online Elo over that many seeded orders, removing the dependence on order.
-    order: which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; each
+    order : str, default "given"
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; each
         pair is drawn in a seeded random orientation), ``random``, or ``both`` — ask the judge for
         both orders of each pair and combine them. A panel judge already asks every member both
         orders, so ``both`` is for single judges.
@@ -60,6 +65,22 @@ class PanelElo(Strategy):
             raise SpecError(f"strategy panel_elo: permutations must be >= 1, got {self.permutations}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Decide every pair once, in a seeded random sequence, with an Elo update after each decision.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         ids = task.candidate_ids
         pairs = list(combinations(ids, 2))
         rng.shuffle(pairs)
@@ -82,4 +103,16 @@ class PanelElo(Strategy):
         return Ranking(scores={cid: ratings[cid] for cid in ids}, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
+        """Every pair, in each order shown (:func:`~rankkit.strategies.elo.all_pairs_judgments`).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return all_pairs_judgments(n_candidates, self.order)

@@ -43,6 +43,20 @@ if TYPE_CHECKING:
 def group_sizes(n: int, k: int) -> list[int]:
     """The sizes of one round's judged groups: groups of k, the last smaller, a lone answer unjudged.
 
+    Parameters
+    ----------
+    n : int
+        The number of answers.
+    k : int
+        Answers per group.
+
+    Returns
+    -------
+    list[int]
+        The judged groups' sizes (a lone answer left over is not judged).
+
+    Examples
+    --------
     >>> group_sizes(10, 4), group_sizes(9, 4), group_sizes(3, 4)
     ([4, 4, 2], [4, 4], [3])
     """
@@ -54,11 +68,18 @@ def group_sizes(n: int, k: int) -> list[int]:
 class SetwiseGroups(KwayStrategy):
     """Random groups of k for ``rounds`` rounds; score = mean slot score (module docstring).
 
-    k: answers per group (2 to 8).
-    rounds: how many times every answer is grouped (at least 1).
-    order: ``given`` (default; groups come from a shuffle), ``random``, ``both`` or ``permute``.
-    shifts: with ``permute``, how many cyclic shifts (0: all).
-    until: a stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
+    Parameters
+    ----------
+    k : int, default 8
+        Answers per group (2 to 8).
+    rounds : int, default 3
+        How many times every answer is grouped (at least 1).
+    order : str, default "given"
+        ``given`` (default; groups come from a shuffle), ``random``, ``both`` or ``permute``.
+    shifts : int, default 0
+        With ``permute``, how many cyclic shifts (0: all).
+    until : str | None, default None
+        A stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
         plays every round. With one, after every round the Laplace posterior of the first-choice
         (multinomial logit) log-strengths is refitted from the distinct judgments so far (each
         group in each order shown counts once: the judge answers a repeated question the same), and
@@ -66,10 +87,13 @@ class SetwiseGroups(KwayStrategy):
         ``target``), when ``rounds`` rounds or the ``budget`` are spent (``budget``), or when every
         group of the round's sizes has been shown in every order (``exhausted``; a group shown again
         in an order already shown is free and tells nothing new). The scores are then the posterior means.
-    confidence: the posterior probability the target must reach.
-    budget: judgments per candidate, at most ``floor(budget · N)`` per task (None: the rounds
+    confidence : float, default 0.95
+        The posterior probability the target must reach.
+    budget : float | None, default None
+        Judgments per candidate, at most ``floor(budget · N)`` per task (None: the rounds
         alone bound it); the budget always wins, cutting a round short.
-    prior_sd: the prior sd of the log-strengths in that posterior (only with ``until``).
+    prior_sd : float, default 2.0
+        The prior sd of the log-strengths in that posterior (only with ``until``).
     """
 
     k: int = 8
@@ -95,6 +119,22 @@ class SetwiseGroups(KwayStrategy):
             raise SpecError(f"strategy {self.name}: prior_sd must be > 0, got {self.prior_sd}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Group the candidates at random in groups of k for ``rounds`` rounds; score = mean slot score.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         if self.until is not None or self.budget is not None:
             return self._rank_until(task, source, rng)
         ids = task.candidate_ids
@@ -192,7 +232,18 @@ class SetwiseGroups(KwayStrategy):
 
     def max_judgments(self, n_candidates: int) -> int:
         """Every round's groups, each its presentations (a group shown again in the same order is
-        free), at most the budget."""
+        free), at most the budget.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         rounds = self.rounds * sum(
             judgments_per_group(self.order, size, self.shifts) for size in group_sizes(n_candidates, self.k)
         )
@@ -202,7 +253,20 @@ class SetwiseGroups(KwayStrategy):
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
         """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`,
-        a choice among k counted as k − 1 pairwise outcomes; None without ``until``."""
+        a choice among k counted as k − 1 pairwise outcomes; None without ``until``.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+        seed : int, default 0
+            The Monte Carlo seed of the forecast.
+
+        Returns
+        -------
+        Forecast or None
+            The forecast, or None without ``until``.
+        """
         target = check_stopping(f"strategy {self.name}", self.until, self.confidence)
         if target is None:
             return None

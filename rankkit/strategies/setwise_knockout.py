@@ -22,6 +22,20 @@ def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
     """One round's groups and byes: as many full groups of k as fit, the rest advance unplayed;
     fewer than k answers are one group.
 
+    Parameters
+    ----------
+    ids : list[str]
+        The answers still in, in bracket order.
+    k : int
+        Answers per group.
+
+    Returns
+    -------
+    tuple[list[list[str]], list[str]]
+        The groups, and the answers that advance unplayed.
+
+    Examples
+    --------
     >>> round_groups(list("abcdefghij"), 4)
     ([['a', 'b', 'c', 'd'], ['e', 'f', 'g', 'h']], ['i', 'j'])
     >>> round_groups(list("abc"), 4)
@@ -36,6 +50,20 @@ def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
 def bracket_group_sizes(n: int, k: int) -> list[int]:
     """The sizes of the groups a tournament of n answers plays when every group is decided.
 
+    Parameters
+    ----------
+    n : int
+        The number of answers.
+    k : int
+        Answers per group.
+
+    Returns
+    -------
+    list[int]
+        The size of every group, round after round.
+
+    Examples
+    --------
     >>> bracket_group_sizes(10, 4)
     [4, 4, 4]
     >>> bracket_group_sizes(5, 4)
@@ -54,11 +82,16 @@ def bracket_group_sizes(n: int, k: int) -> list[int]:
 class SetwiseKnockout(KwayStrategy):
     """Knockout in groups of k: the judge's choice advances (``docs/strategies.md``).
 
-    k: answers per group (2 to 8).
-    order: how each group is shown (:mod:`rankkit.choices`): ``given`` (default; groups come from
+    Parameters
+    ----------
+    k : int, default 4
+        Answers per group (2 to 8).
+    order : str, default "given"
+        How each group is shown (:mod:`rankkit.choices`): ``given`` (default; groups come from
         a shuffle), ``random``, ``both`` (as drawn and reversed; 2× the judgments) or ``permute``
         (every cyclic shift, slot-balanced; k× the judgments).
-    shifts: with ``permute``, how many cyclic shifts (0: all k).
+    shifts : int, default 0
+        With ``permute``, how many cyclic shifts (0: all k).
     """
 
     k: int = 4
@@ -72,6 +105,22 @@ class SetwiseKnockout(KwayStrategy):
         self.check_size("k", self.k)
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Play a knockout in groups of k on the task's candidates: the judge's choice advances.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         remaining = task.candidate_ids
         received: dict[str, list[float]] = {cid: [] for cid in remaining}
         eliminated: dict[str, int | None] = dict.fromkeys(remaining)
@@ -114,7 +163,18 @@ class SetwiseKnockout(KwayStrategy):
         return Ranking(scores=scores, champion=champion, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """⌈(N − 1)/(k − 1)⌉ groups, each costing its presentations (:func:`~rankkit.choices.judgments_per_group`)."""
+        """⌈(N − 1)/(k − 1)⌉ groups, each costing its presentations (:func:`~rankkit.choices.judgments_per_group`).
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         return sum(
             judgments_per_group(self.order, size, self.shifts) for size in bracket_group_sizes(n_candidates, self.k)
         )

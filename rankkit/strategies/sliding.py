@@ -24,9 +24,13 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class SlidingWindow(Strategy):
     """K bottom-up bubble passes with a window of two; score derived from rank.
 
-    passes: the number of passes K (top K settled); capped at N − 1, which sorts fully. The
+    Parameters
+    ----------
+    passes : int, default 10
+        The number of passes K (top K settled); capped at N − 1, which sorts fully. The
         default 10 is Qin et al.'s PRP-Sliding-10.
-    order: ``both`` (default) — judge every comparison in both orders and decide on the averaged
+    order : str, default "both"
+        ``both`` (default) — judge every comparison in both orders and decide on the averaged
         grades; ``random`` — one judgment, reusing one the graph holds (see
         :class:`~rankkit.strategies.heapsort.JudgedComparator`); ``given`` — one, as the window
         compares.
@@ -44,6 +48,22 @@ class SlidingWindow(Strategy):
             raise SpecError(f"strategy sliding: passes must be >= 1, got {self.passes}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+        """Run K bottom-up bubble passes with a window of two; score derived from rank.
+
+        Parameters
+        ----------
+        task : Task
+            The task whose candidates are ranked.
+        source : MatchSource
+            Where the task's judgments come from.
+        rng : random.Random
+            The strategy's random numbers for this task.
+
+        Returns
+        -------
+        Ranking
+            The scores, the ranking and the per-candidate extras.
+        """
         order = task.candidate_ids
         rng.shuffle(order)
         n = len(order)
@@ -68,7 +88,18 @@ class SlidingWindow(Strategy):
         )
 
     def max_judgments(self, n_candidates: int) -> int:
-        """Pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free."""
+        """Pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free.
+
+        Parameters
+        ----------
+        n_candidates : int
+            The number of candidates of the task.
+
+        Returns
+        -------
+        int
+            The number of judgments.
+        """
         n = n_candidates
         match_count = min(n * (n - 1) // 2, sum(n - 1 - k for k in range(min(self.passes, n - 1))))
         return match_count * judgments_per_match(self.order)
