@@ -15,78 +15,53 @@ One module per step:
   the HTTP judge's token neutralisation).
 """
 
-from rankkit.prompts.choice import (
-    TemplateChoice,
-    auto_template_name,
-    is_exam,
-    is_german,
-    is_translation,
-)
-from rankkit.prompts.render import (
-    DEFAULT_MAX_POINTS,
-    NO_REFERENCE,
-    defuse,
-    format_points,
-    prompt_max_points,
-    render_pairwise,
-    render_pointwise,
-    task_values,
-    to_task_scale,
-)
-from rankkit.prompts.templates import (
-    FAMILIES,
-    FIELDS,
-    KINDS,
-    PAIRWISE,
-    POINTWISE,
-    TEMPLATE_DIR,
-    Template,
-    TemplateError,
-    builtin_templates,
-    describe_templates,
-    load_template,
-    load_template_dir,
-    parse_template,
-)
-from rankkit.prompts.verdicts import (
-    ParsedVerdict,
-    normalised_tokens,
-    parse_pairwise,
-    parse_pointwise,
-    strip_echoes,
-)
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_MAX_POINTS",
-    "FAMILIES",
-    "FIELDS",
-    "KINDS",
-    "NO_REFERENCE",
-    "PAIRWISE",
-    "POINTWISE",
-    "TEMPLATE_DIR",
-    "ParsedVerdict",
-    "Template",
-    "TemplateChoice",
-    "TemplateError",
-    "auto_template_name",
-    "builtin_templates",
-    "defuse",
-    "describe_templates",
-    "format_points",
-    "is_exam",
-    "is_german",
-    "is_translation",
-    "load_template",
-    "load_template_dir",
-    "normalised_tokens",
-    "parse_pairwise",
-    "parse_pointwise",
-    "parse_template",
-    "prompt_max_points",
-    "render_pairwise",
-    "render_pointwise",
-    "strip_echoes",
-    "task_values",
-    "to_task_scale",
-]
+from importlib import import_module
+from typing import Any
+
+#: The names this package offers, each from the module that defines it, imported on first use: a
+#: run that needs only :mod:`~rankkit.prompts.protocol` (the results' suspicious candidates) does
+#: not load the templates, the renderer and the parser too.
+_EXPORTS: dict[str, str] = {
+    "DEFAULT_MAX_POINTS": "rankkit.prompts.render",
+    "FAMILIES": "rankkit.prompts.templates",
+    "FIELDS": "rankkit.prompts.templates",
+    "KINDS": "rankkit.prompts.templates",
+    "NO_REFERENCE": "rankkit.prompts.render",
+    "PAIRWISE": "rankkit.prompts.templates",
+    "POINTWISE": "rankkit.prompts.templates",
+    "ParsedVerdict": "rankkit.prompts.verdicts",
+    "TEMPLATE_DIR": "rankkit.prompts.templates",
+    "Template": "rankkit.prompts.templates",
+    "TemplateChoice": "rankkit.prompts.choice",
+    "TemplateError": "rankkit.prompts.templates",
+    "auto_template_name": "rankkit.prompts.choice",
+    "builtin_templates": "rankkit.prompts.templates",
+    "defuse": "rankkit.prompts.render",
+    "describe_templates": "rankkit.prompts.templates",
+    "format_points": "rankkit.prompts.render",
+    "is_exam": "rankkit.prompts.choice",
+    "is_german": "rankkit.prompts.choice",
+    "is_translation": "rankkit.prompts.choice",
+    "load_template": "rankkit.prompts.templates",
+    "load_template_dir": "rankkit.prompts.templates",
+    "normalised_tokens": "rankkit.prompts.verdicts",
+    "parse_pairwise": "rankkit.prompts.verdicts",
+    "parse_pointwise": "rankkit.prompts.verdicts",
+    "parse_template": "rankkit.prompts.templates",
+    "prompt_max_points": "rankkit.prompts.render",
+    "render_pairwise": "rankkit.prompts.render",
+    "render_pointwise": "rankkit.prompts.render",
+    "strip_echoes": "rankkit.prompts.verdicts",
+    "task_values": "rankkit.prompts.render",
+    "to_task_scale": "rankkit.prompts.render",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'rankkit.prompts' has no attribute {name!r}")
