@@ -826,7 +826,72 @@ def _binary_add_rating(part: Part, context: dict) -> str | None:
     return None
 
 
+#: Fields rankkit 0.3 adds to its outputs (issues 30-33), each new and nothing renamed: the cost in
+#: dollars and the provider-cached input tokens (hosted judges), the simulator's latent truth
+#: (stopping rules), the candidates carrying judge-protocol text, the robustness report, the
+#: grades a strategy used (rejudge), the stopping rules' parameters, and the leaderboards' style
+#: control (its coefficients, and the task of each match they are computed from).
+ADDED_FIELDS = re.compile(
+    r"(^|\.)cost\.(usd|cached_tokens)$|^judge\.latent$|^suspicious$|^robustness$|^tasks\.grades$"
+    r"|^(params|config\.strategies)\.(confidence|prior_sd|until|budget_kind)$|^judge_bias\.style$"
+    r"|^control$|^style(\.|$)|^matches\.task$"
+)
+#: The HTML report's pieces a 0.3 section adds to (robustness, untrusted text, style control).
+ADDED_MARKUP = re.compile(r"^(rows|leaderboard order|markup)$")
+
+
+def values_at(value: Any, path: str) -> list[Any]:
+    """Every value at a dotted ``path`` in a JSON value, through lists (as :func:`differing_fields`
+    names them); a missing key is None."""
+    found = [value]
+    for key in path.split("."):
+        level = []
+        for item in found:
+            items = item if isinstance(item, list) else [item]
+            level += [x.get(key) if isinstance(x, dict) else None for x in items]
+        found = level
+    return found
+
+
+def is_subsequence(shorter: list[Any], longer: list[Any]) -> bool:
+    """Whether ``shorter`` is ``longer`` with items left out, in the same order."""
+    remaining = iter(longer)
+    return all(any(item == other for other in remaining) for item in shorter)
+
+
+def _only_added(part: Part, context: dict) -> str | None:
+    """The part's differing fields that 0.3 adds are new: absent from ``--before``'s output (JSON),
+    or inserted around what ``--before`` showed, which stays as it was and in its order (the
+    report's rows and markup)."""
+    import difflib
+
+    for field in differing_fields(part.before, part.after):
+        if ADDED_MARKUP.search(field):
+            before, after = values_at(part.before, field)[0], values_at(part.after, field)[0]
+            if isinstance(before, str):
+                opcodes = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines()).get_opcodes()
+                if any(tag not in ("equal", "insert") for tag, *_ in opcodes):
+                    return f"{field}: lines of the earlier output changed or went"
+            elif not is_subsequence(before or [], after or []):
+                return f"{field}: rows of the earlier output changed, went or moved"
+        elif ADDED_FIELDS.search(field) and any(v is not None for v in values_at(part.before, field)):
+            return f"{field} was already there"
+    return None
+
+
 INTENDED: list[Intended] = [
+    Intended(
+        "0.3 additions",
+        "fields and report sections rankkit 0.3 adds (issues 30-33): `cost.usd` and "
+        "`cost.cached_tokens` (hosted judges), `judge.latent` (the simulator's truth), `suspicious` "
+        "(candidates carrying judge-protocol text), `robustness` (analyze, the report, leaderboards), "
+        "`tasks.grades` (the grades a strategy used, for rejudge), the stopping rules' parameters of "
+        "`active`/`swiss` (`confidence`, `prior_sd`), `judge_bias.style`, and the leaderboards' style "
+        "control (`control`, `style`, each match's `task`). Checked: each such field is absent from "
+        "0.2's output, and every row and line of 0.2's report is still there, unchanged and in its order",
+        ADDED_FIELDS.pattern + "|" + ADDED_MARKUP.pattern,
+        _only_added,
+    ),
     Intended(
         "co-runner fix",
         "the co-runner fix (issue 21, item 2): `heapsort`/`sliding` with `order=random` no "
