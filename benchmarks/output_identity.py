@@ -840,17 +840,23 @@ ADDED_FIELDS = re.compile(
 ADDED_MARKUP = re.compile(r"^(rows|leaderboard order|markup)$")
 
 
-def values_at(value: Any, path: str) -> list[Any]:
-    """Every value at a dotted ``path`` in a JSON value, through lists (as :func:`differing_fields`
-    names them); a missing key is None."""
-    found = [value]
+def value_pairs(before: Any, after: Any, path: str) -> list[tuple[Any, Any]]:
+    """The ``(before, after)`` values at a dotted ``path`` of two JSON values, walked side by side
+    through lists of the same length (as :func:`differing_fields` compares them); a missing key is
+    None."""
+    pairs = [(before, after)]
     for key in path.split("."):
         level = []
-        for item in found:
-            items = item if isinstance(item, list) else [item]
-            level += [x.get(key) if isinstance(x, dict) else None for x in items]
-        found = level
-    return found
+        for b, a in pairs:
+            if isinstance(b, list) and isinstance(a, list) and len(b) == len(a):
+                level += [
+                    (x.get(key) if isinstance(x, dict) else None, y.get(key) if isinstance(y, dict) else None)
+                    for x, y in zip(b, a)
+                ]
+            else:
+                level.append((b.get(key) if isinstance(b, dict) else None, a.get(key) if isinstance(a, dict) else None))
+        pairs = level
+    return pairs
 
 
 def is_subsequence(shorter: list[Any], longer: list[Any]) -> bool:
@@ -859,23 +865,38 @@ def is_subsequence(shorter: list[Any], longer: list[Any]) -> bool:
     return all(any(item == other for other in remaining) for item in shorter)
 
 
+def only_inserted(before: str, after: str) -> bool:
+    """Whether ``after`` is ``before`` with text inserted (a new section, a new link): every line of
+    ``before`` is still there in order, or a line grew by insertions only."""
+    import difflib
+
+    old, new = before.splitlines(), after.splitlines()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag in ("delete", "replace") and (tag == "delete" or i2 - i1 > j2 - j1):
+            return False
+        if tag == "replace":  # each changed line must have grown by insertions alone
+            for line, grown in zip(old[i1:i2], new[j1 : j1 + (i2 - i1)]):
+                if not is_subsequence(list(line), list(grown)):
+                    return False
+    return True
+
+
 def _only_added(part: Part, context: dict) -> str | None:
     """The part's differing fields that 0.3 adds are new: absent from ``--before``'s output (JSON),
     or inserted around what ``--before`` showed, which stays as it was and in its order (the
     report's rows and markup)."""
-    import difflib
-
     for field in differing_fields(part.before, part.after):
         if ADDED_MARKUP.search(field):
-            before, after = values_at(part.before, field)[0], values_at(part.after, field)[0]
+            before, after = value_pairs(part.before, part.after, field)[0]
             if isinstance(before, str):
-                opcodes = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines()).get_opcodes()
-                if any(tag not in ("equal", "insert") for tag, *_ in opcodes):
-                    return f"{field}: lines of the earlier output changed or went"
+                if not only_inserted(before, after):
+                    return f"{field}: text of the earlier output changed or went"
             elif not is_subsequence(before or [], after or []):
                 return f"{field}: rows of the earlier output changed, went or moved"
-        elif ADDED_FIELDS.search(field) and any(v is not None for v in values_at(part.before, field)):
-            return f"{field} was already there"
+        elif ADDED_FIELDS.search(field):
+            changed = [b for b, a in value_pairs(part.before, part.after, field) if b != a and b is not None]
+            if changed:
+                return f"{field} was there before and changed ({changed[0]!r})"
     return None
 
 
