@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: Public names, each loaded from its module on first use, so `import rankkit` stays light.
 _EXPORTS = {
