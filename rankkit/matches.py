@@ -308,12 +308,11 @@ class MatchSource:
         if new:
             task = self.task
             answers = self.memo.verdicts([(task, task.candidate(a), task.candidate(b)) for a, b in new])
-            for (first, second), (verdict, origin) in zip(new, answers):
+            for (first, second), (verdict, _) in zip(new, answers):
                 self._verdicts[(first, second)] = verdict
                 self.comparisons.append(Comparison(first, second, verdict, round))
                 self.cost.comparisons += 1
-                self._charge(verdict, origin)
-            self._report(answers)
+            self._account(answers)
         return [self._verdicts[pair] for pair in pairs]
 
     def compare(self, first: str, second: str, round: int | None = None) -> Verdict:
@@ -552,12 +551,11 @@ class MatchSource:
             requests = [(task, tuple(task.candidate(cid) for cid in group)) for group in new]
             ask = self.memo.choices if kind == CHOICE_KIND else self.memo.rankings
             answers = ask(requests)
-            for group, (judgment, origin) in zip(new, answers):
+            for group, (judgment, _) in zip(new, answers):
                 self._group_judgments[(kind, group)] = judgment
                 self.group_comparisons.append(GroupComparison(group, judgment, round))
                 self.cost.comparisons += 1
-                self._charge(judgment, origin)
-            self._report(answers)
+            self._account(answers)
         return [self._group_judgments[(kind, group)] for group in shown]
 
     # -- grades -------------------------------------------------------------------------------
@@ -578,12 +576,11 @@ class MatchSource:
         if new:
             task = self.task
             answers = self.memo.grades([(task, task.candidate(cid)) for cid in new])
-            for cid, (grade, origin) in zip(new, answers):
+            for cid, (grade, _) in zip(new, answers):
                 self._grades[cid] = grade
                 self.grades.append((cid, grade))
                 self.cost.grades += 1
-                self._charge(grade, origin)
-            self._report(answers)
+            self._account(answers)
         return [self._grades[cid] for cid in candidates]
 
     def grade(self, candidate: str) -> Grade:
@@ -619,20 +616,20 @@ class MatchSource:
             if judgment.status is ParseStatus.FAILED:
                 cost.parse_failures += 1
 
-    def _report(self, answers: Sequence[tuple[Any, Origin]]) -> None:
-        """Tell the run's progress bar what the last batch used and where it came from."""
+    def _account(self, answers: Sequence[tuple[Any, Origin]]) -> None:
+        """Charge a batch's answers to :attr:`cost` (:meth:`_charge`) and tell the run's progress
+        bar what the batch used, where it came from and what its new judgments cost."""
+        usd_before = self.cost.usd
+        for judgment, origin in answers:
+            self._charge(judgment, origin)
         if self.progress is not None:
             origins = [origin for _, origin in answers]
-            usd = (
-                sum(int(judgment.usage.get("usd_nano", 0)) for judgment, origin in answers if origin is Origin.JUDGE)
-                / 1e9
-            )
             self.progress.judged(
                 len(origins),
                 origins.count(Origin.JUDGE),
                 origins.count(Origin.CACHE),
                 origins.count(Origin.MEMORY),
-                usd,
+                self.cost.usd - usd_before,
             )
 
 
