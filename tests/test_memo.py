@@ -159,9 +159,20 @@ def test_a_failure_committed_while_waiting_is_used_and_an_older_one_is_asked_aga
         owner.put_key(old, FINGERPRINT, KIND, failed)  # a failure from an earlier run
         owner.flush()
         assert owner.claim_leases([old, new]) == [old, new]  # the owner is asking both again...
+        # The owner commits only once the waiter has been refused both leases, so the failure on
+        # "new" arrives while the waiter waits, however slowly this thread gets to its fetch.
+        refused, claim = threading.Event(), waiter.claim_leases
+
+        def claim_then_signal(rows):
+            claimed = claim(rows)
+            refused.set()
+            return claimed
+
+        waiter.claim_leases = claim_then_signal
 
         def answer_later():
-            time.sleep(0.3)
+            assert refused.wait(60)
+            time.sleep(0.05)
             owner.put_key(new, FINGERPRINT, KIND, failed)  # ...and fails on "new"
             owner.release_leases([old])  # and its judge raised on "old"
             owner.flush()

@@ -66,7 +66,8 @@ class FaultProxy(StubServer):
     (so a test that kills the upstream there knows that at most the requests already forwarded,
     ``concurrency`` of them, can still be answered). ``max_in_flight`` is the most requests it
     held at once, counted from arrival until the answer starts (so never more than the client had
-    open).
+    open). ``max_forwarded`` is the most requests it had forwarded to ``upstream`` and not yet
+    had answered: how many the client kept open at the real server at once.
     """
 
     def __init__(
@@ -93,6 +94,8 @@ class FaultProxy(StubServer):
         self.successes = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.forwarded = 0
+        self.max_forwarded = 0
         self._lock = threading.Lock()
 
     def post(self, request: StubRequest, body: dict[str, Any]) -> None:
@@ -151,10 +154,16 @@ class FaultProxy(StubServer):
             return 200, stub_completion(body, self.logprobs)
         import httpx
 
+        with self._lock:
+            self.forwarded += 1
+            self.max_forwarded = max(self.max_forwarded, self.forwarded)
         try:
             response = httpx.post(f"{self.upstream}/v1/chat/completions", json=body, timeout=120.0)
         except httpx.TransportError:
             return None, None
+        finally:
+            with self._lock:
+                self.forwarded -= 1
         return response.status_code, response.json()
 
     def outcomes(self) -> list[Any]:
