@@ -21,7 +21,7 @@ from rankkit.leaderboard.board import (
     restrict,
     systems_of,
 )
-from rankkit.leaderboard.rating import finite_or_lowest, none_if_nan
+from rankkit.leaderboard.rating import anchor_ceiling, finite_or_lowest, mean_lengths, none_if_nan
 from rankkit.leaderboard.style import controlled_ratings, parse_control
 from rankkit.leaderboard.tournament import play_against
 from rankkit.matches import Cost, MatchSource
@@ -277,6 +277,11 @@ def add_system(
         match_tasks=match_tasks if len(match_tasks) == len(matches) else [],
         control=control,
         style=style,
+        anchor_ceiling=(
+            anchor_ceiling(matches, board.anchor, mean_lengths(tasks))
+            if board.scale == "win_rate" and board.anchor is not None
+            else None
+        ),
     )
 
 

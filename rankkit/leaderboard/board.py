@@ -27,6 +27,83 @@ class LeaderboardError(RankkitError, ValueError):
 # Data types
 
 
+#: A win rate within this of 0 or 1 against the anchor is at the ceiling: its Bernoulli variance
+#: p(1 − p) is at most 0.09, against 0.25 at ½, so the matches say little about how far apart
+#: two such systems are, and neither the raw nor the length-controlled win rate can tell them apart.
+CEILING_MARGIN = 0.1
+#: The anchored leaderboard warns once more than this share of the systems sit at the ceiling.
+CEILING_SHARE = 1 / 3
+
+
+@dataclass(frozen=True)
+class AnchorCeiling:
+    """How many systems of an anchored leaderboard sit at the ceiling against its anchor
+    (:func:`rankkit.leaderboard.rating.anchor_ceiling`).
+
+    Attributes
+    ----------
+    anchor : str
+        The anchor every other system played.
+    at_ceiling : tuple[str, ...]
+        The systems whose raw win rate against the anchor is within :data:`CEILING_MARGIN` of 0 or 1.
+    share : float
+        Their share of the systems other than the anchor.
+    suggestion : str | None
+        An anchor to try instead: the system whose answers have the median mean length (then the
+        length differences the length-controlled win rate reads fall on both sides of 0, and its
+        "length term at 0" is read inside the data, not extrapolated), or without lengths the
+        system with the median raw win rate. None when no system played the anchor.
+    """
+
+    anchor: str
+    at_ceiling: tuple[str, ...]
+    share: float
+    suggestion: str | None
+
+    @property
+    def saturated(self) -> bool:
+        """Whether more than :data:`CEILING_SHARE` of the systems sit at the ceiling."""
+        return self.share > CEILING_SHARE
+
+    def to_dict(self) -> dict[str, Any]:
+        """The check as the leaderboard JSON stores it (``saturated`` included).
+
+        Returns
+        -------
+        dict[str, Any]
+            ``anchor``, ``at_ceiling``, ``share``, ``saturated``, ``suggestion``.
+        """
+        return {
+            "anchor": self.anchor,
+            "at_ceiling": list(self.at_ceiling),
+            "share": self.share,
+            "saturated": self.saturated,
+            "suggestion": self.suggestion,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AnchorCeiling:
+        """Read :meth:`to_dict` back.
+
+        Parameters
+        ----------
+        data : Mapping[str, Any]
+            The stored check.
+
+        Returns
+        -------
+        AnchorCeiling
+            The check (``saturated`` is recomputed from ``share``).
+        """
+        suggestion = data.get("suggestion")
+        return cls(
+            anchor=str(data["anchor"]),
+            at_ceiling=tuple(str(name) for name in data.get("at_ceiling") or ()),
+            share=float(data.get("share", 0.0)),
+            suggestion=None if suggestion is None else str(suggestion),
+        )
+
+
 @dataclass(frozen=True)
 class SystemRating:
     """A leaderboard row. ``rating`` is None when it cannot be computed (see
@@ -116,6 +193,9 @@ class Leaderboard:
     style : dict[str, Any] | None, default None
         With a control, the model and its coefficients with their intervals
         (:mod:`rankkit.leaderboard.style`); None without.
+    anchor_ceiling : AnchorCeiling | None, default None
+        On an anchored leaderboard, the systems whose win rate against the anchor sits at the
+        ceiling, and an anchor to try instead; None on the others.
     """
 
     method: str
@@ -132,6 +212,7 @@ class Leaderboard:
     match_tasks: list[str] = field(default_factory=list)
     control: tuple[str, ...] = ()
     style: dict[str, Any] | None = None
+    anchor_ceiling: AnchorCeiling | None = None
 
     @property
     def names(self) -> list[str]:
@@ -185,6 +266,7 @@ class Leaderboard:
                 "placement": self.placement,
                 "control": list(self.control),
                 "style": self.style,
+                "anchor_ceiling": None if self.anchor_ceiling is None else self.anchor_ceiling.to_dict(),
                 "matches": [
                     {"a": a, "b": b, "outcome": outcome, **({"task": task} if task is not None else {})}
                     for (a, b, outcome), task in zip(self.matches, self._tasks_or_none())
@@ -225,6 +307,7 @@ class Leaderboard:
             match_tasks=_match_tasks(data.get("matches") or []),
             control=tuple(data.get("control") or ()),
             style=data.get("style"),
+            anchor_ceiling=AnchorCeiling.from_dict(data["anchor_ceiling"]) if data.get("anchor_ceiling") else None,
         )
 
 

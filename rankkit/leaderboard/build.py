@@ -17,7 +17,7 @@ from rankkit.leaderboard.board import (
     restrict,
     systems_of,
 )
-from rankkit.leaderboard.rating import rate_bt, rate_win_rate
+from rankkit.leaderboard.rating import anchor_ceiling, mean_lengths, rate_bt, rate_win_rate
 from rankkit.leaderboard.style import controlled_ratings, parse_control
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
 from rankkit.matches import MatchSource
@@ -158,6 +158,7 @@ def anchored(
         )
     outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "anchored")
     rows, style = _rate(used, outcomes, task_ids, names, control, "win_rate", anchor, resamples, seed)
+    ceiling = anchor_ceiling(outcomes, anchor, mean_lengths(used))
     return Leaderboard(
         method="anchored",
         systems=rows,
@@ -172,6 +173,7 @@ def anchored(
         match_tasks=task_ids,
         control=control,
         style=style,
+        anchor_ceiling=ceiling,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankkit.leaderboard.board import Leaderboard
+from rankkit.leaderboard.board import CEILING_MARGIN, Leaderboard
 from rankkit.leaderboard.style import self_preference_systems
 from rankkit.leaderboard.truth import correlations
 
@@ -94,8 +94,9 @@ def report(
 
 
 def style_lines(board: Leaderboard) -> list[str]:
-    """Summary lines on style: the control's coefficients with their intervals, and the systems a
-    self-preferring judge may favour (:func:`~rankkit.leaderboard.style.self_preference_systems`).
+    """Summary lines on style: the control's coefficients with their intervals, an anchor whose
+    matches sit at the ceiling (:attr:`Leaderboard.anchor_ceiling`), and the
+    systems a self-preferring judge may favour (:func:`~rankkit.leaderboard.style.self_preference_systems`).
 
     Parameters
     ----------
@@ -119,6 +120,14 @@ def style_lines(board: Leaderboard) -> list[str]:
             f"style coefficients ({board.style['unit']}): "
             + " · ".join(parts)
             + "; the 'unadjusted' column is the rating without the control"
+        )
+    ceiling = board.anchor_ceiling
+    if ceiling is not None and ceiling.saturated:
+        lines.append(
+            f"anchor at the ceiling: {len(ceiling.at_ceiling)} of {len(board.systems) - 1} systems win or lose "
+            f"at least {1 - CEILING_MARGIN:.0%} of their matches against {ceiling.anchor}, where the matches tell "
+            f"little apart (the length-controlled win rate cannot either); an anchor of median answer length "
+            f"spreads them: --anchor {ceiling.suggestion}"
         )
     flagged = self_preference_systems(board.judge, board.names)
     if flagged:

@@ -7,11 +7,12 @@ and sorts last.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from rankkit.leaderboard.board import SystemRating
+from rankkit.leaderboard.board import CEILING_MARGIN, AnchorCeiling, SystemRating, systems_of
 from rankkit.ratings import Outcome, bradley_terry, win_rates
 from rankkit.stats import Interval, bootstrap
+from rankkit.tasks import Task
 
 
 def rate_bt(
@@ -136,3 +137,72 @@ def none_if_nan(value: float | None) -> float | None:
         ``value`` as a float, or None.
     """
     return None if value is None or math.isnan(value) else float(value)
+
+
+def anchor_ceiling(
+    outcomes: Sequence[Outcome], anchor: str, lengths: Mapping[str, float] | None = None
+) -> AnchorCeiling:
+    """Which systems win (or lose) almost every match against the anchor, and an anchor to try instead.
+
+    A terse or weak anchor loses to most systems almost always, and a judge with a length bias
+    pushes the longer systems further up: their win rates crowd against 1, where the matches
+    carry little information, and no model fitted afterwards (the length-controlled win rate
+    included) recovers their order (``benchmarks/results/style_control.md``).
+
+    Parameters
+    ----------
+    outcomes : Sequence[Outcome]
+        The anchored leaderboard's matches, each ``(system, anchor, the system's points)`` or the
+        other way round.
+    anchor : str
+        The anchor.
+    lengths : Mapping[str, float] | None
+        Each system's mean answer length (any unit); picks the suggestion when given.
+
+    Returns
+    -------
+    AnchorCeiling
+        The systems at the ceiling, their share, and an anchor to try instead.
+
+    Examples
+    --------
+    >>> matches = [("a", "z", 1.0)] * 19 + [("a", "z", 0.0)] + [("b", "z", 1.0), ("b", "z", 0.0)]
+    >>> ceiling = anchor_ceiling(matches + [("c", "z", 1.0)] * 10, "z")
+    >>> ceiling.at_ceiling, round(ceiling.share, 3), ceiling.saturated, ceiling.suggestion
+    (('a', 'c'), 0.667, True, 'a')
+    >>> anchor_ceiling(matches, "z", lengths={"a": 900.0, "b": 300.0, "z": 120.0}).suggestion
+    'b'
+    """
+    rates = {name: rate for name, rate in win_rates(outcomes).items() if name != anchor and not math.isnan(rate)}
+    at_ceiling = tuple(name for name, rate in rates.items() if min(rate, 1.0 - rate) <= CEILING_MARGIN)
+    key = {name: lengths.get(name, math.nan) for name in rates} if lengths is not None else rates
+    ordered = sorted((name for name in rates if not math.isnan(key[name])), key=lambda name: (key[name], name))
+    median = ordered[(len(ordered) - 1) // 2] if ordered else None
+    return AnchorCeiling(anchor, at_ceiling, len(at_ceiling) / len(rates) if rates else 0.0, median)
+
+
+def mean_lengths(tasks: Iterable[Task]) -> dict[str, float]:
+    """Each system's mean answer length in characters over the tasks it answered.
+
+    Parameters
+    ----------
+    tasks : Iterable[Task]
+        Tasks whose candidates carry ``system``.
+
+    Returns
+    -------
+    dict[str, float]
+        System -> mean characters.
+
+    Examples
+    --------
+    >>> from rankkit.tasks import Candidate, Task
+    >>> task = Task("t", "q", (Candidate("1", "four", system="a"), Candidate("2", "twelve chars", system="b")))
+    >>> mean_lengths([task])
+    {'a': 4.0, 'b': 12.0}
+    """
+    lengths: dict[str, list[int]] = {}
+    for task in tasks:
+        for system, cid in systems_of(task).items():
+            lengths.setdefault(system, []).append(task.candidate(cid).length)
+    return {system: sum(values) / len(values) for system, values in lengths.items()}

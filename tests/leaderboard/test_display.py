@@ -103,6 +103,15 @@ def test_cli_leaderboard_and_add(tmp_path, system_level_tasks):
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output[result.output.index("{") :])
     assert payload["systems"][0]["rating"] == pytest.approx(1.0, abs=1e-12) and payload["anchor"] == "s4"
+    assert payload["anchor_ceiling"]["saturated"] is True  # a perfect judge: every match 1 or 0
+    table = runner.invoke(
+        main,
+        ["leaderboard", "--data", str(data), "--judge", PERFECT, "--no-cache", "--quiet"]
+        + ["--strategy", "anchored", "--anchor", "s4"],
+    )
+    assert table.exit_code == 0, table.output
+    assert "anchor at the ceiling: 7 of 7 systems" in table.output
+    assert f"--anchor {payload['anchor_ceiling']['suggestion']}" in table.output
     result = runner.invoke(
         main,
         [
