@@ -29,7 +29,7 @@ A toy function that prefers the longer answer (the prompt shows each inside ``<a
 
 from rankkit.judges import Argument, register_backend
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import LLMRuntime
+from rankkit.judges.llm_runtime import LLMRuntime, choices_per_row, per_row
 from rankkit.specs import SpecError
 
 #: The functions ``callable:NAME`` may name: NAME -> ``f(prompt, choices) -> {choice: logprob}``.
@@ -50,9 +50,10 @@ class CallableRuntime(LLMRuntime):
         return {"name": self.name}
 
     def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
-        prefixes = [assistant_prefix] * len(conversations) if isinstance(assistant_prefix, str) else assistant_prefix
-        for index, (conversation, prefix) in enumerate(zip(conversations, prefixes)):
-            yield index, self.function(conversation[-1]["content"] + prefix, list(choices))
+        prefixes = per_row(assistant_prefix, len(conversations))  # one for all, or one per conversation
+        sets = choices_per_row(choices, len(conversations))  # likewise
+        for index, (conversation, prefix, row) in enumerate(zip(conversations, prefixes, sets)):
+            yield index, self.function(conversation[-1]["content"] + prefix, list(row))
 
     def generate(self, conversations, **decoding):
         raise NotImplementedError("a log-probability function writes no text: use mode=logprob")

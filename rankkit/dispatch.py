@@ -103,23 +103,45 @@ class Dispatcher:
             When another worker failed and the run is stopping.
         """
         futures: list[Future] = []
+        # This worker counts as waiting while any of its requests is unanswered, and no longer: once
+        # its answers are in it is busy working out its next step, and a batch formed before that
+        # step arrives would split the step in two.
+        unanswered = [len(requests)]
+        waiting = [True]
+
+        def stop_waiting() -> None:  # under self._cond
+            if waiting[0]:
+                waiting[0] = False
+                self._waiting -= 1
+                self._cond.notify_all()
+
+        def answered(_: Future) -> None:
+            with self._cond:
+                unanswered[0] -= 1
+                if unanswered[0] == 0:
+                    stop_waiting()
+
         with self._cond:
             if self._error is not None:
                 raise Cancelled("the run stopped after another task failed") from self._error
             now = time.monotonic()
+            self._waiting += 1
+            if not requests:
+                stop_waiting()
             for request in requests:
                 future: Future = Future()
                 futures.append(future)
                 self._pending.append((call, request, future, now))
-            self._waiting += 1
             self._cond.notify_all()
+        for future in futures:
+            future.add_done_callback(answered)
         order = {id(future): index for index, future in enumerate(futures)}
         try:
             for future in as_completed(futures):
                 yield order[id(future)], future.result()
         finally:
             with self._cond:
-                self._waiting -= 1
+                stop_waiting()
 
     def cancel(self, error: BaseException) -> None:
         """Fail every queued request and refuse new ones (another worker hit ``error``).

@@ -124,6 +124,34 @@ def test_batching_judge_gets_batches_from_several_tasks():
     assert max(judge.calls) > 4
 
 
+def test_a_batch_waits_for_the_step_of_every_worker_still_working_out_its_next_one():
+    # Three workers ask one request each, then take different times to work out their next step.
+    # A worker whose answers are in is busy, not waiting: the second batch waits for all three
+    # second steps instead of going out with the first one to arrive.
+    dispatcher = Dispatcher(capacity=100, fills_batches=True, max_linger=60.0)
+    dispatcher.expect_workers(3)
+
+    def answer(requests):
+        for index, request in enumerate(requests):
+            yield index, request * 10
+
+    def worker(pause: float) -> None:
+        for step in range(2):
+            for _, judgment in dispatcher.judge_many(answer, [step]):
+                assert judgment == step * 10
+                time.sleep(pause)  # working out the next step from the answer, the request's iterator still open
+
+    threads = [threading.Thread(target=worker, args=(pause,)) for pause in (0.0, 0.2, 0.4)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    finally:
+        dispatcher.close()
+    assert dispatcher.batches == [3, 3]
+
+
 def test_a_failing_task_stops_the_run_and_keeps_what_was_paid_for(tmp_path):
     tasks = _tasks(10)
     judge = PacedJudge(4, delay=0.001, fail_on="t05")

@@ -25,7 +25,7 @@ from rankkit.judges.http_client import (
     client_options,
 )
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, Generation, LLMRuntime, per_row
+from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, Generation, LLMRuntime, choices_per_row, per_row
 from rankkit.judges.pacing import PACING_OPTIONS, Pacer
 from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
 from rankkit.specs import Spec, SpecError, parse_spec
@@ -224,7 +224,11 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         yield from self._dispatch(bodies, lambda text, usage: Generation(text=text, usage=usage))
 
     def next_token_logprobs(
-        self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        assistant_prefix: str | Sequence[str],
+        choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """The choice the model writes after ``assistant_prefix``, one-hot (0 for it, ``-inf`` for
         the others; all ``-inf`` when it writes none of them): the API has no log-probabilities.
@@ -236,8 +240,8 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             The chat conversations.
         assistant_prefix : str | Sequence[str]
             The verdict prefix the reply continues: one for every conversation, or one per conversation.
-        choices : Sequence[str]
-            The choices.
+        choices : Sequence[str] | Sequence[Sequence[str]]
+            The choices: one set for every conversation, or one per conversation.
 
         Yields
         ------
@@ -245,10 +249,10 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             ``(index, logprobs)``: the index of the conversation and the one-hot log-probabilities of the choices.
         """
         prefixes = per_row(assistant_prefix, len(conversations))
+        sets = choices_per_row(choices, len(conversations))
         bodies = [self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p) for c, p in zip(conversations, prefixes)]
-        yield from self._dispatch(
-            bodies, lambda text, usage: ChoiceLogprobs(one_hot(written_choice(text, choices), choices), usage)
-        )
+        for index, (text, usage) in self._dispatch(bodies, lambda text, usage: (text, usage)):
+            yield index, ChoiceLogprobs(one_hot(written_choice(text, sets[index]), sets[index]), usage)
 
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]

@@ -31,7 +31,7 @@ from rankkit.judges.hf_batching import (
 )
 from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
-from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, per_row
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, choices_per_row, per_row
 from rankkit.specs import SpecError
 
 
@@ -360,7 +360,11 @@ class HFRuntime(LLMRuntime):
         return self.model.get_output_embeddings()(hidden).float()
 
     def next_token_logprobs(
-        self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        assistant_prefix: str | Sequence[str],
+        choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the next token after the forced reply prefix, batched.
 
@@ -370,8 +374,9 @@ class HFRuntime(LLMRuntime):
             The chat conversations.
         assistant_prefix : str | Sequence[str]
             The forced start of the reply: one for every conversation, or one per conversation.
-        choices : Sequence[str]
-            The choices (their first tokens must differ).
+        choices : Sequence[str] | Sequence[Sequence[str]]
+            The choices (their first tokens must differ): one set for every conversation, or one
+            per conversation (:func:`~rankkit.judges.llm_runtime.choices_per_row`).
 
         Yields
         ------
@@ -381,16 +386,17 @@ class HFRuntime(LLMRuntime):
         torch = self._torch()
 
         prefixes = per_row(assistant_prefix, len(conversations))
-        read = {prefix: self.choice_token_ids(prefix, choices) for prefix in dict.fromkeys(prefixes)}
-        sequences = [self.prompt_ids(c, read[p][0]) for c, p in zip(conversations, prefixes)]
-        choice_ids = [read[p][1] for p in prefixes]
+        sets = choices_per_row(choices, len(conversations))
+        read = {key: self.choice_token_ids(*key) for key in dict.fromkeys(zip(prefixes, sets))}
+        sequences = [self.prompt_ids(c, read[key][0]) for c, key in zip(conversations, zip(prefixes, sets))]
+        choice_ids = [read[key][1] for key in zip(prefixes, sets)]
         self._check_fit(sequences, reserve=1)
         if self._exact is not None:
             for index in _token_order(sequences):
                 with torch.inference_mode():
                     hidden = self._exact.hidden(sequences[index])
                     row = torch.log_softmax(self._logits(hidden[0, -1]), dim=-1)[choice_ids[index]].tolist()
-                yield index, dict(zip(choices, row))
+                yield index, dict(zip(sets[index], row))
             return
         for batch in self._plan(sequences):
             with torch.inference_mode():
@@ -398,7 +404,7 @@ class HFRuntime(LLMRuntime):
                 logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)
                 rows = [logprobs[row, choice_ids[index]].tolist() for row, index in enumerate(batch.indices)]
             for index, row in zip(batch.indices, rows):
-                yield index, dict(zip(choices, row))
+                yield index, dict(zip(sets[index], row))
 
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]

@@ -92,6 +92,36 @@ def per_row(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
     return prefixes
 
 
+def choices_per_row(choices: Sequence[str] | Sequence[Sequence[str]], rows: int) -> list[tuple[str, ...]]:
+    """``choices`` as one tuple of choices per row (a flat sequence of strings is every row's).
+
+    Parameters
+    ----------
+    choices : Sequence[str] | Sequence[Sequence[str]]
+        One set of choices for every row, or one set per row.
+    rows : int
+        The number of rows.
+
+    Returns
+    -------
+    list[tuple[str, ...]]
+        One tuple of choices per row.
+
+    Examples
+    --------
+    >>> choices_per_row(["0", "1"], 2)
+    [('0', '1'), ('0', '1')]
+    >>> choices_per_row([["0", "1"], ["0", "1", "2"]], 2)
+    [('0', '1'), ('0', '1', '2')]
+    """
+    if not choices or isinstance(choices[0], str):
+        return [tuple(choices)] * rows  # type: ignore[arg-type]
+    table = [tuple(row) for row in choices]
+    if len(table) != rows:
+        raise ValueError(f"{len(table)} sets of choices for {rows} conversations")
+    return table
+
+
 #: The :attr:`LLMRuntime.prefix_read` values whose reads are one sampled choice (a one-hot
 #: distribution: a structured-output reply, a prefilled reply's written digit), not probabilities.
 SAMPLED_READS = frozenset({"followup_enum", "prefill"})
@@ -195,7 +225,11 @@ class LLMRuntime(Protocol):
         ...
 
     def next_token_logprobs(
-        self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        assistant_prefix: str | Sequence[str],
+        choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """Each of ``choices``' log-probability as the next token after the forced reply prefix.
 
@@ -205,8 +239,9 @@ class LLMRuntime(Protocol):
             The chat conversations.
         assistant_prefix : str | Sequence[str]
             The forced start of the reply: one for every conversation, or one per conversation.
-        choices : Sequence[str]
-            The choices (their first tokens must differ).
+        choices : Sequence[str] | Sequence[Sequence[str]]
+            The choices (their first tokens must differ): one set for every conversation, or one
+            per conversation (:func:`choices_per_row`).
 
         Returns
         -------

@@ -834,10 +834,10 @@ def next_token_logprobs(
     prefixes: Sequence[str],
     choices: Sequence[tuple[str, ...]],
 ) -> Iterator[tuple[int, dict[str, float]]]:
-    """Group prompts by their choices (e.g. the digit scales of tasks with different M) and ask
-    the runtime once per group, each prompt with its own prefix: generate mode's prefixes hold each
-    judge's explanation, and one call per group lets an HTTP runtime send them all at once (or in
-    one batch) rather than one after another.
+    """Ask the runtime once for every prompt, each with its own prefix and choices (e.g. the
+    digit scales of tasks with different M): generate mode's prefixes hold each judge's
+    explanation, and one call lets an HTTP runtime send them all at once (or in one batch)
+    rather than one group after another.
 
     Parameters
     ----------
@@ -855,16 +855,13 @@ def next_token_logprobs(
     tuple[int, dict[str, float]]
         ``(index, logprobs)``: the index of the conversation and its choices' log-probabilities.
     """
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for index, key in enumerate(choices):
-        groups.setdefault(tuple(key), []).append(index)
-    for group_choices, indices in groups.items():
-        group_prefixes = [prefixes[i] for i in indices]
-        prefix: str | list[str] = group_prefixes[0] if len(set(group_prefixes)) == 1 else group_prefixes
-        for local, logprobs in runtime.next_token_logprobs(
-            [conversations[i] for i in indices], assistant_prefix=prefix, choices=list(group_choices)
-        ):
-            yield indices[local], logprobs
+    if not conversations:
+        return
+    sets = [tuple(row) for row in choices]
+    # One value stands for every row when all rows share it: what a simple runtime reads most easily.
+    prefix: str | list[str] = prefixes[0] if len(set(prefixes)) == 1 else list(prefixes)
+    shared: list[str] | list[tuple[str, ...]] = list(sets[0]) if len(set(sets)) == 1 else sets
+    yield from runtime.next_token_logprobs(conversations, assistant_prefix=prefix, choices=shared)
 
 
 class LogprobMode:

@@ -37,7 +37,7 @@ from rankkit.judges.http_client import (
     logger,
 )
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import ChoiceLogprobs, Generation, LLMRuntime, per_row
+from rankkit.judges.llm_runtime import ChoiceLogprobs, Generation, LLMRuntime, choices_per_row, per_row
 from rankkit.judges.pacing import PACING_OPTIONS, Pacer
 from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
 from rankkit.prompts.protocol import neutralize_special_tokens
@@ -293,7 +293,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         conversations: Sequence[list[dict[str, str]]],
         *,
         assistant_prefix: str | Sequence[str],
-        choices: Sequence[str],
+        choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the first token of the reply.
 
@@ -315,8 +315,9 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             The chat conversations.
         assistant_prefix : str | Sequence[str]
             The forced start of the reply: one for every conversation, or one per conversation.
-        choices : Sequence[str]
-            The choices (their first tokens must differ).
+        choices : Sequence[str] | Sequence[Sequence[str]]
+            The choices (their first tokens must differ): one set for every conversation, or one
+            per conversation (:func:`~rankkit.judges.llm_runtime.choices_per_row`).
 
         Yields
         ------
@@ -327,7 +328,8 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         path = self.prefix_read if any(prefixes) else None
         if any(prefixes) and path is None:
             self.check_continuation()  # raises, naming why
-        requests = [self._read_request(c, p, choices, path) for c, p in zip(conversations, prefixes)]
+        sets = choices_per_row(choices, len(conversations))
+        requests = [self._read_request(c, p, row, path) for c, p, row in zip(conversations, prefixes, sets)]
         yield from self._dispatch(requests, ChoiceLogprobs)
 
     def _read_request(

@@ -22,7 +22,7 @@ from rankkit.judges.base import JudgeError
 from rankkit.judges.context import check_fit
 from rankkit.judges.hf_loading import DTYPES, LOAD_LOCK, LOADED, SMOLLM2_JUDGE_DEFAULTS, import_torch
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, per_row
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, choices_per_row, per_row
 from rankkit.specs import SpecError
 
 #: What to run when vLLM is missing (see the README's "GPU box" for a GPU's vLLM build).
@@ -340,7 +340,11 @@ class VLLMRuntime(LLMRuntime):
 
     # -- the LLMRuntime protocol ------------------------------------------------------------------
     def next_token_logprobs(
-        self, conversations: Sequence[Conversation], *, assistant_prefix: str | Sequence[str], choices: Sequence[str]
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        assistant_prefix: str | Sequence[str],
+        choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """Log-probabilities of each of ``choices`` as the next token after ``assistant_prefix``
         (one str for every row, or one per conversation), from one forward pass per prompt.
@@ -351,8 +355,9 @@ class VLLMRuntime(LLMRuntime):
             The chat conversations.
         assistant_prefix : str | Sequence[str]
             The forced start of the reply: one for every conversation, or one per conversation.
-        choices : Sequence[str]
-            The choices (their first tokens must differ).
+        choices : Sequence[str] | Sequence[Sequence[str]]
+            The choices (their first tokens must differ): one set for every conversation, or one
+            per conversation (:func:`~rankkit.judges.llm_runtime.choices_per_row`).
 
         Yields
         ------
@@ -361,19 +366,19 @@ class VLLMRuntime(LLMRuntime):
         """
         from vllm import SamplingParams
 
-        prefixes = per_row(assistant_prefix, len(conversations))
-        by_prefix = {p: chat_tokens.choice_token_ids(self.tokenizer, p, choices, self.backend) for p in set(prefixes)}
-        ids = sorted({token for _, tokens in by_prefix.values() for token in tokens})
-        sequences = [self.prompt_ids(c, by_prefix[p][0]) for c, p in zip(conversations, prefixes)]
+        keys = list(zip(per_row(assistant_prefix, len(conversations)), choices_per_row(choices, len(conversations))))
+        read = {key: chat_tokens.choice_token_ids(self.tokenizer, key[0], key[1], self.backend) for key in set(keys)}
+        ids = sorted({token for _, tokens in read.values() for token in tokens})
+        sequences = [self.prompt_ids(c, read[key][0]) for c, key in zip(conversations, keys)]
         params = SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=ids)
         for index, output in self._run(sequences, params, reserve=1):
             logprobs = output.outputs[0].logprobs[0]
-            tokens = by_prefix[prefixes[index]][1]
+            tokens = read[keys[index]][1]
             yield (
                 index,
                 {
                     choice: float(logprobs[token].logprob) if token in logprobs else float("-inf")
-                    for choice, token in zip(choices, tokens)
+                    for choice, token in zip(keys[index][1], tokens)
                 },
             )
 

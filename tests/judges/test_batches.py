@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -135,6 +136,23 @@ def test_batch_options_need_batch_true():
         make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,batch_poll=3")
     with pytest.raises(SpecError, match="batch_poll must be > 0"):
         make_judge("anthropic:claude-sonnet-4-5,base_url=http://127.0.0.1:9/v1,batch=true,batch_poll=0")
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_each_knockout_round_of_every_task_goes_out_as_one_batch_per_read(kind, tmp_path):
+    # Six tasks of 4 or 5 answers: 3 rounds (the 5-answer tasks need ceil(log2 5) = 3). Each round
+    # of every task is one step: the explanations, then the two score reads (the second depends on
+    # the first's digit), whatever each task's score scale: 3 batches per round, 9 in all.
+    tasks = load_tasks(SAMPLE)
+    assert {len(t.candidates) for t in tasks} == {4, 5} and len({t.scale for t in tasks}) > 1
+    with make_server(kind, tasks) as server:
+        result = rankkit.compare(tasks, ["knockout:order=both"], judge=judge_spec(kind, server, tmp_path / "b.json"))
+        sizes = [len(job.get("lines") or job.get("requests") or []) for job in server.batch_jobs.values()]
+    rounds = math.ceil(math.log2(max(len(t.candidates) for t in tasks)))
+    assert len(sizes) == 3 * rounds, sizes
+    first_round = sum(2 * (len(t.candidates) // 2) for t in tasks)  # every pair of round 1, both orders
+    assert sizes[:3] == [first_round] * 3
+    assert sum(sizes) == 3 * result.strategies[0].cost.comparisons
 
 
 def test_a_batching_judge_asks_the_dispatcher_for_whole_steps():

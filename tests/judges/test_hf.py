@@ -491,6 +491,23 @@ def test_batched_and_one_at_a_time_logprobs_agree(tiny):
     assert all(v <= 0 for row in one.values() for v in row.values())
 
 
+def test_choices_per_conversation_read_what_separate_calls_read(tiny):
+    # Tasks with different score scales read different digit sets; one call with a set per
+    # conversation (what generate mode sends, so a hosted judge batches them together) gives the
+    # numbers of one call per set.
+    convs = conversations(4)
+    sets = [["0", "1", "2"], ["0", "1", "2", "3", "4"], ["0", "1", "2"], ["0", "1"]]
+    prefixes = ["Score: ", "Score: ", "Points: ", "Score: "]
+    eng = runtime(tiny, batch_size=4)
+    together = dict(eng.next_token_logprobs(convs, assistant_prefix=prefixes, choices=sets))
+    for index, (conversation, prefix, row) in enumerate(zip(convs, prefixes, sets)):
+        alone = dict(eng.next_token_logprobs([conversation], assistant_prefix=prefix, choices=row))[0]
+        assert list(together[index]) == row
+        assert together[index] == pytest.approx(alone, abs=1e-4)
+    with pytest.raises(ValueError, match="3 sets of choices for 4 conversations"):
+        dict(eng.next_token_logprobs(convs, assistant_prefix="Score: ", choices=sets[:3]))
+
+
 def test_shared_prefix_cache_gives_the_same_numbers(tiny):
     task = make_task()
     judge = LLMJudge(_NoRuntime())

@@ -13,7 +13,7 @@ from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.backends import read_settings
 from rankkit.judges.base import JudgeError
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
-from rankkit.judges.llm_runtime import Generation, LLMRuntime, per_row
+from rankkit.judges.llm_runtime import Generation, LLMRuntime, choices_per_row, per_row
 from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
@@ -68,14 +68,15 @@ class ScriptedRuntime(LLMRuntime):
 
     def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
         self.calls.append(("logprobs", len(conversations)))
-        for index, (conversation, prefix) in enumerate(
-            zip(conversations, per_row(assistant_prefix, len(conversations)))
-        ):
+        rows = zip(
+            conversations, per_row(assistant_prefix, len(conversations)), choices_per_row(choices, len(conversations))
+        )
+        for index, (conversation, prefix, row) in enumerate(rows):
             self._tick()
             prompt = conversation[-1]["content"]
             self.prompts.append(prompt + "|" + prefix)
             table = self.logprobs(prompt, prefix)
-            yield index, {c: table.get(c, -math.inf) for c in choices}
+            yield index, {c: table.get(c, -math.inf) for c in row}
 
     def answer_logliks(self, conversations, answers):
         self.calls.append(("loglik", len(conversations)))

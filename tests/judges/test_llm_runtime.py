@@ -11,7 +11,7 @@ from rankkit.judges.base import JudgeError
 from rankkit.judges.batch_options import BatchOptions
 from rankkit.judges.hf_runtime import HFRuntime
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.llm_runtime import LLMRuntime, PromptTooLong, StandInRuntime
+from rankkit.judges.llm_runtime import LLMRuntime, PromptTooLong, StandInRuntime, choices_per_row
 from rankkit.judges.openai_compat import OpenAIRuntime
 from rankkit.judges.prices import Price
 from rankkit.judges.vllm import VLLMRuntime
@@ -94,7 +94,7 @@ class ShortContext(ScriptedRuntime):
             text = conversation[-1]["content"]
             if len(text) > 2000:
                 raise PromptTooLong(f"a prompt of {len(text)} characters does not fit", prompt=text)
-            yield index, dict.fromkeys(choices, -1.0)
+            yield index, dict.fromkeys(choices_per_row(choices, len(conversations))[index], -1.0)
 
 
 def test_the_judge_names_the_task_of_any_runtimes_prompt_too_long(sample_tasks):
