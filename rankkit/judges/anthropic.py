@@ -8,6 +8,7 @@ More in ``docs/hosted-judges.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -24,7 +25,7 @@ from rankkit.judges.http_client import (
     RetryPolicy,
     client_options,
 )
-from rankkit.judges.llm import llm_backend
+from rankkit.judges.llm import LLM_OPTIONS, llm_backend
 from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, Generation, LLMRuntime, choices_per_row, per_row
 from rankkit.judges.pacing import PACING_OPTIONS, Pacer
 from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
@@ -387,15 +388,9 @@ def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
 
     The key is read from ``$ANTHROPIC_API_KEY`` or the variable ``api_key_env`` names; without a
     key and without ``base_url`` (a proxy that adds it) the spec is refused at once.
-    ``mode=logprob``/``mode=loglik`` (and so ``calibrate=true``) are refused: the API returns no
-    log-probabilities.
+    ``mode=logprob``/``mode=loglik`` (and so ``calibrate=true``) are refused when the spec is read
+    (:data:`ANTHROPIC_LLM_OPTIONS`): the API returns no log-probabilities.
     """
-    mode = settings["mode"]
-    if mode != "generate":
-        raise SpecError(
-            f"anthropic: mode={mode} needs log-probabilities, which the Messages API does not return; "
-            f"use mode=generate (the verdict is the digit the model writes after rankkit's prefix)"
-        )
     key_env = settings["api_key_env"]
     api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
     if key_env and not api_key:
@@ -419,6 +414,28 @@ def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
     )
 
 
+def _generate_only(mode: str) -> str | None:
+    """The anthropic judge's check of ``mode``: the Messages API returns no log-probabilities."""
+    if mode == "generate":
+        return None
+    return (
+        "other than generate needs log-probabilities, which the Messages API does not return; use "
+        "mode=generate (the verdict is the digit the model writes after rankkit's prefix)"
+    )
+
+
+#: The judge's options as :data:`~rankkit.judges.llm.LLM_OPTIONS`, with ``mode`` generate only (so
+#: ``rankkit judges`` lists no mode the API cannot serve).
+ANTHROPIC_LLM_OPTIONS: tuple[Option, ...] = tuple(
+    dataclasses.replace(
+        option, choices=(), check=_generate_only, help="generate only (the Messages API returns no log-probabilities)"
+    )
+    if option.name == "mode"
+    else option
+    for option in LLM_OPTIONS
+)
+
+
 #: ``anthropic:MODEL[,option=value...]``: Anthropic's Messages API. Building it sends nothing, so
 #: the dry run builds it.
 BACKEND = llm_backend(
@@ -426,6 +443,7 @@ BACKEND = llm_backend(
     "Anthropic's Messages API (Claude; verdicts read by prefill)",
     _anthropic_runtime,
     options=ANTHROPIC_OPTIONS,
+    llm_options=ANTHROPIC_LLM_OPTIONS,
     argument=Argument("model", "anthropic:claude-sonnet-4-5"),
     read=_read_spec,
     network=True,

@@ -127,8 +127,8 @@ def test_429_529_and_500_are_retried(tasks, key):
 @pytest.mark.parametrize(
     "options, message",
     [
-        ("mode=logprob", "mode=logprob needs log-probabilities"),
-        ("mode=loglik", "mode=loglik"),
+        ("mode=logprob", "mode other than generate needs log-probabilities"),
+        ("mode=loglik", "needs log-probabilities.*got 'loglik'"),
         ("api_key=x", "do not put the API key"),
         ("colour=red", "unknown option 'colour' for anthropic"),
     ],
