@@ -9,7 +9,7 @@ More in ``docs/judges-replay-panels.md``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -397,6 +397,18 @@ class PanelJudge(Judge):
         pairs, fresh = self.member_judgments(requests)
         for index, (task, _, _) in enumerate(requests):
             yield index, self._decision(task, pairs[index], fresh[index])
+
+    def show_progress(self, note: Callable[[str], None]) -> None:
+        """Pass the progress bar's ``note`` to every member (a batching member shows its batches'
+        state there), each line named by the member.
+
+        Parameters
+        ----------
+        note : Callable[[str], None]
+            The progress bar's note.
+        """
+        for member in self.members:
+            member.show_progress(lambda text, name=member.description: note(f"{name}: {text}"))
 
     def close(self) -> None:
         for member in self.members:

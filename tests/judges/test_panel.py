@@ -220,3 +220,19 @@ def test_krippendorff_alpha_matches_a_hand_computation():
     # A missing vote (None) drops out of its unit: only the first three units are pairable.
     assert krippendorff_alpha([[1.0, 1.0, 0.0, None], [1.0, 1.0, 0.0, 1.0]]) == pytest.approx(1.0)
     assert math.isnan(krippendorff_alpha([[1.0, 1.0], [1.0, 1.0]]))  # one category only: undefined
+
+
+def test_a_panel_passes_the_progress_note_to_every_member():
+    from rankkit.judges.panel import PanelJudge
+    from rankkit.judges.sim import FixedAccuracyJudge
+
+    shown: list[str] = []
+
+    class Noting(FixedAccuracyJudge):
+        def show_progress(self, note):
+            note(f"batch of seed {self.seed}")
+
+    panel = PanelJudge([Noting(seed=1), Noting(seed=2)])
+    panel.show_progress(shown.append)
+    assert len(shown) == 2 and shown[0].endswith(": batch of seed 1") and shown[1].endswith(": batch of seed 2")
+    assert shown[0].startswith(panel.members[0].description)
