@@ -163,6 +163,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--calibration-limit", type=int, default=60, help="tasks per small set (0: no such table)")
     parser.add_argument("--calibration-seeds", type=int, default=6)
+    parser.add_argument("--calibration-planted", type=int, default=30, help="planted N = 16 tasks in that table")
+    parser.add_argument("--calibration-only", action="store_true", help="only the larger calibration table")
     parser.add_argument("--out", type=Path, default=RESULTS / "stopping.md")
     args = parser.parse_args()
 
@@ -182,7 +184,8 @@ def main() -> None:
         "# Calibrated stopping rules (issue 32)",
         "",
         f"`python benchmarks/stopping.py --limit {args.limit} --planted16 {args.planted16} --planted {args.planted} "
-        f"--seeds {args.seeds} --calibration-limit {args.calibration_limit} --calibration-seeds {args.calibration_seeds}` "
+        f"--seeds {args.seeds} --calibration-limit {args.calibration_limit} --calibration-seeds {args.calibration_seeds} "
+        f"--calibration-planted {args.calibration_planted}` "
         f"(seeds 0..{args.seeds - 1}; the judge's seed varies). Calibration: among tasks stopped with "
         "`target`, the share whose answer equals the judge's latent one (right/stops; Wilson 95% interval; "
         "goal >= 0.95). Target: share of tasks stopped by `target`. Judgments / bt: judgments used over "
@@ -194,7 +197,7 @@ def main() -> None:
         "| / pairs | seconds |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for name, tasks in sets:
+    for name, tasks in [] if args.calibration_only else sets:
         n = len(tasks[0].candidates)
         for preset in PRESETS:
             print(f"{name} {preset}", file=sys.stderr)
@@ -206,7 +209,10 @@ def main() -> None:
                     f"| {row['target']:.2f} | {row['share']:.1%} | {2 * row['share']:.1%} | {row['seconds']:.0f} |"
                 )
     low, high = wilson(rights, stops)
-    lines += ["", f"Pooled over the table: {rights}/{stops} = {rights / max(stops, 1):.3f} ({low:.3f}–{high:.3f})."]
+    if args.calibration_only:
+        lines = ["# Calibrated stopping rules (issue 32): a larger calibration sample"]
+    else:
+        lines += ["", f"Pooled over the table: {rights}/{stops} = {rights / max(stops, 1):.3f} ({low:.3f}–{high:.3f})."]
 
     if args.calibration_limit > 0:
         lines += [
@@ -214,7 +220,7 @@ def main() -> None:
             "## A larger calibration sample",
             "",
             f"Every distinct judgment allowed (`budget = 2(N − 1)`), the first {args.calibration_limit} tasks "
-            f"of the small sets and {args.calibration_limit} planted tasks with N = 16, seeds "
+            f"of the small sets and {args.calibration_planted} planted tasks with N = 16, seeds "
             f"0..{args.calibration_seeds - 1}.",
             "",
             "| data (N, tasks) | judge | strategy | calibration (right/stops; 95%) | target | judgments / bt |",
@@ -224,7 +230,7 @@ def main() -> None:
             (name, load_tasks(SHARED / name / "tasks.jsonl", limit=args.calibration_limit))
             for name in SMALL
             if (SHARED / name / "tasks.jsonl").exists()
-        ] + [("planted N=16", planted(16, args.calibration_limit))]
+        ] + [("planted N=16", planted(16, args.calibration_planted))]
         rights = stops = 0
         for name, tasks in calibration_sets:
             n = len(tasks[0].candidates)
