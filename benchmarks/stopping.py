@@ -29,6 +29,8 @@ of realsumm, ``--planted16`` planted tasks with N = 16 and ``--planted`` with N 
 
     python benchmarks/stopping.py                  # writes benchmarks/results/stopping.md
     python benchmarks/stopping.py --limit 5 --planted 1 --planted16 4 --seeds 1 --calibration-limit 0
+    python benchmarks/stopping.py --calibration-only --out /tmp/calibration.md   # only the second table
+    python benchmarks/stopping.py --calibration-limit 0 --specs "setwise_groups:until=top1,k=8,budget={budget}"
 """
 
 from __future__ import annotations
@@ -165,6 +167,9 @@ def main() -> None:
     parser.add_argument("--calibration-seeds", type=int, default=6)
     parser.add_argument("--calibration-planted", type=int, default=30, help="planted N = 16 tasks in that table")
     parser.add_argument("--calibration-only", action="store_true", help="only the larger calibration table")
+    parser.add_argument(
+        "--specs", nargs="+", help="strategy templates instead of SPECS (then no UNBOUNDED rows), e.g. another k"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "stopping.md")
     args = parser.parse_args()
 
@@ -201,7 +206,7 @@ def main() -> None:
         n = len(tasks[0].candidates)
         for preset in PRESETS:
             print(f"{name} {preset}", file=sys.stderr)
-            templates = SPECS + (UNBOUNDED if name in SMALL else [])
+            templates = args.specs or SPECS + (UNBOUNDED if name in SMALL else [])
             for spec, row in measure(tasks, preset, args.seeds, templates).items():
                 rights, stops = rights + int(row["right"]), stops + int(row["stops"])
                 lines.append(

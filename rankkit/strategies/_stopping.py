@@ -3,7 +3,7 @@
 A strategy given ``until=top1|top:K|order`` keeps a Gaussian (Laplace) posterior over its
 candidates' log-strengths and stops as soon as the probability that its current answer (the best
 candidate, the set of the K best, or the whole order, by posterior mean) is the true one reaches
-``confidence``: for the pairwise strategies under the exact Bradley–Terry posterior with a
+``confidence`` (a Monte Carlo estimate clear of it by two standard errors): for the pairwise strategies under the exact Bradley–Terry posterior with a
 hyperprior on the strengths' scale (:func:`bt_probability`, importance sampling), for
 ``setwise_groups`` under its Gaussian posterior (:func:`gaussian_probability`). Draws are seeded
 per task. :func:`forecast_more` and :func:`prior_forecast` forecast how many judgments

@@ -391,7 +391,8 @@ def test_without_until_the_stopping_reasons_are_the_old_ones():
     assert stop_reason(ranking) == "settled"
 
 
-def test_stopping_on_target_is_calibrated_on_a_simulated_judge():
+@pytest.mark.parametrize("criterion", ["information", "target"])
+def test_stopping_on_target_is_calibrated_on_a_simulated_judge(criterion):
     """Among tasks stopped with ``target`` the answer is the judge's latent one in at least
     ``confidence`` of them, up to two binomial standard errors (the tolerance)."""
     from dataclasses import asdict
@@ -405,7 +406,10 @@ def test_stopping_on_target_is_calibrated_on_a_simulated_judge():
         task = make_task([rng.gauss(0, 1) for _ in range(4)], task_id=f"t{t}", scale=(-10, 10))
         judge = LatentJudge(**asdict(LATENT_PRESETS["chatgpt"]), seed=t)
         ranking, _, _ = rank_once(
-            task, make_strategy(f"active:until=top1,confidence={confidence},budget=100"), judge, t
+            task,
+            make_strategy(f"active:until=top1,confidence={confidence},budget=100,criterion={criterion}"),
+            judge,
+            t,
         )
         if stop_reason(ranking) == "target":
             stopped += 1
