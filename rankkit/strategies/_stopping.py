@@ -3,7 +3,7 @@
 A strategy given ``until=top1|top:K|order`` keeps a Gaussian (Laplace) posterior over its
 candidates' log-strengths and stops as soon as the probability that its current answer (the best
 candidate, the set of the K best, or the whole order, by posterior mean) is the true one reaches
-``confidence``: for the pairwise strategies under the exact Bradley–Terry posterior with a
+``confidence`` (a Monte Carlo estimate clear of it by two standard errors): for the pairwise strategies under the exact Bradley–Terry posterior with a
 hyperprior on the strengths' scale (:func:`bt_probability`, importance sampling), for
 ``setwise_groups`` under its Gaussian posterior (:func:`gaussian_probability`). Draws are seeded
 per task. :func:`forecast_more` and :func:`prior_forecast` forecast how many judgments
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING
@@ -34,11 +34,26 @@ TARGETS = ("top1", "top:K", "order")
 #: Why a task stopped (the candidates' extras ``stopped``) when a strategy has a target.
 STOP_REASONS = ("target", "budget", "exhausted")
 
-#: Posterior draws per probability estimate (per prior scale): a probability near 0.95 is estimated to about ±0.005.
+#: Posterior draws per probability estimate (per prior scale), to start with: with every draw
+#: equally weighted a probability near 0.95 is estimated to about ±0.005.
 DRAWS = 2000
 
-#: The importance sampler's proposal: the Laplace Gaussian with its sd times this.
+#: A Monte Carlo estimate settles the target only when it is this many of its standard errors
+#: above the confidence. Stopping the first time a noisy estimate crosses the line would select the
+#: estimates that happen to be too high (a task is checked after every step), and importance
+#: weights can be very uneven (a few draws carrying most of the weight) when the judgments leave the
+#: posterior far from Gaussian: then the estimate alone overstated the probability by about 0.03.
+MONTE_CARLO_Z = 2.0
+
+#: While an estimate is above the confidence but within :data:`MONTE_CARLO_Z` standard errors of
+#: it, the draws are multiplied by 4 (extending the same seeded sample), up to this many.
+MOST_DRAWS = 32000
+
+#: The importance sampler's proposal: the Laplace covariance's sd times this (:func:`importance_estimate`).
 PROPOSAL_WIDTH = 1.5
+
+#: The importance sampler's proposal is a multivariate t with this many degrees of freedom.
+PROPOSAL_DOF = 5.0
 
 #: The least effective sample size, as a share of the draws, an importance-weighted estimate may rest on.
 LEAST_EFFECTIVE_SHARE = 0.02
@@ -305,6 +320,11 @@ def gaussian_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, 
     return float(np.mean(answer_holds(_draws(mean, cov, draws, seed), order, target)))
 
 
+def _binomial_error(probability: float, draws: int) -> float:
+    """The standard error of a share ``probability`` of ``draws`` equally weighted draws."""
+    return math.sqrt(probability * (1.0 - probability) / draws)
+
+
 def importance_estimate(
     order: np.ndarray,
     target: StopTarget,
@@ -316,9 +336,12 @@ def importance_estimate(
 ) -> tuple[float, float, float]:
     """The exact Bradley–Terry posterior under the prior ``N(0, scale² I)``, by importance sampling.
 
-    The proposal is the Laplace Gaussian at that prior, its sd widened by :data:`PROPOSAL_WIDTH`
-    (the Laplace approximation is symmetric about the mode, and too wide on the losing side of a
-    candidate that won every judgment); each draw is weighted by posterior / proposal density.
+    The proposal is a multivariate t (:data:`PROPOSAL_DOF` degrees of freedom) centred at the
+    mode of the posterior at that prior, its scale the Laplace covariance widened by
+    :data:`PROPOSAL_WIDTH` (the Laplace approximation is symmetric about the mode, and too narrow
+    in the tails when most candidates have met only one or two others: a Gaussian proposal then
+    left a few draws carrying most of the weight); each draw is weighted by posterior / proposal
+    density.
 
     Parameters
     ----------
@@ -339,11 +362,13 @@ def importance_estimate(
 
     Returns
     -------
-    tuple[float, float, float]
-        (probability, log marginal likelihood, effective share):
+    tuple[float, float, float, float]
+        (probability, log marginal likelihood, effective share, standard error):
         The weighted share of draws under which the answer ``order`` holds; the log of the
         evidence's marginal likelihood under this prior (the mean of the unnormalised weights);
-        the effective sample size over the draws.
+        the effective sample size over the draws; the probability's Monte Carlo standard error
+        (the self-normalised estimator's delta-method one, ``√Σ w̃ᵢ² (hᵢ − p)²`` with ``w̃`` the
+        normalised weights and ``hᵢ`` whether the answer holds under draw i).
     """
     import numpy as np
 
@@ -352,19 +377,90 @@ def importance_estimate(
     mean, cov = exact_posterior(evidence, scale, start)
     proposal = cov * PROPOSAL_WIDTH**2
     factor = np.linalg.cholesky(proposal + np.eye(len(mean)) * 1e-12 * max(1.0, float(np.trace(proposal))))
-    normals = np.random.default_rng(seed).standard_normal((draws, len(mean)))
-    theta = mean + normals @ factor.T
     n = len(mean)
+    rng = np.random.default_rng(seed)
+    normals = rng.standard_normal((draws, n))
+    dof = PROPOSAL_DOF
+    # A multivariate t: the Gaussian draws over √(χ²_ν / ν), so its tails fall off polynomially.
+    steps = normals * np.sqrt(dof / rng.chisquare(dof, draws))[:, None]
+    theta = mean + steps @ factor.T
     log_prior = -(theta * theta).sum(axis=1) / (2.0 * scale**2) - n * math.log(scale) - n / 2 * math.log(2 * math.pi)
     log_proposal = (
-        -(normals * normals).sum(axis=1) / 2 - float(np.log(np.diag(factor)).sum()) - n / 2 * math.log(2 * math.pi)
+        math.lgamma((dof + n) / 2)
+        - math.lgamma(dof / 2)
+        - n / 2 * math.log(dof * math.pi)
+        - float(np.log(np.diag(factor)).sum())
+        - (dof + n) / 2 * np.log1p((steps * steps).sum(axis=1) / dof)
     )
     log_weight = _log_likelihood(theta, evidence) + log_prior - log_proposal
     top = float(log_weight.max())
     weight = np.exp(log_weight - top)
     log_marginal = top + math.log(float(weight.mean()))
     effective = float(weight.sum() ** 2 / (weight * weight).sum()) / draws
-    return float(weight @ answer_holds(theta, order, target) / weight.sum()), log_marginal, effective
+    normalised = weight / weight.sum()
+    holds = answer_holds(theta, order, target)
+    probability = float(normalised @ holds)
+    error = float(np.sqrt(np.sum(normalised**2 * (holds - probability) ** 2)))
+    return probability, log_marginal, effective, error
+
+
+def bt_estimate(
+    order: np.ndarray,
+    target: StopTarget,
+    evidence: Evidence,
+    seed: int,
+    start: np.ndarray,
+    scales: Sequence[float] = SCALES,
+    draws: int = DRAWS,
+) -> tuple[float, float]:
+    """The posterior probability that the answer ``order`` (best first) is the true one, under a
+    Bradley–Terry judge whose strengths are ``N(0, τ² I)`` with τ unknown, equally likely any of
+    ``scales`` (a hierarchical prior: the data say how decisive the judge is), and its Monte Carlo
+    standard error.
+
+    Each τ's exact posterior is estimated by :func:`importance_estimate`; the τ are weighted by
+    their marginal likelihoods (Bayes' rule over the grid), and so are the standard errors (in
+    quadrature; the weights' own error is left out). An estimate resting on too few effective
+    draws (below :data:`LEAST_EFFECTIVE_SHARE`, for a τ of weight above 1%) is not to be trusted,
+    and (0, 0) is returned: never settled on it.
+
+    Parameters
+    ----------
+    order : np.ndarray
+        The answer, candidate rows best first.
+    target : StopTarget
+        What the answer asserts (:class:`StopTarget`).
+    evidence : Evidence
+        The distinct judgments' outcomes.
+    seed : int
+        The Monte Carlo seed (:func:`task_seed`).
+    start : np.ndarray
+        Where each fit starts (the strategy's posterior mean).
+    scales : Sequence[float], optional
+        The grid of τ (default :data:`SCALES`).
+    draws : int, optional
+        The draws per τ (default :data:`DRAWS`).
+
+    Returns
+    -------
+    tuple[float, float]
+        (probability, standard error).
+    """
+    import numpy as np
+
+    estimates = [
+        importance_estimate(order, target, evidence, scale, start, seed + k, draws) for k, scale in enumerate(scales)
+    ]
+    logs = np.array([log_marginal for _, log_marginal, _, _ in estimates])
+    weights = np.exp(logs - logs.max())
+    weights /= weights.sum()
+    if any(
+        weight > 0.01 and effective < LEAST_EFFECTIVE_SHARE for weight, (_, _, effective, _) in zip(weights, estimates)
+    ):
+        return 0.0, 0.0
+    probability = float(sum(weight * p for weight, (p, _, _, _) in zip(weights, estimates)))
+    error = math.sqrt(float(sum((weight * e) ** 2 for weight, (_, _, _, e) in zip(weights, estimates))))
+    return probability, error
 
 
 def bt_probability(
@@ -376,14 +472,7 @@ def bt_probability(
     scales: Sequence[float] = SCALES,
     draws: int = DRAWS,
 ) -> float:
-    """The posterior probability that the answer ``order`` (best first) is the true one, under a
-    Bradley–Terry judge whose strengths are ``N(0, τ² I)`` with τ unknown, equally likely any of
-    ``scales`` (a hierarchical prior: the data say how decisive the judge is).
-
-    Each τ's exact posterior is estimated by :func:`importance_estimate`; the τ are weighted by
-    their marginal likelihoods (Bayes' rule over the grid). An estimate resting on too few
-    effective draws (below :data:`LEAST_EFFECTIVE_SHARE`, for a τ of weight above 1%) is not to be
-    trusted, and 0 is returned: never settled on it.
+    """The probability of :func:`bt_estimate`, without its standard error.
 
     Parameters
     ----------
@@ -407,19 +496,43 @@ def bt_probability(
     float
         The probability.
     """
-    import numpy as np
+    return bt_estimate(order, target, evidence, seed, start, scales, draws)[0]
 
-    estimates = [
-        importance_estimate(order, target, evidence, scale, start, seed + k, draws) for k, scale in enumerate(scales)
-    ]
-    logs = np.array([log_marginal for _, log_marginal, _ in estimates])
-    weights = np.exp(logs - logs.max())
-    weights /= weights.sum()
-    if any(
-        weight > 0.01 and effective < LEAST_EFFECTIVE_SHARE for weight, (_, _, effective) in zip(weights, estimates)
-    ):
-        return 0.0
-    return float(sum(weight * probability for weight, (probability, _, _) in zip(weights, estimates)))
+
+def clears_confidence(estimate: Callable[[int], tuple[float, float]], confidence: float) -> bool:
+    """Whether a Monte Carlo probability is above ``confidence`` by :data:`MONTE_CARLO_Z` standard errors.
+
+    ``estimate(draws)`` gives (probability, standard error) from that many draws. Starting at
+    :data:`DRAWS`, while the probability is at least ``confidence`` but not clear of it, the
+    draws are multiplied by 4, up to :data:`MOST_DRAWS`.
+
+    Parameters
+    ----------
+    estimate : Callable[[int], tuple[float, float]]
+        The estimator, given the number of draws.
+    confidence : float
+        The probability to clear.
+
+    Returns
+    -------
+    bool
+        True when the estimate clears the confidence.
+
+    Examples
+    --------
+    >>> clears_confidence(lambda draws: (0.96, 0.5 / draws**0.5), 0.95)  # clear at 32000 draws
+    True
+    >>> clears_confidence(lambda draws: (0.951, 0.02), 0.95)  # never clear
+    False
+    """
+    draws = DRAWS
+    while True:
+        probability, error = estimate(draws)
+        if probability - MONTE_CARLO_Z * error >= confidence:
+            return True
+        if probability < confidence or draws >= MOST_DRAWS:
+            return False
+        draws = min(4 * draws, MOST_DRAWS)
 
 
 def is_target_settled(
@@ -437,7 +550,8 @@ def is_target_settled(
     cheap screen runs first: when some pair the answer rests on has a Gaussian probability
     ``Φ(m / s)`` below ``confidence`` even with its sd divided by :data:`SCREEN_SHARPENING`, the
     answer is not near settled and no Monte Carlo is run. The screen can only delay a stop, never
-    cause one.
+    cause one. The Monte Carlo estimate must clear ``confidence`` by :data:`MONTE_CARLO_Z`
+    standard errors, with more draws while it is close (:func:`clears_confidence`).
 
     Parameters
     ----------
@@ -465,8 +579,17 @@ def is_target_settled(
     if pairwise_bound(mean, cov / sharpening**2, pairs) < confidence:
         return False
     if evidence is None:
-        return gaussian_probability(mean, cov, target, seed) >= confidence
-    return bt_probability(order, target, evidence, seed, mean) >= confidence
+
+        def estimate(draws: int) -> tuple[float, float]:
+            probability = gaussian_probability(mean, cov, target, seed, draws)
+            return probability, _binomial_error(probability, draws)
+
+    else:
+
+        def estimate(draws: int) -> tuple[float, float]:
+            return bt_estimate(order, target, evidence, seed, mean, draws=draws)
+
+    return clears_confidence(estimate, confidence)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,9 +26,11 @@ from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_se
 from rankkit.strategies._stopping import (
     Forecast,
     check_stopping,
+    current_order,
     forecast_more,
     is_target_settled,
     prior_forecast,
+    relevant_pairs,
     task_seed,
 )
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
@@ -38,7 +40,7 @@ from rankkit.tasks import Task
 if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
     from rankkit.matches import Match, MatchSource
 
-CRITERIA = ("information", "order")
+CRITERIA = ("information", "order", "target")
 AGGREGATES = ("bt", "grades", "corrected")
 
 #: Up to this many candidates every step refits the posterior exactly and scores every unplayed
@@ -67,8 +69,12 @@ class Active(Strategy):
         Matches chosen per step and sent to the judge together (1 = fully sequential; larger
         batches keep a batching judge busy at some cost in information per match).
     criterion : str, default "information"
-        ``information`` (expected information about the strengths, BALD) or ``order``
-        (probability that the pair is currently ordered wrongly).
+        ``information`` (expected information about the strengths, BALD), ``order``
+        (probability that the pair is currently ordered wrongly) or, with ``until``, ``target``:
+        among the unasked pairs the current answer rests on (the leader against each other
+        candidate for ``top1``, each of the K best against each of the rest for ``top:K``,
+        neighbours for ``order``), the one most likely ordered wrongly, as LUCB-style best-arm
+        identification does; when every such pair has been asked, ``information`` over the rest.
     settle : bool, default True
         Stop early once the decisive results admit exactly one order (no cycle, every two
         neighbours met), since then no further result could change the ranking unless the judge
@@ -127,6 +133,8 @@ class Active(Strategy):
             )
         if self.prior_sd <= 0:
             raise SpecError(f"strategy active: prior_sd must be > 0, got {self.prior_sd}")
+        if self.criterion == "target" and self.until is None:
+            raise SpecError("strategy active: criterion=target needs a stopping target (until=top1, top:K or order)")
         if check_stopping("strategy active", self.until, self.confidence) is not None and self.aggregate != "bt":
             raise SpecError(
                 f"strategy active: until needs aggregate=bt (the answer it settles is the "
@@ -281,14 +289,25 @@ class Active(Strategy):
                     forecast_more(posterior.mean, posterior.cov, target, self.confidence, len(asked), most, seed)
                 )
             size = min(self.batch, matches_left)
-            pairs = (
-                None
-                if posterior.exact
-                else candidate_pairs(posterior.mean, plays >= plays_per_pair, int(opponents.max()))
-            )
-            if pairs is None or len(pairs) < size:
-                pairs = np.column_stack(np.nonzero(open_pairs))
-            chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, self.criterion, self.prior_sd)
+            chosen = None
+            if self.criterion == "target":
+                # The pairs the answer rests on, (lower row, higher row) as `plays` is kept, still open.
+                asserted = np.sort(relevant_pairs(current_order(posterior.mean), target), axis=1)
+                asserted = asserted[open_pairs[asserted[:, 0], asserted[:, 1]]]
+                if len(asserted):
+                    chosen = choose_pairs(
+                        asserted, posterior.mean, posterior.cov, tiebreak, size, "order", self.prior_sd
+                    )
+            if chosen is None:
+                pairs = (
+                    None
+                    if posterior.exact
+                    else candidate_pairs(posterior.mean, plays >= plays_per_pair, int(opponents.max()))
+                )
+                if pairs is None or len(pairs) < size:
+                    pairs = np.column_stack(np.nonzero(open_pairs))
+                criterion = "information" if self.criterion == "target" else self.criterion
+                chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, criterion, self.prior_sd)
             steps += 1
             drawn = []
             for i, j in chosen:

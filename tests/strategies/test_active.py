@@ -325,6 +325,7 @@ def stop_reason(ranking):
         ("active:until=best", "until must be one of"),
         ("active:until=top1,confidence=1", "confidence"),
         ("active:until=order,aggregate=grades", "aggregate=bt"),
+        ("active:criterion=target", "criterion=target needs a stopping target"),
     ],
 )
 def test_bad_stopping_rules_are_refused(spec, word):
@@ -365,12 +366,33 @@ def test_a_clear_target_stops_early_with_the_posterior_answer():
     assert max(used) < 8 * 7  # every ordered pair of 8 would be 56
 
 
+def test_criterion_target_asks_only_what_the_answer_rests_on_and_settles_sooner():
+    """With ``criterion=target`` every pair asked for ``top1`` involves the answer of its moment,
+    so on a noiseless judge the winner is settled in fewer judgments than by information."""
+    spent = {"information": 0, "target": 0}
+    for seed in range(6):
+        task = distinct_scores_task(seed, n=10)
+        for criterion in spent:
+            spec = f"active:until=top1,confidence=0.9,budget=18,criterion={criterion}"
+            ranking, cost, source = rank_once(task, make_strategy(spec), perfect_judge(seed=seed), seed)
+            assert stop_reason(ranking) == "target"
+            assert score_order(ranking)[0] == human_order(task)[0]
+            spent[criterion] += cost.comparisons
+            if (
+                criterion == "target"
+            ):  # the first judgment is the leader's; every later one has the winner or a loser of it
+                winner = score_order(ranking)[0]
+                assert sum(winner in (c.first, c.second) for c in source.comparisons) >= 9
+    assert spent["target"] < spent["information"]
+
+
 def test_without_until_the_stopping_reasons_are_the_old_ones():
     ranking, _, _ = rank_once(distinct_scores_task(1), Active(budget=3.5), perfect_judge(seed=1), 1)
     assert stop_reason(ranking) == "settled"
 
 
-def test_stopping_on_target_is_calibrated_on_a_simulated_judge():
+@pytest.mark.parametrize("criterion", ["information", "target"])
+def test_stopping_on_target_is_calibrated_on_a_simulated_judge(criterion):
     """Among tasks stopped with ``target`` the answer is the judge's latent one in at least
     ``confidence`` of them, up to two binomial standard errors (the tolerance)."""
     from dataclasses import asdict
@@ -384,7 +406,10 @@ def test_stopping_on_target_is_calibrated_on_a_simulated_judge():
         task = make_task([rng.gauss(0, 1) for _ in range(4)], task_id=f"t{t}", scale=(-10, 10))
         judge = LatentJudge(**asdict(LATENT_PRESETS["chatgpt"]), seed=t)
         ranking, _, _ = rank_once(
-            task, make_strategy(f"active:until=top1,confidence={confidence},budget=100"), judge, t
+            task,
+            make_strategy(f"active:until=top1,confidence={confidence},budget=100,criterion={criterion}"),
+            judge,
+            t,
         )
         if stop_reason(ranking) == "target":
             stopped += 1

@@ -14,8 +14,10 @@ from rankkit.strategies._stopping import (
     Forecast,
     StopTarget,
     bt_probability,
+    clears_confidence,
     forecast_more,
     gaussian_probability,
+    importance_estimate,
     parse_until,
     prior_forecast,
     relevant_pairs,
@@ -75,6 +77,30 @@ def test_importance_weights_reach_the_exact_posterior_under_the_hyperprior(scale
         np.array([0, 1]), StopTarget("top1"), evidence, seed=3, start=np.zeros(2), scales=scales, draws=20000
     )
     assert estimate == pytest.approx(_exact_two_wins(scales), abs=0.01)
+
+
+def test_a_close_estimate_gets_more_draws_and_must_clear_the_confidence_by_its_error():
+    asked = []
+
+    def estimate(draws):  # 0.955 with a binomial-like error: clear of 0.95 by 2 errors only at 32000 draws
+        asked.append(draws)
+        return 0.955, 0.3 / draws**0.5
+
+    assert clears_confidence(estimate, 0.95) and asked == [2000, 8000, 32000]
+    asked.clear()
+    assert not clears_confidence(estimate, 0.96) and asked == [2000]  # below it: no more draws
+    assert not clears_confidence(lambda draws: (0.97, 0.02), 0.95)  # never clear, whatever the draws
+
+
+def test_the_importance_estimates_error_matches_its_spread_over_seeds():
+    evidence = Evidence(3)
+    for first, second, outcome in [(0, 1, 1.0), (1, 0, 0.0), (1, 2, 1.0), (0, 2, 1.0), (2, 1, 1.0)]:
+        evidence.add(first, second, outcome)
+    order = np.array([0, 1, 2])
+    runs = [importance_estimate(order, StopTarget("top1"), evidence, 2.0, np.zeros(3), seed, 400) for seed in range(60)]
+    spread = np.std([probability for probability, *_ in runs], ddof=1)
+    stated = np.sqrt(np.mean([error**2 for *_, error in runs]))
+    assert stated == pytest.approx(spread, rel=0.35)  # 60 seeds estimate an sd to about ±10%
 
 
 def test_forecasts_are_capped_and_shrink_as_the_answer_clears():
