@@ -106,19 +106,21 @@ class Dispatcher:
         # This worker counts as waiting while any of its requests is unanswered, and no longer: once
         # its answers are in it is busy working out its next step, and a batch formed before that
         # step arrives would split the step in two.
-        unanswered = [len(requests)]
-        waiting = [True]
+        unanswered = len(requests)
+        waiting = True
 
         def stop_waiting() -> None:  # under self._cond
-            if waiting[0]:
-                waiting[0] = False
+            nonlocal waiting
+            if waiting:
+                waiting = False
                 self._waiting -= 1
                 self._cond.notify_all()
 
         def answered(_: Future) -> None:
+            nonlocal unanswered
             with self._cond:
-                unanswered[0] -= 1
-                if unanswered[0] == 0:
+                unanswered -= 1
+                if unanswered == 0:
                     stop_waiting()
 
         with self._cond:

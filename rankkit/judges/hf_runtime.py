@@ -385,11 +385,11 @@ class HFRuntime(LLMRuntime):
         """
         torch = self._torch()
 
-        prefixes = per_row(assistant_prefix, len(conversations))
         sets = choices_per_row(choices, len(conversations))
-        read = {key: self.choice_token_ids(*key) for key in dict.fromkeys(zip(prefixes, sets))}
-        sequences = [self.prompt_ids(c, read[key][0]) for c, key in zip(conversations, zip(prefixes, sets))]
-        choice_ids = [read[key][1] for key in zip(prefixes, sets)]
+        keys = list(zip(per_row(assistant_prefix, len(conversations)), sets))
+        read = {key: self.choice_token_ids(*key) for key in dict.fromkeys(keys)}
+        sequences = [self.prompt_ids(c, read[key][0]) for c, key in zip(conversations, keys)]
+        choice_ids = [read[key][1] for key in keys]
         self._check_fit(sequences, reserve=1)
         if self._exact is not None:
             for index in _token_order(sequences):

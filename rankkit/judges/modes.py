@@ -916,8 +916,7 @@ class LogprobMode:
         """
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
-        choices = [tuple(str(k) for k in range(int(p.max_points) + 1)) for p in prompts]
-        for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes, choices):
+        for index, logprobs in read_scores(judge.runtime, prompts, prefixes):
             task = requests[index][0]
             prompt = prompts[index]
             value, mass = expected_digit(logprobs)
