@@ -15,7 +15,10 @@ table gives, pooled over tasks and seeds:
   default ``bt`` spec judges every pair in both orders (``order=both``): N(N − 1) judgments (a
   dry run of ``bt`` on newsroom's 7-answer tasks asks 42 per task). The column beside it divides by
   N(N − 1)/2 instead, each pair once (``bt:order=given``): twice the first figure. Goal (on the
-  first): <= 30% on tasks of up to 24 answers, <= 10% at N = 100.
+  first): <= 30% on tasks of up to 24 answers, <= 10% at N = 100;
+* **answers shown / bt**: the answers shown to the judge (a k-way judgment shows k, a pairwise
+  one 2: the candidates' ``played`` summed) over bt's 2·N(N − 1), a proxy for the tokens read,
+  since a k-way judgment counts as one judgment above.
 
 Each strategy's budget (which always wins over the target) is set to the goal: ``budget`` =
 goal share · (N − 1) judgments per candidate, so the question is how often the target is reached
@@ -124,7 +127,7 @@ def measure(tasks: list[Task], preset: str, seeds: int, templates: list[str]) ->
     for template in templates:
         spec = template.format(budget=budget_for(n), every=2 * (n - 1))
         target = right = total = 0
-        share = 0.0
+        share = shown = 0.0
         started = time.perf_counter()
         for seed in range(seeds):
             judge = make_judge(f"sim:preset={preset},seed={seed}")
@@ -134,6 +137,8 @@ def measure(tasks: list[Task], preset: str, seeds: int, templates: list[str]) ->
                 reason = next(iter(task_result.extras.values())).stopped
                 total += 1
                 share += task_result.cost.comparisons / (n * (n - 1))
+                # Answers shown to the judge (a k-way judgment shows k), over bt's 2·N(N − 1).
+                shown += sum(extra.played or 0 for extra in task_result.extras.values()) / (2 * n * (n - 1))
                 if reason == "target":
                     target += 1
                     right += answer_is_latent(task_result.ranking, judge.latent(task), spec)
@@ -143,6 +148,7 @@ def measure(tasks: list[Task], preset: str, seeds: int, templates: list[str]) ->
             "stops": target,
             "target": target / total,
             "share": share / total,
+            "shown": shown / total,
             "seconds": time.perf_counter() - started,
         }
         print(f"  {preset} {spec}: {rows[spec]}", file=sys.stderr)
@@ -196,11 +202,13 @@ def main() -> None:
         "goal >= 0.95). Target: share of tasks stopped by `target`. Judgments / bt: judgments used over "
         "all-pairs `bt`'s, the default spec, which asks every pair in both orders: N(N − 1) judgments (goal "
         "<= 30% at N <= 24, <= 10% at N = 100); each budget is set to that goal (it always wins). "
-        "/ pairs: over N(N − 1)/2, each pair once (`bt:order=given`), twice the first.",
+        "/ pairs: over N(N − 1)/2, each pair once (`bt:order=given`), twice the first. Answers shown / bt: "
+        "the answers shown to the judge (a k-way judgment shows k, a pairwise one 2) over bt's 2·N(N − 1), "
+        "a proxy for the tokens read.",
         "",
         "| data (N, tasks) | judge | strategy | calibration (right/stops; 95%) | target | judgments / bt "
-        "| / pairs | seconds |",
-        "|---|---|---|---|---|---|---|---|",
+        "| / pairs | answers shown / bt | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, tasks in [] if args.calibration_only else sets:
         n = len(tasks[0].candidates)
@@ -211,7 +219,8 @@ def main() -> None:
                 rights, stops = rights + int(row["right"]), stops + int(row["stops"])
                 lines.append(
                     f"| {name} ({n}, {len(tasks)}) | {preset} | `{spec}` | {calibration_cell(row)} "
-                    f"| {row['target']:.2f} | {row['share']:.1%} | {2 * row['share']:.1%} | {row['seconds']:.0f} |"
+                    f"| {row['target']:.2f} | {row['share']:.1%} | {2 * row['share']:.1%} | {row['shown']:.1%} "
+                    f"| {row['seconds']:.0f} |"
                 )
     low, high = wilson(rights, stops)
     if args.calibration_only:

@@ -216,6 +216,51 @@ def relevant_pairs(order: np.ndarray, target: StopTarget) -> np.ndarray:
     return np.array([(i, j) for i in inside for j in outside], dtype=np.intp).reshape(-1, 2)
 
 
+def in_contention(mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float) -> np.ndarray:
+    """The candidate rows whose place still decides the answer: those in a pair the answer rests on
+    (:func:`relevant_pairs`) whose Gaussian posterior doubt ``1 − Φ(m / s)`` exceeds
+    ``(1 − confidence) / (2 · pairs)``.
+
+    Why that bound: by the union bound, the pairs below it can together cost the answer at most
+    half of the ``1 − confidence`` it may miss by, so judging only the rows in contention cannot
+    keep a target from being settled; the rest of the candidates can sit out. Best first by
+    posterior mean.
+
+    Parameters
+    ----------
+    mean : np.ndarray
+        The posterior mean of the strengths, one per candidate row.
+    cov : np.ndarray
+        The posterior covariance.
+    target : StopTarget
+        What must be settled.
+    confidence : float
+        The probability the target must reach.
+
+    Returns
+    -------
+    np.ndarray
+        The rows in contention, best first (empty when no pair is in doubt).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mean, cov = np.array([3.0, 2.8, -4.0]), np.eye(3) * 0.25
+    >>> in_contention(mean, cov, StopTarget("top1"), 0.95).tolist()
+    [0, 1]
+    """
+    import numpy as np
+
+    order = current_order(mean)
+    pairs = relevant_pairs(order, target)
+    if not len(pairs):
+        return np.zeros(0, dtype=np.intp)
+    doubt = 1.0 - pair_probabilities(mean, cov, pairs)
+    doubtful = pairs[doubt > (1.0 - confidence) / (2 * len(pairs))]
+    rows = set(doubtful.ravel().tolist())
+    return np.array([row for row in order if row in rows], dtype=np.intp)
+
+
 def _draws(mean: np.ndarray, cov: np.ndarray, count: int, seed: int) -> np.ndarray:
     import numpy as np
 
@@ -243,14 +288,41 @@ def pairwise_bound(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> floa
     float
         The bound.
     """
+    if not len(pairs):
+        return 1.0
+    return float(pair_probabilities(mean, cov, pairs).min())
+
+
+def pair_probabilities(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """Each pair's Gaussian posterior probability ``Φ(m / s)`` of being ordered as given (better
+    first): ``m`` the gap of the posterior means, ``s`` the gap's posterior sd.
+
+    Parameters
+    ----------
+    mean : np.ndarray
+        The posterior mean of the strengths, one per candidate row.
+    cov : np.ndarray
+        The posterior covariance.
+    pairs : np.ndarray
+        (better, worse) row pairs.
+
+    Returns
+    -------
+    np.ndarray
+        One probability per pair.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pair_probabilities(np.array([1.0, 0.0]), np.eye(2) * 0.5, np.array([[0, 1]])).round(3).tolist()
+    [0.841]
+    """
     import numpy as np
     from scipy.special import ndtr
 
-    if not len(pairs):
-        return 1.0
     i, j = pairs[:, 0], pairs[:, 1]
     sd = np.sqrt(np.maximum(cov[i, i] + cov[j, j] - 2.0 * cov[i, j], 1e-24))
-    return float(ndtr((mean[i] - mean[j]) / sd).min())
+    return ndtr((mean[i] - mean[j]) / sd)
 
 
 def _log_likelihood(theta: np.ndarray, evidence: Evidence) -> np.ndarray:

@@ -6,7 +6,9 @@ gets the group's score for it (:meth:`~rankkit.judgments.GroupChoice.slot_scores
 from the simulator, k·P(best) in logprob mode, k or 0 for a bare choice). After ``rounds`` rounds
 an answer's score is the mean over the groups it was in. Nothing is eliminated: it is the k-way
 counterpart of averaging grades over random pairs, for when each answer needs many judgments (a
-noisy judge, a large N) and a grade-carrying k-way judgment gives k of them at once. Costs
+noisy judge, a large N) and a grade-carrying k-way judgment gives k of them at once. With a
+stopping target (``until``) and ``criterion=target``, rounds after the first group only the
+candidates still in contention for the target (:func:`contention_groups`). Costs
 
     rounds · (number of groups of ⌈N/k⌉, less one when N mod k = 1)    (× the presentations of ``order``)
 
@@ -27,8 +29,11 @@ from rankkit.strategies._bt_posterior import choice_posterior
 from rankkit.strategies._kway import KwayStrategy, mean_scores
 from rankkit.strategies._stopping import (
     Forecast,
+    StopTarget,
     check_stopping,
+    current_order,
     forecast_more,
+    in_contention,
     is_target_settled,
     prior_forecast,
     task_seed,
@@ -37,7 +42,13 @@ from rankkit.strategies.base import CandidateExtras, Ranking, register
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from rankkit.matches import MatchSource
+
+#: How a round's groups are formed: ``random`` (every candidate, shuffled) or ``target`` (the
+#: candidates still in contention for the stopping target, :func:`contention_groups`).
+CRITERIA = ("random", "target")
 
 
 def group_sizes(n: int, k: int) -> list[int]:
@@ -61,6 +72,66 @@ def group_sizes(n: int, k: int) -> list[int]:
     ([4, 4, 2], [4, 4], [3])
     """
     return [size for size in (min(k, n - start) for start in range(0, n, k)) if size >= 2]
+
+
+def contention_groups(
+    ids: list[str], mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float, k: int, rng: random.Random
+) -> list[list[str]]:
+    """One round's groups when only the candidates in contention for ``target`` are judged.
+
+    The candidates in contention (:func:`~rankkit.strategies._stopping.in_contention`) are shuffled
+    and cut into groups of ``k``; a group left short is filled with others drawn at random (the
+    other contenders when those run out), so every group has ``min(k, len(ids))`` members, each
+    in a random slot. With fewer than two in contention (no pair's doubt is over the line, but
+    the target is not settled yet) the best ``k`` by posterior mean are grouped.
+
+    Parameters
+    ----------
+    ids : list[str]
+        The candidate ids, in the rows of ``mean`` and ``cov``.
+    mean : np.ndarray
+        The posterior mean of the log-strengths.
+    cov : np.ndarray
+        The posterior covariance.
+    target : StopTarget
+        What must be settled.
+    confidence : float
+        The probability the target must reach.
+    k : int
+        Answers per group.
+    rng : random.Random
+        Shuffles the candidates in contention.
+
+    Returns
+    -------
+    list[list[str]]
+        The groups, each of ``min(k, len(ids))`` candidate ids.
+
+    Examples
+    --------
+    >>> import numpy as np, random
+    >>> mean, cov = np.array([3.0, 2.8, -4.0, -5.0, -6.0]), np.eye(5) * 0.25
+    >>> groups = contention_groups(list("abcde"), mean, cov, StopTarget("top1"), 0.95, 3, random.Random(0))
+    >>> len(groups), len(groups[0]), {"a", "b"} <= set(groups[0])
+    (1, 3, True)
+    """
+    size = min(k, len(ids))
+    ranked = [ids[row] for row in current_order(mean)]
+    contenders = [ids[row] for row in in_contention(mean, cov, target, confidence)]
+    if len(contenders) < 2:
+        contenders = ranked[:size]
+    rng.shuffle(contenders)
+    chosen = set(contenders)
+    # Fillers: those out of contention in a random order (a fixed choice would ask the same
+    # question again, which tells nothing new), then the other contenders when too few.
+    fillers = [cid for cid in ranked if cid not in chosen]
+    rng.shuffle(fillers)
+    fillers += contenders
+    groups = [contenders[start : start + size] for start in range(0, len(contenders), size)]
+    for group in groups:
+        group.extend([cid for cid in fillers if cid not in group][: size - len(group)])
+        rng.shuffle(group)  # no slot kept for the contenders
+    return groups
 
 
 @register("setwise_groups")
@@ -94,6 +165,11 @@ class SetwiseGroups(KwayStrategy):
         alone bound it); the budget always wins, cutting a round short.
     prior_sd : float, default 2.0
         The prior sd of the log-strengths in that posterior (only with ``until``).
+    criterion : str, default "random"
+        How each round's groups are formed: ``random`` (every candidate, shuffled) or ``target``
+        (needs ``until``): after the first round only the candidates still in contention for the
+        target are grouped (:func:`contention_groups`), so the judgments go where the answer is
+        still in doubt; a round that asked nothing new is followed by a random one.
     """
 
     k: int = 8
@@ -104,6 +180,7 @@ class SetwiseGroups(KwayStrategy):
     confidence: float = 0.95
     budget: float | None = None
     prior_sd: float = 2.0
+    criterion: str = "random"
 
     description = "random groups of k for several rounds, score = mean slot score (no elimination)"
 
@@ -117,6 +194,14 @@ class SetwiseGroups(KwayStrategy):
             raise SpecError(f"strategy {self.name}: budget must be > 0 judgments per candidate, got {self.budget}")
         if self.prior_sd <= 0:
             raise SpecError(f"strategy {self.name}: prior_sd must be > 0, got {self.prior_sd}")
+        if self.criterion not in CRITERIA:
+            raise SpecError(
+                f"strategy {self.name}: criterion must be one of {', '.join(CRITERIA)}, got {self.criterion!r}"
+            )
+        if self.criterion == "target" and self.until is None:
+            raise SpecError(
+                f"strategy {self.name}: criterion=target needs a stopping target (until=top1, top:K or order)"
+            )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         """Group the candidates at random in groups of k for ``rounds`` rounds; score = mean slot score.
@@ -160,7 +245,8 @@ class SetwiseGroups(KwayStrategy):
 
         target = check_stopping(f"strategy {self.name}", self.until, self.confidence)
         ids = task.candidate_ids
-        index = {cid: k for k, cid in enumerate(ids)}
+        rows = list(ids)  # the posterior's rows (``ids`` is shuffled every round)
+        index = {cid: k for k, cid in enumerate(rows)}
         received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
         most = self.max_judgments(len(ids))
         sizes = group_sizes(len(ids), self.k)
@@ -175,15 +261,20 @@ class SetwiseGroups(KwayStrategy):
         mean, cov = np.zeros(len(ids)), np.eye(len(ids)) * self.prior_sd**2
         # Every distinct question: each group of each size in each order (only small tasks get there).
         possible = sum(math.perm(len(ids), size) for size in set(group_sizes(len(ids), self.k)))
-        used = 0
+        used = new = 0
         stopped: str | None = "budget" if target is not None else None
         for round_ in range(1, self.rounds + 1):
             if target is not None and is_target_settled(mean, cov, target, self.confidence, seed):
                 stopped = "target"
                 break
-            rng.shuffle(ids)
-            groups = [ids[start : start + self.k] for start in range(0, len(ids), self.k)]
-            groups = [group for group in groups if len(group) >= 2]
+            # A round that asked nothing new (small tasks) is followed by a random one, which can
+            # reach every question (so ``exhausted`` is reached when it should be).
+            if self.criterion == "target" and choices and new:
+                groups = contention_groups(rows, mean, cov, target, self.confidence, self.k, rng)
+            else:
+                rng.shuffle(ids)
+                groups = [ids[start : start + self.k] for start in range(0, len(ids), self.k)]
+                groups = [group for group in groups if len(group) >= 2]
             affordable = []
             planned = used
             for group in groups:  # the budget always wins: a round is cut short where it could run out

@@ -219,3 +219,77 @@ def test_setwise_groups_refuses_a_budget_that_buys_no_group():
     task = make_task([0, 1, 2, 3])
     with pytest.raises(SpecError, match="buys no group"):
         rank_once(task, make_strategy("setwise_groups:until=top1,k=4,budget=0.1"), LatentJudge(seed=1))
+
+
+# -- setwise_groups criterion=target: only the candidates in contention are grouped ---------------
+
+
+def test_candidates_out_of_contention_cannot_keep_the_target_from_being_settled():
+    import numpy as np
+    from scipy.special import ndtr
+
+    from rankkit.strategies._stopping import StopTarget, current_order, in_contention, relevant_pairs
+
+    rng = np.random.default_rng(3)
+    mean = rng.normal(0.0, 2.0, 30)
+    cov = np.diag(rng.uniform(0.05, 1.0, 30))
+    for target in (StopTarget("top1"), StopTarget("top", 3), StopTarget("order")):
+        inside = set(in_contention(mean, cov, target, 0.95).tolist())
+        pairs = relevant_pairs(current_order(mean), target)
+        doubt = ndtr(
+            -(mean[pairs[:, 0]] - mean[pairs[:, 1]])
+            / np.sqrt(cov[pairs[:, 0], pairs[:, 0]] + cov[pairs[:, 1], pairs[:, 1]])
+        )
+        left_out = [d for (i, j), d in zip(pairs.tolist(), doubt) if i not in inside or j not in inside]
+        assert sum(left_out) <= 0.05 / 2 + 1e-12  # the union bound the rule rests on
+        assert inside  # these posteriors are nowhere near settled
+
+
+def test_target_groups_hold_the_contenders_in_groups_of_k_with_distinct_members():
+    import random
+
+    import numpy as np
+
+    from rankkit.strategies._stopping import StopTarget
+    from rankkit.strategies.setwise_groups import contention_groups
+
+    ids = [f"c{i}" for i in range(20)]
+    mean = np.array([5.0, 4.9, 4.8] + [-3.0 - i for i in range(17)])
+    cov = np.eye(20) * 0.2
+    for seed in range(5):
+        groups = contention_groups(ids, mean, cov, StopTarget("top1"), 0.95, 4, random.Random(seed))
+        assert all(len(group) == len(set(group)) == 4 for group in groups)
+        assert len(groups) == 1 and {"c0", "c1", "c2"} <= set(groups[0])
+    wide = contention_groups(ids, np.zeros(20), np.eye(20) * 4.0, StopTarget("top1"), 0.95, 8, random.Random(0))
+    # At the prior every candidate is in doubt: all are grouped, none twice in a group.
+    assert set(ids) <= {cid for group in wide for cid in group} and all(len(set(g)) == 8 for g in wide)
+
+
+def test_setwise_groups_criterion_target_settles_top1_with_fewer_judgments_and_the_latent_answer():
+    task = make_task([float(i) for i in range(30)], scale=(-100, 100))
+    judge = LatentJudge(perception=0.15, pair_noise=0.15, slot_bias=0.0, grade_noise=0.15, seed=4)
+    truth = max(judge.latent(task).items(), key=lambda item: item[1])[0]
+    used = {}
+    for criterion in ("random", "target"):
+        spec = f"setwise_groups:until=top1,confidence=0.95,k=8,rounds=1000,criterion={criterion}"
+        ranking, cost, _ = rank_once(task, make_strategy(spec), judge, seed=1)
+        (reason,) = {e.stopped for e in ranking.extras.values()}
+        assert reason == "target" and max(ranking.scores, key=ranking.scores.get) == truth
+        used[criterion] = cost.comparisons
+    assert used["target"] < used["random"]
+
+
+def test_setwise_groups_criterion_is_checked():
+    with pytest.raises(SpecError, match="criterion must be one of random, target"):
+        make_strategy("setwise_groups:criterion=best")
+    with pytest.raises(SpecError, match="criterion=target needs a stopping target"):
+        make_strategy("setwise_groups:criterion=target")
+
+
+def test_setwise_groups_criterion_target_still_reaches_exhausted_on_a_small_task():
+    task = make_task([0.0, 1.0, 2.0, 3.0, 4.0], scale=(-100, 100))
+    spec = "setwise_groups:until=order,confidence=0.95,k=3,order=both,rounds=300,criterion=target"
+    ranking, cost, _ = rank_once(task, make_strategy(spec), LatentJudge(seed=3), seed=1)
+    (reason,) = {e.stopped for e in ranking.extras.values()}
+    # Every group of 3 in every order (60) and the pairs a first round leaves over (20).
+    assert reason == "exhausted" and cost.comparisons == 80
