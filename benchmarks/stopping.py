@@ -166,8 +166,8 @@ def calibration_cell(row: dict[str, float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=15, help="tasks per shared dataset")
-    parser.add_argument("--planted16", type=int, default=16, help="planted tasks with N = 16")
-    parser.add_argument("--planted", type=int, default=2, help="planted tasks with N = 100")
+    parser.add_argument("--planted16", type=int, default=16, help="planted tasks with N = 16 (0: none)")
+    parser.add_argument("--planted", type=int, default=2, help="planted tasks with N = 100 (0: none)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--calibration-limit", type=int, default=60, help="tasks per small set (0: no such table)")
     parser.add_argument("--calibration-seeds", type=int, default=6)
@@ -187,8 +187,7 @@ def main() -> None:
             continue
         # realsumm's 24 answers cost 12 times newsroom's per task: a third of the tasks.
         sets.append((name, load_tasks(path, limit=args.limit if name in SMALL else max(1, args.limit // 3))))
-    sets.append(("planted N=16", planted(16, args.planted16)))
-    sets.append(("planted N=100", planted(100, args.planted)))
+    sets += [(f"planted N={n}", planted(n, count)) for n, count in ((16, args.planted16), (100, args.planted)) if count]
 
     rights = stops = 0
     lines = [

@@ -425,23 +425,34 @@ def choice_posterior(
 
     theta = np.zeros(n_items) if start is None else np.asarray(start, dtype=float).copy()
     precision = 1.0 / prior_sd**2
+    # The choices as arrays, one block per group size: members (m, size) and the chosen one's column.
+    by_size: dict[int, tuple[list[Sequence[int]], list[int]]] = {}
+    for members, chosen in choices:
+        rows, columns = by_size.setdefault(len(members), ([], []))
+        rows.append(members)
+        columns.append(list(members).index(chosen))
+    blocks = [
+        (np.asarray(rows, dtype=np.intp), np.asarray(columns, dtype=np.intp)) for rows, columns in by_size.values()
+    ]
 
     def terms(theta: np.ndarray, hessian: bool) -> tuple[float, np.ndarray, np.ndarray | None]:
         value = float(theta @ theta) * precision / 2
         gradient = theta * precision
         matrix = np.eye(n_items) * precision if hessian else None
-        for members, chosen in choices:
-            rows = np.asarray(members, dtype=np.intp)
+        for rows, columns in blocks:
             logits = theta[rows]
-            top = logits.max()
+            top = logits.max(axis=1, keepdims=True)
             weights = np.exp(logits - top)
-            total = weights.sum()
-            value += float(top + math.log(total) - theta[chosen])
+            total = weights.sum(axis=1, keepdims=True)
+            chosen = logits[np.arange(len(rows)), columns]
+            value += float((top[:, 0] + np.log(total[:, 0]) - chosen).sum())
             p = weights / total
             np.add.at(gradient, rows, p)
-            gradient[chosen] -= 1.0
+            np.add.at(gradient, rows[np.arange(len(rows)), columns], -1.0)
             if matrix is not None:
-                matrix[np.ix_(rows, rows)] += np.diag(p) - np.outer(p, p)
+                block = -p[:, :, None] * p[:, None, :]
+                block[:, np.arange(rows.shape[1]), np.arange(rows.shape[1])] += p
+                np.add.at(matrix, (rows[:, :, None], rows[:, None, :]), block)
         return value, gradient, matrix
 
     for _ in range(100):

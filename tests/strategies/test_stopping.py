@@ -126,3 +126,30 @@ def test_the_dry_run_and_the_progress_bar_show_forecasts_with_dollars_when_price
     assert "to_target=~4 (2–8) judgments, ~$2.00 ($1.00–$4.00)" in bar._postfix()
     bar.task_done("t0")
     assert "to_target" not in bar._postfix()
+
+
+def test_the_choice_posterior_is_the_mode_and_inverse_hessian_of_the_logit_posterior():
+    import random
+
+    import numpy as np
+
+    from rankkit.strategies._bt_posterior import choice_posterior
+
+    rng = random.Random(5)
+    n, prior_sd = 12, 2.0
+    choices = []
+    for _ in range(150):  # mixed group sizes, as a first round and the contention rounds give
+        members = rng.sample(range(n), rng.choice([2, 3, 8]))
+        choices.append((tuple(members), rng.choice(members)))
+    mean, cov = choice_posterior(choices, n, prior_sd)
+    # The gradient and Hessian written out one choice at a time, as the docstring states them.
+    gradient, hessian = mean / prior_sd**2, np.eye(n) / prior_sd**2
+    for members, chosen in choices:
+        rows = list(members)
+        p = np.exp(mean[rows] - mean[rows].max())
+        p /= p.sum()
+        gradient[rows] += p
+        gradient[chosen] -= 1.0
+        hessian[np.ix_(rows, rows)] += np.diag(p) - np.outer(p, p)
+    assert np.abs(gradient).max() < 1e-8
+    assert np.allclose(cov, np.linalg.inv(hessian), rtol=1e-9, atol=1e-12)
