@@ -165,7 +165,7 @@ def calibration_cell(row: dict[str, float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit", type=int, default=15, help="tasks per shared dataset")
+    parser.add_argument("--limit", type=int, default=15, help="tasks per shared dataset (0: none)")
     parser.add_argument("--planted16", type=int, default=16, help="planted tasks with N = 16 (0: none)")
     parser.add_argument("--planted", type=int, default=2, help="planted tasks with N = 100 (0: none)")
     parser.add_argument("--seeds", type=int, default=3)
@@ -180,7 +180,7 @@ def main() -> None:
     args = parser.parse_args()
 
     sets: list[tuple[str, list[Task]]] = []
-    for name in DATASETS:
+    for name in DATASETS if args.limit else []:
         path = SHARED / name / "tasks.jsonl"
         if not path.exists():
             print(f"skipping {name}: {path} is absent", file=sys.stderr)
@@ -195,7 +195,9 @@ def main() -> None:
         "",
         f"`python benchmarks/stopping.py --limit {args.limit} --planted16 {args.planted16} --planted {args.planted} "
         f"--seeds {args.seeds} --calibration-limit {args.calibration_limit} --calibration-seeds {args.calibration_seeds} "
-        f"--calibration-planted {args.calibration_planted}` "
+        f"--calibration-planted {args.calibration_planted}"
+        + "".join(f' --specs "{spec}"' if i == 0 else f' "{spec}"' for i, spec in enumerate(args.specs or []))
+        + "` "
         f"(seeds 0..{args.seeds - 1}; the judge's seed varies). Calibration: among tasks stopped with "
         "`target`, the share whose answer equals the judge's latent one (right/stops; Wilson 95% interval; "
         "goal >= 0.95). Target: share of tasks stopped by `target`. Judgments / bt: judgments used over "
