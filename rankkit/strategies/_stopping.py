@@ -4,7 +4,7 @@ A strategy given ``until=top1|top:K|order`` keeps a Gaussian (Laplace) posterior
 candidates' log-strengths and stops as soon as the probability that its current answer (the best
 candidate, the set of the K best, or the whole order, by posterior mean) is the true one reaches
 ``confidence`` (a Monte Carlo estimate clear of it by two standard errors): for the pairwise strategies under the exact Bradley–Terry posterior with a
-hyperprior on the strengths' scale (:func:`bt_probability`, importance sampling), for
+hyperprior on the strengths' scale (:func:`bt_estimate`, importance sampling), for
 ``setwise_groups`` under its Gaussian posterior (:func:`gaussian_probability`). Draws are seeded
 per task. :func:`forecast_more` and :func:`prior_forecast` forecast how many judgments
 that will take. Why this stays valid when the next pair is chosen from the data: ``docs/stopping.md``.
@@ -405,7 +405,7 @@ def importance_estimate(
     start: np.ndarray,
     seed: int,
     draws: int = DRAWS,
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, float]:
     """The exact Bradley–Terry posterior under the prior ``N(0, scale² I)``, by importance sampling.
 
     The proposal is a multivariate t (:data:`PROPOSAL_DOF` degrees of freedom) centred at the
@@ -535,42 +535,6 @@ def bt_estimate(
     return probability, error
 
 
-def bt_probability(
-    order: np.ndarray,
-    target: StopTarget,
-    evidence: Evidence,
-    seed: int,
-    start: np.ndarray,
-    scales: Sequence[float] = SCALES,
-    draws: int = DRAWS,
-) -> float:
-    """The probability of :func:`bt_estimate`, without its standard error.
-
-    Parameters
-    ----------
-    order : np.ndarray
-        The answer, candidate rows best first.
-    target : StopTarget
-        What the answer asserts (:class:`StopTarget`).
-    evidence : Evidence
-        The distinct judgments' outcomes.
-    seed : int
-        The Monte Carlo seed (:func:`task_seed`).
-    start : np.ndarray
-        Where each fit starts (the strategy's posterior mean).
-    scales : Sequence[float], optional
-        The grid of τ (default :data:`SCALES`).
-    draws : int, optional
-        The draws per τ (default :data:`DRAWS`).
-
-    Returns
-    -------
-    float
-        The probability.
-    """
-    return bt_estimate(order, target, evidence, seed, start, scales, draws)[0]
-
-
 def clears_confidence(estimate: Callable[[int], tuple[float, float]], confidence: float) -> bool:
     """Whether a Monte Carlo probability is above ``confidence`` by :data:`MONTE_CARLO_Z` standard errors.
 
@@ -617,7 +581,7 @@ def is_target_settled(
 ) -> bool:
     """Whether the answer by posterior mean (``mean``) is the true one with probability ``confidence``.
 
-    With ``evidence`` (pairwise strategies) the probability is :func:`bt_probability`'s; without,
+    With ``evidence`` (pairwise strategies) the probability is :func:`bt_estimate`'s; without,
     the Gaussian ``N(mean, cov)`` is the posterior (:func:`gaussian_probability`). Either way a
     cheap screen runs first: when some pair the answer rests on has a Gaussian probability
     ``Φ(m / s)`` below ``confidence`` even with its sd divided by :data:`SCREEN_SHARPENING`, the

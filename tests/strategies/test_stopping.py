@@ -13,7 +13,7 @@ from rankkit.strategies._bt_posterior import Evidence
 from rankkit.strategies._stopping import (
     Forecast,
     StopTarget,
-    bt_probability,
+    bt_estimate,
     clears_confidence,
     forecast_more,
     gaussian_probability,
@@ -73,7 +73,7 @@ def test_importance_weights_reach_the_exact_posterior_under_the_hyperprior(scale
     evidence = Evidence(2)
     evidence.add(0, 1, 1.0)
     evidence.add(1, 0, 0.0)  # the other order, a again
-    estimate = bt_probability(
+    estimate, _ = bt_estimate(
         np.array([0, 1]), StopTarget("top1"), evidence, seed=3, start=np.zeros(2), scales=scales, draws=20000
     )
     assert estimate == pytest.approx(_exact_two_wins(scales), abs=0.01)
