@@ -21,15 +21,25 @@ quality, looked up by its text), so every verdict read the right way is right. `
 errors for the next requests (``(status, headers)``: 429 with ``retry-after``, 500, Anthropic's
 529), ``refused`` lists every request answered 4xx, ``bodies`` every request body, ``requests``
 counts them by kind.
+
+Both have the provider's batch API (create, poll, list newest first, results) with its faults:
+``hold_from`` keeps batches numbered from it in progress (a run killed while it waits),
+``drop_creations`` accepts that many batch creations and drops the connection instead of replying,
+:meth:`forget` makes a batch unknown (404), :meth:`end` expires or cancels one, and
+``vary_explanations`` makes every explanation a fresh draw (sampling without a seed).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
+import time
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from tests.adversarial.stub_judge import _FOLLOWUP, HonestJudgeServer, _logprobs_reply, _text_reply
 from tests.servers import StubRequest
@@ -137,6 +147,59 @@ class _HostedServer(HonestJudgeServer):
         self.batch_failures: set[str] = set()
         self.direct_chats = 0
         self.batched_chats = 0
+        #: Faults of the batch API: see the module docstring.
+        self.hold_from: int | None = None
+        self.drop_creations = 0
+        self.vary_explanations = False
+        self._draws = 0
+        self.batch_jobs: dict[str, dict[str, Any]] = {}
+        #: Batches created (accepted), forgotten ones included: the number of the next one is this plus one.
+        self.batches_created = 0
+
+    def _next_number(self) -> int:
+        """The next batch's number (the caller holds the log lock)."""
+        self.batches_created += 1
+        return self.batches_created
+
+    def draw(self, explanation: str) -> str:
+        """``explanation``, numbered as a fresh draw when ``vary_explanations`` (a score read that
+        quotes it then differs from call to call, as with sampling)."""
+        if not self.vary_explanations:
+            return explanation
+        with self._log_lock:
+            self._draws += 1
+            number = self._draws
+        head, _, rest = explanation.partition("\n")
+        return f"{head} (draw {number})\n{rest}"
+
+    def held(self, batch_id: str) -> bool:
+        """Whether ``batch_id`` stays in progress (numbered ``hold_from`` or later)."""
+        return self.hold_from is not None and int(batch_id.rsplit("_", 1)[1]) >= self.hold_from
+
+    def drop_creation(self, request: StubRequest) -> bool:
+        """Whether to drop the reply to this (accepted) batch creation: the connection closes unanswered."""
+        with self._log_lock:
+            if self.drop_creations <= 0:
+                return False
+            self.drop_creations -= 1
+        request.close_connection = True
+        return True
+
+    def forget(self, batch_id: str) -> None:
+        """Make ``batch_id`` unknown to the server (expired from its records, another account's)."""
+        with self._log_lock:
+            del self.batch_jobs[batch_id]
+
+    def listed(self, query: str) -> list[dict[str, Any]]:
+        """The batches ``GET .../batches?limit=N`` lists: newest first, at most ``limit`` (default 20)."""
+        limit = int((parse_qs(query).get("limit") or ["20"])[0])
+        with self._log_lock:
+            jobs = sorted(self.batch_jobs.values(), key=lambda job: -int(job["id"].rsplit("_", 1)[1]))
+            return [self.public(job) for job in jobs[: max(1, min(100, limit))]]
+
+    @staticmethod
+    def public(batch: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in batch.items() if key not in ("polls", "lines", "requests", "results")}
 
     def _refuse(
         self, request: StubRequest, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
@@ -204,16 +267,21 @@ class OpenAILikeServer(_HostedServer):
         super().__init__(quality, quote=quote, api_key=api_key, cache_min_tokens=cache_min_tokens)
         self.model_logprobs = logprobs
         self.files: dict[str, bytes] = {}
-        self.batch_jobs: dict[str, dict[str, Any]] = {}
         self.uploads = 0
 
     def get(self, request: StubRequest) -> None:
-        path = request.path.rstrip("/")
+        path, query = urlsplit(request.path).path.rstrip("/"), urlsplit(request.path).query
         if self.api_key and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return self._refuse(request, 401, self.error("Incorrect API key provided", kind="invalid_api_key"))
         if path == "/v1/models":
             return request.send_json(
                 200, {"object": "list", "data": [{"id": "gpt-4.1", "object": "model", "owned_by": "system"}]}
+            )
+        if path == "/v1/batches":
+            data = self.listed(query)
+            first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+            return request.send_json(
+                200, {"object": "list", "data": data, "first_id": first, "last_id": last, "has_more": False}
             )
         if path.startswith("/v1/batches/") and path[len("/v1/batches/") :] in self.batch_jobs:
             return request.send_json(200, self.poll_batch(path[len("/v1/batches/") :]))
@@ -287,6 +355,16 @@ class OpenAILikeServer(_HostedServer):
         unknown = [field for field in body if field not in allowed]
         if unknown:
             return self._refuse(request, 400, self.error(f"Unrecognized request argument supplied: {unknown[0]}"))
+        metadata = body.get("metadata")
+        if metadata is not None and not (
+            isinstance(metadata, dict)
+            and len(metadata) <= 16
+            and all(
+                isinstance(k, str) and len(k) <= 64 and isinstance(v, str) and len(v) <= 512
+                for k, v in metadata.items()
+            )
+        ):
+            return self._refuse(request, 400, self.error("metadata: at most 16 string pairs", "metadata"))
         if (
             body.get("endpoint") != "/v1/chat/completions"
             or body.get("completion_window") != "24h"
@@ -294,11 +372,16 @@ class OpenAILikeServer(_HostedServer):
         ):
             return self._refuse(request, 400, self.error("invalid endpoint, completion_window or input_file_id"))
         lines = [json.loads(line) for line in self.files[body["input_file_id"]].decode().splitlines() if line.strip()]
+        ids = [line.get("custom_id") for line in lines]
+        if len(set(ids)) != len(ids) or not all(isinstance(cid, str) and cid for cid in ids):
+            return self._refuse(request, 400, self.error("each line needs a custom_id unique in the batch"))
         with self._log_lock:
-            batch_id = f"batch_{len(self.batch_jobs) + 1}"
+            batch_id = f"batch_{self._next_number()}"
             self.batch_jobs[batch_id] = {
                 "id": batch_id,
                 "object": "batch",
+                "created_at": int(time.time()),
+                "metadata": metadata,
                 "endpoint": body["endpoint"],
                 "input_file_id": body["input_file_id"],
                 "completion_window": "24h",
@@ -309,23 +392,45 @@ class OpenAILikeServer(_HostedServer):
                 "polls": 0,
                 "lines": lines,
             }
+        if self.drop_creation(request):
+            return None
         request.send_json(200, self.public(self.batch_jobs[batch_id]))
-
-    @staticmethod
-    def public(batch: dict[str, Any]) -> dict[str, Any]:
-        return {key: value for key, value in batch.items() if key not in ("polls", "lines")}
 
     def poll_batch(self, batch_id: str) -> dict[str, Any]:
         """``GET /v1/batches/{id}``: validating, in progress for ``batch_polls`` polls, then completed."""
         with self._log_lock:
             batch = self.batch_jobs[batch_id]
             batch["polls"] += 1
-            finish = batch["status"] != "completed" and batch["polls"] > self.batch_polls
+            finish = (
+                batch["status"] in ("validating", "in_progress")
+                and batch["polls"] > self.batch_polls
+                and not self.held(batch_id)
+            )
             if batch["status"] == "validating":
                 batch["status"] = "in_progress"
         if finish:
             self.run_batch(batch)
         return self.public(batch)
+
+    def end(self, batch_id: str, state: str) -> None:
+        """End ``batch_id`` unrun, ``expired`` or ``cancelled``: each request in the error file
+        (``batch_expired``/``batch_cancelled``), as the API reports them."""
+        with self._log_lock:
+            batch = self.batch_jobs[batch_id]
+            code = {"expired": "batch_expired", "cancelled": "batch_cancelled"}[state]
+            records = [
+                {
+                    "id": f"req-{line['custom_id']}",
+                    "custom_id": line["custom_id"],
+                    "response": None,
+                    "error": {"code": code, "message": f"This request could not be executed before the batch {state}."},
+                }
+                for line in batch["lines"]
+            ]
+            file_id = f"file-{len(self.files) + 1}"
+            self.files[file_id] = "".join(json.dumps(r) + "\n" for r in records).encode()
+            batch.update(status=state, error_file_id=file_id, output_file_id=None)
+            batch["request_counts"] = {"total": len(records), "completed": 0, "failed": len(records)}
 
     def run_batch(self, batch: dict[str, Any]) -> None:
         output, errors = [], []
@@ -371,7 +476,7 @@ class OpenAILikeServer(_HostedServer):
         elif "<answer" not in prompt:
             text = "9" if schema else "1, 2, 3"  # the probes: counting afresh, or the digit after 8
         else:
-            text = self._explanation(prompt)
+            text = self.draw(self._explanation(prompt))
         if schema:
             text = json.dumps({next(iter(schema["properties"])): text})
         cap = CHARS_PER_TOKEN * int(body.get("max_tokens") or body.get("max_completion_tokens") or 10_000)
@@ -399,7 +504,6 @@ class AnthropicLikeServer(_HostedServer):
     def __init__(self, quality: Mapping[str, float], api_key: str, quote: str = "none", cache_min_tokens: int = 1024):
         super().__init__(quality, quote=quote, api_key=api_key, cache_min_tokens=cache_min_tokens)
         self.requests["prefill"] = 0
-        self.batch_jobs: dict[str, dict[str, Any]] = {}
 
     @staticmethod
     def error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
@@ -416,7 +520,12 @@ class AnthropicLikeServer(_HostedServer):
         problem = self._headers_problem(request)
         if problem is not None:
             return self._refuse(request, *problem)
-        parts = request.path.rstrip("/").split("/")  # ["", "v1", "messages", "batches", ID, ("results")]
+        path, query = urlsplit(request.path).path.rstrip("/"), urlsplit(request.path).query
+        if path == "/v1/messages/batches":
+            data = self.listed(query)
+            first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+            return request.send_json(200, {"data": data, "has_more": False, "first_id": first, "last_id": last})
+        parts = path.split("/")  # ["", "v1", "messages", "batches", ID, ("results")]
         if parts[:4] == ["", "v1", "messages", "batches"] and len(parts) in (5, 6) and parts[4] in self.batch_jobs:
             batch = self.batch_jobs[parts[4]]
             if len(parts) == 5:
@@ -460,11 +569,18 @@ class AnthropicLikeServer(_HostedServer):
             )
             if problem is not None:
                 return self._refuse(request, 400, self.error(f"requests.{index}.params: {problem}"))
+            if not CUSTOM_ID.fullmatch(str(item["custom_id"])):
+                return self._refuse(
+                    request, 400, self.error(f"requests.{index}.custom_id: must match {CUSTOM_ID.pattern}")
+                )
+        if len({item["custom_id"] for item in requests}) != len(requests):
+            return self._refuse(request, 400, self.error("requests: custom_id values must be unique"))
         with self._log_lock:
-            batch_id = f"msgbatch_{len(self.batch_jobs) + 1}"
+            batch_id = f"msgbatch_{self._next_number()}"
             self.batch_jobs[batch_id] = {
                 "id": batch_id,
                 "type": "message_batch",
+                "created_at": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
                 "processing_status": "in_progress",
                 "request_counts": {
                     "processing": len(requests),
@@ -478,18 +594,36 @@ class AnthropicLikeServer(_HostedServer):
                 "polls": 0,
                 "requests": requests,
             }
+        if self.drop_creation(request):
+            return None
         request.send_json(200, self.public(self.batch_jobs[batch_id]))
 
-    @staticmethod
-    def public(batch: dict[str, Any]) -> dict[str, Any]:
-        return {key: value for key, value in batch.items() if key not in ("polls", "requests", "results")}
+    def end(self, batch_id: str, state: str) -> None:
+        """End ``batch_id`` unrun, ``expired`` or ``canceled``: each request's result says so."""
+        with self._log_lock:
+            batch = self.batch_jobs[batch_id]
+            counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+            counts[state] = len(batch["requests"])
+            lines = "".join(
+                json.dumps({"custom_id": item["custom_id"], "result": {"type": state}}) + "\n"
+                for item in batch["requests"]
+            )
+            batch.update(
+                processing_status="ended",
+                request_counts=counts,
+                ended_at="2026-11-27T00:00:00Z",
+                results_url=f"{self.root}/v1/messages/batches/{batch_id}/results",
+                results=lines.encode(),
+            )
 
     def poll_batch(self, batch_id: str) -> dict[str, Any]:
         """``GET /v1/messages/batches/{id}``: in progress for ``batch_polls`` polls, then ended."""
         with self._log_lock:
             batch = self.batch_jobs[batch_id]
             batch["polls"] += 1
-            finish = batch["processing_status"] != "ended" and batch["polls"] > self.batch_polls
+            finish = (
+                batch["processing_status"] != "ended" and batch["polls"] > self.batch_polls and not self.held(batch_id)
+            )
         if finish:
             lines, counts = [], {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
             for item in batch["requests"]:
@@ -558,7 +692,7 @@ class AnthropicLikeServer(_HostedServer):
         else:
             with self._lock:
                 self.requests["generate"] += 1
-            text = self._explanation(prompt) if "<answer" in prompt else "1, 2, 3"
+            text = self.draw(self._explanation(prompt)) if "<answer" in prompt else "1, 2, 3"
         cap = CHARS_PER_TOKEN * int(body["max_tokens"])
         text = text[:cap]
         read, written, total = self.cache_usage(body.get("system") or "", messages)
@@ -603,6 +737,8 @@ class AnthropicLikeServer(_HostedServer):
         return (tokens(prefix), 0, total) if seen else (0, tokens(prefix), total)
 
 
+#: The custom ids the Message Batches API takes.
+CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 #: How the continuation probe's prefix ends (without the trailing whitespace the API refuses).
 PROBE_TAIL = "1, 2, 3, 4, 5, 6, 7, 8,"
 
