@@ -144,7 +144,7 @@ class _HostedServer(HonestJudgeServer):
         self._log_lock = threading.Lock()
         #: The batch API: polls a batch stays in progress, custom ids to fail once, and what ran where.
         self.batch_polls = 2
-        self.batch_failures: set[str] = set()
+        self.batch_failures: set[str] = set()  # custom ids, or "#N": the request numbered N (rk-TAG-N)
         self.direct_chats = 0
         self.batched_chats = 0
         #: Faults of the batch API: see the module docstring.
@@ -160,6 +160,15 @@ class _HostedServer(HonestJudgeServer):
         """The next batch's number (the caller holds the log lock)."""
         self.batches_created += 1
         return self.batches_created
+
+    def inject_failure(self, custom_id: str) -> bool:
+        """Whether the batched request ``custom_id`` fails (once): named in ``batch_failures`` by
+        its custom id or as ``#N``, its number in its batch (the caller holds the log lock)."""
+        for name in (custom_id, "#" + custom_id.rsplit("-", 1)[-1]):
+            if name in self.batch_failures:
+                self.batch_failures.discard(name)
+                return True
+        return False
 
     def draw(self, explanation: str) -> str:
         """``explanation``, numbered as a fresh draw when ``vary_explanations`` (a score read that
@@ -438,8 +447,7 @@ class OpenAILikeServer(_HostedServer):
             cid, body = line["custom_id"], line["body"]
             problem = self.chat_problem(body) if line.get("url") == "/v1/chat/completions" else self.error("bad url")
             with self._log_lock:
-                injected = cid in self.batch_failures
-                self.batch_failures.discard(cid)
+                injected = self.inject_failure(cid)
                 self.batched_chats += 0 if problem or injected else 1
             if problem is not None or injected:
                 error = problem["error"] if problem else {"code": "server_error", "message": "injected failure"}
@@ -628,8 +636,7 @@ class AnthropicLikeServer(_HostedServer):
             lines, counts = [], {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
             for item in batch["requests"]:
                 with self._log_lock:
-                    injected = item["custom_id"] in self.batch_failures
-                    self.batch_failures.discard(item["custom_id"])
+                    injected = self.inject_failure(item["custom_id"])
                     self.batched_chats += 0 if injected else 1
                 if injected:
                     result = {

@@ -31,7 +31,7 @@ BATCH_OPTIONS: tuple[Option, ...] = (
         "batch_journal",
         str,
         None,
-        "the file batch ids are kept in until read (default .rankkit/batches.json)",
+        "the file batch requests and their answers are kept in until the run ends (default .rankkit/batches.json)",
         identity=False,
         trusted_only=True,
     ),
@@ -128,6 +128,12 @@ class BatchSwitch:
         """
         if self.batcher is not None:
             self.batcher.on_status = note
+
+    def close(self) -> None:
+        """Let the batcher clear the journal entries of a run that ended well, then close the client."""
+        if self.batcher is not None:
+            self.batcher.close()
+        super().close()  # type: ignore[misc]
 
     @property
     def fills_batches(self) -> bool:

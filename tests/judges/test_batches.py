@@ -75,7 +75,7 @@ def test_batched_judgments_equal_the_direct_ones_at_half_the_price(kind, tasks, 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_failed_requests_go_out_again_in_a_new_batch(kind, tasks, tmp_path):
     with make_server(kind, tasks) as server:
-        server.batch_failures = {"rankkit-0", "rankkit-1"}  # knockout's first round: both of its matches
+        server.batch_failures = {"#0", "#1"}  # knockout's first round: both of its matches
         result = rankkit.compare(tasks[:1], ["knockout"], judge=judge_spec(kind, server, tmp_path / "b.json"))
         jobs = [
             server.batch_jobs[batch_id] for batch_id in sorted(server.batch_jobs, key=lambda b: int(b.split("_")[1]))
@@ -125,8 +125,9 @@ def test_the_journal_key_names_the_provider_the_server_and_the_request(tmp_path)
     assert key != request_key("anthropic", "http://a/v1", body) != request_key("openai", "http://b/v1", body)
     assert key != request_key("openai", "http://a/v1", {**body, "max_tokens": 1})
     journal = BatchJournal(tmp_path / "j.json")
-    journal.put(key, {"batch_id": "batch_1"})
-    assert BatchJournal(tmp_path / "j.json").get(key) == {"batch_id": "batch_1"}
+    entry = {"batch_id": "batch_1", "provider": "openai", "custom_id": "rk-0123456789abcdef-0", "created": 1.0}
+    journal.put(key, entry)
+    assert BatchJournal(tmp_path / "j.json").get(key) == entry
     journal.remove(key)
     assert journal.get(key) is None
 
