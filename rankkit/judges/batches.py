@@ -303,7 +303,7 @@ class HTTPTransport:
 
 #: What a protocol reports of a batch: its state, whether it ended, and its request counts.
 Status = tuple[str, bool, dict[str, int]]
-#: One request's outcome: ``("ok", response JSON)``, ``("failed", why)`` or ``("lost", why)``: its
+#: One request's outcome: ``("ok", response JSON)``, ``("failed", why)`` or ``("lost", how its batch ended)``: its
 #: batch expired or was cancelled before running it (asked again, not counted as a failure).
 Outcome = tuple[str, Any]
 
@@ -419,10 +419,10 @@ class OpenAIBatches:
                         continue
                     error = record.get("error") or (response.get("body") or {}).get("error") or response
                     code = error.get("code") if isinstance(error, dict) else None
-                    outcomes[record["custom_id"]] = (
-                        "lost" if code in self.UNRUN_CODES else "failed",
-                        json.dumps(error)[:500],
-                    )
+                    if code in self.UNRUN_CODES:  # the batch ended before running it: "expired", "cancelled"
+                        outcomes[record["custom_id"]] = ("lost", code.removeprefix("batch_"))
+                    else:
+                        outcomes[record["custom_id"]] = ("failed", json.dumps(error)[:500])
         if batch.get("status") != "completed" and not outcomes:
             errors = (batch.get("errors") or {}).get("data") if isinstance(batch.get("errors"), dict) else None
             logger.warning("openai: batch %s ended %s: %s", batch.get("id"), batch.get("status"), errors)
@@ -490,7 +490,7 @@ class AnthropicBatches:
             if result.get("type") == "succeeded" and isinstance(result.get("message"), dict):
                 outcomes[record["custom_id"]] = ("ok", result["message"])
             elif result.get("type") in self.UNRUN_RESULTS:
-                outcomes[record["custom_id"]] = ("lost", f"the batch {result['type']} it")
+                outcomes[record["custom_id"]] = ("lost", result["type"])  # "expired", "canceled"
             else:
                 outcomes[record["custom_id"]] = ("failed", json.dumps(result)[:500])
         return outcomes
@@ -748,13 +748,13 @@ class BatchRunner:
             return list(keyed)
         state, results = ended
         unrun = state in getattr(self.protocol, "UNRUN_STATES", ())
-        answers, lost = {}, []
+        answers, lost, why = {}, [], state
         for key, custom_id in keyed.items():
-            status, value = results.get(
-                custom_id, ("lost" if unrun else "failed", f"missing from batch {batch_id}'s results")
-            )
-            if status == "lost":
+            missing = ("lost", state) if unrun else ("failed", f"missing from batch {batch_id}'s results")
+            status, value = results.get(custom_id, missing)
+            if status == "lost":  # value: how the batch ended
                 lost.append(key)
+                why = value
                 continue
             outcomes[key] = (status, value)
             if status == "ok":
@@ -765,7 +765,7 @@ class BatchRunner:
                 "%s: batch %s ended %s before running %d of its request(s): they are asked again",
                 self.protocol.name,
                 batch_id,
-                state,
+                why,
                 len(lost),
             )
         return lost

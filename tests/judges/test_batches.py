@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 import rankkit
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
-from rankkit.judges.batches import BatchJournal, request_key
+from rankkit.judges.batches import ANSWER_RETENTION, BatchJournal, request_key
 from rankkit.specs import SpecError
 from rankkit.tasks import load_tasks
 from tests.hosted_servers import AnthropicLikeServer, OpenAILikeServer, human_quality
 from tests.judges.test_openai_hosted import SAMPLE
 
 KEY = "sk-ant-batch-test"
+ROOT = Path(__file__).resolve().parents[2]
 STRATEGIES = ["knockout", "bt"]
 
 
@@ -172,3 +179,178 @@ def test_the_progress_bar_shows_each_batchs_state(tasks, tmp_path, capsys):
         judge.close()
     shown = capsys.readouterr().err
     assert "batch msgbatch_1 in_progress 0/" in shown  # the bar's postfix while the batch runs
+
+
+# -- bought exactly once: kills, lost replies, lost batches, bad journals ------------------------------------
+
+
+def four_answer_task(folder) -> tuple:
+    """The sample's first task of 4 answers, as its own task file: knockout takes 2 rounds of 3
+    steps (the explanations, then two score reads), one batch each: 6 batches."""
+    line = next(text for text in SAMPLE.read_text().splitlines() if len(json.loads(text)["candidates"]) == 4)
+    path = folder / "tasks.jsonl"
+    path.write_text(line + "\n")
+    return path, load_tasks(path)
+
+
+FRESH_BATCHES = 6
+
+
+def cli(kind: str, server, folder, tasks_path) -> list[str]:
+    return [sys.executable, "-m", "rankkit", "rank", "--data", str(tasks_path), "--strategy", "knockout"] + [
+        "--judge",
+        judge_spec(kind, server, folder / "batches.json"),
+        "--cache",
+        str(folder / "cache.sqlite"),
+        "--quiet",
+    ]
+
+
+def cli_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "ANTHROPIC_API_KEY": KEY}
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_run_killed_after_its_second_batch_buys_only_the_batches_it_had_not(kind, tmp_path):
+    tasks_path, tasks = four_answer_task(tmp_path)
+    with make_server(kind, tasks) as server:
+        server.vary_explanations = True  # a re-asked step would change every later request
+        server.hold_from = 2  # the second batch (the first score reads) stays in progress
+        child = subprocess.Popen(cli(kind, server, tmp_path, tasks_path), env=cli_env(), cwd=ROOT)
+        deadline = time.monotonic() + 60
+        while server.batches_created < 2 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        child.send_signal(signal.SIGKILL)
+        assert child.wait() == -signal.SIGKILL and server.batches_created == 2
+        journal = json.loads((tmp_path / "batches.json").read_text())
+        assert sum("answer" in entry for entry in journal.values()) == 2  # the first step's explanations
+        server.hold_from = None
+        resumed = subprocess.run(cli(kind, server, tmp_path, tasks_path), env=cli_env(), cwd=ROOT, timeout=120)
+        assert resumed.returncode == 0
+        assert server.batches_created - 2 == FRESH_BATCHES - 2  # the killed run's two batches not bought again
+        assert server.refused == []
+    assert json.loads((tmp_path / "batches.json").read_text()) == {}  # a run that ended well leaves nothing
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_batch_creation_whose_reply_is_lost_is_found_not_created_again(kind, tmp_path, caplog):
+    _, tasks = four_answer_task(tmp_path)
+    with make_server(kind, tasks) as server:
+        server.drop_creations = 1  # accepted, then the connection drops: the client cannot tell
+        judge = make_judge(judge_spec(kind, server, tmp_path / "b.json"))
+        result = rankkit.compare(tasks, ["knockout"], judge=judge)
+        created, batcher = server.batches_created, judge.runtime.batcher
+        judge.close()
+        first = server.batch_jobs[("batch_1" if kind == "openai" else "msgbatch_1")]
+    assert created == batcher.created == FRESH_BATCHES
+    assert (
+        first.get("metadata", {"rankkit_tag": "-"})["rankkit_tag"]
+        in (first.get("lines") or first["requests"])[0]["custom_id"]
+    )  # tagged on both: the OpenAI metadata and the custom ids
+    assert result.strategies[0].cost.parse_failures == 0
+    assert "looking the batch up" in caplog.text
+    assert json.loads((tmp_path / "b.json").read_text()) == {}
+
+
+def killed_in_its_first_batch(kind: str, server, journal, tasks) -> str:
+    """Run knockout until it waits for its first batch, then stop it as a kill would; the batch's id."""
+    judge = make_judge(judge_spec(kind, server, journal))
+
+    def kill(seconds: float) -> None:
+        raise Killed()
+
+    judge.runtime.batcher.sleep = kill
+    with pytest.raises(Killed):
+        rankkit.compare(tasks, ["knockout"], judge=judge)
+    judge.close()
+    (batch_id,) = server.batch_jobs
+    return batch_id
+
+
+@pytest.mark.parametrize(
+    ("kind", "fault"),
+    [("openai", "forget"), ("anthropic", "forget"), ("openai", "expired"), ("openai", "cancelled")]
+    + [("anthropic", "expired"), ("anthropic", "canceled")],
+)
+def test_a_lost_batch_is_reported_once_and_its_requests_asked_again(kind, fault, tmp_path, caplog):
+    _, tasks = four_answer_task(tmp_path)
+    journal = tmp_path / "b.json"
+    with make_server(kind, tasks) as server:
+        batch_id = killed_in_its_first_batch(kind, server, journal, tasks)
+        server.forget(batch_id) if fault == "forget" else server.end(batch_id, fault)
+        caplog.clear()
+        judge = make_judge(judge_spec(kind, server, journal))
+        result = rankkit.compare(tasks, ["knockout"], judge=judge)
+        batcher = judge.runtime.batcher
+        judge.close()
+    said = "unknown to the server" if fault == "forget" else f"ended {fault} before running 2"
+    assert [record.getMessage() for record in caplog.records if said in record.getMessage()] != []
+    assert len([r for r in caplog.records if r.levelname == "WARNING" and batch_id in r.getMessage()]) == 1
+    assert batcher.reasked == 2 and batcher.created == FRESH_BATCHES  # counted; the lost step bought again
+    assert result.strategies[0].cost.parse_failures == 0
+    assert json.loads(journal.read_text()) == {}
+
+
+ENTRY = {"provider": "openai", "custom_id": "rk-0123456789abcdef-0", "created": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("journal", "said"),
+    [
+        ({"a" * 64: "x"}, "the entry is str"),
+        ({"a" * 64: {}}, "provider is not"),
+        ({"a" * 64: {**ENTRY, "batch_id": {"id": "batch_1"}}}, "batch_id is not a batch id"),
+        ({"a" * 64: {**ENTRY, "batch_id": "../files/x/content"}}, "batch_id is not a batch id"),
+        ({"not-a-key": {**ENTRY, "batch_id": "batch_1"}}, "not a request key"),
+        (["x"], "not a JSON object"),
+        ("{", "is not JSON"),
+    ],
+)
+def test_a_malformed_journal_exits_2_naming_the_file_and_the_entry(journal, said, tmp_path):
+    tasks_path, tasks = four_answer_task(tmp_path)
+    path = tmp_path / "batches.json"
+    path.write_text(journal if isinstance(journal, str) else json.dumps(journal))
+    with make_server("openai", tasks) as server:
+        done = subprocess.run(
+            cli("openai", server, tmp_path, tasks_path), env=cli_env(), cwd=ROOT, capture_output=True, text=True
+        )
+        asked = server.batches_created + server.uploads
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and str(path) in done.stderr and "Traceback" not in done.stderr
+    if isinstance(journal, dict):
+        assert next(iter(journal)) in done.stderr
+    assert asked == 0  # nothing sent: no batch, no upload, no path a journal chose
+
+
+JOURNAL_WRITER = """
+import sys
+from rankkit.judges.batches import ANSWER_RETENTION, BatchJournal, request_key
+journal = BatchJournal(sys.argv[1])
+for number in range(300):
+    key = request_key("openai", sys.argv[2], {"n": number})
+    journal.put(key, {"provider": "openai", "custom_id": f"rk-0123456789abcdef-{number}", "created": 1.0,
+                      "batch_id": f"batch_{number}"})
+"""
+
+
+def test_two_processes_writing_one_journal_lose_no_entry(tmp_path):
+    path = tmp_path / "shared.json"
+    writers = [
+        subprocess.Popen([sys.executable, "-c", JOURNAL_WRITER, str(path), server], env=cli_env(), cwd=ROOT)
+        for server in ("http://a/v1", "http://b/v1")
+    ]
+    assert [writer.wait(timeout=120) for writer in writers] == [0, 0]
+    assert len(json.loads(path.read_text())) == 600
+
+
+def test_answers_older_than_the_retention_are_dropped_and_pending_batches_kept(tmp_path):
+    journal = BatchJournal(tmp_path / "j.json")
+    old, new = time.time() - ANSWER_RETENTION - 1, time.time()
+    journal.put_many(
+        {
+            "a" * 64: {**ENTRY, "batch_id": "batch_1", "answer": {}, "answered": old},
+            "b" * 64: {**ENTRY, "batch_id": "batch_1", "answer": {}, "answered": new},
+            "c" * 64: {**ENTRY, "batch_id": "batch_2", "created": old},  # still waited for
+        }
+    )
+    assert sorted(json.loads((tmp_path / "j.json").read_text())) == ["b" * 64, "c" * 64]
