@@ -15,8 +15,8 @@ on one task of 4 answers (a fresh run buys one batch per step). Three scenarios 
   batches created (goal: as many as fresh).
 
 Usage: ``python benchmarks/batch_resume.py [--rankkit-tree DIR]`` (the tree whose ``rankkit`` the
-CLI runs: measure a base commit with a worktree of it). Figures are printed and written to
-``benchmarks/results/batch_resume.md``.
+CLI runs: measure a base commit with a worktree of it, and ``--out`` elsewhere). Figures are
+printed and written to ``benchmarks/results/batch_resume.md`` (rankkit 0.3.0's: ``batch_resume_0.3.0.md``).
 """
 
 from __future__ import annotations
@@ -136,8 +136,7 @@ def main() -> None:
         print(rows[-1], flush=True)
     text = "\n".join(rows) + "\n"
     print(text)
-    if args.rankkit_tree.resolve() == ROOT:
-        args.out.write_text(text)
+    args.out.write_text(text)
 
 
 if __name__ == "__main__":
