@@ -199,12 +199,13 @@ class BatchJournal:
             data.update(entries)
             self._write(data)
 
-    def update_many(self, changes: dict[str, dict[str, Any]]) -> None:
-        """Add ``changes[key]``'s fields to the entry of each key that still has one."""
+    def update_many(self, changes: dict[str, dict[str, Any]], tag: str | None = None) -> None:
+        """Add ``changes[key]``'s fields to the entry of each key that still has one (with ``tag``:
+        only entries of that batch tag, not those another process rewrote meanwhile)."""
         with self._locked():
             data = self._read()
             for key, fields in changes.items():
-                if key in data:
+                if key in data and (tag is None or data[key].get("tag") == tag):
                     data[key] = {**data[key], **fields}
             self._write(data)
 
@@ -344,6 +345,13 @@ def _jsonl(text: str, where: str) -> list[dict[str, Any]]:
     return lines
 
 
+def _object(reply: Any, what: str) -> dict[str, Any]:
+    """``reply`` when it is a JSON object, else :class:`BadResponse`."""
+    if not isinstance(reply, dict):
+        raise BadResponse(f"{what} is not a JSON object")
+    return reply
+
+
 def _listed(reply: Any) -> list[dict[str, Any]]:
     """The batch objects of a list reply (``{"data": [...]}``), the malformed ones left out."""
     data = reply.get("data") if isinstance(reply, dict) else None
@@ -379,13 +387,13 @@ class OpenAIBatches:
             "/batches",
             once=True,
             json={
-                "input_file_id": checked_id(uploaded.get("id"), "the uploaded file's id"),
+                "input_file_id": checked_id(_object(uploaded, "the uploaded file").get("id"), "the uploaded file's id"),
                 "endpoint": self.ENDPOINT,
                 "completion_window": "24h",
                 "metadata": {TAG_METADATA: tag},
             },
         )
-        return checked_id(batch.get("id"), "the new batch's id")
+        return checked_id(_object(batch, "the new batch").get("id"), "the new batch's id")
 
     def find(self, transport: Transport, tag: str, size: int, since: float) -> list[str]:
         """The batches among the newest hundred whose metadata carries ``tag``."""
@@ -400,7 +408,7 @@ class OpenAIBatches:
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
         """Poll ``/batches/{id}``."""
-        batch = transport.call("GET", f"/batches/{checked_id(batch_id, 'a batch id')}")
+        batch = _object(transport.call("GET", f"/batches/{checked_id(batch_id, 'a batch id')}"), f"batch {batch_id}")
         state = str(batch.get("status"))
         counts = {k: v for k, v in (batch.get("request_counts") or {}).items() if isinstance(v, int)}
         return (state, state in ("completed", "failed", "expired", "cancelled"), counts), batch
@@ -453,7 +461,7 @@ class AnthropicBatches:
             once=True,
             json={"requests": [{"custom_id": cid, "params": body} for cid, body in items]},
         )
-        return checked_id(batch.get("id"), "the new batch's id")
+        return checked_id(_object(batch, "the new batch").get("id"), "the new batch's id")
 
     def find(self, transport: Transport, tag: str, size: int, since: float) -> list[str]:
         """The batches among the newest hundred of ``size`` requests created since ``since`` (less
@@ -474,7 +482,9 @@ class AnthropicBatches:
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
         """Poll ``/messages/batches/{id}``."""
-        batch = transport.call("GET", f"/messages/batches/{checked_id(batch_id, 'a batch id')}")
+        batch = _object(
+            transport.call("GET", f"/messages/batches/{checked_id(batch_id, 'a batch id')}"), f"batch {batch_id}"
+        )
         state = str(batch.get("processing_status"))
         counts = {k: v for k, v in (batch.get("request_counts") or {}).items() if isinstance(v, int)}
         return (state, state == "ended", counts), batch
@@ -584,6 +594,9 @@ class BatchRunner:
         An answer ``read`` refuses (:class:`BadResponse`) is a failure: asked again."""
         try:
             yield from self._run(bodies, read)
+        except BadResponse as err:  # from the batch API itself (the answers' own are failures, asked again)
+            self._interrupted = True
+            raise JudgeError(f"{self.protocol.name}: batch API: {err}") from None
         except BaseException:
             self._interrupted = True
             raise
@@ -681,7 +694,7 @@ class BatchRunner:
                     self.reasked += len(entries)
                 fresh += list(entries)
                 continue
-            self.journal.update_many({key: {"batch_id": batch_id} for key in entries})
+            self.journal.update_many({key: {"batch_id": batch_id} for key in entries}, tag=tag)
             with self._lock:
                 self.resumed_ids.add(batch_id)
             members.setdefault(batch_id, {}).update(custom_ids)
@@ -714,7 +727,7 @@ class BatchRunner:
                     continue
             with self._lock:
                 self.created += 1
-            self.journal.update_many({key: {"batch_id": batch_id} for key in bodies})
+            self.journal.update_many({key: {"batch_id": batch_id} for key in bodies}, tag=tag)
             logger.info("%s: batch %s of %d requests submitted", self.protocol.name, batch_id, len(items))
             return batch_id, custom_ids
         raise JudgeError(f"{self.protocol.name}: a batch could not be created in {CALL_ATTEMPTS} attempts: {last}")

@@ -16,7 +16,8 @@ import pytest
 import rankkit
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
-from rankkit.judges.batches import ANSWER_RETENTION, BatchJournal, request_key
+from rankkit.judges.batches import ANSWER_RETENTION, AnthropicBatches, BatchJournal, OpenAIBatches, request_key
+from rankkit.judges.http_client import BadResponse
 from rankkit.specs import SpecError
 from rankkit.tasks import load_tasks
 from tests.hosted_servers import AnthropicLikeServer, OpenAILikeServer, human_quality
@@ -324,7 +325,8 @@ def test_a_malformed_journal_exits_2_naming_the_file_and_the_entry(journal, said
 
 JOURNAL_WRITER = """
 import sys
-from rankkit.judges.batches import ANSWER_RETENTION, BatchJournal, request_key
+from rankkit.judges.batches import ANSWER_RETENTION, AnthropicBatches, BatchJournal, OpenAIBatches, request_key
+from rankkit.judges.http_client import BadResponse
 journal = BatchJournal(sys.argv[1])
 for number in range(300):
     key = request_key("openai", sys.argv[2], {"n": number})
@@ -354,3 +356,27 @@ def test_answers_older_than_the_retention_are_dropped_and_pending_batches_kept(t
         }
     )
     assert sorted(json.loads((tmp_path / "j.json").read_text())) == ["b" * 64, "c" * 64]
+
+
+class RecordingTransport:
+    """A transport that records each call and answers with ``reply``."""
+
+    def __init__(self, reply):
+        self.reply, self.calls = reply, []
+
+    def call(self, method, path, **kwargs):
+        self.calls.append((method, path))
+        return self.reply
+
+
+@pytest.mark.parametrize("protocol", [OpenAIBatches(), AnthropicBatches()])
+def test_an_id_that_is_not_one_never_reaches_a_url(protocol):
+    transport = RecordingTransport({"id": "../files/x/content"})
+    with pytest.raises(BadResponse, match="not an id"):
+        protocol.status(transport, "../files/x/content")
+    assert transport.calls == []
+    with pytest.raises(BadResponse, match="not an id"):  # a server's reply is checked too
+        protocol.submit(transport, [("rk-0123456789abcdef-0", {"model": "m"})], "0123456789abcdef")
+    with pytest.raises(BadResponse, match="not an id"):
+        protocol.results(transport, {"id": "../x", "output_file_id": {"x": 1}, "processing_status": "ended"})
+    assert all(".." not in path and "{" not in path for _, path in transport.calls)
