@@ -640,15 +640,15 @@ class BatchRunner:
             self._touched.update(bodies)
         outcomes: dict[str, Outcome] = {}
         todo = list(bodies)
-        for _ in range(self.max_rounds):
-            if not todo:
-                return outcomes
+        for round_ in range(1, self.max_rounds + 1):
             members = self._place(todo, bodies, outcomes)
             todo = []
             for batch_id, keyed in members.items():
                 todo += self._collect(batch_id, keyed, outcomes)
-            if todo:
-                self.journal.remove_many(todo)
+            if not todo:
+                return outcomes
+            self.journal.remove_many(todo)
+            if round_ < self.max_rounds:
                 with self._lock:
                     self.reasked += len(todo)
         for key in todo:

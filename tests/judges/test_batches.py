@@ -380,3 +380,31 @@ def test_an_id_that_is_not_one_never_reaches_a_url(protocol):
     with pytest.raises(BadResponse, match="not an id"):
         protocol.results(transport, {"id": "../x", "output_file_id": {"x": 1}, "processing_status": "ended"})
     assert all(".." not in path and "{" not in path for _, path in transport.calls)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_run_killed_while_creating_a_batch_finds_it_by_its_tag(kind, tmp_path):
+    _, tasks = four_answer_task(tmp_path)
+    journal = tmp_path / "b.json"
+    with make_server(kind, tasks) as server:
+        killed = make_judge(judge_spec(kind, server, journal))
+        protocol = killed.runtime.batcher.protocol
+        submit = protocol.submit
+
+        def submit_then_die(*args):
+            submit(*args)  # the server has the batch; the run dies before it journals the id
+            raise Killed()
+
+        protocol.submit = submit_then_die
+        with pytest.raises(Killed):
+            rankkit.compare(tasks, ["knockout"], judge=killed)
+        killed.close()
+        waiting = json.loads(journal.read_text()).values()
+        assert len(waiting) == 2 and not any("batch_id" in entry for entry in waiting)
+        resumed = make_judge(judge_spec(kind, server, journal))
+        rankkit.compare(tasks, ["knockout"], judge=resumed)
+        batcher = resumed.runtime.batcher
+        resumed.close()
+    assert server.batches_created == FRESH_BATCHES and batcher.created == FRESH_BATCHES - 1
+    assert batcher.reasked == 0 and batcher.resumed == 1
+    assert json.loads(journal.read_text()) == {}
