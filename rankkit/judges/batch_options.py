@@ -46,7 +46,8 @@ class BatchOptions:
     """How a judge sends its requests as batches.
 
     poll: seconds before the first poll of a batch (it grows to a minute).
-    journal: the file batch ids are kept in until read (default ``.rankkit/batches.json``).
+    journal: the file batch requests and their answers are kept in until the run ends (default
+        ``.rankkit/batches.json``).
     size: the most requests one batch holds: the judge's capacity, so the run's dispatcher gathers
         what every task in progress asks (up to twice this many tasks at once) into one call.
     """
