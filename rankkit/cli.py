@@ -295,6 +295,8 @@ def compare(
     if caveat:
         say(caveat)
     say(("\n" if output_format == "markdown" else "") + table)
+    if notes and output_format == "markdown":
+        say("")  # a line right under a Markdown table would be read as one of its rows
     for line in notes:
         say(line)
     if out:

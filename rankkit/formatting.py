@@ -440,7 +440,9 @@ def render_sections(tables: Sequence[Table], fmt: str = "table", preamble: str =
     if fmt == "markdown":
         parts = [inert(preamble)] if preamble else []
         parts += [
-            f"### {inert(t.title, keep='')}\n\n" + (f"{inert(t.note)}\n\n" if t.note else "") + format_markdown(t.rows, t.columns)
+            f"### {inert(t.title, keep='')}\n\n"
+            + (f"{inert(t.note)}\n\n" if t.note else "")
+            + format_markdown(t.rows, t.columns)
             for t in tables
         ]
         return "\n\n".join(parts)

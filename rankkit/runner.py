@@ -164,7 +164,7 @@ def rehearse(strategies: Sequence[Strategy]) -> float:
             check_compatible([strategy], judge)
             source = MatchSource(task, JudgmentMemo(judge, NullCache()))
             strategy.rank(task, source, task_rng(0, task.task_id))
-        except Exception:  # noqa: BLE001 - a practice run that fails costs nothing and changes nothing
+        except Exception:  # a practice run that fails costs nothing and changes nothing
             continue
     return time.perf_counter() - started
 

@@ -77,7 +77,9 @@ class Interval:
             return "-"
         if not self.has_bounds:
             return number_text(self.estimate, digits)
-        return f"{number_text(self.estimate, digits)} [{number_text(self.low, digits)}, {number_text(self.high, digits)}]"
+        return (
+            f"{number_text(self.estimate, digits)} [{number_text(self.low, digits)}, {number_text(self.high, digits)}]"
+        )
 
 
 def resample_indices(n_units: int, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:

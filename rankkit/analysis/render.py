@@ -161,8 +161,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     preamble = (
         f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
         f"intervals: {pct} percentile bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']}), "
-        "widened to hold the estimate"
-        + (f"\n{total_line(bill, priced)}" if bill else "")
+        "widened to hold the estimate" + (f"\n{total_line(bill, priced)}" if bill else "")
     )
     sections: list[Table] = []
 
