@@ -71,19 +71,19 @@ def run_total(result: RunResult) -> dict[str, Any]:
 
 
 def total_line(total: dict[str, Any], priced: bool) -> str:
-    """The run's total as two lines of at most about 110 characters: the judgments (each once),
-    tokens, USD (when ``priced``) and wall time; then the warm-up, charged to no strategy.
+    """The run's total as two lines: the judgments (each once; the reuses of them are free), tokens,
+    USD (when ``priced``) and wall time; then the warm-up, charged to no strategy.
 
     >>> print(total_line({"judgments": 96, "judge_calls": 90, "cache_hits": 6, "shared_hits": 21,
     ...     "prompt_tokens": 1200, "completion_tokens": 30, "usd": 0.0123, "seconds": 1.0,
     ...     "wall_seconds": 1.2, "warm_up_seconds": 0.9}, priced=True))
-    total: 96 judgments (90 new, 6 cached; 21 reuses free) · 1,230 tokens (1,200 in, 30 out) · usd 0.0123 · wall 1.200 s
+    total: 96 judgments (90 new, 6 cached) + 21 reused · 1,230 tokens (1,200 in, 30 out) · usd 0.0123 · wall 1.200 s
     warm-up: 0.900 s of one-off start-up (imports) before the run, charged to no strategy
     """
     tokens = total["prompt_tokens"] + total["completion_tokens"]
     parts = [
-        f"total: {total['judgments']} judgments ({total['judge_calls']} new, {total['cache_hits']} cached; "
-        f"{total['shared_hits']} reuses free)",
+        f"total: {total['judgments']} judgments ({total['judge_calls']} new, {total['cache_hits']} cached) "
+        f"+ {total['shared_hits']} reused",
         f"{tokens:,} tokens ({total['prompt_tokens']:,} in, {total['completion_tokens']:,} out)",
     ]
     if priced:
