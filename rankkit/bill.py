@@ -1,4 +1,6 @@
-"""What a run paid, in one place: the total under ``rankkit compare``'s table, who paid for the
+"""What a run paid, in one place.
+
+The total under ``rankkit compare``'s table (and in ``analyze`` and the report), who paid for the
 judgments a strategy reused, and the note when the judge has no price.
 
 Each judgment is paid for once per run: a strategy that reuses one another strategy made counts it
