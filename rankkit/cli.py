@@ -161,7 +161,9 @@ def compare_table(result: Any, output_format: str, width: int) -> tuple[str, lis
     rows = compare_rows(result)
     priced = is_priced(result)
     columns = compare_columns(rows, priced)
-    if output_format == "csv":
+    if output_format == "csv":  # for programs: the USD as a number everywhere
+        for row, strategy_run in zip(rows, result.strategies):
+            row["usd"] = round(strategy_run.cost.usd, 6)
         return render(rows, columns, "csv"), []
     total = run_total(result)
     rows.append(total_row(total))

@@ -16,6 +16,7 @@ import itertools
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -163,7 +164,9 @@ def rehearse(strategies: Sequence[Strategy]) -> float:
         try:
             check_compatible([strategy], judge)
             source = MatchSource(task, JudgmentMemo(judge, NullCache()))
-            strategy.rank(task, source, task_rng(0, task.task_id))
+            with warnings.catch_warnings():  # what it would warn about is the practice task's, not the user's
+                warnings.simplefilter("ignore")
+                strategy.rank(task, source, task_rng(0, task.task_id))
         except Exception:  # a practice run that fails costs nothing and changes nothing
             continue
     return time.perf_counter() - started

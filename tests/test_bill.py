@@ -133,3 +133,16 @@ def test_a_results_file_without_the_times_reads_as_zero_and_a_bad_one_is_named(t
 @pytest.fixture
 def tasks():
     return load_tasks(SAMPLE)[:3]
+
+
+def test_csv_keeps_usd_a_number_and_has_no_total_row(hosted_runs):
+    from rankkit.cli import compare_table
+
+    _, result = hosted_runs["priced"]
+    text, notes = compare_table(result, "csv", 120)
+    lines = text.splitlines()
+    assert lines[0].split(",")[0] == "strategy" and len(lines) == 1 + len(result.strategies) and notes == []
+    usd_at = lines[0].split(",").index("usd")
+    assert [float(line.split(",")[usd_at]) for line in lines[1:]] == pytest.approx(
+        [s.cost.usd for s in result.strategies], abs=1e-6
+    )
