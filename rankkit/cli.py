@@ -168,7 +168,7 @@ def compare_table(result: Any, output_format: str, width: int) -> tuple[str, lis
     total = run_total(result)
     rows.append(total_row(total))
     notes = [total_line(total, priced)]
-    if any(isinstance(row["usd"], str) for row in rows):
+    if USD_COLUMN in columns and any(isinstance(row["usd"], str) for row in rows):
         notes.append("paid by X: every judgment the strategy used was made, and paid for, by X earlier in this run")
     if output_format == "table":
         columns, dropped = fit_columns(rows, columns, width, FOLDABLE_COLUMNS)

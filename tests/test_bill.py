@@ -102,6 +102,16 @@ def test_the_hosted_tables_fit_120_columns(hosted_runs):
         assert max(len(line) for line in table.splitlines()) <= 120
 
 
+def test_a_free_judge_has_no_usd_column_nor_its_legend(tasks):
+    from rankkit.cli import compare_table
+
+    result = rankkit.compare(tasks, ["bt", "knockout"], judge="sim:preset=gpt4", seed=0)
+    text, notes = compare_table(result, "table", 120)
+    assert " usd " not in text.splitlines()[0] and not any(note.startswith("paid by") for note in notes)
+    assert not any("usd" in note for note in notes)  # a simulated judge costs nothing: no price note either
+    assert text.splitlines()[-1].split()[:2] == ["total", str(run_total(result)["judge_calls"])]
+
+
 def test_payers_names_the_earlier_strategy_whose_judgments_were_reused(tasks):
     result = rankkit.compare(tasks, ["bt", "knockout", "individual"], judge="sim:preset=gpt4", seed=0)
     paid_by = payers(result)
