@@ -77,7 +77,7 @@ def run(
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
-    warm_up_seconds = rehearse(strategies)  # one-off start-up, charged to no strategy
+    warm_up_seconds = rehearse(strategies) + first_contact(judge)  # one-off start-up, charged to no strategy
     started = time.perf_counter()
     bar = RunProgress(len(tasks), disable=not progress, expected=expected)
     judge.show_progress(bar.note)  # a batching judge: its batches' state on the bar
@@ -136,6 +136,21 @@ def run(
         wall_seconds=time.perf_counter() - started,
         warm_up_seconds=warm_up_seconds,
     )
+
+
+def first_contact(judge: Judge) -> float:
+    """Seconds an LLM judge's runtime takes to learn how to read its server's verdicts (a hosted
+    API's probe request, :attr:`~rankkit.judges.llm_runtime.LLMRuntime.prefix_read`: about 2 s on
+    the loopback stand-in). It is paid once per runtime, on first use, so timed inside the run it
+    would be charged to whichever strategy judges first. 0 for other judges and a runtime that knows."""
+    from rankkit.plan.usd import llm_judge
+
+    inner = llm_judge(judge)
+    if inner is None:
+        return 0.0
+    started = time.perf_counter()
+    inner.runtime.prefix_read  # noqa: B018 - the property probes once and remembers
+    return time.perf_counter() - started
 
 
 #: The strategy classes :func:`rehearse` has run in this process.

@@ -156,3 +156,19 @@ def test_csv_keeps_usd_a_number_and_has_no_total_row(hosted_runs):
     assert [float(line.split(",")[usd_at]) for line in lines[1:]] == pytest.approx(
         [s.cost.usd for s in result.strategies], abs=1e-6
     )
+
+
+def test_the_judges_first_contact_is_made_once_before_the_run(monkeypatch):
+    from rankkit.judges import make_judge
+    from rankkit.runner import first_contact
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with OpenAILikeServer(human_quality(load_tasks(SAMPLE))) as server:
+        judge = make_judge(f"openai:gpt-4.1,base_url={server.base_url},backoff=0.01")
+        try:
+            assert first_contact(judge) > 0.0 and len(server.bodies) == 1  # the probe, once
+            first_contact(judge)
+            assert len(server.bodies) == 1  # remembered: no second probe
+        finally:
+            judge.close()
+    assert first_contact(make_judge("sim:preset=gpt4")) == pytest.approx(0.0, abs=1e-12)  # no runtime to probe
