@@ -143,13 +143,12 @@ def first_contact(judge: Judge) -> float:
     API's probe request, :attr:`~rankkit.judges.llm_runtime.LLMRuntime.prefix_read`: about 2 s on
     the loopback stand-in). It is paid once per runtime, on first use, so timed inside the run it
     would be charged to whichever strategy judges first. 0 for other judges and a runtime that knows."""
-    from rankkit.plan.usd import llm_judge
-
-    inner = llm_judge(judge)
-    if inner is None:
+    inner = getattr(judge, "judge", judge)  # a calibration wrapper judges with the LLM judge inside it
+    runtime = getattr(inner, "runtime", None)
+    if runtime is None:
         return 0.0
     started = time.perf_counter()
-    inner.runtime.prefix_read  # noqa: B018 - the property probes once and remembers
+    getattr(runtime, "prefix_read", None)  # the property probes once and remembers
     return time.perf_counter() - started
 
 
