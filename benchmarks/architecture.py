@@ -112,7 +112,10 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("matches", ("matches", "choices", "order")),
     ("strategies", ("strategies", "brackets")),
     ("judges", ("judges",)),
-    ("runner, api", ("runner", "api", "dispatch", "results", "recording", "scale", "plan", "rerank", "rejudging")),
+    (
+        "runner, api",
+        ("runner", "api", "dispatch", "results", "bill", "recording", "scale", "plan", "rerank", "rejudging"),
+    ),
     (
         "front ends",
         (

@@ -63,6 +63,8 @@ COMPARE_COLUMNS = (
 FAILURE_COLUMN = ("parse_failures", "parse_failures")
 #: Added before ``seconds`` when the judge is priced: what the strategy's new judgments cost in USD.
 USD_COLUMN = ("usd", "usd")
+#: What the default table leaves out, first listed first, until it fits the terminal (``--format wide`` keeps all).
+FOLDABLE_COLUMNS = ("kendall", "pearson", ("comparisons", "grades"), "top1_accuracy", "cache_hits", "task_spearman")
 #: The columns of `rankkit rank`, in the order of its JSONL rows (``champion`` only for a strategy
 #: that crowns one: see :func:`rank_columns`).
 RANK_COLUMNS = tuple(
@@ -97,7 +99,11 @@ def champion_note(strategy_run: Any) -> str:
 
 
 def compare_rows(result: Any) -> list[dict[str, Any]]:
-    """One row per strategy of a run, keyed as in COMPARE_COLUMNS."""
+    """One row per strategy of a run, keyed as in COMPARE_COLUMNS; ``usd`` reads ``paid by <strategy>``
+    where the strategy made no judgment and reused those of strategies before it."""
+    from rankkit.bill import payers, usd_cell
+
+    paid_by = payers(result)
     rows = []
     for s in result.strategies:
         row = {
@@ -108,7 +114,7 @@ def compare_rows(result: Any) -> list[dict[str, Any]]:
             "cache_hits": s.cost.cache_hits,
             "shared_hits": s.cost.shared_hits,
             "parse_failures": s.cost.parse_failures,
-            "usd": round(s.cost.usd, 6),
+            "usd": usd_cell(s, paid_by.get(s.name, [])),
             "seconds": s.seconds,
         }
         row.update(s.metrics)
@@ -116,17 +122,62 @@ def compare_rows(result: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def compare_columns(rows: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+def total_row(total: dict[str, Any]) -> dict[str, Any]:
+    """The row under the strategies: what the whole run paid, each judgment counted once
+    (:func:`rankkit.bill.run_total`), its seconds the run's wall time."""
+    return {
+        "name": "total",
+        "judge_calls": total["judge_calls"],
+        "cache_hits": total["cache_hits"],
+        "shared_hits": total["shared_hits"],
+        "usd": round(total["usd"], 6),
+        "seconds": total["wall_seconds"],
+    }
+
+
+def compare_columns(rows: list[dict[str, Any]], priced: bool = False) -> tuple[tuple[str, str], ...]:
     """COMPARE_COLUMNS, with the ``parse_failures`` column when any strategy has failed judgments
     and the ``usd`` column (before ``seconds``) when the judge is priced."""
     columns = COMPARE_COLUMNS
-    if any(row["usd"] for row in rows):
+    if priced or any(isinstance(row.get("usd"), float) and row["usd"] for row in rows):
         at = [key for key, _ in columns].index("seconds")
         columns = (*columns[:at], USD_COLUMN, *columns[at:])
-    if not any(row["parse_failures"] for row in rows):
+    if not any(row.get("parse_failures") for row in rows):
         return columns
     at = [key for key, _ in columns].index("shared_hits") + 1
     return (*columns[:at], FAILURE_COLUMN, *columns[at:])
+
+
+def compare_table(result: Any, output_format: str, width: int) -> tuple[str, list[str]]:
+    """The compare table in ``output_format`` and the lines to print under it.
+
+    ``table`` drops :data:`FOLDABLE_COLUMNS` (first listed first) until it fits ``width``
+    characters and says which; ``wide`` is the table with every column. Both, and ``markdown``,
+    end with the total row; ``csv`` is one row per strategy, for programs.
+    """
+    from rankkit.bill import is_priced, price_note, run_total, total_line
+    from rankkit.formatting import fit_columns
+
+    rows = compare_rows(result)
+    priced = is_priced(result)
+    columns = compare_columns(rows, priced)
+    if output_format == "csv":  # for programs: the USD as a number everywhere
+        for row, strategy_run in zip(rows, result.strategies):
+            row["usd"] = round(strategy_run.cost.usd, 6)
+        return render(rows, columns, "csv"), []
+    total = run_total(result)
+    rows.append(total_row(total))
+    notes = [total_line(total, priced)]
+    if USD_COLUMN in columns and any(isinstance(row["usd"], str) for row in rows):
+        notes.append("paid by X: every judgment the strategy used was made, and paid for, by X earlier in this run")
+    if output_format == "table":
+        columns, dropped = fit_columns(rows, columns, width, FOLDABLE_COLUMNS)
+        if dropped:
+            notes.append(f"not shown, to fit {width} columns: {', '.join(dropped)} (--format wide shows them)")
+    note = price_note(result)
+    if note:
+        notes.append(note)
+    return render(rows, columns, "markdown" if output_format == "markdown" else "table"), notes
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -152,10 +203,11 @@ def main() -> None:
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(OUTPUT_FORMATS),
+    type=click.Choice((*OUTPUT_FORMATS, "wide")),
     default="table",
     show_default=True,
-    help="table (for people), json (the results without task texts), csv or markdown (the table).",
+    help="table (for people, fitted to the terminal), wide (the table with every column), "
+    "json (the results without task texts), csv or markdown (the table).",
 )
 @dry_run_option
 @scale_options
@@ -229,8 +281,9 @@ def compare(
         note_suspicious(result)
         check_parse_failures(result, allow_failures)
         return
-    rows = compare_rows(result)
-    table = render(rows, compare_columns(rows), output_format)
+    from rankkit.formatting import terminal_width
+
+    table, notes = compare_table(result, output_format, terminal_width())
     if output_format == "csv":  # nothing but the table on stdout, for a program to read
         click.echo(table)
         if out:
@@ -244,6 +297,10 @@ def compare(
     if caveat:
         say(caveat)
     say(("\n" if output_format == "markdown" else "") + table)
+    if notes and output_format == "markdown":
+        say("")  # a line right under a Markdown table would be read as one of its rows
+    for line in notes:
+        say(line)
     if out:
         say(f"results written to {out}")
     note_suspicious(result)
@@ -782,10 +839,11 @@ def leaderboard_add(
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(OUTPUT_FORMATS),
+    type=click.Choice((*OUTPUT_FORMATS, "wide")),
     default="table",
     show_default=True,
-    help="table, json (the whole analysis), csv (all sections in one table, with a section column) or markdown.",
+    help="table (fitted to the terminal), wide (every column), json (the whole analysis), "
+    "csv (all sections in one table, with a section column) or markdown.",
 )
 @guarded
 def analyze_command(
@@ -825,7 +883,10 @@ def analyze_command(
     if output_format == "json":
         click.echo(inert_json(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)))
     else:
-        text = format_analysis(report, output_format)
+        from rankkit.formatting import terminal_width
+
+        fmt = "table" if output_format == "wide" else output_format  # wide: the table with every column
+        text = format_analysis(report, fmt, terminal_width() if output_format == "table" else None)
         if output_format == "csv":  # for a program: the data exact
             click.echo(text)
         else:

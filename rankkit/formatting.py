@@ -9,13 +9,18 @@ import csv
 import io
 import json
 import math
+import os
 import re
+import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 #: The output formats every table-printing command accepts.
 FORMATS = ("table", "json", "csv", "markdown")
+#: The table width when stdout is not a terminal (a pipe, a file, CI).
+DEFAULT_WIDTH = 120
 
 #: What :func:`inert` escapes: C0 controls, DEL, C1 controls, and the bidirectional embeddings,
 #: overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make a terminal show text reordered.
@@ -101,15 +106,31 @@ class Table:
         The row mappings.
     columns : Columns
         ``(key, header)`` pairs, in display order.
+    note : str
+        Lines printed under the title in ``table`` and ``markdown`` (what the table shows, a legend).
     """
 
     title: str
     rows: Rows
     columns: Columns = field(default_factory=tuple)
+    note: str = ""
 
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def number_text(value: float, digits: int = 3, signed: bool = False) -> str:
+    """``value`` at ``digits`` decimals, never as a negative zero (``-0.000`` reads as a direction
+    the figure does not have); ``signed`` adds ``+`` to the non-negative.
+
+    >>> number_text(-0.0001), number_text(-0.0001, signed=True), number_text(-0.25, 1)
+    ('0.000', '+0.000', '-0.2')
+    """
+    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    if text.lstrip("+-").strip("0.") == "":  # rounds to zero
+        return text.replace("-", "+" if signed else "")
+    return text
 
 
 def cell_text(value: Any) -> str:
@@ -128,7 +149,7 @@ def cell_text(value: Any) -> str:
     if _missing(value):
         return "-"
     if isinstance(value, float):
-        return f"{value:.3f}"
+        return number_text(value)
     return str(value)
 
 
@@ -229,6 +250,40 @@ def format_table(rows: Rows, columns: Columns) -> str:
         return "  ".join(c.rjust(w) if right else c.ljust(w) for c, w, right in zip(cells, widths, numeric))
 
     return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, body)])
+
+
+def terminal_width() -> int:
+    """The columns a table may use: the terminal's width, or :data:`DEFAULT_WIDTH` when stdout is
+    not a terminal (``COLUMNS`` in the environment wins, as :func:`shutil.get_terminal_size` reads it)."""
+    if sys.stdout.isatty() or "COLUMNS" in os.environ:
+        return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+    return DEFAULT_WIDTH
+
+
+def table_width(rows: Rows, columns: Columns) -> int:
+    """The width of :func:`format_table`'s widest line."""
+    return max(map(len, format_table(rows, columns).splitlines()))
+
+
+def fit_columns(
+    rows: Rows, columns: Columns, width: int, droppable: Sequence[str | tuple[str, ...]]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """``columns`` without as few of ``droppable`` as make the table fit ``width`` characters, and the
+    headers left out. ``droppable`` lists keys, first dropped first; a tuple of keys goes together.
+    When dropping all of them is not enough, all are dropped.
+
+    >>> rows = [{"a": "x" * 10, "b": 1.0, "c": 2.0}]
+    >>> fit_columns(rows, [("a", "a"), ("b", "b"), ("c", "c")], 20, ["c", "b"])
+    ([('a', 'a'), ('b', 'b')], ['c'])
+    """
+    kept, dropped = list(columns), []
+    for keys in droppable:
+        if table_width(rows, kept) <= width:
+            break
+        keys = (keys,) if isinstance(keys, str) else keys
+        dropped += [header for key, header in kept if key in keys]
+        kept = [column for column in kept if column[0] not in keys]
+    return kept, dropped
 
 
 def _markdown_cell(text: str) -> str:
@@ -384,8 +439,16 @@ def render_sections(tables: Sequence[Table], fmt: str = "table", preamble: str =
         )
     if fmt == "markdown":
         parts = [inert(preamble)] if preamble else []
-        parts += [f"### {inert(t.title, keep='')}\n\n{format_markdown(t.rows, t.columns)}" for t in tables]
+        parts += [
+            f"### {inert(t.title, keep='')}\n\n"
+            + (f"{inert(t.note)}\n\n" if t.note else "")
+            + format_markdown(t.rows, t.columns)
+            for t in tables
+        ]
         return "\n\n".join(parts)
     parts = [inert(preamble)] if preamble else []
-    parts += [f"{inert(t.title, keep='')}\n{render(t.rows, t.columns, fmt)}" for t in tables]
+    parts += [
+        f"{inert(t.title, keep='')}\n" + (f"{inert(t.note)}\n" if t.note else "") + render(t.rows, t.columns, fmt)
+        for t in tables
+    ]
     return "\n\n".join(parts)

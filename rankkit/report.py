@@ -27,7 +27,8 @@ from rankkit.analysis import (
 from rankkit.analysis.combined import ANALYZE_BUDGET
 from rankkit.analysis.judge_bias import style_preference
 from rankkit.analysis.robustness import DEFAULT_TOP_K, FRAGILE_SHARE, robustness_report
-from rankkit.formatting import plain
+from rankkit.bill import payers, run_total, total_line
+from rankkit.formatting import number_text, plain
 from rankkit.judgments import LABELS
 from rankkit.results import RunResult, TaskResult
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
@@ -316,15 +317,19 @@ def _number(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return number_text(value, digits)
     return esc(value)
 
 
 def _interval_cell(interval: Interval) -> str:
     if math.isnan(interval.estimate):
         return "<td class=num>–</td>"
-    bounds = "" if math.isnan(interval.low) else f"<span class=ci>[{interval.low:.3f}, {interval.high:.3f}]</span>"
-    return f"<td class=num>{interval.estimate:.3f} {bounds}</td>"
+    bounds = (
+        ""
+        if math.isnan(interval.low)
+        else f"<span class=ci>[{number_text(interval.low)}, {number_text(interval.high)}]</span>"
+    )
+    return f"<td class=num>{number_text(interval.estimate)} {bounds}</td>"
 
 
 def _table(headers: Sequence[str], rows: Sequence[str], css_class: str = "") -> str:
@@ -361,6 +366,7 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
                 "comparisons": s.cost.comparisons,
                 "grades": s.cost.grades,
                 "judge_calls": s.cost.judge_calls,
+                "usd": s.cost.usd,
                 "tasks": len(s.tasks),
                 "metrics": {},
             }
@@ -377,14 +383,23 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
                 )
             )
         )
+    total = run_total(results)
+    paid_by = payers(results)
+    priced = any(row["usd"] for row in rows_data)
     rows = []
     for row in rows_data:
         cells = "".join(_interval_cell(row["metrics"][m]) for m in REPORT_METRICS) if labelled else ""
+        usd = ""
+        if priced:
+            payer = paid_by.get(row["strategy"], [])
+            usd = f"<td class=num>{_number('paid by ' + ', '.join(payer) if payer and not row['judge_calls'] else row['usd'], 4)}</td>"
         rows.append(
             f"<tr><td>{esc(row['strategy'])}</td><td class=num>{_number(row['comparisons'])}</td>"
-            f"<td class=num>{_number(row['grades'])}</td><td class=num>{_number(row['judge_calls'])}</td>{cells}</tr>"
+            f"<td class=num>{_number(row['grades'])}</td><td class=num>{_number(row['judge_calls'])}</td>{usd}{cells}</tr>"
         )
-    headers = ["strategy", "comparisons", "grades", "judge calls"] + (list(REPORT_METRICS) if labelled else [])
+    headers = ["strategy", "comparisons", "grades", "judge calls", *(["usd"] if priced else [])]
+    headers += list(REPORT_METRICS) if labelled else []
+    bill = "".join(f"<p class=note>{esc(line)}</p>" for line in total_line(total, priced).splitlines())
     note = (
         f"<p class=note>Sorted by task_spearman. Brackets: {level:.0%} bootstrap intervals over tasks "
         f"({resamples} resamples, seed {seed}).</p>"
@@ -416,7 +431,9 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
         if boards
         else ""
     )
-    return _table(headers, rows, "leaderboard") + note + systems + style_controlled_html(results, resamples, seed)
+    return (
+        _table(headers, rows, "leaderboard") + note + bill + systems + style_controlled_html(results, resamples, seed)
+    )
 
 
 #: The most bootstrap resamples of a style-controlled system leaderboard in the report: each refits

@@ -227,6 +227,10 @@ class RunResult:
     #: How the run used the judge: ``workers`` (tasks ranked at once), ``capacity``, and with
     #: concurrent workers ``batches`` (the size of every judge call) and ``max_in_flight``.
     dispatch: dict[str, Any] = field(default_factory=dict)
+    #: Seconds from the first task started to the last done (what the whole run took).
+    wall_seconds: float = 0.0
+    #: Seconds of one-off start-up before it (imports, :func:`rankkit.runner.rehearse`), charged to no strategy.
+    warm_up_seconds: float = 0.0
 
     @functools.cached_property
     def graphs(self) -> dict[str, MatchGraph]:
@@ -308,6 +312,8 @@ class RunResult:
             "strategies": [s.to_dict() for s in self.strategies],
             "task_data": [task_record(t) for t in self.tasks],
             "suspicious": suspicious_record(self.suspicious),
+            "wall_seconds": round(self.wall_seconds, 4),
+            "warm_up_seconds": round(self.warm_up_seconds, 4),
         }
         if self.config is not None:
             payload["config"] = self.config
@@ -381,6 +387,8 @@ class RunResult:
             tasks=tasks,
             strategies=strategies,
             config=data.get("config"),
+            wall_seconds=_seconds(data, "wall_seconds", where),
+            warm_up_seconds=_seconds(data, "warm_up_seconds", where),
         )  # only runs from the command line have one
 
     def rows(self) -> list[dict[str, Any]]:
@@ -695,6 +703,14 @@ def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = 
             for f in dataclasses.fields(Cost)
         }
     )
+
+
+def _seconds(data: Mapping[str, Any], name: str, where: str) -> float:
+    """An optional seconds field of a results file (files before 0.4 lack it: 0)."""
+    value = data.get(name, 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise TaskFormatError(where, None, name, f"not a number of seconds >= 0: {value!r}")
+    return float(value)
 
 
 def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "comparison") -> Comparison:

@@ -71,11 +71,15 @@ class Interval:
         str
             The interval as text.
         """
+        from rankkit.formatting import number_text
+
         if math.isnan(self.estimate):
             return "-"
         if not self.has_bounds:
-            return f"{self.estimate:.{digits}f}"
-        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+            return number_text(self.estimate, digits)
+        return (
+            f"{number_text(self.estimate, digits)} [{number_text(self.low, digits)}, {number_text(self.high, digits)}]"
+        )
 
 
 def resample_indices(n_units: int, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:

@@ -69,10 +69,13 @@ def test_compare_csv_and_markdown_carry_the_json_figures(cache, tmp_path):
         assert int(record["grades"]) == expected["grades"]
         assert float(record["task_spearman"]) == pytest.approx(expected["metrics"]["task_spearman"], abs=1e-12)
     markdown = compare(cache, "markdown").stdout
-    cells = parse_markdown(markdown[markdown.index("| strategy") :])
+    table = markdown[markdown.index("| strategy") :].split("\n\n")[0]
+    cells = parse_markdown(table)
     assert cells[0][:3] == ["strategy", "comparisons", "grades"]
-    assert [row[0] for row in cells[1:]] == STRATEGIES.split(",")
-    assert [int(row[1]) for row in cells[1:]] == [reference[n]["comparisons"] for n in STRATEGIES.split(",")]
+    assert [row[0] for row in cells[1:]] == [*STRATEGIES.split(","), "total"]
+    strategies = cells[1:-1]
+    assert [int(row[1]) for row in strategies] == [reference[n]["comparisons"] for n in STRATEGIES.split(",")]
+    assert "total: " in markdown.split(table)[1]  # the bill's line follows the table, apart from it
 
 
 def test_cost_columns_add_up(cache):
@@ -88,8 +91,26 @@ def test_cost_columns_add_up(cache):
 
 
 def test_table_has_full_column_names(cache):
-    header = compare(cache, "table").stdout.splitlines()[1].split()
+    header = compare(cache, "wide").stdout.splitlines()[1].split()
     assert "shared_hits" in header and "pairwise_accuracy" in header and "top1_accuracy" in header
+    assert "kendall" in header and "comparisons" in header
+
+
+def test_the_default_table_fits_120_columns_and_names_what_it_left_out(cache, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # not a terminal: the default width
+    output = compare(cache, "table").stdout
+    lines = output.splitlines()
+    assert max(len(line) for line in lines[1:]) <= 120  # the first line names the data file: as long as its path
+    header = lines[1].split()
+    assert "shared_hits" in header and "judge_calls" in header and "kendall" not in header
+    (note,) = [line for line in lines if line.startswith("not shown, to fit 120 columns: ")]
+    assert "kendall" in note and "--format wide shows them" in note
+
+
+def test_a_wider_terminal_gets_more_columns(cache, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    header = compare(cache, "table").stdout.splitlines()[1].split()
+    assert "kendall" in header and "comparisons" in header
 
 
 def test_smollm2_results_say_the_judge_is_plumbing_grade(cache, monkeypatch):

@@ -12,16 +12,22 @@ from pathlib import Path
 import pytest
 
 from rankkit.formatting import (
+    DEFAULT_WIDTH,
     FORMATS,
     Table,
+    cell_text,
+    fit_columns,
     format_csv,
     format_json,
     format_markdown,
     format_table,
     inert,
+    number_text,
     plain,
     render,
     render_sections,
+    table_width,
+    terminal_width,
 )
 
 ROWS = [
@@ -183,3 +189,34 @@ def test_plain_makes_nan_infinities_and_numpy_values_strict_json_throughout():
 def test_plain_reads_pandas_missing_values_as_none():
     pd = pytest.importorskip("pandas")
     assert plain([pd.NA, pd.NaT, pd.Timestamp("2024-01-01").year]) == [None, None, 2024]
+
+
+@pytest.mark.parametrize("value", [-0.0, -1e-9, -0.0004])
+def test_a_figure_that_rounds_to_zero_is_never_negative_zero(value):
+    assert cell_text(value) == "0.000" and number_text(value, signed=True) == "+0.000"
+    assert number_text(-0.0006) == "-0.001" and number_text(-0.04, 1) == "0.0"
+
+
+def test_fit_columns_drops_the_fewest_listed_columns_first_listed_first():
+    rows = [{"name": "a" * 20, "x": 1.5, "y": 2.5, "z": 3.5}]
+    columns = [("name", "name"), ("x", "x_column"), ("y", "y_column"), ("z", "z_column")]
+    full = table_width(rows, columns)
+    assert fit_columns(rows, columns, full, ["y"]) == (columns, [])
+    kept, dropped = fit_columns(rows, columns, full - 1, [("y", "z"), "x"])  # a group goes together
+    assert dropped == ["y_column", "z_column"] and kept == columns[:2]
+    assert table_width(rows, kept) <= full - 1
+    assert fit_columns(rows, columns, 5, ["x"])[1] == ["x_column"]  # all it may drop, though still too wide
+
+
+def test_terminal_width_is_the_default_off_a_terminal_unless_columns_says(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert terminal_width() == DEFAULT_WIDTH == 120  # pytest's stdout is not a terminal
+    monkeypatch.setenv("COLUMNS", "90")
+    assert terminal_width() == 90
+
+
+def test_a_section_note_is_printed_under_its_title_but_not_in_csv_or_json():
+    tables = [Table("(a) one", [{"k": 1}], [("k", "k")], "what it shows")]
+    assert render_sections(tables).splitlines()[:2] == ["(a) one", "what it shows"]
+    assert "what it shows" in render_sections(tables, "markdown")
+    assert "what it shows" not in render_sections(tables, "csv") + render_sections(tables, "json")

@@ -422,3 +422,22 @@ def test_report_shows_the_style_preference_and_style_controlled_systems(tmp_path
     style = report.style_controlled_html(results, resamples=10, seed=0)
     assert "coefficient (log-odds per unit of (a-b)/(a+b))" in style
     assert style.count("<td>length</td>") == len(results.strategies)  # one coefficient table per strategy
+
+
+def test_the_strategies_table_shows_usd_and_the_bill():
+    results = RunResult.from_dict(hand_results())
+    results.strategies[0].cost.usd = 0.0123
+    results.strategies[0].cost.judge_calls = max(1, results.strategies[0].cost.judge_calls)
+    results.warm_up_seconds = 0.75
+    page = report.leaderboard_html(results, resamples=20, seed=0, level=0.95)
+    header = page[page.index("<thead>") : page.index("</thead>")]
+    assert "<th>usd</th>" in header.replace(" class=num", "")
+    assert ">0.0123</td>" in page
+    total = sum(s.cost.usd for s in results.strategies)
+    assert f"usd {total:.4f}" in page and "warm-up: 0.750 s" in page and "total: " in page
+    assert "-0.000" not in page
+
+
+def test_an_unpriced_run_has_no_usd_column_but_still_its_total():
+    page = report.leaderboard_html(RunResult.from_dict(hand_results()), resamples=20, seed=0, level=0.95)
+    assert "<th>usd</th>" not in page and "total: " in page

@@ -12,6 +12,7 @@ from rankkit.analysis.elimination import elimination_rounds
 from rankkit.analysis.judge_bias import length_bias, position_bias, slot_bias, style_preference
 from rankkit.analysis.labelled import DEFAULT_METRICS, check_metrics, human_scores, strategy_names, strategy_run
 from rankkit.analysis.robustness import DEFAULT_TOP_K, robustness_report
+from rankkit.bill import payers, run_total
 from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES
@@ -100,6 +101,7 @@ def analyze(
             "unit": "task",
             "method": "percentile, widened to contain the estimate",
         },
+        "bill": {**run_total(results), "paid_by": payers(results)},
         "correlations": correlation_table(results, level=level, draws=draws),
         "baseline": baseline,
         "differences": [

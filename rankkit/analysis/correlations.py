@@ -28,7 +28,7 @@ def correlation_table(
     """(a) Per strategy: cost and every metric with a bootstrap interval over tasks.
 
     Each row: ``strategy``, ``comparisons``, ``grades`` (pointwise judgments), ``judge_calls``,
-    ``tasks`` (labelled tasks used) and ``metrics`` (metric -> :class:`Interval`). Every strategy
+    ``usd`` (what its new judgments cost; 0 unpriced), ``tasks`` (labelled tasks used) and ``metrics`` (metric -> :class:`Interval`). Every strategy
     is resampled with the same seed, so the rows see the same resampled task sets. ``draws``
     reuses already computed resamples (it then fixes the metrics, resamples and seed).
 
@@ -65,6 +65,7 @@ def correlation_table(
                 "comparisons": cost.comparisons,
                 "grades": cost.grades,
                 "judge_calls": cost.judge_calls,
+                "usd": cost.usd,
                 "tasks": len(labelled_tasks(results, name)),
                 "metrics": dict(zip(draws.metrics, percentile_intervals(estimates, values, level))),
             }

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import string
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from rankkit.analysis.breakdowns import AGGREGATE_METRICS
 from rankkit.analysis.robustness import Fewest, robustness_tables
-from rankkit.formatting import Table, render_sections
+from rankkit.bill import total_line
+from rankkit.formatting import Table, fit_columns, number_text, render_sections
 from rankkit.judgments import labels
 from rankkit.stats import Interval
 
@@ -45,7 +48,11 @@ def to_jsonable(value: Any) -> Any:
 SIGNED_COLUMNS = frozenset({"difference", "once_vs_more"})
 
 
-def format_analysis(report: Mapping[str, Any], fmt: str = "table") -> str:
+#: Columns a ``table`` leaves out, first listed first, until it fits the width it is given.
+FOLDABLE_COLUMNS = (("comparisons", "grades"), "pearson")
+
+
+def format_analysis(report: Mapping[str, Any], fmt: str = "table", width: int | None = None) -> str:
     """The analysis as text (what ``rankkit analyze`` prints): ``fmt`` is one of
     :data:`rankkit.formatting.FORMATS` (``json`` here is the tables; :func:`to_jsonable` gives the
     whole analysis).
@@ -60,6 +67,9 @@ def format_analysis(report: Mapping[str, Any], fmt: str = "table") -> str:
         The analysis.
     fmt : str
         ``table``, ``markdown``, ``csv`` or ``json``.
+    width : int or None
+        ``table`` only: leave :data:`FOLDABLE_COLUMNS` out of a table wider than this, saying so
+        under its title (None: every column).
 
     Returns
     -------
@@ -68,7 +78,19 @@ def format_analysis(report: Mapping[str, Any], fmt: str = "table") -> str:
     """
     preamble, tables = analysis_tables(report)
     split = fmt in ("csv", "json")
-    return render_sections([interval_cells(table, split) for table in tables], fmt, preamble)
+    tables = [interval_cells(table, split) for table in tables]
+    if fmt == "table" and width is not None:
+        tables = [fit_table(table, width) for table in tables]
+    return render_sections(tables, fmt, preamble)
+
+
+def fit_table(table: Table, width: int) -> Table:
+    """``table`` without as few :data:`FOLDABLE_COLUMNS` as make it fit ``width``, noting which."""
+    columns, dropped = fit_columns(table.rows, table.columns, width, FOLDABLE_COLUMNS)
+    if not dropped:
+        return table
+    note = f"not shown, to fit {width} columns: {', '.join(dropped)} (--format wide shows them)"
+    return replace(table, columns=columns, note="\n".join(filter(None, [table.note, note])))
 
 
 def interval_cells(table: Table, split: bool) -> Table:
@@ -96,7 +118,7 @@ def interval_cells(table: Table, split: bool) -> Table:
             }
             for row in table.rows
         ]
-        return Table(table.title, rows, table.columns)
+        return replace(table, rows=rows)
     columns: list[tuple[str, str]] = []
     for key, header in table.columns:
         columns.append((key, header))
@@ -110,7 +132,7 @@ def interval_cells(table: Table, split: bool) -> Table:
             if isinstance(value, Interval):
                 plain.update({key: value.estimate, f"{key} low": value.low, f"{key} high": value.high})
         rows.append(plain)
-    return Table(table.title, rows, columns)
+    return replace(table, rows=rows, columns=columns)
 
 
 def _interval_text(interval: Interval, signed: bool) -> str:
@@ -134,10 +156,12 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     boot = report["bootstrap"]
     pct = f"{boot['level']:.0%}"
     judge = (report.get("judge") or {}).get("description", "?")
+    bill = report.get("bill")
+    priced = any(row.get("usd") for row in report["correlations"])
     preamble = (
         f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
         f"intervals: {pct} percentile bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']}), "
-        f"widened to the estimate where resampling bias puts it outside"
+        "widened to hold the estimate" + (f"\n{total_line(bill, priced)}" if bill else "")
     )
     sections: list[Table] = []
 
@@ -145,16 +169,29 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
         [],
         [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")],
     )
+    paid_by = (bill or {}).get("paid_by", {})
+    if priced:
+        columns.insert(3, ("usd", "usd"))
     metric_names = list(report["correlations"][0]["metrics"]) if report["correlations"] else []
     columns += [(m, m) for m in metric_names]
     for row in report["correlations"]:
         rows.append(
             {
                 **{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
+                "usd": _usd_cell(row, paid_by.get(row["strategy"], [])),
                 **{m: row["metrics"][m] for m in metric_names},
             }
         )
-    sections.append(Table(f"(a) agreement with the human scores, {pct} intervals", rows, columns))
+    sections.append(
+        Table(
+            f"agreement with the human scores, {pct} intervals",
+            rows,
+            columns,
+            "what each strategy used"
+            + (" (usd: what its new judgments cost)" if priced else "")
+            + " and how its scores correlate with the humans'",
+        )
+    )
 
     if report["differences"]:
         rows = []
@@ -170,9 +207,11 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
                 )
         sections.append(
             Table(
-                f"(e) difference to the baseline {report['baseline']} (paired bootstrap)",
+                f"difference to the baseline {report['baseline']} (paired bootstrap)",
                 rows,
                 [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"), ("verdict", "verdict")],
+                "each strategy's metric minus the baseline's on the same resampled tasks; "
+                "'within noise': the interval holds 0",
             )
         )
 
@@ -195,8 +234,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
             )
         sections.append(
             Table(
-                "(b) elimination rounds (Pearson of candidates knocked out in round 1 vs later; "
-                "Knockout LLM Assessment, Table 2)",
+                "elimination rounds",
                 rows,
                 [
                     ("strategy", "strategy"),
@@ -208,6 +246,8 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
                     ("once_vs_more", "graded >1 - graded once"),
                     ("n_once", "n once"),
                 ],
+                "Pearson of the candidates knocked out in round 1 vs later (Knockout LLM Assessment, Table 2); "
+                "graded >1: in 2+ rounds",
             )
         )
 
@@ -220,9 +260,10 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
         ]
         sections.append(
             Table(
-                f"(d) aggregate level: {first['how']} of scores {unit}, vs the same aggregate of human scores",
+                "aggregate level",
                 rows,
                 [("strategy", "strategy"), ("units", "units"), *[(m, m) for m in AGGREGATE_METRICS]],
+                f"the {first['how']} of the scores {unit}, correlated with the same aggregate of the human scores",
             )
         )
 
@@ -245,7 +286,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
         shown = list(dict.fromkeys(m for groups in per_strategy.values() for g in groups for m in g["metrics"]))
         sections.append(
             Table(
-                f"(c) by {field}",
+                f"by {field}",
                 rows,
                 [
                     ("group", field),
@@ -256,6 +297,7 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
                     ("mean_score", "mean score"),
                     ("mean_human", "mean human"),
                 ],
+                f"the agreement within each group of tasks of the same {field}",
             )
         )
 
@@ -277,10 +319,10 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     ]
     sections.append(
         Table(
-            "judge bias over all distinct matches (exact binomial intervals; 'human' = the rate a "
-            "judge agreeing with the humans would show)",
+            "judge bias over all distinct matches",
             rows,
             [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")],
+            "exact binomial intervals; 'human' = the rate a judge agreeing with the humans would show",
         )
     )
     if bias.get("style") and bias["style"]["matches"]:
@@ -288,7 +330,22 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     if bias.get("slots"):
         sections.append(slot_table(bias["slots"]))
     sections += robustness_tables(report.get("robustness") or [])
-    return preamble, sections
+    return preamble, [replace(table, title=f"({letter}) {table.title}") for letter, table in zip(_letters(), sections)]
+
+
+def _letters() -> Iterator[str]:
+    """a, b, ..., z, then aa, ab, ...: the sections' letters in print order."""
+    letters = string.ascii_lowercase
+    yield from letters
+    for first in letters:
+        for second in letters:
+            yield first + second
+
+
+def _usd_cell(row: Mapping[str, Any], paid_by: list[str]) -> float | str:
+    if not row.get("judge_calls") and paid_by:
+        return "paid by " + ", ".join(paid_by)
+    return row.get("usd")
 
 
 def style_table(style: Mapping[str, Any]) -> Table:
@@ -319,13 +376,12 @@ def style_table(style: Mapping[str, Any]) -> Table:
         {"term": "human score (per spread)", "spreads": None, "logit": style["human"]},
     ]
     return Table(
-        f"judge style preference beyond the human scores: logistic regression of 'first shown won' on the "
-        f"human-score difference and the style differences ({style['matches']} decided matches on "
-        f"{style['tasks']} labelled tasks; bootstrap over tasks). 'spreads' = the term's coefficient over "
-        f"the human-score one: how many human-score spreads it is worth to the judge (0 = none beyond "
-        f"the humans)",
+        "judge style preference beyond the human scores",
         rows,
         [("term", "term"), ("spreads", "spreads"), ("logit", "log-odds")],
+        f"logistic regression of 'first shown won' on the human-score and style differences ({style['matches']} "
+        f"matches, {style['tasks']} tasks; bootstrap)\n"
+        "spreads = the term's coefficient over the human-score one: the human-score spreads it is worth to the judge",
     )
 
 
@@ -360,9 +416,7 @@ def slot_table(slots: list[Mapping[str, Any]]) -> Table:
                 }
             )
     return Table(
-        "k-way slot bias over all distinct k-way judgments: how often the answer in each slot was chosen "
-        "(rankings: ranked first; exact binomial intervals; 'uniform' = 1/k; 'human' = the rate a judge "
-        "agreeing with the humans would show; failed judgments left out)",
+        "k-way slot bias over all distinct k-way judgments",
         rows,
         [
             ("k", "k"),
@@ -374,6 +428,8 @@ def slot_table(slots: list[Mapping[str, Any]]) -> Table:
             ("judgments", "judgments"),
             ("failed", "failed"),
         ],
+        "how often the answer in each slot was chosen (rankings: ranked first; exact binomial intervals; "
+        "failed judgments left out)\n'uniform' = 1/k; 'human' = the rate a judge agreeing with the humans would show",
     )
 
 
@@ -385,5 +441,8 @@ def _signed(interval: Interval) -> str:
     if math.isnan(interval.estimate):
         return "-"
     if math.isnan(interval.low):
-        return f"{interval.estimate:+.3f}"
-    return f"{interval.estimate:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"
+        return number_text(interval.estimate, signed=True)
+    return (
+        f"{number_text(interval.estimate, signed=True)} "
+        f"[{number_text(interval.low, signed=True)}, {number_text(interval.high, signed=True)}]"
+    )

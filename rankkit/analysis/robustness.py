@@ -448,9 +448,12 @@ def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
     if not report:
         return []
     k = report[0]["k"]
-    summary_rows, task_rows = [], []
+    summary_rows, task_rows, undefined = [], [], []
     for item in report:
         summary = item["summary"]
+        if not summary["tasks"]:  # defined on no task: a reason, not a row of dashes
+            undefined.append(f"{item['strategy']} ({'; '.join(summary['reasons'])})")
+            continue
         summary_rows.append(
             {
                 "strategy": item["strategy"],
@@ -477,24 +480,27 @@ def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
         ("top_k_flip", f"top-{k} flip"),
         ("top_k_remove", f"top-{k} remove"),
     ]
+    left_out = f"\nnot defined, so left out: {', '.join(undefined)}" if undefined else ""
+    summary_columns = [
+        ("strategy", "strategy"),
+        ("tasks", "tasks"),
+        *[(f"{key}_median", header) for key, header in figure_columns],
+        ("exact", "exact"),
+        ("fragile", "fragile"),
+    ]
+    if any(row["note"] for row in summary_rows):
+        summary_columns.append(("note", "not defined"))
     return [
         Table(
-            f"robustness: fewest judgments whose flip (winner reversed) or removal changes the #1 or the top {k}, "
-            f"median over tasks ('none' counted as judgments + 1); exact = share of exact figures; fragile = "
-            f"tasks with a figure <= {FRAGILE_SHARE:.0%} of the judgments used",
+            "robustness",
             summary_rows,
-            [
-                ("strategy", "strategy"),
-                ("tasks", "tasks"),
-                *[(f"{key}_median", header) for key, header in figure_columns],
-                ("exact", "exact"),
-                ("fragile", "fragile"),
-                ("note", "not defined"),
-            ],
+            summary_columns,
+            f"fewest judgments whose flip (winner reversed) or removal changes the #1 or the top {k}\n"
+            f"median over tasks ('none' counted as judgments + 1); exact = share of exact figures\n"
+            f"fragile = tasks with a figure <= {FRAGILE_SHARE:.0%} of the judgments{left_out}",
         ),
         Table(
-            "robustness per task (n = exact fewest; '≤ n' = greedy upper bound; 'none' = no change of that "
-            "kind changes it; replayed from the judgments each strategy used)",
+            "robustness per task",
             task_rows,
             [
                 ("strategy", "strategy"),
@@ -503,5 +509,8 @@ def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
                 *figure_columns,
                 ("fragile", "fragile"),
             ],
+            "replayed from the judgments each strategy used; n = the exact fewest; '≤ n' = a greedy upper bound\n"
+            "'none' = no change of that kind changes it\n"
+            "'> n' = no set of up to n judgments changes it, and the search budget ran out before larger sets",
         ),
     ]

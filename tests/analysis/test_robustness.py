@@ -199,8 +199,14 @@ def test_grades_alone_are_reported_as_not_defined():
     assert all(not t["defined"] and "grades" in t["reason"] for t in by_name["individual"]["tasks"])
     assert all(t["judgments"] == 4 for t in by_name["individual"]["tasks"])  # the grades it used
     assert all(t["defined"] for t in by_name["bt:order=given"]["tasks"])
-    titles = [table.title for table in robustness_tables(report)]
-    assert len(titles) == 2 and "top 2" in titles[0]
+    summary, per_task = robustness_tables(report)
+    assert "top 2" in summary.note
+    # a strategy defined on no task is left out with its reason, not shown as "individual  tasks 0  -  -"
+    assert [row["strategy"] for row in summary.rows] == ["bt:order=given"]
+    assert "not defined, so left out: individual (grades judge one answer alone" in summary.note
+    assert all(row["tasks"] for row in summary.rows)
+    assert "individual" not in {row["strategy"] for row in per_task.rows}
+    assert "'> n' = no set of up to n judgments changes it" in per_task.note  # the notation is explained
 
 
 def test_a_results_file_read_back_gives_the_same_report(tmp_path):
