@@ -422,9 +422,10 @@ def tasks_from_records(
         The human score used as ground truth (as in :func:`load_tasks`).
     where:
         How errors name the source (``where:N`` is the N-th record, counting from 1).
-    max_candidate_chars, max_prompt_chars:
-        The longest candidate text and prompt (or reference) accepted, in characters, as in
-        :func:`load_tasks` (None: no limit).
+    max_candidate_chars:
+        The longest candidate text accepted, in characters, as in :func:`load_tasks` (None: no limit).
+    max_prompt_chars:
+        The longest prompt (or reference) accepted, in characters (None: no limit).
 
     Returns
     -------
