@@ -112,7 +112,9 @@ def table(trees: dict[str, dict[str, Lines | int]], modules: set[str] | None) ->
             rows.append(f"| {title} {field} lines | " + " | ".join(values) + " |")
         ratios = [f"{trees[name][scope].ratio:.0%}" for name in names]
         rows.append(f"| {title} (docstring + comment) / code | " + " | ".join(ratios) + " |")
-    rows.append("| docs prose words (docs/*.md, not docs/api) | " + " | ".join(str(trees[n]["words"]) for n in names) + " |")
+    rows.append(
+        "| docs prose words (docs/*.md, not docs/api) | " + " | ".join(str(trees[n]["words"]) for n in names) + " |"
+    )
     return "\n".join(rows)
 
 
@@ -132,9 +134,7 @@ def main() -> None:
     print(text)
     RESULTS.write_text(
         "# Docstring, comment and code lines; docs prose words\n\n"
-        "Written by `python benchmarks/docstrings.py` (see its docstring for what counts as what).\n\n"
-        + text
-        + "\n",
+        "Written by `python benchmarks/docstrings.py` (see its docstring for what counts as what).\n\n" + text + "\n",
         encoding="utf-8",
     )
 
