@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import io
+import subprocess
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,15 @@ def table(trees: dict[str, dict[str, Lines | int]], modules: set[str] | None) ->
     return "\n".join(rows)
 
 
+def commit_of(repo: Path) -> str:
+    """The short commit a checkout is at, or its folder name when it is not a git checkout."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    except OSError:
+        return repo.name
+    return done.stdout.strip() or repo.name
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="another checkout to compare with (its root folder)")
@@ -126,8 +136,8 @@ def main() -> None:
     modules = set(args.modules) if args.modules else None
     trees = {}
     if args.before:
-        trees[f"before ({args.before})"] = measure(args.before.resolve(), modules)
-    trees["this tree"] = measure(REPO, modules)
+        trees[f"before ({commit_of(args.before)})"] = measure(args.before.resolve(), modules)
+    trees[f"this tree ({commit_of(REPO)})"] = measure(REPO, modules)
     text = table(trees, modules)
     if modules:
         text += "\n\nNamed modules: " + ", ".join(sorted(modules))
