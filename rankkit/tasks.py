@@ -150,6 +150,7 @@ class Task:
 
     @property
     def candidate_ids(self) -> list[str]:
+        """The candidates' ids, in the order given."""
         return [c.id for c in self.candidates]
 
     @cached_property
