@@ -184,3 +184,42 @@ def test_entry_parsing_finds_grouped_typed_and_defaulted_entries():
 def test_documented_parameters_match_the_signature(module_name):
     problems = [problem for obj in documented_objects(module_name) for problem in mismatches(obj)]
     assert not problems, "\n".join(problems)
+
+
+def test_mismatches_flags_a_wrong_type_a_wrong_default_an_unknown_name_and_an_untyped_group(tmp_path):
+    (tmp_path / "fake_reference.py").write_text(
+        '''
+def run(judge: str | None = None, seed: int = 0, workers: int | None = None) -> None:
+    """Run.
+
+    Parameters
+    ----------
+    judge, seed:
+        As elsewhere.
+    workers : bool, default 4
+        Spread.
+    speed : float
+        Not a parameter.
+    """
+
+
+def right(judge: str | None = None, seed: int = 0) -> None:
+    """Right.
+
+    Parameters
+    ----------
+    judge : str or None, default None
+        The judge.
+    seed
+        The seed.
+    """
+'''
+    )
+    module = griffe.load("fake_reference", search_paths=[str(tmp_path)], docstring_parser="numpy")
+    problems = mismatches(module["run"])
+    assert any("groups judge, seed" in p for p in problems)
+    assert any("workers documented as 'bool'" in p for p in problems)
+    assert any("workers default documented as '4'" in p for p in problems)
+    assert any("speed is not in the signature" in p for p in problems)
+    assert len(problems) == 4
+    assert mismatches(module["right"]) == []
