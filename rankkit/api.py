@@ -97,8 +97,12 @@ def compare(
     strategies:
         Spec strings or strategy objects; each ranks every task on its own (its result does not
         depend on the others), and a judgment two of them ask for is paid for once.
-    judge, cache, seed:
-        As in :func:`rank`.
+    judge:
+        A spec string or a :class:`~rankkit.judges.base.Judge`, as in :func:`rank`.
+    cache:
+        A judgment cache file (its path, or an open :class:`~rankkit.cache.JudgmentCache`); None: none.
+    seed:
+        Seeds the strategies' random choices.
     progress:
         Show a progress bar on stderr.
     criterion:
@@ -165,8 +169,10 @@ def rejudge(
         The judge or panel to ask again: a spec string or a :class:`~rankkit.judges.base.Judge`.
     cache:
         As in :func:`rank`: an interrupted rejudge resumes from it without paying twice.
-    progress, workers:
-        As in :func:`compare`.
+    progress:
+        Show a progress bar on stderr.
+    workers:
+        Tasks judged at once (default: from the judge's capacity); results do not depend on it.
 
     Returns
     -------

@@ -1,14 +1,8 @@
-"""Single-elimination brackets: entrants paired round by round until one is left.
+"""Single-elimination brackets, for the ``knockout`` strategy and the Arena-lite leaderboard.
 
-One implementation serves both of rankkit's knockout tournaments: the ``knockout`` strategy
-(the candidates of one task; Knockout Assessment, Algorithm 1) and the Arena-lite leaderboard
-(the systems' answers on one task; :mod:`rankkit.leaderboard.tournament`). :func:`play_bracket`
-only decides who meets whom and who advances; the caller plays each round's pairs, so the bracket
-knows nothing of judges, grades or systems.
-
-Each round pairs neighbours of the current order (first with second, third with fourth, ...) and
-plays them in one call, so a batching or concurrent judge gets the whole round at once. Winners
-advance in their pairs' order; with an odd number the last entrant advances unplayed (a bye).
+Each round pairs neighbours of the current order (first with second, ...) and hands all pairs to
+the caller at once, so a batching judge gets the whole round; winners advance in their pairs'
+order, and with an odd number the last entrant advances unplayed (a bye).
 """
 
 from __future__ import annotations
@@ -38,13 +32,11 @@ class Bracket:
 
     Attributes
     ----------
-    rounds : tuple[tuple[Match, ...], ...]
-        The matches of each round in play order, round 1 first (``len(rounds)`` rounds).
-    champion : str
-        The last entrant left.
-    eliminated_round : Mapping[str, int | None]
+    rounds
+        The matches of each round in play order, round 1 first.
+    eliminated_round
         The round each entrant lost in; None for the champion.
-    byes : Mapping[str, int]
+    byes
         How many rounds each entrant advanced unplayed.
     """
 
@@ -57,26 +49,11 @@ class Bracket:
 def play_bracket(
     entrants: Sequence[str], rng: random.Random, play_round: PlayRound, reshuffle: bool = True, tie: str = "coin"
 ) -> Bracket:
-    """Play a single-elimination bracket between ``entrants`` (see the module docstring).
+    """Play a single-elimination bracket between ``entrants`` (at least one).
 
-    Parameters
-    ----------
-    entrants : Sequence[str]
-        The ids taking part (at least one); the bracket shuffles them before round 1.
-    rng : random.Random
-        Draws the shuffles and the tie coins.
-    play_round : PlayRound
-        Plays one round's pairs (see :data:`PlayRound`).
-    reshuffle : bool
-        Shuffle before every round (Knockout Assessment) or only before the first, so the bracket is
-        fixed once drawn (Arena-lite).
-    tie : str
-        Who advances from a tied match (see :data:`TIE_RULES`).
-
-    Returns
-    -------
-    Bracket
-        The :class:`Bracket`.
+    ``rng`` draws the shuffles and the tie coins; ``reshuffle`` shuffles before every round (Knockout
+    Assessment) rather than only before the first (Arena-lite); ``tie`` is one of :data:`TIE_RULES`.
+    An undecided match lets the answer shown first advance.
     """
     if tie not in TIE_RULES:
         raise ValueError(f"tie must be one of {', '.join(TIE_RULES)}, got {tie!r}")

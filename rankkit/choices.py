@@ -1,7 +1,4 @@
-"""k-way judgments as strategies use them: groups shown in a presentation order, and their records.
-
-More in ``docs/matches.md``.
-"""
+"""k-way judgments as strategies use them: groups shown in presentation orders (``docs/matches.md``)."""
 
 from __future__ import annotations
 
@@ -15,26 +12,10 @@ from rankkit.specs import SpecError
 
 
 class GroupSource(Protocol):
-    """What :func:`play_groups` needs of a :class:`~rankkit.matches.MatchSource` (named here by
-    its method only, so that this module and ``matches`` do not import each other)."""
+    """What :func:`play_groups` needs of a :class:`~rankkit.matches.MatchSource` (a protocol, so neither module imports the other)."""
 
     def group_judgments(self, kind: str, shown: Sequence[tuple[str, ...]], round: int | None = None) -> list[Any]:
-        """The judge's k-way judgment of each group, members in the order shown.
-
-        Parameters
-        ----------
-        kind : str
-            ``choice`` or ``ranking``.
-        shown : Sequence[tuple[str, ...]]
-            Each group's candidate ids, in the order shown.
-        round : int or None
-            The strategy's round.
-
-        Returns
-        -------
-        list[GroupJudgment]
-            One per group, in order.
-        """
+        """The judge's ``choice`` or ``ranking`` judgment of each group shown, members in the order shown, one per group."""
 
 
 #: The presentation orders of a k-way strategy (see ``docs/matches.md``).
@@ -42,22 +23,7 @@ KWAY_ORDERS = ("given", "random", "both", "permute")
 
 
 def check_kway_order(where: str, order: str, shifts: int) -> None:
-    """Raise :class:`SpecError` unless ``order`` is one of :data:`KWAY_ORDERS` and ``shifts`` is 0..8.
-
-    Parameters
-    ----------
-    where : str
-        What to name in the error (the strategy).
-    order : str
-        The presentation order.
-    shifts : int
-        The number of extra cyclic shifts.
-
-    Raises
-    ------
-    SpecError
-        When either is not allowed.
-    """
+    """Raise :class:`SpecError` naming ``where`` unless ``order`` is in :data:`KWAY_ORDERS` and ``shifts`` is 0..8."""
     if order not in KWAY_ORDERS:
         raise SpecError(f"{where}: order must be one of {', '.join(KWAY_ORDERS)}, got {order!r}")
     if not 0 <= shifts <= MAX_LABELS:
@@ -65,21 +31,7 @@ def check_kway_order(where: str, order: str, shifts: int) -> None:
 
 
 def judgments_per_group(order: str, size: int, shifts: int = 0) -> int:
-    """What one group of ``size`` costs in judgments under ``order`` (``permute``: its shifts).
-
-    Parameters
-    ----------
-    order : str
-        The presentation order.
-    size : int
-        The group's size.
-    shifts : int
-        Extra cyclic shifts (``permute``).
-
-    Returns
-    -------
-    int
-        The number of judgments.
+    """What one group of ``size`` costs in judgments under ``order`` (``permute``: ``shifts`` cyclic shifts, 0: all).
 
     Examples
     --------
@@ -97,9 +49,7 @@ def judgments_per_group(order: str, size: int, shifts: int = 0) -> int:
 
 @dataclass(frozen=True)
 class GroupComparison:
-    """One k-way judgment as a strategy used it: the candidates in the order shown, the judgment
-    (a :class:`~rankkit.judgments.GroupChoice` or :class:`~rankkit.judgments.GroupRanking`)
-    and the strategy's round."""
+    """One k-way judgment as a strategy used it: the candidates in the order shown, the judgment and the round."""
 
     shown: tuple[str, ...]
     judgment: GroupChoice | GroupRanking
@@ -112,37 +62,19 @@ class GroupComparison:
 
     @property
     def ranking(self) -> tuple[str, ...] | None:
-        """The candidates the judge put first: the chosen one alone for a choice, all of them
-        best first for a ranking; None when parsing failed."""
+        """The chosen candidate alone (a choice) or all of them best first (a ranking); None when parsing failed."""
         judgment = self.judgment
         if isinstance(judgment, GroupChoice):
             return None if judgment.chosen is None else (self.shown[judgment.chosen],)
         return None if judgment.permutation is None else tuple(self.shown[slot] for slot in judgment.permutation)
 
     def to_dict(self) -> dict[str, Any]:
-        """The k-way judgment as the results JSON stores it (the judgment's fields flattened in).
-
-        Returns
-        -------
-        dict[str, Any]
-            ``kind``, ``shown``, ``round`` and the judgment's fields.
-        """
+        """The results JSON's form: ``kind``, ``shown``, ``round`` and the judgment's fields."""
         return {"kind": self.kind, "shown": list(self.shown), "round": self.round, **self.judgment.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GroupComparison:
-        """A k-way judgment read back from :meth:`to_dict`'s dict.
-
-        Parameters
-        ----------
-        data : dict[str, Any]
-            A stored k-way judgment.
-
-        Returns
-        -------
-        GroupComparison
-            The judgment.
-        """
+        """A k-way judgment read back from :meth:`to_dict`'s dict."""
         decode = GroupChoice.from_dict if data.get("kind", CHOICE_KIND) == CHOICE_KIND else GroupRanking.from_dict
         return cls(shown=tuple(data["shown"]), judgment=decode(data), round=data.get("round"))
 
@@ -176,20 +108,7 @@ def _slot_scores(judgment: GroupChoice | GroupRanking, k: int) -> tuple[float, .
 
 
 def make_group_match(members: Sequence[str], comparisons: Sequence[GroupComparison]) -> GroupMatch:
-    """Combine the judgments of one group (in any orders) into a :class:`GroupMatch`.
-
-    Parameters
-    ----------
-    members : Sequence[str]
-        The group's candidate ids.
-    comparisons : Sequence[GroupComparison]
-        Its judgments.
-
-    Returns
-    -------
-    GroupMatch
-        The combined match.
-    """
+    """Combine the judgments of one group, in any orders, into a :class:`GroupMatch`."""
     k = len(members)
     totals = dict.fromkeys(members, 0.0)
     firsts = dict.fromkeys(members, 0)
@@ -214,23 +133,7 @@ def make_group_match(members: Sequence[str], comparisons: Sequence[GroupComparis
 def presentations(
     members: Sequence[str], order: str, rng: random.Random | None, shifts: int = 0
 ) -> list[tuple[str, ...]]:
-    """The orders a group is shown in (``docs/matches.md``). ``random`` draws from ``rng``.
-
-    Parameters
-    ----------
-    members : Sequence[str]
-        The group's candidate ids.
-    order : str
-        ``given``, ``random``, ``both`` or ``permute``.
-    rng : random.Random or None
-        The generator for ``random``.
-    shifts : int
-        Extra cyclic shifts (``permute``).
-
-    Returns
-    -------
-    list[tuple[str, ...]]
-        The orders shown.
+    """The orders a group is shown in: ``given``, ``random`` (drawn from ``rng``), ``both`` or ``permute`` (``shifts``).
 
     Examples
     --------
@@ -263,31 +166,10 @@ def play_groups(
     round: int | None,
     shifts: int,
 ) -> list[GroupMatch]:
-    """Show every group in its presentation orders and combine each group's judgments.
+    """Show every group in its presentation orders and combine each group's ``choice`` or ``ranking`` judgments.
 
-    Every presentation is drawn before any judgment, and all of them are asked in one batch.
-
-    Parameters
-    ----------
-    source : GroupSource
-        Where the judgments come from (a :class:`~rankkit.matches.MatchSource`).
-    groups : Sequence[Sequence[str]]
-        The groups of candidate ids.
-    order : str
-        The presentation order.
-    rng : random.Random | None
-        The generator for ``random``.
-    round : int | None
-        The strategy's round.
-    shifts : int
-        Extra cyclic shifts (``permute``).
-    kind : str
-        ``choice`` or ``ranking``. Groups of one member are not judged (their member wins).
-
-    Returns
-    -------
-    list[GroupMatch]
-        One per group, in order.
+    All presentations are drawn first, then asked in one batch; a group of one member is not judged
+    (it wins). One :class:`GroupMatch` per group, in order.
     """
     shown_per_group = [presentations(group, order, rng, shifts) if len(group) >= 2 else [] for group in groups]
     asked = [shown for shown_list in shown_per_group for shown in shown_list]

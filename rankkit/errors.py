@@ -1,7 +1,4 @@
-"""The errors rankkit reports to its users, and the exit code of each.
-
-More in ``docs/library.md``.
-"""
+"""The errors rankkit reports to its users, and the exit code of each (``docs/library.md``)."""
 
 from __future__ import annotations
 
@@ -13,10 +10,10 @@ class RankkitError(Exception):
 
     Attributes
     ----------
-    exit_code : int
+    exit_code
         What the command line exits with (2: bad input or usage; 1: a failure a rerun may fix).
-    resumable : bool
-        Whether rerunning the same command can succeed and resumes from the cache.
+    resumable
+        Whether rerunning the same command can succeed, resuming from the cache.
     """
 
     exit_code: int = 2
@@ -24,18 +21,10 @@ class RankkitError(Exception):
 
 
 class TaskFormatError(RankkitError, ValueError):
-    """Bad input data. ``str(error)`` reads ``FILE:LINE: field 'F': message``.
+    """Bad input data; ``str(error)`` reads ``FILE:LINE: field 'F': message``.
 
-    Parameters
-    ----------
-    path : str | PathLike[str]
-        The file (or the kind of source, e.g. ``DataFrame``).
-    line : int | None
-        Its line or row, None when the problem is not on one.
-    field_name : str | None
-        The field or column, None when it is not one field.
-    message : str
-        What is wrong.
+    ``path`` may name a kind of source (``DataFrame``); ``line`` and ``field_name`` are None when the
+    problem is not on one line or in one field.
     """
 
     def __init__(self, path: str | PathLike[str], line: int | None, field_name: str | None, message: str):

@@ -1,7 +1,4 @@
-"""Task objects from long tables (one row per candidate answer) through a column mapping.
-
-More in ``docs/data.md``.
-"""
+"""Task objects from long tables (one row per candidate answer) through a column mapping (``docs/data.md``)."""
 
 from __future__ import annotations
 
@@ -30,18 +27,7 @@ Row = tuple[int, dict[str, Any]]
 
 
 def parse_columns(text: str) -> dict[str, str]:
-    """``"question_id=task_id,model=system"`` -> ``{"question_id": "task_id", "model": "system"}``.
-
-    Parameters
-    ----------
-    text : str
-        ``source=target`` pairs, comma-separated.
-
-    Returns
-    -------
-    dict[str, str]
-        Source column to target.
-    """
+    """``"question_id=task_id,model=system"`` -> ``{"question_id": "task_id", "model": "system"}``."""
     mapping: dict[str, str] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -56,23 +42,10 @@ def parse_columns(text: str) -> dict[str, str]:
 
 
 def check_columns(mapping: Mapping[str, str]) -> dict[str, str]:
-    """Validate a column mapping's targets; returns it as a plain dict. Messages start with
-    ``columns:``, the name of the mapping in :func:`rankkit.tasks.load_tasks` and on the command line.
+    """The column mapping as a plain dict, its targets validated.
 
-    Parameters
-    ----------
-    mapping : Mapping[str, str]
-        Source column to target.
-
-    Returns
-    -------
-    dict[str, str]
-        The mapping.
-
-    Raises
-    ------
-    SpecError
-        When a name is empty, a target unknown, or two sources share a target.
+    A :class:`SpecError` starting ``columns:`` (its option's name) when a name is empty, a target
+    unknown, or two sources share a target.
     """
     targets: dict[str, str] = {}
     for source, target in mapping.items():
@@ -91,18 +64,7 @@ def check_columns(mapping: Mapping[str, str]) -> dict[str, str]:
 
 
 def format_columns(mapping: Mapping[str, str]) -> str:
-    """The inverse of :func:`parse_columns`.
-
-    Parameters
-    ----------
-    mapping : Mapping[str, str]
-        Source column to target.
-
-    Returns
-    -------
-    str
-        ``source=target`` pairs, comma-separated.
-    """
+    """The inverse of :func:`parse_columns`."""
     return ",".join(f"{source}={target}" for source, target in mapping.items())
 
 
@@ -111,21 +73,7 @@ def format_columns(mapping: Mapping[str, str]) -> str:
 
 
 def handles(source: Any, columns: Mapping[str, str] | None = None) -> bool:
-    """Whether :func:`rankkit.tasks.load_tasks` should read ``source`` here: an in-memory table,
-    a Parquet file, a JSON array file, or any file read with a column mapping.
-
-    Parameters
-    ----------
-    source : Any
-        What ``load_tasks`` was given.
-    columns : Mapping[str, str] or None
-        The column mapping.
-
-    Returns
-    -------
-    bool
-        True when this module reads it.
-    """
+    """Whether this module reads ``source``: an in-memory table, a Parquet or JSON-array file, or any file read with a column mapping."""
     if not isinstance(source, (str, PathLike)):
         return True
     path = Path(source)
@@ -146,20 +94,10 @@ def _first_char(path: Path) -> str:
 
 
 def read_source(source: Any, columns: Mapping[str, str] | None = None) -> tuple[str, list[Row]]:
-    """Read ``source`` into ``(label, [(row, task object), ...])`` for :func:`rankkit.tasks.load_tasks`.
+    """``(label, [(row number, task object), ...])`` for :func:`rankkit.tasks.load_tasks`; the label names ``source`` in errors.
 
-    Parameters
-    ----------
-    source : Any
-        A pandas DataFrame, a ``datasets.Dataset``, a list of row dicts, or the path of a ``.parquet``,
-        ``.json`` (an array), ``.jsonl`` or ``.csv`` file.
-    columns : Mapping[str, str] | None
-        The column mapping (see ``docs/data.md``).
-
-    Returns
-    -------
-    tuple[str, list[Row]]
-        The label to name in errors, and ``(row number, task object)`` pairs.
+    ``source``: a pandas DataFrame, a ``datasets.Dataset``, a list of row dicts, or the path of a
+    ``.parquet``, ``.json`` (an array), ``.jsonl`` or ``.csv`` file.
     """
     mapping = check_columns(columns or {})
     label, rows = _rows(source)
@@ -254,28 +192,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def parse_json(path: str | PathLike[str], number: int | None, text: str) -> Any:
-    """``text`` parsed as JSON, or a :class:`TaskFormatError` naming the file and line (``number``,
-    the line ``text`` is; None for a whole file, whose own line numbers are used) when it is not valid JSON, names a key twice in one object, holds
-    an integer too long to read (over 4300 digits) or nests too deeply to read.
+    """``text`` parsed as JSON, or a :class:`TaskFormatError` naming ``path`` and line ``number``.
 
-    Parameters
-    ----------
-    path : str or PathLike[str]
-        The file, for error messages.
-    number : int or None
-        The line ``text`` is (None: the whole file).
-    text : str
-        The JSON text.
-
-    Returns
-    -------
-    Any
-        The parsed value.
-
-    Raises
-    ------
-    TaskFormatError
-        When it cannot be read.
+    ``number`` None: ``text`` is a whole file, whose own line numbers are used. Refused too: a key
+    named twice in one object, an integer over 4300 digits, nesting too deep to read.
     """
     try:
         return json.loads(text, object_pairs_hook=_unique_keys)
@@ -318,21 +238,7 @@ def _deep_field(text: str) -> str | None:
 
 
 def check_header(path: str | PathLike[str], header: Sequence[str]) -> None:
-    """Refuse a CSV header that names a column twice: a row read by name keeps only the last of
-    the two values, so the other would be lost without a word.
-
-    Parameters
-    ----------
-    path : str or PathLike[str]
-        The CSV file, for error messages.
-    header : Sequence[str]
-        Its column names.
-
-    Raises
-    ------
-    TaskFormatError
-        When a column is named twice.
-    """
+    """Refuse a CSV header that names a column twice (a row read by name would silently keep one value)."""
     seen: set[str] = set()
     for name in header:
         if name in seen:
@@ -341,28 +247,7 @@ def check_header(path: str | PathLike[str], header: Sequence[str]) -> None:
 
 
 def json_object_line(path: str | PathLike[str], number: int, text: str) -> dict[str, Any]:
-    """Line ``number`` of a JSONL file as the JSON object it must hold; a :class:`TaskFormatError`
-    naming the line when it is not valid JSON (see :func:`parse_json`) or not an object.
-
-    Parameters
-    ----------
-    path : str or PathLike[str]
-        The file, for error messages.
-    number : int
-        The line number.
-    text : str
-        The line.
-
-    Returns
-    -------
-    dict[str, Any]
-        The object.
-
-    Raises
-    ------
-    TaskFormatError
-        When it is not a JSON object.
-    """
+    """Line ``number`` of a JSONL file as the JSON object it must hold; a :class:`TaskFormatError` naming the line otherwise."""
     obj = parse_json(path, number, text)
     if not isinstance(obj, dict):
         raise TaskFormatError(path, number, None, "expected a JSON object per line")
@@ -374,22 +259,10 @@ def _is_number(value: Any) -> bool:
 
 
 def group_rows(label: str, rows: Sequence[Row], mapping: Mapping[str, str]) -> list[Row]:
-    """Apply the column mapping and group long-form rows into task objects (in order of first
-    appearance); rows that are already task objects (with ``candidates``) pass through.
+    """Apply the column mapping and group long-form rows into ``(first row number, task object)`` pairs.
 
-    Parameters
-    ----------
-    label : str
-        The source's label, for error messages.
-    rows : Sequence[Row]
-        ``(row number, row)`` pairs.
-    mapping : Mapping[str, str]
-        The column mapping.
-
-    Returns
-    -------
-    list[Row]
-        ``(first row number, task object)`` pairs.
+    Tasks come in order of first appearance; rows that are already task objects (with ``candidates``)
+    pass through; ``label`` names the source in errors.
     """
     present = {name for _, row in rows for name in row}
     for source, target in mapping.items():

@@ -1,12 +1,9 @@
-"""The judgments a judge gives, as values: their types, their cache kinds and the k-way slot labels.
+"""The judgments a judge gives, as values, with their cache kinds and the k-way slot labels.
 
-Four kinds of judgment, one name each in types, cache kinds, JSON and judge methods: a
-:class:`Grade` of one answer alone (kind ``grade``, ``grade_many``), a :class:`Verdict` on two
-answers as shown (``verdict``, ``compare_many``), a :class:`GroupChoice` of the best of a group
-shown at once (``choice``, ``choose_many``) and a :class:`GroupRanking` of a whole group, best
-first (``ranking``, ``rank_many``). Every judge backend returns them, the memo and the cache store
-them (``to_dict`` / ``from_dict``), strategies read them; this module imports nothing above the
-tasks, so every layer can.
+One name per kind in types, cache kinds, JSON and judge methods: :class:`Grade` (``grade``,
+``grade_many``), :class:`Verdict` on two answers as shown (``verdict``, ``compare_many``),
+:class:`GroupChoice` of the best of a group (``choice``, ``choose_many``) and :class:`GroupRanking`
+of a group, best first (``ranking``, ``rank_many``). Imports nothing above the tasks.
 
 Example
 -------
@@ -15,8 +12,6 @@ Example
 (<Winner.SECOND: 'second'>, 0.2)
 >>> Verdict.from_dict(verdict.to_dict()) == verdict
 True
->>> labels(3)
-('A', 'B', 'C')
 """
 
 from __future__ import annotations
@@ -62,13 +57,7 @@ class Grade:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The grade as a JSON-ready dict (what the cache stores).
-
-        Returns
-        -------
-        dict[str, Any]
-            One entry per field.
-        """
+        """The JSON form the cache stores, one entry per field."""
         return {
             "value": self.value,
             "raw": self.raw,
@@ -79,18 +68,7 @@ class Grade:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Grade:
-        """A grade read back from :meth:`to_dict`'s dict.
-
-        Parameters
-        ----------
-        data : dict[str, Any]
-            A stored grade.
-
-        Returns
-        -------
-        Grade
-            The grade.
-        """
+        """A grade read back from :meth:`to_dict`'s dict."""
         return cls(
             value=data["value"],
             raw=data.get("raw", ""),
@@ -119,13 +97,7 @@ class Verdict:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def swapped(self) -> Verdict:
-        """The same judgment seen from the other side (second becomes first).
-
-        Returns
-        -------
-        Verdict
-            Grades swapped, winner mirrored, probability ``1 - p``.
-        """
+        """The same judgment seen from the other side: grades swapped, winner mirrored, probability ``1 - p``."""
         flip = {Winner.FIRST: Winner.SECOND, Winner.SECOND: Winner.FIRST, Winner.TIE: Winner.TIE}
         return Verdict(
             first_grade=self.second_grade,
@@ -139,13 +111,7 @@ class Verdict:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The verdict as a JSON-ready dict (what the cache stores).
-
-        Returns
-        -------
-        dict[str, Any]
-            One entry per field.
-        """
+        """The JSON form the cache stores, one entry per field."""
         return {
             "first_grade": self.first_grade,
             "second_grade": self.second_grade,
@@ -159,18 +125,7 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
-        """A verdict read back from :meth:`to_dict`'s dict.
-
-        Parameters
-        ----------
-        data : dict[str, Any]
-            A stored verdict.
-
-        Returns
-        -------
-        Verdict
-            The verdict.
-        """
+        """A verdict read back from :meth:`to_dict`'s dict."""
         return cls(
             first_grade=data["first_grade"],
             second_grade=data["second_grade"],
@@ -196,22 +151,7 @@ MAX_LABELS = len(LABELS)
 
 
 def labels(k: int) -> tuple[str, ...]:
-    """The labels of k slots (``A``, ``B``, ...). Raises ValueError outside 2..:data:`MAX_LABELS`.
-
-    Parameters
-    ----------
-    k : int
-        The number of slots.
-
-    Returns
-    -------
-    tuple[str, ...]
-        The first ``k`` capital letters.
-
-    Raises
-    ------
-    ValueError
-        When ``k`` is outside 2..:data:`MAX_LABELS`.
+    """The labels of k slots (``A``, ``B``, ...); ValueError outside 2..:data:`MAX_LABELS`.
 
     Examples
     --------
@@ -229,14 +169,12 @@ class GroupChoice:
 
     Attributes
     ----------
-    chosen : int | None
+    chosen
         The slot chosen (0-based; None when parsing failed).
-    probabilities : tuple[float, ...] | None
-        P(best = slot i) per slot when the backend knows them (logprob mode), else None.
-    grades : tuple[float, ...] | None
-        A grade per slot on the task's scale when the backend gives them (the simulator), else None.
-    raw, status, usage, extras
-        As in :class:`Verdict`.
+    probabilities
+        P(best = slot i) per slot when the backend knows them (logprob mode).
+    grades
+        A grade per slot on the task's scale when the backend gives them (the simulator).
     """
 
     chosen: int | None
@@ -248,19 +186,10 @@ class GroupChoice:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def slot_scores(self, k: int) -> tuple[float, ...]:
-        """One score per slot for strategies that average scores over rounds: ``k · P(best)`` when
-        probabilities are known (1 is what a uniform choice gives each slot), else the grades, else
-        ``k`` for the chosen slot and 0 for the others (a bare choice; all 1 when parsing failed).
+        """One score per slot, for strategies that average over rounds.
 
-        Parameters
-        ----------
-        k : int
-            The number of slots.
-
-        Returns
-        -------
-        tuple[float, ...]
-            One score per slot.
+        ``k · P(best)`` when probabilities are known (a uniform choice gives each slot 1), else the
+        grades, else ``k`` for the chosen slot and 0 for the others (all 1 when parsing failed).
         """
         if self.probabilities is not None:
             return tuple(k * p for p in self.probabilities)
@@ -271,13 +200,7 @@ class GroupChoice:
         return tuple(float(k) if slot == self.chosen else 0.0 for slot in range(k))
 
     def to_dict(self) -> dict[str, Any]:
-        """The choice as a JSON-ready dict (what the cache stores).
-
-        Returns
-        -------
-        dict[str, Any]
-            One entry per field.
-        """
+        """The JSON form the cache stores, one entry per field."""
         return {
             "chosen": self.chosen,
             "probabilities": None if self.probabilities is None else list(self.probabilities),
@@ -290,18 +213,7 @@ class GroupChoice:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GroupChoice:
-        """A choice read back from :meth:`to_dict`'s dict.
-
-        Parameters
-        ----------
-        data : Mapping[str, Any]
-            A stored choice.
-
-        Returns
-        -------
-        GroupChoice
-            The choice.
-        """
+        """A choice read back from :meth:`to_dict`'s dict."""
         probabilities, grades = data.get("probabilities"), data.get("grades")
         return cls(
             chosen=data.get("chosen"),
@@ -316,15 +228,7 @@ class GroupChoice:
 
 @dataclass(frozen=True)
 class GroupRanking:
-    """The judge's ranking of k answers, best first, as slots of the order shown.
-
-    Attributes
-    ----------
-    permutation : tuple[int, ...] | None
-        Slots best first, each slot exactly once (None when parsing failed).
-    raw, status, usage, extras
-        As in :class:`Verdict`.
-    """
+    """The judge's ranking of k answers: ``permutation`` holds the slots shown, best first, each once (None when parsing failed)."""
 
     permutation: tuple[int, ...] | None
     raw: str = ""
@@ -333,13 +237,7 @@ class GroupRanking:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ranking as a JSON-ready dict (what the cache stores).
-
-        Returns
-        -------
-        dict[str, Any]
-            One entry per field.
-        """
+        """The JSON form the cache stores, one entry per field."""
         return {
             "permutation": None if self.permutation is None else list(self.permutation),
             "raw": self.raw,
@@ -350,18 +248,7 @@ class GroupRanking:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GroupRanking:
-        """A ranking read back from :meth:`to_dict`'s dict.
-
-        Parameters
-        ----------
-        data : Mapping[str, Any]
-            A stored ranking.
-
-        Returns
-        -------
-        GroupRanking
-            The ranking.
-        """
+        """A ranking read back from :meth:`to_dict`'s dict."""
         permutation = data.get("permutation")
         return cls(
             permutation=None if permutation is None else tuple(permutation),

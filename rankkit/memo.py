@@ -357,15 +357,19 @@ class JudgmentMemo:
 
         Parameters
         ----------
-        fingerprint, kind:
-            The judge's fingerprint and the kind of judgment (``"verdict"``, ``"grade"``, or a
-            judge's own kind, e.g. PREPAIR's per-answer analyses).
+        fingerprint:
+            The judge's fingerprint.
+        kind:
+            The kind of judgment (``"verdict"``, ``"grade"``, or a judge's own kind, e.g. PREPAIR's
+            per-answer analyses).
         keys:
             Each request's key (the judge's ``request_key``); equal keys are one request.
         ask:
             Asks the judge for the requests at the given indices of ``keys``.
-        decode, encode:
-            Between a judgment and its cached JSON payload.
+        decode:
+            A cached JSON payload to its judgment.
+        encode:
+            A judgment to its cached JSON payload.
 
         Returns
         -------

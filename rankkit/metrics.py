@@ -1,7 +1,4 @@
-"""Agreement between a strategy's scores and the human scores.
-
-More in ``docs/analysis.md``.
-"""
+"""Agreement between a strategy's scores and the human scores (``docs/analysis.md``)."""
 
 from __future__ import annotations
 
@@ -36,25 +33,10 @@ _PAIRS_PER_CHUNK = 1 << 20
 
 
 def correlation(method: str, x: Sequence[float], y: Sequence[float]) -> float:
-    """One correlation coefficient; NaN when undefined (fewer than 2 points or a constant side).
+    """The ``pearson``, ``spearman`` or ``kendall`` (tau-b) coefficient; NaN with fewer than 2 points or a constant side.
 
-    Pearson and Spearman use scipy's closed forms (:func:`row_pearson`) rather than
-    ``scipy.stats.pearsonr``, which warns on nearly constant input: hiding that warning needs
-    ``warnings.catch_warnings``, which swaps a process-wide filter list and is not thread-safe
-    (with several threads it let other code's warnings through). Nothing here warns, so nothing
-    needs hiding.
-
-    Parameters
-    ----------
-    method : str
-        ``pearson``, ``spearman`` or ``kendall``.
-    x, y : Sequence[float]
-        The paired values.
-
-    Returns
-    -------
-    float
-        The coefficient, NaN when undefined.
+    Pearson and Spearman use closed forms (:func:`row_pearson`): ``scipy.stats.pearsonr`` warns on
+    nearly constant input, and hiding that needs ``warnings.catch_warnings``, which is not thread-safe.
     """
     import numpy as np
     from scipy import stats
@@ -71,21 +53,7 @@ def correlation(method: str, x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def pairwise_accuracy_counts(scores: Mapping[str, float], human: Mapping[str, float]) -> tuple[int, int]:
-    """(correct, total) over the pairs of one task with different human scores.
-
-    Parameters
-    ----------
-    scores : Mapping[str, float]
-        The strategy's score per candidate.
-    human : Mapping[str, float]
-        The human score per candidate.
-
-    Returns
-    -------
-    tuple[int, int]
-        The pairs the scores order as the humans do (a tie in the scores is not), and the pairs
-        the humans do not tie.
-    """
+    """(correct, total): the pairs of one task the humans do not tie, and those the scores order alike (a tie in the scores is wrong)."""
     import numpy as np
 
     ids = list(human)
@@ -96,40 +64,14 @@ def pairwise_accuracy_counts(scores: Mapping[str, float], human: Mapping[str, fl
 
 
 def top1_correct(ranking: Sequence[str], human: Mapping[str, float]) -> bool:
-    """Whether the first-ranked candidate is a human-best one (ties in the ranking are not seen
-    here; :func:`top1_share` applies the tie rule to scores).
-
-    Parameters
-    ----------
-    ranking : Sequence[str]
-        Candidate ids, best first.
-    human : Mapping[str, float]
-        The human score per candidate.
-
-    Returns
-    -------
-    bool
-        True when ``ranking[0]`` has the best human score.
-    """
+    """Whether ``ranking[0]`` has the best human score (ties in the ranking are not seen; :func:`top1_share` sees them)."""
     return human[ranking[0]] == max(human.values())
 
 
 def top1_share(scores: Mapping[str, float], human: Mapping[str, float]) -> float:
-    """Top-1 accuracy of one task under the tie rules: of the candidates sharing the strategy's
-    top score, the share that have the best human score (1.0 or 0.0 without a tie at the top;
-    a candidate tied with the human best counts as best).
+    """Top-1 accuracy of one task: of the candidates sharing the top score, the share with the best human score.
 
-    Parameters
-    ----------
-    scores : Mapping[str, float]
-        The strategy's score per candidate.
-    human : Mapping[str, float]
-        The human score per candidate.
-
-    Returns
-    -------
-    float
-        The share, in [0, 1].
+    1.0 or 0.0 without a tie at the top; a candidate tied with the human best counts as best.
     """
     top = max(scores[c] for c in human)
     best = max(human.values())
@@ -157,18 +99,7 @@ def _pair_signs(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def row_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson's r of each row pair, computed as scipy.stats.pearsonr does; NaN for a constant row.
-
-    Parameters
-    ----------
-    x, y : np.ndarray
-        (k, n) arrays, one sample per row.
-
-    Returns
-    -------
-    np.ndarray
-        The k coefficients, clipped to [-1, 1].
-    """
+    """Pearson's r of each row pair of two (k, n) arrays, as scipy.stats.pearsonr computes it, clipped to [-1, 1]; NaN for a constant row."""
     import numpy as np
 
     xm = x - x.mean(axis=1, keepdims=True)
@@ -213,22 +144,12 @@ def _task_metrics(scores: np.ndarray, human: np.ndarray) -> dict[str, np.ndarray
 
 
 def evaluate(per_task: Sequence[tuple[Mapping[str, float], Sequence[str], Mapping[str, float]]]) -> dict[str, float]:
-    """All metrics over tasks given as (scores, ranking, human scores) triples.
+    """All metrics over ``(scores, ranking, human)`` triples, one per task.
 
-    Tasks without human scores are skipped; everything is NaN when none has them. The ranking is
-    not needed (top-1 uses the scores, with the tie rule of :func:`top1_share`); it is accepted so
-    that callers can pass what a run produced.
-
-    Parameters
-    ----------
-    per_task : Sequence[tuple[Mapping[str, float], Sequence[str], Mapping[str, float]]]
-        One ``(scores, ranking, human)`` triple per task.
-
-    Returns
-    -------
-    dict[str, float]
-        Each correlation pooled over the tasks and (``task_<method>``) averaged per task,
-        ``pairwise_accuracy``, ``top1_accuracy`` and ``tasks_evaluated``.
+    Each correlation pooled over the tasks and (``task_<method>``) averaged per task,
+    ``pairwise_accuracy``, ``top1_accuracy`` and ``tasks_evaluated``. Tasks without human scores are
+    skipped (all NaN when none has them); the ranking is unused (top-1 applies :func:`top1_share`'s
+    tie rule to the scores).
     """
     import numpy as np
 

@@ -1,7 +1,4 @@
-"""Rating models over match results: online Elo, Bradley–Terry, win rates, and bootstrap intervals.
-
-More in ``docs/strategies.md``.
-"""
+"""Rating models over match results: online Elo, Bradley–Terry, win rates (``docs/strategies.md``)."""
 
 from __future__ import annotations
 
@@ -26,21 +23,7 @@ ELO_BASE = 10.0
 
 
 def item_order(outcomes: Iterable[Outcome], items: Sequence[str] | None = None) -> list[str]:
-    """The items to rate: ``items`` when given (plus any item of the outcomes missing from it, at
-    the end), else every item in order of first appearance in the outcomes.
-
-    Parameters
-    ----------
-    outcomes : Iterable[Outcome]
-        (a, b, outcome for a) triples.
-    items : Sequence[str] or None
-        The items in the order wanted.
-
-    Returns
-    -------
-    list[str]
-        The items, each once.
-    """
+    """The items to rate, each once: ``items`` then any other item of the outcomes, in order of first appearance."""
     order = list(items) if items is not None else []
     seen = set(order)
     for a, b, _ in outcomes:
@@ -62,20 +45,7 @@ def _check_outcome(outcome: float) -> float:
 
 
 def elo_expected(rating_a: float, rating_b: float, scale: float = ELO_SCALE, base: float = ELO_BASE) -> float:
-    """Expected score of a against b under the Elo model: ``1 / (1 + base ** ((r_b - r_a) / scale))``.
-
-    Parameters
-    ----------
-    rating_a, rating_b : float
-        The two ratings.
-    scale, base : float
-        The Elo scale (400 and 10 by convention).
-
-    Returns
-    -------
-    float
-        a's expected score, in (0, 1).
-    """
+    """a's expected score against b under Elo, in (0, 1): ``1 / (1 + base ** ((rating_b - rating_a) / scale))``."""
     return 1.0 / (1.0 + base ** ((rating_b - rating_a) / scale))
 
 
@@ -89,25 +59,10 @@ def online_elo(
 ) -> dict[str, float]:
     """Online Elo: play the outcomes in the given order, updating both ratings after each.
 
-    After a match with outcome ``s`` for a, ``r_a += k·(s − E_a)`` and ``r_b −= k·(s − E_a)``, where
-    ``E_a = 1 / (1 + base^((r_b − r_a)/scale))`` is a's expected score. Ratings start at ``initial``.
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        (a, b, outcome for a) triples, played in this order (the result depends on it).
-    items : Sequence[str] | None
-        The items to rate (see :func:`item_order`).
-    k : float
-        The update step — how many points a fully unexpected result moves a rating (Chatbot Arena used 4
-        over hundreds of thousands of votes; a ranking task has tens of outcomes, hence 16).
-    initial, scale, base : float
-        The Elo scale (1000, 400, 10 by convention).
-
-    Returns
-    -------
-    dict[str, float]
-        The final rating of every item.
+    After a match with outcome ``s`` for a, ``r_a += k·(s − E_a)`` and ``r_b −= k·(s − E_a)``, with
+    ``E_a`` from :func:`elo_expected`; ratings start at ``initial``. ``k`` is how many points a fully
+    unexpected result moves a rating (Chatbot Arena used 4 over hundreds of thousands of votes; a
+    ranking task has tens of outcomes, hence 16). The result depends on the order of the outcomes.
     """
     ratings = {name: float(initial) for name in item_order(outcomes, items)}
     for a, b, outcome in outcomes:
@@ -132,31 +87,13 @@ def elo_over_permutations(
     scale: float = ELO_SCALE,
     base: float = ELO_BASE,
 ) -> dict[str, float]:
-    """Online Elo averaged over ``permutations`` random orders of the outcomes.
+    """Online Elo (parameters as :func:`online_elo`) averaged over ``permutations`` (>= 1) random orders.
 
-    Online Elo depends on the order of the outcomes (the last ones weigh most); averaging over
-    shuffled orders removes that arbitrary dependence while keeping Elo's update rule. The orders
-    are drawn by NumPy from one number taken from ``seed`` and played side by side (one vectorised
-    update per match position across all the orders), so the cost per match barely grows with
-    ``permutations``; each order's ratings are exactly :func:`online_elo` on that order.
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        (a, b, outcome for a) triples.
-    items : Sequence[str] | None
-        The items to rate (see :func:`item_order`).
-    permutations : int
-        How many shuffled orders to average over (>= 1).
-    seed : int | random.Random
-        An int, or a ``random.Random`` to draw the orders from (it is advanced by one draw).
-    k, initial, scale, base : float
-        As in :func:`online_elo`.
-
-    Returns
-    -------
-    dict[str, float]
-        The mean rating of every item over the orders.
+    Averaging over shuffled orders removes online Elo's dependence on the order (the last outcomes
+    weigh most). The orders are drawn by NumPy from one draw of ``seed`` (an int, or a
+    ``random.Random`` advanced by one draw) and played side by side, one vectorised update per match
+    position, so the cost barely grows with ``permutations``; each order gives exactly
+    :func:`online_elo` on that order.
     """
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
@@ -211,24 +148,10 @@ def _outcome_arrays(outcomes: Iterable[Outcome], index: Mapping[str, int]) -> tu
 
 
 def win_matrix(outcomes: Iterable[Outcome], index: Mapping[str, int]) -> np.ndarray:
-    """Count the outcomes as choix's dense comparison matrix: ``wins[i, j]`` = how often i beat j.
+    """The outcomes as choix's dense (N, N) matrix: ``wins[i, j]`` = how often i (row ``index[i]``) beat j.
 
-    choix's Bradley–Terry has no ties, so a tie counts as **half a win each way** (0.5 added to
-    both ``wins[i, j]`` and ``wins[j, i]``), the usual treatment of draws as half wins; a decisive
-    match adds 1 to the winner's cell. Fractional counts are exactly weighted comparisons in the
-    likelihood, so nothing needs duplicating.
-
-    Parameters
-    ----------
-    outcomes : Iterable[Outcome]
-        (a, b, outcome for a) triples.
-    index : Mapping[str, int]
-        Item name -> row/column of the matrix.
-
-    Returns
-    -------
-    numpy.ndarray
-        The (N, N) float matrix of wins.
+    choix's Bradley–Terry has no ties, so a tie adds 0.5 to both cells (half a win each way);
+    fractional counts are exactly weighted comparisons in the likelihood.
     """
     return _wins_from_arrays(*_outcome_arrays(outcomes, index), len(index))
 
@@ -254,25 +177,13 @@ _SPARSE_SHARE = 32
 
 
 def default_alpha(n_items: int) -> float:
-    """The regularisation :func:`bradley_terry` uses unless told otherwise: ``0.2 / (N − 1)``.
+    """:func:`bradley_terry`'s default regularisation: ``0.2 / (n_items − 1)`` (0.2 below 2 items).
 
-    choix's ``alpha`` is a rate added between *every* two items of the LSR Markov chain, so its
-    pull on one item grows with the number of other items: a fixed 0.01 is worth about
-    ``4 · 0.01 · (N − 1)`` comparisons against the field per item — negligible for 8 candidates,
-    about 80 for 2048 systems, where it shrank fitted log-strengths to 0.28 of the planted ones
-    with 49 real outcomes per item (0.98 with this default). Dividing by ``N − 1`` keeps
-    that pull at about 0.8 comparisons' worth per item (0.4 wins and 0.4 losses), whatever N:
-    still enough to keep an unbeaten item's rating finite, and small next to any real evidence.
-
-    Parameters
-    ----------
-    n_items : int
-        The number of items rated.
-
-    Returns
-    -------
-    float
-        ``0.2 / (n_items - 1)`` (0.2 for fewer than 2 items).
+    choix's ``alpha`` is a rate between *every* two items of the LSR chain, so a fixed 0.01 is worth
+    about ``4 · 0.01 · (N − 1)`` comparisons against the field per item: negligible for 8 candidates,
+    about 80 for 2048 systems, where it shrank fitted log-strengths to 0.28 of the planted ones (0.98
+    with this default). Dividing by ``N − 1`` keeps the pull at about 0.8 comparisons per item,
+    enough to keep an unbeaten item's rating finite.
     """
     return BT_PRIOR / max(1, n_items - 1)
 
@@ -287,32 +198,14 @@ def bradley_terry(
 ) -> dict[str, float]:
     """Bradley–Terry ratings on the Elo scale, fitted with choix's iterative Luce spectral ranking.
 
-    The model: ``P(i beats j) = 1 / (1 + exp(θ_j − θ_i))`` with log-strengths ``θ`` (mean zero, as
-    choix returns them). A rating is ``initial + θ · scale / ln(base)``, so rating gaps mean the
-    same as Elo's: 400 points <=> 10:1 odds. A tie counts as half a win each way (:func:`win_matrix`).
-    Dense data (many outcomes per pair of items) go to choix's ``ilsr_pairwise_dense``, sparse data
-    (few outcomes per pair, e.g. thousands of systems) to its ``ilsr_pairwise``, whose work per
-    iteration grows with the outcomes rather than with N²; both find the same fixed point.
+    The model: ``P(i beats j) = 1 / (1 + exp(θ_j − θ_i))``, log-strengths ``θ`` of mean zero; a
+    rating is ``initial + θ · scale / ln(base)``, so 400 points mean 10:1 odds as in Elo. A tie is
+    half a win each way (:func:`win_matrix`). Dense data go to choix's ``ilsr_pairwise_dense``, sparse
+    data to ``ilsr_pairwise`` (work per iteration grows with the outcomes, not N²): the same fixed point.
 
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        (a, b, outcome for a) triples.
-    items : Sequence[str] | None
-        The items to rate (see :func:`item_order`).
-    alpha : float | None
-        choix's regularisation (a small rate added between every pair of items in the LSR Markov chain).
-        It keeps every rating finite when an item never lost (or never won), which is common in per-task
-        tournaments, and joins items that never met. None (the default): :func:`default_alpha`, ``0.2 /
-        (N − 1)``, which gives each item the same small pull toward the field whatever the number of
-        items. Must be > 0 unless every item has both won and lost within one connected set of outcomes.
-    initial, scale, base : float
-        The Elo scale.
-
-    Returns
-    -------
-    dict[str, float]
-        The rating of every item, on the Elo scale.
+    ``alpha`` (None: :func:`default_alpha`) keeps every rating finite when an item never lost or never
+    won, and joins items that never met; it may be 0 only when every item has won and lost within one
+    connected set of outcomes.
     """
     order = item_order(outcomes, items)
     if not order:
@@ -374,34 +267,14 @@ def _fit_lsr(first: np.ndarray, second: np.ndarray, outcome: np.ndarray, n_items
 def sparse_ilsr(
     n_items: int, winners: np.ndarray, losers: np.ndarray, alpha: float, max_iter: int = 1000, tol: float = 1e-8
 ) -> np.ndarray:
-    """choix's I-LSR (``ilsr_pairwise``: the same chain, the same fixed point, the same convergence
-    test) with the stationary distribution found by a *sparse iterative* solve (BiCGSTAB with a
-    Jacobi preconditioner, to 1e-14), so an iteration costs about the outcomes rather than a dense
-    N × N factorisation.
+    """choix's I-LSR (``ilsr_pairwise``: same chain, fixed point and convergence test) with a sparse solve.
 
-    The model and the chain are choix's: rates ``alpha`` between every two items plus, for every
-    match, ``1 / (w_winner + w_loser)`` from the loser to the winner. With ``alpha > 0`` the
-    stationary distribution π (summing to 1) solves ``(diag(r) − S)ᵀ π = alpha · 1``, where S holds
-    the match rates and ``r_i = alpha·N + Σ_j S_ij`` are the chain's row sums: the all-pairs
-    ``alpha`` term contributes ``alpha · Σπ = alpha`` to every column, so it never has to be stored.
-
-    Parameters
-    ----------
-    n_items : int
-        The number of items.
-    winners, losers : numpy.ndarray
-        Item indices of every decisive match (a tie listed once each way, as choix's pairwise data).
-    alpha : float
-        choix's regularisation (> 0).
-    max_iter : int
-        At most this many iterations, as ``choix.ilsr_pairwise``.
-    tol : float
-        The convergence tolerance, as ``choix.ilsr_pairwise``.
-
-    Returns
-    -------
-    numpy.ndarray
-        The log-strengths, mean zero.
+    The stationary distribution is found by BiCGSTAB with a Jacobi preconditioner (to 1e-14), so an
+    iteration costs about the outcomes, not a dense N × N factorisation. The chain: rate ``alpha``
+    between every two items plus, per match, ``1 / (w_winner + w_loser)`` from loser to winner. With
+    ``alpha > 0``, π solves ``(diag(r) − S)ᵀ π = alpha · 1`` (S: the match rates, ``r_i = alpha·N +
+    Σ_j S_ij``), so the all-pairs term is never stored. ``winners``/``losers``: item indices of every
+    decisive match (a tie listed once each way). Returns the log-strengths, mean zero.
     """
     import numpy as np
     from choix.convergence import NormOfDifferenceTest
@@ -437,22 +310,9 @@ def sparse_ilsr(
 
 
 def win_rates(outcomes: Sequence[Outcome], items: Sequence[str] | None = None) -> dict[str, float]:
-    """The share of points each item scored over the outcomes it is in (a tie is half a point).
+    """The share of points each item scored over its matches (a tie is half a point); NaN without a match.
 
-    An item that played no match gets NaN. This is the anchored-leaderboard statistic when every
-    match is against the same anchor.
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        (a, b, outcome for a) triples.
-    items : Sequence[str] or None
-        The items to rate (see :func:`item_order`).
-
-    Returns
-    -------
-    dict[str, float]
-        Each item's share of points, in [0, 1] (NaN without a match).
+    The anchored-leaderboard statistic when every match is against the same anchor.
     """
     order = item_order(outcomes, items)
     points = dict.fromkeys(order, 0.0)

@@ -165,8 +165,10 @@ def rejudge(
         The persistent judgment cache, or None.
     judge_spec:
         How the judge was named, for the report.
-    progress, workers:
-        As in :func:`ask_again`.
+    progress:
+        Show a progress bar on stderr.
+    workers:
+        Tasks judged at once (:func:`rankkit.runner.map_tasks`).
 
     Returns
     -------

@@ -157,8 +157,10 @@ class RecordedMemo:
     ----------
     record:
         The judgments (:func:`recorded_judgments`).
-    flips, removals:
-        Indices into ``record`` of the judgments answered flipped (verdicts only) or with no answer.
+    flips:
+        Indices into ``record`` of the judgments answered flipped (verdicts only).
+    removals:
+        Indices into ``record`` of the judgments answered with no answer.
     """
 
     def __init__(self, record: Sequence[RecordedJudgment], flips: Collection[int] = (), removals: Collection[int] = ()):
@@ -271,8 +273,10 @@ def replay(
         The judgments it used (:func:`recorded_judgments`), or others on the same questions.
     seed:
         The run's seed.
-    flips, removals:
-        See :class:`RecordedMemo`.
+    flips:
+        Judgments answered flipped, as in :class:`RecordedMemo`.
+    removals:
+        Judgments answered with no answer, as in :class:`RecordedMemo`.
 
     Returns
     -------

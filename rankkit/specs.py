@@ -1,14 +1,8 @@
-"""Spec strings: how judges and strategies are named on the command line.
+"""Spec strings, how judges and strategies are named: ``NAME[:ITEM[,ITEM...]]``.
 
-A spec is ``NAME[:ITEM[,ITEM...]]`` where each ITEM is either ``key=value`` (an option) or a bare
-value (a positional argument, e.g. a model id or a file). Examples::
-
-    sim:model=fixed,accuracy=0.8,position_bias=0.1,seed=0
-    hf:HuggingFaceTB/SmolLM2-135M-Instruct,dtype=bfloat16
-    knockout:order=both
-
-Values stay strings here; the judge or strategy that owns them converts them with
-:func:`convert_value` against the type it declares, so a typo in a value is reported by name.
+An ITEM is ``key=value`` (an option) or a bare value (a positional argument, e.g. a model id):
+``sim:model=fixed,accuracy=0.8``, ``hf:HuggingFaceTB/SmolLM2-135M-Instruct,dtype=bfloat16``.
+Values stay strings; their owner converts them (:func:`convert_value`), naming any typo.
 """
 
 from __future__ import annotations
@@ -36,23 +30,7 @@ class Spec:
 
 
 def parse_spec(text: str) -> Spec:
-    """Parse ``NAME[:ITEM,...]`` into a :class:`Spec` (see the module docstring).
-
-    Parameters
-    ----------
-    text : str
-        The spec.
-
-    Returns
-    -------
-    Spec
-        Its name, positional items and options.
-
-    Raises
-    ------
-    SpecError
-        When it is empty, has no name or sets a key twice.
-    """
+    """Parse ``NAME[:ITEM,...]``; a :class:`SpecError` when it is empty, has no name or sets a key twice."""
     text = text.strip()
     if not text:
         raise SpecError("empty spec")
@@ -77,20 +55,10 @@ def parse_spec(text: str) -> Spec:
 
 
 def split_list(text: str) -> list[str]:
-    """Split a comma-separated list of specs (``knockout:order=both,individual``).
+    """Split a comma-separated list of specs.
 
-    A comma starts a new spec only when what follows does not look like ``key=value``, so
-    ``knockout:order=both,tie=first,individual`` is two specs, not three.
-
-    Parameters
-    ----------
-    text : str
-        The list.
-
-    Returns
-    -------
-    list[str]
-        The specs.
+    A comma starts a new spec only when what follows is not ``key=value``:
+    ``knockout:order=both,tie=first,individual`` is two specs.
     """
     specs: list[str] = []
     for piece in text.split(","):
@@ -111,29 +79,8 @@ _FALSE = {"0", "false", "no", "off"}
 def convert_value(value: str, annotation: object, *, where: str, allow_infinite: bool = False) -> object:
     """Convert a spec value to ``annotation`` (bool, int, float, str or ``X | None``).
 
-    A float must be finite: ``nan``, ``inf`` and literals too large for a float (``1e309``) are a
-    :class:`SpecError`, so that no parameter can fail after judging has started.
-
-    Parameters
-    ----------
-    value : str
-        The text after ``=``.
-    annotation : object
-        The type to convert to.
-    where : str
-        How the message names the parameter (``strategy bt: alpha``).
-    allow_infinite : bool
-        Accept ``inf`` (never ``nan``), for a limit where ``inf`` means "no limit".
-
-    Returns
-    -------
-    object
-        The converted value.
-
-    Raises
-    ------
-    SpecError
-        Naming ``where``, when the value cannot be converted.
+    A float must be finite (``nan``, ``inf``, ``1e309`` are a :class:`SpecError` naming ``where``),
+    so no parameter fails after judging has started; ``allow_infinite`` accepts ``inf`` for a limit.
     """
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
@@ -167,29 +114,7 @@ def convert_value(value: str, annotation: object, *, where: str, allow_infinite:
 
 
 def build_dataclass(cls: type, options: dict[str, str], *, where: str) -> object:
-    """Construct dataclass ``cls`` from string options, converting each to its field's type.
-
-    Unknown keys are an error that lists the known ones, so ``knockout:oder=both`` fails loudly.
-
-    Parameters
-    ----------
-    cls : type
-        A dataclass.
-    options : dict[str, str]
-        Field name to value as text.
-    where : str
-        What to name in errors.
-
-    Returns
-    -------
-    object
-        The instance.
-
-    Raises
-    ------
-    SpecError
-        When a key is unknown or a value cannot be converted.
-    """
+    """Construct dataclass ``cls`` from text options; an unknown key is a :class:`SpecError` listing the known ones."""
     hints = typing.get_type_hints(cls)
     names = set(init_parameters(cls))
     kwargs = {}
@@ -203,16 +128,5 @@ def build_dataclass(cls: type, options: dict[str, str], *, where: str) -> object
 
 
 def init_parameters(cls: type) -> list[str]:
-    """The keyword arguments dataclass ``cls`` takes: its init fields.
-
-    Parameters
-    ----------
-    cls : type
-        A dataclass.
-
-    Returns
-    -------
-    list[str]
-        The field names.
-    """
+    """The names of dataclass ``cls``'s init fields."""
     return [f.name for f in dataclasses.fields(cls) if f.init]

@@ -1,7 +1,4 @@
-"""Confidence intervals: one :class:`Interval` type and one percentile :func:`bootstrap` over resampled units.
-
-More in ``docs/analysis.md``.
-"""
+"""Confidence intervals: one :class:`Interval` type and a percentile :func:`bootstrap` (``docs/analysis.md``)."""
 
 from __future__ import annotations
 
@@ -25,15 +22,11 @@ class Interval:
 
     Attributes
     ----------
-    estimate : float
-        The point estimate.
-    low, high : float
-        The interval's bounds.
-    level : float
+    level
         The interval's coverage (0.95 for a 95% interval).
-    n : float | None
-        How much data the estimate rests on when that is worth reporting (the trials of a share,
-        the denominator of a ratio); None otherwise.
+    n
+        How much data the estimate rests on when worth reporting (a share's trials, a ratio's
+        denominator); None otherwise.
     """
 
     estimate: float
@@ -48,29 +41,11 @@ class Interval:
         return not (math.isnan(self.low) or math.isnan(self.high))
 
     def to_dict(self) -> dict[str, float]:
-        """The JSON form of the analyses: ``estimate``, ``low``, ``high`` (NaN kept; see
-        :func:`rankkit.analysis.to_jsonable` for strict JSON).
-
-        Returns
-        -------
-        dict[str, float]
-            ``estimate``, ``low``, ``high``.
-        """
+        """``estimate``, ``low``, ``high`` (NaN kept; :func:`rankkit.analysis.to_jsonable` makes strict JSON)."""
         return {"estimate": self.estimate, "low": self.low, "high": self.high}
 
     def text(self, digits: int = 3) -> str:
-        """``0.812 [0.760, 0.851]``, or ``-`` for an undefined estimate.
-
-        Parameters
-        ----------
-        digits : int
-            Digits after the decimal point.
-
-        Returns
-        -------
-        str
-            The interval as text.
-        """
+        """``0.812 [0.760, 0.851]`` with ``digits`` decimals, or ``-`` for an undefined estimate."""
         from rankkit.formatting import number_text
 
         if math.isnan(self.estimate):
@@ -83,25 +58,11 @@ class Interval:
 
 
 def resample_indices(n_units: int, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
-    """The bootstrap resamples: a (resamples, n_units) array of unit indices drawn with replacement.
+    """A (resamples, n_units) array of unit indices drawn with replacement.
 
-    The same (n_units, resamples, seed) always gives the same array — also the one
-    ``scipy.stats.bootstrap`` draws with ``rng=np.random.default_rng(seed)`` — so statistics
-    bootstrapped with one seed are resampled on the same units (a paired bootstrap).
-
-    Parameters
-    ----------
-    n_units : int
-        The number of units (tasks).
-    resamples : int
-        The number of resamples.
-    seed : int
-        The seed of NumPy's generator.
-
-    Returns
-    -------
-    numpy.ndarray
-        The (resamples, n_units) int array.
+    The same arguments give the same array — the one ``scipy.stats.bootstrap`` draws with
+    ``rng=np.random.default_rng(seed)`` — so statistics bootstrapped with one seed are resampled on
+    the same units (a paired bootstrap).
     """
     import numpy as np
 
@@ -109,20 +70,7 @@ def resample_indices(n_units: int, resamples: int = DEFAULT_RESAMPLES, seed: int
 
 
 def unit_counts(samples: np.ndarray, n_units: int) -> np.ndarray:
-    """How often each unit occurs in each resample: (k, n_units) counts for a (k, n) index array.
-
-    Parameters
-    ----------
-    samples : numpy.ndarray
-        A (k, n) array of unit indices.
-    n_units : int
-        The number of units.
-
-    Returns
-    -------
-    numpy.ndarray
-        The (k, n_units) float counts.
-    """
+    """How often each unit occurs in each resample: (k, n_units) float counts for a (k, n) index array."""
     import numpy as np
 
     rows = np.repeat(np.arange(len(samples)), samples.shape[1])
@@ -137,23 +85,11 @@ def percentile_intervals(
     level: float = DEFAULT_LEVEL,
     min_defined: float = MIN_DEFINED,
 ) -> list[Interval]:
-    """Percentile intervals from a statistic's values on each resample.
+    """Percentile intervals from a statistic's value on each resample.
 
-    Parameters
-    ----------
-    estimates : Sequence[float] | np.ndarray
-        The statistic on the original data, one value per column of ``draws``.
-    draws : np.ndarray
-        (resamples, values) array; NaN where the statistic is undefined on a resample. Those resamples
-        are left out, and the interval is NaN when fewer than ``min_defined`` of them remain.
-    level : float
-        Coverage of the two-sided interval.
-
-    Returns
-    -------
-    list[Interval]
-        One :class:`Interval` per estimate; each contains its estimate (the nearer percentile bound is
-        moved to the estimate when the percentiles lie on one side of it).
+    ``draws`` is (resamples, len(estimates)), NaN where the statistic is undefined on a resample;
+    those are left out, and an interval is NaN when fewer than ``min_defined`` of them remain. Each
+    interval contains its estimate (a percentile bound on the wrong side is moved to it).
     """
     import numpy as np
 
@@ -187,29 +123,11 @@ def bootstrap(
 ) -> Any:
     """Percentile bootstrap intervals of ``method`` over ``units`` resampled with replacement.
 
-    Fewer than two units give NaN bounds: one unit resamples to itself, which says nothing of the spread.
-
-    Parameters
-    ----------
-    method : Callable[[Any], Any]
-        The statistic. Unbatched, it takes a list of units (a resample, repeats allowed) and returns a
-        number, a sequence of numbers or a mapping name -> number. Batched, it takes a (k, n_units)
-        array of unit indices (one resample per row) and returns k values, or a (k, m) array of m values
-        per resample.
-    units : Sequence[Any]
-        The independent units (tasks, outcomes).
-    resamples : int
-        How many resamples (0: the estimate only, with NaN bounds).
-    level : float
-        Coverage of the two-sided interval, in (0, 1).
-    seed : int
-        Seeds the resamples (:func:`resample_indices`).
-
-    Returns
-    -------
-    Any
-        The estimate (``method`` on all the units) with its interval, in the shape ``method``
-        returns: an :class:`Interval`, a list of them, or a dict name -> Interval in the mapping's order.
+    Unbatched, ``method`` takes a list of units (a resample, repeats allowed) and returns a number, a
+    sequence of numbers or a mapping name -> number; the result has that shape (an :class:`Interval`,
+    a list, a dict). Batched, it takes a (k, n_units) array of unit indices, one resample per row,
+    and returns k values or a (k, m) array. ``resamples=0`` gives the estimate with NaN bounds, and so
+    do fewer than two units (one unit resamples to itself). ``seed`` seeds :func:`resample_indices`.
     """
     import numpy as np
 
@@ -244,23 +162,7 @@ def bootstrap(
 
 
 def proportion_interval(successes: int, trials: int, level: float = DEFAULT_LEVEL) -> Interval:
-    """A share ``successes / trials`` with its exact (Clopper–Pearson) binomial interval; ``n`` is
-    the trials. NaN throughout when there are no trials.
-
-    Parameters
-    ----------
-    successes : int
-        The successes.
-    trials : int
-        The trials.
-    level : float
-        The confidence level.
-
-    Returns
-    -------
-    Interval
-        The share and its interval.
-    """
+    """The share ``successes / trials`` with its exact (Clopper–Pearson) interval; ``n`` is the trials, NaN throughout with none."""
     from scipy import stats  # scipy loads where it is used: `import rankkit.stats` stays light
 
     if trials == 0:
@@ -274,25 +176,10 @@ def logistic_regression(
 ) -> np.ndarray:
     """Coefficients of ``P(y = 1) = σ(design · β)`` maximising the log-likelihood minus ``½ Σ penalty·β²``.
 
-    ``target`` may hold ½ (a tie: half a win each way). Newton's method from 0; the penalty keeps
-    the problem strictly convex (and sets the level of coefficients the data cannot identify, such
-    as a common shift of all system strengths, to the smallest-norm solution).
-
-    Parameters
-    ----------
-    design : np.ndarray
-        (n, p) covariates.
-    target : np.ndarray
-        (n,) outcomes in [0, 1].
-    penalty : np.ndarray
-        (p,) L2 weights, > 0 where a coefficient is not identified.
-    iterations : int
-        Newton steps at most (it stops when a step changes nothing above 1e-10).
-
-    Returns
-    -------
-    np.ndarray
-        (p,) coefficients.
+    ``design`` is (n, p), ``target`` (n,) in [0, 1] (½: a tie), ``penalty`` (p,) L2 weights, > 0 where a
+    coefficient is not identified (such as a common shift of all strengths: it gets the smallest-norm
+    solution). Newton's method from 0, at most ``iterations`` steps (it stops when a step changes
+    nothing above 1e-10).
 
     Examples
     --------

@@ -1,8 +1,4 @@
-"""Synthetic tasks with planted system strengths, for tests and simulations.
-
-:func:`planted_tasks` makes prompts whose answers' human scores follow known system strengths,
-so a leaderboard or strategy can be checked against the truth it should recover.
-"""
+"""Synthetic tasks with planted system strengths, so a leaderboard or strategy can be checked against the truth."""
 
 from __future__ import annotations
 
@@ -22,31 +18,12 @@ def planted_tasks(
     seed: int = 0,
     prefix: str = "p",
 ) -> list[Task]:
-    """Tasks whose answers' human scores come from planted system strengths.
+    """``prompts`` tasks, one candidate per system, whose human scores come from planted strengths (Elo points).
 
-    On each prompt, system s's answer scores ``strengths[s] + noise · G`` with G a standard
-    Gumbel draw. The difference of two Gumbels is logistic, so with the default ``noise`` =
-    400/ln 10 the probability that s's answer is the human-better one is exactly the Bradley–Terry
-    / Elo ``1 / (1 + 10^((R_t − R_s)/400))`` when strengths are Elo ratings (Arena-lite's stochastic
-    model, Arena-lite §4.2). ``noise=0`` makes every prompt agree with the strengths.
-
-    Parameters
-    ----------
-    strengths : Mapping[str, float]
-        System name to planted strength (Elo points).
-    prompts : int
-        The number of tasks.
-    noise : float
-        The Gumbel scale.
-    seed : int
-        Seeds the draws.
-    prefix : str
-        The task ids' prefix.
-
-    Returns
-    -------
-    list[Task]
-        The tasks, one candidate per system.
+    On each prompt system s's answer scores ``strengths[s] + noise · G``, G a standard Gumbel draw.
+    A difference of two Gumbels is logistic, so with the default ``noise`` = 400/ln 10 P(s's answer is
+    better) is exactly Elo's ``1 / (1 + 10^((R_t − R_s)/400))`` (Arena-lite §4.2); ``noise=0`` makes
+    every prompt agree with the strengths. Task ids are ``prefix`` + a number.
     """
     rng = random.Random(seed)
     names = list(strengths)

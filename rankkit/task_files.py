@@ -1,7 +1,4 @@
-"""Task files read into task objects for :func:`rankkit.tasks.load_tasks`: JSONL, CSV and TSV.
-
-More in ``docs/data.md``.
-"""
+"""Task files (JSONL, CSV, TSV) read into task objects for :func:`rankkit.tasks.load_tasks` (``docs/data.md``)."""
 
 from __future__ import annotations
 
@@ -160,23 +157,10 @@ READERS: dict[str, Reader] = {
 
 
 def reader_for(path: Path) -> Reader:
-    """The reader for ``path``: by extension (:data:`READERS`); a file with any other extension is
-    read as JSONL when its first non-blank line is a JSON object, and rejected otherwise.
+    """The reader of ``path``, reading ``(path, limit)`` into ``(line, object)`` pairs, chosen by extension (:data:`READERS`).
 
-    Parameters
-    ----------
-    path : Path
-        The data file.
-
-    Returns
-    -------
-    Reader
-        A function reading ``(path, limit)`` into ``(line, object)`` pairs.
-
-    Raises
-    ------
-    TaskFormatError
-        When the file's type cannot be told.
+    Another extension is read as JSONL when its first non-blank line is a JSON object; otherwise a
+    :class:`TaskFormatError`.
     """
     reader = READERS.get(path.suffix.lower())
     if reader is not None:

@@ -1,11 +1,9 @@
 """Ranking tasks: a prompt, an optional reference and the candidate answers to rank.
 
-Tasks come from files (JSONL, long CSV/TSV: :mod:`rankkit.task_files`; Parquet, JSON arrays and
-tables: :mod:`rankkit.frames`) or from task dicts (:func:`tasks_from_records`), and every source
-is validated here alike. Human scores are "higher is better" throughout. One criterion is the
-*ground truth* of a run: it is chosen with ``criterion=`` or taken from ``meta.main_score``, or
-is the only criterion present. Every problem found while loading raises :class:`TaskFormatError`,
-which names the file, the line and the field.
+Every source (:mod:`rankkit.task_files`, :mod:`rankkit.frames`, task dicts) is validated here
+alike; a problem raises :class:`TaskFormatError` naming the file, line and field. Human scores are
+higher-is-better; the ground-truth criterion is ``criterion=``, else ``meta.main_score``, else the
+only one present.
 """
 
 from __future__ import annotations
@@ -39,22 +37,12 @@ class Candidate:
 
     @property
     def length(self) -> int:
-        """The answer's length as rankkit's length-bias figures measure it: Unicode characters.
-
-        Characters, not words, because the data is multilingual: a Chinese or Japanese answer has
-        no spaces, so a word count would call a paragraph one word.
-        """
+        """The answer's length in Unicode characters (not words: a Chinese answer has no spaces)."""
         return len(self.text)
 
     @cached_property
     def style(self) -> StyleFeatures:
-        """The answer's style features (length and markdown formatting): :func:`style_features`.
-
-        Returns
-        -------
-        StyleFeatures
-            Computed once per candidate.
-        """
+        """The answer's :func:`style_features`, computed once per candidate."""
         return style_features(self.text)
 
 
@@ -72,17 +60,15 @@ class StyleFeatures:
 
     Attributes
     ----------
-    chars : int
+    chars
         Unicode characters (:attr:`Candidate.length`).
-    tokens : int
-        An approximate token count, ``ceil(chars / 4)`` (the usual four characters per token of
-        English BPE vocabularies; no tokenizer is loaded, and whitespace words would call a
-        Chinese paragraph one word). Normalised differences of tokens are those of characters.
-    headers : int
+    tokens
+        ``ceil(chars / 4)``: English BPE's four characters per token, without loading a tokenizer.
+    headers
         Markdown header lines.
-    list_items : int
+    list_items
         Bullet or numbered list lines.
-    bold : int
+    bold
         Bold spans.
     """
 
@@ -105,20 +91,10 @@ class StyleFeatures:
 
 
 def style_features(text: str) -> StyleFeatures:
-    """Measure an answer's style: its length and its markdown headers, list items and bold spans.
+    """Measure an answer's length and its markdown headers, list items and bold spans.
 
     The one place rankkit measures style: the simulator's planted biases, the leaderboards' style
     control and the judge-bias diagnostics all read these counts.
-
-    Parameters
-    ----------
-    text : str
-        The answer.
-
-    Returns
-    -------
-    StyleFeatures
-        The counts.
 
     Examples
     --------
@@ -135,20 +111,7 @@ def style_features(text: str) -> StyleFeatures:
 
 
 def longer_candidate(task: Task, a: str, b: str) -> str | None:
-    """The id of the longer of two candidates (:attr:`Candidate.length`), None when equally long.
-
-    Parameters
-    ----------
-    task : Task
-        The task holding both candidates.
-    a, b : str
-        The candidate ids.
-
-    Returns
-    -------
-    str or None
-        ``a`` or ``b``, whichever is longer.
-    """
+    """Whichever of candidates ``a`` and ``b`` is longer (:attr:`Candidate.length`); None when equally long."""
     length_a, length_b = task.candidate(a).length, task.candidate(b).length
     if length_a == length_b:
         return None
@@ -179,23 +142,7 @@ class Task:
         return {cand.id: cand for cand in self.candidates}
 
     def candidate(self, candidate_id: str) -> Candidate:
-        """The candidate with id ``candidate_id``.
-
-        Parameters
-        ----------
-        candidate_id : str
-            The candidate's id.
-
-        Returns
-        -------
-        Candidate
-            The candidate.
-
-        Raises
-        ------
-        KeyError
-            When the task has no such candidate.
-        """
+        """The candidate with id ``candidate_id``; a ``KeyError`` naming the task when there is none."""
         try:
             return self._by_id[candidate_id]
         except KeyError:
@@ -203,18 +150,12 @@ class Task:
 
     @property
     def candidate_ids(self) -> list[str]:
+        """The candidates' ids, in the order given."""
         return [c.id for c in self.candidates]
 
     @cached_property
     def meta_key(self) -> str:
-        """The metadata as one canonical JSON text (key order does not matter); part of every
-        cache key, so it is computed once per task.
-
-        Returns
-        -------
-        str
-            Sorted-key JSON of ``meta``.
-        """
+        """``meta`` as sorted-key JSON: part of every cache key, so computed once per task."""
         return json.dumps(self.meta, sort_keys=True, ensure_ascii=False, default=str)
 
     @cached_property
@@ -224,39 +165,16 @@ class Task:
         return {c.id: float(c.human[self.criterion]) for c in self.candidates}
 
     def human_scores(self) -> dict[str, float]:
-        """The ground-truth score of every candidate (empty when the task has no criterion).
-
-        Returns
-        -------
-        dict[str, float]
-            Candidate id to score (a copy).
-        """
+        """A copy of every candidate's ground-truth score (empty when the task has no criterion)."""
         return dict(self._human)
 
     def human_score(self, candidate_id: str) -> float:
-        """One candidate's ground-truth score, without copying the whole mapping.
-
-        Parameters
-        ----------
-        candidate_id : str
-            The candidate's id.
-
-        Returns
-        -------
-        float
-            Its human score.
-        """
+        """One candidate's ground-truth score, without copying the whole mapping."""
         return self._human[candidate_id]
 
     @cached_property
     def human_spread(self) -> float:
-        """Standard deviation of the human scores, falling back to a quarter of the scale.
-
-        Returns
-        -------
-        float
-            The spread, in the task's score units.
-        """
+        """Standard deviation of the human scores (score units); a quarter of the scale when they are all equal."""
         values = list(self._human.values())
         # Plain float arithmetic: statistics.pstdev is exact (Fractions) and slow.
         mean = sum(values) / len(values) if values else 0.0
@@ -267,25 +185,9 @@ class Task:
 def task_rng(seed: int, task_id: str, purpose: str | None = None) -> random.Random:
     """The seeded generator of one task's random choices (a bracket's shuffles, coin flips, samples).
 
-    The same (seed, task, purpose) always gives the same draws, on any machine (a string seed is
-    hashed deterministically), and each task's draws are independent of the other tasks', so a run
-    does not depend on task order or on how many tasks run at once. A strategy ranks each task with
-    ``task_rng(seed, task_id)``; other uses name a ``purpose`` (``arena``, ``anchored``) so that
-    their draws are not a strategy's.
-
-    Parameters
-    ----------
-    seed : int
-        The run's seed.
-    task_id : str
-        The task's id.
-    purpose : str | None
-        What the draws are for, when not a strategy ranking the task.
-
-    Returns
-    -------
-    random.Random
-        A fresh :class:`random.Random`.
+    The same (seed, task, purpose) gives the same draws on any machine, independent of the other
+    tasks', so a run does not depend on task order or concurrency. A strategy ranks a task with
+    ``task_rng(seed, task_id)``; other uses name a ``purpose`` (``arena``, ``anchored``).
 
     Examples
     --------
@@ -313,15 +215,7 @@ DEFAULT_MAX_PROMPT_CHARS = 200_000
 
 @dataclass(frozen=True)
 class SizeLimits:
-    """The largest texts a task may hold, in characters (None: no limit).
-
-    Attributes
-    ----------
-    max_candidate_chars : int | None
-        Each candidate's text.
-    max_prompt_chars : int | None
-        The task's prompt and its reference.
-    """
+    """The largest candidate text and prompt (or reference) a task may hold, in characters (None: no limit)."""
 
     max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS
     max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS
@@ -348,37 +242,14 @@ def load_tasks(
     max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS,
     max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS,
 ) -> list[Task]:
-    """Read tasks and resolve the ground-truth criterion.
+    """Read tasks, validate them and resolve the ground-truth criterion.
 
-    Parameters
-    ----------
-    path : str | Path | Any
-        A ``.jsonl`` (or ``.json`` lines) file, or a long-form ``.csv`` / ``.tsv``; a file with another
-        extension is read as JSONL only when its content is JSONL (see
-        :data:`rankkit.task_files.READERS`). Also a ``.parquet`` or JSON-array file, a pandas DataFrame,
-        a ``datasets.Dataset`` or a list of row dicts in long form (see :mod:`rankkit.frames`).
-    criterion : str | None
-        The human score used as ground truth (default ``meta.main_score``, else the only one).
-    limit : int | None
-        Keep only the first N tasks.
-    columns : Mapping[str, str] | None
-        Maps the source's column names to rankkit's (``{"question_id": "task_id", "model": "system"}``).
-    max_candidate_chars : int | None
-        The longest candidate text accepted, in characters (None: no limit; default
-        :data:`DEFAULT_MAX_CANDIDATE_CHARS`).
-    max_prompt_chars : int | None
-        The longest prompt or reference accepted (None: no limit; default
-        :data:`DEFAULT_MAX_PROMPT_CHARS`).
-
-    Returns
-    -------
-    list[Task]
-        The tasks, validated, each with its ground-truth criterion resolved.
-
-    Raises
-    ------
-    TaskFormatError
-        On any problem, naming the file, the line and the field.
+    ``path`` is a ``.jsonl`` file, a long-form ``.csv``/``.tsv`` (another extension is read as JSONL
+    only when its content is: :data:`rankkit.task_files.READERS`), a ``.parquet`` or JSON-array file, a
+    pandas DataFrame, a ``datasets.Dataset`` or a list of long-form row dicts (:mod:`rankkit.frames`).
+    ``columns`` renames the source's columns (``{"question_id": "task_id"}``); ``limit`` keeps the
+    first N tasks; the size limits are in characters (None: none). Any problem raises
+    :class:`TaskFormatError` naming the file, line and field.
     """
     if handles(path, columns):
         path, raw = read_source(path, columns)
@@ -411,25 +282,9 @@ def tasks_from_records(
     max_candidate_chars: int | None = DEFAULT_MAX_CANDIDATE_CHARS,
     max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS,
 ) -> list[Task]:
-    """Tasks from dicts in the task schema (what one JSONL line holds), validated like a file.
+    """Tasks from dicts in the task schema (what one JSONL line holds), validated as :func:`load_tasks` does.
 
-    Parameters
-    ----------
-    records:
-        One dict per task: ``task_id``, ``prompt``, ``candidates`` (each ``id``, ``text``,
-        optional ``system`` and ``human``), optional ``reference`` and ``meta``.
-    criterion:
-        The human score used as ground truth (as in :func:`load_tasks`).
-    where:
-        How errors name the source (``where:N`` is the N-th record, counting from 1).
-    max_candidate_chars, max_prompt_chars:
-        The longest candidate text and prompt (or reference) accepted, in characters, as in
-        :func:`load_tasks` (None: no limit).
-
-    Returns
-    -------
-    list[Task]
-        The tasks; a :class:`TaskFormatError` naming the record and field when one is malformed.
+    Errors name the source ``where:N`` (the N-th record, from 1).
 
     Examples
     --------
@@ -531,19 +386,7 @@ def _check_text(path: Path, line: int, name: str, text: str) -> None:
 
 
 def finite_number(value: Any) -> float | None:
-    """``value`` as a finite float; None when it is not a number (a bool is not one), is NaN or
-    infinite, or is an integer too large for a float (``10**400``).
-
-    Parameters
-    ----------
-    value : Any
-        The value to read.
-
-    Returns
-    -------
-    float or None
-        The finite float, or None.
-    """
+    """``value`` as a finite float; None for a non-number (a bool is not one), NaN, infinity or an int too large for a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -744,19 +587,10 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
 
 
 def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
-    """Tasks in long form, one row per candidate: ``task_id, prompt, reference, candidate_id, text,
-    system``, one column per human criterion (its bare name, as in the long CSV) and ``meta.NAME``
-    per metadata field. ``load_tasks`` reads the rows back (as a DataFrame, a Dataset or a list).
+    """Tasks in long form, one row per candidate, tasks in order, as :func:`load_tasks` reads them back.
 
-    Parameters
-    ----------
-    tasks : Iterable[Task]
-        The tasks.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One row per candidate, tasks in order.
+    Columns: ``task_id, prompt, reference, candidate_id, text, system``, one per human criterion (its
+    bare name) and ``meta.NAME`` per metadata field.
     """
     tasks = list(tasks)
     criteria = list(dict.fromkeys(name for t in tasks for c in t.candidates for name in c.human))
@@ -779,18 +613,7 @@ def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
 
 
 def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
-    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``).
-
-    Parameters
-    ----------
-    tasks : Iterable[Task]
-        The tasks.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per candidate.
-    """
+    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``)."""
     try:
         import pandas as pd
     except ImportError:
@@ -799,18 +622,7 @@ def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
 
 
 def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
-    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit[datasets]'``).
-
-    Parameters
-    ----------
-    tasks : Iterable[Task]
-        The tasks.
-
-    Returns
-    -------
-    datasets.Dataset
-        One row per candidate.
-    """
+    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit[datasets]'``)."""
     try:
         import datasets
     except ImportError:
@@ -819,34 +631,12 @@ def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
 
 
 def score_spread(task: Task) -> float:
-    """Standard deviation of the task's human scores, falling back to a quarter of its scale.
-
-    Parameters
-    ----------
-    task : Task
-        The task.
-
-    Returns
-    -------
-    float
-        :attr:`Task.human_spread`.
-    """
+    """The task's :attr:`Task.human_spread`."""
     return task.human_spread
 
 
 def iter_candidates(tasks: Iterable[Task]) -> Iterable[tuple[Task, Candidate]]:
-    """Every (task, candidate) pair of ``tasks``, tasks in order.
-
-    Parameters
-    ----------
-    tasks : Iterable[Task]
-        The tasks.
-
-    Yields
-    ------
-    tuple[Task, Candidate]
-        Each task with each of its candidates.
-    """
+    """Every (task, candidate) pair of ``tasks``, tasks in order."""
     for task in tasks:
         for cand in task.candidates:
             yield task, cand

@@ -67,13 +67,20 @@ def analyze(
         The strategy every other one is compared with (default :func:`default_baseline`).
     metrics : Sequence[str]
         The metrics of :mod:`rankkit.metrics` to report.
-    aggregate, unit_field
-        See :func:`aggregate_level`.
-    resamples, seed, level
-        The bootstrap's (:func:`rankkit.stats.bootstrap`).
-    top_k, robustness_budget
-        The robustness report's top k and each search's budget (:func:`rankkit.analysis.robustness.robustness`);
-        a budget of 0 leaves the report out.
+    aggregate
+        How the aggregate level combines units (:func:`aggregate_level`).
+    unit_field
+        The meta field that names a unit (:func:`aggregate_level`).
+    resamples
+        The bootstrap's resamples (:func:`rankkit.stats.bootstrap`).
+    seed
+        The bootstrap's seed.
+    level
+        The intervals' confidence level.
+    top_k
+        The robustness report's top k (:func:`rankkit.analysis.robustness.robustness`).
+    robustness_budget
+        Each robustness search's budget; 0 leaves the report out.
 
     Returns
     -------

@@ -454,8 +454,12 @@ def style_preference(
         A run's results (pairwise comparisons on tasks with human scores).
     name : str | None
         One strategy's comparisons; None: all strategies', each judgment once.
-    resamples, seed, level : int, int, float
-        The bootstrap over tasks.
+    resamples
+        The bootstrap over tasks: its resamples.
+    seed
+        The bootstrap's seed.
+    level
+        The intervals' confidence level.
 
     Returns
     -------

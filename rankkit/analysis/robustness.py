@@ -181,8 +181,10 @@ def support_order(
     ----------
     pairs:
         Per judgment (a, b, outcome for a): 1 a won, 0.5 a tie, 0 b won; None when it decided nothing.
-    ahead, behind:
-        The two candidates whose order is to change.
+    ahead:
+        The candidate to be moved below ``behind``.
+    behind:
+        The candidate to be moved above ``ahead``.
     order:
         The current ranking, best first.
     candidates:
@@ -233,9 +235,10 @@ def ranking_robustness(
         The #1 and the ranking with nothing changed.
     used:
         The judgments the ranking used (the denominator of the fragile flag).
-    k, budget:
-        The top k measured (not measured when there are at most k candidates) and each search's
-        budget (:func:`fewest_changes`).
+    k:
+        The top k measured (not measured when there are at most k candidates).
+    budget:
+        Each search's budget (:func:`fewest_changes`).
 
     Returns
     -------
@@ -310,8 +313,10 @@ def task_robustness(
         The task (:class:`~rankkit.tasks.Task`).
     seed:
         The run's seed (the strategy's generator is ``task_rng(seed, task_id)``).
-    k, budget:
-        As in :func:`ranking_robustness`.
+    k:
+        The top k measured, as in :func:`ranking_robustness`.
+    budget:
+        Each search's budget (:func:`fewest_changes`).
 
     Returns
     -------

@@ -101,24 +101,24 @@ class Option:
 
     Parameters
     ----------
-    name : str
+    name
         The key in ``name:key=value``.
-    type : type
+    type
         ``str``, ``int``, ``float`` or ``bool``: what the value converts to.
-    default : Any
+    default
         The value when the spec does not set it (None: unset, the backend decides).
-    help : str
+    help
         One line for ``rankkit judges``.
-    identity : bool
+    identity
         Whether the value can change the judge's fingerprint (its cached judgments); False for
         options that only change speed or transport (batch sizes, URLs, timeouts).
-    choices : tuple of str
+    choices
         The allowed values, when there is a fixed list.
-    check : callable or None
+    check
         ``check(value)`` returns what is wrong (``"must be >= 1"``) or None; runs on given values.
-    unbounded : bool
+    unbounded
         A float option that accepts ``inf`` (no limit).
-    trusted_only : bool
+    trusted_only
         Only the person running the command may choose it: it redirects where prompts or keys go
         (``base_url``, ``api_key_env``), so a spec read from a file may not set it on its own
         (:mod:`rankkit.judges.trust`).
@@ -168,15 +168,15 @@ class Settings:
 
     Parameters
     ----------
-    backend : str
+    backend
         The backend's name (error messages start with it).
-    argument : str or None
+    argument
         The bare value (``MODEL``, ``FILE``), None for backends that take none.
-    values : Mapping[str, Any]
+    values
         Option name -> converted value, defaults filled in.
-    given : frozenset of str
+    given
         The options the spec set explicitly.
-    text : str
+    text
         The spec text it was read from.
     """
 
@@ -194,7 +194,7 @@ class Settings:
 
         Parameters
         ----------
-        names : Iterable[str | Option]
+        names
             Option names, or the options themselves.
 
         Returns
@@ -212,26 +212,26 @@ class Backend:
 
     Parameters
     ----------
-    name : str
+    name
         The spec name (``hf`` in ``hf:MODEL``).
-    summary : str
+    summary
         One line for ``rankkit judges``.
-    options : tuple of Option
+    options
         Every option the spec may set.
-    build : callable
+    build
         ``build(settings) -> Judge``: the judge, loading what it needs.
-    argument : Argument or None
+    argument
         The bare value it takes (exactly one), or None when it takes none.
-    stand_in : callable or None
+    stand_in
         ``stand_in(settings) -> Judge``: the dry run's judge, with the real fingerprint and
         prompts but nothing loaded; None when ``build`` loads nothing heavy (the dry run builds it).
-    defaults : callable or None
+    defaults
         ``defaults(argument)``: option defaults that depend on the argument (``vllm:smollm2``
         judges in logprob mode); applied to options the spec does not set.
-    read : callable
+    read
         ``read(text) -> Spec``: how the spec text splits into argument and options (a panel's
         members hold commas of their own).
-    network : bool
+    network
         The judge sends every prompt over the network (``openai``), so a spec read from a file may
         not choose this backend on its own (:mod:`rankkit.judges.trust`).
     """
@@ -251,7 +251,7 @@ class Backend:
 
         Parameters
         ----------
-        name : str
+        name
             The option's name.
 
         Returns

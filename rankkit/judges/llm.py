@@ -632,7 +632,7 @@ class LLMJudge(Judge):
 
         Parameters
         ----------
-        requests : Sequence[GroupRequest]
+        requests
             ``(task, candidates)`` requests, the candidates in the order shown.
 
         Returns
@@ -651,7 +651,7 @@ class LLMJudge(Judge):
 
         Parameters
         ----------
-        requests : Sequence[GroupRequest]
+        requests
             ``(task, candidates)`` requests, the candidates in the order shown.
 
         Returns
@@ -958,22 +958,31 @@ def llm_backend(
 
     Parameters
     ----------
-    name, summary, argument, defaults, read : see :class:`~rankkit.judges.backends.Backend`.
-    runtime : callable
+    name
+        As in :class:`~rankkit.judges.backends.Backend`.
+    summary
+        As in :class:`~rankkit.judges.backends.Backend`.
+    argument
+        As in :class:`~rankkit.judges.backends.Backend`.
+    defaults
+        As in :class:`~rankkit.judges.backends.Backend`.
+    read
+        As in :class:`~rankkit.judges.backends.Backend`.
+    runtime
         ``runtime(settings)``: the loaded runtime for the parsed spec.
-    options : sequence of Option
+    options
         The runtime's own options, besides :data:`LLM_OPTIONS`.
-    identity : callable or None
+    identity
         ``identity(settings)``: the runtime's identity without loading it, for the dry run's
         stand-in judge; None when ``runtime`` loads nothing (the dry run builds the real one).
-    context : callable or None
+    context
         ``context(settings)``: the model's context ``(tokens, setting)`` without loading it, for the
         dry run's stand-in (it warns about prompts that would not fit); None: unknown.
-    network : bool
+    network
         The runtime sends every prompt over the network (see :class:`~rankkit.judges.backends.Backend`).
-    runtime_name : str or None
+    runtime_name
         The runtime's ``backend`` when it differs from ``name`` (``smollm2`` runs on ``hf``).
-    llm_options : sequence of Option
+    llm_options
         :data:`LLM_OPTIONS`, possibly with other defaults (:meth:`Backend.with_defaults`).
 
     Returns

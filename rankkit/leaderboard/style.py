@@ -532,8 +532,12 @@ def controlled_ratings(
         ``elo``: style-controlled Bradley–Terry (:func:`rate_style_bt`); ``win_rate``: the
         length-controlled win rate against ``anchor`` (:func:`rate_length_controlled`; ``length``
         only).
-    resamples, seed, alpha : int, int, float
-        Bootstrap resamples and seed, and the L2 weight.
+    resamples
+        Bootstrap resamples.
+    seed
+        The bootstrap's seed.
+    alpha
+        The L2 weight.
 
     Returns
     -------

@@ -373,8 +373,8 @@ def check_compatible(strategies: Iterable[Strategy], judge: JudgeCapabilities) -
     ----------
     strategies : Iterable[Strategy]
         The strategies of a run; each declares what it needs in ``Strategy.kind``.
-    judge : Judge
-        The run's judge; it declares what it gives in ``supports_pairwise`` / ``supports_pointwise``.
+    judge
+        The run's judge (any object with the :class:`JudgeCapabilities` flags); it declares what it gives in ``supports_pairwise`` / ``supports_pointwise``.
     """
     for strategy in strategies:
         if strategy.kind not in _NEEDS:
