@@ -154,6 +154,6 @@ def refuse_look_alikes(names: Iterable[str], where: str) -> None:
         first = seen.setdefault(name_key(name), name)
         if first != name:
             raise LookAlikeNameError(
-                f"{where}: the names {ascii(first)} and {ascii(name)} differ only in invisible or look-alike "
+                f"{where}: the names {first!a} and {name!a} differ only in invisible or look-alike "
                 "characters; rename one"
             )
