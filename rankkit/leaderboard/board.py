@@ -396,7 +396,7 @@ def all_systems(tasks: Iterable[Task]) -> list[str]:
     for task in tasks:
         for name in systems_of(task):
             names.setdefault(name, None)
-    refuse_look_alikes(names, "the candidates' systems")  # they would show as identical rows
+    refuse_look_alikes(names, "the candidates' systems", LeaderboardError)  # they would show as identical rows
     return list(names)
 
 

@@ -133,7 +133,7 @@ class LookAlikeNameError(RankkitError, ValueError):
     """Two different names that read alike (exit 2)."""
 
 
-def refuse_look_alikes(names: Iterable[str], where: str) -> None:
+def refuse_look_alikes(names: Iterable[str], where: str, error: type[Exception] = LookAlikeNameError) -> None:
     """Refuse two different names with the same :func:`name_key`: a table would show them as
     identical rows. The error names both, escaped (``'delta-small\\u200b'``).
 
@@ -143,17 +143,19 @@ def refuse_look_alikes(names: Iterable[str], where: str) -> None:
         The names (repeats of one name are fine).
     where : str
         What holds them, for the message (``task 't1'``, a file name).
+    error : type[Exception]
+        What to raise (the caller's own error type, e.g. a leaderboard's), made from the message.
 
     Raises
     ------
     LookAlikeNameError
-        Naming the first two look-alikes found.
+        Naming the first two look-alikes found (or ``error``).
     """
     seen: dict[str, str] = {}
     for name in names:
         first = seen.setdefault(name_key(name), name)
         if first != name:
-            raise LookAlikeNameError(
+            raise error(
                 f"{where}: the names {first!a} and {name!a} differ only in invisible or look-alike "
                 "characters; rename one"
             )

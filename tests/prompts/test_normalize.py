@@ -66,3 +66,11 @@ def test_look_alike_names_are_refused_naming_both():
     assert "task 't1'" in message and "'delta-small'" in message and "'delta-small\\u200b'" in message
     assert isinstance(caught.value, RankkitError) and caught.value.exit_code == 2
     refuse_look_alikes(["alpha", "delta-small", "delta-large", "alpha"], "task 't1'")  # repeats are fine
+
+
+def test_the_caller_chooses_the_error_raised():
+    class BoardError(ValueError):
+        pass
+
+    with pytest.raises(BoardError, match="delta"):
+        refuse_look_alikes(["delta-small", "delta\u2011small"], "board", BoardError)
