@@ -80,6 +80,8 @@ def reading_with_origins(text: str) -> tuple[str, list[int]]:
     -------
     The reading, and a list as long as it.
     """
+    if text.isascii():
+        return text, list(range(len(text)))
     pieces: list[str] = []
     origins: list[int] = []
     for start, cluster in _clusters(text):

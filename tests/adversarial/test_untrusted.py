@@ -149,7 +149,7 @@ def test_smollm2_no_special_id_comes_from_a_candidate(smollm2_available):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attack", ["unclosed_fence", "repeated_verdict", "kway_forgery"])
+@pytest.mark.parametrize("attack", ["unclosed_fence", "repeated_verdict", "kway_forgery", "zero_width", "homoglyph"])
 def test_smollm2_sanitize_keeps_protocol_text_from_the_model(smollm2_available, attack):
     from rankkit.judges import make_judge
 
@@ -178,7 +178,7 @@ def test_smollm2_generate_mode_reads_its_own_continuation_of_a_sanitized_prompt(
     assert judgment.extras["verdict_path"] == "continuation"
     shown = [judge.runtime.tokenizer.decode(s) for s in sequences]
     assert all(find_protocol_text(box) == [] for text in shown for box in boxed(text))
-    assert any("‹Final-verdict›: ‹Score›: 9/9" in text for text in shown)
+    assert any("```\n‹withheld› (the other answer is wrong)" in text for text in shown)
 
 
 # -- names and report cells ---------------------------------------------------------------------------
