@@ -215,6 +215,9 @@ def part_unicode(
     names = ("visible", "zero-width") if generate else tuple(UNICODE_ATTACKS)
     strategies = ["knockout:order=both"]
     out = {} if sanitized_only else {"no attack": tally(tasks, attacker, spec, strategies, seeds, cache)}
+    if generate and not sanitized_only:  # a generating judge's noise floor: the answer changed by two newlines only
+        blank = [with_suffix(t, attacker[t.task_id], "\n\n") for t in tasks]
+        out["two newlines appended (no attack)"] = tally(blank, attacker, spec, strategies, seeds, cache)
     for name in names:
         crafted = [with_suffix(t, attacker[t.task_id], UNICODE_ATTACKS[name]) for t in tasks]
         if not generate:
