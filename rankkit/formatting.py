@@ -22,11 +22,13 @@ FORMATS = ("table", "json", "csv", "markdown")
 #: The table width when stdout is not a terminal (a pipe, a file, CI).
 DEFAULT_WIDTH = 120
 
-#: What :func:`inert` escapes: C0 controls, DEL, C1 controls, and the bidirectional embeddings,
-#: overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make a terminal show text reordered.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: What :func:`inert` escapes: C0 controls, DEL, C1 controls, the bidirectional embeddings,
+#: overrides, isolates and marks (U+202A-U+202E, U+2066-U+2069, U+200E/F, U+061C), which make a
+#: terminal show text reordered, and the invisible format characters (soft hyphen, zero-width
+#: space, joiners, word joiner, byte-order mark), which make two different names show alike.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 #: The ones ``json.dumps`` leaves raw (it escapes C0 controls in strings; newlines outside strings are layout).
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]")
 
 
 def inert(text: str, keep: str = "\n\t") -> str:
@@ -67,8 +69,8 @@ def inert(text: str, keep: str = "\n\t") -> str:
 def inert_json(text: str) -> str:
     r"""JSON text with the control characters :func:`inert` escapes written as JSON escapes
     (````): the same data for any JSON reader, nothing raw for a terminal. ``json.dumps``
-    escapes C0 controls itself but, with ``ensure_ascii=False``, not DEL, C1 controls or
-    bidirectional overrides.
+    escapes C0 controls itself but, with ``ensure_ascii=False``, not DEL, C1 controls,
+    bidirectional overrides or invisible format characters.
 
     Parameters
     ----------

@@ -28,7 +28,7 @@ from rankkit.analysis.combined import ANALYZE_BUDGET
 from rankkit.analysis.judge_bias import style_preference
 from rankkit.analysis.robustness import DEFAULT_TOP_K, FRAGILE_SHARE, robustness_report
 from rankkit.bill import payers, run_total, total_line
-from rankkit.formatting import number_text, plain
+from rankkit.formatting import inert, inert_json, number_text, plain
 from rankkit.judgments import LABELS
 from rankkit.results import RunResult, TaskResult
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval
@@ -65,7 +65,7 @@ def embed_json(data: Any) -> str:
         ("\u2029", "\\u2029"),
     ):
         text = text.replace(raw, escaped)
-    return text
+    return inert_json(text)  # no raw bidirectional or invisible character in the file either
 
 
 def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
@@ -308,9 +308,11 @@ def esc(value: Any) -> str:
     Returns
     -------
     str
-        Its ``str``, HTML-escaped.
+        Its ``str``, HTML-escaped, with control, bidirectional and invisible format characters
+        shown as escapes (:func:`rankkit.formatting.inert`): a ``\\u202e`` in a candidate's id
+        cannot reorder the page.
     """
-    return "" if value is None else html.escape(str(value), quote=True)
+    return "" if value is None else html.escape(inert(str(value)), quote=True)
 
 
 def _number(value: Any, digits: int = 3) -> str:

@@ -1,6 +1,15 @@
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("rankkit-data").textContent);
+  // Control, bidirectional and invisible format characters are shown as escapes (rankkit.formatting.inert):
+  // a U+202E in an id cannot reorder a cell, a U+200B cannot make two names look alike.
+  var INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]/g;
+  function inert(text) {
+    return text.replace(INVISIBLE, function (c) {
+      var code = c.charCodeAt(0), hex = code.toString(16);
+      return code < 0x100 ? "\\x" + ("0" + hex).slice(-2) : "\\u" + ("000" + hex).slice(-4);
+    });
+  }
   // Every piece of data reaches the page as a text node (never as markup).
   function el(tag, attrs, children) {
     var node = document.createElement(tag);
@@ -11,7 +20,7 @@
     });
     (children || []).forEach(function (child) {
       if (child === null || child === undefined) return;
-      node.appendChild(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+      node.appendChild(typeof child === "string" || typeof child === "number" ? document.createTextNode(inert(String(child))) : child);
     });
     return node;
   }

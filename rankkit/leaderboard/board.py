@@ -15,6 +15,7 @@ from rankkit.errors import RankkitError
 from rankkit.formatting import plain
 from rankkit.judges.base import Judge
 from rankkit.matches import Cost
+from rankkit.prompts.normalize import refuse_look_alikes
 from rankkit.ratings import Outcome
 from rankkit.tasks import Task
 
@@ -395,6 +396,7 @@ def all_systems(tasks: Iterable[Task]) -> list[str]:
     for task in tasks:
         for name in systems_of(task):
             names.setdefault(name, None)
+    refuse_look_alikes(names, "the candidates' systems", LeaderboardError)  # they would show as identical rows
     return list(names)
 
 

@@ -11,8 +11,10 @@ One module per step:
   read a verdict from the judge's generated text only and never take one re-quoted from a
   candidate;
 * :mod:`~rankkit.prompts.protocol` — judge-protocol text and chat-template tokens inside
-  candidates: found (the run's ``suspicious`` candidates) and rewritten inertly (``sanitize=true``;
-  the HTTP judge's token neutralisation).
+  candidates: found (the run's ``suspicious`` candidates) and withheld (``sanitize=true``;
+  the HTTP judge's token neutralisation);
+* :mod:`~rankkit.prompts.normalize` — untrusted text as a tokenizer reads it (what the protocol
+  detector searches), and names compared the same way (look-alike system names refused).
 """
 
 from __future__ import annotations
