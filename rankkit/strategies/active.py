@@ -120,11 +120,11 @@ class Active(Strategy):
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
-        "budget": (0.001, 10_000),
-        "comparisons": (1, 100_000_000),
+        "budget": (0, 10_000),
+        "comparisons": (0, 100_000_000),
         "batch": (1, 10_000),
-        "prior_sd": (0.001, 100),
-        "confidence": (0.5, 0.9999),
+        "prior_sd": (0, 100),
+        "confidence": (0, 1),
     }
 
     def __post_init__(self) -> None:

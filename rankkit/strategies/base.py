@@ -412,14 +412,12 @@ def check_ranges(strategy: Strategy) -> None:
     for name, (lowest, highest) in strategy.ranges.items():
         value = getattr(strategy, name)
         if value is not None and not lowest <= value <= highest:
-            raise SpecError(
-                f"strategy {strategy.name}: {name}={value} is out of range (accepted: {describe_range(lowest, highest)})"
-            )
+            raise SpecError(f"strategy {strategy.name}: {name} must be {describe_range(lowest, highest)}, got {value}")
 
 
 def describe_range(lowest: float, highest: float) -> str:
-    """A range as ``rankkit strategies`` shows it, e.g. ``1 to 10,000``."""
-    return f"{lowest:,g} to {highest:,g}"
+    """A range as ``rankkit strategies`` shows it, e.g. ``1 to 10,000`` or ``-1,000,000 to 1,000,000``."""
+    return " to ".join(f"{end:,.0f}" if float(end).is_integer() else f"{end:g}" for end in (lowest, highest))
 
 
 # -------------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ class BradleyTerry(Strategy):
     bootstrap: int = 0
 
     description = "all pairs judged, Bradley-Terry fit on the Elo scale (N(N-1)/2 matches; x2 with order=both)"
-    ranges: ClassVar[dict[str, tuple[float, float]]] = {"alpha": (1e-9, 100), "bootstrap": (0, 10_000)}
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"alpha": (0, 100), "bootstrap": (0, 10_000)}
     single_order: ClassVar[str] = "given"
 
     def __post_init__(self) -> None:

@@ -180,11 +180,11 @@ class Elo(Strategy):
 
     description = "all pairs judged, online Elo averaged over orders of play (N(N-1)/2 matches; x2 with order=both)"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
-        "k": (0.001, 1000),
+        "k": (0, 1000),
         "permutations": (1, 10_000),
         "initial": (-1e6, 1e6),
-        "scale": (1, 1e5),
-        "base": (1.01, 1000),
+        "scale": (0, 1e5),
+        "base": (1, 1000),
     }
     single_order: ClassVar[str] = "given"
 

@@ -56,7 +56,7 @@ class PanelElo(Strategy):
     order: str = "given"
 
     description = "all pairs decided once (a panel: votes in both orders + threshold), online Elo (N(N-1)/2 decisions)"
-    ranges: ClassVar[dict[str, tuple[float, float]]] = {"k": (0.001, 1000), "permutations": (1, 10_000)}
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"k": (0, 1000), "permutations": (1, 10_000)}
 
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order

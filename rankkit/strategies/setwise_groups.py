@@ -186,9 +186,9 @@ class SetwiseGroups(KwayStrategy):
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
         "rounds": (1, 10_000),
         "shifts": (0, 1000),
-        "confidence": (0.5, 0.9999),
-        "budget": (0.001, 10_000),
-        "prior_sd": (0.001, 100),
+        "confidence": (0, 1),
+        "budget": (0, 10_000),
+        "prior_sd": (0, 100),
     }
 
     def __post_init__(self) -> None:
