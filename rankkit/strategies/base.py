@@ -239,6 +239,10 @@ class Strategy:
     #: Declared once here, checked by :func:`check_ranges` before any judgment and listed by
     #: ``rankkit strategies``; far outside these a parameter only hangs a run or breaks its arithmetic.
     ranges: ClassVar[Mapping[str, tuple[float, float]]] = {}
+    #: Each judgment it uses on a task is a request it has not asked there before, whatever the
+    #: verdicts (all pairs, each order at most once): a dry run too large to simulate counts its
+    #: plan from :meth:`exact_judgments` instead.
+    distinct_requests: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         """Check the ``order`` parameter, in every strategy that has one (see :data:`ORDERS`), and

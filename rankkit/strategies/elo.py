@@ -187,6 +187,7 @@ class Elo(Strategy):
         "base": (1, 1000),
     }
     single_order: ClassVar[str] = "given"
+    distinct_requests: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order
