@@ -21,9 +21,11 @@ import click
 from rankkit.cli_support import (
     OUTPUT_FORMATS,
     allow_failures_option,
+    check_judgment_count,
     check_parse_failures,
     config_option,
     current_columns,
+    current_limits,
     data_options,
     dry_run_option,
     fail,
@@ -38,6 +40,7 @@ from rankkit.cli_support import (
     print_dry_run,
     say,
     scale_options,
+    size_limit_options,
     trust_file_judge_option,
 )
 from rankkit.formatting import inert_json, render
@@ -922,8 +925,12 @@ def analyze_command(
     show_default=True,
     help="table, json (the whole report), csv (both tables, with a section column) or markdown.",
 )
+@size_limit_options
+@scale_options
 @guarded
-def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, output_format) -> None:
+def rejudge_command(
+    results_path, judge_spec, cache_path, no_cache, quiet, out, output_format, max_judgments, yes
+) -> None:
     """Re-ask every judgment of a `rankkit compare --out` run of another judge: agreement per
     judgment, rank correlation per task and the winners that change."""
     from rankkit.analysis.render import to_jsonable
@@ -931,11 +938,15 @@ def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, 
     from rankkit.cli_support import announce_judge, checked_judge_spec
     from rankkit.formatting import render_sections
     from rankkit.judges import make_judge
-    from rankkit.rejudging import rejudge, rejudge_tables
+    from rankkit.rejudging import questions, rejudge, rejudge_tables
     from rankkit.results import read_results
+    from rankkit.tasks import SizeLimits, check_sizes
 
     prepare_output(out)
     results = read_results(results_path)
+    # The same limits as a run of compare: no text a task file would refuse, no unconfirmed large run.
+    check_sizes(results.tasks, results_path, SizeLimits(**current_limits()))
+    check_judgment_count(sum(map(len, questions(results).values())), yes, max_judgments)
     spec = checked_judge_spec(judge_spec)  # given on the command line: the user's own
     cache = NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
     judge = None

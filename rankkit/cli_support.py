@@ -306,6 +306,24 @@ def data_options(func: Callable) -> Callable:
         func
     )
     func = click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N tasks.")(func)
+    return size_limit_options(func)
+
+
+def size_limit_options(func: Callable) -> Callable:
+    """Add ``--max-candidate-chars`` and ``--max-prompt-chars`` to a command: every command that
+    sends texts to a judge (``compare`` and ``rank`` with their data, ``rejudge`` with a results
+    file's) refuses the same oversized texts.
+
+    Parameters
+    ----------
+    func : Callable
+        A click command's function.
+
+    Returns
+    -------
+    Callable
+        The function with the options.
+    """
     func = click.option(
         "--max-candidate-chars",
         type=click.IntRange(min=0),
@@ -612,16 +630,48 @@ def judgment_limit(tasks: Any, strategies: Any, judge: Any, yes: bool, max_judgm
         check_scale(tasks, strategies, judge, max_judgments)
         return max_judgments
     except TooManyJudgments as err:
-        planned = f"this run plans {err.plan.describe()}, more than --max-judgments {err.limit:,}"
-        if not sys.stdin.isatty():
-            fail(
-                f"{planned}; pass --yes to run it (or raise --max-judgments, or see the exact figures with "
-                f"--dry-run). Nothing was judged"
-            )
-        say(planned, err=True)
-        if not click.confirm("Run it?", default=False, err=True):
-            fail("not run; nothing was judged")
+        confirm_large_run(f"this run plans {err.plan.describe()}, more than --max-judgments {err.limit:,}", "--dry-run")
         return math.inf
+
+
+def confirm_large_run(planned: str, figures_hint: str = "") -> None:
+    """Go on with a run that plans more judgments than ``--max-judgments`` only when a person at a
+    terminal confirms; without a terminal exit 2 naming ``--yes``. Nothing is judged before.
+
+    Parameters
+    ----------
+    planned : str
+        What the run plans, and the limit it passes, in words.
+    figures_hint : str, default ""
+        Where the exact figures are shown (``--dry-run``), named in the refusal; empty: none.
+    """
+    if not sys.stdin.isatty():
+        hint = f", or see the exact figures with {figures_hint}" if figures_hint else ""
+        fail(f"{planned}; pass --yes to run it (or raise --max-judgments{hint}). Nothing was judged")
+    say(planned, err=True)
+    if not click.confirm("Run it?", default=False, err=True):
+        fail("not run; nothing was judged")
+
+
+def check_judgment_count(judgments: int, yes: bool, max_judgments: int | None) -> None:
+    """The size check for a run whose judgments are counted already (``rejudge`` asks each
+    judgment of a results file once): above ``--max-judgments`` (default
+    :data:`~rankkit.scale.DEFAULT_MAX_JUDGMENTS`) it needs ``--yes`` or a person's consent.
+
+    Parameters
+    ----------
+    judgments : int
+        The judgments the run will ask, cached ones included.
+    yes : bool
+        ``--yes`` was given.
+    max_judgments : int | None
+        ``--max-judgments`` (None: the default limit).
+    """
+    from rankkit.scale import DEFAULT_MAX_JUDGMENTS
+
+    limit = DEFAULT_MAX_JUDGMENTS if max_judgments is None else max_judgments
+    if not yes and judgments > limit:
+        confirm_large_run(f"this run asks {judgments:,} judgments, more than --max-judgments {limit:,}")
 
 
 #: A strategy whose share of failed judgments passes this gets a warning on stderr.

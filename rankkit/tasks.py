@@ -221,7 +221,9 @@ class SizeLimits:
     max_prompt_chars: int | None = DEFAULT_MAX_PROMPT_CHARS
 
 
-def _check_size(path: Path, line: int, field_name: str, text: str, limit: int | None, option: str, what: str) -> None:
+def _check_size(
+    path: Path, line: int | None, field_name: str, text: str, limit: int | None, option: str, what: str
+) -> None:
     """Refuse ``text`` when it is longer than ``limit`` characters, naming the limit's option."""
     if limit is not None and len(text) > limit:
         raise TaskFormatError(
@@ -232,6 +234,35 @@ def _check_size(path: Path, line: int, field_name: str, text: str, limit: int | 
             f"{limit:,} ({option}; --{option.replace('_', '-')} on the "
             f"command line, 0 for none)",
         )
+
+
+def check_sizes(tasks: Sequence[Task], path: str | Path, sizes: SizeLimits = SizeLimits()) -> None:
+    """Refuse tasks read from elsewhere than a task file (a results file's ``task_data``) whose texts
+    a task file of the same limits would refuse.
+
+    Parameters
+    ----------
+    tasks : Sequence[Task]
+        The tasks.
+    path : str or Path
+        The file they were read from, named in the error.
+    sizes : SizeLimits
+        The limits (the defaults unless the command line set them).
+
+    Raises
+    ------
+    TaskFormatError
+        Naming the file, the task's field and the limit's option; there is no line to name.
+    """
+    for task in tasks:
+        for name, text in (("prompt", task.prompt), ("reference", task.reference)):
+            if text is not None:
+                what = f"the {name} of task {task.task_id!r}"
+                _check_size(Path(path), None, name, text, sizes.max_prompt_chars, "max_prompt_chars", what)
+        for index, candidate in enumerate(task.candidates):
+            what = f"candidate {candidate.id!r} of task {task.task_id!r}"
+            where = f"candidates[{index}].text"
+            _check_size(Path(path), None, where, candidate.text, sizes.max_candidate_chars, "max_candidate_chars", what)
 
 
 def load_tasks(

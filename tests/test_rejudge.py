@@ -151,3 +151,55 @@ def test_rankkit_rejudge_command(finished, tmp_path):
             main, ["rejudge", str(path), "--judge", "sim:preset=gpt4", "--no-cache", "--quiet", "--format", fmt]
         )
         assert shown.exit_code == 0 and marker in shown.output, (fmt, shown.output)
+
+
+# -- the limits compare has -----------------------------------------------------------------
+
+
+def written(results: RunResult, path, change=None):
+    record = results.to_dict()
+    if change:
+        change(record)
+    path.write_text(json.dumps(record), encoding="utf-8")
+    return str(path)
+
+
+def rejudge_cli(path: str, *options: str):
+    return CliRunner().invoke(main, ["rejudge", path, "--judge", "sim:preset=gpt4", "--no-cache", "--quiet", *options])
+
+
+def test_rejudge_above_max_judgments_needs_yes_as_compare_does(finished, tmp_path):
+    results, _ = finished
+    path = written(results, tmp_path / "r.json")
+    asked = distinct(results)
+    refused = rejudge_cli(path, "--max-judgments", str(asked - 1))
+    assert refused.exit_code == 2
+    assert f"this run asks {asked:,} judgments, more than --max-judgments {asked - 1:,}" in refused.output
+    assert "pass --yes" in refused.output and "Nothing was judged" in refused.output
+    assert rejudge_cli(path, "--max-judgments", str(asked - 1), "--yes").exit_code == 0
+    assert rejudge_cli(path, "--max-judgments", str(asked)).exit_code == 0
+
+
+def test_rejudge_refuses_a_text_a_task_file_would_refuse(finished, tmp_path):
+    results, _ = finished
+
+    def oversize(record):
+        record["task_data"][0]["candidates"][1]["text"] = "x" * 300_000
+
+    path = written(results, tmp_path / "big.json", oversize)
+    refused = rejudge_cli(path)
+    assert refused.exit_code == 2, refused.output
+    assert "big.json: field 'candidates[1].text'" in refused.output
+    assert "300,000 characters long, over the limit of 100,000 (max_candidate_chars" in refused.output
+    assert "Traceback" not in refused.output
+    assert rejudge_cli(path, "--max-candidate-chars", "0").exit_code == 0  # 0: no limit, as in compare
+
+
+def test_rejudge_refuses_an_oversized_prompt(finished, tmp_path):
+    results, _ = finished
+
+    def long_prompt(record):
+        record["task_data"][0]["prompt"] = "p" * 50
+
+    refused = rejudge_cli(written(results, tmp_path / "p.json", long_prompt), "--max-prompt-chars", "10")
+    assert refused.exit_code == 2 and "field 'prompt'" in refused.output and "max_prompt_chars" in refused.output

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rankkit.cache import NullCache
+from rankkit.errors import RankkitError
 from rankkit.judges.base import Judge
 from rankkit.judges.llm import LLMJudge
 from rankkit.matches import Cost
@@ -26,6 +27,19 @@ from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # results imports every strategy; planning reads only the runs it gets
     from rankkit.results import TaskResult
+
+#: The most judgments (over all strategies and tasks, at most, as :func:`rankkit.scale.plan_scale`
+#: counts them) a dry run simulates: each runs once per stand-in policy through the whole run's
+#: machinery (about 0.15 ms each, so this is about 10 s; 500 candidates of ``bt`` took 96 s and
+#: 1.6 GB); a larger run is counted by arithmetic where that is exact
+#: (:attr:`~rankkit.strategies.base.Strategy.distinct_requests`), else refused with its count.
+SIMULATION_LIMIT = 20_000
+
+
+class DryRunTooLarge(RankkitError, ValueError):
+    """A dry run that would simulate more than :data:`SIMULATION_LIMIT` judgments and cannot be
+    counted by arithmetic (exit code 2); the message names the planned count."""
+
 
 #: Why a figure is marked, shown in the row's note.
 BOUND_NOTE = "its path depends on verdicts: at most its declared max_judgments"
@@ -205,6 +219,15 @@ def dry_run(
     """
     sizes = PromptSizes(judge) if PromptSizes.applies(judge) else None
     cache_empty = cache is None or len(cache) == 0
+    if (planned := planned_judgments(tasks, strategies)) > SIMULATION_LIMIT:
+        rows = [arithmetic_row(strategies, tasks, judge, sizes, cache_empty, planned)]
+        return DryRun(
+            rows=rows,
+            tasks=len(tasks),
+            judge=judge.description,
+            notes=judge_notes(judge, sizes),
+            warnings=over_context(tasks, judge, sizes),
+        )
     runs = [stand_in_run(tasks, strategies, judge, cache, seed, policy, sizes) for policy in POLICIES]
     rows = []
     for index, strategy in enumerate(strategies):
@@ -226,6 +249,81 @@ def dry_run(
         notes=notes + ([batches] if batches else []),
         warnings=over_context(tasks, judge, sizes),
     )
+
+
+def planned_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy]) -> int:
+    """The most judgments the run can ask (:func:`rankkit.scale.plan_scale`, without tokens): what
+    a simulation would run through, once per stand-in policy."""
+    from rankkit.scale import plan_scale
+
+    return plan_scale(tasks, strategies, tokens=False).judgments
+
+
+def arithmetic_row(
+    strategies: Sequence[Strategy],
+    tasks: Sequence[Task],
+    judge: Judge,
+    sizes: PromptSizes | None,
+    cache_empty: bool,
+    planned: int,
+) -> PlanRow:
+    """The plan of a run too large to simulate, counted instead: one strategy that asks a fixed
+    number of judgments, each a request of its own (``distinct_requests``), with nothing cached.
+    Its figures are the simulation's (every judgment exact and new); the prompt tokens are the
+    task's mean prompt (:meth:`PromptSizes.mean`) per judgment, and the largest prompt is the two
+    longest answers'.
+
+    Parameters
+    ----------
+    strategies, tasks, judge
+        The dry run's.
+    sizes : PromptSizes or None
+        The prompt sizes (None: the judge reads no prompts).
+    cache_empty : bool
+        Whether the persistent cache holds nothing.
+    planned : int
+        The judgments the run plans at most (:func:`planned_judgments`), for the refusal.
+
+    Returns
+    -------
+    PlanRow
+        The strategy's row.
+
+    Raises
+    ------
+    DryRunTooLarge
+        When the run is not one such strategy on an empty cache: nothing simulated, the count named.
+    """
+    (strategy, *others) = strategies
+    n_values = {len(task.candidates) for task in tasks}
+    countable = (
+        not others
+        and cache_empty
+        and strategy.distinct_requests
+        and all(strategy.exact_judgments(n) is not None for n in n_values)
+    )
+    if not countable:
+        raise DryRunTooLarge(
+            f"this run plans up to {planned:,} judgments: too many to simulate in a dry run (the limit "
+            f"is {SIMULATION_LIMIT:,}, each simulated under every stand-in policy); plan fewer candidates "
+            f"or tasks at a time (--limit), or one strategy that asks a fixed number of judgments on an "
+            f"empty cache (bt, elo), which is counted instead"
+        )
+    row = PlanRow(strategy.label, prompt_tokens=0.0 if sizes else None)
+    kind = "point" if strategy.kind == "pointwise" else "pair"
+    for task in tasks:
+        count = strategy.exact_judgments(len(task.candidates))
+        row.comparisons += count if kind == "pair" else 0
+        row.grades += count if kind == "point" else 0
+        row.new += count
+        if sizes is not None:
+            row.prompt_tokens += count * sizes.mean(task, kind)
+            longest = sorted(task.candidates, key=lambda candidate: len(candidate.text))[-2:]
+            sizes.pair(task, *longest) if kind == "pair" else sizes.point(task, longest[-1])
+    if row.prompt_tokens is not None:
+        row.usd = estimate_usd(judge, strategy.kind, row.new, row.prompt_tokens)
+    row.to_target = target_forecast(strategy, tasks)
+    return row
 
 
 def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:

@@ -16,7 +16,7 @@ from typing import ClassVar
 from rankkit.choices import KWAY_ORDERS, check_kway_order
 from rankkit.judgments import MAX_LABELS
 from rankkit.specs import SpecError
-from rankkit.strategies.base import Strategy
+from rankkit.strategies.base import Strategy, check_ranges
 
 
 class KwayStrategy(Strategy):
@@ -36,6 +36,7 @@ class KwayStrategy(Strategy):
             if isinstance(value, float) and not math.isfinite(value):
                 raise SpecError(f"{where}: {field_.name} must be a finite number, got {value}")
         check_kway_order(where, self.order, self.shifts)
+        check_ranges(self)
 
     def check_size(self, name: str, value: int) -> None:
         """Refuse a group size outside 2..8 (the k-way templates' labels A..H).

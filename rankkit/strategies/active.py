@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import coin_order, judgments_per_match
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry
@@ -119,6 +119,13 @@ class Active(Strategy):
     confidence: float = 0.95
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {
+        "budget": (0, 10_000),
+        "comparisons": (0, 100_000_000),
+        "batch": (1, 10_000),
+        "prior_sd": (0, 100),
+        "confidence": (0, 1),
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order

@@ -235,6 +235,14 @@ class Strategy:
     extras_type: ClassVar[type[CandidateExtras]] = CandidateExtras
     kind: ClassVar[str] = "pairwise"
     single_order: ClassVar[str | None] = None
+    #: Each number parameter's accepted range, both ends included: name -> (lowest, highest).
+    #: Declared once here, checked by :func:`check_ranges` before any judgment and listed by
+    #: ``rankkit strategies``; far outside these a parameter only hangs a run or breaks its arithmetic.
+    ranges: ClassVar[Mapping[str, tuple[float, float]]] = {}
+    #: Each judgment it uses on a task is a request it has not asked there before, whatever the
+    #: verdicts (all pairs, each order at most once): a dry run too large to simulate counts its
+    #: plan from :meth:`exact_judgments` instead.
+    distinct_requests: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         """Check the ``order`` parameter, in every strategy that has one (see :data:`ORDERS`), and
@@ -246,6 +254,7 @@ class Strategy:
             value = getattr(self, field_.name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise SpecError(f"strategy {self.name}: {field_.name} must be a finite number, got {value}")
+        check_ranges(self)
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         """Rank one task's candidates, asking ``source`` for the judgments it needs.
@@ -388,6 +397,31 @@ def check_compatible(strategies: Iterable[Strategy], judge: JudgeCapabilities) -
             raise SpecError(
                 f"strategy {strategy.label} needs {what}, which judge {judge.description} cannot give{hint}"
             )
+
+
+def check_ranges(strategy: Strategy) -> None:
+    """Refuse a number parameter outside the range its class declares (:attr:`Strategy.ranges`);
+    a parameter left None (its default rule) is not checked.
+
+    Parameters
+    ----------
+    strategy : Strategy
+        The strategy just built.
+
+    Raises
+    ------
+    SpecError
+        Naming the strategy, the parameter, its value and the range.
+    """
+    for name, (lowest, highest) in strategy.ranges.items():
+        value = getattr(strategy, name)
+        if value is not None and not lowest <= value <= highest:
+            raise SpecError(f"strategy {strategy.name}: {name} must be {describe_range(lowest, highest)}, got {value}")
+
+
+def describe_range(lowest: float, highest: float) -> str:
+    """A range as ``rankkit strategies`` shows it, e.g. ``1 to 10,000`` or ``-1,000,000 to 1,000,000``."""
+    return " to ".join(f"{end:,.0f}" if float(end).is_integer() else f"{end:g}" for end in (lowest, highest))
 
 
 # -------------------------------------------------------------------------------------------
@@ -578,7 +612,7 @@ def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str)
 
 def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
     """(name, type, default) of each parameter, for ``rankkit strategies``; ``order``'s type lists
-    its allowed values.
+    its allowed values, a number's its range (``int, 1 to 10,000``).
 
     Parameters
     ----------
@@ -596,6 +630,8 @@ def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
         type_name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
         if f.name == "order" and default in ORDERS:
             type_name = "|".join(getattr(cls, "orders", ORDERS))  # k-way strategies: given|random|permute
+        if f.name in cls.ranges:
+            type_name = f"{type_name}, {describe_range(*cls.ranges[f.name])}"
         rows.append((f.name, type_name, default))
     return rows
 

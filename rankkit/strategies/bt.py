@@ -52,7 +52,9 @@ class BradleyTerry(Strategy):
     bootstrap: int = 0
 
     description = "all pairs judged, Bradley-Terry fit on the Elo scale (N(N-1)/2 matches; x2 with order=both)"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"alpha": (0, 100), "bootstrap": (0, 10_000)}
     single_order: ClassVar[str] = "given"
+    distinct_requests: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order

@@ -179,7 +179,15 @@ class Elo(Strategy):
     base: float = ELO_BASE
 
     description = "all pairs judged, online Elo averaged over orders of play (N(N-1)/2 matches; x2 with order=both)"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {
+        "k": (0, 1000),
+        "permutations": (1, 10_000),
+        "initial": (-1e6, 1e6),
+        "scale": (0, 1e5),
+        "base": (1, 1000),
+    }
     single_order: ClassVar[str] = "given"
+    distinct_requests: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order

@@ -168,6 +168,7 @@ class Heapsort(Strategy):
     order: str = "both"
 
     description = "heap sort with the judge as comparator, top_k to stop early (<= 2 N log2 N comparisons)"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"top_k": (0, 10_000_000)}
     single_order: ClassVar[str] = "random"
 
     def __post_init__(self) -> None:

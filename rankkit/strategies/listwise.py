@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.choices import judgments_per_group
 from rankkit.specs import SpecError
@@ -87,6 +87,7 @@ class Listwise(KwayStrategy):
     shifts: int = 0
 
     description = "RankGPT sliding window from the bottom up, one k-way ranking per window"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"passes": (1, 1000), "shifts": (0, 1000)}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import coin_order
 from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
@@ -56,6 +56,7 @@ class PanelElo(Strategy):
     order: str = "given"
 
     description = "all pairs decided once (a panel: votes in both orders + threshold), online Elo (N(N-1)/2 decisions)"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"k": (0, 1000), "permutations": (1, 10_000)}
 
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.choices import judgments_per_group
 from rankkit.specs import SpecError
@@ -183,6 +183,13 @@ class SetwiseGroups(KwayStrategy):
     criterion: str = "random"
 
     description = "random groups of k for several rounds, score = mean slot score (no elimination)"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {
+        "rounds": (1, 10_000),
+        "shifts": (0, 1000),
+        "confidence": (0, 1),
+        "budget": (0, 10_000),
+        "prior_sd": (0, 100),
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.choices import judgments_per_group
 from rankkit.specs import SpecError
@@ -182,6 +182,7 @@ class SetwiseHeapsort(KwayStrategy):
     shifts: int = 0
 
     description = "heap sort on a (k-1)-ary heap, one k-way choice per sift (Zhuang et al. 2024)"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"top_k": (0, 10_000_000), "shifts": (0, 1000)}
 
     def __post_init__(self) -> None:
         super().__post_init__()

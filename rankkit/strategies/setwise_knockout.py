@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.choices import judgments_per_group
 from rankkit.strategies._kway import KwayStrategy, mean_scores
@@ -99,6 +99,7 @@ class SetwiseKnockout(KwayStrategy):
     shifts: int = 0
 
     description = "knockout in groups of k, the judge's choice advances (ceil((N-1)/(k-1)) judgments)"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"shifts": (0, 1000)}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -40,6 +40,7 @@ class SlidingWindow(Strategy):
     order: str = "both"
 
     description = "K bubble passes from the bottom, window 2 (about K*N comparisons)"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {"passes": (1, 10_000)}
     single_order: ClassVar[str] = "random"
 
     def __post_init__(self) -> None:

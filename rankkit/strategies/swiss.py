@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.order import coin_order
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry, win_rates
@@ -165,6 +165,12 @@ class Swiss(Strategy):
     prior_sd: float = 2.0
 
     description = "Swiss-system tournament: rounds pair close running scores, budget x N comparisons"
+    ranges: ClassVar[dict[str, tuple[float, float]]] = {
+        "budget": (0, 10_000),
+        "comparisons": (0, 100_000_000),
+        "prior_sd": (0, 100),
+        "confidence": (0, 1),
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order

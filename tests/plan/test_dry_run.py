@@ -247,3 +247,74 @@ def test_tasks_whose_prompts_pass_the_judges_context_are_flagged(sample_tasks):
     assert "past the judge's context of 2,048 tokens (max_model_len)" in warning
     assert dry_run([sample_tasks[0]], [make_strategy("knockout")], judge).warnings == []
     assert dry_run([long], [make_strategy("knockout")], FixedAccuracyJudge()).warnings == []  # reads no prompts
+
+
+# -- runs too large to simulate ----------------------------------------------------------------
+
+import importlib  # noqa: E402
+import json  # noqa: E402
+
+from click.testing import CliRunner  # noqa: E402
+
+from rankkit.cli import main  # noqa: E402
+from rankkit.judges import make_judge  # noqa: E402
+
+dry_run_module = importlib.import_module("rankkit.plan.dry_run")  # the package exports the function by that name
+
+
+def many_candidates(n: int, tasks: int = 2) -> list:
+    return [make_task([float(i % 5) for i in range(n)], task_id=f"n{n}t{t}", scale=(0.0, 5.0)) for t in range(tasks)]
+
+
+@pytest.mark.parametrize("spec", ["bt", "bt:order=given", "bt:order=random", "elo", "elo:order=given"])
+@pytest.mark.parametrize("judge_spec", ["sim:preset=gpt4", "vllm:smollm2,max_model_len=2048,mode=logprob"])
+def test_the_counted_plan_equals_the_simulated_one(monkeypatch, spec, judge_spec):
+    tasks = [*many_candidates(7), *many_candidates(12, tasks=1)]
+    judge = make_judge(judge_spec, stand_in=True)
+    simulated = dry_run(tasks, [make_strategy(spec)], judge, None, seed=3)
+    monkeypatch.setattr(dry_run_module, "SIMULATION_LIMIT", 0)
+    counted = dry_run(tasks, [make_strategy(spec)], make_judge(judge_spec, stand_in=True), None, seed=3)
+    (before,), (after,) = simulated.rows, counted.rows
+    for figure in ("comparisons", "grades", "cached", "shared", "new", "bounds", "strategy"):
+        assert getattr(after, figure) == getattr(before, figure), figure
+    if before.prompt_tokens is None:
+        assert after.prompt_tokens is None
+    else:  # the mean prompt per judgment against the sum of each: additive sizes, so close
+        assert after.prompt_tokens == pytest.approx(before.prompt_tokens, rel=0.02)
+    assert counted.warnings == simulated.warnings
+
+
+@pytest.mark.parametrize("specs", [["knockout"], ["bt", "elo"], ["heapsort"]])
+def test_a_run_too_large_to_simulate_that_cannot_be_counted_is_refused_naming_its_count(monkeypatch, specs):
+    monkeypatch.setattr(dry_run_module, "SIMULATION_LIMIT", 10)
+    tasks = many_candidates(8)
+    strategies = [make_strategy(spec) for spec in specs]
+    with pytest.raises(dry_run_module.DryRunTooLarge, match="this run plans up to [0-9,]+ judgments") as caught:
+        dry_run(tasks, strategies, make_judge("sim", stand_in=True), None)
+    assert f"{dry_run_module.planned_judgments(tasks, strategies):,}" in str(caught.value)
+    assert caught.value.exit_code == 2
+
+
+def test_a_counted_plan_needs_an_empty_cache(monkeypatch, tmp_path):
+    tasks = many_candidates(6)
+    cache = JudgmentCache(tmp_path / "c.sqlite")
+    run(tasks, [make_strategy("bt")], FixedAccuracyJudge(accuracy=1.0, seed=0), cache, progress=False)
+    monkeypatch.setattr(dry_run_module, "SIMULATION_LIMIT", 10)
+    with pytest.raises(dry_run_module.DryRunTooLarge):
+        dry_run(tasks, [make_strategy("bt")], make_judge("sim", stand_in=True), cache)
+    cache.close()
+
+
+def test_the_cli_dry_run_of_bt_on_500_candidates_is_counted(tmp_path):
+    data = tmp_path / "big.jsonl"
+    candidates = [{"id": f"c{i}", "text": f"answer {i}", "human": {"score": i % 7}} for i in range(500)]
+    data.write_text(json.dumps({"task_id": "q", "prompt": "?", "candidates": candidates}) + "\n")
+    shown = CliRunner().invoke(
+        main, ["compare", "--data", str(data), "--judge", "sim", "--strategies", "bt", "--dry-run", "--no-cache"]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "new judgments to pay for: 249500" in shown.output
+    refused = CliRunner().invoke(
+        main, ["compare", "--data", str(data), "--judge", "sim", "--strategies", "bt,elo", "--dry-run", "--no-cache"]
+    )
+    assert refused.exit_code == 2 and "this run plans up to" in refused.output and "Traceback" not in refused.output

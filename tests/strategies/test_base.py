@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from click.testing import CliRunner
 
+from rankkit.cli import main
 from rankkit.judges import make_judge
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
 from rankkit.specs import SpecError
-from rankkit.strategies import CandidateExtras, Ranking, Strategy, make_strategy
+from rankkit.strategies import CandidateExtras, Ranking, Strategy, describe_parameters, make_strategy, strategy_classes
 from rankkit.strategies.base import check_compatible
 from tests.helpers import CountingJudge
 
@@ -206,3 +208,51 @@ def test_extras_the_strategy_does_not_declare_are_refused_when_it_runs(sample_ta
     monkeypatch.setattr(Undeclared, "name", "undeclared")
     with pytest.raises(TypeError, match="reports MarginExtras extras .* declare extras_type = MarginExtras"):
         rankkit.compare(sample_tasks[:1], strategies=["undeclared"], judge="sim:preset=gpt4")
+
+
+# -- declared parameter ranges -----------------------------------------------------------------
+
+EXTREME_SPECS = [
+    ("elo:permutations=1000000000", "strategy elo: permutations must be 1 to 10,000, got 1000000000"),
+    ("bt:bootstrap=1000000000", "strategy bt: bootstrap must be 0 to 10,000, got 1000000000"),
+    ("panel_elo:k=1e300", "strategy panel_elo: k must be 0 to 1,000, got 1e+300"),
+    ("bt:alpha=1e308", "strategy bt: alpha must be 0 to 100, got 1e+308"),
+    ("elo:initial=1e308", "strategy elo: initial must be -1,000,000 to 1,000,000, got 1e+308"),
+]
+
+
+@pytest.mark.parametrize(("spec", "message"), EXTREME_SPECS)
+def test_a_parameter_outside_its_declared_range_is_refused_naming_strategy_parameter_value_and_range(spec, message):
+    with pytest.raises(SpecError) as caught:
+        make_strategy(spec)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("spec", "message"), EXTREME_SPECS)
+def test_the_cli_exits_2_on_an_extreme_parameter_before_judging(spec, message):
+    outcome = CliRunner().invoke(main, ["compare", "--judge", "sim", "--strategies", spec, "--no-cache", "--quiet"])
+    assert outcome.exit_code == 2
+    assert message in outcome.output
+    assert "Traceback" not in outcome.output and "judging" not in outcome.output
+
+
+def test_every_declared_range_names_a_number_parameter_and_is_listed():
+    for name, cls in strategy_classes().items():
+        listed = {param: type_name for param, type_name, _ in describe_parameters(cls)}
+        for param, (lowest, highest) in cls.ranges.items():
+            assert param in listed, (name, param)
+            assert lowest <= highest
+            assert listed[param].split(",")[0].strip() in ("int", "float", "int | None", "float | None"), (name, param)
+            assert f"{highest:,.0f}" in listed[param] or f"{highest:g}" in listed[param], (name, param)
+
+
+def test_rankkit_strategies_shows_the_ranges():
+    listing = CliRunner().invoke(main, ["strategies"]).output
+    assert "permutations=100  (int, 1 to 10,000)" in listing
+    assert "bootstrap=0  (int, 0 to 10,000)" in listing
+
+
+def test_the_ends_of_a_range_are_accepted():
+    assert make_strategy("elo:permutations=10000").permutations == 10_000
+    assert make_strategy("bt:bootstrap=10000").bootstrap == 10_000
+    assert make_strategy("elo:initial=-1000000").initial == pytest.approx(-1e6, abs=1e-9)
