@@ -467,7 +467,7 @@ def checked_judge_spec(judge_spec: str | None, judge_from: tuple[str, str] | Non
         if risks:
             path, field = judge_from
             fail(
-                f"{path}: field {field!r}: the judge spec {judge_spec!r} chooses where prompts and keys go "
+                f"{path}: field {field!r}: the judge spec {judge_spec!r} chooses where prompts and keys go or what is loaded "
                 f"({'; '.join(risks)}), and a file may not choose that. Nothing was sent. Give the judge on the "
                 f"command line (--judge '{judge_spec}'), or pass --trust-file-judge if you trust {path}"
             )
