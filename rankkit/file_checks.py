@@ -109,13 +109,17 @@ def check_known(value: Any, known: Mapping[str, Any] | set[str], where: str, pat
 
 def check_system_name(name: Any, where: str, path: str) -> str:
     """``name`` when it can be a system's name: a non-empty string of at most
-    :data:`MAX_SYSTEM_NAME_CHARS` characters with no path separator, no ``..`` and no control
-    character (a name becomes part of report file names and is shown in terminals)."""
+    :data:`MAX_SYSTEM_NAME_CHARS` characters that does not read as a file path and holds no control
+    character (names are shown in terminals and may become part of file names).
+
+    ``org/model`` is a name (hub model ids are common system names); an absolute path, a backslash,
+    or a ``.`` or ``..`` part is not.
+    """
     expect_text(name, where, path, MAX_SYSTEM_NAME_CHARS)
     if not name.strip():
         raise TaskFormatError(where, None, path, "a system name may not be empty")
-    if "/" in name or "\\" in name or ".." in name:
-        raise TaskFormatError(where, None, path, f"{_shown(name)} looks like a path; a system name has no / \\ or ..")
+    if name.startswith("/") or "\\" in name or {".", ".."} & set(name.split("/")):
+        raise TaskFormatError(where, None, path, f"{_shown(name)} looks like a file path, not a system name")
     if any(ord(char) < 32 or 127 <= ord(char) < 160 for char in name):
         raise TaskFormatError(where, None, path, f"{_shown(name)} holds a control character")
     return name
