@@ -48,8 +48,9 @@ def read_json_file(path: str | PathLike[str]) -> Any:
     return value
 
 
-def check_tree(value: Any, where: str) -> None:
-    """Refuse nesting deeper than :data:`MAX_FILE_DEPTH` and non-finite numbers anywhere in ``value``.
+def check_tree(value: Any, where: str | PathLike[str], line: int | None = None) -> None:
+    """Refuse nesting deeper than :data:`MAX_FILE_DEPTH` and non-finite numbers anywhere in ``value``
+    (line ``line`` of file ``where``; None: the whole file).
 
     Breadth first and without recursion, so the first problem named is the shallowest and no depth
     overflows the stack.
@@ -58,9 +59,9 @@ def check_tree(value: Any, where: str) -> None:
     while pending:
         path, item, depth = pending.popleft()
         if depth > MAX_FILE_DEPTH:
-            raise TaskFormatError(where, None, path or None, f"nested deeper than {MAX_FILE_DEPTH} levels")
+            raise TaskFormatError(where, line, path or None, f"nested deeper than {MAX_FILE_DEPTH} levels")
         if isinstance(item, float) and not math.isfinite(item):
-            raise TaskFormatError(where, None, path or None, f"{item} is not a finite number")
+            raise TaskFormatError(where, line, path or None, f"expected a finite number, got {item}")
         if isinstance(item, Mapping):
             pending.extend((f"{path}.{key}" if path else str(key), v, depth + 1) for key, v in item.items())
         elif isinstance(item, list):
