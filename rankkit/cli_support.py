@@ -404,7 +404,7 @@ def trust_file_judge_option(func: Callable) -> Callable:
         expose_value=False,
         callback=_store_flag(TRUST_META),
         help="Use a judge spec read from a file (leaderboard, run or results file) even where it "
-        "chooses where prompts and keys go (base_url, api_key_env, a network backend).",
+        "chooses where prompts and keys go (base_url, api_key_env, a network backend) or what model is loaded (hf:, vllm:).",
     )(func)
 
 

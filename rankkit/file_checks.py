@@ -26,6 +26,11 @@ MAX_FILE_DEPTH = MAX_DEPTH + 8
 #: The most tasks, and candidates per task, a file may hold.
 MAX_TASKS = 1_000_000
 MAX_CANDIDATES = 100_000
+#: The longest candidate text and prompt a file may hold: 100 times the task-file defaults, since a run
+#: may raise those (``--max-candidate-chars``) and its results must read back; the commands that
+#: judge texts again apply their own limits.
+MAX_TEXT_CHARS = 100 * DEFAULT_MAX_CANDIDATE_CHARS
+MAX_PROMPT_CHARS = 100 * DEFAULT_MAX_PROMPT_CHARS
 #: The longest system name (a name is a label and part of file names in reports).
 MAX_SYSTEM_NAME_CHARS = 200
 
@@ -59,7 +64,7 @@ def check_tree(value: Any, where: str | PathLike[str], line: int | None = None) 
     while pending:
         path, item, depth = pending.popleft()
         if depth > MAX_FILE_DEPTH:
-            raise TaskFormatError(where, line, path or None, f"nested deeper than {MAX_FILE_DEPTH} levels")
+            raise TaskFormatError(where, line, _shown_path(path), f"nested deeper than {MAX_FILE_DEPTH} levels")
         if isinstance(item, float) and not math.isfinite(item):
             raise TaskFormatError(where, line, path or None, f"expected a finite number, got {item}")
         if isinstance(item, Mapping):
@@ -139,6 +144,11 @@ def check_optional_number(value: Any, where: str, path: str) -> float | None:
     return None if value is None else check_number(value, where, path)
 
 
+def _shown_path(path: str) -> str | None:
+    """A JSON path short enough to read (a deep one repeats ``[0]`` dozens of times)."""
+    return None if not path else path if len(path) <= 80 else path[:77] + "..."
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -170,14 +180,14 @@ def _check_task_record(record: Any, where: str, path: str) -> dict[str, set[str]
     task_id = expect_text(record.get("task_id"), where, f"{path}.task_id", 1000)
     prompt = record.get("prompt")
     if prompt is not None:
-        expect_text(prompt, where, f"{path}.prompt", DEFAULT_MAX_PROMPT_CHARS)
+        expect_text(prompt, where, f"{path}.prompt", MAX_PROMPT_CHARS)
     candidates = expect_list(record.get("candidates"), where, f"{path}.candidates", MAX_CANDIDATES)
     ids = []
     for index, candidate in enumerate(candidates):
         at = f"{path}.candidates[{index}]"
         expect(candidate, Mapping, where, at, "an object")
         ids.append(expect_text(candidate.get("id"), where, f"{at}.id", 1000))
-        expect_text(candidate.get("text"), where, f"{at}.text", DEFAULT_MAX_CANDIDATE_CHARS)
+        expect_text(candidate.get("text"), where, f"{at}.text", MAX_TEXT_CHARS)
         if candidate.get("system") is not None:
             check_system_name(candidate["system"], where, f"{at}.system")
         check_optional_number(candidate.get("human"), where, f"{at}.human")
