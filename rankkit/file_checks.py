@@ -249,8 +249,13 @@ def check_board_payload(data: Any, where: str) -> None:
                 check_system_name(match.get(side), where, f"{at}.{side}"), known, where, f"{at}.{side}", "system"
             )
         check_number(match.get("outcome"), where, f"{at}.outcome", 0.0, 1.0)
+        if match.get("task") is not None:
+            expect_text(match["task"], where, f"{at}.task", 1000)
     if data.get("anchor") is not None:
         check_known(check_system_name(data["anchor"], where, "anchor"), known, where, "anchor", "system")
+    elif data["method"] == "anchored":
+        raise TaskFormatError(where, None, "anchor", "an anchored leaderboard names its anchor system")
+    _check_board_parts(data, known, where)
     expect(data.get("seed", 0), int, where, "seed", "an integer")
     judge = data.get("judge")
     if judge is not None:
@@ -261,3 +266,28 @@ def check_board_payload(data: Any, where: str) -> None:
     if cost is not None:
         for key, value in expect(cost, Mapping, where, "cost", "an object").items():
             expect(value, (int, float), where, f"cost.{key}", "a number")
+
+
+def _check_board_parts(data: Mapping[str, Any], known: set[str], where: str) -> None:
+    """A leaderboard's optional parts: the style control, its model, the placement record and the
+    anchor-ceiling check."""
+    for index, name in enumerate(expect_list(data.get("control") or [], where, "control", 10)):
+        expect(name, str, where, f"control[{index}]", "a string")
+    for key in ("style", "placement"):
+        if data.get(key) is not None:
+            expect(data[key], Mapping, where, key, "an object")
+    ceiling = data.get("anchor_ceiling")
+    if ceiling:
+        expect(ceiling, Mapping, where, "anchor_ceiling", "an object")
+        check_known(
+            check_system_name(ceiling.get("anchor"), where, "anchor_ceiling.anchor"),
+            known,
+            where,
+            "anchor_ceiling.anchor",
+            "system",
+        )
+        for index, name in enumerate(
+            expect_list(ceiling.get("at_ceiling") or [], where, "anchor_ceiling.at_ceiling", MAX_CANDIDATES)
+        ):
+            check_system_name(name, where, f"anchor_ceiling.at_ceiling[{index}]")
+        check_number(ceiling.get("share", 0.0), where, "anchor_ceiling.share", 0.0, 1.0)

@@ -113,6 +113,10 @@ BOARD_CASES: list[tuple[str, str, Change]] = [
     ("NaN rating", "systems[0].rating", _set_raw(["systems", 0, "rating"], "NaN")),
     ("duplicate systems", "systems[", _duplicate_system),
     ("dangling match system", "matches[0].a", _set(["matches", 0, "a"], "ghost")),
+    ("anchored board without its anchor", "anchor", _set(["method"], "anchored")),
+    ("anchor check not an object", "anchor_ceiling", _set(["anchor_ceiling"], "x")),
+    ("integer match task", "matches[0].task", _set(["matches", 0, "task"], 5)),
+    ("style not an object", "style", _set(["style"], "x")),
     ("5001-digit seed", "", _set_raw(["seed"], HUGE_INT)),
     ("100k nested lists", "", _set_raw(["style"], DEEP)),
 ]
