@@ -108,8 +108,8 @@ def check_unique(values: Iterable[Any], where: str, path: str) -> None:
 
 
 def check_known(value: Any, known: Mapping[str, Any] | set[str], where: str, path: str, what: str) -> None:
-    """Refuse ``value`` when it is not one of ``known`` (a dangling reference to ``what``)."""
-    if value not in known:
+    """Refuse ``value`` when it is not one of ``known`` (a dangling reference to ``what``; every id is a string)."""
+    if not isinstance(value, str) or value not in known:
         raise TaskFormatError(where, None, path, f"{_shown(value)} is not a {what} of this file")
 
 
@@ -219,6 +219,22 @@ def _check_task_result(task: Any, candidates_of: Mapping[str, set[str]], where: 
     champion = task.get("champion")
     if champion is not None:
         check_known(champion, known, where, f"{path}.champion", "candidate")
+    for cid in expect(task.get("extras", {}), Mapping, where, f"{path}.extras", "an object"):
+        check_known(cid, known, where, f"{path}.extras.{cid}", "candidate")
+    for index, comparison in enumerate(expect_list(task.get("comparisons", []), where, f"{path}.comparisons", 10**8)):
+        at = f"{path}.comparisons[{index}]"
+        expect(comparison, Mapping, where, at, "an object")
+        for side in ("first", "second"):
+            check_known(comparison.get(side), known, where, f"{at}.{side}", "candidate")
+    for index, grade in enumerate(expect_list(task.get("grades") or [], where, f"{path}.grades", 10**8)):
+        at = f"{path}.grades[{index}]"
+        check_known(
+            expect(grade, Mapping, where, at, "an object").get("candidate"),
+            known,
+            where,
+            f"{at}.candidate",
+            "candidate",
+        )
 
 
 # --- leaderboards (rankkit leaderboard --out) -----------------------------------------------------

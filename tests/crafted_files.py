@@ -95,6 +95,12 @@ RESULTS_CASES: list[tuple[str, str, Change]] = [
         _set(["task_data", 0, "candidates", 0, "text"], "x" * 10_000_001),
     ),
     ("dangling task id", "strategies[0].tasks[0].task_id", _set(["strategies", 0, "tasks", 0, "task_id"], "nope")),
+    (
+        "dangling comparison id",
+        "strategies[0].tasks[0].comparisons[0].first",
+        _set(["strategies", 0, "tasks", 0, "comparisons", 0, "first"], "zz"),
+    ),
+    ("champion a list", "strategies[0].tasks[0].champion", _set(["strategies", 0, "tasks", 0, "champion"], [])),
 ]
 
 

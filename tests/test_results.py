@@ -149,7 +149,7 @@ def test_extras_are_typed_and_an_unknown_extra_names_its_key(sample_run):
     knockout = RunResult.from_dict(payload).strategies[0].tasks[0]
     assert knockout.extras[knockout.champion].eliminated_round is None
     assert all(e.played >= 1 and e.rounds >= 1 for e in knockout.extras.values())
-    payload["strategies"][0]["tasks"][0]["extras"]["c1"] = {"played": 1, "elimination_round": 1}
+    payload["strategies"][0]["tasks"][0]["extras"][knockout.champion] = {"played": 1, "elimination_round": 1}
     with pytest.raises(TaskFormatError, match="strategies.0.*unknown candidate extra 'elimination_round'"):
         RunResult.from_dict(payload, where="r.json")
 
