@@ -96,6 +96,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "specs",
             "frames",
             "task_files",
+            "file_checks",
             "tasks",
             "samples",
             "synthetic",

@@ -487,12 +487,13 @@ def record(
     data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out, label, method_label, from_run
 ) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
+    from rankkit.file_checks import read_json_file
     from rankkit.recording import record_grid, rows_from_results, write_judgments
     from rankkit.results import RunResult
 
     prepare_output(out)
     if from_run:
-        run = RunResult.from_dict(json.loads(Path(from_run).read_text(encoding="utf-8")), where=from_run)
+        run = RunResult.from_dict(read_json_file(from_run), where=from_run)
         rows = rows_from_results(run, label, method_label)
         count = write_judgments(rows, out)
         say(f"{count} recorded comparisons from {from_run} written to {out}", err=True)
@@ -746,10 +747,11 @@ def leaderboard_add(
 
     --data and --judge default to the ones the leaderboard was built with.
     """
-    from rankkit.leaderboard import Leaderboard, add_system, resolve_truth
+    from rankkit.leaderboard import add_system, resolve_truth
+    from rankkit.leaderboard.board import read_board
 
     prepare_output(out)
-    board = Leaderboard.from_dict(json.loads(Path(board_path).read_text(encoding="utf-8")))
+    board = read_board(board_path)
     # The board's judge is used only where a file may choose it (checked by judging()).
     judge_from = (board_path, "judge.spec") if not judge_spec and board.judge.get("spec") else None
     with judging(

@@ -422,7 +422,7 @@ def trust_file_judge_option(func: Callable) -> Callable:
         expose_value=False,
         callback=_store_flag(TRUST_META),
         help="Use a judge spec read from a file (leaderboard, run or results file) even where it "
-        "chooses where prompts and keys go (base_url, api_key_env, a network backend).",
+        "chooses where prompts and keys go (base_url, api_key_env, a network backend) or what model is loaded (hf:, vllm:).",
     )(func)
 
 
@@ -485,7 +485,7 @@ def checked_judge_spec(judge_spec: str | None, judge_from: tuple[str, str] | Non
         if risks:
             path, field = judge_from
             fail(
-                f"{path}: field {field!r}: the judge spec {judge_spec!r} chooses where prompts and keys go "
+                f"{path}: field {field!r}: the judge spec {judge_spec!r} chooses where prompts and keys go or what is loaded "
                 f"({'; '.join(risks)}), and a file may not choose that. Nothing was sent. Give the judge on the "
                 f"command line (--judge '{judge_spec}'), or pass --trust-file-judge if you trust {path}"
             )

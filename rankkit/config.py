@@ -5,13 +5,13 @@ More in ``docs/cli.md``.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rankkit.errors import RankkitError
+from rankkit.errors import RankkitError, TaskFormatError
+from rankkit.file_checks import check_results_payload, read_json_file
 from rankkit.specs import SpecError
 
 #: Config key -> the parameter name of the click command it sets.
@@ -70,9 +70,11 @@ def read_file(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ConfigError(f"{path}:{err.lineno}: malformed JSON: {err.msg}") from None
+            data = read_json_file(path)
+            if isinstance(data, dict) and "task_data" in data:  # a results file: checked as `rankkit analyze` does
+                check_results_payload(data, str(path))
+        except TaskFormatError as err:  # a run file's problems read like a task file's
+            raise ConfigError(str(err)) from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a JSON object")
         return settings_of_results(data) if "task_data" in data else data

@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rankkit.errors import TaskFormatError
+from rankkit.file_checks import check_results_payload, read_json_file
 from rankkit.formatting import plain
 from rankkit.judges.base import Judge, JudgeError
 from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
@@ -351,6 +351,7 @@ class RunResult:
                     name,
                     f"missing or not a {'list' if kind is list else 'object'}; is this a rankkit compare --out file?",
                 )
+        check_results_payload(data, where)
         judge_info = data["judge"]
         judge_field = {
             name: required(judge_info, name, where, "judge")
@@ -1037,10 +1038,7 @@ def read_results(path: str | PathLike[str]) -> RunResult:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: file not found")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise TaskFormatError(path, err.lineno, None, f"malformed JSON: {err.msg}") from None
+    data = read_json_file(path)
     if not isinstance(data, dict):
         raise TaskFormatError(path, None, None, "expected a JSON object (the output of rankkit compare --out)")
     return RunResult.from_dict(data, where=str(path))

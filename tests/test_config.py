@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from rankkit.cli import main
 from rankkit.config import ConfigError, click_defaults, load_config, strategy_spec
 from rankkit.tasks import SAMPLE_DATA
+from tests.crafted_files import RUN_FILE_CASES, write_crafted
 
 RUN_TOML = """
 data = "{data}"
@@ -138,3 +139,31 @@ def test_settings_become_click_defaults(tmp_path):
     with pytest.raises(ConfigError, match="one strategy"):
         click_defaults(settings, {"strategy_spec", "cache_path"})
     assert strategy_spec({"name": "heapsort", "top_k": 3, "debias": False}) == "heapsort:top_k=3,debias=false"
+
+
+@pytest.mark.parametrize(("name", "field_name", "change"), RUN_FILE_CASES, ids=[c[0] for c in RUN_FILE_CASES])
+def test_a_crafted_run_file_exits_2_naming_the_file_and_field(tmp_path, name, field_name, change):
+    run_file = {"judge": "sim", "strategies": ["knockout"], "seed": 0, "no_cache": True, "quiet": True}
+    crafted = write_crafted(run_file, change, tmp_path / "run.json")
+    result = CliRunner().invoke(main, ["compare", "--config", str(crafted)])
+    assert result.exit_code == 2, (name, result.output, result.exception)
+    assert isinstance(result.exception, SystemExit)  # a clean exit, no traceback
+    message = " ".join(result.output.split())
+    assert f"{crafted}:" in message
+    assert f"field '{field_name}" in message if field_name else "field" in message or "malformed JSON" in message
+
+
+def test_a_results_file_given_as_run_file_is_checked_like_one(tmp_path):
+    results = tmp_path / "results.json"
+    assert (
+        CliRunner()
+        .invoke(main, ["compare", "--judge", "sim", "--no-cache", "--quiet", "--out", str(results)])
+        .exit_code
+        == 0
+    )
+    payload = json.loads(results.read_text(encoding="utf-8"))
+    payload["task_data"][0]["candidates"][0]["id"] = 5
+    results.write_text(json.dumps(payload), encoding="utf-8")
+    result = CliRunner().invoke(main, ["compare", "--config", str(results), "--no-cache"])
+    assert result.exit_code == 2, result.output
+    assert "field 'task_data[0].candidates[0].id': expected a string" in " ".join(result.output.split())

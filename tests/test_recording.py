@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from rankkit.cache import JudgmentCache
@@ -15,6 +16,7 @@ from rankkit.recording import kway_row, record_grid, rows_from_results, write_ju
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.tasks import SAMPLE_DATA, load_tasks
+from tests.crafted_files import DEEP, HUGE_INT
 from tests.helpers import perfect_judge
 
 
@@ -101,3 +103,42 @@ def test_the_sims_probability_choices_round_trip_through_a_recording_and_the_cac
             assert [t.scores for t in a.tasks] == [t.scores for t in b.tasks]
             assert b.cost.parse_failures == 0
     assert again.strategies[0].cost.cache_hits > 0
+
+
+#: A recording's first line changed: (name, the field named in the error, old text, new text).
+CRAFTED_RECORDINGS = [
+    ("5001-digit integer", None, '"winner"', '"confidence": ' + HUGE_INT + ', "winner"'),
+    ("100k nested lists", "extra", '"winner"', '"extra": ' + DEEP + ', "winner"'),
+    ("NaN in an extra field", "confidence", '"winner"', '"confidence": NaN, "winner"'),
+    ("1e999 score", "score_a", '"score_a": ', '"score_a": 1e999, "was": '),
+    ("integer winner of no candidate", "winner", '"winner": "', '"winner": 5, "was": "'),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "field_name", "old", "new"), CRAFTED_RECORDINGS, ids=[c[0] for c in CRAFTED_RECORDINGS]
+)
+def test_a_crafted_recording_exits_2_naming_the_file_line_and_field(tmp_path, name, field_name, old, new):
+    tasks = load_tasks(SAMPLE_DATA)[:1]
+    rows, _ = record_grid(tasks, make_judge("sim"), None, "sim", "grid")
+    recording = tmp_path / "grid.jsonl"
+    write_judgments(rows, recording)
+    first, rest = recording.read_text(encoding="utf-8").split("\n", 1)
+    recording.write_text(first.replace(old, new, 1) + "\n" + rest, encoding="utf-8")
+    command = [
+        "compare",
+        "--judge",
+        f"replay:{recording}",
+        "--limit",
+        "1",
+        "--no-cache",
+        "--quiet",
+        "--strategies",
+        "knockout",
+    ]
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 2, (name, result.output, result.exception)
+    assert isinstance(result.exception, SystemExit)  # a clean exit, no traceback
+    message = " ".join(result.output.split())
+    assert f"{recording}:1:" in message
+    assert field_name is None or f"field '{field_name}'" in message

@@ -7,13 +7,16 @@ import json
 import re
 
 import pytest
+from click.testing import CliRunner
 
+from rankkit.cli import main
 from rankkit.errors import TaskFormatError
 from rankkit.judges.base import JudgeError
 from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.results import JudgeRecord, RecordedStrategy, RunResult
+from rankkit.results import JudgeRecord, RecordedStrategy, RunResult, read_results
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
+from tests.crafted_files import RESULTS_CASES, write_crafted
 
 SPECS = ("knockout:order=both", "individual", "bt:alpha=0.05")
 
@@ -146,7 +149,7 @@ def test_extras_are_typed_and_an_unknown_extra_names_its_key(sample_run):
     knockout = RunResult.from_dict(payload).strategies[0].tasks[0]
     assert knockout.extras[knockout.champion].eliminated_round is None
     assert all(e.played >= 1 and e.rounds >= 1 for e in knockout.extras.values())
-    payload["strategies"][0]["tasks"][0]["extras"]["c1"] = {"played": 1, "elimination_round": 1}
+    payload["strategies"][0]["tasks"][0]["extras"][knockout.champion] = {"played": 1, "elimination_round": 1}
     with pytest.raises(TaskFormatError, match="strategies.0.*unknown candidate extra 'elimination_round'"):
         RunResult.from_dict(payload, where="r.json")
 
@@ -214,3 +217,31 @@ def test_suspicious_candidates_are_counted_and_recomputed_on_reading(sample_run)
     assert RunResult.from_dict(payload).suspicious == {
         "t": {"b": ["Final verdict", "Score:"], "c": ["chat-template token"]}
     }
+
+
+# --- a results file is untrusted input: crafted files exit 2 naming the file and the field ---------
+
+
+@pytest.mark.parametrize(("name", "field_name", "change"), RESULTS_CASES, ids=[c[0] for c in RESULTS_CASES])
+def test_a_crafted_results_file_exits_2_naming_the_file_and_field(sample_run, tmp_path, name, field_name, change):
+    crafted = write_crafted(json.loads(json.dumps(sample_run.to_dict())), change, tmp_path / "crafted.json")
+    result = CliRunner().invoke(main, ["analyze", str(crafted)])
+    assert result.exit_code == 2, (name, result.output, result.exception)
+    assert isinstance(result.exception, SystemExit)  # a clean exit, no traceback
+    message = result.output.replace("\n", " ")
+    assert f"{crafted}:" in message
+    assert f"field '{field_name}" in message if field_name else "field" in message or "malformed JSON" in message
+
+
+def test_read_results_names_the_repeated_ranking_entry(sample_run, tmp_path):
+    payload = json.loads(json.dumps(sample_run.to_dict()))
+    ranking = payload["strategies"][1]["tasks"][2]["ranking"]
+    ranking[-1] = ranking[0]
+    (tmp_path / "r.json").write_text(json.dumps(payload), encoding="utf-8")
+    with pytest.raises(TaskFormatError, match=re.escape(f"strategies[1].tasks[2].ranking[{len(ranking) - 1}]")):
+        read_results(tmp_path / "r.json")
+
+
+def test_a_clean_results_file_is_read(sample_run, tmp_path):
+    (tmp_path / "r.json").write_text(json.dumps(sample_run.to_dict()), encoding="utf-8")
+    assert read_results(tmp_path / "r.json").to_dict() == json.loads(json.dumps(sample_run.to_dict()))

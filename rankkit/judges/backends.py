@@ -234,6 +234,9 @@ class Backend:
     network
         The judge sends every prompt over the network (``openai``), so a spec read from a file may
         not choose this backend on its own (:mod:`rankkit.judges.trust`).
+    loads_model : bool
+        The judge loads the model its spec names, from a hub (a download) or a directory (``hf``,
+        ``vllm``), so a spec read from a file may not choose this backend on its own either.
     """
 
     name: str
@@ -245,6 +248,7 @@ class Backend:
     defaults: Callable[[str | None], Mapping[str, Any]] | None = None
     read: Callable[[str], Spec] = parse_spec
     network: bool = False
+    loads_model: bool = False
 
     def option(self, name: str) -> Option:
         """The declared option ``name``; KeyError when there is none.

@@ -211,6 +211,7 @@ BACKEND = llm_backend(
     identity=_hf_identity,
     context=_local_context,
     argument=Argument("model", "hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model", as_option=True),
+    loads_model=True,
 )
 
 #: ``smollm2[:option=value...]``: the embedded SmolLM2-135M-Instruct, on the same runtime.

@@ -950,6 +950,7 @@ def llm_backend(
     runtime_name: str | None = None,
     context: Callable[[Settings], tuple[int, str] | None] | None = None,
     network: bool = False,
+    loads_model: bool = False,
     defaults: Callable[[str | None], Mapping[str, Any]] | None = None,
     llm_options: Sequence[Option] = LLM_OPTIONS,
     read: Callable[[str], Spec] = parse_spec,
@@ -980,6 +981,9 @@ def llm_backend(
         dry run's stand-in (it warns about prompts that would not fit); None: unknown.
     network
         The runtime sends every prompt over the network (see :class:`~rankkit.judges.backends.Backend`).
+    loads_model
+        The runtime loads the model its spec names, from a hub or a directory (see
+        :class:`~rankkit.judges.backends.Backend`).
     runtime_name
         The runtime's ``backend`` when it differs from ``name`` (``smollm2`` runs on ``hf``).
     llm_options
@@ -1009,4 +1013,5 @@ def llm_backend(
         defaults=defaults,
         read=read,
         network=network,
+        loads_model=loads_model,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rankkit.errors import TaskFormatError
+from rankkit.file_checks import check_tree
 from rankkit.frames import json_object_line
 from rankkit.judges.backends import Argument, Backend, Option, Settings, check_value
 from rankkit.judges.base import Judge, JudgeError
@@ -184,6 +185,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not text.strip():
                 continue
             row = json_object_line(path, number, text)
+            check_tree(row, path, number)  # no NaN, Infinity or 1e999 score; no absurd nesting
             if "shown" in row:  # a k-way judgment (see ``docs/judges-replay-panels.md``)
                 check_kway_row(path, number, row)
             else:

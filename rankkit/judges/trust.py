@@ -7,7 +7,8 @@ are sent, or which secret goes with them. Each backend declares what only the pe
 command may choose, in its descriptor (:mod:`rankkit.judges.backends`): options marked
 ``trusted_only`` (``openai``, ``anthropic``: ``base_url``, ``api_key_env``, ``batch_journal``) and
 ``network=True`` for a backend that sends every prompt over the network (``openai``,
-``anthropic``), which a file may not choose at all.
+``anthropic``), and ``loads_model=True`` for one that loads the model its spec names from a hub or
+a directory (``hf``, ``vllm``: a file-chosen download), which a file may not choose at all.
 :func:`file_spec_risks` lists what a spec sets of those (a panel's members included); the command
 line refuses a file's spec with any (exit 2) unless the same judge is given on the command line
 (``--judge``) or ``--trust-file-judge`` is passed (:mod:`rankkit.cli_support`).
@@ -31,7 +32,7 @@ def file_spec_risks(spec: str | Spec) -> list[str]:
     -------
     list[str]
         One entry per risk, in spec order: ``OPTION=VALUE`` for each trusted-only option the spec
-        sets, then ``backend NAME (sends every prompt over the network)`` for a network backend;
+        sets, then ``backend NAME (...)`` for a network backend or one that loads a named model;
         empty when a file may choose the spec. An unknown backend or option raises
         :class:`~rankkit.specs.SpecError` (as building it would).
 
@@ -56,4 +57,6 @@ def file_spec_risks(spec: str | Spec) -> list[str]:
     ]
     if descriptor.network:
         risks.append(f"backend {descriptor.name} (sends every prompt over the network)")
+    if descriptor.loads_model:
+        risks.append(f"backend {descriptor.name} (loads the model it names, downloading it from a hub if needed)")
     return risks

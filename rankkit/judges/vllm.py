@@ -474,5 +474,6 @@ BACKEND = llm_backend(
     identity=lambda settings: model_identity(settings.argument, settings["dtype"]),
     context=lambda settings: (settings["max_model_len"], "max_model_len"),
     argument=Argument("model", "vllm:smollm2 or vllm:./my-model"),
+    loads_model=True,
     defaults=lambda model: SMOLLM2_JUDGE_DEFAULTS if model == "smollm2" else {},
 )

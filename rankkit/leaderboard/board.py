@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from os import PathLike
 from typing import Any
 
 from rankkit.errors import RankkitError
@@ -310,6 +311,17 @@ class Leaderboard:
             style=data.get("style"),
             anchor_ceiling=AnchorCeiling.from_dict(data["anchor_ceiling"]) if data.get("anchor_ceiling") else None,
         )
+
+
+def read_board(path: str | PathLike[str]) -> Leaderboard:
+    """The leaderboard stored in file ``path`` (``rankkit leaderboard --out``), checked as untrusted
+    input first (:func:`rankkit.file_checks.check_board_payload`): a problem is a
+    :class:`~rankkit.errors.TaskFormatError` naming the file and the field (exit 2)."""
+    from rankkit.file_checks import check_board_payload, read_json_file
+
+    data = read_json_file(path)
+    check_board_payload(data, str(path))
+    return Leaderboard.from_dict(data)
 
 
 def _match_tasks(matches: Sequence[Mapping[str, Any]]) -> list[str]:

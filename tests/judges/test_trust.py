@@ -49,3 +49,16 @@ def test_a_panel_is_checked_member_by_member():
 def test_an_unknown_backend_is_refused_as_building_it_would_be():
     with pytest.raises(SpecError, match="unknown judge"):
         file_spec_risks("nosuch:x")
+
+
+@pytest.mark.parametrize("spec", ["hf:some-org/some-model", "hf:./my-model", "vllm:some-org/some-model"])
+def test_a_backend_that_loads_the_model_it_names_is_a_risk(spec):
+    # A file-chosen model is a file-chosen download (or a file-chosen directory to load code from).
+    name = spec.split(":")[0]
+    assert file_spec_risks(spec) == [f"backend {name} (loads the model it names, downloading it from a hub if needed)"]
+
+
+def test_a_panel_member_that_loads_a_model_is_a_risk():
+    assert file_spec_risks("panel:sim:preset=gpt4+hf:some-org/some-model") == [
+        "backend hf (loads the model it names, downloading it from a hub if needed)"
+    ]
