@@ -80,7 +80,7 @@ def total_line(total: dict[str, Any], priced: bool) -> str:
     ...     "prompt_tokens": 1200, "completion_tokens": 30, "usd": 0.0123, "seconds": 1.0,
     ...     "wall_seconds": 1.2, "warm_up_seconds": 0.9}, priced=True))
     total: 96 judgments (90 new, 6 cached) + 21 reused · 1,230 tokens (1,200 in, 30 out) · usd 0.0123 · wall 1.200 s
-    warm-up: 0.900 s of one-off start-up (imports, the judge's first contact), charged to no strategy
+    warm-up: 0.900 s of one-off start-up (imports), charged to no strategy
     """
     tokens = total["prompt_tokens"] + total["completion_tokens"]
     parts = [
@@ -91,10 +91,7 @@ def total_line(total: dict[str, Any], priced: bool) -> str:
     if priced:
         parts.append(f"usd {total['usd']:.4f}")
     parts.append(f"wall {total['wall_seconds']:.3f} s")
-    warm_up = (
-        f"warm-up: {total['warm_up_seconds']:.3f} s of one-off start-up (imports, the judge's first contact), "
-        f"charged to no strategy"
-    )
+    warm_up = f"warm-up: {total['warm_up_seconds']:.3f} s of one-off start-up (imports), charged to no strategy"
     return " · ".join(parts) + "\n" + warm_up
 
 

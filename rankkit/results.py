@@ -229,7 +229,7 @@ class RunResult:
     dispatch: dict[str, Any] = field(default_factory=dict)
     #: Seconds from the first task started to the last done (what the whole run took).
     wall_seconds: float = 0.0
-    #: Seconds of one-off start-up before it (imports, :func:`rankkit.runner.rehearse`), charged to no strategy.
+    #: Seconds of one-off start-up before it (imports, :func:`rankkit.runner.warm_up`), charged to no strategy.
     warm_up_seconds: float = 0.0
 
     @functools.cached_property

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib
 import itertools
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -77,7 +77,7 @@ def run(
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
-    warm_up_seconds = rehearse(strategies) + first_contact(judge)  # one-off start-up, charged to no strategy
+    warm_up_seconds = warm_up()  # one-off start-up, charged to no strategy
     started = time.perf_counter()
     bar = RunProgress(len(tasks), disable=not progress, expected=expected)
     judge.show_progress(bar.note)  # a batching judge: its batches' state on the bar
@@ -138,51 +138,27 @@ def run(
     )
 
 
-def first_contact(judge: Judge) -> float:
-    """Seconds an LLM judge's runtime takes to learn how to read its server's verdicts (a hosted
-    API's probe request, :attr:`~rankkit.judges.llm_runtime.LLMRuntime.prefix_read`: about 2 s on
-    the loopback stand-in). It is paid once per runtime, on first use, so timed inside the run it
-    would be charged to whichever strategy judges first. 0 for other judges and a runtime that knows."""
-    inner = getattr(judge, "judge", judge)  # a calibration wrapper judges with the LLM judge inside it
-    runtime = getattr(inner, "runtime", None)
-    if runtime is None:
-        return 0.0
+#: The scientific libraries strategies and metrics import on first use (about 1 s together on a
+#: laptop): imported before the clock starts, so that no strategy's ``seconds`` carry them.
+WARM_UP_IMPORTS = (
+    "numpy",
+    "scipy.linalg",
+    "scipy.optimize",
+    "scipy.sparse.linalg",
+    "scipy.special",
+    "scipy.stats",
+    "networkx",
+    "choix",
+)
+
+
+def warm_up() -> float:
+    """Seconds spent importing :data:`WARM_UP_IMPORTS` (0 once they are imported): one-off start-up,
+    reported apart from every strategy. A judge's own first contact (a hosted API's verdict probe) is
+    not made here, since a run whose judgments are all cached must not contact the server."""
     started = time.perf_counter()
-    getattr(runtime, "prefix_read", None)  # the property probes once and remembers
-    return time.perf_counter() - started
-
-
-#: The strategy classes :func:`rehearse` has run in this process.
-_REHEARSED: set[type] = set()
-
-
-def rehearse(strategies: Sequence[Strategy]) -> float:
-    """Seconds spent ranking a small practice task (4 planted candidates, a simulated judge, no
-    cache) once with each strategy class not yet run in this process.
-
-    What this pays is one-off start-up, mostly imports (numpy, choix, scipy): timed inside the run
-    it would be charged to whichever strategy needs them first (``bt`` 1.1 s run first, 0.01 s run
-    again). A strategy the practice task does not suit is skipped: its start-up stays in its seconds.
-    """
-    fresh = [strategy for strategy in strategies if type(strategy) not in _REHEARSED]
-    if not fresh:
-        return 0.0
-    from rankkit.judges import make_judge
-    from rankkit.synthetic import planted_tasks
-
-    started = time.perf_counter()
-    task = planted_tasks({"a": 0.0, "b": 100.0, "c": 200.0, "d": 300.0}, 1, seed=0, prefix="warm-up")[0]
-    judge = make_judge("sim:preset=gpt4")
-    for strategy in fresh:
-        _REHEARSED.add(type(strategy))
-        try:
-            check_compatible([strategy], judge)
-            source = MatchSource(task, JudgmentMemo(judge, NullCache()))
-            with warnings.catch_warnings():  # what it would warn about is the practice task's, not the user's
-                warnings.simplefilter("ignore")
-                strategy.rank(task, source, task_rng(0, task.task_id))
-        except Exception:  # a practice run that fails costs nothing and changes nothing
-            continue
+    for name in WARM_UP_IMPORTS:
+        importlib.import_module(name)
     return time.perf_counter() - started
 
 

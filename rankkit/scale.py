@@ -102,17 +102,14 @@ def plan_scale(
         from rankkit.plan.tokens import PromptSizes
 
         sizes = PromptSizes(judge) if PromptSizes.applies(judge) else None
+    from rankkit.strategies.base import most_judgments
+
     judgments, prompt_tokens, undeclared = 0, 0.0, set()
     for task in tasks:
         n = len(task.candidates)
         everything = n * (n - 1) + n
-        counts = []
-        for strategy in strategies:
-            worst = strategy.max_judgments(n)
-            if worst is None:
-                undeclared.add(strategy.name)
-                worst = everything
-            counts.append((strategy, min(worst, everything)))
+        counts, unbounded = most_judgments(n, strategies)
+        undeclared |= unbounded
         asked = sum(count for _, count in counts)
         task_judgments = min(asked, everything)
         judgments += task_judgments

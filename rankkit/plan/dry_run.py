@@ -22,7 +22,7 @@ from rankkit.plan.stand_in import POLICIES, ReadOnlyCache, StandInJudge
 from rankkit.plan.tokens import CHARS_PER_TOKEN, PromptSizes
 from rankkit.plan.usd import ASSUMPTIONS as USD_ASSUMPTIONS
 from rankkit.plan.usd import estimate_usd, judge_price
-from rankkit.strategies.base import Strategy
+from rankkit.strategies.base import Strategy, most_judgments
 from rankkit.tasks import Task
 
 if TYPE_CHECKING:  # results imports every strategy; planning reads only the runs it gets
@@ -252,11 +252,14 @@ def dry_run(
 
 
 def planned_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy]) -> int:
-    """The most judgments the run can ask (:func:`rankkit.scale.plan_scale`, without tokens): what
+    """The most judgments the run can ask (as :func:`rankkit.scale.plan_scale` counts them, without tokens): what
     a simulation would run through, once per stand-in policy."""
-    from rankkit.scale import plan_scale
-
-    return plan_scale(tasks, strategies, tokens=False).judgments
+    total = 0
+    for task in tasks:
+        n = len(task.candidates)
+        counts, _ = most_judgments(n, strategies)
+        total += min(sum(count for _, count in counts), n * (n - 1) + n)
+    return total
 
 
 def arithmetic_row(
@@ -275,11 +278,15 @@ def arithmetic_row(
 
     Parameters
     ----------
-    strategies, tasks, judge
-        The dry run's.
-    sizes : PromptSizes or None
+    strategies
+        The dry run's strategies (one is counted; more are refused).
+    tasks
+        The dry run's tasks.
+    judge
+        The dry run's judge.
+    sizes
         The prompt sizes (None: the judge reads no prompts).
-    cache_empty : bool
+    cache_empty
         Whether the persistent cache holds nothing.
     planned : int
         The judgments the run plans at most (:func:`planned_judgments`), for the refusal.

@@ -9,7 +9,7 @@ import dataclasses
 import importlib
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -650,3 +650,18 @@ def rank_by_score(scores: Mapping[str, float]) -> list[str]:
         Candidate ids, best first.
     """
     return sorted(scores, key=lambda cid: -scores[cid])
+
+
+def most_judgments(n_candidates: int, strategies: Sequence[Strategy]) -> tuple[list[tuple[Strategy, int]], set[str]]:
+    """Per strategy the most judgments it can ask of a task of ``n_candidates``, each capped at every
+    distinct judgment of the task (``n(n - 1)`` ordered pairs and ``n`` grades), and the names of the
+    strategies that declare no bound (counted at that cap)."""
+    everything = n_candidates * (n_candidates - 1) + n_candidates
+    counts, undeclared = [], set()
+    for strategy in strategies:
+        worst = strategy.max_judgments(n_candidates)
+        if worst is None:
+            undeclared.add(strategy.name)
+            worst = everything
+        counts.append((strategy, min(worst, everything)))
+    return counts, undeclared
