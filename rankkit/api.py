@@ -44,6 +44,9 @@ def rank(
 ) -> Ranking:
     """Rank one task's candidates with one strategy.
 
+    Returns the strategy's :class:`~rankkit.strategies.base.Ranking`: ``ranking`` (ids best first),
+    ``scores``, ``champion`` and the typed per-candidate ``extras``.
+
     Parameters
     ----------
     task:
@@ -62,12 +65,6 @@ def rank(
         The question, when ``task`` is a list of answer texts.
     max_judgments:
         As in :func:`compare`.
-
-    Returns
-    -------
-    Ranking
-        The strategy's :class:`~rankkit.strategies.base.Ranking`: ``ranking`` (ids best first),
-        ``scores``, ``champion`` and the typed per-candidate ``extras``.
     """
     (one,) = _tasks([_as_task(task, prompt)])
     result = compare([one], [strategy], judge=judge, cache=cache, seed=seed, max_judgments=max_judgments)
@@ -88,6 +85,9 @@ def compare(
     max_judgments: int | float | None = None,
 ) -> RunResult:
     """Run several strategies on the same tasks and the same judge, sharing its judgments.
+
+    Returns a :class:`~rankkit.results.RunResult`: per strategy its cost, its agreement with the
+    human scores (``metrics``) and every task's ranking; ``to_pandas()`` gives the long table.
 
     Parameters
     ----------
@@ -114,12 +114,6 @@ def compare(
     max_judgments:
         The most judgments the run may plan (None: 50,000; ``math.inf``: no limit); a run that
         plans more raises :class:`~rankkit.scale.TooManyJudgments` before judging.
-
-    Returns
-    -------
-    RunResult
-        A :class:`~rankkit.results.RunResult`: per strategy its cost, its agreement with the human
-        scores (``metrics``) and every task's ranking; ``to_pandas()`` gives the long table.
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]
@@ -160,6 +154,9 @@ def rejudge(
 ) -> dict[str, Any]:
     """Re-ask every judgment a finished run used of another judge, and compare the rankings.
 
+    Returns :func:`rankkit.rejudging.rejudge`'s report: the cost of the new judgments, per-judgment
+    agreement, per strategy the rank correlation of the two rankings and the winners that changed.
+
     Parameters
     ----------
     results:
@@ -173,12 +170,6 @@ def rejudge(
         Show a progress bar on stderr.
     workers:
         Tasks judged at once (default: from the judge's capacity); results do not depend on it.
-
-    Returns
-    -------
-    dict[str, Any]
-        :func:`rankkit.rejudging.rejudge`'s report: the cost of the new judgments, per-judgment
-        agreement, per strategy the rank correlation of the two rankings and the winners that changed.
     """
     from rankkit.rejudging import rejudge as rejudge_run
     from rankkit.results import read_results

@@ -48,15 +48,12 @@ def read_file(path: str | Path) -> dict[str, Any]:
     (a run made from the library has none: rebuilt from its judge, data, seed and strategies) or
     a plain JSON object of settings.
 
+    Returns the settings, unchecked.
+
     Parameters
     ----------
-    path : str or Path
+    path
         The file.
-
-    Returns
-    -------
-    dict[str, Any]
-        The settings, unchecked.
 
     Raises
     ------
@@ -99,15 +96,12 @@ def _toml() -> Any:
 def settings_of_results(results: Mapping[str, Any]) -> dict[str, Any]:
     """The run settings of a results file: its ``config``, else what its other keys still tell.
 
+    Returns the settings.
+
     Parameters
     ----------
-    results : Mapping[str, Any]
+    results
         A results JSON.
-
-    Returns
-    -------
-    dict[str, Any]
-        The settings.
     """
     if isinstance(results.get("config"), dict):
         return dict(results["config"])
@@ -129,15 +123,12 @@ def load_config(path: str | Path) -> dict[str, Any]:
     take (strategies as one spec list, columns as ``a=b,...``, paths resolved). Missing or null
     settings are left out, so the command's own defaults apply.
 
+    Returns parameter name to value.
+
     Parameters
     ----------
-    path : str or Path
+    path
         The run file.
-
-    Returns
-    -------
-    dict[str, Any]
-        Parameter name to value.
 
     Raises
     ------
@@ -203,15 +194,12 @@ def strategy_spec(entry: str | Mapping[str, Any]) -> str:
     """A strategy of a run file as a spec string: ``{"name": "knockout", "order": "both"}`` ->
     ``knockout:order=both``.
 
+    Returns the spec.
+
     Parameters
     ----------
-    entry : str or Mapping[str, Any]
+    entry
         A spec string (returned as is) or a table with ``name``.
-
-    Returns
-    -------
-    str
-        The spec.
     """
     if isinstance(entry, str):
         return entry
@@ -237,20 +225,17 @@ def click_defaults(settings: Mapping[str, Any], parameters: set[str], where: str
     """The click ``default_map`` of a command from checked settings: each setting becomes the
     default of its parameter, so a flag on the command line still wins.
 
+    Returns parameter name to default.
+
     Parameters
     ----------
-    settings : Mapping[str, Any]
+    settings
         Checked settings (:func:`load_config`).
-    where : str
+    where
         What to name in errors.
-    parameters : set[str]
+    parameters
         The names of the command's parameters (a setting it has no parameter for is an error naming
         ``where``; ``strategies`` with one entry also sets ``rank``'s ``strategy``).
-
-    Returns
-    -------
-    dict[str, Any]
-        Parameter name to default.
 
     Raises
     ------
@@ -290,26 +275,23 @@ def config_record(
 
     Paths are made absolute, so the record works from any directory.
 
+    Returns the record, as the run file format (``--config``) reads it.
+
     Parameters
     ----------
-    data : str | Path | None
+    data
         The data file (None: the bundled sample).
     criterion, limit, columns, judge, seed
         The run's settings, as the command line gives them.
-    strategies : Sequence[Any]
+    strategies
         The strategy objects — written as tables with every parameter, so a later change of a
         default does not change what a re-run does.
-    cache : str | Path | None
+    cache
         The cache file (None: ``--no-cache``).
 
-    size_limits : Mapping[str, int] | None
+    size_limits
         The ``max_candidate_chars`` / ``max_prompt_chars`` given (0: none), recorded so a re-run
         loads the same data.
-
-    Returns
-    -------
-    dict[str, Any]
-        The record, as the run file format (``--config``) reads it.
     """
     record: dict[str, Any] = {
         "data": None if data is None else str(Path(data).resolve()),
@@ -332,14 +314,11 @@ def strategy_table(strategy: Any) -> dict[str, Any]:
     """A strategy as a run-file table: its name and every parameter that has a value (TOML has
     no null, and a parameter left out takes its default, which for these is None).
 
+    Returns ``name`` and the parameters set.
+
     Parameters
     ----------
-    strategy : Strategy
+    strategy
         The strategy.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``name`` and the parameters set.
     """
     return {"name": strategy.name, **{k: v for k, v in strategy.params().items() if v is not None}}

@@ -41,13 +41,13 @@ class Dispatcher:
 
     Parameters
     ----------
-    capacity : int
+    capacity
         Requests the judge can usefully work on at once (HTTP: concurrency × replicas; a local
         model: its batch size).
-    fills_batches : bool
+    fills_batches
         Wait until a batch of ``capacity`` is ready (or every worker waits) before calling the
         judge, rather than sending each request as a slot frees.
-    max_linger : float
+    max_linger
         The longest a request waits for its batch to fill, in seconds.
     """
 
@@ -75,7 +75,7 @@ class Dispatcher:
 
         Parameters
         ----------
-        count : int
+        count
             The number of worker threads.
         """
         with self._cond:
@@ -85,17 +85,14 @@ class Dispatcher:
     def judge_many(self, call: JudgeCall, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         """Queue the requests for ``call`` and yield ``(index, judgment)`` as each is answered.
 
+        Yields the request's index and its judgment, in the order answered.
+
         Parameters
         ----------
-        call : JudgeCall
+        call
             A judge's batched method.
-        requests : Sequence[Any]
+        requests
             Its requests.
-
-        Yields
-        ------
-        tuple[int, Any]
-            The request's index and its judgment, in the order answered.
 
         Raises
         ------
@@ -150,7 +147,7 @@ class Dispatcher:
 
         Parameters
         ----------
-        error : BaseException
+        error
             What the other worker hit.
         """
         with self._cond:

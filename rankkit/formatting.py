@@ -47,10 +47,6 @@ def inert(text: str, keep: str = "\n\t") -> str:
         Control characters to leave as they are: by default newline and tab, which lay out a
         message; a table cell keeps none.
 
-    Returns
-    -------
-    The text with each other control character replaced by its escape.
-
     >>> inert("sys\x1b]0;owned\x07tem")
     'sys\\x1b]0;owned\\x07tem'
     >>> inert("two\nlines\u202e"), inert("a\tb", keep="")
@@ -72,15 +68,12 @@ def inert_json(text: str) -> str:
     escapes C0 controls itself but, with ``ensure_ascii=False``, not DEL, C1 controls,
     bidirectional overrides or invisible format characters.
 
+    Returns the same JSON with those characters escaped.
+
     Parameters
     ----------
-    text : str
+    text
         JSON text.
-
-    Returns
-    -------
-    str
-        The same JSON with those characters escaped.
 
     Examples
     --------
@@ -102,13 +95,13 @@ class Table:
 
     Attributes
     ----------
-    title : str
+    title
         The line printed above the table (a heading in Markdown, the ``section`` column in CSV).
-    rows : Rows
+    rows
         The row mappings.
-    columns : Columns
+    columns
         ``(key, header)`` pairs, in display order.
-    note : str
+    note
         Lines printed under the title in ``table`` and ``markdown`` (what the table shows, a legend).
     """
 
@@ -138,15 +131,12 @@ def number_text(value: float, digits: int = 3, signed: bool = False) -> str:
 def cell_text(value: Any) -> str:
     """A value as the human-readable formats show it: ``-`` when missing, floats at 3 decimals.
 
+    Returns its text.
+
     Parameters
     ----------
-    value : Any
+    value
         The cell's value.
-
-    Returns
-    -------
-    str
-        Its text.
     """
     if _missing(value):
         return "-"
@@ -167,10 +157,6 @@ def plain(value: Any, *, infinities: bool = False) -> Any:
     infinities:
         Keep ±infinity (a task reader does, to refuse an infinite score by name rather than read
         it as a missing one); by default it becomes None, which JSON lacks too.
-
-    Returns
-    -------
-    Any
 
     Example
     -------
@@ -211,18 +197,15 @@ def _is_number(value: Any) -> bool:
 def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
     """Per column, whether it holds numbers (right-aligned) rather than text (left-aligned).
 
+    Returns one flag per column: True when every present cell (not missing, nor already shown as
+    ``-``) is a number or reads as one.
+
     Parameters
     ----------
-    rows : Rows
+    rows
         The table's row mappings.
-    columns : Columns
+    columns
         Its ``(key, header)`` pairs, in display order.
-
-    Returns
-    -------
-    list[bool]
-        One flag per column: True when every present cell (not missing, nor already shown as ``-``)
-        is a number or reads as one.
     """
     return [all(_is_number(row.get(key)) for row in rows if cell_text(row.get(key)) != "-") for key, _ in columns]
 
@@ -231,17 +214,14 @@ def format_table(rows: Rows, columns: Columns) -> str:
     """A plain fixed-width table: text columns left-aligned, number columns right-aligned; every
     cell :func:`inert` on one line (a newline in a cell is shown as ``\\x0a``).
 
+    Returns the table.
+
     Parameters
     ----------
-    rows : Rows
+    rows
         The row mappings.
-    columns : Columns
+    columns
         ``(key, header)`` pairs, in display order.
-
-    Returns
-    -------
-    str
-        The table.
     """
     body = [[inert(cell_text(row.get(key)), keep="") for key, _ in columns] for row in rows]
     headers = [inert(header, keep="") for _, header in columns]
@@ -298,17 +278,14 @@ def format_markdown(rows: Rows, columns: Columns) -> str:
     """A GitHub-flavoured Markdown table (text left-aligned, numbers right-aligned, as in
     :func:`format_table`).
 
+    Returns the table.
+
     Parameters
     ----------
-    rows : Rows
+    rows
         The row mappings.
-    columns : Columns
+    columns
         ``(key, header)`` pairs, in display order.
-
-    Returns
-    -------
-    str
-        The table.
     """
     header = "| " + " | ".join(_markdown_cell(h) for _, h in columns) + " |"
     rule = "|" + "|".join("---:" if right else ":---" for right in numeric_columns(rows, columns)) + "|"
@@ -319,17 +296,14 @@ def format_markdown(rows: Rows, columns: Columns) -> str:
 def format_csv(rows: Rows, columns: Columns) -> str:
     """CSV with a header line; full-precision values, missing values as empty cells.
 
+    Returns the CSV text.
+
     Parameters
     ----------
-    rows : Rows
+    rows
         The row mappings.
-    columns : Columns
+    columns
         ``(key, header)`` pairs, in display order.
-
-    Returns
-    -------
-    str
-        The CSV text.
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -342,17 +316,14 @@ def format_csv(rows: Rows, columns: Columns) -> str:
 def table_records(rows: Rows, columns: Columns) -> list[dict[str, Any]]:
     """The rows as plain objects keyed by header (what ``format_json`` writes).
 
+    Returns one dict per row.
+
     Parameters
     ----------
-    rows : Rows
+    rows
         The row mappings.
-    columns : Columns
+    columns
         ``(key, header)`` pairs, in display order.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One dict per row.
     """
     return [{header: plain(row.get(key)) for key, header in columns} for row in rows]
 
@@ -360,17 +331,14 @@ def table_records(rows: Rows, columns: Columns) -> list[dict[str, Any]]:
 def format_json(rows: Rows, columns: Columns) -> str:
     """A JSON list of objects keyed by header (strict JSON: NaN becomes null).
 
+    Returns the JSON text.
+
     Parameters
     ----------
-    rows : Rows
+    rows
         The row mappings.
-    columns : Columns
+    columns
         ``(key, header)`` pairs, in display order.
-
-    Returns
-    -------
-    str
-        The JSON text.
     """
     return inert_json(json.dumps(table_records(rows, columns), indent=1, ensure_ascii=False))
 
@@ -381,19 +349,16 @@ _RENDERERS = {"table": format_table, "markdown": format_markdown, "csv": format_
 def render(rows: Rows, columns: Columns, fmt: str = "table") -> str:
     """Render one table in ``fmt`` (one of :data:`FORMATS`).
 
+    Returns the rendered table.
+
     Parameters
     ----------
-    rows : Rows
+    rows
         The row mappings.
-    columns : Columns
+    columns
         ``(key, header)`` pairs, in display order.
-    fmt : str
+    fmt
         ``table``, ``markdown``, ``csv`` or ``json``.
-
-    Returns
-    -------
-    str
-        The rendered table.
 
     Raises
     ------
@@ -413,19 +378,16 @@ def render_sections(tables: Sequence[Table], fmt: str = "table", preamble: str =
     headers in first-seen order — so any CSV reader loads the whole report at once. ``json``: a list
     of ``{"section": title, "rows": [...]}`` (the preamble is for people and is left out of both).
 
+    Returns the rendered report.
+
     Parameters
     ----------
-    tables : Sequence[Table]
+    tables
         The report's tables.
-    fmt : str
+    fmt
         ``table``, ``markdown``, ``csv`` or ``json``.
-    preamble : str
+    preamble
         Text printed first (``table`` and ``markdown`` only).
-
-    Returns
-    -------
-    str
-        The rendered report.
     """
     if fmt == "csv":
         headers = list(dict.fromkeys(h for t in tables for _, h in t.columns))

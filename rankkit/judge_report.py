@@ -34,15 +34,15 @@ class PairRecord:
 
     Attributes
     ----------
-    task_id : str
+    task_id
         The task.
     a, b : str
         The two candidate ids.
     a_first, b_first : Preference
         The verdict when a / b was shown first.
-    human : Preference
+    human
         The human-preferred candidate, "tie" when the humans scored both equally, None without labels.
-    longer : str | None
+    longer
         The longer candidate (:attr:`rankkit.tasks.Candidate.length`), None when equally long.
     """
 
@@ -58,17 +58,14 @@ class PairRecord:
 def verdict_of(judgment: Verdict, first: str, second: str) -> Preference:
     """A judgment of (first shown, second shown) as a verdict naming a candidate.
 
+    Returns the winner's id, ``"tie"``, or None when the verdict failed.
+
     Parameters
     ----------
-    judgment : Verdict
+    judgment
         The judge's verdict.
     first, second : str
         The candidate ids, in the order shown.
-
-    Returns
-    -------
-    Preference
-        The winner's id, ``"tie"``, or None when the verdict failed.
     """
     if judgment.status is ParseStatus.FAILED:
         return None
@@ -81,15 +78,12 @@ def combine_orders(one: Preference, other: Preference) -> Preference:
     """One verdict from the two orders: the decisive one when they agree or only one is decisive,
     a tie when they disagree or both are ties, None when both failed.
 
+    Returns a candidate id, ``"tie"`` or None.
+
     Parameters
     ----------
     one, other : Preference
         The verdicts of the two orders.
-
-    Returns
-    -------
-    Preference
-        A candidate id, ``"tie"`` or None.
     """
     decisive = {v for v in (one, other) if v not in (None, TIE)}
     if len(decisive) == 1:
@@ -102,17 +96,14 @@ def combine_orders(one: Preference, other: Preference) -> Preference:
 def credit(verdict: Preference, human: str) -> float:
     """Accuracy credit of a verdict against the human-preferred candidate (tie/failed = ½).
 
+    Returns 1, 0 or ½.
+
     Parameters
     ----------
-    verdict : Preference
+    verdict
         The judge's verdict.
-    human : str
+    human
         The human-preferred candidate id.
-
-    Returns
-    -------
-    float
-        1, 0 or ½.
     """
     if verdict in (None, TIE):
         return 0.5
@@ -122,17 +113,14 @@ def credit(verdict: Preference, human: str) -> float:
 def human_preference(task: Task, a: str, b: str) -> Preference:
     """The candidate the humans scored higher, ``"tie"`` when equal, None without labels.
 
+    Returns ``a``, ``b``, ``"tie"`` or None.
+
     Parameters
     ----------
-    task : Task
+    task
         The task.
     a, b : str
         The candidate ids.
-
-    Returns
-    -------
-    Preference
-        ``a``, ``b``, ``"tie"`` or None.
     """
     scores = task.human_scores()
     if not scores:
@@ -145,19 +133,16 @@ def human_preference(task: Task, a: str, b: str) -> Preference:
 def sample_pairs(task: Task, pairs_per_task: int | None, seed: int) -> list[tuple[str, str]]:
     """The task's unordered pairs to judge, each as (earlier, later) in the candidate order.
 
+    Returns the pairs.
+
     Parameters
     ----------
-    task : Task
+    task
         The task.
-    pairs_per_task : int or None
+    pairs_per_task
         How many pairs to sample (None: all).
-    seed : int
+    seed
         Seeds the sample (with the task id).
-
-    Returns
-    -------
-    list[tuple[str, str]]
-        The pairs.
     """
     pairs = list(combinations(task.candidate_ids, 2))
     if pairs_per_task is not None and pairs_per_task < len(pairs):
@@ -182,23 +167,20 @@ def ratio_estimate(
     Tasks with a zero denominator take no part in the statistic and are left out of the
     resampling.
 
+    Returns the ratio; its ``n`` is the denominator (how many judgments or pairs the ratio is a
+    share of); the bounds are NaN when fewer than two tasks contribute
+    (:func:`rankkit.stats.bootstrap`).
+
     Parameters
     ----------
     numerators, denominators : Sequence[float]
         One entry per task.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    level : float
+    level
         The interval's coverage.
-    seed : int
+    seed
         Seeds the resampling.
-
-    Returns
-    -------
-    Interval
-        The ratio; its ``n`` is the denominator (how many judgments or pairs the ratio is a share
-        of); the bounds are NaN when fewer than two tasks contribute
-        (:func:`rankkit.stats.bootstrap`).
     """
     num = np.asarray(numerators, dtype=float)
     den = np.asarray(denominators, dtype=float)
@@ -218,15 +200,12 @@ def ratio_estimate(
 def metric_json(interval: Interval) -> dict[str, float | None]:
     """A metric as the report's JSON stores it: ``value``, ``low``, ``high``, ``n`` (NaN as None).
 
+    Returns ``value``, ``low``, ``high``, ``n``.
+
     Parameters
     ----------
-    interval : Interval
+    interval
         The metric.
-
-    Returns
-    -------
-    dict[str, float | None]
-        ``value``, ``low``, ``high``, ``n``.
     """
     return {
         name: None if value is None or math.isnan(value) else value
@@ -242,15 +221,12 @@ def metric_json(interval: Interval) -> dict[str, float | None]:
 def metric_counts(records: Sequence[PairRecord]) -> dict[str, tuple[list[float], list[float]]]:
     """Per-task (numerator, denominator) lists for every metric in ``docs/analysis.md``.
 
+    Returns metric name to its per-task numerators and denominators.
+
     Parameters
     ----------
-    records : Sequence[PairRecord]
+    records
         The judged pairs.
-
-    Returns
-    -------
-    dict[str, tuple[list[float], list[float]]]
-        Metric name to its per-task numerators and denominators.
     """
     task_ids = list(dict.fromkeys(r.task_id for r in records))
     index = {tid: i for i, tid in enumerate(task_ids)}
@@ -295,21 +271,18 @@ def measure(
 ) -> dict[str, Interval]:
     """Every metric in ``docs/analysis.md``, with its bootstrap interval.
 
+    Returns metric name to its estimate and interval.
+
     Parameters
     ----------
-    records : Sequence[PairRecord]
+    records
         The judged pairs.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    level : float
+    level
         The intervals' coverage.
-    seed : int
+    seed
         Seeds the bootstrap.
-
-    Returns
-    -------
-    dict[str, Interval]
-        Metric name to its estimate and interval.
     """
     return {
         name: ratio_estimate(num, den, resamples, level, seed) for name, (num, den) in metric_counts(records).items()
@@ -319,15 +292,12 @@ def measure(
 def verdict_counts(records: Sequence[PairRecord]) -> dict[str, int]:
     """How many of the verdicts (both orders of every pair) were ties and how many failed.
 
+    Returns ``ties`` and ``failed``.
+
     Parameters
     ----------
-    records : Sequence[PairRecord]
+    records
         The judged pairs.
-
-    Returns
-    -------
-    dict[str, int]
-        ``ties`` and ``failed``.
     """
     verdicts = [v for r in records for v in (r.a_first, r.b_first)]
     return {"ties": sum(v == TIE for v in verdicts), "failed": sum(v is None for v in verdicts)}
@@ -350,25 +320,22 @@ def collect(
     Returns ``(records, judgments, cost)``: a :class:`PairRecord` per pair, the raw judgments per
     task (a-first and b-first alternating, in record order), and what was spent.
 
+    Returns ``(records, judgments, cost)``.
+
     Parameters
     ----------
-    tasks : Sequence[Task]
+    tasks
         The tasks.
-    judge : Judge
+    judge
         The judge.
-    cache : JudgmentCache or None
+    cache
         The judgment cache (None: no persistent cache).
-    pairs_per_task : int or None
+    pairs_per_task
         Pairs sampled per task (None: all).
-    seed : int
+    seed
         Seeds the pair sample.
-    progress : bool
+    progress
         Show a progress bar.
-
-    Returns
-    -------
-    tuple[list[PairRecord], list[tuple[Task, list[Verdict]]], Cost]
-        ``(records, judgments, cost)``.
     """
     from tqdm import tqdm
 
@@ -410,25 +377,22 @@ def panel_section(
     costs no new judgments. Krippendorff's alpha treats each (pair, presentation order) as a unit
     and each member as a rater; a failed vote is a missing value.
 
+    Returns the report's ``panel`` section.
+
     Parameters
     ----------
-    panel : PanelJudge
+    panel
         The panel judge.
-    tasks : Sequence[Task]
+    tasks
         The tasks.
-    records : Sequence[PairRecord]
+    records
         The panel's judged pairs.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    level : float
+    level
         The intervals' coverage.
-    seed : int
+    seed
         Seeds the bootstrap.
-
-    Returns
-    -------
-    dict[str, Any]
-        The report's ``panel`` section.
     """
     from rankkit.judges.panel import VoteCount, decide, krippendorff_alpha
 
@@ -508,28 +472,25 @@ def judge_report(
 ) -> dict[str, Any]:
     """Judge the sampled pairs in both orders and measure the judge; returns the report as a dict.
 
+    Returns the report (JSON-ready; see ``docs/analysis.md``).
+
     Parameters
     ----------
-    progress : bool
+    progress
         Show a progress bar.
     judge_spec, data : str
         The judge spec and the data path, as the report records them.
-    tasks : Sequence[Task]
+    tasks
         The tasks (with human labels for the accuracy and human length rows).
     judge, cache
         The judge and the judgment cache (None = no persistent cache).
-    pairs_per_task : int | None
+    pairs_per_task
         Pairs sampled per task (None = all).
-    seed : int
+    seed
         Seeds the pair sample and the bootstrap.
     resamples, level
         The bootstrap's number of resamples and interval coverage (stored in the report as
         ``bootstrap.resamples`` and ``bootstrap.confidence``).
-
-    Returns
-    -------
-    dict[str, Any]
-        The report (JSON-ready; see ``docs/analysis.md``).
     """
     from rankkit.judges.panel import PanelJudge
     from rankkit.judges.replay import is_miss
@@ -580,15 +541,12 @@ METRIC_LABELS = (
 def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Table rows (metric, value, interval, n) for the command line.
 
+    Returns one row per metric.
+
     Parameters
     ----------
-    report : dict[str, Any]
+    report
         A :func:`judge_report` report.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One row per metric.
     """
     rows = []
     for name, label in METRIC_LABELS:
@@ -608,15 +566,12 @@ def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 def panel_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(member rows, threshold rows) of a panel report, for the command line.
 
+    Returns the member rows and the threshold rows.
+
     Parameters
     ----------
-    report : dict[str, Any]
+    report
         A :func:`judge_report` report of a panel judge.
-
-    Returns
-    -------
-    tuple[list[dict[str, Any]], list[dict[str, Any]]]
-        The member rows and the threshold rows.
     """
     members = []
     for member in report["panel"]["members"]:
@@ -638,15 +593,12 @@ def panel_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
 def format_report(report: dict[str, Any]) -> str:
     """The report as the plain-text tables ``rankkit judge-report`` prints.
 
+    Returns the tables.
+
     Parameters
     ----------
-    report : dict[str, Any]
+    report
         A :func:`judge_report` report.
-
-    Returns
-    -------
-    str
-        The tables.
     """
     from rankkit.formatting import format_table
 

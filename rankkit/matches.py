@@ -47,7 +47,7 @@ class Cost:
 
         Parameters
         ----------
-        other : Cost
+        other
             The cost to add (left unchanged).
         """
         for name, value in asdict(other).items():
@@ -56,10 +56,7 @@ class Cost:
     def to_dict(self) -> dict[str, int | float]:
         """The cost as a plain dict (``usd`` rounded to nano-dollars).
 
-        Returns
-        -------
-        dict[str, int | float]
-            One entry per field.
+        Returns one entry per field.
         """
         record = asdict(self)
         record["usd"] = round(self.usd, 9)  # nano-dollars: what usage carries
@@ -78,11 +75,8 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """The comparison as a JSON-ready dict (the verdict's fields flattened in).
 
-        Returns
-        -------
-        dict[str, Any]
-            ``first``, ``second``, ``round``, the two grades, ``winner``, ``probability``, ``status``,
-            ``raw`` and, in generate mode, ``verdict_path``.
+        Returns ``first``, ``second``, ``round``, the two grades, ``winner``, ``probability``,
+        ``status``, ``raw`` and, in generate mode, ``verdict_path``.
         """
         record = {
             "first": self.first,
@@ -131,15 +125,12 @@ class Match:
 def decided(comparison: Comparison) -> bool:
     """Whether a comparison's verdict was read (a failed one decides nothing).
 
+    Returns True when its verdict's status is a read one.
+
     Parameters
     ----------
-    comparison : Comparison
+    comparison
         The comparison to check.
-
-    Returns
-    -------
-    bool
-        True when its verdict's status is a read one.
     """
     return comparison.verdict.status is not ParseStatus.FAILED
 
@@ -157,17 +148,14 @@ def make_match(a: str, b: str, comparisons: Sequence[Comparison]) -> Match:
     Only decided comparisons count; when none is, the match is undecided (``outcome`` None,
     both grades the mean of the failed verdicts' placeholders).
 
+    Returns the combined match, ``a`` against ``b``.
+
     Parameters
     ----------
     a, b : str
         The two candidate ids.
-    comparisons : Sequence[Comparison]
+    comparisons
         Their comparisons, shown in either order.
-
-    Returns
-    -------
-    Match
-        The combined match, ``a`` against ``b``.
     """
     counted = [c for c in comparisons if decided(c)]
     if not counted:
@@ -208,19 +196,16 @@ def settle_by_grades(match: Match, grade_a: Grade, grade_b: Grade, scale: tuple[
     or two failed ones leave the match undecided. The grades become the match's grades (a failed
     one the bottom of the scale).
 
+    Returns the match, decided when the grades differ.
+
     Parameters
     ----------
-    match : Match
+    match
         The undecided match.
     grade_a, grade_b : Grade
         The grades of ``match.a`` and ``match.b``, each judged alone.
-    scale : tuple[float, float]
+    scale
         The task's grade scale (low, high); a failed grade counts as ``low``.
-
-    Returns
-    -------
-    Match
-        The match, decided when the grades differ.
     """
     value_a, value_b = (
         g.value if g.value is not None and g.status is not ParseStatus.FAILED else None for g in (grade_a, grade_b)
@@ -289,17 +274,14 @@ class MatchSource:
     def compare_many(self, pairs: Sequence[tuple[str, str]], round: int | None = None) -> list[Verdict]:
         """The judge's verdict on each ordered pair ``(first, second)``, first shown first.
 
+        Returns one :class:`~rankkit.judgments.Verdict` per pair, in order.
+
         Parameters
         ----------
         pairs:
             Ordered pairs of candidate ids; a pair asked again returns the same verdict at no cost.
         round:
             The strategy's round, recorded with the comparisons it first uses here.
-
-        Returns
-        -------
-        list[Verdict]
-            One :class:`~rankkit.judgments.Verdict` per pair, in order.
         """
         for first, second in pairs:
             if first == second:
@@ -318,17 +300,14 @@ class MatchSource:
     def compare(self, first: str, second: str, round: int | None = None) -> Verdict:
         """One pair's :meth:`compare_many`.
 
+        Returns the judge's verdict.
+
         Parameters
         ----------
         first, second : str
             The candidate ids, in the order shown.
-        round : int or None
+        round
             The strategy's round, recorded with the comparison.
-
-        Returns
-        -------
-        Verdict
-            The judge's verdict.
         """
         return self.compare_many([(first, second)], round)[0]
 
@@ -341,6 +320,8 @@ class MatchSource:
     ) -> list[Match]:
         """Play each pair (a, b) in the presentation order ``order`` (see ``docs/matches.md``).
 
+        Returns one :class:`Match` per pair, whose ``a`` is the candidate shown first.
+
         Parameters
         ----------
         pairs:
@@ -351,11 +332,6 @@ class MatchSource:
             The strategy's generator: ``random`` flips its coins with it (required then).
         round:
             The strategy's round, recorded with the comparisons.
-
-        Returns
-        -------
-        list[Match]
-            One :class:`Match` per pair, whose ``a`` is the candidate shown first.
         """
         check_order("play", order)
         shown = [self._present(a, b, order, rng) for a, b in pairs]  # every coin before any judgment
@@ -413,7 +389,7 @@ class MatchSource:
 
         Parameters
         ----------
-        remaining : Forecast
+        remaining
             The strategy's forecast of the judgments still needed.
         """
         if self.wants_forecast:
@@ -424,21 +400,18 @@ class MatchSource:
     ) -> Match:
         """One pair's :meth:`play_many`.
 
+        Returns the match of ``a`` against ``b``.
+
         Parameters
         ----------
         a, b : str
             The candidate ids.
-        order : str
+        order
             ``given`` (a first), ``random`` (a coin flip from ``rng``) or ``both`` (both orders).
-        rng : random.Random or None
+        rng
             The generator for ``order="random"``.
-        round : int or None
+        round
             The strategy's round.
-
-        Returns
-        -------
-        Match
-            The match of ``a`` against ``b``.
         """
         return self.play_many([(a, b)], order, rng, round)[0]
 
@@ -470,23 +443,20 @@ class MatchSource:
         """Show each group and ask which member is best: one :class:`~rankkit.choices.GroupMatch`
         per group (``order`` ``given``/``random``/``permute``: :mod:`rankkit.choices`).
 
+        Returns one per group, in order.
+
         Parameters
         ----------
-        groups : Sequence[Sequence[str]]
+        groups
             The groups of candidate ids.
-        order : str
+        order
             ``given``, ``random``, ``both`` or ``permute``.
-        rng : random.Random or None
+        rng
             The generator for the random orders.
-        round : int or None
+        round
             The strategy's round.
-        shifts : int
+        shifts
             How many extra cyclic shifts of each group to show (``permute``).
-
-        Returns
-        -------
-        list[GroupMatch]
-            One per group, in order.
         """
         from rankkit.choices import play_groups
 
@@ -502,23 +472,20 @@ class MatchSource:
     ) -> list[Any]:
         """Show each group and ask for its members best first: one :class:`~rankkit.choices.GroupMatch` per group.
 
+        Returns one per group, in order.
+
         Parameters
         ----------
-        groups : Sequence[Sequence[str]]
+        groups
             The groups of candidate ids.
-        order : str
+        order
             ``given``, ``random``, ``both`` or ``permute``.
-        rng : random.Random or None
+        rng
             The generator for the random orders.
-        round : int or None
+        round
             The strategy's round.
-        shifts : int
+        shifts
             How many extra cyclic shifts of each group to show (``permute``).
-
-        Returns
-        -------
-        list[GroupMatch]
-            One per group, in order.
         """
         from rankkit.choices import play_groups
 
@@ -529,19 +496,16 @@ class MatchSource:
         in the order shown; a group shown again in the same order is free. Each is counted once in
         ``cost.comparisons``.
 
+        Returns one per group, in order.
+
         Parameters
         ----------
-        kind : str
+        kind
             ``choice`` or ``ranking``.
-        shown : Sequence[tuple[str, ...]]
+        shown
             Each group's candidate ids, in the order shown.
-        round : int or None
+        round
             The strategy's round.
-
-        Returns
-        -------
-        list[GroupJudgment]
-            One per group, in order.
         """
         from rankkit.choices import GroupComparison
 
@@ -562,15 +526,12 @@ class MatchSource:
     def grade_many(self, candidates: Sequence[str]) -> list[Grade]:
         """The judge's grade of each candidate alone, in order (a candidate asked again is free).
 
+        Returns one grade per candidate, in order.
+
         Parameters
         ----------
-        candidates : Sequence[str]
+        candidates
             The candidate ids.
-
-        Returns
-        -------
-        list[Grade]
-            One grade per candidate, in order.
         """
         new = list(dict.fromkeys(cid for cid in candidates if cid not in self._grades))
         if new:
@@ -586,15 +547,12 @@ class MatchSource:
     def grade(self, candidate: str) -> Grade:
         """One candidate's :meth:`grade_many`.
 
+        Returns the judge's grade.
+
         Parameters
         ----------
-        candidate : str
+        candidate
             The candidate id.
-
-        Returns
-        -------
-        Grade
-            The judge's grade.
         """
         return self.grade_many([candidate])[0]
 
@@ -656,11 +614,11 @@ class MatchGraph:
 
         Parameters
         ----------
-        fingerprint : str
+        fingerprint
             The judge's fingerprint (the edge key).
-        comparison : Comparison
+        comparison
             The comparison used.
-        strategy : str
+        strategy
             The strategy that used it.
         """
         first, second = comparison.first, comparison.second
@@ -681,15 +639,12 @@ class MatchGraph:
     def comparisons(self, fingerprint: str | None = None) -> Iterator[tuple[str, str, Verdict]]:
         """Every recorded comparison (first, second, verdict), optionally of one judge only.
 
+        Yields ``(first, second, verdict)`` per recorded comparison.
+
         Parameters
         ----------
-        fingerprint : str or None
+        fingerprint
             Only this judge's comparisons; None for all.
-
-        Yields
-        ------
-        tuple[str, str, Verdict]
-            ``(first, second, verdict)`` per recorded comparison.
         """
         for first, second, key, data in self.graph.edges(keys=True, data=True):
             if fingerprint is None or key == fingerprint:

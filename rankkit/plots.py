@@ -66,19 +66,16 @@ def _error_bar(interval: Interval) -> tuple[float, float]:
 def plot_correlations(rows: Sequence[Mapping[str, Any]], path: str | Path, level: float = DEFAULT_LEVEL) -> Path:
     """Each strategy's metrics with intervals; ``rows`` as from :func:`rankkit.analysis.correlation_table`.
 
+    Returns the file written.
+
     Parameters
     ----------
-    rows : Sequence[Mapping[str, Any]]
+    rows
         One row per strategy.
-    path : str or Path
+    path
         The image file to write.
-    level : float
+    level
         The intervals' coverage (for the axis label).
-
-    Returns
-    -------
-    Path
-        The file written.
     """
     metrics = list(rows[0]["metrics"]) if rows else []
     names = [r["strategy"] for r in rows]
@@ -118,25 +115,22 @@ def cost_accuracy_points(
 ) -> list[dict[str, Any]]:
     """One point per strategy: judgments used per task (comparisons + grades) and ``metric`` with its interval.
 
+    Returns ``label``, ``cost``, ``estimate``, ``low``, ``high`` per strategy.
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    metric : str
+    metric
         The metric on the y axis.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    seed : int
+    seed
         Seeds the bootstrap.
-    level : float
+    level
         The intervals' coverage.
-    rows : Sequence[Mapping[str, Any]] | None
+    rows
         An already computed :func:`rankkit.analysis.correlation_table` that includes ``metric``.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        ``label``, ``cost``, ``estimate``, ``low``, ``high`` per strategy.
     """
     points = []
     for row in rows if rows is not None else correlation_table(results, [metric], resamples, seed, level):
@@ -164,24 +158,21 @@ def plot_cost_accuracy(
 ) -> Path:
     """Cost against accuracy, one labelled point (with its interval) per strategy.
 
+    Returns the file written.
+
     Parameters
     ----------
-    path : str | Path
+    path
         The image file to write.
-    metric : str
+    metric
         The metric on the y axis.
-    title : str | None
+    title
         The figure's title.
-    xlabel : str
+    xlabel
         The x axis label.
-    points : Sequence[Mapping[str, Any]]
+    points
         Dicts with ``label``, ``cost`` (x), ``estimate``, ``low``, ``high`` (y and its interval; NaN
         bounds draw no bar). The x axis is logarithmic when costs span over 10x.
-
-    Returns
-    -------
-    Path
-        The file written.
     """
     shown = [p for p in points if not math.isnan(p["estimate"]) and p["cost"] > 0]
     width_in, height_in = (7.5, 5.0) if len(shown) <= 12 else (10.0, 7.0)
@@ -278,17 +269,14 @@ def _label_places(
 def plot_elimination_rounds(items: Sequence[Mapping[str, Any]], path: str | Path) -> Path | None:
     """Grouped bars: first-round losers vs the rest, per knockout-like strategy (None when there is none).
 
+    Returns the file written.
+
     Parameters
     ----------
-    items : Sequence[Mapping[str, Any]]
+    items
         One :func:`rankkit.analysis.elimination_rounds` result per knockout-like strategy.
-    path : str or Path
+    path
         The image file to write.
-
-    Returns
-    -------
-    Path or None
-        The file written.
     """
     if not items:
         return None
@@ -331,19 +319,16 @@ def plot_judge_vs_human(results: RunResult, path: str | Path, seed: int = 0) -> 
     Human scores are often on a coarse scale, so points get a small seeded horizontal jitter
     (at most 1.5% of the human range) to keep overlapping points visible.
 
+    Returns the file written.
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    path : str or Path
+    path
         The image file to write.
-    seed : int
+    seed
         Seeds the jitter.
-
-    Returns
-    -------
-    Path
-        The file written.
     """
     from rankkit.metrics import correlation
 
@@ -380,25 +365,22 @@ def plot_all(
 ) -> list[Path]:
     """Write every figure for ``results`` into ``out_dir``; returns the paths written.
 
+    Returns the files written.
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    out_dir : str or Path
+    out_dir
         The folder to write into.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    seed : int
+    seed
         Seeds the bootstrap and the jitter.
-    level : float
+    level
         The intervals' coverage.
-    metric : str
+    metric
         The cost-accuracy figure's metric.
-
-    Returns
-    -------
-    list[Path]
-        The files written.
     """
     if not human_scores(results):
         raise SpecError("the results have no human scores (no criterion), so there is nothing to plot against")

@@ -47,10 +47,6 @@ def recorded_winner(verdict: Verdict, first: str, second: str) -> str | None:
         The judgment on ``first`` and ``second`` as shown.
     first, second:
         The ids of the candidates shown first and second.
-
-    Returns
-    -------
-    str or None
     """
     if verdict.status is ParseStatus.FAILED:
         return None
@@ -64,6 +60,8 @@ def judgment_row(
 ) -> dict[str, Any]:
     """One judged comparison as a recording row (``swap`` = shown against the task's order).
 
+    Returns the row (:func:`recorded_winner` names its winner).
+
     Parameters
     ----------
     task:
@@ -74,11 +72,6 @@ def judgment_row(
         The judge's verdict on them.
     judge_label, method:
         The row's ``judge`` and ``method`` labels (what ``replay:FILE,judge=...,method=...`` filter on).
-
-    Returns
-    -------
-    dict
-        The row (:func:`recorded_winner` names its winner).
     """
     order = task.candidate_ids
     return {
@@ -107,6 +100,8 @@ def record_grid(
     Judgments go through the usual memory -> cache -> judge lookup, one batch per task, so an
     interrupted recording resumes from the cache.
 
+    Returns the rows, and what they cost.
+
     Parameters
     ----------
     tasks:
@@ -119,11 +114,6 @@ def record_grid(
         The rows' labels (see :func:`judgment_row`).
     progress:
         Show a progress bar on stderr.
-
-    Returns
-    -------
-    tuple of (list of dict, Cost)
-        The rows, and what they cost.
     """
     from tqdm import tqdm
 
@@ -161,10 +151,6 @@ def rows_from_results(
         The rows' ``judge`` label (default: the run's judge spec).
     method:
         The rows' ``method`` label.
-
-    Returns
-    -------
-    list of dict
     """
     label = judge_label or results.judge_spec or "unknown"
     order = {t.task_id: t.candidate_ids for t in results.tasks}
@@ -214,10 +200,6 @@ def kway_row(task_id: str, group: GroupComparison, judge_label: str, method: str
         The judgment as a strategy used it (the candidates as shown and the judge's answer).
     judge_label, method:
         The row's labels (see :func:`judgment_row`).
-
-    Returns
-    -------
-    dict
     """
     judgment = group.judgment
     row: dict[str, Any] = {
@@ -241,17 +223,14 @@ def kway_row(task_id: str, group: GroupComparison, judge_label: str, method: str
 def write_judgments(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:
     """Write recording rows as JSON Lines.
 
+    Returns how many rows were written.
+
     Parameters
     ----------
     rows:
         The rows (:func:`record_grid`, :func:`rows_from_results`).
     path:
         The file to write (replaced).
-
-    Returns
-    -------
-    int
-        How many rows were written.
     """
     count = 0
     with Path(path).open("w", encoding="utf-8") as handle:

@@ -47,16 +47,13 @@ _NEEDS = {
 def questions(results: RunResult) -> dict[str, dict[tuple[str, tuple[str, ...]], None]]:
     """The questions a run asked.
 
+    Returns per task id, every distinct judgment any strategy used, as (kind, candidates as shown),
+    in the order first used.
+
     Parameters
     ----------
     results:
         The finished run.
-
-    Returns
-    -------
-    dict
-        Per task id, every distinct judgment any strategy used, as (kind, candidates as shown), in
-        the order first used.
     """
     asked: dict[str, dict[tuple[str, tuple[str, ...]], None]] = {}
     for strategy_run in results.strategies:
@@ -72,6 +69,9 @@ def ask_again(
 ) -> tuple[dict[str, dict[tuple[str, tuple[str, ...]], Any]], Cost]:
     """The new judge's answer to every question of :func:`questions`, and what they cost.
 
+    Returns per task id, question -> answer; and the :class:`~rankkit.matches.Cost` (``judge_calls``
+    new, ``cache_hits`` from the cache).
+
     Parameters
     ----------
     results:
@@ -84,12 +84,6 @@ def ask_again(
         Show a progress bar on stderr.
     workers:
         Tasks judged at once (:func:`rankkit.runner.map_tasks`).
-
-    Returns
-    -------
-    tuple
-        Per task id, question -> answer; and the :class:`~rankkit.matches.Cost` (``judge_calls``
-        new, ``cache_hits`` from the cache).
     """
     asked = questions(results)
     for kind in sorted({kind for keys in asked.values() for kind, _ in keys}):
@@ -129,17 +123,14 @@ def ask_again(
 def unsupported(kind: str, judge: Judge) -> str | None:
     """Why ``judge`` cannot answer a judgment of ``kind`` (None when it can).
 
+    Returns e.g. ``grades, which judge panel:... cannot give``.
+
     Parameters
     ----------
     kind:
         ``verdict``, ``grade``, ``choice`` or ``ranking``.
     judge:
         The judge; it declares what it gives in ``supports_pairwise`` and the like.
-
-    Returns
-    -------
-    str | None
-        e.g. ``grades, which judge panel:... cannot give``.
     """
     flag, what = _NEEDS[kind]
     return None if getattr(judge, flag, True) else f"{what}, which judge {judge.description} cannot give"
@@ -155,6 +146,12 @@ def rejudge(
 ) -> dict[str, Any]:
     """Re-ask every judgment of a finished run of ``judge`` and compare the two rankings.
 
+    Returns ``judge`` and ``original_judge``, ``cost`` (of the new judgments), ``agreement`` over
+    every distinct judgment, and per strategy (``strategies``): its ``aggregation``, judgment
+    agreement, the mean per-task Spearman correlation of the two rankings and ``tasks`` with the old
+    and new #1 (``changed``); ``skipped``: the strategies whose judgments the judge cannot give (a
+    pairwise-only panel and ``individual``'s grades), with the reason.
+
     Parameters
     ----------
     results:
@@ -169,15 +166,6 @@ def rejudge(
         Show a progress bar on stderr.
     workers:
         Tasks judged at once (:func:`rankkit.runner.map_tasks`).
-
-    Returns
-    -------
-    dict[str, Any]
-        ``judge`` and ``original_judge``, ``cost`` (of the new judgments), ``agreement`` over
-        every distinct judgment, and per strategy (``strategies``): its ``aggregation``, judgment
-        agreement, the mean per-task Spearman correlation of the two rankings and ``tasks`` with
-        the old and new #1 (``changed``); ``skipped``: the strategies whose judgments the judge
-        cannot give (a pairwise-only panel and ``individual``'s grades), with the reason.
     """
     skipped = []
     kept = []
@@ -229,18 +217,15 @@ def rejudge(
 def agreement(pairs: Sequence[tuple[RecordedJudgment, Any]]) -> dict[str, Any]:
     """How often the new answers agree with the old.
 
+    Returns ``judgments``; ``same_winner`` (share of the verdicts and k-way judgments with the same
+    winner: the same outcome of a verdict, the same answer chosen or ranked first; a failed answer
+    is a winner of its own) over ``decisive`` of them; for grades ``grades``, ``grade_correlation``
+    (Pearson, over grades read on both sides) and ``same_grade``.
+
     Parameters
     ----------
     pairs:
         (old recorded judgment, new answer to the same question) pairs.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``judgments``; ``same_winner`` (share of the verdicts and k-way judgments with the same winner:
-        the same outcome of a verdict, the same answer chosen or ranked first; a failed answer is a
-        winner of its own) over ``decisive`` of them; for grades ``grades``, ``grade_correlation``
-        (Pearson, over grades read on both sides) and ``same_grade``.
     """
     same = decisive = 0
     old_grades, new_grades = [], []
@@ -292,6 +277,9 @@ def compare_rankings(
     (its path depends on the verdicts and leaves the questions asked, or it cannot be rebuilt),
     every task of it is compared by :data:`MEAN_GRADE` instead, old and new alike.
 
+    Returns ``aggregation``, ``departed`` (tasks a replay left the record on), ``rank_correlation``
+    (mean per-task Spearman over tasks where it is defined), ``winners_changed`` and ``tasks``.
+
     Parameters
     ----------
     strategy_run:
@@ -302,12 +290,6 @@ def compare_rankings(
         Per task id, the new answer to each question (:func:`ask_again`).
     seed:
         The run's seed.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``aggregation``, ``departed`` (tasks a replay left the record on), ``rank_correlation``
-        (mean per-task Spearman over tasks where it is defined), ``winners_changed`` and ``tasks``.
     """
     pending = []
     departed = 0
@@ -366,19 +348,16 @@ def compare_rankings(
 def mean_grades(record: Sequence[RecordedJudgment], ids: Sequence[str]) -> dict[str, float]:
     """Each candidate's mean grade over some judgments.
 
+    Returns per candidate the mean over both sides of every verdict, every grade, and for a k-way
+    judgment its grade per slot when the judge gave them, else 1 for the answer chosen (or ranked
+    first) and 0 for the others; NaN for a candidate with none.
+
     Parameters
     ----------
     record:
         The judgments.
     ids:
         The task's candidates.
-
-    Returns
-    -------
-    dict[str, float]
-        Per candidate the mean over both sides of every verdict, every grade, and for a k-way
-        judgment its grade per slot when the judge gave them, else 1 for the answer chosen (or
-        ranked first) and 0 for the others; NaN for a candidate with none.
     """
     received: dict[str, list[float]] = {cid: [] for cid in ids}
     for item in record:
@@ -406,16 +385,13 @@ def _best(scores: Mapping[str, float], ids: Sequence[str]) -> str:
 def rejudge_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     """The rejudge report as text tables.
 
+    Returns a preamble (the two judges, what the new judgments cost) and two tables: per strategy,
+    then the winners that changed.
+
     Parameters
     ----------
     report:
         :func:`rejudge`'s result.
-
-    Returns
-    -------
-    tuple[str, list[Table]]
-        A preamble (the two judges, what the new judgments cost) and two tables: per strategy,
-        then the winners that changed.
     """
     cost, overall = report["cost"], report["agreement"]
     preamble = (

@@ -46,15 +46,12 @@ def embed_json(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&`` appear raw,
     so no string in it can end the element (``</script>``) or open a comment.
 
+    Returns the JSON text, with ``<``, ``>`` and ``&`` as JSON unicode escapes.
+
     Parameters
     ----------
-    data : Any
+    data
         JSON-serialisable data.
-
-    Returns
-    -------
-    str
-        The JSON text, with ``<``, ``>`` and ``&`` as JSON unicode escapes.
     """
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for raw, escaped in (
@@ -78,15 +75,12 @@ def knockout_bracket(task_result: TaskResult) -> dict[str, Any] | None:
     ``task_result.comparisons`` — and the candidates that advanced on a bye. Returns None when the
     result has no elimination rounds.
 
+    Returns ``rounds`` and ``champion``, or None.
+
     Parameters
     ----------
-    task_result : TaskResult
+    task_result
         One strategy's result on one task.
-
-    Returns
-    -------
-    dict[str, Any] or None
-        ``rounds`` and ``champion``, or None.
     """
     if not task_result.has_elimination_rounds:
         return None
@@ -130,17 +124,14 @@ def system_leaderboard(results: RunResult, name: str) -> list[dict[str, Any]]:
     """Systems ranked by one strategy: mean rank it gave them (1 = best; scale-free), mean score,
     tasks won (ranked first) and the mean human score, best mean rank first.
 
+    Returns one row per system.
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    name : str
+    name
         The strategy's label.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One row per system.
     """
     systems = {t.task_id: {c.id: c.system for c in t.candidates} for t in results.tasks}
     human = human_scores(results)
@@ -185,16 +176,13 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
     key ``matches``) are ``[judgment index, round]`` pairs into that list — all-pairs strategies would otherwise repeat
     the same judge outputs several times over.
 
+    Returns the page's data, ready for JSON.
+
     Parameters
     ----------
-    max_tasks : int | None
+    max_tasks
         Keep only the first N tasks in the task and match views (a smaller file for very
         large runs); the leaderboard and bias views always use every task.
-
-    Returns
-    -------
-    dict[str, Any]
-        The page's data, ready for JSON.
     """
     tasks = results.tasks[:max_tasks] if max_tasks else results.tasks
     kept = {t.task_id for t in tasks}
@@ -268,15 +256,12 @@ def group_judgment_record(group: Any) -> dict[str, Any]:
     the order shown, each slot's grade or P(best), the judge's pick (``best``) or its ranking
     (``ranking``, best first), parse status and raw output.
 
+    Returns JSON-ready.
+
     Parameters
     ----------
-    group : GroupComparison
+    group
         The k-way judgment.
-
-    Returns
-    -------
-    dict[str, Any]
-        JSON-ready.
     """
     judgment = group.judgment
     scores = getattr(judgment, "grades", None) or getattr(judgment, "probabilities", None)
@@ -300,17 +285,14 @@ def group_judgment_record(group: Any) -> dict[str, Any]:
 def esc(value: Any) -> str:
     """Any value as escaped HTML text (None as an empty string).
 
+    Returns its ``str``, HTML-escaped, with control, bidirectional and invisible format characters
+    shown as escapes (:func:`rankkit.formatting.inert`): a ``\\u202e`` in a candidate's id cannot
+    reorder the page.
+
     Parameters
     ----------
-    value : Any
+    value
         The value.
-
-    Returns
-    -------
-    str
-        Its ``str``, HTML-escaped, with control, bidirectional and invisible format characters
-        shown as escapes (:func:`rankkit.formatting.inert`): a ``\\u202e`` in a candidate's id
-        cannot reorder the page.
     """
     return "" if value is None else html.escape(inert(str(value)), quote=True)
 
@@ -342,21 +324,18 @@ def _table(headers: Sequence[str], rows: Sequence[str], css_class: str = "") -> 
 def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float) -> str:
     """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard.
 
+    Returns an HTML fragment.
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    seed : int
+    seed
         Seeds the bootstrap.
-    level : float
+    level
         The intervals' coverage.
-
-    Returns
-    -------
-    str
-        An HTML fragment.
     """
     labelled = bool(human_scores(results))
     rows_data = (
@@ -448,19 +427,16 @@ def style_controlled_html(results: RunResult, resamples: int, seed: int) -> str:
     pairwise results its per-task rankings induce, with the style coefficients and their intervals
     (:mod:`rankkit.leaderboard.style`); "" when the candidates do not all name a system.
 
+    Returns an HTML fragment, or "".
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    seed : int
+    seed
         Seeds the bootstrap.
-
-    Returns
-    -------
-    str
-        An HTML fragment, or "".
     """
     from rankkit.leaderboard import LeaderboardError, all_systems, from_strategy
 
@@ -533,21 +509,18 @@ def bias_html(results: RunResult, level: float, resamples: int = DEFAULT_RESAMPL
     style preference beyond the human scores (:func:`style_html`), and the slot bias of the k-way
     judgments when there are any (:func:`slot_bias_html`).
 
+    Returns an HTML fragment.
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    level : float
+    level
         The intervals' coverage.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    seed : int
+    seed
         Seeds the bootstrap.
-
-    Returns
-    -------
-    str
-        An HTML fragment.
     """
     pairwise = pairwise_bias_html(results, level)
     slots = slot_bias_html(results, level)
@@ -560,21 +533,18 @@ def style_html(results: RunResult, level: float, resamples: int, seed: int) -> s
     """The judge's preference for length, formatting and the first slot beyond what the human scores
     explain (:func:`~rankkit.analysis.judge_bias.style_preference`); "" without labelled pairwise matches.
 
+    Returns an HTML fragment, or "".
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    level : float
+    level
         The intervals' coverage.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    seed : int
+    seed
         Seeds the bootstrap.
-
-    Returns
-    -------
-    str
-        An HTML fragment, or "".
     """
     style = style_preference(results, resamples=resamples, seed=seed, level=level)
     if not style["matches"]:
@@ -605,17 +575,14 @@ def style_html(results: RunResult, level: float, resamples: int, seed: int) -> s
 def pairwise_bias_html(results: RunResult, level: float) -> str:
     """First-slot and longer-answer win rates of the pairwise comparisons ("" when there are none).
 
+    Returns an HTML fragment, or "".
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    level : float
+    level
         The intervals' coverage.
-
-    Returns
-    -------
-    str
-        An HTML fragment, or "".
     """
     position_rows, length_rows = [], []
     for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
@@ -673,17 +640,14 @@ def slot_bias_html(results: RunResult, level: float) -> str:
     """How often the answer in each slot of a k-way judgment was chosen (:func:`slot_bias`), over
     all distinct k-way judgments and per strategy: one row per (k, slot); "" when there are none.
 
+    Returns an HTML fragment, or "".
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    level : float
+    level
         The intervals' coverage.
-
-    Returns
-    -------
-    str
-        An HTML fragment, or "".
     """
     rows = []
     for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
@@ -726,15 +690,12 @@ def slot_bias_html(results: RunResult, level: float) -> str:
 def suspicious_html(results: RunResult) -> str:
     """The table of candidates carrying judge-protocol text ("" when there are none).
 
+    Returns an HTML fragment, or "".
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-
-    Returns
-    -------
-    str
-        An HTML fragment, or "".
     """
     by_id = {t.task_id: t for t in results.tasks}
     rows = []
@@ -770,18 +731,15 @@ SCRIPT = (ASSETS / "report.js").read_text(encoding="utf-8")
 def robustness_html(results: RunResult, top_k: int = DEFAULT_TOP_K, budget: int = ANALYZE_BUDGET) -> str:
     """The report's robustness section.
 
+    Returns HTML: per strategy the median fewest judgments whose flip or removal changes each task's
+    #1 and top k, and its tasks in a fold-out table with the fragile ones marked.
+
     Parameters
     ----------
     results:
         The run.
     top_k, budget:
         As in :func:`rankkit.analysis.robustness.robustness_report`.
-
-    Returns
-    -------
-    str
-        HTML: per strategy the median fewest judgments whose flip or removal changes each task's
-        #1 and top k, and its tasks in a fold-out table with the fragile ones marked.
     """
     report = robustness_report(results, top_k, budget)
     figures = [
@@ -857,29 +815,26 @@ def render_report(
     ``robustness_budget`` are the robustness section's (:func:`robustness_html`; a budget of 0
     leaves it out).
 
+    Returns the HTML page.
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    resamples : int
+    resamples
         The bootstrap's number of resamples.
-    seed : int
+    seed
         Seeds the bootstrap.
-    level : float
+    level
         The intervals' coverage.
-    max_tasks : int or None
+    max_tasks
         Keep only the first N tasks in the task and match views (None: all; see :func:`report_data`).
-    title : str
+    title
         The page's title.
-    top_k : int
+    top_k
         The robustness section's top-k.
-    robustness_budget : int
+    robustness_budget
         The robustness section's judgment budget (0: no section).
-
-    Returns
-    -------
-    str
-        The HTML page.
     """
     judge = results.judge_record()
     simulated = (
@@ -954,19 +909,16 @@ def render_report(
 def write_report(results: RunResult, path: str | Path, **options: Any) -> Path:
     """Render the report and write it to ``path`` (UTF-8); ``options`` go to :func:`render_report`.
 
+    Returns the file written.
+
     Parameters
     ----------
-    results : RunResult
+    results
         The run.
-    path : str or Path
+    path
         The file to write.
-    **options : Any
+    **options
         Keyword arguments of :func:`render_report`.
-
-    Returns
-    -------
-    Path
-        The file written.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -44,15 +44,12 @@ class RecordedJudgment:
 def recorded_judgments(result: Any) -> list[RecordedJudgment]:
     """Every judgment a task result records.
 
+    Returns its comparisons, its k-way judgments and its grades, in that order.
+
     Parameters
     ----------
     result:
         A :class:`~rankkit.results.TaskResult`.
-
-    Returns
-    -------
-    list[RecordedJudgment]
-        Its comparisons, its k-way judgments and its grades, in that order.
     """
     record = [RecordedJudgment(VERDICT_KIND, (c.first, c.second), c.verdict) for c in result.comparisons]
     record += [RecordedJudgment(g.kind, tuple(g.shown), g.judgment) for g in result.group_comparisons]
@@ -63,16 +60,13 @@ def recorded_judgments(result: Any) -> list[RecordedJudgment]:
 def verdict_outcome(judgment: RecordedJudgment) -> float | None:
     """A verdict's outcome for the answer shown first.
 
+    Returns 1 won, 0.5 tie, 0 lost (read as everywhere in rankkit: the higher grade, then the
+    verdict); None for a failed verdict or a judgment of another kind.
+
     Parameters
     ----------
     judgment:
         A recorded judgment.
-
-    Returns
-    -------
-    float | None
-        1 won, 0.5 tie, 0 lost (read as everywhere in rankkit: the higher grade, then the verdict);
-        None for a failed verdict or a judgment of another kind.
     """
     if judgment.kind != VERDICT_KIND:
         return None
@@ -85,16 +79,13 @@ def verdict_outcome(judgment: RecordedJudgment) -> float | None:
 def flippable(judgment: RecordedJudgment) -> bool:
     """Whether flipping the judgment changes it.
 
+    Returns True for a decided verdict that is not a tie (a tie reversed is the same tie; a grade or
+    a k-way judgment has no single winner to reverse).
+
     Parameters
     ----------
     judgment:
         A recorded judgment.
-
-    Returns
-    -------
-    bool
-        True for a decided verdict that is not a tie (a tie reversed is the same tie; a grade or a
-        k-way judgment has no single winner to reverse).
     """
     outcome = verdict_outcome(judgment)
     return outcome is not None and outcome != 0.5
@@ -103,15 +94,13 @@ def flippable(judgment: RecordedJudgment) -> bool:
 def flipped(judgment: Any) -> Verdict:
     """A verdict with its winner reversed.
 
+    Returns the same two answers in the same order, the grades swapped sides and the winner
+    reversed.
+
     Parameters
     ----------
     judgment:
         The :class:`~rankkit.judgments.Verdict`.
-
-    Returns
-    -------
-    Verdict
-        The same two answers in the same order, the grades swapped sides and the winner reversed.
     """
     return judgment.swapped()
 
@@ -119,17 +108,14 @@ def flipped(judgment: Any) -> Verdict:
 def removed(kind: str, judgment: Any = None) -> Any:
     """A judgment that gives no answer.
 
+    Returns the judgment with a failed parse status and no value, as an unreadable answer would be.
+
     Parameters
     ----------
     kind:
         ``verdict``, ``grade``, ``choice`` or ``ranking``.
     judgment:
         The judgment to empty (a verdict may be None: a verdict on a pair nobody answered).
-
-    Returns
-    -------
-    Any
-        The judgment with a failed parse status and no value, as an unreadable answer would be.
     """
     if kind == VERDICT_KIND:
         base = judgment or Verdict(0.0, 0.0, Winner.TIE)
@@ -194,60 +180,48 @@ class RecordedMemo:
     def verdicts(self, requests: Iterable[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
         """The recorded verdicts, as :meth:`rankkit.memo.JudgmentMemo.verdicts` answers.
 
+        Returns each recorded (changed) verdict; :class:`OffRecord` for one never recorded.
+
         Parameters
         ----------
         requests:
             ``(task, first, second)`` per verdict.
-
-        Returns
-        -------
-        list[tuple[Any, Origin]]
-            Each recorded (changed) verdict; :class:`OffRecord` for one never recorded.
         """
         return [self._answer(VERDICT_KIND, (first.id, second.id)) for _, first, second in requests]
 
     def grades(self, requests: Iterable[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
         """The recorded grades, as :meth:`verdicts` answers verdicts.
 
+        Returns each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
+
         Parameters
         ----------
         requests:
             ``(task, candidate)`` per grade.
-
-        Returns
-        -------
-        list[tuple[Any, Origin]]
-            Each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
         """
         return [self._answer(GRADE_KIND, (candidate.id,)) for _, candidate in requests]
 
     def choices(self, requests: Iterable[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
         """The recorded choices, as :meth:`verdicts` answers verdicts.
 
+        Returns each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
+
         Parameters
         ----------
         requests:
             ``(task, group)`` per k-way choice.
-
-        Returns
-        -------
-        list[tuple[Any, Origin]]
-            Each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
         """
         return [self._answer(CHOICE_KIND, tuple(c.id for c in group)) for _, group in requests]
 
     def rankings(self, requests: Iterable[tuple[Any, ...]]) -> list[tuple[Any, Origin]]:
         """The recorded rankings, as :meth:`verdicts` answers verdicts.
 
+        Returns each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
+
         Parameters
         ----------
         requests:
             ``(task, group)`` per k-way ranking.
-
-        Returns
-        -------
-        list[tuple[Any, Origin]]
-            Each recorded (changed) judgment; :class:`OffRecord` for one never recorded.
         """
         return [self._answer(RANKING_KIND, tuple(c.id for c in group)) for _, group in requests]
 
@@ -263,6 +237,9 @@ def replay(
     """The strategy's ranking of ``task`` recomputed from ``record`` (changed by ``flips`` and
     ``removals``), with the generator the run gave it (``task_rng(seed, task_id)``).
 
+    Returns the strategy's :class:`~rankkit.strategies.base.Ranking`; :class:`OffRecord` when it
+    asks for a judgment outside the record.
+
     Parameters
     ----------
     strategy:
@@ -277,12 +254,6 @@ def replay(
         Judgments answered flipped, as in :class:`RecordedMemo`.
     removals:
         Judgments answered with no answer, as in :class:`RecordedMemo`.
-
-    Returns
-    -------
-    Ranking
-        The strategy's :class:`~rankkit.strategies.base.Ranking`; :class:`OffRecord` when it asks
-        for a judgment outside the record.
 
     Examples
     --------
@@ -304,16 +275,13 @@ def replay(
 def leader(ranking: Ranking, candidate_ids: Sequence[str]) -> str:
     """The #1 of a ranking.
 
+    Returns its champion when the strategy crowns one, else the first ranked.
+
     Parameters
     ----------
     ranking:
         A strategy's :class:`~rankkit.strategies.base.Ranking`.
     candidate_ids:
         The task's candidates in data order (ties in the scores keep it).
-
-    Returns
-    -------
-    str
-        Its champion when the strategy crowns one, else the first ranked.
     """
     return ranking.champion if ranking.champion is not None else ranking.ordered(list(candidate_ids))[0]

@@ -55,10 +55,7 @@ class TaskResult:
     def to_dict(self) -> dict[str, Any]:
         """The task's result as the results JSON stores it.
 
-        Returns
-        -------
-        dict[str, Any]
-            JSON-ready.
+        Returns JSON-ready.
         """
         return {
             "task_id": self.task_id,
@@ -82,21 +79,18 @@ class TaskResult:
     ) -> TaskResult:
         """Read :meth:`to_dict` output back.
 
+        Returns the task result; a :class:`TaskFormatError` naming the field when one is missing.
+
         Parameters
         ----------
-        data : Mapping[str, Any]
+        data
             One task's record, as :meth:`to_dict` wrote it.
-        where : str
+        where
             The file it came from, for errors.
-        path : str
+        path
             Where the record sits in the file, for errors (e.g. ``strategies[0].tasks[2]``).
-        extras_type : type[CandidateExtras]
+        extras_type
             The strategy's :attr:`~rankkit.strategies.base.Strategy.extras_type`.
-
-        Returns
-        -------
-        TaskResult
-            The task result; a :class:`TaskFormatError` naming the field when one is missing.
         """
         scores = {
             cid: math.nan if value is None else float(value)  # NaN is written as null
@@ -148,10 +142,7 @@ class StrategyRun:
     def to_dict(self) -> dict[str, Any]:
         """The strategy's run as the results JSON stores it.
 
-        Returns
-        -------
-        dict[str, Any]
-            JSON-ready.
+        Returns JSON-ready.
         """
         return {
             "name": self.name,
@@ -171,19 +162,16 @@ class StrategyRun:
     def from_dict(cls, data: Mapping[str, Any], where: str = "results", path: str = "strategy") -> StrategyRun:
         """Read :meth:`to_dict` output back.
 
+        Returns the strategy's run; a :class:`TaskFormatError` naming the field when one is missing.
+
         Parameters
         ----------
-        data : Mapping[str, Any]
+        data
             One strategy's record, as :meth:`to_dict` wrote it.
-        where : str
+        where
             The file it came from, for errors.
-        path : str
+        path
             Where the record sits in the file, for errors (e.g. ``strategies[0]``).
-
-        Returns
-        -------
-        StrategyRun
-            The strategy's run; a :class:`TaskFormatError` naming the field when one is missing.
         """
         metrics = {
             k: math.nan if v is None else float(v)  # NaN is written as null
@@ -212,7 +200,7 @@ class RunResult:
 
     Attributes
     ----------
-    config : dict[str, Any] | None
+    config
         The run settings (data, judge, strategies, seed, ...) when the run came from the command
         line, so the results file can be re-run (``rankkit compare --config FILE``).
     """
@@ -237,10 +225,7 @@ class RunResult:
         """Per task, the :class:`~rankkit.matches.MatchGraph` of every comparison the strategies
         used (built on first use from their records; grades are not in it).
 
-        Returns
-        -------
-        dict[str, MatchGraph]
-            Task id to its graph.
+        Returns task id to its graph.
         """
         return match_graphs(self.tasks, self.strategies, self.judge.fingerprint)
 
@@ -256,10 +241,7 @@ class RunResult:
         simulated judge that knows its own truth ``latent``: task id -> candidate id -> the value
         its judgments are noisy readings of (:meth:`rankkit.judges.sim.LatentJudge.latent`).
 
-        Returns
-        -------
-        dict[str, Any]
-            JSON-ready.
+        Returns JSON-ready.
         """
         record = {
             "spec": self.judge_spec,
@@ -289,20 +271,14 @@ class RunResult:
         [what it carries]}}`` (:func:`rankkit.prompts.protocol.find_protocol_text`); tasks
         without any are left out. A property of the data, the same for every strategy.
 
-        Returns
-        -------
-        dict[str, dict[str, list[str]]]
-            Task id to candidate id to what it carries.
+        Returns task id to candidate id to what it carries.
         """
         return suspicious_candidates(self.tasks)
 
     def to_dict(self) -> dict[str, Any]:
         """The whole run as the results JSON stores it (:meth:`from_dict` reads it back).
 
-        Returns
-        -------
-        dict[str, Any]
-            JSON-ready (NaN kept).
+        Returns JSON-ready (NaN kept).
         """
         payload = {
             "judge": self.judge_record(),
@@ -326,17 +302,14 @@ class RunResult:
         Raises :class:`TaskFormatError` naming
         ``where`` and the field when the payload is not a results file.
 
+        Returns the run.
+
         Parameters
         ----------
-        data : Mapping[str, Any]
+        data
             A :meth:`to_dict` payload.
-        where : str
+        where
             What to call the payload in error messages (a file name).
-
-        Returns
-        -------
-        RunResult
-            The run.
 
         Raises
         ------
@@ -401,10 +374,7 @@ class RunResult:
         :class:`~rankkit.strategies.base.CandidateExtras` field the strategy reports for any candidate
         (``extra_eliminated_round``, ``extra_played``, ...; None where a candidate lacks it).
 
-        Returns
-        -------
-        list[dict[str, Any]]
-            The rows.
+        Returns the rows.
         """
         by_id = {t.task_id: t for t in self.tasks}
         rows = []
@@ -434,10 +404,7 @@ class RunResult:
     def to_pandas(self) -> Any:
         """:meth:`rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``).
 
-        Returns
-        -------
-        pandas.DataFrame
-            One row per strategy × task × candidate.
+        Returns one row per strategy × task × candidate.
         """
         try:
             import pandas as pd
@@ -483,15 +450,12 @@ class JudgeRecord(Judge):
         """The recorded latent values of ``task`` (a simulated judge's truth, see
         :meth:`rankkit.judges.sim.LatentJudge.latent`); JudgeError when the file holds none for it.
 
+        Returns candidate id to latent value.
+
         Parameters
         ----------
-        task : Task
+        task
             The task.
-
-        Returns
-        -------
-        dict[str, float]
-            Candidate id to latent value.
 
         Raises
         ------
@@ -522,17 +486,14 @@ class JudgeRecord(Judge):
     def grade(self, task: Task, candidate: Candidate) -> Any:
         """Refused: a recorded judge cannot judge.
 
+        Returns never returns.
+
         Parameters
         ----------
-        task : Task
+        task
             The task.
-        candidate : Candidate
+        candidate
             The candidate.
-
-        Returns
-        -------
-        NoReturn
-            Never returns.
 
         Raises
         ------
@@ -544,17 +505,14 @@ class JudgeRecord(Judge):
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Any:
         """Refused: a recorded judge cannot judge.
 
+        Returns never returns.
+
         Parameters
         ----------
-        task : Task
+        task
             The task.
         first, second : Candidate
             The candidates.
-
-        Returns
-        -------
-        NoReturn
-            Never returns.
 
         Raises
         ------
@@ -584,29 +542,23 @@ class RecordedStrategy(Strategy):
     def params(self) -> dict[str, Any]:
         """The recorded parameters (a copy).
 
-        Returns
-        -------
-        dict[str, Any]
-            Parameter name to value.
+        Returns parameter name to value.
         """
         return dict(self._params)
 
     def rank(self, task: Task, source: Any, rng: Any) -> Any:
         """Refused: a recorded strategy cannot rank.
 
+        Returns never returns.
+
         Parameters
         ----------
-        task : Task
+        task
             The task.
-        source : MatchSource
+        source
             The judgments.
-        rng : random.Random
+        rng
             The strategy's generator.
-
-        Returns
-        -------
-        NoReturn
-            Never returns.
 
         Raises
         ------
@@ -619,18 +571,15 @@ class RecordedStrategy(Strategy):
 def strategy_from_record(record: Mapping[str, Any], where: str = "results", path: str = "strategy") -> Strategy:
     """The strategy of a results record (:meth:`StrategyRun.to_dict`).
 
+    Returns the strategy rebuilt from its parameters when it is installed, takes them and gives the
+    same label; else a :class:`RecordedStrategy` that keeps them.
+
     Parameters
     ----------
-    record : Mapping[str, Any]
+    record
         The strategy's record: its ``name`` (label), ``strategy`` and ``params``.
     where, path : str
         The file and the record's place in it, for errors.
-
-    Returns
-    -------
-    Strategy
-        The strategy rebuilt from its parameters when it is installed, takes them and gives the same
-        label; else a :class:`RecordedStrategy` that keeps them.
     """
     from rankkit.strategies import strategy_classes
 
@@ -652,15 +601,12 @@ def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
     """The :class:`~rankkit.strategies.base.CandidateExtras` fields holding one value (not a
     sequence) that the strategy reported for at least one candidate, in field order.
 
+    Returns field names.
+
     Parameters
     ----------
-    strategy_run : StrategyRun
+    strategy_run
         The strategy's run.
-
-    Returns
-    -------
-    list[str]
-        Field names.
     """
     reported = {
         name
@@ -679,19 +625,16 @@ def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = 
     """A :class:`~rankkit.matches.Cost` as :meth:`~rankkit.matches.Cost.to_dict` stored it: every
     field must be there (a :class:`TaskFormatError` naming the first one missing).
 
+    Returns the cost.
+
     Parameters
     ----------
-    data : Mapping[str, Any]
+    data
         The stored cost.
-    where : str
+    where
         The file, for error messages.
-    path : str
+    path
         Where in the file ``data`` is, for error messages.
-
-    Returns
-    -------
-    Cost
-        The cost.
 
     Raises
     ------
@@ -718,19 +661,16 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
     """A used comparison as stored by :meth:`rankkit.matches.Comparison.to_dict` (a
     :class:`TaskFormatError` naming the first field missing).
 
+    Returns the comparison.
+
     Parameters
     ----------
-    data : Mapping[str, Any]
+    data
         The stored comparison.
-    where : str
+    where
         The file, for error messages.
-    path : str
+    path
         Where in the file ``data`` is, for error messages.
-
-    Returns
-    -------
-    Comparison
-        The comparison.
 
     Raises
     ------
@@ -756,17 +696,14 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
 def grade_record(candidate: str, grade: Grade) -> dict[str, Any]:
     """One used grade as the results JSON stores it.
 
+    Returns the candidate, the value, the parse status and the judge's raw text.
+
     Parameters
     ----------
-    candidate : str
+    candidate
         The graded candidate's id.
-    grade : Grade
+    grade
         Its grade.
-
-    Returns
-    -------
-    dict[str, Any]
-        The candidate, the value, the parse status and the judge's raw text.
     """
     return {"candidate": candidate, "value": grade.value, "status": grade.status.value, "raw": grade.raw}
 
@@ -774,17 +711,14 @@ def grade_record(candidate: str, grade: Grade) -> dict[str, Any]:
 def grade_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "grade") -> tuple[str, Grade]:
     """Read one used grade (:func:`grade_record`) back.
 
+    Returns ``(candidate id, Grade)``; a :class:`TaskFormatError` naming the first field missing.
+
     Parameters
     ----------
-    data : Mapping[str, Any]
+    data
         The record.
     where, path : str
         The file and the record's place in it, for errors.
-
-    Returns
-    -------
-    tuple[str, Grade]
-        ``(candidate id, Grade)``; a :class:`TaskFormatError` naming the first field missing.
     """
     value = required(data, "value", where, path)
     return (
@@ -800,19 +734,16 @@ def grade_from_dict(data: Mapping[str, Any], where: str = "results", path: str =
 def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "group_comparison") -> Any:
     """Read one recorded k-way judgment (:meth:`rankkit.choices.GroupComparison.to_dict`).
 
+    Returns the judgment.
+
     Parameters
     ----------
-    data : Mapping[str, Any]
+    data
         The stored k-way judgment.
-    where : str
+    where
         The file, for error messages.
-    path : str
+    path
         Where in the file ``data`` is, for error messages.
-
-    Returns
-    -------
-    GroupComparison
-        The judgment.
     """
     from rankkit.choices import GroupComparison
 
@@ -825,15 +756,13 @@ def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results", 
 def suspicious_candidates(tasks: Iterable[Task]) -> dict[str, dict[str, list[str]]]:
     """Per task, the candidates carrying judge-protocol text and what each carries.
 
+    Returns ``{task_id: {candidate id: [names from find_protocol_text]}}``, tasks without any left
+    out.
+
     Parameters
     ----------
-    tasks : Iterable[Task]
+    tasks
         The run's tasks.
-
-    Returns
-    -------
-    dict[str, dict[str, list[str]]]
-        ``{task_id: {candidate id: [names from find_protocol_text]}}``, tasks without any left out.
 
     Examples
     --------
@@ -857,15 +786,12 @@ def suspicious_record(suspicious: Mapping[str, Mapping[str, list[str]]]) -> dict
     {task_id: {candidate id: [what it carries]}}}``. It is derived from ``task_data``, so reading
     a results file recomputes it rather than trusting the file's copy.
 
+    Returns ``count`` and ``candidates``.
+
     Parameters
     ----------
-    suspicious : Mapping[str, Mapping[str, list[str]]]
+    suspicious
         :attr:`RunResult.suspicious`.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``count`` and ``candidates``.
     """
     return {
         "count": sum(len(by_task) for by_task in suspicious.values()),
@@ -878,15 +804,12 @@ def suspicious_record(suspicious: Mapping[str, Mapping[str, list[str]]]) -> dict
 def task_record(task: Task) -> dict[str, Any]:
     """A task as stored in results JSON (enough for analyses and reports to work offline).
 
+    Returns JSON-ready.
+
     Parameters
     ----------
-    task : Task
+    task
         The task.
-
-    Returns
-    -------
-    dict[str, Any]
-        JSON-ready.
     """
     return {
         "task_id": task.task_id,
@@ -911,19 +834,16 @@ def task_from_record(
 ) -> Task:
     """The inverse of :func:`task_record` (only the ground-truth criterion is in the file).
 
+    Returns the task; a :class:`TaskFormatError` naming the field when one is missing.
+
     Parameters
     ----------
-    record : Mapping[str, Any]
+    record
         The task as :func:`task_record` stored it.
-    criterion : str | None
+    criterion
         The run's criterion, the name each candidate's ``human`` score is read under.
     where, path : str
         The file and the record's place in it, for errors.
-
-    Returns
-    -------
-    Task
-        The task; a :class:`TaskFormatError` naming the field when one is missing.
     """
 
     def get(name: str) -> Any:
@@ -959,22 +879,19 @@ def task_from_record(
 def required(record: Any, name: str, where: str, path: str) -> Any:
     """``record[name]`` of a results file.
 
+    Returns the value; a :class:`TaskFormatError` naming the field when ``record`` is not an object
+    or lacks it (a file of an older rankkit, or not a results file).
+
     Parameters
     ----------
-    record : Any
+    record
         A JSON object read from the file.
-    name : str
+    name
         The key every file of this version has.
-    where : str
+    where
         The file, for the error.
-    path : str
+    path
         Where ``record`` sits in the file (e.g. ``strategies[0].tasks[2]``; ``""`` at the top).
-
-    Returns
-    -------
-    Any
-        The value; a :class:`TaskFormatError` naming the field when ``record`` is not an object or
-        lacks it (a file of an older rankkit, or not a results file).
     """
     field_name = f"{path}.{name}" if path else name
     if not isinstance(record, Mapping):
@@ -992,22 +909,19 @@ def required(record: Any, name: str, where: str, path: str) -> Any:
 def read_records(records: list[Any], name: str, where: str, read: Callable[[Any, str], Any]) -> list[Any]:
     """``read(record, path)`` for each record of the top-level list ``name``.
 
+    Returns what ``read`` returned, in order. A value of the wrong type (``"scores": 3``, an unknown
+    winner) becomes a :class:`TaskFormatError` naming the record.
+
     Parameters
     ----------
-    records : list[Any]
+    records
         The list's items.
-    name : str
+    name
         The list's key (``strategies`` or ``task_data``), for errors.
-    where : str
+    where
         The file, for errors.
-    read : Callable[[Any, str], Any]
+    read
         Reads one record, given its path in the file (e.g. ``strategies[0]``).
-
-    Returns
-    -------
-    list[Any]
-        What ``read`` returned, in order. A value of the wrong type (``"scores": 3``, an unknown
-        winner) becomes a :class:`TaskFormatError` naming the record.
     """
     values = []
     for index, record in enumerate(records):
@@ -1024,16 +938,13 @@ def read_records(records: list[Any], name: str, where: str, read: Callable[[Any,
 def read_results(path: str | PathLike[str]) -> RunResult:
     """Read a results file written by ``rankkit compare --out``.
 
+    Returns the run; FileNotFoundError when there is no file, :class:`TaskFormatError` naming the
+    file and the field when it is not a results file.
+
     Parameters
     ----------
-    path : str | PathLike[str]
+    path
         The file.
-
-    Returns
-    -------
-    RunResult
-        The run; FileNotFoundError when there is no file, :class:`TaskFormatError` naming the file
-        and the field when it is not a results file.
     """
     path = Path(path)
     if not path.exists():
@@ -1047,19 +958,16 @@ def read_results(path: str | PathLike[str]) -> RunResult:
 def match_graphs(tasks: Iterable[Task], strategies: Iterable[StrategyRun], fingerprint: str) -> dict[str, MatchGraph]:
     """One :class:`MatchGraph` per task, holding every comparison the strategies used.
 
+    Returns task id to its graph.
+
     Parameters
     ----------
-    tasks : Iterable[Task]
+    tasks
         The tasks.
-    strategies : Iterable[StrategyRun]
+    strategies
         The strategies' runs (their used comparisons).
-    fingerprint : str
+    fingerprint
         The judge's fingerprint (the edge key).
-
-    Returns
-    -------
-    dict[str, MatchGraph]
-        Task id to its graph.
     """
     graphs = {task.task_id: MatchGraph(task) for task in tasks}
     for strategy_run in strategies:

@@ -51,6 +51,9 @@ def run(
 ) -> RunResult:
     """Rank every task with every strategy.
 
+    Returns a :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per
+    strategy.
+
     Parameters
     ----------
     tasks, strategies, judge:
@@ -69,11 +72,6 @@ def run(
         Recorded in the result (how the judge and data were named).
     workers:
         How many tasks are ranked at once (see :func:`map_tasks`). Results do not depend on it.
-
-    Returns
-    -------
-    RunResult
-        A :class:`~rankkit.results.RunResult` with one :class:`~rankkit.results.StrategyRun` per strategy.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
@@ -180,27 +178,24 @@ def map_tasks(
 
     Buffered cache writes are committed when the iteration ends, however it ends.
 
+    Yields ``work(task, memo)``, in task order.
+
     Parameters
     ----------
-    tasks : Sequence[Task]
+    tasks
         The tasks.
-    work : Callable[[Task, JudgmentMemo], R]
+    work
         What to do with one task.
-    judge : Judge
+    judge
         The judge.
-    cache : JudgmentCache | NullCache | None
+    cache
         Where judgments are stored (None: memory only).
-    workers : int | None
+    workers
         Tasks in progress at once (default: twice the judge's capacity, since a strategy often has fewer
         requests open than the judge has slots; 1, with no threads, for capacity 1).
-    stats : dict[str, Any] | None
+    stats
         Filled, when given, with ``workers``, ``capacity`` and (concurrent runs) ``batches`` (the size
         of every judge call) and ``max_in_flight``.
-
-    Yields
-    ------
-    R
-        ``work(task, memo)``, in task order.
     """
     capacity = max(1, int(judge.capacity))
     if workers is None:
@@ -302,15 +297,15 @@ class RunProgress:
 
         Parameters
         ----------
-        used : int
+        used
             Judgments used.
-        paid : int
+        paid
             Of them, asked of the judge.
-        cached : int
+        cached
             Of them, read from the cache.
-        reused : int
+        reused
             Of them, shared with another strategy in this run.
-        usd : float
+        usd
             What the paid ones cost.
         """
         with self._lock:
@@ -326,11 +321,11 @@ class RunProgress:
 
         Parameters
         ----------
-        task_id : str
+        task_id
             The task.
-        strategy : str
+        strategy
             The strategy's label.
-        remaining : Forecast
+        remaining
             Its forecast.
         """
         with self._lock:
@@ -356,7 +351,7 @@ class RunProgress:
 
         Parameters
         ----------
-        task_id : str or None
+        task_id
             The task, when known.
         """
         with self._lock:
@@ -370,7 +365,7 @@ class RunProgress:
 
         Parameters
         ----------
-        text : str
+        text
             The note.
         """
         with self._lock:
@@ -398,21 +393,18 @@ def with_undecided(
     and k-way judgments it was shown in), so a text that breaks the judge shows in the results
     (candidates without one are left as they are).
 
+    Returns the extras, ``undecided`` set where a candidate had failures.
+
     Parameters
     ----------
-    extras : Mapping[str, CandidateExtras]
+    extras
         The strategy's extras per candidate id.
-    comparisons : Sequence[Comparison]
+    comparisons
         The pairwise comparisons it used.
-    group_comparisons : Sequence[GroupComparison]
+    group_comparisons
         The k-way judgments it used.
-    strategy : Strategy | None
+    strategy
         The strategy (to check its extras type).
-
-    Returns
-    -------
-    dict[str, CandidateExtras]
-        The extras, ``undecided`` set where a candidate had failures.
 
     Raises
     ------

@@ -27,11 +27,11 @@ class ScalePlan:
 
     Attributes
     ----------
-    judgments : int
+    judgments
         Comparisons and grades, summed over tasks.
-    prompt_tokens : float | None
+    prompt_tokens
         Their estimated prompt tokens; None for judges that read no prompts.
-    undeclared : tuple[str, ...]
+    undeclared
         The strategies counted by the generic bound (they declare no worst case).
     """
 
@@ -42,10 +42,7 @@ class ScalePlan:
     def describe(self) -> str:
         """The plan in words, e.g. ``up to 999,000 judgments (about 120,000,000 prompt tokens)``.
 
-        Returns
-        -------
-        str
-            The description.
+        Returns the description.
         """
         tokens = f" (about {self.prompt_tokens:,.0f} prompt tokens)" if self.prompt_tokens is not None else ""
         generic = (
@@ -62,9 +59,9 @@ class TooManyJudgments(RankkitError, ValueError):
 
     Parameters
     ----------
-    plan : ScalePlan
+    plan
         The plan.
-    limit : int
+    limit
         The limit it passed.
     """
 
@@ -83,19 +80,16 @@ def plan_scale(
 ) -> ScalePlan:
     """Count the judgments a run can ask for at most (the rules in ``docs/dry-run.md``).
 
+    Returns the :class:`ScalePlan`.
+
     Parameters
     ----------
     tasks, strategies
         The run's.
-    judge : Any
+    judge
         The run's judge, for its prompts' sizes (None, or a judge without prompts: no tokens).
-    tokens : bool
+    tokens
         Estimate prompt tokens (renders about one prompt per candidate and kind per task).
-
-    Returns
-    -------
-    ScalePlan
-        The :class:`ScalePlan`.
     """
     sizes = None
     if tokens and judge is not None:  # only a refusal estimates tokens: the dry run's machinery loads then
@@ -128,17 +122,14 @@ def check_scale(
 ) -> ScalePlan:
     """Refuse a run that plans more judgments than ``max_judgments`` (before anything is judged).
 
+    Returns the :class:`ScalePlan` (without prompt tokens when it is within the limit).
+
     Parameters
     ----------
     tasks, strategies, judge
         The run's.
-    max_judgments : int | float | None
+    max_judgments
         The limit; None: :data:`DEFAULT_MAX_JUDGMENTS`; ``math.inf``: no limit.
-
-    Returns
-    -------
-    ScalePlan
-        The :class:`ScalePlan` (without prompt tokens when it is within the limit).
 
     Raises
     ------
