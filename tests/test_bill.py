@@ -172,3 +172,17 @@ def test_the_judges_first_contact_is_made_once_before_the_run(monkeypatch):
         finally:
             judge.close()
     assert first_contact(make_judge("sim:preset=gpt4")) == pytest.approx(0.0, abs=1e-12)  # no runtime to probe
+
+
+def test_a_model_run_here_gets_no_price_note():
+    # Issue 38: the README's main job (smollm2) printed "note: usd not counted: LlamaForCausalLM(...)",
+    # the whole torch module, and asked for price_in=, which the hf judge does not take.
+    from rankkit.bill import price_note
+    from rankkit.judges.llm import LLMJudge
+    from rankkit.judges.llm_runtime import StandInRuntime
+    from rankkit.results import RunResult
+
+    runtime = StandInRuntime("hf", {"name": "SmolLM2-135M-Instruct"}, None)
+    runtime.model = object()  # the hf runtime's model is the torch module
+    result = RunResult(judge=LLMJudge(runtime), judge_spec="smollm2", data="", seed=0, tasks=[], strategies=[])
+    assert price_note(result) == ""
