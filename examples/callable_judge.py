@@ -69,3 +69,31 @@ BACKEND = register_backend(
         argument=Argument("function", "callable:longer,mode=logprob"),
     )
 )
+
+
+def longer(prompt, choices):
+    """The docstring's toy: the longer of the two answers shown (``<answer_N>`` tags) is the better."""
+    import re
+
+    lengths = {n: len(text) for n, text in re.findall(r"<answer_(\d)>(.*?)</answer_", prompt, re.S)}
+    return {c: 0.0 if c == max(lengths, key=lengths.get) else -9.0 for c in choices}
+
+
+if __name__ == "__main__":  # python examples/callable_judge.py: rank one task with the toy and say so
+    import rankkit
+
+    FUNCTIONS["longer"] = longer
+    task = {
+        "task_id": "q1",
+        "prompt": "What is the capital of France?",
+        "candidates": [
+            {"id": "a", "text": "Paris."},
+            {"id": "b", "text": "Paris, on the Seine."},
+            {"id": "c", "text": "Lyon"},
+        ],
+    }
+    ranking = rankkit.rank(task, strategy="knockout", judge="callable:longer,mode=logprob")
+    texts = {c["id"]: c["text"] for c in task["candidates"]}
+    print("judge callable:longer,mode=logprob (prefers the longer answer), strategy knockout")
+    for place, cid in enumerate(ranking.ranking, start=1):
+        print(f"{place}. {cid}: {texts[cid]!r} (score {ranking.scores[cid]:.2f})")

@@ -53,3 +53,16 @@ class RoundRobin(Strategy):
             wins[match.a] += match.outcome  # 1 when a won, 0 when b won, 0.5 for a tie
             wins[match.b] += 1.0 - match.outcome
         return Ranking(scores=wins)
+
+
+if __name__ == "__main__":  # python examples/round_robin_strategy.py: compare it with knockout on the sample
+    import rankkit
+    from rankkit.samples import sample_path
+
+    result = rankkit.compare(sample_path("tasks"), strategies=[RoundRobin(), "knockout"], judge="sim:preset=gpt4")
+    print(f"{len(result.tasks)} bundled sample tasks, judge sim:preset=gpt4, seed 0")
+    for run in result.strategies:
+        print(
+            f"{run.name:<12} {run.cost.comparisons:>3} comparisons ({run.cost.shared_hits} shared)  "
+            f"task_spearman {run.metrics['task_spearman']:.3f}"
+        )

@@ -917,7 +917,7 @@ def analyze_command(
     help="SQLite judgment cache (default .rankkit/cache.sqlite): a rejudge that stops resumes from it.",
 )
 @click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Also write the report as JSON.")
 @click.option(
     "--format",

@@ -840,7 +840,7 @@ def judge_options(func: Callable) -> Callable:
         help="SQLite judgment cache (default .rankkit/cache.sqlite).",
     )(func)
     func = click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")(func)
-    func = click.option("--quiet", is_flag=True, help="No progress bar.")(func)
+    func = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")(func)
     return func
 
 

@@ -142,7 +142,7 @@ def _file_rows(path: Path) -> list[Row]:
             import pyarrow.parquet as pq
         except ImportError:
             raise TaskFormatError(
-                path, None, None, "reading Parquet needs pyarrow: pip install 'rankkit[parquet]'"
+                path, None, None, "reading Parquet needs pyarrow: pip install 'rankkit-llm[parquet]'"
             ) from None
         import pyarrow
 

@@ -38,7 +38,7 @@ def _figure(width: float, height: float) -> Any:
         from matplotlib.figure import Figure
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise PlotDependencyError(
-            "plots need matplotlib: pip install 'rankkit[plot]' (or pip install matplotlib)"
+            "plots need matplotlib: pip install 'rankkit-llm[plot]' (or pip install matplotlib)"
         ) from err
     return Figure(figsize=(width, height), layout="constrained")
 

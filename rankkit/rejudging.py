@@ -92,7 +92,8 @@ def ask_again(
             raise SpecError(f"the run used {reason}")
     tasks = [task for task in results.tasks if asked.get(task.task_id)]
     judge.check_tasks(tasks)
-    bar = RunProgress(len(tasks), disable=not progress)
+    judgments = sum(len(asked[task.task_id]) for task in tasks)  # each recorded question asked once more
+    bar = RunProgress(len(tasks), disable=not progress, expected=(judgments, ""))
 
     def work(task: Task, memo: Any) -> tuple[str, dict[tuple[str, tuple[str, ...]], Any], Cost]:
         source = MatchSource(task, memo, strategy="rejudge", progress=bar)

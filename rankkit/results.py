@@ -409,7 +409,7 @@ class RunResult:
         try:
             import pandas as pd
         except ImportError:
-            raise ImportError("RunResult.to_pandas needs pandas: pip install 'rankkit[pandas]'") from None
+            raise ImportError("RunResult.to_pandas needs pandas: pip install 'rankkit-llm[pandas]'") from None
         return pd.DataFrame(self.rows())
 
 

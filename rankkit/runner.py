@@ -277,11 +277,13 @@ class RunProgress:
         #: Whether strategies with a stopping target should send forecasts (only when the bar is shown).
         self.shows_forecast = not disable
         self._forecasts: dict[tuple[str, str], Any] = {}  # (task, strategy) -> its latest Forecast
-        total, mark = expected if expected is not None else (None, "")
+        # Without an expected count of judgments the bar counts tasks, so it always has a total.
+        self._counts_judgments = expected is not None
+        total, mark = expected if expected is not None else (total_tasks, "")
         self._bar = tqdm(
             total=total,
             desc=PROGRESS_LABELS[mark],
-            unit="judgment",
+            unit="judgment" if self._counts_judgments else "task",
             file=sys.stderr,
             disable=disable,
             dynamic_ncols=True,
@@ -313,7 +315,8 @@ class RunProgress:
             self._usd += usd
             self._cached += cached
             self._reused += reused
-            self._bar.update(used)
+            if self._counts_judgments:
+                self._bar.update(used)
 
     def forecast(self, task_id: str, strategy: str, remaining: Any) -> None:
         """A stopping strategy's latest :class:`~rankkit.strategies._stopping.Forecast` of the
@@ -356,6 +359,8 @@ class RunProgress:
         """
         with self._lock:
             self._tasks += 1
+            if not self._counts_judgments:
+                self._bar.update(1)
             if task_id is not None:  # its strategies have stopped: nothing more to forecast
                 self._forecasts = {key: value for key, value in self._forecasts.items() if key[0] != task_id}
             self._show(refresh=False)
@@ -377,7 +382,7 @@ class RunProgress:
 
     def close(self) -> None:
         """Close the bar (its total set to the judgments used when it was a bound or an estimate)."""
-        if self._bar.total is not None and self._bar.n < self._bar.total:
+        if 0 < self._bar.n < self._bar.total:  # not at 0: tqdm shows a total of 0 as no total
             self._bar.total = self._bar.n  # the total was a bound or an estimate: the run is complete
             self._bar.refresh()
         self._bar.close()

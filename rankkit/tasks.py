@@ -648,7 +648,7 @@ def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
     try:
         import pandas as pd
     except ImportError:
-        raise ImportError("tasks_to_pandas needs pandas: pip install 'rankkit[pandas]'") from None
+        raise ImportError("tasks_to_pandas needs pandas: pip install 'rankkit-llm[pandas]'") from None
     return pd.DataFrame(task_rows(tasks))
 
 
@@ -657,7 +657,7 @@ def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
     try:
         import datasets
     except ImportError:
-        raise ImportError("tasks_to_dataset needs datasets: pip install 'rankkit[datasets]'") from None
+        raise ImportError("tasks_to_dataset needs datasets: pip install 'rankkit-llm[datasets]'") from None
     return datasets.Dataset.from_list(task_rows(tasks))
 
 

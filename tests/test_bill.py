@@ -156,3 +156,17 @@ def test_csv_keeps_usd_a_number_and_has_no_total_row(hosted_runs):
     assert [float(line.split(",")[usd_at]) for line in lines[1:]] == pytest.approx(
         [s.cost.usd for s in result.strategies], abs=1e-6
     )
+
+
+def test_a_model_run_here_gets_no_price_note():
+    # Issue 38: the README's main job (smollm2) printed "note: usd not counted: LlamaForCausalLM(...)",
+    # the whole torch module, and asked for price_in=, which the hf judge does not take.
+    from rankkit.bill import price_note
+    from rankkit.judges.llm import LLMJudge
+    from rankkit.judges.llm_runtime import StandInRuntime
+    from rankkit.results import RunResult
+
+    runtime = StandInRuntime("hf", {"name": "SmolLM2-135M-Instruct"}, None)
+    runtime.model = object()  # the hf runtime's model is the torch module
+    result = RunResult(judge=LLMJudge(runtime), judge_spec="smollm2", data="", seed=0, tasks=[], strategies=[])
+    assert price_note(result) == ""

@@ -885,3 +885,16 @@ def test_candidates_carrying_protocol_text_are_named_on_stderr(tmp_path):
     assert "judge-protocol" not in result.stdout
     clean = run_cli("rank", "--judge", "sim", "--no-cache", "--quiet")
     assert clean.exit_code == 0 and "judge-protocol" not in clean.stderr
+
+
+def test_every_command_with_quiet_takes_q_too():
+    # Issue 38: `-q` was refused; only `--quiet` worked.
+    with_quiet = {
+        name: [opt for param in command.params for opt in getattr(param, "opts", [])]
+        for name, command in main.commands.items()
+        if any("--quiet" in getattr(param, "opts", []) for param in command.params)
+    }
+    assert {"compare", "rank", "rejudge"} <= set(with_quiet)
+    assert all("-q" in opts for opts in with_quiet.values()), with_quiet
+    result = invoke("compare", "--strategies", "knockout", "--judge", "sim", "--no-cache", "-q")
+    assert result.exit_code == 0 and "judging" not in result.output

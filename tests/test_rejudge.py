@@ -203,3 +203,12 @@ def test_rejudge_refuses_an_oversized_prompt(finished, tmp_path):
 
     refused = rejudge_cli(written(results, tmp_path / "p.json", long_prompt), "--max-prompt-chars", "10")
     assert refused.exit_code == 2 and "field 'prompt'" in refused.output and "max_prompt_chars" in refused.output
+
+
+def test_the_progress_bar_counts_the_judgments_asked_again_of_their_total(finished, capsys):
+    # Issue 38: the bar read `judging: 30judgment`, with no total; every recorded question is asked once.
+    results, _ = finished
+    rankkit.rejudge(results, make_judge("sim:preset=chatgpt"), progress=True)
+    shown = capsys.readouterr().err.replace("\r", "\n")
+    line = [line for line in shown.splitlines() if line.strip()][-1]
+    assert f"{distinct(results)}/{distinct(results)}" in line and "judgment" in line

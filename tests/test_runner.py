@@ -31,3 +31,24 @@ def test_results_json_is_strict(tmp_path):
     data = json.loads(text)
     assert data["task_data"][0]["candidates"][0]["human"] == 1.0
     assert data["strategies"][0]["metrics"]["tasks_evaluated"] == 2
+
+
+def last_bar_line(stderr: str) -> str:
+    return [line for line in stderr.replace("\r", "\n").splitlines() if line.strip()][-1]
+
+
+def test_the_progress_bar_counts_tasks_of_their_total_when_no_judgment_count_is_expected(capsys):
+    # Issue 38: without an expected count the bar read `judging: 30judgment`, no total at all.
+    tasks = [make_task([1, 2, 3, 4], task_id=f"t{i}") for i in range(3)]
+    run(tasks, [make_strategy("knockout")], FixedAccuracyJudge(), None, progress=True)
+    line = last_bar_line(capsys.readouterr().err)
+    assert "3/3" in line and "task" in line and "judge_calls=9" in line
+
+
+def test_a_bar_closed_before_any_judgment_keeps_its_total(capsys):
+    # Issue 38: closing shrank the total to the judgments used, and tqdm shows a total of 0 as none (`0judgment`).
+    from rankkit.runner import RunProgress
+
+    bar = RunProgress(6, disable=False, expected=(6, "≤"))
+    bar.close()
+    assert "0/6" in last_bar_line(capsys.readouterr().err)

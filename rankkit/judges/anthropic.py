@@ -400,7 +400,7 @@ def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
         raise SpecError(
             f"anthropic: no API key: export {DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)"
         )
-    return AnthropicRuntime(
+    runtime = AnthropicRuntime(
         settings.argument,
         base_url=base_url or DEFAULT_BASE_URL,
         api_key=api_key,
@@ -412,6 +412,8 @@ def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
         batch=BatchOptions.from_settings(settings),
         **settings.subset(("concurrency", "timeout", "max_response_bytes")),
     )
+    runtime.api_key_env = key_env or DEFAULT_API_KEY_ENV  # named if the server refuses the key
+    return runtime
 
 
 def _generate_only(mode: str) -> str | None:

@@ -121,10 +121,17 @@ def _runtime_kwargs(settings: Settings, smollm2: bool) -> dict[str, Any]:
     return {**kwargs, "exact": exact_default(settings["exact"], settings["device"], smollm2)}
 
 
-def _require_torch(where: str) -> None:
-    for package in ("torch", "transformers"):
+def _require_packages(where: str, packages: tuple[str, ...]) -> None:
+    # The real run and the dry run call this alike, so a dry run that passes leaves no import to fail.
+    for package in packages:
         if importlib.util.find_spec(package) is None:
-            raise SpecError(f"{where}: needs {package}; install the hf extra: pip install torch==2.13.0 'rankkit[hf]'")
+            raise SpecError(
+                f"{where}: needs {package}; install the hf extra: pip install torch==2.13.0 'rankkit-llm[hf]'"
+            )
+
+
+def _hf_packages(settings: Settings) -> tuple[str, ...]:
+    return ("torch", "transformers", "gguf") if settings["gguf"] else ("torch", "transformers")
 
 
 def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str | None) -> dict[str, Any]:
@@ -159,8 +166,12 @@ def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str |
     return identity
 
 
+#: What the embedded judge imports: its first load converts a GGUF file.
+SMOLLM2_PACKAGES = ("torch", "transformers", "gguf")
+
+
 def _hf_runtime(settings: Settings) -> HFRuntime:
-    _require_torch("hf")
+    _require_packages("hf", _hf_packages(settings))
     model_ref, gguf, dtype = settings.argument, settings["gguf"], settings["dtype"]
     model, tokenizer = load_pretrained(model_ref, gguf, dtype, settings["device"])
     identity = model_identity(model_ref, gguf, dtype, getattr(model.config, "_commit_hash", None))
@@ -170,13 +181,14 @@ def _hf_runtime(settings: Settings) -> HFRuntime:
 
 
 def _hf_identity(settings: Settings) -> dict[str, Any]:
+    _require_packages("hf", _hf_packages(settings))
     model_ref = settings.argument
     identity = model_identity(model_ref, settings["gguf"], settings["dtype"], hub_revision(model_ref))
     return runtime_identity(identity, settings, smollm2=False)
 
 
 def _smollm2_runtime(settings: Settings) -> HFRuntime:
-    _require_torch("smollm2")
+    _require_packages("smollm2", SMOLLM2_PACKAGES)
     dtype = settings["dtype"]
     model, tokenizer, _ = load_smollm2(dtype, settings["device"])
     return HFRuntime(
@@ -199,6 +211,7 @@ def _local_context(settings: Settings) -> tuple[int, str] | None:
 
 
 def _smollm2_identity(settings: Settings) -> dict[str, Any]:
+    _require_packages("smollm2", SMOLLM2_PACKAGES)
     return runtime_identity(smollm2_identity(settings["dtype"]), settings, smollm2=True)
 
 

@@ -396,7 +396,7 @@ def _load_smollm2_weights(
     if importlib.util.find_spec("gguf") is None:
         raise SpecError(
             "smollm2: reading the GGUF needs the gguf package; install the hf extra: "
-            "pip install torch==2.13.0 'rankkit[hf]'"
+            "pip install torch==2.13.0 'rankkit-llm[hf]'"
         )
     print(
         f"rankkit: first use of SmolLM2: converting its GGUF (about 15-20 s, once); later runs load "

@@ -339,6 +339,18 @@ class HTTPStatusError(JudgeError):
         self.text = text
 
 
+class KeyRefused(HTTPStatusError):
+    """HTTP 401 or 403: the server refused the API key (or its absence). A rerun with the same
+    key fails the same way, so it is bad input (exit 2), and the message names the variable."""
+
+    exit_code = 2
+    resumable = False
+
+
+#: The statuses by which a server refuses a request's credentials.
+KEY_REFUSED_STATUSES = (401, 403)
+
+
 #: How much of a refused request's error body :class:`HTTPStatusError` keeps for the runtime to read.
 ERROR_BODY_CHARS = 2000
 
@@ -484,6 +496,8 @@ class RetryingClient:
 
     #: The judge backend named in log lines and errors (a runtime's own ``backend``).
     backend: str = "openai"
+    #: The environment variable the API key is read from, named when the server refuses the key.
+    api_key_env: str | None = None
 
     def __init__(
         self,
@@ -631,6 +645,9 @@ class RetryingClient:
         text = data.decode(encoding, errors="replace")
         if status != 200:
             message = f"HTTP {status} from {where}: {excerpt(text, self._api_key)}"
+            if status in KEY_REFUSED_STATUSES:
+                refusal = self._key_refused(status, where, excerpt(text, self._api_key))
+                raise KeyRefused(refusal, status, excerpt(text, self._api_key, ERROR_BODY_CHARS))
             reason = retry_reason(status)
             if reason is None:
                 raise HTTPStatusError(message, status, excerpt(text, self._api_key, ERROR_BODY_CHARS))
@@ -651,6 +668,14 @@ class RetryingClient:
                 "bad_response", f"response from {where} is not a JSON object: {excerpt(text, self._api_key, 200)!r}"
             )
         return payload
+
+    def _key_refused(self, status: int, where: str, said: str) -> str:
+        sent = "refused the API key" if self._api_key else "wants an API key and none was sent"
+        variable = self.api_key_env or "the variable that holds the key"
+        return (
+            f"{self.backend}: HTTP {status} from {where}: the server {sent}; export {variable} with a valid "
+            f"key (or name another variable with api_key_env=NAME); the server said: {said}"
+        )
 
     def post(
         self,

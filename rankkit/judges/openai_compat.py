@@ -31,6 +31,7 @@ from rankkit.judges.http_client import (
     DEFAULT_MAX_RESPONSE_BYTES,
     BadResponse,
     HTTPStatusError,
+    KeyRefused,
     RetryingClient,
     RetryPolicy,
     client_options,
@@ -441,6 +442,8 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
                 None,
                 lambda payload: read_reply(payload)[0],
             )[0]
+        except KeyRefused:
+            raise
         except HTTPStatusError:
             return None
         return "followup_enum" if read_enum_reply(value) in digits else None
@@ -841,7 +844,7 @@ def _openai_runtime(settings: Settings) -> OpenAIRuntime:
             f"base_url=http://HOST:PORT/v1 (or set $OPENAI_BASE_URL); for OpenAI's API export "
             f"{DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)"
         )
-    return OpenAIRuntime(
+    runtime = OpenAIRuntime(
         settings.argument,
         base_url=base_url or DEFAULT_BASE_URL,
         api_key=api_key,
@@ -851,6 +854,8 @@ def _openai_runtime(settings: Settings) -> OpenAIRuntime:
         batch=BatchOptions.from_settings(settings),
         **settings.subset(("concurrency", "timeout", "max_response_bytes", "neutralize_special")),
     )
+    runtime.api_key_env = key_env or DEFAULT_API_KEY_ENV  # named if the server refuses the key
+    return runtime
 
 
 #: ``openai:MODEL[,option=value...]``: any OpenAI-compatible chat-completions server. Building it

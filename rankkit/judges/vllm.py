@@ -465,13 +465,19 @@ def _vllm_runtime(settings: Settings) -> VLLMRuntime:
     return VLLMRuntime(llm, identity, max_model_len=options["max_model_len"], capacity=options["max_num_seqs"])
 
 
+def _vllm_identity(settings: Settings) -> dict[str, Any]:
+    identity = model_identity(settings.argument, settings["dtype"])  # refuses a bad spec first, as the run does
+    require_vllm()  # the dry run checks what the real run imports
+    return identity
+
+
 #: ``vllm:MODEL[,option=value...]``: the model in process on vLLM's offline engine.
 BACKEND = llm_backend(
     "vllm",
     "vLLM's offline engine, in process (MODEL: a directory, a hub id or smollm2)",
     _vllm_runtime,
     options=VLLM_OPTIONS,
-    identity=lambda settings: model_identity(settings.argument, settings["dtype"]),
+    identity=_vllm_identity,
     context=lambda settings: (settings["max_model_len"], "max_model_len"),
     argument=Argument("model", "vllm:smollm2 or vllm:./my-model"),
     loads_model=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from importlib.metadata import EntryPoint
 
 import pytest
@@ -285,3 +286,28 @@ def test_a_backend_registered_in_process_is_found_and_completed(monkeypatch):
     assert [item.value for item in complete_judge_spec(None, None, "toy:")] == ["toy:preset="]
     with pytest.raises(ValueError, match="judge 'sim' is built in"):
         backends.register_backend(replace(TOY, name="sim"))
+
+
+# == the dry run checks the imports the run needs ==================================================
+
+
+@pytest.mark.parametrize(
+    ("spec", "missing", "extra"),
+    [
+        ("hf:some-org/some-model", "torch", "hf"),
+        ("hf:some-org/some-model", "transformers", "hf"),
+        ("smollm2", "gguf", "hf"),
+        ("vllm:some-org/some-model", "vllm", "vllm"),
+    ],
+)
+def test_the_dry_run_names_the_extra_a_missing_module_belongs_to(monkeypatch, spec, missing, extra):
+    from click.testing import CliRunner
+
+    from rankkit.cli import main
+
+    monkeypatch.setitem(sys.modules, missing, None)  # `import missing` fails, find_spec finds nothing
+    result = CliRunner().invoke(main, ["compare", "--judge", spec, "--dry-run", "--no-cache", "-q"])
+    assert result.exit_code == 2, result.output
+    (line,) = [line for line in result.output.splitlines() if line.strip()]
+    assert f"needs {missing}" in line or "not installed" in line
+    assert f"the {extra} extra" in line and "Traceback" not in result.output

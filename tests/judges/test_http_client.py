@@ -93,3 +93,59 @@ def test_reading_a_body_stops_at_the_limit():
     data, complete = read_capped(endless, 4096)
     assert len(data) == 4096 and not complete
     assert read_capped(iter([b"ab", b"cd"]), 4) == (b"abcd", True)
+
+
+# == a refused key: one line naming the variable, exit 2 ===========================================
+
+
+@pytest.mark.parametrize(
+    ("backend", "variable", "sent"),
+    [
+        ("openai", "OPENAI_API_KEY", "wrong-key"),
+        ("openai", "OPENAI_API_KEY", None),
+        ("anthropic", "ANTHROPIC_API_KEY", "wrong-key"),
+        ("openai", "MY_KEY", "wrong-key"),
+    ],
+)
+def test_a_refused_key_names_the_variable_that_holds_it(monkeypatch, backend, variable, sent):
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from rankkit.cli import main
+    from rankkit.tasks import load_tasks
+    from tests.hosted_servers import AnthropicLikeServer, OpenAILikeServer, human_quality
+
+    tasks = load_tasks(Path(__file__).resolve().parents[2] / "rankkit" / "data" / "sample" / "tasks.jsonl")
+    server_type = OpenAILikeServer if backend == "openai" else AnthropicLikeServer
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "MY_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    if sent is not None:
+        monkeypatch.setenv(variable, sent)
+    chosen = f",api_key_env={variable}" if variable == "MY_KEY" else ""
+    with server_type(human_quality(tasks), api_key="the-right-key") as server:
+        spec = f"{backend}:some-model,base_url={server.base_url}{chosen}"
+        result = CliRunner().invoke(main, ["compare", "--judge", spec, "--no-cache", "-q"])
+    assert result.exit_code == 2, result.output
+    (error,) = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert "HTTP 401" in error and f"export {variable}" in error and "Traceback" not in result.output
+    assert ("refused the API key" if sent else "none was sent") in error and "the-right-key" not in result.output
+
+
+def test_a_forbidden_key_is_refused_at_once_not_retried(monkeypatch):
+    from pathlib import Path
+
+    from rankkit.judges import make_judge
+    from rankkit.judges.http_client import KeyRefused
+    from rankkit.tasks import load_tasks
+    from tests.hosted_servers import OpenAILikeServer, human_quality
+
+    tasks = load_tasks(Path(__file__).resolve().parents[2] / "rankkit" / "data" / "sample" / "tasks.jsonl")
+    monkeypatch.setenv("OPENAI_API_KEY", "a-key")
+    with OpenAILikeServer(human_quality(tasks)) as server:
+        server.faults = [(403, {})]
+        judge = make_judge(f"openai:gpt-4.1,base_url={server.base_url},max_attempts=5,backoff=0.01")
+        task = tasks[0]
+        with pytest.raises(KeyRefused, match="HTTP 403 .* refused the API key; export OPENAI_API_KEY") as caught:
+            judge.compare(task, task.candidates[0], task.candidates[1])
+        assert caught.value.exit_code == 2 and judge.runtime.stats.attempts == 1 and not judge.runtime.stats.retries

@@ -238,7 +238,7 @@ def test_tasks_whose_prompts_pass_the_judges_context_are_flagged(sample_tasks):
 
     from rankkit.judges import make_judge
 
-    judge = make_judge("vllm:smollm2,max_model_len=2048,mode=logprob", stand_in=True)  # vLLM need not be installed
+    judge = make_judge("vllm:smollm2,max_model_len=2048,mode=logprob", stand_in=True)  # nothing loaded
     assert judge.runtime.context == (2048, "max_model_len")
     long = replace(sample_tasks[1], prompt="Explain every step of your reasoning. " * 300)
     report = dry_run([sample_tasks[0], long], [make_strategy("knockout")], judge)
