@@ -402,7 +402,7 @@ class RunResult:
         return rows
 
     def to_pandas(self) -> Any:
-        """:meth:`rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``).
+        """:meth:`rows` as a pandas DataFrame (needs ``pip install 'rankkit-llm[pandas]'``).
 
         Returns one row per strategy × task × candidate.
         """

@@ -67,7 +67,7 @@ def run(
     expected:
         The judgments the run is expected to use and how sure that is, ``(total, mark)`` with mark
         ``""`` exact, ``"≤"`` at most, ``"~"`` an estimate: the bar's total (the CLI gives
-        :func:`rankkit.plan.expected_judgments`); None shows a count without a total.
+        :func:`rankkit.plan.expected_judgments`); None counts tasks.
     judge_spec, data:
         Recorded in the result (how the judge and data were named).
     workers:

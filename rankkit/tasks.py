@@ -644,7 +644,7 @@ def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
 
 
 def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
-    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit[pandas]'``)."""
+    """:func:`task_rows` as a pandas DataFrame (needs ``pip install 'rankkit-llm[pandas]'``)."""
     try:
         import pandas as pd
     except ImportError:
@@ -653,7 +653,7 @@ def tasks_to_pandas(tasks: Iterable[Task]) -> Any:
 
 
 def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
-    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit[datasets]'``)."""
+    """:func:`task_rows` as a Hugging Face ``datasets.Dataset`` (needs ``pip install 'rankkit-llm[datasets]'``)."""
     try:
         import datasets
     except ImportError:
