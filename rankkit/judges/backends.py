@@ -1,11 +1,8 @@
 """Judge backends as descriptors: each backend declares its spec options once, and everything reads that.
 
-A backend module declares ``BACKEND = Backend(...)``: its name, its options (:class:`Option`: name,
-type, default, whether it belongs to the judge's identity), its bare argument if it takes one, and
-how to build the judge from the parsed :class:`Settings`. :func:`read_settings` is the one loop that
-parses a spec against that declaration; ``make_judge``, the dry run's stand-in judge, error messages,
-shell completion and ``rankkit judges`` all read it. Other packages add backends through the
-``rankkit.judges`` entry-point group (name -> ``module:BACKEND``).
+A backend module declares ``BACKEND = Backend(...)``; :func:`read_settings` parses a spec against it,
+and ``make_judge``, the dry run, error messages, shell completion and ``rankkit judges`` all read it.
+Other packages add backends through the ``rankkit.judges`` entry-point group (name -> ``module:BACKEND``).
 """
 
 from __future__ import annotations
@@ -56,16 +53,6 @@ ENTRY_POINT_GROUP = "rankkit.judges"
 def at_least(low: float) -> Callable[[Any], str | None]:
     """A :attr:`Option.check`: the value must be ``>= low``.
 
-    Parameters
-    ----------
-    low : float
-        The smallest value allowed.
-
-    Returns
-    -------
-    Callable[[Any], str | None]
-        The check: it returns an error message, or None for a value that passes.
-
     Examples
     --------
     >>> at_least(1)(0), at_least(1)(1)
@@ -76,16 +63,6 @@ def at_least(low: float) -> Callable[[Any], str | None]:
 
 def above(low: float) -> Callable[[Any], str | None]:
     """A :attr:`Option.check`: the value must be ``> low``.
-
-    Parameters
-    ----------
-    low : float
-        The value allowed values must exceed.
-
-    Returns
-    -------
-    Callable[[Any], str | None]
-        The check: it returns an error message, or None for a value that passes.
 
     Examples
     --------
@@ -107,21 +84,16 @@ class Option:
         ``str``, ``int``, ``float`` or ``bool``: what the value converts to.
     default
         The value when the spec does not set it (None: unset, the backend decides).
-    help
-        One line for ``rankkit judges``.
     identity
-        Whether the value can change the judge's fingerprint (its cached judgments); False for
-        options that only change speed or transport (batch sizes, URLs, timeouts).
-    choices
-        The allowed values, when there is a fixed list.
+        Whether the value can change the judge's fingerprint; False for options that only change
+        speed or transport (batch sizes, URLs, timeouts).
     check
-        ``check(value)`` returns what is wrong (``"must be >= 1"``) or None; runs on given values.
+        ``check(value)`` returns what is wrong (``"must be >= 1"``) or None.
     unbounded
         A float option that accepts ``inf`` (no limit).
     trusted_only
-        Only the person running the command may choose it: it redirects where prompts or keys go
-        (``base_url``, ``api_key_env``), so a spec read from a file may not set it on its own
-        (:mod:`rankkit.judges.trust`).
+        It redirects where prompts or keys go (``base_url``, ``api_key_env``), so a spec read from a
+        file may not set it on its own (:mod:`rankkit.judges.trust`).
     """
 
     name: str
@@ -137,11 +109,6 @@ class Option:
     def describe(self) -> str:
         """``name=default (type)``, as ``rankkit judges`` and error messages show it.
 
-        Returns
-        -------
-        str
-            The option as ``name=default (type)``.
-
         Examples
         --------
         >>> Option("exact", bool, True).describe()
@@ -154,8 +121,7 @@ class Option:
 
 @dataclass(frozen=True)
 class Argument:
-    """The bare value a backend takes (``hf:MODEL``): ``name`` as help shows it, an ``example`` spec,
-    and whether it may also be given as ``name=value`` (``hf:model=...``)."""
+    """The bare value a backend takes (``hf:MODEL``), an ``example`` spec, and whether ``name=value`` also works."""
 
     name: str
     example: str
@@ -168,16 +134,12 @@ class Settings:
 
     Parameters
     ----------
-    backend
-        The backend's name (error messages start with it).
     argument
         The bare value (``MODEL``, ``FILE``), None for backends that take none.
     values
         Option name -> converted value, defaults filled in.
     given
         The options the spec set explicitly.
-    text
-        The spec text it was read from.
     """
 
     backend: str
@@ -190,18 +152,7 @@ class Settings:
         return self.values[name]
 
     def subset(self, names: Iterable[str | Option]) -> dict[str, Any]:
-        """The values of ``names`` (option names or :class:`Option` objects), by name.
-
-        Parameters
-        ----------
-        names
-            Option names, or the options themselves.
-
-        Returns
-        -------
-        dict[str, Any]
-            The values, by option name.
-        """
+        """The values of ``names`` (option names or :class:`Option` objects), by name."""
         names = [n.name if isinstance(n, Option) else n for n in names]
         return {name: self.values[name] for name in names}
 
@@ -214,29 +165,24 @@ class Backend:
     ----------
     name
         The spec name (``hf`` in ``hf:MODEL``).
-    summary
-        One line for ``rankkit judges``.
-    options
-        Every option the spec may set.
     build
         ``build(settings) -> Judge``: the judge, loading what it needs.
     argument
-        The bare value it takes (exactly one), or None when it takes none.
+        The bare value it takes, or None when it takes none.
     stand_in
-        ``stand_in(settings) -> Judge``: the dry run's judge, with the real fingerprint and
-        prompts but nothing loaded; None when ``build`` loads nothing heavy (the dry run builds it).
+        ``stand_in(settings) -> Judge``: the dry run's judge, with the real fingerprint and prompts
+        but nothing loaded; None when ``build`` loads nothing heavy.
     defaults
-        ``defaults(argument)``: option defaults that depend on the argument (``vllm:smollm2``
-        judges in logprob mode); applied to options the spec does not set.
+        ``defaults(argument)``: option defaults that depend on the argument, for options the spec
+        does not set.
     read
-        ``read(text) -> Spec``: how the spec text splits into argument and options (a panel's
-        members hold commas of their own).
+        ``read(text) -> Spec``: how the spec text splits into argument and options.
     network
-        The judge sends every prompt over the network (``openai``), so a spec read from a file may
-        not choose this backend on its own (:mod:`rankkit.judges.trust`).
-    loads_model : bool
-        The judge loads the model its spec names, from a hub (a download) or a directory (``hf``,
-        ``vllm``), so a spec read from a file may not choose this backend on its own either.
+        The judge sends every prompt over the network, so a spec read from a file may not choose
+        this backend on its own (:mod:`rankkit.judges.trust`).
+    loads_model
+        The judge loads the model its spec names (a download or a directory), so a spec read from a
+        file may not choose this backend on its own either.
     """
 
     name: str
@@ -251,48 +197,19 @@ class Backend:
     loads_model: bool = False
 
     def option(self, name: str) -> Option:
-        """The declared option ``name``; KeyError when there is none.
-
-        Parameters
-        ----------
-        name
-            The option's name.
-
-        Returns
-        -------
-        Option
-            The option.
-        """
+        """The declared option ``name``; KeyError when there is none."""
         for option in self.options:
             if option.name == name:
                 return option
         raise KeyError(name)
 
     def known(self) -> str:
-        """The options as an error message lists them: ``a=1 (int), b= (str)``.
-
-        Returns
-        -------
-        str
-            The options, comma-separated, each as ``name=default (type)``.
-        """
+        """The options as an error message lists them: ``a=1 (int), b= (str)``."""
         return ", ".join(o.describe() for o in sorted(self.options, key=lambda o: o.name))
 
 
 def with_defaults(options: Sequence[Option], defaults: Mapping[str, Any]) -> tuple[Option, ...]:
-    """``options`` with some defaults replaced (for a variant such as ``smollm2``'s judge options).
-
-    Parameters
-    ----------
-    options : Sequence[Option]
-        The declared options.
-    defaults : Mapping[str, Any]
-        New default values, by option name.
-
-    Returns
-    -------
-    tuple[Option, ...]
-        Copies of ``options``, in the same order, the defaults replaced.
+    """Copies of ``options`` with some defaults replaced (for a variant such as ``smollm2``'s).
 
     Examples
     --------
@@ -303,25 +220,13 @@ def with_defaults(options: Sequence[Option], defaults: Mapping[str, Any]) -> tup
 
 
 def read_settings(backend: Backend, text: str) -> Settings:
-    """Read spec ``text`` against ``backend``'s declaration: the one option-parsing loop.
-
-    Parameters
-    ----------
-    backend : Backend
-        The declaration to read against.
-    text : str
-        The whole spec, e.g. ``hf:MODEL,dtype=float32``.
-
-    Returns
-    -------
-    Settings
-        Every option converted and checked, defaults filled in.
+    """Read spec ``text`` (e.g. ``hf:MODEL,dtype=float32``) against ``backend``'s declaration.
 
     Raises
     ------
     SpecError
-        An unknown option (the message lists the known ones with their types and defaults), a
-        value of the wrong type or outside its choices or bounds, a missing or extra argument.
+        An unknown option (the message lists the known ones), a value of the wrong type or outside
+        its choices or bounds, a missing or extra argument.
 
     Examples
     --------
@@ -361,22 +266,7 @@ def read_settings(backend: Backend, text: str) -> Settings:
 
 
 def check_value(option: Option, value: Any, where: str) -> None:
-    """Refuse ``value`` for ``option`` when it is not among its choices or fails its check.
-
-    Parameters
-    ----------
-    option : Option
-        The option the value is for.
-    value : Any
-        The value given (already converted to the option's type).
-    where : str
-        The backend's name, for the message.
-
-    Raises
-    ------
-    SpecError
-        Naming ``where`` (the backend), the option, the rule and the value.
-    """
+    """Raise :class:`SpecError` (naming backend ``where``) when ``value`` is not among the choices or fails the check."""
     if option.choices and value not in option.choices:
         raise SpecError(f"{where}: {option.name} must be one of {', '.join(option.choices)}, got {value!r}")
     complaint = option.check(value) if option.check is not None else None
@@ -393,18 +283,7 @@ _REGISTERED: dict[str, Backend] = {}
 
 
 def register_backend(descriptor: Backend) -> Backend:
-    """Make ``descriptor`` a judge under its name in this process (an entry point does so for every
-    process that has the package installed); returns it.
-
-    Parameters
-    ----------
-    descriptor : Backend
-        The backend: its name, options and builders.
-
-    Returns
-    -------
-    Backend
-        ``descriptor`` itself.
+    """Make ``descriptor`` a judge under its name in this process; returns it.
 
     Raises
     ------
@@ -422,30 +301,12 @@ def _entry_points() -> dict[str, Any]:
 
 
 def backend_names() -> list[str]:
-    """Every judge backend's name: the built-in ones, then those registered in this process or by
-    installed packages.
-
-    Returns
-    -------
-    list[str]
-        The names: built-in first, then registered ones.
-    """
+    """Every judge backend's name: the built-in ones first, then registered or installed ones."""
     return [*BUILTIN_BACKENDS, *sorted((set(_REGISTERED) | set(_entry_points())) - set(BUILTIN_BACKENDS))]
 
 
 def backend(name: str) -> Backend:
-    """The :class:`Backend` named ``name``: a built-in one, else one registered in this process
-    (:func:`register_backend`), else an entry point of the ``rankkit.judges`` group.
-
-    Parameters
-    ----------
-    name : str
-        The backend's name, as a spec starts with it (``hf``, ``sim``...).
-
-    Returns
-    -------
-    Backend
-        The backend.
+    """The :class:`Backend` named ``name``: built-in, registered in this process, or an entry point.
 
     Raises
     ------
@@ -468,18 +329,7 @@ def backend(name: str) -> Backend:
 
 
 def spec_text(spec: str | Spec) -> str:
-    """The text of a spec given as text or parsed (a parsed one without its text is written back).
-
-    Parameters
-    ----------
-    spec : str | Spec
-        The spec, as text or parsed.
-
-    Returns
-    -------
-    str
-        The spec's text.
-    """
+    """The text of a spec given as text or parsed (a parsed one without its text is written back)."""
     if isinstance(spec, str):
         return spec.strip()
     if spec.text:
@@ -489,17 +339,7 @@ def spec_text(spec: str | Spec) -> str:
 
 
 def spec_name(text: str) -> str:
-    """The backend name a spec starts with.
-
-    Parameters
-    ----------
-    text : str
-        The spec text.
-
-    Returns
-    -------
-    str
-        The name before the first ``:`` (or the whole text when there is none).
+    """The backend name a spec starts with (the whole text when there is no ``:``).
 
     Examples
     --------

@@ -1,8 +1,5 @@
 """The judge protocol every backend implements (the judgments it returns: :mod:`rankkit.judgments`).
 
-:class:`Judge`: ``grade`` / ``compare`` (and k-way ``choose`` / ``rank``), their batched ``*_many``
-forms yielding ``(index, judgment)`` as each is ready, and the ``fingerprint`` that keys the cache.
-
 More in ``docs/judges.md``.
 """
 
@@ -19,41 +16,21 @@ from rankkit.tasks import Candidate, Task
 
 
 def content_key(task: Task, *candidates: Candidate) -> list[Any]:
-    """What a prompt-reading judge sees of a request: prompt, reference, scale, metadata (in a
-    stable text form) and the candidates' texts in the order shown. See :meth:`Judge.request_key`.
+    """What a prompt-reading judge sees of a request: prompt, reference, scale, metadata and the texts in order.
 
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-    *candidates : Candidate
-        The candidates, in the order shown.
-
-    Returns
-    -------
-    list[Any]
-        The key: JSON-ready values, in a fixed order.
+    JSON-ready values in a fixed order; see :meth:`Judge.request_key`.
     """
     return [task.prompt, task.reference, list(task.scale), task.meta_key, *(candidate.text for candidate in candidates)]
 
 
 def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
-    """Add a judgment's ``usage`` counters (tokens, retries, analyses...) into ``total``.
-
-    Parameters
-    ----------
-    total : dict[str, int]
-        The counters summed so far; updated in place.
-    usage : Mapping[str, int]
-        One judgment's counters.
-    """
+    """Add a judgment's ``usage`` counters (tokens, retries, analyses...) into ``total`` in place."""
     for key, value in usage.items():
         total[key] = total.get(key, 0) + int(value)
 
 
 class JudgeError(RankkitError, RuntimeError):
-    """A judge could not produce a judgment (the backend failed, not the parse); a rerun may
-    succeed and resumes from the cache."""
+    """A judge could not produce a judgment (the backend failed, not the parse); a rerun resumes from the cache."""
 
     exit_code = 1
     resumable = True
@@ -62,15 +39,11 @@ class JudgeError(RankkitError, RuntimeError):
 class Judge:
     """Base class of all judges; subclasses implement ``grade`` and/or ``compare``.
 
-    **Identity.** The :attr:`fingerprint` is the cache's name for a judge: two judges with the
-    same fingerprint are served each other's judgments. By default it names the judge's class
-    (module and qualified name) and its public constructor parameters (each ``__init__``
-    parameter stored on the instance under the same name), so two judges written by users never
-    share cached judgments unless they are the same class built with the same parameters. A judge
-    declares a different identity by setting ``backend`` (a name of its own instead of the class)
-    and overriding :meth:`fingerprint_fields` (everything that changes a judgment: model,
-    template, decoding...); bump ``version`` when the same parameters start giving other answers.
-    ``simulated`` marks judges whose output is not a real LLM's, so reports can say so.
+    The :attr:`fingerprint` is the cache's name for a judge: judges with equal fingerprints share
+    judgments. By default it names the class and its public constructor parameters (each
+    ``__init__`` parameter stored under the same name). A judge declares another identity by setting
+    ``backend`` and overriding :meth:`fingerprint_fields`; bump ``version`` when the same parameters
+    start giving other answers. ``simulated`` marks judges whose output is not a real LLM's.
 
     Example
     -------
@@ -103,17 +76,10 @@ class Judge:
     fills_batches: bool = False
 
     def fingerprint_fields(self) -> dict[str, Any]:
-        """Everything that changes a judgment: model, template, decoding parameters...
+        """Everything that changes a judgment (JSON-ready); by default the public constructor parameters.
 
-        The default is the public constructor parameters (see the class docstring); a value that
-        is itself a judge stands for its fingerprint. Raises :class:`TypeError` for a parameter
-        whose value has no stable text form (an object printed with its memory address): such a
-        judge must say what its identity is by overriding this method.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
+        A value that is itself a judge stands for its fingerprint. Raises :class:`TypeError` for a
+        value with no stable text form (printed with its memory address): override this method then.
         """
         fields: dict[str, Any] = {}
         for name in inspect.signature(type(self).__init__).parameters:
@@ -150,202 +116,68 @@ class Judge:
         return self.backend or type(self).__name__
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """Everything besides the fingerprint that this judge's answer to a request depends on.
+        """Everything besides the fingerprint that the answer to a request depends on: its cache key.
 
-        It is the cache key of the request, so it must be complete: two requests with equal keys
-        must be interchangeable, or the cache would change results. The default covers a judge that
-        reads what is rendered into its prompt: the task's prompt, reference, grading scale and
-        metadata (templates look at ``meta.language``, ``meta.domain``, ``meta.max_points``...)
-        and the candidates' texts in the order shown. Candidate ids are not part of it: the same
-        texts under other ids are the same question to such a judge. Judges that look at anything
-        else (the simulator reads ids and human scores) extend it.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        *candidates : Candidate
-            The candidates, in the order shown.
-
-        Returns
-        -------
-        list[Any]
-            The key: JSON-ready values (see :func:`content_key`).
+        It must be complete: requests with equal keys must be interchangeable. The default
+        (:func:`content_key`) suits a judge that reads only its rendered prompt; candidate ids are not in
+        it. Judges that look at anything else (the simulator reads ids and human scores) extend it.
         """
         return content_key(task, *candidates)
 
     def check_tasks(self, tasks: Sequence[Task]) -> None:
         """Raise a :class:`~rankkit.errors.RankkitError` when this judge cannot judge ``tasks``.
 
-        Called by :func:`rankkit.runner.run` before any judgment, so a judge that needs something
-        of the data (the simulator reads human scores) stops at once with a message, not after
-        judgments were paid for. The default accepts any tasks; judges that wrap others pass it on.
-
-        Parameters
-        ----------
-        tasks : Sequence[Task]
-            The tasks the run will judge.
+        Called before any judgment, so nothing is paid for first. The default accepts any tasks.
         """
 
     # -- single judgments ---------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:
-        """A pointwise grade of ``candidate`` on the task's scale.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer judged.
-
-        Returns
-        -------
-        Grade
-            The grade.
-        """
+        """A pointwise grade of ``candidate`` on the task's scale."""
         raise NotImplementedError(f"judge {self.description!r} does not grade single answers")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """A verdict on ``first`` and ``second``, shown in that order, with a score for each.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-
-        Returns
-        -------
-        Verdict
-            The verdict.
-        """
+        """A verdict on ``first`` and ``second``, shown in that order, with a score for each."""
         raise NotImplementedError(f"judge {self.description!r} does not compare pairs")
 
     # -- batched judgments --------------------------------------------------------------------
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Yield ``(index, judgment)`` for each request as it is ready (default: one by one).
-
-        Parameters
-        ----------
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` requests.
-
-        Yields
-        ------
-        tuple[int, Grade]
-            ``(index, grade)``: the index of the request in ``requests`` and its grade.
-        """
+        """Yield ``(index in requests, grade)`` for each request as it is ready (default: one by one)."""
         for index, (task, candidate) in enumerate(requests):
             yield index, self.grade(task, candidate)
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Yield ``(index, judgment)`` for each request as it is ready (default: one by one).
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Yields
-        ------
-        tuple[int, Verdict]
-            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
-        """
+        """Yield ``(index in requests, verdict)`` for each request as it is ready (default: one by one)."""
         for index, (task, first, second) in enumerate(requests):
             yield index, self.compare(task, first, second)
 
     # -- k-way judgments (rankkit.judges.kway) -------------------------------------------------
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
-        """The best of ``candidates`` as shown, in this order.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        GroupChoice
-            The chosen slot, with the slots' probabilities or grades where the judge knows them.
-        """
+        """The best of ``candidates`` as shown (slot 0 first), with probabilities or grades where known."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
-        """``candidates`` ranked best first.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        GroupRanking
-            The permutation of slots, best first.
-        """
+        """``candidates`` (slot 0 first) ranked best first: a permutation of slots."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
 
     def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
-        """Yield ``(index, GroupChoice)`` for each ``(task, candidates)`` request (default: one by one).
-
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            ``(task, candidates)`` requests, the candidates in the order shown.
-
-        Yields
-        ------
-        tuple[int, GroupChoice]
-            ``(index, choice)``: the index of the request in ``requests`` and its choice.
-        """
+        """Yield ``(index in requests, GroupChoice)`` for each ``(task, candidates)`` request (default: one by one)."""
         for index, (task, candidates) in enumerate(requests):
             yield index, self.choose(task, candidates)
 
     def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
-        """Yield ``(index, GroupRanking)`` for each ``(task, candidates)`` request (default: one by one).
-
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            ``(task, candidates)`` requests, the candidates in the order shown.
-
-        Yields
-        ------
-        tuple[int, GroupRanking]
-            ``(index, ranking)``: the index of the request in ``requests`` and its ranking.
-        """
+        """Yield ``(index in requests, GroupRanking)`` for each ``(task, candidates)`` request (default: one by one)."""
         for index, (task, candidates) in enumerate(requests):
             yield index, self.rank(task, candidates)
 
     def kway_key(self) -> list[Any]:
-        """What a k-way judgment depends on besides the fingerprint and the request key (an LLM
-        judge's k-way templates); appended to the k-way cache keys. Default: nothing.
-
-        Returns
-        -------
-        list[Any]
-            JSON-ready values (empty by default).
-        """
+        """What a k-way judgment depends on besides fingerprint and request key (JSON-ready; default empty)."""
         return []
 
     def bind_memo(self, memo: Any) -> None:
         """Called by the runner with the run's :class:`~rankkit.memo.JudgmentMemo`.
 
-        Judges built on other judgments (a panel's member votes, a calibrated judge's raw
-        judgments, PREPAIR's per-answer analyses) look those up in it (:func:`rankkit.memo.memo_of`),
-        so they are cached and shared like every other judgment. Judges that wrap others pass it on.
-
-        Parameters
-        ----------
-        memo : JudgmentMemo
-            The run's judgment memo.
+        Judges built on other judgments (panel votes, raw calibrated judgments, PREPAIR analyses) look
+        them up in it; judges that wrap others pass it on.
         """
         object.__setattr__(self, "_bound_memo", memo)  # judges may be frozen dataclasses
 
@@ -353,14 +185,7 @@ class Judge:
         """Release resources (connections, models). Judges are usable as context managers."""
 
     def show_progress(self, note: Callable[[str], None]) -> None:
-        """Called by the runner with its progress bar's ``note``: a judge with something to show
-        beside the counts (a batching LLM judge: each batch's state) reports it there.
-
-        Parameters
-        ----------
-        note : Callable[[str], None]
-            The progress bar's note: shows a line of text beside the counts.
-        """
+        """Called by the runner with its progress bar's ``note``, for a judge with a state to show beside the counts."""
 
     def __enter__(self) -> Judge:
         return self

@@ -1,13 +1,8 @@
 """Conversations to token ids, shared by the runtimes that tokenize locally (``hf:``, ``vllm:``).
 
-Both runtimes render a conversation with the model's chat template up to where the assistant's
-reply starts (:func:`chat_text`), append the forced reply prefix and tokenize the result
-(:func:`encode_chat`) so that only the chat template's own special tokens are special: a
-special-token string inside a message (a candidate's ``<|im_end|>``) or the appended text stays
-text. :func:`choice_token_ids` finds the token each choice is read from, and
-:func:`answer_tokens` which tokens of a prompt are the answer whose log-likelihood ``loglik`` mode
-reads. Sharing these is what makes ``hf:`` and ``vllm:`` judge the same token sequences. Nothing
-here imports torch or transformers: the functions take a loaded tokenizer.
+Only the chat template's own special tokens are special: a special-token string inside a message
+(a candidate's ``<|im_end|>``) or an appended prefix stays text. Sharing these functions makes
+``hf:`` and ``vllm:`` judge the same token sequences. Nothing here imports torch or transformers.
 """
 
 from __future__ import annotations
@@ -24,15 +19,7 @@ from rankkit.judges.llm_runtime import Conversation
 def chat_text(tokenizer: Any, conversation: Conversation) -> str:
     """The prompt text up to where the assistant's reply starts, via the chat template.
 
-    Parameters
-    ----------
-    tokenizer: a transformers tokenizer (its ``chat_template`` may be empty).
-    conversation: chat messages.
-
-    Returns
-    -------
-    The rendered text; a base model without a chat template gets plain turns, each followed by
-    a blank line.
+    A base model without a chat template gets plain turns, each followed by a blank line.
 
     Examples
     --------
@@ -47,40 +34,16 @@ def chat_text(tokenizer: Any, conversation: Conversation) -> str:
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of trusted ``text`` (a rendered chat template: its special-token strings become
-    special tokens). Chat templates already contain their special tokens (e.g. BOS), so none are
-    added again. Text that may hold untrusted pieces goes through :func:`encode_text` or
-    :func:`encode_chat` instead.
+    """Token ids of trusted ``text`` (a rendered chat template): its special-token strings become special tokens.
 
-    Parameters
-    ----------
-    tokenizer : Any
-        The model's tokenizer.
-    text : str
-        Trusted text.
-
-    Returns
-    -------
-    list[int]
-        The token ids.
+    No special tokens are added (templates hold their own BOS). Untrusted text goes through
+    :func:`encode_text` or :func:`encode_chat`.
     """
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def special_texts(tokenizer: Any) -> tuple[str, ...]:
-    """Every string the tokenizer turns into one of its special tokens, longest first (empty for
-    a tokenizer without any).
-
-    Parameters
-    ----------
-    tokenizer : Any
-        The model's tokenizer.
-
-    Returns
-    -------
-    tuple[str, ...]
-        The strings, longest first.
-    """
+    """Every string the tokenizer turns into one of its special tokens, longest first."""
     texts = {
         token.content
         for token in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values()
@@ -91,39 +54,13 @@ def special_texts(tokenizer: Any) -> tuple[str, ...]:
 
 
 def special_token_pattern(tokenizer: Any) -> re.Pattern | None:
-    """A pattern matching every string of :func:`special_texts` (longest first), or None when
-    the tokenizer has no special tokens.
-
-    Parameters
-    ----------
-    tokenizer : Any
-        The model's tokenizer.
-
-    Returns
-    -------
-    re.Pattern | None
-        The compiled pattern, or None.
-    """
+    """A pattern matching every string of :func:`special_texts`, or None when there are none."""
     texts = special_texts(tokenizer)
     return re.compile("|".join(map(re.escape, texts))) if texts else None
 
 
 def encode_text(tokenizer: Any, text: str) -> list[int]:
-    """Token ids of ``text`` as plain text: a special-token string in it stays text (split into
-    ordinary tokens). Text without one gets exactly the ids of :func:`encode`.
-
-    Parameters
-    ----------
-    tokenizer : Any
-        The model's tokenizer.
-    text : str
-        Text that may hold untrusted pieces.
-
-    Returns
-    -------
-    list[int]
-        The token ids.
-    """
+    """Token ids of ``text`` as plain text: a special-token string stays text; otherwise as :func:`encode`."""
     pattern = special_token_pattern(tokenizer)
     if pattern is None or not pattern.search(text):
         return encode(tokenizer, text)
@@ -134,27 +71,10 @@ _SENTINEL = re.compile("\ue000([0-9]+)\ue001")  # private-use characters no chat
 
 
 def message_spans(tokenizer: Any, conversation: Conversation, text: str) -> list[tuple[int, int]] | None:
-    """Where each message's content sits in ``text`` (:func:`chat_text` of ``conversation``), as
-    ``(start, end)`` character ranges in message order; None when the template's layout cannot
-    be told apart from the messages.
+    """``(start, end)`` of each message's content in ``text`` (:func:`chat_text` of ``conversation``), or None.
 
-    The template is rendered once more with a sentinel in place of each message (its skeleton);
-    the text between the sentinels is the template's own, and each message must appear between
-    those pieces as given or trimmed (Llama 3's and Gemma's templates trim it).
-
-    Parameters
-    ----------
-    tokenizer : Any
-        The model's tokenizer (its chat template).
-    conversation : Conversation
-        The chat conversation.
-    text : str
-        The rendered prompt text of ``conversation``.
-
-    Returns
-    -------
-    list[tuple[int, int]] | None
-        ``(start, end)`` per message, or None.
+    The template is rendered again with a sentinel per message; each message must appear between
+    the template's own pieces as given or trimmed. None when the layout cannot be told apart.
 
     Examples
     --------
@@ -186,32 +106,15 @@ def message_spans(tokenizer: Any, conversation: Conversation, text: str) -> list
 
 
 def encode_chat(tokenizer: Any, conversation: Conversation, continuation: str = "") -> list[int]:
-    """Token ids of a conversation's prompt (:func:`chat_text`) followed by ``continuation`` (a
-    forced reply prefix, an answer), where only the chat template's own special-token strings
-    become special tokens: one inside a message or in ``continuation`` stays text.
+    """Token ids of a conversation's prompt followed by ``continuation``; only the template's special tokens are special.
 
-    When no special-token string touches a message or the continuation (every normal prompt),
-    the ids are exactly those of :func:`encode` on the whole text, so judgments and their cache
-    keys do not change. Otherwise the text is cut at the template's own special tokens and each
-    piece between them is tokenized with special tokens split (``split_special_tokens``), as the
-    tokenizer cuts at special tokens itself.
-
-    Parameters
-    ----------
-    tokenizer: a transformers tokenizer.
-    conversation: chat messages; their contents are treated as text.
-    continuation: text appended after the rendered prompt, also treated as text.
-
-    Returns
-    -------
-    The token ids.
+    When no special-token string touches a message or the continuation (every normal prompt), the ids
+    equal :func:`encode` of the whole text, so cache keys do not change.
 
     Raises
     ------
     JudgeError
-        A message holds a special-token string and the chat template's layout cannot be located
-        (it drops, repeats or rewrites message contents), so the template's own special tokens
-        cannot be told from the message's.
+        A message holds a special-token string and the template's layout cannot be located.
     """
     prompt = chat_text(tokenizer, conversation)
     text = prompt + continuation
@@ -235,8 +138,7 @@ def encode_chat(tokenizer: Any, conversation: Conversation, continuation: str = 
 
 
 def _touches(pattern: re.Pattern, text: str, start: int, end: int, widest: int) -> bool:
-    """Whether a special-token string (at most ``widest`` characters) overlaps ``text[start:end]``,
-    one straddling its edge included."""
+    """Whether a special-token string (at most ``widest`` characters) overlaps ``text[start:end]`` or its edges."""
     position, stop = max(0, start - widest), min(len(text), end + widest)
     while (match := pattern.search(text, position, stop)) is not None:
         if match.start() < end and match.end() > start:
@@ -246,8 +148,7 @@ def _touches(pattern: re.Pattern, text: str, start: int, end: int, widest: int) 
 
 
 def _encode_split(tokenizer: Any, pattern: re.Pattern, text: str, spans: Sequence[tuple[int, int]]) -> list[int]:
-    """``text`` cut at the special-token strings that lie wholly outside ``spans`` (the template's
-    own): those become their special ids, everything between is tokenized as plain text."""
+    """``text`` cut at the special-token strings outside ``spans``; the pieces between are plain text."""
     structural, position = [], 0
     for start, end in [*spans, (len(text), len(text))]:
         structural.extend(pattern.finditer(text, position, start))
@@ -269,24 +170,10 @@ def _encode_split(tokenizer: Any, pattern: re.Pattern, text: str, spans: Sequenc
 def choice_token_ids(
     tokenizer: Any, assistant_prefix: str, choices: Sequence[str], backend: str = "hf"
 ) -> tuple[str, list[int]]:
-    """The prefix to append and the token id of each choice right after it.
+    """``(prefix, ids)``: the prefix to append and the token id of each choice right after it.
 
-    Usually ``encode(prefix + choice)`` is ``encode(prefix)`` plus one token. Tokenizers that
-    glue a space to the following digit (``" 1"``) instead tokenize ``"Answer "`` with a lone
-    trailing space; then the prefix is used without its trailing space and each choice is read
-    as the space-glued token.
-
-    Parameters
-    ----------
-    tokenizer: a transformers tokenizer.
-    assistant_prefix: the text the reply is forced to start with.
-    choices: the texts whose first tokens are read; they must start with distinct tokens.
-    backend: names the judge in the error message.
-
-    Returns
-    -------
-    ``(prefix, ids)``: the prefix to append (``assistant_prefix``, or it without its trailing
-    whitespace) and one token id per choice.
+    Tokenizers that glue a space to the next digit (``" 1"``) get the prefix without its trailing
+    space, each choice read as the space-glued token. ``backend`` names the judge in errors.
 
     Raises
     ------
@@ -316,21 +203,10 @@ def choice_token_ids(
 def answer_tokens(
     tokenizer: Any, conversations: Sequence[Conversation], answers: Sequence[str], backend: str = "hf"
 ) -> tuple[list[list[int]], list[int]]:
-    """Each answer appended to its conversation as the assistant's reply, as token ids, and how
-    many of the last ids are the answer's (``loglik`` mode averages their log-probabilities).
+    """``(sequences, lengths)``: each prompt plus its answer as token ids, and the answer's token count.
 
-    The answer's tokens are those after the longest common prefix of the prompt's tokens and the
-    prompt-plus-answer's (a tokenizer may merge the prompt's last characters with the answer's first).
-
-    Parameters
-    ----------
-    tokenizer: a transformers tokenizer.
-    conversations / answers: one answer per conversation.
-    backend: names the judge in the error message.
-
-    Returns
-    -------
-    ``(sequences, lengths)``: the prompt-plus-answer token ids of each, and its answer's token count.
+    The answer's tokens are those after the longest common prefix of the prompt's and the
+    prompt-plus-answer's tokens (a tokenizer may merge across the boundary).
 
     Raises
     ------

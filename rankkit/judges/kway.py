@@ -1,10 +1,7 @@
-"""Reading k-way judgments from what a judge generated: the strict parsers, their verdict lines.
+"""Strict parsers of k-way verdicts: setwise ``Best: C`` and listwise ``Ranking: B > A > C``.
 
-Setwise (``Best: C``) and listwise (``Ranking: B > A > C``) verdicts are read only from the judge's
-own text, after a fixed prefix, the last verdict line counting (:func:`parse_choice`,
-:func:`parse_ranking`).
-
-More in ``docs/judges-llm.md``.
+Verdicts are read only from the judge's own text, after a fixed prefix, the last verdict line
+counting. More in ``docs/judges-llm.md``.
 
 Example
 -------
@@ -34,26 +31,16 @@ RANKING_PREFIX = "Ranking:"
 
 
 def _last_line_after(text: str, prefix: str) -> str | None:
-    """What follows the last line of ``text`` that starts with ``prefix`` (markdown emphasis and
-    leading spaces allowed), or None when no line does."""
+    """What follows the last line of ``text`` starting with ``prefix`` (emphasis allowed), or None."""
     pattern = re.compile(rf"^[ \t*_#>-]*{re.escape(prefix)}[*_]*(.*)$", re.MULTILINE | re.IGNORECASE)
     found = pattern.findall(text)
     return found[-1].strip() if found else None
 
 
 def parse_choice(text: str, k: int, prefix: str = CHOICE_PREFIX) -> tuple[int | None, str | None]:
-    """The slot a generated reply chose, from its last ``Best: X`` line.
+    """``(slot, None)`` from the last ``Best: X`` line of the judge's generated ``text``, else ``(None, reason)``.
 
-    Parameters
-    ----------
-    text: what the judge generated (never the prompt, so the candidates' texts are not read).
-    k: how many answers were shown.
-    prefix: the verdict line's prefix.
-
-    Returns
-    -------
-    ``(slot, None)``, or ``(None, reason)`` when there is no verdict line or it does not name
-    exactly one of the k labels.
+    The line must name exactly one of the ``k`` labels.
 
     Examples
     --------
@@ -78,24 +65,9 @@ def parse_choice(text: str, k: int, prefix: str = CHOICE_PREFIX) -> tuple[int | 
 
 
 def parse_ranking(text: str, k: int, prefix: str = RANKING_PREFIX) -> tuple[tuple[int, ...] | None, str | None]:
-    """The ranking a generated reply gave, from its last ``Ranking: X > Y > ...`` line.
+    """``(slots best first, None)`` from the last ``Ranking: X > Y > ...`` line, else ``(None, reason)``.
 
-    Every one of the k labels must appear exactly once, separated by ``>`` (or commas); anything
-    else is a parse failure with its reason.
-
-    Parameters
-    ----------
-    text : str
-        The judge's generated reply.
-    k : int
-        The number of answers shown.
-    prefix : str
-        The verdict line's prefix.
-
-    Returns
-    -------
-    tuple[tuple[int, ...] | None, str | None]
-        ``(slots best first, None)``, or ``(None, reason)``.
+    Every one of the ``k`` labels must appear exactly once, separated by ``>`` (or commas).
 
     Examples
     --------
@@ -128,22 +100,10 @@ _ECHOED_BOX = re.compile(r"<\s*answer_[A-H]\s*>.*?(?:<\s*/\s*answer_[A-H]\s*>|\Z
 
 
 def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
-    """Remove what the judge copied verbatim from the candidates before a verdict line is looked
-    for: echoed answer boxes (``<answer_B> ... </answer_B>``, or to the end) and verbatim copies
-    of each candidate's text, so a verdict line written inside an answer is never read as the
-    judge's own, even when the judge quotes the answer.
+    """Remove echoed answer boxes and verbatim copies of the ``untrusted`` candidates from ``generated``.
 
-    Parameters
-    ----------
-    generated : str
-        The judge's generated text.
-    untrusted : Sequence[str]
-        The candidates' texts.
-
-    Returns
-    -------
-    str
-        The generated text without the echoes.
+    Done before a verdict line is looked for, so a verdict line inside an answer is never read as
+    the judge's own, even when the judge quotes it.
 
     Examples
     --------
@@ -157,20 +117,7 @@ def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
 
 
 def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[float, ...] | None:
-    """P(best = slot i) from the label tokens' log-probabilities, renormalised over the k labels;
-    None when no label has any probability.
-
-    Parameters
-    ----------
-    logprobs : Mapping[str, float]
-        Next-token log-probabilities, by label token.
-    k : int
-        The number of answers shown.
-
-    Returns
-    -------
-    tuple[float, ...] | None
-        One probability per slot, or None.
+    """P(best = slot i) from the label tokens' log-probabilities, renormalised over the k labels; None: no mass.
 
     Examples
     --------
@@ -188,16 +135,6 @@ def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[
 
 def ranking_from_scores(scores: Sequence[float]) -> tuple[int, ...]:
     """Slots ordered by score, highest first; equal scores keep the order shown.
-
-    Parameters
-    ----------
-    scores : Sequence[float]
-        One score per slot.
-
-    Returns
-    -------
-    tuple[int, ...]
-        The slots, best first.
 
     Examples
     --------

@@ -1,9 +1,7 @@
-"""k-way judgments from an LLM judge (``hf:``, ``smollm2``, ``openai:``): setwise choices and listwise rankings.
+"""k-way judgments from an LLM judge: setwise choices and listwise rankings.
 
-The ``choose`` / ``rank`` side of :class:`~rankkit.judges.llm.LLMJudge`, in ``logprob`` mode (label
-probabilities after ``Best: ``) or ``generate`` mode (a verdict read after the judge's reasoning).
-
-More in ``docs/judges-llm.md``.
+The ``choose`` / ``rank`` side of :class:`~rankkit.judges.llm.LLMJudge`, in ``logprob`` or
+``generate`` mode. More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 
 
 class KwayJudge(Protocol):
-    """What these functions read from the judge they serve (an :class:`~rankkit.judges.llm.LLMJudge`,
-    which imports this module, so it is named by what it has, as the modes name it)."""
+    """What these functions read from the :class:`~rankkit.judges.llm.LLMJudge` they serve."""
 
     runtime: LLMRuntime
     mode: str
@@ -40,8 +37,7 @@ class KwayJudge(Protocol):
 
     @property
     def verdict_path(self) -> str:
-        """How generate mode reads a verdict: ``text``, or a read rankkit controls (``continuation``,
-        ``followup``, ``prefill``...: rankkit.judges.llm)."""
+        """How generate mode reads a verdict: ``text``, or a read rankkit controls (``continuation``, ``prefill``...)."""
 
 
 #: Bumped when the reading of a k-way reply changes (part of the k-way cache key).
@@ -49,37 +45,12 @@ KWAY_READER_VERSION = "2"  # 2: generate mode reads the labels after its own "Be
 
 
 def kway_key(judge: KwayJudge) -> list[Any]:
-    """What an LLM judge's k-way judgments depend on beyond its fingerprint: the k-way templates
-    and the reader's version.
-
-    Parameters
-    ----------
-    judge : KwayJudge
-        The LLM judge.
-
-    Returns
-    -------
-    list[Any]
-        JSON-ready values.
-    """
+    """What an LLM judge's k-way judgments depend on beyond its fingerprint: k-way templates, reader version."""
     return [{"kway_templates": templates_fingerprint(), "kway_reader": KWAY_READER_VERSION}]
 
 
 def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
-    """Yield ``(index, GroupChoice)`` per ``(task, candidates)`` request (``docs/judges-llm.md``).
-
-    Parameters
-    ----------
-    judge : KwayJudge
-        The LLM judge (its mode, k-way templates and runtime).
-    requests : Sequence[GroupRequest]
-        ``(task, candidates)`` requests, the candidates in the order shown.
-
-    Yields
-    ------
-    tuple[int, GroupChoice]
-        ``(index, choice)``: the index of the request in ``requests`` and its choice.
-    """
+    """Yield ``(index in requests, GroupChoice)`` per ``(task, candidates)`` request."""
     prompts = [render_kway("setwise", task, candidates) for task, candidates in requests]
     if judge.mode == "logprob":
         prefix = CHOICE_PREFIX + " "
@@ -144,20 +115,7 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
 
 
 def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
-    """Yield ``(index, GroupRanking)`` per ``(task, candidates)`` request (``docs/judges-llm.md``).
-
-    Parameters
-    ----------
-    judge : KwayJudge
-        The LLM judge (its mode, k-way templates and runtime).
-    requests : Sequence[GroupRequest]
-        ``(task, candidates)`` requests, the candidates in the order shown.
-
-    Yields
-    ------
-    tuple[int, GroupRanking]
-        ``(index, ranking)``: the index of the request in ``requests`` and its ranking.
-    """
+    """Yield ``(index in requests, GroupRanking)`` per ``(task, candidates)`` request."""
     if judge.mode == "logprob":
         for index, choice in choose_many(judge, requests):
             permutation = None if choice.probabilities is None else ranking_from_scores(choice.probabilities)
@@ -220,8 +178,7 @@ def _extras(reply: Reply, kind: str, path: str) -> dict[str, Any]:
 
 
 def _text_reader(requests: Sequence[GroupRequest], parse: Callable[[str, int], tuple[Any, str | None]]) -> Reader:
-    """The verdict line parsed strictly from the reply, after removing what it copied from the
-    answers (the text fallback)."""
+    """The verdict line parsed strictly from the reply without what it copied (the text fallback)."""
 
     def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         for local, (index, text) in enumerate(zip(indices, texts)):
@@ -231,8 +188,7 @@ def _text_reader(requests: Sequence[GroupRequest], parse: Callable[[str, int], t
 
 
 def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
-    """P(best) per slot read after ``<reply>\n\n<prefix> `` (a continuation rankkit writes), all the
-    batch's replies in one runtime call."""
+    """P(best) per slot read after ``<reply>\n\n<prefix> ``, all the batch's replies in one runtime call."""
 
     def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         prefixes = [f"{text.rstrip()}\n\n{prefix} " for text in texts]
@@ -250,11 +206,11 @@ def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[G
 
 
 def _ranking_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
-    """A whole ranking read label by label, for a runtime whose reads are a sampled label, not a
-    distribution (Anthropic's prefill): after ``<reply>\n\nRanking: `` the first place, then after
-    ``... Ranking: B > `` the best of the rest, and so on (k - 1 reads, each one runtime call for the
-    batch). The reading is the slots' places as scores (first: k, last: 1), so sorting by them
-    gives the ranking; a place the model does not fill with a remaining label fails the reading."""
+    """A ranking read place by place, for runtimes whose reads are a sampled label (Anthropic's prefill).
+
+    k - 1 reads, each one call for the batch; the reading is the slots' places as scores (first: k).
+    A place not filled with a remaining label fails the reading.
+    """
 
     def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
         sizes = [len(requests[i][1]) for i in indices]

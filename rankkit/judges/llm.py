@@ -1,8 +1,4 @@
-"""An LLM as the judge, independent of where the model runs: :class:`LLMJudge`.
-
-:class:`LLMJudge` renders prompts, drives an :class:`~rankkit.judges.llm_runtime.LLMRuntime` and
-reads judgments through a mode (:mod:`rankkit.judges.modes`), with the ``prepair``, ``sanitize``
-and ``calibrate`` options; :class:`CalibratedJudge` reads each pair in both orders.
+"""An LLM as the judge, wherever the model runs: :class:`LLMJudge` and :class:`CalibratedJudge`.
 
 More in ``docs/judges-llm.md``.
 """
@@ -53,30 +49,21 @@ __all__ = ["LLM_OPTIONS", "CalibratedJudge", "LLMJudge", "llm_backend"]
 
 
 class LLMJudge(Judge):
-    """A judge backed by an :class:`LLMRuntime`; see :mod:`rankkit.judges.modes` for the modes.
+    """A judge backed by an :class:`LLMRuntime`, reading judgments through a mode (:mod:`rankkit.judges.modes`).
 
-    runtime: the model runtime (owned: :meth:`close` closes it).
-    mode: ``generate``, ``logprob`` or ``loglik``.
-    template: ``auto``, a family (``paper``/``generic``/``mt``), a built-in template name or a
-        file, ``+``-joined (see :class:`rankkit.prompts.TemplateChoice`).
-    max_new_tokens / temperature / seed: decoding of ``generate`` mode (temperature 0.1 as in
-        the paper); ``seed`` + 1 is used for the retry.
-    retries: how many times a verdict that cannot be parsed is asked again (1).
-    prepair: compare through PREPAIR — a cached per-answer analysis first, then a decision that
-        sees both analyses (:mod:`rankkit.judges.prepair`).
-    analysis_max_new_tokens: length cap of a PREPAIR analysis (default: ``max_new_tokens``).
-    calibrate: remove the slot bias of ``logprob`` comparisons by averaging log-odds over both
-        presentation orders (:class:`CalibratedJudge`).
-    verdict: how ``generate`` mode reads the verdict: ``continuation`` (rankkit appends
-        ``Final verdict: Answer 1:`` after the explanation and reads the score digits' probabilities:
-        nothing in the free text can pose as the verdict; on hosted APIs the runtime's equivalent:
-        a follow-up turn or a prefill, :mod:`rankkit.judges.hosted_verdict`), ``text`` (parsed
-        from the free text: the weaker fallback for servers that offer none of these), or
-        ``auto`` (the default: a read rankkit controls where the runtime offers one
-        (:attr:`~rankkit.judges.llm_runtime.LLMRuntime.prefix_read`), else text with one warning
-        line on stderr).
-    sanitize: rewrite the judge-protocol text of every candidate inertly before rendering
-        (:func:`rankkit.prompts.protocol.sanitize_protocol`; not with ``loglik``, which renders no prompt).
+    runtime: owned (:meth:`close` closes it). mode: ``generate``, ``logprob`` or ``loglik``.
+    template: ``auto``, a family, a built-in name or a file, ``+``-joined
+        (:class:`rankkit.prompts.TemplateChoice`).
+    max_new_tokens / temperature / seed: decoding of ``generate`` mode; ``seed`` + 1 for the retry.
+    retries: how often a reply without a verdict is asked again.
+    prepair: compare through PREPAIR (:mod:`rankkit.judges.prepair`); analysis_max_new_tokens caps
+        its analyses (default ``max_new_tokens``).
+    calibrate: average ``logprob`` comparisons' log-odds over both orders (:class:`CalibratedJudge`).
+    verdict: how ``generate`` reads the verdict: ``continuation`` (a read rankkit controls, so nothing
+        in the free text can pose as the verdict; :mod:`rankkit.judges.hosted_verdict` on hosted APIs),
+        ``text`` (parsed from the free text: the weaker fallback) or ``auto`` (the first the runtime
+        offers, warning once on stderr when that is text).
+    sanitize: rewrite candidates' judge-protocol text inertly before rendering (not with ``loglik``).
     """
 
     def __init__(
@@ -149,25 +136,14 @@ class LLMJudge(Judge):
 
     @functools.cached_property
     def templates(self) -> TemplateChoice:
-        """The templates ``template`` names, read once on first use (the fingerprint names them, so
-        a bad template fails before the first judgment; the spec factories check it even before a
-        model is loaded). Not read in the constructor, which only stores parameters.
-
-        Returns
-        -------
-        TemplateChoice
-            The pointwise, pairwise (and PREPAIR) templates chosen.
-        """
+        """The templates ``template`` names, read on first use (so a bad template fails before the first judgment)."""
         return TemplateChoice(self.template)
 
     @property
     def verdict_path(self) -> str:
-        """The path generate mode reads verdicts by: ``continuation`` or ``text`` (see ``verdict``),
-        or the runtime's own name for a read rankkit controls (``followup``, ``followup_enum``,
-        ``prefill``: :mod:`rankkit.judges.hosted_verdict`, :mod:`rankkit.judges.anthropic`).
+        """The path generate mode reads verdicts by: ``continuation``, ``text`` or a hosted runtime's own read.
 
-        Decided on first use, not in the constructor: an HTTP runtime answers whether it continues
-        a prefix with one probe request, which a dry run must never send.
+        Decided on first use: an HTTP runtime answers with a probe request, which a dry run must never send.
         """
         with self._verdict_lock:
             if self._verdict_path is None:
@@ -202,13 +178,7 @@ class LLMJudge(Judge):
 
     # -- identity -----------------------------------------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
-        """Everything that changes a judgment: backend, model, template, mode, decoding, options.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
-        """
+        """Everything that changes a judgment: backend, model, template, mode, decoding, options."""
         fields: dict[str, Any] = {
             "model": self.runtime.identity(),
             "mode": self.mode,
@@ -232,8 +202,7 @@ class LLMJudge(Judge):
 
     @property
     def raw_fingerprint(self) -> str:
-        """The fingerprint of this judge without calibration: what :meth:`compare_raw` judgments
-        are cached under (for an uncalibrated judge, its fingerprint)."""
+        """The fingerprint without calibration, which :meth:`compare_raw` judgments are cached under."""
         # Built from a copy, never by switching self.calibrate off and back: other threads may
         # be reading it. Calibration adds exactly the "calibrate" field.
         fields = {"backend": self.backend, "version": self.version, **self.fingerprint_fields()}
@@ -245,19 +214,7 @@ class LLMJudge(Judge):
         return self.describe(calibrated=self.calibrate)
 
     def describe(self, *, calibrated: bool) -> str:
-        """``backend:model (mode=..., prepair, calibrate)``, naming calibration when ``calibrated``
-        (a :class:`CalibratedJudge` around this judge asks so).
-
-        Parameters
-        ----------
-        calibrated : bool
-            Whether a :class:`CalibratedJudge` wraps this judge.
-
-        Returns
-        -------
-        str
-            The description.
-        """
+        """``backend:model (mode=..., prepair, calibrate)``; ``calibrated``: a :class:`CalibratedJudge` wraps it."""
         identity = self.runtime.identity()
         name = identity.get("name") or identity.get("model") or "?"
         extra = "".join(
@@ -269,8 +226,7 @@ class LLMJudge(Judge):
 
     @property
     def capacity(self) -> int:
-        """How many requests the runtime can usefully have in flight: a dispatcher sizes the work
-        it hands over from it."""
+        """How many requests the runtime can usefully have in flight."""
         return self.runtime.capacity
 
     @property
@@ -282,31 +238,12 @@ class LLMJudge(Judge):
         self.runtime.close()
 
     def show_progress(self, note: Callable[[str], None]) -> None:
-        """Have the runtime report what the progress bar shows beside its counts (a batching
-        runtime: each batch's state) to ``note`` (:meth:`rankkit.runner.RunProgress.note`).
-
-        Parameters
-        ----------
-        note : Callable[[str], None]
-            The progress bar's note: shows a line of text beside the counts.
-        """
+        """Have the runtime report its state (e.g. each batch's) to the progress bar's ``note``."""
         self.runtime.show_progress(note)
 
     # -- prompts (extension points) -----------------------------------------------------------
     def shown(self, candidate: Candidate) -> Candidate:
-        """The candidate as the judge's prompts show it: with ``sanitize``, its protocol text
-        rewritten (:func:`~rankkit.prompts.protocol.sanitize_protocol`); else itself.
-
-        Parameters
-        ----------
-        candidate : Candidate
-            The candidate as given.
-
-        Returns
-        -------
-        Candidate
-            The candidate as shown (itself without ``sanitize``).
-        """
+        """The candidate as the prompts show it: with ``sanitize`` its protocol text rewritten, else itself."""
         if not self.sanitize:
             return candidate
         text = sanitize_protocol(candidate.text)
@@ -314,25 +251,11 @@ class LLMJudge(Judge):
 
     @staticmethod
     def _untrusted(*candidates: Candidate, shown: Sequence[Candidate]) -> tuple[str, ...]:
-        """The texts a reply is checked against for echoes and forged verdicts: each candidate as
-        written and, when sanitized, as shown."""
+        """The texts a reply is checked against: each candidate as written and, when sanitized, as shown."""
         return tuple(dict.fromkeys([c.text for c in candidates] + [c.text for c in shown]))
 
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
-        """The pointwise prompt for one candidate in the current mode.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer judged.
-
-        Returns
-        -------
-        Prompt
-            The rendered chat prompt.
-        """
+        """The pointwise prompt for one candidate in the current mode."""
         template = self.templates.template(task, POINTWISE)
         max_points = self.judging_mode.prompt_points(prompt_max_points(task, template))
         shown = self.shown(candidate)
@@ -344,18 +267,7 @@ class LLMJudge(Judge):
         )
 
     def pair_template(self, task: Task) -> Template:
-        """The template of this judge's comparisons of ``task`` (with ``prepair``: the decision's).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-
-        Returns
-        -------
-        Template
-            The template.
-        """
+        """The template of this judge's comparisons of ``task`` (with ``prepair``: the decision's)."""
         if self.prepair:
             from rankkit.judges.prepair import decision_template
 
@@ -363,18 +275,7 @@ class LLMJudge(Judge):
         return self.templates.template(task, PAIRWISE)
 
     def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts).
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Returns
-        -------
-        list[Prompt]
-            One prompt per request, in the order of ``requests``.
-        """
+        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts)."""
         if self.prepair:
             return self.prepair_prompts(requests)
         prompts = []
@@ -393,36 +294,11 @@ class LLMJudge(Judge):
         return prompts
 
     def shown_pairs(self, requests: Sequence[ComparisonRequest]) -> list[ComparisonRequest]:
-        """The comparison requests with each candidate as shown (:meth:`shown`).
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Returns
-        -------
-        list[ComparisonRequest]
-            The requests, in the same order, each candidate as shown.
-        """
+        """The comparison requests with each candidate as shown (:meth:`shown`)."""
         return [(task, self.shown(first), self.shown(second)) for task, first, second in requests]
 
     def pair_points(self, task: Task, template: Template) -> float:
-        """The M a pairwise prompt shows: the task's, except in generate mode, whose verdict is
-        read as one digit per answer (the scale ``0..K`` of :func:`~rankkit.judges.modes.logprob_points`).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        template : Template
-            The pairwise template.
-
-        Returns
-        -------
-        float
-            The maximum score the prompt shows.
-        """
+        """The M a pairwise prompt shows: the task's, or in generate mode the digit scale's K."""
         max_points = prompt_max_points(task, template)
         return self.judging_mode.prompt_points(max_points) if self.mode == "generate" else max_points
 
@@ -438,18 +314,7 @@ class LLMJudge(Judge):
         )
 
     def prepair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """PREPAIR decision prompts: both answers and each one's analysis (generated if missing).
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Returns
-        -------
-        list[Prompt]
-            One decision prompt per request, in the order of ``requests``.
-        """
+        """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
         from rankkit.judges.prepair import render_decision
 
         # Analyses are of the answers as shown, cached under those texts.
@@ -470,8 +335,7 @@ class LLMJudge(Judge):
     def _with_analysis_charges(
         self, requests: Sequence[ComparisonRequest], judgments: Iterator[tuple[int, Verdict]]
     ) -> Iterator[tuple[int, Verdict]]:
-        """Generate the batch's missing analyses first, then charge each fresh one (tokens and an
-        ``analyses`` count in ``usage``) to the first judgment that used it."""
+        """Generate missing analyses first; charge each fresh one to the first judgment that used it."""
         shown_requests = self.shown_pairs(requests)
         fresh = self.analyses.ensure([(task, c) for task, first, second in shown_requests for c in (first, second)])
         charges = self.analyses.charges(shown_requests, fresh)
@@ -483,94 +347,26 @@ class LLMJudge(Judge):
             yield index, judgment
 
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
-        """Hook for a per-comparison calibration of logprob comparisons; identity by default
-        (``calibrate=true`` is a wrapper instead: it needs both orders of the pair).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-        probability : float
-            The probability that ``first`` is better, as read.
-
-        Returns
-        -------
-        float
-            The calibrated probability (``probability`` itself by default).
-        """
+        """Hook for a per-comparison calibration of P(first); identity by default."""
         return probability
 
     # -- judgments ----------------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:
-        """A pointwise grade of ``candidate`` (one request of :meth:`grade_many`).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer judged.
-
-        Returns
-        -------
-        Grade
-            The grade.
-        """
+        """A pointwise grade of ``candidate`` (one request of :meth:`grade_many`)."""
         return next(self.grade_many([(task, candidate)]))[1]
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """A verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-
-        Returns
-        -------
-        Verdict
-            The verdict.
-        """
+        """A verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`)."""
         return next(self.compare_many([(task, first, second)]))[1]
 
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Yield ``(index, grade)`` for each request as the runtime's results arrive, through the mode.
-
-        Parameters
-        ----------
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` requests.
-
-        Returns
-        -------
-        Iterator[tuple[int, Grade]]
-            ``(index, grade)``: the index of the request in ``requests`` and its grade.
-        """
+        """Yield ``(index in requests, grade)`` as the runtime's results arrive."""
         if not requests:
             return iter(())
         return _naming_task(self.judging_mode.grade(self, requests), [task for task, _ in requests])
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Yield ``(index, verdict)`` for each request as it is ready (calibrated with ``calibrate=true``).
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Returns
-        -------
-        Iterator[tuple[int, Verdict]]
-            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
-        """
+        """Yield ``(index in requests, verdict)`` as each is ready (calibrated with ``calibrate=true``)."""
         if self.calibrated is not None:
             return self.calibrated.compare_many(requests)
         return self.compare_raw(requests)
@@ -582,64 +378,21 @@ class LLMJudge(Judge):
         return self.mode in ("logprob", "generate") and not self.prepair
 
     def kway_key(self) -> list[Any]:
-        """What a k-way judgment depends on besides the fingerprint: the judge's k-way templates.
-
-        Returns
-        -------
-        list[Any]
-            JSON-ready values (:func:`rankkit.judges.kway_llm.kway_key`).
-        """
+        """What a k-way judgment depends on besides the fingerprint: the judge's k-way templates."""
         from rankkit.judges import kway_llm
 
         return kway_llm.kway_key(self)
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        """The best of ``candidates`` as shown (one request of :meth:`choose_many`).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        GroupChoice
-            The chosen slot, with every slot's probability in ``logprob`` mode.
-        """
+        """The best of ``candidates`` as shown, slot 0 first (one request of :meth:`choose_many`)."""
         return next(self.choose_many([(task, tuple(candidates))]))[1]
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> Any:
-        """``candidates`` ranked best first (one request of :meth:`rank_many`).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        GroupRanking
-            The permutation of slots, best first.
-        """
+        """``candidates`` (slot 0 first) ranked best first (one request of :meth:`rank_many`)."""
         return next(self.rank_many([(task, tuple(candidates))]))[1]
 
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Yield ``(index, GroupChoice)`` for each request as it is ready (:func:`rankkit.judges.kway_llm.choose_many`).
-
-        Parameters
-        ----------
-        requests
-            ``(task, candidates)`` requests, the candidates in the order shown.
-
-        Returns
-        -------
-        tuple[int, GroupChoice]
-            ``(index, choice)``: the index of the request in ``requests`` and its choice.
-        """
+        """Yield ``(index in requests, GroupChoice)`` as each is ready."""
         from rankkit.judges import kway_llm
 
         if not requests:
@@ -647,18 +400,7 @@ class LLMJudge(Judge):
         return _naming_task(kway_llm.choose_many(self, self._shown_groups(requests)), [task for task, _ in requests])
 
     def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Yield ``(index, GroupRanking)`` for each request as it is ready (:func:`rankkit.judges.kway_llm.rank_many`).
-
-        Parameters
-        ----------
-        requests
-            ``(task, candidates)`` requests, the candidates in the order shown.
-
-        Returns
-        -------
-        tuple[int, GroupRanking]
-            ``(index, ranking)``: the index of the request in ``requests`` and its ranking.
-        """
+        """Yield ``(index in requests, GroupRanking)`` as each is ready."""
         from rankkit.judges import kway_llm
 
         if not requests:
@@ -670,19 +412,7 @@ class LLMJudge(Judge):
         return [(task, tuple(self.shown(c) for c in candidates)) for task, candidates in requests]
 
     def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """The mode's comparisons before any calibration (with PREPAIR's analysis charges):
-        what an uncalibrated judge answers, and what a calibrated one builds on.
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Returns
-        -------
-        Iterator[tuple[int, Verdict]]
-            ``(index, verdict)``: the index of the request in ``requests`` and its uncalibrated verdict.
-        """
+        """The mode's comparisons before any calibration (with PREPAIR's analysis charges)."""
         if not requests:
             return iter(())
         judgments = _naming_task(self.judging_mode.compare(self, requests), [task for task, _, _ in requests])
@@ -690,8 +420,7 @@ class LLMJudge(Judge):
 
 
 def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) -> Iterator[tuple[int, Any]]:
-    """Pass ``judgments`` on; a runtime's :class:`PromptTooLong` is raised again naming the task
-    whose prompt it was (found by its prompt text in the rendered prompt: the longest that is)."""
+    """Pass ``judgments`` on; re-raise a runtime's :class:`PromptTooLong` naming the task of the prompt."""
     try:
         yield from judgments
     except PromptTooLong as err:
@@ -709,18 +438,11 @@ def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) ->
 class CalibratedJudge(Judge):
     """An LLM judge's logprob comparisons with the slot bias removed by both-order log-odds averaging.
 
-    judge: an :class:`LLMJudge` in ``logprob`` mode. Its raw comparisons
-        (:meth:`LLMJudge.compare_raw`, cached under its :attr:`LLMJudge.raw_fingerprint` and its
-        own request keys, so a calibrated and an uncalibrated run share them) are read in both
-        orders and combined; the run's memo is the judge's (:func:`rankkit.memo.memo_of`, set by
-        :meth:`bind_memo`).
-
+    ``judge`` is an :class:`LLMJudge` in ``logprob`` mode; its raw comparisons are cached under its
+    :attr:`LLMJudge.raw_fingerprint`, so calibrated and uncalibrated runs share them.
     ``CalibratedJudge(LLMJudge(runtime, mode="logprob"))`` judges exactly as
-    ``LLMJudge(runtime, mode="logprob", calibrate=True)``, which is that wrapper around itself (the
-    spec option ``calibrate=true`` builds the latter); the method is in
-    :mod:`rankkit.judges.calibration`. Grades pass through to the wrapped judge. A raw judgment's
-    usage (e.g. PREPAIR analyses it paid for) is charged to the first calibrated judgment that
-    needed it.
+    ``LLMJudge(runtime, mode="logprob", calibrate=True)``; the method is in
+    :mod:`rankkit.judges.calibration`. Grades pass through to the wrapped judge.
     """
 
     def __init__(self, judge: LLMJudge):
@@ -735,13 +457,7 @@ class CalibratedJudge(Judge):
 
     # -- identity and plumbing: the wrapped judge's -------------------------------------------
     def fingerprint_fields(self) -> dict[str, Any]:
-        """The wrapped judge's fingerprint fields, with the calibration method.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
-        """
+        """The wrapped judge's fingerprint fields, with the calibration method."""
         return {**self.judge.fingerprint_fields(), "calibrate": CALIBRATION_METHOD}
 
     @property
@@ -754,20 +470,7 @@ class CalibratedJudge(Judge):
         return self.judge.describe(calibrated=True)
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """The wrapped judge's request key.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        *candidates : Candidate
-            The candidates, in the order shown.
-
-        Returns
-        -------
-        list[Any]
-            The key: JSON-ready values.
-        """
+        """The wrapped judge's request key."""
         return self.judge.request_key(task, *candidates)
 
     @property
@@ -779,94 +482,31 @@ class CalibratedJudge(Judge):
         return self.judge.fills_batches
 
     def bind_memo(self, memo: JudgmentMemo) -> None:
-        """Bind the run's memo to this judge and to the wrapped one.
-
-        Parameters
-        ----------
-        memo : JudgmentMemo
-            The run's :class:`~rankkit.memo.JudgmentMemo`.
-        """
+        """Bind the run's memo to this judge and to the wrapped one."""
         self.judge.bind_memo(memo)
 
     def close(self) -> None:
         self.judge.close()
 
     def show_progress(self, note: Callable[[str], None]) -> None:
-        """Pass the progress bar's ``note`` on to the wrapped judge.
-
-        Parameters
-        ----------
-        note : Callable[[str], None]
-            The progress bar's note: shows a line of text beside the counts.
-        """
+        """Pass the progress bar's ``note`` on to the wrapped judge."""
         self.judge.show_progress(note)
 
     # -- judgments ----------------------------------------------------------------------------
     def grade(self, task: Task, candidate: Candidate) -> Grade:
-        """The wrapped judge's grade (calibration applies to comparisons only).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer judged.
-
-        Returns
-        -------
-        Grade
-            The grade.
-        """
+        """The wrapped judge's grade (calibration applies to comparisons only)."""
         return self.judge.grade(task, candidate)
 
     def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """The wrapped judge's grades (calibration applies to comparisons only).
-
-        Parameters
-        ----------
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` requests.
-
-        Returns
-        -------
-        Iterator[tuple[int, Grade]]
-            ``(index, grade)``: the index of the request in ``requests`` and its grade.
-        """
+        """The wrapped judge's grades (calibration applies to comparisons only)."""
         return self.judge.grade_many(requests)
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """The calibrated verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-
-        Returns
-        -------
-        Verdict
-            The verdict, its probability calibrated.
-        """
+        """The calibrated verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`)."""
         return next(self.compare_many([(task, first, second)]))[1]
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Each pair read in both orders (raw judgments from memory, the store or the judge, the
-        missing ones in one batch), then calibrated; yields in request order once all are read.
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Yields
-        ------
-        tuple[int, Verdict]
-            ``(index, verdict)``: the index of the request in ``requests`` and its calibrated verdict.
-        """
+        """Each pair read in both orders (missing raw judgments in one batch), calibrated; yielded in request order."""
         if not requests:
             return
         both_orders = list(requests) + [(task, second, first) for task, first, second in requests]
@@ -957,37 +597,24 @@ def llm_backend(
 ) -> Backend:
     """The :class:`~rankkit.judges.backends.Backend` of a judge on an LLM runtime.
 
+    ``name``, ``summary``, ``argument``, ``defaults``, ``read``, ``network`` and ``loads_model`` are as in
+    :class:`~rankkit.judges.backends.Backend`.
+
     Parameters
     ----------
-    name
-        As in :class:`~rankkit.judges.backends.Backend`.
-    summary
-        As in :class:`~rankkit.judges.backends.Backend`.
-    argument
-        As in :class:`~rankkit.judges.backends.Backend`.
-    defaults
-        As in :class:`~rankkit.judges.backends.Backend`.
-    read
-        As in :class:`~rankkit.judges.backends.Backend`.
     runtime
         ``runtime(settings)``: the loaded runtime for the parsed spec.
     options
         The runtime's own options, besides :data:`LLM_OPTIONS`.
     identity
-        ``identity(settings)``: the runtime's identity without loading it, for the dry run's
-        stand-in judge; None when ``runtime`` loads nothing (the dry run builds the real one).
+        ``identity(settings)``: the runtime's identity without loading it (for the dry run); None
+        when ``runtime`` loads nothing.
     context
-        ``context(settings)``: the model's context ``(tokens, setting)`` without loading it, for the
-        dry run's stand-in (it warns about prompts that would not fit); None: unknown.
-    network
-        The runtime sends every prompt over the network (see :class:`~rankkit.judges.backends.Backend`).
-    loads_model
-        The runtime loads the model its spec names, from a hub or a directory (see
-        :class:`~rankkit.judges.backends.Backend`).
+        ``context(settings)``: the model's context ``(tokens, setting)`` without loading it; None: unknown.
     runtime_name
         The runtime's ``backend`` when it differs from ``name`` (``smollm2`` runs on ``hf``).
     llm_options
-        :data:`LLM_OPTIONS`, possibly with other defaults (:meth:`Backend.with_defaults`).
+        :data:`LLM_OPTIONS`, possibly with other defaults.
 
     Returns
     -------

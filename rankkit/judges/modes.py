@@ -1,10 +1,6 @@
-"""How an LLM judge reads a model: the judging modes ``generate``, ``logprob`` and ``loglik``, one class each.
+"""The judging modes ``generate``, ``logprob`` and ``loglik``: how an LLM judge reads a model.
 
-Each implements :class:`JudgingMode` (fingerprint fields, grading scale, requests to judgments
-through the judge's runtime); :class:`~rankkit.judges.llm.LLMJudge` picks one by name from
-:data:`JUDGING_MODES`.
-
-More in ``docs/judges-llm.md``.
+:class:`~rankkit.judges.llm.LLMJudge` picks one from :data:`JUDGING_MODES`; see ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -47,39 +43,17 @@ RETRY_TEMPERATURE = 0.7
 
 
 def logprob_points(max_points: float) -> int:
-    """K of the digit scale ``0..K`` a logprob grade reads: M if a whole number 1..9, else 9.
-
-    Parameters
-    ----------
-    max_points : float
-        The task's (or template's) maximum score M.
-
-    Returns
-    -------
-    int
-        K.
-    """
+    """K of the digit scale ``0..K`` a logprob grade reads: ``max_points`` if a whole number 1..9, else 9."""
     if float(max_points).is_integer() and 1 <= max_points <= 9:
         return int(max_points)
     return 9
 
 
 def expected_digit(logprobs: Mapping[str, float]) -> tuple[float | None, float]:
-    """Expected value of the digit choices, renormalised over them.
+    """Expected value of the digits ``"0"..."K"`` in ``logprobs``, renormalised over them.
 
-    ``logprobs`` maps ``"0"..."K"`` to next-token log-probabilities. Returns
-    ``(sum_k k * p_k / sum_k p_k, sum_k p_k)``; the second value is the probability mass the
-    model put on any score at all. The expectation is None when that mass is zero.
-
-    Parameters
-    ----------
-    logprobs : Mapping[str, float]
-        Next-token log-probabilities of the digits ``"0"`` ... ``"K"``.
-
-    Returns
-    -------
-    tuple[float | None, float]
-        The expectation (None when no mass is on any digit) and the probability mass on the digits.
+    Returns ``(expectation, mass)``: ``mass`` is the probability on any digit; the expectation is None
+    when it is zero.
     """
     probabilities = {int(k): math.exp(v) for k, v in logprobs.items() if v > -math.inf}
     mass = sum(probabilities.values())
@@ -89,20 +63,7 @@ def expected_digit(logprobs: Mapping[str, float]) -> tuple[float | None, float]:
 
 
 def choice_probability(logprob_first: float, logprob_second: float) -> float | None:
-    """P(first) = p1 / (p1 + p2) from two log-probabilities (None when both are impossible).
-
-    Parameters
-    ----------
-    logprob_first : float
-        The log-probability of the first choice.
-    logprob_second : float
-        The log-probability of the second choice.
-
-    Returns
-    -------
-    float | None
-        P(first), or None when both are ``-inf``.
-    """
+    """P(first) = p1 / (p1 + p2) from two log-probabilities; None when both are ``-inf``."""
     top = max(logprob_first, logprob_second)
     if top == -math.inf:
         return None
@@ -111,36 +72,12 @@ def choice_probability(logprob_first: float, logprob_second: float) -> float | N
 
 
 def sigmoid(x: float) -> float:
-    """The logistic function, without overflow for large negative ``x``.
-
-    Parameters
-    ----------
-    x : float
-        Any real number.
-
-    Returns
-    -------
-    float
-        ``1 / (1 + exp(-x))``.
-    """
+    """The logistic function ``1 / (1 + exp(-x))``, without overflow for large negative ``x``."""
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def winner_from_scores(first: float, second: float) -> Winner:
-    """The verdict two scores give: the higher one wins; equal scores are a tie.
-
-    Parameters
-    ----------
-    first : float
-        The first answer's score.
-    second : float
-        The second answer's score.
-
-    Returns
-    -------
-    Winner
-        ``FIRST``, ``SECOND`` or ``TIE``.
-    """
+    """The verdict two scores give: the higher one wins; equal scores are a tie."""
     if first > second:
         return Winner.FIRST
     if second > first:
@@ -149,39 +86,14 @@ def winner_from_scores(first: float, second: float) -> Winner:
 
 
 def midpoint(task: Task) -> float:
-    """The middle of the task's grading scale.
-
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-
-    Returns
-    -------
-    float
-        ``(low + high) / 2``.
-    """
+    """The middle of the task's grading scale, ``(low + high) / 2``."""
     return (task.scale[0] + task.scale[1]) / 2
 
 
 def failed_comparison(task: Task, raw: str, usage: Mapping[str, int], extras: Mapping[str, Any]) -> Verdict:
-    """The documented failure rule of a comparison: a tie at the middle of the scale, P = 0.5.
+    """The failure rule of a comparison: a FAILED tie at the middle of the scale, ``probability=0.5``.
 
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-    raw : str
-        The judge's raw output, kept for inspection.
-    usage : Mapping[str, int]
-        What the failed attempts cost (tokens, retries...).
-    extras : Mapping[str, Any]
-        Extra fields recorded with the judgment (mode, template, reason...).
-
-    Returns
-    -------
-    Verdict
-        A FAILED verdict: both answers at the middle of the scale, ``probability=0.5``.
+    ``raw`` is the judge's output, ``usage`` what the failed attempts cost.
     """
     middle = midpoint(task)
     return Verdict(
@@ -204,30 +116,10 @@ def choice_judgment(
     probability: float | None,
     extras: Mapping[str, Any] | None = None,
 ) -> Verdict:
-    """A logprob comparison from its choice log-probabilities and P(first) (None: failed).
+    """A logprob comparison from its choice log-probabilities and P(first) (``probability`` None: failed).
 
-    ``probability`` may differ from the raw P(1) / (P(1) + P(2)) of ``logprobs`` (a calibrated
-    judge's); the raw one is then kept in ``extras["raw_probability"]``.
-
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-    template : str
-        The template's name.
-    prefix : str
-        The forced reply prefix the choice was read after.
-    logprobs : Mapping[str, float]
-        The log-probabilities of the choices ``"1"`` and ``"2"``.
-    probability : float | None
-        P(first) as the judgment reports it (None: failed).
-    extras : Mapping[str, Any] | None
-        Extra fields recorded with the judgment.
-
-    Returns
-    -------
-    Verdict
-        The verdict: scores are ``probability`` and its complement on the task's scale.
+    When ``probability`` differs from the raw P(1) / (P(1) + P(2)) of ``logprobs`` (a calibrated
+    judge's), the raw one is kept in ``extras["raw_probability"]``.
     """
     extras = {"mode": "logprob", "template": template, "logprobs": dict(logprobs), **(extras or {})}
     raw_probability = choice_probability(logprobs["1"], logprobs["2"])
@@ -264,9 +156,7 @@ class Prompt:
 
 
 class ModeJudge(Protocol):
-    """What a mode reads from the judge it serves (an :class:`~rankkit.judges.llm.LLMJudge`): its
-    runtime, decoding parameters, templates and prompts. Modes are given the judge; they never
-    build one, so they depend on this, not on the judge's class."""
+    """What a mode reads from the judge it serves: runtime, decoding parameters, templates and prompts."""
 
     runtime: LLMRuntime
     max_new_tokens: int
@@ -284,54 +174,13 @@ class ModeJudge(Protocol):
         """The templates the judge's prompts come from (their fingerprint is the mode's)."""
 
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
-        """The pointwise prompt for one candidate.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer judged.
-
-        Returns
-        -------
-        Prompt
-            The rendered prompt.
-        """
+        """The pointwise prompt for one candidate."""
 
     def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """The pairwise prompts of a batch, in order.
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Returns
-        -------
-        list[Prompt]
-            One prompt per request, in the order of ``requests``.
-        """
+        """The pairwise prompts of a batch, one per request in order (each pair in the order shown)."""
 
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
-        """A logprob comparison's P(first) after the judge's per-comparison calibration.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-        probability : float
-            P(first) as read.
-
-        Returns
-        -------
-        float
-            The calibrated P(first).
-        """
+        """A logprob comparison's P(first) after the judge's per-comparison calibration."""
 
 
 class JudgingMode(Protocol):
@@ -340,64 +189,16 @@ class JudgingMode(Protocol):
     name: str
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
-        """What this mode adds to the judge's fingerprint (templates, decoding, rule versions).
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode (its templates and decoding parameters).
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
-        """
+        """What this mode adds to the judge's fingerprint (templates, decoding, rule versions): JSON-ready."""
 
     def prompt_points(self, max_points: float) -> float:
-        """The M a pointwise prompt shows, given the task's and template's M.
-
-        Parameters
-        ----------
-        max_points : float
-            The task's (or template's) maximum score M.
-
-        Returns
-        -------
-        float
-            The M the prompt shows.
-        """
+        """The M a pointwise prompt shows, given the task's (or template's) M."""
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Grade every request; yield ``(index, judgment)`` as each is ready.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode (its prompts, decoding parameters and runtime).
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` requests.
-
-        Returns
-        -------
-        Iterator[tuple[int, Grade]]
-            ``(index, grade)``: the index of the request in ``requests`` and its grade.
-        """
+        """Grade every request; yield ``(index in requests, grade)`` as each is ready."""
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Compare every request (first, second as presented); yield ``(index, judgment)`` as each is ready.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode (its prompts, decoding parameters and runtime).
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Returns
-        -------
-        Iterator[tuple[int, Verdict]]
-            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
-        """
+        """Compare every request (first, second as shown); yield ``(index in requests, verdict)`` as each is ready."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,9 +207,7 @@ class JudgingMode(Protocol):
 
 @dataclass(frozen=True)
 class Reading:
-    """What a reader took from one generated reply: the verdict (None when there is none), why
-    none, the raw text to keep (None: the reply as generated), usage the reading itself cost, and
-    details for the judgment's extras."""
+    """What a reader took from one reply: the verdict (None: why not), raw text to keep, usage and extras."""
 
     value: Any
     error: str | None = None
@@ -440,29 +239,12 @@ class Reply:
 def generate_and_read(
     judge: ModeJudge, conversations: Sequence[Conversation], read: Reader, batched: bool = True
 ) -> Iterator[tuple[int, Reply]]:
-    """Generate a reply to each conversation and read its verdict with ``read``; a reply without
-    one is asked again with the next seed (at :data:`RETRY_TEMPERATURE` when the judge decodes
-    greedily, since a greedy retry would repeat itself), up to the judge's ``retries``.
+    """Generate a reply to each conversation and read its verdict with ``read``; yield ``(index, Reply)``.
 
-    ``batched``: read a whole attempt's replies at once (continuations: one runtime call each
-    round), else each as it arrives (a text parse). Yields ``(index, Reply)`` as each is final, so
-    the caller caches every judgment the moment it exists.
-
-    Parameters
-    ----------
-    judge : ModeJudge
-        The judge (its runtime, decoding parameters and ``retries``).
-    conversations : Sequence[Conversation]
-        The chat conversations.
-    read : Reader
-        Reads the verdicts of replies: given their indices and texts, yields ``(index, Reading)``.
-    batched : bool
-        Read a whole attempt's replies at once (True), else each as it arrives.
-
-    Yields
-    ------
-    tuple[int, Reply]
-        ``(index, reply)``: the index of the conversation and its final reply with its reading.
+    A reply without a verdict is asked again with the next seed, up to the judge's ``retries`` (at
+    :data:`RETRY_TEMPERATURE` when the judge decodes greedily, since a greedy retry would repeat
+    itself). ``batched`` reads a whole attempt's replies at once (continuations), else each as it
+    arrives (text parse). Each reply is yielded as soon as it is final, so the caller caches it.
     """
     history: dict[int, list[str]] = {i: [] for i in range(len(conversations))}
     usage: dict[int, dict[str, int]] = {i: {} for i in range(len(conversations))}
@@ -513,22 +295,10 @@ def generate_and_read(
 
 
 def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:
-    r"""The assistant prefix rankkit appends to a generated explanation before reading a score:
-    ``<explanation>\n\nFinal verdict: Answer 1: `` (``slot`` 1), ``... Score: `` (``slot`` None).
+    r"""The assistant prefix read after an explanation: ``<explanation>\n\nFinal verdict: Answer 1: ``.
 
-    Parameters
-    ----------
-    prompt : Prompt
-        The prompt the explanation answers.
-    explanation : str
-        The judge's generated explanation (trailing whitespace is dropped).
-    slot : int | None
-        1 or 2 for a comparison's answer, None for a pointwise score.
-
-    Returns
-    -------
-    str
-        The assistant prefix.
+    ``slot`` is 1 or 2 for a comparison's answer, None for a pointwise ``... Score: ``; the
+    explanation's trailing whitespace is dropped.
 
     Examples
     --------
@@ -545,23 +315,7 @@ def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:
 def read_scores(
     runtime: LLMRuntime, prompts: Sequence[Prompt], prefixes: Sequence[str]
 ) -> Iterator[tuple[int, dict[str, float]]]:
-    """The digit log-probabilities ``0..K`` after each prompt's prefix (K = its ``max_points``),
-    one runtime call per distinct K.
-
-    Parameters
-    ----------
-    runtime : LLMRuntime
-        The judge's runtime.
-    prompts : Sequence[Prompt]
-        The prompts (their conversations and ``max_points``).
-    prefixes : Sequence[str]
-        One forced reply prefix per prompt.
-
-    Returns
-    -------
-    Iterator[tuple[int, dict[str, float]]]
-        ``(index, logprobs)``: the index of the prompt and its digits' log-probabilities.
-    """
+    """Yield ``(index, logprobs)``: the digits ``0..K`` after each prompt's prefix (K = its ``max_points``)."""
     return next_token_logprobs(
         runtime,
         [p.conversation for p in prompts],
@@ -571,19 +325,7 @@ def read_scores(
 
 
 def read_usage(tables: Sequence[Mapping[str, float]]) -> dict[str, int]:
-    """What reading ``tables`` cost, when the runtime says (a hosted API's follow-up reads are
-    :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` with their ``usage``); empty otherwise.
-
-    Parameters
-    ----------
-    tables : Sequence[Mapping[str, float]]
-        The log-probability tables read.
-
-    Returns
-    -------
-    dict[str, int]
-        The summed usage counters (empty when the runtime reports none).
-    """
+    """The summed usage of reading ``tables`` when the runtime reports it (hosted APIs); else empty."""
     total: dict[str, int] = {}
     for table in tables:
         if isinstance(table, ChoiceLogprobs):
@@ -598,33 +340,14 @@ def _argmax_digit(logprobs: Mapping[str, float]) -> str:
 def continuation_verdicts(
     runtime: LLMRuntime, prompts: Sequence[Prompt], texts: Sequence[str], slots: int
 ) -> list[tuple[ParsedVerdict, dict[str, Any]]]:
-    """The verdict of each generated explanation, read from continuations rankkit controls.
+    """The verdict of each explanation, read from continuations rankkit controls.
 
-    After the judge's explanation rankkit appends its own verdict prefix (:func:`verdict_prefix`)
-    and reads the probabilities of the score digits ``0..K`` as the next token; the score is their
-    expected value (as in ``logprob`` mode). With two slots, the second score is read after the
-    first one's most likely digit: ``... Answer 1: 7/9 Answer 2: ``. No verdict is ever searched for
-    in the free text, so nothing a candidate writes (or makes the judge repeat) can be read as one.
-    A slot with no probability on any digit fails the verdict.
-
-    Returns, per prompt, the :class:`ParsedVerdict` (scores on ``[0, K]``) and what was read
-    (``{"logprobs": [...], "continuation": the verdict line}``).
-
-    Parameters
-    ----------
-    runtime : LLMRuntime
-        The judge's runtime.
-    prompts : Sequence[Prompt]
-        The prompts the explanations answer.
-    texts : Sequence[str]
-        The generated explanations, one per prompt.
-    slots : int
-        2 for a comparison, 1 for a pointwise grade.
-
-    Returns
-    -------
-    list[tuple[ParsedVerdict, dict[str, Any]]]
-        Per prompt, the :class:`ParsedVerdict` and what was read.
+    After the explanation rankkit appends :func:`verdict_prefix` and reads the score digits ``0..K``
+    as the next token; the score is their expected value. With ``slots=2`` the second score is read
+    after the first one's most likely digit (``... Answer 1: 7/9 Answer 2: ``). The free text is
+    never searched for a verdict, so nothing a candidate writes can be read as one. A slot with no
+    mass on any digit fails. Returns per prompt the :class:`ParsedVerdict` (scores on ``[0, K]``)
+    and what was read (``logprobs``, ``continuation``).
     """
     results: list[tuple[ParsedVerdict, dict[str, Any]]] = []
     prefixes = [verdict_prefix(p, t, 1 if slots == 2 else None) for p, t in zip(prompts, texts)]
@@ -657,25 +380,16 @@ def continuation_verdicts(
 
 
 class GenerateMode:
-    """The judge writes its reasoning; the verdict is read from a continuation rankkit controls
-    (or, where the runtime cannot continue a prefix, parsed from the text: the flagged fallback).
-    One retry with the next seed when no verdict can be read."""
+    """The judge writes its reasoning; the verdict is read from a continuation rankkit controls.
+
+    Where the runtime cannot continue a prefix, the verdict is parsed from the text (the flagged
+    fallback). One retry with the next seed when no verdict can be read.
+    """
 
     name = "generate"
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
-        """What generate mode adds to the fingerprint: templates, parser and verdict rule, decoding, retries.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
-        """
+        """Templates, parser and verdict rule, decoding and retries."""
         return {
             "templates": judge.templates.fingerprint(),
             "parser": PARSER_VERSION,
@@ -689,35 +403,11 @@ class GenerateMode:
         }
 
     def prompt_points(self, max_points: float) -> float:
-        """The digit scale's K (:func:`logprob_points`): the verdict is read as one digit.
-
-        Parameters
-        ----------
-        max_points : float
-            The task's (or template's) maximum score M.
-
-        Returns
-        -------
-        float
-            K.
-        """
+        """The digit scale's K (:func:`logprob_points`): the verdict is read as one digit."""
         return float(logprob_points(max_points))
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Generate an explanation per request, then read its score after ``Final verdict: Score: ``.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` requests.
-
-        Yields
-        ------
-        tuple[int, Grade]
-            ``(index, grade)``: the index of the request in ``requests`` and its grade.
-        """
+        """Generate an explanation per request, then read its score after ``Final verdict: Score: ``."""
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         for index, reply in self._verdicts(judge, prompts, 1):
             task = requests[index][0]
@@ -736,20 +426,7 @@ class GenerateMode:
             )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Generate an explanation per pair, then read both answers' scores after rankkit's verdict prefix.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Yields
-        ------
-        tuple[int, Verdict]
-            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
-        """
+        """Generate an explanation per pair, then read both answers' scores after rankkit's verdict prefix."""
         prompts = judge.pair_prompts(requests)
         for index, reply in self._verdicts(judge, prompts, 2):
             task = requests[index][0]
@@ -774,9 +451,7 @@ class GenerateMode:
 
     @staticmethod
     def _verdicts(judge: ModeJudge, prompts: Sequence[Prompt], slots: int) -> Iterator[tuple[int, Reply]]:
-        """Generate and read each prompt's verdict (:func:`generate_and_read`): on the continuation
-        path an attempt's explanations are generated first, then read in one or two batched
-        continuation calls; on the text path each is parsed as it arrives."""
+        """Each prompt's verdict: continuations read in batched calls per attempt, or text parsed as it arrives."""
         conversations = [p.conversation for p in prompts]
         if judge.verdict_path == "text":
             parse = parse_pairwise if slots == 2 else parse_pointwise
@@ -834,26 +509,9 @@ def next_token_logprobs(
     prefixes: Sequence[str],
     choices: Sequence[tuple[str, ...]],
 ) -> Iterator[tuple[int, dict[str, float]]]:
-    """Ask the runtime once for every prompt, each with its own prefix and choices (e.g. the
-    digit scales of tasks with different M): generate mode's prefixes hold each judge's
-    explanation, and one call lets an HTTP runtime send them all at once (or in one batch)
-    rather than one group after another.
+    """Yield ``(index, logprobs)`` of each conversation's own choices after its own prefix, in one runtime call.
 
-    Parameters
-    ----------
-    runtime : LLMRuntime
-        The judge's runtime.
-    conversations : Sequence[Conversation]
-        The chat conversations.
-    prefixes : Sequence[str]
-        One forced reply prefix per conversation.
-    choices : Sequence[tuple[str, ...]]
-        The choices of each conversation.
-
-    Yields
-    ------
-    tuple[int, dict[str, float]]
-        ``(index, logprobs)``: the index of the conversation and its choices' log-probabilities.
+    One call lets an HTTP runtime send every prompt at once rather than one group after another.
     """
     if not conversations:
         return
@@ -870,50 +528,15 @@ class LogprobMode:
     name = "logprob"
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
-        """What logprob mode adds to the fingerprint: templates and rule versions.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
-        """
+        """Templates and rule versions."""
         return {"templates": judge.templates.fingerprint(), "rule": LOGPROB_RULE}
 
     def prompt_points(self, max_points: float) -> float:
-        """The digit scale's K (:func:`logprob_points`).
-
-        Parameters
-        ----------
-        max_points : float
-            The task's (or template's) maximum score M.
-
-        Returns
-        -------
-        float
-            K.
-        """
+        """The digit scale's K (:func:`logprob_points`)."""
         return float(logprob_points(max_points))
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """The expected score digit after ``Score: ``, one forward pass per request.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` requests.
-
-        Yields
-        ------
-        tuple[int, Grade]
-            ``(index, grade)``: the index of the request in ``requests`` and its grade.
-        """
+        """The expected score digit after ``Score: ``, one forward pass per request."""
         prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
         for index, logprobs in read_scores(judge.runtime, prompts, prefixes):
@@ -951,20 +574,7 @@ class LogprobMode:
             )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """P(1) / (P(1) + P(2)) of the choice tokens after the choice prefix, one forward pass per pair.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Yields
-        ------
-        tuple[int, Verdict]
-            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
-        """
+        """P(1) / (P(1) + P(2)) of the choice tokens after the choice prefix, one forward pass per pair."""
         prompts = judge.pair_prompts(requests)
         prefixes = [p.template.choice_prefix + " " for p in prompts]
         choices = [("1", "2")] * len(prompts)
@@ -996,33 +606,11 @@ class LoglikMode:
     name = "loglik"
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
-        """What loglik mode adds to the fingerprint.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
-        """
+        """What loglik mode adds to the fingerprint."""
         return {"rule": LOGLIK_RULE}
 
     def prompt_points(self, max_points: float) -> float:
-        """The task's M unchanged (loglik mode shows no judge prompt).
-
-        Parameters
-        ----------
-        max_points : float
-            The task's (or template's) maximum score M.
-
-        Returns
-        -------
-        float
-            ``max_points``.
-        """
+        """The task's M unchanged (loglik mode shows no judge prompt)."""
         return max_points
 
     @staticmethod
@@ -1037,20 +625,7 @@ class LoglikMode:
                 yield index, value
 
     def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Each answer's mean token log-likelihood as a reply to the bare question, mapped onto the scale.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` requests.
-
-        Yields
-        ------
-        tuple[int, Grade]
-            ``(index, grade)``: the index of the request in ``requests`` and its grade.
-        """
+        """Each answer's mean token log-likelihood as a reply to the bare question, mapped onto the scale."""
         for index, value in self._answer_logliks(judge, requests):
             task = requests[index][0]
             yield (
@@ -1063,20 +638,7 @@ class LoglikMode:
             )
 
     def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """The two answers' mean log-likelihoods compared, ``probability = sigmoid(ll_first - ll_second)``.
-
-        Parameters
-        ----------
-        judge : ModeJudge
-            The judge using the mode.
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Yields
-        ------
-        tuple[int, Verdict]
-            ``(index, verdict)``: the index of the request in ``requests`` and its verdict.
-        """
+        """The two answers' mean log-likelihoods compared: ``probability = sigmoid(ll_first - ll_second)``."""
         flat = [(task, cand) for task, first, second in requests for cand in (first, second)]
         values: dict[int, float] = {}
         for flat_index, value in self._answer_logliks(judge, flat):

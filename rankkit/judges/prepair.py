@@ -1,9 +1,7 @@
-"""PREPAIR: pointwise reasoning inside a pairwise decision (The Comparative Trap, figure 2 and figure 7).
+"""PREPAIR: pointwise reasoning inside a pairwise decision (The Comparative Trap, figures 2 and 7).
 
-The templates and helpers of ``prepair=true``: an analysis of each answer on its own, generated
-once per answer and cached, then a pairwise decision prompt holding both answers and both analyses.
-
-More in ``docs/judges-llm.md``.
+Each answer is analysed on its own (once, cached), then a pairwise decision prompt holds both
+answers and both analyses. More in ``docs/judges-llm.md``.
 """
 
 from __future__ import annotations
@@ -36,56 +34,22 @@ EMPTY_ANALYSIS = "(no explanation was written)"
 
 @cache
 def prepair_templates() -> dict[str, Template]:
-    """The PREPAIR templates shipped in ``rankkit/templates/prepair``, by name.
-
-    Returns
-    -------
-    dict[str, Template]
-        The templates, by name.
-    """
+    """The PREPAIR templates shipped in ``rankkit/templates/prepair``, by name."""
     return load_template_dir(PREPAIR_TEMPLATE_DIR)
 
 
 def analysis_template(task: Task) -> Template:
-    """The pointwise analysis prompt for ``task`` (the ``-ref`` variant when it has a reference).
-
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-
-    Returns
-    -------
-    Template
-        The template.
-    """
+    """The pointwise analysis prompt for ``task`` (the ``-ref`` variant when it has a reference)."""
     return prepair_templates()["prepair-analysis-ref" if task.reference else "prepair-analysis"]
 
 
 def decision_template(task: Task) -> Template:
-    """The pairwise decision prompt for ``task`` (the ``-ref`` variant when it has a reference).
-
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-
-    Returns
-    -------
-    Template
-        The template.
-    """
+    """The pairwise decision prompt for ``task`` (the ``-ref`` variant when it has a reference)."""
     return prepair_templates()["prepair-pairwise-ref" if task.reference else "prepair-pairwise"]
 
 
 def templates_fingerprint() -> dict[str, str]:
-    """``{template name: sha}`` of every PREPAIR template (what the judge fingerprint covers).
-
-    Returns
-    -------
-    dict[str, str]
-        The SHA of each template, by name.
-    """
+    """``{template name: sha}`` of every PREPAIR template (what the judge fingerprint covers)."""
     return {name: template.sha for name, template in prepair_templates().items()}
 
 
@@ -93,37 +57,12 @@ _ANALYSIS_TAG = re.compile(r"<(\s*/?\s*)(analysis_1|analysis_2)(\s*)>", re.IGNOR
 
 
 def defuse_all(text: str) -> str:
-    """:func:`rankkit.prompts.defuse` plus the analysis tags only the decision prompt uses, so
-    neither an answer nor an analysis can close its box.
-
-    Parameters
-    ----------
-    text : str
-        An answer's or an analysis's text.
-
-    Returns
-    -------
-    str
-        The defused text.
-    """
+    """:func:`rankkit.prompts.defuse` plus the analysis tags, so neither an answer nor an analysis can close its box."""
     return _ANALYSIS_TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}›", defuse(text))
 
 
 def render_analysis(task: Task, candidate: Candidate) -> tuple[Template, str]:
-    """The analysis prompt for one answer: (template, text).
-
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-    candidate : Candidate
-        The answer analysed.
-
-    Returns
-    -------
-    tuple[Template, str]
-        The template and the rendered prompt text.
-    """
+    """The analysis prompt for one answer: ``(template, rendered text)``."""
     template = analysis_template(task)
     values = task_values(task, 10.0)  # analysis prompts use no scale; the value is never shown
     values["answer"] = defuse_all(candidate.text)
@@ -133,28 +72,7 @@ def render_analysis(task: Task, candidate: Candidate) -> tuple[Template, str]:
 def render_decision(
     task: Task, first: Candidate, second: Candidate, first_analysis: str, second_analysis: str, max_points: float
 ) -> tuple[Template, str]:
-    """The decision prompt with ``first`` as answer 1, ``second`` as answer 2 and their analyses.
-
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-    first : Candidate
-        The candidate shown first.
-    second : Candidate
-        The candidate shown second.
-    first_analysis : str
-        The analysis of ``first``.
-    second_analysis : str
-        The analysis of ``second``.
-    max_points : float
-        The M the prompt shows.
-
-    Returns
-    -------
-    tuple[Template, str]
-        The template and the rendered prompt text.
-    """
+    """The decision prompt ``(template, text)``: ``first`` as answer 1, ``second`` as answer 2, with their analyses."""
     template = decision_template(task)
     values = task_values(task, max_points)
     values.update(
@@ -169,24 +87,8 @@ def render_decision(
 def analysis_fingerprint(model: Mapping[str, Any], max_new_tokens: int, temperature: float, seed: int) -> str:
     """The identity of an analysis generator: model, analysis prompts, decoding, version.
 
-    It deliberately leaves out how the judge decides (mode, decision template, calibration), so
-    judges that share a model and analysis decoding share analyses.
-
-    Parameters
-    ----------
-    model : Mapping[str, Any]
-        The model's identity.
-    max_new_tokens : int
-        The most tokens an analysis generates.
-    temperature : float
-        The analyses' sampling temperature.
-    seed : int
-        The analyses' sampling seed.
-
-    Returns
-    -------
-    str
-        The fingerprint.
+    It leaves out how the judge decides (mode, decision template, calibration), so judges sharing a
+    model and analysis decoding share analyses.
     """
     import json
 
@@ -202,21 +104,7 @@ def analysis_fingerprint(model: Mapping[str, Any], max_new_tokens: int, temperat
 
 
 def analysis_parts(task: Task, candidate: Candidate) -> list[str | None]:
-    """What an analysis depends on (the cache key's content part): the judge's view of the task
-    and the one answer.
-
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-    candidate : Candidate
-        The answer analysed.
-
-    Returns
-    -------
-    list[str | None]
-        The content part of the cache key.
-    """
+    """The cache key's content part of an analysis: the judge's view of the task and the one answer."""
     return content_key(task, candidate)
 
 
@@ -228,13 +116,7 @@ class Analysis:
     usage: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The analysis as a JSON-ready mapping (how the memo stores it).
-
-        Returns
-        -------
-        dict[str, Any]
-            ``text`` and ``usage``.
-        """
+        """The analysis as a JSON-ready mapping, ``text`` and ``usage`` (how the memo stores it)."""
         return {"text": self.text, "usage": dict(self.usage)}
 
 
@@ -246,15 +128,9 @@ Generate = Callable[[Sequence[list[dict[str, str]]]], Iterator[tuple[int, Any]]]
 class AnalysisStore:
     """Looks analyses up in memory, then in the run's cache, and generates the rest in one batch.
 
-    fingerprint: gives :func:`analysis_fingerprint` of the judge (the cache key's first part); a
-        function, called when analyses are first looked up, so building a judge asks its runtime
-        nothing.
-    generate: how to generate replies to a batch of conversations.
-    judge: the judge the analyses are for; they are looked up through its ``memo`` (the run's
-        :class:`~rankkit.memo.JudgmentMemo` once bound), so they are cached like judgments.
-
-    ``stats`` counts ``generated`` analyses, ``cache_hits`` and ``memo_hits`` (lookups answered
-    from memory; a compare batch looks each answer up twice: to charge it, then to build prompts).
+    ``fingerprint`` is a function giving :func:`analysis_fingerprint`, called on first lookup so
+    building a judge asks its runtime nothing. Analyses are looked up through ``judge``'s memo, so
+    they are cached like judgments. ``stats`` counts ``generated``, ``cache_hits`` and ``memo_hits``.
     """
 
     def __init__(self, fingerprint: Callable[[], str], generate: Generate, judge: Any):
@@ -269,36 +145,11 @@ class AnalysisStore:
         return json.dumps(analysis_parts(task, candidate), ensure_ascii=False)
 
     def text(self, task: Task, candidate: Candidate) -> str:
-        """The analysis of an answer that :meth:`ensure` has already produced.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer analysed.
-
-        Returns
-        -------
-        str
-            The analysis text.
-        """
+        """The analysis of an answer that :meth:`ensure` has already produced."""
         return self.memo[self._key(task, candidate)]
 
     def ensure(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[str, Analysis]:
-        """Make sure every (task, answer) has an analysis; returns the ones generated *now*
-        (with their usage), keyed like the memo — everything else was reused.
-
-        Parameters
-        ----------
-        answers : Sequence[tuple[Task, Candidate]]
-            The ``(task, answer)`` pairs that need an analysis.
-
-        Yields
-        ------
-        dict[str, Analysis]
-            The analyses generated now, by memo key.
-        """
+        """Make sure every ``(task, answer)`` has an analysis; the ones generated now, by memo key (the rest were reused)."""
         from rankkit.memo import Origin, memo_of
 
         missing: dict[str, tuple[Task, Candidate]] = {}
@@ -340,20 +191,7 @@ class AnalysisStore:
     def charges(
         self, requests: Sequence[tuple[Task, Candidate, Candidate]], fresh: Mapping[str, Analysis]
     ) -> list[dict[str, int]]:
-        """Per request, the usage of the fresh analyses it is the first to use (charged once).
-
-        Parameters
-        ----------
-        requests : Sequence[tuple[Task, Candidate, Candidate]]
-            ``(task, first, second)`` requests.
-        fresh : Mapping[str, Analysis]
-            The analyses generated now, by memo key (:meth:`ensure`).
-
-        Returns
-        -------
-        list[dict[str, int]]
-            One usage mapping per request.
-        """
+        """Per request, the usage of the ``fresh`` analyses it is the first to use (each charged once)."""
         charged: set[str] = set()
         out = []
         for task, first, second in requests:

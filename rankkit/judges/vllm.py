@@ -1,9 +1,6 @@
 """The vLLM judge: ``vllm:MODEL`` runs the model in process on vLLM's offline engine (``vllm.LLM``).
 
-The same :class:`~rankkit.judges.llm.LLMJudge` as ``hf:`` and ``openai:`` on :class:`VLLMRuntime`,
-which hands vLLM the token ids the hf runtime would read; vllm is imported inside functions only.
-
-More in ``docs/judges-servers.md``.
+vllm is imported inside functions only. More in ``docs/judges-servers.md``.
 """
 
 from __future__ import annotations
@@ -67,18 +64,8 @@ DEFAULTS: dict[str, Any] = {o.name: o.default for o in VLLM_OPTIONS}
 def local_model_dir(model_ref: str) -> Path | None:
     """The local directory ``model_ref`` names, or None for a hub id.
 
-    A reference is local when it exists or looks like a path (starts with ``.``, ``/`` or ``~``,
-    or has more than one ``/``); a local one must be a model directory (with ``config.json``).
-
-    Parameters
-    ----------
-    model_ref : str
-        A model directory or a hub id.
-
-    Returns
-    -------
-    Path | None
-        The directory, or None for a hub id.
+    A reference is local when it exists or looks like a path (starts with ``.``, ``/`` or ``~``, or
+    has more than one ``/``).
 
     Raises
     ------
@@ -102,22 +89,7 @@ def local_model_dir(model_ref: str) -> Path | None:
 
 
 def model_identity(model_ref: str, dtype: str) -> dict[str, Any]:
-    """What names the model in the fingerprint, as for the hf judge: the embedded SmolLM2 by its
-    GGUF, a local directory by the signature of its weights, a hub id by the revision it
-    resolved to in the local hub cache.
-
-    Parameters
-    ----------
-    model_ref : str
-        ``smollm2``, a model directory or a hub id.
-    dtype : str
-        The weights' dtype.
-
-    Returns
-    -------
-    dict[str, Any]
-        The identity: JSON-ready values, by name.
-    """
+    """What names the model in the fingerprint: SmolLM2 by its GGUF, a directory by its weights, a hub id by revision."""
     from rankkit.judges import hf
     from rankkit.judges.hf_loading import smollm2_identity
 
@@ -149,21 +121,7 @@ LOADED_KEY = "vllm"
 
 
 def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, Any]:
-    """``vllm.LLM`` keyword arguments for parsed spec options.
-
-    Parameters
-    ----------
-    source : str
-        The model's directory or hub id.
-    options : dict[str, Any]
-        The spec's parsed options.
-    on_cpu : bool
-        Whether vLLM runs on a CPU (the KV cache is then sized by ``kv_cache_gib``).
-
-    Returns
-    -------
-    dict[str, Any]
-        The keyword arguments.
+    """``vllm.LLM`` keyword arguments for parsed spec options (on a CPU the KV cache is sized by ``kv_cache_gib``).
 
     Examples
     --------
@@ -190,18 +148,6 @@ def llm_kwargs(source: str, options: dict[str, Any], on_cpu: bool) -> dict[str, 
 def load_llm(source: str, options: dict[str, Any]) -> Any:
     """A ``vllm.LLM`` for ``source`` (a directory or hub id), loaded once per process.
 
-    Parameters
-    ----------
-    source : str
-        The model's directory or hub id.
-    options : dict[str, Any]
-        The spec's parsed options.
-
-    Returns
-    -------
-    vllm.LLM
-        The engine.
-
     Raises
     ------
     SpecError
@@ -215,9 +161,7 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
             os.environ.setdefault(
                 "VLLM_LOGGING_LEVEL", "ERROR"
             )  # its INFO and WARNING lines would drown rankkit's output
-            # torch first, through rankkit: OpenMP then sleeps rather than spins while it waits, in
-            # this process and the engine's (measured: an hf judge sharing a process with vLLM ran
-            # ~10x slower on a busy 2-core machine when vLLM had imported torch first)
+            # torch first, through rankkit: OpenMP then sleeps rather than spins while it waits
             import_torch()
             from vllm import LLM
             from vllm.platforms import current_platform
@@ -236,8 +180,7 @@ def load_llm(source: str, options: dict[str, Any]) -> Any:
 
 
 def shutdown_all() -> None:
-    """Stop every vLLM engine this process loaded (its engine-core process too). Registered to
-    run at interpreter exit; tests call it to free memory between engines."""
+    """Stop every vLLM engine this process loaded (and its engine-core process); runs at exit."""
     with LOAD_LOCK:
         for key in [k for k in LOADED if k[0] == LOADED_KEY]:
             llm = LOADED.pop(key)
@@ -254,16 +197,11 @@ atexit.register(shutdown_all)
 
 
 class VLLMRuntime(LLMRuntime):
-    """An :class:`~rankkit.judges.llm_runtime.LLMRuntime` on a loaded ``vllm.LLM``.
+    """An :class:`~rankkit.judges.llm_runtime.LLMRuntime` on a loaded, shared ``vllm.LLM``.
 
-    llm: the loaded engine (shared: :meth:`close` leaves it running for other judges).
-    identity: what names the weights in the fingerprint.
-    max_model_len: the engine's limit; longer prompts raise :class:`~rankkit.judges.llm_runtime.PromptTooLong`.
-    capacity: requests one call should get (``max_num_seqs``).
-
-    Each method renders all its conversations, sends the ones that fit in one ``llm.generate``
-    call (vLLM batches and schedules them) and yields every result, then raises for a prompt that
-    did not fit. Calls are serialized by a lock (``vllm.LLM`` is not thread-safe).
+    Each method sends the conversations that fit in one ``llm.generate`` call, yields every result,
+    then raises :class:`~rankkit.judges.llm_runtime.PromptTooLong` for one longer than
+    ``max_model_len``. Calls are serialized by a lock (``vllm.LLM`` is not thread-safe).
     """
 
     backend = "vllm"
@@ -282,13 +220,7 @@ class VLLMRuntime(LLMRuntime):
         self.stats = {"calls": 0, "rows": 0, "prompt_tokens": 0}
 
     def identity(self) -> dict[str, Any]:
-        """What names the model for the fingerprint: the identity it was built with (:func:`model_identity`).
-
-        Returns
-        -------
-        dict[str, Any]
-            The identity: JSON-ready values, by name.
-        """
+        """The identity the runtime was built with (:func:`model_identity`)."""
         return dict(self._identity)
 
     def close(self) -> None:
@@ -296,26 +228,11 @@ class VLLMRuntime(LLMRuntime):
 
     # -- prompts ---------------------------------------------------------------------------------
     def prompt_ids(self, conversation: Conversation, prefix: str = "") -> list[int]:
-        """The token ids of a conversation's prompt followed by a forced reply ``prefix``, messages
-        and prefix tokenized as text (:func:`.chat_tokens.encode_chat`).
-
-        Parameters
-        ----------
-        conversation : Conversation
-            The chat conversation.
-        prefix : str
-            The forced reply prefix ("" for none).
-
-        Returns
-        -------
-        list[int]
-            The token ids.
-        """
+        """The token ids of a conversation's prompt followed by a forced reply ``prefix`` (:func:`.chat_tokens.encode_chat`)."""
         return chat_tokens.encode_chat(self.tokenizer, conversation, prefix)
 
     def _run(self, sequences: Sequence[Sequence[int]], params: Any, reserve: int) -> Iterator[tuple[int, Any]]:
-        """``llm.generate`` on the sequences; yields ``(index, RequestOutput)``. A sequence that
-        leaves no room for ``reserve`` tokens raises :class:`~rankkit.judges.llm_runtime.PromptTooLong` before any is run."""
+        """``llm.generate`` on the sequences; yields ``(index, RequestOutput)``; PromptTooLong before any runs."""
         from vllm.inputs import TokensPrompt
 
         check_fit(
@@ -346,23 +263,10 @@ class VLLMRuntime(LLMRuntime):
         assistant_prefix: str | Sequence[str],
         choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Log-probabilities of each of ``choices`` as the next token after ``assistant_prefix``
-        (one str for every row, or one per conversation), from one forward pass per prompt.
+        """Yield ``(index, logprobs)`` of each of ``choices`` as the next token after ``assistant_prefix``.
 
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations.
-        assistant_prefix : str | Sequence[str]
-            The forced start of the reply: one for every conversation, or one per conversation.
-        choices : Sequence[str] | Sequence[Sequence[str]]
-            The choices (their first tokens must differ): one set for every conversation, or one
-            per conversation (:func:`~rankkit.judges.llm_runtime.choices_per_row`).
-
-        Yields
-        ------
-        tuple[int, dict[str, float]]
-            ``(index, logprobs)``: the index of the conversation and each choice's log-probability.
+        ``assistant_prefix`` and ``choices`` are one for every row or one per conversation
+        (:func:`~rankkit.judges.llm_runtime.choices_per_row`); choices' first tokens must differ.
         """
         from vllm import SamplingParams
 
@@ -385,24 +289,9 @@ class VLLMRuntime(LLMRuntime):
     def generate(
         self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
-        """Each conversation's reply: greedy at temperature 0, else sampled with ``seed`` per
-        request (so a reply does not depend on what it was batched with, up to float noise).
+        """Yield ``(index, Generation)``: greedy at temperature 0, else sampled with ``seed`` per request.
 
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations.
-        max_new_tokens : int
-            The most tokens generated per reply.
-        temperature : float
-            The sampling temperature (0: greedy).
-        seed : int
-            The sampling seed.
-
-        Yields
-        ------
-        tuple[int, Generation]
-            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        A per-request seed keeps a reply independent of what it was batched with (up to float noise).
         """
         from vllm import SamplingParams
 
@@ -421,21 +310,7 @@ class VLLMRuntime(LLMRuntime):
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
-        """The mean log-likelihood of each answer's tokens as the reply, from vLLM's prompt
-        log-probabilities (the answer is appended to the prompt).
-
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations (the bare questions).
-        answers : Sequence[str]
-            One answer per conversation.
-
-        Yields
-        ------
-        tuple[int, float]
-            ``(index, loglik)``: the index of the conversation and the answer's mean token log-likelihood.
-        """
+        """Yield ``(index, loglik)``: each answer's mean token log-likelihood as the reply to its conversation."""
         from vllm import SamplingParams
 
         sequences, lengths = chat_tokens.answer_tokens(self.tokenizer, conversations, answers, self.backend)
