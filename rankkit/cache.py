@@ -8,12 +8,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import secrets
 import socket
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -71,8 +73,29 @@ WHERE json_extract(judgments.payload, '$.status') = 'failed'
 """
 
 
-#: The columns of the judgments table; a database without them is not a rankkit cache.
-_COLUMNS = frozenset({"key", "fingerprint", "kind", "payload", "created"})
+def _rankkit_schema() -> tuple[frozenset[tuple[str, str, str]], dict[str, list[tuple]]]:
+    """What a rankkit cache holds: its ``sqlite_master`` objects ``(type, name, table)`` and each
+    table's columns as ``PRAGMA table_info`` gives them, read off an empty database made here."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute(_SCHEMA)
+        db.execute(_LEASES_SCHEMA)
+        objects = frozenset(db.execute("SELECT type, name, tbl_name FROM sqlite_master"))
+        columns = {table: db.execute(f"PRAGMA table_info({table})").fetchall() for table in ("judgments", "leases")}
+    finally:
+        db.close()
+    return objects, columns
+
+
+#: Everything a rankkit cache holds. A cache is often someone else's file (a repository, a
+#: benchmark bundle), and a trigger or view in it would run inside this process's reads and writes
+#: (swap winners, drop answers, hand leases away), so anything else in the file is refused.
+_OBJECTS, _COLUMNS = _rankkit_schema()
+
+#: The furthest in the future a lease can expire: its owner renews it to ``lease_seconds`` from
+#: now, and no run uses leases of more than a day. A later expiry was not written by a rankkit run
+#: (a crafted file, a clock far off), and waiting for it would never end: it is taken over.
+MAX_LEASE_SECONDS = 86_400.0
 
 
 class CacheError(RankkitError, RuntimeError):
@@ -266,7 +289,11 @@ class JudgmentCache:
 
     def _connect(self) -> sqlite3.Connection:
         """The connection to the file (its own method so tests can open the file read-only)."""
-        return sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False, isolation_level=None)
+        # No SQL function of the schema may run with side effects (SQLite's defence for files
+        # from others); :meth:`_check_schema` refuses triggers and views outright.
+        db.execute("PRAGMA trusted_schema=OFF")
+        return db
 
     def _setup(self, attempts: int = 200) -> None:
         """Check the file is a rankkit cache, switch to WAL, create the table and probe a write.
@@ -288,17 +315,35 @@ class JudgmentCache:
                 time.sleep(0.05)
 
     def _check_schema(self) -> None:
-        """Refuse an SQLite database that is not a rankkit cache (before creating our table in it)."""
-        tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not tables:  # a new or empty file: the table is created next
+        """Refuse a database that is not a rankkit cache, or that holds anything rankkit did not
+        create (:data:`_OBJECTS`, :data:`_COLUMNS`), before anything is read from or written to it."""
+        objects = set(self._db.execute("SELECT type, name, tbl_name FROM sqlite_master"))
+        if not objects:  # a new or empty file: the tables are created next
             return
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(judgments)")}
-        if not _COLUMNS <= columns:
+        if ("table", "judgments", "judgments") not in objects:
             # Someone else's database: never suggest deleting it.
             raise CacheError(
                 self.path,
                 "not a rankkit cache (an SQLite database without rankkit's judgments table)",
                 "give the cache a path of its own (cache= in a library call, --cache on the command line)",
+            )
+        foreign = sorted(objects - _OBJECTS, key=lambda row: (row[0] != "trigger", row))
+        changed = [
+            ("table", table, table)
+            for table, columns in _COLUMNS.items()
+            if ("table", table, table) in objects
+            and self._db.execute(f"PRAGMA table_info({table})").fetchall() != columns
+        ]
+        if foreign or changed:
+            kind, name, table = (foreign + changed)[0]
+            what = f"a {kind} {name!r} on {table!r}" if foreign else f"the table {name!r} with other columns"
+            more = len(foreign) + len(changed) - 1
+            raise CacheError(
+                self.path,
+                f"holds {what}, which rankkit never creates"
+                + (f" (and {more} more such object(s))" if more else "")
+                + "; a trigger, view or changed table can alter what a run reads and writes",
+                f"use a cache you made yourself: {ELSEWHERE}, or {WITHOUT}",
             )
 
     def _probe_write(self) -> None:
@@ -366,7 +411,7 @@ class JudgmentCache:
                 found.update(
                     self._db.execute(f"SELECT key, payload FROM judgments WHERE key IN ({marks})", chunk).fetchall()
                 )
-        return [None if key not in found else json.loads(found[key]) for key in keys]
+        return [None if key not in found else self._payload(key, found[key]) for key in keys]
 
     def get_fresh(self, keys: Sequence[str], since: float) -> list[dict[str, Any] | None]:
         """Stored payloads by row key, like :meth:`get_keys`, except that a failed judgment is
@@ -402,9 +447,30 @@ class JudgmentCache:
                 )
         out: list[dict[str, Any] | None] = []
         for key in keys:
-            payload = json.loads(found[key][0]) if key in found else None
+            payload = self._payload(key, found[key][0]) if key in found else None
             out.append(None if is_failed(payload) and found[key][1] < since else payload)
         return out
+
+    def _payload(self, key: str, text: Any) -> dict[str, Any]:
+        """The JSON object stored under ``key``; a :class:`CacheError` naming the row when it is not
+        JSON, not an object, or holds a number that is not finite (``NaN``, ``1e999``)."""
+        if not isinstance(text, str):
+            raise bad_row(self.path, key, f"its payload is a {type(text).__name__}, not JSON text")
+        try:
+            payload = json.loads(text, parse_constant=_refuse_constant)
+        except json.JSONDecodeError as err:
+            raise bad_row(self.path, key, f"its payload is not JSON ({err})") from None
+        except RecursionError:
+            raise bad_row(self.path, key, "its payload is nested too deeply") from None
+        except ValueError as err:
+            raise bad_row(self.path, key, f"its payload holds {err}") from None
+        if not isinstance(payload, dict):
+            raise bad_row(self.path, key, f"its payload is a JSON {type(payload).__name__}, not an object")
+        try:
+            _check_finite(payload)
+        except ValueError as err:
+            raise bad_row(self.path, key, f"its payload holds {err}") from None
+        return payload
 
     def put(self, fingerprint: str, kind: str, parts: Sequence[Any], payload: dict[str, Any]) -> None:
         """Store one judgment (buffered; committed by the next :meth:`flush`).
@@ -496,6 +562,7 @@ class JudgmentCache:
             for key in keys:
                 self._db.execute(_CLAIM, (key, self.owner, expires, now))
             self._take_over_dead_owners(keys, expires)
+            self._take_over_impossible_leases(keys, now, expires)
             held = self._owned(keys)
             self._held.update(held)
         self._start_renewing()
@@ -547,6 +614,28 @@ class JudgmentCache:
                         "UPDATE leases SET owner = ?, expires = ? WHERE key = ? AND owner = ?",
                         (self.owner, expires, key, owner),
                     )
+
+    def _take_over_impossible_leases(self, keys: list[str], now: float, expires: float) -> None:
+        """Take over leases whose expiry no rankkit run writes (more than :data:`MAX_LEASE_SECONDS`
+        ahead, or not a number), with a warning: waiting for them would never end."""
+        for start in range(0, len(keys), _SQL_CHUNK):
+            chunk = keys[start : start + _SQL_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT key, owner FROM leases WHERE owner != ? AND key IN ({marks}) "
+                "AND (typeof(expires) NOT IN ('real', 'integer') OR expires > ?)",
+                [self.owner, *chunk, now + MAX_LEASE_SECONDS],
+            ).fetchall()
+            for key, owner in rows:
+                warnings.warn(
+                    f"judgment cache {self.path}: the lease on row {key} held by {str(owner)[:80]!r} "
+                    f"expires beyond any run's lease ({MAX_LEASE_SECONDS:,.0f} s); taken over",
+                    stacklevel=2,
+                )
+                self._db.execute(
+                    "UPDATE leases SET owner = ?, expires = ? WHERE key = ? AND owner = ?",
+                    (self.owner, expires, key, owner),
+                )
 
     def _delete_leases(self, keys: list[str]) -> None:
         """Delete this cache's leases on ``keys`` (inside the caller's transaction, if any)."""
@@ -633,6 +722,33 @@ class JudgmentCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def bad_row(path: str | Path | None, key: str, problem: str) -> CacheError:
+    """The error for a row of the cache that rankkit cannot have written (exit code 2)."""
+    return CacheError(
+        path or "(memory)",
+        f"row {key} cannot be read: {problem}",
+        "the file was changed outside rankkit; use a cache you made yourself, or delete that row "
+        f"(DELETE FROM judgments WHERE key = '{key}')",
+    )
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"a number that is not finite ({name})")
+
+
+def _check_finite(value: Any) -> None:
+    """Raise ValueError when a number in ``value`` (nested lists and objects) is not finite."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"a number that is not finite ({item})")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _dead_on_this_host(owner: str, host: str) -> bool:

@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,54 @@ class ParseStatus(str, enum.Enum):
     FAILED = "failed"
 
 
+# -- reading a stored judgment back (the cache is often someone else's file) ------------------------
+# Each reader returns the field as stored or raises ValueError naming it, so that a row of the wrong
+# shape is reported (rankkit.memo names its key) instead of deciding a match with a string or NaN.
+
+
+def _number(data: Mapping[str, Any], name: str, optional: bool = False) -> Any:
+    value = data.get(name) if optional else data[name]
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} is {value!r}, not a finite number")
+    return value
+
+
+def _numbers(data: Mapping[str, Any], name: str, items_optional: bool = False) -> tuple | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ValueError(f"{name} is {value!r}, not a list")
+    return tuple(_number({name: item}, name, optional=items_optional) for item in value)
+
+
+def _slot(data: Mapping[str, Any], name: str) -> int | None:
+    value = data.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"{name} is {value!r}, not a slot number")
+    return value
+
+
+def _text(data: Mapping[str, Any], name: str) -> str:
+    value = data.get(name, "")
+    if not isinstance(value, str):
+        raise ValueError(f"{name} is {value!r}, not text")
+    return value
+
+
+def _object(data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name) or {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} is {value!r}, not an object")
+    return dict(value)
+
+
+def _status(data: Mapping[str, Any]) -> ParseStatus:
+    return ParseStatus(data.get("status", "ok"))
+
+
 @dataclass(frozen=True)
 class Grade:
     """The judge's grade for one answer alone. ``value`` is on the task's scale (None only when parsing failed)."""
@@ -70,11 +119,11 @@ class Grade:
     def from_dict(cls, data: dict[str, Any]) -> Grade:
         """A grade read back from :meth:`to_dict`'s dict."""
         return cls(
-            value=data["value"],
-            raw=data.get("raw", ""),
-            status=ParseStatus(data.get("status", "ok")),
-            usage=data.get("usage") or {},
-            extras=data.get("extras") or {},
+            value=_number(data, "value", optional=True),
+            raw=_text(data, "raw"),
+            status=_status(data),
+            usage=_object(data, "usage"),
+            extras=_object(data, "extras"),
         )
 
 
@@ -126,15 +175,18 @@ class Verdict:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
         """A verdict read back from :meth:`to_dict`'s dict."""
+        probability = _number(data, "probability", optional=True)
+        if probability is not None and not 0.0 <= probability <= 1.0:
+            raise ValueError(f"probability is {probability!r}, not between 0 and 1")
         return cls(
-            first_grade=data["first_grade"],
-            second_grade=data["second_grade"],
+            first_grade=_number(data, "first_grade"),
+            second_grade=_number(data, "second_grade"),
             winner=Winner(data["winner"]),
-            raw=data.get("raw", ""),
-            status=ParseStatus(data.get("status", "ok")),
-            probability=data.get("probability"),
-            usage=data.get("usage") or {},
-            extras=data.get("extras") or {},
+            raw=_text(data, "raw"),
+            status=_status(data),
+            probability=probability,
+            usage=_object(data, "usage"),
+            extras=_object(data, "extras"),
         )
 
 
@@ -214,15 +266,14 @@ class GroupChoice:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GroupChoice:
         """A choice read back from :meth:`to_dict`'s dict."""
-        probabilities, grades = data.get("probabilities"), data.get("grades")
         return cls(
-            chosen=data.get("chosen"),
-            probabilities=None if probabilities is None else tuple(probabilities),
-            grades=None if grades is None else tuple(grades),
-            raw=data.get("raw", ""),
-            status=ParseStatus(data.get("status", "ok")),
-            usage=dict(data.get("usage") or {}),
-            extras=dict(data.get("extras") or {}),
+            chosen=_slot(data, "chosen"),
+            probabilities=_numbers(data, "probabilities"),
+            grades=_numbers(data, "grades", items_optional=True),
+            raw=_text(data, "raw"),
+            status=_status(data),
+            usage=_object(data, "usage"),
+            extras=_object(data, "extras"),
         )
 
 
@@ -250,10 +301,15 @@ class GroupRanking:
     def from_dict(cls, data: Mapping[str, Any]) -> GroupRanking:
         """A ranking read back from :meth:`to_dict`'s dict."""
         permutation = data.get("permutation")
+        if permutation is not None:
+            if not isinstance(permutation, list) or sorted(permutation) != list(range(len(permutation))):
+                raise ValueError(f"permutation is {permutation!r}, not a permutation of the slots")
+            if any(isinstance(slot, bool) for slot in permutation):
+                raise ValueError(f"permutation is {permutation!r}, not a permutation of the slots")
         return cls(
             permutation=None if permutation is None else tuple(permutation),
-            raw=data.get("raw", ""),
-            status=ParseStatus(data.get("status", "ok")),
-            usage=dict(data.get("usage") or {}),
-            extras=dict(data.get("extras") or {}),
+            raw=_text(data, "raw"),
+            status=_status(data),
+            usage=_object(data, "usage"),
+            extras=_object(data, "extras"),
         )

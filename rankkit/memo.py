@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
-from rankkit.cache import JudgmentCache, NullCache, is_failed, judgment_key
+from rankkit.cache import JudgmentCache, NullCache, bad_row, is_failed, judgment_key
 from rankkit.judgments import (
     CHOICE_KIND,
     GRADE_KIND,
@@ -395,7 +395,7 @@ class JudgmentMemo:
                     lookup.append(row)
             for row, payload in zip(lookup, self.cache.get_keys(lookup)):
                 if payload is not None and not is_failed(payload):
-                    judgment = decode(payload)
+                    judgment = self._decoded(decode, row, kind, payload)
                     self._memory[row] = judgment
                     found[row] = (judgment, Origin.CACHE)
                 else:
@@ -439,6 +439,15 @@ class JudgmentMemo:
         release = getattr(self.cache, "release_leases", None)
         if release is not None and rows:
             release(rows)
+
+    def _decoded(self, decode: Callable[[dict[str, Any]], Any], row: str, kind: str, payload: dict[str, Any]) -> Any:
+        """``decode(payload)`` of a row read from the cache; a :class:`~rankkit.cache.CacheError`
+        naming the row when it is not a ``kind`` judgment rankkit can have written."""
+        try:
+            return decode(payload)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            problem = f"missing field {err}" if isinstance(err, KeyError) else str(err)
+            raise bad_row(self.cache.path, row, f"not a {kind} judgment ({problem})") from None
 
     def _leased_elsewhere(self, mine: dict[str, Future]) -> dict[str, Future]:
         """Claim leases on the rows of ``mine``; remove from ``mine`` and return those another
@@ -487,7 +496,7 @@ class JudgmentMemo:
             while pending:
                 for row, payload in zip(list(pending), self.cache.get_fresh(list(pending), since)):
                     if payload is not None:
-                        judgment = decode(payload)
+                        judgment = self._decoded(decode, row, kind, payload)
                         with self._lock:
                             self._memory[row] = judgment
                             del self._in_flight[row]

@@ -231,3 +231,135 @@ def test_errors_from_a_library_call_name_the_argument_as_well_as_the_flag(tmp_pa
         rankkit.compare(SAMPLE_DATA, strategies=["knockout"], judge="sim", cache=tmp_path)
     assert "cache=" in raised.value.advice and "--cache" in raised.value.advice
     assert "cache=None" in WITHOUT and "--no-cache" in WITHOUT
+
+
+# -- a cache file is untrusted input (issue 37): nothing in it but rankkit's own tables and rows ------
+
+
+def _sample_run(cache: Path, **kwargs):
+    from rankkit import load_tasks, make_judge, make_strategy, run
+
+    tasks = load_tasks(SAMPLE_DATA, limit=3)
+    strategies = [make_strategy(s) for s in ("knockout", "bt")]
+    with JudgmentCache(cache, **kwargs) as opened:
+        return run(tasks, strategies, make_judge("sim:preset=gpt4"), opened, seed=0, progress=False)
+
+
+def _plant(path: Path, *statements: str, params: tuple = ()) -> None:
+    db = sqlite3.connect(path)
+    for statement in statements:
+        db.execute(statement, params if "?" in statement else ())
+    db.commit()
+    db.close()
+
+
+@pytest.fixture
+def honest_cache(tmp_path) -> Path:
+    path = tmp_path / "honest.sqlite"
+    _sample_run(path)
+    return path
+
+
+CRAFTED_OBJECTS = {
+    "flip trigger": (
+        "CREATE TRIGGER flip AFTER INSERT ON judgments BEGIN UPDATE judgments SET payload = "
+        "replace(payload, '\"first\"', '\"second\"') WHERE key = NEW.key; END",
+        "trigger 'flip' on 'judgments'",
+    ),
+    "drop trigger": (
+        "CREATE TRIGGER drop_all BEFORE INSERT ON judgments BEGIN SELECT RAISE(IGNORE); END",
+        "trigger 'drop_all'",
+    ),
+    "lease steal trigger": (
+        "CREATE TRIGGER steal AFTER INSERT ON leases BEGIN UPDATE leases SET owner = 'far/1/x' "
+        "WHERE key = NEW.key; END",
+        "trigger 'steal'",
+    ),
+    "view": ("CREATE VIEW everything AS SELECT * FROM judgments", "view 'everything'"),
+    "extra table": ("CREATE TABLE notes (x TEXT)", "table 'notes'"),
+    "extra index": ("CREATE INDEX by_kind ON judgments (kind)", "index 'by_kind'"),
+    "extra column": ("ALTER TABLE judgments ADD COLUMN note TEXT", "the table 'judgments' with other columns"),
+}
+
+
+@pytest.mark.parametrize("case", CRAFTED_OBJECTS)
+def test_a_cache_holding_what_rankkit_never_creates_is_refused_untouched(case, honest_cache):
+    statement, named = CRAFTED_OBJECTS[case]
+    _plant(honest_cache, statement)
+    before = honest_cache.read_bytes()
+    err = cache_error(honest_cache)
+    assert err.exit_code == 2 and named in err.problem and "never creates" in err.problem
+    assert honest_cache.read_bytes() == before  # refused before anything was written
+
+
+def test_a_refused_cache_exits_2_on_the_command_line_without_a_traceback(honest_cache, tmp_path):
+    _plant(honest_cache, CRAFTED_OBJECTS["flip trigger"][0])
+    done = subprocess.run(
+        [sys.executable, "-m", "rankkit", "compare", "--strategies", "knockout", "--judge", "sim:preset=gpt4",
+         "--cache", str(honest_cache), "--quiet"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "trigger 'flip'" in done.stderr and str(honest_cache) in done.stderr
+
+
+def test_connections_run_with_trusted_schema_off(cache_path):
+    with JudgmentCache(cache_path) as cache:
+        assert cache._db.execute("PRAGMA trusted_schema").fetchone()[0] == 0
+
+
+def test_the_caches_rankkit_itself_made_are_accepted(honest_cache):
+    first = _sample_run(honest_cache)
+    assert sum(s.cost.judge_calls for s in first.strategies) == 0  # every judgment served from the file
+    legacy = honest_cache.with_name("legacy.sqlite")  # 0.1's caches had no leases table
+    _plant(legacy, "CREATE TABLE judgments (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL, "
+           "payload TEXT NOT NULL, created REAL NOT NULL)")  # fmt: skip
+    JudgmentCache(legacy).close()
+
+
+def _first_verdict_key(path: Path) -> str:
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT key FROM judgments WHERE kind = 'verdict' ORDER BY key LIMIT 1").fetchone()[0]
+
+
+BAD_PAYLOADS = {
+    "a number": ("5", "is a JSON int, not an object"),
+    "a list": ("[]", "is a JSON list, not an object"),
+    "a string": ('"x"', "is a JSON str, not an object"),
+    "not JSON": ("{oops", "is not JSON"),
+    "NaN": ('{"first_grade": NaN, "second_grade": 1, "winner": "first"}', "not finite (NaN)"),
+    "1e999": ('{"first_grade": 1e999, "second_grade": 1, "winner": "first"}', "not finite (inf)"),
+    "string grade": ('{"first_grade": "nine", "second_grade": 1, "winner": "first"}', "first_grade is 'nine'"),
+    "boolean grade": ('{"first_grade": true, "second_grade": 1, "winner": "first"}', "first_grade is True"),
+    "unknown winner": ('{"first_grade": 1, "second_grade": 1, "winner": "both"}', "'both' is not a valid Winner"),
+    "missing field": ('{"second_grade": 1, "winner": "first"}', "missing field 'first_grade'"),
+    "probability 2": ('{"first_grade": 1, "second_grade": 1, "winner": "first", "probability": 2}', "probability is 2"),
+    "raw not text": ('{"first_grade": 1, "second_grade": 1, "winner": "first", "raw": 5}', "raw is 5, not text"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PAYLOADS)
+def test_a_row_rankkit_cannot_have_written_is_an_error_naming_its_key(case, honest_cache):
+    payload, problem = BAD_PAYLOADS[case]
+    key = _first_verdict_key(honest_cache)
+    _plant(honest_cache, "UPDATE judgments SET payload = ? WHERE key = ?", params=(payload, key))
+    with pytest.raises(CacheError) as raised:
+        _sample_run(honest_cache)
+    assert raised.value.exit_code == 2 and key in str(raised.value) and problem in str(raised.value)
+
+
+def test_a_payload_stored_as_a_number_is_named_too(honest_cache):
+    key = _first_verdict_key(honest_cache)
+    _plant(honest_cache, "UPDATE judgments SET payload = 5 WHERE key = ?", params=(key,))
+    with pytest.raises(CacheError, match=f"row {key} cannot be read: its payload is a JSON int, not an object"):
+        _sample_run(honest_cache)
+
+
+def test_a_lease_no_run_can_have_written_is_taken_over_with_a_warning(honest_cache):
+    with sqlite3.connect(honest_cache) as db:
+        keys = [key for (key,) in db.execute("SELECT key FROM judgments")]
+        db.execute("DELETE FROM judgments")
+        db.executemany("INSERT INTO leases VALUES (?, 'elsewhere/1/x', 1.7e10)", [(key,) for key in keys])
+    with pytest.warns(UserWarning, match="expires beyond any run's lease"):
+        again = _sample_run(honest_cache, lease_seconds=5)
+    assert sum(s.cost.judge_calls for s in again.strategies) == len(keys)  # asked, not waited on for ever
