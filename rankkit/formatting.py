@@ -47,6 +47,8 @@ def inert(text: str, keep: str = "\n\t") -> str:
         Control characters to leave as they are: by default newline and tab, which lay out a
         message; a table cell keeps none.
 
+    Examples
+    --------
     >>> inert("sys\x1b]0;owned\x07tem")
     'sys\\x1b]0;owned\\x07tem'
     >>> inert("two\nlines\u202e"), inert("a\tb", keep="")
