@@ -3,7 +3,8 @@
 Each case fills a cache with an honest run (knockout and bt on the bundled sample, ``sim:preset=gpt4``),
 then changes the file the way a hostile or careless sender could, and reruns the same command on it:
 
-* ``flip trigger``: an ``AFTER INSERT`` trigger swapping winners of what the run writes;
+* ``flip trigger``: an empty cache with an ``AFTER INSERT`` trigger swapping the winners of what
+  the run writes (the rerun after it reads them);
 * ``drop trigger``: a ``BEFORE INSERT ... RAISE(IGNORE)`` trigger, so nothing new is ever kept;
 * ``lease steal``: a trigger handing every new lease to another host, far in the future;
 * ``far lease``: a lease row of another host expiring in the year 2500 on a key the run needs;
@@ -78,7 +79,7 @@ CASES = {
     "flip trigger": lambda p: plant(
         p,
         [
-            "DELETE FROM judgments WHERE rowid IN (SELECT rowid FROM judgments ORDER BY key LIMIT 40)",
+            "DELETE FROM judgments",
             "CREATE TRIGGER flip AFTER INSERT ON judgments BEGIN UPDATE judgments SET payload = "
             "replace(replace(replace(payload, '\"first\"', '\"x\"'), '\"second\"', '\"first\"'), '\"x\"', '\"second\"') "
             "WHERE key = NEW.key; END",
