@@ -288,7 +288,7 @@ class BatchProtocol(Protocol):
         """Create a batch of ``(custom_id, body)`` items tagged ``tag``, the creation sent once; returns its id."""
 
     def find(self, transport: Transport, tag: str, size: int, since: float) -> list[str]:
-        """Ids of the batches that may be the one tagged ``tag`` (``size`` requests, created after ``since``), newest first."""
+        """Ids of batches that may be tagged ``tag`` (``size`` requests, created after ``since``), newest first."""
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
         """The batch's :data:`Status` and its JSON."""
@@ -555,7 +555,7 @@ class BatchRunner:
     ) -> Iterator[tuple[int, Any]]:
         """Send ``bodies`` as batches; yield ``(index, read(index, response JSON))`` per success.
 
-        Then raises :class:`JudgeError` when some failed every round; a :class:`BadResponse` from ``read`` is asked again.
+        Then raises :class:`JudgeError` if some failed every round; a :class:`BadResponse` from ``read`` is asked again.
         """
         try:
             yield from self._run(bodies, read)
@@ -598,7 +598,7 @@ class BatchRunner:
             )
 
     def _outcomes(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
-        """Each request's outcome by key: journaled answer, journaled batch, else one new batch; lost ones asked again."""
+        """Each request's outcome by key: journaled answer, journaled batch, else a new batch; lost ones asked again."""
         with self._lock:
             self._touched.update(bodies)
         outcomes: dict[str, Outcome] = {}
@@ -621,7 +621,7 @@ class BatchRunner:
     def _place(
         self, todo: list[str], bodies: dict[str, dict[str, Any]], outcomes: dict[str, Outcome]
     ) -> dict[str, dict[str, str]]:
-        """``{batch_id: {key: custom_id}}`` for ``todo`` requests without a journaled answer (those go to ``outcomes``)."""
+        """``{batch_id: {key: custom_id}}`` of unanswered ``todo`` requests (journaled answers go to ``outcomes``)."""
         members: dict[str, dict[str, str]] = {}
         unconfirmed: dict[str, dict[str, dict[str, Any]]] = {}  # creations a killed run may have made
         fresh = []

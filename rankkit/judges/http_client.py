@@ -152,7 +152,7 @@ class RetryPolicy:
             raise SpecError("openai: backoff and max_backoff must be >= 0")
 
     def wait(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds before retry ``retry``: the server's ``Retry-After`` (capped at :data:`MAX_RETRY_AFTER`, jittered), else the backoff."""
+        """Seconds before retry ``retry``: ``retry_after`` (capped, jittered), else the backoff."""
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER) + rng.uniform(0.0, self.backoff / 2.0)
         return backoff_delay(retry, self.backoff, self.max_backoff, rng)
@@ -553,7 +553,7 @@ class RetryingClient:
         )
 
     def _run_all(self, jobs: Sequence[Callable[[threading.Event], T]]) -> Iterator[tuple[int, T]]:
-        """Run ``jobs`` on the pool, yielding ``(index, result)``; on a failure cancel the unstarted and raise the first error."""
+        """Run ``jobs`` on the pool, yielding ``(index, result)``; a failure cancels the rest and is raised."""
         pool = self._ensure_started()
         abort = threading.Event()
         futures: dict[Future, int] = {pool.submit(job, abort): index for index, job in enumerate(jobs)}

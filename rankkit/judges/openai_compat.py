@@ -50,7 +50,7 @@ TOP_LOGPROBS = 20
 
 
 class LogprobsUnavailable(JudgeError):
-    """``logprob`` mode cannot work against this server (no ``logprobs``, no continuation); exit 2, use ``mode=generate``."""
+    """``logprob`` mode cannot work on this server (no logprobs, no continuation): exit 2; use ``mode=generate``."""
 
     exit_code = 2
     resumable = False
@@ -136,7 +136,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         )
 
     def identity(self) -> dict[str, Any]:
-        """``{"model": ...}`` (plus ``"neutralize_special": false`` when off); not ``base_url`` (``docs/judges-servers.md``)."""
+        """``{"model": ...}``, plus ``"neutralize_special": false`` when off; never ``base_url``."""
         return {"model": self.model} if self.neutralize_special else {"model": self.model, "neutralize_special": False}
 
     def request_subject(self) -> str:
@@ -161,7 +161,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         return adapted
 
     def _learn_refusal(self, field: str) -> bool:
-        """Adapt to a refused ``field`` (HTTP 400): True when resendable without it; else :class:`LogprobsUnavailable`."""
+        """Adapt to a refused ``field`` (HTTP 400): True when resendable without it, else LogprobsUnavailable."""
         with self._learned_lock:
             if field in PREFILL_SWITCHES:
                 self._prefill_fields_refused = True
@@ -204,7 +204,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         requests: Sequence[tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]]],
         finish: Callable[[Any, dict[str, int]], T],
     ) -> Iterator[tuple[int, T]]:
-        """Send ``(body, read)`` requests (direct or as one batch); yield ``(index, finish(value, usage))`` as each arrives."""
+        """Send ``(body, read)`` requests (direct or batched); yield ``(index, finish(value, usage))`` as they come."""
         if self.batcher is not None:
             bodies = [self._adapted(body) for body, _ in requests]
             for index, (value, usage) in self.batcher.run(bodies, lambda i, payload: requests[i][1](payload)):
@@ -244,7 +244,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         assistant_prefix: str | Sequence[str],
         choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, ChoiceLogprobs)``: each choice's log-probability as the reply's first token after ``assistant_prefix``.
+        """Yield ``(index, ChoiceLogprobs)``: each choice's log-probability as first token after ``assistant_prefix``.
 
         Read as :attr:`prefix_read` finds (continuation, follow-up turn, or constrained one-hot reply);
         tokens match ignoring surrounding spaces; a choice outside the top alternatives gets ``-inf``.
@@ -468,7 +468,7 @@ def read_reply(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
 
 
 def usage_of(payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
-    """Reported ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` and ``retries``, each only where nonzero/valid."""
+    """The token counts the server reported (invalid ones left out), plus ``retries`` when nonzero."""
     usage: dict[str, int] = {}
     reported = payload.get("usage") or {}
     for key in ("prompt_tokens", "completion_tokens"):

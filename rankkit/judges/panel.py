@@ -171,7 +171,7 @@ class PanelJudge(Judge):
     def member_judgments(
         self, requests: Sequence[ComparisonRequest]
     ) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
-        """``(pairs, fresh)``: every member's judgments of every request in both orders, from memory, cache or the member.
+        """``(pairs, fresh)``: each member's judgments of each request in both orders (memory, cache or member).
 
         ``pairs[i][m]`` is member m's (as requested, reversed) pair for request i; ``fresh[i]`` the new
         (paid) judgments request i needed. New judgments are cached under the member's own fingerprint.

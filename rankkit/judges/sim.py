@@ -279,6 +279,7 @@ class LatentJudge(_StyleBias, _Simulated):
     pair_noise: sd of the extra noise on each grade of one pairwise judgment.
     slot_bias: first slot's pairwise advantage (half to each slot); > 0 favours the first.
     grade_noise: sd of the extra noise on a pointwise grade.
+    seed: seeds every draw, with the task, the answers and the order.
     preset: the name the parameters came from (descriptions only).
     kway: what a k-way choice carries: ``grades`` (every answer's grade), ``choice`` (only the chosen
         slot) or ``probabilities`` (P(best) per slot, softmax at :meth:`kway_temperature`).
@@ -395,7 +396,7 @@ class LatentJudge(_StyleBias, _Simulated):
         return [self.slot_bias * (0.5 - slot / (k - 1)) for slot in range(k)]
 
     def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
-        """Each shown answer's unclipped grade in one k-way judgment: ``p_i + sd · (offset_i + pair_noise · e_i + style_i)``.
+        """Each shown answer's unclipped k-way grade: ``p_i + sd · (offset_i + pair_noise · e_i + style_i)``.
 
         At k = 2 these are the pairwise grades (same draws).
         """
@@ -454,6 +455,7 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
     accuracy: probability of picking the human-better answer when the slot preference does not decide.
     position_bias: probability of picking the answer shown first.
     noise: sd of the Gaussian noise on every grade, in sds of ``Task.human_spread``.
+    seed: seeds every draw, with the task and the answers.
     preset: the name the parameters came from (descriptions only).
     length_bias, format_bias: style biases shifting the human scores it reads.
     """
