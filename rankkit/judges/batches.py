@@ -1,12 +1,8 @@
 """Batch APIs of OpenAI and Anthropic: one runtime call's requests as one batch (``batch=true``).
 
-:class:`BatchRunner` journals (:class:`BatchJournal`), submits, polls and retries batches through
-:class:`OpenAIBatches` or :class:`AnthropicBatches`. Every request is journaled before its batch is
-created and every answer as soon as it is read, so a killed run resumes without paying twice
-whatever the server samples; a creation whose reply is lost is looked up by its tag, never sent
-blindly again.
-
-More in ``docs/hosted-judges.md``.
+Requests are journaled before their batch is created and answers as soon as read, so a killed run
+resumes without paying twice; a creation whose reply is lost is looked up by its tag, never resent
+blindly. More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations
@@ -72,8 +68,7 @@ class BatchAPIError(JudgeError):
 
 
 class CreationUnanswered(JudgeError):
-    """A batch creation whose reply never came (dropped connection, 5xx): the server may have
-    accepted it, so it is looked up by its tag before another is created."""
+    """A batch creation whose reply never came; it may exist, so it is looked up by tag first."""
 
 
 def checked_id(value: Any, what: str) -> str:
@@ -87,12 +82,7 @@ def checked_id(value: Any, what: str) -> str:
 
 
 def entry_problem(key: Any, entry: Any) -> str | None:
-    """Why ``entry`` (under ``key``) is not one rankkit writes, or None.
-
-    An entry: ``provider``, ``custom_id``, ``created`` (epoch seconds), the batch's ``tag`` and
-    ``size`` until it has a ``batch_id``, then the ``answer`` (the response JSON) and ``answered``
-    once read.
-    """
+    """Why journal ``entry`` (under ``key``) is not one rankkit writes, or None."""
     if not isinstance(key, str) or not re.fullmatch(r"[0-9a-f]{64}", key):
         return "the key is not a request key (64 hex digits)"
     if not isinstance(entry, dict):
@@ -119,11 +109,9 @@ def entry_problem(key: Any, entry: Any) -> str | None:
 
 
 class BatchJournal:
-    """Batch requests by request key, in a JSON file rewritten atomically under a lock: a
-    ``fcntl`` lock on ``PATH.lock`` (so several processes can share it) and a thread lock.
+    """Batch requests by request key in a JSON file, rewritten atomically under a file and a thread lock.
 
-    Each entry is checked when read (:func:`entry_problem`): a journal is a file others can hand a
-    user, and its batch ids go into URLs. A bad one stops the run with
+    Entries are checked when read (the file is untrusted; ids go into URLs): a bad one raises
     :class:`BatchJournalError` (exit 2) naming the file and the entry.
     """
 
@@ -200,8 +188,7 @@ class BatchJournal:
             self._write(data)
 
     def update_many(self, changes: dict[str, dict[str, Any]], tag: str | None = None) -> None:
-        """Add ``changes[key]``'s fields to the entry of each key that still has one (with ``tag``:
-        only entries of that batch tag, not those another process rewrote meanwhile)."""
+        """Add ``changes[key]``'s fields to each key's entry still there (with ``tag``: only that batch's)."""
         with self._locked():
             data = self._read()
             for key, fields in changes.items():
@@ -219,24 +206,7 @@ class BatchJournal:
 
 
 def request_key(provider: str, base_url: str, body: dict[str, Any]) -> str:
-    """The journal key of one request: a hash of the provider, the server and the request body.
-    Requests are journaled one by one, so a rerun finds them whichever runtime calls (and so
-    batches) its dispatcher groups them into this time.
-
-    Parameters
-    ----------
-    provider : str
-        The batch API's provider (``openai``, ``anthropic``).
-    base_url : str
-        The server's address.
-    body : dict[str, Any]
-        The request body.
-
-    Returns
-    -------
-    str
-        The key: a hex digest.
-    """
+    """The journal key (hex digest) of one request: a hash of provider, server and body."""
     text = json.dumps([provider, base_url, body], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -248,17 +218,16 @@ class Transport(Protocol):
     """What the protocols need from the runtime's client: one HTTP call with retries."""
 
     def call(self, method: str, path: str, *, want: str = "json", once: bool = False, **kwargs: Any) -> Any:
-        """One HTTP call to the provider: the decoded JSON (``want="json"``) or the body text
-        (``"text"``). Retried on connection errors, 429 and 5xx, except with ``once`` (a batch
-        creation): then only a 429 is retried, and a call that may have reached the server raises
-        :class:`CreationUnanswered`. A refusal raises :class:`BatchAPIError`."""
+        """One HTTP call: decoded JSON (``want="json"``) or text (``"text"``), retried on connection errors, 429, 5xx.
+
+        With ``once`` (a creation) only a 429 is retried and a call that may have arrived raises
+        :class:`CreationUnanswered`. A refusal raises :class:`BatchAPIError`.
+        """
         ...
 
 
 class HTTPTransport:
-    """Batch-API calls over a runtime's pooled ``httpx`` client (its first replica, its headers),
-    retried on connection errors, timeouts, 429 and 5xx like the runtime's own requests (see
-    :meth:`Transport.call`)."""
+    """Batch-API calls over a runtime's pooled ``httpx`` client, retried as :meth:`Transport.call` says."""
 
     def __init__(self, client: Any):
         self.client = client
@@ -319,15 +288,13 @@ class BatchProtocol(Protocol):
         """Create a batch of ``(custom_id, body)`` items tagged ``tag``, the creation sent once; returns its id."""
 
     def find(self, transport: Transport, tag: str, size: int, since: float) -> list[str]:
-        """The ids of the batches that may be the one tagged ``tag`` (``size`` requests, created
-        after ``since``, epoch seconds), newest first."""
+        """Ids of batches that may be tagged ``tag`` (``size`` requests, created after ``since``), newest first."""
 
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
         """The batch's :data:`Status` and its JSON."""
 
     def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, Outcome]:
-        """Each request's outcome by custom id, from a finished batch's JSON (a request missing
-        from it failed, or was lost when the batch expired or was cancelled)."""
+        """Each request's outcome by custom id from a finished batch (a missing one failed or was lost)."""
 
 
 def _jsonl(text: str, where: str) -> list[dict[str, Any]]:
@@ -464,8 +431,7 @@ class AnthropicBatches:
         return checked_id(_object(batch, "the new batch").get("id"), "the new batch's id")
 
     def find(self, transport: Transport, tag: str, size: int, since: float) -> list[str]:
-        """The batches among the newest hundred of ``size`` requests created since ``since`` (less
-        :data:`CLOCK_SLACK`): the one tagged ``tag`` is among them if it was created."""
+        """Batches among the newest hundred of ``size`` requests created since ``since`` (less :data:`CLOCK_SLACK`)."""
         found = []
         for batch in _listed(transport.call("GET", "/messages/batches", params={"limit": 100})):
             counts = batch.get("request_counts") if isinstance(batch.get("request_counts"), dict) else {}
@@ -527,13 +493,12 @@ def status_text(batch_id: str, state: str, counts: dict[str, int]) -> str:
 class BatchRunner:
     """Runs a runtime call's requests as batches; see ``docs/hosted-judges.md``.
 
-    client: the runtime (a :class:`~rankkit.judges.http_client.RetryingClient`): its server,
-        headers and retry policy. protocol: :class:`OpenAIBatches` or :class:`AnthropicBatches`.
-    journal: where each request is kept from before its batch is created until the run ends
-        (its answer included, once read).
-    poll: the first wait between polls, in seconds (it grows by half each time, to :data:`MAX_POLL`).
-    max_rounds: batches in all for one request (the first, then again when it failed or was lost).
-    transport: how calls are made (default: the client's pool, :class:`HTTPTransport`).
+    client: the runtime (:class:`~rankkit.judges.http_client.RetryingClient`).
+    protocol: :class:`OpenAIBatches` or :class:`AnthropicBatches`.
+    journal: keeps each request (and its answer) from before its batch is created until the run ends.
+    poll: the first wait between polls, in seconds (grows by half each time, to :data:`MAX_POLL`).
+    max_rounds: batches in all for one request.
+    transport: how calls are made (default :class:`HTTPTransport`).
     sleep: how polls wait (tests pass a fake).
     """
 
@@ -580,8 +545,7 @@ class BatchRunner:
         return request_key(self.protocol.name, self.client.base_url, body)
 
     def close(self) -> None:
-        """Remove the journal entries this runner used, unless a run was interrupted (an error, a
-        kill): then they stay, answers included, for the rerun."""
+        """Remove the journal entries this runner used, unless a run was interrupted (then they stay for the rerun)."""
         if not self._interrupted and self._touched:
             self.journal.remove_many(self._touched)
             self._touched.clear()
@@ -589,9 +553,10 @@ class BatchRunner:
     def run(
         self, bodies: Sequence[dict[str, Any]], read: Callable[[int, dict[str, Any]], Any]
     ) -> Iterator[tuple[int, Any]]:
-        """Send ``bodies`` as batches; yields ``(index, read(index, response JSON))`` for each
-        request that succeeded, then raises :class:`JudgeError` when some failed every round.
-        An answer ``read`` refuses (:class:`BadResponse`) is a failure: asked again."""
+        """Send ``bodies`` as batches; yield ``(index, read(index, response JSON))`` per success.
+
+        Then raises :class:`JudgeError` if some failed every round; a :class:`BadResponse` from ``read`` is asked again.
+        """
         try:
             yield from self._run(bodies, read)
         except BadResponse as err:  # from the batch API itself (the answers' own are failures, asked again)
@@ -633,9 +598,7 @@ class BatchRunner:
             )
 
     def _outcomes(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
-        """Each request's outcome by journal key: its journaled answer, else from the journaled
-        batch it is in, else from one new batch of the rest. Requests whose batch the server lost
-        (unknown, expired, cancelled) are reported and asked again in a new batch."""
+        """Each request's outcome by key: journaled answer, journaled batch, else a new batch; lost ones asked again."""
         with self._lock:
             self._touched.update(bodies)
         outcomes: dict[str, Outcome] = {}
@@ -658,8 +621,7 @@ class BatchRunner:
     def _place(
         self, todo: list[str], bodies: dict[str, dict[str, Any]], outcomes: dict[str, Outcome]
     ) -> dict[str, dict[str, str]]:
-        """Each request of ``todo`` without a journaled answer, by the batch it is in (a new one for
-        those in none): ``{batch_id: {key: custom_id}}``. Journaled answers go to ``outcomes``."""
+        """``{batch_id: {key: custom_id}}`` of unanswered ``todo`` requests (journaled answers go to ``outcomes``)."""
         members: dict[str, dict[str, str]] = {}
         unconfirmed: dict[str, dict[str, dict[str, Any]]] = {}  # creations a killed run may have made
         fresh = []
@@ -704,9 +666,7 @@ class BatchRunner:
         return members
 
     def _create(self, bodies: dict[str, dict[str, Any]]) -> tuple[str, dict[str, str]]:
-        """Journal ``bodies`` (by key) under a new tag, then create their batch, once: when no reply
-        comes the batch is looked up by its tag before another is created. Returns the batch's id
-        and each key's custom id."""
+        """Journal ``bodies`` under a new tag, create their batch once; ``(batch id, {key: custom_id})``."""
         tag = secrets.token_hex(8)
         custom_ids = {key: f"rk-{tag}-{number}" for number, key in enumerate(bodies)}
         since = time.time()
@@ -733,9 +693,7 @@ class BatchRunner:
         raise JudgeError(f"{self.protocol.name}: a batch could not be created in {CALL_ATTEMPTS} attempts: {last}")
 
     def _find(self, tag: str, custom_ids: set[str], size: int, since: float) -> str | None:
-        """The id of the batch tagged ``tag`` if the server has it, else None. Where the protocol
-        only names candidates (Anthropic), each is waited for and is the one when its results
-        hold ``custom_ids`` (they are kept for :meth:`_collect`)."""
+        """The id of the batch tagged ``tag`` if the server has it, else None (Anthropic: checked by ``custom_ids``)."""
         candidates = self.protocol.find(self.transport, tag, size, since)
         if self.protocol.finds_for_sure:
             return candidates[0] if candidates else None
@@ -747,8 +705,7 @@ class BatchRunner:
         return None
 
     def _collect(self, batch_id: str, keyed: dict[str, str], outcomes: dict[str, Outcome]) -> list[str]:
-        """Wait for ``batch_id``, put the outcome of each of its requests (``{key: custom_id}``) in
-        ``outcomes`` and journal the answers at once; returns the keys whose requests were lost."""
+        """Wait for ``batch_id``, record and journal its outcomes; return the keys whose requests were lost."""
         ended = self._found.pop(batch_id, None) or self._wait(batch_id)
         if ended is None:
             logger.warning(
@@ -784,8 +741,7 @@ class BatchRunner:
         return lost
 
     def _wait(self, batch_id: str) -> tuple[str, dict[str, Outcome]] | None:
-        """Poll ``batch_id`` until it ends (backing off); its final state and outcomes, or None
-        when the server does not know it (404)."""
+        """Poll ``batch_id`` until it ends: ``(final state, outcomes)``, or None when unknown (404)."""
         wait, shown = self.poll, None
         while True:
             try:

@@ -1,9 +1,7 @@
 """Reading a verdict from a hosted API that will not continue an assistant prefix.
 
-A follow-up turn asks for the one value that completes rankkit's verdict line, read from its
-``top_logprobs`` or constrained by structured outputs; also the refused-field and hosted-URL checks.
-
-More in ``docs/hosted-judges.md``.
+A follow-up turn asks for the value completing the verdict line, read from ``top_logprobs`` or
+constrained by structured outputs. More in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations
@@ -51,20 +49,7 @@ HOSTED_API_HOSTS = (
 
 
 def refused_field(text: str) -> str | None:
-    """The request field a server's error text says it refuses, or None.
-
-    Reads the messages of OpenAI and the common OpenAI-compatible hosts, and the ``param`` of an
-    OpenAI error object.
-
-    Parameters
-    ----------
-    text : str
-        The server's error text (a JSON error object or plain text).
-
-    Returns
-    -------
-    str | None
-        The field's name, or None.
+    """The request field a server's error text (JSON error object or plain) says it refuses, or None.
 
     Examples
     --------
@@ -90,16 +75,6 @@ def refused_field(text: str) -> str | None:
 def known_hosted(base_url: str) -> bool:
     """Whether ``base_url`` is a hosted API that never continues an assistant prefix on request.
 
-    Parameters
-    ----------
-    base_url : str
-        The server's address.
-
-    Returns
-    -------
-    bool
-        Whether it is a known hosted API.
-
     Examples
     --------
     >>> known_hosted("https://api.openai.com/v1"), known_hosted("https://x.openai.azure.com/openai")
@@ -112,20 +87,7 @@ def known_hosted(base_url: str) -> bool:
 
 
 def split_prefix(assistant_prefix: str) -> tuple[str, str]:
-    """``(explanation, verdict line)`` of a prefix rankkit forces a reply to start with.
-
-    The verdict line is what follows the last blank line (rankkit writes none inside it); a
-    prefix without one (``logprob`` mode's ``Score: ``) has no explanation.
-
-    Parameters
-    ----------
-    assistant_prefix : str
-        The forced reply prefix.
-
-    Returns
-    -------
-    tuple[str, str]
-        The explanation (may be empty) and the verdict line, trailing whitespace removed.
+    """``(explanation, verdict line)`` of a forced reply prefix, split at the last blank line, stripped.
 
     Examples
     --------
@@ -139,19 +101,7 @@ def split_prefix(assistant_prefix: str) -> tuple[str, str]:
 
 
 def followup_question(verdict_line: str, choices: Sequence[str]) -> str:
-    """The user turn that asks for the one value completing ``verdict_line``.
-
-    Parameters
-    ----------
-    verdict_line : str
-        rankkit's verdict line, without the value.
-    choices : Sequence[str]
-        The values allowed.
-
-    Returns
-    -------
-    str
-        The question.
+    """The user turn asking for the one value (among ``choices``) completing ``verdict_line``.
 
     Examples
     --------
@@ -168,24 +118,7 @@ def followup_question(verdict_line: str, choices: Sequence[str]) -> str:
 def followup_conversation(
     conversation: Sequence[dict[str, str]], assistant_prefix: str, choices: Sequence[str]
 ) -> list[dict[str, str]]:
-    """The conversation whose fresh one-token reply stands in for the continuation of
-    ``assistant_prefix``: the judge's explanation (if any) as its own assistant turn, then the
-    follow-up question (:func:`followup_question`) as a user turn.
-
-    Parameters
-    ----------
-    conversation : Sequence[dict[str, str]]
-        The judge's conversation.
-    assistant_prefix : str
-        The forced reply prefix (explanation, blank line, verdict line).
-    choices : Sequence[str]
-        The values allowed.
-
-    Returns
-    -------
-    list[dict[str, str]]
-        The follow-up conversation.
-    """
+    """``conversation``, the explanation as an assistant turn, then :func:`followup_question` as a user turn."""
     explanation, line = split_prefix(assistant_prefix)
     messages = list(conversation)
     if explanation:
@@ -199,19 +132,7 @@ ENUM_FIELD = "value"
 
 
 def enum_response_format(choices: Sequence[str]) -> dict[str, Any]:
-    """OpenAI's ``response_format`` for a reply that is one of ``choices`` and nothing else
-    (structured outputs: a JSON object whose one field is an ``enum``).
-
-    Parameters
-    ----------
-    choices : Sequence[str]
-        The values allowed.
-
-    Returns
-    -------
-    dict[str, Any]
-        The ``response_format`` field.
-    """
+    """OpenAI's ``response_format`` for a reply that is one of ``choices`` (a JSON object with one ``enum`` field)."""
     return {
         "type": "json_schema",
         "json_schema": {
@@ -228,21 +149,7 @@ def enum_response_format(choices: Sequence[str]) -> dict[str, Any]:
 
 
 def one_hot(chosen: str | None, choices: Sequence[str]) -> dict[str, float]:
-    """Log-probabilities of a sampled choice: 0 for ``chosen``, ``-inf`` for the others (all
-    ``-inf`` when nothing readable was chosen, which fails the reading as an empty
-    distribution does).
-
-    Parameters
-    ----------
-    chosen : str | None
-        The choice read, or None.
-    choices : Sequence[str]
-        The choices.
-
-    Returns
-    -------
-    dict[str, float]
-        Each choice's log-probability.
+    """Log-probabilities of a sampled choice: 0 for ``chosen``, ``-inf`` for the others (all when None).
 
     Examples
     --------
@@ -255,16 +162,6 @@ def one_hot(chosen: str | None, choices: Sequence[str]) -> dict[str, float]:
 
 def read_enum_reply(text: str) -> str | None:
     """The value of a structured reply (:func:`enum_response_format`), or None when it is not one.
-
-    Parameters
-    ----------
-    text : str
-        The reply's text.
-
-    Returns
-    -------
-    str | None
-        The value, or None.
 
     Examples
     --------

@@ -1,13 +1,8 @@
 """The openai judge's HTTP client: JSON POSTs to replicas, N at a time each, retried, redacted, size-capped.
 
-:class:`RetryingClient` keeps a thread pool and one pooled ``httpx.Client`` per replica (both
-made at the first request), sends each attempt to the replica :func:`pick_replica` chooses,
-retries connection errors, timeouts, HTTP 429/5xx and bad bodies with jittered exponential
-backoff (:class:`RetryPolicy`, honouring ``Retry-After``), reads at most ``max_response_bytes``
-of a body (:func:`read_capped`), and never lets the API key into a message (:func:`excerpt`
-redacts before it cuts). It knows nothing about chat completions: that is
-:class:`~rankkit.judges.openai_compat.OpenAIRuntime`, built on it. See
-:mod:`rankkit.judges.openai_compat` for the behaviour as a whole.
+:class:`RetryingClient` retries connection errors, timeouts, HTTP 429/5xx and bad bodies with
+jittered backoff (:class:`RetryPolicy`, honouring ``Retry-After``) and never lets the API key into
+a message. Chat completions are :class:`~rankkit.judges.openai_compat.OpenAIRuntime`'s.
 """
 
 from __future__ import annotations
@@ -56,27 +51,9 @@ T = TypeVar("T")
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
-    """Seconds to wait before retry number ``attempt`` (1 for the first retry).
+    """Seconds to wait before retry number ``attempt`` (from 1): "equal jitter" exponential backoff.
 
-    Exponential backoff with "equal jitter": the nominal delay ``d = min(cap, base * 2**(attempt-1))``
-    is split into a fixed half and a uniformly random half, so the wait grows with each attempt
-    while concurrent clients that failed together do not retry together.
-
-    Parameters
-    ----------
-    attempt : int
-        Which retry this is, starting at 1.
-    base : float
-        Nominal delay of the first retry, in seconds.
-    cap : float
-        The largest nominal delay, in seconds.
-    rng : random.Random
-        Source of the jitter.
-
-    Returns
-    -------
-    float
-        The wait in seconds, between ``d / 2`` and ``d``.
+    The nominal ``d = min(cap, base * 2**(attempt-1))`` (seconds); the wait is uniform in ``[d / 2, d]``.
 
     Raises
     ------
@@ -90,23 +67,9 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """The wait a ``Retry-After`` header asks for, in seconds (never negative), or None.
+    """Seconds (never negative) a ``Retry-After`` header asks for, or None when absent or unreadable.
 
-    The header is either a number of seconds (``"3"``, some servers send ``"1.5"``) or an
-    HTTP date (``"Wed, 21 Oct 2015 07:28:00 GMT"``); ``now`` is the current Unix time for the
-    latter (default: the clock). Anything unreadable gives None, i.e. "use the backoff".
-
-    Parameters
-    ----------
-    value : str | None
-        The header's value, or None when absent.
-    now : float | None
-        The current Unix time (default: the clock).
-
-    Returns
-    -------
-    float | None
-        The wait in seconds, or None.
+    Takes seconds (``"1.5"``) or an HTTP date, read against ``now`` (Unix time; default the clock).
     """
     if value is None or not value.strip():
         return None
@@ -127,22 +90,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 
 def retry_reason(status: int) -> str | None:
-    """Why an HTTP status is worth retrying (``"429"``, ``"5xx"``), or None when it is final.
-
-    429 (rate limited) and every 5xx (server overloaded, restarting, a gateway without a backend)
-    are transient; other 4xx are the request's own fault (bad model name, bad key, bad body) and
-    retrying them only wastes time.
-
-    Parameters
-    ----------
-    status : int
-        The HTTP status code.
-
-    Returns
-    -------
-    str | None
-        ``"429"``, ``"5xx"``, or None.
-    """
+    """``"429"`` or ``"5xx"`` for a transient HTTP status, None for a final one (other 4xx)."""
     if status == 429:
         return "429"
     if status == 408:
@@ -153,59 +101,19 @@ def retry_reason(status: int) -> str | None:
 
 
 def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***`` (servers may echo keys).
-
-    Parameters
-    ----------
-    text : str
-        The text.
-    secret : str | None
-        The secret (None: nothing to redact).
-
-    Returns
-    -------
-    str
-        The redacted text.
-    """
+    """``text`` with every occurrence of ``secret`` replaced by ``***`` (servers may echo keys)."""
     return text.replace(secret, "***") if secret else text
 
 
 def excerpt(text: str, secret: str | None, limit: int = ERROR_EXCERPT_CHARS) -> str:
-    """The first ``limit`` characters of ``text`` for an error message, with ``secret`` redacted
-    *before* cutting: cutting first could split the key and leave a piece no redaction finds. A
-    server's text is data: its control characters are escaped (:func:`rankkit.formatting.inert`).
-
-    Parameters
-    ----------
-    text : str
-        A server's text.
-    secret : str | None
-        The secret to redact (None: nothing).
-    limit : int
-        The most characters kept.
-
-    Returns
-    -------
-    str
-        The excerpt.
-    """
+    """The first ``limit`` characters of ``text``, ``secret`` redacted before cutting, control characters escaped."""
     return inert(redact(text, secret)[:limit].strip())
 
 
 def split_base_urls(value: str) -> list[str]:
-    """The replica URLs of a ``base_url`` value (``REPLICA_SEPARATOR``-joined), trailing ``/``
-    removed. Raises :class:`SpecError` for an empty list, a repeated URL, or one that is not an
-    ``http(s)://HOST...`` address (it could never connect, and would only be retried).
+    """The replica URLs of a ``base_url`` value (``REPLICA_SEPARATOR``-joined), trailing ``/`` removed.
 
-    Parameters
-    ----------
-    value : str
-        The ``base_url`` option's value.
-
-    Returns
-    -------
-    list[str]
-        The replica URLs, in order.
+    Raises :class:`SpecError` for none, a repeat, or one not ``http(s)://HOST...``.
     """
     from urllib.parse import urlsplit
 
@@ -229,8 +137,8 @@ class RetryPolicy:
     """How failed requests are retried.
 
     max_attempts: attempts per request, the first included (1 = never retry).
-    backoff: nominal wait before the first retry, in seconds; it doubles with each retry.
-    max_backoff: the largest nominal wait between attempts, in seconds.
+    backoff: nominal seconds before the first retry; doubles with each retry.
+    max_backoff: the largest nominal wait, in seconds.
     """
 
     max_attempts: int = 5
@@ -244,24 +152,7 @@ class RetryPolicy:
             raise SpecError("openai: backoff and max_backoff must be >= 0")
 
     def wait(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds to wait before retry number ``retry``: the server's ``Retry-After`` when it gave
-        one (capped at :data:`MAX_RETRY_AFTER`, plus a little jitter so that the clients it throttled
-        do not come back in lockstep), else the jittered exponential backoff.
-
-        Parameters
-        ----------
-        retry : int
-            The retry's number, starting at 1.
-        retry_after : float | None
-            The server's ``Retry-After`` in seconds, or None.
-        rng : random.Random
-            The source of the jitter.
-
-        Returns
-        -------
-        float
-            The wait in seconds.
-        """
+        """Seconds before retry ``retry``: ``retry_after`` (capped, jittered), else the backoff."""
         if retry_after is not None:
             return min(retry_after, MAX_RETRY_AFTER) + rng.uniform(0.0, self.backoff / 2.0)
         return backoff_delay(retry, self.backoff, self.max_backoff, rng)
@@ -281,15 +172,7 @@ class RequestStats:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(self, name: str, reason: str | None = None) -> None:
-        """Count one ``attempts``, ``succeeded`` or ``failed``, or a ``retry`` under its reason (thread-safe).
-
-        Parameters
-        ----------
-        name : str
-            ``attempts``, ``succeeded``, ``failed`` or ``retry``.
-        reason : str | None
-            Why a retry was made (``"429"``, ``"5xx"``...); None counts as ``other``.
-        """
+        """Count one ``attempts``, ``succeeded``, ``failed``, or a ``retry`` under its ``reason`` (None: ``other``)."""
         with self._lock:
             if name == "retry":
                 self.retries[reason or "other"] = self.retries.get(reason or "other", 0) + 1
@@ -302,13 +185,7 @@ class RequestStats:
             return sum(self.retries.values())
 
     def to_dict(self) -> dict[str, Any]:
-        """The counters as a JSON-ready mapping.
-
-        Returns
-        -------
-        dict[str, Any]
-            ``attempts``, ``succeeded``, ``failed`` and ``retries`` (by reason).
-        """
+        """``attempts``, ``succeeded``, ``failed`` and ``retries`` (by reason), JSON-ready."""
         with self._lock:
             return {
                 "attempts": self.attempts,
@@ -319,8 +196,7 @@ class RequestStats:
 
 
 class RetryableError(Exception):
-    """One attempt failed in a way worth retrying; ``reason`` names how, ``retry_after`` is the
-    server's requested wait in seconds (if any)."""
+    """One attempt failed in a way worth retrying: ``reason``, and the server's ``retry_after`` seconds if any."""
 
     def __init__(self, reason: str, message: str, retry_after: float | None = None):
         super().__init__(message)
@@ -329,9 +205,7 @@ class RetryableError(Exception):
 
 
 class HTTPStatusError(JudgeError):
-    """A final (not retried) HTTP error status: ``status`` and the server's ``text`` (API key
-    redacted, at most :data:`ERROR_BODY_CHARS` characters), so a runtime can learn from a refusal
-    (HTTP 400 naming a request field it does not take) instead of failing the run."""
+    """A final HTTP error: ``status`` and the server's ``text`` (key redacted, at most :data:`ERROR_BODY_CHARS`)."""
 
     def __init__(self, message: str, status: int, text: str):
         super().__init__(message)
@@ -340,8 +214,7 @@ class HTTPStatusError(JudgeError):
 
 
 class KeyRefused(HTTPStatusError):
-    """HTTP 401 or 403: the server refused the API key (or its absence). A rerun with the same
-    key fails the same way, so it is bad input (exit 2), and the message names the variable."""
+    """HTTP 401 or 403: the server refused the API key (or its absence); bad input, exit 2."""
 
     exit_code = 2
     resumable = False
@@ -356,15 +229,12 @@ ERROR_BODY_CHARS = 2000
 
 
 class BadResponse(ValueError):
-    """A response body that is not a chat completion of the expected shape (wrong JSON types,
-    missing fields). The runtime retries it like a server error: a proxy or an overloaded server
-    can send a broken body once."""
+    """A body that is not a response of the expected shape; retried like a server error."""
 
 
 @dataclass
 class Replica:
-    """One server of the runtime and its load: ``in_flight`` requests now, ``sent`` attempts so
-    far, ``failures`` consecutive failed attempts (0 after a success)."""
+    """One server and its load: ``in_flight`` now, ``sent`` attempts, ``failures`` in a row (0 after a success)."""
 
     url: str
     in_flight: int = 0
@@ -373,27 +243,10 @@ class Replica:
 
 
 def pick_replica(replicas: Sequence[Replica], limit: int, tried: dict[int, int]) -> int | None:
-    """Which replica the next attempt of a request goes to, or None to wait for a free slot.
+    """Index of the replica for a request's next attempt, or None to wait for a free slot.
 
-    Only the replicas this request has failed on least qualify (``tried``: replica index ->
-    failed attempts), so a retry waits for a slot on another replica rather than going back to
-    the one that just failed. Of those, one with fewer than ``limit`` requests in flight: first
-    the ones not failing lately, then the least loaded, then the least used (so equal replicas
-    take turns).
-
-    Parameters
-    ----------
-    replicas : Sequence[Replica]
-        The server's replicas.
-    limit : int
-        The most requests in flight per replica.
-    tried : dict[int, int]
-        Failed attempts of this request, by replica index.
-
-    Returns
-    -------
-    int | None
-        The replica's index, or None.
+    Among the replicas this request failed on least (``tried``: index -> failures) with fewer than
+    ``limit`` in flight: not failing lately first, then least loaded, then least used.
     """
     fewest = min(tried.get(i, 0) for i in range(len(replicas)))
     free = [i for i, replica in enumerate(replicas) if tried.get(i, 0) == fewest and replica.in_flight < limit]
@@ -403,22 +256,7 @@ def pick_replica(replicas: Sequence[Replica], limit: int, tried: dict[int, int])
 
 
 def read_capped(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
-    """Read at most ``limit`` bytes from ``chunks``: ``(what was read, whether that was all)``.
-
-    Stops at the first chunk past the limit, so a 50 MB body costs ``limit`` bytes of memory.
-
-    Parameters
-    ----------
-    chunks : Iterator[bytes]
-        The response body's chunks.
-    limit : int
-        The most bytes to read.
-
-    Returns
-    -------
-    tuple[bytes, bool]
-        What was read, and whether that was the whole body.
-    """
+    """At most ``limit`` bytes of ``chunks``: ``(what was read, whether that was all)``."""
     parts: list[bytes] = []
     size = 0
     for chunk in chunks:
@@ -436,19 +274,8 @@ def read_capped(chunks: Iterator[bytes], limit: int) -> tuple[bytes, bool]:
 def client_options(base_url_help: str, api_key_env: str) -> tuple[Option, ...]:
     """The spec options of a judge on :class:`RetryingClient` (none changes the fingerprint).
 
-    Parameters
-    ----------
-    base_url_help : str
-        What ``base_url`` says in ``rankkit judges`` (its default differs per provider).
-    api_key_env : str
-        The variable the key is read from by default.
-
-    Returns
-    -------
-    tuple of Option
-        ``base_url`` and ``api_key_env`` (trusted only: a file may not choose where prompts and
-        keys go), ``concurrency``, ``timeout``, ``max_attempts``, ``backoff``, ``max_backoff``,
-        ``max_response_bytes``.
+    ``base_url_help`` is ``base_url``'s help text; ``api_key_env`` the key's default variable.
+    ``base_url`` and ``api_key_env`` are trusted-only options.
     """
     return (
         Option("base_url", str, None, base_url_help, identity=False, trusted_only=True),
@@ -476,22 +303,17 @@ def client_options(base_url_help: str, api_key_env: str) -> tuple[Option, ...]:
 class RetryingClient:
     """POSTs JSON to ``{replica}{path}``, ``concurrency`` requests at a time per replica, with retries.
 
-    base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``; several interchangeable replicas
-        as a list or ``|``-joined (``http://h1:8000/v1|http://h2:8000/v1``).
-    api_key: sent as ``Authorization: Bearer ...`` when given; kept out of every message.
-    concurrency: requests in flight at once *per replica*.
-    timeout: seconds one attempt may take to connect, and then between bytes of the response.
-    retry: the :class:`RetryPolicy`.
-    jitter_seed: seeds the backoff jitter (so tests are reproducible; it never affects results).
-    max_response_bytes: the largest response body read; a bigger one is a bad response.
-    pacer: rate-limit pacing shared by every request (:class:`~rankkit.judges.pacing.Pacer`:
-        ``rpm``/``tpm`` and the providers' rate-limit headers); default: headers only. HTTP 429
-        is retried for up to :data:`~rankkit.judges.pacing.MAX_RATE_LIMIT_WAIT` seconds of
-        waiting, whatever ``max_attempts`` says: a burst of them never fails a long run.
+    Thread-safe: calls share one pool of :attr:`capacity` workers.
 
-    :meth:`post` and :meth:`_run_all` may be called from several threads at once: all calls share
-    one pool of :attr:`capacity` workers, and each attempt holds a replica slot, so at most
-    ``concurrency`` requests are in flight per replica and :attr:`capacity` in total.
+    base_url: the API root (``http://127.0.0.1:8000/v1``); replicas as a list or ``|``-joined.
+    api_key: sent as ``Authorization: Bearer ...``; kept out of every message.
+    concurrency: requests in flight at once per replica.
+    timeout: seconds to connect, and then between bytes of the response.
+    jitter_seed: seeds the backoff jitter (never affects results).
+    max_response_bytes: the largest body read; a bigger one is a bad response.
+    pacer: rate-limit pacing (:class:`~rankkit.judges.pacing.Pacer`); default: headers only. HTTP
+        429 is retried for up to :data:`~rankkit.judges.pacing.MAX_RATE_LIMIT_WAIT` seconds whatever
+        ``max_attempts`` says.
     """
 
     #: The judge backend named in log lines and errors (a runtime's own ``backend``).
@@ -543,24 +365,11 @@ class RetryingClient:
         return self.concurrency * len(self.replicas)
 
     def request_subject(self) -> str:
-        """What the requests are for, named when one fails for good (the runtime: its model).
-
-        Returns
-        -------
-        str
-            The subject (the runtime: ``model 'NAME'``).
-        """
+        """What the requests are for, named when one fails for good (``model 'NAME'``)."""
         return "requests"
 
     def request_headers(self) -> dict[str, str]:
-        """Headers of every request: ``Authorization: Bearer KEY`` when a key is set (the
-        Anthropic runtime sends ``x-api-key`` and ``anthropic-version`` instead).
-
-        Returns
-        -------
-        dict[str, str]
-            The headers, by name.
-        """
+        """Headers of every request: ``Authorization: Bearer KEY`` when a key is set."""
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -607,19 +416,12 @@ class RetryingClient:
             self._slots.notify_all()
 
     def in_flight(self) -> int:
-        """Requests in flight now, over all replicas.
-
-        Returns
-        -------
-        int
-            The number of requests.
-        """
+        """Requests in flight now, over all replicas."""
         with self._slots:
             return sum(replica.in_flight for replica in self.replicas)
 
     def _attempt(self, index: int, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """One HTTP attempt on replica ``index``: the decoded JSON object, or
-        :class:`RetryableError` / :class:`JudgeError`. Reads at most ``max_response_bytes``."""
+        """One HTTP attempt on replica ``index``: the decoded JSON, or :class:`RetryableError` / :class:`JudgeError`."""
         import httpx
 
         where = f"{self.replicas[index].url}{path}"
@@ -684,28 +486,10 @@ class RetryingClient:
         abort: threading.Event | None = None,
         read: Callable[[dict[str, Any]], T] | None = None,
     ) -> tuple[Any, int]:
-        """POST ``body`` to ``path`` with retries; returns (``read(response JSON)``, retries it took).
+        """POST ``body`` to ``path`` with retries; returns ``(read(response JSON), retries)``.
 
-        Each attempt goes to the replica :func:`pick_replica` chooses, so a retry moves to a replica
-        this request has not failed on; it waits the backoff only once every replica has failed it.
-
-        Parameters
-        ----------
-        path : str
-            The path under the replica's base URL (``/chat/completions``).
-        body : dict[str, Any]
-            The JSON request body.
-        abort : threading.Event | None
-            Set by another thread (a sibling request gave up) stops retrying early: the batch
-            is failing anyway, and waiting would only delay the error.
-        read : Callable[[dict[str, Any]], T] | None
-            Turns the JSON into the result, raising :class:`BadResponse` when it has the wrong
-            shape (retried like a server error); default: the JSON itself.
-
-        Returns
-        -------
-        tuple[Any, int]
-            ``read(response JSON)`` and the number of retries it took.
+        A retry moves to a replica this request has not failed on. ``abort``, once set by another
+        thread, stops retrying; ``read`` raises :class:`BadResponse` on a wrong shape (retried).
         """
         self._ensure_started()
         abort = abort or threading.Event()
@@ -769,12 +553,7 @@ class RetryingClient:
         )
 
     def _run_all(self, jobs: Sequence[Callable[[threading.Event], T]]) -> Iterator[tuple[int, T]]:
-        """Run ``jobs`` on the pool and yield ``(index, result)`` as each finishes.
-
-        When a job fails, jobs not yet started are cancelled, the others may finish (their
-        results are yielded, so the caller can keep them), and the first error is raised. Calls
-        from several threads share the pool; each has its own jobs and abort signal.
-        """
+        """Run ``jobs`` on the pool, yielding ``(index, result)``; a failure cancels the rest and is raised."""
         pool = self._ensure_started()
         abort = threading.Event()
         futures: dict[Future, int] = {pool.submit(job, abort): index for index, job in enumerate(jobs)}

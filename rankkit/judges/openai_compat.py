@@ -1,9 +1,6 @@
-"""A judge behind any OpenAI-compatible HTTP endpoint: vLLM, llama.cpp's server, TGI, OpenAI itself, hosted APIs.
+"""A judge behind any OpenAI-compatible endpoint (vLLM, llama.cpp's server, TGI, OpenAI, hosted APIs).
 
-:class:`OpenAIRuntime` turns conversations into chat-completion requests and reads verdicts by
-continuation or follow-up turn; the spec ``openai:MODEL,...`` builds an
-:class:`~rankkit.judges.llm.LLMJudge` on it. The HTTP client is :mod:`rankkit.judges.http_client`.
-
+The spec ``openai:MODEL,...`` builds an :class:`~rankkit.judges.llm.LLMJudge` on :class:`OpenAIRuntime`.
 More in ``docs/judges-servers.md``.
 """
 
@@ -53,9 +50,7 @@ TOP_LOGPROBS = 20
 
 
 class LogprobsUnavailable(JudgeError):
-    """``logprob`` mode cannot work against this server: it answers without ``logprobs``, or it
-    does not continue a final assistant message (see :func:`prefill_fields`). A rerun fails the
-    same way, so the command line exits 2 (change the command: ``mode=generate``)."""
+    """``logprob`` mode cannot work on this server (no logprobs, no continuation): exit 2; use ``mode=generate``."""
 
     exit_code = 2
     resumable = False
@@ -76,26 +71,15 @@ ENUM_PROBE_QUESTION = "Which digit comes after 8? Reply with the digit only."
 class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     """Sends conversations to ``{base_url}/chat/completions``, ``concurrency`` at a time per replica.
 
-    The :class:`~rankkit.judges.llm_runtime.LLMRuntime` of the openai judge: it builds chat
-    completion requests and reads their responses; sending them (replicas, concurrency, retries)
-    is :class:`~rankkit.judges.http_client.RetryingClient`'s.
+    Sending (replicas, concurrency, retries) is :class:`~rankkit.judges.http_client.RetryingClient`'s;
+    thread-safe, at most :attr:`capacity` requests in flight.
 
-    model: the model name the server knows (``--served-model-name`` for vLLM; llama.cpp's server
-        serves one model whatever the name).
-    base_url, api_key, concurrency, timeout, retry, jitter_seed, max_response_bytes: the
-        client's (:class:`~rankkit.judges.http_client.RetryingClient`); ``base_url`` defaults to
-        OpenAI's own API.
-    neutralize_special: rewrite chat-template special-token strings in what is sent (the
-        default; see "Special-token strings" in ``docs/judges-servers.md``).
-    price: USD per million tokens (:mod:`rankkit.judges.prices`); each response's usage then
-        carries its cost (``usd_nano``). None: the cost is not counted.
-    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`; the spec's ``rpm=``/``tpm=``).
-    batch: send each call's requests as one batch (:mod:`rankkit.judges.batches`; ``batch=true``).
-
-    ``generate`` and ``next_token_logprobs`` may be called from several threads at once: all
-    calls share the client's pool of :attr:`capacity` workers, and each attempt holds a replica
-    slot, so at most ``concurrency`` requests are in flight per replica and :attr:`capacity` in
-    total.
+    model: the model name the server knows (``--served-model-name`` for vLLM).
+    base_url: defaults to OpenAI's own API.
+    neutralize_special: rewrite chat-template special-token strings in what is sent (default on).
+    price: USD per million tokens (:mod:`rankkit.judges.prices`); None: cost not counted.
+    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`).
+    batch: send each call's requests as one batch (:mod:`rankkit.judges.batches`).
     """
 
     backend = "openai"
@@ -152,25 +136,11 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         )
 
     def identity(self) -> dict[str, Any]:
-        """The model name only: see "Identity" in ``docs/judges-servers.md`` for why not ``base_url``
-        (nor how many replicas serve it); with ``neutralize_special=false`` that too (absent by
-        default, so the default judge's fingerprint is the model's alone).
-
-        Returns
-        -------
-        dict[str, Any]
-            ``{"model": ...}`` (and ``"neutralize_special": false`` when off).
-        """
+        """``{"model": ...}``, plus ``"neutralize_special": false`` when off; never ``base_url``."""
         return {"model": self.model} if self.neutralize_special else {"model": self.model, "neutralize_special": False}
 
     def request_subject(self) -> str:
-        """What error messages call a request's target: the model.
-
-        Returns
-        -------
-        str
-            ``model 'NAME'``.
-        """
+        """``model 'NAME'``: what error messages call a request's target."""
         return f"model {self.model!r}"
 
     # -- requests, and what the server refuses ----------------------------------------------------
@@ -191,9 +161,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         return adapted
 
     def _learn_refusal(self, field: str) -> bool:
-        """Adapt to a server that refused ``field`` (HTTP 400): True when the request can be sent
-        again without it; raises :class:`LogprobsUnavailable` when the refused field is what the
-        request is for (log-probabilities, a continuation)."""
+        """Adapt to a refused ``field`` (HTTP 400): True when resendable without it, else LogprobsUnavailable."""
         with self._learned_lock:
             if field in PREFILL_SWITCHES:
                 self._prefill_fields_refused = True
@@ -215,10 +183,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def _send_chat(
         self, body: dict[str, Any], abort: threading.Event | None, read: Callable[[dict[str, Any]], Any]
     ) -> tuple[Any, int]:
-        """POST a chat completion; on an HTTP 400 that names a field the server does not take
-        (:func:`~rankkit.judges.hosted_verdict.refused_field`), learn it for the run (drop or
-        rename it: :meth:`_learn_refusal`) and send the request again, so a run never fails on
-        a field, and later requests never carry it."""
+        """POST a chat completion, dropping or renaming for the run any field the server refuses with HTTP 400."""
         retries = 0
         while True:
             try:
@@ -239,10 +204,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         requests: Sequence[tuple[dict[str, Any], Callable[[dict[str, Any]], tuple[Any, dict[str, int]]]]],
         finish: Callable[[Any, dict[str, int]], T],
     ) -> Iterator[tuple[int, T]]:
-        """Send ``(body, read)`` requests — directly, ``concurrency`` at a time per replica, or with
-        ``batch`` as one batch (:mod:`rankkit.judges.batches`) — and yield ``(index, finish(value,
-        usage))`` as each arrives; ``read`` turns a response into ``(value, usage)``, and the usage
-        gets its retries and its cost (at the batch discount in a batch)."""
+        """Send ``(body, read)`` requests (direct or batched); yield ``(index, finish(value, usage))`` as they come."""
         if self.batcher is not None:
             bodies = [self._adapted(body) for body, _ in requests]
             for index, (value, usage) in self.batcher.run(bodies, lambda i, payload: requests[i][1](payload)):
@@ -267,21 +229,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     ) -> Iterator[tuple[int, Generation]]:
         """Chat-complete each conversation; yields ``(index, Generation)`` as each arrives.
 
-        Parameters
-        ----------
-        conversations : Sequence[list[dict[str, str]]]
-            The chat conversations.
-        max_new_tokens : int
-            The most tokens generated per reply (``max_tokens``).
-        temperature : float
-            The sampling temperature.
-        seed : int
-            The sampling seed, sent as ``seed``.
-
-        Yields
-        ------
-        tuple[int, Generation]
-            ``(index, generation)``: the index of the conversation and its reply (text and usage).
+        ``max_new_tokens`` is sent as ``max_tokens``.
         """
         requests = [
             (self._chat_body(c, max_tokens=max_new_tokens, temperature=temperature, seed=seed), read_reply)
@@ -296,34 +244,15 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         assistant_prefix: str | Sequence[str],
         choices: Sequence[str] | Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Log-probabilities of each of ``choices`` as the first token of the reply.
+        """Yield ``(index, ChoiceLogprobs)``: each choice's log-probability as first token after ``assistant_prefix``.
 
-        Asks for one token with ``logprobs``/``top_logprobs``; a choice is matched to a returned
-        token ignoring surrounding spaces (``" A"`` counts for ``"A"``), and a choice absent from the
-        top alternatives gets ``-inf``. The reply is forced to start with ``assistant_prefix`` (one
-        for all, or one per conversation) by the server's way of reading a verdict
-        (:attr:`prefix_read`): a continuation of a final assistant message
-        (:func:`prefill_fields`), or, where the server cannot continue one, a fresh one-token reply
-        to a follow-up turn (:func:`~rankkit.judges.hosted_verdict.followup_conversation`), read from
-        its ``top_logprobs`` or, without log-probabilities, from a reply constrained to the choices
-        (one-hot). An empty prefix reads a fresh reply. A server that offers none of these raises
-        :class:`LogprobsUnavailable`, which says to use ``mode=generate``. Each result is a
-        :class:`ChoiceLogprobs`, whose ``usage`` holds the request's tokens and cost.
+        Read as :attr:`prefix_read` finds (continuation, follow-up turn, or constrained one-hot reply);
+        tokens match ignoring surrounding spaces; a choice outside the top alternatives gets ``-inf``.
 
-        Parameters
-        ----------
-        conversations : Sequence[list[dict[str, str]]]
-            The chat conversations.
-        assistant_prefix : str | Sequence[str]
-            The forced start of the reply: one for every conversation, or one per conversation.
-        choices : Sequence[str] | Sequence[Sequence[str]]
-            The choices (their first tokens must differ): one set for every conversation, or one
-            per conversation (:func:`~rankkit.judges.llm_runtime.choices_per_row`).
-
-        Yields
+        Raises
         ------
-        tuple[int, dict[str, float]]
-            ``(index, logprobs)``: the index of the conversation and a :class:`ChoiceLogprobs` of the choices.
+        LogprobsUnavailable
+            The server offers no way to read them (use ``mode=generate``).
         """
         prefixes = per_row(assistant_prefix, len(conversations))
         path = self.prefix_read if any(prefixes) else None
@@ -364,21 +293,10 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     # -- how verdicts are read: the probes ----------------------------------------------------------
     @property
     def prefix_read(self) -> str | None:  # type: ignore[override]  # probed on first use
-        """How this server's verdicts are read, found by probe requests once per runtime:
+        """How verdicts are read, probed once: ``continuation``, ``followup``, ``followup_enum`` or None (parse text).
 
-        * ``continuation``: it continues a final assistant message with log-probabilities (vLLM,
-          SGLang with :func:`prefill_fields`' switches; llama-server without them);
-        * ``followup``: it does not, but returns log-probabilities: a fresh one-token reply to a
-          follow-up turn is read instead (OpenAI, most hosted APIs);
-        * ``followup_enum``: no log-probabilities, but structured outputs: the follow-up's reply
-          is constrained to the choices (a sampled value, read one-hot);
-        * None: none of these (the judge falls back to parsing free text).
-
-        The probe: "count from 1 to 20" with the reply forced to start ``1, 2, ..., 8,``; a
-        continuation goes on with ``9``, a fresh reply starts with ``1``. It is first sent as a
-        plain final assistant message; only a server that does not continue that, is not a
-        known hosted API and does not call itself OpenAI's (``owned_by`` in ``/models``) is
-        asked again with vLLM's switches, and a 400 refusing them is remembered, not fatal.
+        The probe forces "1, 2, ..., 8," and checks whether the reply continues with ``9``; vLLM's
+        switches are tried only where :meth:`_may_take_switches`.
         """
         with self._probe_lock:
             if not self._probe_done:
@@ -400,8 +318,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             return None  # e.g. a server that refuses a final assistant message: it cannot continue one
 
     def _fresh_logprobs(self) -> bool:
-        """Whether a fresh reply comes with log-probabilities (asked when the prefix probe could
-        not tell: it was refused, or answered without them)."""
+        """Whether a fresh reply comes with log-probabilities (when the prefix probe could not tell)."""
         body = self._chat_body(
             [{"role": "user", "content": ENUM_PROBE_QUESTION}],
             max_tokens=1,
@@ -449,8 +366,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         return "followup_enum" if read_enum_reply(value) in digits else None
 
     def _may_take_switches(self) -> bool:
-        """Whether vLLM's chat-template switches may be tried: not on a known hosted API, not on
-        a server that refused them, not on one whose ``/models`` says OpenAI owns the model."""
+        """Whether vLLM's switches may be tried: not on a hosted API, a refusing server, or an OpenAI-owned model."""
         if self._prefill_fields_refused or any(known_hosted(replica.url) for replica in self.replicas):
             return False
         return model_owner(self._models_listing(), self.model) not in OPENAI_OWNERS
@@ -465,14 +381,12 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             return None
 
     def check_continuation(self) -> None:
-        """Refuse a server whose verdicts cannot be read without parsing text, before any judgment.
+        """Refuse, before any judgment, a server whose verdicts can only be read by parsing text.
 
         Raises
         ------
         LogprobsUnavailable
-            :attr:`prefix_read` found no way: the server neither continues a final
-            assistant message nor returns log-probabilities nor takes structured outputs; the
-            message says to use ``mode=generate``.
+            :attr:`prefix_read` found no way; the message says to use ``mode=generate``.
         """
         if self.prefix_read is None:
             raise LogprobsUnavailable(
@@ -484,21 +398,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     def answer_logliks(
         self, conversations: Sequence[list[dict[str, str]]], answers: Sequence[str]
     ) -> Iterator[tuple[int, float]]:
-        """Not offered: chat completions return log-probabilities of generated tokens only, never of
-        a given answer (that needs prompt log-probabilities, which the API does not have).
-
-        Parameters
-        ----------
-        conversations : Sequence[list[dict[str, str]]]
-            The chat conversations.
-        answers : Sequence[str]
-            One answer per conversation.
-
-        Returns
-        -------
-        Iterator[tuple[int, float]]
-            Nothing: it raises.
-        """
+        """Not offered (chat completions have no prompt log-probabilities): always raises."""
         raise NotImplementedError(
             "the openai judge cannot score a given answer's likelihood (chat completions return "
             "log-probabilities of generated tokens only); use mode=generate or mode=logprob"
@@ -521,18 +421,6 @@ ENUM_MAX_TOKENS = 16
 def model_owner(listing: Any, model: str) -> str | None:
     """``owned_by`` of ``model`` (else of the first model) in a ``/models`` listing, or None.
 
-    Parameters
-    ----------
-    listing : Any
-        The parsed JSON of a ``/models`` response.
-    model : str
-        The model's name.
-
-    Returns
-    -------
-    str | None
-        The ``owned_by`` field, or None when the listing has none.
-
     Examples
     --------
     >>> model_owner({"data": [{"id": "m", "owned_by": "vllm"}]}, "m")
@@ -554,18 +442,7 @@ def _kind(value: Any) -> str:
 
 
 def first_choice(payload: dict[str, Any]) -> dict[str, Any]:
-    """``choices[0]`` of a chat completion; :class:`BadResponse` when it is missing or not an object.
-
-    Parameters
-    ----------
-    payload : dict[str, Any]
-        The parsed JSON of a chat-completion response.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``choices[0]``.
-    """
+    """``choices[0]`` of a chat completion; :class:`BadResponse` when missing or not an object."""
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices:
         raise BadResponse(f"has no choices list (choices is {_kind(choices)})")
@@ -577,19 +454,7 @@ def first_choice(payload: dict[str, Any]) -> dict[str, Any]:
 def read_reply(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
     """The reply text and token usage of a chat completion.
 
-    ``message.content`` null is an empty reply (the API allows it; the judgment then fails to
-    parse, counted as usual); a missing ``message`` or ``content``, or one of the wrong type, is
-    a :class:`BadResponse`.
-
-    Parameters
-    ----------
-    payload : dict[str, Any]
-        The parsed JSON of a chat-completion response.
-
-    Returns
-    -------
-    tuple[str, dict[str, int]]
-        The reply text and its usage counters.
+    Null ``content`` is an empty reply; a missing or mistyped ``message``/``content`` is a :class:`BadResponse`.
     """
     message = first_choice(payload).get("message")
     if not isinstance(message, dict):
@@ -603,21 +468,7 @@ def read_reply(payload: dict[str, Any]) -> tuple[str, dict[str, int]]:
 
 
 def usage_of(payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
-    """Token counts the server reported (``prompt_tokens``, ``completion_tokens``) and, when the
-    request needed any, how many ``retries``. Missing or non-integer counts are left out.
-
-    Parameters
-    ----------
-    payload : dict[str, Any]
-        The parsed JSON of a chat-completion response.
-    retries : int
-        How many times the request was sent again.
-
-    Returns
-    -------
-    dict[str, int]
-        The counters: ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` and ``retries`` where nonzero.
-    """
+    """The token counts the server reported (invalid ones left out), plus ``retries`` when nonzero."""
     usage: dict[str, int] = {}
     reported = payload.get("usage") or {}
     for key in ("prompt_tokens", "completion_tokens"):
@@ -634,29 +485,10 @@ def usage_of(payload: dict[str, Any], retries: int = 0) -> dict[str, int]:
 
 
 def prefill_fields(conversation: list[dict[str, str]], assistant_prefix: str, switches: bool = True) -> dict[str, Any]:
-    """Request fields that make the reply continue ``assistant_prefix`` instead of starting afresh.
+    """Request fields making the reply continue ``assistant_prefix``: a final unfinished assistant message.
 
-    The prefix is sent as a final, unfinished assistant message with vLLM's chat-template switches
-    ``continue_final_message: true`` and ``add_generation_prompt: false`` (SGLang accepts them too,
-    and llama.cpp's ``llama-server`` continues a final assistant message by default). A server
-    that ignores them — llama-cpp-python's, OpenAI's — closes the assistant turn and opens a new
-    one, so the log-probabilities would be those of a fresh reply: use ``mode=generate`` there.
-    ``switches`` False sends the final assistant message alone (llama-server continues it; a
-    strict server refuses the switches with HTTP 400).
-
-    Parameters
-    ----------
-    conversation : list[dict[str, str]]
-        The chat conversation.
-    assistant_prefix : str
-        The start of the reply to continue.
-    switches : bool
-        Whether to send vLLM's chat-template switches.
-
-    Returns
-    -------
-    dict[str, Any]
-        The request fields: ``messages`` and, with ``switches``, the two switches.
+    With ``switches``, adds vLLM's ``continue_final_message: true`` and ``add_generation_prompt: false``
+    (SGLang takes them; llama-server continues without them). Servers that ignore them read a fresh reply.
     """
     fields: dict[str, Any] = {"messages": [*conversation, {"role": "assistant", "content": assistant_prefix}]}
     if switches:
@@ -671,23 +503,10 @@ def _logprob(value: Any, where: str) -> float:
 
 
 def first_token_alternatives(payload: dict[str, Any], where: str = "the server") -> dict[str, float]:
-    """``{token: logprob}`` of the alternatives for the first generated token of a chat completion.
+    """``{token: logprob}`` of the first generated token's alternatives.
 
-    Raises :class:`LogprobsUnavailable` when the response carries no log-probabilities (the
-    server does not implement them, or ignores ``logprobs: true``), and :class:`BadResponse`
-    when they are there but of the wrong shape.
-
-    Parameters
-    ----------
-    payload : dict[str, Any]
-        The parsed JSON of a chat-completion response.
-    where : str
-        What the request was, for error messages.
-
-    Returns
-    -------
-    dict[str, float]
-        The alternatives' log-probabilities, by token.
+    Raises :class:`LogprobsUnavailable` when there are none, :class:`BadResponse` on a wrong shape;
+    ``where`` names the request in messages.
     """
     logprobs = first_choice(payload).get("logprobs")
     if logprobs is not None and not isinstance(logprobs, dict):
@@ -718,20 +537,7 @@ def first_token_alternatives(payload: dict[str, Any], where: str = "the server")
 
 
 def continues_probe(alternatives: dict[str, float]) -> bool:
-    """Whether the probe's first-token ``alternatives`` continue ``PROBE_PREFIX``: ``PROBE_NEXT``
-    is likelier than a fresh count's ``PROBE_FRESH``, or the likeliest token is the lone space
-    before it (tokenizers such as SmolLM2's split a space from the digit after it; a fresh reply
-    does not open with a space).
-
-    Parameters
-    ----------
-    alternatives : dict[str, float]
-        The probe reply's first-token log-probabilities, by token.
-
-    Returns
-    -------
-    bool
-        Whether the server continued the prefix.
+    """Whether the probe reply continues ``PROBE_PREFIX`` (``PROBE_NEXT`` or a lone space beats ``PROBE_FRESH``).
 
     Examples
     --------
@@ -748,23 +554,9 @@ def continues_probe(alternatives: dict[str, float]) -> bool:
 
 
 def choice_logprobs(alternatives: dict[str, float], choices: Sequence[str]) -> dict[str, float]:
-    """Log-probability of each choice among first-token ``alternatives``.
+    """Each choice's log-probability among first-token ``alternatives``.
 
-    Tokens are compared with surrounding whitespace removed; when several tokens spell the same
-    choice (``"A"`` and ``" A"``) their probabilities add up. A choice no alternative spells gets
-    ``-inf`` (it was not among the top alternatives, so its probability is negligible).
-
-    Parameters
-    ----------
-    alternatives : dict[str, float]
-        First-token log-probabilities, by token.
-    choices : Sequence[str]
-        The choices.
-
-    Returns
-    -------
-    dict[str, float]
-        Each choice's log-probability (``-inf`` when no alternative spells it).
+    Tokens compare stripped; tokens spelling the same choice add up; a choice none spells gets ``-inf``.
     """
     out: dict[str, float] = {}
     for choice in choices:
@@ -810,23 +602,12 @@ def _read_spec(text: str) -> Spec:
 
 
 def _openai_runtime(settings: Settings) -> OpenAIRuntime:
-    """The runtime of ``openai:MODEL[,base_url=URL[|URL...]][,concurrency=N][,timeout=S][,max_attempts=K]
-    [,backoff=S][,max_backoff=S][,max_response_bytes=B][,api_key_env=NAME][,price_in=USD][,price_out=USD]
-    [,rpm=N][,tpm=N][,batch=true][,batch_poll=S][,batch_journal=PATH][,batch_size=N]``.
+    """The runtime of an ``openai:MODEL[,base_url=URL[|URL...]][,OPTION=VALUE...]`` spec.
 
-    ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's own API; several replicas of the
-    same model are ``|``-joined. The key is read from ``$OPENAI_API_KEY`` or the variable
-    ``api_key_env`` names; a local server needs none, but a variable named explicitly must be set,
-    and OpenAI's own API (no ``base_url`` at all) needs one: without it the spec is refused at
-    once instead of failing every request with HTTP 401.
-
-    ``price_in``/``price_out``: USD per million input/output tokens, overriding the built-in
-    price of the model (:mod:`rankkit.judges.prices`); with a price, each judgment's usage
-    carries its cost and every strategy's ``cost.usd`` adds them up. ``rpm``/``tpm``: requests/
-    tokens per minute to stay under (:mod:`rankkit.judges.pacing`; the server's rate-limit
-    headers are honoured either way). ``batch=true``: each runtime call (a round's explanations,
-    then their verdict reads) goes out as one batch on OpenAI's Batch API at half the price
-    (:mod:`rankkit.judges.batches`).
+    ``base_url`` defaults to ``$OPENAI_BASE_URL``, else OpenAI's API (``|`` joins replicas). The key
+    comes from ``$OPENAI_API_KEY`` or ``api_key_env``; OpenAI's own API without one is refused at once.
+    ``price_in``/``price_out`` are USD per million tokens; ``rpm``/``tpm`` pace requests; ``batch=true``
+    uses OpenAI's Batch API at half price.
     """
     if settings["mode"] == "loglik":
         raise SpecError(

@@ -1,19 +1,8 @@
 """Pacing requests to a hosted API's rate limits: ``rpm=``/``tpm=`` and the providers' rate-limit headers.
 
-:class:`Pacer` is shared by every thread of one HTTP client (:class:`~rankkit.judges.http_client.RetryingClient`):
-
-* ``rpm`` / ``tpm``: token buckets of requests and of tokens per minute (a request costs its
-  estimated tokens: :func:`estimate_request_tokens`), full at the start, refilled continuously; a
-  request waits until both have room;
-* the headers each response carries (:func:`header_pauses`): OpenAI's
-  ``x-ratelimit-remaining-requests``/``-tokens`` with ``x-ratelimit-reset-requests``/``-tokens``
-  (``"6m0s"``, ``"20ms"``), Anthropic's ``anthropic-ratelimit-{requests,tokens,input-tokens,
-  output-tokens}-remaining`` with ``-reset`` (an RFC 3339 time): when one says nothing is left, every
-  request waits for its reset;
-* a 429 pauses every request for its ``Retry-After`` (:meth:`Pacer.pause`), so the threads do not
-  keep hitting the limit one after another.
-
-No wait is longer than :data:`MAX_PAUSE` at a time.
+:class:`Pacer` keeps token buckets of requests and tokens per minute, waits for the reset when a
+response's headers (:func:`header_pauses`) say a limit is exhausted, and pauses every thread on a
+429's ``Retry-After``. No single wait exceeds :data:`MAX_PAUSE`.
 """
 
 from __future__ import annotations
@@ -42,21 +31,8 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 def parse_reset(value: str | None, now: float | None = None) -> float | None:
     """Seconds until a rate-limit reset header's time, or None when unreadable.
 
-    OpenAI writes durations (``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"``), Anthropic RFC 3339
-    times (``"2026-11-27T04:00:00Z"``; ``now`` is the current Unix time, default the clock), some
-    servers plain seconds.
-
-    Parameters
-    ----------
-    value : str | None
-        The header's value, or None when absent.
-    now : float | None
-        The current Unix time (default: the clock).
-
-    Returns
-    -------
-    float | None
-        The seconds, or None.
+    Takes durations (``"6m0s"``, ``"20ms"``), RFC 3339 times (read against ``now``, Unix time,
+    default the clock) or plain seconds.
 
     Examples
     --------
@@ -98,20 +74,7 @@ LIMIT_HEADERS = (
 
 
 def header_pauses(headers: Mapping[str, str], now: float | None = None) -> float:
-    """Seconds every request should wait, by a response's rate-limit headers: until the latest
-    reset of a limit with nothing remaining (0 when none is exhausted or the headers are absent).
-
-    Parameters
-    ----------
-    headers : Mapping[str, str]
-        A response's headers.
-    now : float | None
-        The current Unix time (default: the clock).
-
-    Returns
-    -------
-    float
-        The seconds.
+    """Seconds every request should wait: until the latest reset of an exhausted limit (0 when none).
 
     Examples
     --------
@@ -133,19 +96,7 @@ def header_pauses(headers: Mapping[str, str], now: float | None = None) -> float
 
 
 def estimate_request_tokens(body: Mapping[str, Any]) -> int:
-    """What a request will count against a tokens-per-minute limit: its JSON at 4 characters a
-    token, plus the completion tokens it allows (``max_tokens``/``max_completion_tokens``).
-
-    Parameters
-    ----------
-    body : Mapping[str, Any]
-        The request body.
-
-    Returns
-    -------
-    int
-        The estimated tokens.
-    """
+    """A request's estimated tokens against a TPM limit: its JSON at 4 characters a token plus its ``max_tokens``."""
     allowed = body.get("max_tokens") or body.get("max_completion_tokens") or 0
     return math.ceil(len(json.dumps(body, ensure_ascii=False)) / 4) + int(allowed)
 
@@ -167,8 +118,8 @@ PACING_OPTIONS: tuple[Option, ...] = (
 class Pacer:
     """Rate-limit pacing shared by the threads of one client; see the module docstring.
 
-    rpm / tpm: requests / tokens per minute allowed (None: no limit of that kind).
-    clock / sleep: the monotonic clock and the sleep it waits with (tests pass fakes).
+    rpm, tpm: requests and tokens per minute allowed (None: no limit of that kind).
+    clock, sleep: the monotonic clock and the sleep it waits with (tests pass fakes).
     """
 
     def __init__(
@@ -217,21 +168,7 @@ class Pacer:
         return wait
 
     def wait_turn(self, tokens: int = 0, abort: threading.Event | None = None) -> float:
-        """Block until a request of ``tokens`` may be sent; returns the seconds waited. Stops
-        waiting early when ``abort`` is set (the batch is failing anyway).
-
-        Parameters
-        ----------
-        tokens : int
-            The request's estimated tokens (:func:`estimate_request_tokens`).
-        abort : threading.Event | None
-            Set by another thread to stop waiting, or None.
-
-        Returns
-        -------
-        float
-            The seconds waited.
-        """
+        """Block until a request of ``tokens`` may be sent; return the seconds waited (early when ``abort`` is set)."""
         waited = 0.0
         while True:
             with self._lock:
@@ -251,24 +188,11 @@ class Pacer:
             waited += step
 
     def pause(self, seconds: float) -> None:
-        """Hold every request back for ``seconds`` from now (a 429's ``Retry-After``, or
-        exhausted rate-limit headers), capped at :data:`MAX_PAUSE`.
-
-        Parameters
-        ----------
-        seconds : float
-            How long to hold requests back.
-        """
+        """Hold every request back for ``seconds`` from now, capped at :data:`MAX_PAUSE`."""
         if seconds > 0:
             with self._lock:
                 self._paused_until = max(self._paused_until, self._clock() + min(seconds, MAX_PAUSE))
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Read a response's rate-limit headers (:func:`header_pauses`) and pause accordingly.
-
-        Parameters
-        ----------
-        headers : Mapping[str, str]
-            A response's headers.
-        """
+        """Pause as a response's rate-limit headers say (:func:`header_pauses`)."""
         self.pause(header_pauses(headers))

@@ -1,8 +1,5 @@
 """``panel``: several judges vote on every comparison, in both orders, with an agreement threshold.
 
-:class:`PanelJudge` collects every member's verdict on A-vs-B and B-vs-A and turns the votes into a
-win or a draw by a tunable threshold (1.0 = unanimity ... 0.5 = simple majority).
-
 More in ``docs/judges-replay-panels.md``.
 """
 
@@ -48,18 +45,7 @@ class VoteCount:
 
     @classmethod
     def of(cls, votes: Sequence[Vote]) -> VoteCount:
-        """Count votes: for the first candidate (1.0), the second (0.0), a tie (0.5) or none (None).
-
-        Parameters
-        ----------
-        votes : Sequence[Vote]
-            The votes.
-
-        Returns
-        -------
-        VoteCount
-            The counts.
-        """
+        """Count votes: for the first candidate (1.0), the second (0.0), a tie (0.5) or none (None)."""
         return cls(
             first=sum(v == 1.0 for v in votes),
             second=sum(v == 0.0 for v in votes),
@@ -69,22 +55,9 @@ class VoteCount:
 
 
 def decide(count: VoteCount, threshold: float) -> Winner:
-    """The panel's decision: the majority side wins when its share reaches ``threshold``, else a draw.
+    """``FIRST``/``SECOND`` when the majority's share of votes cast reaches ``threshold``, else ``TIE``.
 
-    An even split is always a draw.
-
-    Parameters
-    ----------
-    count : VoteCount
-        The votes (see :class:`VoteCount`).
-    threshold : float
-        The share of the votes cast the majority needs, in (0, 1]; 1.0 demands unanimity,
-        0.5 a simple majority.
-
-    Returns
-    -------
-    Winner
-        ``FIRST`` or ``SECOND`` for the majority side, ``TIE`` for a draw.
+    ``threshold`` is in (0, 1]: 1.0 demands unanimity, 0.5 a simple majority; an even split is a draw.
     """
     if count.first == count.second:
         return Winner.TIE
@@ -95,20 +68,7 @@ def decide(count: VoteCount, threshold: float) -> Winner:
 
 
 def vote_of(judgment: Verdict, request_first_shown_first: bool) -> Vote:
-    """A member judgment as a vote for the request's first candidate (None when it failed).
-
-    Parameters
-    ----------
-    judgment : Verdict
-        A member's verdict.
-    request_first_shown_first : bool
-        Whether the member saw the request's first candidate first.
-
-    Returns
-    -------
-    Vote
-        1.0 for the request's first candidate, 0.0 for its second, 0.5 a tie, None when failed.
-    """
+    """A member verdict as a vote for the request's first candidate: 1.0, 0.0, 0.5 (tie) or None (failed)."""
     if judgment.status is ParseStatus.FAILED:
         return None
     if judgment.winner is Winner.TIE:
@@ -118,40 +78,15 @@ def vote_of(judgment: Verdict, request_first_shown_first: bool) -> Vote:
 
 
 def draws_by_threshold(counts: Sequence[VoteCount], thresholds: Sequence[float]) -> dict[float, int]:
-    """How many of the comparisons would be draws at each threshold (no new judgments needed).
-
-    Parameters
-    ----------
-    counts : Sequence[VoteCount]
-        The vote counts of the comparisons.
-    thresholds : Sequence[float]
-        The thresholds to try.
-
-    Returns
-    -------
-    dict[float, int]
-        The number of draws, by threshold.
-    """
+    """How many comparisons would be draws at each threshold (no new judgments needed)."""
     return {t: sum(decide(c, t) is Winner.TIE for c in counts) for t in thresholds}
 
 
 def krippendorff_alpha(votes: Sequence[Sequence[Vote]]) -> float:
     """Krippendorff's alpha (nominal) of the members' votes; NaN when undefined.
 
-    Alpha is 1 for perfect agreement, 0 for agreement at chance level. It is undefined (NaN here)
-    when fewer than two members voted on any unit, or when a single category was ever used.
-    Computed by the ``krippendorff`` package.
-
-    Parameters
-    ----------
-    votes : Sequence[Sequence[Vote]]
-        One row per member, one column per unit (a comparison in one presentation order),
-        each a vote as in :data:`Vote` (None = missing, which alpha handles).
-
-    Returns
-    -------
-    float
-        Alpha, or NaN when undefined.
+    ``votes`` has one row per member and one column per unit (a comparison in one order); None is
+    missing. Undefined when no unit has two votes, or only one category was used.
     """
     import krippendorff  # small, numpy-only; imported here to keep `import rankkit` light
     import numpy as np
@@ -174,7 +109,7 @@ MemberPair = tuple[Verdict, Verdict]  # (as requested, reversed order)
 class PanelJudge(Judge):
     """Several judges voting in both orders, aggregated with an agreement threshold.
 
-    members: the member judges (at least two, no duplicates).
+    members: at least two, no duplicates.
     threshold: the majority share needed for a win, in (0, 1] (see :func:`decide`).
     """
 
@@ -198,13 +133,7 @@ class PanelJudge(Judge):
         self.threshold = float(threshold)
 
     def fingerprint_fields(self) -> dict[str, Any]:
-        """The members' fingerprints and the threshold.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
-        """
+        """The members' fingerprints and the threshold."""
         return {"members": sorted(m.fingerprint for m in self.members), "threshold": self.threshold}
 
     @property
@@ -216,20 +145,7 @@ class PanelJudge(Judge):
         return f"panel({' + '.join(m.description for m in self.members)}; threshold={self.threshold:g})"
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """The panel's decision depends on what each member's answer depends on.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        *candidates : Candidate
-            The candidates, in the order shown.
-
-        Returns
-        -------
-        list[Any]
-            The key: each member's request key.
-        """
+        """Each member's request key."""
         return [member.request_key(task, *candidates) for member in self.members]
 
     @property
@@ -241,25 +157,13 @@ class PanelJudge(Judge):
         return any(getattr(m, "fills_batches", False) for m in self.members)
 
     def bind_memo(self, memo: JudgmentMemo) -> None:
-        """Bind the run's memo to the panel and to every member.
-
-        Parameters
-        ----------
-        memo : JudgmentMemo
-            The run's :class:`~rankkit.memo.JudgmentMemo`.
-        """
+        """Bind the run's memo to the panel and to every member."""
         super().bind_memo(memo)
         for member in self.members:
             member.bind_memo(memo)
 
     def check_tasks(self, tasks: Sequence[Task]) -> None:
-        """Let every member check the tasks.
-
-        Parameters
-        ----------
-        tasks : Sequence[Task]
-            The tasks the run will judge.
-        """
+        """Let every member check the tasks."""
         for member in self.members:
             member.check_tasks(tasks)
 
@@ -267,23 +171,10 @@ class PanelJudge(Judge):
     def member_judgments(
         self, requests: Sequence[ComparisonRequest]
     ) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
-        """Every member's judgments of every request in both orders, from memory, cache or the member.
+        """``(pairs, fresh)``: each member's judgments of each request in both orders (memory, cache or member).
 
-        Returns ``(pairs, fresh)``: ``pairs[i][m]`` is member m's (as requested, reversed) pair of
-        judgments for request i, and ``fresh[i]`` the judgments first needed by request i that were
-        new (paid for). Each member gets one batch with everything it has not judged yet, and each
-        new judgment is cached the moment it arrives, under the member's own fingerprint and request
-        key, so member votes are shared with single-judge runs of the member.
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Returns
-        -------
-        tuple[list[list[MemberPair]], list[list[Verdict]]]
-            ``(pairs, fresh)``.
+        ``pairs[i][m]`` is member m's (as requested, reversed) pair for request i; ``fresh[i]`` the new
+        (paid) judgments request i needed. New judgments are cached under the member's own fingerprint.
         """
         both_orders = [
             order for task, first, second in requests for order in ((task, first, second), (task, second, first))
@@ -302,18 +193,7 @@ class PanelJudge(Judge):
         return pairs, fresh
 
     def votes(self, member_pairs: Sequence[MemberPair]) -> list[Vote]:
-        """The 2·members votes on one request, for its first candidate (member by member, order by order).
-
-        Parameters
-        ----------
-        member_pairs : Sequence[MemberPair]
-            Each member's pair of judgments (as requested, reversed).
-
-        Returns
-        -------
-        list[Vote]
-            The votes.
-        """
+        """The 2·members votes on one request for its first candidate (member by member, order by order)."""
         out: list[Vote] = []
         for as_requested, reversed_order in member_pairs:
             out.append(vote_of(as_requested, request_first_shown_first=True))
@@ -363,50 +243,17 @@ class PanelJudge(Judge):
         )
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """The panel's verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-
-        Returns
-        -------
-        Verdict
-            The verdict.
-        """
+        """The panel's verdict on ``first`` and ``second`` as shown."""
         return next(self.compare_many([(task, first, second)]))[1]
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Yield ``(index, verdict)`` for each request once its members' votes are in.
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` requests, each pair in the order shown.
-
-        Yields
-        ------
-        tuple[int, Verdict]
-            ``(index, verdict)``: the index of the request in ``requests`` and the panel's verdict.
-        """
+        """Yield ``(index, verdict)`` for each request once its members' votes are in."""
         pairs, fresh = self.member_judgments(requests)
         for index, (task, _, _) in enumerate(requests):
             yield index, self._decision(task, pairs[index], fresh[index])
 
     def show_progress(self, note: Callable[[str], None]) -> None:
-        """Pass the progress bar's ``note`` to every member (a batching member shows its batches'
-        state there), each line named by the member.
-
-        Parameters
-        ----------
-        note : Callable[[str], None]
-            The progress bar's note.
-        """
+        """Pass the progress bar's ``note`` to every member, each line named by the member."""
         for member in self.members:
             member.show_progress(lambda text, name=member.description: note(f"{name}: {text}"))
 
@@ -420,19 +267,7 @@ class PanelJudge(Judge):
 
 
 def read_spec(text: str) -> Spec:
-    """Split ``panel:M1+M2+...,threshold=T`` into its members (one argument, ``+``-joined, each
-    member's own options separated by ``;``) and the panel's options.
-
-    Parameters
-    ----------
-    text : str
-        The spec text.
-
-    Returns
-    -------
-    Spec
-        The parsed spec.
-    """
+    """Split ``panel:M1+M2+...,threshold=T`` into members (``+``-joined, own options ``;``-separated) and options."""
     _, _, rest = text.strip().partition(":")
     member_pieces: list[str] = []
     options: dict[str, str] = {}
@@ -454,18 +289,7 @@ def read_spec(text: str) -> Spec:
 
 
 def member_specs(settings: Settings) -> list[str]:
-    """The members' specs (``;`` -> ``,``); a panel cannot be a member of a panel.
-
-    Parameters
-    ----------
-    settings : Settings
-        The judge spec's option values, parsed and checked.
-
-    Returns
-    -------
-    list[str]
-        The members' spec texts.
-    """
+    """The members' spec texts (``;`` -> ``,``); a panel cannot be a member of a panel."""
     members = [m.strip().replace(";", ",") for m in settings.argument.split("+") if m.strip()]
     if any(spec_name(member) == "panel" for member in members):
         raise SpecError("panel: a panel cannot be a member of a panel")
@@ -473,36 +297,14 @@ def member_specs(settings: Settings) -> list[str]:
 
 
 def build(settings: Settings) -> PanelJudge:
-    """``panel:MEMBER+MEMBER+...[,threshold=0.5]`` (see ``docs/judges-replay-panels.md``).
-
-    Parameters
-    ----------
-    settings : Settings
-        The judge spec's option values, parsed and checked.
-
-    Returns
-    -------
-    PanelJudge
-        The panel judge, its members built.
-    """
+    """``panel:MEMBER+MEMBER+...[,threshold=0.5]`` (see ``docs/judges-replay-panels.md``)."""
     from rankkit.judges import make_judge
 
     return PanelJudge([make_judge(member) for member in member_specs(settings)], threshold=settings["threshold"])
 
 
 def stand_in(settings: Settings) -> PanelJudge:
-    """The dry run's panel: each member's stand-in judge.
-
-    Parameters
-    ----------
-    settings : Settings
-        The judge spec's option values, parsed and checked.
-
-    Returns
-    -------
-    PanelJudge
-        The panel of stand-in judges.
-    """
+    """The dry run's panel: each member's stand-in judge."""
     from rankkit.judges import make_judge
 
     return PanelJudge(

@@ -1,9 +1,6 @@
-"""Token prices of hosted judges and the dollar cost of a request's token usage.
+"""Token prices of hosted judges (:data:`PRICES`, :func:`price_for`) and a response's cost (:func:`usd_nanos`).
 
-:data:`PRICES` (with the sources they were read from, in the docs), :func:`price_for` with the
-spec's overrides, and :func:`usd_nanos` for one response's usage.
-
-More in ``docs/hosted-judges.md``.
+Sources in ``docs/hosted-judges.md``.
 """
 
 from __future__ import annotations
@@ -24,10 +21,8 @@ BATCH_DISCOUNT = 0.5
 class Price:
     """USD per million tokens of one model.
 
-    input: an uncached input token.
-    output: an output token.
-    cached_input: an input token read from the provider's prompt cache (None: as ``input``).
-    cache_write: an input token written to the prompt cache (Anthropic's 5-minute write; None: as ``input``).
+    cached_input: an input token read from the prompt cache (None: as ``input``).
+    cache_write: an input token written to the prompt cache (None: as ``input``).
     """
 
     input: float
@@ -72,18 +67,7 @@ PRICES: dict[str, Price] = {
 
 
 def builtin_price(model: str) -> Price | None:
-    """The built-in price of ``model``: the entry whose name is the longest prefix of it
-    (``gpt-4.1-mini-2025-04-14`` is ``gpt-4.1-mini``, not ``gpt-4.1``), or None.
-
-    Parameters
-    ----------
-    model : str
-        The model's name.
-
-    Returns
-    -------
-    Price | None
-        The price, or None.
+    """The built-in price of the longest model-name prefix of ``model``, or None.
 
     Examples
     --------
@@ -98,24 +82,10 @@ def builtin_price(model: str) -> Price | None:
 
 
 def price_for(model: str, price_in: float | None = None, price_out: float | None = None) -> Price | None:
-    """A judge's price: the built-in one of ``model`` with the spec's overrides (USD per million
-    tokens). An override of the input price scales the cached and cache-write prices with it
-    (same ratios), or, for a model without a built-in price, leaves them at the input price.
-    None when neither a built-in price nor both overrides exist (the cost is then not counted).
+    """The built-in price of ``model`` with the spec's overrides (USD per million tokens), or None.
 
-    Parameters
-    ----------
-    model : str
-        The model's name.
-    price_in : float | None
-        The spec's input price override (USD per million tokens), or None.
-    price_out : float | None
-        The spec's output price override (USD per million tokens), or None.
-
-    Returns
-    -------
-    Price | None
-        The price, or None.
+    An input override scales the cached and cache-write prices with it (or, without a built-in price,
+    sets them to it). None without a built-in price or both overrides (cost not counted).
 
     Examples
     --------
@@ -163,25 +133,10 @@ PRICE_OPTIONS: tuple[Option, ...] = (
 
 
 def usd_nanos(usage: Mapping[str, int], price: Price, batch: bool = False) -> int:
-    """The cost of one response's ``usage`` in nano-dollars (1e-9 USD), rounded.
+    """The cost of one response's ``usage`` in nano-dollars (1e-9 USD), rounded; ``batch`` applies the discount.
 
-    ``prompt_tokens`` counts every input token, of which ``cached_tokens`` were read from the
-    prompt cache and ``cache_write_tokens`` written to it; ``completion_tokens`` are output. With
-    ``batch`` the batch discount applies to all of it.
-
-    Parameters
-    ----------
-    usage : Mapping[str, int]
-        The response's usage counters.
-    price : Price
-        The model's price.
-    batch : bool
-        Whether the response came through a batch API.
-
-    Returns
-    -------
-    int
-        The cost in nano-dollars.
+    ``prompt_tokens`` counts all input, of which ``cached_tokens`` read and ``cache_write_tokens``
+    written to the cache; ``completion_tokens`` are output.
 
     Examples
     --------
@@ -208,23 +163,7 @@ def _or(value: float | None, default: float) -> float:
 
 
 def with_cost(usage: dict[str, int], price: Price | None, batch: bool = False) -> dict[str, int]:
-    """``usage`` with its cost added as ``usd_nano`` (unchanged without a price); ``batch``: it
-    came through a batch API (:data:`BATCH_DISCOUNT`), counted in ``usage["batched"]`` too.
-
-    Parameters
-    ----------
-    usage : dict[str, int]
-        The response's usage counters; updated in place.
-    price : Price | None
-        The model's price, or None.
-    batch : bool
-        Whether the response came through a batch API.
-
-    Returns
-    -------
-    dict[str, int]
-        ``usage`` itself, with ``usd_nano`` (and ``batched``) added.
-    """
+    """``usage``, updated in place with ``usd_nano`` (and ``batched`` when ``batch``); unchanged without a price."""
     if batch:
         usage["batched"] = 1
     if price is not None:

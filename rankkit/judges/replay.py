@@ -1,9 +1,6 @@
 """``replay``: a judge that answers comparisons from recorded judgments; no LLM is called.
 
-``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]`` reads a
-JSON Lines recording (pairwise and k-way rows, checked as task files are) and answers each request
-by its exact presentation order; a miss is never guessed.
-
+Answers each request by its exact presentation order; a miss is never guessed.
 More in ``docs/judges-replay-panels.md``.
 """
 
@@ -111,26 +108,17 @@ def _number_list(path: Path, line: int, row: dict, name: str, length: int, low: 
 
 
 def _check_labels(path: Path, line: int, row: dict) -> None:
-    """``judge`` and ``method`` are labels: a string (or a number) or null, never a list or an
-    object (they are filtered on and counted)."""
+    """Refuse ``judge``/``method`` labels that are not a string, number or null."""
     for name in ("judge", "method"):
         if isinstance(row.get(name), (list, dict)):
             raise TaskFormatError(path, line, name, f"expected a string or null, got {_short(row[name])}")
 
 
 def check_pair_row(path: Path, number: int, row: dict[str, Any]) -> None:
-    """Refuse a malformed pairwise row: ``task_id``, ``a`` and ``b`` ids (``a`` not ``b``),
-    ``winner`` one of them, ``"tie"`` or null, grades (``score_a``, ``score_b``) finite numbers
-    within ±:data:`MAX_RECORDED_GRADE` or null, and labels of the right types.
+    """Refuse a malformed pairwise row (:class:`TaskFormatError` naming file, line ``number`` and field).
 
-    Parameters
-    ----------
-    path : Path
-        The recording, for the message.
-    number : int
-        The row's line number.
-    row : dict[str, Any]
-        The parsed row.
+    Needs ``task_id``, distinct ``a`` and ``b``, ``winner`` one of them, ``"tie"`` or null, and grades
+    finite within ±:data:`MAX_RECORDED_GRADE` or null.
     """
     for name in ("task_id", "a", "b"):
         if not isinstance(row.get(name), (str, int)) or isinstance(row.get(name), bool):
@@ -154,20 +142,7 @@ def check_pair_row(path: Path, number: int, row: dict[str, Any]) -> None:
 
 
 def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, row)`` for every non-empty line, each checked as a task file's rows are
-    (:func:`check_pair_row`, :func:`check_kway_row`): a problem is a :class:`TaskFormatError`
-    naming the file, the line and the field.
-
-    Parameters
-    ----------
-    path : str | Path
-        The recording.
-
-    Yields
-    ------
-    tuple[int, dict[str, Any]]
-        ``(line number, row)``.
-    """
+    """Yield ``(line number, row)`` for every non-empty line, each checked (:class:`TaskFormatError` on a problem)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"replay: recorded judgments file not found: {path}")
@@ -194,18 +169,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def recorded_labels(path: str | Path) -> Counter:
-    """How many rows each (judge, method) label pair has in a recording.
-
-    Parameters
-    ----------
-    path : str | Path
-        The recording.
-
-    Returns
-    -------
-    Counter
-        Row counts by ``(judge, method)``.
-    """
+    """Row counts by ``(judge, method)`` label pair in a recording."""
     return Counter((row.get("judge"), row.get("method")) for _, row in read_rows(path))
 
 
@@ -214,19 +178,11 @@ def _is_id(value: Any) -> bool:
 
 
 def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
-    """Refuse a malformed k-way row: ``shown`` 2 to 8 distinct ids, ``kind`` choice or ranking,
-    ``chosen`` one of them (or null), ``ranking`` a list of each of them exactly once (or null),
-    ``probabilities`` one per shown id in [0, 1] summing to at most 1 (or null), ``grades`` one
-    per shown id within ±:data:`MAX_RECORDED_GRADE` (or null), and labels of the right types.
+    """Refuse a malformed k-way row (:class:`TaskFormatError` naming file, line ``number`` and field).
 
-    Parameters
-    ----------
-    path : Path
-        The recording, for the message.
-    number : int
-        The row's line number.
-    row : dict[str, Any]
-        The parsed row.
+    Needs ``shown`` 2 to 8 distinct ids, ``kind`` choice or ranking, ``chosen``/``ranking`` among them,
+    ``probabilities`` in [0, 1] summing to at most 1, ``grades`` within ±:data:`MAX_RECORDED_GRADE`
+    (each null allowed).
     """
     shown = row.get("shown")
     if not _is_id(row.get("task_id")):
@@ -269,27 +225,12 @@ def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
 def load_recorded(
     path: str | Path, judge: str | None = None, method: str | None = None
 ) -> dict[RecordKey, RecordedJudgment]:
-    """The recorded judgments of one judge and method, keyed by (task_id, first id, second id).
-
-    Parameters
-    ----------
-    path : str | Path
-        A judgments.jsonl file (see ``docs/judges-replay-panels.md`` for its format).
-    judge : str | None
-        Keep only rows with this ``judge`` label (None keeps every row).
-    method : str | None
-        Keep only rows with this ``method`` label (None keeps every row).
-
-    Returns
-    -------
-    dict[RecordKey, RecordedJudgment]
-        The recorded pairwise judgments, by ``(task_id, first id, second id)``.
+    """The recorded pairwise judgments by ``(task_id, first id, second id)``; ``judge``/``method`` filter (None: all).
 
     Raises
     ------
     SpecError
-        The filter matches nothing, or a comparison is recorded twice after filtering (the file
-        holds several judges or methods and no filter chose one).
+        The filter matches nothing, or a comparison is recorded twice after filtering.
     """
     path = Path(path)
     table: dict[RecordKey, RecordedJudgment] = {}
@@ -332,22 +273,9 @@ KwayKey = tuple[str, str, tuple[str, ...]]
 def load_recorded_kway(
     path: str | Path, judge: str | None = None, method: str | None = None
 ) -> dict[KwayKey, dict[str, Any]]:
-    """The recorded k-way judgments of one judge and method, keyed by (task_id, kind, ids shown);
-    empty when the file has none. Raises SpecError when one is recorded twice after filtering.
+    """The recorded k-way rows by ``(task_id, kind, ids shown)``; empty when none.
 
-    Parameters
-    ----------
-    path : str | Path
-        A judgments.jsonl file.
-    judge : str | None
-        Keep only rows with this ``judge`` label (None keeps every row).
-    method : str | None
-        Keep only rows with this ``method`` label (None keeps every row).
-
-    Returns
-    -------
-    dict[KwayKey, dict[str, Any]]
-        The recorded rows, by ``(task_id, kind, ids shown)``.
+    Raises ``SpecError`` when one is recorded twice after filtering.
     """
     table: dict[KwayKey, dict[str, Any]] = {}
     for number, row in read_rows(path):
@@ -374,18 +302,7 @@ def _describe_labels(labels: Counter) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes, read in 1 MiB blocks.
-
-    Parameters
-    ----------
-    path : str | Path
-        The file.
-
-    Returns
-    -------
-    str
-        The hex digest.
-    """
+    """The hex SHA-256 of a file's bytes."""
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -400,11 +317,9 @@ def file_sha256(path: str | Path) -> str:
 class ReplayJudge(Judge):
     """Answers ``compare`` from a recording; see ``docs/judges-replay-panels.md``.
 
-    path: the judgments.jsonl file.
     judge, method: label filters (None keeps every row).
     on_miss: ``error`` raises JudgeError on a miss; ``tie`` answers a failed-status tie.
-    scores: ``recorded`` uses a row's grade_a/grade_b when present; ``verdict`` always derives the
-        grades from the verdict on the task's scale.
+    scores: ``recorded`` uses a row's grades when present; ``verdict`` derives them from the verdict.
     """
 
     backend = "replay"
@@ -434,24 +349,12 @@ class ReplayJudge(Judge):
     # parameters: building a judge to describe it or check a spec costs nothing.
     @functools.cached_property
     def table(self) -> dict[tuple[str, str, str], Any]:
-        """The recorded pairwise judgments, read on first use.
-
-        Returns
-        -------
-        dict[tuple[str, str, str], Any]
-            The judgments, by ``(task_id, first id, second id)``.
-        """
+        """The recorded pairwise judgments by ``(task_id, first id, second id)``, read on first use."""
         return load_recorded(self.path, self.judge_label, self.method)
 
     @functools.cached_property
     def kway_table(self) -> dict[KwayKey, dict[str, Any]]:
-        """The recorded k-way judgments, read on first use.
-
-        Returns
-        -------
-        dict[KwayKey, dict[str, Any]]
-            The rows, by ``(task_id, kind, ids shown)``.
-        """
+        """The recorded k-way rows by ``(task_id, kind, ids shown)``, read on first use."""
         return load_recorded_kway(self.path, self.judge_label, self.method)
 
     @property
@@ -461,41 +364,15 @@ class ReplayJudge(Judge):
 
     @functools.cached_property
     def sha256(self) -> str:
-        """The SHA-256 of the recording's bytes, read on first use.
-
-        Returns
-        -------
-        str
-            The hex digest.
-        """
+        """The hex SHA-256 of the recording, read on first use."""
         return file_sha256(self.path)
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """A recorded verdict is looked up by task and candidate ids, so they are part of the key
-        (two candidates with the same text may have different recorded verdicts).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        *candidates : Candidate
-            The candidates, in the order shown.
-
-        Returns
-        -------
-        list[Any]
-            The key: the texts' key (:func:`~rankkit.judges.base.content_key`) and the candidates' ids.
-        """
+        """The texts' key plus the candidates' ids (recorded verdicts are looked up by id)."""
         return [*super().request_key(task, *candidates), task.task_id, *(c.id for c in candidates)]
 
     def fingerprint_fields(self) -> dict[str, Any]:
-        """The recording's SHA-256, the label filter and both options (not the path).
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, by name: JSON-ready values.
-        """
+        """The recording's SHA-256, the label filter and both options (not the path)."""
         return {
             "sha256": self.sha256,
             "judge": self.judge_label,
@@ -510,22 +387,7 @@ class ReplayJudge(Judge):
         return f"replay:{self.path.name}" + (f" ({labels})" if labels else "")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """The recorded verdict of exactly ``(task_id, first.id, second.id)``; a miss raises or ties (``on_miss``).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-
-        Returns
-        -------
-        Verdict
-            The verdict.
-        """
+        """The recorded verdict of exactly ``(task_id, first.id, second.id)``; a miss raises or ties (``on_miss``)."""
         record = self.table.get((task.task_id, first.id, second.id))
         if record is None:
             return self._miss(task, first, second, "unrecorded")
@@ -543,20 +405,7 @@ class ReplayJudge(Judge):
         )
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
-        """The recorded choice among exactly these ids in this order; a miss raises or fails (``on_miss``).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        GroupChoice
-            The choice.
-        """
+        """The recorded choice among exactly these ids in this order; a miss raises or fails (``on_miss``)."""
         shown = tuple(c.id for c in candidates)
         row = self.kway_table.get((task.task_id, CHOICE_KIND, shown))
         answer = None if row is None else row.get("chosen")
@@ -573,20 +422,7 @@ class ReplayJudge(Judge):
         )
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
-        """The recorded ranking of exactly these ids in this order; a miss raises or fails (``on_miss``).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        GroupRanking
-            The ranking.
-        """
+        """The recorded ranking of exactly these ids in this order; a miss raises or fails (``on_miss``)."""
         shown = tuple(c.id for c in candidates)
         row = self.kway_table.get((task.task_id, RANKING_KIND, shown))
         ranking = None if row is None else row.get("ranking")
@@ -637,29 +473,14 @@ class ReplayJudge(Judge):
 
 
 class ReplayMiss(JudgeError):
-    """A comparison the recording cannot answer. Unlike other judge failures a rerun of the same
-    command fails identically, so the command line exits 2 (change the command or the file) and does
-    not advise rerunning."""
+    """A comparison the recording cannot answer; a rerun fails identically, so exit 2."""
 
     exit_code = 2
     resumable = False
 
 
 def verdict_scores(task: Task, winner: Winner) -> tuple[float, float]:
-    """Grades that state a verdict on the task's scale: (top, bottom), (bottom, top) or the middle twice.
-
-    Parameters
-    ----------
-    task : Task
-        The task: prompt, reference, grading scale and metadata.
-    winner : Winner
-        The recorded winner.
-
-    Returns
-    -------
-    tuple[float, float]
-        The grades of the first and the second candidate.
-    """
+    """(first, second) grades stating ``winner`` on the task's scale: top/bottom, or the middle twice."""
     low, high = task.scale
     if winner is Winner.FIRST:
         return high, low
@@ -670,34 +491,12 @@ def verdict_scores(task: Task, winner: Winner) -> tuple[float, float]:
 
 
 def is_miss(judgment: Verdict) -> bool:
-    """Whether a judgment is a replay miss answered under ``on_miss=tie``.
-
-    Parameters
-    ----------
-    judgment : Verdict
-        A replay judge's verdict.
-
-    Returns
-    -------
-    bool
-        Whether it is a miss.
-    """
+    """Whether a verdict is a replay miss answered under ``on_miss=tie``."""
     return "replay_miss" in judgment.extras
 
 
 def build(settings: Settings) -> ReplayJudge:
-    """``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]``.
-
-    Parameters
-    ----------
-    settings : Settings
-        The judge spec's option values, parsed and checked.
-
-    Returns
-    -------
-    ReplayJudge
-        The judge.
-    """
+    """``replay:FILE[,judge=NAME][,method=NAME][,on_miss=error|tie][,scores=recorded|verdict]``."""
     judge = ReplayJudge(settings.argument, **settings.subset(REPLAY_OPTIONS))
     # Read the recording now: a bad file or filter is reported before anything runs. A recording of
     # k-way judgments only has no pairs to check.

@@ -1,11 +1,8 @@
 """Simulated judges for research: the human scores are the latent truth.
 
-:class:`LatentJudge` (``sim:``, the default; Thurstonian perception noise, slot bias, style
-biases, presets fitted to LLMBar) and :class:`FixedAccuracyJudge` (``sim:model=fixed``: a set
-accuracy and first-slot preference). Every judgment is a pure function of (seed, task, candidates,
-order).
-
-More in ``docs/judges-sim.md``.
+:class:`LatentJudge` (``sim:``, Thurstonian noise, slot and style biases, presets fitted to LLMBar) and
+:class:`FixedAccuracyJudge` (``sim:model=fixed``). Judgments are pure functions of (seed, task,
+candidates, order). See ``docs/judges-sim.md``.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ from rankkit.judgments import LABELS, Grade, GroupChoice, GroupRanking, Verdict,
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
 
-# ---------------------------------------------------------------------------------------------
 # Fitted parameters
 
 
@@ -52,8 +48,7 @@ LATENT_PRESETS: dict[str, LatentParameters] = {
     "falcon": LatentParameters(perception=1.3772, pair_noise=0.0, slot_bias=2.0, grade_noise=2.4373),
 }
 
-#: preset name -> (share judged right, share of first slot chosen) on LLMBar Natural's Vanilla
-#: judgments: what the fixed-accuracy model's presets reproduce (:func:`fixed_parameters`).
+#: preset -> (share right, share first slot) on LLMBar Natural (Vanilla), for :func:`fixed_parameters`.
 FIXED_PRESET_RATES: dict[str, tuple[float, float]] = {
     "gpt4": (0.955, 0.505),
     "chatgpt": (0.815, 0.605),
@@ -62,16 +57,10 @@ FIXED_PRESET_RATES: dict[str, tuple[float, float]] = {
 
 
 def fixed_parameters(right: float, first: float) -> tuple[float, float]:
-    """The fixed-accuracy judge that shows the given pairwise rates, each pair in both orders.
+    """(accuracy, position_bias) of the fixed-accuracy judge showing these pairwise rates (both orders).
 
-    Parameters
-    ----------
-    right: share of judgments that chose the human-preferred answer.
-    first: share of judgments that chose the answer shown first.
-
-    Returns
-    -------
-    (accuracy, position_bias); a first-slot share at or below one half gives no bias.
+    ``right`` is the share choosing the human-preferred answer, ``first`` the share choosing the first
+    slot; ``first`` <= 0.5 gives no bias.
     """
     bias = max(0.0, 2.0 * first - 1.0)
     accuracy = (right - bias / 2.0) / (1.0 - bias) if bias < 1 else 0.5
@@ -79,17 +68,9 @@ def fixed_parameters(right: float, first: float) -> tuple[float, float]:
 
 
 def latent_pair_accuracy(perception: float, pair_noise: float, slot_bias: float, gap: float = CALIBRATION_GAP) -> float:
-    """The latent model's pairwise accuracy on pairs ``gap`` spreads apart, each in both orders.
+    """The latent model's pairwise accuracy on pairs ``gap`` sds apart, each in both orders.
 
-    Parameters
-    ----------
-    perception, pair_noise, slot_bias: the latent parameters (units of ``sd``).
-    gap: how far apart the two answers are (LLMBar's calibration pairs: 2).
-
-    Returns
-    -------
-    ``½·[Φ((gap + slot_bias)/s) + Φ((gap − slot_bias)/s)]`` with ``s = √(2·perception² +
-    2·pair_noise²)``; for a preset, its fitted LLMBar accuracy (up to the parameters' rounding).
+    ``½·[Φ((gap + slot_bias)/s) + Φ((gap − slot_bias)/s)]`` with ``s = √(2·perception² + 2·pair_noise²)``.
 
     Examples
     --------
@@ -120,26 +101,11 @@ def _mean_confidence(temperature: float, means: tuple[float, ...], spread: float
 
 @lru_cache(maxsize=64)
 def kway_temperature(perception: float, pair_noise: float, slot_bias: float, gap: float = CALIBRATION_GAP) -> float:
-    """The softmax temperature (in ``sd``) of the ``kway=probabilities`` reading: calibrated at k = 2.
+    """Softmax temperature (in ``sd``) of the ``kway=probabilities`` reading, calibrated at k = 2.
 
-    At k = 2 the reading gives P(first) = σ(d / τ) for the two grades' difference d (in ``sd``),
-    and the choice is the higher grade, as in the pairwise model. On calibration pairs (``gap``
-    apart, both orders) d ~ N(gap ± slot_bias, 2·perception² + 2·pair_noise²), so the judge's mean
-    confidence in its own choice is E[σ(|d| / τ)], which falls from 1 (τ → 0) to ½ (τ → ∞). τ
-    is the one value at which it equals the pairwise accuracy :func:`latent_pair_accuracy` —
-    the judge is as confident as it is right, on average (no over- or under-confidence). It is
-    found by bisection on log τ, the expectation by the trapezoid rule on ±8 standard deviations
-    (0.01 apart): deterministic, to about 1e-6 in the confidence.
-
-    Parameters
-    ----------
-    perception, pair_noise, slot_bias: the latent parameters (units of ``sd``).
-    gap: how far apart the calibration pairs' answers are (LLMBar's: 2).
-
-    Returns
-    -------
-    τ > 0; 0 for a judge that is always right (its probabilities are then certain), ``inf`` for
-    one no better than chance (uniform probabilities).
+    The τ at which the mean confidence E[σ(|d| / τ)] on calibration pairs equals
+    :func:`latent_pair_accuracy` (no over- or under-confidence); bisection on log τ, deterministic.
+    Returns 0 for an always-right judge, ``inf`` for one no better than chance.
 
     Examples
     --------
@@ -163,19 +129,7 @@ def kway_temperature(perception: float, pair_noise: float, slot_bias: float, gap
 
 
 def softmax_probabilities(values: Sequence[float], temperature: float) -> tuple[float, ...]:
-    """softmax(values / temperature); temperature 0: all mass on the largest, ``inf``: uniform.
-
-    Parameters
-    ----------
-    values : Sequence[float]
-        The values (grades in ``sd`` units).
-    temperature : float
-        The softmax temperature (0 and ``inf`` allowed).
-
-    Returns
-    -------
-    tuple[float, ...]
-        The probabilities, one per value, summing to 1.
+    """softmax(values / temperature); temperature 0 puts all mass on the largest, ``inf`` is uniform.
 
     Examples
     --------
@@ -194,7 +148,6 @@ def softmax_probabilities(values: Sequence[float], temperature: float) -> tuple[
     return tuple(weight / mass for weight in weights)
 
 
-# ---------------------------------------------------------------------------------------------
 # The judges
 
 
@@ -210,25 +163,14 @@ class _Simulated(Judge):
     simulated = True
 
     def latent(self, task: Task) -> dict[str, float]:
-        """The judge's truth on ``task``: per candidate id, the value its judgments are noisy readings of.
+        """Per candidate id, the latent value (higher is better) the judge's judgments are noisy readings of.
 
-        Ordering the candidates by it gives the order this judge would give in the limit of
-        unlimited independent judgments (the yardstick of calibrated stopping, ``docs/stopping.md``).
-
-        Parameters
-        ----------
-        task: a task with a human score for every candidate.
-
-        Returns
-        -------
-        dict[str, float]
-            candidate id -> latent value (higher is better), in the task's candidate order.
+        Its order is the judge's order in the limit of unlimited judgments (``docs/stopping.md``).
         """
         raise NotImplementedError
 
     def check_tasks(self, tasks: Sequence[Task]) -> None:
-        """Refuse data without a human score for every candidate: the simulator's verdicts are
-        drawn from them (its latent truth), so it cannot judge a candidate that has none."""
+        """Raise ``SpecError`` unless every candidate has a human score (the simulator's truth)."""
         for task in tasks:
             for candidate in task.candidates:
                 if task.criterion is None or task.criterion not in candidate.human:
@@ -239,11 +181,7 @@ class _Simulated(Judge):
                     )
 
     def request_key(self, task: Task, *candidates: Candidate) -> list:
-        """The simulator's answer depends on the task id, the candidates' ids (its random draws
-        are seeded by them), their human scores and the task's human-score spread, besides what
-        the base key holds (the scale it clips to among them): all of that is in the key, so
-        candidates with identical texts never share a cached answer that was drawn for another
-        one. The model and its parameters are in the fingerprint."""
+        """The base key plus task id, candidate ids, human scores and spread (what the draws depend on)."""
         return [
             *super().request_key(task, *candidates),
             task.task_id,
@@ -259,13 +197,7 @@ def _clip(task: Task, value: float) -> float:
 
 
 def _normals(*parts: str, count: int = 1) -> list[float]:
-    """``count`` standard normal draws that are a pure function of ``parts``.
-
-    Each part is length-prefixed (so ids containing the separator cannot collide) and hashed with
-    BLAKE2b; each 8 bytes of the digest give a uniform in (0, 1), mapped through the normal
-    quantile. Stable across runs, machines and Python versions, and about a sixth of the cost of
-    seeding a ``random.Random`` per judgment.
-    """
+    """``count`` standard normal draws, a pure function of ``parts`` (BLAKE2b, stable everywhere)."""
     key = "".join(f"{len(part)}:{part}" for part in parts).encode("utf-8")
     digest = hashlib.blake2b(key, digest_size=8 * count).digest()
     quantile = _STANDARD_NORMAL.inv_cdf
@@ -282,8 +214,7 @@ STYLE_BIAS_KEYS = ("length_bias", "format_bias")
 
 
 class _StyleBias:
-    """The planted style biases both models share (``length_bias``, ``format_bias``; see the module
-    docstring): each answer's shift of perceived quality, in units of the task's spread."""
+    """Planted style biases (``length_bias``, ``format_bias``), in sds of the task's human scores."""
 
     length_bias: float
     format_bias: float
@@ -311,8 +242,7 @@ class _StyleBias:
         return self.length_bias * math.log2(max(1, features.chars)) + self.format_bias * features.format_score
 
     def group_style_shifts(self, candidates: Sequence[Candidate]) -> list[float]:
-        """Each shown answer's shift (units of ``sd``) in a pair or k-way group: its style score
-        minus the group's mean; all 0 without a style bias.
+        """Each shown answer's shift (``sd``): its style score minus the group's mean.
 
         >>> a, b = Candidate("a", "x" * 200), Candidate("b", "x" * 100)
         >>> LatentJudge(length_bias=0.5).group_style_shifts([a, b])
@@ -325,8 +255,7 @@ class _StyleBias:
         return [score - mean for score in scores]
 
     def point_style_shift(self, task: Task, candidate: Candidate) -> float:
-        """An answer's shift (units of ``sd``) when graded alone: its style score minus the task's
-        median answer's (median log-length, median format score); 0 without a style bias."""
+        """An answer's shift (``sd``) graded alone: its style score minus the task's median answer's."""
         if not self.has_style_bias:
             return 0.0
         features = [c.style for c in task.candidates]
@@ -344,25 +273,18 @@ def _median(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class LatentJudge(_StyleBias, _Simulated):
-    """Latent-perception simulated judge; see ``docs/judges-sim.md`` for the model.
+    """Latent-perception simulated judge (model in ``docs/judges-sim.md``); noise terms in sds of ``Task.human_spread``.
 
-    perception: sd of the judge's perception of an answer, shared by both modes and every pair.
-    pair_noise: sd of the extra noise on each grade inside one pairwise judgment (per order).
-    slot_bias: added to the first answer's pairwise grade minus the second's (half to each);
-        > 0 favours the first slot.
+    perception: sd of the perception of an answer, shared by every judgment.
+    pair_noise: sd of the extra noise on each grade of one pairwise judgment.
+    slot_bias: first slot's pairwise advantage (half to each slot); > 0 favours the first.
     grade_noise: sd of the extra noise on a pointwise grade.
-    seed: seeds every draw together with the task, the answers and the order.
-    preset: the name the parameters came from (for descriptions only).
-    kway: what a k-way choice carries: ``grades`` (default: the grade of every answer shown, as a
-        pairwise verdict carries both grades), ``choice`` (only the chosen slot, as a real judge's
-        bare "Best: X" — strategies then score k for the chosen answer and 0 for the others) or
-        ``probabilities`` (P(best) per slot, as a logprob judge gives it: the softmax of the
-        grades in ``sd`` units at :meth:`kway_temperature`; strategies score k·P(best)). The
-        chosen slot and a ranking's order are the same in every reading.
-    length_bias, format_bias: planted style biases (``docs/judges-sim.md``), in units of ``sd`` per
-        doubling of the length, and of 1 + the formatting elements, relative to the other answers.
-
-    All four noise terms are in units of the task's human-score spread (``Task.human_spread``).
+    seed: seeds every draw, with the task, the answers and the order.
+    preset: the name the parameters came from (descriptions only).
+    kway: what a k-way choice carries: ``grades`` (every answer's grade), ``choice`` (only the chosen
+        slot) or ``probabilities`` (P(best) per slot, softmax at :meth:`kway_temperature`).
+    length_bias, format_bias: ``sd`` per doubling of the length, and of 1 + formatting elements,
+        relative to the other answers.
     """
 
     perception: float = LATENT_PRESETS["gpt4"].perception
@@ -387,13 +309,7 @@ class LatentJudge(_StyleBias, _Simulated):
         self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
-        """Everything that changes a judgment: the model, its noise and slot bias, the seed, and the ``kway`` reading and style biases where not the default.
-
-        Returns
-        -------
-        dict
-            The fields, by name: JSON-ready values.
-        """
+        """Everything that changes a judgment (``kway`` and style biases only when not the default)."""
         fields = {
             "model": "latent",
             "perception": self.perception,
@@ -421,37 +337,12 @@ class LatentJudge(_StyleBias, _Simulated):
         return f"sim:{name}{self._style_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
-        """The judge's perception of an answer: one draw per (seed, task, answer), whatever asks.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer.
-
-        Returns
-        -------
-        float
-            The perceived quality ``p``, on the task's scale (unclipped).
-        """
+        """The perceived quality of an answer on the task's scale (unclipped): one draw per (seed, task, answer)."""
         (z,) = _normals(str(self.seed), task.task_id, candidate.id, "perception")
         return task.human_score(candidate.id) + self.perception * task.human_spread * z
 
     def latent(self, task: Task) -> dict[str, float]:
-        """Each answer's perception (:meth:`perceived`): the quality before the per-judgment noise
-        (``pair_noise``, ``grade_noise``) and the slot bias, which average out over unlimited
-        judgments in both orders, so the order of these values is the judge's order in the limit.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-
-        Returns
-        -------
-        dict[str, float]
-            Each answer's perception, by candidate id.
+        """Each answer's perception (:meth:`perceived`), by candidate id: the judge's order in the limit.
 
         Examples
         --------
@@ -465,20 +356,7 @@ class LatentJudge(_StyleBias, _Simulated):
         return {candidate.id: self.perceived(task, candidate) for candidate in task.candidates}
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
-        """A pointwise grade: ``clip(p + sd · grade_noise · w)``, shifted by the style biases.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer judged.
-
-        Returns
-        -------
-        Grade
-            The grade.
-        """
+        """A pointwise grade: ``clip(p + sd · grade_noise · w)``, shifted by the style biases."""
         _require_truth(task)
         (w,) = _normals(str(self.seed), task.task_id, candidate.id, "grade")
         value = _clip(
@@ -489,22 +367,7 @@ class LatentJudge(_StyleBias, _Simulated):
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """A verdict from the two answers' noisy grades, each with its slot's bias (the module's model).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-
-        Returns
-        -------
-        Verdict
-            The verdict; its grades agree with it.
-        """
+        """A verdict from the two answers' noisy grades with their slots' bias; grades agree with it."""
         _require_truth(task)
         spread = task.human_spread
         e1, e2 = _normals(str(self.seed), task.task_id, first.id, second.id, "pair", count=2)
@@ -518,23 +381,12 @@ class LatentJudge(_StyleBias, _Simulated):
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
         return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
-    # -- k-way judgments ----------------------------------------------------------------------
     supports_kway = True
 
     def slot_offsets(self, k: int) -> list[float]:
-        """The per-slot bias of a k-way judgment, in units of ``sd``: ``slot_bias`` spread evenly
-        from +slot_bias/2 (first slot) to −slot_bias/2 (last), so k = 2 is the pairwise model's
-        ±slot_bias/2. For k > 2 this is an extrapolation: no recorded k-way judgments calibrate it.
+        """Per-slot bias (``sd``) of a k-way judgment: +slot_bias/2 (first) to −slot_bias/2 (last), evenly.
 
-        Parameters
-        ----------
-        k : int
-            The number of answers shown.
-
-        Returns
-        -------
-        list[float]
-            One offset per slot, first slot first.
+        For k > 2 an extrapolation (no k-way data calibrates it).
 
         Examples
         --------
@@ -544,21 +396,9 @@ class LatentJudge(_StyleBias, _Simulated):
         return [self.slot_bias * (0.5 - slot / (k - 1)) for slot in range(k)]
 
     def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
-        """Each shown answer's grade in one k-way judgment, before clipping:
-        ``p_i + sd · (offset_i + pair_noise · e_i + style_i)`` (style_i: :meth:`group_style_shifts`), the e_i drawn per group *and order* exactly
-        as the pairwise model draws e1, e2 (so at k = 2 these are the pairwise grades).
+        """Each shown answer's unclipped k-way grade: ``p_i + sd · (offset_i + pair_noise · e_i + style_i)``.
 
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        list[float]
-            One unclipped grade per shown answer, in the order shown.
+        At k = 2 these are the pairwise grades (same draws).
         """
         _require_truth(task)
         spread = task.human_spread
@@ -570,36 +410,11 @@ class LatentJudge(_StyleBias, _Simulated):
         ]
 
     def kway_temperature(self) -> float:
-        """The temperature (in ``sd``) of this judge's ``kway=probabilities`` reading: the one at
-        which, at k = 2, its mean confidence in its choice equals its pairwise accuracy
-        (:func:`kway_temperature`, where the derivation is).
-
-        Returns
-        -------
-        float
-            The temperature, in units of ``sd``.
-        """
+        """This judge's ``kway=probabilities`` temperature in ``sd`` (see :func:`kway_temperature`)."""
         return kway_temperature(self.perception, self.pair_noise, self.slot_bias)
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
-        """The best of k answers: the one with the highest grade (:meth:`group_grades`); at k = 2
-        the pairwise verdict's winner, with the pairwise grades (``kway=grades``), nothing more
-        (``choice``) or P(best) per slot (``probabilities``: the softmax of the unclipped grades
-        over ``sd`` at :meth:`kway_temperature`; at k = 2, P(first) = σ(d / τ) for the grades'
-        difference d in ``sd``).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        GroupChoice
-            The chosen slot, with what the ``kway`` reading carries.
-        """
+        """The best of k answers: the highest of :meth:`group_grades`, carrying what ``kway`` says."""
         labels(len(candidates))  # 2 to 8 answers
         grades = self.group_grades(task, candidates)
         chosen = ranking_from_scores(grades)[0]
@@ -612,23 +427,7 @@ class LatentJudge(_StyleBias, _Simulated):
         return GroupChoice(chosen=chosen, grades=clipped, raw=raw)
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
-        """k answers best first by the grades of :meth:`group_grades` (so its first is :meth:`choose`'s
-        choice). The same in every ``kway`` reading: a ranking carries no grades or probabilities,
-        and a logprob judge's ranking sorts the slots by their P(best), which orders them as the
-        grades do.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidates : Sequence[Candidate]
-            The candidates, in the order shown (slot 0 first).
-
-        Returns
-        -------
-        GroupRanking
-            The permutation of slots, best first.
-        """
+        """The k answers (slots) best first by :meth:`group_grades`; the same in every ``kway`` reading."""
         labels(len(candidates))
         permutation = ranking_from_scores(self.group_grades(task, candidates))
         return GroupRanking(
@@ -637,9 +436,7 @@ class LatentJudge(_StyleBias, _Simulated):
 
 
 def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
-    """The two grades clipped to the task's scale, kept strictly in the order of ``t1`` vs ``t2``:
-    when clipping makes them equal, the one that lost moves a hair inside the scale (down from the
-    top, or the winner up from the bottom), so verdict and grades never disagree."""
+    """Both grades clipped to the scale, nudged a hair apart when clipping ties them, so they agree with the verdict."""
     s1, s2 = _clip(task, t1), _clip(task, t2)
     if s1 != s2:
         return s1, s2
@@ -653,17 +450,14 @@ def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class FixedAccuracyJudge(_StyleBias, _Simulated):
-    """Fixed-accuracy simulated judge; see ``docs/judges-sim.md`` for the model.
+    """Fixed-accuracy simulated judge (model in ``docs/judges-sim.md``).
 
-    accuracy: probability of picking the human-better answer when the first-slot preference does
-        not decide, whatever the gap between the two answers.
-    position_bias: probability of picking the answer shown first, whatever the two answers are.
-    noise: standard deviation of the Gaussian noise on every grade, in units of the task's
-        human-score spread (``Task.human_spread``).
-    seed: seeds every draw together with the task and the answers.
-    preset: the name the parameters came from (for descriptions only).
-    length_bias, format_bias: planted style biases (``docs/judges-sim.md``): the answer it takes for the
-        better one, and its grades, are read from the human scores shifted by them.
+    accuracy: probability of picking the human-better answer when the slot preference does not decide.
+    position_bias: probability of picking the answer shown first.
+    noise: sd of the Gaussian noise on every grade, in sds of ``Task.human_spread``.
+    seed: seeds every draw, with the task and the answers.
+    preset: the name the parameters came from (descriptions only).
+    length_bias, format_bias: style biases shifting the human scores it reads.
     """
 
     accuracy: float = 0.8
@@ -684,13 +478,7 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         self._check_style_bias()
 
     def fingerprint_fields(self) -> dict:
-        """Everything that changes a judgment: the model, accuracy, position bias, noise, seed and style biases.
-
-        Returns
-        -------
-        dict
-            The fields, by name: JSON-ready values.
-        """
+        """Everything that changes a judgment: model, accuracy, position bias, noise, seed, style biases."""
         return {
             "model": "fixed",
             "accuracy": self.accuracy,
@@ -710,20 +498,7 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         )
 
     def latent(self, task: Task) -> dict[str, float]:
-        """The human scores: the answers this judge is right about with probability ``accuracy``,
-        whatever their gap, so the majority of unlimited judgments follows their order (equal
-        human scores are equal here too: their order is a coin, and any order of them is right).
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-
-        Returns
-        -------
-        dict[str, float]
-            Each answer's human score (style-shifted when a style bias is set), by candidate id.
-        """
+        """The human scores by candidate id: unlimited judgments' majority follows their order."""
         _require_truth(task)
         return {candidate.id: task.human_score(candidate.id) for candidate in task.candidates}
 
@@ -735,20 +510,7 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         return _clip(task, value + rng.gauss(0.0, self.noise * task.human_spread))
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
-        """A pointwise grade: the human score plus Gaussian ``noise``, clipped to the scale.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        candidate : Candidate
-            The answer judged.
-
-        Returns
-        -------
-        Grade
-            The grade.
-        """
+        """A pointwise grade: the (style-shifted) human score plus Gaussian ``noise``, clipped."""
         _require_truth(task)
         rng = self._rng(task.task_id, candidate.id, "point")
         shifted = task.human_score(candidate.id) + task.human_spread * self.point_style_shift(task, candidate)
@@ -756,22 +518,7 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         return Grade(value=value, raw=f"Score: {value:.4g}")
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """The first slot with probability ``position_bias``, else the human-better answer with probability ``accuracy``.
-
-        Parameters
-        ----------
-        task : Task
-            The task: prompt, reference, grading scale and metadata.
-        first : Candidate
-            The candidate shown first.
-        second : Candidate
-            The candidate shown second.
-
-        Returns
-        -------
-        Verdict
-            The verdict, with noisy human scores ordered to agree with it.
-        """
+        """First slot with probability ``position_bias``, else the human-better answer with probability ``accuracy``."""
         _require_truth(task)
         rng = self._rng(task.task_id, first.id, second.id, "pair")
         h1, h2 = task.human_score(first.id), task.human_score(second.id)
@@ -795,7 +542,6 @@ class FixedAccuracyJudge(_StyleBias, _Simulated):
         return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
 
-# ---------------------------------------------------------------------------------------------
 # Specs
 
 #: model name -> the parameters only that model takes.
@@ -860,22 +606,12 @@ def _shown(value: object) -> str:
 def build(settings: Settings) -> LatentJudge | FixedAccuracyJudge:
     """Build a simulated judge from ``sim:[model=latent|fixed,][preset=NAME,]PARAMETERS...,seed=N``.
 
-    Parameters
-    ----------
-    settings : Settings
-        The spec read against :data:`BACKEND`. ``model`` is ``latent`` unless given; ``sim`` alone
-        is ``sim:preset=gpt4``, and ``sim:model=fixed`` alone is the fixed model's defaults. A
-        preset fills in the parameters not given explicitly.
-
-    Returns
-    -------
-    LatentJudge or FixedAccuracyJudge
+    ``sim`` alone is ``sim:preset=gpt4``; a preset fills the parameters not given.
 
     Raises
     ------
     SpecError
-        An unknown preset, or a parameter of the other model (the message names the ``model=``
-        it belongs to).
+        An unknown preset, or a parameter of the other model.
     """
     model = settings["model"]
     for other, keys in MODEL_KEYS.items():

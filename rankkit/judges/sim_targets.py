@@ -1,8 +1,6 @@
 """What the simulator's presets are fitted to: the rates of the recorded LLMBar judges.
 
-:func:`preset_targets` reads them from ``shared/data/llmbar_natural`` (development data, used by
-``benchmarks/calibrate_sim.py`` and the tests); :mod:`rankkit.judges.sim` holds the parameters
-fitted to them, so nothing here runs when a simulated judge judges.
+Read from ``shared/data/llmbar_natural`` by ``benchmarks/calibrate_sim.py`` and the tests; never at judging time.
 """
 
 from __future__ import annotations
@@ -23,14 +21,13 @@ POINTWISE_DONOR: dict[str, str] = {"falcon": "chatgpt"}
 
 @dataclass(frozen=True)
 class JudgeRates:
-    """What a judge did on LLMBar Natural (or what a simulated judge does on the same pairs).
+    """What a judge did on LLMBar Natural (or a simulated judge on the same pairs); shares in [0, 1].
 
-    pairwise_accuracy: share of pairwise judgments (each pair in both orders) that chose the
-        human-preferred answer.
-    first_slot: share of pairwise judgments that chose the answer shown first.
-    order_consistency: share of pairs whose two orders chose the same answer.
-    pointwise_accuracy: share of pairs whose two pointwise grades put the preferred answer
-        higher, a tie counting one half (None when the judge has no pointwise judgments).
+    pairwise_accuracy: pairwise judgments (both orders) choosing the human-preferred answer.
+    first_slot: pairwise judgments choosing the answer shown first.
+    order_consistency: pairs whose two orders chose the same answer.
+    pointwise_accuracy: pairs whose pointwise grades put the preferred answer higher, ties one half
+        (None without pointwise judgments).
     pointwise_derived: True when ``pointwise_accuracy`` was derived, not recorded.
     """
 
@@ -41,13 +38,7 @@ class JudgeRates:
     pointwise_derived: bool = False
 
     def as_tuple(self) -> tuple[float, float, float, float | None]:
-        """The four rates in order.
-
-        Returns
-        -------
-        tuple[float, float, float, float | None]
-            Pairwise accuracy, first-slot share, order consistency and pointwise accuracy.
-        """
+        """Pairwise accuracy, first-slot share, order consistency and pointwise accuracy."""
         return self.pairwise_accuracy, self.first_slot, self.order_consistency, self.pointwise_accuracy
 
 
@@ -63,30 +54,21 @@ def llmbar_rates(
     pairwise_method: str = "Vanilla",
     pointwise_method: str = "Rating",
 ) -> JudgeRates:
-    """A recorded judge's four rates on an LLMBar set (see :class:`JudgeRates`).
+    """A recorded judge's :class:`JudgeRates` on an LLMBar set.
 
     Parameters
     ----------
-    judgments : str | Path
-        ``judgments.jsonl`` rows ``{task_id, judge, method, swap, a, b, winner[, score_a,
-        score_b]}``, ``a`` shown first; rows whose ``winner`` could not be parsed (null) are left
-        out, and a pair counts for order consistency only when both of its orders were parsed
-        (NaN when none was).
-    tasks : str | Path
+    judgments
+        ``judgments.jsonl`` rows, ``a`` shown first; unparsed rows are left out, and a pair counts for
+        consistency only with both orders parsed (NaN when none).
+    tasks
         The ``tasks.jsonl`` naming each task's preferred answer (``meta.preferred``).
-    judge : str
+    judge
         The recorded judge's name, e.g. ``GPT-4``.
-    pairwise_method : str
-        The pairwise prompt whose two rows per pair give accuracy, first-slot share
-        and consistency (``Vanilla``, LLMBar's plain prompt).
-    pointwise_method : str
-        The prompt whose rows carry the two answers' independent grades
-        (``score_a``/``score_b``; ``Rating``, the plain grading prompt); ties count one half.
-
-    Returns
-    -------
-    JudgeRates
-        The judge's pairwise accuracy, first-slot share, order consistency and pointwise accuracy.
+    pairwise_method
+        The pairwise prompt (``Vanilla``).
+    pointwise_method
+        The grading prompt whose rows carry ``score_a``/``score_b`` (``Rating``).
     """
     preferred = {row["task_id"]: row["meta"]["preferred"] for row in _read_jsonl(tasks)}
     rows = [row for row in _read_jsonl(judgments) if row["judge"] == judge]
@@ -115,20 +97,7 @@ def llmbar_rates(
 
 
 def debiased_discriminability(rates: JudgeRates) -> float:
-    """The latent model's Δ/σ for a pairwise judge with these rates: the mean of the probits of
-    its accuracy in the two orders (``r + f − ½`` with the preferred answer first, ``r − f + ½``
-    second), which removes the slot bias.
-
-    Parameters
-    ----------
-    rates : JudgeRates
-        The judge's recorded rates.
-
-    Returns
-    -------
-    float
-        Δ/σ.
-    """
+    """The latent model's Δ/σ: the mean probit of the accuracy in both orders (removes the slot bias)."""
     probit = NormalDist().inv_cdf
     return (
         probit(rates.pairwise_accuracy + rates.first_slot - 0.5)
@@ -137,24 +106,10 @@ def debiased_discriminability(rates: JudgeRates) -> float:
 
 
 def preset_targets(judgments: str | Path, tasks: str | Path) -> dict[str, JudgeRates]:
-    """The four rates each preset is fitted to (used by ``benchmarks/calibrate_sim.py`` and the tests).
+    """The :class:`JudgeRates` each preset is fitted to, by preset name.
 
-    A preset whose judge has no pointwise judgments borrows from :data:`POINTWISE_DONOR`: its
-    pointwise probit ``Φ⁻¹(q)`` is its own pairwise discriminability times the donor's ratio
-    ``Φ⁻¹(q_donor) / discriminability_donor``, i.e. it is assumed to lose as much when grading
-    answers alone as the donor does.
-
-    Parameters
-    ----------
-    judgments : str | Path
-        The LLMBar ``judgments.jsonl``.
-    tasks : str | Path
-        The LLMBar ``tasks.jsonl``.
-
-    Returns
-    -------
-    dict[str, JudgeRates]
-        The rates, by preset name.
+    A preset without pointwise judgments borrows :data:`POINTWISE_DONOR`'s ratio of pointwise probit
+    to pairwise discriminability.
     """
     rates = {preset: llmbar_rates(judgments, tasks, judge) for preset, judge in PRESET_JUDGES.items()}
     normal = NormalDist()
