@@ -62,6 +62,15 @@ def figures(stdout: str) -> tuple[str, str]:
     return str(calls), top1
 
 
+def _swap(column: str, pairs: list[tuple[str, str]]) -> str:
+    """An SQL expression of ``column`` with each pair of strings swapped (through placeholders)."""
+    expression = column
+    for index, (a, b) in enumerate(pairs):
+        hold = f"@{index}@"
+        expression = f"replace(replace(replace({expression}, '{a}', '{hold}'), '{b}', '{a}'), '{hold}', '{b}')"
+    return expression
+
+
 def plant(path: Path, statements: list[str], params: list[tuple] | None = None) -> None:
     db = sqlite3.connect(path)
     for index, statement in enumerate(statements):
@@ -81,8 +90,8 @@ CASES = {
         [
             "DELETE FROM judgments",
             "CREATE TRIGGER flip AFTER INSERT ON judgments BEGIN UPDATE judgments SET payload = "
-            "replace(replace(replace(payload, '\"first\"', '\"x\"'), '\"second\"', '\"first\"'), '\"x\"', '\"second\"') "
-            "WHERE key = NEW.key; END",
+            + _swap("payload", [('"first"', '"second"'), ('"first_grade"', '"second_grade"')])
+            + " WHERE key = NEW.key; END",
         ],
     ),
     "drop trigger": lambda p: plant(
