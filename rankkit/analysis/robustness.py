@@ -57,7 +57,7 @@ class Fewest:
     replays: int
 
     def text(self) -> str:
-        """The figure as shown in tables: ``2`` (exact), ``≤ 5`` (bound), ``none``, or ``> 3`` (none found up to 3)."""
+        """The figure in tables: ``2`` (exact), ``≤ 5`` (bound), ``none``, or ``> 3`` (none found up to 3)."""
         if self.count is None:
             return "none" if self.exact else f"> {self.at_least - 1}"
         return str(self.count) if self.exact else f"≤ {self.count}"

@@ -362,7 +362,7 @@ def add_task(
 def task_figures(
     strategy: Strategy, task: Task, observed: Sequence[TaskResult], context: set[str]
 ) -> dict[str, Estimate]:
-    """One task's figures with their marks, from what the strategy did under each policy (rules in ``docs/dry-run.md``)."""
+    """One task's figures with their marks, from what the strategy did under each policy."""
     n = len(task.candidates)
     exact, worst = strategy.exact_judgments(n), strategy.max_judgments(n)
     counts = [column_counts(result.cost) for result in observed]

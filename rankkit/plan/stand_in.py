@@ -178,7 +178,7 @@ class ReadOnlyCache:
 
 
 def read_only_cache(path: str | Path | None, disabled: bool) -> Any:
-    """The cache a dry run reads: the file when it exists (never created), else an empty :class:`~rankkit.cache.NullCache`.
+    """The cache a dry run reads: the file when it exists (never created), else an empty one.
 
     ``path`` None or empty means :data:`~rankkit.cache.DEFAULT_CACHE_PATH`; ``disabled`` (``--no-cache``)
     gives an empty cache whatever the file.

@@ -62,7 +62,10 @@ def defuse(text: str) -> str:
 
 
 def task_values(task: Task, max_points: float) -> dict[str, str]:
-    """The defused ``question``, ``reference`` (or :data:`NO_REFERENCE`), ``source`` (``meta.input``, else the question) and ``max_points``."""
+    """The defused ``question``, ``reference`` (or :data:`NO_REFERENCE`), ``source`` and ``max_points`` values.
+
+    ``source`` is ``meta.input``, else the question.
+    """
     source = task.meta.get("input")
     return {
         "question": defuse(task.prompt),
