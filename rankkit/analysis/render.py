@@ -73,7 +73,7 @@ def fit_table(table: Table, width: int) -> Table:
 
 
 def interval_cells(table: Table, split: bool) -> Table:
-    """``table`` without :class:`Interval` cells: each split into estimate, low, high columns if ``split``, else text."""
+    """``table`` without :class:`Interval` cells: split in estimate, low, high columns if ``split``, else text."""
     interval_keys = {key for key, _ in table.columns if any(isinstance(row.get(key), Interval) for row in table.rows)}
     if not split:
         rows = [
