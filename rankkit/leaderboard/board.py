@@ -187,7 +187,7 @@ class Leaderboard:
         raise KeyError(f"system {name!r} is not on the leaderboard")
 
     def to_dict(self) -> dict[str, Any]:
-        """The leaderboard as the ``--out`` JSON; each match ``{"a", "b", "outcome"}`` (+ ``"task"`` if recorded)."""
+        """The leaderboard as the ``--out`` JSON; matches as ``{"a", "b", "outcome"}`` (+ ``"task"`` if recorded)."""
         return plain(
             {
                 "method": self.method,
