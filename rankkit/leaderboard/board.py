@@ -257,7 +257,7 @@ def _match_tasks(matches: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:
-    """What a leaderboard stores about its judge: ``spec`` (as given), ``description``, ``fingerprint``, ``simulated``."""
+    """What a board stores about its judge: ``spec`` (as given), ``description``, ``fingerprint``, ``simulated``."""
     return {
         "spec": spec,
         "description": judge.description,
