@@ -20,7 +20,6 @@ from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap, unit_counts
 
-# -------------------------------------------------------------------------------------------------
 # (c) breakdowns
 
 
@@ -115,7 +114,6 @@ def _group_row(
     }
 
 
-# -------------------------------------------------------------------------------------------------
 # (d) aggregate (exam / system) level
 
 AGGREGATES = ("sum", "mean")

@@ -108,7 +108,6 @@ def length_bias(results: RunResult, name: str | None = None, level: float = DEFA
     }
 
 
-# ---------------------------------------------------------------------------------------------
 # Slot bias of k-way judgments (setwise and listwise strategies)
 
 
@@ -220,7 +219,6 @@ def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAUL
     return out
 
 
-# ---------------------------------------------------------------------------------------------
 # Style preference beyond the human scores (a logistic regression of the verdict)
 
 #: The covariates of :func:`style_preference`, after the human-score difference.

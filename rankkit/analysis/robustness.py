@@ -227,7 +227,6 @@ def ranking_robustness(
     return figures
 
 
-# -------------------------------------------------------------------------------------------
 # Per task and strategy
 
 

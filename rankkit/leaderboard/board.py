@@ -20,7 +20,6 @@ class LeaderboardError(RankkitError, ValueError):
     """Input a leaderboard cannot be built from (missing systems, unknown anchor, ...)."""
 
 
-# ---------------------------------------------------------------------------------------------
 # Data types
 
 
@@ -266,7 +265,6 @@ def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------------------------------------
 # Systems in tasks
 
 

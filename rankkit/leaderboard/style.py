@@ -89,7 +89,6 @@ def battle_covariates(
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
 # Style-controlled Bradley–Terry
 
 
@@ -188,7 +187,6 @@ def rate_style_bt(
     return rows_from_intervals(ratings, [(b.a, b.b, b.outcome) for b in battles]), _coefficients(intervals)
 
 
-# ---------------------------------------------------------------------------------------------
 # Length-controlled win rate (alpaca_eval)
 
 
@@ -278,7 +276,6 @@ def battles_of(
     return [Battle(a, b, outcome, row) for (a, b, outcome), row in zip(outcomes, covariates)]
 
 
-# ---------------------------------------------------------------------------------------------
 # Self-preference
 
 
@@ -331,7 +328,6 @@ def self_preference_systems(judge: Mapping[str, Any], systems: Iterable[str]) ->
     return [name for name in systems if (other := _squashed(name)) and (mine in other or other in mine)]
 
 
-# ---------------------------------------------------------------------------------------------
 # The one entry point the leaderboards use
 
 
