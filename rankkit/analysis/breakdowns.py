@@ -1,9 +1,7 @@
 """(c) Metrics within groups of tasks or of systems, and (d) at the aggregate (exam / system) level.
 
-The breakdowns and the aggregate level of the thesis *Competitive LLM Assessment* (tables 4.4–4.7,
-§4.2.2): metrics per difficulty, language or any other ``meta`` field, per examinee system, and
-each system's scores summed or averaged over tasks (optionally per exam) against the same
-aggregate of the human scores.
+The thesis's breakdowns and aggregate level (tables 4.4–4.7, §4.2.2): metrics per ``meta`` field
+or examinee system, and systems' aggregated scores against the humans' aggregates.
 """
 
 from __future__ import annotations
@@ -22,23 +20,11 @@ from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, bootstrap, unit_counts
 
-# -------------------------------------------------------------------------------------------------
 # (c) breakdowns
 
 
 def breakdown_fields(results: RunResult) -> list[str]:
-    """Fields a breakdown can use: ``system`` and every meta field with short scalar values.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-
-    Returns
-    -------
-    list[str]
-        ``system`` (when a candidate names one) and the meta field names, sorted.
-    """
+    """Fields a breakdown can use: ``system`` (when a candidate names one) and short scalar meta fields, sorted."""
     fields = {"system"} if any(c.system for t in results.tasks for c in t.candidates) else set()
     for task in results.tasks:
         for key, value in task.meta.items():
@@ -58,28 +44,15 @@ def breakdown(
 ) -> list[dict[str, Any]]:
     """(c) Metrics of strategy ``name`` within groups defined by ``field``.
 
-    For a meta field every metric is computed within the group's tasks, with intervals from
-    resampling them. For ``system`` a group holds about one candidate per task, so only the pooled
-    correlations (pearson, spearman, kendall; the thesis's Table 4.5) are defined; the interval
-    resamples the group's tasks. Each row also has ``mean_score`` and ``mean_human`` (the thesis's
-    Table 4.4: do judges grade higher than the experts?).
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str
-        The strategy's label.
-    field : str
-        ``system`` groups *candidates* by the system (examinee) that wrote them; any other name
-        (optionally written ``meta.NAME``) groups *tasks* by ``meta[NAME]`` (difficulty, language, ...).
-        Tasks without the field are grouped under ``(none)``.
+    ``field`` ``system`` groups candidates by their examinee system (only pooled correlations are
+    defined); any other name (or ``meta.NAME``) groups tasks by ``meta[NAME]``, missing ones under
+    ``(none)``. Intervals resample the group's tasks.
 
     Returns
     -------
     list[dict[str, Any]]
-        One row per group: ``field``, ``group``, ``tasks``, ``candidates``, ``metrics`` (metric
-        -> :class:`Interval`), ``mean_score`` and ``mean_human``.
+        Per group: ``field``, ``group``, ``tasks``, ``candidates``, ``metrics`` (metric ->
+        :class:`Interval`), ``mean_score`` and ``mean_human``.
     """
     metrics = check_metrics(metrics)
     tasks = labelled_tasks(results, name)
@@ -141,7 +114,6 @@ def _group_row(
     }
 
 
-# -------------------------------------------------------------------------------------------------
 # (d) aggregate (exam / system) level
 
 AGGREGATES = ("sum", "mean")
@@ -149,12 +121,7 @@ AGGREGATE_METRICS = ("pearson", "spearman", "pairwise_accuracy")
 
 
 class AggregateUnits:
-    """Candidates grouped into aggregate units — (exam, system), or (``all``, system) — once.
-
-    ``table(samples)`` gives, for each resample of the tasks, every unit's aggregated strategy
-    score and human score (sum or mean over the unit's candidates in the resample; NaN for a unit
-    with no candidate in it).
-    """
+    """Candidates grouped once into aggregate units: (exam, system), or (``all``, system)."""
 
     def __init__(
         self,
@@ -189,18 +156,7 @@ class AggregateUnits:
             )
 
     def table(self, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, human): two (resamples, units) arrays of aggregates.
-
-        Parameters
-        ----------
-        samples : numpy.ndarray
-            A (resamples, tasks) array of task indices.
-
-        Returns
-        -------
-        tuple[numpy.ndarray, numpy.ndarray]
-            The scores' and the human scores' aggregates.
-        """
+        """(scores, human): two (resamples, units) arrays of aggregates, NaN for a unit absent from a resample."""
         n_units = len(self.keys)
         counts = unit_counts(samples, len(self.members))
         score_sum = np.zeros((len(samples), n_units))
@@ -217,20 +173,9 @@ class AggregateUnits:
             return np.where(members > 0, score_sum, math.nan), np.where(members > 0, human_sum, math.nan)
 
     def metrics(self, samples: np.ndarray) -> np.ndarray:
-        """[pearson, spearman, pairwise_accuracy] across the units of each resample.
+        """A (resamples, 3) array of [pearson, spearman, pairwise_accuracy] across the units.
 
-        Pairwise accuracy compares systems within the same unit (two examinees on one exam), as
-        the thesis's §4.2.2 compares exam results; pairs tied in the human aggregate are left out.
-
-        Parameters
-        ----------
-        samples : numpy.ndarray
-            A (resamples, tasks) array of task indices.
-
-        Returns
-        -------
-        numpy.ndarray
-            A (resamples, 3) array.
+        Pairwise accuracy compares systems within one unit; pairs tied in the human aggregate are left out.
         """
         scores, human = self.table(samples)
         present = [~np.isnan(row) for row in scores]
@@ -264,20 +209,17 @@ def aggregate_level(
 
     Parameters
     ----------
-    how : str
-        ``sum`` (the thesis's exam-level grade: the sum over an exam's questions) or ``mean`` (the same
-        ranking when every system answers every task; fairer when some are missing).
-    unit_field : str | None
-        A meta field grouping tasks into exams (one aggregate per exam and system, and pairwise accuracy
-        within each exam); None aggregates each system over all tasks (the system level of MT
-        evaluation).
+    how
+        ``sum`` (the thesis's exam-level grade) or ``mean`` (fairer when some answers are missing).
+    unit_field
+        A meta field grouping tasks into exams (pairwise accuracy within each); None aggregates each
+        system over all tasks.
 
     Returns
     -------
     dict[str, Any] | None
-        None when fewer than two systems are named. Keys: ``metrics`` (pearson, spearman,
-        pairwise_accuracy -> :class:`Interval`, resampling tasks), ``units``, ``systems`` and
-        ``leaderboard`` (per unit and system: aggregated score and human score, best first).
+        None with fewer than two systems. Else ``metrics`` (pearson, spearman, pairwise_accuracy ->
+        :class:`Interval`), ``units``, ``systems`` and ``leaderboard`` (best first).
     """
     if how not in AGGREGATES:
         raise SpecError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")

@@ -17,25 +17,13 @@ from rankkit.results import RunResult
 from rankkit.specs import SpecError
 from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES
 
-#: The robustness searches' budget in ``rankkit analyze`` and the HTML report: every set of 8
-#: judgments, every set of up to two of 20, or every single one of 240 (16 answers, both orders).
-#: Smaller than the library's default, so that a large run's analysis stays quick.
+#: The robustness searches' budget in ``rankkit analyze`` and the HTML report: smaller than the
+#: library's default, so that a large run's analysis stays quick.
 ANALYZE_BUDGET = 300
 
 
 def default_baseline(results: RunResult) -> str | None:
-    """``individual`` when present (the paper's baseline), else the first strategy.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-
-    Returns
-    -------
-    str or None
-        A strategy label (None without strategies).
-    """
+    """``individual`` when present (the paper's baseline), else the first strategy; None without strategies."""
     names = strategy_names(results)
     if not names:
         return None
@@ -59,34 +47,16 @@ def analyze(
 
     Parameters
     ----------
-    results : RunResult
-        The run to analyse.
-    by : Sequence[str]
+    by
         Breakdown fields (``system`` or meta fields).
-    baseline : str | None
+    baseline
         The strategy every other one is compared with (default :func:`default_baseline`).
-    metrics : Sequence[str]
-        The metrics of :mod:`rankkit.metrics` to report.
     aggregate
-        How the aggregate level combines units (:func:`aggregate_level`).
+        How the aggregate level combines units (``mean`` or ``sum``).
     unit_field
-        The meta field that names a unit (:func:`aggregate_level`).
-    resamples
-        The bootstrap's resamples (:func:`rankkit.stats.bootstrap`).
-    seed
-        The bootstrap's seed.
-    level
-        The intervals' confidence level.
-    top_k
-        The robustness report's top k (:func:`rankkit.analysis.robustness.robustness`).
+        The meta field that names a unit; None: each system over all tasks.
     robustness_budget
         Each robustness search's budget; 0 leaves the report out.
-
-    Returns
-    -------
-    dict[str, Any]
-        One entry per analysis (correlations, differences, elimination rounds, breakdowns, aggregate
-        level, judge bias, robustness).
     """
     check_metrics(metrics)
     if not human_scores(results):
@@ -136,27 +106,7 @@ def analyze(
 def judge_bias(
     results: RunResult, level: float = DEFAULT_LEVEL, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
-    """Position and length bias over all distinct pairwise comparisons, the style preference beyond
-    the human scores (:func:`style_preference`, bootstrapped over tasks with ``resamples`` and
-    ``seed``), and ``slots`` (:func:`slot_bias`) only when the results hold k-way judgments, so that
-    a pairwise run's analysis has the same keys as before k-way strategies existed.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    level : float
-        The intervals' coverage.
-    resamples : int
-        The bootstrap's number of resamples.
-    seed : int
-        Seeds the bootstrap.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``position``, ``length``, ``style`` and (k-way runs) ``slots``.
-    """
+    """Position and length bias, style preference (bootstrapped over tasks) and, for k-way runs only, ``slots``."""
     bias = {
         "position": position_bias(results, level=level),
         "length": length_bias(results, level=level),

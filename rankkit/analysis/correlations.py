@@ -1,8 +1,6 @@
 """(a) Each strategy's agreement with the human scores, and (e) paired differences between strategies.
 
-Both read the same :class:`~rankkit.analysis.draws.MetricDraws`: every strategy is resampled on
-the same task sets (one seed), so a difference of two strategies' values on each resample is a
-*paired* bootstrap of their difference, at no extra cost.
+Every strategy is resampled on the same task sets, so differences are a paired bootstrap at no extra cost.
 """
 
 from __future__ import annotations
@@ -27,32 +25,9 @@ def correlation_table(
 ) -> list[dict[str, Any]]:
     """(a) Per strategy: cost and every metric with a bootstrap interval over tasks.
 
-    Each row: ``strategy``, ``comparisons``, ``grades`` (pointwise judgments), ``judge_calls``,
-    ``usd`` (what its new judgments cost; 0 unpriced), ``tasks`` (labelled tasks used) and ``metrics`` (metric -> :class:`Interval`). Every strategy
-    is resampled with the same seed, so the rows see the same resampled task sets. ``draws``
-    reuses already computed resamples (it then fixes the metrics, resamples and seed).
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    metrics : Sequence[str]
-        Metric names (:data:`rankkit.metrics.METRIC_NAMES`).
-    resamples : int
-        The bootstrap's number of resamples.
-    seed : int
-        Seeds the bootstrap.
-    level : float
-        The intervals' coverage.
-    strategies : Sequence[str] or None
-        The strategy labels to include (None: all).
-    draws : MetricDraws or None
-        Already computed resamples.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One row per strategy.
+    Each row: ``strategy``, ``comparisons``, ``grades``, ``judge_calls``, ``usd`` (0 unpriced),
+    ``tasks`` and ``metrics`` (metric -> :class:`Interval`). ``strategies`` None: all; ``draws``
+    reuses computed resamples (fixing metrics, resamples and seed).
     """
     draws = draws or MetricDraws(results, metrics, resamples, seed)
     rows = []
@@ -83,34 +58,10 @@ def paired_difference(
     level: float = DEFAULT_LEVEL,
     draws: MetricDraws | None = None,
 ) -> dict[str, Any]:
-    """(e) Metric of strategy ``a`` minus that of ``b``, with a paired bootstrap interval over tasks.
+    """(e) Metric of strategy ``a`` minus that of ``b``, with a paired bootstrap interval over tasks they both ranked.
 
-    Both strategies are evaluated on the same resampled tasks, which removes the between-task
-    variation they share. ``verdict`` per metric: ``a better`` / ``b better`` when the interval
-    excludes 0, else ``within noise``. Only tasks both strategies ranked are used.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    a, b : str
-        The two strategy labels.
-    metrics : Sequence[str]
-        Metric names.
-    resamples : int
-        The bootstrap's number of resamples.
-    seed : int
-        Seeds the bootstrap.
-    level : float
-        The intervals' coverage.
-    draws : MetricDraws or None
-        Already computed resamples.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``a``, ``b``, ``tasks`` (how many were used) and ``metrics``: metric -> ``difference``
-        (an :class:`Interval`) and ``verdict``.
+    Returns ``a``, ``b``, ``tasks`` and ``metrics``: metric -> ``difference`` (an :class:`Interval`)
+    and ``verdict`` (``a better`` / ``b better`` when it excludes 0, else ``within noise``).
     """
     draws = draws or MetricDraws(results, metrics, resamples, seed)
     ids_a = [t.task_id for t in labelled_tasks(results, a)]

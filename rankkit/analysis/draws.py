@@ -1,12 +1,8 @@
 """Metrics on bootstrap resamples of tasks, computed once per strategy: the vectorised core of the analyses.
 
-A bootstrap needs every metric on a thousand resamples of the tasks. :class:`TaskMetrics` computes
-each task's pieces once (its correlations, pair counts, top-1 share) and combines them for a whole
-batch of resamples with unit-count matrices (:func:`rankkit.stats.unit_counts`); pooled
-correlations go to scipy in batches (:func:`row_correlations`) — the same numbers as
-:func:`rankkit.metrics.evaluate` on the repeated tasks, about ten times faster.
-:class:`MetricDraws` keeps every strategy's draws, so the correlation table and the paired
-differences share them.
+:class:`TaskMetrics` computes each task's pieces once and combines them per batch of resamples
+(the same numbers as :func:`rankkit.metrics.evaluate` on the repeated tasks); :class:`MetricDraws`
+keeps every strategy's draws for the correlation table and the paired differences.
 """
 
 from __future__ import annotations
@@ -28,24 +24,8 @@ from rankkit.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap,
 def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray]) -> np.ndarray:
     """``rankkit.metrics.correlation(method, xs[k], ys[k])`` for every k, batched for speed.
 
-    A bootstrap needs the same correlation on a thousand resamples; scipy's per-call overhead
-    (~0.4 ms) dominates at these sizes, so rows of equal length are correlated together: Pearson as
-    :func:`rankkit.metrics.row_pearson` (scipy's closed form), Spearman as the same on
-    ``scipy.stats.rankdata`` average ranks (which is how scipy's ``spearmanr`` defines it).
-    Kendall's tau-b falls back to :func:`rankkit.metrics.correlation` row by row. Rows with fewer
-    than two points or a constant side are NaN, as in ``correlation``.
-
-    Parameters
-    ----------
-    method : str
-        ``pearson``, ``spearman`` or ``kendall``.
-    xs, ys : Sequence[numpy.ndarray]
-        The paired rows.
-
-    Returns
-    -------
-    numpy.ndarray
-        One coefficient per row.
+    ``method`` is ``pearson``, ``spearman`` (Pearson on average ranks) or ``kendall`` (row by row).
+    Rows with fewer than two points or a constant side are NaN.
     """
     out = np.full(len(xs), math.nan)
     if method not in CORRELATIONS:
@@ -68,8 +48,7 @@ def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndar
         x_rows, y_rows = x_rows[defined], y_rows[defined]
         if method == "spearman":
             x_rows, y_rows = stats.rankdata(x_rows, axis=1), stats.rankdata(y_rows, axis=1)
-        # scipy's closed form without pearsonr's near-constant warning, which could only be
-        # hidden by a filter swap that is not thread-safe (see rankkit.metrics.correlation).
+        # Closed form: pearsonr's near-constant warning could only be hidden by a non-thread-safe filter swap.
         out[np.asarray(rows)[defined]] = row_pearson(x_rows, y_rows)
     return out
 
@@ -77,11 +56,7 @@ def row_correlations(method: str, xs: Sequence[np.ndarray], ys: Sequence[np.ndar
 class TaskMetrics:
     """The per-task pieces of every metric of :func:`rankkit.metrics.evaluate`, computed once.
 
-    ``values(names, samples)`` evaluates metrics on resampled multisets of tasks from these
-    pieces: pooled correlations on the concatenated candidates, per-task correlations averaged
-    over the tasks where they are defined, pairwise accuracy from summed counts, top-1 as a
-    share — exactly what ``evaluate`` computes on the repeated tasks, without recomputing the
-    per-task correlations for every resample. On all tasks once each it equals ``evaluate``.
+    On resampled multisets of tasks it gives exactly what ``evaluate`` gives on the repeated tasks.
     """
 
     def __init__(self, tasks: Sequence[LabelledTask]):
@@ -101,20 +76,7 @@ class TaskMetrics:
         return len(self.tasks)
 
     def values(self, names: Sequence[str], samples: np.ndarray) -> np.ndarray:
-        """Metrics ``names`` on each row of ``samples`` (task indices, repeats allowed): a (rows, names) array.
-
-        Parameters
-        ----------
-        names : Sequence[str]
-            Metric names.
-        samples : numpy.ndarray
-            A (rows, tasks) array of task indices.
-
-        Returns
-        -------
-        numpy.ndarray
-            A (rows, len(names)) array.
-        """
+        """Metrics ``names`` on each row of a (rows, tasks) array of task indices: a (rows, names) array."""
         samples = np.atleast_2d(samples)
         out = np.full((len(samples), len(names)), math.nan)
         if not self.tasks or samples.shape[1] == 0:
@@ -141,20 +103,7 @@ class TaskMetrics:
         return out
 
     def value(self, name: str, idx: Sequence[int]) -> float:
-        """Metric ``name`` on the tasks ``idx`` (one multiset of task indices).
-
-        Parameters
-        ----------
-        name : str
-            The metric.
-        idx : Sequence[int]
-            Task indices.
-
-        Returns
-        -------
-        float
-            Its value.
-        """
+        """Metric ``name`` on the tasks ``idx`` (one multiset of task indices)."""
         if len(idx) == 0:
             return math.nan
         return float(self.values([name], np.asarray(idx)[None, :])[0, 0])
@@ -167,26 +116,7 @@ def metric_intervals(
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
 ) -> dict[str, Interval]:
-    """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`rankkit.stats.bootstrap`).
-
-    Parameters
-    ----------
-    tasks : Sequence[LabelledTask]
-        The tasks.
-    metrics : Sequence[str]
-        Metric names.
-    resamples : int
-        The bootstrap's number of resamples.
-    seed : int
-        Seeds the bootstrap.
-    level : float
-        The intervals' coverage.
-
-    Returns
-    -------
-    dict[str, Interval]
-        Metric name to its interval.
-    """
+    """Each metric on ``tasks`` with a bootstrap interval over tasks (see :func:`rankkit.stats.bootstrap`)."""
     metrics = check_metrics(metrics)
     pieces = TaskMetrics(tasks)
     intervals = bootstrap(
@@ -201,10 +131,9 @@ def metric_intervals(
 
 
 class MetricDraws:
-    """Every strategy's metrics on its tasks and on each bootstrap resample of them, computed once.
+    """Every strategy's metrics on its tasks and on each bootstrap resample, computed once.
 
-    The correlation table and the paired differences read the same draws: a difference is the
-    difference of two strategies' values on the same resampled tasks, so it costs nothing more.
+    A paired difference is the difference of two strategies' values on the same resampled tasks.
     """
 
     def __init__(
@@ -221,20 +150,9 @@ class MetricDraws:
         self._cache: dict[tuple[str, tuple[str, ...] | None], tuple[np.ndarray, np.ndarray]] = {}
 
     def get(self, name: str, task_ids: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(estimates, draws) of strategy ``name``, on all its labelled tasks or on ``task_ids`` only.
+        """(estimates, draws) of strategy ``name`` on its labelled tasks, or on ``task_ids`` only.
 
-        Parameters
-        ----------
-        name : str
-            The strategy's label.
-        task_ids : Sequence[str] or None
-            Only these tasks (None: all its labelled tasks).
-
-        Returns
-        -------
-        tuple[numpy.ndarray, numpy.ndarray]
-            The metrics on the tasks (one per metric) and on each resample (resamples × metrics;
-            no rows for fewer than two tasks).
+        The draws are (resamples, metrics), with no rows for fewer than two tasks.
         """
         key = (name, None if task_ids is None else tuple(task_ids))
         if key not in self._cache:

@@ -1,7 +1,6 @@
 """(b) Elimination rounds: first-round losers against the rest, for knockout-like strategies.
 
-Table 2 of *Knockout LLM Assessment* (Sandan, Dinh & Niehues): candidates knocked out in round 1
-were graded once, the others several times — does grading more often agree better with the humans?
+Table 2 of *Knockout LLM Assessment*: does grading a candidate more often agree better with the humans?
 """
 
 from __future__ import annotations
@@ -23,18 +22,7 @@ from rankkit.strategies.base import CandidateExtras
 
 
 def elimination_group(extras: CandidateExtras) -> str:
-    """``first round`` for a candidate knocked out in round 1, else ``later rounds`` (champion included).
-
-    Parameters
-    ----------
-    extras : CandidateExtras
-        The candidate's extras.
-
-    Returns
-    -------
-    str
-        The group's label.
-    """
+    """``first round`` for a candidate knocked out in round 1, else ``later rounds`` (champion included)."""
     return "first round" if extras.eliminated_round == 1 else "later rounds"
 
 
@@ -46,38 +34,17 @@ def elimination_rounds(
     seed: int = 0,
     level: float = DEFAULT_LEVEL,
 ) -> dict[str, Any] | None:
-    """(b) Table 2 of *Knockout LLM Assessment*: correlation of first-round losers vs the rest, for a knockout-like strategy.
+    """(b) Correlation of first-round losers vs the rest for a knockout-like strategy; None for others.
 
-    Candidates knocked out in round 1 were graded in one match; the others (eliminated in a later
-    round, or the champion) in several, except a candidate that got a bye and then lost, which was
-    also graded once — so the split by times graded (``played`` 1 vs more) is reported as well.
-    The correlation (``method``) is pooled over the candidates of each group across tasks; the
-    interval of the difference (later − first) comes from resampling tasks.
-
-    Returns None for strategies without elimination rounds. Keys: ``strategy``, ``method``,
-    ``groups`` (label -> {candidates, correlation: Interval, mean_played}), ``difference``
-    (Interval of later − first), ``by_played`` (the same for graded once / several times) and
-    ``rounds`` (per elimination round: candidates and correlation; ``champion`` for the winner).
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str
-        The strategy's label.
-    method : str
-        The correlation.
-    resamples : int
-        The bootstrap's number of resamples.
-    seed : int
-        Seeds the bootstrap.
-    level : float
-        The intervals' coverage.
+    The correlation (``method``) is pooled per group across tasks; intervals resample tasks. A bye
+    then a loss is also graded once, so the split by times graded is reported too.
 
     Returns
     -------
     dict[str, Any] or None
-        The keys above, or None.
+        ``strategy``, ``method``, ``groups`` (label -> {candidates, correlation, mean_played}),
+        ``difference`` (later − first), ``by_played`` (once vs several times) and ``rounds``
+        (per round, ``champion`` for the winner).
     """
     if method not in CORRELATIONS:
         raise SpecError(f"unknown correlation {method!r} (known: {', '.join(CORRELATIONS)})")

@@ -1,12 +1,6 @@
-"""The judge's position and length biases over the comparisons of a run, with exact binomial intervals.
+"""The judge's position, length and slot biases and its style preference, with exact binomial intervals.
 
-The report's bias views: how often the candidate shown first won, whether a pair judged in both
-orders got the same winner, and how often the longer answer won — each next to the rate a judge
-agreeing with the humans would show. For k-way judgments (setwise and listwise strategies),
-:func:`slot_bias` gives how often the answer in each of the k slots was chosen, next to the
-uniform rate 1/k and the human rate. :func:`style_preference` regresses the verdicts on the human
-scores and the answers' style differences: the judge's preference for length and formatting beyond
-what the humans' scores explain, in human-score spreads, with bootstrap intervals over tasks.
+Each rate sits next to the rate a judge agreeing with the humans would show.
 """
 
 from __future__ import annotations
@@ -25,24 +19,7 @@ from rankkit.tasks import longer_candidate
 
 
 def distinct_comparisons(results: RunResult, name: str | None = None) -> list[tuple[str, Comparison]]:
-    """The comparisons of strategy ``name``, or of all strategies with each judgment counted once, as
-    (task id, comparison) pairs.
-
-    Strategies of one run share one match graph, so the same (task, first, second) is the same
-    judgment whichever strategy used it.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str or None
-        A strategy label (None: all strategies).
-
-    Returns
-    -------
-    list[tuple[str, Comparison]]
-        ``(task id, comparison)`` pairs.
-    """
+    """``(task id, comparison)`` pairs of strategy ``name``, or of all strategies (None) with each judgment once."""
     seen: set[tuple[str, str, str]] = set()
     out = []
     for strategy in results.strategies:
@@ -58,18 +35,7 @@ def distinct_comparisons(results: RunResult, name: str | None = None) -> list[tu
 
 
 def winner_of(comparison: Comparison) -> str | None:
-    """The candidate that won a decided comparison; None for a tie.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        A decided comparison.
-
-    Returns
-    -------
-    str or None
-        The winner's id.
-    """
+    """The candidate that won a decided comparison; None for a tie."""
     if comparison.verdict.winner is Winner.TIE:
         return None
     return comparison.first if comparison.verdict.winner is Winner.FIRST else comparison.second
@@ -78,28 +44,11 @@ def winner_of(comparison: Comparison) -> str | None:
 def position_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
     """How often the judge picked the candidate shown first.
 
-    ``matches``: how many distinct comparisons there are (the key the report and the analysis tables read);
-    ``ties``: how many of them were ties.
-    ``first_slot_win_rate``: share of decided comparisons (not ties) won by the first-shown candidate,
-    with an exact binomial interval; 0.5 is an unbiased judge when orders are random.
-    ``order_consistency``: among pairs judged in both orders, the share where the same candidate
-    won both times (1.0 = never swayed by order).
-    ``human_first_better``: share of decided comparisons whose first-shown candidate has the higher
-    human score — the rate an unbiased, human-agreeing judge would show.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str or None
-        A strategy label (None: all strategies, each judgment once).
-    level : float
-        The intervals' coverage.
-
-    Returns
-    -------
-    dict[str, Any]
-        The keys above.
+    Returns ``matches`` (distinct comparisons) and ``ties``; ``first_slot_win_rate`` over decided
+    comparisons with an exact binomial interval (0.5 is unbiased under random orders);
+    ``order_consistency``, the share of pairs judged in both orders with the same winner both times;
+    ``human_first_better``, the rate a human-agreeing judge would show. ``name`` None: all
+    strategies, each judgment once.
     """
     comparisons = distinct_comparisons(results, name)
     human = human_scores(results)
@@ -129,28 +78,11 @@ def position_bias(results: RunResult, name: str | None = None, level: float = DE
 
 
 def length_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> dict[str, Any]:
-    """How often the longer answer won, against how often humans prefer it.
+    """How often the longer answer (in characters) won, against how often humans prefer it.
 
-    Length is :attr:`rankkit.tasks.Candidate.length` (characters), as in the judge report.
-
-    ``matches``: how many decided comparisons there are between answers of different length;
-    ``longer_win_rate``: the share of them won by the longer one. ``human_longer_better``: among
-    the same comparisons with different human scores, the share where the longer one is the
-    human-better one. A judge whose rate is well above the humans' prefers length for its own sake.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str or None
-        A strategy label (None: all strategies, each judgment once).
-    level : float
-        The intervals' coverage.
-
-    Returns
-    -------
-    dict[str, Any]
-        The keys above.
+    Returns ``matches`` (decided comparisons of unequal lengths), ``longer_win_rate`` and
+    ``human_longer_better`` (among those with different human scores). ``name`` None: all
+    strategies, each judgment once.
     """
     tasks = {t.task_id: t for t in results.tasks}
     human = human_scores(results)
@@ -176,29 +108,13 @@ def length_bias(results: RunResult, name: str | None = None, level: float = DEFA
     }
 
 
-# ---------------------------------------------------------------------------------------------
 # Slot bias of k-way judgments (setwise and listwise strategies)
 
 
 def distinct_group_comparisons(results: RunResult, name: str | None = None) -> list[tuple[str, GroupComparison]]:
-    """The k-way judgments of strategy ``name``, or of all strategies with each judgment counted
-    once, as (task id, :class:`~rankkit.choices.GroupComparison`) pairs.
+    """``(task id, k-way judgment)`` pairs of strategy ``name``, or of all strategies (None) with each judgment once.
 
-    As for :func:`distinct_comparisons`: the memo shares a judgment exactly when the same group is
-    shown in the same order and asked the same question (choice or ranking), so (task, kind,
-    group in slot order) is one judgment whichever strategy or round used it.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str or None
-        A strategy label (None: all strategies).
-
-    Returns
-    -------
-    list[tuple[str, GroupComparison]]
-        ``(task id, judgment)`` pairs.
+    A judgment is one (task, kind, group in slot order), whichever strategy or round used it.
     """
     seen: set[tuple[str, str, tuple[str, ...]]] = set()
     out = []
@@ -215,18 +131,7 @@ def distinct_group_comparisons(results: RunResult, name: str | None = None) -> l
 
 
 def top_slot(group: GroupComparison) -> int | None:
-    """The slot the judge put first: the chosen slot of a choice, the first of a ranking; None
-    when the judgment failed to parse.
-
-    Parameters
-    ----------
-    group : GroupComparison
-        A k-way judgment.
-
-    Returns
-    -------
-    int or None
-        The slot (0 = shown first).
+    """The slot the judge put first (0 = shown first); None when the judgment failed to parse.
 
     Examples
     --------
@@ -242,20 +147,7 @@ def top_slot(group: GroupComparison) -> int | None:
 
 
 def human_best_shares(shown: Sequence[str], human: Mapping[str, float]) -> tuple[float, ...]:
-    """Each slot's share of the human-best answer (highest human score) of a group in slot order:
-    1 for its slot, or split evenly among the slots of tied best answers.
-
-    Parameters
-    ----------
-    shown : Sequence[str]
-        The candidate ids in slot order.
-    human : Mapping[str, float]
-        Their human scores.
-
-    Returns
-    -------
-    tuple[float, ...]
-        One share per slot, summing to 1.
+    """Each slot's share of the human-best answer: 1 for its slot, split evenly among tied best answers.
 
     Examples
     --------
@@ -272,27 +164,11 @@ def human_best_shares(shown: Sequence[str], human: Mapping[str, float]) -> tuple
 def slot_rates(
     top_slots: Sequence[int], human_shares: Sequence[Sequence[float]], k: int, level: float = DEFAULT_LEVEL
 ) -> list[dict[str, Any]]:
-    """One row per slot of the parsed k-way judgments of one group size k.
+    """One row per slot of the parsed k-way judgments of group size ``k``.
 
-    Parameters
-    ----------
-    top_slots : Sequence[int]
-        The slot each parsed judgment put first (:func:`top_slot`).
-    human_shares : Sequence[Sequence[float]]
-        :func:`human_best_shares` of each parsed judgment on a task with human scores.
-    k : int
-        The group size.
-    level : float
-        The confidence level of the binomial intervals.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        Per slot (0 = shown first): ``slot``; ``chosen``, how many judgments put it first; ``rate``,
-        ``chosen`` over all judgments with its exact binomial interval; ``uniform``, 1/k (a judge
-        blind to the answers and to their order); ``human``, the share of labelled judgments whose
-        human-best answer sits in this slot (what a judge agreeing with the humans would show; NaN
-        without labelled judgments).
+    Each row: ``slot`` (0 = shown first), ``chosen``, ``rate`` with its exact binomial interval,
+    ``uniform`` (1/k) and ``human`` (share of labelled judgments whose human-best answer is in the
+    slot; NaN without any).
 
     Examples
     --------
@@ -319,28 +195,9 @@ def slot_rates(
 def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAULT_LEVEL) -> list[dict[str, Any]]:
     """How often a k-way judge chose the answer in each slot, per group size k.
 
-    The k-way analogue of :func:`position_bias`, over the distinct k-way judgments
-    (:func:`distinct_group_comparisons`): a choice counts for the slot chosen, a ranking for the
-    slot it ranked first. An unbiased judge shown answers in random order chooses each slot at
-    the human rate, and, blind to quality, at the uniform rate 1/k.
-
-    Parameters
-    ----------
-    results : RunResult
-        A run's results.
-    name : str | None
-        One strategy's judgments; None: all strategies', each judgment once.
-    level : float
-        The confidence level of the exact binomial intervals.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One entry per group size present, smallest first: ``k``; ``judgments``, the parsed judgments
-        (the denominator of every rate); ``failed``, the judgments that failed to parse (left out);
-        ``labelled``, the parsed judgments on tasks with human scores (the denominator of the human
-        rate); ``slots``, :func:`slot_rates`. Empty when the results hold no k-way judgments
-        (pairwise and pointwise strategies).
+    A choice counts for the slot chosen, a ranking for its first slot. One entry per group size,
+    smallest first: ``k``, ``judgments`` (parsed), ``failed``, ``labelled`` and ``slots``
+    (:func:`slot_rates`); empty without k-way judgments. ``name`` None: all strategies, each judgment once.
     """
     human = human_scores(results)
     by_k: dict[int, list[tuple[str, GroupComparison]]] = {}
@@ -362,7 +219,6 @@ def slot_bias(results: RunResult, name: str | None = None, level: float = DEFAUL
     return out
 
 
-# ---------------------------------------------------------------------------------------------
 # Style preference beyond the human scores (a logistic regression of the verdict)
 
 #: The covariates of :func:`style_preference`, after the human-score difference.
@@ -370,24 +226,10 @@ STYLE_TERMS = ("length", "format")
 
 
 def style_rows(results: RunResult, name: str | None = None) -> dict[str, list[tuple[float, float, float, float]]]:
-    """The decided pairwise comparisons on labelled tasks as regression rows, grouped by task.
+    """Decided pairwise comparisons on labelled tasks as regression rows, by task id.
 
-    Each row is ``(first won: 1 or 0, human difference / the task's spread, log2 of the length ratio,
-    format-score difference)``, all first minus second, lengths and formatting from
-    :func:`rankkit.tasks.style_features` (characters; log2(1 + headers + list items + bold)).
-    Ties and tasks without human scores are left out.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str or None
-        A strategy label (None: all strategies, each judgment once).
-
-    Returns
-    -------
-    dict[str, list[tuple[float, float, float, float]]]
-        Task id to its rows.
+    Each row, first minus second: ``(first won, human difference / task spread, log2 length ratio,
+    format-score difference)``. Ties and unlabelled tasks are left out.
     """
     tasks = {t.task_id: t for t in results.tasks}
     human = human_scores(results)
@@ -438,37 +280,17 @@ def style_preference(
 ) -> dict[str, Any]:
     """The judge's preference for length and formatting beyond what the human scores explain.
 
-    A logistic regression of the pairwise verdict (first shown won) on an intercept, the human-score
-    difference in units of the task's spread, the log2 length ratio and the format-score difference
-    (:func:`style_rows`). Dividing a style coefficient by the human-score coefficient puts it in
-    human-score spreads: ``length`` is how many spreads of human quality one doubling of the length
-    (relative to the other answer) is worth to the judge, ``format`` the same per doubling of 1 +
-    the formatting elements, and ``slot_sd`` the first slot's worth — the units of the simulator's
-    ``length_bias``, ``format_bias`` and ``slot_bias``, so a planted bias is recovered as itself.
-    0 means no preference beyond the humans'. Intervals: percentile bootstrap over tasks (the
-    comparisons of one task share answers).
-
-    Parameters
-    ----------
-    results : RunResult
-        A run's results (pairwise comparisons on tasks with human scores).
-    name : str | None
-        One strategy's comparisons; None: all strategies', each judgment once.
-    resamples
-        The bootstrap over tasks: its resamples.
-    seed
-        The bootstrap's seed.
-    level
-        The intervals' confidence level.
+    A logistic regression of the verdict on the human-score difference and style differences
+    (:func:`style_rows`); style coefficients over the human one are in human-score spreads per
+    doubling, the units of the simulator's biases, so a planted bias is recovered as itself.
+    Intervals are a percentile bootstrap over tasks.
 
     Returns
     -------
     dict[str, Any]
-        ``matches`` and ``tasks`` used, then :class:`~rankkit.stats.Interval` s: ``length``,
-        ``format``, ``slot_sd`` (spreads), ``human`` (log-odds per spread), ``length_logit``,
-        ``format_logit`` and ``slot`` (raw log-odds); all NaN with fewer than 20 comparisons or when
-        the judge's verdicts do not follow the human scores (coefficient ≤ 0), and a style term NaN
-        when no compared answers differ in it (plain-text answers have no formatting).
+        ``matches``, ``tasks``, then intervals ``length``, ``format``, ``slot_sd`` (spreads),
+        ``human``, ``length_logit``, ``format_logit``, ``slot`` (log-odds). All NaN below 20
+        comparisons or when the human coefficient is ≤ 0; a style term NaN when no answers differ in it.
     """
     grouped = style_rows(results, name)
     matches = sum(len(rows) for rows in grouped.values())

@@ -1,8 +1,6 @@
 """The analyses' input: a results file read as a RunResult, and each strategy's tasks that have human scores.
 
-Every analysis starts from :func:`labelled_tasks`: one strategy's scores, ranking and extras per
-task, next to the human scores of the same candidates (tasks without a full set of human scores
-take no part). :func:`check_metrics` validates metric names once for all of them.
+Tasks without a full set of human scores take no part in any analysis.
 """
 
 from __future__ import annotations
@@ -22,56 +20,22 @@ DEFAULT_METRICS = ("pearson", "spearman", "task_spearman", "pairwise_accuracy")
 
 
 def load_results(path: str | Path) -> RunResult:
-    """Read a results file written by ``rankkit compare --out`` (:func:`rankkit.results.read_results`).
-
-    Parameters
-    ----------
-    path : str or Path
-        The results JSON.
-
-    Returns
-    -------
-    RunResult
-        The run.
-    """
+    """Read a results file written by ``rankkit compare --out`` (:func:`rankkit.results.read_results`)."""
     return read_results(path)
 
 
 def strategy_names(results: RunResult) -> list[str]:
-    """The strategy labels in the file, in run order (e.g. ``knockout:order=both``).
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-
-    Returns
-    -------
-    list[str]
-        The labels.
-    """
+    """The strategy labels in the file, in run order (e.g. ``knockout:order=both``)."""
     return [s.name for s in results.strategies]
 
 
 def strategy_run(results: RunResult, name: str) -> StrategyRun:
-    """One strategy's results; raises SpecError naming the strategies present when absent.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str
-        The strategy's label.
-
-    Returns
-    -------
-    StrategyRun
-        Its results.
+    """One strategy's results.
 
     Raises
     ------
     SpecError
-        When the run has no such strategy.
+        When the run has no such strategy (the message names those present).
     """
     for strategy in results.strategies:
         if strategy.name == name:
@@ -80,18 +44,7 @@ def strategy_run(results: RunResult, name: str) -> StrategyRun:
 
 
 def human_scores(results: RunResult) -> dict[str, dict[str, float]]:
-    """task id -> candidate id -> human score, for the tasks whose every candidate has one.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-
-    Returns
-    -------
-    dict[str, dict[str, float]]
-        The scores.
-    """
+    """task id -> candidate id -> human score, for the tasks whose every candidate has one."""
     out = {}
     for task in results.tasks:
         values = {c.id: c.human.get(task.criterion) for c in task.candidates} if task.criterion else {}
@@ -112,20 +65,7 @@ class LabelledTask:
 
 
 def labelled_tasks(results: RunResult, name: str) -> list[LabelledTask]:
-    """The tasks of strategy ``name`` that have human scores, in the order of the file.
-
-    Parameters
-    ----------
-    results : RunResult
-        The run.
-    name : str
-        The strategy's label.
-
-    Returns
-    -------
-    list[LabelledTask]
-        The tasks.
-    """
+    """The tasks of strategy ``name`` that have human scores, in the order of the file."""
     human = human_scores(results)
     out = []
     for task in strategy_run(results, name).tasks:
@@ -144,17 +84,7 @@ def labelled_tasks(results: RunResult, name: str) -> list[LabelledTask]:
 
 
 def check_metrics(names: Sequence[str]) -> list[str]:
-    """Validate metric names against :data:`rankkit.metrics.METRIC_NAMES`.
-
-    Parameters
-    ----------
-    names : Sequence[str]
-        Metric names.
-
-    Returns
-    -------
-    list[str]
-        The names.
+    """Validate metric names against :data:`rankkit.metrics.METRIC_NAMES` and return them.
 
     Raises
     ------

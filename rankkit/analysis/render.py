@@ -19,18 +19,7 @@ from rankkit.stats import Interval
 
 
 def to_jsonable(value: Any) -> Any:
-    """Intervals and robustness figures become dicts and NaN becomes null, so the analysis is strict JSON.
-
-    Parameters
-    ----------
-    value : Any
-        An analysis (or any part of it).
-
-    Returns
-    -------
-    Any
-        The same structure, JSON-ready.
-    """
+    """The analysis as strict JSON: intervals and robustness figures become dicts, NaN becomes null."""
     if isinstance(value, (Interval, Fewest)):
         return to_jsonable(value.to_dict())
     if isinstance(value, float):
@@ -53,28 +42,18 @@ FOLDABLE_COLUMNS = (("comparisons", "grades"), "pearson")
 
 
 def format_analysis(report: Mapping[str, Any], fmt: str = "table", width: int | None = None) -> str:
-    """The analysis as text (what ``rankkit analyze`` prints): ``fmt`` is one of
-    :data:`rankkit.formatting.FORMATS` (``json`` here is the tables; :func:`to_jsonable` gives the
-    whole analysis).
+    """The analysis as text (what ``rankkit analyze`` prints); ``json`` here is the tables, not :func:`to_jsonable`.
 
     In ``table`` and ``markdown`` an interval is one cell, ``0.680 [0.631, 0.722]``; in ``csv`` and
-    ``json`` (for programs) it is three columns at full precision: the estimate under the column's
-    header, then ``<header> low`` and ``<header> high``.
+    ``json`` it is three full-precision columns: ``<header>``, ``<header> low``, ``<header> high``.
 
     Parameters
     ----------
-    report : Mapping[str, Any]
-        The analysis.
-    fmt : str
+    fmt
         ``table``, ``markdown``, ``csv`` or ``json``.
-    width : int or None
+    width
         ``table`` only: leave :data:`FOLDABLE_COLUMNS` out of a table wider than this, saying so
         under its title (None: every column).
-
-    Returns
-    -------
-    str
-        The text.
     """
     preamble, tables = analysis_tables(report)
     split = fmt in ("csv", "json")
@@ -94,21 +73,7 @@ def fit_table(table: Table, width: int) -> Table:
 
 
 def interval_cells(table: Table, split: bool) -> Table:
-    """``table`` with its :class:`Interval` cells made plain.
-
-    Parameters
-    ----------
-    table : Table
-        A table whose cells may hold intervals.
-    split : bool
-        True for the machine-readable formats: each interval column becomes three float
-        columns (estimate, low, high); False: each interval becomes its text.
-
-    Returns
-    -------
-    Table
-        A new :class:`Table` with no :class:`Interval` left in it.
-    """
+    """``table`` without :class:`Interval` cells: split in estimate, low, high columns if ``split``, else text."""
     interval_keys = {key for key, _ in table.columns if any(isinstance(row.get(key), Interval) for row in table.rows)}
     if not split:
         rows = [
@@ -140,19 +105,7 @@ def _interval_text(interval: Interval, signed: bool) -> str:
 
 
 def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
-    """The analysis as a preamble (data, judge, bootstrap) and one :class:`Table` per section;
-    intervals stay :class:`Interval` cells (:func:`interval_cells` makes them text or columns).
-
-    Parameters
-    ----------
-    report : Mapping[str, Any]
-        The analysis.
-
-    Returns
-    -------
-    tuple[str, list[Table]]
-        The preamble and the tables.
-    """
+    """The analysis as a preamble (data, judge, bootstrap) and one :class:`Table` per section, intervals kept."""
     boot = report["bootstrap"]
     pct = f"{boot['level']:.0%}"
     judge = (report.get("judge") or {}).get("description", "?")
@@ -349,18 +302,7 @@ def _usd_cell(row: Mapping[str, Any], paid_by: list[str]) -> float | str:
 
 
 def style_table(style: Mapping[str, Any]) -> Table:
-    """The judge's style preference beyond the human scores (:func:`rankkit.analysis.judge_bias.style_preference`).
-
-    Parameters
-    ----------
-    style : Mapping[str, Any]
-        The analysis's ``judge_bias.style``.
-
-    Returns
-    -------
-    Table
-        The table.
-    """
+    """The judge's style preference beyond the human scores (the analysis's ``judge_bias.style``)."""
     rows = [
         {
             "term": "length (per doubling of the length ratio)",
@@ -386,19 +328,7 @@ def style_table(style: Mapping[str, Any]) -> Table:
 
 
 def slot_table(slots: list[Mapping[str, Any]]) -> Table:
-    """The slot bias of the k-way judgments (:func:`rankkit.analysis.slot_bias`): one row per
-    (k, slot), slots named by the labels the judge sees (A = shown first).
-
-    Parameters
-    ----------
-    slots : list[Mapping[str, Any]]
-        The analysis's ``judge_bias.slots``.
-
-    Returns
-    -------
-    Table
-        The table.
-    """
+    """The slot bias of k-way judgments: one row per (k, slot), slots labelled as the judge sees them (A = first)."""
     rows = []
     for size in slots:
         names = labels(size["k"])

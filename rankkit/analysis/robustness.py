@@ -1,10 +1,7 @@
 """How fragile a ranking is: the fewest judgments whose flip, or removal, changes its #1 or top k.
 
-Per task and strategy the ranking is recomputed from the judgments the strategy used
-(:func:`rankkit.rerank.replay`: a rating strategy refits, a bracket replays its decisions) with
-some verdicts flipped (winner reversed) or removed (no answer); for a leaderboard its battles are
-refitted. The search is exact while the sets to try fit a budget, else a greedy upper bound (``≤``).
-The method and its limits are in ``docs/robustness.md``.
+Rankings are recomputed with :func:`rankkit.rerank.replay`; the search is exact within a budget,
+else a greedy upper bound (``≤``). Method and limits in ``docs/robustness.md``.
 """
 
 from __future__ import annotations
@@ -25,14 +22,12 @@ from rankkit.specs import SpecError
 DEFAULT_TOP_K = 3
 #: The most recomputed rankings one search may try exhaustively before it turns greedy.
 DEFAULT_BUDGET = 5000
-#: A figure at most this share of the judgments used is flagged fragile (Huang et al., ICLR
-#: 2026: 2 of 57,477 Chatbot Arena votes, 0.003%, change its #1).
+#: A figure at most this share of the judgments used is flagged fragile.
 FRAGILE_SHARE = 0.01
 #: The two ways a judgment is changed.
 CHANGES = ("flip", "remove")
 
-#: What a recomputation gives: the #1 and every candidate best first; None when it is not defined
-#: (the strategy asked for a judgment the run never made).
+#: The #1 and every candidate best first; None when undefined (a judgment the run never made).
 Outcome = tuple[str, tuple[str, ...]] | None
 
 
@@ -42,16 +37,16 @@ class Fewest:
 
     Attributes
     ----------
-    count : int | None
+    count
         The fewest found; None when no set tried changes it.
-    exact : bool
-        True when ``count`` is proven the fewest (every smaller set was tried), or, with ``count``
-        None, when every set was tried; False: ``count`` is a greedy upper bound.
-    at_least : int
+    exact
+        True when ``count`` is proven the fewest (or, with ``count`` None, every set was tried);
+        False: ``count`` is a greedy upper bound.
+    at_least
         Every set smaller than this was tried and changed nothing.
-    judgments : tuple[int, ...]
+    judgments
         The indices (into the judgments searched) of one smallest set found.
-    replays : int
+    replays
         How many recomputed rankings the search tried.
     """
 
@@ -62,26 +57,13 @@ class Fewest:
     replays: int
 
     def text(self) -> str:
-        """The figure as shown in tables.
-
-        Returns
-        -------
-        str
-            ``2`` (exact), ``≤ 5`` (an upper bound), ``none`` (nothing changes it) or ``> 3``
-            (nothing found: every set of up to 3 tried, the greedy search found none).
-        """
+        """The figure in tables: ``2`` (exact), ``≤ 5`` (bound), ``none``, or ``> 3`` (none found up to 3)."""
         if self.count is None:
             return "none" if self.exact else f"> {self.at_least - 1}"
         return str(self.count) if self.exact else f"≤ {self.count}"
 
     def to_dict(self) -> dict[str, Any]:
-        """The figure as JSON.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields, and ``text`` (:meth:`text`).
-        """
+        """The fields and ``text`` as JSON."""
         return {
             "count": self.count,
             "exact": self.exact,
@@ -100,29 +82,9 @@ def fewest_changes(
 ) -> Fewest:
     """The smallest set of ``candidates`` for which ``changes(set)`` holds.
 
-    First a greedy search adds ``greedy_order``'s candidates one by one (skipping one whose
-    addition makes the recomputation undefined) until ``changes`` holds, then drops every member
-    it can do without: a set of size ``u``, an upper bound. Then every smaller set is tried, size
-    by size, while the sets tried stay within ``budget``: a hit there is the exact fewest, and when
-    every size below ``u`` was tried without one, ``u`` is. Otherwise ``u`` stays an upper bound.
-    When the greedy search finds nothing, every size is tried within the budget.
-
-    Parameters
-    ----------
-    candidates:
-        The indices that may be changed.
-    changes:
-        Whether changing exactly this set changes the target; None when the recomputation is not
-        defined (counted as no change, and left out of the greedy set).
-    greedy_order:
-        The candidates most likely to change the target first.
-    budget:
-        The most sets tried exhaustively.
-
-    Returns
-    -------
-    Fewest
-        The figure.
+    A greedy search over ``greedy_order`` gives an upper bound, pruned to needed members; smaller
+    sets are then tried size by size within ``budget`` sets, which makes it exact when completed.
+    ``changes`` returns None when the recomputation is undefined (counted as no change).
 
     Examples
     --------
@@ -173,27 +135,10 @@ def support_order(
     order: Sequence[str],
     candidates: Sequence[int],
 ) -> list[int]:
-    """The candidates ordered by how much they hold ``ahead`` above ``behind``: their direct
-    results first, then ``ahead``'s wins and ``behind``'s losses (against the strongest
-    opponents first), then every other candidate.
+    """``candidates`` ordered by how much they hold ``ahead`` above ``behind``, most supporting first.
 
-    Parameters
-    ----------
-    pairs:
-        Per judgment (a, b, outcome for a): 1 a won, 0.5 a tie, 0 b won; None when it decided nothing.
-    ahead:
-        The candidate to be moved below ``behind``.
-    behind:
-        The candidate to be moved above ``ahead``.
-    order:
-        The current ranking, best first.
-    candidates:
-        The indices to order.
-
-    Returns
-    -------
-    list[int]
-        ``candidates``, most supporting first.
+    Direct results first, then ``ahead``'s wins and ``behind``'s losses (strongest opponents first),
+    then the rest. ``pairs`` holds per judgment (a, b, outcome for a: 1, 0.5, 0, or None undecided).
     """
     place = {cid: i for i, cid in enumerate(order)}
 
@@ -225,27 +170,21 @@ def ranking_robustness(
 
     Parameters
     ----------
-    pairs:
-        Per judgment that may be changed (a, b, outcome for a), as in :func:`support_order`; the
-        flips are searched among the decided non-ties, the removals among the decided ones.
-    recompute:
-        ``recompute(flips, removals)``: the #1 and the ranking with those judgments changed, or
-        None when that is not defined.
-    baseline:
-        The #1 and the ranking with nothing changed.
-    used:
-        The judgments the ranking used (the denominator of the fragile flag).
-    k:
-        The top k measured (not measured when there are at most k candidates).
-    budget:
-        Each search's budget (:func:`fewest_changes`).
+    pairs
+        Per judgment (a, b, outcome for a) as in :func:`support_order`; flips are searched among
+        decided non-ties, removals among decided ones.
+    recompute
+        ``recompute(flips, removals)``: the #1 and ranking with those changed, or None if undefined.
+    used
+        The judgments the ranking used (the fragile flag's denominator).
+    k
+        Not measured with at most k candidates.
 
     Returns
     -------
     dict[str, Any]
-        ``judgments`` (used), ``k``, ``top1`` and ``top_k`` (each ``{flip: Fewest, remove: Fewest}``;
-        ``top_k`` None when not measured) and ``fragile``: the figures at most
-        :data:`FRAGILE_SHARE` of ``used`` (e.g. ``["top1 flip"]``).
+        ``judgments``, ``k``, ``top1`` and ``top_k`` (each ``{flip: Fewest, remove: Fewest}``;
+        ``top_k`` may be None) and ``fragile``: figures at most :data:`FRAGILE_SHARE` of ``used``.
     """
     first, order = baseline[0], list(baseline[1])
     top = frozenset(order[:k])
@@ -288,7 +227,6 @@ def ranking_robustness(
     return figures
 
 
-# -------------------------------------------------------------------------------------------
 # Per task and strategy
 
 
@@ -300,30 +238,11 @@ def task_robustness(
     k: int = DEFAULT_TOP_K,
     budget: int = DEFAULT_BUDGET,
 ) -> dict[str, Any]:
-    """The robustness of one strategy's ranking of one task (:func:`ranking_robustness`), from
-    the judgments it used, replayed by :func:`rankkit.rerank.replay`.
+    """One strategy's robustness on one task, from the judgments it used, replayed.
 
-    Parameters
-    ----------
-    strategy_run:
-        The strategy's run (its strategy is rebuilt from the results file).
-    result:
-        Its result on the task.
-    task:
-        The task (:class:`~rankkit.tasks.Task`).
-    seed:
-        The run's seed (the strategy's generator is ``task_rng(seed, task_id)``).
-    k:
-        The top k measured, as in :func:`ranking_robustness`.
-    budget:
-        Each search's budget (:func:`fewest_changes`).
-
-    Returns
-    -------
-    dict[str, Any]
-        ``task_id``, ``strategy``, ``defined`` and either the figures of :func:`ranking_robustness`
-        or ``reason``: why they are not defined (a strategy that grades answers alone or judges
-        groups has no verdict to reverse; one this rankkit cannot rebuild cannot be replayed).
+    Returns ``task_id``, ``strategy``, ``defined`` and either the :func:`ranking_robustness`
+    figures or ``reason`` (grading or k-way strategies have no verdict to reverse; unknown ones
+    cannot be rebuilt). The strategy's generator is ``task_rng(seed, task_id)``.
     """
     head = {"task_id": result.task_id, "strategy": strategy_run.name}
     record = recorded_judgments(result)
@@ -367,24 +286,10 @@ def _undefined_reason(
 
 
 def robustness_report(results: RunResult, k: int = DEFAULT_TOP_K, budget: int = DEFAULT_BUDGET) -> list[dict[str, Any]]:
-    """Every strategy's robustness on every task of a results file (:func:`task_robustness`),
-    with a summary per strategy.
+    """Every strategy's robustness on every task of a results file, with a summary per strategy.
 
-    Parameters
-    ----------
-    results:
-        The run (a ``rankkit compare --out`` file read back).
-    k:
-        The top k measured besides the #1 (>= 1).
-    budget:
-        Each search's budget of recomputed rankings (:func:`fewest_changes`).
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        Per strategy: ``strategy``, ``tasks`` (the per-task figures) and ``summary``: tasks with
-        figures, the median of each figure over them (``none`` counted as the judgments used + 1),
-        the share of exact figures and the fragile tasks.
+    ``k`` (>= 1) is the top k measured besides the #1; ``budget`` each search's budget.
+    Returns per strategy ``strategy``, ``tasks`` and ``summary`` (:func:`summarize`).
     """
     if k < 1:
         raise SpecError(f"robustness: k must be >= 1, got {k}")
@@ -405,17 +310,8 @@ def robustness_report(results: RunResult, k: int = DEFAULT_TOP_K, budget: int = 
 def summarize(tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One strategy's per-task figures summarised.
 
-    Parameters
-    ----------
-    tasks:
-        The per-task figures (:func:`task_robustness`).
-
-    Returns
-    -------
-    dict[str, Any]
-        ``tasks`` (with figures), ``undefined`` and their ``reasons``, ``fragile_tasks``,
-        ``exact_share`` and the median of each figure (``top1_flip_median``, ...; a ``none``
-        counts as one more than the judgments used).
+    ``tasks``, ``undefined`` and ``reasons``, ``fragile_tasks``, ``exact_share`` and each figure's
+    median (``top1_flip_median``, ...; ``none`` counts as the judgments used + 1).
     """
     defined = [t for t in tasks if t["defined"]]
     summary: dict[str, Any] = {
@@ -438,18 +334,7 @@ def summarize(tasks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
-    """The robustness report as tables.
-
-    Parameters
-    ----------
-    report:
-        :func:`robustness_report`'s result.
-
-    Returns
-    -------
-    list[Table]
-        A summary per strategy and the figures per task (none for an empty report).
-    """
+    """A summary table per strategy and the figures per task (none for an empty report)."""
     if not report:
         return []
     k = report[0]["k"]

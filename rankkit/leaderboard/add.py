@@ -50,24 +50,9 @@ def binary_search_placement(
 ) -> dict[str, Any]:
     """Seed 003, Algorithm 2: where ``system`` belongs in ``board_order`` (best first).
 
-    Parameters
-    ----------
-    board_order : Sequence[str]
-        The leaderboard's systems, best first.
-    tasks : Sequence[Task]
-        The tasks the newcomer's matches are played on (shuffled, each used at most twice).
-    system : str
-        The newcomer.
-    play : Any
-        ``play(task, opponent) -> points`` the newcomer scored on that task (1, ½ or 0).
-    rng : random.Random
-        Shuffles the tasks.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``{"position": 0-based index to insert at, "tie": bool, "steps": [...]}``, each step
-        ``{"opponent", "wins", "matches"}``.
+    ``play(task, opponent)`` returns the newcomer's points (1, ½ or 0); tasks are shuffled, each
+    used at most twice. Returns ``{"position": 0-based index to insert at, "tie": bool, "steps": [...]}``,
+    each step ``{"opponent", "wins", "matches"}``.
     """
     n_comparisons = max(1, int(math.log2(len(board_order)))) if len(board_order) > 1 else 1
     n_matches = max(1, len(tasks) // n_comparisons)
@@ -93,26 +78,10 @@ def binary_search_placement(
 
 
 def rating_against(outcomes: Sequence[Outcome], ratings: dict[str, float]) -> float:
-    """The Bradley–Terry rating (Elo scale) that best explains a newcomer's matches against
-    opponents whose ratings are held fixed.
+    """The Bradley–Terry rating (Elo scale) that best explains a newcomer's matches against fixed-rated opponents.
 
-    The rating r solves ``sum_i P(win against opponent i | r) = points``, the maximum-likelihood
-    equation of the BT model, with ``P = 1 / (1 + ELO_BASE ** ((r_i - r) / ELO_SCALE))``. Points
-    are clipped to [½, n − ½] over n matches, so a newcomer that won (or lost) everything gets a
-    finite rating; against one opponent this is the anchored rating
-    ``R_opp + ELO_SCALE · log_base(p / (1 − p))`` with p clipped to [½/n, 1 − ½/n].
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        The newcomer's matches, each ``(newcomer, opponent, the newcomer's points)``.
-    ratings : dict[str, float]
-        The opponents' ratings.
-
-    Returns
-    -------
-    float
-        The rating (found by bisection, to well below a rating point).
+    Solves ``sum_i P(win against i | r) = points`` by bisection, with points clipped to
+    [½, n − ½] over n matches so that winning (or losing) everything gives a finite rating.
     """
     import numpy as np
 
@@ -143,31 +112,19 @@ def add_system(
     data: str = "",
     control: str | Sequence[str] | None = None,
 ) -> Leaderboard:
-    """A new leaderboard with ``system`` added to ``board`` (see ``docs/leaderboards.md``).
+    """A new leaderboard with ``system`` added to ``board`` (which is unchanged); see ``docs/leaderboards.md``.
 
     Parameters
     ----------
-    tasks : Sequence[Task]
-        Tasks holding the answers of the newcomer and of the leaderboard's systems.
-    method : str
+    method
         ``binary`` (Algorithm 2) or ``anchored`` (against the current top, or the board's anchor).
-    seed : int | None
+    seed
         Defaults to the stored leaderboard's.
-    order : str | None
-        How the newcomer's matches are shown; default ``both`` when the leaderboard's were, else
-        ``random`` (a match against one opponent puts the newcomer in a seeded random slot).
-    control : str | Sequence[str] | None
-        Style control (``length``, ``format``); default: the stored leaderboard's. With one, the
-        newcomer's matches are played as ``method`` says, then every system is re-rated on all the
-        matches, old and new, by the controlled model (:func:`rankkit.leaderboard.style.controlled_ratings`),
-        and ranked by it (``placement`` still records where the binary search put the newcomer).
-        The stored matches must carry their tasks (leaderboards written by rankkit 0.3 do).
-
-    Returns
-    -------
-    Leaderboard
-        A new leaderboard (``board`` is unchanged): every system re-ranked with the newcomer, its
-        matches and cost added, and ``placement`` saying how the newcomer was placed.
+    order
+        Default ``both`` when the leaderboard's were, else ``random``.
+    control
+        Style control (default: the stored board's). With one, every system is re-rated on all
+        matches by the controlled model; the stored matches must carry their tasks.
     """
     if method not in ADD_METHODS:
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")
@@ -293,9 +250,7 @@ def _searched_rating(
     rng: random.Random,
     placement: dict[str, Any],
 ) -> SystemRating:
-    """The row of a system placed by binary search: its rating fitted to its matches
-    (:func:`rating_against`) on a Bradley–Terry leaderboard, else none, with the reason in
-    ``placement["rating_note"]``."""
+    """The row of a system placed by binary search: rated on a BT board, else none with ``placement["rating_note"]``."""
     ratings = {row.name: row.rating for row in board.systems if row.rating is not None and math.isfinite(row.rating)}
     played = [outcome for outcome in outcomes if outcome[1] in ratings]
     if board.scale != "elo":

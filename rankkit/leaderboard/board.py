@@ -1,9 +1,4 @@
-"""The leaderboard's data: rows and the board itself, and which system wrote which answer.
-
-A :class:`Leaderboard` is what every way of building or extending one returns and what its
-``--out`` JSON stores. Candidates carry ``system``; :func:`systems_of` reads which candidate of a
-task each system wrote, and :func:`restrict` keeps only some systems.
-"""
+"""The leaderboard's data: rows and the board itself, and which system wrote which answer."""
 
 from __future__ import annotations
 
@@ -25,13 +20,11 @@ class LeaderboardError(RankkitError, ValueError):
     """Input a leaderboard cannot be built from (missing systems, unknown anchor, ...)."""
 
 
-# ---------------------------------------------------------------------------------------------
 # Data types
 
 
-#: A win rate within this of 0 or 1 against the anchor is at the ceiling: its Bernoulli variance
-#: p(1 − p) is at most 0.09, against 0.25 at ½, so the matches say little about how far apart
-#: two such systems are, and neither the raw nor the length-controlled win rate can tell them apart.
+#: A win rate within this of 0 or 1 against the anchor is at the ceiling: its variance p(1 − p) is
+#: small, so neither the raw nor the length-controlled win rate can tell two such systems apart.
 CEILING_MARGIN = 0.1
 #: The anchored leaderboard warns once more than this share of the systems sit at the ceiling.
 CEILING_SHARE = 1 / 3
@@ -39,22 +32,20 @@ CEILING_SHARE = 1 / 3
 
 @dataclass(frozen=True)
 class AnchorCeiling:
-    """How many systems of an anchored leaderboard sit at the ceiling against its anchor
-    (:func:`rankkit.leaderboard.rating.anchor_ceiling`).
+    """How many systems of an anchored leaderboard sit at the ceiling against its anchor.
 
     Attributes
     ----------
-    anchor : str
+    anchor
         The anchor every other system played.
-    at_ceiling : tuple[str, ...]
+    at_ceiling
         The systems whose raw win rate against the anchor is within :data:`CEILING_MARGIN` of 0 or 1.
-    share : float
+    share
         Their share of the systems other than the anchor.
-    suggestion : str | None
-        An anchor to try instead: the system whose answers have the median mean length (then the
-        length differences the length-controlled win rate reads fall on both sides of 0, and its
-        "length term at 0" is read inside the data, not extrapolated), or without lengths the
-        system with the median raw win rate. None when no system played the anchor.
+    suggestion
+        An anchor to try instead: the system with the median mean answer length (so the
+        length-controlled rate is read inside the data), else the median raw win rate; None when
+        no system played the anchor.
     """
 
     anchor: str
@@ -68,13 +59,7 @@ class AnchorCeiling:
         return self.share > CEILING_SHARE
 
     def to_dict(self) -> dict[str, Any]:
-        """The check as the leaderboard JSON stores it (``saturated`` included).
-
-        Returns
-        -------
-        dict[str, Any]
-            ``anchor``, ``at_ceiling``, ``share``, ``saturated``, ``suggestion``.
-        """
+        """The check as the leaderboard JSON stores it (``saturated`` included)."""
         return {
             "anchor": self.anchor,
             "at_ceiling": list(self.at_ceiling),
@@ -85,18 +70,7 @@ class AnchorCeiling:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AnchorCeiling:
-        """Read :meth:`to_dict` back.
-
-        Parameters
-        ----------
-        data : Mapping[str, Any]
-            The stored check.
-
-        Returns
-        -------
-        AnchorCeiling
-            The check (``saturated`` is recomputed from ``share``).
-        """
+        """Read :meth:`to_dict` back (``saturated`` is recomputed from ``share``)."""
         suggestion = data.get("suggestion")
         return cls(
             anchor=str(data["anchor"]),
@@ -108,10 +82,11 @@ class AnchorCeiling:
 
 @dataclass(frozen=True)
 class SystemRating:
-    """A leaderboard row. ``rating`` is None when it cannot be computed (see
-    :mod:`rankkit.leaderboard.add` for a system placed by binary search). ``unadjusted``: on a
-    style-controlled leaderboard, the rating without the control (plain BT, raw win rate); None
-    otherwise."""
+    """A leaderboard row.
+
+    ``rating`` is None when it cannot be computed (a system placed by binary search);
+    ``unadjusted`` is the rating without the style control, None without one.
+    """
 
     name: str
     rating: float | None
@@ -122,14 +97,7 @@ class SystemRating:
     unadjusted: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The row as the leaderboard JSON stores it.
-
-        Returns
-        -------
-        dict[str, Any]
-            ``name``, ``rating``, ``ci_low``, ``ci_high``, ``rank``, ``matches``, and ``unadjusted``
-            when there is one.
-        """
+        """The row as the leaderboard JSON stores it (``unadjusted`` only when there is one)."""
         out = {
             "name": self.name,
             "rating": self.rating,
@@ -144,18 +112,7 @@ class SystemRating:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SystemRating:
-        """Read :meth:`to_dict` back.
-
-        Parameters
-        ----------
-        data : Mapping[str, Any]
-            A stored row (``matches`` and ``unadjusted`` may be missing).
-
-        Returns
-        -------
-        SystemRating
-            The row.
-        """
+        """Read :meth:`to_dict` back (``matches`` and ``unadjusted`` may be missing)."""
         return cls(
             name=data["name"],
             rating=data.get("rating"),
@@ -173,31 +130,26 @@ class Leaderboard:
 
     Parameters
     ----------
-    method : str
+    method
         ``arena``, ``anchored`` or the label of the per-task strategy that was aggregated.
-    scale : str, default "elo"
+    scale
         ``elo`` (Bradley–Terry ratings on the Elo scale) or ``win_rate`` (against ``anchor``).
-    matches : list[Outcome]
-        Every system-level result the ratings came from, in play order, each a
-        :data:`rankkit.ratings.Outcome` ``(system a, system b, a's points)``: 1 a won, 0 b won,
-        ½ a tie (in ``arena`` and ``anchored`` the judge's match between the two systems' answers
-        on one task; for a per-task strategy, the order its scores put them in).
-    order : str | None, default None
-        How the arena's or anchored matches were shown (``given``, ``random``, ``both``); None
-        for a leaderboard aggregated from a strategy, whose label (``method``) names its order.
-    placement : dict[str, Any] | None, default None
+    matches
+        Every system-level result in play order, ``(system a, system b, a's points)``: 1 a won,
+        0 b won, ½ a tie.
+    order
+        How the arena's or anchored matches were shown (``given``, ``random``, ``both``); None for
+        a leaderboard aggregated from a strategy.
+    placement
         For a leaderboard made by :func:`add_system`, how the newcomer was placed.
-    match_tasks : list[str]
-        The task each match was played on, parallel to ``matches`` (empty for a
-        leaderboard stored before they were recorded); style control reads the answers there.
-    control : tuple[str, ...]
+    match_tasks
+        The task of each match, parallel to ``matches`` (empty for old boards).
+    control
         The style control the ratings were fitted with (``length``, ``format``; empty: none).
-    style : dict[str, Any] | None, default None
-        With a control, the model and its coefficients with their intervals
-        (:mod:`rankkit.leaderboard.style`); None without.
-    anchor_ceiling : AnchorCeiling | None, default None
-        On an anchored leaderboard, the systems whose win rate against the anchor sits at the
-        ceiling, and an anchor to try instead; None on the others.
+    style
+        With a control, the model and its coefficients with their intervals; None without.
+    anchor_ceiling
+        On an anchored leaderboard, the ceiling check (:class:`AnchorCeiling`); None on the others.
     """
 
     method: str
@@ -223,16 +175,6 @@ class Leaderboard:
     def system(self, name: str) -> SystemRating:
         """The row of system ``name``.
 
-        Parameters
-        ----------
-        name : str
-            A system on the leaderboard.
-
-        Returns
-        -------
-        SystemRating
-            Its row.
-
         Raises
         ------
         KeyError
@@ -244,14 +186,7 @@ class Leaderboard:
         raise KeyError(f"system {name!r} is not on the leaderboard")
 
     def to_dict(self) -> dict[str, Any]:
-        """The leaderboard as the ``--out`` JSON (plain values only).
-
-        Returns
-        -------
-        dict[str, Any]
-            Its fields, the systems' rows, the cost, and each match as ``{"a", "b", "outcome"}`` (plus
-            ``"task"`` when the match tasks are recorded).
-        """
+        """The leaderboard as the ``--out`` JSON; matches as ``{"a", "b", "outcome"}`` (+ ``"task"`` if recorded)."""
         return plain(
             {
                 "method": self.method,
@@ -281,18 +216,7 @@ class Leaderboard:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Leaderboard:
-        """Read :meth:`to_dict` back (also a leaderboard stored by an older rankkit).
-
-        Parameters
-        ----------
-        data : Mapping[str, Any]
-            The stored JSON.
-
-        Returns
-        -------
-        Leaderboard
-            The leaderboard; ``match_tasks`` empty when any stored match lacks its task.
-        """
+        """Read :meth:`to_dict` back (also older boards; ``match_tasks`` empty when any match lacks its task)."""
         cost = Cost(**{k: int(v) for k, v in (data.get("cost") or {}).items() if k in Cost.__dataclass_fields__})
         return cls(
             method=data["method"],
@@ -314,9 +238,10 @@ class Leaderboard:
 
 
 def read_board(path: str | PathLike[str]) -> Leaderboard:
-    """The leaderboard stored in file ``path`` (``rankkit leaderboard --out``), checked as untrusted
-    input first (:func:`rankkit.file_checks.check_board_payload`): a problem is a
-    :class:`~rankkit.errors.TaskFormatError` naming the file and the field (exit 2)."""
+    """The leaderboard stored in file ``path``, checked as untrusted input first.
+
+    A problem is a :class:`~rankkit.errors.TaskFormatError` naming the file and the field (exit 2).
+    """
     from rankkit.file_checks import check_board_payload, read_json_file
 
     data = read_json_file(path)
@@ -325,26 +250,13 @@ def read_board(path: str | PathLike[str]) -> Leaderboard:
 
 
 def _match_tasks(matches: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The stored matches' task ids, or none when any match lacks one (a leaderboard from 0.2)."""
+    """The stored matches' task ids, or none when any match lacks one."""
     tasks = [m.get("task") for m in matches]
     return [str(task) for task in tasks] if tasks and all(task is not None for task in tasks) else []
 
 
 def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:
-    """What a leaderboard stores about its judge (``spec`` is how it was asked for on the command line).
-
-    Parameters
-    ----------
-    judge : Judge
-        The leaderboard's judge.
-    spec : str, default ""
-        The judge spec as given.
-
-    Returns
-    -------
-    dict[str, Any]
-        ``spec``, ``description``, ``fingerprint`` and ``simulated``.
-    """
+    """What a board stores about its judge: ``spec`` (as given), ``description``, ``fingerprint``, ``simulated``."""
     return {
         "spec": spec,
         "description": judge.description,
@@ -353,22 +265,11 @@ def judge_info(judge: Judge, spec: str = "") -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------------------------------------
 # Systems in tasks
 
 
 def systems_of(task: Task) -> dict[str, str]:
-    """System name -> candidate id for one task. Every candidate needs a distinct ``system``.
-
-    Parameters
-    ----------
-    task : Task
-        The task.
-
-    Returns
-    -------
-    dict[str, str]
-        System name -> candidate id, in candidate order.
+    """System name -> candidate id for one task, in candidate order.
 
     Raises
     ------
@@ -392,18 +293,7 @@ def systems_of(task: Task) -> dict[str, str]:
 
 
 def all_systems(tasks: Iterable[Task]) -> list[str]:
-    """Every system of the tasks, in order of first appearance.
-
-    Parameters
-    ----------
-    tasks : Iterable[Task]
-        The tasks (each checked by :func:`systems_of`).
-
-    Returns
-    -------
-    list[str]
-        System names.
-    """
+    """Every system of the tasks, in order of first appearance."""
     names: dict[str, None] = {}
     for task in tasks:
         for name in systems_of(task):
@@ -416,18 +306,6 @@ def restrict(tasks: Sequence[Task], systems: Iterable[str]) -> list[Task]:
     """The tasks with only the candidates of ``systems`` (tasks left with fewer than 2 dropped).
 
     Candidate ids and texts are unchanged, so cached judgments still apply.
-
-    Parameters
-    ----------
-    tasks : Sequence[Task]
-        The tasks.
-    systems : Iterable[str]
-        The systems to keep.
-
-    Returns
-    -------
-    list[Task]
-        The restricted tasks, in order.
     """
     keep = set(systems)
     out = []

@@ -42,29 +42,19 @@ def arena(
     data: str = "",
     control: str | Sequence[str] | None = None,
 ) -> Leaderboard:
-    """Arena-lite: a tournament between the systems on every task, all matches fitted by BT.
+    """Arena-lite: a tournament between the systems on every task, all matches fitted by BT (Elo scale).
 
     Parameters
     ----------
-    systems : Sequence[str] | None
+    systems
         Only these systems take part (default: all in the data).
-    order : str
-        How each match is shown (:func:`~rankkit.leaderboard.tournament.play_tournament`): ``given``
-        (default), ``random``, or ``both`` to decide on the grades averaged over both orders.
-    resamples : int
-        Bootstrap resamples of the matches for the 95% intervals (0 = no intervals; 200 by default, not
-        1000 as elsewhere, because every resample refits the whole leaderboard).
-    alpha : float
-        The Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
-    control : str | Sequence[str] | None
-        ``length``, ``format`` or ``length,format``: rate by the style-controlled Bradley–Terry
-        strengths (:mod:`rankkit.leaderboard.style`), the plain rating kept as ``unadjusted``.
-
-    Returns
-    -------
-    Leaderboard
-        Method ``arena``, scale ``elo``: the systems best first with their BT ratings (Elo scale) and
-        intervals, the matches and the cost.
+    order
+        ``given``, ``random``, or ``both`` to decide on the grades averaged over both orders.
+    resamples
+        Bootstrap resamples for the 95% intervals (0: none; 200 because each refits the whole board).
+    control
+        ``length``, ``format`` or ``length,format``: rate by style-controlled BT, the plain rating
+        kept as ``unadjusted``.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
@@ -129,18 +119,10 @@ def anchored(
 
     Parameters
     ----------
-    order : str
-        How each match is shown (:func:`~rankkit.leaderboard.tournament.play_against`): ``random``
-        (default), ``both`` or ``given``.
-    control : str | Sequence[str] | None
-        ``length``: rate by the length-controlled win rate (alpaca_eval's GLM,
-        :func:`rankkit.leaderboard.style.length_controlled_win_rates`), the raw win rate kept as
-        ``unadjusted``.
-
-    Returns
-    -------
-    Leaderboard
-        Method ``anchored``, scale ``win_rate``: each system's win rate against ``anchor``, best first.
+    order
+        ``random`` (default), ``both`` or ``given``.
+    control
+        ``length``: rate by the length-controlled win rate, the raw one kept as ``unadjusted``.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     if anchor not in names:
@@ -178,21 +160,7 @@ def anchored(
 
 
 def induced_outcomes(task: Task, scores: Mapping[str, float]) -> list[Outcome]:
-    """A per-task ranking read as pairwise results between its systems: the higher score wins,
-    equal scores tie.
-
-    Parameters
-    ----------
-    task : Task
-        The task (every candidate with a system).
-    scores : Mapping[str, float]
-        Candidate id -> the strategy's score.
-
-    Returns
-    -------
-    list[Outcome]
-        One ``(system a, system b, a's points)`` per pair of systems, in candidate order.
-    """
+    """A per-task ranking as pairwise results between its systems: the higher score wins, equal scores tie."""
     candidate_of = systems_of(task)
     names = list(candidate_of)
     outcomes = []
@@ -213,33 +181,10 @@ def from_strategy(
     data: str = "",
     control: str | Sequence[str] | None = None,
 ) -> Leaderboard:
-    """A leaderboard from any per-task strategy's results (a :class:`rankkit.runner.StrategyRun`):
-    each task's scores become induced pairwise results (:func:`induced_outcomes`), fitted by BT
-    (style-controlled BT with a ``control``).
+    """A leaderboard from a per-task strategy's run: its scores read as pairwise results, fitted by BT.
 
-    Parameters
-    ----------
-    strategy_run : Any
-        The strategy's :class:`rankkit.runner.StrategyRun`.
-    tasks : Sequence[Task]
-        The tasks it ran on.
-    seed : int, default 0
-        Seeds the bootstrap.
-    resamples : int, default 200
-        Bootstrap resamples for the 95% intervals (0 = none).
-    alpha : float, default 0.01
-        The Bradley–Terry regularisation.
-    judge : dict[str, Any] or None, optional
-        What the leaderboard stores about the judge (:func:`~rankkit.leaderboard.board.judge_info`).
-    data : str, default ""
-        The data's name.
-    control : str or Sequence[str] or None, optional
-        Style control (``length``, ``format``).
-
-    Returns
-    -------
-    Leaderboard
-        Method: the strategy's label, scale ``elo``.
+    ``judge`` is what the board stores about the judge (:func:`~rankkit.leaderboard.board.judge_info`);
+    ``resamples`` 0 means no intervals.
     """
     by_id = {t.task_id: t for t in tasks}
     outcomes: list[Outcome] = []
@@ -281,23 +226,16 @@ def build(
     data: str = "",
     control: str | Sequence[str] | None = None,
 ) -> Leaderboard:
-    """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or any strategy
-    spec (``knockout:order=both``, ``bt`` …), whose per-task results are aggregated.
+    """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or a strategy spec (``bt`` …).
 
     Parameters
     ----------
-    control : str | Sequence[str] | None
-        Style control (``length``, ``format``, ``length,format``): the ratings are fitted with the
-        answers' style differences as covariates (:mod:`rankkit.leaderboard.style`; an anchored
-        leaderboard takes ``length``, its length-controlled win rate). None: plain ratings.
-    order : str | None
-        How ``arena`` and ``anchored`` show each match; None: their default (``given``,
-        ``random``). A strategy spec names its own order, so giving one with it is an error.
-
-    Returns
-    -------
-    Leaderboard
-        The systems' ratings, with the matches they were rated from.
+    control
+        Style control (``length``, ``format``, ``length,format``; anchored takes ``length`` only).
+        None: plain ratings.
+    order
+        How ``arena`` and ``anchored`` show each match; None: their default. A strategy spec names
+        its own order, so giving one with it is an error.
     """
     if order is not None:
         check_order("leaderboard", order)

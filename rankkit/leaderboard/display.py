@@ -11,19 +11,9 @@ from rankkit.leaderboard.truth import correlations
 
 
 def leaderboard_rows(board: Leaderboard, truth: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
-    """Rows for :func:`rankkit.formatting.render`: rank, system, rating, interval, matches (and truth).
+    """Rows for :func:`rankkit.formatting.render`, best first: rank, system, rating, interval, matches.
 
-    Parameters
-    ----------
-    board : Leaderboard
-        The leaderboard.
-    truth : Mapping[str, float] or None, optional
-        System -> human score, shown as a ``truth`` column (None: no column).
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One row per system, best first (``unadjusted`` too on a style-controlled leaderboard).
+    ``truth`` (system -> human score) adds a ``truth`` column; ``unadjusted`` is shown on a style-controlled board.
     """
     rows = []
     for row in board.systems:
@@ -46,21 +36,7 @@ def leaderboard_rows(board: Leaderboard, truth: Mapping[str, float] | None = Non
 def report(
     board: Leaderboard, truth: tuple[str, dict[str, float]] | None
 ) -> tuple[list[dict[str, Any]], list[str], dict[str, Any] | None]:
-    """Table rows, summary lines and the truth block (also stored in the JSON) for a leaderboard.
-
-    Parameters
-    ----------
-    board : Leaderboard
-        The leaderboard.
-    truth : tuple[str, dict[str, float]] or None
-        ``(source, system -> human score)``, or None without a truth.
-
-    Returns
-    -------
-    tuple[list[dict[str, Any]], list[str], dict[str, Any] or None]
-        The rows (:func:`leaderboard_rows`), the summary lines, and the truth block
-        (``source`` and the :func:`~rankkit.leaderboard.truth.correlations`; None without a truth).
-    """
+    """Table rows, summary lines and the truth block (``source`` and correlations; None without ``truth``)."""
     rows = leaderboard_rows(board, truth[1] if truth else None)
     kind = "Bradley-Terry rating (Elo scale)" if board.scale == "elo" else f"win rate against {board.anchor}"
     if board.control:
@@ -94,20 +70,7 @@ def report(
 
 
 def style_lines(board: Leaderboard) -> list[str]:
-    """Summary lines on style: the control's coefficients with their intervals, an anchor whose
-    matches sit at the ceiling (:attr:`Leaderboard.anchor_ceiling`), and the
-    systems a self-preferring judge may favour (:func:`~rankkit.leaderboard.style.self_preference_systems`).
-
-    Parameters
-    ----------
-    board : Leaderboard
-        The leaderboard.
-
-    Returns
-    -------
-    list[str]
-        The lines (empty when there is nothing to say).
-    """
+    """Summary lines on style: control coefficients, an anchor at the ceiling, self-preferred systems (may be empty)."""
     lines = []
     if board.style:
         parts = []

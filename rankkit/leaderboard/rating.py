@@ -1,7 +1,6 @@
 """From system-level outcomes to leaderboard rows: Bradley–Terry ratings or win rates, with bootstrap intervals.
 
-Rows come best first, ranked 1, 2, …; a rating that cannot be computed (NaN) is stored as None
-and sorts last.
+Rows come best first, ranked 1, 2, …; a rating that cannot be computed (NaN) is stored as None and sorts last.
 """
 
 from __future__ import annotations
@@ -18,26 +17,7 @@ from rankkit.tasks import Task
 def rate_bt(
     outcomes: Sequence[Outcome], systems: Sequence[str], resamples: int, seed: int, alpha: float = 0.01
 ) -> list[SystemRating]:
-    """Bradley–Terry ratings (Elo scale) with ``resamples`` bootstrap resamples, best first.
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        The system-level results, ``(system a, system b, a's points)``.
-    systems : Sequence[str]
-        The systems rated.
-    resamples : int
-        Bootstrap resamples for the intervals (0 = none).
-    seed : int
-        Seeds the bootstrap.
-    alpha : float, default 0.01
-        The Bradley–Terry regularisation (see :func:`rankkit.ratings.bradley_terry`).
-
-    Returns
-    -------
-    list[SystemRating]
-        The rows, best first.
-    """
+    """Bradley–Terry ratings (Elo scale), best first, with ``resamples`` bootstrap resamples (0: no intervals)."""
     intervals = bootstrap(
         lambda sample: bradley_terry(sample, systems, alpha=alpha), outcomes, resamples=resamples, seed=seed
     )
@@ -47,26 +27,7 @@ def rate_bt(
 def rate_win_rate(
     outcomes: Sequence[Outcome], systems: Sequence[str], anchor: str, resamples: int, seed: int
 ) -> list[SystemRating]:
-    """Win rates against the anchor with bootstrap intervals, best first; the anchor sits at 0.5.
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        The system-level results, ``(system a, system b, a's points)``.
-    systems : Sequence[str]
-        The systems rated, the anchor among them.
-    anchor : str
-        The system every other one played.
-    resamples : int
-        Bootstrap resamples for the intervals (0 = none).
-    seed : int
-        Seeds the bootstrap.
-
-    Returns
-    -------
-    list[SystemRating]
-        The rows, best first.
-    """
+    """Win rates against ``anchor`` (at 0.5), best first, with ``resamples`` bootstrap resamples (0: no intervals)."""
     others = [s for s in systems if s != anchor]
     intervals = bootstrap(lambda sample: win_rates(sample, others), outcomes, resamples=resamples, seed=seed)
     intervals = {name: intervals[name] for name in others}
@@ -75,20 +36,7 @@ def rate_win_rate(
 
 
 def rows_from_intervals(intervals: Mapping[str, Interval], outcomes: Sequence[Outcome]) -> list[SystemRating]:
-    """Leaderboard rows from each system's rating interval, best first; ``matches`` counted from ``outcomes``.
-
-    Parameters
-    ----------
-    intervals : Mapping[str, Interval]
-        System -> rating with its interval (NaN: not computable).
-    outcomes : Sequence[Outcome]
-        The system-level results, ``(system a, system b, a's points)``.
-
-    Returns
-    -------
-    list[SystemRating]
-        The rows, ranked 1, 2, … (ties by name; uncomputable ratings last, stored as None).
-    """
+    """Leaderboard rows from each system's rating interval, ranked (ties by name); ``matches`` from ``outcomes``."""
     played: dict[str, int] = {}
     for a, b, _ in outcomes:
         played[a] = played.get(a, 0) + 1
@@ -108,34 +56,12 @@ def rows_from_intervals(intervals: Mapping[str, Interval], outcomes: Sequence[Ou
 
 
 def finite_or_lowest(value: float | None) -> float:
-    """The value to sort ratings by, best first: a missing or non-finite rating sorts last.
-
-    Parameters
-    ----------
-    value : float or None
-        A rating.
-
-    Returns
-    -------
-    float
-        ``value``, or ``-inf`` when it is None or not finite.
-    """
+    """The sort key of a rating: ``value``, or ``-inf`` when it is None or not finite."""
     return value if value is not None and math.isfinite(value) else -math.inf
 
 
 def none_if_nan(value: float | None) -> float | None:
-    """A rating or bound as stored in a row: NaN (not computable) becomes None.
-
-    Parameters
-    ----------
-    value : float or None
-        A rating or bound.
-
-    Returns
-    -------
-    float or None
-        ``value`` as a float, or None.
-    """
+    """A rating or bound as stored in a row: NaN (not computable) becomes None."""
     return None if value is None or math.isnan(value) else float(value)
 
 
@@ -144,25 +70,8 @@ def anchor_ceiling(
 ) -> AnchorCeiling:
     """Which systems win (or lose) almost every match against the anchor, and an anchor to try instead.
 
-    A terse or weak anchor loses to most systems almost always, and a judge with a length bias
-    pushes the longer systems further up: their win rates crowd against 1, where the matches
-    carry little information, and no model fitted afterwards (the length-controlled win rate
-    included) recovers their order (``benchmarks/results/style_control.md``).
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        The anchored leaderboard's matches, each ``(system, anchor, the system's points)`` or the
-        other way round.
-    anchor : str
-        The anchor.
-    lengths : Mapping[str, float] | None
-        Each system's mean answer length (any unit); picks the suggestion when given.
-
-    Returns
-    -------
-    AnchorCeiling
-        The systems at the ceiling, their share, and an anchor to try instead.
+    Win rates crowded against 0 or 1 carry little information, and no model fitted afterwards
+    recovers their order. ``lengths`` (each system's mean answer length) picks the suggestion.
 
     Examples
     --------
@@ -183,16 +92,6 @@ def anchor_ceiling(
 
 def mean_lengths(tasks: Iterable[Task]) -> dict[str, float]:
     """Each system's mean answer length in characters over the tasks it answered.
-
-    Parameters
-    ----------
-    tasks : Iterable[Task]
-        Tasks whose candidates carry ``system``.
-
-    Returns
-    -------
-    dict[str, float]
-        System -> mean characters.
 
     Examples
     --------

@@ -1,8 +1,7 @@
 """How fragile a leaderboard is: the fewest battles whose flip, or removal, changes its #1 or top k.
 
-The board's ratings are refitted from its battles (``Leaderboard.matches``) as it was built:
-Bradley–Terry for an Elo-scale board, win rates against the anchor for an anchored one. The
-search is :func:`rankkit.analysis.robustness.ranking_robustness`; ``docs/robustness.md`` explains it.
+The ratings are refitted from the board's battles as it was built; the search is
+:func:`rankkit.analysis.robustness.ranking_robustness` (``docs/robustness.md``).
 """
 
 from __future__ import annotations
@@ -20,20 +19,7 @@ BOARD_ALPHA = 0.01
 
 
 def board_order(board: Leaderboard, battles: Sequence[tuple[str, str, float]]) -> list[str]:
-    """The board's systems refitted from ``battles`` as the board was rated.
-
-    Parameters
-    ----------
-    board : Leaderboard
-        The leaderboard (its scale and anchor say how it was rated).
-    battles : Sequence[tuple[str, str, float]]
-        The battles to fit, (system a, system b, a's points).
-
-    Returns
-    -------
-    list[str]
-        The systems best first (equal ratings by name).
-    """
+    """The board's systems refitted from ``battles`` as the board was rated, best first (equal ratings by name)."""
     names = board.names
     if board.scale == "win_rate":
         others = [name for name in names if name != board.anchor]
@@ -47,21 +33,8 @@ def board_order(board: Leaderboard, battles: Sequence[tuple[str, str, float]]) -
 def leaderboard_robustness(board: Leaderboard, k: int = DEFAULT_TOP_K, budget: int = DEFAULT_BUDGET) -> dict[str, Any]:
     """The fewest battles whose flip (winner reversed) or removal changes the board's #1 and top k.
 
-    Parameters
-    ----------
-    board : Leaderboard
-        The leaderboard (built, or read from its JSON).
-    k : int, default DEFAULT_TOP_K
-        The top k measured besides the #1.
-    budget : int, default DEFAULT_BUDGET
-        Each search's budget of refits (exact below it, a greedy upper bound past it).
-
-    Returns
-    -------
-    dict[str, Any]
-        ``defined`` and the figures of :func:`~rankkit.analysis.robustness.ranking_robustness`
-        (``judgments`` is then the battles), or ``reason`` when they are not defined; ``note``
-        says what a battle is for a board aggregated from a per-task strategy.
+    Returns ``defined`` and the :func:`~rankkit.analysis.robustness.ranking_robustness` figures
+    (``judgments`` being battles), or ``reason``; ``note`` explains battles of an aggregated board.
     """
     battles = list(board.matches)
     if board.placement is not None:
@@ -99,18 +72,7 @@ def leaderboard_robustness(board: Leaderboard, k: int = DEFAULT_TOP_K, budget: i
 
 
 def robustness_lines(figures: dict[str, Any]) -> list[str]:
-    """What ``rankkit leaderboard`` prints about its robustness.
-
-    Parameters
-    ----------
-    figures : dict[str, Any]
-        :func:`leaderboard_robustness`'s result.
-
-    Returns
-    -------
-    list[str]
-        One line, two with a note.
-    """
+    """What ``rankkit leaderboard`` prints about its robustness: one line, two with a note."""
     if not figures["defined"]:
         return [f"robustness: not defined ({figures['reason']})"]
     used, k = figures["judgments"], figures["k"]

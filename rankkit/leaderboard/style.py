@@ -1,10 +1,7 @@
 """Style control for system leaderboards: ratings with the answers' length and formatting taken out.
 
-Two corrections, both fitted on the battles' own answers (more in ``docs/bias-control.md``):
-the style-controlled Bradley–Terry rating (LMArena's style control: a logistic regression of each
-battle's outcome on the two systems and the normalised style differences of their answers), and
-alpaca_eval's length-controlled win rate against an anchor (a GLM of the win on the system, a
-tanh length term and the instruction's difficulty, read with the length term at 0).
+Two corrections fitted on the battles' own answers: LMArena's style-controlled Bradley–Terry and
+alpaca_eval's length-controlled win rate against an anchor. More in ``docs/bias-control.md``.
 """
 
 from __future__ import annotations
@@ -28,17 +25,7 @@ COVARIATE_LABELS = {"tokens": "length", "headers": "headers", "list_items": "lis
 
 
 def parse_control(control: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The controls asked for, in :data:`CONTROLS` order: ``length``, ``format`` or ``length,format``.
-
-    Parameters
-    ----------
-    control : str | Sequence[str] | None
-        Comma-separated names or a sequence of them; None or empty: no control.
-
-    Returns
-    -------
-    tuple[str, ...]
-        The names, each once.
+    """The controls asked for, each once, in :data:`CONTROLS` order (None or empty: none).
 
     Raises
     ------
@@ -62,35 +49,12 @@ def parse_control(control: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def covariate_names(control: Sequence[str]) -> list[str]:
-    """The style covariates (feature names) a parsed control adds, in a fixed order.
-
-    Parameters
-    ----------
-    control : Sequence[str]
-        A parsed control (:func:`parse_control`).
-
-    Returns
-    -------
-    list[str]
-        Feature names.
-    """
+    """The style covariates (feature names) a parsed control adds, in a fixed order."""
     return [feature for name in control for feature in CONTROLS[name]]
 
 
 def normalised_difference(a: float, b: float) -> float:
-    """LMArena's normalised style difference ``(a − b) / (a + b)``, 0 when both are 0.
-
-    Parameters
-    ----------
-    a : float
-        The first answer's feature (a length, a count).
-    b : float
-        The second answer's.
-
-    Returns
-    -------
-    float
-        In [-1, 1] for non-negative features.
+    """LMArena's normalised style difference ``(a − b) / (a + b)``, in [-1, 1]; 0 when both are 0.
 
     Examples
     --------
@@ -108,24 +72,7 @@ def _features(task: Task, system: str, candidate_of: Mapping[str, str]) -> Style
 def battle_covariates(
     tasks: Mapping[str, Task], outcomes: Sequence[Outcome], task_ids: Sequence[str], features: Sequence[str]
 ) -> list[tuple[float, ...]]:
-    """Each battle's normalised style differences (first system's answer minus the second's).
-
-    Parameters
-    ----------
-    tasks : Mapping[str, Task]
-        Task id -> task (the answers are read from it).
-    outcomes : Sequence[Outcome]
-        The battles ``(system a, system b, a's points)``.
-    task_ids : Sequence[str]
-        The task of each battle.
-    features : Sequence[str]
-        :class:`~rankkit.tasks.StyleFeatures` count names (:func:`covariate_names`).
-
-    Returns
-    -------
-    list[tuple[float, ...]]
-        One tuple of :func:`normalised_difference` values per battle.
-    """
+    """Each battle's :func:`normalised_difference` per feature, first system's answer minus the second's."""
     if len(task_ids) != len(outcomes):
         raise LeaderboardError(
             "style control needs the task of every match; this leaderboard's matches "
@@ -142,7 +89,6 @@ def battle_covariates(
     return rows
 
 
-# ---------------------------------------------------------------------------------------------
 # Style-controlled Bradley–Terry
 
 
@@ -161,34 +107,17 @@ def contextual_bradley_terry(
 ) -> dict[str, float]:
     """Style-controlled Bradley–Terry: system ratings (Elo scale) and style coefficients, fitted jointly.
 
-    ``P(a beats b) = σ(θ_a − θ_b + Σ_k γ_k · x_k)``, x_k the battle's normalised style differences.
-    The ratings are ``1000 + θ · 400 / ln 10`` (mean θ zero), as :func:`rankkit.ratings.bradley_terry`'s;
-    each γ_k is returned under its covariate's label as log-odds per unit of normalised difference
-    (an answer three times as long as the other, difference ½, gains γ/2 in log-odds).
-
-    Parameters
-    ----------
-    battles : Sequence[Battle]
-        The matches.
-    systems : Sequence[str]
-        Every system to rate.
-    features : Sequence[str]
-        The covariates' feature names (:func:`covariate_names`).
-    alpha : float
-        L2 weight on every coefficient (it sets the strengths' common level and keeps a system that
-        never lost finite).
-
-    Returns
-    -------
-    dict[str, float]
-        System name -> rating, then ``style:LABEL`` -> coefficient per covariate.
+    ``P(a beats b) = σ(θ_a − θ_b + Σ_k γ_k · x_k)``, x_k the normalised style differences. Ratings are
+    ``1000 + θ · 400 / ln 10`` (mean θ zero); each γ_k comes under ``style:LABEL`` as log-odds per
+    unit of normalised difference. ``alpha`` is the L2 weight on every coefficient (keeps a system
+    that never lost finite).
     """
     design, target = _style_design(battles, systems, len(features))
     return _fit_style_design(design, target, systems, features, alpha)
 
 
 def _style_design(battles: Sequence[Battle], systems: Sequence[str], n_features: int) -> tuple[Any, Any]:
-    """The contextual BT design: +1 for a, −1 for b, then the covariates; and the outcomes."""
+    """The contextual BT design (+1 for a, −1 for b, then the covariates) and the outcomes."""
     import numpy as np
 
     index = {name: i for i, name in enumerate(systems)}
@@ -239,28 +168,10 @@ def rate_style_bt(
     seed: int,
     alpha: float = 0.01,
 ) -> tuple[list[SystemRating], dict[str, Any]]:
-    """Style-controlled ratings with bootstrap intervals (battles resampled), best first.
+    """Style-controlled ratings, best first, with bootstrap intervals over battles (``resamples`` 0: none).
 
-    Parameters
-    ----------
-    battles : Sequence[Battle]
-        The matches with their style covariates (:func:`battles_of`).
-    systems : Sequence[str]
-        The systems rated.
-    features : Sequence[str]
-        The covariates' names (:func:`covariate_names`).
-    resamples : int
-        Bootstrap resamples for the intervals (0 = none).
-    seed : int
-        Seeds the bootstrap.
-    alpha : float, default 0.01
-        The Bradley–Terry regularisation.
-
-    Returns
-    -------
-    tuple[list[SystemRating], dict[str, Any]]
-        The rows, ranked by the style-adjusted rating, and the coefficients with their intervals
-        (``{label: {"estimate", "ci_low", "ci_high"}}``, log-odds per unit of normalised difference).
+    Returns the rows and the coefficients ``{label: {"estimate", "ci_low", "ci_high"}}`` (log-odds
+    per unit of normalised difference).
     """
     import numpy as np
 
@@ -276,7 +187,6 @@ def rate_style_bt(
     return rows_from_intervals(ratings, [(b.a, b.b, b.outcome) for b in battles]), _coefficients(intervals)
 
 
-# ---------------------------------------------------------------------------------------------
 # Length-controlled win rate (alpaca_eval)
 
 
@@ -290,38 +200,18 @@ def length_controlled_win_rates(
 ) -> dict[str, float]:
     """alpaca_eval's length-controlled win rate of each system against the anchor.
 
-    The GLM: ``P(system m beats the anchor on task t) = σ(θ_m + β · tanh(Δ / sd(Δ)) + δ_t)``, Δ the
-    battle's length covariate (its first, and only, covariate: the normalised length difference of
-    the system's answer and the anchor's), δ_t the instruction's (negated) difficulty. The
-    length-controlled win rate is the model's win rate with the length term at 0, averaged over the
-    tasks the system played: ``mean_t σ(θ_m + δ_t)``. Unlike alpaca_eval, whose length slope is one
-    per model, β is shared by all systems (as a style coefficient is in style-controlled BT): with a
-    hundred matches per system a per-system slope is mostly noise.
-
-    Parameters
-    ----------
-    battles : Sequence[Battle]
-        Matches ``(system, anchor, the system's points)`` with one covariate, the length difference.
-    task_ids : Sequence[str]
-        Each battle's task.
-    others : Sequence[str]
-        The systems to rate (not the anchor).
-    alpha : float
-        L2 weight on θ and β (δ_t take :data:`DIFFICULTY_PENALTY`).
-
-    Returns
-    -------
-    dict[str, float]
-        System -> length-controlled win rate, then ``style:length`` -> β (log-odds per unit of the
-        tanh length term).
+    ``P(m beats the anchor on t) = σ(θ_m + β · tanh(Δ / sd(Δ)) + δ_t)``, Δ the battle's only
+    covariate (normalised length difference), δ_t the task's negated difficulty; the rate is
+    ``mean_t σ(θ_m + δ_t)`` over the tasks played. Unlike alpaca_eval, β is shared by all systems
+    (a per-system slope is mostly noise at these sizes). ``alpha`` weighs θ and β; δ_t take
+    :data:`DIFFICULTY_PENALTY`. Returns system -> rate, then ``style:length`` -> β.
     """
     design, target, task_column = _lc_design(battles, task_ids, others)
     return _fit_lc_design(design, target, task_column, others, alpha)
 
 
 def _lc_design(battles: Sequence[Battle], task_ids: Sequence[str], others: Sequence[str]) -> tuple[Any, Any, Any]:
-    """The LC GLM's design (system indicators, the tanh length term, task indicators), the outcomes
-    and each battle's task column."""
+    """The LC GLM's design, the outcomes and each battle's task column."""
     import numpy as np
 
     system_index = {name: i for i, name in enumerate(others)}
@@ -357,28 +247,9 @@ def _fit_lc_design(design: Any, target: Any, task_column: Any, others: Sequence[
 def rate_length_controlled(
     battles: Sequence[Battle], task_ids: Sequence[str], systems: Sequence[str], anchor: str, resamples: int, seed: int
 ) -> tuple[list[SystemRating], dict[str, Any]]:
-    """Length-controlled win rates against ``anchor`` with bootstrap intervals (matches resampled),
-    best first; the anchor sits at 0.5.
+    """Length-controlled win rates against ``anchor`` (at 0.5), best first, with bootstrap intervals over matches.
 
-    Parameters
-    ----------
-    battles : Sequence[Battle]
-        The matches with their style covariates (:func:`battles_of`).
-    task_ids : Sequence[str]
-        The task of each battle.
-    systems : Sequence[str]
-        The systems rated, the anchor among them.
-    anchor : str
-        The system every other one played.
-    resamples : int
-        Bootstrap resamples for the intervals (0 = none).
-    seed : int
-        Seeds the bootstrap.
-
-    Returns
-    -------
-    tuple[list[SystemRating], dict[str, Any]]
-        The rows, and the length coefficient with its interval.
+    Returns the rows and the length coefficient with its interval; ``resamples`` 0: no intervals.
     """
     import numpy as np
 
@@ -399,30 +270,12 @@ def rate_length_controlled(
 def battles_of(
     tasks: Iterable[Task], outcomes: Sequence[Outcome], task_ids: Sequence[str], features: Sequence[str]
 ) -> list[Battle]:
-    """The matches with their style covariates (:func:`battle_covariates`).
-
-    Parameters
-    ----------
-    tasks : Iterable[Task]
-        The tasks the matches were played on.
-    outcomes : Sequence[Outcome]
-        The matches, ``(system a, system b, a's points)``.
-    task_ids : Sequence[str]
-        The task of each match.
-    features : Sequence[str]
-        The covariates' names.
-
-    Returns
-    -------
-    list[Battle]
-        One battle per match, in order.
-    """
+    """One :class:`Battle` per match, in order, with its style covariates (:func:`battle_covariates`)."""
     by_id = {task.task_id: task for task in tasks}
     covariates = battle_covariates(by_id, outcomes, task_ids, features)
     return [Battle(a, b, outcome, row) for (a, b, outcome), row in zip(outcomes, covariates)]
 
 
-# ---------------------------------------------------------------------------------------------
 # Self-preference
 
 
@@ -431,18 +284,7 @@ def _squashed(name: str) -> str:
 
 
 def judge_model_name(judge: Mapping[str, Any]) -> str | None:
-    """The judge's model name as a leaderboard stores it (``judge["spec"]``'s ``model=`` option, else
-    its first positional value after the backend), or None (a simulated judge has no model).
-
-    Parameters
-    ----------
-    judge : Mapping[str, Any]
-        The leaderboard's ``judge`` block (:func:`~rankkit.leaderboard.board.judge_info`).
-
-    Returns
-    -------
-    str or None
-        The model name, or None.
+    """The judge's model name (``model=`` option, else the first positional value), or None for a simulated judge.
 
     Examples
     --------
@@ -468,23 +310,9 @@ def judge_model_name(judge: Mapping[str, Any]) -> str | None:
 def self_preference_systems(judge: Mapping[str, Any], systems: Iterable[str]) -> list[str]:
     """Systems that look like the judge's own model, whose ratings a self-preferring judge inflates.
 
-    A heuristic on names only: lower-cased with everything but letters and digits removed, a system
-    is flagged when its name and the judge's model name (:func:`judge_model_name`) are equal or one
-    contains the other (``gpt-4o-2024-05-13`` and a judge ``openai/gpt-4o``'s ``openaigpt4o`` do not
-    match, ``gpt-4o``'s ``gpt4o`` does). Different sizes of one family (``llama-3-8b`` judging
-    ``llama-3-70b``) are not flagged.
-
-    Parameters
-    ----------
-    judge : Mapping[str, Any]
-        The leaderboard's ``judge`` block.
-    systems : Iterable[str]
-        The leaderboard's systems.
-
-    Returns
-    -------
-    list[str]
-        The flagged systems, in order (empty without a model name of 3 characters or more).
+    A name heuristic: letters and digits lower-cased, flagged when equal or one contains the other
+    (``gpt4o`` matches ``gpt4o20240513``); other sizes of one family are not flagged. Empty
+    without a model name of 3 characters or more.
 
     Examples
     --------
@@ -500,7 +328,6 @@ def self_preference_systems(judge: Mapping[str, Any], systems: Iterable[str]) ->
     return [name for name in systems if (other := _squashed(name)) and (mine in other or other in mine)]
 
 
-# ---------------------------------------------------------------------------------------------
 # The one entry point the leaderboards use
 
 
@@ -520,24 +347,11 @@ def controlled_ratings(
 
     Parameters
     ----------
-    tasks : Iterable[Task]
-        The tasks the matches were played on (their answers give the covariates).
-    outcomes, task_ids : Sequence
-        The matches and the task of each.
-    systems : Sequence[str]
-        Every system to rate.
-    control : Sequence[str]
+    control
         Parsed controls (:func:`parse_control`), not empty.
-    scale : str
+    scale
         ``elo``: style-controlled Bradley–Terry (:func:`rate_style_bt`); ``win_rate``: the
-        length-controlled win rate against ``anchor`` (:func:`rate_length_controlled`; ``length``
-        only).
-    resamples
-        Bootstrap resamples.
-    seed
-        The bootstrap's seed.
-    alpha
-        The L2 weight.
+        length-controlled win rate against ``anchor`` (``length`` only).
 
     Returns
     -------

@@ -1,8 +1,7 @@
 """Playing systems against each other: Arena-lite brackets and matches against one opponent, task by task.
 
-Every match is asked through a :class:`~rankkit.matches.MatchSource` over the run's
-:class:`~rankkit.memo.JudgmentMemo`, so a judgment already made in the run or in the cache is
-never paid for twice; :func:`play_all` plays every task through the runner's task pool.
+Matches go through a :class:`~rankkit.matches.MatchSource` over the run's memo, so no judgment
+is paid for twice.
 """
 
 from __future__ import annotations
@@ -26,27 +25,10 @@ from rankkit.tasks import Task
 def play_tournament(task: Task, source: MatchSource, rng: random.Random, order: str = "given") -> list[Outcome]:
     """Arena-lite on one task: a single-elimination tournament between the systems' answers.
 
-    The bracket (:func:`rankkit.brackets.play_bracket`) is a seeded shuffle of the systems, fixed
-    once drawn; each round pairs neighbours in bracket order (one batch of matches per round),
-    winners keep their bracket order, and with an odd number the last one gets a bye. A tied match
-    is recorded as a tie (half a win each way for BT); a seeded coin decides who advances.
-
-    Parameters
-    ----------
-    task : Task
-        The task (every candidate with a system).
-    source : MatchSource
-        Where the task's judgments come from.
-    rng : random.Random
-        Draws the bracket, the coins for ties and, with ``random``, the order of each pair.
-    order : str, default "given"
-        How each pair is shown (:mod:`rankkit.matches`): ``given`` as the shuffled bracket lists
-        it, ``random`` in a seeded random order, ``both`` in both orders.
-
-    Returns
-    -------
-    list[Outcome]
-        The matches' outcomes ``(system a, system b, a's points)`` in play order.
+    The bracket is a seeded shuffle; neighbours meet each round (one batch per round), an odd one
+    out gets a bye, and a tie is recorded as a tie while a seeded coin decides who advances.
+    ``order`` is ``given`` (as the bracket lists it), ``random`` or ``both``. Returns the outcomes
+    ``(system a, system b, a's points)`` in play order.
     """
     candidate_of = systems_of(task)
     system_of = {cid: name for name, cid in candidate_of.items()}
@@ -70,28 +52,9 @@ def play_against(
 ) -> list[Outcome]:
     """Every system of the task (or of ``systems``) against ``opponent``'s answer, in one batch.
 
-    Parameters
-    ----------
-    task : Task
-        The task (every candidate with a system).
-    source : MatchSource
-        Where the task's judgments come from.
-    rng : random.Random
-        The coins of the ``random`` order.
-    opponent : str
-        The system every other one plays (the anchor).
-    systems : Sequence[str] or None, optional
-        Only these systems play (default: all of the task's).
-    order : str, default "random"
-        How each match is shown (:mod:`rankkit.matches`): ``random`` in a seeded random order, so
-        the opponent is not always in the same slot; ``both`` in both orders; ``given`` with the
-        opponent always second.
-
-    Returns
-    -------
-    list[Outcome]
-        Each decided match's outcome ``(system, opponent, the system's points)``; empty when the
-        task lacks the opponent.
+    ``order`` ``random`` varies the opponent's slot, ``both`` shows both orders, ``given`` puts the
+    opponent second. Returns ``(system, opponent, the system's points)`` per decided match; empty
+    when the task lacks the opponent.
     """
     candidate_of = systems_of(task)
     if opponent not in candidate_of:
@@ -116,28 +79,9 @@ def play_all(
     progress: bool,
     method: str,
 ) -> tuple[list[Outcome], Cost, list[str]]:
-    """Play ``play`` on every task through :func:`rankkit.runner.map_tasks` (tasks concurrently when
-    the judge has capacity), and gather the outcomes, the cost and each outcome's task id in task order.
+    """Play ``play`` on every task (concurrently when the judge can): outcomes, their cost, each outcome's task id.
 
-    Parameters
-    ----------
-    tasks : Sequence[Task]
-        The tasks.
-    play : Callable[[Task, MatchSource], list[Outcome]]
-        Plays one task (e.g. :func:`play_tournament` with its options bound).
-    judge : Judge
-        The judge.
-    cache : Any
-        The persistent cache (None: none).
-    progress : bool
-        Show a progress bar.
-    method : str
-        The leaderboard method, recorded as the matches' strategy.
-
-    Returns
-    -------
-    tuple[list[Outcome], Cost, list[str]]
-        The outcomes, their cost, and the task id of each outcome.
+    ``method`` is recorded as the matches' strategy; ``cache`` None means none.
     """
     from tqdm import tqdm
 

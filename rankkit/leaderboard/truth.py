@@ -1,9 +1,4 @@
-"""System-level truth: where it comes from (a truth file, else human scores) and how a leaderboard correlates with it.
-
-A truth file is JSONL with ``system`` and a numeric score per line (Arena-Hard's ``systems.jsonl``
-holds each system's Chatbot Arena Elo); without one, the mean human score of each system's
-candidates stands in.
-"""
+"""System-level truth: where it comes from (a truth file, else human scores) and a leaderboard's correlation with it."""
 
 from __future__ import annotations
 
@@ -16,19 +11,7 @@ from rankkit.tasks import Task
 
 
 def human_system_scores(tasks: Sequence[Task]) -> dict[str, float]:
-    """The mean human score of each system's candidates: the system-level truth the data imply
-    when no separate truth file is given (for Arena-Hard it is the system's Chatbot Arena Elo).
-
-    Parameters
-    ----------
-    tasks : Sequence[Task]
-        The tasks.
-
-    Returns
-    -------
-    dict[str, float]
-        System -> mean human score (systems without human scores left out).
-    """
+    """The mean human score of each system's candidates (systems without human scores left out)."""
     totals: dict[str, list[float]] = {}
     for task in tasks:
         human = task.human_scores()
@@ -41,18 +24,8 @@ def human_system_scores(tasks: Sequence[Task]) -> dict[str, float]:
 def load_truth(path: str | Path, field_name: str | None = None) -> dict[str, float]:
     """Read a system-level ground truth: JSONL with ``system`` and a numeric score per line.
 
-    Parameters
-    ----------
-    path : str or Path
-        The JSONL file.
-    field_name : str | None
-        The score's key; by default ``rating`` if present, else the first key (in file order) whose
-        value is a number — ``arena_elo_hard_en`` for Arena-Hard's ``systems.jsonl``.
-
-    Returns
-    -------
-    dict[str, float]
-        System -> score (lines without a numeric score skipped).
+    ``field_name`` defaults to ``rating`` if present, else the first numeric key in file order
+    (``arena_elo_hard_en`` for Arena-Hard's ``systems.jsonl``). Lines without a numeric score are skipped.
 
     Raises
     ------
@@ -82,37 +55,15 @@ def load_truth(path: str | Path, field_name: str | None = None) -> dict[str, flo
 
 
 def find_truth_file(data_path: str | Path) -> Path | None:
-    """``systems.jsonl`` beside the data file, if there is one.
-
-    Parameters
-    ----------
-    data_path : str or Path
-        The data file.
-
-    Returns
-    -------
-    Path or None
-        The truth file, or None.
-    """
+    """``systems.jsonl`` beside the data file, or None."""
     candidate = Path(data_path).parent / "systems.jsonl"
     return candidate if candidate.exists() else None
 
 
 def correlations(board: Leaderboard, truth: Mapping[str, float]) -> dict[str, float]:
-    """Spearman and Kendall (tau-b) between the leaderboard and a system-level truth, over the
-    systems both know. Ratings are used when every such system has one, else ranks.
+    """Spearman and Kendall (tau-b) between the leaderboard and a truth over the systems both know, and ``systems``.
 
-    Parameters
-    ----------
-    board : Leaderboard
-        The leaderboard.
-    truth : Mapping[str, float]
-        System -> truth score.
-
-    Returns
-    -------
-    dict[str, float]
-        ``spearman``, ``kendall`` and ``systems`` (how many systems were compared).
+    Ratings are used when every such system has one, else ranks.
     """
     from rankkit.metrics import correlation
 
@@ -130,22 +81,9 @@ def correlations(board: Leaderboard, truth: Mapping[str, float]) -> dict[str, fl
 def resolve_truth(
     tasks: Sequence[Task], data_path: str | Path | None = None, truth_path: str | Path | None = None
 ) -> tuple[str, dict[str, float]] | None:
-    """The system-level truth to correlate with, and where it came from: ``truth_path``, else a
-    ``systems.jsonl`` beside the data, else the mean human score per system (None without any).
+    """``(source, system -> score)``: ``truth_path``, else ``systems.jsonl`` beside ``data_path``, else human scores.
 
-    Parameters
-    ----------
-    tasks : Sequence[Task]
-        The tasks (for human scores).
-    data_path : str or Path or None, optional
-        The data file, to look for ``systems.jsonl`` beside it.
-    truth_path : str or Path or None, optional
-        A truth file given explicitly.
-
-    Returns
-    -------
-    tuple[str, dict[str, float]] or None
-        ``(source, system -> score)``, or None (fewer than two systems with human scores).
+    None with fewer than two systems with human scores.
     """
     if truth_path is not None:
         return str(truth_path), load_truth(truth_path)

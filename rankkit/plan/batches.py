@@ -1,14 +1,9 @@
 """How many sequential batches a run takes with a batching hosted judge (``batch=true``): the dry run's note.
 
-With batches, wall time is the number of batches sent one after another, not the number of
-requests. The run's dispatcher hands the judge, in one call, what every task in progress asks
-once they all wait (:mod:`rankkit.dispatch`); each such call is one *step* (a knockout round of every
-task, all pairs of ``bt``...). :func:`batch_steps` counts the steps of the run on stand-in
-verdicts (the ``ranked`` policy): the most sequential judge calls of any one task, since tasks
-advance side by side (the real dispatcher may split a step when tasks fall out of step, so a run
-can take a few more); a step costs one batch per runtime
-call of its judgments (:func:`batches_per_step`): in ``generate`` mode the explanations, then one
-verdict read per score (two for a comparison), in ``logprob`` mode one.
+With batches, wall time is the number of batches sent one after another. Each dispatcher call
+gathering what all tasks in progress ask is one *step*; :func:`batch_steps` counts them on
+stand-in verdicts (the real dispatcher may split a step, so a run can take a few more), and a
+step costs :func:`batches_per_step` batches.
 """
 
 from __future__ import annotations
@@ -24,8 +19,7 @@ from rankkit.tasks import Task
 
 
 class CountingStandIn(StandInJudge):
-    """A stand-in judge that counts, per task, the calls that asked it anything: a task's
-    sequential steps (one at a time: the run has one worker, so no call mixes tasks)."""
+    """A stand-in judge that counts, per task, the calls that asked it anything (its sequential steps)."""
 
     def __init__(self, inner: Any):
         super().__init__(inner, "ranked")
@@ -38,103 +32,33 @@ class CountingStandIn(StandInJudge):
         return method(requests)
 
     def grade_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Grade the requests, counting the call for the task of its requests.
-
-        Parameters
-        ----------
-        requests : Sequence
-            ``(task, candidate)`` requests, all of one task.
-
-        Returns
-        -------
-        Iterator[tuple[int, Any]]
-            ``(index, Grade)`` for each request, from the stand-in judge.
-        """
+        """Grade ``(task, candidate)`` requests of one task, counting the call."""
         return self._counted(super().grade_many, requests)
 
     def compare_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Compare the requests, counting the call for the task of its requests.
-
-        Parameters
-        ----------
-        requests : Sequence
-            ``(task, first, second)`` requests, all of one task.
-
-        Returns
-        -------
-        Iterator[tuple[int, Any]]
-            ``(index, Verdict)`` for each request, from the stand-in judge.
-        """
+        """Compare ``(task, first, second)`` requests of one task, counting the call."""
         return self._counted(super().compare_many, requests)
 
     def choose_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Choose the best of each request's group, counting the call for the task of its requests.
-
-        Parameters
-        ----------
-        requests : Sequence
-            ``(task, candidates)`` requests, all of one task.
-
-        Returns
-        -------
-        Iterator[tuple[int, Any]]
-            ``(index, GroupChoice)`` for each request, from the stand-in judge.
-        """
+        """Choose the best of each ``(task, candidates)`` request of one task, counting the call."""
         return self._counted(super().choose_many, requests)
 
     def rank_many(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """Rank each request's group, counting the call for the task of its requests.
-
-        Parameters
-        ----------
-        requests : Sequence
-            ``(task, candidates)`` requests, all of one task.
-
-        Returns
-        -------
-        Iterator[tuple[int, Any]]
-            ``(index, GroupRanking)`` for each request, from the stand-in judge.
-        """
+        """Rank each ``(task, candidates)`` request of one task, counting the call."""
         return self._counted(super().rank_many, requests)
 
 
 def batching(judge: Judge) -> bool:
-    """Whether ``judge`` sends its requests as batches (an LLM judge whose runtime has ``batch=true``).
-
-    Parameters
-    ----------
-    judge : Judge
-        The run's judge (an LLM judge may sit inside a calibration wrapper).
-
-    Returns
-    -------
-    bool
-        True for an LLM judge whose runtime batches.
-    """
+    """Whether ``judge`` is an LLM judge (possibly inside a calibration wrapper) whose runtime has ``batch=true``."""
     inner = llm_judge(judge)
     return inner is not None and inner.runtime.batched
 
 
 def batch_steps(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, seed: int = 0) -> int:
-    """The judge calls a run makes one after another when every call gathers what all tasks in
-    progress ask: the most sequential calls of any one task (tasks advance side by side), on
-    stand-in verdicts with no cache (an upper bound for a run that finds some judgments cached).
+    """The sequential judge calls of a run whose calls gather what all tasks in progress ask (0 when nothing is asked).
 
-    Parameters
-    ----------
-    tasks : Sequence[Task]
-        The run's tasks.
-    strategies : Sequence[Strategy]
-        The run's strategies.
-    judge : Judge
-        The run's judge; only its identity is used, never called.
-    seed : int, default 0
-        The run's seed.
-
-    Returns
-    -------
-    int
-        The number of sequential steps (0 when nothing is asked).
+    The most calls of any one task, on stand-in verdicts with no cache: an upper bound for a run that
+    finds some judgments cached. ``judge`` is never called.
     """
     from rankkit.cache import NullCache
     from rankkit.runner import run
@@ -145,42 +69,13 @@ def batch_steps(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Ju
 
 
 def batches_per_step(judge: Judge) -> int:
-    """Batches one step costs: ``generate`` mode an explanation and two score reads (a
-    comparison), ``logprob`` mode one read.
-
-    Parameters
-    ----------
-    judge : Judge
-        The run's judge.
-
-    Returns
-    -------
-    int
-        3 for an LLM judge in ``generate`` mode, else 1.
-    """
+    """Batches one step costs: 3 for an LLM judge in ``generate`` mode (explanation, two score reads), else 1."""
     inner = llm_judge(judge)
     return 3 if inner is not None and inner.mode == "generate" else 1
 
 
 def batch_note(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, seed: int = 0) -> str | None:
-    """The dry run's note on sequential batches, or None for a judge that does not batch.
-
-    Parameters
-    ----------
-    tasks : Sequence[Task]
-        The run's tasks.
-    strategies : Sequence[Strategy]
-        The run's strategies.
-    judge : Judge
-        The run's judge.
-    seed : int, default 0
-        The run's seed.
-
-    Returns
-    -------
-    str or None
-        One sentence giving the steps and batches, or None when ``judge`` does not batch.
-    """
+    """The dry run's one-sentence note on steps and batches, or None for a judge that does not batch."""
     if not batching(judge):
         return None
     steps = batch_steps(tasks, strategies, judge, seed)

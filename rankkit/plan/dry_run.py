@@ -1,9 +1,7 @@
 """The dry run: what each strategy of a run will ask the judge, and where each judgment would come from.
 
-A dry run is the run itself on a :class:`~rankkit.plan.stand_in.StandInJudge` (stand-in verdicts,
-never a call) and a :class:`~rankkit.plan.stand_in.ReadOnlyCache` (never written), repeated under
-every stand-in policy to tell exact figures from bounds and estimates.
-More in ``docs/dry-run.md``.
+The run itself on a stand-in judge and a read-only cache, repeated under every stand-in policy
+to tell exact figures from bounds and estimates. More in ``docs/dry-run.md``.
 """
 
 from __future__ import annotations
@@ -28,17 +26,13 @@ from rankkit.tasks import Task
 if TYPE_CHECKING:  # results imports every strategy; planning reads only the runs it gets
     from rankkit.results import TaskResult
 
-#: The most judgments (over all strategies and tasks, at most, as :func:`rankkit.scale.plan_scale`
-#: counts them) a dry run simulates: each runs once per stand-in policy through the whole run's
-#: machinery (about 0.15 ms each, so this is about 10 s; 500 candidates of ``bt`` took 96 s and
-#: 1.6 GB); a larger run is counted by arithmetic where that is exact
-#: (:attr:`~rankkit.strategies.base.Strategy.distinct_requests`), else refused with its count.
+#: The most judgments a dry run simulates (each once per stand-in policy, about 0.15 ms each);
+#: a larger run is counted by arithmetic where that is exact, else refused.
 SIMULATION_LIMIT = 20_000
 
 
 class DryRunTooLarge(RankkitError, ValueError):
-    """A dry run that would simulate more than :data:`SIMULATION_LIMIT` judgments and cannot be
-    counted by arithmetic (exit code 2); the message names the planned count."""
+    """A dry run too large to simulate and not countable by arithmetic (exit code 2)."""
 
 
 #: Why a figure is marked, shown in the row's note.
@@ -47,21 +41,10 @@ ESTIMATE_NOTE = "its path depends on verdicts: the most seen under stand-in verd
 
 
 def column_counts(cost: Cost) -> dict[str, int]:
-    """A run's cost on one task as the dry run's columns (:data:`COUNTS`) name it.
+    """A run's cost on one task as the columns of :data:`COUNTS`.
 
-    ``cached`` is its cache hits and ``new`` its judge calls; ``shared`` is what was used and
-    neither cached nor new, so a judgment the strategy reuses from its own earlier rounds is not
-    counted twice.
-
-    Parameters
-    ----------
-    cost : Cost
-        A :class:`~rankkit.results.TaskResult`'s cost.
-
-    Returns
-    -------
-    dict[str, int]
-        Column -> count, in the order of :data:`COUNTS`.
+    ``shared`` is what was used and neither cached nor new, so a judgment the strategy reuses
+    from its own earlier rounds is not counted twice.
     """
     used = cost.comparisons + cost.grades
     return {
@@ -74,19 +57,7 @@ def column_counts(cost: Cost) -> dict[str, int]:
 
 
 def asked_of(task_result: TaskResult) -> tuple[tuple[str, ...], ...]:
-    """What a strategy asked on a task, in order: each comparison (first shown, second shown), then
-    each k-way group (as shown).
-
-    Parameters
-    ----------
-    task_result : TaskResult
-        What the strategy did on the task.
-
-    Returns
-    -------
-    tuple[tuple[str, ...], ...]
-        Candidate ids as shown: pairs for comparisons, then groups.
-    """
+    """What a strategy asked on a task, in order: each comparison (first, second) as shown, then each k-way group."""
     return (*((c.first, c.second) for c in task_result.comparisons), *(g.shown for g in task_result.group_comparisons))
 
 
@@ -98,15 +69,15 @@ USED = ("comparisons", "grades")
 
 @dataclass
 class PlanRow:
-    """One strategy's figures over all tasks (see ``docs/dry-run.md`` for the columns).
+    """One strategy's figures over all tasks (columns in ``docs/dry-run.md``).
 
     Parameters
     ----------
-    prompt_tokens : float | None, default None
+    prompt_tokens
         Estimated prompt tokens of the new judgments (None for judges without prompts).
-    bounds : dict[str, str]
+    bounds
         The figures that are not exact, each with ``≤`` (at most) or ``~`` (an estimate).
-    notes : list[str]
+    notes
         Why figures are not exact.
     """
 
@@ -120,8 +91,7 @@ class PlanRow:
     usd: float | None = None  # estimated USD of the new judgments (rankkit.plan.usd); None: no price
     bounds: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    #: For a strategy with a stopping target (``until``): the judgments it is forecast to need over
-    #: all tasks, a prior-based estimate (:func:`target_forecast`); None otherwise.
+    #: The judgments a strategy with a stopping target is forecast to need (:func:`target_forecast`).
     to_target: Any = None
 
     @property
@@ -129,32 +99,14 @@ class PlanRow:
         return not self.bounds
 
     def mark(self, figure: str, symbol: str, note: str = "") -> None:
-        """Record that ``figure`` is a bound (``≤``) or an estimate (``~``) on at least one task,
-        and why; a figure that is ``≤`` on some tasks and ``~`` on others is ``~``.
-
-        Parameters
-        ----------
-        figure : str
-            One of :data:`COUNTS`.
-        symbol : str
-            ``≤`` (at most) or ``~`` (an estimate).
-        note : str, default ""
-            Why, added to the row's notes once (nothing when empty).
-        """
+        """Mark ``figure`` as a bound (``≤``) or estimate (``~``), adding ``note`` once; mixed marks give ``~``."""
         previous = self.bounds.get(figure)
         self.bounds[figure] = symbol if previous in (None, symbol) else "~"
         if note and note not in self.notes:
             self.notes.append(note)
 
     def as_dict(self) -> dict[str, Any]:
-        """The row as its columns name it, for csv and json and the table.
-
-        Returns
-        -------
-        dict[str, Any]
-            Column -> value: the counts, ``est_prompt_tokens`` (rounded), ``est_usd`` (4 decimals),
-            ``exact``, ``bounds`` (``figure≤`` ... joined by spaces) and ``note``.
-        """
+        """The row by column name, for csv, json and the table (tokens rounded, ``est_usd`` to 4 decimals)."""
         tokens = None if self.prompt_tokens is None else round(self.prompt_tokens)
         return {
             "strategy": self.strategy,
@@ -173,8 +125,7 @@ class PlanRow:
 
 @dataclass
 class DryRun:
-    """The figures of a dry run: one row per strategy, the number of tasks, judge-level notes and
-    warnings (tasks whose prompts would not fit the judge's context: :func:`over_context`)."""
+    """The figures of a dry run: one row per strategy, judge-level notes and context warnings."""
 
     rows: list[PlanRow]
     tasks: int
@@ -196,26 +147,22 @@ def dry_run(
 ) -> DryRun:
     """Work out what ``run(tasks, strategies, judge, cache, seed)`` would ask, without asking.
 
-    The rules for exact figures, bounds and estimates are in ``docs/dry-run.md``.
-
     Parameters
     ----------
-    tasks : Sequence[Task]
-        The run's tasks.
-    strategies : Sequence[Strategy]
-        The run's strategies, in order.
-    judge : Judge
-        Only its identity is used (build it with ``make_judge(spec, stand_in=True)`` to
-        avoid loading a model); it is never asked anything.
-    cache : Any, optional
+    judge
+        Only its identity is used (``make_judge(spec, stand_in=True)`` avoids loading a model).
+    cache
         The persistent cache, read and never written (None: no cache).
-    seed : int, default 0
-        The run's seed.
 
     Returns
     -------
     DryRun
-        One :class:`PlanRow` per strategy, in order, with the judge's notes and warnings.
+        One :class:`PlanRow` per strategy, in order.
+
+    Raises
+    ------
+    DryRunTooLarge
+        Over :data:`SIMULATION_LIMIT` judgments and not countable by arithmetic.
     """
     sizes = PromptSizes(judge) if PromptSizes.applies(judge) else None
     cache_empty = cache is None or len(cache) == 0
@@ -252,8 +199,7 @@ def dry_run(
 
 
 def planned_judgments(tasks: Sequence[Task], strategies: Sequence[Strategy]) -> int:
-    """The most judgments the run can ask (as :func:`rankkit.scale.plan_scale` counts them, without tokens): what
-    a simulation would run through, once per stand-in policy."""
+    """The most judgments the run can ask (as :func:`rankkit.scale.plan_scale` counts them)."""
     total = 0
     for task in tasks:
         n = len(task.candidates)
@@ -270,36 +216,15 @@ def arithmetic_row(
     cache_empty: bool,
     planned: int,
 ) -> PlanRow:
-    """The plan of a run too large to simulate, counted instead: one strategy that asks a fixed
-    number of judgments, each a request of its own (``distinct_requests``), with nothing cached.
-    Its figures are the simulation's (every judgment exact and new); the prompt tokens are the
-    task's mean prompt (:meth:`PromptSizes.mean`) per judgment, and the largest prompt is the two
-    longest answers'.
+    """The row of a run too large to simulate, counted by arithmetic.
 
-    Parameters
-    ----------
-    strategies
-        The dry run's strategies (one is counted; more are refused).
-    tasks
-        The dry run's tasks.
-    judge
-        The dry run's judge.
-    sizes
-        The prompt sizes (None: the judge reads no prompts).
-    cache_empty
-        Whether the persistent cache holds nothing.
-    planned : int
-        The judgments the run plans at most (:func:`planned_judgments`), for the refusal.
-
-    Returns
-    -------
-    PlanRow
-        The strategy's row.
+    Only one strategy with a fixed number of distinct requests on an empty cache is countable;
+    tokens are the task's mean prompt per judgment.
 
     Raises
     ------
     DryRunTooLarge
-        When the run is not one such strategy on an empty cache: nothing simulated, the count named.
+        Any other run; the message names ``planned``.
     """
     (strategy, *others) = strategies
     n_values = {len(task.candidates) for task in tasks}
@@ -334,22 +259,8 @@ def arithmetic_row(
 
 
 def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:
-    """The judgments a strategy with a stopping target is forecast to need on ``tasks`` before any
-    judgment: the sum of its per-task ``forecast_judgments`` (a prior-based estimate, see
-    :func:`rankkit.strategies._stopping.prior_forecast`), or None when it has no target.
-
-    Parameters
-    ----------
-    strategy : Strategy
-        The strategy.
-    tasks : Sequence[Task]
-        The run's tasks.
-
-    Returns
-    -------
-    Any
-        The sum of the per-task forecasts (whatever type the strategy's forecast has), or None when
-        the strategy has no target or a task has no forecast.
+    """The judgments a strategy with a stopping target is forecast to need on ``tasks`` (a prior-based
+    estimate), or None when it has no target or a task has no forecast.
     """
     forecast = getattr(strategy, "forecast_judgments", None)
     if forecast is None:
@@ -366,25 +277,9 @@ def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:
 
 
 def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None) -> list[str]:
-    """One warning per task whose largest prompt of the dry run does not fit the judge's context.
+    """One warning per task whose largest prompt would not fit the LLM judge's context.
 
-    Parameters
-    ----------
-    tasks : Sequence[Task]
-        The run's tasks.
-    judge : Judge
-        The judge of the dry run; an LLM judge's runtime ``context`` (tokens, setting) is the
-        limit, where known without loading the model
-        (:class:`~rankkit.judges.llm_runtime.StandInRuntime`).
-    sizes : PromptSizes or None
-        The prompt sizes the stand-in runs recorded (None: the judge reads no prompts).
-
-    Returns
-    -------
-    list[str]
-        The warnings, in task order; empty when the context is unknown or every prompt fits. Sizes
-        are estimates (:data:`~rankkit.plan.tokens.CHARS_PER_TOKEN` characters a token), so a
-        prompt near the limit may go either way.
+    Empty when the context is unknown; sizes are estimates, so a prompt near the limit may go either way.
     """
     context = judge.runtime.context if isinstance(judge, LLMJudge) else None
     if sizes is None or context is None:
@@ -399,28 +294,11 @@ def over_context(tasks: Sequence[Task], judge: Judge, sizes: PromptSizes | None)
 
 
 def task_context(task: Task, history: Sequence[Sequence[TaskResult]], cache_empty: bool) -> set[str]:
-    """What holds on a task for a strategy whatever the verdicts:
+    """What holds on a task for a strategy whatever the verdicts.
 
-    * ``all_cached`` — every verdict given on the task, up to and including this strategy's, came
-      from the cache (nothing new under any policy);
-    * ``first_on_task`` — no strategy before it used a judgment on the task;
-    * ``pairs_covered`` — strategies before it asked every ordered pair, so whatever comparison it
-      asks is shared;
-    * ``cache_empty`` — the persistent cache holds nothing.
-
-    Parameters
-    ----------
-    task : Task
-        The task.
-    history : Sequence[Sequence[TaskResult]]
-        Per policy, what every strategy up to this one (this one last) did on the task.
-    cache_empty : bool
-        Whether the persistent cache holds nothing.
-
-    Returns
-    -------
-    set[str]
-        The names above that hold.
+    ``all_cached`` (nothing new under any policy), ``first_on_task`` (no earlier strategy used a
+    judgment on it), ``pairs_covered`` (earlier strategies asked every ordered pair), ``cache_empty``.
+    ``history`` holds, per policy, every strategy's result up to this one (this one last).
     """
     n = len(task.candidates)
     earlier = [result.cost for policy in history for result in policy[:-1]]
@@ -446,30 +324,7 @@ def stand_in_run(
     policy: str,
     sizes: PromptSizes | None = None,
 ) -> list[list[TaskResult]]:
-    """Run the strategies on stand-in verdicts of ``policy``.
-
-    Parameters
-    ----------
-    tasks : Sequence[Task]
-        The run's tasks.
-    strategies : Sequence[Strategy]
-        The run's strategies.
-    judge : Judge
-        The judge stood in for.
-    cache : Any
-        The persistent cache (None: none), never written.
-    seed : int
-        The run's seed.
-    policy : str
-        One of :data:`~rankkit.plan.stand_in.POLICIES`.
-    sizes : PromptSizes or None, optional
-        Prompt sizes to count in the costs' ``prompt_tokens`` (None: none).
-
-    Returns
-    -------
-    list[list[TaskResult]]
-        Each strategy's result per task.
-    """
+    """Each strategy's results per task on stand-in verdicts of ``policy`` (the cache never written)."""
     from rankkit.runner import run  # the runner pulls in the metrics, which listing plans never needs
 
     # --no-cache remembers nothing across strategies beyond the run's own memo; a cache does.
@@ -490,23 +345,7 @@ def add_task(
     cache_empty: bool,
     sizes: PromptSizes | None,
 ) -> None:
-    """Add one task's figures (:func:`task_figures`) to ``row``, and the prompt tokens of its new judgments.
-
-    Parameters
-    ----------
-    row : PlanRow
-        The strategy's row, updated in place.
-    strategy : Strategy
-        The strategy.
-    task : Task
-        The task.
-    history : Sequence[Sequence[TaskResult]]
-        Per policy, what every strategy up to this one (this one last) did on the task.
-    cache_empty : bool
-        Whether the persistent cache holds nothing.
-    sizes : PromptSizes or None
-        The prompt sizes (None: the judge reads no prompts, and no tokens are added).
-    """
+    """Add one task's figures and the prompt tokens of its new judgments to ``row``."""
     observed = [policy[-1] for policy in history]
     figures = task_figures(strategy, task, observed, task_context(task, history, cache_empty))
     for figure, (value, mark) in figures.items():
@@ -523,25 +362,7 @@ def add_task(
 def task_figures(
     strategy: Strategy, task: Task, observed: Sequence[TaskResult], context: set[str]
 ) -> dict[str, Estimate]:
-    """One task's figures, from what the strategy did on it under each policy (the rules in
-    ``docs/dry-run.md``).
-
-    Parameters
-    ----------
-    strategy : Strategy
-        The strategy.
-    task : Task
-        The task.
-    observed : Sequence[TaskResult]
-        What the strategy did on the task, one per policy.
-    context : set[str]
-        What holds on the task whatever the verdicts (:func:`task_context`).
-
-    Returns
-    -------
-    dict[str, Estimate]
-        Every figure of :data:`COUNTS`, with its mark.
-    """
+    """One task's figures with their marks, from what the strategy did under each policy."""
     n = len(task.candidates)
     exact, worst = strategy.exact_judgments(n), strategy.max_judgments(n)
     counts = [column_counts(result.cost) for result in observed]
@@ -556,26 +377,7 @@ def task_figures(
 
 
 def takes_the_run_path(observed: Sequence[TaskResult], exact: int | None, worst: int | None, context: set[str]) -> bool:
-    """Rules 1 and 2: every verdict on the task came from the cache, or the strategy took one path
-    under every policy and does not declare that its path depends on verdicts (a worst case with
-    no fixed number).
-
-    Parameters
-    ----------
-    observed : Sequence[TaskResult]
-        What the strategy did on the task, one per policy.
-    exact : int or None
-        The strategy's :meth:`~rankkit.strategies.base.Strategy.exact_judgments` on the task.
-    worst : int or None
-        Its :meth:`~rankkit.strategies.base.Strategy.max_judgments` on the task.
-    context : set[str]
-        What holds on the task (:func:`task_context`).
-
-    Returns
-    -------
-    bool
-        True when every figure is exact.
-    """
+    """Rules 1 and 2: all verdicts cached, or one path under every policy and not declared adaptive."""
     if "all_cached" in context:
         return True
     declared_adaptive = worst is not None and exact is None
@@ -584,25 +386,7 @@ def takes_the_run_path(observed: Sequence[TaskResult], exact: int | None, worst:
 
 
 def used_figures(kind: str, seen: dict[str, list[int]], exact: int | None, worst: int | None) -> dict[str, Estimate]:
-    """Rule 3 for ``comparisons`` and ``grades``: exact when the strategy declares a fixed number and
-    used it under every policy (or when it never used a judgment of the kind it is not), else bounds.
-
-    Parameters
-    ----------
-    kind : str
-        The strategy's kind (``pairwise`` or ``pointwise``).
-    seen : dict[str, list[int]]
-        Each figure under each policy.
-    exact : int or None
-        The strategy's declared fixed number of judgments on the task.
-    worst : int or None
-        Its declared worst case on the task.
-
-    Returns
-    -------
-    dict[str, Estimate]
-        ``comparisons`` and ``grades``, with their marks.
-    """
+    """Rule 3 for ``comparisons`` and ``grades``: exact when the declared fixed number was used under every policy."""
     totals = set(map(sum, zip(seen["comparisons"], seen["grades"])))
     fixed = totals == {exact} and len(set(seen["comparisons"])) == 1
     main = "grades" if kind == "pointwise" else "comparisons"
@@ -616,24 +400,7 @@ def used_figures(kind: str, seen: dict[str, list[int]], exact: int | None, worst
 def origin_figures(
     used: dict[str, Estimate], seen: dict[str, list[int]], worst: int | None, context: set[str]
 ) -> dict[str, Estimate]:
-    """Rule 3 for ``cached``, ``shared`` and ``new``.
-
-    Parameters
-    ----------
-    used : dict[str, Estimate]
-        The task's ``comparisons`` and ``grades`` (:func:`used_figures`).
-    seen : dict[str, list[int]]
-        Each figure under each policy.
-    worst : int or None
-        The strategy's declared worst case.
-    context : set[str]
-        As :func:`task_figures` gets it.
-
-    Returns
-    -------
-    dict[str, Estimate]
-        ``cached``, ``shared`` and ``new``, with their marks.
-    """
+    """Rule 3 for ``cached``, ``shared`` and ``new``."""
     total = used["comparisons"][0] + used["grades"][0]
     marks = {mark for _, mark in used.values()} - {""}
     if "pairs_covered" in context and not any(seen["grades"]):
@@ -647,39 +414,12 @@ def origin_figures(
 
 
 def at_most(values: Sequence[int], worst: int | None) -> Estimate:
-    """A figure that depends on the verdicts: the most seen under any policy, raised to the
-    strategy's declared worst case (``≤``), or without one the most seen (``~``, an estimate).
-
-    Parameters
-    ----------
-    values : Sequence[int]
-        The figure under each policy.
-    worst : int or None
-        The strategy's declared worst case.
-
-    Returns
-    -------
-    Estimate
-        ``(value, mark)``.
-    """
+    """The most seen under any policy, raised to the declared worst case (``≤``), else an estimate (``~``)."""
     return (max(values), "~") if worst is None else (max(max(values), worst), "≤")
 
 
 def judge_notes(judge: Judge, sizes: PromptSizes | None) -> list[str]:
-    """What the prompt-token estimate leaves out, for the judge's options that add work.
-
-    Parameters
-    ----------
-    judge : Judge
-        The dry run's judge.
-    sizes : PromptSizes or None
-        The prompt sizes (None: the judge reads no prompts, and there are no notes).
-
-    Returns
-    -------
-    list[str]
-        The notes, one sentence each.
-    """
+    """What the prompt-token estimate leaves out, one sentence each (none for a judge without prompts)."""
     if sizes is None:
         return []
     notes = [f"prompt tokens estimated at {CHARS_PER_TOKEN} characters per token"]
@@ -710,38 +450,23 @@ def expected_judgments(
     judge: Judge | None = None,
     max_candidates: int = 256,
 ) -> Estimate | None:
-    """The judgments a run will use (cached, shared and new alike), for its progress bar's total,
-    with its mark: exact, at most, or an estimate.
+    """The judgments a run will use (cached, shared and new), for its progress bar's total, with its mark.
 
-    The strategies run once on the stand-in verdicts of a consistent judge (``ranked``), with no
-    cache. That costs the strategies' own computing once more, which is nothing beside a model
-    judge and as much as the whole run beside a simulated one. Per strategy and task, the count is:
-
-    * exact when the strategy declares a fixed number (:meth:`Strategy.exact_judgments`);
-    * otherwise the larger of that run's count and the strategy's declared worst case
-      (:meth:`Strategy.max_judgments`): a bound, so the bar's total can only be reached or
-      undercut, and says so (a path that depends on the verdicts often uses fewer);
-    * otherwise (nothing declared) that run's count, an estimate.
+    Runs the strategies once on a consistent stand-in judge, no cache. Per strategy and task the
+    count is exact for a declared fixed number, else at most the declared worst case (``≤``), else
+    that run's count (``~``).
 
     Parameters
     ----------
-    tasks : Sequence[Task]
-        The run's tasks.
-    strategies : Sequence[Strategy]
-        The run's strategies.
-    seed : int
-        The run's seed.
-    judge : Judge or None, optional
-        The run's judge, for its identity (request keys); None: any judge's.
-    max_candidates : int, default 256
+    judge
+        For its identity (request keys); None: any judge's.
+    max_candidates
         Above this many candidates in a task, None.
 
     Returns
     -------
     Estimate or None
-        ``(total, mark)``: the number of comparisons and grades, and ``""`` when exact, ``"≤"``
-        when at most, ``"~"`` when an estimate (the worst of the marks); None for a simulated
-        judge or too many candidates.
+        ``(total, mark)`` with the worst mark; None for a simulated judge or too many candidates.
     """
     if (judge is not None and judge.simulated) or any(len(task.candidates) > max_candidates for task in tasks):
         return None

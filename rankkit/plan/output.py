@@ -23,19 +23,7 @@ COLUMNS = (
 
 
 def display_rows(report: DryRun) -> list[dict[str, Any]]:
-    """Rows for people: each inexact figure prefixed by its bound (``≤`` at most, ``~`` an
-    estimate); estimated tokens by ``≈`` (or by the bound of ``new``).
-
-    Parameters
-    ----------
-    report : DryRun
-        The dry run.
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One record per row (:meth:`DryRunRow.as_dict`), marked figures as strings.
-    """
+    """Rows for people: inexact figures prefixed ``≤`` (at most) or ``~`` (estimate), estimated tokens by ``≈``."""
     rows = []
     for row in report.rows:
         record = row.as_dict()
@@ -50,22 +38,9 @@ def display_rows(report: DryRun) -> list[dict[str, Any]]:
 
 
 def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
-    """The dry run as ``fmt`` (table, markdown, csv or json); the human formats add a summary, its
-    notes and its warnings (csv and json hold the rows only).
+    """The dry run as ``table``, ``markdown``, ``csv`` or ``json``; the human formats add a summary, notes and warnings.
 
-    Parameters
-    ----------
-    report : DryRun
-        The dry run.
-    fmt : str, default "table"
-        ``table``, ``markdown``, ``csv`` or ``json``.
-    data : str, default ""
-        The data's name, shown in the summary line (left out when empty).
-
-    Returns
-    -------
-    str
-        The rendered report.
+    ``data`` names the data in the summary line (left out when empty).
     """
     from rankkit.formatting import render
 

@@ -1,14 +1,8 @@
 """What a dry run puts in place of the judge and the cache, so that a strategy's own ``rank()`` runs for free.
 
-:class:`StandInJudge` has the identity of the run's judge (fingerprint, request keys, what it
-supports) and answers every request at once with a *stand-in verdict*, made up by one of the
-:data:`POLICIES` and marked ``extras={"stand_in": True}``, with status OK so that strategies take
-it as any verdict. It never calls the judge it stands in for. For judges that read prompts it
-puts the estimated size of each request's prompt in the verdict's ``usage``, so the run's own
-cost accounting sums the prompt tokens of the new judgments per strategy.
-
-:class:`ReadOnlyCache` serves what the persistent cache holds and never writes to it: what the
-run would store is kept in memory for the rest of the dry run, where the run would find it too.
+:class:`StandInJudge` has the run judge's identity and answers at once with a stand-in verdict
+from one of the :data:`POLICIES` (status OK, ``extras={"stand_in": True}``, estimated prompt
+tokens in ``usage``). :class:`ReadOnlyCache` serves the persistent cache and never writes it.
 """
 
 from __future__ import annotations
@@ -31,16 +25,14 @@ Policy = Callable[[Task, Sequence[Candidate]], list[float]]
 
 
 def _first(task: Task, shown: Sequence[Candidate]) -> list[float]:
-    """The answer shown first wins (the scale's top, the others its bottom); a lone answer gets the
-    midpoint. Shown in both orders, a pair ties."""
+    """The answer shown first wins; a lone answer gets the midpoint."""
     low, high = task.scale
     return [high] + [low] * (len(shown) - 1) if len(shown) >= 2 else [(low + high) / 2]
 
 
 @functools.lru_cache(maxsize=64)
 def _places(salt: str, task_id: str, candidate_ids: tuple[str, ...]) -> dict[str, float]:
-    """Where each candidate stands in a fixed pseudo-random order of its task, from 0 (bottom) to 1
-    (top); ``salt`` picks the order. The same on every machine: a hash, not Python's salted ``hash``."""
+    """Each candidate's place (0 bottom, 1 top) in a pseudo-random order per ``salt``, stable across machines."""
 
     def key(cid: str) -> bytes:
         return hashlib.sha256(f"{salt}\x00{task_id}\x00{cid}".encode()).digest()
@@ -50,8 +42,7 @@ def _places(salt: str, task_id: str, candidate_ids: tuple[str, ...]) -> dict[str
 
 
 def _consistent(salt: str, reverse: bool = False) -> Policy:
-    """A consistent judge: each answer graded by its place in a fixed pseudo-random order of the
-    task's candidates (one order per ``salt``, upside down with ``reverse``), whichever is shown first."""
+    """A consistent judge grading each answer by its place in a fixed order (upside down with ``reverse``)."""
 
     def grades(task: Task, shown: Sequence[Candidate]) -> list[float]:
         low, high = task.scale
@@ -61,10 +52,8 @@ def _consistent(salt: str, reverse: bool = False) -> Policy:
     return grades
 
 
-#: The stand-in verdict policies, by name: a judge that always prefers the answer shown first; a
-#: consistent judge and its opposite (every verdict turned round); and a consistent judge with an
-#: order of its own (not the mirror image of the first two). A dry run runs every strategy under
-#: each of them (see :mod:`rankkit.plan.dry_run`).
+#: The stand-in verdict policies: first shown wins; a consistent judge, its opposite, and one with
+#: an order of its own. A dry run runs every strategy under each.
 POLICIES: dict[str, Policy] = {
     "first": _first,
     "ranked": _consistent("ranked"),
@@ -74,16 +63,15 @@ POLICIES: dict[str, Policy] = {
 
 
 class StandInJudge(Judge):
-    """The run's judge as a dry run sees it: its identity, and stand-in verdicts (module docstring).
+    """The run's judge as a dry run sees it: its identity, and stand-in verdicts.
 
     Parameters
     ----------
-    inner : Judge
-        The judge stood in for (e.g. from ``make_judge(spec, stand_in=True)``); only its
-        identity is read, it is never asked anything.
-    policy : str, default "ranked"
-        The name of the verdict policy (:data:`POLICIES`).
-    sizes : PromptSizes or None, optional
+    inner
+        The judge stood in for (e.g. ``make_judge(spec, stand_in=True)``); never asked anything.
+    policy
+        A name in :data:`POLICIES`.
+    sizes
         Prompt sizes to put in each verdict's ``usage`` (None: no prompts to count).
     """
 
@@ -108,61 +96,21 @@ class StandInJudge(Judge):
         return self.inner.description
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """The request key of the judge stood in for, so cache keys match the run's.
-
-        Parameters
-        ----------
-        task : Task
-            The task.
-        *candidates : Candidate
-            The candidates of the request, as shown.
-
-        Returns
-        -------
-        list[Any]
-            The inner judge's request key.
-        """
+        """The inner judge's request key, so cache keys match the run's."""
         return self.inner.request_key(task, *candidates)
 
     def kway_key(self) -> list[Any]:
-        """The k-way key of the judge stood in for.
-
-        Returns
-        -------
-        list[Any]
-            The inner judge's :meth:`~rankkit.judges.base.Judge.kway_key`.
-        """
+        """The inner judge's k-way key."""
         return self.inner.kway_key()
 
     def bind_memo(self, memo: Any) -> None:
-        """The judge stood in for is never bound: nothing it caches of its own is read or written.
-
-        Parameters
-        ----------
-        memo : Any
-            The run's memo, ignored.
-        """
+        """Do nothing: the judge stood in for never reads or writes a memo of its own."""
 
     def _usage(self, tokens: Callable[[], int]) -> dict[str, int]:
         return {} if self.sizes is None else {"prompt_tokens": tokens()}
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """A stand-in verdict on ``first`` against ``second``, from the policy's grades.
-
-        Parameters
-        ----------
-        task : Task
-            The task.
-        first : Candidate
-            The answer shown first.
-        second : Candidate
-            The answer shown second.
-
-        Returns
-        -------
-        Verdict
-            The higher grade wins (equal grades tie), marked ``extras={"stand_in": True, "policy": ...}``, with the prompt's estimated tokens in ``usage`` when sizes are counted.
-        """
+        """A stand-in verdict: the higher policy grade wins, equal grades tie."""
         first_grade, second_grade = self._grades(task, (first, second))
         winner = (
             Winner.FIRST if first_grade > second_grade else Winner.SECOND if second_grade > first_grade else Winner.TIE
@@ -177,20 +125,7 @@ class StandInJudge(Judge):
         )
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
-        """A stand-in choice of the best of ``candidates``, from the policy's grades.
-
-        Parameters
-        ----------
-        task : Task
-            The task.
-        candidates : Sequence[Candidate]
-            The group, as shown.
-
-        Returns
-        -------
-        GroupChoice
-            The best-graded candidate's position, with the grades, marked ``extras={"stand_in": True, "policy": ...}``, with the prompt's estimated tokens in ``usage`` when sizes are counted.
-        """
+        """A stand-in choice of the best-graded of ``candidates``."""
         grades = tuple(self._grades(task, candidates))
         return GroupChoice(
             chosen=ranking_from_scores(grades)[0],
@@ -201,20 +136,7 @@ class StandInJudge(Judge):
         )
 
     def rank(self, task: Task, candidates: Sequence[Candidate]) -> GroupRanking:
-        """A stand-in ranking of ``candidates``, from the policy's grades.
-
-        Parameters
-        ----------
-        task : Task
-            The task.
-        candidates : Sequence[Candidate]
-            The group, as shown.
-
-        Returns
-        -------
-        GroupRanking
-            The positions best first, marked ``extras={"stand_in": True, "policy": ...}``, with the prompt's estimated tokens in ``usage`` when sizes are counted.
-        """
+        """A stand-in ranking of ``candidates`` by the policy's grades."""
         grades = self._grades(task, candidates)
         return GroupRanking(
             permutation=ranking_from_scores(grades),
@@ -224,20 +146,7 @@ class StandInJudge(Judge):
         )
 
     def grade(self, task: Task, candidate: Candidate) -> Grade:
-        """A stand-in grade of ``candidate``, from the policy.
-
-        Parameters
-        ----------
-        task : Task
-            The task.
-        candidate : Candidate
-            The answer graded.
-
-        Returns
-        -------
-        Grade
-            The policy's grade, marked ``extras={"stand_in": True, "policy": ...}``, with the prompt's estimated tokens in ``usage`` when sizes are counted.
-        """
+        """A stand-in grade of ``candidate`` from the policy."""
         (value,) = self._grades(task, (candidate,))
         return Grade(
             value=value,
@@ -248,44 +157,20 @@ class StandInJudge(Judge):
 
 
 class ReadOnlyCache:
-    """A cache that serves what ``inner`` holds and never writes to it; what the run would store
-    is kept in memory instead, so that the rest of the dry run finds it as the run would."""
+    """A cache that serves ``inner`` and never writes it; what the run stores is kept in memory."""
 
     def __init__(self, inner: Any):
         self.inner = inner
         self._written: dict[str, dict[str, Any]] = {}
 
     def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
-        """The payloads under ``keys``: what this dry run stored first, else what the file holds.
-
-        Parameters
-        ----------
-        keys : Sequence[str]
-            Cache keys.
-
-        Returns
-        -------
-        list[dict[str, Any] or None]
-            One payload per key, None where there is none.
-        """
+        """One payload per key (None where none): what this dry run stored first, else what the file holds."""
         stored = self.inner.get_keys(keys)
         # What the run stored (only where the file had nothing it would serve) comes first.
         return [self._written.get(key, payload) for key, payload in zip(keys, stored)]
 
     def put_key(self, key: str, fingerprint: str, kind: str, payload: dict[str, Any]) -> None:
-        """Keep ``payload`` in memory under ``key`` (the first one stored wins); the file is never written.
-
-        Parameters
-        ----------
-        key : str
-            The cache key.
-        fingerprint : str
-            The judge's fingerprint (unused: kept for the cache interface).
-        kind : str
-            The judgment's kind (unused: kept for the cache interface).
-        payload : dict[str, Any]
-            The judgment as the cache stores it.
-        """
+        """Keep ``payload`` in memory under ``key`` (first stored wins); the file is never written."""
         self._written.setdefault(key, payload)
 
     def flush(self) -> None:
@@ -295,17 +180,8 @@ class ReadOnlyCache:
 def read_only_cache(path: str | Path | None, disabled: bool) -> Any:
     """The cache a dry run reads: the file when it exists (never created), else an empty one.
 
-    Parameters
-    ----------
-    path : str or Path or None
-        The cache file (None or empty: :data:`~rankkit.cache.DEFAULT_CACHE_PATH`).
-    disabled : bool
-        True for ``--no-cache``: an empty cache whatever the file.
-
-    Returns
-    -------
-    Any
-        A :class:`~rankkit.cache.JudgmentCache` on the file, or a :class:`~rankkit.cache.NullCache`.
+    ``path`` None or empty means :data:`~rankkit.cache.DEFAULT_CACHE_PATH`; ``disabled`` (``--no-cache``)
+    gives an empty cache whatever the file.
     """
     from rankkit.cache import DEFAULT_CACHE_PATH, JudgmentCache
 

@@ -16,26 +16,14 @@ CHARS_PER_TOKEN = 4
 
 
 def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text``: its characters over :data:`CHARS_PER_TOKEN`, rounded up.
-
-    Parameters
-    ----------
-    text : str
-        The text.
-
-    Returns
-    -------
-    int
-        Estimated tokens.
-    """
+    """Estimated tokens of ``text``: its characters over :data:`CHARS_PER_TOKEN`, rounded up."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 class PromptSizes:
     """Estimated prompt tokens of an LLM judge's requests, rendered with its own templates.
 
-    ``largest`` keeps, per task id, the largest prompt sized so far (what a dry run checks against
-    the judge's context).
+    ``largest`` keeps, per task id, the largest prompt sized so far (checked against the context).
     """
 
     def __init__(self, judge: Any):
@@ -50,58 +38,17 @@ class PromptSizes:
 
     @staticmethod
     def applies(judge: Any) -> bool:
-        """Whether ``judge`` reads prompts this class can render (an LLM judge).
-
-        Parameters
-        ----------
-        judge : Any
-            Any judge.
-
-        Returns
-        -------
-        bool
-            True when it has ``point_prompt``, ``pair_prompts`` and ``mode``.
-        """
+        """Whether ``judge`` reads prompts this class can render (``point_prompt``, ``pair_prompts``, ``mode``)."""
         return hasattr(judge, "point_prompt") and hasattr(judge, "pair_prompts") and hasattr(judge, "mode")
 
     def point(self, task: Task, candidate: Candidate) -> int:
-        """The prompt of a grade of ``candidate``, rendered as the judge would (``loglik``: the bare
-        question and the answer).
-
-        Parameters
-        ----------
-        task : Task
-            The task (its largest prompt so far is updated).
-        candidate : Candidate
-            The answer graded.
-
-        Returns
-        -------
-        int
-            Estimated prompt tokens.
-        """
+        """Estimated tokens of the prompt grading ``candidate`` (``loglik``: the bare question and the answer)."""
         if self.judge.mode == "loglik":  # the bare question, then the answer
             return self._seen(task, estimate_tokens(task.prompt + candidate.text))
         return self._seen(task, self._conversation(self.judge.point_prompt(task, candidate).conversation))
 
     def pair(self, task: Task, first: Candidate, second: Candidate) -> int:
-        """The prompt of a comparison of ``first`` and ``second``, rendered as the judge would (``loglik``:
-        both answers after the question; PREPAIR: the plain pairwise prompt, without the analyses).
-
-        Parameters
-        ----------
-        task : Task
-            The task (its largest prompt so far is updated).
-        first : Candidate
-            The answer shown first.
-        second : Candidate
-            The answer shown second.
-
-        Returns
-        -------
-        int
-            Estimated prompt tokens.
-        """
+        """Estimated tokens of the prompt comparing ``first`` and ``second`` (PREPAIR: without the analyses)."""
         if self.judge.mode == "loglik":  # each answer after the bare question (the longer is one prompt)
             self._seen(task, estimate_tokens(task.prompt + max(first.text, second.text, key=len)))
             return estimate_tokens(2 * task.prompt + first.text + second.text)
@@ -117,22 +64,7 @@ class PromptSizes:
         return self._seen(task, self._conversation(self.judge.pair_prompts([(task, first, second)])[0].conversation))
 
     def group(self, task: Task, candidates: Sequence[Candidate], kind: str) -> int:
-        """A k-way prompt (``kind`` ``choice``: setwise, ``ranking``: listwise), rendered as the judge would.
-
-        Parameters
-        ----------
-        task : Task
-            The task (its largest prompt so far is updated).
-        candidates : Sequence[Candidate]
-            The group, as shown.
-        kind : str
-            ``choice`` or ``ranking``.
-
-        Returns
-        -------
-        int
-            Estimated prompt tokens.
-        """
+        """Estimated tokens of a k-way prompt (``kind`` ``choice``: setwise, ``ranking``: listwise)."""
         from rankkit.prompts.kway import render_kway
 
         return self._seen(
@@ -140,20 +72,9 @@ class PromptSizes:
         )
 
     def mean(self, task: Task, kind: str) -> float:
-        """The task's mean prompt size of a grade (``point``) or a comparison (``pair``: over
-        neighbouring candidates in data order, both orders, which covers every answer twice).
+        """The task's mean estimated prompt of a grade (``point``) or a comparison (``pair``), computed once.
 
-        Parameters
-        ----------
-        task : Task
-            The task.
-        kind : str
-            ``point`` or ``pair``.
-
-        Returns
-        -------
-        float
-            Mean estimated prompt tokens (computed once per task and kind).
+        ``pair`` averages neighbouring candidates in data order, both orders.
         """
         key = (task.task_id, kind)
         if key not in self._means:

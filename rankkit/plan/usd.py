@@ -1,16 +1,8 @@
 """The dollar estimate of a dry run: the new judgments' rendered prompt tokens priced as the judge would be.
 
-Only a judge with a price (:mod:`rankkit.judges.prices`: a built-in one for its model, or the
-spec's ``price_in=``/``price_out=``) gets one. What it assumes, stated in the dry run's notes
-(:data:`ASSUMPTIONS`):
-
-* ``generate`` mode: each new judgment generates ``max_new_tokens`` (an upper bound), then reads
-  its verdict by sending the prompt and the explanation again with a short question
-  (:data:`READ_OVERHEAD_TOKENS`) once per score it reads (two for a comparison, one for a grade
-  or a k-way choice), one output token each;
-* ``logprob`` mode: one read per judgment (prompt plus question, one output token);
-* the batch discount where the judge batches (``batch=true``); no prompt-cache hits, no retries
-  (each of which only lowers or raises the bill by what the run's ``cost.usd`` then reports).
+Only a judge with a price (:mod:`rankkit.judges.prices`) gets one. ``generate`` mode counts
+``max_new_tokens`` (an upper bound) plus one verdict read per score; ``logprob`` mode one read;
+the batch discount applies; no prompt-cache hits or retries (:data:`ASSUMPTIONS`).
 """
 
 from __future__ import annotations
@@ -30,38 +22,14 @@ ASSUMPTIONS = (
 
 
 def llm_judge(judge: Judge) -> LLMJudge | None:
-    """The LLM judge of ``judge``: itself, or the one inside a calibration wrapper; None for
-    another judge (a simulated or recorded one has no price).
-
-    Parameters
-    ----------
-    judge : Judge
-        Any judge.
-
-    Returns
-    -------
-    LLMJudge or None
-        The LLM judge, or None.
-    """
+    """The LLM judge of ``judge`` (itself, or inside a calibration wrapper); None for another judge."""
     if isinstance(judge, CalibratedJudge):
         return judge.judge
     return judge if isinstance(judge, LLMJudge) else None
 
 
 def judge_price(judge: Judge) -> Price | None:
-    """The price of ``judge``'s runtime (through a calibration wrapper), or None: not an LLM judge,
-    or a runtime without a price.
-
-    Parameters
-    ----------
-    judge : Judge
-        Any judge.
-
-    Returns
-    -------
-    Price or None
-        The runtime's list price, or None.
-    """
+    """The list price of ``judge``'s runtime (through a calibration wrapper); None when it has none."""
     inner = llm_judge(judge)
     return None if inner is None else inner.runtime.price
 
@@ -69,21 +37,7 @@ def judge_price(judge: Judge) -> Price | None:
 def estimate_usd(judge: Judge, kind: str, new: int, prompt_tokens: float) -> float | None:
     """The estimated USD of ``new`` judgments of ``kind`` whose prompts hold ``prompt_tokens`` in all.
 
-    Parameters
-    ----------
-    judge : Judge
-        The dry run's judge; only an LLM judge whose runtime has a ``price`` gets an estimate.
-    kind : str
-        ``pairwise``, ``pointwise`` or ``kway``.
-    new : int
-        How many new (uncached) judgments.
-    prompt_tokens : float
-        Their prompts' tokens, in all.
-
-    Returns
-    -------
-    float or None
-        USD, or None for a judge without a price.
+    ``kind`` is ``pairwise``, ``pointwise`` or ``kway``; None for a judge without a price.
 
     Examples
     --------

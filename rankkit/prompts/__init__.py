@@ -1,20 +1,12 @@
 """Judge prompts: named, versioned template files, how a task picks one, rendering, and the strict verdict parser.
 
-One module per step:
-
-* :mod:`~rankkit.prompts.templates` — the template file format, the built-in files in
-  ``rankkit/templates/`` and loading one by name or path;
+* :mod:`~rankkit.prompts.templates` — the template file format, built-in files and loading;
 * :mod:`~rankkit.prompts.choice` — :class:`TemplateChoice`: which template each task gets;
-* :mod:`~rankkit.prompts.render` — the grading scale of a task and the rendered prompt, with
-  delimiter tags inside untrusted text defused;
-* :mod:`~rankkit.prompts.verdicts` — :func:`parse_pointwise` and :func:`parse_pairwise`, which
-  read a verdict from the judge's generated text only and never take one re-quoted from a
-  candidate;
-* :mod:`~rankkit.prompts.protocol` — judge-protocol text and chat-template tokens inside
-  candidates: found (the run's ``suspicious`` candidates) and withheld (``sanitize=true``;
-  the HTTP judge's token neutralisation);
-* :mod:`~rankkit.prompts.normalize` — untrusted text as a tokenizer reads it (what the protocol
-  detector searches), and names compared the same way (look-alike system names refused).
+* :mod:`~rankkit.prompts.render` — a task's grading scale and the prompt, untrusted tags defused;
+* :mod:`~rankkit.prompts.verdicts` — :func:`parse_pointwise` and :func:`parse_pairwise`, never
+  taking a verdict re-quoted from a candidate;
+* :mod:`~rankkit.prompts.protocol` — protocol text and chat-template tokens in candidates;
+* :mod:`~rankkit.prompts.normalize` — untrusted text as a tokenizer reads it.
 """
 
 from __future__ import annotations
@@ -22,9 +14,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-#: The names this package offers, each from the module that defines it, imported on first use: a
-#: run that needs only :mod:`~rankkit.prompts.protocol` (the results' suspicious candidates) does
-#: not load the templates, the renderer and the parser too.
+#: The names this package offers, each imported on first use from the module that defines it, so
+#: a run needing only :mod:`~rankkit.prompts.protocol` does not load the rest.
 _EXPORTS: dict[str, str] = {
     "DEFAULT_MAX_POINTS": "rankkit.prompts.render",
     "FAMILIES": "rankkit.prompts.templates",

@@ -1,10 +1,8 @@
 """Choosing a template per task and kind: the rule by domain, language and reference, or ``template=``.
 
-:class:`TemplateChoice` picks a template per task and kind (pointwise/pairwise):
-translation tasks (``meta.domain`` mentions "translat") get the MT prompts of the thesis; German
-tasks (``meta.language`` "de") the paper's German prompts; tasks with a ``meta.domain`` that is not
-an exam get the generic prompts; everything else the paper's English exam prompts. Each has a
-``-ref`` variant used when the task has a reference answer. ``template=`` overrides this.
+Translation tasks (``meta.domain`` mentions "translat") get the MT prompts; German tasks
+(``meta.language`` "de") the German prompts; non-exam domains the generic prompts; everything
+else the English exam prompts. Each has a ``-ref`` variant for tasks with a reference answer.
 """
 
 from __future__ import annotations
@@ -21,70 +19,25 @@ from rankkit.tasks import Task
 
 
 def is_translation(task: Task) -> bool:
-    """Whether the task's ``meta['domain']`` says translation.
-
-    Parameters
-    ----------
-    task : Task
-        The task (its ``meta``).
-
-    Returns
-    -------
-    bool
-        True when the domain contains ``translat``.
-    """
+    """Whether the task's ``meta['domain']`` contains ``translat``."""
     return "translat" in str(task.meta.get("domain", "")).lower()
 
 
 def is_german(task: Task) -> bool:
-    """Whether the task's ``meta['language']`` is German.
-
-    Parameters
-    ----------
-    task : Task
-        The task (its ``meta``).
-
-    Returns
-    -------
-    bool
-        True for ``de``, ``ger``, ``deu``, ``german`` or ``deutsch``.
-    """
+    """Whether the task's ``meta['language']`` is ``de``, ``ger``, ``deu``, ``german`` or ``deutsch``."""
     return str(task.meta.get("language", "")).lower() in {"de", "ger", "deu", "german", "deutsch"}
 
 
 def is_exam(task: Task) -> bool:
-    """No domain given (the bundled sample, user CSVs) or a domain that says exam/grading.
-
-    Parameters
-    ----------
-    task : Task
-        The task (its ``meta``).
-
-    Returns
-    -------
-    bool
-        True for no domain, or one naming exam, grading, university or school.
-    """
+    """Whether the task has no domain, or one naming exam, grading, university or school."""
     domain = str(task.meta.get("domain", "")).lower()
     return not domain or any(word in domain for word in ("exam", "grading", "university", "school"))
 
 
 def auto_template_name(task: Task, kind: str, family: str = "auto") -> str:
-    """The built-in template a task gets (see the module docstring for the rule).
+    """The built-in template name a task gets (e.g. ``paper-pairwise-en-ref``), by the module's rule.
 
-    Parameters
-    ----------
-    task : Task
-        The task (its domain, language and reference).
-    kind : str
-        The template kind (``pointwise``, ``pairwise``).
-    family : str, default "auto"
-        ``auto`` (chosen from the task), ``paper``, ``generic`` or ``mt``.
-
-    Returns
-    -------
-    str
-        The built-in template's name (``paper-pairwise-en-ref``).
+    ``family`` is ``auto``, ``paper``, ``generic`` or ``mt``.
 
     Raises
     ------
@@ -120,10 +73,9 @@ def _family_names(family: str, kind: str) -> list[str]:
 class TemplateChoice:
     """Which template a judge uses for each task and kind.
 
-    ``spec`` is ``auto`` (the rule above), a family (``paper``, ``generic``, ``mt``: that family,
-    still picking language and reference variants), a built-in template name, or a template file;
-    several may be joined with ``+`` (``my-pair.txt+my-point.txt``) — a name or file replaces the
-    choice for its own kind only.
+    ``spec`` is ``auto``, a family (``paper``, ``generic``, ``mt``: still picking language and
+    reference variants), a built-in name or a template file; several join with ``+``
+    (``my-pair.txt+my-point.txt``), a name or file replacing the choice for its own kind only.
     """
 
     def __init__(self, spec: str = "auto"):
@@ -142,47 +94,17 @@ class TemplateChoice:
             self.fixed[template.kind] = template
 
     def template(self, task: Task, kind: str) -> Template:
-        """The template this choice uses for ``task`` and ``kind``.
-
-        Parameters
-        ----------
-        task : Task
-            The task.
-        kind : str
-            The template kind.
-
-        Returns
-        -------
-        Template
-            The fixed template of that kind, else the built-in one the family's rule picks.
-        """
+        """The fixed template of ``kind``, else the built-in one the family's rule picks for ``task``."""
         if kind in self.fixed:
             return self.fixed[kind]
         return builtin_templates()[auto_template_name(task, kind, self.family)]
 
     def candidates(self, kind: str) -> list[Template]:
-        """Every template this choice may return for ``kind`` (what the fingerprint covers).
-
-        Parameters
-        ----------
-        kind : str
-            The template kind.
-
-        Returns
-        -------
-        list[Template]
-            The fixed template, or the family's built-ins of that kind (sorted by name).
-        """
+        """Every template this choice may return for ``kind`` (what the fingerprint covers), sorted by name."""
         if kind in self.fixed:
             return [self.fixed[kind]]
         return [builtin_templates()[n] for n in _family_names(self.family, kind)]
 
     def fingerprint(self) -> dict[str, dict[str, str]]:
-        """``{kind: {template name: sha}}`` for every template that may be used.
-
-        Returns
-        -------
-        dict[str, dict[str, str]]
-            Kind -> template name -> the template's sha.
-        """
+        """``{kind: {template name: sha}}`` for every template that may be used."""
         return {kind: {t.name: t.sha for t in self.candidates(kind)} for kind in KINDS}

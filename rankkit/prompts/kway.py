@@ -31,40 +31,17 @@ _FIELD = re.compile(r"\{(k|labels|question|reference|answers|example)\}")
 
 @functools.cache
 def kway_template(name: str) -> str:
-    """The text of the k-way template ``name`` (e.g. ``setwise-en-ref``).
-
-    Parameters
-    ----------
-    name : str
-        A template name: ``{kind}-en`` or ``{kind}-en-ref``.
-
-    Returns
-    -------
-    str
-        The template's text (read once, then cached).
-    """
+    """The text of the k-way template ``name`` (``{kind}-en`` or ``{kind}-en-ref``), read once, then cached."""
     return resources.files("rankkit").joinpath("templates", "kway", f"{name}.txt").read_text(encoding="utf-8")
 
 
 def template_name(kind: str, task: Task) -> str:
     """The template a task gets: ``{kind}-en``, or ``{kind}-en-ref`` when it has a reference answer.
 
-    Parameters
-    ----------
-    kind : str
-        ``setwise`` or ``listwise``.
-    task : Task
-        The task.
-
-    Returns
-    -------
-    str
-        The template's name.
-
     Raises
     ------
     ValueError
-        For another kind.
+        For a ``kind`` other than ``setwise`` or ``listwise``.
     """
     if kind not in KWAY_KINDS:
         raise ValueError(f"k-way prompt kind must be one of {', '.join(KWAY_KINDS)}, got {kind!r}")
@@ -72,50 +49,18 @@ def template_name(kind: str, task: Task) -> str:
 
 
 def templates_fingerprint() -> dict[str, str]:
-    """``{template name: sha256[:16]}`` of every k-way template: part of an LLM judge's k-way cache key.
-
-    Returns
-    -------
-    dict[str, str]
-        Template name -> the first 16 hex digits of its text's sha256.
-    """
+    """``{template name: sha256[:16]}`` of every k-way template: part of an LLM judge's k-way cache key."""
     names = [f"{kind}-en{ref}" for kind in KWAY_KINDS for ref in ("", "-ref")]
     return {name: hashlib.sha256(kway_template(name).encode("utf-8")).hexdigest()[:16] for name in names}
 
 
 def defuse_kway(text: str) -> str:
-    """:func:`rankkit.prompts.render.defuse` plus the ``answer_A`` … ``answer_H`` boxes.
-
-    Parameters
-    ----------
-    text : str
-        Text put into a k-way prompt (a question, an answer).
-
-    Returns
-    -------
-    str
-        The text with its tags turned into look-alikes (``‹answer_A›``).
-    """
+    """:func:`rankkit.prompts.render.defuse` plus the ``answer_A`` … ``answer_H`` boxes (``‹answer_A›``)."""
     return _KWAY_TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}›", defuse(text))
 
 
 def render_kway(kind: str, task: Task, candidates: Sequence[Candidate]) -> str:
-    """The ``setwise`` or ``listwise`` prompt for ``candidates`` in the order shown (slot 0 is ``A``).
-
-    Parameters
-    ----------
-    kind : str
-        ``setwise`` or ``listwise``.
-    task : Task
-        The task (its question and reference).
-    candidates : Sequence[Candidate]
-        The answers, in the order shown (up to 8).
-
-    Returns
-    -------
-    str
-        The rendered prompt.
-    """
+    """The ``setwise`` or ``listwise`` prompt for up to 8 ``candidates`` in the order shown (slot 0 is ``A``)."""
     names = labels(len(candidates))
     values = task_values(task, 10.0)
     answers = "\n\n".join(

@@ -1,8 +1,7 @@
 """Rendering a prompt for one task: the grading scale, field values with untrusted tags defused, the filled template.
 
-Every field value is inserted literally, and candidate text sits between tags such as
-``<answer_1>...</answer_1>``; any such tag *inside* a value is defused first (:func:`defuse`), so
-an answer cannot close its own box and pose as the grader.
+Candidate text sits between tags such as ``<answer_1>...</answer_1>``; such tags inside a value
+are defused first (:func:`defuse`), so an answer cannot close its own box and pose as the grader.
 """
 
 from __future__ import annotations
@@ -23,22 +22,8 @@ NO_REFERENCE = "(no reference answer given)"
 def prompt_max_points(task: Task, template: Template) -> float:
     """The M in "grade from 0 to M" for this task and template.
 
-    The template's fixed scale if it has one (MT: 100); else ``meta.max_points``; else the human
-    score range when it is non-negative with a top of at least 2 (top rounded up to an integer);
-    else 10. Judge scores on ``[0, M]`` are mapped linearly onto the task's scale by
-    :func:`to_task_scale`.
-
-    Parameters
-    ----------
-    task : Task
-        The task (its ``meta.max_points`` and human score range).
-    template : Template
-        The template (its fixed ``max_points``, if any).
-
-    Returns
-    -------
-    float
-        M.
+    The template's fixed scale (MT: 100); else ``meta.max_points``; else the human score range's top
+    rounded up when the range is non-negative and the top at least 2; else 10.
     """
     if template.max_points:
         return float(template.max_points)
@@ -52,22 +37,7 @@ def prompt_max_points(task: Task, template: Template) -> float:
 
 
 def to_task_scale(value: float, max_points: float, scale: tuple[float, float]) -> float:
-    """Map a grade on ``[0, max_points]`` linearly onto the task's ``(low, high)`` scale.
-
-    Parameters
-    ----------
-    value : float
-        The judge's grade.
-    max_points : float
-        The top of the prompt's scale.
-    scale : tuple[float, float]
-        The task's ``(low, high)``.
-
-    Returns
-    -------
-    float
-        The grade on the task's scale (unchanged when the scales are the same).
-    """
+    """Map a grade on ``[0, max_points]`` linearly onto the task's ``(low, high)`` scale."""
     low, high = scale
     if low == 0 and high == max_points:
         return float(value)
@@ -75,18 +45,7 @@ def to_task_scale(value: float, max_points: float, scale: tuple[float, float]) -
 
 
 def format_points(value: float) -> str:
-    """``4.0`` -> ``"4"``, ``2.5`` -> ``"2.5"``.
-
-    Parameters
-    ----------
-    value : float
-        A number of points.
-
-    Returns
-    -------
-    str
-        Without a trailing ``.0``.
-    """
+    """``4.0`` -> ``"4"``, ``2.5`` -> ``"2.5"``."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
@@ -98,36 +57,14 @@ _DELIMITER_TAG = re.compile(
 
 
 def defuse(text: str) -> str:
-    """Make delimiter tags inside untrusted text inert (``</answer_1>`` -> ``‹/answer_1›``).
-
-    Parameters
-    ----------
-    text : str
-        Text put into a prompt.
-
-    Returns
-    -------
-    str
-        The text with its delimiter tags turned into look-alikes.
-    """
+    """Make delimiter tags inside untrusted text inert (``</answer_1>`` -> ``‹/answer_1›``)."""
     return _DELIMITER_TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}›", text)
 
 
 def task_values(task: Task, max_points: float) -> dict[str, str]:
-    """Field values shared by both kinds: question, reference, source, max_points.
+    """The defused ``question``, ``reference`` (or :data:`NO_REFERENCE`), ``source`` and ``max_points`` values.
 
-    Parameters
-    ----------
-    task : Task
-        The task.
-    max_points : float
-        The M of the prompt's scale (:func:`prompt_max_points`).
-
-    Returns
-    -------
-    dict[str, str]
-        ``question``, ``reference`` (or :data:`NO_REFERENCE`), ``source`` (``meta.input``, else the
-        question) and ``max_points``, defused.
+    ``source`` is ``meta.input``, else the question.
     """
     source = task.meta.get("input")
     return {
@@ -139,50 +76,14 @@ def task_values(task: Task, max_points: float) -> dict[str, str]:
 
 
 def render_pointwise(template: Template, task: Task, candidate: Candidate, max_points: float) -> str:
-    """The pointwise prompt for one candidate.
-
-    Parameters
-    ----------
-    template : Template
-        The template (pointwise or pairwise, as the function says).
-    task : Task
-        The task (question, reference, source).
-    candidate : Candidate
-        The answer graded.
-    max_points : float
-        The M of the prompt's scale (:func:`prompt_max_points`).
-
-    Returns
-    -------
-    str
-        The rendered prompt.
-    """
+    """The pointwise prompt for one candidate; ``max_points`` from :func:`prompt_max_points`."""
     values = task_values(task, max_points)
     values["answer"] = defuse(candidate.text)
     return template.render(values)
 
 
 def render_pairwise(template: Template, task: Task, first: Candidate, second: Candidate, max_points: float) -> str:
-    """The pairwise prompt with ``first`` as answer 1 and ``second`` as answer 2.
-
-    Parameters
-    ----------
-    template : Template
-        The template (pointwise or pairwise, as the function says).
-    task : Task
-        The task (question, reference, source).
-    first : Candidate
-        Answer 1.
-    second : Candidate
-        Answer 2.
-    max_points : float
-        The M of the prompt's scale (:func:`prompt_max_points`).
-
-    Returns
-    -------
-    str
-        The rendered prompt.
-    """
+    """The pairwise prompt with ``first`` as answer 1 and ``second`` as answer 2."""
     values = task_values(task, max_points)
     values["answer_1"] = defuse(first.text)
     values["answer_2"] = defuse(second.text)

@@ -49,23 +49,28 @@ class Template:
 
     Parameters
     ----------
-    name, version, language, source : str
-        What it is and where its wording comes from.
-    kind : str
+    name
+        The template's name.
+    version
+        Its version.
+    language
+        The prompt's language.
+    source
+        Where its wording comes from.
+    kind
         ``pointwise`` (one answer, one score) or ``pairwise`` (two answers, two scores).
-    text : str
+    text
         The prompt with ``{field}`` placeholders.
-    max_points : float | None, default None
+    max_points
         A fixed top of the scale (MT prompts grade 0-100); None means "from the task".
-    score_prefix : str, default "Score:"
-        What the judge's reply starts with before a pointwise score (logprob mode).
-    choice_prefix : str, default "The better answer is Answer"
-        What precedes the choice token "1"/"2" in a pairwise reply (logprob mode); its
-        last word is the slot label (``Answer``, ``Antwort``, ``Translation``).
-    verdict_prefix : str, default "Final verdict:"
-        What rankkit appends after a generated explanation before it reads the
-        verdict's score tokens (generate mode, :mod:`rankkit.judges.modes`).
-    file_text : str, default ""
+    score_prefix
+        What the reply starts with before a pointwise score (logprob mode).
+    choice_prefix
+        What precedes the choice token "1"/"2" in a pairwise reply (logprob mode); its last word
+        is the slot label (``Answer``, ``Antwort``, ``Translation``).
+    verdict_prefix
+        Appended after a generated explanation before reading the verdict's score tokens (generate mode).
+    file_text
         The whole file, header included; its hash is the template's identity.
     """
 
@@ -89,8 +94,7 @@ class Template:
 
     @property
     def slot_label(self) -> str:
-        """The word a verdict names a slot by (``Answer`` in ``Answer 1: X/M``): the last word of
-        :attr:`choice_prefix`."""
+        """The word a verdict names a slot by: the last word of :attr:`choice_prefix`."""
         return self.choice_prefix.split()[-1]
 
     @property
@@ -99,16 +103,6 @@ class Template:
 
     def render(self, values: Mapping[str, str]) -> str:
         """Fill every ``{field}``; values are inserted literally, never re-parsed.
-
-        Parameters
-        ----------
-        values : Mapping[str, str]
-            Field name -> value; every field of the template needs one.
-
-        Returns
-        -------
-        str
-            The prompt.
 
         Raises
         ------
@@ -139,19 +133,8 @@ _HEADER_KEYS = {
 def parse_template(file_text: str, *, where: str, default_name: str = "custom") -> Template:
     """Read a template from its file text (optional ``---`` header, then the prompt).
 
-    Parameters
-    ----------
-    file_text : str
-        The file's text.
-    where : str
-        Names the file in error messages (and is stored as the template's ``path``).
-    default_name : str, default "custom"
-        The name when the header gives none.
-
-    Returns
-    -------
-    Template
-        The template; its kind from the header, else from its fields.
+    ``where`` names the file in errors and becomes the template's ``path``; ``default_name`` is used
+    when the header gives none; the kind comes from the header, else from the fields.
 
     Raises
     ------
@@ -217,18 +200,7 @@ def parse_template(file_text: str, *, where: str, default_name: str = "custom") 
 
 
 def load_template_dir(directory: Path) -> dict[str, Template]:
-    """Every ``*.txt`` template in ``directory``, by name.
-
-    Parameters
-    ----------
-    directory : Path
-        The folder.
-
-    Returns
-    -------
-    dict[str, Template]
-        Name -> template, in file-name order.
-    """
+    """Every ``*.txt`` template in ``directory``, by name, in file-name order."""
     templates = {}
     for path in sorted(directory.glob("*.txt")):
         template = parse_template(path.read_text(encoding="utf-8"), where=str(path), default_name=path.stem)
@@ -238,28 +210,12 @@ def load_template_dir(directory: Path) -> dict[str, Template]:
 
 @cache
 def builtin_templates() -> dict[str, Template]:
-    """Every template shipped in ``rankkit/templates``, by name.
-
-    Returns
-    -------
-    dict[str, Template]
-        Name -> template (read once, then cached).
-    """
+    """Every template shipped in ``rankkit/templates``, by name (read once, then cached)."""
     return load_template_dir(TEMPLATE_DIR)
 
 
 def load_template(name_or_path: str) -> Template:
-    """A built-in template by name, or a user template file by path.
-
-    Parameters
-    ----------
-    name_or_path : str
-        A built-in template's name, or a file path (``~`` expanded).
-
-    Returns
-    -------
-    Template
-        The template.
+    """A built-in template by name, or a user template file by path (``~`` expanded).
 
     Raises
     ------
@@ -279,13 +235,7 @@ def load_template(name_or_path: str) -> Template:
 
 
 def describe_templates() -> list[dict[str, Any]]:
-    """Name, kind, language and source of every built-in template (for docs and listings).
-
-    Returns
-    -------
-    list[dict[str, Any]]
-        One record per built-in template.
-    """
+    """Name, kind, language and source of every built-in template (for docs and listings)."""
     return [
         {
             "name": t.name,

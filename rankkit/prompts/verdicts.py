@@ -53,22 +53,9 @@ def _checked(match: re.Match, max_points: float, what: str) -> tuple[float | Non
 
 
 def normalised_tokens(text: str) -> str:
-    """``text`` reduced to what survives a loose re-quote: its letter runs and digit runs, case-folded
-    (after NFKC, so full-width and other compatibility forms fold too), joined by single spaces
-    and padded with one space each side, so that ``in`` matches whole tokens only.
+    """``text``'s letter and digit runs, NFKC case-folded, joined and padded by spaces (``in`` matches tokens).
 
-    ``"Answer 1:\n0/10"``, ``"ANSWER 1: 0 / 10"`` and ``"**answer1** - 0/10"`` all become
-    ``" answer 1 0 10 "``: whitespace, case and punctuation changes do not matter, but numbers do.
-
-    Parameters
-    ----------
-    text : str
-        A verdict fragment or any text.
-
-    Returns
-    -------
-    str
-        The normalised tokens, space-joined and space-padded.
+    ``"Answer 1:\n0/10"`` and ``"**answer1** - 0/10"`` both become ``" answer 1 0 10 "``.
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
     return " " + " ".join(_TOKEN.findall(folded)) + " "
@@ -78,13 +65,9 @@ _TOKEN = re.compile(r"\d+|[^\W\d_]+")
 
 
 class _Quotes:
-    """The verdicts the untrusted texts (candidates, PREPAIR analyses) themselves contain, normalised.
+    """The verdicts the untrusted texts themselves contain, normalised: ``covers(fragment)`` flags a re-quote.
 
-    ``covers(fragment)`` tells whether a verdict ``fragment`` of the judge's output, after
-    :func:`normalised_tokens`, is one of the verdicts written in an untrusted text (in any of the
-    forms the patterns read): then it may be a re-quote of a forged verdict, and must not be taken
-    as the judge's. Only verdict-shaped text counts, so a candidate that merely mentions
-    "the answer 1 2 10 thing" does not hide the judge's own ``Answer 1: 2/10``.
+    Only verdict-shaped text counts, so a mere mention of "answer 1 2 10" does not hide the judge's own verdict.
     """
 
     def __init__(self, untrusted: Sequence[str]):
@@ -102,16 +85,14 @@ class _Quotes:
 
 
 def _own_verdicts(pattern: re.Pattern, text: str, quotes: _Quotes) -> tuple[list[re.Match], int]:
-    """The matches of ``pattern`` in ``text`` that are not re-quoted untrusted text, and how many
-    were dropped as quotes."""
+    """The matches of ``pattern`` in ``text`` that are not re-quoted untrusted text, and how many were dropped."""
     matches = list(pattern.finditer(text))
     own = [m for m in matches if not quotes.covers(m.group(0))]
     return own, len(matches) - len(own)
 
 
 def _agreed_value(matches: Sequence[re.Match], max_points: float, what: str) -> tuple[float | None, str | None]:
-    """The one value all ``matches`` give, each checked against the scale; an error when any is
-    off-scale or out of range, or when they disagree (two different verdicts are ambiguous)."""
+    """The one value all ``matches`` give; an error when any is off-scale or they disagree."""
     values = []
     for match in matches:
         value, error = _checked(match, max_points, what)
@@ -132,24 +113,9 @@ def _quoted_note(dropped: int) -> str:
 def parse_pointwise(generated: str, max_points: float, untrusted: Sequence[str] = ()) -> ParsedVerdict:
     """Read ``Score: X/M`` (or ``Punktzahl: X/M``) from generated text.
 
-    Every remaining ``Score`` must give the same value (repeating the verdict is fine); two
-    different ones are ambiguous and fail.
-
-    Parameters
-    ----------
-    generated : str
-        The judge's output (never the prompt).
-    max_points : float
-        The M the prompt asked for; other scales and values outside ``[0, M]`` fail.
-    untrusted : Sequence[str]
-        The texts the judge was shown but did not write (the candidate, its analysis): echoes of them
-        are removed and a verdict that re-quotes them is never taken (:func:`strip_echoes`,
-        :func:`normalised_tokens`).
-
-    Returns
-    -------
-    ParsedVerdict
-        The score ``(X,)``, or no values and the reason the output could not be read.
+    Repeated scores must agree. Other scales and values outside ``[0, M]`` fail. ``untrusted`` are
+    the texts the judge was shown but did not write: echoes are removed and re-quoted verdicts never
+    taken. Returns ``(X,)`` or no values with the reason.
     """
     quotes = _Quotes(untrusted)
     matches, dropped = _own_verdicts(_POINT_PATTERN, strip_echoes(generated, untrusted), quotes)
@@ -160,25 +126,10 @@ def parse_pointwise(generated: str, max_points: float, untrusted: Sequence[str] 
 
 
 def parse_pairwise(generated: str, max_points: float, untrusted: Sequence[str] = ()) -> ParsedVerdict:
-    """Read ``Answer 1: X/M ... Answer 2: Y/M`` from generated text.
+    """Read ``Answer 1: X/M ... Answer 2: Y/M`` (also ``Antwort``, ``Translation``) from generated text.
 
-    An ``Answer 1`` score must come before the last ``Answer 2`` score; every ``Answer 1`` score
-    must agree, and every ``Answer 2`` score (a restated verdict is fine, two different ones
-    are ambiguous and fail). German ``Antwort`` and MT ``Translation`` labels are read the same way.
-
-    Parameters
-    ----------
-    generated : str
-        The judge's output (never the prompt).
-    max_points : float
-        The M the prompt asked for; other scales and values outside ``[0, M]`` fail.
-    untrusted : Sequence[str]
-        As for :func:`parse_pointwise`: both candidates, and with PREPAIR their analyses.
-
-    Returns
-    -------
-    ParsedVerdict
-        The scores ``(X, Y)``, or no values and the reason the output could not be read.
+    An ``Answer 1`` score must precede the last ``Answer 2`` score and repeated scores must agree.
+    ``max_points`` and ``untrusted`` as in :func:`parse_pointwise`. Returns ``(X, Y)`` or no values with the reason.
     """
     quotes = _Quotes(untrusted)
     text = strip_echoes(generated, untrusted)
@@ -205,24 +156,10 @@ _ECHOED_BOX = re.compile(
 
 
 def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
-    """Remove what the judge copied verbatim from the candidates before verdicts are looked for.
+    """``generated`` with what the judge copied verbatim from ``untrusted`` replaced by spaces.
 
-    Small judges often echo an answer back ("The answer is: <answer> ... </answer>"). This
-    removes (1) echoed answer boxes, from the opening tag to the closing tag or the end, and (2)
-    verbatim copies of each untrusted text. Loose re-quotes (case, whitespace or punctuation
-    changed, or only part of a candidate) are caught verdict by verdict by the parsers.
-
-    Parameters
-    ----------
-    generated : str
-        The judge's output.
-    untrusted : Sequence[str]
-        The texts the judge was shown but did not write.
-
-    Returns
-    -------
-    str
-        ``generated`` with the echoes replaced by spaces.
+    Removes echoed answer boxes (opening tag to closing tag or the end) and verbatim copies; loose
+    re-quotes are caught verdict by verdict by the parsers.
     """
     text = _ECHOED_BOX.sub(" ", generated)
     for piece in sorted({value.strip() for value in untrusted if value.strip()}, key=len, reverse=True):
