@@ -1,5 +1,7 @@
-"""What the k-way strategies share: ``order`` (``given``, ``random``, ``both`` or ``permute`` with
-``shifts``) and a group size of at most the 8 labels ``A``…``H`` of the k-way templates.
+"""What the k-way strategies share: the checks of ``order``, ``shifts`` and group size.
+
+``order`` is ``given``, ``random``, ``both`` or ``permute`` (with ``shifts``); a group holds at
+most the 8 labels ``A``…``H`` of the k-way templates.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
-"""Which pairs ``active`` asks next: a pair's value under the posterior gap ``θ_i − θ_j ~ N(m, s²)``
-(BALD :func:`expected_information`, or :func:`order_doubt`), batch picking, pre-selection when
-there are too many pairs, and :func:`is_settled`. numpy, scipy and networkx load on first use.
+"""Which pairs ``active`` asks next, and when no further result could change its ranking.
+
+A pair's value under the posterior gap ``θ_i − θ_j ~ N(m, s²)`` is BALD
+(:func:`expected_information`) or :func:`order_doubt`; :func:`choose_pairs` picks a batch,
+:func:`candidate_pairs` pre-selects when there are too many pairs, and :func:`is_settled` says
+when the ranking is settled. numpy, scipy and networkx load on first use.
 """
 
 from __future__ import annotations

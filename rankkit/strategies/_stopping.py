@@ -1,9 +1,9 @@
 """Stopping rules of the adaptive strategies (``until=top1|top:K|order``) and their forecasts.
 
 A task stops once the answer by posterior mean is the true one with probability ``confidence``,
-by a seeded Monte Carlo estimate clear of it by two standard errors. Pairwise strategies use the exact Bradley–Terry posterior
-with a hyperprior on the scale (:func:`bt_estimate`); ``setwise_groups`` its Gaussian posterior
-(:func:`gaussian_probability`). Why this stays valid under adaptive choice: ``docs/stopping.md``.
+by a seeded Monte Carlo estimate clear of it by two standard errors. Pairwise strategies use the
+exact Bradley–Terry posterior with a hyperprior on the scale (:func:`bt_estimate`),
+``setwise_groups`` its Gaussian posterior (:func:`gaussian_probability`). Why this stays valid under adaptive choice: ``docs/stopping.md``.
 """
 
 from __future__ import annotations
