@@ -1,13 +1,8 @@
-"""The Laplace-approximated Bradley–Terry posterior over candidate strengths that ``active`` refits after every step.
+"""The Laplace-approximated Bradley–Terry posterior over candidate strengths that ``active`` refits.
 
-Candidate i has a log-strength θ_i, ``P(i beats j) = σ(θ_i − θ_j)``, and a Gaussian prior
-``N(0, prior_sd² I)``. After the matches played so far the posterior is approximated by a Gaussian
-(Laplace's method): its mean is the maximum a posteriori θ and its covariance the inverse Hessian
-of the negative log-posterior there. A tie counts as half a win each way. Everything works on
-arrays of the outcomes (:class:`Evidence`): the gradient is O(outcomes + N) and the Hessian a
-weighted graph Laplacian plus the prior's precision. :func:`exact_posterior` refits exactly
-(Newton's method, Cholesky solves); :class:`Posterior` keeps one up to date, exactly or — for
-many candidates — incrementally (see its docstring). numpy and scipy load on first use.
+``P(i beats j) = σ(θ_i − θ_j)``, prior ``N(0, prior_sd² I)``, a tie half a win each way. The
+Gaussian's mean is the MAP θ and its covariance the inverse Hessian there (a weighted graph
+Laplacian plus the prior's precision). numpy and scipy load on first use.
 """
 
 from __future__ import annotations
@@ -21,8 +16,7 @@ from rankkit.ratings import Outcome
 if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
     import numpy as np
 
-#: Incremental updates count the mean as the MAP once no gradient entry exceeds this (the
-#: strengths are then within about prior_sd² times it of the MAP).
+#: Incremental updates count the mean as the MAP once no gradient entry exceeds this.
 GRADIENT_TOLERANCE = 1e-5
 
 
@@ -41,17 +35,7 @@ class Evidence:
         self._size = 0
 
     def add(self, first: int, second: int, outcome: float) -> None:
-        """Add one outcome.
-
-        Parameters
-        ----------
-        first : int
-            The row of a.
-        second : int
-            The row of b.
-        outcome : float
-            The outcome for a (1, ½ or 0).
-        """
+        """Add one outcome: rows ``first`` and ``second``, ``outcome`` for first (1, ½ or 0)."""
         import numpy as np
 
         if self._size == len(self._outcome):
@@ -71,20 +55,7 @@ class Evidence:
 
     @classmethod
     def from_outcomes(cls, outcomes: Sequence[Outcome], items: Sequence[str]) -> Evidence:
-        """The evidence of named outcomes.
-
-        Parameters
-        ----------
-        outcomes : Sequence[Outcome]
-            ``(a, b, outcome for a)`` by candidate name.
-        items : Sequence[str]
-            The candidates, in row order.
-
-        Returns
-        -------
-        Evidence
-            The outcomes as rows.
-        """
+        """The evidence of ``(a, b, outcome for a)`` by name, rows in the order of ``items``."""
         index = {name: i for i, name in enumerate(items)}
         evidence = cls(len(items))
         for a, b, outcome in outcomes:
@@ -100,27 +71,8 @@ def _sum_at(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
 
 
 def bt_log_posterior(theta: np.ndarray, evidence: Evidence, prior_sd: float) -> tuple[float, np.ndarray, np.ndarray]:
-    """Negative log-posterior of Bradley–Terry strengths, its gradient, and each outcome's curvature.
-
-    ``−log p(θ | outcomes) = Σ_r [s_r · log(1 + e^(−d_r)) + (1 − s_r) · log(1 + e^(d_r))] + |θ|² / (2 prior_sd²)
-    + const`` with ``d_r = θ_a − θ_b`` and ``s_r`` the outcome for a. With ``P_r = σ(d_r)`` the
-    gradient is ``P_r − s_r`` at a and ``s_r − P_r`` at b (plus ``θ / prior_sd²``), and outcome r
-    adds its curvature ``c_r = P_r (1 − P_r)`` to the Hessian as ``c_r (e_a − e_b)(e_a − e_b)ᵀ``
-    (:func:`posterior_hessian`). Every term costs O(outcomes + N).
-
-    Parameters
-    ----------
-    theta : np.ndarray
-        The strengths, one per row.
-    evidence : Evidence
-        The outcomes.
-    prior_sd : float
-        The prior sd of the strengths.
-
-    Returns
-    -------
-    tuple[float, np.ndarray, np.ndarray]
-        The value, the gradient, and each outcome's curvature ``c_r``.
+    """Negative log-posterior of Bradley–Terry strengths, its gradient, and each outcome's curvature
+    ``c_r = P_r (1 − P_r)`` (its Hessian term is ``c_r (e_a − e_b)(e_a − e_b)ᵀ``). O(outcomes + N).
     """
     import numpy as np
 
@@ -138,23 +90,7 @@ def bt_log_posterior(theta: np.ndarray, evidence: Evidence, prior_sd: float) -> 
 
 
 def posterior_hessian(evidence: Evidence, curvature: np.ndarray, prior_sd: float) -> np.ndarray:
-    """The dense Hessian ``Σ_r c_r (e_a − e_b)(e_a − e_b)ᵀ + I / prior_sd²`` (a weighted graph
-    Laplacian plus the prior's precision).
-
-    Parameters
-    ----------
-    evidence : Evidence
-        The outcomes.
-    curvature : np.ndarray
-        Each outcome's curvature (:func:`bt_log_posterior`).
-    prior_sd : float
-        The prior sd of the strengths.
-
-    Returns
-    -------
-    np.ndarray
-        The N x N Hessian.
-    """
+    """The dense N x N Hessian ``Σ_r c_r (e_a − e_b)(e_a − e_b)ᵀ + I / prior_sd²``."""
     import numpy as np
 
     first, second, _ = evidence.arrays
@@ -189,23 +125,7 @@ def _newton(
 
 
 def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Laplace approximation: the MAP strengths by Newton's method (Cholesky solves of the
-    Hessian) from ``start``, and the covariance = inverse Hessian there.
-
-    Parameters
-    ----------
-    evidence : Evidence
-        The outcomes.
-    prior_sd : float
-        The prior sd of the strengths.
-    start : np.ndarray
-        Where Newton's method starts.
-
-    Returns
-    -------
-    tuple[np.ndarray, np.ndarray]
-        (mean, covariance).
-    """
+    """(mean, covariance): the MAP by Newton's method (Cholesky solves) from ``start``, and the inverse Hessian there."""
     import numpy as np
     from scipy.linalg import cho_factor, cho_solve
 
@@ -224,29 +144,10 @@ def exact_posterior(evidence: Evidence, prior_sd: float, start: np.ndarray) -> t
 def bt_posterior(
     outcomes: Sequence[Outcome], items: Sequence[str], prior_sd: float, start: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Laplace approximation of the Bradley–Terry posterior: (mean, covariance) of θ over ``items``.
+    """Laplace approximation of the Bradley–Terry posterior: (mean, covariance) of θ, rows in the order
+    of ``items``; ``outcomes`` are ``(a, b, outcome for a)`` by name.
 
-    The prior is ``θ ~ N(0, prior_sd² I)``; an outcome ``(a, b, s)`` has likelihood
-    ``σ(θ_a − θ_b)^s · σ(θ_b − θ_a)^(1−s)`` (a tie, s = ½, is half a win each way). The mean is the
-    maximum a posteriori θ (Newton's method on :func:`bt_log_posterior`, which is strictly
-    convex); the covariance is the inverse Hessian there.
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        ``(a, b, outcome for a)`` by candidate name.
-    items : Sequence[str]
-        The candidates, in row order.
-    prior_sd : float
-        The prior sd of the strengths.
-    start : np.ndarray | None, default None
-        Where Newton's method starts (the previous posterior mean, so that a refit after a few
-        more matches takes a few steps); zeros when None.
-
-    Returns
-    -------
-    tuple[np.ndarray, np.ndarray]
-        (mean, covariance) of θ, rows in the order of ``items``.
+    ``start`` is where Newton's method starts (the previous mean makes a refit quick; None: zeros).
     """
     import numpy as np
 
@@ -303,16 +204,10 @@ def _newton_direction(evidence: Evidence, curvature: np.ndarray, gradient: np.nd
 class Posterior:
     """The Laplace posterior of one task's strengths, kept up to date as matches are played.
 
-    exact: every :meth:`update` refits it exactly (:func:`exact_posterior`); ``active`` asks for
-    this up to :data:`rankkit.strategies.active.EXACT_UP_TO` candidates. Otherwise an update adds each new outcome's curvature to the covariance
-    Σ by a Sherman–Morrison rank-one update (one O(N²) pass), and moves the mean to the exact MAP
-    (every gradient entry below :data:`GRADIENT_TOLERANCE`) by Newton directions with an exact
-    line search (:func:`_line_minimum`). The gradient at the previous MAP is non-zero only at the
-    new outcomes' candidates, so the first direction ``Σ·g`` needs only their columns of Σ (O(N));
-    once the gradient has spread, conjugate gradients on the sparse Hessian give the direction
-    (:func:`_newton_direction`, O(outcomes + N) per product). Every ``N // 16`` updates the covariance is
-    recomputed exactly, so the curvature of earlier outcomes, which drifts as the mean moves, is
-    never stale for long.
+    With ``exact`` every :meth:`update` refits (:func:`exact_posterior`). Otherwise an update adds the
+    new outcomes' curvature by Sherman–Morrison rank-one updates (O(N²)) and moves the mean to the
+    MAP (gradient below :data:`GRADIENT_TOLERANCE`) by Newton directions with an exact line search;
+    the covariance is recomputed exactly every ``N // 16`` updates, as earlier curvature drifts.
     """
 
     def __init__(self, n_items: int, prior_sd: float, exact: bool = True):
@@ -327,13 +222,7 @@ class Posterior:
         self._since_refresh = 0
 
     def update(self, new_outcomes: Sequence[tuple[int, int, float]]) -> None:
-        """Add outcomes (row of a, row of b, outcome for a) and update mean and covariance.
-
-        Parameters
-        ----------
-        new_outcomes : Sequence[tuple[int, int, float]]
-            The new outcomes, by row.
-        """
+        """Add outcomes (row of a, row of b, outcome for a) and update mean and covariance."""
         import numpy as np
 
         for first, second, outcome in new_outcomes:
@@ -389,31 +278,12 @@ class Posterior:
 def choice_posterior(
     choices: Sequence[tuple[Sequence[int], int]], n_items: int, prior_sd: float, start: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Laplace approximation of the posterior of first-choice (multinomial logit, Plackett–Luce's
-    first stage) log-strengths: (mean, covariance).
+    """Laplace approximation of the posterior of first-choice (multinomial logit) log-strengths:
+    (mean, covariance).
 
-    A choice ``(members, chosen)`` — row indices shown together and the row picked as best — has
-    likelihood ``exp(θ_chosen) / Σ_members exp(θ_m)``; with two members it is a Bradley–Terry
-    outcome. The prior is ``N(0, prior_sd² I)``. The negative log-posterior is strictly convex; its
-    gradient is ``Σ (softmax over members − e_chosen) + θ / prior_sd²`` and its Hessian
-    ``Σ (diag p − p pᵀ) + I / prior_sd²`` (on each choice's members), minimised by Newton's method
-    with step halving.
-
-    Parameters
-    ----------
-    choices : Sequence[tuple[Sequence[int], int]]
-        ``(members, chosen)`` rows.
-    n_items : int
-        The number of candidates.
-    prior_sd : float
-        The prior sd of the log-strengths.
-    start : np.ndarray | None, optional
-        Where Newton's method starts (None: zeros).
-
-    Returns
-    -------
-    tuple[np.ndarray, np.ndarray]
-        (mean, covariance).
+    A choice ``(members, chosen)`` (rows shown together, the row picked) has likelihood
+    ``exp(θ_chosen) / Σ_members exp(θ_m)``; with two members a Bradley–Terry outcome. Prior
+    ``N(0, prior_sd² I)``; Newton's method from ``start`` (None: zeros).
 
     Examples
     --------

@@ -14,42 +14,15 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 
 
 def corrected_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
-    """Each candidate's slot-corrected grade level θ (see ``docs/strategies.md``).
-
-    Parameters
-    ----------
-    comparisons : Iterable[Comparison]
-        The judgments (a match played in both orders gives two).
-    candidates : Sequence[str]
-        Every candidate id; one that never played gets ``unplayed``.
-    unplayed : float
-        The score of a candidate without any judgment (e.g. the scale's midpoint).
-
-    Returns
-    -------
-    dict[str, float]
-        Candidate id -> grade level.
+    """Each candidate's slot-corrected grade level θ (see ``docs/strategies.md``); ``unplayed`` (e.g.
+    the scale's midpoint) for one without any judgment.
     """
     return fit_corrected_grades(comparisons, candidates, unplayed)[0]
 
 
 def mean_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:
-    """Each candidate's plain mean grade over the judgments it appeared in (the knockout paper's
-    score averaging); ``unplayed`` for a candidate without any judgment.
-
-    Parameters
-    ----------
-    comparisons : Iterable[Comparison]
-        The judgments (a match played in both orders gives two).
-    candidates : Sequence[str]
-        Every candidate id; one that never played gets ``unplayed``.
-    unplayed : float
-        The score of a candidate without any judgment (e.g. the scale's midpoint).
-
-    Returns
-    -------
-    dict[str, float]
-        Candidate id -> mean grade.
+    """Each candidate's mean grade over its judgments (the knockout paper's score averaging);
+    ``unplayed`` for one without any judgment.
     """
     grades: dict[str, list[float]] = {cid: [] for cid in candidates}
     for comparison in comparisons:
@@ -61,22 +34,7 @@ def mean_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], un
 def fit_corrected_grades(
     comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float
 ) -> tuple[dict[str, float], float]:
-    """:func:`corrected_grades` and the fitted slot effect β (0 when the design cannot identify it).
-
-    Parameters
-    ----------
-    comparisons : Iterable[Comparison]
-        The judgments (a match played in both orders gives two).
-    candidates : Sequence[str]
-        Every candidate id; one that never played gets ``unplayed``.
-    unplayed : float
-        The score of a candidate without any judgment (e.g. the scale's midpoint).
-
-    Returns
-    -------
-    tuple[dict[str, float], float]
-        Candidate id -> grade level, and β.
-    """
+    """:func:`corrected_grades` and the fitted slot effect β (0 when the design cannot identify it)."""
     count = dict.fromkeys(candidates, 0)
     total = dict.fromkeys(candidates, 0.0)
     slot = dict.fromkeys(candidates, 0)  # times shown first minus times shown second

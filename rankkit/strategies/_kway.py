@@ -1,7 +1,6 @@
-"""What the k-way strategies (``setwise_knockout``, ``setwise_heapsort``, ``listwise``, ``setwise_groups``) share.
+"""What the k-way strategies share: the checks of ``order``, ``shifts`` and group size.
 
-A k-way strategy shows the judge several answers at once (:mod:`rankkit.choices`); its ``order``
-is ``given``, ``random``, ``both`` or ``permute`` (with ``shifts``), checked here, and its group size is at
+``order`` is ``given``, ``random``, ``both`` or ``permute`` (with ``shifts``); a group holds at
 most the 8 labels ``A``…``H`` of the k-way templates.
 """
 
@@ -20,10 +19,9 @@ from rankkit.strategies.base import Strategy, check_ranges
 
 
 class KwayStrategy(Strategy):
-    """Base of the k-way strategies: ``kind = "kway"`` and the checks of ``order``/``shifts``.
+    """Base of the k-way strategies: ``kind = "kway"`` and the checks of ``order`` and ``shifts``.
 
-    Subclasses are frozen dataclasses with the fields ``order`` and ``shifts``; they call
-    ``super().__post_init__()`` first and check their own group size with :meth:`check_size`.
+    Subclasses call ``super().__post_init__()`` first and check their group size with :meth:`check_size`.
     """
 
     kind: ClassVar[str] = "kway"
@@ -39,14 +37,7 @@ class KwayStrategy(Strategy):
         check_ranges(self)
 
     def check_size(self, name: str, value: int) -> None:
-        """Refuse a group size outside 2..8 (the k-way templates' labels A..H).
-
-        Parameters
-        ----------
-        name : str
-            The parameter's name, for the message.
-        value : int
-            The group size.
+        """Refuse a group size outside 2..8; ``name`` is the parameter's, for the message.
 
         Raises
         ------
@@ -61,20 +52,7 @@ class KwayStrategy(Strategy):
 
 
 def mean_scores(received: Mapping[str, Sequence[float]], candidate_ids: Sequence[str]) -> dict[str, float]:
-    """Each answer's mean over the slot scores it received; an answer never scored (every group it
-    was in was undecided) gets the mean of all scores given, 0 when none was.
-
-    Parameters
-    ----------
-    received : Mapping[str, Sequence[float]]
-        Candidate id -> the slot scores it received.
-    candidate_ids : Sequence[str]
-        Every candidate of the task.
-
-    Returns
-    -------
-    dict[str, float]
-        Candidate id -> mean score.
+    """Each answer's mean slot score; one never scored gets the mean of all scores given (0 when none).
 
     Examples
     --------

@@ -1,12 +1,9 @@
-"""Which pairs ``active`` asks next: a match's value under the posterior, batch picking, pre-selection, settling.
+"""Which pairs ``active`` asks next, and when no further result could change its ranking.
 
-For a pair (i, j) not yet played the posterior gives the strength gap ``d = θ_i − θ_j ~ N(m, s²)``
-(:func:`gap_distribution`). Its value is the expected information the outcome gives about θ
-(:func:`expected_information`, BALD) or the probability that the pair's current order is wrong
-(:func:`order_doubt`). :func:`choose_pairs` picks a batch of the most valuable pairs (computing
-BALD only where a cheap bound says it can matter), :func:`candidate_pairs` pre-selects pairs when
-there are too many to score, and :func:`is_settled` says when no further result could change the
-ranking. numpy, scipy and networkx load on first use.
+A pair's value under the posterior gap ``θ_i − θ_j ~ N(m, s²)`` is BALD
+(:func:`expected_information`) or :func:`order_doubt`; :func:`choose_pairs` picks a batch,
+:func:`candidate_pairs` pre-selects when there are too many pairs, and :func:`is_settled` says
+when the ranking is settled. numpy, scipy and networkx load on first use.
 """
 
 from __future__ import annotations
@@ -37,22 +34,7 @@ def _hermite() -> tuple[np.ndarray, np.ndarray]:
 
 
 def gap_distribution(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior mean and standard deviation of ``θ_i − θ_j`` for each row (i, j) of ``pairs``.
-
-    Parameters
-    ----------
-    mean : np.ndarray
-        The posterior mean of the strengths.
-    cov : np.ndarray
-        The posterior covariance.
-    pairs : np.ndarray
-        (i, j) rows.
-
-    Returns
-    -------
-    tuple[np.ndarray, np.ndarray]
-        The gaps' means and standard deviations, one per row.
-    """
+    """Posterior mean and sd of ``θ_i − θ_j`` for each row (i, j) of ``pairs``."""
     import numpy as np
 
     i, j = pairs[:, 0], pairs[:, 1]
@@ -70,20 +52,7 @@ def _entropy(p: np.ndarray) -> np.ndarray:
 def expected_information(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
     """BALD: mutual information (nats) between a match's outcome and θ, for gaps ``N(gap_mean, gap_sd²)``.
 
-    ``H(E[σ(d)]) − E[H(σ(d))]``: the entropy of the predicted outcome minus the entropy the outcome
-    would keep if θ were known. Expectations by Gauss–Hermite quadrature.
-
-    Parameters
-    ----------
-    gap_mean : np.ndarray
-        Posterior mean of each gap ``θ_i − θ_j``.
-    gap_sd : np.ndarray
-        Posterior standard deviation of each gap.
-
-    Returns
-    -------
-    np.ndarray
-        The expected information of each gap's match, in nats.
+    ``H(E[σ(d)]) − E[H(σ(d))]``, expectations by Gauss–Hermite quadrature.
     """
     import numpy as np
 
@@ -94,20 +63,7 @@ def expected_information(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray
 
 
 def order_doubt(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
-    """Posterior probability that a pair's order by posterior mean is wrong: ``Φ(−|m|/s)``.
-
-    Parameters
-    ----------
-    gap_mean : np.ndarray
-        Posterior mean of each gap ``θ_i − θ_j``.
-    gap_sd : np.ndarray
-        Posterior standard deviation of each gap.
-
-    Returns
-    -------
-    np.ndarray
-        One probability per pair.
-    """
+    """Posterior probability that a pair's order by posterior mean is wrong: ``Φ(−|m|/s)``."""
     import numpy as np
     from scipy.special import ndtr
 
@@ -115,29 +71,13 @@ def order_doubt(gap_mean: np.ndarray, gap_sd: np.ndarray) -> np.ndarray:
 
 
 def is_settled(outcomes: Sequence[Outcome], items: Sequence[str]) -> bool:
-    """Whether the decisive results admit exactly one order of ``items``.
-
-    True when the win graph (an edge winner -> loser per decisive outcome; ties are left out) has
-    no cycle and its topological order is unique, which holds exactly when every two neighbours
-    in that order are joined by an edge.
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        The results so far.
-    items : Sequence[str]
-        The candidates.
-
-    Returns
-    -------
-    bool
-        True when one order is left.
+    """Whether the decisive results (ties left out) admit exactly one order of ``items``: the win graph
+    is acyclic and every two neighbours of its topological order are joined by an edge.
     """
     import networkx as nx
 
     decisive = [(a, b) if outcome == 1.0 else (b, a) for a, b, outcome in outcomes if outcome != 0.5]
-    # Cheap necessary condition first: along a unique order every candidate but the last has
-    # beaten someone and every candidate but the first has lost.
+    # Cheap necessary condition first: in a unique order all but the last won, all but the first lost.
     if len({w for w, _ in decisive}) != len(items) - 1 or len({l for _, l in decisive}) != len(items) - 1:
         return False
     wins = nx.DiGraph()
@@ -154,24 +94,8 @@ def pick_batch(
 ) -> list[tuple[int, int]]:
     """The ``size`` most valuable pairs, best first, preferring pairs that share no candidate.
 
-    Values equal to 12 decimals count as equal and the seeded ``tiebreak`` numbers order them, so a
-    fit's last-digit noise never decides.
-
-    Parameters
-    ----------
-    pairs : Sequence[tuple[int, int]] | np.ndarray
-        (i, j) rows.
-    values : np.ndarray
-        One number per pair: how valuable it is.
-    tiebreak : np.ndarray
-        One seeded number per pair, ordering equal values.
-    size : int
-        How many pairs to pick.
-
-    Returns
-    -------
-    list[tuple[int, int]]
-        The chosen pairs, best first.
+    Values equal to 12 decimals are ordered by the seeded ``tiebreak``, so a fit's last-digit noise
+    never decides.
     """
     return [(int(pairs[k][0]), int(pairs[k][1])) for k in _pick_rows(pairs, values, tiebreak, size)]
 
@@ -202,9 +126,9 @@ def _pick_rows(
 
 @functools.cache
 def _information_bounds(max_sd: float) -> tuple[float, float, np.ndarray]:
-    """A table of :func:`expected_information` on a grid of gap means |m| in [0, 16] and standard
-    deviations s in [0, max_sd]: (m step, s step, table). BALD falls as |m| grows and rises with
-    s, so the table at a cell's smallest |m| and largest s bounds every value inside the cell."""
+    """(m step, s step, table) of :func:`expected_information` on a grid of |m| in [0, 16] and s in
+    [0, max_sd]; BALD falls with |m| and rises with s, so a cell's corner bounds the cell.
+    """
     import numpy as np
 
     m_step, s_step = 16.0 / 512, max_sd / 256
@@ -217,23 +141,7 @@ def _information_bounds(max_sd: float) -> tuple[float, float, np.ndarray]:
 
 
 def information_bound(gap_mean: np.ndarray, gap_sd: np.ndarray, max_sd: float) -> np.ndarray:
-    """An upper bound of :func:`expected_information` for each gap, from a precomputed table
-    (``max_sd`` bounds every gap_sd; larger ones get an infinite bound).
-
-    Parameters
-    ----------
-    gap_mean : np.ndarray
-        Posterior mean of each gap ``θ_i − θ_j``.
-    gap_sd : np.ndarray
-        Posterior standard deviation of each gap.
-    max_sd : float
-        The largest gap sd the table covers.
-
-    Returns
-    -------
-    np.ndarray
-        One bound per gap.
-    """
+    """An upper bound of :func:`expected_information` per gap from a table (infinite for ``gap_sd`` above ``max_sd``)."""
     import numpy as np
 
     m_step, s_step, table = _information_bounds(max_sd)
@@ -254,37 +162,13 @@ def choose_pairs(
     criterion: str,
     prior_sd: float,
 ) -> list[tuple[int, int]]:
-    """:func:`pick_batch` over ``pairs`` under ``criterion``, computing the expensive BALD values
-    only where they can matter.
+    """:func:`pick_batch` over ``pairs`` under ``criterion`` (``information`` or ``order``), computing
+    exact BALD values only where they can matter.
 
-    Every pair gets a cheap upper bound (:func:`information_bound`); the exact value is computed
-    for the pairs whose bound reaches a threshold, starting at the ``64 · size``-th best bound. If
-    the batch chosen among those consists of ``size`` disjoint pairs worth at least the threshold
-    (plus 1e-9, far above the 12-decimal rounding of :func:`pick_batch`), no pair left out could
-    have ranked before any of them, so the batch is exactly the one all pairs would give;
-    otherwise the threshold drops to the weakest chosen value and the candidates widen.
-
-    Parameters
-    ----------
-    pairs : np.ndarray
-        (i, j) rows of the pairs that may be played.
-    mean : np.ndarray
-        The posterior mean of the strengths.
-    cov : np.ndarray
-        The posterior covariance.
-    tiebreak : np.ndarray
-        The seeded N x N tiebreak numbers.
-    size : int
-        How many pairs to choose.
-    criterion : str
-        ``information`` (BALD) or ``order`` (:func:`order_doubt`).
-    prior_sd : float
-        The prior sd of the strengths (bounds every gap's sd).
-
-    Returns
-    -------
-    list[tuple[int, int]]
-        The chosen pairs, best first.
+    Exact values are computed for pairs whose :func:`information_bound` reaches a threshold (first
+    the ``64 · size``-th best bound); a batch of ``size`` disjoint pairs all above it is exactly what
+    all pairs would give, otherwise the threshold drops and the candidates widen. ``tiebreak`` is
+    the seeded N x N tiebreak matrix; ``prior_sd`` bounds every gap's sd.
     """
     import numpy as np
 
@@ -316,28 +200,11 @@ def choose_pairs(
 
 
 def candidate_pairs(mean: np.ndarray, played: np.ndarray, degree: int) -> np.ndarray:
-    """The pairs worth scoring when there are too many to score them all (``active`` above
-    :data:`~rankkit.strategies.active.EXACT_UP_TO` candidates): every unplayed pair of
-    candidates at most ``WINDOW + degree`` places apart in the order of posterior means.
+    """The unplayed pairs (i, j), i < j, at most ``WINDOW + degree`` places apart in the order of
+    posterior means: those worth scoring when there are too many to score all.
 
-    Both criteria prefer pairs whose strengths are close (a small posterior mean gap) and
-    uncertain; neighbours in the mean order are the close ones, and widening the window by the
-    most opponents any candidate has met keeps unplayed partners in reach of everyone. Rows are
-    (i, j) with i < j.
-
-    Parameters
-    ----------
-    mean : np.ndarray
-        The posterior mean of the strengths.
-    played : np.ndarray
-        N x N booleans: whether a pair has played.
-    degree : int
-        The most opponents any candidate has met.
-
-    Returns
-    -------
-    np.ndarray
-        (i, j) rows, i < j.
+    ``degree`` (the most opponents any candidate has met) widens the window so everyone keeps
+    unplayed partners in reach.
     """
     import numpy as np
 

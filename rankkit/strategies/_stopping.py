@@ -1,14 +1,9 @@
-"""Stopping rules of the adaptive strategies: stop once the target is settled at a confidence.
+"""Stopping rules of the adaptive strategies (``until=top1|top:K|order``) and their forecasts.
 
-A strategy given ``until=top1|top:K|order`` keeps a Gaussian (Laplace) posterior over its
-candidates' log-strengths and stops as soon as the probability that its current answer (the best
-candidate, the set of the K best, or the whole order, by posterior mean) is the true one reaches
-``confidence`` (a Monte Carlo estimate clear of it by two standard errors): for the pairwise strategies under the exact Bradley–Terry posterior with a
-hyperprior on the strengths' scale (:func:`bt_estimate`, importance sampling), for
-``setwise_groups`` under its Gaussian posterior (:func:`gaussian_probability`). Draws are seeded
-per task. :func:`forecast_more` and :func:`prior_forecast` forecast how many judgments
-that will take. Why this stays valid when the next pair is chosen from the data: ``docs/stopping.md``.
-numpy and scipy load on first use.
+A task stops once the answer by posterior mean is the true one with probability ``confidence``,
+by a seeded Monte Carlo estimate clear of it by two standard errors. Pairwise strategies use the
+exact Bradley–Terry posterior with a hyperprior on the scale (:func:`bt_estimate`),
+``setwise_groups`` its Gaussian posterior (:func:`gaussian_probability`). Why this stays valid under adaptive choice: ``docs/stopping.md``.
 """
 
 from __future__ import annotations
@@ -34,19 +29,14 @@ TARGETS = ("top1", "top:K", "order")
 #: Why a task stopped (the candidates' extras ``stopped``) when a strategy has a target.
 STOP_REASONS = ("target", "budget", "exhausted")
 
-#: Posterior draws per probability estimate (per prior scale), to start with: with every draw
-#: equally weighted a probability near 0.95 is estimated to about ±0.005.
+#: Posterior draws per probability estimate (per prior scale), to start with.
 DRAWS = 2000
 
-#: A Monte Carlo estimate settles the target only when it is this many of its standard errors
-#: above the confidence. Stopping the first time a noisy estimate crosses the line would select the
-#: estimates that happen to be too high (a task is checked after every step), and importance
-#: weights can be very uneven (a few draws carrying most of the weight) when the judgments leave the
-#: posterior far from Gaussian: then the estimate alone overstated the probability by about 0.03.
+#: An estimate settles the target only this many standard errors above the confidence: stopping
+#: at the first noisy crossing would favour estimates that happen to be too high.
 MONTE_CARLO_Z = 2.0
 
-#: While an estimate is above the confidence but within :data:`MONTE_CARLO_Z` standard errors of
-#: it, the draws are multiplied by 4 (extending the same seeded sample), up to this many.
+#: The most draws :func:`clears_confidence` grows to.
 MOST_DRAWS = 32000
 
 #: The importance sampler's proposal: the Laplace covariance's sd times this (:func:`importance_estimate`).
@@ -58,11 +48,8 @@ PROPOSAL_DOF = 5.0
 #: The least effective sample size, as a share of the draws, an importance-weighted estimate may rest on.
 LEAST_EFFECTIVE_SHARE = 0.02
 
-#: The hyperprior of the pairwise strategies' stopping rule: the strengths' prior sd τ is one of
-#: these, each equally likely (a factor 2 apart: from a judge that barely tells answers apart to
-#: one that prefers an answer one τ better 98 times in 100). Going on to 8 made the rule
-#: overconfident on the simulated judges (a consistent sweep then favours τ = 8, under which two
-#: close answers are rarely close).
+#: The pairwise stopping rule's hyperprior: the strengths' prior sd τ is one of these, equally
+#: likely (adding 8 made the rule overconfident on simulated judges).
 SCALES = (0.5, 1.0, 2.0, 4.0)
 
 #: The screen before the Monte Carlo (:func:`is_target_settled`) divides the Laplace sd by this.
@@ -87,35 +74,14 @@ class StopTarget:
     k: int = 1
 
     def size(self, n_items: int) -> int:
-        """How many leading places of the order the target fixes on ``n_items`` candidates.
-
-        Parameters
-        ----------
-        n_items : int
-            The number of candidates.
-
-        Returns
-        -------
-        int
-            1 for ``top1``, min(K, n) for ``top:K``, n for ``order``.
-        """
+        """How many leading places of the order the target fixes: 1, min(K, n) or n."""
         return {"top1": 1, "top": min(self.k, n_items), "order": n_items}[self.kind]
 
 
 def parse_until(where: str, until: str | None) -> StopTarget | None:
-    """The target of an ``until`` parameter (None: no target, the strategy's fixed budget).
+    """The target of an ``until`` parameter: ``top1``, ``top:K`` (K >= 1) or ``order``; None for None.
 
-    Parameters
-    ----------
-    where : str
-        The strategy, for the message.
-    until : str | None
-        ``top1``, ``top:K`` (K >= 1) or ``order``.
-
-    Returns
-    -------
-    StopTarget | None
-        The target; :class:`SpecError` naming the choices when ``until`` is none of them.
+    ``where`` names the strategy in the :class:`SpecError` raised for anything else.
     """
     if until is None:
         return None
@@ -129,26 +95,12 @@ def parse_until(where: str, until: str | None) -> StopTarget | None:
 
 
 def check_stopping(where: str, until: str | None, confidence: float) -> StopTarget | None:
-    """Check ``until`` and ``confidence`` (strictly between 0 and 1); the target, or None.
-
-    Parameters
-    ----------
-    where : str
-        The strategy, for the message.
-    until : str | None
-        ``top1``, ``top:K`` or ``order`` (None: no target).
-    confidence : float
-        The posterior probability the target must reach.
-
-    Returns
-    -------
-    StopTarget | None
-        The target, or None.
+    """Check ``until`` and ``confidence``; the target, or None.
 
     Raises
     ------
     SpecError
-        For an unknown target or a confidence outside (0, 1).
+        For an unknown target or a confidence outside (0, 1), both ends excluded.
     """
     target = parse_until(where, until)
     if not 0.0 < confidence < 1.0:
@@ -157,55 +109,21 @@ def check_stopping(where: str, until: str | None, confidence: float) -> StopTarg
 
 
 def task_seed(task_id: str) -> int:
-    """The Monte Carlo seed of a task: a pure function of its id (stable across runs and machines).
-
-    Parameters
-    ----------
-    task_id : str
-        The task's id.
-
-    Returns
-    -------
-    int
-        A 64-bit seed (blake2b of the id).
-    """
+    """The Monte Carlo seed of a task: a 64-bit blake2b of its id (stable across runs and machines)."""
     return int.from_bytes(hashlib.blake2b(task_id.encode("utf-8"), digest_size=8).digest(), "little")
 
 
 def current_order(mean: np.ndarray) -> np.ndarray:
-    """Row indices best first by posterior mean (equal means: the data's order).
-
-    Parameters
-    ----------
-    mean : np.ndarray
-        The posterior mean of the strengths.
-
-    Returns
-    -------
-    np.ndarray
-        Row indices, best first.
-    """
+    """Row indices best first by posterior mean (equal means: the data's order)."""
     import numpy as np
 
     return np.argsort(-mean, kind="stable")
 
 
 def relevant_pairs(order: np.ndarray, target: StopTarget) -> np.ndarray:
-    """The (better, worse) rows whose order the answer asserts and that decide it: the winner
-    against every other (``top1``), each of the K best against each of the rest (``top:K``), and
-    every two neighbours (``order``). The answer is right exactly when every such pair is.
-
-    Parameters
-    ----------
-    order : np.ndarray
-        The answer, candidate rows best first.
-    target : StopTarget
-        What must be settled.
-
-    Returns
-    -------
-    np.ndarray
-        An (m, 2) array of row pairs, better first.
+    """The (better, worse) rows the answer ``order`` rests on, as an (m, 2) array: the winner against
+    every other (``top1``), each of the K best against the rest (``top:K``), neighbours (``order``).
+    The answer is right exactly when every such pair is.
     """
     import numpy as np
 
@@ -217,30 +135,11 @@ def relevant_pairs(order: np.ndarray, target: StopTarget) -> np.ndarray:
 
 
 def in_contention(mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float) -> np.ndarray:
-    """The candidate rows whose place still decides the answer: those in a pair the answer rests on
-    (:func:`relevant_pairs`) whose Gaussian posterior doubt ``1 − Φ(m / s)`` exceeds
-    ``(1 − confidence) / (2 · pairs)``.
+    """The candidate rows, best first, whose place still decides the answer: those in a pair the
+    answer rests on whose Gaussian doubt ``1 − Φ(m / s)`` exceeds ``(1 − confidence) / (2 · pairs)``.
 
-    Why that bound: by the union bound, the pairs below it can together cost the answer at most
-    half of the ``1 − confidence`` it may miss by, so judging only the rows in contention cannot
-    keep a target from being settled; the rest of the candidates can sit out. Best first by
-    posterior mean.
-
-    Parameters
-    ----------
-    mean : np.ndarray
-        The posterior mean of the strengths, one per candidate row.
-    cov : np.ndarray
-        The posterior covariance.
-    target : StopTarget
-        What must be settled.
-    confidence : float
-        The probability the target must reach.
-
-    Returns
-    -------
-    np.ndarray
-        The rows in contention, best first (empty when no pair is in doubt).
+    By the union bound the other pairs together cost at most half the allowed miss, so the rest of
+    the candidates can sit out without keeping the target from being settled.
 
     Examples
     --------
@@ -271,22 +170,8 @@ def _draws(mean: np.ndarray, cov: np.ndarray, count: int, seed: int) -> np.ndarr
 
 
 def pairwise_bound(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> float:
-    """The smallest posterior probability ``Φ(m / s)`` that one of ``pairs`` is ordered as the
-    answer says: an upper bound of the probability that all of them are (1 without pairs).
-
-    Parameters
-    ----------
-    mean : np.ndarray
-        The posterior mean of the strengths, one per candidate row.
-    cov : np.ndarray
-        The posterior covariance.
-    pairs : np.ndarray
-        (better, worse) row pairs (:func:`relevant_pairs`).
-
-    Returns
-    -------
-    float
-        The bound.
+    """The smallest Gaussian probability ``Φ(m / s)`` among ``pairs``: an upper bound of the
+    probability that all hold (1 without pairs).
     """
     if not len(pairs):
         return 1.0
@@ -294,22 +179,8 @@ def pairwise_bound(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> floa
 
 
 def pair_probabilities(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    """Each pair's Gaussian posterior probability ``Φ(m / s)`` of being ordered as given (better
-    first): ``m`` the gap of the posterior means, ``s`` the gap's posterior sd.
-
-    Parameters
-    ----------
-    mean : np.ndarray
-        The posterior mean of the strengths, one per candidate row.
-    cov : np.ndarray
-        The posterior covariance.
-    pairs : np.ndarray
-        (better, worse) row pairs.
-
-    Returns
-    -------
-    np.ndarray
-        One probability per pair.
+    """Each (better, worse) pair's Gaussian posterior probability ``Φ(m / s)``: ``m`` the gap of the
+    means, ``s`` its posterior sd.
 
     Examples
     --------
@@ -335,23 +206,8 @@ def _log_likelihood(theta: np.ndarray, evidence: Evidence) -> np.ndarray:
 
 
 def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np.ndarray:
-    """For each row of strengths ``theta``, whether the answer given by ``order`` (best first) is
-    the true one under it: its best is best (``top1``), its K best are the K best (``top:K``), its
-    order is the order (``order``).
-
-    Parameters
-    ----------
-    theta : np.ndarray
-        Strength draws, one row per draw, one column per candidate.
-    order : np.ndarray
-        The answer, candidate rows best first.
-    target : StopTarget
-        What must be settled.
-
-    Returns
-    -------
-    np.ndarray
-        One boolean per draw.
+    """For each draw (row of ``theta``), whether the answer ``order`` (rows best first) is the true
+    one under it; one boolean per draw.
     """
     import numpy as np
 
@@ -365,26 +221,8 @@ def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np
 
 
 def gaussian_probability(mean: np.ndarray, cov: np.ndarray, target: StopTarget, seed: int, draws: int = DRAWS) -> float:
-    """The probability, under the Gaussian posterior ``N(mean, cov)``, that the answer by
-    posterior mean is the true one: the share of ``draws`` seeded draws under which it holds.
-
-    Parameters
-    ----------
-    mean : np.ndarray
-        The posterior mean of the strengths, one per candidate row.
-    cov : np.ndarray
-        The posterior covariance.
-    target : StopTarget
-        What must be settled.
-    seed : int
-        The Monte Carlo seed.
-    draws : int, default DRAWS
-        How many draws.
-
-    Returns
-    -------
-    float
-        The probability.
+    """The probability under ``N(mean, cov)`` that the answer by posterior mean is the true one: the
+    share of ``draws`` seeded draws under which it holds.
     """
     import numpy as np
 
@@ -408,39 +246,15 @@ def importance_estimate(
 ) -> tuple[float, float, float, float]:
     """The exact Bradley–Terry posterior under the prior ``N(0, scale² I)``, by importance sampling.
 
-    The proposal is a multivariate t (:data:`PROPOSAL_DOF` degrees of freedom) centred at the
-    mode of the posterior at that prior, its scale the Laplace covariance widened by
-    :data:`PROPOSAL_WIDTH` (the Laplace approximation is symmetric about the mode, and too narrow
-    in the tails when most candidates have met only one or two others: a Gaussian proposal then
-    left a few draws carrying most of the weight); each draw is weighted by posterior / proposal
-    density.
-
-    Parameters
-    ----------
-    order : np.ndarray
-        The answer, candidate rows best first.
-    target : StopTarget
-        What the answer asserts.
-    evidence : Evidence
-        The distinct judgments' outcomes.
-    scale : float
-        The prior sd τ of the strengths.
-    start : np.ndarray
-        Where the posterior fit starts.
-    seed : int
-        The Monte Carlo seed.
-    draws : int, default DRAWS
-        How many draws.
+    The proposal is a multivariate t (:data:`PROPOSAL_DOF`) at the posterior mode, scaled by the
+    Laplace covariance widened by :data:`PROPOSAL_WIDTH` (a Gaussian proposal was too narrow in the
+    tails when candidates had met only one or two others).
 
     Returns
     -------
     tuple[float, float, float, float]
-        (probability, log marginal likelihood, effective share, standard error):
-        The weighted share of draws under which the answer ``order`` holds; the log of the
-        evidence's marginal likelihood under this prior (the mean of the unnormalised weights);
-        the effective sample size over the draws; the probability's Monte Carlo standard error
-        (the self-normalised estimator's delta-method one, ``√Σ w̃ᵢ² (hᵢ − p)²`` with ``w̃`` the
-        normalised weights and ``hᵢ`` whether the answer holds under draw i).
+        (probability that ``order`` holds, log marginal likelihood, effective sample size as a
+        share of the draws, the probability's delta-method standard error).
     """
     import numpy as np
 
@@ -485,38 +299,13 @@ def bt_estimate(
     scales: Sequence[float] = SCALES,
     draws: int = DRAWS,
 ) -> tuple[float, float]:
-    """The posterior probability that the answer ``order`` (best first) is the true one, under a
-    Bradley–Terry judge whose strengths are ``N(0, τ² I)`` with τ unknown, equally likely any of
-    ``scales`` (a hierarchical prior: the data say how decisive the judge is), and its Monte Carlo
-    standard error.
+    """The posterior probability that the answer ``order`` is the true one, and its Monte Carlo
+    standard error, under Bradley–Terry strengths ``N(0, τ² I)`` with τ equally likely any of
+    ``scales``.
 
-    Each τ's exact posterior is estimated by :func:`importance_estimate`; the τ are weighted by
-    their marginal likelihoods (Bayes' rule over the grid), and so are the standard errors (in
-    quadrature; the weights' own error is left out). An estimate resting on too few effective
-    draws (below :data:`LEAST_EFFECTIVE_SHARE`, for a τ of weight above 1%) is not to be trusted,
-    and (0, 0) is returned: never settled on it.
-
-    Parameters
-    ----------
-    order : np.ndarray
-        The answer, candidate rows best first.
-    target : StopTarget
-        What the answer asserts (:class:`StopTarget`).
-    evidence : Evidence
-        The distinct judgments' outcomes.
-    seed : int
-        The Monte Carlo seed (:func:`task_seed`).
-    start : np.ndarray
-        Where each fit starts (the strategy's posterior mean).
-    scales : Sequence[float], optional
-        The grid of τ (default :data:`SCALES`).
-    draws : int, optional
-        The draws per τ (default :data:`DRAWS`).
-
-    Returns
-    -------
-    tuple[float, float]
-        (probability, standard error).
+    Each τ's estimate (:func:`importance_estimate`, seeded ``seed + k``) is weighted by its marginal
+    likelihood. When a τ of weight above 1% rests on fewer effective draws than
+    :data:`LEAST_EFFECTIVE_SHARE`, (0, 0) is returned: never settled on it.
     """
     import numpy as np
 
@@ -536,23 +325,9 @@ def bt_estimate(
 
 
 def clears_confidence(estimate: Callable[[int], tuple[float, float]], confidence: float) -> bool:
-    """Whether a Monte Carlo probability is above ``confidence`` by :data:`MONTE_CARLO_Z` standard errors.
-
-    ``estimate(draws)`` gives (probability, standard error) from that many draws. Starting at
-    :data:`DRAWS`, while the probability is at least ``confidence`` but not clear of it, the
-    draws are multiplied by 4, up to :data:`MOST_DRAWS`.
-
-    Parameters
-    ----------
-    estimate : Callable[[int], tuple[float, float]]
-        The estimator, given the number of draws.
-    confidence : float
-        The probability to clear.
-
-    Returns
-    -------
-    bool
-        True when the estimate clears the confidence.
+    """Whether ``estimate(draws)`` (probability, standard error) is above ``confidence`` by
+    :data:`MONTE_CARLO_Z` standard errors; while it is above but not clear, the draws grow 4-fold
+    from :data:`DRAWS` up to :data:`MOST_DRAWS`.
 
     Examples
     --------
@@ -579,35 +354,11 @@ def is_target_settled(
     seed: int,
     evidence: Evidence | None = None,
 ) -> bool:
-    """Whether the answer by posterior mean (``mean``) is the true one with probability ``confidence``.
+    """Whether the answer by posterior mean is the true one with probability ``confidence``.
 
-    With ``evidence`` (pairwise strategies) the probability is :func:`bt_estimate`'s; without,
-    the Gaussian ``N(mean, cov)`` is the posterior (:func:`gaussian_probability`). Either way a
-    cheap screen runs first: when some pair the answer rests on has a Gaussian probability
-    ``Φ(m / s)`` below ``confidence`` even with its sd divided by :data:`SCREEN_SHARPENING`, the
-    answer is not near settled and no Monte Carlo is run. The screen can only delay a stop, never
-    cause one. The Monte Carlo estimate must clear ``confidence`` by :data:`MONTE_CARLO_Z`
-    standard errors, with more draws while it is close (:func:`clears_confidence`).
-
-    Parameters
-    ----------
-    mean : np.ndarray
-        The posterior mean of the strengths, one per candidate row.
-    cov : np.ndarray
-        The posterior covariance.
-    target : StopTarget
-        What must be settled.
-    confidence : float
-        The probability it must reach.
-    seed : int
-        The Monte Carlo seed.
-    evidence : Evidence | None, optional
-        The distinct judgments' outcomes (None: use the Gaussian posterior).
-
-    Returns
-    -------
-    bool
-        True when the target is settled.
+    With ``evidence`` (pairwise strategies) by :func:`bt_estimate`, without by the Gaussian
+    ``N(mean, cov)``. A cheap Gaussian screen (sd divided by :data:`SCREEN_SHARPENING`) runs first;
+    it can only delay a stop, never cause one.
     """
     order = current_order(mean)
     pairs = relevant_pairs(order, target)
@@ -634,9 +385,9 @@ def is_target_settled(
 
 @dataclass(frozen=True)
 class Forecast:
-    """Judgments still needed to reach the target: the expected number, an interval
-    (:data:`FORECAST_QUANTILES`), and ``basis``: ``posterior`` (from a run's current posterior)
-    or ``prior`` (before any judgment, from the prior: a rough estimate)."""
+    """Judgments still needed to reach the target: expected, an interval (:data:`FORECAST_QUANTILES`),
+    and ``basis`` ``posterior`` (from a run's posterior) or ``prior`` (before any judgment; rough).
+    """
 
     expected: float
     low: float
@@ -649,17 +400,7 @@ class Forecast:
         return Forecast(self.expected + other.expected, self.low + other.low, self.high + other.high, basis)
 
     def describe(self, price: float | None = None) -> str:
-        """``~E (L–H) judgments``, plus dollars when ``price`` (USD per judgment) is known.
-
-        Parameters
-        ----------
-        price : float | None, optional
-            USD per judgment (None: no dollars).
-
-        Returns
-        -------
-        str
-            The forecast as text.
+        """``~E (L–H) judgments``, plus dollars when ``price`` (USD per judgment) is given.
 
         Examples
         --------
@@ -689,37 +430,13 @@ def forecast_more(
     seed: int,
     draws: int = FORECAST_DRAWS,
 ) -> Forecast:
-    """How many more judgments the target needs, from the current posterior.
+    """How many more judgments the target needs, from the current posterior (basis ``posterior``).
 
-    The model (stated, simple): the posterior sd of every strength gap shrinks as 1/√(judgments),
-    as it does when the strategy keeps spreading its judgments as it has so far. For a posterior
-    draw of the strengths, each gap the answer rests on (:func:`relevant_pairs`, on the draw's own
-    answer), now with sd ``s`` and true size ``g``, is settled at ``z = Φ⁻¹(confidence)`` once
-    ``used · (z·s/g)²`` judgments are in; the target needs the largest of these. The expected
-    number and the interval are over the draws, each capped at ``most`` (the budget, or every
-    distinct judgment).
-
-    Parameters
-    ----------
-    mean, cov : np.ndarray
-        The current Gaussian posterior.
-    target : StopTarget
-        The stopping rule's target.
-    confidence : float
-        The stopping rule's posterior probability.
-    used : int
-        Judgments used so far (> 0; with none, use :func:`prior_forecast`).
-    most : int
-        The most judgments the task can still use in all (used + what is left).
-    seed : int
-        The Monte Carlo seed.
-    draws : int, optional
-        Posterior draws (default :data:`FORECAST_DRAWS`).
-
-    Returns
-    -------
-    Forecast
-        Judgments still to use (0 when settled), basis ``posterior``.
+    Model: each gap's posterior sd shrinks as 1/√(judgments). Per posterior draw, a gap the answer
+    rests on, with sd ``s`` and true size ``g``, is settled once ``used · (Φ⁻¹(confidence)·s/g)²``
+    judgments are in; the target needs the largest. Each draw is capped at ``most`` − ``used``
+    (``most``: the budget, or every distinct judgment). ``used`` must be > 0 (else use
+    :func:`prior_forecast`).
     """
     import numpy as np
 
@@ -753,39 +470,12 @@ def prior_forecast(
     pairs_per_judgment: int = 1,
     draws: int = FORECAST_DRAWS,
 ) -> Forecast:
-    """How many judgments the target needs before any is made: a prior-based estimate.
+    """How many judgments the target needs before any is made (basis ``prior``; rough).
 
-    The model (stated, rough): true log-strengths drawn from the prior ``N(0, prior_sd²)``; the
-    judgments spread evenly, each worth ``pairs_per_judgment`` pairwise outcomes of Fisher
-    information 0.2 (a Bradley–Terry outcome's is σ(d)σ(−d) ≤ 0.25), so after n judgments a gap's
-    variance is about ``N / (0.2 · n · pairs_per_judgment)``; a gap g is settled once
-    ``g / sd ≥ Φ⁻¹(confidence)``, and the target needs all of its gaps. An adaptive strategy
-    spends its judgments where the answer is in doubt, so this tends to be pessimistic; the judge's
-    real noise is unknown before judging, so it may also be far off. Capped at ``most``.
-
-    Parameters
-    ----------
-    n_items : int
-        Candidates in the task.
-    target : StopTarget
-        The stopping rule's target.
-    confidence : float
-        The stopping rule's posterior probability.
-    prior_sd : float
-        The strategy's prior sd of the log-strengths.
-    most : int
-        The most judgments the task can use (its budget, or every distinct judgment).
-    seed : int, default 0
-        The Monte Carlo seed.
-    pairs_per_judgment : int, default 1
-        Pairwise outcomes one judgment is worth (k − 1 for a choice among k).
-    draws : int, optional
-        Prior draws (default :data:`FORECAST_DRAWS`).
-
-    Returns
-    -------
-    Forecast
-        Judgments to use, basis ``prior``.
+    Model: log-strengths from ``N(0, prior_sd²)``; judgments spread evenly, each worth
+    ``pairs_per_judgment`` outcomes (k − 1 for a choice among k) of Fisher information 0.2, and a gap
+    ``g`` is settled once ``g / sd ≥ Φ⁻¹(confidence)``. Adaptive strategies usually need fewer;
+    the judge's real noise is unknown, so it may be far off. Capped at ``most``.
     """
     import numpy as np
 

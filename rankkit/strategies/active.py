@@ -43,9 +43,8 @@ if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ra
 CRITERIA = ("information", "order", "target")
 AGGREGATES = ("bt", "grades", "corrected")
 
-#: Up to this many candidates every step refits the posterior exactly and scores every unplayed
-#: pair; above it the posterior is updated incrementally and only pre-selected pairs are scored
-#: (see "Computation" in ``docs/strategies.md``).
+#: Up to this many candidates every step refits exactly and scores every unplayed pair; above it
+#: updates are incremental and only pre-selected pairs are scored.
 EXACT_UP_TO = 256
 
 #: With a stopping target and a progress bar, the forecast is refreshed every this many steps.
@@ -55,55 +54,39 @@ FORECAST_EVERY = 8
 @register("active")
 @dataclass(frozen=True)
 class Active(Strategy):
-    """Active Bradley–Terry: play the pair (or batch of pairs) with the highest expected
-    information under the current posterior; stop at the budget or when the ranking is settled.
+    """Active Bradley–Terry: play the pair (or batch) with the highest expected information under the
+    current posterior; stop at the budget or when the ranking is settled.
 
     Parameters
     ----------
-    budget : float, default 3.0
-        Comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
-        comparisons (judgments; a match in both orders costs 2).
-    comparisons : int | None, default None
+    budget
+        Comparisons per candidate: ``floor(budget · N)`` judgments per task (a match in both orders
+        costs 2).
+    comparisons
         Exactly this many comparisons per task instead (overrides ``budget``).
-    batch : int, default 1
-        Matches chosen per step and sent to the judge together (1 = fully sequential; larger
-        batches keep a batching judge busy at some cost in information per match).
-    criterion : str, default "information"
-        ``information`` (expected information about the strengths, BALD), ``order``
-        (probability that the pair is currently ordered wrongly) or, with ``until``, ``target``:
-        among the unasked pairs the current answer rests on (the leader against each other
-        candidate for ``top1``, each of the K best against each of the rest for ``top:K``,
-        neighbours for ``order``), the one most likely ordered wrongly, as LUCB-style best-arm
-        identification does; when every such pair has been asked, ``information`` over the rest.
-    settle : bool, default True
-        Stop early once the decisive results admit exactly one order (no cycle, every two
-        neighbours met), since then no further result could change the ranking unless the judge
-        errs; false spends the whole budget.
-    prior_sd : float, default 2.0
-        Standard deviation of the Gaussian prior on the log-strengths θ (with 2, two
-        candidates one prior sd apart meet at about 88:12 odds).
-    order : str, default "given"
-        ``given`` (default) — each match shown as chosen, its two candidates in a seeded random
-        orientation; ``random`` — a further seeded coin per match; ``both`` — every match in both
-        orders (thesis §3.2.1), each order an outcome of its own in the fit (as in ``bt``), a match
-        costing 2 comparisons.
-    aggregate : str, default "bt"
-        The final scores: ``bt`` (Bradley–Terry ratings, Elo scale), ``grades`` (mean
-        grade received) or ``corrected`` (mean grade corrected for the judge's first-slot effect,
-        :func:`rankkit.strategies._graded.corrected_grades`).
-    until : str | None, default None
-        A stopping target (``docs/stopping.md``): ``top1`` (the winner), ``top:K`` (the set of
-        the K best) or ``order`` (the whole ranking); None (default) plays to the budget or
-        ``settle`` as above. With a target the strategy stops as soon as its answer (by the
-        posterior mean) has probability ``confidence`` of being the true one under the exact
-        Bradley–Terry posterior with a hyperprior on the strengths' scale (importance-sampled
-        Monte Carlo, seeded per task; checked every ⌈N/16⌉ steps), or when the budget is spent (the budget always wins), or
-        when every distinct judgment has been asked (each pair in both orders, since a judge asked
-        the same question twice answers the same: only distinct judgments are evidence). The
-        scores are then the posterior means (Elo scale), the answer whose probability was
-        computed; ``settle`` is not used, and ``aggregate`` must be ``bt``. Every candidate's
-        ``stopped`` says why: ``target``, ``budget`` or ``exhausted``.
-    confidence : float, default 0.95
+    batch
+        Matches chosen per step and sent together (1: fully sequential).
+    criterion
+        ``information`` (BALD), ``order`` (probability the pair is ordered wrongly) or, with
+        ``until``, ``target``: the unasked pair the answer rests on most likely ordered wrongly
+        (LUCB-style), then ``information`` over the rest.
+    settle
+        Stop once the decisive results admit exactly one order; false spends the whole budget.
+    prior_sd
+        The sd of the Gaussian prior on the log-strengths (2: one sd apart is about 88:12 odds).
+    order
+        ``given`` (each match in a seeded random orientation), ``random`` (a further coin per match)
+        or ``both`` (every match in both orders, each an outcome of its own; costs 2).
+    aggregate
+        ``bt`` (Bradley–Terry, Elo scale), ``grades`` (mean grade received) or ``corrected`` (mean
+        grade corrected for the first-slot effect, :func:`rankkit.strategies._graded.corrected_grades`).
+    until
+        A stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None plays to the
+        budget or ``settle``. With one, it stops once the answer has posterior probability
+        ``confidence`` (checked every ⌈N/16⌉ steps), the budget is spent, or every distinct judgment
+        was asked; ``stopped`` says which (``target``, ``budget``, ``exhausted``). Scores are then the
+        posterior means (Elo scale); ``settle`` is unused and ``aggregate`` must be ``bt``.
+    confidence
         The posterior probability the target must reach (strictly between 0 and 1).
     """
 
@@ -149,26 +132,11 @@ class Active(Strategy):
             )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Play the most informative pairs until the budget is spent (or the target is settled), then rate by Bradley–Terry.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Play the most informative pairs until the budget is spent (or the target is settled), then rate by Bradley–Terry."""
         from threadpoolctl import threadpool_limits
 
         # One BLAS thread: these matrices are small, and a multi-threaded BLAS waiting for busy
-        # cores made one 128 x 128 factorisation 10-50 times slower on a shared 2-core machine.
+        # cores is far slower.
         with threadpool_limits(limits=1, user_api="blas"):
             if self.until is not None:
                 return self._rank_until(task, source, rng)
@@ -351,33 +319,11 @@ class Active(Strategy):
         return Ranking(scores=scores, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int | None:
-        """The budget, without ``settle`` or ``until`` (with them, it may stop sooner).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int or None
-            The number of judgments, or None when it is not fixed.
-        """
+        """The budget, without ``settle`` or ``until`` (with them, it may stop sooner)."""
         return None if self.settle or self.until is not None else self.max_judgments(n_candidates)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """The budget; with ``until`` up to two plays of each pair (once per presentation order).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """The budget; with ``until`` up to two plays of each pair (once per presentation order)."""
         if self.until is None:
             return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
         every = n_candidates * (n_candidates - 1)  # every ordered pair: the distinct judgments
@@ -389,21 +335,7 @@ class Active(Strategy):
         )
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
-        """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`
-        of the judgments the target needs on a task of ``n_candidates``; None without ``until``.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-        seed : int, default 0
-            The Monte Carlo seed of the forecast.
-
-        Returns
-        -------
-        Forecast or None
-            The forecast, or None without ``until``.
-        """
+        """Before any judgment: :func:`~rankkit.strategies._stopping.prior_forecast`; None without ``until``."""
         target = check_stopping("strategy active", self.until, self.confidence)
         if target is None:
             return None

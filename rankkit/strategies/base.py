@@ -24,56 +24,56 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should n
 
 @dataclass(frozen=True)
 class CandidateExtras:
-    """What a strategy reports about one candidate besides its score; every field is optional.
+    """What a strategy reports about one candidate besides its score; a field left None is not reported.
 
-    Each built-in strategy fills the fields that apply to it (named in parentheses); a field left None
-    is not reported. In the results JSON a candidate's extras are :meth:`to_dict`: these field
-    names as keys, unreported ones left out (the HTML report's script reads ``eliminated_round``,
-    ``played`` and ``byes`` there). A third-party strategy may report none, or extras of its own:
-    it subclasses this class as a frozen dataclass with more fields (each defaulting to None) and
-    names the subclass as its :attr:`Strategy.extras_type`; results files then round-trip those
-    fields, and :meth:`~rankkit.results.RunResult.rows` shows the scalar ones as ``extra_<field>``.
+    The results JSON stores :meth:`to_dict`. A third-party strategy may add extras of its own: a
+    frozen subclass with more fields (default None), named as its :attr:`Strategy.extras_type`.
+    The strategies that fill a field are named in parentheses.
 
     Parameters
     ----------
-    wins, draws, losses : int | None, default None
-        Matches it won, drew, lost (panel_elo; losses also double_elimination).
-    eliminated_round : int | None, default None
-        The round it was knocked out in (knockout, double_elimination); None for the
-        champion, who never was.
-    position : int | None, default None
+    wins
+        Matches won (panel_elo).
+    draws
+        Matches drawn (panel_elo).
+    losses
+        Matches lost (panel_elo, double_elimination).
+    eliminated_round
+        The round it was knocked out in (knockout, double_elimination); None for the champion.
+    position
         Its place in the sorted order, 1 best (heapsort: None for the unsorted rest; sliding).
-    settled : bool | None, default None
+    settled
         Whether a pass fixed its position (sliding).
-    opponent : str | None, default None
+    opponent
         The candidate it was compared with (pairwise).
-    parse_failed : bool | None, default None
+    parse_failed
         Whether the judge's grade could not be read (individual).
-    points : float | None, default None
-        Points it won, a draw counting half (elo, bt, swiss).
-    played : int | None, default None
-        Matches it played (every built-in strategy; 0 in ``individual``; in elo and bt each
-        order shown counts once, each order being an outcome of its own).
-    grades : tuple[float, ...] | None, default None
-        Every grade it received, in the order received (knockout).
-    byes : int | None, default None
-        Rounds it advanced unplayed (knockout).
-    opponents : tuple[str, ...] | None, default None
-        Every candidate it met, in order (swiss).
-    rounds : int | None, default None
+    points
+        Points won, a draw counting half (elo, bt, swiss).
+    played
+        Matches played (all; 0 in individual; in elo and bt each order shown counts once).
+    grades
+        Every grade received, in order (knockout).
+    byes
+        Rounds advanced unplayed (knockout).
+    opponents
+        Every candidate met, in order (swiss).
+    rounds
         Rounds the whole tournament took, the same for every candidate (knockout,
         double_elimination, swiss).
-    ci_low, ci_high : float | None, default None
-        The bootstrap 95% interval of its score (bt with ``bootstrap``).
-    posterior_sd : float | None, default None
-        The posterior standard deviation of its rating, Elo scale (active).
-    steps : int | None, default None
-        How many steps the run took, the same for every candidate (active).
-    stopped : str | None, default None
+    ci_low
+        Lower end of the bootstrap 95% interval of its score (bt with ``bootstrap``).
+    ci_high
+        Upper end of that interval.
+    posterior_sd
+        Posterior sd of its rating, Elo scale (active).
+    steps
+        Steps the run took, the same for every candidate (active).
+    stopped
         Why it stopped, the same for every candidate (active).
-    undecided : int | None, default None
-        How many of its comparisons failed, so decided nothing (every pairwise strategy,
-        filled in by the run when any did; see "Undecided comparisons" in :mod:`rankkit.matches`).
+    undecided
+        How many of its comparisons failed, deciding nothing (pairwise strategies; see
+        "Undecided comparisons" in :mod:`rankkit.matches`).
     """
 
     # The field order is the JSON's key order, the order each strategy has always written its keys in.
@@ -99,13 +99,7 @@ class CandidateExtras:
     undecided: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The reported fields as JSON: field name -> value (tuples as lists), None fields left out.
-
-        Returns
-        -------
-        dict[str, Any]
-            The fields that are not None, by name, tuples turned into lists.
-        """
+        """The fields that are not None, by name, tuples as lists."""
         return {
             f.name: list(value) if isinstance(value, tuple) else value
             for f in dataclasses.fields(self)
@@ -115,16 +109,6 @@ class CandidateExtras:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CandidateExtras:
         """Read :meth:`to_dict` back (into this class or a strategy's subclass).
-
-        Parameters
-        ----------
-        data : Mapping[str, Any]
-            Field name -> value, as :meth:`to_dict` writes it (lists become tuples).
-
-        Returns
-        -------
-        CandidateExtras
-            An instance of ``cls``.
 
         Raises
         ------
@@ -139,18 +123,8 @@ class CandidateExtras:
 
     @classmethod
     def with_fields(cls, names: Iterable[str]) -> type[CandidateExtras]:
-        """``cls``, or a frozen subclass that also holds ``names`` (any JSON value, default None):
-        how the extras of a strategy that is not installed here are read from a results file.
-
-        Parameters
-        ----------
-        names : Iterable[str]
-            Field names found in a results file; those ``cls`` already has are ignored.
-
-        Returns
-        -------
-        type[CandidateExtras]
-            ``cls`` itself when it has every name, else a ``RecordedExtras`` subclass of it.
+        """``cls``, or a frozen ``RecordedExtras`` subclass that also holds ``names`` (any JSON value):
+        how extras of a strategy not installed here are read from a results file.
 
         Examples
         --------
@@ -173,16 +147,15 @@ class Ranking:
 
     Parameters
     ----------
-    scores : Mapping[str, float]
-        A score per candidate, higher is better (its scale is the strategy's own: grades for
-        ``individual`` and ``knockout``, ratings for ``elo``, rank-derived for sorting strategies).
-    ranking : list[str] | None, default None
-        Candidate ids best first; derived from ``scores`` when not given.
-    champion : str | None, default None
-        The winner, for strategies that crown one (a tournament's last survivor).
-    extras : Mapping[str, CandidateExtras]
-        Per-candidate details, e.g. ``{"c01": CandidateExtras(eliminated_round=1, played=1)}``
-        (may be empty).
+    scores
+        A score per candidate, higher is better, on the strategy's own scale (grades, ratings, or
+        rank-derived).
+    ranking
+        Candidate ids best first; derived from ``scores`` when None.
+    champion
+        The winner, for strategies that crown one.
+    extras
+        Per-candidate :class:`CandidateExtras` (may be empty).
     """
 
     scores: Mapping[str, float]
@@ -196,18 +169,7 @@ class Ranking:
                 raise TypeError(f"Ranking.extras[{cid!r}] must be a CandidateExtras, got {type(extras).__name__}")
 
     def ordered(self, candidate_order: list[str]) -> list[str]:
-        """The ranking, or the candidates sorted by score (ties keep the data's order).
-
-        Parameters
-        ----------
-        candidate_order : list[str]
-            The task's candidate ids in the data's order, used to break score ties.
-
-        Returns
-        -------
-        list[str]
-            Candidate ids, best first (a copy of ``ranking`` when it was given).
-        """
+        """The ranking, or the candidates sorted by score (ties keep ``candidate_order``, the data's order)."""
         if self.ranking is not None:
             return list(self.ranking)
         position = {cid: i for i, cid in enumerate(candidate_order)}
@@ -217,15 +179,10 @@ class Ranking:
 class Strategy:
     """Base class: subclasses are frozen dataclasses decorated with :func:`register`.
 
-    ``kind`` says which judgments the strategy needs: ``"pairwise"``, ``"pointwise"`` or
-    ``"kway"`` (several answers at once, :mod:`rankkit.choices`).
-
-    ``single_order`` names the one-order alternative of a strategy whose ``order`` field defaults
-    to ``both`` (what a spec's ``debias=false`` means for it); None in the others, whose default is
-    already one order.
-
-    A subclass that validates its parameters in ``__post_init__`` calls ``super().__post_init__()``
-    first, so that ``order`` is checked too.
+    ``kind`` is the judgment needed: ``"pairwise"``, ``"pointwise"`` or ``"kway"`` (several answers
+    at once). ``single_order`` names the one-order alternative of a strategy whose ``order``
+    defaults to ``both`` (what ``debias=false`` means). A subclass that validates in
+    ``__post_init__`` calls ``super().__post_init__()`` first.
     """
 
     name: ClassVar[str] = ""
@@ -236,18 +193,13 @@ class Strategy:
     kind: ClassVar[str] = "pairwise"
     single_order: ClassVar[str | None] = None
     #: Each number parameter's accepted range, both ends included: name -> (lowest, highest).
-    #: Declared once here, checked by :func:`check_ranges` before any judgment and listed by
-    #: ``rankkit strategies``; far outside these a parameter only hangs a run or breaks its arithmetic.
     ranges: ClassVar[Mapping[str, tuple[float, float]]] = {}
-    #: Each judgment it uses on a task is a request it has not asked there before, whatever the
-    #: verdicts (all pairs, each order at most once): a dry run too large to simulate counts its
-    #: plan from :meth:`exact_judgments` instead.
+    #: Every judgment it uses on a task is distinct, whatever the verdicts: a dry run too large to
+    #: simulate counts from :meth:`exact_judgments` instead.
     distinct_requests: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        """Check the ``order`` parameter, in every strategy that has one (see :data:`ORDERS`), and
-        that no number parameter is NaN or infinite (a spec refuses those too; this covers
-        strategies built in Python), before any judgment is paid for."""
+        """Check ``order`` (:data:`ORDERS`), that no number parameter is NaN or infinite, and the ranges."""
         if hasattr(self, "order"):
             check_order(f"strategy {self.name}", self.order)
         for field_ in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
@@ -257,85 +209,31 @@ class Strategy:
         check_ranges(self)
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Rank one task's candidates, asking ``source`` for the judgments it needs.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where judgments come from (the judge through the run's caches and cost accounting).
-        rng : random.Random
-            The strategy's random numbers for this task (seeded by the run).
-
-        Returns
-        -------
-        Ranking
-            Scores, ranking and extras for the task.
-        """
+        """Rank one task's candidates, asking ``source`` for judgments; ``rng`` is seeded by the run."""
         raise NotImplementedError
 
     def exact_judgments(self, n_candidates: int) -> int | None:
-        """How many judgments (comparisons + grades, counted as the run counts them) :meth:`rank`
-        uses on a task of ``n_candidates`` whatever the verdicts, when that number is fixed (a
-        knockout's N − 1); None when it is not, or not declared.
+        """How many judgments (comparisons + grades) :meth:`rank` uses on ``n_candidates`` whatever the
+        verdicts (a knockout's N − 1); None when not fixed or not declared.
 
-        Two readers use it and :meth:`max_judgments`, and neither needs them to be right about
-        anything but cost: the dry run (``--dry-run``), for a strategy whose path depends on
-        verdicts (with them its figures are exact or bounds rather than estimates, see
-        :mod:`rankkit.plan.dry_run`), and the size check before a large run
-        (:mod:`rankkit.scale`; a strategy that declares nothing counts as every ordered pair
-        and every grade).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int or None
-            The fixed number of judgments, or None.
+        Used, with :meth:`max_judgments`, only for cost: by the dry run and the size check before a
+        large run (undeclared counts as every ordered pair and every grade).
         """
         return None
 
     def max_judgments(self, n_candidates: int) -> int | None:
-        """The most judgments :meth:`rank` can use on a task of ``n_candidates``, whatever the
-        verdicts (default: :meth:`exact_judgments`); None when not declared.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int or None
-            The worst-case number of judgments, or None.
-        """
+        """The most judgments :meth:`rank` can use on ``n_candidates`` (default :meth:`exact_judgments`); None when not declared."""
         return self.exact_judgments(n_candidates)
 
     # -- presentation order -----------------------------------------------------------------
     @classmethod
     def default_order(cls) -> str | None:
-        """The default of the ``order`` field (None for a strategy without one).
-
-        Returns
-        -------
-        str or None
-            The default order (one of :data:`ORDERS`, or a k-way strategy's own), or None.
-        """
+        """The default of the ``order`` field (None for a strategy without one)."""
         field_ = cls.__dataclass_fields__.get("order") if dataclasses.is_dataclass(cls) else None
         return None if field_ is None or field_.default is dataclasses.MISSING else field_.default
 
     def params(self) -> dict[str, Any]:
-        """The parameters by name, as results files store them.
-
-        Returns
-        -------
-        dict[str, Any]
-            Field name -> value (empty for a strategy that is not a dataclass).
-        """
+        """The parameters by name, as results files store them (empty for a non-dataclass)."""
         return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
 
     @property
@@ -360,8 +258,7 @@ _NEEDS = {
 
 
 class JudgeCapabilities(Protocol):
-    """What :func:`check_compatible` reads of a judge (a :class:`rankkit.judges.base.Judge`): its
-    name and the kinds of judgment it declares it gives."""
+    """What :func:`check_compatible` reads of a judge: its description and ``supports_*`` flags."""
 
     @property
     def description(self) -> str: ...
@@ -374,16 +271,8 @@ class JudgeCapabilities(Protocol):
 def check_compatible(strategies: Iterable[Strategy], judge: JudgeCapabilities) -> None:
     """Raise :class:`SpecError` when a strategy needs a kind of judgment the judge cannot give.
 
-    Called before any judgment is asked, so an impossible pairing (say ``individual``, which
-    grades single answers, with a ``replay:`` or ``panel:`` judge, which only compares) stops at
-    once instead of after the other strategies have paid for their judgments.
-
-    Parameters
-    ----------
-    strategies : Iterable[Strategy]
-        The strategies of a run; each declares what it needs in ``Strategy.kind``.
-    judge
-        The run's judge (any object with the :class:`JudgeCapabilities` flags); it declares what it gives in ``supports_pairwise`` / ``supports_pointwise``.
+    Called before any judgment, so an impossible pairing (``individual`` with a compare-only judge)
+    stops before other strategies have paid for theirs.
     """
     for strategy in strategies:
         if strategy.kind not in _NEEDS:
@@ -400,13 +289,7 @@ def check_compatible(strategies: Iterable[Strategy], judge: JudgeCapabilities) -
 
 
 def check_ranges(strategy: Strategy) -> None:
-    """Refuse a number parameter outside the range its class declares (:attr:`Strategy.ranges`);
-    a parameter left None (its default rule) is not checked.
-
-    Parameters
-    ----------
-    strategy : Strategy
-        The strategy just built.
+    """Refuse a number parameter outside its class's :attr:`Strategy.ranges` (None is not checked).
 
     Raises
     ------
@@ -427,8 +310,7 @@ def describe_range(lowest: float, highest: float) -> str:
 # -------------------------------------------------------------------------------------------
 # Registry
 
-#: The built-in strategies: name -> ``module:Class``. A module is imported only when its strategy
-#: is asked for, so ranking with one strategy loads one strategy module.
+#: The built-in strategies: name -> ``module:Class``, each imported only when asked for.
 BUILTIN_STRATEGIES = {
     "active": "rankkit.strategies.active:Active",
     "bt": "rankkit.strategies.bt:BradleyTerry",
@@ -454,18 +336,8 @@ _REGISTRY: dict[str, type[Strategy]] = {}
 
 
 def register(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
-    """Class decorator: make a strategy available under ``name`` (in this process; a package
-    makes it available to every user of rankkit with an entry point instead).
-
-    Parameters
-    ----------
-    name : str
-        The strategy's name in specs (``knockout``); set as the class's ``name``.
-
-    Returns
-    -------
-    Callable[[type[Strategy]], type[Strategy]]
-        The decorator, which returns the class unchanged but registered.
+    """Class decorator: make a strategy available under ``name`` in this process (a package uses an
+    entry point instead); sets the class's ``name``.
 
     Raises
     ------
@@ -496,23 +368,13 @@ def _plug_ins() -> dict[str, Any]:
 def strategy_class(name: str) -> type[Strategy]:
     """The strategy registered under ``name``, importing only its module.
 
-    Looks in this order: strategies registered in this process, the built-ins
-    (:data:`BUILTIN_STRATEGIES`), then the ``rankkit.strategies`` entry points of installed packages.
-
-    Parameters
-    ----------
-    name : str
-        The strategy's name (``knockout``).
-
-    Returns
-    -------
-    type[Strategy]
-        The registered class.
+    Looks in this process's registrations, then :data:`BUILTIN_STRATEGIES`, then installed packages'
+    ``rankkit.strategies`` entry points.
 
     Raises
     ------
     SpecError
-        Naming the known strategies when there is none, or when an entry point is not a Strategy class.
+        When there is none (naming the known ones), or an entry point is not a Strategy class.
     """
     if name not in _REGISTRY:
         if name in BUILTIN_STRATEGIES:
@@ -528,14 +390,7 @@ def strategy_class(name: str) -> type[Strategy]:
 
 
 def strategy_classes() -> dict[str, type[Strategy]]:
-    """Every strategy by name (built-ins, plug-ins and those registered in this process); this
-    imports them all, for listings such as ``rankkit strategies``.
-
-    Returns
-    -------
-    dict[str, type[Strategy]]
-        Name -> class, sorted by name.
-    """
+    """Every strategy by name, sorted (imports them all, for listings such as ``rankkit strategies``)."""
     for name in [*BUILTIN_STRATEGIES, *_plug_ins()]:
         if name not in _REGISTRY:
             strategy_class(name)
@@ -544,16 +399,6 @@ def strategy_classes() -> dict[str, type[Strategy]]:
 
 def make_strategy(spec: str | Spec) -> Strategy:
     """Build a strategy from a spec such as ``knockout:order=both`` (or ``knockout:debias=true``).
-
-    Parameters
-    ----------
-    spec : str or Spec
-        The spec, as text or already parsed.
-
-    Returns
-    -------
-    Strategy
-        The strategy with the spec's parameters.
 
     Raises
     ------
@@ -569,30 +414,13 @@ def make_strategy(spec: str | Spec) -> Strategy:
 
 
 def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str) -> dict[str, str]:
-    """Translate the paper's ``debias=true|false`` in a spec's options into ``order``.
-
-    This is the only place that knows that spelling: ``debias=true`` is ``order=both``,
-    ``debias=false`` the strategy's one-order alternative (``single_order``, else its default).
-
-    Parameters
-    ----------
-    cls : type[Strategy]
-        The strategy the options are for.
-    options : dict[str, str]
-        The spec's ``key=value`` options, values still strings.
-    where : str
-        Names the spec in error messages (``strategy knockout``).
-
-    Returns
-    -------
-    dict[str, str]
-        The options with ``debias`` replaced by ``order`` (the same dict when there is no ``debias``).
+    """Translate the paper's ``debias=true|false`` option into ``order``: ``both``, or the strategy's
+    one-order alternative (``single_order``, else its default). ``where`` names the spec in errors.
 
     Raises
     ------
     SpecError
-        When ``debias`` and ``order`` name different orders, or for ``debias`` on a strategy without
-        an ``order``.
+        When ``debias`` and ``order`` disagree, or for ``debias`` on a strategy without ``order``.
     """
     if "debias" not in options:
         return options
@@ -611,19 +439,7 @@ def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str)
 
 
 def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
-    """(name, type, default) of each parameter, for ``rankkit strategies``; ``order``'s type lists
-    its allowed values, a number's its range (``int, 1 to 10,000``).
-
-    Parameters
-    ----------
-    cls : type[Strategy]
-        The strategy class.
-
-    Returns
-    -------
-    list[tuple[str, str, Any]]
-        One (name, type name, default) per field, in field order; default None when there is none.
-    """
+    """(name, type, default) of each field, for ``rankkit strategies``; the type lists ``order``'s values or a number's range."""
     rows = []
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
         default = f.default if f.default is not dataclasses.MISSING else None
@@ -637,18 +453,7 @@ def describe_parameters(cls: type[Strategy]) -> list[tuple[str, str, Any]]:
 
 
 def rank_by_score(scores: Mapping[str, float]) -> list[str]:
-    """Candidate ids sorted best first (ties keep insertion order).
-
-    Parameters
-    ----------
-    scores : Mapping[str, float]
-        Candidate id -> score, higher is better.
-
-    Returns
-    -------
-    list[str]
-        Candidate ids, best first.
-    """
+    """Candidate ids sorted best first (ties keep insertion order)."""
     return sorted(scores, key=lambda cid: -scores[cid])
 
 

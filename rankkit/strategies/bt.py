@@ -1,14 +1,8 @@
-"""``bt``: every pair of candidates judged, rated by a Bradley–Terry fit (choix) on the Elo scale.
+"""``bt``: every pair judged, rated by a Bradley–Terry fit (choix) on the Elo scale.
 
-The same matches as ``elo`` (all N(N−1)/2 pairs, in both orders by default; one rating outcome
-per judgment), but fitted by maximum likelihood instead of online updates, so the result does not
-depend on any order of play — Chatbot Arena's later choice. choix has no ties: a tie counts as half a
-win each way (:func:`rankkit.ratings.win_matrix`). Ratings are on the Elo scale (initial 1000,
-400 points = 10:1 odds). When run beside ``elo`` in the same ``compare``, the two ask the same
-requests, so each judgment is paid for once.
-
-``bootstrap=B`` resamples the task's outcomes B times (:func:`rankkit.stats.bootstrap`) and adds each
-candidate's 95% percentile interval to ``extras`` as ``ci_low``/``ci_high``.
+The same outcomes as ``elo`` (so beside it each judgment is paid once), fitted by maximum
+likelihood: the result does not depend on an order of play. A tie counts as half a win each way.
+``bootstrap=B`` adds each candidate's 95% percentile interval as ``ci_low``/``ci_high``.
 """
 
 from __future__ import annotations
@@ -35,16 +29,14 @@ class BradleyTerry(Strategy):
 
     Parameters
     ----------
-    order : str, default "both"
-        ``both`` (default) — judge every pair in both orders, each order an outcome of its own;
-        ``given`` — each pair once, in data order; ``random`` — once, in a seeded random order.
-    alpha : float | None, default None
-        choix's regularisation, keeping ratings finite when a candidate won (or lost) every
-        match — a perfect judge makes that the rule, not the exception. None (the default):
-        ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`), the same pull toward the field
-        per candidate whatever N (0.01 at N = 21, more below, less above).
-    bootstrap : int, default 0
-        Number of bootstrap resamples of the outcomes for 95% intervals (0 = none).
+    order
+        ``both`` (every pair in both orders, each an outcome), ``given`` (once, data order) or
+        ``random`` (once, seeded order).
+    alpha
+        choix's regularisation, keeping ratings finite when a candidate won or lost every match;
+        None: ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`).
+    bootstrap
+        Bootstrap resamples of the outcomes for 95% intervals (0: none).
     """
 
     order: str = "both"
@@ -64,22 +56,7 @@ class BradleyTerry(Strategy):
             raise SpecError(f"strategy bt: bootstrap must be >= 0, got {self.bootstrap}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Judge every pair and rate the candidates by Bradley–Terry.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Judge every pair and rate the candidates by Bradley–Terry."""
         outcomes = play_all_pairs(task, source, self.order, rng)
         ids = task.candidate_ids
         extras = points_and_games(outcomes, ids)
@@ -97,16 +74,5 @@ class BradleyTerry(Strategy):
         return Ranking(scores=ratings, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """Every pair, in each order shown (:func:`~rankkit.strategies.elo.all_pairs_judgments`).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """Every pair, in each order shown (:func:`~rankkit.strategies.elo.all_pairs_judgments`)."""
         return all_pairs_judgments(n_candidates, self.order)

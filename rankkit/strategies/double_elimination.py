@@ -26,23 +26,9 @@ AGGREGATES = ("corrected", "grades", "bt")
 def bracket_pairs(
     alive: list[str], met: set[frozenset[str]], rng: random.Random
 ) -> tuple[list[tuple[str, str]], list[str]]:
-    """One bracket's round: the alive answers in a seeded random order, each paired with the next
-    one it has not met (the next one at all when it has met everyone left); returns the pairs and
-    the answer left without an opponent (at most one).
-
-    Parameters
-    ----------
-    alive : list[str]
-        The answers still in the bracket.
-    met : set[frozenset[str]]
-        Pairs that have played before, in either bracket (frozensets).
-    rng : random.Random
-        The seeded generator of the task.
-
-    Returns
-    -------
-    tuple[list[tuple[str, str]], list[str]]
-        The pairs, and the answer left without an opponent (a list of at most one).
+    """One bracket's round: the ``alive`` answers in a seeded random order, each paired with the next
+    it has not met (in either bracket; the next at all when it has met everyone left). Returns the
+    pairs and the answer left without an opponent (a list of at most one).
     """
     order = list(alive)
     rng.shuffle(order)
@@ -63,18 +49,16 @@ def bracket_pairs(
 class DoubleElimination(Strategy):
     """Double-elimination tournament: out after two losses, a losers' bracket, a grand final.
 
-    A tied match is decided by a seeded coin flip. Scores count each distinct judgment once (a
-    rematch in both orders repeats the judgments already made).
+    A tie is decided by a seeded coin flip; scores count each distinct judgment once.
 
     Parameters
     ----------
-    order : str, default "random"
-        ``random`` (default) — each match shown in a seeded random order, a rematch in the order
-        not shown before; ``both`` — every match judged in both orders (twice the cost); ``given`` —
-        as the bracket pairs it.
-    aggregate : str, default "corrected"
-        ``corrected`` — grade levels corrected for the judge's first-slot effect (default);
-        ``grades`` — the mean grade received; ``bt`` — Bradley–Terry ratings of the verdicts.
+    order
+        ``random`` (a seeded random order, a rematch in the order not shown before), ``both`` (every
+        match in both orders; twice the cost) or ``given`` (as the bracket pairs it).
+    aggregate
+        ``corrected`` (grade levels corrected for the first-slot effect), ``grades`` (mean grade
+        received) or ``bt`` (Bradley–Terry ratings of the verdicts).
     """
 
     order: str = "random"
@@ -90,22 +74,7 @@ class DoubleElimination(Strategy):
             )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Play a double-elimination tournament on the task's candidates.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Play a double-elimination tournament on the task's candidates."""
         ids = task.candidate_ids
         winners, losers = list(ids), []
         losses = dict.fromkeys(ids, 0)
@@ -175,18 +144,6 @@ class DoubleElimination(Strategy):
         return Ranking(scores=scores, champion=champion, extras=extras)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """2N − 1 matches (with a bracket reset), one judgment per order shown, and never more than
-        every ordered pair once.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """2N − 1 matches (with a bracket reset), one judgment per order shown, at most every ordered pair once."""
         n = n_candidates
         return min(n * (n - 1), (2 * n - 1) * judgments_per_match(self.order))

@@ -1,13 +1,8 @@
-"""``elo``: every pair of candidates judged, rated by online Elo averaged over orders of play.
+"""``elo``: every pair judged, rated by online Elo averaged over shuffled orders of play.
 
-The all-pairs comparative assessment behind Chatbot Arena's first leaderboard (Zheng et al. 2023),
-applied within one task: all N(N−1)/2 pairs are judged — in both orders by default (``order=both``),
-so N(N−1) judgments — and each judgment is one Elo outcome. Because online Elo depends on the
-order the outcomes are played in, the ratings are averaged over ``permutations`` seeded shuffles
-of them (:func:`rankkit.ratings.elo_over_permutations`). A candidate's score is its rating.
-
-The helpers :func:`play_all_pairs` and :func:`comparison_outcomes` are shared with ``bt``, which
-fits the very same outcomes by Bradley–Terry instead.
+The all-pairs assessment of Chatbot Arena's first leaderboard (Zheng et al. 2023) within one
+task: N(N−1)/2 pairs, by default in both orders. :func:`play_all_pairs` and
+:func:`comparison_outcomes` are shared with ``bt``.
 """
 
 from __future__ import annotations
@@ -29,44 +24,18 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should n
 
 
 def comparison_outcomes(comparisons: Sequence[Comparison]) -> list[Outcome]:
-    """One rating outcome per judgment: (first, second, outcome for first).
+    """One rating outcome (first, second, outcome for first) per decided judgment, in order.
 
-    The outcome is read as everywhere in rankkit (:func:`rankkit.matches.make_match`): the higher
-    grade wins, and on equal grades the judge's verdict decides, else it is a tie. With both
-    orders judged, a pair whose verdict flips with the order (position bias) yields one win each,
-    which the rating models treat like a draw. A failed comparison decided nothing and yields no
-    outcome (see "Undecided comparisons" in :mod:`rankkit.matches`).
-
-    Parameters
-    ----------
-    comparisons : Sequence[Comparison]
-        The judgments, in order.
-
-    Returns
-    -------
-    list[Outcome]
-        One outcome per decided comparison, in order.
+    Read as :func:`rankkit.matches.make_match` reads it: the higher grade wins, equal grades go to
+    the verdict, else a tie. A verdict that flips with the order yields one win each; a failed
+    comparison yields nothing (see "Undecided comparisons" in :mod:`rankkit.matches`).
     """
     return [outcome for c in comparisons if (outcome := comparison_outcome(c)) is not None]
 
 
 def comparison_outcome(comparison: Comparison, match: Match | None = None) -> Outcome | None:
-    """One comparison's rating outcome ``(first, second, outcome for first)``, or None when it
-    decided nothing: a failed comparison counts only when its match was settled by the two
-    answers' own grades (then it carries the match's outcome; see "Undecided comparisons" in
-    :mod:`rankkit.matches`).
-
-    Parameters
-    ----------
-    comparison : Comparison
-        The judgment.
-    match : Match or None, optional
-        The match it belongs to (None: unknown, so a failed comparison yields nothing).
-
-    Returns
-    -------
-    Outcome or None
-        The outcome, or None.
+    """One comparison's outcome, or None when it decided nothing: a failed comparison counts only when
+    ``match`` (None: unknown) was settled by the answers' own grades.
     """
     from rankkit.matches import decided, make_match
 
@@ -79,26 +48,8 @@ def comparison_outcome(comparison: Comparison, match: Match | None = None) -> Ou
 
 
 def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Random) -> list[Outcome]:
-    """Judge every pair of the task (a before b in data order, shown in ``order``) in ONE batch,
-    so batching and concurrent judges stay busy, reusing whatever the shared match graph and the
-    cache already hold.
-
-    Parameters
-    ----------
-    task : Task
-        The task.
-    source : MatchSource
-        Where the task's judgments come from.
-    order : str
-        How each pair is shown (:data:`~rankkit.order.ORDERS`).
-    rng : random.Random
-        The coins of the ``random`` order.
-
-    Returns
-    -------
-    list[Outcome]
-        One outcome per decided judgment, in the order asked (every pair's first judgment, then the
-        reverses).
+    """Judge every pair (a before b in data order, shown in ``order``) in one batch, reusing the match
+    graph and cache; one outcome per decided judgment (first judgments, then reverses).
     """
     matches = source.play_many(list(combinations(task.candidate_ids, 2)), round=1, order=order, rng=rng)
     # In the order they were asked: every pair's first judgment, then (order=both, or a failed
@@ -110,38 +61,12 @@ def play_all_pairs(task: Task, source: MatchSource, order: str, rng: random.Rand
 
 
 def all_pairs_judgments(n_candidates: int, order: str) -> int:
-    """The judgments of an all-pairs strategy: every pair, once per order shown.
-
-    Parameters
-    ----------
-    n_candidates : int
-        The number of candidates.
-    order : str
-        The order of presentation (``both`` doubles the count).
-
-    Returns
-    -------
-    int
-        N(N − 1)/2 times the judgments per match.
-    """
+    """N(N − 1)/2 times the judgments per match (``both`` doubles it)."""
     return n_candidates * (n_candidates - 1) // 2 * judgments_per_match(order)
 
 
 def points_and_games(outcomes: Sequence[Outcome], candidate_ids: Sequence[str]) -> dict[str, CandidateExtras]:
-    """Per candidate: ``points`` won (a tie is half) and ``played`` (one per outcome), for ``extras``.
-
-    Parameters
-    ----------
-    outcomes : Sequence[Outcome]
-        The rating outcomes.
-    candidate_ids : Sequence[str]
-        Every candidate of the task (those without outcomes get 0 and 0).
-
-    Returns
-    -------
-    dict[str, CandidateExtras]
-        Candidate id -> extras with ``points`` and ``played``.
-    """
+    """Per candidate, extras with ``points`` won (a tie is half) and ``played`` (one per outcome; 0 without outcomes)."""
     points = dict.fromkeys(candidate_ids, 0.0)
     played = dict.fromkeys(candidate_ids, 0)
     for a, b, outcome in outcomes:
@@ -159,16 +84,19 @@ class Elo(Strategy):
 
     Parameters
     ----------
-    order : str, default "both"
-        ``both`` (default) — judge every pair in both orders (N(N−1) judgments instead of
-        N(N−1)/2), each order an outcome of its own; ``given`` — each pair once, in data order;
-        ``random`` — once, in a seeded random order.
-    k : float, default 16.0
+    order
+        ``both`` (every pair in both orders, N(N−1) judgments), ``given`` (once, data order) or
+        ``random`` (once, seeded order).
+    k
         The Elo update step (points moved by a fully unexpected result).
-    permutations : int, default 100
-        How many seeded random orders of play the ratings are averaged over.
-    initial, scale, base : float
-        The Elo scale: start rating, and ``scale`` points = ``base``:1 odds.
+    permutations
+        How many seeded orders of play the ratings are averaged over.
+    initial
+        The start rating.
+    scale
+        ``scale`` rating points are ``base``:1 odds.
+    base
+        The odds of a ``scale``-point gap.
     """
 
     order: str = "both"
@@ -197,22 +125,7 @@ class Elo(Strategy):
             raise SpecError("strategy elo: k and scale must be > 0 and base > 1")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Judge every pair and rate the candidates by online Elo over shuffled orders of play.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Judge every pair and rate the candidates by online Elo over shuffled orders of play."""
         outcomes = play_all_pairs(task, source, self.order, rng)
         ratings = elo_over_permutations(
             outcomes,
@@ -227,16 +140,5 @@ class Elo(Strategy):
         return Ranking(scores=ratings, extras=points_and_games(outcomes, task.candidate_ids))
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """Every pair, in each order shown (:func:`all_pairs_judgments`).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """Every pair, in each order shown (:func:`all_pairs_judgments`)."""
         return all_pairs_judgments(n_candidates, self.order)

@@ -1,17 +1,8 @@
 """``heapsort``: heap sort with the pairwise judge as the comparator (PRP-Heapsort, Qin et al. 2024).
 
-The candidates, in a seeded random initial order, are put in a binary max-heap (Python's
-``heapq``, whose "less than" is "the judge prefers"), then the best is popped ``top_k`` times.
-Building the heap costs O(N) comparisons and each pop O(log N), so a full sort stays within
-2·N·log2(N) comparisons (4·N·log2(N) judgments in the default ``order=both``).
-
-**No pair is asked twice.** The :class:`JudgedComparator` remembers each pair's verdict, so a
-sort that revisits a pair gets the same answer (a comparator must be consistent) at no cost.
-
-**Score from rank.** The i-th candidate popped (i = 1 … top_k) scores N − i, so the best of N
-scores N − 1 and scores are comparable to the positions of a full ranking. Candidates never popped
-(when ``top_k`` < N) are unordered: they share the mean score of the positions they fill,
-(N − top_k − 1) / 2, and are listed after the popped ones in heap order.
+Candidates in a seeded random order go into a binary max-heap and the best is popped ``top_k``
+times: at most 2·N·log2(N) comparisons for a full sort, no pair asked twice. The i-th popped
+scores N − i; the never-popped rest share (N − top_k − 1) / 2 and follow in heap order.
 """
 
 from __future__ import annotations
@@ -36,17 +27,8 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class JudgedComparator:
     """The judge as a sort comparator on one task: each unordered pair is asked at most once.
 
-    A sort needs a strict verdict, so a tied match is broken by a seeded coin flip — once, since
-    the verdict is remembered.
-
-    Parameters
-    ----------
-    order : str
-        The presentation order (:mod:`rankkit.matches`): ``both`` decides on the grades averaged
-        over both orders; ``random`` shows the pair in a seeded random order, so that no candidate is
-        systematically shown first.
-    rng : random.Random
-        The strategy's generator (orders, and coin flips for ties).
+    A tie is broken by a seeded coin flip from ``rng``, once. ``order`` (:mod:`rankkit.matches`):
+    ``both`` decides on grades averaged over both orders; ``random`` shows a seeded random order.
     """
 
     def __init__(self, source: MatchSource, order: str, rng: random.Random):
@@ -67,40 +49,14 @@ class JudgedComparator:
         return match.a if outcome == 1.0 else match.b
 
     def winner(self, a: str, b: str) -> str:
-        """The judge's preferred candidate of a and b (asked once per pair, then remembered).
-
-        Parameters
-        ----------
-        a : str
-            A candidate id.
-        b : str
-            Another candidate id.
-
-        Returns
-        -------
-        str
-            ``a`` or ``b`` (a tie decided by a seeded coin).
-        """
+        """The judge's preferred candidate of ``a`` and ``b`` (asked once per pair; a tie by a seeded coin)."""
         pair = frozenset((a, b))
         if pair not in self._winner:
             self._winner[pair] = self._ask(a, b)
         return self._winner[pair]
 
     def better(self, a: str, b: str) -> bool:
-        """Whether the judge prefers ``a`` to ``b`` (the sort's comparator).
-
-        Parameters
-        ----------
-        a : str
-            A candidate id.
-        b : str
-            Another candidate id.
-
-        Returns
-        -------
-        bool
-            True when :meth:`winner` is ``a``.
-        """
+        """Whether the judge prefers ``a`` to ``b`` (the sort's comparator)."""
         return self.winner(a, b) == a
 
     @property
@@ -113,23 +69,8 @@ def ranking_from_pops(
 ) -> Ranking:
     """A sort's ranking from the order its answers were popped (``heapsort``, ``setwise_heapsort``).
 
-    Parameters
-    ----------
-    candidate_ids : Sequence[str]
-        Every answer, in the task's order (the order of the returned scores).
-    popped : Sequence[str]
-        The answers popped, best first; the i-th of N scores N − i.
-    rest : Sequence[str]
-        The answers a top-k sort never popped; they share the mean of the positions they fill,
-        (N − len(popped) − 1) / 2.
-    played : Mapping[str, int]
-        Judgments each answer took part in (missing: 0).
-
-    Returns
-    -------
-    Ranking
-        The :class:`Ranking`: scores, popped then rest as the ranking, the first popped as champion,
-        and each answer's ``position`` (popped only) and ``played`` in its extras.
+    The i-th of N ``popped`` (best first) scores N − i and gets ``position`` i; ``rest`` (never
+    popped) share (N − len(popped) − 1) / 2. ``played`` counts judgments per answer (missing: 0).
 
     >>> ranking = ranking_from_pops(["a", "b", "c", "d"], ["c", "a"], ["b", "d"], {"c": 2})
     >>> ranking.scores, ranking.champion, ranking.extras["a"].position
@@ -156,12 +97,11 @@ class Heapsort(Strategy):
 
     Parameters
     ----------
-    top_k : int | None, default None
-        Stop once the best k are out (None or 0 = sort everything).
-    order : str, default "both"
-        ``both`` (default) — judge every comparison in both orders and decide on the averaged
-        grades; ``random`` — one judgment, reusing one the graph holds (see
-        :class:`JudgedComparator`); ``given`` — one, as the heap compares.
+    top_k
+        Stop once the best k are out (None or 0: sort everything).
+    order
+        ``both`` (every comparison in both orders, decided on averaged grades), ``random`` (one
+        judgment, reusing one the graph holds) or ``given`` (one, as the heap compares).
     """
 
     top_k: int | None = None
@@ -177,22 +117,7 @@ class Heapsort(Strategy):
             raise SpecError(f"strategy heapsort: top_k must be >= 0, got {self.top_k}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Heap-sort the task's candidates with the judge as comparator.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Heap-sort the task's candidates with the judge as comparator."""
         ids = task.candidate_ids
         rng.shuffle(ids)
         n = len(ids)
@@ -206,20 +131,7 @@ class Heapsort(Strategy):
         return ranking_from_pops(task.candidate_ids, popped, [item.obj for item in heap], comparator.played)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """heapq's heapify sifts each of the N/2 inner nodes down and back up its height (at most
-        2N comparisons in all), each pop sifts one leaf from the root, at most 2·⌈log2 N⌉; never
-        more than all pairs, since no pair is asked twice.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """At most 2N comparisons to heapify plus 2·⌈log2 N⌉ per pop, and never more than all pairs."""
         n = n_candidates
         pops = n if not self.top_k else min(self.top_k, n)
         match_count = min(n * (n - 1) // 2, 2 * n + 2 * pops * math.ceil(math.log2(max(n, 2))))

@@ -19,31 +19,15 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 class Individual(Strategy):
     """Grade each candidate once with a pointwise prompt; the grade is its score.
 
-    A grade that could not be read scores the bottom of the task's scale, so a text that breaks
-    the judge never gains from it (see "Undecided comparisons" in :mod:`rankkit.matches`), and is
-    flagged in ``extras`` as ``parse_failed``.
+    An unreadable grade scores the bottom of the scale (a text that breaks the judge never gains)
+    and is flagged ``parse_failed``.
     """
 
     description = "pointwise baseline: one grade per candidate (N grades)"
     kind = "pointwise"
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Grade each candidate once; the grade is its score.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Grade each candidate once; the grade is its score."""
         ids = task.candidate_ids
         judgments = source.grade_many(ids)
         bottom = task.scale[0]
@@ -55,16 +39,5 @@ class Individual(Strategy):
         return Ranking(scores=scores, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """One grade per candidate.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """One grade per candidate."""
         return n_candidates

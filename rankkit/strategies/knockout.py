@@ -1,12 +1,9 @@
 """``knockout``: Knockout Assessment (Sandan, Dinh & Niehues; Algorithm 1 of appendix A.1).
 
-Each round the remaining answers are shuffled and paired; every pair plays one question-level
-match in which the judge grades both answers; the higher-graded answer advances, and with an odd
-number the unpaired answer advances unplayed. Rounds repeat until one answer — the champion —
-remains. An answer's final score is the mean of every grade it received over the tournament, so
-answers that advance are graded several times. N answers cost N − 1 matches (2(N − 1) judgments
-with ``order=both``, the knockout paper's debiased variant). The bracket itself is
-:func:`rankkit.brackets.play_bracket`, which the Arena-lite leaderboard plays too.
+Each round the remaining answers are shuffled and paired; the judge grades both answers of each
+match and the higher-graded advances (an odd one out advances unplayed) until one remains. Score
+= the mean of every grade received. N answers cost N − 1 matches (twice with ``order=both``).
+The bracket is :func:`rankkit.brackets.play_bracket`.
 """
 
 from __future__ import annotations
@@ -34,16 +31,12 @@ class Knockout(Strategy):
 
     Parameters
     ----------
-    order : str, default "given"
-        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
-        pairs come from a shuffle), ``random``, or ``both`` — judge each match in both orders and
-        average the two grades per answer (thesis §3.2.1, after Liusie et al. 2024; doubles the
-        cost).
-    tie : str, default "coin"
-        Who advances when both answers got the same (averaged) grade and the judge's verdicts
-        do not separate them: ``coin`` (a seeded coin flip, the default), ``first`` (the answer
-        shown first) or ``second`` (the answer shown second — Algorithm 1 read literally, whose
-        ``else`` branch advances r_{k+1}).
+    order
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (pairs come from a
+        shuffle), ``random``, or ``both`` (each match in both orders, grades averaged; twice the cost).
+    tie
+        Who advances on equal grades the verdicts do not separate: ``coin`` (seeded), ``first`` or
+        ``second`` (the answer shown second: Algorithm 1 read literally).
     """
 
     order: str = "given"
@@ -57,22 +50,7 @@ class Knockout(Strategy):
             raise SpecError(f"strategy knockout: tie must be one of {', '.join(TIE_RULES)}, got {self.tie!r}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Play a single-elimination tournament on the task's candidates.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Play a single-elimination tournament on the task's candidates."""
         play_round = functools.partial(source.play_many, order=self.order, rng=rng)
         bracket = play_bracket(task.candidate_ids, rng, play_round, reshuffle=True, tie=self.tie)
         received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
@@ -101,16 +79,5 @@ class Knockout(Strategy):
         return Ranking(scores=scores, champion=bracket.champion, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """N − 1 matches exactly: each eliminates one answer, and no two answers meet twice.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """N − 1 matches, each its presentations: each eliminates one answer, no two meet twice."""
         return judgments_per_match(self.order) * max(0, n_candidates - 1)

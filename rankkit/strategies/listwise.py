@@ -1,14 +1,9 @@
 """``listwise``: RankGPT's sliding window (Sun et al. 2023), one k-way ranking per window.
 
-The candidates start in a seeded random order. A window of ``window`` answers slides from the
-bottom of the list to the top, ``step`` places at a time; the judge orders each window best first
-(listwise prompting) and the window's places are refilled in that order, so a strong answer found
-low in the list is carried up by the windows above it. A pass costs
-
-    1 + ⌈(N − window) / step⌉ judgments     (1 when N ≤ window; × passes; × the presentations of ``order``)
-
-and ``passes`` repeats it over the list as the last pass left it. Score = N − position in the
-final list.
+From a seeded random order, a window of ``window`` answers slides bottom to top, ``step`` places
+at a time; the judge orders each window and its places are refilled in that order, so a strong
+answer found low is carried up. A pass costs 1 + ⌈(N − window) / step⌉ judgments (1 when
+N ≤ window), times ``passes`` and the presentations of ``order``. Score = N − final position.
 """
 
 from __future__ import annotations
@@ -28,21 +23,7 @@ if TYPE_CHECKING:
 
 
 def window_starts(n: int, window: int, step: int) -> list[int]:
-    """Where each window of one pass starts, bottom first (the last one at 0).
-
-    Parameters
-    ----------
-    n : int
-        The number of answers.
-    window : int
-        Answers per window.
-    step : int
-        How far the window moves.
-
-    Returns
-    -------
-    list[int]
-        The start of each window, bottom first, the last 0.
+    """Where each window of one pass starts, bottom first (the last at 0).
 
     Examples
     --------
@@ -66,17 +47,16 @@ class Listwise(KwayStrategy):
 
     Parameters
     ----------
-    window : int, default 4
+    window
         Answers per judgment (2 to 8).
-    step : int, default 2
+    step
         How far the window moves (1 to window − 1).
-    passes : int, default 1
+    passes
         How many bottom-up passes.
-    order : str, default "given"
-        How each window is shown: ``given`` (default: in the list's current order, as RankGPT),
-        ``random``, ``both`` (as shown and reversed) or ``permute`` (rankings of every cyclic shift
-        combined by Borda count).
-    shifts : int, default 0
+    order
+        How each window is shown: ``given`` (the list's current order, as RankGPT), ``random``,
+        ``both`` (as shown and reversed) or ``permute`` (every cyclic shift, combined by Borda count).
+    shifts
         With ``permute``, how many cyclic shifts (0: all).
     """
 
@@ -98,22 +78,7 @@ class Listwise(KwayStrategy):
             raise SpecError(f"strategy {self.name}: passes must be >= 1, got {self.passes}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Rank the task's candidates with sliding listwise windows, from the bottom up.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Rank the task's candidates with sliding listwise windows, from the bottom up."""
         ranking = task.candidate_ids
         rng.shuffle(ranking)
         n = len(ranking)
@@ -137,35 +102,11 @@ class Listwise(KwayStrategy):
         )
 
     def exact_judgments(self, n_candidates: int) -> int | None:
-        """With one pass, exactly its windows' presentations (no two windows of a pass hold the
-        same answers, so none is free); with more, a window a pass left unchanged may repeat.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int or None
-            The number of judgments, or None when it is not fixed.
-        """
+        """With one pass, its windows' presentations; None with more (an unchanged window may repeat, free)."""
         return self.max_judgments(n_candidates) if self.passes == 1 else None
 
     def max_judgments(self, n_candidates: int) -> int:
-        """The windows of every pass, each its presentations (a window the list repeats is free,
-        so this is an upper bound).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """The windows of every pass, each its presentations (an upper bound: a repeated window is free)."""
         if n_candidates < 2:
             return 0
         windows = len(window_starts(n_candidates, self.window, self.step))

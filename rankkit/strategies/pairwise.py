@@ -17,19 +17,15 @@ if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should
 @register("pairwise")
 @dataclass(frozen=True)
 class Pairwise(Strategy):
-    """Shuffle the candidates, pair them up, play each pair once; a candidate's score is the
-    grade it got in its match (averaged over both orders with ``order=both``).
+    """Shuffle, pair up, play each pair once; score = the grade from its match (averaged with ``order=both``).
 
-    Odd one out: the unpaired candidate plays one extra match against an opponent drawn at random
-    from the others. Only the odd one's grade is taken from that match; the opponent keeps the
-    grade of its own match, so every candidate is scored from exactly one match.
+    The odd one out plays an extra match against a random opponent, who keeps its own match's grade.
 
     Parameters
     ----------
-    order : str, default "given"
-        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; the
-        pairs come from a shuffle), ``random``, or ``both`` — judge every match in both orders and
-        average the two grades (thesis §3.2.1).
+    order
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (pairs come from a
+        shuffle), ``random``, or ``both`` (each match in both orders, grades averaged).
     """
 
     order: str = "given"
@@ -37,22 +33,7 @@ class Pairwise(Strategy):
     description = "naive pairwise baseline: random pairs, one match each (ceil(N/2) matches)"
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Pair the shuffled candidates up and play each pair once.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Pair the shuffled candidates up and play each pair once."""
         ids = task.candidate_ids
         rng.shuffle(ids)
         pairs = [(ids[i], ids[i + 1]) for i in range(0, len(ids) - 1, 2)]
@@ -74,16 +55,5 @@ class Pairwise(Strategy):
         )
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """One match per two candidates (and one for the odd one out).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """One match per two candidates (and one for the odd one out)."""
         return (n_candidates + 1) // 2 * judgments_per_match(self.order) if n_candidates > 1 else 0

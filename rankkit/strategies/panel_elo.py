@@ -1,17 +1,9 @@
 """``panel_elo``: every pair decided once (by a panel judge), Elo-updated after each decision.
 
-The poster *Towards Scalable Reliable Automated Evaluation via LLMs* (*Towards Scalable Reliable Automated Evaluation via LLMs*) has several LLMs
-judge every pair in both orders, turns their votes into a win or a draw through an agreement
-threshold (that is the ``panel`` judge, :mod:`rankkit.judges.panel`), and updates Elo ratings
-after each decision::
-
-    R_new = R + K · (S − E),   E = 1 / (1 + 10^((R_opponent − R) / 400))
-
-with ``S`` = 1 for a win, 0.5 for a draw, 0 for a loss. The update itself is
-:func:`rankkit.ratings.online_elo` (and :func:`~rankkit.ratings.elo_over_permutations` when
-several orders are averaged). Use it with ``--judge panel:...``; with any other judge it is plain
-all-pairs online Elo (set ``order=both`` to have a single judge see both orders as the poster
-does). N candidates cost N·(N−1)/2 decisions (each one 2·members judgments for a panel).
+After the poster *Towards Scalable Reliable Automated Evaluation via LLMs*: several LLMs judge each
+pair in both orders, an agreement threshold turns their votes into a win or draw (the ``panel``
+judge, :mod:`rankkit.judges.panel`), and :func:`rankkit.ratings.online_elo` updates after each.
+With any other judge it is plain all-pairs online Elo. N candidates cost N·(N−1)/2 decisions.
 """
 
 from __future__ import annotations
@@ -39,16 +31,14 @@ class PanelElo(Strategy):
 
     Parameters
     ----------
-    k : float, default 16.0
-        The Elo step K — how far one fully unexpected result moves a rating.
-    permutations : int, default 1
-        1 plays the decisions once in the seeded order (the poster's online update);
-        more averages online Elo over that many seeded orders, removing the dependence on order.
-    order : str, default "given"
-        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (default; each
-        pair is drawn in a seeded random orientation), ``random``, or ``both`` — ask the judge for
-        both orders of each pair and combine them. A panel judge already asks every member both
-        orders, so ``both`` is for single judges.
+    k
+        The Elo step K: how far one fully unexpected result moves a rating.
+    permutations
+        1 plays the decisions once in the seeded order (the poster's update); more averages online
+        Elo over that many seeded orders.
+    order
+        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (a seeded random
+        orientation), ``random`` or ``both`` (for single judges; a panel already asks both orders).
     """
 
     k: float = 16.0
@@ -66,22 +56,7 @@ class PanelElo(Strategy):
             raise SpecError(f"strategy panel_elo: permutations must be >= 1, got {self.permutations}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Decide every pair once, in a seeded random sequence, with an Elo update after each decision.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Decide every pair once, in a seeded random sequence, with an Elo update after each decision."""
         ids = task.candidate_ids
         pairs = list(combinations(ids, 2))
         rng.shuffle(pairs)
@@ -104,16 +79,5 @@ class PanelElo(Strategy):
         return Ranking(scores={cid: ratings[cid] for cid in ids}, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """Every pair, in each order shown (:func:`~rankkit.strategies.elo.all_pairs_judgments`).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """Every pair, in each order shown (:func:`~rankkit.strategies.elo.all_pairs_judgments`)."""
         return all_pairs_judgments(n_candidates, self.order)

@@ -1,19 +1,10 @@
-"""``setwise_groups``: random groups of k, several rounds, every answer scored by the mean of its slot scores.
+"""``setwise_groups``: random groups of k for several rounds; an answer's score is its mean slot score.
 
-Each round the answers are shuffled and cut into groups of ``k`` (the last one smaller; an answer
-left alone sits the round out); the judge is shown each group (setwise prompting) and every answer
-gets the group's score for it (:meth:`~rankkit.judgments.GroupChoice.slot_scores`: its grade
-from the simulator, k·P(best) in logprob mode, k or 0 for a bare choice). After ``rounds`` rounds
-an answer's score is the mean over the groups it was in. Nothing is eliminated: it is the k-way
-counterpart of averaging grades over random pairs, for when each answer needs many judgments (a
-noisy judge, a large N) and a grade-carrying k-way judgment gives k of them at once. With a
-stopping target (``until``) and ``criterion=target``, rounds after the first group only the
-candidates still in contention for the target (:func:`contention_groups`). Costs
-
-    rounds · (number of groups of ⌈N/k⌉, less one when N mod k = 1)    (× the presentations of ``order``)
-
-judgments. With ``order=permute`` every group is shown in every cyclic shift, so a slot bias adds
-the same to every answer.
+Each round the answers are shuffled and cut into groups of ``k`` (a lone leftover sits out); each
+answer gets the group's :meth:`~rankkit.judgments.GroupChoice.slot_scores` for it. Nothing is
+eliminated: the k-way counterpart of averaging grades over random pairs, for noisy judges or
+large N. Costs ``rounds`` · (groups per round) judgments, times the presentations of ``order``;
+``order=permute`` shows every group in every cyclic shift, so a slot bias adds the same to all.
 """
 
 from __future__ import annotations
@@ -52,19 +43,8 @@ CRITERIA = ("random", "target")
 
 
 def group_sizes(n: int, k: int) -> list[int]:
-    """The sizes of one round's judged groups: groups of k, the last smaller, a lone answer unjudged.
-
-    Parameters
-    ----------
-    n : int
-        The number of answers.
-    k : int
-        Answers per group.
-
-    Returns
-    -------
-    list[int]
-        The judged groups' sizes (a lone answer left over is not judged).
+    """The sizes of one round's judged groups of ``n`` answers: groups of k, the last smaller, a lone
+    leftover not judged.
 
     Examples
     --------
@@ -77,35 +57,11 @@ def group_sizes(n: int, k: int) -> list[int]:
 def contention_groups(
     ids: list[str], mean: np.ndarray, cov: np.ndarray, target: StopTarget, confidence: float, k: int, rng: random.Random
 ) -> list[list[str]]:
-    """One round's groups when only the candidates in contention for ``target`` are judged.
+    """One round's groups of ``min(k, len(ids))`` when only candidates in contention for ``target`` are judged.
 
-    The candidates in contention (:func:`~rankkit.strategies._stopping.in_contention`) are shuffled
-    and cut into groups of ``k``; a group left short is filled with others drawn at random (the
-    other contenders when those run out), so every group has ``min(k, len(ids))`` members, each
-    in a random slot. With fewer than two in contention (no pair's doubt is over the line, but
-    the target is not settled yet) the best ``k`` by posterior mean are grouped.
-
-    Parameters
-    ----------
-    ids : list[str]
-        The candidate ids, in the rows of ``mean`` and ``cov``.
-    mean : np.ndarray
-        The posterior mean of the log-strengths.
-    cov : np.ndarray
-        The posterior covariance.
-    target : StopTarget
-        What must be settled.
-    confidence : float
-        The probability the target must reach.
-    k : int
-        Answers per group.
-    rng : random.Random
-        Shuffles the candidates in contention.
-
-    Returns
-    -------
-    list[list[str]]
-        The groups, each of ``min(k, len(ids))`` candidate ids.
+    The contenders (:func:`~rankkit.strategies._stopping.in_contention`; ``ids`` in the rows of
+    ``mean`` and ``cov``) are shuffled and cut into groups of ``k``; a short group is filled with
+    random others. With fewer than two in contention the best ``k`` by posterior mean are grouped.
 
     Examples
     --------
@@ -141,35 +97,30 @@ class SetwiseGroups(KwayStrategy):
 
     Parameters
     ----------
-    k : int, default 8
+    k
         Answers per group (2 to 8).
-    rounds : int, default 3
-        How many times every answer is grouped (at least 1).
-    order : str, default "given"
-        ``given`` (default; groups come from a shuffle), ``random``, ``both`` or ``permute``.
-    shifts : int, default 0
+    rounds
+        How many times every answer is grouped.
+    order
+        ``given`` (groups come from a shuffle), ``random``, ``both`` or ``permute``.
+    shifts
         With ``permute``, how many cyclic shifts (0: all).
-    until : str | None, default None
-        A stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
-        plays every round. With one, after every round the Laplace posterior of the first-choice
-        (multinomial logit) log-strengths is refitted from the distinct judgments so far (each
-        group in each order shown counts once: the judge answers a repeated question the same), and
-        the rounds stop once it gives its answer probability ``confidence`` (``stopped``:
-        ``target``), when ``rounds`` rounds or the ``budget`` are spent (``budget``), or when every
-        group of the round's sizes has been shown in every order (``exhausted``; a group shown again
-        in an order already shown is free and tells nothing new). The scores are then the posterior means.
-    confidence : float, default 0.95
+    until
+        A stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None plays every
+        round. With one, the first-choice posterior is refitted after every round and the rounds stop
+        when it reaches ``confidence`` (``stopped``: ``target``), the rounds or ``budget`` are spent
+        (``budget``), or every group was shown in every order (``exhausted``). Scores are then the
+        posterior means.
+    confidence
         The posterior probability the target must reach.
-    budget : float | None, default None
-        Judgments per candidate, at most ``floor(budget · N)`` per task (None: the rounds
-        alone bound it); the budget always wins, cutting a round short.
-    prior_sd : float, default 2.0
-        The prior sd of the log-strengths in that posterior (only with ``until``).
-    criterion : str, default "random"
-        How each round's groups are formed: ``random`` (every candidate, shuffled) or ``target``
-        (needs ``until``): after the first round only the candidates still in contention for the
-        target are grouped (:func:`contention_groups`), so the judgments go where the answer is
-        still in doubt; a round that asked nothing new is followed by a random one.
+    budget
+        Judgments per candidate: at most ``floor(budget · N)`` per task, cutting a round short
+        (None: the rounds alone bound it).
+    prior_sd
+        The prior sd of the log-strengths (only with ``until``).
+    criterion
+        ``random`` (every candidate, shuffled) or ``target`` (needs ``until``): after the first round
+        only candidates in contention are grouped (:func:`contention_groups`).
     """
 
     k: int = 8
@@ -211,22 +162,7 @@ class SetwiseGroups(KwayStrategy):
             )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Group the candidates at random in groups of k for ``rounds`` rounds; score = mean slot score.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Group the candidates at random in groups of k for ``rounds`` rounds; score = mean slot score."""
         if self.until is not None or self.budget is not None:
             return self._rank_until(task, source, rng)
         ids = task.candidate_ids
@@ -329,19 +265,7 @@ class SetwiseGroups(KwayStrategy):
         return Ranking(scores=scores, extras=extras)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """Every round's groups, each its presentations (a group shown again in the same order is
-        free), at most the budget.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """Every round's groups in each presentation (a repeat is free), at most the budget."""
         rounds = self.rounds * sum(
             judgments_per_group(self.order, size, self.shifts) for size in group_sizes(n_candidates, self.k)
         )
@@ -350,20 +274,8 @@ class SetwiseGroups(KwayStrategy):
         return min(rounds, math.floor(self.budget * n_candidates + 1e-9))
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
-        """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`,
-        a choice among k counted as k − 1 pairwise outcomes; None without ``until``.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-        seed : int, default 0
-            The Monte Carlo seed of the forecast.
-
-        Returns
-        -------
-        Forecast or None
-            The forecast, or None without ``until``.
+        """Before any judgment: :func:`~rankkit.strategies._stopping.prior_forecast`, a choice among k
+        counted as k − 1 pairwise outcomes; None without ``until``.
         """
         target = check_stopping(f"strategy {self.name}", self.until, self.confidence)
         if target is None:

@@ -21,23 +21,9 @@ if TYPE_CHECKING:
 
 
 class SetwiseHeap:
-    """A max-heap of candidate ids with ``branching`` children per node, ordered by the judge.
-
-    Parameters
-    ----------
-    ids : list[str]
-        The candidate ids, in heap order.
-    branching : int
-        Children per node (k − 1).
-    source : MatchSource
-        Asked for the judge's choices; ``order``, ``shifts`` and ``rng`` say how groups are shown
-        (:meth:`MatchSource.choose_many`).
-    order : str
-        How each group is shown.
-    shifts : int
-        With ``permute``, how many cyclic shifts (0: all).
-    rng : random.Random
-        The strategy's generator for this task.
+    """A max-heap of candidate ids (``ids`` in heap order) with ``branching`` (k − 1) children per node,
+    ordered by the judge's choices from ``source``; ``order``, ``shifts`` and ``rng`` say how groups
+    are shown (:meth:`MatchSource.choose_many`).
     """
 
     def __init__(
@@ -53,34 +39,12 @@ class SetwiseHeap:
         self.played: dict[str, int] = dict.fromkeys(ids, 0)
 
     def children(self, node: int) -> range:
-        """The positions of ``node``'s children in the heap.
-
-        Parameters
-        ----------
-        node : int
-            A position in the heap.
-
-        Returns
-        -------
-        range
-            Up to ``branching`` positions (empty for a leaf).
-        """
+        """The positions of ``node``'s children (empty for a leaf)."""
         first = self.branching * node + 1
         return range(first, min(first + self.branching, len(self.items)))
 
     def best_of(self, group: list[str]) -> str | None:
-        """The judge's choice among ``group`` (asked once per set of answers; None: undecided).
-
-        Parameters
-        ----------
-        group : list[str]
-            Candidate ids, a node first and then its children.
-
-        Returns
-        -------
-        str or None
-            The chosen candidate id, or None.
-        """
+        """The judge's choice among ``group`` (a node, then its children), asked once per set; None: undecided."""
         members = frozenset(group)
         if members not in self._best:
             (match,) = self.source.choose_many([group], order=self.order, rng=self.rng, shifts=self.shifts)
@@ -90,13 +54,7 @@ class SetwiseHeap:
         return self._best[members]
 
     def sift_down(self, node: int) -> None:
-        """Move the item at ``node`` down while the judge chooses one of its children over it.
-
-        Parameters
-        ----------
-        node : int
-            A position in the heap.
-        """
+        """Move the item at ``node`` down while the judge chooses one of its children over it."""
         while True:
             kids = list(self.children(node))
             if not kids:
@@ -114,13 +72,7 @@ class SetwiseHeap:
             self.sift_down(node)
 
     def pop(self) -> str:
-        """Take the top of the heap off and restore the heap.
-
-        Returns
-        -------
-        str
-            The candidate id that was on top (the best of those left).
-        """
+        """Take the top (the best of those left) off and restore the heap."""
         top = self.items[0]
         last = self.items.pop()
         if self.items:
@@ -130,19 +82,7 @@ class SetwiseHeap:
 
 
 def heap_height(n: int, branching: int) -> int:
-    """The depth of the last node of a heap of n items with ``branching`` children per node.
-
-    Parameters
-    ----------
-    n : int
-        The number of items.
-    branching : int
-        Children per node.
-
-    Returns
-    -------
-    int
-        The depth (0 for a single item).
+    """The depth of the last node of a heap of ``n`` items (0 for one) with ``branching`` children per node.
 
     Examples
     --------
@@ -159,20 +99,18 @@ def heap_height(n: int, branching: int) -> int:
 @register("setwise_heapsort")
 @dataclass(frozen=True)
 class SetwiseHeapsort(KwayStrategy):
-    """Heap sort on a heap of branching k − 1, the judge choosing the best of a node and its
-    children (``docs/strategies.md``).
+    """Heap sort on a heap of branching k − 1, the judge choosing the best of a node and its children.
 
     Parameters
     ----------
-    k : int, default 4
+    k
         Answers per judgment, a node and its k − 1 children (2 to 8).
-    top_k : int, default 0
+    top_k
         Stop once the best ``top_k`` are out (0: sort everything).
-    order : str, default "random"
-        How each group is shown: ``random`` (default: a seeded shuffle, so the node is not
-        always shown first), ``given`` (node first, then its children), ``both`` (as drawn and
-        reversed) or ``permute``.
-    shifts : int, default 0
+    order
+        How each group is shown: ``random`` (seeded shuffle, so the node is not always first),
+        ``given`` (node first), ``both`` (as drawn and reversed) or ``permute``.
+    shifts
         With ``permute``, how many cyclic shifts (0: all).
     """
 
@@ -191,22 +129,7 @@ class SetwiseHeapsort(KwayStrategy):
             raise SpecError(f"strategy {self.name}: top_k must be >= 0 (0 sorts everything), got {self.top_k}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Heap-sort the task's candidates on a heap of branching k − 1, the judge choosing the best of a node and its children.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Heap-sort the task's candidates, the judge choosing the best of a node and its children."""
         ids = task.candidate_ids
         rng.shuffle(ids)
         n = len(ids)
@@ -217,20 +140,7 @@ class SetwiseHeapsort(KwayStrategy):
         return ranking_from_pops(task.candidate_ids, popped, list(heap.items), heap.played)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """Every sift costs at most one group per level of the heap: the inner nodes while building
-        it and one sift per pop (the last pop needs none), each at most the heap's height, each
-        group its presentations.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """At most one group per heap level per sift (building, then one sift per pop), each group its presentations."""
         n = n_candidates
         if n < 2:
             return 0

@@ -1,7 +1,4 @@
-"""``setwise_knockout``: a knockout tournament in groups of k, one k-way choice per group.
-
-More in ``docs/strategies.md``.
-"""
+"""``setwise_knockout``: a knockout tournament in groups of k, one k-way choice per group."""
 
 from __future__ import annotations
 
@@ -19,20 +16,8 @@ if TYPE_CHECKING:
 
 
 def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
-    """One round's groups and byes: as many full groups of k as fit, the rest advance unplayed;
-    fewer than k answers are one group.
-
-    Parameters
-    ----------
-    ids : list[str]
-        The answers still in, in bracket order.
-    k : int
-        Answers per group.
-
-    Returns
-    -------
-    tuple[list[list[str]], list[str]]
-        The groups, and the answers that advance unplayed.
+    """One round's groups and byes: full groups of k from ``ids`` (bracket order), the rest advance
+    unplayed; fewer than k answers are one group.
 
     Examples
     --------
@@ -48,19 +33,7 @@ def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
 
 
 def bracket_group_sizes(n: int, k: int) -> list[int]:
-    """The sizes of the groups a tournament of n answers plays when every group is decided.
-
-    Parameters
-    ----------
-    n : int
-        The number of answers.
-    k : int
-        Answers per group.
-
-    Returns
-    -------
-    list[int]
-        The size of every group, round after round.
+    """The size of every group a tournament of ``n`` answers plays, round after round, when every group is decided.
 
     Examples
     --------
@@ -84,13 +57,12 @@ class SetwiseKnockout(KwayStrategy):
 
     Parameters
     ----------
-    k : int, default 4
+    k
         Answers per group (2 to 8).
-    order : str, default "given"
-        How each group is shown (:mod:`rankkit.choices`): ``given`` (default; groups come from
-        a shuffle), ``random``, ``both`` (as drawn and reversed; 2× the judgments) or ``permute``
-        (every cyclic shift, slot-balanced; k× the judgments).
-    shifts : int, default 0
+    order
+        How each group is shown (:mod:`rankkit.choices`): ``given`` (groups come from a shuffle),
+        ``random``, ``both`` (2× the judgments) or ``permute`` (every cyclic shift; k× the judgments).
+    shifts
         With ``permute``, how many cyclic shifts (0: all k).
     """
 
@@ -106,22 +78,7 @@ class SetwiseKnockout(KwayStrategy):
         self.check_size("k", self.k)
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Play a knockout in groups of k on the task's candidates: the judge's choice advances.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Play a knockout in groups of k on the task's candidates: the judge's choice advances."""
         remaining = task.candidate_ids
         received: dict[str, list[float]] = {cid: [] for cid in remaining}
         eliminated: dict[str, int | None] = dict.fromkeys(remaining)
@@ -164,18 +121,7 @@ class SetwiseKnockout(KwayStrategy):
         return Ranking(scores=scores, champion=champion, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """⌈(N − 1)/(k − 1)⌉ groups, each costing its presentations (:func:`~rankkit.choices.judgments_per_group`).
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """⌈(N − 1)/(k − 1)⌉ groups, each its presentations (:func:`~rankkit.choices.judgments_per_group`)."""
         return sum(
             judgments_per_group(self.order, size, self.shifts) for size in bracket_group_sizes(n_candidates, self.k)
         )

@@ -26,14 +26,12 @@ class SlidingWindow(Strategy):
 
     Parameters
     ----------
-    passes : int, default 10
-        The number of passes K (top K settled); capped at N − 1, which sorts fully. The
-        default 10 is Qin et al.'s PRP-Sliding-10.
-    order : str, default "both"
-        ``both`` (default) — judge every comparison in both orders and decide on the averaged
-        grades; ``random`` — one judgment, reusing one the graph holds (see
-        :class:`~rankkit.strategies.heapsort.JudgedComparator`); ``given`` — one, as the window
-        compares.
+    passes
+        The number of passes K (top K settled), capped at N − 1 (a full sort); 10 is Qin et al.'s
+        PRP-Sliding-10.
+    order
+        ``both`` (every comparison in both orders, decided on averaged grades), ``random`` (one
+        judgment, reusing one the graph holds) or ``given`` (one, as the window compares).
     """
 
     passes: int = 10
@@ -49,22 +47,7 @@ class SlidingWindow(Strategy):
             raise SpecError(f"strategy sliding: passes must be >= 1, got {self.passes}")
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Run K bottom-up bubble passes with a window of two; score derived from rank.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Run K bottom-up bubble passes with a window of two; score derived from rank."""
         order = task.candidate_ids
         rng.shuffle(order)
         n = len(order)
@@ -89,18 +72,7 @@ class SlidingWindow(Strategy):
         )
 
     def max_judgments(self, n_candidates: int) -> int:
-        """Pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """Pass k compares N − 1 − k neighbours; a pair met in an earlier pass is free."""
         n = n_candidates
         match_count = min(n * (n - 1) // 2, sum(n - 1 - k for k in range(min(self.passes, n - 1))))
         return match_count * judgments_per_match(self.order)

@@ -38,25 +38,10 @@ AGGREGATES = ("bt", "grades", "corrected", "points")
 def swiss_pairing(
     candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]], rng: random.Random
 ) -> list[tuple[str, str]]:
-    """One Swiss round: pairs of candidates with equal or close points that have not met yet,
-    ordered from the closest pair to the widest (see ``docs/strategies.md``).
+    """One Swiss round: pairs not yet met with equal or close points (win 1, tie 0.5), closest first.
 
-    Parameters
-    ----------
-    candidates : list[str]
-        The candidate ids.
-    points : Mapping[str, float]
-        Running points (win 1, tie 0.5).
-    met : set[frozenset[str]]
-        The pairs that have already played (as frozensets).
-    rng : random.Random
-        Orders candidates with equal points, and breaks ties between equally good matchings.
-
-    Returns
-    -------
-    list[tuple[str, str]]
-        The round's pairs, closest points gap first (a maximum matching when the greedy pass leaves
-        pairable candidates unpaired).
+    ``met`` holds the pairs already played as frozensets; ``rng`` orders equal points. Falls back to
+    a maximum matching (:func:`closest_matching`) when the greedy pass leaves pairable candidates unpaired.
     """
     standings = sorted(candidates, key=lambda cid: (-points[cid], rng.random()))
     position = {cid: i for i, cid in enumerate(standings)}
@@ -81,25 +66,8 @@ def swiss_pairing(
 def closest_matching(
     candidates: list[str], points: Mapping[str, float], met: set[frozenset[str]], rng: random.Random
 ) -> list[tuple[str, str]]:
-    """A maximum-cardinality matching of the pairs not yet met with the least total squared points
-    gap (networkx's blossom algorithm); ties between equally good matchings are broken by a seeded
-    random weight on each pair, kept too small to outweigh a real gap.
-
-    Parameters
-    ----------
-    candidates : list[str]
-        The candidate ids.
-    points : Mapping[str, float]
-        Running points (win 1, tie 0.5).
-    met : set[frozenset[str]]
-        The pairs that have already played.
-    rng : random.Random
-        Draws the tie-breaking weights.
-
-    Returns
-    -------
-    list[tuple[str, str]]
-        The pairs, each in the candidates' order.
+    """A maximum-cardinality matching of pairs not yet met with the least total squared points gap
+    (networkx's blossom); ties broken by seeded weights too small to outweigh a real gap.
     """
     import networkx as nx  # here, not at the top: `rankkit strategies` imports this module
 
@@ -119,41 +87,33 @@ def closest_matching(
 @register("swiss")
 @dataclass(frozen=True)
 class Swiss(Strategy):
-    """Swiss-system tournament: each round pairs equal or close running scores, never the same
-    pair twice, until the budget is spent; Bradley–Terry (or mean grades, or points) at the end.
+    """Swiss-system tournament: each round pairs close running scores, never the same pair twice, until
+    the budget is spent; Bradley–Terry (or mean grades, or points) at the end.
 
     Parameters
     ----------
-    budget : float, default 3.0
-        Comparisons per candidate; a task of N candidates gets ``floor(budget · N)``
-        comparisons (judgments; a match in both orders costs 2). ``budget=3`` is about 6 rounds.
-    comparisons : int | None, default None
+    budget
+        Comparisons per candidate: ``floor(budget · N)`` judgments per task (a match in both orders
+        costs 2); 3 is about 6 rounds.
+    comparisons
         Exactly this many comparisons per task instead (overrides ``budget``).
-    order : str, default "given"
-        ``given`` (default) — each match shown as drawn, its two candidates in a seeded random
-        orientation; ``random`` — a further seeded coin per match; ``both`` — every match in both
-        orders (thesis §3.2.1), each order an outcome of its own (as in ``bt``), a match costing 2
-        comparisons.
-    aggregate : str, default "bt"
-        ``bt`` — Bradley–Terry ratings on the Elo scale (default); ``grades`` — the mean
-        grade received (the knockout paper's score averaging); ``corrected`` — the mean grade
-        corrected for the judge's first-slot effect by least squares
-        (:func:`rankkit.strategies._graded.corrected_grades`); ``points`` — the share of points
-        scored, ties broken by the opponents' mean share.
-    until : str | None, default None
-        A stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None (default)
-        plays to the budget. With one, after every round the Bradley–Terry posterior of the
-        distinct judgments so far is refitted (its mean, under the prior sd ``prior_sd``, gives the
-        answer), and the tournament stops once the exact posterior under a hyperprior on the
-        strengths' scale gives that answer probability ``confidence`` (``stopped``: ``target``), when the
-        budget is spent (``budget``; the budget always wins, cutting a round short), or when every
-        pair has met (``exhausted``: a Swiss tournament never plays a pair twice, so use
-        ``order=both`` to ask both orders). The scores are then the posterior means (Elo scale);
-        ``aggregate`` must be ``bt``.
-    confidence : float, default 0.95
+    order
+        ``given`` (each match in a seeded random orientation), ``random`` (a further coin per match)
+        or ``both`` (every match in both orders, each an outcome of its own).
+    aggregate
+        ``bt`` (Bradley–Terry, Elo scale), ``grades`` (mean grade received), ``corrected`` (mean
+        grade corrected for the first-slot effect, :func:`rankkit.strategies._graded.corrected_grades`)
+        or ``points`` (share of points, ties broken by opponents' mean share).
+    until
+        A stopping target (``docs/stopping.md``): ``top1``, ``top:K`` or ``order``; None plays to the
+        budget. With one, the tournament stops when the posterior gives the answer probability
+        ``confidence`` (``stopped``: ``target``), the budget is spent (``budget``) or every pair has
+        met (``exhausted``; use ``order=both`` to ask both orders). Scores are then posterior means
+        (Elo scale); ``aggregate`` must be ``bt``.
+    confidence
         The posterior probability the target must reach.
-    prior_sd : float, default 2.0
-        The prior sd of the log-strengths in that posterior (only with ``until``).
+    prior_sd
+        The prior sd of the log-strengths (only with ``until``).
     """
 
     budget: float = 3.0
@@ -186,22 +146,7 @@ class Swiss(Strategy):
             )
 
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
-        """Play a Swiss-system tournament on the task's candidates until the budget is spent.
-
-        Parameters
-        ----------
-        task : Task
-            The task whose candidates are ranked.
-        source : MatchSource
-            Where the task's judgments come from.
-        rng : random.Random
-            The strategy's random numbers for this task.
-
-        Returns
-        -------
-        Ranking
-            The scores, the ranking and the per-candidate extras.
-        """
+        """Play a Swiss-system tournament on the task's candidates until the budget is spent."""
         ids = task.candidate_ids
         matches_left = task_match_count("swiss", task.task_id, len(ids), self.budget, self.comparisons, self.order)
         points = dict.fromkeys(ids, 0.0)
@@ -279,53 +224,15 @@ class Swiss(Strategy):
         return Ranking(scores=scores, ranking=ranking, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int | None:
-        """The budget, exactly: every round pairs at least two candidates that have not met while
-        such a pair remains, so the tournament plays min(budget, all pairs) matches. With ``until``
-        it may stop sooner: None.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int or None
-            The number of judgments, or None when it is not fixed.
-        """
+        """The budget or every pair, whichever is fewer; None with ``until`` (it may stop sooner)."""
         return None if self.until is not None else self.max_judgments(n_candidates)
 
     def max_judgments(self, n_candidates: int) -> int:
-        """The budget's judgments (:func:`~rankkit.strategies._budget.budget_judgments`), whatever the verdicts.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-
-        Returns
-        -------
-        int
-            The number of judgments.
-        """
+        """The budget's judgments (:func:`~rankkit.strategies._budget.budget_judgments`)."""
         return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
-        """Before any judgment: the prior-based :func:`~rankkit.strategies._stopping.prior_forecast`
-        of the judgments the target needs; None without ``until``.
-
-        Parameters
-        ----------
-        n_candidates : int
-            The number of candidates of the task.
-        seed : int, default 0
-            The Monte Carlo seed of the forecast.
-
-        Returns
-        -------
-        Forecast or None
-            The forecast, or None without ``until``.
-        """
+        """Before any judgment: :func:`~rankkit.strategies._stopping.prior_forecast`; None without ``until``."""
         target = check_stopping("strategy swiss", self.until, self.confidence)
         if target is None:
             return None
@@ -335,8 +242,7 @@ class Swiss(Strategy):
 
 
 class _TargetWatch:
-    """The posterior a Swiss tournament with ``until`` keeps: fed each round's distinct judgments,
-    it says whether the target is settled and forecasts the judgments left."""
+    """The posterior of a Swiss tournament with ``until``: is the target settled, and how many judgments are left."""
 
     def __init__(self, swiss: Swiss, task: Task):
         from rankkit.strategies._bt_posterior import Posterior
