@@ -73,15 +73,26 @@ WHERE json_extract(judgments.payload, '$.status') = 'failed'
 """
 
 
-def _rankkit_schema() -> tuple[frozenset[tuple[str, str, str]], dict[str, list[tuple]]]:
+def _table_shape(db: sqlite3.Connection, table: str) -> tuple[list[tuple], str]:
+    """A table's columns as ``PRAGMA table_xinfo`` gives them (generated columns included) and its
+    ``CREATE`` statement with whitespace collapsed: constraints (``CHECK``, ``ON CONFLICT``,
+    ``COLLATE``) show only there, and a ``CHECK`` can make every write of a paid answer fail. Spacing
+    and case are normalised, so a cache whose table was created from other SQL text of the same
+    schema (an older rankkit's) still matches."""
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    spaced = str(sql).replace("(", " ( ").replace(")", " ) ").replace(",", " , ")
+    return db.execute(f"PRAGMA table_xinfo({table})").fetchall(), " ".join(spaced.split()).lower()
+
+
+def _rankkit_schema() -> tuple[frozenset[tuple[str, str, str]], dict[str, tuple[list[tuple], str]]]:
     """What a rankkit cache holds: its ``sqlite_master`` objects ``(type, name, table)`` and each
-    table's columns as ``PRAGMA table_info`` gives them, read off an empty database made here."""
+    table's shape (:func:`_table_shape`), read off an empty database made here."""
     db = sqlite3.connect(":memory:")
     try:
         db.execute(_SCHEMA)
         db.execute(_LEASES_SCHEMA)
         objects = frozenset(db.execute("SELECT type, name, tbl_name FROM sqlite_master"))
-        columns = {table: db.execute(f"PRAGMA table_info({table})").fetchall() for table in ("judgments", "leases")}
+        columns = {table: _table_shape(db, table) for table in ("judgments", "leases")}
     finally:
         db.close()
     return objects, columns
@@ -331,12 +342,15 @@ class JudgmentCache:
         changed = [
             ("table", table, table)
             for table, columns in _COLUMNS.items()
-            if ("table", table, table) in objects
-            and self._db.execute(f"PRAGMA table_info({table})").fetchall() != columns
+            if ("table", table, table) in objects and _table_shape(self._db, table) != columns
         ]
         if foreign or changed:
             kind, name, table = (foreign + changed)[0]
-            what = f"a {kind} {name!r} on {table!r}" if foreign else f"the table {name!r} with other columns"
+            what = (
+                f"a {kind} {name!r} on {table!r}"
+                if foreign
+                else f"the table {name!r} with other columns or constraints"
+            )
             more = len(foreign) + len(changed) - 1
             raise CacheError(
                 self.path,
