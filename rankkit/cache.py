@@ -571,8 +571,7 @@ class JudgmentCache:
         now = time.time()
         expires = now + self.lease_seconds
         with self._lock, self._explained(), self._transaction():
-            # Expired leases are free anyway; dropping them keeps crashed runs from leaving rows behind.
-            self._db.execute("DELETE FROM leases WHERE expires < ?", (now,))
+            self._drop_expired_leases(now)
             for key in keys:
                 self._db.execute(_CLAIM, (key, self.owner, expires, now))
             self._take_over_dead_owners(keys, expires)
@@ -581,6 +580,21 @@ class JudgmentCache:
             self._held.update(held)
         self._start_renewing()
         return [key for key in keys if key in held]
+
+    def _drop_expired_leases(self, now: float) -> None:
+        """Delete expired leases (inside the caller's transaction): their keys are free, and dropping
+        them keeps crashed runs from leaving rows behind. Another owner's, taken over so, is noted:
+        its requests are asked here."""
+        expired = self._db.execute(
+            "SELECT owner, COUNT(*) FROM leases WHERE owner != ? AND expires < ? GROUP BY owner", (self.owner, now)
+        ).fetchall()
+        self._db.execute("DELETE FROM leases WHERE expires < ?", (now,))
+        for owner, count in expired:
+            warnings.warn(
+                f"judgment cache {self.path}: {count} lease(s) of {str(owner)[:80]!r} held past their expiry "
+                "(a crashed or stopped run); taken over",
+                stacklevel=3,
+            )
 
     def release_leases(self, keys: Sequence[str]) -> None:
         """Give up this cache's leases on ``keys`` without an answer (the judge failed), so that
