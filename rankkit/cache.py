@@ -73,15 +73,26 @@ WHERE json_extract(judgments.payload, '$.status') = 'failed'
 """
 
 
-def _rankkit_schema() -> tuple[frozenset[tuple[str, str, str]], dict[str, list[tuple]]]:
+def _table_shape(db: sqlite3.Connection, table: str) -> tuple[list[tuple], str]:
+    """A table's columns as ``PRAGMA table_xinfo`` gives them (generated columns included) and its
+    ``CREATE`` statement with whitespace collapsed: constraints (``CHECK``, ``ON CONFLICT``,
+    ``COLLATE``) show only there, and a ``CHECK`` can make every write of a paid answer fail. Spacing
+    and case are normalised, so a cache whose table was created from other SQL text of the same
+    schema (an older rankkit's) still matches."""
+    (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    spaced = str(sql).replace("(", " ( ").replace(")", " ) ").replace(",", " , ")
+    return db.execute(f"PRAGMA table_xinfo({table})").fetchall(), " ".join(spaced.split()).lower()
+
+
+def _rankkit_schema() -> tuple[frozenset[tuple[str, str, str]], dict[str, tuple[list[tuple], str]]]:
     """What a rankkit cache holds: its ``sqlite_master`` objects ``(type, name, table)`` and each
-    table's columns as ``PRAGMA table_info`` gives them, read off an empty database made here."""
+    table's shape (:func:`_table_shape`), read off an empty database made here."""
     db = sqlite3.connect(":memory:")
     try:
         db.execute(_SCHEMA)
         db.execute(_LEASES_SCHEMA)
         objects = frozenset(db.execute("SELECT type, name, tbl_name FROM sqlite_master"))
-        columns = {table: db.execute(f"PRAGMA table_info({table})").fetchall() for table in ("judgments", "leases")}
+        columns = {table: _table_shape(db, table) for table in ("judgments", "leases")}
     finally:
         db.close()
     return objects, columns
@@ -331,12 +342,15 @@ class JudgmentCache:
         changed = [
             ("table", table, table)
             for table, columns in _COLUMNS.items()
-            if ("table", table, table) in objects
-            and self._db.execute(f"PRAGMA table_info({table})").fetchall() != columns
+            if ("table", table, table) in objects and _table_shape(self._db, table) != columns
         ]
         if foreign or changed:
             kind, name, table = (foreign + changed)[0]
-            what = f"a {kind} {name!r} on {table!r}" if foreign else f"the table {name!r} with other columns"
+            what = (
+                f"a {kind} {name!r} on {table!r}"
+                if foreign
+                else f"the table {name!r} with other columns or constraints"
+            )
             more = len(foreign) + len(changed) - 1
             raise CacheError(
                 self.path,
@@ -557,8 +571,7 @@ class JudgmentCache:
         now = time.time()
         expires = now + self.lease_seconds
         with self._lock, self._explained(), self._transaction():
-            # Expired leases are free anyway; dropping them keeps crashed runs from leaving rows behind.
-            self._db.execute("DELETE FROM leases WHERE expires < ?", (now,))
+            self._drop_expired_leases(now)
             for key in keys:
                 self._db.execute(_CLAIM, (key, self.owner, expires, now))
             self._take_over_dead_owners(keys, expires)
@@ -567,6 +580,21 @@ class JudgmentCache:
             self._held.update(held)
         self._start_renewing()
         return [key for key in keys if key in held]
+
+    def _drop_expired_leases(self, now: float) -> None:
+        """Delete expired leases (inside the caller's transaction): their keys are free, and dropping
+        them keeps crashed runs from leaving rows behind. Another owner's, taken over so, is noted:
+        its requests are asked here."""
+        expired = self._db.execute(
+            "SELECT owner, COUNT(*) FROM leases WHERE owner != ? AND expires < ? GROUP BY owner", (self.owner, now)
+        ).fetchall()
+        self._db.execute("DELETE FROM leases WHERE expires < ?", (now,))
+        for owner, count in expired:
+            warnings.warn(
+                f"judgment cache {self.path}: {count} lease(s) of {str(owner)[:80]!r} held past their expiry "
+                "(a crashed or stopped run); taken over",
+                stacklevel=3,
+            )
 
     def release_leases(self, keys: Sequence[str]) -> None:
         """Give up this cache's leases on ``keys`` without an answer (the judge failed), so that

@@ -281,6 +281,24 @@ CRAFTED_OBJECTS = {
     "extra column": ("ALTER TABLE judgments ADD COLUMN note TEXT", "the table 'judgments' with other columns"),
 }
 
+#: Tables whose columns ``PRAGMA table_info`` reports as rankkit's, which differ only in a constraint
+#: or a generated column: a CHECK makes every write of a paid answer fail after the judge was paid.
+CRAFTED_TABLES = {
+    "check constraint": "CHECK (instr(payload, 'first') = 0)",
+    "generated column": "shadow TEXT GENERATED ALWAYS AS (payload) VIRTUAL",
+}
+
+
+@pytest.mark.parametrize("case", CRAFTED_TABLES)
+def test_a_table_with_a_constraint_or_generated_column_rankkit_never_creates_is_refused(case, cache_path):
+    _plant(
+        cache_path,
+        "CREATE TABLE judgments (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, kind TEXT NOT NULL, "
+        f"payload TEXT NOT NULL, created REAL NOT NULL, {CRAFTED_TABLES[case]})",
+    )
+    err = cache_error(cache_path)
+    assert err.exit_code == 2 and "the table 'judgments' with other columns or constraints" in err.problem
+
 
 @pytest.mark.parametrize("case", CRAFTED_OBJECTS)
 def test_a_cache_holding_what_rankkit_never_creates_is_refused_untouched(case, honest_cache):

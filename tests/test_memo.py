@@ -99,7 +99,8 @@ def test_an_expired_lease_of_a_dead_owner_is_taken_over_after_the_expiry(tmp_pat
         # another host's process (so it cannot be checked for life) crashed holding "a"; its lease runs 1 s more
         _lease(path, row, "elsewhere/12345/deadbeef", time.time() + 1.0)
         started = time.monotonic()
-        fetched = memo.fetch(FINGERPRINT, KIND, keys, _slow_ask(keys, calls, 0.0), dict, dict)
+        with pytest.warns(UserWarning, match="held past their expiry"):
+            fetched = memo.fetch(FINGERPRINT, KIND, keys, _slow_ask(keys, calls, 0.0), dict, dict)
         waited = time.monotonic() - started
     assert [answer for answer, _ in fetched] == [{"answer": "A"}, {"answer": "B"}]
     assert [origin for _, origin in fetched] == [Origin.JUDGE, Origin.JUDGE]
@@ -120,7 +121,8 @@ def test_leases_are_claimed_once_expire_and_are_taken_over_from_dead_processes_o
         assert two.claim_leases(["y"]) == ["y"]
         _lease(path, "expired", "elsewhere/1/feed", time.time() - 1.0)
         _lease(path, "live", "elsewhere/1/feed", time.time() + 60.0)
-        assert two.claim_leases(["expired", "live"]) == ["expired"]
+        with pytest.warns(UserWarning, match="held past their expiry"):
+            assert two.claim_leases(["expired", "live"]) == ["expired"]
         dead = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(0,))
         dead.start()
         dead.join()
@@ -250,3 +252,16 @@ def test_results_are_identical_with_and_without_contention(tmp_path):
     assert [d for d, _ in contended] == [decisions, decisions]
     assert len(_paid(tmp_path / "shared.txt")) == judge_calls  # two processes paid once in total
     assert sum(calls for _, calls in contended) == judge_calls
+
+
+def test_an_expired_lease_of_another_host_is_taken_over_with_a_note(tmp_path):
+    """A lease held past its expiry by another host never makes a run wait, and the take-over is
+    said (issue 37, item 2); a live one is waited for."""
+    path = tmp_path / "c.sqlite"
+    JudgmentCache(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO leases VALUES ('old', 'elsewhere/1/x', ?)", (time.time() - 1,))
+        db.execute("INSERT INTO leases VALUES ('live', 'elsewhere/2/y', ?)", (time.time() + 60,))
+    with JudgmentCache(path) as cache:
+        with pytest.warns(UserWarning, match=r"1 lease\(s\) of 'elsewhere/1/x' held past their expiry"):
+            assert cache.claim_leases(["old", "live"]) == ["old"]
