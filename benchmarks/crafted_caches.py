@@ -145,8 +145,11 @@ def main() -> None:
     honest = work / "honest.sqlite"
     code, out, err = rankkit(args.tree, honest)
     calls, top1 = figures(out)
+    commit = subprocess.run(
+        ["git", "-C", str(args.tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
     lines = [
-        f"# Crafted caches against `rankkit {' '.join(COMMAND)}` ({args.tree})",
+        f"# Crafted caches against `rankkit {' '.join(COMMAND)}` (commit {commit.stdout.strip() or '?'})",
         "",
         f"Honest cache filled: exit {code}, judge calls {calls}, top-1 {top1}.",
         "",
@@ -161,7 +164,8 @@ def main() -> None:
         if code == 0:  # a second rerun shows what the first left behind (drop trigger: pays again)
             code, out, err = rankkit(args.tree, path)
         calls, top1 = figures(out)
-        error = next((line for line in err.splitlines() if line.startswith("error")), "")[:110]
+        error = next((line for line in err.splitlines() if line.startswith("error")), "")
+        error = error.replace(str(path), path.name)[:110]
         lines.append(f"| {name} | {code} | {'yes' if 'Traceback' in err else 'no'} | {calls} | {top1 or error} |")
     shutil.rmtree(work)
     print("\n".join(lines))
