@@ -263,9 +263,10 @@ def dict_pairs(before: Any, after: Any) -> Iterator[tuple[dict, dict]]:
 
 
 def without_seconds(value: Any) -> Any:
-    """The value with every ``seconds`` key left out (wall time differs from run to run)."""
+    """The value with every timing (``seconds``, ``wall_seconds``, ``warm_up_seconds``) left out:
+    wall time differs from run to run."""
     if isinstance(value, dict):
-        return {k: without_seconds(v) for k, v in value.items() if k != "seconds"}
+        return {k: without_seconds(v) for k, v in value.items() if not k.endswith("seconds")}
     if isinstance(value, list):
         return [without_seconds(v) for v in value]
     return value

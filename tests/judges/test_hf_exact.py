@@ -202,12 +202,14 @@ def test_exact_rows_start_their_final_pass_at_the_last_full_block(tiny):
 #: Cost fields that count where judgments came from (paid now or served by the cache), which a
 #: warm cache changes by design; everything else in the results must not change.
 CACHE_COUNTS = {"judge_calls", "cache_hits", "prompt_tokens", "completion_tokens", "retries"}
+#: Wall-clock timings, which differ from run to run.
+TIMINGS = {"seconds", "wall_seconds", "warm_up_seconds"}
 
 
 def comparable(payload):
     """A results JSON without timings and cache-origin counts."""
     if isinstance(payload, dict):
-        return {k: comparable(v) for k, v in payload.items() if k != "seconds" and k not in CACHE_COUNTS}
+        return {k: comparable(v) for k, v in payload.items() if k not in TIMINGS and k not in CACHE_COUNTS}
     if isinstance(payload, list):
         return [comparable(v) for v in payload]
     return payload
