@@ -28,7 +28,7 @@ FRAGILE_SHARE = 0.01
 CHANGES = ("flip", "remove")
 
 #: The #1 and every candidate best first; None when undefined (a judgment the run never made).
-Outcome = tuple[str, tuple[str, ...]] | None
+RecomputedRanking = tuple[str, tuple[str, ...]] | None
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def support_order(
 
 def ranking_robustness(
     pairs: Sequence[tuple[str, str, float | None]],
-    recompute: Callable[[frozenset[int], frozenset[int]], Outcome],
+    recompute: Callable[[frozenset[int], frozenset[int]], RecomputedRanking],
     baseline: tuple[str, Sequence[str]],
     used: int,
     k: int = DEFAULT_TOP_K,
@@ -188,9 +188,9 @@ def ranking_robustness(
     """
     first, order = baseline[0], list(baseline[1])
     top = frozenset(order[:k])
-    seen: dict[tuple[frozenset[int], frozenset[int]], Outcome] = {}
+    seen: dict[tuple[frozenset[int], frozenset[int]], RecomputedRanking] = {}
 
-    def outcome(flips: frozenset[int], removals: frozenset[int]) -> Outcome:
+    def ranking(flips: frozenset[int], removals: frozenset[int]) -> RecomputedRanking:
         key = (flips, removals)
         if key not in seen:
             seen[key] = recompute(flips, removals)
@@ -198,7 +198,7 @@ def ranking_robustness(
 
     def test(change: str, target: str) -> Callable[[frozenset[int]], bool | None]:
         def changes(subset: frozenset[int]) -> bool | None:
-            got = outcome(subset, frozenset()) if change == "flip" else outcome(frozenset(), subset)
+            got = ranking(subset, frozenset()) if change == "flip" else ranking(frozenset(), subset)
             if got is None:
                 return None
             return got[0] != first if target == "top1" else frozenset(got[1][:k]) != top
@@ -251,7 +251,7 @@ def task_robustness(
     if reason is None:
         strategy, ids = strategy_run.strategy, task.candidate_ids
 
-        def recompute(flips: frozenset[int], removals: frozenset[int]) -> Outcome:
+        def recompute(flips: frozenset[int], removals: frozenset[int]) -> RecomputedRanking:
             try:
                 ranking = replay(
                     strategy, task, record, seed, {verdicts[i] for i in flips}, {verdicts[i] for i in removals}

@@ -273,9 +273,9 @@ class HTTPTransport:
 
 #: What a protocol reports of a batch: its state, whether it ended, and its request counts.
 Status = tuple[str, bool, dict[str, int]]
-#: One request's outcome: ``("ok", response JSON)``, ``("failed", why)`` or ``("lost", how its batch ended)``: its
+#: One request's fate: ``("ok", response JSON)``, ``("failed", why)`` or ``("lost", how its batch ended)``: its
 #: batch expired or was cancelled before running it (asked again, not counted as a failure).
-Outcome = tuple[str, Any]
+RequestFate = tuple[str, Any]
 
 
 class BatchProtocol(Protocol):
@@ -293,7 +293,7 @@ class BatchProtocol(Protocol):
     def status(self, transport: Transport, batch_id: str) -> tuple[Status, dict[str, Any]]:
         """The batch's :data:`Status` and its JSON."""
 
-    def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, Outcome]:
+    def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, RequestFate]:
         """Each request's outcome by custom id from a finished batch (a missing one failed or was lost)."""
 
 
@@ -380,9 +380,9 @@ class OpenAIBatches:
         counts = {k: v for k, v in (batch.get("request_counts") or {}).items() if isinstance(v, int)}
         return (state, state in ("completed", "failed", "expired", "cancelled"), counts), batch
 
-    def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, Outcome]:
+    def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, RequestFate]:
         """Read the output file (and the error file) of a finished batch."""
-        outcomes: dict[str, Outcome] = {}
+        outcomes: dict[str, RequestFate] = {}
         for field in ("output_file_id", "error_file_id"):
             if batch.get(field):
                 file_id = checked_id(batch[field], f"batch {batch.get('id')}'s {field}")
@@ -455,12 +455,12 @@ class AnthropicBatches:
         counts = {k: v for k, v in (batch.get("request_counts") or {}).items() if isinstance(v, int)}
         return (state, state == "ended", counts), batch
 
-    def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, Outcome]:
+    def results(self, transport: Transport, batch: dict[str, Any]) -> dict[str, RequestFate]:
         """Read ``/messages/batches/{id}/results`` of a finished batch."""
         # the results path on the API's own host, never a URL from the response (the key goes with it)
         batch_id = checked_id(batch.get("id"), "a batch id")
         text = transport.call("GET", f"/messages/batches/{batch_id}/results", want="text")
-        outcomes: dict[str, Outcome] = {}
+        outcomes: dict[str, RequestFate] = {}
         for record in _jsonl(text, f"batch {batch_id} results"):
             result = record.get("result") or {}
             if result.get("type") == "succeeded" and isinstance(result.get("message"), dict):
@@ -533,7 +533,7 @@ class BatchRunner:
         self._touched: set[str] = set()
         self._interrupted = False
         #: Results read while looking for a batch whose creation reply was lost (by batch id).
-        self._found: dict[str, tuple[str, dict[str, Outcome]]] = {}
+        self._found: dict[str, tuple[str, dict[str, RequestFate]]] = {}
 
     @property
     def resumed(self) -> int:
@@ -597,11 +597,11 @@ class BatchRunner:
                 f"{self.max_rounds} batches; first error: {why[pending[0]]}"
             )
 
-    def _outcomes(self, bodies: dict[str, dict[str, Any]]) -> dict[str, Outcome]:
+    def _outcomes(self, bodies: dict[str, dict[str, Any]]) -> dict[str, RequestFate]:
         """Each request's outcome by key: journaled answer, journaled batch, else a new batch; lost ones asked again."""
         with self._lock:
             self._touched.update(bodies)
-        outcomes: dict[str, Outcome] = {}
+        outcomes: dict[str, RequestFate] = {}
         todo = list(bodies)
         for round_ in range(1, self.max_rounds + 1):
             members = self._place(todo, bodies, outcomes)
@@ -619,7 +619,7 @@ class BatchRunner:
         return outcomes
 
     def _place(
-        self, todo: list[str], bodies: dict[str, dict[str, Any]], outcomes: dict[str, Outcome]
+        self, todo: list[str], bodies: dict[str, dict[str, Any]], outcomes: dict[str, RequestFate]
     ) -> dict[str, dict[str, str]]:
         """``{batch_id: {key: custom_id}}`` of unanswered ``todo`` requests (journaled answers go to ``outcomes``)."""
         members: dict[str, dict[str, str]] = {}
@@ -704,7 +704,7 @@ class BatchRunner:
                 return batch_id
         return None
 
-    def _collect(self, batch_id: str, keyed: dict[str, str], outcomes: dict[str, Outcome]) -> list[str]:
+    def _collect(self, batch_id: str, keyed: dict[str, str], outcomes: dict[str, RequestFate]) -> list[str]:
         """Wait for ``batch_id``, record and journal its outcomes; return the keys whose requests were lost."""
         ended = self._found.pop(batch_id, None) or self._wait(batch_id)
         if ended is None:
@@ -740,7 +740,7 @@ class BatchRunner:
             )
         return lost
 
-    def _wait(self, batch_id: str) -> tuple[str, dict[str, Outcome]] | None:
+    def _wait(self, batch_id: str) -> tuple[str, dict[str, RequestFate]] | None:
         """Poll ``batch_id`` until it ends: ``(final state, outcomes)``, or None when unknown (404)."""
         wait, shown = self.poll, None
         while True:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rankkit.analysis.robustness import CHANGES, DEFAULT_BUDGET, DEFAULT_TOP_K, Outcome, ranking_robustness
+from rankkit.analysis.robustness import CHANGES, DEFAULT_BUDGET, DEFAULT_TOP_K, RecomputedRanking, ranking_robustness
 from rankkit.leaderboard.board import Leaderboard
 from rankkit.leaderboard.rating import finite_or_lowest
 from rankkit.ratings import bradley_terry, win_rates
@@ -53,7 +53,7 @@ def leaderboard_robustness(board: Leaderboard, k: int = DEFAULT_TOP_K, budget: i
             "judgments": len(battles),
         }
 
-    def recompute(flips: frozenset[int], removals: frozenset[int]) -> Outcome:
+    def recompute(flips: frozenset[int], removals: frozenset[int]) -> RecomputedRanking:
         changed = [
             (a, b, 1.0 - outcome if i in flips else outcome)
             for i, (a, b, outcome) in enumerate(battles)
