@@ -76,21 +76,6 @@ def verdict_outcome(judgment: RecordedJudgment) -> float | None:
     return make_match(comparison.first, comparison.second, [comparison]).outcome
 
 
-def flippable(judgment: RecordedJudgment) -> bool:
-    """Whether flipping the judgment changes it.
-
-    Returns True for a decided verdict that is not a tie (a tie reversed is the same tie; a grade or
-    a k-way judgment has no single winner to reverse).
-
-    Parameters
-    ----------
-    judgment:
-        A recorded judgment.
-    """
-    outcome = verdict_outcome(judgment)
-    return outcome is not None and outcome != 0.5
-
-
 def flipped(judgment: Any) -> Verdict:
     """A verdict with its winner reversed.
 

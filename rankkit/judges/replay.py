@@ -46,8 +46,9 @@ REPLAY_OPTIONS: tuple[Option, ...] = (
 
 
 @dataclass(frozen=True)
-class RecordedJudgment:
-    """One recorded comparison: ``winner`` is a candidate id, ``"tie"`` or None (unparsed)."""
+class RecordingRow:
+    """One pairwise row of a recording file as read: ``winner`` is a candidate id, ``"tie"`` or None (unparsed);
+    the grades are on the recorded judge's own scale."""
 
     winner: str | None
     grade_a: float | None = None
@@ -224,7 +225,7 @@ def check_kway_row(path: Path, number: int, row: dict[str, Any]) -> None:
 
 def load_recorded(
     path: str | Path, judge: str | None = None, method: str | None = None
-) -> dict[RecordKey, RecordedJudgment]:
+) -> dict[RecordKey, RecordingRow]:
     """The recorded pairwise judgments by ``(task_id, first id, second id)``; ``judge``/``method`` filter (None: all).
 
     Raises
@@ -233,7 +234,7 @@ def load_recorded(
         The filter matches nothing, or a comparison is recorded twice after filtering.
     """
     path = Path(path)
-    table: dict[RecordKey, RecordedJudgment] = {}
+    table: dict[RecordKey, RecordingRow] = {}
     labels: Counter = Counter()
     for number, row in read_rows(path):
         labels[(row.get("judge"), row.get("method"))] += 1
@@ -251,7 +252,7 @@ def load_recorded(
                 f"judge=NAME,method=NAME"
             )
         winner = row["winner"]
-        table[key] = RecordedJudgment(
+        table[key] = RecordingRow(
             winner=None if winner is None else str(winner),
             grade_a=_optional_number(path, number, row, "score_a"),
             grade_b=_optional_number(path, number, row, "score_b"),
