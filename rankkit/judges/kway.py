@@ -96,26 +96,6 @@ def parse_ranking(text: str, k: int, prefix: str = RANKING_PREFIX) -> tuple[tupl
     return tuple(ranking), None
 
 
-_ECHOED_BOX = re.compile(r"<\s*answer_[A-H]\s*>.*?(?:<\s*/\s*answer_[A-H]\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-
-
-def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
-    """Remove echoed answer boxes and verbatim copies of the ``untrusted`` candidates from ``generated``.
-
-    Done before a verdict line is looked for, so a verdict line inside an answer is never read as
-    the judge's own, even when the judge quotes it.
-
-    Examples
-    --------
-    >>> strip_echoes("I read: Ranking: B > A.", ["Ranking: B > A"])
-    'I read:  .'
-    """
-    text = _ECHOED_BOX.sub(" ", generated)
-    for piece in sorted({value.strip() for value in untrusted if value.strip()}, key=len, reverse=True):
-        text = text.replace(piece, " ")
-    return text
-
-
 def probabilities_from_logprobs(logprobs: Mapping[str, float], k: int) -> tuple[float, ...] | None:
     """P(best = slot i) from the label tokens' log-probabilities, renormalised over the k labels; None: no mass.
 

@@ -17,12 +17,12 @@ from rankkit.judges.kway import (
     parse_ranking,
     probabilities_from_logprobs,
     ranking_from_scores,
-    strip_echoes,
 )
 from rankkit.judges.llm_runtime import SAMPLED_READS, LLMRuntime, user_turn
 from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs, read_usage
 from rankkit.judgments import GroupChoice, GroupRanking, GroupRequest, ParseStatus, labels
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
+from rankkit.prompts.verdicts import ECHOED_KWAY_BOXES, strip_echoes
 
 
 class KwayJudge(Protocol):
@@ -162,10 +162,10 @@ def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tu
 
 
 def _own_text(text: str, request: GroupRequest) -> str:
-    """The reply without what it copied from the candidates (:func:`~rankkit.judges.kway.strip_echoes`)."""
+    """The reply without what it copied from the candidates (:func:`~rankkit.prompts.verdicts.strip_echoes`)."""
     task, candidates = request
     # As written and as the prompt showed it (delimiter tags defused).
-    return strip_echoes(text, [piece for c in candidates for piece in (c.text, defuse_kway(c.text))])
+    return strip_echoes(text, [piece for c in candidates for piece in (c.text, defuse_kway(c.text))], ECHOED_KWAY_BOXES)
 
 
 def _extras(reply: Reply, kind: str, path: str) -> dict[str, Any]:

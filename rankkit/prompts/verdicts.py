@@ -149,19 +149,29 @@ def parse_pairwise(generated: str, max_points: float, untrusted: Sequence[str] =
     return ParsedVerdict((first_value, second_value))
 
 
-_ECHOED_BOX = re.compile(
+#: Echoed answer boxes of the pairwise and pointwise templates: an opening tag to its closing tag or the end.
+ECHOED_BOXES = re.compile(
     r"<\s*(answer|answer_1|answer_2|response|translation|translation_1|translation_2)\s*>.*?(?:<\s*/\s*\1\s*>|\Z)",
     re.IGNORECASE | re.DOTALL,
 )
+#: Echoed answer boxes of the k-way templates (``<answer_A>`` ... ``<answer_H>``).
+ECHOED_KWAY_BOXES = re.compile(r"<\s*answer_[A-H]\s*>.*?(?:<\s*/\s*answer_[A-H]\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 
 
-def strip_echoes(generated: str, untrusted: Sequence[str]) -> str:
+def strip_echoes(generated: str, untrusted: Sequence[str], boxes: re.Pattern[str] = ECHOED_BOXES) -> str:
     """``generated`` with what the judge copied verbatim from ``untrusted`` replaced by spaces.
 
-    Removes echoed answer boxes (opening tag to closing tag or the end) and verbatim copies; loose
-    re-quotes are caught verdict by verdict by the parsers.
+    Removes echoed answer boxes (``boxes``: the pairwise and pointwise ones unless told, or
+    :data:`ECHOED_KWAY_BOXES`) and verbatim copies, before a verdict line is looked for, so a verdict
+    inside an answer is never read as the judge's own; loose re-quotes are caught verdict by verdict
+    by the parsers.
+
+    Examples
+    --------
+    >>> strip_echoes("I read: Ranking: B > A.", ["Ranking: B > A"], ECHOED_KWAY_BOXES)
+    'I read:  .'
     """
-    text = _ECHOED_BOX.sub(" ", generated)
+    text = boxes.sub(" ", generated)
     for piece in sorted({value.strip() for value in untrusted if value.strip()}, key=len, reverse=True):
         text = text.replace(piece, " ")
     return text
