@@ -84,7 +84,7 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         self.batch_size = batch.size if batch is not None else 0
 
     #: The verdict is the digit the model writes after rankkit's prefix (one-hot: no log-probabilities).
-    prefix_read = "prefill"
+    verdict_path = "prefill"
 
     def __repr__(self) -> str:  # never shows the key
         return (

@@ -55,7 +55,7 @@ class HFRuntime(LLMRuntime):
     #: Waiting until ``capacity`` requests are pending pays (see the class docstring).
     fills_batches = True
     #: The runtime appends a forced prefix to the prompt tokens itself.
-    prefix_read = "continuation"
+    verdict_path = "continuation"
 
     def __init__(
         self,

@@ -18,7 +18,7 @@ from rankkit.judges.kway import (
     probabilities_from_logprobs,
     ranking_from_scores,
 )
-from rankkit.judges.llm_runtime import SAMPLED_READS, LLMRuntime, user_turn
+from rankkit.judges.llm_runtime import SAMPLED_VERDICT_PATHS, LLMRuntime, user_turn
 from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs, read_usage
 from rankkit.judgments import GroupChoice, GroupRanking, GroupRequest, ParseStatus, labels
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
@@ -132,7 +132,7 @@ def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tu
         return
     prompts = [render_kway("listwise", task, candidates) for task, candidates in requests]
     if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
-        sampled = judge.verdict_path in SAMPLED_READS  # one label per read: the ranking is read place by place
+        sampled = judge.verdict_path in SAMPLED_VERDICT_PATHS  # one label per read: the ranking is read place by place
         read = (_ranking_reader if sampled else _label_reader)(judge, prompts, requests, RANKING_PREFIX)
         for index, reply in generate_and_read(judge, [user_turn(p) for p in prompts], read):
             permutation = None if reply.reading.value is None else ranking_from_scores(reply.reading.value)

@@ -153,7 +153,7 @@ class LLMJudge(Judge):
     def _choose_verdict_path(self) -> str:
         if self.verdict == "text":
             return "text"
-        path = self.runtime.prefix_read  # hosted APIs: a follow-up turn or a prefill (rankkit.judges.hosted_verdict)
+        path = self.runtime.verdict_path  # hosted APIs: a follow-up turn or a prefill (rankkit.judges.hosted_verdict)
         if path is not None:
             return path
         if self.verdict == "continuation":

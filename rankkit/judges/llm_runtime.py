@@ -85,9 +85,9 @@ def choices_per_row(choices: Sequence[str] | Sequence[Sequence[str]], rows: int)
     return table
 
 
-#: The :attr:`LLMRuntime.prefix_read` values whose reads are one sampled choice (a one-hot
+#: The :attr:`LLMRuntime.verdict_path` values whose reads are one sampled choice (a one-hot
 #: distribution: a structured-output reply, a prefilled reply's written digit), not probabilities.
-SAMPLED_READS = frozenset({"followup_enum", "prefill"})
+SAMPLED_VERDICT_PATHS = frozenset({"followup_enum", "prefill"})
 
 
 class PromptTooLong(JudgeError):
@@ -120,7 +120,7 @@ class LLMRuntime(Protocol):
     #: How ``next_token_logprobs`` reads what follows ``assistant_prefix``: ``continuation``, a
     #: hosted API's read no answer can steer (``followup``, ``followup_enum``, ``prefill``), or None
     #: (generate mode then parses the free text). An HTTP runtime probes on first use, never when built.
-    prefix_read: str | None = "continuation"
+    verdict_path: str | None = "continuation"
     #: How many requests it can usefully have in flight: a dispatcher sizes its work from it.
     capacity: int = 1
     #: Whether it gains from full batches (a local model) or streams requests (HTTP).

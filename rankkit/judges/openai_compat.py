@@ -115,7 +115,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         #: With ``batch=true``: what sends each runtime call's requests as one batch (else None).
         self.batcher = None if batch is None else batch.runner(self, OpenAIBatches())
         self.batch_size = batch.size if batch is not None else 0
-        # How verdicts are read (prefix_read) is found by probe requests, once per runtime
+        # How verdicts are read (verdict_path) is found by probe requests, once per runtime
         # (so once per judge), before the first read that needs it.
         self._probe_lock = threading.Lock()
         self._probe_done = False
@@ -246,7 +246,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
     ) -> Iterator[tuple[int, dict[str, float]]]:
         """Yield ``(index, ChoiceLogprobs)``: each choice's log-probability as first token after ``assistant_prefix``.
 
-        Read as :attr:`prefix_read` finds (continuation, follow-up turn, or constrained one-hot reply);
+        Read as :attr:`verdict_path` finds (continuation, follow-up turn, or constrained one-hot reply);
         tokens match ignoring surrounding spaces; a choice outside the top alternatives gets ``-inf``.
 
         Raises
@@ -255,7 +255,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             The server offers no way to read them (use ``mode=generate``).
         """
         prefixes = per_row(assistant_prefix, len(conversations))
-        path = self.prefix_read if any(prefixes) else None
+        path = self.verdict_path if any(prefixes) else None
         if any(prefixes) and path is None:
             self.check_continuation()  # raises, naming why
         sets = choices_per_row(choices, len(conversations))
@@ -292,7 +292,7 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
 
     # -- how verdicts are read: the probes ----------------------------------------------------------
     @property
-    def prefix_read(self) -> str | None:  # type: ignore[override]  # probed on first use
+    def verdict_path(self) -> str | None:  # type: ignore[override]  # probed on first use
         """How verdicts are read, probed once: ``continuation``, ``followup``, ``followup_enum`` or None (parse text).
 
         The probe forces "1, 2, ..., 8," and checks whether the reply continues with ``9``; vLLM's
@@ -386,9 +386,9 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         Raises
         ------
         LogprobsUnavailable
-            :attr:`prefix_read` found no way; the message says to use ``mode=generate``.
+            :attr:`verdict_path` found no way; the message says to use ``mode=generate``.
         """
-        if self.prefix_read is None:
+        if self.verdict_path is None:
             raise LogprobsUnavailable(
                 "the server does not continue a final assistant message, returns no log-probabilities "
                 "and refuses structured outputs, so mode=logprob has nothing to read; use mode=generate "

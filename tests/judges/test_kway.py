@@ -119,7 +119,7 @@ class WrittenOnly(ScriptedRuntime):
     """A scripted runtime that cannot read a continuation (as an HTTP server that does not continue
     a final assistant message): only the written verdict can be read."""
 
-    prefix_read = None
+    verdict_path = None
 
     def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
         raise AssertionError("a judge must not read a continuation from an runtime that cannot continue")

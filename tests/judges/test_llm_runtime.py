@@ -20,7 +20,7 @@ from tests.judges.test_llm import ScriptedRuntime
 METHODS = ("identity", "generate", "next_token_logprobs", "answer_logliks")
 ATTRIBUTES = {
     "backend": str,
-    "prefix_read": str | None,
+    "verdict_path": str | None,
     "capacity": int,
     "fills_batches": bool,
     "context": tuple[int, str] | None,
@@ -46,12 +46,12 @@ def test_the_protocol_declares_typed_attributes_and_methods():
 
 def test_runtimes_report_their_capabilities_without_a_model():
     stand_in = StandInRuntime("hf", {"name": "m"})
-    assert (stand_in.prefix_read, stand_in.capacity, stand_in.fills_batches) == ("continuation", 1, False)
+    assert (stand_in.verdict_path, stand_in.capacity, stand_in.fills_batches) == ("continuation", 1, False)
     assert (stand_in.price, stand_in.batched) == (None, False)
     http = OpenAIRuntime("m", base_url="http://127.0.0.1:9/v1", concurrency=3)
     assert (http.capacity, http.fills_batches, http.batched, http.price) == (3, False, False, None)
     hf = HFRuntime(None, None, {"name": "m"}, batch_size=5, exact=False)
-    assert (hf.prefix_read, hf.capacity, hf.fills_batches) == ("continuation", 5, True)
+    assert (hf.verdict_path, hf.capacity, hf.fills_batches) == ("continuation", 5, True)
     judge = LLMJudge(hf)
     assert (judge.capacity, judge.fills_batches) == (5, True)
 
@@ -62,7 +62,7 @@ def test_hosted_runtimes_declare_price_batches_and_their_verdict_read(tmp_path):
     anthropic = AnthropicRuntime(
         "claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", concurrency=2, price=price, batch=batch
     )
-    assert anthropic.prefix_read == "prefill"  # known without a request: the Messages API continues a prefill
+    assert anthropic.verdict_path == "prefill"  # known without a request: the Messages API continues a prefill
     assert (anthropic.price, anthropic.batched, anthropic.capacity, anthropic.fills_batches) == (price, True, 64, True)
     direct = OpenAIRuntime("gpt-4.1", base_url="http://127.0.0.1:9/v1", concurrency=2)
     batched = OpenAIRuntime("gpt-4.1", base_url="http://127.0.0.1:9/v1", concurrency=2, batch=batch)

@@ -70,8 +70,8 @@ def test_the_probe_learns_the_followup_path_without_a_refused_request(tasks):
     with OpenAILikeServer(human_quality(tasks)) as server:
         runtime = OpenAIRuntime("gpt-4.1", base_url=server.base_url)
         try:
-            assert runtime.prefix_read == "followup"
-            assert runtime.prefix_read == "followup"  # remembered: no second probe
+            assert runtime.verdict_path == "followup"
+            assert runtime.verdict_path == "followup"  # remembered: no second probe
         finally:
             runtime.close()
     assert server.refused == []
