@@ -55,7 +55,7 @@ def test_the_generated_samples_are_what_the_script_writes():
     stored = [json.loads(line) for line in sample_path("leaderboard").read_text(encoding="utf-8").splitlines()]
     assert stored == script.leaderboard_tasks()
     stored = [json.loads(line) for line in sample_path("judgments").read_text(encoding="utf-8").splitlines()]
-    assert stored == script.recorded_judgments()
+    assert stored == script.recording_rows()
 
 
 def test_rankkit_samples_prints_paths():

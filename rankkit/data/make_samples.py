@@ -164,7 +164,7 @@ def write_jsonl(rows: list[dict], path: Path) -> None:
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
 
-def recorded_judgments() -> list[dict]:
+def recording_rows() -> list[dict]:
     """Every ordered pair of the bundled sample judged by ``sim:preset=gpt4``, as replay rows."""
     from rankkit.cache import NullCache
     from rankkit.judges import make_judge
@@ -178,5 +178,5 @@ def recorded_judgments() -> list[dict]:
 
 if __name__ == "__main__":
     write_jsonl(leaderboard_tasks(), HERE / "leaderboard" / "tasks.jsonl")
-    write_jsonl(recorded_judgments(), HERE / "sample" / "judgments.jsonl")
+    write_jsonl(recording_rows(), HERE / "sample" / "judgments.jsonl")
     print(f"wrote {HERE / 'leaderboard' / 'tasks.jsonl'} and {HERE / 'sample' / 'judgments.jsonl'}")

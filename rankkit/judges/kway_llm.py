@@ -21,7 +21,7 @@ from rankkit.judges.kway import (
 from rankkit.judges.llm_runtime import SAMPLED_VERDICT_PATHS, LLMRuntime, user_turn
 from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs, read_usage
 from rankkit.judgments import GroupChoice, GroupRanking, GroupRequest, ParseStatus, labels
-from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
+from rankkit.prompts.kway import defuse_kway, kway_templates_fingerprint, render_kway
 from rankkit.prompts.verdicts import ECHOED_KWAY_BOXES, strip_echoes
 
 
@@ -46,7 +46,7 @@ KWAY_READER_VERSION = "2"  # 2: generate mode reads the labels after its own "Be
 
 def kway_key(judge: KwayJudge) -> list[Any]:
     """What an LLM judge's k-way judgments depend on beyond its fingerprint: k-way templates, reader version."""
-    return [{"kway_templates": templates_fingerprint(), "kway_reader": KWAY_READER_VERSION}]
+    return [{"kway_templates": kway_templates_fingerprint(), "kway_reader": KWAY_READER_VERSION}]
 
 
 def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:

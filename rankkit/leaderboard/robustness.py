@@ -12,13 +12,13 @@ from typing import Any
 from rankkit.analysis.robustness import CHANGES, DEFAULT_BUDGET, DEFAULT_TOP_K, RecomputedRanking, ranking_robustness
 from rankkit.leaderboard.board import Leaderboard
 from rankkit.leaderboard.rating import finite_or_lowest
-from rankkit.ratings import bradley_terry, win_rates
+from rankkit.ratings import Outcome, bradley_terry, win_rates
 
 #: The regularisation the leaderboards fit Bradley–Terry with (:func:`rankkit.leaderboard.arena`).
 BOARD_ALPHA = 0.01
 
 
-def board_order(board: Leaderboard, battles: Sequence[tuple[str, str, float]]) -> list[str]:
+def board_order(board: Leaderboard, battles: Sequence[Outcome]) -> list[str]:
     """The board's systems refitted from ``battles`` as the board was rated, best first (equal ratings by name)."""
     names = board.names
     if board.scale == "win_rate":

@@ -48,7 +48,7 @@ def template_name(kind: str, task: Task) -> str:
     return f"{kind}-en-ref" if task.reference else f"{kind}-en"
 
 
-def templates_fingerprint() -> dict[str, str]:
+def kway_templates_fingerprint() -> dict[str, str]:
     """``{template name: sha256[:16]}`` of every k-way template: part of an LLM judge's k-way cache key."""
     names = [f"{kind}-en{ref}" for kind in KWAY_KINDS for ref in ("", "-ref")]
     return {name: hashlib.sha256(kway_template(name).encode("utf-8")).hexdigest()[:16] for name in names}
