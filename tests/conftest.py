@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# Each pytest-xdist worker shares the cores with the others: OpenBLAS's own threads (read when
+# numpy loads it, below) would spin against the other workers' and more than double the CPU time
+# of the linear-algebra tests. Model runtimes (torch, vLLM, llama.cpp) keep their settings.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest
 

@@ -10,6 +10,7 @@ name per entry, a name the signature has, and no type or default that contradict
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,13 +86,25 @@ def same_type(stated: str, annotation: object) -> bool:
     return annotated in ("Any", stated) or stated == annotated.split("[", 1)[0]
 
 
+@functools.cache
+def loaded_package(name: str) -> griffe.Module:
+    """The top-level package, loaded with griffe once per process.
+
+    ``griffe.load("rankkit.memo")`` reads the whole ``rankkit`` package to return one module, so
+    every documented module reads the same package: loading it once keeps this file fast.
+    """
+    return griffe.load(name, search_paths=[str(ROOT)], docstring_parser="numpy")
+
+
 def documented_objects(module_name: str) -> list[griffe.Object]:
     """The functions, methods and classes defined in the module (a package: in its modules too).
 
     Private ones are included: the reference renders a package's exports from its submodules, and
     a helper's docstring is read by the next contributor the same way.
     """
-    module = griffe.load(module_name, search_paths=[str(ROOT)], docstring_parser="numpy")
+    package_name, _, inner_path = module_name.partition(".")
+    package = loaded_package(package_name)
+    module = package[inner_path] if inner_path else package
     found: list[griffe.Object] = []
 
     def visit(obj: griffe.Object) -> None:

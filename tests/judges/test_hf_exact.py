@@ -22,6 +22,10 @@ from tests.judges.test_hf import (
     runtime,
 )
 
+# Building the tiny Llama and comparing every call order in two dtypes takes about a minute: the
+# marked run (`-m "slow or vllm"`) has it, the default run has the tiny Llama's other tests.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 

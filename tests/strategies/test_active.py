@@ -391,6 +391,7 @@ def test_without_until_the_stopping_reasons_are_the_old_ones():
     assert stop_reason(ranking) == "settled"
 
 
+@pytest.mark.slow  # a calibration over 100 simulated tasks per criterion
 @pytest.mark.parametrize("criterion", ["information", "target"])
 def test_stopping_on_target_is_calibrated_on_a_simulated_judge(criterion):
     """Among tasks stopped with ``target`` the answer is the judge's latent one in at least
