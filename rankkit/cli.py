@@ -25,6 +25,7 @@ from rankkit.cli_options import (
     Budget,
     DataOptions,
     JudgeOptions,
+    RunControls,
     current_columns,
     data_options,
     given_limits,
@@ -36,6 +37,7 @@ from rankkit.cli_results import analyze_command, plot_command, rejudge_command, 
 from rankkit.cli_support import (
     RunInputs,
     check_parse_failures,
+    echo_json,
     fail,
     guarded,
     judge_caveat,
@@ -45,6 +47,7 @@ from rankkit.cli_support import (
     prepare_output,
     print_dry_run,
     say,
+    write_json,
 )
 from rankkit.cli_tables import champion_note, compare_table, rank_columns
 from rankkit.formatting import inert_json, render
@@ -104,11 +107,9 @@ def print_compare(result: Any, inputs: RunInputs, seed: int, out: str | None, ou
     # The results JSON holds every match (65 MB at 80k comparisons): build it only to write it.
     payload = result.to_dict() if out or output_format == "json" else None
     if out:
-        Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(payload, out)
     if output_format == "json":
-        click.echo(
-            inert_json(json.dumps({k: v for k, v in payload.items() if k != "task_data"}, indent=1, ensure_ascii=False))
-        )
+        echo_json({k: v for k, v in payload.items() if k != "task_data"})
         return
     from rankkit.formatting import terminal_width
 
@@ -155,14 +156,7 @@ def print_compare(result: Any, inputs: RunInputs, seed: int, out: str | None, ou
 @strategy_run_options
 @guarded
 def compare(
-    data: DataOptions,
-    judge_options: JudgeOptions,
-    strategy_specs,
-    out,
-    output_format,
-    dry_run,
-    budget: Budget,
-    allow_failures,
+    data: DataOptions, judge_options: JudgeOptions, strategy_specs, out, output_format, controls: RunControls
 ) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
     from rankkit.specs import split_list
@@ -171,15 +165,15 @@ def compare(
     strategies = [make_strategy(s) for s in split_list(strategy_specs)]
     if not strategies:
         fail("no strategies given")
-    if dry_run:
+    if controls.dry_run:
         print_dry_run(data, judge_options, strategies, output_format)
         return
     prepare_output(out)
-    result, inputs = run_strategies(data, judge_options, strategies, budget)
+    result, inputs = run_strategies(data, judge_options, strategies, controls.budget)
     result.config = compare_config(data, judge_options, inputs, strategies)
     print_compare(result, inputs, judge_options.seed, out, output_format)
     note_suspicious(result)
-    check_parse_failures(result, allow_failures)
+    check_parse_failures(result, controls.allow_failures)
 
 
 @main.command()
@@ -195,24 +189,17 @@ def compare(
 @strategy_run_options
 @guarded
 def rank(
-    data: DataOptions,
-    judge_options: JudgeOptions,
-    strategy_spec,
-    out,
-    output_format,
-    dry_run,
-    budget: Budget,
-    allow_failures,
+    data: DataOptions, judge_options: JudgeOptions, strategy_spec, out, output_format, controls: RunControls
 ) -> None:
     """Rank every task's candidates with one strategy and write per-candidate scores."""
     from rankkit.strategies import make_strategy
 
     strategy = make_strategy(strategy_spec)
-    if dry_run:
+    if controls.dry_run:
         print_dry_run(data, judge_options, [strategy], output_format)
         return
     prepare_output(out)
-    result, inputs = run_strategies(data, judge_options, [strategy], budget)
+    result, inputs = run_strategies(data, judge_options, [strategy], controls.budget)
     columns = rank_columns(result.strategies[0])
     rows = [{key: row[key] for key, _ in columns} for row in result.rows()]
     if output_format == "jsonl":
@@ -228,7 +215,7 @@ def rank(
     else:
         click.echo(text, nl=False)
     note_suspicious(result)
-    check_parse_failures(result, allow_failures)
+    check_parse_failures(result, controls.allow_failures)
 
 
 @main.command("strategies")
@@ -303,7 +290,7 @@ def judge_report_command(data: DataOptions, judge_options: JudgeOptions, out, pa
         )
     say(format_report(report))
     if out:
-        Path(out).write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(report, out)
         say(f"report written to {out}")
 
 

@@ -7,9 +7,7 @@ bootstrap, the robustness report and the output), and print the leaderboard the 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import click
@@ -18,14 +16,15 @@ from rankkit.cli_options import (
     OUTPUT_FORMATS,
     DataOptions,
     JudgeOptions,
+    bootstrap_option,
     data_options,
     grouped,
     judge_options,
     option_group,
     trust_file_judge_option,
 )
-from rankkit.cli_support import guarded, judging, prepare_output, say
-from rankkit.formatting import inert_json, render
+from rankkit.cli_support import echo_json, guarded, judging, prepare_output, say, write_json
+from rankkit.formatting import render
 from rankkit.order import ORDERS
 
 
@@ -77,14 +76,7 @@ board_options = option_group(
         help="The top k whose robustness is reported besides the #1.",
     ),
     click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON."),
-    click.option(
-        "--bootstrap",
-        "resamples",
-        type=click.IntRange(min=0),
-        default=200,
-        show_default=True,
-        help="Bootstrap resamples of the matches for 95% intervals (0 = none).",
-    ),
+    bootstrap_option("Bootstrap resamples of the matches for 95% intervals (0 = none).", default=200),
     click.option(
         "--truth",
         "truth_path",
@@ -130,11 +122,9 @@ def print_leaderboard(board: Any, truth: Any, shown: BoardOptions) -> None:
         payload["robustness"] = to_jsonable(figures)
     out, output_format = shown.out, shown.output_format
     if out:
-        Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(payload, out)
     if output_format == "json":
-        click.echo(
-            inert_json(json.dumps({k: v for k, v in payload.items() if k != "matches"}, indent=1, ensure_ascii=False))
-        )
+        echo_json({k: v for k, v in payload.items() if k != "matches"})
         return
     table = render(rows, _leaderboard_columns(board, truth), output_format)
     if output_format == "csv":

@@ -33,6 +33,50 @@ TRUST_META = "rankkit.trust_file_judge"  # --trust-file-judge was given (ctx.met
 FORCE_META = "rankkit.force"  # --force was given (ctx.meta)
 
 
+# -- the values a group hands to a command --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """The tasks a command reads (``--columns`` and the size limits stay in the context)."""
+
+    data_path: str | None
+    criterion: str | None
+    limit: int | None
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """The judge a command asks, the seed of its random choices and the judgment cache it keeps."""
+
+    judge_spec: str | None
+    seed: int
+    cache_path: str | None
+    no_cache: bool
+    quiet: bool
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How many judgments a run may plan before it asks (None: the default limit), and ``--yes``."""
+
+    max_judgments: int | None
+    yes: bool
+
+
+@dataclass(frozen=True)
+class RunControls:
+    """What ``compare`` and ``rank`` may do besides judging: only plan (``--dry-run``), how many
+    judgments they may plan, and whether judgments that all failed to parse still exit 0."""
+
+    dry_run: bool
+    budget: Budget
+    allow_failures: bool
+
+
+# -- declaring a group ------------------------------------------------------------------------------
+
+
 def option_group(*options: Callable) -> Callable:
     """One decorator for several options, listed as they show in ``--help`` (as stacked decorators would be)."""
 
@@ -61,15 +105,6 @@ def grouped(value_type: type, name: str) -> Callable:
 
 
 # -- the data: --data, --columns, --criterion, --limit and the size limits -------------------------
-
-
-@dataclass(frozen=True)
-class DataOptions:
-    """The tasks a command reads (``--columns`` and the size limits stay in the context)."""
-
-    data_path: str | None
-    criterion: str | None
-    limit: int | None
 
 
 def _store_columns(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -107,25 +142,24 @@ def current_columns() -> dict[str, str] | None:
     return ctx.meta.get(COLUMNS_META) if ctx is not None else None
 
 
+def _size_limit_option(name: str, help_text: str) -> Callable:
+    """A size limit (kept in the context, not passed to the command)."""
+    return click.option(
+        name, type=click.IntRange(min=0), default=None, expose_value=False, callback=_store_limit, help=help_text
+    )
+
+
 #: ``--max-candidate-chars`` and ``--max-prompt-chars``: every command that sends texts to a judge
 #: (``compare`` and ``rank`` with their data, ``rejudge`` with a results file's) refuses the same oversized texts.
 size_limit_options = option_group(
-    click.option(
+    _size_limit_option(
         "--max-prompt-chars",
-        type=click.IntRange(min=0),
-        default=None,
-        expose_value=False,
-        callback=_store_limit,
-        help=f"Refuse a prompt or reference longer than this many characters (default "
+        f"Refuse a prompt or reference longer than this many characters (default "
         f"{DEFAULT_MAX_PROMPT_CHARS:,}; 0: no limit).",
     ),
-    click.option(
+    _size_limit_option(
         "--max-candidate-chars",
-        type=click.IntRange(min=0),
-        default=None,
-        expose_value=False,
-        callback=_store_limit,
-        help=f"Refuse a candidate text longer than this many characters, naming its file, line "
+        f"Refuse a candidate text longer than this many characters, naming its file, line "
         f"and field (default {DEFAULT_MAX_CANDIDATE_CHARS:,}; 0: no limit).",
     ),
 )
@@ -156,17 +190,6 @@ data_options = option_group(
 
 
 # -- the judge: --judge, --seed, --cache, --no-cache, --quiet ----------------------------------------
-
-
-@dataclass(frozen=True)
-class JudgeOptions:
-    """The judge a command asks, the seed of its random choices and the judgment cache it keeps."""
-
-    judge_spec: str | None
-    seed: int
-    cache_path: str | None
-    no_cache: bool
-    quiet: bool
 
 
 def complete_judge_spec(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -217,14 +240,6 @@ judge_options = option_group(
 
 
 # -- the budget: --max-judgments, --yes -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Budget:
-    """How many judgments a run may plan before it asks (None: the default limit), and ``--yes``."""
-
-    max_judgments: int | None
-    yes: bool
 
 
 def budget_options(func: Callable) -> Callable:
@@ -337,8 +352,10 @@ allow_failures_option = click.option(
     "as its scores carry no information).",
 )
 
-#: What ``compare`` and ``rank`` take after their own options.
-strategy_run_options = option_group(dry_run_option, budget_options, allow_failures_option, config_option)
+#: What ``compare`` and ``rank`` take after their own options; the command receives ``controls`` (a :class:`RunControls`).
+strategy_run_options = option_group(
+    dry_run_option, budget_options, allow_failures_option, config_option, grouped(RunControls, "controls")
+)
 
 
 def output_options(out_help: str, formats: tuple[str, ...], default: str, format_help: str) -> Callable:
@@ -353,4 +370,11 @@ def output_options(out_help: str, formats: tuple[str, ...], default: str, format
             show_default=True,
             help=format_help,
         ),
+    )
+
+
+def bootstrap_option(help_text: str, default: int = 1000) -> Callable:
+    """``--bootstrap`` (the resamples behind the intervals; 0: none) with the command's help text and default."""
+    return click.option(
+        "--bootstrap", "resamples", type=click.IntRange(min=0), default=default, show_default=True, help=help_text
     )

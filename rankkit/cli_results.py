@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
 import click
 
 from rankkit.cli_options import (
     OUTPUT_FORMATS,
     Budget,
+    bootstrap_option,
     budget_options,
     current_limits,
     option_group,
     output_options,
     size_limit_options,
 )
-from rankkit.cli_support import guarded, prepare_output, say
-from rankkit.formatting import inert_json
+from rankkit.cli_support import echo_json, guarded, prepare_output, say, write_json
 
 #: The results file every command of this module reads.
 results_argument = click.argument("results_path", type=click.Path(dir_okay=False))
@@ -27,14 +26,7 @@ results_argument = click.argument("results_path", type=click.Path(dir_okay=False
 def resampling_options(bootstrap_help: str, seed_help: str = "Seeds the bootstrap.") -> Callable:
     """``--bootstrap`` (resamples of the tasks, 1000 by default) and ``--seed``, with the command's help texts."""
     return option_group(
-        click.option(
-            "--bootstrap",
-            "resamples",
-            type=click.IntRange(min=0),
-            default=1000,
-            show_default=True,
-            help=bootstrap_help,
-        ),
+        bootstrap_option(bootstrap_help),
         click.option("--seed", type=int, default=0, show_default=True, help=seed_help),
     )
 
@@ -52,7 +44,7 @@ def robustness_options(top_k_help: str, budget_help: str) -> Callable:
 def _write_json(payload: object, out: str | None, what: str, output_format: str) -> None:
     """Write ``payload`` to ``out`` when given, and say so (on stderr when stdout is for a program)."""
     if out:
-        Path(out).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+        write_json(payload, out)
         say(f"{what} written to {out}", err=output_format in ("json", "csv"))
 
 
@@ -68,7 +60,7 @@ def _print_text(text: str, output_format: str) -> None:
 @results_argument
 @click.option(
     "--by",
-    "by_fields",
+    "by",
     multiple=True,
     help="Break down by 'system' (examinee) or a meta field such as difficulty or language; repeatable.",
 )
@@ -92,6 +84,7 @@ def _print_text(text: str, output_format: str) -> None:
 )
 @click.option(
     "--exam-field",
+    "unit_field",
     default=None,
     help="Meta field grouping tasks into exams for the aggregate level (default: one aggregate per system).",
 )
@@ -108,20 +101,7 @@ def _print_text(text: str, output_format: str) -> None:
     "csv (all sections in one table, with a section column) or markdown.",
 )
 @guarded
-def analyze_command(
-    results_path,
-    by_fields,
-    baseline,
-    metric_names,
-    resamples,
-    seed,
-    aggregate,
-    exam_field,
-    top_k,
-    robustness_budget,
-    out,
-    output_format,
-) -> None:
+def analyze_command(results_path, metric_names, out, output_format, **settings: Any) -> None:
     """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level,
     paired differences and robustness (fewest judgments whose flip or removal changes the #1 or
     top k) for a results file of `rankkit compare --out`."""
@@ -129,21 +109,10 @@ def analyze_command(
     from rankkit.specs import split_list
 
     prepare_output(out)
-    results = load_results(results_path)
-    report = analyze(
-        results,
-        by=by_fields,
-        baseline=baseline,
-        metrics=split_list(metric_names),
-        resamples=resamples,
-        seed=seed,
-        aggregate=aggregate,
-        unit_field=exam_field,
-        top_k=top_k,
-        robustness_budget=robustness_budget,
-    )
+    # settings: by, baseline, resamples, seed, aggregate, unit_field, top_k, robustness_budget (analyze's own names)
+    report = analyze(load_results(results_path), metrics=split_list(metric_names), **settings)
     if output_format == "json":
-        click.echo(inert_json(json.dumps(to_jsonable(report), indent=1, ensure_ascii=False)))
+        echo_json(to_jsonable(report))
     else:
         from rankkit.formatting import terminal_width
 
@@ -199,7 +168,7 @@ def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, 
         report = rejudge(results, judge, cache, judge_spec=spec, progress=not quiet)
     payload = to_jsonable(report)
     if output_format == "json":
-        click.echo(inert_json(json.dumps(payload, indent=1, ensure_ascii=False)))
+        echo_json(payload)
     else:
         preamble, tables = rejudge_tables(report)
         _print_text(render_sections(tables, output_format, preamble), output_format)
@@ -254,22 +223,14 @@ def plot_command(results_path, out_dir, metric, resamples, seed) -> None:
     "Recomputed rankings each robustness search may try exhaustively (0 leaves the section out).",
 )
 @guarded
-def report_command(results_path, out, resamples, seed, max_tasks, top_k, robustness_budget) -> None:
+def report_command(results_path, out, **settings: Any) -> None:
     """Write one self-contained HTML file: leaderboard, tasks with knockout brackets, match browser, judge bias,
     robustness."""
     from rankkit.analysis import load_results
     from rankkit.report import write_report
 
-    results = load_results(results_path)
-    path = write_report(
-        results,
-        out,
-        resamples=resamples,
-        seed=seed,
-        max_tasks=max_tasks,
-        top_k=top_k,
-        robustness_budget=robustness_budget,
-    )
+    # settings: resamples, seed, max_tasks, top_k, robustness_budget (render_report's own names)
+    path = write_report(load_results(results_path), out, **settings)
     size = path.stat().st_size
     click.echo(
         f"report written to {path} ({size / 1e6:.1f} MB)"

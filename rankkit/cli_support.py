@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from rankkit.cli_options import (
     from_run_file,
 )
 from rankkit.errors import RankkitError
-from rankkit.formatting import inert
+from rankkit.formatting import inert, inert_json
 from rankkit.tasks import SAMPLE_DATA
 
 
@@ -57,6 +58,16 @@ def say(text: str, err: bool = False) -> None:
     candidate id, a system name or a task id cannot act on the terminal. Output for programs
     (CSV, JSON) goes out exact instead."""
     click.echo(inert(text), err=err)
+
+
+def write_json(payload: Any, path: str) -> None:
+    """Write ``payload`` to the file ``path`` as indented UTF-8 JSON, exact (a file is for programs)."""
+    Path(path).write_text(json.dumps(payload, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def echo_json(payload: Any) -> None:
+    """Print ``payload`` as indented JSON on stdout, inert (:func:`rankkit.formatting.inert_json`)."""
+    click.echo(inert_json(json.dumps(payload, indent=1, ensure_ascii=False)))
 
 
 def _keeps_cache(kwargs: dict[str, Any]) -> bool:
@@ -156,7 +167,6 @@ def rankkit_output(path: Path) -> bool:
     :data:`RANK_OUTPUT_KEYS`: as the keys of its first JSON object (JSONL or a JSON list), or as
     the header line of its table, CSV or Markdown.
     """
-    import json
     import re
 
     try:
