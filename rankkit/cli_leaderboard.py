@@ -16,11 +16,11 @@ from rankkit.cli_options import (
     OUTPUT_FORMATS,
     DataOptions,
     JudgeOptions,
-    bootstrap_option,
     data_options,
     grouped,
     judge_options,
     option_group,
+    resamples_option,
     trust_file_judge_option,
 )
 from rankkit.cli_support import echo_json, guarded, judging, prepare_output, say, write_json
@@ -76,7 +76,7 @@ board_options = option_group(
         help="The top k whose robustness is reported besides the #1.",
     ),
     click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the leaderboard as JSON."),
-    bootstrap_option("Bootstrap resamples of the matches for 95% intervals (0 = none).", default=200),
+    resamples_option("Bootstrap resamples of the matches for 95% intervals (0 = none).", default=200),
     click.option(
         "--truth",
         "truth_path",

@@ -373,7 +373,7 @@ def output_options(out_help: str, formats: tuple[str, ...], default: str, format
     )
 
 
-def bootstrap_option(help_text: str, default: int = 1000) -> Callable:
+def resamples_option(help_text: str, default: int = 1000) -> Callable:
     """``--bootstrap`` (the resamples behind the intervals; 0: none) with the command's help text and default."""
     return click.option(
         "--bootstrap", "resamples", type=click.IntRange(min=0), default=default, show_default=True, help=help_text

@@ -10,11 +10,11 @@ import click
 from rankkit.cli_options import (
     OUTPUT_FORMATS,
     Budget,
-    bootstrap_option,
     budget_options,
     current_limits,
     option_group,
     output_options,
+    resamples_option,
     size_limit_options,
 )
 from rankkit.cli_support import echo_json, guarded, prepare_output, say, write_json
@@ -26,7 +26,7 @@ results_argument = click.argument("results_path", type=click.Path(dir_okay=False
 def resampling_options(bootstrap_help: str, seed_help: str = "Seeds the bootstrap.") -> Callable:
     """``--bootstrap`` (resamples of the tasks, 1000 by default) and ``--seed``, with the command's help texts."""
     return option_group(
-        bootstrap_option(bootstrap_help),
+        resamples_option(bootstrap_help),
         click.option("--seed", type=int, default=0, show_default=True, help=seed_help),
     )
 
