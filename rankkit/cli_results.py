@@ -41,7 +41,7 @@ def robustness_options(top_k_help: str, budget_help: str) -> Callable:
     )
 
 
-def _write_json(payload: object, out: str | None, what: str, output_format: str) -> None:
+def _write_out(payload: object, out: str | None, what: str, output_format: str) -> None:
     """Write ``payload`` to ``out`` when given, and say so (on stderr when stdout is for a program)."""
     if out:
         write_json(payload, out)
@@ -118,7 +118,7 @@ def analyze_command(results_path, metric_names, out, output_format, **settings: 
 
         fmt = "table" if output_format == "wide" else output_format  # wide: the table with every column
         _print_text(format_analysis(report, fmt, terminal_width() if output_format == "table" else None), fmt)
-    _write_json(to_jsonable(report) if out else None, out, "analysis", output_format)
+    _write_out(to_jsonable(report) if out else None, out, "analysis", output_format)
 
 
 @click.command("rejudge")
@@ -172,7 +172,7 @@ def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, 
     else:
         preamble, tables = rejudge_tables(report)
         _print_text(render_sections(tables, output_format, preamble), output_format)
-    _write_json(payload, out, "rejudge report", output_format)
+    _write_out(payload, out, "rejudge report", output_format)
 
 
 @click.command("plot")
