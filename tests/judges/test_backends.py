@@ -277,7 +277,7 @@ def test_checks_run_on_given_values_only():
 def test_a_backend_registered_in_process_is_found_and_completed(monkeypatch):
     from dataclasses import replace
 
-    from rankkit.cli_support import complete_judge_spec
+    from rankkit.cli_options import complete_judge_spec
 
     monkeypatch.setattr(backends, "_REGISTERED", {})
     assert backends.register_backend(TOY) is TOY
