@@ -115,7 +115,20 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judges", ("judges",)),
     (
         "runner, api",
-        ("runner", "api", "dispatch", "results", "bill", "recording", "scale", "plan", "rerank", "rejudging"),
+        (
+            "runner",
+            "api",
+            "dispatch",
+            "results",
+            "result_records",
+            "recorded_run",
+            "bill",
+            "recording",
+            "scale",
+            "plan",
+            "rerank",
+            "rejudging",
+        ),
     ),
     (
         "front ends",

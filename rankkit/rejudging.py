@@ -19,8 +19,9 @@ from rankkit.judges.base import Judge
 from rankkit.judgments import CHOICE_KIND, GRADE_KIND, RANKING_KIND, VERDICT_KIND, ParseStatus
 from rankkit.matches import Cost, MatchSource
 from rankkit.metrics import correlation
+from rankkit.recorded_run import RecordedStrategy
 from rankkit.rerank import OffRecord, RecordedJudgment, leader, recorded_judgments, replay, verdict_outcome
-from rankkit.results import RecordedStrategy, RunResult, StrategyRun
+from rankkit.results import RunResult, StrategyRun
 from rankkit.runner import RunProgress, map_tasks
 from rankkit.specs import SpecError
 from rankkit.tasks import Task

@@ -14,8 +14,9 @@ from itertools import combinations
 from typing import Any
 
 from rankkit.formatting import Table
+from rankkit.recorded_run import RecordedStrategy
 from rankkit.rerank import OffRecord, RecordedJudgment, leader, recorded_judgments, replay, verdict_outcome
-from rankkit.results import RecordedStrategy, RunResult, StrategyRun, TaskResult
+from rankkit.results import RunResult, StrategyRun, TaskResult
 from rankkit.specs import SpecError
 
 #: The top k whose change is measured besides the #1.
