@@ -2,17 +2,47 @@
 
 from __future__ import annotations
 
-from rankkit.analysis import (
-    length_bias,
-    position_bias,
-    slot_bias,
-    strategy_names,
-)
+from rankkit.analysis import length_bias, position_bias, slot_bias, strategy_names
 from rankkit.analysis.judge_bias import style_preference
 from rankkit.judgments import LABELS
 from rankkit.report_html import bar_svg, esc, number_html, table_html
 from rankkit.results import RunResult
 from rankkit.stats import DEFAULT_RESAMPLES
+
+POSITION_HEADERS = (
+    "matches of",
+    "decided",
+    "first shown wins",
+    "humans prefer first",
+    "judge (blue) vs humans (red)",
+    "same winner in both orders",
+)
+LENGTH_HEADERS = (
+    "matches of",
+    "decided, lengths differ",
+    "longer wins",
+    "humans prefer longer",
+    "judge (blue) vs humans (red)",
+)
+SLOT_HEADERS = (
+    "judgments of",
+    "k",
+    "slot",
+    "judgments",
+    "chosen (rankings: ranked first)",
+    "uniform 1/k",
+    "human-best in slot",
+    "judge (blue) vs humans (red)",
+    "failed",
+)
+
+
+def bias_scopes(results: RunResult) -> list[tuple[str, str | None]]:
+    """What the bias tables have a row for: all strategies' judgments (each once, strategy None), then each strategy.
+
+    Returns (row label, strategy name or None) pairs.
+    """
+    return [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]
 
 
 def bias_html(results: RunResult, level: float, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> str:
@@ -96,7 +126,7 @@ def pairwise_bias_html(results: RunResult, level: float) -> str:
         The intervals' coverage.
     """
     position_rows, length_rows = [], []
-    for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
+    for label, name in bias_scopes(results):
         position = position_bias(results, name, level)
         length = length_bias(results, name, level)
         if position["matches"] == 0:
@@ -117,26 +147,13 @@ def pairwise_bias_html(results: RunResult, level: float) -> str:
     return (
         "<h3>Position: does the candidate shown first win?</h3>"
         + table_html(
-            [
-                "matches of",
-                "decided",
-                "first shown wins",
-                "humans prefer first",
-                "judge (blue) vs humans (red)",
-                "same winner in both orders",
-            ],
+            POSITION_HEADERS,
             position_rows,
             "bias",
         )
         + "<h3>Length: does the longer answer win?</h3>"
         + table_html(
-            [
-                "matches of",
-                "decided, lengths differ",
-                "longer wins",
-                "humans prefer longer",
-                "judge (blue) vs humans (red)",
-            ],
+            LENGTH_HEADERS,
             length_rows,
             "bias",
         )
@@ -161,7 +178,7 @@ def slot_bias_html(results: RunResult, level: float) -> str:
         The intervals' coverage.
     """
     rows = []
-    for label, name in [("all strategies (each judgment once)", None)] + [(n, n) for n in strategy_names(results)]:
+    for label, name in bias_scopes(results):
         for size in slot_bias(results, name, level):
             for row in size["slots"]:
                 rate, k = row["rate"], size["k"]
@@ -177,17 +194,7 @@ def slot_bias_html(results: RunResult, level: float) -> str:
     return (
         "<h3>Slots: is the answer shown first chosen in a k-way judgment?</h3>"
         + table_html(
-            [
-                "judgments of",
-                "k",
-                "slot",
-                "judgments",
-                "chosen (rankings: ranked first)",
-                "uniform 1/k",
-                "human-best in slot",
-                "judge (blue) vs humans (red)",
-                "failed",
-            ],
+            SLOT_HEADERS,
             rows,
             "bias",
         )

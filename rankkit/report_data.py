@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from rankkit.analysis import (
-    human_scores,
-)
+from rankkit.analysis import human_scores
 from rankkit.formatting import inert_json, plain
+from rankkit.matches import Comparison
 from rankkit.results import RunResult, TaskResult
+from rankkit.tasks import Task
 
 #: Meta values longer than this are left out of the embedded data (the prompt already holds them).
 MAX_META_CHARS = 200
@@ -165,69 +167,103 @@ def report_data(results: RunResult, max_tasks: int | None = None) -> dict[str, A
     """
     tasks = results.tasks[:max_tasks] if max_tasks else results.tasks
     kept = {t.task_id for t in tasks}
-    data_tasks = []
-    for task in tasks:
-        meta = {
-            k: v
-            for k, v in task.meta.items()
-            if isinstance(v, (str, int, float, bool)) and len(str(v)) <= MAX_META_CHARS
+    judgments = TaskJudgments()
+    strategies = [
+        {
+            "name": strategy.name,
+            "knockout_like": strategy.has_elimination_rounds,
+            "tasks": {
+                result.task_id: task_result_record(result, judgments)
+                for result in strategy.tasks
+                if result.task_id in kept
+            },
         }
-        data_tasks.append(
-            {
-                "task_id": task.task_id,
-                "prompt": task.prompt,
-                "reference": task.reference,
-                "meta": meta,
-                "candidates": [
-                    {
-                        "id": c.id,
-                        "system": c.system,
-                        "text": c.text,
-                        "human": c.human.get(task.criterion) if task.criterion else None,
-                    }
-                    for c in task.candidates
-                ],
-            }
-        )
-    judgments: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    judgment_index: dict[tuple[str, str, str], int] = {}
-    strategies = []
-    for strategy in results.strategies:
-        per_task = {}
-        for task_result in strategy.tasks:
-            task_id = task_result.task_id
-            if task_id not in kept:
-                continue
-            comparisons = []
-            for comparison in task_result.comparisons:
-                key = (task_id, comparison.first, comparison.second)
-                if key not in judgment_index:
-                    judgment_index[key] = len(judgments[task_id])
-                    stored = comparison.to_dict()
-                    judgments[task_id].append({k: stored[k] for k in JUDGMENT_FIELDS})
-                comparisons.append([judgment_index[key], comparison.round])
-            for group in task_result.group_comparisons:  # a k-way judgment: one card with k answers
-                key = (task_id, group.kind, *group.shown)
-                if key not in judgment_index:
-                    judgment_index[key] = len(judgments[task_id])
-                    judgments[task_id].append(group_judgment_record(group))
-                comparisons.append([judgment_index[key], group.round])
-            extras = {
-                cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes", "undecided")}
-                for cid, e in task_result.extras.items()
-            }
-            per_task[task_id] = {
-                "scores": task_result.scores,
-                "ranking": task_result.ranking,
-                "champion": task_result.champion,
-                "extras": extras,
-                "bracket": knockout_bracket(task_result),
-                "matches": comparisons,
-            }
-        strategies.append({"name": strategy.name, "knockout_like": strategy.has_elimination_rounds, "tasks": per_task})
+        for strategy in results.strategies
+    ]
     return plain(
-        {"criterion": results.criterion, "tasks": data_tasks, "judgments": dict(judgments), "strategies": strategies}
+        {
+            "criterion": results.criterion,
+            "tasks": [page_task_record(task) for task in tasks],
+            "judgments": dict(judgments.records),
+            "strategies": strategies,
+        }
     )
+
+
+def page_task_record(task: Task) -> dict[str, Any]:
+    """A task as the page shows it: prompt, reference, short meta values, and the candidates with their human scores.
+
+    Returns JSON-ready.
+    """
+    meta = {
+        k: v for k, v in task.meta.items() if isinstance(v, (str, int, float, bool)) and len(str(v)) <= MAX_META_CHARS
+    }
+    return {
+        "task_id": task.task_id,
+        "prompt": task.prompt,
+        "reference": task.reference,
+        "meta": meta,
+        "candidates": [
+            {
+                "id": c.id,
+                "system": c.system,
+                "text": c.text,
+                "human": c.human.get(task.criterion) if task.criterion else None,
+            }
+            for c in task.candidates
+        ],
+    }
+
+
+class TaskJudgments:
+    """Each task's distinct judgments, stored once however many strategies used them."""
+
+    def __init__(self) -> None:
+        #: Task id -> its judgments as the page reads them, in the order first used.
+        self.records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._index: dict[tuple[str, ...], int] = {}
+
+    def index(self, task_id: str, key: tuple[str, ...], record: Callable[[], dict[str, Any]]) -> int:
+        """The index of the judgment ``key`` in the task's list; ``record()`` stores it when first seen."""
+        key = (task_id, *key)
+        if key not in self._index:
+            self._index[key] = len(self.records[task_id])
+            self.records[task_id].append(record())
+        return self._index[key]
+
+
+def task_result_record(task_result: TaskResult, judgments: TaskJudgments) -> dict[str, Any]:
+    """A strategy's result on one task as the page reads it; its comparisons (key ``matches``) are
+    ``[judgment index, round]`` pairs into ``judgments`` (pairs first, then k-way judgments).
+
+    Returns JSON-ready.
+    """
+    task_id = task_result.task_id
+    matches = []
+    for comparison in task_result.comparisons:
+        index = judgments.index(task_id, (comparison.first, comparison.second), partial(judgment_record, comparison))
+        matches.append([index, comparison.round])
+    for group in task_result.group_comparisons:  # a k-way judgment: one card with k answers
+        index = judgments.index(task_id, (group.kind, *group.shown), partial(group_judgment_record, group))
+        matches.append([index, group.round])
+    extras = {
+        cid: {k: v for k, v in e.to_dict().items() if k in ("eliminated_round", "played", "byes", "undecided")}
+        for cid, e in task_result.extras.items()
+    }
+    return {
+        "scores": task_result.scores,
+        "ranking": task_result.ranking,
+        "champion": task_result.champion,
+        "extras": extras,
+        "bracket": knockout_bracket(task_result),
+        "matches": matches,
+    }
+
+
+def judgment_record(comparison: Comparison) -> dict[str, Any]:
+    """A pairwise judgment as the page reads it: :data:`JUDGMENT_FIELDS` of its stored record."""
+    stored = comparison.to_dict()
+    return {k: stored[k] for k in JUDGMENT_FIELDS}
 
 
 def group_judgment_record(group: Any) -> dict[str, Any]:

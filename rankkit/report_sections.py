@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from rankkit.analysis import correlation_table, human_scores, strategy_names, strategy_run
 from rankkit.analysis.combined import ANALYZE_BUDGET
@@ -32,10 +33,36 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
         The intervals' coverage.
     """
     labelled = bool(human_scores(results))
-    rows_data = (
-        correlation_table(results, REPORT_METRICS, resamples, seed, level)
+    rows_data = strategy_rows(results, resamples, seed, level, labelled)
+    priced = any(row["usd"] for row in rows_data)
+    paid_by = payers(results)
+    rows = [strategy_row_html(row, labelled, priced, paid_by.get(row["strategy"], [])) for row in rows_data]
+    headers = ["strategy", "comparisons", "grades", "judge calls", *(["usd"] if priced else [])]
+    headers += list(REPORT_METRICS) if labelled else []
+    bill = "".join(f"<p class=note>{esc(line)}</p>" for line in total_line(run_total(results), priced).splitlines())
+    note = (
+        f"<p class=note>Sorted by task_spearman. Brackets: {level:.0%} bootstrap intervals over tasks "
+        f"({resamples} resamples, seed {seed}).</p>"
         if labelled
-        else [
+        else "<p class=note>These results have no human scores, so only the cost is shown.</p>"
+    )
+    return (
+        table_html(headers, rows, "leaderboard")
+        + note
+        + bill
+        + systems_html(results)
+        + style_controlled_html(results, resamples, seed)
+    )
+
+
+def strategy_rows(results: RunResult, resamples: int, seed: int, level: float, labelled: bool) -> list[dict[str, Any]]:
+    """Per strategy its cost, and with human scores its metrics with intervals, best task_spearman first.
+
+    Returns the rows of :func:`~rankkit.analysis.correlation_table` (without human scores: cost only,
+    in the run's order, ``metrics`` empty).
+    """
+    if not labelled:
+        return [
             {
                 "strategy": s.name,
                 "comparisons": s.cost.comparisons,
@@ -47,40 +74,38 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
             }
             for s in results.strategies
         ]
-    )
-    if labelled:
-        rows_data.sort(
-            key=lambda r: (
-                -(
-                    r["metrics"]["task_spearman"].estimate
-                    if not math.isnan(r["metrics"]["task_spearman"].estimate)
-                    else -9
-                )
-            )
+    rows = correlation_table(results, REPORT_METRICS, resamples, seed, level)
+    rows.sort(
+        key=lambda r: (
+            -(r["metrics"]["task_spearman"].estimate if not math.isnan(r["metrics"]["task_spearman"].estimate) else -9)
         )
-    total = run_total(results)
-    paid_by = payers(results)
-    priced = any(row["usd"] for row in rows_data)
-    rows = []
-    for row in rows_data:
-        cells = "".join(interval_cell(row["metrics"][m]) for m in REPORT_METRICS) if labelled else ""
-        usd = ""
-        if priced:
-            payer = paid_by.get(row["strategy"], [])
-            usd = f"<td class=num>{number_html('paid by ' + ', '.join(payer) if payer and not row['judge_calls'] else row['usd'], 4)}</td>"
-        rows.append(
-            f"<tr><td>{esc(row['strategy'])}</td><td class=num>{number_html(row['comparisons'])}</td>"
-            f"<td class=num>{number_html(row['grades'])}</td><td class=num>{number_html(row['judge_calls'])}</td>{usd}{cells}</tr>"
-        )
-    headers = ["strategy", "comparisons", "grades", "judge calls", *(["usd"] if priced else [])]
-    headers += list(REPORT_METRICS) if labelled else []
-    bill = "".join(f"<p class=note>{esc(line)}</p>" for line in total_line(total, priced).splitlines())
-    note = (
-        f"<p class=note>Sorted by task_spearman. Brackets: {level:.0%} bootstrap intervals over tasks "
-        f"({resamples} resamples, seed {seed}).</p>"
-        if labelled
-        else "<p class=note>These results have no human scores, so only the cost is shown.</p>"
     )
+    return rows
+
+
+def strategy_row_html(row: dict[str, Any], labelled: bool, priced: bool, payer: list[str]) -> str:
+    """One strategy's row of the strategies table; a strategy that reused others' judgments shows
+    who paid for them (``payer``) instead of a price.
+
+    Returns a ``<tr>`` element.
+    """
+    cells = "".join(interval_cell(row["metrics"][m]) for m in REPORT_METRICS) if labelled else ""
+    usd = ""
+    if priced:
+        paid = "paid by " + ", ".join(payer) if payer and not row["judge_calls"] else row["usd"]
+        usd = f"<td class=num>{number_html(paid, 4)}</td>"
+    return (
+        f"<tr><td>{esc(row['strategy'])}</td><td class=num>{number_html(row['comparisons'])}</td>"
+        f"<td class=num>{number_html(row['grades'])}</td><td class=num>{number_html(row['judge_calls'])}</td>{usd}{cells}</tr>"
+    )
+
+
+def systems_html(results: RunResult) -> str:
+    """Each strategy's systems by the mean position it gave their answers, in fold-outs; "" when no
+    strategy's candidates name systems.
+
+    Returns an HTML fragment, or "".
+    """
     boards = []
     for name in strategy_names(results):
         board = system_leaderboard(results, name)
@@ -97,21 +122,12 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
             + table_html(["#", "system", "mean rank", "mean score", "ranked first", "mean human", "tasks"], board_rows)
             + "</details>"
         )
-    systems = (
-        (
-            "<h3>Systems per strategy</h3><p class=note>Ranked by the mean position each strategy gave the "
-            "system's answers (1 = best), which is comparable across strategies whatever their score scale.</p>"
-            + "".join(boards)
-        )
-        if boards
-        else ""
-    )
+    if not boards:
+        return ""
     return (
-        table_html(headers, rows, "leaderboard")
-        + note
-        + bill
-        + systems
-        + style_controlled_html(results, resamples, seed)
+        "<h3>Systems per strategy</h3><p class=note>Ranked by the mean position each strategy gave the "
+        "system's answers (1 = best), which is comparable across strategies whatever their score scale.</p>"
+        + "".join(boards)
     )
 
 
@@ -222,52 +238,18 @@ def robustness_html(results: RunResult, top_k: int = DEFAULT_TOP_K, budget: int 
         As in :func:`rankkit.analysis.robustness.robustness_report`.
     """
     report = robustness_report(results, top_k, budget)
-    figures = [
-        ("top1", "flip", "#1 flip"),
-        ("top1", "remove", "#1 remove"),
-        ("top_k", "flip", f"top-{top_k} flip"),
-        ("top_k", "remove", f"top-{top_k} remove"),
+    figures = robustness_figures(top_k)
+    summary_rows = [robustness_summary_row(item["strategy"], item["summary"], figures) for item in report]
+    details = [
+        f"<details><summary>{esc(item['strategy'])}: per task</summary>"
+        + table_html(
+            ["task", "judgments", *[h for _, _, h in figures], "fragile"],
+            [robustness_task_row(task, figures) for task in item["tasks"]],
+        )
+        + "</details>"
+        for item in report
+        if item["summary"]["tasks"]
     ]
-    summary_rows, details = [], []
-    for item in report:
-        summary = item["summary"]
-        if not summary["tasks"]:
-            summary_rows.append(
-                f"<tr><td>{esc(item['strategy'])}</td><td class=num>0</td>"
-                f"<td colspan={len(figures) + 1}>not defined: {esc('; '.join(summary['reasons']))}</td></tr>"
-            )
-            continue
-        fragile = len(summary["fragile_tasks"])
-        cells = "".join(
-            f"<td class=num>{number_html(summary[f'{target}_{change}_median'], 1)}</td>"
-            for target, change, _ in figures
-        )
-        summary_rows.append(
-            f"<tr><td>{esc(item['strategy'])}</td><td class=num>{summary['tasks']}</td>{cells}"
-            f"<td class='num{' fragile' if fragile else ''}'>{fragile}</td></tr>"
-        )
-        rows = []
-        for task in item["tasks"]:
-            if not task["defined"]:
-                rows.append(
-                    f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>"
-                    f"<td colspan={len(figures) + 1}>not defined: {esc(task['reason'])}</td></tr>"
-                )
-                continue
-            cells = "".join(
-                f"<td class=num>{esc(task[target][change].text() if task[target] else '–')}</td>"
-                for target, change, _ in figures
-            )
-            flag = ", ".join(task["fragile"])
-            rows.append(
-                f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>{cells}"
-                f"<td class=fragile>{esc(flag)}</td></tr>"
-            )
-        details.append(
-            f"<details><summary>{esc(item['strategy'])}: per task</summary>"
-            + table_html(["task", "judgments", *[h for _, _, h in figures], "fragile"], rows)
-            + "</details>"
-        )
     note = (
         f"<p class=note>The fewest judgments whose flip (winner reversed) or removal changes the #1 or the top "
         f"{top_k}, recomputed from the judgments each strategy used (ratings refitted, brackets replayed): a "
@@ -279,4 +261,60 @@ def robustness_html(results: RunResult, top_k: int = DEFAULT_TOP_K, budget: int 
         table_html(["strategy", "tasks", *[h for _, _, h in figures], "fragile tasks"], summary_rows, "robustness")
         + note
         + "".join(details)
+    )
+
+
+#: One robustness figure: (target, change, column header), target ``top1`` or ``top_k``, change ``flip`` or ``remove``.
+RobustnessFigure = tuple[str, str, str]
+
+
+def robustness_figures(top_k: int) -> list[RobustnessFigure]:
+    """The four figures of the robustness tables, in column order."""
+    return [
+        ("top1", "flip", "#1 flip"),
+        ("top1", "remove", "#1 remove"),
+        ("top_k", "flip", f"top-{top_k} flip"),
+        ("top_k", "remove", f"top-{top_k} remove"),
+    ]
+
+
+def robustness_summary_row(strategy: str, summary: dict[str, Any], figures: list[RobustnessFigure]) -> str:
+    """A strategy's row of the robustness summary: the median of each figure over its tasks and how
+    many tasks are fragile, or why the figures are not defined for it.
+
+    Returns a ``<tr>`` element.
+    """
+    if not summary["tasks"]:
+        return (
+            f"<tr><td>{esc(strategy)}</td><td class=num>0</td>"
+            f"<td colspan={len(figures) + 1}>not defined: {esc('; '.join(summary['reasons']))}</td></tr>"
+        )
+    fragile = len(summary["fragile_tasks"])
+    cells = "".join(
+        f"<td class=num>{number_html(summary[f'{target}_{change}_median'], 1)}</td>" for target, change, _ in figures
+    )
+    return (
+        f"<tr><td>{esc(strategy)}</td><td class=num>{summary['tasks']}</td>{cells}"
+        f"<td class='num{' fragile' if fragile else ''}'>{fragile}</td></tr>"
+    )
+
+
+def robustness_task_row(task: dict[str, Any], figures: list[RobustnessFigure]) -> str:
+    """One task's row of a strategy's robustness fold-out: each figure and which are fragile, or why
+    they are not defined.
+
+    Returns a ``<tr>`` element.
+    """
+    if not task["defined"]:
+        return (
+            f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>"
+            f"<td colspan={len(figures) + 1}>not defined: {esc(task['reason'])}</td></tr>"
+        )
+    cells = "".join(
+        f"<td class=num>{esc(task[target][change].text() if task[target] else '–')}</td>"
+        for target, change, _ in figures
+    )
+    return (
+        f"<tr><td>{esc(task['task_id'])}</td><td class=num>{task['judgments']}</td>{cells}"
+        f"<td class=fragile>{esc(', '.join(task['fragile']))}</td></tr>"
     )
