@@ -447,7 +447,8 @@ def judge_report_command(
     data_path, criterion, limit, judge_spec, seed, cache_path, no_cache, quiet, out, pairs_per_task, resamples
 ) -> None:
     """Measure a judge's slot and length biases, order consistency and accuracy (both orders per pair)."""
-    from rankkit.judge_report import format_report, judge_report
+    from rankkit.judge_report import judge_report
+    from rankkit.judge_report_text import format_report
 
     prepare_output(out)
     with judging(data_path, criterion, limit, judge_spec, cache_path, no_cache) as inputs:

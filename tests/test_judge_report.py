@@ -11,14 +11,8 @@ from click.testing import CliRunner
 
 from rankkit.cache import JudgmentCache
 from rankkit.cli import main
-from rankkit.judge_report import (
-    PairRecord,
-    combine_orders,
-    judge_report,
-    measure,
-    ratio_estimate,
-    sample_pairs,
-)
+from rankkit.judge_report import judge_report
+from rankkit.judge_report_pairs import PairRecord, combine_orders, measure, ratio_estimate, sample_pairs
 from rankkit.judges import make_judge
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.tasks import load_tasks
