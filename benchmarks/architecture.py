@@ -128,6 +128,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "plan",
             "rerank",
             "rejudging",
+            "rejudging_tables",
         ),
     ),
     (

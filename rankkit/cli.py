@@ -941,7 +941,8 @@ def rejudge_command(
     from rankkit.cli_support import announce_judge, checked_judge_spec
     from rankkit.formatting import render_sections
     from rankkit.judges import make_judge
-    from rankkit.rejudging import questions, rejudge, rejudge_tables
+    from rankkit.rejudging import questions, rejudge
+    from rankkit.rejudging_tables import rejudge_tables
     from rankkit.results import read_results
     from rankkit.tasks import SizeLimits, check_sizes
 

@@ -16,6 +16,7 @@ from typing import Any
 from rankkit.analysis import human_scores
 from rankkit.formatting import inert_json, plain
 from rankkit.matches import Comparison
+from rankkit.result_records import candidate_records
 from rankkit.results import RunResult, TaskResult
 from rankkit.tasks import Task
 
@@ -203,15 +204,7 @@ def page_task_record(task: Task) -> dict[str, Any]:
         "prompt": task.prompt,
         "reference": task.reference,
         "meta": meta,
-        "candidates": [
-            {
-                "id": c.id,
-                "system": c.system,
-                "text": c.text,
-                "human": c.human.get(task.criterion) if task.criterion else None,
-            }
-            for c in task.candidates
-        ],
+        "candidates": candidate_records(task),
     }
 
 

@@ -212,16 +212,25 @@ def task_record(task: Task) -> dict[str, Any]:
         "reference": task.reference,
         "meta": dict(task.meta),
         "scale": list(task.scale),
-        "candidates": [
-            {
-                "id": c.id,
-                "system": c.system,
-                "text": c.text,
-                "human": c.human.get(task.criterion) if task.criterion else None,
-            }
-            for c in task.candidates
-        ],
+        "candidates": candidate_records(task),
     }
+
+
+def candidate_records(task: Task) -> list[dict[str, Any]]:
+    """The task's candidates as stored in results JSON: id, system, text and the human score of the
+    task's criterion (None without one).
+
+    Returns JSON-ready.
+    """
+    return [
+        {
+            "id": c.id,
+            "system": c.system,
+            "text": c.text,
+            "human": c.human.get(task.criterion) if task.criterion else None,
+        }
+        for c in task.candidates
+    ]
 
 
 def task_from_record(
