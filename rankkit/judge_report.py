@@ -40,8 +40,6 @@ def collect(
     Returns ``(records, judgments, cost)``: a :class:`PairRecord` per pair, the raw judgments per
     task (a-first and b-first alternating, in record order), and what was spent.
 
-    Returns ``(records, judgments, cost)``.
-
     Parameters
     ----------
     tasks

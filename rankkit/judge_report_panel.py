@@ -33,7 +33,8 @@ def panel_section(
 
     Reads the member votes the panel gathered while judging (its memory or the cache), so it
     costs no new judgments. Krippendorff's alpha treats each (pair, presentation order) as a unit
-    and each member as a rater; a failed vote is a missing value.
+    and each member as a rater; a failed vote is a missing value. ``resamples``, ``level`` and ``seed``
+    are the bootstrap's, as in :func:`~rankkit.judge_report_pairs.measure`.
 
     Returns the report's ``panel`` section.
 
@@ -41,16 +42,8 @@ def panel_section(
     ----------
     panel
         The panel judge.
-    tasks
-        The tasks.
     records
         The panel's judged pairs.
-    resamples
-        The bootstrap's number of resamples.
-    level
-        The intervals' coverage.
-    seed
-        Seeds the bootstrap.
     """
     from rankkit.judges.panel import krippendorff_alpha
 

@@ -83,41 +83,11 @@ class JudgeRecord(Judge):
         )
 
     def grade(self, task: Task, candidate: Candidate) -> Any:
-        """Refused: a recorded judge cannot judge.
-
-        Returns never returns.
-
-        Parameters
-        ----------
-        task
-            The task.
-        candidate
-            The candidate.
-
-        Raises
-        ------
-        JudgeError
-            Always.
-        """
+        """Refused: a recorded judge cannot judge (raises JudgeError)."""
         raise self._refuse()
 
     def compare(self, task: Task, first: Candidate, second: Candidate) -> Any:
-        """Refused: a recorded judge cannot judge.
-
-        Returns never returns.
-
-        Parameters
-        ----------
-        task
-            The task.
-        first, second : Candidate
-            The candidates.
-
-        Raises
-        ------
-        JudgeError
-            Always.
-        """
+        """Refused: a recorded judge cannot judge (raises JudgeError)."""
         raise self._refuse()
 
 
@@ -146,24 +116,7 @@ class RecordedStrategy(Strategy):
         return dict(self._params)
 
     def rank(self, task: Task, source: Any, rng: Any) -> Any:
-        """Refused: a recorded strategy cannot rank.
-
-        Returns never returns.
-
-        Parameters
-        ----------
-        task
-            The task.
-        source
-            The judgments.
-        rng
-            The strategy's generator.
-
-        Raises
-        ------
-        NotImplementedError
-            Always.
-        """
+        """Refused: a recorded strategy cannot rank (raises NotImplementedError)."""
         raise NotImplementedError(f"strategy {self._label!r} is a record from a results file")
 
 
@@ -177,8 +130,6 @@ def strategy_from_record(record: Mapping[str, Any], where: str = "results", path
     ----------
     record
         The strategy's record: its ``name`` (label), ``strategy`` and ``params``.
-    where, path : str
-        The file and the record's place in it, for errors.
     """
     from rankkit.strategies import strategy_classes
 
@@ -207,8 +158,6 @@ def judge_from_record(record: Mapping[str, Any], where: str = "results") -> Judg
     ----------
     record
         The file's ``judge`` object.
-    where
-        The file, for errors.
     """
     judge_field = {
         name: required(record, name, where, "judge") for name in ("spec", "description", "fingerprint", "simulated")

@@ -1,6 +1,9 @@
 """A self-contained HTML report of a results file (``rankkit report results.json -o report.html``).
 
 More in ``docs/analysis.md``.
+
+Every renderer takes the run as ``results``; ``resamples``, ``seed`` and ``level`` are its
+bootstrap's number of resamples, seed and interval coverage.
 """
 
 from __future__ import annotations
@@ -44,14 +47,6 @@ def render_report(
 
     Parameters
     ----------
-    results
-        The run.
-    resamples
-        The bootstrap's number of resamples.
-    seed
-        Seeds the bootstrap.
-    level
-        The intervals' coverage.
     max_tasks
         Keep only the first N tasks in the task and match views (None: all; see
         :func:`~rankkit.report_data.report_data`).
@@ -171,8 +166,6 @@ def write_report(results: RunResult, path: str | Path, **options: Any) -> Path:
 
     Parameters
     ----------
-    results
-        The run.
     path
         The file to write.
     **options

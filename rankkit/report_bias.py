@@ -1,4 +1,8 @@
-"""The report's judge-bias section: position, length, style and k-way slot preferences."""
+"""The report's judge-bias section: position, length, style and k-way slot preferences.
+
+Every renderer takes the run as ``results``; ``resamples``, ``seed`` and ``level`` are its
+bootstrap's number of resamples, seed and interval coverage.
+"""
 
 from __future__ import annotations
 
@@ -51,17 +55,6 @@ def bias_html(results: RunResult, level: float, resamples: int = DEFAULT_RESAMPL
     judgments when there are any (:func:`slot_bias_html`).
 
     Returns an HTML fragment.
-
-    Parameters
-    ----------
-    results
-        The run.
-    level
-        The intervals' coverage.
-    resamples
-        The bootstrap's number of resamples.
-    seed
-        Seeds the bootstrap.
     """
     pairwise = pairwise_bias_html(results, level)
     slots = slot_bias_html(results, level)
@@ -75,17 +68,6 @@ def style_html(results: RunResult, level: float, resamples: int, seed: int) -> s
     explain (:func:`~rankkit.analysis.judge_bias.style_preference`); "" without labelled pairwise matches.
 
     Returns an HTML fragment, or "".
-
-    Parameters
-    ----------
-    results
-        The run.
-    level
-        The intervals' coverage.
-    resamples
-        The bootstrap's number of resamples.
-    seed
-        Seeds the bootstrap.
     """
     style = style_preference(results, resamples=resamples, seed=seed, level=level)
     if not style["matches"]:
@@ -117,13 +99,6 @@ def pairwise_bias_html(results: RunResult, level: float) -> str:
     """First-slot and longer-answer win rates of the pairwise comparisons ("" when there are none).
 
     Returns an HTML fragment, or "".
-
-    Parameters
-    ----------
-    results
-        The run.
-    level
-        The intervals' coverage.
     """
     position_rows, length_rows = [], []
     for label, name in bias_scopes(results):
@@ -169,13 +144,6 @@ def slot_bias_html(results: RunResult, level: float) -> str:
     all distinct k-way judgments and per strategy: one row per (k, slot); "" when there are none.
 
     Returns an HTML fragment, or "".
-
-    Parameters
-    ----------
-    results
-        The run.
-    level
-        The intervals' coverage.
     """
     rows = []
     for label, name in bias_scopes(results):

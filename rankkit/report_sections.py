@@ -1,4 +1,8 @@
-"""The report's sections besides judge bias: the leaderboard, untrusted text and robustness."""
+"""The report's sections besides judge bias: the leaderboard, untrusted text and robustness.
+
+Every renderer takes the run as ``results``; ``resamples``, ``seed`` and ``level`` are its
+bootstrap's number of resamples, seed and interval coverage.
+"""
 
 from __future__ import annotations
 
@@ -20,17 +24,6 @@ def leaderboard_html(results: RunResult, resamples: int, seed: int, level: float
     """The strategies table (cost and metrics with intervals) and each strategy's system leaderboard.
 
     Returns an HTML fragment.
-
-    Parameters
-    ----------
-    results
-        The run.
-    resamples
-        The bootstrap's number of resamples.
-    seed
-        Seeds the bootstrap.
-    level
-        The intervals' coverage.
     """
     labelled = bool(human_scores(results))
     rows_data = strategy_rows(results, resamples, seed, level, labelled)
@@ -142,15 +135,6 @@ def style_controlled_html(results: RunResult, resamples: int, seed: int) -> str:
     (:mod:`rankkit.leaderboard.style`); "" when the candidates do not all name a system.
 
     Returns an HTML fragment, or "".
-
-    Parameters
-    ----------
-    results
-        The run.
-    resamples
-        The bootstrap's number of resamples.
-    seed
-        Seeds the bootstrap.
     """
     from rankkit.leaderboard import LeaderboardError, all_systems, from_strategy
 
@@ -197,11 +181,6 @@ def suspicious_html(results: RunResult) -> str:
     """The table of candidates carrying judge-protocol text ("" when there are none).
 
     Returns an HTML fragment, or "".
-
-    Parameters
-    ----------
-    results
-        The run.
     """
     by_id = {t.task_id: t for t in results.tasks}
     rows = []
@@ -232,8 +211,6 @@ def robustness_html(results: RunResult, top_k: int = DEFAULT_TOP_K, budget: int 
 
     Parameters
     ----------
-    results:
-        The run.
     top_k, budget:
         As in :func:`rankkit.analysis.robustness.robustness_report`.
     """

@@ -1,7 +1,8 @@
 """The parts of a results file, written and read back field by field.
 
-Tasks, comparisons, grades, costs and the list of suspicious candidates; a read error names the
-file and the field.
+Tasks, comparisons, grades, costs and the list of suspicious candidates. Every reader takes the
+file as ``where`` and the record's place in it as ``path`` (e.g. ``strategies[0].tasks[2]``), and a
+record it cannot read is a :class:`~rankkit.errors.TaskFormatError` naming both.
 """
 
 from __future__ import annotations
@@ -26,15 +27,6 @@ def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = 
     ----------
     data
         The stored cost.
-    where
-        The file, for error messages.
-    path
-        Where in the file ``data`` is, for error messages.
-
-    Raises
-    ------
-    TaskFormatError
-        When a field is missing.
     """
     return Cost(
         **{
@@ -62,15 +54,6 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
     ----------
     data
         The stored comparison.
-    where
-        The file, for error messages.
-    path
-        Where in the file ``data`` is, for error messages.
-
-    Raises
-    ------
-    TaskFormatError
-        When a field is missing.
     """
 
     def get(name: str) -> Any:
@@ -112,8 +95,6 @@ def grade_from_dict(data: Mapping[str, Any], where: str = "results", path: str =
     ----------
     data
         The record.
-    where, path : str
-        The file and the record's place in it, for errors.
     """
     value = required(data, "value", where, path)
     return (
@@ -135,10 +116,6 @@ def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results", 
     ----------
     data
         The stored k-way judgment.
-    where
-        The file, for error messages.
-    path
-        Where in the file ``data`` is, for error messages.
     """
     from rankkit.choices import GroupComparison
 
@@ -246,8 +223,6 @@ def task_from_record(
         The task as :func:`task_record` stored it.
     criterion
         The run's criterion, the name each candidate's ``human`` score is read under.
-    where, path : str
-        The file and the record's place in it, for errors.
     """
 
     def get(name: str) -> Any:
@@ -322,8 +297,6 @@ def read_records(records: list[Any], name: str, where: str, read: Callable[[Any,
         The list's items.
     name
         The list's key (``strategies`` or ``task_data``), for errors.
-    where
-        The file, for errors.
     read
         Reads one record, given its path in the file (e.g. ``strategies[0]``).
     """

@@ -1,6 +1,7 @@
 """What a run produces, and its one schema on disk: the results JSON of ``rankkit compare --out``.
 
-More in ``docs/library.md``.
+Reading a file back, ``where`` is the file and ``path`` a record's place in it, as in
+:mod:`rankkit.result_records`. More in ``docs/library.md``.
 """
 
 from __future__ import annotations
@@ -100,10 +101,6 @@ class TaskResult:
         ----------
         data
             One task's record, as :meth:`to_dict` wrote it.
-        where
-            The file it came from, for errors.
-        path
-            Where the record sits in the file, for errors (e.g. ``strategies[0].tasks[2]``).
         extras_type
             The strategy's :attr:`~rankkit.strategies.base.Strategy.extras_type`.
         """
@@ -183,10 +180,6 @@ class StrategyRun:
         ----------
         data
             One strategy's record, as :meth:`to_dict` wrote it.
-        where
-            The file it came from, for errors.
-        path
-            Where the record sits in the file, for errors (e.g. ``strategies[0]``).
         """
         metrics = {
             k: math.nan if v is None else float(v)  # NaN is written as null
@@ -323,8 +316,6 @@ class RunResult:
         ----------
         data
             A :meth:`to_dict` payload.
-        where
-            What to call the payload in error messages (a file name).
 
         Raises
         ------
@@ -437,11 +428,6 @@ def read_results(path: str | PathLike[str]) -> RunResult:
 
     Returns the run; FileNotFoundError when there is no file, :class:`TaskFormatError` naming the
     file and the field when it is not a results file.
-
-    Parameters
-    ----------
-    path
-        The file.
     """
     path = Path(path)
     if not path.exists():
