@@ -223,8 +223,8 @@ def rejudgeable(results: RunResult, judge: Judge) -> tuple[list[StrategyRun], li
     return kept, skipped
 
 
-def task_judgment_pairs(result: Any, new: Mapping[str, Mapping[Any, Any]]) -> list[tuple[RecordedJudgment, Any]]:
-    """Each judgment a strategy used on one task (its :class:`~rankkit.results.TaskResult`) with the new answer to it."""
+def task_judgment_pairs(result: TaskResult, new: Mapping[str, Mapping[Any, Any]]) -> list[tuple[RecordedJudgment, Any]]:
+    """Each judgment a strategy used on one task with the new answer to it."""
     return [(item, new[result.task_id][item.key]) for item in recorded_judgments(result)]
 
 

@@ -62,7 +62,8 @@ def render_report(
     data_json = embed_json(report_data(results, max_tasks))
     limited = f" (the first {shown} of {n_tasks})" if shown < n_tasks else ""
     robustness = (
-        f'<section id="robustness"><h2>Robustness</h2>\n{robustness_html(results, top_k, robustness_budget)}\n</section>'
+        f'<section id="robustness"><h2>Robustness</h2>\n{robustness_html(results, top_k, robustness_budget)}'
+        "\n</section>"
         if robustness_budget
         else ""
     )

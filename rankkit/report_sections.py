@@ -68,12 +68,11 @@ def strategy_rows(results: RunResult, resamples: int, seed: int, level: float, l
             for s in results.strategies
         ]
     rows = correlation_table(results, REPORT_METRICS, resamples, seed, level)
-    rows.sort(
-        key=lambda r: (
-            -(r["metrics"]["task_spearman"].estimate if not math.isnan(r["metrics"]["task_spearman"].estimate) else -9)
-        )
-    )
-    return rows
+    return sorted(rows, key=lambda row: -_nan_as(row["metrics"]["task_spearman"].estimate, -9))
+
+
+def _nan_as(value: float, instead: float) -> float:
+    return instead if math.isnan(value) else value
 
 
 def strategy_row_html(row: dict[str, Any], labelled: bool, priced: bool, payer: list[str]) -> str:
