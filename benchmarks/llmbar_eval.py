@@ -211,7 +211,7 @@ ANALYSIS_TOKENS = 48
 
 def pointwise_accuracy(tasks: list[Any], judge: Any, cache: Any) -> tuple[float, int]:
     """Accuracy of deciding each pair by the two pointwise grades (equal grades score ½)."""
-    from rankkit.judge_report import human_preference
+    from rankkit.judge_report_pairs import human_preference
     from rankkit.matches import MatchSource
 
     credits, calls = [], 0
@@ -233,7 +233,8 @@ def prior_balanced(tasks: list[Any], judge: Any, cache: Any) -> dict[str, float]
     """Liusie et al.'s prior matching on the task set: one threshold β = the median raw log-odds
     over every presented order of every pair; "first wins" when l > β. Returns accuracy over the
     presented orders, the first-slot share and β. Uses the raw judgments already in ``cache``."""
-    from rankkit.judge_report import collect, human_preference
+    from rankkit.judge_report import collect
+    from rankkit.judge_report_pairs import human_preference
     from rankkit.judges.calibration import choice_log_odds, prior_balancing_threshold
 
     _, raw, _ = collect(tasks, judge, cache)

@@ -244,7 +244,7 @@ def part_unflagged(cache: Any, seeds: list[int]) -> dict[str, Any]:
 
 def flagged_tasks(tasks: list[Any], attacker: dict[str, str], suffix: str) -> list[int]:
     """In how many of the tasks the run reports the attacker as suspicious, and of how many."""
-    from rankkit.results import suspicious_candidates
+    from rankkit.result_records import suspicious_candidates
 
     crafted = [with_suffix(t, attacker[t.task_id], suffix) for t in tasks]
     found = suspicious_candidates(crafted)

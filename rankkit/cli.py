@@ -273,7 +273,8 @@ def list_judges() -> None:
 @guarded
 def judge_report_command(data: DataOptions, judge_options: JudgeOptions, out, pairs_per_task, resamples) -> None:
     """Measure a judge's slot and length biases, order consistency and accuracy (both orders per pair)."""
-    from rankkit.judge_report import format_report, judge_report
+    from rankkit.judge_report import judge_report
+    from rankkit.judge_report_text import format_report
 
     prepare_output(out)
     with judging(data, judge_options) as inputs:

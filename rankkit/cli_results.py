@@ -153,7 +153,8 @@ def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, 
     from rankkit.analysis.render import to_jsonable
     from rankkit.cli_support import check_judgment_count, checked_judge_spec, judge_session, open_cache
     from rankkit.formatting import render_sections
-    from rankkit.rejudging import questions, rejudge, rejudge_tables
+    from rankkit.rejudging import questions, rejudge
+    from rankkit.rejudging_tables import rejudge_tables
     from rankkit.results import read_results
     from rankkit.tasks import SizeLimits, check_sizes
 

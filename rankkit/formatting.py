@@ -87,7 +87,9 @@ def inert_json(text: str) -> str:
     return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
+#: A table's columns: ``(key, header)`` pairs, in display order.
 Columns = Sequence[tuple[str, str]]
+#: A table's rows: one mapping per row, read by column key (a missing key is a missing cell).
 Rows = Sequence[Mapping[str, Any]]
 
 
@@ -201,13 +203,6 @@ def numeric_columns(rows: Rows, columns: Columns) -> list[bool]:
 
     Returns one flag per column: True when every present cell (not missing, nor already shown as
     ``-``) is a number or reads as one.
-
-    Parameters
-    ----------
-    rows
-        The table's row mappings.
-    columns
-        Its ``(key, header)`` pairs, in display order.
     """
     return [all(_is_number(row.get(key)) for row in rows if cell_text(row.get(key)) != "-") for key, _ in columns]
 
@@ -217,13 +212,6 @@ def format_table(rows: Rows, columns: Columns) -> str:
     cell :func:`inert` on one line (a newline in a cell is shown as ``\\x0a``).
 
     Returns the table.
-
-    Parameters
-    ----------
-    rows
-        The row mappings.
-    columns
-        ``(key, header)`` pairs, in display order.
     """
     body = [[inert(cell_text(row.get(key)), keep="") for key, _ in columns] for row in rows]
     headers = [inert(header, keep="") for _, header in columns]
@@ -281,13 +269,6 @@ def format_markdown(rows: Rows, columns: Columns) -> str:
     :func:`format_table`).
 
     Returns the table.
-
-    Parameters
-    ----------
-    rows
-        The row mappings.
-    columns
-        ``(key, header)`` pairs, in display order.
     """
     header = "| " + " | ".join(_markdown_cell(h) for _, h in columns) + " |"
     rule = "|" + "|".join("---:" if right else ":---" for right in numeric_columns(rows, columns)) + "|"
@@ -299,13 +280,6 @@ def format_csv(rows: Rows, columns: Columns) -> str:
     """CSV with a header line; full-precision values, missing values as empty cells.
 
     Returns the CSV text.
-
-    Parameters
-    ----------
-    rows
-        The row mappings.
-    columns
-        ``(key, header)`` pairs, in display order.
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -319,13 +293,6 @@ def table_records(rows: Rows, columns: Columns) -> list[dict[str, Any]]:
     """The rows as plain objects keyed by header (what ``format_json`` writes).
 
     Returns one dict per row.
-
-    Parameters
-    ----------
-    rows
-        The row mappings.
-    columns
-        ``(key, header)`` pairs, in display order.
     """
     return [{header: plain(row.get(key)) for key, header in columns} for row in rows]
 
@@ -334,13 +301,6 @@ def format_json(rows: Rows, columns: Columns) -> str:
     """A JSON list of objects keyed by header (strict JSON: NaN becomes null).
 
     Returns the JSON text.
-
-    Parameters
-    ----------
-    rows
-        The row mappings.
-    columns
-        ``(key, header)`` pairs, in display order.
     """
     return inert_json(json.dumps(table_records(rows, columns), indent=1, ensure_ascii=False))
 
@@ -355,10 +315,6 @@ def render(rows: Rows, columns: Columns, fmt: str = "table") -> str:
 
     Parameters
     ----------
-    rows
-        The row mappings.
-    columns
-        ``(key, header)`` pairs, in display order.
     fmt
         ``table``, ``markdown``, ``csv`` or ``json``.
 

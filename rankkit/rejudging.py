@@ -14,13 +14,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankkit.formatting import Table
 from rankkit.judges.base import Judge
 from rankkit.judgments import CHOICE_KIND, GRADE_KIND, RANKING_KIND, VERDICT_KIND, ParseStatus
 from rankkit.matches import Cost, MatchSource
 from rankkit.metrics import correlation
+from rankkit.recorded_run import RecordedStrategy
 from rankkit.rerank import OffRecord, RecordedJudgment, leader, recorded_judgments, replay, verdict_outcome
-from rankkit.results import RecordedStrategy, RunResult, StrategyRun
+from rankkit.results import RunResult, StrategyRun, TaskResult
 from rankkit.runner import RunProgress, map_tasks
 from rankkit.specs import SpecError
 from rankkit.tasks import Task
@@ -168,37 +168,24 @@ def rejudge(
     workers:
         Tasks judged at once (:func:`rankkit.runner.map_tasks`).
     """
-    skipped = []
-    kept = []
-    for strategy_run in results.strategies:
-        kinds = sorted({item.kind for result in strategy_run.tasks for item in recorded_judgments(result)})
-        reasons = [reason for kind in kinds if (reason := unsupported(kind, judge))]
-        if reasons:
-            skipped.append({"strategy": strategy_run.name, "reason": f"it used {'; '.join(reasons)}"})
-        else:
-            kept.append(strategy_run)
-    if not kept:
-        reasons = "; ".join(f"{item['strategy']}: {item['reason']}" for item in skipped)
-        raise SpecError(f"nothing to rejudge: {reasons}")
+    kept, skipped = rejudgeable(results, judge)
     results = dataclasses.replace(results, strategies=kept)
     new, cost = ask_again(results, judge, cache, progress, workers)
     by_id = {task.task_id: task for task in results.tasks}
-    everything: dict[tuple[str, tuple[str, tuple[str, ...]]], tuple[RecordedJudgment, Any]] = {}
-    strategies = []
-    for strategy_run in results.strategies:
-        pairs = []
-        for result in strategy_run.tasks:
-            for item in recorded_judgments(result):
-                answer = new[result.task_id][item.key]
-                pairs.append((item, answer))
-                everything[(result.task_id, item.key)] = (item, answer)
-        strategies.append(
-            {
-                "strategy": strategy_run.name,
-                **agreement(pairs),
-                **compare_rankings(strategy_run, by_id, new, results.seed),
-            }
-        )
+    strategies = [
+        {
+            "strategy": strategy_run.name,
+            **agreement(judgment_pairs(strategy_run, new)),
+            **compare_rankings(strategy_run, by_id, new, results.seed),
+        }
+        for strategy_run in results.strategies
+    ]
+    everything = {  # each distinct judgment once, however many strategies used it
+        (result.task_id, item.key): (item, answer)
+        for strategy_run in results.strategies
+        for result in strategy_run.tasks
+        for item, answer in task_judgment_pairs(result, new)
+    }
     return {
         "judge": {
             "spec": judge_spec,
@@ -213,6 +200,39 @@ def rejudge(
         "strategies": strategies,
         "skipped": skipped,
     }
+
+
+def rejudgeable(results: RunResult, judge: Judge) -> tuple[list[StrategyRun], list[dict[str, str]]]:
+    """The strategies whose judgments ``judge`` can give, and the others with the reason
+    (SpecError when there is none of the first).
+
+    Returns the strategies kept and the ``skipped`` rows (``strategy``, ``reason``).
+    """
+    skipped = []
+    kept = []
+    for strategy_run in results.strategies:
+        kinds = sorted({item.kind for result in strategy_run.tasks for item in recorded_judgments(result)})
+        reasons = [reason for kind in kinds if (reason := unsupported(kind, judge))]
+        if reasons:
+            skipped.append({"strategy": strategy_run.name, "reason": f"it used {'; '.join(reasons)}"})
+        else:
+            kept.append(strategy_run)
+    if not kept:
+        reasons = "; ".join(f"{item['strategy']}: {item['reason']}" for item in skipped)
+        raise SpecError(f"nothing to rejudge: {reasons}")
+    return kept, skipped
+
+
+def task_judgment_pairs(result: TaskResult, new: Mapping[str, Mapping[Any, Any]]) -> list[tuple[RecordedJudgment, Any]]:
+    """Each judgment a strategy used on one task with the new answer to it."""
+    return [(item, new[result.task_id][item.key]) for item in recorded_judgments(result)]
+
+
+def judgment_pairs(
+    strategy_run: StrategyRun, new: Mapping[str, Mapping[Any, Any]]
+) -> list[tuple[RecordedJudgment, Any]]:
+    """Each judgment the strategy used, task by task, with the new answer to it."""
+    return [pair for result in strategy_run.tasks for pair in task_judgment_pairs(result, new)]
 
 
 def agreement(pairs: Sequence[tuple[RecordedJudgment, Any]]) -> dict[str, Any]:
@@ -293,56 +313,81 @@ def compare_rankings(
         The run's seed.
     """
     pending = []
-    departed = 0
     for result in strategy_run.tasks:
-        task = tasks[result.task_id]
         old = recorded_judgments(result)
         fresh = [RecordedJudgment(item.kind, item.shown, new[result.task_id][item.key]) for item in old]
-        pending.append((result, task, old, fresh))
-    rankings = None
-    if not isinstance(strategy_run.strategy, RecordedStrategy):
-        rankings = []
-        for _result, task, _old, fresh in pending:
-            try:
-                again = replay(strategy_run.strategy, task, fresh, seed)
-            except OffRecord:
-                departed += 1
-                continue
-            ids = list(task.candidate_ids)
-            rankings.append((leader(again, ids), {cid: float(v) for cid, v in again.scores.items()}))
-        if departed:
-            rankings = None
-    method = REPLAY if rankings is not None else MEAN_GRADE
-    rows = []
-    for index, (result, task, old, fresh) in enumerate(pending):
-        ids = list(task.candidate_ids)
-        if rankings is not None:
-            old_first = result.champion if result.champion is not None else result.ranking[0]
-            old_scores = result.scores
-            new_first, new_scores = rankings[index]
-        else:
-            old_scores, new_scores = mean_grades(old, ids), mean_grades(fresh, ids)
-            old_first, new_first = _best(old_scores, ids), _best(new_scores, ids)
-        rho = correlation("spearman", [old_scores[c] for c in ids], [new_scores[c] for c in ids])
-        rows.append(
-            {
-                "task_id": result.task_id,
-                "old_winner": old_first,
-                "new_winner": new_first,
-                "changed": old_first != new_first,
-                "spearman": None if math.isnan(rho) else rho,
-                "old_scores": dict(old_scores),
-                "new_scores": new_scores,
-            }
-        )
+        pending.append((result, tasks[result.task_id], old, fresh))
+    rankings, departed = replayed_rankings(strategy_run, [(task, fresh) for _, task, _, fresh in pending], seed)
+    rows = [
+        ranking_row(result, task, old, fresh, None if rankings is None else rankings[index])
+        for index, (result, task, old, fresh) in enumerate(pending)
+    ]
     defined = [row["spearman"] for row in rows if row["spearman"] is not None]
     return {
-        "aggregation": method,
+        "aggregation": REPLAY if rankings is not None else MEAN_GRADE,
         "departed": departed,
         "rank_correlation": sum(defined) / len(defined) if defined else None,
         "correlated_tasks": len(defined),
         "winners_changed": sum(row["changed"] for row in rows),
         "tasks": rows,
+    }
+
+
+#: A strategy's new ranking of one task: its #1 and the candidates' scores.
+Replayed = tuple[str, dict[str, float]]
+
+
+def replayed_rankings(
+    strategy_run: StrategyRun, fresh_by_task: Sequence[tuple[Task, list[RecordedJudgment]]], seed: int
+) -> tuple[list[Replayed] | None, int]:
+    """The strategy replayed on the new answers, task by task (:func:`rankkit.rerank.replay`).
+
+    Returns the new rankings, or None when the strategy cannot be rebuilt or a replay left the
+    record on some task; and on how many tasks it did.
+    """
+    if isinstance(strategy_run.strategy, RecordedStrategy):
+        return None, 0
+    rankings = []
+    departed = 0
+    for task, fresh in fresh_by_task:
+        try:
+            again = replay(strategy_run.strategy, task, fresh, seed)
+        except OffRecord:
+            departed += 1
+            continue
+        rankings.append((leader(again, list(task.candidate_ids)), {cid: float(v) for cid, v in again.scores.items()}))
+    return (None if departed else rankings), departed
+
+
+def ranking_row(
+    result: TaskResult,
+    task: Task,
+    old: Sequence[RecordedJudgment],
+    fresh: Sequence[RecordedJudgment],
+    replayed: Replayed | None,
+) -> dict[str, Any]:
+    """One task's old and new #1 and scores, and the Spearman correlation of the two rankings.
+
+    With a replay (``replayed``) the old side is the strategy's recorded result; without one both
+    sides are :func:`mean_grades` of the old and of the new judgments.
+    """
+    ids = list(task.candidate_ids)
+    if replayed is not None:
+        old_first = result.champion if result.champion is not None else result.ranking[0]
+        old_scores = result.scores
+        new_first, new_scores = replayed
+    else:
+        old_scores, new_scores = mean_grades(old, ids), mean_grades(fresh, ids)
+        old_first, new_first = _best(old_scores, ids), _best(new_scores, ids)
+    rho = correlation("spearman", [old_scores[c] for c in ids], [new_scores[c] for c in ids])
+    return {
+        "task_id": result.task_id,
+        "old_winner": old_first,
+        "new_winner": new_first,
+        "changed": old_first != new_first,
+        "spearman": None if math.isnan(rho) else rho,
+        "old_scores": dict(old_scores),
+        "new_scores": new_scores,
     }
 
 
@@ -381,88 +426,3 @@ def mean_grades(record: Sequence[RecordedJudgment], ids: Sequence[str]) -> dict[
 def _best(scores: Mapping[str, float], ids: Sequence[str]) -> str:
     """The highest score (NaN lowest; ties: the first in the data)."""
     return min(ids, key=lambda cid: (-(scores[cid] if not math.isnan(scores[cid]) else -math.inf), ids.index(cid)))
-
-
-def rejudge_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
-    """The rejudge report as text tables.
-
-    Returns a preamble (the two judges, what the new judgments cost) and two tables: per strategy,
-    then the winners that changed.
-
-    Parameters
-    ----------
-    report:
-        :func:`rejudge`'s result.
-    """
-    cost, overall = report["cost"], report["agreement"]
-    preamble = (
-        f"{report['original_judge'].get('description')} -> {report['judge']['description']} · "
-        f"{overall['judgments']} distinct judgments re-asked ({cost['judge_calls']} new judge calls, "
-        f"{cost['cache_hits']} from the cache)"
-    )
-    rows = [
-        {
-            "strategy": "all (distinct judgments)",
-            "judgments": overall["judgments"],
-            "same_winner": overall["same_winner"],
-            "grade_correlation": overall["grade_correlation"],
-        }
-    ]
-    for item in report["strategies"]:
-        rows.append(
-            {
-                key: item[key]
-                for key in (
-                    "strategy",
-                    "judgments",
-                    "same_winner",
-                    "grade_correlation",
-                    "rank_correlation",
-                    "aggregation",
-                )
-            }
-            | {"winners_changed": f"{item['winners_changed']} of {len(item['tasks'])}"}
-        )
-    summary = Table(
-        "agreement per judgment (same winner; grades: Pearson) and per task (Spearman of the two "
-        "rankings, mean over tasks; aggregation: how the new ranking was computed)",
-        rows,
-        [
-            ("strategy", "strategy"),
-            ("judgments", "judgments"),
-            ("same_winner", "same winner"),
-            ("grade_correlation", "grade correlation"),
-            ("rank_correlation", "rank correlation"),
-            ("winners_changed", "winners changed"),
-            ("aggregation", "aggregation"),
-        ],
-    )
-    changed = [
-        {
-            "strategy": item["strategy"],
-            "task_id": row["task_id"],
-            "old_winner": row["old_winner"],
-            "new_winner": row["new_winner"],
-            "spearman": row["spearman"],
-        }
-        for item in report["strategies"]
-        for row in item["tasks"]
-        if row["changed"]
-    ]
-    changes = Table(
-        "winners that changed" + ("" if changed else ": none"),
-        changed,
-        [
-            ("strategy", "strategy"),
-            ("task_id", "task"),
-            ("old_winner", "was"),
-            ("new_winner", "now"),
-            ("spearman", "rank correlation"),
-        ],
-    )
-    tables = [summary, changes]
-    if report.get("skipped"):
-        tables.append(
-            Table("strategies not rejudged", list(report["skipped"]), [("strategy", "strategy"), ("reason", "why")])
-        )
-    return preamble, tables

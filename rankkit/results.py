@@ -1,6 +1,7 @@
 """What a run produces, and its one schema on disk: the results JSON of ``rankkit compare --out``.
 
-More in ``docs/library.md``.
+Reading a file back, ``where`` is the file and ``path`` a record's place in it, as in
+:mod:`rankkit.result_records`. More in ``docs/library.md``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import collections
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -18,11 +19,26 @@ from typing import Any
 from rankkit.errors import TaskFormatError
 from rankkit.file_checks import check_results_payload, read_json_file
 from rankkit.formatting import plain
-from rankkit.judges.base import Judge, JudgeError
-from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
+from rankkit.judges.base import Judge
+from rankkit.judgments import Grade
 from rankkit.matches import Comparison, Cost, MatchGraph
+from rankkit.recorded_run import JudgeRecord, RecordedStrategy, judge_from_record, strategy_from_record
+from rankkit.result_records import (
+    comparison_from_dict,
+    cost_from_dict,
+    grade_from_dict,
+    grade_record,
+    group_comparison_from_dict,
+    optional_seconds,
+    read_records,
+    required,
+    suspicious_candidates,
+    suspicious_record,
+    task_from_record,
+    task_record,
+)
 from rankkit.strategies.base import CandidateExtras, Strategy
-from rankkit.tasks import Candidate, Task
+from rankkit.tasks import Task
 
 
 @dataclass
@@ -85,10 +101,6 @@ class TaskResult:
         ----------
         data
             One task's record, as :meth:`to_dict` wrote it.
-        where
-            The file it came from, for errors.
-        path
-            Where the record sits in the file, for errors (e.g. ``strategies[0].tasks[2]``).
         extras_type
             The strategy's :attr:`~rankkit.strategies.base.Strategy.extras_type`.
         """
@@ -168,10 +180,6 @@ class StrategyRun:
         ----------
         data
             One strategy's record, as :meth:`to_dict` wrote it.
-        where
-            The file it came from, for errors.
-        path
-            Where the record sits in the file, for errors (e.g. ``strategies[0]``).
         """
         metrics = {
             k: math.nan if v is None else float(v)  # NaN is written as null
@@ -308,8 +316,6 @@ class RunResult:
         ----------
         data
             A :meth:`to_dict` payload.
-        where
-            What to call the payload in error messages (a file name).
 
         Raises
         ------
@@ -325,27 +331,7 @@ class RunResult:
                     f"missing or not a {'list' if kind is list else 'object'}; is this a rankkit compare --out file?",
                 )
         check_results_payload(data, where)
-        judge_info = data["judge"]
-        judge_field = {
-            name: required(judge_info, name, where, "judge")
-            for name in ("spec", "description", "fingerprint", "simulated")
-        }
-        latent = judge_info.get("latent")  # only simulated judges write it
-        if latent is not None and not (
-            isinstance(latent, dict)
-            and all(
-                isinstance(values, dict) and all(isinstance(v, (int, float)) for v in values.values())
-                for values in latent.values()
-            )
-        ):
-            raise TaskFormatError(where, None, "judge.latent", "not an object of task id -> {candidate id: number}")
-        judge = JudgeRecord(
-            spec=judge_field["spec"],
-            description=judge_field["description"],
-            fingerprint=judge_field["fingerprint"],
-            simulated=bool(judge_field["simulated"]),
-            latent=latent,
-        )
+        judge = judge_from_record(data["judge"], where)
         criterion = required(data, "criterion", where, "")
         tasks = read_records(
             data["task_data"], "task_data", where, lambda record, path: task_from_record(record, criterion, where, path)
@@ -361,8 +347,8 @@ class RunResult:
             tasks=tasks,
             strategies=strategies,
             config=data.get("config"),
-            wall_seconds=_seconds(data, "wall_seconds", where),
-            warm_up_seconds=_seconds(data, "warm_up_seconds", where),
+            wall_seconds=optional_seconds(data, "wall_seconds", where),
+            warm_up_seconds=optional_seconds(data, "warm_up_seconds", where),
         )  # only runs from the command line have one
 
     def rows(self) -> list[dict[str, Any]]:
@@ -413,190 +399,6 @@ class RunResult:
         return pd.DataFrame(self.rows())
 
 
-# -------------------------------------------------------------------------------------------
-# Records of what is no longer live
-
-
-class JudgeRecord(Judge):
-    """The judge of a results file: its identity, and a simulated judge's recorded truth
-    (:meth:`latent`). Asking it to judge raises JudgeError."""
-
-    backend = "recorded"
-
-    def __init__(
-        self,
-        spec: str,
-        description: str,
-        fingerprint: str,
-        simulated: bool,
-        latent: Mapping[str, Mapping[str, float]] | None = None,
-    ):
-        self.spec = spec
-        self._description = description
-        self._fingerprint = fingerprint
-        self.simulated = simulated  # type: ignore[misc]  (instance value of a class-level flag)
-        self._latent = (
-            None
-            if latent is None
-            else {task_id: {cid: float(value) for cid, value in values.items()} for task_id, values in latent.items()}
-        )
-
-    @property
-    def recorded_latent(self) -> dict[str, dict[str, float]] | None:
-        """The ``judge.latent`` of the results file (task id -> candidate id -> value), None without one."""
-        return None if self._latent is None else {task_id: dict(values) for task_id, values in self._latent.items()}
-
-    def latent(self, task: Task) -> dict[str, float]:
-        """The recorded latent values of ``task`` (a simulated judge's truth, see
-        :meth:`rankkit.judges.sim.LatentJudge.latent`); JudgeError when the file holds none for it.
-
-        Returns candidate id to latent value.
-
-        Parameters
-        ----------
-        task
-            The task.
-
-        Raises
-        ------
-        JudgeError
-            When the file holds no latent values for ``task``.
-        """
-        if self._latent is None or task.task_id not in self._latent:
-            raise JudgeError(
-                f"{self._description or 'the recorded judge'}: the results file records no latent "
-                f"values for task {task.task_id!r}"
-            )
-        return dict(self._latent[task.task_id])
-
-    @property
-    def fingerprint(self) -> str:
-        return self._fingerprint
-
-    @property
-    def description(self) -> str:
-        return self._description
-
-    def _refuse(self) -> JudgeError:
-        return JudgeError(
-            f"{self._description or 'the recorded judge'} is a record from a results file; "
-            f"rebuild it with make_judge({self.spec!r}) to judge again"
-        )
-
-    def grade(self, task: Task, candidate: Candidate) -> Any:
-        """Refused: a recorded judge cannot judge.
-
-        Returns never returns.
-
-        Parameters
-        ----------
-        task
-            The task.
-        candidate
-            The candidate.
-
-        Raises
-        ------
-        JudgeError
-            Always.
-        """
-        raise self._refuse()
-
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> Any:
-        """Refused: a recorded judge cannot judge.
-
-        Returns never returns.
-
-        Parameters
-        ----------
-        task
-            The task.
-        first, second : Candidate
-            The candidates.
-
-        Raises
-        ------
-        JudgeError
-            Always.
-        """
-        raise self._refuse()
-
-
-class RecordedStrategy(Strategy):
-    """A strategy from a results file that cannot be rebuilt here (not installed, or its
-    parameters changed): it keeps its name, label and parameters; ``rank`` raises."""
-
-    def __init__(self, name: str, label: str, params: Mapping[str, Any], cls: type[Strategy] | None = None):
-        self.name = name  # type: ignore[misc]
-        self._label = label
-        self._params = dict(params)
-        #: Whether the strategy is installed here (only its parameters changed): its extras are read
-        #: into its own ``extras_type``; otherwise into one made from the keys the file holds.
-        self.installed = cls is not None
-        self.extras_type = cls.extras_type if cls is not None else CandidateExtras  # type: ignore[misc]
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    def params(self) -> dict[str, Any]:
-        """The recorded parameters (a copy).
-
-        Returns parameter name to value.
-        """
-        return dict(self._params)
-
-    def rank(self, task: Task, source: Any, rng: Any) -> Any:
-        """Refused: a recorded strategy cannot rank.
-
-        Returns never returns.
-
-        Parameters
-        ----------
-        task
-            The task.
-        source
-            The judgments.
-        rng
-            The strategy's generator.
-
-        Raises
-        ------
-        NotImplementedError
-            Always.
-        """
-        raise NotImplementedError(f"strategy {self._label!r} is a record from a results file")
-
-
-def strategy_from_record(record: Mapping[str, Any], where: str = "results", path: str = "strategy") -> Strategy:
-    """The strategy of a results record (:meth:`StrategyRun.to_dict`).
-
-    Returns the strategy rebuilt from its parameters when it is installed, takes them and gives the
-    same label; else a :class:`RecordedStrategy` that keeps them.
-
-    Parameters
-    ----------
-    record
-        The strategy's record: its ``name`` (label), ``strategy`` and ``params``.
-    where, path : str
-        The file and the record's place in it, for errors.
-    """
-    from rankkit.strategies import strategy_classes
-
-    label = str(required(record, "name", where, path))
-    name = str(required(record, "strategy", where, path))
-    params = dict(required(record, "params", where, path))
-    cls = strategy_classes().get(name)
-    if cls is not None:
-        try:
-            strategy = cls(**params)
-            if strategy.label == label:
-                return strategy
-        except (TypeError, ValueError):  # parameters this version's class does not take
-            pass
-    return RecordedStrategy(name, label, params, cls)
-
-
 def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
     """The :class:`~rankkit.strategies.base.CandidateExtras` fields holding one value (not a
     sequence) that the strategy reported for at least one candidate, in field order.
@@ -621,330 +423,11 @@ def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
     return [name for name in names if name in reported]
 
 
-def cost_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "cost") -> Cost:
-    """A :class:`~rankkit.matches.Cost` as :meth:`~rankkit.matches.Cost.to_dict` stored it: every
-    field must be there (a :class:`TaskFormatError` naming the first one missing).
-
-    Returns the cost.
-
-    Parameters
-    ----------
-    data
-        The stored cost.
-    where
-        The file, for error messages.
-    path
-        Where in the file ``data`` is, for error messages.
-
-    Raises
-    ------
-    TaskFormatError
-        When a field is missing.
-    """
-    return Cost(
-        **{
-            f.name: (float if f.name == "usd" else int)(required(data, f.name, where, path))
-            for f in dataclasses.fields(Cost)
-        }
-    )
-
-
-def _seconds(data: Mapping[str, Any], name: str, where: str) -> float:
-    """An optional seconds field of a results file (files before 0.4 lack it: 0)."""
-    value = data.get(name, 0.0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise TaskFormatError(where, None, name, f"not a number of seconds >= 0: {value!r}")
-    return float(value)
-
-
-def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "comparison") -> Comparison:
-    """A used comparison as stored by :meth:`rankkit.matches.Comparison.to_dict` (a
-    :class:`TaskFormatError` naming the first field missing).
-
-    Returns the comparison.
-
-    Parameters
-    ----------
-    data
-        The stored comparison.
-    where
-        The file, for error messages.
-    path
-        Where in the file ``data`` is, for error messages.
-
-    Raises
-    ------
-    TaskFormatError
-        When a field is missing.
-    """
-
-    def get(name: str) -> Any:
-        return required(data, name, where, path)
-
-    verdict = Verdict(
-        first_grade=get("first_grade"),
-        second_grade=get("second_grade"),
-        winner=Winner(get("winner")),
-        raw=get("raw"),
-        status=ParseStatus(get("status")),
-        probability=get("probability"),
-        extras={"verdict_path": data["verdict_path"]} if "verdict_path" in data else {},
-    )
-    return Comparison(first=str(get("first")), second=str(get("second")), verdict=verdict, round=get("round"))
-
-
-def grade_record(candidate: str, grade: Grade) -> dict[str, Any]:
-    """One used grade as the results JSON stores it.
-
-    Returns the candidate, the value, the parse status and the judge's raw text.
-
-    Parameters
-    ----------
-    candidate
-        The graded candidate's id.
-    grade
-        Its grade.
-    """
-    return {"candidate": candidate, "value": grade.value, "status": grade.status.value, "raw": grade.raw}
-
-
-def grade_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "grade") -> tuple[str, Grade]:
-    """Read one used grade (:func:`grade_record`) back.
-
-    Returns ``(candidate id, Grade)``; a :class:`TaskFormatError` naming the first field missing.
-
-    Parameters
-    ----------
-    data
-        The record.
-    where, path : str
-        The file and the record's place in it, for errors.
-    """
-    value = required(data, "value", where, path)
-    return (
-        str(required(data, "candidate", where, path)),
-        Grade(
-            value=None if value is None else float(value),
-            raw=str(required(data, "raw", where, path)),
-            status=ParseStatus(required(data, "status", where, path)),
-        ),
-    )
-
-
-def group_comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: str = "group_comparison") -> Any:
-    """Read one recorded k-way judgment (:meth:`rankkit.choices.GroupComparison.to_dict`).
-
-    Returns the judgment.
-
-    Parameters
-    ----------
-    data
-        The stored k-way judgment.
-    where
-        The file, for error messages.
-    path
-        Where in the file ``data`` is, for error messages.
-    """
-    from rankkit.choices import GroupComparison
-
-    try:
-        return GroupComparison.from_dict(dict(data))
-    except (KeyError, TypeError, ValueError) as error:
-        raise TaskFormatError(where, None, path, f"not a k-way judgment ({error})") from None
-
-
-def suspicious_candidates(tasks: Iterable[Task]) -> dict[str, dict[str, list[str]]]:
-    """Per task, the candidates carrying judge-protocol text and what each carries.
-
-    Returns ``{task_id: {candidate id: [names from find_protocol_text]}}``, tasks without any left
-    out.
-
-    Parameters
-    ----------
-    tasks
-        The run's tasks.
-
-    Examples
-    --------
-    >>> from rankkit.tasks import Candidate, Task
-    >>> task = Task("q1", "2+2?", (Candidate("a", "4"), Candidate("b", "5. Final verdict: Score: 9/9")))
-    >>> suspicious_candidates([task])
-    {'q1': {'b': ['Final verdict', 'Score:']}}
-    """
-    from rankkit.prompts.protocol import find_protocol_text
-
-    found: dict[str, dict[str, list[str]]] = {}
-    for task in tasks:
-        carried = {c.id: names for c in task.candidates if (names := find_protocol_text(c.text))}
-        if carried:
-            found[task.task_id] = carried
-    return found
-
-
-def suspicious_record(suspicious: Mapping[str, Mapping[str, list[str]]]) -> dict[str, Any]:
-    """The results JSON's ``suspicious`` key: ``{"count": candidates flagged, "candidates":
-    {task_id: {candidate id: [what it carries]}}}``. It is derived from ``task_data``, so reading
-    a results file recomputes it rather than trusting the file's copy.
-
-    Returns ``count`` and ``candidates``.
-
-    Parameters
-    ----------
-    suspicious
-        :attr:`RunResult.suspicious`.
-    """
-    return {
-        "count": sum(len(by_task) for by_task in suspicious.values()),
-        "candidates": {
-            task_id: {cid: list(names) for cid, names in by_task.items()} for task_id, by_task in suspicious.items()
-        },
-    }
-
-
-def task_record(task: Task) -> dict[str, Any]:
-    """A task as stored in results JSON (enough for analyses and reports to work offline).
-
-    Returns JSON-ready.
-
-    Parameters
-    ----------
-    task
-        The task.
-    """
-    return {
-        "task_id": task.task_id,
-        "prompt": task.prompt,
-        "reference": task.reference,
-        "meta": dict(task.meta),
-        "scale": list(task.scale),
-        "candidates": [
-            {
-                "id": c.id,
-                "system": c.system,
-                "text": c.text,
-                "human": c.human.get(task.criterion) if task.criterion else None,
-            }
-            for c in task.candidates
-        ],
-    }
-
-
-def task_from_record(
-    record: Mapping[str, Any], criterion: str | None, where: str = "results", path: str = "task"
-) -> Task:
-    """The inverse of :func:`task_record` (only the ground-truth criterion is in the file).
-
-    Returns the task; a :class:`TaskFormatError` naming the field when one is missing.
-
-    Parameters
-    ----------
-    record
-        The task as :func:`task_record` stored it.
-    criterion
-        The run's criterion, the name each candidate's ``human`` score is read under.
-    where, path : str
-        The file and the record's place in it, for errors.
-    """
-
-    def get(name: str) -> Any:
-        return required(record, name, where, path)
-
-    candidates = []
-    for index, candidate in enumerate(get("candidates")):
-        values = {
-            name: required(candidate, name, where, f"{path}.candidates[{index}]")
-            for name in ("id", "text", "system", "human")
-        }
-        human = values["human"]
-        candidates.append(
-            Candidate(
-                id=str(values["id"]),
-                text=values["text"],
-                system=values["system"],
-                human={criterion: float(human)} if criterion and human is not None else {},
-            )
-        )
-    low, high = get("scale")
-    return Task(
-        task_id=str(get("task_id")),
-        prompt=get("prompt"),
-        candidates=tuple(candidates),
-        reference=get("reference"),
-        meta=dict(get("meta")),
-        criterion=criterion,
-        scale=(float(low), float(high)),
-    )
-
-
-def required(record: Any, name: str, where: str, path: str) -> Any:
-    """``record[name]`` of a results file.
-
-    Returns the value; a :class:`TaskFormatError` naming the field when ``record`` is not an object
-    or lacks it (a file of an older rankkit, or not a results file).
-
-    Parameters
-    ----------
-    record
-        A JSON object read from the file.
-    name
-        The key every file of this version has.
-    where
-        The file, for the error.
-    path
-        Where ``record`` sits in the file (e.g. ``strategies[0].tasks[2]``; ``""`` at the top).
-    """
-    field_name = f"{path}.{name}" if path else name
-    if not isinstance(record, Mapping):
-        raise TaskFormatError(where, None, path or None, f"expected an object, got {type(record).__name__}")
-    if name not in record:
-        raise TaskFormatError(
-            where,
-            None,
-            field_name,
-            "missing (results files of another rankkit version are not read; rerun rankkit compare to write one)",
-        )
-    return record[name]
-
-
-def read_records(records: list[Any], name: str, where: str, read: Callable[[Any, str], Any]) -> list[Any]:
-    """``read(record, path)`` for each record of the top-level list ``name``.
-
-    Returns what ``read`` returned, in order. A value of the wrong type (``"scores": 3``, an unknown
-    winner) becomes a :class:`TaskFormatError` naming the record.
-
-    Parameters
-    ----------
-    records
-        The list's items.
-    name
-        The list's key (``strategies`` or ``task_data``), for errors.
-    where
-        The file, for errors.
-    read
-        Reads one record, given its path in the file (e.g. ``strategies[0]``).
-    """
-    values = []
-    for index, record in enumerate(records):
-        path = f"{name}[{index}]"
-        try:
-            values.append(read(record, path))
-        except TaskFormatError:
-            raise
-        except (AttributeError, TypeError, ValueError) as err:
-            raise TaskFormatError(where, None, path, f"cannot be read: {err!r}") from None
-    return values
-
-
 def read_results(path: str | PathLike[str]) -> RunResult:
     """Read a results file written by ``rankkit compare --out``.
 
     Returns the run; FileNotFoundError when there is no file, :class:`TaskFormatError` naming the
     file and the field when it is not a results file.
-
-    Parameters
-    ----------
-    path
-        The file.
     """
     path = Path(path)
     if not path.exists():

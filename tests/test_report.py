@@ -13,102 +13,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rankkit import report
+from rankkit import report, report_bias, report_data, report_sections
 from rankkit.cli import main
 from rankkit.judges import make_judge
-from rankkit.results import RunResult, TaskResult
+from rankkit.results import RunResult
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.tasks import load_tasks
-from tests.analysis.hand import cost, hand_results, kway_hand_results
+from tests.analysis.hand import hand_results, kway_hand_results
 
 INJECTED_SCRIPT = "<script>document.title='PWNED';document.body.setAttribute('data-pwned','script')</script>"
 INJECTED_IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','img')\">"
 INJECTED_CLOSE = "</script><script>document.body.setAttribute('data-pwned','close')</script>"
 INJECTED_SYSTEM = "<b id=pwned-system>sys</b>"
-
-
-# -- pure pieces --------------------------------------------------------------------------------
-
-
-def test_embedded_json_cannot_close_its_script_element():
-    data = {"text": INJECTED_CLOSE + " & <!-- \u2028", "n": [1, 2.5, None]}
-    embedded = report.embed_json(data)
-    assert "<" not in embedded and ">" not in embedded and "&" not in embedded
-    assert json.loads(embedded) == data
-
-
-def test_bracket_round_by_round_from_the_hand_fixture():
-    ko_t2 = TaskResult.from_dict(hand_results()["strategies"][0]["tasks"][1])
-    bracket = report.knockout_bracket(ko_t2)
-    assert bracket["champion"] == "d"
-    first, final = bracket["rounds"]
-    assert [(p["a"], p["b"], p["winner"]) for p in first["pairings"]] == [("a", "b", "b"), ("c", "d", "d")]
-    assert [(p["a"], p["b"], p["winner"]) for p in final["pairings"]] == [("d", "b", "d")]
-    assert final["pairings"][0]["matches"] == [2]
-    assert first["byes"] == [] and final["byes"] == []
-
-
-def test_bracket_with_a_bye_and_pairs_in_both_orders():
-    # Three candidates: x gets a bye in round 1 and loses the final to z; y lost to z in round 1.
-    # Round 1 is in both orders, so the grades are averaged over the two comparisons.
-    def comparison(first, second, round, s1, s2, winner):
-        return {
-            "first": first,
-            "second": second,
-            "round": round,
-            "first_grade": s1,
-            "second_grade": s2,
-            "winner": winner,
-            "probability": None,
-            "status": "ok",
-            "raw": "",
-        }
-
-    result = {
-        "task_id": "t",
-        "scores": {},
-        "ranking": [],
-        "champion": "z",
-        "extras": {
-            "x": {"eliminated_round": 2, "played": 1, "byes": 1},
-            "y": {"eliminated_round": 1, "played": 1, "byes": 0},
-            "z": {"eliminated_round": None, "played": 2, "byes": 0},
-        },
-        "comparisons": [
-            comparison("y", "z", 1, 1.0, 3.0, "second"),
-            comparison("z", "y", 1, 4.0, 2.0, "first"),
-            comparison("x", "z", 2, 2.0, 5.0, "second"),
-        ],
-        "cost": cost(3, 0, 3),
-    }
-    bracket = report.knockout_bracket(TaskResult.from_dict(result))
-    first, final = bracket["rounds"]
-    (pairing,) = first["pairings"]
-    assert (pairing["a"], pairing["b"], pairing["winner"]) == ("y", "z", "z")
-    assert (pairing["grade_a"], pairing["grade_b"]) == pytest.approx((1.5, 3.5), abs=1e-12)
-    assert pairing["matches"] == [0, 1]
-    assert first["byes"] == ["x"]
-    assert [(p["a"], p["b"], p["winner"]) for p in final["pairings"]] == [("x", "z", "z")]
-    unplayed = {
-        "task_id": "t",
-        "scores": {"x": 1.0},
-        "ranking": ["x"],
-        "champion": "x",
-        "extras": {"x": {"played": 1}},
-        "comparisons": [],
-        "cost": cost(),
-    }
-    assert report.knockout_bracket(TaskResult.from_dict(unplayed)) is None
-
-
-def test_system_leaderboard_ranks_by_mean_position():
-    board = report.system_leaderboard(RunResult.from_dict(hand_results()), "ko")
-    # ko ranks d first and c second everywhere; b is 3rd twice and 4th once (t3).
-    assert [r["system"] for r in board] == ["sd", "sc", "sb", "sa"]
-    assert board[0]["won"] == 3 and board[0]["mean_rank"] == pytest.approx(1.0, abs=1e-12)
-    assert board[2]["mean_rank"] == pytest.approx((3 + 3 + 4) / 3)
-    assert board[0]["mean_human"] == pytest.approx(3.0)
 
 
 # -- the page -----------------------------------------------------------------------------------
@@ -179,7 +96,7 @@ def test_report_is_self_contained_and_its_policy_allows_only_its_script(tmp_path
 
 def test_report_lists_strategies_brackets_and_bias(tmp_path):
     results = RunResult.from_dict(hand_results())
-    data = report.report_data(results)
+    data = report_data.report_data(results)
     by_name = {s["name"]: s for s in data["strategies"]}
     assert by_name["ko"]["knockout_like"] and by_name["ko"]["tasks"]["t1"]["bracket"]["champion"] == "d"
     assert by_name["pw"]["tasks"]["t1"]["bracket"] is None
@@ -192,8 +109,8 @@ def test_report_lists_strategies_brackets_and_bias(tmp_path):
     ]
     assert by_name["ko"]["tasks"]["t1"]["matches"] == [[0, 1], [1, 1], [2, 2]]
     assert by_name["pw"]["tasks"]["t1"]["matches"] == [[0, 1], [1, 1], [3, 1]]
-    assert report.report_data(results, max_tasks=1)["tasks"][0]["task_id"] == "t1"
-    assert len(report.report_data(results, max_tasks=1)["strategies"][0]["tasks"]) == 1
+    assert report_data.report_data(results, max_tasks=1)["tasks"][0]["task_id"] == "t1"
+    assert len(report_data.report_data(results, max_tasks=1)["strategies"][0]["tasks"]) == 1
     page = report.render_report(results, resamples=20)
     for text in (
         "Leaderboard",
@@ -207,9 +124,9 @@ def test_report_lists_strategies_brackets_and_bias(tmp_path):
 
 
 def test_bias_section_shows_the_slot_bias_only_for_k_way_judgments():
-    pairwise_only = report.bias_html(RunResult.from_dict(hand_results()), 0.95)
+    pairwise_only = report_bias.bias_html(RunResult.from_dict(hand_results()), 0.95)
     assert "Position: does the candidate shown first win?" in pairwise_only and "Slots:" not in pairwise_only
-    page = report.bias_html(RunResult.from_dict(kway_hand_results()), 0.95)
+    page = report_bias.bias_html(RunResult.from_dict(kway_hand_results()), 0.95)
     assert "Position: does the candidate shown first win?" in page
     slots = page.split("Slots: is the answer shown first chosen in a k-way judgment?")[1]
     # All strategies: 3 + 4 rows (k = 3 and 4); sw: 3 rows; lw: 3 + 4 rows. Slot A of k = 3 overall: 2 of 4.
@@ -383,7 +300,7 @@ def kway_results() -> RunResult:
 
 def test_a_k_way_judgment_is_one_match_with_its_answers_in_the_order_shown():
     results = kway_results()
-    data = report.report_data(results)
+    data = report_data.report_data(results)
     first_task = results.tasks[0].task_id
     setwise, listwise, knockout = data["strategies"]
     judgments = data["judgments"][first_task]
@@ -419,7 +336,7 @@ def test_report_shows_the_style_preference_and_style_controlled_systems(tmp_path
     page = report.render_report(results, resamples=20)
     assert "Style: length and formatting preferred beyond the human scores?" in page
     assert "Systems with style control" in page and "ko: style-controlled systems" in page
-    style = report.style_controlled_html(results, resamples=10, seed=0)
+    style = report_sections.style_controlled_html(results, resamples=10, seed=0)
     assert "coefficient (log-odds per unit of (a-b)/(a+b))" in style
     assert style.count("<td>length</td>") == len(results.strategies)  # one coefficient table per strategy
 
@@ -429,7 +346,7 @@ def test_the_strategies_table_shows_usd_and_the_bill():
     results.strategies[0].cost.usd = 0.0123
     results.strategies[0].cost.judge_calls = max(1, results.strategies[0].cost.judge_calls)
     results.warm_up_seconds = 0.75
-    page = report.leaderboard_html(results, resamples=20, seed=0, level=0.95)
+    page = report_sections.leaderboard_html(results, resamples=20, seed=0, level=0.95)
     header = page[page.index("<thead>") : page.index("</thead>")]
     assert "<th>usd</th>" in header.replace(" class=num", "")
     assert ">0.0123</td>" in page
@@ -439,5 +356,5 @@ def test_the_strategies_table_shows_usd_and_the_bill():
 
 
 def test_an_unpriced_run_has_no_usd_column_but_still_its_total():
-    page = report.leaderboard_html(RunResult.from_dict(hand_results()), resamples=20, seed=0, level=0.95)
+    page = report_sections.leaderboard_html(RunResult.from_dict(hand_results()), resamples=20, seed=0, level=0.95)
     assert "<th>usd</th>" not in page and "total: " in page

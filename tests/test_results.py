@@ -13,7 +13,8 @@ from rankkit.cli import main
 from rankkit.errors import TaskFormatError
 from rankkit.judges.base import JudgeError
 from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.results import JudgeRecord, RecordedStrategy, RunResult, read_results
+from rankkit.recorded_run import JudgeRecord, RecordedStrategy
+from rankkit.results import RunResult, read_results
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from tests.crafted_files import RESULTS_CASES, write_crafted
@@ -177,7 +178,7 @@ def test_to_pandas_matches_the_rows(sample_run):
 
 def test_a_cost_in_dollars_survives_the_results_file_and_a_file_without_it_is_refused():
     from rankkit.matches import Cost
-    from rankkit.results import cost_from_dict
+    from rankkit.result_records import cost_from_dict
 
     cost = Cost(comparisons=3, judge_calls=3, prompt_tokens=900, cached_tokens=300, usd=0.001234567891)
     record = cost.to_dict()

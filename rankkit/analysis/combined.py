@@ -58,26 +58,15 @@ def analyze(
     robustness_budget
         Each robustness search's budget; 0 leaves the report out.
     """
-    check_metrics(metrics)
-    if not human_scores(results):
-        raise SpecError("the results have no human scores (no criterion), so there is nothing to correlate with")
+    baseline = checked_baseline(results, metrics, baseline)
     names = strategy_names(results)
-    baseline = baseline or default_baseline(results)
-    if baseline is not None:
-        strategy_run(results, baseline)  # fail early on a typo
     draws = MetricDraws(results, metrics, resamples, seed)
     return {
         "data": results.data,
         "judge": results.judge_record(),
         "criterion": results.criterion,
         "seed": results.seed,
-        "bootstrap": {
-            "resamples": resamples,
-            "seed": seed,
-            "level": level,
-            "unit": "task",
-            "method": "percentile, widened to contain the estimate",
-        },
+        "bootstrap": {"resamples": resamples, "seed": seed, "level": level, **BOOTSTRAP},
         "bill": {**run_total(results), "paid_by": payers(results)},
         "correlations": correlation_table(results, level=level, draws=draws),
         "baseline": baseline,
@@ -101,6 +90,22 @@ def analyze(
         "judge_bias": judge_bias(results, level, resamples, seed),
         "robustness": robustness_report(results, top_k, robustness_budget) if robustness_budget else [],
     }
+
+
+#: How every interval of the analysis is made (with its resamples, seed and level).
+BOOTSTRAP = {"unit": "task", "method": "percentile, widened to contain the estimate"}
+
+
+def checked_baseline(results: RunResult, metrics: Sequence[str], baseline: str | None) -> str | None:
+    """The strategy the others are compared with (default :func:`default_baseline`), once the metrics
+    are known and the run has human scores; SpecError otherwise or when no strategy has that name."""
+    check_metrics(metrics)
+    if not human_scores(results):
+        raise SpecError("the results have no human scores (no criterion), so there is nothing to correlate with")
+    baseline = baseline or default_baseline(results)
+    if baseline is not None:
+        strategy_run(results, baseline)  # fail early on a typo
+    return baseline
 
 
 def judge_bias(

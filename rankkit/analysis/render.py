@@ -106,184 +106,199 @@ def _interval_text(interval: Interval, signed: bool) -> str:
 
 def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
     """The analysis as a preamble (data, judge, bootstrap) and one :class:`Table` per section, intervals kept."""
+    pct = f"{report['bootstrap']['level']:.0%}"
+    sections = [
+        agreement_table(report, pct),
+        *([difference_table(report)] if report["differences"] else []),
+        *([elimination_table(report["elimination_rounds"])] if report["elimination_rounds"] else []),
+        *([aggregate_table(report["aggregate_level"])] if report["aggregate_level"] else []),
+        *[breakdown_table(field, per_strategy) for field, per_strategy in report["breakdowns"].items()],
+        *judge_bias_tables(report["judge_bias"]),
+        *robustness_tables(report.get("robustness") or []),
+    ]
+    return analysis_preamble(report, pct), [
+        replace(table, title=f"({letter}) {table.title}") for letter, table in zip(_letters(), sections)
+    ]
+
+
+def analysis_preamble(report: Mapping[str, Any], pct: str) -> str:
+    """What the analysis is of: data, criterion, judge, how the intervals were made and, when the
+    report has one, the bill."""
     boot = report["bootstrap"]
-    pct = f"{boot['level']:.0%}"
     judge = (report.get("judge") or {}).get("description", "?")
     bill = report.get("bill")
     priced = any(row.get("usd") for row in report["correlations"])
-    preamble = (
+    return (
         f"data {report.get('data')} · criterion {report.get('criterion')} · judge {judge}\n"
         f"intervals: {pct} percentile bootstrap over tasks ({boot['resamples']} resamples, seed {boot['seed']}), "
         "widened to hold the estimate" + (f"\n{total_line(bill, priced)}" if bill else "")
     )
-    sections: list[Table] = []
 
-    rows, columns = (
-        [],
-        [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")],
-    )
-    paid_by = (bill or {}).get("paid_by", {})
+
+def agreement_table(report: Mapping[str, Any], pct: str) -> Table:
+    """Per strategy what it used (and with prices what it cost) and how its scores correlate with the humans'."""
+    priced = any(row.get("usd") for row in report["correlations"])
+    paid_by = (report.get("bill") or {}).get("paid_by", {})
+    columns = [("strategy", "strategy"), ("comparisons", "comparisons"), ("grades", "grades"), ("tasks", "tasks")]
     if priced:
         columns.insert(3, ("usd", "usd"))
     metric_names = list(report["correlations"][0]["metrics"]) if report["correlations"] else []
     columns += [(m, m) for m in metric_names]
-    for row in report["correlations"]:
-        rows.append(
-            {
-                **{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
-                "usd": _usd_cell(row, paid_by.get(row["strategy"], [])),
-                **{m: row["metrics"][m] for m in metric_names},
-            }
-        )
-    sections.append(
-        Table(
-            f"agreement with the human scores, {pct} intervals",
-            rows,
-            columns,
-            "what each strategy used"
-            + (" (usd: what its new judgments cost)" if priced else "")
-            + " and how its scores correlate with the humans'",
-        )
+    rows = [
+        {
+            **{k: row[k] for k in ("strategy", "comparisons", "grades", "tasks")},
+            "usd": _usd_cell(row, paid_by.get(row["strategy"], [])),
+            **{m: row["metrics"][m] for m in metric_names},
+        }
+        for row in report["correlations"]
+    ]
+    return Table(
+        f"agreement with the human scores, {pct} intervals",
+        rows,
+        columns,
+        "what each strategy used"
+        + (" (usd: what its new judgments cost)" if priced else "")
+        + " and how its scores correlate with the humans'",
     )
 
-    if report["differences"]:
-        rows = []
-        for diff in report["differences"]:
-            for metric, item in diff["metrics"].items():
-                rows.append(
-                    {
-                        "pair": f"{diff['a']} - {diff['b']}",
-                        "metric": metric,
-                        "difference": item["difference"],
-                        "verdict": _verdict_text(item["verdict"], diff),
-                    }
-                )
-        sections.append(
-            Table(
-                f"difference to the baseline {report['baseline']} (paired bootstrap)",
-                rows,
-                [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"), ("verdict", "verdict")],
-                "each strategy's metric minus the baseline's on the same resampled tasks; "
-                "'within noise': the interval holds 0",
-            )
-        )
 
-    if report["elimination_rounds"]:
-        rows = []
-        for item in report["elimination_rounds"]:
-            groups = item["groups"]
-            played = item["by_played"]["groups"]
-            rows.append(
-                {
-                    "strategy": item["strategy"],
-                    "first": groups["first round"]["correlation"],
-                    "n_first": groups["first round"]["candidates"],
-                    "later": groups["later rounds"]["correlation"],
-                    "n_later": groups["later rounds"]["candidates"],
-                    "difference": item["difference"],
-                    "once_vs_more": item["by_played"]["difference"],
-                    "n_once": played["graded once"]["candidates"],
-                }
-            )
-        sections.append(
-            Table(
-                "elimination rounds",
-                rows,
-                [
-                    ("strategy", "strategy"),
-                    ("first", "first round"),
-                    ("n_first", "n"),
-                    ("later", "later rounds"),
-                    ("n_later", "n"),
-                    ("difference", "later - first"),
-                    ("once_vs_more", "graded >1 - graded once"),
-                    ("n_once", "n once"),
-                ],
-                "Pearson of the candidates knocked out in round 1 vs later (Knockout LLM Assessment, Table 2); "
-                "graded >1: in 2+ rounds",
-            )
-        )
+def difference_table(report: Mapping[str, Any]) -> Table:
+    """Each strategy's metrics minus the baseline's, on the same resampled tasks."""
+    rows = [
+        {
+            "pair": f"{diff['a']} - {diff['b']}",
+            "metric": metric,
+            "difference": item["difference"],
+            "verdict": _verdict_text(item["verdict"], diff),
+        }
+        for diff in report["differences"]
+        for metric, item in diff["metrics"].items()
+    ]
+    return Table(
+        f"difference to the baseline {report['baseline']} (paired bootstrap)",
+        rows,
+        [("pair", "strategies"), ("metric", "metric"), ("difference", "difference"), ("verdict", "verdict")],
+        "each strategy's metric minus the baseline's on the same resampled tasks; 'within noise': the interval holds 0",
+    )
 
-    if report["aggregate_level"]:
-        first = report["aggregate_level"][0]
-        unit = f"per {first['unit_field']} and system" if first["unit_field"] else "per system over all tasks"
-        rows = [
-            {"strategy": a["strategy"], "units": a["units"], **{m: a["metrics"][m] for m in AGGREGATE_METRICS}}
-            for a in report["aggregate_level"]
-        ]
-        sections.append(
-            Table(
-                "aggregate level",
-                rows,
-                [("strategy", "strategy"), ("units", "units"), *[(m, m) for m in AGGREGATE_METRICS]],
-                f"the {first['how']} of the scores {unit}, correlated with the same aggregate of the human scores",
-            )
-        )
 
-    for field, per_strategy in report["breakdowns"].items():
-        rows = []
-        for name, groups in per_strategy.items():
-            for g in groups:
-                rows.append(
-                    {
-                        "group": g["group"],
-                        "strategy": name,
-                        "tasks": g["tasks"],
-                        "candidates": g["candidates"],
-                        **{m: g["metrics"][m] for m in g["metrics"]},
-                        "mean_score": g["mean_score"],
-                        "mean_human": g["mean_human"],
-                    }
-                )
-        rows.sort(key=lambda r: (r["group"], list(per_strategy).index(r["strategy"])))
-        shown = list(dict.fromkeys(m for groups in per_strategy.values() for g in groups for m in g["metrics"]))
-        sections.append(
-            Table(
-                f"by {field}",
-                rows,
-                [
-                    ("group", field),
-                    ("strategy", "strategy"),
-                    ("tasks", "tasks"),
-                    ("candidates", "candidates"),
-                    *[(m, m) for m in shown],
-                    ("mean_score", "mean score"),
-                    ("mean_human", "mean human"),
-                ],
-                f"the agreement within each group of tasks of the same {field}",
-            )
+def elimination_table(elimination_rounds: list[Mapping[str, Any]]) -> Table:
+    """For knockout-like strategies: agreement of the candidates out in round 1 against those out later."""
+    rows = []
+    for item in elimination_rounds:
+        groups = item["groups"]
+        played = item["by_played"]["groups"]
+        rows.append(
+            {
+                "strategy": item["strategy"],
+                "first": groups["first round"]["correlation"],
+                "n_first": groups["first round"]["candidates"],
+                "later": groups["later rounds"]["correlation"],
+                "n_later": groups["later rounds"]["candidates"],
+                "difference": item["difference"],
+                "once_vs_more": item["by_played"]["difference"],
+                "n_once": played["graded once"]["candidates"],
+            }
         )
+    return Table(
+        "elimination rounds",
+        rows,
+        [
+            ("strategy", "strategy"),
+            ("first", "first round"),
+            ("n_first", "n"),
+            ("later", "later rounds"),
+            ("n_later", "n"),
+            ("difference", "later - first"),
+            ("once_vs_more", "graded >1 - graded once"),
+            ("n_once", "n once"),
+        ],
+        "Pearson of the candidates knocked out in round 1 vs later (Knockout LLM Assessment, Table 2); "
+        "graded >1: in 2+ rounds",
+    )
 
-    bias = report["judge_bias"]
+
+def aggregate_table(aggregate_level: list[Mapping[str, Any]]) -> Table:
+    """Per strategy the agreement of its aggregated scores (per system, or per unit and system) with the humans'."""
+    first = aggregate_level[0]
+    unit = f"per {first['unit_field']} and system" if first["unit_field"] else "per system over all tasks"
+    rows = [
+        {"strategy": a["strategy"], "units": a["units"], **{m: a["metrics"][m] for m in AGGREGATE_METRICS}}
+        for a in aggregate_level
+    ]
+    return Table(
+        "aggregate level",
+        rows,
+        [("strategy", "strategy"), ("units", "units"), *[(m, m) for m in AGGREGATE_METRICS]],
+        f"the {first['how']} of the scores {unit}, correlated with the same aggregate of the human scores",
+    )
+
+
+def breakdown_table(field: str, per_strategy: Mapping[str, list[Mapping[str, Any]]]) -> Table:
+    """The agreement within each group of tasks sharing a value of the meta field ``field``, per strategy."""
+    rows = [
+        {
+            "group": g["group"],
+            "strategy": name,
+            "tasks": g["tasks"],
+            "candidates": g["candidates"],
+            **{m: g["metrics"][m] for m in g["metrics"]},
+            "mean_score": g["mean_score"],
+            "mean_human": g["mean_human"],
+        }
+        for name, groups in per_strategy.items()
+        for g in groups
+    ]
+    rows.sort(key=lambda r: (r["group"], list(per_strategy).index(r["strategy"])))
+    shown = list(dict.fromkeys(m for groups in per_strategy.values() for g in groups for m in g["metrics"]))
+    return Table(
+        f"by {field}",
+        rows,
+        [
+            ("group", field),
+            ("strategy", "strategy"),
+            ("tasks", "tasks"),
+            ("candidates", "candidates"),
+            *[(m, m) for m in shown],
+            ("mean_score", "mean score"),
+            ("mean_human", "mean human"),
+        ],
+        f"the agreement within each group of tasks of the same {field}",
+    )
+
+
+def judge_bias_tables(bias: Mapping[str, Any]) -> list[Table]:
+    """The judge's position and length bias over all distinct matches, then its style preference and
+    k-way slot bias when the analysis has them."""
+    position, length = bias["position"], bias["length"]
     rows = [
         {
             "view": "first-shown candidate wins",
-            "rate": bias["position"]["first_slot_win_rate"],
-            "human": bias["position"]["human_first_better"],
-            "n": bias["position"]["matches"] - bias["position"]["ties"],
+            "rate": position["first_slot_win_rate"],
+            "human": position["human_first_better"],
+            "n": position["matches"] - position["ties"],
         },
-        {"view": "same winner in both orders", "rate": bias["position"]["order_consistency"], "human": None, "n": None},
+        {"view": "same winner in both orders", "rate": position["order_consistency"], "human": None, "n": None},
         {
             "view": "longer answer wins",
-            "rate": bias["length"]["longer_win_rate"],
-            "human": bias["length"]["human_longer_better"],
-            "n": bias["length"]["matches"],
+            "rate": length["longer_win_rate"],
+            "human": length["human_longer_better"],
+            "n": length["matches"],
         },
     ]
-    sections.append(
+    tables = [
         Table(
             "judge bias over all distinct matches",
             rows,
             [("view", "view"), ("rate", "judge"), ("human", "human"), ("n", "matches")],
             "exact binomial intervals; 'human' = the rate a judge agreeing with the humans would show",
         )
-    )
+    ]
     if bias.get("style") and bias["style"]["matches"]:
-        sections.append(style_table(bias["style"]))
+        tables.append(style_table(bias["style"]))
     if bias.get("slots"):
-        sections.append(slot_table(bias["slots"]))
-    sections += robustness_tables(report.get("robustness") or [])
-    return preamble, [replace(table, title=f"({letter}) {table.title}") for letter, table in zip(_letters(), sections)]
+        tables.append(slot_table(bias["slots"]))
+    return tables
 
 
 def _letters() -> Iterator[str]:

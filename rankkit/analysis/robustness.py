@@ -14,8 +14,9 @@ from itertools import combinations
 from typing import Any
 
 from rankkit.formatting import Table
+from rankkit.recorded_run import RecordedStrategy
 from rankkit.rerank import OffRecord, RecordedJudgment, leader, recorded_judgments, replay, verdict_outcome
-from rankkit.results import RecordedStrategy, RunResult, StrategyRun, TaskResult
+from rankkit.results import RunResult, StrategyRun, TaskResult
 from rankkit.specs import SpecError
 
 #: The top k whose change is measured besides the #1.
@@ -338,38 +339,15 @@ def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
     if not report:
         return []
     k = report[0]["k"]
-    summary_rows, task_rows, undefined = [], [], []
-    for item in report:
-        summary = item["summary"]
-        if not summary["tasks"]:  # defined on no task: a reason, not a row of dashes
-            undefined.append(f"{item['strategy']} ({'; '.join(summary['reasons'])})")
-            continue
-        summary_rows.append(
-            {
-                "strategy": item["strategy"],
-                "tasks": summary["tasks"],
-                **{key: summary[key] for key in summary if key.endswith("_median")},
-                "exact": summary["exact_share"],
-                "fragile": len(summary["fragile_tasks"]),
-                "note": "; ".join(summary["reasons"]),
-            }
-        )
-        for task in item["tasks"]:
-            row = {"strategy": item["strategy"], "task_id": task["task_id"], "judgments": task["judgments"]}
-            if task["defined"]:
-                for target in ("top1", "top_k"):
-                    for change in CHANGES:
-                        row[f"{target}_{change}"] = task[target][change].text() if task[target] else "-"
-                row["fragile"] = ", ".join(task["fragile"])
-            else:
-                row["fragile"] = f"n/a: {task['reason']}"
-            task_rows.append(row)
-    figure_columns = [
-        ("top1_flip", "#1 flip"),
-        ("top1_remove", "#1 remove"),
-        ("top_k_flip", f"top-{k} flip"),
-        ("top_k_remove", f"top-{k} remove"),
+    defined = [item for item in report if item["summary"]["tasks"]]
+    undefined = [  # defined on no task: a reason, not a row of dashes
+        f"{item['strategy']} ({'; '.join(item['summary']['reasons'])})"
+        for item in report
+        if not item["summary"]["tasks"]
     ]
+    summary_rows = [robustness_summary_row(item["strategy"], item["summary"]) for item in defined]
+    task_rows = [robustness_task_row(item["strategy"], task) for item in defined for task in item["tasks"]]
+    figure_columns = robustness_figure_columns(k)
     left_out = f"\nnot defined, so left out: {', '.join(undefined)}" if undefined else ""
     summary_columns = [
         ("strategy", "strategy"),
@@ -377,9 +355,8 @@ def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
         *[(f"{key}_median", header) for key, header in figure_columns],
         ("exact", "exact"),
         ("fragile", "fragile"),
+        *([("note", "not defined")] if any(row["note"] for row in summary_rows) else []),
     ]
-    if any(row["note"] for row in summary_rows):
-        summary_columns.append(("note", "not defined"))
     return [
         Table(
             "robustness",
@@ -403,4 +380,40 @@ def robustness_tables(report: Sequence[Mapping[str, Any]]) -> list[Table]:
             "'none' = no change of that kind changes it\n"
             "'> n' = no set of up to n judgments changes it, and the search budget ran out before larger sets",
         ),
+    ]
+
+
+def robustness_summary_row(strategy: str, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A strategy's row of the robustness summary: its tasks, the medians, the share of exact figures,
+    its fragile tasks and why some tasks are not defined."""
+    return {
+        "strategy": strategy,
+        "tasks": summary["tasks"],
+        **{key: summary[key] for key in summary if key.endswith("_median")},
+        "exact": summary["exact_share"],
+        "fragile": len(summary["fragile_tasks"]),
+        "note": "; ".join(summary["reasons"]),
+    }
+
+
+def robustness_task_row(strategy: str, task: Mapping[str, Any]) -> dict[str, Any]:
+    """One task's row of the per-task robustness table: each figure as text and which are fragile,
+    or why the figures are not defined."""
+    row = {"strategy": strategy, "task_id": task["task_id"], "judgments": task["judgments"]}
+    if not task["defined"]:
+        return {**row, "fragile": f"n/a: {task['reason']}"}
+    for target in ("top1", "top_k"):
+        for change in CHANGES:
+            row[f"{target}_{change}"] = task[target][change].text() if task[target] else "-"
+    row["fragile"] = ", ".join(task["fragile"])
+    return row
+
+
+def robustness_figure_columns(k: int) -> list[tuple[str, str]]:
+    """The four figures' columns (key, header): the #1 and the top ``k``, each by flips and by removals."""
+    return [
+        ("top1_flip", "#1 flip"),
+        ("top1_remove", "#1 remove"),
+        ("top_k_flip", f"top-{k} flip"),
+        ("top_k_remove", f"top-{k} remove"),
     ]

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import (
+    AnchorCeiling,
     Leaderboard,
     LeaderboardError,
     SystemRating,
@@ -134,112 +135,173 @@ def add_system(
     seed = board.seed if seed is None else seed
     order = order or ("both" if board.order == "both" else "random")
     used = _check_newcomer(board, tasks, system)
-    control = parse_control(control) if control else tuple(board.control)
-    if control and len(board.match_tasks) != len(board.matches):
-        raise LeaderboardError(
-            "style control re-rates every match, and this leaderboard's stored matches do not "
-            "record their tasks (it was written before rankkit 0.3): rebuild it"
-        )
-    new_outcomes: list[Outcome] = []
-    new_task_ids: list[str] = []
-    sources: dict[str, MatchSource] = {}
-
-    def source_for(task: Task) -> MatchSource:
-        if task.task_id not in sources:
-            sources[task.task_id] = MatchSource(task, memo, strategy=f"add:{method}")
-        return sources[task.task_id]
-
-    rng = random.Random(f"{seed}|add|{system}")
-    rows = sorted(board.systems, key=lambda r: r.rank)
-    if method == "binary":
-
-        def play(task: Task, opponent: str) -> float:
-            played = play_against(task, source_for(task), rng, opponent, [system], order)
-            new_outcomes.extend(played)
-            new_task_ids.extend([task.task_id] * len(played))
-            if not played:
-                return 0.5
-            _, _, points = played[0]
-            return points
-
-        placement = binary_search_placement([r.name for r in rows], used, system, play, rng)
-        newcomer = _searched_rating(board, system, new_outcomes, resamples, rng, placement)
-        ordered = [r.name for r in rows]
-        ordered.insert(placement["position"], system)
-        by_name = {r.name: r for r in rows}
-        by_name[system] = newcomer
-        systems = [replace(by_name[name], rank=rank) for rank, name in enumerate(ordered, start=1)]
-    else:
-        opponent = board.anchor if board.scale == "win_rate" and board.anchor else rows[0].name
-        for task in used:
-            played = play_against(task, source_for(task), rng, opponent, [system], order)
-            new_outcomes += played
-            new_task_ids += [task.task_id] * len(played)
-        if not new_outcomes:
-            raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
-        if board.scale == "win_rate":
-
-            def rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
-                return {system: win_rates(sample, items)[system], opponent: 0.5}
-        else:
-            top_rating = board.system(opponent).rating
-
-            def rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
-                p = win_rates(sample, items)[system]
-                floor = 0.5 / len(sample)
-                p = min(1.0 - floor, max(floor, p))
-                return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
-
-        interval = bootstrap(
-            lambda sample: rate(sample, [system, opponent]), new_outcomes, resamples=resamples, seed=rng.getrandbits(64)
-        )[system]
-        newcomer = SystemRating(
-            system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0, len(new_outcomes)
-        )
-        ordered_rows = sorted([*rows, newcomer], key=lambda r: -finite_or_lowest(r.rating))
-        systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]
-        placement = {
-            "position": [r.name for r in systems].index(system),
-            "tie": False,
-            "opponent": opponent,
-            "win_rate": win_rates(new_outcomes, [system, opponent])[system],
-        }
-    cost = Cost()
-    for source in sources.values():
-        cost.add(source.cost)
+    control = _checked_control(board, control)
+    games = NewcomerGames(memo, f"add:{method}", system, order, random.Random(f"{seed}|add|{system}"))
+    place = place_by_binary_search if method == "binary" else place_against_anchor
+    systems, placement = place(board, used, games, resamples)
+    cost = games.cost()
     memo.flush()
-    placement.update(system=system, method=method, matches=len(new_outcomes), judge_calls=cost.judge_calls)
-    total = Cost()
-    total.add(board.cost)
-    total.add(cost)
-    matches, match_tasks = [*board.matches, *new_outcomes], [*board.match_tasks, *new_task_ids]
+    placement.update(system=system, method=method, matches=len(games.outcomes), judge_calls=cost.judge_calls)
+    matches, match_tasks = [*board.matches, *games.outcomes], [*board.match_tasks, *games.task_ids]
     style = None
     if control:
         systems, style = controlled_ratings(
             tasks, matches, match_tasks, [*board.names, system], control, board.scale, board.anchor, resamples, seed
         )
         placement["controlled_rank"] = [row.name for row in systems].index(system) + 1
-    return Leaderboard(
-        method=board.method,
+    return replace(  # the stored board's method, scale, anchor, seed and order kept
+        board,
         systems=systems,
         matches=matches,
-        cost=total,
-        scale=board.scale,
-        anchor=board.anchor,
-        seed=board.seed,
-        order=board.order,
+        cost=games.total_cost(board.cost),
         judge=board.judge or judge_info(judge, judge_spec),
         data=data or board.data,
         placement=placement,
         match_tasks=match_tasks if len(match_tasks) == len(matches) else [],
         control=control,
         style=style,
-        anchor_ceiling=(
-            anchor_ceiling(matches, board.anchor, mean_lengths(tasks))
-            if board.scale == "win_rate" and board.anchor is not None
-            else None
-        ),
+        anchor_ceiling=_anchor_ceiling(board, matches, tasks),
     )
+
+
+def _anchor_ceiling(board: Leaderboard, matches: Sequence[Outcome], tasks: Sequence[Task]) -> AnchorCeiling | None:
+    """The new board's anchor ceiling, on a win-rate board with an anchor (None on others)."""
+    if board.scale == "win_rate" and board.anchor is not None:
+        return anchor_ceiling(matches, board.anchor, mean_lengths(tasks))
+    return None
+
+
+def _checked_control(board: Leaderboard, control: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The style control of the new board (default: the stored board's); LeaderboardError when the
+    stored matches do not record their tasks, which re-rating every match needs."""
+    control = parse_control(control) if control else tuple(board.control)
+    if control and len(board.match_tasks) != len(board.matches):
+        raise LeaderboardError(
+            "style control re-rates every match, and this leaderboard's stored matches do not "
+            "record their tasks (it was written before rankkit 0.3): rebuild it"
+        )
+    return control
+
+
+class NewcomerGames:
+    """The newcomer's matches as they are played, one :class:`~rankkit.matches.MatchSource` per task."""
+
+    def __init__(self, memo: JudgmentMemo, strategy: str, system: str, order: str, rng: random.Random):
+        self.memo, self.strategy, self.system, self.order, self.rng = memo, strategy, system, order, rng
+        #: The results played so far, and the task of each.
+        self.outcomes: list[Outcome] = []
+        self.task_ids: list[str] = []
+        self._sources: dict[str, MatchSource] = {}
+
+    def play(self, task: Task, opponent: str) -> list[Outcome]:
+        """The newcomer against ``opponent`` on ``task`` (in one or both orders); the results are kept.
+
+        Returns the results of this task.
+        """
+        if task.task_id not in self._sources:
+            self._sources[task.task_id] = MatchSource(task, self.memo, strategy=self.strategy)
+        played = play_against(task, self._sources[task.task_id], self.rng, opponent, [self.system], self.order)
+        self.outcomes.extend(played)
+        self.task_ids.extend([task.task_id] * len(played))
+        return played
+
+    def cost(self) -> Cost:
+        """What the matches cost, over every task."""
+        cost = Cost()
+        for source in self._sources.values():
+            cost.add(source.cost)
+        return cost
+
+    def total_cost(self, before: Cost) -> Cost:
+        """The cost ``before`` these matches (the stored board's) plus theirs."""
+        total = Cost()
+        total.add(before)
+        total.add(self.cost())
+        return total
+
+
+def place_by_binary_search(
+    board: Leaderboard, used: Sequence[Task], games: NewcomerGames, resamples: int
+) -> tuple[list[SystemRating], dict[str, Any]]:
+    """The board's rows with the newcomer inserted where the binary search placed it (the others keep their order).
+
+    Returns the ranked rows and the placement.
+    """
+    rows = sorted(board.systems, key=lambda r: r.rank)
+    system = games.system
+
+    def points(task: Task, opponent: str) -> float:
+        played = games.play(task, opponent)
+        if not played:
+            return 0.5
+        _, _, won = played[0]
+        return won
+
+    placement = binary_search_placement([r.name for r in rows], used, system, points, games.rng)
+    newcomer = _searched_rating(board, system, games.outcomes, resamples, games.rng, placement)
+    ordered = [r.name for r in rows]
+    ordered.insert(placement["position"], system)
+    by_name = {r.name: r for r in rows}
+    by_name[system] = newcomer
+    return [replace(by_name[name], rank=rank) for rank, name in enumerate(ordered, start=1)], placement
+
+
+def place_against_anchor(
+    board: Leaderboard, used: Sequence[Task], games: NewcomerGames, resamples: int
+) -> tuple[list[SystemRating], dict[str, Any]]:
+    """The newcomer rated on every task against the board's anchor (a win-rate board's) or its top
+    system, and ranked by that rating among the others.
+
+    Returns the ranked rows and the placement.
+    """
+    rows = sorted(board.systems, key=lambda r: r.rank)
+    system = games.system
+    opponent = board.anchor if board.scale == "win_rate" and board.anchor else rows[0].name
+    for task in used:
+        games.play(task, opponent)
+    if not games.outcomes:
+        raise LeaderboardError(f"no task has answers by both {system!r} and {opponent!r}")
+    rate = _anchored_rate(board, system, opponent)
+    interval = bootstrap(
+        lambda sample: rate(sample, [system, opponent]),
+        games.outcomes,
+        resamples=resamples,
+        seed=games.rng.getrandbits(64),
+    )[system]
+    newcomer = SystemRating(
+        system, interval.estimate, none_if_nan(interval.low), none_if_nan(interval.high), 0, len(games.outcomes)
+    )
+    ordered_rows = sorted([*rows, newcomer], key=lambda r: -finite_or_lowest(r.rating))
+    systems = [replace(r, rank=rank) for rank, r in enumerate(ordered_rows, start=1)]
+    placement = {
+        "position": [r.name for r in systems].index(system),
+        "tie": False,
+        "opponent": opponent,
+        "win_rate": win_rates(games.outcomes, [system, opponent])[system],
+    }
+    return systems, placement
+
+
+def _anchored_rate(
+    board: Leaderboard, system: str, opponent: str
+) -> Callable[[Sequence[Outcome], Sequence[str]], dict[str, float]]:
+    """How a sample of the newcomer's matches rates it: its win rate against the anchor (which stays
+    at ½), or on an Elo board the rating that win rate means against the top system's."""
+    if board.scale == "win_rate":
+
+        def rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
+            return {system: win_rates(sample, items)[system], opponent: 0.5}
+
+        return rate
+    top_rating = board.system(opponent).rating
+
+    def elo_rate(sample: Sequence[Outcome], items: Sequence[str]) -> dict[str, float]:
+        p = win_rates(sample, items)[system]
+        floor = 0.5 / len(sample)
+        p = min(1.0 - floor, max(floor, p))
+        return {system: top_rating + ELO_SCALE * math.log(p / (1.0 - p), ELO_BASE), opponent: top_rating}
+
+    return elo_rate
 
 
 def _searched_rating(

@@ -237,6 +237,30 @@ def build(
         How ``arena`` and ``anchored`` show each match; None: their default. A strategy spec names
         its own order, so giving one with it is an error.
     """
+    _check_order(method, order)
+    common = {
+        "cache": cache,
+        "seed": seed,
+        "resamples": resamples,
+        "systems": systems,
+        "progress": progress,
+        "judge_spec": judge_spec,
+        "data": data,
+        "control": control,
+    }
+    if method == "arena":
+        return arena(tasks, judge, order=order or "given", **common)
+    if method == "anchored":
+        if anchor is None:
+            raise LeaderboardError(
+                f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})"
+            )
+        return anchored(tasks, judge, anchor, order=order or "random", **common)
+    return _from_strategy_spec(tasks, judge, method, **common)
+
+
+def _check_order(method: str, order: str | None) -> None:
+    """LeaderboardError for an order given with a strategy spec, which names its own."""
     if order is not None:
         check_order("leaderboard", order)
         if method not in BUILD_METHODS:
@@ -244,43 +268,26 @@ def build(
                 f"an order applies to the arena and anchored leaderboards; the strategy "
                 f"{method!r} takes its own in the spec (e.g. {method.partition(':')[0]}:order={order})"
             )
-    if method == "arena":
-        return arena(
-            tasks,
-            judge,
-            cache,
-            seed,
-            order or "given",
-            resamples,
-            systems=systems,
-            progress=progress,
-            judge_spec=judge_spec,
-            data=data,
-            control=control,
-        )
-    if method == "anchored":
-        if anchor is None:
-            raise LeaderboardError(
-                f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})"
-            )
-        return anchored(
-            tasks,
-            judge,
-            anchor,
-            cache,
-            seed,
-            order or "random",
-            resamples,
-            systems=systems,
-            progress=progress,
-            judge_spec=judge_spec,
-            data=data,
-            control=control,
-        )
+
+
+def _from_strategy_spec(
+    tasks: Sequence[Task],
+    judge: Judge,
+    spec: str,
+    cache: Any,
+    seed: int,
+    resamples: int,
+    systems: Sequence[str] | None,
+    progress: bool,
+    judge_spec: str,
+    data: str,
+    control: str | Sequence[str] | None,
+) -> Leaderboard:
+    """The strategy ``spec`` run on the tasks, and its scores read as a leaderboard (:func:`from_strategy`)."""
     from rankkit.runner import run
     from rankkit.strategies import make_strategy
 
-    strategy = make_strategy(method)
+    strategy = make_strategy(spec)
     used = restrict(tasks, systems) if systems is not None else list(tasks)
     all_systems(used)  # fail early when candidates lack systems
     result = run(used, [strategy], judge, cache, seed=seed, progress=progress, judge_spec=judge_spec, data=data)

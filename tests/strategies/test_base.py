@@ -164,7 +164,8 @@ def test_extras_of_a_strategy_not_installed_here_are_kept(margin_wins, sample_ta
     import json
 
     import rankkit
-    from rankkit.results import RecordedStrategy, RunResult
+    from rankkit.recorded_run import RecordedStrategy
+    from rankkit.results import RunResult
     from rankkit.strategies import base
 
     result = rankkit.compare(sample_tasks[:1], strategies=["margin_wins"], judge="sim:preset=gpt4")

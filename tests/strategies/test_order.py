@@ -7,7 +7,7 @@ import pytest
 
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.order import ORDERS
-from rankkit.results import strategy_from_record
+from rankkit.recorded_run import strategy_from_record
 from rankkit.specs import SpecError
 from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
 from rankkit.strategies.knockout import Knockout
