@@ -11,10 +11,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
 from rankkit.cache import JudgmentCache, NullCache, bad_row, is_failed, judgment_key
+from rankkit.judge_protocol import JudgeProtocol, Needed
 from rankkit.judgments import (
     CHOICE_KIND,
     GRADE_KIND,
@@ -28,7 +30,6 @@ from rankkit.judgments import (
     GroupRequest,
     Verdict,
 )
-from rankkit.tasks import Candidate, Task
 
 J = TypeVar("J")
 
@@ -36,6 +37,14 @@ J = TypeVar("J")
 #: (the pause doubles while nothing arrives; the lease's expiry bounds the whole wait).
 POLL_FIRST_SECONDS = 0.02
 POLL_MAX_SECONDS = 0.5
+
+#: The judgment type of each kind a judge gives (its ``from_dict`` and ``to_dict`` are the cache's codec).
+JUDGMENT_TYPES: dict[str, Any] = {
+    VERDICT_KIND: Verdict,
+    GRADE_KIND: Grade,
+    CHOICE_KIND: GroupChoice,
+    RANKING_KIND: GroupRanking,
+}
 
 #: Asks a judge for the requests at the given indices; yields ``(position, judgment)`` as each is
 #: ready, ``position`` indexing the list of indices it was given.
@@ -63,105 +72,6 @@ class Feeder(Protocol):
         ------
         tuple[int, Any]
             The request's index and its judgment, in the order answered.
-        """
-
-
-class MemoJudge(Protocol):
-    """What the memo needs of a judge (every :class:`rankkit.judges.base.Judge` has it): its
-    identity, each request's key, and one batched method per kind of judgment, each yielding
-    ``(index, judgment)`` as judgments are ready. Named here, so the memo never imports a judge."""
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """The cache key of one request: what the judge is shown of the task and candidates.
-
-        Parameters
-        ----------
-        task : Task
-            The task.
-        *candidates : Candidate
-            The candidates, in the order shown.
-
-        Returns
-        -------
-        list[Any]
-            JSON-serialisable key parts.
-        """
-
-    def kway_key(self) -> list[Any]:
-        """What a k-way request's key adds to :meth:`request_key` (its k-way prompt and reading).
-
-        Returns
-        -------
-        list[Any]
-            JSON-serialisable key parts.
-        """
-
-    def bind_memo(self, memo: JudgmentMemo) -> None:
-        """Route the judge's own lookups (a panel's members, a calibration) through ``memo``.
-
-        Parameters
-        ----------
-        memo : JudgmentMemo
-            The run's memo.
-        """
-
-    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Grade each ``(task, candidate)`` request.
-
-        Parameters
-        ----------
-        requests : Sequence[GradeRequest]
-            The requests.
-
-        Yields
-        ------
-        tuple[int, Grade]
-            The request's index and its grade, as each is ready.
-        """
-
-    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Judge each ``(task, first, second)`` request.
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            The requests.
-
-        Yields
-        ------
-        tuple[int, Verdict]
-            The request's index and its verdict, as each is ready.
-        """
-
-    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
-        """Ask, for each ``(task, candidates)`` request, which candidate is best.
-
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            The requests.
-
-        Yields
-        ------
-        tuple[int, GroupChoice]
-            The request's index and its choice, as each is ready.
-        """
-
-    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
-        """Ask for each ``(task, candidates)`` request's candidates best first.
-
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            The requests.
-
-        Yields
-        ------
-        tuple[int, GroupRanking]
-            The request's index and its ranking, as each is ready.
         """
 
 
@@ -210,7 +120,7 @@ class JudgmentMemo:
 
     def __init__(
         self,
-        judge: MemoJudge | None = None,
+        judge: JudgeProtocol | None = None,
         cache: JudgmentCache | NullCache | None = None,
         dispatcher: Feeder | None = None,
         flush_seconds: float = 0.1,
@@ -245,7 +155,7 @@ class JudgmentMemo:
 
     # -- typed entry points -------------------------------------------------------------------
     def verdicts(
-        self, requests: Sequence[ComparisonRequest], judge: MemoJudge | None = None
+        self, requests: Sequence[ComparisonRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[Verdict, Origin]]:
         """The verdict on every ``(task, first, second)`` request, in order, with its origin.
 
@@ -253,26 +163,27 @@ class JudgmentMemo:
         ----------
         requests : Sequence[ComparisonRequest]
             ``(task, first, second)`` triples.
-        judge : MemoJudge or None
-            Whose verdicts (default: the memo's judge). A judge built on other judges (a panel, a
-            calibrated judge) asks for its members' verdicts here, under their own fingerprints,
-            straight from the calling thread.
+        judge : JudgeProtocol or None
+            Whose verdicts (default: the memo's judge). Another judge's (a panel's member) are
+            cached under its own fingerprint and asked of it straight from the calling thread.
 
         Returns
         -------
         list[tuple[Verdict, Origin]]
             One per request, in order.
         """
-        return self._ask_judge(requests, judge, VERDICT_KIND, Verdict, "compare_many")
+        return self._ask_judge(requests, judge, VERDICT_KIND)
 
-    def grades(self, requests: Sequence[GradeRequest], judge: MemoJudge | None = None) -> list[tuple[Grade, Origin]]:
+    def grades(
+        self, requests: Sequence[GradeRequest], judge: JudgeProtocol | None = None
+    ) -> list[tuple[Grade, Origin]]:
         """The grade of every ``(task, candidate)`` request, in order, with its origin.
 
         Parameters
         ----------
         requests : Sequence[GradeRequest]
             ``(task, candidate)`` pairs.
-        judge : MemoJudge or None
+        judge : JudgeProtocol or None
             Whose grades (default: the memo's judge).
 
         Returns
@@ -280,10 +191,10 @@ class JudgmentMemo:
         list[tuple[Grade, Origin]]
             One per request, in order.
         """
-        return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
+        return self._ask_judge(requests, judge, GRADE_KIND)
 
     def choices(
-        self, requests: Sequence[GroupRequest], judge: MemoJudge | None = None
+        self, requests: Sequence[GroupRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[GroupChoice, Origin]]:
         """The k-way choice on every ``(task, candidates)`` request (candidates in the order
         shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
@@ -293,7 +204,7 @@ class JudgmentMemo:
         ----------
         requests : Sequence[GroupRequest]
             ``(task, candidates)`` pairs.
-        judge : MemoJudge or None
+        judge : JudgeProtocol or None
             Whose choices (default: the memo's judge).
 
         Returns
@@ -301,10 +212,10 @@ class JudgmentMemo:
         list[tuple[GroupChoice, Origin]]
             One per request, in order.
         """
-        return self._ask_judge(requests, judge, CHOICE_KIND, GroupChoice, "choose_many")
+        return self._ask_judge(requests, judge, CHOICE_KIND)
 
     def rankings(
-        self, requests: Sequence[GroupRequest], judge: MemoJudge | None = None
+        self, requests: Sequence[GroupRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[GroupRanking, Origin]]:
         """The k-way ranking of every ``(task, candidates)`` request, in order, with its origin
         (kind ``"ranking"``).
@@ -313,7 +224,7 @@ class JudgmentMemo:
         ----------
         requests : Sequence[GroupRequest]
             ``(task, candidates)`` pairs.
-        judge : MemoJudge or None
+        judge : JudgeProtocol or None
             Whose rankings (default: the memo's judge).
 
         Returns
@@ -321,24 +232,49 @@ class JudgmentMemo:
         list[tuple[GroupRanking, Origin]]
             One per request, in order.
         """
-        return self._ask_judge(requests, judge, RANKING_KIND, GroupRanking, "rank_many")
+        return self._ask_judge(requests, judge, RANKING_KIND)
+
+    def needed(self, needs: Sequence[Needed]) -> list[list[tuple[Any, bool]]]:
+        """Every judgment ``needs`` names (memory, cache, or asked of its source from the calling
+        thread), as ``(judgment, paid now)`` in order: what a composite judge builds its answers from.
+
+        Parameters
+        ----------
+        needs : Sequence[Needed]
+            What the judge needs (:meth:`JudgeProtocol.needs`).
+
+        Returns
+        -------
+        list[list[tuple[Any, bool]]]
+            Per need, one ``(judgment, fresh)`` per request; ``fresh`` is true where it was asked now.
+        """
+        found = []
+        for need in needs:
+            judgments = self._ask_judge(need.requests, need.source, need.kind, need.judgment_type)
+            found.append([(judgment, origin is Origin.JUDGE) for judgment, origin in judgments])
+        return found
 
     def _ask_judge(
-        self, requests: Sequence[tuple[Any, ...]], judge: MemoJudge | None, kind: str, judgment_type: Any, method: str
+        self,
+        requests: Sequence[tuple[Any, ...]],
+        judge: JudgeProtocol | None,
+        kind: str,
+        judgment_type: Any = None,
     ) -> list[tuple[Any, Origin]]:
         own = judge is None or judge is self.judge
         judge = self.judge if judge is None else judge
-        call = getattr(judge, method)
-        if kind in (VERDICT_KIND, GRADE_KIND):
-            keys = [judge.request_key(*request) for request in requests]
-        else:  # a k-way request is (task, candidates): the candidates in the order shown
+        judgment_type = judgment_type or JUDGMENT_TYPES[kind]
+        if kind in (CHOICE_KIND, RANKING_KIND):  # a k-way request is (task, candidates): in the order shown
             keys = [[*judge.request_key(task, *candidates), *judge.kway_key()] for task, candidates in requests]
+        else:
+            keys = [judge.request_key(*request) for request in requests]
+        answer = Answering(self, judge, kind)
 
         def ask(indices: list[int]) -> Iterator[tuple[int, Any]]:
             batch = [requests[i] for i in indices]
             if own and self.dispatcher is not None:
-                return self.dispatcher.judge_many(call, batch)
-            return call(batch)
+                return self.dispatcher.judge_many(answer, batch)
+            return answer(batch)
 
         fingerprint = self.fingerprint if own else judge.fingerprint
         return self.fetch(fingerprint, kind, keys, ask, judgment_type.from_dict, judgment_type.to_dict)
@@ -575,22 +511,19 @@ class JudgmentMemo:
         self.cache.flush()
 
 
-def memo_of(judge: MemoJudge) -> JudgmentMemo:
-    """The memo ``judge``'s own lookups go through: the run's once bound (``Judge.bind_memo``),
-    else one of its own (memory only), bound on first use.
+@dataclass(frozen=True)
+class Answering:
+    """The one call from the memo into a judge: its needs looked up first, then its answers.
 
-    Parameters
-    ----------
-    judge : MemoJudge
-        The judge.
-
-    Returns
-    -------
-    JudgmentMemo
-        Its memo.
+    Equal for equal memo, judge and kind, so the dispatcher batches one judge's requests from
+    every worker thread into one call.
     """
-    memo = judge.__dict__.get("_bound_memo")
-    if memo is None:
-        memo = JudgmentMemo(judge)
-        judge.bind_memo(memo)
-    return memo
+
+    memo: JudgmentMemo
+    judge: JudgeProtocol
+    kind: str
+
+    def __call__(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index in requests, judgment)`` as the judge answers."""
+        needs = self.judge.needs(self.kind, requests)
+        return self.judge.answer(self.kind, requests, self.memo.needed(needs) if needs else [])

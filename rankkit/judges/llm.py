@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rankkit.judge_protocol import Capabilities, Found, Needed
 from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
-from rankkit.judges.base import Judge, JudgeError, add_usage
+from rankkit.judges.base import Judge, JudgeError, add_usage, answer_directly
 from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
 from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, PromptTooLong, StandInRuntime, user_turn
 from rankkit.judges.modes import (
@@ -27,7 +28,6 @@ from rankkit.judges.modes import (
     sigmoid,
 )
 from rankkit.judgments import VERDICT_KIND, ComparisonRequest, Grade, GradeRequest, Verdict
-from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.prompts import (
     PAIRWISE,
     POINTWISE,
@@ -122,13 +122,15 @@ class LLMJudge(Judge):
         self.sanitize = sanitize
         self._verdict_path: str | None = None
         self._verdict_lock = threading.Lock()
-        #: PREPAIR's analyses (:class:`~rankkit.judges.prepair.AnalysisStore`; None without
-        #: prepair). It names the runtime's model only once the first analysis is asked for.
+        #: PREPAIR's analyser (:class:`~rankkit.judges.prepair.Analyser`; None without prepair),
+        #: whose analyses the comparisons need. It names the runtime's model only once asked.
         self.analyses: Any = None
         if prepair:
-            from rankkit.judges.prepair import AnalysisStore
+            from rankkit.judges.prepair import Analyser
 
-            self.analyses = AnalysisStore(self._analysis_fingerprint, self._generate_analyses, self)
+            self.analyses = Analyser(self._analysis_fingerprint, self._generate_analyses)
+        #: The comparisons before calibration, under :attr:`raw_fingerprint` (what calibration needs).
+        self.raw_comparisons = RawComparisons(self)
         #: With calibrate: the wrapper this judge's comparisons go through, around itself.
         self.calibrated: CalibratedJudge | None = None
         if calibrate:
@@ -225,14 +227,18 @@ class LLMJudge(Judge):
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
     @property
-    def capacity(self) -> int:
-        """How many requests the runtime can usefully have in flight."""
-        return self.runtime.capacity
-
-    @property
-    def fills_batches(self) -> bool:
-        """Whether the runtime gains from full batches (a local model) or streams requests (HTTP)."""
-        return self.runtime.fills_batches
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        """Grades and comparisons in every mode; k-way judgments in ``logprob`` and ``generate``
+        mode without PREPAIR; capacity and batching from the runtime."""
+        return Capabilities(
+            kway=self.mode in ("logprob", "generate") and not self.prepair,
+            capacity=self.runtime.capacity,
+            fills_batches=self.runtime.fills_batches,
+            mode=self.mode,
+            max_new_tokens=self.max_new_tokens if self.mode == "generate" else 0,
+            prepair=self.prepair,
+            calibrate=self.calibrate,
+        )
 
     def close(self) -> None:
         self.runtime.close()
@@ -274,10 +280,13 @@ class LLMJudge(Judge):
             return decision_template(task)
         return self.templates.template(task, PAIRWISE)
 
-    def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts)."""
+    def pair_prompts(
+        self, requests: Sequence[ComparisonRequest], analyses: Sequence[tuple[str, str]] = ()
+    ) -> list[Prompt]:
+        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts, showing
+        each request's two ``analyses``)."""
         if self.prepair:
-            return self.prepair_prompts(requests)
+            return self.prepair_prompts(requests, analyses)
         prompts = []
         for task, first, second in requests:
             template = self.pair_template(task)
@@ -313,17 +322,19 @@ class LLMJudge(Judge):
             conversations, max_new_tokens=self.analysis_max_new_tokens, temperature=self.temperature, seed=self.seed
         )
 
-    def prepair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
+    def prepair_prompts(
+        self, requests: Sequence[ComparisonRequest], analyses: Sequence[tuple[str, str]]
+    ) -> list[Prompt]:
+        """PREPAIR decision prompts: both answers as shown and each one's analysis, per request."""
         from rankkit.judges.prepair import render_decision
 
-        # Analyses are of the answers as shown, cached under those texts.
+        if len(analyses) != len(requests):
+            raise ValueError(f"PREPAIR: {len(requests)} comparisons, analyses of {len(analyses)}")
         shown_requests = self.shown_pairs(requests)
-        self.analyses.ensure([(task, c) for task, first, second in shown_requests for c in (first, second)])
         prompts = []
-        for (task, first, second), (_, shown_first, shown_second) in zip(requests, shown_requests):
-            first_analysis = self.analyses.text(task, shown_first)
-            second_analysis = self.analyses.text(task, shown_second)
+        for (task, first, second), (_, shown_first, shown_second), (first_analysis, second_analysis) in zip(
+            requests, shown_requests, analyses
+        ):
             max_points = self.pair_points(task, self.pair_template(task))
             template, text = render_decision(
                 task, shown_first, shown_second, first_analysis, second_analysis, max_points
@@ -331,20 +342,6 @@ class LLMJudge(Judge):
             untrusted = self._untrusted(first, second, shown=[shown_first, shown_second])
             prompts.append(Prompt(user_turn(text), template, max_points, (*untrusted, first_analysis, second_analysis)))
         return prompts
-
-    def _with_analysis_charges(
-        self, requests: Sequence[ComparisonRequest], judgments: Iterator[tuple[int, Verdict]]
-    ) -> Iterator[tuple[int, Verdict]]:
-        """Generate missing analyses first; charge each fresh one to the first judgment that used it."""
-        shown_requests = self.shown_pairs(requests)
-        fresh = self.analyses.ensure([(task, c) for task, first, second in shown_requests for c in (first, second)])
-        charges = self.analyses.charges(shown_requests, fresh)
-        for index, judgment in judgments:
-            if charges[index]:
-                usage = dict(judgment.usage)
-                add_usage(usage, charges[index])
-                judgment = replace(judgment, usage=usage)
-            yield index, judgment
 
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
         """Hook for a per-comparison calibration of P(first); identity by default."""
@@ -363,20 +360,39 @@ class LLMJudge(Judge):
         """Yield ``(index in requests, grade)`` as the runtime's results arrive."""
         if not requests:
             return iter(())
-        return _naming_task(self.judging_mode.grade(self, requests), [task for task, _ in requests])
+        return _naming_task(self._graded(requests), [task for task, _ in requests])
+
+    def _graded(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        prompts = [] if self.mode == "loglik" else [self.point_prompt(task, candidate) for task, candidate in requests]
+        yield from self.judging_mode.grade(self, requests, prompts)
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Yield ``(index in requests, verdict)`` as each is ready (calibrated with ``calibrate=true``)."""
-        if self.calibrated is not None:
-            return self.calibrated.compare_many(requests)
+        """Yield ``(index in requests, verdict)`` as each is ready (calibrated with ``calibrate=true``).
+
+        Outside a run, a calibrated or PREPAIR judge asks for what it needs itself, remembering nothing.
+        """
+        if self.calibrated is not None or self.prepair:
+            return answer_directly(self, VERDICT_KIND, requests)
         return self.compare_raw(requests)
 
-    # -- k-way judgments (rankkit.judges.kway_llm) ----------------------------------------------
-    @property
-    def supports_kway(self) -> bool:  # type: ignore[override]
-        """k-way choices and rankings in ``logprob`` and ``generate`` mode, without PREPAIR."""
-        return self.mode in ("logprob", "generate") and not self.prepair
+    # -- what a run's memo asks: needs first (raw comparisons, analyses), then the answers --------
+    def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
+        """Comparisons need the raw ones in both orders (``calibrate``) or PREPAIR's analyses."""
+        if kind != VERDICT_KIND:
+            return []
+        if self.calibrated is not None:
+            return self.calibrated.needs(kind, requests)
+        return self.raw_comparisons.needs(kind, requests)
 
+    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Any]]:
+        """Comparisons from what :meth:`needs` named; other kinds from their batched method."""
+        if kind != VERDICT_KIND:
+            return super().answer(kind, requests, found)
+        if self.calibrated is not None:
+            return self.calibrated.answer(kind, requests, found)
+        return self.raw_comparisons.answer(kind, requests, found)
+
+    # -- k-way judgments (rankkit.judges.kway_llm) ----------------------------------------------
     def kway_key(self) -> list[Any]:
         """What a k-way judgment depends on besides the fingerprint: the judge's k-way templates."""
         from rankkit.judges import kway_llm
@@ -411,12 +427,41 @@ class LLMJudge(Judge):
         """k-way requests with each candidate as shown (:meth:`shown`)."""
         return [(task, tuple(self.shown(c) for c in candidates)) for task, candidates in requests]
 
-    def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """The mode's comparisons before any calibration (with PREPAIR's analysis charges)."""
+    def compare_raw(
+        self, requests: Sequence[ComparisonRequest], analyses: Sequence[tuple[Any, bool]] = ()
+    ) -> Iterator[tuple[int, Verdict]]:
+        """The mode's comparisons before any calibration; with PREPAIR, ``analyses`` are what
+        :meth:`~rankkit.judges.prepair.Analyser.needed` named, found: shown, and charged where fresh."""
         if not requests:
             return iter(())
-        judgments = _naming_task(self.judging_mode.compare(self, requests), [task for task, _, _ in requests])
-        return self._with_analysis_charges(requests, judgments) if self.prepair else judgments
+        judgments = _naming_task(self._compared(requests, analyses), [task for task, _, _ in requests])
+        if not self.prepair:
+            return judgments
+        from rankkit.judges.prepair import analysis_charges
+
+        return _charged(judgments, analysis_charges(analyses))
+
+    def _compared(
+        self, requests: Sequence[ComparisonRequest], analyses: Sequence[tuple[Any, bool]]
+    ) -> Iterator[tuple[int, Verdict]]:
+        prompts: list[Prompt] = []
+        if self.mode != "loglik":
+            from rankkit.judges.prepair import analyses_of
+
+            prompts = self.pair_prompts(requests, analyses_of(analyses) if self.prepair else ())
+        yield from self.judging_mode.compare(self, requests, prompts)
+
+
+def _charged(
+    judgments: Iterator[tuple[int, Verdict]], charges: Sequence[dict[str, int]]
+) -> Iterator[tuple[int, Verdict]]:
+    """``judgments`` with each request's charge (its fresh PREPAIR analyses) added to its usage."""
+    for index, judgment in judgments:
+        if charges[index]:
+            usage = dict(judgment.usage)
+            add_usage(usage, charges[index])
+            judgment = replace(judgment, usage=usage)
+        yield index, judgment
 
 
 def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) -> Iterator[tuple[int, Any]]:
@@ -432,7 +477,42 @@ def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# Calibration: the wrapper a calibrated judge's comparisons go through
+# Raw comparisons, and calibration: the wrapper a calibrated judge's comparisons go through
+
+
+class RawComparisons(Judge):
+    """An LLM judge's comparisons before calibration, as judgments of their own: cached under its
+    :attr:`LLMJudge.raw_fingerprint`, so calibrated and uncalibrated runs share them. With PREPAIR
+    they need the answers' analyses."""
+
+    def __init__(self, judge: LLMJudge):
+        self.judge = judge
+
+    @property
+    def fingerprint(self) -> str:
+        return self.judge.raw_fingerprint
+
+    @property
+    def description(self) -> str:
+        return self.judge.describe(calibrated=False)
+
+    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
+        """The LLM judge's request key."""
+        return self.judge.request_key(task, *candidates)
+
+    def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
+        """With PREPAIR: the analyses of both answers of each comparison, as shown."""
+        if kind != VERDICT_KIND or self.judge.analyses is None:
+            return []
+        return [self.judge.analyses.needed(self.judge.shown_pairs(requests))]
+
+    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Any]]:
+        """The raw comparisons (with PREPAIR: showing, and charging, the analyses found)."""
+        return self.judge.compare_raw(requests, found[0] if found else ())
+
+    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+        """The raw comparisons, asking for any analyses they need directly."""
+        return answer_directly(self, VERDICT_KIND, requests)
 
 
 class CalibratedJudge(Judge):
@@ -465,6 +545,19 @@ class CalibratedJudge(Judge):
         """The fingerprint the raw judgments are cached under: the wrapped judge's, uncalibrated."""
         return self.judge.raw_fingerprint
 
+    def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
+        """Comparisons need the raw ones in both orders (grades pass through)."""
+        if kind != VERDICT_KIND:
+            return []
+        both_orders = list(requests) + [(task, second, first) for task, first, second in requests]
+        return [Needed(self.judge.raw_comparisons, VERDICT_KIND, both_orders)]
+
+    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Any]]:
+        """Calibrated comparisons from the raw ones in both orders; other kinds from the wrapped judge."""
+        if kind != VERDICT_KIND:
+            return super().answer(kind, requests, found)
+        return self._calibrated_verdicts(requests, found[0])
+
     @property
     def description(self) -> str:
         return self.judge.describe(calibrated=True)
@@ -474,16 +567,9 @@ class CalibratedJudge(Judge):
         return self.judge.request_key(task, *candidates)
 
     @property
-    def capacity(self) -> int:
-        return self.judge.capacity
-
-    @property
-    def fills_batches(self) -> bool:
-        return self.judge.fills_batches
-
-    def bind_memo(self, memo: JudgmentMemo) -> None:
-        """Bind the run's memo to this judge and to the wrapped one."""
-        self.judge.bind_memo(memo)
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        """The wrapped judge's, without k-way judgments (this wrapper gives none)."""
+        return replace(self.judge.capabilities, kway=False)
 
     def close(self) -> None:
         self.judge.close()
@@ -506,25 +592,19 @@ class CalibratedJudge(Judge):
         return next(self.compare_many([(task, first, second)]))[1]
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Each pair read in both orders (missing raw judgments in one batch), calibrated; yielded in request order."""
-        if not requests:
-            return
-        both_orders = list(requests) + [(task, second, first) for task, first, second in requests]
-        judge = self.judge
-        raw = memo_of(judge).fetch(
-            judge.raw_fingerprint,
-            VERDICT_KIND,
-            [judge.request_key(*r) for r in both_orders],
-            lambda indices: judge.compare_raw([both_orders[i] for i in indices]),
-            Verdict.from_dict,
-            Verdict.to_dict,
-        )
+        """Each pair read in both orders, calibrated, asking the wrapped judge directly (outside a run)."""
+        return answer_directly(self, VERDICT_KIND, requests)
+
+    def _calibrated_verdicts(
+        self, requests: Sequence[ComparisonRequest], raw: Sequence[tuple[Verdict, bool]]
+    ) -> Iterator[tuple[int, Verdict]]:
+        """Each pair's calibrated verdict from ``raw``: the raw verdicts of ``requests``, then of them swapped."""
         for index, (task, _, _) in enumerate(requests):
-            (forward, forward_origin), (backward, backward_origin) = raw[index], raw[len(requests) + index]
+            (forward, forward_fresh), (backward, backward_fresh) = raw[index], raw[len(requests) + index]
             judgment = self._calibrated(task, dict(forward.extras["logprobs"]), dict(backward.extras["logprobs"]))
             usage: dict[str, int] = {}
-            for used, origin in ((forward, forward_origin), (backward, backward_origin)):
-                if origin is Origin.JUDGE:  # charged once, to the first request that needed it
+            for used, fresh in ((forward, forward_fresh), (backward, backward_fresh)):
+                if fresh:  # charged once, to the first request that needed it
                     add_usage(usage, used.usage)
             yield index, replace(judgment, usage=usage) if usage else judgment
 

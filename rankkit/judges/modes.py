@@ -156,7 +156,8 @@ class Prompt:
 
 
 class ModeJudge(Protocol):
-    """What a mode reads from the judge it serves: runtime, decoding parameters, templates and prompts."""
+    """What a mode reads from the judge it serves: runtime, decoding parameters and templates (the
+    prompts are passed down with the requests, so a mode never calls back into the judge for them)."""
 
     runtime: LLMRuntime
     max_new_tokens: int
@@ -173,12 +174,6 @@ class ModeJudge(Protocol):
     def templates(self) -> TemplateChoice:
         """The templates the judge's prompts come from (their fingerprint is the mode's)."""
 
-    def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
-        """The pointwise prompt for one candidate."""
-
-    def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """The pairwise prompts of a batch, one per request in order (each pair in the order shown)."""
-
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
         """A logprob comparison's P(first) after the judge's per-comparison calibration."""
 
@@ -194,11 +189,16 @@ class JudgingMode(Protocol):
     def prompt_points(self, max_points: float) -> float:
         """The M a pointwise prompt shows, given the task's (or template's) M."""
 
-    def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Grade every request; yield ``(index in requests, grade)`` as each is ready."""
+    def grade(
+        self, judge: ModeJudge, requests: Sequence[GradeRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Grade]]:
+        """Grade every request (``prompts``: one per request); yield ``(index in requests, grade)`` as each is ready."""
 
-    def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Compare every request (first, second as shown); yield ``(index in requests, verdict)`` as each is ready."""
+    def compare(
+        self, judge: ModeJudge, requests: Sequence[ComparisonRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Verdict]]:
+        """Compare every request (first, second as shown; ``prompts``: one per request); yield
+        ``(index in requests, verdict)`` as each is ready."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,9 +406,10 @@ class GenerateMode:
         """The digit scale's K (:func:`logprob_points`): the verdict is read as one digit."""
         return float(logprob_points(max_points))
 
-    def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(
+        self, judge: ModeJudge, requests: Sequence[GradeRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Grade]]:
         """Generate an explanation per request, then read its score after ``Final verdict: Score: ``."""
-        prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         for index, reply in self._verdicts(judge, prompts, 1):
             task = requests[index][0]
             prompt = prompts[index]
@@ -425,9 +426,10 @@ class GenerateMode:
                 ),
             )
 
-    def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+    def compare(
+        self, judge: ModeJudge, requests: Sequence[ComparisonRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Verdict]]:
         """Generate an explanation per pair, then read both answers' scores after rankkit's verdict prefix."""
-        prompts = judge.pair_prompts(requests)
         for index, reply in self._verdicts(judge, prompts, 2):
             task = requests[index][0]
             prompt = prompts[index]
@@ -535,9 +537,10 @@ class LogprobMode:
         """The digit scale's K (:func:`logprob_points`)."""
         return float(logprob_points(max_points))
 
-    def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+    def grade(
+        self, judge: ModeJudge, requests: Sequence[GradeRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Grade]]:
         """The expected score digit after ``Score: ``, one forward pass per request."""
-        prompts = [judge.point_prompt(task, candidate) for task, candidate in requests]
         prefixes = [p.template.score_prefix + " " for p in prompts]
         for index, logprobs in read_scores(judge.runtime, prompts, prefixes):
             task = requests[index][0]
@@ -573,9 +576,10 @@ class LogprobMode:
                 ),
             )
 
-    def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
+    def compare(
+        self, judge: ModeJudge, requests: Sequence[ComparisonRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Verdict]]:
         """P(1) / (P(1) + P(2)) of the choice tokens after the choice prefix, one forward pass per pair."""
-        prompts = judge.pair_prompts(requests)
         prefixes = [p.template.choice_prefix + " " for p in prompts]
         choices = [("1", "2")] * len(prompts)
         for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes, choices):
@@ -624,8 +628,11 @@ class LoglikMode:
             for index in unique[keys[local]]:
                 yield index, value
 
-    def grade(self, judge: ModeJudge, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Each answer's mean token log-likelihood as a reply to the bare question, mapped onto the scale."""
+    def grade(
+        self, judge: ModeJudge, requests: Sequence[GradeRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Grade]]:
+        """Each answer's mean token log-likelihood as a reply to the bare question, mapped onto the scale
+        (``prompts`` are not used: this mode shows no judge prompt)."""
         for index, value in self._answer_logliks(judge, requests):
             task = requests[index][0]
             yield (
@@ -637,8 +644,11 @@ class LoglikMode:
                 ),
             )
 
-    def compare(self, judge: ModeJudge, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """The two answers' mean log-likelihoods compared: ``probability = sigmoid(ll_first - ll_second)``."""
+    def compare(
+        self, judge: ModeJudge, requests: Sequence[ComparisonRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Verdict]]:
+        """The two answers' mean log-likelihoods compared: ``probability = sigmoid(ll_first - ll_second)``
+        (``prompts`` are not used)."""
         flat = [(task, cand) for task, first, second in requests for cand in (first, second)]
         values: dict[int, float] = {}
         for flat_index, value in self._answer_logliks(judge, flat):

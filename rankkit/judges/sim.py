@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from statistics import NormalDist
 
+from rankkit.judge_protocol import Capabilities
 from rankkit.judges.backends import Backend, Option, Settings
 from rankkit.judges.base import Judge
 from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
@@ -161,13 +162,7 @@ class _Simulated(Judge):
 
     backend = "sim"
     simulated = True
-
-    def latent(self, task: Task) -> dict[str, float]:
-        """Per candidate id, the latent value (higher is better) the judge's judgments are noisy readings of.
-
-        Its order is the judge's order in the limit of unlimited judgments (``docs/stopping.md``).
-        """
-        raise NotImplementedError
+    capabilities = Capabilities(latent=True)
 
     def check_tasks(self, tasks: Sequence[Task]) -> None:
         """Raise ``SpecError`` unless every candidate has a human score (the simulator's truth)."""
@@ -271,7 +266,7 @@ def _median(values: Sequence[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashed by its parameters; `spec` is set by make_judge
 class LatentJudge(_StyleBias, _Simulated):
     """Latent-perception simulated judge (model in ``docs/judges-sim.md``); noise terms in sds of ``Task.human_spread``.
 
@@ -381,7 +376,7 @@ class LatentJudge(_StyleBias, _Simulated):
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
         return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
 
-    supports_kway = True
+    capabilities = Capabilities(kway=True, latent=True)
 
     def slot_offsets(self, k: int) -> list[float]:
         """Per-slot bias (``sd``) of a k-way judgment: +slot_bias/2 (first) to −slot_bias/2 (last), evenly.
@@ -448,7 +443,7 @@ def _agreeing_grades(task: Task, t1: float, t2: float) -> tuple[float, float]:
     return (s1 + step, s2) if first_wins else (s1, s2 + step)  # both at the bottom: raise the winner
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # hashed by its parameters; `spec` is set by make_judge
 class FixedAccuracyJudge(_StyleBias, _Simulated):
     """Fixed-accuracy simulated judge (model in ``docs/judges-sim.md``).
 

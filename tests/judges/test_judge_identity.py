@@ -103,7 +103,6 @@ def observed(judge: LLMJudge) -> dict[str, Any]:
     """Everything a run could see or store of this judge on the scripted requests."""
     cache = RecordingCache()
     memo = JudgmentMemo(judge, cache)
-    judge.bind_memo(memo)
     points, pairs = [], []
     for task in tasks():
         a, b, c = task.candidates
