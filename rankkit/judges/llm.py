@@ -1,4 +1,4 @@
-"""An LLM as the judge, wherever the model runs: :class:`LLMJudge` and :class:`CalibratedJudge`.
+"""An LLM as the judge, wherever the model runs: :class:`LLMJudge`, and its :class:`RawComparisons`.
 
 More in ``docs/judges-llm.md``.
 """
@@ -16,17 +16,10 @@ from typing import Any
 from rankkit.judge_protocol import Capabilities, Found, Needed
 from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
 from rankkit.judges.base import Judge, JudgeError, add_usage, answer_directly
-from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
+from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders, calibrated_verdicts
+from rankkit.judges.generate_mode import GenerateMode
 from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, PromptTooLong, StandInRuntime, user_turn
-from rankkit.judges.modes import (
-    JUDGING_MODES,
-    MODES,
-    VERDICT_PATHS,
-    JudgingMode,
-    Prompt,
-    choice_judgment,
-    sigmoid,
-)
+from rankkit.judges.modes import VERDICT_PATHS, JudgingMode, LoglikMode, LogprobMode, Prompt
 from rankkit.judgments import VERDICT_KIND, ComparisonRequest, Grade, GradeRequest, Verdict
 from rankkit.prompts import (
     PAIRWISE,
@@ -41,7 +34,11 @@ from rankkit.prompts.protocol import SANITIZE_VERSION, sanitize_protocol
 from rankkit.specs import Spec, SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 
-__all__ = ["LLM_OPTIONS", "CalibratedJudge", "LLMJudge", "llm_backend"]
+__all__ = ["LLM_OPTIONS", "LLMJudge", "RawComparisons", "llm_backend"]
+
+#: The judging modes by name (stateless: one instance each serves every judge).
+JUDGING_MODES: dict[str, JudgingMode] = {mode.name: mode for mode in (GenerateMode(), LogprobMode(), LoglikMode())}
+MODES = tuple(JUDGING_MODES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,7 +55,7 @@ class LLMJudge(Judge):
     retries: how often a reply without a verdict is asked again.
     prepair: compare through PREPAIR (:mod:`rankkit.judges.prepair`); analysis_max_new_tokens caps
         its analyses (default ``max_new_tokens``).
-    calibrate: average ``logprob`` comparisons' log-odds over both orders (:class:`CalibratedJudge`).
+    calibrate: average ``logprob`` comparisons' log-odds over both orders (:mod:`rankkit.judges.calibration`).
     verdict: how ``generate`` reads the verdict: ``continuation`` (a read rankkit controls, so nothing
         in the free text can pose as the verdict; :mod:`rankkit.judges.hosted_verdict` on hosted APIs),
         ``text`` (parsed from the free text: the weaker fallback) or ``auto`` (the first the runtime
@@ -131,10 +128,6 @@ class LLMJudge(Judge):
             self.analyses = Analyser(self._analysis_fingerprint, self._generate_analyses)
         #: The comparisons before calibration, under :attr:`raw_fingerprint` (what calibration needs).
         self.raw_comparisons = RawComparisons(self)
-        #: With calibrate: the wrapper this judge's comparisons go through, around itself.
-        self.calibrated: CalibratedJudge | None = None
-        if calibrate:
-            self.calibrated = CalibratedJudge(self)
 
     @functools.cached_property
     def templates(self) -> TemplateChoice:
@@ -216,7 +209,7 @@ class LLMJudge(Judge):
         return self.describe(calibrated=self.calibrate)
 
     def describe(self, *, calibrated: bool) -> str:
-        """``backend:model (mode=..., prepair, calibrate)``; ``calibrated``: a :class:`CalibratedJudge` wraps it."""
+        """``backend:model (mode=..., prepair, calibrate)``; ``calibrated``: its comparisons are calibrated."""
         identity = self.runtime.identity()
         name = identity.get("name") or identity.get("model") or "?"
         extra = "".join(
@@ -371,7 +364,7 @@ class LLMJudge(Judge):
 
         Outside a run, a calibrated or PREPAIR judge asks for what it needs itself, remembering nothing.
         """
-        if self.calibrated is not None or self.prepair:
+        if self.calibrate or self.prepair:
             return answer_directly(self, VERDICT_KIND, requests)
         return self.compare_raw(requests)
 
@@ -380,16 +373,16 @@ class LLMJudge(Judge):
         """Comparisons need the raw ones in both orders (``calibrate``) or PREPAIR's analyses."""
         if kind != VERDICT_KIND:
             return []
-        if self.calibrated is not None:
-            return self.calibrated.needs(kind, requests)
+        if self.calibrate:
+            return [Needed(self.raw_comparisons, VERDICT_KIND, both_orders(requests))]
         return self.raw_comparisons.needs(kind, requests)
 
     def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Any]]:
         """Comparisons from what :meth:`needs` named; other kinds from their batched method."""
         if kind != VERDICT_KIND:
             return super().answer(kind, requests, found)
-        if self.calibrated is not None:
-            return self.calibrated.answer(kind, requests, found)
+        if self.calibrate:
+            return calibrated_verdicts(requests, found[0], self.pair_template)
         return self.raw_comparisons.answer(kind, requests, found)
 
     # -- k-way judgments (rankkit.judges.kway_llm) ----------------------------------------------
@@ -477,7 +470,7 @@ def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# Raw comparisons, and calibration: the wrapper a calibrated judge's comparisons go through
+# Raw comparisons: what calibration needs
 
 
 class RawComparisons(Judge):
@@ -513,119 +506,6 @@ class RawComparisons(Judge):
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
         """The raw comparisons, asking for any analyses they need directly."""
         return answer_directly(self, VERDICT_KIND, requests)
-
-
-class CalibratedJudge(Judge):
-    """An LLM judge's logprob comparisons with the slot bias removed by both-order log-odds averaging.
-
-    ``judge`` is an :class:`LLMJudge` in ``logprob`` mode; its raw comparisons are cached under its
-    :attr:`LLMJudge.raw_fingerprint`, so calibrated and uncalibrated runs share them.
-    ``CalibratedJudge(LLMJudge(runtime, mode="logprob"))`` judges exactly as
-    ``LLMJudge(runtime, mode="logprob", calibrate=True)``; the method is in
-    :mod:`rankkit.judges.calibration`. Grades pass through to the wrapped judge.
-    """
-
-    def __init__(self, judge: LLMJudge):
-        if judge.mode != "logprob":
-            raise SpecError(
-                f"{judge.backend}: calibration corrects choice probabilities and needs "
-                f"mode=logprob (mode is {judge.mode})"
-            )
-        self.judge = judge
-        self.backend = judge.backend  # instance attributes: the fingerprint names the real backend
-        self.version = judge.version
-
-    # -- identity and plumbing: the wrapped judge's -------------------------------------------
-    def fingerprint_fields(self) -> dict[str, Any]:
-        """The wrapped judge's fingerprint fields, with the calibration method."""
-        return {**self.judge.fingerprint_fields(), "calibrate": CALIBRATION_METHOD}
-
-    @property
-    def raw_fingerprint(self) -> str:
-        """The fingerprint the raw judgments are cached under: the wrapped judge's, uncalibrated."""
-        return self.judge.raw_fingerprint
-
-    def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
-        """Comparisons need the raw ones in both orders (grades pass through)."""
-        if kind != VERDICT_KIND:
-            return []
-        both_orders = list(requests) + [(task, second, first) for task, first, second in requests]
-        return [Needed(self.judge.raw_comparisons, VERDICT_KIND, both_orders)]
-
-    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Any]]:
-        """Calibrated comparisons from the raw ones in both orders; other kinds from the wrapped judge."""
-        if kind != VERDICT_KIND:
-            return super().answer(kind, requests, found)
-        return self._calibrated_verdicts(requests, found[0])
-
-    @property
-    def description(self) -> str:
-        return self.judge.describe(calibrated=True)
-
-    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """The wrapped judge's request key."""
-        return self.judge.request_key(task, *candidates)
-
-    @property
-    def capabilities(self) -> Capabilities:  # type: ignore[override]
-        """The wrapped judge's, without k-way judgments (this wrapper gives none)."""
-        return replace(self.judge.capabilities, kway=False)
-
-    def close(self) -> None:
-        self.judge.close()
-
-    def show_progress(self, note: Callable[[str], None]) -> None:
-        """Pass the progress bar's ``note`` on to the wrapped judge."""
-        self.judge.show_progress(note)
-
-    # -- judgments ----------------------------------------------------------------------------
-    def grade(self, task: Task, candidate: Candidate) -> Grade:
-        """The wrapped judge's grade (calibration applies to comparisons only)."""
-        return self.judge.grade(task, candidate)
-
-    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """The wrapped judge's grades (calibration applies to comparisons only)."""
-        return self.judge.grade_many(requests)
-
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """The calibrated verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`)."""
-        return next(self.compare_many([(task, first, second)]))[1]
-
-    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Each pair read in both orders, calibrated, asking the wrapped judge directly (outside a run)."""
-        return answer_directly(self, VERDICT_KIND, requests)
-
-    def _calibrated_verdicts(
-        self, requests: Sequence[ComparisonRequest], raw: Sequence[tuple[Verdict, bool]]
-    ) -> Iterator[tuple[int, Verdict]]:
-        """Each pair's calibrated verdict from ``raw``: the raw verdicts of ``requests``, then of them swapped."""
-        for index, (task, _, _) in enumerate(requests):
-            (forward, forward_fresh), (backward, backward_fresh) = raw[index], raw[len(requests) + index]
-            judgment = self._calibrated(task, dict(forward.extras["logprobs"]), dict(backward.extras["logprobs"]))
-            usage: dict[str, int] = {}
-            for used, fresh in ((forward, forward_fresh), (backward, backward_fresh)):
-                if fresh:  # charged once, to the first request that needed it
-                    add_usage(usage, used.usage)
-            yield index, replace(judgment, usage=usage) if usage else judgment
-
-    def _calibrated(self, task: Task, forward: dict[str, float], backward: dict[str, float]) -> Verdict:
-        """The calibrated judgment of a pair from its choice log-probabilities in both orders."""
-        used = self.judge.pair_template(task)
-        template, prefix = used.name, used.choice_prefix + " "
-        forward_odds, backward_odds = choice_log_odds(forward), choice_log_odds(backward)
-        if forward_odds is None or backward_odds is None:
-            return choice_judgment(
-                task, template, prefix, forward, None, {"calibration": CALIBRATION_METHOD, "swapped_logprobs": backward}
-            )
-        calibrated, bias = both_orders_log_odds(forward_odds, backward_odds)
-        extras = {
-            "calibration": CALIBRATION_METHOD,
-            "swapped_logprobs": dict(backward),
-            "raw_log_odds": forward_odds,
-            "swapped_raw_log_odds": backward_odds,
-            "slot_bias": bias,
-        }
-        return choice_judgment(task, template, prefix, forward, sigmoid(calibrated), extras)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from rankkit.judges.calibration import (
     prior_balancing_threshold,
 )
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.modes import sigmoid
+from rankkit.judges.verdict_rules import sigmoid
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo

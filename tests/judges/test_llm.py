@@ -15,7 +15,7 @@ from rankkit.judges.backends import read_settings
 from rankkit.judges.base import JudgeError
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
 from rankkit.judges.llm_runtime import Generation, LLMRuntime, choices_per_row, per_row
-from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
+from rankkit.judges.verdict_rules import choice_probability, expected_digit, logprob_points
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
 from rankkit.memo import JudgmentMemo
