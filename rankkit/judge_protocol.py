@@ -32,8 +32,12 @@ class Capabilities:
 
     Parameters
     ----------
-    pointwise, pairwise, kway
-        Whether it grades single answers, compares pairs, gives k-way choices and rankings.
+    pointwise
+        Whether it grades single answers.
+    pairwise
+        Whether it compares pairs.
+    kway
+        Whether it gives k-way choices and rankings.
     capacity
         How many requests the backend can usefully work on at once (an HTTP judge: its concurrency
         times its replicas; a local model: its batch size). 1 means "call me from one thread, one
@@ -48,8 +52,10 @@ class Capabilities:
         that renders no LLM prompts.
     max_new_tokens
         The most tokens one ``generate`` judgment writes (0 when it writes none).
-    prepair, calibrate
-        Whether an LLM judge compares through PREPAIR analyses, and averages both orders.
+    prepair
+        Whether an LLM judge compares through PREPAIR analyses.
+    calibrate
+        Whether an LLM judge averages logprob comparisons over both orders.
     """
 
     pointwise: bool = True

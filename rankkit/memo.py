@@ -144,109 +144,46 @@ class JudgmentMemo:
     @cached_property
     def fingerprint(self) -> str:
         """The judge's fingerprint, computed once (it is a JSON dump of the judge's identity) and
-        only when first needed (an LLM judge's identity may need its model's).
-
-        Returns
-        -------
-        str
-            The fingerprint.
-        """
+        only when first needed (an LLM judge's identity may need its model's)."""
         return self.judge.fingerprint if self.judge is not None else ""
 
     # -- typed entry points -------------------------------------------------------------------
+    # Each returns one ``(judgment, origin)`` per request, in order. ``judge`` is whose judgments
+    # (default: the memo's judge); another judge's (a panel's member) are cached under its own
+    # fingerprint and asked of it straight from the calling thread.
     def verdicts(
         self, requests: Sequence[ComparisonRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[Verdict, Origin]]:
-        """The verdict on every ``(task, first, second)`` request, in order, with its origin.
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` triples.
-        judge : JudgeProtocol or None
-            Whose verdicts (default: the memo's judge). Another judge's (a panel's member) are
-            cached under its own fingerprint and asked of it straight from the calling thread.
-
-        Returns
-        -------
-        list[tuple[Verdict, Origin]]
-            One per request, in order.
-        """
+        """The verdict on every ``(task, first, second)`` request."""
         return self._ask_judge(requests, judge, VERDICT_KIND)
 
     def grades(
         self, requests: Sequence[GradeRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[Grade, Origin]]:
-        """The grade of every ``(task, candidate)`` request, in order, with its origin.
-
-        Parameters
-        ----------
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` pairs.
-        judge : JudgeProtocol or None
-            Whose grades (default: the memo's judge).
-
-        Returns
-        -------
-        list[tuple[Grade, Origin]]
-            One per request, in order.
-        """
+        """The grade of every ``(task, candidate)`` request."""
         return self._ask_judge(requests, judge, GRADE_KIND)
 
     def choices(
         self, requests: Sequence[GroupRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[GroupChoice, Origin]]:
-        """The k-way choice on every ``(task, candidates)`` request (candidates in the order
-        shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
-        of the key, so a shuffle of the same answers is another request.
+        """The k-way choice on every ``(task, candidates)`` request (candidates in the order shown).
 
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            ``(task, candidates)`` pairs.
-        judge : JudgeProtocol or None
-            Whose choices (default: the memo's judge).
-
-        Returns
-        -------
-        list[tuple[GroupChoice, Origin]]
-            One per request, in order.
+        Cached under kind ``"choice"``: the order shown is part of the key, so a shuffle of the same
+        answers is another request.
         """
         return self._ask_judge(requests, judge, CHOICE_KIND)
 
     def rankings(
         self, requests: Sequence[GroupRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[GroupRanking, Origin]]:
-        """The k-way ranking of every ``(task, candidates)`` request, in order, with its origin
-        (kind ``"ranking"``).
-
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            ``(task, candidates)`` pairs.
-        judge : JudgeProtocol or None
-            Whose rankings (default: the memo's judge).
-
-        Returns
-        -------
-        list[tuple[GroupRanking, Origin]]
-            One per request, in order.
-        """
+        """The k-way ranking of every ``(task, candidates)`` request (kind ``"ranking"``)."""
         return self._ask_judge(requests, judge, RANKING_KIND)
 
     def needed(self, needs: Sequence[Needed]) -> list[list[tuple[Any, bool]]]:
-        """Every judgment ``needs`` names (memory, cache, or asked of its source from the calling
-        thread), as ``(judgment, paid now)`` in order: what a composite judge builds its answers from.
+        """Per need, one ``(judgment, fresh)`` per request it names: looked up in memory and the
+        cache, or asked of its source from the calling thread (``fresh``: asked now, so paid for now).
 
-        Parameters
-        ----------
-        needs : Sequence[Needed]
-            What the judge needs (:meth:`JudgeProtocol.needs`).
-
-        Returns
-        -------
-        list[list[tuple[Any, bool]]]
-            Per need, one ``(judgment, fresh)`` per request; ``fresh`` is true where it was asked now.
+        What a composite judge builds its answers from (:meth:`JudgeProtocol.needs`).
         """
         found = []
         for need in needs:
@@ -317,25 +254,7 @@ class JudgmentMemo:
         first_index: dict[str, int] = {}
         for index, row in enumerate(rows):
             first_index.setdefault(row, index)
-        found: dict[str, tuple[J, Origin]] = {}
-        waiting: dict[str, Future] = {}
-        mine: dict[str, Future] = {}
-        with self._lock:  # look up and claim atomically, so no key is asked twice
-            lookup = []
-            for row in first_index:
-                if row in self._memory:
-                    found[row] = (self._memory[row], Origin.MEMORY)
-                elif row in self._in_flight:
-                    waiting[row] = self._in_flight[row]
-                else:
-                    lookup.append(row)
-            for row, payload in zip(lookup, self.cache.get_keys(lookup)):
-                if payload is not None and not is_failed(payload):
-                    judgment = self._decoded(decode, row, kind, payload)
-                    self._memory[row] = judgment
-                    found[row] = (judgment, Origin.CACHE)
-                else:
-                    mine[row] = self._in_flight[row] = Future()
+        found, waiting, mine = self._look_up(list(first_index), kind, decode)
         # Other threads of this process now wait on these futures; other processes on the leases.
         since = time.time()  # a failed answer committed from now on answers what this call waits for
         elsewhere = self._leased_elsewhere(mine)
@@ -363,6 +282,33 @@ class JudgmentMemo:
             judgment, origin = found[row]
             out.append((judgment, origin if first_index[row] == index else Origin.MEMORY))
         return out
+
+    def _look_up(
+        self, rows: list[str], kind: str, decode: Callable[[dict[str, Any]], J]
+    ) -> tuple[dict[str, tuple[J, Origin]], dict[str, Future], dict[str, Future]]:
+        """``(found, waiting, mine)`` for distinct ``rows``: those in memory or the cache; those
+        another thread of this process is asking (their futures); those this call claims (new
+        futures, answered by :meth:`_ask`). Looked up and claimed atomically, so no key is asked twice."""
+        found: dict[str, tuple[J, Origin]] = {}
+        waiting: dict[str, Future] = {}
+        mine: dict[str, Future] = {}
+        with self._lock:
+            lookup = []
+            for row in rows:
+                if row in self._memory:
+                    found[row] = (self._memory[row], Origin.MEMORY)
+                elif row in self._in_flight:
+                    waiting[row] = self._in_flight[row]
+                else:
+                    lookup.append(row)
+            for row, payload in zip(lookup, self.cache.get_keys(lookup)):
+                if payload is not None and not is_failed(payload):
+                    judgment = self._decoded(decode, row, kind, payload)
+                    self._memory[row] = judgment
+                    found[row] = (judgment, Origin.CACHE)
+                else:
+                    mine[row] = self._in_flight[row] = Future()
+        return found, waiting, mine
 
     # -- other processes sharing the cache file ----------------------------------------------
     def _claim_leases(self, rows: list[str]) -> set[str]:

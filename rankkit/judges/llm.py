@@ -79,31 +79,18 @@ class LLMJudge(Judge):
         verdict: str = "auto",
         sanitize: bool = False,
     ):
-        # The spec options' rules (LLM_OPTIONS), for judges built in Python too; the template is
-        # read on first use (see :attr:`templates`), so it is not checked here.
-        given = {
-            "mode": mode,
-            "max_new_tokens": max_new_tokens,
-            "temperature": temperature,
-            "retries": retries,
-            "verdict": verdict,
-            "analysis_max_new_tokens": analysis_max_new_tokens,
-        }
-        for option in LLM_OPTIONS:
-            if option.name in given and given[option.name] is not None:
-                check_value(option, given[option.name], runtime.backend)
-        if calibrate and mode != "logprob":
-            raise SpecError(
-                f"{runtime.backend}: calibrate=true corrects choice probabilities and needs "
-                f"mode=logprob (mode is {mode})"
-            )
-        if prepair and mode == "loglik":
-            raise SpecError(f"{runtime.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
-        if sanitize and mode == "loglik":
-            raise SpecError(
-                f"{runtime.backend}: sanitize=true rewrites text in judge prompts, and mode=loglik has "
-                f"none (use mode=generate or logprob)"
-            )
+        _check_options(
+            runtime.backend,
+            mode=mode,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            retries=retries,
+            verdict=verdict,
+            analysis_max_new_tokens=analysis_max_new_tokens,
+            calibrate=calibrate,
+            prepair=prepair,
+            sanitize=sanitize,
+        )
         self.runtime = runtime
         self.backend = runtime.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
@@ -455,6 +442,26 @@ def _charged(
             add_usage(usage, charges[index])
             judgment = replace(judgment, usage=usage)
         yield index, judgment
+
+
+def _check_options(backend: str, *, calibrate: bool, prepair: bool, sanitize: bool, **given: Any) -> None:
+    """Apply the spec options' rules (:data:`LLM_OPTIONS`) to a judge built in Python too; raise
+    :class:`SpecError` naming ``backend``. The template is read on first use, so not checked here."""
+    for option in LLM_OPTIONS:
+        if option.name in given and given[option.name] is not None:
+            check_value(option, given[option.name], backend)
+    mode = given["mode"]
+    if calibrate and mode != "logprob":
+        raise SpecError(
+            f"{backend}: calibrate=true corrects choice probabilities and needs mode=logprob (mode is {mode})"
+        )
+    if prepair and mode == "loglik":
+        raise SpecError(f"{backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
+    if sanitize and mode == "loglik":
+        raise SpecError(
+            f"{backend}: sanitize=true rewrites text in judge prompts, and mode=loglik has "
+            f"none (use mode=generate or logprob)"
+        )
 
 
 def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) -> Iterator[tuple[int, Any]]:
