@@ -5,25 +5,119 @@ One of the :mod:`rankkit.judges.modes`; see ``docs/judges-llm.md``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from rankkit.judges.llm_runtime import LLMRuntime
+from rankkit.judges.base import add_usage
+from rankkit.judges.llm_runtime import Conversation, LLMRuntime
 from rankkit.judges.modes import (
     PARSER_VERSION,
-    RETRY_TEMPERATURE,
     VERDICT_RULE,
     ModeJudge,
     Prompt,
-    Reading,
-    Reply,
-    generate_and_read,
     read_scores,
     read_usage,
 )
 from rankkit.judges.verdict_rules import expected_digit, failed_comparison, logprob_points, winner_from_scores
-from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, Verdict
+from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, ParseStatus, Verdict
 from rankkit.prompts import ParsedVerdict, format_points, parse_pairwise, parse_pointwise, to_task_scale
+
+#: Temperature of the one retry when the judge decodes greedily (temperature 0).
+RETRY_TEMPERATURE = 0.7
+
+
+# ---------------------------------------------------------------------------------------------
+# Generating replies and reading their verdicts (also k-way judgments' generate mode)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a reader took from one reply: the verdict (None: why not), raw text to keep, usage and extras."""
+
+    value: Any
+    error: str | None = None
+    raw: str | None = None
+    usage: Mapping[str, int] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: Reads the verdicts of a batch of generated replies: ``read(indices, texts)`` yields
+#: ``(position in the batch, Reading)`` per reply (a text parse, or continuations rankkit writes).
+Reader = Callable[[Sequence[int], Sequence[str]], Iterator[tuple[int, Reading]]]
+
+
+@dataclass
+class Reply:
+    """A generated reply once its verdict was read, or could not be after the retries."""
+
+    text: str
+    reading: Reading
+    status: ParseStatus
+    usage: dict[str, int]
+    history: list[str]  # every reply generated for the prompt, this one last
+
+    @property
+    def raw(self) -> str:
+        return self.text if self.reading.raw is None else self.reading.raw
+
+
+def generate_and_read(
+    judge: ModeJudge, conversations: Sequence[Conversation], read: Reader, batched: bool = True
+) -> Iterator[tuple[int, Reply]]:
+    """Generate a reply to each conversation and read its verdict with ``read``; yield ``(index, Reply)``.
+
+    A reply without a verdict is asked again with the next seed, up to the judge's ``retries`` (at
+    :data:`RETRY_TEMPERATURE` when the judge decodes greedily, since a greedy retry would repeat
+    itself). ``batched`` reads a whole attempt's replies at once (continuations), else each as it
+    arrives (text parse). Each reply is yielded as soon as it is final, so the caller caches it.
+    """
+    history: dict[int, list[str]] = {i: [] for i in range(len(conversations))}
+    usage: dict[int, dict[str, int]] = {i: {} for i in range(len(conversations))}
+    pending = list(range(len(conversations)))
+    for attempt in range(judge.retries + 1):
+        temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
+        failed: list[int] = []
+
+        # attempt and failed are bound now: settle runs within this attempt, but says so explicitly
+        def settle(
+            indices: Sequence[int], texts: Sequence[str], attempt: int = attempt, failed: list[int] = failed
+        ) -> Iterator[tuple[int, Reply]]:
+            for local, reading in read(indices, texts):
+                index = indices[local]
+                add_usage(usage[index], reading.usage)
+                if reading.value is None and attempt < judge.retries:
+                    failed.append(index)
+                    continue
+                status = (
+                    ParseStatus.FAILED
+                    if reading.value is None
+                    else ParseStatus.OK
+                    if attempt == 0
+                    else ParseStatus.RETRIED
+                )
+                yield index, Reply(texts[local], reading, status, usage[index], history[index])
+
+        generated: dict[int, str] = {}
+        for local, generation in judge.runtime.generate(
+            [conversations[i] for i in pending],
+            max_new_tokens=judge.max_new_tokens,
+            temperature=temperature,
+            seed=judge.seed + attempt,
+        ):
+            index = pending[local]
+            history[index].append(generation.text)
+            add_usage(usage[index], generation.usage)
+            if batched:
+                generated[index] = generation.text
+            else:
+                yield from settle([index], [generation.text])
+        if generated:
+            order = sorted(generated)
+            yield from settle(order, [generated[i] for i in order])
+        pending = sorted(failed)
+        if not pending:
+            return
 
 
 def verdict_prefix(prompt: Prompt, explanation: str, slot: int | None) -> str:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rankkit.judges.base import add_usage
+from rankkit.judges.generate_mode import Reader, Reading, Reply, generate_and_read
 from rankkit.judges.kway import (
     CHOICE_PREFIX,
     RANKING_PREFIX,
@@ -20,15 +21,7 @@ from rankkit.judges.kway import (
     strip_echoes,
 )
 from rankkit.judges.llm_runtime import SAMPLED_READS, user_turn
-from rankkit.judges.modes import (
-    ModeJudge,
-    Reader,
-    Reading,
-    Reply,
-    generate_and_read,
-    next_token_logprobs,
-    read_usage,
-)
+from rankkit.judges.modes import ModeJudge, next_token_logprobs, read_usage
 from rankkit.judgments import GroupChoice, GroupRanking, GroupRequest, ParseStatus, labels
 from rankkit.prompts.kway import defuse_kway, render_kway, templates_fingerprint
 

@@ -7,8 +7,8 @@ picks one from its ``JUDGING_MODES``; see ``docs/judges-llm.md``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from rankkit.judges.base import add_usage
@@ -39,9 +39,6 @@ VERDICT_RULE = "1"  # expected digit after "<explanation>\n\nFinal verdict: Answ
 VERDICT_PATHS = ("auto", "continuation", "text")
 LOGPROB_RULE = "1"  # digits 0..min(M,9); P(1)/(P(1)+P(2)) after the choice prefix
 LOGLIK_RULE = "1"  # mean token log-likelihood of the answer after the bare question
-
-#: Temperature of the one retry when the judge decodes greedily (temperature 0).
-RETRY_TEMPERATURE = 0.7
 
 
 @dataclass(frozen=True)
@@ -104,99 +101,6 @@ class JudgingMode(Protocol):
     ) -> Iterator[tuple[int, Verdict]]:
         """Compare every request (first, second as shown; ``prompts``: one per request); yield
         ``(index in requests, verdict)`` as each is ready."""
-
-
-# ---------------------------------------------------------------------------------------------
-# generate
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What a reader took from one reply: the verdict (None: why not), raw text to keep, usage and extras."""
-
-    value: Any
-    error: str | None = None
-    raw: str | None = None
-    usage: Mapping[str, int] = field(default_factory=dict)
-    details: Mapping[str, Any] = field(default_factory=dict)
-
-
-#: Reads the verdicts of a batch of generated replies: ``read(indices, texts)`` yields
-#: ``(position in the batch, Reading)`` per reply (a text parse, or continuations rankkit writes).
-Reader = Callable[[Sequence[int], Sequence[str]], Iterator[tuple[int, Reading]]]
-
-
-@dataclass
-class Reply:
-    """A generated reply once its verdict was read, or could not be after the retries."""
-
-    text: str
-    reading: Reading
-    status: ParseStatus
-    usage: dict[str, int]
-    history: list[str]  # every reply generated for the prompt, this one last
-
-    @property
-    def raw(self) -> str:
-        return self.text if self.reading.raw is None else self.reading.raw
-
-
-def generate_and_read(
-    judge: ModeJudge, conversations: Sequence[Conversation], read: Reader, batched: bool = True
-) -> Iterator[tuple[int, Reply]]:
-    """Generate a reply to each conversation and read its verdict with ``read``; yield ``(index, Reply)``.
-
-    A reply without a verdict is asked again with the next seed, up to the judge's ``retries`` (at
-    :data:`RETRY_TEMPERATURE` when the judge decodes greedily, since a greedy retry would repeat
-    itself). ``batched`` reads a whole attempt's replies at once (continuations), else each as it
-    arrives (text parse). Each reply is yielded as soon as it is final, so the caller caches it.
-    """
-    history: dict[int, list[str]] = {i: [] for i in range(len(conversations))}
-    usage: dict[int, dict[str, int]] = {i: {} for i in range(len(conversations))}
-    pending = list(range(len(conversations)))
-    for attempt in range(judge.retries + 1):
-        temperature = judge.temperature if (attempt == 0 or judge.temperature > 0) else RETRY_TEMPERATURE
-        failed: list[int] = []
-
-        # attempt and failed are bound now: settle runs within this attempt, but says so explicitly
-        def settle(
-            indices: Sequence[int], texts: Sequence[str], attempt: int = attempt, failed: list[int] = failed
-        ) -> Iterator[tuple[int, Reply]]:
-            for local, reading in read(indices, texts):
-                index = indices[local]
-                add_usage(usage[index], reading.usage)
-                if reading.value is None and attempt < judge.retries:
-                    failed.append(index)
-                    continue
-                status = (
-                    ParseStatus.FAILED
-                    if reading.value is None
-                    else ParseStatus.OK
-                    if attempt == 0
-                    else ParseStatus.RETRIED
-                )
-                yield index, Reply(texts[local], reading, status, usage[index], history[index])
-
-        generated: dict[int, str] = {}
-        for local, generation in judge.runtime.generate(
-            [conversations[i] for i in pending],
-            max_new_tokens=judge.max_new_tokens,
-            temperature=temperature,
-            seed=judge.seed + attempt,
-        ):
-            index = pending[local]
-            history[index].append(generation.text)
-            add_usage(usage[index], generation.usage)
-            if batched:
-                generated[index] = generation.text
-            else:
-                yield from settle([index], [generation.text])
-        if generated:
-            order = sorted(generated)
-            yield from settle(order, [generated[i] for i in order])
-        pending = sorted(failed)
-        if not pending:
-            return
 
 
 def read_scores(
