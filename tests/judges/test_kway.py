@@ -11,7 +11,8 @@ import pytest
 from rankkit.judges import make_judge
 from rankkit.judges.kway import parse_choice, parse_ranking, probabilities_from_logprobs, ranking_from_scores
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge
+from rankkit.judges.sim import FixedAccuracyJudge, LatentJudge
+from rankkit.judges.sim_model import LATENT_PRESETS
 from rankkit.judgments import GroupChoice, GroupRanking, ParseStatus, Winner, labels
 from rankkit.memo import JudgmentMemo
 from rankkit.prompts.kway import render_kway
