@@ -106,7 +106,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "formatting",
         ),
     ),
-    ("judgments", ("judgments",)),
+    ("judgments", ("judgments", "judge_protocol")),
     ("cache", ("cache",)),
     ("memo", ("memo",)),
     ("prompts", ("prompts",)),

@@ -20,7 +20,7 @@ reach). Finally the pointwise accuracy q = ``Φ(Δ / √(2·perception² + 2·gr
 
 The script then checks the fit twice — the model's rates in closed form, and rates *simulated*
 by the judge itself (:class:`~rankkit.judges.sim.LatentJudge` with the rounded constants from
-``rankkit/judges/sim.py``) on the 100 LLMBar pairs over ``--seeds`` judge seeds — and shows what
+``rankkit/judges/sim_model.py``) on the 100 LLMBar pairs over ``--seeds`` judge seeds — and shows what
 the fixed-accuracy model (``sim:model=fixed,preset=P``) does on the same pairs.
 
     python benchmarks/calibrate_sim.py                # fit, check, write the report
@@ -43,7 +43,7 @@ from scipy.optimize import brentq
 
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge
-from rankkit.judges.sim import LATENT_PRESETS, LatentParameters
+from rankkit.judges.sim_model import LATENT_PRESETS, LatentParameters
 from rankkit.judges.sim_targets import PRESET_JUDGES, JudgeRates, preset_targets
 from rankkit.judgments import Winner
 from rankkit.tasks import Task, load_tasks
@@ -209,7 +209,7 @@ def main() -> None:
         )
     lines += [
         "",
-        "Stored in `rankkit/judges/sim.py` as `LATENT_PRESETS`"
+        "Stored in `rankkit/judges/sim_model.py` as `LATENT_PRESETS`"
         + (
             f" — **out of date for {', '.join(stored_differs)}**; paste the block printed by this script."
             if stored_differs

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from rankkit.judges import make_judge
-from rankkit.judges.sim import KWAY_READINGS
+from rankkit.judges.sim_model import KWAY_READINGS
 from rankkit.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.synthetic import planted_tasks

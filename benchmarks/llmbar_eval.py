@@ -270,7 +270,6 @@ def section_c(resamples: int, seed: int, headline: dict[str, Any]) -> str:
     rows = []
     with tempfile.TemporaryDirectory() as scratch, JudgmentCache(Path(scratch) / "cache.sqlite") as cache:
         pointwise = make_judge("smollm2")
-        pointwise.bind_memo(JudgmentMemo(pointwise, cache))
         started = time.perf_counter()
         per_set = {d: pointwise_accuracy(tasks, pointwise, cache) for d, tasks in subsets.items()}
         calls = sum(c for _, c in per_set.values())

@@ -223,7 +223,7 @@ def _as_strategy(strategy: Any) -> Strategy:
 def _judge(judge: Any) -> Iterator[tuple[Judge, str]]:
     """The judge and its spec; a judge built here from a spec is closed afterwards."""
     if isinstance(judge, Judge):
-        yield judge, getattr(judge, "spec", "") or judge.description  # make_judge records its spec
+        yield judge, judge.spec or judge.description  # make_judge records its spec
         return
     if judge is not None and not isinstance(judge, str):
         raise SpecError(f"judge must be a spec string or a rankkit Judge, got {type(judge).__name__}")

@@ -107,7 +107,8 @@ def price_note(result: RunResult) -> str:
     runtime = llm_judge(judge).runtime
     if not isinstance(runtime, RetryingClient):  # a model run here (hf:, smollm2, vllm:) bills no tokens
         return ""
-    model = runtime.model if isinstance(getattr(runtime, "model", None), str) else judge.description
+    model = runtime.identity().get("model")  # a hosted runtime's identity names its model
+    model = model if isinstance(model, str) else judge.description
     return f"note: usd not counted: {model} has no built-in price (add price_in=,price_out=, USD per 1M tokens)"
 
 

@@ -1,7 +1,7 @@
 """Feeding one judge from many worker threads: the :class:`Dispatcher`.
 
 :func:`rankkit.runner.run` ranks several tasks at once, one worker thread per task in progress,
-when the judge can work on several requests at once (``Judge.capacity`` > 1). The requests the
+when the judge can work on several requests at once (``Judge.capabilities.capacity`` > 1). The requests the
 workers' :class:`~rankkit.memo.JudgmentMemo` could not answer from memory or the cache meet here:
 a streaming backend (an HTTP server) gets a new request whenever one of its ``capacity`` slots is
 free; a batching backend (a local model) gets batches of up to ``capacity`` requests, formed once

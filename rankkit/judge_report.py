@@ -58,7 +58,6 @@ def collect(
     from tqdm import tqdm
 
     memo = JudgmentMemo(judge, cache)
-    judge.bind_memo(memo)
     judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
     cost = Cost()
     records: list[PairRecord] = []

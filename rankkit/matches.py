@@ -366,7 +366,7 @@ class MatchSource:
         if not open_matches:
             return matches
         grades: dict[str, Grade] = {}
-        if getattr(self.memo.judge, "supports_pointwise", True):
+        if self.memo.judge.capabilities.pointwise:
             ids = [cid for i in open_matches for cid in (matches[i].a, matches[i].b)]
             try:
                 grades = dict(zip(ids, self.grade_many(ids)))

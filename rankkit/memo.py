@@ -11,10 +11,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
 from rankkit.cache import JudgmentCache, NullCache, bad_row, is_failed, judgment_key
+from rankkit.judge_protocol import JudgeProtocol, Needed
 from rankkit.judgments import (
     CHOICE_KIND,
     GRADE_KIND,
@@ -28,7 +30,6 @@ from rankkit.judgments import (
     GroupRequest,
     Verdict,
 )
-from rankkit.tasks import Candidate, Task
 
 J = TypeVar("J")
 
@@ -36,6 +37,14 @@ J = TypeVar("J")
 #: (the pause doubles while nothing arrives; the lease's expiry bounds the whole wait).
 POLL_FIRST_SECONDS = 0.02
 POLL_MAX_SECONDS = 0.5
+
+#: The judgment type of each kind a judge gives (its ``from_dict`` and ``to_dict`` are the cache's codec).
+JUDGMENT_TYPES: dict[str, Any] = {
+    VERDICT_KIND: Verdict,
+    GRADE_KIND: Grade,
+    CHOICE_KIND: GroupChoice,
+    RANKING_KIND: GroupRanking,
+}
 
 #: Asks a judge for the requests at the given indices; yields ``(position, judgment)`` as each is
 #: ready, ``position`` indexing the list of indices it was given.
@@ -63,105 +72,6 @@ class Feeder(Protocol):
         ------
         tuple[int, Any]
             The request's index and its judgment, in the order answered.
-        """
-
-
-class MemoJudge(Protocol):
-    """What the memo needs of a judge (every :class:`rankkit.judges.base.Judge` has it): its
-    identity, each request's key, and one batched method per kind of judgment, each yielding
-    ``(index, judgment)`` as judgments are ready. Named here, so the memo never imports a judge."""
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """The cache key of one request: what the judge is shown of the task and candidates.
-
-        Parameters
-        ----------
-        task : Task
-            The task.
-        *candidates : Candidate
-            The candidates, in the order shown.
-
-        Returns
-        -------
-        list[Any]
-            JSON-serialisable key parts.
-        """
-
-    def kway_key(self) -> list[Any]:
-        """What a k-way request's key adds to :meth:`request_key` (its k-way prompt and reading).
-
-        Returns
-        -------
-        list[Any]
-            JSON-serialisable key parts.
-        """
-
-    def bind_memo(self, memo: JudgmentMemo) -> None:
-        """Route the judge's own lookups (a panel's members, a calibration) through ``memo``.
-
-        Parameters
-        ----------
-        memo : JudgmentMemo
-            The run's memo.
-        """
-
-    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """Grade each ``(task, candidate)`` request.
-
-        Parameters
-        ----------
-        requests : Sequence[GradeRequest]
-            The requests.
-
-        Yields
-        ------
-        tuple[int, Grade]
-            The request's index and its grade, as each is ready.
-        """
-
-    def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Judge each ``(task, first, second)`` request.
-
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            The requests.
-
-        Yields
-        ------
-        tuple[int, Verdict]
-            The request's index and its verdict, as each is ready.
-        """
-
-    def choose_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
-        """Ask, for each ``(task, candidates)`` request, which candidate is best.
-
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            The requests.
-
-        Yields
-        ------
-        tuple[int, GroupChoice]
-            The request's index and its choice, as each is ready.
-        """
-
-    def rank_many(self, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
-        """Ask for each ``(task, candidates)`` request's candidates best first.
-
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            The requests.
-
-        Yields
-        ------
-        tuple[int, GroupRanking]
-            The request's index and its ranking, as each is ready.
         """
 
 
@@ -210,7 +120,7 @@ class JudgmentMemo:
 
     def __init__(
         self,
-        judge: MemoJudge | None = None,
+        judge: JudgeProtocol | None = None,
         cache: JudgmentCache | NullCache | None = None,
         dispatcher: Feeder | None = None,
         flush_seconds: float = 0.1,
@@ -234,111 +144,74 @@ class JudgmentMemo:
     @cached_property
     def fingerprint(self) -> str:
         """The judge's fingerprint, computed once (it is a JSON dump of the judge's identity) and
-        only when first needed (an LLM judge's identity may need its model's).
-
-        Returns
-        -------
-        str
-            The fingerprint.
-        """
+        only when first needed (an LLM judge's identity may need its model's)."""
         return self.judge.fingerprint if self.judge is not None else ""
 
     # -- typed entry points -------------------------------------------------------------------
+    # Each returns one ``(judgment, origin)`` per request, in order. ``judge`` is whose judgments
+    # (default: the memo's judge); another judge's (a panel's member) are cached under its own
+    # fingerprint and asked of it straight from the calling thread.
     def verdicts(
-        self, requests: Sequence[ComparisonRequest], judge: MemoJudge | None = None
+        self, requests: Sequence[ComparisonRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[Verdict, Origin]]:
-        """The verdict on every ``(task, first, second)`` request, in order, with its origin.
+        """The verdict on every ``(task, first, second)`` request."""
+        return self._ask_judge(requests, judge, VERDICT_KIND)
 
-        Parameters
-        ----------
-        requests : Sequence[ComparisonRequest]
-            ``(task, first, second)`` triples.
-        judge : MemoJudge or None
-            Whose verdicts (default: the memo's judge). A judge built on other judges (a panel, a
-            calibrated judge) asks for its members' verdicts here, under their own fingerprints,
-            straight from the calling thread.
-
-        Returns
-        -------
-        list[tuple[Verdict, Origin]]
-            One per request, in order.
-        """
-        return self._ask_judge(requests, judge, VERDICT_KIND, Verdict, "compare_many")
-
-    def grades(self, requests: Sequence[GradeRequest], judge: MemoJudge | None = None) -> list[tuple[Grade, Origin]]:
-        """The grade of every ``(task, candidate)`` request, in order, with its origin.
-
-        Parameters
-        ----------
-        requests : Sequence[GradeRequest]
-            ``(task, candidate)`` pairs.
-        judge : MemoJudge or None
-            Whose grades (default: the memo's judge).
-
-        Returns
-        -------
-        list[tuple[Grade, Origin]]
-            One per request, in order.
-        """
-        return self._ask_judge(requests, judge, GRADE_KIND, Grade, "grade_many")
+    def grades(
+        self, requests: Sequence[GradeRequest], judge: JudgeProtocol | None = None
+    ) -> list[tuple[Grade, Origin]]:
+        """The grade of every ``(task, candidate)`` request."""
+        return self._ask_judge(requests, judge, GRADE_KIND)
 
     def choices(
-        self, requests: Sequence[GroupRequest], judge: MemoJudge | None = None
+        self, requests: Sequence[GroupRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[GroupChoice, Origin]]:
-        """The k-way choice on every ``(task, candidates)`` request (candidates in the order
-        shown), in order, with its origin. Cached under kind ``"choice"``: the order shown is part
-        of the key, so a shuffle of the same answers is another request.
+        """The k-way choice on every ``(task, candidates)`` request (candidates in the order shown).
 
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            ``(task, candidates)`` pairs.
-        judge : MemoJudge or None
-            Whose choices (default: the memo's judge).
-
-        Returns
-        -------
-        list[tuple[GroupChoice, Origin]]
-            One per request, in order.
+        Cached under kind ``"choice"``: the order shown is part of the key, so a shuffle of the same
+        answers is another request.
         """
-        return self._ask_judge(requests, judge, CHOICE_KIND, GroupChoice, "choose_many")
+        return self._ask_judge(requests, judge, CHOICE_KIND)
 
     def rankings(
-        self, requests: Sequence[GroupRequest], judge: MemoJudge | None = None
+        self, requests: Sequence[GroupRequest], judge: JudgeProtocol | None = None
     ) -> list[tuple[GroupRanking, Origin]]:
-        """The k-way ranking of every ``(task, candidates)`` request, in order, with its origin
-        (kind ``"ranking"``).
+        """The k-way ranking of every ``(task, candidates)`` request (kind ``"ranking"``)."""
+        return self._ask_judge(requests, judge, RANKING_KIND)
 
-        Parameters
-        ----------
-        requests : Sequence[GroupRequest]
-            ``(task, candidates)`` pairs.
-        judge : MemoJudge or None
-            Whose rankings (default: the memo's judge).
+    def needed(self, needs: Sequence[Needed]) -> list[list[tuple[Any, bool]]]:
+        """Per need, one ``(judgment, fresh)`` per request it names: looked up in memory and the
+        cache, or asked of its source from the calling thread (``fresh``: asked now, so paid for now).
 
-        Returns
-        -------
-        list[tuple[GroupRanking, Origin]]
-            One per request, in order.
+        What a composite judge builds its answers from (:meth:`JudgeProtocol.needs`).
         """
-        return self._ask_judge(requests, judge, RANKING_KIND, GroupRanking, "rank_many")
+        found = []
+        for need in needs:
+            judgments = self._ask_judge(need.requests, need.source, need.kind, need.judgment_type)
+            found.append([(judgment, origin is Origin.JUDGE) for judgment, origin in judgments])
+        return found
 
     def _ask_judge(
-        self, requests: Sequence[tuple[Any, ...]], judge: MemoJudge | None, kind: str, judgment_type: Any, method: str
+        self,
+        requests: Sequence[tuple[Any, ...]],
+        judge: JudgeProtocol | None,
+        kind: str,
+        judgment_type: Any = None,
     ) -> list[tuple[Any, Origin]]:
         own = judge is None or judge is self.judge
         judge = self.judge if judge is None else judge
-        call = getattr(judge, method)
-        if kind in (VERDICT_KIND, GRADE_KIND):
-            keys = [judge.request_key(*request) for request in requests]
-        else:  # a k-way request is (task, candidates): the candidates in the order shown
+        judgment_type = judgment_type or JUDGMENT_TYPES[kind]
+        if kind in (CHOICE_KIND, RANKING_KIND):  # a k-way request is (task, candidates): in the order shown
             keys = [[*judge.request_key(task, *candidates), *judge.kway_key()] for task, candidates in requests]
+        else:
+            keys = [judge.request_key(*request) for request in requests]
+        answer = Answering(self, judge, kind)
 
         def ask(indices: list[int]) -> Iterator[tuple[int, Any]]:
             batch = [requests[i] for i in indices]
             if own and self.dispatcher is not None:
-                return self.dispatcher.judge_many(call, batch)
-            return call(batch)
+                return self.dispatcher.judge_many(answer, batch)
+            return answer(batch)
 
         fingerprint = self.fingerprint if own else judge.fingerprint
         return self.fetch(fingerprint, kind, keys, ask, judgment_type.from_dict, judgment_type.to_dict)
@@ -381,25 +254,7 @@ class JudgmentMemo:
         first_index: dict[str, int] = {}
         for index, row in enumerate(rows):
             first_index.setdefault(row, index)
-        found: dict[str, tuple[J, Origin]] = {}
-        waiting: dict[str, Future] = {}
-        mine: dict[str, Future] = {}
-        with self._lock:  # look up and claim atomically, so no key is asked twice
-            lookup = []
-            for row in first_index:
-                if row in self._memory:
-                    found[row] = (self._memory[row], Origin.MEMORY)
-                elif row in self._in_flight:
-                    waiting[row] = self._in_flight[row]
-                else:
-                    lookup.append(row)
-            for row, payload in zip(lookup, self.cache.get_keys(lookup)):
-                if payload is not None and not is_failed(payload):
-                    judgment = self._decoded(decode, row, kind, payload)
-                    self._memory[row] = judgment
-                    found[row] = (judgment, Origin.CACHE)
-                else:
-                    mine[row] = self._in_flight[row] = Future()
+        found, waiting, mine = self._look_up(list(first_index), kind, decode)
         # Other threads of this process now wait on these futures; other processes on the leases.
         since = time.time()  # a failed answer committed from now on answers what this call waits for
         elsewhere = self._leased_elsewhere(mine)
@@ -427,6 +282,33 @@ class JudgmentMemo:
             judgment, origin = found[row]
             out.append((judgment, origin if first_index[row] == index else Origin.MEMORY))
         return out
+
+    def _look_up(
+        self, rows: list[str], kind: str, decode: Callable[[dict[str, Any]], J]
+    ) -> tuple[dict[str, tuple[J, Origin]], dict[str, Future], dict[str, Future]]:
+        """``(found, waiting, mine)`` for distinct ``rows``: those in memory or the cache; those
+        another thread of this process is asking (their futures); those this call claims (new
+        futures, answered by :meth:`_ask`). Looked up and claimed atomically, so no key is asked twice."""
+        found: dict[str, tuple[J, Origin]] = {}
+        waiting: dict[str, Future] = {}
+        mine: dict[str, Future] = {}
+        with self._lock:
+            lookup = []
+            for row in rows:
+                if row in self._memory:
+                    found[row] = (self._memory[row], Origin.MEMORY)
+                elif row in self._in_flight:
+                    waiting[row] = self._in_flight[row]
+                else:
+                    lookup.append(row)
+            for row, payload in zip(lookup, self.cache.get_keys(lookup)):
+                if payload is not None and not is_failed(payload):
+                    judgment = self._decoded(decode, row, kind, payload)
+                    self._memory[row] = judgment
+                    found[row] = (judgment, Origin.CACHE)
+                else:
+                    mine[row] = self._in_flight[row] = Future()
+        return found, waiting, mine
 
     # -- other processes sharing the cache file ----------------------------------------------
     def _claim_leases(self, rows: list[str]) -> set[str]:
@@ -575,22 +457,19 @@ class JudgmentMemo:
         self.cache.flush()
 
 
-def memo_of(judge: MemoJudge) -> JudgmentMemo:
-    """The memo ``judge``'s own lookups go through: the run's once bound (``Judge.bind_memo``),
-    else one of its own (memory only), bound on first use.
+@dataclass(frozen=True)
+class Answering:
+    """The one call from the memo into a judge: its needs looked up first, then its answers.
 
-    Parameters
-    ----------
-    judge : MemoJudge
-        The judge.
-
-    Returns
-    -------
-    JudgmentMemo
-        Its memo.
+    Equal for equal memo, judge and kind, so the dispatcher batches one judge's requests from
+    every worker thread into one call.
     """
-    memo = judge.__dict__.get("_bound_memo")
-    if memo is None:
-        memo = JudgmentMemo(judge)
-        judge.bind_memo(memo)
-    return memo
+
+    memo: JudgmentMemo
+    judge: JudgeProtocol
+    kind: str
+
+    def __call__(self, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index in requests, judgment)`` as the judge answers."""
+        needs = self.judge.needs(self.kind, requests)
+        return self.judge.answer(self.kind, requests, self.memo.needed(needs) if needs else [])

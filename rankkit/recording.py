@@ -118,7 +118,6 @@ def record_grid(
     from tqdm import tqdm
 
     memo = JudgmentMemo(judge, cache)
-    judge.bind_memo(memo)
     judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
     cost = Cost()
     rows: list[dict[str, Any]] = []

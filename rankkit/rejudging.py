@@ -37,10 +37,10 @@ AGGREGATIONS = {
     ),
 }
 _NEEDS = {
-    VERDICT_KIND: ("supports_pairwise", "pairwise verdicts"),
-    GRADE_KIND: ("supports_pointwise", "grades"),
-    CHOICE_KIND: ("supports_kway", "k-way judgments"),
-    RANKING_KIND: ("supports_kway", "k-way judgments"),
+    VERDICT_KIND: "pairwise verdicts",
+    GRADE_KIND: "grades",
+    CHOICE_KIND: "k-way judgments",
+    RANKING_KIND: "k-way judgments",
 }
 
 
@@ -131,10 +131,10 @@ def unsupported(kind: str, judge: Judge) -> str | None:
     kind:
         ``verdict``, ``grade``, ``choice`` or ``ranking``.
     judge:
-        The judge; it declares what it gives in ``supports_pairwise`` and the like.
+        The judge; it declares what it gives in its ``capabilities``.
     """
-    flag, what = _NEEDS[kind]
-    return None if getattr(judge, flag, True) else f"{what}, which judge {judge.description} cannot give"
+    what = _NEEDS[kind]
+    return None if judge.capabilities.gives(kind) else f"{what}, which judge {judge.description} cannot give"
 
 
 def rejudge(

@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rankkit.judge_protocol import Capabilities
 from rankkit.judgments import CHOICE_KIND, GRADE_KIND, RANKING_KIND, VERDICT_KIND, Grade, ParseStatus, Verdict, Winner
 from rankkit.matches import Comparison, MatchSource, decided, make_match
 from rankkit.memo import Origin
@@ -118,7 +119,7 @@ class _RecordedJudge:
     """What a :class:`~rankkit.matches.MatchSource` reads of its memo's judge."""
 
     def __init__(self, grades: bool):
-        self.supports_pointwise = grades
+        self.capabilities = Capabilities(pointwise=grades)
 
 
 class RecordedMemo:

@@ -260,8 +260,8 @@ class RunResult:
         if isinstance(self.judge, JudgeRecord):  # a results file read back: write what it recorded
             if self.judge.recorded_latent is not None:
                 record["latent"] = self.judge.recorded_latent
-        elif self.judge.simulated and callable(latent := getattr(self.judge, "latent", None)):
-            record["latent"] = {task.task_id: latent(task) for task in self.tasks}
+        elif self.judge.simulated and self.judge.capabilities.latent:
+            record["latent"] = {task.task_id: self.judge.latent(task) for task in self.tasks}
         paths = collections.Counter(
             c.verdict.extras["verdict_path"]
             for s in self.strategies

@@ -197,13 +197,12 @@ def map_tasks(
         Filled, when given, with ``workers``, ``capacity`` and (concurrent runs) ``batches`` (the size
         of every judge call) and ``max_in_flight``.
     """
-    capacity = max(1, int(judge.capacity))
+    capacity = max(1, int(judge.capabilities.capacity))
     if workers is None:
         workers = 1 if capacity == 1 else 2 * capacity
     workers = max(1, min(int(workers), len(tasks)))
-    dispatcher = Dispatcher(capacity, judge.fills_batches) if workers > 1 else None
+    dispatcher = Dispatcher(capacity, judge.capabilities.fills_batches) if workers > 1 else None
     memo = JudgmentMemo(judge, cache, dispatcher)
-    judge.bind_memo(memo)
     try:
         if dispatcher is None:
             for task in tasks:

@@ -10,6 +10,7 @@ import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
 from rankkit.dispatch import Dispatcher
+from rankkit.judge_protocol import Capabilities
 from rankkit.judges.base import Judge, JudgeError
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
@@ -31,8 +32,7 @@ class PacedJudge(Judge):
 
     def __init__(self, capacity: int, fills_batches: bool = False, delay: float = 0.002, fail_on: str | None = None):
         self.inner = FixedAccuracyJudge(accuracy=0.8, position_bias=0.1, noise=0.3, seed=5)
-        self.capacity = capacity
-        self.fills_batches = fills_batches
+        self.capabilities = Capabilities(capacity=capacity, fills_batches=fills_batches)
         self.delay = delay
         self.fail_on = fail_on
         self.calls: list[int] = []

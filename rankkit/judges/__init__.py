@@ -51,7 +51,7 @@ def make_judge(spec: str | Spec, *, stand_in: bool = False) -> Judge:
     settings = read_settings(descriptor, text)
     factory = descriptor.stand_in if stand_in and descriptor.stand_in is not None else descriptor.build
     judge = factory(settings)
-    object.__setattr__(judge, "spec", spec if isinstance(spec, str) else text)  # judges may be frozen
+    judge.spec = spec if isinstance(spec, str) else text
     return judge
 
 

@@ -11,7 +11,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from rankkit.errors import RankkitError
-from rankkit.judgments import ComparisonRequest, Grade, GradeRequest, GroupChoice, GroupRanking, GroupRequest, Verdict
+from rankkit.judge_protocol import Capabilities, Found, Needed
+from rankkit.judgments import (
+    CHOICE_KIND,
+    GRADE_KIND,
+    RANKING_KIND,
+    VERDICT_KIND,
+    ComparisonRequest,
+    Grade,
+    GradeRequest,
+    GroupChoice,
+    GroupRanking,
+    GroupRequest,
+    Verdict,
+)
 from rankkit.tasks import Candidate, Task
 
 
@@ -63,17 +76,11 @@ class Judge:
     backend: ClassVar[str | None] = None
     version: ClassVar[str] = "1"
     simulated: ClassVar[bool] = False
-    supports_pointwise: ClassVar[bool] = True
-    supports_pairwise: ClassVar[bool] = True
-    #: Whether the judge gives k-way judgments (``choose``/``rank``, :mod:`rankkit.judges.kway`).
-    supports_kway: ClassVar[bool] = False
-    #: How many requests the backend can usefully work on at once (an HTTP judge: its concurrency
-    #: times its replicas; a local model: its batch size). 1 means "call me from one thread, one
-    #: batch at a time": the runner then ranks tasks one after another with no threads.
-    capacity: int = 1
-    #: Whether the backend gains from waiting until ``capacity`` requests are ready (a local
-    #: model's batch) rather than getting each request as soon as a slot frees (an HTTP server).
-    fills_batches: bool = False
+    #: What the judge can do (:class:`~rankkit.judge_protocol.Capabilities`): a judge that cannot
+    #: grade, or can give k-way judgments, or works on several requests at once, declares it here.
+    capabilities: Capabilities = Capabilities()
+    #: The spec the judge was built from (:func:`rankkit.judges.make_judge` sets it; empty otherwise).
+    spec: str = ""
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """Everything that changes a judgment (JSON-ready); by default the public constructor parameters.
@@ -173,13 +180,34 @@ class Judge:
         """What a k-way judgment depends on besides fingerprint and request key (JSON-ready; default empty)."""
         return []
 
-    def bind_memo(self, memo: Any) -> None:
-        """Called by the runner with the run's :class:`~rankkit.memo.JudgmentMemo`.
+    # -- the memo's one call (rankkit.memo.Answering) -----------------------------------------
+    def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
+        """Other judgments the answers of ``kind`` to ``requests`` are built from; none by default.
 
-        Judges built on other judgments (panel votes, raw calibrated judgments, PREPAIR analyses) look
-        them up in it; judges that wrap others pass it on.
+        A composite judge (a panel, a calibrated or PREPAIR LLM judge) names them here; the memo
+        looks them up, asks for the missing ones, and passes them to :meth:`answer`.
         """
-        object.__setattr__(self, "_bound_memo", memo)  # judges may be frozen dataclasses
+        return []
+
+    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, judgment)`` of ``kind`` for each request (``found``: what :meth:`needs` named).
+
+        By default the batched method of ``kind``; a composite judge builds its answers from ``found``.
+        """
+        batched = {
+            VERDICT_KIND: self.compare_many,
+            GRADE_KIND: self.grade_many,
+            CHOICE_KIND: self.choose_many,
+            RANKING_KIND: self.rank_many,
+        }
+        return batched[kind](requests)
+
+    def latent(self, task: Task) -> dict[str, float]:
+        """Per candidate id, the simulated truth a judge declaring ``capabilities.latent`` reads noisily.
+
+        Higher is better; its order is the judge's in the limit of unlimited judgments (``docs/stopping.md``).
+        """
+        raise NotImplementedError(f"judge {self.description!r} knows no latent truth")
 
     def close(self) -> None:
         """Release resources (connections, models). Judges are usable as context managers."""
@@ -192,3 +220,32 @@ class Judge:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def answer_directly(judge: Judge, kind: str, requests: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    """A composite judge's answers without a memo: each need asked of its source directly.
+
+    What its batched methods do when called outside a run. Requests with equal keys within one
+    call are asked once (the first is the fresh one); nothing is remembered between calls (a run's
+    :class:`~rankkit.memo.JudgmentMemo` looks needs up in memory and the cache instead).
+    """
+    found = []
+    for need in judge.needs(kind, requests):
+        keys = [
+            json.dumps(need.source.request_key(request[0], *_shown(request)), sort_keys=True, default=str)
+            for request in need.requests
+        ]
+        first: dict[str, int] = {}
+        for index, key in enumerate(keys):
+            first.setdefault(key, index)
+        asked = list(first.values())
+        answered = answer_directly(need.source, need.kind, [need.requests[i] for i in asked])
+        by_key = {keys[asked[position]]: judgment for position, judgment in answered}
+        found.append([(by_key[key], first[key] == index) for index, key in enumerate(keys)])
+    return judge.answer(kind, requests, found)
+
+
+def _shown(request: tuple[Any, ...]) -> tuple[Candidate, ...]:
+    """The candidates of a request, in the order shown: ``(task, *candidates)`` or ``(task, candidates)``."""
+    rest = request[1:]
+    return tuple(rest[0]) if len(rest) == 1 and not isinstance(rest[0], Candidate) else tuple(rest)

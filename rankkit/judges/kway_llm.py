@@ -7,9 +7,10 @@ The ``choose`` / ``rank`` side of :class:`~rankkit.judges.llm.LLMJudge`, in ``lo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from rankkit.judges.base import add_usage
+from rankkit.judges.generate_mode import Reader, Reading, Reply, generate_and_read
 from rankkit.judges.kway import (
     CHOICE_PREFIX,
     RANKING_PREFIX,
@@ -18,71 +19,26 @@ from rankkit.judges.kway import (
     probabilities_from_logprobs,
     ranking_from_scores,
 )
-from rankkit.judges.llm_runtime import SAMPLED_VERDICT_PATHS, LLMRuntime, user_turn
-from rankkit.judges.modes import Reader, Reading, Reply, generate_and_read, next_token_logprobs, read_usage
+from rankkit.judges.llm_runtime import SAMPLED_VERDICT_PATHS, user_turn
+from rankkit.judges.modes import ModeJudge, next_token_logprobs, read_usage
 from rankkit.judgments import GroupChoice, GroupRanking, GroupRequest, ParseStatus, labels
 from rankkit.prompts.kway import defuse_kway, kway_templates_fingerprint, render_kway
 from rankkit.prompts.verdicts import ECHOED_KWAY_BOXES, strip_echoes
-
-
-class KwayJudge(Protocol):
-    """What these functions read from the :class:`~rankkit.judges.llm.LLMJudge` they serve."""
-
-    runtime: LLMRuntime
-    mode: str
-    max_new_tokens: int
-    temperature: float
-    seed: int
-    retries: int
-
-    @property
-    def verdict_path(self) -> str:
-        """How generate mode reads a verdict: ``text``, or a read rankkit controls (``continuation``, ``prefill``...)."""
-
 
 #: Bumped when the reading of a k-way reply changes (part of the k-way cache key).
 KWAY_READER_VERSION = "2"  # 2: generate mode reads the labels after its own "Best: " / "Ranking: "
 
 
-def kway_key(judge: KwayJudge) -> list[Any]:
+def kway_key(judge: ModeJudge) -> list[Any]:
     """What an LLM judge's k-way judgments depend on beyond its fingerprint: k-way templates, reader version."""
     return [{"kway_templates": kway_templates_fingerprint(), "kway_reader": KWAY_READER_VERSION}]
 
 
-def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
+def choose_many(judge: ModeJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupChoice]]:
     """Yield ``(index in requests, GroupChoice)`` per ``(task, candidates)`` request."""
     prompts = [render_kway("setwise", task, candidates) for task, candidates in requests]
     if judge.mode == "logprob":
-        prefix = CHOICE_PREFIX + " "
-        choices = [labels(len(candidates)) for _, candidates in requests]
-        conversations = [user_turn(prompt) for prompt in prompts]
-        for index, logprobs in next_token_logprobs(judge.runtime, conversations, [prefix] * len(prompts), choices):
-            k = len(choices[index])
-            probabilities = probabilities_from_logprobs(logprobs, k)
-            extras = {"mode": "logprob", "kind": "setwise", "logprobs": dict(logprobs)}
-            if probabilities is None:
-                yield (
-                    index,
-                    GroupChoice(
-                        chosen=None,
-                        raw=prefix,
-                        status=ParseStatus.FAILED,
-                        usage=read_usage([logprobs]),
-                        extras={**extras, "parse_error": "no probability on any label"},
-                    ),
-                )
-                continue
-            chosen = ranking_from_scores(probabilities)[0]
-            yield (
-                index,
-                GroupChoice(
-                    chosen=chosen,
-                    probabilities=probabilities,
-                    usage=read_usage([logprobs]),
-                    raw=f"{prefix}{labels(k)[chosen]}",
-                    extras=extras,
-                ),
-            )
+        yield from _logprob_choices(judge, requests, prompts)
         return
     if judge.verdict_path != "text":  # a read rankkit controls (continuation, follow-up, prefill)
         read = _label_reader(judge, prompts, requests, CHOICE_PREFIX)
@@ -114,7 +70,43 @@ def choose_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[
         )
 
 
-def rank_many(judge: KwayJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
+def _logprob_choices(
+    judge: ModeJudge, requests: Sequence[GroupRequest], prompts: Sequence[str]
+) -> Iterator[tuple[int, GroupChoice]]:
+    """Setwise choices read from the label probabilities after the choice prefix, one forward pass each."""
+    prefix = CHOICE_PREFIX + " "
+    choices = [labels(len(candidates)) for _, candidates in requests]
+    conversations = [user_turn(prompt) for prompt in prompts]
+    for index, logprobs in next_token_logprobs(judge.runtime, conversations, [prefix] * len(prompts), choices):
+        k = len(choices[index])
+        probabilities = probabilities_from_logprobs(logprobs, k)
+        extras = {"mode": "logprob", "kind": "setwise", "logprobs": dict(logprobs)}
+        if probabilities is None:
+            yield (
+                index,
+                GroupChoice(
+                    chosen=None,
+                    raw=prefix,
+                    status=ParseStatus.FAILED,
+                    usage=read_usage([logprobs]),
+                    extras={**extras, "parse_error": "no probability on any label"},
+                ),
+            )
+            continue
+        chosen = ranking_from_scores(probabilities)[0]
+        yield (
+            index,
+            GroupChoice(
+                chosen=chosen,
+                probabilities=probabilities,
+                usage=read_usage([logprobs]),
+                raw=f"{prefix}{labels(k)[chosen]}",
+                extras=extras,
+            ),
+        )
+
+
+def rank_many(judge: ModeJudge, requests: Sequence[GroupRequest]) -> Iterator[tuple[int, GroupRanking]]:
     """Yield ``(index in requests, GroupRanking)`` per ``(task, candidates)`` request."""
     if judge.mode == "logprob":
         for index, choice in choose_many(judge, requests):
@@ -187,7 +179,7 @@ def _text_reader(requests: Sequence[GroupRequest], parse: Callable[[str, int], t
     return read
 
 
-def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
+def _label_reader(judge: ModeJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
     """P(best) per slot read after ``<reply>\n\n<prefix> ``, all the batch's replies in one runtime call."""
 
     def read(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
@@ -205,7 +197,7 @@ def _label_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[G
     return read
 
 
-def _ranking_reader(judge: KwayJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
+def _ranking_reader(judge: ModeJudge, prompts: Sequence[str], requests: Sequence[GroupRequest], prefix: str) -> Reader:
     """A ranking read place by place, for runtimes whose reads are a sampled label (Anthropic's prefill).
 
     k - 1 reads, each one call for the batch; the reading is the slots' places as scores (first: k).

@@ -1,4 +1,4 @@
-"""An LLM as the judge, wherever the model runs: :class:`LLMJudge` and :class:`CalibratedJudge`.
+"""An LLM as the judge, wherever the model runs: :class:`LLMJudge`, and its :class:`RawComparisons`.
 
 More in ``docs/judges-llm.md``.
 """
@@ -13,21 +13,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rankkit.judge_protocol import Capabilities, Found, Needed
 from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
-from rankkit.judges.base import Judge, JudgeError, add_usage
-from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders_log_odds, choice_log_odds
+from rankkit.judges.base import Judge, JudgeError, add_usage, answer_directly
+from rankkit.judges.calibration import CALIBRATION_METHOD, both_orders, calibrated_verdicts
+from rankkit.judges.generate_mode import GenerateMode
 from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, PromptTooLong, StandInRuntime, user_turn
-from rankkit.judges.modes import (
-    JUDGING_MODES,
-    MODES,
-    VERDICT_PATHS,
-    JudgingMode,
-    Prompt,
-    choice_judgment,
-    sigmoid,
-)
+from rankkit.judges.modes import VERDICT_PATHS, JudgingMode, LoglikMode, LogprobMode, Prompt
 from rankkit.judgments import VERDICT_KIND, ComparisonRequest, Grade, GradeRequest, Verdict
-from rankkit.memo import JudgmentMemo, Origin, memo_of
 from rankkit.prompts import (
     PAIRWISE,
     POINTWISE,
@@ -41,7 +34,11 @@ from rankkit.prompts.protocol import SANITIZE_VERSION, sanitize_protocol
 from rankkit.specs import Spec, SpecError, parse_spec
 from rankkit.tasks import Candidate, Task
 
-__all__ = ["LLM_OPTIONS", "CalibratedJudge", "LLMJudge", "llm_backend"]
+__all__ = ["LLM_OPTIONS", "LLMJudge", "RawComparisons", "llm_backend"]
+
+#: The judging modes by name (stateless: one instance each serves every judge).
+JUDGING_MODES: dict[str, JudgingMode] = {mode.name: mode for mode in (GenerateMode(), LogprobMode(), LoglikMode())}
+MODES = tuple(JUDGING_MODES)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,7 +55,7 @@ class LLMJudge(Judge):
     retries: how often a reply without a verdict is asked again.
     prepair: compare through PREPAIR (:mod:`rankkit.judges.prepair`); analysis_max_new_tokens caps
         its analyses (default ``max_new_tokens``).
-    calibrate: average ``logprob`` comparisons' log-odds over both orders (:class:`CalibratedJudge`).
+    calibrate: average ``logprob`` comparisons' log-odds over both orders (:mod:`rankkit.judges.calibration`).
     verdict: how ``generate`` reads the verdict: ``continuation`` (a read rankkit controls, so nothing
         in the free text can pose as the verdict; :mod:`rankkit.judges.hosted_verdict` on hosted APIs),
         ``text`` (parsed from the free text: the weaker fallback) or ``auto`` (the first the runtime
@@ -82,31 +79,18 @@ class LLMJudge(Judge):
         verdict: str = "auto",
         sanitize: bool = False,
     ):
-        # The spec options' rules (LLM_OPTIONS), for judges built in Python too; the template is
-        # read on first use (see :attr:`templates`), so it is not checked here.
-        given = {
-            "mode": mode,
-            "max_new_tokens": max_new_tokens,
-            "temperature": temperature,
-            "retries": retries,
-            "verdict": verdict,
-            "analysis_max_new_tokens": analysis_max_new_tokens,
-        }
-        for option in LLM_OPTIONS:
-            if option.name in given and given[option.name] is not None:
-                check_value(option, given[option.name], runtime.backend)
-        if calibrate and mode != "logprob":
-            raise SpecError(
-                f"{runtime.backend}: calibrate=true corrects choice probabilities and needs "
-                f"mode=logprob (mode is {mode})"
-            )
-        if prepair and mode == "loglik":
-            raise SpecError(f"{runtime.backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
-        if sanitize and mode == "loglik":
-            raise SpecError(
-                f"{runtime.backend}: sanitize=true rewrites text in judge prompts, and mode=loglik has "
-                f"none (use mode=generate or logprob)"
-            )
+        _check_options(
+            runtime.backend,
+            mode=mode,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            retries=retries,
+            verdict=verdict,
+            analysis_max_new_tokens=analysis_max_new_tokens,
+            calibrate=calibrate,
+            prepair=prepair,
+            sanitize=sanitize,
+        )
         self.runtime = runtime
         self.backend = runtime.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
@@ -122,17 +106,15 @@ class LLMJudge(Judge):
         self.sanitize = sanitize
         self._verdict_path: str | None = None
         self._verdict_lock = threading.Lock()
-        #: PREPAIR's analyses (:class:`~rankkit.judges.prepair.AnalysisStore`; None without
-        #: prepair). It names the runtime's model only once the first analysis is asked for.
+        #: PREPAIR's analyser (:class:`~rankkit.judges.prepair.Analyser`; None without prepair),
+        #: whose analyses the comparisons need. It names the runtime's model only once asked.
         self.analyses: Any = None
         if prepair:
-            from rankkit.judges.prepair import AnalysisStore
+            from rankkit.judges.prepair import Analyser
 
-            self.analyses = AnalysisStore(self._analysis_fingerprint, self._generate_analyses, self)
-        #: With calibrate: the wrapper this judge's comparisons go through, around itself.
-        self.calibrated: CalibratedJudge | None = None
-        if calibrate:
-            self.calibrated = CalibratedJudge(self)
+            self.analyses = Analyser(self._analysis_fingerprint, self._generate_analyses)
+        #: The comparisons before calibration, under :attr:`raw_fingerprint` (what calibration needs).
+        self.raw_comparisons = RawComparisons(self)
 
     @functools.cached_property
     def templates(self) -> TemplateChoice:
@@ -214,7 +196,7 @@ class LLMJudge(Judge):
         return self.describe(calibrated=self.calibrate)
 
     def describe(self, *, calibrated: bool) -> str:
-        """``backend:model (mode=..., prepair, calibrate)``; ``calibrated``: a :class:`CalibratedJudge` wraps it."""
+        """``backend:model (mode=..., prepair, calibrate)``; ``calibrated``: its comparisons are calibrated."""
         identity = self.runtime.identity()
         name = identity.get("name") or identity.get("model") or "?"
         extra = "".join(
@@ -225,14 +207,18 @@ class LLMJudge(Judge):
         return f"{self.backend}:{name} (mode={self.mode}{extra})"
 
     @property
-    def capacity(self) -> int:
-        """How many requests the runtime can usefully have in flight."""
-        return self.runtime.capacity
-
-    @property
-    def fills_batches(self) -> bool:
-        """Whether the runtime gains from full batches (a local model) or streams requests (HTTP)."""
-        return self.runtime.fills_batches
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        """Grades and comparisons in every mode; k-way judgments in ``logprob`` and ``generate``
+        mode without PREPAIR; capacity and batching from the runtime."""
+        return Capabilities(
+            kway=self.mode in ("logprob", "generate") and not self.prepair,
+            capacity=self.runtime.capacity,
+            fills_batches=self.runtime.fills_batches,
+            mode=self.mode,
+            max_new_tokens=self.max_new_tokens if self.mode == "generate" else 0,
+            prepair=self.prepair,
+            calibrate=self.calibrate,
+        )
 
     def close(self) -> None:
         self.runtime.close()
@@ -274,10 +260,13 @@ class LLMJudge(Judge):
             return decision_template(task)
         return self.templates.template(task, PAIRWISE)
 
-    def pair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts)."""
+    def pair_prompts(
+        self, requests: Sequence[ComparisonRequest], analyses: Sequence[tuple[str, str]] = ()
+    ) -> list[Prompt]:
+        """The pairwise prompts of a batch, in order (with ``prepair``: the decision prompts, showing
+        each request's two ``analyses``)."""
         if self.prepair:
-            return self.prepair_prompts(requests)
+            return self.prepair_prompts(requests, analyses)
         prompts = []
         for task, first, second in requests:
             template = self.pair_template(task)
@@ -313,17 +302,19 @@ class LLMJudge(Judge):
             conversations, max_new_tokens=self.analysis_max_new_tokens, temperature=self.temperature, seed=self.seed
         )
 
-    def prepair_prompts(self, requests: Sequence[ComparisonRequest]) -> list[Prompt]:
-        """PREPAIR decision prompts: both answers and each one's analysis (generated if missing)."""
+    def prepair_prompts(
+        self, requests: Sequence[ComparisonRequest], analyses: Sequence[tuple[str, str]]
+    ) -> list[Prompt]:
+        """PREPAIR decision prompts: both answers as shown and each one's analysis, per request."""
         from rankkit.judges.prepair import render_decision
 
-        # Analyses are of the answers as shown, cached under those texts.
+        if len(analyses) != len(requests):
+            raise ValueError(f"PREPAIR: {len(requests)} comparisons, analyses of {len(analyses)}")
         shown_requests = self.shown_pairs(requests)
-        self.analyses.ensure([(task, c) for task, first, second in shown_requests for c in (first, second)])
         prompts = []
-        for (task, first, second), (_, shown_first, shown_second) in zip(requests, shown_requests):
-            first_analysis = self.analyses.text(task, shown_first)
-            second_analysis = self.analyses.text(task, shown_second)
+        for (task, first, second), (_, shown_first, shown_second), (first_analysis, second_analysis) in zip(
+            requests, shown_requests, analyses
+        ):
             max_points = self.pair_points(task, self.pair_template(task))
             template, text = render_decision(
                 task, shown_first, shown_second, first_analysis, second_analysis, max_points
@@ -331,20 +322,6 @@ class LLMJudge(Judge):
             untrusted = self._untrusted(first, second, shown=[shown_first, shown_second])
             prompts.append(Prompt(user_turn(text), template, max_points, (*untrusted, first_analysis, second_analysis)))
         return prompts
-
-    def _with_analysis_charges(
-        self, requests: Sequence[ComparisonRequest], judgments: Iterator[tuple[int, Verdict]]
-    ) -> Iterator[tuple[int, Verdict]]:
-        """Generate missing analyses first; charge each fresh one to the first judgment that used it."""
-        shown_requests = self.shown_pairs(requests)
-        fresh = self.analyses.ensure([(task, c) for task, first, second in shown_requests for c in (first, second)])
-        charges = self.analyses.charges(shown_requests, fresh)
-        for index, judgment in judgments:
-            if charges[index]:
-                usage = dict(judgment.usage)
-                add_usage(usage, charges[index])
-                judgment = replace(judgment, usage=usage)
-            yield index, judgment
 
     def calibrate_pair_probability(self, task: Task, first: Candidate, second: Candidate, probability: float) -> float:
         """Hook for a per-comparison calibration of P(first); identity by default."""
@@ -363,20 +340,39 @@ class LLMJudge(Judge):
         """Yield ``(index in requests, grade)`` as the runtime's results arrive."""
         if not requests:
             return iter(())
-        return _naming_task(self.judging_mode.grade(self, requests), [task for task, _ in requests])
+        return _naming_task(self._graded(requests), [task for task, _ in requests])
+
+    def _graded(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
+        prompts = [] if self.mode == "loglik" else [self.point_prompt(task, candidate) for task, candidate in requests]
+        yield from self.judging_mode.grade(self, requests, prompts)
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Yield ``(index in requests, verdict)`` as each is ready (calibrated with ``calibrate=true``)."""
-        if self.calibrated is not None:
-            return self.calibrated.compare_many(requests)
+        """Yield ``(index in requests, verdict)`` as each is ready (calibrated with ``calibrate=true``).
+
+        Outside a run, a calibrated or PREPAIR judge asks for what it needs itself, remembering nothing.
+        """
+        if self.calibrate or self.prepair:
+            return answer_directly(self, VERDICT_KIND, requests)
         return self.compare_raw(requests)
 
-    # -- k-way judgments (rankkit.judges.kway_llm) ----------------------------------------------
-    @property
-    def supports_kway(self) -> bool:  # type: ignore[override]
-        """k-way choices and rankings in ``logprob`` and ``generate`` mode, without PREPAIR."""
-        return self.mode in ("logprob", "generate") and not self.prepair
+    # -- what a run's memo asks: needs first (raw comparisons, analyses), then the answers --------
+    def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
+        """Comparisons need the raw ones in both orders (``calibrate``) or PREPAIR's analyses."""
+        if kind != VERDICT_KIND:
+            return []
+        if self.calibrate:
+            return [Needed(self.raw_comparisons, VERDICT_KIND, both_orders(requests))]
+        return self.raw_comparisons.needs(kind, requests)
 
+    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Any]]:
+        """Comparisons from what :meth:`needs` named; other kinds from their batched method."""
+        if kind != VERDICT_KIND:
+            return super().answer(kind, requests, found)
+        if self.calibrate:
+            return calibrated_verdicts(requests, found[0], self.pair_template)
+        return self.raw_comparisons.answer(kind, requests, found)
+
+    # -- k-way judgments (rankkit.judges.kway_llm) ----------------------------------------------
     def kway_key(self) -> list[Any]:
         """What a k-way judgment depends on besides the fingerprint: the judge's k-way templates."""
         from rankkit.judges import kway_llm
@@ -411,12 +407,61 @@ class LLMJudge(Judge):
         """k-way requests with each candidate as shown (:meth:`shown`)."""
         return [(task, tuple(self.shown(c) for c in candidates)) for task, candidates in requests]
 
-    def compare_raw(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """The mode's comparisons before any calibration (with PREPAIR's analysis charges)."""
+    def compare_raw(
+        self, requests: Sequence[ComparisonRequest], analyses: Sequence[tuple[Any, bool]] = ()
+    ) -> Iterator[tuple[int, Verdict]]:
+        """The mode's comparisons before any calibration; with PREPAIR, ``analyses`` are what
+        :meth:`~rankkit.judges.prepair.Analyser.needed` named, found: shown, and charged where fresh."""
         if not requests:
             return iter(())
-        judgments = _naming_task(self.judging_mode.compare(self, requests), [task for task, _, _ in requests])
-        return self._with_analysis_charges(requests, judgments) if self.prepair else judgments
+        judgments = _naming_task(self._compared(requests, analyses), [task for task, _, _ in requests])
+        if not self.prepair:
+            return judgments
+        from rankkit.judges.prepair import analysis_charges
+
+        return _charged(judgments, analysis_charges(analyses))
+
+    def _compared(
+        self, requests: Sequence[ComparisonRequest], analyses: Sequence[tuple[Any, bool]]
+    ) -> Iterator[tuple[int, Verdict]]:
+        prompts: list[Prompt] = []
+        if self.mode != "loglik":
+            from rankkit.judges.prepair import analyses_of
+
+            prompts = self.pair_prompts(requests, analyses_of(analyses) if self.prepair else ())
+        yield from self.judging_mode.compare(self, requests, prompts)
+
+
+def _charged(
+    judgments: Iterator[tuple[int, Verdict]], charges: Sequence[dict[str, int]]
+) -> Iterator[tuple[int, Verdict]]:
+    """``judgments`` with each request's charge (its fresh PREPAIR analyses) added to its usage."""
+    for index, judgment in judgments:
+        if charges[index]:
+            usage = dict(judgment.usage)
+            add_usage(usage, charges[index])
+            judgment = replace(judgment, usage=usage)
+        yield index, judgment
+
+
+def _check_options(backend: str, *, calibrate: bool, prepair: bool, sanitize: bool, **given: Any) -> None:
+    """Apply the spec options' rules (:data:`LLM_OPTIONS`) to a judge built in Python too; raise
+    :class:`SpecError` naming ``backend``. The template is read on first use, so not checked here."""
+    for option in LLM_OPTIONS:
+        if option.name in given and given[option.name] is not None:
+            check_value(option, given[option.name], backend)
+    mode = given["mode"]
+    if calibrate and mode != "logprob":
+        raise SpecError(
+            f"{backend}: calibrate=true corrects choice probabilities and needs mode=logprob (mode is {mode})"
+        )
+    if prepair and mode == "loglik":
+        raise SpecError(f"{backend}: prepair=true needs a judge prompt (mode=generate or logprob)")
+    if sanitize and mode == "loglik":
+        raise SpecError(
+            f"{backend}: sanitize=true rewrites text in judge prompts, and mode=loglik has "
+            f"none (use mode=generate or logprob)"
+        )
 
 
 def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) -> Iterator[tuple[int, Any]]:
@@ -432,120 +477,42 @@ def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# Calibration: the wrapper a calibrated judge's comparisons go through
+# Raw comparisons: what calibration needs
 
 
-class CalibratedJudge(Judge):
-    """An LLM judge's logprob comparisons with the slot bias removed by both-order log-odds averaging.
-
-    ``judge`` is an :class:`LLMJudge` in ``logprob`` mode; its raw comparisons are cached under its
-    :attr:`LLMJudge.raw_fingerprint`, so calibrated and uncalibrated runs share them.
-    ``CalibratedJudge(LLMJudge(runtime, mode="logprob"))`` judges exactly as
-    ``LLMJudge(runtime, mode="logprob", calibrate=True)``; the method is in
-    :mod:`rankkit.judges.calibration`. Grades pass through to the wrapped judge.
-    """
+class RawComparisons(Judge):
+    """An LLM judge's comparisons before calibration, as judgments of their own: cached under its
+    :attr:`LLMJudge.raw_fingerprint`, so calibrated and uncalibrated runs share them. With PREPAIR
+    they need the answers' analyses."""
 
     def __init__(self, judge: LLMJudge):
-        if judge.mode != "logprob":
-            raise SpecError(
-                f"{judge.backend}: calibration corrects choice probabilities and needs "
-                f"mode=logprob (mode is {judge.mode})"
-            )
         self.judge = judge
-        self.backend = judge.backend  # instance attributes: the fingerprint names the real backend
-        self.version = judge.version
-
-    # -- identity and plumbing: the wrapped judge's -------------------------------------------
-    def fingerprint_fields(self) -> dict[str, Any]:
-        """The wrapped judge's fingerprint fields, with the calibration method."""
-        return {**self.judge.fingerprint_fields(), "calibrate": CALIBRATION_METHOD}
 
     @property
-    def raw_fingerprint(self) -> str:
-        """The fingerprint the raw judgments are cached under: the wrapped judge's, uncalibrated."""
+    def fingerprint(self) -> str:
         return self.judge.raw_fingerprint
 
     @property
     def description(self) -> str:
-        return self.judge.describe(calibrated=True)
+        return self.judge.describe(calibrated=False)
 
     def request_key(self, task: Task, *candidates: Candidate) -> list[Any]:
-        """The wrapped judge's request key."""
+        """The LLM judge's request key."""
         return self.judge.request_key(task, *candidates)
 
-    @property
-    def capacity(self) -> int:
-        return self.judge.capacity
+    def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
+        """With PREPAIR: the analyses of both answers of each comparison, as shown."""
+        if kind != VERDICT_KIND or self.judge.analyses is None:
+            return []
+        return [self.judge.analyses.needed(self.judge.shown_pairs(requests))]
 
-    @property
-    def fills_batches(self) -> bool:
-        return self.judge.fills_batches
-
-    def bind_memo(self, memo: JudgmentMemo) -> None:
-        """Bind the run's memo to this judge and to the wrapped one."""
-        self.judge.bind_memo(memo)
-
-    def close(self) -> None:
-        self.judge.close()
-
-    def show_progress(self, note: Callable[[str], None]) -> None:
-        """Pass the progress bar's ``note`` on to the wrapped judge."""
-        self.judge.show_progress(note)
-
-    # -- judgments ----------------------------------------------------------------------------
-    def grade(self, task: Task, candidate: Candidate) -> Grade:
-        """The wrapped judge's grade (calibration applies to comparisons only)."""
-        return self.judge.grade(task, candidate)
-
-    def grade_many(self, requests: Sequence[GradeRequest]) -> Iterator[tuple[int, Grade]]:
-        """The wrapped judge's grades (calibration applies to comparisons only)."""
-        return self.judge.grade_many(requests)
-
-    def compare(self, task: Task, first: Candidate, second: Candidate) -> Verdict:
-        """The calibrated verdict on ``first`` and ``second`` as shown (one request of :meth:`compare_many`)."""
-        return next(self.compare_many([(task, first, second)]))[1]
+    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Any]]:
+        """The raw comparisons (with PREPAIR: showing, and charging, the analyses found)."""
+        return self.judge.compare_raw(requests, found[0] if found else ())
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Each pair read in both orders (missing raw judgments in one batch), calibrated; yielded in request order."""
-        if not requests:
-            return
-        both_orders = list(requests) + [(task, second, first) for task, first, second in requests]
-        judge = self.judge
-        raw = memo_of(judge).fetch(
-            judge.raw_fingerprint,
-            VERDICT_KIND,
-            [judge.request_key(*r) for r in both_orders],
-            lambda indices: judge.compare_raw([both_orders[i] for i in indices]),
-            Verdict.from_dict,
-            Verdict.to_dict,
-        )
-        for index, (task, _, _) in enumerate(requests):
-            (forward, forward_origin), (backward, backward_origin) = raw[index], raw[len(requests) + index]
-            judgment = self._calibrated(task, dict(forward.extras["logprobs"]), dict(backward.extras["logprobs"]))
-            usage: dict[str, int] = {}
-            for used, origin in ((forward, forward_origin), (backward, backward_origin)):
-                if origin is Origin.JUDGE:  # charged once, to the first request that needed it
-                    add_usage(usage, used.usage)
-            yield index, replace(judgment, usage=usage) if usage else judgment
-
-    def _calibrated(self, task: Task, forward: dict[str, float], backward: dict[str, float]) -> Verdict:
-        """The calibrated judgment of a pair from its choice log-probabilities in both orders."""
-        used = self.judge.pair_template(task)
-        template, prefix = used.name, used.choice_prefix + " "
-        forward_odds, backward_odds = choice_log_odds(forward), choice_log_odds(backward)
-        if forward_odds is None or backward_odds is None:
-            return choice_judgment(
-                task, template, prefix, forward, None, {"calibration": CALIBRATION_METHOD, "swapped_logprobs": backward}
-            )
-        calibrated, bias = both_orders_log_odds(forward_odds, backward_odds)
-        extras = {
-            "calibration": CALIBRATION_METHOD,
-            "swapped_logprobs": dict(backward),
-            "raw_log_odds": forward_odds,
-            "swapped_raw_log_odds": backward_odds,
-            "slot_bias": bias,
-        }
-        return choice_judgment(task, template, prefix, forward, sigmoid(calibrated), extras)
+        """The raw comparisons, asking for any analyses they need directly."""
+        return answer_directly(self, VERDICT_KIND, requests)
 
 
 # ---------------------------------------------------------------------------------------------

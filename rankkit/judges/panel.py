@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankkit.judge_protocol import Capabilities, Found, Needed
 from rankkit.judges.backends import Argument, Backend, Option, Settings, spec_name
-from rankkit.judges.base import Judge, add_usage
-from rankkit.judgments import ComparisonRequest, ParseStatus, Verdict, Winner
-from rankkit.memo import JudgmentMemo, Origin, memo_of
+from rankkit.judges.base import Judge, add_usage, answer_directly
+from rankkit.judgments import VERDICT_KIND, ComparisonRequest, ParseStatus, Verdict, Winner
 from rankkit.specs import Spec, SpecError
 from rankkit.tasks import Candidate, Task
 
@@ -115,8 +115,6 @@ class PanelJudge(Judge):
 
     backend = "panel"
     version = "1"
-    supports_pointwise = False
-    supports_pairwise = True
 
     def __init__(self, members: Sequence[Judge], threshold: float = 0.5):
         if len(members) < 2:
@@ -127,7 +125,7 @@ class PanelJudge(Judge):
         if len(set(fingerprints)) != len(fingerprints):
             raise SpecError("panel: the same judge is listed twice; its votes would count double")
         for member in members:
-            if not member.supports_pairwise:
+            if not member.capabilities.pairwise:
                 raise SpecError(f"panel: member {member.description} cannot compare pairs")
         self.members = list(members)
         self.threshold = float(threshold)
@@ -149,18 +147,14 @@ class PanelJudge(Judge):
         return [member.request_key(task, *candidates) for member in self.members]
 
     @property
-    def capacity(self) -> int:  # members are asked one after another, each with the whole batch
-        return max(int(getattr(m, "capacity", 1)) for m in self.members)
-
-    @property
-    def fills_batches(self) -> bool:
-        return any(getattr(m, "fills_batches", False) for m in self.members)
-
-    def bind_memo(self, memo: JudgmentMemo) -> None:
-        """Bind the run's memo to the panel and to every member."""
-        super().bind_memo(memo)
-        for member in self.members:
-            member.bind_memo(memo)
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        """Comparisons only; members are asked one after another, each with the whole batch."""
+        members = [member.capabilities for member in self.members]
+        return Capabilities(
+            pointwise=False,
+            capacity=max(member.capacity for member in members),
+            fills_batches=any(member.fills_batches for member in members),
+        )
 
     def check_tasks(self, tasks: Sequence[Task]) -> None:
         """Let every member check the tasks."""
@@ -168,24 +162,23 @@ class PanelJudge(Judge):
             member.check_tasks(tasks)
 
     # -- member votes -------------------------------------------------------------------------
-    def member_judgments(
-        self, requests: Sequence[ComparisonRequest]
-    ) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
-        """``(pairs, fresh)``: each member's judgments of each request in both orders (memory, cache or member).
-
-        ``pairs[i][m]`` is member m's (as requested, reversed) pair for request i; ``fresh[i]`` the new
-        (paid) judgments request i needed. New judgments are cached under the member's own fingerprint.
-        """
+    def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
+        """Every member's verdicts on each request in both orders (as requested, then reversed),
+        cached under the member's own fingerprint."""
         both_orders = [
             order for task, first, second in requests for order in ((task, first, second), (task, second, first))
         ]
+        return [Needed(member, VERDICT_KIND, both_orders) for member in self.members]
+
+    @staticmethod
+    def member_judgments(
+        requests: Sequence[ComparisonRequest], found: Found
+    ) -> tuple[list[list[MemberPair]], list[list[Verdict]]]:
+        """``(pairs, fresh)`` from what :meth:`needs` named, found: ``pairs[i][m]`` is member m's
+        (as requested, reversed) pair for request i; ``fresh[i]`` the new (paid) judgments request i needed."""
         pairs: list[list[MemberPair]] = [[] for _ in requests]
         fresh: list[list[Verdict]] = [[] for _ in requests]
-        for member in self.members:
-            judged = [
-                (verdict, origin is Origin.JUDGE)
-                for verdict, origin in memo_of(self).verdicts(both_orders, judge=member)
-            ]
+        for judged in found:
             for index in range(len(requests)):
                 as_requested, reversed_order = judged[2 * index], judged[2 * index + 1]
                 pairs[index].append((as_requested[0], reversed_order[0]))
@@ -247,8 +240,12 @@ class PanelJudge(Judge):
         return next(self.compare_many([(task, first, second)]))[1]
 
     def compare_many(self, requests: Sequence[ComparisonRequest]) -> Iterator[tuple[int, Verdict]]:
-        """Yield ``(index, verdict)`` for each request once its members' votes are in."""
-        pairs, fresh = self.member_judgments(requests)
+        """Yield ``(index, verdict)`` for each request, asking the members directly (outside a run)."""
+        return answer_directly(self, VERDICT_KIND, requests)
+
+    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Verdict]]:
+        """Yield ``(index, verdict)`` for each request from its members' votes (what :meth:`needs` named, found)."""
+        pairs, fresh = self.member_judgments(requests, found)
         for index, (task, _, _) in enumerate(requests):
             yield index, self._decision(task, pairs[index], fresh[index])
 

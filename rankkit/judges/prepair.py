@@ -6,14 +6,14 @@ answers and both analyses. More in ``docs/judges-llm.md``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from rankkit.judges.base import add_usage, content_key
+from rankkit.judge_protocol import Found, Needed
+from rankkit.judges.base import Judge, add_usage, content_key
 from rankkit.prompts import (
     TEMPLATE_DIR,
     Template,
@@ -119,88 +119,60 @@ class Analysis:
         """The analysis as a JSON-ready mapping, ``text`` and ``usage`` (how the memo stores it)."""
         return {"text": self.text, "usage": dict(self.usage)}
 
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> Analysis:
+        """A stored analysis: its text; reusing it costs nothing, so no usage."""
+        return cls(payload["text"])
+
 
 #: Generates analyses: takes conversations, yields ``(index, Generation)`` (a runtime's ``generate``
 #: with decoding already bound).
 Generate = Callable[[Sequence[list[dict[str, str]]]], Iterator[tuple[int, Any]]]
 
 
-class AnalysisStore:
-    """Looks analyses up in memory, then in the run's cache, and generates the rest in one batch.
+class Analyser(Judge):
+    """PREPAIR's analyses as judgments of their own: one per ``(task, answer)``, cached (kind
+    :data:`ANALYSIS_KIND`) under :func:`analysis_fingerprint`, which a PREPAIR judge :meth:`needs`.
 
     ``fingerprint`` is a function giving :func:`analysis_fingerprint`, called on first lookup so
-    building a judge asks its runtime nothing. Analyses are looked up through ``judge``'s memo, so
-    they are cached like judgments. ``stats`` counts ``generated``, ``cache_hits`` and ``memo_hits``.
+    building a judge asks its runtime nothing. ``stats["generated"]`` counts the analyses generated.
     """
 
-    def __init__(self, fingerprint: Callable[[], str], generate: Generate, judge: Any):
-        self.fingerprint = fingerprint
+    def __init__(self, fingerprint: Callable[[], str], generate: Generate):
+        self._fingerprint = fingerprint
         self.generate = generate
-        self.judge = judge
-        self.memo: dict[str, str] = {}
-        self.stats = {"generated": 0, "memo_hits": 0, "cache_hits": 0}
+        self.stats = {"generated": 0}
 
-    @staticmethod
-    def _key(task: Task, candidate: Candidate) -> str:
-        return json.dumps(analysis_parts(task, candidate), ensure_ascii=False)
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint()
 
-    def text(self, task: Task, candidate: Candidate) -> str:
-        """The analysis of an answer that :meth:`ensure` has already produced."""
-        return self.memo[self._key(task, candidate)]
+    def needed(self, requests: Sequence[tuple[Task, Candidate, Candidate]]) -> Needed:
+        """The analyses of both answers of every comparison (answers as shown), first then second."""
+        answers = [(task, candidate) for task, first, second in requests for candidate in (first, second)]
+        return Needed(self, ANALYSIS_KIND, answers, Analysis)
 
-    def ensure(self, answers: Sequence[tuple[Task, Candidate]]) -> dict[str, Analysis]:
-        """Make sure every ``(task, answer)`` has an analysis; the ones generated now, by memo key (the rest were reused)."""
-        from rankkit.memo import Origin, memo_of
+    def answer(self, kind: str, requests: Sequence[Any], found: Found) -> Iterator[tuple[int, Analysis]]:
+        """Generate the analysis of each ``(task, answer)`` request, in one batch."""
+        conversations = [[{"role": "user", "content": render_analysis(task, answer)[1]}] for task, answer in requests]
+        for index, generation in self.generate(conversations):
+            self.stats["generated"] += 1
+            yield index, Analysis(generation.text, dict(generation.usage))
 
-        missing: dict[str, tuple[Task, Candidate]] = {}
-        for task, candidate in answers:
-            key = self._key(task, candidate)
-            if key in missing:
-                continue
-            if key in self.memo:
-                self.stats["memo_hits"] += 1
-                continue
-            missing[key] = (task, candidate)
-        if not missing:
-            return {}
-        keys = list(missing)
 
-        def ask(indices: list[int]) -> Iterator[tuple[int, Analysis]]:
-            conversations = [[{"role": "user", "content": render_analysis(*missing[keys[i]])[1]}] for i in indices]
-            for index, generation in self.generate(conversations):
-                yield index, Analysis(generation.text, dict(generation.usage))
+def analyses_of(found: Sequence[tuple[Analysis, bool]]) -> list[tuple[str, str]]:
+    """Per comparison, the texts of its two answers' analyses (``found`` as :meth:`Analyser.needed` orders it)."""
+    return [(found[i][0].text, found[i + 1][0].text) for i in range(0, len(found), 2)]
 
-        found = memo_of(self.judge).fetch(
-            self.fingerprint(),
-            ANALYSIS_KIND,
-            [analysis_parts(*missing[k]) for k in keys],
-            ask,
-            lambda payload: Analysis(payload["text"]),
-            Analysis.to_dict,
-        )
-        fresh: dict[str, Analysis] = {}
-        for key, (analysis, origin) in zip(keys, found):
-            self.memo[key] = analysis.text
-            if origin is Origin.JUDGE:
-                self.stats["generated"] += 1
-                fresh[key] = analysis
-            else:
-                self.stats["cache_hits"] += 1
-        return fresh
 
-    def charges(
-        self, requests: Sequence[tuple[Task, Candidate, Candidate]], fresh: Mapping[str, Analysis]
-    ) -> list[dict[str, int]]:
-        """Per request, the usage of the ``fresh`` analyses it is the first to use (each charged once)."""
-        charged: set[str] = set()
-        out = []
-        for task, first, second in requests:
-            usage: dict[str, int] = {}
-            for candidate in (first, second):
-                key = self._key(task, candidate)
-                if key in fresh and key not in charged:
-                    charged.add(key)
-                    usage["analyses"] = usage.get("analyses", 0) + 1
-                    add_usage(usage, fresh[key].usage)
-            out.append(usage)
-        return out
+def analysis_charges(found: Sequence[tuple[Analysis, bool]]) -> list[dict[str, int]]:
+    """Per comparison, the usage of the analyses generated for it (each charged once: to the first that used it)."""
+    out = []
+    for i in range(0, len(found), 2):
+        usage: dict[str, int] = {}
+        for analysis, fresh in found[i : i + 2]:
+            if fresh:
+                usage["analyses"] = usage.get("analyses", 0) + 1
+                add_usage(usage, analysis.usage)
+        out.append(usage)
+    return out

@@ -17,6 +17,7 @@ from typing import Any
 from rankkit.errors import TaskFormatError
 from rankkit.file_checks import check_tree
 from rankkit.frames import json_object_line
+from rankkit.judge_protocol import Capabilities
 from rankkit.judges.backends import Argument, Backend, Option, Settings, check_value
 from rankkit.judges.base import Judge, JudgeError
 from rankkit.judgments import (
@@ -325,8 +326,6 @@ class ReplayJudge(Judge):
 
     backend = "replay"
     version = "1"
-    supports_pointwise = False
-    supports_pairwise = True
 
     def __init__(
         self,
@@ -359,9 +358,9 @@ class ReplayJudge(Judge):
         return load_recorded_kway(self.path, self.judge_label, self.method)
 
     @property
-    def supports_kway(self) -> bool:  # type: ignore[override]
-        """Whether the recording holds k-way judgments (a recording of pairs only cannot answer them)."""
-        return bool(self.kway_table)
+    def capabilities(self) -> Capabilities:  # type: ignore[override]
+        """Comparisons; k-way judgments when the recording holds some (read on first use)."""
+        return Capabilities(pointwise=False, kway=bool(self.kway_table))
 
     @functools.cached_property
     def sha256(self) -> str:

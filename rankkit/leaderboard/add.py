@@ -130,7 +130,6 @@ def add_system(
     if method not in ADD_METHODS:
         raise LeaderboardError(f"unknown add method {method!r} (choose {', '.join(ADD_METHODS)})")
     memo = JudgmentMemo(judge, cache)
-    judge.bind_memo(memo)
     judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
     seed = board.seed if seed is None else seed
     order = order or ("both" if board.order == "both" else "random")

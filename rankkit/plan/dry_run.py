@@ -422,20 +422,21 @@ def judge_notes(judge: Judge, sizes: PromptSizes | None) -> list[str]:
     """What the prompt-token estimate leaves out, one sentence each (none for a judge without prompts)."""
     if sizes is None:
         return []
+    gives = judge.capabilities
     notes = [f"prompt tokens estimated at {CHARS_PER_TOKEN} characters per token"]
-    if getattr(judge, "mode", "") == "generate":
+    if gives.mode == "generate":
         notes.append(
-            f"plus up to {judge.max_new_tokens} generated tokens per new judgment (and one retry "
+            f"plus up to {gives.max_new_tokens} generated tokens per new judgment (and one retry "
             f"per verdict that fails to parse)"
         )
     if judge_price(judge) is not None:
         notes.append(USD_ASSUMPTIONS)
-    if getattr(judge, "prepair", False):
+    if gives.prepair:
         notes.append(
             "PREPAIR: one analysis per answer not yet analysed comes on top, and its text on top of "
             "each decision prompt"
         )
-    if getattr(judge, "calibrate", False):
+    if gives.calibrate:
         notes.append(
             "calibrate: a comparison whose swapped order is not judged anyway is also read swapped "
             "(up to twice the prompt tokens of comparisons)"

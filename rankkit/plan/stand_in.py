@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rankkit.cache import NullCache
+from rankkit.judge_protocol import Capabilities
 from rankkit.judges.base import Judge
 from rankkit.judges.kway import ranking_from_scores
 from rankkit.judgments import Grade, GroupChoice, GroupRanking, Verdict, Winner
@@ -76,16 +77,15 @@ class StandInJudge(Judge):
     """
 
     backend = "stand-in"
-    capacity = 1  # one thread, one batch at a time: the run needs no dispatcher
 
     def __init__(self, inner: Judge, policy: str = "ranked", sizes: PromptSizes | None = None):
         self.inner = inner
         self.policy = policy
         self._grades = POLICIES[policy]
         self.sizes = sizes
-        self.supports_pairwise = inner.supports_pairwise
-        self.supports_pointwise = inner.supports_pointwise
-        self.supports_kway = inner.supports_kway
+        gives = inner.capabilities
+        # capacity 1: one thread, one batch at a time; the run needs no dispatcher
+        self.capabilities = Capabilities(pointwise=gives.pointwise, pairwise=gives.pairwise, kway=gives.kway)
 
     @property
     def fingerprint(self) -> str:
@@ -102,9 +102,6 @@ class StandInJudge(Judge):
     def kway_key(self) -> list[Any]:
         """The inner judge's k-way key."""
         return self.inner.kway_key()
-
-    def bind_memo(self, memo: Any) -> None:
-        """Do nothing: the judge stood in for never reads or writes a memo of its own."""
 
     def _usage(self, tokens: Callable[[], int]) -> dict[str, int]:
         return {} if self.sizes is None else {"prompt_tokens": tokens()}

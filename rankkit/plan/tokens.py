@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
+from rankkit.judges.llm import LLMJudge
 from rankkit.tasks import Candidate, Task
 
 #: Characters per token of the estimate (OpenAI's rule of thumb for English text).
@@ -26,7 +26,7 @@ class PromptSizes:
     ``largest`` keeps, per task id, the largest prompt sized so far (checked against the context).
     """
 
-    def __init__(self, judge: Any):
+    def __init__(self, judge: LLMJudge):
         self.judge = judge
         self._means: dict[tuple[str, str], float] = {}
         self.largest: dict[str, int] = {}
@@ -37,9 +37,9 @@ class PromptSizes:
         return tokens
 
     @staticmethod
-    def applies(judge: Any) -> bool:
-        """Whether ``judge`` reads prompts this class can render (``point_prompt``, ``pair_prompts``, ``mode``)."""
-        return hasattr(judge, "point_prompt") and hasattr(judge, "pair_prompts") and hasattr(judge, "mode")
+    def applies(judge: object) -> bool:
+        """Whether ``judge`` renders prompts this class can size: an :class:`~rankkit.judges.llm.LLMJudge`."""
+        return isinstance(judge, LLMJudge)
 
     def point(self, task: Task, candidate: Candidate) -> int:
         """Estimated tokens of the prompt grading ``candidate`` (``loglik``: the bare question and the answer)."""
@@ -52,7 +52,7 @@ class PromptSizes:
         if self.judge.mode == "loglik":  # each answer after the bare question (the longer is one prompt)
             self._seen(task, estimate_tokens(task.prompt + max(first.text, second.text, key=len)))
             return estimate_tokens(2 * task.prompt + first.text + second.text)
-        if getattr(self.judge, "prepair", False):
+        if self.judge.prepair:
             # Rendering PREPAIR's decision prompt would need the analyses; the plain pairwise
             # prompt is the same size but for them (noted in the output).
             from rankkit.prompts import PAIRWISE, prompt_max_points, render_pairwise

@@ -8,7 +8,8 @@ the batch discount applies; no prompt-cache hits or retries (:data:`ASSUMPTIONS`
 from __future__ import annotations
 
 from rankkit.judges.base import Judge
-from rankkit.judges.llm import CalibratedJudge, LLMJudge
+from rankkit.judges.calibrated_judge import CalibratedJudge
+from rankkit.judges.llm import LLMJudge
 from rankkit.judges.prices import BATCH_DISCOUNT, Price
 
 #: Tokens of rankkit's follow-up question (or verdict prefix) added to each verdict read.

@@ -12,8 +12,9 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from rankkit.judge_protocol import JudgeProtocol
 from rankkit.order import ORDERS, check_order
 from rankkit.specs import Spec, SpecError, build_dataclass, convert_value, parse_spec
 from rankkit.tasks import Task
@@ -249,26 +250,15 @@ class Strategy:
         return self.name + (":" + ",".join(changed) if changed else "")
 
 
-#: The judge capability (a ``Judge`` class attribute) each strategy kind needs, and what it is called.
+#: What each strategy kind needs of a judge (:meth:`~rankkit.judge_protocol.Capabilities.gives`).
 _NEEDS = {
-    "pairwise": ("supports_pairwise", "pairwise comparisons"),
-    "pointwise": ("supports_pointwise", "pointwise grades"),
-    "kway": ("supports_kway", "k-way judgments (several answers at once)"),
+    "pairwise": "pairwise comparisons",
+    "pointwise": "pointwise grades",
+    "kway": "k-way judgments (several answers at once)",
 }
 
 
-class JudgeCapabilities(Protocol):
-    """What :func:`check_compatible` reads of a judge: its description and ``supports_*`` flags."""
-
-    @property
-    def description(self) -> str: ...
-
-    supports_pairwise: bool
-    supports_pointwise: bool
-    supports_kway: bool
-
-
-def check_compatible(strategies: Iterable[Strategy], judge: JudgeCapabilities) -> None:
+def check_compatible(strategies: Iterable[Strategy], judge: JudgeProtocol) -> None:
     """Raise :class:`SpecError` when a strategy needs a kind of judgment the judge cannot give.
 
     Called before any judgment, so an impossible pairing (``individual`` with a compare-only judge)
@@ -279,9 +269,9 @@ def check_compatible(strategies: Iterable[Strategy], judge: JudgeCapabilities) -
             raise SpecError(
                 f"strategy {strategy.label}: kind must be one of {', '.join(_NEEDS)}, got {strategy.kind!r}"
             )
-        capability, what = _NEEDS[strategy.kind]
-        if not getattr(judge, capability, True):
-            others = [kind for kind, (flag, _) in _NEEDS.items() if getattr(judge, flag, True)]
+        what = _NEEDS[strategy.kind]
+        if not judge.capabilities.gives(strategy.kind):
+            others = [kind for kind in _NEEDS if judge.capabilities.gives(kind)]
             hint = f"; choose {' or '.join(others)} strategies or another judge" if others else ""
             raise SpecError(
                 f"strategy {strategy.label} needs {what}, which judge {judge.description} cannot give{hint}"

@@ -167,8 +167,8 @@ def test_each_knockout_round_of_every_task_goes_out_as_one_batch_per_read(kind, 
 def test_a_batching_judge_asks_the_dispatcher_for_whole_steps():
     judge = make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,concurrency=4,batch=true,batch_size=64")
     direct = make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,concurrency=4")
-    assert (judge.capacity, judge.fills_batches) == (64, True)
-    assert (direct.capacity, direct.fills_batches) == (4, False)
+    assert (judge.capabilities.capacity, judge.capabilities.fills_batches) == (64, True)
+    assert (direct.capabilities.capacity, direct.capabilities.fills_batches) == (4, False)
     with pytest.raises(SpecError, match="batch_size must be >= 1"):
         make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,batch=true,batch_size=0")
 

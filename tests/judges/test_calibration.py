@@ -16,10 +16,10 @@ from rankkit.judges.calibration import (
     prior_balancing_threshold,
 )
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.modes import sigmoid
+from rankkit.judges.verdict_rules import sigmoid
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
-from rankkit.memo import JudgmentMemo, memo_of
+from rankkit.memo import JudgmentMemo
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
 from tests.judges.test_llm import ScriptedRuntime
@@ -65,11 +65,11 @@ def judge_all(judge: LLMJudge, tasks: list[Task], cache=None) -> tuple[list[tupl
     from rankkit.cache import NullCache
 
     cache = cache if cache is not None else NullCache()
-    judge.bind_memo(JudgmentMemo(judge, cache))
+    memo = JudgmentMemo(judge, cache)
     cost = Cost()
     out = []
     for task in tasks:
-        source = MatchSource(task, memo_of(judge))
+        source = MatchSource(task, memo)
         pairs = ordered_pairs(task)
         for (first, second), judgment in zip(pairs, source.compare_many(pairs)):
             out.append((task, first, second, judgment))
@@ -130,9 +130,9 @@ def test_each_pair_is_read_once_per_order_and_raw_judgments_are_the_uncalibrated
         # A calibrated judge in a new process reuses the raw judgments for pairs it never judged.
         fresh_engine = ScriptedRuntime(logprobs=biased_logprobs)
         fresh = LLMJudge(fresh_engine, mode="logprob", calibrate=True)
-        fresh.bind_memo(JudgmentMemo(fresh, JudgmentCacheView(cache, hide=fresh.fingerprint)))
+        memo = JudgmentMemo(fresh, JudgmentCacheView(cache, hide=fresh.fingerprint))
         task = tasks[0]
-        judgment = fresh.compare(task, task.candidates[0], task.candidates[1])
+        ((judgment, _),) = memo.verdicts([(task, task.candidates[0], task.candidates[1])])
         assert fresh_engine.prompts == [] and judgment.extras["calibration"]
 
 

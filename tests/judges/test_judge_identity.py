@@ -103,7 +103,6 @@ def observed(judge: LLMJudge) -> dict[str, Any]:
     """Everything a run could see or store of this judge on the scripted requests."""
     cache = RecordingCache()
     memo = JudgmentMemo(judge, cache)
-    judge.bind_memo(memo)
     points, pairs = [], []
     for task in tasks():
         a, b, c = task.candidates
@@ -240,7 +239,7 @@ def test_the_exact_hf_engine_has_its_own_fingerprint():
 
 @pytest.mark.parametrize("prepair", [False, True])
 def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
-    from rankkit.judges.llm import CalibratedJudge
+    from rankkit.judges.calibrated_judge import CalibratedJudge
 
     option = LLMJudge(runtime(), mode="logprob", prepair=prepair, calibrate=True)
     wrapper = CalibratedJudge(LLMJudge(runtime(), mode="logprob", prepair=prepair))
@@ -250,7 +249,7 @@ def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
 
 
 def test_the_calibration_wrapper_needs_logprob_mode():
-    from rankkit.judges.llm import CalibratedJudge
+    from rankkit.judges.calibrated_judge import CalibratedJudge
     from rankkit.specs import SpecError
 
     with pytest.raises(SpecError, match="mode=logprob"):

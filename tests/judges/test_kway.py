@@ -11,7 +11,8 @@ import pytest
 from rankkit.judges import make_judge
 from rankkit.judges.kway import parse_choice, parse_ranking, probabilities_from_logprobs, ranking_from_scores
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.sim import LATENT_PRESETS, FixedAccuracyJudge, LatentJudge
+from rankkit.judges.sim import FixedAccuracyJudge, LatentJudge
+from rankkit.judges.sim_model import LATENT_PRESETS
 from rankkit.judgments import GroupChoice, GroupRanking, ParseStatus, Winner, labels
 from rankkit.memo import JudgmentMemo
 from rankkit.prompts.kway import render_kway
@@ -221,10 +222,10 @@ def test_generate_mode_reads_the_choice_from_a_continuation_of_the_judges_own_ex
 
 
 def test_loglik_mode_and_prepair_offer_no_k_way_judgments():
-    assert LLMJudge(ScriptedRuntime(), mode="logprob").supports_kway
-    assert LLMJudge(ScriptedRuntime(), mode="generate").supports_kway
-    assert not LLMJudge(ScriptedRuntime(), mode="loglik").supports_kway
-    assert not LLMJudge(ScriptedRuntime(), mode="generate", prepair=True).supports_kway
+    assert LLMJudge(ScriptedRuntime(), mode="logprob").capabilities.kway
+    assert LLMJudge(ScriptedRuntime(), mode="generate").capabilities.kway
+    assert not LLMJudge(ScriptedRuntime(), mode="loglik").capabilities.kway
+    assert not LLMJudge(ScriptedRuntime(), mode="generate", prepair=True).capabilities.kway
 
 
 # -- the simulator ------------------------------------------------------------------------------
@@ -279,7 +280,7 @@ def test_a_strong_slot_bias_favours_the_first_slot_more_with_more_answers_shown(
 
 
 def test_the_fixed_accuracy_sim_gives_no_k_way_judgments():
-    assert not FixedAccuracyJudge().supports_kway and LatentJudge().supports_kway
+    assert not FixedAccuracyJudge().capabilities.kway and LatentJudge().capabilities.kway
 
 
 def test_the_sim_can_give_a_bare_choice_instead_of_grades():

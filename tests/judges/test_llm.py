@@ -10,14 +10,15 @@ from collections.abc import Callable
 import pytest
 
 from rankkit.cache import JudgmentCache, NullCache
+from rankkit.judge_protocol import Capabilities
 from rankkit.judges.backends import read_settings
 from rankkit.judges.base import JudgeError
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
 from rankkit.judges.llm_runtime import Generation, LLMRuntime, choices_per_row, per_row
-from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
+from rankkit.judges.verdict_rules import choice_probability, expected_digit, logprob_points
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
-from rankkit.memo import JudgmentMemo, memo_of
+from rankkit.memo import JudgmentMemo
 from rankkit.prompts.protocol import SANITIZE_VERSION
 from rankkit.specs import SpecError
 from rankkit.tasks import Candidate, Task
@@ -463,12 +464,9 @@ def test_the_constructor_only_stores_the_template_and_the_spec_reads_it(tmp_path
         make_judge("openai:m,base_url=http://127.0.0.1:9/v1,template=no-such-template")
 
 
-def test_close_closes_the_engine_and_bind_memo_keeps_it():
+def test_close_closes_the_engine():
     runtime = ScriptedRuntime()
     judge = LLMJudge(runtime)
-    cache = NullCache()
-    judge.bind_memo(JudgmentMemo(judge, cache))
-    assert memo_of(judge).cache is cache  # kept in the judge's memo
     with judge:
         pass
     assert runtime.closed
@@ -482,8 +480,13 @@ def test_capacity_and_fills_batches_come_from_the_engine():
         capacity = 12
         fills_batches = True
 
-    assert (LLMJudge(Wide()).capacity, LLMJudge(Wide()).fills_batches) == (12, True)
-    assert (LLMJudge(ScriptedRuntime()).capacity, LLMJudge(ScriptedRuntime()).fills_batches) == (1, False)
+    assert LLMJudge(Wide()).capabilities == Capabilities(
+        kway=True, capacity=12, fills_batches=True, mode="generate", max_new_tokens=256
+    )
+    assert (
+        LLMJudge(ScriptedRuntime()).capabilities.capacity,
+        LLMJudge(ScriptedRuntime()).capabilities.fills_batches,
+    ) == (1, False)
 
 
 class GatedRuntime(ScriptedRuntime):
@@ -550,11 +553,12 @@ def test_concurrent_prepair_calls_generate_each_analysis_once():
     judge = LLMJudge(runtime, prepair=True)
     t = task()
     a, b, c = t.candidates
+    memo = JudgmentMemo(judge)
     first, second = run_two_overlapping(
         runtime,
-        lambda: dict(judge.compare_many([(t, a, b), (t, b, c)])),
-        lambda: dict(judge.compare_many([(t, c, a), (t, b, a)])),
-        memo_of(judge),
+        lambda: dict(enumerate(verdict for verdict, _ in memo.verdicts([(t, a, b), (t, b, c)]))),
+        lambda: dict(enumerate(verdict for verdict, _ in memo.verdicts([(t, c, a), (t, b, a)]))),
+        memo,
     )
     assert len(first) == 2 and len(second) == 2
     assert judge.analyses.stats["generated"] == 3  # a, b, c: once each, not once per caller
@@ -567,8 +571,9 @@ def test_concurrent_calibrated_calls_ask_each_order_once():
     judge = LLMJudge(runtime, mode="logprob", calibrate=True)
     t = task()
     a, b, _ = t.candidates
+    memo = JudgmentMemo(judge)
     first, second = run_two_overlapping(
-        runtime, lambda: judge.compare(t, a, b), lambda: judge.compare(t, b, a), memo_of(judge)
+        runtime, lambda: memo.verdicts([(t, a, b)])[0][0], lambda: memo.verdicts([(t, b, a)])[0][0], memo
     )
     assert len(runtime.prompts) == 2  # (a, b) and (b, a), each asked once
     assert first.probability == pytest.approx(1 - second.probability)
@@ -589,7 +594,6 @@ def test_raw_fingerprint_does_not_switch_calibration_off_meanwhile():
 
 
 def _null_cache():
-    from rankkit.cache import NullCache
 
     return NullCache()
 

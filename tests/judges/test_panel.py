@@ -19,7 +19,7 @@ from rankkit.judges.panel import (
 )
 from rankkit.judgments import ParseStatus, Verdict, Winner
 from rankkit.matches import Cost, MatchSource
-from rankkit.memo import JudgmentMemo, memo_of
+from rankkit.memo import JudgmentMemo
 from rankkit.specs import SpecError
 from tests.helpers import CountingJudge, make_task
 
@@ -127,8 +127,9 @@ def test_slot_biased_members_cancel_out(task):
 def test_every_member_sees_both_orders_once(task):
     panel, members = two_to_one(0.5)
     c0, c1 = task.candidates[:2]
-    panel.compare(task, c0, c1)
-    panel.compare(task, c1, c0)  # answered from the panel's memory: no member is asked again
+    memo = JudgmentMemo(panel)
+    memo.verdicts([(task, c0, c1)])
+    memo.verdicts([(task, c1, c0)])  # answered from the run's memory: no member is asked again
     for member in members:
         assert sorted(member.calls) == [("c0", "c1"), ("c1", "c0")]
 
@@ -137,7 +138,6 @@ def test_member_votes_are_cached_under_the_members_fingerprints(task, cache_path
     members = [CountingJudge(make_judge(f"sim:preset={p}")) for p in ("gpt4", "chatgpt", "falcon")]
     cache = JudgmentCache(cache_path)
     panel = PanelJudge(members, threshold=0.5)
-    panel.bind_memo(JudgmentMemo(panel, cache))
     cost = Cost()
     source = MatchSource(task, JudgmentMemo(panel, cache))
     cost = source.cost
@@ -146,9 +146,8 @@ def test_member_votes_are_cached_under_the_members_fingerprints(task, cache_path
     assert [m.calls for m in members] == [6, 6, 6] and cost.judge_calls == 3
     # Another threshold is another panel fingerprint, but re-aggregates the cached votes for free.
     stricter = PanelJudge(members, threshold=1.0)
-    stricter.bind_memo(JudgmentMemo(stricter, cache))
     assert stricter.fingerprint != panel.fingerprint
-    MatchSource(task, memo_of(stricter)).compare_many(pairs)
+    MatchSource(task, JudgmentMemo(stricter, cache)).compare_many(pairs)
     assert [m.calls for m in members] == [6, 6, 6]
     # A single-judge run of a member reuses the panel's votes (same key as the match layer's).
     alone_source = MatchSource(task, JudgmentMemo(members[0], cache))

@@ -100,30 +100,28 @@ def test_the_persistent_cache_keeps_analyses_across_judges_and_decision_modes(tm
     with JudgmentCache(tmp_path / "cache.sqlite") as cache:
         first_engine = ScriptedRuntime(reply=analysing_reply)
         first = LLMJudge(first_engine, prepair=True)
-        first.bind_memo(JudgmentMemo(first, cache))
-        list(first.compare_many([(task, task.candidates[0], task.candidates[1])]))
+        JudgmentMemo(first, cache).verdicts([(task, task.candidates[0], task.candidates[1])])
         assert len(analysis_prompts(first_engine)) == 2
 
         # A new process (new judge, empty memo), this time deciding by choice log-probabilities.
         logprob_engine = ScriptedRuntime(reply=analysing_reply, logprobs=lambda prompt, prefix: {"1": -0.1, "2": -2.5})
         second = LLMJudge(logprob_engine, mode="logprob", prepair=True)
         assert second.fingerprint != first.fingerprint
-        second.bind_memo(JudgmentMemo(second, cache))
-        judgments = dict(
-            second.compare_many(
+        judgments = [
+            verdict
+            for verdict, _ in JudgmentMemo(second, cache).verdicts(
                 [(task, task.candidates[0], task.candidates[1]), (task, task.candidates[2], task.candidates[0])]
             )
-        )
+        ]
         assert len(analysis_prompts(logprob_engine)) == 1  # only candidate 2 is new
-        assert second.analyses.stats["cache_hits"] == 2
+        assert second.analyses.stats["generated"] == 1
         assert judgments[0].winner is Winner.FIRST and judgments[0].extras["template"] == "prepair-pairwise"
         assert judgments[0].usage == {} and judgments[1].usage["analyses"] == 1
 
         # Other analysis decoding = other analyses.
         longer_engine = ScriptedRuntime(reply=analysing_reply)
         longer = LLMJudge(longer_engine, prepair=True, analysis_max_new_tokens=64)
-        longer.bind_memo(JudgmentMemo(longer, cache))
-        list(longer.compare_many([(task, task.candidates[0], task.candidates[1])]))
+        JudgmentMemo(longer, cache).verdicts([(task, task.candidates[0], task.candidates[1])])
         assert len(analysis_prompts(longer_engine)) == 2
 
 

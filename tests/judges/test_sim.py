@@ -13,11 +13,10 @@ import pytest
 from scipy import stats
 
 from rankkit.judges import make_judge
-from rankkit.judges.sim import (
+from rankkit.judges.sim import FixedAccuracyJudge, LatentJudge
+from rankkit.judges.sim_model import (
     FIXED_PRESET_RATES,
     LATENT_PRESETS,
-    FixedAccuracyJudge,
-    LatentJudge,
     fixed_parameters,
     kway_temperature,
     latent_pair_accuracy,

@@ -398,7 +398,8 @@ def test_stopping_on_target_is_calibrated_on_a_simulated_judge(criterion):
     ``confidence`` of them, up to two binomial standard errors (the tolerance)."""
     from dataclasses import asdict
 
-    from rankkit.judges.sim import LATENT_PRESETS, LatentJudge
+    from rankkit.judges.sim import LatentJudge
+    from rankkit.judges.sim_model import LATENT_PRESETS
 
     confidence = 0.8
     rng = random.Random(5)

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from rankkit.cli import main
+from rankkit.judge_protocol import Capabilities
 from rankkit.judges import make_judge
 from rankkit.judges.sim import FixedAccuracyJudge
 from rankkit.runner import run
@@ -20,13 +21,13 @@ from tests.helpers import CountingJudge
 class ComparesOnly(CountingJudge):
     """A counting simulated judge that, like replay and panel judges, cannot grade single answers."""
 
-    supports_pointwise = False
+    capabilities = Capabilities(pointwise=False)
 
 
 class GradesOnly(CountingJudge):
     """A counting simulated judge that cannot compare pairs."""
 
-    supports_pairwise = False
+    capabilities = Capabilities(pairwise=False)
 
 
 @dataclass(frozen=True)
