@@ -94,6 +94,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "errors",
             "specs",
+            "file_parsing",
             "frames",
             "task_files",
             "file_checks",
