@@ -172,22 +172,6 @@ def explain_sqlite_error(path: str | Path, err: sqlite3.Error) -> CacheError:
     return CacheError(path, f"{type(err).__name__}: {err}", f"{ELSEWHERE}, or {WITHOUT}")
 
 
-def content_hash(parts: Sequence[Any]) -> str:
-    """SHA-256 of a sequence of JSON values (None kept distinct from the empty string).
-
-    Parameters
-    ----------
-    parts : Sequence[Any]
-        JSON-serialisable values.
-
-    Returns
-    -------
-    str
-        The hex digest.
-    """
-    return hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
 def judgment_key(fingerprint: str, kind: str, parts: Sequence[Any]) -> str:
     """The row key of a judgment: one SHA-256 over fingerprint, kind and request key.
 

@@ -670,15 +670,3 @@ def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
     except ImportError:
         raise ImportError("tasks_to_dataset needs datasets: pip install 'rankkit-llm[datasets]'") from None
     return datasets.Dataset.from_list(task_rows(tasks))
-
-
-def score_spread(task: Task) -> float:
-    """The task's :attr:`Task.human_spread`."""
-    return task.human_spread
-
-
-def iter_candidates(tasks: Iterable[Task]) -> Iterable[tuple[Task, Candidate]]:
-    """Every (task, candidate) pair of ``tasks``, tasks in order."""
-    for task in tasks:
-        for cand in task.candidates:
-            yield task, cand
