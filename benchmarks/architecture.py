@@ -108,7 +108,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("judgments", ("judgments",)),
-    ("cache", ("cache",)),
+    ("cache", ("cache_schema", "cache_leases", "cache")),
     ("memo", ("memo",)),
     ("prompts", ("prompts",)),
     ("matches", ("matches", "choices", "order")),
