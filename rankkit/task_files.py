@@ -126,15 +126,7 @@ def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict
     for row in reader:
         number = reader.line_num
         _check_row_width(path, number, row, len(header))
-        human = {}
-        for name in criteria:
-            value = (row.get(name) or "").strip()
-            if value == "":
-                continue
-            try:
-                human[name] = float(value)
-            except ValueError:
-                raise TaskFormatError(path, number, name, f"score is not a number: {value!r}") from None
+        human = _row_scores(path, number, row, criteria)
         task_id = row["task_id"]
         fields = {"prompt": row["prompt"], "reference": row.get("reference") or None}
         if task_id not in tasks:
@@ -160,6 +152,20 @@ def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict
             }
         )
     return list(tasks.values())
+
+
+def _row_scores(path: Path, line: int, row: dict, criteria: list[str]) -> dict[str, float]:
+    """A row's human scores, one per criterion column (an empty cell: no score)."""
+    human = {}
+    for name in criteria:
+        value = (row.get(name) or "").strip()
+        if value == "":
+            continue
+        try:
+            human[name] = float(value)
+        except ValueError:
+            raise TaskFormatError(path, line, name, f"score is not a number: {value!r}") from None
+    return human
 
 
 def _check_row_width(path: Path, line: int, row: dict, width: int) -> None:
