@@ -122,21 +122,20 @@ def _rank_one(
     started = time.perf_counter()
     ranking = strategy_run.strategy.rank(task, source, task_rng(seed, task.task_id))
     seconds = time.perf_counter() - started
-    scores = {k: float(v) for k, v in ranking.scores.items()}
-    ordered = ranking.ordered(task.candidate_ids)
-    extras = with_undecided(ranking.extras, source.comparisons, source.group_comparisons, strategy_run.strategy)
-    result = TaskResult(
-        task_id=task.task_id,
-        scores=scores,
-        ranking=ordered,
-        champion=ranking.champion,
-        extras=extras,
-        comparisons=source.comparisons,
-        cost=source.cost,
-        group_comparisons=source.group_comparisons,
-        grades=source.grades,
+    return (
+        TaskResult(
+            task_id=task.task_id,
+            scores={k: float(v) for k, v in ranking.scores.items()},
+            ranking=ranking.ordered(task.candidate_ids),
+            champion=ranking.champion,
+            extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons, strategy_run.strategy),
+            comparisons=source.comparisons,
+            cost=source.cost,
+            group_comparisons=source.group_comparisons,
+            grades=source.grades,
+        ),
+        seconds,
     )
-    return result, seconds
 
 
 #: The scientific libraries strategies and metrics import on first use (about 1 s together on a
