@@ -94,6 +94,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "errors",
             "specs",
+            "file_parsing",
             "frames",
             "task_files",
             "file_checks",
@@ -107,7 +108,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("judgments", ("judgments", "judge_protocol")),
-    ("cache", ("cache",)),
+    ("cache", ("cache_schema", "cache_leases", "cache")),
     ("memo", ("memo",)),
     ("prompts", ("prompts",)),
     ("matches", ("matches", "choices", "order")),

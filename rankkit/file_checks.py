@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rankkit.errors import TaskFormatError
-from rankkit.frames import parse_json
+from rankkit.file_parsing import parse_json
 from rankkit.tasks import DEFAULT_MAX_CANDIDATE_CHARS, DEFAULT_MAX_PROMPT_CHARS, MAX_DEPTH
 
 #: The largest file read (results of a large run are tens of MB; a bigger file is not one).

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
 from rankkit.errors import TaskFormatError
+from rankkit.file_parsing import check_header, json_object_line, parse_json
 from rankkit.formatting import plain
 from rankkit.specs import SpecError
 
@@ -172,88 +172,6 @@ def _file_rows(path: Path) -> list[Row]:
     return rows
 
 
-class _DuplicateKey(ValueError):
-    """A JSON object that names one key twice (raised while parsing, caught by the readers)."""
-
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``object_pairs_hook`` for :func:`json.loads`: Python keeps the last of two equal keys
-    silently, which would drop a score or a text without a word; refuse instead."""
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _DuplicateKey(key)
-        obj[key] = value
-    return obj
-
-
-def parse_json(path: str | PathLike[str], number: int | None, text: str) -> Any:
-    """``text`` parsed as JSON, or a :class:`TaskFormatError` naming ``path`` and line ``number``.
-
-    ``number`` None: ``text`` is a whole file, whose own line numbers are used. Refused too: a key
-    named twice in one object, an integer over 4300 digits, nesting too deep to read.
-    """
-    try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as err:
-        line = number if number is not None else err.lineno
-        raise TaskFormatError(path, line, None, f"malformed JSON: {err.msg} (column {err.colno})") from None
-    except _DuplicateKey as err:
-        raise TaskFormatError(path, number, err.key, "the key appears twice in one JSON object; keep one") from None
-    except RecursionError:
-        raise TaskFormatError(
-            path, number, _deep_field(text), "nested too deeply to read (task data nests a few levels, not hundreds)"
-        ) from None
-    except ValueError as err:  # e.g. an integer of more than 4300 digits
-        raise TaskFormatError(path, number, None, f"malformed JSON: {err}") from None
-
-
-def _deep_field(text: str) -> str | None:
-    """The top-level key whose value nests deepest in JSON ``text`` (for the message of a line
-    too deep to parse): the last string at depth 1 before the depth passes 100."""
-    depth, in_string, escaped, start, last_key = 0, False, False, 0, None
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-                if depth == 1:
-                    last_key = text[start:index]
-        elif char == '"':
-            in_string, start = True, index + 1
-        elif char in "{[":
-            depth += 1
-            if depth > 100:
-                return last_key
-        elif char in "}]":
-            depth -= 1
-    return last_key
-
-
-def check_header(path: str | PathLike[str], header: Sequence[str]) -> None:
-    """Refuse a CSV header that names a column twice (a row read by name would silently keep one value)."""
-    seen: set[str] = set()
-    for name in header:
-        if name in seen:
-            raise TaskFormatError(path, 1, name, "the header names this column twice; rename or drop one")
-        seen.add(name)
-
-
-def json_object_line(path: str | PathLike[str], number: int, text: str) -> dict[str, Any]:
-    """Line ``number`` of a JSONL file as the JSON object it must hold; a :class:`TaskFormatError` naming the line otherwise."""
-    obj = parse_json(path, number, text)
-    if not isinstance(obj, dict):
-        raise TaskFormatError(path, number, None, "expected a JSON object per line")
-    return obj
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -347,77 +265,82 @@ def _short(value: Any) -> str:
 
 
 def _group_long(label: str, rows: Sequence[Row], criteria: Sequence[str], source_of: Mapping[str, str]) -> list[Row]:
+    """One-answer rows grouped into task objects, in order of first appearance (``source_of``: the
+    user's column of each mapped field, for messages)."""
+
     def name(field: str) -> str:
         # Errors name the user's own column, with rankkit's name when it was mapped.
         return f"{source_of[field]} (as {field})" if field in source_of else field
 
     tasks: dict[str, Row] = {}
-    prompt_ids: dict[str, str] = {}
+    prompt_ids: dict[str, str] = {}  # no task ids at all (alpaca_eval's outputs): one task per distinct prompt
     for line, row in rows:
-        for field in ("reference", "system"):  # an empty cell is no value (as in the long CSV)
-            if row.get(field) == "":
-                row[field] = None
-        if not isinstance(row["prompt"], str) or not row["prompt"].strip():
-            raise TaskFormatError(
-                label, line, name("prompt"), f"expected a non-empty string, got {_short(row['prompt'])}"
-            )
-        task_id = row.get("task_id")
-        if task_id is None:
-            if "task_id" in row:
-                raise TaskFormatError(label, line, name("task_id"), "missing value")
-            # No task ids at all (alpaca_eval's outputs): one task per distinct prompt.
-            task_id = prompt_ids.setdefault(row["prompt"], f"task-{len(prompt_ids) + 1:04d}")
-        elif not isinstance(task_id, (str, int)):
-            raise TaskFormatError(label, line, name("task_id"), f"expected a string or integer, got {_short(task_id)}")
-        task_id = str(task_id)
-        cand_id = row.get("candidate_id", row.get("system"))
-        if cand_id is None or cand_id == "":
+        task, candidate = _long_row(label, line, row, criteria, name, prompt_ids)
+        task_id = task["task_id"]
+        if task_id not in tasks:
+            tasks[task_id] = (line, task)
+        else:
+            _check_same_task(label, line, tasks[task_id], task, name)
+        # The id as read: rankkit.tasks turns an integer into its digits and refuses other kinds.
+        tasks[task_id][1]["candidates"].append(candidate)
+    return list(tasks.values())
+
+
+def _long_row(
+    label: str, line: int, row: dict[str, Any], criteria: Sequence[str], name: Any, prompt_ids: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One answer's row as its task's fields (no candidates yet) and its candidate."""
+    for field in ("reference", "system"):  # an empty cell is no value (as in the long CSV)
+        if row.get(field) == "":
+            row[field] = None
+    if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+        raise TaskFormatError(label, line, name("prompt"), f"expected a non-empty string, got {_short(row['prompt'])}")
+    task_id = row.get("task_id")
+    if task_id is None:
+        if "task_id" in row:
+            raise TaskFormatError(label, line, name("task_id"), "missing value")
+        task_id = prompt_ids.setdefault(row["prompt"], f"task-{len(prompt_ids) + 1:04d}")
+    elif not isinstance(task_id, (str, int)):
+        raise TaskFormatError(label, line, name("task_id"), f"expected a string or integer, got {_short(task_id)}")
+    cand_id = row.get("candidate_id", row.get("system"))
+    if cand_id is None or cand_id == "":
+        raise TaskFormatError(
+            label,
+            line,
+            name("candidate_id"),
+            "missing: give a candidate_id column, or a system column to name the answers by",
+        )
+    if not isinstance(row["text"], str):
+        raise TaskFormatError(label, line, name("text"), f"text must be a string, got {_short(row['text'])}")
+    if not row["text"].strip():
+        raise TaskFormatError(label, line, name("text"), f"empty text for candidate {str(cand_id)!r}")
+    meta = {
+        **(row.get("meta") or {}),
+        **{k[5:]: v for k, v in row.items() if k.startswith("meta.") and v is not None},
+    }
+    human = _human(label, line, row, criteria, name)
+    task = {"task_id": str(task_id), "prompt": row["prompt"], "reference": row.get("reference"), "meta": meta}
+    candidate = {"id": cand_id, "text": row["text"], "system": row.get("system"), "human": human, "_line": line}
+    return {**task, "candidates": []}, candidate
+
+
+def _check_same_task(label: str, line: int, first: Row, task: dict[str, Any], name: Any) -> None:
+    """A later row of a task agrees with its first (``first``: its line and task object) on the
+    prompt, the reference and the metadata both give; metadata only this row gives is added."""
+    first_line, first_task = first
+    for field in _TASK_FIELDS:
+        if task.get(field) != first_task.get(field):
             raise TaskFormatError(
                 label,
                 line,
-                name("candidate_id"),
-                "missing: give a candidate_id column, or a system column to name the answers by",
+                name(field),
+                f"differs from row {first_line} of the same task {task['task_id']!r}; a task's rows must agree on it",
             )
-        if not isinstance(row["text"], str):
-            raise TaskFormatError(label, line, name("text"), f"text must be a string, got {_short(row['text'])}")
-        if not row["text"].strip():
-            raise TaskFormatError(label, line, name("text"), f"empty text for candidate {str(cand_id)!r}")
-        meta = {
-            **(row.get("meta") or {}),
-            **{k[5:]: v for k, v in row.items() if k.startswith("meta.") and v is not None},
-        }
-        human = _human(label, line, row, criteria, name)
-        if task_id not in tasks:
-            tasks[task_id] = (
-                line,
-                {
-                    "task_id": task_id,
-                    "prompt": row["prompt"],
-                    "reference": row.get("reference"),
-                    "meta": meta,
-                    "candidates": [],
-                },
+    for key, value in task["meta"].items():
+        if first_task["meta"].setdefault(key, value) != value:
+            raise TaskFormatError(
+                label, line, f"meta.{key}", f"differs from an earlier row of task {task['task_id']!r}"
             )
-        else:
-            first_line, task = tasks[task_id]
-            for field in _TASK_FIELDS:
-                if row.get(field) != task.get(field):
-                    raise TaskFormatError(
-                        label,
-                        line,
-                        name(field),
-                        f"differs from row {first_line} of the same task {task_id!r}; a task's rows must agree on it",
-                    )
-            for key, value in meta.items():
-                if task["meta"].setdefault(key, value) != value:
-                    raise TaskFormatError(
-                        label, line, f"meta.{key}", f"differs from an earlier row of task {task_id!r}"
-                    )
-        # The id as read: rankkit.tasks turns an integer into its digits and refuses other kinds.
-        tasks[task_id][1]["candidates"].append(
-            {"id": cand_id, "text": row["text"], "system": row.get("system"), "human": human, "_line": line}
-        )
-    return list(tasks.values())
 
 
 def _human(label: str, line: int, row: Mapping[str, Any], criteria: Sequence[str], name: Any) -> dict[str, float]:

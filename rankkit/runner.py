@@ -82,30 +82,7 @@ def run(
     runs = [StrategyRun(strategy=s) for s in strategies]
 
     def rank_task(task: Task, memo: JudgmentMemo) -> list[tuple[TaskResult, float]]:
-        results = []
-        for strategy_run in runs:
-            source = MatchSource(task, memo, strategy=strategy_run.name, progress=bar)
-            started = time.perf_counter()
-            ranking = strategy_run.strategy.rank(task, source, task_rng(seed, task.task_id))
-            seconds = time.perf_counter() - started
-            results.append(
-                (
-                    TaskResult(
-                        task_id=task.task_id,
-                        scores={k: float(v) for k, v in ranking.scores.items()},
-                        ranking=ranking.ordered(task.candidate_ids),
-                        champion=ranking.champion,
-                        extras=with_undecided(
-                            ranking.extras, source.comparisons, source.group_comparisons, strategy_run.strategy
-                        ),
-                        comparisons=source.comparisons,
-                        cost=source.cost,
-                        group_comparisons=source.group_comparisons,
-                        grades=source.grades,
-                    ),
-                    seconds,
-                )
-            )
+        results = [_rank_one(task, strategy_run, memo, bar, seed) for strategy_run in runs]
         bar.task_done(task.task_id)
         return results
 
@@ -133,6 +110,31 @@ def run(
         dispatch=stats,
         wall_seconds=time.perf_counter() - started,
         warm_up_seconds=warm_up_seconds,
+    )
+
+
+def _rank_one(
+    task: Task, strategy_run: StrategyRun, memo: JudgmentMemo, bar: RunProgress, seed: int
+) -> tuple[TaskResult, float]:
+    """One strategy's ranking of one task, with its own match source on the run's memo, and the
+    seconds it took."""
+    source = MatchSource(task, memo, strategy=strategy_run.name, progress=bar)
+    started = time.perf_counter()
+    ranking = strategy_run.strategy.rank(task, source, task_rng(seed, task.task_id))
+    seconds = time.perf_counter() - started
+    return (
+        TaskResult(
+            task_id=task.task_id,
+            scores={k: float(v) for k, v in ranking.scores.items()},
+            ranking=ranking.ordered(task.candidate_ids),
+            champion=ranking.champion,
+            extras=with_undecided(ranking.extras, source.comparisons, source.group_comparisons, strategy_run.strategy),
+            comparisons=source.comparisons,
+            cost=source.cost,
+            group_comparisons=source.group_comparisons,
+            grades=source.grades,
+        ),
+        seconds,
     )
 
 

@@ -1,22 +1,52 @@
-"""Task files (JSONL, CSV, TSV) read into task objects for :func:`rankkit.tasks.load_tasks` (``docs/data.md``)."""
+"""Task sources read into task objects, shaped like JSONL ones, for :func:`rankkit.tasks.load_tasks` (``docs/data.md``).
+
+:func:`read_task_rows` is the one way in: JSONL, CSV and TSV task files are read here; tables
+(Parquet, a JSON array, a DataFrame, a ``datasets.Dataset``, row dicts, any file with a column
+mapping) by :mod:`rankkit.frames`.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from rankkit.errors import TaskFormatError
-from rankkit.frames import check_header, json_object_line
+from rankkit.file_parsing import check_header, json_object_line
+from rankkit.frames import handles, read_source
 
 #: A reader turns a file into ``(line, task object)`` pairs shaped like JSONL objects; ``limit``
 #: (when not None) lets it stop after that many tasks.
 Reader = Callable[[Path, int | None], list[tuple[int, dict]]]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def read_task_rows(
+    source: str | Path | Any, columns: Mapping[str, str] | None, limit: int | None
+) -> tuple[str | Path, list[tuple[int, dict]]]:
+    """``(label, [(line, task object), ...])`` from any source :func:`rankkit.tasks.load_tasks` accepts.
+
+    The label names ``source`` in errors (its path, or ``DataFrame``...). ``limit`` lets a JSONL
+    reader stop after that many tasks; the caller still cuts the list, as other readers read all.
+    A missing, unreadable or unknown file raises :class:`TaskFormatError`.
+    """
+    if handles(source, columns):
+        return read_source(source, columns)
+    path = Path(source)
+    if not path.exists():
+        raise TaskFormatError(path, None, None, "file not found")
+    if path.is_dir():
+        raise TaskFormatError(path, None, None, "is a directory, not a data file")
+    reader = reader_for(path)
+    try:
+        return path, reader(path, limit)
+    except OSError as err:
+        raise TaskFormatError(path, None, None, f"cannot read the file: {err.strerror or err}") from None
 
 
 def _decode(path: Path, data: bytes, first_line: int = 1) -> str:
@@ -96,15 +126,7 @@ def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict
     for row in reader:
         number = reader.line_num
         _check_row_width(path, number, row, len(header))
-        human = {}
-        for name in criteria:
-            value = (row.get(name) or "").strip()
-            if value == "":
-                continue
-            try:
-                human[name] = float(value)
-            except ValueError:
-                raise TaskFormatError(path, number, name, f"score is not a number: {value!r}") from None
+        human = _row_scores(path, number, row, criteria)
         task_id = row["task_id"]
         fields = {"prompt": row["prompt"], "reference": row.get("reference") or None}
         if task_id not in tasks:
@@ -130,6 +152,20 @@ def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict
             }
         )
     return list(tasks.values())
+
+
+def _row_scores(path: Path, line: int, row: dict, criteria: list[str]) -> dict[str, float]:
+    """A row's human scores, one per criterion column (an empty cell: no score)."""
+    human = {}
+    for name in criteria:
+        value = (row.get(name) or "").strip()
+        if value == "":
+            continue
+        try:
+            human[name] = float(value)
+        except ValueError:
+            raise TaskFormatError(path, line, name, f"score is not a number: {value!r}") from None
+    return human
 
 
 def _check_row_width(path: Path, line: int, row: dict, width: int) -> None:

@@ -1,9 +1,10 @@
 """Ranking tasks: a prompt, an optional reference and the candidate answers to rank.
 
-Every source (:mod:`rankkit.task_files`, :mod:`rankkit.frames`, task dicts) is validated here
-alike; a problem raises :class:`TaskFormatError` naming the file, line and field. Human scores are
-higher-is-better; the ground-truth criterion is ``criterion=``, else ``meta.main_score``, else the
-only one present.
+:func:`load_tasks` reads in one direction: :func:`rankkit.task_files.read_task_rows` turns any
+source (a task file, a table through :mod:`rankkit.frames`) into task objects, which are
+validated here alike (task dicts too, :func:`tasks_from_records`); a problem raises
+:class:`TaskFormatError` naming the file, line and field. Human scores are higher-is-better; the
+ground-truth criterion is ``criterion=``, else ``meta.main_score``, else the only one present.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rankkit.errors import TaskFormatError
-from rankkit.frames import handles, read_source
-from rankkit.task_files import reader_for
+from rankkit.task_files import read_task_rows
 
 SAMPLE_DATA = Path(__file__).parent / "data" / "sample" / "tasks.jsonl"
 
@@ -282,28 +282,12 @@ def load_tasks(
     first N tasks; the size limits are in characters (None: none). Any problem raises
     :class:`TaskFormatError` naming the file, line and field.
     """
-    if handles(path, columns):
-        path, raw = read_source(path, columns)
-    else:
-        path = Path(path)
-        if not path.exists():
-            raise TaskFormatError(path, None, None, "file not found")
-        if path.is_dir():
-            raise TaskFormatError(path, None, None, "is a directory, not a data file")
-        reader = reader_for(path)
-        try:
-            raw = reader(path, limit)
-        except OSError as err:
-            raise TaskFormatError(path, None, None, f"cannot read the file: {err.strerror or err}") from None
+    path, raw = read_task_rows(path, columns, limit)
     if limit is not None:
         raw = raw[:limit]
     if not raw:
         raise TaskFormatError(path, None, None, "no tasks in file")
-    sizes = SizeLimits(max_candidate_chars, max_prompt_chars)
-    tasks = [_validate(path, line, obj, sizes) for line, obj in raw]
-    lines = [line for line, _ in raw]
-    _check_unique_task_ids(path, tasks, lines)
-    return _resolve_criterion(path, tasks, lines, criterion)
+    return _tasks_from_rows(path, raw, criterion, SizeLimits(max_candidate_chars, max_prompt_chars))
 
 
 def tasks_from_records(
@@ -334,8 +318,13 @@ def tasks_from_records(
         raw.append((number, copy))
     if not raw:
         raise TaskFormatError(where, None, None, "no tasks given")
-    path = Path(where)
-    sizes = SizeLimits(max_candidate_chars, max_prompt_chars)
+    return _tasks_from_rows(Path(where), raw, criterion, SizeLimits(max_candidate_chars, max_prompt_chars))
+
+
+def _tasks_from_rows(
+    path: str | Path, raw: list[tuple[int, dict]], criterion: str | None, sizes: SizeLimits
+) -> list[Task]:
+    """Every task object validated, the task ids checked unique and the ground-truth criterion resolved."""
     tasks = [_validate(path, line, obj, sizes) for line, obj in raw]
     lines = [line for line, _ in raw]
     _check_unique_task_ids(path, tasks, lines)
@@ -448,6 +437,7 @@ def _candidate_id(path: Path, line: int, where: str, value: Any) -> str:
 
 
 def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()) -> Task:
+    """One task object (a JSONL line, or a task grouped from table rows) as a :class:`Task`."""
     _check_values(path, line, {name: value for name, value in obj.items() if name != "candidates"})
     task_id = str(_require(path, line, obj, "task_id", (str, int)))
     if not task_id.strip():
@@ -474,55 +464,62 @@ def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()
             f"task {task_id!r} has {len(candidates_raw)} candidate(s); at least 2 are needed to rank",
         )
     seen: set[str] = set()
-    candidates = []
-    for index, cand in enumerate(candidates_raw):
-        cand_line = cand.pop("_line", line) if isinstance(cand, dict) else line
-        where = f"candidates[{index}]"
-        if not isinstance(cand, dict):
-            raise TaskFormatError(path, cand_line, where, "expected an object")
-        _check_values(path, cand_line, cand, prefix=f"{where}.")
-        for name in ("id", "text"):
-            if name not in cand:
-                raise TaskFormatError(path, cand_line, f"{where}.{name}", "missing field")
-        cand_id = _candidate_id(path, cand_line, f"{where}.id", cand["id"])
-        if cand_id in seen:
-            raise TaskFormatError(
-                path, cand_line, f"{where}.id", f"duplicate candidate id {cand_id!r} in task {task_id!r}"
-            )
-        seen.add(cand_id)
-        text = cand["text"]
-        if not isinstance(text, str):
-            raise TaskFormatError(
-                path,
-                cand_line,
-                f"{where}.text",
-                f"text must be a string, got {type(text).__name__} (candidate {cand_id!r})",
-            )
-        if not text.strip():
-            raise TaskFormatError(path, cand_line, f"{where}.text", f"empty text for candidate {cand_id!r}")
-        _check_size(
+    candidates = [
+        _validate_candidate(path, line, f"candidates[{index}]", cand, task_id, sizes, seen)
+        for index, cand in enumerate(candidates_raw)
+    ]
+    return Task(task_id=task_id, prompt=prompt, reference=reference, candidates=tuple(candidates), meta=meta)
+
+
+def _validate_candidate(
+    path: Path, line: int, where: str, cand: Any, task_id: str, sizes: SizeLimits, seen: set[str]
+) -> Candidate:
+    """One entry of a task's ``candidates`` (``where``: its name in messages, ``candidates[2]``).
+
+    A candidate grouped from table rows names its own row (``_line``); otherwise errors name the
+    task's ``line``. ``seen``: the ids of the task's earlier candidates; this one's is added.
+    """
+    cand_line = cand.get("_line", line) if isinstance(cand, dict) else line
+    if not isinstance(cand, dict):
+        raise TaskFormatError(path, cand_line, where, "expected an object")
+    _check_values(path, cand_line, {name: value for name, value in cand.items() if name != "_line"}, prefix=f"{where}.")
+    for name in ("id", "text"):
+        if name not in cand:
+            raise TaskFormatError(path, cand_line, f"{where}.{name}", "missing field")
+    cand_id = _candidate_id(path, cand_line, f"{where}.id", cand["id"])
+    if cand_id in seen:
+        raise TaskFormatError(path, cand_line, f"{where}.id", f"duplicate candidate id {cand_id!r} in task {task_id!r}")
+    seen.add(cand_id)
+    text = cand["text"]
+    if not isinstance(text, str):
+        raise TaskFormatError(
             path,
             cand_line,
             f"{where}.text",
-            text,
-            sizes.max_candidate_chars,
-            "max_candidate_chars",
-            f"candidate {cand_id!r} of task {task_id!r}",
+            f"text must be a string, got {type(text).__name__} (candidate {cand_id!r})",
         )
-        human_raw = cand.get("human") or {}
-        if not isinstance(human_raw, dict):
-            raise TaskFormatError(path, cand_line, f"{where}.human", "expected an object mapping criterion to score")
-        human = {}
-        for name, value in human_raw.items():
-            number = finite_number(value)
-            if number is None:
-                raise TaskFormatError(
-                    path, cand_line, f"{where}.human.{name}", f"score is not a finite number: {_short_repr(value)}"
-                )
-            human[name] = number
-        system = cand.get("system")
-        candidates.append(Candidate(id=cand_id, text=text, system=None if system is None else str(system), human=human))
-    return Task(task_id=task_id, prompt=prompt, reference=reference, candidates=tuple(candidates), meta=meta)
+    if not text.strip():
+        raise TaskFormatError(path, cand_line, f"{where}.text", f"empty text for candidate {cand_id!r}")
+    what = f"candidate {cand_id!r} of task {task_id!r}"
+    _check_size(path, cand_line, f"{where}.text", text, sizes.max_candidate_chars, "max_candidate_chars", what)
+    human = _human_scores(path, cand_line, where, cand.get("human") or {})
+    system = cand.get("system")
+    return Candidate(id=cand_id, text=text, system=None if system is None else str(system), human=human)
+
+
+def _human_scores(path: Path, line: int, where: str, human: Any) -> dict[str, float]:
+    """A candidate's ``human`` object: criterion name to a finite score."""
+    if not isinstance(human, dict):
+        raise TaskFormatError(path, line, f"{where}.human", "expected an object mapping criterion to score")
+    scores = {}
+    for name, value in human.items():
+        number = finite_number(value)
+        if number is None:
+            raise TaskFormatError(
+                path, line, f"{where}.human.{name}", f"score is not a finite number: {_short_repr(value)}"
+            )
+        scores[name] = number
+    return scores
 
 
 #: The largest ``meta.max_points`` accepted: grading scales run to 10 or 100; far beyond, a judge's
@@ -571,37 +568,8 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
                 f"names {main!r}, which no candidate has a score "
                 f"for (criteria in the data: {', '.join(present) or 'none'})",
             )
-    if criterion is None:
-        mains = {t.meta.get("main_score") for t in tasks} - {None}
-        if len(mains) == 1 and next(iter(mains)) in present:
-            criterion = next(iter(mains))
-        elif len(present) == 1:
-            criterion = present[0]
-        elif not present:
-            criterion = None  # unlabelled data: rank it, but there is nothing to correlate with
-        else:
-            raise TaskFormatError(
-                path,
-                None,
-                "human",
-                f"several human criteria and no meta.main_score; choose one with criterion= (--criterion on the command line): {', '.join(present)}",
-            )
-    elif criterion not in present:
-        raise TaskFormatError(
-            path, None, "human", f"criterion {criterion!r} not in the data (choices: {', '.join(present) or 'none'})"
-        )
-    values = []
-    if criterion is not None:
-        for task, line in zip(tasks, lines):
-            for index, cand in enumerate(task.candidates):
-                if criterion not in cand.human:
-                    raise TaskFormatError(
-                        path,
-                        line,
-                        f"candidates[{index}].human.{criterion}",
-                        f"candidate {cand.id!r} of task {task.task_id!r} has no score for the criterion",
-                    )
-                values.append(cand.human[criterion])
+    criterion = _choose_criterion(path, tasks, present, criterion)
+    values = [] if criterion is None else _criterion_scores(path, tasks, lines, criterion)
     default_scale = (min(values), max(values)) if values and min(values) < max(values) else (0.0, 10.0)
     resolved = []
     for task in tasks:
@@ -611,6 +579,49 @@ def _resolve_criterion(path: Path, tasks: list[Task], lines: list[int], criterio
             scale = (0.0, float(max_points))
         resolved.append(replace(task, criterion=criterion, scale=scale))
     return resolved
+
+
+def _choose_criterion(path: Path, tasks: list[Task], present: list[str], criterion: str | None) -> str | None:
+    """The criterion asked for, else the tasks' one ``meta.main_score``, else the only one
+    ``present``; None for unlabelled data (ranked, with nothing to correlate with)."""
+    if criterion is not None:
+        if criterion not in present:
+            raise TaskFormatError(
+                path,
+                None,
+                "human",
+                f"criterion {criterion!r} not in the data (choices: {', '.join(present) or 'none'})",
+            )
+        return criterion
+    mains = {t.meta.get("main_score") for t in tasks} - {None}
+    if len(mains) == 1 and next(iter(mains)) in present:
+        return next(iter(mains))
+    if len(present) == 1:
+        return present[0]
+    if not present:
+        return None
+    raise TaskFormatError(
+        path,
+        None,
+        "human",
+        f"several human criteria and no meta.main_score; choose one with criterion= (--criterion on the command line): {', '.join(present)}",
+    )
+
+
+def _criterion_scores(path: Path, tasks: list[Task], lines: list[int], criterion: str) -> list[float]:
+    """Every candidate's score for ``criterion``, refusing a candidate without one."""
+    values = []
+    for task, line in zip(tasks, lines):
+        for index, cand in enumerate(task.candidates):
+            if criterion not in cand.human:
+                raise TaskFormatError(
+                    path,
+                    line,
+                    f"candidates[{index}].human.{criterion}",
+                    f"candidate {cand.id!r} of task {task.task_id!r} has no score for the criterion",
+                )
+            values.append(cand.human[criterion])
+    return values
 
 
 # ---------------------------------------------------------------------------------------------
@@ -659,15 +670,3 @@ def tasks_to_dataset(tasks: Iterable[Task]) -> Any:
     except ImportError:
         raise ImportError("tasks_to_dataset needs datasets: pip install 'rankkit-llm[datasets]'") from None
     return datasets.Dataset.from_list(task_rows(tasks))
-
-
-def score_spread(task: Task) -> float:
-    """The task's :attr:`Task.human_spread`."""
-    return task.human_spread
-
-
-def iter_candidates(tasks: Iterable[Task]) -> Iterable[tuple[Task, Candidate]]:
-    """Every (task, candidate) pair of ``tasks``, tasks in order."""
-    for task in tasks:
-        for cand in task.candidates:
-            yield task, cand

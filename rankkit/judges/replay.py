@@ -16,7 +16,7 @@ from typing import Any
 
 from rankkit.errors import TaskFormatError
 from rankkit.file_checks import check_tree
-from rankkit.frames import json_object_line
+from rankkit.file_parsing import json_object_line
 from rankkit.judge_protocol import Capabilities
 from rankkit.judges.backends import Argument, Backend, Option, Settings, check_value
 from rankkit.judges.base import Judge, JudgeError

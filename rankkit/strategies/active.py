@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rankkit.order import coin_order, judgments_per_match
 from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry
@@ -150,10 +150,7 @@ class Active(Strategy):
         index = {cid: k for k, cid in enumerate(ids)}
         matches_left = task_match_count("active", task.task_id, n, self.budget, self.comparisons, self.order)
         unplayed_count = n * (n - 1) // 2
-        # One seeded tiebreak number per pair, drawn in the order of itertools.combinations.
-        upper = np.triu_indices(n, 1)
-        tiebreak = np.zeros((n, n))
-        tiebreak[upper] = np.fromiter((rng.random() for _ in range(unplayed_count)), dtype=float, count=unplayed_count)
+        tiebreak = _tiebreaks(n, rng)
         played = np.zeros((n, n), dtype=bool)
         opponents = np.zeros(n, dtype=np.intp)
         posterior = Posterior(n, self.prior_sd, exact=n <= EXACT_UP_TO)
@@ -169,9 +166,7 @@ class Active(Strategy):
                 stopped = "settled"
                 break
             size = min(self.batch, matches_left)
-            pairs = None if posterior.exact else candidate_pairs(posterior.mean, played, int(opponents.max()))
-            if pairs is None or len(pairs) < size:
-                pairs = np.column_stack(np.nonzero(np.triu(~played, 1)))
+            pairs = _pairs_to_score(posterior, played, opponents, size)
             chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, self.criterion, self.prior_sd)
             steps += 1
             # Rows are (i, j) with i < j, i.e. data order: each pair is drawn in a random orientation.
@@ -194,24 +189,18 @@ class Active(Strategy):
             stopped = "all pairs played"
         if not posterior.exact:
             posterior.refresh()  # report the exact Laplace covariance at the final mean
+        scores = self._aggregate(task, matches, outcomes)
+        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped))
 
-        factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
-        posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
+    def _aggregate(self, task: Task, matches: list[Match], outcomes: list[Outcome]) -> dict[str, float]:
+        """The candidates' scores from the matches played, by ``aggregate``."""
+        ids = task.candidate_ids
         if self.aggregate == "bt":
-            scores = bradley_terry(outcomes, items=ids)
-        elif self.aggregate == "corrected":
-            scores = corrected_grades(
-                [c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2
-            )
-        else:
-            scores = mean_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
-        extras = {
-            cid: CandidateExtras(
-                played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps, stopped=stopped
-            )
-            for k, cid in enumerate(ids)
-        }
-        return Ranking(scores=scores, extras=extras)
+            return bradley_terry(outcomes, items=ids)
+        comparisons = [c for match in matches for c in match.comparisons]
+        if self.aggregate == "corrected":
+            return corrected_grades(comparisons, ids, unplayed=sum(task.scale) / 2)
+        return mean_grades(comparisons, ids, unplayed=sum(task.scale) / 2)
 
     def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         """:meth:`rank` with a stopping target (``until``): see the class docstring and ``docs/stopping.md``."""
@@ -230,10 +219,7 @@ class Active(Strategy):
             "active", task.task_id, n, self.budget, self.comparisons, self.order
         )  # refuses a budget buying none
         matches_left = most // per_match
-        upper = np.triu_indices(n, 1)
-        tiebreak = np.zeros((n, n))
-        pair_count = n * (n - 1) // 2
-        tiebreak[upper] = np.fromiter((rng.random() for _ in range(pair_count)), dtype=float, count=pair_count)
+        tiebreak = _tiebreaks(n, rng)
         plays = np.zeros((n, n), dtype=np.intp)
         first_shown: dict[tuple[int, int], tuple[str, str]] = {}
         opponents = np.zeros(n, dtype=np.intp)
@@ -244,62 +230,23 @@ class Active(Strategy):
         # prior scale), and always before the budget or the questions run out.
         check_every = max(1, math.ceil(n / 16))
         steps = 0
-        stopped = None
-        while stopped is None:
+        while True:
             open_pairs = np.triu(plays < plays_per_pair, 1)
-            last = matches_left <= 0 or not open_pairs.any()
-            if (last or not steps % check_every) and is_target_settled(
-                posterior.mean, posterior.cov, target, self.confidence, seed, posterior.evidence
-            ):
-                stopped = "target"
-                break
-            if not open_pairs.any():
-                stopped = "exhausted"
-                break
-            if matches_left <= 0:
-                stopped = "budget"
+            checked = matches_left <= 0 or not open_pairs.any() or not steps % check_every
+            stopped = self._stop_reason(posterior, target, seed, open_pairs, matches_left, checked)
+            if stopped is not None:
                 break
             if steps and steps % FORECAST_EVERY == 0 and source.wants_forecast:
                 source.forecast(
                     forecast_more(posterior.mean, posterior.cov, target, self.confidence, len(asked), most, seed)
                 )
             size = min(self.batch, matches_left)
-            chosen = None
-            if self.criterion == "target":
-                # The pairs the answer rests on, (lower row, higher row) as `plays` is kept, still open.
-                asserted = np.sort(relevant_pairs(current_order(posterior.mean), target), axis=1)
-                asserted = asserted[open_pairs[asserted[:, 0], asserted[:, 1]]]
-                if len(asserted):
-                    chosen = choose_pairs(
-                        asserted, posterior.mean, posterior.cov, tiebreak, size, "order", self.prior_sd
-                    )
-            if chosen is None:
-                pairs = (
-                    None
-                    if posterior.exact
-                    else candidate_pairs(posterior.mean, plays >= plays_per_pair, int(opponents.max()))
-                )
-                if pairs is None or len(pairs) < size:
-                    pairs = np.column_stack(np.nonzero(open_pairs))
-                criterion = "information" if self.criterion == "target" else self.criterion
-                chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, criterion, self.prior_sd)
+            chosen = self._choose_until(posterior, target, plays >= plays_per_pair, opponents, tiebreak, size)
             steps += 1
-            drawn = []
-            for i, j in chosen:
-                if (i, j) in first_shown:  # its second play: the order not yet asked
-                    a, b = first_shown[(i, j)]
-                    drawn.append((b, a))
-                else:
-                    drawn.append(first_shown.setdefault((i, j), coin_order(ids[i], ids[j], rng)))
+            drawn = _unasked_orders(chosen, first_shown, ids, rng)
             # order=random reverses a rematch itself (the match source remembers the last order shown).
             step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
-            new = []
-            for match in step_matches:
-                for comparison in match.comparisons:
-                    outcome = comparison_outcome(comparison, match)
-                    if outcome is not None and (comparison.first, comparison.second) not in asked:
-                        asked.add((comparison.first, comparison.second))
-                        new.append((index[outcome[0]], index[outcome[1]], outcome[2]))
+            new = _new_outcomes(step_matches, asked, index)
             for i, j in chosen:
                 plays[i, j] += 1
                 opponents[[i, j]] += 1
@@ -308,15 +255,40 @@ class Active(Strategy):
         if not posterior.exact:
             posterior.refresh()
         factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
-        posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
         scores = {cid: float(posterior.mean[k] * factor + ELO_INITIAL) for k, cid in enumerate(ids)}
-        extras = {
-            cid: CandidateExtras(
-                played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps, stopped=stopped
-            )
-            for k, cid in enumerate(ids)
-        }
-        return Ranking(scores=scores, extras=extras)
+        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped))
+
+    def _stop_reason(
+        self, posterior: Posterior, target: Any, seed: int, open_pairs: Any, matches_left: int, check: bool
+    ) -> str | None:
+        """Why asking stops now (``target`` settled, pairs ``exhausted``, ``budget`` spent), None to go
+        on; the target is tested only when ``check``."""
+        if check and is_target_settled(
+            posterior.mean, posterior.cov, target, self.confidence, seed, posterior.evidence
+        ):
+            return "target"
+        if not open_pairs.any():
+            return "exhausted"
+        if matches_left <= 0:
+            return "budget"
+        return None
+
+    def _choose_until(
+        self, posterior: Posterior, target: Any, done: Any, opponents: Any, tiebreak: Any, size: int
+    ) -> Any:
+        """The next ``size`` pairs to play (rows ``(i, j)``, ``i < j``) among those not ``done``; with
+        ``criterion=target``, those the answer rests on first."""
+        import numpy as np
+
+        if self.criterion == "target":
+            # The pairs the answer rests on, (lower row, higher row) as `plays` is kept, still open.
+            asserted = np.sort(relevant_pairs(current_order(posterior.mean), target), axis=1)
+            asserted = asserted[~done[asserted[:, 0], asserted[:, 1]]]
+            if len(asserted):
+                return choose_pairs(asserted, posterior.mean, posterior.cov, tiebreak, size, "order", self.prior_sd)
+        pairs = _pairs_to_score(posterior, done, opponents, size)
+        criterion = "information" if self.criterion == "target" else self.criterion
+        return choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, criterion, self.prior_sd)
 
     def exact_judgments(self, n_candidates: int) -> int | None:
         """The budget, without ``settle`` or ``until`` (with them, it may stop sooner)."""
@@ -342,3 +314,72 @@ class Active(Strategy):
         return prior_forecast(
             n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates), seed
         )
+
+
+def _tiebreaks(n: int, rng: random.Random) -> Any:
+    """One seeded tiebreak number per pair (upper triangle of an n x n array), drawn in the order
+    of itertools.combinations."""
+    import numpy as np
+
+    count = n * (n - 1) // 2
+    tiebreak = np.zeros((n, n))
+    tiebreak[np.triu_indices(n, 1)] = np.fromiter((rng.random() for _ in range(count)), dtype=float, count=count)
+    return tiebreak
+
+
+def _pairs_to_score(posterior: Posterior, done: Any, opponents: Any, size: int) -> Any:
+    """The pairs worth scoring for the next ``size`` choices (rows ``(i, j)``, ``i < j``), none of them
+    ``done``: every open pair up to :data:`EXACT_UP_TO` candidates or when the pre-selection
+    finds too few, else the pre-selected ones."""
+    import numpy as np
+
+    pairs = None if posterior.exact else candidate_pairs(posterior.mean, done, int(opponents.max()))
+    if pairs is None or len(pairs) < size:
+        pairs = np.column_stack(np.nonzero(np.triu(~done, 1)))
+    return pairs
+
+
+def _unasked_orders(
+    chosen: Any, first_shown: dict[tuple[int, int], tuple[str, str]], ids: list[str], rng: random.Random
+) -> list[tuple[str, str]]:
+    """The chosen pairs as shown: a coin flip at a pair's first play (remembered in
+    ``first_shown``), the order not yet asked at its second."""
+    drawn = []
+    for i, j in chosen:
+        if (i, j) in first_shown:
+            a, b = first_shown[(i, j)]
+            drawn.append((b, a))
+        else:
+            drawn.append(first_shown.setdefault((i, j), coin_order(ids[i], ids[j], rng)))
+    return drawn
+
+
+def _new_outcomes(
+    matches: list[Match], asked: set[tuple[str, str]], index: dict[str, int]
+) -> list[tuple[int, int, float]]:
+    """The outcomes of the judgments in ``matches`` not ``asked`` before (added to it), by row index."""
+    new = []
+    for match in matches:
+        for comparison in match.comparisons:
+            outcome = comparison_outcome(comparison, match)
+            if outcome is not None and (comparison.first, comparison.second) not in asked:
+                asked.add((comparison.first, comparison.second))
+                new.append((index[outcome[0]], index[outcome[1]], outcome[2]))
+    return new
+
+
+def _extras(
+    ids: list[str], opponents: Any, posterior: Posterior, steps: int, stopped: str
+) -> dict[str, CandidateExtras]:
+    """Every candidate's opponents played, posterior standard deviation (Elo points), and the run's
+    steps and reason to stop."""
+    import numpy as np
+
+    factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
+    posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
+    return {
+        cid: CandidateExtras(
+            played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps, stopped=stopped
+        )
+        for k, cid in enumerate(ids)
+    }

@@ -124,26 +124,36 @@ class DoubleElimination(Strategy):
             eliminated[loser] = round_number
         eliminated[champion] = None
 
-        # source.comparisons holds each distinct judgment once, whatever was replayed.
+        extras = _extras(ids, matches, losses, eliminated, round_number)
+        return Ranking(scores=self._aggregate(task, source), champion=champion, extras=extras)
+
+    def _aggregate(self, task: Task, source: MatchSource) -> dict[str, float]:
+        """The candidates' scores by ``aggregate``, from ``source.comparisons``: each distinct judgment
+        once, whatever was replayed."""
+        ids = task.candidate_ids
         if self.aggregate == "corrected":
-            scores = corrected_grades(source.comparisons, ids, unplayed=sum(task.scale) / 2)
-        elif self.aggregate == "grades":
-            scores = mean_grades(source.comparisons, ids, unplayed=sum(task.scale) / 2)
-        else:
-            scores = bradley_terry(comparison_outcomes(source.comparisons), items=ids)
-        played = dict.fromkeys(ids, 0)
-        for match in matches:
-            played[match.a] += 1
-            played[match.b] += 1
-        extras = {
-            cid: CandidateExtras(
-                losses=losses[cid], eliminated_round=eliminated.get(cid), played=played[cid], rounds=round_number
-            )
-            for cid in ids
-        }
-        return Ranking(scores=scores, champion=champion, extras=extras)
+            return corrected_grades(source.comparisons, ids, unplayed=sum(task.scale) / 2)
+        if self.aggregate == "grades":
+            return mean_grades(source.comparisons, ids, unplayed=sum(task.scale) / 2)
+        return bradley_terry(comparison_outcomes(source.comparisons), items=ids)
 
     def max_judgments(self, n_candidates: int) -> int:
         """2N − 1 matches (with a bracket reset), one judgment per order shown, at most every ordered pair once."""
         n = n_candidates
         return min(n * (n - 1), (2 * n - 1) * judgments_per_match(self.order))
+
+
+def _extras(
+    ids: list[str], matches: list[Match], losses: dict[str, int], eliminated: dict[str, int | None], rounds: int
+) -> dict[str, CandidateExtras]:
+    """Every candidate's losses, the round it was knocked out in (None: the champion), its matches and the rounds played."""
+    played = dict.fromkeys(ids, 0)
+    for match in matches:
+        played[match.a] += 1
+        played[match.b] += 1
+    return {
+        cid: CandidateExtras(
+            losses=losses[cid], eliminated_round=eliminated.get(cid), played=played[cid], rounds=rounds
+        )
+        for cid in ids
+    }

@@ -59,10 +59,6 @@ class JudgedComparator:
         """Whether the judge prefers ``a`` to ``b`` (the sort's comparator)."""
         return self.winner(a, b) == a
 
-    @property
-    def pairs_asked(self) -> int:
-        return len(self._winner)
-
 
 def ranking_from_pops(
     candidate_ids: Sequence[str], popped: Sequence[str], rest: Sequence[str], played: Mapping[str, int]

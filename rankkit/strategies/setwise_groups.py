@@ -35,6 +35,7 @@ from rankkit.tasks import Task
 if TYPE_CHECKING:
     import numpy as np
 
+    from rankkit.choices import GroupMatch
     from rankkit.matches import MatchSource
 
 #: How a round's groups are formed: ``random`` (every candidate, shuffled) or ``target`` (the
@@ -168,19 +169,13 @@ class SetwiseGroups(KwayStrategy):
         ids = task.candidate_ids
         received: dict[str, list[float]] = {cid: [] for cid in ids}
         for round_ in range(1, self.rounds + 1):
-            rng.shuffle(ids)
-            groups = [ids[start : start + self.k] for start in range(0, len(ids), self.k)]
-            groups = [group for group in groups if len(group) >= 2]
+            groups = _random_groups(ids, self.k, rng)
             for match in source.choose_many(groups, order=self.order, rng=rng, round=round_, shifts=self.shifts):
                 if match.winner is None:  # undecided: it tells nothing about its members
                     continue
                 for cid in match.members:
                     received[cid].append(match.scores[cid])
-        scores = mean_scores(received, task.candidate_ids)
-        extras = {
-            cid: CandidateExtras(played=len(received[cid]), grades=tuple(received[cid])) for cid in task.candidate_ids
-        }
-        return Ranking(scores=scores, extras=extras)
+        return Ranking(scores=mean_scores(received, task.candidate_ids), extras=_extras(received))
 
     def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         """:meth:`rank` with a stopping target or a budget (see the class docstring)."""
@@ -192,12 +187,7 @@ class SetwiseGroups(KwayStrategy):
         index = {cid: k for k, cid in enumerate(rows)}
         received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
         most = self.max_judgments(len(ids))
-        sizes = group_sizes(len(ids), self.k)
-        if sizes and most < min(judgments_per_group(self.order, size, self.shifts) for size in sizes):
-            raise SpecError(
-                f"strategy {self.name}: budget={self.budget:g} buys no group on task {task.task_id!r} "
-                f"({len(ids)} candidates, groups of up to {self.k})"
-            )
+        self._check_budget_buys_a_group(task, most)
         seed = task_seed(task.task_id)
         asked: set[tuple[str, ...]] = set()  # distinct judgments: the members in the order shown
         choices: list[tuple[tuple[int, ...], int]] = []
@@ -215,31 +205,13 @@ class SetwiseGroups(KwayStrategy):
             if self.criterion == "target" and choices and new:
                 groups = contention_groups(rows, mean, cov, target, self.confidence, self.k, rng)
             else:
-                rng.shuffle(ids)
-                groups = [ids[start : start + self.k] for start in range(0, len(ids), self.k)]
-                groups = [group for group in groups if len(group) >= 2]
-            affordable = []
-            planned = used
-            for group in groups:  # the budget always wins: a round is cut short where it could run out
-                cost = judgments_per_group(self.order, len(group), self.shifts)
-                if planned + cost > most:
-                    break
-                affordable.append(group)
-                planned += cost
+                groups = _random_groups(ids, self.k, rng)
+            affordable = self._affordable(groups, most - used)
             if not affordable:
                 stopped = "budget"
                 break
-            new = 0
-            for match in source.choose_many(affordable, order=self.order, rng=rng, round=round_, shifts=self.shifts):
-                for comparison in match.comparisons:
-                    best = comparison.ranking
-                    if best is not None and comparison.shown not in asked:
-                        asked.add(comparison.shown)
-                        choices.append((tuple(index[cid] for cid in comparison.shown), index[best[0]]))
-                        new += 1
-                if match.winner is not None:
-                    for cid in match.members:
-                        received[cid].append(match.scores[cid])
+            matches = source.choose_many(affordable, order=self.order, rng=rng, round=round_, shifts=self.shifts)
+            new = _record(matches, index, asked, choices, received)
             if target is not None and new:
                 mean, cov = choice_posterior(choices, len(ids), self.prior_sd, mean)
                 if source.wants_forecast:
@@ -258,11 +230,29 @@ class SetwiseGroups(KwayStrategy):
             scores = {cid: float(mean[index[cid]]) for cid in task.candidate_ids}
         else:
             scores = mean_scores(received, task.candidate_ids)
-        extras = {
-            cid: CandidateExtras(played=len(received[cid]), grades=tuple(received[cid]), stopped=stopped)
-            for cid in task.candidate_ids
-        }
-        return Ranking(scores=scores, extras=extras)
+        return Ranking(scores=scores, extras=_extras(received, stopped))
+
+    def _check_budget_buys_a_group(self, task: Task, most: int) -> None:
+        """Refuse a budget of ``most`` judgments that buys no group of ``task``."""
+        n = len(task.candidates)
+        sizes = group_sizes(n, self.k)
+        if sizes and most < min(judgments_per_group(self.order, size, self.shifts) for size in sizes):
+            raise SpecError(
+                f"strategy {self.name}: budget={self.budget:g} buys no group on task {task.task_id!r} "
+                f"({n} candidates, groups of up to {self.k})"
+            )
+
+    def _affordable(self, groups: list[list[str]], left: int) -> list[list[str]]:
+        """The round's first groups that ``left`` judgments pay for: the budget always wins, a round
+        is cut short where it could run out."""
+        affordable = []
+        for group in groups:
+            cost = judgments_per_group(self.order, len(group), self.shifts)
+            if cost > left:
+                break
+            affordable.append(group)
+            left -= cost
+        return affordable
 
     def max_judgments(self, n_candidates: int) -> int:
         """Every round's groups in each presentation (a repeat is free), at most the budget."""
@@ -289,3 +279,41 @@ class SetwiseGroups(KwayStrategy):
             seed,
             pairs_per_judgment=min(self.k, n_candidates) - 1,
         )
+
+
+def _random_groups(ids: list[str], k: int, rng: random.Random) -> list[list[str]]:
+    """``ids`` shuffled in place and cut into groups of ``k`` (a last group of one is left out)."""
+    rng.shuffle(ids)
+    groups = [ids[start : start + k] for start in range(0, len(ids), k)]
+    return [group for group in groups if len(group) >= 2]
+
+
+def _extras(received: dict[str, list[float]], stopped: str | None = None) -> dict[str, CandidateExtras]:
+    """Every candidate's slot scores received (``received``: in the task's order) and the reason to stop."""
+    return {
+        cid: CandidateExtras(played=len(scores), grades=tuple(scores), stopped=stopped)
+        for cid, scores in received.items()
+    }
+
+
+def _record(
+    matches: list[GroupMatch],
+    index: dict[str, int],
+    asked: set[tuple[str, ...]],
+    choices: list[tuple[tuple[int, ...], int]],
+    received: dict[str, list[float]],
+) -> int:
+    """Add the matches' judgments not ``asked`` before to ``choices`` (members by row, the choice's
+    row) and a decided match's slot scores to ``received``; returns how many judgments were new."""
+    new = 0
+    for match in matches:
+        for comparison in match.comparisons:
+            best = comparison.ranking
+            if best is not None and comparison.shown not in asked:
+                asked.add(comparison.shown)
+                choices.append((tuple(index[cid] for cid in comparison.shown), index[best[0]]))
+                new += 1
+        if match.winner is not None:
+            for cid in match.members:
+                received[cid].append(match.scores[cid])
+    return new

@@ -168,60 +168,39 @@ class Swiss(Strategy):
             drawn = [coin_order(a, b, rng) for a, b in pairs]
             round_matches = source.play_many(drawn, round=round_number, order=self.order, rng=rng)
             round_outcomes = match_outcomes(round_matches)  # one per judgment: a two-order match gives two
-            for a, b, outcome in round_outcomes:
-                points[a] += outcome
-                points[b] += 1.0 - outcome
-            for match in round_matches:
-                opponents[match.a].append(match.b)
-                opponents[match.b].append(match.a)
-                met.add(frozenset((match.a, match.b)))
+            _tally(round_matches, round_outcomes, points, opponents, met)
             matches += round_matches
             outcomes += round_outcomes
             matches_left -= len(round_matches)
             if stopping is not None:
                 stopping.add(round_matches, matches_left, source)
 
-        ranking = None
         if stopping is not None:
             every_pair_met = len(met) == len(ids) * (len(ids) - 1) // 2
             stopped = "target" if stopping.settled() else "exhausted" if every_pair_met else "budget"
-            scores = stopping.scores()
-            extras = {
-                cid: CandidateExtras(
-                    played=len(opponents[cid]),
-                    points=points[cid],
-                    opponents=tuple(opponents[cid]),
-                    rounds=round_number,
-                    stopped=stopped,
-                )
-                for cid in ids
-            }
-            return Ranking(scores=scores, extras=extras)
+            return Ranking(scores=stopping.scores(), extras=_extras(ids, points, opponents, round_number, stopped))
+        scores, ranking = self._aggregate(task, matches, outcomes, opponents)
+        return Ranking(scores=scores, ranking=ranking, extras=_extras(ids, points, opponents, round_number))
+
+    def _aggregate(
+        self, task: Task, matches: list[Match], outcomes: list[Outcome], opponents: dict[str, list[str]]
+    ) -> tuple[dict[str, float], list[str] | None]:
+        """The candidates' scores by ``aggregate``, and the ranking where the scores alone do not give
+        it (``points``: ties broken by the opponents' mean share, the Buchholz-style schedule strength)."""
+        ids = task.candidate_ids
         if self.aggregate == "bt":
-            scores = bradley_terry(outcomes, items=ids)
-        elif self.aggregate == "grades":
-            scores = mean_grades([c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2)
-        elif self.aggregate == "corrected":
-            scores = corrected_grades(
-                [c for match in matches for c in match.comparisons], ids, unplayed=sum(task.scale) / 2
-            )
-        else:
-            share = {
-                cid: 0.5 if math.isnan(value) else value  # NaN: never played
-                for cid, value in win_rates(outcomes, items=ids).items()
-            }
-            schedule = {
-                cid: statistics.fmean(share[o] for o in opponents[cid]) if opponents[cid] else 0.5 for cid in ids
-            }
-            scores = share
-            ranking = sorted(ids, key=lambda cid: (-share[cid], -schedule[cid]))
-        extras = {
-            cid: CandidateExtras(
-                played=len(opponents[cid]), points=points[cid], opponents=tuple(opponents[cid]), rounds=round_number
-            )
-            for cid in ids
+            return bradley_terry(outcomes, items=ids), None
+        comparisons = [c for match in matches for c in match.comparisons]
+        if self.aggregate == "grades":
+            return mean_grades(comparisons, ids, unplayed=sum(task.scale) / 2), None
+        if self.aggregate == "corrected":
+            return corrected_grades(comparisons, ids, unplayed=sum(task.scale) / 2), None
+        share = {
+            cid: 0.5 if math.isnan(value) else value  # NaN: never played
+            for cid, value in win_rates(outcomes, items=ids).items()
         }
-        return Ranking(scores=scores, ranking=ranking, extras=extras)
+        schedule = {cid: statistics.fmean(share[o] for o in opponents[cid]) if opponents[cid] else 0.5 for cid in ids}
+        return share, sorted(ids, key=lambda cid: (-share[cid], -schedule[cid]))
 
     def exact_judgments(self, n_candidates: int) -> int | None:
         """The budget or every pair, whichever is fewer; None with ``until`` (it may stop sooner)."""
@@ -239,6 +218,43 @@ class Swiss(Strategy):
         return prior_forecast(
             n_candidates, target, self.confidence, self.prior_sd, self.max_judgments(n_candidates), seed
         )
+
+
+def _tally(
+    matches: list[Match],
+    outcomes: list[Outcome],
+    points: dict[str, float],
+    opponents: dict[str, list[str]],
+    met: set[frozenset[str]],
+) -> None:
+    """Add a round's outcomes to the standings' ``points``, and its matches to who met whom."""
+    for a, b, outcome in outcomes:
+        points[a] += outcome
+        points[b] += 1.0 - outcome
+    for match in matches:
+        opponents[match.a].append(match.b)
+        opponents[match.b].append(match.a)
+        met.add(frozenset((match.a, match.b)))
+
+
+def _extras(
+    ids: list[str],
+    points: dict[str, float],
+    opponents: dict[str, list[str]],
+    rounds: int,
+    stopped: str | None = None,
+) -> dict[str, CandidateExtras]:
+    """Every candidate's matches, points and opponents, with the rounds played and why they stopped."""
+    return {
+        cid: CandidateExtras(
+            played=len(opponents[cid]),
+            points=points[cid],
+            opponents=tuple(opponents[cid]),
+            rounds=rounds,
+            stopped=stopped,
+        )
+        for cid in ids
+    }
 
 
 class _TargetWatch:
