@@ -40,9 +40,7 @@ def rankkit_path() -> list[str]:
         frames.append(frame)
         frame = frame.f_back
     frames.reverse()
-    start = next(
-        i for i, f in enumerate(frames) if (f.f_globals.get("__name__"), f.f_code.co_name) == ENTRY
-    )
+    start = next(i for i, f in enumerate(frames) if (f.f_globals.get("__name__"), f.f_code.co_name) == ENTRY)
     path: list[str] = []
     for f in frames[start:]:
         module = f.f_globals.get("__name__", "")
