@@ -23,7 +23,7 @@ from rankkit.judges.http_client import (
     client_options,
 )
 from rankkit.judges.llm import LLM_OPTIONS, llm_backend
-from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, Generation, LLMRuntime, choices_per_row, per_row
+from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, Generation, LLMRuntime
 from rankkit.judges.pacing import PACING_OPTIONS, Pacer
 from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
 from rankkit.specs import Spec, SpecError, parse_spec
@@ -170,16 +170,18 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         self,
         conversations: Sequence[Conversation],
         *,
-        assistant_prefix: str | Sequence[str],
-        choices: Sequence[str] | Sequence[Sequence[str]],
+        prefixes: Sequence[str],
+        choices: Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, ChoiceLogprobs)``: the choice written after ``assistant_prefix``, one-hot.
+        """Yield ``(index, ChoiceLogprobs)``: the choice written after its prefix, one-hot.
 
         0 for the choice, ``-inf`` for the others (all ``-inf`` when none is written): the API has no log-probabilities.
         """
-        prefixes = per_row(assistant_prefix, len(conversations))
-        sets = choices_per_row(choices, len(conversations))
-        bodies = [self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p) for c, p in zip(conversations, prefixes)]
+        sets = [tuple(row) for row in choices]
+        bodies = [
+            self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p)
+            for c, p in zip(conversations, prefixes, strict=True)
+        ]
         for index, (text, usage) in self._dispatch(bodies, lambda text, usage: (text, usage)):
             yield index, ChoiceLogprobs(one_hot(written_choice(text, sets[index]), sets[index]), usage)
 

@@ -28,7 +28,7 @@ from rankkit.judges.hf_batching import (
 )
 from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
-from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, choices_per_row, per_row
+from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime
 from rankkit.specs import SpecError
 
 
@@ -278,18 +278,16 @@ class HFRuntime(LLMRuntime):
         self,
         conversations: Sequence[Conversation],
         *,
-        assistant_prefix: str | Sequence[str],
-        choices: Sequence[str] | Sequence[Sequence[str]],
+        prefixes: Sequence[str],
+        choices: Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, logprobs)`` of each of ``choices`` as the next token after the forced reply prefix, batched.
+        """Yield ``(index, logprobs)`` of each row's ``choices`` as the next token after its forced reply prefix, batched.
 
-        ``assistant_prefix`` and ``choices`` are one for every row or one per conversation
-        (:func:`~rankkit.judges.llm_runtime.choices_per_row`); choices' first tokens must differ.
+        A row's choices' first tokens must differ.
         """
         torch = self._torch()
 
-        sets = choices_per_row(choices, len(conversations))
-        keys = list(zip(per_row(assistant_prefix, len(conversations)), sets))
+        keys = [(prefix, tuple(row)) for _, prefix, row in zip(conversations, prefixes, choices, strict=True)]
         read = {key: self.choice_token_ids(*key) for key in dict.fromkeys(keys)}
         sequences = [self.prompt_ids(c, read[key][0]) for c, key in zip(conversations, keys)]
         choice_ids = [read[key][1] for key in keys]
@@ -299,7 +297,7 @@ class HFRuntime(LLMRuntime):
                 with torch.inference_mode():
                     hidden = self._exact.hidden(sequences[index])
                     row = torch.log_softmax(self._logits(hidden[0, -1]), dim=-1)[choice_ids[index]].tolist()
-                yield index, dict(zip(sets[index], row))
+                yield index, dict(zip(keys[index][1], row))
             return
         for batch in self._plan(sequences):
             with torch.inference_mode():
@@ -307,7 +305,7 @@ class HFRuntime(LLMRuntime):
                 logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)
                 rows = [logprobs[row, choice_ids[index]].tolist() for row, index in enumerate(batch.indices)]
             for index, row in zip(batch.indices, rows):
-                yield index, dict(zip(sets[index], row))
+                yield index, dict(zip(keys[index][1], row))
 
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]

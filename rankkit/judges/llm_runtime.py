@@ -49,42 +49,6 @@ class ChoiceLogprobs(dict):
             self.usage["retries"] = self.usage.get("retries", 0) + retries
 
 
-def per_row(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
-    """``assistant_prefix`` as one prefix per row (a single string is every row's).
-
-    Examples
-    --------
-    >>> per_row("Score: ", 2)
-    ['Score: ', 'Score: ']
-    >>> per_row(["a", "b"], 2)
-    ['a', 'b']
-    """
-    if isinstance(assistant_prefix, str):
-        return [assistant_prefix] * rows
-    prefixes = list(assistant_prefix)
-    if len(prefixes) != rows:
-        raise ValueError(f"{len(prefixes)} assistant prefixes for {rows} conversations")
-    return prefixes
-
-
-def choices_per_row(choices: Sequence[str] | Sequence[Sequence[str]], rows: int) -> list[tuple[str, ...]]:
-    """``choices`` as one tuple of choices per row (a flat sequence of strings is every row's).
-
-    Examples
-    --------
-    >>> choices_per_row(["0", "1"], 2)
-    [('0', '1'), ('0', '1')]
-    >>> choices_per_row([["0", "1"], ["0", "1", "2"]], 2)
-    [('0', '1'), ('0', '1', '2')]
-    """
-    if not choices or isinstance(choices[0], str):
-        return [tuple(choices)] * rows  # type: ignore[arg-type]
-    table = [tuple(row) for row in choices]
-    if len(table) != rows:
-        raise ValueError(f"{len(table)} sets of choices for {rows} conversations")
-    return table
-
-
 #: The :attr:`LLMRuntime.prefix_read` values whose reads are one sampled choice (a one-hot
 #: distribution: a structured-output reply, a prefilled reply's written digit), not probabilities.
 SAMPLED_READS = frozenset({"followup_enum", "prefill"})
@@ -117,7 +81,7 @@ class LLMRuntime(Protocol):
 
     #: The backend name the fingerprint records (``hf``, ``vllm``, ``openai``).
     backend: str
-    #: How ``next_token_logprobs`` reads what follows ``assistant_prefix``: ``continuation``, a
+    #: How ``next_token_logprobs`` reads what follows a prefix: ``continuation``, a
     #: hosted API's read no answer can steer (``followup``, ``followup_enum``, ``prefill``), or None
     #: (generate mode then parses the free text). An HTTP runtime probes on first use, never when built.
     prefix_read: str | None = "continuation"
@@ -149,14 +113,14 @@ class LLMRuntime(Protocol):
         self,
         conversations: Sequence[Conversation],
         *,
-        assistant_prefix: str | Sequence[str],
-        choices: Sequence[str] | Sequence[Sequence[str]],
+        prefixes: Sequence[str],
+        choices: Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, logprobs)``: each of ``choices`` as the next token after the forced reply prefix.
+        """Yield ``(index, logprobs)``: each of ``choices[i]`` as the next token after the forced reply ``prefixes[i]``.
 
-        ``assistant_prefix`` and ``choices`` are one for every conversation or one per conversation
-        (:func:`choices_per_row`); choices must differ in their first token. An impossible choice is
-        ``-inf``. A read that is a request of its own may yield a :class:`ChoiceLogprobs`.
+        One prefix and one set of choices per conversation (the judge expands shared ones); a row's
+        choices must differ in their first token. An impossible choice is ``-inf``. A read that is a
+        request of its own may yield a :class:`ChoiceLogprobs`.
         """
         ...
 

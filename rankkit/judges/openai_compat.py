@@ -35,7 +35,7 @@ from rankkit.judges.http_client import (
     logger,
 )
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import ChoiceLogprobs, Generation, LLMRuntime, choices_per_row, per_row
+from rankkit.judges.llm_runtime import ChoiceLogprobs, Generation, LLMRuntime
 from rankkit.judges.pacing import PACING_OPTIONS, Pacer
 from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
 from rankkit.prompts.protocol import neutralize_special_tokens
@@ -241,10 +241,10 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         self,
         conversations: Sequence[list[dict[str, str]]],
         *,
-        assistant_prefix: str | Sequence[str],
-        choices: Sequence[str] | Sequence[Sequence[str]],
+        prefixes: Sequence[str],
+        choices: Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, ChoiceLogprobs)``: each choice's log-probability as first token after ``assistant_prefix``.
+        """Yield ``(index, ChoiceLogprobs)``: each choice's log-probability as first token after its prefix.
 
         Read as :attr:`prefix_read` finds (continuation, follow-up turn, or constrained one-hot reply);
         tokens match ignoring surrounding spaces; a choice outside the top alternatives gets ``-inf``.
@@ -254,12 +254,11 @@ class OpenAIRuntime(BatchSwitch, RetryingClient, LLMRuntime):
         LogprobsUnavailable
             The server offers no way to read them (use ``mode=generate``).
         """
-        prefixes = per_row(assistant_prefix, len(conversations))
         path = self.prefix_read if any(prefixes) else None
         if any(prefixes) and path is None:
             self.check_continuation()  # raises, naming why
-        sets = choices_per_row(choices, len(conversations))
-        requests = [self._read_request(c, p, row, path) for c, p, row in zip(conversations, prefixes, sets)]
+        rows = zip(conversations, prefixes, choices, strict=True)
+        requests = [self._read_request(c, p, tuple(row), path) for c, p, row in rows]
         yield from self._dispatch(requests, ChoiceLogprobs)
 
     def _read_request(

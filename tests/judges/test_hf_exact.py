@@ -28,7 +28,7 @@ pytest.importorskip("transformers")
 from rankkit.judges import hf, hf_loading, make_judge  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
 
-PREFIX = {"assistant_prefix": "The better answer is Answer ", "choices": ["1", "2"]}
+PREFIX = "The better answer is Answer "
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,9 @@ def judged(eng, convs, groups) -> tuple[dict, dict]:
     logprobs, logliks = {}, {}
     texts = answers(len(convs))
     for group in groups:
-        for position, row in eng.next_token_logprobs([convs[i] for i in group], **PREFIX):
+        for position, row in eng.next_token_logprobs(
+            [convs[i] for i in group], prefixes=[PREFIX] * len(group), choices=[["1", "2"]] * len(group)
+        ):
             logprobs[group[position]] = row
         for position, value in eng.answer_logliks([convs[i] for i in group], [texts[i] for i in group]):
             logliks[group[position]] = value
@@ -191,8 +193,8 @@ def test_exact_rows_start_their_final_pass_at_the_last_full_block(tiny):
     assert [rows.boundary(n, 1) for n in (1, 16, 17, 33, 48)] == [0, 0, 16, 32, 32]
     assert rows.boundary(40, 9) == 16  # loglik: the answer's tokens and the one before stay in the final pass
     convs = [p.conversation for p in LLMJudge(_NoRuntime()).pair_prompts([(make_task(), *make_task().candidates[:2])])]
-    length = len(eng.encode(eng.chat_text(convs[0]) + PREFIX["assistant_prefix"]))
-    dict(eng.next_token_logprobs(convs, **PREFIX))
+    length = len(eng.encode(eng.chat_text(convs[0]) + PREFIX))
+    dict(eng.next_token_logprobs(convs, prefixes=[PREFIX] * len(convs), choices=[["1", "2"]] * len(convs)))
     assert eng.stats["blocks_computed"] == (length - 1) // 16 == len(eng._prefixes)
     assert eng.stats["real_tokens"] == length - (length - 1) // 16 * 16
 

@@ -13,7 +13,7 @@ from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.backends import read_settings
 from rankkit.judges.base import JudgeError
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
-from rankkit.judges.llm_runtime import Generation, LLMRuntime, choices_per_row, per_row
+from rankkit.judges.llm_runtime import Generation, LLMRuntime
 from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
@@ -67,12 +67,9 @@ class ScriptedRuntime(LLMRuntime):
             self.prompts.append(prompt)
             yield index, Generation(self.reply(prompt, seed), {"prompt_tokens": 100, "completion_tokens": 20})
 
-    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
+    def next_token_logprobs(self, conversations, *, prefixes, choices):
         self.calls.append(("logprobs", len(conversations)))
-        rows = zip(
-            conversations, per_row(assistant_prefix, len(conversations)), choices_per_row(choices, len(conversations))
-        )
-        for index, (conversation, prefix, row) in enumerate(rows):
+        for index, (conversation, prefix, row) in enumerate(zip(conversations, prefixes, choices, strict=True)):
             self._tick()
             prompt = conversation[-1]["content"]
             self.prompts.append(prompt + "|" + prefix)

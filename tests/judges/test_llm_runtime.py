@@ -11,7 +11,7 @@ from rankkit.judges.base import JudgeError
 from rankkit.judges.batch_options import BatchOptions
 from rankkit.judges.hf_runtime import HFRuntime
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.llm_runtime import LLMRuntime, PromptTooLong, StandInRuntime, choices_per_row
+from rankkit.judges.llm_runtime import LLMRuntime, PromptTooLong, StandInRuntime
 from rankkit.judges.openai_compat import OpenAIRuntime
 from rankkit.judges.prices import Price
 from rankkit.judges.vllm import VLLMRuntime
@@ -79,7 +79,7 @@ def test_the_stand_in_refuses_every_request():
     assert stand_in.identity() == {"name": "m"}
     for call in (
         lambda: stand_in.generate([], max_new_tokens=1, temperature=0.0, seed=0),
-        lambda: stand_in.next_token_logprobs([], assistant_prefix="", choices=["1"]),
+        lambda: stand_in.next_token_logprobs([], prefixes=[], choices=[]),
         lambda: stand_in.answer_logliks([], []),
     ):
         with pytest.raises(JudgeError, match="no model loaded"):
@@ -89,12 +89,12 @@ def test_the_stand_in_refuses_every_request():
 class ShortContext(ScriptedRuntime):
     """A runtime whose context holds short prompts only: a long one raises PromptTooLong."""
 
-    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
+    def next_token_logprobs(self, conversations, *, prefixes, choices):
         for index, conversation in enumerate(conversations):
             text = conversation[-1]["content"]
             if len(text) > 2000:
                 raise PromptTooLong(f"a prompt of {len(text)} characters does not fit", prompt=text)
-            yield index, dict.fromkeys(choices_per_row(choices, len(conversations))[index], -1.0)
+            yield index, dict.fromkeys(choices[index], -1.0)
 
 
 def test_the_judge_names_the_task_of_any_runtimes_prompt_too_long(sample_tasks):

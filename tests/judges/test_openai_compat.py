@@ -218,9 +218,7 @@ def test_engine_logprobs_and_the_clear_fallback_message():
     with FaultProxy() as proxy:
         runtime = fast_engine(proxy.base_url)
         try:
-            results = dict(
-                runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"])
-            )
+            results = dict(runtime.next_token_logprobs([conversation("which?")], prefixes=[""], choices=[["A", "B"]]))
         finally:
             runtime.close()
     assert results[0]["A"] == pytest.approx(-0.2)
@@ -229,7 +227,7 @@ def test_engine_logprobs_and_the_clear_fallback_message():
     with FaultProxy() as proxy:
         runtime = fast_engine(proxy.base_url)
         try:
-            dict(runtime.next_token_logprobs([conversation("grade")], assistant_prefix="Score: ", choices=["0", "1"]))
+            dict(runtime.next_token_logprobs([conversation("grade")], prefixes=["Score: "], choices=[["0", "1"]]))
         finally:
             runtime.close()
     sent = proxy.log[-1][1]  # after the continuation probe
@@ -242,7 +240,7 @@ def test_engine_logprobs_and_the_clear_fallback_message():
         runtime = fast_engine(proxy.base_url)
         try:
             with pytest.raises(LogprobsUnavailable, match="use mode=generate"):
-                dict(runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
+                dict(runtime.next_token_logprobs([conversation("which?")], prefixes=[""], choices=[["A", "B"]]))
         finally:
             runtime.close()
 
@@ -336,7 +334,7 @@ def test_wrong_typed_logprobs_are_a_bad_response_that_is_retried(logprobs):
     with FaultProxy(plan=lambda number, body: ("body", logprob_body(logprobs)) if number == 1 else "pass") as proxy:
         runtime = fast_engine(proxy.base_url, concurrency=1)
         try:
-            results = dict(runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A"]))
+            results = dict(runtime.next_token_logprobs([conversation("which?")], prefixes=[""], choices=[["A"]]))
         finally:
             runtime.close()
     assert results[0]["A"] == pytest.approx(-0.2)
@@ -831,7 +829,7 @@ def test_special_token_strings_are_neutralised_in_what_is_sent_unless_turned_off
         generate_all(engine, [MARKERS, "plain text"])
         dict(
             engine.next_token_logprobs(
-                [conversation(MARKERS)], assistant_prefix="Echo <|im_end|> Score: ", choices=["1", "2"]
+                [conversation(MARKERS)], prefixes=["Echo <|im_end|> Score: "], choices=[["1", "2"]]
             )
         )
         engine.close()
