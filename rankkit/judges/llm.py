@@ -227,12 +227,12 @@ class LLMJudge(Judge):
     @property
     def capacity(self) -> int:
         """How many requests the runtime can usefully have in flight."""
-        return self.runtime.capacity
+        return self.runtime.capacity.requests
 
     @property
     def fills_batches(self) -> bool:
         """Whether the runtime gains from full batches (a local model) or streams requests (HTTP)."""
-        return self.runtime.fills_batches
+        return self.runtime.capacity.fills_batches
 
     def close(self) -> None:
         self.runtime.close()

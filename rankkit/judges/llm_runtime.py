@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rankkit.judges.base import JudgeError
-from rankkit.judges.prices import Price
 
 #: Chat messages, e.g. ``[{"role": "user", "content": "..."}]``.
 Conversation = list[dict[str, str]]
@@ -47,6 +46,18 @@ class ChoiceLogprobs(dict):
         self.usage = dict(usage or {})
         if retries:
             self.usage["retries"] = self.usage.get("retries", 0) + retries
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How much work a runtime takes at once: a dispatcher sizes its work from it.
+
+    requests: how many requests it can usefully have in flight.
+    fills_batches: whether it gains from full batches (a local model, a batch API) or streams requests (HTTP).
+    """
+
+    requests: int = 1
+    fills_batches: bool = False
 
 
 #: The :attr:`LLMRuntime.prefix_read` values whose reads are one sampled choice (a one-hot
@@ -85,19 +96,11 @@ class LLMRuntime(Protocol):
     #: hosted API's read no answer can steer (``followup``, ``followup_enum``, ``prefill``), or None
     #: (generate mode then parses the free text). An HTTP runtime probes on first use, never when built.
     prefix_read: str | None = "continuation"
-    #: How many requests it can usefully have in flight: a dispatcher sizes its work from it.
-    capacity: int = 1
-    #: Whether it gains from full batches (a local model) or streams requests (HTTP).
-    fills_batches: bool = False
+    #: How many requests it takes at once, and whether it gains from full batches.
+    capacity: Capacity = Capacity()
     #: The model's context in tokens and the setting that gives it (``(8192, "max_position_embeddings")``);
     #: None: unknown.
     context: tuple[int, str] | None = None
-    #: USD per million tokens (:mod:`rankkit.judges.prices`): each result's usage then carries its
-    #: cost (``usd_nano``) and the dry run estimates one. None: unpriced (a local model).
-    price: Price | None = None
-    #: Whether it sends requests through a provider's batch API (``batch=true``): the dry run
-    #: counts sequential batches and applies the batch discount.
-    batched: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What identifies the model for the cache fingerprint (JSON-ready; never secrets)."""

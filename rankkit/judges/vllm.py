@@ -19,7 +19,7 @@ from rankkit.judges.base import JudgeError
 from rankkit.judges.context import check_fit
 from rankkit.judges.hf_loading import DTYPES, LOAD_LOCK, LOADED, SMOLLM2_JUDGE_DEFAULTS, import_torch
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime
+from rankkit.judges.llm_runtime import Capacity, Conversation, Generation, LLMRuntime
 from rankkit.specs import SpecError
 
 #: What to run when vLLM is missing (see the README's "GPU box" for a GPU's vLLM build).
@@ -205,8 +205,6 @@ class VLLMRuntime(LLMRuntime):
     """
 
     backend = "vllm"
-    #: vLLM batches what it is given: waiting for a full call pays.
-    fills_batches = True
 
     def __init__(self, llm: Any, identity: dict[str, Any], *, max_model_len: int, capacity: int = 64):
         self.llm = llm
@@ -214,7 +212,7 @@ class VLLMRuntime(LLMRuntime):
         self._identity = dict(identity)
         self.max_model_len = max_model_len
         self.context = (max_model_len, "max_model_len")
-        self.capacity = capacity
+        self.capacity = Capacity(capacity, fills_batches=True)  # vLLM batches what it is given: waiting pays
         self._lock = threading.Lock()
         #: calls: llm.generate calls; rows: prompts sent; prompt_tokens: their tokens.
         self.stats = {"calls": 0, "rows": 0, "prompt_tokens": 0}

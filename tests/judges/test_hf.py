@@ -36,7 +36,7 @@ from rankkit.judges.hf_batching import (  # noqa: E402
 )
 from rankkit.judges.hf_runtime import HFRuntime  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
-from rankkit.judges.llm_runtime import LLMRuntime  # noqa: E402
+from rankkit.judges.llm_runtime import Capacity, LLMRuntime  # noqa: E402
 
 REPLY = "Explanation: fine. Answer 1: 3/4 Answer 2: 1/4 Score: 3/4"
 REPLY_MARGIN = 2.0  # logits by which the taught reply leads every other token (see build_tiny_model)
@@ -707,10 +707,10 @@ def test_engine_reports_capacity_and_the_batch_token_budget(tiny_dir):
     judge = make_judge(
         f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3,max_batch_tokens=500,max_padding=inf,exact=false"
     )
-    assert judge.runtime.capacity == 3 and judge.runtime.fills_batches is True
+    assert judge.runtime.capacity == Capacity(3, fills_batches=True)
     assert judge.runtime.max_batch_tokens == 500 and judge.runtime.max_padding == math.inf
     # Exact mode (the CPU default) runs rows one at a time: nothing to gain from bigger calls.
-    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3").runtime.capacity == 1
+    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3").runtime.capacity.requests == 1
     default = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").runtime
     assert (default.max_batch_tokens, default.max_padding) == (DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING)
     from rankkit.specs import SpecError

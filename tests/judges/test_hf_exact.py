@@ -125,7 +125,7 @@ def test_exact_judgments_are_identical_through_the_judge_and_the_cache(tiny_dir)
     runs = []
     for groups in ([list(range(len(pairs)))], [[i] for i in range(len(pairs))], [list(reversed(range(len(pairs))))]):
         judge = make_judge(f"hf:{tiny_dir},mode=logprob,block=16")  # bf16 on the CPU: exact by default
-        assert judge.runtime.exact and judge.runtime.capacity == 1
+        assert judge.runtime.exact and judge.runtime.capacity.requests == 1
         compared = {}
         for group in groups:
             compared.update({group[k]: j for k, j in judge.compare_many([pairs[i] for i in group])})
@@ -168,7 +168,7 @@ def test_exact_mode_is_in_the_fingerprint_and_the_cpu_default(tiny_dir):
     batched = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false")
     other_block = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,block=32")
     assert exact.runtime.exact and not batched.runtime.exact
-    assert batched.runtime.capacity == 8 and exact.runtime.capacity == 1
+    assert batched.runtime.capacity.requests == 8 and exact.runtime.capacity.requests == 1
     assert exact.runtime.identity()["exact"] is True and exact.runtime.identity()["block"] == 512
     assert "exact" not in batched.runtime.identity()  # batched judgments keep the fingerprint they had
     assert len({exact.fingerprint, batched.fingerprint, other_block.fingerprint}) == 3

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from rankkit.judges.http_client import (
+from rankkit.judges.http_retry import (
     MAX_RETRY_AFTER,
     Replica,
     RetryPolicy,
@@ -136,7 +136,7 @@ def test_a_forbidden_key_is_refused_at_once_not_retried(monkeypatch):
     from pathlib import Path
 
     from rankkit.judges import make_judge
-    from rankkit.judges.http_client import KeyRefused
+    from rankkit.judges.http_retry import KeyRefused
     from rankkit.tasks import load_tasks
     from tests.hosted_servers import OpenAILikeServer, human_quality
 
@@ -148,4 +148,8 @@ def test_a_forbidden_key_is_refused_at_once_not_retried(monkeypatch):
         task = tasks[0]
         with pytest.raises(KeyRefused, match="HTTP 403 .* refused the API key; export OPENAI_API_KEY") as caught:
             judge.compare(task, task.candidates[0], task.candidates[1])
-        assert caught.value.exit_code == 2 and judge.runtime.stats.attempts == 1 and not judge.runtime.stats.retries
+        assert (
+            caught.value.exit_code == 2
+            and judge.runtime.client.stats.attempts == 1
+            and not judge.runtime.client.stats.retries
+        )

@@ -13,7 +13,7 @@ from rankkit.cache import JudgmentCache, NullCache
 from rankkit.judges.backends import read_settings
 from rankkit.judges.base import JudgeError
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
-from rankkit.judges.llm_runtime import Generation, LLMRuntime
+from rankkit.judges.llm_runtime import Capacity, Generation, LLMRuntime
 from rankkit.judges.modes import choice_probability, expected_digit, logprob_points
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
@@ -476,8 +476,7 @@ def test_close_closes_the_engine_and_bind_memo_keeps_it():
 
 def test_capacity_and_fills_batches_come_from_the_engine():
     class Wide(ScriptedRuntime):
-        capacity = 12
-        fills_batches = True
+        capacity = Capacity(12, fills_batches=True)
 
     assert (LLMJudge(Wide()).capacity, LLMJudge(Wide()).fills_batches) == (12, True)
     assert (LLMJudge(ScriptedRuntime()).capacity, LLMJudge(ScriptedRuntime()).fills_batches) == (1, False)
