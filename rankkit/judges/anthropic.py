@@ -59,13 +59,6 @@ class AnthropicRuntime(HostedRuntime):
         self.version = version
         self.prompt_cache = prompt_cache
 
-    def __repr__(self) -> str:  # never shows the key
-        config = self.client.config
-        return (
-            f"AnthropicRuntime(model={self.model!r}, base_url={self.client.base_url!r}, "
-            f"concurrency={config.concurrency}, api_key={'set' if config.api_key else 'none'})"
-        )
-
     def identity(self) -> dict[str, Any]:
         """``{"model": ...}`` (never the address)."""
         return {"model": self.model}

@@ -65,9 +65,8 @@ class HTTPTransport:
         """See :meth:`Transport.call`; ``kwargs`` go to ``httpx`` (``json``, ``files``, ``params``...)."""
         import httpx
 
-        self.client._ensure_started()
-        http = self.client._clients[0]
-        secret = self.client._api_key
+        http = self.client.first_replica()
+        secret = self.client.config.api_key
         what = f"{self.client.backend}: batch API {method} {path}"
         last = ""
         for attempt in range(1, CALL_ATTEMPTS + 1):
@@ -96,7 +95,7 @@ class HTTPTransport:
                         raise CreationUnanswered(f"{what}: {last}")
                     retry_after = parse_retry_after(response.headers.get("retry-after"))
             if attempt < CALL_ATTEMPTS:
-                time.sleep(self.client._wait_seconds(attempt, retry_after))
+                time.sleep(self.client.wait_seconds(attempt, retry_after))
         raise JudgeError(f"{what} failed after {CALL_ATTEMPTS} attempts; last error: {last}")
 
 

@@ -245,7 +245,7 @@ class BatchRunner:
                 logger.warning("%s; looking the batch up before creating it again", err)
                 batch_id = self._find(tag, set(custom_ids.values()), len(bodies), since)
                 if batch_id is None:
-                    self.sleep(self.client._wait_seconds(attempt, None))
+                    self.sleep(self.client.wait_seconds(attempt, None))
                     continue
             with self._lock:
                 self.created += 1

@@ -76,14 +76,14 @@ class HFRuntime(LLMRuntime):
         if prefix_cache_entries is None:
             prefix_cache_entries = BLOCK_CACHE_ENTRIES if exact else PREFIX_CACHE_ENTRIES
         check_settings(
-            batch_size=batch_size,
-            shared_prefix=shared_prefix,
-            max_batch_tokens=max_batch_tokens,
-            max_padding=max_padding,
-            block=block,
-            prefix_cache_entries=prefix_cache_entries,
-            prefix_cache_bytes=prefix_cache_bytes,
-            threads=threads,
+            batch_size,
+            shared_prefix,
+            max_batch_tokens,
+            max_padding,
+            block,
+            prefix_cache_entries,
+            prefix_cache_bytes,
+            threads,
         )
         self.model = model
         self.tokenizer = tokenizer
@@ -414,7 +414,6 @@ def _token_order(sequences: Sequence[Sequence[int]]) -> list[int]:
 
 
 def check_settings(
-    *,
     batch_size: int,
     shared_prefix: int,
     max_batch_tokens: int,

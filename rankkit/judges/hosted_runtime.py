@@ -42,6 +42,13 @@ class HostedRuntime(LLMRuntime):
         self.batcher = None if batch is None else batch.runner(client, batch_api)
         self.batch_size = batch.size if batch is not None else 0
 
+    def __repr__(self) -> str:  # never shows the key
+        config = self.client.config
+        return (
+            f"{type(self).__name__}(model={self.model!r}, base_url={self.client.base_url!r}, "
+            f"concurrency={config.concurrency}, timeout={config.timeout}, api_key={'set' if config.api_key else 'none'})"
+        )
+
     @property
     def batched(self) -> bool:
         """Whether requests go out as batches (``batch=true``): the dry run applies the batch discount."""

@@ -123,15 +123,20 @@ class ClientConfig:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, base_url: str, api_key_env: str, no_key: str, base_url_env: str | None = None
+        cls,
+        settings: Settings,
+        default_base_url: str,
+        default_key_env: str,
+        no_key: str,
+        base_url_env: str | None = None,
     ) -> ClientConfig:
         """The configuration of a hosted judge's spec (:func:`client_options` and the pacing options).
 
-        ``base_url`` and ``api_key_env`` are the defaults; the key is read from the environment. A
-        spec with neither a key nor a ``base_url`` (nor ``$base_url_env``) is refused, ``no_key`` saying why.
+        The key is read from the environment (``api_key_env``, else ``default_key_env``). A spec with
+        neither a key nor a ``base_url`` (nor ``$base_url_env``) is refused, ``no_key`` saying why.
         """
         backend, key_env = settings.backend, settings["api_key_env"]
-        api_key = os.environ.get(key_env or api_key_env)
+        api_key = os.environ.get(key_env or default_key_env)
         if key_env and not api_key:
             raise SpecError(f"{backend}: api_key_env={key_env} names an environment variable that is not set")
         given_url = settings["base_url"] or (os.environ.get(base_url_env) if base_url_env else None)
@@ -139,9 +144,9 @@ class ClientConfig:
             raise SpecError(f"{backend}: {no_key}")
         return cls(
             backend,
-            given_url or base_url,
+            given_url or default_base_url,
             api_key=api_key,
-            api_key_env=key_env or api_key_env,
+            api_key_env=key_env or default_key_env,
             retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
             rpm=settings["rpm"],
             tpm=settings["tpm"],
@@ -204,7 +209,8 @@ class RetryingClient:
                 self._pool = ThreadPoolExecutor(max_workers=self.capacity, thread_name_prefix="rankkit-http")
             return self._pool
 
-    def _wait_seconds(self, retry: int, retry_after: float | None) -> float:
+    def wait_seconds(self, retry: int, retry_after: float | None) -> float:
+        """Seconds before retry ``retry`` (jittered backoff, or the server's ``retry_after``, capped)."""
         # one generator shared by the pool's threads; drawing is cheap, so a lock is simplest
         with self._rng_lock:
             return self.config.retry.wait(retry, retry_after, self._rng)
@@ -359,7 +365,7 @@ class RetryingClient:
 
     def _retry_delay(self, last: RetryableError, attempts: int, untried: bool, rate_limited: bool) -> float:
         """Seconds before the next attempt (none on a replica not tried yet), logged; a 429 pauses one account."""
-        delay = 0.0 if untried else self._wait_seconds(min(attempts, 16), last.retry_after)
+        delay = 0.0 if untried else self.wait_seconds(min(attempts, 16), last.retry_after)
         if rate_limited and len(self.replicas) == 1:  # one account's limit: every request holds back, not just this one
             self.pacer.pause(delay)
         logger.warning(
@@ -381,11 +387,16 @@ class RetryingClient:
             f"{'s' if attempts > 1 else ''}{why} ({self.subject}); last error: {last}"
         )
 
+    def first_replica(self) -> httpx.Client:
+        """The first replica's connection (started on first use): where the batch APIs and ``/models`` are asked."""
+        self._ensure_started()
+        return self._clients[0]
+
     def get_json(self, path: str) -> Any:
         """``GET path`` of the first replica, decoded (None when it fails: what it gives is a hint only)."""
-        self._ensure_started()
+        replica = self.first_replica()
         try:
-            response = self._clients[0].get(path, timeout=min(self.config.timeout, 10.0))
+            response = replica.get(path, timeout=min(self.config.timeout, 10.0))
             return response.json() if response.status_code == 200 else None
         except Exception:  # any failure means "no hint"
             return None

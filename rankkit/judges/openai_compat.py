@@ -98,13 +98,6 @@ class OpenAIRuntime(HostedRuntime):
         self._prefill_fields_refused = False
         self._logprobs_refused = False
 
-    def __repr__(self) -> str:  # never shows the key
-        config = self.client.config
-        return (
-            f"OpenAIRuntime(model={self.model!r}, base_url={self.client.base_url!r}, "
-            f"concurrency={config.concurrency}, timeout={config.timeout}, api_key={'set' if config.api_key else 'none'})"
-        )
-
     def identity(self) -> dict[str, Any]:
         """``{"model": ...}``, plus ``"neutralize_special": false`` when off; never ``base_url``."""
         return {"model": self.model} if self.neutralize_special else {"model": self.model, "neutralize_special": False}
