@@ -13,6 +13,7 @@ import random
 import pytest
 
 from rankkit.judgments import Winner
+from tests.helpers import read_all
 from tests.judges.test_hf import (
     INJECTED,
     _NoRuntime,
@@ -194,7 +195,7 @@ def test_exact_rows_start_their_final_pass_at_the_last_full_block(tiny):
     assert rows.boundary(40, 9) == 16  # loglik: the answer's tokens and the one before stay in the final pass
     convs = [p.conversation for p in LLMJudge(_NoRuntime()).pair_prompts([(make_task(), *make_task().candidates[:2])])]
     length = len(eng.encode(eng.chat_text(convs[0]) + PREFIX))
-    dict(eng.next_token_logprobs(convs, prefixes=[PREFIX] * len(convs), choices=[["1", "2"]] * len(convs)))
+    dict(read_all(eng, convs, PREFIX, ["1", "2"]))
     assert eng.stats["blocks_computed"] == (length - 1) // 16 == len(eng._prefixes)
     assert eng.stats["real_tokens"] == length - (length - 1) // 16 * 16
 

@@ -33,7 +33,7 @@ from rankkit.judges.vllm import (
     local_model_dir,
 )
 from rankkit.specs import SpecError
-from tests.helpers import run_spec
+from tests.helpers import read_all, run_spec
 
 # == the spec ======================================================================================
 
@@ -206,7 +206,7 @@ def test_engine_reads_choice_tokens_after_each_rows_prefix(stand_in_vllm):
     runtime = VLLMRuntime(llm, {"name": "fake"}, max_model_len=100)
     rows = [conversation("q1"), conversation("q2")]
     # the same prefix on every row: the row ending in "a" favours "1"
-    result = dict(runtime.next_token_logprobs(rows, prefixes=["xa"] * len(rows), choices=[["1", "2"]] * len(rows)))
+    result = dict(read_all(runtime, rows, "xa", ["1", "2"]))
     assert result[0]["1"] == pytest.approx(math.log(0.8), abs=1e-12)
     assert result[0]["2"] == pytest.approx(math.log(0.2), abs=1e-12)
     # a prefix per row (the hardened generate mode's continuation): each row reads its own
@@ -229,7 +229,7 @@ def test_a_prompt_longer_than_max_model_len_stops_its_call_before_anything_runs(
     llm = FakeLLM()
     runtime = VLLMRuntime(llm, {"name": "fake"}, max_model_len=20)
     rows = [conversation("short"), conversation("x" * 40), conversation("also short")]
-    results = runtime.next_token_logprobs(rows, prefixes=["a"] * len(rows), choices=[["1", "2"]] * len(rows))
+    results = read_all(runtime, rows, "a", ["1", "2"])
     with pytest.raises(PromptTooLong, match=r"max_model_len=20; raise it") as caught:
         next(results)
     assert caught.value.exit_code == 2 and not caught.value.resumable
