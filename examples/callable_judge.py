@@ -29,7 +29,7 @@ A toy function that prefers the longer answer (the prompt shows each inside ``<a
 
 from rankkit.judges import Argument, register_backend
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import LLMRuntime, choices_per_row, per_row
+from rankkit.judges.llm_runtime import LLMRuntime
 from rankkit.specs import SpecError
 
 #: The functions ``callable:NAME`` may name: NAME -> ``f(prompt, choices) -> {choice: logprob}``.
@@ -49,10 +49,8 @@ class CallableRuntime(LLMRuntime):
     def identity(self):  # the cache fingerprint: rename the function when it changes
         return {"name": self.name}
 
-    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
-        prefixes = per_row(assistant_prefix, len(conversations))  # one for all, or one per conversation
-        sets = choices_per_row(choices, len(conversations))  # likewise
-        for index, (conversation, prefix, row) in enumerate(zip(conversations, prefixes, sets)):
+    def next_token_logprobs(self, conversations, *, prefixes, choices):  # one prefix and one choice set per row
+        for index, (conversation, prefix, row) in enumerate(zip(conversations, prefixes, choices)):
             yield index, self.function(conversation[-1]["content"] + prefix, list(row))
 
     def generate(self, conversations, **decoding):

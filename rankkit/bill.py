@@ -98,18 +98,12 @@ def total_line(total: dict[str, Any], priced: bool) -> str:
 def price_note(result: RunResult) -> str:
     """A one-line note when the run's judge has no price, so its ``usd`` is not counted ("" when it
     has one, or when it costs nothing: a simulated or recorded judge)."""
-    from rankkit.judges.http_client import RetryingClient
-    from rankkit.plan.usd import judge_price, llm_judge
+    from rankkit.plan.usd import hosted_runtime
 
-    judge = result.judge
-    if llm_judge(judge) is None or judge_price(judge) is not None:
+    hosted = hosted_runtime(result.judge)  # a model run here (hf:, smollm2, vllm:) bills no tokens
+    if hosted is None or hosted.price is not None:
         return ""
-    runtime = llm_judge(judge).runtime
-    if not isinstance(runtime, RetryingClient):  # a model run here (hf:, smollm2, vllm:) bills no tokens
-        return ""
-    model = runtime.identity().get("model")  # a hosted runtime's identity names its model
-    model = model if isinstance(model, str) else judge.description
-    return f"note: usd not counted: {model} has no built-in price (add price_in=,price_out=, USD per 1M tokens)"
+    return f"note: usd not counted: {hosted.model} has no built-in price (add price_in=,price_out=, USD per 1M tokens)"
 
 
 def is_priced(result: RunResult) -> bool:

@@ -200,3 +200,9 @@ def run_spec(judge_spec: str, tasks: Sequence[Task], strategies: str, cache_path
             ), judge
     finally:
         judge.close()
+
+
+def read_all(runtime, conversations: Sequence, prefix: str, choices: Sequence[str]):
+    """``runtime.next_token_logprobs`` with the same ``prefix`` and ``choices`` on every conversation."""
+    rows = len(conversations)
+    return runtime.next_token_logprobs(conversations, prefixes=[prefix] * rows, choices=[choices] * rows)

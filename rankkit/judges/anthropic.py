@@ -6,29 +6,23 @@ More in ``docs/hosted-judges.md``.
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from rankkit.judges.backends import Argument, Option, Settings
-from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions, BatchSwitch
-from rankkit.judges.batches import AnthropicBatches
+from rankkit.judges.batch_apis import AnthropicBatches
+from rankkit.judges.batch_options import BATCH_OPTIONS, BatchOptions
+from rankkit.judges.hosted_runtime import HostedRuntime, Read
 from rankkit.judges.hosted_verdict import one_hot
-from rankkit.judges.http_client import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    BadResponse,
-    RetryingClient,
-    RetryPolicy,
-    client_options,
-)
+from rankkit.judges.http_client import ClientConfig, RetryingClient, client_options
+from rankkit.judges.http_retry import BadResponse
 from rankkit.judges.llm import LLM_OPTIONS, llm_backend
-from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, Generation, LLMRuntime, choices_per_row, per_row
-from rankkit.judges.pacing import PACING_OPTIONS, Pacer
-from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for, with_cost
+from rankkit.judges.llm_runtime import ChoiceLogprobs, Conversation, Generation
+from rankkit.judges.pacing import PACING_OPTIONS
+from rankkit.judges.prices import PRICE_OPTIONS, Price, price_for
 from rankkit.specs import Spec, SpecError, parse_spec
 
-T = TypeVar("T")
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_VERSION = "2023-06-01"
@@ -36,76 +30,38 @@ DEFAULT_VERSION = "2023-06-01"
 PREFILL_MAX_TOKENS = 2
 
 
-class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
+class AnthropicRuntime(HostedRuntime):
     """Sends conversations to ``{base_url}/messages``; see ``docs/hosted-judges.md``.
 
     model: the model name (``claude-sonnet-4-5``).
+    client: how the API is reached (its base URL, key, concurrency, retries, pacing).
     version: the ``anthropic-version`` header.
     prompt_cache: mark the judge prompt with ``cache_control``.
     price: USD per million tokens; None: cost not counted.
-    pacer: rate-limit pacing (:mod:`rankkit.judges.pacing`).
     batch: send each call's requests as one Message Batch (:mod:`rankkit.judges.batches`).
     """
 
     backend = "anthropic"
+    #: The verdict is the digit the model writes after rankkit's prefix (one-hot: no log-probabilities).
+    verdict_path = "prefill"
 
     def __init__(
         self,
         model: str,
-        base_url: str | Sequence[str] = DEFAULT_BASE_URL,
-        api_key: str | None = None,
-        concurrency: int = 4,
-        timeout: float = 120.0,
-        retry: RetryPolicy = RetryPolicy(),
-        jitter_seed: int | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        client: ClientConfig,
         version: str = DEFAULT_VERSION,
         prompt_cache: bool = True,
         price: Price | None = None,
-        pacer: Pacer | None = None,
         batch: BatchOptions | None = None,
     ):
-        super().__init__(
-            base_url,
-            api_key=api_key,
-            concurrency=concurrency,
-            timeout=timeout,
-            retry=retry,
-            jitter_seed=jitter_seed,
-            max_response_bytes=max_response_bytes,
-            pacer=pacer,
-        )
-        self.model = model
+        headers = {"anthropic-version": version, **({"x-api-key": client.api_key} if client.api_key else {})}
+        super().__init__(model, RetryingClient(client, headers, f"model {model!r}"), price, batch, AnthropicBatches())
         self.version = version
         self.prompt_cache = prompt_cache
-        self.price = price
-        #: With ``batch=true``: what sends each runtime call's requests as one batch (else None).
-        self.batcher = None if batch is None else batch.runner(self, AnthropicBatches())
-        self.batch_size = batch.size if batch is not None else 0
-
-    #: The verdict is the digit the model writes after rankkit's prefix (one-hot: no log-probabilities).
-    verdict_path = "prefill"
-
-    def __repr__(self) -> str:  # never shows the key
-        return (
-            f"AnthropicRuntime(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency}, "
-            f"api_key={'set' if self._api_key else 'none'})"
-        )
-
-    def request_headers(self) -> dict[str, str]:
-        """``anthropic-version`` and, with a key, ``x-api-key``."""
-        headers = {"anthropic-version": self.version}
-        if self._api_key:
-            headers["x-api-key"] = self._api_key
-        return headers
 
     def identity(self) -> dict[str, Any]:
         """``{"model": ...}`` (never the address)."""
         return {"model": self.model}
-
-    def request_subject(self) -> str:
-        """``model 'NAME'``: what error messages call a request's target."""
-        return f"model {self.model!r}"
 
     # -- requests -----------------------------------------------------------------------------------
     def message_body(
@@ -138,49 +94,35 @@ class AnthropicRuntime(BatchSwitch, RetryingClient, LLMRuntime):
             body["system"] = system
         return body
 
-    def _dispatch(
-        self, bodies: Sequence[dict[str, Any]], finish: Callable[[str, dict[str, int]], T]
-    ) -> Iterator[tuple[int, T]]:
-        """Send ``bodies`` directly or as one Message Batch; yield ``(index, finish(text, usage))`` as each arrives."""
-        if self.batcher is not None:
-            for index, (text, usage) in self.batcher.run(bodies, lambda i, payload: read_message(payload)):
-                yield index, finish(text, with_cost(usage, self.price, batch=True))
-            return
-
-        def job(body: dict[str, Any]) -> Callable[[threading.Event], T]:
-            def call(abort: threading.Event) -> T:
-                (text, usage), retries = self.post("/messages", body, abort, read_message)
-                if retries:
-                    usage["retries"] = retries
-                return finish(text, with_cost(usage, self.price))
-
-            return call
-
-        yield from self._run_all([job(body) for body in bodies])
+    def send_one(self, body: dict[str, Any], abort: threading.Event | None, read: Read) -> tuple[Any, int]:
+        """POST one Messages API request: ``((text, usage), retries)``."""
+        return self.client.post("/messages", body, abort, read)
 
     # -- the LLMRuntime protocol -----------------------------------------------------------------------
     def generate(
         self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
         """Yield ``(index, Generation)``, the reply to each conversation (``seed`` is ignored: the API has none)."""
-        bodies = [self.message_body(c, max_new_tokens, temperature) for c in conversations]
-        yield from self._dispatch(bodies, lambda text, usage: Generation(text=text, usage=usage))
+        requests = [(self.message_body(c, max_new_tokens, temperature), read_message) for c in conversations]
+        yield from self.send_all(requests, lambda text, usage: Generation(text=text, usage=usage))
 
     def next_token_logprobs(
         self,
         conversations: Sequence[Conversation],
         *,
-        assistant_prefix: str | Sequence[str],
-        choices: Sequence[str] | Sequence[Sequence[str]],
+        prefixes: Sequence[str],
+        choices: Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, ChoiceLogprobs)``: the choice written after ``assistant_prefix``, one-hot.
+        """Yield ``(index, ChoiceLogprobs)``: the choice written after its prefix, one-hot.
 
         0 for the choice, ``-inf`` for the others (all ``-inf`` when none is written): the API has no log-probabilities.
         """
-        prefixes = per_row(assistant_prefix, len(conversations))
-        sets = choices_per_row(choices, len(conversations))
-        bodies = [self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p) for c, p in zip(conversations, prefixes)]
-        for index, (text, usage) in self._dispatch(bodies, lambda text, usage: (text, usage)):
+        sets = [tuple(row) for row in choices]
+        requests = [
+            (self.message_body(c, PREFILL_MAX_TOKENS, 0.0, prefill=p), read_message)
+            for c, p in zip(conversations, prefixes, strict=True)
+        ]
+        for index, (text, usage) in self.send_all(requests, lambda text, usage: (text, usage)):
             yield index, ChoiceLogprobs(one_hot(written_choice(text, sets[index]), sets[index]), usage)
 
     def answer_logliks(
@@ -280,29 +222,20 @@ def _anthropic_runtime(settings: Settings) -> AnthropicRuntime:
 
     Key from ``$ANTHROPIC_API_KEY`` or ``api_key_env``; neither key nor ``base_url`` is refused at once.
     """
-    key_env = settings["api_key_env"]
-    api_key = os.environ.get(key_env or DEFAULT_API_KEY_ENV)
-    if key_env and not api_key:
-        raise SpecError(f"anthropic: api_key_env={key_env} names an environment variable that is not set")
-    base_url = settings["base_url"]
-    if not base_url and not api_key:
-        raise SpecError(
-            f"anthropic: no API key: export {DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)"
-        )
-    runtime = AnthropicRuntime(
+    client = ClientConfig.from_settings(
+        settings,
+        DEFAULT_BASE_URL,
+        DEFAULT_API_KEY_ENV,
+        no_key=f"no API key: export {DEFAULT_API_KEY_ENV} (or name the variable with api_key_env=NAME)",
+    )
+    return AnthropicRuntime(
         settings.argument,
-        base_url=base_url or DEFAULT_BASE_URL,
-        api_key=api_key,
-        retry=RetryPolicy(**settings.subset(("max_attempts", "backoff", "max_backoff"))),
+        client,
         version=settings["anthropic_version"],
         prompt_cache=settings["prompt_cache"],
         price=price_for(settings.argument, settings["price_in"], settings["price_out"]),
-        pacer=Pacer(settings["rpm"], settings["tpm"]),
         batch=BatchOptions.from_settings(settings),
-        **settings.subset(("concurrency", "timeout", "max_response_bytes")),
     )
-    runtime.api_key_env = key_env or DEFAULT_API_KEY_ENV  # named if the server refuses the key
-    return runtime
 
 
 def _generate_only(mode: str) -> str | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,44 +73,8 @@ class BatchOptions:
         return cls(poll=settings["batch_poll"], journal=settings["batch_journal"], size=settings["batch_size"])
 
     def runner(self, client: Any, protocol: Any) -> Any:
-        """The :class:`~rankkit.judges.batches.BatchRunner` of HTTP runtime ``client`` for ``protocol``."""
-        from rankkit.judges.batches import DEFAULT_JOURNAL, BatchJournal, BatchRunner
+        """The :class:`~rankkit.judges.batches.BatchRunner` sending through ``client`` (a hosted runtime's) by ``protocol``."""
+        from rankkit.judges.batch_journal import DEFAULT_JOURNAL, BatchJournal
+        from rankkit.judges.batches import BatchRunner
 
         return BatchRunner(client, protocol, BatchJournal(self.journal or DEFAULT_JOURNAL), poll=self.poll)
-
-
-class BatchSwitch:
-    """What ``batch=true`` changes in the openai and anthropic HTTP runtimes (mixed in before the client).
-
-    With a ``batcher``, requests go out as batches, a whole step of every task goes in one call and
-    each batch's state reaches the progress bar.
-    """
-
-    batcher: Any = None
-    batch_size: int = 0
-
-    @property
-    def batched(self) -> bool:
-        """Whether requests go out as batches (``batch=true``)."""
-        return self.batcher is not None
-
-    def show_progress(self, note: Callable[[str], None]) -> None:
-        """With ``batch=true``, send each batch's id, state and requests done to ``note``."""
-        if self.batcher is not None:
-            self.batcher.on_status = note
-
-    def close(self) -> None:
-        """Let the batcher clear the journal entries of a run that ended well, then close the client."""
-        if self.batcher is not None:
-            self.batcher.close()
-        super().close()  # type: ignore[misc]
-
-    @property
-    def fills_batches(self) -> bool:
-        """Whether the dispatcher gathers a whole step of every task into one call (``batch=true``)."""
-        return self.batcher is not None
-
-    @property
-    def capacity(self) -> int:
-        """Requests usefully in flight: ``concurrency`` per replica, or ``batch_size`` with ``batch=true``."""
-        return self.batch_size if self.batcher is not None else super().capacity  # type: ignore[misc]

@@ -28,7 +28,7 @@ from rankkit.judges.hf_batching import (
 )
 from rankkit.judges.hf_exact import BLOCK_CACHE_ENTRIES, DEFAULT_BLOCK, ExactRows, exact_identity
 from rankkit.judges.hf_loading import import_torch
-from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, choices_per_row, per_row
+from rankkit.judges.llm_runtime import Capacity, Conversation, Generation, LLMRuntime
 from rankkit.specs import SpecError
 
 
@@ -52,8 +52,6 @@ class HFRuntime(LLMRuntime):
     """
 
     backend = "hf"
-    #: Waiting until ``capacity`` requests are pending pays (see the class docstring).
-    fills_batches = True
     #: The runtime appends a forced prefix to the prompt tokens itself.
     verdict_path = "continuation"
 
@@ -75,20 +73,18 @@ class HFRuntime(LLMRuntime):
         block: int = DEFAULT_BLOCK,
         context: tuple[int, str] | None = None,
     ):
-        if batch_size < 1:
-            raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
-        if shared_prefix < 0:
-            raise SpecError(f"hf: shared_prefix must be >= 0, got {shared_prefix}")
-        if max_batch_tokens < 1:
-            raise SpecError(f"hf: max_batch_tokens must be >= 1, got {max_batch_tokens}")
-        if not max_padding >= 0:
-            raise SpecError(f"hf: max_padding must be >= 0, got {max_padding}")
-        if block < 1:
-            raise SpecError(f"hf: block must be >= 1, got {block}")
         if prefix_cache_entries is None:
             prefix_cache_entries = BLOCK_CACHE_ENTRIES if exact else PREFIX_CACHE_ENTRIES
-        if prefix_cache_entries < 1 or prefix_cache_bytes < 0:
-            raise SpecError("hf: the prefix cache needs >= 1 entry and >= 0 bytes")
+        check_settings(
+            batch_size,
+            shared_prefix,
+            max_batch_tokens,
+            max_padding,
+            block,
+            prefix_cache_entries,
+            prefix_cache_bytes,
+            threads,
+        )
         self.model = model
         self.tokenizer = tokenizer
         self._identity = dict(identity)
@@ -97,32 +93,8 @@ class HFRuntime(LLMRuntime):
         self.max_batch_tokens = max_batch_tokens
         self.max_padding = max_padding
         self.min_new_tokens = min_new_tokens
-        if threads is not None and threads < 1:
-            raise SpecError(f"hf: threads must be >= 1, got {threads}")
         self.threads = threads
-        # forward_batches / batch_rows: batches run and rows in them (mean batch size);
-        # real_tokens / padding_tokens: prompt tokens computed and pad tokens computed with them;
-        # prefix_*: shared prefixes (tokens not recomputed per row, cache hits and extensions,
-        # the one-row passes computing prefixes and their tokens);
-        # past_padding_tokens: zero positions padding rows whose prefixes differ in length.
-        self.stats = {
-            "forward_batches": 0,
-            "batch_rows": 0,
-            "real_tokens": 0,
-            "padding_tokens": 0,
-            "shared_prefix_batches": 0,
-            "prefix_tokens_saved": 0,
-            "prefix_cache_hits": 0,
-            "prefix_cache_extensions": 0,
-            "prefix_tokens_reused": 0,
-            "prefix_passes": 0,
-            "prefix_tokens_computed": 0,
-            "past_padding_tokens": 0,
-            # exact mode: rows run alone, prefix blocks taken from the cache or computed
-            "exact_rows": 0,
-            "blocks_reused": 0,
-            "blocks_computed": 0,
-        }
+        self.stats = runtime_stats()
         self._prefixes = PrefixCache(prefix_cache_entries, prefix_cache_bytes)
         self.exact = exact
         self.block = block
@@ -130,9 +102,9 @@ class HFRuntime(LLMRuntime):
         self._exact = ExactRows(model, block, self._prefixes, self.stats) if exact else None
 
     @property
-    def capacity(self) -> int:
-        """How many requests one call should get to fill the hardware: ``batch_size`` (1 in exact mode)."""
-        return 1 if self.exact else self.batch_size
+    def capacity(self) -> Capacity:  # type: ignore[override]
+        """One call should get ``batch_size`` requests (1 in exact mode) to fill the hardware: waiting for them pays."""
+        return Capacity(1 if self.exact else self.batch_size, fills_batches=True)
 
     def identity(self) -> dict[str, Any]:
         """What names the model for the fingerprint: weights, dtype, and exact mode's settings when on."""
@@ -278,18 +250,16 @@ class HFRuntime(LLMRuntime):
         self,
         conversations: Sequence[Conversation],
         *,
-        assistant_prefix: str | Sequence[str],
-        choices: Sequence[str] | Sequence[Sequence[str]],
+        prefixes: Sequence[str],
+        choices: Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, logprobs)`` of each of ``choices`` as the next token after the forced reply prefix, batched.
+        """Yield ``(index, logprobs)`` of each row's ``choices`` as the next token after its forced reply prefix, batched.
 
-        ``assistant_prefix`` and ``choices`` are one for every row or one per conversation
-        (:func:`~rankkit.judges.llm_runtime.choices_per_row`); choices' first tokens must differ.
+        A row's choices' first tokens must differ.
         """
         torch = self._torch()
 
-        sets = choices_per_row(choices, len(conversations))
-        keys = list(zip(per_row(assistant_prefix, len(conversations)), sets))
+        keys = [(prefix, tuple(row)) for _, prefix, row in zip(conversations, prefixes, choices, strict=True)]
         read = {key: self.choice_token_ids(*key) for key in dict.fromkeys(keys)}
         sequences = [self.prompt_ids(c, read[key][0]) for c, key in zip(conversations, keys)]
         choice_ids = [read[key][1] for key in keys]
@@ -299,7 +269,7 @@ class HFRuntime(LLMRuntime):
                 with torch.inference_mode():
                     hidden = self._exact.hidden(sequences[index])
                     row = torch.log_softmax(self._logits(hidden[0, -1]), dim=-1)[choice_ids[index]].tolist()
-                yield index, dict(zip(sets[index], row))
+                yield index, dict(zip(keys[index][1], row))
             return
         for batch in self._plan(sequences):
             with torch.inference_mode():
@@ -307,7 +277,7 @@ class HFRuntime(LLMRuntime):
                 logprobs = torch.log_softmax(self._logits(hidden[:, -1]), dim=-1)
                 rows = [logprobs[row, choice_ids[index]].tolist() for row, index in enumerate(batch.indices)]
             for index, row in zip(batch.indices, rows):
-                yield index, dict(zip(sets[index], row))
+                yield index, dict(zip(keys[index][1], row))
 
     def answer_logliks(
         self, conversations: Sequence[Conversation], answers: Sequence[str]
@@ -349,32 +319,12 @@ class HFRuntime(LLMRuntime):
         temperature 0 is greedy, reproducible up to batched float noise. In exact mode each row runs
         alone with its own seeded generator: the reply depends only on its prompt and seed.
         """
-        torch = self._torch()
-
         sequences = [self.prompt_ids(c) for c in conversations]
         self._check_fit(sequences, reserve=max_new_tokens)
-        stop_ids = self._stop_ids()
+        decoding = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed}
         if self._exact is not None:
-            for index in _token_order(sequences):
-                with torch.inference_mode():
-                    new = self._exact.generate(
-                        sequences[index],
-                        lm_head=self.model.get_output_embeddings(),
-                        max_new_tokens=max_new_tokens,
-                        temperature=temperature,
-                        seed=seed,
-                        min_new_tokens=min(self.min_new_tokens, max_new_tokens),
-                        stop_ids=stop_ids,
-                    )
-                text = self.tokenizer.decode(new, skip_special_tokens=True)
-                yield (
-                    index,
-                    Generation(
-                        text=text.strip(), usage={"prompt_tokens": len(sequences[index]), "completion_tokens": len(new)}
-                    ),
-                )
+            yield from self._generate_exact(sequences, **decoding)
             return
-        pad = self.tokenizer.pad_token_id
         # Generation runs through model.generate, without a shared-prefix cache.
         for batch in plan_batches(
             [len(s) for s in sequences],
@@ -385,34 +335,64 @@ class HFRuntime(LLMRuntime):
             max_padding=self.max_padding,
         ):
             rows = [sequences[i] for i in batch.indices]
-            length = max(len(r) for r in rows)
-            input_ids = torch.tensor([[pad] * (length - len(r)) + r for r in rows], device=self.model.device)
-            mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], device=self.model.device)
-            sampling = (
-                {"do_sample": True, "temperature": temperature, "top_k": None, "top_p": None}
-                if temperature > 0
-                else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
-            )
+            for row, (text, completion_tokens) in enumerate(self._generate_batch(rows, **decoding)):
+                usage = {"prompt_tokens": len(rows[row]), "completion_tokens": completion_tokens}
+                yield batch.indices[row], Generation(text=text.strip(), usage=usage)
+
+    def _generate_exact(
+        self, sequences: list[list[int]], *, max_new_tokens: int, temperature: float, seed: int
+    ) -> Iterator[tuple[int, Generation]]:
+        """Exact mode's generation: each row alone, shortest first, with its own seeded generator."""
+        torch = self._torch()
+        stop_ids = self._stop_ids()
+        for index in _token_order(sequences):
             with torch.inference_mode():
-                torch.manual_seed(seed)
-                output = self.model.generate(
-                    input_ids=input_ids,
-                    attention_mask=mask,
+                new = self._exact.generate(
+                    sequences[index],
+                    lm_head=self.model.get_output_embeddings(),
                     max_new_tokens=max_new_tokens,
-                    min_new_tokens=min(self.min_new_tokens, max_new_tokens) or None,
-                    pad_token_id=pad,
-                    eos_token_id=stop_ids,
-                    **sampling,
+                    temperature=temperature,
+                    seed=seed,
+                    min_new_tokens=min(self.min_new_tokens, max_new_tokens),
+                    stop_ids=stop_ids,
                 )
-            self._count_batch([len(r) for r in rows])
-            for row, index in enumerate(batch.indices):
-                new = output[row, length:].tolist()
-                end = next((k for k, t in enumerate(new) if t in stop_ids), len(new))
-                text = self.tokenizer.decode(new[:end], skip_special_tokens=True)
-                yield (
-                    index,
-                    Generation(text=text.strip(), usage={"prompt_tokens": len(rows[row]), "completion_tokens": end}),
-                )
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            usage = {"prompt_tokens": len(sequences[index]), "completion_tokens": len(new)}
+            yield index, Generation(text=text.strip(), usage=usage)
+
+    def _generate_batch(
+        self, rows: list[list[int]], *, max_new_tokens: int, temperature: float, seed: int
+    ) -> list[tuple[str, int]]:
+        """Each left-padded row's reply text (not stripped) and its generated tokens up to a stop token."""
+        torch = self._torch()
+        stop_ids = self._stop_ids()
+        pad = self.tokenizer.pad_token_id
+        length = max(len(r) for r in rows)
+        input_ids = torch.tensor([[pad] * (length - len(r)) + r for r in rows], device=self.model.device)
+        mask = torch.tensor([[0] * (length - len(r)) + [1] * len(r) for r in rows], device=self.model.device)
+        sampling = (
+            {"do_sample": True, "temperature": temperature, "top_k": None, "top_p": None}
+            if temperature > 0
+            else {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+        )
+        with torch.inference_mode():
+            torch.manual_seed(seed)
+            output = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                min_new_tokens=min(self.min_new_tokens, max_new_tokens) or None,
+                pad_token_id=pad,
+                eos_token_id=stop_ids,
+                **sampling,
+            )
+        self._count_batch([len(r) for r in rows])
+        replies = []
+        for row in range(len(rows)):
+            new = output[row, length:].tolist()
+            end = next((k for k, t in enumerate(new) if t in stop_ids), len(new))
+            replies.append((self.tokenizer.decode(new[:end], skip_special_tokens=True), end))
+        return replies
 
     def _stop_ids(self) -> list[int]:
         ids = set()
@@ -431,3 +411,57 @@ class HFRuntime(LLMRuntime):
 def _token_order(sequences: Sequence[Sequence[int]]) -> list[int]:
     """Indices of ``sequences`` sorted by tokens, so prompts sharing prefix blocks run while those are cached."""
     return sorted(range(len(sequences)), key=lambda i: sequences[i])
+
+
+def check_settings(
+    batch_size: int,
+    shared_prefix: int,
+    max_batch_tokens: int,
+    max_padding: float,
+    block: int,
+    prefix_cache_entries: int,
+    prefix_cache_bytes: int,
+    threads: int | None,
+) -> None:
+    """Refuse an ``hf`` setting out of range (:class:`~rankkit.specs.SpecError`, naming it)."""
+    if batch_size < 1:
+        raise SpecError(f"hf: batch_size must be >= 1, got {batch_size}")
+    if shared_prefix < 0:
+        raise SpecError(f"hf: shared_prefix must be >= 0, got {shared_prefix}")
+    if max_batch_tokens < 1:
+        raise SpecError(f"hf: max_batch_tokens must be >= 1, got {max_batch_tokens}")
+    if not max_padding >= 0:
+        raise SpecError(f"hf: max_padding must be >= 0, got {max_padding}")
+    if block < 1:
+        raise SpecError(f"hf: block must be >= 1, got {block}")
+    if prefix_cache_entries < 1 or prefix_cache_bytes < 0:
+        raise SpecError("hf: the prefix cache needs >= 1 entry and >= 0 bytes")
+    if threads is not None and threads < 1:
+        raise SpecError(f"hf: threads must be >= 1, got {threads}")
+
+
+def runtime_stats() -> dict[str, int]:
+    """The runtime's counters, all 0 (``HFRuntime.stats``)."""
+    # forward_batches / batch_rows: batches run and rows in them (mean batch size);
+    # real_tokens / padding_tokens: prompt tokens computed and pad tokens computed with them;
+    # prefix_*: shared prefixes (tokens not recomputed per row, cache hits and extensions,
+    # the one-row passes computing prefixes and their tokens);
+    # past_padding_tokens: zero positions padding rows whose prefixes differ in length.
+    return {
+        "forward_batches": 0,
+        "batch_rows": 0,
+        "real_tokens": 0,
+        "padding_tokens": 0,
+        "shared_prefix_batches": 0,
+        "prefix_tokens_saved": 0,
+        "prefix_cache_hits": 0,
+        "prefix_cache_extensions": 0,
+        "prefix_tokens_reused": 0,
+        "prefix_passes": 0,
+        "prefix_tokens_computed": 0,
+        "past_padding_tokens": 0,
+        # exact mode: rows run alone, prefix blocks taken from the cache or computed
+        "exact_rows": 0,
+        "blocks_reused": 0,
+        "blocks_computed": 0,
+    }

@@ -212,8 +212,8 @@ class LLMJudge(Judge):
         mode without PREPAIR; capacity and batching from the runtime."""
         return Capabilities(
             kway=self.mode in ("logprob", "generate") and not self.prepair,
-            capacity=self.runtime.capacity,
-            fills_batches=self.runtime.fills_batches,
+            capacity=self.runtime.capacity.requests,
+            fills_batches=self.runtime.capacity.fills_batches,
             mode=self.mode,
             max_new_tokens=self.max_new_tokens if self.mode == "generate" else 0,
             prepair=self.prepair,

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rankkit.judges.base import JudgeError
-from rankkit.judges.prices import Price
 
 #: Chat messages, e.g. ``[{"role": "user", "content": "..."}]``.
 Conversation = list[dict[str, str]]
@@ -49,40 +48,16 @@ class ChoiceLogprobs(dict):
             self.usage["retries"] = self.usage.get("retries", 0) + retries
 
 
-def per_row(assistant_prefix: str | Sequence[str], rows: int) -> list[str]:
-    """``assistant_prefix`` as one prefix per row (a single string is every row's).
+@dataclass(frozen=True)
+class Capacity:
+    """How much work a runtime takes at once: a dispatcher sizes its work from it.
 
-    Examples
-    --------
-    >>> per_row("Score: ", 2)
-    ['Score: ', 'Score: ']
-    >>> per_row(["a", "b"], 2)
-    ['a', 'b']
+    requests: how many requests it can usefully have in flight.
+    fills_batches: whether it gains from full batches (a local model, a batch API) or streams requests (HTTP).
     """
-    if isinstance(assistant_prefix, str):
-        return [assistant_prefix] * rows
-    prefixes = list(assistant_prefix)
-    if len(prefixes) != rows:
-        raise ValueError(f"{len(prefixes)} assistant prefixes for {rows} conversations")
-    return prefixes
 
-
-def choices_per_row(choices: Sequence[str] | Sequence[Sequence[str]], rows: int) -> list[tuple[str, ...]]:
-    """``choices`` as one tuple of choices per row (a flat sequence of strings is every row's).
-
-    Examples
-    --------
-    >>> choices_per_row(["0", "1"], 2)
-    [('0', '1'), ('0', '1')]
-    >>> choices_per_row([["0", "1"], ["0", "1", "2"]], 2)
-    [('0', '1'), ('0', '1', '2')]
-    """
-    if not choices or isinstance(choices[0], str):
-        return [tuple(choices)] * rows  # type: ignore[arg-type]
-    table = [tuple(row) for row in choices]
-    if len(table) != rows:
-        raise ValueError(f"{len(table)} sets of choices for {rows} conversations")
-    return table
+    requests: int = 1
+    fills_batches: bool = False
 
 
 #: The :attr:`LLMRuntime.verdict_path` values whose reads are one sampled choice (a one-hot
@@ -117,23 +92,15 @@ class LLMRuntime(Protocol):
 
     #: The backend name the fingerprint records (``hf``, ``vllm``, ``openai``).
     backend: str
-    #: How ``next_token_logprobs`` reads what follows ``assistant_prefix``: ``continuation``, a
+    #: How ``next_token_logprobs`` reads what follows a prefix: ``continuation``, a
     #: hosted API's read no answer can steer (``followup``, ``followup_enum``, ``prefill``), or None
     #: (generate mode then parses the free text). An HTTP runtime probes on first use, never when built.
     verdict_path: str | None = "continuation"
-    #: How many requests it can usefully have in flight: a dispatcher sizes its work from it.
-    capacity: int = 1
-    #: Whether it gains from full batches (a local model) or streams requests (HTTP).
-    fills_batches: bool = False
+    #: How many requests it takes at once, and whether it gains from full batches.
+    capacity: Capacity = Capacity()
     #: The model's context in tokens and the setting that gives it (``(8192, "max_position_embeddings")``);
     #: None: unknown.
     context: tuple[int, str] | None = None
-    #: USD per million tokens (:mod:`rankkit.judges.prices`): each result's usage then carries its
-    #: cost (``usd_nano``) and the dry run estimates one. None: unpriced (a local model).
-    price: Price | None = None
-    #: Whether it sends requests through a provider's batch API (``batch=true``): the dry run
-    #: counts sequential batches and applies the batch discount.
-    batched: bool = False
 
     def identity(self) -> dict[str, Any]:
         """What identifies the model for the cache fingerprint (JSON-ready; never secrets)."""
@@ -149,14 +116,14 @@ class LLMRuntime(Protocol):
         self,
         conversations: Sequence[Conversation],
         *,
-        assistant_prefix: str | Sequence[str],
-        choices: Sequence[str] | Sequence[Sequence[str]],
+        prefixes: Sequence[str],
+        choices: Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, logprobs)``: each of ``choices`` as the next token after the forced reply prefix.
+        """Yield ``(index, logprobs)``: each of ``choices[i]`` as the next token after the forced reply ``prefixes[i]``.
 
-        ``assistant_prefix`` and ``choices`` are one for every conversation or one per conversation
-        (:func:`choices_per_row`); choices must differ in their first token. An impossible choice is
-        ``-inf``. A read that is a request of its own may yield a :class:`ChoiceLogprobs`.
+        One prefix and one set of choices per conversation (the judge expands shared ones); a row's
+        choices must differ in their first token. An impossible choice is ``-inf``. A read that is a
+        request of its own may yield a :class:`ChoiceLogprobs`.
         """
         ...
 

@@ -140,11 +140,7 @@ def next_token_logprobs(
     """
     if not conversations:
         return
-    sets = [tuple(row) for row in choices]
-    # One value stands for every row when all rows share it: what a simple runtime reads most easily.
-    prefix: str | list[str] = prefixes[0] if len(set(prefixes)) == 1 else list(prefixes)
-    shared: list[str] | list[tuple[str, ...]] = list(sets[0]) if len(set(sets)) == 1 else sets
-    yield from runtime.next_token_logprobs(conversations, assistant_prefix=prefix, choices=shared)
+    yield from runtime.next_token_logprobs(conversations, prefixes=prefixes, choices=[tuple(row) for row in choices])
 
 
 class LogprobMode:

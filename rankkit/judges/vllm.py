@@ -19,7 +19,7 @@ from rankkit.judges.base import JudgeError
 from rankkit.judges.context import check_fit
 from rankkit.judges.hf_loading import DTYPES, LOAD_LOCK, LOADED, SMOLLM2_JUDGE_DEFAULTS, import_torch
 from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import Conversation, Generation, LLMRuntime, choices_per_row, per_row
+from rankkit.judges.llm_runtime import Capacity, Conversation, Generation, LLMRuntime
 from rankkit.specs import SpecError
 
 #: What to run when vLLM is missing (see the README's "GPU box" for a GPU's vLLM build).
@@ -205,8 +205,6 @@ class VLLMRuntime(LLMRuntime):
     """
 
     backend = "vllm"
-    #: vLLM batches what it is given: waiting for a full call pays.
-    fills_batches = True
 
     def __init__(self, llm: Any, identity: dict[str, Any], *, max_model_len: int, capacity: int = 64):
         self.llm = llm
@@ -214,7 +212,7 @@ class VLLMRuntime(LLMRuntime):
         self._identity = dict(identity)
         self.max_model_len = max_model_len
         self.context = (max_model_len, "max_model_len")
-        self.capacity = capacity
+        self.capacity = Capacity(capacity, fills_batches=True)  # vLLM batches what it is given: waiting pays
         self._lock = threading.Lock()
         #: calls: llm.generate calls; rows: prompts sent; prompt_tokens: their tokens.
         self.stats = {"calls": 0, "rows": 0, "prompt_tokens": 0}
@@ -260,17 +258,16 @@ class VLLMRuntime(LLMRuntime):
         self,
         conversations: Sequence[Conversation],
         *,
-        assistant_prefix: str | Sequence[str],
-        choices: Sequence[str] | Sequence[Sequence[str]],
+        prefixes: Sequence[str],
+        choices: Sequence[Sequence[str]],
     ) -> Iterator[tuple[int, dict[str, float]]]:
-        """Yield ``(index, logprobs)`` of each of ``choices`` as the next token after ``assistant_prefix``.
+        """Yield ``(index, logprobs)`` of each row's ``choices`` as the next token after its prefix.
 
-        ``assistant_prefix`` and ``choices`` are one for every row or one per conversation
-        (:func:`~rankkit.judges.llm_runtime.choices_per_row`); choices' first tokens must differ.
+        A row's choices' first tokens must differ.
         """
         from vllm import SamplingParams
 
-        keys = list(zip(per_row(assistant_prefix, len(conversations)), choices_per_row(choices, len(conversations))))
+        keys = [(prefix, tuple(row)) for _, prefix, row in zip(conversations, prefixes, choices, strict=True)]
         read = {key: chat_tokens.choice_token_ids(self.tokenizer, key[0], key[1], self.backend) for key in set(keys)}
         ids = sorted({token for _, tokens in read.values() for token in tokens})
         sequences = [self.prompt_ids(c, read[key][0]) for c, key in zip(conversations, keys)]

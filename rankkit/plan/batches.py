@@ -13,7 +13,7 @@ from typing import Any
 
 from rankkit.judges.base import Judge
 from rankkit.plan.stand_in import StandInJudge
-from rankkit.plan.usd import llm_judge
+from rankkit.plan.usd import hosted_runtime, llm_judge
 from rankkit.strategies.base import Strategy
 from rankkit.tasks import Task
 
@@ -50,8 +50,8 @@ class CountingStandIn(StandInJudge):
 
 def batching(judge: Judge) -> bool:
     """Whether ``judge`` is an LLM judge (possibly inside a calibration wrapper) whose runtime has ``batch=true``."""
-    inner = llm_judge(judge)
-    return inner is not None and inner.runtime.batched
+    hosted = hosted_runtime(judge)
+    return hosted is not None and hosted.batched
 
 
 def batch_steps(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, seed: int = 0) -> int:

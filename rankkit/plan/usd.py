@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rankkit.judges.base import Judge
 from rankkit.judges.calibrated_judge import CalibratedJudge
+from rankkit.judges.hosted_runtime import HostedRuntime
 from rankkit.judges.llm import LLMJudge
 from rankkit.judges.prices import BATCH_DISCOUNT, Price
 
@@ -29,10 +30,16 @@ def llm_judge(judge: Judge) -> LLMJudge | None:
     return judge if isinstance(judge, LLMJudge) else None
 
 
-def judge_price(judge: Judge) -> Price | None:
-    """The list price of ``judge``'s runtime (through a calibration wrapper); None when it has none."""
+def hosted_runtime(judge: Judge) -> HostedRuntime | None:
+    """The hosted runtime (a provider's API, billed) of ``judge``'s LLM judge; None for a model run here."""
     inner = llm_judge(judge)
-    return None if inner is None else inner.runtime.price
+    return inner.runtime if inner is not None and isinstance(inner.runtime, HostedRuntime) else None
+
+
+def judge_price(judge: Judge) -> Price | None:
+    """The list price of ``judge``'s hosted runtime (through a calibration wrapper); None when it has none."""
+    hosted = hosted_runtime(judge)
+    return None if hosted is None else hosted.price
 
 
 def estimate_usd(judge: Judge, kind: str, new: int, prompt_tokens: float) -> float | None:
@@ -42,17 +49,18 @@ def estimate_usd(judge: Judge, kind: str, new: int, prompt_tokens: float) -> flo
 
     Examples
     --------
-    >>> from rankkit.judges.llm_runtime import StandInRuntime
+    >>> from rankkit.judges.http_client import ClientConfig
+    >>> from rankkit.judges.openai_compat import OpenAIRuntime
     >>> from rankkit.judges.prices import Price
-    >>> runtime = StandInRuntime("openai", {"model": "m"})
-    >>> runtime.price = Price(2.0, 8.0)
+    >>> runtime = OpenAIRuntime("m", ClientConfig("openai", "http://127.0.0.1:9/v1"), price=Price(2.0, 8.0))
     >>> judge = LLMJudge(runtime, mode="logprob")
     >>> round(estimate_usd(judge, "pairwise", 10, 5000.0), 6)  # (5000 + 10*40) * 2e-6 + 10 * 8e-6
     0.01088
     """
-    inner, price = llm_judge(judge), judge_price(judge)
-    if inner is None or price is None:
+    inner, hosted = llm_judge(judge), hosted_runtime(judge)
+    if inner is None or hosted is None or hosted.price is None:
         return None
+    price = hosted.price
     if inner.mode == "generate":
         generated = inner.max_new_tokens
         reads = 2 if kind == "pairwise" else 1
@@ -61,5 +69,5 @@ def estimate_usd(judge: Judge, kind: str, new: int, prompt_tokens: float) -> flo
     else:
         input_tokens = prompt_tokens + new * READ_OVERHEAD_TOKENS
         output_tokens = new
-    discount = BATCH_DISCOUNT if inner.runtime.batched else 1.0
+    discount = BATCH_DISCOUNT if hosted.batched else 1.0
     return (input_tokens * price.input + output_tokens * price.output) / 1e6 * discount

@@ -13,6 +13,7 @@ import pytest
 import rankkit
 from rankkit.judges import make_judge
 from rankkit.judges.anthropic import AnthropicRuntime, read_message
+from rankkit.judges.http_client import ClientConfig
 from rankkit.specs import SpecError
 from rankkit.tasks import load_tasks
 from tests.hosted_servers import AnthropicLikeServer, human_quality
@@ -87,7 +88,7 @@ def test_the_verdict_is_a_prefill_without_trailing_whitespace_and_a_two_token_re
 
 
 def test_system_messages_go_top_level_and_the_prompt_is_marked_for_caching():
-    runtime = AnthropicRuntime("claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", api_key=KEY)
+    runtime = AnthropicRuntime("claude-sonnet-4-5", ClientConfig("anthropic", "http://127.0.0.1:9/v1", api_key=KEY))
     body = runtime.message_body(
         [{"role": "system", "content": "Be fair."}, {"role": "user", "content": "Q"}], 10, 0.0, prefill="Score: "
     )
@@ -96,9 +97,12 @@ def test_system_messages_go_top_level_and_the_prompt_is_marked_for_caching():
         {"role": "user", "content": [{"type": "text", "text": "Q", "cache_control": {"type": "ephemeral"}}]},
         {"role": "assistant", "content": "Score:"},
     ]
-    plain = AnthropicRuntime("claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", prompt_cache=False)
+    plain = AnthropicRuntime(
+        "claude-sonnet-4-5", ClientConfig("anthropic", "http://127.0.0.1:9/v1"), prompt_cache=False
+    )
     assert plain.message_body([{"role": "user", "content": "Q"}], 10, 0.0)["messages"][0]["content"] == "Q"
-    assert "x-api-key" not in plain.request_headers() and "api_key=none" in repr(plain)
+    assert "x-api-key" not in plain.client.headers and "api_key=none" in repr(plain)
+    assert runtime.client.headers == {"anthropic-version": "2023-06-01", "x-api-key": KEY} and KEY not in repr(runtime)
 
 
 def test_cache_reads_and_writes_are_counted_and_priced(tasks, key):
@@ -117,7 +121,7 @@ def test_429_529_and_500_are_retried(tasks, key):
         judge = make_judge(spec(server))
         try:
             result = rankkit.compare(tasks[:1], ["knockout"], judge=judge)
-            stats = judge.runtime.stats.to_dict()
+            stats = judge.runtime.client.stats.to_dict()
         finally:
             judge.close()
     assert stats["retries"] == {"429": 1, "5xx": 2}
@@ -153,7 +157,7 @@ def test_a_wrong_key_fails_with_the_key_redacted(tasks, monkeypatch):
 
 
 def test_read_message_rejects_a_body_without_content_blocks():
-    from rankkit.judges.http_client import BadResponse
+    from rankkit.judges.http_retry import BadResponse
 
     with pytest.raises(BadResponse, match="content"):
         read_message({"content": "text"})

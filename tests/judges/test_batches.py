@@ -16,8 +16,9 @@ import pytest
 import rankkit
 from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
-from rankkit.judges.batches import ANSWER_RETENTION, AnthropicBatches, BatchJournal, OpenAIBatches, request_key
-from rankkit.judges.http_client import BadResponse
+from rankkit.judges.batch_apis import AnthropicBatches, OpenAIBatches
+from rankkit.judges.batch_journal import ANSWER_RETENTION, BatchJournal, request_key
+from rankkit.judges.http_retry import BadResponse
 from rankkit.specs import SpecError
 from rankkit.tasks import load_tasks
 from tests.hosted_servers import AnthropicLikeServer, OpenAILikeServer, human_quality
@@ -325,8 +326,9 @@ def test_a_malformed_journal_exits_2_naming_the_file_and_the_entry(journal, said
 
 JOURNAL_WRITER = """
 import sys
-from rankkit.judges.batches import ANSWER_RETENTION, AnthropicBatches, BatchJournal, OpenAIBatches, request_key
-from rankkit.judges.http_client import BadResponse
+from rankkit.judges.batch_apis import AnthropicBatches, OpenAIBatches
+from rankkit.judges.batch_journal import ANSWER_RETENTION, BatchJournal, request_key
+from rankkit.judges.http_retry import BadResponse
 journal = BatchJournal(sys.argv[1])
 for number in range(300):
     key = request_key("openai", sys.argv[2], {"n": number})

@@ -36,7 +36,8 @@ from rankkit.judges.hf_batching import (  # noqa: E402
 )
 from rankkit.judges.hf_runtime import HFRuntime  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
-from rankkit.judges.llm_runtime import LLMRuntime  # noqa: E402
+from rankkit.judges.llm_runtime import Capacity, LLMRuntime  # noqa: E402
+from tests.helpers import read_all  # noqa: E402
 
 REPLY = "Explanation: fine. Answer 1: 3/4 Answer 2: 1/4 Score: 3/4"
 REPLY_MARGIN = 2.0  # logits by which the taught reply leads every other token (see build_tiny_model)
@@ -482,8 +483,8 @@ def conversations(n: int) -> list:
 def test_batched_and_one_at_a_time_logprobs_agree(tiny):
     convs = conversations(5)
     choices = [str(k) for k in range(5)]
-    one = dict(runtime(tiny, batch_size=1).next_token_logprobs(convs, assistant_prefix="Score: ", choices=choices))
-    many = dict(runtime(tiny, batch_size=3).next_token_logprobs(convs, assistant_prefix="Score: ", choices=choices))
+    one = dict(read_all(runtime(tiny, batch_size=1), convs, "Score: ", choices))
+    many = dict(read_all(runtime(tiny, batch_size=3), convs, "Score: ", choices))
     assert sorted(many) == list(range(5))
     for i in range(5):
         for c in choices:
@@ -499,13 +500,13 @@ def test_choices_per_conversation_read_what_separate_calls_read(tiny):
     sets = [["0", "1", "2"], ["0", "1", "2", "3", "4"], ["0", "1", "2"], ["0", "1"]]
     prefixes = ["Score: ", "Score: ", "Points: ", "Score: "]
     eng = runtime(tiny, batch_size=4)
-    together = dict(eng.next_token_logprobs(convs, assistant_prefix=prefixes, choices=sets))
+    together = dict(eng.next_token_logprobs(convs, prefixes=prefixes, choices=sets))
     for index, (conversation, prefix, row) in enumerate(zip(convs, prefixes, sets)):
-        alone = dict(eng.next_token_logprobs([conversation], assistant_prefix=prefix, choices=row))[0]
+        alone = dict(eng.next_token_logprobs([conversation], prefixes=[prefix], choices=[row]))[0]
         assert list(together[index]) == row
         assert together[index] == pytest.approx(alone, abs=1e-4)
-    with pytest.raises(ValueError, match="3 sets of choices for 4 conversations"):
-        dict(eng.next_token_logprobs(convs, assistant_prefix="Score: ", choices=sets[:3]))
+    with pytest.raises(ValueError, match="shorter"):  # one prefix and one set of choices per conversation
+        dict(eng.next_token_logprobs(convs, prefixes=prefixes, choices=sets[:3]))
 
 
 def test_shared_prefix_cache_gives_the_same_numbers(tiny):
@@ -515,8 +516,8 @@ def test_shared_prefix_cache_gives_the_same_numbers(tiny):
     convs = [p.conversation for p in judge.pair_prompts(pairs)]
     plain = runtime(tiny, batch_size=4, shared_prefix=0)
     shared = runtime(tiny, batch_size=4, shared_prefix=16)
-    a = dict(plain.next_token_logprobs(convs, assistant_prefix="The better answer is Answer ", choices=["1", "2"]))
-    b = dict(shared.next_token_logprobs(convs, assistant_prefix="The better answer is Answer ", choices=["1", "2"]))
+    a = dict(read_all(plain, convs, "The better answer is Answer ", ["1", "2"]))
+    b = dict(read_all(shared, convs, "The better answer is Answer ", ["1", "2"]))
     assert shared.stats["shared_prefix_batches"] >= 1 and plain.stats["shared_prefix_batches"] == 0
     for i in a:
         assert b[i]["1"] == pytest.approx(a[i]["1"], abs=1e-4) and b[i]["2"] == pytest.approx(a[i]["2"], abs=1e-4)
@@ -535,8 +536,8 @@ def test_prefix_cache_is_reused_across_calls_and_bounded(tiny):
         for p in judge.pair_prompts([(task, a, b) for a in task.candidates for b in task.candidates if a is not b])
     ]
     eng = runtime(tiny, batch_size=2, shared_prefix=16, prefix_cache_entries=3)
-    first = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
-    second = dict(eng.next_token_logprobs(convs[:2], assistant_prefix="Score: ", choices=["1", "2"]))
+    first = dict(read_all(eng, convs[:2], "Score: ", ["1", "2"]))
+    second = dict(read_all(eng, convs[:2], "Score: ", ["1", "2"]))
     assert eng.stats["prefix_cache_hits"] >= 1 and sorted(first) == sorted(second)
     for i in first:
         assert second[i] == pytest.approx(first[i], abs=1e-6)
@@ -548,7 +549,7 @@ def test_prefix_cache_is_reused_across_calls_and_bounded(tiny):
                 [(other, other.candidates[0], other.candidates[1]), (other, other.candidates[1], other.candidates[0])]
             )
         ]
-        dict(eng.next_token_logprobs(others, assistant_prefix="Score: ", choices=["1", "2"]))
+        dict(read_all(eng, others, "Score: ", ["1", "2"]))
     assert len(eng._prefixes) == 3
 
 
@@ -583,9 +584,7 @@ def test_logprobs_and_logliks_do_not_depend_on_batch_composition(tiny):
     results = []
     for settings in BATCHINGS:
         eng = runtime(tiny, **settings)
-        logprobs = dict(
-            eng.next_token_logprobs(convs, assistant_prefix="The better answer is Answer ", choices=["1", "2"])
-        )
+        logprobs = dict(read_all(eng, convs, "The better answer is Answer ", ["1", "2"]))
         logliks = dict(eng.answer_logliks(convs, answers))
         assert sorted(logprobs) == sorted(logliks) == list(range(len(convs)))
         results.append((settings, eng.stats, logprobs, logliks))
@@ -637,7 +636,7 @@ def test_generated_verdicts_do_not_depend_on_batch_composition(tiny_dir):
 def test_each_batchs_results_are_yielded_as_soon_as_it_is_done(tiny):
     convs = mixed_task_prompts()
     eng = runtime(tiny, batch_size=4, shared_prefix=16)
-    stream = eng.next_token_logprobs(convs, assistant_prefix="Score: ", choices=["1", "2"])
+    stream = read_all(eng, convs, "Score: ", ["1", "2"])
     first = [next(stream)]
     assert eng.stats["forward_batches"] == 1
     rest = list(stream)
@@ -659,10 +658,10 @@ def test_a_new_prefix_extends_the_longest_cached_one(tiny):
     }
     eng = runtime(tiny, batch_size=4, shared_prefix=16)
     plain = runtime(tiny, batch_size=1, shared_prefix=0)
-    dict(eng.next_token_logprobs(convs["a"], assistant_prefix="Score: ", choices=["1", "2"]))
+    dict(read_all(eng, convs["a"], "Score: ", ["1", "2"]))
     assert eng.stats["prefix_cache_extensions"] == 0 and len(eng._prefixes) == 1
-    got = dict(eng.next_token_logprobs(convs["b"], assistant_prefix="Score: ", choices=["1", "2"]))
-    expected = dict(plain.next_token_logprobs(convs["b"], assistant_prefix="Score: ", choices=["1", "2"]))
+    got = dict(read_all(eng, convs["b"], "Score: ", ["1", "2"]))
+    expected = dict(read_all(plain, convs["b"], "Score: ", ["1", "2"]))
     head = common_prefix_length(eng.encode(eng.chat_text(convs["a"][0])), eng.encode(eng.chat_text(convs["b"][0])))
     assert eng.stats["prefix_cache_extensions"] == 1 and eng.stats["prefix_tokens_reused"] == head > 16
     for i in expected:
@@ -673,10 +672,10 @@ def test_engine_reports_capacity_and_the_batch_token_budget(tiny_dir):
     judge = make_judge(
         f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3,max_batch_tokens=500,max_padding=inf,exact=false"
     )
-    assert judge.runtime.capacity == 3 and judge.runtime.fills_batches is True
+    assert judge.runtime.capacity == Capacity(3, fills_batches=True)
     assert judge.runtime.max_batch_tokens == 500 and judge.runtime.max_padding == math.inf
     # Exact mode (the CPU default) runs rows one at a time: nothing to gain from bigger calls.
-    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3").runtime.capacity == 1
+    assert make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,batch_size=3").runtime.capacity.requests == 1
     default = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob").runtime
     assert (default.max_batch_tokens, default.max_padding) == (DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING)
     from rankkit.specs import SpecError
@@ -993,9 +992,9 @@ def test_the_engine_passes_the_cache_under_the_name_transformers_documents(tiny,
         warnings.simplefilter("always")
         batched = runtime(tiny, batch_size=4, shared_prefix=16, exact=False)
         for conv in (convs[:2], convs[2:]):
-            dict(batched.next_token_logprobs(conv, assistant_prefix="Score: ", choices=["1", "2"]))
+            dict(read_all(batched, conv, "Score: ", ["1", "2"]))
         exact = runtime(tiny, exact=True, block=16)
-        dict(exact.next_token_logprobs(convs, assistant_prefix="Score: ", choices=["1", "2"]))
+        dict(read_all(exact, convs, "Score: ", ["1", "2"]))
         dict(exact.generate(convs[:2], max_new_tokens=3, temperature=0.0, seed=0))
     assert batched.stats["prefix_cache_extensions"] >= 1 and batched.stats["shared_prefix_batches"] >= 1
     said = [str(w.message) for w in caught] + [r.getMessage() for r in caplog.records]

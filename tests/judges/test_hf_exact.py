@@ -13,6 +13,7 @@ import random
 import pytest
 
 from rankkit.judgments import Winner
+from tests.helpers import read_all
 from tests.judges.test_hf import (
     INJECTED,
     _NoRuntime,
@@ -32,7 +33,7 @@ pytest.importorskip("transformers")
 from rankkit.judges import hf, hf_loading, make_judge  # noqa: E402
 from rankkit.judges.llm import LLMJudge  # noqa: E402
 
-PREFIX = {"assistant_prefix": "The better answer is Answer ", "choices": ["1", "2"]}
+PREFIX = "The better answer is Answer "
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,9 @@ def judged(eng, convs, groups) -> tuple[dict, dict]:
     logprobs, logliks = {}, {}
     texts = answers(len(convs))
     for group in groups:
-        for position, row in eng.next_token_logprobs([convs[i] for i in group], **PREFIX):
+        for position, row in eng.next_token_logprobs(
+            [convs[i] for i in group], prefixes=[PREFIX] * len(group), choices=[["1", "2"]] * len(group)
+        ):
             logprobs[group[position]] = row
         for position, value in eng.answer_logliks([convs[i] for i in group], [texts[i] for i in group]):
             logliks[group[position]] = value
@@ -127,7 +130,7 @@ def test_exact_judgments_are_identical_through_the_judge_and_the_cache(tiny_dir)
     runs = []
     for groups in ([list(range(len(pairs)))], [[i] for i in range(len(pairs))], [list(reversed(range(len(pairs))))]):
         judge = make_judge(f"hf:{tiny_dir},mode=logprob,block=16")  # bf16 on the CPU: exact by default
-        assert judge.runtime.exact and judge.runtime.capacity == 1
+        assert judge.runtime.exact and judge.runtime.capacity.requests == 1
         compared = {}
         for group in groups:
             compared.update({group[k]: j for k, j in judge.compare_many([pairs[i] for i in group])})
@@ -170,7 +173,7 @@ def test_exact_mode_is_in_the_fingerprint_and_the_cpu_default(tiny_dir):
     batched = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,exact=false")
     other_block = make_judge(f"hf:{tiny_dir},dtype=float32,mode=logprob,block=32")
     assert exact.runtime.exact and not batched.runtime.exact
-    assert batched.runtime.capacity == 8 and exact.runtime.capacity == 1
+    assert batched.runtime.capacity.requests == 8 and exact.runtime.capacity.requests == 1
     assert exact.runtime.identity()["exact"] is True and exact.runtime.identity()["block"] == 512
     assert "exact" not in batched.runtime.identity()  # batched judgments keep the fingerprint they had
     assert len({exact.fingerprint, batched.fingerprint, other_block.fingerprint}) == 3
@@ -195,8 +198,8 @@ def test_exact_rows_start_their_final_pass_at_the_last_full_block(tiny):
     assert [rows.boundary(n, 1) for n in (1, 16, 17, 33, 48)] == [0, 0, 16, 32, 32]
     assert rows.boundary(40, 9) == 16  # loglik: the answer's tokens and the one before stay in the final pass
     convs = [p.conversation for p in LLMJudge(_NoRuntime()).pair_prompts([(make_task(), *make_task().candidates[:2])])]
-    length = len(eng.encode(eng.chat_text(convs[0]) + PREFIX["assistant_prefix"]))
-    dict(eng.next_token_logprobs(convs, **PREFIX))
+    length = len(eng.encode(eng.chat_text(convs[0]) + PREFIX))
+    dict(read_all(eng, convs, PREFIX, ["1", "2"]))
     assert eng.stats["blocks_computed"] == (length - 1) // 16 == len(eng._prefixes)
     assert eng.stats["real_tokens"] == length - (length - 1) // 16 * 16
 

@@ -7,12 +7,14 @@ that uses it, in test_openai_compat.py.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 
 import pytest
 
-from rankkit.judges.http_client import (
+from rankkit.judges.http_client import ClientConfig
+from rankkit.judges.http_retry import (
     MAX_RETRY_AFTER,
     Replica,
     RetryPolicy,
@@ -136,7 +138,7 @@ def test_a_forbidden_key_is_refused_at_once_not_retried(monkeypatch):
     from pathlib import Path
 
     from rankkit.judges import make_judge
-    from rankkit.judges.http_client import KeyRefused
+    from rankkit.judges.http_retry import KeyRefused
     from rankkit.tasks import load_tasks
     from tests.hosted_servers import OpenAILikeServer, human_quality
 
@@ -148,4 +150,60 @@ def test_a_forbidden_key_is_refused_at_once_not_retried(monkeypatch):
         task = tasks[0]
         with pytest.raises(KeyRefused, match="HTTP 403 .* refused the API key; export OPENAI_API_KEY") as caught:
             judge.compare(task, task.candidates[0], task.candidates[1])
-        assert caught.value.exit_code == 2 and judge.runtime.stats.attempts == 1 and not judge.runtime.stats.retries
+        assert (
+            caught.value.exit_code == 2
+            and judge.runtime.client.stats.attempts == 1
+            and not judge.runtime.client.stats.retries
+        )
+
+
+# -- the client configuration the hosted runtimes share -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("concurrency", 0, "anthropic: concurrency must be >= 1, got 0"),
+        ("timeout", 0.0, "anthropic: timeout must be > 0 seconds, got 0.0"),
+        ("max_response_bytes", 100, "anthropic: max_response_bytes must be >= 1024, got 100"),
+    ],
+)
+def test_a_client_config_refuses_a_bad_setting_naming_its_backend(field, value, message):
+    with pytest.raises(SpecError, match=message):
+        ClientConfig("anthropic", "http://127.0.0.1:9/v1", **{field: value})
+    with pytest.raises(SpecError, match="is not an http:// or https:// address"):
+        ClientConfig("openai", "ftp://127.0.0.1/v1")
+
+
+def test_both_hosted_runtimes_hold_a_client_on_one_config_built_from_the_spec(monkeypatch):
+    from rankkit.judges import make_judge
+    from rankkit.judges.hosted_runtime import HostedRuntime
+    from rankkit.judges.http_client import RetryingClient
+
+    monkeypatch.setenv("RANKKIT_TEST_KEY", "sk-secret-value")
+    options = (
+        "base_url=http://127.0.0.1:9/v1,concurrency=3,timeout=7,max_attempts=2,rpm=60,api_key_env=RANKKIT_TEST_KEY"
+    )
+    configs = {}
+    for backend in ("openai", "anthropic"):
+        runtime = make_judge(f"{backend}:some-model,{options}").runtime
+        assert isinstance(runtime, HostedRuntime) and not isinstance(runtime, RetryingClient)  # held, not inherited
+        assert runtime.client.pacer.rpm == 60 and runtime.client.subject == "model 'some-model'"
+        assert "sk-secret-value" not in repr(runtime) + repr(runtime.client.config)
+        configs[backend] = runtime.client.config
+    assert configs["openai"] == dataclasses.replace(configs["anthropic"], backend="openai")
+    assert (configs["openai"].concurrency, configs["openai"].timeout, configs["openai"].retry.max_attempts) == (
+        3,
+        7.0,
+        2,
+    )
+    assert configs["openai"].api_key == "sk-secret-value" and configs["openai"].api_key_env == "RANKKIT_TEST_KEY"
+
+
+def test_a_key_variable_that_is_not_set_is_refused_before_anything_is_sent(monkeypatch):
+    from rankkit.judges import make_judge
+
+    monkeypatch.delenv("RANKKIT_UNSET_KEY", raising=False)
+    for backend in ("openai", "anthropic"):
+        with pytest.raises(SpecError, match=f"{backend}: api_key_env=RANKKIT_UNSET_KEY names an environment variable"):
+            make_judge(f"{backend}:m,base_url=http://127.0.0.1:9/v1,api_key_env=RANKKIT_UNSET_KEY")

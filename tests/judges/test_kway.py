@@ -122,7 +122,7 @@ class WrittenOnly(ScriptedRuntime):
 
     verdict_path = None
 
-    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
+    def next_token_logprobs(self, conversations, *, prefixes, choices):
         raise AssertionError("a judge must not read a continuation from an runtime that cannot continue")
 
 

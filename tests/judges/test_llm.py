@@ -14,7 +14,7 @@ from rankkit.judge_protocol import Capabilities
 from rankkit.judges.backends import read_settings
 from rankkit.judges.base import JudgeError
 from rankkit.judges.llm import LLM_OPTIONS, LLMJudge, llm_backend
-from rankkit.judges.llm_runtime import Generation, LLMRuntime, choices_per_row, per_row
+from rankkit.judges.llm_runtime import Capacity, Generation, LLMRuntime
 from rankkit.judges.verdict_rules import choice_probability, expected_digit, logprob_points
 from rankkit.judgments import ParseStatus, Winner
 from rankkit.matches import Cost, MatchSource
@@ -68,12 +68,9 @@ class ScriptedRuntime(LLMRuntime):
             self.prompts.append(prompt)
             yield index, Generation(self.reply(prompt, seed), {"prompt_tokens": 100, "completion_tokens": 20})
 
-    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
+    def next_token_logprobs(self, conversations, *, prefixes, choices):
         self.calls.append(("logprobs", len(conversations)))
-        rows = zip(
-            conversations, per_row(assistant_prefix, len(conversations)), choices_per_row(choices, len(conversations))
-        )
-        for index, (conversation, prefix, row) in enumerate(rows):
+        for index, (conversation, prefix, row) in enumerate(zip(conversations, prefixes, choices, strict=True)):
             self._tick()
             prompt = conversation[-1]["content"]
             self.prompts.append(prompt + "|" + prefix)
@@ -477,8 +474,7 @@ def test_close_closes_the_engine():
 
 def test_capacity_and_fills_batches_come_from_the_engine():
     class Wide(ScriptedRuntime):
-        capacity = 12
-        fills_batches = True
+        capacity = Capacity(12, fills_batches=True)
 
     assert LLMJudge(Wide()).capabilities == Capabilities(
         kway=True, capacity=12, fills_batches=True, mode="generate", max_new_tokens=256

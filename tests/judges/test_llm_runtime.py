@@ -10,8 +10,9 @@ from rankkit.judges.anthropic import AnthropicRuntime
 from rankkit.judges.base import JudgeError
 from rankkit.judges.batch_options import BatchOptions
 from rankkit.judges.hf_runtime import HFRuntime
+from rankkit.judges.http_client import ClientConfig
 from rankkit.judges.llm import LLMJudge
-from rankkit.judges.llm_runtime import LLMRuntime, PromptTooLong, StandInRuntime, choices_per_row
+from rankkit.judges.llm_runtime import Capacity, LLMRuntime, PromptTooLong, StandInRuntime
 from rankkit.judges.openai_compat import OpenAIRuntime
 from rankkit.judges.prices import Price
 from rankkit.judges.vllm import VLLMRuntime
@@ -21,11 +22,8 @@ METHODS = ("identity", "generate", "next_token_logprobs", "answer_logliks")
 ATTRIBUTES = {
     "backend": str,
     "verdict_path": str | None,
-    "capacity": int,
-    "fills_batches": bool,
+    "capacity": Capacity,
     "context": tuple[int, str] | None,
-    "price": Price | None,
-    "batched": bool,
 }
 
 
@@ -46,27 +44,26 @@ def test_the_protocol_declares_typed_attributes_and_methods():
 
 def test_runtimes_report_their_capabilities_without_a_model():
     stand_in = StandInRuntime("hf", {"name": "m"})
-    assert (stand_in.verdict_path, stand_in.capacity, stand_in.fills_batches) == ("continuation", 1, False)
-    assert (stand_in.price, stand_in.batched) == (None, False)
-    http = OpenAIRuntime("m", base_url="http://127.0.0.1:9/v1", concurrency=3)
-    assert (http.capacity, http.fills_batches, http.batched, http.price) == (3, False, False, None)
+    assert (stand_in.verdict_path, stand_in.capacity) == ("continuation", Capacity(1, fills_batches=False))
+    http = OpenAIRuntime("m", ClientConfig("openai", "http://127.0.0.1:9/v1", concurrency=3))
+    assert (http.capacity, http.batched, http.price) == (Capacity(3), False, None)
     hf = HFRuntime(None, None, {"name": "m"}, batch_size=5, exact=False)
-    assert (hf.verdict_path, hf.capacity, hf.fills_batches) == ("continuation", 5, True)
+    assert (hf.verdict_path, hf.capacity) == ("continuation", Capacity(5, fills_batches=True))
     judge = LLMJudge(hf)
-    assert (judge.capabilities.capacity, judge.capabilities.fills_batches) == (5, True)
+    assert (judge.capacity, judge.fills_batches) == (5, True)
 
 
 def test_hosted_runtimes_declare_price_batches_and_their_verdict_read(tmp_path):
     price = Price(3.0, 15.0)
     batch = BatchOptions(journal=str(tmp_path / "batches.json"), size=64)
-    anthropic = AnthropicRuntime(
-        "claude-sonnet-4-5", base_url="http://127.0.0.1:9/v1", concurrency=2, price=price, batch=batch
-    )
+    local = ClientConfig("anthropic", "http://127.0.0.1:9/v1", concurrency=2)
+    anthropic = AnthropicRuntime("claude-sonnet-4-5", local, price=price, batch=batch)
     assert anthropic.verdict_path == "prefill"  # known without a request: the Messages API continues a prefill
-    assert (anthropic.price, anthropic.batched, anthropic.capacity, anthropic.fills_batches) == (price, True, 64, True)
-    direct = OpenAIRuntime("gpt-4.1", base_url="http://127.0.0.1:9/v1", concurrency=2)
-    batched = OpenAIRuntime("gpt-4.1", base_url="http://127.0.0.1:9/v1", concurrency=2, batch=batch)
-    assert (direct.batched, direct.capacity) == (False, 2) and (batched.batched, batched.capacity) == (True, 64)
+    assert (anthropic.price, anthropic.batched, anthropic.capacity) == (price, True, Capacity(64, fills_batches=True))
+    local = ClientConfig("openai", "http://127.0.0.1:9/v1", concurrency=2)
+    direct, batched = OpenAIRuntime("gpt-4.1", local), OpenAIRuntime("gpt-4.1", local, batch=batch)
+    assert (direct.batched, direct.capacity) == (False, Capacity(2))
+    assert (batched.batched, batched.capacity) == (True, Capacity(64, fills_batches=True))
     notes: list[str] = []
     batched.show_progress(notes.append)  # a batching runtime hands its batches' state to the progress bar
     batched.batcher.on_status("batch b1: in_progress 3/64")
@@ -79,7 +76,7 @@ def test_the_stand_in_refuses_every_request():
     assert stand_in.identity() == {"name": "m"}
     for call in (
         lambda: stand_in.generate([], max_new_tokens=1, temperature=0.0, seed=0),
-        lambda: stand_in.next_token_logprobs([], assistant_prefix="", choices=["1"]),
+        lambda: stand_in.next_token_logprobs([], prefixes=[], choices=[]),
         lambda: stand_in.answer_logliks([], []),
     ):
         with pytest.raises(JudgeError, match="no model loaded"):
@@ -89,12 +86,12 @@ def test_the_stand_in_refuses_every_request():
 class ShortContext(ScriptedRuntime):
     """A runtime whose context holds short prompts only: a long one raises PromptTooLong."""
 
-    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
+    def next_token_logprobs(self, conversations, *, prefixes, choices):
         for index, conversation in enumerate(conversations):
             text = conversation[-1]["content"]
             if len(text) > 2000:
                 raise PromptTooLong(f"a prompt of {len(text)} characters does not fit", prompt=text)
-            yield index, dict.fromkeys(choices_per_row(choices, len(conversations))[index], -1.0)
+            yield index, dict.fromkeys(choices[index], -1.0)
 
 
 def test_the_judge_names_the_task_of_any_runtimes_prompt_too_long(sample_tasks):

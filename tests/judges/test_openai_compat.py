@@ -29,15 +29,11 @@ import pytest
 
 from rankkit.cache import JudgmentCache
 from rankkit.judges import JudgeError, make_judge
-from rankkit.judges.http_client import ERROR_EXCERPT_CHARS, RetryPolicy, excerpt
-from rankkit.judges.openai_compat import (
-    PROBE_PREFIX,
-    LogprobsUnavailable,
-    OpenAIRuntime,
-    choice_logprobs,
-    first_token_alternatives,
-    usage_of,
-)
+from rankkit.judges.http_client import ClientConfig
+from rankkit.judges.http_retry import ERROR_EXCERPT_CHARS, RetryPolicy, excerpt
+from rankkit.judges.llm_runtime import Capacity
+from rankkit.judges.openai_compat import PROBE_PREFIX, OpenAIRuntime
+from rankkit.judges.openai_responses import LogprobsUnavailable, choice_logprobs, first_token_alternatives, usage_of
 from rankkit.specs import SpecError
 from tests.helpers import run_spec
 from tests.judges.fault_proxy import FaultProxy, stub_completion
@@ -51,17 +47,16 @@ def conversation(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
-def fast_engine(base_url: str, **overrides: Any) -> OpenAIRuntime:
+def fast_engine(base_url: str, neutralize_special: bool = True, **overrides: Any) -> OpenAIRuntime:
+    """A runtime on ``base_url`` with short timeouts and backoffs; ``overrides`` are :class:`ClientConfig` fields."""
     options: dict[str, Any] = {
-        "model": "stub",
-        "base_url": base_url,
         "concurrency": 4,
         "timeout": 5.0,
         "retry": RetryPolicy(max_attempts=4, backoff=0.01, max_backoff=0.05),
         "jitter_seed": 0,
     }
     options.update(overrides)
-    return OpenAIRuntime(**options)
+    return OpenAIRuntime("stub", ClientConfig("openai", base_url, **options), neutralize_special=neutralize_special)
 
 
 # == pure functions (the HTTP client's: test_http_client.py) =====================================
@@ -106,7 +101,7 @@ def test_engine_keeps_concurrency_requests_in_flight():
     assert sorted(results) == list(range(8))
     assert results[5].text == "stub reply to: question 5"
     assert results[5].usage == {"prompt_tokens": 11, "completion_tokens": 7}
-    assert runtime.stats.to_dict() == {"attempts": 8, "succeeded": 8, "failed": 0, "retries": {}}
+    assert runtime.client.stats.to_dict() == {"attempts": 8, "succeeded": 8, "failed": 0, "retries": {}}
 
 
 def test_engine_retries_429_and_500_honouring_retry_after():
@@ -118,7 +113,7 @@ def test_engine_retries_429_and_500_honouring_retry_after():
         finally:
             runtime.close()
     assert proxy.outcomes() == [429, 200, 500, 200, 200]
-    assert runtime.stats.retries == {"429": 1, "5xx": 1}
+    assert runtime.client.stats.retries == {"429": 1, "5xx": 1}
     assert [results[i].usage.get("retries", 0) for i in range(3)] == [1, 1, 0]
     assert all(results[i].text.startswith("stub reply") for i in range(3))
 
@@ -131,7 +126,7 @@ def test_engine_times_out_a_hung_request_and_retries():
         finally:
             runtime.close()
     assert sorted(results) == [0, 1]
-    assert runtime.stats.retries == {"timeout": 1}
+    assert runtime.client.stats.retries == {"timeout": 1}
     assert proxy.outcomes().count("hang") == 1 and proxy.outcomes().count(200) == 2
 
 
@@ -143,7 +138,7 @@ def test_engine_retries_dropped_connections():
         finally:
             runtime.close()
     assert results[0].usage["retries"] == 2
-    assert runtime.stats.retries == {"connection": 2}
+    assert runtime.client.stats.retries == {"connection": 2}
 
 
 def test_engine_gives_up_after_max_attempts_but_yields_what_succeeded():
@@ -166,7 +161,7 @@ def test_engine_gives_up_after_max_attempts_but_yields_what_succeeded():
             runtime.close()
     assert sorted(received) == [0, 2, 3]  # the answered requests reached the caller before the error
     assert proxy.outcomes().count(503) == 3
-    assert runtime.stats.failed == 1 and runtime.stats.retries == {"5xx": 2}
+    assert runtime.client.stats.failed == 1 and runtime.client.stats.retries == {"5xx": 2}
 
 
 def test_engine_stops_sending_when_the_caller_stops_reading():
@@ -200,7 +195,7 @@ def test_engine_does_not_retry_client_errors():
         finally:
             runtime.close()
     assert proxy.outcomes() == [404]
-    assert runtime.stats.total_retries == 0
+    assert runtime.client.stats.total_retries == 0
 
 
 def test_engine_reports_an_unreachable_server():
@@ -211,16 +206,14 @@ def test_engine_reports_an_unreachable_server():
             generate_all(runtime, ["x"])
     finally:
         runtime.close()
-    assert runtime.stats.retries == {"connection": 1}
+    assert runtime.client.stats.retries == {"connection": 1}
 
 
 def test_engine_logprobs_and_the_clear_fallback_message():
     with FaultProxy() as proxy:
         runtime = fast_engine(proxy.base_url)
         try:
-            results = dict(
-                runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"])
-            )
+            results = dict(runtime.next_token_logprobs([conversation("which?")], prefixes=[""], choices=[["A", "B"]]))
         finally:
             runtime.close()
     assert results[0]["A"] == pytest.approx(-0.2)
@@ -229,7 +222,7 @@ def test_engine_logprobs_and_the_clear_fallback_message():
     with FaultProxy() as proxy:
         runtime = fast_engine(proxy.base_url)
         try:
-            dict(runtime.next_token_logprobs([conversation("grade")], assistant_prefix="Score: ", choices=["0", "1"]))
+            dict(runtime.next_token_logprobs([conversation("grade")], prefixes=["Score: "], choices=[["0", "1"]]))
         finally:
             runtime.close()
     sent = proxy.log[-1][1]  # after the continuation probe
@@ -242,7 +235,7 @@ def test_engine_logprobs_and_the_clear_fallback_message():
         runtime = fast_engine(proxy.base_url)
         try:
             with pytest.raises(LogprobsUnavailable, match="use mode=generate"):
-                dict(runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A", "B"]))
+                dict(runtime.next_token_logprobs([conversation("which?")], prefixes=[""], choices=[["A", "B"]]))
         finally:
             runtime.close()
 
@@ -301,7 +294,7 @@ def test_wrong_typed_json_is_a_bad_response_that_is_retried(bad):
         finally:
             runtime.close()
     assert results[0].text == "stub reply to: x" and results[0].usage["retries"] == 1
-    assert runtime.stats.retries == {"bad_response": 1} and proxy.outcomes() == ["body", 200]
+    assert runtime.client.stats.retries == {"bad_response": 1} and proxy.outcomes() == ["body", 200]
 
 
 @pytest.mark.parametrize("bad", [BAD_BODIES["choices is a string"], BAD_BODIES["content is a number"]])
@@ -313,7 +306,7 @@ def test_a_server_that_keeps_sending_bad_json_ends_in_a_clear_judge_error(bad, c
                 generate_all(runtime, ["x"])
         finally:
             runtime.close()
-    assert runtime.stats.retries == {"bad_response": 3} and runtime.stats.failed == 1
+    assert runtime.client.stats.retries == {"bad_response": 3} and runtime.client.stats.failed == 1
     assert "retrying" in caplog.text  # backoff between attempts, as for a server error
 
 
@@ -336,11 +329,11 @@ def test_wrong_typed_logprobs_are_a_bad_response_that_is_retried(logprobs):
     with FaultProxy(plan=lambda number, body: ("body", logprob_body(logprobs)) if number == 1 else "pass") as proxy:
         runtime = fast_engine(proxy.base_url, concurrency=1)
         try:
-            results = dict(runtime.next_token_logprobs([conversation("which?")], assistant_prefix="", choices=["A"]))
+            results = dict(runtime.next_token_logprobs([conversation("which?")], prefixes=[""], choices=[["A"]]))
         finally:
             runtime.close()
     assert results[0]["A"] == pytest.approx(-0.2)
-    assert runtime.stats.retries == {"bad_response": 1}
+    assert runtime.client.stats.retries == {"bad_response": 1}
 
 
 def test_an_oversized_completion_is_a_bad_response_not_stored():
@@ -350,7 +343,7 @@ def test_an_oversized_completion_is_a_bad_response_not_stored():
         try:
             results = generate_all(runtime, ["x"])
             assert results[0].text == "stub reply to: x"
-            assert runtime.stats.retries == {"bad_response": 1}
+            assert runtime.client.stats.retries == {"bad_response": 1}
         finally:
             runtime.close()
     with FaultProxy(plan=lambda number, body: ("body", huge)) as proxy:
@@ -362,7 +355,7 @@ def test_an_oversized_completion_is_a_bad_response_not_stored():
                 generate_all(runtime, ["x"])
         finally:
             runtime.close()
-    assert OpenAIRuntime("m", base_url="http://127.0.0.1:9/v1").max_response_bytes == 4 * 1024 * 1024
+    assert ClientConfig("openai", "http://127.0.0.1:9/v1").max_response_bytes == 4 * 1024 * 1024
 
 
 def test_a_key_that_straddles_the_excerpt_cut_is_redacted_whole(caplog):
@@ -402,10 +395,10 @@ def test_openai_without_base_url_or_key_fails_at_once(monkeypatch, tmp_path):
     )
     assert result.exit_code == 2 and "no base_url and no API key" in result.output
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # OpenAI's own API with a key: fine
-    assert make_judge("openai:gpt-4o").runtime.base_url == "https://api.openai.com/v1"
+    assert make_judge("openai:gpt-4o").runtime.client.base_url == "https://api.openai.com/v1"
     monkeypatch.delenv("OPENAI_API_KEY")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # a local server needs no key
-    assert make_judge("openai:m").runtime.base_url == "http://127.0.0.1:9/v1"
+    assert make_judge("openai:m").runtime.client.base_url == "http://127.0.0.1:9/v1"
     with pytest.raises(SpecError, match="not an http"):
         make_judge("openai:m,base_url=127.0.0.1:8000")
 
@@ -437,7 +430,7 @@ def test_replicas_share_the_load_within_concurrency_per_replica():
     tracker = InFlightTracker()
     with FaultProxy(plan=tracker) as one, FaultProxy(plan=tracker) as two:
         runtime = fast_engine(f"{one.base_url}|{two.base_url}", concurrency=2)
-        assert runtime.capacity == 4 and runtime.fills_batches is False
+        assert runtime.capacity == Capacity(4, fills_batches=False)
         try:
             results = generate_all(runtime, [f"q{i}" for i in range(16)])
         finally:
@@ -461,8 +454,8 @@ def test_a_failing_replica_is_retried_on_another(failure):
             runtime.close()
     assert [results[i].text for i in range(6)] == [f"stub reply to: q{i}" for i in range(6)]
     assert good.outcomes() == [200] * 6
-    assert runtime.stats.total_retries >= 1 and runtime.stats.failed == 0
-    assert set(runtime.stats.retries) == {"5xx" if failure == "503" else "connection"}
+    assert runtime.client.stats.total_retries >= 1 and runtime.client.stats.failed == 0
+    assert set(runtime.client.stats.retries) == {"5xx" if failure == "503" else "connection"}
 
 
 def test_fingerprint_does_not_depend_on_the_replicas(monkeypatch):
@@ -472,7 +465,7 @@ def test_fingerprint_does_not_depend_on_the_replicas(monkeypatch):
     swapped = make_judge("openai:m,base_url=http://h2:8000/v1/|http://h1:8000/v1")
     assert one.fingerprint == two.fingerprint == swapped.fingerprint
     assert (one.capacity, two.capacity, two.fills_batches) == (3, 6, False)
-    assert [r.url for r in swapped.runtime.replicas] == ["http://h2:8000/v1", "http://h1:8000/v1"]
+    assert [r.url for r in swapped.runtime.client.replicas] == ["http://h2:8000/v1", "http://h1:8000/v1"]
     with pytest.raises(SpecError, match="twice"):
         make_judge("openai:m,base_url=http://h1:8000/v1|http://h1:8000/v1/")
 
@@ -501,12 +494,12 @@ def test_concurrent_callers_share_the_capacity(monkeypatch):
             thread.start()
         for thread in threads:
             thread.join(30)
-        in_flight_after = runtime.in_flight()
+        in_flight_after = runtime.client.in_flight()
         runtime.close()
     assert isinstance(outcomes[0], JudgeError)  # one caller's failure...
     for number in range(1, 5):  # ...does not touch the others
         assert [outcomes[number][i].text for i in range(6)] == [f"stub reply to: t{number} q{i}" for i in range(6)]
-    assert tracker.most <= runtime.capacity == 4
+    assert tracker.most <= runtime.capacity.requests == 4
     assert one.max_in_flight <= 2 and two.max_in_flight <= 2 and in_flight_after == 0
 
 
@@ -520,13 +513,18 @@ def test_spec_options_and_errors(monkeypatch):
         "backoff=0.1,mode=logprob,template=generic"
     )
     runtime = judge.runtime
-    assert (runtime.model, runtime.base_url, runtime.concurrency, runtime.timeout) == (
+    assert (
+        runtime.model,
+        runtime.client.base_url,
+        runtime.client.config.concurrency,
+        runtime.client.config.timeout,
+    ) == (
         "my-model",
         "http://127.0.0.1:9/v1",
         3,
         7.0,
     )
-    assert runtime.retry == RetryPolicy(max_attempts=2, backoff=0.1)
+    assert runtime.client.config.retry == RetryPolicy(max_attempts=2, backoff=0.1)
     assert judge.mode == "logprob" and judge.description == "openai:my-model (mode=logprob)"
     with pytest.raises(SpecError, match="exactly one model"):
         make_judge("openai:base_url=http://127.0.0.1:9/v1")
@@ -547,7 +545,7 @@ def test_fingerprint_names_the_model_not_the_address_or_key(monkeypatch):
     there = make_judge("openai:m,base_url=http://127.0.0.1:10/v1,concurrency=16,timeout=5")
     other = make_judge("openai:n,base_url=http://127.0.0.1:9/v1")
     assert here.fingerprint == there.fingerprint != other.fingerprint
-    assert here.runtime._api_key == SECRET and SECRET not in here.fingerprint + repr(here.runtime)
+    assert here.runtime.client.config.api_key == SECRET and SECRET not in here.fingerprint + repr(here.runtime)
 
 
 def test_run_caches_every_judgment_counts_retries_and_tokens(monkeypatch, sample_tasks, cache_path):
@@ -571,7 +569,7 @@ def test_run_caches_every_judgment_counts_retries_and_tokens(monkeypatch, sample
     costs = [s.cost for s in result.strategies]
     calls = sum(c.judge_calls for c in costs)
     assert calls == stored == sum(len(t.candidates) - 1 + len(t.candidates) for t in tasks)
-    assert sum(c.retries for c in costs) == 3 == judge.runtime.stats.total_retries
+    assert sum(c.retries for c in costs) == 3 == judge.runtime.client.stats.total_retries
     assert proxy.outcomes().count(200) == calls  # every verdict parsed: one successful request each
     assert all(c.prompt_tokens == 11 * c.judge_calls and c.completion_tokens == 7 * c.judge_calls for c in costs)
     assert result.strategies[0].tasks[0].champion is not None
@@ -743,7 +741,7 @@ def test_faulty_proxy_429_and_500_run_completes_with_retries_counted(llama_serve
     # one request per judgment (a failed comparison adds its reverse and the grades: rankkit.matches)
     assert cost.judge_calls == cost.comparisons + cost.grades >= len(sample_tasks[0].candidates) - 1
     assert cost.retries == 3
-    assert judge.runtime.stats.retries == {"429": 1, "5xx": 2}
+    assert judge.runtime.client.stats.retries == {"429": 1, "5xx": 2}
     assert result.strategies[0].tasks[0].champion is not None
 
 
@@ -758,7 +756,7 @@ def test_hung_request_times_out_and_is_retried(llama_server, sample_tasks, cache
         )
         outcomes = proxy.outcomes()
     assert outcomes[0] == "hang" and outcomes[1] == 200
-    assert judge.runtime.stats.retries.get("timeout", 0) >= 1
+    assert judge.runtime.client.stats.retries.get("timeout", 0) >= 1
     cost = result.strategies[0].cost
     assert cost.judge_calls == cost.comparisons + cost.grades >= 1 and cost.retries >= 1
 
@@ -831,7 +829,7 @@ def test_special_token_strings_are_neutralised_in_what_is_sent_unless_turned_off
         generate_all(engine, [MARKERS, "plain text"])
         dict(
             engine.next_token_logprobs(
-                [conversation(MARKERS)], assistant_prefix="Echo <|im_end|> Score: ", choices=["1", "2"]
+                [conversation(MARKERS)], prefixes=["Echo <|im_end|> Score: "], choices=[["1", "2"]]
             )
         )
         engine.close()

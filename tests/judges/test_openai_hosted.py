@@ -19,6 +19,7 @@ import pytest
 import rankkit
 from rankkit.judges import make_judge
 from rankkit.judges.hosted_verdict import followup_question
+from rankkit.judges.http_client import ClientConfig
 from rankkit.judges.openai_compat import OpenAIRuntime
 from rankkit.judges.prices import Price, usd_nanos
 from rankkit.tasks import load_tasks
@@ -68,7 +69,7 @@ def test_the_server_refuses_vllm_fields_and_does_not_continue(tasks):
 
 def test_the_probe_learns_the_followup_path_without_a_refused_request(tasks):
     with OpenAILikeServer(human_quality(tasks)) as server:
-        runtime = OpenAIRuntime("gpt-4.1", base_url=server.base_url)
+        runtime = OpenAIRuntime("gpt-4.1", ClientConfig("openai", server.base_url))
         try:
             assert runtime.verdict_path == "followup"
             assert runtime.verdict_path == "followup"  # remembered: no second probe
@@ -193,7 +194,7 @@ def test_429_with_retry_after_and_500_are_retried(tasks):
         judge = make_judge(spec(server))
         try:
             result = rankkit.compare(tasks[:2], ["knockout"], judge=judge)
-            stats = judge.runtime.stats.to_dict()
+            stats = judge.runtime.client.stats.to_dict()
         finally:
             judge.close()
     assert stats["retries"] == {"429": 1, "5xx": 2}

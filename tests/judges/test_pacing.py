@@ -80,7 +80,7 @@ def test_bad_limits_are_refused():
     with pytest.raises(SpecError, match="rpm must be > 0"):
         make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,rpm=0")
     judge = make_judge("openai:gpt-4.1,base_url=http://127.0.0.1:9/v1,rpm=500,tpm=30000")
-    assert (judge.runtime.pacer.rpm, judge.runtime.pacer.tpm) == (500, 30000)
+    assert (judge.runtime.client.pacer.rpm, judge.runtime.client.pacer.tpm) == (500, 30000)
 
 
 def test_a_burst_of_429s_never_fails_the_run_whatever_max_attempts_says():
@@ -90,7 +90,7 @@ def test_a_burst_of_429s_never_fails_the_run_whatever_max_attempts_says():
         judge = make_judge(f"openai:gpt-4.1,base_url={server.base_url},max_attempts=2,backoff=0.01")
         try:
             result = rankkit.compare(tasks, ["knockout"], judge=judge)
-            stats = judge.runtime.stats.to_dict()
+            stats = judge.runtime.client.stats.to_dict()
         finally:
             judge.close()
     assert stats["retries"] == {"429": 12} and stats["failed"] == 0

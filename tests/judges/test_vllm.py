@@ -33,7 +33,7 @@ from rankkit.judges.vllm import (
     local_model_dir,
 )
 from rankkit.specs import SpecError
-from tests.helpers import run_spec
+from tests.helpers import read_all, run_spec
 
 # == the spec ======================================================================================
 
@@ -201,21 +201,21 @@ def conversation(text):
     return [{"role": "user", "content": text}]
 
 
-def test_engine_reads_choice_tokens_with_one_or_per_row_prefixes(stand_in_vllm):
+def test_engine_reads_choice_tokens_after_each_rows_prefix(stand_in_vllm):
     llm = FakeLLM()
     runtime = VLLMRuntime(llm, {"name": "fake"}, max_model_len=100)
     rows = [conversation("q1"), conversation("q2")]
-    # one prefix for all rows: the row ending in "a" favours "1"
-    result = dict(runtime.next_token_logprobs(rows, assistant_prefix="xa", choices=["1", "2"]))
+    # the same prefix on every row: the row ending in "a" favours "1"
+    result = dict(read_all(runtime, rows, "xa", ["1", "2"]))
     assert result[0]["1"] == pytest.approx(math.log(0.8), abs=1e-12)
     assert result[0]["2"] == pytest.approx(math.log(0.2), abs=1e-12)
     # a prefix per row (the hardened generate mode's continuation): each row reads its own
-    result = dict(runtime.next_token_logprobs(rows, assistant_prefix=["xa", "xb"], choices=["1", "2"]))
+    result = dict(runtime.next_token_logprobs(rows, prefixes=["xa", "xb"], choices=[["1", "2"]] * 2))
     assert result[0]["1"] > result[0]["2"] and result[1]["2"] > result[1]["1"]
     assert llm.calls[-1][1] == [ord(c) for c in "q2\n\nxb"]  # the prompt, then the row's own prefix
     assert len(llm.calls[-1]) == 2  # both rows in one call: vLLM batches them
-    with pytest.raises(ValueError, match="2 assistant prefixes for 1 conversations"):
-        list(runtime.next_token_logprobs(rows[:1], assistant_prefix=["a", "b"], choices=["1", "2"]))
+    with pytest.raises(ValueError, match="longer"):  # one prefix and one set of choices per conversation
+        list(runtime.next_token_logprobs(rows[:1], prefixes=["a", "b"], choices=[["1", "2"]] * 2))
 
 
 def test_engine_generates_and_counts_tokens(stand_in_vllm):
@@ -229,7 +229,7 @@ def test_a_prompt_longer_than_max_model_len_stops_its_call_before_anything_runs(
     llm = FakeLLM()
     runtime = VLLMRuntime(llm, {"name": "fake"}, max_model_len=20)
     rows = [conversation("short"), conversation("x" * 40), conversation("also short")]
-    results = runtime.next_token_logprobs(rows, assistant_prefix="a", choices=["1", "2"])
+    results = read_all(runtime, rows, "a", ["1", "2"])
     with pytest.raises(PromptTooLong, match=r"max_model_len=20; raise it") as caught:
         next(results)
     assert caught.value.exit_code == 2 and not caught.value.resumable
