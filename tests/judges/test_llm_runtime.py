@@ -50,7 +50,7 @@ def test_runtimes_report_their_capabilities_without_a_model():
     hf = HFRuntime(None, None, {"name": "m"}, batch_size=5, exact=False)
     assert (hf.verdict_path, hf.capacity) == ("continuation", Capacity(5, fills_batches=True))
     judge = LLMJudge(hf)
-    assert (judge.capacity, judge.fills_batches) == (5, True)
+    assert (judge.capabilities.capacity, judge.capabilities.fills_batches) == (5, True)
 
 
 def test_hosted_runtimes_declare_price_batches_and_their_verdict_read(tmp_path):

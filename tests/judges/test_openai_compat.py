@@ -464,7 +464,7 @@ def test_fingerprint_does_not_depend_on_the_replicas(monkeypatch):
     two = make_judge("openai:m,base_url=http://h1:8000/v1|http://h2:8000/v1,concurrency=3")
     swapped = make_judge("openai:m,base_url=http://h2:8000/v1/|http://h1:8000/v1")
     assert one.fingerprint == two.fingerprint == swapped.fingerprint
-    assert (one.capacity, two.capacity, two.fills_batches) == (3, 6, False)
+    assert (one.capabilities.capacity, two.capabilities.capacity, two.capabilities.fills_batches) == (3, 6, False)
     assert [r.url for r in swapped.runtime.client.replicas] == ["http://h2:8000/v1", "http://h1:8000/v1"]
     with pytest.raises(SpecError, match="twice"):
         make_judge("openai:m,base_url=http://h1:8000/v1|http://h1:8000/v1/")
