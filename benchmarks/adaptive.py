@@ -52,13 +52,13 @@ from pathlib import Path
 
 from scipy import stats
 
+from rankkit.data.tasks import Task, load_tasks
 from rankkit.judges import make_judge
-from rankkit.metrics import evaluate
-from rankkit.results import StrategyRun
-from rankkit.runner import run
+from rankkit.runs.results import StrategyRun
+from rankkit.runs.runner import run
+from rankkit.stats.metrics import evaluate
 from rankkit.strategies import make_strategy, strategy_classes
 from rankkit.strategies._graded import corrected_grades
-from rankkit.tasks import Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

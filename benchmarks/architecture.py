@@ -32,7 +32,7 @@ figure is read from that checkout's code or from running it:
   "--judge", "sim", "--no-cache"], standalone_mode=False)`` (SAMPLE: the bundled data file under
   ``rankkit/data/sample``) runs with the simulated judge's entry methods wrapped (whichever of
   ``compare_many``, ``compare``, ``grade_many``, ``score_many`` the classes of
-  ``rankkit.judges.sim`` have, inherited ones included). At the first call of any of them the
+  ``rankkit.judges.simulated.sim`` have, inherited ones included). At the first call of any of them the
   wrapper takes ``len(inspect.stack())`` minus the depth of the ``main(...)`` frame: the frames below
   ``main`` down to the judge method, which the wrapper's frame stands for. A second figure counts
   only those frames inside the package (their file under ``rankkit/``), the judge method included;
@@ -46,7 +46,7 @@ figure is read from that checkout's code or from running it:
   ``rankkit`` (any submodule; for ``import rankkit.x as m``, the attributes it reads on ``m``) plus
   the distinct attributes it reads on the parameters of its methods (``rank``, ``plan``...) other
   than ``self``/``cls``, leaving out the task's data (attributes of a ``task`` parameter that are
-  fields or properties of ``rankkit.tasks.Task``, such as ``candidates`` and ``candidate_ids``);
+  fields or properties of ``rankkit.data.tasks.Task``, such as ``candidates`` and ``candidate_ids``);
 * **start-up** — wall time of ``python -c "import rankkit"`` and ``rankkit --help`` over
   ``python -c pass`` (medians of several runs, the measured checkout first on ``PYTHONPATH``);
 
@@ -165,7 +165,7 @@ CORE = tuple(name for label, names in FLOORS[: [f[0] for f in FLOORS].index("str
 #: Modules of earlier releases measured under their current name (a checkout given with --repo).
 FORMER_NAMES = {"engine": "dispatch"}
 JUDGE_METHODS = ("compare_many", "compare", "grade_many", "score_many")
-SIM_MODULE = "rankkit.judges.sim"
+SIM_MODULE = "rankkit.judges.simulated.sim"
 DATA_SUFFIXES = (".jsonl", ".csv", ".tsv", ".parquet", ".json")
 
 
@@ -286,7 +286,7 @@ def upward_imports(graph: nx.DiGraph) -> list[str]:
 
 
 def package_graph(graph: nx.DiGraph) -> nx.DiGraph:
-    """``graph`` with every subpackage's modules merged into one node (``rankkit.judges.llm`` ->
+    """``graph`` with every subpackage's modules merged into one node (``rankkit.judges.llm.judge`` ->
     ``rankkit.judges``): a circle through a package (the memo importing ``judges.base`` while
     ``judges.llm`` imports the memo) ties the two together as much as a circle between modules."""
 
@@ -483,7 +483,7 @@ def find_example(repo: Path, given: str | None) -> Path | None:
 
 
 def task_data(repo: Path) -> set[str]:
-    """Fields and properties of ``rankkit.tasks.Task`` in ``repo``: the task's data, not concepts."""
+    """Fields and properties of ``rankkit.data.tasks.Task`` in ``repo``: the task's data, not concepts."""
     tree = ast.parse((repo / "rankkit" / "tasks.py").read_text(encoding="utf-8"))
     task = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Task"), None)
     data: set[str] = set()
@@ -720,7 +720,7 @@ def detail_lists(f: dict) -> list[str]:
             "docstring.",
             f"  Concepts = names imported from rankkit ({names(f['concepts_imported'])}) + attributes read on the "
             f"parameters of its methods other than `self`/`cls` and the task's data (fields and properties of "
-            f"`rankkit.tasks.Task`) ({names(f['concepts_received'])}).",
+            f"`rankkit.data.tasks.Task`) ({names(f['concepts_received'])}).",
         ]
     return lines
 

@@ -5,7 +5,7 @@ Two parts, both through rankkit's own leaderboard code (match graph, MatchSource
 1. **Pure simulation** (seed 003 §4.2). Per trial, ``--systems`` systems are drawn from the 32
    Chatbot Arena Elo ratings of ``shared/data/arena_hard_v01_arena_elo/systems.jsonl`` (evenly
    spaced Elo ratings when that file is absent) and become planted strengths; synthetic tasks are
-   generated with :func:`rankkit.synthetic.planted_tasks`. Two judge models:
+   generated with :func:`rankkit.judges.simulated.synthetic.planted_tasks`. Two judge models:
 
    * **Eq. 3 (the paper's model)**: every answer's human score is its system's Elo, and the
      :class:`StochasticEloJudge` below decides each match independently:
@@ -50,10 +50,10 @@ sys.path.insert(0, str(ROOT))
 
 from rankkit.judges import make_judge  # noqa: E402
 from rankkit.judges.base import Judge  # noqa: E402
-from rankkit.judgments import Verdict, Winner  # noqa: E402
+from rankkit.judges.simulated.synthetic import planted_tasks  # noqa: E402
+from rankkit.judgments.values import Verdict, Winner  # noqa: E402
 from rankkit.leaderboard import anchored, arena, correlations, load_truth  # noqa: E402
-from rankkit.metrics import correlation  # noqa: E402
-from rankkit.synthetic import planted_tasks  # noqa: E402
+from rankkit.stats.metrics import correlation  # noqa: E402
 
 ARENA_HARD = ROOT.parent / "shared" / "data" / "arena_hard_v01_arena_elo"
 RESULTS = ROOT / "benchmarks" / "results" / "arena_sim.md"
@@ -172,7 +172,7 @@ def judge_factory(label: str):
 
 
 def arena_hard(trials: int, judges: list[str], prompt_counts: list[int], anchors: list[str]) -> list[dict]:
-    from rankkit.tasks import load_tasks
+    from rankkit.data.tasks import load_tasks
 
     tasks = load_tasks(ARENA_HARD / "tasks.jsonl")
     truth = load_truth(ARENA_HARD / "systems.jsonl")

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rankkit.tasks import load_tasks  # noqa: E402
+from rankkit.data.tasks import load_tasks  # noqa: E402
 from tests.hosted_servers import AnthropicLikeServer, OpenAILikeServer, human_quality  # noqa: E402
 
 KEY = "sk-ant-batch-bench"

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from rankkit import JudgmentCache, load_tasks, make_judge, make_strategy, run
-from rankkit.tasks import SAMPLE_DATA
+from rankkit.data.tasks import SAMPLE_DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

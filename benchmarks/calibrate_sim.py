@@ -3,10 +3,10 @@
 For each preset (gpt4, chatgpt, falcon) the targets are the recorded judge's pairwise accuracy,
 first-slot share and order consistency (Vanilla prompt, each pair in both orders) and its
 pointwise-pair accuracy (Rating prompt; ties count one half), from
-:func:`rankkit.judges.sim_targets.preset_targets` — the same function the tests use. Falcon has no Rating
+:func:`rankkit.judges.simulated.sim_targets.preset_targets` — the same function the tests use. Falcon has no Rating
 judgments, so its pointwise target is derived (see that function).
 
-**The fit** (the model is in :mod:`rankkit.judges.sim`). Every LLMBar pair is Δ = 2 spreads apart
+**The fit** (the model is in :mod:`rankkit.judges.simulated.sim`). Every LLMBar pair is Δ = 2 spreads apart
 (binary preference). With the preferred answer shown first the judge is right with probability
 ``Φ((Δ + β)/s)``, shown second ``Φ((Δ − β)/s)``, where β = ``slot_bias`` and
 ``s² = 2·perception² + 2·pair_noise²``; so accuracy r and first-slot share f give
@@ -19,8 +19,8 @@ reach). Finally the pointwise accuracy q = ``Φ(Δ / √(2·perception² + 2·gr
 ``grade_noise`` (0 when perception alone already makes pointwise grading worse than recorded).
 
 The script then checks the fit twice — the model's rates in closed form, and rates *simulated*
-by the judge itself (:class:`~rankkit.judges.sim.LatentJudge` with the rounded constants from
-``rankkit/judges/sim_model.py``) on the 100 LLMBar pairs over ``--seeds`` judge seeds — and shows what
+by the judge itself (:class:`~rankkit.judges.simulated.sim.LatentJudge` with the rounded constants from
+``rankkit/judges/simulated/sim_model.py``) on the 100 LLMBar pairs over ``--seeds`` judge seeds — and shows what
 the fixed-accuracy model (``sim:model=fixed,preset=P``) does on the same pairs.
 
     python benchmarks/calibrate_sim.py                # fit, check, write the report
@@ -41,12 +41,12 @@ from pathlib import Path
 from scipy import stats
 from scipy.optimize import brentq
 
+from rankkit.data.tasks import Task, load_tasks
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge
-from rankkit.judges.sim_model import LATENT_PRESETS, LatentParameters
-from rankkit.judges.sim_targets import PRESET_JUDGES, JudgeRates, preset_targets
-from rankkit.judgments import Winner
-from rankkit.tasks import Task, load_tasks
+from rankkit.judges.simulated.sim_model import LATENT_PRESETS, LatentParameters
+from rankkit.judges.simulated.sim_targets import PRESET_JUDGES, JudgeRates, preset_targets
+from rankkit.judgments.values import Winner
 
 ROOT = Path(__file__).resolve().parents[1]
 LLMBAR = ROOT.parent / "shared" / "data" / "llmbar_natural"
@@ -185,7 +185,7 @@ def main() -> None:
         "# Calibrating the simulated judge on LLMBar Natural (issue 16)",
         "",
         f"Made by `python benchmarks/calibrate_sim.py --seeds {args.seeds}`. Targets from "
-        "`shared/data/llmbar_natural/judgments.jsonl` (`rankkit.judges.sim_targets.preset_targets`): Vanilla rows (each of "
+        "`shared/data/llmbar_natural/judgments.jsonl` (`rankkit.judges.simulated.sim_targets.preset_targets`): Vanilla rows (each of "
         "the 100 pairs in both orders) for pairwise accuracy, first-slot share and order consistency; Rating rows "
         "(each answer graded alone) for the pointwise-pair accuracy, a tied pair counting one half. "
         f"LLMBar's answers are {gap:g} human-score spreads apart (preference 1 vs 0).",
@@ -209,7 +209,7 @@ def main() -> None:
         )
     lines += [
         "",
-        "Stored in `rankkit/judges/sim_model.py` as `LATENT_PRESETS`"
+        "Stored in `rankkit/judges/simulated/sim_model.py` as `LATENT_PRESETS`"
         + (
             f" — **out of date for {', '.join(stored_differs)}**; paste the block printed by this script."
             if stored_differs

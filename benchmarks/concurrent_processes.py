@@ -45,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rankkit.cache import DEFAULT_LEASE_SECONDS, LEASED_COMMIT_SECONDS  # noqa: E402
+from rankkit.judgments.cache import DEFAULT_LEASE_SECONDS, LEASED_COMMIT_SECONDS  # noqa: E402
 from tests.servers import StubRequest, StubServer  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "concurrent_processes.md"
@@ -288,7 +288,7 @@ def main() -> None:
         "How: before asking the judge, a process takes a lease (a row of the cache's `leases` table) on "
         "each key it is missing; keys leased by another process are read from the cache once that "
         "process commits them, a failed judgment included when it was committed while waiting (see "
-        "`rankkit/cache.py`, Leases). Wall time includes starting Python and loading rankkit in every "
+        "`rankkit/judgments/cache.py`, Leases). Wall time includes starting Python and loading rankkit in every "
         f"process, on a shared {os.cpu_count()}-core machine ({platform.machine()}, Python "
         f"{platform.python_version()}); the processes run concurrently, so it stays near one run's time.",
         "",

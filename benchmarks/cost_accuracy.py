@@ -24,11 +24,11 @@ from pathlib import Path
 
 from scipy import stats
 
+from rankkit.data.specs import parse_spec, split_list
+from rankkit.data.tasks import SAMPLE_DATA, load_tasks
 from rankkit.judges import make_judge
-from rankkit.runner import run
-from rankkit.specs import parse_spec, split_list
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy, strategy_classes
-from rankkit.tasks import SAMPLE_DATA, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -153,11 +153,11 @@ def main() -> None:
         f"{len(tasks)} tasks, {n_candidates:.1f} candidates per task, {args.seeds} seeds; every seed re-draws the "
         "judge's noise (sim judge) and the strategies' random choices. Cost is the judgments a strategy used per task "
         "(comparisons + grades; a duel in both orders counts both). "
-        f"Accuracy is `{args.metric}` (rankkit.metrics), mean over seeds with a 95% t-interval of the mean; "
+        f"Accuracy is `{args.metric}` (rankkit.stats.metrics), mean over seeds with a 95% t-interval of the mean; "
         "the other metrics are means over seeds. `front` marks the cost-accuracy Pareto front "
         "(no other setting is both cheaper and better).",
         "",
-        "The judge is **simulated** (rankkit.judges.sim: verdicts derive from the human labels with the preset's "
+        "The judge is **simulated** (rankkit.judges.simulated.sim: verdicts derive from the human labels with the preset's "
         "accuracy and position bias), so this ranks the strategies' *aggregation* under a known judge model, "
         "not a real LLM's behaviour.",
         "",
@@ -189,7 +189,7 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        from rankkit.plots import plot_cost_accuracy
+        from rankkit.reports.plots import plot_cost_accuracy
 
         png = plot_cost_accuracy(
             points,

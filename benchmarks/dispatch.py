@@ -121,7 +121,7 @@ class VerdictStub:
 
 
 def synthetic_tasks(count: int, size: int):
-    from rankkit.tasks import Candidate, Task
+    from rankkit.data.tasks import Candidate, Task
 
     tasks = []
     for k in range(count):

@@ -4,7 +4,7 @@ Each cell is one ``rankkit compare --dry-run --no-cache --judge sim`` on one tas
 run in a child process (its own wall time and peak resident memory, read with ``os.wait4``):
 
 * ``bt`` (and ``elo``): counted by arithmetic once the run plans more than the dry run simulates
-  (``rankkit.plan.dry_run.SIMULATION_LIMIT``); goal N = 500 in <= 5 s and <= 300 MB;
+  (``rankkit.runs.plan.dry_run.SIMULATION_LIMIT``); goal N = 500 in <= 5 s and <= 300 MB;
 * ``knockout``: N - 1 judgments, simulated at every N;
 * ``bt,elo``: too large to simulate and not countable, so refused at once naming its planned count
   (exit 2) once N² passes the limit (N >= 142).

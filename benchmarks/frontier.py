@@ -1,6 +1,6 @@
 """The large-N frontier (goal P2′): how small a fraction of all-pairs BT's judgments reaches its accuracy.
 
-Planted-strength tasks (``rankkit.synthetic.planted_tasks``: each system's answer scores its
+Planted-strength tasks (``rankkit.judges.simulated.synthetic.planted_tasks``: each system's answer scores its
 strength plus Gumbel noise, strengths evenly spread over 1000 Elo) with N = 50, 100 and 200
 candidates, judged by the simulator's presets over several seeds. The reference is all-pairs
 Bradley–Terry (``bt``: every pair in both orders, N(N−1) judgments per task). For each strategy
@@ -26,10 +26,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from rankkit.judges import make_judge
-from rankkit.judges.sim_model import KWAY_READINGS
-from rankkit.runner import run
+from rankkit.judges.simulated.sim_model import KWAY_READINGS
+from rankkit.judges.simulated.synthetic import planted_tasks
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.synthetic import planted_tasks
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SIZES = (50, 100, 200)

@@ -16,7 +16,7 @@ exact A, batched A, exact B, batched B per dataset, so background load hits both
 
     python benchmarks/hf_exact.py [--data ../shared/data] [--topical 10]
 
-Then the **block size** (:data:`rankkit.judges.hf_exact.DEFAULT_BLOCK`): a fixed set of requests
+Then the **block size** (:data:`rankkit.judges.local.hf_exact.DEFAULT_BLOCK`): a fixed set of requests
 (each task's candidates paired off, in both orders) judged in one call by a fresh exact engine per
 block size, on the sample and on the first 4 Topical-Chat tasks, against the batched path and
 the batched path at ``batch_size=1``; with the forward passes and the tokens each computed.
@@ -44,9 +44,9 @@ RUNS = {"A": {"workers": 4, "options": ""}, "B": {"workers": 1, "options": ",bat
 
 def rank(tasks, exact: bool, run: str) -> tuple[dict, float, int, dict]:
     """One run: (results JSON, wall seconds, judge calls, engine stats)."""
-    from rankkit.cache import NullCache
     from rankkit.judges import make_judge
-    from rankkit.runner import run as run_tasks
+    from rankkit.judgments.cache import NullCache
+    from rankkit.runs.runner import run as run_tasks
     from rankkit.strategies.base import make_strategy
 
     spec = f"smollm2:exact={str(exact).lower()}{RUNS[run]['options']}"
@@ -138,9 +138,9 @@ def main() -> None:
     parser.add_argument("--topical", type=int, default=10, help="Topical-Chat tasks (0: skip)")
     args = parser.parse_args()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    from rankkit.judges import hf_loading
-    from rankkit.judges.hf_exact import DEFAULT_BLOCK
-    from rankkit.tasks import SAMPLE_DATA, load_tasks
+    from rankkit.data.tasks import SAMPLE_DATA, load_tasks
+    from rankkit.judges.local import hf_loading
+    from rankkit.judges.local.hf_exact import DEFAULT_BLOCK
 
     torch = hf_loading.import_torch()
     datasets = [("bundled sample (6 tasks)", load_tasks(SAMPLE_DATA))]

@@ -2,7 +2,7 @@
 
 ``knockout:order=both`` ranks the bundled sample through the loopback stand-ins of api.openai.com
 and the Messages API (``tests/hosted_servers.py``: strict fields, honest judge, usage with cached
-tokens, batch lifecycle), priced with rankkit's built-in list prices (``rankkit.judges.prices``,
+tokens, batch lifecycle), priced with rankkit's built-in list prices (``rankkit.judges.hosted.prices``,
 gpt-4.1 and claude-sonnet-4-5) from the token accounting of each response::
 
     python benchmarks/hosted_cost.py
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the loopback servers live in the tests package of this checkout
 
 import rankkit  # noqa: E402
-from rankkit.tasks import load_tasks  # noqa: E402
+from rankkit.data.tasks import load_tasks  # noqa: E402
 from tests.hosted_servers import AnthropicLikeServer, OpenAILikeServer, human_quality  # noqa: E402
 
 SAMPLE = ROOT / "rankkit" / "data" / "sample" / "tasks.jsonl"
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
         "# P9: USD per ranked task, direct vs batch + prompt caching",
         "",
         f"`{STRATEGY}` through the loopback stand-ins of the hosted APIs with an honest judge, built-in "
-        "list prices (`rankkit/judges/prices.py`). Produced by `python benchmarks/hosted_cost.py`.",
+        "list prices (`rankkit/judges/hosted/prices.py`). Produced by `python benchmarks/hosted_cost.py`.",
         "",
         f"## The bundled sample ({len(tasks)} tasks; its judge prompts are under the providers' "
         f"{PROVIDER_CACHE_MIN}-token cache minimum)",

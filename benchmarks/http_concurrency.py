@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rankkit.data.tasks import SAMPLE_DATA, load_tasks  # noqa: E402
 from rankkit.judges import make_judge  # noqa: E402
-from rankkit.tasks import SAMPLE_DATA, load_tasks  # noqa: E402
 from tests.servers import LlamaServer, StubRequest, StubServer, free_port  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "http_concurrency.md"

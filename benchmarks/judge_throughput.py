@@ -55,7 +55,7 @@ FILL_HEADING = "## Batch fill: requests of many tasks in one engine call"
 LOAD_SNIPPET = """
 import json, time
 t0 = time.perf_counter()
-from rankkit.judges import hf_loading
+from rankkit.judges.local import hf_loading
 hf_loading.import_torch()
 import transformers
 t1 = time.perf_counter()
@@ -111,7 +111,7 @@ def first_round(task) -> list[tuple]:
 def fill_workload(limit: int, data: Path = DATA) -> list[list[tuple]]:
     """Per task, its first-round comparisons: the bundled sample plus :data:`FILL_SOURCES` (those
     found under ``data``), interleaved across datasets, cut at ``limit`` comparisons."""
-    from rankkit.tasks import SAMPLE_DATA, load_tasks
+    from rankkit.data.tasks import SAMPLE_DATA, load_tasks
 
     sources = [load_tasks(SAMPLE_DATA)]
     sources += [
@@ -143,7 +143,7 @@ def fill_row(label: str, stats: dict, batch_size: int, seconds: float | None, re
 
 def engine_groups(judge, requests) -> list[list[list[int]]]:
     """The token sequences the engine gets for ``requests`` in logprob mode, grouped as
-    :class:`~rankkit.judges.llm.LLMJudge` groups them into engine calls (one per choice prefix:
+    :class:`~rankkit.judges.llm.judge.LLMJudge` groups them into engine calls (one per choice prefix:
     the MT prompts end in "Translation", the others in "Answer")."""
     groups: dict[str, list[list[int]]] = {}
     for prompt in judge.pair_prompts(requests):
@@ -157,7 +157,7 @@ def engine_groups(judge, requests) -> list[list[list[int]]]:
 def plan_stats(groups, batch_size: int, shared: int, max_tokens: int, max_padding: float) -> dict:
     """What the engine's ``stats`` would count for one call per group of sequences with an empty
     prefix cache, from the plan alone (no model run)."""
-    from rankkit.judges.hf_batching import plan_batches, prefix_lengths
+    from rankkit.judges.local.hf_batching import plan_batches, prefix_lengths
 
     stats = {"forward_batches": 0, "batch_rows": 0, "real_tokens": 0, "padding_tokens": 0, "prefix_tokens_saved": 0}
     for sequences in groups:
@@ -177,9 +177,9 @@ def plan_stats(groups, batch_size: int, shared: int, max_tokens: int, max_paddin
 def batch_fill(say, model, tokenizer, identity, batch_size: int, limit: int, data: Path = DATA) -> None:
     """Section 5: fill, padding and speed of per-task calls vs one coalesced call (see the module
     docstring); writes its lines through ``say``."""
-    from rankkit.judges.hf_batching import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING, DEFAULT_SHARED_PREFIX
-    from rankkit.judges.hf_runtime import HFRuntime
-    from rankkit.judges.llm import LLMJudge
+    from rankkit.judges.llm.judge import LLMJudge
+    from rankkit.judges.local.hf_batching import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_PADDING, DEFAULT_SHARED_PREFIX
+    from rankkit.judges.local.hf_runtime import HFRuntime
 
     per_task = fill_workload(limit, data)
     requests = [r for task_requests in per_task for r in task_requests]
@@ -270,7 +270,7 @@ def replace_fill_section(text: str, section: list[str]) -> str:
 
 def only_fill(args: argparse.Namespace) -> None:
     """``--only-fill``: run :func:`batch_fill` and splice its section into the results file."""
-    from rankkit.judges import hf_loading
+    from rankkit.judges.local import hf_loading
 
     model, tokenizer, _ = hf_loading.load_smollm2()
     section: list[str] = []
@@ -309,10 +309,10 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from rankkit.judges import hf_loading
-    from rankkit.judges.hf_runtime import HFRuntime
-    from rankkit.judges.llm import LLMJudge
-    from rankkit.tasks import SAMPLE_DATA, load_tasks
+    from rankkit.data.tasks import SAMPLE_DATA, load_tasks
+    from rankkit.judges.llm.judge import LLMJudge
+    from rankkit.judges.local import hf_loading
+    from rankkit.judges.local.hf_runtime import HFRuntime
 
     torch = hf_loading.import_torch()
     if args.threads:

@@ -1,6 +1,6 @@
 """The path of one judgment, measured: how often it re-enters a module it already left (issue 41).
 
-For each judge below, ``rankkit.runner.run`` ranks one task with ``knockout`` on a scripted runtime
+For each judge below, ``rankkit.runs.runner.run`` ranks one task with ``knockout`` on a scripted runtime
 (no model, no network). At every call into the runtime the script reads the call stack from
 ``runner.run`` down to the runtime, keeps the ``rankkit`` modules in order (consecutive frames of
 one module are one visit), and counts the **climbs back**: visits to a module the path had already
@@ -21,15 +21,15 @@ import math
 import sys
 from pathlib import Path
 
-from rankkit.judges.llm import LLMJudge
-from rankkit.judges.llm_runtime import LLMRuntime
-from rankkit.judges.panel import PanelJudge
-from rankkit.runner import run
+from rankkit.data.tasks import Candidate, Task
+from rankkit.judges.composite.panel import PanelJudge
+from rankkit.judges.llm.judge import LLMJudge
+from rankkit.judges.llm.runtime import LLMRuntime
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.tasks import Candidate, Task
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ENTRY = ("rankkit.runner", "run")
+ENTRY = ("rankkit.runs.runner", "run")
 
 
 def rankkit_path() -> list[str]:
@@ -67,7 +67,7 @@ class PathRuntime(LLMRuntime):
         return {"name": self.name}
 
     def generate(self, conversations, *, max_new_tokens, temperature, seed):
-        from rankkit.judges.llm_runtime import Generation
+        from rankkit.judges.llm.runtime import Generation
 
         self.paths.append(rankkit_path())
         for index in range(len(conversations)):

@@ -8,7 +8,7 @@ noise and the strategies' random choices::
     python benchmarks/kway.py                         # 5 datasets x gpt4|chatgpt|falcon x 3 seeds
     python benchmarks/kway.py --datasets newsroom --presets gpt4 --seeds 1
 
-Per strategy: task Spearman and top-1 accuracy (means over seeds; rankkit.metrics), judge calls per
+Per strategy: task Spearman and top-1 accuracy (means over seeds; rankkit.stats.metrics), judge calls per
 task (``comparisons``: a pairwise verdict or one k-way judgment each), estimated prompt tokens per
 task (each judgment's prompt rendered with its real template, 4 characters per token), and the
 strategy's own wall time. **Goal P8**: a k-way strategy within 0.01 task Spearman and with equal or
@@ -26,12 +26,12 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from rankkit.data.tasks import Candidate, Task, load_tasks
 from rankkit.judges import make_judge
 from rankkit.prompts import PAIRWISE, TemplateChoice, prompt_max_points, render_pairwise
 from rankkit.prompts.kway import render_kway
-from rankkit.runner import run
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.tasks import Candidate, Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -285,7 +285,7 @@ def report(tables, datasets: list[str], presets: list[str], args, elapsed: float
         "choices. Datasets: every N-way set of `../shared/data` but the system-level Arena-Hard one "
         f"({', '.join(datasets)}).",
         "",
-        "**The k-way judgments are the simulator's extrapolation** (rankkit.judges.sim: the argmax of perceived "
+        "**The k-way judgments are the simulator's extrapolation** (rankkit.judges.simulated.sim: the argmax of perceived "
         "quality plus a per-slot bias spread linearly from +slot_bias/2 to −slot_bias/2, exactly the pairwise "
         "model at k = 2). No recorded k-way judgments calibrate it, so these figures say what k-way aggregation "
         "gains *if* a judge's slot bias and noise carry over to k answers as modelled — not what a real LLM does "

@@ -33,7 +33,7 @@ import frontier  # the benchmarks are scripts, not a package: imported from thei
 import kway
 
 from rankkit.judges import make_judge
-from rankkit.judges.sim_model import KWAY_READINGS, LATENT_PRESETS, latent_pair_accuracy
+from rankkit.judges.simulated.sim_model import KWAY_READINGS, LATENT_PRESETS, latent_pair_accuracy
 
 RESULTS = kway.RESULTS
 PARTS = ("p8", "p2")

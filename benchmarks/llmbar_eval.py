@@ -5,7 +5,7 @@
 
 Datasets: ``shared/data/llmbar_natural``, ``llmbar_faireval`` and ``llmbar_llmeval2`` (pairwise,
 two candidates, a human-preferred one). Everything goes through rankkit as a user runs it:
-``replay:`` and ``panel:`` judge specs and :func:`rankkit.judge_report.judge_report`, which asks
+``replay:`` and ``panel:`` judge specs and :func:`rankkit.reports.judge_report.judge_report`, which asks
 every pair in both presentation orders.
 
 Sections (each a function returning Markdown; ``SECTIONS`` maps a letter to it, so a later section
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rankkit.memo import JudgmentMemo
+from rankkit.judgments.memo import JudgmentMemo
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -64,7 +64,7 @@ def fmt_ci(metric: dict[str, Any]) -> str:
 
 
 def judges_of(dataset: str, method: str) -> list[str]:
-    from rankkit.judges.replay import recorded_labels
+    from rankkit.judges.simulated.replay import recorded_labels
 
     labels = recorded_labels(DATA / dataset / "judgments.jsonl")
     return sorted(judge for judge, m in labels if m == method)
@@ -76,9 +76,9 @@ def replay_spec(dataset: str, judge: str, method: str, separator: str = ",") -> 
 
 
 def report_for(spec: str, dataset: str, resamples: int, seed: int) -> dict[str, Any]:
-    from rankkit.judge_report import judge_report
+    from rankkit.data.tasks import load_tasks
     from rankkit.judges import make_judge
-    from rankkit.tasks import load_tasks
+    from rankkit.reports.judge_report import judge_report
 
     tasks = load_tasks(DATA / dataset / "tasks.jsonl")
     judge = make_judge(spec)
@@ -211,8 +211,8 @@ ANALYSIS_TOKENS = 48
 
 def pointwise_accuracy(tasks: list[Any], judge: Any, cache: Any) -> tuple[float, int]:
     """Accuracy of deciding each pair by the two pointwise grades (equal grades score ½)."""
-    from rankkit.judge_report_pairs import human_preference
-    from rankkit.matches import MatchSource
+    from rankkit.reports.judge_report_pairs import human_preference
+    from rankkit.strategies.matches import MatchSource
 
     credits, calls = [], 0
     for task in tasks:
@@ -233,9 +233,9 @@ def prior_balanced(tasks: list[Any], judge: Any, cache: Any) -> dict[str, float]
     """Liusie et al.'s prior matching on the task set: one threshold β = the median raw log-odds
     over every presented order of every pair; "first wins" when l > β. Returns accuracy over the
     presented orders, the first-slot share and β. Uses the raw judgments already in ``cache``."""
-    from rankkit.judge_report import collect
-    from rankkit.judge_report_pairs import human_preference
-    from rankkit.judges.calibration import choice_log_odds, prior_balancing_threshold
+    from rankkit.judges.llm.calibration import choice_log_odds, prior_balancing_threshold
+    from rankkit.reports.judge_report import collect
+    from rankkit.reports.judge_report_pairs import human_preference
 
     _, raw, _ = collect(tasks, judge, cache)
     presented = []  # (log-odds, first id, second id, human-preferred id)
@@ -253,10 +253,10 @@ def prior_balanced(tasks: list[Any], judge: Any, cache: Any) -> dict[str, float]
 def section_c(resamples: int, seed: int, headline: dict[str, Any]) -> str:
     import tempfile
 
-    from rankkit.cache import JudgmentCache
-    from rankkit.judge_report import judge_report
+    from rankkit.data.tasks import load_tasks
     from rankkit.judges import make_judge
-    from rankkit.tasks import load_tasks
+    from rankkit.judgments.cache import JudgmentCache
+    from rankkit.reports.judge_report import judge_report
 
     subsets = {d: load_tasks(DATA / d / "tasks.jsonl")[:LIVE_LIMIT] for d in DATASETS}
     pooled = [task for tasks in subsets.values() for task in tasks]

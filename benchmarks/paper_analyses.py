@@ -15,7 +15,7 @@ Here the datasets are the N-way sets of ``../shared/data`` standing in for SciEx
 judges are the simulated presets (gpt4 / chatgpt / falcon: strong / middling / weak and
 slot-biased, standing in for 70B / 3B / 1B) of the latent-perception model, calibrated on LLMBar
 in both modes (pairwise verdicts and pointwise grades), and every analysis is a call into
-:mod:`rankkit.analysis` on the results a ``rankkit compare`` would write. The "exam" level is
+:mod:`rankkit.runs.analysis` on the results a ``rankkit compare`` would write. The "exam" level is
 the sum of a system's scores within each document (``meta.doc``) for the WMT sets, and a
 system's sum over all tasks for the others (they have no exam-like grouping). Values are means
 over ``--seeds`` runs (each re-draws the judge's noise and the brackets); intervals are 95%
@@ -40,14 +40,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from rankkit import analysis
-from rankkit.cache import JudgmentCache
+from rankkit.data.tasks import load_tasks
 from rankkit.judges import make_judge
-from rankkit.results import RunResult
-from rankkit.runner import run
-from rankkit.stats import Interval
+from rankkit.judgments.cache import JudgmentCache
+from rankkit.runs import analysis
+from rankkit.runs.results import RunResult
+from rankkit.runs.runner import run
+from rankkit.stats.intervals import Interval
 from rankkit.strategies import make_strategy
-from rankkit.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

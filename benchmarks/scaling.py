@@ -51,7 +51,7 @@ GOAL_RATIO = 2.0
 
 def synthetic_task(n: int, seed: int, task_id: str):
     """A task of n candidates with distinct random human scores on a 0-10 scale."""
-    from rankkit.tasks import Candidate, Task
+    from rankkit.data.tasks import Candidate, Task
 
     rng = random.Random(seed)
     candidates = tuple(
@@ -111,7 +111,7 @@ def cell_warm(n: int, count: int) -> dict:
     import networkx as nx
 
     from rankkit import JudgmentCache, make_judge
-    from rankkit.judgments import VERDICT_KIND
+    from rankkit.judgments.values import VERDICT_KIND
 
     tasks = [synthetic_task(n, k, f"w{k}") for k in range(count)]
     with tempfile.TemporaryDirectory() as folder:

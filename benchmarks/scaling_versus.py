@@ -13,7 +13,7 @@ Large-N cells judge at least ``--judgments`` judgments (several tasks of N candi
 task has fewer), so that a cell is not a few milliseconds of timer noise.
 
 It also times, at both commits, what keying one request costs — the judge's ``request_key`` plus
-the row key (``rankkit.cache.judgment_key``: SHA-256 of the JSON of fingerprint, kind and request
+the row key (``rankkit.judgments.cache.judgment_key``: SHA-256 of the JSON of fingerprint, kind and request
 key), which every judgment pays before any lookup — on a synthetic task (the cells' short texts)
 and on the first task of ``../shared/data/newsroom`` and ``usr_topicalchat`` when present (real
 prompt and answer lengths). With ``--sweeps`` it appends both commits' whole
@@ -104,9 +104,9 @@ KEY_COST = r"""
 import json, sys, timeit
 sys.path.insert(0, sys.argv[1])
 import scaling
-from rankkit.cache import judgment_key
+from rankkit.judgments.cache import judgment_key
 from rankkit.judges import make_judge
-from rankkit.tasks import load_tasks
+from rankkit.data.tasks import load_tasks
 
 judge = make_judge("sim:preset=gpt4")
 tasks = [("synthetic, N = 256", scaling.synthetic_task(256, 0, "t0"))]
@@ -150,7 +150,7 @@ def key_cost_lines(costs: dict[str, list[dict]]) -> list[str]:
         "Every judgment is looked up under a key of its content: the judge's `request_key` (prompt, "
         "reference, scale, metadata, the candidates' texts in the order shown; the simulator adds ids "
         "and human scores), then the row key, SHA-256 of the JSON of fingerprint, kind and request key "
-        "(`rankkit.cache.judgment_key`). µs per comparison request, fastest of 3 × 2,000:",
+        "(`rankkit.judgments.cache.judgment_key`). µs per comparison request, fastest of 3 × 2,000:",
         "",
         "| task | prompt + 2 answers (chars) | request key (JSON chars) | "
         + " | ".join(f"{v}: request_key + row key" for v in versions)

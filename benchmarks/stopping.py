@@ -1,14 +1,14 @@
 """Calibrated stopping rules (issue 32): do tasks stopped on ``target`` give the judge's latent answer?
 
 For each dataset (the shared N-way sets under ``shared/data``, skipped when absent, and planted
-tasks with N = 16 and N = 100 from :func:`rankkit.synthetic.planted_tasks`), each simulated preset
+tasks with N = 16 and N = 100 from :func:`rankkit.judges.simulated.synthetic.planted_tasks`), each simulated preset
 judge (``sim:preset=gpt4``, ``sim:preset=chatgpt``) and each seed (the judge's seed: fresh judge
 noise per trial), every stopping strategy ranks the same tasks in its own run. Per strategy the
 table gives, pooled over tasks and seeds:
 
 * **calibration**: among tasks stopped with ``target``, the share whose answer (the best
   candidate, the set of the 3 best, by the strategy's scores) equals the judge's latent one
-  (:meth:`rankkit.judges.sim.LatentJudge.latent`), with its Wilson 95% interval; goal >= the
+  (:meth:`rankkit.judges.simulated.sim.LatentJudge.latent`), with its Wilson 95% interval; goal >= the
   confidence, 0.95;
 * **target**: the share of tasks stopped by ``target`` (the rest by ``budget`` or ``exhausted``);
 * **judgments / bt**: the judgments used as a share of all-pairs ``bt``'s, mean over tasks. The
@@ -44,11 +44,11 @@ import sys
 import time
 from pathlib import Path
 
+from rankkit.data.tasks import Task, load_tasks
 from rankkit.judges import make_judge
-from rankkit.runner import run
+from rankkit.judges.simulated.synthetic import planted_tasks
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.synthetic import planted_tasks
-from rankkit.tasks import Task, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The shared data: next to the checkout, or one level up (a worktree under wt/).

@@ -25,11 +25,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from rankkit.data.specs import split_list
+from rankkit.data.tasks import load_tasks
 from rankkit.judges import make_judge
-from rankkit.runner import run
-from rankkit.specs import split_list
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy, strategy_classes
-from rankkit.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

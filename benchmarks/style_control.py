@@ -11,7 +11,7 @@
    costs at most 0.01.
 2. **Diagnostic** on the shared Newsroom data (60 tasks x 7 summaries): a round robin in both orders
    (``bt:order=both``) judged with a planted ``length_bias`` (0 and ``--diagnostic-biases``); the
-   style preference of ``rankkit analyze`` (:func:`rankkit.analysis.judge_bias.style_preference`)
+   style preference of ``rankkit analyze`` (:func:`rankkit.runs.analysis.judge_bias.style_preference`)
    estimates the length preference beyond the human scores in the simulator's own units (human-score
    spreads per doubling of the length ratio), so its interval should contain the planted value.
 
@@ -27,13 +27,13 @@ import sys
 import time
 from pathlib import Path
 
-from rankkit.analysis.judge_bias import style_preference
+from rankkit.data.tasks import load_tasks
 from rankkit.judges import make_judge
 from rankkit.leaderboard import build, correlations, load_truth, restrict
 from rankkit.leaderboard.rating import mean_lengths
-from rankkit.runner import run
+from rankkit.runs.analysis.judge_bias import style_preference
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.tasks import load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_CANDIDATES = (ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data")

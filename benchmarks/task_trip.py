@@ -34,8 +34,8 @@ from pathlib import Path
 
 import rankkit
 import rankkit.api
-import rankkit.tasks
-from rankkit.tasks import load_tasks, task_rows
+import rankkit.data.tasks
+from rankkit.data.tasks import load_tasks, task_rows
 
 PACKAGE = Path(rankkit.__file__).resolve().parent
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -96,7 +96,7 @@ def climbs(order: list[str], calls: list[tuple[str, str]]) -> list[tuple[str, st
 
 def measure(data: Path) -> dict[str, object]:
     trip = Trip()
-    real_load = rankkit.tasks.load_tasks
+    real_load = rankkit.data.tasks.load_tasks
 
     def traced_load(*args, **kwargs):
         trip.loading = True

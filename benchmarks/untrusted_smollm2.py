@@ -80,7 +80,7 @@ HONEST_QUOTE = (
 
 def crafted_tasks(limit: int = 6) -> list[Any]:
     """The first ``limit`` sample tasks with their first four answers each."""
-    from rankkit.tasks import SAMPLE_DATA, load_tasks
+    from rankkit.data.tasks import SAMPLE_DATA, load_tasks
 
     return [dataclasses.replace(task, candidates=task.candidates[:4]) for task in load_tasks(SAMPLE_DATA)[:limit]]
 
@@ -117,7 +117,7 @@ def tally(
 ) -> dict[str, Any]:
     """Per strategy: in how many (task, seed) runs the focus answer won, and its mean rank."""
     from rankkit.judges import make_judge
-    from rankkit.runner import run
+    from rankkit.runs.runner import run
     from rankkit.strategies import make_strategy
 
     judge = make_judge(judge_spec)
@@ -184,8 +184,8 @@ def part_kway(cache: Any, seeds: list[int]) -> dict[str, Any]:
 
 
 def part_honest(cache: Any, seeds: list[int]) -> dict[str, Any]:
+    from rankkit.data.tasks import SAMPLE_DATA, load_tasks
     from rankkit.prompts.protocol import find_protocol_text
-    from rankkit.tasks import SAMPLE_DATA, load_tasks
 
     tasks = crafted_tasks()
     best = {t.task_id: extreme(t, worst=False) for t in tasks}
@@ -244,7 +244,7 @@ def part_unflagged(cache: Any, seeds: list[int]) -> dict[str, Any]:
 
 def flagged_tasks(tasks: list[Any], attacker: dict[str, str], suffix: str) -> list[int]:
     """In how many of the tasks the run reports the attacker as suspicious, and of how many."""
-    from rankkit.result_records import suspicious_candidates
+    from rankkit.runs.result_records import suspicious_candidates
 
     crafted = [with_suffix(t, attacker[t.task_id], suffix) for t in tasks]
     found = suspicious_candidates(crafted)
@@ -252,7 +252,7 @@ def flagged_tasks(tasks: list[Any], attacker: dict[str, str], suffix: str) -> li
 
 
 def worker(part: str, seeds: list[int], generate_tasks: int, sanitized_only: bool = False) -> dict[str, Any]:
-    from rankkit.cache import JudgmentCache
+    from rankkit.judgments.cache import JudgmentCache
 
     with tempfile.TemporaryDirectory() as scratch, JudgmentCache(Path(scratch) / "cache.sqlite") as cache:
         if part == "special":

@@ -46,7 +46,7 @@ CONCURRENCY = (1, 8, 32)
 
 def requests_of_sample():
     """Every ordered pair of every task of the bundled sample: (task, first, second)."""
-    from rankkit.tasks import SAMPLE_DATA, load_tasks
+    from rankkit.data.tasks import SAMPLE_DATA, load_tasks
 
     tasks = load_tasks(SAMPLE_DATA)
     return [(t, a, b) for t in tasks for a in t.candidates for b in t.candidates if a is not b]
@@ -62,7 +62,7 @@ def timed_compare(judge, requests) -> tuple[float, list[float]]:
 
 def request_bodies(judge, requests) -> list[dict]:
     """The chat-completion bodies rankkit's openai judge sends for ``requests`` in logprob mode."""
-    from rankkit.judges.openai_compat import TOP_LOGPROBS, prefill_fields
+    from rankkit.judges.hosted.openai_compat import TOP_LOGPROBS, prefill_fields
 
     bodies = []
     for prompt in judge.pair_prompts(requests):
@@ -222,7 +222,7 @@ def agreement(a: list[float], b: list[float]) -> tuple[float, float, float]:
 
 def main() -> None:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-    from rankkit.judges.hf_loading import smollm2_copy_dir
+    from rankkit.judges.local.hf_loading import smollm2_copy_dir
     from tests.servers import VLLMServer, free_port
 
     requests = requests_of_sample()

@@ -7,7 +7,7 @@ blocks (``::``) and simple tables. mkdocstrings renders docstrings as Markdown, 
 table's ``=====`` line as a heading. This extension rewrites each docstring before it is rendered:
 
 * a numpy ``Example`` section is named ``Examples``, the name griffe renders as code;
-* a role becomes inline code (``:class:`~rankkit.memo.JudgmentMemo``` -> ``JudgmentMemo``);
+* a role becomes inline code (``:class:`~rankkit.judgments.memo.JudgmentMemo``` -> ``JudgmentMemo``);
 * a doctest block in running text becomes a fenced ``pycon`` block (the numpy ``Examples`` section
   is left to griffe, which already renders it as code);
 * a line ending in ``::`` ends in ``:`` and its indented block becomes a fenced block;

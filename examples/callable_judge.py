@@ -27,10 +27,10 @@ A toy function that prefers the longer answer (the prompt shows each inside ``<a
 ('callable:longer (mode=logprob)', 'b')
 """
 
+from rankkit.data.specs import SpecError
 from rankkit.judges import Argument, register_backend
-from rankkit.judges.llm import llm_backend
-from rankkit.judges.llm_runtime import LLMRuntime
-from rankkit.specs import SpecError
+from rankkit.judges.llm.judge import llm_backend
+from rankkit.judges.llm.runtime import LLMRuntime
 
 #: The functions ``callable:NAME`` may name: NAME -> ``f(prompt, choices) -> {choice: logprob}``.
 FUNCTIONS = {}

@@ -57,7 +57,7 @@ class RoundRobin(Strategy):
 
 if __name__ == "__main__":  # python examples/round_robin_strategy.py: compare it with knockout on the sample
     import rankkit
-    from rankkit.samples import sample_path
+    from rankkit.data.samples import sample_path
 
     result = rankkit.compare(sample_path("tasks"), strategies=[RoundRobin(), "knockout"], judge="sim:preset=gpt4")
     print(f"{len(result.tasks)} bundled sample tasks, judge sim:preset=gpt4, seed 0")

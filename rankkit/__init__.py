@@ -22,9 +22,9 @@ _EXPORTS = {
     "rank": "rankkit.api",
     "compare": "rankkit.api",
     "rejudge": "rankkit.api",
-    "Task": "rankkit.tasks",
-    "Candidate": "rankkit.tasks",
-    "load_tasks": "rankkit.tasks",
+    "Task": "rankkit.data.tasks",
+    "Candidate": "rankkit.data.tasks",
+    "load_tasks": "rankkit.data.tasks",
     "RankkitError": "rankkit.errors",
     "TaskFormatError": "rankkit.errors",
     "Judge": "rankkit.judges.base",
@@ -33,9 +33,9 @@ _EXPORTS = {
     "Ranking": "rankkit.strategies.base",
     "make_strategy": "rankkit.strategies.base",
     "register": "rankkit.strategies.base",
-    "JudgmentCache": "rankkit.cache",
-    "RunResult": "rankkit.results",
-    "run": "rankkit.runner",
+    "JudgmentCache": "rankkit.judgments.cache",
+    "RunResult": "rankkit.runs.results",
+    "run": "rankkit.runs.runner",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

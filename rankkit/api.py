@@ -25,12 +25,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
-from rankkit.cache import JudgmentCache, NullCache
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Candidate, Task, load_tasks, tasks_from_records
 from rankkit.judges.base import Judge
-from rankkit.results import RunResult
-from rankkit.specs import SpecError
+from rankkit.judgments.cache import JudgmentCache, NullCache
+from rankkit.runs.results import RunResult
 from rankkit.strategies.base import Ranking, Strategy, make_strategy
-from rankkit.tasks import Candidate, Task, load_tasks, tasks_from_records
 
 
 def rank(
@@ -50,7 +50,7 @@ def rank(
     Parameters
     ----------
     task:
-        A :class:`~rankkit.tasks.Task`, a dict in the task schema (one JSONL line of a data file),
+        A :class:`~rankkit.data.tasks.Task`, a dict in the task schema (one JSONL line of a data file),
         or a list of answer texts (then ``prompt`` is required; candidates are named ``c0``, ``c1``...).
     strategy:
         A spec string such as ``"knockout:order=both"`` or a strategy object.
@@ -60,7 +60,7 @@ def rank(
     seed:
         Seeds the strategy's random choices.
     cache:
-        A judgment cache file (its path, or an open :class:`~rankkit.cache.JudgmentCache`); None: none.
+        A judgment cache file (its path, or an open :class:`~rankkit.judgments.cache.JudgmentCache`); None: none.
     prompt:
         The question, when ``task`` is a list of answer texts.
     max_judgments:
@@ -86,21 +86,21 @@ def compare(
 ) -> RunResult:
     """Run several strategies on the same tasks and the same judge, sharing its judgments.
 
-    Returns a :class:`~rankkit.results.RunResult`: per strategy its cost, its agreement with the
+    Returns a :class:`~rankkit.runs.results.RunResult`: per strategy its cost, its agreement with the
     human scores (``metrics``) and every task's ranking; ``to_pandas()`` gives the long table.
 
     Parameters
     ----------
     tasks:
         A data file's path (JSONL, CSV, Parquet, a JSON array), a pandas DataFrame or Dataset in
-        long form, or a list of :class:`~rankkit.tasks.Task` objects or task-schema dicts.
+        long form, or a list of :class:`~rankkit.data.tasks.Task` objects or task-schema dicts.
     strategies:
         Spec strings or strategy objects; each ranks every task on its own (its result does not
         depend on the others), and a judgment two of them ask for is paid for once.
     judge:
         A spec string or a :class:`~rankkit.judges.base.Judge`, as in :func:`rank`.
     cache:
-        A judgment cache file (its path, or an open :class:`~rankkit.cache.JudgmentCache`); None: none.
+        A judgment cache file (its path, or an open :class:`~rankkit.judgments.cache.JudgmentCache`); None: none.
     seed:
         Seeds the strategies' random choices.
     progress:
@@ -113,22 +113,22 @@ def compare(
         How the result names the data (default: the path, when ``tasks`` is one).
     max_judgments:
         The most judgments the run may plan (None: 50,000; ``math.inf``: no limit); a run that
-        plans more raises :class:`~rankkit.scale.TooManyJudgments` before judging.
+        plans more raises :class:`~rankkit.runs.scale.TooManyJudgments` before judging.
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]
     if not built:
         raise SpecError("compare: no strategies given")
     with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
-        from rankkit.scale import check_scale
+        from rankkit.runs.scale import check_scale
 
         check_scale(loaded, built, judge_object, max_judgments)  # before anything is judged
         expected = None
         if progress and not judge_object.simulated:  # a simulated judge is as fast as the estimate
-            from rankkit.plan import expected_judgments  # the dry run's machinery, for the bar's total
+            from rankkit.runs.plan import expected_judgments  # the dry run's machinery, for the bar's total
 
             expected = expected_judgments(loaded, built, seed, judge_object)
-        from rankkit.runner import run
+        from rankkit.runs.runner import run
 
         label = data or (str(tasks) if isinstance(tasks, (str, PathLike)) else "")
         return run(
@@ -154,13 +154,13 @@ def rejudge(
 ) -> dict[str, Any]:
     """Re-ask every judgment a finished run used of another judge, and compare the rankings.
 
-    Returns :func:`rankkit.rejudging.rejudge`'s report: the cost of the new judgments, per-judgment
+    Returns :func:`rankkit.runs.rejudging.rejudge`'s report: the cost of the new judgments, per-judgment
     agreement, per strategy the rank correlation of the two rankings and the winners that changed.
 
     Parameters
     ----------
     results:
-        The run: a :class:`~rankkit.results.RunResult` or the path of a ``rankkit compare --out``
+        The run: a :class:`~rankkit.runs.results.RunResult` or the path of a ``rankkit compare --out``
         file. Its own judge is never rebuilt from the file.
     judge:
         The judge or panel to ask again: a spec string or a :class:`~rankkit.judges.base.Judge`.
@@ -171,8 +171,8 @@ def rejudge(
     workers:
         Tasks judged at once (default: from the judge's capacity); results do not depend on it.
     """
-    from rankkit.rejudging import rejudge as rejudge_run
-    from rankkit.results import read_results
+    from rankkit.runs.rejudging import rejudge as rejudge_run
+    from rankkit.runs.results import read_results
 
     if judge is None:
         raise SpecError("rejudge: give the judge to ask again (a spec string or a Judge)")

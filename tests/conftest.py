@@ -13,7 +13,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 import pytest
 
-from rankkit.tasks import SAMPLE_DATA, load_tasks
+from rankkit.data.tasks import SAMPLE_DATA, load_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.base import Judge, JudgeError
-from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.judgments import Grade, Verdict
-from rankkit.tasks import Candidate, Task
+from rankkit.judges.simulated.sim import FixedAccuracyJudge
+from rankkit.judgments.values import Grade, Verdict
 
 
 def make_task(
@@ -74,9 +74,9 @@ def rank_once(task: Task, strategy, judge: Judge, seed: int = 0):
     """Rank one task outside a run: returns (ranking, cost, source) on a fresh graph, no cache."""
     import random
 
-    from rankkit.cache import NullCache
-    from rankkit.matches import Cost, MatchSource
-    from rankkit.memo import JudgmentMemo
+    from rankkit.judgments.cache import NullCache
+    from rankkit.judgments.memo import JudgmentMemo
+    from rankkit.strategies.matches import Cost, MatchSource
 
     cost = Cost()
     source = MatchSource(task, JudgmentMemo(judge, NullCache()), strategy.label)
@@ -181,10 +181,10 @@ def run_spec(judge_spec: str, tasks: Sequence[Task], strategies: str, cache_path
     """Run the comma-separated ``strategies`` on ``tasks`` with the judge ``judge_spec`` and a
     SQLite cache at ``cache_path``; returns (result, judge). The judge is closed when the run
     ends, even when it raises."""
-    from rankkit.cache import JudgmentCache
+    from rankkit.data.specs import split_list
     from rankkit.judges import make_judge
-    from rankkit.runner import run
-    from rankkit.specs import split_list
+    from rankkit.judgments.cache import JudgmentCache
+    from rankkit.runs.runner import run
     from rankkit.strategies import make_strategy
 
     judge = make_judge(judge_spec)

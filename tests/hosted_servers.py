@@ -754,7 +754,7 @@ def human_quality(tasks: Any) -> dict[str, float]:
     """Answer text -> its human score, for an honest judge of ``tasks`` (rankkit Tasks): the
     score of the task's criterion, on the digit scale generate-mode prompts show (0..K, K the
     task's top when a whole number up to 9, else 9)."""
-    from rankkit.judges.verdict_rules import logprob_points
+    from rankkit.judges.llm.verdict_rules import logprob_points
 
     quality: dict[str, float] = {}
     for task in tasks:

@@ -90,7 +90,7 @@ def same_type(stated: str, annotation: object) -> bool:
 def loaded_package(name: str) -> griffe.Module:
     """The top-level package, loaded with griffe once per process.
 
-    ``griffe.load("rankkit.memo")`` reads the whole ``rankkit`` package to return one module, so
+    ``griffe.load("rankkit.judgments.memo")`` reads the whole ``rankkit`` package to return one module, so
     every documented module reads the same package: loading it once keeps this file fast.
     """
     return griffe.load(name, search_paths=[str(ROOT)], docstring_parser="numpy")

@@ -33,15 +33,16 @@ def test_no_import_reaches_a_higher_floor_counting_lazy_and_type_checking_import
 def test_the_core_is_every_module_below_the_strategies_the_memo_and_the_judgments_included():
     core = architecture.core_modules(architecture.modules(ROOT))
     assert {
-        "rankkit.judgments",
-        "rankkit.memo",
-        "rankkit.cache",
-        "rankkit.matches",
-        "rankkit.tasks",
+        "rankkit.judgments.values",
+        "rankkit.judgments.memo",
+        "rankkit.judgments.cache",
+        "rankkit.strategies.matches",
+        "rankkit.data.tasks",
         "rankkit.prompts.kway",
     } <= core
     assert not any(
-        name.startswith(("rankkit.strategies", "rankkit.judges", "rankkit.runner", "rankkit.dispatch")) for name in core
+        name.startswith(("rankkit.strategies", "rankkit.judges", "rankkit.runs.runner", "rankkit.judgments.dispatch"))
+        for name in core
     )
     assert {name.removeprefix("rankkit.") for name in core if name.count(".") == 1} <= set(architecture.CORE)
 
@@ -76,8 +77,8 @@ def test_every_module_states_its_role_in_its_first_docstring_line():
 
 def test_one_bootstrap_and_one_interval_type():
     mods = architecture.modules(ROOT)
-    assert architecture.defines(mods, r"_?bootstrap\w*") == ["rankkit.stats"]
-    assert architecture.defines(mods, r"\w*(Interval|Estimate)") == ["rankkit.stats"]
+    assert architecture.defines(mods, r"_?bootstrap\w*") == ["rankkit.stats.intervals"]
+    assert architecture.defines(mods, r"\w*(Interval|Estimate)") == ["rankkit.stats.intervals"]
 
 
 def test_the_import_graph_sees_a_cycle_when_there_is_one(tmp_path, monkeypatch):
@@ -111,7 +112,7 @@ def test_a_lazy_or_type_checking_import_into_a_higher_floor_is_upward(tmp_path):
             "matches.py": '"""Matches."""\ndef ask():\n    from rankkit.strategies import knockout\n',
             "judges/__init__.py": '"""Judges."""\n',
             "judges/base.py": '"""Base."""\nclass Judge:\n    pass\n',
-            "judges/llm.py": '"""LLM."""\nfrom rankkit.memo import x\n',
+            "judges/llm.py": '"""LLM."""\nfrom rankkit.judgments.memo import x\n',
             "strategies/__init__.py": '"""Strategies."""\n',
             "strategies/knockout.py": '"""Knockout."""\nimport rankkit.judges\n',
         },
@@ -119,26 +120,28 @@ def test_a_lazy_or_type_checking_import_into_a_higher_floor_is_upward(tmp_path):
     mods = architecture.modules(tmp_path)
     everywhere = architecture.import_graph(mods, scope="all")
     assert architecture.upward_imports(everywhere) == [
-        "rankkit.matches -> rankkit.strategies",
-        "rankkit.matches -> rankkit.strategies.knockout",
-        "rankkit.memo -> rankkit.judges.base",
+        "rankkit.strategies.matches -> rankkit.strategies",
+        "rankkit.strategies.matches -> rankkit.strategies.knockout",
+        "rankkit.judgments.memo -> rankkit.judges.base",
         "rankkit.strategies.knockout -> rankkit.judges",
     ]
     assert architecture.upward_imports(architecture.import_graph(mods, scope="runtime")) == [
-        "rankkit.matches -> rankkit.strategies",
-        "rankkit.matches -> rankkit.strategies.knockout",
+        "rankkit.strategies.matches -> rankkit.strategies",
+        "rankkit.strategies.matches -> rankkit.strategies.knockout",
         "rankkit.strategies.knockout -> rankkit.judges",
     ]
     assert list(nx.simple_cycles(everywhere)) == []  # no two modules import each other...
-    assert architecture.circles(architecture.package_graph(everywhere)) == [["rankkit.judges", "rankkit.memo"]]
+    assert architecture.circles(architecture.package_graph(everywhere)) == [
+        ["rankkit.judges", "rankkit.judgments.memo"]
+    ]
 
 
 def test_floors_cover_packages_and_measure_earlier_releases_under_current_names():
     floors = [label for label, _ in architecture.FLOORS]
-    assert architecture.floor_of("rankkit.judges.llm") == floors.index("judges")
+    assert architecture.floor_of("rankkit.judges.llm.judge") == floors.index("judges")
     assert architecture.floor_of("rankkit.prompts.kway") == floors.index("prompts")
     assert architecture.floor_of("rankkit") == floors.index("front ends")
-    assert architecture.floor_of("rankkit.dispatch") == floors.index("runner, api")
+    assert architecture.floor_of("rankkit.judgments.dispatch") == floors.index("runner, api")
     for former, current in architecture.FORMER_NAMES.items():  # 0.2's engine.py is 0.3's dispatch.py
         assert architecture.floor_of(f"rankkit.{former}") == architecture.floor_of(f"rankkit.{current}")
     assert architecture.floor_of("rankkit.nowhere") is None

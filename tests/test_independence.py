@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import pytest
 
-from rankkit.cache import JudgmentCache
+from rankkit.data.tasks import SAMPLE_DATA, load_tasks
 from rankkit.judges import make_judge
-from rankkit.order import ORDERS
-from rankkit.runner import run
+from rankkit.judges.simulated.synthetic import planted_tasks
+from rankkit.judgments.cache import JudgmentCache
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy, strategy_classes
-from rankkit.synthetic import planted_tasks
-from rankkit.tasks import SAMPLE_DATA, load_tasks
+from rankkit.strategies.order import ORDERS
 
 TOLERANCE = 1e-9
 #: A judge with a strong first-slot preference, so that presentation order changes verdicts.

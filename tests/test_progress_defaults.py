@@ -7,12 +7,12 @@ from click.testing import CliRunner
 
 import rankkit
 from rankkit.cli import main
+from rankkit.data.tasks import SAMPLE_DATA, load_tasks
 from rankkit.judges import make_judge
-from rankkit.runner import run
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.tasks import SAMPLE_DATA, load_tasks
 
-#: The bar's label (see rankkit.runner.PROGRESS_LABELS); every variant starts with it.
+#: The bar's label (see rankkit.runs.runner.PROGRESS_LABELS); every variant starts with it.
 BAR_LABEL = "judging"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from rankkit.data.specs import Spec
 from rankkit.judges.backends import (
     BUILTIN_BACKENDS,
     Argument,
@@ -21,8 +22,7 @@ from rankkit.judges.backends import (
     spec_text,
 )
 from rankkit.judges.base import Judge, JudgeError
-from rankkit.judgments import Grade, ParseStatus, Verdict, Winner
-from rankkit.specs import Spec
+from rankkit.judgments.values import Grade, ParseStatus, Verdict, Winner
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -42,7 +42,7 @@ __all__ = [
 
 
 def make_judge(spec: str | Spec, *, stand_in: bool = False) -> Judge:
-    """Build a judge from a spec string (syntax in :mod:`rankkit.specs`); it keeps the spec as ``spec``.
+    """Build a judge from a spec string (syntax in :mod:`rankkit.data.specs`); it keeps the spec as ``spec``.
 
     ``stand_in`` builds the dry run's judge: real fingerprint and prompts, no model loaded, nothing sent.
     """

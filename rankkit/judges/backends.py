@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from rankkit.specs import Spec, SpecError, convert_value, parse_spec
+from rankkit.data.specs import Spec, SpecError, convert_value, parse_spec
 
 if TYPE_CHECKING:
     from rankkit.judges.base import Judge
@@ -36,14 +36,14 @@ __all__ = [
 
 #: Built-in backends: spec name -> ``module:attribute`` of its :class:`Backend`, imported on first use.
 BUILTIN_BACKENDS: dict[str, str] = {
-    "sim": "rankkit.judges.sim:BACKEND",
-    "hf": "rankkit.judges.hf:BACKEND",
-    "smollm2": "rankkit.judges.hf:SMOLLM2_BACKEND",
-    "openai": "rankkit.judges.openai_compat:BACKEND",
-    "anthropic": "rankkit.judges.anthropic:BACKEND",
-    "vllm": "rankkit.judges.vllm:BACKEND",
-    "replay": "rankkit.judges.replay:BACKEND",
-    "panel": "rankkit.judges.panel:BACKEND",
+    "sim": "rankkit.judges.simulated.sim:BACKEND",
+    "hf": "rankkit.judges.local.hf:BACKEND",
+    "smollm2": "rankkit.judges.local.hf:SMOLLM2_BACKEND",
+    "openai": "rankkit.judges.hosted.openai_compat:BACKEND",
+    "anthropic": "rankkit.judges.hosted.anthropic:BACKEND",
+    "vllm": "rankkit.judges.local.vllm:BACKEND",
+    "replay": "rankkit.judges.simulated.replay:BACKEND",
+    "panel": "rankkit.judges.composite.panel:BACKEND",
 }
 
 #: The entry-point group third-party backends register in (name -> ``module:BACKEND``).
@@ -237,7 +237,7 @@ def read_settings(backend: Backend, text: str) -> Settings:
     >>> read_settings(toy, "toy:q=3")
     Traceback (most recent call last):
     ...
-    rankkit.specs.SpecError: unknown option 'q' for toy; known: k=1 (int)
+    rankkit.data.specs.SpecError: unknown option 'q' for toy; known: k=1 (int)
     """
     spec = backend.read(text)
     where = backend.name

@@ -1,4 +1,4 @@
-"""The judge protocol every backend implements (the judgments it returns: :mod:`rankkit.judgments`).
+"""The judge protocol every backend implements (the judgments it returns: :mod:`rankkit.judgments.values`).
 
 More in ``docs/judges.md``.
 """
@@ -10,9 +10,10 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from rankkit.data.tasks import Candidate, Task
 from rankkit.errors import RankkitError
-from rankkit.judge_protocol import Capabilities, Found, Needed
-from rankkit.judgments import (
+from rankkit.judgments.judge_protocol import Capabilities, Found, Needed
+from rankkit.judgments.values import (
     CHOICE_KIND,
     GRADE_KIND,
     RANKING_KIND,
@@ -25,7 +26,6 @@ from rankkit.judgments import (
     GroupRequest,
     Verdict,
 )
-from rankkit.tasks import Candidate, Task
 
 
 def content_key(task: Task, *candidates: Candidate) -> list[Any]:
@@ -76,7 +76,7 @@ class Judge:
     backend: ClassVar[str | None] = None
     version: ClassVar[str] = "1"
     simulated: ClassVar[bool] = False
-    #: What the judge can do (:class:`~rankkit.judge_protocol.Capabilities`): a judge that cannot
+    #: What the judge can do (:class:`~rankkit.judgments.judge_protocol.Capabilities`): a judge that cannot
     #: grade, or can give k-way judgments, or works on several requests at once, declares it here.
     capabilities: Capabilities = Capabilities()
     #: The spec the judge was built from (:func:`rankkit.judges.make_judge` sets it; empty otherwise).
@@ -157,7 +157,7 @@ class Judge:
         for index, (task, first, second) in enumerate(requests):
             yield index, self.compare(task, first, second)
 
-    # -- k-way judgments (rankkit.judges.kway) -------------------------------------------------
+    # -- k-way judgments (rankkit.prompts.kway_verdicts) -------------------------------------------------
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:
         """The best of ``candidates`` as shown (slot 0 first), with probabilities or grades where known."""
         raise NotImplementedError(f"judge {self.description!r} does not give k-way judgments")
@@ -180,7 +180,7 @@ class Judge:
         """What a k-way judgment depends on besides fingerprint and request key (JSON-ready; default empty)."""
         return []
 
-    # -- the memo's one call (rankkit.memo.Answering) -----------------------------------------
+    # -- the memo's one call (rankkit.judgments.memo.Answering) -----------------------------------------
     def needs(self, kind: str, requests: Sequence[Any]) -> list[Needed]:
         """Other judgments the answers of ``kind`` to ``requests`` are built from; none by default.
 
@@ -227,7 +227,7 @@ def answer_directly(judge: Judge, kind: str, requests: Sequence[Any]) -> Iterato
 
     What its batched methods do when called outside a run. Requests with equal keys within one
     call are asked once (the first is the fresh one); nothing is remembered between calls (a run's
-    :class:`~rankkit.memo.JudgmentMemo` looks needs up in memory and the cache instead).
+    :class:`~rankkit.judgments.memo.JudgmentMemo` looks needs up in memory and the cache instead).
     """
     found = []
     for need in judge.needs(kind, requests):

@@ -7,8 +7,8 @@ refused from a file (exit 2) unless ``--judge`` repeats it or ``--trust-file-jud
 
 from __future__ import annotations
 
+from rankkit.data.specs import Spec
 from rankkit.judges.backends import backend, read_settings, spec_name, spec_text
-from rankkit.specs import Spec
 
 
 def file_spec_risks(spec: str | Spec) -> list[str]:
@@ -16,7 +16,7 @@ def file_spec_risks(spec: str | Spec) -> list[str]:
 
     ``OPTION=VALUE`` per trusted-only option, then ``backend NAME (...)`` for a network or
     model-loading backend; empty when safe. An unknown backend or option raises
-    :class:`~rankkit.specs.SpecError`.
+    :class:`~rankkit.data.specs.SpecError`.
 
     Examples
     --------
@@ -28,7 +28,7 @@ def file_spec_risks(spec: str | Spec) -> list[str]:
     text = spec_text(spec)
     descriptor = backend(spec_name(text))
     if descriptor.name == "panel":  # a panel only combines its members: each member is a spec of its own
-        from rankkit.judges.panel import member_specs
+        from rankkit.judges.composite.panel import member_specs
 
         return [risk for member in member_specs(read_settings(descriptor, text)) for risk in file_spec_risks(member)]
     given = descriptor.read(text).options

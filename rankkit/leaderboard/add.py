@@ -11,7 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rankkit.data.tasks import Task
 from rankkit.judges.base import Judge
+from rankkit.judgments.memo import JudgmentMemo
 from rankkit.leaderboard.board import (
     AnchorCeiling,
     Leaderboard,
@@ -25,11 +27,9 @@ from rankkit.leaderboard.board import (
 from rankkit.leaderboard.rating import anchor_ceiling, finite_or_lowest, mean_lengths, none_if_nan
 from rankkit.leaderboard.style import controlled_ratings, parse_control
 from rankkit.leaderboard.tournament import play_against
-from rankkit.matches import Cost, MatchSource
-from rankkit.memo import JudgmentMemo
-from rankkit.ratings import ELO_BASE, ELO_SCALE, Outcome, win_rates
-from rankkit.stats import bootstrap
-from rankkit.tasks import Task
+from rankkit.stats.intervals import bootstrap
+from rankkit.stats.ratings import ELO_BASE, ELO_SCALE, Outcome, win_rates
+from rankkit.strategies.matches import Cost, MatchSource
 
 ADD_METHODS = ("binary", "anchored")
 
@@ -183,7 +183,7 @@ def _checked_control(board: Leaderboard, control: str | Sequence[str] | None) ->
 
 
 class NewcomerGames:
-    """The newcomer's matches as they are played, one :class:`~rankkit.matches.MatchSource` per task."""
+    """The newcomer's matches as they are played, one :class:`~rankkit.strategies.matches.MatchSource` per task."""
 
     def __init__(self, memo: JudgmentMemo, strategy: str, system: str, order: str, rng: random.Random):
         self.memo, self.strategy, self.system, self.order, self.rng = memo, strategy, system, order, rng

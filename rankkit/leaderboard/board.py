@@ -7,13 +7,13 @@ from dataclasses import dataclass, field, replace
 from os import PathLike
 from typing import Any
 
+from rankkit.data.formatting import plain
+from rankkit.data.tasks import Task
 from rankkit.errors import RankkitError
-from rankkit.formatting import plain
 from rankkit.judges.base import Judge
-from rankkit.matches import Cost
 from rankkit.prompts.normalize import refuse_look_alikes
-from rankkit.ratings import Outcome
-from rankkit.tasks import Task
+from rankkit.stats.ratings import Outcome
+from rankkit.strategies.matches import Cost
 
 
 class LeaderboardError(RankkitError, ValueError):
@@ -242,7 +242,7 @@ def read_board(path: str | PathLike[str]) -> Leaderboard:
 
     A problem is a :class:`~rankkit.errors.TaskFormatError` naming the file and the field (exit 2).
     """
-    from rankkit.file_checks import check_board_payload, read_json_file
+    from rankkit.data.file_checks import check_board_payload, read_json_file
 
     data = read_json_file(path)
     check_board_payload(data, str(path))

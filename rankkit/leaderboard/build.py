@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rankkit.data.tasks import Task, task_rng
 from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import (
     Leaderboard,
@@ -20,10 +21,9 @@ from rankkit.leaderboard.board import (
 from rankkit.leaderboard.rating import anchor_ceiling, mean_lengths, rate_bt, rate_win_rate
 from rankkit.leaderboard.style import controlled_ratings, parse_control
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
-from rankkit.matches import MatchSource
-from rankkit.order import check_order
-from rankkit.ratings import Outcome
-from rankkit.tasks import Task, task_rng
+from rankkit.stats.ratings import Outcome
+from rankkit.strategies.matches import MatchSource
+from rankkit.strategies.order import check_order
 
 BUILD_METHODS = ("arena", "anchored")
 
@@ -284,7 +284,7 @@ def _from_strategy_spec(
     control: str | Sequence[str] | None,
 ) -> Leaderboard:
     """The strategy ``spec`` run on the tasks, and its scores read as a leaderboard (:func:`from_strategy`)."""
-    from rankkit.runner import run
+    from rankkit.runs.runner import run
     from rankkit.strategies import make_strategy
 
     strategy = make_strategy(spec)

@@ -11,7 +11,7 @@ from rankkit.leaderboard.truth import correlations
 
 
 def leaderboard_rows(board: Leaderboard, truth: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
-    """Rows for :func:`rankkit.formatting.render`, best first: rank, system, rating, interval, matches.
+    """Rows for :func:`rankkit.data.formatting.render`, best first: rank, system, rating, interval, matches.
 
     ``truth`` (system -> human score) adds a ``truth`` column; ``unadjusted`` is shown on a style-controlled board.
     """

@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from rankkit.data.tasks import Task
 from rankkit.leaderboard.board import CEILING_MARGIN, AnchorCeiling, SystemRating, systems_of
-from rankkit.ratings import Outcome, bradley_terry, win_rates
-from rankkit.stats import Interval, bootstrap
-from rankkit.tasks import Task
+from rankkit.stats.intervals import Interval, bootstrap
+from rankkit.stats.ratings import Outcome, bradley_terry, win_rates
 
 
 def rate_bt(
@@ -95,7 +95,7 @@ def mean_lengths(tasks: Iterable[Task]) -> dict[str, float]:
 
     Examples
     --------
-    >>> from rankkit.tasks import Candidate, Task
+    >>> from rankkit.data.tasks import Candidate, Task
     >>> task = Task("t", "q", (Candidate("1", "four", system="a"), Candidate("2", "twelve chars", system="b")))
     >>> mean_lengths([task])
     {'a': 4.0, 'b': 12.0}

@@ -1,7 +1,7 @@
 """How fragile a leaderboard is: the fewest battles whose flip, or removal, changes its #1 or top k.
 
 The ratings are refitted from the board's battles as it was built; the search is
-:func:`rankkit.analysis.robustness.ranking_robustness` (``docs/robustness.md``).
+:func:`rankkit.runs.analysis.robustness.ranking_robustness` (``docs/robustness.md``).
 """
 
 from __future__ import annotations
@@ -9,10 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rankkit.analysis.robustness import CHANGES, DEFAULT_BUDGET, DEFAULT_TOP_K, RecomputedRanking, ranking_robustness
 from rankkit.leaderboard.board import Leaderboard
 from rankkit.leaderboard.rating import finite_or_lowest
-from rankkit.ratings import Outcome, bradley_terry, win_rates
+from rankkit.runs.analysis.robustness import (
+    CHANGES,
+    DEFAULT_BUDGET,
+    DEFAULT_TOP_K,
+    RecomputedRanking,
+    ranking_robustness,
+)
+from rankkit.stats.ratings import Outcome, bradley_terry, win_rates
 
 #: The regularisation the leaderboards fit Bradley–Terry with (:func:`rankkit.leaderboard.arena`).
 BOARD_ALPHA = 0.01
@@ -33,7 +39,7 @@ def board_order(board: Leaderboard, battles: Sequence[Outcome]) -> list[str]:
 def leaderboard_robustness(board: Leaderboard, k: int = DEFAULT_TOP_K, budget: int = DEFAULT_BUDGET) -> dict[str, Any]:
     """The fewest battles whose flip (winner reversed) or removal changes the board's #1 and top k.
 
-    Returns ``defined`` and the :func:`~rankkit.analysis.robustness.ranking_robustness` figures
+    Returns ``defined`` and the :func:`~rankkit.runs.analysis.robustness.ranking_robustness` figures
     (``judgments`` being battles), or ``reason``; ``note`` explains battles of an aggregated board.
     """
     battles = list(board.matches)

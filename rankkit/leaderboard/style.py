@@ -11,13 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankkit.data.tasks import StyleFeatures, Task
 from rankkit.leaderboard.board import LeaderboardError, SystemRating, systems_of
 from rankkit.leaderboard.rating import none_if_nan, rows_from_intervals
-from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome
-from rankkit.stats import Interval, bootstrap, logistic_regression
-from rankkit.tasks import StyleFeatures, Task
+from rankkit.stats.intervals import Interval, bootstrap, logistic_regression
+from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome
 
-#: control name -> the style covariates it adds (each a :class:`~rankkit.tasks.StyleFeatures` count).
+#: control name -> the style covariates it adds (each a :class:`~rankkit.data.tasks.StyleFeatures` count).
 CONTROLS: dict[str, tuple[str, ...]] = {"length": ("tokens",), "format": ("headers", "list_items", "bold")}
 
 #: How a covariate is labelled in tables and JSON.
@@ -361,7 +361,7 @@ def controlled_ratings(
     """
     from dataclasses import replace
 
-    from rankkit.ratings import bradley_terry, win_rates
+    from rankkit.stats.ratings import bradley_terry, win_rates
 
     control = parse_control(control)
     if not control:

@@ -1,6 +1,6 @@
 """Playing systems against each other: Arena-lite brackets and matches against one opponent, task by task.
 
-Matches go through a :class:`~rankkit.matches.MatchSource` over the run's memo, so no judgment
+Matches go through a :class:`~rankkit.strategies.matches.MatchSource` over the run's memo, so no judgment
 is paid for twice.
 """
 
@@ -12,14 +12,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rankkit.brackets import play_bracket
-from rankkit.formatting import inert
+from rankkit.data.formatting import inert
+from rankkit.data.tasks import Task
 from rankkit.judges.base import Judge
+from rankkit.judgments.memo import JudgmentMemo
 from rankkit.leaderboard.board import systems_of
-from rankkit.matches import Cost, MatchSource
-from rankkit.memo import JudgmentMemo
-from rankkit.ratings import Outcome
-from rankkit.tasks import Task
+from rankkit.stats.ratings import Outcome
+from rankkit.strategies.brackets import play_bracket
+from rankkit.strategies.matches import Cost, MatchSource
 
 
 def play_tournament(task: Task, source: MatchSource, rng: random.Random, order: str = "given") -> list[Outcome]:
@@ -85,7 +85,7 @@ def play_all(
     """
     from tqdm import tqdm
 
-    from rankkit.runner import map_tasks
+    from rankkit.runs.runner import map_tasks
 
     judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
 

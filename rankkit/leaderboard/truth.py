@@ -6,8 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from rankkit.data.tasks import Task
 from rankkit.leaderboard.board import Leaderboard, LeaderboardError
-from rankkit.tasks import Task
 
 
 def human_system_scores(tasks: Sequence[Task]) -> dict[str, float]:
@@ -65,7 +65,7 @@ def correlations(board: Leaderboard, truth: Mapping[str, float]) -> dict[str, fl
 
     Ratings are used when every such system has one, else ranks.
     """
-    from rankkit.metrics import correlation
+    from rankkit.stats.metrics import correlation
 
     shared = [row for row in board.systems if row.name in truth]
     use_ratings = all(row.rating is not None and math.isfinite(row.rating) for row in shared)

@@ -7,6 +7,7 @@ else the English exam prompts. Each has a ``-ref`` variant for tasks with a refe
 
 from __future__ import annotations
 
+from rankkit.data.tasks import Task
 from rankkit.prompts.templates import (
     FAMILIES,
     KINDS,
@@ -15,7 +16,6 @@ from rankkit.prompts.templates import (
     builtin_templates,
     load_template,
 )
-from rankkit.tasks import Task
 
 
 def is_translation(task: Task) -> bool:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+from rankkit.data.tasks import Candidate, Task
 from rankkit.prompts.templates import Template
-from rankkit.tasks import Candidate, Task
 
 #: Scale used when neither the template, ``meta.max_points`` nor the human range gives one.
 DEFAULT_MAX_POINTS = 10.0

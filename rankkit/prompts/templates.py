@@ -13,10 +13,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
 
-#: The built-in template files, shipped in ``rankkit/templates/``.
-TEMPLATE_DIR = Path(__file__).parent.parent / "templates"
+#: The built-in template files, shipped in ``rankkit/prompts/builtin/``.
+TEMPLATE_DIR = Path(__file__).parent / "builtin"
 
 POINTWISE = "pointwise"
 PAIRWISE = "pairwise"
@@ -33,7 +33,7 @@ FIELDS = (
     "source",
     "analysis_1",
     "analysis_2",
-)  # analyses: PREPAIR decision prompts (rankkit.judges.prepair)
+)  # analyses: PREPAIR decision prompts (rankkit.judges.llm.prepair)
 
 #: Template families ``template=`` accepts besides template names and files.
 FAMILIES = ("auto", "paper", "generic", "mt")
@@ -210,7 +210,7 @@ def load_template_dir(directory: Path) -> dict[str, Template]:
 
 @cache
 def builtin_templates() -> dict[str, Template]:
-    """Every template shipped in ``rankkit/templates``, by name (read once, then cached)."""
+    """Every template shipped in ``rankkit/prompts/builtin``, by name (read once, then cached)."""
     return load_template_dir(TEMPLATE_DIR)
 
 

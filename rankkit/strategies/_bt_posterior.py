@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rankkit.ratings import Outcome
+from rankkit.stats.ratings import Outcome
 
 if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
     import numpy as np

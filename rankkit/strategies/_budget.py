@@ -1,6 +1,6 @@
 """Budgets of the adaptive strategies (``swiss``, ``active``): judgments -> matches -> outcomes.
 
-Budgets count judgments, as :class:`~rankkit.matches.Cost` counts ``comparisons``: a match in one
+Budgets count judgments, as :class:`~rankkit.strategies.matches.Cost` counts ``comparisons``: a match in one
 order costs 1, in both orders 2 (an odd budget leaves one judgment unspent). At most one match
 per pair, so at most N(N − 1)/2 matches.
 """
@@ -11,13 +11,13 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rankkit.order import judgments_per_match
-from rankkit.ratings import Outcome
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.stats.ratings import Outcome
 from rankkit.strategies.elo import comparison_outcome
+from rankkit.strategies.order import judgments_per_match
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.matches import Match
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; listing strategies should not
+    from rankkit.strategies.matches import Match
 
 
 def check_budget(name: str, budget: float, comparisons: int | None, order: str = "given") -> None:
@@ -79,7 +79,7 @@ def budget_judgments(n_candidates: int, budget: float, comparisons: int | None, 
 
 
 def match_outcomes(matches: Sequence[Match]) -> list[Outcome]:
-    """One :mod:`rankkit.ratings` outcome per decided judgment of ``matches``, in order.
+    """One :mod:`rankkit.stats.ratings` outcome per decided judgment of ``matches``, in order.
 
     Each order shown is an outcome of its own, so a two-order match whose verdict flips is one win
     each (see :func:`rankkit.strategies.elo.comparison_outcomes`).

@@ -9,8 +9,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import Comparison
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import Comparison
 
 
 def corrected_grades(comparisons: Iterable[Comparison], candidates: Sequence[str], unplayed: float) -> dict[str, float]:

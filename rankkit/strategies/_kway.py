@@ -12,10 +12,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from rankkit.choices import KWAY_ORDERS, check_kway_order
-from rankkit.judgments import MAX_LABELS
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.judgments.values import MAX_LABELS
 from rankkit.strategies.base import Strategy, check_ranges
+from rankkit.strategies.choices import KWAY_ORDERS, check_kway_order
 
 
 class KwayStrategy(Strategy):

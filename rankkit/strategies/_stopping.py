@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
 
 if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
     import numpy as np

@@ -10,9 +10,9 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rankkit.order import coin_order, judgments_per_match
-from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
+from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry
 from rankkit.strategies._bt_posterior import Posterior
 from rankkit.strategies._budget import (
     budget_judgments,
@@ -35,10 +35,10 @@ from rankkit.strategies._stopping import (
 )
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.strategies.elo import comparison_outcome
-from rankkit.tasks import Task
+from rankkit.strategies.order import coin_order, judgments_per_match
 
-if TYPE_CHECKING:  # numpy and rankkit.matches (networkx) load when a task is ranked, not on import
-    from rankkit.matches import Match, MatchSource
+if TYPE_CHECKING:  # numpy and rankkit.strategies.matches (networkx) load when a task is ranked, not on import
+    from rankkit.strategies.matches import Match, MatchSource
 
 CRITERIA = ("information", "order", "target")
 AGGREGATES = ("bt", "grades", "corrected")

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rankkit.judge_protocol import JudgeProtocol
-from rankkit.order import ORDERS, check_order
-from rankkit.specs import Spec, SpecError, build_dataclass, convert_value, parse_spec
-from rankkit.tasks import Task
+from rankkit.data.specs import Spec, SpecError, build_dataclass, convert_value, parse_spec
+from rankkit.data.tasks import Task
+from rankkit.judgments.judge_protocol import JudgeProtocol
+from rankkit.strategies.order import ORDERS, check_order
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.matches import MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; listing strategies should not
+    from rankkit.strategies.matches import MatchSource
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class CandidateExtras:
         Why it stopped, the same for every candidate (active).
     undecided
         How many of its comparisons failed, deciding nothing (pairwise strategies; see
-        "Undecided comparisons" in :mod:`rankkit.matches`).
+        "Undecided comparisons" in :mod:`rankkit.strategies.matches`).
     """
 
     # The field order is the JSON's key order, the order each strategy has always written its keys in.
@@ -250,7 +250,7 @@ class Strategy:
         return self.name + (":" + ",".join(changed) if changed else "")
 
 
-#: What each strategy kind needs of a judge (:meth:`~rankkit.judge_protocol.Capabilities.gives`).
+#: What each strategy kind needs of a judge (:meth:`~rankkit.judgments.judge_protocol.Capabilities.gives`).
 _NEEDS = {
     "pairwise": "pairwise comparisons",
     "pointwise": "pointwise grades",

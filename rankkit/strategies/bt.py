@@ -11,15 +11,15 @@ import random
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.ratings import bradley_terry
-from rankkit.specs import SpecError
-from rankkit.stats import bootstrap
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
+from rankkit.stats.intervals import bootstrap
+from rankkit.stats.ratings import bradley_terry
 from rankkit.strategies.base import Ranking, Strategy, register
 from rankkit.strategies.elo import all_pairs_judgments, play_all_pairs, points_and_games
-from rankkit.tasks import Task
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import MatchSource
 
 
 @register("bt")
@@ -34,7 +34,7 @@ class BradleyTerry(Strategy):
         ``random`` (once, seeded order).
     alpha
         choix's regularisation, keeping ratings finite when a candidate won or lost every match;
-        None: ``0.2 / (N − 1)`` (:func:`rankkit.ratings.default_alpha`).
+        None: ``0.2 / (N − 1)`` (:func:`rankkit.stats.ratings.default_alpha`).
     bootstrap
         Bootstrap resamples of the outcomes for 95% intervals (0: none).
     """

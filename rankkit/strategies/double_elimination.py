@@ -9,16 +9,16 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import judgments_per_match
-from rankkit.ratings import bradley_terry
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
+from rankkit.stats.ratings import bradley_terry
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.strategies.elo import comparison_outcomes
-from rankkit.tasks import Task
+from rankkit.strategies.order import judgments_per_match
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import Match, MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import Match, MatchSource
 
 AGGREGATES = ("corrected", "grades", "bt")
 
@@ -91,7 +91,7 @@ class DoubleElimination(Strategy):
             results = []
             for match in played:
                 met.add(frozenset((match.a, match.b)))
-                if match.outcome is None:  # undecided: the answer shown first goes on (rankkit.matches)
+                if match.outcome is None:  # undecided: the answer shown first goes on (rankkit.strategies.matches)
                     outcome = 1.0
                 else:
                     outcome = match.outcome if match.outcome != 0.5 else float(rng.random() < 0.5)

@@ -13,22 +13,22 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.order import judgments_per_match
-from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, elo_over_permutations
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
+from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, elo_over_permutations
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
-from rankkit.tasks import Task
+from rankkit.strategies.order import judgments_per_match
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.matches import Comparison, Match, MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; listing strategies should not
+    from rankkit.strategies.matches import Comparison, Match, MatchSource
 
 
 def comparison_outcomes(comparisons: Sequence[Comparison]) -> list[Outcome]:
     """One rating outcome (first, second, outcome for first) per decided judgment, in order.
 
-    Read as :func:`rankkit.matches.make_match` reads it: the higher grade wins, equal grades go to
+    Read as :func:`rankkit.strategies.matches.make_match` reads it: the higher grade wins, equal grades go to
     the verdict, else a tie. A verdict that flips with the order yields one win each; a failed
-    comparison yields nothing (see "Undecided comparisons" in :mod:`rankkit.matches`).
+    comparison yields nothing (see "Undecided comparisons" in :mod:`rankkit.strategies.matches`).
     """
     return [outcome for c in comparisons if (outcome := comparison_outcome(c)) is not None]
 
@@ -37,7 +37,7 @@ def comparison_outcome(comparison: Comparison, match: Match | None = None) -> Ou
     """One comparison's outcome, or None when it decided nothing: a failed comparison counts only when
     ``match`` (None: unknown) was settled by the answers' own grades.
     """
-    from rankkit.matches import decided, make_match
+    from rankkit.strategies.matches import decided, make_match
 
     first, second = comparison.first, comparison.second
     if decided(comparison):

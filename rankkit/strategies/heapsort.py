@@ -15,19 +15,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.order import judgments_per_match
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
-from rankkit.tasks import Task
+from rankkit.strategies.order import judgments_per_match
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import MatchSource
 
 
 class JudgedComparator:
     """The judge as a sort comparator on one task: each unordered pair is asked at most once.
 
-    A tie is broken by a seeded coin flip from ``rng``, once. ``order`` (:mod:`rankkit.matches`):
+    A tie is broken by a seeded coin flip from ``rng``, once. ``order`` (:mod:`rankkit.strategies.matches`):
     ``both`` decides on grades averaged over both orders; ``random`` shows a seeded random order.
     """
 
@@ -40,7 +40,7 @@ class JudgedComparator:
 
     def _ask(self, a: str, b: str) -> str:
         match = self.source.play(a, b, order=self.order, rng=self.rng)
-        if match.outcome is None:  # undecided: the answer shown first goes on (rankkit.matches)
+        if match.outcome is None:  # undecided: the answer shown first goes on (rankkit.strategies.matches)
             outcome = 1.0
         else:
             outcome = match.outcome if match.outcome != 0.5 else float(self.rng.random() < 0.5)

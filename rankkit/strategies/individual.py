@@ -6,12 +6,12 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.judgments import ParseStatus
+from rankkit.data.tasks import Task
+from rankkit.judgments.values import ParseStatus
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
-from rankkit.tasks import Task
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import MatchSource
 
 
 @register("individual")

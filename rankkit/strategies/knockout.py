@@ -3,7 +3,7 @@
 Each round the remaining answers are shuffled and paired; the judge grades both answers of each
 match and the higher-graded advances (an odd one out advances unplayed) until one remains. Score
 = the mean of every grade received. N answers cost N − 1 matches (twice with ``order=both``).
-The bracket is :func:`rankkit.brackets.play_bracket`.
+The bracket is :func:`rankkit.strategies.brackets.play_bracket`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.brackets import TIE_RULES, play_bracket
-from rankkit.order import judgments_per_match
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
-from rankkit.tasks import Task
+from rankkit.strategies.brackets import TIE_RULES, play_bracket
+from rankkit.strategies.order import judgments_per_match
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import MatchSource
 
 
 @register("knockout")
@@ -32,7 +32,7 @@ class Knockout(Strategy):
     Parameters
     ----------
     order
-        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (pairs come from a
+        Which answer the judge sees first (:mod:`rankkit.strategies.matches`): ``given`` (pairs come from a
         shuffle), ``random``, or ``both`` (each match in both orders, grades averaged; twice the cost).
     tie
         Who advances on equal grades the verdicts do not separate: ``coin`` (seeded), ``first`` or
@@ -59,7 +59,7 @@ class Knockout(Strategy):
             for match in matches:
                 played[match.a] += 1
                 played[match.b] += 1
-                if match.decided:  # an undecided match gives no grade (rankkit.matches)
+                if match.decided:  # an undecided match gives no grade (rankkit.strategies.matches)
                     received[match.a].append(match.grade_a)
                     received[match.b].append(match.grade_b)
         # No grade at all (every match undecided): the bottom of the scale, never a reward.

@@ -12,14 +12,14 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.choices import judgments_per_group
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
 from rankkit.strategies._kway import KwayStrategy
 from rankkit.strategies.base import CandidateExtras, Ranking, register
-from rankkit.tasks import Task
+from rankkit.strategies.choices import judgments_per_group
 
 if TYPE_CHECKING:
-    from rankkit.matches import MatchSource
+    from rankkit.strategies.matches import MatchSource
 
 
 def window_starts(n: int, window: int, step: int) -> list[int]:

@@ -6,12 +6,12 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rankkit.order import judgments_per_match
+from rankkit.data.tasks import Task
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
-from rankkit.tasks import Task
+from rankkit.strategies.order import judgments_per_match
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import MatchSource
 
 
 @register("pairwise")
@@ -24,7 +24,7 @@ class Pairwise(Strategy):
     Parameters
     ----------
     order
-        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (pairs come from a
+        Which answer the judge sees first (:mod:`rankkit.strategies.matches`): ``given`` (pairs come from a
         shuffle), ``random``, or ``both`` (each match in both orders, grades averaged).
     """
 
@@ -44,7 +44,7 @@ class Pairwise(Strategy):
         scores, extras = {}, {}
         for match in matches:
             for cid, score, other in ((match.a, match.grade_a, match.b), (match.b, match.grade_b, match.a)):
-                if not match.decided:  # an undecided match scores nobody above the bottom (rankkit.matches)
+                if not match.decided:  # an undecided match scores nobody above the bottom (rankkit.strategies.matches)
                     score = task.scale[0]
                 if cid not in scores:
                     scores[cid] = score

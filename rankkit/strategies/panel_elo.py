@@ -2,7 +2,7 @@
 
 After the poster *Towards Scalable Reliable Automated Evaluation via LLMs*: several LLMs judge each
 pair in both orders, an agreement threshold turns their votes into a win or draw (the ``panel``
-judge, :mod:`rankkit.judges.panel`), and :func:`rankkit.ratings.online_elo` updates after each.
+judge, :mod:`rankkit.judges.composite.panel`), and :func:`rankkit.stats.ratings.online_elo` updates after each.
 With any other judge it is plain all-pairs online Elo. N candidates cost N·(N−1)/2 decisions.
 """
 
@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.order import coin_order
-from rankkit.ratings import ELO_INITIAL, elo_over_permutations, online_elo
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
+from rankkit.stats.ratings import ELO_INITIAL, elo_over_permutations, online_elo
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.strategies.elo import all_pairs_judgments
-from rankkit.tasks import Task
+from rankkit.strategies.order import coin_order
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import MatchSource
 
 
 @register("panel_elo")
@@ -37,7 +37,7 @@ class PanelElo(Strategy):
         1 plays the decisions once in the seeded order (the poster's update); more averages online
         Elo over that many seeded orders.
     order
-        Which answer the judge sees first (:mod:`rankkit.matches`): ``given`` (a seeded random
+        Which answer the judge sees first (:mod:`rankkit.strategies.matches`): ``given`` (a seeded random
         orientation), ``random`` or ``both`` (for single judges; a panel already asks both orders).
     """
 

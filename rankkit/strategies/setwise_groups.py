@@ -1,7 +1,7 @@
 """``setwise_groups``: random groups of k for several rounds; an answer's score is its mean slot score.
 
 Each round the answers are shuffled and cut into groups of ``k`` (a lone leftover sits out); each
-answer gets the group's :meth:`~rankkit.judgments.GroupChoice.slot_scores` for it. Nothing is
+answer gets the group's :meth:`~rankkit.judgments.values.GroupChoice.slot_scores` for it. Nothing is
 eliminated: the k-way counterpart of averaging grades over random pairs, for noisy judges or
 large N. Costs ``rounds`` · (groups per round) judgments, times the presentations of ``order``;
 ``order=permute`` shows every group in every cyclic shift, so a slot bias adds the same to all.
@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.choices import judgments_per_group
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
 from rankkit.strategies._bt_posterior import choice_posterior
 from rankkit.strategies._kway import KwayStrategy, mean_scores
 from rankkit.strategies._stopping import (
@@ -30,13 +30,13 @@ from rankkit.strategies._stopping import (
     task_seed,
 )
 from rankkit.strategies.base import CandidateExtras, Ranking, register
-from rankkit.tasks import Task
+from rankkit.strategies.choices import judgments_per_group
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from rankkit.choices import GroupMatch
-    from rankkit.matches import MatchSource
+    from rankkit.strategies.choices import GroupMatch
+    from rankkit.strategies.matches import MatchSource
 
 #: How a round's groups are formed: ``random`` (every candidate, shuffled) or ``target`` (the
 #: candidates still in contention for the stopping target, :func:`contention_groups`).

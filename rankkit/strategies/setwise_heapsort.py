@@ -9,15 +9,15 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.choices import judgments_per_group
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
 from rankkit.strategies._kway import KwayStrategy
 from rankkit.strategies.base import Ranking, register
+from rankkit.strategies.choices import judgments_per_group
 from rankkit.strategies.heapsort import ranking_from_pops
-from rankkit.tasks import Task
 
 if TYPE_CHECKING:
-    from rankkit.matches import MatchSource
+    from rankkit.strategies.matches import MatchSource
 
 
 class SetwiseHeap:

@@ -6,13 +6,13 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.choices import judgments_per_group
+from rankkit.data.tasks import Task
 from rankkit.strategies._kway import KwayStrategy, mean_scores
 from rankkit.strategies.base import CandidateExtras, Ranking, register
-from rankkit.tasks import Task
+from rankkit.strategies.choices import judgments_per_group
 
 if TYPE_CHECKING:
-    from rankkit.matches import MatchSource
+    from rankkit.strategies.matches import MatchSource
 
 
 def round_groups(ids: list[str], k: int) -> tuple[list[list[str]], list[str]]:
@@ -60,7 +60,7 @@ class SetwiseKnockout(KwayStrategy):
     k
         Answers per group (2 to 8).
     order
-        How each group is shown (:mod:`rankkit.choices`): ``given`` (groups come from a shuffle),
+        How each group is shown (:mod:`rankkit.strategies.choices`): ``given`` (groups come from a shuffle),
         ``random``, ``both`` (2× the judgments) or ``permute`` (every cyclic shift; k× the judgments).
     shifts
         With ``permute``, how many cyclic shifts (0: all k).
@@ -121,7 +121,7 @@ class SetwiseKnockout(KwayStrategy):
         return Ranking(scores=scores, champion=champion, extras=extras)
 
     def exact_judgments(self, n_candidates: int) -> int:
-        """⌈(N − 1)/(k − 1)⌉ groups, each its presentations (:func:`~rankkit.choices.judgments_per_group`)."""
+        """⌈(N − 1)/(k − 1)⌉ groups, each its presentations (:func:`~rankkit.strategies.choices.judgments_per_group`)."""
         return sum(
             judgments_per_group(self.order, size, self.shifts) for size in bracket_group_sizes(n_candidates, self.k)
         )

@@ -9,14 +9,14 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.order import judgments_per_match
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
 from rankkit.strategies.heapsort import JudgedComparator
-from rankkit.tasks import Task
+from rankkit.strategies.order import judgments_per_match
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; `rankkit strategies` should not
-    from rankkit.matches import MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; `rankkit strategies` should not
+    from rankkit.strategies.matches import MatchSource
 
 
 @register("sliding")

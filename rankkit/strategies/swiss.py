@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, ClassVar
 
-from rankkit.order import coin_order
-from rankkit.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry, win_rates
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.data.tasks import Task
+from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry, win_rates
 from rankkit.strategies._budget import budget_judgments, check_budget, match_outcomes, task_match_count
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._stopping import (
@@ -27,10 +27,10 @@ from rankkit.strategies._stopping import (
     task_seed,
 )
 from rankkit.strategies.base import CandidateExtras, Ranking, Strategy, register
-from rankkit.tasks import Task
+from rankkit.strategies.order import coin_order
 
-if TYPE_CHECKING:  # rankkit.matches loads networkx; listing strategies should not
-    from rankkit.matches import Match, MatchSource
+if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; listing strategies should not
+    from rankkit.strategies.matches import Match, MatchSource
 
 AGGREGATES = ("bt", "grades", "corrected", "points")
 

@@ -8,11 +8,11 @@ one. The tasks are exam questions with base answers whose quality the honest stu
 
 from __future__ import annotations
 
-from rankkit.tasks import Candidate, Task
+from rankkit.data.tasks import Candidate, Task
 
 #: The grading scale of the tasks (``meta.max_points``); generate prompts show 0..9 for it.
 MAX_POINTS = 10
-SCALE = 9  # the digit scale the prompts show (rankkit.judges.modes.logprob_points(10))
+SCALE = 9  # the digit scale the prompts show (rankkit.judges.llm.modes.logprob_points(10))
 
 
 def _every_verdict() -> str:

@@ -20,7 +20,7 @@ Like a real chat model it
   ``continues`` false it behaves like llama-cpp-python's server: it ignores the prefix and starts a
   fresh reply;
 * answers rankkit's follow-up question (``Finish this line of your verdict: "... ?"``, the hosted
-  APIs' substitute for a continuation: :mod:`rankkit.judges.hosted_verdict`) with the value it
+  APIs' substitute for a continuation: :mod:`rankkit.judges.hosted.verdict`) with the value it
   asks for, as a one-token reply whose ``top_logprobs`` put it first — unless ``logprobs`` is
   false: then it returns no log-probabilities at all and ignores ``response_format`` (a server
   that offers rankkit nothing but free text).
@@ -43,7 +43,7 @@ _BOX = {
     slot: re.compile(rf"<{tag}>\n(.*?)\n</{tag}>", re.DOTALL)
     for slot, tag in ((0, "answer"), (1, "answer_1"), (2, "answer_2"))
 }
-# English and German templates (rankkit/templates/paper-*-de.txt)
+# English and German templates (rankkit/prompts/builtin/paper-*-de.txt)
 _LABELLED = re.compile(r"<answer_([A-H])>\n(.*?)\n</answer_\1>", re.DOTALL)  # k-way prompts
 _RANKING_SO_FAR = re.compile(r"(?:Best:|Ranking:((?:\s*[A-H]\s*>)*))\s*$")
 _SCALE = re.compile(r"(?:scale of 0 to|Skala von 0 bis) (\d+)")

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import rankkit
-from rankkit.judgments import Winner
+from rankkit.judgments.values import Winner
 from tests.adversarial.attacks import (
     ATTACKS,
     LEGITIMATE,

@@ -86,7 +86,7 @@ def test_over_http_what_the_server_sees_and_what_the_run_reports(attack):
 
 @pytest.fixture(scope="module")
 def smollm2_available() -> None:
-    from rankkit.judges import hf_loading
+    from rankkit.judges.local import hf_loading
 
     pytest.importorskip("transformers")
     if hf_loading.smollm2_directory() is None:
@@ -124,7 +124,7 @@ def judge_everything(judge: Any, task: Any) -> None:
 @pytest.mark.slow
 def test_smollm2_no_special_id_comes_from_a_candidate(smollm2_available):
     from rankkit.judges import make_judge
-    from rankkit.judges.chat_tokens import chat_text, encode
+    from rankkit.judges.local.chat_tokens import chat_text, encode
 
     judge = make_judge("smollm2")
     tokenizer = judge.runtime.tokenizer
@@ -167,7 +167,7 @@ def test_smollm2_sanitize_keeps_protocol_text_from_the_model(smollm2_available, 
 @pytest.mark.slow
 def test_smollm2_generate_mode_reads_its_own_continuation_of_a_sanitized_prompt(smollm2_available):
     from rankkit.judges import make_judge
-    from rankkit.judgments import ParseStatus
+    from rankkit.judgments.values import ParseStatus
 
     task = sample_task("unclosed_fence")
     judge = make_judge("smollm2:mode=generate,max_new_tokens=16,temperature=0,sanitize=true")
@@ -270,18 +270,18 @@ def test_bidi_controls_and_invisible_characters_are_escaped_in_table_and_report_
 
 def test_the_report_pages_script_escapes_what_inert_escapes():
     """The report's tables are drawn by its script from the embedded data: its ``inert`` must
-    escape as :func:`rankkit.formatting.inert` does (run with Node.js where there is one)."""
+    escape as :func:`rankkit.data.formatting.inert` does (run with Node.js where there is one)."""
     import json
     import shutil
     import subprocess
     from pathlib import Path
 
-    from rankkit.formatting import inert
+    from rankkit.data.formatting import inert
 
     node = shutil.which("node")
     if node is None:
         pytest.skip("Node.js is not installed")
-    script = (Path(rankkit.__file__).parent / "assets" / "report.js").read_text(encoding="utf-8")
+    script = (Path(rankkit.__file__).parent / "reports" / "assets" / "report.js").read_text(encoding="utf-8")
     helper = script[script.index("var INVISIBLE") : script.index("// Every piece of data")]
     sample = "a\u202eb\u200bc\td\ne\x1b\u00ad\ufeff\u2066x\u2069 ok é"
     code = helper + f"process.stdout.write(JSON.stringify(inert({json.dumps(sample)})));"

@@ -36,7 +36,7 @@ def smollm2_dir() -> Path:
     missing = vllm_missing()
     if missing:
         pytest.skip(missing)
-    from rankkit.judges.hf_loading import smollm2_copy_dir
+    from rankkit.judges.local.hf_loading import smollm2_copy_dir
 
     return smollm2_copy_dir("bfloat16")
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from rankkit.judges.openai_compat import PROBE_PREFIX
+from rankkit.judges.hosted.openai_compat import PROBE_PREFIX
 from tests.servers import StubRequest, StubServer
 
 

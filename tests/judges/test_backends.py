@@ -10,6 +10,7 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
+from rankkit.data.specs import SpecError
 from rankkit.judges import backends, make_judge
 from rankkit.judges.backends import (
     BUILTIN_BACKENDS,
@@ -21,9 +22,8 @@ from rankkit.judges.backends import (
     backend_names,
     read_settings,
 )
-from rankkit.judges.batch_options import BATCH_ONLY
-from rankkit.judges.sim import LatentJudge
-from rankkit.specs import SpecError
+from rankkit.judges.hosted.batch_options import BATCH_ONLY
+from rankkit.judges.simulated.sim import LatentJudge
 from tests.helpers import modules_loaded_by
 
 #: A backend declared in this module, for the entry-point tests (``tests.judges.test_backends:TOY``).
@@ -59,7 +59,7 @@ def test_settings_fill_defaults_and_record_what_was_given():
 
 
 def test_smollm2_defaults_come_from_one_dict_for_hf_and_vllm():
-    from rankkit.judges.hf_loading import SMOLLM2_JUDGE_DEFAULTS
+    from rankkit.judges.local.hf_loading import SMOLLM2_JUDGE_DEFAULTS
 
     smollm2 = read_settings(backend("smollm2"), "smollm2")
     vllm = read_settings(backend("vllm"), "vllm:smollm2")
@@ -277,7 +277,7 @@ def test_checks_run_on_given_values_only():
 def test_a_backend_registered_in_process_is_found_and_completed(monkeypatch):
     from dataclasses import replace
 
-    from rankkit.cli_options import complete_judge_spec
+    from rankkit.cli.options import complete_judge_spec
 
     monkeypatch.setattr(backends, "_REGISTERED", {})
     assert backends.register_backend(TOY) is TOY

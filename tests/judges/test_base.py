@@ -7,10 +7,10 @@ import json
 import pytest
 
 import rankkit
-from rankkit.cache import JudgmentCache
+from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.base import Judge
-from rankkit.judgments import Verdict, Winner
-from rankkit.tasks import Candidate, Task
+from rankkit.judgments.cache import JudgmentCache
+from rankkit.judgments.values import Verdict, Winner
 
 
 class PrefersLonger(Judge):

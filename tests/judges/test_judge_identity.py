@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 
+from rankkit.data.tasks import Candidate, Task
 from rankkit.judges import make_judge
-from rankkit.judges.llm import LLMJudge
-from rankkit.memo import JudgmentMemo
-from rankkit.tasks import Candidate, Task
-from tests.judges.test_llm import ScriptedRuntime
+from rankkit.judges.llm.judge import LLMJudge
+from rankkit.judgments.memo import JudgmentMemo
+from tests.judges.llm.test_judge import ScriptedRuntime
 
 
 class RecordingCache:
@@ -203,7 +203,7 @@ def test_each_llm_judge_configuration_is_what_it_was(name):
 
 def hf_and_openai_fingerprints() -> str:
     """The digest of an hf judge's and a calibrated openai judge's fingerprints (no model loaded)."""
-    from rankkit.judges.hf_runtime import HFRuntime
+    from rankkit.judges.local.hf_runtime import HFRuntime
 
     hf_judge = LLMJudge(HFRuntime(None, None, {"name": "m", "dtype": "bfloat16", "weights": "abc"}), mode="logprob")
     openai_judge = make_judge("openai:some/model,base_url=http://127.0.0.1:9/v1,mode=logprob,calibrate=true")
@@ -212,7 +212,7 @@ def hf_and_openai_fingerprints() -> str:
 
 def exact_and_batched_hf_judges() -> tuple[LLMJudge, LLMJudge]:
     """An exact and a batched hf judge of the same (unloaded) model."""
-    from rankkit.judges.hf_runtime import HFRuntime
+    from rankkit.judges.local.hf_runtime import HFRuntime
 
     identity = {"name": "m", "dtype": "bfloat16", "weights": "abc"}
     return (
@@ -239,7 +239,7 @@ def test_the_exact_hf_engine_has_its_own_fingerprint():
 
 @pytest.mark.parametrize("prepair", [False, True])
 def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
-    from rankkit.judges.calibrated_judge import CalibratedJudge
+    from rankkit.judges.llm.calibrated_judge import CalibratedJudge
 
     option = LLMJudge(runtime(), mode="logprob", prepair=prepair, calibrate=True)
     wrapper = CalibratedJudge(LLMJudge(runtime(), mode="logprob", prepair=prepair))
@@ -249,8 +249,8 @@ def test_the_calibration_wrapper_is_the_calibrate_option(prepair):
 
 
 def test_the_calibration_wrapper_needs_logprob_mode():
-    from rankkit.judges.calibrated_judge import CalibratedJudge
-    from rankkit.specs import SpecError
+    from rankkit.data.specs import SpecError
+    from rankkit.judges.llm.calibrated_judge import CalibratedJudge
 
     with pytest.raises(SpecError, match="mode=logprob"):
         CalibratedJudge(LLMJudge(runtime(), mode="generate"))

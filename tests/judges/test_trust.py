@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from rankkit.data.specs import SpecError
 from rankkit.judges.trust import file_spec_risks
-from rankkit.specs import SpecError
 
 
 def test_local_judges_carry_no_risk():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankkit.synthetic import planted_tasks
+from rankkit.judges.simulated.synthetic import planted_tasks
 
 PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
 STRENGTHS = {f"s{i}": 1000.0 + 100 * i for i in range(8)}

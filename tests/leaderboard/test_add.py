@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rankkit.cache import JudgmentCache
 from rankkit.judges import make_judge
+from rankkit.judgments.cache import JudgmentCache
 from rankkit.leaderboard import LeaderboardError, add_system, anchored, arena
 from tests.leaderboard.conftest import HUMAN_ORDER, PERFECT, STRENGTHS
 
@@ -93,7 +93,7 @@ def test_rating_against_one_opponent_is_the_anchored_rating():
     import math
 
     from rankkit.leaderboard.add import rating_against
-    from rankkit.ratings import ELO_BASE, ELO_SCALE
+    from rankkit.stats.ratings import ELO_BASE, ELO_SCALE
 
     outcomes = [("new", "top", 1.0)] * 7 + [("new", "top", 0.0)] * 3
     expected = 1200.0 + ELO_SCALE * math.log(0.7 / 0.3, ELO_BASE)

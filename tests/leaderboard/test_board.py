@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from rankkit.cli import main
+from rankkit.data.tasks import SAMPLE_DATA, load_tasks
 from rankkit.judges import make_judge
 from rankkit.leaderboard import Leaderboard, arena
 from rankkit.leaderboard.board import read_board
-from rankkit.tasks import SAMPLE_DATA, load_tasks
 from tests.crafted_files import BOARD_CASES, write_crafted
 from tests.leaderboard.conftest import PERFECT
 

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from rankkit.data.specs import SpecError
 from rankkit.judges import make_judge
 from rankkit.leaderboard import (
     Leaderboard,
@@ -18,7 +19,6 @@ from rankkit.leaderboard import (
     induced_outcomes,
     load_truth,
 )
-from rankkit.specs import SpecError
 from tests.conftest import shared_dataset
 from tests.helpers import CountingJudge
 from tests.leaderboard.conftest import HUMAN_ORDER, PERFECT, STRENGTHS
@@ -116,7 +116,7 @@ def test_candidates_need_systems(system_level_tasks):
 
 def test_arena_hard_with_a_simulated_judge():
     path = shared_dataset("arena_hard_v01_arena_elo")
-    from rankkit.tasks import load_tasks
+    from rankkit.data.tasks import load_tasks
 
     tasks = load_tasks(path, limit=20)
     truth = load_truth(find_truth_file(path))
@@ -127,7 +127,7 @@ def test_arena_hard_with_a_simulated_judge():
 
 
 def test_arena_runs_tasks_concurrently_with_the_same_result(system_level_tasks):
-    from tests.test_dispatch import PacedJudge
+    from tests.judgments.test_dispatch import PacedJudge
 
     paced = PacedJudge(8, delay=0.001)
     concurrent = arena(system_level_tasks, paced, seed=2, resamples=0)

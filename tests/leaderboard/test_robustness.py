@@ -9,7 +9,7 @@ import pytest
 
 from rankkit.leaderboard import Leaderboard, rate_bt, rate_win_rate
 from rankkit.leaderboard.robustness import leaderboard_robustness, robustness_lines
-from rankkit.ratings import bradley_terry, win_rates
+from rankkit.stats.ratings import bradley_terry, win_rates
 
 
 def random_board(seed: int, systems: int, battles: int, anchored: bool = False) -> Leaderboard:
@@ -99,7 +99,7 @@ def test_rankkit_leaderboard_prints_and_writes_its_robustness(tmp_path):
     from click.testing import CliRunner
 
     from rankkit.cli import main
-    from rankkit.samples import sample_path
+    from rankkit.data.samples import sample_path
 
     args = [
         "leaderboard",

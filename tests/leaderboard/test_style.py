@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from rankkit.cli import main
+from rankkit.data.tasks import Candidate, Task
 from rankkit.judges import make_judge
 from rankkit.leaderboard import Leaderboard, LeaderboardError, add_system, build, restrict
 from rankkit.leaderboard.display import report, style_lines
@@ -22,7 +23,6 @@ from rankkit.leaderboard.style import (
     parse_control,
     self_preference_systems,
 )
-from rankkit.tasks import Candidate, Task
 
 #: True quality (human score) of each system; "verbose" is the weakest and writes the longest answers.
 QUALITY = {"strong": 3.0, "mid": 2.0, "verbose": 1.0, "terse": 1.5}

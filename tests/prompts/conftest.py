@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rankkit.tasks import Candidate, Task
+from rankkit.data.tasks import Candidate, Task
 
 
 def make_task(meta=None, reference=None, scale=(0.0, 4.0), prompt="What is 2+2?") -> Task:

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from rankkit.judges.generate_mode import verdict_prefix
-from rankkit.judges.kway import CHOICE_PREFIX, RANKING_PREFIX
-from rankkit.judges.modes import Prompt
+from rankkit.judges.llm.generate_mode import verdict_prefix
+from rankkit.judges.llm.modes import Prompt
 from rankkit.prompts import builtin_templates
+from rankkit.prompts.kway_verdicts import CHOICE_PREFIX, RANKING_PREFIX
 from rankkit.prompts.protocol import (
     SPECIAL_TOKEN_NAME,
     WITHHELD,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rankkit.data.tasks import Candidate
 from rankkit.prompts import (
     NO_REFERENCE,
     builtin_templates,
@@ -13,7 +14,6 @@ from rankkit.prompts import (
     render_pointwise,
     to_task_scale,
 )
-from rankkit.tasks import Candidate
 from tests.prompts.conftest import make_task
 
 

@@ -126,7 +126,7 @@ def test_strip_echoes_removes_boxes_and_verbatim_copies():
 
 
 def test_strip_echoes_with_kway_boxes_removes_lettered_boxes_only():
-    from rankkit.judges.kway import parse_ranking
+    from rankkit.prompts.kway_verdicts import parse_ranking
     from rankkit.prompts.verdicts import ECHOED_KWAY_BOXES, strip_echoes
 
     echoed = "Ranking: A > B\n<answer_B>\nRanking: B > A\n</answer_B>"

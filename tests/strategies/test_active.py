@@ -12,9 +12,9 @@ import pytest
 from scipy.stats import spearmanr as _spearmanr
 
 import rankkit.strategies.active as active_module
-from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.runner import run
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.judges.simulated.sim import FixedAccuracyJudge
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.strategies._bt_posterior import Posterior, bt_posterior
 from rankkit.strategies._pair_choice import (
@@ -398,8 +398,8 @@ def test_stopping_on_target_is_calibrated_on_a_simulated_judge(criterion):
     ``confidence`` of them, up to two binomial standard errors (the tolerance)."""
     from dataclasses import asdict
 
-    from rankkit.judges.sim import LatentJudge
-    from rankkit.judges.sim_model import LATENT_PRESETS
+    from rankkit.judges.simulated.sim import LatentJudge
+    from rankkit.judges.simulated.sim_model import LATENT_PRESETS
 
     confidence = 0.8
     rng = random.Random(5)

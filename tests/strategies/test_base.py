@@ -8,11 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from rankkit.cli import main
-from rankkit.judge_protocol import Capabilities
+from rankkit.data.specs import SpecError
 from rankkit.judges import make_judge
-from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.runner import run
-from rankkit.specs import SpecError
+from rankkit.judges.simulated.sim import FixedAccuracyJudge
+from rankkit.judgments.judge_protocol import Capabilities
+from rankkit.runs.runner import run
 from rankkit.strategies import CandidateExtras, Ranking, Strategy, describe_parameters, make_strategy, strategy_classes
 from rankkit.strategies.base import check_compatible
 from tests.helpers import CountingJudge
@@ -143,7 +143,7 @@ def test_a_strategys_own_extras_round_trip_through_the_results_json(margin_wins,
     import json
 
     import rankkit
-    from rankkit.results import RunResult
+    from rankkit.runs.results import RunResult
 
     result = rankkit.compare(sample_tasks[:2], strategies=["margin_wins"], judge="sim:preset=gpt4")
     extras = result.strategies[0].tasks[0].extras
@@ -165,8 +165,8 @@ def test_extras_of_a_strategy_not_installed_here_are_kept(margin_wins, sample_ta
     import json
 
     import rankkit
-    from rankkit.recorded_run import RecordedStrategy
-    from rankkit.results import RunResult
+    from rankkit.runs.recorded_run import RecordedStrategy
+    from rankkit.runs.results import RunResult
     from rankkit.strategies import base
 
     result = rankkit.compare(sample_tasks[:1], strategies=["margin_wins"], judge="sim:preset=gpt4")
@@ -185,7 +185,7 @@ def test_an_unknown_extra_of_an_installed_strategy_names_where_it_is(margin_wins
 
     import rankkit
     from rankkit.errors import TaskFormatError
-    from rankkit.results import RunResult
+    from rankkit.runs.results import RunResult
 
     payload = json.loads(
         json.dumps(rankkit.compare(sample_tasks[:1], strategies=["margin_wins"], judge="sim:preset=gpt4").to_dict())

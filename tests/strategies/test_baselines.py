@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rankkit.judges.sim import FixedAccuracyJudge
+from rankkit.judges.simulated.sim import FixedAccuracyJudge
 from rankkit.strategies.individual import Individual
 from rankkit.strategies.pairwise import Pairwise
 from tests.helpers import make_task, perfect_judge, rank_once

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from rankkit.judges.sim import FixedAccuracyJudge
+from rankkit.judges.simulated.sim import FixedAccuracyJudge
 from rankkit.strategies import Ranking, Strategy, make_strategy
 from tests.helpers import make_task, rank_once
 

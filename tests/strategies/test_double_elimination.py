@@ -7,14 +7,14 @@ from collections import Counter
 
 import pytest
 
-from rankkit.judges.sim import FixedAccuracyJudge, LatentJudge
-from rankkit.judgments import Verdict, Winner
-from rankkit.matches import Comparison
-from rankkit.runner import run
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.judges.simulated.sim import FixedAccuracyJudge, LatentJudge
+from rankkit.judgments.values import Verdict, Winner
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.strategies._graded import corrected_grades, fit_corrected_grades, mean_grades
 from rankkit.strategies.double_elimination import DoubleElimination, bracket_pairs
+from rankkit.strategies.matches import Comparison
 from tests.helpers import human_order, make_task, perfect_judge, rank_once, score_order
 
 

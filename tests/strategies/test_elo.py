@@ -6,13 +6,13 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from rankkit.data.specs import SpecError
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge
-from rankkit.judgments import Verdict
-from rankkit.runner import run
-from rankkit.specs import SpecError
+from rankkit.judges.simulated.synthetic import planted_tasks
+from rankkit.judgments.values import Verdict
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.synthetic import planted_tasks
 
 PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"
 

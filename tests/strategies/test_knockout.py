@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from rankkit.cache import JudgmentCache
+from rankkit.data.specs import SpecError
 from rankkit.judges.base import JudgeError
-from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.runner import run
-from rankkit.specs import SpecError
+from rankkit.judges.simulated.sim import FixedAccuracyJudge
+from rankkit.judgments.cache import JudgmentCache
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.strategies.knockout import Knockout
 from tests.helpers import (
@@ -87,7 +87,7 @@ def test_tie_rules():
     judge = FixedAccuracyJudge(accuracy=1.0, noise=0.0)
     # sim keeps scores strictly ordered with its verdict, so build ties by a judge that always ties
     from rankkit.judges.base import Judge
-    from rankkit.judgments import Verdict, Winner
+    from rankkit.judgments.values import Verdict, Winner
 
     class TieJudge(Judge):
         backend = "tie"

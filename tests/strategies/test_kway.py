@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from rankkit.judges.sim import LatentJudge
-from rankkit.judgments import GroupChoice, GroupRanking, ParseStatus
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.judges.simulated.sim import LatentJudge
+from rankkit.judgments.values import GroupChoice, GroupRanking, ParseStatus
 from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
 from rankkit.strategies.setwise_groups import group_sizes
 from rankkit.strategies.setwise_knockout import bracket_group_sizes

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.order import ORDERS
-from rankkit.recorded_run import strategy_from_record
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.judges.simulated.sim import FixedAccuracyJudge
+from rankkit.runs.recorded_run import strategy_from_record
 from rankkit.strategies import describe_parameters, make_strategy, strategy_classes
 from rankkit.strategies.knockout import Knockout
+from rankkit.strategies.order import ORDERS
 from tests.helpers import make_task, rank_once
 
 PAIRWISE = sorted(name for name, cls in strategy_classes().items() if cls.kind == "pairwise")
 
-#: The default policy (rankkit.matches): both orders for strategies that judge every pair or sort;
+#: The default policy (rankkit.strategies.matches): both orders for strategies that judge every pair or sort;
 #: one order otherwise — given where the strategy draws its pairs at random, random where pairs
 #: come back or come out of a sort; elo and bt in one order keep data order. (default, debias=false)
 POLICY = {

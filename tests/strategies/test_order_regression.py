@@ -34,7 +34,7 @@ When a change of outputs is intended, re-record only the cases it changes (patte
 History of deliberate re-pins (the snapshot was first written before presentation order moved
 into the match source): ``heapsort:debias=false`` and ``sliding:debias=false`` alone, when the
 match source's one presentation coin replaced their own (same distribution, other draws); the 95%
-intervals of ``bt:bootstrap=5``, when one bootstrap (:mod:`rankkit.stats`) replaced the strategy's
+intervals of ``bt:bootstrap=5``, when one bootstrap (:mod:`rankkit.stats.intervals`) replaced the strategy's
 own. The move to this compact form was checked, on one machine, to be a conversion: the 0.1 code
 and the 0.2 code (after the vocabulary rename) reproduced the former snapshot bit for bit. In 0.2 (one judgment memo, no reuse of another strategy's verdicts):
 ``heapsort:order=random`` and ``sliding:order=random`` shared, which now equal their alone runs
@@ -59,11 +59,11 @@ from typing import Any
 
 import pytest
 
-from rankkit.choices import GroupComparison
 from rankkit.judges import make_judge
-from rankkit.runner import run
+from rankkit.judges.simulated.synthetic import planted_tasks
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy, strategy_classes
-from rankkit.synthetic import planted_tasks
+from rankkit.strategies.choices import GroupComparison
 
 SNAPSHOT = Path(__file__).resolve().parents[1] / "data" / "order_regression.json"
 JUDGE = "sim:preset=chatgpt"

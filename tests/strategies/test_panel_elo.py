@@ -7,15 +7,15 @@ from itertools import combinations
 
 import pytest
 
-from rankkit.cache import NullCache
+from rankkit.data.specs import SpecError
 from rankkit.judges import make_judge
 from rankkit.judges.base import Judge
-from rankkit.judgments import Verdict, Winner
-from rankkit.matches import Cost, MatchSource
-from rankkit.memo import JudgmentMemo
-from rankkit.runner import run
-from rankkit.specs import SpecError
+from rankkit.judgments.cache import NullCache
+from rankkit.judgments.memo import JudgmentMemo
+from rankkit.judgments.values import Verdict, Winner
+from rankkit.runs.runner import run
 from rankkit.strategies import CandidateExtras, make_strategy
+from rankkit.strategies.matches import Cost, MatchSource
 from rankkit.strategies.panel_elo import PanelElo
 from tests.helpers import make_task, perfect_judge
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from rankkit.data.specs import SpecError
 from rankkit.judges import make_judge
-from rankkit.runner import run
-from rankkit.specs import SpecError
+from rankkit.judges.simulated.synthetic import planted_tasks
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
-from rankkit.synthetic import planted_tasks
 from tests.helpers import RecordingJudge, human_order
 
 PERFECT = "sim:model=fixed,accuracy=1,position_bias=0,noise=0"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankkit.plan.dry_run import target_forecast
-from rankkit.runner import RunProgress
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.runs.plan.dry_run import target_forecast
+from rankkit.runs.runner import RunProgress
 from rankkit.strategies import make_strategy
 from rankkit.strategies._bt_posterior import Evidence
 from rankkit.strategies._stopping import (

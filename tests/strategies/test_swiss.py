@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from rankkit.judges.sim import FixedAccuracyJudge
-from rankkit.runner import run
-from rankkit.specs import SpecError
+from rankkit.data.specs import SpecError
+from rankkit.judges.simulated.sim import FixedAccuracyJudge
+from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
 from rankkit.strategies.swiss import Swiss, swiss_pairing
 from tests.helpers import (
@@ -203,7 +203,7 @@ def test_runs_in_the_runner_and_reports_cost(sample_tasks):
 def test_corrected_aggregate_removes_a_slot_bias_that_misleads_mean_grades(spec):
     """A noiseless judge with a strong first-slot effect (every grade is h ± 1.5 spreads): the
     least-squares correction recovers the human order; plain mean grades need not."""
-    from rankkit.judges.sim import LatentJudge
+    from rankkit.judges.simulated.sim import LatentJudge
     from tests.helpers import human_order, make_task, rank_once, score_order
 
     task = make_task([0.0, 1.0, 1.5, 2.0, 3.0, 3.5, 4.0, 5.0, 6.0, 7.5], scale=(-100, 100))

@@ -1,0 +1,31 @@
+"""The synthetic data files bundled with rankkit, by name, so examples run from a fresh install.
+
+``rankkit/data/*/README.md`` says how each was made; ``../shared/data`` in a checkout is for
+benchmarks and tests only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DATA_DIR = Path(__file__).parent
+
+#: name -> (path under rankkit/data, what it holds)
+SAMPLES = {
+    "tasks": ("sample/tasks.jsonl", "6 exam questions, 4-5 graded answers each (the default --data)"),
+    "judgments": (
+        "sample/judgments.jsonl",
+        "every ordered pair of `tasks` judged once by sim:preset=gpt4, for --judge replay:FILE",
+    ),
+    "leaderboard": (
+        "leaderboard/tasks.jsonl",
+        "6 systems answering the same 12 word problems, graded, for rankkit leaderboard",
+    ),
+}
+
+
+def sample_path(name: str) -> Path:
+    """The bundled sample ``name`` (a key of :data:`SAMPLES`); a ``KeyError`` listing them otherwise."""
+    if name not in SAMPLES:
+        raise KeyError(f"no bundled sample {name!r}; choose one of {', '.join(SAMPLES)}")
+    return DATA_DIR / SAMPLES[name][0]

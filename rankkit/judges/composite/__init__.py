@@ -1,0 +1,1 @@
+"""Judges made of judges: panels."""

@@ -1,0 +1,1 @@
+"""Hosted APIs: OpenAI-compatible servers and Anthropic, with batching, pacing and prices."""

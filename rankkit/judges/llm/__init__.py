@@ -1,0 +1,1 @@
+"""LLM judges: prompting a runtime (PREPAIR included) and reading its verdicts unsteerably."""

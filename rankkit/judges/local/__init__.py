@@ -1,0 +1,1 @@
+"""Local runtimes: Hugging Face transformers and vLLM in process."""

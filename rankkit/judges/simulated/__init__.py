@@ -1,0 +1,1 @@
+"""Simulated and recorded judges: calibrated simulators, synthetic tasks, replay of recordings."""

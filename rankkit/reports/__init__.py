@@ -1,0 +1,1 @@
+"""Presentation of a run: the HTML report, plots and the judge report."""

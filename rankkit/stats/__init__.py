@@ -1,0 +1,1 @@
+"""Statistics: confidence intervals, agreement with human scores, rating models."""
