@@ -84,86 +84,107 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parents[1]  # the checkout this script lives in (and writes to)
 RESULTS = ROOT / "benchmarks" / "results"
 MAX_LINES = 500
-#: The package's floors, lowest first (issue 29; docs: the design notes' "Floors"): a module may
-#: import modules of its own floor and of lower ones, never of a higher one, not even lazily or
-#: under ``TYPE_CHECKING``. Names are relative to ``rankkit``; a package stands for its modules too
-#: (``judges`` covers ``judges.*``) and ``""`` is ``rankkit/__init__.py`` (its lazy public names).
-FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "errors, specs, data",
-        (
-            "errors",
-            "specs",
-            "file_parsing",
-            "frames",
-            "task_files",
-            "file_checks",
-            "tasks",
-            "samples",
-            "synthetic",
-            "stats",
-            "metrics",
-            "ratings",
-            "formatting",
-        ),
-    ),
-    ("judgments", ("judgments", "judge_protocol")),
-    ("cache", ("cache_schema", "cache_leases", "cache")),
-    ("memo", ("memo",)),
+#: The package's stages, lowest first (issue 41): the folders of ``rankkit/`` in the order a run
+#: flows through them, from reading a task file to a report. A module may import modules of its own
+#: stage and of lower ones, never of a higher one, not even lazily or under ``TYPE_CHECKING``. A
+#: stage is a folder (or a top-level module) of ``rankkit``; ``""`` is ``rankkit/__init__.py`` (its
+#: lazy public names). ``tests/test_architecture.py`` checks that every entry of ``rankkit/`` is here.
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("errors", ("errors",)),
+    ("data: reading and validating tasks, tables and spec strings", ("data",)),
+    ("stats: intervals, agreement, rating models", ("stats",)),
+    ("judgments: values, memo, cache", ("judgments",)),
     ("prompts", ("prompts",)),
-    ("matches", ("matches", "choices", "order")),
-    ("strategies", ("strategies", "brackets")),
+    ("strategies and the matches they play", ("strategies",)),
     ("judges", ("judges",)),
-    (
-        "runner, api",
-        (
-            "runner",
-            "api",
-            "dispatch",
-            "results",
-            "result_records",
-            "recorded_run",
-            "bill",
-            "recording",
-            "scale",
-            "plan",
-            "rerank",
-            "rejudging",
-            "rejudging_tables",
-        ),
-    ),
-    (
-        "front ends",
-        (
-            "",
-            "__main__",
-            "cli",
-            "cli_leaderboard",
-            "cli_options",
-            "cli_results",
-            "cli_support",
-            "cli_tables",
-            "config",
-            "report",
-            "report_data",
-            "report_html",
-            "report_bias",
-            "report_sections",
-            "plots",
-            "judge_report",
-            "judge_report_pairs",
-            "judge_report_panel",
-            "judge_report_text",
-            "leaderboard",
-            "analysis",
-            "data",
-        ),
-    ),
+    ("runs: running and results", ("runs",)),
+    ("leaderboard", ("leaderboard",)),
+    ("reports: presentation", ("reports",)),
+    ("api", ("api",)),
+    ("front ends", ("cli", "__main__", "")),
+)
+#: ``judges/`` grouped by kind, lowest first; the same rule holds between the groups. ``judges``
+#: itself (its ``__init__``, ``base`` and ``backends``: the protocol and the registry) is the lowest;
+#: ``trust`` checks specs of every kind, panels included.
+JUDGE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("judges: protocol and registry", ("judges", "judges.base", "judges.backends")),
+    ("judges: LLM prompting and verdict reading", ("judges.llm",)),
+    ("judges: local runtimes, hosted APIs, simulated and recorded", ("judges.local", "judges.hosted", "judges.simulated")),
+    ("judges: composite", ("judges.composite",)),
+    ("judges: trust of specs read from files", ("judges.trust",)),
+)
+#: The floors the checks use: the stages, with ``judges`` opened into its groups.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    floor for stage in STAGES for floor in (JUDGE_GROUPS if stage[1] == ("judges",) else (stage,))
 )
 #: The core: every floor below the strategies.
-CORE = tuple(name for label, names in FLOORS[: [f[0] for f in FLOORS].index("strategies")] for name in names)
-#: Modules of earlier releases measured under their current name (a checkout given with --repo).
-FORMER_NAMES = {"engine": "dispatch"}
+CORE = tuple(name for label, names in FLOORS[: [f[1] for f in FLOORS].index(("strategies",))] for name in names)
+#: Modules of earlier releases measured under their current name (a checkout given with --repo):
+#: 0.2's ``engine``, and every module 0.4 moved into a stage folder.
+FORMER_NAMES = {
+    "engine": "judgments.dispatch",
+    "dispatch": "judgments.dispatch",
+    "specs": "data.specs",
+    "formatting": "data.formatting",
+    "frames": "data.frames",
+    "task_files": "data.task_files",
+    "tasks": "data.tasks",
+    "file_checks": "data.file_checks",
+    "samples": "data.samples",
+    "stats": "stats.intervals",
+    "metrics": "stats.metrics",
+    "ratings": "stats.ratings",
+    "judgments": "judgments.values",
+    "cache": "judgments.cache",
+    "memo": "judgments.memo",
+    "matches": "strategies.matches",
+    "choices": "strategies.choices",
+    "order": "strategies.order",
+    "brackets": "strategies.brackets",
+    "synthetic": "judges.simulated.synthetic",
+    "runner": "runs.runner",
+    "results": "runs.results",
+    "bill": "runs.bill",
+    "scale": "runs.scale",
+    "recording": "runs.recording",
+    "rerank": "runs.rerank",
+    "rejudging": "runs.rejudging",
+    "plan": "runs.plan",
+    "analysis": "runs.analysis",
+    "report": "reports.report",
+    "plots": "reports.plots",
+    "judge_report": "reports.judge_report",
+    "cli_support": "cli.support",
+    "config": "cli.config",
+    "judges.kway": "prompts.kway_verdicts",
+    "judges.llm": "judges.llm.judge",
+    "judges.llm_runtime": "judges.llm.runtime",
+    "judges.modes": "judges.llm.modes",
+    "judges.kway_llm": "judges.llm.kway",
+    "judges.calibration": "judges.llm.calibration",
+    "judges.context": "judges.llm.context",
+    "judges.prepair": "judges.llm.prepair",
+    "judges.hf": "judges.local.hf",
+    "judges.hf_runtime": "judges.local.hf_runtime",
+    "judges.hf_batching": "judges.local.hf_batching",
+    "judges.hf_loading": "judges.local.hf_loading",
+    "judges.hf_exact": "judges.local.hf_exact",
+    "judges.chat_tokens": "judges.local.chat_tokens",
+    "judges.vllm": "judges.local.vllm",
+    "judges.openai_compat": "judges.hosted.openai_compat",
+    "judges.anthropic": "judges.hosted.anthropic",
+    "judges.batches": "judges.hosted.batches",
+    "judges.batch_options": "judges.hosted.batch_options",
+    "judges.pacing": "judges.hosted.pacing",
+    "judges.prices": "judges.hosted.prices",
+    "judges.hosted_verdict": "judges.hosted.verdict",
+    "judges.http_client": "judges.hosted.http_client",
+    "judges.sim": "judges.simulated.sim",
+    "judges.sim_targets": "judges.simulated.sim_targets",
+    "judges.replay": "judges.simulated.replay",
+    "judges.panel": "judges.composite.panel",
+    "data.make_samples": "cli",
+}
 JUDGE_METHODS = ("compare_many", "compare", "grade_many", "score_many")
 SIM_MODULE = "rankkit.judges.simulated.sim"
 DATA_SUFFIXES = (".jsonl", ".csv", ".tsv", ".parquet", ".json")
@@ -252,12 +273,22 @@ def import_graph(mods: dict[str, Path], scope: str) -> nx.DiGraph:
     return graph
 
 
+def current_name(relative: str) -> str:
+    """``relative`` (a module name relative to ``rankkit``) under its current name (:data:`FORMER_NAMES`)."""
+    parts = relative.split(".")
+    for cut in range(len(parts), 0, -1):
+        head = ".".join(parts[:cut])
+        if head in FORMER_NAMES and not (cut == 1 and len(parts) > 1 and f"{head}.{parts[1]}" in FORMER_NAMES):
+            return ".".join([FORMER_NAMES[head], *parts[cut:]])
+    return relative
+
+
 def floor_of(module: str) -> int | None:
     """The index in :data:`FLOORS` of ``module`` (a full name, ``rankkit.x.y``): the floor of the
-    longest entry that is the module or a package above it; None when no entry covers it."""
-    relative = module.removeprefix("rankkit").removeprefix(".")
-    head, _, rest = relative.partition(".")
-    relative = ".".join(filter(None, (FORMER_NAMES.get(head, head), rest)))
+    longest entry that is the module or a package above it; None when no entry covers it. An earlier
+    release's module is placed under its current name (:data:`FORMER_NAMES`; a former name that is
+    now a package, such as ``stats``, lies on the same floor either way)."""
+    relative = current_name(module.removeprefix("rankkit").removeprefix("."))
     best: tuple[int, int] | None = None  # (length of the entry, floor)
     for floor, (_, names) in enumerate(FLOORS):
         for name in names:
@@ -267,6 +298,22 @@ def floor_of(module: str) -> int | None:
     return None if best is None else best[1]
 
 
+def unplaced_entries(repo: Path) -> list[str]:
+    """The entries of ``rankkit/`` and ``rankkit/judges/`` (modules and folders) that no stage or
+    judge group names: a new folder or top-level module must be given its place in the flow."""
+    named = {name for _, names in FLOORS for name in names}
+    found = []
+    for folder, prefix in ((repo / "rankkit", ""), (repo / "rankkit" / "judges", "judges.")):
+        for entry in folder.iterdir():
+            if entry.name.startswith(("_", ".")) and entry.name != "__main__.py":
+                continue
+            if entry.suffix == ".py" or (entry / "__init__.py").exists():
+                name = prefix + entry.name.removesuffix(".py")
+                if name not in named:
+                    found.append(name)
+    return sorted(found)
+
+
 def without_floor(mods: dict[str, Path]) -> list[str]:
     """The modules on no floor of :data:`FLOORS` (a new module must be given one)."""
     return sorted(name for name in mods if floor_of(name) is None)
@@ -274,7 +321,7 @@ def without_floor(mods: dict[str, Path]) -> list[str]:
 
 def core_modules(mods: dict[str, Path]) -> set[str]:
     """The modules of ``mods`` below the strategies' floor."""
-    strategies = [label for label, _ in FLOORS].index("strategies")
+    strategies = [names for _, names in FLOORS].index(("strategies",))
     return {name for name in mods if (floor := floor_of(name)) is not None and floor < strategies}
 
 
