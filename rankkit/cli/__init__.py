@@ -352,7 +352,3 @@ def samples_command(name) -> None:
     if name not in SAMPLES:
         fail(f"no bundled sample {name!r}; choose one of {', '.join(SAMPLES)}")
     click.echo(str(sample_path(name)))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
