@@ -86,7 +86,7 @@ def _name(row: Mapping[str, Any], field: str, path: Path, line: int) -> str:
 
 
 def _score(value: Any, path: Path, line: int) -> float:
-    if isinstance(value, str):  # a CSV cell
+    if isinstance(value, str) and path.suffix.lower() == ".csv":  # a CSV cell is text; JSON says what it is
         try:
             value = float(value)
         except ValueError:
