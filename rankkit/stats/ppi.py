@@ -29,9 +29,11 @@ from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE
 if TYPE_CHECKING:  # numpy and scipy load where used
     import numpy as np
 
-#: L2 pull of the log-strengths towards 0, in units of the mean per-pair loss: keeps a system that
-#: never lost (or never won) in the human votes finite. 1e-3 is worth about 1/1000 of a comparison.
-BT_RIDGE = 1e-3
+#: L2 pull of the centred log-strengths towards 0, in units of the mean per-pair loss: keeps a
+#: system that never lost (or never won) in the human votes finite. Small, because it biases every
+#: rating towards the mean: 1e-3 cost 8 systems' intervals about 2 points of coverage at 1,000
+#: votes (benchmarks/ppi.py), 1e-4 nothing measurable.
+BT_RIDGE = 1e-4
 #: The fit stops when the gradient of the mean per-pair loss is below this (about 1e-7 of an Elo
 #: point; trust-exact's default stopped 0.004 Elo points off on a two-item case).
 GRADIENT_TOL = 1e-10
@@ -216,31 +218,33 @@ def _design(first: np.ndarray, second: np.ndarray, n_items: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Problem:
-    """The weighted soft-label logistic loss PPI++ minimises: ``Σ w·softplus(d) − t·d + ridge/2·|φ|²``."""
+    """The weighted soft-label logistic loss PPI++ minimises: ``Σ w·softplus(d) − t·d + φᵀPφ/2``.
+
+    ``penalty`` P is the ridge on the *centred* log-strengths (a ridge on the free coordinates would
+    pull every item towards item 0, whose log-strength they are measured from)."""
 
     design: np.ndarray
     weight: np.ndarray
     target: np.ndarray
-    ridge: float
+    penalty: np.ndarray
 
     def value(self, phi: np.ndarray) -> float:
         import numpy as np
 
         d = self.design @ phi
-        return float(np.sum(self.weight * np.logaddexp(0.0, d) - self.target * d) + self.ridge / 2 * phi @ phi)
+        return float(np.sum(self.weight * np.logaddexp(0.0, d) - self.target * d) + phi @ self.penalty @ phi / 2)
 
     def gradient(self, phi: np.ndarray) -> np.ndarray:
         from scipy.special import expit
 
         d = self.design @ phi
-        return self.design.T @ (self.weight * expit(d) - self.target) + self.ridge * phi
+        return self.design.T @ (self.weight * expit(d) - self.target) + self.penalty @ phi
 
     def hessian(self, phi: np.ndarray) -> np.ndarray:
-        import numpy as np
         from scipy.special import expit
 
         p = expit(self.design @ phi)
-        return (self.design.T * (self.weight * p * (1 - p))) @ self.design + self.ridge * np.eye(len(phi))
+        return (self.design.T * (self.weight * p * (1 - p))) @ self.design + self.penalty
 
 
 def _fit(problem: _Problem) -> np.ndarray:
@@ -260,7 +264,13 @@ def _fit(problem: _Problem) -> np.ndarray:
 
 
 def _weighted_problem(
-    x_lab: np.ndarray, x_unl: np.ndarray, y: np.ndarray, f: np.ndarray, f_unl: np.ndarray, lam: float, ridge: float
+    x_lab: np.ndarray,
+    x_unl: np.ndarray,
+    y: np.ndarray,
+    f: np.ndarray,
+    f_unl: np.ndarray,
+    lam: float,
+    penalty: np.ndarray,
 ) -> _Problem:
     """PPI++'s loss: λ·mean ℓ(judge, unlabelled) + mean[ℓ(human) − λ·ℓ(judge)] on the labelled pairs.
 
@@ -275,7 +285,7 @@ def _weighted_problem(
         design=np.vstack([x_lab, x_unl]),
         weight=np.concatenate([np.full(n, (1 - lam) / n), np.full(len(f_unl), lam / big_n)]),
         target=np.concatenate([(y - lam * f) / n, lam * f_unl / big_n]),
-        ridge=ridge,
+        penalty=penalty,
     )
 
 
@@ -310,11 +320,11 @@ def _tuned_lam(psi_y: np.ndarray, psi_f: np.ndarray, psi_f_unl: np.ndarray) -> f
     return min(1.0, max(0.0, cross / ((1 + n / big_n) * judge)))
 
 
-def _judge_only_problem(design: np.ndarray, judge: np.ndarray, ridge: float) -> _Problem:
+def _judge_only_problem(design: np.ndarray, judge: np.ndarray, penalty: np.ndarray) -> _Problem:
     """The judge's own Bradley–Terry loss: every judged pair, the judge's points as labels."""
     import numpy as np
 
-    return _Problem(design, np.full(len(judge), 1.0 / len(judge)), judge / len(judge), ridge)
+    return _Problem(design, np.full(len(judge), 1.0 / len(judge)), judge / len(judge), penalty)
 
 
 def ppi_bradley_terry(
@@ -365,18 +375,19 @@ def ppi_bradley_terry(
     x_unl = _design(unlabelled.first, unlabelled.second, n_items)
     x_all, f_all = np.vstack([x_lab, x_unl]), np.concatenate([f, f_unl])
     to_centred = _centering(n_items)
+    penalty = ridge * to_centred.T @ to_centred
 
     def fit(weight: float) -> np.ndarray:
-        return _fit(_weighted_problem(x_lab, x_unl, y, f, f_unl, weight, ridge))
+        return _fit(_weighted_problem(x_lab, x_unl, y, f, f_unl, weight, penalty))
 
     def influences(phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        hessian = _judge_only_problem(x_all, f_all, ridge).hessian(phi)  # labels do not enter a logistic Hessian
+        hessian = _judge_only_problem(x_all, f_all, penalty).hessian(phi)  # labels do not enter a logistic Hessian
         inverse = np.linalg.inv(hessian) @ to_centred.T  # rows: free coordinates; columns: centred ratings
         return tuple(_influences(x, phi, labels, inverse) for x, labels in ((x_lab, y), (x_lab, f), (x_unl, f_unl)))
 
     if lam is None:
         lam = _tuned_lam(*influences(fit(1.0)))
-    phi, human_phi, judge_phi = fit(lam), fit(0.0), _fit(_judge_only_problem(x_all, f_all, ridge))
+    phi, human_phi, judge_phi = fit(lam), fit(0.0), _fit(_judge_only_problem(x_all, f_all, penalty))
     psi_y, psi_f, psi_f_unl = influences(phi)
     psi_y_human = influences(human_phi)[0]
     psi_f_all = np.vstack([psi_f, psi_f_unl])
