@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from rankkit.stats.ppi import PPIEstimate, pair_labels, ppi_bradley_terry
+from rankkit.stats.ppi import PPIResult, pair_labels, ppi_bradley_terry
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 VOTES = (100, 300, 1000)
@@ -108,7 +108,7 @@ def one_seed(seed: int, quality, lengths, names, args: argparse.Namespace, truth
     return out
 
 
-def figures(rows: list[PPIEstimate], truth: np.ndarray, quality: np.ndarray) -> dict[str, float]:
+def figures(rows: list[PPIResult], truth: np.ndarray, quality: np.ndarray) -> dict[str, float]:
     ppi = np.array([r.ppi.estimate for r in rows])
     human = np.array([r.human_only.estimate for r in rows])
     judge = np.array([r.judge_only for r in rows])

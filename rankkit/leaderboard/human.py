@@ -27,7 +27,7 @@ from rankkit.data.tasks import Task
 from rankkit.errors import TaskFormatError
 from rankkit.leaderboard.board import Leaderboard, LeaderboardError, systems_of
 from rankkit.stats.intervals import DEFAULT_LEVEL
-from rankkit.stats.ppi import PPIEstimate, pair_labels, ppi_bradley_terry, ppi_mean
+from rankkit.stats.ppi import PPIResult, pair_labels, ppi_bradley_terry, ppi_mean
 
 #: A vote's names (task ids, candidate ids, system names) are at most this long.
 MAX_NAME_CHARS = 1000
@@ -241,7 +241,7 @@ def pair_votes(board: Leaderboard, tasks: Sequence[Task], votes: HumanVotes) -> 
     return PairedVotes(tuple(board.names), tuple(labelled), unlabelled)
 
 
-def ppi_ratings(paired: PairedVotes, level: float = DEFAULT_LEVEL) -> dict[str, PPIEstimate]:
+def ppi_ratings(paired: PairedVotes, level: float = DEFAULT_LEVEL) -> dict[str, PPIResult]:
     """Each system's PPI++ Bradley–Terry rating (Elo scale) from :func:`pair_votes`' split."""
     index = {name: i for i, name in enumerate(paired.systems)}
 
@@ -257,7 +257,7 @@ def ppi_ratings(paired: PairedVotes, level: float = DEFAULT_LEVEL) -> dict[str, 
     )
 
 
-def ppi_win_rates(paired: PairedVotes, level: float = DEFAULT_LEVEL) -> dict[str, PPIEstimate]:
+def ppi_win_rates(paired: PairedVotes, level: float = DEFAULT_LEVEL) -> dict[str, PPIResult]:
     """Each system's PPI++ share of points over the pairs it played (ties ½), from its own side."""
     out = {}
     for name in paired.systems:
@@ -273,7 +273,7 @@ def ppi_scores(
     votes: HumanVotes,
     judge_scores: Mapping[tuple[str, str], float],
     level: float = DEFAULT_LEVEL,
-) -> dict[str, PPIEstimate]:
+) -> dict[str, PPIResult]:
     """Each system's PPI++ mean score from the judge's grades ``{(task_id, candidate_id): score}`` and
     the human grades (a system with fewer than 2 human grades is left out).
 

@@ -73,7 +73,7 @@ class VarianceParts:
 
 
 @dataclass(frozen=True)
-class PPIEstimate:
+class PPIResult:
     """One prediction-powered estimate beside the human-only and judge-only ones.
 
     Attributes
@@ -118,11 +118,11 @@ def _interval(estimate: float, variance: float, level: float, n: int) -> Interva
 
 def _estimate(
     ppi: float, human: float, judge_only: float, lam: float, parts: VarianceParts, n: int, big_n: int, level: float
-) -> PPIEstimate:
+) -> PPIResult:
     var_ppi = parts.variance(lam, n, big_n)
     var_human = parts.human / n
     effective = n * var_human / var_ppi if var_ppi > 0 else math.inf
-    return PPIEstimate(
+    return PPIResult(
         ppi=_interval(ppi, var_ppi, level, n),
         human_only=_interval(human, var_human, level, n),
         judge_only=float(judge_only),
@@ -144,7 +144,7 @@ def ppi_mean(
     judge_unlabelled: Sequence[float],
     level: float = DEFAULT_LEVEL,
     lam: float | None = None,
-) -> PPIEstimate:
+) -> PPIResult:
     """The PPI++ mean of the human labels: ``λ·mean(judge_unlabelled) + mean(human − λ·judge_labelled)``.
 
     Parameters
@@ -338,8 +338,8 @@ def ppi_bradley_terry(
     initial: float = ELO_INITIAL,
     scale: float = ELO_SCALE,
     base: float = ELO_BASE,
-) -> dict[str, PPIEstimate]:
-    """PPI++ Bradley–Terry ratings on the Elo scale, one :class:`PPIEstimate` per item (λ shared).
+) -> dict[str, PPIResult]:
+    """PPI++ Bradley–Terry ratings on the Elo scale, one :class:`PPIResult` per item (λ shared).
 
     Parameters
     ----------
@@ -401,7 +401,7 @@ def ppi_bradley_terry(
         )
         var_ppi = parts.variance(lam, n, big_n)
         var_human = float(np.var(psi_y_human[:, k], ddof=1)) * factor**2 / n
-        out[name] = PPIEstimate(
+        out[name] = PPIResult(
             ppi=_interval(initial + factor * (to_centred @ phi)[k], var_ppi, level, n),
             human_only=_interval(initial + factor * (to_centred @ human_phi)[k], var_human, level, n),
             judge_only=float(initial + factor * (to_centred @ judge_phi)[k]),
@@ -418,7 +418,7 @@ def ppi_bradley_terry(
 # Planning
 
 
-def votes_needed(estimate: PPIEstimate, width: float, max_votes: int = 10_000_000) -> int:
+def votes_needed(estimate: PPIResult, width: float, max_votes: int = 10_000_000) -> int:
     """How many *more* human votes bring ``estimate``'s PPI interval to at most ``width`` (high − low).
 
     The plan keeps the variance components measured so far (the judge's agreement with the votes)
