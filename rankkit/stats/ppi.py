@@ -327,6 +327,41 @@ def _judge_only_problem(design: np.ndarray, judge: np.ndarray, penalty: np.ndarr
     return _Problem(design, np.full(len(judge), 1.0 / len(judge)), judge / len(judge), penalty)
 
 
+def _rating_result(
+    k: int,
+    ratings: list[np.ndarray],
+    psi: tuple[np.ndarray, np.ndarray, np.ndarray],
+    psi_human: np.ndarray,
+    lam: float,
+    units: float,
+    level: float,
+) -> PPIResult:
+    """Item ``k``'s result from the PPI, human-only and judge-only ratings and the per-pair influences
+    (``psi``: human, judge on the labelled pairs, judge on the rest; ``psi_human``: the human fit's);
+    ``units`` turns log-strength variances into rating variances."""
+    import numpy as np
+
+    psi_y, psi_f, psi_f_unl = (column[:, k] for column in psi)
+    n, big_n = len(psi_y), len(psi_f_unl)
+    parts = VarianceParts(
+        human=float(np.var(psi_y, ddof=1)) * units,
+        judge=float(np.var(np.concatenate([psi_f, psi_f_unl]), ddof=1)) * units,
+        cross=float(np.cov(psi_y, psi_f, ddof=1)[0, 1]) * units,
+    )
+    var_ppi = parts.variance(lam, n, big_n)
+    var_human = float(np.var(psi_human[:, k], ddof=1)) * units / n
+    return PPIResult(
+        ppi=_interval(ratings[0][k], var_ppi, level, n),
+        human_only=_interval(ratings[1][k], var_human, level, n),
+        judge_only=float(ratings[2][k]),
+        lam=float(lam),
+        n_human=n,
+        n_judged=big_n,
+        effective_n=float(n * var_human / var_ppi) if var_ppi > 0 else math.inf,
+        parts=parts,
+    )
+
+
 def ppi_bradley_terry(
     items: Sequence[str],
     labelled: PairLabels,
@@ -365,7 +400,7 @@ def ppi_bradley_terry(
     """
     import numpy as np
 
-    n_items, n, big_n = len(items), len(labelled.points), len(unlabelled.points)
+    n_items, n = len(items), len(labelled.points)
     if n_items < 2 or n < 2:
         raise ValueError("need at least 2 items and 2 labelled pairs")
     y, f, f_unl = labelled.points, np.asarray(judge_labelled, dtype=float), unlabelled.points
@@ -388,30 +423,10 @@ def ppi_bradley_terry(
     if lam is None:
         lam = _tuned_lam(*influences(fit(1.0)))
     phi, human_phi, judge_phi = fit(lam), fit(0.0), _fit(_judge_only_problem(x_all, f_all, penalty))
-    psi_y, psi_f, psi_f_unl = influences(phi)
-    psi_y_human = influences(human_phi)[0]
-    psi_f_all = np.vstack([psi_f, psi_f_unl])
     factor = scale / math.log(base)
-    out = {}
-    for k, name in enumerate(items):
-        parts = VarianceParts(
-            human=float(np.var(psi_y[:, k], ddof=1)) * factor**2,
-            judge=float(np.var(psi_f_all[:, k], ddof=1)) * factor**2,
-            cross=float(np.cov(psi_y[:, k], psi_f[:, k], ddof=1)[0, 1]) * factor**2,
-        )
-        var_ppi = parts.variance(lam, n, big_n)
-        var_human = float(np.var(psi_y_human[:, k], ddof=1)) * factor**2 / n
-        out[name] = PPIResult(
-            ppi=_interval(initial + factor * (to_centred @ phi)[k], var_ppi, level, n),
-            human_only=_interval(initial + factor * (to_centred @ human_phi)[k], var_human, level, n),
-            judge_only=float(initial + factor * (to_centred @ judge_phi)[k]),
-            lam=float(lam),
-            n_human=n,
-            n_judged=big_n,
-            effective_n=float(n * var_human / var_ppi) if var_ppi > 0 else math.inf,
-            parts=parts,
-        )
-    return out
+    ratings = [initial + factor * to_centred @ p for p in (phi, human_phi, judge_phi)]
+    psi, psi_human = influences(phi), influences(human_phi)[0]
+    return {name: _rating_result(k, ratings, psi, psi_human, lam, factor**2, level) for k, name in enumerate(items)}
 
 
 # ---------------------------------------------------------------------------------------------
