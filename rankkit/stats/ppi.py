@@ -31,8 +31,7 @@ if TYPE_CHECKING:  # numpy and scipy load where used
 
 #: L2 pull of the centred log-strengths towards 0, in units of the mean per-pair loss: keeps a
 #: system that never lost (or never won) in the human votes finite. Small, because it biases every
-#: rating towards the mean: 1e-3 cost 8 systems' intervals about 2 points of coverage at 1,000
-#: votes (benchmarks/ppi.py), 1e-4 nothing measurable.
+#: rating towards the mean: at 1e-4 no bias was measurable in benchmarks/ppi.py at 1,000 votes.
 BT_RIDGE = 1e-4
 #: The fit stops when the gradient of the mean per-pair loss is below this (about 1e-7 of an Elo
 #: point; trust-exact's default stopped 0.004 Elo points off on a two-item case).
