@@ -34,6 +34,7 @@ def collect(
     pairs_per_task: int | None = None,
     seed: int = 0,
     progress: bool = False,
+    memo: JudgmentMemo | None = None,
 ) -> tuple[list[PairRecord], list[tuple[Task, list[Verdict]]], Cost]:
     """Judge every sampled pair of every task in both orders (one batch per task).
 
@@ -57,7 +58,7 @@ def collect(
     """
     from tqdm import tqdm
 
-    memo = JudgmentMemo(judge, cache)
+    memo = memo if memo is not None else JudgmentMemo(judge, cache)
     judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
     cost = Cost()
     records: list[PairRecord] = []
@@ -122,7 +123,8 @@ def judge_report(
     from rankkit.judges.composite.panel import PanelJudge
     from rankkit.judges.simulated.replay import is_miss
 
-    records, raw, cost = collect(tasks, judge, cache, pairs_per_task, seed, progress)
+    memo = JudgmentMemo(judge, cache)  # kept: a panel's section reads its members' votes back from it
+    records, raw, cost = collect(tasks, judge, cache, pairs_per_task, seed, progress, memo)
     estimates = measure(records, resamples, level, seed)
     misses = sum(is_miss(j) for _, judgments in raw for j in judgments)
     report: dict[str, Any] = {
@@ -150,5 +152,5 @@ def judge_report(
         "metrics": {name: metric_json(estimate) for name, estimate in estimates.items()},
     }
     if isinstance(judge, PanelJudge):
-        report["panel"] = panel_section(judge, tasks, records, resamples, level, seed)
+        report["panel"] = panel_section(judge, memo, tasks, records, resamples, level, seed)
     return report

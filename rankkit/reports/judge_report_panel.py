@@ -24,15 +24,22 @@ from rankkit.reports.judge_report_pairs import (
 
 if TYPE_CHECKING:
     from rankkit.judges.composite.panel import VoteCount
+    from rankkit.judgments.memo import JudgmentMemo
 
 
 def panel_section(
-    panel: Any, tasks: Sequence[Task], records: Sequence[PairRecord], resamples: int, level: float, seed: int
+    panel: Any,
+    memo: JudgmentMemo,
+    tasks: Sequence[Task],
+    records: Sequence[PairRecord],
+    resamples: int,
+    level: float,
+    seed: int,
 ) -> dict[str, Any]:
     """Per-member metrics, inter-member agreement and draws by threshold for a panel judge.
 
-    Reads the member votes the panel gathered while judging (its memory or the cache), so it
-    costs no new judgments. Krippendorff's alpha treats each (pair, presentation order) as a unit
+    Reads the member votes the panel gathered while judging back from ``memo`` (the run's memory or
+    the cache), so it costs no new judgments. Krippendorff's alpha treats each (pair, presentation order) as a unit
     and each member as a rater; a failed vote is a missing value. ``resamples``, ``level`` and ``seed``
     are the bootstrap's, as in :func:`~rankkit.reports.judge_report_pairs.measure`.
 
@@ -47,7 +54,7 @@ def panel_section(
     """
     from rankkit.judges.composite.panel import krippendorff_alpha
 
-    member_records, alpha_rows, decided = member_votes(panel, tasks, records)
+    member_records, alpha_rows, decided = member_votes(panel, memo, tasks, records)
     members = [
         {
             "member": member.description,
@@ -62,7 +69,7 @@ def panel_section(
 
 
 def member_votes(
-    panel: Any, tasks: Sequence[Task], records: Sequence[PairRecord]
+    panel: Any, memo: JudgmentMemo, tasks: Sequence[Task], records: Sequence[PairRecord]
 ) -> tuple[list[list[PairRecord]], list[list[float | None]], list[tuple[PairRecord, VoteCount]]]:
     r"""The members' votes on the panel's judged pairs, read back from what the panel gathered.
 
@@ -71,6 +78,7 @@ def member_votes(
     with the panel's vote count.
     """
     from rankkit.judges.composite.panel import VoteCount
+    from rankkit.judgments.values import VERDICT_KIND
 
     by_task = {task.task_id: task for task in tasks}
     member_records: list[list[PairRecord]] = [[] for _ in panel.members]
@@ -78,7 +86,8 @@ def member_votes(
     decided: list[tuple[PairRecord, VoteCount]] = []
     for record in records:
         task = by_task[record.task_id]
-        (per_member,), _ = panel.member_judgments([(task, task.candidate(record.a), task.candidate(record.b))])
+        request = [(task, task.candidate(record.a), task.candidate(record.b))]
+        (per_member,), _ = panel.member_judgments(request, memo.needed(panel.needs(VERDICT_KIND, request)))
         for m, (a_first, b_first) in enumerate(per_member):
             member_records[m].append(
                 replace(
