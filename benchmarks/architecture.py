@@ -186,7 +186,7 @@ FORMER_NAMES = {
     "data.make_samples": "cli",
 }
 JUDGE_METHODS = ("compare_many", "compare", "grade_many", "score_many")
-SIM_MODULE = "rankkit.judges.simulated.sim"
+SIM_MODULES = ("rankkit.judges.simulated.sim", "rankkit.judges.sim")  # 0.4's place, then the earlier one
 DATA_SUFFIXES = (".jsonl", ".csv", ".tsv", ".parquet", ".json")
 
 
@@ -468,7 +468,7 @@ def probe_cli_run(repo: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(repo)}
     with tempfile.TemporaryDirectory() as scratch:  # the run's cwd: whatever it writes stays out of the repo
         out = Path(scratch) / "probe.json"
-        command = [sys.executable, "-c", PROBE, str(out), str(repo / "rankkit"), SIM_MODULE, str(sample_data(repo))]
+        command = [sys.executable, "-c", PROBE, str(out), str(repo / "rankkit"), sim_module(repo), str(sample_data(repo))]
         done = subprocess.run(command, capture_output=True, text=True, cwd=scratch, env=env)
         if done.returncode or not out.exists():
             raise RuntimeError(f"the probed run failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -529,9 +529,15 @@ def find_example(repo: Path, given: str | None) -> Path | None:
     return next((p.resolve() for p in (path, ROOT / path) if p.is_file()), None)
 
 
+def sim_module(repo: Path) -> str:
+    """The simulated judge's module in ``repo`` (it moved in 0.4)."""
+    return next(m for m in SIM_MODULES if (repo / (m.replace(".", "/") + ".py")).is_file())
+
+
 def task_data(repo: Path) -> set[str]:
     """Fields and properties of ``rankkit.data.tasks.Task`` in ``repo``: the task's data, not concepts."""
-    tree = ast.parse((repo / "rankkit" / "tasks.py").read_text(encoding="utf-8"))
+    path = next(p for p in (repo / "rankkit" / "data" / "tasks.py", repo / "rankkit" / "tasks.py") if p.is_file())
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     task = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Task"), None)
     data: set[str] = set()
     for node in task.body if task else []:

@@ -8,23 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rankkit.strategies.base import (
-    BUILTIN_STRATEGIES,
-    CandidateExtras,
-    Ranking,
-    Strategy,
-    describe_parameters,
-    make_strategy,
-    rank_by_score,
-    register,
-    strategy_class,
-    strategy_classes,
-)
-
-#: Class name -> its ``module:Class`` target, for the lazy exports below.
-_CLASSES = {target.partition(":")[2]: target for target in BUILTIN_STRATEGIES.values()}
-
-__all__ = [
+#: The public names of :mod:`rankkit.strategies.base`, loaded on first use, so importing a submodule
+#: such as ``rankkit.strategies.order`` (the CLI does, for its choices) does not load the registry.
+_BASE = (
+    "BUILTIN_STRATEGIES",
     "CandidateExtras",
     "Ranking",
     "Strategy",
@@ -34,14 +21,19 @@ __all__ = [
     "register",
     "strategy_class",
     "strategy_classes",
-    *_CLASSES,
-]
+)
+
+__all__ = [name for name in _BASE if name != "BUILTIN_STRATEGIES"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _CLASSES:
-        from importlib import import_module
+    from importlib import import_module
 
-        module, _, attribute = _CLASSES[name].partition(":")
+    if name in _BASE:
+        return getattr(import_module("rankkit.strategies.base"), name)
+    builtins = import_module("rankkit.strategies.base").BUILTIN_STRATEGIES
+    classes = {target.partition(":")[2]: target for target in builtins.values()}  # class name -> module:Class
+    if name in classes:
+        module, _, attribute = classes[name].partition(":")
         return getattr(import_module(module), attribute)
     raise AttributeError(f"module 'rankkit.strategies' has no attribute {name!r}")
