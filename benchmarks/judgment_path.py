@@ -73,10 +73,9 @@ class PathRuntime(LLMRuntime):
         for index in range(len(conversations)):
             yield index, Generation("Both answers were read.", {"prompt_tokens": 10, "completion_tokens": 5})
 
-    def next_token_logprobs(self, conversations, *, assistant_prefix, choices):
+    def next_token_logprobs(self, conversations, *, prefixes, choices):
         self.paths.append(rankkit_path())
-        for index in range(len(conversations)):
-            row = choices if isinstance(choices[0], str) else choices[index]
+        for index, row in enumerate(choices):
             yield index, {c: (-0.5 if position == 1 else -1.5 - position) for position, c in enumerate(row)}
 
     def answer_logliks(self, conversations, answers):
