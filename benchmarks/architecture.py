@@ -109,7 +109,10 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 JUDGE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judges: protocol and registry", ("judges", "judges.base", "judges.backends")),
     ("judges: LLM prompting and verdict reading", ("judges.llm",)),
-    ("judges: local runtimes, hosted APIs, simulated and recorded", ("judges.local", "judges.hosted", "judges.simulated")),
+    (
+        "judges: local runtimes, hosted APIs, simulated and recorded",
+        ("judges.local", "judges.hosted", "judges.simulated"),
+    ),
     ("judges: composite", ("judges.composite",)),
     ("judges: trust of specs read from files", ("judges.trust",)),
 )
@@ -468,7 +471,15 @@ def probe_cli_run(repo: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(repo)}
     with tempfile.TemporaryDirectory() as scratch:  # the run's cwd: whatever it writes stays out of the repo
         out = Path(scratch) / "probe.json"
-        command = [sys.executable, "-c", PROBE, str(out), str(repo / "rankkit"), sim_module(repo), str(sample_data(repo))]
+        command = [
+            sys.executable,
+            "-c",
+            PROBE,
+            str(out),
+            str(repo / "rankkit"),
+            sim_module(repo),
+            str(sample_data(repo)),
+        ]
         done = subprocess.run(command, capture_output=True, text=True, cwd=scratch, env=env)
         if done.returncode or not out.exists():
             raise RuntimeError(f"the probed run failed ({done.returncode}):\n{done.stderr[-3000:]}")
