@@ -901,7 +901,38 @@ def _only_added(part: Part, context: dict) -> str | None:
     return None
 
 
+#: Fields rankkit 0.4 adds (issue 38: the bill in one place): each strategy's ``usd`` in analyze's
+#: correlations table and analyze's ``bill``.
+ADDED_04 = re.compile(r"(^|\.)correlations\.usd$|^bill(\.|$)")
+
+
+def _added_in_04(part: Part, context: dict) -> str | None:
+    """The fields 0.4 adds are absent from the earlier output; the report's script only gains text."""
+    for field in differing_fields(part.before, part.after):
+        if part.name == "page script":
+            if not (isinstance(part.before, str) and isinstance(part.after, str)):
+                return "the page script is not text"
+            if not only_inserted(part.before, part.after):
+                return "text of the earlier page script changed or went"
+        elif ADDED_04.search(field):
+            changed = [b for b, a in value_pairs(part.before, part.after, field) if b != a and b is not None]
+            if changed:
+                return f"{field} was there before and changed ({changed[0]!r})"
+    return None
+
+
 INTENDED: list[Intended] = [
+    Intended(
+        "0.4 additions",
+        "what rankkit 0.4 adds (issues 37 and 38): `analyze` reports the bill in one place (`bill`: "
+        "judgments counted once, tokens, USD, wall time) and each strategy's `usd` beside its metrics; the "
+        "HTML report's script shows invisible format and bidi characters as escapes. Checked: each such "
+        "field is absent from 0.3's output, and the report's script only gains text (every line of 0.3's "
+        "is still there, in its order, or grew by insertions alone)",
+        ADDED_04.pattern + r"|^\(value\)$",
+        _added_in_04,
+        applies=lambda part: part.output.endswith((".analyze.json", ".report.html")),
+    ),
     Intended(
         "0.3 additions",
         "fields and report sections rankkit 0.3 adds (issues 30-33): `cost.usd` and "
