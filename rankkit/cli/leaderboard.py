@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from rankkit.cli.human import HumanOptions, corrected, human_options, print_correction, read_human
 from rankkit.cli.options import (
     OUTPUT_FORMATS,
     DataOptions,
@@ -106,9 +107,10 @@ def _leaderboard_columns(board: Any, truth: Any) -> list[tuple[str, str]]:
     return [columns[1], columns[0], *columns[2:]]
 
 
-def print_leaderboard(board: Any, truth: Any, shown: BoardOptions) -> None:
+def print_leaderboard(board: Any, truth: Any, shown: BoardOptions, human: Any = None) -> None:
     """Table (or JSON) of a system leaderboard, with its correlation against the truth and its
-    robustness (the fewest battles whose flip or removal changes its #1 and top k)."""
+    robustness (the fewest battles whose flip or removal changes its #1 and top k); ``human`` (a
+    :class:`~rankkit.leaderboard.human_board.HumanCorrection`) adds the ``human`` block and table."""
     from rankkit.leaderboard import report
     from rankkit.leaderboard.robustness import leaderboard_robustness, robustness_lines
     from rankkit.runs.analysis.render import to_jsonable
@@ -120,6 +122,8 @@ def print_leaderboard(board: Any, truth: Any, shown: BoardOptions) -> None:
         figures = leaderboard_robustness(board, k=shown.top_k, budget=shown.robustness_budget)
         lines += robustness_lines(figures)
         payload["robustness"] = to_jsonable(figures)
+    if human is not None:
+        payload["human"] = to_jsonable(human.to_dict())
     out, output_format = shown.out, shown.output_format
     if out:
         write_json(payload, out)
@@ -136,6 +140,8 @@ def print_leaderboard(board: Any, truth: Any, shown: BoardOptions) -> None:
     say(("\n" + table + "\n") if output_format == "markdown" else table)
     for line in lines[1:]:
         say(line)
+    if human is not None:
+        print_correction(human, output_format)
     if out:
         say(f"leaderboard written to {out}")
 
@@ -144,6 +150,7 @@ def print_leaderboard(board: Any, truth: Any, shown: BoardOptions) -> None:
 @data_options
 @judge_options
 @board_options
+@human_options
 @click.option(
     "--strategy",
     "method",
@@ -169,6 +176,7 @@ def leaderboard(
     data: DataOptions,
     judge_options: JudgeOptions,
     board_options: BoardOptions,
+    human_options: HumanOptions,
     method,
     anchor,
     systems_text,
@@ -180,6 +188,7 @@ def leaderboard(
     from rankkit.leaderboard import build, resolve_truth
 
     prepare_output(board_options.out)
+    votes = read_human(human_options)
     systems = [s.strip() for s in systems_text.split(",") if s.strip()] if systems_text else None
     with judging(data, judge_options) as inputs:
         board = build(
@@ -198,7 +207,8 @@ def leaderboard(
             control=board_options.control,
         )
         truth = resolve_truth(inputs.tasks, inputs.path, board_options.truth_path)
-    print_leaderboard(board, truth, board_options)
+        board, human = corrected(board, inputs.tasks, votes, human_options)
+    print_leaderboard(board, truth, board_options, human)
 
 
 def _defaults_from_the_board(command: click.Command) -> click.Command:

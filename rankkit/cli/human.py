@@ -1,0 +1,94 @@
+"""``--human VOTES`` and ``--human-width`` of ``rankkit leaderboard``: a board corrected by human votes.
+
+With ``--human`` the board's ``rating`` is the prediction-powered (PPI++) one; a second table and
+the JSON's ``human`` block give, per system, the human-only and judge-only estimates, λ and the
+effective number of votes; ``--human-width`` adds how many more votes would narrow each interval to
+that width (``docs/human-labels.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from rankkit.cli.options import grouped, option_group
+from rankkit.cli.support import say
+from rankkit.data.formatting import render
+
+
+@dataclass(frozen=True)
+class HumanOptions:
+    """The VOTES file (None: no correction) and the interval width the planner aims at (None: not asked)."""
+
+    votes_path: str | None
+    width: float | None
+
+
+#: The options of :class:`HumanOptions`; the command receives ``human_options``.
+human_options = option_group(
+    click.option(
+        "--human",
+        "votes_path",
+        type=click.Path(dir_okay=False, exists=True),
+        default=None,
+        help="Human votes (.jsonl/.csv: task_id, a, b, winner — or task_id, candidate, score): the "
+        "rating becomes the prediction-powered (PPI++) one. See docs/human-labels.md.",
+    ),
+    click.option(
+        "--human-width",
+        "width",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="With --human: print how many more human votes narrow each system's interval to this "
+        "width (high - low, in the rating's units).",
+    ),
+    grouped(HumanOptions, "human_options"),
+)
+
+HUMAN_COLUMNS = [
+    ("name", "system"),
+    ("estimate", "estimate"),
+    ("ppi", "ppi"),
+    ("human_only", "human_only"),
+    ("human_low", "human_low"),
+    ("human_high", "human_high"),
+    ("judge_only", "judge_only"),
+    ("lam", "lam"),
+    ("n_human", "n_human"),
+    ("effective_n", "effective_n"),
+]
+
+
+def read_human(options: HumanOptions) -> Any:
+    """The VOTES file's rows (None without --human), read and checked before anything is judged."""
+    if options.width is not None and options.votes_path is None:
+        raise click.UsageError("--human-width needs --human VOTES")
+    if options.votes_path is None:
+        return None
+    from rankkit.leaderboard.human import read_votes
+
+    return read_votes(options.votes_path)
+
+
+def corrected(board: Any, tasks: Any, votes: Any, options: HumanOptions) -> tuple[Any, Any]:
+    """``(board, correction)``: the board re-rated by ``votes``, or as it was with None without votes."""
+    if votes is None:
+        return board, None
+    from rankkit.leaderboard.human_board import human_leaderboard
+
+    return human_leaderboard(board, tasks, votes, width=options.width)
+
+
+def print_correction(correction: Any, output_format: str) -> None:
+    """The second table: what the votes did to each system (table and markdown formats)."""
+    from rankkit.leaderboard.human_board import human_rows
+
+    columns = HUMAN_COLUMNS + ([("votes_needed", "votes_needed")] if correction.width is not None else [])
+    say(
+        f"human votes: {correction.pair_votes} pairs, {correction.grade_votes} grades · rating = PPI++ "
+        "(judge labels corrected by the votes)"
+    )
+    table = render(human_rows(correction), columns, output_format)
+    say(("\n" + table + "\n") if output_format == "markdown" else table)
