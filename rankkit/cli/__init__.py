@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from rankkit.cli.human import HumanOptions, compare_block, human_options, print_agreements, read_human
 from rankkit.cli.leaderboard import leaderboard
 from rankkit.cli.options import (
     OUTPUT_FORMATS,
@@ -102,10 +103,15 @@ def compare_config(data: DataOptions, judge_options: JudgeOptions, inputs: RunIn
     )
 
 
-def print_compare(result: Any, inputs: RunInputs, seed: int, out: str | None, output_format: str) -> None:
-    """Write the results to ``out`` when given, and print the table (or JSON) with the lines that go with it."""
+def print_compare(
+    result: Any, inputs: RunInputs, seed: int, out: str | None, output_format: str, human: Any = None
+) -> None:
+    """Write the results to ``out`` when given, and print the table (or JSON) with the lines that go with it;
+    ``human`` is the ``--human`` block added to the JSON."""
     # The results JSON holds every match (65 MB at 80k comparisons): build it only to write it.
     payload = result.to_dict() if out or output_format == "json" else None
+    if payload is not None and human is not None:
+        payload["human"] = human
     if out:
         write_json(payload, out)
     if output_format == "json":
@@ -154,9 +160,16 @@ def print_compare(result: Any, inputs: RunInputs, seed: int, out: str | None, ou
     "json (the results without task texts), csv or markdown (the table).",
 )
 @strategy_run_options
+@human_options
 @guarded
 def compare(
-    data: DataOptions, judge_options: JudgeOptions, strategy_specs, out, output_format, controls: RunControls
+    data: DataOptions,
+    judge_options: JudgeOptions,
+    strategy_specs,
+    out,
+    output_format,
+    controls: RunControls,
+    human_options: HumanOptions,
 ) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
     from rankkit.data.specs import split_list
@@ -169,9 +182,13 @@ def compare(
         print_dry_run(data, judge_options, strategies, output_format)
         return
     prepare_output(out)
+    votes = read_human(human_options)
     result, inputs = run_strategies(data, judge_options, strategies, controls.budget)
     result.config = compare_config(data, judge_options, inputs, strategies)
-    print_compare(result, inputs, judge_options.seed, out, output_format)
+    human, agreements = compare_block(result, votes, human_options)
+    print_compare(result, inputs, judge_options.seed, out, output_format, human)
+    if agreements:
+        print_agreements(agreements, output_format)
     note_suspicious(result)
     check_parse_failures(result, controls.allow_failures)
 

@@ -92,3 +92,45 @@ def print_correction(correction: Any, output_format: str) -> None:
     )
     table = render(human_rows(correction), columns, output_format)
     say(("\n" + table + "\n") if output_format == "markdown" else table)
+
+
+AGREEMENT_COLUMNS = [
+    ("strategy", "strategy"),
+    ("agreement", "agreement"),
+    ("name", "system"),
+    ("estimate", "estimate"),
+    ("judge_only", "judge_only"),
+    ("ppi", "ppi"),
+    ("ci_low", "ci_low"),
+    ("ci_high", "ci_high"),
+    ("human_only", "human_only"),
+    ("lam", "lam"),
+    ("effective_n", "effective_n"),
+]
+
+
+def compare_block(result: Any, votes: Any, options: HumanOptions) -> Any:
+    """The ``human`` block of ``compare``'s JSON, per strategy (None without --human), and its agreements."""
+    if votes is None:
+        return None, []
+    from rankkit.leaderboard.human_compare import strategy_agreements
+
+    agreements = strategy_agreements(result, votes)
+    block = {
+        "pair_votes": len(votes.pairs),
+        "grade_votes": len(votes.grades),
+        "width": options.width,
+        "strategies": {item.strategy: item.to_dict(options.width) for item in agreements},
+    }
+    return block, agreements
+
+
+def print_agreements(agreements: Any, output_format: str) -> None:
+    """``compare``'s second table: each strategy's agreement with the votes and its PPI++ estimates."""
+    if output_format not in ("table", "markdown"):
+        return
+    from rankkit.leaderboard.human_compare import agreement_rows
+
+    say("human votes: each strategy's verdicts corrected by the votes (PPI++); agreement = 1 - |human - strategy|")
+    table = render(agreement_rows(agreements), AGREEMENT_COLUMNS, output_format)
+    say(("\n" + table + "\n") if output_format == "markdown" else table)

@@ -21,6 +21,9 @@ from rankkit.leaderboard.build import (
     induced_outcomes,
 )
 from rankkit.leaderboard.display import leaderboard_rows, report
+from rankkit.leaderboard.human import HumanVotes, pair_votes, ppi_ratings, ppi_scores, ppi_win_rates, read_votes
+from rankkit.leaderboard.human_board import HumanCorrection, human_leaderboard
+from rankkit.leaderboard.human_compare import StrategyAgreement, strategy_agreements
 from rankkit.leaderboard.rating import rate_bt, rate_win_rate
 from rankkit.leaderboard.style import (
     CONTROLS,
@@ -42,8 +45,11 @@ __all__ = [
     "ADD_METHODS",
     "BUILD_METHODS",
     "CONTROLS",
+    "HumanCorrection",
+    "HumanVotes",
     "Leaderboard",
     "LeaderboardError",
+    "StrategyAgreement",
     "SystemRating",
     "add_system",
     "all_systems",
@@ -55,19 +61,26 @@ __all__ = [
     "correlations",
     "find_truth_file",
     "from_strategy",
+    "human_leaderboard",
     "human_system_scores",
     "induced_outcomes",
     "leaderboard_rows",
     "length_controlled_win_rates",
     "load_truth",
+    "pair_votes",
     "parse_control",
     "play_against",
     "play_tournament",
+    "ppi_ratings",
+    "ppi_scores",
+    "ppi_win_rates",
     "rate_bt",
     "rate_win_rate",
+    "read_votes",
     "report",
     "resolve_truth",
     "restrict",
     "self_preference_systems",
+    "strategy_agreements",
     "systems_of",
 ]

@@ -26,7 +26,9 @@ def task_rows(tasks):
         yield {
             "task_id": task.task_id,
             "prompt": task.prompt,
-            "candidates": [{"id": c.id, "text": c.text, "system": c.system, "human": dict(c.human)} for c in task.candidates],
+            "candidates": [
+                {"id": c.id, "text": c.text, "system": c.system, "human": dict(c.human)} for c in task.candidates
+            ],
         }
 
 
@@ -126,3 +128,22 @@ def test_a_bad_votes_file_exits_2_naming_file_line_and_field(judged, line, field
 def test_human_width_needs_votes_and_a_positive_width(judged):
     assert run_board(judged, "--human-width", "10").exit_code == 2
     assert run_board(judged, "--human", str(judged["votes"]), "--human-width", "0").exit_code == 2
+
+
+def test_compare_corrects_each_strategys_verdicts_and_the_human_only_figure_is_shared(judged):
+    args = ["compare", "--data", str(judged["folder"] / "tasks.jsonl"), "--judge", JUDGE, "--quiet"]
+    args += ["--cache", str(judged["folder"] / "cache.sqlite"), "--strategies", "knockout,individual"]
+    result = CliRunner().invoke(main, [*args, "--format", "json", "--human", str(judged["votes"])])
+    assert result.exit_code == 0, result.output
+    block = json.loads(result.output[result.output.index("{") :])["human"]
+    assert block["pair_votes"] == 60 and set(block["strategies"]) == {"knockout", "individual"}
+    knockout, individual = block["strategies"]["knockout"], block["strategies"]["individual"]
+    for item in (knockout, individual):
+        assert 0.0 <= item["agreement"] <= 1.0
+        assert set(item["win_rates"]) == set(STRENGTHS)
+    for name in STRENGTHS:  # the humans' own estimate cannot depend on the strategy
+        assert knockout["win_rates"][name]["human_only"]["estimate"] == pytest.approx(
+            individual["win_rates"][name]["human_only"]["estimate"], abs=1e-12
+        )
+    table = CliRunner().invoke(main, [*args, "--human", str(judged["votes"])])
+    assert table.exit_code == 0 and "agreement" in table.output
