@@ -188,7 +188,7 @@ def compare(
     human, agreements = compare_block(result, votes, human_options)
     print_compare(result, inputs, judge_options.seed, out, output_format, human)
     if agreements:
-        print_agreements(agreements, output_format)
+        print_agreements(agreements, human_options.width, output_format)
     note_suspicious(result)
     check_parse_failures(result, controls.allow_failures)
 

@@ -125,12 +125,13 @@ def compare_block(result: Any, votes: Any, options: HumanOptions) -> Any:
     return block, agreements
 
 
-def print_agreements(agreements: Any, output_format: str) -> None:
+def print_agreements(agreements: Any, width: float | None, output_format: str) -> None:
     """``compare``'s second table: each strategy's agreement with the votes and its PPI++ estimates."""
     if output_format not in ("table", "markdown"):
         return
     from rankkit.leaderboard.human_compare import agreement_rows
 
     say("human votes: each strategy's verdicts corrected by the votes (PPI++); agreement = 1 - |human - strategy|")
-    table = render(agreement_rows(agreements), AGREEMENT_COLUMNS, output_format)
+    columns = AGREEMENT_COLUMNS + ([("votes_needed", "votes_needed")] if width is not None else [])
+    table = render(agreement_rows(agreements, width), columns, output_format)
     say(("\n" + table + "\n") if output_format == "markdown" else table)

@@ -17,7 +17,7 @@ from typing import Any
 
 from rankkit.data.tasks import Task
 from rankkit.errors import TaskFormatError
-from rankkit.leaderboard.board import Leaderboard, SystemRating, systems_of
+from rankkit.leaderboard.board import Leaderboard, systems_of
 from rankkit.leaderboard.human import HumanVotes, pair_votes, ppi_ratings, ppi_scores, ppi_win_rates
 from rankkit.stats.intervals import DEFAULT_LEVEL
 from rankkit.stats.ppi import PPIResult, votes_needed
@@ -105,8 +105,7 @@ def _reranked(board: Leaderboard, ratings: Mapping[str, PPIResult]) -> Leaderboa
         else:
             rows.append(replace(row, rating=result.ppi.estimate, ci_low=result.ppi.low, ci_high=result.ppi.high))
     rows.sort(key=lambda row: (row.rating is None, -(row.rating or 0.0), row.name))
-    ranked = [SystemRating(**{**vars(row), "rank": i + 1}) for i, row in enumerate(rows)]
-    return replace(board, systems=ranked)
+    return replace(board, systems=[replace(row, rank=i + 1) for i, row in enumerate(rows)])
 
 
 def human_leaderboard(

@@ -19,7 +19,7 @@ from rankkit.data.tasks import Task
 from rankkit.leaderboard.board import Leaderboard, SystemRating, all_systems
 from rankkit.leaderboard.build import induced_outcomes
 from rankkit.leaderboard.human import HumanVotes, PairedVotes, pair_votes, ppi_scores, ppi_win_rates
-from rankkit.leaderboard.human_board import estimate_dict, judge_answer_points
+from rankkit.leaderboard.human_board import estimate_dict, judge_answer_points, more_votes
 from rankkit.stats.intervals import DEFAULT_LEVEL
 from rankkit.stats.ppi import PPIResult
 
@@ -105,8 +105,9 @@ def strategy_agreements(result: Any, votes: HumanVotes, level: float = DEFAULT_L
     return out
 
 
-def agreement_rows(agreements: Sequence[StrategyAgreement]) -> list[dict[str, Any]]:
-    """Table rows: per strategy and system, the judge-only and PPI++ estimates with their intervals."""
+def agreement_rows(agreements: Sequence[StrategyAgreement], width: float | None = None) -> list[dict[str, Any]]:
+    """Table rows: per strategy and system, the judge-only and PPI++ estimates with their intervals
+    (and with ``width``, the votes still needed for it)."""
     rows = []
     for item in agreements:
         for kind, results in (("win_rate", item.win_rates), ("score", item.scores)):
@@ -124,6 +125,7 @@ def agreement_rows(agreements: Sequence[StrategyAgreement]) -> list[dict[str, An
                         "human_only": res.human_only.estimate,
                         "lam": res.lam,
                         "effective_n": res.effective_n,
+                        "votes_needed": more_votes(res, width),
                     }
                 )
     return rows

@@ -145,5 +145,6 @@ def test_compare_corrects_each_strategys_verdicts_and_the_human_only_figure_is_s
         assert knockout["win_rates"][name]["human_only"]["estimate"] == pytest.approx(
             individual["win_rates"][name]["human_only"]["estimate"], abs=1e-12
         )
-    table = CliRunner().invoke(main, [*args, "--human", str(judged["votes"])])
-    assert table.exit_code == 0 and "agreement" in table.output
+    table = CliRunner().invoke(main, [*args, "--human", str(judged["votes"]), "--human-width", "0.1"])
+    assert table.exit_code == 0, table.output
+    assert "agreement" in table.output and "votes_needed" in table.output
