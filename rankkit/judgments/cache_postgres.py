@@ -55,7 +55,6 @@ class CacheUnreachable(CacheError):
     """The PostgreSQL server of a cache cannot be reached or refuses the login (exit code 1: a rerun may succeed)."""
 
     exit_code = 1
-    resumable = True
 
 
 def is_postgres_url(location: object) -> bool:
