@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from concurrent_processes import STRATEGIES, SlowStub, judge_calls, rankings, start  # noqa: E402
+from concurrent_processes import STRATEGIES, SlowStub, judge_calls, rankings, run_together, start  # noqa: E402
 
 from rankkit.judges.hosted.openai_compat import ENUM_PROBE_QUESTION, PROBE_QUESTION  # noqa: E402
 from tests.postgres_server import fresh_database, throwaway_server, unavailable  # noqa: E402
@@ -63,17 +63,6 @@ class JudgmentStub(SlowStub):
     def judgments(self) -> tuple[int, int]:
         """The judgment requests received, and the distinct ones."""
         return self.requests - self.probes, len(self.bodies - self.probe_bodies)
-
-
-def run_together(stub: SlowStub, concurrency: int, cache: str, outs: list[Path]) -> float:
-    """Start one worker per output file on ``cache`` together; the wall seconds until all are done."""
-    started = time.monotonic()
-    workers = [start(stub, concurrency, cache, out) for out in outs]
-    for worker in workers:
-        _, err = worker.communicate(timeout=600)
-        if worker.returncode != 0:
-            raise RuntimeError(f"rankkit compare exited with {worker.returncode}:\n{err}")
-    return time.monotonic() - started
 
 
 def two_workers(stub: SlowStub, concurrency: int, cache: str, folder: Path) -> dict:

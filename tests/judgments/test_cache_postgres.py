@@ -182,25 +182,15 @@ def test_an_unreachable_server_exits_1_without_showing_the_password(tmp_path):
         with pytest.raises(CacheUnreachable, match="cannot connect") as caught:
             PostgresJudgmentCache(url)
     assert caught.value.exit_code == 1 and "s3cret-pw" not in str(caught.value)
+    command = "compare --strategies knockout --judge simulated -q --cache".split() + [url]
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rankkit",
-            "compare",
-            "--strategies",
-            "knockout",
-            "--judge",
-            "simulated",
-            "--cache",
-            url,
-            "-q",
-        ],
+        [sys.executable, "-m", "rankkit", *command],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        env=environment,
     )
     assert result.returncode == 1, result.stderr
     assert "cannot connect" in result.stderr and "s3cret-pw" not in result.stderr + result.stdout
