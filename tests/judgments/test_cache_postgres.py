@@ -211,6 +211,13 @@ class socket_port:
         self.socket.close()
 
 
+def test_without_psycopg_the_error_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now raises ImportError
+    with pytest.raises(CacheError, match=r"rankkit\[postgres\]") as caught:
+        PostgresJudgmentCache("postgresql://rankkit:pw@127.0.0.1/db")
+    assert caught.value.exit_code == 2 and "pw@" not in str(caught.value)
+
+
 def test_the_password_is_redacted_wherever_the_url_is_shown():
     assert redacted("postgresql://u:pw@h:5/db?password=pw2&sslmode=require") == (
         "postgresql://u:***@h:5/db?password=***&sslmode=require"
