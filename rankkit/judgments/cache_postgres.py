@@ -104,7 +104,7 @@ class PostgresJudgmentCache(JudgmentCache):
         return redacted(str(path))
 
     def _open(self) -> None:
-        psycopg = _import_psycopg(self.path)
+        psycopg = self._driver = _import_psycopg(self.path)
         self.store_errors = (psycopg.Error,)
         try:
             self._db = psycopg.connect(self._url, autocommit=True, connect_timeout=10)
@@ -128,11 +128,14 @@ class PostgresJudgmentCache(JudgmentCache):
     def _scrubbed(self, err: Exception) -> str:
         """The driver's message, without the password should it quote the URL."""
         text = " ".join(str(err).split())
-        password = urlsplit(self._url).password
-        return text.replace(password, "***") if password else text
+        parts = urlsplit(self._url)
+        passwords = [parts.password] + [value for name, value in parse_qsl(parts.query) if name == "password"]
+        for password in filter(None, passwords):
+            text = text.replace(password, "***")
+        return text
 
     def _explain(self, err: Exception) -> CacheError:
-        if type(err).__name__ in ("OperationalError", "InterfaceError"):
+        if isinstance(err, (self._driver.OperationalError, self._driver.InterfaceError)):
             return CacheUnreachable(self.path, f"lost the server ({self._scrubbed(err)})", "rerun when it is back")
         return CacheError(self.path, f"{type(err).__name__}: {self._scrubbed(err)}", f"{ELSEWHERE}, or {WITHOUT}")
 

@@ -335,6 +335,7 @@ def test_kill_9_of_a_worker_loses_nothing_it_paid_for(pg_url, tmp_path):
 
 
 def test_sqlite_and_postgres_caches_are_both_judgment_caches(pg_url, tmp_path):
-    assert type(open_judgment_cache(str(tmp_path / "c.sqlite"))) is JudgmentCache
+    with open_judgment_cache(str(tmp_path / "c.sqlite")) as cache:
+        assert type(cache) is JudgmentCache
     with open_judgment_cache(pg_url) as cache:
         assert isinstance(cache, PostgresJudgmentCache) and cache.path == pg_url
