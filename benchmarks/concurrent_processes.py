@@ -105,7 +105,7 @@ def rankings(path: Path) -> list:
     return [(s["name"], [(t["task_id"], t["scores"], t["ranking"]) for t in s["tasks"]]) for s in data["strategies"]]
 
 
-def start(stub: SlowStub, concurrency: int, cache: Path, out: Path) -> subprocess.Popen:
+def start(stub: SlowStub, concurrency: int, cache: Path | str, out: Path) -> subprocess.Popen:
     """Start one ``rankkit compare`` on the shared ``cache`` against the stub, writing ``out``."""
     judge = f"openai:stub,base_url={stub.base_url},concurrency={concurrency}"
     return subprocess.Popen(
@@ -133,19 +133,24 @@ def start(stub: SlowStub, concurrency: int, cache: Path, out: Path) -> subproces
     )
 
 
-def measure(stub: SlowStub, processes: int, concurrency: int, folder: Path) -> dict:
-    """Start ``processes`` identical ``rankkit compare`` commands together on one fresh cache;
-    return the stub's counts, the wall time and whether all outputs agree."""
-    stub.reset()
-    cache = folder / f"shared-{processes}.sqlite"
-    outs = [folder / f"out-{processes}-{i}.json" for i in range(processes)]
+def run_together(stub: SlowStub, concurrency: int, cache: Path | str, outs: list[Path]) -> float:
+    """Start one ``rankkit compare`` per output file on ``cache`` together; the wall seconds until all are done."""
     started = time.monotonic()
     commands = [start(stub, concurrency, cache, out) for out in outs]
     for command in commands:
         _, err = command.communicate(timeout=600)
         if command.returncode != 0:
             raise RuntimeError(f"rankkit compare exited with {command.returncode}:\n{err}")
-    seconds = time.monotonic() - started
+    return time.monotonic() - started
+
+
+def measure(stub: SlowStub, processes: int, concurrency: int, folder: Path) -> dict:
+    """Start ``processes`` identical ``rankkit compare`` commands together on one fresh cache;
+    return the stub's counts, the wall time and whether all outputs agree."""
+    stub.reset()
+    cache = folder / f"shared-{processes}.sqlite"
+    outs = [folder / f"out-{processes}-{i}.json" for i in range(processes)]
+    seconds = run_together(stub, concurrency, cache, outs)
     results = [rankings(out) for out in outs]
     return {
         "processes": processes,

@@ -29,6 +29,7 @@ from rankkit.data.specs import SpecError
 from rankkit.data.tasks import Candidate, Task, load_tasks, tasks_from_records
 from rankkit.judges.base import Judge
 from rankkit.judgments.cache import JudgmentCache, NullCache
+from rankkit.judgments.cache_postgres import open_judgment_cache
 from rankkit.runs.results import RunResult
 from rankkit.strategies.base import Ranking, Strategy, make_strategy
 
@@ -245,7 +246,7 @@ def _cache(cache: Any) -> Iterator[JudgmentCache | NullCache]:
     elif isinstance(cache, (JudgmentCache, NullCache)):
         yield cache
     elif isinstance(cache, (str, PathLike)):
-        with JudgmentCache(cache) as opened:
+        with open_judgment_cache(cache) as opened:
             yield opened
     else:
         raise SpecError(f"cache must be a path or a JudgmentCache, got {type(cache).__name__}")

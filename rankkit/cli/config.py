@@ -157,6 +157,10 @@ def _check(path: Path, key: str, value: Any, base: Path) -> Any:
     if key in _PATHS:
         if not isinstance(value, str) or not value:
             raise wrong("a path")
+        from rankkit.judgments.cache_postgres import is_postgres_url
+
+        if key == "cache" and is_postgres_url(value):
+            return value
         return str(base / value) if not Path(value).is_absolute() else value
     if key in _STRINGS:
         if not isinstance(value, str):
@@ -306,7 +310,9 @@ def config_record(
     if cache is None:
         record["no_cache"] = True
     else:
-        record["cache"] = str(Path(cache).resolve())
+        from rankkit.judgments.cache_postgres import is_postgres_url, redacted
+
+        record["cache"] = redacted(cache) if is_postgres_url(cache) else str(Path(cache).resolve())
     return record
 
 

@@ -225,7 +225,9 @@ judge_options = option_group(
         "cache_path",
         type=click.Path(dir_okay=False),
         default=None,
-        help="SQLite judgment cache (default .rankkit/cache.sqlite).",
+        envvar="RANKKIT_CACHE",
+        help="Judgment cache: an SQLite file (default .rankkit/cache.sqlite, or $RANKKIT_CACHE) "
+        "or a postgresql:// URL shared by workers on several machines.",
     ),
     click.option("--seed", type=int, default=0, show_default=True, help="Seeds every random choice."),
     click.option(

@@ -134,7 +134,9 @@ def analyze_command(results_path, metric_names, out, output_format, **settings: 
     "cache_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="SQLite judgment cache (default .rankkit/cache.sqlite): a rejudge that stops resumes from it.",
+    envvar="RANKKIT_CACHE",
+    help="Judgment cache: an SQLite file (default .rankkit/cache.sqlite, or $RANKKIT_CACHE) or a postgresql:// "
+    "URL; a rejudge that stops resumes from it.",
 )
 @click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")

@@ -382,9 +382,10 @@ class RunInputs:
 
 def open_cache(cache_path: str | None, no_cache: bool) -> Any:
     """The persistent judgment cache at ``cache_path`` (None: the default one), or a NullCache with ``no_cache``."""
-    from rankkit.judgments.cache import DEFAULT_CACHE_PATH, JudgmentCache, NullCache
+    from rankkit.judgments.cache import DEFAULT_CACHE_PATH, NullCache
+    from rankkit.judgments.cache_postgres import open_judgment_cache
 
-    return NullCache() if no_cache else JudgmentCache(cache_path or DEFAULT_CACHE_PATH)
+    return NullCache() if no_cache else open_judgment_cache(cache_path or DEFAULT_CACHE_PATH)
 
 
 @contextlib.contextmanager

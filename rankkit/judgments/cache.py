@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import rankkit.judgments.cache_leases as leases
-from rankkit.errors import RankkitError
+from rankkit.judgments.cache_errors import ELSEWHERE, WITHOUT, CacheError, bad_row, explain_sqlite_error
 from rankkit.judgments.cache_schema import JUDGMENTS_TABLE, LEASES_TABLE, foreign_objects, in_chunks, parse_payload
 
 DEFAULT_CACHE_PATH = Path(".rankkit") / "cache.sqlite"
@@ -41,50 +41,6 @@ WHERE json_extract(judgments.payload, '$.status') = 'failed'
 """
 
 
-class CacheError(RankkitError, RuntimeError):
-    """The judgment cache file ``path`` cannot be used: the ``problem``, and the ``advice`` of what to do.
-
-    ``str(error)`` reads ``judgment cache PATH: problem; advice``.
-    """
-
-    def __init__(self, path: str | Path, problem: str, advice: str):
-        self.path = str(path)
-        self.problem = problem
-        self.advice = advice
-        super().__init__(f"judgment cache {self.path}: {problem}; {advice}")
-
-
-#: Advice shared by the cache's errors, phrased for library calls and the command line alike,
-#: since the same error reaches both.
-ELSEWHERE = "give another path (cache= in a library call, --cache on the command line)"
-WITHOUT = "run without a cache (cache=None, or --no-cache)"
-
-
-def explain_sqlite_error(path: str | Path, err: sqlite3.Error) -> CacheError:
-    """Turn an SQLite error met while opening the cache at ``path`` into a :class:`CacheError`
-    that says what is wrong and what to do (SQLite's messages are stable, its codes need 3.11),
-    to raise instead (``from err``)."""
-    text = str(err).lower()
-    if "not a database" in text or "malformed" in text:
-        return CacheError(path, f"damaged, or not a rankkit cache ({err})", f"delete it or {ELSEWHERE}")
-    if "readonly" in text or "read-only" in text:
-        return CacheError(path, "read-only (the file or its folder)", f"make them writable, {ELSEWHERE}, or {WITHOUT}")
-    if "unable to open" in text:
-        return CacheError(
-            path,
-            f"cannot open or create the file ({err})",
-            f"check that its folder is writable, {ELSEWHERE}, or {WITHOUT}",
-        )
-    if "disk i/o error" in text:
-        return CacheError(
-            path,
-            f"{err}",
-            "if its -wal or -shm file was deleted while another process had the cache "
-            "open, stop that process and rerun; otherwise check the disk",
-        )
-    return CacheError(path, f"{type(err).__name__}: {err}", f"{ELSEWHERE}, or {WITHOUT}")
-
-
 def judgment_key(fingerprint: str, kind: str, parts: Sequence[Any]) -> str:
     """The row key of a judgment: the hex SHA-256 over the judge's fingerprint, the ``kind`` of
     judgment (``pair``, ``point``, ``choice``...) and the request key ``parts`` (the judge's ``request_key``)."""
@@ -102,8 +58,13 @@ class JudgmentCache:
     """SQLite-backed store of judgments: ``get``/``put`` JSON payloads by (fingerprint, kind, texts).
 
     ``kind`` is free-form so judges can cache intermediate products too (e.g. PREPAIR analyses);
-    the match layer uses ``"pair"`` and ``"point"``.
+    the match layer uses ``"pair"`` and ``"point"``. The buffering, leases and their renewal live
+    here; the statements on the database live in the ``_select`` ... ``_count`` methods, which
+    :class:`rankkit.judgments.cache_postgres.PostgresJudgmentCache` implements for PostgreSQL.
     """
+
+    #: The database driver's errors, reported as a :class:`CacheError` by :meth:`_explain`.
+    store_errors: tuple[type[Exception], ...] = (sqlite3.Error,)
 
     def __init__(
         self,
@@ -125,7 +86,7 @@ class JudgmentCache:
             How long a lease on a key lasts unless renewed (see "Leases" in ``docs/cache.md``):
             the longest another process waits on this one if it crashes.
         """
-        self.path = Path(path)
+        self.path: Path | str = self._location(path)
         self.flush_rows = flush_rows
         self.flush_seconds = flush_seconds
         self.lease_seconds = float(lease_seconds)
@@ -138,7 +99,15 @@ class JudgmentCache:
         self._pending: dict[str, tuple[str, str, str, str, float]] = {}
         self._flushed = time.monotonic()
         self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
+        self._db: Any = None
+        self._open()
+
+    def _location(self, path: str | Path) -> Path | str:
+        """What names the cache in messages: the file's path."""
+        return Path(path)
+
+    def _open(self) -> None:
+        """Connect to the database and check it is a rankkit cache that takes writes."""
         try:
             self._prepare_folder()
             self._db = self._connect()
@@ -229,8 +198,11 @@ class JudgmentCache:
         that names the cache."""
         try:
             yield
-        except sqlite3.Error as err:
-            raise explain_sqlite_error(self.path, err) from err
+        except self.store_errors as err:
+            raise self._explain(err) from err
+
+    def _explain(self, err: Exception) -> CacheError:
+        return explain_sqlite_error(self.path, err)
 
     def get_keys(self, keys: Sequence[str]) -> list[dict[str, Any] | None]:
         """One stored payload per row key (see :func:`judgment_key`), buffered writes included (a failure
@@ -243,10 +215,7 @@ class JudgmentCache:
                     found[key] = self._pending[key][3]
                 else:
                     wanted.append(key)
-            for chunk, marks in in_chunks(wanted):
-                found.update(
-                    self._db.execute(f"SELECT key, payload FROM judgments WHERE key IN ({marks})", chunk).fetchall()
-                )
+            found.update((key, payload) for key, (payload, _) in self._select(wanted).items())
         return [None if key not in found else self._payload(key, found[key]) for key in keys]
 
     def get_fresh(self, keys: Sequence[str], since: float) -> list[dict[str, Any] | None]:
@@ -258,15 +227,8 @@ class JudgmentCache:
         instead of paying for the same request again; an older failure is not returned, so it is
         asked again as on any rerun. None where nothing is stored or only a failure older than ``since``.
         """
-        found: dict[str, tuple[str, float]] = {}
         with self._lock, self._explained():
-            for chunk, marks in in_chunks(keys):
-                found.update(
-                    (key, (payload, created))
-                    for key, payload, created in self._db.execute(
-                        f"SELECT key, payload, created FROM judgments WHERE key IN ({marks})", chunk
-                    )
-                )
+            found = self._select(keys)
         out: list[dict[str, Any] | None] = []
         for key in keys:
             payload = self._payload(key, found[key][0]) if key in found else None
@@ -309,14 +271,8 @@ class JudgmentCache:
                     (key, fingerprint, kind, data, now) for key, fingerprint, kind, data, _ in self._pending.values()
                 ]
                 answered = [key for key in self._pending if key in self._held]
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    self._db.executemany(_PUT, rows)
-                    leases.delete(self._db, self.owner, answered)
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
+                with self._transaction():
+                    self._write(rows, answered)
                 self._pending.clear()
                 self._held.difference_update(answered)
             self._flushed = time.monotonic()
@@ -344,7 +300,7 @@ class JudgmentCache:
         now = time.time()
         expires = now + self.lease_seconds
         with self._lock, self._explained(), self._transaction():
-            held = leases.claim(self._db, self.path, self.owner, keys, now, expires)
+            held = self._claim(keys, now, expires)
             self._held.update(held)
         self._start_renewing()
         return [key for key in keys if key in held]
@@ -356,7 +312,7 @@ class JudgmentCache:
             mine = [key for key in keys if key in self._held and key not in self._pending]
             if mine and self._db is not None:
                 with self._transaction():
-                    leases.delete(self._db, self.owner, mine)
+                    self._delete_leases(mine)
             self._held.difference_update(mine)
 
     def _start_renewing(self) -> None:
@@ -384,7 +340,7 @@ class JudgmentCache:
                 if time.monotonic() - renewed >= self.lease_seconds / 4:
                     renewed = time.monotonic()
                     self._renew()
-            except (sqlite3.Error, CacheError):
+            except (*self.store_errors, CacheError):
                 # A busy or vanished file: the run's own writes will report it; a lease that lapses
                 # costs at most a duplicate request, never a wrong result.
                 continue
@@ -396,7 +352,34 @@ class JudgmentCache:
                 return
             expires = time.time() + self.lease_seconds
             with self._transaction():
-                leases.renew(self._db, self.owner, self._held, expires)
+                self._renew_leases(expires)
+
+    # -- the statements on the database (overridden for PostgreSQL) ------------------------------
+    def _select(self, keys: Sequence[str]) -> dict[str, tuple[Any, Any]]:
+        """The stored ``(payload, created)`` of each of ``keys`` that has a row (as read: unchecked)."""
+        found: dict[str, tuple[Any, Any]] = {}
+        for chunk, marks in in_chunks(keys):
+            rows = self._db.execute(f"SELECT key, payload, created FROM judgments WHERE key IN ({marks})", chunk)
+            found.update((key, (payload, created)) for key, payload, created in rows)
+        return found
+
+    def _write(self, rows: list[tuple[str, str, str, str, float]], answered: list[str]) -> None:
+        """Store ``rows`` (first writer wins, a failure is replaced) and release the leases on ``answered``."""
+        self._db.executemany(_PUT, rows)
+        leases.delete(self._db, self.owner, answered)
+
+    def _claim(self, keys: list[str], now: float, expires: float) -> set[str]:
+        """Lease every key of ``keys`` that needs asking and no live process holds; the keys held now."""
+        return leases.claim(self._db, self.path, self.owner, keys, now, expires)
+
+    def _delete_leases(self, keys: list[str]) -> None:
+        leases.delete(self._db, self.owner, keys)
+
+    def _renew_leases(self, expires: float) -> None:
+        leases.renew(self._db, self.owner, self._held, expires)
+
+    def _count(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -414,8 +397,8 @@ class JudgmentCache:
 
     def __len__(self) -> int:
         self.flush()
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
+        with self._lock, self._explained():
+            return self._count()
 
     def close(self) -> None:
         """Commit what is buffered and close the file (idempotent)."""
@@ -437,16 +420,6 @@ class JudgmentCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def bad_row(path: str | Path | None, key: str, problem: str) -> CacheError:
-    """The error for a row of the cache that rankkit cannot have written (exit code 2)."""
-    return CacheError(
-        path or "(memory)",
-        f"row {key} cannot be read: {problem}",
-        "the file was changed outside rankkit; use a cache you made yourself, or delete that row "
-        f"(DELETE FROM judgments WHERE key = '{key}')",
-    )
 
 
 class NullCache:

@@ -77,7 +77,7 @@ def _take_over_dead_owners(db: sqlite3.Connection, owner: str, keys: list[str], 
             f"SELECT key, owner FROM leases WHERE owner != ? AND key IN ({marks})", [owner, *chunk]
         ).fetchall()
         for key, other in rows:
-            if _dead_on_this_host(other, host):
+            if dead_on_this_host(other, host):
                 _take_over(db, owner, key, other, expires)
 
 
@@ -116,7 +116,7 @@ def renew(db: sqlite3.Connection, owner: str, keys: set[str], expires: float) ->
     db.executemany("UPDATE leases SET expires = ? WHERE key = ? AND owner = ?", [(expires, key, owner) for key in keys])
 
 
-def _dead_on_this_host(owner: str, host: str) -> bool:
+def dead_on_this_host(owner: str, host: str) -> bool:
     """Whether a lease ``owner`` (``host/pid/token``) ran on ``host`` in a process that is gone."""
     owner_host, _, pid = owner.rpartition("/")[0].rpartition("/")
     if owner_host != host or not pid.isdigit():

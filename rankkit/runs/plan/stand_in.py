@@ -181,7 +181,10 @@ def read_only_cache(path: str | Path | None, disabled: bool) -> Any:
     gives an empty cache whatever the file.
     """
     from rankkit.judgments.cache import DEFAULT_CACHE_PATH, JudgmentCache
+    from rankkit.judgments.cache_postgres import PostgresJudgmentCache, is_postgres_url
 
+    if not disabled and is_postgres_url(path):
+        return PostgresJudgmentCache(path)
     path = Path(path) if path else DEFAULT_CACHE_PATH
     if disabled or not path.exists():
         return NullCache()
