@@ -75,6 +75,16 @@ def judge_specs(given: tuple[str, ...], recorded: tuple[str, ...] | None) -> lis
     return [spec for one in given for spec in recorded_specs(one, recorded)]
 
 
+def check_specs(specs: list[str | None]) -> None:
+    """Read every spec against its backend's declaration before any judge is built, so that a typo in
+    the last ``--judge`` stops the command before the first judge is paid for (:class:`SpecError`)."""
+    from rankkit.judges.backends import backend, read_settings, spec_name
+
+    for spec in specs:
+        if spec is not None:
+            read_settings(backend(spec_name(checked_judge_spec(spec))), spec)
+
+
 @click.command("judge-report")
 @data_options
 @several_judges_options
@@ -110,6 +120,7 @@ def judge_report_command(
     from rankkit.reports.judge_report import judge_report
 
     specs = judge_specs(judges_options.judge_specs, recorded_judges)
+    check_specs(specs)
     prepare_output(out)
     reports = []
     with judging(data, judges_options.one(specs[0])) as inputs:  # the tasks and the one cache all judges share

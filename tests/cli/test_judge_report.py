@@ -133,6 +133,13 @@ def test_recorded_judges_needs_a_replay_judge_and_safe_labels(files):
     assert unsafe.exit_code == 2 and "cannot be selected" in unsafe.output
 
 
+def test_a_bad_later_judge_stops_the_command_before_the_first_judges(tmp_path):
+    cache = tmp_path / "cache.sqlite"
+    result = run_cli("judge-report", "--judge", "sim", "--judge", "sim:nosuch=1", "--cache", cache, "-q")
+    assert result.exit_code == 2 and "unknown option 'nosuch'" in result.output
+    assert "judge calls" not in result.output  # nothing was judged
+
+
 def test_bad_pairs_and_resamples_exit_2():
     for option in ("--pairs-per-task", "--resamples"):
         result = run_cli("judge-report", "--judge", "sim", "--no-cache", "-q", option, "-1")
