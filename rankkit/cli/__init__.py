@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from rankkit.cli.human import HumanOptions, compare_block, human_options, print_agreements, read_human
+from rankkit.cli.judge_report import judge_report_command
 from rankkit.cli.leaderboard import leaderboard
 from rankkit.cli.options import (
     OUTPUT_FORMATS,
@@ -60,7 +61,7 @@ def main() -> None:
     """Rank candidate answers with an LLM judge, and compare ranking strategies on the same judgments."""
 
 
-for command in (leaderboard, analyze_command, rejudge_command, plot_command, report_command):
+for command in (leaderboard, judge_report_command, analyze_command, rejudge_command, plot_command, report_command):
     main.add_command(command)
 
 
@@ -267,49 +268,6 @@ def list_judges() -> None:
         for option in descriptor.options:
             mark = "*" if option.identity else " "
             click.echo(f"{'':<2}{mark} {option.describe():<44} {option.help}")
-
-
-@main.command("judge-report")
-@data_options
-@judge_options
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the full report as JSON.")
-@click.option(
-    "--pairs-per-task",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    help="Candidate pairs sampled per task (seeded); 0 = every pair.",
-)
-@click.option(
-    "--resamples",
-    type=click.IntRange(min=0),
-    default=1000,
-    show_default=True,
-    help="Bootstrap resamples over tasks for the 95% intervals (0 = none).",
-)
-@guarded
-def judge_report_command(data: DataOptions, judge_options: JudgeOptions, out, pairs_per_task, resamples) -> None:
-    """Measure a judge's slot and length biases, order consistency and accuracy (both orders per pair)."""
-    from rankkit.reports.judge_report import judge_report
-    from rankkit.reports.judge_report_text import format_report
-
-    prepare_output(out)
-    with judging(data, judge_options) as inputs:
-        report = judge_report(
-            inputs.tasks,
-            inputs.judge,
-            inputs.cache,
-            pairs_per_task=pairs_per_task or None,
-            seed=judge_options.seed,
-            resamples=resamples,
-            progress=not judge_options.quiet,
-            judge_spec=inputs.spec,
-            data=str(inputs.path),
-        )
-    say(format_report(report))
-    if out:
-        write_json(report, out)
-        say(f"report written to {out}")
 
 
 @main.command("record")

@@ -216,8 +216,13 @@ def complete_judge_spec(ctx: click.Context, param: click.Parameter, incomplete: 
     ]
 
 
-#: The judge options; the command receives ``judge_options`` (a :class:`JudgeOptions`).
-judge_options = option_group(
+#: --judge's help, shared by the one-judge and the several-judges option groups.
+JUDGE_SPEC_HELP = (
+    "Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim)."
+)
+
+#: The options of a judging session besides the judge spec.
+SESSION_OPTIONS = (
     click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
     click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache."),
     click.option(
@@ -230,14 +235,42 @@ judge_options = option_group(
         "or a postgresql:// URL shared by workers on several machines.",
     ),
     click.option("--seed", type=int, default=0, show_default=True, help="Seeds every random choice."),
+)
+
+#: The judge options; the command receives ``judge_options`` (a :class:`JudgeOptions`).
+judge_options = option_group(
+    *SESSION_OPTIONS,
+    click.option("--judge", "judge_spec", default=None, shell_complete=complete_judge_spec, help=JUDGE_SPEC_HELP),
+    grouped(JudgeOptions, "judge_options"),
+)
+
+
+@dataclass(frozen=True)
+class SeveralJudgesOptions:
+    """The judges a command asks (``--judge`` repeated; empty: the default judge), with one seed and one cache."""
+
+    judge_specs: tuple[str, ...]
+    seed: int
+    cache_path: str | None
+    no_cache: bool
+    quiet: bool
+
+    def one(self, judge_spec: str | None) -> JudgeOptions:
+        """The options of one of the judges."""
+        return JudgeOptions(judge_spec, self.seed, self.cache_path, self.no_cache, self.quiet)
+
+
+#: The judge options with --judge repeatable; the command receives ``judges_options`` (a :class:`SeveralJudgesOptions`).
+several_judges_options = option_group(
+    *SESSION_OPTIONS,
     click.option(
         "--judge",
-        "judge_spec",
-        default=None,
+        "judge_specs",
+        multiple=True,
         shell_complete=complete_judge_spec,
-        help="Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim).",
+        help=JUDGE_SPEC_HELP + " Repeat it to report several judges side by side.",
     ),
-    grouped(JudgeOptions, "judge_options"),
+    grouped(SeveralJudgesOptions, "judges_options"),
 )
 
 

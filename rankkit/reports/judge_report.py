@@ -9,20 +9,20 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rankkit.data.tasks import Task, longer_candidate
+from rankkit.data.tasks import Task
 from rankkit.judges.base import Judge
 from rankkit.judgments.memo import JudgmentMemo
 from rankkit.judgments.values import Verdict
+from rankkit.reports.judge_report_agreement import all_metrics, length_buckets
 from rankkit.reports.judge_report_pairs import (
     PairRecord,
-    human_preference,
-    measure,
     metric_json,
+    pair_record,
     sample_pairs,
     verdict_counts,
-    verdict_of,
 )
 from rankkit.reports.judge_report_panel import panel_section
+from rankkit.stats.agreement import CALIBRATION_BINS
 from rankkit.stats.intervals import DEFAULT_LEVEL, DEFAULT_RESAMPLES
 from rankkit.strategies.matches import Cost, MatchSource
 
@@ -71,17 +71,7 @@ def collect(
         cost.add(source.cost)
         raw.append((task, judgments))
         for (a, b), a_first, b_first in zip(pairs, judgments[0::2], judgments[1::2]):
-            records.append(
-                PairRecord(
-                    task_id=task.task_id,
-                    a=a,
-                    b=b,
-                    a_first=verdict_of(a_first, a, b),
-                    b_first=verdict_of(b_first, b, a),
-                    human=human_preference(task, a, b),
-                    longer=longer_candidate(task, a, b),
-                )
-            )
+            records.append(pair_record(task, a, b, a_first, b_first))
     memo.flush()
     return records, raw, cost
 
@@ -125,7 +115,7 @@ def judge_report(
 
     memo = JudgmentMemo(judge, cache)  # kept: a panel's section reads its members' votes back from it
     records, raw, cost = collect(tasks, judge, cache, pairs_per_task, seed, progress, memo)
-    estimates = measure(records, resamples, level, seed)
+    estimates = all_metrics(records, resamples, level, seed)
     misses = sum(is_miss(j) for _, judgments in raw for j in judgments)
     report: dict[str, Any] = {
         "judge": {
@@ -150,6 +140,8 @@ def judge_report(
             "completion_tokens": cost.completion_tokens,
         },
         "metrics": {name: metric_json(estimate) for name, estimate in estimates.items()},
+        "calibration_bins": CALIBRATION_BINS,
+        "length_buckets": length_buckets(records, resamples, level, seed),
     }
     if isinstance(judge, PanelJudge):
         report["panel"] = panel_section(judge, memo, tasks, records, resamples, level, seed)

@@ -13,7 +13,7 @@ from itertools import combinations
 
 import numpy as np
 
-from rankkit.data.tasks import Task, task_rng
+from rankkit.data.tasks import Task, longer_candidate, task_rng
 from rankkit.judgments.values import ParseStatus, Verdict, Winner
 from rankkit.stats.intervals import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Interval, bootstrap
 
@@ -40,6 +40,10 @@ class PairRecord:
         The human-preferred candidate, "tie" when the humans scored both equally, None without labels.
     longer
         The longer candidate (:attr:`rankkit.data.tasks.Candidate.length`), None when equally long.
+    length_gap
+        The two answers' length difference in characters, ``|len a - len b|``.
+    a_win_probabilities
+        The judge's P(a wins) when a / b was shown first, None where it gave no probability.
     """
 
     task_id: str
@@ -49,6 +53,8 @@ class PairRecord:
     b_first: Preference
     human: Preference
     longer: str | None
+    length_gap: int | None = None
+    a_win_probabilities: tuple[float | None, float | None] = (None, None)
 
 
 def verdict_of(judgment: Verdict, first: str, second: str) -> Preference:
@@ -68,6 +74,28 @@ def verdict_of(judgment: Verdict, first: str, second: str) -> Preference:
     if judgment.winner is Winner.TIE:
         return TIE
     return first if judgment.winner is Winner.FIRST else second
+
+
+def a_win_probability(judgment: Verdict, a_shown_second: bool) -> float | None:
+    """The judge's P(a wins) from a judgment's P(first shown wins); None when it gave none or failed."""
+    if judgment.status is ParseStatus.FAILED or judgment.probability is None:
+        return None
+    return 1.0 - judgment.probability if a_shown_second else judgment.probability
+
+
+def pair_record(task: Task, a: str, b: str, a_first: Verdict, b_first: Verdict) -> PairRecord:
+    """The :class:`PairRecord` of pair (a, b) judged with a shown first (``a_first``) and b shown first."""
+    return PairRecord(
+        task_id=task.task_id,
+        a=a,
+        b=b,
+        a_first=verdict_of(a_first, a, b),
+        b_first=verdict_of(b_first, b, a),
+        human=human_preference(task, a, b),
+        longer=longer_candidate(task, a, b),
+        length_gap=abs(task.candidate(a).length - task.candidate(b).length),
+        a_win_probabilities=(a_win_probability(a_first, False), a_win_probability(b_first, True)),
+    )
 
 
 def combine_orders(one: Preference, other: Preference) -> Preference:

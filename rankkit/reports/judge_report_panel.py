@@ -11,12 +11,13 @@ import numpy as np
 
 from rankkit.data.tasks import Task
 from rankkit.judgments.values import Winner
+from rankkit.reports.judge_report_agreement import all_metrics
 from rankkit.reports.judge_report_pairs import (
     PANEL_THRESHOLDS,
     TIE,
     PairRecord,
+    a_win_probability,
     credit,
-    measure,
     metric_json,
     verdict_counts,
     verdict_of,
@@ -59,7 +60,7 @@ def panel_section(
         {
             "member": member.description,
             **verdict_counts(recs),
-            "metrics": {k: metric_json(v) for k, v in measure(recs, resamples, level, seed).items()},
+            "metrics": {k: metric_json(v) for k, v in all_metrics(recs, resamples, level, seed).items()},
         }
         for member, recs in zip(panel.members, member_records)
     ]
@@ -94,6 +95,7 @@ def member_votes(
                     record,
                     a_first=verdict_of(a_first, record.a, record.b),
                     b_first=verdict_of(b_first, record.b, record.a),
+                    a_win_probabilities=(a_win_probability(a_first, False), a_win_probability(b_first, True)),
                 )
             )
         votes = panel.votes(per_member)

@@ -12,6 +12,22 @@ METRIC_LABELS = (
     ("accuracy_single", "accuracy, one order"),
     ("accuracy_both", "accuracy, both orders (decided pairs)"),
     ("accuracy_both_strict", "accuracy, both orders (draw = wrong)"),
+    ("kappa", "Cohen's kappa vs humans"),
+    ("alpha", "Krippendorff's alpha vs humans"),
+    ("ece", "calibration error, judge's P(win)"),
+    ("ece_orders", "calibration error, order votes"),
+)
+
+#: The side-by-side table of several judges: (metric, column header).
+SIDE_BY_SIDE = (
+    ("accuracy_single", "acc_1order"),
+    ("kappa", "kappa"),
+    ("alpha", "alpha"),
+    ("ece", "ece"),
+    ("ece_orders", "ece_orders"),
+    ("order_consistency", "consistency"),
+    ("first_slot", "first_slot"),
+    ("length_judge", "picks_longer"),
 )
 
 
@@ -32,7 +48,7 @@ def report_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "metric": label,
-                "value": metric["value"],
+                "value": "n/a" if metric["value"] is None else metric["value"],
                 "interval": interval,
                 "n": None if metric["n"] is None else int(metric["n"]),
             }
@@ -95,9 +111,57 @@ def format_report(report: dict[str, Any]) -> str:
             ],
         ),
     ]
+    lines += length_bucket_lines(report)
     if "panel" in report:
         lines += panel_tables(report)
     return "\n".join(lines)
+
+
+def with_interval(metric: dict[str, Any]) -> str:
+    """A metric as ``value [low, high]`` (``n/a`` without a value, no bounds without an interval)."""
+    if metric["value"] is None:
+        return "n/a"
+    if metric["low"] is None:
+        return f"{metric['value']:.3f}"
+    return f"{metric['value']:.3f} [{metric['low']:.2f}, {metric['high']:.2f}]"
+
+
+def length_bucket_lines(report: dict[str, Any]) -> list[str]:
+    """The one-order accuracy by tercile of the pairs' length difference, one line."""
+    buckets = report["length_buckets"]
+    if not buckets:
+        return []
+    parts = [
+        f"{b['low']:.0f}-{b['high']:.0f} chars: {with_interval(b['accuracy_single'])} ({b['pairs']} pairs)"
+        for b in buckets
+        if b["pairs"]
+    ]
+    return ["accuracy, one order, by length difference |len a - len b| (terciles): " + " · ".join(parts)]
+
+
+def format_side_by_side(reports: list[dict[str, Any]]) -> str:
+    """Several judges' reports on the same pairs as one table, each metric with its bootstrap interval.
+
+    Returns the table with a header line.
+    """
+    from rankkit.data.formatting import format_table
+
+    first = reports[0]
+    rows = [
+        {
+            "judge": report["judge"]["description"],
+            **{key: with_interval(report["metrics"][key]) for key, _ in SIDE_BY_SIDE},
+        }
+        for report in reports
+    ]
+    return "\n".join(
+        [
+            f"{len(reports)} judges on the same {first['pairs']} pairs of {first['tasks']} tasks (both orders) · "
+            f"seed {first['seed']} · {first['bootstrap']['confidence']:.0%} bootstrap intervals over tasks · "
+            f"ece over {first['calibration_bins']} equal-width bins (n/a: the judge gives no probability)",
+            format_table(rows, [("judge", "judge"), *SIDE_BY_SIDE]),
+        ]
+    )
 
 
 #: The member table's columns: (row key, header).

@@ -84,6 +84,7 @@ def judgment_row(
         "winner": recorded_winner(judgment, first, second),
         "score_a": judgment.first_grade,
         "score_b": judgment.second_grade,
+        **({} if judgment.probability is None else {"probability": judgment.probability}),  # P(a, shown first, wins)
     }
 
 

@@ -54,6 +54,7 @@ class RecordingRow:
     winner: str | None
     grade_a: float | None = None
     grade_b: float | None = None
+    probability: float | None = None  # P(a, shown first, wins), when the recording states it
     judge: str | None = None
     method: str | None = None
 
@@ -119,8 +120,8 @@ def _check_labels(path: Path, line: int, row: dict) -> None:
 def check_pair_row(path: Path, number: int, row: dict[str, Any]) -> None:
     """Refuse a malformed pairwise row (:class:`TaskFormatError` naming file, line ``number`` and field).
 
-    Needs ``task_id``, distinct ``a`` and ``b``, ``winner`` one of them, ``"tie"`` or null, and grades
-    finite within ±:data:`MAX_RECORDED_GRADE` or null.
+    Needs ``task_id``, distinct ``a`` and ``b``, ``winner`` one of them, ``"tie"`` or null, grades
+    finite within ±:data:`MAX_RECORDED_GRADE` or null, and ``probability`` (P(a wins)) in [0, 1] or null.
     """
     for name in ("task_id", "a", "b"):
         if not isinstance(row.get(name), (str, int)) or isinstance(row.get(name), bool):
@@ -140,6 +141,8 @@ def check_pair_row(path: Path, number: int, row: dict[str, Any]) -> None:
         )
     for name in ("score_a", "score_b"):
         _optional_number(path, number, row, name)
+    if row.get("probability") is not None:
+        _recorded_number(path, number, "probability", row["probability"], 0.0, 1.0)
     _check_labels(path, number, row)
 
 
@@ -257,6 +260,7 @@ def load_recorded(
             winner=None if winner is None else str(winner),
             grade_a=_optional_number(path, number, row, "score_a"),
             grade_b=_optional_number(path, number, row, "score_b"),
+            probability=None if row.get("probability") is None else float(row["probability"]),
             judge=row.get("judge"),
             method=row.get("method"),
         )
@@ -401,7 +405,12 @@ class ReplayJudge(Judge):
             first_grade, second_grade = verdict_scores(task, winner)
         raw = f"recorded {record.judge or '?'}/{record.method or '?'}: winner {record.winner}"
         return Verdict(
-            first_grade=first_grade, second_grade=second_grade, winner=winner, raw=raw, extras={"replay": "recorded"}
+            first_grade=first_grade,
+            second_grade=second_grade,
+            winner=winner,
+            raw=raw,
+            probability=record.probability,
+            extras={"replay": "recorded"},
         )
 
     def choose(self, task: Task, candidates: Sequence[Candidate]) -> GroupChoice:

@@ -369,3 +369,20 @@ def test_a_recording_that_is_not_utf8_names_the_line(tmp_path):
     path.write_bytes((json.dumps(PAIR) + "\n").encode() + b'{"task_id": "t\xff"}\n')
     with pytest.raises(TaskFormatError, match=r":2: not valid UTF-8"):
         make_judge(f"replay:{path}")
+
+
+def test_a_recorded_probability_is_the_verdicts_and_a_bad_one_names_its_line(tmp_path):
+    path = tmp_path / "judgments.jsonl"
+    rows = [
+        {"task_id": "t", "a": "c0", "b": "c1", "winner": "c0", "probability": 0.8},
+        {"task_id": "t", "a": "c1", "b": "c0", "winner": "c0"},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    task = make_task([1.0, 0.0])
+    judge = ReplayJudge(path)
+    assert judge.compare(task, task.candidate("c0"), task.candidate("c1")).probability == pytest.approx(0.8, abs=1e-12)
+    assert judge.compare(task, task.candidate("c1"), task.candidate("c0")).probability is None
+    path.write_text(json.dumps({**rows[0], "probability": 1.5}) + "\n")
+    with pytest.raises(TaskFormatError, match="probability") as raised:
+        load_recorded(path)
+    assert ":1" in str(raised.value) or "line 1" in str(raised.value)
