@@ -17,7 +17,8 @@ cell, pooled over tasks and seeds:
   shown the way the dry run does (:func:`rankkit.runs.plan.tokens.estimate_tokens`: the task's
   prompt and every answer shown, per judgment; no template).
 
-Every budget is ``N − 1`` judgments per candidate (all pairs once for ``swiss``), so the question is
+Every budget is ``N − 1`` judgments per candidate: every distinct judgment for the pairwise strategies
+(``swiss`` with ``order=both``), so the question is
 how often the target is reached within it and whether those stops are right.
 
     nice python benchmarks/stopping_misspecified.py            # writes benchmarks/results/stopping_misspecified.md
@@ -38,7 +39,7 @@ from rankkit.runs.runner import run
 from rankkit.strategies import make_strategy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stopping import RESULTS, SHARED, answer_is_latent, planted, wilson  # noqa: E402
+from stopping import RESULTS, SHARED, answer_is_latent, planted, wilson
 
 #: The misspecified family: name -> judge spec (the seed is added per trial).
 JUDGES = {
@@ -54,7 +55,7 @@ DATASETS = ["newsroom", "usr_topicalchat", "wmt23_sxs_mqm_ende"]
 #: Strategy templates: ``{until}``, ``{budget}`` and (pairwise only) ``{rule}`` are filled per cell.
 STRATEGIES = {
     "active": "active:until={until},criterion=target,budget={budget},stopping={rule}",
-    "swiss": "swiss:until={until},budget={budget},stopping={rule}",
+    "swiss": "swiss:until={until},order=both,budget={budget},stopping={rule}",
     "setwise_groups": "setwise_groups:until={until},k=4,criterion=target,rounds=1000,budget={budget}",
 }
 TARGETS = ["top1", "top:3"]
@@ -131,7 +132,7 @@ def main() -> None:
     args = parser.parse_args()
 
     pooled = {rule: [0, 0] for rule in RULES}
-    worst = {rule: (2.0, "") for rule in RULES}
+    worst = dict.fromkeys(RULES, (2.0, ""))
     lines = []
     started = time.perf_counter()
     for name, tasks in data_sets(args.tasks, args.planted):

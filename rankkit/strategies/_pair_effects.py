@@ -84,6 +84,8 @@ def vote_weights(evidence: Evidence, curvature: np.ndarray, pair_sd: float) -> n
     import numpy as np
 
     first, second, _ = evidence.arrays
-    keys, where = np.unique(np.minimum(first, second) * evidence.n_items + np.maximum(first, second), return_inverse=True)
+    keys, where = np.unique(
+        np.minimum(first, second) * evidence.n_items + np.maximum(first, second), return_inverse=True
+    )
     counts = np.bincount(where, None, len(keys))[where]
     return 1.0 / (1.0 + counts * curvature * pair_sd**2)

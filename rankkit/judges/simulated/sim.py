@@ -19,8 +19,8 @@ from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.backends import Backend, Option, Settings
 from rankkit.judges.base import Judge
 from rankkit.judges.simulated.sim_model import (
-    FIXED_PRESET_RATES,
     DUPLICATE_GAP,
+    FIXED_PRESET_RATES,
     KWAY_READINGS,
     LATENT_PRESETS,
     MISSPECIFICATION_KEYS,
