@@ -44,7 +44,7 @@ from stopping import RESULTS, SHARED, answer_is_latent, planted, wilson
 #: The misspecified family: name -> judge spec (the seed is added per trial).
 JUDGES = {
     "independent": "sim:preset=gpt4",
-    "clipped": "sim:preset=gpt4,clip=true",
+    "clipped": "sim:preset=gpt4,perception=2,clip=true",  # perceptions wide enough to pass the ends
     "pair effects": "sim:preset=gpt4,pair_effect=0.5",
     "strong pair effects": "sim:preset=gpt4,pair_effect=1",
     "position": "sim:preset=gpt4,slot_bias=1",
