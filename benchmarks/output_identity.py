@@ -836,6 +836,7 @@ ADDED_FIELDS = re.compile(
     r"(^|\.)cost\.(usd|cached_tokens)$|^judge\.latent$|^suspicious$|^robustness$|^tasks\.grades$"
     r"|^(params|config\.strategies)\.(confidence|prior_sd|until|budget_kind)$|^judge_bias\.style$"
     r"|^control$|^style(\.|$)|^matches\.task$"
+    r"|^(params|config\.strategies)\.stopping$"  # 0.4: the pairwise stopping rule (issue 42)
 )
 #: The HTML report's pieces a 0.3 section adds to (robustness, untrusted text, style control).
 ADDED_MARKUP = re.compile(r"^(rows|leaderboard order|markup)$")

@@ -2,7 +2,8 @@
 
 A task stops once the answer by posterior mean is the true one with probability ``confidence``,
 by a seeded Monte Carlo estimate clear of it by two standard errors. Pairwise strategies use the
-exact Bradley–Terry posterior with a hyperprior on the scale (:func:`bt_estimate`),
+exact Bradley–Terry posterior with a hyperprior on the scale and, by default, on a persistent
+effect per pair (:func:`bt_estimate`, ``stopping=``, :data:`~rankkit.strategies._pair_effects.STOPPING_RULES`),
 ``setwise_groups`` its Gaussian posterior (:func:`gaussian_probability`). Why this stays valid under adaptive choice: ``docs/stopping.md``.
 """
 
@@ -16,6 +17,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from rankkit.data.specs import SpecError
+from rankkit.strategies._pair_effects import STOPPING_RULES
 
 if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
     import numpy as np
@@ -196,15 +198,6 @@ def pair_probabilities(mean: np.ndarray, cov: np.ndarray, pairs: np.ndarray) -> 
     return ndtr((mean[i] - mean[j]) / sd)
 
 
-def _log_likelihood(theta: np.ndarray, evidence: Evidence) -> np.ndarray:
-    """Each draw's Bradley–Terry log-likelihood of the evidence."""
-    import numpy as np
-
-    first, second, outcome = evidence.arrays
-    gaps = theta[:, first] - theta[:, second]
-    return -(outcome * np.logaddexp(0.0, -gaps) + (1.0 - outcome) * np.logaddexp(0.0, gaps)).sum(axis=1)
-
-
 def answer_holds(theta: np.ndarray, order: np.ndarray, target: StopTarget) -> np.ndarray:
     """For each draw (row of ``theta``), whether the answer ``order`` (rows best first) is the true
     one under it; one boolean per draw.
@@ -243,12 +236,15 @@ def importance_estimate(
     start: np.ndarray,
     seed: int,
     draws: int = DRAWS,
+    pair_sd: float = 0.0,
 ) -> tuple[float, float, float, float]:
-    """The exact Bradley–Terry posterior under the prior ``N(0, scale² I)``, by importance sampling.
+    """The exact Bradley–Terry posterior under the prior ``N(0, scale² I)``, with a pair effect of sd
+    ``pair_sd`` (:mod:`rankkit.strategies._pair_effects`) integrated out, by importance sampling.
 
-    The proposal is a multivariate t (:data:`PROPOSAL_DOF`) at the posterior mode, scaled by the
-    Laplace covariance widened by :data:`PROPOSAL_WIDTH` (a Gaussian proposal was too narrow in the
-    tails when candidates had met only one or two others).
+    The proposal is a multivariate t (:data:`PROPOSAL_DOF`) at the Bradley–Terry posterior mode,
+    scaled by the Laplace covariance (each outcome's curvature times its share of a vote,
+    :func:`~rankkit.strategies._pair_effects.vote_weights`) widened by :data:`PROPOSAL_WIDTH` (a
+    Gaussian proposal was too narrow in the tails when candidates had met only one or two others).
 
     Returns
     -------
@@ -258,9 +254,13 @@ def importance_estimate(
     """
     import numpy as np
 
-    from rankkit.strategies._bt_posterior import exact_posterior
+    from rankkit.strategies._bt_posterior import bt_log_posterior, exact_posterior, posterior_hessian
+    from rankkit.strategies._pair_effects import pair_effect_log_likelihood, vote_weights
 
     mean, cov = exact_posterior(evidence, scale, start)
+    if pair_sd > 0 and len(evidence):
+        curvature = bt_log_posterior(mean, evidence, scale)[2]
+        cov = np.linalg.inv(posterior_hessian(evidence, curvature * vote_weights(evidence, curvature, pair_sd), scale))
     proposal = cov * PROPOSAL_WIDTH**2
     factor = np.linalg.cholesky(proposal + np.eye(len(mean)) * 1e-12 * max(1.0, float(np.trace(proposal))))
     n = len(mean)
@@ -278,7 +278,7 @@ def importance_estimate(
         - float(np.log(np.diag(factor)).sum())
         - (dof + n) / 2 * np.log1p((steps * steps).sum(axis=1) / dof)
     )
-    log_weight = _log_likelihood(theta, evidence) + log_prior - log_proposal
+    log_weight = pair_effect_log_likelihood(theta, evidence, pair_sd) + log_prior - log_proposal
     top = float(log_weight.max())
     weight = np.exp(log_weight - top)
     log_marginal = top + math.log(float(weight.mean()))
@@ -298,19 +298,22 @@ def bt_estimate(
     start: np.ndarray,
     scales: Sequence[float] = SCALES,
     draws: int = DRAWS,
+    pair_sds: Sequence[float] = (0.0,),
 ) -> tuple[float, float]:
     """The posterior probability that the answer ``order`` is the true one, and its Monte Carlo
-    standard error, under Bradley–Terry strengths ``N(0, τ² I)`` with τ equally likely any of
-    ``scales``.
+    standard error, under Bradley–Terry strengths ``N(0, τ² I)`` and pair effects ``N(0, s²)``
+    with τ equally likely any of ``scales`` and s any of ``pair_sds``.
 
-    Each τ's estimate (:func:`importance_estimate`, seeded ``seed + k``) is weighted by its marginal
-    likelihood. When a τ of weight above 1% rests on fewer effective draws than
-    :data:`LEAST_EFFECTIVE_SHARE`, (0, 0) is returned: never settled on it.
+    Each (τ, s)'s estimate (:func:`importance_estimate`, seeded ``seed + k`` for the k-th τ) is
+    weighted by its marginal likelihood. When one of weight above 1% rests on fewer effective draws
+    than :data:`LEAST_EFFECTIVE_SHARE`, (0, 0) is returned: never settled on it.
     """
     import numpy as np
 
     estimates = [
-        importance_estimate(order, target, evidence, scale, start, seed + k, draws) for k, scale in enumerate(scales)
+        importance_estimate(order, target, evidence, scale, start, seed + k, draws, pair_sd)
+        for k, scale in enumerate(scales)
+        for pair_sd in pair_sds
     ]
     logs = np.array([log_marginal for _, log_marginal, _, _ in estimates])
     weights = np.exp(logs - logs.max())
@@ -353,12 +356,14 @@ def is_target_settled(
     confidence: float,
     seed: int,
     evidence: Evidence | None = None,
+    stopping: str = "pair_effects",
 ) -> bool:
     """Whether the answer by posterior mean is the true one with probability ``confidence``.
 
-    With ``evidence`` (pairwise strategies) by :func:`bt_estimate`, without by the Gaussian
-    ``N(mean, cov)``. A cheap Gaussian screen (sd divided by :data:`SCREEN_SHARPENING`) runs first;
-    it can only delay a stop, never cause one.
+    With ``evidence`` (pairwise strategies) by :func:`bt_estimate` under the rule ``stopping``
+    (:data:`~rankkit.strategies._pair_effects.STOPPING_RULES`), and under plain Bradley–Terry too;
+    without by the Gaussian ``N(mean, cov)``. A cheap Gaussian screen (sd divided by
+    :data:`SCREEN_SHARPENING`) runs first; it can only delay a stop, never cause one.
     """
     order = current_order(mean)
     pairs = relevant_pairs(order, target)
@@ -371,12 +376,15 @@ def is_target_settled(
             probability = gaussian_probability(mean, cov, target, seed, draws)
             return probability, _binomial_error(probability, draws)
 
-    else:
+        return clears_confidence(estimate, confidence)
 
-        def estimate(draws: int) -> tuple[float, float]:
-            return bt_estimate(order, target, evidence, seed, mean, draws=draws)
+    def under(pair_sds: Sequence[float]) -> Callable[[int], tuple[float, float]]:
+        return lambda draws: bt_estimate(order, target, evidence, seed, mean, draws=draws, pair_sds=pair_sds)
 
-    return clears_confidence(estimate, confidence)
+    # Plain Bradley–Terry first: cheap, and (pair effects only widen the posterior) nearly always
+    # settled first; the rule with pair effects never stops before it.
+    rules = dict.fromkeys([(0.0,), STOPPING_RULES[stopping]])
+    return all(clears_confidence(under(pair_sds), confidence) for pair_sds in rules)
 
 
 # ---------------------------------------------------------------------------------------------

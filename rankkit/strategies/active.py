@@ -23,6 +23,7 @@ from rankkit.strategies._budget import (
 )
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
+from rankkit.strategies._pair_effects import check_rule
 from rankkit.strategies._stopping import (
     Forecast,
     check_stopping,
@@ -88,6 +89,9 @@ class Active(Strategy):
         posterior means (Elo scale); ``settle`` is unused and ``aggregate`` must be ``bt``.
     confidence
         The posterior probability the target must reach (strictly between 0 and 1).
+    stopping
+        The posterior the target is judged by: ``pair_effects`` (a pair's judgments share a
+        persistent effect) or ``bt`` (each distinct judgment an independent vote; 0.3's rule).
     """
 
     budget: float = 3.0
@@ -100,6 +104,7 @@ class Active(Strategy):
     aggregate: str = "bt"
     until: str | None = None
     confidence: float = 0.95
+    stopping: str = "pair_effects"
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -123,6 +128,7 @@ class Active(Strategy):
             )
         if self.prior_sd <= 0:
             raise SpecError(f"strategy active: prior_sd must be > 0, got {self.prior_sd}")
+        check_rule("strategy active", self.stopping)
         if self.criterion == "target" and self.until is None:
             raise SpecError("strategy active: criterion=target needs a stopping target (until=top1, top:K or order)")
         if check_stopping("strategy active", self.until, self.confidence) is not None and self.aggregate != "bt":
@@ -264,7 +270,7 @@ class Active(Strategy):
         """Why asking stops now (``target`` settled, pairs ``exhausted``, ``budget`` spent), None to go
         on; the target is tested only when ``check``."""
         if check and is_target_settled(
-            posterior.mean, posterior.cov, target, self.confidence, seed, posterior.evidence
+            posterior.mean, posterior.cov, target, self.confidence, seed, posterior.evidence, self.stopping
         ):
             return "target"
         if not open_pairs.any():

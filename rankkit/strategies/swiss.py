@@ -18,6 +18,7 @@ from rankkit.data.tasks import Task
 from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry, win_rates
 from rankkit.strategies._budget import budget_judgments, check_budget, match_outcomes, task_match_count
 from rankkit.strategies._graded import corrected_grades, mean_grades
+from rankkit.strategies._pair_effects import check_rule
 from rankkit.strategies._stopping import (
     Forecast,
     check_stopping,
@@ -114,6 +115,9 @@ class Swiss(Strategy):
         The posterior probability the target must reach.
     prior_sd
         The prior sd of the log-strengths (only with ``until``).
+    stopping
+        The posterior the target is judged by: ``pair_effects`` (a pair's judgments share a
+        persistent effect) or ``bt`` (each distinct judgment an independent vote; 0.3's rule).
     """
 
     budget: float = 3.0
@@ -123,6 +127,7 @@ class Swiss(Strategy):
     until: str | None = None
     confidence: float = 0.95
     prior_sd: float = 2.0
+    stopping: str = "pair_effects"
 
     description = "Swiss-system tournament: rounds pair close running scores, budget x N comparisons"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -135,6 +140,7 @@ class Swiss(Strategy):
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order
         check_budget("swiss", self.budget, self.comparisons, self.order)
+        check_rule("strategy swiss", self.stopping)
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy swiss: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
         if self.prior_sd <= 0:
@@ -267,6 +273,7 @@ class _TargetWatch:
         self.index = {cid: k for k, cid in enumerate(self.ids)}
         self.target = check_stopping("strategy swiss", swiss.until, swiss.confidence)
         self.confidence = swiss.confidence
+        self.stopping = swiss.stopping
         self.prior_sd = swiss.prior_sd
         self.most = swiss.max_judgments(len(self.ids))
         self.seed = task_seed(task.task_id)
@@ -309,6 +316,7 @@ class _TargetWatch:
                 self.confidence,
                 self.seed,
                 self.posterior.evidence,
+                self.stopping,
             )
         return self._settled
 

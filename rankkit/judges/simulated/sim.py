@@ -19,13 +19,19 @@ from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.backends import Backend, Option, Settings
 from rankkit.judges.base import Judge
 from rankkit.judges.simulated.sim_model import (
+    DUPLICATE_GAP,
     FIXED_PRESET_RATES,
     KWAY_READINGS,
     LATENT_PRESETS,
+    MISSPECIFICATION_KEYS,
     STYLE_BIAS_KEYS,
+    Misspecification,
     StyleBias,
+    duplicate_sources,
     fixed_parameters,
     kway_temperature,
+    pair_effects,
+    pair_offsets,
     softmax_probabilities,
 )
 from rankkit.judgments.judge_protocol import Capabilities
@@ -87,7 +93,7 @@ _STANDARD_NORMAL = NormalDist()
 
 
 @dataclass(unsafe_hash=True)  # hashed by its parameters; `spec` is set by make_judge
-class LatentJudge(StyleBias, _Simulated):
+class LatentJudge(Misspecification, StyleBias, _Simulated):
     """Latent-perception simulated judge (model in ``docs/judges-sim.md``); noise terms in sds of ``Task.human_spread``.
 
     perception: sd of the perception of an answer, shared by every judgment.
@@ -100,6 +106,9 @@ class LatentJudge(StyleBias, _Simulated):
         slot) or ``probabilities`` (P(best) per slot, softmax at :meth:`kway_temperature`).
     length_bias, format_bias: ``sd`` per doubling of the length, and of 1 + formatting elements,
         relative to the other answers.
+    pair_effect, clip, tie_margin, duplicates: planted misspecifications
+        (:class:`~rankkit.judges.simulated.sim_model.Misspecification`); ``latent`` stays each
+        answer's perception.
     """
 
     perception: float = LATENT_PRESETS["gpt4"].perception
@@ -111,6 +120,10 @@ class LatentJudge(StyleBias, _Simulated):
     kway: str = "grades"
     length_bias: float = 0.0
     format_bias: float = 0.0
+    pair_effect: float = 0.0
+    clip: bool = False
+    tie_margin: float = 0.0
+    duplicates: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kway not in KWAY_READINGS:
@@ -122,6 +135,7 @@ class LatentJudge(StyleBias, _Simulated):
         if not math.isfinite(self.slot_bias):
             raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
         self._check_style_bias()
+        self._check_misspecification()
 
     def fingerprint_fields(self) -> dict:
         """Everything that changes a judgment (``kway`` and style biases only when not the default)."""
@@ -136,6 +150,7 @@ class LatentJudge(StyleBias, _Simulated):
         if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
             fields["kway"] = self.kway
         fields.update(self._style_fields())
+        fields.update(self._misspecification_fields())
         return fields
 
     @property
@@ -149,12 +164,32 @@ class LatentJudge(StyleBias, _Simulated):
             )
         if self.kway != "grades":
             name += f",kway={self.kway}"
-        return f"sim:{name}{self._style_description()} (simulated)"
+        return f"sim:{name}{self._style_description()}{self._misspecification_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
-        """The perceived quality of an answer on the task's scale (unclipped): one draw per (seed, task, answer)."""
+        """The perceived quality of an answer on the task's scale (unclipped): one draw per (seed, task, answer);
+        a near-duplicate's (``duplicates``) is its source's plus :data:`DUPLICATE_GAP` sd times a draw."""
+        source = self._duplicate_sources(task).get(candidate.id) if self.duplicates else None
+        if source is not None:
+            (z,) = _normals(str(self.seed), task.task_id, candidate.id, "duplicate")
+            return self.perceived(task, task.candidate(source)) + DUPLICATE_GAP * task.human_spread * z
         (z,) = _normals(str(self.seed), task.task_id, candidate.id, "perception")
         return task.human_score(candidate.id) + self.perception * task.human_spread * z
+
+    def _duplicate_sources(self, task: Task) -> dict[str, str]:
+        ids = sorted(candidate.id for candidate in task.candidates)
+        draws = [
+            tuple(_STANDARD_NORMAL.cdf(z) for z in _normals(str(self.seed), task.task_id, cid, "copies", count=2))
+            for cid in ids
+        ]
+        return duplicate_sources(ids, draws, self.duplicates)
+
+    def _pair_shifts(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
+        """Each shown answer's shift (``sd``) from the persistent pair effects (:func:`pair_offsets`)."""
+        if not self.pair_effect:
+            return [0.0] * len(candidates)
+        draw = lambda low, high: _normals(str(self.seed), task.task_id, low, high, "pair_effect")[0]  # noqa: E731
+        return pair_offsets(pair_effects([c.id for c in candidates], draw, self.pair_effect))
 
     def latent(self, task: Task) -> dict[str, float]:
         """Each answer's perception (:meth:`perceived`), by candidate id: the judge's order in the limit.
@@ -185,12 +220,9 @@ class LatentJudge(StyleBias, _Simulated):
         """A verdict from the two answers' noisy grades with their slots' bias; grades agree with it."""
         _require_truth(task)
         spread = task.human_spread
-        e1, e2 = _normals(str(self.seed), task.task_id, first.id, second.id, "pair", count=2)
-        style1, style2 = self.group_style_shifts((first, second))
-        t1 = self.perceived(task, first) + spread * (self.slot_bias / 2 + self.pair_noise * e1 + style1)
-        t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2 + style2)
-        if t1 == t2:  # only without noise, between equal answers and no slot bias
-            s = _clip(task, t1)
+        t1, t2 = self.group_grades(task, (first, second))
+        if abs(t1 - t2) <= self.tie_margin * spread:  # without tie_margin only when both clip or without noise
+            s = _clip(task, (t1 + t2) / 2)
             return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE, raw=f"Answer 1: {s:.4g} Answer 2: {s:.4g}")
         s1, s2 = _agreeing_grades(task, t1, t2)
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
@@ -211,7 +243,8 @@ class LatentJudge(StyleBias, _Simulated):
         return [self.slot_bias * (0.5 - slot / (k - 1)) for slot in range(k)]
 
     def group_grades(self, task: Task, candidates: Sequence[Candidate]) -> list[float]:
-        """Each shown answer's unclipped k-way grade: ``p_i + sd · (offset_i + pair_noise · e_i + style_i)``.
+        """Each shown answer's k-way grade: ``p_i + sd · (offset_i + pair_noise · e_i + style_i + pair_i)``,
+        unclipped unless ``clip`` (``pair_i``: :meth:`_pair_shifts`).
 
         At k = 2 these are the pairwise grades (same draws).
         """
@@ -219,10 +252,12 @@ class LatentJudge(StyleBias, _Simulated):
         spread = task.human_spread
         noise = _normals(str(self.seed), task.task_id, *(c.id for c in candidates), "pair", count=len(candidates))
         styles = self.group_style_shifts(candidates)
-        return [
-            self.perceived(task, c) + spread * (offset + self.pair_noise * e + style)
-            for c, offset, e, style in zip(candidates, self.slot_offsets(len(candidates)), noise, styles)
+        pairs = self._pair_shifts(task, candidates)
+        grades = [
+            self.perceived(task, c) + spread * (offset + self.pair_noise * e + style + pair)
+            for c, offset, e, style, pair in zip(candidates, self.slot_offsets(len(candidates)), noise, styles, pairs)
         ]
+        return [_clip(task, grade) for grade in grades] if self.clip else grades
 
     def kway_temperature(self) -> float:
         """This judge's ``kway=probabilities`` temperature in ``sd`` (see :func:`kway_temperature`)."""
@@ -361,7 +396,7 @@ class FixedAccuracyJudge(StyleBias, _Simulated):
 
 #: model name -> the parameters only that model takes.
 MODEL_KEYS: dict[str, tuple[str, ...]] = {
-    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway"),
+    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway", *MISSPECIFICATION_KEYS),
     "fixed": ("accuracy", "position_bias", "noise"),
 }
 
@@ -396,6 +431,10 @@ SIM_OPTIONS: tuple[Option, ...] = (
         "latent: what a k-way choice carries: grades, choice or probabilities (P(best) per slot)",
         choices=KWAY_READINGS,
     ),
+    Option("pair_effect", float, 0.0, "latent: sd of a persistent preference per pair (both orders, every re-ask)"),
+    Option("clip", bool, False, "latent: compare grades clipped at the scale's ends (answers past an end tie)"),
+    Option("tie_margin", float, 0.0, "latent: grades closer than this (in sds) are a tie"),
+    Option("duplicates", float, 0.0, "latent: share of answers that near-duplicate another"),
     Option("accuracy", float, 0.8, "fixed: probability of picking the human-better answer"),
     Option("position_bias", float, 0.0, "fixed: probability of picking the answer shown first"),
     Option("noise", float, 0.5, "fixed: sd of the noise on every grade"),

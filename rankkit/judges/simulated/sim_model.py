@@ -6,7 +6,7 @@ Pure functions and the style-bias mixin both simulated judges share (``docs/judg
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -204,3 +204,101 @@ def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+# Misspecified judges: what the pairwise stopping rule must survive (docs/judges-sim.md)
+
+#: The misspecification parameters of the latent model (the defaults plant nothing).
+MISSPECIFICATION_KEYS = ("pair_effect", "clip", "tie_margin", "duplicates")
+
+#: How far apart (in ``sd``) a near-duplicate answer is perceived from the answer it copies.
+DUPLICATE_GAP = 0.02
+
+
+class Misspecification:
+    """Departures from a judge with one independent draw per question, planted on the latent model.
+
+    pair_effect: sd (``sd`` units) of a persistent preference per pair of answers, drawn once per
+        unordered pair: the same in both orders and on every re-ask.
+    clip: the judge's grades are clipped at the scale's ends before it compares them; two answers
+        both past an end tie (near-top answers look alike).
+    tie_margin: two grades closer than this (``sd``) are a tie.
+    duplicates: the share of answers that near-duplicate an earlier one (by id): perceived
+        :data:`DUPLICATE_GAP` sd from it.
+    """
+
+    pair_effect: float
+    clip: bool
+    tie_margin: float
+    duplicates: float
+
+    def _check_misspecification(self) -> None:
+        for name in ("pair_effect", "tie_margin"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise SpecError(f"sim: {name} must be a finite number >= 0, got {value}")
+        if not 0.0 <= self.duplicates <= 1.0:
+            raise SpecError(f"sim: duplicates must be in [0, 1], got {self.duplicates}")
+
+    def _misspecification_fields(self) -> dict:
+        # Only what is planted enters the fingerprint, so judges (and caches) made before stay valid.
+        defaults = {"pair_effect": 0.0, "clip": False, "tie_margin": 0.0, "duplicates": 0.0}
+        return {name: getattr(self, name) for name in MISSPECIFICATION_KEYS if getattr(self, name) != defaults[name]}
+
+    def _misspecification_description(self) -> str:
+        return "".join(
+            f",{name}={str(value).lower() if isinstance(value, bool) else f'{value:g}'}"
+            for name, value in self._misspecification_fields().items()
+        )
+
+
+def pair_offsets(effects: Sequence[Sequence[float]]) -> list[float]:
+    """Each shown answer's persistent shift from the pair effects among the shown answers.
+
+    ``effects[i][j]`` is the preference (``sd``) of answer i over answer j (antisymmetric). Answer i
+    moves by ``Σ_j effects[i][j] / (2 (k − 1))``, so two answers move apart by exactly their pair's
+    effect at k = 2.
+
+    Examples
+    --------
+    >>> pair_offsets([[0.0, 1.0], [-1.0, 0.0]])
+    [0.5, -0.5]
+    """
+    k = len(effects)
+    if k < 2:
+        return [0.0] * k
+    return [sum(row) / (2 * (k - 1)) for row in effects]
+
+
+def pair_effects(ids: Sequence[str], draw: Callable[[str, str], float], sd: float) -> list[list[float]]:
+    """The antisymmetric matrix of pair preferences among ``ids``: ``sd · draw(low, high)`` for the
+    answer whose id sorts first, its negative for the other (the same whatever the order shown).
+
+    Examples
+    --------
+    >>> pair_effects(["b", "a"], lambda low, high: 1.0, 0.5)
+    [[0.0, -0.5], [0.5, 0.0]]
+    """
+    effects = [[0.0] * len(ids) for _ in ids]
+    for i, first in enumerate(ids):
+        for j in range(i + 1, len(ids)):
+            low, high = sorted((first, ids[j]))
+            effect = sd * draw(low, high) * (1 if first == low else -1)
+            effects[i][j], effects[j][i] = effect, -effect
+    return effects
+
+
+def duplicate_sources(ids: Sequence[str], draws: Sequence[tuple[float, float]], share: float) -> dict[str, str]:
+    """Which answers near-duplicate which: answer ``ids[n]`` (n >= 1, ids sorted) copies an earlier
+    one when its first uniform draw is below ``share``, the earlier one picked by its second.
+
+    Examples
+    --------
+    >>> duplicate_sources(["a", "b", "c"], [(0.9, 0.0), (0.1, 0.7), (0.9, 0.5)], 0.5)
+    {'b': 'a'}
+    """
+    sources = {}
+    for n, (candidate, (copies, which)) in enumerate(zip(ids, draws)):
+        if n and copies < share:
+            sources[candidate] = ids[min(n - 1, int(which * n))]
+    return sources
