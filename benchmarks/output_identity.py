@@ -1195,7 +1195,9 @@ def main() -> None:
         try:
             kway = has_kway(worktree) and has_kway(ROOT)
             # 0.1 spelled some arguments otherwise; a checkout with 0.2's `--order` does not
-            spelled = '"--debias"' in (worktree / "rankkit" / "cli.py").read_text(encoding="utf-8")
+            # (0.4 turned rankkit/cli.py into a package: a checkout without the file is 0.4 or later)
+            old_cli = worktree / "rankkit" / "cli.py"
+            spelled = old_cli.is_file() and '"--debias"' in old_cli.read_text(encoding="utf-8")
             run_all(worktree, tmp_path / "out_before", args.tasks, before=spelled, kway=kway)
             run_all(ROOT, tmp_path / "out_after", args.tasks, kway=kway)
             verdicts, context = compare(tmp_path / "out_before", tmp_path / "out_after", args.tasks, kway)
