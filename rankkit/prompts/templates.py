@@ -29,6 +29,7 @@ FIELDS = (
     "answer_1",
     "answer_2",
     "reference",
+    "checklist",
     "max_points",
     "source",
     "analysis_1",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from rankkit.data.conversations import as_json
 from rankkit.data.formatting import inert_json, plain
 from rankkit.data.tasks import Task
 from rankkit.runs.analysis import human_scores
@@ -201,7 +202,7 @@ def page_task_record(task: Task) -> dict[str, Any]:
     }
     return {
         "task_id": task.task_id,
-        "prompt": task.prompt,
+        "prompt": as_json(task.prompt),
         "reference": task.reference,
         "meta": meta,
         "candidates": candidate_records(task),
