@@ -37,7 +37,7 @@ FIELDS = (
 )  # analyses: PREPAIR decision prompts (rankkit.judges.llm.prepair)
 
 #: Template families ``template=`` accepts besides template names and files.
-FAMILIES = ("auto", "paper", "generic", "mt")
+FAMILIES = ("auto", "paper", "generic", "mt", "checklist")
 
 
 class TemplateError(SpecError):

@@ -530,7 +530,13 @@ def _template_complaint(name: str) -> None:
 #: Options every LLM backend accepts: :class:`LLMJudge`'s keyword arguments, with its defaults.
 LLM_OPTIONS: tuple[Option, ...] = (
     Option("mode", str, "generate", "generate | logprob | loglik (see rankkit.judges.llm.modes)", choices=tuple(MODES)),
-    Option("template", str, "auto", "auto, paper, generic, mt, a template name or a FILE", check=_template_complaint),
+    Option(
+        "template",
+        str,
+        "auto",
+        "auto, paper, generic, mt, checklist, a template name or a FILE",
+        check=_template_complaint,
+    ),
     Option("max_new_tokens", int, 256, "length cap of a generated verdict", check=at_least(1)),
     Option("temperature", float, 0.1, "sampling temperature of generate mode (0: greedy)", check=at_least(0)),
     Option("seed", int, 0, "seeds sampling; seed+1 is used for the retry"),
