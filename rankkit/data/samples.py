@@ -17,13 +17,13 @@ SAMPLES = {
         "sample/judgments.jsonl",
         "every ordered pair of `tasks` judged once by sim:preset=gpt4, for --judge replay:FILE",
     ),
-    "conversations": (
-        "sample/conversations.jsonl",
-        "3 two-turn tasks (message lists), 3 multi-turn answers each, with checklists",
-    ),
     "leaderboard": (
         "leaderboard/tasks.jsonl",
         "6 systems answering the same 12 word problems, graded, for rankkit leaderboard",
+    ),
+    "conversations": (
+        "sample/conversations.jsonl",
+        "3 two-turn tasks (message lists), 3 multi-turn answers each, with checklists",
     ),
 }
 
