@@ -163,6 +163,11 @@ def contents(value: str | Conversation) -> list[str]:
     return [value] if isinstance(value, str) else [m.content for m in value]
 
 
+def transcript(value: str | Conversation) -> str:
+    """A conversation as text for reading (reports): ``[role]`` then the content, turn after turn; a string itself."""
+    return value if isinstance(value, str) else "\n\n".join(f"[{m.role}]\n{m.content}" for m in value)
+
+
 def final_text(value: str | Conversation) -> str:
     """The last message's content (the final answer of a continuation, the final question of a prompt)."""
     return value if isinstance(value, str) else value[-1].content

@@ -133,3 +133,14 @@ def test_results_keep_the_conversation_and_checklist(tmp_path):
     assert load_tasks(sample_path("conversations"))[0].prompt[-1].content == stored["prompt"][-1]["content"]
     reread = read_results(out)
     assert reread.tasks[0].checklist and reread.tasks[0].candidates[0].text[1].role == "user"
+
+
+def test_the_html_report_shows_a_conversation_as_its_transcript(tmp_path):
+    out, page = tmp_path / "results.json", tmp_path / "report.html"
+    runner = CliRunner()
+    args = ["compare", "--data", str(sample_path("conversations")), "--judge", "sim", "--no-cache", "--quiet"]
+    assert runner.invoke(main, [*args, "--strategies", "knockout", "--out", str(out)]).exit_code == 0
+    made = runner.invoke(main, ["report", str(out), "--out", str(page)])
+    assert made.exit_code == 0, made.output
+    html = page.read_text(encoding="utf-8")
+    assert "[system]\\nYou are a helpful writing assistant." in html and "[assistant]\\nJoin us" in html
