@@ -268,7 +268,12 @@ def check_sizes(tasks: Sequence[Task], path: str | Path, sizes: SizeLimits = Siz
         Naming the file, the task's field and the limit's option; there is no line to name.
     """
     for task in tasks:
-        for name, text in (("prompt", plain_text(task.prompt)), ("reference", task.reference)):
+        checklist = "\n".join(task.checklist)
+        for name, text in (
+            ("prompt", plain_text(task.prompt)),
+            ("reference", task.reference),
+            ("checklist", checklist),
+        ):
             if text is not None:
                 what = f"the {name} of task {task.task_id!r}"
                 _check_size(Path(path), None, name, text, sizes.max_prompt_chars, "max_prompt_chars", what)
@@ -462,7 +467,7 @@ def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()
     reference = obj.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise TaskFormatError(path, line, "reference", "expected a string or null")
-    for name, text in (("prompt", plain_text(prompt)), ("reference", reference)):
+    for name, text in (("prompt", plain_text(prompt)), ("reference", reference), ("checklist", "\n".join(checklist))):
         if text is not None:
             _check_size(
                 path, line, name, text, sizes.max_prompt_chars, "max_prompt_chars", f"the {name} of task {task_id!r}"

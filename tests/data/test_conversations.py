@@ -209,3 +209,17 @@ def test_a_dataset_carries_conversations():
 def test_string_tasks_write_the_same_table_as_before():
     (task,) = tasks_from_records([record(prompt="2+2?", text="4")])
     assert list(task_rows([task])[0]) == ["task_id", "prompt", "reference", "candidate_id", "text", "system", "ok"]
+
+
+def test_size_limits_count_every_turn_and_the_checklist():
+    long_turns = [
+        {"role": "assistant", "content": "x" * 60},
+        {"role": "user", "content": "y"},
+        {"role": "assistant", "content": "z" * 60},
+    ]
+    with pytest.raises(TaskFormatError, match="max_candidate_chars") as info:
+        tasks_from_records([record(text=long_turns)], max_candidate_chars=100)
+    assert info.value.field == "candidates[0].text"
+    with pytest.raises(TaskFormatError, match="max_prompt_chars") as info:
+        tasks_from_records([record(checklist=["c" * 60, "d" * 60])], max_prompt_chars=100)
+    assert info.value.field == "checklist"
