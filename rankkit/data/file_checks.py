@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankkit.data.conversations import plain_text, read_answer, read_prompt
 from rankkit.data.file_parsing import parse_json
 from rankkit.data.tasks import DEFAULT_MAX_CANDIDATE_CHARS, DEFAULT_MAX_PROMPT_CHARS, MAX_DEPTH
 from rankkit.errors import TaskFormatError
@@ -96,6 +97,14 @@ def expect_text(value: Any, where: str, path: str, limit: int) -> str:
     if len(value) > limit:
         raise TaskFormatError(where, None, path, f"{len(value)} characters, more than the {limit} allowed")
     return value
+
+
+def _expect_text_or_messages(value: Any, read: Callable[..., Any], where: str, path: str, limit: int) -> None:
+    """A prompt or answer of a results file: a string, or a conversation ``read`` accepts, of at most ``limit`` characters."""
+    if not isinstance(value, list):
+        expect_text(value, where, path, limit)
+        return
+    expect_text(plain_text(read(where, None, path, value)), where, path, limit)
 
 
 def check_unique(values: Iterable[Any], where: str, path: str) -> None:
@@ -180,14 +189,14 @@ def _check_task_record(record: Any, where: str, path: str) -> dict[str, set[str]
     task_id = expect_text(record.get("task_id"), where, f"{path}.task_id", 1000)
     prompt = record.get("prompt")
     if prompt is not None:
-        expect_text(prompt, where, f"{path}.prompt", MAX_PROMPT_CHARS)
+        _expect_text_or_messages(prompt, read_prompt, where, f"{path}.prompt", MAX_PROMPT_CHARS)
     candidates = expect_list(record.get("candidates"), where, f"{path}.candidates", MAX_CANDIDATES)
     ids = []
     for index, candidate in enumerate(candidates):
         at = f"{path}.candidates[{index}]"
         expect(candidate, Mapping, where, at, "an object")
         ids.append(expect_text(candidate.get("id"), where, f"{at}.id", 1000))
-        expect_text(candidate.get("text"), where, f"{at}.text", MAX_TEXT_CHARS)
+        _expect_text_or_messages(candidate.get("text"), read_answer, where, f"{at}.text", MAX_TEXT_CHARS)
         if candidate.get("system") is not None:
             check_system_name(candidate["system"], where, f"{at}.system")
         check_optional_number(candidate.get("human"), where, f"{at}.human")

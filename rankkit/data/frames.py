@@ -8,16 +8,17 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from rankkit.data.conversations import decode_cell
 from rankkit.data.file_parsing import check_header, json_object_line, parse_json
 from rankkit.data.formatting import plain
 from rankkit.data.specs import SpecError
 from rankkit.errors import TaskFormatError
 
 #: rankkit's names for the columns of a long table (besides ``human.NAME`` and ``meta.NAME``).
-CANONICAL = ("task_id", "prompt", "candidate_id", "text", "system", "reference")
+CANONICAL = ("task_id", "prompt", "candidate_id", "text", "system", "reference", "checklist")
 DROP = "-"
 #: Task-level columns: every row of a task must agree on them.
-_TASK_FIELDS = ("prompt", "reference")
+_TASK_FIELDS = ("prompt", "reference", "checklist")
 
 Row = tuple[int, dict[str, Any]]
 
@@ -290,16 +291,22 @@ def _long_row(
     label: str, line: int, row: dict[str, Any], criteria: Sequence[str], name: Any, prompt_ids: dict[str, str]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One answer's row as its task's fields (no candidates yet) and its candidate."""
-    for field in ("reference", "system"):  # an empty cell is no value (as in the long CSV)
+    for field in ("reference", "system", "checklist"):  # an empty cell is no value (as in the long CSV)
         if row.get(field) == "":
             row[field] = None
-    if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+    for field in ("prompt", "text", "checklist"):  # a conversation or checklist: a JSON array in its cell
+        if field in row:
+            row[field] = decode_cell(row[field])
+    if isinstance(row["prompt"], list) and row["prompt"]:
+        pass  # a conversation, validated with the task
+    elif not isinstance(row["prompt"], str) or not row["prompt"].strip():
         raise TaskFormatError(label, line, name("prompt"), f"expected a non-empty string, got {_short(row['prompt'])}")
     task_id = row.get("task_id")
     if task_id is None:
         if "task_id" in row:
             raise TaskFormatError(label, line, name("task_id"), "missing value")
-        task_id = prompt_ids.setdefault(row["prompt"], f"task-{len(prompt_ids) + 1:04d}")
+        prompt_key = row["prompt"] if isinstance(row["prompt"], str) else repr(row["prompt"])  # a list is unhashable
+        task_id = prompt_ids.setdefault(prompt_key, f"task-{len(prompt_ids) + 1:04d}")
     elif not isinstance(task_id, (str, int)):
         raise TaskFormatError(label, line, name("task_id"), f"expected a string or integer, got {_short(task_id)}")
     cand_id = row.get("candidate_id", row.get("system"))
@@ -310,9 +317,11 @@ def _long_row(
             name("candidate_id"),
             "missing: give a candidate_id column, or a system column to name the answers by",
         )
-    if not isinstance(row["text"], str):
+    if isinstance(row["text"], list):
+        pass  # a multi-turn answer, validated with the task
+    elif not isinstance(row["text"], str):
         raise TaskFormatError(label, line, name("text"), f"text must be a string, got {_short(row['text'])}")
-    if not row["text"].strip():
+    elif not row["text"].strip():
         raise TaskFormatError(label, line, name("text"), f"empty text for candidate {str(cand_id)!r}")
     meta = {
         **(row.get("meta") or {}),
@@ -320,6 +329,8 @@ def _long_row(
     }
     human = _human(label, line, row, criteria, name)
     task = {"task_id": str(task_id), "prompt": row["prompt"], "reference": row.get("reference"), "meta": meta}
+    if row.get("checklist") is not None:
+        task["checklist"] = row["checklist"]
     candidate = {"id": cand_id, "text": row["text"], "system": row.get("system"), "human": human, "_line": line}
     return {**task, "candidates": []}, candidate
 

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from rankkit.data.conversations import decode_cell
 from rankkit.data.file_parsing import check_header, json_object_line
 from rankkit.data.frames import handles, read_source
 from rankkit.errors import TaskFormatError
@@ -83,8 +84,8 @@ def _read_jsonl(path: Path, limit: int | None) -> list[tuple[int, dict]]:
     return rows
 
 
-_CSV_FIXED = {"task_id", "prompt", "candidate_id", "text", "system", "reference"}
-_CSV_TASK_FIELDS = ("prompt", "reference")  # must agree on every row of one task
+_CSV_FIXED = {"task_id", "prompt", "candidate_id", "text", "system", "reference", "checklist"}
+_CSV_TASK_FIELDS = ("prompt", "reference", "checklist")  # must agree on every row of one task
 
 
 def _read_delimited(path: Path, limit: int | None, delimiter: str = ",") -> list[tuple[int, dict]]:
@@ -128,7 +129,12 @@ def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict
         _check_row_width(path, number, row, len(header))
         human = _row_scores(path, number, row, criteria)
         task_id = row["task_id"]
-        fields = {"prompt": row["prompt"], "reference": row.get("reference") or None}
+        # A conversation or checklist is a JSON array in its cell (docs/conversations.md).
+        fields = {
+            "prompt": decode_cell(row["prompt"]),
+            "reference": row.get("reference") or None,
+            "checklist": decode_cell(row.get("checklist") or None),
+        }
         if task_id not in tasks:
             tasks[task_id] = (number, {"task_id": task_id, **fields, "candidates": [], "meta": {}})
         else:
@@ -145,7 +151,7 @@ def _delimited_tasks(path: Path, reader: csv.DictReader) -> list[tuple[int, dict
         tasks[task_id][1]["candidates"].append(
             {
                 "id": row["candidate_id"],
-                "text": row["text"],
+                "text": decode_cell(row["text"]),
                 "system": row.get("system") or None,
                 "human": human,
                 "_line": number,

@@ -20,6 +20,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from rankkit.data.conversations import (
+    Conversation,
+    encode_cell,
+    plain_text,
+    read_answer,
+    read_checklist,
+    read_prompt,
+)
 from rankkit.data.task_files import read_task_rows
 from rankkit.errors import TaskFormatError
 
@@ -28,22 +36,25 @@ SAMPLE_DATA = Path(__file__).parent / "sample" / "tasks.jsonl"
 
 @dataclass(frozen=True)
 class Candidate:
-    """One answer to rank. ``human`` maps criterion name to a score (higher is better)."""
+    """One answer to rank. ``human`` maps criterion name to a score (higher is better).
+
+    ``text`` is the final assistant turn, or a multi-turn continuation (:mod:`rankkit.data.conversations`).
+    """
 
     id: str
-    text: str
+    text: str | Conversation
     system: str | None = None
     human: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def length(self) -> int:
-        """The answer's length in Unicode characters (not words: a Chinese answer has no spaces)."""
-        return len(self.text)
+        """The answer's length in Unicode characters (not words: a Chinese answer has no spaces); every turn's, summed."""
+        return len(plain_text(self.text))
 
     @cached_property
     def style(self) -> StyleFeatures:
         """The answer's :func:`style_features`, computed once per candidate."""
-        return style_features(self.text)
+        return style_features(plain_text(self.text))
 
 
 #: A markdown header line (``# Title`` to ``###### Title``).
@@ -124,16 +135,18 @@ class Task:
 
     ``criterion`` names the human score used as ground truth (None when the data has none) and
     ``scale`` is the ``(low, high)`` range judges grade on: ``(0, meta.max_points)`` when given,
-    else the range of the criterion over the whole dataset.
+    else the range of the criterion over the whole dataset. ``prompt`` is a string or a
+    conversation ending with the user's turn; ``checklist`` lists what a good answer does (WildBench).
     """
 
     task_id: str
-    prompt: str
+    prompt: str | Conversation
     candidates: tuple[Candidate, ...]
     reference: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     criterion: str | None = None
     scale: tuple[float, float] = (0.0, 10.0)
+    checklist: tuple[str, ...] = ()
 
     @cached_property
     def _by_id(self) -> dict[str, Candidate]:
@@ -255,14 +268,20 @@ def check_sizes(tasks: Sequence[Task], path: str | Path, sizes: SizeLimits = Siz
         Naming the file, the task's field and the limit's option; there is no line to name.
     """
     for task in tasks:
-        for name, text in (("prompt", task.prompt), ("reference", task.reference)):
+        checklist = "\n".join(task.checklist)
+        for name, text in (
+            ("prompt", plain_text(task.prompt)),
+            ("reference", task.reference),
+            ("checklist", checklist),
+        ):
             if text is not None:
                 what = f"the {name} of task {task.task_id!r}"
                 _check_size(Path(path), None, name, text, sizes.max_prompt_chars, "max_prompt_chars", what)
         for index, candidate in enumerate(task.candidates):
             what = f"candidate {candidate.id!r} of task {task.task_id!r}"
             where = f"candidates[{index}].text"
-            _check_size(Path(path), None, where, candidate.text, sizes.max_candidate_chars, "max_candidate_chars", what)
+            text = plain_text(candidate.text)
+            _check_size(Path(path), None, where, text, sizes.max_candidate_chars, "max_candidate_chars", what)
 
 
 def load_tasks(
@@ -442,12 +461,13 @@ def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()
     task_id = str(_require(path, line, obj, "task_id", (str, int)))
     if not task_id.strip():
         raise TaskFormatError(path, line, "task_id", "empty task id")
-    prompt = _require(path, line, obj, "prompt", str)
+    prompt = read_prompt(path, line, "prompt", _require(path, line, obj, "prompt", (str, list)))
+    checklist = read_checklist(path, line, obj.get("checklist"))
     candidates_raw = _require(path, line, obj, "candidates", list)
     reference = obj.get("reference")
     if reference is not None and not isinstance(reference, str):
         raise TaskFormatError(path, line, "reference", "expected a string or null")
-    for name, text in (("prompt", prompt), ("reference", reference)):
+    for name, text in (("prompt", plain_text(prompt)), ("reference", reference), ("checklist", "\n".join(checklist))):
         if text is not None:
             _check_size(
                 path, line, name, text, sizes.max_prompt_chars, "max_prompt_chars", f"the {name} of task {task_id!r}"
@@ -468,7 +488,14 @@ def _validate(path: Path, line: int, obj: dict, sizes: SizeLimits = SizeLimits()
         _validate_candidate(path, line, f"candidates[{index}]", cand, task_id, sizes, seen)
         for index, cand in enumerate(candidates_raw)
     ]
-    return Task(task_id=task_id, prompt=prompt, reference=reference, candidates=tuple(candidates), meta=meta)
+    return Task(
+        task_id=task_id,
+        prompt=prompt,
+        reference=reference,
+        candidates=tuple(candidates),
+        meta=meta,
+        checklist=checklist,
+    )
 
 
 def _validate_candidate(
@@ -491,17 +518,19 @@ def _validate_candidate(
         raise TaskFormatError(path, cand_line, f"{where}.id", f"duplicate candidate id {cand_id!r} in task {task_id!r}")
     seen.add(cand_id)
     text = cand["text"]
-    if not isinstance(text, str):
+    if not isinstance(text, (str, list)):
         raise TaskFormatError(
             path,
             cand_line,
             f"{where}.text",
-            f"text must be a string, got {type(text).__name__} (candidate {cand_id!r})",
+            f"text must be a string or a list of messages, got {type(text).__name__} (candidate {cand_id!r})",
         )
-    if not text.strip():
+    text = read_answer(path, cand_line, f"{where}.text", text)
+    if not plain_text(text).strip():
         raise TaskFormatError(path, cand_line, f"{where}.text", f"empty text for candidate {cand_id!r}")
     what = f"candidate {cand_id!r} of task {task_id!r}"
-    _check_size(path, cand_line, f"{where}.text", text, sizes.max_candidate_chars, "max_candidate_chars", what)
+    limit = sizes.max_candidate_chars
+    _check_size(path, cand_line, f"{where}.text", plain_text(text), limit, "max_candidate_chars", what)
     human = _human_scores(path, cand_line, where, cand.get("human") or {})
     system = cand.get("system")
     return Candidate(id=cand_id, text=text, system=None if system is None else str(system), human=human)
@@ -631,23 +660,27 @@ def _criterion_scores(path: Path, tasks: list[Task], lines: list[int], criterion
 def task_rows(tasks: Iterable[Task]) -> list[dict[str, Any]]:
     """Tasks in long form, one row per candidate, tasks in order, as :func:`load_tasks` reads them back.
 
-    Columns: ``task_id, prompt, reference, candidate_id, text, system``, one per human criterion (its
-    bare name) and ``meta.NAME`` per metadata field.
+    Columns: ``task_id, prompt, reference, candidate_id, text, system``, ``checklist`` when a task
+    has one, one per human criterion (its bare name) and ``meta.NAME`` per metadata field. A
+    conversation or checklist is a JSON-encoded cell (:func:`rankkit.data.conversations.encode_cell`).
     """
     tasks = list(tasks)
     criteria = list(dict.fromkeys(name for t in tasks for c in t.candidates for name in c.human))
     meta_keys = list(dict.fromkeys(key for t in tasks for key in t.meta))
+    has_checklist = any(t.checklist for t in tasks)
     rows = []
     for task in tasks:
         for cand in task.candidates:
             row = {
                 "task_id": task.task_id,
-                "prompt": task.prompt,
+                "prompt": encode_cell(task.prompt),
                 "reference": task.reference,
                 "candidate_id": cand.id,
-                "text": cand.text,
+                "text": encode_cell(cand.text),
                 "system": cand.system,
             }
+            if has_checklist:
+                row["checklist"] = encode_cell(task.checklist or None)
             row.update({name: cand.human.get(name) for name in criteria})
             row.update({f"meta.{key}": task.meta.get(key) for key in meta_keys})
             rows.append(row)

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from rankkit.data.conversations import as_json
 from rankkit.data.tasks import Candidate, Task
 from rankkit.errors import RankkitError
 from rankkit.judgments.judge_protocol import Capabilities, Found, Needed
@@ -31,9 +32,13 @@ from rankkit.judgments.values import (
 def content_key(task: Task, *candidates: Candidate) -> list[Any]:
     """What a prompt-reading judge sees of a request: prompt, reference, scale, metadata and the texts in order.
 
-    JSON-ready values in a fixed order; see :meth:`Judge.request_key`.
+    JSON-ready values in a fixed order; see :meth:`Judge.request_key`. A conversation is its whole
+    message list (every turn is in the key); a checklist is appended only when the task has one, so
+    the keys of tasks without conversations or checklists are what they were.
     """
-    return [task.prompt, task.reference, list(task.scale), task.meta_key, *(candidate.text for candidate in candidates)]
+    key = [task.prompt, task.reference, list(task.scale), task.meta_key, *(candidate.text for candidate in candidates)]
+    key = [as_json(value) if isinstance(value, tuple) else value for value in key]
+    return [*key, {"checklist": list(task.checklist)}] if task.checklist else key
 
 
 def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:

@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "prompt_max_points": "rankkit.prompts.render",
     "render_pairwise": "rankkit.prompts.render",
     "render_pointwise": "rankkit.prompts.render",
+    "render_text": "rankkit.prompts.render",
     "strip_echoes": "rankkit.prompts.verdicts",
     "task_values": "rankkit.prompts.render",
     "to_task_scale": "rankkit.prompts.render",

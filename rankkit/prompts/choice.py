@@ -3,6 +3,7 @@
 Translation tasks (``meta.domain`` mentions "translat") get the MT prompts; German tasks
 (``meta.language`` "de") the German prompts; non-exam domains the generic prompts; everything
 else the English exam prompts. Each has a ``-ref`` variant for tasks with a reference answer.
+The ``checklist`` family (never chosen by ``auto``) shows the task's reference and checklist.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def is_exam(task: Task) -> bool:
 def auto_template_name(task: Task, kind: str, family: str = "auto") -> str:
     """The built-in template name a task gets (e.g. ``paper-pairwise-en-ref``), by the module's rule.
 
-    ``family`` is ``auto``, ``paper``, ``generic`` or ``mt``.
+    ``family`` is ``auto``, ``paper``, ``generic``, ``mt`` or ``checklist``.
 
     Raises
     ------
@@ -52,8 +53,8 @@ def auto_template_name(task: Task, kind: str, family: str = "auto") -> str:
             family = "paper"
         else:
             family = "generic"
-    if family == "mt":
-        return f"mt-{kind}"
+    if family in ("mt", "checklist"):
+        return f"{family}-{kind}"
     if family == "paper":
         return f"paper-{kind}-{'de' if is_german(task) else 'en'}{ref}"
     if family == "generic":

@@ -21,7 +21,7 @@ from importlib import resources
 
 from rankkit.data.tasks import Candidate, Task
 from rankkit.judgments.values import labels
-from rankkit.prompts.render import defuse, task_values
+from rankkit.prompts.render import defuse, render_text, task_values
 
 #: The two k-way prompt kinds.
 KWAY_KINDS = ("setwise", "listwise")
@@ -64,7 +64,7 @@ def render_kway(kind: str, task: Task, candidates: Sequence[Candidate]) -> str:
     names = labels(len(candidates))
     values = task_values(task, 10.0)
     answers = "\n\n".join(
-        f"Answer {label}:\n<answer_{label}>\n{defuse_kway(c.text)}\n</answer_{label}>"
+        f"Answer {label}:\n<answer_{label}>\n{render_text(c.text, defuse_kway)}\n</answer_{label}>"
         for label, c in zip(names, candidates)
     )
     fields = {

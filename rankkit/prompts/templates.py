@@ -29,6 +29,7 @@ FIELDS = (
     "answer_1",
     "answer_2",
     "reference",
+    "checklist",
     "max_points",
     "source",
     "analysis_1",
@@ -36,7 +37,7 @@ FIELDS = (
 )  # analyses: PREPAIR decision prompts (rankkit.judges.llm.prepair)
 
 #: Template families ``template=`` accepts besides template names and files.
-FAMILIES = ("auto", "paper", "generic", "mt")
+FAMILIES = ("auto", "paper", "generic", "mt", "checklist")
 
 
 class TemplateError(SpecError):

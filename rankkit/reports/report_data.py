@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from rankkit.data.conversations import transcript
 from rankkit.data.formatting import inert_json, plain
 from rankkit.data.tasks import Task
 from rankkit.runs.analysis import human_scores
@@ -201,10 +202,12 @@ def page_task_record(task: Task) -> dict[str, Any]:
     }
     return {
         "task_id": task.task_id,
-        "prompt": task.prompt,
+        "prompt": transcript(task.prompt),  # the page shows text: a conversation as its transcript
         "reference": task.reference,
         "meta": meta,
-        "candidates": candidate_records(task),
+        "candidates": [
+            {**record, "text": transcript(c.text)} for record, c in zip(candidate_records(task), task.candidates)
+        ],
     }
 
 

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from rankkit.data.conversations import as_json, plain_text, read_answer, read_checklist, read_prompt
 from rankkit.data.tasks import Candidate, Task
 from rankkit.errors import TaskFormatError
 from rankkit.judgments.values import Grade, ParseStatus, Verdict, Winner
@@ -147,7 +148,7 @@ def suspicious_candidates(tasks: Iterable[Task]) -> dict[str, dict[str, list[str
 
     found: dict[str, dict[str, list[str]]] = {}
     for task in tasks:
-        carried = {c.id: names for c in task.candidates if (names := find_protocol_text(c.text))}
+        carried = {c.id: names for c in task.candidates if (names := find_protocol_text(plain_text(c.text)))}
         if carried:
             found[task.task_id] = carried
     return found
@@ -183,14 +184,17 @@ def task_record(task: Task) -> dict[str, Any]:
     task
         The task.
     """
-    return {
+    record = {
         "task_id": task.task_id,
-        "prompt": task.prompt,
+        "prompt": as_json(task.prompt),
         "reference": task.reference,
         "meta": dict(task.meta),
         "scale": list(task.scale),
         "candidates": candidate_records(task),
     }
+    if task.checklist:  # only when there is one: results of tasks without are as they were
+        record["checklist"] = list(task.checklist)
+    return record
 
 
 def candidate_records(task: Task) -> list[dict[str, Any]]:
@@ -203,7 +207,7 @@ def candidate_records(task: Task) -> list[dict[str, Any]]:
         {
             "id": c.id,
             "system": c.system,
-            "text": c.text,
+            "text": as_json(c.text),
             "human": c.human.get(task.criterion) if task.criterion else None,
         }
         for c in task.candidates
@@ -238,7 +242,7 @@ def task_from_record(
         candidates.append(
             Candidate(
                 id=str(values["id"]),
-                text=values["text"],
+                text=read_answer(where, None, f"{path}.candidates[{index}].text", values["text"]),
                 system=values["system"],
                 human={criterion: float(human)} if criterion and human is not None else {},
             )
@@ -246,8 +250,9 @@ def task_from_record(
     low, high = get("scale")
     return Task(
         task_id=str(get("task_id")),
-        prompt=get("prompt"),
+        prompt=read_prompt(where, None, f"{path}.prompt", get("prompt")),
         candidates=tuple(candidates),
+        checklist=read_checklist(where, None, record.get("checklist")),
         reference=get("reference"),
         meta=dict(get("meta")),
         criterion=criterion,

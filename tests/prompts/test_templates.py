@@ -28,6 +28,8 @@ def test_every_builtin_template_parses_with_the_fields_of_its_kind():
         "generic-pairwise",
         "generic-pointwise-ref",
         "generic-pairwise-ref",
+        "checklist-pointwise",
+        "checklist-pairwise",
     }
     assert set(templates) == expected
     for name, template in templates.items():
@@ -36,7 +38,8 @@ def test_every_builtin_template_parses_with_the_fields_of_its_kind():
             assert {"answer_1", "answer_2"} <= template.fields, name
         else:
             assert "answer" in template.fields and "answer_1" not in template.fields, name
-        assert ("reference" in template.fields) == name.endswith("-ref"), name
+        assert ("reference" in template.fields) == name.endswith("-ref") or name.startswith("checklist-"), name
+        assert ("checklist" in template.fields) == name.startswith("checklist-"), name
         assert len(template.sha) == 16
 
 

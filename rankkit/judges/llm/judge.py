@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rankkit.data.conversations import contents, final_text, map_contents, plain_text
 from rankkit.data.specs import Spec, SpecError, parse_spec
 from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.backends import Argument, Backend, Option, Settings, at_least, check_value
@@ -232,13 +233,15 @@ class LLMJudge(Judge):
         """The candidate as the prompts show it: with ``sanitize`` its protocol text rewritten, else itself."""
         if not self.sanitize:
             return candidate
-        text = sanitize_protocol(candidate.text)
+        text = map_contents(candidate.text, sanitize_protocol)  # every turn of a multi-turn answer
         return candidate if text == candidate.text else replace(candidate, text=text)
 
     @staticmethod
     def _untrusted(*candidates: Candidate, shown: Sequence[Candidate]) -> tuple[str, ...]:
-        """The texts a reply is checked against: each candidate as written and, when sanitized, as shown."""
-        return tuple(dict.fromkeys([c.text for c in candidates] + [c.text for c in shown]))
+        """The texts a reply is checked against: each candidate as written and, when sanitized, as shown
+        (a multi-turn answer: each turn, and all of it)."""
+        texts = [text for c in [*candidates, *shown] for text in (*contents(c.text), plain_text(c.text))]
+        return tuple(dict.fromkeys(texts))
 
     def point_prompt(self, task: Task, candidate: Candidate) -> Prompt:
         """The pointwise prompt for one candidate in the current mode."""
@@ -469,10 +472,10 @@ def _naming_task(judgments: Iterator[tuple[int, Any]], tasks: Sequence[Task]) ->
     try:
         yield from judgments
     except PromptTooLong as err:
-        found = [t for t in tasks if t.prompt and t.prompt in err.prompt]
+        found = [t for t in tasks if final_text(t.prompt) and final_text(t.prompt) in err.prompt]
         if not found:
             raise
-        task = max(found, key=lambda t: len(t.prompt))  # one task's prompt may be part of another's
+        task = max(found, key=lambda t: len(final_text(t.prompt)))  # one task's prompt may be part of another's
         raise PromptTooLong(f"task {task.task_id!r}: {err}", prompt=err.prompt) from err
 
 
@@ -527,7 +530,13 @@ def _template_complaint(name: str) -> None:
 #: Options every LLM backend accepts: :class:`LLMJudge`'s keyword arguments, with its defaults.
 LLM_OPTIONS: tuple[Option, ...] = (
     Option("mode", str, "generate", "generate | logprob | loglik (see rankkit.judges.llm.modes)", choices=tuple(MODES)),
-    Option("template", str, "auto", "auto, paper, generic, mt, a template name or a FILE", check=_template_complaint),
+    Option(
+        "template",
+        str,
+        "auto",
+        "auto, paper, generic, mt, checklist, a template name or a FILE",
+        check=_template_complaint,
+    ),
     Option("max_new_tokens", int, 256, "length cap of a generated verdict", check=at_least(1)),
     Option("temperature", float, 0.1, "sampling temperature of generate mode (0: greedy)", check=at_least(0)),
     Option("seed", int, 0, "seeds sampling; seed+1 is used for the retry"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from rankkit.data.conversations import contents
 from rankkit.judges.base import add_usage
 from rankkit.judges.llm.generate_mode import Reader, Reading, Reply, generate_and_read
 from rankkit.judges.llm.modes import ModeJudge, next_token_logprobs, read_usage
@@ -157,7 +158,8 @@ def _own_text(text: str, request: GroupRequest) -> str:
     """The reply without what it copied from the candidates (:func:`~rankkit.prompts.verdicts.strip_echoes`)."""
     task, candidates = request
     # As written and as the prompt showed it (delimiter tags defused).
-    return strip_echoes(text, [piece for c in candidates for piece in (c.text, defuse_kway(c.text))], ECHOED_KWAY_BOXES)
+    pieces = [piece for c in candidates for turn in contents(c.text) for piece in (turn, defuse_kway(turn))]
+    return strip_echoes(text, pieces, ECHOED_KWAY_BOXES)
 
 
 def _extras(reply: Reply, kind: str, path: str) -> dict[str, Any]:

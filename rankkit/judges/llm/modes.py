@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from rankkit.data.conversations import plain_text
 from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.base import add_usage
 from rankkit.judges.llm.runtime import ChoiceLogprobs, Conversation, LLMRuntime, user_turn
@@ -27,6 +28,7 @@ from rankkit.prompts import (
     Template,
     TemplateChoice,
     format_points,
+    render_text,
     to_task_scale,
 )
 
@@ -241,7 +243,9 @@ class LoglikMode:
         """Mean log-likelihood of each (task, candidate), computing each distinct text once."""
         unique: dict[tuple[str, str], list[int]] = {}
         for index, (task, candidate) in enumerate(pairs):
-            unique.setdefault((task.prompt, candidate.text), []).append(index)
+            # A conversation is shown as its rendered turns in one user message (no judge prompt here).
+            question = task.prompt if isinstance(task.prompt, str) else render_text(task.prompt)
+            unique.setdefault((question, plain_text(candidate.text)), []).append(index)
         keys = list(unique)
         for local, value in judge.runtime.answer_logliks([user_turn(q) for q, _ in keys], [a for _, a in keys]):
             for index in unique[keys[local]]:

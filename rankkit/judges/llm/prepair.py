@@ -20,6 +20,7 @@ from rankkit.prompts import (
     Template,
     defuse,
     load_template_dir,
+    render_text,
     task_values,
 )
 
@@ -65,7 +66,7 @@ def render_analysis(task: Task, candidate: Candidate) -> tuple[Template, str]:
     """The analysis prompt for one answer: ``(template, rendered text)``."""
     template = analysis_template(task)
     values = task_values(task, 10.0)  # analysis prompts use no scale; the value is never shown
-    values["answer"] = defuse_all(candidate.text)
+    values["answer"] = render_text(candidate.text, defuse_all)
     return template, template.render(values)
 
 
@@ -76,8 +77,8 @@ def render_decision(
     template = decision_template(task)
     values = task_values(task, max_points)
     values.update(
-        answer_1=defuse_all(first.text),
-        answer_2=defuse_all(second.text),
+        answer_1=render_text(first.text, defuse_all),
+        answer_2=render_text(second.text, defuse_all),
         analysis_1=defuse_all(first_analysis.strip() or EMPTY_ANALYSIS),
         analysis_2=defuse_all(second_analysis.strip() or EMPTY_ANALYSIS),
     )

@@ -250,7 +250,7 @@ def arithmetic_row(
         row.new += count
         if sizes is not None:
             row.prompt_tokens += count * sizes.mean(task, kind)
-            longest = sorted(task.candidates, key=lambda candidate: len(candidate.text))[-2:]
+            longest = sorted(task.candidates, key=lambda candidate: candidate.length)[-2:]
             sizes.pair(task, *longest) if kind == "pair" else sizes.point(task, longest[-1])
     if row.prompt_tokens is not None:
         row.usd = estimate_usd(judge, strategy.kind, row.new, row.prompt_tokens)

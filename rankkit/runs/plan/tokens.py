@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from rankkit.data.conversations import plain_text
 from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.llm.judge import LLMJudge
 
@@ -44,14 +45,15 @@ class PromptSizes:
     def point(self, task: Task, candidate: Candidate) -> int:
         """Estimated tokens of the prompt grading ``candidate`` (``loglik``: the bare question and the answer)."""
         if self.judge.mode == "loglik":  # the bare question, then the answer
-            return self._seen(task, estimate_tokens(task.prompt + candidate.text))
+            return self._seen(task, estimate_tokens(plain_text(task.prompt) + plain_text(candidate.text)))
         return self._seen(task, self._conversation(self.judge.point_prompt(task, candidate).conversation))
 
     def pair(self, task: Task, first: Candidate, second: Candidate) -> int:
         """Estimated tokens of the prompt comparing ``first`` and ``second`` (PREPAIR: without the analyses)."""
         if self.judge.mode == "loglik":  # each answer after the bare question (the longer is one prompt)
-            self._seen(task, estimate_tokens(task.prompt + max(first.text, second.text, key=len)))
-            return estimate_tokens(2 * task.prompt + first.text + second.text)
+            prompt, texts = plain_text(task.prompt), (plain_text(first.text), plain_text(second.text))
+            self._seen(task, estimate_tokens(prompt + max(texts, key=len)))
+            return estimate_tokens(2 * prompt + "".join(texts))
         if self.judge.prepair:
             # Rendering PREPAIR's decision prompt would need the analyses; the plain pairwise
             # prompt is the same size but for them (noted in the output).
