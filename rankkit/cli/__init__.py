@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from rankkit.cli.generate import generate_command
 from rankkit.cli.leaderboard import leaderboard
 from rankkit.cli.options import (
     OUTPUT_FORMATS,
@@ -59,7 +60,7 @@ def main() -> None:
     """Rank candidate answers with an LLM judge, and compare ranking strategies on the same judgments."""
 
 
-for command in (leaderboard, analyze_command, rejudge_command, plot_command, report_command):
+for command in (generate_command, leaderboard, analyze_command, rejudge_command, plot_command, report_command):
     main.add_command(command)
 
 

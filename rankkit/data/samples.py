@@ -21,6 +21,10 @@ SAMPLES = {
         "leaderboard/tasks.jsonl",
         "6 systems answering the same 12 word problems, graded, for rankkit leaderboard",
     ),
+    "questions": (
+        "sample/questions.jsonl",
+        "12 MT-Bench-style questions (6 with a second turn), for rankkit generate --questions",
+    ),
 }
 
 
