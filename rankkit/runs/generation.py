@@ -219,20 +219,24 @@ def _pop_name(spec: str) -> tuple[str, str | None]:
     """``spec`` without its ``name=`` option, and that name (None when not given)."""
     backend, _, rest = spec.partition(":")
     kept, name = [], None
-    for piece in rest.split(","):
+    for piece in rest.split(",") if rest else ():
         if piece.startswith("name="):
             name = piece[len("name=") :]
         else:
             kept.append(piece)
-    return f"{backend}:{','.join(kept)}", name
+    return f"{backend}:{','.join(kept)}" if kept else backend, name
 
 
 def writer_name(spec: str) -> tuple[str, str]:
     """The spec to build and the model's short name: ``name=``, else the bare value after the backend."""
     bare, name = _pop_name(spec)
     if name is None:
-        argument = bare.partition(":")[2].split(",")[0]
-        name = argument if "=" not in argument else ""
+        backend, _, rest = bare.partition(":")
+        argument = rest.split(",")[0]
+        if argument and "=" not in argument:  # the bare value after the backend: hf:ORG/MODEL
+            name = argument
+        else:  # a backend that takes no model (smollm2); a simulated writer must be named
+            name = backend if backend != "sim" else ""
     if not name:
         raise SpecError(f"{spec}: give the model a name (name=NAME)")
     check_system_name(name, "--models", "name")

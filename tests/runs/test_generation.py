@@ -247,3 +247,23 @@ def test_model_output_is_stored_as_data(tmp_path):
     assert len(read) == 2
     assert read[0]["candidates"][0]["text"][0]["content"] == hostile and len(read[0]["candidates"][0]["text"]) == 3
     close_writers([])
+
+
+def test_batch_true_sends_each_turn_as_a_batch_at_the_batch_price(servers, tmp_path):
+    openai, anthropic = servers
+    journal = tmp_path / "journal"
+    batched = [
+        f"openai:gpt-4.1,base_url={openai.base_url},backoff=0.01,batch=true,batch_poll=0.01,batch_journal={journal}",
+        f"anthropic:claude-sonnet-4-5,base_url={anthropic.base_url},backoff=0.01,price_in=3,price_out=15,"
+        f"batch=true,batch_poll=0.01,batch_journal={journal}",
+    ]
+    direct = [spec.split(",batch=")[0] for spec in batched]
+    questions = write_questions(tmp_path / "q.jsonl", TWO_TURNS)
+    with JudgmentCache(tmp_path / "batched.sqlite") as cache:
+        in_batches = generate_file(questions, batched, tmp_path / "b.jsonl", cache)
+    assert openai.batches_created == anthropic.batches_created == 2  # one batch per turn per model
+    assert openai.direct_chats == anthropic.direct_chats == 0
+    with JudgmentCache(tmp_path / "direct.sqlite") as cache:
+        one_by_one = generate_file(questions, direct, tmp_path / "d.jsonl", cache)
+    assert in_batches.new == one_by_one.new == 6
+    assert in_batches.usd == pytest.approx(one_by_one.usd / 2, rel=1e-6)  # both APIs' batch discount
