@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import click
 
-from rankkit.cli.options import grouped, option_group
+from rankkit.cli.options import cache_options, grouped, option_group
 from rankkit.cli.support import guarded, open_cache, say
 
 
@@ -88,15 +88,7 @@ def run_generation(generation: GenerationOptions, out: str, cache: object, seed:
     help="The task file to write (one task per question, one candidate per model).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="The models' sampling seed.")
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="SQLite cache (default .rankkit/cache.sqlite).",
-)
-@click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@cache_options("SQLite cache (default .rankkit/cache.sqlite): a generation that stops resumes from it.")
 @guarded
 def generate_command(generation: GenerationOptions, out, seed, cache_path, no_cache, quiet) -> None:
     """Answer every question with every model and write a task file; a rerun pays only for what is missing.
