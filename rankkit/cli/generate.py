@@ -67,13 +67,13 @@ generation_options = option_group(
 
 def run_generation(generation: GenerationOptions, out: str, cache: object, seed: int, quiet: bool) -> object:
     """Generate the task file ``out`` and print the bill on stderr; the bill."""
-    from rankkit.runs.generation import Settings, generate_file
+    from rankkit.runs.generation import Decoding, generate_file
 
     specs = generation.model_specs()
     if not generation.questions_path or not specs:
         raise click.UsageError("--questions and --models go together: give both")
-    settings = Settings(generation.max_new_tokens, generation.temperature, seed)
-    bill = generate_file(generation.questions_path, specs, out, cache, settings, progress=not quiet)
+    decoding = Decoding(generation.max_new_tokens, generation.temperature, seed)
+    bill = generate_file(generation.questions_path, specs, out, cache, decoding, progress=not quiet)
     say(bill.line(), err=True)
     return bill
 
@@ -93,7 +93,7 @@ def run_generation(generation: GenerationOptions, out: str, cache: object, seed:
 def generate_command(generation: GenerationOptions, out, seed, cache_path, no_cache, quiet) -> None:
     """Answer every question with every model and write a task file; a rerun pays only for what is missing.
 
-    e.g. rankkit generate --questions "$(rankkit samples questions)" --models sim:strong,quality=0.8,sim:weak,quality=0.3
+    e.g. rankkit generate --questions "$(rankkit samples questions)" --models sim:good,quality=0.8,sim:bad
     """
     cache = open_cache(cache_path, no_cache)
     try:

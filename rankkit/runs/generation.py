@@ -47,7 +47,7 @@ class Question:
 
 
 @dataclass(frozen=True)
-class Settings:
+class Decoding:
     """The decoding of every answer (part of each answer's cache key)."""
 
     max_new_tokens: int = 1024
@@ -244,13 +244,18 @@ def writer_name(spec: str) -> tuple[str, str]:
 
 
 def build_writer(spec: str) -> Writer:
-    """The :class:`Writer` of a model spec: ``sim:`` builds a :class:`SimulatedWriter`, any other the judge backend's runtime."""
+    """The :class:`Writer` of a model spec: ``sim:`` a :class:`SimulatedWriter`, any other its judge backend's runtime."""
     bare, name = writer_name(spec)
-    if bare.startswith("sim:"):
+    if bare.partition(":")[0] == "sim":
         return Writer(name, spec, SimulatedWriter.from_spec(bare, name))
     from rankkit.judges import make_judge
 
-    return Writer(name, spec, make_judge(bare).runtime)
+    judge = make_judge(bare)
+    # replay: and panel: judge but do not answer (and no isinstance check: a hosted runtime would probe)
+    if getattr(judge, "runtime", None) is None:
+        judge.close()
+        raise SpecError(f"{spec}: not a model that answers (use openai:, anthropic:, vllm:, hf:, smollm2 or sim:)")
+    return Writer(name, spec, judge.runtime)
 
 
 def build_writers(specs: Sequence[str]) -> list[Writer]:
@@ -277,9 +282,9 @@ def close_writers(writers: Sequence[Writer]) -> None:
 # -- generating ----------------------------------------------------------------------------------
 
 
-def writer_fingerprint(writer: Writer, settings: Settings) -> str:
+def writer_fingerprint(writer: Writer, decoding: Decoding) -> str:
     """What an answer's cache key holds besides the conversation: the model's identity and the decoding."""
-    identity = {"model": writer.runtime.identity(), "settings": asdict(settings)}
+    identity = {"model": writer.runtime.identity(), "decoding": asdict(decoding)}
     return json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
 
 
@@ -301,21 +306,21 @@ def answer_all(
     writer: Writer,
     conversations: Sequence[Conversation],
     cache: Any,
-    settings: Settings,
+    decoding: Decoding,
     bill: GenerationBill,
     advance: Callable[[int], None],
 ) -> list[str]:
-    """The writer's answer to each conversation: from the cache, else generated (in one runtime call) and cached at once."""
-    fingerprint = writer_fingerprint(writer, settings)
+    """The writer's answer to each conversation: from the cache, else generated (one runtime call) and cached at once."""
+    fingerprint = writer_fingerprint(writer, decoding)
     answers: list[str | None] = [_cached_text(cache, fingerprint, c) for c in conversations]
     bill.cached += sum(answer is not None for answer in answers)
     advance(sum(answer is not None for answer in answers))
     missing = [at for at, answer in enumerate(answers) if answer is None]
     replies: Iterator[tuple[int, Generation]] = writer.runtime.generate(
         [conversations[at] for at in missing],
-        max_new_tokens=settings.max_new_tokens,
-        temperature=settings.temperature,
-        seed=settings.seed,
+        max_new_tokens=decoding.max_new_tokens,
+        temperature=decoding.temperature,
+        seed=decoding.seed,
     )
     for index, generation in replies:
         at = missing[index]
@@ -331,17 +336,17 @@ def writer_transcripts(
     writer: Writer,
     questions: Sequence[Question],
     cache: Any,
-    settings: Settings,
+    decoding: Decoding,
     bill: GenerationBill,
     advance: Callable[[int], None],
 ) -> dict[str, Conversation]:
     """Each question's conversation after the writer answered every turn (turn k sees its answers to turns < k)."""
     histories = {q.task_id: list(q.opening) for q in questions}
-    for turn in range(1 + max(len(q.followups) for q in questions)):
+    for turn in range(1 + max((len(q.followups) for q in questions), default=-1)):
         asked = [q for q in questions if turn <= len(q.followups)]
         for question in asked if turn else ():
             histories[question.task_id].append({"role": "user", "content": question.followups[turn - 1]})
-        answers = answer_all(writer, [histories[q.task_id] for q in asked], cache, settings, bill, advance)
+        answers = answer_all(writer, [histories[q.task_id] for q in asked], cache, decoding, bill, advance)
         for question, answer in zip(asked, answers, strict=True):
             histories[question.task_id].append({"role": "assistant", "content": answer})
     return histories
@@ -390,7 +395,7 @@ def generate(
     questions: Sequence[Question],
     writers: Sequence[Writer],
     cache: Any,
-    settings: Settings = Settings(),
+    decoding: Decoding = Decoding(),
     progress: bool = False,
 ) -> tuple[list[dict[str, Any]], GenerationBill]:
     """Every writer's answers to every question, as task records, and what they cost.
@@ -406,7 +411,7 @@ def generate(
     with tqdm(total=total, desc="generate", unit="answer", disable=not progress, leave=False) as bar:
         for writer in writers:
             bar.set_postfix_str(writer.name)
-            transcripts[writer.name] = writer_transcripts(writer, questions, cache, settings, bill, bar.update)
+            transcripts[writer.name] = writer_transcripts(writer, questions, cache, decoding, bill, bar.update)
     return task_records(questions, writers, transcripts), bill
 
 
@@ -415,7 +420,7 @@ def generate_file(
     model_specs: Sequence[str],
     out: str | Path,
     cache: Any,
-    settings: Settings = Settings(),
+    decoding: Decoding = Decoding(),
     progress: bool = False,
 ) -> GenerationBill:
     """Read the questions, build every model, generate and write the task file ``out``; the bill.
@@ -427,7 +432,7 @@ def generate_file(
         writer_name(spec)
     writers = build_writers(model_specs)
     try:
-        records, bill = generate(questions, writers, cache, settings, progress)
+        records, bill = generate(questions, writers, cache, decoding, progress)
     finally:
         close_writers(writers)
     write_tasks(records, out)

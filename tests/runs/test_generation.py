@@ -13,8 +13,8 @@ from rankkit.data.tasks import load_tasks
 from rankkit.errors import TaskFormatError
 from rankkit.judgments.cache import JudgmentCache
 from rankkit.runs.generation import (
+    Decoding,
     Question,
-    Settings,
     Writer,
     build_writers,
     close_writers,
@@ -169,10 +169,10 @@ def test_a_killed_run_resumes_paying_only_for_what_is_missing(tmp_path):
 def test_the_cache_key_holds_the_decoding_and_the_whole_conversation(tmp_path):
     questions = read_questions(write_questions(tmp_path / "q.jsonl", TWO_TURNS))
     with JudgmentCache(tmp_path / "c.sqlite") as cache:
-        _, first = generate(questions, sim_writers(), cache, Settings(temperature=0.0))
-        _, other = generate(questions, sim_writers(), cache, Settings(temperature=0.7))
+        _, first = generate(questions, sim_writers(), cache, Decoding(temperature=0.0))
+        _, other = generate(questions, sim_writers(), cache, Decoding(temperature=0.7))
         changed = [Question("m1", "What is 2 + 2?", [{"role": "user", "content": "What is 2 + 2?"}], ("Tripled?",))]
-        _, followup = generate(changed, sim_writers(), cache, Settings(temperature=0.0))
+        _, followup = generate(changed, sim_writers(), cache, Decoding(temperature=0.0))
     assert first.new == other.new == 6
     assert (followup.new, followup.cached) == (2, 2)  # turn 1 shared, turn 2 differs
 
@@ -267,3 +267,10 @@ def test_batch_true_sends_each_turn_as_a_batch_at_the_batch_price(servers, tmp_p
         one_by_one = generate_file(questions, direct, tmp_path / "d.jsonl", cache)
     assert in_batches.new == one_by_one.new == 6
     assert in_batches.usd == pytest.approx(one_by_one.usd / 2, rel=1e-6)  # both APIs' batch discount
+
+
+def test_a_judge_that_does_not_answer_is_refused_by_name():
+    with pytest.raises(SpecError, match="not a model that answers"):
+        build_writers([f"replay:{Path(__file__).resolve().parents[2]}/rankkit/data/sample/judgments.jsonl,name=r"])
+    writers = build_writers(["sim:quality=0.5,name=plain"])  # sim: named by name= only
+    assert writers[0].name == "plain"
