@@ -244,7 +244,7 @@ def writer_name(spec: str) -> tuple[str, str]:
 
 
 def build_writer(spec: str) -> Writer:
-    """The :class:`Writer` of a model spec: ``sim:`` a :class:`SimulatedWriter`, any other its judge backend's runtime."""
+    """The :class:`Writer` of a model spec: ``sim:`` a :class:`SimulatedWriter`, another its backend's runtime."""
     bare, name = writer_name(spec)
     if bare.partition(":")[0] == "sim":
         return Writer(name, spec, SimulatedWriter.from_spec(bare, name))
@@ -310,7 +310,7 @@ def answer_all(
     bill: GenerationBill,
     advance: Callable[[int], None],
 ) -> list[str]:
-    """The writer's answer to each conversation: from the cache, else generated (one runtime call) and cached at once."""
+    """The writer's answer to each conversation: cached, else generated (one runtime call) and cached at once."""
     fingerprint = writer_fingerprint(writer, decoding)
     answers: list[str | None] = [_cached_text(cache, fingerprint, c) for c in conversations]
     bill.cached += sum(answer is not None for answer in answers)
