@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from rankkit.cli.generate import generate_command
 from rankkit.cli.human import HumanOptions, compare_block, human_options, print_agreements, read_human
 from rankkit.cli.judge_report import judge_report_command
 from rankkit.cli.leaderboard import leaderboard
@@ -61,7 +62,15 @@ def main() -> None:
     """Rank candidate answers with an LLM judge, and compare ranking strategies on the same judgments."""
 
 
-for command in (leaderboard, judge_report_command, analyze_command, rejudge_command, plot_command, report_command):
+for command in (
+    generate_command,
+    leaderboard,
+    judge_report_command,
+    analyze_command,
+    rejudge_command,
+    plot_command,
+    report_command,
+):
     main.add_command(command)
 
 

@@ -8,10 +8,12 @@ bootstrap, the robustness report and the output), and print the leaderboard the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
 
+from rankkit.cli.generate import GenerationOptions, generation_options, run_generation
 from rankkit.cli.human import HumanOptions, corrected, human_options, print_correction, read_human
 from rankkit.cli.options import (
     OUTPUT_FORMATS,
@@ -24,7 +26,7 @@ from rankkit.cli.options import (
     resamples_option,
     trust_file_judge_option,
 )
-from rankkit.cli.support import echo_json, guarded, judging, prepare_output, say, write_json
+from rankkit.cli.support import echo_json, guarded, judging, open_cache, prepare_output, say, write_json
 from rankkit.data.formatting import render
 from rankkit.strategies.order import ORDERS
 
@@ -160,6 +162,14 @@ def print_leaderboard(board: Any, truth: Any, shown: BoardOptions, human: Any = 
     "strategy spec, whose per-task rankings are aggregated by Bradley-Terry.",
 )
 @click.option("--anchor", default=None, help="The anchor system of --strategy anchored.")
+@generation_options
+@click.option(
+    "--answers",
+    "answers_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="With --questions: where the generated task file goes (default .rankkit/answers.jsonl); it becomes --data.",
+)
 @click.option("--systems", "systems_text", default=None, help="Comma-separated systems to rank (default: all).")
 @click.option(
     "--order",
@@ -179,16 +189,25 @@ def leaderboard(
     human_options: HumanOptions,
     method,
     anchor,
+    generation: GenerationOptions,
+    answers_path,
     systems_text,
     order,
 ) -> None:
-    """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one."""
+    """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one.
+
+    With --questions and --models, the candidates are generated first (`rankkit generate`), and one
+    bill covers generating and judging.
+    """
     if ctx.invoked_subcommand is not None:
         return
     from rankkit.leaderboard import build, resolve_truth
 
     prepare_output(board_options.out)
     votes = read_human(human_options)
+    bill = None
+    if generation.questions_path or generation.models_text:
+        data, bill = _generated_data(data, judge_options, generation, answers_path)
     systems = [s.strip() for s in systems_text.split(",") if s.strip()] if systems_text else None
     with judging(data, judge_options) as inputs:
         board = build(
@@ -209,6 +228,26 @@ def leaderboard(
         truth = resolve_truth(inputs.tasks, inputs.path, board_options.truth_path)
         board, human = corrected(board, inputs.tasks, votes, human_options)
     print_leaderboard(board, truth, board_options, human)
+    if bill is not None:
+        say(bill.with_judging(board.cost), err=True)
+
+
+def _generated_data(
+    data: DataOptions, judge_options: JudgeOptions, generation: GenerationOptions, answers_path: str | None
+) -> tuple[DataOptions, Any]:
+    """Generate the candidates of ``--questions`` with ``--models`` into ``answers_path``: the data to
+    judge then, and the generation's bill."""
+    from dataclasses import replace
+
+    if data.data_path:
+        raise click.UsageError("--questions generates the data: give either --questions or --data")
+    answers = answers_path or str(Path(".rankkit") / "answers.jsonl")
+    cache = open_cache(judge_options.cache_path, judge_options.no_cache)
+    try:
+        bill = run_generation(generation, answers, cache, judge_options.seed, judge_options.quiet)
+    finally:
+        cache.close()
+    return replace(data, data_path=answers), bill
 
 
 def _defaults_from_the_board(command: click.Command) -> click.Command:

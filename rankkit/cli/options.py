@@ -274,6 +274,24 @@ several_judges_options = option_group(
 )
 
 
+def cache_options(cache_help: str) -> Callable:
+    """``--cache`` (its help: ``cache_help``), ``--no-cache`` and ``--quiet``, for a command that keeps
+    what it receives but takes no ``--judge`` (``rejudge``, ``generate``); it receives ``cache_path``,
+    ``no_cache`` and ``quiet``."""
+    return option_group(
+        click.option(
+            "--cache",
+            "cache_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            envvar="RANKKIT_CACHE",
+            help=cache_help,
+        ),
+        click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache."),
+        click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
+    )
+
+
 # -- the budget: --max-judgments, --yes -------------------------------------------------------------
 
 

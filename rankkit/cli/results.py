@@ -11,6 +11,7 @@ from rankkit.cli.options import (
     OUTPUT_FORMATS,
     Budget,
     budget_options,
+    cache_options,
     current_limits,
     option_group,
     output_options,
@@ -129,17 +130,10 @@ def analyze_command(results_path, metric_names, out, output_format, **settings: 
     required=True,
     help="The judge or panel to ask again, e.g. sim:preset=chatgpt (the results file's own judge is never used).",
 )
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    envvar="RANKKIT_CACHE",
-    help="Judgment cache: an SQLite file (default .rankkit/cache.sqlite, or $RANKKIT_CACHE) or a postgresql:// "
-    "URL; a rejudge that stops resumes from it.",
+@cache_options(
+    "Judgment cache: an SQLite file (default .rankkit/cache.sqlite, or $RANKKIT_CACHE) or a postgresql:// "
+    "URL; a rejudge that stops resumes from it."
 )
-@click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @output_options(
     "Also write the report as JSON.",
     OUTPUT_FORMATS,

@@ -25,6 +25,10 @@ SAMPLES = {
         "sample/conversations.jsonl",
         "3 two-turn tasks (message lists), 3 multi-turn answers each, with checklists",
     ),
+    "questions": (
+        "sample/questions.jsonl",
+        "12 MT-Bench-style questions (6 with a second turn), for rankkit generate --questions",
+    ),
 }
 
 
