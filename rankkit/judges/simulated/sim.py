@@ -20,15 +20,19 @@ from rankkit.judges.backends import Backend, Option, Settings
 from rankkit.judges.base import Judge
 from rankkit.judges.simulated.sim_model import (
     FIXED_PRESET_RATES,
+    STRONG_MARGIN,
+    TIE_MARGIN,
     KWAY_READINGS,
     LATENT_PRESETS,
     STYLE_BIAS_KEYS,
     StyleBias,
     fixed_parameters,
     kway_temperature,
+    planted_level,
     softmax_probabilities,
 )
 from rankkit.judgments.judge_protocol import Capabilities
+from rankkit.judgments.levels import VERDICT_SCALES
 from rankkit.judgments.values import LABELS, Grade, GroupChoice, GroupRanking, Verdict, Winner, labels
 from rankkit.prompts.kway_verdicts import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
 
@@ -100,6 +104,8 @@ class LatentJudge(StyleBias, _Simulated):
         slot) or ``probabilities`` (P(best) per slot, softmax at :meth:`kway_temperature`).
     length_bias, format_bias: ``sd`` per doubling of the length, and of 1 + formatting elements,
         relative to the other answers.
+    verdicts: the verdict scale of a comparison: ``binary``, ``tie`` or ``graded``
+        (:func:`~rankkit.judges.simulated.sim_model.planted_level` with ``tie_margin`` and ``strong_margin``, in sds).
     """
 
     perception: float = LATENT_PRESETS["gpt4"].perception
@@ -111,8 +117,17 @@ class LatentJudge(StyleBias, _Simulated):
     kway: str = "grades"
     length_bias: float = 0.0
     format_bias: float = 0.0
+    verdicts: str = "binary"
+    tie_margin: float = TIE_MARGIN
+    strong_margin: float = STRONG_MARGIN
 
     def __post_init__(self) -> None:
+        if self.verdicts not in VERDICT_SCALES:
+            raise SpecError(f"sim: verdicts must be one of {', '.join(VERDICT_SCALES)}, got {self.verdicts!r}")
+        if not 0 <= self.tie_margin <= self.strong_margin < math.inf:
+            raise SpecError(
+                f"sim: need 0 <= tie_margin <= strong_margin (finite), got {self.tie_margin} and {self.strong_margin}"
+            )
         if self.kway not in KWAY_READINGS:
             raise SpecError(f"sim: kway must be one of {', '.join(KWAY_READINGS)}, got {self.kway!r}")
         for name in ("perception", "pair_noise", "grade_noise"):
@@ -135,6 +150,8 @@ class LatentJudge(StyleBias, _Simulated):
         }
         if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
             fields["kway"] = self.kway
+        if self.verdicts != "binary":  # likewise
+            fields.update(verdicts=self.verdicts, tie_margin=self.tie_margin, strong_margin=self.strong_margin)
         fields.update(self._style_fields())
         return fields
 
@@ -149,6 +166,8 @@ class LatentJudge(StyleBias, _Simulated):
             )
         if self.kway != "grades":
             name += f",kway={self.kway}"
+        if self.verdicts != "binary":
+            name += f",verdicts={self.verdicts},tie_margin={self.tie_margin:g},strong_margin={self.strong_margin:g}"
         return f"sim:{name}{self._style_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
@@ -189,12 +208,15 @@ class LatentJudge(StyleBias, _Simulated):
         style1, style2 = self.group_style_shifts((first, second))
         t1 = self.perceived(task, first) + spread * (self.slot_bias / 2 + self.pair_noise * e1 + style1)
         t2 = self.perceived(task, second) + spread * (-self.slot_bias / 2 + self.pair_noise * e2 + style2)
-        if t1 == t2:  # only without noise, between equal answers and no slot bias
-            s = _clip(task, t1)
-            return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE, raw=f"Answer 1: {s:.4g} Answer 2: {s:.4g}")
+        level = planted_level((t1 - t2) / spread, self.verdicts, self.tie_margin, self.strong_margin)
+        if t1 == t2 or level == 0:  # binary: only without noise, between equal answers and no slot bias
+            s = _clip(task, (t1 + t2) / 2)
+            raw = f"Answer 1: {s:.4g} Answer 2: {s:.4g}"
+            return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE, raw=raw, level=level)
         s1, s2 = _agreeing_grades(task, t1, t2)
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
-        return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
+        raw = f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}"
+        return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=raw, level=level)
 
     capabilities = Capabilities(kway=True, latent=True)
 
@@ -361,7 +383,7 @@ class FixedAccuracyJudge(StyleBias, _Simulated):
 
 #: model name -> the parameters only that model takes.
 MODEL_KEYS: dict[str, tuple[str, ...]] = {
-    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway"),
+    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway", "verdicts", "tie_margin", "strong_margin"),
     "fixed": ("accuracy", "position_bias", "noise"),
 }
 
@@ -396,6 +418,15 @@ SIM_OPTIONS: tuple[Option, ...] = (
         "latent: what a k-way choice carries: grades, choice or probabilities (P(best) per slot)",
         choices=KWAY_READINGS,
     ),
+    Option(
+        "verdicts",
+        str,
+        "binary",
+        "latent: the verdict scale: binary, tie (A, tie, B) or graded (A>>B, A>B, A=B, B>A, B>>A)",
+        choices=VERDICT_SCALES,
+    ),
+    Option("tie_margin", float, TIE_MARGIN, "latent, verdicts=tie|graded: a tie when |difference| < this (sds)"),
+    Option("strong_margin", float, STRONG_MARGIN, "latent, verdicts=graded: A>>B when |difference| > this (sds)"),
     Option("accuracy", float, 0.8, "fixed: probability of picking the human-better answer"),
     Option("position_bias", float, 0.0, "fixed: probability of picking the answer shown first"),
     Option("noise", float, 0.5, "fixed: sd of the noise on every grade"),

@@ -204,3 +204,30 @@ def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+#: The defaults of ``sim:verdicts=tie|graded``: half-widths, in human-score sds of the judge's noisy
+#: difference, of the tie band and of the "slightly better" band. Not fitted to recorded judgments
+#: (none with levels are at hand): chosen so that on the bundled sample (human-score spread 1) about
+#: a sixth of the pairs tie and a third are strong, the rough shape of Arena-Hard's level counts.
+TIE_MARGIN = 0.2
+STRONG_MARGIN = 1.0
+
+
+def planted_level(difference: float, scale: str, tie_margin: float, strong_margin: float) -> int | None:
+    """The level a noisy grade ``difference`` (first minus second, in human-score sds) gives on ``scale``.
+
+    None on the binary scale; 0 inside ``±tie_margin``; ±2 beyond ``±strong_margin`` on the graded
+    scale; ±1 otherwise.
+
+    Examples
+    --------
+    >>> planted_level(0.1, "graded", 0.2, 1.0), planted_level(-1.5, "graded", 0.2, 1.0), planted_level(-1.5, "tie", 0.2, 1.0)
+    (0, -2, -1)
+    """
+    if scale == "binary":
+        return None
+    if abs(difference) < tie_margin:
+        return 0
+    sign = 1 if difference > 0 else -1
+    return 2 * sign if scale == "graded" and abs(difference) > strong_margin else sign
