@@ -60,4 +60,3 @@ def level_winner(level: int) -> Winner:
     if level < 0:
         return Winner.SECOND
     return Winner.TIE
-

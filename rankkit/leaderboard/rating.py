@@ -25,9 +25,7 @@ def rate_bt(
     return rows_from_intervals(intervals, outcomes)
 
 
-def rate_davidson(
-    outcomes: Sequence[Outcome], systems: Sequence[str], resamples: int, seed: int
-) -> list[SystemRating]:
+def rate_davidson(outcomes: Sequence[Outcome], systems: Sequence[str], resamples: int, seed: int) -> list[SystemRating]:
     """Davidson ratings (Bradley–Terry with ties, Elo scale; :func:`rankkit.stats.graded.davidson`), best first,
     with ``resamples`` bootstrap resamples over the outcomes (0: no intervals)."""
     intervals = bootstrap(lambda sample: davidson(sample, systems), outcomes, resamples=resamples, seed=seed)

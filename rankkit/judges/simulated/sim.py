@@ -20,11 +20,11 @@ from rankkit.judges.backends import Backend, Option, Settings
 from rankkit.judges.base import Judge
 from rankkit.judges.simulated.sim_model import (
     FIXED_PRESET_RATES,
-    STRONG_MARGIN,
-    TIE_MARGIN,
     KWAY_READINGS,
     LATENT_PRESETS,
+    STRONG_MARGIN,
     STYLE_BIAS_KEYS,
+    TIE_MARGIN,
     StyleBias,
     fixed_parameters,
     kway_temperature,
@@ -383,7 +383,16 @@ class FixedAccuracyJudge(StyleBias, _Simulated):
 
 #: model name -> the parameters only that model takes.
 MODEL_KEYS: dict[str, tuple[str, ...]] = {
-    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway", "verdicts", "tie_margin", "strong_margin"),
+    "latent": (
+        "perception",
+        "pair_noise",
+        "slot_bias",
+        "grade_noise",
+        "kway",
+        "verdicts",
+        "tie_margin",
+        "strong_margin",
+    ),
     "fixed": ("accuracy", "position_bias", "noise"),
 }
 
