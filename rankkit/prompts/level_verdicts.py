@@ -3,7 +3,7 @@
 A is the answer shown first (``Answer 1``), B the second. Levels and scales are in
 :mod:`rankkit.judgments.levels`. Nothing a candidate writes is read as the judge's verdict: echoes
 and verbatim copies of the candidates are removed first (:func:`~rankkit.prompts.verdicts.strip_echoes`),
-and a label a candidate itself wrote in brackets is never taken from the judge's text.
+and a label copied from a candidate with the words before it is never taken as the judge's.
 """
 
 from __future__ import annotations
@@ -41,21 +41,42 @@ class ParsedLevel:
     error: str | None = None
 
 
-def _labels_in(text: str) -> list[tuple[re.Match, str]]:
-    return [(match, re.sub(r"\s+", "", match.group(1))) for match in _LABEL.finditer(text)]
+#: How many words before a label must also precede it in a candidate for it to be a re-quote.
+REQUOTE_WORDS = 2
+_WORD = re.compile(r"\w+")
+
+
+def _label_of(match: re.Match) -> str:
+    return re.sub(r"\s+", "", match.group(1))
+
+
+def _with_words_before(text: str, match: re.Match) -> tuple[tuple[str, ...], str]:
+    """The label of ``match`` and the (up to) :data:`REQUOTE_WORDS` words before it, case-folded."""
+    words = _WORD.findall(text[: match.start()].casefold())[-REQUOTE_WORDS:]
+    return tuple(words), _label_of(match)
+
+
+def _candidate_labels(untrusted: Sequence[str]) -> set[tuple[tuple[str, ...], str]]:
+    return {_with_words_before(value, match) for value in untrusted for match in _LABEL.finditer(value)}
 
 
 def parse_level(generated: str, scale: str, untrusted: Sequence[str] = ()) -> ParsedLevel:
     """The level of the ``[[label]]`` verdicts in ``generated`` on ``scale``; repeated verdicts must agree.
 
-    ``untrusted`` are the texts the judge was shown but did not write: their echoes are removed, and
-    a label one of them writes in brackets is not taken from the judge's text (a re-quote). A label
-    off the scale (``A>>B`` on the ``tie`` scale) fails.
+    ``untrusted`` are the texts the judge was shown but did not write: their echoes and verbatim
+    copies are removed, and a label copied with the words before it from one of them
+    (:data:`REQUOTE_WORDS` words) is a re-quote, not taken, unless it closes the reply, where the
+    instruction asks for the judge's own verdict. So a candidate can neither slip a label in nor void
+    the judge's own label by writing the same one. A label off the scale (``A>>B`` on the ``tie``
+    scale) fails.
     """
-    quoted = {label for value in untrusted for _, label in _labels_in(value)}
-    found = _labels_in(strip_echoes(generated, untrusted))
-    own = [label for _, label in found if label not in quoted]
-    note = f" ({len(found) - len(own)} label(s) a candidate also wrote ignored)" if len(own) < len(found) else ""
+    quoted = _candidate_labels(untrusted)
+    text = strip_echoes(generated, untrusted)
+    found = list(_LABEL.finditer(text))
+    own = [_label_of(m) for m in found if _with_words_before(text, m) not in quoted]
+    if not own and found and not text[found[-1].end() :].strip(" \t\n.!*\"'"):
+        own = [_label_of(found[-1])]  # the closing verdict is the judge's own
+    note = f" ({len(found) - len(own)} label(s) re-quoted from a candidate ignored)" if len(own) < len(found) else ""
     if not own:
         return ParsedLevel(None, "no [[A>B]]-style verdict in the output" + note)
     allowed = scale_labels(scale)
