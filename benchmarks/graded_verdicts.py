@@ -42,9 +42,13 @@ FITS = {"BT, ties as half wins": bradley_terry, "Davidson (ties modelled)": davi
 RESULT = Path(__file__).parent / "results" / "graded_verdicts.md"
 
 
-def judged_matches(prompts: int, seed: int) -> tuple[list[tuple[str, str, float]], Counter]:
+#: The simulator's level margins per setting: its defaults, and one where ties are common.
+SETTINGS = {"default margins": "", "tie-heavy (tie_margin=1, strong_margin=2)": ",tie_margin=1,strong_margin=2"}
+
+
+def judged_matches(prompts: int, seed: int, margins: str = "") -> tuple[list[tuple[str, str, float]], Counter]:
     """Every pair of answers of every prompt judged once in a random order: outcomes and level counts."""
-    judge = make_judge(f"sim:verdicts=graded,seed={seed}")
+    judge = make_judge(f"sim:verdicts=graded,seed={seed}{margins}")
     rng = random.Random(seed)
     outcomes, levels = [], Counter()
     for task in planted_tasks(STRENGTHS, prompts, seed=seed):
@@ -113,22 +117,23 @@ def main() -> None:
         f"--seeds {args.seeds}`: 8 systems 50 Elo apart, every pair judged once per prompt by "
         "`sim:verdicts=graded,seed=S`.",
         "",
-        "| seed | levels (A>>B / A>B / tie / B>A / B>>A) | fit | Spearman | rank-interval coverage (95%) |",
-        "|---|---|---|---|---|",
+        "| setting | seed | levels (A>>B / A>B / tie / B>A / B>>A) | fit | Spearman | rank-interval coverage (95%) |",
+        "|---|---|---|---|---|---|",
     ]
-    summary: dict[str, list[tuple[float, float]]] = {name: [] for name in FITS}
-    for seed in range(args.seeds):
-        outcomes, levels = judged_matches(args.prompts, seed)
-        shown = " / ".join(str(levels[level]) for level in (2, 1, 0, -1, -2))
-        for name, fit in FITS.items():
-            rho, coverage = evaluate(fit, outcomes, args.resamples, seed)
-            summary[name].append((rho, coverage))
-            lines.append(f"| {seed} | {shown} | {name} | {rho:.3f} | {coverage:.3f} |")
-    lines += ["", "| fit | mean Spearman | mean coverage |", "|---|---|---|"]
-    for name, rows in summary.items():
-        lines.append(
-            f"| {name} | {statistics.mean(r for r, _ in rows):.3f} | {statistics.mean(c for _, c in rows):.3f} |"
-        )
+    summary: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for setting, margins in SETTINGS.items():
+        for seed in range(args.seeds):
+            outcomes, levels = judged_matches(args.prompts, seed, margins)
+            shown = " / ".join(str(levels[level]) for level in (2, 1, 0, -1, -2))
+            for name, fit in FITS.items():
+                rho, coverage = evaluate(fit, outcomes, args.resamples, seed)
+                summary.setdefault((setting, name), []).append((rho, coverage))
+                lines.append(f"| {setting} | {seed} | {shown} | {name} | {rho:.3f} | {coverage:.3f} |")
+    lines += ["", "| setting | fit | mean Spearman | mean coverage |", "|---|---|---|---|"]
+    for (setting, name), rows in summary.items():
+        rho = statistics.mean(r for r, _ in rows)
+        coverage = statistics.mean(c for _, c in rows)
+        lines.append(f"| {setting} | {name} | {rho:.3f} | {coverage:.3f} |")
     lines += ["", "## arena-hard-auto's weighting on a recorded example", "", "| model | published formula | rankkit |"]
     lines.append("|---|---|---|")
     for model, games in RECORDED.items():
