@@ -25,7 +25,7 @@ from rankkit.cli.options import (
 )
 from rankkit.cli.support import echo_json, guarded, judging, prepare_output, say, write_json
 from rankkit.data.formatting import render
-from rankkit.leaderboard.graded import TIE_MODELS
+from rankkit.stats.graded import TIE_MODELS
 from rankkit.strategies.order import ORDERS
 
 

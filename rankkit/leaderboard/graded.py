@@ -14,12 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankkit.leaderboard.board import LeaderboardError
-from rankkit.stats.graded import length_penalised_level, level_outcome
+from rankkit.stats.graded import TIE_MODELS, length_penalised_level, level_outcome
 from rankkit.stats.ratings import Outcome
 from rankkit.strategies.matches import Match, decided
-
-#: The ``ties`` choices: a tie as half a win (Bradley–Terry), or modelled (Davidson).
-TIE_MODELS = ("half", "davidson")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, def
 #: A graded judgment between two items: (a, b, level from a's side).
 GradedMatch = tuple[str, str, int]
 
+#: How a rating treats ties: ``half`` a win each way (Bradley–Terry), or modelled (:func:`davidson`).
+TIE_MODELS = ("half", "davidson")
+
 #: How many wins arena-hard-auto counts a strong verdict (A>>B) as.
 ARENA_HARD_WEIGHT = 3
 
