@@ -145,9 +145,7 @@ def anchored(
         raise LeaderboardError(f"anchor {anchor!r} is not among the systems ({', '.join(names)})")
     used = restrict(tasks, names)
 
-    weighting = weighting or AS_BINARY
-    if weighting.ties == "davidson":
-        raise LeaderboardError("the anchored leaderboard rates by win rate: ties=davidson applies to arena only")
+    weighting = (weighting or AS_BINARY).for_win_rate()
 
     def play(task: Task, source: MatchSource) -> list[Outcome]:
         rng = task_rng(seed, task.task_id, purpose="anchored")

@@ -42,6 +42,12 @@ class VerdictWeighting:
         """Whether outcomes come from the verdicts' levels (a strong weight or a length margin)."""
         return self.strong_weight != 1 or self.length_margin is not None
 
+    def for_win_rate(self) -> VerdictWeighting:
+        """This weighting, for a win rate: a LeaderboardError for ``ties=davidson`` (a fit, not a rate)."""
+        if self.ties == "davidson":
+            raise LeaderboardError("the anchored leaderboard rates by win rate: ties=davidson applies to arena only")
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: ``ties``, ``strong_weight``, ``length_margin``."""
         return {"ties": self.ties, "strong_weight": self.strong_weight, "length_margin": self.length_margin}

@@ -96,7 +96,6 @@ class LLMJudge(Judge):
             prepair=prepair,
             sanitize=sanitize,
         )
-        check_verdicts(runtime.backend, verdicts, mode, calibrate, prepair)
         self.runtime = runtime
         self.backend = runtime.backend  # instance attribute: the fingerprint names the real backend
         self.mode = mode
@@ -110,7 +109,7 @@ class LLMJudge(Judge):
         self.calibrate = calibrate
         self.verdict = verdict
         self.sanitize = sanitize
-        self.verdicts = verdicts
+        self.verdicts = check_verdicts(runtime.backend, verdicts, mode, calibrate, prepair)
         self._verdict_path: str | None = None
         self._verdict_lock = threading.Lock()
         #: PREPAIR's analyser (:class:`~rankkit.judges.llm.prepair.Analyser`; None without prepair),

@@ -26,18 +26,19 @@ from rankkit.prompts.level_verdicts import level_instruction, level_probabilitie
 LEVEL_RULE = "1"  # digits 1..n after level_read_prefix; level = most probable, P(first) = P(>0) + P(0)/2
 
 
-def check_verdicts(backend: str, verdicts: str, mode: str, calibrate: bool, prepair: bool) -> None:
-    """Raise :class:`SpecError` naming ``backend`` for a scale that is unknown or cannot be read in this setup."""
+def check_verdicts(backend: str, verdicts: str, mode: str, calibrate: bool, prepair: bool) -> str:
+    """``verdicts``; a :class:`SpecError` naming ``backend`` for a scale that is unknown or cannot be read in this setup."""
     try:
         check_scale(verdicts)
     except ValueError as err:
         raise SpecError(f"{backend}: {err}") from None
     if verdicts == "binary":
-        return
+        return verdicts
     if mode == "loglik":
         raise SpecError(f"{backend}: verdicts={verdicts} needs a judge prompt (mode=generate or logprob)")
     if calibrate or prepair:
         raise SpecError(f"{backend}: verdicts={verdicts} does not combine with calibrate or prepair yet")
+    return verdicts
 
 
 def with_instruction(conversation: Conversation, scale: str) -> Conversation:
