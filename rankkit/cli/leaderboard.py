@@ -28,6 +28,7 @@ from rankkit.cli.options import (
 )
 from rankkit.cli.support import echo_json, guarded, judging, open_cache, prepare_output, say, write_json
 from rankkit.data.formatting import render
+from rankkit.stats.graded import TIE_MODELS
 from rankkit.strategies.order import ORDERS
 
 
@@ -179,6 +180,28 @@ def print_leaderboard(board: Any, truth: Any, shown: BoardOptions, human: Any = 
     "random for anchored; both = every match in both orders, the paper's debiasing). A strategy "
     "spec names its own (knockout:order=both).",
 )
+@click.option(
+    "--ties",
+    type=click.Choice(TIE_MODELS),
+    default="half",
+    show_default=True,
+    help="arena: half = Bradley-Terry with a tie as half a win each way; davidson = the tie-aware "
+    "Bradley-Terry (Davidson). See docs/graded-verdicts.md.",
+)
+@click.option(
+    "--strong-weight",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="How many wins a strong verdict (A>>B, judges with verdicts=graded) counts as; arena-hard-auto uses 3.",
+)
+@click.option(
+    "--length-margin",
+    type=click.IntRange(min=0),
+    default=None,
+    help="WildBench's length rule: a slightly-better verdict (A>B) counts as a tie when its winner is "
+    "longer by more than this many characters (judges with verdicts=tie|graded).",
+)
 @click.pass_context
 @guarded
 def leaderboard(
@@ -193,6 +216,9 @@ def leaderboard(
     answers_path,
     systems_text,
     order,
+    ties,
+    strong_weight,
+    length_margin,
 ) -> None:
     """Rank the systems that wrote the candidates (Arena-lite); `leaderboard add` inserts a new one.
 
@@ -202,7 +228,9 @@ def leaderboard(
     if ctx.invoked_subcommand is not None:
         return
     from rankkit.leaderboard import build, resolve_truth
+    from rankkit.leaderboard.graded import VerdictWeighting
 
+    weighting = VerdictWeighting(ties, strong_weight, length_margin)
     prepare_output(board_options.out)
     votes = read_human(human_options)
     bill = None
@@ -224,6 +252,7 @@ def leaderboard(
             judge_spec=inputs.spec,
             data=str(inputs.path),
             control=board_options.control,
+            weighting=weighting,
         )
         truth = resolve_truth(inputs.tasks, inputs.path, board_options.truth_path)
         board, human = corrected(board, inputs.tasks, votes, human_options)

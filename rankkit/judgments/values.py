@@ -134,6 +134,8 @@ class Verdict:
     ``first_grade`` / ``second_grade`` are the grades the judge gave each; ``winner`` is its
     verdict (it may disagree with the scores only when the backend decides by another signal,
     e.g. choice-token probabilities). ``probability`` is P(first wins) when the backend knows it.
+    ``level`` is the verdict's strength on a ``tie`` or ``graded`` scale (:mod:`rankkit.judgments.levels`:
+    2 is ``A>>B``, 0 a tie, -2 ``B>>A``), None on the binary scale.
     """
 
     first_grade: float
@@ -144,9 +146,10 @@ class Verdict:
     probability: float | None = None
     usage: dict[str, int] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+    level: int | None = None
 
     def swapped(self) -> Verdict:
-        """The same judgment seen from the other side: grades swapped, winner mirrored, probability ``1 - p``."""
+        """The same judgment seen from the other side: grades swapped, winner and level mirrored, probability ``1 - p``."""
         flip = {Winner.FIRST: Winner.SECOND, Winner.SECOND: Winner.FIRST, Winner.TIE: Winner.TIE}
         return Verdict(
             first_grade=self.second_grade,
@@ -157,10 +160,12 @@ class Verdict:
             probability=None if self.probability is None else 1.0 - self.probability,
             usage=self.usage,
             extras=self.extras,
+            level=None if self.level is None else -self.level,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form the cache stores, one entry per field."""
+        """The JSON form the cache stores, one entry per field (``level`` only when set, so binary rows keep their form)."""
+        level = {} if self.level is None else {"level": self.level}
         return {
             "first_grade": self.first_grade,
             "second_grade": self.second_grade,
@@ -170,6 +175,7 @@ class Verdict:
             "probability": self.probability,
             "usage": dict(self.usage),
             "extras": dict(self.extras),
+            **level,
         }
 
     @classmethod
@@ -187,7 +193,15 @@ class Verdict:
             probability=probability,
             usage=_object(data, "usage"),
             extras=_object(data, "extras"),
+            level=_level(data),
         )
+
+
+def _level(data: Mapping[str, Any]) -> int | None:
+    level = data.get("level")
+    if level is not None and (isinstance(level, bool) or not isinstance(level, int) or abs(level) > 2):
+        raise ValueError(f"level is {level!r}, not an integer from -2 to 2")
+    return level
 
 
 #: What a judge is asked: a task and one answer (a grade), two answers as shown (a verdict), or

@@ -150,6 +150,9 @@ class Leaderboard:
         With a control, the model and its coefficients with their intervals; None without.
     anchor_ceiling
         On an anchored leaderboard, the ceiling check (:class:`AnchorCeiling`); None on the others.
+    weighting
+        How graded verdicts and ties were counted (:meth:`rankkit.leaderboard.graded.VerdictWeighting.to_dict`);
+        None: as binary verdicts, and then absent from the JSON.
     """
 
     method: str
@@ -167,6 +170,7 @@ class Leaderboard:
     control: tuple[str, ...] = ()
     style: dict[str, Any] | None = None
     anchor_ceiling: AnchorCeiling | None = None
+    weighting: dict[str, Any] | None = None
 
     @property
     def names(self) -> list[str]:
@@ -204,12 +208,17 @@ class Leaderboard:
                 "control": list(self.control),
                 "style": self.style,
                 "anchor_ceiling": None if self.anchor_ceiling is None else self.anchor_ceiling.to_dict(),
+                **self._weighting_entry(),
                 "matches": [
                     {"a": a, "b": b, "outcome": outcome, **({"task": task} if task is not None else {})}
                     for (a, b, outcome), task in zip(self.matches, self._tasks_or_none())
                 ],
             }
         )
+
+    def _weighting_entry(self) -> dict[str, Any]:
+        """``{"weighting": ...}`` when one was given (boards without keep their form)."""
+        return {} if self.weighting is None else {"weighting": dict(self.weighting)}
 
     def _tasks_or_none(self) -> list[str | None]:
         return list(self.match_tasks) if len(self.match_tasks) == len(self.matches) else [None] * len(self.matches)
@@ -234,6 +243,7 @@ class Leaderboard:
             control=tuple(data.get("control") or ()),
             style=data.get("style"),
             anchor_ceiling=AnchorCeiling.from_dict(data["anchor_ceiling"]) if data.get("anchor_ceiling") else None,
+            weighting=dict(data["weighting"]) if data.get("weighting") else None,
         )
 
 

@@ -18,7 +18,8 @@ from rankkit.leaderboard.board import (
     restrict,
     systems_of,
 )
-from rankkit.leaderboard.rating import anchor_ceiling, mean_lengths, rate_bt, rate_win_rate
+from rankkit.leaderboard.graded import AS_BINARY, VerdictWeighting
+from rankkit.leaderboard.rating import anchor_ceiling, mean_lengths, rate_bt, rate_davidson, rate_win_rate
 from rankkit.leaderboard.style import controlled_ratings, parse_control
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
 from rankkit.stats.ratings import Outcome
@@ -41,6 +42,7 @@ def arena(
     judge_spec: str = "",
     data: str = "",
     control: str | Sequence[str] | None = None,
+    weighting: VerdictWeighting | None = None,
 ) -> Leaderboard:
     """Arena-lite: a tournament between the systems on every task, all matches fitted by BT (Elo scale).
 
@@ -55,16 +57,25 @@ def arena(
     control
         ``length``, ``format`` or ``length,format``: rate by style-controlled BT, the plain rating
         kept as ``unadjusted``.
+    weighting
+        How graded verdicts and ties count (:class:`~rankkit.leaderboard.graded.VerdictWeighting`;
+        ``ties=davidson`` fits Davidson's tie model instead of BT). None: as binary verdicts.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
+    weighting = weighting or AS_BINARY
 
     def play(task: Task, source: MatchSource) -> list[Outcome]:
-        return play_tournament(task, source, task_rng(seed, task.task_id, purpose="arena"), order)
+        return play_tournament(task, source, task_rng(seed, task.task_id, purpose="arena"), order, weighting)
 
     control = parse_control(control)
+    if control and weighting.ties == "davidson":
+        raise LeaderboardError("ties=davidson does not combine with a style control (it fits plain strengths)")
     outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "arena")
-    rows, style = _rate(used, outcomes, task_ids, names, control, "elo", None, resamples, seed, alpha)
+    if weighting.ties == "davidson":
+        rows, style = rate_davidson(outcomes, names, resamples, seed), None
+    else:
+        rows, style = _rate(used, outcomes, task_ids, names, control, "elo", None, resamples, seed, alpha)
     return Leaderboard(
         method="arena",
         systems=rows,
@@ -78,6 +89,7 @@ def arena(
         match_tasks=task_ids,
         control=control,
         style=style,
+        weighting=weighting.stored(),
     )
 
 
@@ -114,6 +126,7 @@ def anchored(
     judge_spec: str = "",
     data: str = "",
     control: str | Sequence[str] | None = None,
+    weighting: VerdictWeighting | None = None,
 ) -> Leaderboard:
     """Baseline-mediated: each system against ``anchor``'s answer on every task; rating = win rate.
 
@@ -123,14 +136,20 @@ def anchored(
         ``random`` (default), ``both`` or ``given``.
     control
         ``length``: rate by the length-controlled win rate, the raw one kept as ``unadjusted``.
+    weighting
+        How graded verdicts count (``strong_weight``, ``length_margin``: arena-hard-auto's and
+        WildBench's win rates); ``ties=davidson`` has no meaning for a win rate and is refused.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     if anchor not in names:
         raise LeaderboardError(f"anchor {anchor!r} is not among the systems ({', '.join(names)})")
     used = restrict(tasks, names)
 
+    weighting = (weighting or AS_BINARY).for_win_rate()
+
     def play(task: Task, source: MatchSource) -> list[Outcome]:
-        return play_against(task, source, task_rng(seed, task.task_id, purpose="anchored"), anchor, names, order)
+        rng = task_rng(seed, task.task_id, purpose="anchored")
+        return play_against(task, source, rng, anchor, names, order, weighting)
 
     control = parse_control(control)
     if control and control != ("length",):
@@ -156,6 +175,7 @@ def anchored(
         control=control,
         style=style,
         anchor_ceiling=ceiling,
+        weighting=weighting.stored(),
     )
 
 
@@ -225,6 +245,7 @@ def build(
     judge_spec: str = "",
     data: str = "",
     control: str | Sequence[str] | None = None,
+    weighting: VerdictWeighting | None = None,
 ) -> Leaderboard:
     """One entry point: ``method`` is ``arena``, ``anchored`` (needs ``anchor``) or a strategy spec (``bt`` …).
 
@@ -236,8 +257,12 @@ def build(
     order
         How ``arena`` and ``anchored`` show each match; None: their default. A strategy spec names
         its own order, so giving one with it is an error.
+    weighting
+        How ``arena`` and ``anchored`` count graded verdicts and ties; None (or the default) for a strategy spec.
     """
     _check_order(method, order)
+    if method not in BUILD_METHODS and weighting is not None and weighting != AS_BINARY:
+        raise LeaderboardError("ties, strong_weight and length_margin apply to the arena and anchored leaderboards")
     common = {
         "cache": cache,
         "seed": seed,
@@ -249,13 +274,13 @@ def build(
         "control": control,
     }
     if method == "arena":
-        return arena(tasks, judge, order=order or "given", **common)
+        return arena(tasks, judge, order=order or "given", weighting=weighting, **common)
     if method == "anchored":
         if anchor is None:
             raise LeaderboardError(
                 f"the anchored leaderboard needs an anchor system (one of: {', '.join(all_systems(tasks))})"
             )
-        return anchored(tasks, judge, anchor, order=order or "random", **common)
+        return anchored(tasks, judge, anchor, order=order or "random", weighting=weighting, **common)
     return _from_strategy_spec(tasks, judge, method, **common)
 
 

@@ -39,6 +39,16 @@ def report(
     """Table rows, summary lines and the truth block (``source`` and correlations; None without ``truth``)."""
     rows = leaderboard_rows(board, truth[1] if truth else None)
     kind = "Bradley-Terry rating (Elo scale)" if board.scale == "elo" else f"win rate against {board.anchor}"
+    if board.weighting and board.weighting.get("ties") == "davidson":
+        kind = "Davidson rating (Bradley-Terry with ties, Elo scale)"
+    if board.weighting and (
+        board.weighting.get("strong_weight", 1) != 1 or board.weighting.get("length_margin") is not None
+    ):
+        kind += f" · strong verdicts x{board.weighting['strong_weight']}" + (
+            f", length margin {board.weighting['length_margin']}"
+            if board.weighting.get("length_margin") is not None
+            else ""
+        )
     if board.control:
         kind = (
             f"style-controlled ({','.join(board.control)}) {kind}"

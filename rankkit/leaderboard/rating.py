@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from rankkit.data.tasks import Task
 from rankkit.leaderboard.board import CEILING_MARGIN, AnchorCeiling, SystemRating, systems_of
+from rankkit.stats.graded import davidson
 from rankkit.stats.intervals import Interval, bootstrap
 from rankkit.stats.ratings import Outcome, bradley_terry, win_rates
 
@@ -21,6 +22,13 @@ def rate_bt(
     intervals = bootstrap(
         lambda sample: bradley_terry(sample, systems, alpha=alpha), outcomes, resamples=resamples, seed=seed
     )
+    return rows_from_intervals(intervals, outcomes)
+
+
+def rate_davidson(outcomes: Sequence[Outcome], systems: Sequence[str], resamples: int, seed: int) -> list[SystemRating]:
+    """Davidson ratings (Bradley–Terry with ties, Elo scale; :func:`rankkit.stats.graded.davidson`), best first,
+    with ``resamples`` bootstrap resamples over the outcomes (0: no intervals)."""
+    intervals = bootstrap(lambda sample: davidson(sample, systems), outcomes, resamples=resamples, seed=seed)
     return rows_from_intervals(intervals, outcomes)
 
 

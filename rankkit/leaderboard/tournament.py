@@ -17,28 +17,38 @@ from rankkit.data.tasks import Task
 from rankkit.judges.base import Judge
 from rankkit.judgments.memo import JudgmentMemo
 from rankkit.leaderboard.board import systems_of
+from rankkit.leaderboard.graded import AS_BINARY, VerdictWeighting, match_outcomes
 from rankkit.stats.ratings import Outcome
 from rankkit.strategies.brackets import play_bracket
 from rankkit.strategies.matches import Cost, MatchSource
 
 
-def play_tournament(task: Task, source: MatchSource, rng: random.Random, order: str = "given") -> list[Outcome]:
+def play_tournament(
+    task: Task,
+    source: MatchSource,
+    rng: random.Random,
+    order: str = "given",
+    weighting: VerdictWeighting = AS_BINARY,
+) -> list[Outcome]:
     """Arena-lite on one task: a single-elimination tournament between the systems' answers.
 
     The bracket is a seeded shuffle; neighbours meet each round (one batch per round), an odd one
     out gets a bye, and a tie is recorded as a tie while a seeded coin decides who advances.
     ``order`` is ``given`` (as the bracket lists it), ``random`` or ``both``. Returns the outcomes
-    ``(system a, system b, a's points)`` in play order.
+    ``(system a, system b, a's points)`` in play order (a match counted by its verdicts' levels as
+    ``weighting`` says: :func:`~rankkit.leaderboard.graded.match_outcomes`).
     """
     candidate_of = systems_of(task)
     system_of = {cid: name for name, cid in candidate_of.items()}
     play_round = functools.partial(source.play_many, order=order, rng=rng)
     bracket = play_bracket(list(candidate_of.values()), rng, play_round, reshuffle=False)
+    lengths = {candidate.id: len(candidate.text) for candidate in task.candidates}
     return [
-        (system_of[match.a], system_of[match.b], match.outcome)
+        outcome
         for matches in bracket.rounds
         for match in matches
         if match.decided
+        for outcome in match_outcomes(match, system_of[match.a], system_of[match.b], weighting, lengths)
     ]
 
 
@@ -49,6 +59,7 @@ def play_against(
     opponent: str,
     systems: Sequence[str] | None = None,
     order: str = "random",
+    weighting: VerdictWeighting = AS_BINARY,
 ) -> list[Outcome]:
     """Every system of the task (or of ``systems``) against ``opponent``'s answer, in one batch.
 
@@ -62,12 +73,14 @@ def play_against(
     names = [s for s in (systems if systems is not None else candidate_of) if s in candidate_of and s != opponent]
     anchor_id = candidate_of[opponent]
     pairs = [(candidate_of[name], anchor_id) for name in names]
+    lengths = {candidate.id: len(candidate.text) for candidate in task.candidates}
     outcomes = []
     for name, match in zip(names, source.play_many(pairs, round=1, order=order, rng=rng)):
         if not match.decided:
             continue
-        outcome = match.outcome if match.a == candidate_of[name] else 1.0 - match.outcome
-        outcomes.append((name, opponent, outcome))
+        a, b = (name, opponent) if match.a == candidate_of[name] else (opponent, name)
+        for first, _, points in match_outcomes(match, a, b, weighting, lengths):
+            outcomes.append((name, opponent, points if first == name else 1.0 - points))
     return outcomes
 
 

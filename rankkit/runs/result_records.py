@@ -68,8 +68,17 @@ def comparison_from_dict(data: Mapping[str, Any], where: str = "results", path: 
         status=ParseStatus(get("status")),
         probability=get("probability"),
         extras={"verdict_path": data["verdict_path"]} if "verdict_path" in data else {},
+        level=_level(data, where, path),
     )
     return Comparison(first=str(get("first")), second=str(get("second")), verdict=verdict, round=get("round"))
+
+
+def _level(data: Mapping[str, Any], where: str, path: str) -> int | None:
+    """A comparison's stored level (verdicts=tie|graded), None when absent; a TaskFormatError when malformed."""
+    level = data.get("level")
+    if level is not None and (isinstance(level, bool) or not isinstance(level, int) or abs(level) > 2):
+        raise TaskFormatError(where, None, f"{path}.level", f"not an integer from -2 to 2: {level!r}")
+    return level
 
 
 def grade_record(candidate: str, grade: Grade) -> dict[str, Any]:

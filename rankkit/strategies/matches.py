@@ -91,6 +91,8 @@ class Comparison:
         }
         if "verdict_path" in self.verdict.extras:  # generate mode: how the verdict was read
             record["verdict_path"] = self.verdict.extras["verdict_path"]
+        if self.verdict.level is not None:  # verdicts=tie|graded only: binary records keep their form
+            record["level"] = self.verdict.level
         return record
 
 

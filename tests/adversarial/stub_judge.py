@@ -48,6 +48,9 @@ _LABELLED = re.compile(r"<answer_([A-H])>\n(.*?)\n</answer_\1>", re.DOTALL)  # k
 _RANKING_SO_FAR = re.compile(r"(?:Best:|Ranking:((?:\s*[A-H]\s*>)*))\s*$")
 _SCALE = re.compile(r"(?:scale of 0 to|Skala von 0 bis) (\d+)")
 _FOLLOWUP = re.compile(r'Finish this line of your verdict: "(.*) \?"', re.DOTALL)
+# rankkit's level line (verdicts=tie|graded): "Final verdict as a number (1 = [[A>>B]], ...): "
+_LEVEL_LINE = re.compile(r"Final verdict as a number \((.*)\):\s*$", re.DOTALL)
+_LEVEL_LABELS = {2: "A>>B", 1: "A>B", 0: "A=B", -1: "B>A", -2: "B>>A"}
 # "Final verdict: Answer 1:" (generate mode), or a bare "Score:" (logprob mode's line)
 _SLOT_PREFIX = re.compile(
     r"(?:(?:Final verdict|Endgültiges Urteil):.*?)?(?:(?:Answer|Antwort) (?P<slot>[12])|"
@@ -132,6 +135,14 @@ class HonestJudgeServer(StubServer):
             points = [9.0, 2.0] if points[0] >= points[1] else [2.0, 9.0]
         return scale, points
 
+    def level(self, prompt: str, strong: bool) -> int:
+        """Its level for a pair: a tie on equal points, strong (when the scale has it) at half the scale apart."""
+        scale, (first, second) = self._scores(prompt)
+        gap = first - second
+        if gap == 0:
+            return 0
+        return (2 if strong and abs(gap) >= scale / 2 else 1) * (1 if gap > 0 else -1)
+
     def _kway_order(self, prompt: str) -> list[str]:
         """The labels of a k-way prompt's answers, best first (ties: in the order shown)."""
         labelled = _LABELLED.findall(prompt)
@@ -147,6 +158,8 @@ class HonestJudgeServer(StubServer):
         scale, scores = self._scores(prompt)
         if len(scores) == 2:
             verdict = f"Answer 1: {scores[0]:g}/{scale} Answer 2: {scores[1]:g}/{scale}"
+            if "[[A>B]]" in prompt:  # a level scale's instruction: end with the label
+                verdict += f"\n[[{_LEVEL_LABELS[self.level(prompt, strong='[[A>>B]]' in prompt)]}]]"
         else:
             verdict = f"Score: {scores[0]:g}/{scale}"
         quoted = " ".join(
@@ -166,6 +179,11 @@ class HonestJudgeServer(StubServer):
         if ranking is not None:  # k-way: the best label not placed yet ("Best:", "Ranking: B > ")
             placed = re.findall(r"[A-H]", ranking.group(1) or "")
             return next(label for label in self._kway_order(prompt) if label not in placed)
+        level_line = _LEVEL_LINE.search(prefix)
+        if level_line is not None:  # the code of its level, as the line lists them
+            codes = dict(re.findall(r"(\d) = \[\[([AB<>=]+)\]\]", level_line.group(1)))
+            wanted = _LEVEL_LABELS[self.level(prompt, strong=len(codes) == 5)]
+            return next(code for code, label in codes.items() if label == wanted)
         scale, scores = self._scores(prompt)
         if prefix.rstrip().endswith(("The better answer is Answer", "Die bessere Antwort ist Antwort")):
             return "1" if scores[0] >= scores[-1] else "2"

@@ -57,3 +57,20 @@ def test_an_anchored_board_records_the_check_and_keeps_it_in_its_json(system_lev
     assert board.anchor_ceiling.at_ceiling == () and not board.anchor_ceiling.saturated
     # An arena board has no anchor to check.
     assert Leaderboard.from_dict({**board.to_dict(), "anchor_ceiling": None}).anchor_ceiling is None
+
+
+def test_rate_davidson_ranks_with_intervals():
+    from rankkit.leaderboard.rating import rate_davidson
+
+    outcomes = (
+        [("a", "b", 1.0)] * 6
+        + [("a", "b", 0.5)] * 3
+        + [("b", "c", 1.0)] * 6
+        + [("b", "c", 0.5)] * 3
+        + [("c", "a", 0.0)] * 4
+    )
+    rows = rate_davidson(outcomes, ["a", "b", "c"], resamples=50, seed=0)
+    assert [row.name for row in rows] == ["a", "b", "c"]
+    for row in rows:
+        assert row.ci_low < row.ci_high  # 50 resamples of 22 outcomes: a real interval
+    assert rate_davidson(outcomes, ["a", "b", "c"], resamples=50, seed=0) == rows  # same seed, same board

@@ -34,3 +34,17 @@ def test_a_missing_field_or_a_record_that_is_no_object_names_its_place():
     with pytest.raises(TaskFormatError, match="expected an object") as error:
         required([1], "b", "r.json", "task_data[2]")
     assert error.value.field == "task_data[2]"
+
+
+def test_a_comparisons_level_reads_back_and_a_malformed_one_names_its_field():
+    from rankkit.judgments.values import Verdict, Winner
+    from rankkit.runs.result_records import comparison_from_dict
+    from rankkit.strategies.matches import Comparison
+
+    comparison = Comparison("a", "b", Verdict(1.0, 0.0, Winner.FIRST, level=2), round=1)
+    record = comparison.to_dict()
+    assert record["level"] == 2
+    assert comparison_from_dict(record).verdict.level == 2
+    assert "level" not in Comparison("a", "b", Verdict(1.0, 0.0, Winner.FIRST)).to_dict()
+    with pytest.raises(TaskFormatError, match="level"):
+        comparison_from_dict({**record, "level": 7})

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rankkit.judges.base import add_usage
+from rankkit.judges.llm.level_reads import continuation_levels, level_fields, level_verdict
 from rankkit.judges.llm.modes import (
     PARSER_VERSION,
     VERDICT_RULE,
@@ -22,6 +23,7 @@ from rankkit.judges.llm.runtime import Conversation, LLMRuntime
 from rankkit.judges.llm.verdict_rules import expected_digit, failed_comparison, logprob_points, winner_from_scores
 from rankkit.judgments.values import ComparisonRequest, Grade, GradeRequest, ParseStatus, Verdict
 from rankkit.prompts import ParsedVerdict, format_points, parse_pairwise, parse_pointwise, to_task_scale
+from rankkit.prompts.level_verdicts import parse_level
 
 #: Temperature of the one retry when the judge decodes greedily (temperature 0).
 RETRY_TEMPERATURE = 0.7
@@ -205,6 +207,7 @@ class GenerateMode:
             "seed": judge.seed,
             "retries": judge.retries,
             "retry_temperature": RETRY_TEMPERATURE,
+            **level_fields(judge),
         }
 
     def prompt_points(self, max_points: float) -> float:
@@ -234,7 +237,11 @@ class GenerateMode:
     def compare(
         self, judge: ModeJudge, requests: Sequence[ComparisonRequest], prompts: Sequence[Prompt]
     ) -> Iterator[tuple[int, Verdict]]:
-        """Generate an explanation per pair, then read both answers' scores after rankkit's verdict prefix."""
+        """Generate an explanation per pair, then read both answers' scores after rankkit's verdict prefix
+        (on a level scale: the level, :mod:`rankkit.judges.llm.level_reads`)."""
+        if judge.verdicts != "binary":
+            yield from self._levels(judge, requests, prompts)
+            return
         for index, reply in self._verdicts(judge, prompts, 2):
             task = requests[index][0]
             prompt = prompts[index]
@@ -286,6 +293,37 @@ class GenerateMode:
                 )
 
         return generate_and_read(judge, conversations, read_continuations)
+
+    def _levels(
+        self, judge: ModeJudge, requests: Sequence[ComparisonRequest], prompts: Sequence[Prompt]
+    ) -> Iterator[tuple[int, Verdict]]:
+        """Each pair's level: read after rankkit's level line, or (``verdict=text``) parsed from ``[[A>B]]``."""
+        scale = judge.verdicts
+        conversations = [p.conversation for p in prompts]
+        if judge.verdict_path == "text":
+
+            def parse_texts(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
+                for local, (index, text) in enumerate(zip(indices, texts)):
+                    parsed = parse_level(text, scale, prompts[index].untrusted)
+                    yield local, Reading(None if parsed.level is None else {parsed.level: 1.0}, parsed.error)
+
+            replies = generate_and_read(judge, conversations, parse_texts, batched=False)
+        else:
+
+            def read_continuations(indices: Sequence[int], texts: Sequence[str]) -> Iterator[tuple[int, Reading]]:
+                read = continuation_levels(judge.runtime, [conversations[i] for i in indices], texts, scale)
+                for local, (probabilities, what) in enumerate(read):
+                    raw = f"{texts[local].rstrip()}\n\n[read by rankkit] {what['continuation']}"
+                    error = None if probabilities is not None else "no probability on any level digit"
+                    details = {"logprobs": what["logprobs"]}
+                    yield local, Reading(probabilities, error, raw, {"verdict_reads": 1, **what["usage"]}, details)
+
+            replies = generate_and_read(judge, conversations, read_continuations)
+        for index, reply in replies:
+            extras = self._extras(judge, prompts[index], reply)
+            extras.pop("verdict", None)  # the probabilities are kept as level_probabilities
+            task = requests[index][0]
+            yield index, level_verdict(task, scale, reply.reading.value, reply.raw, reply.usage, extras, reply.status)
 
     @staticmethod
     def _extras(judge: ModeJudge, prompt: Prompt, reply: Reply) -> dict[str, Any]:

@@ -20,9 +20,11 @@ from rankkit.judges.backends import Argument, Backend, Option, Settings, at_leas
 from rankkit.judges.base import Judge, JudgeError, add_usage, answer_directly
 from rankkit.judges.llm.calibration import CALIBRATION_METHOD, both_orders, calibrated_verdicts
 from rankkit.judges.llm.generate_mode import GenerateMode
+from rankkit.judges.llm.level_reads import check_verdicts, with_instruction
 from rankkit.judges.llm.modes import VERDICT_PATHS, JudgingMode, LoglikMode, LogprobMode, Prompt
 from rankkit.judges.llm.runtime import Conversation, Generation, LLMRuntime, PromptTooLong, StandInRuntime, user_turn
 from rankkit.judgments.judge_protocol import Capabilities, Found, Needed
+from rankkit.judgments.levels import VERDICT_SCALES
 from rankkit.judgments.values import VERDICT_KIND, ComparisonRequest, Grade, GradeRequest, Verdict
 from rankkit.prompts import (
     PAIRWISE,
@@ -62,6 +64,8 @@ class LLMJudge(Judge):
         ``text`` (parsed from the free text: the weaker fallback) or ``auto`` (the first the runtime
         offers, warning once on stderr when that is text).
     sanitize: rewrite candidates' judge-protocol text inertly before rendering (not with ``loglik``).
+    verdicts: the verdict scale of comparisons: ``binary``, ``tie`` or ``graded``
+        (:mod:`rankkit.judges.llm.level_reads`; not with ``loglik``, ``calibrate`` or ``prepair``).
     """
 
     def __init__(
@@ -79,6 +83,7 @@ class LLMJudge(Judge):
         calibrate: bool = False,
         verdict: str = "auto",
         sanitize: bool = False,
+        verdicts: str = "binary",
     ):
         _check_options(
             runtime.backend,
@@ -105,6 +110,7 @@ class LLMJudge(Judge):
         self.calibrate = calibrate
         self.verdict = verdict
         self.sanitize = sanitize
+        self.verdicts = check_verdicts(runtime.backend, verdicts, mode, calibrate, prepair)
         self._verdict_path: str | None = None
         self._verdict_lock = threading.Lock()
         #: PREPAIR's analyser (:class:`~rankkit.judges.llm.prepair.Analyser`; None without prepair),
@@ -277,7 +283,7 @@ class LLMJudge(Judge):
             shown = [self.shown(first), self.shown(second)]
             prompts.append(
                 Prompt(
-                    user_turn(render_pairwise(template, task, *shown, max_points)),
+                    with_instruction(user_turn(render_pairwise(template, task, *shown, max_points)), self.verdicts),
                     template,
                     max_points,
                     self._untrusted(first, second, shown=shown),
@@ -552,6 +558,13 @@ LLM_OPTIONS: tuple[Option, ...] = (
     Option("calibrate", bool, False, "average logprob comparisons over both orders (mode=logprob)"),
     Option("verdict", str, "auto", "how generate mode reads its verdict", choices=tuple(VERDICT_PATHS)),
     Option("sanitize", bool, False, "rewrite judge-protocol text in candidates inertly before rendering"),
+    Option(
+        "verdicts",
+        str,
+        "binary",
+        "the verdict scale of comparisons: binary, tie (A, tie, B) or graded (A>>B ... B>>A)",
+        choices=VERDICT_SCALES,
+    ),
 )
 
 

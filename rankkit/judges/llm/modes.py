@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from rankkit.data.conversations import plain_text
 from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.base import add_usage
+from rankkit.judges.llm.level_reads import level_fields, logprob_levels
 from rankkit.judges.llm.runtime import ChoiceLogprobs, Conversation, LLMRuntime, user_turn
 from rankkit.judges.llm.verdict_rules import (
     choice_judgment,
@@ -69,6 +70,7 @@ class ModeJudge(Protocol):
     seed: int
     retries: int
     verdict: str  # the verdict option: auto, continuation or text
+    verdicts: str  # the verdict scale: binary, tie or graded (rankkit.judgments.levels)
 
     @property
     def verdict_path(self) -> str:
@@ -152,7 +154,7 @@ class LogprobMode:
 
     def fingerprint_fields(self, judge: ModeJudge) -> dict[str, Any]:
         """Templates and rule versions."""
-        return {"templates": judge.templates.fingerprint(), "rule": LOGPROB_RULE}
+        return {"templates": judge.templates.fingerprint(), "rule": LOGPROB_RULE, **level_fields(judge)}
 
     def prompt_points(self, max_points: float) -> float:
         """The digit scale's K (:func:`logprob_points`)."""
@@ -200,7 +202,14 @@ class LogprobMode:
     def compare(
         self, judge: ModeJudge, requests: Sequence[ComparisonRequest], prompts: Sequence[Prompt]
     ) -> Iterator[tuple[int, Verdict]]:
-        """P(1) / (P(1) + P(2)) of the choice tokens after the choice prefix, one forward pass per pair."""
+        """P(1) / (P(1) + P(2)) of the choice tokens after the choice prefix, one forward pass per pair
+        (on a level scale: the level digit, :func:`~rankkit.judges.llm.level_reads.logprob_levels`)."""
+        if judge.verdicts != "binary":
+            conversations = [p.conversation for p in prompts]
+            yield from logprob_levels(
+                judge.runtime, requests, conversations, [p.template.name for p in prompts], judge.verdicts
+            )
+            return
         prefixes = [p.template.choice_prefix + " " for p in prompts]
         choices = [("1", "2")] * len(prompts)
         for index, logprobs in next_token_logprobs(judge.runtime, [p.conversation for p in prompts], prefixes, choices):

@@ -24,7 +24,9 @@ from rankkit.judges.simulated.sim_model import (
     KWAY_READINGS,
     LATENT_PRESETS,
     MISSPECIFICATION_KEYS,
+    STRONG_MARGIN,
     STYLE_BIAS_KEYS,
+    TIE_MARGIN,
     Misspecification,
     StyleBias,
     duplicate_sources,
@@ -32,9 +34,11 @@ from rankkit.judges.simulated.sim_model import (
     kway_temperature,
     pair_effects,
     pair_offsets,
+    planted_level,
     softmax_probabilities,
 )
 from rankkit.judgments.judge_protocol import Capabilities
+from rankkit.judgments.levels import VERDICT_SCALES
 from rankkit.judgments.values import LABELS, Grade, GroupChoice, GroupRanking, Verdict, Winner, labels
 from rankkit.prompts.kway_verdicts import CHOICE_PREFIX, RANKING_PREFIX, ranking_from_scores
 
@@ -108,7 +112,10 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
         relative to the other answers.
     pair_effect, clip, tie_margin, duplicates: planted misspecifications
         (:class:`~rankkit.judges.simulated.sim_model.Misspecification`); ``latent`` stays each
-        answer's perception.
+        answer's perception. ``tie_margin`` unset is 0 on the binary scale and
+        :data:`~rankkit.judges.simulated.sim_model.TIE_MARGIN` on the others.
+    verdicts: the verdict scale of a comparison: ``binary``, ``tie`` or ``graded``
+        (:func:`~rankkit.judges.simulated.sim_model.planted_level` with ``tie_margin`` and ``strong_margin``, in sds).
     """
 
     perception: float = LATENT_PRESETS["gpt4"].perception
@@ -122,10 +129,18 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
     format_bias: float = 0.0
     pair_effect: float = 0.0
     clip: bool = False
-    tie_margin: float = 0.0
+    tie_margin: float | None = None
     duplicates: float = 0.0
+    verdicts: str = "binary"
+    strong_margin: float = STRONG_MARGIN
 
     def __post_init__(self) -> None:
+        if self.verdicts not in VERDICT_SCALES:
+            raise SpecError(f"sim: verdicts must be one of {', '.join(VERDICT_SCALES)}, got {self.verdicts!r}")
+        if not 0 <= self.tie_band <= self.strong_margin < math.inf:
+            raise SpecError(
+                f"sim: need 0 <= tie_margin <= strong_margin (finite), got {self.tie_band} and {self.strong_margin}"
+            )
         if self.kway not in KWAY_READINGS:
             raise SpecError(f"sim: kway must be one of {', '.join(KWAY_READINGS)}, got {self.kway!r}")
         for name in ("perception", "pair_noise", "grade_noise"):
@@ -136,6 +151,17 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
             raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
         self._check_style_bias()
         self._check_misspecification()
+
+    @property
+    def tie_band(self) -> float:
+        """Half-width (sds) of the band inside which two grades tie: ``tie_margin``, or its scale's default."""
+        if self.tie_margin is not None:
+            return self.tie_margin
+        return 0.0 if self.verdicts == "binary" else TIE_MARGIN
+
+    @property
+    def _tie_level(self) -> int | None:
+        return None if self.verdicts == "binary" else 0
 
     def fingerprint_fields(self) -> dict:
         """Everything that changes a judgment (``kway`` and style biases only when not the default)."""
@@ -149,6 +175,8 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
         }
         if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
             fields["kway"] = self.kway
+        if self.verdicts != "binary":  # likewise
+            fields.update(verdicts=self.verdicts, tie_margin=self.tie_band, strong_margin=self.strong_margin)
         fields.update(self._style_fields())
         fields.update(self._misspecification_fields())
         return fields
@@ -164,6 +192,9 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
             )
         if self.kway != "grades":
             name += f",kway={self.kway}"
+        if self.verdicts != "binary":
+            unset_band = f",tie_margin={self.tie_band:g}" if self.tie_margin is None else ""
+            name += f",verdicts={self.verdicts}{unset_band},strong_margin={self.strong_margin:g}"
         return f"sim:{name}{self._style_description()}{self._misspecification_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
@@ -221,12 +252,15 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
         _require_truth(task)
         spread = task.human_spread
         t1, t2 = self.group_grades(task, (first, second))
-        if abs(t1 - t2) <= self.tie_margin * spread:  # without tie_margin only when both clip or without noise
+        if abs(t1 - t2) <= self.tie_band * spread:  # without a tie band only when both clip or without noise
             s = _clip(task, (t1 + t2) / 2)
-            return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE, raw=f"Answer 1: {s:.4g} Answer 2: {s:.4g}")
+            raw = f"Answer 1: {s:.4g} Answer 2: {s:.4g}"
+            return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE, raw=raw, level=self._tie_level)
+        level = planted_level((t1 - t2) / spread, self.verdicts, self.tie_band, self.strong_margin)
         s1, s2 = _agreeing_grades(task, t1, t2)
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
-        return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}")
+        raw = f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}"
+        return Verdict(first_grade=s1, second_grade=s2, winner=winner, raw=raw, level=level)
 
     capabilities = Capabilities(kway=True, latent=True)
 
@@ -396,7 +430,16 @@ class FixedAccuracyJudge(StyleBias, _Simulated):
 
 #: model name -> the parameters only that model takes.
 MODEL_KEYS: dict[str, tuple[str, ...]] = {
-    "latent": ("perception", "pair_noise", "slot_bias", "grade_noise", "kway", *MISSPECIFICATION_KEYS),
+    "latent": (
+        "perception",
+        "pair_noise",
+        "slot_bias",
+        "grade_noise",
+        "kway",
+        *MISSPECIFICATION_KEYS,
+        "verdicts",
+        "strong_margin",
+    ),
     "fixed": ("accuracy", "position_bias", "noise"),
 }
 
@@ -433,8 +476,21 @@ SIM_OPTIONS: tuple[Option, ...] = (
     ),
     Option("pair_effect", float, 0.0, "latent: sd of a persistent preference per pair (both orders, every re-ask)"),
     Option("clip", bool, False, "latent: compare grades clipped at the scale's ends (answers past an end tie)"),
-    Option("tie_margin", float, 0.0, "latent: grades closer than this (in sds) are a tie"),
+    Option(
+        "tie_margin",
+        float,
+        None,
+        f"latent: grades closer than this (in sds) are a tie (default 0; {TIE_MARGIN:g} with verdicts=tie|graded)",
+    ),
     Option("duplicates", float, 0.0, "latent: share of answers that near-duplicate another"),
+    Option(
+        "verdicts",
+        str,
+        "binary",
+        "latent: the verdict scale: binary, tie (A, tie, B) or graded (A>>B, A>B, A=B, B>A, B>>A)",
+        choices=VERDICT_SCALES,
+    ),
+    Option("strong_margin", float, STRONG_MARGIN, "latent, verdicts=graded: A>>B when |difference| > this (sds)"),
     Option("accuracy", float, 0.8, "fixed: probability of picking the human-better answer"),
     Option("position_bias", float, 0.0, "fixed: probability of picking the answer shown first"),
     Option("noise", float, 0.5, "fixed: sd of the noise on every grade"),

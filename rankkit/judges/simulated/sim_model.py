@@ -222,27 +222,27 @@ class Misspecification:
         unordered pair: the same in both orders and on every re-ask.
     clip: the judge's grades are clipped at the scale's ends before it compares them; two answers
         both past an end tie (near-top answers look alike).
-    tie_margin: two grades closer than this (``sd``) are a tie.
+    tie_margin: two grades closer than this (``sd``) are a tie (None: the verdict scale's default).
     duplicates: the share of answers that near-duplicate an earlier one (by id): perceived
         :data:`DUPLICATE_GAP` sd from it.
     """
 
     pair_effect: float
     clip: bool
-    tie_margin: float
+    tie_margin: float | None
     duplicates: float
 
     def _check_misspecification(self) -> None:
         for name in ("pair_effect", "tie_margin"):
             value = getattr(self, name)
-            if not (value >= 0 and math.isfinite(value)):
+            if value is not None and not (value >= 0 and math.isfinite(value)):
                 raise SpecError(f"sim: {name} must be a finite number >= 0, got {value}")
         if not 0.0 <= self.duplicates <= 1.0:
             raise SpecError(f"sim: duplicates must be in [0, 1], got {self.duplicates}")
 
     def _misspecification_fields(self) -> dict:
         # Only what is planted enters the fingerprint, so judges (and caches) made before stay valid.
-        defaults = {"pair_effect": 0.0, "clip": False, "tie_margin": 0.0, "duplicates": 0.0}
+        defaults = {"pair_effect": 0.0, "clip": False, "tie_margin": None, "duplicates": 0.0}
         return {name: getattr(self, name) for name in MISSPECIFICATION_KEYS if getattr(self, name) != defaults[name]}
 
     def _misspecification_description(self) -> str:
@@ -302,3 +302,30 @@ def duplicate_sources(ids: Sequence[str], draws: Sequence[tuple[float, float]], 
         if n and copies < share:
             sources[candidate] = ids[min(n - 1, int(which * n))]
     return sources
+
+
+#: The defaults of ``sim:verdicts=tie|graded``: half-widths, in human-score sds of the judge's noisy
+#: difference, of the tie band and of the "slightly better" band. Not fitted to recorded judgments
+#: (none with levels are at hand): chosen so that on the bundled sample (human-score spread 1) about
+#: a sixth of the pairs tie and a third are strong, the rough shape of Arena-Hard's level counts.
+TIE_MARGIN = 0.2
+STRONG_MARGIN = 1.0
+
+
+def planted_level(difference: float, scale: str, tie_margin: float, strong_margin: float) -> int | None:
+    """The level a noisy grade ``difference`` (first minus second, in human-score sds) gives on ``scale``.
+
+    None on the binary scale; 0 inside ``±tie_margin``; ±2 beyond ``±strong_margin`` on the graded
+    scale; ±1 otherwise.
+
+    Examples
+    --------
+    >>> planted_level(0.1, "graded", 0.2, 1.0), planted_level(-1.5, "graded", 0.2, 1.0), planted_level(-1.5, "tie", 0.2, 1.0)
+    (0, -2, -1)
+    """
+    if scale == "binary":
+        return None
+    if abs(difference) < tie_margin:
+        return 0
+    sign = 1 if difference > 0 else -1
+    return 2 * sign if scale == "graded" and abs(difference) > strong_margin else sign

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from rankkit.data.specs import SpecError
-from rankkit.data.tasks import Task, load_tasks
+from rankkit.data.tasks import Candidate, Task, load_tasks
 from rankkit.judges import make_judge
 from rankkit.judges.simulated.sim import FixedAccuracyJudge, LatentJudge
 from rankkit.judges.simulated.sim_model import (
@@ -746,3 +746,57 @@ def test_the_probabilities_reading_is_seeded_and_named_in_the_fingerprint_only()
     assert judge.description == "sim:preset=gpt4,kway=probabilities (simulated)"
     with pytest.raises(SpecError, match="kway must be one of grades, choice, probabilities"):
         make_judge("sim:kway=logits")
+
+
+# -- verdict scales (issue 39) -------------------------------------------------------------------
+
+
+def _pair_task():
+    return Task(
+        task_id="t",
+        prompt="q",
+        criterion="h",
+        candidates=tuple(Candidate(id=f"c{i}", text=f"answer {i}", human={"h": float(i)}) for i in range(6)),
+    )
+
+
+def test_sim_binary_default_gives_no_level():
+    task = _pair_task()
+    assert make_judge("sim:seed=1").compare(task, *task.candidates[:2]).level is None
+
+
+def test_sim_graded_levels_are_swap_symmetric_and_on_the_scale():
+    from itertools import permutations
+
+    from rankkit.judgments.levels import level_winner
+
+    task = _pair_task()
+    graded = make_judge("sim:verdicts=graded,seed=1,pair_noise=0,slot_bias=0")
+    tie = make_judge("sim:verdicts=tie,seed=1,pair_noise=0,slot_bias=0")
+    seen = set()
+    for first, second in permutations(task.candidates, 2):
+        verdict = graded.compare(task, first, second)
+        assert verdict.level == -graded.compare(task, second, first).level  # no slot bias, no pair noise
+        assert verdict.winner == level_winner(verdict.level)
+        assert tie.compare(task, first, second).level in (-1, 0, 1)
+        seen.add(verdict.level)
+    assert seen >= {2, -2}
+
+
+def test_sim_graded_margins_plant_ties():
+    task = _pair_task()
+    judge = make_judge("sim:verdicts=graded,seed=1,tie_margin=100,strong_margin=100")
+    assert {judge.compare(task, a, b).level for a in task.candidates for b in task.candidates if a != b} == {0}
+
+
+@pytest.mark.parametrize(
+    "spec", ["sim:verdicts=five", "sim:verdicts=graded,tie_margin=2,strong_margin=1", "sim:tie_margin=-1"]
+)
+def test_sim_verdict_options_are_validated(spec):
+    with pytest.raises(SpecError):
+        make_judge(spec)
+
+
+def test_sim_verdict_scale_enters_the_fingerprint_only_when_not_binary():
+    assert "verdicts" not in make_judge("sim:seed=1").fingerprint_fields()
+    assert make_judge("sim:verdicts=tie,seed=1").fingerprint_fields()["verdicts"] == "tie"
