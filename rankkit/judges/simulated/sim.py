@@ -137,10 +137,6 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
     def __post_init__(self) -> None:
         if self.verdicts not in VERDICT_SCALES:
             raise SpecError(f"sim: verdicts must be one of {', '.join(VERDICT_SCALES)}, got {self.verdicts!r}")
-        if not 0 <= self.tie_band <= self.strong_margin < math.inf:
-            raise SpecError(
-                f"sim: need 0 <= tie_margin <= strong_margin (finite), got {self.tie_band} and {self.strong_margin}"
-            )
         if self.kway not in KWAY_READINGS:
             raise SpecError(f"sim: kway must be one of {', '.join(KWAY_READINGS)}, got {self.kway!r}")
         for name in ("perception", "pair_noise", "grade_noise"):
@@ -151,6 +147,10 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
             raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
         self._check_style_bias()
         self._check_misspecification()
+        if not 0 <= self.tie_band <= self.strong_margin < math.inf:
+            raise SpecError(
+                f"sim: need 0 <= tie_margin <= strong_margin (finite), got {self.tie_band} and {self.strong_margin}"
+            )
 
     @property
     def tie_band(self) -> float:
