@@ -72,13 +72,15 @@ def read_human(options: HumanOptions) -> Any:
     return read_votes(options.votes_path)
 
 
-def corrected(board: Any, tasks: Any, votes: Any, options: HumanOptions) -> tuple[Any, Any]:
-    """``(board, correction)``: the board re-rated by ``votes``, or as it was with None without votes."""
+def corrected(board: Any, inputs: Any, votes: Any, options: HumanOptions, progress: bool) -> tuple[Any, Any]:
+    """``(board, correction)``: the board re-rated by ``votes`` (the voted pairs its tournament did not
+    play judged first, through ``inputs``' judge and cache), or as it was with None without votes."""
     if votes is None:
         return board, None
-    from rankkit.leaderboard.human_board import human_leaderboard
+    from rankkit.leaderboard.human_board import human_leaderboard, judge_voted_pairs
 
-    return human_leaderboard(board, tasks, votes, width=options.width)
+    board = judge_voted_pairs(board, inputs.tasks, votes, inputs.judge, inputs.cache, progress)
+    return human_leaderboard(board, inputs.tasks, votes, width=options.width)
 
 
 def print_correction(correction: Any, output_format: str) -> None:

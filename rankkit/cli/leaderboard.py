@@ -255,7 +255,7 @@ def leaderboard(
             weighting=weighting,
         )
         truth = resolve_truth(inputs.tasks, inputs.path, board_options.truth_path)
-        board, human = corrected(board, inputs.tasks, votes, human_options)
+        board, human = corrected(board, inputs, votes, human_options, not judge_options.quiet)
     print_leaderboard(board, truth, board_options, human)
     if bill is not None:
         say(bill.with_judging(board.cost), err=True)

@@ -177,7 +177,7 @@ def read_votes(path: str | PathLike[str]) -> HumanVotes:
 # Votes meet the leaderboard
 
 
-def _system_resolver(tasks: Sequence[Task], where: str):
+def system_resolver(tasks: Sequence[Task], where: str):
     """A function ``(task_id, name, line, field) -> system`` reading ``name`` as a candidate id or a system."""
     by_task = {}
     for task in tasks:
@@ -194,7 +194,7 @@ def _system_resolver(tasks: Sequence[Task], where: str):
     return system
 
 
-def _judged_pairs(board: Leaderboard) -> dict[tuple[str, str, str], float]:
+def judged_pairs(board: Leaderboard) -> dict[tuple[str, str, str], float]:
     """The judge's mean points per ``(task, a, b)`` with ``a < b`` (both orders of a pair averaged)."""
     if len(board.match_tasks) != len(board.matches):
         raise LeaderboardError("the leaderboard records no task per match; rebuild it to pair human votes with it")
@@ -226,8 +226,8 @@ def pair_votes(board: Leaderboard, tasks: Sequence[Task], votes: HumanVotes) -> 
     TaskFormatError
         A vote on an unknown task or candidate, or on a pair the board's judge never judged.
     """
-    judged = _judged_pairs(board)
-    system = _system_resolver(tasks, votes.path)
+    judged = judged_pairs(board)
+    system = system_resolver(tasks, votes.path)
     labelled, voted = [], set()
     for vote in votes.pairs:
         a = system(vote.task_id, vote.a, vote.line, "a")
@@ -282,7 +282,7 @@ def ppi_scores(
     TaskFormatError
         A grade of an unknown task or candidate, or of a candidate the judge did not grade.
     """
-    system = _system_resolver(tasks, votes.path)
+    system = system_resolver(tasks, votes.path)
     candidate_of = {(str(t.task_id), s): c for t in tasks for s, c in systems_of(t).items()}
     human: dict[str, list[tuple[float, float]]] = defaultdict(list)
     graded = set()

@@ -15,12 +15,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rankkit.data.tasks import Task
+from rankkit.data.tasks import Task, task_rng
 from rankkit.errors import TaskFormatError
+from rankkit.judges.base import Judge
 from rankkit.leaderboard.board import Leaderboard, systems_of
-from rankkit.leaderboard.human import HumanVotes, pair_votes, ppi_ratings, ppi_scores, ppi_win_rates
+from rankkit.leaderboard.graded import VerdictWeighting
+from rankkit.leaderboard.human import (
+    HumanVotes,
+    judged_pairs,
+    pair_votes,
+    ppi_ratings,
+    ppi_scores,
+    ppi_win_rates,
+    system_resolver,
+)
+from rankkit.leaderboard.tournament import play_all, play_pairs
 from rankkit.stats.intervals import DEFAULT_LEVEL
 from rankkit.stats.ppi import PPIResult, votes_needed
+from rankkit.strategies.matches import Cost
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,53 @@ def _reranked(board: Leaderboard, ratings: Mapping[str, PPIResult]) -> Leaderboa
             rows.append(replace(row, rating=result.ppi.estimate, ci_low=result.ppi.low, ci_high=result.ppi.high))
     rows.sort(key=lambda row: (row.rating is None, -(row.rating or 0.0), row.name))
     return replace(board, systems=[replace(row, rank=i + 1) for i, row in enumerate(rows)])
+
+
+def unjudged_votes(board: Leaderboard, tasks: Sequence[Task], votes: HumanVotes) -> dict[str, list[tuple[str, str]]]:
+    """Per task, the voted system pairs ``(a, b)`` the board's judge has not compared (each once)."""
+    judged = judged_pairs(board)
+    system = system_resolver(tasks, votes.path)
+    missing: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for vote in votes.pairs:
+        a = system(vote.task_id, vote.a, vote.line, "a")
+        b = system(vote.task_id, vote.b, vote.line, "b")
+        key = (vote.task_id, *sorted((a, b)))
+        if key not in judged and key[1:] not in {tuple(sorted(pair)) for pair in missing[vote.task_id]}:
+            missing[vote.task_id].append((a, b))
+    return {task_id: pairs for task_id, pairs in missing.items() if pairs}
+
+
+def judge_voted_pairs(
+    board: Leaderboard,
+    tasks: Sequence[Task],
+    votes: HumanVotes,
+    judge: Judge,
+    cache: Any = None,
+    progress: bool = False,
+) -> Leaderboard:
+    """``board`` with the judge's verdicts on the voted pairs it has not compared yet, added to its matches.
+
+    PPI needs the judge's label on every human-labelled unit; a vote on a pair the board's
+    tournament never played is judged here (through the memo and ``cache``, in the board's order and
+    weighting), so a VOTES file need not follow the board's schedule. The ratings stay the board's:
+    :func:`human_leaderboard` replaces them.
+    """
+    missing = unjudged_votes(board, tasks, votes)
+    if not missing:
+        return board
+    weighting = VerdictWeighting(**board.weighting) if board.weighting else VerdictWeighting()
+    order = board.order or "given"
+
+    def play(task: Task, source: Any) -> list:
+        rng = task_rng(board.seed, task.task_id, purpose="human votes")
+        return play_pairs(task, source, rng, missing[str(task.task_id)], order, weighting)
+
+    used = [task for task in tasks if str(task.task_id) in missing]
+    outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "human votes")
+    total = Cost()
+    total.add(board.cost)
+    total.add(cost)
+    return replace(board, matches=[*board.matches, *outcomes], match_tasks=[*board.match_tasks, *task_ids], cost=total)
 
 
 def human_leaderboard(

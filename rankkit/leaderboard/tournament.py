@@ -42,7 +42,7 @@ def play_tournament(
     system_of = {cid: name for name, cid in candidate_of.items()}
     play_round = functools.partial(source.play_many, order=order, rng=rng)
     bracket = play_bracket(list(candidate_of.values()), rng, play_round, reshuffle=False)
-    lengths = {candidate.id: len(candidate.text) for candidate in task.candidates}
+    lengths = {candidate.id: candidate.length for candidate in task.candidates}
     return [
         outcome
         for matches in bracket.rounds
@@ -73,7 +73,7 @@ def play_against(
     names = [s for s in (systems if systems is not None else candidate_of) if s in candidate_of and s != opponent]
     anchor_id = candidate_of[opponent]
     pairs = [(candidate_of[name], anchor_id) for name in names]
-    lengths = {candidate.id: len(candidate.text) for candidate in task.candidates}
+    lengths = {candidate.id: candidate.length for candidate in task.candidates}
     outcomes = []
     for name, match in zip(names, source.play_many(pairs, round=1, order=order, rng=rng)):
         if not match.decided:
@@ -81,6 +81,32 @@ def play_against(
         a, b = (name, opponent) if match.a == candidate_of[name] else (opponent, name)
         for first, _, points in match_outcomes(match, a, b, weighting, lengths):
             outcomes.append((name, opponent, points if first == name else 1.0 - points))
+    return outcomes
+
+
+def play_pairs(
+    task: Task,
+    source: MatchSource,
+    rng: random.Random,
+    pairs: Sequence[tuple[str, str]],
+    order: str = "given",
+    weighting: VerdictWeighting = AS_BINARY,
+) -> list[Outcome]:
+    """The named system pairs ``(a, b)`` of the task, in one batch (``a`` first with ``order`` ``given``).
+
+    Returns ``(a, b, a's points)`` per decided match; pairs naming a system the task lacks are skipped.
+    """
+    candidate_of = systems_of(task)
+    wanted = [(a, b) for a, b in pairs if a in candidate_of and b in candidate_of and a != b]
+    lengths = {candidate.id: candidate.length for candidate in task.candidates}
+    matches = source.play_many([(candidate_of[a], candidate_of[b]) for a, b in wanted], round=1, order=order, rng=rng)
+    outcomes = []
+    for (a, b), match in zip(wanted, matches):
+        if not match.decided:
+            continue
+        first, second = (a, b) if match.a == candidate_of[a] else (b, a)
+        for shown_first, _, points in match_outcomes(match, first, second, weighting, lengths):
+            outcomes.append((a, b, points if shown_first == a else 1.0 - points))
     return outcomes
 
 

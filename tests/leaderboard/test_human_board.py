@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from rankkit.errors import TaskFormatError
 from rankkit.judges import make_judge
 from rankkit.judges.simulated.synthetic import planted_tasks
 from rankkit.leaderboard.build import arena
 from rankkit.leaderboard.human import GradeVote, HumanVotes, PairVote
-from rankkit.leaderboard.human_board import human_leaderboard, judge_answer_points
+from rankkit.leaderboard.human_board import human_leaderboard, judge_answer_points, judge_voted_pairs, unjudged_votes
 from rankkit.stats.ppi import votes_needed
 
 STRENGTHS = {f"s{i}": 1000.0 + 150 * i for i in range(4)}
@@ -62,3 +63,28 @@ def test_the_planner_figure_is_the_librarys(judged):
     for name, result in correction.ratings.items():
         assert block["ratings"][name]["votes_needed"] == votes_needed(result, 100.0)
     assert block["width"] == pytest.approx(100.0, abs=TOL)
+
+
+def test_votes_on_pairs_the_tournament_never_played_are_judged_first(judged):
+    tasks, board = judged
+    judge = make_judge("sim:model=fixed,accuracy=0.9,position_bias=0")
+    played = {(task, *sorted((a, b))) for (a, b, _), task in zip(board.matches, board.match_tasks)}
+    unplayed = [
+        (t.task_id, a, b)
+        for t in tasks
+        for a in sorted(STRENGTHS)
+        for b in sorted(STRENGTHS)
+        if a < b and (t.task_id, a, b) not in played
+    ][:20]
+    votes = HumanVotes("v.jsonl", tuple(PairVote(task, b, a, b, line) for line, (task, a, b) in enumerate(unplayed, 1)))
+    with pytest.raises(TaskFormatError, match="never compared"):
+        human_leaderboard(board, tasks, votes)
+    extended = judge_voted_pairs(board, tasks, votes, judge)
+    assert unjudged_votes(extended, tasks, votes) == {}
+    added = len(extended.matches) - len(board.matches)
+    assert 1 <= added <= len(unplayed)  # one outcome per decided voted pair (an undecided one adds none)
+    assert extended.cost.judge_calls == board.cost.judge_calls + len(unplayed)
+    corrected, correction = human_leaderboard(extended, tasks, votes)
+    assert correction.pair_votes == len(unplayed)
+    assert {row.name for row in corrected.systems} == set(STRENGTHS)
+    assert judge_voted_pairs(extended, tasks, votes, judge) is extended  # nothing left to ask
