@@ -5,6 +5,8 @@
   are right is drawn from a seeded generator, and the grade follows from correctness and style:
   4 points for a right answer with working, 3 without, 1 for a wrong answer with working, 0
   without. So the systems have a known order, and an LLM judge can tell right from wrong.
+* ``leaderboard/votes.jsonl`` — 48 human pair votes on it (4 seeded random pairs per problem, the
+  answer with more points winning), for ``rankkit leaderboard --human``.
 * ``sample/judgments.jsonl`` — every ordered pair of every task of ``sample/tasks.jsonl`` judged
   once by the simulated judge ``sim:preset=gpt4`` (no LLM involved), for ``--judge replay:``.
 
@@ -159,6 +161,21 @@ def leaderboard_tasks(seed: int = 24) -> list[dict]:
     return tasks
 
 
+def leaderboard_votes(tasks: list[dict], per_task: int = 4, seed: int = 7) -> list[dict]:
+    """Human pair votes on the leaderboard sample, for ``--human``: ``per_task`` seeded random pairs of
+    each task, the answer with more points winning (null: a tie)."""
+    rng = random.Random(seed)
+    votes = []
+    for task in tasks:
+        candidates = task["candidates"]
+        pairs = [(a, b) for i, a in enumerate(candidates) for b in candidates[i + 1 :]]
+        for a, b in rng.sample(pairs, per_task):
+            points_a, points_b = a["human"]["points"], b["human"]["points"]
+            winner = a["id"] if points_a > points_b else b["id"] if points_b > points_a else None
+            votes.append({"task_id": task["task_id"], "a": a["id"], "b": b["id"], "winner": winner})
+    return votes
+
+
 def write_jsonl(rows: list[dict], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
@@ -177,6 +194,8 @@ def recording_rows() -> list[dict]:
 
 
 if __name__ == "__main__":
-    write_jsonl(leaderboard_tasks(), HERE / "leaderboard" / "tasks.jsonl")
+    board_tasks = leaderboard_tasks()
+    write_jsonl(board_tasks, HERE / "leaderboard" / "tasks.jsonl")
+    write_jsonl(leaderboard_votes(board_tasks), HERE / "leaderboard" / "votes.jsonl")
     write_jsonl(recording_rows(), HERE / "sample" / "judgments.jsonl")
-    print(f"wrote {HERE / 'leaderboard' / 'tasks.jsonl'} and {HERE / 'sample' / 'judgments.jsonl'}")
+    print(f"wrote {HERE / 'leaderboard'}/tasks.jsonl, votes.jsonl and {HERE / 'sample' / 'judgments.jsonl'}")

@@ -21,6 +21,10 @@ SAMPLES = {
         "leaderboard/tasks.jsonl",
         "6 systems answering the same 12 word problems, graded, for rankkit leaderboard",
     ),
+    "votes": (
+        "leaderboard/votes.jsonl",
+        "48 human pair votes on `leaderboard` (task_id, a, b, winner), for rankkit leaderboard --human",
+    ),
     "conversations": (
         "sample/conversations.jsonl",
         "3 two-turn tasks (message lists), 3 multi-turn answers each, with checklists",

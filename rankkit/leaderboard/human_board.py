@@ -197,7 +197,7 @@ def human_rows(correction: HumanCorrection) -> list[dict[str, Any]]:
     """Table rows beside the board: per system, the human-only and judge-only estimates, λ, the effective votes."""
     rows = []
     for kind, results in (("rating", correction.ratings), ("score", correction.scores)):
-        for name, result in results.items():
+        for name, result in sorted(results.items(), key=lambda item: -item[1].ppi.estimate):
             row = {
                 "name": name,
                 "estimate": kind,
