@@ -11,6 +11,8 @@ continuation on local runtimes and servers, a follow-up turn or a prefill on hos
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -136,9 +138,19 @@ def logprob_levels(
     for index, logprobs in read_levels(runtime, conversations, [prefix] * len(conversations), scale):
         probabilities = digit_probabilities(logprobs, scale)
         shown = "?" if probabilities is None else _code_of(level_reading(probabilities)[0], scale)
-        extras = {"mode": "logprob", "template": template_names[index], "logprobs": dict(logprobs)}
+        extras = {"mode": "logprob", "template": template_names[index], "logprobs": possible(logprobs)}
         usage = getattr(logprobs, "usage", {})
         yield index, level_verdict(requests[index][0], scale, probabilities, prefix + shown, usage, extras)
+
+
+def possible(logprobs: Mapping[str, float]) -> dict[str, float]:
+    """The digits a read gave any probability: an impossible one (``-inf``) is left out, since what a
+    judgment keeps goes to the cache, which stores finite numbers only (absent reads as impossible).
+
+    >>> possible({"1": -0.1, "2": float("-inf")})
+    {'1': -0.1}
+    """
+    return {code: value for code, value in logprobs.items() if math.isfinite(value)}
 
 
 def _code_of(level: int, scale: str) -> str:
@@ -161,7 +173,8 @@ def continuation_levels(
         probabilities = digit_probabilities(tables[index], scale)
         shown = "?" if probabilities is None else _code_of(level_reading(probabilities)[0], scale)
         usage = dict(getattr(tables[index], "usage", {}))
-        results.append((probabilities, {"logprobs": [tables[index]], "continuation": prefix + shown, "usage": usage}))
+        read = {"logprobs": [possible(tables[index])], "continuation": prefix + shown, "usage": usage}
+        results.append((probabilities, read))
     return results
 
 
