@@ -12,7 +12,6 @@ continuation on local runtimes and servers, a follow-up turn or a prefill on hos
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
