@@ -23,7 +23,7 @@ from typing import Any
 from rankkit.data.file_checks import check_system_name
 from rankkit.data.specs import SpecError
 from rankkit.errors import TaskFormatError
-from rankkit.judges.llm.runtime import Conversation, Generation, LLMRuntime
+from rankkit.judges.llm.runtime import Chat, Generation, LLMRuntime
 from rankkit.judges.simulated.writer import SimulatedWriter
 
 #: The cache kind of a generated answer.
@@ -40,8 +40,8 @@ class Question:
     """
 
     task_id: str
-    prompt: str | Conversation
-    opening: Conversation
+    prompt: str | Chat
+    opening: Chat
     followups: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -102,7 +102,7 @@ class GenerationBill:
 # -- reading the questions file ------------------------------------------------------------------
 
 
-def _messages(path: str, line: int, value: Any) -> Conversation:
+def _messages(path: str, line: int, value: Any) -> Chat:
     """A ``prompt`` message list: an optional system message, then user/assistant alternating, ending with user."""
     if not isinstance(value, list) or not value:
         raise TaskFormatError(path, line, "prompt", "expected a string or a non-empty list of messages")
@@ -288,7 +288,7 @@ def writer_fingerprint(writer: Writer, decoding: Decoding) -> str:
     return json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _cached_text(cache: Any, fingerprint: str, conversation: Conversation) -> str | None:
+def _cached_text(cache: Any, fingerprint: str, conversation: Chat) -> str | None:
     """The answer the cache holds for ``conversation`` (None: none); a row that is not one is refused."""
     from rankkit.judgments.cache import bad_row, judgment_key
 
@@ -304,7 +304,7 @@ def _cached_text(cache: Any, fingerprint: str, conversation: Conversation) -> st
 
 def answer_all(
     writer: Writer,
-    conversations: Sequence[Conversation],
+    conversations: Sequence[Chat],
     cache: Any,
     decoding: Decoding,
     bill: GenerationBill,
@@ -339,7 +339,7 @@ def writer_transcripts(
     decoding: Decoding,
     bill: GenerationBill,
     advance: Callable[[int], None],
-) -> dict[str, Conversation]:
+) -> dict[str, Chat]:
     """Each question's conversation after the writer answered every turn (turn k sees its answers to turns < k)."""
     histories = {q.task_id: list(q.opening) for q in questions}
     for turn in range(1 + max((len(q.followups) for q in questions), default=-1)):
@@ -352,10 +352,10 @@ def writer_transcripts(
     return histories
 
 
-def candidate_record(writer: Writer, question: Question, history: Conversation) -> dict[str, Any]:
+def candidate_record(writer: Writer, question: Question, history: Chat) -> dict[str, Any]:
     """The writer's candidate: the answer (single-turn) or the assistant-first continuation (multi-turn)."""
     continuation = history[len(question.opening) :]
-    text: str | Conversation = continuation[0]["content"] if len(continuation) == 1 else continuation
+    text: str | Chat = continuation[0]["content"] if len(continuation) == 1 else continuation
     record: dict[str, Any] = {"id": writer.name, "text": text, "system": writer.name}
     planted = getattr(writer.runtime, "planted_quality", None)
     if planted is not None:  # a simulated writer's planted quality, for the simulated judge
@@ -365,7 +365,7 @@ def candidate_record(writer: Writer, question: Question, history: Conversation) 
 
 
 def task_records(
-    questions: Sequence[Question], writers: Sequence[Writer], transcripts: dict[str, dict[str, Conversation]]
+    questions: Sequence[Question], writers: Sequence[Writer], transcripts: dict[str, dict[str, Chat]]
 ) -> list[dict[str, Any]]:
     """One task per question, one candidate per writer (``human`` scores only when every writer has them)."""
     tasks = []
@@ -407,7 +407,7 @@ def generate(
 
     total = len(writers) * sum(1 + len(q.followups) for q in questions)
     bill = GenerationBill()
-    transcripts: dict[str, dict[str, Conversation]] = {}
+    transcripts: dict[str, dict[str, Chat]] = {}
     with tqdm(total=total, desc="generate", unit="answer", disable=not progress, leave=False) as bar:
         for writer in writers:
             bar.set_postfix_str(writer.name)

@@ -21,7 +21,7 @@ from rankkit.judges.hosted.prices import PRICE_OPTIONS, Price, price_for
 from rankkit.judges.hosted.runtime import HostedRuntime, Read
 from rankkit.judges.hosted.verdict import one_hot
 from rankkit.judges.llm.judge import LLM_OPTIONS, llm_backend
-from rankkit.judges.llm.runtime import ChoiceLogprobs, Conversation, Generation
+from rankkit.judges.llm.runtime import Chat, ChoiceLogprobs, Generation
 
 DEFAULT_BASE_URL = "https://api.anthropic.com/v1"
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -65,7 +65,7 @@ class AnthropicRuntime(HostedRuntime):
 
     # -- requests -----------------------------------------------------------------------------------
     def message_body(
-        self, conversation: Conversation, max_tokens: int, temperature: float, prefill: str | None = None
+        self, conversation: Chat, max_tokens: int, temperature: float, prefill: str | None = None
     ) -> dict[str, Any]:
         """The Messages API body: system messages in ``system``, the first user message cache-marked.
 
@@ -100,7 +100,7 @@ class AnthropicRuntime(HostedRuntime):
 
     # -- the LLMRuntime protocol -----------------------------------------------------------------------
     def generate(
-        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+        self, conversations: Sequence[Chat], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
         """Yield ``(index, Generation)``, the reply to each conversation (``seed`` is ignored: the API has none)."""
         requests = [(self.message_body(c, max_new_tokens, temperature), read_message) for c in conversations]
@@ -108,7 +108,7 @@ class AnthropicRuntime(HostedRuntime):
 
     def next_token_logprobs(
         self,
-        conversations: Sequence[Conversation],
+        conversations: Sequence[Chat],
         *,
         prefixes: Sequence[str],
         choices: Sequence[Sequence[str]],
@@ -125,9 +125,7 @@ class AnthropicRuntime(HostedRuntime):
         for index, (text, usage) in self.send_all(requests, lambda text, usage: (text, usage)):
             yield index, ChoiceLogprobs(one_hot(written_choice(text, sets[index]), sets[index]), usage)
 
-    def answer_logliks(
-        self, conversations: Sequence[Conversation], answers: Sequence[str]
-    ) -> Iterator[tuple[int, float]]:
+    def answer_logliks(self, conversations: Sequence[Chat], answers: Sequence[str]) -> Iterator[tuple[int, float]]:
         """Not offered (no log-probabilities): always raises."""
         raise NotImplementedError("the anthropic judge cannot score an answer's likelihood (no log-probabilities)")
 

@@ -19,7 +19,7 @@ from rankkit.judges.llm.modes import (
     read_scores,
     read_usage,
 )
-from rankkit.judges.llm.runtime import Conversation, LLMRuntime
+from rankkit.judges.llm.runtime import Chat, LLMRuntime
 from rankkit.judges.llm.verdict_rules import expected_digit, failed_comparison, logprob_points, winner_from_scores
 from rankkit.judgments.values import ComparisonRequest, Grade, GradeRequest, ParseStatus, Verdict
 from rankkit.prompts import ParsedVerdict, format_points, parse_pairwise, parse_pointwise, to_task_scale
@@ -65,7 +65,7 @@ class Reply:
 
 
 def generate_and_read(
-    judge: ModeJudge, conversations: Sequence[Conversation], read: Reader, batched: bool = True
+    judge: ModeJudge, conversations: Sequence[Chat], read: Reader, batched: bool = True
 ) -> Iterator[tuple[int, Reply]]:
     """Generate a reply to each conversation and read its verdict with ``read``; yield ``(index, Reply)``.
 

@@ -22,7 +22,7 @@ from rankkit.judges.llm.calibration import CALIBRATION_METHOD, both_orders, cali
 from rankkit.judges.llm.generate_mode import GenerateMode
 from rankkit.judges.llm.level_reads import check_verdicts, with_instruction
 from rankkit.judges.llm.modes import VERDICT_PATHS, JudgingMode, LoglikMode, LogprobMode, Prompt
-from rankkit.judges.llm.runtime import Conversation, Generation, LLMRuntime, PromptTooLong, StandInRuntime, user_turn
+from rankkit.judges.llm.runtime import Chat, Generation, LLMRuntime, PromptTooLong, StandInRuntime, user_turn
 from rankkit.judgments.judge_protocol import Capabilities, Found, Needed
 from rankkit.judgments.levels import VERDICT_SCALES
 from rankkit.judgments.values import VERDICT_KIND, ComparisonRequest, Grade, GradeRequest, Verdict
@@ -306,7 +306,7 @@ class LLMJudge(Judge):
 
         return analysis_fingerprint(self.runtime.identity(), self.analysis_max_new_tokens, self.temperature, self.seed)
 
-    def _generate_analyses(self, conversations: Sequence[Conversation]) -> Iterator[tuple[int, Generation]]:
+    def _generate_analyses(self, conversations: Sequence[Chat]) -> Iterator[tuple[int, Generation]]:
         return self.runtime.generate(
             conversations, max_new_tokens=self.analysis_max_new_tokens, temperature=self.temperature, seed=self.seed
         )

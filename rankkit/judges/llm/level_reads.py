@@ -17,7 +17,7 @@ from typing import Any
 
 from rankkit.data.specs import SpecError
 from rankkit.data.tasks import Task
-from rankkit.judges.llm.runtime import Conversation, LLMRuntime
+from rankkit.judges.llm.runtime import Chat, LLMRuntime
 from rankkit.judges.llm.verdict_rules import failed_comparison
 from rankkit.judgments.levels import check_scale, level_label, level_winner, scale_labels, scale_levels
 from rankkit.judgments.values import ParseStatus, Verdict
@@ -42,7 +42,7 @@ def check_verdicts(backend: str, verdicts: str, mode: str, calibrate: bool, prep
     return verdicts
 
 
-def with_instruction(conversation: Conversation, scale: str) -> Conversation:
+def with_instruction(conversation: Chat, scale: str) -> Chat:
     """``conversation`` with the level instruction appended to its last (user) turn; unchanged on ``binary``."""
     if scale == "binary":
         return conversation
@@ -68,7 +68,7 @@ def level_read_prefix(scale: str) -> str:
 
 
 def read_levels(
-    runtime: LLMRuntime, conversations: Sequence[Conversation], prefixes: Sequence[str], scale: str
+    runtime: LLMRuntime, conversations: Sequence[Chat], prefixes: Sequence[str], scale: str
 ) -> Iterator[tuple[int, dict[str, float]]]:
     """Yield ``(index, logprobs of the level digits)`` after each conversation's forced ``prefixes[i]``."""
     if not conversations:
@@ -128,7 +128,7 @@ def digit_probabilities(digit_logprobs: Mapping[str, float], scale: str) -> dict
 def logprob_levels(
     runtime: LLMRuntime,
     requests: Sequence[tuple[Task, Any, Any]],
-    conversations: Sequence[Conversation],
+    conversations: Sequence[Chat],
     template_names: Sequence[str],
     scale: str,
 ) -> Iterator[tuple[int, Verdict]]:
@@ -157,7 +157,7 @@ def _code_of(level: int, scale: str) -> str:
 
 
 def continuation_levels(
-    runtime: LLMRuntime, conversations: Sequence[Conversation], texts: Sequence[str], scale: str
+    runtime: LLMRuntime, conversations: Sequence[Chat], texts: Sequence[str], scale: str
 ) -> list[tuple[dict[int, float] | None, dict[str, Any]]]:
     """``mode=generate``'s level of each explanation: the digit after ``<explanation>\\n\\n`` + :func:`level_read_prefix`.
 

@@ -15,7 +15,7 @@ from rankkit.data.conversations import plain_text
 from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.base import add_usage
 from rankkit.judges.llm.level_reads import level_fields, logprob_levels
-from rankkit.judges.llm.runtime import ChoiceLogprobs, Conversation, LLMRuntime, user_turn
+from rankkit.judges.llm.runtime import Chat, ChoiceLogprobs, LLMRuntime, user_turn
 from rankkit.judges.llm.verdict_rules import (
     choice_judgment,
     choice_probability,
@@ -48,7 +48,7 @@ LOGLIK_RULE = "1"  # mean token log-likelihood of the answer after the bare ques
 class Prompt:
     """A rendered judge prompt: the conversation plus what is needed to read the reply."""
 
-    conversation: Conversation
+    conversation: Chat
     template: Template
     max_points: float
     untrusted: tuple[str, ...] = ()  # candidate texts: removed from the reply before parsing
@@ -134,7 +134,7 @@ def read_usage(tables: Sequence[Mapping[str, float]]) -> dict[str, int]:
 
 def next_token_logprobs(
     runtime: LLMRuntime,
-    conversations: Sequence[Conversation],
+    conversations: Sequence[Chat],
     prefixes: Sequence[str],
     choices: Sequence[tuple[str, ...]],
 ) -> Iterator[tuple[int, dict[str, float]]]:

@@ -14,11 +14,11 @@ from typing import Any, Protocol, runtime_checkable
 from rankkit.judges.base import JudgeError
 
 #: Chat messages, e.g. ``[{"role": "user", "content": "..."}]``.
-Conversation = list[dict[str, str]]
+Chat = list[dict[str, str]]
 
 
-def user_turn(content: str) -> Conversation:
-    """A conversation of one user message: ``[{"role": "user", "content": content}]``."""
+def user_turn(content: str) -> Chat:
+    """A chat of one user message: ``[{"role": "user", "content": content}]``."""
     return [{"role": "user", "content": content}]
 
 
@@ -107,14 +107,14 @@ class LLMRuntime(Protocol):
         ...
 
     def generate(
-        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+        self, conversations: Sequence[Chat], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
         """Yield ``(index, Generation)``: the reply to each conversation (``temperature`` 0: greedy)."""
         ...
 
     def next_token_logprobs(
         self,
-        conversations: Sequence[Conversation],
+        conversations: Sequence[Chat],
         *,
         prefixes: Sequence[str],
         choices: Sequence[Sequence[str]],
@@ -127,9 +127,7 @@ class LLMRuntime(Protocol):
         """
         ...
 
-    def answer_logliks(
-        self, conversations: Sequence[Conversation], answers: Sequence[str]
-    ) -> Iterator[tuple[int, float]]:
+    def answer_logliks(self, conversations: Sequence[Chat], answers: Sequence[str]) -> Iterator[tuple[int, float]]:
         """Yield ``(index, loglik)``: the mean token log-likelihood of ``answers[i]`` as the reply to ``conversations[i]``.
 
         May raise ``NotImplementedError``.

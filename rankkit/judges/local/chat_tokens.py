@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rankkit.judges.base import JudgeError
-from rankkit.judges.llm.runtime import Conversation
+from rankkit.judges.llm.runtime import Chat
 from rankkit.judges.local.hf_batching import common_prefix_length
 
 
-def chat_text(tokenizer: Any, conversation: Conversation) -> str:
+def chat_text(tokenizer: Any, conversation: Chat) -> str:
     """The prompt text up to where the assistant's reply starts, via the chat template.
 
     A base model without a chat template gets plain turns, each followed by a blank line.
@@ -70,7 +70,7 @@ def encode_text(tokenizer: Any, text: str) -> list[int]:
 _SENTINEL = re.compile("\ue000([0-9]+)\ue001")  # private-use characters no chat template emits
 
 
-def message_spans(tokenizer: Any, conversation: Conversation, text: str) -> list[tuple[int, int]] | None:
+def message_spans(tokenizer: Any, conversation: Chat, text: str) -> list[tuple[int, int]] | None:
     """``(start, end)`` of each message's content in ``text`` (:func:`chat_text` of ``conversation``), or None.
 
     The template is rendered again with a sentinel per message; each message must appear between
@@ -105,7 +105,7 @@ def message_spans(tokenizer: Any, conversation: Conversation, text: str) -> list
     return spans
 
 
-def encode_chat(tokenizer: Any, conversation: Conversation, continuation: str = "") -> list[int]:
+def encode_chat(tokenizer: Any, conversation: Chat, continuation: str = "") -> list[int]:
     """Token ids of a conversation's prompt followed by ``continuation``; only the template's special tokens are special.
 
     When no special-token string touches a message or the continuation (every normal prompt), the ids
@@ -201,7 +201,7 @@ def choice_token_ids(
 
 
 def answer_tokens(
-    tokenizer: Any, conversations: Sequence[Conversation], answers: Sequence[str], backend: str = "hf"
+    tokenizer: Any, conversations: Sequence[Chat], answers: Sequence[str], backend: str = "hf"
 ) -> tuple[list[list[int]], list[int]]:
     """``(sequences, lengths)``: each prompt plus its answer as token ids, and the answer's token count.
 

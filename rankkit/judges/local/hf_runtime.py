@@ -11,7 +11,7 @@ from typing import Any
 
 from rankkit.data.specs import SpecError
 from rankkit.judges.llm.context import check_fit
-from rankkit.judges.llm.runtime import Capacity, Conversation, Generation, LLMRuntime
+from rankkit.judges.llm.runtime import Capacity, Chat, Generation, LLMRuntime
 from rankkit.judges.local import chat_tokens
 from rankkit.judges.local.hf_batching import (
     DEFAULT_MAX_BATCH_TOKENS,
@@ -121,7 +121,7 @@ class HFRuntime(LLMRuntime):
         return torch
 
     # -- text -> tokens -----------------------------------------------------------------------
-    def chat_text(self, conversation: Conversation) -> str:
+    def chat_text(self, conversation: Chat) -> str:
         """The prompt text up to where the assistant's reply starts (:func:`.chat_tokens.chat_text`)."""
         return chat_tokens.chat_text(self.tokenizer, conversation)
 
@@ -129,7 +129,7 @@ class HFRuntime(LLMRuntime):
         """Token ids of trusted ``text`` (a template's, never a candidate's), no special tokens added."""
         return chat_tokens.encode(self.tokenizer, text)
 
-    def prompt_ids(self, conversation: Conversation, continuation: str = "") -> list[int]:
+    def prompt_ids(self, conversation: Chat, continuation: str = "") -> list[int]:
         """The token ids of a conversation's prompt followed by ``continuation`` (:func:`.chat_tokens.encode_chat`)."""
         return chat_tokens.encode_chat(self.tokenizer, conversation, continuation)
 
@@ -248,7 +248,7 @@ class HFRuntime(LLMRuntime):
 
     def next_token_logprobs(
         self,
-        conversations: Sequence[Conversation],
+        conversations: Sequence[Chat],
         *,
         prefixes: Sequence[str],
         choices: Sequence[Sequence[str]],
@@ -279,9 +279,7 @@ class HFRuntime(LLMRuntime):
             for index, row in zip(batch.indices, rows):
                 yield index, dict(zip(keys[index][1], row))
 
-    def answer_logliks(
-        self, conversations: Sequence[Conversation], answers: Sequence[str]
-    ) -> Iterator[tuple[int, float]]:
+    def answer_logliks(self, conversations: Sequence[Chat], answers: Sequence[str]) -> Iterator[tuple[int, float]]:
         """Yield ``(index, loglik)``: each answer's mean token log-likelihood as the reply to its conversation, batched."""
         torch = self._torch()
 
@@ -311,7 +309,7 @@ class HFRuntime(LLMRuntime):
         return float(torch.log_softmax(logits, dim=-1).gather(1, targets[:, None]).mean())
 
     def generate(
-        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+        self, conversations: Sequence[Chat], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
         """Yield ``(index, Generation)``: batched generation, sorted by length and left-padded.
 

@@ -18,7 +18,7 @@ from rankkit.judges.backends import Argument, Option, Settings, above, at_least
 from rankkit.judges.base import JudgeError
 from rankkit.judges.llm.context import check_fit
 from rankkit.judges.llm.judge import llm_backend
-from rankkit.judges.llm.runtime import Capacity, Conversation, Generation, LLMRuntime
+from rankkit.judges.llm.runtime import Capacity, Chat, Generation, LLMRuntime
 from rankkit.judges.local import chat_tokens
 from rankkit.judges.local.hf_loading import DTYPES, LOAD_LOCK, LOADED, SMOLLM2_JUDGE_DEFAULTS, import_torch
 
@@ -225,7 +225,7 @@ class VLLMRuntime(LLMRuntime):
         """Nothing to release: the engine stays loaded for other judges (:func:`shutdown_all`)."""
 
     # -- prompts ---------------------------------------------------------------------------------
-    def prompt_ids(self, conversation: Conversation, prefix: str = "") -> list[int]:
+    def prompt_ids(self, conversation: Chat, prefix: str = "") -> list[int]:
         """The token ids of a conversation's prompt followed by a forced reply ``prefix`` (:func:`.chat_tokens.encode_chat`)."""
         return chat_tokens.encode_chat(self.tokenizer, conversation, prefix)
 
@@ -256,7 +256,7 @@ class VLLMRuntime(LLMRuntime):
     # -- the LLMRuntime protocol ------------------------------------------------------------------
     def next_token_logprobs(
         self,
-        conversations: Sequence[Conversation],
+        conversations: Sequence[Chat],
         *,
         prefixes: Sequence[str],
         choices: Sequence[Sequence[str]],
@@ -284,7 +284,7 @@ class VLLMRuntime(LLMRuntime):
             )
 
     def generate(
-        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+        self, conversations: Sequence[Chat], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
         """Yield ``(index, Generation)``: greedy at temperature 0, else sampled with ``seed`` per request.
 
@@ -304,9 +304,7 @@ class VLLMRuntime(LLMRuntime):
                 ),
             )
 
-    def answer_logliks(
-        self, conversations: Sequence[Conversation], answers: Sequence[str]
-    ) -> Iterator[tuple[int, float]]:
+    def answer_logliks(self, conversations: Sequence[Chat], answers: Sequence[str]) -> Iterator[tuple[int, float]]:
         """Yield ``(index, loglik)``: each answer's mean token log-likelihood as the reply to its conversation."""
         from vllm import SamplingParams
 

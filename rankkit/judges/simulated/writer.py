@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rankkit.data.specs import SpecError, parse_spec
-from rankkit.judges.llm.runtime import Capacity, Conversation, Generation, LLMRuntime
+from rankkit.judges.llm.runtime import Capacity, Chat, Generation, LLMRuntime
 
 _WORDS = (
     "the answer follows from the definition so we check each case and note where the claim holds "
@@ -62,21 +62,21 @@ class SimulatedWriter(LLMRuntime):
             "seed": self.seed,
         }
 
-    def _rng(self, conversation: Conversation) -> random.Random:
+    def _rng(self, conversation: Chat) -> random.Random:
         text = json.dumps([self.name, self.seed, conversation], ensure_ascii=False)
         return random.Random(hashlib.sha256(text.encode("utf-8")).hexdigest())
 
-    def planted_quality(self, conversation: Conversation) -> float:
+    def planted_quality(self, conversation: Chat) -> float:
         """The quality planted in the reply to ``conversation``, in [0, 1]."""
         return min(1.0, max(0.0, self.quality + self._rng(conversation).gauss(0.0, self.spread)))
 
-    def reply(self, conversation: Conversation, max_new_tokens: int) -> str:
+    def reply(self, conversation: Chat, max_new_tokens: int) -> str:
         rng = self._rng(conversation)
         words = [rng.choice(_WORDS) for _ in range(min(max_new_tokens, 12 + rng.randrange(24)))]
         return f"({self.name}, simulated) " + " ".join(words) + "."
 
     def generate(
-        self, conversations: Sequence[Conversation], *, max_new_tokens: int, temperature: float, seed: int
+        self, conversations: Sequence[Chat], *, max_new_tokens: int, temperature: float, seed: int
     ) -> Iterator[tuple[int, Generation]]:
         """Yield each reply with token counts (a word a token); ``temperature`` and ``seed`` change nothing."""
         for index, conversation in enumerate(conversations):
