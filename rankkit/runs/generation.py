@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankkit.data.conversations import read_prompt
 from rankkit.data.file_checks import check_system_name
 from rankkit.data.specs import SpecError
 from rankkit.errors import TaskFormatError
@@ -28,7 +29,6 @@ from rankkit.judges.simulated.writer import SimulatedWriter
 
 #: The cache kind of a generated answer.
 GENERATION_KIND = "generation"
-ROLES = ("system", "user", "assistant")
 QUESTION_FIELDS = {"task_id", "prompt", "turns", "reference", "checklist", "category"}
 
 
@@ -103,27 +103,8 @@ class GenerationBill:
 
 
 def _messages(path: str, line: int, value: Any) -> Chat:
-    """A ``prompt`` message list: an optional system message, then user/assistant alternating, ending with user."""
-    if not isinstance(value, list) or not value:
-        raise TaskFormatError(path, line, "prompt", "expected a string or a non-empty list of messages")
-    messages = []
-    for at, message in enumerate(value):
-        where = f"prompt[{at}]"
-        if not isinstance(message, dict) or set(message) != {"role", "content"}:
-            raise TaskFormatError(path, line, where, "expected an object with exactly 'role' and 'content'")
-        if message["role"] not in ROLES or not isinstance(message["content"], str):
-            raise TaskFormatError(path, line, where, "role must be system, user or assistant; content a string")
-        messages.append({"role": message["role"], "content": message["content"]})
-    turns = messages[1:] if messages[0]["role"] == "system" else messages
-    expected = ["user" if at % 2 == 0 else "assistant" for at in range(len(turns))]
-    if not turns or [m["role"] for m in turns] != expected or expected[-1] != "user":
-        raise TaskFormatError(
-            path,
-            line,
-            "prompt",
-            "messages must be an optional system, then user/assistant alternating, ending with user",
-        )
-    return messages
+    """A ``prompt`` message list, checked as a task's prompt is (:func:`~rankkit.data.conversations.read_prompt`)."""
+    return [{"role": m.role, "content": m.content} for m in read_prompt(path, line, "prompt", value)]
 
 
 def _turns(path: str, line: int, value: Any) -> list[str]:
